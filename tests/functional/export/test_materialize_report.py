@@ -58,12 +58,14 @@ expect:
 def _report(bundle: Path, cell: int, status: int, expect: str = "crash SIGSEGV ''") -> str:
     """What the bundle's run.sh prints of cell `cell` ended with `status`: its functions (the
     script up to its first cell), then `report` as a cell's function calls it, expecting
-    `expect` (outcome, signals, exit code), then the verdicts run.sh's exit status reads."""
+    `expect` (outcome, signals, exit code), then the verdicts run.sh's exit status reads
+    (NOT_JUDGED where it is set)."""
     script = (bundle / "run.sh").read_text()
     head = script[: script.index("\n# cell 1:")]
     (bundle / "report.sh").write_text(
         f"{head}\nreport {cell} {status} {shlex.quote(f'cell{cell}')} expected {expect}\n"
-        'echo "MISSED=$MISSED NOT_RUN=$NOT_RUN"\n'
+        'echo "MISSED=$MISSED NOT_RUN=$NOT_RUN'
+        '$([ "${NOT_JUDGED:-0}" = 0 ] || echo " NOT_JUDGED=1")"\n'
     )
     done = subprocess.run(
         ["bash", str(bundle / "report.sh")], capture_output=True, text=True, timeout=30
@@ -203,3 +205,145 @@ def _emit(path: Path, *calls: str) -> None:
         check=True,
         timeout=30,
     )
+
+
+CHILD_SPEC = """\
+reprospec: 1
+name: childdeath
+matrix:
+  prog: [called, shell, pool, exit139, seg]
+command: python3 prog.py ${{ matrix.prog }}
+files: [seg.py, shell.sh]
+run: {timeout: 2m}
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  cases:
+    - when: {prog: pool}
+      signal: SIGABRT
+    - when: {prog: exit139}
+      outcome: error
+      exit_code: 139
+"""
+
+# Each a real death (or none): a subprocess's SIGSEGV its parent raises CalledProcessError
+# of (exit 1), a shell script's child's (exit 3), a process pool's worker's SIGABRT
+# (BrokenProcessPool, exit 1), a program's own sys.exit(139), the main process's SIGSEGV.
+PROG = """\
+import ctypes, os, subprocess, sys
+from concurrent.futures import ProcessPoolExecutor
+
+if sys.argv[1] == "called":
+    subprocess.run([sys.executable, "seg.py"], check=True)
+elif sys.argv[1] == "shell":
+    os.execvp("bash", ["bash", "shell.sh"])
+elif sys.argv[1] == "pool":
+    with ProcessPoolExecutor(1) as pool:
+        pool.submit(os.abort).result()
+elif sys.argv[1] == "exit139":
+    sys.exit(139)
+else:
+    ctypes.string_at(0)
+"""
+SHELL = "python3 seg.py\nexit 3\n"
+SEG = "import ctypes\nctypes.string_at(0)\n"
+# The exit status each cell's container ends with (a signal's death: 128 + N, as docker says).
+STATUS = {"called": 1, "shell": 3, "pool": 1, "exit139": 139, "seg": 139}
+
+
+@pytest.fixture(scope="module")
+def children(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict[str, object]]]:
+    """CHILD_SPEC's bundle with each cell's results as `reprospec run` left them, and what
+    `reprospec run` called each cell (by the cell's number in the bundle)."""
+    root = tmp_path_factory.mktemp("childdeath")
+    (root / "spec.yaml").write_text(CHILD_SPEC)
+    (root / "prog.py").write_text(PROG)
+    (root / "shell.sh").write_text(SHELL)
+    (root / "seg.py").write_text(SEG)
+    done = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", "spec.yaml", "-j", "2", "--out", "store"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (run,) = (root / "store" / "runs").iterdir()
+    spec = load_spec(root / "spec.yaml")
+    plans = [plan for plan in plan_run(spec, RunOptions()).attempts if plan.attempt == 1]
+    bundle = root / "bundle"
+    write_bundle(spec, plans, bundle)
+    cells = {c["id"]: c for c in json.loads((run / "results.json").read_text())["cells"]}
+    outcomes: dict[str, dict[str, object]] = {}
+    for number, plan in enumerate(plans, start=1):
+        outcomes[str(number)] = cells[plan.cell.id]["attempts"][0]["outcome"]
+        attempt = run / "cells" / plan.cell.id / "1"
+        results = bundle / "results" / str(number)
+        results.mkdir(parents=True)
+        output = (attempt / "stdout.log").read_text() + (attempt / "stderr.log").read_text()
+        (results / "output.log").write_text(output)
+    return bundle, outcomes
+
+
+def _said(bundle: Path, cell: int, expect: str) -> str:
+    prog = ["called", "shell", "pool", "exit139", "seg"][cell - 1]
+    return _report(bundle, cell, STATUS[prog], expect)
+
+
+def test_a_childs_death_is_a_crash_in_a_child_as_reprospec_run_says(
+    children: tuple[Path, dict[str, dict[str, object]]],
+) -> None:
+    # rv19 F12: the parent's CalledProcessError (exit 1) of a child's SIGSEGV, which
+    # `reprospec run` reproduces, was `exit 1; ...; NOT reproduced` in run.sh.
+    bundle, outcomes = children
+    for cell, signal in ((1, "SIGSEGV"), (2, "SIGSEGV"), (3, "SIGABRT")):
+        outcome = outcomes[str(cell)]
+        assert (outcome["kind"], outcome["signal"], outcome["where"]) == (
+            "crash",
+            signal,
+            "child",
+        ), outcome
+        said = _said(bundle, cell, f"crash {signal} ''")
+        assert said.startswith(
+            f"== cell {cell} [cell{cell}]: crash {signal} (child): output.log "
+        ), said
+        assert said.endswith("; expected: expected; reproduced\nMISSED=0 NOT_RUN=0\n"), said
+        assert "NOT reproduced" in _said(bundle, cell, "error '' ''")
+    assert "died with <Signals.SIGSEGV: 11>" in _said(bundle, 1, "crash SIGSEGV ''")
+    assert " Segmentation fault" in _said(bundle, 2, "crash SIGSEGV ''")
+    # The pool's worker left its faulthandler report before the pool's "terminated abruptly".
+    assert 'says "Fatal Python error: Aborted"' in _said(bundle, 3, "crash SIGABRT ''")
+    (bundle / "results" / "3" / "output.log").write_text(
+        "concurrent.futures.process.BrokenProcessPool: A process in the process pool was "
+        "terminated abruptly while the future was running or pending.\n"
+    )
+    said = _said(bundle, 3, "crash '' ''")
+    assert said.startswith('== cell 3 [cell3]: crash (child): output.log says "A process in the')
+    assert said.endswith("; reproduced\nMISSED=0 NOT_RUN=0\n")
+
+
+def test_a_128_plus_n_the_output_reports_no_death_of_is_not_judged(
+    children: tuple[Path, dict[str, dict[str, object]]],
+) -> None:
+    # rv19 F12's converse: sys.exit(139), `error exit 139` to reprospec run, was "killed by
+    # SIGSEGV". With no report of a death, 139 reads both ways: run.sh says so, and states a
+    # verdict only where both readings give it.
+    bundle, outcomes = children
+    assert (outcomes["4"]["kind"], outcomes["4"]["exit_code"]) == ("error", 139)
+    said = _said(bundle, 4, "error '' 139")
+    assert said == (
+        "== cell 4 [cell4]: exit 139 = 128 + SIGSEGV: killed by SIGSEGV, or the program's own "
+        "exit status (output.log reports no death); expected: expected; not judged here: "
+        "reprospec run tells them apart\nMISSED=0 NOT_RUN=0 NOT_JUDGED=1\n"
+    )
+    assert _said(bundle, 4, "crash SIGSEGV ''") == said
+    assert _said(bundle, 4, "fail '' ''").endswith("; reproduced\nMISSED=0 NOT_RUN=0\n")
+    assert _said(bundle, 4, "pass '' ''").endswith("; NOT reproduced\nMISSED=1 NOT_RUN=0\n")
+    assert _said(bundle, 4, "crash SIGBUS ''").endswith("; NOT reproduced\nMISSED=1 NOT_RUN=0\n")
+    # The main process's own SIGSEGV: its faulthandler report proves the death.
+    assert (outcomes["5"]["kind"], outcomes["5"]["where"]) == ("crash", "main")
+    said = _said(bundle, 5, "crash SIGSEGV ''")
+    assert said == (
+        "== cell 5 [cell5]: killed by SIGSEGV; expected: expected; reproduced\nMISSED=0 NOT_RUN=0\n"
+    )
+    assert "NOT reproduced" in _said(bundle, 5, "error '' 139")
