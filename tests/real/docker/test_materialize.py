@@ -5,8 +5,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,7 +126,8 @@ def test_bundle_layout(tmp_path: Path) -> None:
     assert "--init" in script
     assert "--network none" in script
     assert f"--shm-size {32 << 20}" in script
-    assert "reprospec run" not in script
+    # reprospec is not needed: no line runs it (its verdicts may name `reprospec run`).
+    assert not re.search(r"^\s*(reprospec|python3? -m reprospec) ", script, re.M)
     assert "python -m reprospec" not in script
     assert subprocess.run(["bash", "-n", str(out / "run.sh")]).returncode == 0
     # Each cell's private TMPDIR and XDG_CACHE_HOME, made before and removed after it.
@@ -410,3 +414,148 @@ def test_cpus_nice_memory_and_load_reach_the_bundles_container(tmp_path: Path) -
     assert not (out / "results" / "1" / "load").exists()
     assert f"reprospec-bundle-load-1-{ran.args[-1]}" not in container_names()
     assert not _left_by(ran)
+
+
+CHILD_SPEC = """\
+reprospec: 1
+name: bundle-child
+environment:
+  workdir: app
+matrix:
+  prog: [called, exit139]
+command: python3 parent.py ${{ matrix.prog }}
+run: {timeout: 60s}
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  cases:
+    - when: {prog: exit139}
+      outcome: error
+      exit_code: 139
+"""
+
+PARENT = """\
+import subprocess, sys
+if sys.argv[1] == "exit139":
+    sys.exit(139)
+subprocess.run([sys.executable, "-c", "import ctypes; ctypes.string_at(0)"], check=True)
+"""
+
+
+@needs_engine
+def test_a_childs_segfault_reproduces_and_an_exit_139_is_not_judged(tmp_path: Path) -> None:
+    # rv19 F12: the parent's CalledProcessError of its child's SIGSEGV (exit 1), which
+    # `reprospec run` reproduces, was "exit 1 ... NOT reproduced", run.sh exit 1; a program's
+    # own sys.exit(139) was "killed by SIGSEGV".
+    base = public_base(CLIENT)
+    spec, tag = _own(CHILD_SPEC, "bundle-child")
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "parent.py").write_text(PARENT)
+    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
+    assert done.returncode == 0, done.stderr
+    ran = _run_bundle(out, tag, base, tmp_path)
+    said = [line for line in ran.stdout.splitlines() if line.startswith("== cell ")]
+    assert len(said) == 2, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert said[0].startswith('== cell 1 [prog=called]: crash SIGSEGV (child): output.log says "')
+    assert "died with <Signals.SIGSEGV: 11>." in said[0]
+    assert said[0].endswith('; expected: {"outcome": "crash", "signal": "SIGSEGV"}; reproduced')
+    assert said[1] == (
+        "== cell 2 [prog=exit139]: exit 139 = 128 + SIGSEGV: killed by SIGSEGV, or the "
+        "program's own exit status (output.log reports no death); expected: "
+        '{"outcome": "error", "exit_code": 139}; not judged here: reprospec run tells them apart'
+    )
+    assert ran.returncode == 4
+    assert not _left_by(ran)
+
+
+PYTHONPATH_SPEC = """\
+reprospec: 1
+name: bundle-pythonpath
+environment:
+  workdir: app
+  env: {PYTHONPATH: src}
+  perturb: {switch_interval: 0.0001, gc: aggressive}
+command: python3 seen.py
+files: [src/mylib.py]
+run: {timeout: 60s}
+expect: {outcome: pass}
+"""
+
+# What the program sees of the sitecustomize's perturbations, its own module on src/.
+PERTURBED = """\
+import faulthandler, gc, sys
+import mylib
+print("seen", sys.getswitchinterval(), gc.get_threshold(), faulthandler.is_enabled(), mylib.X)
+"""
+
+
+@needs_engine
+def test_a_cells_pythonpath_keeps_the_images_sitecustomize(tmp_path: Path) -> None:
+    # rv19 F4: `-e PYTHONPATH=src` replaced the image's PYTHONPATH: the sitecustomize that
+    # applies switch_interval and gc (and arms faulthandler) was never imported.
+    base = public_base(CLIENT)
+    spec, tag = _own(PYTHONPATH_SPEC, "bundle-pythonpath")
+    (tmp_path / "app" / "src").mkdir(parents=True)
+    (tmp_path / "app" / "seen.py").write_text(PERTURBED)
+    (tmp_path / "app" / "src" / "mylib.py").write_text("X = 'mine'\n")
+    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
+    assert done.returncode == 0, done.stderr
+    ran = _run_bundle(out, tag, base, tmp_path)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    seen = (out / "results" / "1" / "output.log").read_text().splitlines()
+    assert "seen 9.999999999999999e-05 (1, 1, 1) True mine" in seen, seen
+    assert not _left_by(ran)
+
+
+SLEEP_SPEC = """\
+reprospec: 1
+name: bundle-sleep
+environment:
+  workdir: app
+  perturb: {cpu_load: 1}
+command: python3 -c "import time; time.sleep(120); print('woke')"
+run: {timeout: 5m}
+expect: {outcome: pass}
+"""
+
+
+@needs_engine
+def test_ctrl_c_stops_the_cell_and_judges_nothing(tmp_path: Path) -> None:
+    # rv19 F11: a Ctrl-C never reached the cell (`timeout`'s own process group): it ran to
+    # its end, and run.sh judged the SIGPIPE its `tee` left it "NOT reproduced", exit 1.
+    base = public_base(CLIENT)
+    spec, tag = _own(SLEEP_SPEC, "bundle-sleep")
+    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
+    assert done.returncode == 0, done.stderr
+    try:
+        # A terminal's Ctrl-C: SIGINT to run.sh's process group, which it leads here.
+        with subprocess.Popen(
+            ["bash", str(out / "run.sh")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "BASE": base},
+            start_new_session=True,
+        ) as proc:
+            names = (f"reprospec-bundle-1-{proc.pid}", f"reprospec-bundle-load-1-{proc.pid}")
+            deadline = time.monotonic() + 1200  # the image's build first
+            while not set(names) <= set(container_names()):
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < deadline
+                time.sleep(0.5)
+            began = time.monotonic()
+            os.killpg(proc.pid, signal.SIGINT)
+            stdout, stderr = proc.communicate(timeout=60)
+            took = time.monotonic() - began
+    finally:
+        if image.image_present(CLIENT, tag):
+            _BUILT.add(CLIENT.images.get(tag).id)
+            CLIENT.images.remove(tag, noprune=True)
+    assert proc.returncode == 130, stdout[-3000:] + stderr[-3000:]
+    assert took < 30
+    said = [line for line in stdout.splitlines() if line.startswith("== cell ")]
+    assert said == ["== cell 1 [default]: interrupted"]
+    assert "run.sh: interrupted during cell 1" in stderr
+    assert "woke" not in (out / "results" / "1" / "output.log").read_text()
+    assert not set(names) & set(container_names())
