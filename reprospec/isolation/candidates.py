@@ -197,5 +197,7 @@ def rule_text(error: float, min_rate: float, rate_used: float, max_culprits: int
         f"multiplies the odds of every culprit set it holds by 1 - p, {raised}; the answer "
         f"is the set of at most {max_culprits} difference{'s' if max_culprits != 1 else ''} "
         f"whose posterior probability reached 1 - {error:g} (fewer differences likelier a "
-        f"priori) and that was itself seen failing; infra errors count neither way"
+        f'priori), that was itself seen failing, and against which "the passing side fails '
+        f'too" had odds of at most {error:g} at any rate of at least p (the passing side '
+        f"shown to pass); infra errors count neither way"
     )

@@ -180,6 +180,51 @@ class Hypotheses:
         fails = tuple(fresh_fails if counts[i] == 0 else rate for i, _ in ranked)
         return Belief(tuple(ranked), fails)
 
+    def base_odds(
+        self,
+        answer: int,
+        floor: float,
+        matched: int = 0,
+        clean: int = 0,
+        deterministic: float = DETERMINISTIC_PRIOR,
+    ) -> float:
+        """The odds of "the passing side fails too" (the empty set) against `answer`.
+
+        At even prior, on the evidence alone: the belief's prior gives the empty set
+        `EMPTY_PRIOR`, cheap to rule out among many sets, but with one difference it is
+        the only rival, and that prior alone named the difference after a clean attempt
+        or two of the passing side, which a failure of 25% gives half the time by
+        chance (nu21 HIGH-1). And at the rate most favourable to it, any rate at or
+        above `floor` (the rate the search uses: the assumed minimum, raised by what
+        was measured): a flaky base at 0.5 can fail five times in a row, which the
+        search's lower rate would call a 1-in-400 run. While `answer` has a clean
+        attempt that worst rate is the floor and the odds are (1 - p)^n, n the clean
+        attempts of sets without `answer` (the base's, and its one-smaller sets');
+        while its failures may still be deterministic they are at most
+        q^F (1 - q)^n over q, at least 2^-(F + n). `matched` and `clean` add what-if
+        attempts: matching failures of `answer`, clean ones of the base.
+        """
+        empty = self.clean[self.masks.index(0)] + clean
+        held = self.clean[self.masks.index(answer)]
+        failures = self.matched + matched
+        log_det = math.log(deterministic) if deterministic > 0 else -math.inf
+        rates = {floor, *(floor + (0.99 - floor) * k / 64 for k in range(65))}
+        if failures + empty:
+            rates.add(min(0.99, max(floor, failures / (failures + empty))))
+        worst = -math.inf
+        for rate in rates:
+            flaky = failures * math.log(rate) + math.log1p(-deterministic)
+            logs = []
+            for count in (empty, held):
+                if count:
+                    logs.append(flaky + count * math.log(1 - rate))
+                elif log_det > -math.inf:
+                    logs.append(log_sum((log_det, flaky)))
+                else:
+                    logs.append(flaky)
+            worst = max(worst, logs[0] - logs[1])
+        return math.exp(worst)
+
     def inside(self, belief: Belief, candidate: int) -> float:
         """The probability that `candidate` holds the culprit: it would reproduce."""
         return sum(p for i, p in belief.ranked if self.masks[i] & ~candidate == 0)
