@@ -33,6 +33,7 @@ from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
 from reprospec.isolation.candidates import AttemptKind, IsolationResult, Probe, Settings
 from reprospec.isolation.differences import (
+    MATRIX,
     MISSING,
     Config,
     Difference,
@@ -99,6 +100,8 @@ def isolate_spec(
     plan = api.plan_run(spec, run_options.with_changes(matrix_filters=()))
     failing_sets = _parse_sets(options.failing_sets, "--failing-set")
     passing_sets = _parse_sets(options.passing_sets, "--passing-set")
+    _check_axes(options.failing_sets, "--failing-set", plan.cells)
+    _check_axes(options.passing_sets, "--passing-set", plan.cells)
     if any(e.observes for e in plan.expectations.distinct):
         raise UsageError(
             "isolate needs the spec's expect: it says how the failing cell fails (the same "
@@ -333,6 +336,36 @@ def _parse_sets(items: Sequence[str], option: str) -> dict[str, Setting]:
             raise UsageError(f"{option} {item}: expected PATH=VALUE, like run.timeout=5m")
         out[path] = option_value(option, item, path, raw)
     return out
+
+
+def _check_axes(items: Sequence[str], option: str, cells: Sequence[Cell]) -> None:
+    """Refuse `matrix.AXIS` for an axis the spec does not have, as `-m` does.
+
+    Set, it became a difference of its own that nothing reads: a flaky failure then
+    blamed it (nu21 HIGH-1), where `-m nope=1` is refused.
+    """
+    import difflib
+
+    from reprospec.spec.matrix import MatrixCells
+
+    asked = []
+    for item in items:
+        path = item.lstrip("~").partition("=")[0].strip()
+        if path.startswith(MATRIX):
+            asked.append((item, path[len(MATRIX) :]))
+    if not asked:
+        return
+    if isinstance(cells, MatrixCells):
+        known = cells.held_axes()
+    else:
+        known = list(dict.fromkeys(k for cell in cells for k in cell.matrix))
+    for item, axis in asked:
+        if axis in known:
+            continue
+        names = ", ".join(known) if known else "none (the spec has no matrix)"
+        near = difflib.get_close_matches(axis, known, n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(MATRIX + n for n in near)}?" if near else ""
+        raise UsageError(f"{option} {item}: unknown axis '{axis}' (axes: {names}){hint}")
 
 
 def _choose_cells(

@@ -241,6 +241,17 @@ def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
     code, _, stderr = isolate(tmp_path, "--passing-set", "novalue")
     assert code == 2
     assert "expected PATH=VALUE" in stderr
+    # An axis the spec does not have was a difference nothing reads, then blamed (nu21).
+    code, _, stderr = isolate(tmp_path, "--passing-set", "matrix.setpu=full")
+    assert code == 2
+    assert (
+        "--passing-set matrix.setpu=full: unknown axis 'setpu' (axes: setup, a, b, c, d, e); "
+        "did you mean matrix.setup?"
+    ) in stderr
+    code, _, stderr = isolate(tmp_path, "--failing-set", "~matrix.zz")
+    assert code == 2
+    assert "--failing-set ~matrix.zz: unknown axis 'zz'" in stderr
+    assert "Traceback" not in stderr
     code, _, stderr = isolate(tmp_path, "--failing", "setup=full", "--passing", "setup=full")
     assert code == 2
     assert "same cell" in stderr
