@@ -342,6 +342,7 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
                 linked=data.left_out,
                 hidden=editable,
                 wait=verify_wait(observed.signature, run_dir, attempts, presets, request.timeout_s),
+                again=_again(request, spec_path),
             )
         except KeyboardInterrupt:
             raise VerifyInterrupted(tuple(lines)) from None
@@ -763,6 +764,20 @@ def _also_seen(observed: Observed, run: str) -> list[str]:
     failed, fail = _any_failure(observed)
     lines.append(f"for any failure ({failed}/{observed.attempts}): {run} --set {set_expect(fail)}")
     return lines
+
+
+def _again(request: Request, spec_path: Path) -> str:
+    """The capture command again with more attempts (`--repeat`, at least 20), for a failure
+    the verify suggests comes and goes: one attempt that failed and one that missed tell a
+    flaky failure from one needing a cause no better than a coin."""
+    repeat = max(20, 4 * request.repeat)
+    timeout = f" --timeout {request.timeout_s:g}s" if request.timeout_s != DEFAULT_TIMEOUT_S else ""
+    python = f" --python {shlex.quote(request.python)}" if request.python is not None else ""
+    out = f" --out {shlex.quote(str(request.out))}" if request.out != Path(".reprospec") else ""
+    return (
+        f"reprospec capture --repeat {repeat}{timeout}{python}{out} --force "
+        f"-o {shlex.quote(_shown(spec_path))} -- {shlex.join(request.argv)}"
+    )
 
 
 def _summary(observed: Observed) -> str:

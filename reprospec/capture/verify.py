@@ -84,13 +84,22 @@ def verify(
     linked: Sequence[str] = (),
     hidden: Sequence[LocalInstall] = (),
     wait: VerifyWait | None = None,
+    again: str = "",
 ) -> tuple[tuple[str, ...], bool]:
     """Rerun the spec at `spec_path` (written from `draft`, run in `workdir`) in a copy of
     its tree without the shell's own variables; rewritten with the variables and the files
     the failure needs when it comes back in the workdir itself and not so. What to say, and
     whether the failure came back as `expect` says. `hidden`: the editable installs of the
     workdir's project, which the copy's runs do not see (`HIDE_INSTALLS_VAR`). `wait`: how
-    long a verify attempt waits for a captured hang (hangwait.py), said after."""
+    long a verify attempt waits for a captured hang (hangwait.py), said after. `again`: the
+    capture command with more attempts, given where the failure may be flaky.
+
+    A cause is written only where a rerun as the first run ran (the workdir, the shell's
+    variables) brought the failure back: one that missed there is a failure that comes and
+    goes, and narrowing by reruns that mostly miss by chance "found" six of the shell's
+    variables (a container's name, CA paths) a 25% crash was said to need (nu21 HIGH-2).
+    Likewise a set narrowing ended on must bring it back when set: where it does not, in
+    the copy nor in the workdir, none of it is shown needed and the spec sets none."""
     own = shell_only(os.environ, (line.name for line in draft.env))
     hide = _hidden(hidden)
 
@@ -107,19 +116,32 @@ def verify(
     after: list[str] = []  # why the verify line's rerun missed
     done = check(copy=True)
     needed: tuple[str, ...] = ()
+    ran_with: tuple[str, ...] = ()  # the shell's variables `done` ran with
     if not done.verified:
         here = check()
         came_back_here = here.verified
-        if not came_back_here and own and check(own).verified:
+        # The rerun as the first run ran: without the shell's variables where it has none.
+        as_first = here if not own or came_back_here else check(own)
+        if not as_first.verified:
+            after.append(_flaky(as_first, again))
+        elif not came_back_here:
             found = narrow(own, lambda kept: check(kept).verified)
-            needed = found.names
-            lines.append(_needs(found))
+            plain = draft
             draft = replace(
-                draft, env=(*draft.env, *needed_lines(os.environ, needed, found.minimal))
+                draft, env=(*draft.env, *needed_lines(os.environ, found.names, found.minimal))
             )
             spec_path.write_text(render_spec(draft), encoding="utf-8")
-            done = check(needed, copy=True)
-            came_back_here = True  # `narrow` ended on variables it came back with
+            ran_with = found.names
+            done = check(found.names, copy=True)
+            if done.verified or check(found.names).verified:
+                needed = found.names
+                lines.append(_needs(found))
+                came_back_here = True  # it came back with them, in the copy or the workdir
+            else:
+                # Not shown needed: with them set it came back nowhere.
+                draft = plain
+                spec_path.write_text(render_spec(draft), encoding="utf-8")
+                after.append(_unconfirmed(found, again))
         if not done.verified and came_back_here:
             # It needs more of the workdir than the copy carried. A program stops at the
             # first file missing (its config), so the next one (the data the config
@@ -150,6 +172,19 @@ def verify(
                     "attempt(s), not in a copy of the spec, which lacked no file capture saw "
                     "the command read: a failure that comes and goes can miss every attempt "
                     "of one rerun by chance; capture again with a larger --repeat to tell"
+                    + (f": {again}" if again else "")
+                )
+            elif not done.verified and not added and len(done.attempts) == 1:
+                # One attempt each side: a failure that comes and goes misses one by chance
+                # as often as a missing file makes it miss; both are said, neither as fact.
+                after.append(
+                    "it came back in the workdir, not in a copy of the spec and the "
+                    f"{done.copied} file(s) it carries, one attempt each: the failure may be "
+                    "flaky (one attempt that misses tells nothing), or the command needs more "
+                    "of the workdir than capture saw it read (a file the program only tests "
+                    "for, such as os.path.exists, and what a program other than Python reads "
+                    "are not seen; name it in the spec's `files`); to tell, capture again "
+                    "with more attempts" + (f": {again}" if again else "")
                 )
             elif not done.verified:
                 after.append(
@@ -159,10 +194,7 @@ def verify(
                     "os.path.exists, and what a program other than Python reads are not "
                     "seen); name it in the spec's `files`"
                 )
-        elif not done.verified:
-            # Not a file the copy lacked: it came back nowhere.
-            after.append(f"it did not come back in the workdir either (run {here.result.run_id})")
-    left_out = [name for name in own if name not in needed]
+    left_out = [name for name in own if name not in ran_with]
     without = f" (without {_names(left_out)} of your shell)" if left_out else ""
     if hidden:
         # Said: the copy's runs imported the project from the copy, or failed saying so.
@@ -287,6 +319,32 @@ def _needs(found: Needed) -> str:
         f"them: it came back with them and not without, and {found.reruns} reruns did not "
         "narrow it further; the spec sets them all (environment.env): remove those it does "
         "not need by hand"
+    )
+
+
+def _flaky(rerun: Rerun, again: str) -> str:
+    """That the failure did not come back in a rerun as the first run ran (the workdir, the
+    shell's variables): it comes and goes, or something outside the spec changed; no
+    variable or file is named as its cause (nu21 HIGH-2)."""
+    n = len(rerun.attempts)
+    return (
+        f"it did not come back in the workdir either, run as the first run ran (0/{n} "
+        f"attempt(s), run {rerun.result.run_id}): the failure may be flaky, coming back only "
+        "sometimes, so no variable or file is named as its cause; capture again with more "
+        "attempts" + (f": {again}" if again else "")
+    )
+
+
+def _unconfirmed(found: Needed, again: str) -> str:
+    """That the variables narrowing ended on did not bring the failure back when set: the
+    reruns that dropped the others missed by chance, so none is shown needed."""
+    names = found.names
+    return (
+        f"it came back once with your shell's variables, but not with {_names(names)} "
+        f"({len(names)}), on which narrowing them by reruns ended, set, in a copy nor in the "
+        "workdir: none of them is shown needed and the spec sets none (a failure that comes "
+        "and goes misses reruns by chance); the failure may be flaky: capture again with "
+        "more attempts" + (f": {again}" if again else "")
     )
 
 

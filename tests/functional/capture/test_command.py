@@ -1569,3 +1569,77 @@ def test_an_option_of_several_words_alike_is_kept_as_written_and_said_so(
     document = load_spec(str(workdir / "spec.yaml")).document
     assert document["matrix"] == {"lr": [0.1]}
     assert document["command"] == "python t.py --files a.csv b.csv --lr ${{ matrix.lr }}"
+
+
+def _flaky_crash(tmp_path: Path, crashes: tuple[int, ...]) -> tuple[Path, Path]:
+    """A use-after-free's stand-in that crashes about 3 times in 10 (os.urandom), but in this
+    test by its attempts' count (a file outside the workdir): attempts `crashes` die of
+    SIGSEGV, the others pass, so which of capture's reruns miss is the test's, not chance's."""
+    count = tmp_path / "count"
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "uaf.py").write_text(
+        "import ctypes, os\n"
+        "from pathlib import Path\n"
+        f"count = Path({str(count)!r})\n"
+        "n = int(count.read_text()) + 1 if count.exists() else 1\n"
+        "count.write_text(str(n))\n"
+        f"forced = n in {crashes!r}\n"
+        "if forced or (n > 200 and os.urandom(1)[0] < 77):\n"
+        "    ctypes.string_at(0)\n"
+    )
+    return work, count
+
+
+_SHELL = {"AWS_CA_BUNDLE": "/etc/ssl/certs/ca.crt", "CONTAINER_NAME": "dirty-target-q"}
+
+
+def test_a_flaky_crash_that_misses_a_rerun_as_it_first_ran_names_no_cause(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Attempt 1 (the first run) crashes; the copy's, the workdir's without the shell's
+    # variables and the workdir's with them (as the first run ran) pass: a failure that
+    # comes and goes, said so with the command to capture it again, and no variable or
+    # file written as its cause (nu21 HIGH-2).
+    work, _count = _flaky_crash(tmp_path, (1,))
+    out = tmp_path / "out"
+    result = cli(
+        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "uaf.py",
+        cwd=work, env=_SHELL,
+    )  # fmt: skip
+    assert result.code == 1, result.stdout + result.stderr
+    assert "the failure may be flaky" in result.stdout, result.stdout
+    assert "no variable or file is named as its cause" in result.stdout
+    assert f"reprospec capture --repeat 20 --out {out} --force -o spec.yaml" in result.stdout
+    assert "the failure needs" not in result.stdout
+    assert "needs more of the workdir" not in result.stdout
+    text = (work / "spec.yaml").read_text()
+    assert "the failure needs it" not in text
+    assert "AWS_CA_BUNDLE" not in text
+    assert "CONTAINER_NAME" not in text
+
+
+def test_variables_a_flaky_crash_did_not_come_back_with_are_not_written_as_needed(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Attempt 4, the workdir's rerun with the shell's variables, crashes by chance, so the
+    # narrowing runs; its reruns all pass, so it ends on every variable, and the copy's and
+    # the workdir's reruns with them set pass too: none is shown needed, none written, and
+    # no file blamed (the old verify wrote each "the failure needs it", then said the
+    # command needs more of the workdir) (nu21 HIGH-2).
+    work, count = _flaky_crash(tmp_path, (1, 4))
+    out = tmp_path / "out"
+    result = cli(
+        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "uaf.py",
+        cwd=work, env=_SHELL,
+    )  # fmt: skip
+    assert result.code == 1, result.stdout + result.stderr
+    assert "none of them is shown needed and the spec sets none" in result.stdout, result.stdout
+    assert "the failure may be flaky" in result.stdout
+    assert "the failure needs" not in result.stdout
+    assert "needs more of the workdir" not in result.stdout
+    text = (work / "spec.yaml").read_text()
+    assert "the failure needs it" not in text
+    assert "AWS_CA_BUNDLE" not in text
+    assert "CONTAINER_NAME" not in text
+    assert int(count.read_text()) > 4  # the narrowing ran
