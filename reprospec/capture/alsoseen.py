@@ -7,6 +7,11 @@ came to chase the segfault got a spec about another bug. Each other signature is
 with its count, on the console and in the spec's description, with the `--set` that
 runs the same spec for it (and for any failure, `outcome: fail`); two counts that chance
 could have swapped are said to be so. The verify says what else came back too.
+
+Another signature is one the written `expect` does not match, as the run judges it
+(`matched_by`), not one that differs: `expect: {outcome: hang}` matches a hang at any
+phase, and capture said a DataLoader's `hang:epoch` was "also seen, which the spec's expect
+does not match" and counted 3/4 where `reprospec run` of that spec counted 4/4 (nu21 MED-3).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from reprospec import native
-from reprospec.core.jsontypes import JsonValue
+from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.rates import wilson
 from reprospec.core.results import AttemptResult
 
@@ -82,3 +87,19 @@ def came_back(attempts: Iterable[AttemptResult], signature: str) -> str:
         if not native.attempt_agrees(a, signature)
     )
     return ", ".join(f"{name} in {count}" for name, count in counts.most_common())
+
+
+def matched_by(attempts: Iterable[AttemptResult], signature: str, expect: JsonObject) -> int:
+    """How many of the attempts that ended as `signature` the written `expect` matches, as
+    the run's judge (outcome/judge.py) matches them: those are the spec's failure, counted
+    with it, not another one."""
+    from reprospec.outcome.judge import judge_attempt
+    from reprospec.store.resultsjson import expectation_from_dict
+
+    wanted = expectation_from_dict(expect)
+    return sum(
+        1
+        for a in attempts
+        if a.ran is not None and a.ran.signature == signature
+        if judge_attempt(a.ran, wanted).matched
+    )

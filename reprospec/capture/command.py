@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprospec import native
-from reprospec.capture.alsoseen import as_often, by_chance, set_expect
+from reprospec.capture.alsoseen import as_often, by_chance, matched_by, set_expect
 from reprospec.capture.datafiles import MAX_READ_FILE, MAX_READ_FOLDER_FILES, WorkdirFiles
 from reprospec.capture.footprint import (
     RECORD_IMPORTS_VAR,
@@ -203,6 +203,8 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
                 observed.outcome, run_dir, attempts, presets, pytest=is_pytest(request.argv)
             ),
         )
+    # Judged by the expect written for it (their signatures, before progress is read in).
+    observed = _judged(observed, attempts)
     # The failures the spec does not expect are read as its own is: their `expect` is said.
     observed = replace(
         observed,
@@ -398,6 +400,23 @@ def refusal(argv: Sequence[str], workdir: Path) -> str:
         f"{said}; make the command fail when that process dies (check its exit status, or "
         "run the process that died as the command) and capture that"
     )
+
+
+def _judged(observed: Observed, attempts: Sequence[AttemptResult]) -> Observed:
+    """`observed` with the attempts of another signature that its `expect` matches counted
+    as its own (alsoseen.matched_by): they are what a run of the spec counts, and neither
+    another failure nor missing from the rate (nu21 MED-3)."""
+    if observed.outcome is None or not observed.others:
+        return observed
+    expect = expectation(observed)[0]
+    matched = observed.matched
+    others: list[Observed] = []
+    for other in observed.others:
+        hits = matched_by(attempts, other.signature, expect)
+        matched += hits
+        if other.matched > hits:
+            others.append(replace(other, matched=other.matched - hits))
+    return replace(observed, matched=matched, others=tuple(others))
 
 
 def observe(attempts: Iterable[AttemptResult]) -> Observed:

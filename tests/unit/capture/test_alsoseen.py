@@ -6,8 +6,8 @@ import shlex
 
 import yaml
 
-from reprospec.capture.alsoseen import as_often, came_back, set_expect
-from reprospec.capture.command import _also_seen, _description, observe
+from reprospec.capture.alsoseen import as_often, came_back, matched_by, set_expect
+from reprospec.capture.command import _also_seen, _description, _judged, observe
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import AttemptResult, NotRun, Outcome
 
@@ -134,3 +134,23 @@ def test_two_failures_as_common_are_said_to_be_so() -> None:
         f"{SEGV} and error:ValueError came as often (1 of 2 each): which one the spec expects "
         "is chance; to chase the other, run the spec for it as above, or capture again"
     )
+
+
+def test_a_hang_at_a_phase_that_the_written_expect_matches_is_counted_as_its_own() -> None:
+    # nu21 MED-3: `expect: {outcome: hang}` matches a hang at any phase, as the run judges:
+    # 3 hangs and 1 hang:epoch are 4/4 of the spec's failure, no "also seen".
+    hangs = [Outcome("hang", signature="hang")] * 3
+    kinds = [*hangs, Outcome("hang", phase="epoch", step=0, signature="hang:epoch")]
+    attempts = [attempt(n, o) for n, o in enumerate(kinds, 1)]
+    assert matched_by(attempts, "hang:epoch", {"outcome": "hang"}) == 1
+    assert matched_by(attempts, "hang:epoch", {"outcome": "hang", "phase": "load"}) == 0
+    judged = _judged(observe(attempts), attempts)
+    assert (judged.signature, judged.matched, judged.attempts) == ("hang", 4, 4)
+    assert judged.others == ()
+    assert _also_seen(judged, "reprospec run spec.yaml") == []
+
+
+def test_a_failure_the_written_expect_does_not_match_stays_another_one() -> None:
+    attempts = nu18()
+    judged = _judged(observe(attempts), attempts)
+    assert (judged.matched, [(o.signature, o.matched) for o in judged.others]) == (5, [(SEGV, 4)])
