@@ -174,17 +174,21 @@ def verify(
                     "of one rerun by chance; capture again with a larger --repeat to tell"
                     + (f": {again}" if again else "")
                 )
-            elif not done.verified and not added and len(done.attempts) == 1:
-                # One attempt each side: a failure that comes and goes misses one by chance
-                # as often as a missing file makes it miss; both are said, neither as fact.
+            elif (
+                not done.verified
+                and not added
+                and len(done.attempts) == 1
+                and not check(needed).verified
+            ):
+                # One attempt each side, and the workdir's rerun, made again unchanged,
+                # missed: a failure that comes and goes, not a file the copy lacked (a
+                # file the workdir has brings it back there every time).
                 after.append(
-                    "it came back in the workdir, not in a copy of the spec and the "
-                    f"{done.copied} file(s) it carries, one attempt each: the failure may be "
-                    "flaky (one attempt that misses tells nothing), or the command needs more "
-                    "of the workdir than capture saw it read (a file the program only tests "
-                    "for, such as os.path.exists, and what a program other than Python reads "
-                    "are not seen; name it in the spec's `files`); to tell, capture again "
-                    "with more attempts" + (f": {again}" if again else "")
+                    "it came back in the workdir once, not in a copy of the spec, which "
+                    "lacked no file capture saw the command read, and not in the workdir "
+                    "again: the failure may be flaky, coming back only sometimes, so no file "
+                    "is named as its cause; capture again with more attempts"
+                    + (f": {again}" if again else "")
                 )
             elif not done.verified:
                 after.append(

@@ -1643,3 +1643,21 @@ def test_variables_a_flaky_crash_did_not_come_back_with_are_not_written_as_neede
     assert "AWS_CA_BUNDLE" not in text
     assert "CONTAINER_NAME" not in text
     assert int(count.read_text()) > 4  # the narrowing ran
+
+
+def test_a_flaky_crash_back_once_in_the_workdir_is_not_blamed_on_a_file(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Attempts 1 (the first run) and 3 (the workdir's rerun) crash, 2 (the copy's) passes:
+    # one attempt each side; the workdir's rerun made again (4) misses, so no file the copy
+    # lacked is blamed (the old verify said the command needs more of the workdir).
+    work, count = _flaky_crash(tmp_path, (1, 3))
+    out = tmp_path / "out"
+    result = cli(
+        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "uaf.py", cwd=work
+    )  # fmt: skip
+    assert result.code == 1, result.stdout + result.stderr
+    assert "not in the workdir again: the failure may be flaky" in result.stdout, result.stdout
+    assert "needs more of the workdir" not in result.stdout
+    assert f"reprospec capture --repeat 20 --out {out} --force -o spec.yaml" in result.stdout
+    assert count.read_text() == "4"
