@@ -359,15 +359,19 @@ def wiped_note(proposal: Proposal) -> str | None:
 
 
 def needed_lines(
-    environ: Mapping[str, str], names: Iterable[str], minimal: bool = True
+    environ: Mapping[str, str],
+    names: Iterable[str],
+    minimal: bool = True,
+    subject: str = "the failure",
 ) -> tuple[EnvLine, ...]:
     """`environment.env` lines for the variables of this shell the failure needs (the
     verify found it would not come back without any one of them), or, not `minimal`, the
     set it came back with that its reruns did not narrow further: "the failure needs it"
-    on each was then false of most (a container's name, CA paths)."""
+    on each was then false of most (a container's name, CA paths). `subject`: what needs
+    them, "the pass" where the command passed and crashed without them."""
     kept = [name for name in names if name in environ]
     comment = (
-        "your shell set it: the failure needs it"
+        f"your shell set it: {subject} needs it"
         if minimal
         else f"your shell set it: one or more of these {len(kept)} is needed; not narrowed further"
     )

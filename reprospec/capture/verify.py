@@ -122,20 +122,32 @@ def verify(
         came_back_here = here.verified
         # The rerun as the first run ran: without the shell's variables where it has none.
         as_first = here if not own or came_back_here else check(own)
-        if not as_first.verified:
+        # A pass: the reruns without the shell's variables crashed or erred. A flaky
+        # program does that by chance, and narrowing by its one-attempt reruns then wrote
+        # a variable "the failure needs" that the pass never needed (nu21 HIGH-2, c13): a
+        # variable the pass needs fails it without, every time, so the rerun without
+        # them is made once more and must miss again before any is narrowed to.
+        settled = signature != "pass" or came_back_here or not as_first.verified
+        if not settled and check().verified:
+            after.append(_flaky_pass(again))
+        elif not as_first.verified:
             after.append(_flaky(as_first, again))
         elif not came_back_here:
             found = narrow(own, lambda kept: check(kept).verified)
             plain = draft
             draft = replace(
-                draft, env=(*draft.env, *needed_lines(os.environ, found.names, found.minimal))
+                draft,
+                env=(
+                    *draft.env,
+                    *needed_lines(os.environ, found.names, found.minimal, _subject(signature)),
+                ),
             )
             spec_path.write_text(render_spec(draft), encoding="utf-8")
             ran_with = found.names
             done = check(found.names, copy=True)
             if done.verified or check(found.names).verified:
                 needed = found.names
-                lines.append(_needs(found))
+                lines.append(_needs(found, _subject(signature)))
                 came_back_here = True  # it came back with them, in the copy or the workdir
             else:
                 # Not shown needed: with them set it came back nowhere.
@@ -302,24 +314,32 @@ def same_as(attempt: AttemptResult, signature: str) -> bool:
     return signature != "pass" or crash_beside_pass(attempt) is None
 
 
-def _needs(found: Needed) -> str:
+def _subject(signature: str) -> str:
+    """What the shell's variables are needed for: the failure capture saw, or, where the
+    command passed, the pass (a variable without which it crashed is what the pass needs;
+    "the failure needs it" named a failure that never was)."""
+    return "the pass" if signature == "pass" else "the failure"
+
+
+def _needs(found: Needed, subject: str = "the failure") -> str:
     """The line that says which of the shell's variables the spec now sets, and how sure
     that is: each needed (`found.minimal`), or one or more of them, not narrowed further
-    (the reruns ran out), where "the failure needs" on each was false of most of them."""
+    (the reruns ran out), where "the failure needs" on each was false of most of them.
+    `subject`: what needs them (`_subject`)."""
     names = found.names
     if found.minimal and len(names) == 1:
         return (
-            f"the failure needs {names[0]} as your shell sets it: it did not come back "
+            f"{subject} needs {names[0]} as your shell sets it: it did not come back "
             "without it, and the spec now sets it (environment.env)"
         )
     if found.minimal:
         return (
-            f"the failure needs {', '.join(names)} together as your shell sets them: it did "
+            f"{subject} needs {', '.join(names)} together as your shell sets them: it did "
             "not come back without any one of them, and the spec now sets them "
             "(environment.env)"
         )
     return (
-        f"the failure needs one or more of {_names(names)} ({len(names)}) as your shell sets "
+        f"{subject} needs one or more of {_names(names)} ({len(names)}) as your shell sets "
         f"them: it came back with them and not without, and {found.reruns} reruns did not "
         "narrow it further; the spec sets them all (environment.env): remove those it does "
         "not need by hand"
@@ -336,6 +356,18 @@ def _flaky(rerun: Rerun, again: str) -> str:
         f"attempt(s), run {rerun.result.run_id}): the failure may be flaky, coming back only "
         "sometimes, so no variable or file is named as its cause; capture again with more "
         "attempts" + (f": {again}" if again else "")
+    )
+
+
+def _flaky_pass(again: str) -> str:
+    """That a pass capture saw failed in reruns without the shell's variables, then passed
+    in one made again without them: the program fails only sometimes, whatever the shell
+    sets, so no variable is named as what the pass needs (nu21 HIGH-2)."""
+    return (
+        "the command passed, but failed in reruns without your shell's variables, then "
+        "passed in one made again without them: it may be flaky, failing only sometimes, so "
+        "no variable is named as what the pass needs; capture again with more attempts"
+        + (f": {again}" if again else "")
     )
 
 

@@ -1645,6 +1645,52 @@ def test_variables_a_flaky_crash_did_not_come_back_with_are_not_written_as_neede
     assert int(count.read_text()) > 4  # the narrowing ran
 
 
+def test_a_pass_that_a_flaky_crash_failed_in_reruns_names_no_variable_it_needs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Attempt 1 (the first run) passes; 2 (the copy's) and 3 (the workdir's, both without
+    # the shell's variables) crash, 4 (with them, as the first run ran) passes. The old
+    # verify narrowed on one-attempt reruns (5 passed without AWS_CA_BUNDLE, 7 with the
+    # other passed) and wrote "the failure needs CONTAINER_NAME" for a pass (nu21 HIGH-2,
+    # c13). The rerun without them, made once more (5), passes: flaky, no variable named.
+    work, count = _flaky_crash(tmp_path, (2, 3, 6))
+    out = tmp_path / "out"
+    result = cli(
+        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "uaf.py",
+        cwd=work, env=_SHELL,
+    )  # fmt: skip
+    assert result.code == 1, result.stdout + result.stderr
+    assert "no variable is named as what the pass needs" in result.stdout, result.stdout
+    assert f"reprospec capture --repeat 20 --out {out} --force -o spec.yaml" in result.stdout
+    assert "needs AWS_CA_BUNDLE" not in result.stdout
+    assert "needs CONTAINER_NAME" not in result.stdout
+    assert "needs more of the workdir" not in result.stdout
+    text = (work / "spec.yaml").read_text()
+    assert "needs it" not in text
+    assert "AWS_CA_BUNDLE" not in text
+    assert "CONTAINER_NAME" not in text
+    assert count.read_text() == "5"
+
+
+def test_a_variable_a_pass_needs_is_written_as_what_the_pass_needs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A program that crashes, every time, unless USE_SAFE_ALLOC=1: captured passing, it
+    # needs the variable to pass, said so (not "the failure needs it": no failure was seen).
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "safe.py").write_text(
+        "import ctypes, os\nif os.environ.get('USE_SAFE_ALLOC') != '1':\n    ctypes.string_at(0)\n"
+    )
+    shell = {**_SHELL, "USE_SAFE_ALLOC": "1"}
+    result = capture(cli, work, "python", "safe.py", env=shell)
+    assert "the pass needs USE_SAFE_ALLOC as your shell sets it" in result.stdout, result.stdout
+    assert "the failure needs" not in result.stdout
+    text = (work / "spec.yaml").read_text()
+    assert "your shell set it: the pass needs it" in text
+    assert "AWS_CA_BUNDLE" not in text
+
+
 def test_a_flaky_crash_back_once_in_the_workdir_is_not_blamed_on_a_file(
     cli: Cli, tmp_path: Path
 ) -> None:
