@@ -134,26 +134,33 @@ def verify(
             after.append(_flaky(as_first, again))
         elif not came_back_here:
             found = narrow(own, lambda kept: check(kept).verified)
-            plain = draft
-            draft = replace(
-                draft,
-                env=(
-                    *draft.env,
-                    *needed_lines(os.environ, found.names, found.minimal, _subject(signature)),
-                ),
-            )
-            spec_path.write_text(render_spec(draft), encoding="utf-8")
-            ran_with = found.names
-            done = check(found.names, copy=True)
-            if done.verified or check(found.names).verified:
-                needed = found.names
-                lines.append(_needs(found, _subject(signature)))
-                came_back_here = True  # it came back with them, in the copy or the workdir
+            # A pass needs them only if it fails without them every time: made once more
+            # without them (the others set, the spec not yet setting them), a pass is a
+            # flaky program's chance crash that narrowing took for their need.
+            lost = signature == "pass" and check([n for n in own if n not in found.names]).verified
+            if lost:
+                after.append(_passed_without(found, again))
             else:
-                # Not shown needed: with them set it came back nowhere.
-                draft = plain
+                plain = draft
+                draft = replace(
+                    draft,
+                    env=(
+                        *draft.env,
+                        *needed_lines(os.environ, found.names, found.minimal, _subject(signature)),
+                    ),
+                )
                 spec_path.write_text(render_spec(draft), encoding="utf-8")
-                after.append(_unconfirmed(found, again))
+                ran_with = found.names
+                done = check(found.names, copy=True)
+                if done.verified or check(found.names).verified:
+                    needed = found.names
+                    lines.append(_needs(found, _subject(signature)))
+                    came_back_here = True  # it came back with them, in the copy or the workdir
+                else:
+                    # Not shown needed: with them set it came back nowhere.
+                    draft = plain
+                    spec_path.write_text(render_spec(draft), encoding="utf-8")
+                    after.append(_unconfirmed(found, again))
         if not done.verified and came_back_here:
             # It needs more of the workdir than the copy carried. A program stops at the
             # first file missing (its config), so the next one (the data the config
@@ -368,6 +375,19 @@ def _flaky_pass(again: str) -> str:
         "passed in one made again without them: it may be flaky, failing only sometimes, so "
         "no variable is named as what the pass needs; capture again with more attempts"
         + (f": {again}" if again else "")
+    )
+
+
+def _passed_without(found: Needed, again: str) -> str:
+    """That the variables narrowing ended on for a pass did not fail it when left out once
+    more: the reruns that "showed" them needed crashed by chance (nu21 HIGH-2, c13)."""
+    names = found.names
+    return (
+        f"narrowing your shell's variables by reruns ended on {_names(names)} ({len(names)}) "
+        "as what the pass needs, but a rerun without them, made once more, passed: none of "
+        "them is shown needed and the spec sets none; the command may be flaky, failing "
+        "only sometimes, so no variable is named as what the pass needs; capture again with "
+        "more attempts" + (f": {again}" if again else "")
     )
 
 

@@ -1672,6 +1672,32 @@ def test_a_pass_that_a_flaky_crash_failed_in_reruns_names_no_variable_it_needs(
     assert count.read_text() == "5"
 
 
+def test_a_variable_a_flaky_pass_was_narrowed_to_is_not_written_when_it_passes_without(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # 1 passes; 2, 3 and 5 (the rerun without the shell's variables made once more) crash,
+    # 4 (with them) passes, so the narrowing runs: its reruns pass, so it ends on one of
+    # them, and the rerun without it, made once more, passes: not needed, none written.
+    # The old verify wrote it "the failure needs it" (5 crashed) and said reproduced.
+    work, count = _flaky_crash(tmp_path, (2, 3, 5))
+    out = tmp_path / "out"
+    result = cli(
+        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "uaf.py",
+        cwd=work, env=_SHELL,
+    )  # fmt: skip
+    assert result.code == 1, result.stdout + result.stderr
+    assert "a rerun without them, made once more, passed" in result.stdout, result.stdout
+    assert "no variable is named as what the pass needs" in result.stdout
+    assert f"reprospec capture --repeat 20 --out {out} --force -o spec.yaml" in result.stdout
+    assert "needs AWS_CA_BUNDLE" not in result.stdout
+    assert "needs CONTAINER_NAME" not in result.stdout
+    text = (work / "spec.yaml").read_text()
+    assert "needs it" not in text
+    assert "AWS_CA_BUNDLE" not in text
+    assert "CONTAINER_NAME" not in text
+    assert int(count.read_text()) > 5  # the narrowing ran
+
+
 def test_a_variable_a_pass_needs_is_written_as_what_the_pass_needs(
     cli: Cli, tmp_path: Path
 ) -> None:
