@@ -1594,6 +1594,26 @@ def _flaky_crash(tmp_path: Path, crashes: tuple[int, ...]) -> tuple[Path, Path]:
 _SHELL = {"AWS_CA_BUNDLE": "/etc/ssl/certs/ca.crt", "CONTAINER_NAME": "dirty-target-q"}
 
 
+def _capture_flaky(
+    cli: Cli, tmp_path: Path, work: Path, env: dict[str, str]
+) -> tuple[CliResult, Path]:
+    """`capture -o spec.yaml -- python uaf.py` in `work` with `env` set, and its --out."""
+    out = tmp_path / "out"
+    result = cli(
+        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "uaf.py",
+        cwd=work, env=env,
+    )  # fmt: skip
+    return result, out
+
+
+def _writes_no_shell_variable(work: Path, said: str) -> None:
+    """spec.yaml sets none of _SHELL's variables and says nothing `said` of any."""
+    text = (work / "spec.yaml").read_text()
+    assert said not in text
+    for name in _SHELL:
+        assert name not in text
+
+
 def test_a_flaky_crash_that_misses_a_rerun_as_it_first_ran_names_no_cause(
     cli: Cli, tmp_path: Path
 ) -> None:
@@ -1602,21 +1622,14 @@ def test_a_flaky_crash_that_misses_a_rerun_as_it_first_ran_names_no_cause(
     # comes and goes, said so with the command to capture it again, and no variable or
     # file written as its cause (nu21 HIGH-2).
     work, _count = _flaky_crash(tmp_path, (1,))
-    out = tmp_path / "out"
-    result = cli(
-        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "uaf.py",
-        cwd=work, env=_SHELL,
-    )  # fmt: skip
+    result, out = _capture_flaky(cli, tmp_path, work, _SHELL)
     assert result.code == 1, result.stdout + result.stderr
     assert "the failure may be flaky" in result.stdout, result.stdout
     assert "no variable or file is named as its cause" in result.stdout
     assert f"reprospec capture --repeat 20 --out {out} --force -o spec.yaml" in result.stdout
     assert "the failure needs" not in result.stdout
     assert "needs more of the workdir" not in result.stdout
-    text = (work / "spec.yaml").read_text()
-    assert "the failure needs it" not in text
-    assert "AWS_CA_BUNDLE" not in text
-    assert "CONTAINER_NAME" not in text
+    _writes_no_shell_variable(work, "the failure needs it")
 
 
 def test_variables_a_flaky_crash_did_not_come_back_with_are_not_written_as_needed(
@@ -1628,20 +1641,13 @@ def test_variables_a_flaky_crash_did_not_come_back_with_are_not_written_as_neede
     # no file blamed (the old verify wrote each "the failure needs it", then said the
     # command needs more of the workdir) (nu21 HIGH-2).
     work, count = _flaky_crash(tmp_path, (1, 4))
-    out = tmp_path / "out"
-    result = cli(
-        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "uaf.py",
-        cwd=work, env=_SHELL,
-    )  # fmt: skip
+    result, _out = _capture_flaky(cli, tmp_path, work, _SHELL)
     assert result.code == 1, result.stdout + result.stderr
     assert "none of them is shown needed and the spec sets none" in result.stdout, result.stdout
     assert "the failure may be flaky" in result.stdout
     assert "the failure needs" not in result.stdout
     assert "needs more of the workdir" not in result.stdout
-    text = (work / "spec.yaml").read_text()
-    assert "the failure needs it" not in text
-    assert "AWS_CA_BUNDLE" not in text
-    assert "CONTAINER_NAME" not in text
+    _writes_no_shell_variable(work, "the failure needs it")
     assert int(count.read_text()) > 4  # the narrowing ran
 
 
@@ -1654,21 +1660,14 @@ def test_a_pass_that_a_flaky_crash_failed_in_reruns_names_no_variable_it_needs(
     # other passed) and wrote "the failure needs CONTAINER_NAME" for a pass (nu21 HIGH-2,
     # c13). The rerun without them, made once more (5), passes: flaky, no variable named.
     work, count = _flaky_crash(tmp_path, (2, 3, 6))
-    out = tmp_path / "out"
-    result = cli(
-        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "uaf.py",
-        cwd=work, env=_SHELL,
-    )  # fmt: skip
+    result, out = _capture_flaky(cli, tmp_path, work, _SHELL)
     assert result.code == 1, result.stdout + result.stderr
     assert "no variable is named as what the pass needs" in result.stdout, result.stdout
     assert f"reprospec capture --repeat 20 --out {out} --force -o spec.yaml" in result.stdout
     assert "needs AWS_CA_BUNDLE" not in result.stdout
     assert "needs CONTAINER_NAME" not in result.stdout
     assert "needs more of the workdir" not in result.stdout
-    text = (work / "spec.yaml").read_text()
-    assert "needs it" not in text
-    assert "AWS_CA_BUNDLE" not in text
-    assert "CONTAINER_NAME" not in text
+    _writes_no_shell_variable(work, "needs it")
     assert count.read_text() == "5"
 
 
@@ -1680,21 +1679,14 @@ def test_a_variable_a_flaky_pass_was_narrowed_to_is_not_written_when_it_passes_w
     # them, and the rerun without it, made once more, passes: not needed, none written.
     # The old verify wrote it "the failure needs it" (5 crashed) and said reproduced.
     work, count = _flaky_crash(tmp_path, (2, 3, 5))
-    out = tmp_path / "out"
-    result = cli(
-        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "uaf.py",
-        cwd=work, env=_SHELL,
-    )  # fmt: skip
+    result, out = _capture_flaky(cli, tmp_path, work, _SHELL)
     assert result.code == 1, result.stdout + result.stderr
     assert "a rerun without them, made once more, passed" in result.stdout, result.stdout
     assert "no variable is named as what the pass needs" in result.stdout
     assert f"reprospec capture --repeat 20 --out {out} --force -o spec.yaml" in result.stdout
     assert "needs AWS_CA_BUNDLE" not in result.stdout
     assert "needs CONTAINER_NAME" not in result.stdout
-    text = (work / "spec.yaml").read_text()
-    assert "needs it" not in text
-    assert "AWS_CA_BUNDLE" not in text
-    assert "CONTAINER_NAME" not in text
+    _writes_no_shell_variable(work, "needs it")
     assert int(count.read_text()) > 5  # the narrowing ran
 
 
@@ -1724,10 +1716,7 @@ def test_a_flaky_crash_back_once_in_the_workdir_is_not_blamed_on_a_file(
     # one attempt each side; the workdir's rerun made again (4) misses, so no file the copy
     # lacked is blamed (the old verify said the command needs more of the workdir).
     work, count = _flaky_crash(tmp_path, (1, 3))
-    out = tmp_path / "out"
-    result = cli(
-        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "uaf.py", cwd=work
-    )  # fmt: skip
+    result, out = _capture_flaky(cli, tmp_path, work, {})
     assert result.code == 1, result.stdout + result.stderr
     assert "not in the workdir again: the failure may be flaky" in result.stdout, result.stdout
     assert "needs more of the workdir" not in result.stdout

@@ -75,12 +75,13 @@ def _report(bundle: Path, cell: int, status: int, expect: str = "crash SIGSEGV '
     return done.stdout
 
 
-@pytest.fixture(scope="module")
-def ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict[str, object]]]:
-    """The bundle of SPEC, with each cell's results as `reprospec run` left them, and what
-    `reprospec run` called each cell."""
-    root = tmp_path_factory.mktemp("workerdeath")
-    (root / "spec.yaml").write_text(SPEC)
+def _run_and_bundle(
+    root: Path, *, events: bool
+) -> tuple[Path, list[tuple[str, dict[str, object]]]]:
+    """`reprospec run` of root/spec.yaml, its bundle written in root/bundle, and each cell's
+    attempt 1 left in the bundle's results/N as run.sh's container leaves it (its output as
+    one stream; its events.jsonl with `events`); each cell's id and the run's outcome of it,
+    in the bundle's order."""
     done = subprocess.run(
         [sys.executable, "-m", "reprospec", "run", "spec.yaml", "-j", "2", "--out", "store"],
         cwd=root,
@@ -94,18 +95,30 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict[
     plans = [plan for plan in plan_run(spec, RunOptions()).attempts if plan.attempt == 1]
     bundle = root / "bundle"
     write_bundle(spec, plans, bundle)
-    outcomes: dict[str, dict[str, object]] = {}
-    for cell in json.loads((run / "results.json").read_text())["cells"]:
-        outcomes[cell["id"]] = cell["attempts"][0]["outcome"]
+    ran = {
+        c["id"]: c["attempts"][0]["outcome"]
+        for c in json.loads((run / "results.json").read_text())["cells"]
+    }
     for number, plan in enumerate(plans, start=1):
         attempt = run / "cells" / plan.cell.id / "1"
         results = bundle / "results" / str(number)
         results.mkdir(parents=True)
-        shutil.copy(attempt / "events.jsonl", results / "events.jsonl")
+        if events:
+            shutil.copy(attempt / "events.jsonl", results / "events.jsonl")
         # A container's output is one stream (run.sh: 2>&1 | tee output.log).
         output = (attempt / "stdout.log").read_text() + (attempt / "stderr.log").read_text()
         (results / "output.log").write_text(output)
-    return bundle, outcomes
+    return bundle, [(plan.cell.id, ran[plan.cell.id]) for plan in plans]
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict[str, object]]]:
+    """The bundle of SPEC, with each cell's results as `reprospec run` left them, and what
+    `reprospec run` called each cell."""
+    root = tmp_path_factory.mktemp("workerdeath")
+    (root / "spec.yaml").write_text(SPEC)
+    bundle, cells = _run_and_bundle(root, events=True)
+    return bundle, dict(cells)
 
 
 def test_a_worker_segfault_is_a_crash_in_a_worker_not_exit_1(
@@ -260,29 +273,8 @@ def children(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     (root / "prog.py").write_text(PROG)
     (root / "shell.sh").write_text(SHELL)
     (root / "seg.py").write_text(SEG)
-    done = subprocess.run(
-        [sys.executable, "-m", "reprospec", "run", "spec.yaml", "-j", "2", "--out", "store"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (run,) = (root / "store" / "runs").iterdir()
-    spec = load_spec(root / "spec.yaml")
-    plans = [plan for plan in plan_run(spec, RunOptions()).attempts if plan.attempt == 1]
-    bundle = root / "bundle"
-    write_bundle(spec, plans, bundle)
-    cells = {c["id"]: c for c in json.loads((run / "results.json").read_text())["cells"]}
-    outcomes: dict[str, dict[str, object]] = {}
-    for number, plan in enumerate(plans, start=1):
-        outcomes[str(number)] = cells[plan.cell.id]["attempts"][0]["outcome"]
-        attempt = run / "cells" / plan.cell.id / "1"
-        results = bundle / "results" / str(number)
-        results.mkdir(parents=True)
-        output = (attempt / "stdout.log").read_text() + (attempt / "stderr.log").read_text()
-        (results / "output.log").write_text(output)
-    return bundle, outcomes
+    bundle, cells = _run_and_bundle(root, events=False)
+    return bundle, {str(number): outcome for number, (_, outcome) in enumerate(cells, start=1)}
 
 
 def _said(bundle: Path, cell: int, expect: str) -> str:
