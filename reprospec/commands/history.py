@@ -13,8 +13,12 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
+
+if TYPE_CHECKING:
+    from reprospec.store.runfolder import RunFolder
 
 # Runs shown unless `--limit` or `--all` says otherwise.
 DEFAULT_LIMIT = 20
@@ -83,8 +87,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     # The merged runs of the Slurm runs under a shared --out: in no store (each shard has
     # its own), listed from their folders, among the store's by when they began.
-    merged = _merged_slurm_runs(out, spec_name, spec_paths)
-    if not (out / "results.db").is_file() and not RunFolder.merged_slurm_under(out):
+    merged_folders = RunFolder.merged_slurm_under(out)
+    merged = _merged_slurm_runs(merged_folders, spec_name, spec_paths)
+    if not (out / "results.db").is_file() and not merged_folders:
         if args.format == "json":
             print("[]")
         print(f"no runs recorded in {args.out} yet", file=sys.stderr)
@@ -140,16 +145,14 @@ def _status(run: Mapping[str, object], out: Path) -> Mapping[str, object]:
 
 
 def _merged_slurm_runs(
-    out: Path, spec_name: str | None, spec_paths: Sequence[str]
+    folders: Sequence[RunFolder], spec_name: str | None, spec_paths: Sequence[str]
 ) -> list[Mapping[str, object]]:
-    """The merged run of each Slurm run under `out`, as the store's rows read (from its
+    """The merged run of each Slurm run of `folders`, as the store's rows read (from its
     results.json), by `purpose` `slurm`, with `slurm_run`: the Slurm run's id. Of the
     spec `spec_name`, or the file at `spec_paths`, when given. A results.json that cannot
     be read is left out (`report` of its id says why)."""
-    from reprospec.store.runfolder import RunFolder
-
     rows: list[Mapping[str, object]] = []
-    for folder in RunFolder.merged_slurm_under(out):
+    for folder in folders:
         try:
             data = json.loads(folder.results_json.read_text(encoding="utf-8"))
             spec = data["spec"]
@@ -168,8 +171,7 @@ def _merged_slurm_runs(
                 "perturbed": [],
                 "purpose": "slurm",
                 "folder_missing": False,
-                # OUT/slurm/<slurm-run-id>/merged/runs/<run-id>
-                "slurm_run": folder.path.parent.parent.parent.name,
+                "slurm_run": folder.merged_of.name if folder.merged_of else "",
             }
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue

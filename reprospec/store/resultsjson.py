@@ -478,31 +478,22 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
     runs = RunFolder.runs_under(out_root)
     name = str(path_or_id)
     if "/" not in name:
-        found = RunFolder(runs / run_id_named(name, out_root, slurm_merged=True)).results_json
+        # The id `name` is or begins, among the store's runs, the run folders and the merged
+        # Slurm runs (ambiguous: refused there).
+        run_id = run_id_named(name, out_root, slurm_merged=True)
+        found = RunFolder(runs / run_id).results_json
         if found.is_file():
             return found
-    if "/" not in name and not path.exists():
-        merged = _merged_slurm_run(name, out_root)
-        if merged is not None:
-            return merged
+        if not path.exists():
+            merged = [f for f in RunFolder.merged_slurm_under(out_root) if f.run_id == run_id]
+            if merged:
+                return merged[0].results_json
     unreadable = _unreadable(path, out_root)
     if unreadable is not None:
         raise UsageError(unreadable)
     if path.is_dir():
         raise UsageError(f"{path} has no results.json (the run may still be going, or was killed)")
     raise UsageError(f"no run {name!r}: not a run folder, a results.json, or a run id under {runs}")
-
-
-def _merged_slurm_run(name: str, out_root: Path) -> Path | None:
-    """The results.json of the merged Slurm run `name` (or the one run id it begins) under
-    `out_root`; None where there is none. Several: ambiguous, said."""
-    folders = RunFolder.merged_slurm_under(out_root)
-    exact = [f for f in folders if f.run_id == name]
-    found = exact or [f for f in folders if f.run_id.startswith(name)]
-    if len(found) > 1:
-        ids = ", ".join(f.run_id for f in found[:5])
-        raise UsageError(f"run id {name!r} is ambiguous: {ids}")
-    return found[0].results_json if found else None
 
 
 def _unreadable(path: Path, out_root: Path) -> str | None:
