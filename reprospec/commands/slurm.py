@@ -160,7 +160,7 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     if not args.dry_run or options.runner == "local":
         # Known here, not in N task logs: cells whose packages the shards' runner cannot
         # give them (a dry run builds no environment: it writes nothing).
-        _preflight(spec, plans, options, args.out)
+        _preflight(spec, plans.firsts(), options, args.out)
     if args.dry_run:
         if envs is not None:
             print(f"# the venv runner's environments: built into {envs} before submitting")
@@ -184,13 +184,16 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     return EXIT_OK
 
 
-def _preflight(spec: Spec, plans: Sequence[AttemptPlan], options: RunOptions, shared: Path) -> None:
+def _preflight(
+    spec: Spec, firsts: Sequence[AttemptPlan], options: RunOptions, shared: Path
+) -> None:
     """Refuse a spec no cell of which the shards' runner could run (its packages), and say
-    which cells of another it could not: each would only be an infra-error in a task log."""
+    which cells of another it could not: each would only be an infra-error in a task log.
+    `firsts`: attempt 1 of every cell."""
     from reprospec.slurm.preflight import build_venvs, check_local, describe, envs_folder
 
     if options.runner == "local":
-        found = check_local(plans, options)
+        found = check_local(firsts, options)
         hint = (
             "--runner venv builds each cell's environment once, here, into "
             f"{envs_folder(shared)}, which every shard reuses; or install them into "
@@ -199,7 +202,7 @@ def _preflight(spec: Spec, plans: Sequence[AttemptPlan], options: RunOptions, sh
         )
         error: type[FatalError] = UsageError
     elif options.runner == "venv":
-        found = build_venvs(plans, options, envs_folder(shared), spec.base_dir)
+        found = build_venvs(firsts, options, envs_folder(shared), spec.base_dir)
         hint = "fix the packages (or the index: --find-links DIR, uv's configuration)"
         error = InfraError
     else:

@@ -55,14 +55,6 @@ def envs_folder(shared: Path) -> Path:
     return (Path(given) if given else shared / "envs").resolve()
 
 
-def _firsts(plans: Sequence[AttemptPlan]) -> list[AttemptPlan]:
-    """One plan per cell (its first attempt): packages are the cell's, not the attempt's."""
-    seen: dict[str, AttemptPlan] = {}
-    for plan in plans:
-        seen.setdefault(plan.cell.id, plan)
-    return list(seen.values())
-
-
 def _grouped(refusals: dict[str, str]) -> tuple[Refused, ...]:
     by_reason: dict[str, list[str]] = {}
     for cell, reason in refusals.items():
@@ -70,14 +62,14 @@ def _grouped(refusals: dict[str, str]) -> tuple[Refused, ...]:
     return tuple(Refused(tuple(cells), reason) for reason, cells in by_reason.items())
 
 
-def check_local(plans: Sequence[AttemptPlan], options: RunOptions) -> Preflight:
+def check_local(firsts: Sequence[AttemptPlan], options: RunOptions) -> Preflight:
     """The local runner's own package check (environment/packages.PackageCheck, what a shard
     asks before each cell's first attempt), run here with the shards' interpreter, on what
-    the cell sees (os.environ + its `environment.env`, its workdir)."""
+    the cell sees (os.environ + its `environment.env`, its workdir). `firsts`: attempt 1 of
+    every cell (packages are the cell's, not the attempt's)."""
     from reprospec.environment.packages import PackageCheck
     from reprospec.runners.local import resolve_python
 
-    firsts = _firsts(plans)
     python = resolve_python(options.python)
     check = PackageCheck()
     refusals: dict[str, str] = {}
@@ -92,14 +84,13 @@ def check_local(plans: Sequence[AttemptPlan], options: RunOptions) -> Preflight:
 
 
 def build_venvs(
-    plans: Sequence[AttemptPlan], options: RunOptions, envs: Path, spec_dir: Path
+    firsts: Sequence[AttemptPlan], options: RunOptions, envs: Path, spec_dir: Path
 ) -> Preflight:
     """Build (or find) every cell's environment into `envs`, as a shard's venv runner would;
     the cells whose environment cannot be built, with uv's reason. InfraError only when uv
     itself is missing."""
     from reprospec.runners.venv import VenvRunner
 
-    firsts = _firsts(plans)
     runner = VenvRunner(
         python=options.python, envs_dir=envs, find_links=options.find_links, spec_dir=spec_dir
     )
