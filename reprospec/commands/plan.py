@@ -143,13 +143,8 @@ def plan_blocks(
 ) -> Iterator[str]:
     """`plan_text` in pieces, the heading and then each of the `count` attempts' blocks as
     it is read from `attempts`: joined, they are `plan_text` to the byte."""
-    from reprospec.core.redact import Redactor
-    from reprospec.plan.attempt import describe
-
-    redactor = Redactor.for_spec(spec.document)
     yield printable(f"spec {spec.name}: {count} cell(s) x {repeat} attempt(s)")
-    for plan in attempts:
-        doc = redactor.value(describe(plan))
+    for doc in described(spec, attempts):
         lines = ["", f"\n[{doc['id']}]"]
         for key, value in doc.items():
             if key in ("id",):
