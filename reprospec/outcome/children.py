@@ -105,8 +105,7 @@ def child_crash(execution: Execution, evidence: Evidence) -> ChildCrash | None:
 
     Text alone (evidence 2-4) names no death where no process besides the root ran.
     """
-    stderr = evidence.stderr
-    fatal = [f for f in fatal_errors(stderr) if _fatal_signal(f) in CRASH_SIGNALS]
+    fatal = _crash_reports(evidence.stderr)
     seen = _seen_crash(execution, evidence, fatal)
     if seen is not None:
         return seen
@@ -120,8 +119,12 @@ def printed_only(execution: Execution, evidence: Evidence) -> ChildCrash | None:
     program printed it (an old log, a test's expected output), no child suffered it."""
     if execution.descendants is not False:
         return None
-    fatal = [f for f in fatal_errors(evidence.stderr) if _fatal_signal(f) in CRASH_SIGNALS]
-    return _printed(evidence, fatal)
+    return _printed(evidence, _crash_reports(evidence.stderr))
+
+
+def _crash_reports(stderr: str) -> list[FatalError]:
+    """The faulthandler reports on `stderr` of a signal that ends a process abnormally."""
+    return [f for f in fatal_errors(stderr) if _fatal_signal(f) in CRASH_SIGNALS]
 
 
 def _seen_crash(

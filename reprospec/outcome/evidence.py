@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from reprospec import native
 from reprospec.core import capped, gpudebug
-from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.jsontypes import JsonObject, JsonValue, is_int
 from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import clean_log, quoted
 from reprospec.core.results import ChildWarning, Execution
@@ -185,11 +185,7 @@ class Events:
             elif name == "worker_exit" and isinstance(event.get("exit_code"), int):
                 exited = event
             elif name == "teardown" and isinstance(pids := event.get("pids"), list):
-                killed.update(
-                    p
-                    for p in pids[: MAX_KILLED - len(killed)]
-                    if isinstance(p, int) and not isinstance(p, bool)
-                )
+                killed.update(p for p in pids[: MAX_KILLED - len(killed)] if is_int(p))
             elif name == "worker_busy":
                 busy[event.get("pid"), event.get("index")] = event
                 if len(busy) > MAX_BUSY:

@@ -249,16 +249,10 @@ class Scheduler:
             except BaseException:
                 # Not running any more: a thread waiting for this attempt to add more
                 # (`repeat: auto`) would otherwise wait for ever.
-                with self._lock:
-                    self._states[attempt.cell.id].running -= 1
-                    self._running -= 1
-                    self._ended.notify_all()
+                self._not_running(attempt)
                 raise
             if result is None or self._killed_with_the_engine(result):
-                with self._lock:
-                    self._states[attempt.cell.id].running -= 1
-                    self._running -= 1
-                    self._ended.notify_all()
+                self._not_running(attempt)
                 return
             with self._lock:
                 state = self._states[attempt.cell.id]
@@ -299,6 +293,13 @@ class Scheduler:
         else:
             del self._states[cell.id]
         return attempts
+
+    def _not_running(self, attempt: AttemptPlan) -> None:
+        """`attempt` no longer runs, and keeps no result: the counts a waiting thread reads."""
+        with self._lock:
+            self._states[attempt.cell.id].running -= 1
+            self._running -= 1
+            self._ended.notify_all()
 
     def _killed_with_the_engine(self, result: AttemptResult) -> bool:
         """Whether the attempt died of the signal that is stopping the whole run.
