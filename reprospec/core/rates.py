@@ -55,6 +55,13 @@ def rate_of(matched: int, n: int) -> Rate:
     return Rate(matched=matched, attempts=n, low=low, high=high)
 
 
+def clearly_more(rate: Rate, than: Rate) -> bool:
+    """`rate` fails clearly more often than `than`: its lower bound above the other's
+    upper bound, their 95% intervals apart (no failure seen is never more). minimize's
+    result against the original, compare's two runs of a cell."""
+    return rate.matched > 0 and than.attempts > 0 and rate.low > than.high
+
+
 def rate_satisfied(rate: Rate, bound: RateBound) -> bool:
     """Whether the observed fraction meets the bound (no attempts: never)."""
     if rate.attempts == 0:

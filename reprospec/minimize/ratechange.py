@@ -19,15 +19,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.rates import clearly_more
 from reprospec.core.results import Rate
 
 Direction = Literal["more", "less"]
-
-
-def clearly_more(rate: Rate, than: Rate) -> bool:
-    """`rate` fails clearly more often than `than`: its lower bound above the other's
-    upper bound (no failure seen is never more)."""
-    return rate.matched > 0 and than.attempts > 0 and rate.low > than.high
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.rates import rate_of
+from reprospec.core.rates import clearly_more, rate_of
 from reprospec.core.results import Rate, RunResult
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.words import plural
-from reprospec.minimize.ratechange import clearly_more
 
 # The override that takes the perturbation out of a spec (the whole mapping, whatever
 # it held: --amplify's `--set environment.perturb.FIELD` or the spec's own).

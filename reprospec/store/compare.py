@@ -497,10 +497,7 @@ def rate_apart(a: tuple[int, int], b: tuple[int, int]) -> bool:
     """Whether two failure rates (failed, ran) differ clearly: their 95% Wilson intervals
     do not overlap (4/30, 0.05-0.30, against 16/30, 0.36-0.70), the rule amplify calls a
     rate higher by. Counts this far apart are not chance, whatever `--repeat` made them."""
-    from reprospec.core.rates import wilson
+    from reprospec.core.rates import clearly_more, rate_of
 
-    if not a[1] or not b[1]:
-        return False
-    low_a, high_a = wilson(*a)
-    low_b, high_b = wilson(*b)
-    return high_a < low_b or high_b < low_a
+    first, second = rate_of(*a), rate_of(*b)
+    return clearly_more(first, second) or clearly_more(second, first)

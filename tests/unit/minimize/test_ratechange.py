@@ -3,8 +3,8 @@ intervals are apart, either way, and not where they overlap."""
 
 from __future__ import annotations
 
-from reprospec.core.rates import rate_of
-from reprospec.minimize.ratechange import clearly_more, rate_change
+from reprospec.core.rates import clearly_more, rate_of
+from reprospec.minimize.ratechange import rate_change
 
 
 def test_a_rare_failure_become_certain_is_clearly_more_and_says_both_rates() -> None:
