@@ -35,7 +35,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import AttemptResult
 from reprospec.core.units import format_duration
 from reprospec.outcome.evidence import iter_events
-from reprospec.process.childprotocol import PROGRESS_EVENTS
+from reprospec.process.progress import is_progress_event
 from reprospec.spec.presets import PRESETS
 
 # The least stall a verify is given: above the quiet stretches of a healthy program that a
@@ -152,7 +152,7 @@ def _is_progress(event: JsonObject, wanted: Sequence[re.Pattern[str]] | None) ->
     if kind == "marker":
         line = event.get("line")
         return isinstance(line, str) and (wanted is None or any(p.search(line) for p in wanted))
-    return kind is None or (kind in PROGRESS_EVENTS and kind != "import")
+    return is_progress_event(event)
 
 
 def _ended(attempt: AttemptResult) -> float | None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -64,8 +65,11 @@ def is_progress(line: bytes) -> bool:
         event = json.loads(line)
     except ValueError:
         return False
-    if not isinstance(event, dict):
-        return False
+    return isinstance(event, dict) and is_progress_event(event)
+
+
+def is_progress_event(event: Mapping[str, object]) -> bool:
+    """Whether one event of events.jsonl, read, is progress (`is_progress` of its line)."""
     kind = event.get("event")
     return kind is None or (kind in PROGRESS_EVENTS and kind not in _NOT_PROGRESS)
 
