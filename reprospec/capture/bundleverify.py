@@ -156,6 +156,9 @@ def _verify(
     checked: list[CellCheck] = []
     outside: dict[str, None] = {}
     reports: list[Path] = []
+    # The engine's own files (the harness's) and the verify's folder are no input of the
+    # program's.
+    engine = (folder, Path(__file__).resolve().parent.parent)
     with environ.changed(changes):  # before planning: a plan copies the environment
         spec = load_spec(unpacked.spec, options.overrides)
         cells = plan_run(spec, options).cells
@@ -167,9 +170,6 @@ def _verify(
                 ran_in = options.out.resolve() / "runs" / result.run_id
                 reports.append(RunFolder(ran_in).report_md)
                 attempts = [a for cell in result.cells for a in cell.attempts]
-                # The engine's own files (the harness's) and the verify's folder are no
-                # input of the program's.
-                engine = (folder, Path(__file__).resolve().parent.parent)
                 read = read_outside(ran_in, attempts, tree, before=before, leave_out=engine)
                 outside.update(dict.fromkeys(read))
                 if result.interrupted:

@@ -852,13 +852,14 @@ def _crash_words() -> tuple[str, str]:
 
 
 def _write_run_sh(path: Path, spec: Spec, plans: Sequence[AttemptPlan], cells: list[str]) -> None:
+    crash_descriptions, crash_names = _crash_words()
     head = (
         _RUN_SH_HEAD.replace("__NAME__", spec.name)
         .replace("__COUNT__", str(len(plans)))
         .replace("__SIGNALS__", _signal_cases())
         .replace("__DESCRIPTIONS__", _description_cases())
-        .replace("__CRASH_DESCRIPTIONS__", _crash_words()[0])
-        .replace("__CRASH_NAMES__", _crash_words()[1])
+        .replace("__CRASH_DESCRIPTIONS__", crash_descriptions)
+        .replace("__CRASH_NAMES__", crash_names)
     )
     numbers = " ".join(str(n) for n in range(1, len(plans) + 1))
     tail = (
