@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from os import PathLike
 from pathlib import Path
 
 from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT
@@ -17,6 +18,10 @@ from reprospec.core.units import format_duration, parse_duration
 from reprospec.errors import UsageError
 
 STOP_ON = ("never", "first-reproduction", "first-miss")
+# The runners `--runner` offers, by name: the registry (runners/__init__.py RUNNERS) builds
+# each, and a unit test holds the two equal. Named here, in core, so that a bad name from the
+# Python API is refused when the options are made, as the CLI refuses it when it parses.
+RUNNER_NAMES = ("local", "docker", "venv")
 
 
 def without_options(
@@ -114,6 +119,19 @@ class RunOptions:
             value = getattr(self, name)
             if isinstance(value, str):
                 object.__setattr__(self, name, Path(value))
+        # And `python=Path(...)`: the runners take the interpreter as a str.
+        if isinstance(self.python, PathLike):
+            object.__setattr__(self, "python", str(Path(self.python)))
+        if self.runner not in RUNNER_NAMES:
+            names = ", ".join(repr(name) for name in RUNNER_NAMES)
+            raise UsageError(f"unknown runner {self.runner!r}: expected one of {names}")
+        # `matrix_filters="w=2"` would be read a character at a time ("-m w: expected
+        # AXIS=VALUE"); a list is kept as the tuple the frozen value needs.
+        for name in ("matrix_filters", "overrides"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                raise UsageError(f"{name} takes a sequence of strings, got one string {value!r}")
+            object.__setattr__(self, name, tuple(value))
         # The bounds `-j` and `--repeat` have (docs/limits.md), for the API's callers too:
         # repeat=10**6 would otherwise plan a million attempts per cell.
         for name, most in (("jobs", MAX_PARALLEL), ("repeat", MAX_REPEAT)):

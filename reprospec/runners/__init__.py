@@ -48,6 +48,7 @@ def _venv(options: RunOptions, spec_dir: Path) -> Runner:
     )
 
 
+# The same names as core/runoptions.py's RUNNER_NAMES (tests/unit/runners hold them equal).
 RUNNERS: Mapping[str, RunnerFactory] = {
     "local": _local,
     "docker": _docker,

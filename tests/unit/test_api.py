@@ -72,3 +72,24 @@ def test_bad_options_are_usage_errors() -> None:
         reprospec.Shard(9, 8)
     with pytest.raises(UsageError):
         reprospec.RunOptions(stop_on="sometimes")
+
+
+def test_options_from_python_are_checked_and_kept_as_the_engine_reads_them() -> None:
+    """nu22 LOW 8: the API's callers get the CLI's checks when the options are made."""
+    # A runner the engine has not is refused now, not at run().
+    with pytest.raises(UsageError, match="unknown runner 'podman': expected one of 'local'"):
+        reprospec.RunOptions(runner="podman")
+    # One string where a sequence is asked would be read a character at a time.
+    with pytest.raises(UsageError, match="matrix_filters takes a sequence of strings"):
+        reprospec.RunOptions(matrix_filters="workers=2")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="overrides takes a sequence of strings"):
+        reprospec.RunOptions(overrides="run.repeat=2")  # type: ignore[arg-type]
+    # A list is kept as a tuple (the value stays hashable); an interpreter given as a Path
+    # is the str the runners take.
+    options = reprospec.RunOptions(
+        matrix_filters=["workers=2"],  # type: ignore[arg-type]
+        python=Path("/usr/bin/python3"),  # type: ignore[arg-type]
+    )
+    assert options.matrix_filters == ("workers=2",)
+    assert options.python == "/usr/bin/python3"
+    assert hash(options) == hash(options.with_changes())
