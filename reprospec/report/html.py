@@ -42,7 +42,7 @@ from reprospec.report.markdown import attempt_warnings, axes_of, outcome_rows
 from reprospec.report.markup import show_value
 from reprospec.report.paths import PathNames
 from reprospec.report.separation import separators
-from reprospec.report.standalone import files_from
+from reprospec.report.standalone import files_from, found_files
 from reprospec.report.tables import LARGE_RUN_CELLS, result_groups
 from reprospec.report.templating import load_template
 from reprospec.report.versions import captured_where, versions_text
@@ -263,6 +263,7 @@ def context(run: RunResult) -> dict[str, object]:
         )
         if standalone is not None
         else "",
+        "found_files": Markup(found_files(lambda t: f"<code>{html.escape(t, quote=True)}</code>")),
         "spec_text": run.spec_text.rstrip("\n"),
         "command": run.command_line or f"reprospec run {run.spec_path}",
         "launch": launch_summary(a for c in run.cells for a in c.attempts),

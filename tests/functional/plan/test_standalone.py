@@ -231,9 +231,14 @@ def test_raising_model_repro_raises_and_names_the_file_it_imports(tmp_path: Path
     # The workdir is the spec's folder: said in words, as the HTML page says it.
     assert "Files it needs, from the spec's folder:" in report
     assert "- [ ] `helper.py`" in report
+    # The list says what it is made from: a data file opened by a name in the code is not
+    # found (nu22 MED 6), and the reader is told where to look.
+    assert "listed only where the spec's `files` names it (`reprospec bundle --verify`" in report
     from reprospec.report import render
 
-    assert "Files it needs, from the spec's folder:" in render(result, "html")
+    page = render(result, "html")
+    assert "Files it needs, from the spec's folder:" in page
+    assert "<code>open(&quot;data/cfg.json&quot;)</code>" in page
 
 
 @pytest.fixture(scope="module")
