@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from reprospec.core.rates import rate_of
+from reprospec.core.rates import clearly_more, rate_of
 from reprospec.core.results import Rate
 from reprospec.isolation.candidates import AttemptKind, Tally
 
@@ -230,6 +230,11 @@ class Amplification:
             return None
         return max(others, key=lambda i: (self._reach(i, pending.get(i, 0)), -i))
 
+    def above_base(self, arm: int) -> bool:
+        """The arm fails clearly more often than the base: its lower bound above the
+        base's upper bound (core/rates.py `clearly_more`, as minimize and compare judge)."""
+        return clearly_more(self.rate(arm), self.rate(0))
+
     def _reach(self, arm: int, extra_clean: int = 0) -> float:
         high = self.rate(arm, extra_clean).high
         return high if arm == 0 else high - self.settings.epsilon
@@ -244,9 +249,9 @@ class Amplification:
         leader = self.leader()
         if self.tallies[leader].matched == 0:
             return False
-        rate = self.rate(leader)
-        if leader != 0 and rate.low <= self.rate(0).high:
+        if leader != 0 and not self.above_base(leader):
             return False
+        rate = self.rate(leader)
         challenger = self.challenger(leader)
         if challenger is None or rate.low >= self._reach(challenger):
             return True
@@ -318,7 +323,7 @@ class Amplification:
         #    attempts already given to it came back clean: a wide arm does not take all).
         leader = self.leader()
         wants = {leader: (step + 1) // 2}
-        if leader != 0 and step > 1 and self.rate(leader).low <= self.rate(0).high:
+        if leader != 0 and step > 1 and not self.above_base(leader):
             wants[0] = 1  # the gain over the base is the claim: keep measuring the base
         for _ in range(step - sum(wants.values())):
             others = {k: v for k, v in wants.items() if k != leader}
@@ -424,8 +429,7 @@ class Amplification:
             self.result = AmplifyResult("infra-error", arms, None, False, self.used, note=reason)
             return
         leader = self.leader()
-        base = self.rate(0)
-        amplified = leader != 0 and self.rate(leader).low > base.high
+        amplified = leader != 0 and self.above_base(leader)
         if interrupted:
             status: Status = "interrupted"
         else:

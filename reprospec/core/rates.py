@@ -58,7 +58,8 @@ def rate_of(matched: int, n: int) -> Rate:
 def clearly_more(rate: Rate, than: Rate) -> bool:
     """`rate` fails clearly more often than `than`: its lower bound above the other's
     upper bound, their 95% intervals apart (no failure seen is never more). minimize's
-    result against the original, compare's two runs of a cell."""
+    result against the original, compare's two runs of a cell, amplify's arm against its
+    base."""
     return rate.matched > 0 and than.attempts > 0 and rate.low > than.high
 
 
