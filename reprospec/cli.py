@@ -22,6 +22,7 @@ from reprospec.errors import (
     EXIT_INTERRUPTED,
     FatalError,
     SpecError,
+    suggest,
 )
 
 # The verbs, in `reprospec --help`'s order; each is reprospec/commands/<verb>.py, with its
@@ -100,13 +101,6 @@ class _Parser(argparse.ArgumentParser):
             if name.startswith("--"):
                 hints += suggest(name, known)[:1]
         return f"; did you mean {' or '.join(dict.fromkeys(hints))}?" if hints else ""
-
-
-def suggest(word: str, known: Sequence[str]) -> list[str]:
-    """The known words nearest to a mistyped one (difflib's ratio, as cibuildwheel does)."""
-    import difflib
-
-    return difflib.get_close_matches(word, known, n=3, cutoff=0.6)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

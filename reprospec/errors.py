@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 EXIT_OK = 0
 EXIT_NOT_REPRODUCED = 1
 EXIT_USAGE = 2
@@ -11,6 +13,14 @@ EXIT_INTERRUPTED = 130
 # The reader of stdout went away (`reprospec plan SPEC | head`): 128 + SIGPIPE, the status a
 # shell gives a program the signal ended, as `seq 1000000 | head` gives seq.
 EXIT_CLOSED_PIPE = 141
+
+
+def suggest(word: str, known: Sequence[str]) -> list[str]:
+    """The known words nearest to a mistyped one (difflib's ratio, as cibuildwheel does),
+    for a usage error's did-you-mean: the CLI's verbs and options, a spec's axes."""
+    import difflib  # only to word a mistake
+
+    return difflib.get_close_matches(word, known, n=3, cutoff=0.6)
 
 
 class FatalError(Exception):

@@ -344,9 +344,7 @@ def _check_axes(items: Sequence[str], option: str, cells: Sequence[Cell]) -> Non
     Set, it became a difference of its own that nothing reads: a flaky failure then
     blamed it (nu21 HIGH-1), where `-m nope=1` is refused.
     """
-    import difflib
-
-    from reprospec.spec.matrix import MatrixCells
+    from reprospec.spec.matrix import known_axes, unknown_axis
 
     asked = []
     for item in items:
@@ -355,17 +353,10 @@ def _check_axes(items: Sequence[str], option: str, cells: Sequence[Cell]) -> Non
             asked.append((item, path[len(MATRIX) :]))
     if not asked:
         return
-    if isinstance(cells, MatrixCells):
-        known = cells.held_axes()
-    else:
-        known = list(dict.fromkeys(k for cell in cells for k in cell.matrix))
+    known = known_axes(cells)
     for item, axis in asked:
-        if axis in known:
-            continue
-        names = ", ".join(known) if known else "none (the spec has no matrix)"
-        near = difflib.get_close_matches(axis, known, n=3, cutoff=0.6)
-        hint = f"; did you mean {' or '.join(MATRIX + n for n in near)}?" if near else ""
-        raise UsageError(f"{option} {item}: unknown axis '{axis}' (axes: {names}){hint}")
+        if axis not in known:
+            raise unknown_axis(f"{option} {item}", axis, known, MATRIX)
 
 
 def _choose_cells(

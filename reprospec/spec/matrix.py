@@ -32,7 +32,7 @@ from reprospec.core.expr import same
 from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
 from reprospec.core.lazysequence import LazySequence
-from reprospec.errors import SpecError, UsageError
+from reprospec.errors import SpecError, UsageError, suggest
 from reprospec.spec.yamlsource import Problem, YamlSourceError, load_value, locate
 
 # A `matrix` section as the spec holds it (None: the spec has none).
@@ -705,10 +705,7 @@ def select(cells: Sequence[Cell], filters: Sequence[str]) -> Sequence[Cell]:
     """
     if not filters:
         return cells
-    if isinstance(cells, MatrixCells):
-        known = cells.held_axes()
-    else:
-        known = list(dict.fromkeys(k for cell in cells for k in cell.matrix))
+    known = known_axes(cells)
     wanted: dict[str, list[tuple[JsonValue, str]]] = {}
     for text in filters:
         axis, sep, raw = text.partition("=")
@@ -716,8 +713,7 @@ def select(cells: Sequence[Cell], filters: Sequence[str]) -> Sequence[Cell]:
         if not sep or not axis:
             raise UsageError(f"-m {text}: expected AXIS=VALUE")
         if axis not in known:
-            names = ", ".join(known) if known else "none (the spec has no matrix)"
-            raise UsageError(f"-m {text}: unknown axis '{axis}' (axes: {names})")
+            raise unknown_axis(f"-m {text}", axis, known)
         value: JsonValue
         try:
             value = load_value(raw) if raw.strip() else ""
@@ -742,6 +738,24 @@ def select(cells: Sequence[Cell], filters: Sequence[str]) -> Sequence[Cell]:
             f"no cell matches {' '.join('-m ' + f for f in filters)}: {_no_match(cells, wanted)}"
         )
     return kept
+
+
+def known_axes(cells: Sequence[Cell]) -> list[str]:
+    """The axes some cell holds, in the order a walk over the cells meets them: what `-m`
+    (and isolate's `matrix.AXIS`) may name. Of a `MatrixCells`, found from its axes."""
+    if isinstance(cells, MatrixCells):
+        return cells.held_axes()
+    return list(dict.fromkeys(k for cell in cells for k in cell.matrix))
+
+
+def unknown_axis(given: str, axis: str, known: Sequence[str], prefix: str = "") -> UsageError:
+    """The refusal of an axis no cell holds: `given` (the option and its item), the axes,
+    and a did-you-mean, each axis written with `prefix` (`matrix.`) as the caller's option
+    names one."""
+    names = ", ".join(known) if known else "none (the spec has no matrix)"
+    near = suggest(axis, known)
+    hint = f"; did you mean {' or '.join(prefix + n for n in near)}?" if near else ""
+    return UsageError(f"{given}: unknown axis '{axis}' (axes: {names}){hint}")
 
 
 def _no_match(cells: Sequence[Cell], wanted: Mapping[str, list[tuple[JsonValue, str]]]) -> str:

@@ -238,7 +238,12 @@ def test_select_without_filters_keeps_everything() -> None:
 @pytest.mark.parametrize(
     ("filters", "message"),
     [
-        (["workers=2"], "unknown axis 'workers' (axes: num_workers, pin_memory, python)"),
+        (
+            ["workers=2"],
+            "-m workers=2: unknown axis 'workers' (axes: num_workers, pin_memory, python); "
+            "did you mean num_workers?",
+        ),
+        (["zz=2"], "unknown axis 'zz' (axes: num_workers, pin_memory, python)"),
         (["num_workers"], "expected AXIS=VALUE"),
         (["num_workers=7"], "no cell matches -m num_workers=7"),
         (["pin_memory=1"], "no cell matches"),
