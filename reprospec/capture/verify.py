@@ -190,8 +190,7 @@ def verify(
                     f"it came back in the workdir in {here.same}/{len(here.attempts)} "
                     "attempt(s), not in a copy of the spec, which lacked no file capture saw "
                     "the command read: a failure that comes and goes can miss every attempt "
-                    "of one rerun by chance; capture again with a larger --repeat to tell"
-                    + (f": {again}" if again else "")
+                    "of one rerun by chance; " + _capture_again(again, "a larger --repeat to tell")
                 )
             elif (
                 not done.verified
@@ -206,8 +205,7 @@ def verify(
                     "it came back in the workdir once, not in a copy of the spec, which "
                     "lacked no file capture saw the command read, and not in the workdir "
                     "again: the failure may be flaky, coming back only sometimes, so no file "
-                    "is named as its cause; capture again with more attempts"
-                    + (f": {again}" if again else "")
+                    "is named as its cause; " + _capture_again(again)
                 )
             elif not done.verified:
                 after.append(
@@ -353,6 +351,12 @@ def _needs(found: Needed, subject: str = "the failure") -> str:
     )
 
 
+def _capture_again(again: str, more: str = "more attempts") -> str:
+    """`capture again with more attempts: reprospec capture --repeat 20 ...`, the advice
+    every flaky reading ends with; without the command where the caller has none."""
+    return f"capture again with {more}" + (f": {again}" if again else "")
+
+
 def _flaky(rerun: Rerun, again: str) -> str:
     """That the failure did not come back in a rerun as the first run ran (the workdir, the
     shell's variables): it comes and goes, or something outside the spec changed; no
@@ -361,8 +365,7 @@ def _flaky(rerun: Rerun, again: str) -> str:
     return (
         f"it did not come back in the workdir either, run as the first run ran (0/{n} "
         f"attempt(s), run {rerun.result.run_id}): the failure may be flaky, coming back only "
-        "sometimes, so no variable or file is named as its cause; capture again with more "
-        "attempts" + (f": {again}" if again else "")
+        "sometimes, so no variable or file is named as its cause; " + _capture_again(again)
     )
 
 
@@ -373,8 +376,7 @@ def _flaky_pass(again: str) -> str:
     return (
         "the command passed, but failed in reruns without your shell's variables, then "
         "passed in one made again without them: it may be flaky, failing only sometimes, so "
-        "no variable is named as what the pass needs; capture again with more attempts"
-        + (f": {again}" if again else "")
+        "no variable is named as what the pass needs; " + _capture_again(again)
     )
 
 
@@ -386,8 +388,7 @@ def _passed_without(found: Needed, again: str) -> str:
         f"narrowing your shell's variables by reruns ended on {_names(names)} ({len(names)}) "
         "as what the pass needs, but a rerun without them, made once more, passed: none of "
         "them is shown needed and the spec sets none; the command may be flaky, failing "
-        "only sometimes, so no variable is named as what the pass needs; capture again with "
-        "more attempts" + (f": {again}" if again else "")
+        "only sometimes, so no variable is named as what the pass needs; " + _capture_again(again)
     )
 
 
@@ -399,8 +400,7 @@ def _unconfirmed(found: Needed, again: str) -> str:
         f"it came back once with your shell's variables, but not with {_names(names)} "
         f"({len(names)}), on which narrowing them by reruns ended, set, in a copy nor in the "
         "workdir: none of them is shown needed and the spec sets none (a failure that comes "
-        "and goes misses reruns by chance); the failure may be flaky: capture again with "
-        "more attempts" + (f": {again}" if again else "")
+        "and goes misses reruns by chance); the failure may be flaky: " + _capture_again(again)
     )
 
 
