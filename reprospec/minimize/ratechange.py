@@ -36,7 +36,7 @@ class RateChange:
     def warning(self) -> str:
         """The console's `warning:` line (and minimize.md's, at its top)."""
         both = (
-            f"{_rate(self.result)} against the original's {_rate(self.original)}, "
+            f"{rate_text(self.result)} against the original's {rate_text(self.original)}, "
             "their 95% intervals apart"
         )
         if self.direction == "more":
@@ -72,5 +72,14 @@ def rate_change(original: Rate, result: Rate) -> RateChange | None:
     return None
 
 
-def _rate(rate: Rate) -> str:
-    return f"{rate.matched}/{rate.attempts} ({rate.low:.0%}-{rate.high:.0%})"
+def rate_text(rate: Rate, *, named: bool = False) -> str:
+    """`3/20 (5%-36%)`, minimize's words for a rate wherever it says one (the console, its
+    warnings, minimize.md); `named`: the interval says what it is, `(5%-36%, Wilson 95%)`."""
+    return (
+        f"{rate.matched}/{rate.attempts} ({interval_text(rate)}{', Wilson 95%' if named else ''})"
+    )
+
+
+def interval_text(rate: Rate) -> str:
+    """`5%-36%`: the rate's 95% interval, in whole percents."""
+    return f"{rate.low:.0%}-{rate.high:.0%}"

@@ -42,7 +42,7 @@ from reprospec.core.words import budget_continues, perturbed_phrase, plural, rep
 from reprospec.isolation.differences import MISSING, Difference
 from reprospec.minimize.named import Carried, copy_named
 from reprospec.minimize.program import Program, as_written, join_words, source_lines
-from reprospec.minimize.ratechange import RateChange, rate_change
+from reprospec.minimize.ratechange import RateChange, rate_change, rate_text
 from reprospec.minimize.search import MinimizeResult
 from reprospec.minimize.settings import Reduced
 from reprospec.minimize.unperturbed import Baseline, Unperturbed
@@ -606,7 +606,7 @@ def sentence(found: Minimized) -> str:
     head = _size_change(r)
     if r.status in ("refused", "infra-error"):
         return f"not minimized ({r.status}): {r.message}"
-    rate = f"{r.rate.matched}/{r.rate.attempts} ({r.rate.low:.0%}-{r.rate.high:.0%})"
+    rate = rate_text(r.rate)
     tail = f"; {r.message}" if r.message else ""
     missed = f"; BUT {found.unconfirmed}" if found.unconfirmed else ""
     added = (
@@ -776,17 +776,14 @@ def markdown(found: Minimized) -> str:
         lines.append(f"| failing cell | `{found.settings.original.id}` | `{after}` |")
     if r.original.env:
         lines.append(f"| environment variables | {len(r.original.env)} | {len(r.program.env)} |")
-    rate = r.rate
-    original = r.original_rate
     lines += [
         "",
         *_layout_note(r),
         f"- **Signature**: `{found.signature or 'none seen'}`, the failing cell's expect "
         f"({_expect(found)}); passing cells checked with every accepted candidate: "
         f"{', '.join(c.id for c in found.passing) or 'none (the spec has none)'}",
-        f"- **Rate of the result**: {rate.matched}/{rate.attempts} "
-        f"({rate.low:.0%}-{rate.high:.0%}, Wilson 95%); the original: "
-        f"{original.matched}/{original.attempts} ({original.low:.0%}-{original.high:.0%})",
+        f"- **Rate of the result**: {rate_text(r.rate, named=True)}; the original: "
+        f"{rate_text(r.original_rate)}",
         f"- **Passing cells with the result**: {r.passing_checked.passed}/"
         f"{r.passing_checked.ran} attempts passed",
         f"- **Attempts**: {attempts(found)} of the budget"

@@ -37,6 +37,7 @@ from reprospec.core.rates import clearly_more, rate_of
 from reprospec.core.results import Rate, RunResult
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.words import plural
+from reprospec.minimize.ratechange import interval_text
 
 # The override that takes the perturbation out of a spec (the whole mapping, whatever
 # it held: --amplify's `--set environment.perturb.FIELD` or the spec's own).
@@ -120,8 +121,8 @@ class Unperturbed:
         )
         return (
             f"- **Without the perturbation** ({UNPERTURBED}): the result fails as the expect "
-            f"says in {_count(self.minimized)} ({self.minimized.low:.0%}-"
-            f"{self.minimized.high:.0%}), the original in {_count(self.original)} "
+            f"says in {_count(self.minimized)} ({interval_text(self.minimized)}), the original "
+            f"in {_count(self.original)} "
             f"({self.original_source}): {verdict}"
         )
 
