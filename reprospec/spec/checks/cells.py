@@ -522,6 +522,8 @@ def _cannot_fire(workload: Mapping[str, JsonValue], fault: Mapping[str, JsonValu
     at = fault.get("at")
     at = at if isinstance(at, Mapping) else {}
     stage = at.get("stage")
+    # One pass of the cell's data, read once: the worker checks and the step check use it.
+    one_pass = _Pass.of(workload)
     if fault.get("where") == "worker":
         if "stage" in at:
             return (
@@ -533,18 +535,17 @@ def _cannot_fire(workload: Mapping[str, JsonValue], fault: Mapping[str, JsonValu
         workers = loader.get("num_workers", 0) if isinstance(loader, Mapping) else 0
         if workers == 0 and not isinstance(workers, bool):
             return "where: worker needs num_workers > 0; this cell has 0"
-        size = _Pass.of(workload)
         index = at.get("index")
-        if size is not None and is_int(index) and index >= size.items:
+        if one_pass is not None and is_int(index) and index >= one_pass.items:
             return (
-                f"at.index {index} is past the dataset: it has {size.items} items "
-                f"(indexes 0..{size.items - 1})"
+                f"at.index {index} is past the dataset: it has {one_pass.items} items "
+                f"(indexes 0..{one_pass.items - 1})"
             )
         # Worker items carry the step of their batch, and a phase without `steps` hands out
         # exactly one pass of batches. (With `steps`, workers prefetch batches past the last
         # step: the phase and step check above owns those.)
-        return _step_never_comes(workload, at, worker=True)
-    late = _step_never_comes(workload, at, worker=False)
+        return _step_never_comes(workload, at, one_pass, worker=True)
+    late = _step_never_comes(workload, at, one_pass, worker=False)
     if late is not None:
         return late
     if stage not in _TRAIN_STAGES:
@@ -633,9 +634,14 @@ def _given(section: Mapping[str, JsonValue], key: str, default: JsonValue) -> Js
 
 
 def _step_never_comes(
-    workload: Mapping[str, JsonValue], at: Mapping[str, JsonValue], *, worker: bool
+    workload: Mapping[str, JsonValue],
+    at: Mapping[str, JsonValue],
+    one_pass: _Pass | None,
+    *,
+    worker: bool,
 ) -> str | None:
     """Why no phase this fault names reaches its `at.step` in this cell (None: one may).
+    `one_pass`: the cell's `_Pass.of(workload)`.
 
     A phase runs its `steps`, or one pass of the data without them. A main fault fires in the
     first phase that reaches its step; a worker fault's step is its batch's. A phase with
@@ -650,7 +656,6 @@ def _step_never_comes(
     chosen = [p for p in named if wanted is None or p.get("name") == wanted]
     if not chosen:
         return None  # an unknown phase (or none written) is another check's to say
-    one_pass = _Pass.of(workload)
     counts: list[int] = []
     for phase in chosen:
         steps = phase.get("steps")
