@@ -26,6 +26,7 @@ from reprospec.core.signals import (
 )
 from reprospec.outcome.pytestreport import first_failure
 from reprospec.outcome.tracebacks import (
+    FATAL_HEADER,
     PythonException,
     current_thread_first,
     fatal_errors,
@@ -158,9 +159,9 @@ def read_ticket(text: str) -> Ticket:
         evidence.append(f"gdb: {gdb.group(0).strip()}")
     real_fatal = [f for f in fatal if not f.description.startswith("Aborted")] or fatal
     if signal is None and real_fatal:
-        signal = signal_from_description(real_fatal[-1].description)
+        signal = real_fatal[-1].signal
         if signal:
-            evidence.append(f"faulthandler: Fatal Python error: {real_fatal[-1].description}")
+            evidence.append(f"faulthandler: {FATAL_HEADER}{real_fatal[-1].description}")
     for line in clean.split("\n"):
         shell = _SHELL_SIGNAL.match(line.strip())
         if shell and signal is None:

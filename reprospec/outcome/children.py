@@ -124,7 +124,7 @@ def printed_only(execution: Execution, evidence: Evidence) -> ChildCrash | None:
 
 def _crash_reports(stderr: str) -> list[FatalError]:
     """The faulthandler reports on `stderr` of a signal that ends a process abnormally."""
-    return [f for f in fatal_errors(stderr) if _fatal_signal(f) in CRASH_SIGNALS]
+    return [f for f in fatal_errors(stderr) if f.signal in CRASH_SIGNALS]
 
 
 def _seen_crash(
@@ -163,9 +163,7 @@ def _printed(evidence: Evidence, fatal: list[FatalError]) -> ChildCrash | None:
         return ChildCrash(signal, pid, _short(cmdline), how, _stack_for(fatal, signal))
     if fatal:
         first = fatal[0]
-        return ChildCrash(
-            _fatal_signal(first), None, None, "as its faulthandler report says", first.stack
-        )
+        return ChildCrash(first.signal, None, None, "as its faulthandler report says", first.stack)
     if _POOL_BROKEN.search(stderr):
         return ChildCrash(None, None, None, "as concurrent.futures reports it")
     return None
@@ -227,14 +225,10 @@ def _command_of(text: str) -> str:
     return str(value)
 
 
-def _fatal_signal(fatal: FatalError) -> str | None:
-    return signal_from_description(fatal.description)
-
-
 def _stack_for(fatal: list[FatalError], signal: str | None) -> str | None:
     """The faulthandler stack of a crash with this signal (the child's, when it is Python)."""
     for report in fatal:
-        if signal is None or _fatal_signal(report) == signal:
+        if signal is None or report.signal == signal:
             return report.stack
     return None
 

@@ -440,10 +440,7 @@ def worker_stack(outcome: Outcome, evidence: Evidence) -> FatalError | None:
 
     for text in (evidence.stderr, evidence.stdout):
         for report in fatal_errors(text):
-            if outcome.signal is None or signal_from_description(report.description) in (
-                outcome.signal,
-                None,
-            ):
+            if outcome.signal is None or report.signal in (outcome.signal, None):
                 return report
     stacks = evidence.native
     process = native.crashed_process(stacks, outcome.pid) if stacks is not None else None
@@ -591,9 +588,14 @@ def _shell_signal(returncode: int, stderr: str, stdout: str) -> str | None:
     candidate = exit_status_signal(returncode, any_signal=True)
     if candidate is None:
         return None
-    description = re.escape(describe_signal(candidate))
-    proof = re.compile(rf"^Fatal Python error: {description}\b|\b\d+ {description}\b", re.M)
-    return candidate if proof.search(stderr) or proof.search(stdout) else None
+    from reprospec.outcome.tracebacks import fatal_errors
+
+    # The proof: a faulthandler report of that signal, or a shell's "4242 Segmentation fault".
+    shell = re.compile(rf"\b\d+ {re.escape(describe_signal(candidate))}\b")
+    for text in (stderr, stdout):
+        if shell.search(text) or any(f.signal == candidate for f in fatal_errors(text)):
+            return candidate
+    return None
 
 
 def _describe_worker(worker: WorkerDeath) -> str:

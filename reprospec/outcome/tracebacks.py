@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from reprospec.core.lazyre import Lazy
+from reprospec.core.signals import signal_from_description
 
 _MAX_MESSAGE_LINES = 30
 
@@ -45,7 +46,10 @@ _LINKS = {
     "During handling of the above exception, another exception occurred:": "context",
     "The above exception was the direct cause of the following exception:": "cause",
 }
-_FATAL = Lazy(r"^Fatal Python error: (?P<description>.+?)\s*$")
+# The line a faulthandler report begins with, the one definition of it the engine reads
+# (a report's signal: FatalError.signal).
+FATAL_HEADER = "Fatal Python error: "
+_FATAL = Lazy(rf"^{FATAL_HEADER}(?P<description>.+?)\s*$")
 # The lines of a faulthandler dump after its header: thread headers, frames, notes.
 _FATAL_BODY = Lazy(
     r"^(?:\s*$|(?:Current thread|Thread) 0x[0-9a-fA-F]+ |Stack \(most recent call first\):"
@@ -73,6 +77,12 @@ class FatalError:
 
     description: str
     stack: str
+
+    @property
+    def signal(self) -> str | None:
+        """The signal the report names (`Segmentation fault` -> SIGSEGV); None for a fatal
+        error of another kind (`_enter_buffered_busy: could not acquire lock`)."""
+        return signal_from_description(self.description)
 
 
 def parse_exception(text: str) -> PythonException | None:

@@ -383,6 +383,11 @@ def test_exit_128_plus_n_rule(tmp_path: Path) -> None:
     outcome = classify(recorded_execution(tmp_path, proof, 138))
     assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.signal) == ("crash", "SIGUSR1")
+    # A faulthandler report of that signal proves it too (tracebacks.FatalError.signal).
+    report = b"Fatal Python error: User defined signal 1\n\nStack (most recent call first):\n"
+    outcome = classify(recorded_execution(tmp_path, report, 138))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal) == ("crash", "SIGUSR1")
     outcome = classify(recorded_execution(tmp_path, b"", 137))
     assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.signal) == ("crash", "SIGKILL")
