@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from reprospec.capture.optionarity import MANY, Arity
 from reprospec.core.expr import render
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import (
@@ -208,8 +210,13 @@ def suggestion_for(axis: str, value: JsonValue) -> Suggestion | None:
     return None
 
 
-def propose(argv: list[str]) -> Proposal:
-    """The settings of `argv` (a command as its words) as axes, and the command reading them."""
+def propose(argv: list[str], arities: Mapping[str, Arity] | None = None) -> Proposal:
+    """The settings of `argv` (a command as its words) as axes, and the command reading them.
+
+    `arities`: how many values each option of the program's parser takes, where its
+    source says (optionarity.py); an option it does not name is read by its words alone.
+    """
+    arities = arities or {}
     words = list(argv)
     env: list[tuple[str, str]] = []
     kept: list[str] = []  # `env` with options of its own and its words, kept as written
@@ -292,7 +299,7 @@ def propose(argv: list[str]) -> Proposal:
             and not (short_flag and short_flag["name"] in switches)
         ):
             name = (long_flag or short_flag)["name"]  # type: ignore[index]
-            taken_words = _option_values(words, index + 1)
+            taken_words = _option_values(words, index + 1, arities.get(word))
             if taken_words is None:
                 # `--files a.csv b.csv`: several values, or one and the program's own
                 # arguments; which, only the program's parser knows. Kept as written, said so.
@@ -524,33 +531,44 @@ def _is_value(word: str) -> bool:
     return not word.startswith("-") or bool(_NUMBER.match(word))
 
 
-def _option_values(words: list[str], first: int) -> int | None:
+def _option_values(words: list[str], first: int, arity: Arity | None = None) -> int | None:
     """How many of the words from `first` on (a value, `_is_value`) the option before them
-    takes, as read without the program's parser, which alone knows (argparse's `nargs='+'`
-    takes `--layers 64 128 256` whole; `--lr 0.1 data.csv` leaves `data.csv` to the program's
-    positional argument). The rule never makes an axis of one value where the program got
-    several, nor of several where it got one value and its own arguments but for numbers:
+    takes. The program's parser alone knows (argparse's `nargs='+'` takes `--layers 64 128
+    256` whole; `--lr 0.1 data.csv` leaves `data.csv` to the program's positional argument):
+    where its source says (`arity`, optionarity.py), an option of one value takes one
+    (`--batch-size 32 5`: 1, the 5 the program's own), of N values N, of `nargs='+'` every
+    number that follows. Else it is read from the words alone, by a rule that never makes an
+    axis of one value where the program got several, nor of several where it got one value
+    and its own arguments but for numbers:
 
     - numbers after the first number, up to the next other word, are the option's too
       (`--layers 64 128 256 --lr 0.1`: 3, `--bias -1 -0.5`: 2): several numbers are the
       shape of a list of sizes, seeds or ids; but after a decimal a whole number is the
       program's own (`--lr 0.1 5`: 1, the 5 an epoch count left in the command, rv18 F7):
-      a rate's list is of rates;
+      a rate's list is of rates; and the last of several numbers that end the command is
+      the program's own, kept as written (`--batch-size 32 5`: 1, `--seeds 1 2 100`: 2):
+      a positional argument comes last, and an option of several numbers takes the words
+      it is given either way (rv19 F6);
     - a first value followed by a bare word of another shape (a number, a path, a plain
       word: `--lr 0.1 data.csv`, `-a resnet18 /data/imagenet`) is the option's alone (1):
       a list's values are alike;
     - a first value followed by one alike that is no number (`--files a.csv b.csv`,
       `--tags x y`, but also `--config c.yaml data.csv`): either; None, the option kept as
       written (`_alike_run`)."""
+    if arity == 1:
+        return 1
     if _NUMBER.match(words[first]):
+        numbers = 1
+        while first + numbers < len(words) and _NUMBER.match(words[first + numbers]):
+            numbers += 1
+        if arity is not None:
+            return numbers if arity == MANY else min(arity, numbers)
         decimal = not _is_whole(words[first])
         count = 1
-        while (
-            first + count < len(words)
-            and _NUMBER.match(words[first + count])
-            and not (decimal and _is_whole(words[first + count]))
-        ):
+        while count < numbers and not (decimal and _is_whole(words[first + count])):
             count += 1
+        if count > 1 and first + count == len(words):
+            count -= 1
         return count
     after = words[first + 1] if first + 1 < len(words) else None
     if after is None or not _bare(after) or _shape(after) != _shape(words[first]):

@@ -1536,6 +1536,46 @@ def test_an_option_of_several_numbers_is_one_axis_a_reader_can_widen(
     }
 
 
+def test_an_options_one_number_before_a_positional_number_is_its_axis_alone(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # rv19 F6: `--batch-size 32 5` (5 the positional epochs) was the axis `batch_size: [32
+    # 5]`; widened, argparse refused `--batch-size 64 5` with no epochs. The script's own
+    # add_argument calls say --batch-size takes one value and --layers several.
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "t.py").write_text(
+        "import argparse\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--layers', type=int, nargs='+')\n"
+        "p.add_argument('--batch-size', type=int)\n"
+        "p.add_argument('epochs', type=int)\n"
+        "a = p.parse_args()\n"
+        "raise RuntimeError(f'layers {a.layers} bs {a.batch_size} epochs {a.epochs}')\n"
+    )
+    result = capture(cli, workdir, "python", "t.py", "--batch-size", "32", "5", "--layers",
+                     "64", "128")  # fmt: skip
+    assert "axes from the command: batch_size=32, layers='64 128'\n" in result.stdout
+    assert "verdict reproduced" in result.stdout
+    document = load_spec(str(workdir / "spec.yaml")).document
+    assert document["matrix"] == {"batch_size": [32], "layers": ["64 128"]}
+    assert document["command"] == (
+        "python t.py --batch-size ${{ matrix.batch_size }} 5 --layers ${{ matrix.layers }}"
+    )
+    ran = cli("run", "spec.yaml", "--observe", "--set", "matrix.batch_size=[32, 64]",
+              cwd=workdir)  # fmt: skip
+    assert ran.code == 0, ran.stdout + ran.stderr
+    messages = {
+        cell["id"]: attempt["outcome"]["message"]
+        for cell in ran.results()["cells"]
+        for attempt in cell["attempts"]
+    }
+    assert messages == {
+        "batch_size=32,layers=64 128": "layers [64, 128] bs 32 epochs 5",
+        "batch_size=64,layers=64 128": "layers [64, 128] bs 64 epochs 5",
+    }
+
+
 def test_an_option_of_several_words_alike_is_kept_as_written_and_said_so(
     cli: Cli, tmp_path: Path
 ) -> None:

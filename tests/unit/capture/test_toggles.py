@@ -6,6 +6,7 @@ import shlex
 
 import pytest
 
+from reprospec.capture.optionarity import MANY, Arity
 from reprospec.capture.toggles import kept_note, propose, typed
 from reprospec.core import expr
 from reprospec.core.inputs import Marker
@@ -128,6 +129,23 @@ def test_a_value_with_a_quote_stays_literal() -> None:
             {"lrs": "0.1 0.01"},
             "python t.py --lrs ${{ matrix.lrs }} 5",
         ),
+        # rv19 F6: the last of several numbers that end the command is the program's own
+        # (a positional epoch count), where `--batch-size 32 5` was the axis `[32 5]`.
+        (
+            "python t.py --batch-size 32 5",
+            {"batch_size": 32},
+            "python t.py --batch-size ${{ matrix.batch_size }} 5",
+        ),
+        (
+            "python t.py --epochs 5 0.1",
+            {"epochs": 5},
+            "python t.py --epochs ${{ matrix.epochs }} 0.1",
+        ),
+        (
+            "python t.py --seeds 1 2 100",
+            {"seeds": "1 2"},
+            "python t.py --seeds ${{ matrix.seeds }} 100",
+        ),
         # A word of another shape after the value is the program's own argument.
         (
             "python t.py --lr 0.1 data.csv",
@@ -170,6 +188,49 @@ def test_an_option_followed_by_several_values_is_one_axis_or_kept_as_written(
     # `--layers 64 128 256` was `layers: [64]` read back before `128 256`: widened to 32,
     # it ran `--layers 32 128 256`.
     proposal = propose(line.split())
+    assert {t.axis: t.value for t in proposal.toggles} == axes
+    assert proposal.command == command
+    assert render(command, axes) == line
+
+
+@pytest.mark.parametrize(
+    ("line", "arities", "axes", "command"),
+    [
+        # The script's parser says --batch-size takes one value: the 5 is its own, even
+        # where an option follows (by the words alone, `[32 5]`).
+        (
+            "python t.py --batch-size 32 5 --lr 0.1",
+            {"--batch-size": 1},
+            {"batch_size": 32, "lr": 0.1},
+            "python t.py --batch-size ${{ matrix.batch_size }} 5 --lr ${{ matrix.lr }}",
+        ),
+        # nargs='+': every number, the last too.
+        (
+            "python t.py --layers 64 128 256",
+            {"--layers": MANY},
+            {"layers": "64 128 256"},
+            "python t.py --layers ${{ matrix.layers }}",
+        ),
+        # nargs=2: two of three.
+        (
+            "python t.py --size 224 224 3",
+            {"--size": 2},
+            {"size": "224 224"},
+            "python t.py --size ${{ matrix.size }} 3",
+        ),
+        # One value of another kind: the word after it is the program's.
+        (
+            "python t.py --config c.yaml data.csv",
+            {"--config": 1},
+            {"config": "c.yaml"},
+            "python t.py --config ${{ matrix.config }} data.csv",
+        ),
+    ],
+)
+def test_an_option_takes_the_values_its_programs_parser_says(
+    line: str, arities: dict[str, Arity], axes: dict[str, JsonValue], command: str
+) -> None:
+    proposal = propose(line.split(), arities)
     assert {t.axis: t.value for t in proposal.toggles} == axes
     assert proposal.command == command
     assert render(command, axes) == line
