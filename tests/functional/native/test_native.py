@@ -7,7 +7,7 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -427,30 +427,52 @@ def test_a_deadlock_in_c_shows_every_thread_waiting_on_the_lock(
     assert "<details>" in markdown
 
 
-# Leaves 0.8 s after it was asked for its Python stack (its dump file fills): as a
-# process does that was exiting at the deadline. gdb takes longer than that to start.
-LEAVES_AFTER_ITS_DUMP = """
-import os, threading, time
-dump = os.path.join(os.environ["REPROSPEC_STACK_DIR"], f"stack-{os.getpid()}.txt")
+# Leaves as soon as the file GO appears: the test makes it as the native read begins, so a
+# process the engine did not freeze first (after its Python stack, which needs it running)
+# is gone before the reader reaches it, as a process that was exiting at the deadline is.
+LEAVES_WHEN_TOLD = """
+import os, sys, threading, time
 def leave():
-    while not os.path.exists(dump) or os.path.getsize(dump) == 0:  # opened at start, empty
+    while not os.path.exists(sys.argv[1]):
         time.sleep(0.01)
-    time.sleep(0.8)
     os._exit(0)
 threading.Thread(target=leave, daemon=True).start()
 time.sleep(60)
 """
 
 
+def _stopped_or_gone(pid: int) -> bool:
+    """Whether `pid` is held by a stop signal (or a tracer), or has exited."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[0] in ("T", "t", "Z", "X")
+
+
 @needs_gdb
 def test_a_process_leaving_just_after_the_deadline_is_read_where_it_was(
-    runner: LocalRunner, tmp_path: Path
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Frozen once its Python stack is taken, it is read (its sleep on top) instead of
-    answering gdb with `ptrace: No such process`."""
-    plan = make_plan([sys.executable, "-c", LEAVES_AFTER_ITS_DUMP], timeout_s=2.0)
+    answering the reader with `ptrace: No such process`.
+
+    The process leaves when told, as the read begins, and the read waits until it is
+    either held or gone: no race against a timer (it left 0.8 s after its dump, which
+    the engine on a loaded machine did not always beat, and a slow reader could)."""
+    go = tmp_path / "go"
+    real_hang = native.Capture.hang
+
+    def hang(self: native.Capture, pids: Mapping[int, str], timed_out_at: float) -> NativeStacks:
+        go.touch()
+        assert _until(lambda: all(_stopped_or_gone(pid) for pid in pids)), pids
+        return real_hang(self, pids, timed_out_at)
+
+    monkeypatch.setattr(native.Capture, "hang", hang)
+    plan = make_plan([sys.executable, "-c", LEAVES_WHEN_TOLD, str(go)], timeout_s=2.0)
     ex = runner.run(plan, tmp_path / "logs")
     assert ex.timed_out
+    assert go.exists()  # the read was reached
     assert ex.stack_path is not None
     stacks = native.read(tmp_path / "logs")
     assert stacks is not None
