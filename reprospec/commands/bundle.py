@@ -102,16 +102,6 @@ def _verify(packed: Packed, run: RunResult, run_dir: Path) -> int:
 
 def _execute(plan: RunPlan) -> RunResult:
     """One run of the unpacked spec with `run`'s progress lines; Ctrl-C stops it."""
-    import threading
+    from reprospec.commands.run import execute
 
-    from reprospec.commands.interrupt import install_stop_handlers
-    from reprospec.pipeline import stages
-    from reprospec.report.progress import Progress
-
-    cancel = threading.Event()
-    install_stop_handlers(cancel)
-    observes = plan.expectations.of
-    with Progress(
-        len(plan.attempts), stream=sys.stderr, observes=lambda cell: observes(cell).observes
-    ) as progress:
-        return stages.execute(plan, plan.options, progress=progress.update, cancel=cancel)
+    return execute(plan, plan.options)

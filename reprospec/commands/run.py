@@ -105,11 +105,9 @@ class RunRequest:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec.commands.interrupt import install_stop_handlers
     from reprospec.outcome.judge import exit_code_for
-    from reprospec.pipeline import stages
     from reprospec.plan.run import plan_run
-    from reprospec.report.progress import Progress, print_outcome
+    from reprospec.report.progress import print_outcome
 
     request = read_request(args)
     plan = plan_run(request.spec, request.options)
@@ -117,20 +115,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("nothing to run: this shard holds no attempts")
     if request.confirm is not None:
         confirm_foreign(request.confirm, plan)
-    cancel = threading.Event()
-    install_stop_handlers(cancel)
-    observes = plan.expectations.of
-    with Progress(
-        len(plan.attempts), stream=sys.stderr, observes=lambda cell: observes(cell).observes
-    ) as progress:
-        result = stages.execute(
-            plan,
-            request.options,
-            progress=progress.update,
-            resume=request.resume,
-            cancel=cancel,
-            whole=reads_whole_cells(request.format),
-        )
+    result = execute(
+        plan, request.options, resume=request.resume, whole=reads_whole_cells(request.format)
+    )
     print_outcome(result, request.format, request.out)
     write_github_summary(result)
     write_github_annotations(result, request.spec)
@@ -144,6 +131,26 @@ def run(args: argparse.Namespace) -> int:
     if code != 0 and request.report_note is not None:
         print(request.report_note, file=sys.stderr)
     return code
+
+
+def execute(
+    plan: RunPlan, options: RunOptions, *, resume: Resume | None = None, whole: bool = True
+) -> RunResult:
+    """One run of `plan` with the progress lines on stderr; Ctrl-C (or SIGTERM) stops it
+    and the result says so. `run`'s, and `bundle --verify`'s rerun of the unpacked spec."""
+    from reprospec.commands.interrupt import install_stop_handlers
+    from reprospec.pipeline import stages
+    from reprospec.report.progress import Progress
+
+    cancel = threading.Event()
+    install_stop_handlers(cancel)
+    observes = plan.expectations.of
+    with Progress(
+        len(plan.attempts), stream=sys.stderr, observes=lambda cell: observes(cell).observes
+    ) as progress:
+        return stages.execute(
+            plan, options, progress=progress.update, resume=resume, cancel=cancel, whole=whole
+        )
 
 
 def report_note(named: str, spec: Spec) -> str | None:
