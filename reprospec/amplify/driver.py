@@ -17,7 +17,6 @@ is new.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import json
 import os
 import threading
@@ -34,7 +33,7 @@ from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.sections import Perturb, SectionError
 from reprospec.environment.probe import shared_captures
-from reprospec.errors import UsageError
+from reprospec.errors import UsageError, suggest
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import search_id
 from reprospec.plan.failingcell import cell_filters, choose_failing_cell
@@ -95,7 +94,7 @@ def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
         if not sep or not name:
             raise UsageError(f"--try {item}: expected FIELD=VALUE, like switch_interval=1e-6")
         if name not in FIELDS:
-            close = difflib.get_close_matches(name, FIELDS, n=1)
+            close = suggest(name, FIELDS)
             hint = f"; perhaps you meant {close[0]!r}?" if close else ""
             raise UsageError(
                 f"--try {item}: unknown perturbation {name!r}{hint} (known: {', '.join(FIELDS)})"
