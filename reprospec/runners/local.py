@@ -41,12 +41,12 @@ from reprospec.process.childprotocol import (
     write_cell,
 )
 from reprospec.process.output import EventWriter, MarkerMatcher, compile_markers, output_sink
-from reprospec.runners import programs
 from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution, stall_watch
 
 if TYPE_CHECKING:  # imported when a spec asks for them (preload, packages): most runs never do
     from reprospec.environment.packages import PackageCheck
     from reprospec.process import forkserver
+    from reprospec.runners import programs  # a cell held to its environment's programs
     from reprospec.runners.together import InstanceStart
 
 _VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
@@ -274,6 +274,8 @@ class LocalRunner:
         (programs.py), None where there are none; made once per PATH (shared inside
         `keep_servers()`, as the shims are: the folder is on PATH, part of a preload
         server's key)."""
+        from reprospec.runners import programs
+
         kept = _kept(self.python)
         lock, made = self._guard_table(kept)
         with lock:
@@ -549,7 +551,11 @@ class LocalRunner:
             return infra(not_perturbed, warnings)
         # A guard ran: the command started another environment's program, whatever it
         # made of that (`pytest || true` passes) is no verdict on the cell's packages.
-        refused_program = programs.refused_reason(log_dir) if guarded else None
+        refused_program = None
+        if guarded:
+            from reprospec.runners import programs
+
+            refused_program = programs.refused_reason(log_dir)
         if refused_program is not None:
             return infra(refused_program, warnings)
         if plan.environment.debug.cuda_coredump is not None:
@@ -609,6 +615,10 @@ class LocalRunner:
         search_path = env.get("PATH", os.defpath)
         entries = [str(shims), home]
         if self.own_programs or plan.environment.packages:
+            # Imported for such a cell alone: the local runner's other cells run their
+            # commands as the person's shell would (issue 30, item 4).
+            from reprospec.runners import programs
+
             own = programs.own_folders(entries)
             guards = self._guard_dir(search_path, own)
             if guards is not None:
@@ -625,6 +635,8 @@ class LocalRunner:
         self, argv: Sequence[str], search_path: str, shims: Path
     ) -> programs.Foreign | None:
         """The command's own program, where it is another environment's (programs.py)."""
+        from reprospec.runners import programs
+
         name = programs.command_program(argv)
         if name is None:
             return None

@@ -39,8 +39,10 @@ READERS = (
 # servers' client (run.preload), the
 # reader of tracebacks (an attempt that wrote to stderr), the report's sections that
 # explain a failure (its signatures, what separates it) or the children's warnings, the
-# instances' record (attempts of 2+ instances), and the reader of pytest's report (a
-# pytest command that failed).
+# instances' record (attempts of 2+ instances), the reader of pytest's report (a
+# pytest command that failed), the readers of run ids and `latest` (the verbs that read a
+# run), a run read back from the store (--resume, bundle) and the guards of a cell's
+# programs (a cell held to its environment's: packages, the venv runner).
 NOT_FOR_A_PASS = (
     "reprospec.outcome.children",
     "reprospec.outcome.ranks",
@@ -63,6 +65,9 @@ NOT_FOR_A_PASS = (
     "reprospec.report.signatures",
     "reprospec.report.instances",
     "reprospec.outcome.pytestreport",
+    "reprospec.store.refs",
+    "reprospec.store.storedrun",
+    "reprospec.runners.programs",
 )
 
 _RUN_AND_LIST = (
@@ -104,6 +109,7 @@ def test_a_spec_that_lists_packages_imports_their_probe(tmp_path: Path) -> None:
     # The other side of the lazy PackageCheck: a cell's packages are still checked.
     modules = _modules_of_run(tmp_path, "[true]", "pass", "environment: {packages: [pyyaml]}\n")
     assert "reprospec.environment.packages" in modules
+    assert "reprospec.runners.programs" in modules  # and held to their environment's programs
 
 
 def test_an_error_exit_imports_the_reader_of_children(tmp_path: Path) -> None:
