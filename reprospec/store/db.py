@@ -48,17 +48,19 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.results import AttemptResult, CellResult, Outcome
 from reprospec.core.runoptions import SEARCH_PURPOSES
 from reprospec.environment.facts import flatten_environment
 from reprospec.errors import FatalError, InfraError
-from reprospec.store.refs import PURPOSE
 from reprospec.store.resultsjson import attempt_from_dict, instances_to_dict, outcome_to_dict
+
+if TYPE_CHECKING:
+    from reprospec.store.storedrun import StoredRun
 
 SCHEMA_VERSION = 9
 # How long a write waits for another engine's (seconds): a run's rows are small.
@@ -197,23 +199,6 @@ _INSERT_ATTEMPT = (
     f"INSERT OR REPLACE INTO attempts ({', '.join(_ATTEMPT_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(_ATTEMPT_COLUMNS))})"
 )
-
-
-@dataclass(frozen=True)
-class StoredRun:
-    """A run as `begin_run` recorded it: enough to resume it or bundle it."""
-
-    run_id: str
-    spec_name: str
-    spec_path: str
-    spec_text: str
-    runner: str
-    status: str
-    options: JsonObject
-    environment: JsonObject
-    env_fingerprint: str
-    started: str = ""  # when the run first began (a resume keeps it)
-    finished: str = ""  # when it last ended ("" while it runs or was killed)
 
 
 # json.dumps(value, sort_keys=True, ensure_ascii=False, default=str), its encoder made once:
@@ -641,6 +626,8 @@ class Store:
         rows = self._read("SELECT * FROM runs WHERE run_id = ?", (run_id,))
         if not rows:
             return None
+        from reprospec.store.storedrun import StoredRun
+
         row = rows[0]
         options = json.loads(row["options"])
         environment = json.loads(row["environment"])
@@ -676,6 +663,9 @@ class Store:
         the probes of the searches (`SEARCH_PURPOSES`); `spec_paths`: of the spec file at one
         of these paths only (other files may hold a spec of the same name).
         """
+        # Imported at `history`'s reading: a run never lists runs (issue 30, item 4).
+        from reprospec.store.refs import PURPOSE
+
         where, args = _runs_where(spec_name, searches, "r.", spec_paths)
         page = f" LIMIT {int(limit)}" if limit is not None else ""
         rows = self._read(
@@ -740,6 +730,8 @@ def _runs_where(
 ) -> tuple[str, tuple[str, ...]]:
     """The WHERE clause of the runs of `spec_name` (all when None), of a spec file at one
     of `spec_paths` when given, without the searches' probes unless `searches`."""
+    from reprospec.store.refs import PURPOSE
+
     terms: list[str] = []
     args: tuple[str, ...] = ()
     if spec_name:

@@ -80,7 +80,7 @@ def _read(db: Path, query: str, args: tuple[object, ...] = ()) -> list[tuple[obj
 @dataclass(frozen=True)
 class ListedRun:
     """A run as the store lists it, for what is said of a run whose folder cannot be read
-    (read-only, without opening the store: db.StoredRun is what `begin_run` recorded)."""
+    (read-only, without opening the store: storedrun.StoredRun is what `begin_run` recorded)."""
 
     run_id: str
     spec_path: str

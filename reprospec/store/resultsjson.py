@@ -44,7 +44,6 @@ from reprospec.core.results import (
 )
 from reprospec.core.units import parse_rate, parse_step
 from reprospec.errors import FatalError, UsageError
-from reprospec.store.refs import listed_run, resolve_run_id, run_id_named
 from reprospec.store.runfolder import RUNS, RunFolder
 
 FORMAT = 1
@@ -468,6 +467,10 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
     """The results.json of a run folder, a results.json path, a run id (or unique prefix),
     or `latest` / `latest~N` (`resolve_run_id`). A run id, and `latest`, count the merged
     runs of the Slurm runs under `out_root` too (a shared --out): no store lists them."""
+    # The readers of run ids and `latest` are imported by the verbs that read a run, not by
+    # the run that writes one (issue 30, item 4).
+    from reprospec.store.refs import resolve_run_id, run_id_named
+
     if isinstance(path_or_id, str):
         path_or_id = resolve_run_id(path_or_id, out_root, slurm_merged=True)
     path = Path(path_or_id)
@@ -510,6 +513,8 @@ def _unreadable(path: Path, out_root: Path) -> str | None:
         name, out = path.name, path.parent.parent
     elif "/" in name:
         return None
+    from reprospec.store.refs import listed_run
+
     found = listed_run(name, out)
     if found is None:
         return None
