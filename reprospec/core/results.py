@@ -14,11 +14,14 @@ from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.lazysequence import LazySequence
+
+if TYPE_CHECKING:
+    from reprospec.core.childexit import ChildExit  # where a child was reaped
 
 OutcomeKind = Literal["pass", "error", "crash", "hang"]
 # "not-run": a cell an interrupted run never reached (no attempt ran, none failed to).
@@ -29,20 +32,6 @@ VerdictKind = Literal[
 Where = Literal["main", "worker", "child"]
 # fresh: a new interpreter (or container); forked: a fork of a preload server (run.preload).
 Launch = Literal["fresh", "forked"]
-
-
-@dataclass(frozen=True)
-class ChildExit:
-    """A descendant of the attempt whose wait status the engine reaped (as the subreaper).
-
-    `signal` when it was killed by a signal, else `exit_code`; `cmdline` as /proc
-    showed it (a zombie's is only `[comm]`).
-    """
-
-    pid: int
-    cmdline: str
-    signal: str | None = None
-    exit_code: int | None = None
 
 
 @dataclass(frozen=True)

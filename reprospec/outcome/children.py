@@ -41,8 +41,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from reprospec.core.childexit import ChildExit
 from reprospec.core.lazyre import Lazy
-from reprospec.core.results import ChildExit, Execution
+from reprospec.core.results import Execution
 from reprospec.core.signals import (
     SHELL_FATAL_SIGNALS,
     canonical_signal,

@@ -22,14 +22,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec import native as native_stacks
-from reprospec.core.results import ChildExit
 from reprospec.process import leftovers, pidlimit, stacks, tree
 from reprospec.process.cpuwait import CpuWait
 from reprospec.process.output import Sink
 from reprospec.process.progress import ProgressWatch
 from reprospec.process.start import ChildHandle, Start, popen_attempt
+
+if TYPE_CHECKING:
+    from reprospec.core.childexit import ChildExit  # made where tree.py reaps one
 
 DRAIN_WAIT_S = 1.0
 _READ_SIZE = 1 << 16

@@ -23,11 +23,14 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec.core.lazyre import Lazy
-from reprospec.core.results import ChildExit
 from reprospec.core.signals import signal_name
 from reprospec.process import leftovers, watchdog
+
+if TYPE_CHECKING:
+    from reprospec.core.childexit import ChildExit  # where a child was reaped
 
 TOKEN_VAR = "REPROSPEC_ATTEMPT_TOKEN"
 KILL_WAIT_S = 2.0
@@ -497,6 +500,9 @@ def reap_orphans(procs: Mapping[int, ProcInfo], root_pid: int | None) -> tuple[C
             continue
         if done != pid:
             continue
+        # Imported at the first child reaped: a program that starts none never needs it.
+        from reprospec.core.childexit import ChildExit
+
         if os.WIFSIGNALED(status):
             exits.append(ChildExit(pid, info.cmdline, signal=signal_name(os.WTERMSIG(status))))
         elif os.WIFEXITED(status):
@@ -526,6 +532,8 @@ def only_known_children() -> bool:
 
 
 def _exit_of(pid: int, status: int, cmdline: str) -> ChildExit | None:
+    from reprospec.core.childexit import ChildExit
+
     if os.WIFSIGNALED(status):
         return ChildExit(pid, cmdline, signal=signal_name(os.WTERMSIG(status)))
     if os.WIFEXITED(status):

@@ -42,7 +42,8 @@ READERS = (
 # instances' record (attempts of 2+ instances), the reader of pytest's report (a
 # pytest command that failed), the readers of run ids and `latest` (the verbs that read a
 # run), a run read back from the store (--resume, bundle) and the guards of a cell's
-# programs (a cell held to its environment's: packages, the venv runner).
+# programs (a cell held to its environment's: packages, the venv runner), and the record of
+# a child the engine reaped (a program that started one).
 NOT_FOR_A_PASS = (
     "reprospec.outcome.children",
     "reprospec.outcome.ranks",
@@ -68,6 +69,7 @@ NOT_FOR_A_PASS = (
     "reprospec.store.refs",
     "reprospec.store.storedrun",
     "reprospec.runners.programs",
+    "reprospec.core.childexit",
 )
 
 _RUN_AND_LIST = (

@@ -614,7 +614,7 @@ def test_hang_after_a_childs_death_names_it_and_stays_a_hang(tmp_path: Path) -> 
 
 
 def test_hang_after_a_reaped_childs_death_names_its_pid_and_command(tmp_path: Path) -> None:
-    from reprospec.core.results import ChildExit
+    from reprospec.core.childexit import ChildExit
 
     hung = dataclasses.replace(
         execution_in_with(tmp_path, b"", None, timed_out=True),
@@ -646,7 +646,7 @@ def test_hang_after_a_reaped_childs_death_names_its_pid_and_command(tmp_path: Pa
 
 
 def test_hang_without_a_crashed_child_is_a_plain_hang(tmp_path: Path) -> None:
-    from reprospec.core.results import ChildExit
+    from reprospec.core.childexit import ChildExit
 
     # A pool's terminate() stops its workers with SIGTERM: no crash, and no cause to name.
     hung = dataclasses.replace(
@@ -725,7 +725,7 @@ def _teardown_events(pids: list[int]) -> str:
 def test_the_harness_teardown_kills_are_no_crash_the_failed_rank_decides(
     tmp_path: Path,
 ) -> None:
-    from reprospec.core.results import ChildExit
+    from reprospec.core.childexit import ChildExit
 
     killed = [4242, 4250, 4251]  # the surviving rank, its worker, the failed rank's worker
     execution = dataclasses.replace(
