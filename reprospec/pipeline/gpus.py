@@ -5,136 +5,24 @@ the physical numbering behind it), so the scheduler works the same without a GPU
 The parent never touches CUDA: it only lists devices with `nvidia-smi -L`.
 `--gpus` ids are checked against the GPUs the machine has (CUDA_VISIBLE_DEVICES
 when set, else `nvidia-smi -L`; without either there are none): an unknown id is
-a usage error, never a slot handed to an attempt.
+a usage error, never a slot handed to an attempt. What lists them is machinegpus.py.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from reprospec.core.lazyre import Lazy
 
+if TYPE_CHECKING:
+    from reprospec.pipeline.machinegpus import MachineGpus
+
 # What CUDA_VISIBLE_DEVICES accepts: an index, or a GPU/MIG UUID.
 _GPU_ID = Lazy(r"^(\d+|(GPU|MIG)-[0-9A-Za-z/-]+)$")
-
-
-def parse_gpu_list(text: str) -> tuple[str, ...]:
-    """`"0,1,3"` -> ("0", "1", "3"); blanks dropped; "" or "none" -> ()."""
-    if text.strip().lower() in ("", "none", "-1"):
-        return ()
-    return tuple(part.strip() for part in text.split(",") if part.strip())
-
-
-@dataclass(frozen=True)
-class Gpu:
-    """One GPU this run may use, by every id that names it (CUDA_VISIBLE_DEVICES takes any)."""
-
-    index: str
-    uuid: str | None = None
-    name: str = ""
-    mig: tuple[str, ...] = ()  # UUIDs of its MIG devices
-
-    @property
-    def ids(self) -> tuple[str, ...]:
-        return (self.index, *((self.uuid,) if self.uuid else ()), *self.mig)
-
-
-@dataclass(frozen=True)
-class MachineGpus:
-    """The GPUs this machine offers the run, where that came from, or why there are none."""
-
-    gpus: tuple[Gpu, ...]
-    source: str  # "nvidia-smi -L" or "CUDA_VISIBLE_DEVICES=2,3"; why there are none otherwise
-
-    def known(self, gpu_id: str) -> bool:
-        return any(gpu_id in gpu.ids for gpu in self.gpus)
-
-    def device_of(self, gpu_id: str) -> str:
-        """The device an id names: a MIG device by its UUID, a whole GPU by its index."""
-        for gpu in self.gpus:
-            if gpu_id in gpu.mig:
-                return gpu_id
-            if gpu_id in gpu.ids:
-                return gpu.index
-        return gpu_id
-
-    def listing(self) -> str:
-        """`GPUs 0, 1, 2, 3 (nvidia-smi -L: 4x NVIDIA GeForce RTX 3090)`.
-
-        "GPU 0", never a bare "0": on the one-GPU H200, "it has 0 (...)" read as "none".
-        """
-        names = sorted({gpu.name for gpu in self.gpus if gpu.name})
-        what = f": {len(self.gpus)}x {names[0]}" if len(names) == 1 else ""
-        noun = "GPU" if len(self.gpus) == 1 else "GPUs"
-        return f"{noun} {', '.join(gpu.index for gpu in self.gpus)} ({self.source}{what})"
-
-
-_SMI_GPU = Lazy(r"^GPU (\d+): (.*?)(?:\s*\(UUID: (GPU-[^)]+)\))?\s*$")
-_SMI_MIG = Lazy(r"^\s+MIG .*\(UUID: (MIG-[^)]+)\)\s*$")
-
-
-def parse_nvidia_smi_list(text: str) -> tuple[Gpu, ...]:
-    """The GPUs (and their MIG devices) in `nvidia-smi -L` output."""
-    gpus: list[Gpu] = []
-    for line in text.splitlines():
-        found = _SMI_GPU.match(line)
-        if found:
-            gpus.append(Gpu(index=found[1], uuid=found[3], name=found[2]))
-            continue
-        mig = _SMI_MIG.match(line)
-        if mig and gpus:
-            last = gpus[-1]
-            gpus[-1] = Gpu(last.index, last.uuid, last.name, (*last.mig, mig[1]))
-    return tuple(gpus)
-
-
-def machine_gpus(environ: Mapping[str, str] = os.environ) -> MachineGpus:
-    """The GPUs the run may hand out: CUDA_VISIBLE_DEVICES when set, else `nvidia-smi -L`.
-
-    Without nvidia-smi and without CUDA_VISIBLE_DEVICES there are none (the parent
-    never initialises CUDA to find out).
-    """
-    listed, problem = _nvidia_smi_list()
-    if "CUDA_VISIBLE_DEVICES" in environ:
-        value = environ["CUDA_VISIBLE_DEVICES"]
-        gpus = []
-        for gpu_id in parse_gpu_list(value):
-            match = next((gpu for gpu in listed if gpu_id in gpu.ids), None)
-            gpus.append(match if match is not None else Gpu(index=gpu_id))
-        if not gpus:
-            return MachineGpus((), f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU")
-        return MachineGpus(tuple(gpus), f"CUDA_VISIBLE_DEVICES={value}")
-    if listed:
-        return MachineGpus(listed, "nvidia-smi -L")
-    return MachineGpus((), problem)
-
-
-def check_gpu_ids(option: str, slots: Sequence[str], machine: MachineGpus) -> None:
-    """UsageError (exit 2) unless every id of `--gpus` names a distinct GPU of `machine`."""
-    from reprospec.errors import UsageError
-
-    if not slots:
-        return
-    if not machine.gpus:
-        raise UsageError(f"--gpus {option}: this machine has no GPU ({machine.source})")
-    unknown = [slot for slot in slots if not machine.known(slot)]
-    if unknown:
-        raise UsageError(
-            f"--gpus {option}: no GPU {', '.join(unknown)} on this machine; "
-            f"it has {machine.listing()}"
-        )
-    # Two ids of one device (its index and its UUID) would give two attempts one GPU.
-    seen: dict[str, str] = {}
-    for slot in slots:
-        device = machine.device_of(slot)
-        if device in seen:
-            raise UsageError(f"--gpus {option}: {seen[device]} and {slot} are the same GPU")
-        seen[device] = slot
 
 
 def visible_gpus(
@@ -148,8 +36,16 @@ def visible_gpus(
     `--gpus` ids are checked against `machine` (default: this machine, machine_gpus):
     an id the machine does not have is a UsageError naming the ones it has.
     """
+    if (
+        cli_value is None
+        and "CUDA_VISIBLE_DEVICES" not in environ
+        and shutil.which("nvidia-smi") is None
+    ):
+        return ()  # nothing names a GPU: the lister and its classes are not imported
+    from reprospec.pipeline import machinegpus
+
     if cli_value is not None:
-        slots = parse_gpu_list(cli_value)
+        slots = machinegpus.parse_gpu_list(cli_value)
         bad = [slot for slot in slots if not _GPU_ID.match(slot)]
         if bad:
             from reprospec.errors import UsageError
@@ -159,35 +55,13 @@ def visible_gpus(
                 "(expected indexes like 0,1,3 or UUIDs like GPU-8f3c...)"
             )
         if slots:
-            check_gpu_ids(cli_value, slots, machine or machine_gpus(environ))
+            machinegpus.check_gpu_ids(
+                cli_value, slots, machine or machinegpus.machine_gpus(environ)
+            )
         return slots
     if "CUDA_VISIBLE_DEVICES" in environ:
-        return parse_gpu_list(environ["CUDA_VISIBLE_DEVICES"])
-    return tuple(gpu.index for gpu in _nvidia_smi_list()[0])
-
-
-def _nvidia_smi_list() -> tuple[tuple[Gpu, ...], str]:
-    """(GPUs of `nvidia-smi -L`, why there are none when there are none)."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return (), "nvidia-smi is not installed and CUDA_VISIBLE_DEVICES is not set"
-    try:
-        out = subprocess.run(
-            [exe, "-L"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return (), f"nvidia-smi -L did not run: {exc}"
-    gpus = parse_nvidia_smi_list(out.stdout) if out.returncode == 0 else ()
-    if gpus:
-        return gpus, ""
-    said = (out.stdout + out.stderr).strip().splitlines()
-    detail = said[-1].strip() if said else "no output"
-    return (), f"nvidia-smi -L exited with {out.returncode}: {detail}"
+        return machinegpus.parse_gpu_list(environ["CUDA_VISIBLE_DEVICES"])
+    return tuple(gpu.index for gpu in machinegpus.nvidia_smi_list()[0])
 
 
 class GpuPool:

@@ -7,6 +7,7 @@ Each test runs the CLI in a fresh interpreter, as a user runs it, and reads its
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +73,9 @@ NOT_FOR_A_PASS = (
     "reprospec.core.childexit",
 )
 
+# The PATH a run is given here: no GPU is named unless an nvidia-smi is on it.
+_PATH = "/usr/bin:/bin"
+
 _RUN_AND_LIST = (
     "import atexit, runpy, sys\n"
     "atexit.register(lambda: print('MODULES', ' '.join(sorted(sys.modules)), file=sys.stderr))\n"
@@ -90,7 +94,7 @@ def _modules_of_run(tmp_path: Path, command: str, outcome: str, more: str = "") 
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+        env={"PYTHONPATH": str(ROOT), "PATH": _PATH, "NO_COLOR": "1"},
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -105,6 +109,8 @@ def test_a_run_that_passes_imports_no_reader_of_crashes_hangs_or_gpu_dumps(
     assert "reprospec.native.capture" in modules  # the attempt asked whether it could read
     assert [name for name in READERS if name in modules] == []
     assert [name for name in NOT_FOR_A_PASS if name in modules] == []
+    if shutil.which("nvidia-smi", path=_PATH) is None:  # no GPU named: none listed
+        assert "reprospec.pipeline.machinegpus" not in modules
 
 
 def test_a_spec_that_lists_packages_imports_their_probe(tmp_path: Path) -> None:
@@ -164,7 +170,7 @@ def test_the_command_line_imports_without_collections_and_runs_its_attempts_with
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+        env={"PYTHONPATH": str(ROOT), "PATH": _PATH, "NO_COLOR": "1"},
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]

@@ -12,7 +12,7 @@ import pytest
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.results import AttemptResult, CellResult, NotRun, Outcome, Rate
 from reprospec.errors import UsageError
-from reprospec.pipeline.gpus import (
+from reprospec.pipeline.machinegpus import (
     MachineGpus,
     check_gpu_ids,
     machine_gpus,
