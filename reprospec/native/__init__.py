@@ -34,10 +34,10 @@ if TYPE_CHECKING:
         merge,
         say_once,
     )
+    from reprospec.native.coreinfo import CoreInfo
     from reprospec.native.cores import (
         CORE_SIGNALS,
         REPLACED,
-        CoreInfo,
         CorePattern,
         allow_cores,
         core_pattern,
@@ -108,7 +108,7 @@ _WHERE = {
     "CORE_GDB_TIMEOUT_S": "readers",
     "CORE_SIGNALS": "cores",
     "Capture": "capture",
-    "CoreInfo": "cores",
+    "CoreInfo": "coreinfo",
     "CorePattern": "cores",
     "EUSTACK_INSTALL_HINT": "readers",
     "Frame": "stacks",

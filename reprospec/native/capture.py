@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 
 from reprospec.native.cores import (
     REPLACED,
-    CoreInfo,
     CorePattern,
     core_pattern,
     core_written_since,
@@ -51,6 +50,7 @@ from reprospec.native.readers import (
 if TYPE_CHECKING:
     # Built at a crash or a hang only (as their readers are imported): an attempt that
     # passes creates none of these classes.
+    from reprospec.native.coreinfo import CoreInfo
     from reprospec.native.stacks import NativeStacks, ProcessStacks
 
 # At most this many cores of one attempt are read (the first to die first); the others

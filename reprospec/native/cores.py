@@ -25,8 +25,12 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec.native.corewatch import WATCH, FileId, file_id
+
+if TYPE_CHECKING:
+    from reprospec.native.coreinfo import CoreInfo
 
 # Signals whose default action dumps core (signal(7)).
 CORE_SIGNALS = frozenset(
@@ -113,20 +117,6 @@ def _watched(pattern: CorePattern, cwd: Path) -> tuple[Path, tuple[str, ...]] | 
 def _as_glob(pattern: str) -> str:
     """A core_pattern as a glob: every `%x` the kernel expands becomes `*`, `%%` is `%`."""
     return re.sub(r"%.", lambda m: "%" if m.group(0) == "%%" else "*", pattern)
-
-
-@dataclass(frozen=True)
-class CoreInfo:
-    """What an ELF core file says about the process that left it."""
-
-    path: Path
-    pid: int | None
-    signal: str | None
-    executable: str | None  # the mapped file holding the entry point
-    command: str  # the first 80 bytes of the command line (NT_PRPSINFO)
-    files: tuple[tuple[int, int, str], ...]  # (start, end, path) of every mapped file
-    ppid: int | None = None  # the parent's pid (in a container: 1 for the attempt's root)
-    file: FileId | None = None  # (device, inode), from find_cores: which file it was
 
 
 # Every attempt asks twice (before it starts, after it ends) and the settings change only
@@ -250,6 +240,8 @@ def read_core(path: Path) -> CoreInfo | None:
     executable = None
     if entry is not None:
         executable = next((name for start, end, name in files if start <= entry < end), None)
+    from reprospec.native.coreinfo import CoreInfo  # a core was read: there is one to say
+
     return CoreInfo(path, pid, sig, executable, command, tuple(files), ppid)
 
 

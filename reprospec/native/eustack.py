@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 from reprospec.core import capped
 from reprospec.native import framenames
 from reprospec.native.backtrace import demangled, library_at, path_at, proc_maps
-from reprospec.native.cores import CoreInfo
+from reprospec.native.coreinfo import CoreInfo
 from reprospec.native.pyspy import core_python
 from reprospec.native.readers import eu_addr2line_path, eustack_path
 from reprospec.native.stacks import Frame, NativeStacks, ProcessStacks, Thread

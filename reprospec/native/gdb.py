@@ -26,7 +26,7 @@ from reprospec.native.backtrace import (
     proc_maps,
     python_text,
 )
-from reprospec.native.cores import CoreInfo
+from reprospec.native.coreinfo import CoreInfo
 from reprospec.native.readers import (
     CORE_GDB_TIMEOUT_S,
     GDB_INSTALL_HINT,

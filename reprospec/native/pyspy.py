@@ -19,7 +19,7 @@ import shutil
 
 from reprospec.core import capped
 from reprospec.core.jsontypes import JsonValue
-from reprospec.native.cores import CoreInfo
+from reprospec.native.coreinfo import CoreInfo
 
 PY_SPY_CORE_MAX_BYTES = 1 << 30
 PY_SPY_OUTPUT_BYTES = 4 << 20

@@ -43,8 +43,8 @@ READERS = (
 # instances' record (attempts of 2+ instances), the reader of pytest's report (a
 # pytest command that failed), the readers of run ids and `latest` (the verbs that read a
 # run), a run read back from the store (--resume, bundle) and the guards of a cell's
-# programs (a cell held to its environment's: packages, the venv runner), and the record of
-# a child the engine reaped (a program that started one).
+# programs (a cell held to its environment's: packages, the venv runner), the record of a
+# child the engine reaped (a program that started one) and of a core read (a crash's).
 NOT_FOR_A_PASS = (
     "reprospec.outcome.children",
     "reprospec.outcome.ranks",
@@ -71,6 +71,7 @@ NOT_FOR_A_PASS = (
     "reprospec.store.storedrun",
     "reprospec.runners.programs",
     "reprospec.core.childexit",
+    "reprospec.native.coreinfo",
 )
 
 # The PATH a run is given here: no GPU is named unless an nvidia-smi is on it.
@@ -134,6 +135,7 @@ def test_a_crash_imports_the_readers_it_needs(tmp_path: Path) -> None:
     modules = _modules_of_run(tmp_path, "[sh, -c, 'kill -SEGV $$']", "crash")
     assert "reprospec.native.eustack" in modules or "reprospec.native.gdb" in modules
     assert "reprospec.native.stacks" in modules
+    assert "reprospec.native.coreinfo" in modules  # its core was read
 
 
 # The collector's state when the first attempt starts, and its collections from the command
