@@ -13,7 +13,7 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -714,13 +714,17 @@ def _make_shims(python: str) -> Path:
     return folder
 
 
-@dataclass
 class _Kept:
-    """What the local runners of one interpreter share inside `keep_servers()`."""
+    """What the local runners of one interpreter share inside `keep_servers()`: filled in
+    as they need it. A plain class: made only inside that block (a search's), where a
+    dataclass was built by every run's import for nothing (issue 30, item 4)."""
 
-    shims: Path | None = None
-    preloader: forkserver.Preloader | None = None
-    guards: dict[str, Path | None] = field(default_factory=dict)
+    __slots__ = ("guards", "preloader", "shims")
+
+    def __init__(self) -> None:
+        self.shims: Path | None = None
+        self.preloader: forkserver.Preloader | None = None
+        self.guards: dict[str, Path | None] = {}
 
 
 def _stop(kept: _Kept) -> None:
