@@ -36,13 +36,14 @@ import contextlib
 import functools
 import itertools
 import os
-import re
 import resource
 import signal
 import threading
 import time
 from pathlib import Path
 from typing import NamedTuple
+
+from reprospec.core.lazyre import Lazy
 
 # Processes (threads, for cgroup v1) one attempt may have at once.
 ATTEMPT_MAX_PROCESSES = 4096
@@ -51,7 +52,8 @@ MAX_PROCESSES_VAR = "REPROSPEC_MAX_PROCESSES"
 KILL_WAIT_S = 5.0
 _root_cache: list[Path | None] = []
 _swept: list[bool] = []  # the stale cgroups are swept once per engine
-_STALE = re.compile(r"reprospec-(\d+)-\d+")
+# Compiled at the first sweep: where no pids cgroup is writable, a run never sweeps.
+_STALE = Lazy(r"reprospec-(\d+)-\d+")
 # Empty cgroups of this engine, ready for the next attempt: (folder, pids.max set in it,
 # its pids.events "max" count so far). Guarded by _pool_lock.
 _pool: list[tuple[Path, int, int]] = []
