@@ -13,7 +13,7 @@ from reprospec.core.results import RunResult, Standalone
 from reprospec.core.words import attempts_phrase
 from reprospec.environment.facts import run_one_cell_fields
 from reprospec.report.environment import perturbed_cells
-from reprospec.report.markup import fence_for, inline_code
+from reprospec.report.markup import fence_for, html_text, inline_code
 from reprospec.report.versions import captured_where, versions_text
 from reprospec.store.runfolder import REPRO_PY
 
@@ -150,9 +150,7 @@ def versions_markdown(run: RunResult) -> str:
     text = versions_text(run.environment, one_cell)
     if text is None:
         return ""
-    import html  # html.entities is a large table: only a run that captured versions needs it
-
-    where = html.escape(captured_where(run, one_cell), quote=False)
+    where = html_text(captured_where(run, one_cell))
     lines = [
         "<details><summary>Versions (as <code>python -m torch.utils.collect_env</code> "
         f"reports them; {where})</summary>",

@@ -135,3 +135,13 @@ def test_compare_leaves_out_what_a_run_chose_per_cell() -> None:
     both = compare(replace(plain, environment=env_a), plain)
     assert {"key": "packages.sqlparse", "a": "0.4.1", "b": None} in both["environment"]
     assert both["per_cell"] == []
+
+
+def test_the_versions_heading_escapes_as_html_escape_does_without_quotes() -> None:
+    # report/markup.html_text, not html.escape: its module imports a table of 2,231 entities.
+    import html
+
+    from reprospec.report.markup import html_text
+
+    for text in ("a & b < c > d", "&amp; 'single' \"double\"", "<<&&>>", "plain", ""):
+        assert html_text(text) == html.escape(text, quote=False)
