@@ -452,7 +452,12 @@ class SpecItem(pytest.Item):
         added the expectation, the attempts and the matched count again, and each attempt
         alike (`attempt 2: error exit 1`, the reason's own words, once per attempt).
         """
-        from reprospec.core.words import attempt_phrase, attempts_phrase, expectation_phrase
+        from reprospec.core.words import (
+            attempt_phrase,
+            attempts_phrase,
+            expectation_phrase,
+            interval_phrase,
+        )
 
         cell = self.result
         assert cell is not None
@@ -472,7 +477,7 @@ class SpecItem(pytest.Item):
             if not _told(actual, reason):
                 lines.append(f"  actual:   {actual}")
         rate = cell.rate
-        interval = f"95% interval {rate.low:.2f}..{rate.high:.2f}"
+        interval = f"95% interval {interval_phrase(rate.low, rate.high, dash='..')}"
         matched = f"{rate.matched}/{rate.attempts} matched"
         if rate.attempts and "95% CI" not in reason:  # a rate's reason has both
             lines.append(
@@ -501,7 +506,7 @@ def _told(actual: str, reason: str) -> bool:
 
 def junit_properties(cell: CellResult, run_id: str, report: Path) -> list[tuple[str, object]]:
     """What `--junitxml` records for a cell: verdict, rate, interval, signature, report."""
-    from reprospec.core.words import expectation_phrase
+    from reprospec.core.words import expectation_phrase, interval_phrase
 
     rate = cell.rate
     signatures = dict.fromkeys(
@@ -511,7 +516,7 @@ def junit_properties(cell: CellResult, run_id: str, report: Path) -> list[tuple[
         ("verdict", cell.verdict),
         ("expected", expectation_phrase(cell.expected)),
         ("rate", f"{rate.matched}/{rate.attempts}"),
-        ("interval", f"{rate.low:.3f}..{rate.high:.3f}"),
+        ("interval", interval_phrase(rate.low, rate.high, digits=3, dash="..")),
         ("signature", " ".join(signatures)),
         ("report", str(report)),
         ("run_id", run_id),

@@ -23,7 +23,13 @@ from reprospec.amplify.search import AmplifyResult, ArmResult
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.results import Rate
-from reprospec.core.words import budget_continues, plural, rate_phrase, replayed_phrase
+from reprospec.core.words import (
+    budget_continues,
+    interval_phrase,
+    plural,
+    rate_phrase,
+    replayed_phrase,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -65,7 +71,7 @@ NOT_TRIED = "not tried (the search ended before it)"
 
 def interval(rate: Rate) -> str:
     """`14/40 (0.22–0.51)`."""
-    return f"{rate.matched}/{rate.attempts} ({rate.low:.2f}–{rate.high:.2f})"
+    return f"{rate.matched}/{rate.attempts} ({interval_phrase(rate.low, rate.high)})"
 
 
 def sentence(found: AmplifyReport) -> str:
@@ -165,7 +171,7 @@ def markdown(found: AmplifyReport) -> str:
             continue
         lines.append(
             f"| {arm.arm.label} | {arm.rate.matched}/{arm.rate.attempts} "
-            f"| {arm.rate.low:.2f}–{arm.rate.high:.2f} | {_others(arm)} "
+            f"| {interval_phrase(arm.rate.low, arm.rate.high)} | {_others(arm)} "
             f"| {arm.tally.infra or '–'}{': ' + arm.infra_reason if arm.tally.infra else ''} |"
         )
     lines += [

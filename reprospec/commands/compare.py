@@ -176,9 +176,9 @@ def _variable(row: VariableChange) -> str:
 def _failure_rate(failed: int, ran: int) -> str:
     """`4/30 (0.05–0.30)`: failed of ran, with its Wilson 95% interval."""
     from reprospec.core.rates import wilson
+    from reprospec.core.words import interval_phrase
 
-    low, high = wilson(failed, ran)
-    return f"{failed}/{ran} ({low:.2f}–{high:.2f})"
+    return f"{failed}/{ran} ({interval_phrase(*wilson(failed, ran))})"
 
 
 def _outcomes(counts: dict[str, int]) -> str:

@@ -13,7 +13,7 @@ a crash reads the same wherever it is shown:
     not run       infra-error: docker engine not reachable
     expectation   crash SIGSEGV or SIGBUS @ validation:6..8 rate >=0.3
     a miss        exception: expected RuntimeError, got ConnectionResetError
-    rate          3/4 (95% CI 0.30–0.95)
+    rate          3/4 (95% CI 0.30–0.96)     (bounds rounded outward)
     attempts      2× hang @ import, 1× pass
     a pass        pass, but a process died of SIGSEGV     (`python app.py | tee log`)
 
@@ -22,6 +22,7 @@ The raw values (`6..8`, `>=0.3`, byte counts) are formatted by units.py.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 
@@ -258,16 +259,43 @@ def missed_keys(mismatches: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(m.partition(": ")[0] for m in mismatches))
 
 
-def rate_phrase(rate: Rate, *, fraction: bool = False) -> str:
-    """`3/4 (95% CI 0.30–0.95)`; the interval only when there were several attempts.
+def interval_bounds(
+    low: float, high: float, *, digits: int = 2, percent: bool = False
+) -> tuple[str, str]:
+    """A rate's 95% interval's bounds as printed, `('0.09', '0.71')` (`('9%', '71%')` with
+    `percent`), rounded outward: the lower down, the upper up. Every interval printed
+    beside a judgment is written here, since a verdict reads the true bounds and the
+    printed ones must agree with it: 2/6 is 0.0968–0.7000, undecided against `>=0.1`, and
+    rounded to the nearest it read `0.10–0.70`, which shows no straddle. Rounded outward,
+    the printed interval always holds the true one."""
+    scale = 10 ** (digits + 2 if percent else digits)
+    # The slack keeps an exact bound (0.3 stored as 0.29999999999999998) where it is.
+    down = math.floor(low * scale + 1e-9) / scale
+    up = math.ceil(high * scale - 1e-9) / scale
+    spec = f".{digits}{'%' if percent else 'f'}"
+    return format(down, spec), format(up, spec)
 
-    `fraction=True` adds the observed fraction: `6/20 = 0.30 (95% CI 0.15–0.52)`.
+
+def interval_phrase(low: float, high: float, *, digits: int = 2, dash: str = "–") -> str:
+    """`0.09–0.71`: the interval from `interval_bounds`."""
+    return dash.join(interval_bounds(low, high, digits=digits))
+
+
+def percent_interval(low: float, high: float) -> str:
+    """`9%-71%`: the interval from `interval_bounds` in whole percents (minimize, isolate)."""
+    return "-".join(interval_bounds(low, high, digits=0, percent=True))
+
+
+def rate_phrase(rate: Rate, *, fraction: bool = False) -> str:
+    """`3/4 (95% CI 0.30–0.96)`; the interval only when there were several attempts.
+
+    `fraction=True` adds the observed fraction: `6/20 = 0.30 (95% CI 0.14–0.52)`.
     """
     text = f"{rate.matched}/{rate.attempts}"
     if fraction and rate.attempts:
         text += f" = {rate.matched / rate.attempts:.2f}"
     if rate.attempts > 1:
-        text += f" (95% CI {rate.low:.2f}–{rate.high:.2f})"
+        text += f" (95% CI {interval_phrase(rate.low, rate.high)})"
     return text
 
 
@@ -383,9 +411,12 @@ __all__ = [
     "chain_phrase",
     "expectation_phrase",
     "injected_phrase",
+    "interval_bounds",
+    "interval_phrase",
     "launch_summary",
     "location",
     "outcome_phrase",
+    "percent_interval",
     "plural",
     "rate_phrase",
     "replayed_phrase",

@@ -13,7 +13,12 @@ from pathlib import Path
 
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.words import budget_continues, perturbed_phrase, replayed_phrase
+from reprospec.core.words import (
+    budget_continues,
+    percent_interval,
+    perturbed_phrase,
+    replayed_phrase,
+)
 from reprospec.isolation.candidates import Candidate, IsolationResult
 from reprospec.isolation.differences import MISSING, Config, Difference, Setting, render
 
@@ -272,7 +277,7 @@ def markdown(found: IsolateResult) -> str:
         f"- status: {result.status}" + (f" ({result.message})" if result.message else ""),
         f"- attempts: {result.attempts} (budget {found.budget}){_replayed(found)}",
         f"- reproduction rate: {rate.matched}/{rate.attempts} ({_percent(rate.value)}, "
-        f"95% CI {_percent(rate.low)}-{_percent(rate.high)})",
+        f"95% CI {percent_interval(rate.low, rate.high)})",
         f"- {_confidence(result)} (the answer's posterior probability; stated "
         f"error {result.error:g})",
         f"- rule: {result.rule}",

@@ -98,6 +98,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from reprospec.core.rates import rate_of, wilson
+from reprospec.core.words import interval_bounds
 from reprospec.isolation.candidates import (
     RATE_Z,
     AttemptKind,
@@ -392,15 +393,16 @@ class Isolation:
         # base unlikely. At the rate's optimistic end (95% upper bound): one early match
         # says little, and a real rate of 0.3 often starts 1/10.
         low, high = wilson(tally.matched, tally.ran)
+        shown_low, shown_high = interval_bounds(low, high, digits=0, percent=True)
         halvings = math.log2(self.count)
         projected = math.ceil(halvings / high + clean_needed_at(high, s.error))
         left = s.budget - self.used
         if projected > left:
             return (
                 f"the failing configuration reproduces too rarely to isolate within the budget: "
-                f"{figure} attempts ({low:.0%}-{high:.0%}); even at {high:.0%} isolating one of "
-                f"{self.count} difference{'s' if self.count != 1 else ''} takes about "
-                f"{projected} attempts, and {left} of the budget of {s.budget} "
+                f"{figure} attempts ({shown_low}-{shown_high}); even at {shown_high} "
+                f"isolating one of {self.count} difference{'s' if self.count != 1 else ''} "
+                f"takes about {projected} attempts, and {left} of the budget of {s.budget} "
                 f"{'is' if left == 1 else 'are'} left"
             )
         return ""

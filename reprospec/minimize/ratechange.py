@@ -21,6 +21,7 @@ from typing import Literal
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.rates import clearly_more
 from reprospec.core.results import Rate
+from reprospec.core.words import percent_interval
 
 Direction = Literal["more", "less"]
 
@@ -81,5 +82,5 @@ def rate_text(rate: Rate, *, named: bool = False) -> str:
 
 
 def interval_text(rate: Rate) -> str:
-    """`5%-36%`: the rate's 95% interval, in whole percents."""
-    return f"{rate.low:.0%}-{rate.high:.0%}"
+    """`5%-36%`: the rate's 95% interval, in whole percents rounded outward."""
+    return percent_interval(rate.low, rate.high)

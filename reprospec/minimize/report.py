@@ -38,7 +38,12 @@ from reprospec.core.expr import same
 from reprospec.core.inputs import Cell, Expectation, Spec
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import Standalone
-from reprospec.core.words import budget_continues, perturbed_phrase, plural, replayed_phrase
+from reprospec.core.words import (
+    budget_continues,
+    perturbed_phrase,
+    plural,
+    replayed_phrase,
+)
 from reprospec.isolation.differences import MISSING, Difference
 from reprospec.minimize.named import Carried, copy_named
 from reprospec.minimize.program import Program, as_written, join_words, source_lines

@@ -71,6 +71,7 @@ from typing import Literal
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.rates import rate_of, wilson
 from reprospec.core.results import Rate
+from reprospec.core.words import interval_bounds
 from reprospec.isolation.candidates import AttemptKind, Tally, clean_needed_at
 from reprospec.minimize.program import Program
 from reprospec.minimize.source import Reducer, reduce
@@ -576,15 +577,16 @@ class Minimization:
         # A projection at the rate's optimistic end (95% upper bound): one pass over the
         # top-level units, each dropped after its clean attempts, plus the final check.
         low, high = wilson(tally.matched, tally.ran)
+        shown_low, shown_high = interval_bounds(low, high, digits=0, percent=True)
         units = max(1, _top_level_units(self.original))
         projected = math.ceil(units * clean_needed_at(high, s.error)) + s.reserve
         left = s.budget - self.used
         if projected > left:
             return (
                 f"the original program fails too rarely to minimize within the budget: {figure} "
-                f"attempts ({low:.0%}-{high:.0%}); even at {high:.0%} one pass over its {units} "
-                f"top-level units takes about {projected} attempts, and {left} of the budget of "
-                f"{s.given} are left"
+                f"attempts ({shown_low}-{shown_high}); even at {shown_high} one pass over "
+                f"its {units} top-level units takes about {projected} attempts, and {left} of "
+                f"the budget of {s.given} are left"
             )
         return ""
 

@@ -6,7 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from reprospec.core.results import CellResult, RunResult
-from reprospec.core.words import attempt_phrase, expectation_phrase, seconds
+from reprospec.core.words import attempt_phrase, expectation_phrase, interval_bounds, seconds
 
 # Characters XML 1.0 cannot carry at all (NUL from a worker's stderr, stray escapes).
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -54,12 +54,14 @@ def _testcase(suite: ET.Element, run: RunResult, cell: CellResult) -> None:
         time=f"{sum(a.duration_s for a in cell.attempts):.3f}",
     )
     rate = cell.rate
+    # Rounded outward, as the failure's message prints them (interval_bounds).
+    low, high = interval_bounds(rate.low, rate.high, digits=3)
     props: list[tuple[str, object]] = [
         ("verdict", cell.verdict),
         ("expected", expectation_phrase(cell.expected)),
         ("rate", f"{rate.matched}/{rate.attempts}"),
-        ("rate_low", f"{rate.low:.3f}"),
-        ("rate_high", f"{rate.high:.3f}"),
+        ("rate_low", low),
+        ("rate_high", high),
     ]
     if is_flaky(cell):
         props.append(("flaky", "true"))

@@ -251,10 +251,10 @@ def _check_crash_run(run: PytestRun, tmp_path: Path) -> None:
     # reason says what was expected and the crash; the body adds where it happened.
     assert ": not reproduced: expected pass, got crash SIGSEGV in 1/1 attempts" in text
     assert "actual:   crash SIGSEGV @ validation:7" in text
-    assert "rate:     0/1 matched, 95% interval 0.00..0.79" in text
+    assert "rate:     0/1 matched, 95% interval 0.00..0.80" in text
     assert props["verdict"] == "not-reproduced"
     assert props["rate"] == "0/1"
-    assert props["interval"] == "0.000..0.793"
+    assert props["interval"] == "0.000..0.794"
     # With gdb and core dumps at hand the crashing native frame joins the signature.
     native_frame = "" if native.unavailable_reason() else ":strlen@libc"
     assert props["signature"] == "crash:SIGSEGV:main:validation" + native_frame
@@ -484,7 +484,7 @@ def test_a_failure_says_each_fact_once(tmp_path: Path) -> None:
         "  attempt 1: error exit 1",
         "  attempt 2: pass",
         "  attempt 3: error exit 1",
-        "  rate:     95% interval 0.06..0.79",
+        "  rate:     95% interval 0.06..0.80",
     ]
 
     rate = _failure(run.output, "rate::default")

@@ -336,7 +336,7 @@ def test_rate_straddling_threshold_is_undecided_whatever_the_point_estimate() ->
     verdict, reason = _rate_cell(6, 20, ">=0.3")
     assert verdict == "undecided"
     assert reason == (
-        "undecided (intermittent): 6/20 = 0.30 (95% CI 0.15–0.52) straddles >=0.3;"
+        "undecided (intermittent): 6/20 = 0.30 (95% CI 0.14–0.52) straddles >=0.3;"
         " run more attempts (crash SIGSEGV)"
     )
     verdict, reason = _rate_cell(2, 10, ">=0.3")
@@ -348,16 +348,27 @@ def test_one_in_three_is_no_proof_of_a_30_percent_rate() -> None:
     # Judged on the observed fraction this was "reproduced"; the interval is 0.06-0.79.
     verdict, reason = _rate_cell(1, 3, ">=0.3")
     assert verdict == "undecided"
-    assert "1/3 = 0.33 (95% CI 0.06–0.79) straddles >=0.3" in reason
+    assert "1/3 = 0.33 (95% CI 0.06–0.80) straddles >=0.3" in reason
+
+
+def test_a_straddle_reads_as_one_in_the_printed_interval() -> None:
+    # nu22: 2/6's interval is 0.0968-0.7000; rounded to the nearest it read 0.10-0.70
+    # beside "straddles >=0.1". Its bounds are printed rounded outward.
+    verdict, reason = _rate_cell(2, 6, ">=0.1")
+    assert verdict == "undecided"
+    assert "2/6 = 0.33 (95% CI 0.09–0.71) straddles >=0.1" in reason
+    verdict, reason = _rate_cell(4, 6, ">=0.3")  # low 0.29998...
+    assert verdict == "undecided"
+    assert "4/6 = 0.67 (95% CI 0.29–0.91) straddles >=0.3" in reason
 
 
 def test_rate_clearly_met_and_clearly_missed() -> None:
     verdict, reason = _rate_cell(18, 20, ">=0.3")
     assert verdict == "reproduced"
-    assert reason == "18/20 = 0.90 (95% CI 0.70–0.97) meets >=0.3 (crash SIGSEGV)"
+    assert reason == "18/20 = 0.90 (95% CI 0.69–0.98) meets >=0.3 (crash SIGSEGV)"
     verdict, reason = _rate_cell(0, 20, ">=0.3")
     assert verdict == "not-reproduced"
-    assert reason == "0/20 = 0.00 (95% CI 0.00–0.16) fails >=0.3 (crash SIGSEGV)"
+    assert reason == "0/20 = 0.00 (95% CI 0.00–0.17) fails >=0.3 (crash SIGSEGV)"
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,39 @@
+"""core/words.py's rate intervals: the printed bounds hold the true ones, so that what is
+printed beside a verdict agrees with the verdict."""
+
+from __future__ import annotations
+
+import pytest
+
+from reprospec.core.rates import judge_rate, rate_of, wilson
+from reprospec.core.units import RateBound
+from reprospec.core.words import interval_bounds, interval_phrase, percent_interval, rate_phrase
+
+
+def test_a_lower_bound_under_the_bound_is_printed_under_it() -> None:
+    # nu22: 2/6 is 0.0968-0.7000, undecided against >=0.1; rounded to the nearest it
+    # read 0.10-0.70, an interval that does not straddle 0.1.
+    rate = rate_of(2, 6)
+    assert judge_rate(rate, RateBound(">=", 0.1)) == "undecided"
+    assert rate_phrase(rate, fraction=True) == "2/6 = 0.33 (95% CI 0.09–0.71)"
+    assert percent_interval(rate.low, rate.high) == "9%-71%"
+    assert interval_bounds(rate.low, rate.high, digits=3) == ("0.096", "0.701")
+
+
+def test_an_exact_bound_stays_where_it_is() -> None:
+    assert interval_phrase(0.3, 0.7) == "0.30–0.70"
+    assert interval_phrase(0.0, 1.0, dash="..") == "0.00..1.00"
+    assert percent_interval(0.3, 0.7) == "30%-70%"
+
+
+@pytest.mark.parametrize("digits", [0, 2, 3])
+def test_every_printed_interval_holds_the_true_one(digits: int) -> None:
+    for n in range(1, 61):
+        for matched in range(n + 1):
+            low, high = wilson(matched, n)
+            shown = interval_bounds(low, high, digits=digits, percent=digits == 0)
+            shown_low, shown_high = (
+                float(b.rstrip("%")) / (100 if digits == 0 else 1) for b in shown
+            )
+            assert shown_low <= low + 1e-9, (matched, n, shown)
+            assert high - 1e-9 <= shown_high, (matched, n, shown)
