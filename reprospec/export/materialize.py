@@ -499,9 +499,13 @@ def _cell_function(
         )
     expect = redactor.text(json.dumps(plan.expectation.to_dict(), default=_json))
     args, passed = _docker_run_args(plan, number, workdir_key, redactor, perturbed)
+    # What not_run says of this cell before a reason: its number, id and expectation.
+    head = f"not_run {number} {shlex.quote(plan.cell.id)} {shlex.quote(expect)}"
+    failed = shlex.quote(f"the image {image} did not build (its docker build error is above)")
+    failed_before = shlex.quote(f"the image {image} did not build for an earlier cell")
     checks = [
-        f'    [ -n "${{{name}+set}}" ] || {{ echo "cell {number}: export {name} first '
-        f'(a secret: the bundle passes it from your environment)" >&2; return 125; }}'
+        f'    [ -n "${{{name}+set}}" ] || {{ {head} "{name} is unset: export it first '
+        f'(a secret: the bundle passes it from your environment)"; return 125; }}'
         for name in passed
     ]
     folders = [f'"$OUT/{number}"']
@@ -543,7 +547,9 @@ def _cell_function(
             *[f"        {' '.join(load_args[i : i + 2])} \\" for i in range(0, len(load_args), 2)],
             f"        {shlex.quote(image)} -S -E /reprospec/{LOAD_PY} \\",
             f"        --cpu {perturbed.cpu_load} --io {perturbed.io_load} --dir {IN_LOAD} "
-            ">/dev/null || return 125",
+            ">/dev/null \\",
+            f'        || {{ {head} "its cpu_load/io_load competitors did not start"; '
+            "return 125; }",
         ]
         cleanup += [
             f'    docker rm -f "{loader}" >/dev/null 2>&1',
@@ -560,7 +566,12 @@ def _cell_function(
         f"cell_{number}() {{",
         *checks,
         f'    RUNNING="{" ".join(running)}"',
-        f'    build_image {shlex.quote(image)} "$HERE/images/{image_key}" || return 125',
+        f'    build_image {shlex.quote(image)} "$HERE/images/{image_key}"',
+        "    case $? in",
+        "        0) ;;",
+        f"        1) {head} {failed}; return 125 ;;",
+        f"        *) {head} {failed_before}; return 125 ;;",
+        "    esac",
         f"    mkdir -p {' '.join(folders)}",
         *pythonpath,
         *load_start,
@@ -595,14 +606,29 @@ set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OUT=${OUT:-$HERE/results}
 
-# Builds the image once; the host's local CA certificates are added for HTTPS proxies.
+# Builds the image once; the host's local CA certificates are added for HTTPS proxies. An
+# image whose build failed is not built again for the next cell that needs it (the same
+# failure, a registry's timeout or a disk filled, once per cell): those cells are not run.
+FAILED_IMAGES=" "
 build_image() {
     docker image inspect "$1" >/dev/null 2>&1 && return 0
+    case "$FAILED_IMAGES" in *" $1 "*) return 2 ;; esac
     mkdir -p "$2/certs"
     cp /usr/local/share/ca-certificates/*.crt "$2/certs/" 2>/dev/null || true
     # BASE: another Debian bookworm image for the Dockerfiles that start FROM ${BASE}.
     DOCKER_BUILDKIT=${DOCKER_BUILDKIT:-0} docker build ${BASE:+--build-arg "BASE=$BASE"} \
-        -t "$1" "$2"
+        -t "$1" "$2" && return 0
+    FAILED_IMAGES+="$1 "
+    return 1
+}
+
+# Cell $1 (cell id $2, expected $3) that docker could not start: its line says why ($4)
+# and `not run`, as report's does for a `docker run` that failed, and run.sh exits 3. A
+# Ctrl-C that ended the image's build is no failure of it: the cell was interrupted.
+not_run() {
+    if [ "$INTERRUPTED" != 0 ]; then echo "== cell $1 [$2]: interrupted"; return; fi
+    echo "== cell $1 [$2]: $4; expected: $3; not run"
+    NOT_RUN=1
 }
 
 # The PYTHONPATH image $1 sets (its ENV), which a cell's own PYTHONPATH goes before, as

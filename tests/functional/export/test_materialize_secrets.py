@@ -25,5 +25,8 @@ def test_a_cell_refuses_to_start_without_the_secret_it_needs(
         ["bash", str(root / "run.sh"), "1"], env=env, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 3  # docker could not run a cell: run.sh exits 3
-    assert "cell 1: export HF_TOKEN first" in done.stderr
+    said = [line for line in done.stdout.splitlines() if line.startswith("== cell ")]
+    assert len(said) == 1
+    assert said[0].startswith("== cell 1 [workers=0]: HF_TOKEN is unset: export it first (a secret")
+    assert said[0].endswith("; not run")
     assert not (root / "results").exists(), "nothing ran, nothing was built"

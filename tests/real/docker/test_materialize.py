@@ -559,3 +559,27 @@ def test_ctrl_c_stops_the_cell_and_judges_nothing(tmp_path: Path) -> None:
     assert "run.sh: interrupted during cell 1" in stderr
     assert "woke" not in (out / "results" / "1" / "output.log").read_text()
     assert not set(names) & set(container_names())
+
+
+@needs_engine
+def test_an_image_that_does_not_build_is_built_once_and_its_cells_are_not_run(
+    tmp_path: Path,
+) -> None:
+    # nu22 MED-2: a failed build returned from the cell before its report, so no cell said
+    # `not run` (run.sh exited 3 in silence), and the next cell built the image again.
+    spec, tag = _own(SPEC, "bundle-demo")
+    done, out = materialize(tmp_path, spec)
+    assert done.returncode == 0, done.stderr
+    # A base no registry has: the daemon's pull is refused at once (no network needed).
+    ran = _run_bundle(out, tag, "127.0.0.1:9/reprospec-no-such-base:none", tmp_path)
+    said = [line for line in ran.stdout.splitlines() if line.startswith("== cell ")]
+    assert said == [
+        f"== cell 1 [mode=calm]: the image {tag} did not build (its docker build error is "
+        'above); expected: {"outcome": "pass"}; not run',
+        f"== cell 2 [mode=crash]: the image {tag} did not build for an earlier cell; "
+        'expected: {"outcome": "crash", "signal": "SIGSEGV"}; not run',
+    ], ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert ran.returncode == 3  # docker could not run a cell
+    # One build: its error once, from the first cell's.
+    assert (ran.stdout + ran.stderr).count("connection refused") == 1, ran.stderr
+    assert not (out / "results").exists()
