@@ -21,6 +21,7 @@ def run(args: argparse.Namespace) -> int:
     """Plan every selected cell (attempt 1) and write the bundle; prints where it went."""
     from reprospec.core.runoptions import RunOptions
     from reprospec.export.materialize import write_bundle
+    from reprospec.export.runnerpackages import installed_torch
     from reprospec.plan.run import plan_run
     from reprospec.spec.load import load_spec
 
@@ -31,7 +32,14 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec, options.overrides)
     planned = plan_run(spec, options)
     plans = [plan for plan in planned.attempts if plan.attempt == 1]
-    bundle = write_bundle(spec, plans, args.output, find_links=getattr(args, "find_links", None))
+    bundle = write_bundle(
+        spec,
+        plans,
+        args.output,
+        find_links=getattr(args, "find_links", None),
+        # The local runner's cells ran on reprospec's own interpreter (its default python).
+        torch_version=installed_torch(),
+    )
     for warning in bundle.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(

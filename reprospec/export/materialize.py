@@ -48,7 +48,7 @@ from reprospec.core.signals import SHELL_FATAL_SIGNALS, describe_signal, descrip
 from reprospec.core.units import format_duration
 from reprospec.errors import UsageError
 from reprospec.export.carry import carried_bytes, hidden_entries, workdir_files
-from reprospec.export.runnerpackages import RunnerPackages, runner_packages
+from reprospec.export.runnerpackages import RunnerPackages, recorded_build, runner_packages
 from reprospec.outcome.children import CRASH_SIGNALS
 from reprospec.perturb.apply import PerturbRefused, variables
 from reprospec.perturb.competitors import LOAD
@@ -141,7 +141,9 @@ def _bundle_image(
         return _Image(recipe.build, f"the spec's own Dockerfile; it builds FROM {bases}")
     image = environment.image or dockerimage.DEFAULT_IMAGE
     if image in dockerimage.LOCAL_IMAGES:
-        build = dockerimage.public_build(environment.packages, find_links, runner.packages)
+        build = dockerimage.public_build(
+            environment.packages, find_links, runner.packages, runner.index
+        )
         installs = ", ".join(f"`{p}`" for p in runner.packages) or "none"
         return _Image(
             build,
@@ -248,8 +250,12 @@ def write_bundle(
     out: Path,
     *,
     find_links: Path | None = None,
+    torch_version: str | None = None,
 ) -> Bundle:
-    """Write the bundle of `plans` (one per cell) into the new or empty folder `out`."""
+    """Write the bundle of `plans` (one per cell) into the new or empty folder `out`.
+
+    `torch_version`: the torch the cells ran with (runnerpackages.installed_torch), whose
+    build (`2.13.0+cpu`) the images install where it is the runner's release."""
     several = [plan.cell.id for plan in plans if plan.copies > 1]
     if several:
         # One `docker run` per cell would stand in for N copies released together: refused.
@@ -279,7 +285,8 @@ def write_bundle(
     cells: list[str] = []
     script: list[str] = []
     for number, plan in enumerate(plans, start=1):
-        image_of = _bundle_image(plan.environment, spec_dir, find_links, runner_packages(plan))
+        runner = recorded_build(runner_packages(plan), torch_version)
+        image_of = _bundle_image(plan.environment, spec_dir, find_links, runner)
         build = _without_certs(image_of.build)
         key = dockerimage.content_hash(build)
         if key not in images:
@@ -952,8 +959,11 @@ of the machine that wrote this bundle is needed. What each build starts from:
 
 Without `--find-links` when the bundle was written, the builds install their
 packages from the package index pip is configured with (on x86_64 PyPI's torch,
-where one is, is the CUDA build). A machine without an index: rewrite the
-bundle with `reprospec materialize ... --find-links WHEELHOUSE`.
+where one is, is the CUDA build), and a torch pinned as the build that ran
+(`torch==2.13.0+cpu`, where the interpreter that wrote the bundle had it) from
+the PyTorch index its requirements.txt names (`--extra-index-url`). A machine
+without an index: rewrite the bundle with `reprospec materialize ...
+--find-links WHEELHOUSE` (which then holds that torch build).
 Results land in `results/N/` (`output.log`, `events.jsonl`, `env.json`).
 Each cell's container gets its own TMPDIR and XDG_CACHE_HOME in `results/N/tmp`
 and `results/N/cache`, removed after it (unless the spec says

@@ -28,15 +28,24 @@ where it imports them. It keeps both where:
 
 A console script other than torch's own (`torchrun`) comes from `environment.packages`:
 the runner image has no other, so such a cell keeps both by the first rule.
+
+The torch a bundle installs is the build that ran (`recorded_build`): where reprospec's
+interpreter (the local runner's, unless `--python` named another) has the runner's torch
+as a PyTorch index's build, `2.13.0+cpu`, the image pins `torch==2.13.0+cpu` from that
+index. `torch==2.13.0` from PyPI is the CUDA build on x86_64: a CPU run's bundle pulled
+gigabytes of CUDA libraries to rerun it, and failed on a full disk (nu22 MED-5).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 from reprospec.core.inputs import AttemptPlan
+from reprospec.core.lazyre import Lazy
 from reprospec.core.sections import Command
 from reprospec.environment.packages import requirement_name, requirement_names
 from reprospec.export.carry import workdir_files
@@ -50,14 +59,55 @@ from reprospec.runners.docker.image import RUNNER_PACKAGES
 _MODULES = {"torch": ("torch", "numpy"), "numpy": ("numpy",)}
 # The host's standard library's top-level modules (`__future__`, `threading`, `os`...).
 _STDLIB = frozenset(sys.stdlib_module_names)
+# PyTorch's own indexes, one per build, named as the build's local version names it:
+# `2.13.0+cpu` is in .../whl/cpu, `+cu121` in .../whl/cu121, `+rocm6.2` in .../whl/rocm6.2.
+TORCH_INDEX = "https://download.pytorch.org/whl/"
+_TORCH_BUILD = Lazy(r"cpu|cu\d+|rocm\d+(\.\d+)*")
 
 
 @dataclass(frozen=True)
 class RunnerPackages:
-    """The runner's requirements a cell's image installs, and why (for the README)."""
+    """The runner's requirements a cell's image installs, and why (for the README);
+    `index`, the PyTorch index its torch pin comes from (`recorded_build`), else None."""
 
     packages: tuple[str, ...]
     why: str
+    index: str | None = None
+
+
+def installed_torch() -> str | None:
+    """The version of torch reprospec's own interpreter has (`2.13.0+cpu`), read from its
+    metadata (torch is not imported); None where it has none."""
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def recorded_build(runner: RunnerPackages, version: str | None) -> RunnerPackages:
+    """`runner` with its torch pin made the build `version` is, where that is the pinned
+    release as a PyTorch index's build: `torch==2.13.0` and `2.13.0+cpu` give
+    `torch==2.13.0+cpu` from TORCH_INDEX + `cpu`. Any other `version` (none, another
+    release, a build of no PyTorch index) leaves `runner` as it is."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        seen = Version(version) if version is not None else None
+    except InvalidVersion:
+        return runner
+    if seen is None or seen.local is None or not _TORCH_BUILD.fullmatch(seen.local):
+        return runner
+    pins = [p for p in runner.packages if requirement_name(p) == "torch"]
+    if pins != [f"torch=={seen.public}"]:
+        return runner
+    build = f"torch=={seen}"
+    packages = tuple(build if p == pins[0] else p for p in runner.packages)
+    return dataclasses.replace(
+        runner,
+        packages=packages,
+        why=f"{runner.why}; torch as the {seen.local} build that ran, from PyTorch's index",
+        index=TORCH_INDEX + seen.local,
+    )
 
 
 def runner_packages(plan: AttemptPlan) -> RunnerPackages:

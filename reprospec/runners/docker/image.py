@@ -197,18 +197,25 @@ def render_dockerfile(base: str, *, packages: bool, wheels: bool) -> str:
 
 
 def public_build(
-    packages: Sequence[str], find_links: Path | None, runner: Sequence[str] = RUNNER_PACKAGES
+    packages: Sequence[str],
+    find_links: Path | None,
+    runner: Sequence[str] = RUNNER_PACKAGES,
+    torch_index: str | None = None,
 ) -> BuildRecipe:
     """What the runner image holds (Python, gdb, the harness, of RUNNER_PACKAGES those in
     `runner`: materialize's cell may need none) and `packages`, built from PUBLIC_BASE: no
     image of this machine is needed. A package of `packages` replaces the runner's own pin
-    of it (`torch==2.3.0` wins over torch==2.13.0)."""
+    of it (`torch==2.3.0` wins over torch==2.13.0). `torch_index`: the PyTorch index the
+    runner's torch pin is a build of (`torch==2.13.0+cpu`), an `--extra-index-url` line of
+    requirements.txt while that pin is kept."""
     import jinja2
 
     # Named as the package check names them: a wheel file of torch replaces the runner's
     # torch too, where the first word of its path named none and pip got both.
     named = set(requirement_names(packages))
-    wanted = [p for p in runner if requirement_name(p) not in named] + list(packages)
+    kept = [p for p in runner if requirement_name(p) not in named]
+    index = [f"--extra-index-url {torch_index}"] if torch_index and "torch" not in named else []
+    wanted = index + kept + list(packages)
     files: list[tuple[str, Path]] = [("harness", HARNESS_DIR), ("stackdump", STACKDUMP_DIR)]
     if find_links is not None:
         if not find_links.is_dir():

@@ -50,9 +50,11 @@ def test_a_bundle_inside_its_workdir_does_not_copy_itself(tmp_path: Path) -> Non
     assert list(copied.iterdir()) == []
 
 
-def _requirements(tmp_path: Path, spec: str, files: dict[str, str]) -> tuple[str, str]:
+def _requirements(
+    tmp_path: Path, spec: str, files: dict[str, str], torch_version: str | None = None
+) -> tuple[str, str]:
     """The requirements.txt materialize writes for `spec` over a workdir of `files`, and the
-    README's line for its image."""
+    README's line for its image; `torch_version`, the torch the cells ran with."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -60,7 +62,7 @@ def _requirements(tmp_path: Path, spec: str, files: dict[str, str]) -> tuple[str
     (tmp_path / "s.yaml").write_text(spec)
     loaded = load_spec(tmp_path / "s.yaml")
     plans = [plan for plan in plan_run(loaded, RunOptions()).attempts if plan.attempt == 1]
-    write_bundle(loaded, plans, tmp_path / "bundle")
+    write_bundle(loaded, plans, tmp_path / "bundle", torch_version=torch_version)
     readme = (tmp_path / "bundle" / "README.md").read_text()
     line = next(line for line in readme.splitlines() if line.startswith("- `images/1/`"))
     return (tmp_path / "bundle" / "images" / "1" / "requirements.txt").read_text(), line
@@ -112,6 +114,35 @@ def test_a_program_importing_torch_gets_torch_and_numpy(tmp_path: Path) -> None:
         {"run.sh": "python app.py\ntorchrun --nproc-per-node 2 app.py\n", "app.py": "x = 1\n"},
     )
     assert wanted == "torch==2.13.0\nnumpy\n"
+
+
+def test_the_torch_build_that_ran_is_pinned_from_its_pytorch_index(tmp_path: Path) -> None:
+    # nu22 MED-5: a run on torch 2.13.0+cpu got `torch==2.13.0`, PyPI's CUDA build on
+    # x86_64: gigabytes of CUDA libraries, and a build that filled the disk.
+    spec = COMMAND.format(command="python -c 'import torch'")
+    wanted, line = _requirements(tmp_path, spec, {}, "2.13.0+cpu")
+    assert wanted == (
+        "--extra-index-url https://download.pytorch.org/whl/cpu\ntorch==2.13.0+cpu\nnumpy\n"
+    )
+    assert (
+        "installs `torch==2.13.0+cpu`, `numpy` (its program uses torch; torch as the cpu build "
+        "that ran, from PyTorch's index)"
+    ) in line
+    wanted, _ = _requirements(tmp_path / "cu", spec, {}, "2.13.0+cu121")
+    assert wanted.splitlines()[:2] == [
+        "--extra-index-url https://download.pytorch.org/whl/cu121",
+        "torch==2.13.0+cu121",
+    ]
+    # Not the build of the runner's release, or no PyTorch index's build: the runner's pin.
+    for version in ("2.13.0", "2.12.0+cpu", "2.13.0+mybuild", None):
+        wanted, _ = _requirements(tmp_path / str(version), spec, {}, version)
+        assert wanted == "torch==2.13.0\nnumpy\n", version
+    # The spec's own torch replaces the runner's pin, and its index with it.
+    pinned = spec.replace("command:", "environment: {packages: [torch==2.12.0]}\ncommand:")
+    assert _requirements(tmp_path / "p", pinned, {}, "2.13.0+cpu")[0] == "numpy\ntorch==2.12.0\n"
+    # A program that needs no torch installs none, from no index.
+    plain = COMMAND.format(command="python -c 'import os'")
+    assert _requirements(tmp_path / "os", plain, {}, "2.13.0+cpu")[0] == ""
 
 
 def test_the_python_a_shell_script_starts_is_read_as_the_commands_own(tmp_path: Path) -> None:
