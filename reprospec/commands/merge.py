@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from reprospec.commands import options as opt
+from reprospec.core.formats import REPORT_FORMATS
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
@@ -25,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     )
     opt.output_format(
         p,
-        ("md", "html", "json", "junit"),
+        REPORT_FORMATS,
         default=None,
         help="also print the merged report in this format to stdout",
     )

@@ -1,4 +1,4 @@
-"""`reprospec report RUN`: render a finished run again (md, junit or json)."""
+"""`reprospec report RUN`: render a finished run again (md, html, junit, json or github)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from reprospec.commands import options as opt
+from reprospec.core.formats import REPORT_FORMATS
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
@@ -20,10 +21,10 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     )
     opt.output_format(
         p,
-        ("md", "html", "junit", "json"),
+        REPORT_FORMATS,
         default="md",
         help="markdown bug report (default), a self-contained HTML page with a sortable table "
-        "and a heatmap, JUnit XML or JSON",
+        "and a heatmap, JUnit XML, JSON, or GitHub's job-summary table",
     )
     opt.output(p, metavar="FILE", help="write to FILE instead of stdout")
     opt.out(p, help="where run ids are looked up (default: .reprospec)")

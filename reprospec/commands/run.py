@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from reprospec.commands import options as opt
+from reprospec.core.formats import REPORT_FORMATS
 from reprospec.core.logtext import printable
 from reprospec.errors import SpecError, UsageError
 
@@ -49,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     opt.out(p)
     opt.output_format(
         p,
-        ("md", "html", "json", "junit"),
+        REPORT_FORMATS,
         default=None,
         help="also print the report in this format to stdout (html: one self-contained page)",
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from reprospec.core.formats import REPORT_FORMATS
 from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import printable
 from reprospec.core.results import RunResult
@@ -16,7 +17,7 @@ from reprospec.errors import UsageError
 
 _UNPRINTABLE_IN_JSON = Lazy("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
-FORMATS = ("md", "html", "junit", "json", "github")
+FORMATS = REPORT_FORMATS
 
 
 def warm_up() -> None:

@@ -85,6 +85,20 @@ def test_no_annotations_outside_github_actions(cli: Cli, tmp_path: Path) -> None
     assert "::error" not in result.stderr + result.stdout
 
 
+def test_report_renders_a_stored_run_as_the_step_summary(cli: Cli, tmp_path: Path) -> None:
+    # nu22 LOW-7: `report RUN --format github` was refused (argparse's invalid choice)
+    # though `reprospec.render(result, "github")` renders it: one list of formats now.
+    spec = tmp_path / "gh.yaml"
+    spec.write_text(SPEC.replace("[1, 2, 3, 4, 5, 6, 7]", "[1, 2]"), encoding="utf-8")
+    assert cli("run", str(spec), env={"GITHUB_ACTIONS": ""}).code == 1
+    result = cli("report", "latest", "--format", "github")
+    assert result.code == 0, result.stderr
+    assert result.stdout.startswith("### reprospec: gh\n")
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+    assert len(rows) == 1 + 4, result.stdout  # the heading row and a row per cell
+    assert "`v=a\\|b,n=2`" in result.stdout
+
+
 def test_plan_github_shards_a_matrix_over_the_cap_and_says_so(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "big.yaml"
     spec.write_text(

@@ -18,6 +18,7 @@ from reprospec.commands import options as opt
 from reprospec.commands.run import read_request
 from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT
 from reprospec.core.runoptions import RunOptions
+from reprospec.report import FORMATS
 
 SPEC = "reprospec: 1\nname: tiny\ncommand: 'true'\nexpect: {outcome: pass}\n"
 
@@ -54,6 +55,16 @@ def test_every_verb_declares_its_own_parser_and_only_the_one_run_is_built() -> N
     one = build_parser("isolate")
     only = next(a for a in one._actions if isinstance(a, argparse._SubParsersAction))
     assert list(only.choices) == ["isolate"]
+
+
+@pytest.mark.parametrize("verb", ["run", "merge", "report"])
+def test_every_verb_that_prints_a_report_takes_every_format_render_renders(verb: str) -> None:
+    # nu22 LOW-7: report took md, html, junit, json; `render` renders github too.
+    parser = build_parser(verb)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    fmt = next(a for a in sub.choices[verb]._actions if a.dest == "format")
+    assert tuple(fmt.choices or ()) == FORMATS
+    assert "github" in FORMATS
 
 
 @pytest.mark.parametrize("verb", ["run", "isolate", "bisect", "slurm"])
