@@ -44,6 +44,11 @@ def recent_run_ids(out_root: Path, under: str = RUNS, *, slurm_merged: bool = Fa
     `out_root` (`OUT/slurm/<id>/merged/runs/<run-id>`), which only a reader of a run's
     folder can use (`report`, `compare`, `bundle`): `--resume` needs the run in the store.
     """
+    return _recent(out_root, under, slurm_merged)[0]
+
+
+def _recent(out_root: Path, under: str, slurm_merged: bool) -> tuple[list[str], int]:
+    """recent_run_ids's ids, and how many runs of searches' probes they leave out."""
     begun: dict[str, int] = {}
     probes: set[str] = set()
     db = out_root / "results.db"
@@ -61,9 +66,10 @@ def recent_run_ids(out_root: Path, under: str = RUNS, *, slurm_merged: bool = Fa
     # Within one second, the store's order; a run the store does not know (a merge's, which
     # is made from runs already there, or one copied in) counts as the newest of its second.
     unknown = len(begun) + 1
-    return sorted(
+    order = sorted(
         ids, key=lambda run_id: (run_id[:_STAMP], begun.get(run_id, unknown), run_id), reverse=True
     )
+    return order, len(probes)
 
 
 def _read(db: Path, query: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]] | None:
@@ -180,10 +186,17 @@ def resolve_run_id(
     if match is None:
         return ref
     back = int(match["back"] or 0)
-    ids = recent_run_ids(out_root, under, slurm_merged=slurm_merged)
+    ids, probes = _recent(out_root, under, slurm_merged)
     if back >= len(ids):
         have = f"only {len(ids)} run(s)" if ids else "no runs"
-        raise UsageError(f"{ref}: {out_root} has {have}")
+        # Said as `history` says it: a folder of a thousand runs read as having two.
+        searches = (
+            f" ({probes} run(s) of isolate, minimize, amplify or bisect not counted, one per "
+            "probe: `history --searches` lists them by id)"
+            if probes
+            else ""
+        )
+        raise UsageError(f"{ref}: {out_root} has {have}{searches}")
     return ids[back]
 
 

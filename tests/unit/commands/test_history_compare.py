@@ -45,3 +45,23 @@ def test_slurm_runs_take_latest_too(tmp_path: Path) -> None:
         (tmp_path / "slurm" / run_id / slurm.PLAN_FILE).write_text("{}")
     assert slurm.find("latest", tmp_path).name == "20261121-214600-x-bbbb"
     assert slurm.find("latest~1", tmp_path).name == "20261121-214512-x-aaaa"
+
+
+def test_latest_beyond_a_persons_runs_says_the_probes_it_did_not_count(tmp_path: Path) -> None:
+    # nu22 LOW-11: `report latest~2` said ".reprospec has only 2 run(s)" of a folder of 14
+    # runs, 12 of them isolate's probes, which `history` says it leaves out.
+    db = tmp_path / "results.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY, options TEXT)")
+    rows = [(f"20261121-2145{n:02d}-x-{n:04d}", '{"purpose": "run"}') for n in range(2)]
+    rows += [(f"20261121-2146{n:02d}-x-{n:04d}", '{"purpose": "isolate"}') for n in range(12)]
+    conn.executemany("INSERT INTO runs VALUES (?, ?)", rows)
+    conn.commit()
+    conn.close()
+    assert resolve_run_id("latest~1", tmp_path) == "20261121-214500-x-0000"
+    with pytest.raises(UsageError) as refused:
+        resolve_run_id("latest~2", tmp_path)
+    assert str(refused.value) == (
+        f"latest~2: {tmp_path} has only 2 run(s) (12 run(s) of isolate, minimize, amplify or "
+        "bisect not counted, one per probe: `history --searches` lists them by id)"
+    )
