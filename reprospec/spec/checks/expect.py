@@ -3,7 +3,8 @@
 A case's `when` names matrix axes and values that some cell must have; an
 expectation's details must be ones its outcome can come with (no `signal` on
 an `error`); `expect.phase` and a fault's `at` must name a phase the workload
-(or the harness, or a marker) reports, and a fault's step must come. What
+(or the harness, or a marker) reports, and a fault's step must come; an
+`exception` (expected, or a fault's to raise) must be a class's name. What
 these find is dead configuration: a case no cell matches, an expectation
 nothing can meet.
 """
@@ -17,6 +18,7 @@ from typing import Protocol
 from reprospec.core import expr
 from reprospec.core.expr import same
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue, is_int
+from reprospec.core.lazyre import Lazy
 from reprospec.core.sections import DEFAULT_PHASES
 from reprospec.core.units import parse_rate, parse_step, undecidable_rate
 from reprospec.spec import schema
@@ -67,6 +69,41 @@ class ExpectChecks:
         """Every check of this module."""
         self.expect()
         self.faults()
+        self.exception_names()
+
+    def exception_names(self) -> None:
+        """`expect.exception` (and each case's) is compared with the name of an exception's
+        type (judge.exception_matches), not searched as a regex as `message` is: a value no
+        class can be named (`ValueError(`) never matches, and the spec was valid. A fault's
+        `exception` is the class the harness raises, named the same way."""
+        expect = self.data.get("expect")
+        expect = expect if isinstance(expect, dict) else {}
+        named: list[tuple[JsonPath, JsonValue]] = [
+            (("expect", "exception"), expect.get("exception"))
+        ]
+        cases = expect.get("cases")
+        for index, case in enumerate(cases if isinstance(cases, list) else ()):
+            if isinstance(case, dict):
+                named.append((("expect", "cases", index, "exception"), case.get("exception")))
+        workload = self.data.get("workload")
+        faults = workload.get("faults") if isinstance(workload, dict) else None
+        for index, fault in enumerate(faults if isinstance(faults, list) else ()):
+            if isinstance(fault, dict):
+                named.append((("workload", "faults", index, "exception"), fault.get("exception")))
+        for path, name in named:
+            if not isinstance(name, str) or expr.OPEN in name or _EXCEPTION_NAME.fullmatch(name):
+                continue  # (an empty one: the schema's minLength says so)
+            # An expected one is compared, never searched: its message is `message`'s to match.
+            how = (
+                " (matched as a name, not as a regex: text of the message goes in `message`)"
+                if path[0] == "expect"
+                else ""
+            )
+            self.add(
+                path,
+                f"{_show(name)} names no exception class: give a class name like ValueError or "
+                f"a dotted one like torch.OutOfMemoryError{how}",
+            )
 
     def expect(self) -> None:
         expect = self.data.get("expect")
@@ -256,6 +293,8 @@ class ExpectChecks:
 
 
 _OUTCOMES = ("pass", "error", "crash", "hang", "fail")
+# A class's name as a traceback prints it: `ValueError`, `torch.OutOfMemoryError`.
+_EXCEPTION_NAME = Lazy(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
 # expect keys that only some outcomes can have, and what to say otherwise.
 _DETAIL_OUTCOMES: Mapping[str, tuple[tuple[str, ...], str]] = {
     "signal": (("crash", "fail"), "a signal only happens with outcome crash (or fail)"),
