@@ -221,6 +221,27 @@ def output(p: argparse.ArgumentParser, *, metavar: str, help: str, required: boo
     )
 
 
+def write_output(target: Path, text: str) -> None:
+    """Write `text` to `-o`'s `target` (its folder made), or refuse naming `-o`: the OSError
+    said only "No such file or directory: /proc/nope", not which of the command's paths it
+    was (nu22 LOW-13). A path that cannot be written is the user's input (exit 2); a disk
+    that failed them, full or broken, is the machine's (exit 3)."""
+    import errno
+
+    from reprospec.errors import InfraError, UsageError
+
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        why = f"-o {target}: cannot write: {exc.strerror or exc}"
+        if exc.filename is not None and str(exc.filename) != str(target):
+            why += f": {exc.filename}"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+            raise InfraError(why) from None
+        raise UsageError(why) from None
+
+
 def text_or_json(p: argparse.ArgumentParser, *, help: str) -> None:
     """`--format text|json` for a verb that prints text or JSON: every verb spells JSON
     output `--format json`. `--json`, the spelling some verbs had first, stays as a hidden

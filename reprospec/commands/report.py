@@ -42,8 +42,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.format in ("md", "html"):
             text = relinked(text, results.parent, args.output)
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text, encoding="utf-8")
+        opt.write_output(args.output, text)
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
 

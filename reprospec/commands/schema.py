@@ -32,14 +32,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(text)
         return 0
-    from reprospec.errors import UsageError
-
     target: Path = args.output.expanduser()
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"-o {target}: cannot write: {exc.strerror or exc}") from None
+    opt.write_output(target, text)
     print(f"wrote {target}; a spec's first line points an editor at it:", file=sys.stderr)
     print(f"# yaml-language-server: $schema={target.resolve()}")
     return 0

@@ -39,6 +39,20 @@ def test_a_mistyped_verb_or_option_gets_the_nearest(cli: Cli) -> None:
     assert "did you mean" not in far.stderr
 
 
+def test_an_output_that_cannot_be_written_is_named_by_its_option(cli: Cli, tmp_path: Path) -> None:
+    # nu22 LOW-13: `report latest -o /proc/nope` said "No such file or directory:
+    # /proc/nope", which names none of the command's options.
+    spec = write(tmp_path / "ok.yaml", "reprospec: 1\nname: ok\ncommand: 'true'\n")
+    assert cli("run", str(spec)).code == 0
+    said = cli("report", "latest", "-o", "/proc/nope")
+    assert said.code == 2
+    assert said.stderr == "reprospec: -o /proc/nope: cannot write: No such file or directory\n"
+    (tmp_path / "a-file").write_text("")
+    said = cli("report", "latest", "-o", str(tmp_path / "a-file" / "r.md"))
+    assert said.code == 2
+    assert said.stderr.startswith(f"reprospec: -o {tmp_path / 'a-file' / 'r.md'}: cannot write")
+
+
 def test_json_is_format_json_on_every_verb_and_envs_lists_by_default(
     cli: Cli, tmp_path: Path
 ) -> None:
