@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from reprospec.core.lazysequence import LazySequence
 from reprospec.core.results import CellResult
-from reprospec.report.markup import show_value
+from reprospec.report.markup import inline_code, show_value
 
 # Above this many patterns, the cell ids say it as well.
 MAX_PATTERNS = 8
@@ -128,8 +128,18 @@ def separating_patterns(
         for axis in axes
     }
     order = {key: n for n, key in enumerate(shown)}
+
+    def rank(item: tuple[frozenset[str], ...]) -> list[tuple[bool, list[int]]]:
+        # An axis the pattern leaves free sorts after one it fixes: `a=1, b=1` first.
+        return [
+            (values == free, sorted(order[a, k] for k in values))
+            for a, values, free in zip(axes, item, universe, strict=True)
+        ]
+
     patterns = []
-    for item in widened:
+    # In the order the run first has the values, not the set's (its order changes with the
+    # process's hash seed: one run read `a=1, c=1 or a=1, b=1`, the next the other way).
+    for item in sorted(widened, key=rank):
         parts = []
         for axis, values, every_value in zip(axes, item, universe, strict=True):
             if values != every_value:
@@ -137,6 +147,20 @@ def separating_patterns(
                 parts.append(f"{axis}={'|'.join(name for _, name in names)}")
         patterns.append(", ".join(parts))
     return [p for p in dict.fromkeys(patterns) if p]
+
+
+def patterns_line(patterns: Sequence[str], every: str, none: str, code: bool = True) -> str:
+    """`patterns` (from `separating_patterns`) as one statement: `EVERY is one of these, NONE
+    is`, and for two `P or Q: EVERY is one or the other, NONE is either`.
+
+    Two patterns are one statement, not two: each bullet of "`a=1, b=1`: every failing cell
+    is one of these" and "`a=1, c=1`: ..." read as covering every failing cell alone, where
+    only the two together do (a failure of `a=1 and (b=1 or c=1)`).
+    """
+    shown = " or ".join(inline_code(p) if code else p for p in patterns)
+    if len(patterns) == 1:
+        return f"{shown}: {every} is one of these, {none} is"
+    return f"{shown}: {every} is one or the other, {none} is either"
 
 
 def _merge(items: set[tuple[frozenset[str], ...]], width: int) -> set[tuple[frozenset[str], ...]]:
@@ -157,4 +181,4 @@ def _merge(items: set[tuple[frozenset[str], ...]], width: int) -> set[tuple[froz
     return items
 
 
-__all__ = ["Picked", "describe_cells", "separating_patterns"]
+__all__ = ["Picked", "describe_cells", "patterns_line", "separating_patterns"]

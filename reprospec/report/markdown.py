@@ -307,7 +307,7 @@ def outcome_rows(
             if large
             else list(group.cells),
             "sep": "; " if large else ", ",
-            "lines": _noted([e.text() for e in group.explanations], rows),
+            "lines": _noted(group.lines(), rows),
         }
         for group in outcome_groups(run)
     ]

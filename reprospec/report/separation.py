@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from reprospec.core.results import CellResult, Outcome, RunResult
 from reprospec.core.words import outcome_phrase, plural
-from reprospec.report.cellsets import describe_cells, separating_patterns
+from reprospec.report.cellsets import describe_cells, patterns_line, separating_patterns
 from reprospec.report.instances import instance_separation
 from reprospec.report.markup import inline_code
 from reprospec.report.signatures import explain
@@ -102,11 +102,9 @@ def _one_way(failing: list[CellResult], run: RunResult) -> list[str]:
     # No one value, nor a pair: a few values of some axes may hold the failing cells, and
     # only them (every other cell, one that never ran included, is outside).
     others = [c for c in run.cells if c not in failing]
-    none = "no passing cell is" if len(others) == len(passing) else "no other cell is"
-    return [
-        f"{inline_code(pattern)}: every failing cell is one of these, {none}"
-        for pattern in separating_patterns(failing, others, run.cells)
-    ]
+    none = "no passing cell" if len(others) == len(passing) else "no other cell"
+    patterns = separating_patterns(failing, others, run.cells)
+    return [patterns_line(patterns, "every failing cell", none)] if patterns else []
 
 
 def _each_way(failures: list[_Failure], run: RunResult) -> list[Separation]:

@@ -3,8 +3,9 @@
 For each signature (`crash:SIGSEGV:worker:validation`, `pass`, ...) the cells
 where it happened are compared with the other cells that ran, both ways:
 values present in every cell with the outcome and in no other one (single
-values first, else pairs present together), and values present in every other
-cell and in none with the outcome (what prevents it). Observe mode
+values first, else pairs present together), and values present in no cell with
+the outcome and in every other cell (what prevents it); where none do, at most
+two patterns that hold exactly its cells (cellsets.py). Observe mode
 (`run --observe`) reports this instead of verdicts; it is a pure function of
 the `RunResult`.
 """
@@ -20,6 +21,7 @@ from reprospec import native
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import AttemptResult, CellResult, Outcome, RunResult
 from reprospec.core.words import outcome_phrase, plural
+from reprospec.report.cellsets import patterns_line, separating_patterns
 from reprospec.report.markup import show_value
 
 Value = tuple[str, str]  # (axis, the value as JSON): hashable for any YAML value
@@ -34,18 +36,23 @@ class Explanation:
     present: bool  # True: in every cell with the outcome; False: in every other cell
 
     def text(self, code: bool = True) -> str:
-        """Worded for one outcome signature against the other cells that ran."""
+        """Worded for one outcome signature against the other cells that ran.
+
+        A value that prevents the outcome leads with where it is not: "in every other
+        cell, in none with this outcome" read as the value being in every other cell of
+        the outcome's (nu22 LOW-10).
+        """
         if self.present:
             return self.worded("every cell with this outcome", "no other", code)
-        return self.worded("every other cell", "none with this outcome", code)
+        return self.worded("no cell with this outcome", "every cell without it", code)
 
-    def worded(self, every: str, none: str, code: bool = True) -> str:
-        """`x=1: in EVERY, in NONE`; a pair says `together` on both sides."""
+    def worded(self, first: str, then: str, code: bool = True) -> str:
+        """`x=1: in FIRST, in THEN`; a pair says `together` on both sides."""
         names = [f"{axis}={show_value(value)}" for axis, value in self.values]
         shown = " and ".join(f"`{n}`" if code else n for n in names)
         if len(names) > 1:
-            return f"{shown} together: in {every}, together in {none}"
-        return f"{shown}: in {every}, in {none}"
+            return f"{shown} together: in {first}, together in {then}"
+        return f"{shown}: in {first}, in {then}"
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,9 @@ class OutcomeGroup:
     attempts: int
     of_cells: int  # cells that ran at all
     explanations: tuple[Explanation, ...]
+    # Where no value nor pair explains it: at most two patterns of values that hold exactly
+    # its cells (cellsets.separating_patterns), as the judged report's fallback has them.
+    patterns: tuple[str, ...] = ()
 
     @property
     def failure(self) -> bool:
@@ -71,6 +81,14 @@ class OutcomeGroup:
             else f"in {len(self.cells)} of {plural(self.of_cells, 'cell')}"
         )
         return f"{phrase} {where} ({plural(self.attempts, 'attempt')})"
+
+    def lines(self, code: bool = True) -> list[str]:
+        """What explains it, one statement a line: its values, else its patterns."""
+        if self.patterns:
+            return [
+                patterns_line(self.patterns, "every cell with this outcome", "no other cell", code)
+            ]
+        return [e.text(code) for e in self.explanations]
 
 
 def outcome_groups(run: RunResult) -> list[OutcomeGroup]:
@@ -90,17 +108,31 @@ def outcome_groups(run: RunResult) -> list[OutcomeGroup]:
                 cells.append(cell)
             found[signature] = (phrase, cells, count + 1)
     groups = [
-        OutcomeGroup(
-            signature=signature,
-            phrase=phrase,
-            cells=tuple(c.cell.id for c in cells),
-            attempts=count,
-            of_cells=len(ran),
-            explanations=tuple(explain(cells, [c for c in ran if c not in cells])),
-        )
+        _group(signature, phrase, cells, count, ran)
         for signature, (phrase, cells, count) in found.items()
     ]
     return sorted(groups, key=lambda g: (not g.failure, -len(g.cells)))
+
+
+def _group(
+    signature: str, phrase: str, cells: list[CellResult], count: int, ran: list[CellResult]
+) -> OutcomeGroup:
+    """One outcome's group: its values, else the patterns that hold its cells and no other.
+
+    `--observe` gave no explanation of a crash of `a=1 and (b=1 or c=1)`, which the judged
+    report explained by two patterns (nu22 MED-4).
+    """
+    others = [c for c in ran if c not in cells]
+    explanations = tuple(explain(cells, others))
+    return OutcomeGroup(
+        signature=signature,
+        phrase=phrase,
+        cells=tuple(c.cell.id for c in cells),
+        attempts=count,
+        of_cells=len(ran),
+        explanations=explanations,
+        patterns=() if explanations else tuple(separating_patterns(cells, others, ran)),
+    )
 
 
 def signatures_of(cells: Sequence[CellResult]) -> Callable[[AttemptResult], str]:
@@ -201,7 +233,7 @@ def outcome_lines(groups: Iterable[OutcomeGroup], code: bool = False) -> list[st
     lines: list[str] = []
     for group in groups:
         lines.append(group.headline(code))
-        lines += [f"  {e.text(code)}" for e in group.explanations]
+        lines += [f"  {line}" for line in group.lines(code)]
     return lines
 
 

@@ -388,6 +388,32 @@ def test_separators_name_the_one_passing_value_and_pairs() -> None:
     ]
 
 
+def test_separators_word_two_patterns_as_one_statement() -> None:
+    """A crash of `a=1 and (b=1 or c=1)`: no value nor pair holds its cells, two patterns
+    do together. One line says so; each pattern on its own line read as holding every
+    failing cell alone, which neither does (nu22 MED-4)."""
+    base = error_run()
+    crashed = next(c for c in base.cells if c.verdict == "reproduced")
+    passing = next(c for c in base.cells if c is not crashed)
+    cells: list[CellResult] = []
+    for a in (0, 1):
+        for b in (0, 1):
+            for c in (0, 1):
+                fails = a == 1 and (b == 1 or c == 1)
+                cells.append(
+                    replace(
+                        crashed if fails else passing,
+                        cell=Cell(
+                            id=f"a={a},b={b},c={c}", index=len(cells), matrix=dict(a=a, b=b, c=c)
+                        ),
+                    )
+                )
+    assert _lines(replace(base, cells=tuple(cells))) == [
+        "`a=1, b=1` or `a=1, c=1`: every failing cell is one or the other, "
+        "no passing cell is either"
+    ]
+
+
 def test_each_unexpected_failure_shows_its_excerpt_up_to_a_bound() -> None:
     """Seven exceptions no attempt expected beside the expected one: five shown, two counted."""
     base = error_run()

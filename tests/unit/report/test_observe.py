@@ -77,7 +77,7 @@ def test_a_single_value_explains_an_outcome_both_ways() -> None:
     run = grid(lambda m: m["a"])
     assert texts(run, "crash:SIGSEGV:main") == [
         "a=true: in every cell with this outcome, in no other",
-        "a=false: in every other cell, in none with this outcome",
+        "a=false: in no cell with this outcome, in every cell without it",
     ]
     groups = outcome_groups(run)
     assert [g.signature for g in groups] == ["crash:SIGSEGV:main", "pass"]  # failures first
@@ -92,17 +92,36 @@ def test_a_pair_explains_what_no_single_value_does() -> None:
     # The other way round: every passing cell has a=false or c=false, so no value (or
     # pair) is in every passing cell and never with the crash.
     assert texts(run, "pass") == [
-        "a=true and c=true together: in every other cell, together in none with this outcome"
+        "a=true and c=true together: in no cell with this outcome, "
+        "together in every cell without it"
     ]
 
 
 def test_a_protective_value_is_found_from_the_other_side() -> None:
     # It crashes unless b is on: b=true is in every passing cell and no crashing one.
     run = grid(lambda m: not m["b"])
-    assert "b=true: in every other cell, in none with this outcome" in texts(
+    assert "b=true: in no cell with this outcome, in every cell without it" in texts(
         run, "crash:SIGSEGV:main"
     )
     assert "b=true: in every cell with this outcome, in no other" in texts(run, "pass")
+
+
+def test_patterns_explain_what_no_value_nor_pair_does() -> None:
+    """A crash of `a and (b or c)`: no value nor pair is in its cells alone; the two
+    patterns that hold them are, and observe says so as the judged report does, in one
+    statement (nu22 MED-4: --observe explained nothing)."""
+    run = grid(lambda m: m["a"] and (m["b"] or m["c"]))
+    (group,) = [g for g in outcome_groups(run) if g.failure]
+    assert group.explanations == ()
+    assert group.lines(code=False) == [
+        "a=true, b=true or a=true, c=true: every cell with this outcome is one or the "
+        "other, no other cell is either"
+    ]
+    text = render(run, "md")
+    assert (
+        "  - `a=true, b=true` or `a=true, c=true`: every cell with this outcome is one or "
+        "the other, no other cell is either"
+    ) in text.split("## Outcomes", 1)[1]
 
 
 def test_each_signature_is_its_own_group_and_flaky_cells_count_in_each() -> None:
