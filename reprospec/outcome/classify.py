@@ -9,9 +9,11 @@ rules, in order:
 1. `timed_out` -> `hang`, at the timeout or at `run.stall` (no progress for that long
    after the first: `stalled`); the detail says which limit fired. A DataLoader worker
    still stuck on an item then (a `worker_busy` event with no `worker_free`) makes it
-   `where: worker`, named in the detail. A program that had said it finished (a `done`
-   event, or progress in the phase `exit`) hangs at exit: phase `exit` (`hang @ exit`),
-   whatever step it had reached. A hang whose last event came shortly before the
+   `where: worker`, named in the detail; where no event says so, a worker whose stack
+   shows it fetching an item does too (hungstacks.py), with its pid and frame. The
+   signature stays `hang`: it never named where a hang is. A program that had said it
+   finished (a `done` event, or progress in the phase `exit`) hangs at exit: phase `exit`
+   (`hang @ exit`), whatever step it had reached. A hang whose last event came shortly before the
    timeout says so (still progressing?). A descendant that died of a signal before
    it (children.py's evidence: a `multiprocessing.Pool` worker's SIGSEGV, which the
    pool never notices, leaves its `map` waiting forever) is the hang's
@@ -102,6 +104,7 @@ from reprospec.outcome.setupfail import setup_failure
 
 if TYPE_CHECKING:
     from reprospec.outcome.children import ChildCrash
+    from reprospec.outcome.hungstacks import HungProcess
     from reprospec.outcome.tracebacks import FatalError, PythonException
 
 # The harness's exit status after an `infra_error` event (reprospec_harness.config.EXIT_INFRA).
@@ -191,6 +194,7 @@ def classify(
     where: Where | None = None
     child: ChildCrash | None = None
     crashed: CrashedChild | None = None  # a hang's: a descendant that died before it
+    hung_pid: int | None = None  # a hang's: the DataLoader worker its stacks show stuck
     phase, step = events.phase, events.step
     stage, module = events.stage, events.module
     if execution.timed_out:
@@ -209,6 +213,11 @@ def classify(
         elif events.busy:
             where = "worker"
             detail += f"; {_describe_busy(events.busy, execution.finished)}"
+        elif evidence.stack and (stuck := _stuck_worker(evidence.stack)) is not None:
+            # No harness to say so (a command's DataLoader): its stacks show the worker
+            # fetching an item, where the main process only waits for it.
+            where, hung_pid = "worker", stuck.pid
+            detail += f"; {stuck.describe()}"
         if worker is None and (dead := _child_crash(execution, evidence)) is not None:
             # The death leads: it is the likely cause, and the hang's stacks show only the
             # processes left waiting for the work it took with it.
@@ -302,7 +311,11 @@ def classify(
         module=module if failed else None,
         stage=stage if failed else None,
         chain=_chain(chain) if failed and len(chain) > 1 else (),
-        pid=child.pid if child is not None else _dead_worker_pid(kind, where, worker, evidence),
+        pid=(
+            child.pid
+            if child is not None
+            else hung_pid or _dead_worker_pid(kind, where, worker, evidence)
+        ),
         cmdline=child.cmdline if child is not None else None,
         injected=injected,
         last_traceback=(
@@ -464,6 +477,12 @@ def _crashed_thread_first(text: str, lwp: int | None) -> str:
     blocks = [text[a:b].strip() for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
     blocks.sort(key=lambda block: f"(LWP {lwp}))" not in block.split("\n", 1)[0])
     return "\n\n".join([text[: starts[0]].strip(), *blocks]).strip()
+
+
+def _stuck_worker(stack: str) -> HungProcess | None:
+    from reprospec.outcome.hungstacks import stuck_worker
+
+    return stuck_worker(stack)
 
 
 def _dead_worker_pid(

@@ -54,7 +54,8 @@ class FailureSection(TypedDict):
     """The report's first failure, as the templates show it (see `failure_section`)."""
 
     chain: list[str]
-    signatures: list[tuple[str, int, str]]  # (signature, attempts, injected phrase)
+    # (signature, attempts, injected phrase, where a hang sits as its stacks show: markdown)
+    signatures: list[tuple[str, int, str, str]]
     cell: str
     attempt: int
     outcome: str
@@ -252,6 +253,7 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
     cell, attempt, outcome = found
     counts: Counter[str] = Counter()
     injected: dict[str, str | None] = {}
+    stuck: dict[str, str] = {}
     signature_of = signatures_of(run.cells)
     for c in run.cells:
         for a in c.attempts:
@@ -259,6 +261,8 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
                 key = signature_of(a) or outcome_phrase(a.ran)
                 counts[key] += 1
                 injected.setdefault(key, a.ran.injected)
+                if a.ran.kind == "hang" and not stuck.get(key):
+                    stuck[key] = _hang_where(c, a, short)
     log = short(attempt.excerpt or "")
     message = short(clean_log(outcome.message or "").strip())
     worker = short(attempt.stack or "") if _died_in_worker(outcome) else ""
@@ -277,7 +281,7 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
     return {
         "chain": [short(line) for line in chain_lines(outcome)],
         "signatures": [
-            (sig, n, injected_phrase(label) if (label := injected[sig]) else "")
+            (sig, n, injected_phrase(label) if (label := injected[sig]) else "", stuck.get(sig, ""))
             for sig, n in counts.most_common()
         ],
         "cell": cell.cell.id,
@@ -358,9 +362,26 @@ def _signature(outcome: Outcome) -> str:
     return outcome.signature or outcome_phrase(outcome, pid=False)
 
 
+def _hang_where(cell: CellResult, attempt: AttemptResult, short: Callable[[str], str]) -> str:
+    """`the DataLoader worker pid 4242 was fetching an item, in `train.py:19 in __getitem__`
+    (cell `w=2`, attempt 1)`: where a hang sits as its stacks show ('' where they show no
+    frame of the user's code). A hang the first failure was not got only `hang` (2
+    attempts), its stuck frame in the folded Stacks block (nu22 MED-3)."""
+    from reprospec.outcome.hungstacks import where_stuck
+
+    found = where_stuck(attempt.stack)
+    if found is None:
+        return ""
+    where = found.describe(lambda frame: inline_code(short(frame)))
+    return f"{where} (cell {inline_code(cell.cell.id)}, attempt {attempt.attempt})"
+
+
 def _stack_text(stack: str | None, short: Callable[[str], str]) -> str:
-    """A stack dump for the report: paths named short, at most STACK_LINES lines."""
-    lines = short(clean_log(stack or "")).strip().split("\n")
+    """A stack dump for the report: paths named short, at most STACK_LINES lines; each
+    DataLoader worker's stack labelled so (its command line is its parent's)."""
+    from reprospec.outcome.hungstacks import label_workers
+
+    lines = short(clean_log(label_workers(stack or ""))).strip().split("\n")
     if len(lines) > STACK_LINES:
         lines = [*lines[:STACK_LINES], f"… ({len(lines) - STACK_LINES} more lines)"]
     return "\n".join(lines).strip()

@@ -53,8 +53,12 @@ def test_a_hangs_python_stack_leads_the_failure_and_gdb_is_linked(cli: Cli, tmp_
     failure = report.split("## Failure", 1)[1].split("\n## ", 1)[0]
     assert "The Python stacks of the hung processes" in failure
     assert 'job.py", line 5 in collate_lock_wait' in failure
-    # Shown once: not again in a Stacks section below.
-    assert report.count("in collate_lock_wait") == 1
+    # Where it sits, beside its signature (the first process in the user's code)...
+    assert re.search(
+        r"- `hang` \(1 attempt\): pid \d+ was in `work/job.py:5 in collate_lock_wait`", failure
+    )
+    # ...and its stack shown once: not again in a Stacks section below.
+    assert report.count("line 5 in collate_lock_wait") == 1
     # The readers' whole output is in the attempt folder, linked; only top frames in the report.
     assert "<summary>Native stacks" not in report
     link = re.search(r"Full native stacks: \[(cells/[^\]]+native-stacks\.txt)\]", report)

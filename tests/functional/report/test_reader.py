@@ -255,6 +255,73 @@ for batch in DataLoader(Items(), batch_size=2, num_workers=1, multiprocessing_co
 """
 
 
+HUNG_WORKER_SCRIPT = """\
+import threading
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+lock = threading.Lock()
+
+
+class Items(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        if index == 5:
+            lock.acquire()
+            lock.acquire()  # a real self-deadlock, in the worker
+        return torch.zeros(2)
+
+
+for batch in DataLoader(Items(), batch_size=2, num_workers=2, multiprocessing_context="fork"):
+    pass
+"""
+
+
+def test_a_hang_in_a_worker_of_the_users_own_script_says_where_it_sits(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """No harness in the worker, no event: the hang's stacks show which of three processes of
+    one command line is the worker stuck in `__getitem__`, and the report says so (nu22
+    MED-3: `hang`, `where: main`, three alike headers). The signature stays `hang`."""
+    (tmp_path / "loader.py").write_text(HUNG_WORKER_SCRIPT)
+    spec = tmp_path / "hung.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: hung-loader\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        f"command: [{sys.executable}, loader.py]\n"
+        "run: {timeout: 15s}\n"
+        "expect: {outcome: hang}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    run = load_run(result.latest_run())
+    attempt = run.cells[0].attempts[0]
+    assert attempt.ran is not None
+    assert (attempt.ran.kind, attempt.ran.where, attempt.ran.signature) == (
+        "hang",
+        "worker",
+        "hang",
+    )
+    worker = attempt.ran.pid
+    assert worker is not None
+    assert f"the DataLoader worker pid {worker} was fetching an item, in " in (
+        attempt.ran.detail or ""
+    )
+    assert "loader.py:16 in __getitem__" in (attempt.ran.detail or "")
+    failure = _section(render(run, "md"), "Failure")
+    assert (
+        f"- `hang` (1 attempt): the DataLoader worker pid {worker} was fetching an item, in "
+        "`loader.py:16 in __getitem__` (cell `default`, attempt 1)"
+    ) in failure
+    headers = [line for line in failure.splitlines() if line.startswith("--- pid")]
+    assert len(headers) == 3, headers  # the main process and its two workers
+    assert sum(h.endswith(" [DataLoader worker] ---") for h in headers) == 2
+    assert any(h.startswith(f"--- pid {worker} ") for h in headers[1:])
+
+
 def test_a_worker_of_the_users_own_script_shows_its_stack_from_its_core(
     cli: Cli, tmp_path: Path
 ) -> None:

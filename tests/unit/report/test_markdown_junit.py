@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 from array import array
 from collections.abc import Sequence
@@ -31,7 +32,7 @@ from reprospec.report.progress import results_table
 from reprospec.report.separation import separators
 from reprospec.spec.load import load_spec
 from reprospec.store.resultsjson import run_to_dict
-from tests.support.paths import GOLDEN
+from tests.support.paths import DATA, GOLDEN
 from tests.support.runs import (
     ERROR_SPEC,
     SEGFAULT_SPEC,
@@ -237,6 +238,40 @@ def test_hang_stacks_come_from_the_attempt() -> None:
     assert 'File "wandb/__init__.py", line 3 in <module>' in text
     assert "2/3 (95% CI 0.21–0.94)" in text
     assert "| 0 | 2 | 2 | 2 |\n| 1 | 1 | 0 | 0 |" in text
+
+
+def test_a_hang_says_where_it_sits_and_labels_the_dataloader_workers() -> None:
+    """A command's DataLoader worker deadlocked in __getitem__ (a real dump): each hang
+    signature says where it sits, and the workers' stacks, under their parent's command
+    line, are labelled, in the Failure section and in the Stacks section of a later hang
+    (nu22 MED-3: a bare `hang`, three alike headers, the frame only in the folded block)."""
+    dump = (DATA / "stacks" / "dataloader-worker-hang.stack.txt").read_text()
+    base = hang_run()
+    cell = base.cells[0]
+    first = replace(cell, attempts=(replace(cell.attempts[0], stack=dump), *cell.attempts[1:]))
+    again = replace(first, cell=Cell(id="again", index=1, matrix={}))
+    for kind in ("md", "html"):
+        text = render(replace(base, cells=(first, again)), kind).replace("&#34;", '"')
+        code = "`{}`" if kind == "md" else "<code>{}</code>"
+        where = (
+            "the DataLoader worker pid 6264 was fetching an item, in "
+            + code.format("/work/proj/train.py:19 in __getitem__")
+            + " (cell "
+            + code.format("default")
+            + ", attempt 1)"
+        )
+        assert f"(4 attempts): {where}" in text
+        headers = re.findall(r"--- pid \d+ .*? ---", text)
+        command = "/venv/bin/python train.py --workers 2 --mode hang"
+        assert (
+            headers
+            == [
+                f"--- pid 6053 ({command}) ---",
+                f"--- pid 6257 ({command}) [DataLoader worker] ---",
+                f"--- pid 6264 ({command}) [DataLoader worker] ---",
+            ]
+            * 2
+        )
 
 
 def test_a_hang_after_a_childs_death_leads_with_the_dead_child() -> None:

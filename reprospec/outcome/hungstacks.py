@@ -1,0 +1,161 @@
+"""Where a hang sits, read from its stack dump: which process is a DataLoader worker, and
+the innermost frame of the user's code each process was in when the engine asked.
+
+stack.txt (process/stacks.py) holds one block per process, `--- pid N (command) ---`,
+each thread's frames most recent first, as faulthandler writes them (`File "x.py", line 19
+in f`) or as py-spy does (`f (x.py:19)`). The processes of a DataLoader share one command
+line: a worker is told by its stack, which runs torch's `_worker_loop` (a forked worker's
+also holds its parent's frames, below that loop). A worker with torch's `fetch` on its
+stack was fetching an item when the engine asked: the hang sits there, in the user's
+`__getitem__`, not in the main process, which only waits for the item (nu22 MED-3: the
+report said `hang`, `where: main`, and the worker's frame showed only in the folded
+Stacks block, under the same command line as the two other processes).
+
+A pure reading of text: the classifier names the stuck worker (`where: worker`, as the
+harness's `worker_busy` events do for a workload), and the report labels the workers'
+stacks and says where each hang sits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from reprospec.core.lazyre import Lazy
+
+_HEADER = Lazy(r"^--- pid (?P<pid>\d+) \((?P<cmd>.*)\)(?P<tags>(?: \[[^\]]*\])*) ---$")
+_THREAD = Lazy(r"^(?:(?P<current>Current thread)|Thread) (?P<id>\S+)")
+_FAULTHANDLER_FRAME = Lazy(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>.+)$')
+_PY_SPY_FRAME = Lazy(r"^\s+(?P<function>\S.*?) \((?P<path>[^()]+):(?P<line>\d+)\)$")
+# The interpreter's own files and the installed packages': not the user's code.
+_LIBRARY = re.compile(r"/lib(?:64)?/python\d[\d.]*/|/site-packages/|/dist-packages/")
+_WORKER_LOOP = ("torch/utils/data/_utils/worker.py", "_worker_loop")
+_FETCH = "torch/utils/data/_utils/fetch.py"
+WORKER_LABEL = "[DataLoader worker]"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One Python frame: the file as the dump names it, its line, its function."""
+
+    path: str
+    line: int
+    function: str
+
+    def text(self) -> str:
+        """`train.py:19 in __getitem__`."""
+        return f"{self.path}:{self.line} in {self.function}"
+
+
+@dataclass(frozen=True)
+class HungProcess:
+    """One process of a stack dump: whether it is a DataLoader worker, whether it was
+    fetching an item, and the innermost frame of the user's code in its main thread."""
+
+    pid: int
+    worker: bool
+    fetching: bool
+    frame: Frame | None
+
+    def describe(self, frame: Callable[[str], str] = str) -> str:
+        """`the DataLoader worker pid 4242 was fetching an item, in train.py:19 in
+        __getitem__`, or `pid 4200 was in train.py:22 in <module>`; `frame` words the
+        frame (the report's inline code)."""
+        who = f"the DataLoader worker pid {self.pid}" if self.worker else f"pid {self.pid}"
+        doing = " was fetching an item" if self.fetching else ""
+        if self.frame is None:
+            return who + doing
+        if doing:
+            return f"{who}{doing}, in {frame(self.frame.text())}"
+        return f"{who} was in {frame(self.frame.text())}"
+
+
+def _is_user(frame: Frame) -> bool:
+    return not frame.path.startswith("<") and not _LIBRARY.search(frame.path)
+
+
+def _frame(line: str) -> Frame | None:
+    found = _FAULTHANDLER_FRAME.match(line) or _PY_SPY_FRAME.match(line)
+    if found is None:
+        return None
+    return Frame(found["path"], int(found["line"]), found["function"].strip())
+
+
+def _main_thread(threads: list[tuple[bool, list[Frame]]]) -> list[Frame]:
+    """The main thread's frames: the one that runs the program's `<module>` (a forked
+    worker's too), else the one that took the signal, else the first."""
+    for _, frames in threads:
+        if frames and frames[-1].function == "<module>":
+            return frames
+    for current, frames in threads:
+        if current:
+            return frames
+    return threads[0][1] if threads else []
+
+
+def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
+    """Each process of a stack dump, in its order (the attempt's root first)."""
+    blocks: list[tuple[int, list[tuple[bool, list[Frame]]]]] = []
+    for line in (stack or "").splitlines():
+        if (header := _HEADER.match(line)) is not None:
+            blocks.append((int(header["pid"]), []))
+        elif not blocks:
+            continue
+        elif (thread := _THREAD.match(line)) is not None:
+            blocks[-1][1].append((thread["current"] is not None, []))
+        elif (frame := _frame(line)) is not None:
+            if not blocks[-1][1]:
+                blocks[-1][1].append((False, []))  # a thread's frames under no thread line
+            blocks[-1][1][-1][1].append(frame)
+    out = []
+    for pid, threads in blocks:
+        every = [f for _, frames in threads for f in frames]
+        worker = any(
+            f.path.endswith(_WORKER_LOOP[0]) and f.function == _WORKER_LOOP[1] for f in every
+        )
+        main = _main_thread(threads)
+        fetching = worker and any(f.path.endswith(_FETCH) for f in main)
+        frame = next((f for f in main if _is_user(f)), None)
+        out.append(HungProcess(pid, worker, fetching, frame))
+    return tuple(out)
+
+
+def stuck_worker(stack: str | None) -> HungProcess | None:
+    """The first DataLoader worker that was fetching an item in the user's code, if any."""
+    return next((p for p in hung_processes(stack) if p.fetching and p.frame), None)
+
+
+def where_stuck(stack: str | None) -> HungProcess | None:
+    """Where a hang sits as far as its stacks show: a worker stuck fetching an item in the
+    user's code, else the first process whose main thread was in the user's code."""
+    processes = hung_processes(stack)
+    worker = next((p for p in processes if p.fetching and p.frame), None)
+    return worker or next((p for p in processes if p.frame and not p.worker), None)
+
+
+def label_workers(stack: str) -> str:
+    """The dump with each DataLoader worker's header labelled (`--- pid 4242 (python
+    train.py) [DataLoader worker] ---`): its processes share one command line."""
+    workers = {p.pid for p in hung_processes(stack) if p.worker}
+    if not workers:
+        return stack
+
+    def label(line: str) -> str:
+        header = _HEADER.match(line)
+        if header is None or int(header["pid"]) not in workers:
+            return line
+        return f"{line.removesuffix(' ---')} {WORKER_LABEL} ---"
+
+    return "\n".join(label(line) for line in stack.split("\n"))
+
+
+__all__ = [
+    "WORKER_LABEL",
+    "Frame",
+    "HungProcess",
+    "hung_processes",
+    "label_workers",
+    "stuck_worker",
+    "where_stuck",
+]
