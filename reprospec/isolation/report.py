@@ -333,11 +333,21 @@ def _key_evidence(found: IsolateResult) -> list[tuple[str, Candidate]]:
 
 
 def _verdict(evidence: Candidate) -> str:
+    """`fails`, `undecided`, or `passes` with the clean attempts it rests on: those of the
+    tested sets that hold it and never failed (its own, and larger sets'), which a set that
+    never ran itself rests on alone. "(0/2 on the sets holding it)" read as if the failing
+    cell, which holds every set and failed 10/10, were not among them, and the passing cell
+    "passes" with 0 attempts of its own said nothing of why (nu22 LOW-9)."""
     if evidence.reproduces:
         return "fails"
     if evidence.reproduces is False:
-        if evidence.role in ("one-smaller", "base") and evidence.clean_evidence:
-            return f"passes (0/{evidence.clean_evidence} on the sets holding it)"
+        clean = evidence.clean_evidence
+        if evidence.role in ("one-smaller", "base") and clean:
+            itself = "not run itself: " if not evidence.tally.attempts else ""
+            return (
+                f"passes ({itself}{clean} clean attempt{'s' if clean != 1 else ''} "
+                "on the sets that hold it and never failed)"
+            )
         return "passes"
     return "undecided"
 
