@@ -157,7 +157,10 @@ def patterns_line(patterns: Sequence[str], every: str, none: str, code: bool = T
     is one of these" and "`a=1, c=1`: ..." read as covering every failing cell alone, where
     only the two together do (a failure of `a=1 and (b=1 or c=1)`).
     """
-    shown = " or ".join(inline_code(p) if code else p for p in patterns)
+    # Plain text brackets a pattern of several values: "a=1, b=1 or a=1, c=1" reads as a
+    # list of three.
+    plain = [f"({p})" if ", " in p and len(patterns) > 1 else p for p in patterns]
+    shown = " or ".join(inline_code(p) for p in patterns) if code else " or ".join(plain)
     if len(patterns) == 1:
         return f"{shown}: {every} is one of these, {none} is"
     return f"{shown}: {every} is one or the other, {none} is either"

@@ -114,7 +114,7 @@ def test_patterns_explain_what_no_value_nor_pair_does() -> None:
     (group,) = [g for g in outcome_groups(run) if g.failure]
     assert group.explanations == ()
     assert group.lines(code=False) == [
-        "a=true, b=true or a=true, c=true: every cell with this outcome is one or the "
+        "(a=true, b=true) or (a=true, c=true): every cell with this outcome is one or the "
         "other, no other cell is either"
     ]
     text = render(run, "md")
