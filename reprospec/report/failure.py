@@ -261,7 +261,7 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
                 key = signature_of(a) or outcome_phrase(a.ran)
                 counts[key] += 1
                 injected.setdefault(key, a.ran.injected)
-                if a.ran.kind == "hang" and not stuck.get(key):
+                if a.ran.kind == "hang" and key not in stuck:
                     stuck[key] = _hang_where(c, a, short)
     log = short(attempt.excerpt or "")
     message = short(clean_log(outcome.message or "").strip())
