@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final, Literal
 
+from reprospec.core.pysource import UNREADABLE
+
 # `nargs='+'` or `'*'`: every value up to the next option.
 MANY: Final = "many"
 Arity = int | Literal["many"]
@@ -38,7 +40,7 @@ def option_arities(source: str) -> dict[str, Arity]:
     it takes (`MANY` for `+`/`*`); {} where `source` is no Python."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except UNREADABLE:
         return {}
     found: dict[str, Arity | None] = {}
     for node in ast.walk(tree):

@@ -41,6 +41,7 @@ from pathlib import Path
 from reprospec import native
 from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.pysource import UNREADABLE
 from reprospec.core.rates import rate_floor, rate_of
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
@@ -892,7 +893,7 @@ def _collect(
         files[relative] = text
     try:
         tree = ast.parse(text)
-    except SyntaxError:
+    except UNREADABLE:
         return
     for node in ast.walk(tree):
         names: list[str] = []

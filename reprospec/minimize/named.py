@@ -28,6 +28,7 @@ from pathlib import Path
 
 from reprospec.core.inputs import Spec
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.pysource import UNREADABLE
 from reprospec.minimize.program import SKIPPED, Program
 from reprospec.plan.workfiles import file_in, script_files
 
@@ -180,7 +181,7 @@ def _named(program: Program, spec: Spec, *, listed: bool = True) -> set[str]:
     for _, source in program.files:
         try:
             tree = ast.parse(source)
-        except SyntaxError:
+        except UNREADABLE:
             continue
         texts += [
             n.value

@@ -23,6 +23,8 @@ import shlex
 import warnings
 from dataclasses import dataclass, replace
 
+from reprospec.core.pysource import UNREADABLE
+
 _EXPR = re.compile(r"\$\{\{.*?\}\}", re.S)
 # Folders of a workdir that no candidate needs (caches, version control, the results store).
 SKIPPED = frozenset(
@@ -111,7 +113,7 @@ def source_lines(text: str) -> int:
 def ast_nodes(text: str) -> int:
     try:
         tree = ast.parse(text)
-    except SyntaxError:
+    except UNREADABLE:
         return 0
     return sum(1 for _ in ast.walk(tree)) - 1  # the Module itself is no node of the program
 

@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.pysource import UNREADABLE
 from reprospec.core.rates import rate_of, wilson
 from reprospec.core.results import Rate
 from reprospec.core.words import interval_bounds
@@ -651,7 +652,7 @@ def _top_level_units(program: Program) -> int:
     for _, text in program.files:
         try:
             count += len(ast.parse(text).body)
-        except SyntaxError:
+        except UNREADABLE:
             continue
     return count
 

@@ -50,6 +50,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
+from reprospec.core.pysource import UNREADABLE
 from reprospec.minimize.program import Program
 
 Reducer = Generator[Program, bool, Program]
@@ -144,7 +145,7 @@ def _reduce_file(program: Program, path: str) -> Reducer:
     text = current.source(path)
     try:
         ast.parse(text)
-    except SyntaxError:
+    except UNREADABLE:
         return current
     current = yield from _drop_unused(current, path)
     depth = 0

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec.core.pysource import UNREADABLE
 from reprospec.plan.shellwords import MAX_PARSE_BYTES
 
 # The calls that import a module named at run time: `__import__("torch")`,
@@ -61,7 +62,7 @@ def parse_imports(source: str | bytes, path: Path | None = None) -> Imports | No
         return Imports(())  # a module of constants, a config read as Python: no parse
     try:
         tree = ast.parse(source, filename=str(path) if path else "<string>")
-    except (SyntaxError, ValueError):
+    except UNREADABLE:
         return None
     names: list[str] = []
     for node in _import_statements(tree.body):

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.lazyre import Lazy
+from reprospec.core.pysource import UNREADABLE
 from reprospec.core.redact import sets_secret
 from reprospec.core.sections import JsonObject, JsonValue, Workload
 from reprospec.harness import HARNESS_ROOT
@@ -193,7 +194,7 @@ def paste_module(path: Path) -> _Pasted | None:
             return None
         source = path.read_text(encoding="utf-8")
         tree = ast.parse(source)
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, *UNREADABLE):
         return None
     lines = source.splitlines()
     drop: set[int] = set()

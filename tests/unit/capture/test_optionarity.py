@@ -45,6 +45,8 @@ def test_each_option_has_the_values_its_add_argument_call_says() -> None:
 def test_no_python_says_nothing() -> None:
     assert option_arities("def (:\n") == {}
     assert option_arities("x = 1\0") == {}
+    # Nested deeper than the parser goes (rv20 F2: capture's internal error).
+    assert option_arities("import argparse\nx = " + "+".join(["1"] * 3000) + "\n") == {}
 
 
 def test_the_script_or_module_is_read_from_the_workdir(tmp_path: Path) -> None:

@@ -103,3 +103,13 @@ def test_the_report_counts_each_file_in_the_layout_dir_holds_it_in() -> None:
     assert (sizes(whole).lines, sizes(whole).file_lines) == ((25, 25), (28, 28))
     assert _layout_note(whole) == []
     assert _layout_note(_result(_program("x = 1\nprint(x)\n"), _program("print(1)\n"))) == []
+
+
+def test_a_file_nested_deeper_than_python_reads_is_counted_as_no_python() -> None:
+    """rv20 F2: minimize of a program whose file Python's parser refuses for its depth (as
+    Python itself does when it runs it) stopped on the engine's RecursionError."""
+    from reprospec.minimize.program import ast_nodes
+
+    deep = "x = " + "+".join(["1"] * 3000) + "\n"
+    assert ast_nodes(deep) == 0
+    assert ast_nodes("x = 1 + 1\n") == 7  # Assign, Name, Store, BinOp, 1, Add, 1

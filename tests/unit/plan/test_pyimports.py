@@ -36,6 +36,9 @@ def test_a_source_not_read_is_none_never_importing_nothing(tmp_path: Path) -> No
     assert read_imports(tmp_path / "gone.py") is None
     # A source with no import in it at all needs no parse to say so.
     assert parse_imports("x = (\n") == Imports(())
+    # Nested deeper than the parser goes: Python itself refuses it (rv20 F2: the engine's
+    # RecursionError was an internal error of `run`).
+    assert parse_imports("import torch\nx = " + "+".join(["1"] * 3000) + "\n") is None
 
 
 def test_a_module_imported_by_a_run_time_name_is_said() -> None:
