@@ -7,7 +7,7 @@ so `--resume` runs again with exactly the options the run started with.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from os import PathLike
 from pathlib import Path
@@ -127,10 +127,12 @@ class RunOptions:
             raise UsageError(f"unknown runner {self.runner!r}: expected one of {names}")
         # `matrix_filters="w=2"` would be read a character at a time ("-m w: expected
         # AXIS=VALUE"); a list is kept as the tuple the frozen value needs.
-        for name in ("matrix_filters", "overrides"):
+        for name in ("matrix_filters", "overrides", "preload"):
             value = getattr(self, name)
-            if isinstance(value, str):
-                raise UsageError(f"{name} takes a sequence of strings, got one string {value!r}")
+            if value is None and name == "preload":
+                continue  # the spec's run.preload
+            if isinstance(value, str) or not isinstance(value, Iterable):
+                raise UsageError(f"{name} takes a sequence of strings, got {value!r}")
             object.__setattr__(self, name, tuple(value))
         # The bounds `-j` and `--repeat` have (docs/limits.md), for the API's callers too:
         # repeat=10**6 would otherwise plan a million attempts per cell.

@@ -84,6 +84,13 @@ def test_options_from_python_are_checked_and_kept_as_the_engine_reads_them() -> 
         reprospec.RunOptions(matrix_filters="workers=2")  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="overrides takes a sequence of strings"):
         reprospec.RunOptions(overrides="run.repeat=2")  # type: ignore[arg-type]
+    # rv20 F6: preload too, and a value that is no sequence at all.
+    with pytest.raises(UsageError, match="preload takes a sequence of strings, got 'torch'"):
+        reprospec.RunOptions(preload="torch")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="matrix_filters takes a sequence of strings, got None"):
+        reprospec.RunOptions(matrix_filters=None)  # type: ignore[arg-type]
+    assert reprospec.RunOptions(preload=["torch"]).preload == ("torch",)  # type: ignore[arg-type]
+    assert reprospec.RunOptions().preload is None
     # A list is kept as a tuple (the value stays hashable); an interpreter given as a Path
     # is the str the runners take.
     options = reprospec.RunOptions(
