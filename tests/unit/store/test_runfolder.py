@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reprospec.store.runfolder import RunFolder
+from reprospec.store.runfolder import SPARE, RunFolder
 
 
 def _attempt(folder: RunFolder, cell: str, number: int, files: dict[str, str]) -> Path:
@@ -31,6 +31,43 @@ def test_a_silent_attempt_leaves_no_folder_and_its_cell_goes_when_it_ends(
     assert not (folder.cells / "a=1").exists()
     assert folder.cells.is_dir()
     folder.end_cells(["a=1"])  # again, or a cell that made no folder: no error
+
+
+def test_a_silent_pass_hands_its_empty_folder_to_the_cells_next_attempt(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run").create()
+    first = _attempt(folder, "a=1", 1, {"stdout.log": "", "events.jsonl": ""})
+    (first / "stack.txt").write_text("")
+    assert folder.prune("a=1", 1)
+    spare = folder.cells / "a=1" / SPARE
+    # Renamed, not removed: the next attempt's folder is a rename, not a mkdir (and the
+    # rmdir before it), which cost a silent pass about 50 us of the engine's CPU.
+    assert spare.is_dir()
+    assert not first.exists()
+    assert list(spare.iterdir()) == []
+    assert folder.attempt_folders() == []  # no attempt's folder
+    second = folder.attempt_dir("a=1", 2)
+    assert second.is_dir()
+    assert list(second.iterdir()) == []
+    assert not spare.exists()
+    # One that wrote something is kept as it is, and the spare waits for the next.
+    (second / "stdout.log").write_text("hello\n")
+    assert not folder.prune("a=1", 2)
+    assert (second / "stdout.log").read_text() == "hello\n"
+    assert not spare.exists()
+    _attempt(folder, "a=1", 3, {})
+    assert folder.prune("a=1", 3)
+    assert spare.is_dir()
+    # A folder of files already there (a resumed attempt's) is reused as it is.
+    assert folder.attempt_dir("a=1", 2) == second
+    assert (second / "stdout.log").read_text() == "hello\n"
+    assert spare.is_dir()
+    folder.end_cells(["a=1"])
+    assert not spare.exists()
+    assert sorted(p.name for p in (folder.cells / "a=1").iterdir()) == ["2"]
+    _attempt(folder, "b=2", 1, {})
+    assert folder.prune("b=2", 1)
+    folder.end_cells(["b=2"])
+    assert not (folder.cells / "b=2").exists()
 
 
 def test_what_an_attempt_wrote_stays_and_the_empty_files_go(tmp_path: Path) -> None:
