@@ -51,10 +51,14 @@ class AttemptExecutor:
         if result is not None and result.ran is not None and result.ran.kind == "pass":
             # A pass is in the store; its folder keeps only what it printed (runfolder.py).
             self.folder.prune(plan.cell.id, plan.attempt)
-        elif result is not None and result.ran is not None and plan.instances is None:
+            return result
+        if result is not None and result.ran is not None and plan.instances is None:
             # Any other that ran keeps every file, its empty logs too (a command's are
             # made at their first byte).
             keep_logs(self.folder.path / self.folder.attempt_logs(plan.cell.id, plan.attempt))
+        # Every folder that stays loses its blank in-flight record (only a silent pass's
+        # hands it on, `prune`): the attempt is over, and the record was the engine's.
+        self.folder.clear_record(plan.cell.id, plan.attempt)
         return result
 
     def _run(

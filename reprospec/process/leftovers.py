@@ -34,6 +34,9 @@ from reprospec.errors import UsageError
 from reprospec.process import watchdog
 
 INFLIGHT = "inflight.json"
+# An attempt's record in a folder the run folder reuses (`Flight(reuse=True)`): padded with
+# spaces to this size, and all spaces once its attempt is over. A blank record ends nothing.
+RECORD_SIZE = 256
 # A container that is no attempt (the environment capture, a package check) has its
 # record beside the attempt's or the run's: `inflight-envinfo.json`, `inflight-probe.json`.
 INFLIGHT_PREFIX = "inflight-"
@@ -239,7 +242,14 @@ def _engine_json(engine: Engine) -> str:
 
 
 class Flight:
-    """An attempt's registration with the watchdog and in its record file, begin to end."""
+    """An attempt's registration with the watchdog and in its record file, begin to end.
+
+    `reuse`: the record stays where it is when the attempt ends, overwritten with spaces
+    (`RECORD_SIZE` of them), and a record already there is overwritten in place: a silent
+    pass's folder is handed to its cell's next attempt with its blank record
+    (store/runfolder.py), and a file created and unlinked per attempt cost the engine
+    about four times the overwrites (26 against 8 us on ext4; issue 30, item 5).
+    """
 
     def __init__(
         self,
@@ -247,10 +257,15 @@ class Flight:
         token: str,
         tag: int | None,
         container: str | None = None,
+        *,
+        reuse: bool = False,
     ) -> None:
         # A str: the os calls of begin and end take it without a conversion each.
         self.path = None if record is None else os.fspath(record)
         self.data = InFlight(token, tag, container=container, engine=Engine.me())
+        self.reuse = reuse
+        # The record's descriptor from begin to end, where it was written padded.
+        self._fd = -1
 
     def begin(self) -> None:
         """Before anything of the attempt starts: the watchdog is told, the record written.
@@ -266,7 +281,19 @@ class Flight:
 
     def end(self) -> None:
         """After every process (and container) of the attempt is gone."""
-        if self.path is not None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            try:
+                # One write, as the record's: a blank record ends nothing (`reap`).
+                blanked = os.pwrite(fd, _BLANK, 0) == RECORD_SIZE
+            except OSError:
+                blanked = False
+            finally:
+                os.close(fd)
+            if not blanked and self.path is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path)  # noqa: PTH108
+        elif self.path is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self.path)  # noqa: PTH108
         if self.data.tag is not None:
@@ -277,17 +304,43 @@ class Flight:
     def _write(self) -> None:
         if self.path is None:
             return
+        text = self.data.to_json().encode("utf-8")
         # In place, with one write(): a process that dies lands the whole of a small write
         # or none of it, and this one is made before anything of the attempt starts, so an
-        # empty record (the engine killed between open and write) has nothing to end. No
-        # write aside and rename: a rename per attempt costs more than the rest of it. os
-        # calls, no file object: a file object costs three more calls.
+        # empty (or blank) record (the engine killed between open and write) has nothing to
+        # end. No write aside and rename: a rename per attempt costs more than the rest of
+        # it. os calls, no file object: a file object costs three more calls.
+        if self.reuse and len(text) <= RECORD_SIZE:
+            # Over the blank record a reused folder holds, all of it (no O_TRUNC: that
+            # frees the file's block for the write to take another), or into a new file.
+            with contextlib.suppress(OSError):
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                try:
+                    os.pwrite(fd, text.ljust(RECORD_SIZE), 0)
+                    if os.fstat(fd).st_size > RECORD_SIZE:
+                        # Longer than a blank record (one `reap` could not read and kept):
+                        # what is past this one would make it unreadable too.
+                        os.ftruncate(fd, RECORD_SIZE)
+                except OSError:
+                    os.close(fd)
+                    raise
+                self._fd = fd
+            return
         with contextlib.suppress(OSError):
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
             try:
-                os.write(fd, self.data.to_json().encode("utf-8"))
+                os.write(fd, text)
             finally:
                 os.close(fd)
+
+
+_BLANK = b" " * RECORD_SIZE
+
+
+def blank(text: str) -> bool:
+    """Whether a record's text ends nothing: empty (the engine died between creating it and
+    its one write) or spaces (its attempt is over, `Flight(reuse=True)`)."""
+    return not text.strip()
 
 
 # -- what a dead engine left -------------------------------------------------------------
@@ -313,9 +366,10 @@ def reap(run_dir: Path) -> tuple[str, ...]:
             text = path.read_text("utf-8")
         except (OSError, ValueError):
             continue
-        if not text:
+        if blank(text):
             # The engine died between creating the record and its one write, before
-            # anything of the attempt started (Flight.begin): nothing to end, nothing to keep.
+            # anything of the attempt started (Flight.begin), or the attempt was over and
+            # its record blanked (Flight.end): nothing to end, nothing to keep.
             with contextlib.suppress(OSError):
                 path.unlink()
             continue
@@ -383,9 +437,11 @@ def _remove_container(name: str, token: str) -> bool:
 
 __all__ = [
     "INFLIGHT",
+    "RECORD_SIZE",
     "Engine",
     "Flight",
     "InFlight",
+    "blank",
     "new_tag",
     "reap",
     "start_time",

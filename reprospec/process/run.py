@@ -209,6 +209,7 @@ def run_process(
     start: Start | None = None,
     record: Path | str | None = None,
     stall: ProgressWatch | None = None,
+    reuse_record: bool = False,
 ) -> ProcessResult:
     """Run `argv` as an attempt in its own session and return once every process of it is gone.
 
@@ -218,7 +219,9 @@ def run_process(
     With `native`, the attempt may dump core (read, then deleted, after it ends) and a
     hang's processes get gdb attached before they are killed (native.py). `record`:
     the attempt's in-flight record while it runs (leftovers.py: what `--resume` ends
-    if the engine dies). `start` starts the root instead of `popen_attempt(argv, ...)`
+    if the engine dies); with `reuse_record` it is written over one already there and left
+    blank at the end (`leftovers.Flight`'s `reuse`: the folder is the run folder's to
+    reuse or clear). `start` starts the root instead of `popen_attempt(argv, ...)`
     (a fork of a preload server: forkserver.py); the root must be in a session of its
     own and carry the tag. `stall`: `run.stall`'s watch, asked at each sweep of the loop
     below; when it says the attempt stalled, the attempt ends as at the timeout (its
@@ -232,7 +235,7 @@ def run_process(
     started = utc_now()
     started_wall = time.time()
     begin = time.monotonic()
-    flight = leftovers.Flight(record, token, tag)
+    flight = leftovers.Flight(record, token, tag, reuse=reuse_record)
     flight.begin()
     tree.RUNNING_TAGS.add(tag)
     limit = pidlimit.create()

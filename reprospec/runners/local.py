@@ -505,6 +505,9 @@ class LocalRunner:
                 start=launcher,
                 record=os.path.join(log_dir, leftovers.INFLIGHT),  # noqa: PTH118 (os calls use it)
                 stall=stall,
+                # An attempt's own folder (not an instance's): the run folder hands a silent
+                # pass's folder, its blank record in it, to the cell's next attempt.
+                reuse_record=instance is None,
             )
         except (run.OutputLost, run.AttemptLost) as exc:
             return infra(str(exc.strerror), warnings)

@@ -19,8 +19,9 @@ OUT/                          --out (default .reprospec/)
                               that passed keeps only its files that are not empty, and no
                               folder at all when every one was (`prune`); a cell whose
                               attempts left none has no folder once it ends (`end_cells`)
-    cells/CELL/.spare/        while the cell runs: the empty folder of its last silent pass,
-                              renamed to the next attempt's (`attempt_dir`)
+    cells/CELL/.spare/        while the cell runs: the folder of its last silent pass (its
+                              empty events.jsonl, its blank in-flight record), renamed to
+                              the next attempt's (`attempt_dir`)
 
 A run of many cells that pass in silence would otherwise leave three empty files and two
 folders per cell (12,291 files, 40 MB of folder blocks for 4,096 cells of `true`): every
@@ -30,6 +31,7 @@ and reads an attempt's files only where they exist.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -52,6 +54,13 @@ CELLS = "cells"
 # The empty folder a silent pass leaves its cell for the next attempt (`prune`, `attempt_dir`):
 # a dot first, so no attempt number names it.
 SPARE = ".spare"
+# What a silent pass's folder hands on with it, by name and size: its empty events.jsonl
+# (process/childprotocol.py's EVENTS) and its blank in-flight record (process/leftovers.py's
+# INFLIGHT, RECORD_SIZE), spelled here so that a reader of the run folder imports neither.
+_EVENTS = "events.jsonl"
+_INFLIGHT = "inflight.json"
+_HANDED = (_EVENTS, _INFLIGHT)
+_HANDED_SIZES = frozenset({(0, _EVENTS), (256, _INFLIGHT)})
 # A Slurm run's folder under a shared --out, and its merged run's --out inside it
 # (OUT/slurm/<slurm-run-id>/merged/runs/<run-id>/: slurm/__init__.py).
 SLURM = "slurm"
@@ -222,23 +231,40 @@ class RunFolder:
 
         Called for an attempt that passed, once it is over (nothing writes there any
         more): what it printed stays, the empty logs and events file go, and a silent
-        attempt leaves no folder: its empty folder becomes the cell's spare (`SPARE`), which
-        the cell's next attempt takes (`attempt_dir`). The cell's folder stays for its next
-        attempt, and `end_cells` removes both if it ends empty.
+        attempt leaves no folder: its folder becomes the cell's spare (`SPARE`), with its
+        empty events.jsonl and blank in-flight record (`leftovers.Flight`'s `reuse`), and
+        the cell's next attempt takes all three (`attempt_dir`), where each silent pass
+        cost the engine a mkdir, two files created and their unlinks and an rmdir. The
+        cell's folder stays for its next attempt, and `end_cells` removes both if it ends
+        empty.
         """
         # str paths and os calls: this runs once per attempt that passed.
         folder = os.path.join(self.path, CELLS, cell_folder(cell_id), str(attempt))  # noqa: PTH118
-        if not _remove_empty_files(folder):
-            return _remove_empty(folder)  # something stays (or could not be read)
-        try:
-            # Only an empty folder (a rename moves a full one as well), onto nothing or onto
-            # the empty spare another attempt of the cell left (-j 2), which it replaces.
-            os.rename(folder, self._spare(cell_id))  # noqa: PTH104
-        except FileNotFoundError:
-            return True
-        except OSError:
-            return _remove_empty(folder)
-        return True
+        handed: list[str] = []
+        if _remove_empty_files(folder, handed):
+            try:
+                # Only a folder of nothing else (a rename moves a full one as well), onto
+                # nothing or onto the spare another attempt of the cell left (-j 2): an
+                # empty one is replaced, one with files refuses (then this one is cleared).
+                os.rename(folder, self._spare(cell_id))  # noqa: PTH104
+            except FileNotFoundError:
+                return True
+            except OSError:
+                pass
+            else:
+                return True
+        for path in handed:
+            with contextlib.suppress(OSError):
+                os.unlink(path)  # noqa: PTH108
+        return _remove_empty(folder)
+
+    def clear_record(self, cell_id: str, attempt: int) -> None:
+        """Remove the attempt's blank in-flight record (`leftovers.Flight`'s `reuse`) from a
+        folder that stays (a failure's, an interrupted attempt's): only the run folder
+        hands one on, in a silent pass's folder (`prune`)."""
+        record = os.path.join(self.path, self.attempt_logs(cell_id, attempt), _INFLIGHT)  # noqa: PTH118
+        with contextlib.suppress(OSError):
+            os.unlink(record)  # noqa: PTH108
 
     def _spare(self, cell_id: str) -> str:
         return os.path.join(self.path, CELLS, cell_folder(cell_id), SPARE)  # noqa: PTH118
@@ -248,8 +274,12 @@ class RunFolder:
         attempts left one, with the spare its silent passes handed on."""
         for cell_id in cell_ids:
             cell = os.path.join(self.path, CELLS, cell_folder(cell_id))  # noqa: PTH118
+            spare = self._spare(cell_id)
             with _CELL_FOLDERS:
-                _remove_empty(self._spare(cell_id))
+                for name in _HANDED:
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(spare, name))  # noqa: PTH108, PTH118
+                _remove_empty(spare)
                 _remove_empty(cell)
 
     def create(self) -> RunFolder:
@@ -291,11 +321,14 @@ class RunFolder:
         return not engine.alive()
 
 
-def _remove_empty_files(folder: str) -> bool:
+def _remove_empty_files(folder: str, handed: list[str] | None = None) -> bool:
     """Remove the empty files under `folder`, and the folders under it that end empty;
     whether `folder` itself ends empty (False also where it could not be listed).
 
-    One scandir per folder and one lstat per file: this runs once per attempt that passed.
+    With `handed`: `folder`'s own empty events.jsonl and blank in-flight record are left
+    for the cell's next attempt (`RunFolder.prune`) and their paths added to it; `folder`
+    ends empty when they are all it holds. One scandir per folder and one lstat per
+    file: this runs once per attempt that passed.
     """
     try:
         entries = list(os.scandir(folder))
@@ -308,9 +341,14 @@ def _remove_empty_files(folder: str) -> bool:
                 _remove_empty_files(entry.path)
                 if _remove_empty(entry.path):
                     continue
-            elif entry.stat(follow_symlinks=False).st_size == 0:
-                os.unlink(entry.path)  # noqa: PTH108
-                continue
+            else:
+                size = entry.stat(follow_symlinks=False).st_size
+                if handed is not None and (size, entry.name) in _HANDED_SIZES:
+                    handed.append(entry.path)
+                    continue
+                if size == 0:
+                    os.unlink(entry.path)  # noqa: PTH108
+                    continue
         except OSError:
             pass  # gone already, or not ours to remove: it stays
         emptied = False

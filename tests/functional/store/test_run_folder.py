@@ -120,3 +120,28 @@ def test_bundle_and_merge_carry_what_there_is(
     merged_run = next((tmp_path / "m" / "runs").iterdir())
     assert _attempt_files(merged_run) == _attempt_files(run_dir)
     assert len(json.loads((merged_run / "results.json").read_text())["cells"]) == 6
+
+
+def test_a_failure_after_a_silent_pass_keeps_its_files_and_no_record(tmp_path: Path) -> None:
+    # Attempt 2 runs in the folder attempt 1 handed on (its empty events.jsonl and blank
+    # in-flight record in it): the failure keeps every file of its own, and not the record.
+    spec = tmp_path / "turns.yaml"
+    spec.write_text(
+        textwrap.dedent(
+            """\
+            reprospec: 1
+            name: turns
+            command: [sh, -c, "[ ${{ attempt }} = 2 ] && exit 3; exit 0"]
+            run: {repeat: 4}
+            expect: {outcome: pass}
+            """
+        )
+    )
+    result = run_cli(tmp_path / "out", "run", str(spec), "-j", "1")
+    assert result.code == 1, result.stderr
+    run_dir = result.latest_run()
+    assert _attempt_files(run_dir) == {"default/2": ["events.jsonl", "stderr.log", "stdout.log"]}
+    assert not list(run_dir.rglob("inflight*.json"))
+    assert not list(run_dir.rglob(".spare"))
+    attempts = result.results()["cells"][0]["attempts"]
+    assert [a["outcome"]["kind"] for a in attempts] == ["pass", "error", "pass", "pass"]

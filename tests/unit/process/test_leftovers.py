@@ -39,3 +39,40 @@ def test_a_record_is_the_json_of_its_fields(tmp_path: Path) -> None:
     assert json.loads(path.read_text()) == flight.data.to_dict()
     flight.end()
     assert not path.exists()
+
+
+def test_a_reused_record_is_written_over_the_one_there_and_left_blank(tmp_path: Path) -> None:
+    path = tmp_path / leftovers.INFLIGHT
+    first = leftovers.Flight(path, "ab" * 16, None, reuse=True)
+    first.begin()
+    # Padded with spaces to its size, and the JSON of its fields all the same.
+    assert path.stat().st_size == leftovers.RECORD_SIZE
+    assert json.loads(path.read_text()) == first.data.to_dict()
+    inode = path.stat().st_ino
+    first.end()
+    # Left where it is, blank: it ends nothing, and `reap` removes it as an empty one.
+    assert path.read_text() == " " * leftovers.RECORD_SIZE
+    assert leftovers.blank(path.read_text())
+    second = leftovers.Flight(path, "cd" * 16, None, reuse=True)
+    second.begin()
+    assert path.stat().st_ino == inode  # the same file, written over
+    assert json.loads(path.read_text()) == second.data.to_dict()
+    second.end()
+    run = tmp_path / "run"
+    kept = run / "cells" / "c" / "1" / leftovers.INFLIGHT
+    kept.parent.mkdir(parents=True)
+    path.replace(kept)
+    assert leftovers.reap(run) == ()
+    assert not kept.exists()
+
+
+def test_a_reused_record_longer_than_a_blank_one_is_cut_to_its_own(tmp_path: Path) -> None:
+    # One `reap` could not read and kept, in the folder of an attempt run again: what is
+    # past the new record must not make it unreadable in turn.
+    path = tmp_path / leftovers.INFLIGHT
+    path.write_text("x" * (3 * leftovers.RECORD_SIZE))
+    flight = leftovers.Flight(path, "ab" * 16, None, reuse=True)
+    flight.begin()
+    assert json.loads(path.read_text()) == flight.data.to_dict()
+    flight.end()
+    assert path.read_text() == " " * leftovers.RECORD_SIZE

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reprospec.process.childprotocol import EVENTS
+from reprospec.process.leftovers import INFLIGHT, RECORD_SIZE
+from reprospec.store import runfolder
 from reprospec.store.runfolder import SPARE, RunFolder
 
 
@@ -43,11 +46,11 @@ def test_a_silent_pass_hands_its_empty_folder_to_the_cells_next_attempt(tmp_path
     # rmdir before it), which cost a silent pass about 50 us of the engine's CPU.
     assert spare.is_dir()
     assert not first.exists()
-    assert list(spare.iterdir()) == []
+    assert [p.name for p in spare.iterdir()] == [EVENTS]  # empty: the next attempt's
     assert folder.attempt_folders() == []  # no attempt's folder
     second = folder.attempt_dir("a=1", 2)
     assert second.is_dir()
-    assert list(second.iterdir()) == []
+    assert [p.name for p in second.iterdir()] == [EVENTS]
     assert not spare.exists()
     # One that wrote something is kept as it is, and the spare waits for the next.
     (second / "stdout.log").write_text("hello\n")
@@ -215,3 +218,42 @@ def test_a_merged_slurm_run_was_made_under_the_shared_out_not_its_merge_folder(
     shard = RunFolder.of(slurm / "shards" / "1", "20261201-000003-s-dddd")
     assert shard.merged_of is None
     assert shard.made_under == slurm / "shards" / "1"
+
+
+def test_a_silent_pass_hands_on_its_empty_events_and_blank_record_and_no_other_folder_keeps_them(
+    tmp_path: Path,
+) -> None:
+    folder = RunFolder(tmp_path / "run").create()
+    blank = " " * RECORD_SIZE
+    first = _attempt(folder, "a=1", 1, {EVENTS: "", INFLIGHT: blank, "stdout.log": ""})
+    inodes = {name: (first / name).stat().st_ino for name in (EVENTS, INFLIGHT)}
+    assert folder.prune("a=1", 1)
+    second = folder.attempt_dir("a=1", 2)
+    # The next attempt's folder holds them, the same files: none created, none unlinked.
+    assert sorted(p.name for p in second.iterdir()) == [EVENTS, INFLIGHT]
+    assert {name: (second / name).stat().st_ino for name in inodes} == inodes
+    assert (second / INFLIGHT).read_text() == blank
+    # A pass that printed keeps what it printed, and neither of them.
+    (second / "stdout.log").write_text("hello\n")
+    assert not folder.prune("a=1", 2)
+    assert sorted(p.name for p in second.iterdir()) == ["stdout.log"]
+    # A record that is not a blank one's size (its attempt's own command wrote to it) is
+    # no blank record: kept where it is, with the folder.
+    third = _attempt(folder, "a=1", 3, {EVENTS: "", INFLIGHT: blank + "x"})
+    assert not folder.prune("a=1", 3)
+    assert sorted(p.name for p in third.iterdir()) == [INFLIGHT]
+    # A folder that stays (a failure's) loses its blank record.
+    fourth = _attempt(folder, "a=1", 4, {EVENTS: "", INFLIGHT: blank})
+    folder.clear_record("a=1", 4)
+    assert sorted(p.name for p in fourth.iterdir()) == [EVENTS]
+    _attempt(folder, "a=1", 5, {EVENTS: "", INFLIGHT: blank})
+    assert folder.prune("a=1", 5)
+    assert (folder.cells / "a=1" / SPARE / INFLIGHT).exists()
+    folder.end_cells(["a=1"])
+    assert not (folder.cells / "a=1" / SPARE).exists()
+    assert sorted(p.name for p in (folder.cells / "a=1").iterdir()) == ["2", "3", "4"]
+
+
+def test_the_run_folder_spells_the_child_protocol_and_record_names_as_their_modules() -> None:
+    # Spelled in runfolder.py so that a reader of the run folder imports neither module.
+    assert {(0, EVENTS), (RECORD_SIZE, INFLIGHT)} == runfolder._HANDED_SIZES
