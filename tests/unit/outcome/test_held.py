@@ -104,3 +104,35 @@ def test_cells_made_as_they_are_read_are_masked_as_results_json_has_them(
     for cell in plain.cells:
         judged.add(cell, (passed,))
     assert [c.cell for c in judged.all({}, interrupted=False)] == list(plain.cells)
+
+
+def test_a_light_pass_is_found_by_what_it_is_made_of_and_made_where_that_differs(
+    tmp_path: Path,
+) -> None:
+    judged = JudgedCells(make_plan(tmp_path, "run: {repeat: 4}\nexpect: {outcome: pass}\n"))
+    passed = Outcome(kind="pass", exit_code=0, duration_s=0.12, pid=41)
+    in_child = replace(passed, where="child", pid=43)
+    base = AttemptResult(
+        1, 0.1234, passed, True, (), logs="cells/default/1", started="t1", finished="t2"
+    )
+    attempts = [
+        base,
+        replace(base, duration_s=0.1201, logs="x", started="t3", finished="t4"),
+        replace(base, duration_s=0.2),
+        replace(base, outcome=in_child),
+        replace(base, outcome=replace(in_child, pid=44)),
+        replace(base, warnings=("a warning",)),
+    ]
+    outcomes = [passed, passed, passed, in_child, replace(in_child, pid=44), passed]
+    lights = [judged._light(a) for a in attempts]
+    # Each is what the two `replace` calls make of it...
+    for attempt, outcome, light in zip(attempts, outcomes, lights, strict=True):
+        pid = outcome.pid if outcome.where == "child" else None
+        assert light == replace(
+            attempt, started="", finished="", logs="", duration_s=round(attempt.duration_s, 2),
+            outcome=replace(outcome, duration_s=0.0, pid=pid),
+        )  # fmt: skip
+    # ...alike ones one object, the others apart (a child's pid, a warning, the duration).
+    assert lights[1] is lights[0]
+    assert len({id(light) for light in lights}) == 5
+    assert judged._light(replace(attempts[3], logs="y")) is lights[3]
