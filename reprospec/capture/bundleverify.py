@@ -8,9 +8,9 @@ temporary folder, away from the tree it was made from, and runs its spec there a
 `reprospec run FILE --yes` does (the run's `-m` filters, `--timeout`, observe mode and
 runner) on the run's failing cells, each once, or as often as the run tried it where its
 attempts did not all end alike or it expects a rate (one attempt of a flaky cell says
-nothing). Per cell it says whether the rerun gives the run's verdict and, where it does
-not, the files the rerun's output says were missing (`No such file or directory:
-'../common/cfg.json'`) that are in the tree here, absent from the archive.
+nothing). Per cell it says whether the rerun gives the run's verdict and signatures, and,
+whatever came back, the files the rerun's output says were missing (`No such file or
+directory: '../common/cfg.json'`) that are in the tree here, absent from the archive.
 
 A file read by its absolute path (/tmp/settings.json) is still there on this machine, so
 the rerun finds it: the rerun's Python processes record what they open (the record
@@ -81,7 +81,9 @@ class Missing:
 @dataclass(frozen=True)
 class CellCheck:
     """One cell of the run, rerun from the unpacked archive: the run's verdict and the
-    rerun's, and whether the rerun counts as the run's (`reproduced`)."""
+    rerun's, whether the rerun's outcome counts as the run's (`reproduced`), the rerun's
+    signatures no attempt of the run had (`unlike`: what came back instead), and the files
+    the rerun looked for that the archive lacks (`missing`, whether or not it came back)."""
 
     cell: str
     verdict: VerdictKind
@@ -91,6 +93,12 @@ class CellCheck:
     attempts: int  # the rerun's
     reproduced: bool
     missing: tuple[Missing, ...] = ()
+    unlike: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """It came back, and looked for no file the archive lacks."""
+        return self.reproduced and not self.missing
 
 
 @dataclass(frozen=True)
@@ -108,10 +116,9 @@ class BundleCheck:
 
     @property
     def reproduced(self) -> bool:
-        """Every checked cell came back as the run had it (and one was checked)."""
-        return (
-            bool(self.checked) and not self.interrupted and all(c.reproduced for c in self.checked)
-        )
+        """Every checked cell came back as the run had it, looking for no file the archive
+        lacks (and one was checked)."""
+        return bool(self.checked) and not self.interrupted and all(c.complete for c in self.checked)
 
 
 def verify(packed: Packed, run: RunResult, run_dir: Path, execute: Execute) -> BundleCheck:
@@ -260,15 +267,18 @@ class _Places:
 
 
 def _compare(original: CellResult, again: CellResult, ran_in: Path, places: _Places) -> CellCheck:
-    """The run's cell against its rerun: the same verdict and, where that verdict is not
-    `reproduced` (observed, not-reproduced, undecided: it says nothing of what happened),
-    the run's most common outcome among the rerun's."""
-    same = again.verdict == original.verdict
+    """The run's cell against its rerun: the same verdict; no signature the run's attempts
+    never had (`expect: {outcome: error}` is `reproduced` by a FileNotFoundError as by the
+    run's RuntimeError); and, where that verdict is not `reproduced` (it says nothing of
+    what happened), the run's most common outcome among the rerun's. A flaky cell's rerun
+    may end in any of the run's ways, not each (a rare one can miss by chance). Missing
+    files are read whatever came back: a program may log one and end alike without it."""
+    common = Counter(a.ran.signature for a in original.attempts if a.ran is not None)
+    seen = {a.ran.signature for a in again.attempts if a.ran is not None}
+    unlike = tuple(sorted(seen - set(common)))
+    same = again.verdict == original.verdict and bool(seen) and not unlike
     if same and original.verdict != "reproduced":
-        common = Counter(a.ran.signature for a in original.attempts if a.ran is not None)
-        seen = {a.ran.signature for a in again.attempts if a.ran is not None}
         same = common.most_common(1)[0][0] in seen
-    missing = () if same else _missing(again, ran_in, places)
     return CellCheck(
         cell=original.cell.id,
         verdict=original.verdict,
@@ -277,7 +287,8 @@ def _compare(original: CellResult, again: CellResult, ran_in: Path, places: _Pla
         rerun=attempts_phrase(again.attempts),
         attempts=len(again.attempts),
         reproduced=same,
-        missing=missing,
+        missing=_missing(again, ran_in, places),
+        unlike=unlike,
     )
 
 
@@ -348,11 +359,13 @@ def report_lines(check: BundleCheck, archive: Path, run_id: str) -> list[str]:
     for cell in check.checked:
         if cell.reproduced:
             lines.append(f"verify: {cell.cell}: as in the run: {cell.rerun_verdict} ({cell.rerun})")
-            continue
-        lines.append(
-            f"verify: {cell.cell}: not as in the run: the run was {cell.verdict} ({cell.ran}), "
-            f"the bundle's rerun {cell.rerun_verdict} ({cell.rerun})"
-        )
+        else:
+            unlike = ", ".join(cell.unlike)
+            instead = f"; it ended in {unlike}, as no attempt of the run did" if unlike else ""
+            lines.append(
+                f"verify: {cell.cell}: not as in the run: the run was {cell.verdict} "
+                f"({cell.ran}), the bundle's rerun {cell.rerun_verdict} ({cell.rerun}){instead}"
+            )
         for missing in cell.missing:
             lines.append(
                 f"verify: {cell.cell}: the bundle lacks {missing.named} ({missing.path}), "
@@ -361,6 +374,8 @@ def report_lines(check: BundleCheck, archive: Path, run_id: str) -> list[str]:
     for skipped in check.skipped:
         lines.append(f"verify: not checked: {skipped}")
     count = f"{sum(c.reproduced for c in check.checked)}/{plural(len(check.checked), 'cell')}"
+    lacked = sum(len(c.missing) for c in check.checked)
+    lacks = f"; the bundle lacks {plural(lacked, 'file')} the program looked for" if lacked else ""
     if check.reproduced:
         read = (
             f"; it read {plural(len(check.outside), 'file')} outside it (named in a warning)"
@@ -377,7 +392,7 @@ def report_lines(check: BundleCheck, archive: Path, run_id: str) -> list[str]:
     elif not check.checked:
         why = f"no cell of run {run_id} ran, so none could be compared"
     else:
-        why = f"{count} of run {run_id} came back as in the run"
+        why = f"{count} of run {run_id} came back as in the run{lacks}"
     lines.append(f"not verified: {archive}: {why}; the archive is kept as written")
     lines.extend(f"verify: its run: {report}" for report in check.reports)
     return lines

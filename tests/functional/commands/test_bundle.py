@@ -473,6 +473,51 @@ def test_verify_names_the_file_a_bundle_lacks_and_exits_1(tmp_path: Path, cli: C
     assert len(list((out / "runs").iterdir())) == 1
 
 
+def test_verify_of_a_rerun_that_fails_otherwise_with_the_same_verdict_exits_1(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # rv20 F1: `expect: {outcome: error}` names no exception, so the rerun's
+    # FileNotFoundError (the bundle lacks data/cfg.json) is `reproduced` as the run's
+    # RuntimeError was: the verdicts alone said "as in the run" and "verified", exit 0.
+    project = tmp_path / "project"
+    (project / "data").mkdir(parents=True)
+    (project / "data" / "cfg.json").write_text('{"a": 1}\n')
+    (project / "job.py").write_text(
+        'import json\ncfg = json.load(open("data/cfg.json"))\n'
+        "raise RuntimeError(f\"boom {cfg['a']}\")\n"
+    )
+    spec = project / "spec.yaml"
+    spec.write_text("reprospec: 1\nname: sa\ncommand: python job.py\nexpect: {outcome: error}\n")
+    out = tmp_path / "store"
+    assert cli("run", str(spec), "--out", str(out)).code == 0
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    archive = tmp_path / "s.tgz"
+    checked = cli(
+        "bundle", "latest", "-o", str(archive), "--out", str(out), "--verify",
+        env={"TMPDIR": str(temp)},
+    )  # fmt: skip
+    assert checked.code == 1, checked.stdout + checked.stderr
+    assert "[1/1] default #1: error exit 1 FileNotFoundError" in checked.stderr
+    assert (
+        "verify: default: not as in the run: the run was reproduced (error exit 1 RuntimeError), "
+        "the bundle's rerun reproduced (error exit 1 FileNotFoundError); it ended in "
+        "error:FileNotFoundError, as no attempt of the run did"
+    ) in checked.stdout
+    lacks = project / "data" / "cfg.json"
+    assert f"the bundle lacks data/cfg.json ({lacks}), which the program looked for" in (
+        checked.stdout
+    )
+    assert "0/1 cell of run " in checked.stdout
+    assert "verified" not in checked.stdout.replace("not verified", "")
+    # With the file listed the bundle carries it, and the rerun ends as the run did.
+    spec.write_text(spec.read_text() + "files: [data/cfg.json]\n")
+    assert cli("run", str(spec), "--out", str(out)).code == 0
+    again = cli("bundle", "latest", "-o", str(archive), "--out", str(out), "--verify")
+    assert again.code == 0, again.stdout + again.stderr
+    assert "verify: default: as in the run: reproduced (error exit 1 RuntimeError)" in again.stdout
+
+
 def test_verify_of_a_file_outside_the_workdir_says_files_cannot_hold_it(
     tmp_path: Path, cli: Cli
 ) -> None:

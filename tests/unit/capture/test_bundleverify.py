@@ -15,7 +15,7 @@ from reprospec.capture.bundleverify import (
     report_lines,
 )
 from reprospec.core.inputs import Cell
-from reprospec.core.results import Outcome
+from reprospec.core.results import CellResult, Outcome
 from reprospec.core.units import RateBound
 from tests.support.runs import infra_run, segfault_matrix
 
@@ -62,6 +62,61 @@ def test_a_cell_is_flaky_where_its_attempts_differed_or_it_expects_a_rate() -> N
     assert flaky(replace(crashed, expected=rated))
 
 
+def _ended(cell: CellResult, *outcomes: Outcome, verdict: str = "reproduced") -> CellResult:
+    """`cell` with one attempt that ended in each of `outcomes`, and `verdict`."""
+    first = cell.attempts[0]
+    attempts = tuple(replace(first, attempt=n, outcome=o) for n, o in enumerate(outcomes, 1))
+    return replace(cell, attempts=attempts, verdict=verdict)  # type: ignore[arg-type]
+
+
+_RUNTIME = Outcome("error", exit_code=1, exception="RuntimeError", signature="error:RuntimeError")
+_LOST = Outcome(
+    "error", exit_code=1, exception="FileNotFoundError", signature="error:FileNotFoundError"
+)
+_PASSED = Outcome("pass", exit_code=0, signature="pass")
+
+
+def _compared(original: CellResult, again: CellResult) -> CellCheck:
+    from reprospec.capture.bundleverify import _compare, _Places
+
+    # No source tree: no missing file is looked for (another test reads the logs).
+    nowhere = Path("/nonexistent")
+    return _compare(original, again, nowhere, _Places(nowhere, None, {}, nowhere))
+
+
+def test_a_rerun_that_fails_otherwise_is_not_the_runs_though_its_verdict_is() -> None:
+    # rv20 F1: `expect: {outcome: error}` is `reproduced` by the rerun's FileNotFoundError
+    # (the bundle lacks data/cfg.json) as by the run's RuntimeError.
+    cell = next(c for c in segfault_matrix().cells if c.verdict == "reproduced")
+    run = _ended(cell, _RUNTIME)
+    check = _compared(run, _ended(cell, _LOST))
+    assert (check.verdict, check.rerun_verdict) == ("reproduced", "reproduced")
+    assert not check.reproduced
+    assert check.unlike == ("error:FileNotFoundError",)
+    assert _compared(run, _ended(cell, _RUNTIME)).reproduced
+
+
+def test_a_flaky_cells_rerun_may_end_in_any_of_the_runs_ways_and_in_no_other() -> None:
+    cell = next(c for c in segfault_matrix().cells if c.verdict == "reproduced")
+    crash = cell.attempts[0].outcome
+    assert isinstance(crash, Outcome)
+    run = _ended(cell, crash, crash, _PASSED)
+    # Fewer crashes, or none of the run's passes: each way the run ended, same verdict.
+    assert _compared(run, _ended(cell, crash, _PASSED, _PASSED)).reproduced
+    assert _compared(run, _ended(cell, crash, crash, crash)).reproduced
+    # A way no attempt of the run ended is another failure, though the crash came back.
+    mixed = _compared(run, _ended(cell, crash, crash, _LOST))
+    assert not mixed.reproduced
+    assert mixed.unlike == ("error:FileNotFoundError",)
+    # Where the verdict says nothing of what happened, the run's most common way must be
+    # among the rerun's.
+    seen = _ended(cell, crash, crash, _PASSED, verdict="observed")
+    assert _compared(seen, _ended(cell, _PASSED, crash, _PASSED, verdict="observed")).reproduced
+    assert not _compared(
+        seen, _ended(cell, _PASSED, _PASSED, _PASSED, verdict="observed")
+    ).reproduced
+
+
 def _check(**changes: object) -> CellCheck:
     cell = CellCheck(
         cell="default",
@@ -72,6 +127,7 @@ def _check(**changes: object) -> CellCheck:
         attempts=1,
         reproduced=False,
         missing=(Missing(Path("/proj/app/data.txt"), "data.txt"),),
+        unlike=("error:FileNotFoundError",),
     )
     return replace(cell, **changes)  # type: ignore[arg-type]
 
@@ -89,11 +145,28 @@ def test_a_cell_that_did_not_come_back_is_not_verified_and_names_its_file() -> N
     lines = report_lines(check, Path("b.tgz"), "RUN")
     assert lines == [
         "verify: default: not as in the run: the run was reproduced (error exit 1 KeyError), "
-        "the bundle's rerun not-reproduced (error exit 1 FileNotFoundError)",
+        "the bundle's rerun not-reproduced (error exit 1 FileNotFoundError); it ended in "
+        "error:FileNotFoundError, as no attempt of the run did",
         "verify: default: the bundle lacks data.txt (/proj/app/data.txt), which the program "
         "looked for: list data.txt in the spec's `files`",
-        "not verified: b.tgz: 0/1 cell of run RUN came back as in the run; the archive is "
-        "kept as written",
+        "not verified: b.tgz: 0/1 cell of run RUN came back as in the run; the bundle lacks "
+        "1 file the program looked for; the archive is kept as written",
+        "verify: its run: /tmp/v/report.md",
+    ]
+
+
+def test_a_cell_that_came_back_but_looked_for_a_file_the_bundle_lacks_is_not_verified() -> None:
+    came = _check(
+        reproduced=True, unlike=(), rerun_verdict="reproduced", rerun="error exit 1 KeyError"
+    )
+    check = BundleCheck((came,), (), (), Path("/tmp/v"), (Path("/tmp/v/report.md"),))
+    assert not check.reproduced
+    assert report_lines(check, Path("b.tgz"), "RUN") == [
+        "verify: default: as in the run: reproduced (error exit 1 KeyError)",
+        "verify: default: the bundle lacks data.txt (/proj/app/data.txt), which the program "
+        "looked for: list data.txt in the spec's `files`",
+        "not verified: b.tgz: 1/1 cell of run RUN came back as in the run; the bundle lacks "
+        "1 file the program looked for; the archive is kept as written",
         "verify: its run: /tmp/v/report.md",
     ]
 
@@ -107,14 +180,14 @@ def test_a_check_of_no_cell_or_an_interrupted_one_is_no_verification() -> None:
         "no cell of run RUN ran, so none could be compared"
         in report_lines(none, Path("b.tgz"), "RUN")[-1]
     )
-    came = _check(reproduced=True, missing=())
+    came = _check(reproduced=True, missing=(), unlike=())
     stopped = BundleCheck((came,), (), (), Path("/v"), (), interrupted=True)
     assert not stopped.reproduced
     assert "the verify was interrupted" in report_lines(stopped, Path("b.tgz"), "RUN")[-1]
 
 
 def test_a_read_outside_the_bundle_is_a_warning_not_a_failure() -> None:
-    came = _check(reproduced=True, missing=(), rerun_verdict="reproduced", rerun="error")
+    came = _check(reproduced=True, missing=(), unlike=(), rerun_verdict="reproduced", rerun="error")
     check = BundleCheck((came,), (), ("/tmp/settings.json",), Path("/v"), ())
     assert check.reproduced
     assert report_lines(check, Path("b.tgz"), "RUN") == [
