@@ -132,6 +132,9 @@ def amplify_spec(
     from reprospec import api
 
     cancel = cancel or threading.Event()
+    # The --try words before the cell: a typo said only once the -m it asked for was
+    # typed cost the user a second refusal.
+    tries = parse_tries(options.tries) if options.tries else default_tries()
     run_options = options.run.with_changes(purpose="amplify", matrix_filters=())
     spec = api.load_spec(spec_path, run_options.overrides)
     redactor = Redactor.for_spec(spec.document)
@@ -166,7 +169,6 @@ def amplify_spec(
             f"{'pass' if expectation.outcome == 'pass' else 'be observed'}"
         )
     current = plan.attempts[0].environment.perturb.settings() if plan.attempts else ()
-    tries = parse_tries(options.tries) if options.tries else default_tries()
     singles = [
         Arm(((name, value),), "single") for name, value in tries if (name, value) not in current
     ]

@@ -314,6 +314,14 @@ def test_the_one_cell_the_spec_expects_to_fail_is_amplified_without_m(
         "choose one with -m: -m b=1 (cell a=1,b=1); -m b=2 (cell a=1,b=2)\n"
     )
     assert not (tmp_path / "two" / "runs").exists()
+    # rv20 F7: a --try typo is said first, not after the -m it asked for was typed.
+    typo = cli("amplify", str(spec), "--out", str(tmp_path / "two"), "--try", "switch_intervl=1e-6")
+    assert typo.code == 2, typo.stderr
+    assert typo.stderr.startswith(
+        "reprospec: --try switch_intervl=1e-6: unknown perturbation 'switch_intervl'; perhaps "
+        "you meant 'switch_interval'?"
+    ), typo.stderr
+    assert not (tmp_path / "two" / "runs").exists()
     # The advised -m, typed: that cell, said so.
     chosen = cli("amplify", str(spec), "--out", str(tmp_path / "two"), "-m", "b=2", *args)
     assert chosen.code == 1, chosen.stderr
