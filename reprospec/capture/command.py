@@ -44,7 +44,7 @@ from reprospec.capture.footprint import (
     with_import_roots,
 )
 from reprospec.capture.hangwait import verify_wait
-from reprospec.capture.optionarity import script_arities
+from reprospec.capture.optionarity import script_options
 from reprospec.capture.toggles import Proposal, kept_note, propose
 from reprospec.capture.verify import Runner, verify
 from reprospec.capture.writer import (
@@ -145,8 +145,8 @@ def capture(request: Request, run_spec: Runner) -> Captured:
         raise UsageError("capture needs a command after `--` (or --from-log FILE)")
     check_output(request.output, force=request.force, reads=request.argv)
     # How many values each option takes, where the script's own parser says (rv19 F6).
-    arities = script_arities(script_of(request.argv), Path.cwd().resolve())
-    proposal = propose(list(request.argv), arities)
+    options = script_options(script_of(request.argv), Path.cwd().resolve())
+    proposal = propose(list(request.argv), options)
     # The spec reads the command's secrets (`HF_TOKEN=... python`, `--api-key ...`) back
     # from the environment, never writes them: capture's runs set them, as the command
     # did (they ran without them, and called what that changed the failure). Its plain

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from reprospec.capture.optionarity import MANY, Arity
+from reprospec.capture.optionarity import MANY, Arity, ParserOptions
 from reprospec.core.expr import render
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import (
@@ -210,13 +209,14 @@ def suggestion_for(axis: str, value: JsonValue) -> Suggestion | None:
     return None
 
 
-def propose(argv: list[str], arities: Mapping[str, Arity] | None = None) -> Proposal:
+def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
     """The settings of `argv` (a command as its words) as axes, and the command reading them.
 
-    `arities`: how many values each option of the program's parser takes, where its
-    source says (optionarity.py); an option it does not name is read by its words alone.
+    `options`: how many values each option of the program's parser takes, where its
+    source says (optionarity.py; a unique prefix of a long option as that option, as
+    argparse reads it); an option whose values it does not say is read by its words alone.
     """
-    arities = arities or {}
+    options = options or ParserOptions()
     words = list(argv)
     env: list[tuple[str, str]] = []
     kept: list[str] = []  # `env` with options of its own and its words, kept as written
@@ -267,6 +267,8 @@ def propose(argv: list[str], arities: Mapping[str, Arity] | None = None) -> Prop
         delete = _HYDRA_DELETE.match(word)
         override = _HYDRA.match(word) if not word.startswith("-") else None
         flag = long_flag or short_flag
+        # 0: a switch the parser says takes no value (`--amp 5`: 5 is the program's own).
+        arity = options.arity(word) if flag else None
         if flag and "${{" not in word + (following or ""):
             # `--api-key sk-...`, `-H 'Authorization: Bearer ...'`: read from the
             # environment, never an axis (`_secret`).
@@ -277,6 +279,7 @@ def propose(argv: list[str], arities: Mapping[str, Arity] | None = None) -> Prop
                 continue
             if (
                 inline is None
+                and arity != 0
                 and following is not None
                 and _is_value(following)
                 and (name := _secret_name(flag["name"], following))
@@ -297,9 +300,10 @@ def propose(argv: list[str], arities: Mapping[str, Arity] | None = None) -> Prop
             and following is not None
             and _is_value(following)
             and not (short_flag and short_flag["name"] in switches)
+            and arity != 0
         ):
             name = (long_flag or short_flag)["name"]  # type: ignore[index]
-            taken_words = _option_values(words, index + 1, arities.get(word))
+            taken_words = _option_values(words, index + 1, arity)
             if taken_words is None:
                 # `--files a.csv b.csv`: several values, or one and the program's own
                 # arguments; which, only the program's parser knows. Kept as written, said so.
@@ -537,18 +541,23 @@ def _option_values(words: list[str], first: int, arity: Arity | None = None) -> 
     256` whole; `--lr 0.1 data.csv` leaves `data.csv` to the program's positional argument):
     where its source says (`arity`, optionarity.py), an option of one value takes one
     (`--batch-size 32 5`: 1, the 5 the program's own), of N values N, of `nargs='+'` every
-    number that follows. Else it is read from the words alone, by a rule that never makes an
-    axis of one value where the program got several, nor of several where it got one value
-    and its own arguments but for numbers:
+    number that follows. Else it is read from the words alone, by a rule that keeps the
+    option as written where they cannot tell; it makes an axis of one value where the
+    program got several only of a decimal before a whole number (`--lrs 0.1 5` of
+    `nargs='+'`, rarer than a rate and an epoch count), and of several where it got one
+    and its own arguments only of numbers before another option (`--batch-size 32 5 --lr
+    0.1`, the 5 a positional epoch count, which argparse takes between options):
 
     - numbers after the first number, up to the next other word, are the option's too
       (`--layers 64 128 256 --lr 0.1`: 3, `--bias -1 -0.5`: 2): several numbers are the
       shape of a list of sizes, seeds or ids; but after a decimal a whole number is the
       program's own (`--lr 0.1 5`: 1, the 5 an epoch count left in the command, rv18 F7):
-      a rate's list is of rates; and the last of several numbers that end the command is
-      the program's own, kept as written (`--batch-size 32 5`: 1, `--seeds 1 2 100`: 2):
-      a positional argument comes last, and an option of several numbers takes the words
-      it is given either way (rv19 F6);
+      a rate's list is of rates;
+    - several numbers that end the command (`--seeds 1 2 100`, `--batch-size 32 5`,
+      `--lr 0.1 0.01`): the option's all, or some and the program's positional argument
+      last: None, kept as written. Reading the last as the program's (rv19 F6) labelled
+      `--layers 64 128 256` of `nargs='+'` `[64 128]` and `--gpus 0 1` `0`, values the
+      program never had, and widened the axis to `--layers 32 256` (rv20 F4);
     - a first value followed by a bare word of another shape (a number, a path, a plain
       word: `--lr 0.1 data.csv`, `-a resnet18 /data/imagenet`) is the option's alone (1):
       a list's values are alike;
@@ -567,9 +576,7 @@ def _option_values(words: list[str], first: int, arity: Arity | None = None) -> 
         count = 1
         while count < numbers and not (decimal and _is_whole(words[first + count])):
             count += 1
-        if count > 1 and first + count == len(words):
-            count -= 1
-        return count
+        return None if count > 1 and first + count == len(words) else count
     after = words[first + 1] if first + 1 < len(words) else None
     if after is None or not _bare(after) or _shape(after) != _shape(words[first]):
         return 1

@@ -1576,6 +1576,61 @@ def test_an_options_one_number_before_a_positional_number_is_its_axis_alone(
     }
 
 
+def test_a_prefix_is_its_option_and_an_imported_parsers_numbers_are_never_split(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # rv20 F3: argparse reads `--batch` as --batch-size (allow_abbrev), which takes one value;
+    # looked up by its exact word it was the axis `batch: [32 5]` and a widened cell ran
+    # argparse's usage error. rv20 F4: net.py's parser is in cfg.py, unread: `--layers 64
+    # 128 256` (nargs='+') was `layers: [64 128]` with 256 left in the command, a label of
+    # a value the program never had; now kept as written.
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "train.py").write_text(
+        "import argparse\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--batch-size', type=int)\n"
+        "p.add_argument('epochs', type=int)\n"
+        "a = p.parse_args()\n"
+        "raise RuntimeError(f'bs {a.batch_size} epochs {a.epochs}')\n"
+    )
+    (workdir / "cfg.py").write_text(
+        "import argparse\n"
+        "def get_args():\n"
+        "    p = argparse.ArgumentParser()\n"
+        "    p.add_argument('--layers', type=int, nargs='+')\n"
+        "    p.add_argument('epochs', type=int, nargs='?')\n"
+        "    return p.parse_args()\n"
+    )
+    (workdir / "net.py").write_text(
+        "from cfg import get_args\n"
+        "a = get_args()\n"
+        "raise RuntimeError(f'layers {a.layers} epochs {a.epochs}')\n"
+    )
+    result = capture(cli, workdir, "python", "train.py", "--batch", "32", "5")
+    assert "axes from the command: batch=32\n" in result.stdout
+    assert "verdict reproduced" in result.stdout
+    document = load_spec(str(workdir / "spec.yaml")).document
+    assert document["matrix"] == {"batch": [32]}
+    assert document["command"] == "python train.py --batch ${{ matrix.batch }} 5"
+    ran = cli("run", "spec.yaml", "--observe", "--set", "matrix.batch=[32, 64]", cwd=workdir)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    messages = {
+        cell["id"]: attempt["outcome"]["message"]
+        for cell in ran.results()["cells"]
+        for attempt in cell["attempts"]
+    }
+    assert messages == {"batch=32": "bs 32 epochs 5", "batch=64": "bs 64 epochs 5"}
+
+    result = capture(cli, workdir, "python", "net.py", "--layers", "64", "128", "256",
+                     options=("--force",))  # fmt: skip
+    assert "--layers 64 128 256 kept as written, no axis" in result.stdout
+    assert "verdict reproduced" in result.stdout
+    document = load_spec(str(workdir / "spec.yaml")).document
+    assert document.get("matrix") in (None, {})
+    assert document["command"] == "python net.py --layers 64 128 256"
+
+
 def test_an_option_of_several_words_alike_is_kept_as_written_and_said_so(
     cli: Cli, tmp_path: Path
 ) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reprospec.capture.optionarity import MANY, option_arities, script_arities
+import pytest
+
+from reprospec.capture.optionarity import MANY, ParserOptions, parser_options, script_options
 
 SOURCE = """
 import argparse
@@ -28,25 +30,103 @@ p.add_argument("--lr", type=float)
 
 
 def test_each_option_has_the_values_its_add_argument_call_says() -> None:
-    assert option_arities(SOURCE) == {
+    assert parser_options(SOURCE).arities == {
         "--batch-size": 1,
         "-b": 1,
         "--layers": MANY,
         "--tags": MANY,
         "--resume": 1,
         "--seed": 1,
+        # A switch takes none (rv20 F5: `--amp 5` was the axis `amp: [5]`).
+        "--fp16": 0,
         # The same in both parsers: one value either way.
         "--lr": 1,
-        # Left out, to the words' own rule: a switch (no value), REMAINDER, a nargs or
-        # keywords not written out, and --size, whose two parsers disagree (2, 1).
+        # Left out, to the words' own rule: REMAINDER, a nargs or keywords not written
+        # out, and --size, whose two parsers disagree (2, 1).
     }
+    assert parser_options(SOURCE).unknown == {"--rest", "--level", "--opts", "--size"}
+
+
+def test_an_action_that_takes_no_value_is_a_switch_of_none() -> None:
+    # rv20 F5: these were left out as unknown, so `--amp 5` (5 the positional epochs)
+    # became the axis `amp: [5]` and widening it changed the epoch count.
+    source = """
+import argparse
+from argparse import BooleanOptionalAction
+p = argparse.ArgumentParser()
+p.add_argument("--amp", action="store_true")
+p.add_argument("--no-cache", action="store_false")
+p.add_argument("--fast", action="store_const", const=2)
+p.add_argument("--hook", action="append_const", const=1)
+p.add_argument("-v", "--verbose", action="count", default=0)
+p.add_argument("--compile", action=argparse.BooleanOptionalAction)
+p.add_argument("--pin", action=BooleanOptionalAction, default=True)
+p.add_argument("--custom", action=Custom)
+"""
+    options = parser_options(source)
+    assert options.arities == {
+        "--amp": 0,
+        "--no-cache": 0,
+        "--fast": 0,
+        "--hook": 0,
+        "-v": 0,
+        "--verbose": 0,
+        "--compile": 0,
+        "--no-compile": 0,
+        "--pin": 0,
+        "--no-pin": 0,
+    }
+    assert options.unknown == {"--custom"}  # an action class of its own: it may take any
+
+
+def test_a_unique_prefix_of_a_long_option_is_that_option() -> None:
+    # rv20 F3: argparse's allow_abbrev (its default) reads `--batch 32 5` as --batch-size
+    # 32 and the positional 5; looked up by its exact word, it was the axis `[32 5]`.
+    options = parser_options(SOURCE)
+    assert options.arity("--batch") == 1
+    assert options.arity("--batch-s") == 1
+    assert options.arity("--lay") == MANY
+    assert options.arity("--fp") == 0
+    assert options.arity("--r") is None  # --resume and --rest: ambiguous, argparse refuses
+    assert options.arity("--si") is None  # --size, of two arities: unknown as itself
+    assert options.arity("--nope") is None
+    assert options.arity("-b") == 1
+    assert options.arity("-bat") is None  # a single dash: no long option's prefix
+
+
+@pytest.mark.parametrize(
+    "parser",
+    [
+        "argparse.ArgumentParser(allow_abbrev=False)",
+        "argparse.ArgumentParser(allow_abbrev=ABBREV)",
+        "argparse.ArgumentParser(**SETTINGS)",
+    ],
+)
+def test_a_parser_that_may_turn_abbreviations_off_reads_no_prefix(parser: str) -> None:
+    source = f"import argparse\np = {parser}\np.add_argument('--batch-size', type=int)\n"
+    options = parser_options(source)
+    assert options.arity("--batch-size") == 1
+    assert options.arity("--batch") is None
+
+
+def test_abbreviations_are_off_where_a_parser_or_an_option_is_not_written_out() -> None:
+    assigned = "import argparse\np = argparse.ArgumentParser()\np.allow_abbrev = False\n"
+    names = "p = argparse.ArgumentParser()\np.add_argument(*NAMES)\n"
+    for source in (assigned, names):
+        options = parser_options(source + "p.add_argument('--batch-size', type=int)\n")
+        assert options.arity("--batch-size") == 1
+        assert options.arity("--batch") is None
+    on = "p = argparse.ArgumentParser(allow_abbrev=True)\np.add_argument('--batch-size')\n"
+    assert parser_options(on).arity("--batch") == 1
 
 
 def test_no_python_says_nothing() -> None:
-    assert option_arities("def (:\n") == {}
-    assert option_arities("x = 1\0") == {}
+    assert parser_options("def (:\n") == ParserOptions()
+    assert parser_options("x = 1\0") == ParserOptions()
     # Nested deeper than the parser goes (rv20 F2: capture's internal error).
-    assert option_arities("import argparse\nx = " + "+".join(["1"] * 3000) + "\n") == {}
+    assert (
+        parser_options("import argparse\nx = " + "+".join(["1"] * 3000) + "\n") == ParserOptions()
+    )
 
 
 def test_the_script_or_module_is_read_from_the_workdir(tmp_path: Path) -> None:
@@ -57,7 +137,7 @@ def test_the_script_or_module_is_read_from_the_workdir(tmp_path: Path) -> None:
     (tmp_path / "pkg" / "tool" / "__main__.py").write_text(
         "import argparse\nargparse.ArgumentParser().add_argument('--k', nargs='+')\n"
     )
-    assert script_arities("t.py", tmp_path) == {"--n": 1}
-    assert script_arities("pkg.tool", tmp_path) == {"--k": MANY}
-    assert script_arities("missing.py", tmp_path) == {}
-    assert script_arities(None, tmp_path) == {}
+    assert script_options("t.py", tmp_path).arities == {"--n": 1}
+    assert script_options("pkg.tool", tmp_path).arities == {"--k": MANY}
+    assert script_options("missing.py", tmp_path) == ParserOptions()
+    assert script_options(None, tmp_path) == ParserOptions()

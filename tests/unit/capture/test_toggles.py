@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from reprospec.capture.optionarity import MANY, Arity
+from reprospec.capture.optionarity import MANY, Arity, ParserOptions
 from reprospec.capture.toggles import kept_note, propose, typed
 from reprospec.core import expr
 from reprospec.core.inputs import Marker
@@ -129,23 +129,15 @@ def test_a_value_with_a_quote_stays_literal() -> None:
             {"lrs": "0.1 0.01"},
             "python t.py --lrs ${{ matrix.lrs }} 5",
         ),
-        # rv19 F6: the last of several numbers that end the command is the program's own
-        # (a positional epoch count), where `--batch-size 32 5` was the axis `[32 5]`.
-        (
-            "python t.py --batch-size 32 5",
-            {"batch_size": 32},
-            "python t.py --batch-size ${{ matrix.batch_size }} 5",
-        ),
-        (
-            "python t.py --epochs 5 0.1",
-            {"epochs": 5},
-            "python t.py --epochs ${{ matrix.epochs }} 0.1",
-        ),
-        (
-            "python t.py --seeds 1 2 100",
-            {"seeds": "1 2"},
-            "python t.py --seeds ${{ matrix.seeds }} 100",
-        ),
+        # Several numbers that end the command: the option's all (`nargs='+'`), or some
+        # and a positional epoch count; kept as written (rv20 F4: `--seeds 1 2 100` was
+        # `seeds: [1 2]`, `--gpus 0 1` `gpus: 0`, values a nargs='+' program never had;
+        # rv19 F6: `--batch-size 32 5` was `[32 5]`, where argparse read 32 and epochs 5).
+        ("python t.py --batch-size 32 5", {}, "python t.py --batch-size 32 5"),
+        ("python t.py --epochs 5 0.1", {}, "python t.py --epochs 5 0.1"),
+        ("python t.py --seeds 1 2 100", {}, "python t.py --seeds 1 2 100"),
+        ("python t.py --gpus 0 1", {}, "python t.py --gpus 0 1"),
+        ("python t.py --lr 0.1 0.01", {}, "python t.py --lr 0.1 0.01"),
         # A word of another shape after the value is the program's own argument.
         (
             "python t.py --lr 0.1 data.csv",
@@ -225,15 +217,64 @@ def test_an_option_followed_by_several_values_is_one_axis_or_kept_as_written(
             {"config": "c.yaml"},
             "python t.py --config ${{ matrix.config }} data.csv",
         ),
+        # rv20 F3: argparse reads a unique prefix as its option (allow_abbrev): --batch is
+        # --batch-size, of one value, where the words made it the axis `[32 5]`.
+        (
+            "python t.py --batch 32 5 --lr 0.1",
+            {"--batch-size": 1, "--lr": 1},
+            {"batch": 32, "lr": 0.1},
+            "python t.py --batch ${{ matrix.batch }} 5 --lr ${{ matrix.lr }}",
+        ),
+        # rv20 F5: a switch (store_true, count, ...) takes no value: the 5 after it is the
+        # program's own, where it was the axis `amp: [5]`; a short one is kept as written.
+        (
+            "python t.py --amp 5",
+            {"--amp": 0},
+            {"amp": True},
+            "python t.py ${{ matrix.amp and '--amp' or '' }} 5",
+        ),
+        (
+            "python t.py -v 5 --lr 0.1",
+            {"-v": 0, "--lr": 1},
+            {"lr": 0.1},
+            "python t.py -v 5 --lr ${{ matrix.lr }}",
+        ),
     ],
 )
 def test_an_option_takes_the_values_its_programs_parser_says(
     line: str, arities: dict[str, Arity], axes: dict[str, JsonValue], command: str
 ) -> None:
-    proposal = propose(line.split(), arities)
+    proposal = propose(line.split(), ParserOptions(arities))
     assert {t.axis: t.value for t in proposal.toggles} == axes
     assert proposal.command == command
     assert render(command, axes) == line
+
+
+@pytest.mark.parametrize(
+    ("options", "why"),
+    [
+        (ParserOptions({"--batch-size": 1}, abbreviations=False), "allow_abbrev=False"),
+        (ParserOptions({"--batch-size": 1, "--batch-norm": 0}), "two options begin so"),
+        (ParserOptions({"--batch-size": 1}, frozenset({"--batch-norm"})), "one unknown"),
+    ],
+)
+def test_a_prefix_argparse_would_not_read_as_the_option_is_read_by_the_words(
+    options: ParserOptions, why: str
+) -> None:
+    # Where argparse refuses the prefix (ambiguous, or abbreviations off), the parser's
+    # arity is not the prefix's: the words' rule keeps `--batch 32 5` as written.
+    proposal = propose(["python", "t.py", "--batch", "32", "5"], options)
+    assert proposal.toggles == (), why
+    assert proposal.kept == ("--batch 32 5",), why
+
+
+def test_several_numbers_that_end_the_command_are_kept_as_written_and_said_so() -> None:
+    # rv20 F4: by the words alone, `--layers 64 128 256` of an imported nargs='+' parser
+    # was `layers: [64 128]` with 256 left in the command (widened: `--layers 32 256`).
+    proposal = propose(["python", "net.py", "--layers", "64", "128", "256"])
+    assert proposal.toggles == ()
+    assert proposal.command == "python net.py --layers 64 128 256"
+    assert proposal.kept == ("--layers 64 128 256",)
 
 
 def test_an_option_of_several_numbers_widens_as_its_words() -> None:
