@@ -1590,9 +1590,10 @@ def test_a_prefix_is_its_option_and_an_imported_parsers_numbers_are_never_split(
         "import argparse\n"
         "p = argparse.ArgumentParser()\n"
         "p.add_argument('--batch-size', type=int)\n"
+        "p.add_argument('--lr', type=float)\n"
         "p.add_argument('epochs', type=int)\n"
         "a = p.parse_args()\n"
-        "raise RuntimeError(f'bs {a.batch_size} epochs {a.epochs}')\n"
+        "raise RuntimeError(f'bs {a.batch_size} epochs {a.epochs} lr {a.lr}')\n"
     )
     (workdir / "cfg.py").write_text(
         "import argparse\n"
@@ -1607,12 +1608,14 @@ def test_a_prefix_is_its_option_and_an_imported_parsers_numbers_are_never_split(
         "a = get_args()\n"
         "raise RuntimeError(f'layers {a.layers} epochs {a.epochs}')\n"
     )
-    result = capture(cli, workdir, "python", "train.py", "--batch", "32", "5")
-    assert "axes from the command: batch=32\n" in result.stdout
+    result = capture(cli, workdir, "python", "train.py", "--batch", "32", "5", "--lr", "0.1")
+    assert "axes from the command: batch=32, lr=0.1\n" in result.stdout
     assert "verdict reproduced" in result.stdout
     document = load_spec(str(workdir / "spec.yaml")).document
-    assert document["matrix"] == {"batch": [32]}
-    assert document["command"] == "python train.py --batch ${{ matrix.batch }} 5"
+    assert document["matrix"] == {"batch": [32], "lr": [0.1]}
+    assert document["command"] == (
+        "python train.py --batch ${{ matrix.batch }} 5 --lr ${{ matrix.lr }}"
+    )
     ran = cli("run", "spec.yaml", "--observe", "--set", "matrix.batch=[32, 64]", cwd=workdir)
     assert ran.code == 0, ran.stdout + ran.stderr
     messages = {
@@ -1620,7 +1623,10 @@ def test_a_prefix_is_its_option_and_an_imported_parsers_numbers_are_never_split(
         for cell in ran.results()["cells"]
         for attempt in cell["attempts"]
     }
-    assert messages == {"batch=32": "bs 32 epochs 5", "batch=64": "bs 64 epochs 5"}
+    assert messages == {
+        "batch=32,lr=0.1": "bs 32 epochs 5 lr 0.1",
+        "batch=64,lr=0.1": "bs 64 epochs 5 lr 0.1",
+    }
 
     result = capture(cli, workdir, "python", "net.py", "--layers", "64", "128", "256",
                      options=("--force",))  # fmt: skip
