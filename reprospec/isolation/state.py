@@ -56,6 +56,9 @@ class StoredProbe:
     run_id: str
     infra_reason: str = ""
     interrupted: bool = False
+    # The exception types each attempt printed, beside `kinds` (minimize's point 7); ()
+    # where not read (isolate's, amplify's, bisect's, and a state stored before it was).
+    raised: tuple[tuple[str, ...], ...] = ()
 
     def to_dict(self) -> JsonObject:
         return {
@@ -66,6 +69,7 @@ class StoredProbe:
             "run_id": self.run_id,
             "infra_reason": self.infra_reason,
             "interrupted": self.interrupted,
+            **({"raised": [list(names) for names in self.raised]} if self.raised else {}),
         }
 
     @classmethod
@@ -83,6 +87,11 @@ class StoredProbe:
             run_id=str(data.get("run_id", "")),
             infra_reason=str(data.get("infra_reason", "")),
             interrupted=bool(data.get("interrupted", False)),
+            raised=tuple(
+                tuple(str(name) for name in names)
+                for names in _items(data, "raised")
+                if isinstance(names, list)
+            ),
         )
 
 
@@ -215,8 +224,9 @@ class StateFile:
             stored = queue.popleft()
             if len(stored.kinds) > max(1, attempts):
                 cut = max(1, attempts)
-                queue.appendleft(replace(stored, kinds=stored.kinds[cut:]))
-                stored = replace(stored, kinds=stored.kinds[:cut])
+                rest, raised = stored.kinds[cut:], stored.raised[cut:]
+                queue.appendleft(replace(stored, kinds=rest, raised=raised))
+                stored = replace(stored, kinds=stored.kinds[:cut], raised=stored.raised[:cut])
             return stored
 
     def add(self, probe: StoredProbe) -> None:

@@ -127,6 +127,48 @@ def parse_chain(text: str) -> tuple[PythonException, ...]:
     return ()
 
 
+def raised_types(text: str) -> tuple[str, ...]:
+    """The type of every exception `text` printed a traceback of before its first crash
+    report, in any thread and in any chain, each once in the order first printed;
+    shutdown noise ("Exception ignored in ...") left out. minimize asks it of each
+    attempt: a candidate whose failure comes with an exception the original never
+    printed (an evictor thread dead of AttributeError before the crash, nu21 MED-4)
+    fails for another reason, though with the same signature.
+
+    What a crash leaves behind it is its consequence, not its cause, and varies with
+    timing: after a DataLoader worker's faulthandler report the main process printed an
+    EOFError in one run and a StopIteration in the next. So the text is read up to the
+    first `Fatal Python error:` (faulthandler's report, any process's) or torch's
+    `ERROR: Unexpected ... encountered in worker.`
+    """
+    if not text:
+        return ()
+    lines = text.splitlines()
+    end = next(
+        (i for i, line in enumerate(lines) if _FATAL.match(line) or _WORKER_DEATH.match(line)),
+        len(lines),
+    )
+    lines = lines[:end]
+    found: dict[str, None] = {}
+    ignored = False
+    for index, line in enumerate(lines):
+        if not _TB_HEADER.match(line):
+            continue
+        exception = _exception_after(lines, index)
+        if exception is None:
+            continue
+        if _link_before(lines, index) is None:
+            # A new chain: it is what its first block is (uncaught, a thread's, ignored).
+            ignored = _traceback_context(lines, index) == "ignored"
+        if not ignored:
+            found[exception.type] = None
+    return tuple(found)
+
+
+# torch's report of a DataLoader worker's death, printed by the main process.
+_WORKER_DEATH = Lazy(r"^ERROR: Unexpected .* encountered in worker")
+
+
 def went_on(exception: PythonException) -> PythonException:
     """A traceback the process went on from, its message cut to the exception's own lines.
 

@@ -83,3 +83,25 @@ def test_a_search_is_keyed_on_what_decides_a_probe_not_on_its_settings(tmp_path:
     assert budget_continues("bisect", 1) == (
         "a larger --budget continues this bisect: its 1 attempt is replayed, not run again"
     )
+
+
+def test_each_attempts_exceptions_replay_beside_its_kind(tmp_path: Path) -> None:
+    # minimize's point 7 reads them from the state on a resumed run: cut with the kinds.
+    state = StateFile(tmp_path, HEADER)
+    state.add(
+        StoredProbe(
+            "c", (), "failing", ("pass", "match"), "run-1",
+            raised=((), ("AttributeError", "KeyError")),
+        )
+    )  # fmt: skip
+    state.add(StoredProbe("old", (), "failing", ("match",), "run-2"))  # stored before them
+    again = StateFile(tmp_path, HEADER)
+    first = again.take("c", 1)
+    rest = again.take("c", 1)
+    assert first is not None
+    assert rest is not None
+    assert (first.kinds, first.raised) == (("pass",), ((),))
+    assert (rest.kinds, rest.raised) == (("match",), (("AttributeError", "KeyError"),))
+    old = again.take("old", 1)
+    assert old is not None
+    assert old.raised == ()

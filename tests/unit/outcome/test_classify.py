@@ -27,7 +27,7 @@ from reprospec.core.words import (
 from reprospec.outcome.classify import classify, normalize_message, worker_death
 from reprospec.outcome.evidence import iter_events, read_log
 from reprospec.outcome.judge import judge_attempt
-from reprospec.outcome.tracebacks import PythonException, parse_exception, went_on
+from reprospec.outcome.tracebacks import PythonException, parse_exception, raised_types, went_on
 from tests.support.paths import DATA
 from tests.support.plans import execution_in
 
@@ -753,3 +753,38 @@ def test_the_harness_teardown_kills_are_no_crash_the_failed_rank_decides(
     not_believed = classify(command)
     assert isinstance(not_believed, Outcome)
     assert (not_believed.kind, not_believed.signal) == ("crash", "SIGKILL")
+
+
+def test_the_types_an_attempt_printed_before_its_crash_are_every_threads_and_chains() -> None:
+    # minimize's point 7: nu21 MED-4's evictor thread died of AttributeError before the
+    # main thread's SIGSEGV; a chain counts whole; shutdown noise and what follows the
+    # crash report (a DataLoader's EOFError once its worker died) do not.
+    text = (
+        "Exception in thread Thread-1 (evictor):\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.12/threading.py", line 1075, in _bootstrap_inner\n'
+        "    self.run()\n"
+        "AttributeError: 'Namespace' object has no attribute 'gap'\n"
+        "Traceback (most recent call last):\n"
+        '  File "app.py", line 3, in <module>\n'
+        "KeyError: 'x'\n\n"
+        "During handling of the above exception, another exception occurred:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "app.py", line 5, in <module>\n'
+        "ValueError: bad\n"
+        "Exception ignored in: <function Pool.__del__ at 0x7f>\n"
+        "Traceback (most recent call last):\n"
+        '  File "pool.py", line 1, in __del__\n'
+        "OSError: closed\n"
+        "Fatal Python error: Segmentation fault\n\n"
+        "Current thread 0x00007f3a (most recent call first):\n"
+        '  File "uaf.py", line 30 in <module>\n'
+        "Traceback (most recent call last):\n"
+        '  File "connection.py", line 399, in _recv\n'
+        "EOFError\n"
+    )
+    assert raised_types(text) == ("AttributeError", "KeyError", "ValueError")
+    worker = "ERROR: Unexpected segmentation fault encountered in worker.\n" + text
+    assert raised_types(worker) == ()
+    assert raised_types("") == ()
+    assert raised_types("Fatal Python error: Segmentation fault\n") == ()
