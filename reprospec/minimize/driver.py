@@ -15,7 +15,11 @@ native stacks are on): the nearest segfault is not this one. The passing
 cells run with the candidate too (up to four of them, spread over the matrix).
 Where the failing cell runs under environment.perturb and the original fails in none
 of its attempts without it, a candidate about to be accepted runs once without it too,
-and is rejected where it fails so (search.py's point 6).
+and is rejected where it fails so; where the original fails so rarely, it runs up to 8
+times, rejected where it fails clearly more often (search.py's point 6). Each attempt's
+stderr gives the exception types it printed (any thread's): a candidate whose failure
+printed one the original never did is rejected, as is one failing clearly more often
+than a flaky original (point 7).
 A workload spec's candidates are its numbers (workload.py): each runs as the spec
 with `--set` of its values, in the spec's own workdir.
 
@@ -254,7 +258,7 @@ def _minimize(
         final_attempts=max(5, min(Settings.final_attempts, options.budget // 50)),
         final_passing=max(1, min(Settings.final_passing, options.budget // 200)),
         unperturbed_base=attempts_for(None) if perturbed and base is None else 0,
-        keep_perturbed=base is not None and base.rate.matched == 0,
+        recorded_base=base.rate if base is not None else None,
     )
     # Keyed on what a probe's outcome depends on and the question (the failing cell and
     # the one step 1 reduced it to, the program, the passing cells run with each
@@ -337,7 +341,7 @@ def _minimize(
                     if stored.interrupted or cancel.is_set():
                         interrupted = True
                         break
-                    search.record(probe, stored.kinds, stored.infra_reason)
+                    search.record(probe, stored.kinds, stored.infra_reason, stored.raised)
             except KeyboardInterrupt:
                 cancel.set()
                 interrupted = True
@@ -952,6 +956,18 @@ def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKi
     return "pass" if outcome.kind == "pass" else "other"
 
 
+def _raised(run_dir: Path, attempt: AttemptResult) -> tuple[str, ...]:
+    """The exception types the attempt printed a traceback of on stderr, any thread's (the
+    search's point 7): its head and its tail, as the classifier reads them."""
+    from reprospec.outcome.evidence import read_log
+    from reprospec.outcome.tracebacks import raised_types
+    from reprospec.process.childprotocol import STDERR
+
+    if attempt.ran is None or not attempt.logs:
+        return ()
+    return raised_types(read_log(run_dir / attempt.logs / STDERR))
+
+
 class _Runner:
     """Runs one probe as a normal run of the candidate (or answers it from the state)."""
 
@@ -1084,8 +1100,10 @@ class _Runner:
 
     def _stored(self, results: Sequence[RunResult], probe: Probe, key: str) -> StoredProbe:
         kinds: list[AttemptKind] = []
+        raised: list[tuple[str, ...]] = []
         reason = ""
         for result in results:
+            run_dir = self.options.out.resolve() / "runs" / result.run_id
             for cell in result.cells:
                 for attempt in sorted(cell.attempts, key=lambda a: a.attempt):
                     unperturbed = probe.role == "unperturbed"
@@ -1095,6 +1113,7 @@ class _Runner:
                         )
                     signature = self.signature if self.same_signature else None
                     kinds.append(_kind(attempt, signature, probe.role))
+                    raised.append(_raised(run_dir, attempt))
                     reason = attempt.infra_error or reason
         return StoredProbe(
             key=key,
@@ -1104,6 +1123,7 @@ class _Runner:
             run_id=",".join(r.run_id for r in results),
             infra_reason=reason,
             interrupted=any(r.interrupted for r in results),
+            raised=tuple(raised),
         )
 
     def materialize(self, program: Program) -> Path:

@@ -1,9 +1,12 @@
 """Whether the minimized program fails clearly more or less often than the original.
 
 The search accepts a candidate at its first failure that matches the expect with the
-original's signature; nothing asks that it fail about as often. nu20's race (two threads
-losing updates, 6 failures in 20) was cut down to `raise RuntimeError(...)`, which fails
-every time: 5/5 read as "minimized", the threads gone; a spec with no passing cell lets
+original's signature; where the original is flaky, a few more attempts then reject one
+that fails clearly more often (search.py's point 7), and this check of the result is the
+safety net for what they miss (a rate only somewhat higher, each step adding a little).
+nu20's race (two threads losing updates, 6 failures in 20) was cut down to
+`raise RuntimeError(...)`, which fails every time: 5/5 read as "minimized", the threads
+gone; a spec with no passing cell lets
 the passes keep any program that fails so. The other way, a variable that made a race
 frequent was dropped on one lucky failure and the result failed five times less often
 than the original. The final check measures the result's rate and the search the

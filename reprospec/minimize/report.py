@@ -508,6 +508,35 @@ def _kept_dict(found: Minimized) -> JsonObject | None:
     }
 
 
+def _same_line(found: Minimized) -> str:
+    """minimize.md's line for search.py's point 7: the same failure for the same reason,
+    no new exception and no clearly higher rate, and what those rules rejected and cost."""
+    same = found.result.same_failure
+    if same is None:
+        return ""
+    printed = ", ".join(same.original_exceptions) or "none"
+    exceptions = (
+        f"{same.new_exception_rejected} candidate(s) rejected whose failure printed an "
+        f"exception the original's attempts never did ({', '.join(same.new_exceptions)})"
+        if same.new_exception_rejected
+        else "no candidate's failure printed an exception the original's attempts never did"
+    )
+    original = found.result.original_rate
+    rate = (
+        f"a candidate the search would accept failed up to {same.rate_most} times, stopping "
+        f"once its 95% interval was above the original's {original.matched}/"
+        f"{original.attempts} ({original.low:.0%}-{original.high:.0%}; rejected: another "
+        "cause) or could no longer get there: "
+        f"{same.rate_rejected} of {same.rate_checked} rejected, "
+        f"{plural(same.rate_attempts, 'attempt')} (in the budget)"
+        if same.rate_applies
+        else f"the original's rate ({original.matched}/{original.attempts}, up to "
+        f"{original.high:.0%}) leaves no room for a candidate's {same.rate_most} attempts to "
+        "show one clearly higher: not asked"
+    )
+    return f"- **Same failure**: the original printed {printed}; {exceptions}; {rate}"
+
+
 def _kept_line(found: Minimized) -> str:
     """minimize.md's line for search.py's point 6: whether candidates had to keep needing
     the perturbation, on what base, and what that cost."""
@@ -525,7 +554,16 @@ def _kept_line(found: Minimized) -> str:
     if not kept.applies:
         return (
             f"- **Still needs the perturbation**: {said}: not asked of the candidates (only "
-            "where the original fails in none)"
+            "where the original fails in none, or so rarely that a candidate's attempts could "
+            "show one failing clearly more often)"
+        )
+    if kept.rule == "rarer":
+        return (
+            f"- **Still needs the perturbation**: {said}, so each candidate the search would "
+            f"accept ran without it, up to {kept.most} attempts, stopping once its 95% "
+            "interval was above the original's (rejected: clearly more often, another bug) or "
+            f"could no longer get there: {kept.rejected} of {kept.checked} rejected, "
+            f"{plural(kept.attempts, 'attempt')} (in the budget)"
         )
     return (
         f"- **Still needs the perturbation**: {said}, so each candidate the search would "
@@ -807,7 +845,8 @@ def markdown(found: Minimized) -> str:
         + (f"; {_continues(found)}" if r.budget_spent else ""),
         f"- **Time**: {_duration(found.seconds)}",
         f"- **Rule**: a candidate fails at its first attempt that matches the expect with the "
-        f"same signature, and then its passing cells must pass; it is dropped after "
+        f"same signature, printing no exception the original never did, and then its "
+        f"passing cells must pass; it is dropped after "
         f"n clean attempts with (1 - p)^n <= {r.error:g}, p = {r.rate_used:.2f} (the assumed "
         f"minimum {r.min_rate:g}, raised to the 95% lower bound of the rate measured on the "
         f"candidates seen failing)",
@@ -818,6 +857,8 @@ def markdown(found: Minimized) -> str:
     preload = _preload_line(found)
     if preload:
         lines.append(preload)
+    if _same_line(found):
+        lines.append(_same_line(found))
     if _kept_line(found):
         lines.append(_kept_line(found))
     if found.unperturbed is not None:

@@ -59,6 +59,28 @@ or `infra` (could not run).
    where that attempt fails as the expect says: a rejection only makes the result
    larger. One attempt catches a candidate that fails so every time, not one that
    does only sometimes: the driver's check of the result stays the safety net.
+   Where the original fails without it rarely but not never (nu21's use-after-free,
+   2 of 12), a candidate the search would accept runs without it until it fails there
+   clearly more often than the original (`clearly_more`: its Wilson 95% interval above
+   the base's; rejected, `fails-unperturbed`) or can no longer do so within
+   `rate_check` attempts (kept): a wild read of address 1 with the same signature failed
+   12 of 12 without it and was the answer after the whole budget. A candidate at the
+   original's rate is kept after 2 clean attempts; a deterministic one goes after 4.
+7. **The same failure, for the same reason.** The signature is where a failure
+   ends, not why. Two things tell another cause, each rejecting a candidate the
+   search would accept:
+   - an exception the original never printed (`record`'s `raised`: any thread, any
+     chain, read from every attempt of the original) in an attempt of the candidate
+     that failed as the bug (`new-exception`; free, at its first match): nu21's
+     minimize dropped `add_argument("--gap")`, the evictor thread died of
+     AttributeError after its free, and the race became a crash in every attempt. An
+     exception in a clean attempt only ends that attempt otherwise, as before;
+   - a rate clearly above the original's (`fails-more-often`): where the original's
+     upper bound is below what `rate_check` attempts could show (a flaky original:
+     3 of 20), the candidate runs until its interval is above the original's or can
+     no longer get there, as point 6's rare base. A deterministic original never
+     pays: nothing fails clearly more often than every time.
+   The final check's rate change and the driver's unperturbed check stay the safety net.
 """
 
 from __future__ import annotations
@@ -70,7 +92,7 @@ from typing import Literal
 
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.pysource import UNREADABLE
-from reprospec.core.rates import rate_of, wilson
+from reprospec.core.rates import clearly_more, rate_of, wilson
 from reprospec.core.results import Rate
 from reprospec.core.words import interval_bounds
 from reprospec.isolation.candidates import AttemptKind, Tally, clean_needed_at
@@ -86,8 +108,15 @@ Status = Literal[
     "infra-error",  # a candidate could not be run
     "interrupted",  # stopped (Ctrl-C): the same command resumes
 ]
-# fails-unperturbed: fails as the original does, and without the perturbation too (point 6)
-Verdict = Literal["fails", "clean", "loses-passing", "fails-unperturbed"]
+# fails-unperturbed: fails as the original does, and without the perturbation too (point
+# 6); new-exception: its failure came with an exception the original never printed, and
+# fails-more-often: it fails clearly more often than the original (point 7)
+Verdict = Literal[
+    "fails", "clean", "loses-passing", "fails-unperturbed", "new-exception", "fails-more-often"
+]
+# Point 6 as it applies: `never` (the original's base is 0 of n: one attempt), `rarer`
+# (above 0 but clearly below what `rate_check` attempts can show), "" (not at all).
+BaseRule = Literal["never", "rarer", ""]
 
 
 @dataclass(frozen=True)
@@ -110,10 +139,13 @@ class Settings:
     # messages name the budget the user gave, not what was left of it.
     spent_before: int = 0
     # Point 6. The original's attempts without the perturbation before the passes (where
-    # the failing cell is perturbed and no base was recorded; 0: none), and whether a
-    # recorded base (amplify's) already says 0 of n: candidates must keep needing it.
+    # the failing cell is perturbed and no base was recorded; 0: none), or the base
+    # recorded (amplify's): candidates must keep needing it as the base says.
     unperturbed_base: int = 0
-    keep_perturbed: bool = False
+    recorded_base: Rate | None = None
+    # Points 6 and 7: a candidate's attempts at most (failing, or without the perturbation)
+    # to tell that it fails clearly more often than the original; 0: never asked.
+    rate_check: int = 8
 
     @property
     def given(self) -> str:
@@ -146,7 +178,9 @@ class Judged:
     failing: Tally
     passing: Tally
     verdict: Verdict
-    unperturbed: Tally = field(default_factory=Tally)  # its attempt without the perturbation
+    unperturbed: Tally = field(default_factory=Tally)  # its attempts without the perturbation
+    # The exceptions its failures printed that the original's attempts never did (point 7).
+    new_exceptions: tuple[str, ...] = ()
 
     def to_dict(self) -> JsonObject:
         return {
@@ -156,6 +190,7 @@ class Judged:
             "failing": self.failing.to_dict(),
             "passing": self.passing.to_dict(),
             "unperturbed": self.unperturbed.to_dict(),
+            "new_exceptions": list(self.new_exceptions),
         }
 
 
@@ -164,19 +199,50 @@ class KeptPerturbed:
     """Point 6 as it went: the original's base without the perturbation (measured here, or
     recorded), whether the rule applied, and what it cost and rejected."""
 
-    applies: bool  # the base was 0 of n: accepted candidates ran once without it
+    applies: bool  # accepted candidates ran without it (`rule`)
     base: Tally  # the original's attempts without it here (empty where it was recorded)
     attempts: int  # the candidates' attempts without it (in the budget, as passing cells')
-    rejected: int  # candidates that failed without it, rejected
+    rejected: int  # candidates that failed without it (clearly more often), rejected
     checked: int  # candidates that ran without it
+    rule: BaseRule = ""  # never: once each, rejected at a failure; rarer: clearly more often
+    most: int = 0  # rarer: a candidate's attempts without it at most
 
     def to_dict(self) -> JsonObject:
         return {
             "applies": self.applies,
+            "rule": self.rule,
+            "most": self.most,
             "base_measured": self.base.to_dict() if self.base.attempts else None,
             "attempts": self.attempts,
             "checked": self.checked,
             "rejected": self.rejected,
+        }
+
+
+@dataclass(frozen=True)
+class SameFailure:
+    """Point 7 as it went: the exceptions the original printed, the rate rule's reach, and
+    the candidates each rule rejected and what that cost."""
+
+    original_exceptions: tuple[str, ...]  # every type the original's attempts printed
+    new_exception_rejected: int  # candidates rejected for an exception it never printed
+    new_exceptions: tuple[str, ...]  # those exceptions' types
+    rate_applies: bool  # the original's rate leaves room for a clearly higher one
+    rate_most: int  # a candidate's failing attempts at most, for that
+    rate_checked: int  # candidates whose rate was checked
+    rate_rejected: int  # candidates that failed clearly more often, rejected
+    rate_attempts: int  # the attempts that check added (in the budget)
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "original_exceptions": list(self.original_exceptions),
+            "new_exception_rejected": self.new_exception_rejected,
+            "new_exceptions": list(self.new_exceptions),
+            "rate_applies": self.rate_applies,
+            "rate_most": self.rate_most,
+            "rate_checked": self.rate_checked,
+            "rate_rejected": self.rate_rejected,
+            "rate_attempts": self.rate_attempts,
         }
 
 
@@ -203,6 +269,7 @@ class MinimizeResult:
     # the rate measured): the same command with a larger --budget goes on from here.
     budget_spent: bool = False
     kept_perturbed: KeptPerturbed | None = None  # point 6, where the cell is perturbed
+    same_failure: SameFailure | None = None  # point 7, once the original's rate was measured
 
     def to_dict(self) -> JsonObject:
         return {
@@ -220,6 +287,7 @@ class MinimizeResult:
             "passing_checked": self.passing_checked.to_dict(),
             "warnings": list(self.warnings),
             "kept_perturbed": self.kept_perturbed.to_dict() if self.kept_perturbed else None,
+            "same_failure": self.same_failure.to_dict() if self.same_failure else None,
         }
 
 
@@ -243,6 +311,9 @@ class _Judging:
     passing: Tally = field(default_factory=Tally)
     unperturbed: Tally = field(default_factory=Tally)
     infra_streak: int = 0
+    # The exception types its attempts that failed as the bug printed (point 7).
+    raised: frozenset[str] = frozenset()
+    rate_probed: bool = False  # point 7's attempts asked: its failing ones since are theirs
 
 
 class Minimization:
@@ -281,13 +352,23 @@ class Minimization:
         self._accepted: list[Program] = []
         self._fell_back: tuple[Program, Tally] | None = None
         self._budget_spent = False
-        # Point 6: on from the start where a recorded base says 0 of n, else where the
-        # original's own attempts without the perturbation matched in none.
-        self._keep_perturbed = self.settings.keep_perturbed
+        # Point 6: on from the start where a base was recorded, else once the original's
+        # own attempts without the perturbation are in.
+        recorded = self.settings.recorded_base
+        self._base_rate: Rate | None = recorded
+        self._base_rule: BaseRule = self._rule_for(recorded) if recorded else ""
         self._base = Tally()
         self._unperturbed_attempts = 0
         self._unperturbed_checked = 0
         self._unperturbed_rejected = 0
+        # Point 7: every exception type the original's attempts printed, and the rules' toll.
+        self._original_raised: dict[str, None] = {}
+        self._raised_unknown = False
+        self._new_exception_rejected = 0
+        self._new_exceptions: dict[str, None] = {}
+        self._rate_checked = 0
+        self._rate_rejected = 0
+        self._rate_attempts = 0
 
     # -- the protocol --------------------------------------------------------
 
@@ -306,8 +387,16 @@ class Minimization:
                 return (probe,)
         return ()
 
-    def record(self, probe: Probe, kinds: Sequence[AttemptKind], infra_reason: str = "") -> None:
-        """What the attempts of `probe` did, in order (more than asked is fine: -j overshoots)."""
+    def record(
+        self,
+        probe: Probe,
+        kinds: Sequence[AttemptKind],
+        infra_reason: str = "",
+        raised: Sequence[Sequence[str]] = (),
+    ) -> None:
+        """What the attempts of `probe` did, in order (more than asked is fine: -j overshoots),
+        and the exception types each printed (`raised`, beside `kinds`; () where not read:
+        point 7 then sees none)."""
         self._outstanding.remove(probe)
         self.used += len(kinds)
         if infra_reason:
@@ -317,7 +406,20 @@ class Minimization:
         for kind in kinds:
             streak = streak + 1 if kind == "infra" else 0
         judging.infra_streak = streak
+        if judging.program.key == self.original.key:
+            # A probe stored before its exceptions were (an earlier version's state,
+            # replayed): what the original printed is unknown, so nothing is new.
+            self._raised_unknown = self._raised_unknown or (bool(kinds) and not raised)
+            for names in raised:
+                self._original_raised.update(dict.fromkeys(names))
+        elif probe.role != "passing":
+            # A failure as the bug's, with or without the perturbation: why it failed.
+            judging.raised = judging.raised.union(
+                *(names for kind, names in zip(kinds, raised, strict=False) if kind == "match")
+            )
         if probe.role == "failing":
+            if self._phase == "reduce" and judging.rate_probed:
+                self._rate_attempts += len(kinds)
             judging.failing = judging.failing.add(kinds)
         elif probe.role == "unperturbed":
             judging.unperturbed = judging.unperturbed.add(kinds)
@@ -384,7 +486,9 @@ class Minimization:
                 return Probe(self.original.key, "unperturbed", want, 0)
             if s.unperturbed_base:
                 self._base = tally
-                self._keep_perturbed = tally.ran > 0 and tally.matched == 0
+                if tally.ran:
+                    self._base_rate = rate_of(tally.matched, tally.ran)
+                    self._base_rule = self._rule_for(self._base_rate)
             self.verdicts[self.original.key] = "fails"
             self._judge_done("fails")
             self._phase = "reduce"
@@ -416,15 +520,41 @@ class Minimization:
             self._end_reduction("budget")
             return None
         verdict = self._verdict(judging)
-        if verdict == "fails" and self._keep_perturbed:
-            # Point 6: accepted only where it does not fail without the perturbation too.
-            if judging.unperturbed.ran == 0:
+        if verdict == "fails":
+            # Point 7: no clearly higher rate than the original's.
+            # Its first match is left out: the probe stopped at it, so it is no fair sample.
+            f = judging.failing
+            fair = Tally(max(0, f.matched - 1), f.passed, f.other, f.infra)
+            more = self._more_often(fair, self._original_rate())
+            if more is None:
                 if left - s.reserve < 1:
                     self._end_reduction("budget")
                     return None
-                return Probe(judging.program.key, "unperturbed", 1, 0)
+                judging.rate_probed = True
+                want = min(s.step, s.rate_check - fair.ran, left - s.reserve)
+                return Probe(judging.program.key, "failing", max(1, want), 0)
+            if judging.rate_probed:
+                self._rate_checked += 1
+            if more:
+                verdict = "fails-more-often"
+                self._rate_rejected += 1
+        if verdict == "fails" and self._base_rule:
+            # Point 6: accepted only where it does not fail without the perturbation too
+            # (never: at one attempt; rarer: clearly more often than the original).
+            more = (
+                (judging.unperturbed.matched > 0 if judging.unperturbed.ran else None)
+                if self._base_rule == "never"
+                else self._more_often(judging.unperturbed, self._base_rate)
+            )
+            if more is None:
+                if left - s.reserve < 1:
+                    self._end_reduction("budget")
+                    return None
+                want = 1 if self._base_rule == "never" else s.rate_check - judging.unperturbed.ran
+                want = min(want, s.step, left - s.reserve)
+                return Probe(judging.program.key, "unperturbed", max(1, want), 0)
             self._unperturbed_checked += 1
-            if judging.unperturbed.matched:
+            if more:
                 verdict = "fails-unperturbed"
                 self._unperturbed_rejected += 1
         if verdict is None:
@@ -447,6 +577,8 @@ class Minimization:
         """The candidate's verdict, or None while its attempts cannot tell yet."""
         f = judging.failing
         if f.matched:
+            if self._new(judging):
+                return "new-exception"  # point 7: before its passing cells, at no cost
             if not self.settings.passing:
                 return "fails"
             p = judging.passing
@@ -478,10 +610,54 @@ class Minimization:
             self._now = _Judging(candidate)
             return
 
+    def _new(self, judging: _Judging) -> tuple[str, ...]:
+        """The exception types its failures printed that the original's attempts never did
+        (point 7); () for the original itself."""
+        if judging.program.key == self.original.key or self._raised_unknown:
+            return ()
+        return tuple(sorted(judging.raised.difference(self._original_raised)))
+
+    def _original_rate(self) -> Rate:
+        return rate_of(self._original_failing.matched, self._original_failing.ran)
+
+    def _more_often(self, tally: Tally, than: Rate | None) -> bool | None:
+        """Whether `tally` fails clearly more often than `than` (points 6 and 7): True once
+        its Wilson 95% interval is above `than`'s, False once even `rate_check` attempts
+        failing every time from here could not put it there (or nothing to compare), None
+        while more attempts could tell."""
+        if than is None or than.attempts == 0 or not self.settings.rate_check:
+            return False
+        if tally.ran and clearly_more(rate_of(tally.matched, tally.ran), than):
+            return True
+        left = self.settings.rate_check - tally.ran
+        if left <= 0 or not clearly_more(rate_of(tally.matched + left, tally.ran + left), than):
+            return False
+        return None
+
+    def _rule_for(self, base: Rate) -> BaseRule:
+        """Point 6's rule on a base without the perturbation: `never` where it is 0 of n,
+        `rarer` where `rate_check` attempts could show a candidate clearly above it."""
+        if base.attempts == 0:
+            return ""
+        if base.matched == 0:
+            return "never"
+        return "rarer" if self._reachable(base) else ""
+
+    def _reachable(self, than: Rate) -> bool:
+        """Whether `rate_check` attempts, all failing, would be clearly more than `than`."""
+        most = self.settings.rate_check
+        return most > 0 and than.attempts > 0 and clearly_more(rate_of(most, most), than)
+
     def _judge_done(self, verdict: Verdict) -> None:
         j = self._now
+        new = self._new(j) if verdict == "new-exception" else ()
+        if new:
+            self._new_exception_rejected += 1
+            self._new_exceptions.update(dict.fromkeys(new))
         self.judged.append(
-            Judged(j.program.key, j.program.lines, j.failing, j.passing, verdict, j.unperturbed)
+            Judged(
+                j.program.key, j.program.lines, j.failing, j.passing, verdict, j.unperturbed, new
+            )
         )
         if verdict == "fails" and j.program.lines <= self.best.lines:
             self.best = j.program
@@ -626,13 +802,29 @@ class Minimization:
             budget_spent=self._budget_spent and status != "interrupted",
             kept_perturbed=(
                 KeptPerturbed(
-                    applies=self._keep_perturbed,
+                    applies=bool(self._base_rule),
                     base=self._base,
                     attempts=self._unperturbed_attempts,
                     rejected=self._unperturbed_rejected,
                     checked=self._unperturbed_checked,
+                    rule=self._base_rule,
+                    most=self.settings.rate_check if self._base_rule == "rarer" else 0,
                 )
-                if self.settings.unperturbed_base or self.settings.keep_perturbed
+                if self.settings.unperturbed_base or self.settings.recorded_base
+                else None
+            ),
+            same_failure=(
+                SameFailure(
+                    original_exceptions=tuple(self._original_raised),
+                    new_exception_rejected=self._new_exception_rejected,
+                    new_exceptions=tuple(self._new_exceptions),
+                    rate_applies=self._reachable(self._original_rate()),
+                    rate_most=self.settings.rate_check,
+                    rate_checked=self._rate_checked,
+                    rate_rejected=self._rate_rejected,
+                    rate_attempts=self._rate_attempts,
+                )
+                if self._original_failing.ran
                 else None
             ),
         )
