@@ -755,6 +755,8 @@ def test_a_candidate_whose_thread_dies_of_a_new_exception_before_the_crash_is_re
             "evict.yaml": "reprospec: 1\nname: evict\n"
             f"environment: {{env: {{COUNTER: {tmp_path / 'count'}}}}}\n"
             "command: python evict.py\n"
+            # A candidate without `default=0.0` waits on Event().wait(None) for ever.
+            "run: {timeout: 20s}\n"
             "expect: {outcome: crash, signal: SIGSEGV, rate: '>0'}\n",
         },
     )
