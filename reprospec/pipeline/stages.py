@@ -98,9 +98,12 @@ def execute(
     options = options.with_changes(overrides=spec.overrides)
     runner = create_runner(options, spec_dir=spec.base_dir)
     runner.prepare(plan.attempts)
-    run_id = resume.run_id if resume else new_run_id(spec.name)
     # Absolute: children run in their own workdir and must find the events file.
-    folder = RunFolder.of(options.out.resolve(), run_id).create().claim()
+    if resume is not None:
+        folder = RunFolder.of(options.out.resolve(), resume.run_id).create().claim()
+    else:
+        folder = RunFolder.new(options.out.resolve(), lambda: new_run_id(spec.name)).claim()
+    run_id = folder.run_id
     # A resumed run's dead engine may have left attempts running: they end first.
     reaped = leftovers.reap(folder.path) if resume is not None else ()
     # Started as soon as the runner and the folder are there (a resumed run's leftovers

@@ -37,9 +37,11 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from reprospec.errors import InfraError
 
 _FOLDER_CHARS = "=,._-+"
 # The names of the layout above, spelled here only: every other module asks RunFolder.
@@ -85,6 +87,11 @@ def cell_folder(cell_id: str) -> str:
     return f"{keep or 'cell'}-{digest}"
 
 
+# How many ids a new run draws before it gives up: chance takes one of 65,536 random parts
+# now and then; 64 taken in a row means something other than chance names the folders.
+_ID_DRAWS = 64
+
+
 @dataclass(frozen=True)
 class RunFolder:
     """The folder of one run under `out/runs/` (absolute while a run goes: children write in it)."""
@@ -95,6 +102,28 @@ class RunFolder:
     def of(cls, out: Path, run_id: str) -> RunFolder:
         """The folder of `run_id` in the output folder `out`."""
         return cls(cls.runs_under(out) / run_id)
+
+    @classmethod
+    def new(cls, out: Path, make_id: Callable[[], str]) -> RunFolder:
+        """The folder of a new run, under an id `make_id` gives that no folder of `out` has.
+
+        A run id ends in 4 random hex digits, so two runs of one spec that start in the same
+        second share an id once in about 65,536 pairs, and a search starts several probes a
+        second, for hundreds of seconds: one minimize in a few dozen met it, the second run
+        writing into the first's folder and the store refusing its row (UNIQUE constraint
+        failed: runs.run_id). The folder is made with no `exist_ok`, so which run has an id is
+        decided where two engines race for it too, and a taken id is drawn again.
+        """
+        runs = cls.runs_under(out)
+        runs.mkdir(parents=True, exist_ok=True)
+        for _ in range(_ID_DRAWS):
+            folder = cls(runs / make_id())
+            try:
+                folder.path.mkdir()
+            except FileExistsError:
+                continue
+            return folder
+        raise InfraError(f"{runs}: {_ID_DRAWS} new run ids were all taken")
 
     @staticmethod
     def runs_under(out: Path) -> Path:

@@ -145,3 +145,29 @@ def test_a_failure_after_a_silent_pass_keeps_its_files_and_no_record(tmp_path: P
     assert not list(run_dir.rglob(".spare"))
     attempts = result.results()["cells"][0]["attempts"]
     assert [a["outcome"]["kind"] for a in attempts] == ["pass", "error", "pass", "pass"]
+
+
+def test_two_runs_that_draw_one_id_each_get_a_folder_and_a_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run id's random part is 4 hex digits: two runs of one spec in one second (a search's
+    probes) drew the same once in a few dozen minimizes, and the second shared the first's
+    folder and died on the store's UNIQUE constraint (the minimize helper's flaky failure)."""
+    import reprospec
+    from reprospec.store import resultsjson
+
+    spec = tmp_path / "t.yaml"
+    spec.write_text("reprospec: 1\nname: t\ncommand: [true]\nexpect: {outcome: pass}\n")
+    same, other = "20261201-040000-t-3f9a", "20261201-040000-t-77c1"
+    draws = iter([same, same, other])
+    monkeypatch.setattr(resultsjson, "new_run_id", lambda _name: next(draws))
+    options = reprospec.RunOptions(out=tmp_path / "out")
+    first = reprospec.run(spec, options)
+    second = reprospec.run(spec, options)
+    assert (first.run_id, second.run_id) == (same, other)
+    runs = tmp_path / "out" / "runs"
+    assert sorted(p.name for p in runs.iterdir()) == [same, other]
+    assert all((runs / name / "report.md").is_file() for name in (same, other))
+    # Each has its own row: the store reads each back as the run it is.
+    assert reprospec.load_result(same, tmp_path / "out").run_id == same
+    assert reprospec.load_result(other, tmp_path / "out").run_id == other

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from reprospec.errors import InfraError
 from reprospec.process.childprotocol import EVENTS
 from reprospec.process.leftovers import INFLIGHT, RECORD_SIZE
 from reprospec.store import runfolder
@@ -257,3 +260,19 @@ def test_a_silent_pass_hands_on_its_empty_events_and_blank_record_and_no_other_f
 def test_the_run_folder_spells_the_child_protocol_and_record_names_as_their_modules() -> None:
     # Spelled in runfolder.py so that a reader of the run folder imports neither module.
     assert {(0, EVENTS), (RECORD_SIZE, INFLIGHT)} == runfolder._HANDED_SIZES
+
+
+def test_a_new_run_never_gets_a_folder_another_run_has(tmp_path: Path) -> None:
+    """Two runs of one spec in one second drew the same 4 random hex digits: the second wrote
+    into the first's folder and the store refused its row (a minimize's probes met it)."""
+    taken = RunFolder.new(tmp_path, lambda: "20261201-040000-spec-3f9a")
+    (taken.path / "report.md").write_text("the first run's")
+    draws = iter(
+        ["20261201-040000-spec-3f9a", "20261201-040000-spec-3f9a", "20261201-040000-spec-77c1"]
+    )
+    folder = RunFolder.new(tmp_path, lambda: next(draws))
+    assert folder.run_id == "20261201-040000-spec-77c1"
+    assert folder.path.is_dir()
+    assert (taken.path / "report.md").read_text() == "the first run's"
+    with pytest.raises(InfraError, match="64 new run ids were all taken"):
+        RunFolder.new(tmp_path, lambda: "20261201-040000-spec-3f9a")
