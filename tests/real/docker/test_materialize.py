@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -155,8 +156,12 @@ def test_workload_bundle_has_cell_json(tmp_path: Path) -> None:
     cell = json.loads((out / "cells" / "1" / "cell.json").read_text())
     assert set(cell) == {"spec", "cell_id", "matrix", "attempt", "workload", "environment"}
     assert "python3 -m reprospec_harness" in (out / "run.sh").read_text()
-    # The harness trains with torch: the runner image's packages, whatever the spec imports.
-    assert (out / "images" / "1" / "requirements.txt").read_text() == "torch==2.13.0\nnumpy\n"
+    # The harness trains with torch: the runner image's packages, whatever the spec imports,
+    # its torch the build this machine's is (2.13.0+cpu here: from PyTorch's cpu index).
+    build = metadata.version("torch").partition("+")[2]
+    pin = f"--extra-index-url https://download.pytorch.org/whl/{build}\ntorch==2.13.0+{build}"
+    expected = f"{pin if build else 'torch==2.13.0'}\nnumpy\n"
+    assert (out / "images" / "1" / "requirements.txt").read_text() == expected
 
 
 def test_named_images_are_the_readers_to_get(tmp_path: Path) -> None:

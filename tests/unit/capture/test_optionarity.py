@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.capture.optionarity import MANY, ParserOptions, parser_options, script_options
+from tests.support.deep import too_deep
 
 SOURCE = """
 import argparse
@@ -124,9 +125,7 @@ def test_no_python_says_nothing() -> None:
     assert parser_options("def (:\n") == ParserOptions()
     assert parser_options("x = 1\0") == ParserOptions()
     # Nested deeper than the parser goes (rv20 F2: capture's internal error).
-    assert (
-        parser_options("import argparse\nx = " + "+".join(["1"] * 3000) + "\n") == ParserOptions()
-    )
+    assert parser_options(f"import argparse\n{too_deep()}") == ParserOptions()
 
 
 def test_the_script_or_module_is_read_from_the_workdir(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from reprospec.minimize.program import Program, as_written
 from reprospec.minimize.report import _layout_note, sizes
 from reprospec.minimize.search import MinimizeResult
 from reprospec.minimize.source import apply, numbered
+from tests.support.deep import too_deep
 
 # nu17's DataLoader script, in its own layout: no blank line between methods, a comment.
 TRAIN = """import argparse
@@ -110,6 +111,5 @@ def test_a_file_nested_deeper_than_python_reads_is_counted_as_no_python() -> Non
     Python itself does when it runs it) stopped on the engine's RecursionError."""
     from reprospec.minimize.program import ast_nodes
 
-    deep = "x = " + "+".join(["1"] * 3000) + "\n"
-    assert ast_nodes(deep) == 0
+    assert ast_nodes(too_deep()) == 0
     assert ast_nodes("x = 1 + 1\n") == 7  # Assign, Name, Store, BinOp, 1, Add, 1

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from reprospec.plan.pyimports import Imports, parse_imports, read_imports
 from reprospec.plan.shellwords import MAX_PARSE_BYTES
+from tests.support.deep import too_deep
 
 
 def test_imports_at_any_depth_and_relative_ones_resolved(tmp_path: Path) -> None:
@@ -38,7 +39,7 @@ def test_a_source_not_read_is_none_never_importing_nothing(tmp_path: Path) -> No
     assert parse_imports("x = (\n") == Imports(())
     # Nested deeper than the parser goes: Python itself refuses it (rv20 F2: the engine's
     # RecursionError was an internal error of `run`).
-    assert parse_imports("import torch\nx = " + "+".join(["1"] * 3000) + "\n") is None
+    assert parse_imports(f"import torch\n{too_deep()}") is None
 
 
 def test_a_module_imported_by_a_run_time_name_is_said() -> None:
