@@ -34,6 +34,8 @@ from reprospec.runners.base import InstanceRunner, Runner, keep_logs
 from reprospec.store.runfolder import RunFolder
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from reprospec.outcome.gpufindings import GpuFindings  # where a diagnostic left one
 
 
@@ -67,7 +69,7 @@ class AttemptExecutor:
         log_dir = self.folder.attempt_dir(plan.cell.id, plan.attempt)
         logs = self.folder.attempt_logs(plan.cell.id, plan.attempt)
         if plan.instances is not None:
-            return self._instances(plan, gpu_slot, cancel)
+            return self._instances(plan, log_dir, gpu_slot, cancel)
         try:
             execution = self.runner.run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)
         except InfraError as exc:
@@ -77,9 +79,13 @@ class AttemptExecutor:
         return attempt_result(plan, execution, Evidence.read(execution), logs)
 
     def _instances(
-        self, plan: AttemptPlan, gpu_slot: tuple[str, ...], cancel: threading.Event
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        gpu_slot: tuple[str, ...],
+        cancel: threading.Event,
     ) -> AttemptResult | None:
-        log_dir = self.folder.attempt_dir(plan.cell.id, plan.attempt)
+        # The folder `_run` made: made again, it would be a folder of files to set aside.
         logs = self.folder.attempt_logs(plan.cell.id, plan.attempt)
         if not isinstance(self.runner, InstanceRunner):
             reason = (

@@ -32,6 +32,7 @@ and reads an attempt's files only where they exist.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import json
@@ -223,7 +224,8 @@ class RunFolder:
         """The attempt folders made so far (`cells/CELL/N/`, each made as its attempt starts)."""
         if not self.cells.is_dir():
             return []
-        return [p for p in self.cells.glob("*/*") if p.name != SPARE and p.is_dir()]
+        # Numbered folders alone: not the spare, not an interrupted attempt set aside.
+        return [p for p in self.cells.glob("*/*") if p.name.isdigit() and p.is_dir()]
 
     def attempt_logs(self, cell_id: str, attempt: int) -> str:
         """Where attempt `attempt` of `cell_id` keeps its files, relative to the run folder."""
@@ -253,6 +255,12 @@ class RunFolder:
             except FileExistsError:
                 if not folder.is_dir():
                     raise
+                # A folder of files: the attempt a killed engine left, which a resumed run
+                # runs again. Its files are set aside, kept for whoever reads them, not run
+                # into: its events.jsonl's lines read as the new attempt's (a step it never
+                # reached), its core file beside the new one's (rv21 F1).
+                _set_aside(folder)
+                os.mkdir(folder)  # noqa: PTH102
         return folder
 
     def prune(self, cell_id: str, attempt: int) -> bool:
@@ -393,3 +401,22 @@ def _remove_empty(folder: str) -> bool:
     except OSError:  # not empty (or not ours): it stays
         return False
     return True
+
+
+# What an interrupted attempt's folder becomes when its attempt runs again (`attempt_dir`):
+# `cells/CELL/3.interrupted`, then `3.interrupted-2`, ...
+INTERRUPTED = ".interrupted"
+
+
+def _set_aside(folder: Path) -> None:
+    """Rename `folder` to the first of `N.interrupted`, `N.interrupted-2`, ... not taken."""
+    for n in range(1, 1000):
+        aside = folder.with_name(f"{folder.name}{INTERRUPTED}{'' if n == 1 else f'-{n}'}")
+        try:
+            os.rename(folder, aside)  # noqa: PTH104
+        except OSError as exc:
+            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                continue
+            raise
+        return
+    raise FileExistsError(folder)

@@ -165,3 +165,49 @@ def test_report_of_a_killed_run_says_it_was_killed_and_how_to_finish_it(
     assert resumed.code == 0, resumed.stderr
     report = cli("report", run_id, "--out", str(out), timeout=60)
     assert report.code == 0, report.stderr
+
+
+def test_a_resumed_attempt_reads_none_of_what_its_killed_run_left(cli: Cli, tmp_path: Path) -> None:
+    """rv21 F1: the attempt a killed engine left is run again by --resume in the same
+    folder, whose events.jsonl still held the killed attempt's line: the rerun's error,
+    which reached no step, read `@ step 57`. Its files are now set aside, and kept."""
+    flag = tmp_path / "first-ran"
+    spec = tmp_path / "stale.yaml"
+    script = (
+        f"if [ ! -e {flag} ]; then "
+        'echo \'{"step": 57, "t": 0.1}\' >> "$REPROSPEC_EVENTS"; '
+        f"touch {flag}; sleep 60; fi; "
+        "exec python3 -c 'raise RuntimeError(1)'"
+    )
+    spec.write_text(
+        "reprospec: 1\nname: stale\n"
+        f"command: [sh, -c, {json.dumps(script)}]\n"
+        "expect: {outcome: error}\n"
+    )
+    out = tmp_path / "out"  # the `cli` fixture's default --out
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not flag.exists():
+            assert engine.poll() is None, "the engine ended before its attempt wrote its step"
+            assert time.monotonic() < deadline, "the attempt never wrote its step"
+            time.sleep(0.05)
+    finally:
+        engine.kill()
+        engine.wait(timeout=30)
+    resumed = cli("run", "--resume", "latest", timeout=120)
+    assert resumed.code == 0, resumed.stderr
+    (run,) = (out / "runs").iterdir()
+    result = json.loads((run / "results.json").read_text())
+    (attempt,) = result["cells"][0]["attempts"]
+    assert attempt["outcome"]["kind"] == "error", attempt
+    assert attempt["outcome"]["step"] is None, attempt
+    assert "step 57" not in resumed.stdout, resumed.stdout
+    # The killed attempt's files are kept beside the rerun's, not under its name.
+    cell = run / "cells" / "default"
+    assert '"step": 57' in (cell / "1.interrupted" / "events.jsonl").read_text()
+    assert "57" not in (cell / "1" / "events.jsonl").read_text()

@@ -63,13 +63,15 @@ def test_a_silent_pass_hands_its_empty_folder_to_the_cells_next_attempt(tmp_path
     _attempt(folder, "a=1", 3, {})
     assert folder.prune("a=1", 3)
     assert spare.is_dir()
-    # A folder of files already there (a resumed attempt's) is reused as it is.
+    # A folder of files already there (a resumed attempt's) is set aside, kept, and the
+    # attempt gets an empty one of its name (rv21 F1).
     assert folder.attempt_dir("a=1", 2) == second
-    assert (second / "stdout.log").read_text() == "hello\n"
+    assert list(second.iterdir()) == []
+    assert (folder.cells / "a=1" / "2.interrupted" / "stdout.log").read_text() == "hello\n"
     assert spare.is_dir()
     folder.end_cells(["a=1"])
     assert not spare.exists()
-    assert sorted(p.name for p in (folder.cells / "a=1").iterdir()) == ["2"]
+    assert sorted(p.name for p in (folder.cells / "a=1").iterdir()) == ["2", "2.interrupted"]
     _attempt(folder, "b=2", 1, {})
     assert folder.prune("b=2", 1)
     folder.end_cells(["b=2"])
@@ -276,3 +278,21 @@ def test_a_new_run_never_gets_a_folder_another_run_has(tmp_path: Path) -> None:
     assert (taken.path / "report.md").read_text() == "the first run's"
     with pytest.raises(InfraError, match="64 new run ids were all taken"):
         RunFolder.new(tmp_path, lambda: "20261201-040000-spec-3f9a")
+
+
+def test_an_attempt_folder_of_files_is_set_aside_not_run_into(tmp_path: Path) -> None:
+    """rv21 F1: a resumed run's attempt, run again where its killed run left files."""
+    folder = RunFolder(tmp_path / "run")
+    first = folder.attempt_dir("default", 1)
+    (first / "events.jsonl").write_text('{"step": 57}\n')
+    again = folder.attempt_dir("default", 1)
+    assert again == first
+    assert list(again.iterdir()) == []
+    aside = again.with_name("1.interrupted")
+    assert (aside / "events.jsonl").read_text() == '{"step": 57}\n'
+    (again / "core.1").write_text("core")
+    folder.attempt_dir("default", 1)
+    assert (again.with_name("1.interrupted-2") / "core.1").read_text() == "core"
+    # An empty folder is its own again; the set-aside ones are no attempt's folder.
+    assert folder.attempt_dir("default", 1) == again
+    assert folder.attempt_folders() == [again]
