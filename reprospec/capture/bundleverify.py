@@ -267,15 +267,17 @@ class _Places:
 
 
 def _compare(original: CellResult, again: CellResult, ran_in: Path, places: _Places) -> CellCheck:
-    """The run's cell against its rerun: the same verdict; no signature the run's attempts
-    never had (`expect: {outcome: error}` is `reproduced` by a FileNotFoundError as by the
+    """The run's cell against its rerun: the same verdict; no failure signature the run's
+    attempts never had (`expect: {outcome: error}` is `reproduced` by a FileNotFoundError as by the
     run's RuntimeError); and, where that verdict is not `reproduced` (it says nothing of
     what happened), the run's most common outcome among the rerun's. A flaky cell's rerun
     may end in any of the run's ways, not each (a rare one can miss by chance). Missing
     files are read whatever came back: a program may log one and end alike without it."""
     common = Counter(a.ran.signature for a in original.attempts if a.ran is not None)
     seen = {a.ran.signature for a in again.attempts if a.ran is not None}
-    unlike = tuple(sorted(seen - set(common)))
+    # Failures alone: a pass where the run never had one is its verdict's to judge (rv21 F2).
+    failed = {a.ran.signature for a in again.attempts if a.ran is not None and a.failed}
+    unlike = tuple(sorted(failed - set(common)))
     same = again.verdict == original.verdict and bool(seen) and not unlike
     if same and original.verdict != "reproduced":
         same = common.most_common(1)[0][0] in seen

@@ -104,6 +104,11 @@ def test_a_flaky_cells_rerun_may_end_in_any_of_the_runs_ways_and_in_no_other() -
     # Fewer crashes, or none of the run's passes: each way the run ended, same verdict.
     assert _compared(run, _ended(cell, crash, _PASSED, _PASSED)).reproduced
     assert _compared(run, _ended(cell, crash, crash, crash)).reproduced
+    # A pass where every attempt of the run crashed is no other failure: the verdict says
+    # whether the rate came back (rv21 F2: a 90% crash's rerun failed verify half the time).
+    always = _ended(cell, crash, crash, crash)
+    assert _compared(always, _ended(cell, crash, crash, _PASSED)).reproduced
+    assert _compared(always, _ended(cell, crash, crash, _PASSED)).unlike == ()
     # A way no attempt of the run ended is another failure, though the crash came back.
     mixed = _compared(run, _ended(cell, crash, crash, _LOST))
     assert not mixed.reproduced
