@@ -50,6 +50,7 @@ from reprospec.core.rates import rate_floor, rate_of
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions
+from reprospec.core.words import interval_bounds
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import AttemptKind, Tally
@@ -715,6 +716,11 @@ def _low(found: Minimized) -> float:
     return min(max(found.result.rate.low, 0.01), 0.99)
 
 
+def _percent_down(rate: float) -> str:
+    """`4%`: a lower bound as every interval prints it, rounded down (words.interval_bounds)."""
+    return interval_bounds(rate, 1.0, digits=0, percent=True)[0]
+
+
 def _unconfirmed(found: Minimized, run: RunResult) -> str:
     """Why DIR is not the answer: what its rerun did instead."""
     from reprospec.minimize.report import SPEC_NAME
@@ -731,7 +737,7 @@ def _unconfirmed(found: Minimized, run: RunResult) -> str:
         + (f" and {', '.join(found.added)}" if found.added else "")
         + "; copy in what the program reads under a name it builds"
         + (
-            f" (or it flaked: at a rate as low as {low:.0%}, {len(ran)} clean attempts "
+            f" (or it flaked: at a rate as low as {_percent_down(low)}, {len(ran)} clean attempts "
             f"have a chance of {chance:.0%})"
             if chance > _MISS_CHANCE
             else ""

@@ -47,7 +47,7 @@ from reprospec.core.words import (
 from reprospec.isolation.differences import MISSING, Difference
 from reprospec.minimize.named import Carried, copy_named
 from reprospec.minimize.program import Program, as_written, join_words, source_lines
-from reprospec.minimize.ratechange import RateChange, rate_change, rate_text
+from reprospec.minimize.ratechange import RateChange, interval_text, rate_change, rate_text
 from reprospec.minimize.search import MinimizeResult
 from reprospec.minimize.settings import Reduced
 from reprospec.minimize.unperturbed import Baseline, Unperturbed
@@ -525,13 +525,14 @@ def _same_line(found: Minimized) -> str:
     rate = (
         f"a candidate the search would accept failed up to {same.rate_most} times, stopping "
         f"once its 95% interval was above the original's {original.matched}/"
-        f"{original.attempts} ({original.low:.0%}-{original.high:.0%}; rejected: another "
+        f"{original.attempts} ({interval_text(original)}; rejected: another "
         "cause) or could no longer get there: "
         f"{same.rate_rejected} of {same.rate_checked} rejected, "
         f"{plural(same.rate_attempts, 'attempt')} (in the budget)"
         if same.rate_applies
         else f"the original's rate ({original.matched}/{original.attempts}, up to "
-        f"{original.high:.0%}) leaves no room for a candidate's {same.rate_most} attempts to "
+        f"{interval_text(original).rpartition('-')[2]}) leaves no room for a candidate's "
+        f"{same.rate_most} attempts to "
         "show one clearly higher: not asked"
     )
     return f"- **Same failure**: the original printed {printed}; {exceptions}; {rate}"
