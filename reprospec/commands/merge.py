@@ -44,8 +44,13 @@ def run(args: argparse.Namespace) -> int:
     # Resolved once: `latest` names another run as soon as the merged one's folder exists.
     refs = [run_dir_of(ref, out) for ref in args.runs]
     shards = [load_run(ref, out) for ref in refs]
-    merged = merge(shards, run_id=new_run_id(shards[0].spec_name))
-    folder = RunFolder.of(out, merged.run_id).create()
+    # A folder no run has (RunFolder.new): two merges of one spec in one second drew one id.
+    folder = RunFolder.new(out, lambda: new_run_id(shards[0].spec_name))
+    try:
+        merged = merge(shards, run_id=folder.run_id)
+    except BaseException:
+        folder.path.rmdir()  # shards that do not merge leave no empty run for `latest`
+        raise
     # Attempt logs keep their relative paths (cells/<cell>/<n>/): bring them along so
     # the merged report has its excerpts and stacks. Shards hold disjoint attempts.
     for ref in refs:

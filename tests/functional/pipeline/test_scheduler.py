@@ -138,6 +138,10 @@ expect:
     partial = cli("merge", *shard_dirs[:2], "--out", str(tmp_path / "partial"))
     assert partial.code == 2
     assert "missing shard(s) 3/3" in partial.stderr
+    # ...and leaves no run folder behind (merge's id is drawn as its folder is made).
+    assert not (tmp_path / "partial" / "runs").exists() or not any(
+        (tmp_path / "partial" / "runs").iterdir()
+    )
 
 
 def test_merged_shards_name_the_command_and_repro_an_unsharded_run_names(
