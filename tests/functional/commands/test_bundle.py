@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import re
 import shlex
 import shutil
+import sqlite3
 import tarfile
 import time
 from pathlib import Path
@@ -750,12 +752,11 @@ def test_a_run_of_capture_is_refused_its_shell_variables_are_in_no_bundle(
     )  # fmt: skip
     assert captured.code == 0, captured.stdout + captured.stderr
     assert "the failure needs APP_MODE" in captured.stdout
-    # In the order they began: a run id's time is to the second, and two runs of one
-    # second sort by their random suffix.
-    runs = sorted(
-        (out / "runs").iterdir(),
-        key=lambda run: json.loads((run / "results.json").read_text())["started"],
-    )
+    # In the order they began, as the store recorded them: a run id's time, and results.json's
+    # `started`, are to the second, and a verify's run can begin in its first run's second.
+    with contextlib.closing(sqlite3.connect(out / "results.db")) as db:
+        ids = [row[0] for row in db.execute("SELECT run_id FROM runs ORDER BY rowid")]
+    runs = [out / "runs" / run_id for run_id in ids]
     first = runs[0].name  # capture's own run, of the draft
     assert "APP_MODE" not in (runs[0] / "spec.yaml").read_text()
     archive = tmp_path / "cap.tar.gz"

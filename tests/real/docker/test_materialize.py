@@ -208,14 +208,16 @@ def _own(spec: str, name: str) -> tuple[str, str]:
     return spec.replace(f"name: {name}\n", f"name: {own}\n", 1), f"reprospec-bundle/{own}:1"
 
 
-def _run_bundle(out: Path, tag: str, base: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """./run.sh with BASE pointing at a Debian bookworm: the machine has no registry.
+def _run_bundle(
+    out: Path, tag: str, base: str, cwd: Path, *cells: str
+) -> subprocess.CompletedProcess[str]:
+    """./run.sh [CELL...] with BASE pointing at a Debian bookworm: the machine has no registry.
 
     The CompletedProcess's `args` end with run.sh's pid: its containers are named
     `reprospec-bundle-N-PID`, so a test looks only at its own (see `_left_by`)."""
     try:
         with subprocess.Popen(
-            ["bash", str(out / "run.sh")],
+            ["bash", str(out / "run.sh"), *cells],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -244,7 +246,14 @@ def test_bundle_builds_from_a_public_base_and_runs_with_plain_docker(tmp_path: P
     assert done.returncode == 0, done.stderr
     ran = _run_bundle(out, tag, base, tmp_path)
     assert "== cell 1 [mode=calm]: exit 0" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-3000:]
-    assert "== cell 2 [mode=crash]: killed by SIGSEGV" in ran.stdout
+    if "== cell 2 [mode=crash]: killed by SIGSEGV" not in ran.stdout:
+        # `docker run`'s attached stream lost a crashing container's last bytes (its
+        # faulthandler report) once in a loaded suite, and run.sh then says, truly, that it
+        # cannot tell the death from an exit status of 139: once more, it must read it.
+        assert "== cell 2 [mode=crash]: exit 139 = 128 + SIGSEGV" in ran.stdout, ran.stdout
+        again = _run_bundle(out, tag, base, tmp_path, "2")
+        assert "== cell 2 [mode=crash]: killed by SIGSEGV" in again.stdout, again.stdout
+        assert not _left_by(again)
     assert f"shm {32 << 20}" in (out / "results" / "1" / "output.log").read_text()
     assert "mode crash" in (out / "results" / "2" / "output.log").read_text()
     assert "tmp /reprospec/attempt/tmp" in (out / "results" / "1" / "output.log").read_text()
