@@ -123,15 +123,20 @@ def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
 
 def stuck_worker(stack: str | None) -> HungProcess | None:
     """The first DataLoader worker that was fetching an item in the user's code, if any."""
-    return next((p for p in hung_processes(stack) if p.fetching and p.frame), None)
+    return _first_stuck_worker(hung_processes(stack))
 
 
 def where_stuck(stack: str | None) -> HungProcess | None:
     """Where a hang sits as far as its stacks show: a worker stuck fetching an item in the
     user's code, else the first process whose main thread was in the user's code."""
     processes = hung_processes(stack)
-    worker = next((p for p in processes if p.fetching and p.frame), None)
-    return worker or next((p for p in processes if p.frame and not p.worker), None)
+    return _first_stuck_worker(processes) or next(
+        (p for p in processes if p.frame and not p.worker), None
+    )
+
+
+def _first_stuck_worker(processes: tuple[HungProcess, ...]) -> HungProcess | None:
+    return next((p for p in processes if p.fetching and p.frame), None)
 
 
 def label_workers(stack: str) -> str:
