@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Final, Literal
 
 from reprospec.core.pysource import UNREADABLE
+from reprospec.plan.shellwords import MAX_PARSE_BYTES
+from reprospec.plan.workfiles import module_files
 
 # `nargs='+'` or `'*'`: every value up to the next option.
 MANY: Final = "many"
 Arity = int | Literal["many"]
 
-# A source larger than this is no script whose parser is worth reading (a generated file).
-_MAX_SOURCE_BYTES = 1 << 20
 # The actions that store the values they are given (argparse's default is "store").
 _STORING = frozenset({"store", "append", "extend"})
 # The actions that take no value: `--amp 5` is the switch and a positional 5 (rv20 F5).
@@ -179,14 +179,17 @@ def script_options(script: str | None, workdir: Path) -> ParserOptions:
     if script is None:
         return ParserOptions()
     if script.endswith(".py"):
-        candidates = [workdir / script]
+        path = workdir / script
     else:
-        base = workdir / script.replace(".", "/")
-        candidates = [base.with_suffix(".py"), base / "__main__.py"]
-    for path in candidates:
-        try:
-            if path.is_file() and path.stat().st_size <= _MAX_SOURCE_BYTES:
-                return parser_options(path.read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            continue
+        # What `-m` runs: the module's own file (`pkg/tool.py`, `pkg/__main__.py`), the last
+        # of those importing it runs, never a package's `__init__.py` alone.
+        found = module_files(script, workdir)
+        if not found or found[-1].name == "__init__.py":
+            return ParserOptions()
+        path = found[-1]
+    try:
+        if path.is_file() and path.stat().st_size <= MAX_PARSE_BYTES:
+            return parser_options(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        pass
     return ParserOptions()
