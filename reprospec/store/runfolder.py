@@ -242,7 +242,7 @@ class RunFolder:
         with _CELL_FOLDERS:
             try:
                 # Onto nothing, or onto an empty folder a killed engine left (a resumed
-                # attempt's); a folder of files stays as it is (ENOTEMPTY), as with a mkdir.
+                # attempt's); onto a folder of files it fails (ENOTEMPTY), set aside below.
                 os.rename(self._spare(cell_id), folder)  # noqa: PTH104 (str paths, as prune)
                 return folder
             except OSError:
