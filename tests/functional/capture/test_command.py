@@ -1525,11 +1525,7 @@ def test_an_option_of_several_numbers_is_one_axis_a_reader_can_widen(
     ran = cli("run", "spec.yaml", "--observe", "--set", "matrix.layers=[64 128 256, 32]",
               cwd=workdir)  # fmt: skip
     assert ran.code == 0, ran.stdout + ran.stderr
-    messages = {
-        cell["id"]: attempt["outcome"]["message"]
-        for cell in ran.results()["cells"]
-        for attempt in cell["attempts"]
-    }
+    messages = _messages(ran)
     assert messages == {
         "layers=64 128 256,lr=0.1": "layers [64, 128, 256] lr 0.1 data data.csv",
         "layers=32,lr=0.1": "layers [32] lr 0.1 data data.csv",
@@ -1565,11 +1561,7 @@ def test_an_options_one_number_before_a_positional_number_is_its_axis_alone(
     ran = cli("run", "spec.yaml", "--observe", "--set", "matrix.batch_size=[32, 64]",
               cwd=workdir)  # fmt: skip
     assert ran.code == 0, ran.stdout + ran.stderr
-    messages = {
-        cell["id"]: attempt["outcome"]["message"]
-        for cell in ran.results()["cells"]
-        for attempt in cell["attempts"]
-    }
+    messages = _messages(ran)
     assert messages == {
         "batch_size=32,layers=64 128": "layers [64, 128] bs 32 epochs 5",
         "batch_size=64,layers=64 128": "layers [64, 128] bs 64 epochs 5",
@@ -1618,11 +1610,7 @@ def test_a_prefix_is_its_option_and_an_imported_parsers_numbers_are_never_split(
     )
     ran = cli("run", "spec.yaml", "--observe", "--set", "matrix.batch=[32, 64]", cwd=workdir)
     assert ran.code == 0, ran.stdout + ran.stderr
-    messages = {
-        cell["id"]: attempt["outcome"]["message"]
-        for cell in ran.results()["cells"]
-        for attempt in cell["attempts"]
-    }
+    messages = _messages(ran)
     assert messages == {
         "batch=32,lr=0.1": "bs 32 epochs 5 lr 0.1",
         "batch=64,lr=0.1": "bs 64 epochs 5 lr 0.1",
@@ -1823,3 +1811,12 @@ def test_a_flaky_crash_back_once_in_the_workdir_is_not_blamed_on_a_file(
     assert "needs more of the workdir" not in result.stdout
     assert f"reprospec capture --repeat 20 --out {out} --force -o spec.yaml" in result.stdout
     assert count.read_text() == "4"
+
+
+def _messages(ran: CliResult) -> dict[str, object]:
+    """Each cell's message, by cell id, of a run of one attempt a cell: what the program got."""
+    return {
+        cell["id"]: attempt["outcome"]["message"]
+        for cell in ran.results()["cells"]
+        for attempt in cell["attempts"]
+    }
