@@ -428,7 +428,8 @@ def _docker_run_args(
     """`docker run` options for one cell, as the docker runner would create the container,
     and the variables passed by name (their values are secrets: never in the bundle)."""
     inside = container_workdir(plan.workdir)
-    args = ["--rm", "--init", "--name", f"reprospec-bundle-{number}-$$"]
+    # No --rm: run.sh reads the container's log before it removes it (keep_logs).
+    args = ["--init", f"--name=reprospec-bundle-{number}-$$"]  # one pair a line, below
     for option, value in run_options(plan.environment).items():
         if option == "memory" and "--memory" in perturbed.options:
             continue  # perturb.memory_limit's, the smaller of the two (perturb/container.py)
@@ -592,6 +593,7 @@ def _cell_function(
         f'        | tee -i "$OUT/{number}/output.log" &',
         f'    cell_wait $! "$OUT/{number}/{STATUS_FILE}"',
         "    local status=$?",
+        f'    keep_logs "reprospec-bundle-{number}-$$" "$OUT/{number}/output.log"',
         f'    docker rm -f "reprospec-bundle-{number}-$$" >/dev/null 2>&1',
         *cleanup,
         '    RUNNING=""',
@@ -643,6 +645,18 @@ not_run() {
 image_pythonpath() {
     docker image inspect --format '{{range .Config.Env}}{{println .}}{{end}}' "$1" \
         | sed -n 's/^PYTHONPATH=//p' | head -n 1
+}
+
+# The output of container $1 as the engine logged it, put in place of $2 (what the attached
+# stream of `docker run` gave tee): that stream lost a crashing container's last bytes, its
+# faulthandler report, once in a loaded suite, and the cell read as an exit status of 139.
+# The engine's log is whole once the container has stopped. Kept only where it holds as
+# much: a log driver that keeps nothing (`none`) or an interrupted cell leave $2 as it is.
+keep_logs() {
+    docker logs "$1" >"$2.engine" 2>&1 \
+        && [ "$(wc -c <"$2.engine")" -ge "$(wc -c <"$2")" ] \
+        && mv -f "$2.engine" "$2"
+    rm -f "$2.engine"
 }
 
 # A Ctrl-C (or a TERM) of run.sh stops the cell that runs: its containers ($RUNNING) are

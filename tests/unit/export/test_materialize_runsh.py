@@ -42,7 +42,7 @@ def _script(tmp_path: Path, environment: str, body: str = "command: python app.p
 
 def _pythonpath(script: str) -> list[str]:
     """The `-e PYTHONPATH=...` words of the cell's `docker run`, as bash splits them."""
-    start = script.index("docker run \\\n        --rm")
+    start = script.index("docker run \\\n        --init")
     words = shlex.split(script[start : script.index("2>&1; echo", start)].replace("\\\n", " "))
     return [w for i, w in enumerate(words) if words[i - 1] == "-e" and w.startswith("PYTHONPATH")]
 
