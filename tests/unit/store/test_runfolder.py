@@ -293,6 +293,12 @@ def test_an_attempt_folder_of_files_is_set_aside_not_run_into(tmp_path: Path) ->
     (again / "core.1").write_text("core")
     folder.attempt_dir("default", 1)
     assert (again.with_name("1.interrupted-2") / "core.1").read_text() == "core"
-    # An empty folder is its own again; the set-aside ones are no attempt's folder.
+    # An empty folder is its own again, nothing set aside for it; the set-aside ones are
+    # no attempt's folder.
     assert folder.attempt_dir("default", 1) == again
+    assert sorted(p.name for p in again.parent.iterdir()) == [
+        "1",
+        "1.interrupted",
+        "1.interrupted-2",
+    ]
     assert folder.attempt_folders() == [again]
