@@ -1046,28 +1046,26 @@ expect: {outcome: error, exception: AssertionError, message: corrupted buffer, r
 """
 
 
-def test_a_result_minimized_under_the_amplified_perturbation_still_needs_it(
-    tmp_path: Path,
-) -> None:
-    # nu18 N9: the passes dropped the free and the malloc's size, and the result failed
-    # without MALLOC_PERTURB_ too (a fresh block's bytes against b''), the bug gone; a
-    # warning after the search said so. Now a candidate that fails without it as the
-    # expect says is rejected, where the original never did (amplify's base, 0 of 8).
-    written(tmp_path / "w", {"uaf.py": USE_AFTER_FREE, "uaf.yaml": USE_AFTER_FREE_SPEC})
+def _amplified_then_minimized(
+    tmp_path: Path, files: dict[str, str], jobs: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`amplify --try malloc=perturb`, then `minimize --amplify` of its folder into
+    tmp_path/result, both without the machine's MALLOC_ variables: amplify's base rate,
+    and minimize's minimize.json (minimize checked to exit 0 and to print no BUT line)."""
+    written(tmp_path / "w", files)
     out = str(tmp_path / "out")
+    plain = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     amplify = subprocess.run(
         [sys.executable, "-m", "reprospec", "amplify", "uaf.yaml", "--try", "malloc=perturb",
-         "-j", "2", "--out", out, "--format", "json"],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path / "w",
+         "-j", jobs, "--out", out, "--format", "json"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path / "w", env=plain,
     )  # fmt: skip
     assert amplify.returncode == 0, amplify.stderr
     folder = Path(out) / "amplify" / json.loads(amplify.stdout)["id"]
     base = json.loads((folder / "amplify.json").read_text())["base"]["rate"]
-    assert (base["matched"], base["attempts"]) == (0, 8)
-    plain = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     proc = subprocess.run(
         [sys.executable, "-m", "reprospec", "minimize", "uaf.yaml", "--amplify", str(folder),
-         "-o", str(tmp_path / "result"), "--out", out, "-j", "2", *BUDGET, *DETERMINISTIC],
+         "-o", str(tmp_path / "result"), "--out", out, "-j", jobs, *BUDGET, *DETERMINISTIC],
         capture_output=True, text=True, timeout=300, cwd=tmp_path / "w",
         env={**plain, "NO_COLOR": "1"},
     )  # fmt: skip
@@ -1075,16 +1073,29 @@ def test_a_result_minimized_under_the_amplified_perturbation_still_needs_it(
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("amplified: found under environment.perturb (malloc=perturb)")
     assert not any(line.startswith("BUT") for line in lines), proc.stdout
+    return base, json.loads((tmp_path / "result" / "minimize.json").read_text())
+
+
+def test_a_result_minimized_under_the_amplified_perturbation_still_needs_it(
+    tmp_path: Path,
+) -> None:
+    # nu18 N9: the passes dropped the free and the malloc's size, and the result failed
+    # without MALLOC_PERTURB_ too (a fresh block's bytes against b''), the bug gone; a
+    # warning after the search said so. Now a candidate that fails without it as the
+    # expect says is rejected, where the original never did (amplify's base, 0 of 8).
+    files = {"uaf.py": USE_AFTER_FREE, "uaf.yaml": USE_AFTER_FREE_SPEC}
+    base, data = _amplified_then_minimized(tmp_path, files, "2")
+    assert (base["matched"], base["attempts"]) == (0, 8)
     # The bug kept: the free, and a result that passes without the perturbation.
     source = (tmp_path / "result" / "uaf.py").read_text()
     assert "libc.free(p)" in source, source
     assert "libc.malloc(4096)" in source, source
+    plain = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     plain_run = subprocess.run(
         [sys.executable, "uaf.py"], capture_output=True, text=True, timeout=60,
         cwd=tmp_path / "result", env=plain,
     )  # fmt: skip
     assert plain_run.returncode == 0, plain_run.stderr
-    data = json.loads((tmp_path / "result" / "minimize.json").read_text())
     kept = data["kept_perturbed"]
     assert kept["applies"] is True
     assert kept["base"] == base
@@ -1140,40 +1151,15 @@ def test_a_base_above_none_rejects_candidates_failing_clearly_more_often_without
     # The safeguard applied only where the base was 0 of n: at 2 of 12 the whole budget
     # went into a wild read that failed 12 of 12 unperturbed, flagged only after it.
     count = tmp_path / "count"
-    written(
-        tmp_path / "w",
-        {
-            "uaf.py": REUSED_AFTER_FREE,
-            "uaf.yaml": USE_AFTER_FREE_SPEC.replace(
-                "name: uaf\n", f"name: uaf\nenvironment: {{env: {{COUNTER: {count}}}}}\n"
-            ),
-        },
+    spec = USE_AFTER_FREE_SPEC.replace(
+        "name: uaf\n", f"name: uaf\nenvironment: {{env: {{COUNTER: {count}}}}}\n"
     )
-    out = str(tmp_path / "out")
-    plain = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
-    amplify = subprocess.run(
-        [sys.executable, "-m", "reprospec", "amplify", "uaf.yaml", "--try", "malloc=perturb",
-         "-j", "1", "--out", out, "--format", "json"],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path / "w", env=plain,
-    )  # fmt: skip
-    assert amplify.returncode == 0, amplify.stderr
-    folder = Path(out) / "amplify" / json.loads(amplify.stdout)["id"]
-    base = json.loads((folder / "amplify.json").read_text())["base"]["rate"]
+    files = {"uaf.py": REUSED_AFTER_FREE, "uaf.yaml": spec}
+    base, data = _amplified_then_minimized(tmp_path, files, "1")
     assert (base["matched"], base["attempts"]) == (2, 8)
-    proc = subprocess.run(
-        [sys.executable, "-m", "reprospec", "minimize", "uaf.yaml", "--amplify", str(folder),
-         "-o", str(tmp_path / "result"), "--out", out, "-j", "1", *BUDGET, *DETERMINISTIC],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path / "w",
-        env={**plain, "NO_COLOR": "1"},
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert lines[0].startswith("amplified: found under environment.perturb (malloc=perturb)")
-    assert not any(line.startswith("BUT") for line in lines), proc.stdout
     source = (tmp_path / "result" / "uaf.py").read_text()
     assert "libc.free(p)" in source, source
     assert "ctypes.memset(p, 65, 4096)" in source, source
-    data = json.loads((tmp_path / "result" / "minimize.json").read_text())
     kept = data["kept_perturbed"]
     assert (kept["applies"], kept["rule"], kept["most"]) == (True, "rarer", 8)
     assert kept["base"] == base
