@@ -963,15 +963,17 @@ def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKi
 
 
 def _raised(run_dir: Path, attempt: AttemptResult) -> tuple[str, ...]:
-    """The exception types the attempt printed a traceback of on stderr, any thread's (the
-    search's point 7): its head and its tail, as the classifier reads them."""
+    """The exception types the attempt printed a traceback of, any thread's (the search's
+    point 7): on stderr, then on stdout (a shell's `2>&1`, a logger set to stdout), each
+    log's head and tail as the classifier reads them."""
     from reprospec.outcome.evidence import read_log
     from reprospec.outcome.tracebacks import raised_types
-    from reprospec.process.childprotocol import STDERR
+    from reprospec.process.childprotocol import STDERR, STDOUT
 
     if attempt.ran is None or not attempt.logs:
         return ()
-    return raised_types(read_log(run_dir / attempt.logs / STDERR))
+    logs = (read_log(run_dir / attempt.logs / name) for name in (STDERR, STDOUT))
+    return tuple(dict.fromkeys(kind for text in logs for kind in raised_types(text)))
 
 
 class _Runner:

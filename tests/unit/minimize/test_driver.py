@@ -1,10 +1,13 @@
-"""What minimize takes to be the program: the files read from a real workdir."""
+"""What minimize takes to be the program (the files read from a real workdir), and what an
+attempt raised."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from reprospec.minimize.driver import _program
+from reprospec.core.results import AttemptResult, Outcome
+from reprospec.minimize.driver import _program, _raised
 from tests.support.files import written
 
 
@@ -39,3 +42,19 @@ def test_files_in_another_encoding_that_import_each_other_are_read_once(tmp_path
     (tmp_path / "b.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport a\nB = '\xe9'\n")
 
     assert _program("python a.py", tmp_path, {}).files == ()
+
+
+def test_the_exceptions_an_attempt_raised_are_read_from_stdout_too(tmp_path: Path) -> None:
+    """A program whose tracebacks go to stdout (a shell's `2>&1`, a logger to stdout): a
+    candidate's new exception there was never seen, and the candidate was kept."""
+    thread_died = (
+        'Exception in thread evictor:\nTraceback (most recent call last):\n  File "e.py", '
+        "line 3, in evictor\nAttributeError: 'Namespace' object has no attribute 'gap'\n"
+    )
+    crashed = 'Traceback (most recent call last):\n  File "e.py", line 9\nKeyError: 3\n'
+    written(tmp_path, {"cells/1/stdout.log": thread_died, "cells/1/stderr.log": crashed})
+    segv = Outcome(kind="crash", signal="SIGSEGV", signature="crash:SIGSEGV:main")
+    attempt = AttemptResult(1, 0.1, segv, True, (), "cells/1")
+
+    assert _raised(tmp_path, attempt) == ("KeyError", "AttributeError")
+    assert _raised(tmp_path, replace(attempt, logs="")) == ()
