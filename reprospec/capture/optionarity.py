@@ -14,8 +14,8 @@ run its whole job under `--help`).
 An option's arity is unknown (None) where its call says no more than the words do: an
 `action` not written as a string (but argparse's BooleanOptionalAction), a `nargs` of
 `...` or not written as a literal, `**kwargs`, or two calls of the same option that
-disagree. Options a script's imported modules define are not seen: the words' own rule
-reads those.
+disagree. `script_options` reads the script and the workdir's modules it imports (a parser
+built in `config.py`, `from config import get_parser`), as one parser.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Final, Literal
 
 from reprospec.core.pysource import UNREADABLE
 from reprospec.plan.shellwords import MAX_PARSE_BYTES
-from reprospec.plan.workfiles import module_files
+from reprospec.plan.workfiles import local_imports, module_files
 
 # `nargs='+'` or `'*'`: every value up to the next option.
 MANY: Final = "many"
@@ -72,13 +72,27 @@ class ParserOptions:
         return self.arities.get(names[0]) if len(names) == 1 else None
 
 
-def parser_options(source: str) -> ParserOptions:
-    """The options of the `add_argument` calls in `source`; none where it is no Python."""
-    try:
-        tree = ast.parse(source)
-    except UNREADABLE:
-        return ParserOptions()
+def parser_options(*sources: str) -> ParserOptions:
+    """The options of the `add_argument` calls in `sources`, read as one parser's (an option
+    two of them define with two arities is unknown); none where one is no Python."""
     found: dict[str, Arity | None] = {}
+    abbreviations = True
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except UNREADABLE:
+            continue
+        abbreviations &= _add_arguments(tree, found)
+    return ParserOptions(
+        {name: arity for name, arity in found.items() if arity is not None},
+        frozenset(name for name, arity in found.items() if arity is None),
+        abbreviations,
+    )
+
+
+def _add_arguments(tree: ast.AST, found: dict[str, Arity | None]) -> bool:
+    """Add the arity of each option the tree's `add_argument` calls define to `found`;
+    False where the tree turns argparse's abbreviations off (or may)."""
     abbreviations = True
     for node in ast.walk(tree):
         if _turns_off_abbreviations(node):
@@ -106,11 +120,7 @@ def parser_options(source: str) -> ParserOptions:
             # The same option twice (subparsers) with two arities: which one parses the
             # command depends on the subcommand.
             found[name] = arity if found.get(name, arity) == arity else None
-    return ParserOptions(
-        {name: arity for name, arity in found.items() if arity is not None},
-        frozenset(name for name, arity in found.items() if arity is None),
-        abbreviations,
-    )
+    return abbreviations
 
 
 def _turns_off_abbreviations(node: ast.AST) -> bool:
@@ -173,9 +183,9 @@ def _arity(keywords: Sequence[ast.keyword]) -> Arity | None:
 
 
 def script_options(script: str | None, workdir: Path) -> ParserOptions:
-    """`parser_options` of the Python file a command runs, found from `workdir`: `script` as
-    capture's `script_of` reads it (`train.py`, or the module `-m` names: `pkg.tool`);
-    none where there is none, or none to read."""
+    """`parser_options` of the Python file a command runs, found from `workdir`, and of the
+    workdir's modules it imports: `script` as capture's `script_of` reads it (`train.py`,
+    or the module `-m` names: `pkg.tool`); none where there is none, or none to read."""
     if script is None:
         return ParserOptions()
     if script.endswith(".py"):
@@ -187,9 +197,13 @@ def script_options(script: str | None, workdir: Path) -> ParserOptions:
         if not found or found[-1].name == "__init__.py":
             return ParserOptions()
         path = found[-1]
-    try:
-        if path.is_file() and path.stat().st_size <= MAX_PARSE_BYTES:
-            return parser_options(path.read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        pass
-    return ParserOptions()
+    if not path.is_file():
+        return ParserOptions()
+    sources = []
+    for file in local_imports([path], workdir):
+        try:
+            if file.stat().st_size <= MAX_PARSE_BYTES:
+                sources.append(file.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            pass
+    return parser_options(*sources)

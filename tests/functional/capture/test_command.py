@@ -1575,7 +1575,8 @@ def test_a_prefix_is_its_option_and_an_imported_parsers_numbers_are_never_split(
     # looked up by its exact word it was the axis `batch: [32 5]` and a widened cell ran
     # argparse's usage error. rv20 F4: net.py's parser is in cfg.py, unread: `--layers 64
     # 128 256` (nargs='+') was `layers: [64 128]` with 256 left in the command, a label of
-    # a value the program never had; now kept as written.
+    # a value the program never had; then kept as written; now cfg.py's parser is read
+    # (net.py imports it): one axis of the three words.
     workdir = tmp_path / "work"
     workdir.mkdir()
     (workdir / "train.py").write_text(
@@ -1618,11 +1619,18 @@ def test_a_prefix_is_its_option_and_an_imported_parsers_numbers_are_never_split(
 
     result = capture(cli, workdir, "python", "net.py", "--layers", "64", "128", "256",
                      options=("--force",))  # fmt: skip
-    assert "--layers 64 128 256 kept as written, no axis" in result.stdout
+    assert "axes from the command: layers='64 128 256'\n" in result.stdout
     assert "verdict reproduced" in result.stdout
     document = load_spec(str(workdir / "spec.yaml")).document
-    assert document.get("matrix") in (None, {})
-    assert document["command"] == "python net.py --layers 64 128 256"
+    assert document["matrix"] == {"layers": ["64 128 256"]}
+    assert document["command"] == "python net.py --layers ${{ matrix.layers }}"
+    ran = cli("run", "spec.yaml", "--observe", "--set", "matrix.layers=[64 128 256, 32 64]",
+              cwd=workdir)  # fmt: skip
+    assert ran.code == 0, ran.stdout + ran.stderr
+    assert set(_messages(ran).values()) == {
+        "layers [64, 128, 256] epochs None",
+        "layers [32, 64] epochs None",
+    }
 
 
 def test_an_option_of_several_words_alike_is_kept_as_written_and_said_so(

@@ -8,6 +8,7 @@ import pytest
 
 from reprospec.capture.optionarity import MANY, ParserOptions, parser_options, script_options
 from tests.support.deep import too_deep
+from tests.support.files import written
 
 SOURCE = """
 import argparse
@@ -140,3 +141,29 @@ def test_the_script_or_module_is_read_from_the_workdir(tmp_path: Path) -> None:
     assert script_options("pkg.tool", tmp_path).arities == {"--k": MANY}
     assert script_options("missing.py", tmp_path) == ParserOptions()
     assert script_options(None, tmp_path) == ParserOptions()
+
+
+def test_a_parser_built_in_a_module_the_script_imports_is_read(tmp_path: Path) -> None:
+    """note47: `from config import get_parser` left `--bs 32 5` to the words' rule, which
+    read the positional 5 as a second value of `--bs`."""
+    written(
+        tmp_path,
+        {
+            "train.py": "from config import get_parser\nargs = get_parser().parse_args()\n",
+            "config.py": "import argparse\nfrom util import seed\n\n\ndef get_parser():\n"
+            "    p = argparse.ArgumentParser()\n    p.add_argument('--bs', type=int)\n"
+            "    p.add_argument('--dims', nargs='+')\n    p.add_argument('epochs')\n"
+            "    return p\n",
+            "util.py": "import argparse\nq = argparse.ArgumentParser(allow_abbrev=False)\n"
+            "q.add_argument('--dims', nargs=2)\nseed = 0\n",
+        },
+    )
+    options = script_options("train.py", tmp_path)
+    assert options.arities == {"--bs": 1}
+    # Two modules' parsers that disagree: unknown; one that turns prefixes off: off.
+    assert options.unknown == {"--dims"}
+    assert options.arity("--b") is None
+    # Python that does not parse among them is passed over.
+    (tmp_path / "util.py").write_text("def (:\n")
+    assert script_options("train.py", tmp_path).arities == {"--bs": 1, "--dims": MANY}
+    assert script_options("train.py", tmp_path).arity("--b") == 1
