@@ -965,15 +965,27 @@ def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKi
 def _raised(run_dir: Path, attempt: AttemptResult) -> tuple[str, ...]:
     """The exception types the attempt printed a traceback of, any thread's (the search's
     point 7): on stderr, then on stdout (a shell's `2>&1`, a logger set to stdout), each
-    log's head and tail as the classifier reads them."""
+    log's head and tail as the classifier reads them, each up to its crash report.
+
+    Two files hold no order between them: where the crash report is on stderr alone and
+    the process that died is not the main one (a DataLoader worker, a child), the main
+    process printed on after it, and what it logged to stdout then is the death's
+    consequence, which varies with timing (one program's main process logged a
+    ConnectionResetError, an EOFError or a RuntimeError after the same worker's SIGSEGV):
+    stdout is left out there, as stderr's tail after the report is."""
     from reprospec.outcome.evidence import read_log
-    from reprospec.outcome.tracebacks import raised_types
+    from reprospec.outcome.tracebacks import crash_reported, raised_types
     from reprospec.process.childprotocol import STDERR, STDOUT
 
-    if attempt.ran is None or not attempt.logs:
+    outcome = attempt.ran
+    if outcome is None or not attempt.logs:
         return ()
-    logs = (read_log(run_dir / attempt.logs / name) for name in (STDERR, STDOUT))
-    return tuple(dict.fromkeys(kind for text in logs for kind in raised_types(text)))
+    stderr = read_log(run_dir / attempt.logs / STDERR)
+    stdout = read_log(run_dir / attempt.logs / STDOUT)
+    died_in_main = outcome.where in (None, "main") and outcome.crashed_child is None
+    if crash_reported(stderr) and not crash_reported(stdout) and not died_in_main:
+        return raised_types(stderr)
+    return tuple(dict.fromkeys((*raised_types(stderr), *raised_types(stdout))))
 
 
 class _Runner:

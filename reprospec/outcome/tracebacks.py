@@ -144,11 +144,7 @@ def raised_types(text: str) -> tuple[str, ...]:
     if not text:
         return ()
     lines = text.splitlines()
-    end = next(
-        (i for i, line in enumerate(lines) if _FATAL.match(line) or _WORKER_DEATH.match(line)),
-        len(lines),
-    )
-    lines = lines[:end]
+    lines = lines[: _crash_report(lines)]
     found: dict[str, None] = {}
     ignored = False
     for index, line in enumerate(lines):
@@ -163,6 +159,21 @@ def raised_types(text: str) -> tuple[str, ...]:
         if not ignored:
             found[exception.type] = None
     return tuple(found)
+
+
+def crash_reported(text: str) -> bool:
+    """Whether `text` holds a crash report (`raised_types` reads only what came before it)."""
+    lines = text.splitlines()
+    return _crash_report(lines) < len(lines)
+
+
+def _crash_report(lines: list[str]) -> int:
+    """The index of the first crash report's line (faulthandler's, any process's, or torch's
+    report of a worker's death); len(lines) where there is none."""
+    return next(
+        (i for i, line in enumerate(lines) if _FATAL.match(line) or _WORKER_DEATH.match(line)),
+        len(lines),
+    )
 
 
 # torch's report of a DataLoader worker's death, printed by the main process.

@@ -58,3 +58,37 @@ def test_the_exceptions_an_attempt_raised_are_read_from_stdout_too(tmp_path: Pat
 
     assert _raised(tmp_path, attempt) == ("KeyError", "AttributeError")
     assert _raised(tmp_path, replace(attempt, logs="")) == ()
+
+
+def test_what_the_main_process_logged_to_stdout_after_a_workers_death_is_not_read(
+    tmp_path: Path,
+) -> None:
+    """A worker's SIGSEGV reported on stderr, and the main process, which lived on, logged
+    the death's consequence to stdout: a ConnectionResetError in one attempt, an EOFError
+    or a RuntimeError in the next (one program, eight real attempts). Two files hold no
+    order: it is read as stderr's tail after the report is, not at all, or a candidate
+    whose attempt drew another consequence than the original's would be rejected."""
+    report = "ERROR: Unexpected segmentation fault encountered in worker.\n"
+    logged = (
+        "ERROR:train:training failed\nTraceback (most recent call last):\n"
+        '  File "prog.py", line 20, in <module>\n'
+        "ConnectionResetError: [Errno 104] Connection reset by peer\n"
+    )
+    before = 'Traceback (most recent call last):\n  File "e.py", line 3\nKeyError: 3\n'
+    written(
+        tmp_path,
+        {
+            "cells/1/stderr.log": report,
+            "cells/1/stdout.log": logged,
+            # `2>&1`: the report on stdout itself, which it is read up to.
+            "cells/2/stdout.log": before + report + logged,
+        },
+    )
+    worker = Outcome(kind="crash", signal="SIGSEGV", where="worker", signature="crash:SIGSEGV")
+    attempt = AttemptResult(1, 0.1, worker, True, (), "cells/1")
+
+    assert _raised(tmp_path, attempt) == ()
+    assert _raised(tmp_path, replace(attempt, logs="cells/2")) == ("KeyError",)
+    # The main process's own death: nothing it printed came after it.
+    main = replace(worker, where="main")
+    assert _raised(tmp_path, replace(attempt, outcome=main)) == ("ConnectionResetError",)
