@@ -418,6 +418,11 @@ def _perturbed(spec: Spec, plan: AttemptPlan, number: int) -> _Perturbed:
     )
 
 
+def _container_name(number: int) -> str:
+    """Cell `number`'s container as run.sh names it: its pid tells two run.sh apart."""
+    return f"reprospec-bundle-{number}-$$"
+
+
 def _docker_run_args(
     plan: AttemptPlan,
     number: int,
@@ -429,7 +434,7 @@ def _docker_run_args(
     and the variables passed by name (their values are secrets: never in the bundle)."""
     inside = container_workdir(plan.workdir)
     # No --rm: run.sh reads the container's log before it removes it (keep_logs).
-    args = ["--init", f"--name=reprospec-bundle-{number}-$$"]  # one pair a line, below
+    args = ["--init", f"--name={_container_name(number)}"]  # one pair a line, below
     for option, value in run_options(plan.environment).items():
         if option == "memory" and "--memory" in perturbed.options:
             continue  # perturb.memory_limit's, the smaller of the two (perturb/container.py)
@@ -517,8 +522,9 @@ def _cell_function(
         for name in passed
     ]
     folders = [f'"$OUT/{number}"']
+    container = _container_name(number)
     # The containers a Ctrl-C of run.sh removes (its trap), which ends the cell.
-    running = [f"reprospec-bundle-{number}-$$"]
+    running = [container]
     # The cell's own PYTHONPATH goes before the image's, read from the image as the docker
     # runner reads it (_docker_run_args writes "$pythonpath" after the cell's).
     pythonpath = (
@@ -583,6 +589,11 @@ def _cell_function(
         f"    mkdir -p {' '.join(folders)}",
         *pythonpath,
         *load_start,
+        # A stopped container of this name is one a run.sh of this pid left as it was
+        # killed (SIGKILL, a closed terminal: no trap ran, and no --rm removes it), as a
+        # CI job's container or a PID namespace gives each run.sh the same pid: docker run
+        # refused the name (exit 125, `not run`). A running one is never removed here.
+        f'    docker rm "{container}" >/dev/null 2>&1',
         f"    {{ timeout --kill-after=5 {plan.timeout_s:g} docker run \\",
     ]
     lines += [f"        {' '.join(args[i : i + 2])} \\" for i in range(0, len(args), 2)]
@@ -593,8 +604,8 @@ def _cell_function(
         f'        | tee -i "$OUT/{number}/output.log" &',
         f'    cell_wait $! "$OUT/{number}/{STATUS_FILE}"',
         "    local status=$?",
-        f'    keep_logs "reprospec-bundle-{number}-$$" "$OUT/{number}/output.log"',
-        f'    docker rm -f "reprospec-bundle-{number}-$$" >/dev/null 2>&1',
+        f'    keep_logs "{container}" "$OUT/{number}/output.log"',
+        f'    docker rm -f "{container}" >/dev/null 2>&1',
         *cleanup,
         '    RUNNING=""',
         '    if [ "$INTERRUPTED" != 0 ]; then',

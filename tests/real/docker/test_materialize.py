@@ -263,6 +263,41 @@ def _left_by(ran: subprocess.CompletedProcess[str]) -> list[str]:
 
 
 @needs_engine
+def test_a_stopped_container_a_killed_run_sh_left_under_its_pid_is_removed(tmp_path: Path) -> None:
+    """A cell's container has no --rm (keep_logs reads it after): a run.sh killed by
+    SIGKILL left it stopped, and the next run.sh with its pid (a CI job's container, a PID
+    namespace: pid 1 each time) had the cell `not run`, exit 3, docker run refusing the
+    name (rv22)."""
+    base = public_base(CLIENT)
+    spec, tag = _own(SPEC, "bundle-demo")
+    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
+    assert done.returncode == 0, done.stderr
+    try:
+        # `exec` keeps the pid: the container is made under run.sh's name before it starts.
+        with subprocess.Popen(
+            ["bash", "-c", f'sleep 10; exec bash "{out / "run.sh"}" 1'],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "BASE": base},
+        ) as proc:
+            left = f"reprospec-bundle-1-{proc.pid}"
+            subprocess.run(
+                ["docker", "run", "--name", left, "--network", "none", base, "true"],
+                check=True, capture_output=True, timeout=60,
+            )  # fmt: skip
+            stdout, stderr = proc.communicate(timeout=1800)
+    finally:
+        subprocess.run(["docker", "rm", "-f", left], capture_output=True, timeout=60)
+        if image.image_present(CLIENT, tag):
+            _BUILT.add(CLIENT.images.get(tag).id)
+            CLIENT.images.remove(tag, noprune=True)
+    assert proc.returncode == 0, stdout[-3000:] + stderr[-3000:]
+    assert "== cell 1 [mode=calm]: exit 0" in stdout, stdout
+
+
+@needs_engine
 def test_run_sh_reads_a_cells_output_from_the_engines_log(tmp_path: Path) -> None:
     """`docker run`'s attached stream lost a crashing container's last bytes (its
     faulthandler report) once in a loaded suite, and the cell read as exit 139: run.sh's
