@@ -255,8 +255,10 @@ class RunFolder:
             except FileExistsError:
                 if not folder.is_dir():
                     raise
-                if next(os.scandir(folder), None) is None:
-                    return folder  # empty (killed before it wrote): nothing to keep aside
+                if _remove_empty_files(str(folder)):
+                    # Killed before it wrote: its empty events.jsonl and stack file (the
+                    # runner makes both as it starts) go, nothing is kept aside.
+                    return folder
                 # A folder of files: the attempt a killed engine left, which a resumed run
                 # runs again. Its files are set aside, kept for whoever reads them, not run
                 # into: its events.jsonl's lines read as the new attempt's (a step it never

@@ -302,3 +302,15 @@ def test_an_attempt_folder_of_files_is_set_aside_not_run_into(tmp_path: Path) ->
         "1.interrupted-2",
     ]
     assert folder.attempt_folders() == [again]
+    # Killed before it wrote: the empty files the runner made as it started (events.jsonl,
+    # a stack file, its private tmp/) are no attempt's evidence; they go (rv22).
+    (again / "events.jsonl").write_text("")
+    (again / "stack-7341.txt").write_text("")
+    (again / "tmp").mkdir()
+    assert folder.attempt_dir("default", 1) == again
+    assert list(again.iterdir()) == []
+    assert sorted(p.name for p in again.parent.iterdir()) == [
+        "1",
+        "1.interrupted",
+        "1.interrupted-2",
+    ]
