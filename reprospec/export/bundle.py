@@ -54,7 +54,7 @@ from reprospec.errors import UsageError
 from reprospec.export.carry import carried_bytes
 from reprospec.export.tree import SpecTree, spec_tree
 from reprospec.process.childprotocol import CELL_JSON
-from reprospec.store.runfolder import RunFolder
+from reprospec.store.runfolder import INTERRUPTED, RunFolder
 
 if TYPE_CHECKING:
     from reprospec.core.runoptions import RunOptions
@@ -214,10 +214,15 @@ def pack(run: RunResult, run_dir: Path, output: Path, *, as_now: bool = False) -
                 count += 1
             # Written after the tree: it names the files whose secrets were masked.
             place = _standalone_place(run, sources, spec_rel)
-            readme = _readme(run, manifest, carried, place, sources.document, masked)
+            cells = RunFolder(run_dir).cells
+            # A killed run's attempt, run again by --resume: what it wrote is packed too.
+            interrupted = cells.is_dir() and any(cells.glob(f"*/*{INTERRUPTED}*"))
+            readme = _readme(
+                run, manifest, carried, place, sources.document, masked, interrupted=interrupted
+            )
             _add_text(tar, top / "README.md", readme)
             count += 1
-            for path in _log_files(RunFolder(run_dir).cells):
+            for path in _log_files(cells):
                 packed = top / "logs" / path.relative_to(run_dir).as_posix()
                 _add_file(tar, packed, path, redactor)
                 count += 1
@@ -546,6 +551,8 @@ def _readme(
     place: str | None = None,
     document: Mapping[str, JsonValue] | None = None,
     masked: Sequence[str] = (),
+    *,
+    interrupted: bool = False,
 ) -> str:
     spec = manifest["spec"]
     options = manifest.get("options")
@@ -580,6 +587,11 @@ def _readme(
         f"Or unpack it and run the spec yourself: `{rerun}`.",
         "`report.md` is the bug report; `logs/cells/CELL/N/` holds attempt N of each cell.",
     ]
+    if interrupted:
+        lines.append(
+            f"`logs/cells/CELL/N{INTERRUPTED}/` holds what attempt N wrote before its run was "
+            "killed; `--resume` ran it again in `N/`, which the report reads."
+        )
     if run.standalone is not None and not run.standalone.unavailable:
         if run.standalone.script:
             lines += [

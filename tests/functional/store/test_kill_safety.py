@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tarfile
 import textwrap
 import time
 from pathlib import Path
@@ -211,3 +212,14 @@ def test_a_resumed_attempt_reads_none_of_what_its_killed_run_left(cli: Cli, tmp_
     cell = run / "cells" / "default"
     assert '"step": 57' in (cell / "1.interrupted" / "events.jsonl").read_text()
     assert "57" not in (cell / "1" / "events.jsonl").read_text()
+    # A bundle packs them too, and its README says what they are (rv22 F8).
+    archive = tmp_path / "stale.tar.gz"
+    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out), timeout=120)
+    assert packed.code == 0, packed.stderr
+    with tarfile.open(archive) as tar:
+        names = set(tar.getnames())
+        readme = tar.extractfile(f"{run.name}/README.md")
+        assert readme is not None
+        text = readme.read().decode()
+    assert f"{run.name}/logs/cells/default/1.interrupted/events.jsonl" in names
+    assert "`logs/cells/CELL/N.interrupted/` holds what attempt N wrote before its run" in text
