@@ -478,6 +478,51 @@ def _build_failure(tag: str, log: Sequence[str]) -> str:
     return f"docker build of {tag} failed; build log tail:\n{tail}"
 
 
+# pip in a build colours its errors; the tail is shown as text, where they are noise.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# The lines of a build log that say why it failed: pip's `ERROR: No matching distribution
+# ...`, a build backend's `AttributeError: ...`, the engine's closing `The command ...
+# returned a non-zero code: 1` says only that a step failed (the fallback, when none does).
+_BUILD_ERROR_LINE = re.compile(r"^(?:ERROR:|error:|[A-Za-z_][\w.]*(?:Error|Exception)\b)")
+
+
+def without_colour(text: str) -> str:
+    """`text` without the terminal colour codes a build's pip wrote (`\\x1b[91m`)."""
+    return _ANSI.sub("", text)
+
+
+def build_failure_reason(message: str) -> str:
+    """One line of a failed build's `_build_failure` message for the infra-error of each
+    cell that needed the image: its first line, then what the package's build said (the
+    end of pip's `[N lines of output]` block, as the venv runner quotes uv's: `docker build
+    of TAG failed (the build said: ... / AttributeError: ...)`), else the last two lines
+    that name an error.
+
+    The whole tail is a table cell's worth of pip's output per cell; the runner says it
+    once on stderr instead. A message of one line (a missing image) is returned as it is.
+    """
+    head, _, tail = message.partition("\n")
+    lines = [without_colour(line).strip() for line in tail.splitlines()]
+    lines = [line for line in lines if line]
+    head = head.removesuffix("; build log tail:")
+    said = _build_said(lines)
+    if said:
+        return f"{head} (the build said: {' / '.join(said)})"
+    named = [line for line in lines if _BUILD_ERROR_LINE.match(line)] or lines[-1:]
+    return f"{head} ({' / '.join(named[-2:])})" if named else head
+
+
+def _build_said(lines: Sequence[str]) -> list[str]:
+    """The last two lines of the last `[N lines of output]` ... `[end of output]` block pip
+    prints of a failed build step (the block's start may be past the tail's)."""
+    ends = [i for i, line in enumerate(lines) if line == "[end of output]"]
+    if not ends:
+        return []
+    end = ends[-1]
+    starts = [i + 1 for i, line in enumerate(lines[:end]) if line.endswith("lines of output]")]
+    return list(lines[max(starts, default=0) : end][-2:])
+
+
 def describe(recipe: ImageRecipe) -> JsonObject:
     """A JSON-friendly summary of a recipe (for plans and bundles)."""
     return {"tag": recipe.tag, "source": recipe.source, "built": recipe.build is not None}

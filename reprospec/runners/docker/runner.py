@@ -24,9 +24,10 @@ from reprospec import native
 from reprospec.core import capped
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.logtext import printable
 from reprospec.core.results import Execution
 from reprospec.core.units import format_size
-from reprospec.errors import FatalError
+from reprospec.errors import FatalError, InfraError
 from reprospec.perturb.apply import PerturbRefused
 from reprospec.perturb.competitors import start_load, stop_load
 from reprospec.perturb.container import for_container
@@ -97,6 +98,9 @@ class DockerRunner:
         self._client = client
         self._lock = threading.Lock()
         self._images: dict[str, str] = {}
+        # environment -> why its image could not be had: asked once, every attempt of it is
+        # an infra-error with the reason (a failed build is not started again per attempt).
+        self._image_errors: dict[str, str] = {}
         self._pythonpaths: dict[str, str] = {}
         # (image, packages) -> why the image does not satisfy them (None: it does).
         self._package_checks: dict[tuple[str, tuple[str, ...]], str | None] = {}
@@ -113,23 +117,42 @@ class DockerRunner:
     # -- images ------------------------------------------------------------------------
 
     def prepare(self, plans: Sequence[AttemptPlan]) -> None:
-        """Connect, then find or build the image of every distinct environment."""
+        """Connect, then find or build the image of every distinct environment.
+
+        Raises InfraError only when no engine answers. An image that is missing or whose
+        build fails is its own cells' matter, as a venv the venv runner cannot build is:
+        their attempts are infra-errors with the reason and the other cells run (a bisect
+        skips a release that cannot be installed, never ends at it).
+        """
         client = self.client
         for plan in plans:
-            self._image_for(client, plan)
+            # Recorded by _image_for; run() makes each attempt of it an infra-error.
+            with contextlib.suppress(InfraError):
+                self._image_for(client, plan)
 
     def _image_for(self, client: DockerClient, plan: AttemptPlan) -> str:
         environment = plan.environment
         key = json.dumps(environment.to_json(), sort_keys=True)
         with self._lock:
+            if key in self._image_errors:
+                raise InfraError(self._image_errors[key])
             # One build at a time: parallel attempts of one environment wait for it.
             if key not in self._images:
-                recipe = dockerimage.recipe_for(
-                    environment,
-                    spec_dir=self.spec_dir,
-                    find_links=self.find_links,
-                )
-                self._images[key] = dockerimage.ensure_image(client, recipe, say=self.say)
+                try:
+                    recipe = dockerimage.recipe_for(
+                        environment,
+                        spec_dir=self.spec_dir,
+                        find_links=self.find_links,
+                    )
+                    self._images[key] = dockerimage.ensure_image(client, recipe, say=self.say)
+                except InfraError as exc:
+                    message = str(exc)
+                    if "\n" in message:
+                        # The build's log tail, once, where builds are heard: as text, its
+                        # colours dropped and any other control character written out.
+                        self.say(printable(dockerimage.without_colour(message)))
+                    self._image_errors[key] = dockerimage.build_failure_reason(message)
+                    raise InfraError(self._image_errors[key]) from exc
             return self._images[key]
 
     def _image_pythonpath(self, client: DockerClient, image: str) -> str:

@@ -19,6 +19,7 @@ from reprospec.core.units import parse_size  # noqa: E402
 from reprospec.runners.docker import image  # noqa: E402
 from tests.support.cli import Cli, ExampleRun  # noqa: E402
 from tests.support.docker import CLIENT, SHM_CACHE, needs_engine, require_image  # noqa: E402
+from tests.support.envs import make_broken_sdist, make_wheel  # noqa: E402
 
 # What must agree between the runners, per attempt. A crash's `exception` is how the main
 # process noticed a dead worker, which torch words by timing (the DataLoader's RuntimeError,
@@ -93,6 +94,95 @@ def test_missing_image_is_exit_3(cli: Cli, tmp_path: Path) -> None:
     assert done.code == 3, done.stderr
     assert "reprospec-absent:1 is missing" in done.stderr
     assert "docker pull reprospec-absent:1" in done.stderr
+
+
+@needs_engine
+def test_an_image_that_cannot_be_built_is_its_cells_infra_error(cli: Cli, tmp_path: Path) -> None:
+    """One cell's image fails to build (a release with no wheel that will not build, as
+    pyyaml 5.4.1 under Cython 3, nu23): that cell is `infra-error` naming why, and the cell
+    beside it still runs, as under the venv runner; the run was once ended at the build,
+    exit 3 with no table and no run folder, and `bisect --runner docker` with it."""
+    reason = _pipeline_ready()
+    if reason:
+        pytest.skip(reason)
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    for name, step in (
+        ("ok", ""),
+        ("broken", "RUN python3 -c 'raise RuntimeError(\"no wheel\")'\n"),
+    ):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "Dockerfile").write_text(f"FROM {image.DEFAULT_IMAGE}\n{step}")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: one-image-fails\n"
+        "environment: {dockerfile: '${{ matrix.df }}'}\n"
+        "matrix: {df: [ok/Dockerfile, broken/Dockerfile]}\n"
+        "command: [python3, -c, pass]\nexpect: {outcome: pass}\n"
+    )
+    done = cli("run", str(spec), "--runner", "docker")
+    assert done.code == 3, done.stderr[-3000:]
+    cells = {cell["id"]: cell for cell in done.results()["cells"]}
+    assert cells["df=ok/Dockerfile"]["verdict"] == "reproduced"
+    broken = cells["df=broken/Dockerfile"]
+    assert broken["verdict"] == "infra-error"
+    (attempt,) = broken["attempts"]
+    assert attempt["infra_error"].startswith("docker build of reprospec-env:")
+    assert "(RuntimeError: no wheel)" in attempt["infra_error"]
+    # The whole tail once on stderr, as text: pip's colours are not in it.
+    assert "build log tail:" in done.stderr
+    assert "\x1b" not in done.stderr
+
+
+@needs_engine
+def test_bisect_skips_a_release_whose_image_cannot_be_built(cli: Cli, tmp_path: Path) -> None:
+    """`bisect --runner docker` over 1.0..1.3 of a package whose 1.1 is an sdist that cannot
+    build: 1.1 is skipped with the build's reason and the answer names it, as the venv
+    bisect does (cli.md); the bisect once ended at that build, exit 3 and no answer."""
+    reason = _pipeline_ready()
+    if reason:
+        pytest.skip(reason)
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    name = "reprospec-dockerbisect"
+    wheels = tmp_path / "wheels"
+    make_broken_sdist(wheels, name, "1.1")
+    for version, bad in (("1.0", False), ("1.2", True), ("1.3", True)):
+        make_wheel(wheels, name, version, f"REGRESSED = {bad}\n")
+    (tmp_path / "check.py").write_text(
+        "import reprospec_dockerbisect as d\nif d.REGRESSED:\n    raise ValueError('regressed')\n"
+    )
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: docker-bisect\nenvironment: {{packages: ['{name}==1.3']}}\n"
+        "command: python check.py\nexpect: {outcome: error, exception: ValueError}\n"
+    )
+    done = cli(
+        "bisect",
+        str(spec),
+        "--runner",
+        "docker",
+        "--package",
+        name,
+        "--good",
+        "1.0",
+        "--bad",
+        "1.3",
+        "--find-links",
+        str(wheels),
+        "--format",
+        "json",
+        "--out",
+        str(tmp_path / "out"),
+        "--budget",
+        "40",
+    )
+    assert done.code == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert (result["first_bad"], result["last_good"]) == ("1.2", "1.0")
+    assert result["untestable_between"] == ["1.1"]
+    tested = {t["version"]: t for t in result["tested"]}
+    assert tested["1.1"]["state"] == "skipped"
+    assert tested["1.1"]["infra_error"].startswith("docker build of reprospec-env:")
+    assert "cannot build" in tested["1.1"]["infra_error"]
 
 
 SHM_SPEC = """\

@@ -104,3 +104,57 @@ def test_the_top_level_dockerfile_is_the_one_the_package_ships() -> None:
     assert top.is_symlink()
     assert top.resolve() == shipped.resolve()
     assert "reprospec_harness" in top.read_text(encoding="utf-8")
+
+
+# -- a failed build, as its cells' infra-error -------------------------------------------------
+
+# The tail `_build_failure` kept of pyyaml 5.4.1's sdist under Cython 3 (nu23), pip's colours
+# and all: what a cell that needed the image is told, in one line.
+PIP_BUILD_TAIL = (
+    "docker build of reprospec-env:be8966baa8299d30 failed; build log tail:\n"
+    '          File "<string>", line 201, in get_source_files\n'
+    "        AttributeError: 'build_ext' object has no attribute 'cython_sources'\n"
+    "        [end of output]\n"
+    "    note: This error originates from a subprocess, and is likely not a problem with pip.\n"
+    "  \x1b[0m\n"
+    "  \x1b[91merror: subprocess-exited-with-error\n"
+    "  × Getting requirements to build wheel did not run successfully.\n"
+    "  Removing intermediate container 6a56bab935bd\n"
+    "  The command '/bin/sh -c python3 -m pip install -r /tmp/reprospec/requirements.txt' "
+    "returned a non-zero code: 1"
+)
+
+
+def test_a_failed_build_is_one_line_naming_why() -> None:
+    assert image.build_failure_reason(PIP_BUILD_TAIL) == (
+        'docker build of reprospec-env:be8966baa8299d30 failed (the build said: File "<string>", '
+        "line 201, in get_source_files / AttributeError: 'build_ext' object has no attribute "
+        "'cython_sources')"
+    )
+
+
+def test_a_failed_build_without_the_packages_words_names_the_error_lines() -> None:
+    message = (
+        "docker build of x:1 failed; build log tail:\n"
+        "  \x1b[91mERROR: Could not find a version that satisfies the requirement pyyaml==9.9\n"
+        "  ERROR: No matching distribution found for pyyaml==9.9\n"
+        "  \x1b[0m\n"
+        "  The command '/bin/sh -c pip install pyyaml==9.9' returned a non-zero code: 1"
+    )
+    assert image.build_failure_reason(message) == (
+        "docker build of x:1 failed (ERROR: Could not find a version that satisfies the "
+        "requirement pyyaml==9.9 / ERROR: No matching distribution found for pyyaml==9.9)"
+    )
+
+
+def test_a_failed_build_that_says_no_error_keeps_its_last_line() -> None:
+    message = "docker build of x:1 failed; build log tail:\n  Step 2/3 : RUN false\n  exit 1"
+    assert image.build_failure_reason(message) == "docker build of x:1 failed (exit 1)"
+
+
+def test_a_missing_image_reads_as_it_is() -> None:
+    message = (
+        "docker image nope:1 is missing (reprospec never pulls implicitly): docker pull nope:1"
+    )
+    assert image.build_failure_reason(message) == message
+    assert image.without_colour("\x1b[91merror\x1b[0m") == "error"
