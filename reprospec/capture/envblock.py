@@ -5,8 +5,9 @@ output is `Key: value` lines (`PyTorch version: 2.1.0+cu121`, `CUDA used to
 build PyTorch: 12.1`, `GPU models and configuration:` followed by `GPU 0: ...`
 lines, `cuDNN version:` followed by library paths) and, under "Versions of
 relevant libraries", `[pip3] numpy==1.26.2` and `[conda] numpy 1.26.2 ...`
-lines. People also paste a bare `pip freeze` or a `conda list` table. All of it
-is read line by line and loosely: a pasted ticket is reflowed, indented, quoted.
+lines. People also paste a bare `pip freeze` or a `conda list` table, or an issue
+template's `- Python version: 3.10.12` list. All of it is read line by line and
+loosely: a pasted ticket is reflowed, indented, quoted (`> `), made a list (`- `).
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_KEY_VALUE = re.compile(r"^\s*(?P<key>[A-Za-z][\w ./()-]*?):[ \t]*(?P<value>.*?)\s*$")
+_KEY_VALUE = re.compile(r"^\s*(?P<key>[A-Za-z][\w ./()?-]*?):[ \t]*(?P<value>.*?)\s*$")
+# What Markdown puts before a line of a pasted block: a quote (`> `, GitHub's "Quote reply")
+# and a list item (`- Python version: 3.10.12`, as `transformers-cli env` and most issue
+# templates write their environment), any number of them; and the emphasis around a key
+# (`**OS**: Ubuntu`, ``- `transformers` version: 4.36.2``).
+_MARKDOWN_LEAD = re.compile(r"^\s*(?:>\s?|[-*+]\s+)+")
+_MARKDOWN_EMPHASIS = re.compile(r"\*\*|`")
 _GPU_LINE = re.compile(r"^\s*GPU (?P<index>\d+): (?P<model>.+?)\s*$")
 _CUDNN_LIB = re.compile(r"libcudnn\.so\.(?P<version>\d+\.\d+\.\d+)")
 _PIP_TAGGED = re.compile(
@@ -124,6 +131,7 @@ def parse_machine(text: str) -> Machine:
     in_conda_table = False
     under: str | None = None  # the collect_env key whose value continues on the next lines
     for line in lines:
+        line = _unmarked(line)
         stripped = line.strip()
         if _CONDA_HEADER.match(line):
             in_conda_table = True
@@ -167,7 +175,7 @@ def parse_machine(text: str) -> Machine:
                 continue
             if stripped:
                 under = under if under == "cudnn" else None
-    python_full = _known(fields.get("Python version", ""))
+    python_full = _known(_field(fields, "Python version"))
     python = None
     if python_full:
         found = _PYTHON_VERSION.match(python_full)
@@ -176,7 +184,7 @@ def parse_machine(text: str) -> Machine:
     if cudnn is None and cudnn_field and cudnn_field[:1].isdigit():
         cudnn = cudnn_field
     available = fields.get("Is CUDA available", "").strip().lower()
-    torch = _known(fields.get("PyTorch version", ""))
+    torch = _version(_field(fields, "PyTorch version"))
     listed = sorted(packages.values(), key=lambda p: (normalize(p.name), p.source))
     if torch is None:
         pinned = next((p for p in listed if normalize(p.name) == "torch"), None)
@@ -200,6 +208,29 @@ def parse_machine(text: str) -> Machine:
         cuda_available={"true": True, "false": False}.get(available),
         packages=tuple(listed),
     )
+
+
+def _unmarked(line: str) -> str:
+    """`line` without the Markdown a ticket wraps a pasted block in (`> - **OS**: x` is
+    `OS: x`), so a quoted or listed collect_env, `pip freeze` or `key: value` list reads as
+    the bare one does."""
+    bare = _MARKDOWN_LEAD.sub("", line)
+    return _MARKDOWN_EMPHASIS.sub("", bare) if bare is not line else line
+
+
+def _field(fields: dict[str, str], key: str) -> str:
+    """The value of `key`, or of the first key that is `key` and a remark in parentheses
+    (`PyTorch version (GPU?)`, `transformers-cli env`'s)."""
+    if key in fields:
+        return fields[key]
+    remarked = next((k for k in fields if k.startswith(f"{key} (") and k.endswith(")")), None)
+    return fields[remarked] if remarked else ""
+
+
+def _version(value: str) -> str | None:
+    """A known value's first word (`2.1.2+cu121 (True)` is `2.1.2+cu121`)."""
+    known = _known(value)
+    return known.split()[0] if known else None
 
 
 def _wheel_version(name: str, file: str) -> str | None:

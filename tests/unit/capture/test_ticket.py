@@ -194,6 +194,46 @@ def test_a_conda_list_table_and_a_bare_freeze_are_packages() -> None:
     assert machine.requirements == ("numpy==1.26.4", "pytorch==2.2.1", "requests==2.31.0")
 
 
+def test_an_environment_written_as_a_markdown_list_is_read() -> None:
+    # `transformers-cli env`'s output, pasted in most Hugging Face issues, and an issue
+    # template's own list (nu23): capture said "the log does not say" the Python version and
+    # "the log says nothing about its machine", and pinned nothing.
+    machine = parse_machine(
+        "### System Info\n\n"
+        "- `transformers` version: 4.36.2\n"
+        "- Platform: Linux-5.15.0-91-generic-x86_64-with-glibc2.35\n"
+        "- Python version: 3.10.12\n"
+        "- PyTorch version (GPU?): 2.1.2+cu121 (True)\n"
+        "* **OS**: Ubuntu 22.04\n"
+        "+ numpy==1.26.4\n"
+    )
+    assert (machine.python, machine.python_full) == ("3.10", "3.10.12")
+    assert machine.torch == "2.1.2+cu121"
+    assert machine.os == "Ubuntu 22.04"
+    assert machine.requirements == ("numpy==1.26.4", "torch==2.1.2+cu121")
+
+
+def test_a_quoted_collect_env_reads_as_the_bare_one() -> None:
+    # GitHub's "Quote reply" puts `> ` before every line of the block it quotes.
+    bare = (
+        "PyTorch version: 2.1.0+cu121\n"
+        "Python version: 3.10.12 (main, Nov 20 2023, 15:14:05) [GCC 11.4.0] (64-bit runtime)\n"
+        "OS: Ubuntu 22.04.3 LTS (x86_64)\n"
+        "GPU models and configuration: \nGPU 0: NVIDIA A100-SXM4-80GB\n"
+        "[pip3] numpy==1.26.2\n"
+    )
+    quoted = "".join(f"> {line}\n" for line in bare.splitlines())
+    assert parse_machine(bare).said_anything
+    assert parse_machine(quoted) == parse_machine(bare)
+    assert parse_machine(">> " + quoted.replace("\n> ", "\n>> ")) == parse_machine(bare)
+
+
+def test_a_freeze_option_line_is_not_taken_for_a_list_item() -> None:
+    # `-e` is pip's, not Markdown's: no space follows the dash.
+    machine = parse_machine("-e git+https://github.com/me/mylib@abc#egg=mylib\nsix==1.16.0\n")
+    assert machine.requirements == ("six==1.16.0",)
+
+
 def test_a_ticket_that_says_nothing_says_nothing() -> None:
     read = read_ticket("it crashes sometimes, please help\n")
     assert read.failure.outcome is None
