@@ -28,7 +28,7 @@ The rule, the same as `isolate`'s:
     clean attempts at every version at or above a candidate count against it, so
     evidence is shared instead of re-gathered per step;
   - **infra errors** (a version with no wheel for this Python) are skipped and
-    reported, never judged.
+    reported, never judged. The first one has the good end run next (below).
 
 The search is Bayesian bisection (as BBChop, "a Bayesian git bisect"):
 hypothesis j = "the j-th testable version is the first bad one", uniform
@@ -48,7 +48,10 @@ hypothesis 0 ("the good end is already bad") stays in the posterior, and every
 clean attempt of any version counts against it, so the search runs the good end
 when that attempt teaches most (the answer near it), like any other version,
 and refuses when hypothesis 0 is the answer (a matching failure at the good end
-rules out every other). It used to run the good end once before the search,
+rules out every other). Once some version could not be installed, the good end runs
+next (one attempt), so a range whose old end cannot be installed at all is refused
+at once instead of skipped a candidate at a time. It used to run the good end once
+before the search,
 and earlier as often as the bad end needed: one attempt of every search that the
 posterior seldom needed (12.0 attempts to 11.1 at p = 1 over 64 versions, 1,000
 trials).
@@ -539,6 +542,15 @@ def bisect(
         seen = trials[good]
         if seen.attempts == 0 and seen.infra_error:
             return finish("refused", f"the good end {good} cannot be tested: {seen.infra_error}")
+        if seen.attempts == 0 and any(t.attempts == 0 and t.infra_error for t in trials.values()):
+            # A version could not be installed: the good end is asked next, once. The search
+            # skips an untestable stretch one candidate at a time from its middle outwards,
+            # and a stretch that reaches the good end (`--by-date` over years: the days
+            # before the package's build requirements were released) is thousands of failed
+            # installs with no attempt to spend the budget on; one attempt here refuses it
+            # at once, and otherwise counts, clean, against "the good end is bad too" (nu23).
+            ask(good, 1)
+            continue
         alive = [v for v in versions if not (trials[v].attempts == 0 and trials[v].infra_error)]
         # The low flaky rate the clean attempts are weighed with: the assumed minimum, or
         # more when the versions known bad show clearly more (a 99% lower bound) and

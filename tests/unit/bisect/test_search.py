@@ -119,6 +119,28 @@ def test_untestable_versions_are_skipped_and_reported() -> None:
     assert skipped["1.8"] == "no wheel for this Python"
 
 
+def test_an_untestable_stretch_from_the_good_end_is_refused_at_once() -> None:
+    # `bisect --by-date 2005-01-01..2024-09-01` (nu23): no day before the package's build
+    # requirements existed can be installed, and the search skipped them one by one from
+    # the middle outwards: 5 minutes of failed installs and no answer, the budget (which
+    # counts attempts) never touched. Here 1.0..1.14 cannot be installed.
+    calls: list[tuple[str, int]] = []
+    result = bisect(VERSIONS, oracle_for(17, broken=set(range(15)), calls=calls))
+    assert result.status == "refused"
+    assert result.reason == "the good end 1.0 cannot be tested: no wheel for this Python"
+    # The bad end, the first skip, then the good end.
+    assert [version for version, _ in calls][-1] == "1.0"
+    assert len(calls) == 3
+
+
+def test_a_testable_good_end_is_asked_once_after_a_skip_and_the_search_goes_on() -> None:
+    calls: list[tuple[str, int]] = []
+    result = bisect(VERSIONS, oracle_for(12, broken=set(range(3, 11)), calls=calls))
+    assert result.status == "found"
+    assert (result.last_good, result.first_bad) == ("1.11", "1.12")
+    assert [n for version, n in calls if version == "1.0"] == [1]
+
+
 def test_an_end_that_cannot_be_tested_is_refused() -> None:
     result = bisect(VERSIONS, oracle_for(9, broken={19}))
     assert result.status == "refused"
