@@ -96,6 +96,16 @@ def test_missing_image_is_exit_3(cli: Cli, tmp_path: Path) -> None:
     assert "docker pull reprospec-absent:1" in done.stderr
 
 
+def _remove_images(holds: str) -> None:
+    """Remove the images the docker runner built whose packages or Dockerfile label holds
+    `holds` (this test's own: a wheel or a folder no other test has)."""
+    for built in CLIENT.images.list(filters={"label": image.HASH_LABEL}):
+        labels = built.labels or {}
+        held = (labels.get(image.PACKAGES_LABEL, ""), labels.get(image.DOCKERFILE_LABEL, ""))
+        if any(holds in value for value in held):
+            CLIENT.images.remove(built.id, force=True)
+
+
 @needs_engine
 def test_an_image_that_cannot_be_built_is_its_cells_infra_error(cli: Cli, tmp_path: Path) -> None:
     """One cell's image fails to build (a release with no wheel that will not build, as
@@ -119,7 +129,10 @@ def test_an_image_that_cannot_be_built_is_its_cells_infra_error(cli: Cli, tmp_pa
         "matrix: {df: [ok/Dockerfile, broken/Dockerfile]}\n"
         "command: [python3, -c, pass]\nexpect: {outcome: pass}\n"
     )
-    done = cli("run", str(spec), "--runner", "docker")
+    try:
+        done = cli("run", str(spec), "--runner", "docker")
+    finally:
+        _remove_images(str(tmp_path))
     assert done.code == 3, done.stderr[-3000:]
     cells = {cell["id"]: cell for cell in done.results()["cells"]}
     assert cells["df=ok/Dockerfile"]["verdict"] == "reproduced"
@@ -155,26 +168,29 @@ def test_bisect_skips_a_release_whose_image_cannot_be_built(cli: Cli, tmp_path: 
         f"reprospec: 1\nname: docker-bisect\nenvironment: {{packages: ['{name}==1.3']}}\n"
         "command: python check.py\nexpect: {outcome: error, exception: ValueError}\n"
     )
-    done = cli(
-        "bisect",
-        str(spec),
-        "--runner",
-        "docker",
-        "--package",
-        name,
-        "--good",
-        "1.0",
-        "--bad",
-        "1.3",
-        "--find-links",
-        str(wheels),
-        "--format",
-        "json",
-        "--out",
-        str(tmp_path / "out"),
-        "--budget",
-        "40",
-    )
+    try:
+        done = cli(
+            "bisect",
+            str(spec),
+            "--runner",
+            "docker",
+            "--package",
+            name,
+            "--good",
+            "1.0",
+            "--bad",
+            "1.3",
+            "--find-links",
+            str(wheels),
+            "--format",
+            "json",
+            "--out",
+            str(tmp_path / "out"),
+            "--budget",
+            "40",
+        )
+    finally:
+        _remove_images(f"{name}==")
     assert done.code == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
     assert (result["first_bad"], result["last_good"]) == ("1.2", "1.0")
