@@ -38,7 +38,7 @@ from reprospec.plan.run import RunPlan, plan_run
 from reprospec.process import leftovers
 from reprospec.report import warm_up
 from reprospec.runners import create_runner
-from reprospec.runners.base import Runner
+from reprospec.runners.base import Runner, first_runnable
 from reprospec.store.db import Store, StoreError
 from reprospec.store.digests import FILES_FIELD
 from reprospec.store.runfolder import RunFolder
@@ -110,7 +110,9 @@ def execute(
     # gone): a short run's end waits for it.
     capture = EnvironmentCapture(
         runner,
-        plan.attempts[0],
+        # The first attempt whose environment could be built: a first cell whose venv or
+        # image failed would leave the report only its error (nu23).
+        first_runnable(runner, plan.attempts),
         folder.path,
         store=options.out,
         inherits=options.runner != "docker",

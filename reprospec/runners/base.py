@@ -53,6 +53,27 @@ class Runner(Protocol):
 
 
 @runtime_checkable
+class BuildingRunner(Protocol):
+    """A runner that builds each cell's environment in `prepare` (venv: a virtualenv;
+    docker: an image) and keeps going past one it cannot build: that cell's attempts are
+    infra-errors with the reason, the other cells run."""
+
+    def build_error(self, plan: AttemptPlan) -> str:
+        """Why the plan's environment could not be had ("" when it is built)."""
+        ...
+
+
+def first_runnable(runner: Runner, plans: Sequence[AttemptPlan]) -> AttemptPlan:
+    """The first of `plans` (non-empty) whose environment `runner` has, after `prepare`: the
+    one the run's environment is captured in, so a first cell whose environment could not be
+    built leaves the report the environment the other cells ran in, not only its error; the
+    first of all when none has."""
+    if isinstance(runner, BuildingRunner):
+        return next((plan for plan in plans if not runner.build_error(plan)), plans[0])
+    return plans[0]
+
+
+@runtime_checkable
 class InstanceRunner(Protocol):
     """A runner that can run the instances of `run.instances` (local, venv).
 

@@ -130,9 +130,18 @@ class DockerRunner:
             with contextlib.suppress(InfraError):
                 self._image_for(client, plan)
 
+    def build_error(self, plan: AttemptPlan) -> str:
+        """Why the plan's image could not be had ("" when it is there or not yet asked for)."""
+        with self._lock:
+            return self._image_errors.get(self._environment_key(plan), "")
+
+    @staticmethod
+    def _environment_key(plan: AttemptPlan) -> str:
+        return json.dumps(plan.environment.to_json(), sort_keys=True)
+
     def _image_for(self, client: DockerClient, plan: AttemptPlan) -> str:
         environment = plan.environment
-        key = json.dumps(environment.to_json(), sort_keys=True)
+        key = self._environment_key(plan)
         with self._lock:
             if key in self._image_errors:
                 raise InfraError(self._image_errors[key])

@@ -131,6 +131,28 @@ def test_build_failures_and_tampered_envs_are_infra_errors(cli: Cli, tmp_path: P
     assert "building" not in second.stderr
 
 
+def test_the_environment_is_captured_in_a_cell_whose_env_was_built(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The first cell's environment cannot be built: the run's environment (the report's
+    Environment section) is the next cell's, which ran, where it was only the first
+    cell's build error (nu23)."""
+    wheels = tmp_path / "wheels"
+    make_broken_sdist(wheels, DEMO, "1.2")
+    make_wheel(wheels, DEMO, "1.0", "VERSION_SEEN = '1.0'\n")
+    spec = write_spec(tmp_path, "venv-first-broken", DEMO, ["1.2", "1.0"], "reprospec_venvdemo")
+    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    done = cli("run", str(spec), "--runner", "venv", "--find-links", str(wheels), env=env)
+    assert done.code == 3, done.stderr
+    cells = cells_of(done)
+    assert cells["version=1.2"]["verdict"] == "infra-error"
+    assert cells["version=1.0"]["verdict"] == "reproduced"
+    environment = done.results()["environment"]
+    assert "error" not in environment, environment.get("error")
+    assert environment["captured_in"] == "version=1.0"
+    assert environment["python"]["version"]
+
+
 def test_instances_run_in_the_cells_venv(cli: Cli, tmp_path: Path) -> None:
     """`run.instances` through the venv runner: every instance in the cell's own env."""
     wheels = tmp_path / "wheels"
