@@ -29,7 +29,13 @@ from reprospec.core.sections import (
     fault_armed,
     stall_seconds,
 )
-from reprospec.core.units import parse_duration, parse_size, parse_step
+from reprospec.core.units import (
+    parse_duration,
+    parse_rate,
+    parse_size,
+    parse_step,
+    undecidable_rate,
+)
 from reprospec.spec import schema
 from reprospec.spec.matrix import canonical
 from reprospec.spec.yamlsource import Location, Problem, locate, shorten
@@ -218,6 +224,11 @@ def _semantic_problems(path: JsonPath, value: JsonValue) -> list[str]:
             parse_step(value)
         except ValueError as exc:
             return [str(exc)]
+    elif path[-1:] == ("rate",) and path[0] == "expect" and isinstance(value, str):
+        # The document's check (checks/expect.py) skips a `${{ }}` rate: judge each value.
+        why = undecidable_rate(parse_rate(value))
+        if why is not None:
+            return [f"rate {value!r} {why}"]
     if _is_os_string(path) and "\0" in expr.render(value):
         return ["contains a NUL character, which no argv, variable or path can hold"]
     return []

@@ -164,6 +164,52 @@ def test_a_field_of_set_words_takes_one_whole_expression_checked_per_cell(tmp_pa
     ]
 
 
+def test_entrypoints_steps_and_rates_take_one_whole_expression_checked_per_cell(
+    tmp_path: Path,
+) -> None:
+    # A matrix over datasets or models (`entrypoint: ${{ matrix.ds }}`) and an expect whose
+    # step or rate differs per cell were refused as text, against spec-format.md's rule
+    # that a patterned field takes one whole `${{ }}`, its value checked per cell.
+    from reprospec.plan.attempt import expectation_for
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "reprospec: 1\nname: s\nmatrix: {ds: ['ds:A', 'ds:B'], n: [1, 2]}\n"
+        "workload:\n  model: {entrypoint: '${{ matrix.ds }}', loss: '${{ matrix.ds }}'}\n"
+        "  data: {dataset: {entrypoint: '${{ matrix.ds }}', shape: [4]}}\n"
+        "  phases: [{name: train, steps: 3}]\n"
+        "expect:\n  outcome: error\n  step: ${{ matrix.n == 1 and 1 or '2..3' }}\n"
+        "  rate: ${{ matrix.n == 1 and '>0' or '>=0.5' }}\n"
+    )
+    spec = load_spec(path)
+    got = {c.id: expectation_for(spec, c) for c in expand(spec)}
+    steps = {k: (s.low, s.high) for k, e in got.items() if (s := e.step) is not None}
+    rates = {k: (r.op, r.value) for k, e in got.items() if (r := e.rate) is not None}
+    assert steps == {
+        "ds=ds:A,n=1": (1, 1),
+        "ds=ds:A,n=2": (2, 3),
+        "ds=ds:B,n=1": (1, 1),
+        "ds=ds:B,n=2": (2, 3),
+    }
+    assert rates["ds=ds:A,n=1"] == (">", 0.0)
+    assert rates["ds=ds:B,n=2"] == (">=", 0.5)
+    path.write_text(
+        path.read_text()
+        .replace("['ds:A', 'ds:B']", "['ds:A', 'ds B']")
+        .replace("'2..3'", "'3..2'")
+        .replace("'>=0.5'", "'>=1'")
+    )
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    problems = [line.removeprefix(f"{path}:") for line in caught.value.problems]
+    assert any(
+        "workload.model.entrypoint: expected an entrypoint like" in p and "ds=ds B" in p
+        for p in problems
+    ), problems
+    assert any("expect.step:" in p and "n=2" in p for p in problems), problems
+    assert any("expect.rate: rate '>=1' can never be reproduced" in p for p in problems), problems
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
