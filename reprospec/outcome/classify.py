@@ -514,6 +514,16 @@ def _not_run(execution: Execution, evidence: Evidence) -> NotRun | None:
         # The harness writes the event and exits with EXIT_INFRA; an event alone (written
         # by code the harness ran, which then crashed) does not make a crash "not run".
         return NotRun(evidence.events.infra_error)
+    if execution.timed_out and evidence.events.probing is not None:
+        # The harness's probe of an entrypoint dataset (reading item 0 in a spawned process
+        # to size the built-in model) never answered: the training never began, so a
+        # `hang @ setup` would be a verdict on code the spec never ran as it asks.
+        return NotRun(
+            f"workload.data.dataset: cannot size the built-in model: reading item 0 in a "
+            f"probe process (pid {evidence.events.probing}) never answered "
+            f"({hang_limit(execution)}); declare `shape` and `classes` under "
+            "workload.data.dataset"
+        )
     if execution.returncode is None and not execution.timed_out:
         if execution.interrupted:
             return NotRun("interrupted before it finished")

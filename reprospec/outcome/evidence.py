@@ -151,6 +151,8 @@ class Events:
     last_t: float | None = None
     untimed: bool = False
     killed: frozenset[int] = frozenset()
+    # The pid of a dataset probe that never said it ended (`dataset_probe` without `ended`).
+    probing: int | None = None
 
     @classmethod
     def of(cls, events: Iterable[Event]) -> Events:
@@ -169,6 +171,7 @@ class Events:
         untimed = False
         exited: Event | None = None  # the last worker_exit with an exit code, not a signal
         killed: set[int] = set()
+        probes: dict[int, None] = {}  # the probes started and not ended, in order
         for event in events:
             name = event.get("event")
             t = event.get("t")
@@ -194,6 +197,12 @@ class Events:
                 busy.pop((event.get("pid"), event.get("index")), None)
             elif name == "infra_error":
                 infra_error = str(event.get("reason") or "infrastructure error")
+            elif name == "dataset_probe" and is_int(pid := event.get("pid")):
+                # By pid: each rank of a distributed workload may run a probe of its own.
+                if event.get("ended"):
+                    probes.pop(pid, None)
+                else:
+                    probes[pid] = None
             new_phase = event.get("phase")
             new_step = event.get("step")
             if name == "done":
@@ -226,6 +235,7 @@ class Events:
             last_t=last_t,
             untimed=untimed,
             killed=frozenset(killed),
+            probing=next(reversed(probes), None),
         )
 
     def injected(self) -> str | None:

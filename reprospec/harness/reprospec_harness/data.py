@@ -376,6 +376,8 @@ def probe(section: Mapping[str, JsonValue]) -> tuple[list[int], int | None]:
 
     A probe that fails (the item raises, the process dies) is a ConfigError telling the
     user to declare `shape` and `classes`: the training never ran, so it is no verdict.
+    One that never answers is ended by the engine's timeout or stall, which reads the
+    `dataset_probe` event without its `ended` twin as the same infra error.
     """
     context = multiprocessing.get_context("spawn")
     receive: Connection[object, _ProbeAnswer]
@@ -394,6 +396,9 @@ def probe(section: Mapping[str, JsonValue]) -> tuple[list[int], int | None]:
     finally:
         receive.close()
         process.join()
+    # The engine reads a hang called between the two events as the probe's, not the
+    # training's: an infra error (item 0 never came), never a `hang @ setup` verdict.
+    events.emit("dataset_probe", pid=process.pid, ended=True)
     if answer is not None and "shape" in answer:
         return [int(n) for n in answer["shape"]], answer.get("classes")
     if answer is not None:

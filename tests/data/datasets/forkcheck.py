@@ -9,14 +9,15 @@ can only have inherited it across fork, aborts, as such handles do.
 from __future__ import annotations
 
 import os
+import threading
 
 import torch
 from torch.utils.data import Dataset
 
 
 class ForkCheck(Dataset):
-    def __init__(self, log: str, size: int = 32, fail: bool = False) -> None:
-        self.log, self.size, self.fail = log, size, fail
+    def __init__(self, log: str, size: int = 32, fail: bool = False, hang: bool = False) -> None:
+        self.log, self.size, self.fail, self.hang = log, size, fail, hang
         self.handle_pid: int | None = None
 
     def __len__(self) -> int:
@@ -34,8 +35,12 @@ class ForkCheck(Dataset):
             os.abort()  # a handle inherited across fork: unusable, as a real one would be
         if self.fail:
             raise ValueError(f"item {index} is unreadable")
+        if self.hang:  # a real self-deadlock: the second acquire of a held lock never returns
+            lock = threading.Lock()
+            lock.acquire()
+            lock.acquire()
         return torch.full((2, 3), float(index)), index % 3
 
 
-def make(log: str, size: int = 32, fail: bool = False) -> ForkCheck:
-    return ForkCheck(log, size, fail)
+def make(log: str, size: int = 32, fail: bool = False, hang: bool = False) -> ForkCheck:
+    return ForkCheck(log, size, fail, hang)

@@ -70,7 +70,8 @@ def test_no_item_is_read_in_the_main_process_and_a_lazy_handle_is_not_inherited(
     pids = recorded_pids(log)
     assert main_pid(events) not in pids
     probes = [e["pid"] for e in events if e["event"] == "dataset_probe"]
-    assert len(probes) == 1
+    assert len(probes) == 2  # the probe's start, and its `ended` twin
+    assert len(set(probes)) == 1
     assert pids.count(probes[0]) == 1
     # Every other call was in one of the two workers: 4 steps of 4 items.
     workers = [pid for pid in pids if pid != probes[0]]
@@ -109,3 +110,25 @@ def test_a_probe_that_cannot_read_the_dataset_is_an_infra_error_naming_the_remed
     assert "declare `shape` and `classes`" in reason
     _, events = attempt_events(result)
     assert main_pid(events) not in recorded_pids(log)
+
+
+def test_a_probe_that_hangs_is_an_infra_error_not_a_hang_at_setup(cli: Cli, tmp_path: Path) -> None:
+    # Item 0 deadlocks: the spawned probe never answers. The training never began, so the
+    # stall ends the attempt as infra-error (it was `hang @ setup`, a verdict on nothing).
+    log = tmp_path / "getitem.pids"
+    dataset = {"entrypoint": "forkcheck:make", "params": {"log": str(log), "hang": True}}
+    spec = write_spec(tmp_path, dataset)
+    data = yaml.safe_load(spec.read_text())
+    data["run"]["stall"] = "5s"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    result = cli("run", str(spec))
+    assert result.code == 3, result.stderr
+    cell = result.results()["cells"][0]
+    assert cell["verdict"] == "infra-error"
+    reason = cell["attempts"][0]["infra_error"]
+    assert "reading item 0 in a probe process" in reason
+    assert "never answered (no progress for 5 s (run.stall))" in reason
+    assert "declare `shape` and `classes`" in reason
+    _, events = attempt_events(result)
+    probe = next(e["pid"] for e in events if e["event"] == "dataset_probe")
+    assert recorded_pids(log) == [probe]

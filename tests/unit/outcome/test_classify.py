@@ -74,6 +74,45 @@ def test_infra_error_event_is_not_run_when_the_harness_says_so(tmp_path: Path) -
     assert outcome.exit_code == 3
 
 
+def test_a_hang_in_the_dataset_probe_is_not_run_but_a_hang_after_it_is_a_hang(
+    tmp_path: Path,
+) -> None:
+    # A real hang while the harness's spawned probe read item 0 was judged `hang @ setup`,
+    # though a probe that fails is documented as infra-error: the training never began.
+    events = [
+        {"t": 1.0, "event": "phase", "phase": "setup"},
+        {"t": 1.1, "event": "dataset_probe", "pid": 4250},
+    ]
+    lines = "".join(json.dumps(e) + "\n" for e in events)
+    recorded_execution(tmp_path, b"", 0, lines)
+    hung = execution_in(tmp_path, None, timed_out=True, harness=True)
+    result = classify(hung)
+    assert isinstance(result, NotRun)
+    assert "reading item 0 in a probe process (pid 4250) never answered" in result.reason
+    assert "declare `shape` and `classes`" in result.reason
+    # Once the probe answered, a hang is the training's own.
+    ended = {"t": 1.5, "event": "dataset_probe", "pid": 4250, "ended": True}
+    recorded_execution(tmp_path, b"", 0, lines + json.dumps(ended) + "\n")
+    after = classify(execution_in(tmp_path, None, timed_out=True, harness=True))
+    assert isinstance(after, Outcome)
+    assert (after.kind, after.phase) == ("hang", "setup")
+    # Two ranks' probes: the one that ended does not hide the one still reading.
+    ranks = [
+        {"t": 1.1, "event": "dataset_probe", "pid": 4250, "rank": 0},
+        {"t": 1.2, "event": "dataset_probe", "pid": 4251, "rank": 1},
+        {"t": 1.3, "event": "dataset_probe", "pid": 4250, "rank": 0, "ended": True},
+    ]
+    recorded_execution(tmp_path, b"", 0, "".join(json.dumps(e) + "\n" for e in ranks))
+    other = classify(execution_in(tmp_path, None, timed_out=True, harness=True))
+    assert isinstance(other, NotRun)
+    assert "(pid 4251) never answered" in other.reason
+    # Only the harness's word counts: a command cannot call its own hang a probe's.
+    recorded_execution(tmp_path, b"", 0, lines, harness=False)
+    command = classify(execution_in(tmp_path, None, timed_out=True))
+    assert isinstance(command, Outcome)
+    assert command.kind == "hang"
+
+
 def test_no_exit_status_is_not_run(tmp_path: Path) -> None:
     assert classify(execution_in(tmp_path, None)) == NotRun("the runner recorded no exit status")
     interrupted = classify(execution_in(tmp_path, None, interrupted=True))
