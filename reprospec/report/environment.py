@@ -132,7 +132,7 @@ _SOFTWARE_ROWS = frozenset(
         "cuDNN",
         "CUDA arch list",
         "nvcc",
-        "Start method",
+        "Default start method",
         "Packages",
     }
 )
@@ -320,7 +320,12 @@ def _capture_rows(env: Mapping[str, JsonValue]) -> list[tuple[str, str]]:
         ("GPUs", _gpus(torch, nvidia)),
         ("Driver", env_value(nvidia.get("driver_version"))),
         ("nvcc", env_value(nvcc.get("version"))),
-        ("Start method", env_value(_section(env, "multiprocessing").get("start_method"))),
+        # multiprocessing's default in the interpreter, not what a DataLoader used: one with
+        # `multiprocessing_context: spawn` ran its workers so beside a `fork` here (nu24).
+        (
+            "Default start method",
+            env_value(_section(env, "multiprocessing").get("start_method")),
+        ),
         (
             "Packages",
             ", ".join(f"{k} {v or 'not installed'}" for k, v in _section(env, "packages").items()),
