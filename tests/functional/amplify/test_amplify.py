@@ -92,7 +92,14 @@ def test_a_base_that_always_fails_is_measured_alone(cli: Cli, tmp_path: Path) ->
     assert all(
         line.endswith(": not tried (the search ended before it)") for line in arm_lines[1:]
     ), arm_lines
-    _, data = _amplify(cli, spec, tmp_path / "out", "--budget", "60")
+    assert "run.preload" not in result.stderr
+    # With run.preload, the console says which arms fork and which run fresh (nu24 LOW-3:
+    # a 14-minute search of fresh perturbed arms said nothing of it).
+    more = ("--budget", "60", "--set", "run.preload=[ctypes]")
+    preloaded, data = _amplify(cli, spec, tmp_path / "out", *more)
+    assert (
+        "run.preload: the base forks from the preloaded server; the perturbed arms run fresh"
+    ) in preloaded.stderr, preloaded.stderr
     assert data["used"] == 35
     arms = data["arms"]
     assert isinstance(arms, list)
