@@ -168,15 +168,20 @@ def amplify_spec(
             f"not any failure); {cell.id} is expected to "
             f"{'pass' if expectation.outcome == 'pass' else 'be observed'}"
         )
+    current = plan.attempts[0].environment.perturb.settings() if plan.attempts else ()
     if plan.attempts and plan.attempts[0].preload:
         # A perturbation applies as a process starts: each perturbed arm costs a whole
         # interpreter start (and torch's import) per attempt, which the user should know
         # before a search of hundreds of attempts (nu24 LOW-3: 14 minutes, nothing said).
-        say(
-            "run.preload: the base forks from the preloaded server; the perturbed arms run "
-            "fresh (a perturbation applies when a process starts)"
+        base = (
+            "the base runs fresh too (the spec's own environment.perturb)"
+            if current
+            else "the base forks from the preloaded server"
         )
-    current = plan.attempts[0].environment.perturb.settings() if plan.attempts else ()
+        say(
+            f"run.preload: {base}; the perturbed arms run fresh (a perturbation applies "
+            "when a process starts)"
+        )
     singles = [
         Arm(((name, value),), "single") for name, value in tries if (name, value) not in current
     ]
