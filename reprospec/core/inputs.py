@@ -80,11 +80,18 @@ class Marker:
     step: int | None = None
 
 
+# The process a failure happened in (an outcome's, and `expect.where`): main, the attempt's
+# own process; worker, a DataLoader worker; child, any other descendant.
+Where = Literal["main", "worker", "child"]
+
+
 @dataclass(frozen=True)
 class Expectation:
     """What "reproduced" means for one cell, after `expect.cases` were applied.
 
     `signal` is one signal name or several (`("SIGSEGV", "SIGBUS")`: any of them).
+    `where` the process the failure must happen in (a worker's SIGSEGV is not the main
+    process's, though the signal is the same).
     """
 
     outcome: ExpectedOutcome
@@ -97,6 +104,7 @@ class Expectation:
     rate: RateBound | None = None
     module: str | None = None
     stage: str | None = None
+    where: Where | None = None
 
     @property
     def signals(self) -> tuple[str, ...]:
@@ -121,7 +129,7 @@ class Expectation:
                 out[key] = value
         if self.step is not None:
             out["step"] = self.step.to_json()
-        for key in ("module", "stage"):
+        for key in ("module", "stage", "where"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value

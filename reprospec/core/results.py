@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.inputs import Where as Where  # outcome.where's type, named here too
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.lazysequence import LazySequence
 
@@ -28,8 +29,6 @@ OutcomeKind = Literal["pass", "error", "crash", "hang"]
 VerdictKind = Literal[
     "reproduced", "not-reproduced", "undecided", "infra-error", "observed", "not-run"
 ]
-# main: the attempt's own process; worker: a DataLoader worker; child: any other descendant.
-Where = Literal["main", "worker", "child"]
 # fresh: a new interpreter (or container); forked: a fork of a preload server (run.preload).
 Launch = Literal["fresh", "forked"]
 

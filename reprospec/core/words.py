@@ -239,6 +239,8 @@ def expectation_phrase(expected: Expectation, *, rate: bool = True) -> str:
         parts.append(expected.exception)
     if expected.message:
         parts.append(f"/{expected.message}/")
+    if expected.where:
+        parts.append(f"({expected.where})")  # as outcome_phrase names the process
     spot = location(expected.phase, expected.step, expected.stage, expected.module)
     if spot:
         parts.append(f"@ {spot}")

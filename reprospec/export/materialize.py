@@ -826,7 +826,7 @@ child_death() {
 # cell that missed sets MISSED, one docker could not run NOT_RUN, one whose two readings
 # judge apart NOT_JUDGED (run.sh's exit status: 1, 3, 4): no verdict is stated that one of
 # them would make false. The expectation's other fields (exception, message, phase, step,
-# rate) are the reader's to check in results/N.
+# where, rate) are the reader's to check in results/N.
 MISSED=0
 NOT_RUN=0
 NOT_JUDGED=0
@@ -1017,7 +1017,7 @@ signal and the exit code, and exits 0 when every cell it ran did what it was
 expected to, 1 when one did not (`NOT reproduced`), 3 when docker could not run
 one, 4 when one was `not judged here` (the others reproduced), in that order of
 precedence; the expectation's other fields (exception, message, phase, step,
-rate) are yours to check in `results/N/`. Each cell runs once: a cell expected
+where, rate) are yours to check in `results/N/`. Each cell runs once: a cell expected
 to fail in only some of its runs (`rate`) may need `./run.sh N` again. Ctrl-C
 stops the cell that runs (its containers are removed), judges nothing of it,
 runs no other, and exits 130.

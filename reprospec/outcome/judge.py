@@ -111,7 +111,7 @@ def judge_attempt(
     if expectation.step is not None and outcome.step not in expectation.step:
         got_step = unreported if outcome.step is None else str(outcome.step)
         misses.append(mismatch("step", str(expectation.step), got_step))
-    for key in ("module", "stage"):
+    for key in ("module", "stage", "where"):
         want_value, got_value = getattr(expectation, key), getattr(outcome, key)
         if want_value is not None and want_value != got_value:
             misses.append(mismatch(key, str(want_value), got_value or "none"))

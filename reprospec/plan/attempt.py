@@ -8,9 +8,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from typing import cast, get_args
 
 from reprospec.core.expr import ExprError, interpolate_string, render, same
-from reprospec.core.inputs import AttemptPlan, Cell, Expectation, ExpectedOutcome, Marker, Spec
+from reprospec.core.inputs import (
+    AttemptPlan,
+    Cell,
+    Expectation,
+    ExpectedOutcome,
+    Marker,
+    Spec,
+    Where,
+)
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
 from reprospec.core.sections import Command, Environment, Job, RunPolicy, SectionError, Workload
 from reprospec.core.units import parse_rate, parse_step
@@ -168,7 +177,17 @@ def matching_case(spec: Spec, cell: Cell) -> int | None:
     return None
 
 
-_DETAILS = ("signal", "exit_code", "exception", "message", "phase", "step", "module", "stage")
+_DETAILS = (
+    "signal",
+    "exit_code",
+    "exception",
+    "message",
+    "phase",
+    "step",
+    "module",
+    "stage",
+    "where",
+)
 # What a cell expects in observe mode: nothing; every attempt that ran is recorded.
 OBSERVE = Expectation(outcome="any")
 
@@ -238,6 +257,21 @@ def expectation_for(
         rate=rate,
         module=text("module"),
         stage=text("stage"),
+        where=_where(text("where"), spec, origin, cell),
+    )
+
+
+def _where(
+    value: str | None, spec: Spec, origin: Mapping[str, JsonPath], cell: Cell
+) -> Where | None:
+    """`expect.where` as the process it names; a value from an expression checked here."""
+    if value is None:
+        return None
+    for known in get_args(Where):
+        if value == known:
+            return cast("Where", known)
+    raise _located(
+        spec, origin["where"], f"expected one of {', '.join(get_args(Where))} (in cell {cell.id})"
     )
 
 

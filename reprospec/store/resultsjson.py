@@ -302,6 +302,7 @@ def expectation_from_dict(d: JsonObject) -> Expectation:
         rate=parse_rate(rate) if isinstance(rate, str) else None,
         module=text_or_none(d.get("module")),
         stage=text_or_none(d.get("stage")),
+        where=_WHERE.get(text(d.get("where"))),
     )
 
 

@@ -316,6 +316,10 @@ _DETAIL_OUTCOMES: Mapping[str, tuple[tuple[str, ...], str]] = {
         ("error", "crash", "hang", "fail"),
         "a stage is only recorded with outcome error, crash or hang (or fail)",
     ),
+    "where": (
+        ("error", "crash", "hang", "fail"),
+        "where it happened is only recorded with outcome error, crash or hang (or fail)",
+    ),
 }
 # Phases the harness reports before the workload's own (reprospec_harness/run.py), and
 # `exit`: where a program that said it was done hangs (outcome/evidence.py EXIT_PHASE).

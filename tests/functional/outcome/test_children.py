@@ -310,6 +310,38 @@ def test_a_death_in_the_shutdown_after_the_exit_record_is_a_crash(
     assert result.matched, result.mismatches
 
 
+def test_expect_where_tells_a_childs_segfault_from_the_main_processs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """nu24 LOW-1: `expect` could not say which process must crash; a child's SIGSEGV met
+    an expectation written for the main process's. `where`, per cell from the matrix."""
+    (tmp_path / "prog.py").write_text(
+        "import subprocess, sys\n"
+        "done = subprocess.run([sys.executable, '-c', 'import ctypes; ctypes.string_at(0)'])\n"
+        "sys.exit(1 if done.returncode else 0)\n"
+    )
+    spec = tmp_path / "where.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: where\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        "command: python prog.py\n"
+        "matrix: {want: [child, main]}\n"
+        "expect: {outcome: crash, signal: SIGSEGV, where: '${{ matrix.want }}'}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 1, result.stdout + result.stderr
+    cells = {c["id"]: c for c in result.results()["cells"]}
+    assert cells["want=child"]["verdict"] == "reproduced"
+    assert cells["want=main"]["verdict"] == "not-reproduced"
+    assert "where: expected main, got child" in cells["want=main"]["reason"]
+    assert "crash SIGSEGV (main)" in result.stdout
+    spec.write_text(spec.read_text().replace("[child, main]", "[child, parent]"))
+    refused = cli("run", str(spec))
+    assert refused.code == 2
+    assert f"{spec}:6:" in refused.stderr
+    assert "expect.where: expected one of main, worker, child, got 'parent'" in refused.stderr
+
+
 def test_forked_attempts_of_one_program_are_judged_alike(cli: Cli, tmp_path: Path) -> None:
     """rv18 F3: under run.preload the engine read the forked root's /proc/PID/stat while
     its preload server reaped it: a zombie still (ran no other process: `error exit 139`)

@@ -13,6 +13,7 @@ from reprospec.core.units import RateBound, StepRange
 from reprospec.core.words import PRIVATE_TMP_LEFT, expectation_phrase
 from reprospec.outcome.evidence import Evidence
 from reprospec.outcome.judge import exception_matches, judge_attempt, judge_cell
+from reprospec.store.resultsjson import expectation_from_dict
 
 SEGV_WORKER = Outcome(
     kind="crash",
@@ -85,6 +86,21 @@ def test_signal() -> None:
         False,
         ("signal: expected SIGSEGV, got none (exit code 1)",),
     )
+
+
+def test_where_names_the_process_the_failure_happened_in() -> None:
+    """nu24 LOW-1: a spec could not ask for a worker's SIGSEGV; the main process's matched."""
+    in_worker = Expectation("crash", signal="SIGSEGV", where="worker")
+    assert judge_attempt(SEGV_WORKER, in_worker) == AttemptVerdict(True)
+    assert judge_attempt(replace(SEGV_WORKER, where="main"), in_worker) == AttemptVerdict(
+        False, ("where: expected worker, got main",)
+    )
+    assert judge_attempt(replace(SEGV_WORKER, where=None), in_worker) == AttemptVerdict(
+        False, ("where: expected worker, got none",)
+    )
+    assert expectation_phrase(in_worker) == "crash SIGSEGV (worker)"
+    assert in_worker.to_dict() == {"outcome": "crash", "signal": "SIGSEGV", "where": "worker"}
+    assert expectation_from_dict(in_worker.to_dict()) == in_worker  # results.json read back
 
 
 def test_exit_code() -> None:
