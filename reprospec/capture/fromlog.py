@@ -156,6 +156,8 @@ def _expect(
             "worker": "in a DataLoader worker",
             "child": "in a child process",
         }.get(failure.where or "", "in the main process")
+        if failure.where in ("worker", "child"):
+            expect["where"] = failure.where  # the main process's own SIGSEGV is another bug
     # The live capture's rule (one function): a worker's or a child's crash is expected by
     # its signal and where, never by the main process's exception, nor by the main loop's
     # step for a worker (the ticket is one attempt).

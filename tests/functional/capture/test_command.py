@@ -123,7 +123,12 @@ def test_a_worker_segfault_only_with_workers_and_pinned_memory(cli: Cli, tmp_pat
     assert "try [2, 0]" in text
     assert "try [true, false]" in text
     expect = load_spec(str(workdir / "spec.yaml")).document["expect"]
-    assert expect == {"outcome": "crash", "signal": "SIGSEGV", "phase": "validation"}
+    assert expect == {
+        "outcome": "crash",
+        "signal": "SIGSEGV",
+        "where": "worker",
+        "phase": "validation",
+    }
     # The title says no step, as `expect`: the main loop's was some steps past the one the
     # worker died loading (`at validation step 5`). The worker's frame, where its stack was
     # read (its core, with gdb or py-spy), is named.
@@ -162,6 +167,7 @@ def test_a_forked_workers_crash_is_titled_by_its_frame_and_the_main_loops_step(
     assert document["expect"] == {
         "outcome": "crash",
         "signal": "SIGSEGV",
+        "where": "child",
         "phase": "train",
         "step": 5,
     }
@@ -1338,6 +1344,7 @@ def test_a_dataloader_worker_crash_seen_once_in_three_attempts_expects_no_step(
     assert spec.document["expect"] == {
         "outcome": "crash",
         "signal": "SIGSEGV",
+        "where": "worker",
         "phase": "train",
         "rate": ">0",
     }

@@ -46,7 +46,12 @@ def test_a_pytorch_ticket_becomes_a_spec_that_validates_with_the_machine_compare
     assert "- torch==2.1.0  # 2.1.0+cu121 where it failed" in (tmp_path / "t.yaml").read_text()
     # A worker's crash: its signal and where, as the live capture writes it; not the main
     # process's RuntimeError (ConnectionResetError on another run) nor the main loop's step.
-    assert document["expect"] == {"outcome": "crash", "signal": "SIGSEGV", "phase": "train"}
+    assert document["expect"] == {
+        "outcome": "crash",
+        "signal": "SIGSEGV",
+        "where": "worker",
+        "phase": "train",
+    }
     assert document["markers"] == [{"preset": "lightning"}]
     validated = cli("validate", str(tmp_path / "t.yaml"))
     assert validated.code == 0, validated.stdout + validated.stderr
@@ -65,7 +70,12 @@ def test_a_worker_crash_ticket_gives_a_spec_that_the_same_worker_crash_reproduce
     assert made.code == 0, made.stderr
     assert "wrote t.yaml: crash SIGSEGV in a worker, main loop at validation" in made.stdout
     document = load_spec(str(tmp_path / "t.yaml")).document
-    assert document["expect"] == {"outcome": "crash", "signal": "SIGSEGV", "phase": "validation"}
+    assert document["expect"] == {
+        "outcome": "crash",
+        "signal": "SIGSEGV",
+        "where": "worker",
+        "phase": "validation",
+    }
     assert "# in a DataLoader worker" in (tmp_path / "t.yaml").read_text()
     here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     ran = cli(

@@ -74,7 +74,13 @@ def test_a_worker_crash_seen_once_in_several_attempts_expects_no_step() -> None:
     )
     once = Observed(worker, 1, 5, steps=(8,))
     expect, comments = expectation(once)
-    assert expect == {"outcome": "crash", "signal": "SIGSEGV", "phase": "train", "rate": ">0"}
+    assert expect == {
+        "outcome": "crash",
+        "signal": "SIGSEGV",
+        "where": "worker",
+        "phase": "train",
+        "rate": ">0",
+    }
     assert comments["phase"].startswith("the main loop was at step 8; workers run ahead")
     # Seen in two attempts at one step, the step held: it is expected.
     twice = Observed(worker, 2, 5, steps=(8, 8))

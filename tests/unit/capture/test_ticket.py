@@ -315,7 +315,12 @@ def test_a_worker_crash_ticket_expects_the_signal_and_where_not_the_main_process
         "RuntimeError: DataLoader worker (pid 31522) is killed by signal: Segmentation fault.\n"
     )
     draft = skeleton(read_ticket(text), "ticket.md")
-    assert draft.expect == {"outcome": "crash", "signal": "SIGSEGV", "phase": "train"}
+    assert draft.expect == {
+        "outcome": "crash",
+        "signal": "SIGSEGV",
+        "where": "worker",
+        "phase": "train",
+    }
     assert draft.expect_comments["signal"] == "in a DataLoader worker"
     assert draft.expect_comments["phase"].endswith(
         "the main loop was at step 7; workers run ahead, so no step is expected"
