@@ -670,8 +670,9 @@ keep_logs() {
     rm -f "$2.engine"
 }
 
-# A Ctrl-C (or a TERM) of run.sh stops the cell that runs: its containers ($RUNNING) are
-# removed, it is judged nothing, and run.sh exits 130 (143). The cell's `docker run` runs
+# A Ctrl-C (or a TERM, or the HUP of a closed terminal) of run.sh stops the cell that runs:
+# its containers ($RUNNING) are removed, it is judged nothing, and run.sh exits 130 (143,
+# 129). The cell's `docker run` runs
 # in a process group of its own (`timeout`'s), which the terminal's Ctrl-C never reaches:
 # the cell ran on to its end and was then judged on the SIGPIPE its output's `tee` left it.
 INTERRUPTED=0
@@ -682,6 +683,7 @@ stop_cell() {
 }
 trap 'stop_cell 130' INT
 trap 'stop_cell 143' TERM
+trap 'stop_cell 129' HUP
 
 # Waits for the cell's pipeline (pid $1, run in the background so that the trap above runs
 # at once: `wait` returns on a trapped signal, a foreground pipeline would not) and returns

@@ -597,9 +597,13 @@ expect: {outcome: pass}
 
 
 @needs_engine
-def test_ctrl_c_stops_the_cell_and_judges_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sent", "status"), [(signal.SIGINT, 130), (signal.SIGHUP, 129)])
+def test_ctrl_c_stops_the_cell_and_judges_nothing(
+    tmp_path: Path, sent: signal.Signals, status: int
+) -> None:
     # rv19 F11: a Ctrl-C never reached the cell (`timeout`'s own process group): it ran to
     # its end, and run.sh judged the SIGPIPE its `tee` left it "NOT reproduced", exit 1.
+    # rv22 F5: a closed terminal's HUP was not trapped, and run.sh left its containers.
     base = public_base(CLIENT)
     spec, tag = _own(SLEEP_SPEC, "bundle-sleep")
     done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
@@ -622,14 +626,14 @@ def test_ctrl_c_stops_the_cell_and_judges_nothing(tmp_path: Path) -> None:
                 assert time.monotonic() < deadline
                 time.sleep(0.5)
             began = time.monotonic()
-            os.killpg(proc.pid, signal.SIGINT)
+            os.killpg(proc.pid, sent)
             stdout, stderr = proc.communicate(timeout=60)
             took = time.monotonic() - began
     finally:
         if image.image_present(CLIENT, tag):
             _BUILT.add(CLIENT.images.get(tag).id)
             CLIENT.images.remove(tag, noprune=True)
-    assert proc.returncode == 130, stdout[-3000:] + stderr[-3000:]
+    assert proc.returncode == status, stdout[-3000:] + stderr[-3000:]
     assert took < 30
     said = [line for line in stdout.splitlines() if line.startswith("== cell ")]
     assert said == ["== cell 1 [default]: interrupted"]
