@@ -18,6 +18,7 @@ from reprospec.core.logtext import printable
 from reprospec.core.redact import looks_secret
 
 if TYPE_CHECKING:
+    from reprospec.environment.facts import Difference
     from reprospec.store.compare import Comparison, FilesChange, VariableChange
 
 
@@ -87,7 +88,7 @@ def lines(diff: Comparison, spec_name: str) -> list[str]:
         out.append("same options")
     if diff["environment"]:
         out.append("environment differences:")
-        out += [f"  {row['key']}: {row['a']!r} -> {row['b']!r}" for row in diff["environment"]]
+        out += _environment(diff["environment"])
     if diff["variables"]:
         out.append("environment variables that differ:")
         out += [f"  {_variable(row)}" for row in diff["variables"]]
@@ -120,6 +121,26 @@ def lines(diff: Comparison, spec_name: str) -> list[str]:
     ):
         if only:
             out.append(f"{label}: {', '.join(only)}")
+    return out
+
+
+# pip's list of each interpreter's packages (collect_env): two runners' interpreters (a
+# venv and a container) differ in nearly all of them, which buried the few rows above
+# (nu23: 117 lines). The first few are shown; JSON has them all.
+_PIP = "collect_env.pip."
+_PIP_SHOWN = 8
+
+
+def _environment(rows: list[Difference]) -> list[str]:
+    """The environment's differences, a line each, pip's package list cut to its first few."""
+    out: list[str] = []
+    pip = 0
+    for row in rows:
+        pip += row["key"].startswith(_PIP)
+        if pip <= _PIP_SHOWN or not row["key"].startswith(_PIP):
+            out.append(f"  {row['key']}: {row['a']!r} -> {row['b']!r}")
+    if pip > _PIP_SHOWN:
+        out.append(f"  ... and {pip - _PIP_SHOWN} more of {_PIP}* (`--format json` lists them)")
     return out
 
 

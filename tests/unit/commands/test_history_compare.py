@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from reprospec.core.jsontypes import JsonObject
 from reprospec.errors import UsageError
 from reprospec.store.refs import recent_run_ids, resolve_run_id
 
@@ -65,3 +66,27 @@ def test_latest_beyond_a_persons_runs_says_the_probes_it_did_not_count(tmp_path:
         f"latest~2: {tmp_path} has only 2 run(s) (12 run(s) of isolate, minimize, amplify or "
         "bisect not counted, one per probe: `history --searches` lists them by id)"
     )
+
+
+def test_compare_shows_the_first_few_of_pips_packages_and_counts_the_rest() -> None:
+    """nu23: a local run against a docker run printed 117 lines, most of them pip's
+    package list (two interpreters differ in nearly all), burying python and torch."""
+    from dataclasses import replace
+
+    from reprospec.commands.compare import lines
+    from reprospec.store.compare import compare
+    from tests.support.runs import error_run
+
+    pip_a: JsonObject = {f"pkg{n}": f"1.{n}" for n in range(20)}
+    pip_b: JsonObject = {f"pkg{n}": f"2.{n}" for n in range(20)}
+    run_a, run_b = error_run(), error_run()
+    run_a = replace(run_a, environment={"python": "3.11.7", "collect_env": {"pip": pip_a}})
+    run_b = replace(run_b, environment={"python": "3.11.2", "collect_env": {"pip": pip_b}})
+    text = lines(compare(run_a, run_b), "spec")
+    shown = [line for line in text if line.startswith("  collect_env.pip.")]
+    assert len(shown) == 8
+    assert "  python: '3.11.7' -> '3.11.2'" in text
+    assert "  ... and 12 more of collect_env.pip.* (`--format json` lists them)" in text
+    # Eight or fewer are all shown.
+    run_b = replace(run_b, environment={"python": "3.11.2", "collect_env": {"pip": pip_a}})
+    assert not any(line.startswith("  ... and") for line in lines(compare(run_a, run_b), "spec"))
