@@ -112,11 +112,13 @@ def test_hang_is_killed_with_stacks(runner: DockerRunner, tmp_path: Path) -> Non
         "stuck_here()\n"
     )
     begin = time.monotonic()
-    execution = runner.run(make_plan(py(code), tmp_path, timeout_s=3.0), tmp_path / "a")
+    # 10 s: at 3 s, once in a loaded suite, the timeout's ask found no Python process in the
+    # container to dump (stack_path None): most likely it had not started yet.
+    execution = runner.run(make_plan(py(code), tmp_path, timeout_s=10.0), tmp_path / "a")
     elapsed = time.monotonic() - begin
     assert execution.timed_out
     assert execution.returncode == -9
-    # Killed at its 3 s timeout, not at the end of its 600 s sleep (room for a loaded host).
+    # Killed at its 10 s timeout, not at the end of its 600 s sleep (room for a loaded host).
     assert elapsed < 120, elapsed
     assert execution.stack_path is not None
     stack = execution.stack_path.read_text()
