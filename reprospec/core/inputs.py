@@ -83,6 +83,8 @@ class Marker:
 # The process a failure happened in (an outcome's, and `expect.where`): main, the attempt's
 # own process; worker, a DataLoader worker; child, any other descendant.
 Where = Literal["main", "worker", "child"]
+# A `where` read from text (results.json, a spec's value) by its name; unknown: not one.
+WHERES: Mapping[str, Where] = {"main": "main", "worker": "worker", "child": "child"}
 
 
 @dataclass(frozen=True)

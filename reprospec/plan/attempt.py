@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import cast, get_args
 
 from reprospec.core.expr import ExprError, interpolate_string, render, same
 from reprospec.core.inputs import (
+    WHERES,
     AttemptPlan,
     Cell,
     Expectation,
@@ -267,12 +267,12 @@ def _where(
     """`expect.where` as the process it names; a value from an expression checked here."""
     if value is None:
         return None
-    for known in get_args(Where):
-        if value == known:
-            return cast("Where", known)
-    raise _located(
-        spec, origin["where"], f"expected one of {', '.join(get_args(Where))} (in cell {cell.id})"
-    )
+    where = WHERES.get(value)
+    if where is None:
+        raise _located(
+            spec, origin["where"], f"expected one of {', '.join(WHERES)} (in cell {cell.id})"
+        )
+    return where
 
 
 def describe(plan: AttemptPlan) -> JsonObject:

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from reprospec.core.inputs import Cell, Expectation, ExpectedOutcome
+from reprospec.core.inputs import WHERES, Cell, Expectation, ExpectedOutcome
 from reprospec.core.jsontypes import (
     JsonObject,
     JsonValue,
@@ -40,7 +40,6 @@ from reprospec.core.results import (
     RunResult,
     Standalone,
     VerdictKind,
-    Where,
 )
 from reprospec.core.units import parse_rate, parse_step
 from reprospec.errors import FatalError, UsageError
@@ -95,7 +94,6 @@ def outcome_to_dict(outcome: Outcome) -> JsonObject:
 # them is a file this engine did not write (FatalError), or an optional field left out.
 _OUTCOME_KINDS: Mapping[str, OutcomeKind] = {k: k for k in ("pass", "error", "crash", "hang")}
 _LINKS: Mapping[str, Literal["cause", "context"]] = {k: k for k in ("cause", "context")}
-_WHERE: Mapping[str, Where] = {k: k for k in ("main", "worker", "child")}
 _VERDICTS: Mapping[str, VerdictKind] = {
     k: k
     for k in ("reproduced", "not-reproduced", "undecided", "infra-error", "observed", "not-run")
@@ -118,7 +116,7 @@ def outcome_from_dict(d: JsonObject) -> Outcome:
         kind=_one_of(_OUTCOME_KINDS, d.get("kind"), "outcome kind"),
         signal=text_or_none(d.get("signal")),
         exit_code=integer(d.get("exit_code")),
-        where=_WHERE.get(text(d.get("where"))),
+        where=WHERES.get(text(d.get("where"))),
         exception=text_or_none(d.get("exception")),
         message=text_or_none(d.get("message")),
         phase=text_or_none(d.get("phase")),
@@ -302,7 +300,7 @@ def expectation_from_dict(d: JsonObject) -> Expectation:
         rate=parse_rate(rate) if isinstance(rate, str) else None,
         module=text_or_none(d.get("module")),
         stage=text_or_none(d.get("stage")),
-        where=_WHERE.get(text(d.get("where"))),
+        where=WHERES.get(text(d.get("where"))),
     )
 
 
