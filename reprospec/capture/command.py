@@ -479,9 +479,8 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
             )
         if observed.frame:
             comments["signal"] += f", in {observed.frame}"
-        if outcome.where in ("worker", "child"):
-            # The main process's own SIGSEGV is another bug: the rerun must see this one's.
-            expect["where"] = outcome.where
+        if keys.where is not None:
+            expect["where"] = keys.where
     if outcome.kind == "error" and outcome.exception:
         expect["exception"] = outcome.exception
     elif outcome.kind == "error" and outcome.last_traceback is not None:

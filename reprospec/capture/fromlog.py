@@ -150,14 +150,6 @@ def _expect(
         comments["outcome"] = "TODO: what the failure is (pass, error, crash, hang or fail)"
         return {"outcome": "fail"}, comments
     expect: JsonObject = {"outcome": failure.outcome}
-    if failure.outcome == "crash" and failure.signal:
-        expect["signal"] = failure.signal
-        comments["signal"] = {
-            "worker": "in a DataLoader worker",
-            "child": "in a child process",
-        }.get(failure.where or "", "in the main process")
-        if failure.where in ("worker", "child"):
-            expect["where"] = failure.where  # the main process's own SIGSEGV is another bug
     # The live capture's rule (one function): a worker's or a child's crash is expected by
     # its signal and where, never by the main process's exception, nor by the main loop's
     # step for a worker (the ticket is one attempt).
@@ -167,6 +159,14 @@ def _expect(
         exception=failure.exception,
         step=failure.step,
     )
+    if failure.outcome == "crash" and failure.signal:
+        expect["signal"] = failure.signal
+        comments["signal"] = {
+            "worker": "in a DataLoader worker",
+            "child": "in a child process",
+        }.get(failure.where or "", "in the main process")
+        if keys.where is not None:
+            expect["where"] = keys.where
     if failure.outcome in ("error", "crash") and keys.exception:
         expect["exception"] = keys.exception
     if failure.outcome == "error" and failure.message:

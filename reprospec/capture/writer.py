@@ -280,11 +280,13 @@ def rate_bound(matched: int, attempts: int) -> str | None:
 @dataclass(frozen=True)
 class ProcessKeys:
     """The keys of `expect` that depend on which process failed: the exception, the step,
-    and a comment on each key it leaves out or gives as a range (`key`, `text`)."""
+    a comment on each key it leaves out or gives as a range (`key`, `text`), and the
+    process a crash must happen in (`where`; None: any)."""
 
     exception: str | None = None
     step: int | str | None = None
     comments: tuple[tuple[str, str], ...] = ()
+    where: str | None = None
 
 
 def process_keys(
@@ -296,38 +298,36 @@ def process_keys(
     steps: Sequence[int] = (),
     seen: int = 1,
 ) -> ProcessKeys:
-    """What a failure's `expect` says of its exception and step, by one rule for a command
-    capture ran and a ticket's log (a ticket is one attempt, seen once).
+    """What a failure's `expect` says of its process, exception and step, by one rule for
+    a command capture ran and a ticket's log (a ticket is one attempt, seen once).
 
     A crash's exception is expected only of the main process's own death: a worker's or
     a child's surfaces in the main process as whatever its reader raised then
     (`RuntimeError: DataLoader worker ... is killed by signal`, `ConnectionResetError`,
-    ...), by timing, and a spec expecting it never reproduces. The step is the main loop's;
-    a DataLoader worker's death is noticed some steps after it died (prefetching), so the
-    step of a worker crash `seen` in one attempt is no step to expect, however many
-    attempts ran: `--repeat 5` with one crash in five wrote `step: 8`, which a load that
-    moves the main loop's notice reads as a miss. An error's exception (`crash` false) is
-    its own.
+    ...), by timing, and a spec expecting it never reproduces. A worker's or a child's
+    crash is expected there (`where`): the main process's own SIGSEGV is another bug. The
+    step is the main loop's; a DataLoader worker's death is noticed some steps after it
+    died (prefetching), so the step of a worker crash `seen` in one attempt is no step to
+    expect, however many attempts ran: `--repeat 5` with one crash in five wrote `step: 8`,
+    which a load that moves the main loop's notice reads as a miss. An error's exception
+    (`crash` false) is its own.
     """
     kept = exception if not crash or where == "main" else None
+    process = where if crash and where in ("worker", "child") else None
     if step is None:
-        return ProcessKeys(kept)
+        return ProcessKeys(kept, where=process)
     if len(set(steps)) > 1:
-        return ProcessKeys(
-            kept, f"{min(steps)}..{max(steps)}", (("step", "as observed: it varies"),)
-        )
+        comments = (("step", "as observed: it varies"),)
+        return ProcessKeys(kept, f"{min(steps)}..{max(steps)}", comments, process)
     if where == "worker" and seen <= 1:
-        return ProcessKeys(
-            kept,
-            None,
+        comments = (
             (
-                (
-                    "phase",
-                    f"the main loop was at step {step}; workers run ahead, so no step is expected",
-                ),
+                "phase",
+                f"the main loop was at step {step}; workers run ahead, so no step is expected",
             ),
         )
-    return ProcessKeys(kept, step)
+        return ProcessKeys(kept, None, comments, process)
+    return ProcessKeys(kept, step, where=process)
 
 
 def message_pattern(message: str, volatile: Sequence[str] = (), secrets: Sequence[str] = ()) -> str:
