@@ -215,14 +215,17 @@ def pack(run: RunResult, run_dir: Path, output: Path, *, as_now: bool = False) -
             # Written after the tree: it names the files whose secrets were masked.
             place = _standalone_place(run, sources, spec_rel)
             cells = RunFolder(run_dir).cells
+            logs = list(_log_files(cells))
             # A killed run's attempt, run again by --resume: what it wrote is packed too.
-            interrupted = cells.is_dir() and any(cells.glob(f"*/*{INTERRUPTED}*"))
+            interrupted = any(
+                INTERRUPTED in d for p in logs for d in p.relative_to(cells).parts[:-1]
+            )
             readme = _readme(
                 run, manifest, carried, place, sources.document, masked, interrupted=interrupted
             )
             _add_text(tar, top / "README.md", readme)
             count += 1
-            for path in _log_files(cells):
+            for path in logs:
                 packed = top / "logs" / path.relative_to(run_dir).as_posix()
                 _add_file(tar, packed, path, redactor)
                 count += 1
