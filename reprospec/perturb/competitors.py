@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -50,20 +51,27 @@ def stop_load(proc: subprocess.Popen[bytes] | None, folder: Path) -> None:
         return
     from reprospec.process import start
 
-    # Killed with their parent, they become this engine's (a subreaper): reaped here, or
-    # each probe of `amplify` would leave its spinners as zombies until the engine exits.
-    spinners = _children(proc.pid)
-    start.stop_helper(proc, grace_s=0.0)
-    for pid in spinners:
+    # Killed while the helper is unreaped, so the group id is still its own: no reused id is
+    # hit. Killed with their parent, the spinners become this engine's (a subreaper): reaped
+    # here by group, or each probe of `amplify` would leave them as zombies until the engine
+    # exits. By group, not by a list of the helper's children read before the kill: a spinner
+    # forked after that read (an attempt that ended as load.py started) was missed (CI, stop 48).
+    if proc.returncode is None:
         with contextlib.suppress(OSError):
-            os.waitpid(pid, 0)
+            os.killpg(proc.pid, signal.SIGKILL)
+    start.stop_helper(proc, grace_s=0.0)
+    _reap_group(proc.pid)
     for written in folder.glob("io-load-*.bin"):
         with contextlib.suppress(OSError):
             written.unlink()
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(n) for n in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except (OSError, ValueError):
-        return []
+def _reap_group(pgid: int) -> None:
+    """Wait for every child of this engine in process group `pgid`, until none is left.
+
+    Each was killed with the group; one not re-parented here (no subreaper) is init's."""
+    while True:
+        try:
+            os.waitpid(-pgid, 0)
+        except ChildProcessError:
+            return

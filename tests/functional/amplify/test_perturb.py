@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -267,6 +268,25 @@ def test_the_competitors_are_reaped_by_the_engine(tmp_path: Path) -> None:
         ("cpu_load=2 (busy processes beside the attempt)",)
     ] * 3
     assert _zombie_children() - before == set()
+
+
+def test_competitors_stopped_as_they_start_leave_no_zombie(tmp_path: Path) -> None:
+    # CI, stop 48: an attempt that ended while load.py was still forking its spinners left
+    # the late ones as this engine's zombies (the reap read the helper's children first).
+    from reprospec.core.sections import Perturb
+    from reprospec.perturb.competitors import start_load, stop_load
+    from reprospec.process import tree
+
+    assert tree.become_subreaper()
+    before = _zombie_children()
+    # Stopped from before load.py starts to after its forks: 12 spinners make the fork loop
+    # long enough that some stops land inside it (the old reap failed 2 runs in 3 here).
+    for step in range(30):
+        load = start_load(Perturb(cpu_load=12, io_load=1), (), tmp_path)
+        time.sleep(step * 0.002)
+        stop_load(load, tmp_path)
+        assert _zombie_children() - before == set()
+    assert not list(tmp_path.glob("io-load-*.bin"))
 
 
 def test_a_preload_the_perturbation_turns_off_is_said_on_the_console(
