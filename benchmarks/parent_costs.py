@@ -236,8 +236,7 @@ def oneshot(rounds: int, tmp: Path, before: Path) -> None:
 # environment capture's child, once a run, which the pairs' difference takes out).
 SPLIT_CPU = SELF_CPU.replace(
     "str(u.ru_utime + u.ru_stime)",
-    "f'{u.ru_utime} {u.ru_stime} '"
-    " + str(sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2]))",
+    "f'{u.ru_utime} {u.ru_stime} ' + str(sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2]))",
 )
 
 

@@ -15,6 +15,11 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     opt.output(p, metavar="DIR", required=True, help="the folder to write the bundle into")
     opt.selection(p)
     opt.find_links(p, help="a wheelhouse the bundle's image builds install packages from, offline")
+    opt.python(
+        p,
+        help="the interpreter the cells ran with (default: this one): the images pin its torch "
+        "build (2.13.0+cpu) where it is the runner's release",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.export.materialize import write_bundle
     from reprospec.export.runnerpackages import installed_torch
     from reprospec.plan.run import plan_run
+    from reprospec.runners.local import resolve_python
     from reprospec.spec.load import load_spec
 
     options = RunOptions(
@@ -37,8 +43,8 @@ def run(args: argparse.Namespace) -> int:
         plans,
         args.output,
         find_links=getattr(args, "find_links", None),
-        # The local runner's cells ran on reprospec's own interpreter (its default python).
-        torch_version=installed_torch(),
+        # The local runner's cells ran on --python, else on reprospec's own interpreter.
+        torch_version=installed_torch(resolve_python(getattr(args, "python", None))),
     )
     for warning in bundle.warnings:
         print(f"warning: {warning}", file=sys.stderr)

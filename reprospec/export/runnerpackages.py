@@ -29,11 +29,12 @@ where it imports them. It keeps both where:
 A console script other than torch's own (`torchrun`) comes from `environment.packages`:
 the runner image has no other, so such a cell keeps both by the first rule.
 
-The torch a bundle installs is the build that ran (`recorded_build`): where reprospec's
-interpreter (the local runner's, unless `--python` named another) has the runner's torch
-as a PyTorch index's build, `2.13.0+cpu`, the image pins `torch==2.13.0+cpu` from that
-index. `torch==2.13.0` from PyPI is the CUDA build on x86_64: a CPU run's bundle pulled
-gigabytes of CUDA libraries to rerun it, and failed on a full disk (nu22 MED-5).
+The torch a bundle installs is the build that ran (`recorded_build`): where the cells'
+interpreter (`materialize --python`, else reprospec's own: the local runner's) has the
+runner's torch as a PyTorch index's build, `2.13.0+cpu`, the image pins
+`torch==2.13.0+cpu` from that index. `torch==2.13.0` from PyPI is the CUDA build on
+x86_64: a CPU run's bundle pulled gigabytes of CUDA libraries to rerun it, and failed on a
+full disk (nu22 MED-5).
 """
 
 from __future__ import annotations
@@ -75,13 +76,22 @@ class RunnerPackages:
     index: str | None = None
 
 
-def installed_torch() -> str | None:
-    """The version of torch reprospec's own interpreter has (`2.13.0+cpu`), read from its
-    metadata (torch is not imported); None where it has none."""
-    try:
-        return metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        return None
+def installed_torch(python: str | None = None) -> str | None:
+    """The version of torch the interpreter the cells ran with has (`2.13.0+cpu`); None
+    where it has none. reprospec's own (the local runner's default) is read from its
+    metadata in this process; another (`materialize --python`) from its own, in a quick
+    child that never imports torch (environment/probe.py), since its site-packages are not
+    this process's."""
+    if python is None or python == sys.executable:
+        try:
+            return metadata.version("torch")
+        except metadata.PackageNotFoundError:
+            return None
+    from reprospec.environment.probe import probe_environment
+
+    packages = probe_environment(python, with_torch=False).get("packages")
+    version = packages.get("torch") if isinstance(packages, dict) else None
+    return version if isinstance(version, str) else None
 
 
 def recorded_build(runner: RunnerPackages, version: str | None) -> RunnerPackages:
