@@ -42,6 +42,7 @@ from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
 from reprospec.export.tree import program_digest
 from reprospec.plan.failingcell import cell_filters, choose_failing_cell
+from reprospec.store.runfolder import RUNS
 
 # Runners that install what a candidate asks for; the local runner runs one interpreter.
 INSTALLING_RUNNERS = ("venv", "docker")
@@ -259,9 +260,15 @@ def _run_candidate(
     cell = result.cells[0]
     ran = [a.ran for a in cell.attempts if a.ran is not None]
     if not ran:
-        reasons = [a.infra_error for a in cell.attempts if a.infra_error]
-        reason = reasons[0] if reasons else (cell.reason or "no attempt ran")
-        return Trial(version, infra_error=reason, runs=(result.run_id,)), result.interrupted
+        failed = [a for a in cell.attempts if a.infra_error]
+        reason = failed[0].infra_error if failed else (cell.reason or "no attempt ran")
+        # The venv runner keeps a failed install's whole output in the attempt's folder.
+        logs = [
+            request.out / RUNS / result.run_id / a.logs / venvs.BUILD_LOG for a in failed if a.logs
+        ]
+        build_log = next((str(log) for log in logs if log.is_file()), None)
+        trial = Trial(version, infra_error=reason, runs=(result.run_id,), build_log=build_log)
+        return trial, result.interrupted
     trial = Trial(
         version,
         attempts=len(ran),
@@ -287,6 +294,13 @@ def _exclude_newer(cutoff: str | None) -> Iterator[None]:
 
 
 def _describe(trial: Trial) -> str:
+    if trial.attempts == 0 and trial.build_log is not None:
+        # One line where uv's whole output (70 lines of a setup.py's traceback) was streamed
+        # and its reason then said again here and in the table: the file keeps the rest.
+        return (
+            f"{trial.version}: skipped: cannot be installed: {_failure_line(trial)} "
+            f"(build log: {trial.build_log})"
+        )
     if trial.attempts == 0:
         return f"{trial.version}: skipped ({trial.infra_error})"
     seen: dict[str, int] = {}
@@ -295,6 +309,17 @@ def _describe(trial: Trial) -> str:
     outcomes = ", ".join(f"{s} x{n}" for s, n in seen.items())
     verdict = "bad" if trial.matched else "clean"
     return f"{trial.version}: {trial.matched}/{trial.attempts} matched ({outcomes}) -> {verdict}"
+
+
+def _failure_line(trial: Trial) -> str:
+    """The one line of a failed install's log that says why (the stored reason where the
+    log cannot be read)."""
+    assert trial.build_log is not None
+    try:
+        text = Path(trial.build_log).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    return venvs.build_failure_line(text) or (trial.infra_error or "no output")
 
 
 def _changed(

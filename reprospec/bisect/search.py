@@ -94,16 +94,21 @@ class Trial:
     infra_error: str | None = None  # why the version could not be tested at all
     signatures: tuple[str, ...] = ()  # outcome signatures seen, one per attempt
     runs: tuple[str, ...] = ()  # where the attempts are stored (run ids)
+    # A version that could not be installed: the file in its run's folder that keeps the
+    # installer's whole output (the console and the table say one line of it).
+    build_log: str | None = None
 
     def merged(self, other: Trial) -> Trial:
         """This trial and a later one at the same version, as one."""
+        untested = other.attempts == 0 and self.attempts == 0
         return Trial(
             self.version,
             self.attempts + other.attempts,
             self.matched + other.matched,
-            other.infra_error if other.attempts == 0 and self.attempts == 0 else None,
+            other.infra_error if untested else None,
             self.signatures + other.signatures,
             self.runs + other.runs,
+            other.build_log if untested else None,
         )
 
     def to_dict(self) -> JsonObject:
@@ -114,12 +119,14 @@ class Trial:
             "infra_error": self.infra_error,
             "signatures": list(self.signatures),
             "runs": list(self.runs),
+            "build_log": self.build_log,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, JsonValue]) -> Trial:
         """What `to_dict` wrote; KeyError or TypeError when it is not that."""
         infra_error = data.get("infra_error")
+        build_log = data.get("build_log")  # absent from a state saved before it was kept
         return cls(
             version=str(data["version"]),
             attempts=_count(data.get("attempts", 0)),
@@ -127,6 +134,7 @@ class Trial:
             infra_error=None if infra_error is None else str(infra_error),
             signatures=as_texts(data.get("signatures")),
             runs=as_texts(data.get("runs")),
+            build_log=None if build_log is None else str(build_log),
         )
 
 
@@ -152,6 +160,7 @@ class VersionEvidence:
     infra_error: str | None = None
     signatures: tuple[str, ...] = ()
     runs: tuple[str, ...] = ()
+    build_log: str | None = None  # Trial.build_log
 
     @property
     def rate(self) -> float:
@@ -174,6 +183,7 @@ class VersionEvidence:
             "infra_error": self.infra_error,
             "signatures": dict(self.signature_counts()),
             "runs": list(self.runs),
+            "build_log": self.build_log,
         }
 
 
@@ -666,6 +676,7 @@ def _result(
                 trial.infra_error,
                 trial.signatures,
                 trial.runs,
+                trial.build_log,
             )
         )
     first_bad = last_good = None

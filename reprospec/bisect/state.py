@@ -256,6 +256,8 @@ def render_markdown(report: BisectReport) -> str:
         outcomes = ", ".join(f"{s} x{n}" for s, n in evidence.signature_counts().items())
         if evidence.infra_error:
             outcomes = f"not installable: {evidence.infra_error}"
+            if evidence.build_log is not None:
+                outcomes += f" (build log: `{evidence.build_log}`)"
         runs = ", ".join(f"`{r}`" for r in evidence.runs)
         mark = (
             (" *last bad*" if fixed else " **first bad**")

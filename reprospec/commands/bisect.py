@@ -157,6 +157,10 @@ def run(args: argparse.Namespace) -> int:
         for evidence in report.result.tested:
             outcomes = ", ".join(f"{s} x{n}" for s, n in evidence.signature_counts().items())
             detail = evidence.infra_error if evidence.state == "skipped" else outcomes
+            if evidence.state == "skipped" and evidence.build_log is not None:
+                # Its reason and build log were said as it was skipped, and bisect.md has
+                # them: a third copy of the reason here was noise.
+                detail = "cannot be installed"
             print(
                 f"  {evidence.version:<14} {evidence.state:<8} "
                 f"{evidence.matched}/{evidence.attempts:<4} {printable(detail or '')}"

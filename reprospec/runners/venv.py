@@ -83,6 +83,9 @@ class VenvRunner:
         # A cell's environment section (python, packages) -> its env key or its build error.
         self._keys: dict[str, str] = {}
         self._errors: dict[str, str] = {}
+        # A cell's environment section -> uv's whole output of its failed build, written into
+        # each of its attempts' folders (venvs.BUILD_LOG) where the console has one line.
+        self._build_logs: dict[str, str] = {}
         self._runners: dict[str, LocalRunner] = {}
         self._envs: dict[str, venvs.Env] = {}
         self._build_lock = threading.Lock()
@@ -155,6 +158,8 @@ class VenvRunner:
                 reason = f"environment for {plan.cell.id or 'the cell'} not built: {exc}"
                 with self._lock:
                     self._errors[section] = reason
+                    if isinstance(exc, venvs.EnvBuildError) and exc.log:
+                        self._build_logs[section] = exc.log
                 return None, reason
             runner = LocalRunner(python=str(env.python), cache_dir=self.cache_dir)
             runner.packages_hint = ""  # installed here: a miss is the build's, not a choice
@@ -199,9 +204,14 @@ class VenvRunner:
         runner, reason = self._env_for(plan)
         if runner is None:
             now = run.utc_now()
-            return infra_execution(
-                attempt_files(plan, log_dir, gpu_slot), reason, started=now, finished=now
-            )
+            files = attempt_files(plan, log_dir, gpu_slot)
+            with self._lock:
+                log = self._build_logs.get(self._section_key(plan))
+            if log is not None:
+                # The run folder keeps what the console was spared: where a user, or
+                # bisect's one line, points to read the build's whole output.
+                (log_dir / venvs.BUILD_LOG).write_text(log, encoding="utf-8")
+            return infra_execution(files, reason, started=now, finished=now)
         return runner.run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)
 
     def close(self) -> None:

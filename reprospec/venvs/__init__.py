@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from reprospec.venvs.build import (
+    BUILD_LOG,
     ENVS_VARIABLE,
     FORMAT,
     LOCKS,
@@ -20,6 +21,7 @@ from reprospec.venvs.build import (
     EnvProgressCallback,
     EnvRequest,
     Interpreter,
+    build_failure_line,
     describe_request,
     ensure_env,
     env_request,
@@ -32,6 +34,7 @@ from reprospec.venvs.cache import EnvInfo, list_envs, prune_envs, summarize
 from reprospec.venvs.index import IndexConfig, user_index_config
 
 __all__ = [
+    "BUILD_LOG",
     "ENVS_VARIABLE",
     "FORMAT",
     "LOCKS",
@@ -46,6 +49,7 @@ __all__ = [
     "EnvRequest",
     "IndexConfig",
     "Interpreter",
+    "build_failure_line",
     "describe_request",
     "ensure_env",
     "env_request",

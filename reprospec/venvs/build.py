@@ -47,8 +47,21 @@ LOCKS = ".locks"
 UV_TIMEOUT_S = 3600.0
 
 
+# What a venv runner keeps of a build that failed in each of its cells' attempt folders:
+# uv's whole output, which the console no longer streams past its first `error:` line.
+BUILD_LOG = "build.log"
+
+
 class EnvBuildError(InfraError):
-    """An environment could not be built, or was built but is not what was asked."""
+    """An environment could not be built, or was built but is not what was asked.
+
+    `log` is uv's whole output of a failed install ("" where there was none): the message
+    is one line of it, and the rest is kept in a file (BUILD_LOG), never on the console.
+    """
+
+    def __init__(self, message: str, log: str = "") -> None:
+        super().__init__(message)
+        self.log = log
 
 
 @dataclass(frozen=True)
@@ -180,6 +193,22 @@ def _uv_error(stderr: str, lines: int = 4) -> str:
     built = _build_output(text)
     said = [f"(the build said: {' / '.join(built[-2:])})"] if built else []
     return " ".join([*chosen[-lines:], *said, *hints[:1]]) or "no output"
+
+
+def build_failure_line(output: str) -> str:
+    """The one line of uv's output that says why an install failed, for a console line: the
+    package's own last word (the end of a failed build's `[stderr]` block: `AttributeError:
+    'build_ext' object has no attribute 'cython_sources'`), else uv's last `cause:`, else
+    its `error:`, else the last line; "" for no output."""
+    text = [line.strip() for line in output.splitlines() if line.strip()]
+    built = _build_output(text)
+    if built:
+        return built[-1]
+    for prefix in ("cause:", "error:"):
+        said = [line.removeprefix(prefix).strip() for line in text if line.startswith(prefix)]
+        if said:
+            return said[-1]
+    return text[-1] if text else ""
 
 
 def _build_output(text: Sequence[str]) -> list[str]:
@@ -372,8 +401,12 @@ def _install(
     args += list(request.packages)
     env = {**os.environ, "NO_COLOR": "1"}
     env.pop("VIRTUAL_ENV", None)
-    # uv's lines (resolved, downloading, installed) go to the progress display as they come.
+    # uv's lines (resolved, downloading, installed) go to the progress display as they come,
+    # until its `error:` line: what follows is the failure's report (a failed build's whole
+    # output, some 70 lines of a setup.py's traceback), which the error's one line sums up
+    # and its `log` keeps, where it scrolled the run's own lines away.
     lines: list[str] = []
+    failing = False
     with subprocess.Popen(
         args,
         stdout=subprocess.PIPE,
@@ -389,11 +422,14 @@ def _install(
             line = line.rstrip()
             if line:
                 lines.append(line)
-                say("output", line)
+                failing = failing or line.startswith("error:")
+                if not failing:
+                    say("output", line)
         code = proc.wait()
     if code != 0:
+        output = "\n".join(lines)
         raise EnvBuildError(
-            f"cannot install {' '.join(request.packages)}: {_uv_error(chr(10).join(lines))}"
+            f"cannot install {' '.join(request.packages)}: {_uv_error(output)}", log=output + "\n"
         )
 
 

@@ -223,6 +223,46 @@ def test_a_flaky_regression_with_an_uninstallable_release(cli: Cli, tmp_path: Pa
     assert 0 < result["rate"]["matched"] < result["rate"]["attempts"]
 
 
+def test_a_release_that_cannot_be_built_is_said_once_and_its_build_log_kept(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """uv's whole output of the failed build was streamed to the console (some 70 lines of
+    a setup.py's traceback for pyyaml 5.4.1), then its reason said again on the skipped line
+    and a third time in the table: now one line, with where the whole output is kept."""
+    spec, wheels = demo_project(tmp_path, first_bad="1.4", broken="1.3")
+    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    out = tmp_path / "out"
+    done = cli(
+        "bisect", str(spec), "--package", DEMO, "--good", "1.0", "--bad", "1.7",
+        "--find-links", str(wheels), "--out", str(out),
+        env=env, timeout=600,
+    )  # fmt: skip
+    assert done.code == 0, done.stderr
+    said = "this release has no wheel for this Python and cannot build"  # the backend's words
+    console = done.stdout + done.stderr
+    assert console.count(said) == 1, console
+    assert "[stderr]" not in console, console
+    assert "hint:" not in console, console
+    skipped = [line for line in done.stderr.splitlines() if line.startswith("reprospec: 1.3:")]
+    assert len(skipped) == 1, done.stderr
+    prefix = f"reprospec: 1.3: skipped: cannot be installed: {said} (build log: "
+    assert skipped[0].startswith(prefix), skipped
+    log = Path(skipped[0].removeprefix(prefix).removesuffix(")"))
+    assert log.name == "build.log"
+    assert log.is_relative_to(out / "runs")
+    whole = log.read_text()
+    assert f"error: Failed to build `{DEMO}==1.3" in whole
+    assert said in whole
+    row = next(line for line in done.stdout.splitlines() if line.startswith("  1.3 "))
+    assert row.split() == ["1.3", "skipped", "0/0", "cannot", "be", "installed"]
+    # bisect.md keeps the reason whole, and the log's place.
+    report = next(out.glob("bisect/*/bisect.md")).read_text()
+    assert f"not installable: environment for default not built: cannot install {DEMO}==1.3" in (
+        report
+    )
+    assert f"(build log: `{log}`)" in report
+
+
 def test_an_interrupted_bisect_resumes_where_it_stopped(tmp_path: Path) -> None:
     spec, wheels = demo_project(tmp_path, first_bad="1.5")
     out = tmp_path / "out"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reprospec.venvs.build import _uv_error
+from reprospec.venvs.build import _uv_error, build_failure_line
 
 # uv 0.x `pip install nu9akit==1.3` of an sdist whose setup.py exits with a message
 # (recorded on this machine, NO_COLOR=1).
@@ -43,3 +43,18 @@ def test_causes_alone_where_no_build_printed() -> None:
         "Failed to resolve requirements from `setup.py` build "
         "No solution found when resolving: `setuptools>=40.8.0`"
     )
+
+
+def test_one_line_of_a_failed_build_is_the_packages_own_last_word() -> None:
+    """What bisect's skipped line says (the rest stays in the build log): the end of the
+    `[stderr]` block, not uv's boilerplate causes and hint."""
+    assert build_failure_line(BUILD_FAILED) == "nu9akit 1.3: this sdist is broken on purpose"
+
+
+def test_one_line_without_a_build_is_uvs_last_cause_else_its_error_else_the_last_line() -> None:
+    assert build_failure_line(UNSATISFIABLE) == (
+        "No solution found when resolving: `setuptools>=40.8.0`"
+    )
+    assert build_failure_line("error: No solution found\n") == "No solution found"
+    assert build_failure_line("something odd\n") == "something odd"
+    assert build_failure_line("") == ""

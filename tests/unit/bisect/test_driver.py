@@ -1,0 +1,50 @@
+"""What a bisect says of a release it could not install: one line, where the log is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reprospec.bisect.driver import _describe
+from reprospec.bisect.search import Trial
+from tests.unit.venvs.test_build import BUILD_FAILED
+
+REASON = (
+    "environment for default not built: cannot install nu9akit==1.3: The build backend "
+    "returned an error (the build said: nu9akit 1.3: this sdist is broken on purpose) hint: "
+    "Build failures usually indicate a problem with the package or the build environment"
+)
+
+
+def test_a_release_that_cannot_be_installed_is_one_line_naming_its_build_log(
+    tmp_path: Path,
+) -> None:
+    """The stored reason repeated uv's causes and hint after uv's whole output was streamed;
+    the line now says the package's own last word and where the whole output is kept."""
+    log = tmp_path / "build.log"
+    log.write_text(BUILD_FAILED)
+    said = _describe(Trial("1.3", infra_error=REASON, build_log=str(log)))
+    assert said == (
+        "1.3: skipped: cannot be installed: nu9akit 1.3: this sdist is broken on purpose "
+        f"(build log: {log})"
+    )
+
+
+def test_a_build_log_gone_since_falls_back_to_the_stored_reason(tmp_path: Path) -> None:
+    log = tmp_path / "gone.log"
+    said = _describe(Trial("1.3", infra_error="no wheel", build_log=str(log)))
+    assert said == f"1.3: skipped: cannot be installed: no wheel (build log: {log})"
+
+
+def test_another_infra_error_is_said_as_it_is() -> None:
+    """No build log: nothing was installed (no interpreter, no command), so not 'cannot be
+    installed'."""
+    said = _describe(Trial("1.3", infra_error="no Python 3.99 on this machine"))
+    assert said == "1.3: skipped (no Python 3.99 on this machine)"
+
+
+def test_a_trial_keeps_its_build_log_through_the_saved_state() -> None:
+    trial = Trial("1.3", infra_error="x", runs=("r",), build_log="out/runs/r/cells/c/1/build.log")
+    assert Trial.from_dict(trial.to_dict()) == trial
+    # A state saved before the field was kept still reads.
+    old = {k: v for k, v in trial.to_dict().items() if k != "build_log"}
+    assert Trial.from_dict(old).build_log is None
