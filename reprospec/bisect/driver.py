@@ -254,6 +254,7 @@ def _run_candidate(
         find_links=request.find_links,
         purpose="bisect",
         command_line=request.command_line,
+        probe=_probe(request, version),
     )
     with _exclude_newer(_end_of_day(version) if request.by_date else None):
         result = reprospec.run(candidate, options, cancel=cancel)
@@ -277,6 +278,14 @@ def _run_candidate(
         runs=(result.run_id,),
     )
     return trial, result.interrupted
+
+
+def _probe(request: BisectRequest, version: str) -> str:
+    """What one candidate's run tried, as `history --searches` names it: `pyyaml 5.4.1`, or
+    by date `pyyaml as of 2024-03-05` (the whole environment's, without --package)."""
+    if request.by_date:
+        return f"{request.package or 'the environment'} as of {version}"
+    return f"{request.package} {version}"
 
 
 def _end_of_day(day: str) -> str:

@@ -218,6 +218,7 @@ def _row(run: Mapping[str, object]) -> dict[str, object]:
     out["verdicts"] = {key: run.get(key, 0) for key, _ in _COUNTS}
     out["perturbed"] = run.get("perturbed") or []
     out["purpose"] = run.get("purpose") or "run"
+    out["probe"] = run.get("probe") or None
     out["folder_missing"] = run.get("folder_missing") is True
     # A merged Slurm run's: the Slurm run it merged (None for a run of the store).
     out["slurm_run"] = run.get("slurm_run")
@@ -254,8 +255,12 @@ def _table(
     amplified = any(_amplified(row) for row in runs)
     # Who made the run, where a search's probes are shown (--searches) beside a person's.
     by = any((row.get("purpose") or "run") != "run" for row in runs)
+    # What each probe tried (bisect: `pyyaml 5.4.1`; isolate: the differences it set): the
+    # `by` column alone listed a bisect's runs without the version each one ran.
+    probes = any(row.get("probe") for row in runs)
     columns = ("started", "runner", "status", "cells", "verdicts")
-    for column in (("by",) if by else ()) + columns + (("amplified by",) if amplified else ()):
+    leading = (("by",) if by else ()) + (("probe",) if probes else ())
+    for column in leading + columns + (("amplified by",) if amplified else ()):
         table.add_column(column, overflow="fold")
     for row in runs:
         verdicts = ", ".join(f"{row.get(key, 0)} {label}" for key, label in _COUNTS if row.get(key))
@@ -267,6 +272,7 @@ def _table(
             # Text columns the store never leaves null (store.py's schema).
             str(row["run_id"]),
             *((str(row.get("purpose") or "run"),) if by else ()),
+            *((str(row.get("probe") or "—"),) if probes else ()),
             str(row["started"]).replace("T", " ")[:19],
             str(row["runner"]),
             str(row["status"]) + (", folder missing" if row.get("folder_missing") else ""),

@@ -111,6 +111,10 @@ class RunOptions:
     preload: tuple[str, ...] | None = None
     # How a person reruns this (shown under "How to reproduce"); empty: derived from the spec.
     command_line: str = field(default="", compare=False)
+    # A search's probe, in words: what this run of it tried (bisect: `pyyaml 5.4.1`; isolate:
+    # the differences it applied), which `history --searches` shows beside the search's name;
+    # "" for a run a person started. Kept by the store only: it changes nothing that runs.
+    probe: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         # `RunOptions(out=".repro")` from Python: the rest of the engine takes `out` as a Path
@@ -179,7 +183,8 @@ class RunOptions:
         """What the store keeps: `to_dict()` with the command line, which results.json's
         options leave out (compare diffs it on its own), so that a resumed run's report and
         results.json still say how the run was started."""
-        return {**self.to_dict(), "command_line": self.command_line}
+        probe = {"probe": self.probe} if self.probe else {}
+        return {**self.to_dict(), "command_line": self.command_line, **probe}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object], out: Path) -> RunOptions:
@@ -208,6 +213,7 @@ class RunOptions:
             else None,
             # Kept by the store (`stored`), not by results.json's options.
             command_line=str(data.get("command_line") or ""),
+            probe=str(data.get("probe") or ""),
         )
 
     def with_changes(self, **changes: object) -> RunOptions:

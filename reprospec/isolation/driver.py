@@ -286,6 +286,8 @@ class _CandidateRunner:
             jobs=jobs,
             matrix_filters=(),
             purpose="isolate",
+            # `history --searches` names the probe by what it set, as the answer does.
+            probe=set_in_words(self.diffs, probe.candidate),
         )
         if self.cancel.is_set():
             return self._stored(probe, config, None)

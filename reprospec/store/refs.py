@@ -30,6 +30,12 @@ PURPOSE = (
     "COALESCE(CASE WHEN json_valid({r}options) AND json_type({r}options) = 'object'"
     " THEN json_extract({r}options, '$.purpose') END, 'run')"
 )
+# What a search's probe run tried (`RunOptions.probe`), from the same options; null where
+# none was kept (a run a person started, a probe stored before it was kept).
+PROBE = (
+    "CASE WHEN json_valid({r}options) AND json_type({r}options) = 'object'"
+    " THEN NULLIF(json_extract({r}options, '$.probe'), '') END"
+)
 _LATEST = re.compile(r"^latest(?:~(?P<back>\d+))?$")
 # Run ids begin with the second they were made: `20261121-214512-...`.
 _STAMP = 15

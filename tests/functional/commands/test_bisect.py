@@ -221,6 +221,19 @@ def test_a_flaky_regression_with_an_uninstallable_release(cli: Cli, tmp_path: Pa
     assert tested["1.2"]["state"] == "good"
     assert tested["1.2"]["attempts"] >= 5
     assert 0 < result["rate"]["matched"] < result["rate"]["attempts"]
+    # `history --searches` names the version each probe's run tried (the uninstallable one's
+    # too), where it said only `bisect`.
+    listed = cli(
+        "history", "--searches", "--all", "--format", "json", "--out", str(tmp_path / "out")
+    )
+    probes = {row["run_id"]: row["probe"] for row in json.loads(listed.stdout)}
+    for version, evidence in tested.items():
+        assert {probes[run] for run in evidence["runs"]} == {f"{DEMO} {version}"}
+    table = cli(
+        "history", "--searches", "--all", "--out", str(tmp_path / "out"), env={"COLUMNS": "250"}
+    )
+    row = next(line for line in table.stdout.splitlines() if tested["1.3"]["runs"][0] in line)
+    assert [cell.strip() for cell in row.split("│")[2:4]] == ["bisect", f"{DEMO} 1.3"]
 
 
 def test_a_release_that_cannot_be_built_is_said_once_and_its_build_log_kept(

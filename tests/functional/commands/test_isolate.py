@@ -88,6 +88,12 @@ def test_a_deterministic_pair(tmp_path: Path) -> None:
     rows = re.findall(r"^  .+?  +(\d+)  +\d+  ", text.split("\n\n")[1], re.MULTILINE)
     assert sum(map(int, rows)) == data["attempts"] > 0, text
     assert "other set(s) on the way" in text
+    # `history --searches` names the differences each probe's run set (the isolate's words).
+    argv = [sys.executable, "-m", "reprospec", "history", "--searches", "--all", "--format"]
+    argv += ["json", "--out", str(out)]
+    listed = json.loads(subprocess.run(argv, capture_output=True, cwd=ROOT, check=True).stdout)
+    probes = {row["probe"] for row in listed}
+    assert {"b=true, e=true", "b=true", "e=true"} <= probes, probes
 
 
 def test_a_flaky_pair(tmp_path: Path) -> None:

@@ -90,3 +90,46 @@ def test_compare_shows_the_first_few_of_pips_packages_and_counts_the_rest() -> N
     # Eight or fewer are all shown.
     run_b = replace(run_b, environment={"python": "3.11.2", "collect_env": {"pip": pip_a}})
     assert not any(line.startswith("  ... and") for line in lines(compare(run_a, run_b), "spec"))
+
+
+def test_history_searches_names_what_each_probe_ran(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fx49a: `history --searches` listed a bisect's runs as `bisect`, one row per version,
+    without the version: which run tried pyyaml 5.4.1 could not be read from it."""
+    import json
+
+    from reprospec.cli import main
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.store.db import Store
+
+    probes = [
+        ("20261121-214500-s-0001", RunOptions(purpose="bisect", probe="pyyaml 6.0.1")),
+        ("20261121-214501-s-0002", RunOptions(purpose="bisect", probe="pyyaml 5.4.1")),
+        ("20261121-214502-s-0003", RunOptions(purpose="isolate", probe="num_workers=2")),
+        ("20261121-214503-s-0004", RunOptions()),
+    ]
+    with Store(tmp_path) as store:
+        for run_id, options in probes:
+            store.begin_run(run_id, "s", "/s.yaml", "x", "venv", options.stored(), {})
+            store.finish_run(run_id, "finished")
+            (tmp_path / "runs" / run_id).mkdir(parents=True)
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["history", "--searches", "--out", str(tmp_path)]) == 0
+    table = capsys.readouterr().out
+    assert "┃ by      ┃ probe         ┃" in table
+    cells = [line.split("│") for line in table.splitlines() if line.startswith("│")]
+    rows = {cell[1].strip(): cell[2:4] for cell in cells}
+    assert [cell.strip() for cell in rows["20261121-214501-s-0002"]] == ["bisect", "pyyaml 5.4.1"]
+    assert [cell.strip() for cell in rows["20261121-214502-s-0003"]] == [
+        "isolate",
+        "num_workers=2",
+    ]
+    assert [cell.strip() for cell in rows["20261121-214503-s-0004"]] == ["run", "—"]
+    assert main(["history", "--searches", "--out", str(tmp_path), "--format", "json"]) == 0
+    listed = {row["run_id"]: row["probe"] for row in json.loads(capsys.readouterr().out)}
+    assert listed["20261121-214501-s-0002"] == "pyyaml 5.4.1"
+    assert listed["20261121-214503-s-0004"] is None
+    # A person's runs alone: no probe column to show.
+    assert main(["history", "--out", str(tmp_path)]) == 0
+    assert "┃ probe" not in capsys.readouterr().out
