@@ -496,6 +496,54 @@ class Standalone:
 
 
 @dataclass(frozen=True)
+class Resumed:
+    """How a resumed run (`run --resume`) came to be: what its earlier part left and what
+    this part ran, so its report does not read as one run that went straight through.
+
+    `stopped` is how the earlier part ended: `interrupted` (Ctrl-C, SIGTERM, a full disk),
+    `killed` (its engine died without a word: the store still said running) or `finished`
+    (its folder was written again from the store); `stopped_at` when, where the store kept it.
+    """
+
+    carried: int  # attempts the earlier part(s) finished, kept and not run again
+    ran: int  # attempts this part ran
+    stopped: str
+    stopped_at: str = ""
+
+    def phrase(self) -> str:
+        """`2 attempt(s) carried over from the run interrupted at 2026-12-01 09:28:58 UTC, 2
+        run now`: the console's `resumed:` line and report.md's note say it alike."""
+        utc = self.stopped_at.endswith(("+00:00", "Z"))  # the store's times are UTC
+        stamp = self.stopped_at.replace("T", " ")[:19] + (" UTC" if utc else "")
+        when = f" at {stamp}" if self.stopped_at else ""
+        earlier = {
+            "interrupted": f"the run interrupted{when}",
+            "killed": "the run whose engine was killed",
+            "finished": f"the run finished{when} (its folder written again from the store)",
+        }.get(self.stopped, f"the run as the store kept it ({self.stopped})")
+        return f"{self.carried} attempt(s) carried over from {earlier}, {self.ran} run now"
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "carried": self.carried,
+            "ran": self.ran,
+            "stopped": self.stopped,
+            "stopped_at": self.stopped_at or None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> Resumed:
+        """What `to_dict` wrote (counts that are not whole numbers read as 0)."""
+        carried, ran = data.get("carried"), data.get("ran")
+        return cls(
+            carried=carried if isinstance(carried, int) else 0,
+            ran=ran if isinstance(ran, int) else 0,
+            stopped=str(data.get("stopped") or "interrupted"),
+            stopped_at=str(data.get("stopped_at") or ""),
+        )
+
+
+@dataclass(frozen=True)
 class RunResult:
     """Everything about one run: written as results.json, into the store, into reports."""
 
@@ -522,6 +570,8 @@ class RunResult:
     # Where the run's paths point, for reports to name them short: absolute path -> label
     # (`<venv>`, `<python>`, `<home>`, `<harness>`; "" is the project, named relative).
     paths: Mapping[str, str] = field(default_factory=dict)
+    # A run finished by `run --resume`: what its earlier part left and what this one ran.
+    resumed: Resumed | None = None
 
     @property
     def summary(self) -> dict[str, int]:

@@ -24,7 +24,7 @@ from reprospec.core import collector
 from reprospec.core.inputs import AttemptPlan, Cell, Spec
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.redact import MASK, Redactor, looks_secret, unset_env
-from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone
+from reprospec.core.results import AttemptResult, CellResult, Resumed, RunResult, Standalone
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.sections import same_python
 from reprospec.core.words import RESOLVED_SPEC
@@ -127,6 +127,8 @@ def execute(
     spec_text = redactor.spec_text(spec_text_of(spec))
     started = _now()
     ended: str | None = None  # a resume that runs nothing keeps the end it had
+    # How the earlier part of a resumed run stopped, and when: its report says so.
+    stopped, stopped_at = "interrupted", ""
     # Each cell's results.json entry, written as it is judged (store/cellspool.py).
     with Store(options.out) as store, CellSpool(folder.results_spool, len(plan.cells)) as spool:
         if resume is not None:
@@ -135,6 +137,10 @@ def execute(
             begun = store.run_info(run_id)
             started = begun.started if begun is not None and begun.started else started
             if begun is not None:
+                # The store says running of a run whose engine died without a word (resume
+                # refuses one whose engine lives): `killed`, as history lists it.
+                stopped = "killed" if begun.status == "running" else begun.status
+                stopped_at = begun.finished if stopped != "killed" else ""
                 if begun.status == "finished" and begun.finished:
                     # Its folder written again from the store (removed by hand): no attempt
                     # runs, and the run still ended when it did (review).
@@ -230,6 +236,9 @@ def execute(
             standalone=_standalone(plan, cells, _ran_python(environment)),
             options=options.to_dict(),
             paths=path_labels(spec, environment, docker=options.runner == "docker"),
+            resumed=Resumed(stored_before, keeper.stored - stored_before, stopped, stopped_at)
+            if resume is not None
+            else None,
         )
         # (the cells are masked already, as they were judged: the walk passes them through)
         result = redactor.value(result)

@@ -245,6 +245,9 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
             + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
             + (" (interrupted: partial results)" if result.interrupted else "")
         )
+    if result.resumed is not None:
+        # The table reads as one run: which of its attempts ran now is said beside it.
+        console.print(f"resumed: {result.resumed.phrase()}", markup=False, highlight=False)
     from reprospec.report.environment import perturbed_cells
 
     for cell, notes in perturbed_cells(result):

@@ -37,6 +37,7 @@ from reprospec.core.results import (
     Outcome,
     OutcomeKind,
     Rate,
+    Resumed,
     RunResult,
     Standalone,
     VerdictKind,
@@ -372,6 +373,7 @@ def run_to_dict(run: RunResult, *, cells: bool = True) -> JsonObject:
         "standalone": run.standalone.to_dict() if run.standalone else None,
         "options": dict(run.options),
         "paths": dict(run.paths),
+        "resumed": run.resumed.to_dict() if run.resumed else None,
     }
 
 
@@ -406,6 +408,7 @@ def run_from_dict(d: JsonObject) -> RunResult:
         standalone=Standalone.from_dict(standalone) if isinstance(standalone, dict) else None,
         options=obj(d.get("options")),
         paths={k: v for k, v in obj(d.get("paths")).items() if isinstance(v, str)},
+        resumed=Resumed.from_dict(obj(d.get("resumed"))) if d.get("resumed") else None,
     )
 
 

@@ -73,3 +73,64 @@ def test_resume_takes_a_unique_prefix_of_the_run_id_and_refuses_a_shared_one(
     # As report words it (store.refs.run_id_named, one rule for every RUN).
     assert shared.stderr.startswith(f"reprospec: run id {run_id[:8]!r} is ambiguous: ")
     assert run_id in shared.stderr
+
+
+def test_a_resumed_run_says_so_in_its_report_and_summary(cli: Cli, tmp_path: Path) -> None:
+    """A run interrupted by Ctrl-C and finished by `--resume` wrote a report.md that read
+    as one run that went straight through: nothing said it was resumed, nor which of its
+    attempts were run before the interruption."""
+    import sys
+
+    from tests.support.cli import interrupt_when
+
+    gate = tmp_path / "gate"
+    spec = tmp_path / "four.yaml"
+    # Cell n=1 passes at once; the others wait for the gate (a minute at most).
+    spec.write_text(
+        "reprospec: 1\nname: four\nmatrix: {n: [1, 2, 3, 4]}\n"
+        "command: >-\n"
+        '  python -c "import pathlib, time;\n'
+        f"  [time.sleep(0.05) for _ in range(1200) if ${{{{ matrix.n }}}} > 1 and not "
+        f'pathlib.Path({str(gate)!r}).exists()]"\n'
+        "expect: {outcome: pass}\n"
+    )
+    out = tmp_path / "out"
+    stopped = interrupt_when(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "-j", "1", "--out", str(out)],
+        lambda: bool(list(out.glob("runs/*/cells/n=2/1"))),  # n=1 ended, n=2 waits
+    )
+    assert stopped.code == 130, stopped.stderr
+    (folder,) = (out / "runs").iterdir()
+    assert "Resumed" not in (folder / "report.md").read_text()
+    gate.touch()
+    resumed = cli("run", "--resume", folder.name, "--out", str(out), timeout=300)
+    assert resumed.code == 0, resumed.stderr
+    # Its earlier part stopped at its interruption, as the store recorded it.
+    data = json.loads((folder / "results.json").read_text())
+    stopped_at = data["resumed"]["stopped_at"]
+    assert data["resumed"] == {
+        "carried": 1,
+        "ran": 3,
+        "stopped": "interrupted",
+        "stopped_at": stopped_at,
+    }
+    when = stopped_at.replace("T", " ")[:19] + " UTC"
+    said = f"1 attempt(s) carried over from the run interrupted at {when}, 3 run now"
+    assert f"resumed: {said}\n" in resumed.stdout
+    report = (folder / "report.md").read_text()
+    assert f"> **Resumed** (`reprospec run --resume {folder.name}`): {said}.\n" in report
+    # `report` renders it again from results.json, the note with it.
+    assert f"{said}." in cli("report", folder.name, "--out", str(out)).stdout
+
+
+def test_a_run_whose_engine_was_killed_is_resumed_and_says_so(cli: Cli, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    spec = gated_spec(tmp_path / "gated.yaml", gate)
+    out = tmp_path / "out"
+    run_id = killed_run(spec, out, "--repeat", "2")
+    gate.touch()
+    resumed = cli("run", "--resume", run_id, "--out", str(out), timeout=300)
+    assert resumed.code == 0, resumed.stderr
+    said = "0 attempt(s) carried over from the run whose engine was killed, 2 run now"
+    assert f"resumed: {said}\n" in resumed.stdout
+    assert f"): {said}.\n" in (out / "runs" / run_id / "report.md").read_text()

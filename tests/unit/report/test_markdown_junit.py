@@ -737,3 +737,39 @@ def test_a_spec_whose_secrets_were_masked_says_what_to_set_beside_it() -> None:
     assert "with `reprospec run report.md` once `API_TOKEN` is set in your environment" in text
     assert "fixed-not-secret" not in text
     assert "once" not in render(error_run(), "md").split("## How to reproduce")[1]
+
+
+def test_a_resumed_run_says_so_under_its_headline() -> None:
+    """fx49a: report.md of a run finished by `run --resume` read as one run that went
+    straight through; it says which attempts were carried over and which ran now."""
+    from reprospec.core.results import Resumed
+    from reprospec.report.markdown import render_markdown
+    from reprospec.store.resultsjson import run_from_dict, run_to_dict
+    from tests.support.runs import error_run
+
+    plain = error_run()
+    assert "Resumed" not in render_markdown(plain)
+    resumed = replace(plain, resumed=Resumed(3, 5, "interrupted", "2026-12-01T09:28:58+00:00"))
+    text = render_markdown(resumed)
+    assert (
+        f"> **Resumed** (`reprospec run --resume {plain.run_id}`): 3 attempt(s) carried over "
+        "from the run interrupted at 2026-12-01 09:28:58 UTC, 5 run now.\n"
+    ) in text
+    # Under the headline, before the results.
+    assert text.index("> **Resumed**") < text.index("## Results")
+    # results.json keeps it, and `report` renders it again from there.
+    again = run_from_dict(json.loads(json.dumps(run_to_dict(resumed))))
+    assert again.resumed == resumed.resumed
+    assert run_from_dict(json.loads(json.dumps(run_to_dict(plain)))).resumed is None
+
+
+def test_how_the_earlier_part_of_a_resumed_run_stopped_is_worded() -> None:
+    from reprospec.core.results import Resumed
+
+    assert Resumed(0, 2, "killed").phrase() == (
+        "0 attempt(s) carried over from the run whose engine was killed, 2 run now"
+    )
+    assert Resumed(4, 0, "finished", "2026-12-01T09:00:00+00:00").phrase() == (
+        "4 attempt(s) carried over from the run finished at 2026-12-01 09:00:00 UTC "
+        "(its folder written again from the store), 0 run now"
+    )
