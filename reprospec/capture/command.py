@@ -463,6 +463,8 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         step=outcome.step,
         steps=observed.steps,
         seen=observed.matched,
+        # What ran, classified: a main process's crash is its own (where: main).
+        certain=True,
     )
     if outcome.kind == "crash" and outcome.signal:
         expect["signal"] = outcome.signal

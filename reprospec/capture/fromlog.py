@@ -152,7 +152,9 @@ def _expect(
     expect: JsonObject = {"outcome": failure.outcome}
     # The live capture's rule (one function): a worker's or a child's crash is expected by
     # its signal and where, never by the main process's exception, nor by the main loop's
-    # step for a worker (the ticket is one attempt).
+    # step for a worker (the ticket is one attempt). A crash the log names no process of is
+    # the main process's by default, not for certain (a log cut before a worker's report):
+    # no `where: main` is written.
     keys = process_keys(
         crash=failure.outcome == "crash",
         where=failure.where,

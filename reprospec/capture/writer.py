@@ -297,6 +297,7 @@ def process_keys(
     step: int | None,
     steps: Sequence[int] = (),
     seen: int = 1,
+    certain: bool = False,
 ) -> ProcessKeys:
     """What a failure's `expect` says of its process, exception and step, by one rule for
     a command capture ran and a ticket's log (a ticket is one attempt, seen once).
@@ -311,9 +312,17 @@ def process_keys(
     expect, however many attempts ran: `--repeat 5` with one crash in five wrote `step: 8`,
     which a load that moves the main loop's notice reads as a miss. An error's exception
     (`crash` false) is its own.
+
+    A crash in the main process is expected there too (`where: main`) where that is
+    `certain`: a live run's outcome, which names a worker's or a child's death as such
+    (spec-format.md's rules 5 and 6), so the main process's signal is its own; without it
+    a worker's SIGSEGV matched the spec of the main process's, another bug. A `main` that
+    is only the reader's default (a ticket's log that names no process: it may be cut
+    before a worker's report) is not written: `where` then matches any process.
     """
     kept = exception if not crash or where == "main" else None
-    process = where if crash and where in ("worker", "child") else None
+    named = ("worker", "child", "main") if certain else ("worker", "child")
+    process = where if crash and where in named else None
     if step is None:
         return ProcessKeys(kept, where=process)
     if len(set(steps)) > 1:

@@ -1352,6 +1352,38 @@ def test_a_dataloader_worker_crash_seen_once_in_three_attempts_expects_no_step(
     assert re.search(r"the main loop was at step \d+; workers run ahead", text), text
 
 
+def test_a_main_process_crash_is_not_reproduced_by_a_childs(cli: Cli, tmp_path: Path) -> None:
+    # The spec of the main process's SIGSEGV had no `where`, and a run where a child process
+    # died of SIGSEGV instead (another bug: the main process exited 1) reproduced it.
+    workdir = tmp_path / "work"
+    written(
+        workdir,
+        {
+            "crash.py": (
+                "import ctypes, multiprocessing, os, sys\n"
+                "if __name__ == '__main__':\n"
+                "    if os.path.exists('in-child'):\n"
+                "        child = multiprocessing.get_context('fork').Process(\n"
+                "            target=ctypes.string_at, args=(0,)\n"
+                "        )\n"
+                "        child.start()\n"
+                "        child.join()\n"
+                "        sys.exit(1)\n"
+                "    ctypes.string_at(0)\n"
+            ),
+        },
+    )
+    capture(cli, workdir, "python", "crash.py")
+    expect = load_spec(str(workdir / "spec.yaml")).document["expect"]
+    assert expect == {"outcome": "crash", "signal": "SIGSEGV", "where": "main"}
+    (workdir / "in-child").write_text("")
+    again = cli("run", "spec.yaml", "--yes", "--out", str(tmp_path / "again"), cwd=workdir)
+    assert again.code == 1, again.stdout + again.stderr
+    (cell,) = again.results()["cells"]
+    assert cell["attempts"][0]["outcome"]["where"] == "child"
+    assert cell["verdict"] == "not-reproduced"
+
+
 def test_a_failure_that_needs_nothing_of_the_shell_adds_nothing(cli: Cli, tmp_path: Path) -> None:
     workdir = tmp_path / "work"
     workdir.mkdir()

@@ -86,7 +86,7 @@ def test_the_failure_the_spec_does_not_expect_is_said_with_how_to_target_it() ->
     assert said[0] == (
         f"also seen: {SEGV} in 4/10 attempt(s), which the spec's expect does not match; for it: "
         "reprospec run two.yaml --set "
-        """'expect={outcome: crash, signal: SIGSEGV, step: 2, rate: ">0"}'"""
+        """'expect={outcome: crash, signal: SIGSEGV, where: main, step: 2, rate: ">0"}'"""
     )
     assert said[1].startswith(
         f"error:ValueError is not surely more common than {SEGV}: 5 to 4 of 10 attempt(s) is "

@@ -87,6 +87,25 @@ def test_a_worker_crash_seen_once_in_several_attempts_expects_no_step() -> None:
     assert expectation(twice)[0]["step"] == 8
 
 
+def test_a_main_process_crash_is_expected_where_it_happened_and_a_hang_names_no_process() -> None:
+    # A main process's SIGSEGV was captured without `where`, so its spec was reproduced by
+    # a DataLoader worker's SIGSEGV, another bug. A hang with no stuck worker is "main" by
+    # the classifier's default only: no process is claimed.
+    from reprospec.capture.command import Observed, expectation
+    from reprospec.core.results import Outcome
+
+    main = Outcome("crash", signal="SIGSEGV", where="main", signature="crash:SIGSEGV:main")
+    expect, comments = expectation(Observed(main, 1, 1))
+    assert expect == {"outcome": "crash", "signal": "SIGSEGV", "where": "main"}
+    assert comments["signal"] == "in the main process"
+    hang = Outcome("hang", where="main", phase="train", step=3, signature="hang:train")
+    assert expectation(Observed(hang, 1, 1, steps=(3,)))[0] == {
+        "outcome": "hang",
+        "phase": "train",
+        "step": 3,
+    }
+
+
 def test_data_the_command_names_and_the_program_read_is_listed_its_code_is_not(
     tmp_path: Path,
 ) -> None:

@@ -397,6 +397,16 @@ def test_a_crashs_exception_is_expected_only_of_the_main_process(
     assert keys.exception == exception
 
 
+def test_the_main_process_is_expected_only_where_it_is_certain() -> None:
+    # A live run's classified outcome names a worker's or a child's death as such, so its
+    # `main` is certain; a ticket's `main` is the reader's default for a log naming none.
+    certain = process_keys(crash=True, where="main", exception=None, step=None, certain=True)
+    assumed = process_keys(crash=True, where="main", exception=None, step=None)
+    assert (certain.where, assumed.where) == ("main", None)
+    hang = process_keys(crash=False, where="main", exception=None, step=None, certain=True)
+    assert hang.where is None
+
+
 def test_an_errors_exception_is_its_own_wherever_it_was_raised() -> None:
     keys = process_keys(crash=False, where=None, exception="ValueError", step=3)
     assert (keys.exception, keys.step, keys.comments) == ("ValueError", 3, ())
