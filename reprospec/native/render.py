@@ -158,13 +158,33 @@ def agrees(signature: str, target: str, *, native_unknown: bool) -> bool:
     return at >= 3 and ":".join(theirs[:at] + theirs[at + 1 :]) == signature
 
 
-def thread_tops(stacks: NativeStacks, limit: int = 3) -> list[str]:
-    """One line per thread: `pid 12 thread 1 (LWP 12): futex_wait (libc.so.6) <- ...`."""
+# How thread_tops marks the stuck DataLoader worker's thread, the one the hang's summary names.
+STUCK_MARK = " (stuck: the DataLoader worker fetching an item)"
+
+
+def stuck_first(stacks: NativeStacks, stuck: int | None) -> list[ProcessStacks]:
+    """The processes, the stuck worker's (`stuck`, a pid read) first: else in their order."""
+    processes = list(stacks.processes)
+    found = [p for p in processes if stuck is not None and p.pid == stuck and p.threads]
+    return found + [p for p in processes if p not in found]
+
+
+def thread_tops(stacks: NativeStacks, limit: int = 3, stuck: int | None = None) -> list[str]:
+    """One line per thread: `pid 12 thread 1 (LWP 12): futex_wait (libc.so.6) <- ...`.
+
+    `stuck`: the pid of the DataLoader worker a hang's summary names stuck fetching an item:
+    its process comes first and its main thread (LWP = pid: torch's worker loop runs there,
+    in the thread that fetched) first of its threads, marked (STUCK_MARK), where every
+    process's threads look alike at a hang (a futex, a poll) and the list is cut at 20.
+    """
     lines = []
-    for process in stacks.processes:
+    for process in stuck_first(stacks, stuck):
         if process.error and not process.threads:
             lines.append(f"pid {process.pid}: {process.error}")
-        for thread in process.threads:
+        threads = list(process.threads)
+        if stuck is not None and process.pid == stuck:
+            threads.sort(key=lambda thread: thread.lwp != stuck)
+        for thread in threads:
             named = [f for f in thread.frames if f.function or f.library]
             where = " <- ".join(f.describe() for f in named[:limit]) or "(no frames)"
             if all(_is_runtime(f) for f in named[:limit]):
@@ -173,7 +193,8 @@ def thread_tops(stacks: NativeStacks, limit: int = 3) -> list[str]:
                 if caller is not None:
                     where += f" <- ... <- {caller.describe()}"
             lwp = f" (LWP {thread.lwp})" if thread.lwp is not None else ""
-            lines.append(f"pid {process.pid} thread {thread.id}{lwp}: {where}")
+            mark = STUCK_MARK if stuck is not None and thread.lwp == stuck == process.pid else ""
+            lines.append(f"pid {process.pid} thread {thread.id}{lwp}{mark}: {where}")
     return lines
 
 
@@ -218,12 +239,19 @@ def full_text(stacks: NativeStacks) -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
-def render_markdown(stacks: NativeStacks, pid: int | None = None, link: str | None = None) -> str:
+def render_markdown(
+    stacks: NativeStacks,
+    pid: int | None = None,
+    link: str | None = None,
+    stuck: int | None = None,
+) -> str:
     """A report fragment: the crashing thread's top frames (each thread's at a hang), the text.
 
     `link`: where the full text is (the attempt folder's native-stacks.txt, relative to
     the report): then the report links it instead of carrying gdb's whole output, which
     for a few hung processes of many threads is hundreds of lines per cell.
+    `stuck`: the pid of the DataLoader worker a hang is stuck in (thread_tops): said
+    first, as the hang's summary names it.
     """
     lines: list[str] = []
     if stacks.unavailable and not stacks.processes:
@@ -238,9 +266,16 @@ def render_markdown(stacks: NativeStacks, pid: int | None = None, link: str | No
     if top:
         lines.append(f"Native frames of the crashing thread: `{top}`")
     else:
-        tops = thread_tops(stacks)
+        tops = thread_tops(stacks, stuck=stuck)
+        heading = "Native frames of every thread"
+        if stuck is not None and any(p.pid == stuck and p.threads for p in stacks.processes):
+            heading += f", the stuck DataLoader worker's (pid {stuck}) first"
+        elif stuck is not None:
+            # Its pid is not among those read (another pid namespace, gone before it was
+            # read): said, so that no thread below is taken for it.
+            heading += f" (the stuck DataLoader worker, pid {stuck}, is not among them)"
         if tops:
-            lines.append("Native frames of every thread:")
+            lines.append(f"{heading}:")
             lines += [f"- `{line}`" for line in tops[:20]]
             if len(tops) > 20:
                 lines.append(f"- ... and {len(tops) - 20} more threads")

@@ -194,7 +194,7 @@ def classify(
     where: Where | None = None
     child: ChildCrash | None = None
     crashed: CrashedChild | None = None  # a hang's: a descendant that died before it
-    hung_pid: int | None = None  # a hang's: the DataLoader worker its stacks show stuck
+    hung_pid: int | None = None  # a hang's: the DataLoader worker its events or stacks show stuck
     phase, step = events.phase, events.step
     stage, module = events.stage, events.module
     if execution.timed_out:
@@ -211,7 +211,8 @@ def classify(
         if worker is not None:
             detail += f"; {_describe_worker(worker)}"
         elif events.busy:
-            where = "worker"
+            # The worker it names (the longest stuck): its pid marks its native threads.
+            where, hung_pid = "worker", _int_or_none(_first_busy(events.busy).get("pid"))
             detail += f"; {_describe_busy(events.busy, execution.finished)}"
         elif evidence.stack and (stuck := _stuck_worker(evidence.stack)) is not None:
             # No harness to say so (a command's DataLoader): its stacks show the worker
@@ -645,9 +646,14 @@ def _describe_worker(worker: WorkerDeath) -> str:
     return text
 
 
+def _first_busy(busy: tuple[Event, ...]) -> Event:
+    """The `worker_busy` event stuck the longest: the one a hang names."""
+    return min(busy, key=lambda e: _number(e.get("since")) or _number(e.get("t")) or 0.0)
+
+
 def _describe_busy(busy: tuple[Event, ...], finished: str) -> str:
     """`DataLoader worker 0 (pid 42) stuck fetching item 37 (train step 6) for 8.1 s`."""
-    first = min(busy, key=lambda e: _number(e.get("since")) or _number(e.get("t")) or 0.0)
+    first = _first_busy(busy)
     worker, pid, index = (_int_or_none(first.get(k)) for k in ("worker", "pid", "index"))
     text = "a DataLoader worker" if worker is None else f"DataLoader worker {worker}"
     if pid is not None:

@@ -161,7 +161,10 @@ def attempt_result(
         # Only a failure's log is quoted in a report; "" says there was nothing to quote.
         excerpt=excerpt,
         native=native.render_markdown(
-            evidence.native, pid=_pid(outcome), link=f"{logs}{native.TEXT_NAME}" if logs else None
+            evidence.native,
+            pid=_pid(outcome),
+            link=f"{logs}{native.TEXT_NAME}" if logs else None,
+            stuck=_stuck(outcome),
         )
         if failed and evidence.native is not None
         else None,
@@ -287,6 +290,14 @@ def _pid(outcome: Outcome | NotRun) -> int | None:
     if outcome.crashed_child is not None:
         return outcome.crashed_child.pid
     return outcome.pid
+
+
+def _stuck(outcome: Outcome | NotRun) -> int | None:
+    """The pid of the DataLoader worker a hang is stuck in (its events' or its stacks'),
+    whose threads the native stacks list first, as the hang's summary names it."""
+    if isinstance(outcome, Outcome) and outcome.kind == "hang" and outcome.where == "worker":
+        return outcome.pid
+    return None
 
 
 def instances_result(

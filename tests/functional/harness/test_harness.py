@@ -429,6 +429,8 @@ def test_hung_worker_dumps_its_own_stack_and_is_named_in_the_hang(tmp_path: Path
     assert f"DataLoader worker {busy['worker']} (pid {fault['pid']}) stuck fetching item 9" in (
         outcome.detail or ""
     )
+    # The pid the detail names, which the native stacks list first.
+    assert outcome.pid == fault["pid"]
 
 
 @pytest.mark.skipif(

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import reprospec
+from reprospec import native
 from reprospec.report import render
 from reprospec.report.failure import summary_line
 from reprospec.store.resultsjson import load_run
@@ -322,13 +323,73 @@ def test_a_hang_in_a_worker_of_the_users_own_script_says_where_it_sits(
     assert any(h.startswith(f"--- pid {worker} ") for h in headers[1:])
 
 
+NATIVE_HUNG_WORKER_SCRIPT = """\
+import ctypes
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+libc = ctypes.CDLL("libc.so.6")
+
+
+class Items(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        if index == 5:
+            mutex = ctypes.create_string_buffer(64)  # PTHREAD_MUTEX_INITIALIZER: zeros
+            libc.pthread_mutex_lock(mutex)
+            libc.pthread_mutex_lock(mutex)  # locked twice: blocks forever, in native code
+        return torch.zeros(2)
+
+
+for batch in DataLoader(Items(), batch_size=2, num_workers=2, multiprocessing_context="fork"):
+    pass
+"""
+
+
+@pytest.mark.skipif(
+    native.gdb_path() is None and native.eustack_path() is None,
+    reason="no native stacks here (apt-get install elfutils gdb)",
+)
+def test_a_hang_in_native_code_of_a_worker_lists_that_workers_thread_first(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The Python summary named the worker stuck fetching an item; the native list of every
+    thread showed its thread among the others' (a poll, a futex), unmarked, in pid order."""
+    (tmp_path / "loader.py").write_text(NATIVE_HUNG_WORKER_SCRIPT)
+    spec = tmp_path / "hung.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: native-hung-loader\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        f"command: [{sys.executable}, loader.py]\n"
+        "run: {timeout: 15s}\n"
+        "expect: {outcome: hang}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    attempt = result.results()["cells"][0]["attempts"][0]
+    assert (attempt["outcome"]["kind"], attempt["outcome"]["where"]) == ("hang", "worker")
+    worker = attempt["outcome"]["pid"]
+    listed = attempt["native_stacks"].splitlines()
+    assert listed[0] == (
+        f"Native frames of every thread, the stuck DataLoader worker's (pid {worker}) first:"
+    )
+    assert listed[1].startswith(
+        f"- `pid {worker} thread 1 (LWP {worker}) (stuck: the DataLoader worker fetching an item): "
+    ), listed
+    assert "pthread_mutex_lock" in listed[1] or "lll_lock_wait" in listed[1], listed
+    assert sum("(stuck: " in line for line in listed) == 1
+    report = (result.latest_run() / "report.md").read_text()
+    assert "\n".join(listed[:2]) in report
+
+
 def test_a_worker_of_the_users_own_script_shows_its_stack_from_its_core(
     cli: Cli, tmp_path: Path
 ) -> None:
     """No harness in the worker: torch's handler prints one line; the Python stacks read from
     the worker's core are the stack of the process that died."""
-    from reprospec import native
-
     (tmp_path / "loader.py").write_text(WORKER_SCRIPT)
     spec = tmp_path / "own.yaml"
     spec.write_text(

@@ -608,6 +608,8 @@ def test_hang_names_the_worker_still_stuck_on_an_item(tmp_path: Path) -> None:
     assert "DataLoader worker 0 (pid 42) stuck fetching item 37 (train step 6) for 5.0s" in (
         outcome.detail or ""
     )
+    # Its pid, which the native stacks list first (the report named it only in words).
+    assert outcome.pid == 42
     # The slow item that was done after all is not blamed.
     freed = "".join(json.dumps(e) + "\n" for e in lines[:4])
     (tmp_path / "events.jsonl").write_text(freed)

@@ -1,0 +1,64 @@
+"""How a hang's native threads are listed: the stuck DataLoader worker's first and marked."""
+
+from __future__ import annotations
+
+from reprospec.native.render import STUCK_MARK, render_markdown, thread_tops
+from reprospec.native.stacks import Frame, NativeStacks, ProcessStacks, Thread
+
+
+def _thread(lwp: int, *symbols: str) -> Thread:
+    frames = tuple(Frame(n, name, "libc.so.6") for n, name in enumerate(symbols))
+    return Thread(str(lwp), lwp, None, frames)
+
+
+# A command's DataLoader at a hang: the main process polls, one worker waits for work, the
+# other is stuck in a ctypes call (a mutex it holds), its helper threads wait alike.
+HUNG = NativeStacks(
+    processes=(
+        ProcessStacks(10, "attach", threads=(_thread(10, "poll"), _thread(11, "futex_wait"))),
+        ProcessStacks(20, "attach", threads=(_thread(20, "poll"),)),
+        ProcessStacks(
+            30,
+            "attach",
+            threads=(_thread(31, "futex_wait"), _thread(30, "lll_lock_wait", "pthread_mutex_lock")),
+        ),
+    )
+)
+
+
+def test_the_stuck_workers_thread_is_listed_first_and_marked() -> None:
+    # The Python summary named worker pid 30 stuck fetching an item; the native list showed
+    # its thread last among ten alike, unmarked, and cut at 20 it could be left out.
+    lines = thread_tops(HUNG, stuck=30)
+    assert lines[0] == (
+        f"pid 30 thread 30 (LWP 30){STUCK_MARK}: lll_lock_wait (libc.so.6) <- "
+        "pthread_mutex_lock (libc.so.6)"
+    )
+    assert lines[1].startswith("pid 30 thread 31 (LWP 31): ")
+    assert [line.split(" thread")[0] for line in lines[2:]] == ["pid 10", "pid 10", "pid 20"]
+    assert sum(STUCK_MARK in line for line in lines) == 1
+    markdown = render_markdown(HUNG, stuck=30, link="cells/default/1/native-stacks.txt")
+    assert markdown.startswith(
+        "Native frames of every thread, the stuck DataLoader worker's (pid 30) first:\n"
+        f"- `pid 30 thread 30 (LWP 30){STUCK_MARK}: "
+    )
+
+
+def test_without_a_stuck_worker_the_threads_keep_their_order() -> None:
+    assert thread_tops(HUNG) == thread_tops(HUNG, stuck=None)
+    assert [line.split(":")[0] for line in thread_tops(HUNG)] == [
+        "pid 10 thread 10 (LWP 10)",
+        "pid 10 thread 11 (LWP 11)",
+        "pid 20 thread 20 (LWP 20)",
+        "pid 30 thread 31 (LWP 31)",
+        "pid 30 thread 30 (LWP 30)",
+    ]
+    assert render_markdown(HUNG).startswith("Native frames of every thread:\n")
+
+
+def test_a_stuck_worker_that_was_not_read_is_said_so() -> None:
+    markdown = render_markdown(HUNG, stuck=99)
+    assert markdown.startswith(
+        "Native frames of every thread (the stuck DataLoader worker, pid 99, is not among them):"
+    )
+    assert STUCK_MARK not in markdown
