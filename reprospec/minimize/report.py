@@ -47,7 +47,13 @@ from reprospec.core.words import (
 from reprospec.isolation.differences import MISSING, Difference
 from reprospec.minimize.named import Carried, copy_named
 from reprospec.minimize.program import Program, as_written, join_words, source_lines
-from reprospec.minimize.ratechange import RateChange, interval_text, rate_change, rate_text
+from reprospec.minimize.ratechange import (
+    RateChange,
+    interval_text,
+    printed_interval,
+    rate_change,
+    rate_text,
+)
 from reprospec.minimize.search import MinimizeResult
 from reprospec.minimize.settings import Reduced
 from reprospec.minimize.unperturbed import Baseline, Unperturbed
@@ -531,7 +537,7 @@ def _same_line(found: Minimized) -> str:
         f"{plural(same.rate_attempts, 'attempt')} (in the budget)"
         if same.rate_applies
         else f"the original's rate ({original.matched}/{original.attempts}, up to "
-        f"{interval_text(original).rpartition('-')[2]}) leaves no room for a candidate's "
+        f"{printed_interval(original).high}) leaves no room for a candidate's "
         f"{same.rate_most} attempts to "
         "show one clearly higher: not asked"
     )

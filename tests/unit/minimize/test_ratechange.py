@@ -4,7 +4,12 @@ intervals are apart, either way, and not where they overlap."""
 from __future__ import annotations
 
 from reprospec.core.rates import clearly_more, rate_of
-from reprospec.minimize.ratechange import rate_change
+from reprospec.minimize.ratechange import (
+    PrintedInterval,
+    interval_text,
+    printed_interval,
+    rate_change,
+)
 
 
 def test_a_rare_failure_become_certain_is_clearly_more_and_says_both_rates() -> None:
@@ -42,3 +47,16 @@ def test_no_failure_is_never_clearly_more() -> None:
     assert not clearly_more(rate_of(0, 20), rate_of(0, 20))
     assert clearly_more(rate_of(20, 20), rate_of(0, 20))
     assert not clearly_more(rate_of(20, 20), rate_of(0, 0))
+
+
+def test_an_intervals_bounds_are_carried_as_printed_not_cut_from_its_text() -> None:
+    # minimize.md's "up to 52%" was cut from the printed `14%-52%` (rpartition('-')): any
+    # change of how an interval is printed (a dash, a `<1%`) said another number.
+    interval = printed_interval(rate_of(6, 20))
+    assert interval == PrintedInterval("14%", "52%")
+    assert (interval.high, str(interval), interval_text(rate_of(6, 20))) == (
+        "52%",
+        "14%-52%",
+        "14%-52%",
+    )
+    assert printed_interval(rate_of(5, 5)).high == "100%"
