@@ -59,6 +59,11 @@ class StoredProbe:
     # The exception types each attempt printed, beside `kinds` (minimize's point 7); ()
     # where not read (isolate's, amplify's, bisect's, and a state stored before it was).
     raised: tuple[tuple[str, ...], ...] = ()
+    # Which logs `raised` was read from, by the reader's rule (minimize.driver.RAISED_FROM);
+    # "" in a state an earlier version stored, which did not say (it read stderr alone, or
+    # stdout too: unknown): the reader reads those again rather than compare them as they
+    # are with what it reads now.
+    raised_from: str = ""
 
     def to_dict(self) -> JsonObject:
         return {
@@ -70,6 +75,7 @@ class StoredProbe:
             "infra_reason": self.infra_reason,
             "interrupted": self.interrupted,
             **({"raised": [list(names) for names in self.raised]} if self.raised else {}),
+            **({"raised_from": self.raised_from} if self.raised_from else {}),
         }
 
     @classmethod
@@ -92,6 +98,7 @@ class StoredProbe:
                 for names in _items(data, "raised")
                 if isinstance(names, list)
             ),
+            raised_from=str(data.get("raised_from") or ""),
         )
 
 
@@ -211,6 +218,22 @@ class StateFile:
         """Probes found from an earlier run of this isolation (interrupted, out of budget,
         or finished), not replayed yet."""
         return sum(len(q) for q in self._replay.values())
+
+    def reread(self, again: Callable[[StoredProbe], StoredProbe]) -> int:
+        """Each stored probe as `again` gives it (what an earlier version stored, read again
+        as this one reads it), written back where any changed; how many changed. Before the
+        first `take`: the probes to replay are the stored ones, in their order."""
+        with self._lock:
+            probes = [again(p) for p in self._probes]
+            pairs = zip(probes, self._probes, strict=True)
+            changed = sum(after != before for after, before in pairs)
+            if changed:
+                self._probes = probes
+                self._replay = {}
+                for probe in probes:
+                    self._replay.setdefault(probe.key, deque()).append(probe)
+                self._write()
+            return changed
 
     def take(self, key: str, attempts: int) -> StoredProbe | None:
         """The next stored probe of this configuration, in the order they first ran, with at

@@ -52,7 +52,7 @@ from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.words import interval_bounds
 from reprospec.environment.probe import shared_captures
-from reprospec.errors import SpecError, UsageError
+from reprospec.errors import FatalError, SpecError, UsageError
 from reprospec.isolation.candidates import AttemptKind, Tally
 from reprospec.isolation.differences import MISSING, same_setting
 from reprospec.isolation.state import StateFile, StoredProbe, search_id
@@ -281,6 +281,12 @@ def _minimize(
     # a spec resolves from its own folder, not from where the user typed the command.
     folder = run_options.out.resolve() / "minimize" / ident
     state = StateFile(folder, {"spec": spec.name, "cell": failing.id})
+    if state.reread(lambda probe: _reread(probe, run_options.out.resolve() / "runs")):
+        say(
+            f"the state of minimization {ident} is an earlier version's: the exceptions its "
+            f"probes printed are read again from their runs' logs ({RAISED_FROM}), as this "
+            "one reads them (a run no longer there: the original's taken as unknown)"
+        )
     if state.stored:
         say(
             f"continuing minimization {ident}: {state.stored} probe(s) from an earlier run "
@@ -962,6 +968,38 @@ def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKi
     return "pass" if outcome.kind == "pass" else "other"
 
 
+# Which logs `_raised` reads, stored with each probe's exceptions (StoredProbe.raised_from):
+# a state whose probes say otherwise (an earlier version's, which read stderr alone, or
+# stdout too without saying so) is read again (`_reread`), never compared as it is: the
+# original's exceptions from stderr against a candidate's from both logs rejected a
+# candidate for the very exception the original had printed on stdout.
+RAISED_FROM = "stderr+stdout"
+
+
+def _reread(probe: StoredProbe, runs: Path) -> StoredProbe:
+    """A probe an earlier version stored, its exceptions read again from its runs' logs by
+    this version's rule (`_raised`), in the order `_Runner._stored` read them; where a run
+    is gone or unreadable, none (`raised` empty: the search takes the original's as
+    unknown, as for a state stored before they were, and a candidate's as none new)."""
+    from reprospec.store.resultsjson import load_run
+
+    if probe.raised_from == RAISED_FROM or not probe.kinds:
+        return probe
+    raised: list[tuple[str, ...]] = []
+    try:
+        for run_id in probe.run_id.split(","):
+            run_dir = runs / run_id
+            run = load_run(run_dir)
+            for cell in run.cells:
+                for attempt in sorted(cell.attempts, key=lambda a: a.attempt):
+                    raised.append(_raised(run_dir, attempt))
+    except (FatalError, OSError):
+        raised = []
+    if len(raised) != len(probe.kinds):
+        return replace(probe, raised=(), raised_from="")
+    return replace(probe, raised=tuple(raised), raised_from=RAISED_FROM)
+
+
 def _raised(run_dir: Path, attempt: AttemptResult) -> tuple[str, ...]:
     """The exception types the attempt printed a traceback of, any thread's (the search's
     point 7): on stderr, then on stdout (a shell's `2>&1`, a logger set to stdout), each
@@ -1144,6 +1182,7 @@ class _Runner:
             infra_reason=reason,
             interrupted=any(r.interrupted for r in results),
             raised=tuple(raised),
+            raised_from=RAISED_FROM,
         )
 
     def materialize(self, program: Program) -> Path:

@@ -105,3 +105,37 @@ def test_each_attempts_exceptions_replay_beside_its_kind(tmp_path: Path) -> None
     old = again.take("old", 1)
     assert old is not None
     assert old.raised == ()
+
+
+def test_an_earlier_versions_probes_are_read_again_before_they_replay(tmp_path: Path) -> None:
+    # minimize's exceptions of a state an earlier version stored (stderr alone) were
+    # compared with a candidate's read from both logs: the state says which logs it read,
+    # and one that says none is given to the reader again, written back as it reads it.
+    state = StateFile(tmp_path, HEADER)
+    state.add(StoredProbe("a", (), "failing", ("match",), "run-1", raised=(("KeyError",),)))
+    state.add(
+        StoredProbe(
+            "b", (), "failing", ("match",), "run-2",
+            raised=(("ValueError",),), raised_from="stderr+stdout",
+        )
+    )  # fmt: skip
+    again = StateFile(tmp_path, HEADER)
+
+    def reread(probe: StoredProbe) -> StoredProbe:
+        if probe.raised_from:
+            return probe
+        return StoredProbe(
+            probe.key, (), probe.role, probe.kinds, probe.run_id,
+            raised=(("KeyError", "OSError"),), raised_from="stderr+stdout",
+        )  # fmt: skip
+
+    assert again.reread(reread) == 1
+    assert again.reread(reread) == 0
+    taken = again.take("a", 1)
+    assert taken is not None
+    assert (taken.raised, taken.raised_from) == ((("KeyError", "OSError"),), "stderr+stdout")
+    stored = StateFile(tmp_path, HEADER)  # written back
+    assert stored.reread(reread) == 0
+    kept = stored.take("b", 1)
+    assert kept is not None
+    assert kept.raised == (("ValueError",),)

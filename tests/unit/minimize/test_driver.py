@@ -3,12 +3,16 @@ attempt raised."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
 from reprospec.core.results import AttemptResult, Outcome
-from reprospec.minimize.driver import _program, _raised
+from reprospec.isolation.state import StoredProbe
+from reprospec.minimize.driver import RAISED_FROM, _program, _raised, _reread
+from reprospec.store.resultsjson import run_to_dict
 from tests.support.files import written
+from tests.support.runs import error_run
 
 
 def test_a_file_in_another_encoding_stays_whole_and_its_imports_are_followed(
@@ -92,3 +96,30 @@ def test_what_the_main_process_logged_to_stdout_after_a_workers_death_is_not_rea
     # The main process's own death: nothing it printed came after it.
     main = replace(worker, where="main")
     assert _raised(tmp_path, replace(attempt, outcome=main)) == ("ConnectionResetError",)
+
+
+def test_an_earlier_versions_probe_has_its_exceptions_read_again_from_its_run(
+    tmp_path: Path,
+) -> None:
+    """A state stored by a version that read stderr alone holds the original's RuntimeError
+    only; this version reads stdout too, and a candidate whose logger printed the same
+    KeyError on stdout was rejected for an exception "the original never printed"."""
+    run = error_run()
+    cell = replace(run.cells[1], attempts=(replace(run.cells[1].attempts[0], logs="cells/1/"),))
+    run = replace(run, cells=(cell,))
+    folder = tmp_path / "runs" / run.run_id
+    logged = "ERROR:train:skipped a batch\nTraceback (most recent call last):\nKeyError: 7\n"
+    raised = 'Traceback (most recent call last):\n  File "t.py", line 3\nRuntimeError: nan\n'
+    written(folder, {"cells/1/stdout.log": logged, "cells/1/stderr.log": raised})
+    (folder / "results.json").write_text(json.dumps(run_to_dict(run)))
+    old = StoredProbe(
+        "failing:p", (), "failing", ("match",), run.run_id, raised=(("RuntimeError",),)
+    )
+
+    again = _reread(old, tmp_path / "runs")
+
+    assert (again.raised, again.raised_from) == ((("RuntimeError", "KeyError"),), RAISED_FROM)
+    assert _reread(again, tmp_path / "runs") is again  # read by this version: as it is
+    # Its run gone: unknown, not stderr's alone (the search then takes none as new).
+    gone = _reread(replace(old, run_id="20261121-000000-gone-0000"), tmp_path / "runs")
+    assert (gone.raised, gone.raised_from) == ((), "")
