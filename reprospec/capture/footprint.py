@@ -449,8 +449,14 @@ def loaded(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[Path, ...]
     """The Python files whose code the attempts' processes ran as a module (one
     `loaded-<pid>.txt` each, written by the child as each module's body begins),
     resolved, in the order first run: what they imported, where `imported` is also what
-    they looked for and never found."""
-    files = (Path(line).resolve() for line in recorded(run_dir, attempts, "loaded"))
+    they looked for and never found.
+
+    Code an in-memory loader made has a name in angle brackets for its file, no file
+    (torch's `<_remote_module_non_scriptable>.py`, compiled from a template as `import
+    torch` runs): the child wrote it made absolute, in its workdir, and capture listed it
+    in the spec's `files`, a spec that failed its own validation."""
+    lines = recorded(run_dir, attempts, "loaded")
+    files = (Path(line).resolve() for line in lines if not Path(line).name.startswith("<"))
     return tuple(dict.fromkeys(files))
 
 

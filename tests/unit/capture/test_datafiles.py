@@ -60,3 +60,20 @@ def test_a_module_only_looked_for_is_listed_only_when_asked(tmp_path: Path) -> N
     assert files.read(run, [attempt]).listed == ("helpers/__init__.py", "helpers/util.py")
     looked = files.read(run, [attempt], ("helpers", "helpers.util", "mylib", "dep"))
     assert looked.listed == ("helpers/__init__.py", "helpers/util.py", "mylib/__init__.py")
+
+
+def test_code_an_in_memory_loader_made_is_no_file_of_the_workdir(tmp_path: Path) -> None:
+    """torch compiles a template as `<_remote_module_non_scriptable>.py` when it is
+    imported; the child records it made absolute, in its workdir. It is no file: listed,
+    it made a spec whose `files` failed validation (exit 2) for every torch program."""
+    workdir = tmp_path / "proj"
+    workdir.mkdir()
+    (workdir / "train.py").write_text("")
+    run = tmp_path / "run"
+    (run / "a").mkdir(parents=True)
+    (run / "a" / "loaded-7.txt").write_text(
+        f"{workdir / 'train.py'}\n{workdir / '<_remote_module_non_scriptable>.py'}\n"
+    )
+    attempt = AttemptResult(1, 0.1, Outcome(kind="pass"), True, (), logs="a")
+    files = WorkdirFiles(workdir, workdir, tmp_path / "out", leave_out=(), before=0.0)
+    assert files.read(run, [attempt]).listed == ("train.py",)
