@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from reprospec.core.redact import Redactor
 from reprospec.core.reportspec import marker_line, rerun_command
-from reprospec.core.results import AttemptResult, CellResult, RunResult, alike
+from reprospec.core.results import AttemptResult, CellResult, Outcome, RunResult, alike
 from reprospec.report.cellsets import describe_cells
 from reprospec.report.environment import (
     CellEnvironments,
@@ -110,11 +110,22 @@ def _grid(cells: Sequence[CellResult], axes: Sequence[str]) -> Grid | None:
 
 
 def _cell_outcome(cell: CellResult) -> str:
-    """`crash SIGSEGV (worker)`, `pass`, or `crash SIGSEGV (worker) 3/5` when attempts differ."""
+    """`crash SIGSEGV (worker)`, `pass`, or `crash SIGSEGV (worker) 3/5` when attempts differ.
+
+    Where attempts differ, the corner names the commonest failure, not the commonest
+    outcome: a crash in 4 of 10 attempts read `pass 6/10 ✅`, a pass beside a verdict
+    that says the crash reproduced (the HTML heatmap's corner said `4/10 failed`).
+    """
     phrases = [attempt_phrase(a, where=False) for a in cell.attempts]
     if not phrases:
         return "not run"
-    top = max(dict.fromkeys(phrases), key=phrases.count)
+    failed = [
+        phrase
+        for attempt, phrase in zip(cell.attempts, phrases, strict=True)
+        if isinstance(attempt.outcome, Outcome) and attempt.outcome.kind != "pass"
+    ]
+    named = failed or phrases
+    top = max(dict.fromkeys(named), key=named.count)
     count = phrases.count(top)
     return top if count == len(phrases) else f"{top} {count}/{len(phrases)}"
 

@@ -773,3 +773,18 @@ def test_how_the_earlier_part_of_a_resumed_run_stopped_is_worded() -> None:
         "4 attempt(s) carried over from the run finished at 2026-12-01 09:00:00 UTC "
         "(its folder written again from the store), 0 run now"
     )
+
+
+def test_a_grid_corner_whose_attempts_differ_names_the_failure_and_its_count() -> None:
+    """A flaky corner that crashed in 4 of 10 attempts read `pass 6/10 ✅` in the grid,
+    beside a verdict that said the crash reproduced; the corner names the failure."""
+    run = segfault_matrix()
+    crashed = next(c for c in run.cells if c.verdict == "reproduced" and c.attempts[0].matched)
+    crash = crashed.attempts[0]
+    passed = next(c for c in run.cells if c is not crashed).attempts[0]
+    attempts = tuple(
+        replace(crash if n in (2, 5, 6, 9) else passed, attempt=n) for n in range(1, 11)
+    )
+    cells = tuple(replace(c, attempts=attempts) if c is crashed else c for c in run.cells)
+    text = render(replace(run, cells=cells), "md")
+    assert "| 2 | pass ❌ | crash SIGSEGV (worker) 4/10 ✅ |" in text
