@@ -503,8 +503,7 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
     if keys.step is not None:
         expect["step"] = keys.step
     for key, text in keys.comments:
-        # A worker's step left out: more attempts would give the range it varies in.
-        comments[key] = text + (" (--repeat N gives a range)" if key == "phase" else "")
+        comments[key] = text
     if outcome.kind != "pass" and outcome.stage is not None:
         expect["stage"] = outcome.stage
     if outcome.kind != "pass" and outcome.module is not None:

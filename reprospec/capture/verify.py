@@ -362,6 +362,17 @@ def _flaky(rerun: Rerun, again: str) -> str:
     shell's variables): it comes and goes, or something outside the spec changed; no
     variable or file is named as its cause (nu21 HIGH-2)."""
     n = len(rerun.attempts)
+    if rerun.same:
+        # The failure came back; what missed is the written expect (a step, a message). "It
+        # did not come back (0/6)" of a rerun whose 5 of 6 attempts crashed the same way sent
+        # a person looking for flakiness, and the variable the failure needs went unwritten.
+        misses = _unmatched(rerun.attempts, False, came_back=True)
+        return (
+            f"in the workdir, run as the first run ran, the same signature came back in "
+            f"{rerun.same}/{n} attempt(s) (run {rerun.result.run_id}){misses}: edit the "
+            "spec's expect to what the failure does each time; no variable or file is named "
+            "as its cause"
+        )
     return (
         f"it did not come back in the workdir either, run as the first run ran (0/{n} "
         f"attempt(s), run {rerun.result.run_id}): the failure may be flaky, coming back only "

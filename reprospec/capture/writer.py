@@ -325,9 +325,21 @@ def process_keys(
     process = where if crash and where in named else None
     if step is None:
         return ProcessKeys(kept, where=process)
-    if len(set(steps)) > 1:
+    if len(set(steps)) > 1 and where != "worker":
         comments = (("step", "as observed: it varies"),)
         return ProcessKeys(kept, f"{min(steps)}..{max(steps)}", comments, process)
+    if where == "worker" and len(set(steps)) > 1:
+        # Where the main loop noticed a worker's death varied: the range of a few attempts
+        # is no bound on the next (5 crashes noticed at steps 9..11, the verify's 5 at 7, 8
+        # and 12), and the written spec missed its own failure in every rerun.
+        comments = (
+            (
+                "phase",
+                f"the main loop was at steps {min(steps)}..{max(steps)}; workers run ahead, "
+                "so no step is expected",
+            ),
+        )
+        return ProcessKeys(kept, None, comments, process)
     if where == "worker" and seen <= 1:
         comments = (
             (
