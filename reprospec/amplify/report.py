@@ -191,11 +191,37 @@ def markdown(found: AmplifyReport) -> str:
             f"    reprospec run {shlex.quote(str(found.amplified_spec))} --repeat 20",
             f"    reprospec isolate {shlex.quote(str(found.amplified_spec))}",
         ]
+        note = _rate_note(found)
+        if note:
+            lines += ["", note]
     if found.command_line:
         lines += ["", "## How to rerun", "", f"    {found.command_line}"]
     if found.runs:
         lines += ["", "## Runs", "", ", ".join(found.runs)]
     return "\n".join(lines) + "\n"
+
+
+def _rate_note(found: AmplifyReport) -> str:
+    """What a run of the amplified spec judges, where its `expect` has no `rate` and the
+    winner fails in only some attempts: every attempt must fail, so the run above of an
+    amplification at 41/80 read `not-reproduced` (exit 1) of a failure it reproduced in
+    half its attempts. The bound to give it is capture's for a failure seen in some
+    attempts (`>0`); a rate measured under one load moves under another."""
+    winner = found.result.winner
+    if winner is None or found.expectation.rate is not None:
+        return ""
+    rate = winner.rate
+    if rate.matched >= rate.attempts:
+        return ""
+    # Half the interval's low end: below it under a lighter load, yet refutable.
+    floor = int(rate.low * 50) / 100
+    fix = f" (a bound below that interval, `>={floor:g}`, tells a fix)" if floor else ""
+    return (
+        "The cell's `expect` has no `rate`, so a run judges every attempt and reads "
+        f"`not-reproduced` where any attempt passes; amplified, it failed in "
+        f"{rate.matched}/{rate.attempts} ({rate.low:.2f}–{rate.high:.2f}): give the failing "
+        f"cell `rate: '>0'` in its `expect` to judge a run by its rate{fix}."
+    )
 
 
 def _arm_dict(arm: ArmResult) -> JsonObject:

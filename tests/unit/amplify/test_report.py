@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reprospec.amplify.report import amplified_document
+from reprospec.amplify.report import AmplifyReport, amplified_document, markdown
+from reprospec.amplify.search import AmplifyResult, Arm, ArmResult
+from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.results import Rate
+from reprospec.core.units import parse_rate
+from reprospec.isolation.candidates import Tally
 
 
 def test_the_amplified_workdir_is_absolute_without_dot_dots(tmp_path: Path) -> None:
@@ -17,3 +22,46 @@ def test_the_amplified_workdir_is_absolute_without_dot_dots(tmp_path: Path) -> N
     assert isinstance(environment, dict)
     assert environment["workdir"] == str(tmp_path / "incidents" / "race")
     assert environment["perturb"] == {"switch_interval": 1e-06}
+
+
+def _found(tmp_path: Path, expectation: Expectation, matched: int) -> AmplifyReport:
+    base = ArmResult(Arm(), Rate(3, 21, 0.04, 0.35), Tally(matched=3, passed=18))
+    winner = ArmResult(
+        Arm((("switch_interval", 1e-6),), "single"),
+        Rate(matched, 80, 0.40 if matched < 80 else 0.95, 1.0 if matched == 80 else 0.62),
+        Tally(matched=matched, passed=80 - matched),
+    )
+    result = AmplifyResult("amplified", (base, winner), 1, True, 101)
+    return AmplifyReport(
+        id="a1",
+        folder=tmp_path,
+        spec_name="race",
+        spec_path=str(tmp_path / "race.yaml"),
+        cell=Cell(id="default", index=0, matrix={}),
+        expectation=expectation,
+        result=result,
+        runs=(),
+        reused=0,
+        interrupted=False,
+        budget=200,
+        amplified_spec=tmp_path / "amplified.yaml",
+    )
+
+
+def test_the_amplified_spec_without_a_rate_is_said_to_need_one_to_judge_a_run_by_it(
+    tmp_path: Path,
+) -> None:
+    """amplify.md suggests `reprospec run amplified.yaml --repeat 20`; with no `expect.rate`
+    every attempt must fail, and at the amplified 41/80 that run read `not-reproduced`, exit
+    1, of a failure it reproduced in half its attempts (nu25)."""
+    text = markdown(_found(tmp_path, Expectation("error", exception="AssertionError"), 41))
+    assert (
+        "The cell's `expect` has no `rate`, so a run judges every attempt and reads "
+        "`not-reproduced` where any attempt passes; amplified, it failed in 41/80 "
+        "(0.40–0.62): give the failing cell `rate: '>0'` in its `expect` to judge a run by "
+        "its rate (a bound below that interval, `>=0.2`, tells a fix)."
+    ) in text
+    # With a rate of its own, or failing in every attempt, a run judges it as it should.
+    rated = Expectation("error", rate=parse_rate(">0"))
+    assert "has no `rate`" not in markdown(_found(tmp_path, rated, 41))
+    assert "has no `rate`" not in markdown(_found(tmp_path, Expectation("error"), 80))
