@@ -54,6 +54,16 @@ _EXIT_CODE = re.compile(
     r"[:= ]+(?P<code>-?\d+)",
     re.IGNORECASE,
 )
+# A reporter's words that the failure comes and goes: "roughly 1 in 3 runs", "30% of the
+# time", "intermittent", "flaky", "sometimes". One attempt of a spec of such a ticket
+# passes by chance and reads not-reproduced; the skeleton repeats it and bounds a rate.
+_FLAKY = re.compile(
+    r"\b\d+\s+(?:in|out\s+of)\s+(?:every\s+)?\d+\s+(?:runs?|times|attempts|tries|trials)\b"
+    r"|\b\d{1,3}\s*%\s+of\s+(?:the\s+)?(?:runs?|time|attempts|tries)\b"
+    r"|\b(?:intermittent(?:ly)?|flaky|sporadic(?:ally)?|occasionally|sometimes|not\s+always"
+    r"|non-?deterministic(?:ally)?|randomly)\b",
+    re.IGNORECASE,
+)
 _GDB_SIGNAL = re.compile(
     r"(?:Thread \d+ .*?|Program) received signal (?P<signal>SIG[A-Z0-9]+)", re.IGNORECASE
 )
@@ -131,6 +141,8 @@ class Ticket:
     cuda_error: str | None = None
     test: str | None = None
     evidence: tuple[str, ...] = field(default=())
+    # The reporter's words that it fails only sometimes (`1 in 3 runs`), or None.
+    flaky: str | None = None
 
 
 def read_ticket(text: str) -> Ticket:
@@ -225,6 +237,13 @@ def read_ticket(text: str) -> Ticket:
     if command is not None:
         evidence.append(f"the command: {command}")
     machine = parse_machine(text)
+    # Read in the prose, not in the pasted logs' lines: a traceback's own words are code.
+    prose = "\n".join(
+        line for line in clean.split("\n") if not line.startswith((" ", "\t", "File "))
+    )
+    flaky = _FLAKY.search(prose)
+    if flaky is not None:
+        evidence.append(f"the ticket says it fails only sometimes: {flaky.group(0)!r}")
     return Ticket(
         failure=Failure(
             outcome=outcome,
@@ -245,6 +264,7 @@ def read_ticket(text: str) -> Ticket:
         cuda_error=cuda.group(0).strip() if cuda else None,
         test=test,
         evidence=tuple(evidence),
+        flaky=flaky.group(0) if flaky is not None else None,
     )
 
 

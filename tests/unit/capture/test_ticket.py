@@ -402,3 +402,44 @@ def test_a_tickets_option_of_several_values_is_one_axis_or_kept_and_said_so() ->
 )
 def test_the_title_names_the_outcome_once(text: str, title: str) -> None:
     assert skeleton(read_ticket(text), "ticket.txt").title == title
+
+
+@pytest.mark.parametrize(
+    ("prose", "said"),
+    [
+        ("It segfaults roughly 1 in 3 runs, only with workers.", "1 in 3 runs"),
+        ("Happens about 30% of the time on our cluster.", "30% of the time"),
+        ("The crash is intermittent and goes away with num_workers=0.", "intermittent"),
+    ],
+)
+def test_a_ticket_that_says_it_fails_only_sometimes_gives_a_repeated_spec_with_a_rate(
+    prose: str, said: str
+) -> None:
+    """A spec of a ticket that says `1 in 3 runs` ran one attempt, which passed by chance
+    two times in three and read `not-reproduced` (nu25)."""
+    text = (
+        f"{prose}\n\n"
+        "$ python train.py --workers 4\n"
+        "RuntimeError: DataLoader worker (pid 28311) is killed by signal: Segmentation fault.\n"
+    )
+    ticket = read_ticket(text)
+    assert ticket.flaky == said
+    draft = skeleton(ticket, "issue.md")
+    assert draft.repeat == 20
+    assert draft.expect["rate"] == ">0"
+    assert draft.expect_comments["rate"].startswith(
+        f"the ticket says it fails only sometimes ({said!r}): one attempt may pass"
+    )
+
+
+def test_a_traceback_s_own_words_are_not_the_reporter_s() -> None:
+    # A frame's source line (`if flaky:`) is the program's code, not the reporter's prose.
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "t.py", line 3, in <module>\n'
+        "    retry(sometimes=True)\n"
+        "ValueError: bad\n"
+    )
+    ticket = read_ticket(text)
+    assert ticket.flaky is None
+    assert skeleton(ticket, "issue.md").repeat is None
