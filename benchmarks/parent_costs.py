@@ -287,7 +287,10 @@ def perattempt(rounds: int, tmp: Path, n: int, before: Path | None = None) -> No
     )
     for name, root in checkouts:
         total = [u + s for u, s, _ in per[root]]
-        ratios = [(u + s) / c for u, s, c in per[root] if c > 0]
+        child = statistics.median(c for _, _, c in per[root])
+        # A pair whose difference is not positive on either side (a short run, a loaded
+        # machine: the sides' noise above the attempts' cost) has no ratio to show.
+        ratios = [(u + s) / c for u, s, c in per[root] if c > 0 and u + s > 0]
         print(
             f"{name:<14} {statistics.median(total) * 1000:6.2f} ms "
             f"(user {statistics.median(u for u, _, _ in per[root]) * 1000:.2f}, "
@@ -295,12 +298,14 @@ def perattempt(rounds: int, tmp: Path, n: int, before: Path | None = None) -> No
             + " ".join(f"{t * 1000:.2f}" for t in total)
             + ")"
         )
+        shown = (
+            f"{statistics.median(ratios):.2f}x (pairs " + " ".join(f"{q:.2f}" for q in ratios) + ")"
+            if ratios
+            else "n/a (no pair with both sides above their noise: more --attempts)"
+        )
         print(
-            f"{'':<14} the child (starter + `true`) "
-            f"{statistics.median(c for _, _, c in per[root]) * 1000:.2f} ms per attempt; "
-            f"engine / child {statistics.median(ratios):.2f}x (pairs "
-            + " ".join(f"{q:.2f}" for q in ratios)
-            + ")"
+            f"{'':<14} the child (starter + `true`) {child * 1000:.2f} ms per attempt; "
+            f"engine / child {shown}"
         )
     if before is not None:
         this, that = per[ROOT], per[before.resolve()]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -270,23 +271,66 @@ def test_the_competitors_are_reaped_by_the_engine(tmp_path: Path) -> None:
     assert _zombie_children() - before == set()
 
 
-def test_competitors_stopped_as_they_start_leave_no_zombie(tmp_path: Path) -> None:
+# Stands in for load.py: forks one sleeper, then a second once the file GO (in --dir) is
+# there, as load.py forks its spinners one after another while the engine may be stopping it.
+LATE_FORKER = """
+import os, sys, time
+folder = sys.argv[sys.argv.index("--dir") + 1]
+def sleeper():
+    if os.fork() == 0:
+        time.sleep(60)
+        os._exit(0)
+sleeper()
+while not os.path.exists(os.path.join(folder, "GO")):
+    time.sleep(0.005)
+sleeper()
+open(os.path.join(folder, "FORKED"), "w").close()
+time.sleep(60)
+"""
+
+
+def test_a_competitor_forked_as_the_load_is_stopped_is_reaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # CI, stop 48: an attempt that ended while load.py was still forking its spinners left
-    # the late ones as this engine's zombies (the reap read the helper's children first).
-    from reprospec.core.sections import Perturb
-    from reprospec.perturb.competitors import start_load, stop_load
-    from reprospec.process import tree
+    # the late ones as this engine's zombies: the reap read load.py's children before the
+    # kill, and a spinner forked between that read and the kill was never waited for. Here
+    # the second one is forked exactly there (as the helper is stopped), every time.
+    from reprospec.perturb import competitors
+    from reprospec.process import start, tree
 
     assert tree.become_subreaper()
+    script = tmp_path / "late_forker.py"
+    script.write_text(LATE_FORKER, encoding="utf-8")
+    monkeypatch.setattr(competitors, "LOAD", script)
+    real_stop = start.stop_helper
+
+    def stop_helper(proc: subprocess.Popen[bytes], grace_s: float = 1.0) -> None:
+        (tmp_path / "GO").touch()
+        # The late fork, unless the load is dead already (then it never comes).
+        deadline = time.monotonic() + 10
+        while not (tmp_path / "FORKED").exists() and proc.poll() is None:
+            assert time.monotonic() < deadline, "the stand-in load never forked its second"
+            time.sleep(0.005)
+        real_stop(proc, grace_s)
+
+    monkeypatch.setattr(start, "stop_helper", stop_helper)
     before = _zombie_children()
-    # Stopped from before load.py starts to after its forks: 12 spinners make the fork loop
-    # long enough that some stops land inside it (the old reap failed 2 runs in 3 here).
-    for step in range(30):
-        load = start_load(Perturb(cpu_load=12, io_load=1), (), tmp_path)
-        time.sleep(step * 0.002)
-        stop_load(load, tmp_path)
-        assert _zombie_children() - before == set()
-    assert not list(tmp_path.glob("io-load-*.bin"))
+    load = competitors.start_load(Perturb(cpu_load=1), (), tmp_path)
+    assert load is not None
+    deadline = time.monotonic() + 10
+    while len(_children_of(load.pid)) < 1:  # the first sleeper is there
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    competitors.stop_load(load, tmp_path)
+    assert _zombie_children() - before == set()
+
+
+def _children_of(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
 
 
 def test_a_preload_the_perturbation_turns_off_is_said_on_the_console(
