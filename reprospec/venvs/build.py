@@ -180,19 +180,41 @@ def _uv(
         raise EnvBuildError(f"uv {' '.join(args[:2])} timed out after {timeout:g}s") from exc
 
 
+@dataclass(frozen=True)
+class _UvReport:
+    """uv's output of a failed command, read once: its non-blank lines, its `cause:` and
+    `error:` lines (without the prefix), its hints, and the `[stderr]` block of a failed
+    build (the package's own words). The stored reason (`_uv_error`) and a console's one
+    line (`build_failure_line`) are both made from it, so they name the same lines."""
+
+    text: tuple[str, ...]
+    causes: tuple[str, ...]
+    errors: tuple[str, ...]
+    hints: tuple[str, ...]
+    built: tuple[str, ...]
+
+    @classmethod
+    def read(cls, output: str) -> _UvReport:
+        text = tuple(line.strip() for line in output.splitlines() if line.strip())
+
+        def said(prefix: str) -> tuple[str, ...]:
+            return tuple(
+                line.removeprefix(prefix).strip() for line in text if line.startswith(prefix)
+            )
+
+        hints = tuple(line for line in text if line.startswith("hint:"))
+        return cls(text, said("cause:"), said("error:"), hints, tuple(_build_output(text)))
+
+
 def _uv_error(stderr: str, lines: int = 4) -> str:
     """uv's error in a few lines: its `cause:` lines if any, else `error:`, else the tail;
     then the end of the `[stderr]` block a failed build prints (the package's own words:
     `nu9akit 1.3: this sdist is broken on purpose`, where the causes say only that the
     build backend failed)."""
-    text = [line.strip() for line in stderr.splitlines() if line.strip()]
-    causes = [line.removeprefix("cause:").strip() for line in text if line.startswith("cause:")]
-    errors = [line.removeprefix("error:").strip() for line in text if line.startswith("error:")]
-    hints = [line for line in text if line.startswith("hint:")]
-    chosen = causes or errors or text
-    built = _build_output(text)
-    said = [f"(the build said: {' / '.join(built[-2:])})"] if built else []
-    return " ".join([*chosen[-lines:], *said, *hints[:1]]) or "no output"
+    report = _UvReport.read(stderr)
+    chosen = report.causes or report.errors or report.text
+    said = [f"(the build said: {' / '.join(report.built[-2:])})"] if report.built else []
+    return " ".join([*chosen[-lines:], *said, *report.hints[:1]]) or "no output"
 
 
 def build_failure_line(output: str) -> str:
@@ -200,15 +222,9 @@ def build_failure_line(output: str) -> str:
     package's own last word (the end of a failed build's `[stderr]` block: `AttributeError:
     'build_ext' object has no attribute 'cython_sources'`), else uv's last `cause:`, else
     its `error:`, else the last line; "" for no output."""
-    text = [line.strip() for line in output.splitlines() if line.strip()]
-    built = _build_output(text)
-    if built:
-        return built[-1]
-    for prefix in ("cause:", "error:"):
-        said = [line.removeprefix(prefix).strip() for line in text if line.startswith(prefix)]
-        if said:
-            return said[-1]
-    return text[-1] if text else ""
+    report = _UvReport.read(output)
+    said = report.built or report.causes or report.errors or report.text
+    return said[-1] if said else ""
 
 
 def _build_output(text: Sequence[str]) -> list[str]:

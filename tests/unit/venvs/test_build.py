@@ -58,3 +58,16 @@ def test_one_line_without_a_build_is_uvs_last_cause_else_its_error_else_the_last
     assert build_failure_line("error: No solution found\n") == "No solution found"
     assert build_failure_line("something odd\n") == "something odd"
     assert build_failure_line("") == ""
+
+
+def test_the_one_line_is_a_line_the_stored_reason_says() -> None:
+    """One reading of uv's output (`_UvReport`) gives both: the console's one line is among
+    what the stored reason says, whichever of a build's words, causes or error uv printed."""
+    for output in (
+        BUILD_FAILED,
+        UNSATISFIABLE,
+        "error: No solution found\n",
+        "something odd\n",
+        UNSATISFIABLE + "\n".join(f"  cause: reason {n}" for n in range(6)),
+    ):
+        assert build_failure_line(output) in _uv_error(output), output
