@@ -199,6 +199,13 @@ KNOWN_FROM_THE_OUTPUT_ALONE = (
 PASSED_BESIDE_A_CRASH = "passed, but a process of the attempt died of"
 
 
+def build_log_phrase(reason: str, log: object) -> str:
+    """An environment's infra-error reason with the file that keeps uv's whole output of its
+    failed build (the reason says one line of it): the console, report.md, results.json
+    and Slurm's refusal say where to read the rest."""
+    return f"{reason} (uv's whole output: {log})"
+
+
 def crash_beside_pass(attempt: AttemptResult) -> str | None:
     """The signal a process of this passing attempt died of (its warning says so), or None."""
     for warning in attempt.warnings:

@@ -26,6 +26,7 @@ from reprospec import venvs
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import Execution
+from reprospec.core.words import build_log_phrase
 from reprospec.errors import InfraError
 from reprospec.process import run
 from reprospec.runners.base import attempt_files, infra_execution
@@ -83,9 +84,12 @@ class VenvRunner:
         # A cell's environment section (python, packages) -> its env key or its build error.
         self._keys: dict[str, str] = {}
         self._errors: dict[str, str] = {}
-        # A cell's environment section -> uv's whole output of its failed build, written into
-        # each of its attempts' folders (venvs.BUILD_LOG) where the console has one line.
-        self._build_logs: dict[str, str] = {}
+        # A cell's environment section -> its env key and uv's whole output of its failed
+        # build, written once per cell (venvs.BUILD_LOG) where the console has one line.
+        self._build_logs: dict[str, tuple[str, str]] = {}
+        # A cell's id -> the file its attempts' reason names: the first of its attempts that
+        # ran here wrote it (one build, one copy: --repeat 50 made 50).
+        self._cell_logs: dict[str, Path] = {}
         self._runners: dict[str, LocalRunner] = {}
         self._envs: dict[str, venvs.Env] = {}
         self._build_lock = threading.Lock()
@@ -125,6 +129,21 @@ class VenvRunner:
         the infra-error."""
         return self._env_for(plan)[1]
 
+    def keep_build_log(self, plan: AttemptPlan) -> Path | None:
+        """Write uv's whole output of the plan's failed build under the environments folder
+        (venvs.failed_build_log) and return that file; None where the build did not fail
+        with output. For `slurm`'s refusal on the login node, where no attempt folder
+        receives it and the console has only its reason's line."""
+        with self._lock:
+            failed = self._build_logs.get(self._section_key(plan))
+        if failed is None:
+            return None
+        key, log = failed
+        path = venvs.failed_build_log(self.envs_dir, key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(log, encoding="utf-8")
+        return path
+
     def _env_for(self, plan: AttemptPlan, label: str = "") -> tuple[LocalRunner | None, str]:
         """The local runner of the plan's environment, or None and why it could not be had."""
         section = self._section_key(plan)
@@ -139,6 +158,7 @@ class VenvRunner:
                 key = self._keys.get(section)
                 if key is not None:
                     return self._runners[key], ""
+            request: venvs.EnvRequest | None = None
             try:
                 request = venvs.env_request(
                     plan.environment,
@@ -158,8 +178,8 @@ class VenvRunner:
                 reason = f"environment for {plan.cell.id or 'the cell'} not built: {exc}"
                 with self._lock:
                     self._errors[section] = reason
-                    if isinstance(exc, venvs.EnvBuildError) and exc.log:
-                        self._build_logs[section] = exc.log
+                    if request is not None and isinstance(exc, venvs.EnvBuildError) and exc.log:
+                        self._build_logs[section] = (request.key(), exc.log)
                 return None, reason
             runner = LocalRunner(python=str(env.python), cache_dir=self.cache_dir)
             runner.packages_hint = ""  # installed here: a miss is the build's, not a choice
@@ -205,14 +225,26 @@ class VenvRunner:
         if runner is None:
             now = run.utc_now()
             files = attempt_files(plan, log_dir, gpu_slot)
-            with self._lock:
-                log = self._build_logs.get(self._section_key(plan))
-            if log is not None:
-                # The run folder keeps what the console was spared: where a user, or
-                # bisect's one line, points to read the build's whole output.
-                (log_dir / venvs.BUILD_LOG).write_text(log, encoding="utf-8")
+            kept = self._cell_log(plan, log_dir)
+            if kept is not None:
+                reason = build_log_phrase(reason, kept)
             return infra_execution(files, reason, started=now, finished=now)
         return runner.run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)
+
+    def _cell_log(self, plan: AttemptPlan, log_dir: Path) -> Path | None:
+        """The file that keeps uv's whole output of the plan's failed build, for its reason:
+        written into `log_dir` at the cell's first attempt that runs here, then named by its
+        others (None where the build failed with no output). The run folder keeps what the
+        console was spared, where a user, report.md, or bisect's one line point to it."""
+        with self._lock:
+            failed = self._build_logs.get(self._section_key(plan))
+            if failed is None:
+                return None
+            kept = self._cell_logs.get(plan.cell.id)
+            if kept is None:
+                kept = self._cell_logs[plan.cell.id] = log_dir / venvs.BUILD_LOG
+                kept.write_text(failed[1], encoding="utf-8")
+            return kept
 
     def close(self) -> None:
         """Stop each environment's local runner (their preload servers)."""

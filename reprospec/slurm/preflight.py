@@ -87,8 +87,11 @@ def build_venvs(
     firsts: Sequence[AttemptPlan], options: RunOptions, envs: Path, spec_dir: Path
 ) -> Preflight:
     """Build (or find) every cell's environment into `envs`, as a shard's venv runner would;
-    the cells whose environment cannot be built, with uv's reason. InfraError only when uv
-    itself is missing."""
+    the cells whose environment cannot be built, with uv's reason, and where a build failed
+    with output, the file under `envs` that keeps it whole (the console shows uv's lines
+    only up to its `error:` line, and no attempt folder is there to keep the rest). InfraError
+    only when uv itself is missing."""
+    from reprospec.core.words import build_log_phrase
     from reprospec.runners.venv import VenvRunner
 
     runner = VenvRunner(
@@ -96,11 +99,15 @@ def build_venvs(
     )
     try:
         runner.prepare(firsts)
-        refusals = {
-            plan.cell.id or "the cell": reason
-            for plan in firsts
-            if (reason := runner.build_error(plan))
-        }
+        refusals: dict[str, str] = {}
+        for plan in firsts:
+            reason = runner.build_error(plan)
+            if not reason:
+                continue
+            log = runner.keep_build_log(plan)
+            refusals[plan.cell.id or "the cell"] = (
+                build_log_phrase(reason, log) if log is not None else reason
+            )
     finally:
         runner.close()
     return Preflight(len(firsts), _grouped(refusals))

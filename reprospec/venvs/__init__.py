@@ -10,6 +10,7 @@ from __future__ import annotations
 from reprospec.venvs.build import (
     BUILD_LOG,
     ENVS_VARIABLE,
+    FAILED,
     FORMAT,
     LOCKS,
     META,
@@ -25,6 +26,7 @@ from reprospec.venvs.build import (
     describe_request,
     ensure_env,
     env_request,
+    failed_build_log,
     find_interpreter,
     installed,
     read_meta,
@@ -36,6 +38,7 @@ from reprospec.venvs.index import IndexConfig, user_index_config
 __all__ = [
     "BUILD_LOG",
     "ENVS_VARIABLE",
+    "FAILED",
     "FORMAT",
     "LOCKS",
     "META",
@@ -53,6 +56,7 @@ __all__ = [
     "describe_request",
     "ensure_env",
     "env_request",
+    "failed_build_log",
     "find_interpreter",
     "installed",
     "list_envs",

@@ -47,9 +47,20 @@ LOCKS = ".locks"
 UV_TIMEOUT_S = 3600.0
 
 
-# What a venv runner keeps of a build that failed in each of its cells' attempt folders:
-# uv's whole output, which the console no longer streams past its first `error:` line.
+# What a venv runner keeps of a build that failed, once per cell, in the folder of the first
+# of its attempts that it runs: uv's whole output, which the console no longer streams past
+# its first `error:` line, and which the attempts' infra-error reason names.
 BUILD_LOG = "build.log"
+# Where a failed build's whole output is kept when no attempt folder receives it (Slurm's
+# preflight on the login node): ROOT/.failed/KEY.build.log, beside the environments (a dot
+# first: `envs list` and `envs prune` take it for no environment).
+FAILED = ".failed"
+
+
+def failed_build_log(root: Path, key: str) -> Path:
+    """The file under the environments folder `root` that keeps environment `key`'s failed
+    build output where no run folder does (`FAILED`)."""
+    return root / FAILED / f"{key}.{BUILD_LOG}"
 
 
 class EnvBuildError(InfraError):

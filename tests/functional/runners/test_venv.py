@@ -131,6 +131,35 @@ def test_build_failures_and_tampered_envs_are_infra_errors(cli: Cli, tmp_path: P
     assert "building" not in second.stderr
 
 
+def test_a_failed_build_is_kept_once_per_cell_and_named_by_its_reason(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The console shows uv's lines up to its `error:` line and the reason one of the rest:
+    the whole output is kept in the folder of the cell's first attempt, once (it was copied
+    into all 3), and every attempt's infra-error reason names the file (in results.json,
+    report.md and the console), where nothing said it was there."""
+    wheels = tmp_path / "wheels"
+    make_broken_sdist(wheels, DEMO, "1.2")
+    spec = write_spec(tmp_path, "venv-broken", DEMO, ["1.2"], "reprospec_venvdemo")
+    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    done = cli(
+        "run", str(spec), "--runner", "venv", "--find-links", str(wheels), "--repeat", "3",
+        "-j", "2", env=env,
+    )  # fmt: skip
+    assert done.code == 3, done.stderr
+    run = done.latest_run()
+    (log,) = run.glob("cells/*/*/build.log")
+    assert f"error: Failed to build `{DEMO}==1.2" in log.read_text()
+    named = f"(uv's whole output: {log})"
+    reasons = [a["infra_error"] for a in cells_of(done)["version=1.2"]["attempts"]]
+    assert len(reasons) == 3
+    assert all(reason.endswith(named) for reason in reasons), reasons
+    # report.md writes paths as its paths are labelled (under the cwd: out/runs/...).
+    report = (run / "report.md").read_text()
+    assert f"{log.relative_to(run)})" in report.split("(uv's whole output: ", 1)[1], report
+    assert "[stderr]" not in done.stderr  # the build's report, kept in the file
+
+
 def test_the_environment_is_captured_in_a_cell_whose_env_was_built(
     cli: Cli, tmp_path: Path
 ) -> None:

@@ -98,6 +98,12 @@ def test_venv_runner_refuses_when_no_cell_environment_can_be_built(
     assert "not submitted: on the venv runner every cell of slurm-pkgs" in refused.stderr
     assert f"cannot install {DEMO}==1.2" in refused.stderr
     assert not (shared / "slurm").exists(), "no run folder, no job"
+    # uv's whole output, shown only to its `error:` line, is kept beside the environments
+    # and named (it was kept nowhere: no attempt folder receives it here).
+    (log,) = (shared / "envs" / venvs.FAILED).glob("*.build.log")
+    assert f"(uv's whole output: {log})" in refused.stderr
+    assert f"error: Failed to build `{DEMO}==1.2" in log.read_text()
+    assert "[stderr]" not in refused.stderr
 
 
 def test_venv_dry_run_builds_nothing_and_shows_the_shared_envs(cli: Cli, tmp_path: Path) -> None:
