@@ -37,12 +37,13 @@ from reprospec.bisect.state import (
 from reprospec.core import environ
 from reprospec.core.redact import Redactor
 from reprospec.core.runoptions import RunOptions
+from reprospec.core.words import build_log_phrase
 from reprospec.environment import packages
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
 from reprospec.export.tree import program_digest
 from reprospec.plan.failingcell import cell_filters, choose_failing_cell
-from reprospec.store.runfolder import RUNS
+from reprospec.store.runfolder import RunFolder
 
 # Runners that install what a candidate asks for; the local runner runs one interpreter.
 INSTALLING_RUNNERS = ("venv", "docker")
@@ -262,13 +263,23 @@ def _run_candidate(
     ran = [a.ran for a in cell.attempts if a.ran is not None]
     if not ran:
         failed = [a for a in cell.attempts if a.infra_error]
-        reason = failed[0].infra_error if failed else (cell.reason or "no attempt ran")
-        # The venv runner keeps a failed install's whole output in the attempt's folder.
-        logs = [
-            request.out / RUNS / result.run_id / a.logs / venvs.BUILD_LOG for a in failed if a.logs
-        ]
-        build_log = next((str(log) for log in logs if log.is_file()), None)
-        trial = Trial(version, infra_error=reason, runs=(result.run_id,), build_log=build_log)
+        reason = (failed[0].infra_error if failed else None) or cell.reason or "no attempt ran"
+        # The venv runner keeps a failed install's whole output in the folder of the cell's
+        # first attempt. Absolute, from the run folder as the run made it: bisect.json, the
+        # state a later continuation renders from another folder, and bisect.md (a link from
+        # its own folder) name it, where `--out` as typed named it from this cwd only.
+        folder = RunFolder.of(request.out.resolve(), result.run_id)
+        logs = [folder.path / a.logs / venvs.BUILD_LOG for a in failed if a.logs]
+        build_log = next((log for log in logs if log.is_file()), None)
+        if build_log is not None:
+            # The reason as the runner said it names the file too: the trial keeps it apart.
+            reason = reason.removesuffix(build_log_phrase("", build_log))
+        trial = Trial(
+            version,
+            infra_error=reason,
+            runs=(result.run_id,),
+            build_log=None if build_log is None else str(build_log),
+        )
         return trial, result.interrupted
     trial = Trial(
         version,

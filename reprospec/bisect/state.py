@@ -257,7 +257,9 @@ def render_markdown(report: BisectReport) -> str:
         if evidence.infra_error:
             outcomes = f"not installable: {evidence.infra_error}"
             if evidence.build_log is not None:
-                outcomes += f" (build log: `{evidence.build_log}`)"
+                # A link from bisect.md's own folder (the state keeps the file absolute).
+                link = os.path.relpath(evidence.build_log, report.folder.resolve())
+                outcomes += f" ([build log]({link}))"
         runs = ", ".join(f"`{r}`" for r in evidence.runs)
         mark = (
             (" *last bad*" if fixed else " **first bad**")

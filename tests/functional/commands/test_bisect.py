@@ -241,14 +241,20 @@ def test_a_release_that_cannot_be_built_is_said_once_and_its_build_log_kept(
 ) -> None:
     """uv's whole output of the failed build was streamed to the console (some 70 lines of
     a setup.py's traceback for pyyaml 5.4.1), then its reason said again on the skipped line
-    and a third time in the table: now one line, with where the whole output is kept."""
+    and a third time in the table: now one line, with where the whole output is kept.
+
+    Run from a project folder with `--out out` as typed: the log's path is absolute (it was
+    `out/runs/...`, true from that cwd only, and bisect.md's link, read from its own folder,
+    pointed nowhere), and the build ran once, so one copy is kept (one per attempt before)."""
     spec, wheels = demo_project(tmp_path, first_bad="1.4", broken="1.3")
     env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
-    out = tmp_path / "out"
+    project = tmp_path / "project"
+    project.mkdir()
+    out = project / "out"
     done = cli(
         "bisect", str(spec), "--package", DEMO, "--good", "1.0", "--bad", "1.7",
-        "--find-links", str(wheels), "--out", str(out),
-        env=env, timeout=600,
+        "--find-links", str(wheels), "--out", "out",
+        env=env, timeout=600, cwd=project,
     )  # fmt: skip
     assert done.code == 0, done.stderr
     said = "this release has no wheel for this Python and cannot build"  # the backend's words
@@ -262,18 +268,26 @@ def test_a_release_that_cannot_be_built_is_said_once_and_its_build_log_kept(
     assert skipped[0].startswith(prefix), skipped
     log = Path(skipped[0].removeprefix(prefix).removesuffix(")"))
     assert log.name == "build.log"
-    assert log.is_relative_to(out / "runs")
+    assert log.is_absolute(), log
+    assert log.is_relative_to(out.resolve() / "runs")
     whole = log.read_text()
     assert f"error: Failed to build `{DEMO}==1.3" in whole
     assert said in whole
+    run = log.parents[3]  # RUN/cells/CELL/N/build.log
+    assert len(list(run.glob("cells/*/*/build.log"))) == 1, "one build, one copy"
     row = next(line for line in done.stdout.splitlines() if line.startswith("  1.3 "))
     assert row.split() == ["1.3", "skipped", "0/0", "cannot", "be", "installed"]
-    # bisect.md keeps the reason whole, and the log's place.
-    report = next(out.glob("bisect/*/bisect.md")).read_text()
+    # bisect.md keeps the reason whole, and links the log from its own folder.
+    report_md = next(out.glob("bisect/*/bisect.md"))
+    report = report_md.read_text()
     assert f"not installable: environment for default not built: cannot install {DEMO}==1.3" in (
         report
     )
-    assert f"(build log: `{log}`)" in report
+    link = report.split("([build log](", 1)[1].split(")", 1)[0]
+    assert (report_md.parent / link).resolve() == log
+    assert "uv's whole output" not in report, "said once: the link"
+    tested = json.loads(report_md.with_name("bisect.json").read_text())["tested"]
+    assert [t["build_log"] for t in tested if t["version"] == "1.3"] == [str(log)]
 
 
 def test_an_interrupted_bisect_resumes_where_it_stopped(tmp_path: Path) -> None:

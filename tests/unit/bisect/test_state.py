@@ -34,3 +34,30 @@ def test_a_fix_names_the_release_that_fixed_it() -> None:
     # --good newer than --bad: 0.4 and 0.3 pass, 0.2 down to 0.0 fail. "first bad: 0.2
     # (last good 0.3)" read as if 0.2 broke it; 0.3 fixed it, 0.2 was the last bad.
     assert report("0.4", "0.0", 2).headline == "fixed in: pkg 0.3 (last bad 0.2)"
+
+
+def test_bisect_md_links_a_build_log_from_its_own_folder(tmp_path: Path) -> None:
+    """The build log's path is kept absolute; bisect.md (in OUT/bisect/ID/) links it from its
+    own folder, where it wrote the path as given (`out/runs/...`: relative to the bisect's
+    cwd, which a Markdown reader resolves from the file's folder, and finds nothing)."""
+    from reprospec.bisect.search import Trial
+    from reprospec.bisect.state import render_markdown
+
+    out = tmp_path / "out"
+    log = out / "runs" / "r" / "cells" / "default" / "1" / "build.log"
+    versions = ("0.0", "0.1", "0.2")
+
+    def oracle(version: str, attempts: int) -> Trial:
+        if version == "0.1":
+            return Trial(version, infra_error="cannot install pkg==0.1", build_log=str(log))
+        return Trial(version, 1, 1) if version == "0.2" else Trial(version, attempts, 0)
+
+    result = bisect(versions, oracle, min_rate=0.9)
+    request = BisectRequest(Path("s.yaml"), "pkg", "0.0", "0.2")
+    folder = out / "bisect" / "id"
+    markdown = render_markdown(BisectReport(request, "id", folder, "s", "", versions, result))
+    row = next(line for line in markdown.splitlines() if line.startswith("| 0.1 "))
+    assert "not installable: cannot install pkg==0.1 ([build log](" in row
+    link = row.split("([build log](", 1)[1].split(")", 1)[0]
+    assert link == "../../runs/r/cells/default/1/build.log"
+    assert (folder / link).resolve() == log.resolve()
