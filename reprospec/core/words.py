@@ -59,6 +59,11 @@ PRIVATE_TMP_HINT = (
     "each: a failure that needs attempts to share them (a cache in /tmp) needs "
     "`environment.shared_tmp: true`, or `run.instances` to run them at once"
 )
+# How a hang's list of native threads marks the stuck DataLoader worker's thread, the one
+# the hang's summary names (native/render.py), and its process where its stacks could not
+# be read (an attach refused): what is said of it then is that error.
+STUCK_MARK = " (stuck: the DataLoader worker fetching an item)"
+STUCK_UNREAD = " (the stuck DataLoader worker: its stacks could not be read)"
 # Child command lines are cut to this in a phrase (the outcome's `cmdline` keeps more).
 _CMDLINE_WIDTH = 60
 

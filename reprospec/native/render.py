@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.lazyre import Lazy
-from reprospec.core.words import shorten_command
+from reprospec.core.words import STUCK_MARK, STUCK_UNREAD, shorten_command
 
 if TYPE_CHECKING:
     # Created at a crash or a hang (`read` imports them where a folder holds stacks): the
@@ -158,14 +158,12 @@ def agrees(signature: str, target: str, *, native_unknown: bool) -> bool:
     return at >= 3 and ":".join(theirs[:at] + theirs[at + 1 :]) == signature
 
 
-# How thread_tops marks the stuck DataLoader worker's thread, the one the hang's summary names.
-STUCK_MARK = " (stuck: the DataLoader worker fetching an item)"
-
-
 def stuck_first(stacks: NativeStacks, stuck: int | None) -> list[ProcessStacks]:
     """The processes, the stuck worker's (`stuck`, a pid read) first: else in their order."""
     processes = list(stacks.processes)
-    found = [p for p in processes if stuck is not None and p.pid == stuck and p.threads]
+    # Read with an attach error and no threads, it still comes first: its error is what
+    # the report can say of the process the hang is stuck in.
+    found = [p for p in processes if stuck is not None and p.pid == stuck]
     return found + [p for p in processes if p not in found]
 
 
@@ -180,7 +178,8 @@ def thread_tops(stacks: NativeStacks, limit: int = 3, stuck: int | None = None) 
     lines = []
     for process in stuck_first(stacks, stuck):
         if process.error and not process.threads:
-            lines.append(f"pid {process.pid}: {process.error}")
+            unread = STUCK_UNREAD if stuck is not None and process.pid == stuck else ""
+            lines.append(f"pid {process.pid}{unread}: {process.error}")
         threads = list(process.threads)
         if stuck is not None and process.pid == stuck:
             threads.sort(key=lambda thread: thread.lwp != stuck)
@@ -268,7 +267,8 @@ def render_markdown(
     else:
         tops = thread_tops(stacks, stuck=stuck)
         heading = "Native frames of every thread"
-        if stuck is not None and any(p.pid == stuck and p.threads for p in stacks.processes):
+        if stuck is not None and any(p.pid == stuck for p in stacks.processes):
+            # Its threads, or the error that kept them unread (an attach refused), first.
             heading += f", the stuck DataLoader worker's (pid {stuck}) first"
         elif stuck is not None:
             # Its pid is not among those read (another pid namespace, gone before it was

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from reprospec.native.render import STUCK_MARK, render_markdown, thread_tops
+from reprospec.core.words import STUCK_MARK, STUCK_UNREAD
+from reprospec.native.render import render_markdown, thread_tops
 from reprospec.native.stacks import Frame, NativeStacks, ProcessStacks, Thread
 
 
@@ -62,3 +63,25 @@ def test_a_stuck_worker_that_was_not_read_is_said_so() -> None:
         "Native frames of every thread (the stuck DataLoader worker, pid 99, is not among them):"
     )
     assert STUCK_MARK not in markdown
+
+
+def test_a_stuck_worker_whose_stacks_could_not_be_read_is_listed_first_with_its_error() -> None:
+    # Its process was read with an attach error and no threads: the heading said "(the stuck
+    # DataLoader worker, pid 30, is not among them)" above a list that then showed
+    # `pid 30: ptrace: ...` last, unmarked (rv23 F6).
+    refused = ProcessStacks(30, "attach", error="ptrace: Operation not permitted")
+    stacks = NativeStacks(processes=(*HUNG.processes[:2], refused))
+    lines = thread_tops(stacks, stuck=30)
+    assert lines[0] == f"pid 30{STUCK_UNREAD}: ptrace: Operation not permitted"
+    assert [line.split(" thread")[0] for line in lines[1:]] == ["pid 10", "pid 10", "pid 20"]
+    markdown = render_markdown(stacks, stuck=30, link="native-stacks.txt")
+    assert markdown.startswith(
+        "Native frames of every thread, the stuck DataLoader worker's (pid 30) first:\n"
+        f"- `pid 30{STUCK_UNREAD}: ptrace: Operation not permitted`\n"
+    )
+    assert "not among them" not in markdown
+    assert STUCK_MARK not in markdown
+    # Another process's error keeps its place and says nothing of the stuck worker.
+    other = NativeStacks(processes=(refused, *HUNG.processes[:2]))
+    assert thread_tops(other, stuck=20)[0].startswith(f"pid 20 thread 20 (LWP 20){STUCK_MARK}: ")
+    assert thread_tops(other, stuck=20)[1] == "pid 30: ptrace: Operation not permitted"
