@@ -135,13 +135,14 @@ def _status(run: Mapping[str, object], out: Path) -> Mapping[str, object]:
     ended: a SIGKILL or the OOM killer leaves no word in the store (`--resume` finishes it);
     and `folder_missing` where its run folder is gone (removed by hand): `report` and
     `compare` need the folder, and said "no run" of a run this listed as whole."""
+    from reprospec.core.results import KILLED
     from reprospec.store.runfolder import RunFolder
 
     folder = RunFolder.of(out.resolve(), str(run["run_id"]))
     run = {**run, "folder_missing": not folder.path.is_dir()}
     if run.get("status") != "running" or not folder.engine_gone():
         return run
-    return {**run, "status": "killed"}
+    return {**run, "status": KILLED}  # as a resumed run's report says of it (results.Stopped)
 
 
 def _merged_slurm_runs(
@@ -239,6 +240,7 @@ def _table(
 ) -> int:
     from rich.table import Table
 
+    from reprospec.core.words import timestamp
     from reprospec.report.console import make_console
 
     console = make_console()
@@ -273,7 +275,7 @@ def _table(
             str(row["run_id"]),
             *((str(row.get("purpose") or "run"),) if by else ()),
             *((str(row.get("probe") or "—"),) if probes else ()),
-            str(row["started"]).replace("T", " ")[:19],
+            timestamp(str(row["started"]), zone=False),
             str(row["runner"]),
             str(row["status"]) + (", folder missing" if row.get("folder_missing") else ""),
             str(row.get("cells", "")),

@@ -14,7 +14,7 @@ from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.inputs import Where as Where  # outcome.where's type, named here too
@@ -495,33 +495,72 @@ class Standalone:
         )
 
 
+# How an earlier part of a resumed run ended: `interrupted` (Ctrl-C, SIGTERM, a full disk),
+# `killed` (its engine died without a word: the store still said running, as `history`
+# lists it) or `finished` (a finished run resumed: its attempts that could not run retried,
+# or its folder, removed by hand, written again from the store).
+Stopped = Literal["interrupted", "killed", "finished"]
+STOPPED: tuple[Stopped, ...] = get_args(Stopped)
+KILLED: Stopped = "killed"
+
+
+def _stopped(value: JsonValue) -> Stopped:
+    """A stored `stopped`, read back; one this version does not know reads `interrupted`."""
+    return next((known for known in STOPPED if known == value), "interrupted")
+
+
+@dataclass(frozen=True)
+class ResumedPart:
+    """One earlier part of a resumed run: the attempts it stored and how it ended, where the
+    run was resumed more than once (its interruptions are not lost by the next resume)."""
+
+    attempts: int
+    stopped: Stopped
+    stopped_at: str = ""
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "attempts": self.attempts,
+            "stopped": self.stopped,
+            "stopped_at": self.stopped_at or None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> ResumedPart:
+        attempts = data.get("attempts")
+        return cls(
+            attempts=attempts if isinstance(attempts, int) else 0,
+            stopped=_stopped(data.get("stopped")),
+            stopped_at=str(data.get("stopped_at") or ""),
+        )
+
+
 @dataclass(frozen=True)
 class Resumed:
-    """How a resumed run (`run --resume`) came to be: what its earlier part left and what
-    this part ran, so its report does not read as one run that went straight through.
+    """How a resumed run (`run --resume`) came to be: what its earlier part(s) left and what
+    this part ran, so its report does not read as one run that went straight through
+    (words.resumed_phrase says it).
 
-    `stopped` is how the earlier part ended: `interrupted` (Ctrl-C, SIGTERM, a full disk),
-    `killed` (its engine died without a word: the store still said running) or `finished`
-    (its folder was written again from the store); `stopped_at` when, where the store kept it.
+    `stopped` is how the last earlier part ended, `stopped_at` when, where the store kept
+    it; `before`, the parts before that one, where the run was resumed before (a run
+    interrupted, resumed and interrupted again keeps both interruptions). `rewritten`: the
+    run's results.json was missing as this part began (its folder removed by hand), so
+    the folder was written again from the store.
     """
 
     carried: int  # attempts the earlier part(s) finished, kept and not run again
     ran: int  # attempts this part ran
-    stopped: str
+    stopped: Stopped
     stopped_at: str = ""
+    before: tuple[ResumedPart, ...] = ()
+    rewritten: bool = False
 
-    def phrase(self) -> str:
-        """`2 attempt(s) carried over from the run interrupted at 2026-12-01 09:28:58 UTC, 2
-        run now`: the console's `resumed:` line and report.md's note say it alike."""
-        utc = self.stopped_at.endswith(("+00:00", "Z"))  # the store's times are UTC
-        stamp = self.stopped_at.replace("T", " ")[:19] + (" UTC" if utc else "")
-        when = f" at {stamp}" if self.stopped_at else ""
-        earlier = {
-            "interrupted": f"the run interrupted{when}",
-            "killed": "the run whose engine was killed",
-            "finished": f"the run finished{when} (its folder written again from the store)",
-        }.get(self.stopped, f"the run as the store kept it ({self.stopped})")
-        return f"{self.carried} attempt(s) carried over from {earlier}, {self.ran} run now"
+    @property
+    def parts(self) -> tuple[ResumedPart, ...]:
+        """Every earlier part, the first first: `before` and the last one, whose attempts
+        are the carried ones the others did not store."""
+        last = self.carried - sum(part.attempts for part in self.before)
+        return (*self.before, ResumedPart(max(last, 0), self.stopped, self.stopped_at))
 
     def to_dict(self) -> JsonObject:
         return {
@@ -529,17 +568,27 @@ class Resumed:
             "ran": self.ran,
             "stopped": self.stopped,
             "stopped_at": self.stopped_at or None,
+            "parts": [part.to_dict() for part in self.parts],
+            "rewritten": self.rewritten,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, JsonValue]) -> Resumed:
-        """What `to_dict` wrote (counts that are not whole numbers read as 0)."""
-        carried, ran = data.get("carried"), data.get("ran")
+        """What `to_dict` wrote (counts that are not whole numbers read as 0; one written
+        before `parts` had one earlier part)."""
+        carried, ran, parts = data.get("carried"), data.get("ran"), data.get("parts")
+        read = (
+            [ResumedPart.from_dict(p) for p in parts if isinstance(p, dict)]
+            if isinstance(parts, list)
+            else []
+        )
         return cls(
             carried=carried if isinstance(carried, int) else 0,
             ran=ran if isinstance(ran, int) else 0,
-            stopped=str(data.get("stopped") or "interrupted"),
+            stopped=_stopped(data.get("stopped")),
             stopped_at=str(data.get("stopped_at") or ""),
+            before=tuple(read[:-1]),
+            rewritten=data.get("rewritten") is True,
         )
 
 

@@ -33,6 +33,8 @@ from reprospec.core.results import (
     NotRun,
     Outcome,
     Rate,
+    Resumed,
+    ResumedPart,
     VerdictKind,
 )
 from reprospec.core.signals import canonical_signal
@@ -475,3 +477,33 @@ def budget_continues(search: str, attempts: int, before: str = "") -> str:
         f"{f' before {before}' if before else ''} {'is' if attempts == 1 else 'are'} "
         f"replayed, not run again"
     )
+
+
+def timestamp(iso: str, *, zone: bool = True) -> str:
+    """`2026-12-01 09:28:58 UTC` of the store's `2026-12-01T09:28:58.123456+00:00`: to the
+    second, and (with `zone`) UTC said where the time says it (history's column leaves it)."""
+    utc = zone and iso.endswith(("+00:00", "Z"))  # the store's times are UTC
+    return iso.replace("T", " ")[:19] + (" UTC" if utc else "")
+
+
+def _ended(part: ResumedPart, first: bool) -> str:
+    """`the run interrupted at 2026-12-01 09:28:58 UTC`, `its resume whose engine was killed`."""
+    who = "the run" if first else "its resume"
+    when = f" at {timestamp(part.stopped_at)}" if part.stopped_at else ""
+    if part.stopped == "killed":
+        return f"{who} whose engine was killed"
+    return f"{who} {part.stopped}{when}"
+
+
+def resumed_phrase(resumed: Resumed) -> str:
+    """How a resumed run came to be, the console's `resumed:` line and report.md's note:
+    `2 attempt(s) carried over from the run interrupted at 2026-12-01 09:28:58 UTC, 2 run
+    now`; one resumed before names each earlier part, `3 attempt(s) carried over: 1 from
+    the run interrupted at ..., 2 from its resume interrupted at ...; 1 run now`."""
+    parts = resumed.parts
+    written = " (its folder written again from the store)" if resumed.rewritten else ""
+    carried, ran = f"{resumed.carried} attempt(s) carried over", f"{resumed.ran} run now"
+    if len(parts) == 1:
+        return f"{carried} from {_ended(parts[0], first=True)}{written}, {ran}"
+    each = ", ".join(f"{part.attempts} from {_ended(part, n == 0)}" for n, part in enumerate(parts))
+    return f"{carried}: {each}{written}; {ran}"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
@@ -24,7 +24,16 @@ from reprospec.core import collector
 from reprospec.core.inputs import AttemptPlan, Cell, Spec
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.redact import MASK, Redactor, looks_secret, unset_env
-from reprospec.core.results import AttemptResult, CellResult, Resumed, RunResult, Standalone
+from reprospec.core.results import (
+    KILLED,
+    AttemptResult,
+    CellResult,
+    Resumed,
+    ResumedPart,
+    RunResult,
+    Standalone,
+    Stopped,
+)
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.sections import same_python
 from reprospec.core.words import RESOLVED_SPEC
@@ -89,7 +98,7 @@ def execute(
     result is read back from results.json, whole, as the Python API returns it.
     """
     from reprospec.store.cellspool import CellSpool
-    from reprospec.store.resultsjson import load_run, new_run_id
+    from reprospec.store.resultsjson import load_run, new_run_id, resumed_of
 
     spec = plan.spec
     # Checked first: `--gpus` ids this machine lacks are a usage error before anything runs.
@@ -104,6 +113,10 @@ def execute(
     else:
         folder = RunFolder.new(options.out.resolve(), lambda: new_run_id(spec.name)).claim()
     run_id = folder.run_id
+    # Read before anything writes it: a resumed run whose results.json is missing has its
+    # folder written again from the store, and one that had finished keeps its record.
+    had_results = folder.results_json.is_file()
+    previous = resumed_of(folder.results_json) if resume is not None and had_results else None
     # A resumed run's dead engine may have left attempts running: they end first.
     reaped = leftovers.reap(folder.path) if resume is not None else ()
     # Started as soon as the runner and the folder are there (a resumed run's leftovers
@@ -127,8 +140,11 @@ def execute(
     spec_text = redactor.spec_text(spec_text_of(spec))
     started = _now()
     ended: str | None = None  # a resume that runs nothing keeps the end it had
-    # How the earlier part of a resumed run stopped, and when: its report says so.
-    stopped, stopped_at = "interrupted", ""
+    # How the earlier part of a resumed run stopped, and when, and the parts before it
+    # (a run resumed before): its report says so.
+    stopped: Stopped = "interrupted"
+    stopped_at = ""
+    before = folder.resumed_parts() if resume is not None else ()
     # Each cell's results.json entry, written as it is judged (store/cellspool.py).
     with Store(options.out) as store, CellSpool(folder.results_spool, len(plan.cells)) as spool:
         if resume is not None:
@@ -139,8 +155,8 @@ def execute(
             if begun is not None:
                 # The store says running of a run whose engine died without a word (resume
                 # refuses one whose engine lives): `killed`, as history lists it.
-                stopped = "killed" if begun.status == "running" else begun.status
-                stopped_at = begun.finished if stopped != "killed" else ""
+                stopped = _stopped(begun.status)
+                stopped_at = begun.finished if stopped != KILLED else ""
                 if begun.status == "finished" and begun.finished:
                     # Its folder written again from the store (removed by hand): no attempt
                     # runs, and the run still ended when it did (review).
@@ -160,6 +176,16 @@ def execute(
                 started=started,  # the same second as results.json's, which a resume keeps
             )
         stored_before = len(resume.done) if resume else 0
+        # Its results.json gone (the folder removed by hand), the store writes it again; a
+        # killed part never wrote one.
+        rewritten = not had_results and stopped != KILLED
+        if resume is not None and not (stopped == "finished" and had_results):
+            # Kept as this part begins: killed, it writes no results.json, and the next
+            # resume still names the parts before it. (A finished run, whole, keeps its record.)
+            last = ResumedPart(
+                max(stored_before - sum(part.attempts for part in before), 0), stopped, stopped_at
+            )
+            folder.write_resumed_parts((*before, last))
         keeper = _Keeper(store, run_id, stored=stored_before)
         judged = JudgedCells(plan, spool.add, redactor)
         executor = AttemptExecutor(runner, folder)
@@ -236,7 +262,11 @@ def execute(
             standalone=_standalone(plan, cells, _ran_python(environment)),
             options=options.to_dict(),
             paths=path_labels(spec, environment, docker=options.runner == "docker"),
-            resumed=Resumed(stored_before, keeper.stored - stored_before, stopped, stopped_at)
+            resumed=_resumed(
+                keeper.stored - stored_before,
+                Resumed(stored_before, 0, stopped, stopped_at, before, rewritten=rewritten),
+                previous,
+            )
             if resume is not None
             else None,
         )
@@ -529,6 +559,26 @@ def project_root(folder: Path) -> Path:
         if (candidate / ".git").exists():
             return candidate
     return folder
+
+
+def _stopped(status: str) -> Stopped:
+    """How the earlier part of a resumed run ended, from the store's status: `running` is a
+    run whose engine died without a word (resume refuses one whose engine lives), `killed`
+    as history lists it."""
+    if status == "running":
+        return KILLED
+    return "finished" if status == "finished" else "interrupted"
+
+
+def _resumed(ran: int, resumed: Resumed, previous: Resumed | None) -> Resumed | None:
+    """The `resumed` record of a resumed run that ran `ran` attempts now. A finished run
+    resumed with its folder whole, nothing run (no attempt had failed to run), keeps the
+    record it had (`previous`: none for a run that went straight through), where it was
+    called resumed from a run "finished ... (its folder written again)" that was neither
+    stopped nor written again (rv23 F4)."""
+    if resumed.stopped == "finished" and not resumed.rewritten and ran == 0:
+        return previous
+    return replace(resumed, ran=ran)
 
 
 def _now() -> str:

@@ -46,6 +46,7 @@ from reprospec.core.words import (
     attempt_phrase,
     launch_summary,
     plural,
+    resumed_phrase,
     shorten,
     verdict_legend,
 )
@@ -375,6 +376,7 @@ def context(run: RunResult) -> dict[str, object]:
         # Shown as markdown, but unable to open a fence or a comment (markup.plain_markdown).
         "description": plain_markdown(run.description.strip()),
         "run": run,
+        "resumed": resumed_phrase(run.resumed) if run.resumed else "",
         "warnings": [short(w) for w in run.warnings],
         "environment": [
             (label, short(value)) for label, value in environment_rows(run.environment, differs)

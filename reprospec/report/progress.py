@@ -20,6 +20,7 @@ from reprospec.core.words import (
     cell_rate_phrase,
     expectation_phrase,
     missed_keys,
+    resumed_phrase,
     seconds,
     time_left,
 )
@@ -247,7 +248,8 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
         )
     if result.resumed is not None:
         # The table reads as one run: which of its attempts ran now is said beside it.
-        console.print(f"resumed: {result.resumed.phrase()}", markup=False, highlight=False)
+        said = resumed_phrase(result.resumed)
+        console.print(f"resumed: {said}", markup=False, highlight=False)
     from reprospec.report.environment import perturbed_cells
 
     for cell, notes in perturbed_cells(result):

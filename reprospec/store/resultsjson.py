@@ -377,6 +377,17 @@ def run_to_dict(run: RunResult, *, cells: bool = True) -> JsonObject:
     }
 
 
+def resumed_of(path: Path) -> Resumed | None:
+    """The `resumed` record of the results.json at `path`: None where it has none, or
+    cannot be read (a run resumed again keeps it where nothing ran now)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    resumed = data.get("resumed") if isinstance(data, dict) else None
+    return Resumed.from_dict(resumed) if isinstance(resumed, dict) else None
+
+
 def run_from_dict(d: JsonObject) -> RunResult:
     """Inverse of `run_to_dict`; refuses a results format it does not know."""
     if d.get("format") != FORMAT:

@@ -12,6 +12,9 @@ OUT/                          --out (default .reprospec/)
     results.spool             while it runs: results.json's entry of each cell judged so far
                               (cellspool.py), gone once results.json is written
     repro.py                  a workload's standalone script (standalone.py), when possible
+    resumed.json              a resumed run's earlier parts (attempts, how each ended), written
+                              as each resume begins: the next resume's report names them all,
+                              a part killed before it wrote results.json included
     engine.json               the engine process that runs (or last ran) in it: a run the
                               store still calls running whose engine is gone was killed
     cells/CELL/N/             attempt N of CELL: stdout.log, stderr.log, events.jsonl,
@@ -41,8 +44,12 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec.errors import InfraError
+
+if TYPE_CHECKING:
+    from reprospec.core.results import ResumedPart
 
 _FOLDER_CHARS = "=,._-+"
 # The names of the layout above, spelled here only: every other module asks RunFolder.
@@ -53,6 +60,7 @@ REPORT_MD = "report.md"
 RESULTS_SPOOL = "results.spool"
 REPRO_PY = "repro.py"
 ENGINE_JSON = "engine.json"
+RESUMED_JSON = "resumed.json"
 CELLS = "cells"
 # The empty folder a silent pass leaves its cell for the next attempt (`prune`, `attempt_dir`):
 # a dot first, so no attempt number names it.
@@ -210,6 +218,28 @@ class RunFolder:
     def repro_py(self) -> Path:
         """The standalone script of a workload run (standalone.py), when there is one."""
         return self.path / REPRO_PY
+
+    def resumed_parts(self) -> tuple[ResumedPart, ...]:
+        """The earlier parts of a run resumed before, as its last resume began
+        (`write_resumed_parts`); () for one never resumed, or where the file is unreadable."""
+        from reprospec.core.results import ResumedPart
+
+        try:
+            data = json.loads((self.path / RESUMED_JSON).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return ()
+        parts = data.get("parts") if isinstance(data, dict) else None
+        if not isinstance(parts, list):
+            return ()
+        return tuple(ResumedPart.from_dict(part) for part in parts if isinstance(part, dict))
+
+    def write_resumed_parts(self, parts: Iterable[ResumedPart]) -> None:
+        """Keep the parts before the one a resume begins, at its start: a part killed later
+        writes no results.json, and the next resume still names what came before it."""
+        text = json.dumps({"parts": [part.to_dict() for part in parts]}, indent=1)
+        temporary = self.path / f"{RESUMED_JSON}.tmp{os.getpid()}"
+        temporary.write_text(text + "\n", encoding="utf-8")
+        temporary.replace(self.path / RESUMED_JSON)
 
     @property
     def cells(self) -> Path:

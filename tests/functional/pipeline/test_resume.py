@@ -113,6 +113,8 @@ def test_a_resumed_run_says_so_in_its_report_and_summary(cli: Cli, tmp_path: Pat
         "ran": 3,
         "stopped": "interrupted",
         "stopped_at": stopped_at,
+        "parts": [{"attempts": 1, "stopped": "interrupted", "stopped_at": stopped_at}],
+        "rewritten": False,
     }
     when = stopped_at.replace("T", " ")[:19] + " UTC"
     said = f"1 attempt(s) carried over from the run interrupted at {when}, 3 run now"
@@ -134,3 +136,94 @@ def test_a_run_whose_engine_was_killed_is_resumed_and_says_so(cli: Cli, tmp_path
     said = "0 attempt(s) carried over from the run whose engine was killed, 2 run now"
     assert f"resumed: {said}\n" in resumed.stdout
     assert f"): {said}.\n" in (out / "runs" / run_id / "report.md").read_text()
+
+
+def test_a_run_resumed_twice_names_each_part_and_a_finished_one_keeps_its_record(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """rv23 F4: Ctrl-C, `--resume`, Ctrl-C again, `--resume`: the report said `carried over
+    from the run interrupted at` the second interruption alone, and that the first part was
+    interrupted too was lost. Then `--resume` of the finished run, its folder whole, ran
+    nothing and said `carried over from the run finished at X (its folder written again
+    from the store)`, neither true, in place of the record it had."""
+    import shutil
+    import sys
+
+    from tests.support.cli import interrupt_when
+
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    spec = tmp_path / "four.yaml"
+    # Cell n=1 passes at once; each other waits for its own gate (a minute at most).
+    spec.write_text(
+        "reprospec: 1\nname: four\nmatrix: {n: [1, 2, 3, 4]}\n"
+        "command: >-\n"
+        '  python -c "import pathlib, time;\n'
+        f"  [time.sleep(0.05) for _ in range(1200) if ${{{{ matrix.n }}}} > 1 and not "
+        f"pathlib.Path({str(gates)!r}, 'g${{{{ matrix.n }}}}').exists()]\"\n"
+        "expect: {outcome: pass}\n"
+    )
+    out = tmp_path / "out"
+    reprospec = [sys.executable, "-m", "reprospec", "run"]
+    first = interrupt_when(
+        [*reprospec, str(spec), "-j", "1", "--out", str(out)],
+        lambda: bool(list(out.glob("runs/*/cells/n=2/1"))),  # n=1 ended, n=2 waits
+    )
+    assert first.code == 130, first.stderr
+    (folder,) = (out / "runs").iterdir()
+    (gates / "g2").touch()
+    second = interrupt_when(
+        [*reprospec, "--resume", folder.name, "--out", str(out)],
+        lambda: (folder / "cells" / "n=3" / "1").is_dir(),  # n=2 ended, n=3 waits
+    )
+    assert second.code == 130, second.stderr
+    once = json.loads((folder / "results.json").read_text())["resumed"]
+    assert (once["carried"], once["ran"], once["stopped"]) == (1, 1, "interrupted")
+    (gates / "g3").touch()
+    (gates / "g4").touch()
+    third = cli("run", "--resume", folder.name, "--out", str(out), timeout=300)
+    assert third.code == 0, third.stderr
+    data = json.loads((folder / "results.json").read_text())
+    resumed = data["resumed"]
+    assert [(p["attempts"], p["stopped"]) for p in resumed["parts"]] == [
+        (1, "interrupted"),
+        (1, "interrupted"),
+    ]
+    assert (resumed["carried"], resumed["ran"], resumed["rewritten"]) == (2, 2, False)
+    at = [p["stopped_at"].replace("T", " ")[:19] + " UTC" for p in resumed["parts"]]
+    said = (
+        f"2 attempt(s) carried over: 1 from the run interrupted at {at[0]}, "
+        f"1 from its resume interrupted at {at[1]}; 2 run now"
+    )
+    assert f"resumed: {said}\n" in third.stdout
+    assert f"): {said}.\n" in (folder / "report.md").read_text()
+
+    # Finished, its folder whole: nothing runs, and the record it had is kept.
+    again = cli("run", "--resume", folder.name, "--out", str(out), timeout=300)
+    assert again.code == 0, again.stderr
+    assert f"resumed: {said}\n" in again.stdout
+    assert "written again" not in again.stdout
+    assert json.loads((folder / "results.json").read_text())["resumed"] == resumed
+
+    # Its folder removed by hand: written again from the store, and said so.
+    shutil.rmtree(folder)
+    rewritten = cli("run", "--resume", folder.name, "--out", str(out), timeout=300)
+    assert rewritten.code == 0, rewritten.stderr
+    assert "4 attempt(s) carried over from the run finished at " in rewritten.stdout
+    assert "(its folder written again from the store), 0 run now\n" in rewritten.stdout
+
+
+def test_a_run_that_went_straight_through_is_not_called_resumed_by_a_resume(
+    cli: Cli, tmp_path: Path
+) -> None:
+    spec = tmp_path / "pass.yaml"
+    spec.write_text("reprospec: 1\nname: pass\ncommand: 'true'\nexpect: {outcome: pass}\n")
+    out = tmp_path / "out"
+    ran = cli("run", str(spec), "--repeat", "2", "--out", str(out), timeout=120)
+    assert ran.code == 0, ran.stderr
+    (folder,) = (out / "runs").iterdir()
+    resumed = cli("run", "--resume", folder.name, "--out", str(out), timeout=120)
+    assert resumed.code == 0, resumed.stderr
+    assert "resumed:" not in resumed.stdout
+    assert "Resumed" not in (folder / "report.md").read_text()
+    assert json.loads((folder / "results.json").read_text())["resumed"] is None

@@ -35,3 +35,24 @@ def test_a_changed_option_is_refused_naming_it_and_the_value_kept() -> None:
     # The run's own values again are no change; what was not given is not compared.
     refuse_changes("R", began, RunOptions(repeat=3, timeout_s=30.0), {"repeat", "timeout_s"})
     refuse_changes("R", began, RunOptions(repeat=1), set())
+
+
+def test_a_finished_run_resumed_whole_keeps_the_record_it_had() -> None:
+    """rv23 F4: `--resume` of a run that had finished, its folder whole, ran nothing and
+    called it resumed from `the run finished at X (its folder written again from the
+    store)`: neither was true. It keeps what it had (none, or an earlier resume's record);
+    written again, or its failed attempts run now, it says so."""
+    from reprospec.core.results import Resumed, ResumedPart
+    from reprospec.pipeline.stages import _resumed
+
+    finished = Resumed(2, 0, "finished", "2026-12-01T09:58:40+00:00")
+    assert _resumed(0, finished, None) is None
+    earlier = Resumed(1, 1, "interrupted", "2026-12-01T09:50:00+00:00")
+    assert _resumed(0, finished, earlier) is earlier
+    # Its folder gone and written again from the store; its attempts that could not run, run.
+    rewritten = Resumed(2, 0, "finished", "2026-12-01T09:58:40+00:00", rewritten=True)
+    assert _resumed(0, rewritten, earlier) == rewritten
+    assert _resumed(1, finished, earlier) == Resumed(2, 1, "finished", finished.stopped_at)
+    # An interrupted part is said whatever ran now.
+    interrupted = Resumed(2, 0, "interrupted", before=(ResumedPart(1, "killed"),))
+    assert _resumed(0, interrupted, None) == interrupted

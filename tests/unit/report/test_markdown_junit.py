@@ -765,14 +765,48 @@ def test_a_resumed_run_says_so_under_its_headline() -> None:
 
 def test_how_the_earlier_part_of_a_resumed_run_stopped_is_worded() -> None:
     from reprospec.core.results import Resumed
+    from reprospec.core.words import resumed_phrase
 
-    assert Resumed(0, 2, "killed").phrase() == (
+    assert resumed_phrase(Resumed(0, 2, "killed")) == (
         "0 attempt(s) carried over from the run whose engine was killed, 2 run now"
     )
-    assert Resumed(4, 0, "finished", "2026-12-01T09:00:00+00:00").phrase() == (
+    # Written again only where its folder was (rv23 F4: said of a folder left whole).
+    assert resumed_phrase(Resumed(4, 0, "finished", "2026-12-01T09:00:00+00:00")) == (
+        "4 attempt(s) carried over from the run finished at 2026-12-01 09:00:00 UTC, 0 run now"
+    )
+    assert resumed_phrase(
+        Resumed(4, 0, "finished", "2026-12-01T09:00:00+00:00", rewritten=True)
+    ) == (
         "4 attempt(s) carried over from the run finished at 2026-12-01 09:00:00 UTC "
         "(its folder written again from the store), 0 run now"
     )
+
+
+def test_a_run_resumed_twice_names_each_earlier_part() -> None:
+    """rv23 F4: interrupted, resumed and interrupted again, then resumed: the second resume
+    wrote `carried over from the run interrupted at (the second time)`, and that its first
+    part was interrupted too was lost."""
+    from reprospec.core.results import Resumed, ResumedPart
+    from reprospec.core.words import resumed_phrase
+    from reprospec.store.resultsjson import run_from_dict, run_to_dict
+    from tests.support.runs import error_run
+
+    first = ResumedPart(1, "interrupted", "2026-12-01T09:00:00+00:00")
+    twice = Resumed(3, 1, "interrupted", "2026-12-01T09:05:00+00:00", before=(first,))
+    assert twice.parts == (first, ResumedPart(2, "interrupted", "2026-12-01T09:05:00+00:00"))
+    assert resumed_phrase(twice) == (
+        "3 attempt(s) carried over: 1 from the run interrupted at 2026-12-01 09:00:00 UTC, "
+        "2 from its resume interrupted at 2026-12-01 09:05:00 UTC; 1 run now"
+    )
+    killed = Resumed(3, 1, "killed", before=(first,))
+    assert resumed_phrase(killed).endswith(", 2 from its resume whose engine was killed; 1 run now")
+    run = replace(error_run(), resumed=twice)
+    data = json.loads(json.dumps(run_to_dict(run)))
+    assert [part["attempts"] for part in data["resumed"]["parts"]] == [1, 2]
+    assert run_from_dict(data).resumed == twice
+    # A results.json written before `parts` reads as one earlier part.
+    del data["resumed"]["parts"], data["resumed"]["rewritten"]
+    assert run_from_dict(data).resumed == replace(twice, before=())
 
 
 def test_a_grid_corner_whose_attempts_differ_names_the_failure_and_its_count() -> None:

@@ -314,3 +314,17 @@ def test_an_attempt_folder_of_files_is_set_aside_not_run_into(tmp_path: Path) ->
         "1.interrupted",
         "1.interrupted-2",
     ]
+
+
+def test_a_resumed_runs_earlier_parts_are_kept_in_its_folder(tmp_path: Path) -> None:
+    """What the next resume reads of the parts before a resumed part killed (it wrote no
+    results.json): read back as written; none where the file is missing or damaged."""
+    from reprospec.core.results import ResumedPart
+
+    folder = RunFolder.of(tmp_path, "run-1").create()
+    assert folder.resumed_parts() == ()
+    parts = (ResumedPart(1, "interrupted", "2026-12-01T09:00:00+00:00"), ResumedPart(2, "killed"))
+    folder.write_resumed_parts(parts)
+    assert folder.resumed_parts() == parts
+    (folder.path / runfolder.RESUMED_JSON).write_text("{not json")
+    assert folder.resumed_parts() == ()
