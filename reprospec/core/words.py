@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from reprospec.core.inputs import Expectation
 from reprospec.core.results import (
@@ -297,9 +298,28 @@ def interval_phrase(low: float, high: float, *, digits: int = 2, dash: str = "â€
     return dash.join(interval_bounds(low, high, digits=digits))
 
 
+@dataclass(frozen=True)
+class PrintedInterval:
+    """A rate's 95% interval as minimize and isolate print it: each bound in whole percents,
+    rounded outward (`5%`, `36%`). Kept as its bounds, so that a sentence saying one of them
+    (minimize's `up to 36%`) takes it from here, not by cutting the printed `5%-36%` apart;
+    `str` is its one spelling."""
+
+    low: str
+    high: str
+
+    def __str__(self) -> str:
+        return f"{self.low}-{self.high}"
+
+
+def percent_bounds(low: float, high: float) -> PrintedInterval:
+    """The interval from `interval_bounds` in whole percents, its bounds as printed."""
+    return PrintedInterval(*interval_bounds(low, high, digits=0, percent=True))
+
+
 def percent_interval(low: float, high: float) -> str:
     """`9%-71%`: the interval from `interval_bounds` in whole percents (minimize, isolate)."""
-    return "-".join(interval_bounds(low, high, digits=0, percent=True))
+    return str(percent_bounds(low, high))
 
 
 def rate_phrase(rate: Rate, *, fraction: bool = False) -> str:
@@ -419,8 +439,11 @@ __all__ = [
     "NOT_RUN",
     "NOT_RUN_LEGEND",
     "OBSERVE_LEGEND",
+    "STUCK_MARK",
+    "STUCK_UNREAD",
     "VERDICT_LEGEND",
     "VERDICT_MARKS",
+    "PrintedInterval",
     "attempt_phrase",
     "attempts_phrase",
     "budget_continues",
@@ -432,15 +455,18 @@ __all__ = [
     "launch_summary",
     "location",
     "outcome_phrase",
+    "percent_bounds",
     "percent_interval",
     "plural",
     "rate_phrase",
     "replayed_phrase",
+    "resumed_phrase",
     "seconds",
     "shorten",
     "shorten_command",
     "signals_phrase",
     "size",
+    "timestamp",
     "verdict_legend",
 ]
 

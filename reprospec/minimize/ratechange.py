@@ -24,7 +24,7 @@ from typing import Literal
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.rates import clearly_more
 from reprospec.core.results import Rate
-from reprospec.core.words import interval_bounds
+from reprospec.core.words import PrintedInterval, percent_bounds
 
 Direction = Literal["more", "less"]
 
@@ -84,22 +84,9 @@ def rate_text(rate: Rate, *, named: bool = False) -> str:
     )
 
 
-@dataclass(frozen=True)
-class PrintedInterval:
-    """A rate's 95% interval as minimize prints it: each bound in whole percents, rounded
-    outward (`5%`, `36%`). Kept as its bounds, so that a sentence saying one of them (the
-    upper, `up to 36%`) takes it from here, not by cutting the printed `5%-36%` apart."""
-
-    low: str
-    high: str
-
-    def __str__(self) -> str:
-        return f"{self.low}-{self.high}"
-
-
 def printed_interval(rate: Rate) -> PrintedInterval:
-    """The rate's 95% interval as printed (core.words.interval_bounds, in percents)."""
-    return PrintedInterval(*interval_bounds(rate.low, rate.high, digits=0, percent=True))
+    """The rate's 95% interval as printed (core.words.percent_bounds: isolate's spelling too)."""
+    return percent_bounds(rate.low, rate.high)
 
 
 def interval_text(rate: Rate) -> str:

@@ -7,7 +7,14 @@ import pytest
 
 from reprospec.core.rates import judge_rate, rate_of, wilson
 from reprospec.core.units import RateBound
-from reprospec.core.words import interval_bounds, interval_phrase, percent_interval, rate_phrase
+from reprospec.core.words import (
+    PrintedInterval,
+    interval_bounds,
+    interval_phrase,
+    percent_bounds,
+    percent_interval,
+    rate_phrase,
+)
 
 
 def test_a_lower_bound_under_the_bound_is_printed_under_it() -> None:
@@ -24,6 +31,17 @@ def test_an_exact_bound_stays_where_it_is() -> None:
     assert interval_phrase(0.3, 0.7) == "0.30–0.70"
     assert interval_phrase(0.0, 1.0, dash="..") == "0.00..1.00"
     assert percent_interval(0.3, 0.7) == "30%-70%"
+
+
+def test_minimize_and_isolate_print_an_interval_in_one_spelling() -> None:
+    """rv23 F9: minimize's PrintedInterval spelled `low-high` itself beside this module's
+    percent_interval, isolate's: a change to one left the other's report on the old one."""
+    from reprospec.minimize.ratechange import interval_text, printed_interval
+
+    rate = rate_of(2, 6)
+    assert percent_bounds(rate.low, rate.high) == PrintedInterval("9%", "71%")
+    assert printed_interval(rate) == percent_bounds(rate.low, rate.high)
+    assert interval_text(rate) == percent_interval(rate.low, rate.high) == "9%-71%"
 
 
 @pytest.mark.parametrize("digits", [0, 2, 3])

@@ -4,8 +4,8 @@ intervals are apart, either way, and not where they overlap."""
 from __future__ import annotations
 
 from reprospec.core.rates import clearly_more, rate_of
+from reprospec.core.words import PrintedInterval
 from reprospec.minimize.ratechange import (
-    PrintedInterval,
     interval_text,
     printed_interval,
     rate_change,
