@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from reprospec.core.inputs import Expectation
 from reprospec.core.results import (
@@ -298,12 +298,12 @@ def interval_phrase(low: float, high: float, *, digits: int = 2, dash: str = "â€
     return dash.join(interval_bounds(low, high, digits=digits))
 
 
-@dataclass(frozen=True)
-class PrintedInterval:
+class PrintedInterval(NamedTuple):
     """A rate's 95% interval as minimize and isolate print it: each bound in whole percents,
     rounded outward (`5%`, `36%`). Kept as its bounds, so that a sentence saying one of them
     (minimize's `up to 36%`) takes it from here, not by cutting the printed `5%-36%` apart;
-    `str` is its one spelling."""
+    `str` is its one spelling. A NamedTuple, not a dataclass: every run imports this module,
+    and a frozen dataclass's methods are compiled as it is made (issue 30, item 4)."""
 
     low: str
     high: str
