@@ -135,7 +135,7 @@ def _status(run: Mapping[str, object], out: Path) -> Mapping[str, object]:
     ended: a SIGKILL or the OOM killer leaves no word in the store (`--resume` finishes it);
     and `folder_missing` where its run folder is gone (removed by hand): `report` and
     `compare` need the folder, and said "no run" of a run this listed as whole."""
-    from reprospec.core.results import KILLED
+    from reprospec.core.resumed import KILLED
     from reprospec.store.runfolder import RunFolder
 
     folder = RunFolder.of(out.resolve(), str(run["run_id"]))

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from reprospec.core.inputs import Expectation
 from reprospec.core.results import (
@@ -34,12 +34,13 @@ from reprospec.core.results import (
     NotRun,
     Outcome,
     Rate,
-    Resumed,
-    ResumedPart,
     VerdictKind,
 )
 from reprospec.core.signals import canonical_signal
 from reprospec.core.units import format_size
+
+if TYPE_CHECKING:
+    from reprospec.core.resumed import Resumed, ResumedPart
 
 VERDICT_MARKS: dict[VerdictKind, str] = {
     "reproduced": "✅",

@@ -18,22 +18,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from reprospec.core import collector
 from reprospec.core.inputs import AttemptPlan, Cell, Spec
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.redact import MASK, Redactor, looks_secret, unset_env
-from reprospec.core.results import (
-    KILLED,
-    AttemptResult,
-    CellResult,
-    Resumed,
-    ResumedPart,
-    RunResult,
-    Standalone,
-    Stopped,
-)
+from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.sections import same_python
 from reprospec.core.words import RESOLVED_SPEC
@@ -51,6 +42,10 @@ from reprospec.runners.base import Runner, first_runnable
 from reprospec.store.db import Store, StoreError
 from reprospec.store.digests import FILES_FIELD
 from reprospec.store.runfolder import RunFolder
+
+if TYPE_CHECKING:
+    # A resumed run's record, made only by a resume (core/resumed.py says why).
+    from reprospec.core.resumed import Resumed, Stopped
 
 
 @dataclass(frozen=True)
@@ -156,7 +151,7 @@ def execute(
                 # The store says running of a run whose engine died without a word (resume
                 # refuses one whose engine lives): `killed`, as history lists it.
                 stopped = _stopped(begun.status)
-                stopped_at = begun.finished if stopped != KILLED else ""
+                stopped_at = begun.finished if stopped != "killed" else ""
                 if begun.status == "finished" and begun.finished:
                     # Its folder written again from the store (removed by hand): no attempt
                     # runs, and the run still ended when it did (review).
@@ -178,8 +173,10 @@ def execute(
         stored_before = len(resume.done) if resume else 0
         # Its results.json gone (the folder removed by hand), the store writes it again; a
         # killed part never wrote one.
-        rewritten = not had_results and stopped != KILLED
+        rewritten = not had_results and stopped != "killed"
         if resume is not None and not (stopped == "finished" and had_results):
+            from reprospec.core.resumed import ResumedPart
+
             # Kept as this part begins: killed, it writes no results.json, and the next
             # resume still names the parts before it. (A finished run, whole, keeps its record.)
             last = ResumedPart(
@@ -243,6 +240,12 @@ def execute(
             *store.warnings,
         )
         cells = judged.all(scheduler.unfinished(), interrupted=interrupted)
+        record = None
+        if resume is not None:
+            from reprospec.core.resumed import Resumed
+
+            earlier = Resumed(stored_before, 0, stopped, stopped_at, before, rewritten=rewritten)
+            record = _resumed(keeper.stored - stored_before, earlier, previous)
         result = RunResult(
             run_id=run_id,
             spec_name=spec.name,
@@ -262,13 +265,7 @@ def execute(
             standalone=_standalone(plan, cells, _ran_python(environment)),
             options=options.to_dict(),
             paths=path_labels(spec, environment, docker=options.runner == "docker"),
-            resumed=_resumed(
-                keeper.stored - stored_before,
-                Resumed(stored_before, 0, stopped, stopped_at, before, rewritten=rewritten),
-                previous,
-            )
-            if resume is not None
-            else None,
+            resumed=record,
         )
         # (the cells are masked already, as they were judged: the walk passes them through)
         result = redactor.value(result)
@@ -565,6 +562,8 @@ def _stopped(status: str) -> Stopped:
     """How the earlier part of a resumed run ended, from the store's status: `running` is a
     run whose engine died without a word (resume refuses one whose engine lives), `killed`
     as history lists it."""
+    from reprospec.core.resumed import KILLED
+
     if status == "running":
         return KILLED
     return "finished" if status == "finished" else "interrupted"

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from reprospec.core.inputs import WHERES, Cell, Expectation, ExpectedOutcome
 from reprospec.core.jsontypes import (
@@ -37,7 +37,6 @@ from reprospec.core.results import (
     Outcome,
     OutcomeKind,
     Rate,
-    Resumed,
     RunResult,
     Standalone,
     VerdictKind,
@@ -45,6 +44,9 @@ from reprospec.core.results import (
 from reprospec.core.units import parse_rate, parse_step
 from reprospec.errors import FatalError, UsageError
 from reprospec.store.runfolder import RUNS, RunFolder
+
+if TYPE_CHECKING:
+    from reprospec.core.resumed import Resumed
 
 FORMAT = 1
 _Choice = TypeVar("_Choice", bound=str)
@@ -385,7 +387,7 @@ def resumed_of(path: Path) -> Resumed | None:
     except (OSError, ValueError):
         return None
     resumed = data.get("resumed") if isinstance(data, dict) else None
-    return Resumed.from_dict(resumed) if isinstance(resumed, dict) else None
+    return _resumed(resumed) if isinstance(resumed, dict) else None
 
 
 def run_from_dict(d: JsonObject) -> RunResult:
@@ -419,8 +421,17 @@ def run_from_dict(d: JsonObject) -> RunResult:
         standalone=Standalone.from_dict(standalone) if isinstance(standalone, dict) else None,
         options=obj(d.get("options")),
         paths={k: v for k, v in obj(d.get("paths")).items() if isinstance(v, str)},
-        resumed=Resumed.from_dict(obj(d.get("resumed"))) if d.get("resumed") else None,
+        resumed=_resumed(d.get("resumed")),
     )
+
+
+def _resumed(value: JsonValue) -> Resumed | None:
+    """results.json's `resumed`: None for a run that went straight through."""
+    if not value:
+        return None
+    from reprospec.core.resumed import Resumed  # only a resumed run's results hold one
+
+    return Resumed.from_dict(obj(value))
 
 
 def cell_json(cell: CellResult) -> str:

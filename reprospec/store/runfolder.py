@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 from reprospec.errors import InfraError
 
 if TYPE_CHECKING:
-    from reprospec.core.results import ResumedPart
+    from reprospec.core.resumed import ResumedPart
 
 _FOLDER_CHARS = "=,._-+"
 # The names of the layout above, spelled here only: every other module asks RunFolder.
@@ -222,7 +222,7 @@ class RunFolder:
     def resumed_parts(self) -> tuple[ResumedPart, ...]:
         """The earlier parts of a run resumed before, as its last resume began
         (`write_resumed_parts`); () for one never resumed, or where the file is unreadable."""
-        from reprospec.core.results import ResumedPart
+        from reprospec.core.resumed import ResumedPart
 
         try:
             data = json.loads((self.path / RESUMED_JSON).read_text(encoding="utf-8"))

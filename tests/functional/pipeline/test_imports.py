@@ -44,8 +44,9 @@ READERS = (
 # pytest command that failed), the readers of run ids and `latest` (the verbs that read a
 # run), a run read back from the store (--resume, bundle) and the guards of a cell's
 # programs (a cell held to its environment's: packages, the venv runner), the record of a
-# child the engine reaped (a program that started one) and of a core read (a crash's), and
-# `html` (its table of entities: the report's escape, markup.html_text, reads none).
+# child the engine reaped (a program that started one) and of a core read (a crash's), a
+# resumed run's record (--resume), and `html` (its table of entities: the report's escape,
+# markup.html_text, reads none).
 NOT_FOR_A_PASS = (
     "reprospec.outcome.children",
     "reprospec.outcome.ranks",
@@ -73,6 +74,7 @@ NOT_FOR_A_PASS = (
     "reprospec.runners.programs",
     "reprospec.core.childexit",
     "reprospec.native.coreinfo",
+    "reprospec.core.resumed",
     "html.entities",
 )
 

@@ -42,7 +42,7 @@ def test_a_finished_run_resumed_whole_keeps_the_record_it_had() -> None:
     called it resumed from `the run finished at X (its folder written again from the
     store)`: neither was true. It keeps what it had (none, or an earlier resume's record);
     written again, or its failed attempts run now, it says so."""
-    from reprospec.core.results import Resumed, ResumedPart
+    from reprospec.core.resumed import Resumed, ResumedPart
     from reprospec.pipeline.stages import _resumed
 
     finished = Resumed(2, 0, "finished", "2026-12-01T09:58:40+00:00")

@@ -742,7 +742,7 @@ def test_a_spec_whose_secrets_were_masked_says_what_to_set_beside_it() -> None:
 def test_a_resumed_run_says_so_under_its_headline() -> None:
     """fx49a: report.md of a run finished by `run --resume` read as one run that went
     straight through; it says which attempts were carried over and which ran now."""
-    from reprospec.core.results import Resumed
+    from reprospec.core.resumed import Resumed
     from reprospec.report.markdown import render_markdown
     from reprospec.store.resultsjson import run_from_dict, run_to_dict
     from tests.support.runs import error_run
@@ -764,7 +764,7 @@ def test_a_resumed_run_says_so_under_its_headline() -> None:
 
 
 def test_how_the_earlier_part_of_a_resumed_run_stopped_is_worded() -> None:
-    from reprospec.core.results import Resumed
+    from reprospec.core.resumed import Resumed
     from reprospec.core.words import resumed_phrase
 
     assert resumed_phrase(Resumed(0, 2, "killed")) == (
@@ -786,7 +786,7 @@ def test_a_run_resumed_twice_names_each_earlier_part() -> None:
     """rv23 F4: interrupted, resumed and interrupted again, then resumed: the second resume
     wrote `carried over from the run interrupted at (the second time)`, and that its first
     part was interrupted too was lost."""
-    from reprospec.core.results import Resumed, ResumedPart
+    from reprospec.core.resumed import Resumed, ResumedPart
     from reprospec.core.words import resumed_phrase
     from reprospec.store.resultsjson import run_from_dict, run_to_dict
     from tests.support.runs import error_run

@@ -319,7 +319,7 @@ def test_an_attempt_folder_of_files_is_set_aside_not_run_into(tmp_path: Path) ->
 def test_a_resumed_runs_earlier_parts_are_kept_in_its_folder(tmp_path: Path) -> None:
     """What the next resume reads of the parts before a resumed part killed (it wrote no
     results.json): read back as written; none where the file is missing or damaged."""
-    from reprospec.core.results import ResumedPart
+    from reprospec.core.resumed import ResumedPart
 
     folder = RunFolder.of(tmp_path, "run-1").create()
     assert folder.resumed_parts() == ()
