@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import select
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -317,18 +318,25 @@ def run_process(
         if timed_out or interrupted:
             procs = tree.find_attempt_processes(token, proc.pid, tag)
             child_exits = tree.reap_orphans(procs, proc.pid)
-            stack = stacks.collect_stacks(
-                procs, stack_dir, stack_path, root_pid=proc.pid, pause=pump.step
-            )
+            resume: Callable[[], None] | None = None
             if timed_out and native is not None:
                 # The root first: at the deadline the processes gdb did not reach go without.
                 order = sorted(procs, key=lambda pid: (pid != proc.pid, pid))
                 alive = {pid: procs[pid].cmdline for pid in order if procs[pid].alive}
-                # Frozen before gdb reads them (the Python stacks above needed them running):
-                # a process that was leaving at the deadline (exiting after its `done`) stays
-                # to be read instead of vanishing under gdb, and every stack is of one instant.
+                # Frozen and read before the Python stacks are asked for: the asking signal
+                # (SIGUSR1) ends a wait the kernel never restarts after a handler (pause,
+                # sigsuspend, a C library's poll without an EINTR retry), and native frames
+                # read after it were of where the process went next. Frozen, a process that
+                # was leaving at the deadline (exiting after its `done`) stays to be read
+                # instead of vanishing under the reader, and every stack is of one instant.
                 tree.stop_processes(alive, proc.pid)
                 hang_native = native.hang(alive, timed_out_at=deadline)
+                # Continued once asked: the thread that takes the pending SIGUSR1 dumps
+                # before it runs anything else, so one that was leaving still answers.
+                resume = functools.partial(tree.continue_processes, alive, proc.pid)
+            stack = stacks.collect_stacks(
+                procs, stack_dir, stack_path, root_pid=proc.pid, pause=pump.step, asked=resume
+            )
             others = any(pid != proc.pid for pid in procs)
             tree.kill_attempt(token, proc.pid, proc.pid, tag)
             root_waited = _root_waited(proc, own_root)

@@ -131,27 +131,31 @@ def collect_stacks(
     out_path: Path,
     root_pid: int | None = None,
     pause: Callable[[float], object] = time.sleep,
+    asked: Callable[[], object] | None = None,
 ) -> Path | None:
     """Ask every Python process for its stacks and write them into `out_path`.
 
     SIGUSR1 goes only to processes that catch it (our sitecustomize registered
     faulthandler there); py-spy, when installed, covers the Python processes that
     produced nothing. `pause` passes the time while the dumps are written (run.py's output
-    pump, so a child blocked on a full pipe can still write). Returns `out_path` when some
-    stack was written.
+    pump, so a child blocked on a full pipe can still write). `asked` runs once the signals
+    are sent: run.py asks a hang's processes while they are stopped for the native reader,
+    and continues them there. Returns `out_path` when some stack was written.
     """
     alive = {pid: info for pid, info in procs.items() if info.alive}
-    asked: list[int] = []
+    signalled: list[int] = []
     for pid in alive:
         if _catches_sigusr1(pid):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGUSR1)
-                asked.append(pid)
-    wait_for_stack_files(stack_dir, asked, pause)
+                signalled.append(pid)
+    if asked is not None:
+        asked()
+    wait_for_stack_files(stack_dir, signalled, pause)
     dumps: dict[int, str] = {}
     skipped: set[int] = set()
     budget = STACKS_TOTAL_BYTES
-    for pid in sorted(asked, key=lambda pid: (pid != root_pid, pid)):
+    for pid in sorted(signalled, key=lambda pid: (pid != root_pid, pid)):
         if budget <= 0:
             skipped.add(pid)  # the root's and the first ones' are in; memory stays bounded
             continue

@@ -443,6 +443,17 @@ def stop_processes(pids: Iterable[int], pgid: int | None) -> None:
             os.kill(pid, signal.SIGSTOP)
 
 
+def continue_processes(pids: Iterable[int], pgid: int | None) -> None:
+    """SIGCONT what `stop_processes` stopped (its group first): a hang's processes, read by
+    the native reader while stopped, then asked for their Python stacks (run.py)."""
+    if pgid is not None:
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGCONT)
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGCONT)
+
+
 def kill_attempt(
     token: str, root_pid: int | None, pgid: int | None, tag: int | None = None
 ) -> dict[int, ProcInfo]:

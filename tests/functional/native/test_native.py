@@ -419,7 +419,7 @@ def test_a_deadlock_in_c_shows_every_thread_waiting_on_the_lock(
     lines = native.thread_tops(stacks)
     assert len(lines) == 4
     assert all("lock" in line or "futex" in line for line in lines)
-    # The Python stacks are still taken first, next to the native ones.
+    # The Python stacks are taken too, after the native ones (asked while stopped).
     assert ex.stack_path is not None
     assert "deadlock" in ex.stack_path.read_text()
     markdown = native.render_markdown(stacks)
@@ -428,8 +428,8 @@ def test_a_deadlock_in_c_shows_every_thread_waiting_on_the_lock(
 
 
 # Leaves as soon as the file GO appears: the test makes it as the native read begins, so a
-# process the engine did not freeze first (after its Python stack, which needs it running)
-# is gone before the reader reaches it, as a process that was exiting at the deadline is.
+# process the engine did not freeze first is gone before the reader reaches it, as a
+# process that was exiting at the deadline is.
 LEAVES_WHEN_TOLD = """
 import os, sys, threading, time
 def leave():
@@ -454,7 +454,7 @@ def _stopped_or_gone(pid: int) -> bool:
 def test_a_process_leaving_just_after_the_deadline_is_read_where_it_was(
     runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Frozen once its Python stack is taken, it is read (its sleep on top) instead of
+    """Frozen before it is read, it is read (its sleep on top) instead of
     answering the reader with `ptrace: No such process`.
 
     The process leaves when told, as the read begins, and the read waits until it is
@@ -480,6 +480,37 @@ def test_a_process_leaving_just_after_the_deadline_is_read_where_it_was(
     assert process.error is None, process.error
     symbols = {frame.symbol for thread in process.threads for frame in thread.frames[:4]}
     assert symbols & {"clock_nanosleep", "__clock_nanosleep", "nanosleep", "select"}, symbols
+
+
+# Waits in pause(), which returns after any signal handler (the kernel never restarts it),
+# then sleeps: where it went next once woken.
+PAUSES = """
+import ctypes, time
+ctypes.CDLL(None).pause()
+time.sleep(60)
+"""
+
+
+@needs_gdb
+def test_a_wait_a_signal_would_end_is_read_before_the_python_stacks_are_asked_for(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """The Python stacks are asked for with a signal (SIGUSR1), whose handler ends a
+    pause(): read after it, the native stack showed the sleep the program went on to, not
+    the wait it hung in (fx49b). The native reader now reads the stopped tree first."""
+    plan = make_plan([sys.executable, "-c", PAUSES], timeout_s=2.0)
+    ex = runner.run(plan, tmp_path / "logs")
+    assert ex.timed_out
+    # The Python stack is still taken, asked while the process was stopped.
+    assert ex.stack_path is not None
+    assert "line 3" in ex.stack_path.read_text(), ex.stack_path.read_text()
+    stacks = native.read(tmp_path / "logs")
+    assert stacks is not None
+    (process,) = [p for p in stacks.processes if p.source == "attach"]
+    assert process.error is None, process.error
+    symbols = [frame.symbol for thread in process.threads for frame in thread.frames[:3]]
+    assert any("pause" in symbol for symbol in symbols), symbols
+    assert not any("nanosleep" in symbol for symbol in symbols), symbols
 
 
 @needs_gdb
