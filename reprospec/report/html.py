@@ -28,6 +28,7 @@ from reprospec.core.words import (
     cell_rate_phrase,
     expectation_phrase,
     launch_summary,
+    resumed_phrase,
     seconds,
 )
 from reprospec.environment.facts import run_one_cell_fields
@@ -267,6 +268,9 @@ def context(run: RunResult) -> dict[str, object]:
         "spec_text": run.spec_text.rstrip("\n"),
         "command": run.command_line or f"reprospec run {run.spec_path}",
         "launch": launch_summary(a for c in run.cells for a in c.attempts),
+        # As report.md's note under its headline: a resumed run's page read as one run that
+        # went straight through.
+        "resumed": resumed_phrase(run.resumed) if run.resumed else "",
     }
 
 

@@ -809,6 +809,27 @@ def test_a_run_resumed_twice_names_each_earlier_part() -> None:
     assert run_from_dict(data).resumed == replace(twice, before=())
 
 
+def test_the_html_page_of_a_resumed_run_says_so_as_report_md_does() -> None:
+    """report.md said a run was resumed under its headline; the HTML page of the same run
+    read as one run that went straight through (fx50b's left item)."""
+    from reprospec.core.resumed import Resumed
+    from reprospec.report import render
+    from tests.support.runs import error_run
+
+    resumed = Resumed(2, 2, "interrupted", "2026-12-01T09:28:58+00:00")
+    run = replace(error_run(), resumed=resumed)
+    said = (
+        "2 attempt(s) carried over from the run interrupted at 2026-12-01 09:28:58 UTC, 2 run now"
+    )
+    page = render(run, "html")
+    assert (
+        f"<p><strong>Resumed</strong> (<code>reprospec run --resume {run.run_id}</code>): "
+        f"{said}.</p>"
+    ) in page
+    assert said in render(run, "md")
+    assert "Resumed" not in render(error_run(), "html")
+
+
 def test_a_grid_corner_whose_attempts_differ_names_the_failure_and_its_count() -> None:
     """A flaky corner that crashed in 4 of 10 attempts read `pass 6/10 ✅` in the grid,
     beside a verdict that said the crash reproduced; the corner names the failure."""
