@@ -350,6 +350,8 @@ def ensure_env(
             meta = read_meta(final)  # built by someone else while we waited
             if meta is None:
                 meta = _build(request, root, final, say, cwd)
+                # A failed build's log kept for a preflight (FAILED) names no failure now.
+                failed_build_log(root, key).unlink(missing_ok=True)
                 _mark_used(final, user)
                 seconds = time.monotonic() - started
                 say("done", f"built in {seconds:.1f}s")

@@ -48,8 +48,14 @@ def test_build_once_then_reuse_list_and_prune(tmp_path: Path, wheelhouse: Path) 
     root = tmp_path / "envs"
     request = request_for([f"{DEMO}==1.0"], wheelhouse)
     events: list[venvs.EnvProgress] = []
+    # A failed build's log a preflight kept (an earlier try of the same environment) goes
+    # once it is built: it would name a failure that is no more.
+    stale = venvs.failed_build_log(root, request.key())
+    stale.parent.mkdir(parents=True)
+    stale.write_text("error: an earlier try\n")
     first = venvs.ensure_env(request, root, progress=events.append, user="spec-a")
     assert not first.reused
+    assert not stale.exists()
     assert first.path == root / request.key()
     assert first.installed == {DEMO: "1.0"}
     assert (
