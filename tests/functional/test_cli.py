@@ -192,9 +192,12 @@ def test_plan_text_json_github(cli: Cli) -> None:
 def test_plan_into_a_pipe_its_reader_closed_stops_there_and_exits_141(
     tmp_path: Path, unbuffered: bool
 ) -> None:
-    # A real shell pipeline: `plan | head -3` of 4,096 cells, and `plan | true`, whose reader
-    # is gone before the first write. Planned cell by cell, plan stops at the first write
-    # that fails and exits as a program SIGPIPE ends (128 + 13), with nothing on stderr:
+    # A real shell pipeline: `plan | head -3` of 4,096 cells, and a plan whose reader is gone
+    # before its first write: the reader closes its end, then tells plan to start through a
+    # FIFO (`plan | true` raced: once in a loaded suite, true had not exited before plan
+    # wrote its few lines into the pipe, and plan exited 0). Planned cell by cell, plan
+    # stops at the first write that fails and exits as a program SIGPIPE ends (128 + 13),
+    # with nothing on stderr:
     # it planned every cell first and exited 0, and where its output was still buffered
     # at exit (stdout block-buffered, a pipe), Python printed "Exception ignored ...
     # BrokenPipeError" and exited 120.
@@ -209,9 +212,13 @@ def test_plan_into_a_pipe_its_reader_closed_stops_there_and_exits_141(
     # 8 cells: under 8 KiB, still in the buffer when plan returns (block-buffered).
     few = ["-m", "a=1", "-m", "b=1", "-m", "c=1"]
     one = shlex.join([sys.executable, "-m", "reprospec", "plan", *few, str(spec)])
+    go = tmp_path / "go"
     script = (
         f'{plan} | head -3; echo "head ${{PIPESTATUS[0]}}" >&2; '
-        f'{one} | true; echo "true ${{PIPESTATUS[0]}}" >&2'
+        f"mkfifo {shlex.quote(str(go))}; "
+        f"{{ read -r _ < {shlex.quote(str(go))}; {one}; }} "
+        f"| {{ exec 0<&-; echo go > {shlex.quote(str(go))}; }}; "
+        'echo "true ${PIPESTATUS[0]}" >&2'
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     if unbuffered:
