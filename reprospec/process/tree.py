@@ -435,23 +435,24 @@ def stop_processes(pids: Iterable[int], pgid: int | None) -> None:
     A stopped process cannot exit, fork or run, and gdb (or any ptrace reader) reads it
     as it was when stopped; SIGKILL still ends it afterwards without a SIGCONT.
     """
-    if pgid is not None:
-        with contextlib.suppress(OSError):
-            os.killpg(pgid, signal.SIGSTOP)
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGSTOP)
+    _signal_processes(pids, pgid, signal.SIGSTOP)
 
 
 def continue_processes(pids: Iterable[int], pgid: int | None) -> None:
     """SIGCONT what `stop_processes` stopped (its group first): a hang's processes, read by
     the native reader while stopped, then asked for their Python stacks (run.py)."""
+    _signal_processes(pids, pgid, signal.SIGCONT)
+
+
+def _signal_processes(pids: Iterable[int], pgid: int | None, sig: signal.Signals) -> None:
+    """`sig` to the group `pgid`, then to each of `pids` (one that left the group too);
+    a process already gone is no error."""
     if pgid is not None:
         with contextlib.suppress(OSError):
-            os.killpg(pgid, signal.SIGCONT)
+            os.killpg(pgid, sig)
     for pid in pids:
         with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, sig)
 
 
 def kill_attempt(

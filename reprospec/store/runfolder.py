@@ -237,9 +237,7 @@ class RunFolder:
         """Keep the parts before the one a resume begins, at its start: a part killed later
         writes no results.json, and the next resume still names what came before it."""
         text = json.dumps({"parts": [part.to_dict() for part in parts]}, indent=1)
-        temporary = self.path / f"{RESUMED_JSON}.tmp{os.getpid()}"
-        temporary.write_text(text + "\n", encoding="utf-8")
-        temporary.replace(self.path / RESUMED_JSON)
+        self._replace(RESUMED_JSON, text + "\n")
 
     @property
     def cells(self) -> Path:
@@ -369,10 +367,15 @@ class RunFolder:
         # The host as socket.gethostname() gives it (uname's nodename), without importing
         # socket into every run.
         text = json.dumps({**Engine.me().to_dict(), "host": os.uname().nodename})
-        temporary = self.path / f"{ENGINE_JSON}.tmp{os.getpid()}"
-        temporary.write_text(text + "\n", encoding="utf-8")
-        temporary.replace(self.path / ENGINE_JSON)
+        self._replace(ENGINE_JSON, text + "\n")
         return self
+
+    def _replace(self, name: str, text: str) -> None:
+        """Write the folder's file `name` whole, through a file of this process renamed over
+        it: a reader (history, the next resume) sees the old one or the new one."""
+        temporary = self.path / f"{name}.tmp{os.getpid()}"
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(self.path / name)
 
     def engine_gone(self) -> bool:
         """Whether the engine that last claimed the folder has ended. False where that is not
