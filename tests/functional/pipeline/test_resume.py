@@ -75,6 +75,20 @@ def test_resume_takes_a_unique_prefix_of_the_run_id_and_refuses_a_shared_one(
     assert run_id in shared.stderr
 
 
+def _four_cells(path: Path, gate: str) -> Path:
+    """A spec of four cells, n=1 to 4: n=1 passes at once, each other once the file the
+    Python expression `gate` names exists (it waits a minute at most)."""
+    path.write_text(
+        "reprospec: 1\nname: four\nmatrix: {n: [1, 2, 3, 4]}\n"
+        "command: >-\n"
+        '  python -c "import pathlib, time;\n'
+        f"  [time.sleep(0.05) for _ in range(1200) if ${{{{ matrix.n }}}} > 1 and not "
+        f'{gate}.exists()]"\n'
+        "expect: {outcome: pass}\n"
+    )
+    return path
+
+
 def test_a_resumed_run_says_so_in_its_report_and_summary(cli: Cli, tmp_path: Path) -> None:
     """A run interrupted by Ctrl-C and finished by `--resume` wrote a report.md that read
     as one run that went straight through: nothing said it was resumed, nor which of its
@@ -84,16 +98,8 @@ def test_a_resumed_run_says_so_in_its_report_and_summary(cli: Cli, tmp_path: Pat
     from tests.support.cli import interrupt_when
 
     gate = tmp_path / "gate"
-    spec = tmp_path / "four.yaml"
-    # Cell n=1 passes at once; the others wait for the gate (a minute at most).
-    spec.write_text(
-        "reprospec: 1\nname: four\nmatrix: {n: [1, 2, 3, 4]}\n"
-        "command: >-\n"
-        '  python -c "import pathlib, time;\n'
-        f"  [time.sleep(0.05) for _ in range(1200) if ${{{{ matrix.n }}}} > 1 and not "
-        f'pathlib.Path({str(gate)!r}).exists()]"\n'
-        "expect: {outcome: pass}\n"
-    )
+    # Cell n=1 passes at once; the others wait for the gate.
+    spec = _four_cells(tmp_path / "four.yaml", f"pathlib.Path({str(gate)!r})")
     out = tmp_path / "out"
     stopped = interrupt_when(
         [sys.executable, "-m", "reprospec", "run", str(spec), "-j", "1", "--out", str(out)],
@@ -153,15 +159,9 @@ def test_a_run_resumed_twice_names_each_part_and_a_finished_one_keeps_its_record
 
     gates = tmp_path / "gates"
     gates.mkdir()
-    spec = tmp_path / "four.yaml"
-    # Cell n=1 passes at once; each other waits for its own gate (a minute at most).
-    spec.write_text(
-        "reprospec: 1\nname: four\nmatrix: {n: [1, 2, 3, 4]}\n"
-        "command: >-\n"
-        '  python -c "import pathlib, time;\n'
-        f"  [time.sleep(0.05) for _ in range(1200) if ${{{{ matrix.n }}}} > 1 and not "
-        f"pathlib.Path({str(gates)!r}, 'g${{{{ matrix.n }}}}').exists()]\"\n"
-        "expect: {outcome: pass}\n"
+    # Cell n=1 passes at once; each other waits for its own gate.
+    spec = _four_cells(
+        tmp_path / "four.yaml", f"pathlib.Path({str(gates)!r}, 'g${{{{ matrix.n }}}}')"
     )
     out = tmp_path / "out"
     reprospec = [sys.executable, "-m", "reprospec", "run"]

@@ -21,7 +21,7 @@ from reprospec.report import render
 from reprospec.report.failure import summary_line
 from reprospec.store.resultsjson import load_run
 from tests.support import recorded
-from tests.support.cli import ROOT, Cli, ExampleRun, torch_captures_shared
+from tests.support.cli import ROOT, Cli, CliResult, ExampleRun, torch_captures_shared
 
 UPDATE = os.environ.get("REPROSPEC_UPDATE_GOLDEN") == "1"
 
@@ -281,22 +281,28 @@ for batch in DataLoader(Items(), batch_size=2, num_workers=2, multiprocessing_co
 """
 
 
+def _run_hung_loader(cli: Cli, tmp_path: Path, script: str, name: str) -> CliResult:
+    """`reprospec run` of `script` as loader.py, a command whose DataLoader worker hangs:
+    expected to hang, 15 s."""
+    (tmp_path / "loader.py").write_text(script)
+    spec = tmp_path / "hung.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: {name}\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        f"command: [{sys.executable}, loader.py]\n"
+        "run: {timeout: 15s}\n"
+        "expect: {outcome: hang}\n"
+    )
+    return cli("run", str(spec))
+
+
 def test_a_hang_in_a_worker_of_the_users_own_script_says_where_it_sits(
     cli: Cli, tmp_path: Path
 ) -> None:
     """No harness in the worker, no event: the hang's stacks show which of three processes of
     one command line is the worker stuck in `__getitem__`, and the report says so (nu22
     MED-3: `hang`, `where: main`, three alike headers). The signature stays `hang`."""
-    (tmp_path / "loader.py").write_text(HUNG_WORKER_SCRIPT)
-    spec = tmp_path / "hung.yaml"
-    spec.write_text(
-        "reprospec: 1\nname: hung-loader\n"
-        f"environment: {{workdir: {tmp_path}}}\n"
-        f"command: [{sys.executable}, loader.py]\n"
-        "run: {timeout: 15s}\n"
-        "expect: {outcome: hang}\n"
-    )
-    result = cli("run", str(spec))
+    result = _run_hung_loader(cli, tmp_path, HUNG_WORKER_SCRIPT, "hung-loader")
     assert result.code == 0, result.stdout + result.stderr
     run = load_run(result.latest_run())
     attempt = run.cells[0].attempts[0]
@@ -358,16 +364,7 @@ def test_a_hang_in_native_code_of_a_worker_lists_that_workers_thread_first(
 ) -> None:
     """The Python summary named the worker stuck fetching an item; the native list of every
     thread showed its thread among the others' (a poll, a futex), unmarked, in pid order."""
-    (tmp_path / "loader.py").write_text(NATIVE_HUNG_WORKER_SCRIPT)
-    spec = tmp_path / "hung.yaml"
-    spec.write_text(
-        "reprospec: 1\nname: native-hung-loader\n"
-        f"environment: {{workdir: {tmp_path}}}\n"
-        f"command: [{sys.executable}, loader.py]\n"
-        "run: {timeout: 15s}\n"
-        "expect: {outcome: hang}\n"
-    )
-    result = cli("run", str(spec))
+    result = _run_hung_loader(cli, tmp_path, NATIVE_HUNG_WORKER_SCRIPT, "native-hung-loader")
     assert result.code == 0, result.stdout + result.stderr
     attempt = result.results()["cells"][0]["attempts"][0]
     assert (attempt["outcome"]["kind"], attempt["outcome"]["where"]) == ("hang", "worker")
