@@ -461,6 +461,7 @@ __all__ = [
     "plural",
     "rate_phrase",
     "replayed_phrase",
+    "resumed_note",
     "resumed_phrase",
     "seconds",
     "shorten",
@@ -534,3 +535,10 @@ def resumed_phrase(resumed: Resumed) -> str:
         return f"{carried} from {_ended(parts[0], first=True)}{written}, {ran}"
     each = ", ".join(f"{part.attempts} from {_ended(part, n == 0)}" for n, part in enumerate(parts))
     return f"{carried}: {each}{written}; {ran}"
+
+
+def resumed_note(run_id: str, resumed: Resumed) -> str:
+    """report.md's `Resumed` note under its headline, in plain text, for a reader with no
+    markup (JUnit's testsuite `system-out`): `Resumed (reprospec run --resume ID): 2
+    attempt(s) carried over from ..., 2 run now.`"""
+    return f"Resumed (reprospec run --resume {run_id}): {resumed_phrase(resumed)}."

@@ -6,7 +6,14 @@ import re
 import xml.etree.ElementTree as ET
 
 from reprospec.core.results import CellResult, RunResult
-from reprospec.core.words import attempt_phrase, expectation_phrase, interval_bounds, seconds
+from reprospec.core.words import (
+    attempt_phrase,
+    expectation_phrase,
+    interval_bounds,
+    resumed_note,
+    resumed_phrase,
+    seconds,
+)
 
 # Characters XML 1.0 cannot carry at all (NUL from a worker's stderr, stray escapes).
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -94,16 +101,22 @@ def render_junit(run: RunResult) -> str:
     suite = ET.SubElement(
         root, "testsuite", {"name": _x(run.spec_name), "timestamp": _x(run.started), **counts}
     )
-    _properties(
-        suite,
-        [
-            ("run_id", run.run_id),
-            ("runner", run.runner),
-            ("spec", run.spec_path),
-            ("interrupted", str(run.interrupted).lower()),
-        ],
-    )
+    props: list[tuple[str, object]] = [
+        ("run_id", run.run_id),
+        ("runner", run.runner),
+        ("spec", run.spec_path),
+        ("interrupted", str(run.interrupted).lower()),
+    ]
+    if run.resumed is not None:
+        # As report.md's note under its headline: a resumed run read as one run that went
+        # straight through. A property for a reader that lists them, the note in the
+        # suite's output for one that shows only that (the same words, words.resumed_*).
+        props.append(("resumed", resumed_phrase(run.resumed)))
+    _properties(suite, props)
     for cell in run.cells:
         _testcase(suite, run, cell)
+    if run.resumed is not None:
+        # After the testcases: where the JUnit schema puts a testsuite's system-out.
+        ET.SubElement(suite, "system-out").text = _x(resumed_note(run.run_id, run.resumed))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -830,6 +830,32 @@ def test_the_html_page_of_a_resumed_run_says_so_as_report_md_does() -> None:
     assert "Resumed" not in render(error_run(), "html")
 
 
+def test_the_junit_report_of_a_resumed_run_says_so_as_report_md_does() -> None:
+    """report.md, the HTML page and results.json said a run was resumed; its JUnit report,
+    what a CI reads, had nothing of it: a suite property and the suite's system-out."""
+    from reprospec.core.resumed import Resumed
+    from tests.support.runs import error_run
+
+    run = replace(error_run(), resumed=Resumed(2, 2, "interrupted", "2026-12-01T09:28:58+00:00"))
+    said = (
+        "2 attempt(s) carried over from the run interrupted at 2026-12-01 09:28:58 UTC, 2 run now"
+    )
+    suite = ET.fromstring(render(run, "junit")).find("testsuite")
+    assert suite is not None
+    props = {p.get("name"): p.get("value") for p in suite.iterfind("properties/property")}
+    assert props["resumed"] == said
+    out = suite.find("system-out")
+    assert out is not None
+    assert out.text == f"Resumed (reprospec run --resume {run.run_id}): {said}."
+    assert f"**Resumed** (`reprospec run --resume {run.run_id}`): {said}." in render(run, "md")
+    # After its testcases, as the JUnit schema orders a testsuite's children.
+    assert [child.tag for child in suite][-1] == "system-out"
+    plain = ET.fromstring(render(error_run(), "junit")).find("testsuite")
+    assert plain is not None
+    assert plain.find("system-out") is None
+    assert "resumed" not in {p.get("name") for p in plain.iterfind("properties/property")}
+
+
 def test_a_grid_corner_whose_attempts_differ_names_the_failure_and_its_count() -> None:
     """A flaky corner that crashed in 4 of 10 attempts read `pass 6/10 ✅` in the grid,
     beside a verdict that said the crash reproduced; the corner names the failure."""
