@@ -91,6 +91,7 @@ if TYPE_CHECKING:
         top_frames,
         with_native_frame,
         write,
+        write_text,
     )
     from reprospec.native.stacks import (
         Frame,
@@ -171,6 +172,7 @@ _WHERE = {
     "unavailable_reason": "readers",
     "with_native_frame": "render",
     "write": "render",
+    "write_text": "render",
 }
 
 _SUBMODULES = frozenset(_WHERE.values()) | {"cudagdb"}
@@ -246,4 +248,5 @@ __all__ = [
     "unavailable_reason",
     "with_native_frame",
     "write",
+    "write_text",
 ]

@@ -206,26 +206,39 @@ def _frame_line(frame: Frame) -> str:
     return f"#{frame.number:<3}{function}{lib}{where}"
 
 
-def full_text(stacks: NativeStacks) -> str:
-    """Every process's native stacks as text (native-stacks.txt; the report's `<details>`)."""
+def full_text(stacks: NativeStacks, stuck: int | None = None) -> str:
+    """Every process's native stacks as text (native-stacks.txt; the report's `<details>`).
+
+    `stuck`: the pid of the DataLoader worker a hang is stuck in, ordered and marked as
+    thread_tops does (its process first, its fetching thread first and STUCK_MARK, or
+    STUCK_UNREAD where its stacks could not be read), where the full text listed it
+    unmarked in pid order among threads that look alike at a hang.
+    """
     parts: list[str] = []
     if stacks.unavailable:
         parts.append(stacks.unavailable)
     parts.extend(stacks.notes)
-    for process in stacks.processes:
+    for process in stuck_first(stacks, stuck):
         what = "core" if process.source == "core" else "attached"
         if process.signal:
             what += f", {process.signal}"
         if process.source == "core":
             what += ", the attempt's main process" if process.root else ", a child process"
         command = shorten_command(process.command, 200)
-        lines = [f"--- pid {process.pid} ({command}) [native, {what}] ---"]
+        is_stuck = stuck is not None and process.pid == stuck
+        unread = STUCK_UNREAD if is_stuck and not process.threads else ""
+        lines = [f"--- pid {process.pid} ({command}) [native, {what}]{unread} ---"]
         if process.error:
             lines.append(f"({process.error})")
         if process.core:
             lines.append(f"core kept: {process.core}")
-        for thread in process.threads:
+        threads = list(process.threads)
+        if is_stuck:
+            threads.sort(key=lambda thread: thread.lwp != stuck)
+        for thread in threads:
             mark = " (crashed)" if process.crashed_lwp and thread.lwp == process.crashed_lwp else ""
+            if is_stuck and thread.lwp == stuck:
+                mark += STUCK_MARK
             name = f' "{thread.name}"' if thread.name else ""
             lwp = f" (LWP {thread.lwp})" if thread.lwp is not None else ""
             lines.append(f"Thread {thread.id}{lwp}{name}{mark}:")
@@ -284,7 +297,7 @@ def render_markdown(
         lines += ["", f"Full native stacks: [{link}]({link})", ""]
         return "\n".join(lines)
     lines += ["", "<details><summary>Native stacks</summary>", "", "```"]
-    lines.append(full_text(stacks).replace("```", "'''").rstrip())
+    lines.append(full_text(stacks, stuck).replace("```", "'''").rstrip())
     lines += ["```", "", "</details>", ""]
     return "\n".join(lines)
 
@@ -293,8 +306,14 @@ def write(stacks: NativeStacks, out_dir: Path) -> Path:
     """`native-stacks.txt` and `native-stacks.json` in the attempt folder; the text's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / JSON_NAME).write_text(json.dumps(stacks.to_dict(), indent=1), encoding="utf-8")
+    return write_text(stacks, out_dir)
+
+
+def write_text(stacks: NativeStacks, out_dir: Path, stuck: int | None = None) -> Path:
+    """`native-stacks.txt` alone, its stuck DataLoader worker marked (`stuck`, full_text):
+    written again once the hang is classified, which the stacks are read before."""
     path = out_dir / TEXT_NAME
-    path.write_text(full_text(stacks), encoding="utf-8")
+    path.write_text(full_text(stacks, stuck), encoding="utf-8")
     return path
 
 

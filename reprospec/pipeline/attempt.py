@@ -133,6 +133,11 @@ def attempt_result(
         if dead is not None and dead.strip():
             dead_child_stack = dead.strip()
             excerpt = evidence.excerpt(without=dead, hang=True)
+    stuck = _stuck(outcome)
+    if stuck is not None and evidence.native is not None:
+        # The full text was written as the stacks were read, before the hang was classified:
+        # its stuck worker is marked as report.md and results.json mark it.
+        native.write_text(evidence.native, execution.log_dir, stuck)
     dead_worker = worker_stack(outcome, evidence) if isinstance(outcome, Outcome) else None
     if dead_worker is not None:
         from reprospec.outcome.tracebacks import current_thread_first
@@ -164,7 +169,7 @@ def attempt_result(
             evidence.native,
             pid=_pid(outcome),
             link=f"{logs}{native.TEXT_NAME}" if logs else None,
-            stuck=_stuck(outcome),
+            stuck=stuck,
         )
         if failed and evidence.native is not None
         else None,

@@ -17,6 +17,7 @@ import pytest
 
 import reprospec
 from reprospec import native
+from reprospec.core.words import STUCK_MARK
 from reprospec.report import render
 from reprospec.report.failure import summary_line
 from reprospec.store.resultsjson import load_run
@@ -380,6 +381,13 @@ def test_a_hang_in_native_code_of_a_worker_lists_that_workers_thread_first(
     assert sum("(stuck: " in line for line in listed) == 1
     report = (result.latest_run() / "report.md").read_text()
     assert "\n".join(listed[:2]) in report
+    # The full text the report links marks it alike (it listed it unmarked, in pid order).
+    text = (result.latest_run() / attempt["logs"] / "native-stacks.txt").read_text()
+    assert text.startswith(f"--- pid {worker} "), text[:300]
+    marked = [line for line in text.splitlines() if "(stuck: " in line]
+    assert len(marked) == 1, marked  # its thread's name between: torch's pt_data_worker
+    assert marked[0].startswith(f"Thread 1 (LWP {worker}) "), marked
+    assert marked[0].endswith(f"{STUCK_MARK}:"), marked
 
 
 def test_a_worker_of_the_users_own_script_shows_its_stack_from_its_core(

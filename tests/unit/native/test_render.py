@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reprospec.core.words import STUCK_MARK, STUCK_UNREAD
-from reprospec.native.render import render_markdown, thread_tops
+from reprospec.native.render import full_text, render_markdown, thread_tops
 from reprospec.native.stacks import Frame, NativeStacks, ProcessStacks, Thread
 
 
@@ -85,3 +85,30 @@ def test_a_stuck_worker_whose_stacks_could_not_be_read_is_listed_first_with_its_
     other = NativeStacks(processes=(refused, *HUNG.processes[:2]))
     assert thread_tops(other, stuck=20)[0].startswith(f"pid 20 thread 20 (LWP 20){STUCK_MARK}: ")
     assert thread_tops(other, stuck=20)[1] == "pid 30: ptrace: Operation not permitted"
+
+
+def test_the_full_text_lists_and_marks_the_stuck_worker_as_the_report_does() -> None:
+    """report.md and results.json marked the stuck worker's thread; native-stacks.txt, the
+    file they link, listed it unmarked in pid order among threads that look alike."""
+    text = full_text(HUNG, stuck=30)
+    headers = [line for line in text.splitlines() if line.startswith(("---", "Thread"))]
+    assert headers == [
+        "--- pid 30 () [native, attached] ---",
+        f"Thread 30 (LWP 30){STUCK_MARK}:",
+        "Thread 31 (LWP 31):",
+        "--- pid 10 () [native, attached] ---",
+        "Thread 10 (LWP 10):",
+        "Thread 11 (LWP 11):",
+        "--- pid 20 () [native, attached] ---",
+        "Thread 20 (LWP 20):",
+    ]
+    # Without a stuck worker (a crash, a hang in the main process): as read, unmarked.
+    assert STUCK_MARK not in full_text(HUNG)
+    assert full_text(HUNG).index("--- pid 10 ") < full_text(HUNG).index("--- pid 30 ")
+    # The report's own copy of it (no link to the file) is marked alike.
+    assert f"Thread 30 (LWP 30){STUCK_MARK}:" in render_markdown(HUNG, stuck=30)
+    refused = ProcessStacks(30, "attach", error="ptrace: Operation not permitted")
+    unread = full_text(NativeStacks(processes=(*HUNG.processes[:2], refused)), stuck=30)
+    assert unread.startswith(
+        f"--- pid 30 () [native, attached]{STUCK_UNREAD} ---\n(ptrace: Operation not permitted)\n"
+    )
