@@ -465,6 +465,7 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         seen=observed.matched,
         # What ran, classified: a main process's crash is its own (where: main).
         certain=True,
+        hang=outcome.kind == "hang",
     )
     if outcome.kind == "crash" and outcome.signal:
         expect["signal"] = outcome.signal
@@ -483,6 +484,10 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
             comments["signal"] += f", in {observed.frame}"
         if keys.where is not None:
             expect["where"] = keys.where
+    if outcome.kind == "hang" and keys.where is not None:
+        # As a worker's crash is expected there: the main process's own hang is another bug.
+        expect["where"] = keys.where
+        comments["where"] = "the hang is stuck in a DataLoader worker fetching an item"
     if outcome.kind == "error" and outcome.exception:
         expect["exception"] = outcome.exception
     elif outcome.kind == "error" and outcome.last_traceback is not None:

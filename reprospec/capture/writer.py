@@ -281,7 +281,8 @@ def rate_bound(matched: int, attempts: int) -> str | None:
 class ProcessKeys:
     """The keys of `expect` that depend on which process failed: the exception, the step,
     a comment on each key it leaves out or gives as a range (`key`, `text`), and the
-    process a crash must happen in (`where`; None: any)."""
+    process a crash (or a hang stuck in a DataLoader worker) must happen in (`where`;
+    None: any)."""
 
     exception: str | None = None
     step: int | str | None = None
@@ -298,6 +299,7 @@ def process_keys(
     steps: Sequence[int] = (),
     seen: int = 1,
     certain: bool = False,
+    hang: bool = False,
 ) -> ProcessKeys:
     """What a failure's `expect` says of its process, exception and step, by one rule for
     a command capture ran and a ticket's log (a ticket is one attempt, seen once).
@@ -319,10 +321,16 @@ def process_keys(
     a worker's SIGSEGV matched the spec of the main process's, another bug. A `main` that
     is only the reader's default (a ticket's log that names no process: it may be cut
     before a worker's report) is not written: `where` then matches any process.
+
+    A `hang` stuck in a DataLoader worker (its events or its stacks name the worker
+    fetching an item) is expected there too (`where: worker`), as a worker's crash is:
+    the main process's own hang (a deadlock in the training loop) is another bug. Only
+    `certain`: a live run's outcome; no other process of a hang is written.
     """
     kept = exception if not crash or where == "main" else None
     named = ("worker", "child", "main") if certain else ("worker", "child")
-    process = where if crash and where in named else None
+    stuck = hang and certain and where == "worker"
+    process = where if (crash and where in named) or stuck else None
     if step is None:
         return ProcessKeys(kept, where=process)
     if len(set(steps)) > 1 and where != "worker":

@@ -6,7 +6,8 @@ The programs are in tests/data/capture/ and fail for real: a DataLoader worker's
 (ctypes, torch on CPU), a Hydra app (real hydra-core) raising at validation step 7 under
 Lightning-style `\\r` bars, a deadlock inside an import, a segfaulting `subprocess` child, a
 multiprocessing.Pool left waiting for its segfaulted worker's task, a forked worker that
-segfaults loading the batch ahead of its loop, and a script whose local
+segfaults loading the batch ahead of its loop, a DataLoader worker that deadlocks fetching
+an item, and a script whose local
 modules are imported by name at run time.
 """
 
@@ -220,6 +221,25 @@ def test_a_program_hanging_at_import(cli: Cli, tmp_path: Path) -> None:
     signature, cells = rerun_and_separate(cli, workdir, "start_method", "[fork, spawn]")
     assert signature == "hang"
     assert cells["start_method=spawn,items=3"] == {"pass"}
+
+
+def test_a_hang_stuck_in_a_dataloader_worker_is_expected_there(cli: Cli, tmp_path: Path) -> None:
+    """A worker's crash was written `where: worker`; a hang stuck in a worker (its stacks
+    show it fetching an item) wrote none, and the main process's own hang matched it."""
+    workdir = copied("workerhang", tmp_path)
+    result = capture(
+        cli, workdir, "python", "train.py", "--workers", "2", options=("--timeout", "10s")
+    )
+    spec = load_spec(str(workdir / "spec.yaml"))
+    assert spec.document["expect"] == {"outcome": "hang", "where": "worker"}
+    text = (workdir / "spec.yaml").read_text()
+    assert "where: worker  # the hang is stuck in a DataLoader worker fetching an item" in text
+    # The written spec reproduces it: its verify's hang is the worker's too.
+    assert "verdict reproduced" in result.stdout, result.stdout + result.stderr
+    assert [
+        (a["outcome"]["kind"], a["outcome"]["where"])
+        for a in first_run(workdir)["cells"][0]["attempts"]
+    ] == [("hang", "worker")]
 
 
 def test_a_pool_that_hangs_after_its_worker_segfaulted(cli: Cli, tmp_path: Path) -> None:

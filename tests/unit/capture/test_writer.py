@@ -407,6 +407,21 @@ def test_the_main_process_is_expected_only_where_it_is_certain() -> None:
     assert hang.where is None
 
 
+def test_a_hang_stuck_in_a_worker_is_expected_there_where_it_is_certain() -> None:
+    # As a worker's crash: the main process's own hang is another bug. A hang in the main
+    # process, or a ticket's (not certain), writes none.
+    def where(process: str, *, certain: bool) -> str | None:
+        keys = process_keys(
+            crash=False, hang=True, where=process, exception=None, step=None, certain=certain
+        )
+        return keys.where
+
+    assert where("worker", certain=True) == "worker"
+    assert where("worker", certain=False) is None
+    assert where("main", certain=True) is None
+    assert where("child", certain=True) is None
+
+
 def test_an_errors_exception_is_its_own_wherever_it_was_raised() -> None:
     keys = process_keys(crash=False, where=None, exception="ValueError", step=3)
     assert (keys.exception, keys.step, keys.comments) == ("ValueError", 3, ())
