@@ -264,7 +264,11 @@ class VenvRunner:
         """The instances of one attempt (`run.instances`) in its cell's venv."""
         runner, reason = self._env_for(plan)
         if runner is None:
-            raise InfraError(reason)
+            # As a plain cell's attempt: uv's whole output kept once for the cell and named,
+            # where the reason alone left it nowhere.
+            log_dir.mkdir(parents=True, exist_ok=True)
+            kept = self._cell_log(plan, log_dir)
+            raise InfraError(build_log_phrase(reason, kept) if kept is not None else reason)
         return runner.run_instances(plan, log_dir, gpu_slots=gpu_slots, cancel=cancel)
 
     def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, JsonValue]:

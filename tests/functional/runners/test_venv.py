@@ -216,6 +216,30 @@ def test_instances_run_in_the_cells_venv(cli: Cli, tmp_path: Path) -> None:
     assert Path(said[0][2]).parent == tmp_path / "envs"
 
 
+def test_a_failed_build_of_a_cell_of_instances_is_named_by_its_reason(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A plain cell's infra-error named uv's whole output (`build.log`); a `run.instances`
+    cell whose venv failed to build gave the bare reason, and kept the output nowhere."""
+    wheels = tmp_path / "wheels"
+    make_broken_sdist(wheels, DEMO, "1.2")
+    spec = write_spec(tmp_path, "venv-instances-broken", DEMO, ["1.2"], "reprospec_venvdemo")
+    spec.write_text(spec.read_text() + "run:\n  instances: 2\n")
+    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    done = cli(
+        "run", str(spec), "--runner", "venv", "--find-links", str(wheels), "--repeat", "2",
+        env=env,
+    )  # fmt: skip
+    assert done.code == 3, done.stderr
+    run = done.latest_run()
+    (log,) = run.glob("cells/*/*/build.log")  # once for the cell, as a plain cell's
+    assert f"error: Failed to build `{DEMO}==1.2" in log.read_text()
+    reasons = [a["infra_error"] for a in cells_of(done)["version=1.2"]["attempts"]]
+    assert len(reasons) == 2
+    assert all(reason.endswith(f"(uv's whole output: {log})") for reason in reasons), reasons
+    assert "(uv's whole output: " in (run / "report.md").read_text()
+
+
 def test_a_bundle_of_a_venv_run_reruns_on_the_venv_runner(cli: Cli, tmp_path: Path) -> None:
     # bundle.json kept -m, --repeat, --timeout and observe, not the runner: the rerun ran
     # on the local runner and every cell was infra-error (the package not installed), and
