@@ -233,3 +233,63 @@ def test_a_run_that_went_straight_through_is_not_called_resumed_by_a_resume(
     assert "resumed:" not in resumed.stdout
     assert "Resumed" not in (folder / "report.md").read_text()
     assert json.loads((folder / "results.json").read_text())["resumed"] is None
+
+
+def test_a_finished_runs_retry_stopped_keeps_the_finished_part_apart(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A finished run whose cells could not run (their workdir missing) is resumed: the
+    retry runs one and is stopped by Ctrl-C in the other, then resumed again. The finished
+    run's attempt was counted under the interrupted retry (`2 attempt(s) carried over from
+    the run interrupted at ...`), and the part that finished was lost from resumed.json."""
+    import sys
+
+    from tests.support.cli import interrupt_when
+
+    gate = tmp_path / "gate"
+    spec = tmp_path / "two.yaml"
+    # Cell n=1 passes at once in wd1; n=2's and n=3's workdirs are missing, then n=2 passes
+    # at once and n=3 waits for the gate.
+    spec.write_text(
+        "reprospec: 1\nname: two\nmatrix: {n: [1, 2, 3]}\n"
+        'environment: {workdir: "wd${{ matrix.n }}"}\n'
+        "command: >-\n"
+        '  python -c "import pathlib, time;\n'
+        "  [time.sleep(0.05) for _ in range(1200) if ${{ matrix.n }} > 2 and not "
+        f'pathlib.Path({str(gate)!r}).exists()]"\n'
+        "expect: {outcome: pass}\n"
+    )
+    (tmp_path / "wd1").mkdir()
+    out = tmp_path / "out"
+    first = cli("run", str(spec), "--out", str(out), timeout=120)
+    assert first.code == 3, first.stderr  # n=2, n=3 infra-error: workdir not found
+    (folder,) = (out / "runs").iterdir()
+    (tmp_path / "wd2").mkdir()
+    (tmp_path / "wd3").mkdir()
+    resume = ["--resume", folder.name, "-j", "1", "--out", str(out)]
+    retry = interrupt_when(
+        [sys.executable, "-m", "reprospec", "run", *resume],
+        lambda: (folder / "cells" / "n=3" / "1" / "inflight.json").is_file(),  # n=2 ended
+    )
+    assert retry.code == 130, retry.stderr
+    finished = json.loads((folder / "resumed.json").read_text())["parts"]
+    assert [(p["attempts"], p["stopped"]) for p in finished] == [(1, "finished")]
+    gate.touch()
+    again = cli("run", "--resume", folder.name, "--out", str(out), timeout=300)
+    assert again.code == 0, again.stderr
+    resumed = json.loads((folder / "results.json").read_text())["resumed"]
+    assert [(p["attempts"], p["stopped"]) for p in resumed["parts"]] == [
+        (1, "finished"),
+        (1, "interrupted"),
+    ]
+    assert (resumed["carried"], resumed["ran"]) == (2, 1)
+    at = [p["stopped_at"].replace("T", " ")[:19] + " UTC" for p in resumed["parts"]]
+    said = (
+        f"2 attempt(s) carried over: 1 from the run finished at {at[0]}, "
+        f"1 from its resume interrupted at {at[1]}; 1 run now"
+    )
+    assert f"resumed: {said}\n" in again.stdout
+    # Resumed once more, finished and whole: nothing runs, and the record is kept.
+    whole = cli("run", "--resume", folder.name, "--out", str(out), timeout=120)
+    assert whole.code == 0, whole.stderr
+    assert json.loads((folder / "results.json").read_text())["resumed"] == resumed
