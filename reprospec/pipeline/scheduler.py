@@ -132,7 +132,11 @@ class Scheduler:
         planned_numbers: dict[str, frozenset[int]] = {}  # once per resumed cell, not per attempt
         for (cell_id, number), result in (done or {}).items():
             if cell_id in in_plan:
-                self._states.setdefault(cell_id, _CellState()).results[number] = result
+                state = self._states.setdefault(cell_id, _CellState())
+                state.results[number] = result
+                # A cell stop_on stopped stays stopped: its planned attempts were never to
+                # run, and a resume that ran them changed what the run had found.
+                self._apply_stop_on(state, result)
                 numbers = planned_numbers.get(cell_id)
                 if numbers is None:
                     numbers = planned_numbers[cell_id] = frozenset(

@@ -235,6 +235,30 @@ def test_a_run_that_went_straight_through_is_not_called_resumed_by_a_resume(
     assert json.loads((folder / "results.json").read_text())["resumed"] is None
 
 
+def test_a_cell_stop_on_stopped_stays_stopped_when_its_run_is_resumed(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """nu26 F10: each `run --resume` of a finished run ran one more attempt of a cell that
+    `stop_on: first-reproduction` had stopped (1/1, then 2/2, 3/3)."""
+    spec = tmp_path / "stop.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: stop\ncommand: [sh, -c, 'exit ${{ matrix.code }}']\n"
+        "matrix: {code: [0, 3]}\nrun: {repeat: 3, stop_on: first-reproduction}\n"
+        "expect: {outcome: pass}\n"
+    )
+    out = tmp_path / "out"
+    ran = cli("run", str(spec), "--out", str(out), timeout=120)
+    assert ran.code == 1, ran.stderr  # code=3 never passes: not reproduced
+    (folder,) = (out / "runs").iterdir()
+    for _ in range(2):
+        resumed = cli("run", "--resume", folder.name, "--out", str(out), timeout=120)
+        assert resumed.code == 1, resumed.stderr
+        assert "#2" not in resumed.stderr  # no attempt ran
+        cells = json.loads((folder / "results.json").read_text())["cells"]
+        attempts = {cell["id"]: len(cell["attempts"]) for cell in cells}
+        assert attempts == {"code=0": 1, "code=3": 3}
+
+
 def test_a_finished_runs_retry_stopped_keeps_the_finished_part_apart(
     cli: Cli, tmp_path: Path
 ) -> None:

@@ -100,6 +100,31 @@ def test_resume_runs_only_the_missing_attempts(tmp_path: Path) -> None:
     assert all([r.attempt for r in rs] == [1, 2, 3] for rs in results.values())
 
 
+@pytest.mark.parametrize(
+    ("stop_on", "crashed"), [("first-reproduction", True), ("first-miss", False)]
+)
+def test_a_resumed_cell_that_stop_on_stopped_runs_nothing_more(
+    tmp_path: Path, stop_on: str, crashed: bool
+) -> None:
+    # The run stopped n=1 at its first attempt (nu26 F10: a resume ran its attempt 2, and
+    # each later resume one more); n=2 was interrupted after one attempt that did not stop it.
+    plan = make_plan(
+        tmp_path,
+        f"matrix: {{n: [1, 2]}}\nrun: {{repeat: 3, stop_on: {stop_on}}}\n"
+        "expect: {outcome: crash}\n",
+    )
+    stopping = CRASH if crashed else PASS
+    going_on = PASS if crashed else CRASH
+    done = {
+        ("n=1", 1): AttemptResult(1, 0.0, stopping, crashed, (), logs=""),
+        ("n=2", 1): AttemptResult(1, 0.0, going_on, not crashed, (), logs=""),
+    }
+    recorder = Recorder(lambda _cell, _n: not crashed)
+    results = Scheduler(plan, recorder, done=done).run()
+    assert sorted((c, n) for c, n, _ in recorder.calls) == [("n=2", 2), ("n=2", 3)]
+    assert [r.attempt for r in results["n=1"]] == [1]
+
+
 def test_shards_split_attempts_disjointly_and_completely(tmp_path: Path) -> None:
     body = "matrix: {n: [1, 2, 3, 4, 5]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n"
     whole = {(a.cell.id, a.attempt) for a in make_plan(tmp_path, body).attempts}
