@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from reprospec.core.inputs import AttemptPlan, Cell
+from reprospec.core.inputs import AttemptPlan, Cell, Expectation
 from reprospec.core.rates import rate_decided, rate_of
 from reprospec.core.results import AttemptResult
 from reprospec.pipeline.gpus import GpuPool
@@ -136,7 +136,7 @@ class Scheduler:
                 state.results[number] = result
                 # A cell stop_on stopped stays stopped: its planned attempts were never to
                 # run, and a resume that ran them changed what the run had found.
-                self._apply_stop_on(state, result)
+                self._apply_stop_on(state, result, self.plan.expectations[cell_id])
                 numbers = planned_numbers.get(cell_id)
                 if numbers is None:
                     numbers = planned_numbers[cell_id] = frozenset(
@@ -264,7 +264,7 @@ class Scheduler:
                 state.running -= 1
                 self._running -= 1
                 self.finished += 1
-                self._apply_stop_on(state, result)
+                self._apply_stop_on(state, result, attempt.expectation)
                 self._maybe_extend(attempt, state)
                 complete = self._hand_over(attempt.cell, state)
                 finished, total = self.finished, self.total
@@ -356,8 +356,16 @@ class Scheduler:
         finally:
             self._places.give_back(attempt.copies)
 
-    def _apply_stop_on(self, state: _CellState, result: AttemptResult) -> None:
+    def _apply_stop_on(
+        self, state: _CellState, result: AttemptResult, expected: Expectation
+    ) -> None:
         stop_on = self.plan.stop_on
+        if expected.observes:
+            # Nothing is expected of an observed cell, so no attempt of it reproduces or
+            # misses: it runs its repeats, whose outcomes and rates are what is observed
+            # (every observed attempt counts as a match, and first-reproduction stopped it
+            # at one).
+            return
         if (stop_on == "first-reproduction" and result.matched) or (
             stop_on == "first-miss" and not result.matched
         ):

@@ -17,6 +17,7 @@ import pytest
 from reprospec.core.inputs import AttemptPlan, Cell
 from reprospec.core.results import AttemptResult, NotRun, Outcome
 from reprospec.core.runoptions import RunOptions, Shard
+from reprospec.outcome.judge import judge_attempt
 from reprospec.pipeline import scheduler
 from reprospec.pipeline.gpus import GpuPool
 from reprospec.pipeline.scheduler import Scheduler
@@ -48,7 +49,8 @@ class Recorder:
             self.calls.append((plan.cell.id, plan.attempt, slot))
         crashed = self.crashes(plan.cell.id, plan.attempt)
         outcome = CRASH if crashed else PASS
-        matched = outcome.kind == plan.expectation.outcome
+        # The run's own rule (an observed attempt matches whatever it did).
+        matched = judge_attempt(outcome, plan.expectation).matched
         return AttemptResult(plan.attempt, 0.0, outcome, matched, (), logs="")
 
 
@@ -123,6 +125,21 @@ def test_a_resumed_cell_that_stop_on_stopped_runs_nothing_more(
     results = Scheduler(plan, recorder, done=done).run()
     assert sorted((c, n) for c, n, _ in recorder.calls) == [("n=2", 2), ("n=2", 3)]
     assert [r.attempt for r in results["n=1"]] == [1]
+
+
+def test_an_observed_cell_runs_its_repeats_whatever_stop_on_says(tmp_path: Path) -> None:
+    # nu26 F12: an observed attempt counts as a match, so first-reproduction stopped every
+    # observed cell at one attempt: no rate to observe.
+    body = "matrix: {n: [1, 2]}\nrun: {repeat: 4, stop_on: first-reproduction}\n"
+    judged = make_plan(tmp_path, body + "expect: {outcome: pass}\n")
+    results = Scheduler(judged, Recorder(lambda _c, _n: False)).run()
+    assert {cell: len(r) for cell, r in results.items()} == {"n=1": 1, "n=2": 1}
+    for observed in (
+        make_plan(tmp_path, body + "expect: {outcome: pass}\n", observe=True),
+        make_plan(tmp_path, body),
+    ):  # a spec without expect observes
+        results = Scheduler(observed, Recorder(lambda _c, n: n == 2)).run()
+        assert {cell: len(r) for cell, r in results.items()} == {"n=1": 4, "n=2": 4}
 
 
 def test_shards_split_attempts_disjointly_and_completely(tmp_path: Path) -> None:
