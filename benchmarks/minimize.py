@@ -19,6 +19,9 @@ Cases (each a command spec whose passing cells hold the bug's condition):
   where one statement (`if not shared: view = cache.copy()`) keeps the passing cell
   passing: a reducer that drops it still sees the failing cell fail, and the passing cell
   fails only 30% of the time, so a one-attempt look at it passes 70% of the time.
+- `pipeline`: benchmarks/data/minimize/pipeline, nu25's 57-line data pipeline whose
+  `math.log` of a zero value raises ValueError (math domain error) with `--log-scale 1`,
+  every time: a deterministic failure, the cost of a clean candidate at its plainest.
 
 Each case runs once per oracle: `minimize`, reprospec's (the failing cell's expect with
 the original's signature, the passing cells, flaky-aware verdicts); `one-attempt`, the
@@ -71,6 +74,9 @@ clean), so 300 attempts shrink little. Later, with the one-attempt oracle and --
   one-attempt 65 -> 51, yes (the guard kept, the random draw dropped: 30/30, 20/20);
   deterministic 65 -> 43, wrong (30/30, 0/20). `--repeat N` prints the medians per
   oracle after the rows.
+- pipeline / minimize / 1000, -j 2: before the rate was learned, 57 -> 29 out of budget
+  (1000 attempts, 647 candidates, 168 s); now 57 -> 29, the passes done, in 839 attempts
+  (704 candidates, 132 s); yes (10/10, 5/5) both.
 """
 
 from __future__ import annotations
@@ -99,7 +105,15 @@ from reprospec.minimize.driver import MinimizeOptions, minimize_spec  # noqa: E4
 from reprospec.minimize.report import SPEC_NAME, Minimized, attempts  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "minimize"
-CASES = ("loader", "loader-500", "import-hang", "child-crash", "flaky", "flaky-guarded")
+CASES = (
+    "loader",
+    "loader-500",
+    "import-hang",
+    "child-crash",
+    "flaky",
+    "flaky-guarded",
+    "pipeline",
+)
 
 
 @dataclass(frozen=True)
@@ -127,6 +141,7 @@ def case_spec(name: str, folder: Path) -> Path:
         "child-crash": "child_crash",
         "flaky": "flaky",
         "flaky-guarded": "flaky_guarded",
+        "pipeline": "pipeline",
     }[name]
     shutil.copytree(DATA / source, folder, dirs_exist_ok=True)
     return folder / "spec.yaml"

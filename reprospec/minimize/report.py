@@ -856,7 +856,7 @@ def markdown(found: Minimized) -> str:
         f"passing cells must pass; it is dropped after "
         f"n clean attempts with (1 - p)^n <= {r.error:g}, p = {r.rate_used:.2f} (the assumed "
         f"minimum {r.min_rate:g}, raised to the 95% lower bound of the rate measured on the "
-        f"candidates seen failing)",
+        f"candidates seen failing)" + _deterministic_rule(r),
     ]
     if found.settings is not None:
         where = f" (`{found.settings.folder / 'isolate.md'}`)" if found.settings.folder else ""
@@ -890,6 +890,21 @@ def markdown(found: Minimized) -> str:
     lines += _diff(r.original, r.program)
     lines += ["```", ""]
     return "\n".join(lines)
+
+
+def _deterministic_rule(r: MinimizeResult) -> str:
+    """The rule's second half where the failure was read as deterministic (search.py's
+    point 2): why a clean candidate went after fewer attempts than (1 - p)^n asks."""
+    if not r.deterministic:
+        return ""
+    return (
+        f"; while the original had failed in every attempt and no candidate seen failing "
+        f"had come back clean, the failure was also read as deterministic (weight "
+        f"{r.deterministic:.2f}, beside flaky at 0.9 and at the original's 95% lower bound), "
+        f"the chance of n clean attempts summed over the readings: n = {r.clean_needed}, and "
+        f"{r.passing_needed} pass{'es' if r.passing_needed != 1 else ''} of each passing "
+        f"cell accepted a candidate"
+    )
 
 
 def _preload_line(found: Minimized) -> str:

@@ -29,8 +29,21 @@ or `infra` (could not run).
    candidate failing at rate p stayed clean is (1 - p)^n, and the candidate is
    dropped once that is at most `error`. p is `min_rate`, raised to the 95%
    Wilson lower bound of the rate measured on every candidate known to fail
-   (a deterministic failure soon needs 2 clean attempts, one at 30% needs 7);
-   95%, not isolate's 99%, because a rate guessed high here costs size only.
+   (one at 30% needs 7 clean attempts); 95%, not isolate's 99%, because a rate
+   guessed high here costs size only. The rate is learned, as bisect and isolate
+   learn it (`readings`): while the original failed in every attempt of its rate
+   and no candidate known to fail has come back clean, "deterministic" competes
+   with "flaky at 0.9" and "flaky at the original's lower bound", and the chance
+   of n clean attempts is summed over them: after the original's 5 failures in 5
+   one clean attempt drops a candidate (p alone needed 3, then 2 until some 35
+   candidates had failed: nu25's 57-line program ran out of its 1000 attempts, two
+   of them per candidate, where the passes need about 850). The original's
+   attempts are the evidence, not the candidates': a candidate's first match, at
+   which its probe stopped, is no fair sample (point 7), and counting them read a
+   failure at 90% as deterministic and accepted candidates that lost the condition
+   on one pass. The first clean attempt of a candidate known to fail (or of the
+   original) leaves p alone, as before: a flaky failure's candidates are weighed as
+   they were.
    A failure of another kind is clean, as in isolate: not this bug (a candidate
    whose clean runs end in a NameError still fails the same way when it fails).
 3. **Asymmetric errors.** A candidate wrongly dropped (it still fails, but
@@ -40,7 +53,8 @@ or `infra` (could not run).
    clean by chance, is the nearest bug and not this one. That side has its own
    bound, `passing_error` (0.01 per accepted candidate): at p = 0.3 its passing
    cells pass 13 times, not the 7 that `error` would ask (0.7^7 is 8%, and a
-   run accepts tens of candidates). A deterministic failure needs 1 either way.
+   run accepts tens of candidates). A failure read as deterministic needs 2 (the
+   flaky readings' weight after 5 failures in 5 leaves one pass above 0.01).
 4. **Cache.** A candidate is known by its content: one judged already (the passes
    meet the same program again, after a round that changed nothing) is answered
    from its verdict and costs nothing.
@@ -92,14 +106,19 @@ from typing import Literal
 
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.pysource import UNREADABLE
-from reprospec.core.rates import clearly_more, rate_of, wilson
+from reprospec.core.rates import clearly_more, log_sum, rate_of, wilson
 from reprospec.core.results import Rate
 from reprospec.core.words import interval_bounds
 from reprospec.isolation.candidates import AttemptKind, Tally, clean_needed_at
+from reprospec.isolation.hypotheses import DETERMINISTIC_PRIOR
 from reprospec.minimize.program import Program
 from reprospec.minimize.source import Reducer, reduce
 
 Role = Literal["failing", "passing", "unperturbed"]
+# Point 2: beside "deterministic", a failure that never flaked may be flaky at a high rate
+# (bisect's HIGH_RATE and HIGH_PRIOR): what keeps one clean attempt honest at first.
+HIGH_RATE = 0.9
+HIGH_PRIOR = 0.1
 Status = Literal[
     "minimized",  # the passes shrank all they could
     "budget",  # the budget ran out first: the smallest program seen failing
@@ -270,6 +289,11 @@ class MinimizeResult:
     budget_spent: bool = False
     kept_perturbed: KeptPerturbed | None = None  # point 6, where the cell is perturbed
     same_failure: SameFailure | None = None  # point 7, once the original's rate was measured
+    # Point 2 at the end: the weight of "deterministic" (0 once the failure flaked), the
+    # clean attempts that dropped a candidate and the passes that accepted one.
+    deterministic: float = 0.0
+    clean_needed: int = 0
+    passing_needed: int = 0
 
     def to_dict(self) -> JsonObject:
         return {
@@ -282,6 +306,9 @@ class MinimizeResult:
             "rate": self.rate.to_dict(),
             "original_rate": self.original_rate.to_dict(),
             "rate_used": self.rate_used,
+            "deterministic": self.deterministic,
+            "clean_needed": self.clean_needed,
+            "passing_needed": self.passing_needed,
             "error": self.error,
             "min_rate": self.min_rate,
             "passing_checked": self.passing_checked.to_dict(),
@@ -734,14 +761,57 @@ class Minimization:
         low = wilson(tally.matched, tally.ran)[0] if tally.matched else 0.0
         return min(0.99, max(self.settings.min_rate, low))
 
+    def readings(self) -> tuple[tuple[float, float], ...]:
+        """(posterior weight, rate) of each reading of the failure's rate (point 2).
+
+        While every attempt of the candidates known to fail has failed, three readings
+        compete, as in bisect and isolate: deterministic (rate 1, prior
+        `DETERMINISTIC_PRIOR`), flaky at `HIGH_RATE` (prior `HIGH_PRIOR`), and flaky at
+        the original's 95% lower bound, at least `min_rate` (the rest); the original's f
+        failures in f weigh them 1, HIGH_RATE^f and that rate^f. Only the original's: an
+        accepted candidate's one match is where its probe stopped, and a candidate still
+        failing that came back clean once was dropped unseen, so counting the matches
+        would read a failure at 90% as deterministic. The first clean attempt of a
+        candidate known to fail (the failure flaked) leaves p alone, as before: a flaky
+        failure's candidates are weighed as they were."""
+        f = self._original_failing.matched
+        if self._known.clean or not f:
+            return ((1.0, self.rate_used()),)
+        p = max(self.settings.min_rate, wilson(f, f)[0])
+        logs = (
+            math.log(DETERMINISTIC_PRIOR),
+            math.log(HIGH_PRIOR) + f * math.log(HIGH_RATE),
+            math.log(1 - DETERMINISTIC_PRIOR - HIGH_PRIOR) + f * math.log(p),
+        )
+        total = log_sum(logs)
+        return tuple(
+            (math.exp(w - total), rate) for w, rate in zip(logs, (1.0, HIGH_RATE, p), strict=True)
+        )
+
+    def deterministic(self) -> float:
+        """The posterior weight of "the failure is deterministic" (0 once it flaked)."""
+        return next((w for w, rate in self.readings() if rate == 1.0), 0.0)
+
     def clean_needed(self) -> int:
-        """Clean attempts that drop a candidate: (1 - p)^n <= error."""
-        return clean_needed_at(self.rate_used(), self.settings.error)
+        """Clean attempts that drop a candidate: the chance that one still failing stayed
+        clean that often, over the readings of the rate, is at most `error` ((1 - p)^n once
+        the failure flaked; 1 while it looks deterministic)."""
+        return self._needed(self.settings.error)
 
     def passing_needed(self) -> int:
-        """Passes of each passing cell that accept a failing candidate: (1 - p)^n <=
-        passing_error (a lost condition may fail there as rarely as the bug does)."""
-        return clean_needed_at(self.rate_used(), self.settings.passing_error)
+        """Passes of each passing cell that accept a failing candidate: the chance that a
+        lost condition stayed clean that often is at most passing_error (it may fail there
+        as rarely as the bug does)."""
+        return self._needed(self.settings.passing_error)
+
+    def _needed(self, alpha: float) -> int:
+        """Smallest n with sum(w (1 - rate)^n) <= alpha over the readings."""
+        readings = self.readings()
+        most = clean_needed_at(min(rate for _, rate in readings), alpha)
+        for n in range(1, most):
+            if sum(w * (1 - rate) ** n for w, rate in readings) <= alpha:
+                return n
+        return most
 
     def _refusal(self, tally: Tally) -> str:
         s = self.settings
@@ -794,6 +864,9 @@ class Minimization:
             rate=rate_of(final.matched, final.ran),
             original_rate=rate_of(self._original_failing.matched, self._original_failing.ran),
             rate_used=self.rate_used(),
+            deterministic=self.deterministic(),
+            clean_needed=self.clean_needed(),
+            passing_needed=self.passing_needed(),
             error=self.settings.error,
             min_rate=self.settings.min_rate,
             passing_checked=self._final.passing,

@@ -17,6 +17,7 @@ import pytest
 from reprospec.core.rates import clearly_more, rate_of
 from reprospec.isolation.candidates import AttemptKind, clean_needed_at
 from reprospec.minimize.program import Program, join_words, source_lines, split_words
+from reprospec.minimize.report import _deterministic_rule
 from reprospec.minimize.search import Minimization, MinimizeResult, Probe, Settings, minimize
 from reprospec.minimize.source import (
     Reducer,
@@ -204,8 +205,56 @@ def test_an_accepted_candidate_passes_its_passing_cells_to_the_smaller_error() -
     assert clean_needed_at(0.3, Settings.passing_error) == 13
     assert clean_needed_at(0.3, Settings.error) == 7
     assert {j.passing.passed for j in accepted} == {len(PASSING) * 13}
-    # A deterministic failure pays nothing more: one pass of each cell, as before.
+    # At a rate known near 1, one pass of each cell; a failure read as deterministic
+    # pays two (test_a_failure_that_never_flaked_drops_a_clean_candidate_after_one_attempt).
     assert clean_needed_at(0.99, Settings.passing_error) == 1
+
+
+def test_a_failure_that_never_flaked_drops_a_clean_candidate_after_one_attempt() -> None:
+    """nu25 LOW-4: a deterministic failure paid 2-3 clean attempts per dropped candidate
+    (p the 95% lower bound of 5 in 5, 0.57, rising slowly) and 2-6 passes per accepted
+    one, and a 57-line program ran out of its 1000 attempts. Read as deterministic
+    beside the flaky readings (as bisect and isolate learn the rate), one clean attempt
+    drops a candidate and each passing cell passes twice."""
+    result = run(1.0, seed=0)
+    assert result.status == "minimized", result.message
+    keeps_the_condition(result)
+    assert result.deterministic > 0.8
+    assert (result.clean_needed, result.passing_needed) == (1, 2)
+    clean = [j for j in result.judged if j.verdict == "clean"]
+    assert clean
+    assert {j.failing.ran for j in clean} == {1}
+    accepted = [j for j in result.judged if j.verdict == "fails"][1:]
+    assert {j.passing.passed for j in accepted} == {len(PASSING) * 2}
+    # The same result as before, in fewer attempts (400 before: 2 or 3 per clean one).
+    assert result.attempts < 250
+    # minimize.md's Rule line says which reading held, and what it asked.
+    assert _deterministic_rule(result).endswith(
+        "the chance of n clean attempts summed over the readings: n = 1, and 2 passes of "
+        "each passing cell accepted a candidate"
+    )
+    assert _deterministic_rule(run(0.3, seed=0, budget=300)) == ""
+
+
+def test_a_failure_that_flaked_is_not_read_as_deterministic() -> None:
+    """The first clean attempt of the original (30%: its rate's attempts) leaves p alone:
+    a clean candidate still needs 7 clean attempts, not 1."""
+    result = run(0.3, seed=0, budget=2500)
+    assert result.deterministic == 0
+    assert result.clean_needed == 7
+    clean = [j for j in result.judged if j.verdict == "clean"]
+    assert clean
+    assert {j.failing.clean for j in clean} == {7}
+
+
+def test_a_candidate_s_first_match_is_no_evidence_that_the_failure_is_deterministic() -> None:
+    """An accepted candidate's one match is where its probe stopped: counted, a failure at
+    90% whose original failed 5 in 5 was read as deterministic after tens of candidates
+    and accepted ones that lost the condition on one pass of the passing cells. The
+    original's attempts alone weigh the readings: two passes to the end."""
+    result = run(1.0, seed=0)
+    assert sum(1 for j in result.judged if j.verdict == "fails") > 10
+    assert result.passing_needed == 2
 
 
 def test_a_failure_that_never_happens_is_refused() -> None:
