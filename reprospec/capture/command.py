@@ -21,7 +21,7 @@ import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -139,8 +139,11 @@ class VerifyInterrupted(KeyboardInterrupt):
         self.lines = lines
 
 
-def capture(request: Request, run_spec: Runner) -> Captured:
-    """Run `request.argv` as a spec (through `run_spec`), write the spec that reproduces it."""
+def capture(
+    request: Request, run_spec: Runner, say: Callable[[str], None] | None = None
+) -> Captured:
+    """Run `request.argv` as a spec (through `run_spec`), write the spec that reproduces it.
+    `say`: where the verify's progress lines go (the CLI's stderr)."""
     if not request.argv:
         raise UsageError("capture needs a command after `--` (or --from-log FILE)")
     check_output(request.output, force=request.force, reads=request.argv)
@@ -152,10 +155,15 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     # did (they ran without them, and called what that changed the failure). Its plain
     # settings (`MAX_TOKENS=2048 python ...`) the spec writes, and sets itself.
     with environ.changed(dict(proposal.secret_env)):
-        return _capture(request, run_spec, proposal)
+        return _capture(request, run_spec, proposal, say)
 
 
-def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured:
+def _capture(
+    request: Request,
+    run_spec: Runner,
+    proposal: Proposal,
+    say: Callable[[str], None] | None = None,
+) -> Captured:
     spec_path = request.output.resolve()
     workdir = Path.cwd().resolve()
     stem = script_stem(request.argv)
@@ -348,6 +356,7 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
                 hidden=editable,
                 wait=verify_wait(observed.signature, run_dir, attempts, presets, request.timeout_s),
                 again=_again(request, spec_path),
+                say=say,
             )
         except KeyboardInterrupt:
             raise VerifyInterrupted(tuple(lines)) from None

@@ -38,6 +38,20 @@ from dataclasses import dataclass
 RERUNS = 24
 
 
+def most_reruns(count: int, budget: int = RERUNS) -> int:
+    """The reruns `narrow` makes at most over `count` variables: at each chunk size (half,
+    a quarter, ... one), a rerun either drops a chunk or steps past it, so at most as many
+    as there are chunks; one variable costs none (without it is the empty set, known)."""
+    if count <= 1:
+        return 0
+    total, chunk = 0, max(1, count // 2)
+    while True:
+        total += -(-count // chunk)
+        if chunk == 1:
+            return min(budget, total)
+        chunk = max(1, chunk // 2)
+
+
 @dataclass(frozen=True)
 class Needed:
     """The variables kept, and whether each was shown to be needed."""

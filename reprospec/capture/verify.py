@@ -38,7 +38,7 @@ from reprospec.capture.footprint import (
     shell_only,
 )
 from reprospec.capture.hangwait import VerifyWait
-from reprospec.capture.narrowing import Needed, narrow
+from reprospec.capture.narrowing import Needed, most_reruns, narrow
 from reprospec.capture.writer import Draft, render_spec
 from reprospec.core import environ
 from reprospec.core.results import AttemptResult, RunResult
@@ -85,6 +85,7 @@ def verify(
     hidden: Sequence[LocalInstall] = (),
     wait: VerifyWait | None = None,
     again: str = "",
+    say: Callable[[str], None] | None = None,
 ) -> tuple[tuple[str, ...], bool]:
     """Rerun the spec at `spec_path` (written from `draft`, run in `workdir`) in a copy of
     its tree without the shell's own variables; rewritten with the variables and the files
@@ -92,7 +93,9 @@ def verify(
     whether the failure came back as `expect` says. `hidden`: the editable installs of the
     workdir's project, which the copy's runs do not see (`HIDE_INSTALLS_VAR`). `wait`: how
     long a verify attempt waits for a captured hang (hangwait.py), said after. `again`: the
-    capture command with more attempts, given where the failure may be flaky.
+    capture command with more attempts, given where the failure may be flaky. `say`: where
+    a line of progress goes before the reruns that narrow the shell's variables (the CLI's
+    stderr), since each is a whole rerun and they can take minutes.
 
     A cause is written only where a rerun as the first run ran (the workdir, the shell's
     variables) brought the failure back: one that missed there is a failure that comes and
@@ -133,6 +136,8 @@ def verify(
         elif not as_first.verified:
             after.append(_flaky(as_first, again))
         elif not came_back_here:
+            if say is not None:
+                say(narrowing_line(len(own), repeat))
             found = narrow(own, lambda kept: check(kept).verified)
             # A pass needs them only if it fails without them every time: made once more
             # without them (the others set, the spec not yet setting them), a pass is a
@@ -306,6 +311,17 @@ def _rerun(
     verified = same > 0 and all(cell.verdict == "reproduced" for cell in result.cells)
     verdicts = ", ".join(sorted({cell.verdict for cell in result.cells}))
     return Rerun(result, again, same, verdicts, verified)
+
+
+def narrowing_line(count: int, repeat: int) -> str:
+    """What the narrowing is about to do, said before it (nu25 LOW-5: 13 variables at
+    --repeat 6 took 9 minutes with nothing but each rerun's attempts said)."""
+    most = most_reruns(count)
+    return (
+        f"reprospec: the failure came back with your shell's {count} variables set and not "
+        f"without them: finding which it needs, by at most {most} rerun(s) of the spec with "
+        f"some left out, each of {repeat} attempt(s), then one or two with those it ends on"
+    )
 
 
 def same_as(attempt: AttemptResult, signature: str) -> bool:

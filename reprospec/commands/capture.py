@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_spec(path, repeat, observe, args.out, python, wait)
 
     try:
-        captured = capture(request, run_spec)
+        captured = capture(request, run_spec, lambda line: print(line, file=sys.stderr))
     except VerifyInterrupted as stopped:
         for line in stopped.lines:
             print(line)

@@ -1281,6 +1281,19 @@ def test_two_variables_of_the_shell_needed_together_are_narrowed_to_the_pair(
     }  # fmt: skip
     result = capture(cli, workdir, "python", "e.py", env=shell)
     assert "the failure needs ALPHA_B, ZETA_A together as your shell sets them" in result.stdout
+    # Said first, on stderr with the reruns' progress: what the narrowing is about to do
+    # (nu25 LOW-5: minutes of reruns with nothing said of why).
+    said = re.search(
+        r"^reprospec: the failure came back with your shell's (\d+) variables set and not "
+        r"without them: finding which it needs, by at most (\d+) rerun\(s\) of the spec "
+        r"with some left out, each of 1 attempt\(s\), then one or two with those it ends on$",
+        result.stderr,
+        re.M,
+    )
+    assert said, result.stderr
+    assert int(said[1]) >= len(shell)
+    assert int(said[2]) >= 2
+    assert said.start() < result.stderr.index("reprospec: verifying", said.end())
     assert "verdict reproduced" in result.stdout, result.stdout
     text = (workdir / "spec.yaml").read_text()
     assert "ALPHA_B: '2'  # your shell set it: the failure needs it" in text

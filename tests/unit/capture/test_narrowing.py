@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from reprospec.capture.footprint import needed_lines
-from reprospec.capture.narrowing import RERUNS, narrow
+from reprospec.capture.narrowing import RERUNS, most_reruns, narrow
+from reprospec.capture.verify import narrowing_line
 
 # The 17 variables of nu20's shell, sorted as shell_only hands them: the two the failure
 # needs sort into different halves.
@@ -107,3 +108,25 @@ def test_the_lines_of_a_set_not_narrowed_say_one_or_more_is_needed() -> None:
     assert {line.comment for line in not_narrowed} == {
         "your shell set it: one or more of these 3 is needed; not narrowed further"
     }
+
+
+def test_the_reruns_said_before_the_narrowing_bound_those_it_makes() -> None:
+    """nu25 LOW-5: 13 variables at --repeat 6 took 9 minutes, nothing said of why; the
+    line said first names the variables, the reruns at most and each rerun's attempts."""
+    for count in range(1, len(SHELL) + 1):
+        names = SHELL[:count]
+        for needed in ((), names[:1], names[-1:], (names[0], names[-1]), names):
+            if not needed:
+                continue
+            comes_back, ran = needing(*needed)
+            found = narrow(names, comes_back)
+            assert found.reruns == len(ran) <= most_reruns(count), (count, needed)
+    assert most_reruns(1) == 0  # without the one variable is the empty set: known
+    assert most_reruns(2) == 2
+    assert most_reruns(13) == 3 + 5 + 13
+    assert most_reruns(17) == RERUNS  # 3 + 5 + 9 + 17, bounded by the search's own
+    assert narrowing_line(13, 6) == (
+        "reprospec: the failure came back with your shell's 13 variables set and not without "
+        "them: finding which it needs, by at most 21 rerun(s) of the spec with some left "
+        "out, each of 6 attempt(s), then one or two with those it ends on"
+    )
