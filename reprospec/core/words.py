@@ -51,6 +51,8 @@ VERDICT_MARKS: dict[VerdictKind, str] = {
     "not-run": "⏸️",
 }
 # A cell an interrupted run never reached: nothing went wrong in it.
+# An expected outcome as a verb ("crashes when fused=1"; "never crashes as expect says").
+OUTCOME_VERBS = {"crash": "crashes", "hang": "hangs", "error": "errors", "fail": "fails"}
 NOT_RUN = "not run (interrupted)"
 NOT_RUN_LEGEND = f"⏸️ {NOT_RUN}"
 VERDICT_LEGEND = "✅ reproduced · ❌ not reproduced · ⚠️ infra-error"

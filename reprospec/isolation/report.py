@@ -14,6 +14,7 @@ from pathlib import Path
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.words import (
+    OUTCOME_VERBS,
     budget_continues,
     percent_interval,
     perturbed_phrase,
@@ -73,15 +74,12 @@ class IsolateResult:
         return to_dict(self)
 
 
-_VERBS = {"crash": "crashes", "hang": "hangs", "error": "errors", "fail": "fails"}
-
-
 def sentence(found: IsolateResult) -> str:
     """ "crashes when num_workers=2 AND pin_memory=true; either alone passes (0/12, 0/12)"."""
     result = found.result
     if result.status != "isolated":
         return f"not isolated ({result.status}): {result.message}{_undecided(found)}"
-    verb = _VERBS.get(found.expectation.outcome, "fails")
+    verb = OUTCOME_VERBS.get(found.expectation.outcome, "fails")
     names = [d.describe() for d in found.culprits]
     # one_smaller[i] leaves out culprit i; "X alone" is the set that leaves out the other.
     figures = [_figure(e) for e in result.one_smaller]
@@ -150,14 +148,8 @@ def text(found: IsolateResult) -> str:
     rows = [("set", "attempts", "failed", "verdict")]
     key = _key_evidence(found)
     for label, evidence in key:
-        rows.append(
-            (
-                label,
-                str(evidence.tally.attempts),
-                str(evidence.tally.matched),
-                _verdict(evidence),
-            )
-        )
+        attempts, matched = _counts(evidence)
+        rows.append((label, str(attempts), str(matched), _verdict(evidence)))
     # The sets the search went through on its way: one row for all of them, so that the
     # table's attempts add up to the total below it (each is in isolate.md and .json).
     shown = {evidence.applied for _, evidence in key}
@@ -267,10 +259,8 @@ def markdown(found: IsolateResult) -> str:
     )
     out += ["", "| set | attempts | failed as expected | verdict |", "|---|---|---|---|"]
     for label, evidence in _key_evidence(found):
-        out.append(
-            f"| {label} | {evidence.tally.attempts} | {evidence.tally.matched} | "
-            f"{_verdict(evidence)} |"
-        )
+        attempts, matched = _counts(evidence)
+        out.append(f"| {label} | {attempts} | {matched} | {_verdict(evidence)} |")
     rate = result.rate
     out += [
         "",
@@ -352,8 +342,21 @@ def _verdict(evidence: Candidate) -> str:
     return "undecided"
 
 
+def _counts(evidence: Candidate) -> tuple[int, int]:
+    """A set's own attempts and those that failed as expected: the table's two columns and
+    the headline's figure, one source (nu25 LOW-2: the headline's `either alone passes
+    (0/20, 0/20)` counted the clean attempts of the sets holding it, beside the table's
+    `fused=1 alone | 19 | 0`)."""
+    return evidence.tally.attempts, evidence.tally.matched
+
+
 def _figure(evidence: Candidate) -> str:
-    return f"{evidence.tally.matched}/{evidence.clean_evidence + evidence.tally.matched}"
+    """The headline's `failed/attempts` of a set, as the table's row says them; a set never
+    run itself rests on the clean attempts of the sets that hold it, and says so."""
+    attempts, matched = _counts(evidence)
+    if attempts:
+        return f"{matched}/{attempts}"
+    return f"0/{evidence.clean_evidence} on the sets that hold it"
 
 
 def _expected(found: IsolateResult) -> str:

@@ -3,8 +3,14 @@ the table beside it."""
 
 from __future__ import annotations
 
-from reprospec.isolation.candidates import Candidate, Tally
-from reprospec.isolation.report import _verdict
+import re
+from pathlib import Path
+
+from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.rates import rate_of
+from reprospec.isolation.candidates import Candidate, IsolationResult, Tally
+from reprospec.isolation.differences import Difference
+from reprospec.isolation.report import IsolateResult, Side, _verdict, markdown, sentence, text
 
 
 def test_a_passing_row_names_the_clean_attempts_it_rests_on_not_every_set_holding_it() -> None:
@@ -21,3 +27,63 @@ def test_a_passing_row_names_the_clean_attempts_it_rests_on_not_every_set_holdin
     assert _verdict(one) == "passes (1 clean attempt on the sets that hold it and never failed)"
     assert _verdict(Candidate((0, 1), "minimal", Tally(matched=9), True)) == "fails"
     assert _verdict(Candidate((0,), "one-smaller", Tally(passed=1), None)) == "undecided"
+
+
+def _pair(alone_fused: Candidate, alone_cache: Candidate) -> IsolateResult:
+    """nu25's isolation: a crash that needs fused AND cache (4 differences)."""
+    differences = tuple(
+        Difference(f"matrix.{name}", 0, 1) for name in ("fused", "amp", "cache", "compile")
+    )
+    minimal = Candidate((0, 2), "minimal", Tally(matched=6, passed=4), True)
+    result = IsolationResult(
+        status="isolated",
+        culprits=(0, 2),
+        message="",
+        attempts=44,
+        rate=rate_of(12, 20),
+        confidence=0.996,
+        error=0.005,
+        min_rate=0.3,
+        rate_used=0.3,
+        max_culprits=2,
+        failing=Candidate((0, 1, 2, 3), "failing", Tally(matched=6, passed=4), True),
+        base=None,
+        minimal=minimal,
+        # one_smaller[i] leaves out culprit i: [0] is "cache alone", [1] "fused alone".
+        one_smaller=(alone_cache, alone_fused),
+        tested=(),
+    )
+    side = Side(Cell("fused=1", 0, {"fused": 1}), {}, {})
+    return IsolateResult(
+        id="x",
+        folder=Path("iso"),
+        spec_name="fused-cache-crash",
+        spec_path="job.yaml",
+        expectation=Expectation(outcome="crash", signal="SIGSEGV"),
+        failing=side,
+        passing=side,
+        differences=differences,
+        result=result,
+        runs=(),
+        reused=0,
+        interrupted=False,
+    )
+
+
+def test_the_headline_counts_a_set_s_attempts_as_the_table_beside_it_does() -> None:
+    """nu25 LOW-2: `either alone passes (0/20, 0/20)` beside the table's `fused=1 alone | 19
+    | 0`: the headline counted the clean attempts of the sets holding it (its own 19 and a
+    larger set's 1); the table, its own. Both now say its own; a set never run itself says
+    what it rests on."""
+    fused = Candidate((0,), "one-smaller", Tally(passed=19), False, clean_evidence=20)
+    cache = Candidate((2,), "one-smaller", Tally(passed=18, other=2), False, clean_evidence=20)
+    found = _pair(fused, cache)
+    assert sentence(found) == ("crashes when fused=1 AND cache=1; either alone passes (0/19, 0/20)")
+    table = text(found)
+    assert re.search(r"^ *fused=1 alone +19 +0 +passes \(20 clean attempts", table, re.M), table
+    assert re.search(r"^ *cache=1 alone +20 +0 +passes", table, re.M), table
+    assert "| fused=1 alone | 19 | 0 |" in markdown(found)
+    unrun = Candidate((0,), "one-smaller", Tally(), False, clean_evidence=7)
+    assert sentence(_pair(unrun, cache)) == (
+        "crashes when fused=1 AND cache=1; either alone passes (0/7 on the sets that hold it, 0/20)"
+    )
