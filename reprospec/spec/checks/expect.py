@@ -21,6 +21,7 @@ from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue, is_int
 from reprospec.core.lazyre import Lazy
 from reprospec.core.sections import DEFAULT_PHASES
 from reprospec.core.units import parse_rate, parse_step, undecidable_rate
+from reprospec.core.words import OUTCOME_VERBS
 from reprospec.spec import schema
 from reprospec.spec.matrix import render_value
 from reprospec.spec.yamlsource import shorten
@@ -113,7 +114,7 @@ class ExpectChecks:
         outcome = expect.get("outcome")
         self.contradictions(("expect",), expect, outcome)
         self.expected_phase(("expect", "phase"), expect.get("phase"))
-        self.rate(("expect", "rate"), expect.get("rate"))
+        self.rate(("expect", "rate"), expect.get("rate"), outcome)
         cases = expect.get("cases")
         for index, case in enumerate(cases if isinstance(cases, list) else ()):
             if not isinstance(case, dict):
@@ -127,7 +128,7 @@ class ExpectChecks:
             else:
                 self.contradictions(path, case, outcome, inherited=True)
             self.expected_phase((*path, "phase"), case.get("phase"))
-            self.rate((*path, "rate"), case.get("rate"))
+            self.rate((*path, "rate"), case.get("rate"), case.get("outcome", outcome), outcome)
             when = case.get("when")
             for key, value in when.items() if isinstance(when, dict) else ():
                 if key not in self.all_axes:
@@ -241,8 +242,14 @@ class ExpectChecks:
             hint = schema.suggest(phase, names) or f" (phases: {', '.join(names)})"
             self.add(path, f"unknown phase '{phase}'{hint}")
 
-    def rate(self, path: JsonPath, value: JsonValue) -> None:
-        """A bound the Wilson interval can decide (`>=1` never is: `==1` is meant)."""
+    def rate(
+        self, path: JsonPath, value: JsonValue, outcome: JsonValue = None, base: JsonValue = None
+    ) -> None:
+        """A bound the Wilson interval can decide (`>=1` never is: `==1` is meant), and one
+        that does not say "never passes" of a pass: a rate counts the attempts that end as
+        the expectation's own outcome, so `{outcome: pass, rate: '==0'}`, meant as "never
+        crashes", was valid and read `pass 10/10 ... not-reproduced` (nu25 LOW-3). `base`:
+        expect's own outcome, which a case without `outcome` keeps."""
         try:
             bound = parse_rate(value)
         except ValueError:
@@ -250,6 +257,21 @@ class ExpectChecks:
         why = undecidable_rate(bound)
         if why is not None:
             self.add(path, f"rate {value!r} {why}")
+        elif outcome == "pass" and bound.op == "==" and bound.value == 0:
+            verb = OUTCOME_VERBS.get(str(base), "fails")
+            keep = (
+                f", or leave out `outcome: pass` so the case keeps expect's outcome ({base}) "
+                f"and rate {value!r} says it never {verb} as expect says"
+                if isinstance(base, str) and base != "pass" and path[1:2] == ("cases",)
+                else ""
+            )
+            self.add(
+                path,
+                f"rate {value!r} counts the attempts that pass (a rate counts those that end "
+                f"as the expectation's outcome, here pass), so it says the cell never passes; "
+                f"to say it always passes, give no rate (without one every attempt must "
+                f"pass){keep}",
+            )
 
     def step(self, path: JsonPath, value: JsonValue) -> None:
         if isinstance(value, str) and ".." in value:

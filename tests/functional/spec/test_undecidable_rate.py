@@ -56,3 +56,25 @@ def test_the_exact_form_runs(cli: Cli, tmp_path: Path) -> None:
     result = cli("run", str(spec), "--repeat", "2")
     assert result.code == 0, result.stdout + result.stderr
     assert "2/2 cell(s) reproduced" in result.stdout
+
+
+def test_a_pass_case_that_says_never_passes_is_refused_with_what_to_write(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """nu25 LOW-3: `{outcome: pass, rate: "==0"}`, meant as "never crashes", validated and
+    ran `pass 10/10 ... not-reproduced`: a rate counts the case's own outcome."""
+    spec = tmp_path / "cache.yaml"
+    spec.write_text(
+        _SPEC.format(base=">=0.3", case="==0").replace(
+            '      rate: "==0"', '      outcome: pass\n      rate: "==0"'
+        )
+    )
+    for verb in ("validate", "run"):
+        result = cli(verb, str(spec))
+        assert result.code == 2, result.stdout + result.stderr
+        text = result.stdout + result.stderr
+        assert "cache.yaml:13:13: expect.cases[0].rate: rate '==0' counts the attempts" in text
+        assert "so it says the cell never passes" in text
+        assert "rate '==0' says it never errors as expect says" in text
+        assert "Traceback" not in text
+    assert not (tmp_path / "out" / "runs").exists()
