@@ -404,13 +404,17 @@ class DockerRunner:
                     timed_out = not (cancel is not None and cancel.is_set())
                     interrupted = not timed_out
                     stall = bool(stalled_at) and timed_out
-                    stack_path = collect_stacks(container, log_dir)
+                    # Native stacks first, as the local runner reads them: the asking
+                    # signal's handler (SIGUSR1) ends a wait the kernel never restarts
+                    # (pause, sigsuspend, a C poll without an EINTR retry), and a process
+                    # read after it showed where it went next (native-stacks.md).
                     if timed_out and self.native is not None:
                         hang_native = self.native.hang(
                             client, container, str(config["image"]),
                             timed_out_at=stalled_at[0] if stall
                             else begin + (plan.timeout_s or 0.0),
                         )  # fmt: skip
+                    stack_path = collect_stacks(container, log_dir)
                     with contextlib.suppress(docker.errors.APIError):
                         container.kill()
                     status = wait_for_exit(container, 30.0, None)

@@ -215,9 +215,42 @@ def test_a_deadlock_in_a_container_shows_every_thread_waiting_on_the_lock(
     # The interpreter's frames are named from the container's maps.
     assert any(f.library == "python3.11" for p in attached.values() for t in p.threads
                for f in t.frames)  # fmt: skip
-    # The Python stacks are still taken first, next to the native ones.
+    # The Python stacks are still taken, after the native ones.
     assert execution.stack_path is not None
     assert "deadlock" in execution.stack_path.read_text()
+
+
+# Hangs in pause(), which the Python stacks' asking signal (SIGUSR1) would end: the
+# program then sleeps, and a native read after the signal shows the sleep.
+PAUSES = """
+import ctypes, time
+ctypes.CDLL(None).pause()
+time.sleep(60)
+"""
+
+
+@needs_engine
+def test_a_wait_a_signal_would_end_is_read_in_the_container_before_the_python_stacks(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    """The docker runner asked for the Python stacks first: a process hung in pause() was
+    then read by gdb in the sleep it went on to (as the local runner's was, fx49b)."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    plan = make_plan(["python3", "-c", PAUSES], workdir, timeout_s=4.0)
+    execution = runner.run(plan, tmp_path / "logs")
+    assert containers_of(tmp_path) == set()
+    assert execution.timed_out
+    stacks = native.read(tmp_path / "logs")
+    assert stacks is not None
+    (process,) = [p for p in stacks.processes if p.source == "attach"]
+    assert process.error is None, process
+    symbols = [frame.symbol for thread in process.threads for frame in thread.frames[:3]]
+    assert any("pause" in symbol for symbol in symbols), symbols
+    assert not any("nanosleep" in symbol for symbol in symbols), symbols
+    # The Python stack is still taken, after the native read.
+    assert execution.stack_path is not None
+    assert "line 3" in execution.stack_path.read_text(), execution.stack_path.read_text()
 
 
 @needs_engine
