@@ -530,7 +530,9 @@ def resumed_phrase(resumed: Resumed) -> str:
     `2 attempt(s) carried over from the run interrupted at 2026-12-01 09:28:58 UTC, 2 run
     now`; one resumed before names each earlier part, `3 attempt(s) carried over: 1 from
     the run interrupted at ..., 2 from its resume interrupted at ...; 1 run now`."""
-    parts = resumed.parts
+    # A part that stored no attempt (a resume that found nothing left to run) carries none
+    # over: named, it read `0 from its resume finished at ...`.
+    parts = [part for n, part in enumerate(resumed.parts) if part.attempts or n == 0]
     written = " (its folder written again from the store)" if resumed.rewritten else ""
     carried, ran = f"{resumed.carried} attempt(s) carried over", f"{resumed.ran} run now"
     if len(parts) == 1:

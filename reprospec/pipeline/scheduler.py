@@ -230,6 +230,11 @@ class Scheduler:
                 state.taken = max(state.taken, attempt.attempt)
                 state.last_taken = state.last_taken or last
                 if attempt.attempt in state.results or state.stopped:
+                    if last and not state.stopped:
+                        # A resumed cell's planned attempts have all run: `repeat: auto`
+                        # adds more where its rate is still undecided, as the interrupted
+                        # run would have (its queued ones were never stored).
+                        self._maybe_extend(attempt, state)
                     continue  # resumed, or its cell stopped (stop_on)
                 state.running += 1
                 self._running += 1

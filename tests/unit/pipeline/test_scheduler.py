@@ -142,6 +142,27 @@ def test_an_observed_cell_runs_its_repeats_whatever_stop_on_says(tmp_path: Path)
         assert {cell: len(r) for cell, r in results.items()} == {"n=1": 4, "n=2": 4}
 
 
+def test_a_resumed_adaptive_cell_still_undecided_gets_more_attempts(tmp_path: Path) -> None:
+    # Interrupted with 10 attempts stored, 5 of them failing: `>=0.45` is undecided on them.
+    # The resume ran nothing ("0 run now") and left the cell undecided for good: the extra
+    # attempts the interrupted run had queued were never stored, and only a finished
+    # attempt asked for more.
+    plan = make_plan(
+        tmp_path, "run: {repeat: auto, max_repeat: 40}\nexpect: {outcome: crash, rate: '>=0.45'}\n"
+    )
+    done = {
+        ("default", n): AttemptResult(n, 0.0, CRASH if n % 2 else PASS, bool(n % 2), (), logs="")
+        for n in range(1, 11)
+    }
+    recorder = Recorder(lambda _cell, _n: True)  # from now on it always fails: decided soon
+    results = Scheduler(plan, recorder, done=done).run()
+    ran = [n for _c, n, _ in recorder.calls]
+    assert ran[:1] == [11], ran
+    attempts = results["default"]
+    assert [r.attempt for r in attempts] == list(range(1, 11 + len(ran)))
+    assert len(attempts) < 40  # it stopped once decided, not at max_repeat
+
+
 def test_shards_split_attempts_disjointly_and_completely(tmp_path: Path) -> None:
     body = "matrix: {n: [1, 2, 3, 4, 5]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n"
     whole = {(a.cell.id, a.attempt) for a in make_plan(tmp_path, body).attempts}

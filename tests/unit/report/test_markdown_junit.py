@@ -798,6 +798,12 @@ def test_a_run_resumed_twice_names_each_earlier_part() -> None:
         "3 attempt(s) carried over: 1 from the run interrupted at 2026-12-01 09:00:00 UTC, "
         "2 from its resume interrupted at 2026-12-01 09:05:00 UTC; 1 run now"
     )
+    # A resume that found nothing to run stored no attempt: it carries none over, and is
+    # not named (it read `10 from the run interrupted at ..., 0 from its resume finished`).
+    empty = Resumed(1, 3, "finished", "2026-12-01T09:05:00+00:00", before=(first,))
+    assert resumed_phrase(empty) == (
+        "1 attempt(s) carried over from the run interrupted at 2026-12-01 09:00:00 UTC, 3 run now"
+    )
     killed = Resumed(3, 1, "killed", before=(first,))
     assert resumed_phrase(killed).endswith(", 2 from its resume whose engine was killed; 1 run now")
     run = replace(error_run(), resumed=twice)
