@@ -14,17 +14,27 @@ from reprospec.core.words import (
     cell_rate_phrase,
     expectation_phrase,
     rate_phrase,
+    resumed_phrase,
 )
 from reprospec.report.failure import summary_line
 
 
 def render_github_summary(run: RunResult) -> str:
-    """Markdown for the job summary page: the headline and the results table."""
+    """Markdown for the job summary page: the headline and the results table.
+
+    A resumed run says so under its headline, as report.md and the JUnit report do: the
+    page a CI shows read a run finished in parts as one that went straight through.
+    """
     lines = [
         f"### reprospec: {_cell(run.title or run.spec_name)}",
         "",
         f"**{_cell(summary_line(run))}**",
         "",
+    ]
+    if run.resumed is not None:
+        command = _code(f"reprospec run --resume {run.run_id}")
+        lines += [f"> **Resumed** (`{command}`): {_cell(resumed_phrase(run.resumed))}.", ""]
+    lines += [
         "| | cell | actual | attempts | verdict |",
         "|---|---|---|---|---|",
     ]

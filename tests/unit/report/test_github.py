@@ -56,3 +56,22 @@ def test_time_left_is_coarse() -> None:
         "eta 3m10s",
         "eta 1h05m",
     ]
+
+
+def test_the_job_summary_of_a_resumed_run_says_so_as_report_md_does() -> None:
+    """report.md, the HTML page, results.json and the JUnit report said a run was resumed;
+    the job summary, the page a CI shows, read it as a run that went straight through."""
+    from reprospec.core.resumed import Resumed
+    from reprospec.report import render
+
+    run = replace(error_run(), resumed=Resumed(2, 2, "interrupted", "2026-12-01T09:28:58+00:00"))
+    said = (
+        "2 attempt(s) carried over from the run interrupted at 2026-12-01 09:28:58 UTC, 2 run now"
+    )
+    summary = render(run, "github")
+    note = f"> **Resumed** (`reprospec run --resume {run.run_id}`): {said}.\n"
+    assert note in summary
+    assert note in render(run, "md")
+    # Under the headline, above the table.
+    assert summary.index(note) < summary.index("| | cell |")
+    assert "Resumed" not in render(error_run(), "github")
