@@ -256,7 +256,7 @@ def execute(
             from reprospec.core.resumed import Resumed
 
             earlier = Resumed(stored_before, 0, stopped, stopped_at, before, rewritten=rewritten)
-            record = _resumed(keeper.stored - stored_before, earlier, previous)
+            record = _resumed(keeper.stored - stored_before, earlier, previous, interrupted)
         result = RunResult(
             run_id=run_id,
             spec_name=spec.name,
@@ -580,13 +580,17 @@ def _stopped(status: str) -> Stopped:
     return "finished" if status == "finished" else "interrupted"
 
 
-def _resumed(ran: int, resumed: Resumed, previous: Resumed | None) -> Resumed | None:
+def _resumed(
+    ran: int, resumed: Resumed, previous: Resumed | None, interrupted: bool
+) -> Resumed | None:
     """The `resumed` record of a resumed run that ran `ran` attempts now. A finished run
     resumed with its folder whole, nothing run (no attempt had failed to run), keeps the
     record it had (`previous`: none for a run that went straight through), where it was
     called resumed from a run "finished ... (its folder written again)" that was neither
-    stopped nor written again (rv23 F4)."""
-    if resumed.stopped == "finished" and not resumed.rewritten and ran == 0:
+    stopped nor written again (rv23 F4). Not one `interrupted`: its retry of the attempts
+    that could not run was stopped before it stored one, and read as the finished run
+    itself, stopped, with no word of the part it carried over (rv24 F2)."""
+    if resumed.stopped == "finished" and not resumed.rewritten and ran == 0 and not interrupted:
         return previous
     return replace(resumed, ran=ran)
 

@@ -259,6 +259,32 @@ def test_a_cell_stop_on_stopped_stays_stopped_when_its_run_is_resumed(
         assert attempts == {"code=0": 1, "code=3": 3}
 
 
+def _finished_with_cells_that_could_not_run(
+    cli: Cli, tmp_path: Path, gate: Path, *, waits_from: int
+) -> Path:
+    """The folder of a finished run of cells n=1..3 whose n=2 and n=3 could not run (their
+    workdir missing: infra-error), made since: a resume retries them. Cells from
+    `waits_from` on then wait for `gate`, where a Ctrl-C can stop the retry."""
+    spec = tmp_path / "two.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: two\nmatrix: {n: [1, 2, 3]}\n"
+        'environment: {workdir: "wd${{ matrix.n }}"}\n'
+        "command: >-\n"
+        '  python -c "import pathlib, time;\n'
+        f"  [time.sleep(0.05) for _ in range(1200) if ${{{{ matrix.n }}}} >= {waits_from} and not "
+        f'pathlib.Path({str(gate)!r}).exists()]"\n'
+        "expect: {outcome: pass}\n"
+    )
+    (tmp_path / "wd1").mkdir()
+    out = tmp_path / "out"
+    first = cli("run", str(spec), "--out", str(out), timeout=120)
+    assert first.code == 3, first.stderr  # n=2, n=3 infra-error: workdir not found
+    (folder,) = (out / "runs").iterdir()
+    (tmp_path / "wd2").mkdir()
+    (tmp_path / "wd3").mkdir()
+    return folder
+
+
 def test_a_finished_runs_retry_stopped_keeps_the_finished_part_apart(
     cli: Cli, tmp_path: Path
 ) -> None:
@@ -271,25 +297,9 @@ def test_a_finished_runs_retry_stopped_keeps_the_finished_part_apart(
     from tests.support.cli import interrupt_when
 
     gate = tmp_path / "gate"
-    spec = tmp_path / "two.yaml"
-    # Cell n=1 passes at once in wd1; n=2's and n=3's workdirs are missing, then n=2 passes
-    # at once and n=3 waits for the gate.
-    spec.write_text(
-        "reprospec: 1\nname: two\nmatrix: {n: [1, 2, 3]}\n"
-        'environment: {workdir: "wd${{ matrix.n }}"}\n'
-        "command: >-\n"
-        '  python -c "import pathlib, time;\n'
-        "  [time.sleep(0.05) for _ in range(1200) if ${{ matrix.n }} > 2 and not "
-        f'pathlib.Path({str(gate)!r}).exists()]"\n'
-        "expect: {outcome: pass}\n"
-    )
-    (tmp_path / "wd1").mkdir()
     out = tmp_path / "out"
-    first = cli("run", str(spec), "--out", str(out), timeout=120)
-    assert first.code == 3, first.stderr  # n=2, n=3 infra-error: workdir not found
-    (folder,) = (out / "runs").iterdir()
-    (tmp_path / "wd2").mkdir()
-    (tmp_path / "wd3").mkdir()
+    # n=2 passes at once in the retry, and n=3 waits for the gate.
+    folder = _finished_with_cells_that_could_not_run(cli, tmp_path, gate, waits_from=3)
     resume = ["--resume", folder.name, "-j", "1", "--out", str(out)]
     retry = interrupt_when(
         [sys.executable, "-m", "reprospec", "run", *resume],
@@ -317,3 +327,31 @@ def test_a_finished_runs_retry_stopped_keeps_the_finished_part_apart(
     whole = cli("run", "--resume", folder.name, "--out", str(out), timeout=120)
     assert whole.code == 0, whole.stderr
     assert json.loads((folder / "results.json").read_text())["resumed"] == resumed
+
+
+def test_a_finished_runs_retry_stopped_before_it_stored_an_attempt_says_it_was_resumed(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A finished run's retry of its cells that could not run, stopped by Ctrl-C in its
+    first attempt, said only `interrupted: partial results`: no `resumed` line, none in
+    results.json, as if the finished run itself had been stopped, though its attempt was
+    carried over (a retry that had stored one said so)."""
+    import sys
+
+    from tests.support.cli import interrupt_when
+
+    gate = tmp_path / "gate"
+    out = tmp_path / "out"
+    folder = _finished_with_cells_that_could_not_run(cli, tmp_path, gate, waits_from=2)
+    retry = interrupt_when(
+        [sys.executable, "-m", "reprospec", "run", "--resume", folder.name, "--out", str(out)],
+        lambda: (folder / "cells" / "n=2" / "1" / "inflight.json").is_file(),
+    )
+    assert retry.code == 130, retry.stderr
+    resumed = json.loads((folder / "results.json").read_text())["resumed"]
+    assert resumed is not None
+    assert (resumed["carried"], resumed["ran"], resumed["stopped"]) == (1, 0, "finished")
+    at = resumed["stopped_at"].replace("T", " ")[:19] + " UTC"
+    said = f"1 attempt(s) carried over from the run finished at {at}, 0 run now"
+    assert f"resumed: {said}\n" in retry.stdout
+    assert f"{said}." in (folder / "report.md").read_text()

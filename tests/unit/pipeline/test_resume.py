@@ -46,13 +46,16 @@ def test_a_finished_run_resumed_whole_keeps_the_record_it_had() -> None:
     from reprospec.pipeline.stages import _resumed
 
     finished = Resumed(2, 0, "finished", "2026-12-01T09:58:40+00:00")
-    assert _resumed(0, finished, None) is None
+    assert _resumed(0, finished, None, False) is None
     earlier = Resumed(1, 1, "interrupted", "2026-12-01T09:50:00+00:00")
-    assert _resumed(0, finished, earlier) is earlier
+    assert _resumed(0, finished, earlier, False) is earlier
     # Its folder gone and written again from the store; its attempts that could not run, run.
     rewritten = Resumed(2, 0, "finished", "2026-12-01T09:58:40+00:00", rewritten=True)
-    assert _resumed(0, rewritten, earlier) == rewritten
-    assert _resumed(1, finished, earlier) == Resumed(2, 1, "finished", finished.stopped_at)
+    assert _resumed(0, rewritten, earlier, False) == rewritten
+    assert _resumed(1, finished, earlier, False) == Resumed(2, 1, "finished", finished.stopped_at)
     # An interrupted part is said whatever ran now.
     interrupted = Resumed(2, 0, "interrupted", before=(ResumedPart(1, "killed"),))
-    assert _resumed(0, interrupted, None) == interrupted
+    assert _resumed(0, interrupted, None, False) == interrupted
+    # A finished run's retry stopped before it stored an attempt (rv24 F2): resumed all the
+    # same, where it read as the finished run itself, stopped.
+    assert _resumed(0, finished, None, True) == finished
