@@ -180,10 +180,7 @@ def thread_tops(stacks: NativeStacks, limit: int = 3, stuck: int | None = None) 
         if process.error and not process.threads:
             unread = STUCK_UNREAD if stuck is not None and process.pid == stuck else ""
             lines.append(f"pid {process.pid}{unread}: {process.error}")
-        threads = list(process.threads)
-        if stuck is not None and process.pid == stuck:
-            threads.sort(key=lambda thread: thread.lwp != stuck)
-        for thread in threads:
+        for thread, mark in _stuck_thread_first(process, stuck):
             named = [f for f in thread.frames if f.function or f.library]
             where = " <- ".join(f.describe() for f in named[:limit]) or "(no frames)"
             if all(_is_runtime(f) for f in named[:limit]):
@@ -192,9 +189,19 @@ def thread_tops(stacks: NativeStacks, limit: int = 3, stuck: int | None = None) 
                 if caller is not None:
                     where += f" <- ... <- {caller.describe()}"
             lwp = f" (LWP {thread.lwp})" if thread.lwp is not None else ""
-            mark = STUCK_MARK if stuck is not None and thread.lwp == stuck == process.pid else ""
             lines.append(f"pid {process.pid} thread {thread.id}{lwp}{mark}: {where}")
     return lines
+
+
+def _stuck_thread_first(process: ProcessStacks, stuck: int | None) -> list[tuple[Thread, str]]:
+    """The process's threads, each with its mark: where it is the stuck worker's (`stuck`),
+    its main thread (LWP = pid, the one that fetched) first and marked STUCK_MARK. One rule
+    for thread_tops and full_text, so report.md and the file it links say the same."""
+    threads = list(process.threads)
+    if stuck is None or process.pid != stuck:
+        return [(thread, "") for thread in threads]
+    threads.sort(key=lambda thread: thread.lwp != stuck)
+    return [(thread, STUCK_MARK if thread.lwp == stuck else "") for thread in threads]
 
 
 def _frame_line(frame: Frame) -> str:
@@ -232,13 +239,9 @@ def full_text(stacks: NativeStacks, stuck: int | None = None) -> str:
             lines.append(f"({process.error})")
         if process.core:
             lines.append(f"core kept: {process.core}")
-        threads = list(process.threads)
-        if is_stuck:
-            threads.sort(key=lambda thread: thread.lwp != stuck)
-        for thread in threads:
+        for thread, stuck_mark in _stuck_thread_first(process, stuck):
             mark = " (crashed)" if process.crashed_lwp and thread.lwp == process.crashed_lwp else ""
-            if is_stuck and thread.lwp == stuck:
-                mark += STUCK_MARK
+            mark += stuck_mark
             name = f' "{thread.name}"' if thread.name else ""
             lwp = f" (LWP {thread.lwp})" if thread.lwp is not None else ""
             lines.append(f"Thread {thread.id}{lwp}{name}{mark}:")
