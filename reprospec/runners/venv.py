@@ -225,26 +225,25 @@ class VenvRunner:
         if runner is None:
             now = run.utc_now()
             files = attempt_files(plan, log_dir, gpu_slot)
-            kept = self._cell_log(plan, log_dir)
-            if kept is not None:
-                reason = build_log_phrase(reason, kept)
+            reason = self._with_cell_log(plan, log_dir, reason)
             return infra_execution(files, reason, started=now, finished=now)
         return runner.run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)
 
-    def _cell_log(self, plan: AttemptPlan, log_dir: Path) -> Path | None:
-        """The file that keeps uv's whole output of the plan's failed build, for its reason:
+    def _with_cell_log(self, plan: AttemptPlan, log_dir: Path, reason: str) -> str:
+        """`reason` (the plan's failed build) naming the file that keeps uv's whole output:
         written into `log_dir` at the cell's first attempt that runs here, then named by its
-        others (None where the build failed with no output). The run folder keeps what the
-        console was spared, where a user, report.md, or bisect's one line point to it."""
+        others (`reason` alone where the build failed with no output). The run folder keeps
+        what the console was spared, where a user, report.md, or bisect's one line point to
+        it; a plain cell's attempt and a `run.instances` one name it alike."""
         with self._lock:
             failed = self._build_logs.get(self._section_key(plan))
             if failed is None:
-                return None
+                return reason
             kept = self._cell_logs.get(plan.cell.id)
             if kept is None:
                 kept = self._cell_logs[plan.cell.id] = log_dir / venvs.BUILD_LOG
                 kept.write_text(failed[1], encoding="utf-8")
-            return kept
+        return build_log_phrase(reason, kept)
 
     def close(self) -> None:
         """Stop each environment's local runner (their preload servers)."""
@@ -267,8 +266,7 @@ class VenvRunner:
             # As a plain cell's attempt: uv's whole output kept once for the cell and named,
             # where the reason alone left it nowhere.
             log_dir.mkdir(parents=True, exist_ok=True)
-            kept = self._cell_log(plan, log_dir)
-            raise InfraError(build_log_phrase(reason, kept) if kept is not None else reason)
+            raise InfraError(self._with_cell_log(plan, log_dir, reason))
         return runner.run_instances(plan, log_dir, gpu_slots=gpu_slots, cancel=cancel)
 
     def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, JsonValue]:
