@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from reprospec.core.inputs import AttemptPlan, Cell, Expectation
-from reprospec.core.rates import rate_decided, rate_of
+from reprospec.core.rates import judge_rate, rate_decided, rate_of
 from reprospec.core.results import AttemptResult
 from reprospec.pipeline.gpus import GpuPool
 from reprospec.plan.run import RunPlan
@@ -35,6 +35,10 @@ ProgressCallback = Callable[[ProgressEvent, Cell, "AttemptResult | None", int, i
 AttemptCallback = Callable[[AttemptPlan, AttemptResult], None]
 # A cell whose attempts are all in (none running, none to come), with them in attempt order.
 CellCallback = Callable[[Cell, tuple[AttemptResult, ...]], None]
+
+# What `_run_one` gives for an attempt whose cell stop_on stopped while it waited to start.
+Stopped = Literal["stopped"]
+_STOPPED: Stopped = "stopped"
 
 # Signals that stop a whole run (a batch system's time limit, CI cancelling, Ctrl-C).
 _STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP", "SIGKILL")
@@ -260,6 +264,9 @@ class Scheduler:
                 # (`repeat: auto`) would otherwise wait for ever.
                 self._not_running(attempt)
                 raise
+            if result == _STOPPED:
+                self._not_running(attempt)
+                continue
             if result is None or self._killed_with_the_engine(result):
                 self._not_running(attempt)
                 return
@@ -325,7 +332,7 @@ class Scheduler:
         self.cancel.wait(STOP_GRACE_S)
         return self.cancel.is_set()
 
-    def _run_one(self, attempt: AttemptPlan) -> AttemptResult | None:
+    def _run_one(self, attempt: AttemptPlan) -> AttemptResult | Stopped | None:
         needed = attempt.gpu_slots_needed
         if needed > self.gpu_pool.size:
             visible = self.gpu_pool.size or "none"
@@ -352,6 +359,14 @@ class Scheduler:
             slot = self.gpu_pool.take(needed, self.cancel)
             if slot is None:
                 return None
+            with self._lock:
+                stopped = self._states[attempt.cell.id].stopped
+            if stopped:
+                # Taken before stop_on stopped its cell, it waited for its places (the
+                # instances of another attempt held them) or its GPUs: it never started,
+                # and a stopped cell starts no attempt (each ran in turn, one per job).
+                self.gpu_pool.give_back(slot)
+                return _STOPPED
             if self.progress is not None:
                 self.progress("start", attempt.cell, None, self.finished, self.total)
             try:
@@ -365,11 +380,22 @@ class Scheduler:
         self, state: _CellState, result: AttemptResult, expected: Expectation
     ) -> None:
         stop_on = self.plan.stop_on
-        if expected.observes:
+        if stop_on == "never" or expected.observes:
             # Nothing is expected of an observed cell, so no attempt of it reproduces or
             # misses: it runs its repeats, whose outcomes and rates are what is observed
             # (every observed attempt counts as a match, and first-reproduction stopped it
             # at one).
+            return
+        if expected.rate is not None:
+            # With a rate, one attempt neither reproduces the cell nor misses it: its
+            # interval does, once it lies on one side of the bound (a flaky cell stopped at
+            # its first match stayed `1/1 undecided`, and `repeat: auto` added no more).
+            matched = sum(r.matched for r in state.results.values())
+            judged = judge_rate(rate_of(matched, len(state.results)), expected.rate)
+            if (stop_on == "first-reproduction" and judged == "met") or (
+                stop_on == "first-miss" and judged == "failed"
+            ):
+                state.stopped = True
             return
         if (stop_on == "first-reproduction" and result.matched) or (
             stop_on == "first-miss" and not result.matched

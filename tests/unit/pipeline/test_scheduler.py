@@ -163,6 +163,50 @@ def test_a_resumed_adaptive_cell_still_undecided_gets_more_attempts(tmp_path: Pa
     assert len(attempts) < 40  # it stopped once decided, not at max_repeat
 
 
+@pytest.mark.parametrize(
+    ("stop_on", "crashes", "attempts"),
+    [
+        ("first-reproduction", lambda n: n == 1, 12),  # 1/1 is no reproduction of >=0.3
+        ("first-reproduction", lambda _n: True, 2),  # 2/2: 95% CI 0.34-1.00, met
+        ("first-miss", lambda n: n != 1, 12),  # 0/1 is no miss of >=0.3 either
+        ("first-miss", lambda _n: False, 9),  # 0/9: 95% CI 0.00-0.299, failed
+    ],
+)
+def test_stop_on_with_a_rate_stops_where_the_cell_s_interval_decides(
+    tmp_path: Path, stop_on: str, crashes: Callable[[int], bool], attempts: int
+) -> None:
+    """nu27 N1: stop_on stopped a rate cell at its first matching (or missing) attempt,
+    and a flaky cell stayed `1/1 undecided` with no way to run more."""
+    plan = make_plan(
+        tmp_path,
+        f"run: {{repeat: 12, stop_on: {stop_on}}}\nexpect: {{outcome: crash, rate: '>=0.3'}}\n",
+    )
+    results = Scheduler(plan, Recorder(lambda _cell, n: crashes(n))).run()
+    assert len(results["default"]) == attempts
+
+
+def test_an_attempt_waiting_for_its_places_when_stop_on_stops_its_cell_never_starts(
+    tmp_path: Path,
+) -> None:
+    """nu27 N4: with run.instances, each attempt takes its instances' places: the attempts
+    other jobs had taken waited for them, and then ran, one after another, after stop_on
+    had stopped their cell (-j 3: 3/3 where -j 1 gave 1/1)."""
+    plan = make_plan(
+        tmp_path,
+        "run: {instances: 3, repeat: 5, stop_on: first-reproduction}\nexpect: {outcome: crash}\n",
+        jobs=3,
+    )
+
+    def crashes(_cell: str, n: int) -> bool:
+        time.sleep(0.3 if n == 1 else 0.0)  # the others are taken while it runs
+        return True
+
+    recorder = Recorder(crashes)
+    results = Scheduler(plan, recorder).run()
+    assert [n for _c, n, _ in recorder.calls] == [1]
+    assert [r.attempt for r in results["default"]] == [1]
+
+
 def test_shards_split_attempts_disjointly_and_completely(tmp_path: Path) -> None:
     body = "matrix: {n: [1, 2, 3, 4, 5]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n"
     whole = {(a.cell.id, a.attempt) for a in make_plan(tmp_path, body).attempts}
