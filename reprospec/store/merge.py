@@ -63,6 +63,7 @@ def merge(
         raise UsageError("merge needs at least one run")
     first = runs[0]
     _check_shards(runs)
+    _check_options(runs)
     for run in runs[1:]:
         if run.spec_name != first.spec_name or run.spec_text != first.spec_text:
             raise UsageError(
@@ -161,6 +162,59 @@ def _check_shards(runs: Sequence[RunResult]) -> None:
         raise UsageError(
             f"missing shard(s) {', '.join(missing)}: merge all {total} shards of the run"
         )
+
+
+# The options that change what a run's attempts are or how they are judged, as the CLI
+# names them: runs that differ in one are not one run, however their cells fit together.
+# (`-j`, the runner, `--out` or `--gpus` may differ between one run's shards, machines.)
+_SAME_OPTIONS = (
+    ("repeat", "--repeat"),
+    ("timeout", "--timeout"),
+    ("stop_on", "run.stop_on"),
+    ("observe", "--observe"),
+    ("preload", "--preload"),
+    ("overrides", "--set"),
+)
+
+
+def _check_options(runs: Sequence[RunResult]) -> None:
+    """Runs merge only where one command made them: shards of one split hold one run's
+    attempts only with its `-m`, and any two runs only with its attempts' options. Two
+    shards of `-m p=0` and `-m p=1` merged into half of each cell's attempts, and runs of
+    `--repeat 2` and `--repeat 4` into a run `--repeat 4` reruns with more, both silently.
+    (Unsharded runs of other cells, one job per cell, merge: their `-m` differ alone.)"""
+    first = runs[0]
+    keys = [*_SAME_OPTIONS, *((("matrix_filters", "-m"),) if first.shard else ())]
+    for run in runs[1:]:
+        for key, name in keys:
+            mine, theirs = first.options.get(key), run.options.get(key)
+            # Given in another order, the same filters or settings.
+            if key in ("matrix_filters", "overrides"):
+                same = _as_set(mine) == _as_set(theirs)
+            else:
+                same = mine == theirs
+            if not same:
+                raise UsageError(
+                    f"cannot merge {run.run_id} into {first.run_id}: they ran with other "
+                    f"{name} ({_shown(first.options.get(key))} and "
+                    f"{_shown(run.options.get(key))}); merge the runs (or shards) of one "
+                    "command"
+                )
+
+
+def _as_set(value: object) -> frozenset[str]:
+    return frozenset(str(v) for v in value) if isinstance(value, list) else frozenset()
+
+
+def _shown(value: object) -> str:
+    """An option's stored value as a person reads it: `none` for the spec's own."""
+    if value is None or value == [] or value is False:
+        return "none"
+    if value is True:
+        return "yes"
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value)
+    return str(value)
 
 
 def _filters_of(run: RunResult) -> list[str]:

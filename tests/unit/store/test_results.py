@@ -380,6 +380,43 @@ def test_merge_refuses_different_specs_and_duplicate_attempts() -> None:
         merge([])
 
 
+def test_merge_refuses_runs_one_command_did_not_make() -> None:
+    """nu27 N5: shards of `-m p=0` and `-m p=1` merged into half of each cell's attempts,
+    and runs of `--repeat 2` and `--repeat 4` into a `--repeat 4` run, both silently."""
+    whole = replace(hang_run(), options={"matrix_filters": [], "shard": None, "repeat": 3})
+    cell_id = whole.cells[0].cell.id
+    shards = [
+        replace(_shard(whole, attempts, f"s{n}"), shard=f"{n}/2", options={**whole.options})
+        for n, attempts in ((1, {(cell_id, 1), (cell_id, 3)}), (2, {(cell_id, 2)}))
+    ]
+    other_cells = replace(shards[1], options={**whole.options, "matrix_filters": ["p=1"]})
+    with pytest.raises(UsageError, match=r"other -m \(none and p=1\)"):
+        merge([shards[0], other_cells], judge_cell=_count_judge)
+    more = replace(shards[1], options={**whole.options, "repeat": 4})
+    with pytest.raises(UsageError, match=r"other --repeat \(3 and 4\)"):
+        merge([shards[0], more], judge_cell=_count_judge)
+    # A `--set` is named as such, not as "different specs" (its text differs too).
+    settings = replace(shards[1], options={**whole.options, "overrides": ["run.repeat=2"]})
+    with pytest.raises(UsageError, match=r"other --set \(none and run.repeat=2\)"):
+        merge([shards[0], settings], judge_cell=_count_judge)
+    # The same filters and settings in another order, and another -j, are one command's.
+    alike: dict[str, JsonValue] = {
+        "matrix_filters": ["a=1", "b=2"],
+        "overrides": ["x=1", "y=2"],
+        "jobs": 1,
+    }
+    again: dict[str, JsonValue] = {
+        "matrix_filters": ["b=2", "a=1"],
+        "overrides": ["y=2", "x=1"],
+        "jobs": 4,
+    }
+    merged = merge(
+        [replace(shards[0], options=alike), replace(shards[1], options=again)],
+        judge_cell=_count_judge,
+    )
+    assert [a.attempt for a in merged.cells[0].attempts] == [1, 2, 3]
+
+
 def test_merge_warns_about_different_environments() -> None:
     whole = error_run()
     a = replace(whole, cells=whole.cells[:1])
