@@ -894,16 +894,18 @@ def markdown(found: Minimized) -> str:
 
 def _deterministic_rule(r: MinimizeResult) -> str:
     """The rule's second half where the failure was read as deterministic (search.py's
-    point 2): why a clean candidate went after fewer attempts than (1 - p)^n asks."""
+    point 2): why a clean candidate went after fewer attempts than (1 - p)^n asks, and
+    that the passes that accept one did not (point 3)."""
     if not r.deterministic:
         return ""
     return (
         f"; while the original had failed in every attempt and no candidate seen failing "
         f"had come back clean, the failure was also read as deterministic (weight "
         f"{r.deterministic:.2f}, beside flaky at 0.9 and at the original's 95% lower bound), "
-        f"the chance of n clean attempts summed over the readings: n = {r.clean_needed}, and "
-        f"{r.passing_needed} pass{'es' if r.passing_needed != 1 else ''} of each passing "
-        f"cell accepted a candidate"
+        f"the chance of n clean attempts summed over the readings: n = {r.clean_needed}; the "
+        f"passes of each passing cell that accept a candidate keep p alone, since accepting "
+        f"one that lost the condition makes the result another bug ({r.passing_needed} at "
+        f"the end)"
     )
 
 

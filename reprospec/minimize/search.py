@@ -37,7 +37,8 @@ or `infra` (could not run).
    of n clean attempts is summed over them: after the original's 5 failures in 5
    one clean attempt drops a candidate (p alone needed 3, then 2 until some 35
    candidates had failed: nu25's 57-line program ran out of its 1000 attempts, two
-   of them per candidate, where the passes need about 850). The original's
+   of them per candidate, where the passes need about 850). That reading drops
+   candidates only: the passes that accept one keep p alone (point 3). The original's
    attempts are the evidence, not the candidates': a candidate's first match, at
    which its probe stopped, is no fair sample (point 7), and counting them read a
    failure at 90% as deterministic and accepted candidates that lost the condition
@@ -53,8 +54,11 @@ or `infra` (could not run).
    clean by chance, is the nearest bug and not this one. That side has its own
    bound, `passing_error` (0.01 per accepted candidate): at p = 0.3 its passing
    cells pass 13 times, not the 7 that `error` would ask (0.7^7 is 8%, and a
-   run accepts tens of candidates). A failure read as deterministic needs 2 (the
-   flaky readings' weight after 5 failures in 5 leaves one pass above 0.01).
+   run accepts tens of candidates). p alone, even while the failure reads as
+   deterministic (point 2): that reading rests on the original's 5 attempts, which a
+   failure at 80% fails every one of a third of the time, and there 2 passes (what
+   the readings ask) accept a candidate that lost the condition 4 times in 100, and
+   simulated runs ended `unconfirmed` (2 of 14), where p alone asks 6 at first.
 4. **Cache.** A candidate is known by its content: one judged already (the passes
    meet the same program again, after a round that changed nothing) is answered
    from its verdict and costs nothing.
@@ -289,8 +293,8 @@ class MinimizeResult:
     budget_spent: bool = False
     kept_perturbed: KeptPerturbed | None = None  # point 6, where the cell is perturbed
     same_failure: SameFailure | None = None  # point 7, once the original's rate was measured
-    # Point 2 at the end: the weight of "deterministic" (0 once the failure flaked), the
-    # clean attempts that dropped a candidate and the passes that accepted one.
+    # Points 2 and 3 at the end: the weight of "deterministic" (0 once the failure flaked),
+    # the clean attempts that dropped a candidate and the passes that accepted one (p alone).
     deterministic: float = 0.0
     clean_needed: int = 0
     passing_needed: int = 0
@@ -799,10 +803,12 @@ class Minimization:
         return self._needed(self.settings.error)
 
     def passing_needed(self) -> int:
-        """Passes of each passing cell that accept a failing candidate: the chance that a
-        lost condition stayed clean that often is at most passing_error (it may fail there
-        as rarely as the bug does)."""
-        return self._needed(self.settings.passing_error)
+        """Passes of each passing cell that accept a failing candidate: (1 - p)^n <=
+        passing_error (a lost condition may fail there as rarely as the bug does), p alone
+        even while the failure reads as deterministic (point 3: a wrong acceptance makes the
+        result another bug, and the original's 5 failures in 5 are what a failure at 80%
+        does a third of the time)."""
+        return clean_needed_at(self.rate_used(), self.settings.passing_error)
 
     def _needed(self, alpha: float) -> int:
         """Smallest n with sum(w (1 - rate)^n) <= alpha over the readings."""
