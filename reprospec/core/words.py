@@ -50,9 +50,9 @@ VERDICT_MARKS: dict[VerdictKind, str] = {
     "observed": "🔍",
     "not-run": "⏸️",
 }
-# A cell an interrupted run never reached: nothing went wrong in it.
 # An expected outcome as a verb ("crashes when fused=1"; "never crashes as expect says").
 OUTCOME_VERBS = {"crash": "crashes", "hang": "hangs", "error": "errors", "fail": "fails"}
+# A cell an interrupted run never reached: nothing went wrong in it.
 NOT_RUN = "not run (interrupted)"
 NOT_RUN_LEGEND = f"⏸️ {NOT_RUN}"
 VERDICT_LEGEND = "✅ reproduced · ❌ not reproduced · ⚠️ infra-error"
