@@ -248,7 +248,8 @@ class ExpectChecks:
         """A bound the Wilson interval can decide (`>=1` never is: `==1` is meant), and one
         that does not say "never passes" of a pass: a rate counts the attempts that end as
         the expectation's own outcome, so `{outcome: pass, rate: '==0'}`, meant as "never
-        crashes", was valid and read `pass 10/10 ... not-reproduced` (nu25 LOW-3). `base`:
+        crashes", was valid and read `pass 10/10 ... not-reproduced` (nu25 LOW-3); one that
+        did mean "never passes" is told `outcome: fail` says so (rv25 LOW-8). `base`:
         expect's own outcome, which a case without `outcome` keeps."""
         try:
             bound = parse_rate(value)
@@ -270,7 +271,8 @@ class ExpectChecks:
                 f"rate {value!r} counts the attempts that pass (a rate counts those that end "
                 f"as the expectation's outcome, here pass), so it says the cell never passes; "
                 f"to say it always passes, give no rate (without one every attempt must "
-                f"pass){keep}",
+                f"pass){keep}; to say it never passes, write `outcome: fail` (an error, a "
+                f"crash or a hang) instead",
             )
 
     def step(self, path: JsonPath, value: JsonValue) -> None:

@@ -46,7 +46,8 @@ def test_a_pass_case_with_rate_zero_is_refused_located(tmp_path: Path) -> None:
         "those that end as the expectation's outcome, here pass), so it says the cell never "
         "passes; to say it always passes, give no rate (without one every attempt must pass), "
         "or leave out `outcome: pass` so the case keeps expect's outcome (crash) and rate "
-        "'==0' says it never crashes as expect says"
+        "'==0' says it never crashes as expect says; to say it never passes, write "
+        "`outcome: fail` (an error, a crash or a hang) instead"
     ]
 
 
@@ -59,7 +60,10 @@ def test_expect_s_own_pass_with_rate_zero_is_refused_without_the_case_s_hint(
     )
     (problem,) = problems_of(path)
     assert problem.startswith("6:9: expect.rate: rate '==0' counts the attempts that pass")
-    assert problem.endswith("give no rate (without one every attempt must pass)")
+    assert problem.endswith(
+        "give no rate (without one every attempt must pass); to say it never passes, write "
+        "`outcome: fail` (an error, a crash or a hang) instead"
+    )
 
 
 @pytest.mark.parametrize(
@@ -68,6 +72,7 @@ def test_expect_s_own_pass_with_rate_zero_is_refused_without_the_case_s_hint(
         '      rate: "==0"\n',  # keeps expect's crash: never crashes, as meant
         "      outcome: pass\n",  # every attempt passes
         '      outcome: pass\n      rate: ">=0.9"\n',  # passes at least 90% of the time
+        "      outcome: fail\n",  # never passes: what the refusal says to write for that
     ],
 )
 def test_what_the_refusal_suggests_and_a_flaky_pass_validate(tmp_path: Path, case: str) -> None:
