@@ -137,7 +137,7 @@ def verify(
             after.append(_flaky(as_first, again))
         elif not came_back_here:
             if say is not None:
-                say(narrowing_line(len(own), repeat))
+                say(narrowing_line(len(own), repeat, passed=signature == "pass"))
             found = narrow(own, lambda kept: check(kept).verified)
             # A pass needs them only if it fails without them every time: made once more
             # without them (the others set, the spec not yet setting them), a pass is a
@@ -313,14 +313,25 @@ def _rerun(
     return Rerun(result, again, same, verdicts, verified)
 
 
-def narrowing_line(count: int, repeat: int) -> str:
+def narrowing_line(count: int, repeat: int, passed: bool = False) -> str:
     """What the narrowing is about to do, said before it (nu25 LOW-5: 13 variables at
-    --repeat 6 took 9 minutes with nothing but each rerun's attempts said)."""
+    --repeat 6 took 9 minutes with nothing but each rerun's attempts said). After it, the
+    spec reruns with those it ends on, in the copy and then the workdir, and a pass once
+    more without them first (`passed`): up to 3, where the line said "one or two" (rv25
+    LOW-5). One variable needs no narrowing: without it is the empty set, known."""
     most = most_reruns(count)
+    after = 3 if passed else 2
+    if not most:
+        return (
+            f"reprospec: the failure came back with your shell's variable set and not without "
+            f"it: checking that it needs it, by at most {after} reruns of the spec, each of "
+            f"{repeat} attempt(s)"
+        )
     return (
         f"reprospec: the failure came back with your shell's {count} variables set and not "
         f"without them: finding which it needs, by at most {most} rerun(s) of the spec with "
-        f"some left out, each of {repeat} attempt(s), then one or two with those it ends on"
+        f"some left out, each of {repeat} attempt(s), then at most {after} with those it "
+        f"ends on"
     )
 
 

@@ -1286,7 +1286,7 @@ def test_two_variables_of_the_shell_needed_together_are_narrowed_to_the_pair(
     said = re.search(
         r"^reprospec: the failure came back with your shell's (\d+) variables set and not "
         r"without them: finding which it needs, by at most (\d+) rerun\(s\) of the spec "
-        r"with some left out, each of 1 attempt\(s\), then one or two with those it ends on$",
+        r"with some left out, each of 1 attempt\(s\), then at most 2 with those it ends on$",
         result.stderr,
         re.M,
     )

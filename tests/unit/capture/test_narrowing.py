@@ -128,5 +128,12 @@ def test_the_reruns_said_before_the_narrowing_bound_those_it_makes() -> None:
     assert narrowing_line(13, 6) == (
         "reprospec: the failure came back with your shell's 13 variables set and not without "
         "them: finding which it needs, by at most 21 rerun(s) of the spec with some left "
-        "out, each of 6 attempt(s), then one or two with those it ends on"
+        "out, each of 6 attempt(s), then at most 2 with those it ends on"
+    )
+    # A pass is made once more without them first (verify.py's `lost`): one more rerun.
+    assert narrowing_line(13, 6, passed=True).endswith("then at most 3 with those it ends on")
+    # One variable: nothing to narrow, no "at most 0 rerun(s)".
+    assert narrowing_line(1, 6) == (
+        "reprospec: the failure came back with your shell's variable set and not without it: "
+        "checking that it needs it, by at most 2 reruns of the spec, each of 6 attempt(s)"
     )
