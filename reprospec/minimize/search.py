@@ -44,7 +44,9 @@ or `infra` (could not run).
    failure at 90% as deterministic and accepted candidates that lost the condition
    on one pass. The first clean attempt of a candidate known to fail (or of the
    original) leaves p alone, as before: a flaky failure's candidates are weighed as
-   they were.
+   they were. In practice only the original's can: under the reading a candidate
+   runs one attempt (the driver's repeat is what a probe asks, at any -j), so an
+   accepted one has one match and no clean attempt to show.
    A failure of another kind is clean, as in isolate: not this bug (a candidate
    whose clean runs end in a NameError still fails the same way when it fails).
 3. **Asymmetric errors.** A candidate wrongly dropped (it still fails, but
