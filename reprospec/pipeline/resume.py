@@ -113,6 +113,10 @@ def refuse_changes(
 
 def _value(options: RunOptions, name: str) -> object:
     value: object = getattr(options, name)
+    if name == "matrix_filters":
+        # The same cells in another order (`-m a=3 -m a=1`); a `--set` keeps its order, a
+        # later one may set what an earlier one set.
+        return frozenset(options.matrix_filters)
     return value
 
 
@@ -139,6 +143,9 @@ def _shown(options: RunOptions, name: str) -> str:
         return _UNSET.get(name, "none")
     if name == "timeout_s" and isinstance(value, float):
         return format_duration(value)
+    if name == "matrix_filters":
+        # As the command line gives them: `-m a=1 -m b=y`, not `-m a=1 b=y`.
+        return " -m ".join(options.matrix_filters)
     if isinstance(value, tuple):
         return " ".join(str(part) for part in value)
     return str(value)

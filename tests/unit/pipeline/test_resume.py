@@ -37,6 +37,17 @@ def test_a_changed_option_is_refused_naming_it_and_the_value_kept() -> None:
     refuse_changes("R", began, RunOptions(repeat=1), set())
 
 
+def test_the_run_s_own_filters_in_another_order_are_no_change() -> None:
+    """nu27 N3: `-m a=3 -m a=1 -m b=y` after a run of `-m a=1 -m a=3 -m b=y` (the same
+    cells) was refused, quoting the filters as `(-m a=1 a=3 b=y)`, no spelling -m takes."""
+    began = RunOptions(matrix_filters=("a=1", "a=3", "b=y"))
+    given = {"matrix_filters"}
+    refuse_changes("R", began, RunOptions(matrix_filters=("a=3", "b=y", "a=1")), given)
+    with pytest.raises(UsageError) as caught:
+        refuse_changes("R", began, RunOptions(matrix_filters=("a=1", "b=y")), given)
+    assert "(-m a=1 -m a=3 -m b=y)" in str(caught.value)
+
+
 def test_a_finished_run_resumed_whole_keeps_the_record_it_had() -> None:
     """rv23 F4: `--resume` of a run that had finished, its folder whole, ran nothing and
     called it resumed from `the run finished at X (its folder written again from the
