@@ -163,21 +163,26 @@ class Scheduler:
         Ctrl-C in the calling thread sets `cancel`, waits for the attempts in flight to
         be stopped by their runner (no orphans), and re-raises KeyboardInterrupt.
         """
-        workers = [
-            threading.Thread(target=self._work, name=f"reprospec-job-{i}", daemon=True)
-            for i in range(min(self.plan.parallel, max(1, self.total)))
-        ]
-        for worker in workers:
-            worker.start()
+        # Each job says it is done with an Event, not by Thread.join: a join that Ctrl-C
+        # interrupts can mark a thread that still runs as stopped (CPython 3.11's
+        # _wait_for_tstate_lock, bpo-45274), and the join after it returned while a job
+        # was still judging its cell: the end then judged the cell too, as never run, and
+        # the report's cells broke (an IndexError, exit 3, no report.md).
+        done = [threading.Event() for _ in range(min(self.plan.parallel, max(1, self.total)))]
+        for i, finished in enumerate(done):
+            threading.Thread(
+                target=self._work, args=(finished,), name=f"reprospec-job-{i}", daemon=True
+            ).start()
         try:
-            # Join in short slices: a plain join() would keep Ctrl-C from reaching us.
-            while any(worker.is_alive() for worker in workers):
-                for worker in workers:
-                    worker.join(timeout=0.1)
+            # Waited for in short slices: a plain wait would keep Ctrl-C from reaching us.
+            for finished in done:
+                while not finished.wait(0.1):
+                    pass
         except KeyboardInterrupt:
             self.cancel.set()
-            for worker in workers:
-                worker.join()
+            for finished in done:
+                while not finished.wait(0.1):
+                    pass
             raise
         if self._failure is not None:
             raise self._failure
@@ -244,13 +249,15 @@ class Scheduler:
                 self._running += 1
                 return attempt
 
-    def _work(self) -> None:
+    def _work(self, finished: threading.Event) -> None:
         try:
             self._work_on()
         except BaseException as exc:  # raised again in `run`, on the caller's thread
             with self._lock:
                 self._failure = self._failure or exc
             self.cancel.set()
+        finally:
+            finished.set()
 
     def _work_on(self) -> None:
         while not self.cancel.is_set():

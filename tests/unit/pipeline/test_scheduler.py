@@ -207,6 +207,39 @@ def test_an_attempt_waiting_for_its_places_when_stop_on_stops_its_cell_never_sta
     assert [r.attempt for r in results["default"]] == [1]
 
 
+def test_ctrl_c_returns_only_once_every_job_is_done(tmp_path: Path) -> None:
+    """nu27 N8: a join that Ctrl-C interrupts can mark a thread that still runs as stopped
+    (CPython 3.11's _wait_for_tstate_lock), and the join after it returned at once: the run
+    ended while a job still stored its attempt and judged its cell, and the end judged the
+    cell as never run (an IndexError in the report, exit 3; a stored attempt lost)."""
+    import signal
+
+    plan = make_plan(tmp_path, "run: {repeat: 2}\nexpect: {outcome: pass}\n")
+    ended: list[int] = []
+
+    def attempt(
+        plan: AttemptPlan, _slot: tuple[str, ...], _cancel: threading.Event
+    ) -> AttemptResult:
+        # Ctrl-C reaches the main thread (in run) while this attempt has still to end.
+        signal.raise_signal(signal.SIGINT)
+        time.sleep(0.5)
+        ended.append(plan.attempt)
+        return AttemptResult(plan.attempt, 0.0, PASS, True, (), logs="")
+
+    recorded: list[int] = []
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        scheduler = Scheduler(plan, attempt, on_attempt=lambda a, _r: recorded.append(a.attempt))
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.run()
+        # Nothing of the job is left running once run() has raised: its attempt ended and
+        # was given to on_attempt (stored), and no other was started after the Ctrl-C.
+        assert ended == [1]
+        assert recorded == [1]
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_shards_split_attempts_disjointly_and_completely(tmp_path: Path) -> None:
     body = "matrix: {n: [1, 2, 3, 4, 5]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n"
     whole = {(a.cell.id, a.attempt) for a in make_plan(tmp_path, body).attempts}
