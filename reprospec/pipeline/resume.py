@@ -63,6 +63,13 @@ def load(
     with Store(out) as store:
         info = store.run_info(run_id)
         if info is None:
+            if (out / "runs" / run_id / "results.json").is_file():
+                # `latest` after a merge names the merged run: its folder, in no store.
+                raise UsageError(
+                    f"--resume {run_id}: a run the store does not hold, such as one "
+                    "`reprospec merge` made, is not resumed; resume the runs it was made of "
+                    "(`reprospec history` lists them)"
+                )
             raise UsageError(f"--resume {run_id}: no such run in {out / 'results.db'}")
         done = store.finished_attempts(run_id)
     stored_path = Path(info.spec_path)

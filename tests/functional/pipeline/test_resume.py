@@ -355,3 +355,22 @@ def test_a_finished_runs_retry_stopped_before_it_stored_an_attempt_says_it_was_r
     said = f"1 attempt(s) carried over from the run finished at {at}, 0 run now"
     assert f"resumed: {said}\n" in retry.stdout
     assert f"{said}." in (folder / "report.md").read_text()
+
+
+def test_resuming_a_merged_run_says_it_is_not_resumed(cli: Cli, tmp_path: Path) -> None:
+    """nu27 N10: `run --resume latest` after `merge` named the merged run, which no store
+    holds, and said `no such run`, as if the run folder beside it did not exist."""
+    spec = tmp_path / "two.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: two\nmatrix: {n: [1, 2]}\ncommand: 'true'\nexpect: {outcome: pass}\n"
+    )
+    out = tmp_path / "out"
+    for n in (1, 2):
+        ran = cli("run", str(spec), "-m", f"n={n}", "--out", str(out), timeout=120)
+        assert ran.code == 0, ran.stderr
+    merged = cli("merge", "--out", str(out), "latest", "latest~1", timeout=120)
+    assert merged.code == 0, merged.stderr
+    resumed = cli("run", "--resume", "latest", "--out", str(out), timeout=120)
+    assert resumed.code == 2, resumed.stderr
+    assert "Traceback" not in resumed.stderr
+    assert "such as one `reprospec merge` made, is not resumed" in resumed.stderr
