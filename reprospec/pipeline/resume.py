@@ -146,7 +146,7 @@ def _shown(options: RunOptions, name: str) -> str:
     value = _value(options, name)
     if isinstance(value, bool):
         return "on" if value else "off"
-    if value is None or value == ():
+    if value is None or value == () or value == frozenset():
         return _UNSET.get(name, "none")
     if name == "timeout_s" and isinstance(value, float):
         return format_duration(value)

@@ -46,6 +46,9 @@ def test_the_run_s_own_filters_in_another_order_are_no_change() -> None:
     with pytest.raises(UsageError) as caught:
         refuse_changes("R", began, RunOptions(matrix_filters=("a=1", "b=y")), given)
     assert "(-m a=1 -m a=3 -m b=y)" in str(caught.value)
+    with pytest.raises(UsageError) as caught:
+        refuse_changes("R", RunOptions(), RunOptions(matrix_filters=("a=1",)), given)
+    assert "(-m none: every cell)" in str(caught.value)
 
 
 def test_a_finished_run_resumed_whole_keeps_the_record_it_had() -> None:
