@@ -153,6 +153,11 @@ class Scheduler:
         self._planned = plan.attempts.with_last()
         self._extra: deque[AttemptPlan] = deque()
         self.total = len(plan.attempts) - planned_done
+        for cell_id, numbers in planned_numbers.items():
+            state = self._states[cell_id]
+            if state.stopped:
+                # Its planned attempts left will not run: no part of the progress count.
+                self.total -= sum(n not in state.results for n in numbers)
         self.finished = 0
         self._places = _Places(max(1, plan.parallel))
 
@@ -273,6 +278,8 @@ class Scheduler:
                 raise
             if result == _STOPPED:
                 self._not_running(attempt)
+                with self._lock:
+                    self.total -= 1  # counted as it was taken, it never ran
                 continue
             if result is None or self._killed_with_the_engine(result):
                 self._not_running(attempt)
@@ -283,7 +290,10 @@ class Scheduler:
                 state.running -= 1
                 self._running -= 1
                 self.finished += 1
-                self._apply_stop_on(state, result, attempt.expectation)
+                if not state.stopped:
+                    self._apply_stop_on(state, result, attempt.expectation)
+                    if state.stopped:
+                        self.total -= self._left_of(attempt.cell, state)
                 self._maybe_extend(attempt, state)
                 complete = self._hand_over(attempt.cell, state)
                 finished, total = self.finished, self.total
@@ -316,6 +326,15 @@ class Scheduler:
         else:
             del self._states[cell.id]
         return attempts
+
+    def _left_of(self, cell: Cell, state: _CellState) -> int:
+        """The attempts of a cell stop_on has just stopped that will not run: its planned
+        ones not yet taken and the extra ones queued (the progress count drops them, as
+        `[2/4]` at the end of a run that ran 2 read as half of it lost)."""
+        planned = sum(
+            n > state.taken and n not in state.results for n in self._numbers_planned(cell)
+        )
+        return planned + sum(p.cell.id == cell.id for p in self._extra)
 
     def _not_running(self, attempt: AttemptPlan) -> None:
         """`attempt` no longer runs, and keeps no result: the counts a waiting thread reads."""

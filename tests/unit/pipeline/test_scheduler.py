@@ -240,6 +240,29 @@ def test_ctrl_c_returns_only_once_every_job_is_done(tmp_path: Path) -> None:
         signal.signal(signal.SIGINT, previous)
 
 
+def test_the_progress_count_drops_the_attempts_stop_on_will_not_run(tmp_path: Path) -> None:
+    """nu27 N9: `[2/4]` at the end of a run whose cell stop_on stopped: the count (and the
+    eta made from it) kept the attempts it skipped."""
+    body = (
+        "matrix: {n: [1, 2]}\nrun: {repeat: 4, stop_on: first-reproduction}\n"
+        "expect: {outcome: crash}\n"
+    )
+    seen: list[tuple[int, int]] = []
+
+    def progress(event: str, _cell: Cell, _result: object, finished: int, total: int) -> None:
+        if event == "attempt":
+            seen.append((finished, total))
+
+    crashes = Recorder(lambda cell, _n: cell == "n=1")
+    Scheduler(make_plan(tmp_path, body), crashes, progress=progress).run()
+    assert seen[-1] == (5, 5)  # n=1 once, n=2 four times
+    # Resumed with n=1 stopped: its three attempts left are no part of the count either.
+    done = {("n=1", 1): AttemptResult(1, 0.0, CRASH, True, (), logs="")}
+    seen.clear()
+    Scheduler(make_plan(tmp_path, body), crashes, progress=progress, done=done).run()
+    assert seen[-1] == (4, 4)
+
+
 def test_shards_split_attempts_disjointly_and_completely(tmp_path: Path) -> None:
     body = "matrix: {n: [1, 2, 3, 4, 5]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n"
     whole = {(a.cell.id, a.attempt) for a in make_plan(tmp_path, body).attempts}
