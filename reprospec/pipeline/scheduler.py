@@ -173,20 +173,26 @@ class Scheduler:
         # _wait_for_tstate_lock, bpo-45274), and the join after it returned while a job
         # was still judging its cell: the end then judged the cell too, as never run, and
         # the report's cells broke (an IndexError, exit 3, no report.md).
-        done = [threading.Event() for _ in range(min(self.plan.parallel, max(1, self.total)))]
-        for i, finished in enumerate(done):
-            threading.Thread(
-                target=self._work, args=(finished,), name=f"reprospec-job-{i}", daemon=True
-            ).start()
+        jobs: list[tuple[threading.Thread, threading.Event]] = []
         try:
+            # Started inside the try: a Ctrl-C while one starts stops the others too.
+            for i in range(min(self.plan.parallel, max(1, self.total))):
+                finished = threading.Event()
+                job = threading.Thread(
+                    target=self._work, args=(finished,), name=f"reprospec-job-{i}", daemon=True
+                )
+                jobs.append((job, finished))
+                job.start()
             # Waited for in short slices: a plain wait would keep Ctrl-C from reaching us.
-            for finished in done:
+            for _job, finished in jobs:
                 while not finished.wait(0.1):
                     pass
         except KeyboardInterrupt:
             self.cancel.set()
-            for finished in done:
-                while not finished.wait(0.1):
+            # A job not yet alive runs nothing now that `cancel` is set (is_alive never
+            # waits, so it cannot be cut short as a join can).
+            for job, finished in jobs:
+                while job.is_alive() and not finished.wait(0.1):
                     pass
             raise
         if self._failure is not None:
