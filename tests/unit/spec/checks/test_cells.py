@@ -210,6 +210,42 @@ def test_entrypoints_steps_and_rates_take_one_whole_expression_checked_per_cell(
     assert any("expect.rate: rate '>=1' can never be reproduced" in p for p in problems), problems
 
 
+def test_exit_codes_and_marker_steps_take_one_whole_expression_checked_per_cell(
+    tmp_path: Path,
+) -> None:
+    # spec-format.md "Where.": a number field accepts one whole `${{ }}`; expect.exit_code
+    # (a case's too) and a marker's step were refused as text (nu27 N6).
+    from reprospec.plan.attempt import expectation_for, plan_attempt
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "reprospec: 1\nname: s\nmatrix:\n  code: [0, 3]\n  include: [{code: 5}]\n"
+        "command: \"sh -c 'exit ${{ matrix.code }}'\"\n"
+        "markers: [{pattern: go, phase: t, step: '${{ matrix.code == 5 and 6 or 2 }}'}]\n"
+        "expect:\n  outcome: error\n  exit_code: ${{ matrix.code }}\n"
+        "  cases: [{when: {code: 5}, exit_code: '${{ matrix.code == 5 and 4 or 1 }}'}]\n"
+    )
+    spec = load_spec(path)
+    codes = {c.id: expectation_for(spec, c).exit_code for c in expand(spec)}
+    assert codes == {"code=0": 0, "code=3": 3, "code=5": 4}
+    steps = {c.id: plan_attempt(spec, c, 1).markers[0].step for c in expand(spec)}
+    assert steps == {"code=0": 2, "code=3": 2, "code=5": 6}
+    path.write_text(
+        path.read_text()
+        .replace("[0, 3]", "[0, 300]")
+        .replace("and 6 or 2", "and 6 or -1")
+        .replace("and 4 or", "and ''x'' or")
+    )
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert [line.removeprefix(f"{path}:") for line in caught.value.problems] == [
+        "7:41: markers[0].step: expected an integer >= 0, got -1 (in cells code=0; code=300)",
+        "10:14: expect.exit_code: expected an integer from 0 to 255, got 300 (in cell code=300)",
+        "11:40: expect.cases[0].exit_code: expected an integer from 0 to 255, got 'x'"
+        " (in cell code=5)",
+    ]
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
