@@ -296,7 +296,7 @@ class _Checker:
         out = []
         for (path, message), cells in self.found.items():
             line, col = locate(locations, path)
-            out.append(Problem(line, col, path, f"{message} {_cells(cells)}"))
+            out.append(Problem(line, col, path, f"{message} {in_cells(cells)}"))
         return out
 
 
@@ -305,7 +305,8 @@ def _printable(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def _cells(labels: Sequence[str]) -> str:
+def in_cells(labels: Sequence[str]) -> str:
+    """'(in cell A)' or '(in cells A; B; C and N more)', escaped and shortened."""
     shown = [_printable(shorten(label, 80)) for label in labels[:SHOWN_CELLS]]
     if len(labels) == 1:
         return f"(in cell {shown[0]})"
@@ -367,7 +368,7 @@ def gpu_debug_problems(
     out: list[Problem] = []
     for (where, message), labels in found.items():
         line, col = locate(locations, where)
-        out.append(Problem(line, col, where, f"{message} {_cells(labels)}"))
+        out.append(Problem(line, col, where, f"{message} {in_cells(labels)}"))
     return out
 
 
@@ -410,7 +411,7 @@ def stall_problems(
             continue  # the value checks report it
     line, col = locate(locations, ("run", "stall"))
     return [
-        Problem(line, col, ("run", "stall"), f"{message} {_cells(labels)}")
+        Problem(line, col, ("run", "stall"), f"{message} {in_cells(labels)}")
         for message, labels in found.items()
     ]
 
@@ -485,7 +486,7 @@ def fault_problems(
         rank_path: JsonPath = ("workload", "faults", index, "rank")
         line, col = locate(locations, rank_path)
         for why, labels in reasons.items():
-            out.append(Problem(line, col, rank_path, f"{why} {_cells(labels)}"))
+            out.append(Problem(line, col, rank_path, f"{why} {in_cells(labels)}"))
     for index, reasons in never.items():
         if index in fires:
             continue
@@ -496,7 +497,7 @@ def fault_problems(
                 why = why.replace("this cell has", "these cells have").replace(
                     "this cell", "these cells"
                 )
-            message = f"this fault can never fire: {why} {_cells(labels)}"
+            message = f"this fault can never fire: {why} {in_cells(labels)}"
             out.append(Problem(line, col, path, message))
     return out
 

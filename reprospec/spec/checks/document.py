@@ -66,6 +66,8 @@ def check(
         problems.extend(cells.stall_problems(data, locations, semantics.cells))
         # A fault no cell that arms it can fire (a worker fault without workers): a plain pass.
         problems.extend(cells.fault_problems(data, locations, semantics.cells))
+        # A `${{ }}` workdir: each cell's folder, and the `files` in it, as a literal one's.
+        problems.extend(semantics.cell_workdir_problems())
     return schema.sort_problems(problems)
 
 
@@ -325,7 +327,8 @@ class _Semantics:
         """Each `files` entry a file of the workdir, as spec-format.md says they are: one
         that is not there (`data.cvs` for data.csv), a folder, or a path out of the workdir
         (`../../etc/passwd`) was taken by `validate` and `run`, and only `bundle` said, later,
-        that it carried nothing of it. A `${{ }}` workdir is the cells' own: not checked."""
+        that it carried nothing of it. A `${{ }}` workdir is the cells' own: checked per cell
+        by cell_workdir_problems."""
         listed = self.data.get("files")
         environment = self.data.get("environment")
         workdir = environment.get("workdir") if isinstance(environment, dict) else None
@@ -343,6 +346,51 @@ class _Semantics:
                 wrong = _file_problem(folder, entry)
                 if wrong:
                     self.add(("files", index), wrong)
+
+    def cell_workdir_problems(self) -> list[Problem]:
+        """A `${{ }}` workdir evaluated for each cell (its first attempt, as plan will) and
+        checked as a literal one is: the folder there, each `files` entry a file in it.
+        Unchecked, `workdir: ${{ matrix.w }}` naming no folder validated and each of its
+        cells ended an infra-error mid-run (exit 3), and a `files` entry missing from every
+        cell's folder was taken until `bundle` called it 'gone since the run'."""
+        environment = self.data.get("environment")
+        workdir = environment.get("workdir") if isinstance(environment, dict) else None
+        if self.base_dir is None or self.cells is None or not isinstance(workdir, str):
+            return []
+        if expr.OPEN not in workdir:
+            return []
+        listed = self.data.get("files") if self.look_for_files else None
+        entries = [
+            (index, entry)
+            for index, entry in enumerate(listed if isinstance(listed, list) else ())
+            if isinstance(entry, str) and entry and "\0" not in entry
+        ]
+        name = self.data.get("name")
+        found: dict[tuple[JsonPath, str], list[str]] = {}
+        for cell in self.cells:
+            try:
+                value = expr.interpolate_string(workdir, cells.context(name, cell, 1, os.environ))
+            except (expr.ExprError, RecursionError, OverflowError, ValueError, TypeError):
+                continue  # said by cell_problems
+            if not isinstance(value, str) or not value or "\0" in value:
+                continue  # (the schema's and cell_problems' to say)
+            folder = os.path.abspath(self.base_dir / value)  # noqa: PTH100
+            wrong: list[tuple[JsonPath, str]] = []
+            if not os.path.isdir(folder):  # noqa: PTH112
+                exists = os.path.exists(folder)  # noqa: PTH110
+                what = "not a folder" if exists else "folder not found"
+                wrong.append((("environment", "workdir"), f"{what}: {folder}"))
+            else:
+                for index, entry in entries:
+                    if problem := _file_problem(folder, entry):
+                        wrong.append((("files", index), problem))
+            for key in wrong:
+                found.setdefault(key, []).append(cell.id)
+        out = []
+        for (path, message), ids in found.items():
+            line, col = locate(self.locations, path)
+            out.append(Problem(line, col, path, f"{message} {cells.in_cells(ids)}"))
+        return out
 
 
 def _file_problem(folder: str, entry: str) -> str | None:

@@ -649,3 +649,26 @@ def test_files_are_files_of_the_workdir(tmp_path: Path) -> None:
         "data.csv", "conf/c.yaml", "linked.csv", "nosuch.txt", "../../etc/passwd",
         "../outside.txt", "conf",
     ]  # fmt: skip
+
+
+def test_an_expression_workdir_and_its_files_are_checked_per_cell(tmp_path: Path) -> None:
+    # nu27 N11: `workdir: ${{ matrix.w }}` went unchecked: a cell naming no folder ended an
+    # infra-error mid-run (exit 3) and `files` missing from every cell's folder validated.
+    for name in ("w1", "w2"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "data.txt").write_text("a\n")
+    spec = write(
+        tmp_path / "s.yaml",
+        "reprospec: 1\nname: f\nmatrix: {w: [w1, w2, w3]}\n"
+        "environment: {workdir: '${{ matrix.w }}'}\ncommand: [ls]\n"
+        "files: [data.txt, nosuch.txt]\n",
+    )
+    assert problems_of(spec) == [
+        f"{spec}:4:24: environment.workdir: folder not found: {tmp_path / 'w3'} (in cell w=w3)",
+        f"{spec}:6:19: files[1]: 'nosuch.txt' not found in the workdir ({tmp_path / 'w1'})"
+        " (in cell w=w1)",
+        f"{spec}:6:19: files[1]: 'nosuch.txt' not found in the workdir ({tmp_path / 'w2'})"
+        " (in cell w=w2)",
+    ]
+    spec.write_text(spec.read_text().replace("w2, w3", "w2").replace(", nosuch.txt", ""))
+    assert load_spec(spec).document["files"] == ["data.txt"]  # every cell's folder holds it
