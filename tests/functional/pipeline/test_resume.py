@@ -4,6 +4,7 @@ refused, naming them; the run's own values, given again, are not a change."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from tests.support.cli import Cli
@@ -263,32 +264,42 @@ def _finished_with_cells_that_could_not_run(
     cli: Cli, tmp_path: Path, gate: Path, *, waits_from: int
 ) -> Path:
     """The folder of a finished run of cells n=1..3 whose n=2 and n=3 could not run (their
-    workdir missing: infra-error), made since: a resume retries them. Cells from
-    `waits_from` on then wait for `gate`, where a Ctrl-C can stop the retry."""
+    workdir without the command: infra-error), given it since: a resume retries them. Cells
+    from `waits_from` on then wait for `gate`, where a Ctrl-C can stop the retry. (A missing
+    workdir is a validation error, per cell: the spec could not be run, nor resumed.)"""
     spec = tmp_path / "two.yaml"
     spec.write_text(
         "reprospec: 1\nname: two\nmatrix: {n: [1, 2, 3]}\n"
         'environment: {workdir: "wd${{ matrix.n }}"}\n'
-        "command: >-\n"
-        '  python -c "import pathlib, time;\n'
-        f"  [time.sleep(0.05) for _ in range(1200) if ${{{{ matrix.n }}}} >= {waits_from} and not "
-        f'pathlib.Path({str(gate)!r}).exists()]"\n'
+        "command: [./run.sh]\n"
         "expect: {outcome: pass}\n"
     )
-    (tmp_path / "wd1").mkdir()
+
+    def give_command(n: int) -> None:
+        script = tmp_path / f"wd{n}" / "run.sh"
+        script.write_text(
+            f'#!/bin/sh\nexec {sys.executable} -c "import pathlib, time;'
+            f" [time.sleep(0.05) for _ in range(1200) if {n} >= {waits_from} and not"
+            f' pathlib.Path({str(gate)!r}).exists()]"\n'
+        )
+        script.chmod(0o755)
+
+    for n in (1, 2, 3):
+        (tmp_path / f"wd{n}").mkdir()
+    give_command(1)
     out = tmp_path / "out"
     first = cli("run", str(spec), "--out", str(out), timeout=120)
-    assert first.code == 3, first.stderr  # n=2, n=3 infra-error: workdir not found
+    assert first.code == 3, first.stderr  # n=2, n=3 infra-error: command not found
     (folder,) = (out / "runs").iterdir()
-    (tmp_path / "wd2").mkdir()
-    (tmp_path / "wd3").mkdir()
+    give_command(2)
+    give_command(3)
     return folder
 
 
 def test_a_finished_runs_retry_stopped_keeps_the_finished_part_apart(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """A finished run whose cells could not run (their workdir missing) is resumed: the
+    """A finished run whose cells could not run (their command missing) is resumed: the
     retry runs one and is stopped by Ctrl-C in the other, then resumed again. The finished
     run's attempt was counted under the interrupted retry (`2 attempt(s) carried over from
     the run interrupted at ...`), and the part that finished was lost from resumed.json."""

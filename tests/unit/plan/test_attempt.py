@@ -109,6 +109,7 @@ def test_command_string_list_and_context(tmp_path: Path) -> None:
         "run: {timeout: 1.5s}\n"
         "expect: {outcome: error, exit_code: 3, message: 'bad ${{ matrix.trainer }}'}\n",
     )
+    (tmp_path / "sub" / "ddp").mkdir(parents=True)  # a cell's workdir must be there
     spec = load_spec(path)
     (cell,) = expand(spec)
     plan = plan_attempt(spec, cell, 2, base_env={"HOME": "/h"})
