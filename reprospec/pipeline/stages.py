@@ -28,7 +28,7 @@ from reprospec.core.results import AttemptResult, CellResult, RunResult, Standal
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.sections import same_python
 from reprospec.core.words import RESOLVED_SPEC
-from reprospec.errors import InfraError, UsageError
+from reprospec.errors import InfraError
 from reprospec.outcome.judgedcells import JudgedCells
 from reprospec.pipeline.attempt import AttemptExecutor
 from reprospec.pipeline.gpus import GpuPool, visible_gpus
@@ -70,8 +70,6 @@ def run(
     stopped, the partial result is stored and written, `interrupted` is True.
     """
     plan = plan_run(spec, options)
-    if not plan.attempts:
-        raise UsageError("nothing to run: this shard holds no attempts")
     return execute(plan, options, progress=progress, cancel=cancel, resume=resume)
 
 
@@ -120,7 +118,9 @@ def execute(
         runner,
         # The first attempt whose environment could be built: a first cell whose venv or
         # image failed would leave the report only its error (nu23).
-        first_runnable(runner, plan.attempts),
+        # An empty shard (fewer attempts than shards) runs none: the first cell's first
+        # attempt stands for the machine the shard ran on, which its record still says.
+        first_runnable(runner, plan.attempts) if plan.attempts else plan.attempts.planned(0, 1),
         folder.path,
         store=options.out,
         inherits=options.runner != "docker",

@@ -144,6 +144,29 @@ expect:
     )
 
 
+def test_a_shard_without_attempts_records_an_empty_run_that_merges(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu27 N16: one attempt over two shards: shard 2/2 exited 2 ("holds no attempts") and
+    # recorded no run, so merge refused "missing shard(s) 2/2" and no command could make it.
+    spec = write_spec(
+        tmp_path / "one.yaml",
+        "name: one\nmatrix: {p: [a, b]}\ncommand: python -c pass\nexpect: {outcome: pass}\n",
+    )
+    out = str(tmp_path / "o")
+    empty = cli("run", str(spec), "-m", "p=b", "--repeat", "1", "--shard", "2/2", "--out", out)
+    assert empty.code == 0, empty.stderr
+    assert "shard 2/2 holds no attempts" in empty.stderr
+    assert empty.results()["cells"] == []
+    assert empty.results()["options"]["shard"] == [2, 2]
+    full = cli("run", str(spec), "-m", "p=b", "--repeat", "1", "--shard", "1/2", "--out", out)
+    assert full.code == 0, full.stderr
+    merged = cli("merge", "--out", out, "latest", "latest~1")
+    assert merged.code == 0, merged.stderr
+    (cell,) = merged.results()["cells"]
+    assert (cell["id"], cell["verdict"], len(cell["attempts"])) == ("p=b", "reproduced", 1)
+
+
 def test_merged_shards_name_the_command_and_repro_an_unsharded_run_names(
     cli: Cli, tmp_path: Path
 ) -> None:
