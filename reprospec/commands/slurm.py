@@ -119,6 +119,7 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     # Validate and plan here, on the login node: a bad spec or option fails now, located,
     # not N times in N task logs; and we know how many attempts each shard holds.
     options = opt.run_options(args, purpose="slurm")
+    from reprospec.plan.run import refuse_adaptive_shards
     from reprospec.slurm.preflight import envs_folder
 
     envs = envs_folder(args.out) if options.runner == "venv" else None
@@ -135,7 +136,11 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
         envs=str(envs) if envs is not None else None,
     )
     spec = api.load_spec(spec_ref, options.overrides)
-    plans = api.plan_run(spec, options).attempts
+    planned = api.plan_run(spec, options)
+    # Refused here as `run --shard` refuses it: else every array task exits 2 and the
+    # merge job finds no shard.
+    refuse_adaptive_shards(f"--shards {args.shards}", planned.adaptive, planned.expectations)
+    plans = planned.attempts
     total = len(plans)
     if args.shards > total:
         raise UsageError(

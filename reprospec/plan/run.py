@@ -295,15 +295,8 @@ def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
             for cell in cells
         ),
     )
-    if options.shard is not None and adaptive and any(e.rate for e in expectations.distinct):
-        # Each shard would add attempts to the cells it judged undecided on its share of
-        # their attempts alone, numbered after its own: two shards' attempt 6 of a cell,
-        # which `merge` refuses, and up to `max_repeat` attempts per shard.
-        raise UsageError(
-            f"--shard {options.shard}: `repeat: auto` adds attempts to a cell while its rate "
-            "is undecided on all of its attempts, and a shard holds only some of them; "
-            "shard a fixed number of attempts (--repeat N) or run without --shard"
-        )
+    if options.shard is not None:
+        refuse_adaptive_shards(f"--shard {options.shard}", adaptive, expectations)
     attempts = PlannedAttempts(spec, cells, expectations, repeat, options, base_env)
     if options.shard is not None:
         # A shard reports only the cells it ran; `reprospec merge` puts them together.
@@ -321,6 +314,20 @@ def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
         parallel=max(1, parallel),
         options=options,
     )
+
+
+def refuse_adaptive_shards(what: str, adaptive: bool, expectations: CellExpectations) -> None:
+    """A UsageError, `what` first, for shards of a `repeat: auto` run where a cell has an
+    `expect.rate`: each shard would add attempts to the cells it judged undecided on its
+    share of their attempts alone, numbered after its own: two shards' attempt 6 of a cell,
+    which `merge` refuses, and up to `max_repeat` attempts per shard. `run --shard` and
+    `slurm --shards` (whose every array task would be refused) say it by this one check."""
+    if adaptive and any(e.rate for e in expectations.distinct):
+        raise UsageError(
+            f"{what}: `repeat: auto` adds attempts to a cell while its rate "
+            "is undecided on all of its attempts, and a shard holds only some of them; "
+            "shard a fixed number of attempts (--repeat N) or run without --shard"
+        )
 
 
 def _with_options(attempt: AttemptPlan, options: RunOptions) -> AttemptPlan:

@@ -126,3 +126,27 @@ def test_bundle_of_a_merged_slurm_run_checks_its_files_by_its_shards_key(
     assert unchecked.code == 0, unchecked.stderr
     assert "in none of its Slurm run's shard stores" in unchecked.stderr
     assert "moved from its store" not in unchecked.stderr
+
+
+def test_slurm_refuses_the_adaptive_rate_spec_every_shard_would_refuse(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu27 N23: `slurm --shards 2` wrote and would submit an array whose every task's
+    # `run --shard K/2` exits 2 on a `repeat: auto` spec with an `expect.rate`.
+    spec = tmp_path / "auto.yaml"
+    spec.write_text(
+        SPEC.replace("expect:\n", "run: {repeat: auto, max_repeat: 8}\nexpect:\n  rate: '>=0.5'\n")
+    )
+    shared = tmp_path / "shared"
+    refused = cli("slurm", str(spec), "--shards", "2", "--dry-run", "--out", str(shared))
+    assert refused.code == 2, refused.stdout + refused.stderr
+    assert "--shards 2: `repeat: auto` adds attempts to a cell while its rate" in refused.stderr
+    assert not shared.exists(), "nothing written"
+    shard = cli("run", str(spec), "--shard", "1/2", "--out", str(tmp_path / "o"))
+    assert shard.code == 2
+    assert refused.stderr.split(": ", 2)[2] == shard.stderr.split(": ", 2)[2]  # one check
+    fixed = cli(
+        "slurm", str(spec), "--shards", "2", "--repeat", "2", "--dry-run", "--out", str(shared)
+    )
+    assert fixed.code == 0, fixed.stderr
+    assert "#SBATCH --array=1-2" in fixed.stdout
