@@ -129,7 +129,9 @@ class Events:
     spec's injected faults that fired (`fault` events: number, kind, where, pid), in order.
     `done`: the last progress was a `done` event (or a phase named `exit`): the program
     said it had finished its work. `last_t`: the time (epoch seconds, the `t` the event
-    carries) of the last event, how recent the attempt's last sign of progress was.
+    carries) of the last event, how recent the attempt's last sign of progress was; a marker
+    event at the phase and step of the marker event before it is a bar's redraw, no sign
+    (a bar stuck at 7/10 that redraws its clock read as "still progressing?").
     `untimed`: an event came without a `t` (a command's own events, as spec-format.md
     shows them, need none); `Evidence.read` then takes the file's last write as `last_t`.
     `killed`: the pids the harness SIGKILLed itself (`teardown` events: a distributed
@@ -172,10 +174,17 @@ class Events:
         exited: Event | None = None  # the last worker_exit with an exit code, not a signal
         killed: set[int] = set()
         probes: dict[int, None] = {}  # the probes started and not ended, in order
+        marker_at: tuple[object, object] | None = None  # the last marker event's (phase, step)
         for event in events:
             name = event.get("event")
             t = event.get("t")
-            if isinstance(t, (int, float)) and not isinstance(t, bool):
+            redrawn = False
+            if name == "marker" and event.get("step") is not None:
+                position = (event.get("phase"), event.get("step"))
+                redrawn, marker_at = position == marker_at, position
+            if redrawn:
+                pass
+            elif isinstance(t, (int, float)) and not isinstance(t, bool):
                 last_t = float(t) if last_t is None else max(last_t, float(t))
             else:
                 untimed = True

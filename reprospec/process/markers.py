@@ -288,7 +288,10 @@ class MarkerScanner:
 
     A line is the text after its last carriage return (what a terminal would show
     of a progress bar), with ANSI escapes removed; at most MAX_LINE_BYTES of it
-    are kept. Given markers and events (not a shared `matcher`), the scanner owns
+    are kept. A bar redrawn in place (a carriage return, no newline until it closes)
+    is a line at each redraw, the last one drawn before it: else its steps came only
+    once the attempt ended, and `run.stall` saw no progress from a bar at all. Given
+    markers and events (not a shared `matcher`), the scanner owns
     its matcher: `close` then waits for it, and `warnings` holds what it said.
     """
 
@@ -334,18 +337,28 @@ class MarkerScanner:
         if not piece:
             return
         if self._pending_cr:
-            self._buf.clear()
-            self._pending_cr = False
+            self._end_line()  # a "\r" not followed by "\n": a redraw of what was drawn
         stripped = piece.rstrip(b"\r")
         if len(stripped) < len(piece):
             self._pending_cr = True
         redraw = stripped.rfind(b"\r")
         if redraw >= 0:
-            self._buf.clear()
+            # The bar last drawn before this redraw is a line (the ones drawn and redrawn
+            # within this chunk never showed: only the last of them is).
+            drawn = stripped[:redraw]
+            earlier = drawn.rfind(b"\r")
+            if earlier >= 0:
+                self._buf.clear()
+                drawn = drawn[earlier + 1 :]
+            self._keep(drawn)
+            self._end_line()
             stripped = stripped[redraw + 1 :]
+        self._keep(stripped)
+
+    def _keep(self, piece: bytes) -> None:
         room = self._max_line - len(self._buf)
         if room > 0:
-            self._buf += stripped[:room]
+            self._buf += piece[:room]
 
     def _end_line(self) -> None:
         raw = bytes(self._buf)

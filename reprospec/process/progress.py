@@ -16,7 +16,11 @@ What counts as progress, and why:
   (`\\r`): nothing else says it is alive. A command with markers has said what its
   progress looks like, and a stuck program often keeps printing (a heartbeat, a
   watchdog's warnings, a collective's retries), so there only its markers count. A
-  workload's progress is its events; its output is the program's, not the harness's.
+  workload's progress is its events; its output is the program's, not the harness's;
+- a marker's match that reports a step counts only where it moves the phase and step
+  the last such match reported: a progress bar stuck at 7/10 that keeps redrawing its
+  elapsed time (a refresh timer, rich's auto_refresh) matches at every redraw, and
+  counted as progress it never stalled. A match without a step has nothing to compare.
 
 Time in which the attempt's threads waited for a CPU does not count (cpuwait.py): a
 starved program is not a stuck one. The runner that can see the attempt's processes hands
@@ -68,6 +72,14 @@ def is_progress(line: bytes) -> bool:
     return isinstance(event, dict) and is_progress_event(event)
 
 
+def marker_position(event: Mapping[str, object]) -> tuple[object, object] | None:
+    """The (phase, step) a marker event reports, where it reports a step (None: it is no
+    marker event, or has no step): the same position again is a redraw, not progress."""
+    if event.get("event") != "marker" or event.get("step") is None:
+        return None
+    return (event.get("phase"), event.get("step"))
+
+
 def is_progress_event(event: Mapping[str, object]) -> bool:
     """Whether one event of events.jsonl, read, is progress (`is_progress` of its line)."""
     kind = event.get("event")
@@ -96,6 +108,8 @@ class ProgressWatch:
         self.waited_s = 0.0
         self._cpu_wait: CpuWaitReader | None = None
         self._polled: float | None = None
+        # The (phase, step) of the last marker event that reported a step.
+        self._marker_at: tuple[object, object] | None = None
 
     def count_cpu_wait(self, cpu_wait: CpuWaitReader) -> None:
         """Leave out of the stall the time `cpu_wait` says the attempt waited for a CPU (the
@@ -149,12 +163,30 @@ class ProgressWatch:
         for line in lines:
             if self._skipping:
                 self._skipping = False  # the end of an over-long line
-            elif not found and is_progress(line):
+            elif self._moved(line):
                 found = True
         if found:
             self._progressed(now)
         if len(self._partial) > _MAX_LINE:
             self._partial, self._skipping = b"", True
+
+    def _moved(self, line: bytes) -> bool:
+        """Whether one line of events.jsonl is progress: a progress event, and for a marker
+        that reports a step, a position other than the last one's (see the module's
+        docstring). Every line is read: a redraw after a move must find the move's step."""
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(event, dict) or not is_progress_event(event):
+            return False
+        position = marker_position(event)
+        if position is None:
+            return True
+        if position == self._marker_at:
+            return False
+        self._marker_at = position
+        return True
 
     def stalled(self, now: float) -> bool:
         """Whether the attempt made progress once and then none for `stall_s` until `now`,

@@ -128,6 +128,48 @@ def test_with_markers_only_the_markers_are_progress(cli: Cli, tmp_path: Path) ->
     ) >= 5
 
 
+STUCK_BAR = """\
+import sys, time
+for n in range(1, 8):
+    sys.stderr.write(f"\\rtrain:  {n}0%|###   | {n}/10 [00:0{n}<00:05,  1.00it/s]")
+    sys.stderr.flush()
+    time.sleep(0.2)
+t = 0
+while True:  # stuck at 7/10; the bar keeps redrawing its clock, as a refresh timer does
+    t += 1
+    sys.stderr.write(f"\\rtrain:  70%|#######   | 7/10 [00:{t:02d}<00:03,  0.1it/s]")
+    sys.stderr.flush()
+    time.sleep(0.1)
+"""
+
+
+def test_a_bar_redrawn_at_the_step_it_reached_stalls(cli: Cli, tmp_path: Path) -> None:
+    # nu27 N22: the tqdm preset saw a bar drawn with "\r" only once the attempt ended (no
+    # newline), so nothing was progress and only the timeout ended it, its detail "last
+    # progress 0.0 s before the timeout: still progressing?"; each redraw a line, a redraw
+    # at 7/10 must not be progress either.
+    spec = tmp_path / "bar.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: stall-bar\n"
+        f"command: [{json.dumps(sys.executable)}, -c, {json.dumps(STUCK_BAR)}]\n"
+        "markers: [{preset: tqdm}]\n"
+        "run: {timeout: 60s, stall: 2s}\n"
+        "expect: {outcome: hang, step: 7}\n"
+    )
+    done = cli("run", str(spec), timeout=300)
+    (stalled,) = attempts(done.results()).values()
+    assert done.code == 0, stalled["outcome"]
+    assert stalled["outcome"]["detail"].startswith("no progress for 2 s (run.stall)")
+    assert stalled["duration_s"] < 30, stalled["duration_s"]
+    # Without a stall, the timeout: its redraws at 7/10 are no sign of progress.
+    timed = cli("run", str(spec), "--set", "~run.stall", "--timeout", "5s", timeout=300)
+    (attempt,) = attempts(timed.results()).values()
+    assert timed.code == 0, attempt["outcome"]
+    detail = attempt["outcome"]["detail"]
+    assert detail.startswith("no exit within the timeout (5 s)"), detail
+    assert "still progressing?" not in detail
+
+
 # Runnable but starved (its docstring says how): seconds without a line, none of them stuck.
 STARVED = (CHILDREN / "starved.py").read_text(encoding="utf-8")
 

@@ -119,3 +119,15 @@ def test_what_the_folder_lacks_is_not_opened(
     (elsewhere / "stdout.log").write_text("out\n")
     moved = replace(execution, stdout_path=elsewhere / "stdout.log")
     assert Evidence.read(moved).stdout == "out\n"
+
+
+def test_a_marker_redrawn_at_its_step_is_no_later_sign_of_progress() -> None:
+    # nu27 N22: a bar stuck at 7/10 redrawing its clock made the timeout's detail "last
+    # progress 0.0 s before the timeout: still progressing?" and advise a longer timeout.
+    def bar(t: float, step: int | None, phase: str | None = None) -> Event:
+        return {"t": t, "event": "marker", "phase": phase, "step": step, "line": "bar"}
+
+    events = Events.of([bar(10.0, 6), bar(11.0, 7), bar(12.0, 7), bar(19.0, 7)])
+    assert (events.step, events.last_t) == (7, 11.0)
+    assert Events.of([bar(11.0, 7), bar(12.0, 7, "eval")]).last_t == 12.0  # another phase
+    assert Events.of([bar(11.0, None), bar(12.0, None)]).last_t == 12.0  # no step to compare

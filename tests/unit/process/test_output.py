@@ -98,6 +98,18 @@ def test_markers_see_the_text_after_the_last_carriage_return(tmp_path: Path) -> 
     assert [e["step"] for e in events] == [4, 5]
 
 
+def test_a_bar_redrawn_in_place_is_a_line_at_each_redraw(tmp_path: Path) -> None:
+    # nu27 N22: a bar drawn with "\r" and no newline was matched only as the attempt
+    # ended, so `run.stall` saw no progress from it; each redraw is a line of what was drawn
+    # before it (within one chunk, the last drawn), "\r\n" still one line end.
+    events = scan(
+        [b"\rstep 1", b"\rstep 2", b"\rstep 3\rstep 4", b"\r", b"step 5\r", b"\n", b"\rstep 6"],
+        [STEP],
+        tmp_path,
+    )
+    assert [e["step"] for e in events] == [1, 3, 4, 5, 6]
+
+
 def test_markers_cap_the_line_length(tmp_path: Path) -> None:
     events = scan(
         [b"x" * 100_000, b"\rstep 6\n", b"step 7", b"y" * 100_000, b"\n"],

@@ -385,3 +385,29 @@ def test_the_hang_says_which_limit_fired(tmp_path: Path) -> None:
     assert (timed_out.detail or "").startswith(
         "no exit within the timeout (60 s); killed after 60.5s"
     )
+
+
+def test_a_marker_at_the_position_it_reported_is_a_redraw_not_progress(tmp_path: Path) -> None:
+    # nu27 N22: a bar stuck at 7/10 that keeps redrawing its clock matched at every redraw,
+    # each match counted, and the stall never fired.
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"")
+    watch = ProgressWatch(events, 2.0, output_counts=False)
+    append(events, line(event="marker", phase=None, step=7, line="7/10 [00:01<00:03]"))
+    watch.poll(1.0)
+    for now in (2.0, 3.0, 4.0):
+        append(events, line(event="marker", phase=None, step=7, line=f"7/10 [00:0{now:.0f}]"))
+        watch.poll(now)
+    assert watch.last == 1.0
+    assert watch.stalled(4.0)
+    append(events, line(event="marker", phase=None, step=8, line="8/10"))
+    watch.poll(5.0)
+    assert watch.last == 5.0  # a new step
+    append(events, line(event="marker", phase="eval", step=8, line="eval 8/10"))
+    watch.poll(6.0)
+    assert watch.last == 6.0  # the same step of another phase
+    append(events, line(event="marker", phase="train", step=None, line="epoch done"))
+    append(events, line(event="marker", phase="train", step=None, line="epoch done"))
+    watch.poll(7.0)
+    assert watch.last == 7.0  # a match without a step: nothing to compare, progress
+    watch.close()
