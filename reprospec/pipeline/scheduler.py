@@ -22,7 +22,7 @@ from typing import Literal
 
 from reprospec.core.inputs import AttemptPlan, Cell, Expectation
 from reprospec.core.rates import judge_rate, rate_decided, rate_of
-from reprospec.core.results import AttemptResult
+from reprospec.core.results import AttemptResult, Rate
 from reprospec.pipeline.gpus import GpuPool
 from reprospec.plan.run import RunPlan
 from reprospec.spec.matrix import position_of
@@ -418,12 +418,13 @@ class Scheduler:
             # (every observed attempt counts as a match, and first-reproduction stopped it
             # at one).
             return
+        if result.infra_error is not None:
+            return  # it could not run: it neither reproduces nor misses
         if expected.rate is not None:
             # With a rate, one attempt neither reproduces the cell nor misses it: its
             # interval does, once it lies on one side of the bound (a flaky cell stopped at
             # its first match stayed `1/1 undecided`, and `repeat: auto` added no more).
-            matched = sum(r.matched for r in state.results.values())
-            judged = judge_rate(rate_of(matched, len(state.results)), expected.rate)
+            judged = judge_rate(_ran_rate(state), expected.rate)
             if (stop_on == "first-reproduction" and judged == "met") or (
                 stop_on == "first-miss" and judged == "failed"
             ):
@@ -445,8 +446,11 @@ class Scheduler:
         ):
             return  # planned attempts are still to come
         numbers = sorted(state.results)
-        matched = sum(r.matched for r in state.results.values())
-        if rate_decided(rate_of(matched, len(numbers)), bound):
+        rate = _ran_rate(state)
+        if rate.attempts == 0 or rate_decided(rate, bound):
+            # Decided; or none of its attempts could run, and more would not either (the
+            # judge calls it 0/0: an infra-error counted as a miss decided `0/9`, at -j 2
+            # `0/10`, neither the first attempts nor max_repeat).
             return
         queued = sum(p.cell.id == attempt.cell.id for p in self._extra)
         # The attempts running and queued count against max_repeat and against -j.
@@ -461,3 +465,10 @@ class Scheduler:
             self._extra.append(self.plan.extra_attempt(attempt.cell, state.added))
             self.total += 1
             queued += 1
+
+
+def _ran_rate(state: _CellState) -> Rate:
+    """The rate of a cell's attempts that ran, as the judge counts it: an attempt that
+    could not run (infra-error) is in neither count."""
+    ran = [r for r in state.results.values() if r.infra_error is None]
+    return rate_of(sum(r.matched for r in ran), len(ran))

@@ -263,6 +263,26 @@ def test_the_progress_count_drops_the_attempts_stop_on_will_not_run(tmp_path: Pa
     assert seen[-1] == (4, 4)
 
 
+def test_attempts_that_could_not_run_neither_stop_a_cell_nor_decide_its_rate(
+    tmp_path: Path,
+) -> None:
+    """nu27 N14, N21: an infra-error counted as a miss: first-miss stopped the cell at an
+    attempt that could not run, and `repeat: auto` decided `0/9` (at -j 2 `0/10`) on
+    attempts none of which ran, where the judge calls the cell 0/0."""
+
+    def cannot_run(plan: AttemptPlan, _slot: tuple[str, ...], _c: threading.Event) -> AttemptResult:
+        return AttemptResult.not_run(plan.attempt, "command not found")
+
+    stopping = make_plan(
+        tmp_path, "run: {repeat: 3, stop_on: first-miss}\nexpect: {outcome: crash}\n"
+    )
+    assert len(Scheduler(stopping, cannot_run).run()["default"]) == 3
+    body = "run: {repeat: auto, max_repeat: 12}\nexpect: {outcome: crash, rate: '>=0.3'}\n"
+    for jobs in (1, 2):
+        adaptive = make_plan(tmp_path, body, jobs=jobs)
+        assert len(Scheduler(adaptive, cannot_run).run()["default"]) == 5, jobs
+
+
 def test_shards_split_attempts_disjointly_and_completely(tmp_path: Path) -> None:
     body = "matrix: {n: [1, 2, 3, 4, 5]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n"
     whole = {(a.cell.id, a.attempt) for a in make_plan(tmp_path, body).attempts}
