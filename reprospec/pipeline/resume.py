@@ -15,6 +15,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from reprospec.core.inputs import Spec
+from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import MASK
 from reprospec.core.results import AttemptResult
 from reprospec.core.runoptions import RunOptions
@@ -95,7 +96,40 @@ def load(
             f"--resume {run_id}: {stored_path} changed since the run started; "
             "resuming would mix two specs' attempts (start a new run instead)"
         )
+    refuse_other_variables(run_id, info.environment, spec, out)
     return spec, options, done
+
+
+def refuse_other_variables(
+    run_id: str, began: Mapping[str, JsonValue], spec: Spec, out: Path
+) -> None:
+    """Refuse (exit 2) a resume in an environment where a variable the spec reads
+    (`${{ env.CODE }}`) has another value than the run read as it began, naming each with
+    both values (a secret's: only that it changed). Taken silently, a cell's attempts
+    ran `exit 0` before the resume and `exit 3` after it, and read as flaky."""
+    from reprospec.store.specvariables import FIELD, changes, record
+
+    before = began.get(FIELD)
+    if before is None:
+        return  # a run made before runs kept them: nothing to tell by
+    rows = changes(before, record(spec.document, out))
+    if not rows:
+        return
+    told = "; ".join(
+        f"{name}: {how}"
+        if a is None and b is None
+        else f"{name}: {_quoted(a)} as the run began, {_quoted(b)} now"
+        for name, a, b, how in rows
+    )
+    raise UsageError(
+        f"--resume {run_id}: the spec reads variables whose values are not the run's ({told}): "
+        "its finished attempts ran with the run's values, and the rest must too. "
+        "Set them as they were to resume it, or run the spec again (without --resume)"
+    )
+
+
+def _quoted(value: str | None) -> str:
+    return "unset" if value is None else repr(value)
 
 
 def refuse_changes(

@@ -42,6 +42,8 @@ from reprospec.runners.base import Runner, first_runnable
 from reprospec.store.db import Store, StoreError
 from reprospec.store.digests import FILES_FIELD
 from reprospec.store.runfolder import RunFolder
+from reprospec.store.specvariables import FIELD as VARIABLES_FIELD
+from reprospec.store.specvariables import record as spec_variables
 
 if TYPE_CHECKING:
     # A resumed run's record, made only by a resume (core/resumed.py says why).
@@ -128,6 +130,13 @@ def execute(
     # The program's files as the attempts will find them, digested before the first starts
     # (an attempt may write a file its command names): what `compare` tells changed by.
     files, files_warnings = program_files(plan, options.out)
+    # The values of the variables the spec reads, as this run reads them: a resume under
+    # other values is refused (pipeline/resume.py), compare tells them (store/specvariables.py).
+    variables = spec_variables(spec.document, options.out)
+    kept: JsonObject = {
+        **({} if files is None else {FILES_FIELD: files}),
+        **({} if variables is None else {VARIABLES_FIELD: variables}),
+    }
     # Every attempt and the run pass through it before anything is stored, printed or
     # rendered: no output can show a secret that was missed on its way (redact.py).
     redactor = Redactor.for_spec(spec.document)
@@ -166,8 +175,8 @@ def execute(
                 spec_text,
                 options.runner,
                 redactor.value(options.stored()),
-                # Kept from the start: a resumed run compares its files with these.
-                {} if files is None else {FILES_FIELD: files},
+                # Kept from the start: a resumed run compares its files and variables with these.
+                kept,
                 started=started,  # the same second as results.json's, which a resume keeps
             )
         stored_before = len(resume.done) if resume else 0
@@ -241,8 +250,7 @@ def execute(
             with collector.importing():
                 warm_up()
         environment, warnings = capture.result(timeout=5 if interrupted else None)
-        if files is not None:
-            environment = {**environment, FILES_FIELD: files}
+        environment = {**environment, **kept}
         warnings = (
             *reaped,
             *unset_env(spec.document),

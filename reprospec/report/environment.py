@@ -37,6 +37,7 @@ _ENV_SECTIONS = frozenset(
         "captured_in",  # the cell whose interpreter it was: named by the Versions block
         "variable_digests",  # for compare only: digests tell a reader nothing
         "program_files",  # the same: the digests of the program's files
+        "spec_variables",  # for resume and compare: the variables the spec read
     }
 )
 

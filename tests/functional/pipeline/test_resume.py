@@ -7,7 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from tests.support.cli import Cli
+import pytest
+
+from tests.support.cli import Cli, CliResult
 from tests.support.killed import gated_spec, killed_run
 
 
@@ -385,3 +387,41 @@ def test_resuming_a_merged_run_says_it_is_not_resumed(cli: Cli, tmp_path: Path) 
     assert resumed.code == 2, resumed.stderr
     assert "Traceback" not in resumed.stderr
     assert "such as one `reprospec merge` made, is not resumed" in resumed.stderr
+
+
+def test_resume_refuses_other_values_of_the_variables_the_spec_reads(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Begun with CODE=0 and resumed with CODE=3, a cell ran `exit 0` then `exit 3` and read
+    `1x pass, 1x error exit 3` as flaky, without a word (nu27 N13): the values the spec
+    read are the run's inputs as its text is."""
+    gate = tmp_path / "gate"
+    spec = gated_spec(tmp_path / "gated.yaml", gate)
+    spec.write_text(
+        spec.read_text()
+        + "environment:\n  public_env: [CODE]\n"
+        + "  env: {SEEN: '${{ env.CODE }}', KEY: '${{ env.API_TOKEN }}'}\n"
+    )
+    out = tmp_path / "out"
+    monkeypatch.setenv("CODE", "0")
+    monkeypatch.setenv("API_TOKEN", "s3cr3t-one-0a1b2c")
+    run_id = killed_run(spec, out, "--repeat", "2")
+    gate.touch()
+
+    def resume(**env: str) -> CliResult:
+        return cli("run", "--resume", run_id, "--out", str(out), env=env, timeout=300)
+
+    public = resume(CODE="3", API_TOKEN="s3cr3t-one-0a1b2c")
+    assert public.code == 2, public.stderr
+    assert "Traceback" not in public.stderr
+    assert "(CODE: '0' as the run began, '3' now)" in public.stderr
+    secret = resume(CODE="0", API_TOKEN="s3cr3t-two-9z8y7x")
+    assert secret.code == 2, secret.stderr
+    assert "(API_TOKEN: changed)" in secret.stderr
+    assert "s3cr3t" not in secret.stderr  # a secret's values are never told
+    assert not (out / "runs" / run_id / "results.json").exists()  # nothing ran
+
+    same = resume(CODE="0", API_TOKEN="s3cr3t-one-0a1b2c")
+    assert same.code == 0, same.stderr
+    data = json.loads((out / "runs" / run_id / "results.json").read_text())
+    assert [a["attempt"] for a in data["cells"][0]["attempts"]] == [1, 2]
