@@ -22,6 +22,8 @@ from reprospec.environment.facts import (
 )
 from reprospec.store.digests import FIELD as DIGESTS
 from reprospec.store.digests import FILES_FIELD, UNDIGESTED, recorded
+from reprospec.store.specvariables import FIELD as READ
+from reprospec.store.specvariables import changes as read_changes
 
 
 class SpecChange(TypedDict):
@@ -183,7 +185,7 @@ def environment_change(run_a: RunResult, run_b: RunResult) -> EnvironmentChange:
     differences = environment_diff(run_a.environment, run_b.environment)
     # The digests are for the secret variables' rows below and the program's files
     # (`files_change`), not differences of their own.
-    kept = [d for d in differences if not within(d["key"], one_cell | {DIGESTS, FILES_FIELD})]
+    kept = [d for d in differences if not within(d["key"], one_cell | {DIGESTS, FILES_FIELD, READ})]
     return {
         "environment": [d for d in kept if not d["key"].startswith("env.")],
         "variables": variable_changes(
@@ -199,7 +201,9 @@ def variable_changes(
     """The variables that differ: per cell, as each cell's `environment.env` recorded them
     (a toggle may set one per cell), then those of the captured environment (the engine's
     own, which every attempt inherits: `HF_TOKEN` exported in one shell and not the other)
-    that no cell's row names already.
+    that no cell's row names already; then those the spec reads with `${{ env.NAME }}`, as
+    each run read them as it began (store/specvariables.py), by value where the spec made
+    them public, else only changed or not.
 
     A secret-looking name (redact.py's) is compared by whether it is set, never by value:
     its recorded value is `***` either way. That one changed is told by the capture's
@@ -236,6 +240,16 @@ def variable_changes(
     rows += [
         {"name": name, "a": None, "b": None, "change": change, "cells": []}
         for name, change in _changed_secrets(run_a.environment, run_b.environment)
+        if name not in named
+    ]
+    named = {row["name"] for row in rows}
+    # The variables the spec reads (`${{ env.CODE }}`), as each run read them: CODE=0 and
+    # CODE=3 ran `exit 0` and `exit 3`, and compare said "same environment" (nu27 N24).
+    rows += [
+        {"name": name, "a": a, "b": b, "change": change, "cells": []}
+        for name, a, b, change in read_changes(
+            run_a.environment.get(READ), run_b.environment.get(READ)
+        )
         if name not in named
     ]
     return rows
