@@ -55,6 +55,25 @@ OUTCOME_VERBS = {"crash": "crashes", "hang": "hangs", "error": "errors", "fail":
 # A cell an interrupted run never reached: nothing went wrong in it.
 NOT_RUN = "not run (interrupted)"
 NOT_RUN_LEGEND = f"⏸️ {NOT_RUN}"
+# A cell `run.stop_on` stopped before its planned attempts all ran, as its reason ends in
+# results.json, report.md and the JUnit report: the attempts it never ran were skipped on
+# purpose, not lost (nothing said so; an interrupted cell did say it).
+STOPPED_BY_STOP_ON = "stopped by run.stop_on"
+
+
+def stopped_phrase(stop_on: str, ran: int, planned: int) -> str:
+    """`stopped by run.stop_on: first-miss after 2 of 3 attempts`."""
+    return f"{STOPPED_BY_STOP_ON}: {stop_on} after {ran} of {planned} attempts"
+
+
+def stopped_of(reason: str) -> str:
+    """The `stopped_phrase` a cell's reason ends in ("" where stop_on did not stop it):
+    what report.md's rate column and the JUnit report say of a cell whose reason they do
+    not show (a reproduced one's)."""
+    start = reason.rfind(f"({STOPPED_BY_STOP_ON}: ")
+    return reason[start + 1 : -1] if start >= 0 and reason.endswith(")") else ""
+
+
 VERDICT_LEGEND = "✅ reproduced · ❌ not reproduced · ⚠️ infra-error"
 OBSERVE_LEGEND = "🔍 observed (no expectation) · ⚠️ infra-error"
 # How an attempt's warning begins when its private TMPDIR or XDG_CACHE_HOME held files
@@ -442,6 +461,7 @@ __all__ = [
     "NOT_RUN",
     "NOT_RUN_LEGEND",
     "OBSERVE_LEGEND",
+    "STOPPED_BY_STOP_ON",
     "STUCK_MARK",
     "STUCK_UNREAD",
     "VERDICT_LEGEND",
@@ -470,6 +490,8 @@ __all__ = [
     "shorten_command",
     "signals_phrase",
     "size",
+    "stopped_of",
+    "stopped_phrase",
     "timestamp",
     "verdict_legend",
 ]

@@ -46,6 +46,7 @@ from reprospec.core.words import (
     rate_phrase,
     shorten,
     signals_phrase,
+    stopped_phrase,
 )
 from reprospec.errors import (
     EXIT_INFRA,
@@ -332,6 +333,21 @@ class CellJudge:
                 verdict,
                 reason=f"{verdict.reason} (interrupted after {len(attempts)} of "
                 f"{len(numbers)} attempts; --resume finishes it)",
+            )
+        elif (
+            not interrupted
+            and attempts
+            and self._plan.stop_on != "never"
+            and not expectation.observes
+            and len(attempts) < len(numbers)
+        ):
+            # Judged short of its planned attempts in a run that went on: stop_on stopped
+            # it (an observed cell it never stops). Said, so that the attempts it never
+            # ran read as skipped on purpose, not lost.
+            verdict = replace(
+                verdict,
+                reason=f"{verdict.reason} "
+                f"({stopped_phrase(self._plan.stop_on, len(attempts), len(numbers))})",
             )
         reason = self._texts.setdefault(verdict.reason, verdict.reason)
         verdict = Verdict(verdict.kind, reason, self._rates.setdefault(verdict.rate, verdict.rate))

@@ -13,6 +13,7 @@ from reprospec.core.words import (
     resumed_note,
     resumed_phrase,
     seconds,
+    stopped_of,
 )
 
 # Characters XML 1.0 cannot carry at all (NUL from a worker's stderr, stray escapes).
@@ -72,6 +73,9 @@ def _testcase(suite: ET.Element, run: RunResult, cell: CellResult) -> None:
     ]
     if is_flaky(cell):
         props.append(("flaky", "true"))
+    if stopped := stopped_of(cell.reason):
+        # A passing test case shows no reason: its unrun attempts were skipped, not lost.
+        props.append(("stopped", stopped))
     props += [(f"attempt.{a.attempt}", attempt_phrase(a)) for a in cell.attempts]
     _properties(case, props)
     details = _attempt_lines(cell)

@@ -15,6 +15,7 @@ from typing import TypedDict, TypeVar
 
 from reprospec.core.results import AttemptResult, CellResult, RunResult, VerdictKind
 from reprospec.core.words import (
+    STOPPED_BY_STOP_ON,
     VERDICT_MARKS,
     attempt_phrase,
     attempts_phrase,
@@ -22,6 +23,7 @@ from reprospec.core.words import (
     expectation_phrase,
     rate_phrase,
     seconds,
+    stopped_of,
 )
 from reprospec.report.cellsets import Picked, describe_cells
 from reprospec.report.environment import CellEnvironments
@@ -155,7 +157,7 @@ def result_rows(
             "values": [show_value(c.cell.matrix[a]) if a in c.cell.matrix else "—" for a in axes],
             "expected": expectation_phrase(c.expected),
             "actual": short(attempts_phrase(c.attempts)),
-            "rate": cell_rate_phrase(c.rate, c.expected),
+            "rate": _stopped(cell_rate_phrase(c.rate, c.expected), c.reason),
             "verdict": c.verdict,
             "reason": short(c.reason),
             "env": ", ".join(differs.per_cell.get(c.cell.id, ())),
@@ -193,9 +195,12 @@ def result_groups(
             worded(1, c.attempts, actual),
             # An observed cell's column is its count of attempts (as in result_rows); a
             # judged rate is worded once per Rate its alike cells share.
-            cell_rate_phrase(c.rate, c.expected)
-            if c.expected.observes
-            else worded(2, c.rate, rate_phrase),
+            _stopped(
+                cell_rate_phrase(c.rate, c.expected)
+                if c.expected.observes
+                else worded(2, c.rate, rate_phrase),
+                c.reason,
+            ),
             ", ".join(differs.per_cell.get(c.cell.id, ())),
             # An interrupted run's reasons say which cells it cut short ("interrupted after 1
             # of 2 attempts"): a cell that matched in the attempts it ran reads complete else.
@@ -231,6 +236,12 @@ def result_groups(
             ranked, described, strict=True
         )
     ]
+
+
+def _stopped(rate: str, reason: str) -> str:
+    """A cell's rate, with that run.stop_on stopped it where it did: its attempts short of
+    the planned ones were skipped, not lost (a reproduced cell's reason is not shown)."""
+    return f"{rate} ({STOPPED_BY_STOP_ON})" if stopped_of(reason) else rate
 
 
 __all__ = ["LARGE_RUN_CELLS", "attempt_rows", "durations", "ranges", "result_groups", "result_rows"]

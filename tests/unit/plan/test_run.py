@@ -155,6 +155,38 @@ def test_cells_judged_as_they_end_and_the_rest_at_the_end_keep_the_plans_order(
     assert "interrupted" not in cells[2].reason  # complete when it was judged
 
 
+def test_a_cell_stop_on_stopped_says_so_in_its_reason_rate_column_and_junit(
+    tmp_path: Path,
+) -> None:
+    """A stopped cell read `1/2 not-reproduced` in results.json, report.md and the JUnit
+    report, as if its third attempt were lost (nu27 N20)."""
+    from reprospec.core.results import RunResult
+    from reprospec.report import render
+
+    plan = make_plan(
+        tmp_path,
+        "matrix: {n: [1, 2]}\nrun: {repeat: 3, stop_on: first-miss}\nexpect: {outcome: pass}\n",
+    )
+    one, two = plan.cells
+    ran = AttemptResult(1, 0.1, Outcome(kind="pass", exit_code=0), True, (), logs="")
+    missed = AttemptResult(2, 0.1, Outcome(kind="error", exit_code=3), False, ("x",), logs="")
+    judge = CellJudge(plan)
+    stopped = judge.judge(one, (ran, missed))
+    whole = judge.judge(two, (ran, replace(ran, attempt=2), replace(ran, attempt=3)))
+    assert stopped.reason.endswith("(stopped by run.stop_on: first-miss after 2 of 3 attempts)")
+    assert "stopped" not in whole.reason  # every planned attempt ran
+    # An interrupted cell is said interrupted, not stopped.
+    assert "stopped" not in judge.judge(one, (ran,), interrupted=True).reason
+    run = RunResult(
+        run_id="r", spec_name="s", spec_path="s.yaml", spec_text="", runner="local",
+        started="", finished="", environment={}, cells=(stopped, whole),
+    )  # fmt: skip
+    assert "| 1/2 (95% CI 0.09–0.91) (stopped by run.stop_on) |" in render(run, "md")
+    junit = render(run, "junit")
+    assert junit.count("stopped by run.stop_on: first-miss after 2 of 3 attempts") == 2
+    assert junit.count('name="stopped"') == 1
+
+
 CONSTANT = "matrix: {n: [1, 2, 3]}\nrun: {repeat: 4, timeout: 5s}\nexpect: {outcome: pass}\n"
 
 
