@@ -344,15 +344,17 @@ def percent_interval(low: float, high: float) -> str:
     return str(percent_bounds(low, high))
 
 
-def rate_phrase(rate: Rate, *, fraction: bool = False) -> str:
-    """`3/4 (95% CI 0.30–0.96)`; the interval only when there were several attempts.
+def rate_phrase(rate: Rate, *, fraction: bool = False, interval: bool = False) -> str:
+    """`3/4 (95% CI 0.30–0.96)`; the interval only when there were several attempts, or
+    with `interval=True` of one too (a cell judged by a rate's bound: its reason says the
+    interval straddles it, and `1/1` alone did not show it).
 
     `fraction=True` adds the observed fraction: `6/20 = 0.30 (95% CI 0.14–0.52)`.
     """
     text = f"{rate.matched}/{rate.attempts}"
     if fraction and rate.attempts:
         text += f" = {rate.matched / rate.attempts:.2f}"
-    if rate.attempts > 1:
+    if rate.attempts > 1 or (interval and rate.attempts):
         text += f" (95% CI {interval_phrase(rate.low, rate.high)})"
     return text
 

@@ -94,10 +94,15 @@ def error_annotations(run: RunResult, file: str, lines: Mapping[str, int]) -> li
 
 
 def _annotation_message(cell: CellResult) -> str:
+    # A reason that begins with its verdict (`undecided: 1/1 = 1.00 straddles >=0.3`) is
+    # not given it again ("undecided: undecided: ..."); a rate judged by a bound shows
+    # its interval even of one attempt, which the reason says straddles the bound.
+    said = cell.reason.startswith(cell.verdict)
+    rate = rate_phrase(cell.rate, interval=cell.expected.rate is not None)
     return (
-        f"{cell.cell.id}: {cell.verdict}: {cell.reason}\n"
+        f"{cell.cell.id}: {cell.reason if said else f'{cell.verdict}: {cell.reason}'}\n"
         f"expected: {expectation_phrase(cell.expected)}\n"
-        f"actual:   {attempts_phrase(cell.attempts)} ({rate_phrase(cell.rate)} matched)"
+        f"actual:   {attempts_phrase(cell.attempts)} ({rate} matched)"
     )
 
 

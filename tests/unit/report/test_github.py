@@ -75,3 +75,22 @@ def test_the_job_summary_of_a_resumed_run_says_so_as_report_md_does() -> None:
     # Under the headline, above the table.
     assert summary.index(note) < summary.index("| | cell |")
     assert "Resumed" not in render(error_run(), "github")
+
+
+def test_an_undecided_cell_is_named_undecided_once_with_its_interval() -> None:
+    # "p=0.5: undecided: undecided: 1/1 = 1.00 straddles >=0.3 ..." and `1/1` alone, where
+    # the reason says the interval straddles the bound (nu27 N7).
+    from reprospec.core.results import AttemptResult, CellResult, Outcome
+    from reprospec.core.units import parse_rate
+    from reprospec.outcome.judge import judge_cell
+
+    run = infra_run()
+    expected = replace(run.cells[0].expected, outcome="crash", rate=parse_rate(">=0.3"))
+    crashed = AttemptResult(1, 0.1, Outcome(kind="crash", signal="SIGSEGV"), True, (), logs="")
+    verdict = judge_cell(expected, (crashed,))
+    assert verdict.kind == "undecided"
+    cell = CellResult.judged(run.cells[0].cell, expected, verdict, (crashed,), "x", None)
+    (line,) = error_annotations(replace(run, cells=(cell,)), "x.yaml", {})
+    message = line.split("::", 2)[2]
+    assert message.count("undecided") == 1, message
+    assert "(1/1 (95%25 CI 0.20–1.00) matched)" in message  # `%` escaped, as GitHub reads it
