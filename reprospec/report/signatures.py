@@ -68,6 +68,9 @@ class OutcomeGroup:
     # Where no value nor pair explains it: at most two patterns of values that hold exactly
     # its cells (cellsets.separating_patterns), as the judged report's fallback has them.
     patterns: tuple[str, ...] = ()
+    # The run's cells, those that did not run too (an infra-error's): "in every cell" of a
+    # run where one could not run read as the run's every cell (nu27 N12). 0: as of_cells.
+    all_cells: int = 0
 
     @property
     def failure(self) -> bool:
@@ -75,11 +78,18 @@ class OutcomeGroup:
 
     def headline(self, code: bool = True) -> str:
         phrase = f"`{self.phrase}`" if code else self.phrase
-        where = (
-            "in every cell"
-            if len(self.cells) == self.of_cells
-            else f"in {len(self.cells)} of {plural(self.of_cells, 'cell')}"
-        )
+        if self.all_cells <= self.of_cells:
+            where = (
+                "in every cell"
+                if len(self.cells) == self.of_cells
+                else f"in {len(self.cells)} of {plural(self.of_cells, 'cell')}"
+            )
+        elif len(self.cells) == self.of_cells:
+            where = f"in every cell that ran, {self.of_cells} of {self.all_cells}"
+        else:
+            where = (
+                f"in {len(self.cells)} of the {self.of_cells} cells that ran, of {self.all_cells}"
+            )
         return f"{phrase} {where} ({plural(self.attempts, 'attempt')})"
 
     def lines(self, code: bool = True) -> list[str]:
@@ -108,14 +118,19 @@ def outcome_groups(run: RunResult) -> list[OutcomeGroup]:
                 cells.append(cell)
             found[signature] = (phrase, cells, count + 1)
     groups = [
-        _group(signature, phrase, cells, count, ran)
+        _group(signature, phrase, cells, count, ran, len(run.cells))
         for signature, (phrase, cells, count) in found.items()
     ]
     return sorted(groups, key=lambda g: (not g.failure, -len(g.cells)))
 
 
 def _group(
-    signature: str, phrase: str, cells: list[CellResult], count: int, ran: list[CellResult]
+    signature: str,
+    phrase: str,
+    cells: list[CellResult],
+    count: int,
+    ran: list[CellResult],
+    all_cells: int = 0,
 ) -> OutcomeGroup:
     """One outcome's group: its values, else the patterns that hold its cells and no other.
 
@@ -132,6 +147,7 @@ def _group(
         of_cells=len(ran),
         explanations=explanations,
         patterns=() if explanations else tuple(separating_patterns(cells, others, ran)),
+        all_cells=all_cells,
     )
 
 

@@ -144,6 +144,20 @@ def test_each_signature_is_its_own_group_and_flaky_cells_count_in_each() -> None
     assert run.cells[3].verdict == "infra-error"
 
 
+def test_an_outcome_of_every_cell_that_ran_is_not_said_of_every_cell() -> None:
+    # A cell that could not run (command not found) and one that passed: "pass in every cell
+    # (2 attempts)", though the infra-error cell never passed (nu27 N12).
+    run = observed_run([({"p": "a"}, [PASS, PASS]), ({"p": "b"}, [NotRun("command not found")])])
+    (group,) = outcome_groups(run)
+    assert group.headline(code=False) == "pass in every cell that ran, 1 of 2 (2 attempts)"
+    three = observed_run(
+        [({"p": "a"}, [PASS]), ({"p": "b"}, [SEGV]), ({"p": "c"}, [NotRun("no interpreter")])]
+    )
+    said = {g.signature: g.headline(code=False) for g in outcome_groups(three)}
+    assert said["pass"] == "pass in 1 of the 2 cells that ran, of 3 (1 attempt)"
+    assert "`pass` in every cell that ran, 1 of 2 (2 attempts)" in render(run, "md")
+
+
 def test_no_matrix_no_explanation() -> None:
     run = observed_run([({}, [SEGV, SEGV])])
     (group,) = outcome_groups(run)
