@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.core.inputs import Cell, Spec
+from reprospec.core.runoptions import RunOptions
 from reprospec.errors import SpecError
 from reprospec.spec.checks.cells import cell_problems, find_sites
 from reprospec.spec.load import load_spec
@@ -122,6 +123,29 @@ def test_good_values_pass_and_sites_are_found(tmp_path: Path) -> None:
         ("expect", "message"),
     ]
     assert all(cell_problems(spec.document, spec.locations, [cell]) == [] for cell in expand(spec))
+
+
+def test_a_stall_an_include_only_axis_leaves_null_is_no_stall(tmp_path: Path) -> None:
+    # `stall: null` is the default (the timeout only); from an axis only `include` sets it
+    # was refused in the other cells: "expected a duration like 90s, got null" (nu27 N17).
+    from reprospec.plan.run import plan_run
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        HEAD + "matrix: {a: [1], include: [{a: 2, t: 2s}]}\n"
+        "run: {timeout: 10s, stall: '${{ matrix.t }}'}\nexpect: {outcome: pass}\n"
+    )
+    plan = plan_run(load_spec(path), RunOptions(out=tmp_path))
+    assert [(a.cell.id, a.stall_s) for a in plan.first_attempts()] == [
+        ("a=1", None),
+        ("a=2,t=2s", 2.0),
+    ]
+    # Another value is still refused in its cell.
+    body = "matrix: {a: [1], include: [{a: 2, t: soon}]}\nrun: {stall: '${{ matrix.t }}'}\n"
+    (line,) = problems_of(tmp_path, body)
+    assert "run.stall: expected a duration like 90s, 5m or 1h, got 'soon' (in cell a=2,t=soon)" in (
+        line
+    )
 
 
 def test_check_cell_values_of_one_cell_of_a_loaded_spec(tmp_path: Path) -> None:
