@@ -339,8 +339,6 @@ class MarkerScanner:
         if self._pending_cr:
             self._end_line()  # a "\r" not followed by "\n": a redraw of what was drawn
         stripped = piece.rstrip(b"\r")
-        if len(stripped) < len(piece):
-            self._pending_cr = True
         redraw = stripped.rfind(b"\r")
         if redraw >= 0:
             # The bar last drawn before this redraw is a line (the ones drawn and redrawn
@@ -354,6 +352,9 @@ class MarkerScanner:
             self._end_line()
             stripped = stripped[redraw + 1 :]
         self._keep(stripped)
+        # Set last: the redraw's _end_line above clears it, and a chunk ending in "\r" then
+        # glued the next redraw onto its bar ("step 7step 8", neither step matched).
+        self._pending_cr = piece.endswith(b"\r")
 
     def _keep(self, piece: bytes) -> None:
         room = self._max_line - len(self._buf)

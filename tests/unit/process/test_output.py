@@ -110,6 +110,13 @@ def test_a_bar_redrawn_in_place_is_a_line_at_each_redraw(tmp_path: Path) -> None
     assert [e["step"] for e in events] == [1, 3, 4, 5, 6]
 
 
+def test_a_chunk_ending_in_a_redraw_ends_its_bar(tmp_path: Path) -> None:
+    # rv26 MED-4: after a chunk whose last "\r" followed a redraw inside it, the next bar was
+    # glued to the one before ("step 7step 8") and neither step was seen.
+    events = scan([b"step 6\rstep 7\r", b"step 8\r", b"step 9\r"], [STEP], tmp_path)
+    assert [e["step"] for e in events] == [6, 7, 8, 9]
+
+
 def test_markers_cap_the_line_length(tmp_path: Path) -> None:
     events = scan(
         [b"x" * 100_000, b"\rstep 6\n", b"step 7", b"y" * 100_000, b"\n"],
