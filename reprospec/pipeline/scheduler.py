@@ -138,9 +138,6 @@ class Scheduler:
             if cell_id in in_plan:
                 state = self._states.setdefault(cell_id, _CellState())
                 state.results[number] = result
-                # A cell stop_on stopped stays stopped: its planned attempts were never to
-                # run, and a resume that ran them changed what the run had found.
-                self._apply_stop_on(state, result, self.plan.expectations[cell_id])
                 numbers = planned_numbers.get(cell_id)
                 if numbers is None:
                     numbers = planned_numbers[cell_id] = frozenset(
@@ -155,6 +152,11 @@ class Scheduler:
         self.total = len(plan.attempts) - planned_done
         for cell_id, numbers in planned_numbers.items():
             state = self._states[cell_id]
+            # A cell stop_on stopped stays stopped: its planned attempts were never to run,
+            # and a resume that ran them changed what the run had found. Read on the whole
+            # stored set, not replayed in attempt order: a rate cell the run never stopped
+            # (3 passed, then 1 and 2 crashed) read as `2/2` met at attempt 2.
+            self._apply_stop_on(state, None, self.plan.expectations[cell_id])
             if state.stopped:
                 # Its planned attempts left will not run: no part of the progress count.
                 self.total -= sum(n not in state.results for n in numbers)
@@ -176,7 +178,9 @@ class Scheduler:
         jobs: list[tuple[threading.Thread, threading.Event]] = []
         try:
             # Started inside the try: a Ctrl-C while one starts stops the others too.
-            for i in range(min(self.plan.parallel, max(1, self.total))):
+            # A `repeat: auto` run adds attempts later: as many jobs as -j, to run them.
+            planned = self.total if not self.plan.adaptive else self.plan.parallel
+            for i in range(min(self.plan.parallel, max(1, planned))):
                 finished = threading.Event()
                 job = threading.Thread(
                     target=self._work, args=(finished,), name=f"reprospec-job-{i}", daemon=True
@@ -409,8 +413,10 @@ class Scheduler:
             self._places.give_back(attempt.copies)
 
     def _apply_stop_on(
-        self, state: _CellState, result: AttemptResult, expected: Expectation
+        self, state: _CellState, result: AttemptResult | None, expected: Expectation
     ) -> None:
+        """Stop the cell where `result` (the attempt that just ended; None: every stored
+        attempt, a resume's) reproduced or missed it, as run.stop_on asks."""
         stop_on = self.plan.stop_on
         if stop_on == "never" or expected.observes:
             # Nothing is expected of an observed cell, so no attempt of it reproduces or
@@ -418,7 +424,7 @@ class Scheduler:
             # (every observed attempt counts as a match, and first-reproduction stopped it
             # at one).
             return
-        if result.infra_error is not None:
+        if result is not None and result.infra_error is not None:
             return  # it could not run: it neither reproduces nor misses
         if expected.rate is not None:
             # With a rate, one attempt neither reproduces the cell nor misses it: its
@@ -430,8 +436,13 @@ class Scheduler:
             ):
                 state.stopped = True
             return
-        if (stop_on == "first-reproduction" and result.matched) or (
-            stop_on == "first-miss" and not result.matched
+        ran = (
+            [result]
+            if result is not None
+            else [r for r in state.results.values() if r.infra_error is None]
+        )
+        if (stop_on == "first-reproduction" and any(r.matched for r in ran)) or (
+            stop_on == "first-miss" and not all(r.matched for r in ran)
         ):
             state.stopped = True
 

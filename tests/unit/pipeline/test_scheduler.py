@@ -283,6 +283,54 @@ def test_attempts_that_could_not_run_neither_stop_a_cell_nor_decide_its_rate(
         assert len(Scheduler(adaptive, cannot_run).run()["default"]) == 5, jobs
 
 
+def test_a_resumed_rate_cell_is_read_on_all_its_stored_attempts(tmp_path: Path) -> None:
+    """rv26 MED-2: the stored attempts were replayed in attempt order, and a cell the run
+    never stopped (attempt 3 passed first, then 1 and 2 crashed: 0/1, 1/2, 2/3) read as
+    `2/2`, met, at attempt 2: the resume ran nothing more."""
+    plan = make_plan(
+        tmp_path,
+        "run: {repeat: 6, stop_on: first-reproduction}\nexpect: {outcome: crash, rate: '>=0.3'}\n",
+    )
+    done = {
+        ("default", 1): AttemptResult(1, 0.0, CRASH, True, (), logs=""),
+        ("default", 2): AttemptResult(2, 0.0, CRASH, True, (), logs=""),
+        ("default", 3): AttemptResult(3, 0.0, PASS, False, (), logs=""),
+    }
+    recorder = Recorder(lambda _cell, _n: False)
+    Scheduler(plan, recorder, done=done).run()
+    assert sorted(n for _c, n, _ in recorder.calls) == [4, 5, 6]  # 2/3: 0.21-0.94, undecided
+
+
+def test_a_resumed_adaptive_cell_runs_its_extra_attempts_on_every_job(tmp_path: Path) -> None:
+    """rv26 MED-1: the jobs were as many as the attempts planned, none on a resume of a
+    cell whose planned attempts were all stored: its extra attempts ran one at a time."""
+    plan = make_plan(
+        tmp_path,
+        "run: {repeat: auto, max_repeat: 30}\nexpect: {outcome: crash, rate: '>=0.5'}\n",
+        jobs=3,
+    )
+    done = {
+        ("default", n): AttemptResult(n, 0.0, CRASH if n % 2 else PASS, bool(n % 2), (), logs="")
+        for n in range(1, 6)
+    }
+    lock = threading.Lock()
+    running, most = [0], [0]
+
+    def attempt(plan: AttemptPlan, _slot: tuple[str, ...], _c: threading.Event) -> AttemptResult:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        crashed = plan.attempt % 2 == 1  # 50%: undecided against >=0.5 to max_repeat
+        return AttemptResult(plan.attempt, 0.0, CRASH if crashed else PASS, crashed, (), logs="")
+
+    results = Scheduler(plan, attempt, done=done).run()
+    assert len(results["default"]) == 30
+    assert most[0] == 3
+
+
 def test_shards_split_attempts_disjointly_and_completely(tmp_path: Path) -> None:
     body = "matrix: {n: [1, 2, 3, 4, 5]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n"
     whole = {(a.cell.id, a.attempt) for a in make_plan(tmp_path, body).attempts}
