@@ -325,33 +325,51 @@ class CellJudge:
             environment = self._environments.setdefault(key, as_json)
         expectation = self._plan.expectation(cell)
         verdict = judge_cell(expectation, attempts)
+        # Judged short of its planned attempts because stop_on stopped it (the scheduler's
+        # rule, `stopped_by`), in a run that went on or was interrupted: said, so that the
+        # attempts it never ran read as skipped on purpose, not lost; and not "--resume
+        # finishes it", which a resume would not (it keeps a stopped cell stopped).
+        stopped = (
+            bool(attempts)
+            and len(attempts) < len(numbers)
+            and stopped_by(self._plan.stop_on, expectation, attempts)
+        )
         if interrupted and not attempts:
             # Nothing went wrong in this cell: the run stopped before it (no infra-error).
             verdict = Verdict("not-run", f"{NOT_RUN}: --resume finishes it", verdict.rate)
+        elif stopped:
+            verdict = replace(
+                verdict,
+                reason=f"{verdict.reason} "
+                f"({stopped_phrase(self._plan.stop_on, len(attempts), len(numbers))})",
+            )
         elif interrupted and len(attempts) < len(numbers):
             verdict = replace(
                 verdict,
                 reason=f"{verdict.reason} (interrupted after {len(attempts)} of "
                 f"{len(numbers)} attempts; --resume finishes it)",
             )
-        elif (
-            not interrupted
-            and attempts
-            and self._plan.stop_on != "never"
-            and not expectation.observes
-            and len(attempts) < len(numbers)
-        ):
-            # Judged short of its planned attempts in a run that went on: stop_on stopped
-            # it (an observed cell it never stops). Said, so that the attempts it never
-            # ran read as skipped on purpose, not lost.
-            verdict = replace(
-                verdict,
-                reason=f"{verdict.reason} "
-                f"({stopped_phrase(self._plan.stop_on, len(attempts), len(numbers))})",
-            )
         reason = self._texts.setdefault(verdict.reason, verdict.reason)
         verdict = Verdict(verdict.kind, reason, self._rates.setdefault(verdict.rate, verdict.rate))
         return CellResult.judged(cell, expectation, verdict, tuple(attempts), command, environment)
+
+
+def stopped_by(stop_on: str, expectation: Expectation, attempts: Sequence[AttemptResult]) -> bool:
+    """Whether run.stop_on stops a cell with these attempts: the scheduler's rule, read on
+    all of them. An attempt that could not run neither reproduces nor misses; with a rate,
+    the cell's interval decides (met for first-reproduction, failed for first-miss); an
+    observed cell is never stopped (nothing is expected of it)."""
+    if stop_on == "never" or expectation.observes:
+        return False
+    ran = [a for a in attempts if a.infra_error is None]
+    if expectation.rate is not None:
+        judged = judge_rate(rate_of(sum(a.matched for a in ran), len(ran)), expectation.rate)
+        return (stop_on == "first-reproduction" and judged == "met") or (
+            stop_on == "first-miss" and judged == "failed"
+        )
+    if stop_on == "first-reproduction":
+        return any(a.matched for a in ran)
+    return not all(a.matched for a in ran)
 
 
 def judge_cells(

@@ -8,8 +8,8 @@ keeps the policy (round-robin over cells, `-j`, GPU slots, `stop_on`,
 
 `-j N` bounds the process trees running at once: an attempt with `run.instances: K`
 takes min(K, N) of the N places (waiting, first come first served, until they
-are free) and K x `environment.gpus` GPU slots, so its instances never race with
-attempts the scheduler happened to start beside them.
+are free) and K x `environment.gpus` GPU slots, so the processes at once never
+exceed N: with N above K, other attempts run beside it in the places left.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from reprospec.core.inputs import AttemptPlan, Cell, Expectation
-from reprospec.core.rates import judge_rate, rate_decided, rate_of
+from reprospec.core.rates import rate_decided, rate_of
 from reprospec.core.results import AttemptResult, Rate
+from reprospec.outcome.judge import stopped_by
 from reprospec.pipeline.gpus import GpuPool
 from reprospec.plan.run import RunPlan
 from reprospec.spec.matrix import position_of
@@ -416,34 +417,19 @@ class Scheduler:
         self, state: _CellState, result: AttemptResult | None, expected: Expectation
     ) -> None:
         """Stop the cell where `result` (the attempt that just ended; None: every stored
-        attempt, a resume's) reproduced or missed it, as run.stop_on asks."""
-        stop_on = self.plan.stop_on
-        if stop_on == "never" or expected.observes:
-            # Nothing is expected of an observed cell, so no attempt of it reproduces or
-            # misses: it runs its repeats, whose outcomes and rates are what is observed
-            # (every observed attempt counts as a match, and first-reproduction stopped it
-            # at one).
-            return
+        attempt, a resume's) reproduced or missed it, as run.stop_on asks (`stopped_by`,
+        the rule the judge reads too). With a rate, the cell's interval decides: a flaky
+        cell stopped at its first match stayed `1/1 undecided`."""
         if result is not None and result.infra_error is not None:
             return  # it could not run: it neither reproduces nor misses
-        if expected.rate is not None:
-            # With a rate, one attempt neither reproduces the cell nor misses it: its
-            # interval does, once it lies on one side of the bound (a flaky cell stopped at
-            # its first match stayed `1/1 undecided`, and `repeat: auto` added no more).
-            judged = judge_rate(_ran_rate(state), expected.rate)
-            if (stop_on == "first-reproduction" and judged == "met") or (
-                stop_on == "first-miss" and judged == "failed"
-            ):
-                state.stopped = True
-            return
-        ran = (
+        # Without a rate the attempt that just ended decides: the earlier ones did not stop
+        # the cell (a stored set, a resume's, is read whole).
+        attempts = (
             [result]
-            if result is not None
-            else [r for r in state.results.values() if r.infra_error is None]
+            if result is not None and expected.rate is None
+            else list(state.results.values())
         )
-        if (stop_on == "first-reproduction" and any(r.matched for r in ran)) or (
-            stop_on == "first-miss" and not all(r.matched for r in ran)
-        ):
+        if stopped_by(self.plan.stop_on, expected, attempts):
             state.stopped = True
 
     def _maybe_extend(self, attempt: AttemptPlan, state: _CellState) -> None:

@@ -177,6 +177,11 @@ def test_a_cell_stop_on_stopped_says_so_in_its_reason_rate_column_and_junit(
     assert "stopped" not in whole.reason  # every planned attempt ran
     # An interrupted cell is said interrupted, not stopped.
     assert "stopped" not in judge.judge(one, (ran,), interrupted=True).reason
+    # A stopped one in an interrupted run is said stopped: a resume keeps it stopped, and
+    # "--resume finishes it" promised what would not happen (rv26 MED-3).
+    stopped_then = judge.judge(one, (ran, missed), interrupted=True).reason
+    assert stopped_then.endswith("(stopped by run.stop_on: first-miss after 2 of 3 attempts)")
+    assert "--resume" not in stopped_then
     run = RunResult(
         run_id="r", spec_name="s", spec_path="s.yaml", spec_text="", runner="local",
         started="", finished="", environment={}, cells=(stopped, whole),
