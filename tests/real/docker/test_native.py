@@ -223,7 +223,8 @@ def test_a_deadlock_in_a_container_shows_every_thread_waiting_on_the_lock(
 # Hangs in pause(), which the Python stacks' asking signal (SIGUSR1) would end: the
 # program then sleeps, and a native read after the signal shows the sleep.
 PAUSES = """
-import ctypes, time
+import ctypes, pathlib, time
+pathlib.Path("paused").touch()
 ctypes.CDLL(None).pause()
 time.sleep(60)
 """
@@ -237,20 +238,25 @@ def test_a_wait_a_signal_would_end_is_read_in_the_container_before_the_python_st
     then read by gdb in the sleep it went on to (as the local runner's was, fx49b)."""
     workdir = tmp_path / "work"
     workdir.mkdir()
-    plan = make_plan(["python3", "-c", PAUSES], workdir, timeout_s=4.0)
+    # A timeout a loaded machine's container start fits in: the program must be in pause()
+    # when it comes (its `paused` file says it got there).
+    plan = make_plan(["python3", "-c", PAUSES], workdir, timeout_s=10.0)
     execution = runner.run(plan, tmp_path / "logs")
     assert containers_of(tmp_path) == set()
     assert execution.timed_out
+    assert (workdir / "paused").is_file(), "the program reached pause() before the timeout"
     stacks = native.read(tmp_path / "logs")
     assert stacks is not None
-    (process,) = [p for p in stacks.processes if p.source == "attach"]
+    attached = [p for p in stacks.processes if p.source == "attach"]
+    assert len(attached) == 1, stacks
+    (process,) = attached
     assert process.error is None, process
     symbols = [frame.symbol for thread in process.threads for frame in thread.frames[:3]]
     assert any("pause" in symbol for symbol in symbols), symbols
     assert not any("nanosleep" in symbol for symbol in symbols), symbols
-    # The Python stack is still taken, after the native read.
+    # The Python stack is still taken, after the native read: at the pause() line.
     assert execution.stack_path is not None
-    assert "line 3" in execution.stack_path.read_text(), execution.stack_path.read_text()
+    assert "line 4" in execution.stack_path.read_text(), execution.stack_path.read_text()
 
 
 @needs_engine
