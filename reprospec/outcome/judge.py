@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from reprospec.core import patterns
@@ -361,15 +361,23 @@ def stopped_by(stop_on: str, expectation: Expectation, attempts: Sequence[Attemp
     observed cell is never stopped (nothing is expected of it)."""
     if stop_on == "never" or expectation.observes:
         return False
-    ran = [a for a in attempts if a.infra_error is None]
     if expectation.rate is not None:
-        judged = judge_rate(rate_of(sum(a.matched for a in ran), len(ran)), expectation.rate)
+        judged = judge_rate(ran_rate(attempts), expectation.rate)
         return (stop_on == "first-reproduction" and judged == "met") or (
             stop_on == "first-miss" and judged == "failed"
         )
+    ran = [a for a in attempts if a.infra_error is None]
     if stop_on == "first-reproduction":
         return any(a.matched for a in ran)
     return not all(a.matched for a in ran)
+
+
+def ran_rate(attempts: Iterable[AttemptResult]) -> Rate:
+    """The matching rate of the attempts that ran, as `judge_cell` counts it: one that
+    could not run (infra-error) is in neither count. The rule run.stop_on and `repeat:
+    auto` decide a rate cell on, in the scheduler."""
+    ran = [a for a in attempts if a.infra_error is None]
+    return rate_of(sum(a.matched for a in ran), len(ran))
 
 
 def judge_cells(

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from reprospec.core.inputs import AttemptPlan, Cell, Expectation
-from reprospec.core.rates import rate_decided, rate_of
-from reprospec.core.results import AttemptResult, Rate
-from reprospec.outcome.judge import stopped_by
+from reprospec.core.rates import rate_decided
+from reprospec.core.results import AttemptResult
+from reprospec.outcome.judge import ran_rate, stopped_by
 from reprospec.pipeline.gpus import GpuPool
 from reprospec.plan.run import RunPlan
 from reprospec.spec.matrix import position_of
@@ -443,7 +443,7 @@ class Scheduler:
         ):
             return  # planned attempts are still to come
         numbers = sorted(state.results)
-        rate = _ran_rate(state)
+        rate = ran_rate(state.results.values())
         if rate.attempts == 0 or rate_decided(rate, bound):
             # Decided; or none of its attempts could run, and more would not either (the
             # judge calls it 0/0: an infra-error counted as a miss decided `0/9`, at -j 2
@@ -462,10 +462,3 @@ class Scheduler:
             self._extra.append(self.plan.extra_attempt(attempt.cell, state.added))
             self.total += 1
             queued += 1
-
-
-def _ran_rate(state: _CellState) -> Rate:
-    """The rate of a cell's attempts that ran, as the judge counts it: an attempt that
-    could not run (infra-error) is in neither count."""
-    ran = [r for r in state.results.values() if r.infra_error is None]
-    return rate_of(sum(r.matched for r in ran), len(ran))
