@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.support.cli import Cli
+from tests.support.cli import Cli, CliResult
 from tests.support.paths import CHILDREN
 
 # One program, one behaviour per cell (argv[1]). Events go where the engine reads them.
@@ -108,20 +108,34 @@ while True:  # a stuck program that keeps printing, as watchdogs do
 """
 
 
-def test_with_markers_only_the_markers_are_progress(cli: Cli, tmp_path: Path) -> None:
-    spec = tmp_path / "heartbeat.yaml"
+def _stalled(
+    cli: Cli, spec: Path, program: str, markers: str, expect: str
+) -> tuple[CliResult, dict[str, Any]]:
+    """`program`'s run with `markers` and a 2 s stall (timeout 60 s), expected as `expect`:
+    the run and its attempt, checked to have ended by the stall, long before the timeout."""
     spec.write_text(
-        "reprospec: 1\nname: stall-heartbeat\n"
-        f"command: [{json.dumps(sys.executable)}, -c, {json.dumps(HEARTBEAT)}]\n"
-        "markers: [{pattern: '^step (?P<step>\\d+)', phase: train}]\n"
+        f"reprospec: 1\nname: stall-{spec.stem}\n"
+        f"command: [{json.dumps(sys.executable)}, -c, {json.dumps(program)}]\n"
+        f"markers: [{markers}]\n"
         "run: {timeout: 60s, stall: 2s}\n"
-        "expect: {outcome: hang, phase: train, step: 2}\n"
+        f"expect: {expect}\n"
     )
     done = cli("run", str(spec), timeout=300)
     (attempt,) = attempts(done.results()).values()
     assert done.code == 0, attempt["outcome"]
     assert attempt["outcome"]["detail"].startswith("no progress for 2 s (run.stall)")
     assert attempt["duration_s"] < 30, attempt["duration_s"]
+    return done, attempt
+
+
+def test_with_markers_only_the_markers_are_progress(cli: Cli, tmp_path: Path) -> None:
+    done, _attempt = _stalled(
+        cli,
+        tmp_path / "heartbeat.yaml",
+        HEARTBEAT,
+        "{pattern: '^step (?P<step>\\d+)', phase: train}",
+        "{outcome: hang, phase: train, step: 2}",
+    )
     # It printed all along: that was no progress.
     assert (done.latest_run() / "cells" / "default" / "1" / "stdout.log").read_text().count(
         "waiting for peers"
@@ -149,18 +163,7 @@ def test_a_bar_redrawn_at_the_step_it_reached_stalls(cli: Cli, tmp_path: Path) -
     # progress 0.0 s before the timeout: still progressing?"; each redraw a line, a redraw
     # at 7/10 must not be progress either.
     spec = tmp_path / "bar.yaml"
-    spec.write_text(
-        "reprospec: 1\nname: stall-bar\n"
-        f"command: [{json.dumps(sys.executable)}, -c, {json.dumps(STUCK_BAR)}]\n"
-        "markers: [{preset: tqdm}]\n"
-        "run: {timeout: 60s, stall: 2s}\n"
-        "expect: {outcome: hang, step: 7}\n"
-    )
-    done = cli("run", str(spec), timeout=300)
-    (stalled,) = attempts(done.results()).values()
-    assert done.code == 0, stalled["outcome"]
-    assert stalled["outcome"]["detail"].startswith("no progress for 2 s (run.stall)")
-    assert stalled["duration_s"] < 30, stalled["duration_s"]
+    _stalled(cli, spec, STUCK_BAR, "{preset: tqdm}", "{outcome: hang, step: 7}")
     # Without a stall, the timeout: its redraws at 7/10 are no sign of progress.
     timed = cli("run", str(spec), "--set", "~run.stall", "--timeout", "5s", timeout=300)
     (attempt,) = attempts(timed.results()).values()
