@@ -38,8 +38,8 @@ AttemptCallback = Callable[[AttemptPlan, AttemptResult], None]
 CellCallback = Callable[[Cell, tuple[AttemptResult, ...]], None]
 
 # What `_run_one` gives for an attempt whose cell stop_on stopped while it waited to start.
-Stopped = Literal["stopped"]
-_STOPPED: Stopped = "stopped"
+NeverStarted = Literal["never-started"]
+_NEVER_STARTED: NeverStarted = "never-started"
 
 # Signals that stop a whole run (a batch system's time limit, CI cancelling, Ctrl-C).
 _STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP", "SIGKILL")
@@ -287,7 +287,7 @@ class Scheduler:
                 # (`repeat: auto`) would otherwise wait for ever.
                 self._not_running(attempt)
                 raise
-            if result == _STOPPED:
+            if result == _NEVER_STARTED:
                 self._not_running(attempt)
                 with self._lock:
                     self.total -= 1  # counted as it was taken, it never ran
@@ -369,7 +369,7 @@ class Scheduler:
         self.cancel.wait(STOP_GRACE_S)
         return self.cancel.is_set()
 
-    def _run_one(self, attempt: AttemptPlan) -> AttemptResult | Stopped | None:
+    def _run_one(self, attempt: AttemptPlan) -> AttemptResult | NeverStarted | None:
         needed = attempt.gpu_slots_needed
         if needed > self.gpu_pool.size:
             visible = self.gpu_pool.size or "none"
@@ -403,7 +403,7 @@ class Scheduler:
                 # instances of another attempt held them) or its GPUs: it never started,
                 # and a stopped cell starts no attempt (each ran in turn, one per job).
                 self.gpu_pool.give_back(slot)
-                return _STOPPED
+                return _NEVER_STARTED
             if self.progress is not None:
                 self.progress("start", attempt.cell, None, self.finished, self.total)
             try:
