@@ -1,10 +1,12 @@
 """Hand-built runs for the report, results and store tests: a segfault matrix, a flaky hang,
-an error under one toggle, an infra error. Each is the shape the engine produces."""
+an error under one toggle, an infra error, a 3x4 grid under a hostile title (the HTML page's
+unit and browser tests). Each is the shape the engine produces."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from itertools import product
 
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -17,6 +19,7 @@ from reprospec.core.results import (
     Outcome,
     Rate,
     RunResult,
+    Standalone,
 )
 from reprospec.core.units import RateBound, StepRange
 
@@ -625,4 +628,74 @@ def environment_cell(index: int, **environment: JsonValue) -> CellResult:
         Rate(1, 1, 0.21, 1.0),
         (),
         environment={"workdir": "/w", "gpus": 0, "env": {}, **environment},
+    )
+
+
+# grid_run's title: a page that printed it unescaped would run it.
+HOSTILE = '<script>alert("title")</script>'
+
+
+def _grid_attempt(n: int, failed: bool) -> AttemptResult:
+    outcome = (
+        Outcome(
+            "crash",
+            signal="SIGSEGV",
+            where="worker",
+            phase="train",
+            step=3,
+            signature="crash:SIGSEGV:worker:train",
+        )
+        if failed
+        else Outcome("pass", exit_code=0, phase="train", step=10, signature="pass")
+    )
+    return AttemptResult(
+        attempt=n,
+        duration_s=0.5 + n,
+        outcome=outcome,
+        matched=failed,
+        mismatches=(),
+        logs=f"cells/x/{n}/",
+    )
+
+
+def grid_run() -> RunResult:
+    """A 3x4 matrix in which each cell failed a different number of its 4 attempts."""
+    expected = Expectation("crash", signal="SIGSEGV")
+    cells = []
+    batches: list[int | str] = [8, 16, 32, '<b id="x">']
+    for index, (workers, batch) in enumerate(product([0, 2, 4], batches)):
+        failed = (index * 7) % 5
+        attempts = tuple(_grid_attempt(n, n <= failed) for n in range(1, 5))
+        matched = sum(a.matched for a in attempts)
+        cells.append(
+            CellResult(
+                cell=Cell(
+                    id=f"workers={workers},batch={batch}",
+                    index=index,
+                    matrix={"workers": workers, "batch": batch},
+                ),
+                expected=expected,
+                verdict="reproduced" if matched else "not-reproduced",
+                reason="",
+                rate=Rate(matched, 4, 0.0, 1.0),
+                attempts=attempts,
+            )
+        )
+    return RunResult(
+        run_id="20261122-101010-grid-0001",
+        spec_name="grid",
+        spec_path="grid.yaml",
+        spec_text="reprospec: 1\nname: grid\n",
+        runner="local",
+        started="2026-11-22T10:10:10+00:00",
+        finished="2026-11-22T10:11:10+00:00",
+        environment={"python": {"version": "3.11.7"}},
+        cells=tuple(cells),
+        title=HOSTILE,
+        standalone=Standalone(
+            cell="workers=0,batch=8",
+            kind="workload",
+            run="python repro.py",
+            script="print('</pre><script>alert(1)</script>')\n",
+        ),
     )

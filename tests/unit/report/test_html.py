@@ -5,82 +5,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from itertools import product
 
 from markupsafe import escape
 
 from reprospec.core.inputs import Cell, Expectation
-from reprospec.core.results import AttemptResult, CellResult, Outcome, Rate, RunResult, Standalone
+from reprospec.core.results import AttemptResult, CellResult, Outcome, Rate
 from reprospec.report import render
-from tests.support.runs import segfault_matrix
-
-HOSTILE = '<script>alert("title")</script>'
-
-
-def _attempt(n: int, failed: bool) -> AttemptResult:
-    outcome = (
-        Outcome(
-            "crash",
-            signal="SIGSEGV",
-            where="worker",
-            phase="train",
-            step=3,
-            signature="crash:SIGSEGV:worker:train",
-        )
-        if failed
-        else Outcome("pass", exit_code=0, phase="train", step=10, signature="pass")
-    )
-    return AttemptResult(
-        attempt=n,
-        duration_s=0.5 + n,
-        outcome=outcome,
-        matched=failed,
-        mismatches=(),
-        logs=f"cells/x/{n}/",
-    )
-
-
-def grid_run() -> RunResult:
-    """A 3x4 matrix in which each cell failed a different number of its 4 attempts."""
-    expected = Expectation("crash", signal="SIGSEGV")
-    cells = []
-    batches: list[int | str] = [8, 16, 32, '<b id="x">']
-    for index, (workers, batch) in enumerate(product([0, 2, 4], batches)):
-        failed = (index * 7) % 5
-        attempts = tuple(_attempt(n, n <= failed) for n in range(1, 5))
-        matched = sum(a.matched for a in attempts)
-        cells.append(
-            CellResult(
-                cell=Cell(
-                    id=f"workers={workers},batch={batch}",
-                    index=index,
-                    matrix={"workers": workers, "batch": batch},
-                ),
-                expected=expected,
-                verdict="reproduced" if matched else "not-reproduced",
-                reason="",
-                rate=Rate(matched, 4, 0.0, 1.0),
-                attempts=attempts,
-            )
-        )
-    return RunResult(
-        run_id="20261122-101010-grid-0001",
-        spec_name="grid",
-        spec_path="grid.yaml",
-        spec_text="reprospec: 1\nname: grid\n",
-        runner="local",
-        started="2026-11-22T10:10:10+00:00",
-        finished="2026-11-22T10:11:10+00:00",
-        environment={"python": {"version": "3.11.7"}},
-        cells=tuple(cells),
-        title=HOSTILE,
-        standalone=Standalone(
-            cell="workers=0,batch=8",
-            kind="workload",
-            run="python repro.py",
-            script="print('</pre><script>alert(1)</script>')\n",
-        ),
-    )
+from tests.support.runs import HOSTILE, grid_run, segfault_matrix
 
 
 def test_html_is_self_contained_and_escaped() -> None:
