@@ -9,29 +9,7 @@ import pytest
 
 import reprospec
 from reprospec.errors import SpecError, UsageError
-
-SPEC = """\
-reprospec: 1
-name: api-segv
-matrix:
-  crash: [false, true]
-command: >-
-  python -c "import os, signal, sys;
-  os.kill(os.getpid(), signal.SIGSEGV) if sys.argv[1] == 'true' else None" ${{ matrix.crash }}
-run: {timeout: 60s}
-expect:
-  outcome: crash
-  signal: SIGSEGV
-  cases:
-    - when: {crash: false}
-      outcome: pass
-"""
-
-
-def write(tmp_path: Path, text: str = SPEC) -> Path:
-    path = tmp_path / "api.yaml"
-    path.write_text(text)
-    return path
+from tests.support.api import SPEC, write
 
 
 def test_plan_runs_nothing(tmp_path: Path) -> None:
