@@ -22,6 +22,8 @@ def make_plan(
     markers: tuple[Marker, ...] = (),
     workload: dict[str, Any] | None = None,
 ) -> AttemptPlan:
+    """A CPU plan run in tests/data/children/ (or `workdir`): the local runner's unit and
+    functional tests build their plans here."""
     return attempt_plan(
         argv,
         workdir or CHILDREN,

@@ -4,36 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from reprospec.core.inputs import AttemptPlan, Marker
 from reprospec.errors import InfraError
 from reprospec.process.childprotocol import CELL_VAR
 from reprospec.runners.local import LocalRunner, outer_environ
-from tests.support.paths import CHILDREN
-from tests.support.plans import attempt_plan
-
-
-def make_plan(
-    argv: list[str] | str | None,
-    *,
-    workdir: Path | None = None,
-    timeout_s: float = 30.0,
-    env: dict[str, str] | None = None,
-    markers: tuple[Marker, ...] = (),
-    workload: dict[str, Any] | None = None,
-) -> AttemptPlan:
-    return attempt_plan(
-        argv,
-        workdir or CHILDREN,
-        timeout_s=timeout_s,
-        env=env,
-        environment={"device": "cpu"},
-        workload=workload,
-        markers=markers,
-    )
+from tests.support.local import make_plan
 
 
 @pytest.fixture(scope="module")
