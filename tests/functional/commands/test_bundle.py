@@ -14,7 +14,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from tests.support.cli import ROOT, Cli
+from tests.support.cli import ROOT, Cli, CliResult
 
 SPEC = """\
 reprospec: 1
@@ -42,6 +42,34 @@ print(util.greeting(), open("conf.yaml").read().strip(), flush=True)
 if os.environ["MODE"] == "crash":
     ctypes.string_at(0)
 """
+
+
+# This checkout's reprospec, from another folder.
+HERE = {"PYTHONPATH": str(ROOT)}
+
+
+def _bundle(
+    cli: Cli, archive: Path, out: Path, *more: str, env: dict[str, str] | None = None
+) -> CliResult:
+    """`reprospec bundle latest -o ARCHIVE --out OUT MORE...`: the store's newest run, packed."""
+    return cli("bundle", "latest", "-o", str(archive), "--out", str(out), *more, env=env)
+
+
+def _verify(cli: Cli, tmp_path: Path, archive: Path, out: Path) -> tuple[CliResult, Path]:
+    """`bundle --verify` with TMPDIR a folder of its own, returned beside its result: the
+    verify's temporary store is looked for there."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    return _bundle(cli, archive, out, "--verify", env={"TMPDIR": str(temp)}), temp
+
+
+def _reruns_elsewhere(cli: Cli, archive: Path, elsewhere: Path, out: str = ".reprospec") -> None:
+    """The recipient's rerun, in a new folder `elsewhere` with only the archive: its one
+    cell reproduces."""
+    elsewhere.mkdir()
+    again = cli("run", str(archive), "--out", out, "--yes", cwd=elsewhere, env=HERE)
+    assert again.code == 0, again.stdout + again.stderr
+    assert "1/1 cell(s) reproduced" in again.stdout
 
 
 def _project(root: Path) -> Path:
@@ -85,17 +113,15 @@ def test_bundle_reruns_elsewhere_with_the_runs_options(tmp_path: Path, cli: Cli)
     shutil.rmtree(tmp_path / "store")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    # This checkout's reprospec, from another folder.
-    here = {"PYTHONPATH": str(ROOT)}
     # A bundle comes from a ticket: its plan is shown first, and without a terminal to ask
     # on nothing runs unless --yes says so.
-    asked = cli("run", str(archive), "--out", str(elsewhere / "out"), cwd=elsewhere, env=here)
+    asked = cli("run", str(archive), "--out", str(elsewhere / "out"), cwd=elsewhere, env=HERE)
     assert asked.code == 2, asked.stderr
     assert "pass --yes" in asked.stderr
     assert "mode=calm" in asked.stderr
     assert not (elsewhere / "out" / "runs").exists()
     again = cli(
-        "run", str(archive), "--out", str(elsewhere / "out"), "--yes", cwd=elsewhere, env=here
+        "run", str(archive), "--out", str(elsewhere / "out"), "--yes", cwd=elsewhere, env=HERE
     )
     assert again.code == 0, again.stderr
     assert "2/2 cell(s) reproduced" in again.stdout
@@ -117,7 +143,7 @@ def test_bundle_reruns_elsewhere_with_the_runs_options(tmp_path: Path, cli: Cli)
         "mode=calm",
         "-y",
         cwd=elsewhere,
-        env=here,
+        env=HERE,
     )
     assert third.code == 0, third.stderr
     assert f"bundle unpacked in {unpacked[0]}" in third.stderr
@@ -221,7 +247,7 @@ def test_a_script_named_from_outside_the_workdir_goes_along(tmp_path: Path, cli:
     first = cli("run", str(spec), "--out", str(store))
     assert first.code == 0, first.stdout + first.stderr
     archive = tmp_path / "r.tar.gz"
-    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(store))
+    packed = _bundle(cli, archive, store)
     assert packed.code == 0, packed.stderr
     assert "0 of them from the workdir and 2 named from outside it" in packed.stdout
     assert "not carried, named by an absolute path" in packed.stderr
@@ -238,18 +264,7 @@ def test_a_script_named_from_outside_the_workdir_goes_along(tmp_path: Path, cli:
     shutil.rmtree(project)
     shutil.rmtree(store)
     elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    again = cli(
-        "run",
-        str(archive),
-        "--out",
-        str(elsewhere / "out"),
-        "--yes",
-        cwd=elsewhere,
-        env={"PYTHONPATH": str(ROOT)},
-    )
-    assert again.code == 0, again.stdout + again.stderr
-    assert "1/1 cell(s) reproduced" in again.stdout
+    _reruns_elsewhere(cli, archive, elsewhere, str(elsewhere / "out"))
 
 
 def test_an_absolute_workdir_reruns_under_a_relative_out_and_as_its_readme_says(
@@ -271,14 +286,10 @@ def test_an_absolute_workdir_reruns_under_a_relative_out_and_as_its_readme_says(
     store = tmp_path / "store"
     assert cli("run", str(spec), "--out", str(store)).code == 0
     archive = tmp_path / "abs.tar.gz"
-    assert cli("bundle", "latest", "-o", str(archive), "--out", str(store)).code == 0
+    assert _bundle(cli, archive, store).code == 0
     shutil.rmtree(project)  # the recipient has only the archive
     elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    here = {"PYTHONPATH": str(ROOT)}
-    again = cli("run", str(archive), "--out", ".reprospec", "--yes", cwd=elsewhere, env=here)
-    assert again.code == 0, again.stderr
-    assert "1/1 cell(s) reproduced" in again.stdout
+    _reruns_elsewhere(cli, archive, elsewhere)
     unpacked = elsewhere / "unpacked"
     with tarfile.open(archive) as tar:
         tar.extractall(unpacked, filter="data")
@@ -287,7 +298,7 @@ def test_an_absolute_workdir_reruns_under_a_relative_out_and_as_its_readme_says(
     rerun = re.search(r"run the spec yourself: `reprospec (run [^`]+)`", readme)
     assert rerun is not None, readme
     words = shlex.split(rerun.group(1).replace("$PWD", str(unpacked)))
-    mine = cli(*words, "--out", str(tmp_path / "mine"), cwd=unpacked, env=here)
+    mine = cli(*words, "--out", str(tmp_path / "mine"), cwd=unpacked, env=HERE)
     assert mine.code == 0, mine.stderr
     plain = re.search(r"is `([^`]+)`, run in `([^`]+)`", readme)
     assert plain is not None, readme
@@ -313,7 +324,7 @@ def test_a_run_whose_listed_file_is_gone_since_is_refused_not_packed_unrunnable(
     assert cli("run", str(spec), "--out", str(out)).code == 0
     (project / "data.cvs").unlink()
     archive = tmp_path / "s.tar.gz"
-    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    packed = _bundle(cli, archive, out)
     assert packed.code == 2, packed.stderr
     assert "Traceback" not in packed.stderr
     assert f"files[0] 'data.cvs' (in {project})" in packed.stderr
@@ -322,15 +333,11 @@ def test_a_run_whose_listed_file_is_gone_since_is_refused_not_packed_unrunnable(
     assert not archive.exists()
     # Put back, the same run packs, and its archive runs where the project is not.
     (project / "data.cvs").write_text("a,b\n")
-    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    packed = _bundle(cli, archive, out)
     assert packed.code == 0, packed.stderr
     shutil.rmtree(project)
     elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    here = {"PYTHONPATH": str(ROOT)}
-    again = cli("run", str(archive), "--out", ".reprospec", "--yes", cwd=elsewhere, env=here)
-    assert again.code == 0, again.stderr
-    assert "1/1 cell(s) reproduced" in again.stdout
+    _reruns_elsewhere(cli, archive, elsewhere)
 
 
 def test_the_rerun_command_it_prints_is_quoted_for_a_shell(tmp_path: Path, cli: Cli) -> None:
@@ -340,7 +347,7 @@ def test_the_rerun_command_it_prints_is_quoted_for_a_shell(tmp_path: Path, cli: 
     spec.write_text("reprospec: 1\nname: quoted\ncommand: python ok.py\n")
     assert cli("run", str(spec)).code == 0
     archive = tmp_path / "my runs" / "b b.tar.gz"
-    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(tmp_path / "out"))
+    packed = _bundle(cli, archive, tmp_path / "out")
     assert packed.code == 0, packed.stderr
     assert f"rerun it with: reprospec run {shlex.quote(str(archive))}\n" in packed.stdout
 
@@ -362,7 +369,7 @@ def test_a_run_whose_spec_and_program_are_gone_is_refused_not_packed_broken(
     assert cli("run", str(spec), "--out", str(out)).code == 0
     shutil.rmtree(project)
     archive = tmp_path / "b.tar.gz"
-    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    packed = _bundle(cli, archive, out)
     assert packed.code == 2, packed.stderr
     assert "Traceback" not in packed.stderr
     assert f"the spec file {spec} is gone" in packed.stderr
@@ -383,7 +390,7 @@ def test_a_run_whose_spec_is_gone_and_read_no_file_is_still_packed(
     assert cli("run", str(spec), "--out", str(out)).code == 0
     shutil.rmtree(project)
     archive = tmp_path / "b.tar.gz"
-    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    packed = _bundle(cli, archive, out)
     assert packed.code == 0, packed.stderr
     assert f"the spec file {spec} is gone: the bundle has no workdir files" in packed.stderr
     assert archive.is_file()
@@ -404,7 +411,7 @@ def test_a_gone_spec_whose_program_is_still_there_is_refused_saying_so(
     out = tmp_path / "out"
     assert cli("run", str(spec), "--out", str(out)).code in (0, 1)
     shutil.rmtree(project)
-    packed = cli("bundle", "latest", "-o", str(tmp_path / "b.tar.gz"), "--out", str(out))
+    packed = _bundle(cli, tmp_path / "b.tar.gz", out)
     assert packed.code == 2, packed.stderr
     assert f"and a bundle finds the program's files the run ran ({code / 'app.py'})" in (
         packed.stderr
@@ -448,13 +455,8 @@ def test_verify_names_the_file_a_bundle_lacks_and_exits_1(tmp_path: Path, cli: C
     spec.write_text(spec.read_text() + "files: [cfg.json]\n")
     out = tmp_path / "store"
     assert cli("run", str(spec), "--out", str(out)).code == 0
-    temp = tmp_path / "temp"
-    temp.mkdir()
     archive = tmp_path / "b.tgz"
-    checked = cli(
-        "bundle", "latest", "-o", str(archive), "--out", str(out), "--verify",
-        env={"TMPDIR": str(temp)},
-    )  # fmt: skip
+    checked, temp = _verify(cli, tmp_path, archive, out)
     assert checked.code == 1, checked.stderr
     assert "Traceback" not in checked.stderr
     assert "[1/1] default #1: error exit 1 FileNotFoundError" in checked.stderr
@@ -492,13 +494,8 @@ def test_verify_of_a_rerun_that_fails_otherwise_with_the_same_verdict_exits_1(
     spec.write_text("reprospec: 1\nname: sa\ncommand: python job.py\nexpect: {outcome: error}\n")
     out = tmp_path / "store"
     assert cli("run", str(spec), "--out", str(out)).code == 0
-    temp = tmp_path / "temp"
-    temp.mkdir()
     archive = tmp_path / "s.tgz"
-    checked = cli(
-        "bundle", "latest", "-o", str(archive), "--out", str(out), "--verify",
-        env={"TMPDIR": str(temp)},
-    )  # fmt: skip
+    checked, _ = _verify(cli, tmp_path, archive, out)
     assert checked.code == 1, checked.stdout + checked.stderr
     assert "[1/1] default #1: error exit 1 FileNotFoundError" in checked.stderr
     assert (
@@ -515,7 +512,7 @@ def test_verify_of_a_rerun_that_fails_otherwise_with_the_same_verdict_exits_1(
     # With the file listed the bundle carries it, and the rerun ends as the run did.
     spec.write_text(spec.read_text() + "files: [data/cfg.json]\n")
     assert cli("run", str(spec), "--out", str(out)).code == 0
-    again = cli("bundle", "latest", "-o", str(archive), "--out", str(out), "--verify")
+    again = _bundle(cli, archive, out, "--verify")
     assert again.code == 0, again.stdout + again.stderr
     assert "verify: default: as in the run: reproduced (error exit 1 RuntimeError)" in again.stdout
 
@@ -527,7 +524,7 @@ def test_verify_of_a_file_outside_the_workdir_says_files_cannot_hold_it(
     out = tmp_path / "store"
     assert cli("run", str(spec), "--out", str(out)).code == 0
     archive = tmp_path / "b.tgz"
-    checked = cli("bundle", "latest", "-o", str(archive), "--out", str(out), "--verify")
+    checked = _bundle(cli, archive, out, "--verify")
     assert checked.code == 1, checked.stderr
     cfg = tmp_path / "project" / "shared" / "cfg.json"
     assert f"the bundle lacks ../shared/cfg.json ({cfg})" in checked.stdout
@@ -546,13 +543,8 @@ def test_a_complete_bundle_verifies_exit_0_and_names_a_read_by_absolute_path(
     main.write_text(READS_UNNAMED.replace("../shared/cfg.json", str(settings)))
     out = tmp_path / "store"
     assert cli("run", str(spec), "--out", str(out)).code == 0
-    temp = tmp_path / "temp"
-    temp.mkdir()
     archive = tmp_path / "b.tgz"
-    checked = cli(
-        "bundle", "latest", "-o", str(archive), "--out", str(out), "--verify",
-        env={"TMPDIR": str(temp)},
-    )  # fmt: skip
+    checked, temp = _verify(cli, tmp_path, archive, out)
     assert checked.code == 0, checked.stdout + checked.stderr
     assert "verify: default: as in the run: reproduced (error exit 1 KeyError)" in checked.stdout
     assert f"verified {archive}: 1/1 cell of run " in checked.stdout
@@ -566,7 +558,7 @@ def test_a_complete_bundle_verifies_exit_0_and_names_a_read_by_absolute_path(
     assert not list(temp.glob("reprospec-verify-*"))  # removed when it reproduced
     assert len(list((out / "runs").iterdir())) == 1
     # Without --verify, a line says it was not verified and how to verify it.
-    plain = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    plain = _bundle(cli, archive, out)
     assert plain.code == 0, plain.stderr
     assert (
         f"not verified: add --verify to rerun it unpacked away from this tree (reprospec "
@@ -664,14 +656,14 @@ def test_a_program_that_writes_its_own_input_can_be_bundled_with_as_now(
     out = tmp_path / "out"
     assert cli("run", str(spec), "--out", str(out)).code == 0
     archive = tmp_path / "b.tar.gz"
-    refused = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    refused = _bundle(cli, archive, out)
     assert refused.code == 2, refused.stderr
     assert "state.json (changed)" in refused.stderr
     assert "The run itself last wrote state.json (modified while it ran)" in refused.stderr
     assert "bundle --as-now" in refused.stderr
     assert "and bundle that run" not in refused.stderr  # the advice that looped
     assert not archive.exists()
-    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out), "--as-now")
+    packed = _bundle(cli, archive, out, "--as-now")
     assert packed.code == 0, packed.stderr
     assert (
         f"reprospec: warning: --as-now: state.json (in {project}) was written by the run "
@@ -682,11 +674,11 @@ def test_a_program_that_writes_its_own_input_can_be_bundled_with_as_now(
     # --as-now packs it saying it changed since.
     (project / "state.json").write_text('{"step": 7}\n')
     os.utime(project / "state.json", (time.time() + 60, time.time() + 60))
-    refused = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    refused = _bundle(cli, archive, out)
     assert refused.code == 2, refused.stderr
     assert "The run itself" not in refused.stderr
     assert "(or pack them as they are now with bundle --as-now)" in refused.stderr
-    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out), "--as-now")
+    packed = _bundle(cli, archive, out, "--as-now")
     assert packed.code == 0, packed.stderr
     assert "state.json (in" in packed.stderr
     assert "changed since the run: it is packed as it is now" in packed.stderr
@@ -703,7 +695,7 @@ def test_a_run_whose_digests_cannot_be_checked_is_packed_saying_so(
     assert cli("run", str(spec), "--out", str(out)).code == 1
     (out / "digest.key").unlink()
     archive = tmp_path / "b.tar.gz"
-    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    packed = _bundle(cli, archive, out)
     assert packed.code == 0, packed.stderr
     assert "whether the program's files changed since run" in packed.stderr
     assert "they are packed as they are now" in packed.stderr
@@ -727,7 +719,7 @@ def test_a_run_that_recorded_no_digest_of_a_file_packs_it_as_it_is(
     assert results["environment"]["program_files"]["named"] == ["run.log"]
     (project / "run.log").write_text("ran\nran later\n")
     archive = tmp_path / "b.tar.gz"
-    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    packed = _bundle(cli, archive, out)
     assert packed.code == 0, packed.stderr
     assert "warning" not in packed.stderr
     assert _packed(archive, "run.log") == "ran\nran later\n"
@@ -772,6 +764,6 @@ def test_a_run_of_capture_is_refused_its_shell_variables_are_in_no_bundle(
     # As it says: the spec run, from a shell without the variable, and that run bundled.
     ran = cli("run", str(spec), "--out", str(out), env={"APP_MODE": ""})
     assert ran.code == 0, ran.stdout + ran.stderr
-    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    packed = _bundle(cli, archive, out)
     assert packed.code == 0, packed.stderr
     assert "APP_MODE: fast" in _packed(archive, "spec.yaml")
