@@ -67,16 +67,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     )
     opt.overrides(p, help="override a spec field, value parsed as YAML")
     opt.jobs(p, help="attempts at once (default: run.parallel, else 1)")
-    opt.runner(p)
-    opt.timeout(p)
-    opt.out(p, help="the results store, run folders and amplify folders (default: .reprospec)")
-    opt.python(p)
-    opt.gpus(p)
-    opt.find_links(p)
-    opt.keep_cores(p)
-    opt.output_format(
-        p,
-        ("text", "json"),
-        default="text",
-        help="text (default): the answer and its evidence; json: the same as JSON",
+    opt.search_attempts(
+        p, out_help="the results store, run folders and amplify folders (default: .reprospec)"
     )
+    opt.answer_format(p)

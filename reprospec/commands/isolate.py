@@ -107,16 +107,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     opt.jobs(
         p, help="attempts at once, shared by a round's candidates (default: run.parallel, else 1)"
     )
-    opt.runner(p)
-    opt.timeout(p)
-    opt.out(p, help="the results store, run folders and isolate folders (default: .reprospec)")
-    opt.python(p)
-    opt.gpus(p)
-    opt.find_links(p)
-    opt.keep_cores(p)
-    opt.output_format(
-        p,
-        ("text", "json"),
-        default="text",
-        help="text (default): the answer and its evidence; json: the same as JSON",
+    opt.search_attempts(
+        p, out_help="the results store, run folders and isolate folders (default: .reprospec)"
     )
+    opt.answer_format(p)

@@ -83,13 +83,9 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         "(default: the failing cell's expect.rate bound, else 0.3)",
     )
     opt.jobs(p, help="attempts at once (default: the spec's run.parallel, else 1)")
-    opt.runner(p)
-    opt.timeout(p)
-    opt.out(p, help="the results store, run folders and minimize folders (default: .reprospec)")
-    opt.python(p)
-    opt.gpus(p)
-    opt.find_links(p)
-    opt.keep_cores(p)
+    opt.search_attempts(
+        p, out_help="the results store, run folders and minimize folders (default: .reprospec)"
+    )
     opt.preload_option(
         p,
         help="fork every candidate's attempts from one server that imported these modules "

@@ -200,6 +200,29 @@ def keep_cores(p: argparse.ArgumentParser) -> None:
     )
 
 
+def search_attempts(p: argparse.ArgumentParser, *, out_help: str) -> None:
+    """How a search verb's attempts run (isolate, minimize, amplify): --runner, --timeout,
+    --out, --python, --gpus, --find-links, --keep-cores, in that order. One list, so an
+    option added to how attempts run reaches the three searches alike."""
+    runner(p)
+    timeout(p)
+    out(p, help=out_help)
+    python(p)
+    gpus(p)
+    find_links(p)
+    keep_cores(p)
+
+
+def answer_format(p: argparse.ArgumentParser) -> None:
+    """`--format text|json` of a search whose answer is its evidence (isolate, amplify)."""
+    output_format(
+        p,
+        ("text", "json"),
+        default="text",
+        help="text (default): the answer and its evidence; json: the same as JSON",
+    )
+
+
 def preload_option(p: argparse.ArgumentParser, *, help: str) -> None:
     """`--preload MOD,...`: fork each attempt from a server that imported these modules
     once (`run.preload` for this command; `none` turns the spec's off)."""
