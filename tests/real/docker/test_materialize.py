@@ -208,6 +208,20 @@ def _own(spec: str, name: str) -> tuple[str, str]:
     return spec.replace(f"name: {name}\n", f"name: {own}\n", 1), f"reprospec-bundle/{own}:1"
 
 
+def _materialized(tmp_path: Path, spec: str, name: str) -> tuple[Path, str]:
+    """The bundle of `spec` (named for this process, `_own`) written into tmp_path with the
+    runner's wheelhouse: its folder, and the tag its run.sh builds."""
+    own, tag = _own(spec, name)
+    done, out = materialize(tmp_path, own, "--find-links", str(runner_wheelhouse()))
+    assert done.returncode == 0, done.stderr
+    return out, tag
+
+
+def _cell_lines(stdout: str) -> list[str]:
+    """run.sh's verdict lines, `== cell N [...]: ...`, in order."""
+    return [line for line in stdout.splitlines() if line.startswith("== cell ")]
+
+
 def _run_bundle(
     out: Path, tag: str, base: str, cwd: Path, *cells: str
 ) -> subprocess.CompletedProcess[str]:
@@ -241,9 +255,7 @@ def _run_bundle(
 @needs_engine
 def test_bundle_builds_from_a_public_base_and_runs_with_plain_docker(tmp_path: Path) -> None:
     base = public_base(CLIENT)
-    spec, tag = _own(SPEC, "bundle-demo")
-    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
-    assert done.returncode == 0, done.stderr
+    out, tag = _materialized(tmp_path, SPEC, "bundle-demo")
     ran = _run_bundle(out, tag, base, tmp_path)
     assert "== cell 1 [mode=calm]: exit 0" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-3000:]
     assert "== cell 2 [mode=crash]: killed by SIGSEGV" in ran.stdout, ran.stdout
@@ -269,9 +281,7 @@ def test_a_stopped_container_a_killed_run_sh_left_under_its_pid_is_removed(tmp_p
     namespace: pid 1 each time) had the cell `not run`, exit 3, docker run refusing the
     name (rv22)."""
     base = public_base(CLIENT)
-    spec, tag = _own(SPEC, "bundle-demo")
-    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
-    assert done.returncode == 0, done.stderr
+    out, tag = _materialized(tmp_path, SPEC, "bundle-demo")
     try:
         # `exec` keeps the pid: the container is made under run.sh's name before it starts.
         with subprocess.Popen(
@@ -335,9 +345,7 @@ def test_run_sh_reads_a_cells_output_from_the_engines_log(tmp_path: Path) -> Non
 @needs_engine
 def test_workload_bundle_runs(tmp_path: Path) -> None:
     base = public_base(CLIENT)
-    spec, tag = _own(WORKLOAD_SPEC, "bundle-workload")
-    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
-    assert done.returncode == 0, done.stderr
+    out, tag = _materialized(tmp_path, WORKLOAD_SPEC, "bundle-workload")
     ran = _run_bundle(out, tag, base, tmp_path)
     assert "== cell 1 [" in ran.stdout, ran.stdout + ran.stderr
     assert ": exit 0;" in ran.stdout, ran.stdout + ran.stderr
@@ -368,9 +376,7 @@ def test_a_dataloader_workers_segfault_is_reported_as_a_crash_in_a_worker(tmp_pa
     # nu19 A10: the main process exits 1 when a worker dies; run.sh said `exit 1`, which its
     # README's rule (a crash is exit status 128 + the signal) read as not reproduced.
     base = public_base(CLIENT)
-    spec, tag = _own(WORKER_SEGFAULT_SPEC, "bundle-worker")
-    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
-    assert done.returncode == 0, done.stderr
+    out, tag = _materialized(tmp_path, WORKER_SEGFAULT_SPEC, "bundle-worker")
     ran = _run_bundle(out, tag, base, tmp_path)
     said = [line for line in ran.stdout.splitlines() if line.startswith("== cell 1 ")]
     assert said, ran.stdout[-3000:] + ran.stderr[-3000:]
@@ -422,13 +428,11 @@ def test_an_amplified_use_after_free_reproduces_from_its_bundle(tmp_path: Path) 
     # the program plain and printed `exit 0` where `reprospec run` crashed 8/8. Cell 2
     # (MALLOC_CHECK_ only, no perturbing) does not crash: run.sh says so and exits 1.
     base = public_base(CLIENT)
-    spec, tag = _own(UAF_SPEC, "bundle-uaf")
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / "uaf.py").write_text(UAF)
-    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
-    assert done.returncode == 0, done.stderr
+    out, tag = _materialized(tmp_path, UAF_SPEC, "bundle-uaf")
     ran = _run_bundle(out, tag, base, tmp_path)
-    said = [line for line in ran.stdout.splitlines() if line.startswith("== cell ")]
+    said = _cell_lines(ran.stdout)
     assert said == [
         '== cell 1 [malloc=perturb]: killed by SIGSEGV; expected: {"outcome": "crash", '
         '"signal": "SIGSEGV"}; reproduced',
@@ -472,11 +476,9 @@ print("io-load", os.path.exists(written), flush=True)
 @needs_engine
 def test_cpus_nice_memory_and_load_reach_the_bundles_container(tmp_path: Path) -> None:
     base = public_base(CLIENT)
-    spec, tag = _own(LOAD_SPEC, "bundle-load")
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / "seen.py").write_text(SEEN)
-    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
-    assert done.returncode == 0, done.stderr
+    out, tag = _materialized(tmp_path, LOAD_SPEC, "bundle-load")
     ran = _run_bundle(out, tag, base, tmp_path)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     seen = (out / "results" / "1" / "output.log").read_text().splitlines()
@@ -525,13 +527,11 @@ def test_a_childs_segfault_reproduces_and_an_exit_139_is_not_judged(tmp_path: Pa
     # `reprospec run` reproduces, was "exit 1 ... NOT reproduced", run.sh exit 1; a program's
     # own sys.exit(139) was "killed by SIGSEGV".
     base = public_base(CLIENT)
-    spec, tag = _own(CHILD_SPEC, "bundle-child")
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / "parent.py").write_text(PARENT)
-    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
-    assert done.returncode == 0, done.stderr
+    out, tag = _materialized(tmp_path, CHILD_SPEC, "bundle-child")
     ran = _run_bundle(out, tag, base, tmp_path)
-    said = [line for line in ran.stdout.splitlines() if line.startswith("== cell ")]
+    said = _cell_lines(ran.stdout)
     assert len(said) == 2, ran.stdout[-3000:] + ran.stderr[-3000:]
     assert said[0].startswith('== cell 1 [prog=called]: crash SIGSEGV (child): output.log says "')
     assert "died with <Signals.SIGSEGV: 11>." in said[0]
@@ -571,12 +571,10 @@ def test_a_cells_pythonpath_keeps_the_images_sitecustomize(tmp_path: Path) -> No
     # rv19 F4: `-e PYTHONPATH=src` replaced the image's PYTHONPATH: the sitecustomize that
     # applies switch_interval and gc (and arms faulthandler) was never imported.
     base = public_base(CLIENT)
-    spec, tag = _own(PYTHONPATH_SPEC, "bundle-pythonpath")
     (tmp_path / "app" / "src").mkdir(parents=True)
     (tmp_path / "app" / "seen.py").write_text(PERTURBED)
     (tmp_path / "app" / "src" / "mylib.py").write_text("X = 'mine'\n")
-    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
-    assert done.returncode == 0, done.stderr
+    out, tag = _materialized(tmp_path, PYTHONPATH_SPEC, "bundle-pythonpath")
     ran = _run_bundle(out, tag, base, tmp_path)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     seen = (out / "results" / "1" / "output.log").read_text().splitlines()
@@ -605,9 +603,7 @@ def test_ctrl_c_stops_the_cell_and_judges_nothing(
     # its end, and run.sh judged the SIGPIPE its `tee` left it "NOT reproduced", exit 1.
     # rv22 F5: a closed terminal's HUP was not trapped, and run.sh left its containers.
     base = public_base(CLIENT)
-    spec, tag = _own(SLEEP_SPEC, "bundle-sleep")
-    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
-    assert done.returncode == 0, done.stderr
+    out, tag = _materialized(tmp_path, SLEEP_SPEC, "bundle-sleep")
     try:
         # A terminal's Ctrl-C: SIGINT to run.sh's process group, which it leads here.
         with subprocess.Popen(
@@ -635,7 +631,7 @@ def test_ctrl_c_stops_the_cell_and_judges_nothing(
             CLIENT.images.remove(tag, noprune=True)
     assert proc.returncode == status, stdout[-3000:] + stderr[-3000:]
     assert took < 30
-    said = [line for line in stdout.splitlines() if line.startswith("== cell ")]
+    said = _cell_lines(stdout)
     assert said == ["== cell 1 [default]: interrupted"]
     assert "run.sh: interrupted during cell 1" in stderr
     assert "woke" not in (out / "results" / "1" / "output.log").read_text()
@@ -653,7 +649,7 @@ def test_an_image_that_does_not_build_is_built_once_and_its_cells_are_not_run(
     assert done.returncode == 0, done.stderr
     # A base no registry has: the daemon's pull is refused at once (no network needed).
     ran = _run_bundle(out, tag, "127.0.0.1:9/reprospec-no-such-base:none", tmp_path)
-    said = [line for line in ran.stdout.splitlines() if line.startswith("== cell ")]
+    said = _cell_lines(ran.stdout)
     assert said == [
         f"== cell 1 [mode=calm]: the image {tag} did not build (its docker build error is "
         'above); expected: {"outcome": "pass"}; not run',
