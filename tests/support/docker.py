@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,6 +18,7 @@ from reprospec.errors import InfraError
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker.engine import connect, engine_url
 from reprospec.runners.docker.sdk import DockerClient
+from tests.support import envs
 from tests.support.plans import attempt_plan
 
 IN_CI = os.environ.get("CI") == "true"
@@ -187,26 +185,9 @@ def runner_wheelhouse() -> Path:
 
 
 def make_wheel(folder: Path, name: str = "reprospec_probe", version: str = "0.1") -> Path:
-    """A minimal pure-Python wheel, so builds need no package index."""
-    folder.mkdir(parents=True, exist_ok=True)
-    dist = f"{name}-{version}.dist-info"
-    files = {
-        f"{name}.py": f"VALUE = {version!r}\n",
-        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-        "Tag: py3-none-any\n",
-    }
-    record = []
-    for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
-        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
-    record.append(f"{dist}/RECORD,,")
-    files[f"{dist}/RECORD"] = "\n".join(record) + "\n"
-    wheel = folder / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, text in files.items():
-            archive.writestr(path, text)
-    return wheel
+    """A minimal pure-Python wheel, so builds need no package index: its module holds
+    `VALUE = version` (envs.make_wheel, the one wheel builder of the tests)."""
+    return envs.make_wheel(folder, name, version, f"VALUE = {version!r}\n")
 
 
 # A dataset caching samples in one shared-memory block: small /dev/shm -> SIGBUS in workers.
