@@ -21,12 +21,14 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reprospec import native
+from reprospec.core.jsontypes import JsonValue
 from reprospec.core.runoptions import RunOptions
 from reprospec.plan.run import plan_run
 from reprospec.plan.workfiles import named_files
@@ -59,6 +61,11 @@ def capture(
     )  # fmt: skip
     assert result.code == 0, result.stdout + result.stderr
     return result
+
+
+def spec_document(folder: Path, name: str = "spec.yaml") -> Mapping[str, JsonValue]:
+    """The spec capture wrote (validated, as `run` loads it): its document."""
+    return load_spec(str(folder / name)).document
 
 
 # The verify line's start: where it ran, and the variables of the shell it left out when the
@@ -110,7 +117,7 @@ def rerun_and_separate(
 
 
 def axes(workdir: Path) -> dict[str, Any]:
-    matrix = load_spec(str(workdir / "spec.yaml")).document["matrix"]
+    matrix = spec_document(workdir)["matrix"]
     assert isinstance(matrix, dict)
     return {name: values for name, values in matrix.items()}
 
@@ -123,7 +130,7 @@ def test_a_worker_segfault_only_with_workers_and_pinned_memory(cli: Cli, tmp_pat
     text = (workdir / "spec.yaml").read_text()
     assert "try [2, 0]" in text
     assert "try [true, false]" in text
-    expect = load_spec(str(workdir / "spec.yaml")).document["expect"]
+    expect = spec_document(workdir)["expect"]
     assert expect == {
         "outcome": "crash",
         "signal": "SIGSEGV",
@@ -133,7 +140,7 @@ def test_a_worker_segfault_only_with_workers_and_pinned_memory(cli: Cli, tmp_pat
     # The title says no step, as `expect`: the main loop's was some steps past the one the
     # worker died loading (`at validation step 5`). The worker's frame, where its stack was
     # read (its core, with gdb or py-spy), is named.
-    title = load_spec(str(workdir / "spec.yaml")).document["title"]
+    title = spec_document(workdir)["title"]
     stack = first_run(workdir)["cells"][0]["attempts"][0]["stack"]
     frame = f" in __getitem__ (train.py:{line_of(workdir / 'train.py', 'string_at(0)')})"
     assert title == (
@@ -161,7 +168,7 @@ def test_a_forked_workers_crash_is_titled_by_its_frame_and_the_main_loops_step(
     assert "verdict reproduced" in result.stdout
     text = (workdir / "spec.yaml").read_text()
     frame = f"load_batch (train.py:{line_of(workdir / 'train.py', 'string_at(0)')})"
-    document = load_spec(str(workdir / "spec.yaml")).document
+    document = spec_document(workdir)
     assert document["title"] == (
         f"train.py: SIGSEGV in a child process in {frame}, main loop at train step 5"
     )
@@ -359,7 +366,7 @@ def test_a_command_that_passed_is_said_to_have_passed(cli: Cli, tmp_path: Path) 
     result = capture(cli, tmp_path, "python", "-c", "print('fine')")
     assert "nothing failed: the command passed in 1 attempt(s)" in result.stdout
     assert "capture again with --repeat N" in result.stdout
-    document = load_spec(str(tmp_path / "spec.yaml")).document
+    document = spec_document(tmp_path)
     assert document["expect"] == {"outcome": "pass"}
 
 
@@ -388,7 +395,7 @@ def test_the_packages_are_read_in_the_interpreter_that_ran_the_command(
     assert "packages it imported: nu-only-pkg==1.2.3" in by_path.stdout
     assert f"it ran with --python {venv / 'bin' / 'python'}, whose packages" in by_path.stdout
     assert "verdict reproduced" in by_path.stdout
-    document = load_spec(str(workdir / "spec.yaml")).document
+    document = spec_document(workdir)
     assert document["command"] == "python t.py"  # no path of this machine
     environment = document["environment"]
     assert isinstance(environment, dict)
@@ -403,7 +410,7 @@ def test_the_packages_are_read_in_the_interpreter_that_ran_the_command(
     )
     assert "verdict reproduced" in chosen.stdout
     assert "packages it imported: nu-only-pkg==1.2.3" in chosen.stdout
-    assert load_spec(str(workdir / "spec.yaml")).document["expect"] == {
+    assert spec_document(workdir)["expect"] == {
         "outcome": "error", "exception": "ValueError", "message": r"\d+\.\d+\.\d+",
     }  # fmt: skip
 
@@ -411,7 +418,7 @@ def test_the_packages_are_read_in_the_interpreter_that_ran_the_command(
 def test_the_interpreters_path_in_a_message_is_a_wildcard(cli: Cli, tmp_path: Path) -> None:
     # `/home/me/.venv/bin/python3: No module named nothere` matched no other machine.
     capture(cli, tmp_path, "python", "-m", "nothere_of_reprospec")
-    expect = load_spec(str(tmp_path / "spec.yaml")).document["expect"]
+    expect = spec_document(tmp_path)["expect"]
     assert isinstance(expect, dict)
     assert expect["message"] == r"\S+: No module named nothere_of_reprospec"
 
@@ -506,7 +513,7 @@ def test_a_repeated_capture_writes_the_attempts_its_rate_bound_needs(
         "import ctypes\nprint('step 1', flush=True)\nctypes.string_at(0)\n"
     )
     capture(cli, tmp_path, "python", "crash.py", options=("--repeat", "3", "--no-verify"))
-    document = load_spec(str(tmp_path / "spec.yaml")).document
+    document = spec_document(tmp_path)
     expect, run = document["expect"], document["run"]
     assert isinstance(expect, dict)
     assert isinstance(run, dict)
@@ -552,7 +559,7 @@ def test_a_message_naming_an_address_and_the_attempts_own_temporary_path_reprodu
     )
     result = capture(cli, workdir, "python", "hexmsg.py")
     assert "verdict reproduced" in result.stdout
-    expect = load_spec(str(workdir / "spec.yaml")).document["expect"]
+    expect = spec_document(workdir)["expect"]
     assert isinstance(expect, dict)
     assert expect["message"] == (
         r"stale buffer <__main__\.Buf object at (?:0x)?[0-9a-f]+> mapped from \S+/shard\.bin"
@@ -576,7 +583,7 @@ def test_a_message_holding_a_secret_reproduces_without_writing_the_secret_or_its
     assert "verdict reproduced" in result.stdout
     text = (workdir / "spec.yaml").read_text()
     assert secret not in text
-    expect = load_spec(str(workdir / "spec.yaml")).document["expect"]
+    expect = spec_document(workdir)["expect"]
     assert isinstance(expect, dict)
     message = expect["message"]
     assert isinstance(message, str)
@@ -604,7 +611,7 @@ def test_secrets_on_the_command_line_are_run_with_and_never_written(
     assert result.code == 0, result.stdout + result.stderr
     assert "verdict reproduced" in result.stdout
     text = (workdir / "spec.yaml").read_text()
-    document = load_spec(str(workdir / "spec.yaml")).document
+    document = spec_document(workdir)
     assert document["command"] == 'python up.py --api-key "$API_KEY"'
     assert document["expect"] == {
         "outcome": "error",
@@ -644,7 +651,7 @@ def test_a_secret_the_command_line_sets_under_any_name_is_run_with_and_never_wri
     result = capture(cli, workdir, *program, *words, "MAX_TOKENS=2048", "python", "x.py")
     assert "verdict reproduced" in result.stdout
     text = (workdir / "spec.yaml").read_text()
-    document = load_spec(str(workdir / "spec.yaml")).document
+    document = spec_document(workdir)
     assert document["command"] == "python x.py"
     assert "matrix" not in document
     environment = document["environment"]
@@ -691,7 +698,7 @@ def test_env_i_is_kept_so_the_spec_runs_its_program_in_an_empty_environment(
     # What `-i` takes of reprospec's own is said: the forensics are fewer.
     assert "`env -i` empties the program's environment, reprospec's own" in result.stdout
     text = (workdir / "spec.yaml").read_text()
-    document = load_spec(str(workdir / "spec.yaml")).document
+    document = spec_document(workdir)
     assert document["command"] == (
         f'env -i A=1 GITHUB_TOKEN_RO="$GITHUB_TOKEN_RO" {shlex.quote(python)} x.py'
     )
@@ -730,7 +737,7 @@ def test_a_setting_the_command_line_sets_is_written_and_reruns_anywhere(
     argv = ["sh", "-c", line] if shell else line.split()
     result = capture(cli, workdir, *argv)
     assert "verdict reproduced" in result.stdout
-    document = load_spec(str(workdir / "spec.yaml")).document
+    document = spec_document(workdir)
     environment = document["environment"]
     assert isinstance(environment, dict)
     variables = environment["env"]
@@ -778,7 +785,7 @@ def test_a_credential_under_a_name_that_says_nothing_is_run_with_and_never_writt
             "--db-url=postgres://me:hunter2hunter2@db/x"]  # fmt: skip
     result = capture(cli, workdir, *argv)
     assert "verdict reproduced" in result.stdout
-    document = load_spec(str(workdir / "spec.yaml")).document
+    document = spec_document(workdir)
     assert document["command"] == (
         'python fetch.py --auth-header "$AUTH_HEADER" --db-url="$DB_URL_SECRET"'
     )
@@ -860,12 +867,12 @@ def test_a_script_a_wrapper_runs_goes_into_files(cli: Cli, tmp_path: Path) -> No
     )
     (tmp_path / "run.sh").write_text("set -e\npython app.py\n")
     capture(cli, tmp_path, "sh", "run.sh", options=("--no-verify",))
-    document = load_spec(str(tmp_path / "spec.yaml")).document
+    document = spec_document(tmp_path)
     assert document["files"] == ["app.py", "fmt.py"]
     # The script a command names itself is not listed again.
     (tmp_path / "spec.yaml").unlink()
     capture(cli, tmp_path, "python", "app.py", options=("--no-verify",))
-    assert load_spec(str(tmp_path / "spec.yaml")).document["files"] == ["fmt.py"]
+    assert spec_document(tmp_path)["files"] == ["fmt.py"]
 
 
 def test_the_data_a_program_reads_goes_into_files_and_the_bundle_reruns(
@@ -903,7 +910,7 @@ def test_the_data_a_program_reads_goes_into_files_and_the_bundle_reruns(
     result = capture(cli, work, "python", "app.py")
     # Not the output it wrote and read back, /etc, or the script itself; a hidden file (a
     # .env holds secrets) and one over the size limit are named instead.
-    assert load_spec(str(work / "spec.yaml")).document["files"] == ["conf/config.yaml"]
+    assert spec_document(work)["files"] == ["conf/config.yaml"]
     assert (
         "not in `files` (a reader fetches them): images/ (40 files, 40 B), weights.bin"
         in result.stdout
@@ -954,7 +961,7 @@ def test_a_file_missed_only_once_the_first_is_there_is_added_in_the_next_round(
         "the failure needs conf/run.txt, data/rows.txt of the workdir: it came back there, not "
         "in a copy of the spec without them, and the spec now lists them (files)"
     ) in result.stdout, result.stdout
-    assert load_spec(str(work / "spec.yaml")).document["files"] == [
+    assert spec_document(work)["files"] == [
         "conf/run.txt",
         "data/rows.txt",
     ]
@@ -985,7 +992,7 @@ def test_the_verify_runs_in_a_copy_and_adds_a_file_only_another_program_read(
         "the failure needs conf/settings.txt of the workdir: it came back there, not in a "
         "copy of the spec without it, and the spec now lists it (files)"
     ) in result.stdout, result.stdout
-    assert load_spec(str(work / "spec.yaml")).document["files"] == ["conf/settings.txt"]
+    assert spec_document(work)["files"] == ["conf/settings.txt"]
     (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
     assert verify.startswith("verify in a copy of the spec and its 2 file(s)"), verify
     assert "verdict reproduced" in verify, verify
@@ -1050,7 +1057,7 @@ def test_the_verify_links_what_no_bundle_carries_and_survives_odd_output(
     assert "weights.bin linked (no bundle carries it)" in verify, verify
     assert "verdict reproduced" in verify, verify
     # data.txt, which cat read under a built name, was found from cat's message.
-    assert "data.txt" in load_spec(str(work / "spec.yaml")).document["files"]  # type: ignore[operator]
+    assert "data.txt" in spec_document(work)["files"]  # type: ignore[operator]
 
 
 def test_an_environment_made_in_the_workdir_is_linked_not_listed(cli: Cli, tmp_path: Path) -> None:
@@ -1068,7 +1075,7 @@ def test_an_environment_made_in_the_workdir_is_linked_not_listed(cli: Cli, tmp_p
     (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
     assert ".venv/ linked" in verify, verify
     assert "verdict reproduced" in verify, verify
-    assert "files" not in load_spec(str(work / "spec.yaml")).document
+    assert "files" not in spec_document(work)
 
 
 def test_a_shell_script_the_command_runs_brings_the_files_it_names(
@@ -1129,7 +1136,7 @@ def test_a_pipeline_that_passed_over_a_segfault_is_no_pass_to_capture(
     # The capture it says to make: the crash is the pipeline's, and data.txt, which only
     # the `-c` script names, is in the verify's first copy (it was added by a second round).
     result = capture(cli, work, "bash", "-o", "pipefail", "-c", script)
-    expect = load_spec(str(work / "spec.yaml")).document["expect"]
+    expect = spec_document(work)["expect"]
     assert isinstance(expect, dict)
     assert (expect["outcome"], expect["signal"]) == ("crash", "SIGSEGV")
     (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
@@ -1165,7 +1172,7 @@ def test_a_config_the_command_names_is_listed_so_compare_tells_its_edit(
     argv = ("python", "app.py", "--config", "config.json", "--state", "state.txt")
     capture(cli, work, *argv, "--log", "run.log")
     # Not the state it read and wrote back, the log it wrote, nor its own script.
-    assert load_spec(str(work / "spec.yaml")).document["files"] == ["config.json"]
+    assert spec_document(work)["files"] == ["config.json"]
     out = tmp_path / "out"
     before = cli("run", "spec.yaml", "--out", str(out), cwd=work)
     assert before.code == 0, before.stdout + before.stderr
@@ -1193,7 +1200,7 @@ def test_a_traceback_the_program_went_on_from_is_expected_beside_its_exit(
         "print('checkpoint dir not writable', file=sys.stderr)\nsys.exit(2)\n"
     )
     result = capture(cli, tmp_path, "python", "handled.py")
-    expect = load_spec(str(tmp_path / "spec.yaml")).document["expect"]
+    expect = spec_document(tmp_path)["expect"]
     assert expect == {
         "outcome": "error",
         "exception": "KeyError",
@@ -1222,12 +1229,12 @@ def test_a_pythonpath_the_failure_needs_goes_into_the_spec(cli: Cli, tmp_path: P
     assert "the failure needs PYTHONPATH as your shell sets it" in result.stdout, result.stdout
     # The package is found where the child looked for it (`src/`, its sys.path), and the
     # copy the verify ran in carried it: the bundle's rerun finds it too.
-    assert load_spec(str(workdir / "spec.yaml")).document["files"] == [
+    assert spec_document(workdir)["files"] == [
         "src/mypkg/__init__.py",
         "src/mypkg/__main__.py",
     ]
     assert "verdict reproduced" in result.stdout, result.stdout
-    environment = load_spec(str(workdir / "spec.yaml")).document["environment"]
+    environment = spec_document(workdir)["environment"]
     assert isinstance(environment, dict)
     assert environment["env"]["PYTHONPATH"] == f"src{os.pathsep}{ROOT}"  # type: ignore[index,call-overload]
 
@@ -1249,7 +1256,7 @@ def test_a_variable_of_the_shell_the_failure_needs_goes_into_the_spec(
     result = capture(cli, workdir, "python", "segv.py", env=shell)
     assert "the failure needs USE_NATIVE as your shell sets it" in result.stdout
     assert "verdict reproduced" in result.stdout
-    env = load_spec(str(workdir / "spec.yaml")).document["environment"]
+    env = spec_document(workdir)["environment"]
     assert isinstance(env, dict)
     variables = env["env"]
     assert isinstance(variables, dict)
@@ -1298,7 +1305,7 @@ def test_two_variables_of_the_shell_needed_together_are_narrowed_to_the_pair(
     text = (workdir / "spec.yaml").read_text()
     assert "ALPHA_B: '2'  # your shell set it: the failure needs it" in text
     assert "ZETA_A: '1'  # your shell set it: the failure needs it" in text
-    env = load_spec(str(workdir / "spec.yaml")).document["environment"]
+    env = spec_document(workdir)["environment"]
     assert isinstance(env, dict)
     variables = env["env"]
     assert isinstance(variables, dict)
@@ -1407,7 +1414,7 @@ def test_a_main_process_crash_is_not_reproduced_by_a_childs(cli: Cli, tmp_path: 
         },
     )
     capture(cli, workdir, "python", "crash.py")
-    expect = load_spec(str(workdir / "spec.yaml")).document["expect"]
+    expect = spec_document(workdir)["expect"]
     assert expect == {"outcome": "crash", "signal": "SIGSEGV", "where": "main"}
     (workdir / "in-child").write_text("")
     again = cli("run", "spec.yaml", "--yes", "--out", str(tmp_path / "again"), cwd=workdir)
@@ -1472,7 +1479,7 @@ def test_a_pytest_runs_conftest_is_carried(cli: Cli, tmp_path: Path) -> None:
     here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     result = capture(cli, workdir, "pytest", "tests/test_value.py", env=here)
     assert "verdict reproduced" in result.stdout
-    document = load_spec(str(workdir / "spec.yaml")).document
+    document = spec_document(workdir)
     assert document["files"] == ["conftest.py", "mypkg/__init__.py"]
     # The plugins pytest loads through the same hook are pinned too (flaky, which the test
     # environment has): an order-dependent flake's cause may be one.
@@ -1501,7 +1508,7 @@ def test_a_pytest_module_that_fails_to_collect_is_captured_with_its_import_error
     )  # fmt: skip
     assert made.code == 0, made.stdout + made.stderr
     assert "error:ModuleNotFoundError:tests/test_fetch.py in 1/1" in made.stdout
-    expect = load_spec(str(tmp_path / "c.yaml")).document["expect"]
+    expect = spec_document(tmp_path, "c.yaml")["expect"]
     assert expect == {
         "outcome": "error",
         "exception": "ModuleNotFoundError",
@@ -1531,7 +1538,7 @@ def test_a_module_looked_for_and_never_found_is_no_file_it_imported(
     assert made.code == 0, made.stdout + made.stderr
     assert "error:ModuleNotFoundError:tests/test_fetch.py in 1/1" in made.stdout
     assert "mylib" not in made.stdout
-    assert "files" not in load_spec(str(tmp_path / "c.yaml")).document
+    assert "files" not in spec_document(tmp_path, "c.yaml")
     # `python -m pytest` puts the rootdir first on sys.path: mylib is imported, and listed.
     made = cli(
         "capture", "--no-verify", "-o", "m.yaml", "--", "python", "-m", "pytest",
@@ -1540,7 +1547,7 @@ def test_a_module_looked_for_and_never_found_is_no_file_it_imported(
     assert made.code == 0, made.stdout + made.stderr
     assert "error:AssertionError:tests/test_fetch.py::test_fetch in 1/1" in made.stdout
     assert "files it imported or read from the workdir: mylib/__init__.py" in made.stdout
-    assert load_spec(str(tmp_path / "m.yaml")).document["files"] == ["mylib/__init__.py"]
+    assert spec_document(tmp_path, "m.yaml")["files"] == ["mylib/__init__.py"]
 
 
 def test_a_script_lists_the_modules_it_imported_not_those_it_tried(
@@ -1564,7 +1571,7 @@ def test_a_script_lists_the_modules_it_imported_not_those_it_tried(
     made = cli("capture", "--no-verify", "-o", "s.yaml", "--", "python", "bin/app.py", cwd=tmp_path)
     assert made.code == 0, made.stdout + made.stderr
     assert "error:ValueError in 1/1" in made.stdout
-    files = load_spec(str(tmp_path / "s.yaml")).document["files"]
+    files = spec_document(tmp_path, "s.yaml")["files"]
     assert files == ["bin/helpers/__init__.py", "bin/helpers/check.py"]
 
 
@@ -1588,16 +1595,13 @@ def test_an_option_of_several_numbers_is_one_axis_a_reader_can_widen(
                      "0.1", "data.csv")  # fmt: skip
     assert "axes from the command: layers='64 128 256', lr=0.1\n" in result.stdout
     assert "verdict reproduced" in result.stdout
-    document = load_spec(str(workdir / "spec.yaml")).document
+    document = spec_document(workdir)
     assert document["matrix"] == {"layers": ["64 128 256"], "lr": [0.1]}
     assert document["command"] == (
         "python t.py --layers ${{ matrix.layers }} --lr ${{ matrix.lr }} data.csv"
     )
     # The axis widened as a reader would: each value is the words the option takes.
-    ran = cli("run", "spec.yaml", "--observe", "--set", "matrix.layers=[64 128 256, 32]",
-              cwd=workdir)  # fmt: skip
-    assert ran.code == 0, ran.stdout + ran.stderr
-    messages = _messages(ran)
+    messages = _observed(cli, workdir, "matrix.layers=[64 128 256, 32]")
     assert messages == {
         "layers=64 128 256,lr=0.1": "layers [64, 128, 256] lr 0.1 data data.csv",
         "layers=32,lr=0.1": "layers [32] lr 0.1 data data.csv",
@@ -1625,15 +1629,12 @@ def test_an_options_one_number_before_a_positional_number_is_its_axis_alone(
                      "64", "128")  # fmt: skip
     assert "axes from the command: batch_size=32, layers='64 128'\n" in result.stdout
     assert "verdict reproduced" in result.stdout
-    document = load_spec(str(workdir / "spec.yaml")).document
+    document = spec_document(workdir)
     assert document["matrix"] == {"batch_size": [32], "layers": ["64 128"]}
     assert document["command"] == (
         "python t.py --batch-size ${{ matrix.batch_size }} 5 --layers ${{ matrix.layers }}"
     )
-    ran = cli("run", "spec.yaml", "--observe", "--set", "matrix.batch_size=[32, 64]",
-              cwd=workdir)  # fmt: skip
-    assert ran.code == 0, ran.stdout + ran.stderr
-    messages = _messages(ran)
+    messages = _observed(cli, workdir, "matrix.batch_size=[32, 64]")
     assert messages == {
         "batch_size=32,layers=64 128": "layers [64, 128] bs 32 epochs 5",
         "batch_size=64,layers=64 128": "layers [64, 128] bs 64 epochs 5",
@@ -1676,14 +1677,12 @@ def test_a_prefix_is_its_option_and_an_imported_parsers_numbers_are_never_split(
     result = capture(cli, workdir, "python", "train.py", "--batch", "32", "5", "--lr", "0.1")
     assert "axes from the command: batch=32, lr=0.1\n" in result.stdout
     assert "verdict reproduced" in result.stdout
-    document = load_spec(str(workdir / "spec.yaml")).document
+    document = spec_document(workdir)
     assert document["matrix"] == {"batch": [32], "lr": [0.1]}
     assert document["command"] == (
         "python train.py --batch ${{ matrix.batch }} 5 --lr ${{ matrix.lr }}"
     )
-    ran = cli("run", "spec.yaml", "--observe", "--set", "matrix.batch=[32, 64]", cwd=workdir)
-    assert ran.code == 0, ran.stdout + ran.stderr
-    messages = _messages(ran)
+    messages = _observed(cli, workdir, "matrix.batch=[32, 64]")
     assert messages == {
         "batch=32,lr=0.1": "bs 32 epochs 5 lr 0.1",
         "batch=64,lr=0.1": "bs 64 epochs 5 lr 0.1",
@@ -1693,13 +1692,10 @@ def test_a_prefix_is_its_option_and_an_imported_parsers_numbers_are_never_split(
                      options=("--force",))  # fmt: skip
     assert "axes from the command: layers='64 128 256'\n" in result.stdout
     assert "verdict reproduced" in result.stdout
-    document = load_spec(str(workdir / "spec.yaml")).document
+    document = spec_document(workdir)
     assert document["matrix"] == {"layers": ["64 128 256"]}
     assert document["command"] == "python net.py --layers ${{ matrix.layers }}"
-    ran = cli("run", "spec.yaml", "--observe", "--set", "matrix.layers=[64 128 256, 32 64]",
-              cwd=workdir)  # fmt: skip
-    assert ran.code == 0, ran.stdout + ran.stderr
-    assert set(_messages(ran).values()) == {
+    assert set(_observed(cli, workdir, "matrix.layers=[64 128 256, 32 64]").values()) == {
         "layers [64, 128, 256] epochs None",
         "layers [32, 64] epochs None",
     }
@@ -1735,7 +1731,7 @@ def test_an_option_of_several_words_alike_is_kept_as_written_and_said_so(
         line.removeprefix("#").strip() for line in text.splitlines() if line.startswith("#")
     )
     assert note in header
-    document = load_spec(str(workdir / "spec.yaml")).document
+    document = spec_document(workdir)
     assert document["matrix"] == {"lr": [0.1]}
     assert document["command"] == "python t.py --files a.csv b.csv --lr ${{ matrix.lr }}"
 
@@ -1900,3 +1896,11 @@ def _messages(ran: CliResult) -> dict[str, object]:
         for cell in ran.results()["cells"]
         for attempt in cell["attempts"]
     }
+
+
+def _observed(cli: Cli, workdir: Path, setting: str) -> dict[str, object]:
+    """`reprospec run spec.yaml --observe --set SETTING` in `workdir`, which ends 0: each
+    cell's message, by cell id (`_messages`)."""
+    ran = cli("run", "spec.yaml", "--observe", "--set", setting, cwd=workdir)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    return _messages(ran)
