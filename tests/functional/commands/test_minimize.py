@@ -61,6 +61,18 @@ def minimize(
     return proc.returncode, data, proc.stderr
 
 
+def _rerun_minimized(
+    tmp_path: Path, result: Path, *args: str, cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
+    """`reprospec run RESULT/minimized.yaml ARGS --out TMP/rerun`, as the user reruns the
+    minimized spec."""
+    return subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", str(result / "minimized.yaml"), *args,
+         "--out", str(tmp_path / "rerun")],
+        capture_output=True, text=True, timeout=120, cwd=cwd, env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+
+
 def test_the_program_shrinks_and_keeps_the_condition(tmp_path: Path) -> None:
     # A budget the passes finish within (about 105 attempts here, over twice that left), so
     # the answer does not depend on how many attempts -j 2 happened to overshoot (a small
@@ -92,11 +104,7 @@ def test_the_program_shrinks_and_keeps_the_condition(tmp_path: Path) -> None:
     assert "```diff" in report
     assert "-$ python crash.py ${{ matrix.workers }} ${{ matrix.pinned }} --unused-flag" in report
     # The minimized spec's own run report offers the one-line repro first, under its headline.
-    rerun = subprocess.run(
-        [sys.executable, "-m", "reprospec", "run", str(result / "minimized.yaml"),
-         "--out", str(tmp_path / "rerun")],
-        capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "NO_COLOR": "1"},
-    )  # fmt: skip
+    rerun = _rerun_minimized(tmp_path, result)
     assert rerun.returncode == 0, rerun.stderr
     head = next((tmp_path / "rerun").glob("runs/*/report.md")).read_text().split("## ")[0]
     assert "**Repro without reprospec** (cell `workers=2`" in head  # `pinned` read no more
@@ -521,11 +529,7 @@ def test_an_emptied_file_nothing_uses_leaves_dir_and_the_cell_is_named_by_its_ow
     minimized = yaml.safe_load((result / "minimized.yaml").read_text())
     assert minimized["files"] == ["pkg/__init__.py", "conf.py"]
     # The minimized spec, as the user reruns it: its failing cell fails, its passing passes.
-    rerun = subprocess.run(
-        [sys.executable, "-m", "reprospec", "run", str(result / "minimized.yaml"),
-         "--out", str(tmp_path / "rerun")],
-        capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "NO_COLOR": "1"},
-    )  # fmt: skip
+    rerun = _rerun_minimized(tmp_path, result)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert "2/2 cell(s) reproduced" in rerun.stdout
     # The same command again answers the check from its record: util.py stays out.
@@ -618,11 +622,7 @@ def test_listed_files_over_the_copy_limit_or_linked_from_outside_are_in_dir_and_
     assert data["unlisted"] == []
     md = (result / "minimize.md").read_text()
     assert "data.txt (a link to " in md, md
-    rerun = subprocess.run(
-        [sys.executable, "-m", "reprospec", "run", str(result / "minimized.yaml"),
-         "--out", str(tmp_path / "rerun")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )  # fmt: skip
+    rerun = _rerun_minimized(tmp_path, result, cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr
     assert "reproduced" in rerun.stdout, rerun.stdout
 
@@ -826,11 +826,7 @@ def test_a_listed_file_the_result_no_longer_reads_leaves_dir_and_its_files(
         "conf/settings.json" in (result / "minimize.md").read_text()  # fmt: skip
     assert not data["no_passing_cell"]
     # The minimized spec, as the user reruns it: its failing cell fails, its passing passes.
-    rerun = subprocess.run(
-        [sys.executable, "-m", "reprospec", "run", str(result / "minimized.yaml"),
-         "--out", str(tmp_path / "rerun")],
-        capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "NO_COLOR": "1"},
-    )  # fmt: skip
+    rerun = _rerun_minimized(tmp_path, result)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert "2/2 cell(s) reproduced" in rerun.stdout
     # The same command again answers the check from its record: the file stays out.
@@ -902,11 +898,7 @@ def test_a_workload_lowers_its_numbers_and_keeps_the_condition(tmp_path: Path) -
     assert not (result / "repro.py").exists()
     # The minimized spec reproduces: its failing cell crashes as expected (its passing cell
     # passed in the final check).
-    rerun = subprocess.run(
-        [sys.executable, "-m", "reprospec", "run", str(result / "minimized.yaml"),
-         "-m", "pin_memory=true", "--out", str(tmp_path / "rerun")],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
-    )  # fmt: skip
+    rerun = _rerun_minimized(tmp_path, result, "-m", "pin_memory=true")
     assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
 
 
