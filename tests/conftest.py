@@ -4,9 +4,11 @@ the tests.support package."""
 from __future__ import annotations
 
 import compileall
+import contextlib
 import fcntl
 import json
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,6 +49,16 @@ def _reap_adopted_orphans() -> Iterator[None]:
     (tests/support/orphans.py): otherwise they stay zombies until the session ends."""
     yield
     orphans.reap_adopted()
+
+
+@pytest.fixture
+def kill_after() -> Iterator[list[int]]:
+    """Pids to SIGKILL after the test whatever happened (a failing test leaves nothing)."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture

@@ -1,11 +1,32 @@
-"""An engine process as the escape tests treat it: killed with its watchdog at once."""
+"""An engine process as the escape tests treat it (tests/functional/process and
+tests/real/docker): started with this checkout's reprospec, killed with its watchdog at once,
+waited on until what it left is gone."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import time
+from collections.abc import Callable
 
 import psutil
+
+from tests.support.paths import ROOT
+
+# The engine's environment: this checkout's reprospec, plain text.
+ENV = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
+# How long what a killed engine left may take to go.
+GONE_WITHIN_S = 30.0
+
+
+def wait_until(check: Callable[[], bool], timeout: float = GONE_WITHIN_S) -> bool:
+    """Whether `check()` holds within `timeout` seconds (polled every 50 ms)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
 
 
 def cmdline(process: psutil.Process) -> str:

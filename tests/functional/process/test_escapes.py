@@ -11,7 +11,6 @@ the waits below are generous bounds for a loaded machine, not timings.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
@@ -19,8 +18,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -31,25 +28,10 @@ from reprospec.process import tree as process
 from reprospec.process.start import _child_setup
 from reprospec.runners.local import LocalRunner
 from tests.support.cli import ROOT
-from tests.support.engine import kill_with_its_watchdog
+from tests.support.engine import ENV, kill_with_its_watchdog, wait_until
 from tests.support.plans import attempt_plan
 
 PY = sys.executable
-
-
-ENV = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
-
-
-GONE_WITHIN_S = 30.0
-
-
-def wait_until(check: Callable[[], bool], timeout: float = GONE_WITHIN_S) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
 
 
 def alive(pid: int) -> bool:
@@ -65,16 +47,6 @@ def gone(pid: int) -> bool:
 
 def read_pids(path: Path) -> dict[str, int]:
     return {p.stem: int(p.read_text()) for p in path.glob("*.pid")}
-
-
-@pytest.fixture
-def kill_after() -> Iterator[list[int]]:
-    """Pids to SIGKILL after the test whatever happened (a failing test leaves nothing)."""
-    pids: list[int] = []
-    yield pids
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
 
 
 # A command that leaves a setsid'd grandchild with an empty environment, notes its pid,

@@ -3,49 +3,19 @@ engine."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from reprospec.process import leftovers
 from tests.support.cli import ROOT
-from tests.support.engine import kill_with_its_watchdog
+from tests.support.engine import ENV, kill_with_its_watchdog, wait_until
 
 PY = sys.executable
-
-
-ENV = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
-
-
-GONE_WITHIN_S = 30.0
-
-
-def wait_until(check: Callable[[], bool], timeout: float = GONE_WITHIN_S) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
-
-
-@pytest.fixture
-def kill_after() -> Iterator[list[int]]:
-    """Pids to SIGKILL after the test whatever happened (a failing test leaves nothing)."""
-    pids: list[int] = []
-    yield pids
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
 
 
 def _start_docker_engine(
