@@ -17,7 +17,7 @@ from reprospec.native import NativeStacks
 from reprospec.native.readers import gdb_path
 from reprospec.runners.local import LocalRunner
 from tests.support.local import child, make_plan
-from tests.support.native import assert_fault_in_a_torch_op
+from tests.support.native import assert_fault_in_a_torch_op, fd_target, held_fds, until
 
 needs_gdb = pytest.mark.skipif(
     native.gdb_path() is None, reason="gdb not installed (apt-get install gdb)"
@@ -203,7 +203,7 @@ def _crash_later(
     def late_claim(token: str, folder: Path, *args: object) -> list[native.CoreInfo]:
         if not once:
             once.append(True)
-            assert not held or _until(lambda: bool(_held_fds(folder)))
+            assert not held or until(lambda: bool(held_fds(folder)))
             done.append(crash(folder))
         return real_find(token, folder, *args)  # type: ignore[arg-type]
 
@@ -274,14 +274,7 @@ def test_a_core_a_later_crash_replaced_is_read_all_the_same(
     assert info is not None
     assert "ctypes.string_at" in info.command
     # Nothing held after the attempt: no descriptor of a core left open.
-    assert not [fd for fd in Path("/proc/self/fd").iterdir() if "core" in _fd_target(fd)]
-
-
-def _fd_target(fd: Path) -> str:
-    try:
-        return str(fd.readlink())
-    except OSError:
-        return ""
+    assert not [fd for fd in Path("/proc/self/fd").iterdir() if "core" in fd_target(fd)]
 
 
 @needs_gdb
@@ -324,7 +317,7 @@ def test_a_core_replaced_between_its_claim_and_its_move_is_read_from_the_watch(
     ) -> list[tuple[native.CoreInfo, Path | None]]:
         if not once:
             once.append(True)
-            assert _until(lambda: bool(_held_fds(workdir)))
+            assert until(lambda: bool(held_fds(workdir)))
             done.append(other(workdir))
             assert not (workdir / "core").exists()  # the other claimed and moved its own
         return real_move(cores, out_dir)
@@ -465,7 +458,7 @@ def test_a_process_leaving_just_after_the_deadline_is_read_where_it_was(
 
     def hang(self: native.Capture, pids: Mapping[int, str], timed_out_at: float) -> NativeStacks:
         go.touch()
-        assert _until(lambda: all(_stopped_or_gone(pid) for pid in pids)), pids
+        assert until(lambda: all(_stopped_or_gone(pid) for pid in pids)), pids
         return real_hang(self, pids, timed_out_at)
 
     monkeypatch.setattr(native.Capture, "hang", hang)
@@ -548,21 +541,6 @@ def test_attach_stops_at_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert process.error == "gdb did not reach this process within 0.01s", stacks
     assert stacks.notes, stacks
     assert "0.01s" in stacks.notes[0], stacks
-
-
-def _held_fds(folder: Path) -> list[str]:
-    """What this process holds open in `folder` (the watch's cores)."""
-    inside = f"{folder}/"
-    return [t for fd in Path("/proc/self/fd").iterdir() if (t := _fd_target(fd)).startswith(inside)]
-
-
-def _until(check: Callable[[], bool]) -> bool:
-    deadline = time.monotonic() + 10
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 @needs_gdb

@@ -4,7 +4,6 @@ watch."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,13 +11,7 @@ import pytest
 from reprospec import native
 from reprospec.native import CorePattern, Frame, NativeStacks, ProcessStacks, Thread
 from reprospec.native.corewatch import WATCH, CoreWatch
-
-
-def _fd_target(fd: Path) -> str:
-    try:
-        return str(fd.readlink())
-    except OSError:
-        return ""
+from tests.support.native import held_fds, until
 
 
 def test_only_a_pattern_without_a_pid_shares_one_name() -> None:
@@ -180,21 +173,6 @@ def test_parse_backtrace_of_gdb_output() -> None:
     assert (second.id, second.lwp, second.frames[0].library) == ("3.1", 13, "prog")
 
 
-def _held_fds(folder: Path) -> list[str]:
-    """What this process holds open in `folder` (the watch's cores)."""
-    inside = f"{folder}/"
-    return [t for fd in Path("/proc/self/fd").iterdir() if (t := _fd_target(fd)).startswith(inside)]
-
-
-def _until(check: Callable[[], bool]) -> bool:
-    deadline = time.monotonic() + 10
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
-
-
 def _new_watch(tmp_path: Path) -> tuple[CoreWatch, Path]:
     """A private watch and an empty folder to watch."""
     folder = tmp_path / "watched"
@@ -210,7 +188,7 @@ def _replace_core(folder: Path, data: bytes) -> None:
 
 def _release_leaves_nothing_held(watch: CoreWatch, folder: Path) -> None:
     watch.release(folder)
-    assert _held_fds(folder) == []
+    assert held_fds(folder) == []
 
 
 def test_the_watch_holds_a_replaced_core_while_attempts_run_and_nothing_after(
@@ -222,24 +200,24 @@ def test_the_watch_holds_a_replaced_core_while_attempts_run_and_nothing_after(
     assert watch.acquire(folder, ("core",))
     (folder / "core").write_bytes(b"first")
     (folder / "notes.txt").write_text("not a core's name")
-    assert _until(lambda: len(_held_fds(folder)) == 1)
+    assert until(lambda: len(held_fds(folder)) == 1)
     _replace_core(folder, b"second")
-    assert _until(lambda: len(watch.replaced(folder)) == 1)
+    assert until(lambda: len(watch.replaced(folder)) == 1)
     (first,) = watch.replaced(folder)
     assert first.path.read_bytes() == b"first"  # readable although no name leads to it
     target = tmp_path / "claimed"
     assert watch.copy_out(first.file, target)
     assert target.read_bytes() == b"first"
     assert watch.replaced(folder) == []
-    assert _until(lambda: len(_held_fds(folder)) == 1)  # the second, still at its name
+    assert until(lambda: len(held_fds(folder)) == 1)  # the second, still at its name
     watch.release(folder)
-    assert _held_fds(folder) == []  # the last attempt there ended: nothing held
+    assert held_fds(folder) == []  # the last attempt there ended: nothing held
     _replace_core(folder, b"while idle")
     time.sleep(0.1)
-    assert _held_fds(folder) == []  # an idle watch holds nothing
+    assert held_fds(folder) == []  # an idle watch holds nothing
     assert watch.acquire(folder, ("core",))  # the same watch, in use again
     _replace_core(folder, b"third")
-    assert _until(lambda: len(_held_fds(folder)) == 1)
+    assert until(lambda: len(held_fds(folder)) == 1)
     _release_leaves_nothing_held(watch, folder)
 
 
@@ -252,10 +230,10 @@ def test_the_watch_holds_a_core_once_when_it_reads_its_events_late(tmp_path: Pat
         (folder / "core").write_bytes(b"first")
         _replace_core(folder, b"second")
         time.sleep(0.1)  # both events wait for the lock
-    assert _until(lambda: len(_held_fds(folder)) == 1)
+    assert until(lambda: len(held_fds(folder)) == 1)
     time.sleep(0.1)  # the second event too
     _replace_core(folder, b"third")
-    assert _until(lambda: len(_held_fds(folder)) == 2)
+    assert until(lambda: len(held_fds(folder)) == 2)
     time.sleep(0.1)
     (replaced,) = watch.replaced(folder)
     assert replaced.path.read_bytes() == b"second"
@@ -270,7 +248,7 @@ def test_two_spellings_of_a_folder_are_one_watched_folder(tmp_path: Path) -> Non
     assert watch.acquire(link, ("core",))  # inotify: the same watch descriptor
     watch.release(link)  # one attempt of two ended: the other still runs there
     (folder / "core").write_bytes(b"held")
-    assert _until(lambda: len(_held_fds(folder)) == 1)
+    assert until(lambda: len(held_fds(folder)) == 1)
     _release_leaves_nothing_held(watch, folder)
 
 
@@ -282,7 +260,7 @@ def test_a_removed_and_recreated_folder_is_watched_anew(tmp_path: Path) -> None:
     folder.mkdir()  # have handled yet: the next acquire must not depend on it)
     assert watch.acquire(folder, ("core",))
     (folder / "core").write_bytes(b"held")
-    assert _until(lambda: len(_held_fds(folder)) == 1)
+    assert until(lambda: len(held_fds(folder)) == 1)
     _release_leaves_nothing_held(watch, folder)
 
 
@@ -296,12 +274,12 @@ def test_a_core_replaced_between_its_claim_and_its_move_is_taken_from_the_watch(
     assert WATCH.acquire(folder, ("core",))
     try:
         (folder / "core").write_bytes(b"ours")
-        assert _until(lambda: len(_held_fds(folder)) == 1)
+        assert until(lambda: len(held_fds(folder)) == 1)
         ours = native.CoreInfo(
             folder / "core", 7, "SIGSEGV", None, "", (), file=_file(folder / "core")
         )
         _replace_core(folder, b"theirs")
-        assert _until(lambda: len(_held_fds(folder)) == 2)
+        assert until(lambda: len(held_fds(folder)) == 2)
         kept = native.move_core(ours, tmp_path / "attempt")
         assert kept == tmp_path / "attempt" / "core.7"
         assert kept.read_bytes() == b"ours"
@@ -313,7 +291,7 @@ def test_a_core_replaced_between_its_claim_and_its_move_is_taken_from_the_watch(
         assert native.move_core(gone, tmp_path / "attempt") is None
     finally:
         WATCH.release(folder)
-    assert _held_fds(folder) == []
+    assert held_fds(folder) == []
 
 
 def _file(path: Path) -> tuple[int, int]:
