@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import re
@@ -15,6 +14,7 @@ import time
 from pathlib import Path
 
 from tests.support.cli import ROOT, Cli, CliResult
+from tests.support.files import tar_archive, tar_member
 
 SPEC = """\
 reprospec: 1
@@ -150,35 +150,22 @@ def test_bundle_reruns_elsewhere_with_the_runs_options(tmp_path: Path, cli: Cli)
     assert sorted((elsewhere / "out" / "bundles").iterdir()) == unpacked
 
 
-def _archive(path: Path, *members: tuple[tarfile.TarInfo, bytes | None]) -> Path:
-    with tarfile.open(path, "w:gz") as tar:
-        for info, data in members:
-            if data is not None:
-                info.size = len(data)
-            tar.addfile(info, io.BytesIO(data) if data is not None else None)
-    return path
-
-
-def _file(name: str, data: bytes = b"x") -> tuple[tarfile.TarInfo, bytes]:
-    return tarfile.TarInfo(name), data
-
-
 def test_run_refuses_a_damaged_or_foreign_archive_cleanly(tmp_path: Path, cli: Cli) -> None:
     (tmp_path / "junk.tar.gz").write_bytes(b"not gzip at all")
     junk = cli("run", str(tmp_path / "junk.tar.gz"))
     assert junk.code == 2
     assert "not a .tar.gz archive" in junk.stderr
     assert "Traceback" not in junk.stderr
-    foreign = _archive(tmp_path / "foreign.tar.gz", _file("project/readme.txt", b"hi"))
+    foreign = tar_archive(tmp_path / "foreign.tar.gz", tar_member("project/readme.txt", b"hi"))
     other = cli("run", str(foreign))
     assert other.code == 2
     assert "not a reprospec bundle" in other.stderr
     # Refused, and not left unpacked under bundles/ (it stayed there, marked complete).
     assert not list(tmp_path.rglob(".complete"))
     assert not list(tmp_path.rglob("readme.txt"))
-    escaping = _archive(
+    escaping = tar_archive(
         tmp_path / "escape.tar.gz",
-        _file("b/bundle.json", json.dumps({"format": 1, "spec": "../../etc/passwd"}).encode()),
+        tar_member("b/bundle.json", json.dumps({"format": 1, "spec": "../../etc/passwd"}).encode()),
     )
     refused = cli("run", str(escaping))
     assert refused.code == 2

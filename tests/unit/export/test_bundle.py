@@ -3,7 +3,6 @@ into."""
 
 from __future__ import annotations
 
-import io
 import tarfile
 from pathlib import Path
 
@@ -11,19 +10,7 @@ import pytest
 
 from reprospec.errors import UsageError
 from reprospec.export import bundle
-
-
-def _archive(path: Path, *members: tuple[tarfile.TarInfo, bytes | None]) -> Path:
-    with tarfile.open(path, "w:gz") as tar:
-        for info, data in members:
-            if data is not None:
-                info.size = len(data)
-            tar.addfile(info, io.BytesIO(data) if data is not None else None)
-    return path
-
-
-def _file(name: str, data: bytes = b"x") -> tuple[tarfile.TarInfo, bytes]:
-    return tarfile.TarInfo(name), data
+from tests.support.files import tar_archive, tar_member
 
 
 def _link(name: str, target: str, kind: bytes) -> tuple[tarfile.TarInfo, None]:
@@ -41,20 +28,20 @@ def _fifo(name: str) -> tuple[tarfile.TarInfo, None]:
 @pytest.mark.parametrize(
     ("members", "message"),
     [
-        ([_file("b/../../evil")], "outside the bundle"),
-        ([_file("/tmp/reprospec-evil")], "absolute path"),
+        ([tar_member("b/../../evil")], "outside the bundle"),
+        ([tar_member("/tmp/reprospec-evil")], "absolute path"),
         ([_link("b/passwd", "/etc/passwd", tarfile.SYMTYPE)], "a link"),
         ([_link("b/hard", "/etc/passwd", tarfile.LNKTYPE)], "a link"),
-        ([_link("b/up", "..", tarfile.SYMTYPE), _file("b/up/evil")], "a link"),
+        ([_link("b/up", "..", tarfile.SYMTYPE), tar_member("b/up/evil")], "a link"),
         ([_fifo("b/pipe")], "not a file or a folder"),
-        ([_file("b/twice"), _file("b/twice")], "given twice"),
-        ([_file("b/" + "d/" * 60 + "deep")], "folders deep"),
+        ([tar_member("b/twice"), tar_member("b/twice")], "given twice"),
+        ([tar_member("b/" + "d/" * 60 + "deep")], "folders deep"),
     ],
 )
 def test_unsafe_archives_are_refused_and_write_nothing_outside(
     tmp_path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]], message: str
 ) -> None:
-    archive = _archive(tmp_path / "evil.tar.gz", *members)
+    archive = tar_archive(tmp_path / "evil.tar.gz", *members)
     dest = tmp_path / "bundles"
     with pytest.raises(UsageError, match=message):
         bundle.unpack(archive, dest)
@@ -66,8 +53,8 @@ def test_unsafe_archives_are_refused_and_write_nothing_outside(
 def test_size_limits_hold_before_and_while_writing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    archive = _archive(
-        tmp_path / "big.tar.gz", _file("b/one", b"a" * 600), _file("b/two", b"b" * 600)
+    archive = tar_archive(
+        tmp_path / "big.tar.gz", tar_member("b/one", b"a" * 600), tar_member("b/two", b"b" * 600)
     )
     monkeypatch.setattr(bundle, "MAX_FILE_BYTES", 500)
     with pytest.raises(UsageError, match="600 bytes"):
@@ -92,11 +79,11 @@ def test_an_absolute_workdir_points_into_a_tree_unpacked_under_a_relative_out(
 
     manifest = b'{"format": 1, "spec": "tree/specs/s.yaml", "workdir": "tree/app"}'
     spec = b"reprospec: 1\nname: s\nenvironment: {workdir: /gone/app}\ncommand: python m.py\n"
-    archive = _archive(
+    archive = tar_archive(
         tmp_path / "s.tar.gz",
-        _file("b/bundle.json", manifest),
-        _file("b/tree/specs/s.yaml", spec),
-        _file("b/tree/app/m.py", b"print(1)\n"),
+        tar_member("b/bundle.json", manifest),
+        tar_member("b/tree/specs/s.yaml", spec),
+        tar_member("b/tree/app/m.py", b"print(1)\n"),
     )
     monkeypatch.chdir(tmp_path)
     unpacked = bundle.unpack(archive, Path(".reprospec") / "bundles")
