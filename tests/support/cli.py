@@ -157,6 +157,21 @@ def _share_torch_captures(source: Path, target: Path) -> tuple[Path | None, set[
     return made, copied
 
 
+def json_verb(argv: Sequence[str], *, timeout: float) -> tuple[int, dict[str, Any], str]:
+    """Run `argv`, a verb with `--format json`, from the repository with NO_COLOR set:
+    (exit code, the JSON object it printed, {} where it printed none, stderr)."""
+    proc = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    data = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
+    return proc.returncode, data, proc.stderr
+
+
 def interrupt_when(
     argv: Sequence[str],
     ready: Callable[[], bool],

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.cli import ROOT
+from tests.support.cli import ROOT, json_verb
 
 SPEC = ROOT / "tests" / "data" / "isolate" / "toggles.yaml"
 
@@ -37,16 +37,7 @@ def isolate(
     """Run `reprospec isolate SPEC --format json ARGS`; (exit code, JSON printed, stderr)."""
     argv = [sys.executable, "-m", "reprospec", "isolate", str(spec), "--format", "json"]
     argv += ["--out", str(tmp_path / "out"), *args]
-    proc = subprocess.run(
-        argv,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-    data = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
-    return proc.returncode, data, proc.stderr
+    return json_verb(argv, timeout=timeout)
 
 
 def culprits(data: dict[str, Any]) -> list[tuple[str, Any]]:

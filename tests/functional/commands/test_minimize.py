@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.cli import ROOT, interrupt_when
+from tests.support.cli import ROOT, interrupt_when, json_verb
 from tests.support.files import written
 
 SPEC = ROOT / "tests" / "data" / "minimize" / "crash.yaml"
@@ -49,16 +49,8 @@ def argv(tmp_path: Path, *args: str, spec: Path = SPEC) -> list[str]:
 def minimize(
     tmp_path: Path, *args: str, spec: Path = SPEC, timeout: int = 300
 ) -> tuple[int, dict[str, Any], str]:
-    proc = subprocess.run(
-        argv(tmp_path, *args, spec=spec),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-    data = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
-    return proc.returncode, data, proc.stderr
+    """Run `reprospec minimize SPEC --format json ... ARGS`; (exit code, JSON printed, stderr)."""
+    return json_verb(argv(tmp_path, *args, spec=spec), timeout=timeout)
 
 
 def _rerun_minimized(
