@@ -23,7 +23,7 @@ import pytest
 from reprospec.capture.footprint import HIDE_INSTALLS_VAR
 from reprospec.process.childprotocol import STACKDUMP_DIR
 from reprospec.spec.load import load_spec
-from tests.support.cli import ROOT, Cli
+from tests.support.cli import ROOT, Cli, CliResult
 from tests.support.envs import uv_environment
 
 PROJECT = ROOT / "tests" / "data" / "capture" / "editable"
@@ -90,19 +90,19 @@ def header(workdir: Path) -> str:
     return " ".join(line[1:].strip() for line in lines if line.startswith("#"))
 
 
-@pytest.mark.parametrize("mode", ["path", "finder"])
-def test_an_editable_project_is_carried_and_imported_from_its_files_not_pinned(
-    cli: Cli, tmp_path: Path, mode: str
-) -> None:
-    # It was pinned `capmod==0.3.0`, which no index has (every venv and docker build of the
-    # spec failed), and the verify in a copy imported the checkout through the install's
-    # `.pth`: `reproduced` said nothing of the copy.
-    project, python = installed(tmp_path, mode)
+def _capture(cli: Cli, tmp_path: Path, python: Path, cwd: Path) -> CliResult:
+    """`reprospec capture -o spec.yaml -- PYTHON crash.py` in `cwd`, which ends 0."""
     result = cli(
         "capture", "-o", "spec.yaml", "--out", str(tmp_path / "out"), "--",
-        str(python), "crash.py", cwd=project,
+        str(python), "crash.py", cwd=cwd,
     )  # fmt: skip
     assert result.code == 0, result.stdout + result.stderr
+    return result
+
+
+def _imports_the_checkout_from_its_files(result: CliResult, project: Path) -> None:
+    """Capture said the editable install of the workdir's project is no package, and the
+    spec it wrote imports the project from its files (PYTHONPATH src), reproduced."""
     assert (
         "capmod 0.3.0 is your editable install of . (pip install -e), which no index has: "
         "not in packages; the spec imports it from its files in the workdir "
@@ -118,6 +118,18 @@ def test_an_editable_project_is_carried_and_imported_from_its_files_not_pinned(
     assert isinstance(variables, dict)
     assert variables["PYTHONPATH"] == "src"
     assert document["files"] == ["src/capmod/__init__.py", "src/capmod/tokens.py"]
+
+
+@pytest.mark.parametrize("mode", ["path", "finder"])
+def test_an_editable_project_is_carried_and_imported_from_its_files_not_pinned(
+    cli: Cli, tmp_path: Path, mode: str
+) -> None:
+    # It was pinned `capmod==0.3.0`, which no index has (every venv and docker build of the
+    # spec failed), and the verify in a copy imported the checkout through the install's
+    # `.pth`: `reproduced` said nothing of the copy.
+    project, python = installed(tmp_path, mode)
+    result = _capture(cli, tmp_path, python, project)
+    _imports_the_checkout_from_its_files(result, project)
     assert "capmod 0.3.0 is your editable install of . (pip install -e)" in header(project)
     # The spec runs where no install of the project is: this interpreter has none.
     assert subprocess.run([sys.executable, "-c", "import capmod"], check=False).returncode
@@ -129,24 +141,8 @@ def test_a_setup_py_develop_install_is_editable_too(cli: Cli, tmp_path: Path) ->
     # No direct_url.json: capture pinned `capmod==0.3.0`, which no index has, and its verify
     # imported the checkout through easy-install.pth, unseen.
     project, python = developed(tmp_path)
-    result = cli(
-        "capture", "-o", "spec.yaml", "--out", str(tmp_path / "out"), "--",
-        str(python), "crash.py", cwd=project,
-    )  # fmt: skip
-    assert result.code == 0, result.stdout + result.stderr
-    assert (
-        "capmod 0.3.0 is your editable install of . (pip install -e), which no index has: "
-        "not in packages; the spec imports it from its files in the workdir "
-        "(environment.env PYTHONPATH: src)"
-    ) in result.stdout
-    assert "(your editable install of capmod hidden: the copy's files imported)" in result.stdout
-    assert "verdict reproduced" in result.stdout
-    document = load_spec(str(project / "spec.yaml")).document
-    environment = document["environment"]
-    assert isinstance(environment, dict)
-    assert "packages" not in environment
-    assert environment["env"]["PYTHONPATH"] == "src"  # type: ignore[index,call-overload]
-    assert document["files"] == ["src/capmod/__init__.py", "src/capmod/tokens.py"]
+    result = _capture(cli, tmp_path, python, project)
+    _imports_the_checkout_from_its_files(result, project)
 
 
 def test_an_editable_install_outside_the_workdir_is_named_with_what_the_verify_used(
@@ -158,11 +154,7 @@ def test_an_editable_install_outside_the_workdir_is_named_with_what_the_verify_u
     workdir = tmp_path / "work"
     workdir.mkdir()
     shutil.copy(project / "crash.py", workdir / "crash.py")
-    result = cli(
-        "capture", "-o", "spec.yaml", "--out", str(tmp_path / "out"), "--",
-        str(python), "crash.py", cwd=workdir,
-    )  # fmt: skip
-    assert result.code == 0, result.stdout + result.stderr
+    result = _capture(cli, tmp_path, python, workdir)
     assert (
         f"capmod 0.3.0 is your editable install of {project}, outside the workdir, which no "
         "index has and no bundle carries: not in packages"
