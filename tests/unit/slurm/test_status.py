@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reprospec.slurm import cancel_time, death_cause, load, run_status
+from reprospec.slurm import (
+    ShardArgs,
+    SlurmOptions,
+    SlurmRun,
+    cancel_time,
+    death_cause,
+    load,
+    new_run,
+    run_status,
+)
 from tests.support.cli import ROOT, SPECS
 
 # Real-engine tests (a running slurmctld/slurmd): `-m "not docker and not slurm"` skips them.
@@ -30,11 +39,10 @@ def test_slurmstepd_lines_name_why_a_task_died() -> None:
     assert killed.strftime("%H:%M:%S") == "14:42:40"
 
 
-def test_status_of_a_run_never_submitted_reads_the_folders(tmp_path: Path) -> None:
-    """A plan written but not submitted: status says so without asking Slurm."""
-    from reprospec.slurm import ShardArgs, SlurmOptions, new_run, save, write_scripts
-
-    run = new_run(
+def _two_shards(tmp_path: Path) -> SlurmRun:
+    """The plan of segfault-command.yaml in two shards of 2 attempts, in tmp_path (nothing
+    written)."""
+    return new_run(
         SPECS / "segfault-command.yaml",
         "x",
         tmp_path,
@@ -43,6 +51,13 @@ def test_status_of_a_run_never_submitted_reads_the_folders(tmp_path: Path) -> No
         (2, 2),
         chdir=ROOT,
     )
+
+
+def test_status_of_a_run_never_submitted_reads_the_folders(tmp_path: Path) -> None:
+    """A plan written but not submitted: status says so without asking Slurm."""
+    from reprospec.slurm import save, write_scripts
+
+    run = _two_shards(tmp_path)
     write_scripts(run)
     save(run)
     status = run_status(load(run.run_dir), ask_queue=False)
@@ -53,18 +68,10 @@ def test_status_of_a_run_never_submitted_reads_the_folders(tmp_path: Path) -> No
 
 def test_a_shard_folder_the_store_never_heard_of_is_set_aside(tmp_path: Path) -> None:
     """Killed between making its run folder and its first store write: it cannot --resume."""
-    from reprospec.slurm import ShardArgs, SlurmOptions, new_run, set_aside_unresumable
+    from reprospec.slurm import set_aside_unresumable
     from reprospec.store.db import Store
 
-    run = new_run(
-        SPECS / "segfault-command.yaml",
-        "x",
-        tmp_path,
-        SlurmOptions(shards=2),
-        ShardArgs(),
-        (2, 2),
-        chdir=ROOT,
-    )
+    run = _two_shards(tmp_path)
     orphan = run.shard_dir(1) / "runs" / "20260101-000000-x-0000"
     orphan.mkdir(parents=True)
     Store(run.shard_dir(1)).close()  # the store exists, without that run
