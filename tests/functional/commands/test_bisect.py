@@ -34,6 +34,22 @@ def shared_envs() -> dict[str, str]:
     return {venvs.ENVS_VARIABLE: str(envs_root() / "envs"), **uv_environment()}
 
 
+def own_envs(tmp_path: Path) -> dict[str, str]:
+    """Environments built for this test alone (tmp_path/envs), uv's download cache shared."""
+    return {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+
+
+def demo_bisect(
+    spec: Path, wheels: Path, out: Path | str, *more: str, bad: str = "1.7"
+) -> list[str]:
+    """`bisect SPEC` of the demo package from 1.0 to `bad` over its wheelhouse `wheels`,
+    its store `out`, `more` options added."""
+    return [
+        "bisect", str(spec), "--package", DEMO, "--good", "1.0", "--bad", bad,
+        "--find-links", str(wheels), "--out", str(out), *more,
+    ]  # fmt: skip
+
+
 def test_bisect_finds_the_sqlparse_release_that_broke_reindent(cli: Cli, tmp_path: Path) -> None:
     """sqlparse#562: verified by hand, 0.3.0 keeps the space and 0.3.1 loses it."""
     out = tmp_path / "out"
@@ -187,23 +203,9 @@ def demo_project(tmp_path: Path, *, first_bad: str, broken: str | None = None) -
 
 def test_a_flaky_regression_with_an_uninstallable_release(cli: Cli, tmp_path: Path) -> None:
     spec, wheels = demo_project(tmp_path, first_bad="1.4", broken="1.3")
-    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
     done = cli(
-        "bisect",
-        str(spec),
-        "--package",
-        DEMO,
-        "--good",
-        "1.0",
-        "--bad",
-        "1.7",
-        "--find-links",
-        str(wheels),
-        "--format",
-        "json",
-        "--out",
-        str(tmp_path / "out"),
-        env=env,
+        *demo_bisect(spec, wheels, tmp_path / "out", "--format", "json"),
+        env=own_envs(tmp_path),
         timeout=600,
     )
     assert done.code == 0, done.stderr
@@ -247,15 +249,10 @@ def test_a_release_that_cannot_be_built_is_said_once_and_its_build_log_kept(
     `out/runs/...`, true from that cwd only, and bisect.md's link, read from its own folder,
     pointed nowhere), and the build ran once, so one copy is kept (one per attempt before)."""
     spec, wheels = demo_project(tmp_path, first_bad="1.4", broken="1.3")
-    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
     project = tmp_path / "project"
     project.mkdir()
     out = project / "out"
-    done = cli(
-        "bisect", str(spec), "--package", DEMO, "--good", "1.0", "--bad", "1.7",
-        "--find-links", str(wheels), "--out", "out",
-        env=env, timeout=600, cwd=project,
-    )  # fmt: skip
+    done = cli(*demo_bisect(spec, wheels, "out"), env=own_envs(tmp_path), timeout=600, cwd=project)
     assert done.code == 0, done.stderr
     said = "this release has no wheel for this Python and cannot build"  # the backend's words
     console = done.stdout + done.stderr
@@ -293,31 +290,8 @@ def test_a_release_that_cannot_be_built_is_said_once_and_its_build_log_kept(
 def test_an_interrupted_bisect_resumes_where_it_stopped(tmp_path: Path) -> None:
     spec, wheels = demo_project(tmp_path, first_bad="1.5")
     out = tmp_path / "out"
-    argv = [
-        sys.executable,
-        "-m",
-        "reprospec",
-        "bisect",
-        str(spec),
-        "--package",
-        DEMO,
-        "--good",
-        "1.0",
-        "--bad",
-        "1.7",
-        "--find-links",
-        str(wheels),
-        "--format",
-        "json",
-        "--out",
-        str(out),
-    ]
-    env = {
-        **os.environ,
-        "NO_COLOR": "1",
-        venvs.ENVS_VARIABLE: str(tmp_path / "envs"),
-        **uv_environment(),
-    }
+    argv = [sys.executable, "-m", "reprospec", *demo_bisect(spec, wheels, out, "--format", "json")]
+    env = {**os.environ, "NO_COLOR": "1", **own_envs(tmp_path)}
     # Rendezvous on the saved state: once one version's trial is in it, press Ctrl-C.
     states = out / "bisect"
 
@@ -352,11 +326,8 @@ def test_a_larger_budget_continues_a_bisect_and_another_timeout_starts_over(
     # at 60s) and was not in the key, so a bisect under another timeout judged versions by
     # the attempts of the old one.
     spec, wheels = demo_project(tmp_path, first_bad="1.5")
-    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
-    args = (
-        "bisect", str(spec), "--package", DEMO, "--good", "1.0", "--bad", "1.7",
-        "--find-links", str(wheels), "--out", str(tmp_path / "out"),
-    )  # fmt: skip
+    env = own_envs(tmp_path)
+    args = demo_bisect(spec, wheels, tmp_path / "out")
     short = cli(*args, "--budget", "3", env=env, timeout=600)
     assert short.code == 1, short.stderr
     assert "undecided: budget of 3 attempts spent" in short.stdout
@@ -484,8 +455,7 @@ def test_a_tool_the_candidates_lack_is_refused_not_run_from_the_callers_venv(
                scripts={"demo-check": "reprospec_democheck:main"})  # fmt: skip
     caller = caller_venv(tmp_path / "caller-venv", wheels, f"{DEMO}==1.3", "reprospec-democheck")
     env = {
-        venvs.ENVS_VARIABLE: str(tmp_path / "envs"),
-        **uv_environment(),
+        **own_envs(tmp_path),
         "PATH": f"{caller / 'bin'}{os.pathsep}{os.environ['PATH']}",
         "VIRTUAL_ENV": str(caller),
     }
@@ -504,10 +474,7 @@ def test_a_tool_the_candidates_lack_is_refused_not_run_from_the_callers_venv(
               exception: ValueError
             """)
         )
-        return cli(
-            "bisect", str(spec), "--package", DEMO, "--good", "1.0", "--bad", "1.3",
-            "--find-links", str(wheels), "--out", str(tmp_path / "out"), env=env, timeout=600,
-        )  # fmt: skip
+        return cli(*demo_bisect(spec, wheels, tmp_path / "out", bad="1.3"), env=env, timeout=600)
 
     refused = bisect(f'["{DEMO}==1.3"]')
     assert refused.code != 0, refused.stdout
@@ -550,14 +517,12 @@ def test_the_one_cell_the_spec_expects_to_fail_is_bisected_without_m(
             - {{when: {{check: "off"}}, outcome: pass}}
         """)
     spec.write_text(body)
-    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    env = own_envs(tmp_path)
 
     def bisect(out: str, *args: str) -> CliResult:
         return cli(
-            "bisect", str(spec), "--package", DEMO, "--good", "1.0", "--bad", "1.3",
-            "--find-links", str(wheels), "--out", str(tmp_path / out), *args,
-            env=env, timeout=600,
-        )  # fmt: skip
+            *demo_bisect(spec, wheels, tmp_path / out, *args, bad="1.3"), env=env, timeout=600
+        )
 
     found = bisect("out")
     assert found.code == 0, found.stdout + found.stderr
