@@ -13,19 +13,33 @@ from tests.support.paths import ROOT
 SMALL = "reprospec: 1\nname: s\ncommand: touch EXECUTED\nexpect: {outcome: pass}\n"
 
 
+def _reprospec(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m reprospec ARGS` of this checkout, in `cwd`."""
+    return subprocess.run(
+        [sys.executable, "-m", "reprospec", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def _validate_refuses(tmp_path: Path) -> str:
+    """`reprospec validate wl.yaml` in tmp_path, refused (exit 2, no traceback): what it said."""
+    done = _reprospec(tmp_path, "validate", "wl.yaml")
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out
+    assert "Traceback" not in out
+    return out
+
+
 # -- validate of a folder ----------------------------------------------------------------
 
 
 def test_validate_of_a_folder_skips_stores_and_hidden_folders(tmp_path: Path) -> None:
     (tmp_path / "s.yaml").write_text(SMALL.replace("touch EXECUTED", "'true'"))
     for out in (".reprospec", "store"):
-        done = subprocess.run(
-            [sys.executable, "-m", "reprospec", "run", "s.yaml", "--out", out],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
+        done = _reprospec(tmp_path, "run", "s.yaml", "--out", out)
         assert done.returncode == 0, done.stderr
         # The run keeps a copy of the spec: the very file `validate .` used to pick up.
         assert list((tmp_path / out / "runs").glob("*/spec.yaml"))
@@ -59,19 +73,11 @@ def test_validate_refuses_a_fault_that_can_never_fire(tmp_path: Path) -> None:
         "    - {kind: segfault, where: worker, at: {phase: train, step: 2}}\n"
         "expect: {outcome: crash, signal: SIGSEGV}\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "reprospec", "validate", "wl.yaml"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert "Traceback" not in done.stdout + done.stderr
+    out = _validate_refuses(tmp_path)
     assert (
         "wl.yaml:10:7: workload.faults[0]: this fault can never fire: where: worker needs "
         "num_workers > 0; this cell has 0 (in cell default)"
-    ) in done.stdout + done.stderr
+    ) in out
 
 
 def test_validate_refuses_a_fault_past_the_data_and_a_rank_its_cell_lacks(tmp_path: Path) -> None:
@@ -93,16 +99,7 @@ def test_validate_refuses_a_fault_past_the_data_and_a_rank_its_cell_lacks(tmp_pa
         "    - {kind: hang, rank: 2, when: \"${{ matrix.f != 'steps' }}\"}\n"
         "expect: {outcome: crash, signal: SIGSEGV}\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "reprospec", "validate", "wl.yaml"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    out = done.stdout + done.stderr
-    assert done.returncode == 2, out
-    assert "Traceback" not in out
+    out = _validate_refuses(tmp_path)
     assert [line for line in out.splitlines() if line.startswith("wl.yaml:")] == [
         "wl.yaml:12:7: workload.faults[0]: this fault can never fire: at.index 999 is past "
         "the dataset: it has 32 items (indexes 0..31) (in cell f=idx)",
