@@ -204,6 +204,24 @@ def test_a_read_outside_the_bundle_is_a_warning_not_a_failure() -> None:
     assert warning.startswith("bundle --verify: the program read /tmp/settings.json by its path")
 
 
+def _lost_file_cell(tmp_path: Path, lost: str, stderr: str) -> CellResult:
+    """A reproduced cell whose one attempt (logs in tmp_path/run/cells/default/1, its
+    stderr.log `stderr`) ended in the FileNotFoundError of `lost`: a bundle's rerun."""
+    logs = tmp_path / "run" / "cells" / "default" / "1"
+    logs.mkdir(parents=True)
+    (logs / "stderr.log").write_text(stderr)
+    crashed = next(c for c in segfault_matrix().cells if c.verdict == "reproduced")
+    outcome = Outcome(
+        "error",
+        exit_code=1,
+        exception="FileNotFoundError",
+        message=f"[Errno 2] No such file or directory: {lost!r}",
+        signature="error:FileNotFoundError",
+    )
+    attempt = replace(crashed.attempts[0], outcome=outcome, logs="cells/default/1")
+    return replace(crashed, attempts=(attempt,))
+
+
 def test_only_what_a_line_says_was_missing_and_the_tree_holds_is_named(tmp_path: Path) -> None:
     from reprospec.capture.bundleverify import _missing, _Places
 
@@ -213,25 +231,16 @@ def test_only_what_a_line_says_was_missing_and_the_tree_holds_is_named(tmp_path:
         (source / name).write_text("x\n")
     (tree / "app").mkdir(parents=True)
     (tree / "app" / "notes.txt").write_text("x\n")  # carried
-    logs = tmp_path / "run" / "cells" / "default" / "1"
-    logs.mkdir(parents=True)
     # notes.txt is named, but on no line that says a file was missing; out.txt was never
     # in the tree (the program's own output): neither is the bundle's lack.
-    (logs / "stderr.log").write_text(
+    crashed = _lost_file_cell(
+        tmp_path,
+        "../common/cfg.json",
         "reading notes.txt\ncat: data.txt: No such file or directory\n"
-        "tee: out.txt: No such file or directory\n"
+        "tee: out.txt: No such file or directory\n",
     )
-    crashed = next(c for c in segfault_matrix().cells if c.verdict == "reproduced")
-    lost = Outcome(
-        "error",
-        exit_code=1,
-        exception="FileNotFoundError",
-        message="[Errno 2] No such file or directory: '../common/cfg.json'",
-        signature="error:FileNotFoundError",
-    )
-    attempt = replace(crashed.attempts[0], outcome=lost, logs="cells/default/1")
     places = _Places(tree, source, {crashed.cell.id: tree / "app"}, tmp_path / "unpacked")
-    found = _missing(replace(crashed, attempts=(attempt,)), tmp_path / "run", places)
+    found = _missing(crashed, tmp_path / "run", places)
     assert [(m.named, m.path) for m in found] == [
         ("../common/cfg.json", source / "common" / "cfg.json"),
         ("data.txt", source / "app" / "data.txt"),
@@ -253,24 +262,15 @@ def test_a_missing_file_outside_the_packed_tree_is_named_by_the_workdir_it_was_m
     verify = tmp_path / "verify"
     tree = verify / "bundles" / "ab12" / "RUN" / "tree"
     tree.mkdir(parents=True)
-    logs = tmp_path / "run" / "cells" / "default" / "1"
-    logs.mkdir(parents=True)
     # A name outside the verify's folder (the machine's own path) is not the bundle's lack.
-    (logs / "stderr.log").write_text(
+    crashed = _lost_file_cell(
+        tmp_path,
+        "../shared/cfg.json",
         "cat: /nonexistent/x.json: No such file or directory\n"
-        "cat: ../../../../../../nowhere.json: No such file or directory\n"
+        "cat: ../../../../../../nowhere.json: No such file or directory\n",
     )
-    crashed = next(c for c in segfault_matrix().cells if c.verdict == "reproduced")
-    lost = Outcome(
-        "error",
-        exit_code=1,
-        exception="FileNotFoundError",
-        message="[Errno 2] No such file or directory: '../shared/cfg.json'",
-        signature="error:FileNotFoundError",
-    )
-    attempt = replace(crashed.attempts[0], outcome=lost, logs="cells/default/1")
     places = _Places(tree, source, {crashed.cell.id: tree}, verify)
-    found = _missing(replace(crashed, attempts=(attempt,)), tmp_path / "run", places)
+    found = _missing(crashed, tmp_path / "run", places)
     assert [(m.named, m.path) for m in found] == [
         ("../shared/cfg.json", tmp_path / "work" / "shared" / "cfg.json"),
     ]
