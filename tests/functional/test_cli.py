@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import ROOT, SPECS, Cli, ExampleRun
+from tests.support.runs import RESULTS_JSON_KEYS
 
 
 def test_version_and_help(cli: Cli) -> None:
@@ -65,17 +66,7 @@ def test_results_json_shape_is_the_documented_contract(example_run: ExampleRun) 
     result = example_run("exception.yaml")
     assert result.code == 0, result.stderr
     data = result.results()
-    for key in (
-        "format",
-        "run_id",
-        "spec",
-        "runner",
-        "started",
-        "finished",
-        "environment",
-        "cells",
-        "summary",
-    ):
+    for key in RESULTS_JSON_KEYS:
         assert key in data, key
     assert data["format"] == 1
     assert data["runner"] == "local"

@@ -23,6 +23,20 @@ from reprospec.core.results import (
 )
 from reprospec.core.units import RateBound, StepRange
 
+# results.json's top-level keys, the contract docs/cli.md documents: the hand-built runs
+# and a real run's file both hold them.
+RESULTS_JSON_KEYS = (
+    "format",
+    "run_id",
+    "spec",
+    "runner",
+    "started",
+    "finished",
+    "environment",
+    "cells",
+    "summary",
+)
+
 T0 = "2026-11-21T21:45:12+00:00"
 T1 = "2026-11-21T21:45:40+00:00"
 

@@ -31,7 +31,14 @@ from reprospec.store.resultsjson import (
     write_atomic,
     write_run,
 )
-from tests.support.runs import error_run, hang_run, infra_run, pool_hang_run, segfault_matrix
+from tests.support.runs import (
+    RESULTS_JSON_KEYS,
+    error_run,
+    hang_run,
+    infra_run,
+    pool_hang_run,
+    segfault_matrix,
+)
 
 RUNS = [segfault_matrix, hang_run, error_run, infra_run, pool_hang_run]
 
@@ -51,17 +58,7 @@ def test_round_trip(build: Callable[[], RunResult]) -> None:
 
 def test_results_json_has_the_contract_keys() -> None:
     data = as_file(segfault_matrix())
-    assert {
-        "format",
-        "run_id",
-        "spec",
-        "runner",
-        "started",
-        "finished",
-        "environment",
-        "cells",
-        "summary",
-    } <= set(data)
+    assert set(RESULTS_JSON_KEYS) <= set(data)
     assert data["format"] == 1
     assert data["spec"]["name"] == "val-segfault"
     assert data["spec"]["path"] == "specs/segfault.yaml"
