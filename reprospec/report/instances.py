@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from reprospec.core.results import CellResult, InstanceResult
 from reprospec.core.words import outcome_phrase, plural
-from reprospec.report.slots import number_ranges, slot_label
+from reprospec.report.slots import number_ranges, separation, slot_label
 
 _VERBS = {"crash": "crashes", "hang": "hangs", "error": "fails with an error"}
 _PAST = {"crash": "crashed", "hang": "hung", "error": "failed with an error", "pass": "passed"}
@@ -81,17 +81,13 @@ def instance_separation(cells: Iterable[CellResult]) -> str | None:
                 counts[1] += 1
                 if instance.failed:
                     failures.append(instance)
-    failing = sorted(n for n, (failed, _) in tally.items() if failed)
-    clean = sorted(n for n, (failed, _) in tally.items() if not failed)
-    if not failing or not clean:
+    split = separation(tally)
+    if split is None:
         return None
-    failed = sum(tally[n][0] for n in failing)
-    runs_failing = sum(tally[n][1] for n in failing)
-    runs_clean = sum(tally[n][1] for n in clean)
     text = (
-        f"{_verb(failures, _VERBS, 'fails')} on {_numbers(failing)} "
-        f"({failed} of {plural(runs_failing, 'run')}), "
-        f"never on {_numbers(clean)} (0 of {plural(runs_clean, 'run')})"
+        f"{_verb(failures, _VERBS, 'fails')} on {_numbers(split.failing)} "
+        f"({split.failed} of {plural(split.runs_failing, 'run')}), "
+        f"never on {_numbers(split.clean)} (0 of {plural(split.runs_clean, 'run')})"
     )
     if len(informative) > 1:
         text += f", over {len(informative)} cells"

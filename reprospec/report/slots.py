@@ -18,8 +18,9 @@ An attempt with `run.instances` counts as its instances, each on its own slot
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from reprospec.core.results import AttemptResult, CellResult
 
@@ -59,6 +60,37 @@ def slot_label(slot: Sequence[str]) -> str:
     return "+".join(slot)
 
 
+K = TypeVar("K")
+
+
+@dataclass(frozen=True)
+class Separation(Generic[K]):
+    """Keys (GPU slots, instance numbers) some of which failed while the others never did:
+    each side in the tally's order, its failures and its runs."""
+
+    failing: tuple[K, ...]
+    clean: tuple[K, ...]
+    failed: int  # failures of the failing keys
+    runs_failing: int
+    runs_clean: int
+
+
+def separation(tally: Mapping[K, Sequence[int]]) -> Separation[K] | None:
+    """What a tally of [failed, runs] by key separates; None unless some keys failed and
+    others never did. One rule for the slots' sentence and the instances'."""
+    failing = tuple(key for key, (failed, _) in tally.items() if failed)
+    clean = tuple(key for key, (failed, _) in tally.items() if not failed)
+    if not failing or not clean:
+        return None
+    return Separation(
+        failing,
+        clean,
+        failed=sum(tally[key][0] for key in failing),
+        runs_failing=sum(tally[key][1] for key in failing),
+        runs_clean=sum(tally[key][1] for key in clean),
+    )
+
+
 def slot_separation(cells: Iterable[CellResult]) -> str | None:
     """A sentence when some slots fail and others never do; None when the slot separates nothing."""
     tally: dict[str, list[int]] = {}  # slot -> [failed, runs]
@@ -74,17 +106,13 @@ def slot_separation(cells: Iterable[CellResult]) -> str | None:
             counts = tally.setdefault(slot_label(run.gpu_slot), [0, 0])
             counts[0] += run.failed
             counts[1] += 1
-    failing = [slot for slot, (failed, _) in tally.items() if failed]
-    clean = [slot for slot, (failed, _) in tally.items() if not failed]
-    if not failing or not clean:
+    split = separation(tally)
+    if split is None:
         return None
-    failed = sum(tally[s][0] for s in failing)
-    runs_failing = sum(tally[s][1] for s in failing)
-    runs_clean = sum(tally[s][1] for s in clean)
     text = (
-        f"fails on GPU {_slots(failing)} ({failed} of {runs_failing} "
-        f"{runs_noun(seen, runs_failing)}), "
-        f"never on {_slots(clean)} (0 of {runs_clean} {runs_noun(seen, runs_clean)})"
+        f"fails on GPU {_slots(split.failing)} ({split.failed} of {split.runs_failing} "
+        f"{runs_noun(seen, split.runs_failing)}), never on {_slots(split.clean)} "
+        f"(0 of {split.runs_clean} {runs_noun(seen, split.runs_clean)})"
     )
     if informative > 1:
         text += f", over {informative} cells"

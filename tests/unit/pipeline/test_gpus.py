@@ -18,7 +18,7 @@ from reprospec.pipeline.machinegpus import (
     machine_gpus,
     parse_nvidia_smi_list,
 )
-from reprospec.report.slots import slot_label, slot_separation
+from reprospec.report.slots import Separation, separation, slot_label, slot_separation
 from tests.support.cli import ROOT
 
 NVIDIA = ROOT / "tests" / "data" / "nvidia"
@@ -130,3 +130,13 @@ def test_the_recorded_h200_listing_says_gpu_0_not_a_bare_0() -> None:
     assert str(err.value) == (
         "--gpus 0,5: no GPU 5 on this machine; it has GPU 0 (nvidia-smi -L: 1x NVIDIA H200)"
     )
+
+
+def test_separation_splits_a_tally_into_keys_that_failed_and_keys_that_never_did() -> None:
+    # The rule under the slots' and the instances' sentences: [failed, runs] by key.
+    assert separation({3: [2, 2], 0: [0, 1], 1: [1, 3], 2: [0, 2]}) == Separation(
+        failing=(3, 1), clean=(0, 2), failed=3, runs_failing=5, runs_clean=3
+    )
+    assert separation({"0": [1, 1], "1": [2, 2]}) is None  # every key failed
+    assert separation({"0": [0, 1], "1": [0, 4]}) is None  # none did
+    assert separation({}) is None
