@@ -55,6 +55,8 @@ from reprospec.export.carry import carried_bytes
 from reprospec.export.tree import SpecTree, spec_tree
 from reprospec.process.childprotocol import CELL_JSON
 from reprospec.store.runfolder import INTERRUPTED, RunFolder
+from reprospec.store.specvariables import FIELD as VARIABLES
+from reprospec.store.specvariables import ReadAs, read_as
 
 if TYPE_CHECKING:
     from reprospec.core.runoptions import RunOptions
@@ -626,11 +628,16 @@ def _readme(
     read = list(dict.fromkeys(env_names_read(dict(document)))) if document else []
     if read:
         # Read from the rerunning engine's environment, never carried: unset, they read as
-        # null, and the rerun passed with no word of why.
+        # null, and the rerun passed with no word of why. Each as the run read it (its
+        # record, store/specvariables.py): the bare name `CODE` let a recipient export
+        # CODE=0 and rerun another program than the run's CODE=3 (nu27 N25).
+        ran = read_as(run.environment.get(VARIABLES))
         lines += [
             "",
             "The spec reads these variables of the environment reprospec runs in (not in "
-            "the bundle): " + ", ".join(f"`{name}`" for name in read) + "; export them first.",
+            "the bundle), here as the run had them: "
+            + ", ".join(_as_run(name, ran.get(name)) for name in read)
+            + "; export them first.",
         ]
     if files:
         lines += ["", "Files the cells name:", ""] + [f"- `tree/{name}`" for name in files]
@@ -643,6 +650,19 @@ def _readme(
         lines += ["", "Secrets masked in the files above (put your own values back):", ""]
         lines += [f"- {line}" for line in masked]
     return "\n".join(lines) + "\n"
+
+
+def _as_run(name: str, read: ReadAs | None) -> str:
+    """One variable of the README's sentence: `CODE=3` for a public one (shell-quoted), a
+    secret only as set (its value is never kept, and never carried), an unset one as such;
+    the bare name where the run kept no record of it."""
+    if read is None:
+        return f"`{name}`"
+    if read.kind == "value":
+        return f"`{name}={shlex.quote(read.value or '')}`"
+    if read.kind == "secret":
+        return f"`{name}` (a secret, set in the run: export your own)"
+    return f"`{name}` (unset in the run: leave it unset)"
 
 
 # -- unpacking -------------------------------------------------------------------------

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import Redactor, env_names_read, public_env
@@ -61,6 +63,32 @@ def record(
             # A store that cannot keep a key: the secret's change cannot be told.
             result["digests"] = {"store": None, "of": [], "unknown": list[JsonValue](secret)}
     return result
+
+
+@dataclass(frozen=True)
+class ReadAs:
+    """How a run read one variable its spec reads: by `value` (a public one, `value` its
+    text), a `secret` that was set (its value never kept: `value` is None), or `unset`."""
+
+    name: str
+    kind: Literal["value", "secret", "unset"]
+    value: str | None = None
+
+
+def read_as(field: JsonValue) -> dict[str, ReadAs]:
+    """name -> how the run read it, of the variables a run's record (`FIELD`) holds: what a
+    bundle's README tells its recipient to export (`CODE=3`, where the bare name let `CODE=0`
+    rerun another program). {} without a record (a run made before runs kept them). A
+    secret's digest is not given out: only that it was set."""
+    if not isinstance(field, Mapping):
+        return {}
+    read: dict[str, ReadAs] = {}
+    for name, (kind, value) in _states(field)[0].items():
+        if kind == "value":
+            read[name] = ReadAs(name, "value", value)
+        else:
+            read[name] = ReadAs(name, "unset" if kind == "unset" else "secret")
+    return read
 
 
 def changes(before: JsonValue, after: JsonValue) -> list[tuple[str, str | None, str | None, str]]:
@@ -110,4 +138,4 @@ def _states(field: Mapping[str, JsonValue]) -> tuple[dict[str, tuple[str, str | 
     return states, key
 
 
-__all__ = ["FIELD", "changes", "record"]
+__all__ = ["FIELD", "ReadAs", "changes", "read_as", "record"]

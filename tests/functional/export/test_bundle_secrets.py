@@ -150,7 +150,11 @@ def test_a_variable_the_spec_reads_is_named_in_the_bundle_and_warned_of_when_uns
                  env={"HF_TOKEN": TOKEN})  # fmt: skip
     assert packed.code == 0, packed.stderr
     (readme,) = [data for name, data in _members(archive).items() if name.endswith("README.md")]
-    assert b"(not in the bundle): `HF_TOKEN`; export them first." in readme
+    assert (
+        b"here as the run had them: `HF_TOKEN` (a secret, set in the run: export your own); "
+        b"export them first."
+    ) in readme
+    assert TOKEN.encode() not in readme
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     rerun = cli("run", str(archive), "--yes", "--out", str(elsewhere / "out"), cwd=elsewhere)
@@ -158,6 +162,45 @@ def test_a_variable_the_spec_reads_is_named_in_the_bundle_and_warned_of_when_uns
     assert (
         "reprospec: warning: the spec reads ${{ env.HF_TOKEN }}, not set in this environment"
     ) in rerun.stderr
+
+
+READS_PUBLIC = """\
+reprospec: 1
+name: reads-code
+environment:
+  public_env: [CODE, MODE, NOT_SET]
+  env:
+    HF_TOKEN: "${{ env.HF_TOKEN }}"
+    MODE: "${{ env.MODE }}"
+    NOT_SET: "${{ env.NOT_SET or 'x' }}"
+command: exit ${{ env.CODE }}
+expect: {outcome: error, exit_code: 3}
+"""
+
+
+def test_a_bundles_readme_gives_a_public_variables_value_as_the_run_read_it(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # nu27 N25: the README said "`CODE`; export them first", and a recipient who exported
+    # CODE=0 reran `exit 0` (a pass) where the run ran `exit 3`. A secret is still only set.
+    monkeypatch.delenv("NOT_SET", raising=False)
+    spec = tmp_path / "reads.yaml"
+    spec.write_text(READS_PUBLIC)
+    store = tmp_path / "store"
+    env = {"CODE": "3", "MODE": "a b", "HF_TOKEN": TOKEN}
+    ran = cli("run", str(spec), "--out", str(store), env=env)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    archive = tmp_path / "share.tar.gz"
+    packed = cli("bundle", ran.latest_run().name, "-o", str(archive), "--out", str(store), env=env)
+    assert packed.code == 0, packed.stderr
+    (readme,) = [data for name, data in _members(archive).items() if name.endswith("README.md")]
+    text = readme.decode()
+    assert (
+        "here as the run had them: `HF_TOKEN` (a secret, set in the run: export your own), "
+        "`MODE='a b'`, `NOT_SET` (unset in the run: leave it unset), `CODE=3`; "
+        "export them first."
+    ) in " ".join(text.split()), text
+    assert TOKEN not in text
 
 
 @pytest.mark.parametrize("length", ["short", "long"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from reprospec.core.jsontypes import JsonObject
 from reprospec.store.compare import compare
-from reprospec.store.specvariables import FIELD, changes, record
+from reprospec.store.specvariables import FIELD, ReadAs, changes, read_as, record
 from tests.support.runs import error_run
 
 SPEC: JsonObject = {
@@ -25,6 +25,19 @@ def test_a_public_value_is_kept_a_secret_only_digested_an_unset_one_null(tmp_pat
     assert kept["values"] == {"CODE": "0", "GONE": None}
     assert "tok-1a2b3c" not in str(kept)  # the secret's value is never kept
     assert record({"reprospec": 1, "name": "s", "command": "true"}, tmp_path) is None
+
+
+def test_read_as_gives_a_public_value_and_of_a_secret_only_that_it_was_set(
+    tmp_path: Path,
+) -> None:
+    # What a bundle's README tells a recipient to export (nu27 N25).
+    kept = record(SPEC, tmp_path, {"CODE": "3", "API_TOKEN": "tok-1a2b3c"})
+    assert read_as(kept) == {
+        "CODE": ReadAs("CODE", "value", "3"),
+        "GONE": ReadAs("GONE", "unset"),
+        "API_TOKEN": ReadAs("API_TOKEN", "secret"),
+    }
+    assert read_as(None) == {}  # a run made before runs kept them
 
 
 def test_changes_name_each_variable_with_both_values_a_secret_without(tmp_path: Path) -> None:
