@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 
-from reprospec.core.expr import ExprError, interpolate_string, render, same
+from reprospec.core.expr import ExprError, interpolate_string, render
 from reprospec.core.inputs import (
     WHERES,
     AttemptPlan,
@@ -165,29 +165,9 @@ def run_policy(spec: Spec) -> RunPolicy:
 
 def matching_case(spec: Spec, cell: Cell) -> int | None:
     """Index of the first `expect.cases` entry whose `when` matches the cell, else None."""
-    expect = spec.document.get("expect")
-    cases = expect.get("cases") if isinstance(expect, dict) else None
-    for index, case in enumerate(cases if isinstance(cases, list) else ()):
-        when = case.get("when") if isinstance(case, dict) else None
-        if not isinstance(when, dict):
-            continue
-        # An axis the cell lacks (an include-only one) reads as null, as in expressions.
-        if all(same(cell.matrix.get(k), v) for k, v in when.items()):
-            return index
-    return None
+    return cellcheck.matching_case(spec.document.get("expect"), cell)
 
 
-_DETAILS = (
-    "signal",
-    "exit_code",
-    "exception",
-    "message",
-    "phase",
-    "step",
-    "module",
-    "stage",
-    "where",
-)
 # What a cell expects in observe mode: nothing; every attempt that ran is recorded.
 OBSERVE = Expectation(outcome="any")
 
@@ -205,22 +185,13 @@ def expectation_for(
     expect = spec.document.get("expect")
     if not isinstance(expect, dict):
         return OBSERVE  # no expect: the run observes
-    fields: JsonObject = {k: v for k, v in expect.items() if k != "cases"}
-    origin: dict[str, JsonPath] = {k: ("expect", k) for k in fields}
-    index = matching_case(spec, cell)
-    cases = expect.get("cases")
-    case = cases[index] if index is not None and isinstance(cases, list) else None
-    if index is not None and isinstance(case, dict):
-        if "outcome" in case:
-            # A new outcome is a different expectation: the base's signal, step, ...
-            # describe the base failure, not this one, and its rate how often that
-            # failure shows ("GPU 0 always passes" must not pass on 1 attempt in 3).
-            for key in (*_DETAILS, "rate"):
-                fields.pop(key, None)
-        for key, value in case.items():
-            if key != "when":
-                fields[key] = value
-                origin[key] = ("expect", "cases", index, key)
+    # A case with a new outcome is a different expectation: the base's signal, step, ...
+    # describe the base failure, not this one, and its rate how often that failure shows
+    # ("GPU 0 always passes" must not pass on 1 attempt in 3). One rule with the per-cell
+    # check (spec/checks/cells.expect_fields), which checks only these values.
+    written = cellcheck.expect_fields(expect, cell)
+    origin = {key: path for key, (path, _) in written.items()}
+    fields: JsonObject = {key: value for key, (_, value) in written.items()}
     context = context_for(spec, cell, None, base_env)
     fields = {k: resolve(spec, origin[k], v, context) for k, v in fields.items()}
     try:

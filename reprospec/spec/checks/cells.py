@@ -103,6 +103,59 @@ def find_sites(data: Mapping[str, JsonValue]) -> list[Site]:
     return sites
 
 
+# The keys of `expect` that describe its failure: a case that sets its own `outcome` drops
+# the base's (and its `rate`), as they describe another failure (plan.expectation_for).
+EXPECT_DETAILS = (
+    "signal",
+    "exit_code",
+    "exception",
+    "message",
+    "phase",
+    "step",
+    "module",
+    "stage",
+    "where",
+)
+
+
+def matching_case(expect: JsonValue, cell: Cell) -> int | None:
+    """Index of the first `expect.cases` entry whose `when` matches the cell, else None."""
+    cases = expect.get("cases") if isinstance(expect, Mapping) else None
+    for index, case in enumerate(cases if isinstance(cases, list) else ()):
+        when = case.get("when") if isinstance(case, Mapping) else None
+        if not isinstance(when, Mapping):
+            continue
+        # An axis the cell lacks (an include-only one) reads as null, as in expressions.
+        if all(expr.same(cell.matrix.get(k), v) for k, v in when.items()):
+            return index
+    return None
+
+
+def expect_fields(expect: JsonValue, cell: Cell) -> dict[str, tuple[JsonPath, JsonValue]]:
+    """key -> (the path it is read from, its value as written) of a cell's expectation:
+    `expect`'s own keys with the first matching case's on top (a case with an `outcome`
+    drops the base's details and rate). The one rule for plan.expectation_for, which
+    evaluates those values, and for the per-cell check, which checks only those: a case's
+    `${{ }}` field was evaluated in the cells its `when` does not match, and `exit_code:
+    ${{ matrix.code == 5 and 4 }}` refused for code=0, a cell that never reads it."""
+    if not isinstance(expect, Mapping):
+        return {}
+    fields: dict[str, tuple[JsonPath, JsonValue]] = {
+        str(k): (("expect", str(k)), v) for k, v in expect.items() if k != "cases"
+    }
+    index = matching_case(expect, cell)
+    cases = expect.get("cases")
+    case = cases[index] if index is not None and isinstance(cases, list) else None
+    if index is not None and isinstance(case, Mapping):
+        if "outcome" in case:
+            for key in (*EXPECT_DETAILS, "rate"):
+                fields.pop(key, None)
+        for key, value in case.items():
+            if key != "when":
+                fields[str(key)] = (("expect", "cases", index, str(key)), value)
+    return fields
+
+
 def attempts_per_cell(data: Mapping[str, JsonValue]) -> int:
     """The most attempts one cell can run: `repeat`, or `max_repeat` for `repeat: auto`."""
     run = data.get("run")
@@ -258,6 +311,7 @@ class _Checker:
         self, data: Mapping[str, JsonValue], base_env: Mapping[str, str], sites: Sequence[Site]
     ) -> None:
         self.name = data.get("name")
+        self.expect = data.get("expect")
         self.env = dict(base_env)
         self.sites = sites
         self.attempts = attempts_per_cell(data)
@@ -266,9 +320,16 @@ class _Checker:
         self.found: dict[tuple[JsonPath, str], list[str]] = {}
 
     def cell(self, cell: Cell) -> None:
+        used: set[JsonPath] | None = None
         for index, site in enumerate(self.sites):
             numbers: Iterable[int | None]
             if site.path[0] == "expect":
+                if used is None:
+                    used = {path for path, _ in expect_fields(self.expect, cell).values()}
+                # Only what this cell's expectation reads (a case its `when` matches).
+                field = site.path[:4] if site.path[1:2] == ("cases",) else site.path[:2]
+                if field not in used:
+                    continue
                 numbers = (None,)
             elif site.per_attempt:
                 numbers = range(1, self.attempts + 1)

@@ -270,6 +270,38 @@ def test_exit_codes_and_marker_steps_take_one_whole_expression_checked_per_cell(
     ]
 
 
+def test_an_expect_field_is_checked_only_in_the_cells_whose_expectation_reads_it(
+    tmp_path: Path,
+) -> None:
+    # A case's `${{ }}` field was evaluated in every cell, also those its `when` does not
+    # match: `${{ matrix.code == 5 and 4 }}` (false for code=0) was refused there, and a
+    # base field a case replaces was checked in the case's cells (it is never read there).
+    from reprospec.plan.attempt import expectation_for
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "reprospec: 1\nname: s\nmatrix:\n  code: [0, 3, 5, 7, 9]\n"
+        "command: \"sh -c 'exit ${{ matrix.code }}'\"\n"
+        "expect:\n  outcome: error\n  exit_code: ${{ matrix.code == 9 and 9 }}\n"
+        "  cases:\n"
+        "    - {when: {code: 0}, outcome: pass}\n"
+        "    - {when: {code: 3}, exit_code: '${{ matrix.code == 3 and 3 }}'}\n"
+        "    - {when: {code: 5}, outcome: error, exit_code: '${{ matrix.code == 5 and 5 }}'}\n"
+        "    - {when: {code: 7}, exit_code: 7}\n"
+    )
+    spec = load_spec(path)
+    codes = {c.id: expectation_for(spec, c).exit_code for c in expand(spec)}
+    assert codes == {"code=0": None, "code=3": 3, "code=5": 5, "code=7": 7, "code=9": 9}
+    # A type error in a cell that reads the field is still refused there, located.
+    path.write_text(path.read_text().replace("code == 5 and 5", "code == 5 and ''x''"))
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert [line.removeprefix(f"{path}:") for line in caught.value.problems] == [
+        "12:52: expect.cases[2].exit_code: expected an integer from 0 to 255, got 'x'"
+        " (in cell code=5)",
+    ]
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
