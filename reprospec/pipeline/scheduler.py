@@ -398,6 +398,8 @@ class Scheduler:
                 return None
             with self._lock:
                 stopped = self._states[attempt.cell.id].stopped
+                # Read as one pair under the lock: another job may be counting its attempt.
+                finished, total = self.finished, self.total
             if stopped:
                 # Taken before stop_on stopped its cell, it waited for its places (the
                 # instances of another attempt held them) or its GPUs: it never started,
@@ -405,7 +407,7 @@ class Scheduler:
                 self.gpu_pool.give_back(slot)
                 return _NEVER_STARTED
             if self.progress is not None:
-                self.progress("start", attempt.cell, None, self.finished, self.total)
+                self.progress("start", attempt.cell, None, finished, total)
             try:
                 return self.run_attempt(attempt, slot, self.cancel)
             finally:

@@ -454,6 +454,55 @@ def test_progress_reports_every_start_and_end(tmp_path: Path, jobs: int) -> None
     assert {t for _, _, t in events} == {6}
 
 
+class _GuardingLock:
+    """The scheduler's lock, with its counts torn (`finished` past `total`) whenever it is
+    free: a count read without it reads what another job's `_work_on` may be changing."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._inner = threading.Lock()
+        self._scheduler = scheduler
+        self._kept: tuple[int, int] | None = None
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        taken = self._inner.acquire(blocking, timeout)
+        if taken and self._kept is not None:
+            self._scheduler.finished, self._scheduler.total = self._kept
+            self._kept = None
+        return taken
+
+    def release(self) -> None:
+        self._kept = (self._scheduler.finished, self._scheduler.total)
+        self._scheduler.finished = self._scheduler.total + 1000
+        self._inner.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.release()
+
+
+def test_the_start_of_an_attempt_reads_the_counts_under_the_lock(tmp_path: Path) -> None:
+    """rv26 LOW-1: the "start" progress call read `finished` and `total` without the lock,
+    and could show a torn pair (`[5/4]`) while another job counted its attempt."""
+    plan = make_plan(
+        tmp_path, "matrix: {n: [1, 2]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n", jobs=2
+    )
+    starts: list[tuple[int, int]] = []
+
+    def progress(event: str, _cell: object, _result: object, finished: int, total: int) -> None:
+        if event == "start":
+            starts.append((finished, total))
+
+    scheduler = Scheduler(plan, Recorder(lambda _cell, _n: False), progress=progress)
+    guard = _GuardingLock(scheduler)
+    scheduler._lock = guard  # type: ignore[assignment]
+    scheduler._ended = threading.Condition(guard)  # type: ignore[arg-type]
+    scheduler.run()
+    assert len(starts) == 4
+    assert all(finished <= total == 4 for finished, total in starts), starts
+
+
 def test_an_attempt_killed_by_the_signal_that_stops_the_run_is_not_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
