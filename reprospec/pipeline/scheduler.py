@@ -288,9 +288,17 @@ class Scheduler:
                 self._not_running(attempt)
                 raise
             if result == _NEVER_STARTED:
-                self._not_running(attempt)
                 with self._lock:
+                    state = self._states[attempt.cell.id]
+                    state.running -= 1
+                    self._running -= 1
                     self.total -= 1  # counted as it was taken, it never ran
+                    # The last of its cell's attempts to end: the cell is complete now, not
+                    # held until the run ends (stop_on stopped it while this one waited).
+                    complete = self._hand_over(attempt.cell, state)
+                    self._ended.notify_all()
+                if complete is not None and self.on_cell is not None:
+                    self.on_cell(attempt.cell, complete)
                 continue
             if result is None or self._killed_with_the_engine(result):
                 self._not_running(attempt)
@@ -323,15 +331,20 @@ class Scheduler:
         attempt was taken and `repeat: auto` queued no other, or stop_on stopped it). Held
         here until the run ended, every cell's results cost a state and a dict per cell
         beside them, and a list per cell again when the end judged them all at once
-        (docs/performance.md). A stopped cell keeps an empty state, so the planned attempts
-        still to come of it are skipped, not run as a new cell's.
+        (docs/performance.md). A stopped cell keeps an empty state, so the planned (or
+        queued extra) attempts still to come of it are skipped, not run as a new cell's.
         """
-        if self.on_cell is None or state.running or not (state.last_taken or state.stopped):
+        if state.handed_over or self.on_cell is None or state.running:
             return None
-        if any(p.cell.id == cell.id for p in self._extra):
+        if not (state.last_taken or state.stopped):
+            return None
+        # Extra attempts queued for it are still to come, unless stop_on stopped it: then
+        # `_next` only skips them, and the cell is complete now, not at the end of the run.
+        queued = any(p.cell.id == cell.id for p in self._extra)
+        if queued and not state.stopped:
             return None
         attempts = tuple(state.results[n] for n in sorted(state.results))
-        if state.stopped and not state.last_taken:
+        if state.stopped and (not state.last_taken or queued):
             state.results = {}
             state.handed_over = True
         else:

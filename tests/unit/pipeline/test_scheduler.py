@@ -579,6 +579,72 @@ def test_a_stopped_cell_is_handed_over_and_its_later_attempts_never_run(tmp_path
     assert sorted(n for c, n, _ in recorder.calls if c == "n=1") == [1, 2]
 
 
+def test_a_cell_stopped_while_its_attempts_waited_is_handed_over_as_they_give_up(
+    tmp_path: Path,
+) -> None:
+    """rv26 LOW-2: the attempts taken before stop_on stopped their cell, which waited for
+    their places and never started, did not give the cell to `on_cell`: it was held (and
+    judged) only at the end of the run."""
+    plan = make_plan(
+        tmp_path,
+        "run: {instances: 3, repeat: 5, stop_on: first-reproduction}\nexpect: {outcome: crash}\n",
+        jobs=3,
+    )
+
+    def crashes(_cell: str, n: int) -> bool:
+        time.sleep(0.3 if n == 1 else 0.0)  # the others are taken while it runs
+        return True
+
+    cells = Cells()
+    scheduler = cells.scheduler = Scheduler(plan, Recorder(crashes), on_cell=cells)
+    assert scheduler.run() == {}
+    assert cells.given == {"default": [1]}
+
+
+def test_a_cell_stopped_with_extra_attempts_queued_is_handed_over_as_it_stops(
+    tmp_path: Path,
+) -> None:
+    """rv26 LOW-2: a `repeat: auto` cell stop_on stopped while an extra attempt was queued
+    (its job was still storing the attempt before) waited for that attempt, which is only
+    skipped, and went to `on_cell` never: it was held to the end of the run."""
+    from reprospec.core.rates import judge_rate, rate_of
+    from reprospec.core.units import parse_rate
+
+    plan = make_plan(
+        tmp_path,
+        "run: {repeat: auto, max_repeat: 60, stop_on: first-reproduction}\n"
+        "expect: {outcome: crash, rate: '>=0.3'}\n",
+        jobs=2,
+    )
+    # The first 5 pass (undecided), then each crashes: the k-th crash meets the bound.
+    bound = parse_rate(">=0.3")
+    k = next(k for k in range(1, 50) if judge_rate(rate_of(k, 5 + k), bound) == "met")
+    crashed: list[int] = []
+    lock = threading.Lock()
+    stopped = threading.Event()
+
+    def attempt(plan: AttemptPlan, slot: tuple[str, ...], cancel: threading.Event) -> AttemptResult:
+        time.sleep(0.05)  # the two jobs' attempts run at once
+        return Recorder(lambda _c, n: n > 5)(plan, slot, cancel)
+
+    def store(_plan: AttemptPlan, result: AttemptResult) -> None:
+        with lock:
+            crashed.append(result.matched)
+            seen = sum(crashed)
+        if seen == k - 1 and result.matched:
+            # This job queued an extra attempt as this one ended undecided: it takes it
+            # only once the other job's attempt has met the bound and stopped the cell.
+            stopped.wait(5)
+        elif seen == k and result.matched:
+            stopped.set()
+
+    cells = Cells()
+    scheduler = cells.scheduler = Scheduler(plan, attempt, on_attempt=store, on_cell=cells)
+    assert scheduler.run() == {}
+    assert stopped.is_set()
+    assert len(cells.given["default"]) == 5 + k
+
+
 def test_an_adaptive_cell_is_handed_over_only_once_it_decides(tmp_path: Path) -> None:
     plan = make_plan(
         tmp_path, "run: {repeat: auto, max_repeat: 40}\nexpect: {outcome: crash, rate: '>=0.3'}\n"
