@@ -93,6 +93,9 @@ class _CellState:
     last_taken: bool = False
     # Its attempts went to `on_cell` (stop_on stopped it): what is left only skips the rest.
     handed_over: bool = False
+    # Its extra attempts in the scheduler's queue, not yet taken: counted here, where every
+    # finished attempt walked the whole queue, every cell's, under the lock (rv26 LOW-7).
+    queued: int = 0
 
 
 class Scheduler:
@@ -244,7 +247,8 @@ class Scheduler:
             while True:
                 # The planned attempts first, then the extra ones, in the order they were added.
                 attempt, last = next(self._planned, (None, False))
-                if attempt is None and self._extra:
+                extra = attempt is None and bool(self._extra)
+                if extra:
                     attempt = self._extra.popleft()
                 if attempt is None:
                     if self.plan.adaptive and self._running and not self.cancel.is_set():
@@ -252,6 +256,7 @@ class Scheduler:
                         continue
                     return None
                 state = self._states.setdefault(attempt.cell.id, _CellState())
+                state.queued -= extra
                 state.taken = max(state.taken, attempt.attempt)
                 state.last_taken = state.last_taken or last
                 if attempt.attempt in state.results or state.stopped:
@@ -340,7 +345,7 @@ class Scheduler:
             return None
         # Extra attempts queued for it are still to come, unless stop_on stopped it: then
         # `_next` only skips them, and the cell is complete now, not at the end of the run.
-        queued = any(p.cell.id == cell.id for p in self._extra)
+        queued = state.queued > 0
         if queued and not state.stopped:
             return None
         attempts = tuple(state.results[n] for n in sorted(state.results))
@@ -358,7 +363,7 @@ class Scheduler:
         planned = sum(
             n > state.taken and n not in state.results for n in self._numbers_planned(cell)
         )
-        return planned + sum(p.cell.id == cell.id for p in self._extra)
+        return planned + state.queued
 
     def _not_running(self, attempt: AttemptPlan) -> None:
         """`attempt` no longer runs, and keeps no result: the counts a waiting thread reads."""
@@ -464,11 +469,10 @@ class Scheduler:
             # judge calls it 0/0: an infra-error counted as a miss decided `0/9`, at -j 2
             # `0/10`, neither the first attempts nor max_repeat).
             return
-        queued = sum(p.cell.id == attempt.cell.id for p in self._extra)
         # The attempts running and queued count against max_repeat and against -j.
         while (
-            queued + state.running < self.plan.parallel
-            and len(numbers) + state.running + queued < self.plan.max_repeat
+            state.queued + state.running < self.plan.parallel
+            and len(numbers) + state.running + state.queued < self.plan.max_repeat
         ):
             # Numbered after every attempt taken or added, not after the last one finished:
             # that number may be running on another thread (-j 2), and the two ran under
@@ -476,4 +480,4 @@ class Scheduler:
             state.added = max(state.taken, state.added, numbers[-1]) + 1
             self._extra.append(self.plan.extra_attempt(attempt.cell, state.added))
             self.total += 1
-            queued += 1
+            state.queued += 1

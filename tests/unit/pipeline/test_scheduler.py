@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -643,6 +644,35 @@ def test_a_cell_stopped_with_extra_attempts_queued_is_handed_over_as_it_stops(
     assert scheduler.run() == {}
     assert stopped.is_set()
     assert len(cells.given["default"]) == 5 + k
+
+
+class _UnwalkedQueue(deque[AttemptPlan]):
+    """The extra attempts' queue, counting each walk of it (a finished attempt's cost)."""
+
+    walks = 0
+
+    def __iter__(self) -> Iterator[AttemptPlan]:
+        type(self).walks += 1
+        return super().__iter__()
+
+
+def test_a_finished_attempt_does_not_walk_the_queue_of_extra_attempts(tmp_path: Path) -> None:
+    """rv26 LOW-7: each finished attempt walked every cell's queued extra attempts under
+    the lock (three times: whether its cell is complete, what stop_on drops, how many to
+    add): O(cells x -j) per attempt of a run of many `repeat: auto` cells."""
+    plan = make_plan(
+        tmp_path,
+        "matrix: {n: [1, 2, 3, 4]}\n"
+        "run: {repeat: auto, max_repeat: 30, stop_on: first-reproduction}\n"
+        "expect: {outcome: crash, rate: '>=0.3'}\n",
+        jobs=3,
+    )
+    cells = Cells()
+    scheduler = Scheduler(plan, Recorder(lambda _c, n: n % 10 < 3), on_cell=cells)
+    scheduler._extra = _UnwalkedQueue()
+    assert scheduler.run() == {}
+    assert sorted(cells.given) == ["n=1", "n=2", "n=3", "n=4"]
+    assert _UnwalkedQueue.walks == 0
 
 
 def test_an_adaptive_cell_is_handed_over_only_once_it_decides(tmp_path: Path) -> None:
