@@ -63,6 +63,20 @@ def test_changes_name_each_variable_with_both_values_a_secret_without(tmp_path: 
     assert changes(None, now) == []  # a run made before runs kept them
 
 
+def test_two_secrets_no_store_could_digest_are_told_unknown_not_alike(tmp_path: Path) -> None:
+    # rv26 LOW-5: both held as ("secret", None), they compared equal, and a resume went on
+    # without the row that says whether the secret changed is unknown.
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")  # a store that cannot keep a key under it
+    began = record(SPEC, blocked, {"CODE": "0", "API_TOKEN": "tok-1a2b3c"})
+    now = record(SPEC, blocked, {"CODE": "0", "API_TOKEN": "tok-9z8y7x"})
+    assert began is not None
+    assert began["digests"] == {"store": None, "of": [], "unknown": ["API_TOKEN"]}
+    assert changes(began, now) == [
+        ("API_TOKEN", None, None, "set in both; whether it changed is unknown")
+    ]
+
+
 def test_compare_tells_the_spec_variables_that_differ(tmp_path: Path) -> None:
     # CODE=0 then CODE=3 ran `exit 0` and `exit 3`; compare said "same environment" (nu27 N24).
     run = error_run()
