@@ -74,6 +74,18 @@ def stopped_of(reason: str) -> str:
     return reason[start + 1 : -1] if start >= 0 and reason.endswith(")") else ""
 
 
+def stopped_counts(reason: str) -> tuple[str, int, int] | None:
+    """(stop_on, attempts ran, attempts planned) of the `stopped_phrase` a cell's reason
+    ends in; None where stop_on did not stop it. What `merge` adds up over a cell's shards,
+    each of which stop_on stopped on its own share."""
+    phrase = stopped_of(reason).removeprefix(f"{STOPPED_BY_STOP_ON}: ")
+    stop_on, sep, counts = phrase.partition(" after ")
+    ran, of, planned = counts.removesuffix(" attempts").partition(" of ")
+    if not sep or not of or not ran.isdigit() or not planned.isdigit():
+        return None
+    return stop_on, int(ran), int(planned)
+
+
 VERDICT_LEGEND = "✅ reproduced · ❌ not reproduced · ⚠️ infra-error"
 OBSERVE_LEGEND = "🔍 observed (no expectation) · ⚠️ infra-error"
 # How an attempt's warning begins when its private TMPDIR or XDG_CACHE_HOME held files
@@ -492,6 +504,7 @@ __all__ = [
     "shorten_command",
     "signals_phrase",
     "size",
+    "stopped_counts",
     "stopped_of",
     "stopped_phrase",
     "timestamp",

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from reprospec.core.inputs import Expectation
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone, Verdict
+from reprospec.core.words import stopped_counts, stopped_phrase
 from reprospec.errors import UsageError
 from reprospec.store.compare import environment_change, files_change
 
@@ -42,10 +43,20 @@ def _merge_cell(parts: Sequence[CellResult], judge_cell: JudgeCell) -> CellResul
                 )
             by_number[attempt.attempt] = attempt
     attempts = tuple(by_number[n] for n in sorted(by_number))
+    verdict = judge_cell(first.expected, attempts)
+    # run.stop_on stops each shard's share of a cell on its own (a shard sees only its
+    # attempts): a share it stopped is said of the merged cell too, where judged again it
+    # read `1/2 not-reproduced` with its unrun attempts looking lost (rv26 LOW-3).
+    stops = [(part, stopped_counts(part.reason)) for part in parts]
+    stop_on = next((counts[0] for _, counts in stops if counts is not None), None)
+    if stop_on is not None:
+        planned = sum(len(part.attempts) if c is None else c[2] for part, c in stops)
+        phrase = stopped_phrase(stop_on, len(attempts), planned)
+        verdict = replace(verdict, reason=f"{verdict.reason} ({phrase})")
     return CellResult.judged(
         first.cell,
         first.expected,
-        judge_cell(first.expected, attempts),
+        verdict,
         attempts,
         first.command,
         first.environment,

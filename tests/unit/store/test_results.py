@@ -309,6 +309,28 @@ def test_merge_shards_gives_the_unsharded_run() -> None:
     assert merge(halves).cells == matrix.cells
 
 
+def test_a_cell_stop_on_stopped_in_a_shard_says_so_merged() -> None:
+    """rv26 LOW-3: merge judged a cell again on all its shards' attempts without the note a
+    shard's cell had (`stopped by run.stop_on ...`): its unrun attempts looked lost."""
+    whole = hang_run()
+    cell_id = whole.cells[0].cell.id
+    # Of 4 planned attempts, shard 1 held 1 and 3 and stop_on stopped it after 1; shard 2
+    # ran both of its own, 2 and 4.
+    first = _shard(whole, {(cell_id, 1)}, "s1")
+    stopped = replace(
+        first.cells[0],
+        reason="0/1 matched (stopped by run.stop_on: first-miss after 1 of 2 attempts)",
+    )
+    shards = [replace(first, cells=(stopped,)), _shard(whole, {(cell_id, 2)}, "s2")]
+    merged = merge(shards, judge_cell=_count_judge)
+    assert merged.cells[0].reason == (
+        "1/2 matched (stopped by run.stop_on: first-miss after 2 of 3 attempts)"
+    )
+    # No shard stopped: nothing is said.
+    plain = merge([first, shards[1]], judge_cell=_count_judge)
+    assert plain.cells[0].reason == "1/2 matched"
+
+
 def test_merged_shards_are_one_unsharded_run_to_compare() -> None:
     # The options are what `compare` diffs: the first shard's `shard` kept in the merged
     # run read `shard: (none) -> [1, 2]` against the unsharded run it equals.
