@@ -7,8 +7,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from reprospec.core.inputs import Expectation
+from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone, Verdict
-from reprospec.core.words import stopped_counts, stopped_phrase
+from reprospec.core.sections import DEFAULT_TIMEOUT_S
+from reprospec.core.units import parse_duration
+from reprospec.core.words import RESOLVED_SPEC, stopped_counts, stopped_phrase
 from reprospec.errors import UsageError
 from reprospec.store.compare import environment_change, files_change
 
@@ -76,7 +79,7 @@ def merge(
     _check_shards(runs)
     _check_options(runs)
     for run in runs[1:]:
-        if run.spec_name != first.spec_name or run.spec_text != first.spec_text:
+        if run.spec_name != first.spec_name or _spec_of(run) != _spec_of(first):
             raise UsageError(
                 f"cannot merge {run.run_id} into {first.run_id}: they ran different specs "
                 f"({run.spec_name!r} and {first.spec_name!r}, or the same name with other text)"
@@ -179,12 +182,13 @@ def _check_shards(runs: Sequence[RunResult]) -> None:
 # names them: runs that differ in one are not one run, however their cells fit together.
 # (`-j`, the runner, `--out` or `--gpus` may differ between one run's shards, machines.)
 _SAME_OPTIONS = (
+    # `--set` first: a setting of run.timeout is told as the `--set` it is.
+    ("overrides", "--set"),
     ("repeat", "--repeat"),
     ("timeout", "--timeout"),
     ("stop_on", "run.stop_on"),
     ("observe", "--observe"),
     ("preload", "--preload"),
-    ("overrides", "--set"),
 )
 
 
@@ -199,22 +203,93 @@ def _check_options(runs: Sequence[RunResult]) -> None:
     for run in runs[1:]:
         for key, name in keys:
             mine, theirs = first.options.get(key), run.options.get(key)
-            # Given in another order, the same filters or settings.
-            if key in ("matrix_filters", "overrides"):
-                same = _as_set(mine) == _as_set(theirs)
+            if key == "matrix_filters":
+                same = _as_set(mine) == _as_set(theirs)  # in another order, the same cells
+            elif key == "overrides":
+                same = _settings(mine) == _settings(theirs)
+            elif key in _SPEC_OWN:
+                same = mine == theirs or _effective(first, key) == _effective(run, key)
             else:
                 same = mine == theirs
             if not same:
                 raise UsageError(
                     f"cannot merge {run.run_id} into {first.run_id}: they ran with other "
-                    f"{name} ({_shown(first.options.get(key))} and "
-                    f"{_shown(run.options.get(key))}); merge the runs (or shards) of one "
+                    f"{name} ({_shown_in(first, key)} and {_shown_in(run, key)}); "
+                    "merge the runs (or shards) of one "
                     "command"
                 )
 
 
 def _as_set(value: object) -> frozenset[str]:
     return frozenset(str(v) for v in value) if isinstance(value, list) else frozenset()
+
+
+def _settings(value: object) -> dict[str, str]:
+    """`--set PATH=VALUE` overrides as what they set: each path's last value (a later
+    `--set` of a path overrides an earlier one, so `x=1 x=2` and `x=2 x=1` are not one
+    command's, where compared as sets they were; other paths in another order are)."""
+    settings: dict[str, str] = {}
+    for override in value if isinstance(value, list) else ():
+        path, _, setting = str(override).partition("=")
+        settings[path.strip()] = setting.strip()
+    return settings
+
+
+# The options a spec's `run` section sets too, with the value a run takes where neither
+# does: `--repeat 3` runs a `repeat: 3` spec's attempts, and merging it with a shard run
+# without it was refused "other --repeat (3 and none)".
+_SPEC_OWN: dict[str, JsonValue] = {"repeat": 1, "timeout": DEFAULT_TIMEOUT_S, "stop_on": "never"}
+
+
+def _effective(run: RunResult, key: str) -> JsonValue:
+    """The value of a `_SPEC_OWN` option the run's attempts ran under: the command line's,
+    else the spec's own `run.KEY` (as the run stored the spec), else the default; a
+    timeout in seconds, so `90s` and `1.5m` are one."""
+    value = run.options.get(key)
+    if value is None:
+        section = _document(run).get("run")
+        value = section.get(key) if isinstance(section, dict) else None
+    if value is None:
+        value = _SPEC_OWN[key]
+    if key == "timeout" and not (isinstance(value, str) and "${{" in value):
+        try:
+            return parse_duration(value)
+        except (TypeError, ValueError, OverflowError):
+            return value
+    return value
+
+
+def _document(run: RunResult) -> dict[str, JsonValue]:
+    """The spec the run stored, read back ({} where it is no YAML mapping)."""
+    from reprospec.spec.yamlsource import YamlSourceError, load_value
+
+    try:
+        document = load_value(run.spec_text)
+    except YamlSourceError:
+        return {}
+    return document if isinstance(document, dict) else {}
+
+
+def _spec_of(run: RunResult) -> str:
+    """The spec a run ran, without the line a run with `--set` begins its stored text with
+    (`# resolved from s.yaml with: --set a=1 --set b=2`): the same settings in another
+    order resolve to one spec, and `_check_options` tells settings that are not one."""
+    text = run.spec_text
+    if text.startswith(RESOLVED_SPEC):
+        return text.partition("\n")[2]
+    return text
+
+
+def _shown_in(run: RunResult, key: str) -> str:
+    """`key`'s option in `run` as a person reads it, with the spec's own value where the
+    command line gave none and the spec sets one (`none: the spec's 3`)."""
+    value = run.options.get(key)
+    if value is None and key in _SPEC_OWN:
+        section = _document(run).get("run")
+        own = section.get(key) if isinstance(section, dict) else None
+        if own is not None:
+            return f"none: the spec's {_shown(own)}"
+    return _shown(value)
 
 
 def _shown(value: object) -> str:

@@ -436,6 +436,45 @@ def test_merge_refuses_runs_one_command_did_not_make() -> None:
     assert [a.attempt for a in merged.cells[0].attempts] == [1, 2, 3]
 
 
+def test_merge_compares_what_the_options_set_not_how_they_were_written() -> None:
+    """rv26 LOW-4: `--set` lists compared as sets, where a later `--set` of a path overrides
+    an earlier one; `--repeat 3` refused against a spec's own `repeat: 3` (the same
+    attempts); and the same settings in another order refused as "different specs" (the
+    stored text begins with the command's `--set`s, in its order)."""
+    spec = "reprospec: 1\nname: hang\nrun: {repeat: 3, timeout: 90s}\n"
+    whole = replace(
+        hang_run(), spec_text=spec, options={"matrix_filters": [], "shard": None, "repeat": None}
+    )
+    cell_id = whole.cells[0].cell.id
+    shards = [
+        replace(_shard(whole, attempts, f"s{n}"), shard=f"{n}/2")
+        for n, attempts in ((1, {(cell_id, 1), (cell_id, 3)}), (2, {(cell_id, 2)}))
+    ]
+    spec_own = replace(shards[1], options={**whole.options, "repeat": 3, "timeout": "1.5m"})
+    merged = merge([shards[0], spec_own], judge_cell=_count_judge)
+    assert [a.attempt for a in merged.cells[0].attempts] == [1, 2, 3]
+    more = replace(shards[1], options={**whole.options, "repeat": 4})
+    with pytest.raises(UsageError, match=r"other --repeat \(none: the spec's 3 and 4\)"):
+        merge([shards[0], more], judge_cell=_count_judge)
+
+    def resolved(run: RunResult, overrides: list[JsonValue]) -> RunResult:
+        header = "# resolved from s.yaml with: " + " ".join(f"--set {o}" for o in overrides)
+        return replace(
+            run,
+            spec_text=f"{header}\n{spec}",
+            options={**whole.options, "overrides": overrides},
+        )
+
+    in_order = resolved(shards[0], ["x=1", "y=2"])
+    merged = merge([in_order, resolved(shards[1], ["y=2", "x=1"])], judge_cell=_count_judge)
+    assert [a.attempt for a in merged.cells[0].attempts] == [1, 2, 3]
+    with pytest.raises(UsageError, match=r"other --set \(x=1 x=2 and x=2 x=1\)"):
+        merge(
+            [resolved(shards[0], ["x=1", "x=2"]), resolved(shards[1], ["x=2", "x=1"])],
+            judge_cell=_count_judge,
+        )
+
+
 def test_merge_warns_about_different_environments() -> None:
     whole = error_run()
     a = replace(whole, cells=whole.cells[:1])
