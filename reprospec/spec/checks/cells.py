@@ -487,6 +487,56 @@ def stall_problems(
 _TRAIN_STAGES = ("backward", "optimizer")
 
 
+def never_passes_problems(
+    data: Mapping[str, JsonValue],
+    locations: Mapping[JsonPath, Location],
+    cells: Iterable[Cell],
+    *,
+    base_env: Mapping[str, str] = os.environ,
+) -> list[Problem]:
+    """A cell whose expectation is `outcome: pass` with `rate: "==0"` where either is an
+    expression (two literals: checks/expect.py), located at the rate, naming the cells.
+    A rate counts the attempts that end as the expectation's outcome: `==0` of a pass says
+    the cell never passes, and `outcome: ${{ matrix.n == 0 and 'pass' or 'error' }}` with
+    `rate: '==0'` validated and judged `pass 10/10 ... not-reproduced` (rv25 LOW-7)."""
+    expect = data.get("expect")
+    cases = expect.get("cases") if isinstance(expect, Mapping) else None
+    written = [expect, *(cases if isinstance(cases, list) else ())]
+    if not any(
+        isinstance(part, Mapping)
+        and any(isinstance(part.get(k), str) and expr.OPEN in part[k] for k in ("outcome", "rate"))
+        for part in written
+    ):
+        return []
+    found: dict[tuple[JsonPath, str], list[str]] = {}
+    for cell in cells:
+        fields = expect_fields(expect, cell)
+        if "rate" not in fields or "outcome" not in fields:
+            continue
+        (where, rate_raw), (_, outcome_raw) = fields["rate"], fields["outcome"]
+        if not any(isinstance(v, str) and expr.OPEN in v for v in (rate_raw, outcome_raw)):
+            continue  # two literals: the document's check says it once
+        ctx = context(data.get("name"), cell, None, base_env)
+        try:
+            outcome, rate = _evaluated(outcome_raw, ctx), _evaluated(rate_raw, ctx)
+            bound = parse_rate(rate) if rate is not None else None
+        except (expr.ExprError, ValueError, RecursionError, OverflowError, TypeError):
+            continue  # the value checks report it
+        if outcome == "pass" and bound is not None and bound.op == "==" and bound.value == 0:
+            found.setdefault((where, str(rate)), []).append(cell.id)
+    out: list[Problem] = []
+    for (where, rate), labels in found.items():
+        line, col = locate(locations, where)
+        message = (
+            f"rate {rate!r} counts the attempts that pass (a rate counts those that end as "
+            "the expectation's outcome, here pass), so it says the cell never passes; to say "
+            "it always passes, give no rate; to say it never passes, give the outcome `fail` "
+            f"(an error, a crash or a hang) {in_cells(labels)}"
+        )
+        out.append(Problem(line, col, where, message))
+    return out
+
+
 def fault_problems(
     data: Mapping[str, JsonValue],
     locations: Mapping[JsonPath, Location],

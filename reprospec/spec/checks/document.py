@@ -64,6 +64,8 @@ def check(
         problems.extend(cells.gpu_debug_problems(data, locations, semantics.cells))
         # A stall or timeout from the matrix: each cell's stall below its own timeout.
         problems.extend(cells.stall_problems(data, locations, semantics.cells))
+        # `outcome: pass` with `rate: "==0"` in a cell, where either is an expression.
+        problems.extend(cells.never_passes_problems(data, locations, semantics.cells))
         # A fault no cell that arms it can fire (a worker fault without workers): a plain pass.
         problems.extend(cells.fault_problems(data, locations, semantics.cells))
         # A `${{ }}` workdir: each cell's folder, and the `files` in it, as a literal one's.

@@ -302,6 +302,28 @@ def test_an_expect_field_is_checked_only_in_the_cells_whose_expectation_reads_it
     ]
 
 
+def test_a_pass_with_a_never_rate_is_refused_in_the_cells_an_expression_makes_it(
+    tmp_path: Path,
+) -> None:
+    # rv25 LOW-7: `outcome: pass` with `rate: '==0'` is refused written literally (it says
+    # the cell never passes), but an expression outcome giving pass validated and judged
+    # `pass 3/3 ... not-reproduced` in that cell.
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "reprospec: 1\nname: s\nmatrix:\n  n: [0, 1]\n"
+        "command: \"sh -c 'exit ${{ matrix.n }}'\"\nrun: {repeat: 3}\n"
+        "expect:\n  outcome: \"${{ matrix.n == 0 and 'pass' or 'error' }}\"\n  rate: '==0'\n"
+    )
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    (problem,) = caught.value.problems
+    assert problem.startswith(f"{path}:9:9: expect.rate: rate '==0' counts the attempts that pass")
+    assert problem.endswith("(in cell n=0)")
+    # An error that never happens (the other cell) is a rate to say: valid.
+    path.write_text(path.read_text().replace("'pass' or 'error'", "'error' or 'crash'"))
+    load_spec(path)
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
