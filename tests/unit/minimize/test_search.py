@@ -251,7 +251,9 @@ def test_a_candidate_s_first_match_is_no_evidence_that_the_failure_is_determinis
     """An accepted candidate's one match is where its probe stopped: counted, a failure at
     90% whose original failed 5 in 5 was read as deterministic after tens of candidates
     and accepted ones that lost the condition on one pass of the passing cells. The
-    original's attempts alone weigh the readings: their weight after 5 in 5, to the end."""
+    original's attempts alone weigh the readings. Here the failure fails every time, and
+    more than 10 candidates fail: counted, their matches would have raised the weight
+    towards 1; it stays the weight of the original's 5 in 5 to the end."""
     result = run(1.0, seed=0)
     assert sum(1 for j in result.judged if j.verdict == "fails") > 10
     assert result.deterministic == pytest.approx(0.8588, abs=1e-4)
