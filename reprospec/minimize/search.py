@@ -795,8 +795,10 @@ class Minimization:
         )
 
     def deterministic(self) -> float:
-        """The posterior weight of "the failure is deterministic" (0 once it flaked)."""
-        return next((w for w, rate in self.readings() if rate == 1.0), 0.0)
+        """The posterior weight of "the failure is deterministic" (0 once it flaked): of
+        every reading at rate 1, where `--min-rate 1` makes the third reading one too (the
+        first's alone was reported, its prior's share of the certainty; rv25 LOW-4)."""
+        return sum(w for w, rate in self.readings() if rate >= 1.0)
 
     def clean_needed(self) -> int:
         """Clean attempts that drop a candidate: the chance that one still failing stayed

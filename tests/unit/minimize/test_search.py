@@ -259,6 +259,18 @@ def test_a_candidate_s_first_match_is_no_evidence_that_the_failure_is_determinis
     assert result.deterministic == pytest.approx(0.8588, abs=1e-4)
 
 
+def test_with_min_rate_1_every_reading_at_rate_1_is_the_deterministic_weight() -> None:
+    """rv25 LOW-4: `--min-rate 1` makes the third reading (the original's lower bound, at
+    least min_rate) a rate of 1 too; the weight reported was the first reading's alone."""
+    from reprospec.isolation.hypotheses import DETERMINISTIC_PRIOR
+    from reprospec.minimize.search import HIGH_PRIOR, HIGH_RATE
+
+    result = run(1.0, seed=0, min_rate=1.0)
+    high = HIGH_PRIOR * HIGH_RATE**5
+    assert result.deterministic == pytest.approx(1 - high / (1 - HIGH_PRIOR + high), abs=1e-9)
+    assert result.deterministic > DETERMINISTIC_PRIOR
+
+
 @pytest.mark.parametrize(("rate", "seed"), [(0.8, 16), (0.8, 18), (0.9, 1)])
 def test_a_failure_read_as_deterministic_accepts_a_candidate_by_p_alone(
     rate: float, seed: int
