@@ -579,7 +579,10 @@ def resumed_phrase(resumed: Resumed) -> str:
 
 
 def resumed_note(run_id: str, resumed: Resumed) -> str:
-    """report.md's `Resumed` note under its headline, in plain text, for a reader with no
-    markup (JUnit's testsuite `system-out`): `Resumed (reprospec run --resume ID): 2
-    attempt(s) carried over from ..., 2 run now.`"""
+    """The `Resumed` note in plain text, for a reader with no markup (JUnit's testsuite
+    `system-out`): `Resumed (reprospec run --resume ID): 2 attempt(s) carried over from
+    ..., 2 run now.` report.md (report.md.j2), the HTML page (report.html.j2) and the
+    GitHub summary (report/github.py) write the same sentence with their own markup around
+    `resumed_phrase`: a change here is a change there (test_markdown_junit.py holds the
+    JUnit and report.md ones to one text)."""
     return f"Resumed (reprospec run --resume {run_id}): {resumed_phrase(resumed)}."
