@@ -108,3 +108,28 @@ class Resumed:
             before=tuple(read[:-1]),
             rewritten=data.get("rewritten") is True,
         )
+
+
+def earlier_parts(
+    before: tuple[ResumedPart, ...], stopped: Stopped, stopped_at: str, stored: int
+) -> tuple[tuple[ResumedPart, ...], ResumedPart]:
+    """The parts before the one a resume continues, and that one (`stopped` at
+    `stopped_at`, the attempts of the `stored` ones the others did not store), from the
+    parts the run folder names (`before`).
+
+    A finished part written by a resume of it that ran nothing (its end kept) is named
+    once, with its attempts, not again with none: that resume stored nothing since
+    (`stored` is what the parts hold) and kept its end. Both, not the end alone: a retry
+    that stored attempts and finished within the second the run did (infra-error cells
+    retry in milliseconds) was taken for such a resume, and its part merged into the
+    run's (rv24 F4).
+    """
+    if (
+        stopped == "finished"
+        and before
+        and (before[-1].stopped, before[-1].stopped_at) == (stopped, stopped_at)
+        and stored == sum(part.attempts for part in before)
+    ):
+        before = before[:-1]
+    last = ResumedPart(max(stored - sum(part.attempts for part in before), 0), stopped, stopped_at)
+    return before, last

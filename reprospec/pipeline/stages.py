@@ -184,24 +184,14 @@ def execute(
         # killed part never wrote one.
         rewritten = not had_results and stopped != "killed"
         if resume is not None:
-            from reprospec.core.resumed import ResumedPart
+            from reprospec.core.resumed import earlier_parts
 
-            same = ("finished", stopped_at)
-            if (
-                stopped == "finished"
-                and before
-                and (before[-1].stopped, before[-1].stopped_at) == same
-            ):
-                # That finished part, written by a resume of it that ran nothing (its end
-                # kept): named once, with its attempts, not again with none.
-                before = before[:-1]
+            # A finished part written by a resume of it that ran nothing is named once.
+            before, last = earlier_parts(before, stopped, stopped_at, stored_before)
             # Kept as this part begins: interrupted or killed, the next resume still names
             # the parts before it. A finished run's too, whose retry of its attempts that
             # could not run (a finished run, whole, runs none and keeps its record) was
             # stopped: its attempts were counted as the stopped retry's.
-            last = ResumedPart(
-                max(stored_before - sum(part.attempts for part in before), 0), stopped, stopped_at
-            )
             folder.write_resumed_parts((*before, last))
         keeper = _Keeper(store, run_id, stored=stored_before)
         judged = JudgedCells(plan, spool.add, redactor)

@@ -73,3 +73,23 @@ def test_a_finished_run_resumed_whole_keeps_the_record_it_had() -> None:
     # A finished run's retry stopped before it stored an attempt (rv24 F2): resumed all the
     # same, where it read as the finished run itself, stopped.
     assert _resumed(0, finished, None, True) == finished
+
+
+def test_a_retry_that_finished_within_the_second_of_its_run_is_a_part_of_its_own() -> None:
+    """rv24 F4: the part a resume continues was dropped as the duplicate a resume that ran
+    nothing writes (it keeps its run's end) by its end alone, to the second: a retry that
+    stored attempts and finished within the second its run did was merged into the run's."""
+    from reprospec.core.resumed import ResumedPart, earlier_parts
+
+    at = "2026-12-01T09:58:40+00:00"
+    run = ResumedPart(3, "finished", at)
+    # The retry stored 2 more, and finished in the run's second: its own part.
+    assert earlier_parts((run,), "finished", at, 5) == ((run,), ResumedPart(2, "finished", at))
+    # A resume of the finished run that ran nothing (nothing stored since, its end kept):
+    # the run's part is named once, not again with none.
+    assert earlier_parts((run,), "finished", at, 3) == ((), run)
+    # An interrupted part is its own, whatever it stored.
+    assert earlier_parts((run,), "interrupted", at, 3) == (
+        (run,),
+        ResumedPart(0, "interrupted", at),
+    )
