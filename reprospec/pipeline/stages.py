@@ -43,6 +43,7 @@ from reprospec.store.db import Store, StoreError
 from reprospec.store.digests import FILES_FIELD
 from reprospec.store.runfolder import RunFolder
 from reprospec.store.specvariables import FIELD as VARIABLES_FIELD
+from reprospec.store.specvariables import public_values
 from reprospec.store.specvariables import record as spec_variables
 
 if TYPE_CHECKING:
@@ -271,7 +272,7 @@ def execute(
             warnings=warnings,
             interrupted=interrupted,
             shard=str(options.shard) if options.shard else "",
-            standalone=_standalone(plan, cells, _ran_python(environment)),
+            standalone=_standalone(plan, cells, _ran_python(environment), public_values(variables)),
             options=options.to_dict(),
             paths=path_labels(spec, environment, docker=options.runner == "docker"),
             resumed=record,
@@ -463,13 +464,16 @@ def _ran_python(environment: JsonObject) -> str | None:
 
 
 def _standalone(
-    plan: RunPlan, cells: Sequence[CellResult], ran_python: str | None = None
+    plan: RunPlan,
+    cells: Sequence[CellResult],
+    ran_python: str | None = None,
+    values: Mapping[str, str] | None = None,
 ) -> Standalone | None:
     """The run's standalone repro; a generator that fails says so instead of losing the run."""
     from reprospec.plan.standalone import choose_cell, standalone_for
 
     try:
-        return standalone_for(plan, cells, ran_python=ran_python)
+        return standalone_for(plan, cells, ran_python=ran_python, values=values)
     except Exception as exc:  # the run's results matter more than the extra section
         cell = choose_cell(cells)
         kind: Literal["command", "workload"] = (

@@ -67,12 +67,18 @@ def repro_attempt(cell: CellResult) -> int | None:
 
 
 def standalone_for(
-    plan: RunPlan, cells: Sequence[CellResult], *, ran_python: str | None = None
+    plan: RunPlan,
+    cells: Sequence[CellResult],
+    *,
+    ran_python: str | None = None,
+    values: Mapping[str, str] | None = None,
 ) -> Standalone | None:
     """The standalone repro of the run's chosen cell (None when no cell ran).
 
     `ran_python`: the version of the interpreter the run's attempts had (its environment
-    capture), which the notes set beside the spec's `environment.python`."""
+    capture), which the notes set beside the spec's `environment.python`. `values`: the
+    public values the run read of the engine's variables its spec reads
+    (store/specvariables.read_as), which the note on what to export gives."""
     cell = choose_cell(cells)
     if cell is None:
         return None
@@ -112,6 +118,7 @@ def standalone_for(
         reads=env_reads(plan.spec.document),
         runner=plan.options.runner,
         ran_python=ran_python,
+        values=values,
     )
 
 
@@ -150,13 +157,15 @@ def standalone_of(
     reads: Mapping[str, str] | None = None,
     runner: str = "local",
     ran_python: str | None = None,
+    values: Mapping[str, str] | None = None,
 ) -> Standalone:
     """How to run `plan` without reprospec: its command line, or a generated repro.py.
-    `reads`: the variables the spec reads from the engine's environment (`env_reads`);
-    `runner`, `ran_python`: what ran it, which decides what its notes say it applied."""
+    `reads`: the variables the spec reads from the engine's environment (`env_reads`), and
+    `values` the public ones' values as the run read them; `runner`, `ran_python`: what ran
+    it, which decides what its notes say it applied."""
     workdir = _relative(plan.workdir, spec_dir)
     reads = {k: v for k, v in (reads or {}).items() if k in plan.env}
-    exports = _exports(reads)
+    exports = _exports(reads, values or {})
     if isinstance(plan.job, Command):
         files = named_files(plan)
         words = _assignments(plan.env, reads)
@@ -277,13 +286,16 @@ def _assignments(env: Mapping[str, str], reads: Mapping[str, str]) -> list[str]:
     return [f'{k}="${reads[k]}"' if k in reads else shell_assignment(k, v) for k, v in env.items()]
 
 
-def _exports(reads: Mapping[str, str]) -> tuple[str, ...]:
-    """The note that names what the reader must export, as the spec read it."""
+def _exports(reads: Mapping[str, str], values: Mapping[str, str]) -> tuple[str, ...]:
+    """The note that names what the reader must export, as the spec read it: a public
+    variable with the value the run read (`CODE=3`: the bare name let a reader export
+    CODE=0 and run another program than the run's; nu27 N25), a secret by name alone."""
     if not reads:
         return ()
     names = sorted(set(reads.values()))
     them = "it" if len(names) == 1 else "them"
-    return (f"the spec reads {', '.join(names)} from your environment: export {them} first",)
+    said = [f"{name}={shlex.quote(values[name])}" if name in values else name for name in names]
+    return (f"the spec reads {', '.join(said)} from your environment: export {them} first",)
 
 
 def _masked(env: Mapping[str, str]) -> dict[str, str]:

@@ -91,6 +91,16 @@ def read_as(field: JsonValue) -> dict[str, ReadAs]:
     return read
 
 
+def public_values(field: JsonValue) -> dict[str, str]:
+    """name -> value of the public variables a run's record holds (`read_as`'s `value`s):
+    what a report's repro line may say the run read; a secret's never."""
+    return {
+        name: read.value
+        for name, read in read_as(field).items()
+        if read.kind == "value" and read.value is not None
+    }
+
+
 def changes(before: JsonValue, after: JsonValue) -> list[tuple[str, str | None, str | None, str]]:
     """(name, value before, value after, how) of each variable both records name whose
     value differs: `changed` (a secret's values None both), `unset -> set`, `set -> unset`,

@@ -161,6 +161,41 @@ def test_a_variable_the_spec_reads_from_the_environment_is_read_so_by_the_repro(
     assert ran.returncode == 3
 
 
+def test_the_note_on_what_to_export_gives_a_public_variable_with_the_value_the_run_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The note named NU9A_MODE alone: a reader who exported NU9A_MODE=lax ran another
+    # program than the run's, which passes (nu27 N25, as the bundle's README). A secret
+    # stays a name.
+    import reprospec
+    from reprospec.core.runoptions import RunOptions
+
+    (tmp_path / "envdep.py").write_text(
+        "import os, sys\n"
+        "if os.environ['MODE'] == 'very strict' and os.environ['API_TOKEN'] == 'tok-123':\n"
+        "    sys.exit(3)\n"
+    )
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: envdep\ncommand: python envdep.py\n"
+        "environment:\n  public_env: [NU9A_MODE]\n  env:\n    MODE: ${{ env.NU9A_MODE }}\n"
+        "    API_TOKEN: ${{ env.NU9A_TOKEN }}\n"
+        "expect: {outcome: error}\n"
+    )
+    monkeypatch.setenv("NU9A_MODE", "very strict")
+    monkeypatch.setenv("NU9A_TOKEN", "tok-123")
+    result = reprospec.run(reprospec.load_spec(spec), RunOptions(out=tmp_path / "out"))
+    assert result.standalone is not None
+    note = (
+        "the spec reads NU9A_MODE='very strict', NU9A_TOKEN from your environment: "
+        "export them first"
+    )
+    assert result.standalone.notes[0] == note
+    report = (tmp_path / "out" / "runs" / result.run_id / "report.md").read_text()
+    assert "NU9A_MODE='very strict'" in report
+    assert "tok-123" not in report
+
+
 def test_a_workloads_repro_py_reads_the_variable_from_the_environment_as_the_spec_does() -> None:
     # repro.py wrote `os.environ['MODE'] = '***'` (the masked value) beside a note that
     # told the reader to export NU9A_MODE.
