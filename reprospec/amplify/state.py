@@ -28,11 +28,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.isolation.candidates import ATTEMPT_KINDS, AttemptKind
-from reprospec.isolation.state import read_probes
+from reprospec.isolation.candidates import AttemptKind
+from reprospec.isolation.state import read_probes, stored_kinds
 
 FORMAT = 1
-_KINDS: dict[str, AttemptKind] = {kind: kind for kind in ATTEMPT_KINDS}
 
 
 @dataclass(frozen=True)
@@ -58,13 +57,10 @@ class StoredProbe:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, JsonValue]) -> StoredProbe:
-        kinds = data.get("kinds")
         others = data.get("others")
         return cls(
             arm=str(data.get("arm", "")),
-            kinds=tuple(
-                _KINDS[k] for k in (kinds if isinstance(kinds, list) else []) if k in _KINDS
-            ),
+            kinds=stored_kinds(data),
             others=tuple(str(o) for o in (others if isinstance(others, list) else [])),
             run_id=str(data.get("run_id", "")),
             infra_reason=str(data.get("infra_reason", "")),

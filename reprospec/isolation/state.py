@@ -80,9 +80,7 @@ class StoredProbe:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, JsonValue]) -> StoredProbe:
-        kinds = tuple(
-            _KINDS[k] for k in _items(data, "kinds") if isinstance(k, str) and k in _KINDS
-        )
+        kinds = stored_kinds(data)
         return cls(
             key=str(data["key"]),
             candidate=tuple(
@@ -100,6 +98,20 @@ class StoredProbe:
             ),
             raised_from=str(data.get("raised_from") or ""),
         )
+
+
+def stored_kinds(data: Mapping[str, JsonValue]) -> tuple[AttemptKind, ...]:
+    """What each stored attempt of a probe did. A kind this version does not know (a damaged
+    file, or a later version's) raises ValueError, which `read_probes` refuses as damaged:
+    dropped, the probe replayed fewer attempts than it ran, and the search asked again
+    for some that had run, read the rest in another order and could answer otherwise."""
+    kinds = data.get("kinds")
+    if not isinstance(kinds, list):
+        raise ValueError("a probe without its list of kinds")
+    unknown = [k for k in kinds if not (isinstance(k, str) and k in _KINDS)]
+    if unknown:
+        raise ValueError(f"a probe's attempt of an unknown kind ({unknown[0]!r})")
+    return tuple(_KINDS[str(k)] for k in kinds)
 
 
 def _items(data: Mapping[str, JsonValue], name: str) -> list[JsonValue]:

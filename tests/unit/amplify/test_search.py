@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -187,6 +188,12 @@ def test_a_damaged_amplify_state_file_is_refused_named(tmp_path: Path) -> None:
             StateFile(tmp_path, {"spec": "s"})
     state.write_text('{"format": 1, "header": {"spec": "other"}, "probes": []}')
     assert StateFile(tmp_path, {"spec": "s"}).stored == 0
+    # A probe's attempt of a kind this version does not know: refused, where it was
+    # dropped and the arm replayed fewer attempts than it ran.
+    probe = {"arm": "base", "kinds": ["match", "bogus"], "others": [], "run_id": "r"}
+    state.write_text(json.dumps({"format": 1, "header": {"spec": "s"}, "probes": [probe]}))
+    with pytest.raises(UsageError, match=r"damaged amplify state file .*'bogus'"):
+        StateFile(tmp_path, {"spec": "s"})
 
 
 def test_an_interrupted_search_does_not_print_its_leader_as_the_answer() -> None:

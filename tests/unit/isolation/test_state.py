@@ -47,6 +47,26 @@ def test_a_header_that_names_another_search_replays_nothing(tmp_path: Path) -> N
     assert other.take("full", 5) is None
 
 
+def test_a_probe_of_an_unknown_kind_is_a_damaged_file_not_a_shorter_probe(
+    tmp_path: Path,
+) -> None:
+    # Dropped, the probe replayed 2 of its 3 attempts: the search asked again for one that
+    # had run and read the rest in another order. Refused, named, as a damaged file is.
+    import json
+
+    import pytest
+
+    from reprospec.errors import UsageError
+
+    stored(tmp_path)
+    path = tmp_path / "state.json"
+    data = json.loads(path.read_text())
+    data["probes"][0]["kinds"] = ["pass", "bogus", "match"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(UsageError, match=r"state\.json: a damaged isolate state file .*'bogus'"):
+        StateFile(tmp_path, HEADER)
+
+
 def test_a_search_is_keyed_on_what_decides_a_probe_not_on_its_settings(tmp_path: Path) -> None:
     # isolate's, amplify's and minimize's folders: -j (like --budget, --error, --min-rate,
     # which never reach the run options) chooses which probes run, never what one does; the
