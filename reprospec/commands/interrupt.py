@@ -1,5 +1,5 @@
-"""How a verb that drives runs is stopped: SIGTERM (CI cancelling a job, a Slurm time limit)
-and Ctrl-C alike, with the engine told first.
+"""How a verb that drives runs is stopped: SIGTERM (CI cancelling a job, a Slurm time limit),
+Ctrl-C and SIGHUP (the terminal it ran in closed) alike, with the engine told first.
 
 `run`, `isolate` and every verb that runs attempts install it before the first attempt.
 """
@@ -19,11 +19,20 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.logtext import printable
 from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, EXIT_OK
 
+# The signals that stop a verb as Ctrl-C does (install_stop_handlers).
+_STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
 
 def install_stop_handlers(cancel: threading.Event) -> None:
-    """SIGTERM and Ctrl-C stop the verb: partial results, exit 130. `cancel` is set first,
-    in the handler, so an attempt that the same signal killed is known to have been
+    """SIGTERM, Ctrl-C and SIGHUP stop the verb: partial results, exit 130. `cancel` is set
+    first, in the handler, so an attempt that the same signal killed is known to have been
     stopped, not to have crashed.
+
+    SIGHUP is a closed terminal (or an ssh session that dropped): its default action killed
+    the engine where it stood, so a run stopped so had no results.json, no report and read
+    `killed` in history, where a Ctrl-C's wrote them and said `interrupted` (nu28 F2).
+    A SIGHUP already ignored (`nohup reprospec run ...`) stays ignored: the run was asked
+    to outlive its terminal.
 
     Only the first signal stops: the ones after it (an impatient second Ctrl-C, a CI
     runner's SIGTERM after its SIGINT) would cut short the writing of what finished
@@ -46,12 +55,13 @@ def install_stop_handlers(cancel: threading.Event) -> None:
         # results are written and "interrupted" said) killed it: exit 143, not 130.
         # Ignored handlers are left alone: once stopping, the later signals stay unobeyed.
         if stopping.is_set():
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            for signum in _STOPPING:
+                signal.signal(signum, signal.SIG_IGN)
 
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, handler)
-        signal.signal(signal.SIGINT, handler)
+        for signum in _STOPPING:
+            if signum != signal.SIGHUP or signal.getsignal(signum) is not signal.SIG_IGN:
+                signal.signal(signum, handler)
         atexit.register(settle)
 
 

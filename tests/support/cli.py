@@ -179,10 +179,12 @@ def interrupt_when(
     env: dict[str, str] | None = None,
     wait_s: float = 120,
     again_when: Callable[[], bool] | None = None,
+    signum: int = signal.SIGINT,
 ) -> CliResult:
     """Start `argv` in a child, press Ctrl-C (SIGINT) once `ready()` holds, and again once
     `again_when()` holds where given, and return how it stopped (`out` is the working
-    folder: the caller knows its own store).
+    folder: the caller knows its own store). `signum`: another signal sent instead (SIGHUP:
+    the terminal closed).
 
     What a user does at the terminal: the tests of "Ctrl-C keeps what ran" all start an
     engine, wait for a sign it is mid-work, interrupt it and read what it said. The second
@@ -207,7 +209,7 @@ def interrupt_when(
                 assert child.poll() is None, child.communicate()
                 assert time.monotonic() < deadline, "the point to interrupt at never came"
                 time.sleep(0.01)
-            child.send_signal(signal.SIGINT)
+            child.send_signal(signum)
         stdout, stderr = child.communicate(timeout=wait_s)
     finally:
         if child.poll() is None:

@@ -9,8 +9,10 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -189,6 +191,65 @@ def test_a_second_ctrl_c_does_not_cut_short_what_the_first_writes(tmp_path: Path
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert [r["status"] for r in json.loads(history.stdout)] == ["interrupted"]
+
+
+def test_a_closed_terminal_stops_a_run_as_ctrl_c_does(tmp_path: Path) -> None:
+    # nu28 F2: SIGHUP's default action killed the engine where it stood: no results.json,
+    # no report, and history said `killed`, where Ctrl-C writes them and says `interrupted`.
+    spec = write(tmp_path / "slow.yaml", SLOW_SPEC.format(tmp=tmp_path))
+    out = tmp_path / "store"
+    stopped = interrupt_when(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+        (tmp_path / "started").exists,
+        signum=signal.SIGHUP,
+    )
+    assert stopped.code == 130, stopped.stderr
+    assert "reprospec: interrupted; finish the run with: reprospec run --resume" in stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    run = next((out / "runs").iterdir())
+    assert (run / "report.md").is_file()
+    assert (run / "results.json").is_file()
+    history = subprocess.run(
+        [sys.executable, "-m", "reprospec", "history", "--out", str(out), "--format", "json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert [r["status"] for r in json.loads(history.stdout)] == ["interrupted"]
+
+
+def test_a_run_under_nohup_outlives_its_terminal(tmp_path: Path) -> None:
+    # `nohup reprospec run`: the SIGHUP it ignores stays ignored, the run goes on.
+    spec = write(tmp_path / "one.yaml", SLOW_SPEC.format(tmp=tmp_path).replace("1, 2, 3", "1"))
+    out = tmp_path / "store"
+    child = subprocess.Popen(
+        [sys.executable, "-c", NOHUP_RUN, str(spec), str(out)],
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "started").exists():
+            assert child.poll() is None, child.communicate()
+            assert time.monotonic() < deadline, "the attempt never started"
+            time.sleep(0.01)
+        child.send_signal(signal.SIGHUP)
+        time.sleep(0.5)  # the handler, had one been set, stops the run well within this
+        assert child.poll() is None, child.communicate()
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 130, stderr
+
+
+# `nohup`'s part: SIGHUP ignored, then reprospec run in the same process.
+NOHUP_RUN = """
+import signal, sys
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+from reprospec.cli import main
+sys.exit(main(["run", sys.argv[1], "--out", sys.argv[2]]))
+"""
 
 
 LATE_SECOND_SIGTERM = """
