@@ -200,10 +200,13 @@ def pack(run: RunResult, run_dir: Path, output: Path, *, as_now: bool = False) -
                 # A workdir no carried file is in (the command names only `../raises.py`)
                 # must still be there: the rerun runs in it.
                 _add_folder(tar, top / "tree" / folder)
-            for path in RunFolder(run_dir).top_files:
+            run_folder = RunFolder(run_dir)
+            for path in run_folder.top_files:
                 if path.is_file():
                     _add_file(tar, top / path.name, path, redactor)
                     count += 1
+                elif path == run_folder.results_json:
+                    raise _removed(run, run_dir)
             masked: list[str] = []
             for path, rel in zip(tree.files, carried, strict=True):
                 # The tree's files by the rule materialize shares (carry.py): a secret
@@ -216,7 +219,7 @@ def pack(run: RunResult, run_dir: Path, output: Path, *, as_now: bool = False) -
                 count += 1
             # Written after the tree: it names the files whose secrets were masked.
             place = _standalone_place(run, sources, spec_rel)
-            cells = RunFolder(run_dir).cells
+            cells = run_folder.cells
             logs = list(_log_files(cells))
             # A killed run's attempt, run again by --resume: what it wrote is packed too.
             interrupted = any(
@@ -231,11 +234,24 @@ def pack(run: RunResult, run_dir: Path, output: Path, *, as_now: bool = False) -
                 packed = top / "logs" / path.relative_to(run_dir).as_posix()
                 _add_file(tar, packed, path, redactor)
                 count += 1
+        if not run_folder.results_json.is_file():
+            # Removed after its top files were packed: the walk of its cells found no logs.
+            raise _removed(run, run_dir)
         tmp.replace(output)
     finally:
         tmp.unlink(missing_ok=True)
     warnings = (*sources.warnings, *masked)
     return Packed(output, count, tuple(workdir_rel), warnings, tuple(sorted(outside)), tree.root)
+
+
+def _removed(run: RunResult, run_dir: Path) -> UsageError:
+    """The run folder went while it was packed (removed by hand, a cleanup): nothing is
+    written, where a bundle without its results.json, report and logs was said to be
+    written, exit 0 (nu28 F4). Exit 2, as `bundle` of a folder already gone."""
+    return UsageError(
+        f"run {run.run_id}: its folder {run_dir} was removed while it was packed; "
+        f"nothing was written"
+    )
 
 
 def _refuse_capture_run(run: RunResult) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -18,6 +19,7 @@ import pytest
 
 from reprospec.errors import UsageError
 from reprospec.export import bundle
+from reprospec.store.resultsjson import load_run
 from tests.support.cli import ROOT, Cli
 
 SPEC = b"""\
@@ -140,3 +142,35 @@ def test_two_engines_unpacking_one_bundle_keep_each_others_tree(tmp_path: Path) 
     engines = [subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env) for _ in range(2)]
     outputs = [engine.communicate(timeout=120)[0].strip() for engine in engines]
     assert outputs == ["True", "True"]
+
+
+@pytest.mark.parametrize("when", ["_run_redactor", "carried_bytes"])
+def test_a_run_folder_removed_while_it_is_packed_writes_no_bundle(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    # nu28 F4: a run folder removed while `bundle` read it (before its results.json and
+    # report were packed, or after them, before its logs) gave a bundle of the spec and
+    # the README alone, "wrote ...: 4 file(s)", exit 0.
+    (tmp_path / "fails.py").write_text("print('out'); raise SystemExit(3)\n", encoding="utf-8")
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: gone\ncommand: python fails.py\nexpect: {outcome: error}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    assert cli("run", str(spec), "--out", str(out)).code == 0
+    run_dir = next((out / "runs").iterdir())
+    assert any((run_dir / "cells").rglob("stdout.log"))
+    run = load_run(run_dir / "results.json")
+    real = getattr(bundle, when)
+
+    def removing(*args: object, **kwargs: object) -> object:
+        shutil.rmtree(run_dir, ignore_errors=True)  # the folder goes as it is read
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bundle, when, removing)
+    output = tmp_path / "b.tar.gz"
+    with pytest.raises(UsageError, match="was removed while it was packed; nothing was written"):
+        bundle.pack(run, run_dir, output)
+    assert not output.exists()
+    assert list(tmp_path.glob(".b.tar.gz.*")) == []
