@@ -94,7 +94,7 @@ def execute(
     result is read back from results.json, whole, as the Python API returns it.
     """
     from reprospec.store.cellspool import CellSpool
-    from reprospec.store.resultsjson import load_run, new_run_id, resumed_of
+    from reprospec.store.resultsjson import load_run, resumed_of
 
     spec = plan.spec
     # Checked first: `--gpus` ids this machine lacks are a usage error before anything runs.
@@ -103,11 +103,20 @@ def execute(
     options = options.with_changes(overrides=spec.overrides)
     runner = create_runner(options, spec_dir=spec.base_dir)
     runner.prepare(plan.attempts)
-    # Absolute: children run in their own workdir and must find the events file.
-    if resume is not None:
-        folder = RunFolder.of(options.out.resolve(), resume.run_id).create().claim()
-    else:
-        folder = RunFolder.new(options.out.resolve(), lambda: new_run_id(spec.name)).claim()
+    # Opened before a new run's folder is made: a store that cannot be used (damaged, on a
+    # full disk) refused the run after it had left a folder of an engine.json alone, which
+    # `latest` then named, so `report latest` and `run --resume latest` said "no run"
+    # though the run before it was whole (nu28 F1).
+    store = Store(options.out)
+    try:
+        # Absolute: children run in their own workdir and must find the events file.
+        if resume is not None:
+            folder = RunFolder.of(options.out.resolve(), resume.run_id).create().claim()
+        else:
+            folder = _new_folder(options.out.resolve(), spec.name)
+    except BaseException:
+        store.close()
+        raise
     run_id = folder.run_id
     # Read before anything writes it: a resumed run whose results.json is missing has its
     # folder written again from the store, and one that had finished keeps its record.
@@ -151,7 +160,7 @@ def execute(
     stopped_at = ""
     before = folder.resumed_parts() if resume is not None else ()
     # Each cell's results.json entry, written as it is judged (store/cellspool.py).
-    with Store(options.out) as store, CellSpool(folder.results_spool, len(plan.cells)) as spool:
+    with store, CellSpool(folder.results_spool, len(plan.cells)) as spool:
         if resume is not None:
             # A resumed run began when it first did: its report and results.json say so
             # (the store's row kept that time all along).
@@ -169,17 +178,25 @@ def execute(
                 files_warnings += files_since(begun.environment, files, run_id)
             store.resume_run(run_id)
         else:
-            store.begin_run(
-                run_id,
-                spec.name,
-                str((spec.origin or spec.path).resolve()),  # --resume may run from elsewhere
-                spec_text,
-                options.runner,
-                redactor.value(options.stored()),
-                # Kept from the start: a resumed run compares its files and variables with these.
-                kept,
-                started=started,  # the same second as results.json's, which a resume keeps
-            )
+            try:
+                store.begin_run(
+                    run_id,
+                    spec.name,
+                    str((spec.origin or spec.path).resolve()),  # --resume may run from elsewhere
+                    spec_text,
+                    options.runner,
+                    redactor.value(options.stored()),
+                    # Kept from the start: a resumed run compares its files and variables with
+                    # these.
+                    kept,
+                    started=started,  # the same second as results.json's, which a resume keeps
+                )
+            except StoreError:
+                # Not begun (a full disk): no run the store lists, so no folder (nu28 F1);
+                # the capture's child, which writes in it, ends first.
+                capture.result(timeout=5)
+                _discard(folder)
+                raise
         stored_before = len(resume.done) if resume else 0
         # Its results.json gone (the folder removed by hand), the store writes it again; a
         # killed part never wrote one.
@@ -302,6 +319,26 @@ def execute(
         if broke is not None:
             raise keeper.error(options, folder, written=written, failure=_located(broke))
     return load_run(folder.results_json) if whole else result
+
+
+def _new_folder(out: Path, name: str) -> RunFolder:
+    """A new run's folder, claimed by this engine; one that cannot be (a full disk: its
+    engine.json) is removed, and the run refused, exit 3, saying where (nu28 F1)."""
+    from reprospec.store.resultsjson import new_run_id
+
+    folder = RunFolder.new(out, lambda: new_run_id(name))
+    try:
+        return folder.claim()
+    except OSError as exc:
+        _discard(folder)
+        raise InfraError(f"{folder.path}: cannot start the run there: {_located(exc)}") from exc
+
+
+def _discard(folder: RunFolder) -> None:
+    """Remove the folder of a run that never began: nothing in it is the user's."""
+    import shutil
+
+    shutil.rmtree(folder.path, ignore_errors=True)
 
 
 def _located(exc: OSError) -> str:

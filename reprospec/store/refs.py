@@ -4,11 +4,11 @@
 `slurm status|resume` take a run id; `latest` is the newest run under `--out`,
 `latest~1` the one before it.
 The order is the store's (the last begun first) with the run folders it lacks
-(a merged run), by the second their ids were made. The runs a search made, one per probe
-(isolate, minimize, amplify, bisect: `SEARCH_PURPOSES`), are not counted: after a
-minimize of a thousand probes, `latest` is still the run a person started. A reader of a
-run's folder (`find_run`) also counts the merged runs of the Slurm runs under `--out`
-(`OUT/slurm/<id>/merged/runs/`), which no store lists.
+(a merged run: one with a results.json), by the second their ids were made. The runs a
+search made, one per probe (isolate, minimize, amplify, bisect: `SEARCH_PURPOSES`), are
+not counted: after a minimize of a thousand probes, `latest` is still the run a person
+started. A reader of a run's folder (`find_run`) also counts the merged runs of the Slurm
+runs under `--out` (`OUT/slurm/<id>/merged/runs/`), which no store lists.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from reprospec.core.runoptions import SEARCH_PURPOSES
 from reprospec.errors import UsageError
-from reprospec.store.runfolder import RUNS, RunFolder
+from reprospec.store.runfolder import RESULTS_JSON, RUNS, RunFolder
 
 # A run's purpose (who started it: `run`, `isolate`, ...) from the store's `runs.options`,
 # with the table's prefix for `{r}` (`r.` or nothing). The options are a JSON object; the
@@ -66,6 +66,13 @@ def _recent(out_root: Path, under: str, slurm_merged: bool) -> tuple[list[str], 
         probes = {str(run_id) for run_id, purpose in rows if purpose in SEARCH_PURPOSES}
     runs = out_root / under
     folders = [p.name for p in runs.iterdir() if p.is_dir()] if runs.is_dir() else []
+    if under == RUNS:
+        # A folder the store does not list and without a results.json is no run: one a run
+        # refused before it began left (a damaged store, a full disk), or one still being
+        # begun. Named `latest`, it was "no run" where the run before it was whole (nu28 F1).
+        folders = [
+            name for name in folders if name in begun or (runs / name / RESULTS_JSON).is_file()
+        ]
     if slurm_merged and under == RUNS:
         folders += [folder.run_id for folder in RunFolder.merged_slurm_under(out_root)]
     ids = (set(begun) | set(folders)) - probes

@@ -146,6 +146,7 @@ def test_a_damaged_store_is_refused_before_anything_runs_and_says_how_to_recover
     out = tmp_path / "out"
     spec = _spec(tmp_path, QUICK)
     assert _reprospec("run", str(spec), "--out", str(out)).code == 0
+    runs = [p.name for p in (out / "runs").iterdir()]
     for ran in tmp_path.glob("RAN-*"):
         ran.unlink()
     db = out / "results.db"
@@ -166,6 +167,9 @@ def test_a_damaged_store_is_refused_before_anything_runs_and_says_how_to_recover
         assert f"mv {db} {db}.damaged" in result.stderr
         assert ".recover" in result.stderr
     assert not list(tmp_path.glob("RAN-*")), "an attempt ran against a damaged store"
+    # nu28 F1: the refused run leaves no folder (of an engine.json alone), which `latest`
+    # named: `report latest` said "no run" with the whole run before it there.
+    assert [p.name for p in (out / "runs").iterdir()] == runs
     # The advice works: the damaged store set aside, the next run starts a new one.
     db.rename(db.with_name("results.db.damaged"))
     again = _reprospec("run", str(spec), "--out", str(out))

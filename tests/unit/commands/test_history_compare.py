@@ -23,9 +23,15 @@ def test_recent_run_ids_order_runs_of_one_second_as_begun(tmp_path: Path) -> Non
     )
     conn.commit()
     conn.close()
-    (tmp_path / "runs" / "20261121-214513-x-merged").mkdir(parents=True)
-    # A merge made in the same second as the runs it merged (no store row of its own).
-    (tmp_path / "runs" / "20261121-214512-x-1111").mkdir(parents=True)
+    # Merges (no store row of their own: their results.json says they are runs), one made
+    # in the same second as the runs it merged.
+    for merged in ("20261121-214513-x-merged", "20261121-214512-x-1111"):
+        (tmp_path / "runs" / merged).mkdir(parents=True)
+        (tmp_path / "runs" / merged / "results.json").write_text("{}")
+    # nu28 F1: what a run refused before it began left (its engine.json alone; the store
+    # does not list it) is no run, newest as it is.
+    (tmp_path / "runs" / "20261121-214600-x-2222").mkdir(parents=True)
+    (tmp_path / "runs" / "20261121-214600-x-2222" / "engine.json").write_text("{}")
     assert recent_run_ids(tmp_path) == [
         "20261121-214513-x-merged",
         "20261121-214512-x-1111",
