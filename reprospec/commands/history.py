@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     runs: list[Mapping[str, object]] = []
     shown = probes = 0
     if (out / "results.db").is_file():
-        with Store(out) as store:
+        with Store(out, reader=True) as store:
             runs = [
                 _status(run, out)
                 for run in store.runs(spec_name, limit, searches=searches, spec_paths=spec_paths)

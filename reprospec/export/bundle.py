@@ -284,7 +284,7 @@ def _sources(run: RunResult, run_dir: Path, *, as_now: bool = False) -> _Sources
     out = run_dir.parent.parent
     info = None
     if (out / "results.db").is_file():
-        with Store(out) as store:
+        with Store(out, reader=True) as store:
             info = store.run_info(run.run_id)
     stored = Path(info.spec_path) if info else Path(run.spec_path).resolve()
     options = RunOptions.from_dict(info.options, out) if info else RunOptions(out=out)

@@ -31,7 +31,9 @@ names the store and what to do, never a raw sqlite traceback:
   (the busy timeout) rather than fail with "database is locked";
 - the file is deleted while a run goes (an attempt removed `--out`): the next
   write notices, puts the store back from the engine's still-open copy, and
-  says so in `warnings`.
+  says so in `warnings`;
+- the store is on a read-only disk (an archived `--out`): its readers (`history`,
+  `bundle`: `Store(..., reader=True)`) read it as it is.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.results import AttemptResult, CellResult, Outcome
@@ -278,8 +281,11 @@ def _opening_lock(folder: Path) -> Iterator[None]:
 class Store:
     """One connection to `root/results.db`; every write commits before it returns."""
 
-    def __init__(self, root: Path | str, *, check: bool = True) -> None:
+    def __init__(self, root: Path | str, *, check: bool = True, reader: bool = False) -> None:
+        """`reader`: the store is only read (history, bundle), and one that cannot be opened
+        for writing (a read-only disk) is read as it is (`_read_only`)."""
         self.path = Path(root) / "results.db"
+        self._reader = reader
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -314,6 +320,8 @@ class Store:
                 if db is not None:
                     db.close()
                 code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+                if self._reader and code in (_SQLITE_CANTOPEN, _SQLITE_READONLY):
+                    return self._read_only(check, exc)
                 if code != _SQLITE_BUSY or time.monotonic() > deadline:
                     raise self.error(exc, "cannot open it") from exc
             except BaseException:
@@ -321,6 +329,45 @@ class Store:
                     db.close()
                 raise
             time.sleep(random.uniform(0.02, 0.1))
+
+    def _read_only(self, check: bool, refused: sqlite3.Error) -> sqlite3.Connection:
+        """The store opened only to be read, as it is: on a read-only disk (an archived or
+        mounted `--out`) opening it to write fails, and a reader of a WAL store makes its
+        -shm file, which such a folder refuses too, so `history` and `bundle` said "the
+        file or its disk failed" of a whole store (nu28 F6). Read as immutable where the
+        plain read-only open fails: nothing writes a store there. Not created, not migrated
+        (a migration only adds attempt columns, which readers do not ask for)."""
+        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+        for query in (uri, f"{uri}&immutable=1"):
+            db = sqlite3.connect(query, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+            db.row_factory = sqlite3.Row
+            try:
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+            except sqlite3.Error:
+                db.close()
+                continue
+            self._db = db
+            self._identity = _identity(self.path)
+            if version > SCHEMA_VERSION:
+                db.close()
+                raise FatalError(
+                    f"{self.path} was written by a newer reprospec (schema {version}): "
+                    "upgrade reprospec"
+                )
+            if not version:
+                db.close()
+                raise StoreError(
+                    f"the results store {self.path}: holds no runs, and cannot be written "
+                    f"({refused})"
+                )
+            try:
+                if check:
+                    self._check()
+            except BaseException:
+                db.close()
+                raise
+            return db
+        raise self.error(refused, "cannot open it")
 
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:

@@ -9,6 +9,7 @@ run cannot go on, never a traceback) and nothing already stored is lost.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -175,6 +176,49 @@ def test_a_damaged_store_is_refused_before_anything_runs_and_says_how_to_recover
     again = _reprospec("run", str(spec), "--out", str(out))
     assert again.code == 0, again.stderr
     assert len(list(tmp_path.glob("RAN-*"))) == 6
+
+
+# -- a store on a read-only disk -------------------------------------------------------------
+
+
+@pytest.fixture
+def read_only_view(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """(a folder, a read-only bind mount of it): an archived `--out` (root only)."""
+    source, view = tmp_path / "source", tmp_path / "view"
+    source.mkdir()
+    view.mkdir()
+    for step in (["--bind", str(source), str(view)], ["-o", "remount,bind,ro", str(view)]):
+        done = subprocess.run(["mount", *step], capture_output=True, text=True)
+        if done.returncode != 0:
+            subprocess.run(["umount", "-l", str(view)], check=False, capture_output=True)
+            pytest.skip(f"cannot mount a read-only view here: {done.stderr.strip()}")
+    try:
+        yield source, view
+    finally:
+        subprocess.run(["umount", "-l", str(view)], check=False)
+
+
+def test_a_store_on_a_read_only_disk_is_read_by_history_and_bundle(
+    tmp_path: Path, read_only_view: tuple[Path, Path]
+) -> None:
+    # nu28 F6: history and bundle opened the store to write; on a read-only disk they said
+    # "cannot open it: the file or its disk failed (unable to open database file)", exit 3.
+    source, view = read_only_view
+    spec = _spec(tmp_path, "reprospec: 1\nname: ro\ncommand: 'true'\nexpect: {outcome: pass}\n")
+    ran = _reprospec("run", str(spec), "--out", str(source / "out"))
+    assert ran.code == 0, ran.stderr
+    run_id = ran.results()["run_id"]
+    out = view / "out"
+    history = _reprospec("history", "--out", str(out), "--format", "json")
+    assert history.code == 0, history.stderr
+    assert [(r["run_id"], r["status"]) for r in json.loads(history.stdout)] == [
+        (run_id, "finished")
+    ]
+    packed = _reprospec("bundle", "latest", "--out", str(out), "-o", str(tmp_path / "b.tgz"))
+    assert packed.code == 0, packed.stderr
+    _no_traceback(packed)
+    assert (tmp_path / "b.tgz").is_file()
+    assert not (source / "out" / "results.db-shm").exists()  # nothing written there
 
 
 # -- several engines on one store ----------------------------------------------------------
