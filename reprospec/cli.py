@@ -98,7 +98,10 @@ class _Parser(argparse.ArgumentParser):
         hints = []
         for word in message[len(prefix) :].split():
             name = word.split("=", 1)[0]
-            if name.startswith("--"):
+            if word.startswith("-") and os.path.lexists(word):
+                # A file whose name begins with a dash reads as an option (nu28 F5).
+                hints.append(f"./{word} or -- {word} (a file of that name)")
+            elif name.startswith("--"):
                 hints += suggest(name, known)[:1]
         return f"; did you mean {' or '.join(dict.fromkeys(hints))}?" if hints else ""
 
@@ -244,6 +247,13 @@ def _parse(
     takes_the_rest = (argparse.REMAINDER, argparse.PARSER)
     if any(action.nargs in takes_the_rest for action in own._get_positional_actions()):
         return parser.parse_args(words)
+    if "--" in words[1:]:
+        # `--` ends the options (a spec named `-x.yaml`): intermixed, Python 3.11's argparse
+        # dropped what follows it, "unrecognized arguments: -x.yaml" (nu28 F5). Options
+        # then come before it, as POSIX has them.
+        args = own.parse_args(words[1:])
+        args.command = verb
+        return args
     args = own.parse_intermixed_args(words[1:])
     args.command = verb
     return args

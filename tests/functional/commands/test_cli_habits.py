@@ -41,6 +41,25 @@ def test_a_mistyped_verb_or_option_gets_the_nearest(cli: Cli) -> None:
     assert "did you mean" not in far.stderr
 
 
+def test_a_double_dash_ends_the_options_for_a_spec_named_with_a_dash(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu28 F5: `run -- -x.yaml` was "unrecognized arguments: -x.yaml" (Python 3.11's
+    # intermixed parsing dropped what follows `--`), and `run -x.yaml` said nothing of
+    # the file of that name.
+    write(tmp_path / "-x.yaml", "reprospec: 1\nname: dash\ncommand: 'true'\n")
+    checked = cli("validate", "--", "-x.yaml", cwd=tmp_path)
+    assert checked.code == 0, checked.stderr
+    ran = cli("run", "--out", str(tmp_path / "o"), "--", "-x.yaml", cwd=tmp_path)
+    assert ran.code == 0, ran.stderr
+    assert ran.stdout.startswith("dash: "), ran.stdout
+    assert len(list((tmp_path / "o" / "runs").iterdir())) == 1
+    bare = cli("run", "-x.yaml", cwd=tmp_path)
+    assert bare.code == 2
+    assert "did you mean ./-x.yaml or -- -x.yaml (a file of that name)?" in bare.stderr
+    assert not (tmp_path / ".reprospec").exists()
+
+
 def test_an_output_that_cannot_be_written_is_named_by_its_option(cli: Cli, tmp_path: Path) -> None:
     # nu22 LOW-13: `report latest -o /proc/nope` said "No such file or directory:
     # /proc/nope", which names none of the command's options.
