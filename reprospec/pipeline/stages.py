@@ -12,9 +12,11 @@ and cancellation. It prints nothing and installs no signal handlers: the CLI
 
 from __future__ import annotations
 
+import os
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -111,9 +113,12 @@ def execute(
     try:
         # Absolute: children run in their own workdir and must find the events file.
         if resume is not None:
-            folder = RunFolder.of(options.out.resolve(), resume.run_id).create().claim()
+            folder = RunFolder.of(options.out.resolve(), resume.run_id).create()
+            held = folder.hold()  # before the claim: a second resume is refused, not run
+            folder.claim()
         else:
             folder = _new_folder(options.out.resolve(), spec.name)
+            held = folder.hold()
     except BaseException:
         store.close()
         raise
@@ -160,7 +165,7 @@ def execute(
     stopped_at = ""
     before = folder.resumed_parts() if resume is not None else ()
     # Each cell's results.json entry, written as it is judged (store/cellspool.py).
-    with store, CellSpool(folder.results_spool, len(plan.cells)) as spool:
+    with store, _closing(held), CellSpool(folder.results_spool, len(plan.cells)) as spool:
         if resume is not None:
             # A resumed run began when it first did: its report and results.json say so
             # (the store's row kept that time all along).
@@ -319,6 +324,15 @@ def execute(
         if broke is not None:
             raise keeper.error(options, folder, written=written, failure=_located(broke))
     return load_run(folder.results_json) if whole else result
+
+
+@contextmanager
+def _closing(fd: int) -> Iterator[None]:
+    """The run folder held (`RunFolder.hold`) until the run's end."""
+    try:
+        yield
+    finally:
+        os.close(fd)
 
 
 def _new_folder(out: Path, name: str) -> RunFolder:

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reprospec.errors import InfraError
+from reprospec.errors import InfraError, UsageError
 
 if TYPE_CHECKING:
     from reprospec.core.resumed import ResumedPart
@@ -354,6 +354,29 @@ class RunFolder:
     def create(self) -> RunFolder:
         self.path.mkdir(parents=True, exist_ok=True)
         return self
+
+    def hold(self) -> int:
+        """Hold the folder for this engine alone: an exclusive lock on it, which another
+        engine's `hold` is refused (UsageError, exit 2). Two `run --resume` of one run
+        started together both passed the check of a live engine (it reads the in-flight
+        records, which neither had written yet) and both ran the run's rest, into the same
+        attempt folders (nu28 F11). The lock is the returned descriptor's: closed at the
+        run's end, or with the engine however it ends (SIGKILL too). A filesystem without
+        flock goes without."""
+        import fcntl
+
+        fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise UsageError(
+                f"--resume {self.run_id}: another engine is running this run now; "
+                "wait for it to end, or stop it first"
+            ) from None
+        except OSError:
+            pass
+        return fd
 
     def claim(self) -> RunFolder:
         """Record this process as the engine that runs in the folder (a resume claims it anew).

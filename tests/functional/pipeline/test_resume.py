@@ -4,12 +4,15 @@ refused, naming them; the run's own values, given again, are not a change."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Cli, CliResult
+from tests.support.cli import ROOT, Cli, CliResult
 from tests.support.killed import gated_spec, killed_run
 
 
@@ -425,3 +428,66 @@ def test_resume_refuses_other_values_of_the_variables_the_spec_reads(
     assert same.code == 0, same.stderr
     data = json.loads((out / "runs" / run_id / "results.json").read_text())
     assert [a["attempt"] for a in data["cells"][0]["attempts"]] == [1, 2]
+
+
+def test_two_resumes_of_one_run_started_together_run_its_rest_once(tmp_path: Path) -> None:
+    """nu28 F11: both passed the check of a live engine (the in-flight records neither had
+    written yet) and both ran the run's rest, into the same attempt folders."""
+    gate = tmp_path / "gate"
+    spec = gated_spec(tmp_path / "gated.yaml", gate)
+    out = tmp_path / "out"
+    run_id = killed_run(spec, out, "--repeat", "4", "-j", "2")
+    gate.touch()
+    argv = [sys.executable, "-m", "reprospec", "run", "--resume", run_id, "--out", str(out)]
+    env = {**os.environ, "NO_COLOR": "1"}
+    resumes = [
+        subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    said = [resume.communicate(timeout=120) for resume in resumes]
+    codes = sorted(resume.returncode for resume in resumes)
+    assert codes == [0, 2], said
+    refused = next(err for (_, err), r in zip(said, resumes, strict=True) if r.returncode == 2)
+    assert f"--resume {run_id}: " in refused
+    assert "Traceback" not in refused
+    # The rest ran once: each of the 4 planned attempts has one row and one run folder.
+    results = json.loads((out / "runs" / run_id / "results.json").read_text(encoding="utf-8"))
+    (cell,) = results["cells"]
+    assert [a["attempt"] for a in cell["attempts"]] == [1, 2, 3, 4]
+
+
+# An engine's hold of a run folder, in a process of its own (`RunFolder.hold`, as
+# pipeline/stages.py takes it for the whole run), until it is killed.
+HOLDER = """
+import sys, time
+from pathlib import Path
+from reprospec.store.runfolder import RunFolder
+fd = RunFolder(Path(sys.argv[1])).hold()
+Path(sys.argv[2]).touch()
+time.sleep(120)
+"""
+
+
+def test_a_resume_of_a_run_folder_another_engine_holds_is_refused(cli: Cli, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    spec = gated_spec(tmp_path / "gated.yaml", gate)
+    out = tmp_path / "out"
+    run_id = killed_run(spec, out, "--repeat", "2")
+    gate.touch()
+    held = tmp_path / "held"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out / "runs" / run_id), str(held)])
+    try:
+        while not held.exists():
+            assert holder.poll() is None, "the holder ended"
+            time.sleep(0.01)
+        refused = cli("run", "--resume", run_id, "--out", str(out), timeout=120)
+        assert refused.code == 2, refused.stderr
+        assert f"--resume {run_id}: another engine is running this run now" in refused.stderr
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    # Its engine gone (SIGKILL, as here), the hold goes with it: the resume runs.
+    resumed = cli("run", "--resume", run_id, "--out", str(out), timeout=120)
+    assert resumed.code == 0, resumed.stderr
