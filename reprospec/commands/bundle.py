@@ -68,10 +68,14 @@ def run(args: argparse.Namespace) -> int:
     if not args.verify:
         # A file the program opens by a name the cells never give is not carried: the
         # recipient's rerun is the first to miss it, unless this one reruns it first.
+        # The command as given, with --verify: its --out too, without which the run id
+        # was looked for in .reprospec (nu28 F10).
+        again = ["reprospec", "bundle", args.run, "-o", str(args.output)]
+        again += ["--out", str(args.out)] if args.out != opt.DEFAULT_OUT else []
+        again += ["--as-now"] if args.as_now else []
         print(
             "not verified: add --verify to rerun it unpacked away from this tree "
-            f"(reprospec bundle {shlex.quote(args.run)} -o {shlex.quote(str(args.output))} "
-            "--verify)"
+            f"({shlex.join([*again, '--verify'])})"
         )
         return 0
     return _verify(packed, run, run_dir)

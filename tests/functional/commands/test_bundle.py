@@ -544,12 +544,13 @@ def test_a_complete_bundle_verifies_exit_0_and_names_a_read_by_absolute_path(
     assert checked.stderr.count("by its path, outside the bundle") == 1
     assert not list(temp.glob("reprospec-verify-*"))  # removed when it reproduced
     assert len(list((out / "runs").iterdir())) == 1
-    # Without --verify, a line says it was not verified and how to verify it.
+    # Without --verify, a line says it was not verified and how to verify it: the command as
+    # given, its --out kept (nu28 F10: without it, the run id was looked for in .reprospec).
     plain = _bundle(cli, archive, out)
     assert plain.code == 0, plain.stderr
     assert (
         f"not verified: add --verify to rerun it unpacked away from this tree (reprospec "
-        f"bundle latest -o {archive} --verify)"
+        f"bundle latest -o {archive} --out {out} --verify)"
     ) in plain.stdout
 
 
