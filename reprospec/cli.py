@@ -196,6 +196,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _closed_pipe()
     except OSError as exc:
+        if exc.errno == errno.ENOENT and not exc.filename and _cwd_gone():
+            # The cwd asked for (a relative --out, the default .reprospec, made absolute) said
+            # only "No such file or directory", naming nothing (nu28 F7).
+            print(
+                "reprospec: the current folder no longer exists (removed after the shell "
+                "entered it): cd into one that does",
+                file=sys.stderr,
+            )
+            return 2
         where = f": {exc.filename}" if exc.filename else ""
         if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
             # The machine failed us (a full disk, a failing one): not the user's input.
@@ -210,6 +219,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(printable(f"reprospec: internal error: {type(exc).__name__}: {exc}"), file=sys.stderr)
         print(f"reprospec: the traceback is in {log}; please report it", file=sys.stderr)
         return 3
+
+
+def _cwd_gone() -> bool:
+    """Whether the process's working folder has been removed."""
+    try:
+        Path.cwd()
+    except FileNotFoundError:
+        return True
+    return False
 
 
 def _closed_pipe() -> int:

@@ -60,6 +60,24 @@ def test_a_double_dash_ends_the_options_for_a_spec_named_with_a_dash(
     assert not (tmp_path / ".reprospec").exists()
 
 
+def test_a_run_from_a_removed_folder_says_so(tmp_path: Path) -> None:
+    # nu28 F7: `cd gone; rmdir ../gone; reprospec run /abs/spec.yaml` said only "reprospec:
+    # No such file or directory" (the default --out made absolute from the cwd).
+    spec = write(tmp_path / "ok.yaml", "reprospec: 1\nname: ok\ncommand: 'true'\n")
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = 'cd "$1" && rmdir "$1" && exec "$2" -m reprospec run "$3"'
+    done = subprocess.run(
+        ["sh", "-c", script, "sh", str(gone), sys.executable, str(spec)],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "reprospec: the current folder no longer exists (removed after the shell entered it): "
+        "cd into one that does\n"
+    )
+
+
 def test_an_output_that_cannot_be_written_is_named_by_its_option(cli: Cli, tmp_path: Path) -> None:
     # nu22 LOW-13: `report latest -o /proc/nope` said "No such file or directory:
     # /proc/nope", which names none of the command's options.
