@@ -371,12 +371,20 @@ class RunFolder:
         except BlockingIOError:
             os.close(fd)
             raise UsageError(
-                f"--resume {self.run_id}: another engine is running this run now; "
-                "wait for it to end, or stop it first"
+                f"--resume {self.run_id}: another engine is running this run now"
+                f"{self._engine_named()}; wait for it to end, or stop it first"
             ) from None
         except OSError:
             pass
         return fd
+
+    def _engine_named(self) -> str:
+        """` (engine pid N)` of the engine that last claimed the folder; "" where unknown."""
+        try:
+            pid = json.loads((self.path / ENGINE_JSON).read_text(encoding="utf-8"))["pid"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return ""
+        return f" (engine pid {pid})" if isinstance(pid, int) else ""
 
     def claim(self) -> RunFolder:
         """Record this process as the engine that runs in the folder (a resume claims it anew).

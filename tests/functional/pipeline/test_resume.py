@@ -484,7 +484,10 @@ def test_a_resume_of_a_run_folder_another_engine_holds_is_refused(cli: Cli, tmp_
             time.sleep(0.01)
         refused = cli("run", "--resume", run_id, "--out", str(out), timeout=120)
         assert refused.code == 2, refused.stderr
-        assert f"--resume {run_id}: another engine is running this run now" in refused.stderr
+        # The engine that last claimed the folder is named: here the killed run's.
+        assert f"--resume {run_id}: another engine is running this run now (engine pid " in (
+            refused.stderr
+        )
     finally:
         holder.kill()
         holder.wait(timeout=30)
