@@ -12,11 +12,11 @@ and cancellation. It prints nothing and installs no signal handlers: the CLI
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -109,63 +109,67 @@ def execute(
     # full disk) refused the run after it had left a folder of an engine.json alone, which
     # `latest` then named, so `report latest` and `run --resume latest` said "no run"
     # though the run before it was whole (nu28 F1).
-    store = Store(options.out)
+    # The store, and the run folder this engine holds (`RunFolder.hold`): released at the
+    # run's end, or as anything before it fails (a resume refused by `reap`).
+    opened = contextlib.ExitStack()
+    store = opened.enter_context(Store(options.out))
     try:
         # Absolute: children run in their own workdir and must find the events file.
         if resume is not None:
             folder = RunFolder.of(options.out.resolve(), resume.run_id).create()
-            held = folder.hold()  # before the claim: a second resume is refused, not run
+            # Held before the claim: a second resume is refused, not run.
+            opened.callback(os.close, folder.hold())
             folder.claim()
         else:
             folder = _new_folder(options.out.resolve(), spec.name)
-            held = folder.hold()
+            opened.callback(os.close, folder.hold())
+        run_id = folder.run_id
+        # Read before anything writes it: a resumed run whose results.json is missing has its
+        # folder written again from the store, and one that had finished keeps its record.
+        had_results = folder.results_json.is_file()
+        previous = resumed_of(folder.results_json) if resume is not None and had_results else None
+        # A resumed run's dead engine may have left attempts running: they end first.
+        reaped = leftovers.reap(folder.path) if resume is not None else ()
+        # Started as soon as the runner and the folder are there (a resumed run's leftovers
+        # gone): a short run's end waits for it.
+        capture = EnvironmentCapture(
+            runner,
+            # The first attempt whose environment could be built: a first cell whose venv or
+            # image failed would leave the report only its error (nu23).
+            # An empty shard (fewer attempts than shards) runs none: the first cell's first
+            # attempt stands for the machine the shard ran on, which its record still says.
+            first_runnable(runner, plan.attempts) if plan.attempts else plan.attempts.planned(0, 1),
+            folder.path,
+            store=options.out,
+            inherits=options.runner != "docker",
+        )
+        # The program's files as the attempts will find them, digested before the first starts
+        # (an attempt may write a file its command names): what `compare` tells changed by.
+        files, files_warnings = program_files(plan, options.out)
+        # The values of the variables the spec reads, as this run reads them: a resume under
+        # other values is refused (pipeline/resume.py), compare tells them (store/specvariables.py).
+        variables = spec_variables(spec.document, options.out)
+        kept: JsonObject = {
+            **({} if files is None else {FILES_FIELD: files}),
+            **({} if variables is None else {VARIABLES_FIELD: variables}),
+        }
+        # Every attempt and the run pass through it before anything is stored, printed or
+        # rendered: no output can show a secret that was missed on its way (redact.py).
+        redactor = Redactor.for_spec(spec.document)
+        # The spec is rerun from a report or a bundle: masked so it stays valid YAML.
+        spec_text = redactor.spec_text(spec_text_of(spec))
+        started = _now()
+        ended: str | None = None  # a resume that runs nothing keeps the end it had
+        # How the earlier part of a resumed run stopped, and when, and the parts before it
+        # (a run resumed before): its report says so.
+        stopped: Stopped = "interrupted"
+        stopped_at = ""
+        before = folder.resumed_parts() if resume is not None else ()
     except BaseException:
-        store.close()
+        opened.close()
         raise
-    run_id = folder.run_id
-    # Read before anything writes it: a resumed run whose results.json is missing has its
-    # folder written again from the store, and one that had finished keeps its record.
-    had_results = folder.results_json.is_file()
-    previous = resumed_of(folder.results_json) if resume is not None and had_results else None
-    # A resumed run's dead engine may have left attempts running: they end first.
-    reaped = leftovers.reap(folder.path) if resume is not None else ()
-    # Started as soon as the runner and the folder are there (a resumed run's leftovers
-    # gone): a short run's end waits for it.
-    capture = EnvironmentCapture(
-        runner,
-        # The first attempt whose environment could be built: a first cell whose venv or
-        # image failed would leave the report only its error (nu23).
-        # An empty shard (fewer attempts than shards) runs none: the first cell's first
-        # attempt stands for the machine the shard ran on, which its record still says.
-        first_runnable(runner, plan.attempts) if plan.attempts else plan.attempts.planned(0, 1),
-        folder.path,
-        store=options.out,
-        inherits=options.runner != "docker",
-    )
-    # The program's files as the attempts will find them, digested before the first starts
-    # (an attempt may write a file its command names): what `compare` tells changed by.
-    files, files_warnings = program_files(plan, options.out)
-    # The values of the variables the spec reads, as this run reads them: a resume under
-    # other values is refused (pipeline/resume.py), compare tells them (store/specvariables.py).
-    variables = spec_variables(spec.document, options.out)
-    kept: JsonObject = {
-        **({} if files is None else {FILES_FIELD: files}),
-        **({} if variables is None else {VARIABLES_FIELD: variables}),
-    }
-    # Every attempt and the run pass through it before anything is stored, printed or
-    # rendered: no output can show a secret that was missed on its way (redact.py).
-    redactor = Redactor.for_spec(spec.document)
-    # The spec is rerun from a report or a bundle: masked so it stays valid YAML.
-    spec_text = redactor.spec_text(spec_text_of(spec))
-    started = _now()
-    ended: str | None = None  # a resume that runs nothing keeps the end it had
-    # How the earlier part of a resumed run stopped, and when, and the parts before it
-    # (a run resumed before): its report says so.
-    stopped: Stopped = "interrupted"
-    stopped_at = ""
-    before = folder.resumed_parts() if resume is not None else ()
     # Each cell's results.json entry, written as it is judged (store/cellspool.py).
-    with store, _closing(held), CellSpool(folder.results_spool, len(plan.cells)) as spool:
+    with opened, CellSpool(folder.results_spool, len(plan.cells)) as spool:
         if resume is not None:
             # A resumed run began when it first did: its report and results.json say so
             # (the store's row kept that time all along).
@@ -324,15 +328,6 @@ def execute(
         if broke is not None:
             raise keeper.error(options, folder, written=written, failure=_located(broke))
     return load_run(folder.results_json) if whole else result
-
-
-@contextmanager
-def _closing(fd: int) -> Iterator[None]:
-    """The run folder held (`RunFolder.hold`) until the run's end."""
-    try:
-        yield
-    finally:
-        os.close(fd)
 
 
 def _new_folder(out: Path, name: str) -> RunFolder:
