@@ -244,6 +244,14 @@ _SQLITE_NOTADB = 26
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
+def _has_wal(path: Path) -> bool:
+    """Whether the store at `path` has a write-ahead log with something in it."""
+    try:
+        return path.with_name(f"{path.name}-wal").stat().st_size > 0
+    except OSError:
+        return False
+
+
 def _identity(path: Path) -> tuple[int, int] | None:
     """(device, inode) of the file at `path`; None when there is none."""
     try:
@@ -339,7 +347,22 @@ class Store:
         (a migration only adds attempt columns, which readers do not ask for)."""
         uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
         for query in (uri, f"{uri}&immutable=1"):
-            db = sqlite3.connect(query, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+            if query != uri and _has_wal(self.path):
+                # Immutable, sqlite reads the file alone, not its write-ahead log: the last
+                # writes (a killed engine's, never checkpointed) would be missing unsaid.
+                raise StoreError(
+                    f"the results store {self.path}: cannot be read where it is: its last "
+                    f"writes are in {self.path.name}-wal, which sqlite reads only with a "
+                    f"{self.path.name}-shm it can make, and this folder cannot be written "
+                    f"({refused}); copy the folder {self.path.parent} somewhere writable "
+                    "and give that as --out"
+                )
+            try:
+                db = sqlite3.connect(
+                    query, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False
+                )
+            except sqlite3.Error:
+                continue  # gone since (the refusal below says what the first open met)
             db.row_factory = sqlite3.Row
             try:
                 version = db.execute("PRAGMA user_version").fetchone()[0]

@@ -221,6 +221,37 @@ def test_a_store_on_a_read_only_disk_is_read_by_history_and_bundle(
     assert not (source / "out" / "results.db-shm").exists()  # nothing written there
 
 
+# A writer that leaves its last transaction in the write-ahead log, as a killed engine does
+# (os._exit: no close, so no checkpoint).
+LEAVE_WAL = """
+import os, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("PRAGMA wal_autocheckpoint=0")
+db.execute("UPDATE runs SET status = 'interrupted'")
+db.commit()
+os._exit(0)
+"""
+
+
+def test_a_read_only_store_whose_last_writes_are_in_its_wal_is_refused_not_read_stale(
+    tmp_path: Path, read_only_view: tuple[Path, Path]
+) -> None:
+    # Without its -shm, which sqlite cannot make there, a WAL store is read immutable: the
+    # file alone, so the last writes (here the run's `interrupted`) would be missing unsaid.
+    source, view = read_only_view
+    spec = _spec(tmp_path, "reprospec: 1\nname: ro\ncommand: 'true'\nexpect: {outcome: pass}\n")
+    assert _reprospec("run", str(spec), "--out", str(source / "out")).code == 0
+    db = source / "out" / "results.db"
+    subprocess.run([PY, "-c", LEAVE_WAL, str(db)], check=True, timeout=60)
+    (source / "out" / "results.db-shm").unlink()
+    assert (source / "out" / "results.db-wal").stat().st_size > 0
+    history = _reprospec("history", "--out", str(view / "out"))
+    assert history.code == 3, history.stdout
+    _no_traceback(history)
+    assert "its last writes are in results.db-wal" in history.stderr
+    assert f"copy the folder {view / 'out'} somewhere writable" in history.stderr
+
+
 # -- several engines on one store ----------------------------------------------------------
 
 HOLDER = """\
