@@ -59,7 +59,7 @@ from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.results import AttemptResult, CellResult, Outcome
 from reprospec.core.runoptions import SEARCH_PURPOSES
 from reprospec.environment.facts import flatten_environment
-from reprospec.errors import FatalError, InfraError
+from reprospec.errors import FatalError, InfraError, UsageError
 from reprospec.store.resultsjson import attempt_from_dict, instances_to_dict, outcome_to_dict
 
 if TYPE_CHECKING:
@@ -328,8 +328,17 @@ class Store:
                 if db is not None:
                     db.close()
                 code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-                if self._reader and code in (_SQLITE_CANTOPEN, _SQLITE_READONLY):
-                    return self._read_only(check, exc)
+                if code in (_SQLITE_CANTOPEN, _SQLITE_READONLY):
+                    if self._reader:
+                        return self._read_only(check, exc)
+                    if not os.access(self.path.parent, os.W_OK):
+                        # A --out that cannot be written (a read-only disk, no permission):
+                        # the user's path, as a run folder there says (exit 2), not a disk
+                        # that failed.
+                        raise UsageError(
+                            f"the results store {self.path}: cannot be written there: "
+                            f"{self.path.parent} is read-only to this user; give another --out"
+                        ) from exc
                 if code != _SQLITE_BUSY or time.monotonic() > deadline:
                     raise self.error(exc, "cannot open it") from exc
             except BaseException:

@@ -219,6 +219,12 @@ def test_a_store_on_a_read_only_disk_is_read_by_history_and_bundle(
     _no_traceback(packed)
     assert (tmp_path / "b.tgz").is_file()
     assert not (source / "out" / "results.db-shm").exists()  # nothing written there
+    # A run into it: the path the user gave cannot be written (exit 2), as before the store
+    # was opened ahead of the run folder, not "the file or its disk failed" (exit 3).
+    refused = _reprospec("run", str(spec), "--out", str(out))
+    assert refused.code == 2, refused.stderr
+    _no_traceback(refused)
+    assert f"the results store {out / 'results.db'}: cannot be written there: " in refused.stderr
 
 
 # A writer that leaves its last transaction in the write-ahead log, as a killed engine does
