@@ -13,6 +13,7 @@ and cancellation. It prints nothing and installs no signal handlers: the CLI
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import threading
@@ -30,7 +31,7 @@ from reprospec.core.results import AttemptResult, CellResult, RunResult, Standal
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.sections import same_python
 from reprospec.core.words import RESOLVED_SPEC
-from reprospec.errors import InfraError
+from reprospec.errors import InfraError, UsageError
 from reprospec.outcome.judgedcells import JudgedCells
 from reprospec.pipeline.attempt import AttemptExecutor
 from reprospec.pipeline.gpus import GpuPool, visible_gpus
@@ -119,7 +120,7 @@ def execute(
             folder = RunFolder.of(options.out.resolve(), resume.run_id).create()
             # Held before the claim: a second resume is refused, not run.
             opened.callback(os.close, folder.hold())
-            folder.claim()
+            _claim(folder)
         else:
             folder = _new_folder(options.out.resolve(), spec.name)
             opened.callback(os.close, folder.hold())
@@ -328,6 +329,19 @@ def execute(
         if broke is not None:
             raise keeper.error(options, folder, written=written, failure=_located(broke))
     return load_run(folder.results_json) if whole else result
+
+
+def _claim(folder: RunFolder) -> None:
+    """Claim a resumed run's folder; one that cannot be written is said of the folder, where
+    the error named the temporary file of its engine.json (`engine.json.tmp1234`, nu28 F13):
+    exit 3 for a full disk, 2 for a folder this user cannot write."""
+    try:
+        folder.claim()
+    except OSError as exc:
+        what = f"--resume {folder.run_id}: its folder {folder.path} cannot be written: "
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise InfraError(f"{what}{exc.strerror}") from exc
+        raise UsageError(f"{what}{exc.strerror or exc}") from exc
 
 
 def _new_folder(out: Path, name: str) -> RunFolder:

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import ROOT, CliResult
+from tests.support.killed import gated_spec, killed_run
 
 PY = sys.executable
 
@@ -256,6 +257,32 @@ def test_a_read_only_store_whose_last_writes_are_in_its_wal_is_refused_not_read_
     _no_traceback(history)
     assert "its last writes are in results.db-wal" in history.stderr
     assert f"copy the folder {view / 'out'} somewhere writable" in history.stderr
+
+
+def test_a_resume_into_a_read_only_run_folder_names_the_folder(tmp_path: Path) -> None:
+    # nu28 F13: it said "Read-only file system: .../engine.json.tmp1234", a temporary file.
+    gate = tmp_path / "gate"
+    out = tmp_path / "out"
+    run_id = killed_run(gated_spec(tmp_path / "gated.yaml", gate), out)
+    gate.touch()
+    folder = out / "runs" / run_id
+    for step in (["--bind", str(folder), str(folder)], ["-o", "remount,bind,ro", str(folder)]):
+        done = subprocess.run(["mount", *step], capture_output=True, text=True)
+        if done.returncode != 0:
+            subprocess.run(["umount", "-l", str(folder)], check=False, capture_output=True)
+            pytest.skip(f"cannot mount a read-only folder here: {done.stderr.strip()}")
+    try:
+        refused = _reprospec("run", "--resume", run_id, "--out", str(out))
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+    assert refused.code == 2, refused.stderr
+    _no_traceback(refused)
+    assert refused.stderr == (
+        f"reprospec: --resume {run_id}: its folder {folder} cannot be written: "
+        "Read-only file system\n"
+    )
+    resumed = _reprospec("run", "--resume", run_id, "--out", str(out))
+    assert resumed.code == 0, resumed.stderr
 
 
 # -- several engines on one store ----------------------------------------------------------
