@@ -191,6 +191,7 @@ def pack(run: RunResult, run_dir: Path, output: Path, *, as_now: bool = False) -
     redactor = _run_redactor(run, run_dir, sources.document)
     count = 0
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    run_folder = RunFolder(run_dir)
     try:
         with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
             _add_text(tar, top / MANIFEST, json.dumps(manifest, indent=2) + "\n")
@@ -200,7 +201,6 @@ def pack(run: RunResult, run_dir: Path, output: Path, *, as_now: bool = False) -
                 # A workdir no carried file is in (the command names only `../raises.py`)
                 # must still be there: the rerun runs in it.
                 _add_folder(tar, top / "tree" / folder)
-            run_folder = RunFolder(run_dir)
             for path in run_folder.top_files:
                 if path.is_file():
                     _add_file(tar, top / path.name, path, redactor)
@@ -238,6 +238,11 @@ def pack(run: RunResult, run_dir: Path, output: Path, *, as_now: bool = False) -
             # Removed after its top files were packed: the walk of its cells found no logs.
             raise _removed(run, run_dir)
         tmp.replace(output)
+    except FileNotFoundError:
+        if not run_folder.results_json.is_file():
+            # A log gone between the walk and its reading, with the whole folder.
+            raise _removed(run, run_dir) from None
+        raise
     finally:
         tmp.unlink(missing_ok=True)
     warnings = (*sources.warnings, *masked)
