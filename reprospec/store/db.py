@@ -296,8 +296,18 @@ class Store:
         self._reader = reader
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as exc:
+            # The path the user gave (`--out FILE`), not the disk: exit 2 (nu28 F12).
+            raise UsageError(
+                f"--out {self.path.parent}: not a folder (a file is there, or on its path)"
+            ) from exc
         except OSError as exc:
             raise self._os_error(exc, "cannot create its folder") from exc
+        if self.path.is_dir():
+            raise UsageError(
+                f"the results store {self.path}: a folder is there, not a store; move it "
+                "aside, or give another --out"
+            )
         # Writes come from the scheduler's worker threads; the lock keeps them one at a time.
         self._lock = threading.Lock()
         # What happened to the store that the run should say (store deleted and restored).

@@ -78,6 +78,24 @@ def test_a_run_from_a_removed_folder_says_so(tmp_path: Path) -> None:
     )
 
 
+def test_an_out_that_is_no_folder_is_refused_as_the_users_path(cli: Cli, tmp_path: Path) -> None:
+    # nu28 F12: `--out FILE` was "the results store FILE/results.db: cannot create its
+    # folder: File exists" and a folder where results.db belongs "the file or its disk
+    # failed (unable to open database file)", both exit 3, an infrastructure error.
+    spec = write(tmp_path / "ok.yaml", "reprospec: 1\nname: ok\ncommand: 'true'\n")
+    (tmp_path / "a-file").write_text("")
+    on_a_file = cli("run", str(spec), "--out", str(tmp_path / "a-file"))
+    assert on_a_file.code == 2, on_a_file.stderr
+    assert on_a_file.stderr == (
+        f"reprospec: --out {tmp_path / 'a-file'}: not a folder (a file is there, or on its path)\n"
+    )
+    (tmp_path / "store" / "results.db").mkdir(parents=True)
+    on_a_folder = cli("run", str(spec), "--out", str(tmp_path / "store"))
+    assert on_a_folder.code == 2, on_a_folder.stderr
+    assert "results.db: a folder is there, not a store; move it aside" in on_a_folder.stderr
+    assert not (tmp_path / "store" / "runs").exists()
+
+
 def test_an_output_that_cannot_be_written_is_named_by_its_option(cli: Cli, tmp_path: Path) -> None:
     # nu22 LOW-13: `report latest -o /proc/nope` said "No such file or directory:
     # /proc/nope", which names none of the command's options.
