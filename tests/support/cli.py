@@ -149,7 +149,12 @@ def _share_torch_captures(source: Path, target: Path) -> tuple[Path | None, set[
             continue
         if made is None and not target.exists():
             made = target if target.parent.exists() else target.parent
-        target.mkdir(parents=True, exist_ok=True)
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            # An `--out` that is a file (or under one): the command is to refuse it, and
+            # nothing is shared into it.
+            return None, copied
         partial = target / f".{file.name}.{os.getpid()}"
         shutil.copyfile(file, partial)
         partial.replace(target / file.name)
