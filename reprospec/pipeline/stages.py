@@ -527,7 +527,7 @@ def _standalone(
     plan: RunPlan,
     cells: Sequence[CellResult],
     ran_python: str | None = None,
-    values: Mapping[str, str] | None = None,
+    values: Mapping[str, str | None] | None = None,
 ) -> Standalone | None:
     """The run's standalone repro; a generator that fails says so instead of losing the run."""
     from reprospec.plan.standalone import choose_cell, standalone_for

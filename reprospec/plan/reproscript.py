@@ -562,8 +562,10 @@ class _Writer:
             for name, value in env.items():
                 if name in self.reads:
                     source = self.reads[name]
+                    # Unset, the spec reads null, which the cell's environment held as
+                    # '': os.environ[...] raised KeyError where the run had ''.
                     lines.append(
-                        f"os.environ[{_literal(name)}] = os.environ[{_literal(source)}]"
+                        f"os.environ[{_literal(name)}] = os.environ.get({_literal(source)}, '')"
                         f"  # as the spec reads it: export {_comment(source)}"
                     )
                 elif sets_secret(name, value):  # as the report masks it: never written

@@ -71,14 +71,14 @@ def standalone_for(
     cells: Sequence[CellResult],
     *,
     ran_python: str | None = None,
-    values: Mapping[str, str] | None = None,
+    values: Mapping[str, str | None] | None = None,
 ) -> Standalone | None:
     """The standalone repro of the run's chosen cell (None when no cell ran).
 
     `ran_python`: the version of the interpreter the run's attempts had (its environment
     capture), which the notes set beside the spec's `environment.python`. `values`: the
-    public values the run read of the engine's variables its spec reads
-    (store/specvariables.read_as), which the note on what to export gives."""
+    public values the run read of the engine's variables its spec reads, None of one it
+    read unset (store/specvariables.read_as), which the notes on what to export give."""
     cell = choose_cell(cells)
     if cell is None:
         return None
@@ -157,12 +157,12 @@ def standalone_of(
     reads: Mapping[str, str] | None = None,
     runner: str = "local",
     ran_python: str | None = None,
-    values: Mapping[str, str] | None = None,
+    values: Mapping[str, str | None] | None = None,
 ) -> Standalone:
     """How to run `plan` without reprospec: its command line, or a generated repro.py.
     `reads`: the variables the spec reads from the engine's environment (`env_reads`), and
-    `values` the public ones' values as the run read them; `runner`, `ran_python`: what ran
-    it, which decides what its notes say it applied."""
+    `values` the public ones' values as the run read them (None: unset); `runner`,
+    `ran_python`: what ran it, which decides what its notes say it applied."""
     workdir = _relative(plan.workdir, spec_dir)
     reads = {k: v for k, v in (reads or {}).items() if k in plan.env}
     exports = _exports(reads, values or {})
@@ -286,16 +286,22 @@ def _assignments(env: Mapping[str, str], reads: Mapping[str, str]) -> list[str]:
     return [f'{k}="${reads[k]}"' if k in reads else shell_assignment(k, v) for k, v in env.items()]
 
 
-def _exports(reads: Mapping[str, str], values: Mapping[str, str]) -> tuple[str, ...]:
-    """The note that names what the reader must export, as the spec read it: a public
-    variable with the value the run read (`CODE=3`: the bare name let a reader export
-    CODE=0 and run another program than the run's; nu27 N25), a secret by name alone."""
-    if not reads:
-        return ()
+def _exports(reads: Mapping[str, str], values: Mapping[str, str | None]) -> tuple[str, ...]:
+    """The notes on what the reader must export, as the spec read it: a public variable
+    with the value the run read (the bare name `CODE` let a reader export CODE=0 and run
+    another program than the run's CODE=3; nu27 N25), a secret by name; apart, as the
+    bundle's README, what the run read unset, to leave unset (not "export it")."""
     names = sorted(set(reads.values()))
-    them = "it" if len(names) == 1 else "them"
-    said = [f"{name}={shlex.quote(values[name])}" if name in values else name for name in names]
-    return (f"the spec reads {', '.join(said)} from your environment: export {them} first",)
+    left = [n for n in names if n in values and values[n] is None]
+    said = [f"{n}={shlex.quote(v)}" if (v := values.get(n)) is not None else n for n in names]
+    said = [word for n, word in zip(names, said, strict=True) if n not in left]
+    ends = (": export {} first", ", unset in the run: leave {} unset")
+    return tuple(
+        f"the spec reads {', '.join(group)} from your environment"
+        + end.format("it" if len(group) == 1 else "them")
+        for group, end in ((said, ends[0]), (left, ends[1]))
+        if group
+    )
 
 
 def _masked(env: Mapping[str, str]) -> dict[str, str]:

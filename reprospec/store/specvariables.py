@@ -91,13 +91,14 @@ def read_as(field: JsonValue) -> dict[str, ReadAs]:
     return read
 
 
-def public_values(field: JsonValue) -> dict[str, str]:
-    """name -> value of the public variables a run's record holds (`read_as`'s `value`s):
-    what a report's repro line may say the run read; a secret's never."""
+def public_values(field: JsonValue) -> dict[str, str | None]:
+    """name -> value of the public variables a run's record holds (`read_as`'s `value`s),
+    and None of each it read unset: what a report's repro note may say the run read (a
+    secret's value never); "export it first" of an unset one had a reader set it."""
     return {
         name: read.value
         for name, read in read_as(field).items()
-        if read.kind == "value" and read.value is not None
+        if read.kind == "unset" or (read.kind == "value" and read.value is not None)
     }
 
 

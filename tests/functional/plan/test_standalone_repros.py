@@ -196,6 +196,46 @@ def test_the_note_on_what_to_export_gives_a_public_variable_with_the_value_the_r
     assert "tok-123" not in report
 
 
+def test_a_variable_the_run_read_unset_is_left_unset_by_the_repro_as_its_note_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # NU9A_MODE was unset in the run (MODE read null: ''), and the note said "the spec reads
+    # NU9A_MODE ...: export it first": a reader who did ran another program than the run's
+    # (here one that passes), where the bundle's README says "unset in the run: leave it
+    # unset".
+    import reprospec
+    from reprospec.core.runoptions import RunOptions
+
+    (tmp_path / "envdep.py").write_text(
+        "import os, sys\n"
+        "if os.environ['MODE'] == '' and os.environ['API_TOKEN'] == 'tok-123':\n"
+        "    sys.exit(3)\n"
+    )
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: envdep\ncommand: python envdep.py\n"
+        "environment:\n  public_env: [NU9A_MODE]\n  env:\n    MODE: ${{ env.NU9A_MODE }}\n"
+        "    API_TOKEN: ${{ env.NU9A_TOKEN }}\n"
+        "expect: {outcome: error}\n"
+    )
+    monkeypatch.delenv("NU9A_MODE", raising=False)
+    monkeypatch.setenv("NU9A_TOKEN", "tok-123")
+    result = reprospec.run(reprospec.load_spec(spec), RunOptions(out=tmp_path / "out"))
+    assert result.cells[0].attempts[0].failed
+    assert result.standalone is not None
+    assert result.standalone.notes[:2] == (
+        "the spec reads NU9A_TOKEN from your environment: export it first",
+        "the spec reads NU9A_MODE from your environment, unset in the run: leave it unset",
+    )
+    report = (tmp_path / "out" / "runs" / result.run_id / "report.md").read_text()
+    assert "NU9A_MODE from your environment, unset in the run: leave it unset" in report
+    # As the notes say: NU9A_TOKEN exported, NU9A_MODE left unset, it fails as the run did.
+    ran = subprocess.run(
+        ["sh", "-c", result.standalone.run], cwd=tmp_path, timeout=60, env=dict(os.environ)
+    )
+    assert ran.returncode == 3
+
+
 def test_a_workloads_repro_py_reads_the_variable_from_the_environment_as_the_spec_does() -> None:
     # repro.py wrote `os.environ['MODE'] = '***'` (the masked value) beside a note that
     # told the reader to export NU9A_MODE.
@@ -208,5 +248,6 @@ def test_a_workloads_repro_py_reads_the_variable_from_the_environment_as_the_spe
     attempt = api.plan_run(spec).attempts[0]
     found = standalone_of(attempt, SPECS, reads=env_reads(spec.document))
     assert found.script is not None, found.unavailable
-    assert "os.environ['MODE'] = os.environ['NU9A_MODE']" in found.script
+    # Unset, the spec reads null, which the cell held as '': a KeyError where the run had ''.
+    assert "os.environ['MODE'] = os.environ.get('NU9A_MODE', '')" in found.script
     assert found.notes[0] == "the spec reads NU9A_MODE from your environment: export it first"
