@@ -653,12 +653,17 @@ def _readme(
         # record, store/specvariables.py): the bare name `CODE` let a recipient export
         # CODE=0 and rerun another program than the run's CODE=3 (nu27 N25).
         ran = read_as(run.environment.get(VARIABLES))
+        # "Export them first" after "leave it unset" told the recipient both of one name.
+        unset = sum(name in ran and ran[name].kind == "unset" for name in read)
+        ending = "; export them first."
+        if unset:
+            ending = "; export the others first." if unset < len(read) else "."
         lines += [
             "",
             "The spec reads these variables of the environment reprospec runs in (not in "
             "the bundle), here as the run had them: "
             + ", ".join(_as_run(name, ran.get(name)) for name in read)
-            + "; export them first.",
+            + ending,
         ]
     if files:
         lines += ["", "Files the cells name:", ""] + [f"- `tree/{name}`" for name in files]

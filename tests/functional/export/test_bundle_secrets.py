@@ -198,7 +198,7 @@ def test_a_bundles_readme_gives_a_public_variables_value_as_the_run_read_it(
     assert (
         "here as the run had them: `HF_TOKEN` (a secret, set in the run: export your own), "
         "`MODE='a b'`, `NOT_SET` (unset in the run: leave it unset), `CODE=3`; "
-        "export them first."
+        "export the others first."
     ) in " ".join(text.split()), text
     assert TOKEN not in text
 
