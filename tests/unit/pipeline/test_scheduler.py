@@ -592,13 +592,25 @@ def test_a_cell_stopped_while_its_attempts_waited_is_handed_over_as_they_give_up
         jobs=3,
     )
 
+    taken: list[int] = []
+    cells = Cells()
+
     def crashes(_cell: str, n: int) -> bool:
-        time.sleep(0.3 if n == 1 else 0.0)  # the others are taken while it runs
+        if n == 1:
+            # It ends once the two other jobs have taken attempts 2 and 3, which wait for
+            # its places: waited for, not slept for (0.3 s of a loaded machine may not see
+            # them taken, and the test then passed on the old scheduler too).
+            held = cells.scheduler
+            assert held is not None
+            deadline = time.monotonic() + 30
+            while held._running < 3 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            taken.append(held._running)
         return True
 
-    cells = Cells()
-    scheduler = cells.scheduler = Scheduler(plan, Recorder(crashes), on_cell=cells)
-    assert scheduler.run() == {}
+    cells.scheduler = Scheduler(plan, Recorder(crashes), on_cell=cells)
+    assert cells.scheduler.run() == {}
+    assert taken == [3]
     assert cells.given == {"default": [1]}
 
 
