@@ -121,10 +121,18 @@ def refuse_other_variables(
         else f"{name}: {_quoted(a)} as the run began, {_quoted(b)} now"
         for name, a, b, how in rows
     )
+    unknown = [name for name, _a, _b, how in rows if how.endswith("is unknown")]
+    # A secret whose change cannot be told (a store that could not keep the key its digests
+    # need) cannot be "set as it was": the advice names what the user can do.
+    advice = (
+        "Set them as they were to resume it, or run the spec again (without --resume)"
+        if len(unknown) < len(rows)
+        else "Whether they changed cannot be told (the store could not keep the key of its "
+        "digests): run the spec again (without --resume)"
+    )
     raise UsageError(
         f"--resume {run_id}: the spec reads variables whose values are not the run's ({told}): "
-        "its finished attempts ran with the run's values, and the rest must too. "
-        "Set them as they were to resume it, or run the spec again (without --resume)"
+        f"its finished attempts ran with the run's values, and the rest must too. {advice}"
     )
 
 

@@ -3,6 +3,8 @@ tests/functional/pipeline/test_resume.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from reprospec.cli import build_parser
@@ -93,3 +95,30 @@ def test_a_retry_that_finished_within_the_second_of_its_run_is_a_part_of_its_own
         (run,),
         ResumedPart(0, "interrupted", at),
     )
+
+
+def test_a_secret_whose_change_cannot_be_told_is_refused_with_advice_the_user_can_act_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # rv27 LOW-8: a store that could not keep the key of its digests cannot tell whether a
+    # secret changed; "set them as they were" asked for what no one can check.
+    from reprospec.api import load_spec
+    from reprospec.core.jsontypes import JsonObject
+    from reprospec.pipeline.resume import refuse_other_variables
+
+    spec_file = tmp_path / "s.yaml"
+    spec_file.write_text("reprospec: 1\nname: s\ncommand: 'echo ${{ env.API_TOKEN }}'\n")
+    spec = load_spec(spec_file)
+    monkeypatch.setenv("API_TOKEN", "tok-1a2b3c4d")
+    (tmp_path / "a-file").write_text("")
+    unknown: JsonObject = {
+        "values": {},
+        "digests": {"store": None, "of": [], "unknown": ["API_TOKEN"]},
+    }
+    with pytest.raises(UsageError) as caught:
+        # The store under a file: its key cannot be kept now either.
+        refuse_other_variables("R", {"spec_variables": unknown}, spec, tmp_path / "a-file")
+    message = str(caught.value)
+    assert "API_TOKEN: set in both; whether it changed is unknown" in message
+    assert "Set them as they were" not in message
+    assert message.endswith("run the spec again (without --resume)")
