@@ -541,7 +541,10 @@ def _run_redactor(
         for key, value in env.items() if isinstance(env, dict) else ():
             if isinstance(value, str) and (sets_secret(key, value) or key in read):
                 named.setdefault(value, key)
-    unknown = sorted(read - set(named.values()) - {n for n, v in os.environ.items() if v})
+    # A variable the run read unset gave its child no value to mask (its record says so,
+    # store/specvariables.py): asking for it "as the run had it" asked for nothing.
+    unset = {n for n, r in read_as(run.environment.get(VARIABLES)).items() if r.kind == "unset"}
+    unknown = sorted(read - set(named.values()) - unset - {n for n, v in os.environ.items() if v})
     if unknown:
         # What the child was given from them may be in its logs: unmaskable, so not packed.
         raise UsageError(

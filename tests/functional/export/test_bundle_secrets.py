@@ -164,6 +164,24 @@ def test_a_variable_the_spec_reads_is_named_in_the_bundle_and_warned_of_when_uns
     ) in rerun.stderr
 
 
+def test_a_secret_the_run_read_unset_is_no_reason_to_refuse_its_bundle(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # rv27 LOW-7: HF_TOKEN unset in the run and unset now: "set them as the run had them"
+    # asked for a value the run's child never had, and no bundle could be made.
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    spec = tmp_path / "reads.yaml"
+    spec.write_text(READS_TOKEN.replace("os.environ['HF_TOKEN']", "os.environ.get('HF_TOKEN')"))
+    store = tmp_path / "store"
+    ran = cli("run", str(spec), "--out", str(store))
+    assert ran.code == 0, ran.stderr
+    archive = tmp_path / "share.tar.gz"
+    packed = cli("bundle", ran.latest_run().name, "-o", str(archive), "--out", str(store))
+    assert packed.code == 0, packed.stderr
+    (readme,) = [data for name, data in _members(archive).items() if name.endswith("README.md")]
+    assert b"`HF_TOKEN` (unset in the run: leave it unset)" in readme
+
+
 READS_PUBLIC = """\
 reprospec: 1
 name: reads-code
