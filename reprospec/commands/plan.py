@@ -95,11 +95,28 @@ def json_blocks(spec: Spec, attempts: Iterable[AttemptPlan]) -> Iterator[str]:
 GITHUB_MATRIX_CAP = 256
 
 
+# The keys of a job matrix entry that are reprospec's own, whatever the spec's axes are named.
+GITHUB_ENTRY_KEYS = ("cell", "args")
+
+
 def github_matrix(attempts: Sequence[AttemptPlan], filters: Sequence[str]) -> list[JsonObject]:
     """The CI job matrix: a job per cell, each with the `-m` filters that run just it; or,
     over GitHub's cap, one job per `--shard K/N` (N = the cap), which `reprospec merge`
     joins, said on stderr (a matrix GitHub refuses would only fail at the workflow)."""
     if len(attempts) <= GITHUB_MATRIX_CAP:
+        clashing = [
+            key for key in GITHUB_ENTRY_KEYS if any(key in plan.cell.matrix for plan in attempts)
+        ]
+        if clashing:
+            # An axis value written over `args` made every job run `reprospec run SPEC
+            # VALUE`: the entry's own keys stay, the axis is read from `cell` or `args`.
+            names = ", ".join(f"'{key}'" for key in clashing)
+            print(
+                f"reprospec: warning: axis {names}: named as a job's own key, so each job's "
+                "entry holds reprospec's there (its cell id, the `-m` filters that run it), "
+                "not the axis's value",
+                file=sys.stderr,
+            )
         return [_github_entry(plan.cell.id, plan.cell.matrix) for plan in attempts]
     count = GITHUB_MATRIX_CAP
     print(
@@ -121,13 +138,13 @@ def github_matrix(attempts: Sequence[AttemptPlan], filters: Sequence[str]) -> li
 
 def _github_entry(cell_id: str, matrix: Mapping[str, JsonValue]) -> JsonObject:
     """One CI job: the cell's axis values plus the exact `reprospec run` filters for it."""
-    from reprospec.spec.matrix import format_value
+    from reprospec.spec.matrix import exact_filter, format_value
 
     filters = " ".join(
-        shlex.quote(f"-m{axis}={format_value(value)}") for axis, value in matrix.items()
+        shlex.quote(f"-m{exact_filter(axis, value)}") for axis, value in matrix.items()
     )
     entry: JsonObject = {"cell": cell_id, "args": filters}
-    entry.update((k, format_value(v)) for k, v in matrix.items())
+    entry.update((k, format_value(v)) for k, v in matrix.items() if k not in GITHUB_ENTRY_KEYS)
     return entry
 
 

@@ -714,12 +714,7 @@ def select(cells: Sequence[Cell], filters: Sequence[str]) -> Sequence[Cell]:
             raise UsageError(f"-m {text}: expected AXIS=VALUE")
         if axis not in known:
             raise unknown_axis(f"-m {text}", axis, known)
-        value: JsonValue
-        try:
-            value = load_value(raw) if raw.strip() else ""
-        except YamlSourceError:
-            value = raw
-        wanted.setdefault(axis, []).append((value, raw.strip()))
+        wanted.setdefault(axis, []).append((_filter_value(raw), raw.strip()))
 
     def accepts(values: list[tuple[JsonValue, str]]) -> Callable[[JsonValue], bool]:
         return lambda actual: any(_value_matches(actual, v) for v in values)
@@ -766,6 +761,27 @@ def _no_match(cells: Sequence[Cell], wanted: Mapping[str, list[tuple[JsonValue, 
             held = dict.fromkeys(render_value(c.matrix.get(axis)) for c in cells)
             missing.append(f"axis '{axis}' holds {', '.join(held)}")
     return "; ".join(missing) or "each value is in some cell, but no cell has them all"
+
+
+def _filter_value(raw: str) -> JsonValue:
+    """What `-m AXIS=RAW` compares a cell's value with: RAW read as YAML (text YAML cannot
+    read is itself)."""
+    try:
+        return load_value(raw) if raw.strip() else ""
+    except YamlSourceError:
+        return raw
+
+
+def exact_filter(axis: str, value: JsonValue) -> str:
+    """The `-m` filter (`AXIS=VALUE`, without `-m`) that `select` keeps only the cells whose
+    `axis` holds exactly `value` with: the value as its cell id shows it where YAML reads
+    that back as the value, else as a JSON (YAML) string. A job matrix's `-mv=3.10` of the
+    string "3.10" also kept the cell of the number 3.1 (YAML reads 3.10 as 3.1), as
+    `-mv=null` of "null" the null cell: two jobs ran that cell, and their merge was refused."""
+    text = render_value(value)
+    if text == text.strip() and same(_filter_value(text), value):
+        return f"{axis}={text}"
+    return f"{axis}={json.dumps(value)}"
 
 
 def _value_matches(actual: JsonValue, wanted: tuple[JsonValue, str]) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 from tests.support.cli import Cli
@@ -145,3 +146,55 @@ def test_plan_github_refuses_shards_of_adaptive_repeats(cli: Cli, tmp_path: Path
     assert "--shard 1/256: `repeat: auto`" in ran.stderr
     # Under the cap, a job per cell: no shards.
     assert cli("plan", str(spec), "--format", "github", "-m", "a=3").code == 0
+
+
+def _job_cells(cli: Cli, spec: Path, job: dict[str, str]) -> list[str]:
+    """The cells a job of the matrix runs: its `args` as the job's shell splits them,
+    planned (`plan` runs nothing)."""
+    planned = cli("plan", str(spec), *shlex.split(job["args"]), "--format", "json")
+    assert planned.code == 0, (job, planned.stderr)
+    return [cell["id"] for cell in json.loads(planned.stdout)["cells"]]
+
+
+def test_plan_github_each_job_runs_exactly_its_cell_whatever_yaml_reads_its_value(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu29 N2: the job of the string "0x10" had `-mv=0x10`, which YAML reads as 16 and so
+    # also kept the cell of 16 (two jobs ran it, and their merge was refused); that of " a"
+    # had `-mv= a`, which matches no cell (the job exited 2).
+    spec = tmp_path / "values.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: values\n"
+        'matrix: {v: ["3.10", 3.1, "0x10", 16, "1e3", " a", "null", "[x", "a: b", true]}\n'
+        "command: 'true'\nexpect: {outcome: pass}\n",
+        encoding="utf-8",
+    )
+    planned = cli("plan", str(spec), "--format", "github")
+    assert planned.code == 0, planned.stderr
+    jobs = json.loads(planned.stdout)["include"]
+    assert len(jobs) == 10
+    assert [_job_cells(cli, spec, job) for job in jobs] == [[job["cell"]] for job in jobs]
+    assert jobs[1]["args"] == "-mv=3.1"  # a value YAML reads back as itself stays bare
+    assert jobs[2]["args"] == shlex.quote('-mv="0x10"')
+
+
+def test_plan_github_keeps_its_own_keys_over_axes_named_like_them(cli: Cli, tmp_path: Path) -> None:
+    # nu29 N1: an axis named `args` wrote its value over the job's filters, so each job ran
+    # `reprospec run SPEC x` (and `cell` over the cell's id).
+    spec = tmp_path / "names.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: names\n"
+        "matrix: {args: [x, y], cell: [1], mode: [a]}\n"
+        "command: 'true'\nexpect: {outcome: pass}\n",
+        encoding="utf-8",
+    )
+    planned = cli("plan", str(spec), "--format", "github")
+    assert planned.code == 0, planned.stderr
+    jobs = json.loads(planned.stdout)["include"]
+    assert jobs[0] == {
+        "cell": "args=x,cell=1,mode=a",
+        "args": "-margs=x -mcell=1 -mmode=a",
+        "mode": "a",
+    }
+    assert [_job_cells(cli, spec, job) for job in jobs] == [[job["cell"]] for job in jobs]
+    assert "warning: axis 'cell', 'args': named as a job's own key" in planned.stderr
