@@ -6,9 +6,14 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
 from reprospec.core.formats import REPORT_FORMATS
+
+if TYPE_CHECKING:
+    from reprospec.core.inputs import Spec
+    from reprospec.core.results import RunResult
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
@@ -60,4 +65,39 @@ def run(args: argparse.Namespace) -> int:
     write_outputs(folder, merged)
     print(f"merged {len(shards)} run(s) into {folder.path}", file=sys.stderr)
     print_outcome(merged, args.format, out)
+    write_github_outputs(merged)
     return exit_code_for(merged)
+
+
+def write_github_outputs(merged: RunResult) -> None:
+    """In GitHub Actions, the merged run's job summary and `::error` annotations, as `run`
+    writes a run's: in sharded CI the merge job holds the verdict of every cell on all its
+    attempts, where each shard judged only its share (a rate cell's 1 of 4 attempts is
+    `undecided`), and it wrote neither."""
+    from reprospec.commands.run import write_github_annotations, write_github_summary
+
+    write_github_summary(merged)
+    write_github_annotations(merged, _merged_spec(merged), Path(merged.spec_path))
+
+
+def _merged_spec(merged: RunResult) -> Spec | None:
+    """The spec the shards ran, read again from its file for its cells' lines (the merge job
+    of a workflow runs in the checkout the shards ran in), with the run's `--set`; None
+    where that file is gone, no longer loads or no longer holds the text that ran."""
+    from reprospec.core.redact import Redactor
+    from reprospec.errors import FatalError
+    from reprospec.pipeline.stages import spec_text_of
+    from reprospec.spec.load import load_spec
+
+    overrides = merged.options.get("overrides")
+    try:
+        spec = load_spec(
+            merged.spec_path,
+            [str(o) for o in overrides] if isinstance(overrides, list) else [],
+            files=False,
+        )
+    except (FatalError, OSError):
+        return None
+    # The text as the run kept it (pipeline/stages.py: its `--set` heading, secrets masked).
+    kept = Redactor.for_spec(spec.document).spec_text(spec_text_of(spec))
+    return spec if kept == merged.spec_text else None

@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print_outcome(result, request.format, request.out)
     write_github_summary(result)
-    write_github_annotations(result, request.spec)
+    write_github_annotations(result, request.spec, request.spec.path)
     if result.interrupted:
         print(
             f"reprospec: interrupted; finish the run with: "
@@ -401,9 +401,11 @@ def write_github_summary(result: RunResult) -> None:
         )
 
 
-def write_github_annotations(result: RunResult, spec: Spec) -> None:
+def write_github_annotations(result: RunResult, spec: Spec | None, file: Path) -> None:
     """In GitHub Actions (`GITHUB_ACTIONS=true`), an `::error` annotation on the spec line of
-    each cell that failed, so a pull request shows it where the cell is written."""
+    each cell that failed, so a pull request shows it where the cell is written: the lines of
+    `spec`, read from `file`; without one (a merge whose spec file no longer loads), each
+    annotation is on the file's first line."""
     import os
 
     if not _in_github_actions():
@@ -412,14 +414,14 @@ def write_github_annotations(result: RunResult, spec: Spec) -> None:
     from reprospec.report.github import error_annotations
     from reprospec.spec.lines import cell_lines
 
-    path = spec.path.resolve()
+    path = file.resolve()
     # GitHub resolves an annotation's file against the repository's root.
     workspace = os.environ.get("GITHUB_WORKSPACE")
     for root in (Path(workspace) if workspace else None, Path.cwd()):
         if root is not None and path.is_relative_to(root.resolve()):
             path = path.relative_to(root.resolve())
             break
-    lines = cell_lines(spec, [cell.cell for cell in result.cells])
+    lines = cell_lines(spec, [cell.cell for cell in result.cells]) if spec is not None else {}
     # On stderr, which the runner reads for commands as it does stdout: `--format json`
     # keeps stdout a document.
     for line in error_annotations(result, path.as_posix(), lines):

@@ -198,3 +198,41 @@ def test_plan_github_keeps_its_own_keys_over_axes_named_like_them(cli: Cli, tmp_
     }
     assert [_job_cells(cli, spec, job) for job in jobs] == [[job["cell"]] for job in jobs]
     assert "warning: axis 'cell', 'args': named as a job's own key" in planned.stderr
+
+
+def test_merge_of_shards_writes_the_step_summary_and_annotates_the_failing_cells(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu29 N3: the merge job of a sharded workflow, the one that judges each cell on all of
+    # its attempts, wrote no job summary and no annotation: only the shards did, of their
+    # share each.
+    spec = tmp_path / "ci" / "gh.yaml"
+    spec.parent.mkdir()
+    spec.write_text(
+        SPEC.replace("[1, 2, 3, 4, 5, 6, 7]", "[1, 2]").replace(
+            "expect:", "run: {repeat: 2}\nexpect:"
+        ),
+        encoding="utf-8",
+    )
+    shards = [tmp_path / f"shard{k}" for k in (1, 2)]
+    for k, out in enumerate(shards, 1):
+        ran = cli("run", "ci/gh.yaml", f"--shard={k}/2", "--out", str(out), cwd=tmp_path)
+        assert ran.code in (0, 1), ran.stderr  # each judges its share
+    summary = tmp_path / "summary.md"
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_WORKSPACE": str(tmp_path),
+        "GITHUB_STEP_SUMMARY": str(summary),
+    }
+    runs = [str(run) for out in shards for run in (out / "runs").iterdir()]
+    merged = cli("merge", *runs, "--out", str(tmp_path / "merged"), env=env, cwd=tmp_path)
+    assert merged.code == 1, merged.stderr
+    found = _annotations(merged.stderr)
+    assert [(p["file"], p["line"], p["title"]) for p, _ in found] == [
+        ("ci/gh.yaml", str(CELL_LINE), f"reprospec: not-reproduced: {cell}")
+        for cell in ("v=a|b,n=2", "v=x\ny,n=2".replace("\n", " "))
+    ]
+    assert "in 2/2 attempts" in found[0][1]  # judged on both shards' attempts
+    rows = [line for line in summary.read_text().splitlines() if line.startswith("| ")]
+    assert len(rows) == 1 + 4, summary.read_text()
+    assert "| 0/2 (95% CI 0.00–0.66) | not-reproduced |" in summary.read_text()
