@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -279,10 +280,11 @@ class WorkdirFiles:
     absolute: tuple[Path, ...] = ()
 
 
-def workdir_files(attempt: AttemptPlan) -> WorkdirFiles:
-    """What of `attempt`'s workdir a bundle carries: the named files less the hidden ones."""
+def workdir_files(attempt: AttemptPlan, others: Sequence[AttemptPlan] = ()) -> WorkdirFiles:
+    """What of `attempt`'s workdir a bundle carries: the named files less the hidden ones,
+    of `attempt` and of `others`, the other attempts of that workdir."""
     workdir = attempt.workdir.resolve()
-    named = carried_files(attempt)
+    named = carried_files(attempt, others)
     files: list[Path] = []
     hidden: list[str] = []
     for rel in named.inside:
@@ -299,7 +301,8 @@ def workdir_files(attempt: AttemptPlan) -> WorkdirFiles:
             outside.append(path)
     # A name of the spec's `files` that is not there (a typo: `data.cvs`) was left out
     # without a word, and the recipient's rerun failed on the missing file.
-    missing = [n for n in attempt.files if not (attempt.workdir / n).expanduser().exists()]
+    listed = dict.fromkeys(n for each in (attempt, *others) for n in each.files)
+    missing = [n for n in listed if not (attempt.workdir / n).expanduser().exists()]
     return WorkdirFiles(
         workdir, tuple(files), tuple(hidden), tuple(missing), tuple(outside), named.absolute
     )

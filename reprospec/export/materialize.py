@@ -197,16 +197,23 @@ class _Workdir:
     size: int
 
 
-def _copy_workdir(plan: AttemptPlan, key: int, target: Path, redactor: Redactor) -> _Workdir:
-    """Copy into `target` what of the plan's workdir a bundle carries: carry.py's rule,
-    the one `bundle` follows (the named files, never a hidden one, secrets masked).
+def _copy_workdir(
+    plan: AttemptPlan,
+    key: int,
+    target: Path,
+    redactor: Redactor,
+    others: Sequence[AttemptPlan] = (),
+) -> _Workdir:
+    """Copy into `target` what of the plan's workdir a bundle carries, named by it or by
+    `others` (the other plans of that workdir): carry.py's rule, the one `bundle` follows
+    (the named files, never a hidden one, secrets masked).
 
     The whole workdir was copied before: `.env`, `secrets/creds.json` and the project's
     other specs went into a folder made to be sent to strangers, a declared secret's
     value in clear in `.env` although run.sh passed it by name.
     """
     target.mkdir(parents=True, exist_ok=True)
-    carried = workdir_files(plan)
+    carried = workdir_files(plan, others)
     files: list[str] = []
     left_out: list[str] = []
     size = 0
@@ -284,6 +291,11 @@ def write_bundle(
     copies: list[_Workdir] = []
     cells: list[str] = []
     script: list[str] = []
+    # A workdir's copy carries what each of its cells names (`python ${{ matrix.prog }}.py`),
+    # where its first cell's alone was read and the other cells' scripts were not there.
+    of_workdir: dict[Path, list[AttemptPlan]] = {}
+    for plan in plans:
+        of_workdir.setdefault(plan.workdir, []).append(plan)
     for number, plan in enumerate(plans, start=1):
         runner = recorded_build(runner_packages(plan), torch_version)
         image_of = _bundle_image(plan.environment, spec_dir, find_links, runner)
@@ -296,7 +308,8 @@ def write_bundle(
         if plan.workdir not in workdirs:
             workdirs[plan.workdir] = len(workdirs) + 1
             target = out / "workdirs" / str(workdirs[plan.workdir])
-            copied = _copy_workdir(plan, workdirs[plan.workdir], target, redactor)
+            alike = of_workdir[plan.workdir]
+            copied = _copy_workdir(alike[0], workdirs[plan.workdir], target, redactor, alike[1:])
             copies.append(copied)
             warnings.extend(copied.left_out)
             if copied.size > MAX_WORKDIR_BYTES:

@@ -78,11 +78,15 @@ def spec_tree(
     workdirs: dict[Path, None] = {}
     missing: dict[str, None] = {}
     hidden: dict[str, None] = {}
+    # Every attempt's files, by workdir: a cell's command may name its own script
+    # (`python ${{ matrix.prog }}.py`), where the first attempt of each workdir alone was
+    # read and a bundle carried flaky.py but not crash.py, whose cells then could not rerun.
+    by_workdir: dict[Path, list[AttemptPlan]] = {}
     for attempt in attempts:
-        if attempt.workdir.resolve() in workdirs:
-            continue
-        workdirs[attempt.workdir.resolve()] = None
-        carried = workdir_files(attempt)
+        by_workdir.setdefault(attempt.workdir.resolve(), []).append(attempt)
+    for workdir, alike in by_workdir.items():
+        workdirs[workdir] = None
+        carried = workdir_files(alike[0], alike[1:])
         for name in carried.missing:
             missing.setdefault(f"{name} (in {attempt.workdir.resolve()})", None)
         for name in carried.hidden:

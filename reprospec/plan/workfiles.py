@@ -18,7 +18,7 @@ recipient has at that path: it is listed, for the bundle to say it is not carrie
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -91,13 +91,16 @@ class CarriedFiles:
     absolute: tuple[Path, ...] = ()
 
 
-def carried_files(plan: AttemptPlan) -> CarriedFiles:
-    """What the plan names, inside the workdir and out of it (see CarriedFiles)."""
+def carried_files(plan: AttemptPlan, others: Sequence[AttemptPlan] = ()) -> CarriedFiles:
+    """What the plan names, inside the workdir and out of it (see CarriedFiles), with what
+    `others` (attempts of the same workdir) name: each cell's command may name its own
+    files (`python ${{ matrix.prog }}.py`)."""
     workdir = plan.workdir.resolve()
     if not workdir.is_dir():
         return CarriedFiles(())
     found = _Found()
-    found.gather(plan, workdir)
+    for each in (plan, *others):
+        found.gather(each, workdir)
     return found.carried(workdir)
 
 

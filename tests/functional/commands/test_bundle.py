@@ -755,3 +755,36 @@ def test_a_run_of_capture_is_refused_its_shell_variables_are_in_no_bundle(
     packed = _bundle(cli, archive, out)
     assert packed.code == 0, packed.stderr
     assert "APP_MODE: fast" in _packed(archive, "spec.yaml")
+
+
+def test_each_cells_own_script_goes_along_and_reruns(tmp_path: Path, cli: Cli) -> None:
+    # nu29 N4: the files of a workdir were read from its first cell alone, so the bundle of
+    # `python ${{ matrix.prog }}.py` carried ok.py and not crash.py, whose cell's rerun was
+    # infra-error (can't open file); materialize's workdir copy lacked it the same way.
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "ok.py").write_text("print('fine')\n")
+    (project / "crash.py").write_text("import ctypes\nctypes.string_at(0)\n")
+    spec = project / "pick.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: pick\nmatrix: {prog: [ok, crash]}\n"
+        "command: python ${{ matrix.prog }}.py\n"
+        "expect: {outcome: crash, signal: SIGSEGV, cases: [{when: {prog: ok}, outcome: pass}]}\n"
+    )
+    out = tmp_path / "store"
+    assert cli("run", str(spec), "--out", str(out)).code == 0
+    archive = tmp_path / "b.tgz"
+    packed = _bundle(cli, archive, out)
+    assert packed.code == 0, packed.stderr
+    assert "2 of them from the workdir" in packed.stdout
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    again = cli("run", str(archive), "--out", ".reprospec", "--yes", cwd=elsewhere, env=HERE)
+    assert again.code == 0, again.stdout + again.stderr
+    assert "2/2 cell(s) reproduced" in again.stdout
+    made = cli("materialize", str(spec), "-o", str(tmp_path / "mat"))
+    assert made.code == 0, made.stderr
+    assert sorted(p.name for p in (tmp_path / "mat" / "workdirs" / "1").iterdir()) == [
+        "crash.py",
+        "ok.py",
+    ]
