@@ -117,7 +117,10 @@ def github_matrix(attempts: Sequence[AttemptPlan], filters: Sequence[str]) -> li
                 "not the axis's value",
                 file=sys.stderr,
             )
-        return [_github_entry(plan.cell.id, plan.cell.matrix) for plan in attempts]
+        # An axis only some `include` entries bring is null in the other cells, and said
+        # so in their filters: the job of `{a: 1}` kept `{a: 1, c: 3}` too (`-ma=1`).
+        axes = list(dict.fromkeys(axis for plan in attempts for axis in plan.cell.matrix))
+        return [_github_entry(plan.cell.id, plan.cell.matrix, axes) for plan in attempts]
     count = GITHUB_MATRIX_CAP
     print(
         f"reprospec: {len(attempts)} cells exceed GitHub's matrix cap of {count} jobs: the "
@@ -136,12 +139,14 @@ def github_matrix(attempts: Sequence[AttemptPlan], filters: Sequence[str]) -> li
     ]
 
 
-def _github_entry(cell_id: str, matrix: Mapping[str, JsonValue]) -> JsonObject:
-    """One CI job: the cell's axis values plus the exact `reprospec run` filters for it."""
+def _github_entry(cell_id: str, matrix: Mapping[str, JsonValue], axes: Sequence[str]) -> JsonObject:
+    """One CI job: the cell's axis values plus the exact `reprospec run` filters for it,
+    one per axis of `axes` (every cell's: null where this cell lacks it)."""
     from reprospec.spec.matrix import exact_filter, format_value
 
     filters = " ".join(
-        shlex.quote(f"-m{exact_filter(axis, value)}") for axis, value in matrix.items()
+        shlex.quote(f"-m{exact_filter(axis, matrix.get(axis))}")
+        for axis in [*matrix, *(a for a in axes if a not in matrix)]
     )
     entry: JsonObject = {"cell": cell_id, "args": filters}
     entry.update((k, format_value(v)) for k, v in matrix.items() if k not in GITHUB_ENTRY_KEYS)

@@ -236,3 +236,21 @@ def test_merge_of_shards_writes_the_step_summary_and_annotates_the_failing_cells
     rows = [line for line in summary.read_text().splitlines() if line.startswith("| ")]
     assert len(rows) == 1 + 4, summary.read_text()
     assert "| 0/2 (95% CI 0.00–0.66) | not-reproduced |" in summary.read_text()
+
+
+def test_plan_github_filters_an_include_only_axis_as_null_in_the_cells_without_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu29 N5: the job of `{a: 1}` had `-ma=1`, which kept `{a: 1, c: 3}` too: that cell
+    # ran in two jobs.
+    spec = tmp_path / "inc.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: inc\nmatrix:\n  include: [{a: 1}, {a: 1, c: 3}]\n"
+        "command: 'true'\nexpect: {outcome: pass}\n",
+        encoding="utf-8",
+    )
+    planned = cli("plan", str(spec), "--format", "github")
+    assert planned.code == 0, planned.stderr
+    jobs = json.loads(planned.stdout)["include"]
+    assert [job["args"] for job in jobs] == ["-ma=1 -mc=null", "-ma=1 -mc=3"]
+    assert [_job_cells(cli, spec, job) for job in jobs] == [["a=1"], ["a=1,c=3"]]
