@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if not (out / "results.db").is_file() and not merged_folders:
         if args.format == "json":
             print("[]")
-        print(f"no runs recorded in {args.out} yet", file=sys.stderr)
+        print(f"no runs recorded in {args.out} yet{_unlisted(out)}", file=sys.stderr)
         return 0
     limit = None if args.all_runs else args.limit
     searches = args.searches
@@ -182,6 +182,22 @@ def _merged_slurm_runs(
             continue
         rows.append(row)
     return rows
+
+
+def _unlisted(out: Path) -> str:
+    """What `OUT/runs` holds though no store lists it: the runs `merge` wrote (it keeps no
+    store), where "no runs recorded" alone sent a CI merge job's reader away from the
+    merged run beside it."""
+    from reprospec.store.runfolder import RunFolder
+
+    found = [f for f in RunFolder.all_under(out) if f.results_json.is_file()]
+    if not found:
+        return ""
+    return (
+        f"; {out / 'runs'} holds {len(found)} run folder(s) no store lists, such as the runs "
+        f"`merge` writes (newest {found[-1].run_id}): report, compare and bundle take their "
+        f"ids, and latest, with --out {out}"
+    )
 
 
 def _merged_note(count: int, out: Path) -> str:

@@ -656,3 +656,26 @@ def test_compare_and_resume_leave_out_a_file_the_command_writes(cli: Cli, tmp_pa
         assert said[said.index("same program files (1)") + 1].endswith(": run.log")
         files = json.loads(cli("compare", a, b, "--out", str(out), "--format", "json").stdout)
         assert (files["files"]["changed"], files["files"]["named"]) == ([], ["run.log"])
+
+
+def test_history_of_a_merge_jobs_out_names_the_merged_run_no_store_lists(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu29 N6: a CI merge job's `history --out merged` said only "no runs recorded in merged
+    # yet", where the merged run (merge keeps no store) was there for report and bundle.
+    spec = _exit_spec(tmp_path, 0)
+    shards = [tmp_path / f"shard{k}" for k in (1, 2)]
+    for k, out in enumerate(shards, 1):
+        assert cli("run", str(spec), f"--shard={k}/2", "--repeat", "2", "--out", str(out)).code == 0
+    merged_out = tmp_path / "merged"
+    runs = [str(run) for out in shards for run in (out / "runs").iterdir()]
+    merged = cli("merge", *runs, "--out", str(merged_out))
+    assert merged.code == 0, merged.stderr
+    listed = cli("history", "--out", str(merged_out))
+    assert listed.code == 0
+    run_id = merged.latest_run().name
+    assert (
+        f"no runs recorded in {merged_out} yet; {merged_out / 'runs'} holds 1 run folder(s) no "
+        f"store lists, such as the runs `merge` writes (newest {run_id})"
+    ) in listed.stderr
+    assert cli("report", "latest", "--out", str(merged_out)).code == 0
