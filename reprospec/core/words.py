@@ -586,3 +586,15 @@ def resumed_note(run_id: str, resumed: Resumed) -> str:
     `resumed_phrase`: a change here is a change there (test_markdown_junit.py holds the
     JUnit and report.md ones to one text)."""
     return f"Resumed (reprospec run --resume {run_id}): {resumed_phrase(resumed)}."
+
+
+def shard_phrase(shard: str) -> str:
+    """What a shard run's verdicts are of, where a CI shows them (the GitHub job summary and
+    annotations): `shard 2/3: each cell judged on this shard's share of its attempts; merge
+    judges them on all`. A shard's `undecided` (1 of a rate cell's 4 attempts) read as the
+    cell's, with "run more attempts", where the merged run reproduced it."""
+    count = shard.partition("/")[2]
+    return (
+        f"shard {shard}: each cell judged on this shard's share of its attempts; "
+        f"`reprospec merge` of the {count} shards judges them on all"
+    )

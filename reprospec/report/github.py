@@ -15,6 +15,7 @@ from reprospec.core.words import (
     expectation_phrase,
     rate_phrase,
     resumed_phrase,
+    shard_phrase,
 )
 from reprospec.report.failure import summary_line
 
@@ -31,6 +32,8 @@ def render_github_summary(run: RunResult) -> str:
         f"**{_cell(summary_line(run))}**",
         "",
     ]
+    if run.shard:
+        lines += [f"> {_cell(shard_phrase(run.shard))}.", ""]
     if run.resumed is not None:
         command = _code(f"reprospec run --resume {run.run_id}")
         lines += [f"> **Resumed** (`{command}`): {_cell(resumed_phrase(run.resumed))}.", ""]
@@ -79,14 +82,17 @@ def error_annotations(run: RunResult, file: str, lines: Mapping[str, int]) -> li
     failing = [cell for cell in run.cells if cell.verdict in _ANNOTATED]
     shown = failing[:MAX_ANNOTATIONS]
     out = []
+    of_shard = f" (shard {run.shard})" if run.shard else ""
     for i, cell in enumerate(shown):
         message = _annotation_message(cell)
+        if run.shard:
+            message += f"\n{shard_phrase(run.shard)}"
         if i == len(shown) - 1 and len(failing) > len(shown):
             message += f"\n... and {len(failing) - len(shown)} more cell(s): see the report"
         properties = {
             "file": file,
             "line": str(lines.get(cell.cell.id, 1)),
-            "title": _BREAKS.sub(" ", f"reprospec: {cell.verdict}: {cell.cell.id}"),
+            "title": _BREAKS.sub(" ", f"reprospec{of_shard}: {cell.verdict}: {cell.cell.id}"),
         }
         head = ",".join(f"{k}={_property(v)}" for k, v in properties.items())
         out.append(f"::error {head}::{_data(message)}")

@@ -254,3 +254,29 @@ def test_plan_github_filters_an_include_only_axis_as_null_in_the_cells_without_i
     jobs = json.loads(planned.stdout)["include"]
     assert [job["args"] for job in jobs] == ["-ma=1 -mc=null", "-ma=1 -mc=3"]
     assert [_job_cells(cli, spec, job) for job in jobs] == [["a=1"], ["a=1,c=3"]]
+
+
+def test_a_shards_summary_and_annotations_say_they_judge_its_share(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu29 N7: a shard's job summary and annotations read as the cell's verdict (a rate
+    # cell's 1 of 4 attempts `undecided`, "run more attempts"), where merge judges it whole.
+    spec = tmp_path / "gh.yaml"
+    spec.write_text(SPEC.replace("[1, 2, 3, 4, 5, 6, 7]", "[2]"), encoding="utf-8")
+    summary = tmp_path / "summary.md"
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_WORKSPACE": str(tmp_path),
+        "GITHUB_STEP_SUMMARY": str(summary),
+    }
+    ran = cli("run", str(spec), "--shard=1/2", env=env)
+    assert ran.code == 1, ran.stderr
+    found = _annotations(ran.stderr)
+    assert [p["title"] for p, _ in found] == ["reprospec (shard 1/2): not-reproduced: v=a|b,n=2"]
+    said = "shard 1/2: each cell judged on this shard's share of its attempts; `reprospec merge`"
+    assert found[0][1].endswith(said + " of the 2 shards judges them on all")
+    assert f"> {said}" in summary.read_text()
+    # An unsharded run says nothing of shards.
+    summary.unlink()
+    whole = cli("run", str(spec), env=env)
+    assert "shard" not in whole.stderr + summary.read_text()
