@@ -74,10 +74,15 @@ def write_github_outputs(merged: RunResult) -> None:
     writes a run's: in sharded CI the merge job holds the verdict of every cell on all its
     attempts, where each shard judged only its share (a rate cell's 1 of 4 attempts is
     `undecided`), and it wrote neither."""
-    from reprospec.commands.run import write_github_annotations, write_github_summary
+    from reprospec.commands.run import (
+        in_github_actions,
+        write_github_annotations,
+        write_github_summary,
+    )
 
     write_github_summary(merged)
-    write_github_annotations(merged, _merged_spec(merged), Path(merged.spec_path))
+    if in_github_actions():  # the spec is read again only for the annotations' lines
+        write_github_annotations(merged, _merged_spec(merged), Path(merged.spec_path))
 
 
 def _merged_spec(merged: RunResult) -> Spec | None:

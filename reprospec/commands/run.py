@@ -368,7 +368,7 @@ def _github_summary_path() -> str | None:
     return os.environ.get("GITHUB_STEP_SUMMARY") or None
 
 
-def _in_github_actions() -> bool:
+def in_github_actions() -> bool:
     """`GITHUB_ACTIONS=true`: failing cells are annotated on their spec lines."""
     import os
 
@@ -380,7 +380,7 @@ def reads_whole_cells(fmt: str | None) -> bool:
     report.md read (another `--format`; GitHub's summary and annotations): otherwise the
     run holds only what those two read (`stages.execute(whole=False)`), as a large
     matrix must (docs/performance.md, "Memory and the run folder as the matrix grows")."""
-    return fmt not in (None, "md") or _github_summary_path() is not None or _in_github_actions()
+    return fmt not in (None, "md") or _github_summary_path() is not None or in_github_actions()
 
 
 def write_github_summary(result: RunResult) -> None:
@@ -408,7 +408,7 @@ def write_github_annotations(result: RunResult, spec: Spec | None, file: Path) -
     annotation is on the file's first line."""
     import os
 
-    if not _in_github_actions():
+    if not in_github_actions():
         return
     # Imported only in GitHub Actions: a run elsewhere never needs them.
     from reprospec.report.github import error_annotations
