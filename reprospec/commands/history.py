@@ -236,6 +236,7 @@ def _row(run: Mapping[str, object]) -> dict[str, object]:
     out["perturbed"] = run.get("perturbed") or []
     out["purpose"] = run.get("purpose") or "run"
     out["probe"] = run.get("probe") or None
+    out["shard"] = run.get("shard") or None
     out["folder_missing"] = run.get("folder_missing") is True
     # A merged Slurm run's: the Slurm run it merged (None for a run of the store).
     out["slurm_run"] = run.get("slurm_run")
@@ -293,7 +294,10 @@ def _table(
             *((str(row.get("probe") or "—"),) if probes else ()),
             timestamp(str(row["started"]), zone=False),
             str(row["runner"]),
-            str(row["status"]) + (", folder missing" if row.get("folder_missing") else ""),
+            str(row["status"])
+            + (", folder missing" if row.get("folder_missing") else "")
+            # A shard's verdicts are of its share of each cell's attempts (nu29 L2).
+            + (f", shard {row['shard']}" if row.get("shard") else ""),
             str(row.get("cells", "")),
             verdicts or "—",
         ]

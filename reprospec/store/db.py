@@ -749,12 +749,13 @@ class Store:
         `perturbed`: the perturbations of the run's first perturbed attempt ([] for a plain
         run): an amplified run's rates are not the program's plain rates, and say so.
         `purpose`: who started the run (`run`, `isolate`, ...), `probe`: what a search's probe
-        run tried (`RunOptions.probe`; None for others); `searches=False` leaves out
-        the probes of the searches (`SEARCH_PURPOSES`); `spec_paths`: of the spec file at one
-        of these paths only (other files may hold a spec of the same name).
+        run tried (`RunOptions.probe`; None for others), `shard`: `K/N` of a `--shard` run
+        (None for others); `searches=False` leaves out the probes of the searches
+        (`SEARCH_PURPOSES`); `spec_paths`: of the spec file at one of these paths only (other
+        files may hold a spec of the same name).
         """
         # Imported at `history`'s reading: a run never lists runs (issue 30, item 4).
-        from reprospec.store.refs import PROBE, PURPOSE
+        from reprospec.store.refs import PROBE, PURPOSE, SHARD
 
         where, args = _runs_where(spec_name, searches, "r.", spec_paths)
         page = f" LIMIT {int(limit)}" if limit is not None else ""
@@ -762,7 +763,7 @@ class Store:
             f"""
             SELECT r.run_id, r.spec_name, r.spec_path, r.runner, r.started, r.finished, r.status,
                    r.env_fingerprint, {PURPOSE.format(r="r.")} AS purpose,
-                   {PROBE.format(r="r.")} AS probe,
+                   {PROBE.format(r="r.")} AS probe, {SHARD.format(r="r.")} AS shard,
                    (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id) AS cells,
                    (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id
                         AND c.verdict = 'reproduced') AS reproduced,

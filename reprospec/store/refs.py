@@ -36,6 +36,14 @@ PROBE = (
     "CASE WHEN json_valid({r}options) AND json_type({r}options) = 'object'"
     " THEN NULLIF(json_extract({r}options, '$.probe'), '') END"
 )
+# `K/N` of a shard run (RunOptions.to_dict keeps `--shard` as [K, N]), else null: its
+# verdicts are its share's, which `history` must not show as a whole run's.
+SHARD = (
+    "CASE WHEN json_valid({r}options) AND json_type({r}options) = 'object'"
+    " AND json_type({r}options, '$.shard') = 'array'"
+    " THEN json_extract({r}options, '$.shard[0]') || '/' || json_extract({r}options, '$.shard[1]')"
+    " END"
+)
 _LATEST = re.compile(r"^latest(?:~(?P<back>\d+))?$")
 # Run ids begin with the second they were made: `20261121-214512-...`.
 _STAMP = 15

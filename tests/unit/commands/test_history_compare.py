@@ -98,6 +98,40 @@ def test_compare_shows_the_first_few_of_pips_packages_and_counts_the_rest() -> N
     assert not any(line.startswith("  ... and") for line in lines(compare(run_a, run_b), "spec"))
 
 
+def test_history_says_a_shard_run_is_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nu29 L2: a shard's verdicts are of its share of each cell's attempts; listed as a
+    plain run, `1 undecided` read as the cell's verdict, where the merge reproduced it."""
+    import json
+
+    from reprospec.cli import main
+    from reprospec.core.runoptions import RunOptions, Shard
+    from reprospec.store.db import Store
+
+    runs = [
+        ("20261121-214500-s-0001", RunOptions(shard=Shard(2, 3))),
+        ("20261121-214501-s-0002", RunOptions()),
+    ]
+    with Store(tmp_path) as store:
+        for run_id, options in runs:
+            store.begin_run(run_id, "s", "/s.yaml", "x", "local", options.stored(), {})
+            store.finish_run(run_id, "finished")
+            (tmp_path / "runs" / run_id).mkdir(parents=True)
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["history", "--out", str(tmp_path)]) == 0
+    rows = {
+        cells[1].strip(): [cell.strip() for cell in cells[2:]]
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("│") and (cells := line.split("│"))
+    }
+    assert "finished, shard 2/3" in rows["20261121-214500-s-0001"]
+    assert "finished" in rows["20261121-214501-s-0002"]
+    assert main(["history", "--out", str(tmp_path), "--format", "json"]) == 0
+    listed = {row["run_id"]: row["shard"] for row in json.loads(capsys.readouterr().out)}
+    assert listed == {"20261121-214500-s-0001": "2/3", "20261121-214501-s-0002": None}
+
+
 def test_history_searches_names_what_each_probe_ran(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
