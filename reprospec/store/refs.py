@@ -18,6 +18,7 @@ import sqlite3
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from reprospec.core.runoptions import SEARCH_PURPOSES
 from reprospec.errors import UsageError
@@ -66,18 +67,25 @@ def _recent(out_root: Path, under: str, slurm_merged: bool) -> tuple[list[str], 
     begun: dict[str, int] = {}
     probes: set[str] = set()
     db = out_root / "results.db"
+    # Whether the store said which runs it lists: one that could not be read (a WAL store
+    # on a read-only disk whose last writes sqlite cannot read there) told us none.
+    listed = not db.is_file()
     if under == RUNS and db.is_file():
         rows = _read(db, f"SELECT run_id, {PURPOSE.format(r='')} FROM runs ORDER BY rowid")
         if rows is None:  # a store without options (none of ours): every run a person's
-            rows = _read(db, "SELECT run_id, 'run' FROM runs ORDER BY rowid") or []
+            rows = _read(db, "SELECT run_id, 'run' FROM runs ORDER BY rowid")
+        listed = rows is not None
+        rows = rows or []
         begun = {str(run_id): n for n, (run_id, _) in enumerate(rows, 1)}
         probes = {str(run_id) for run_id, purpose in rows if purpose in SEARCH_PURPOSES}
     runs = out_root / under
     folders = [p.name for p in runs.iterdir() if p.is_dir()] if runs.is_dir() else []
-    if under == RUNS:
+    if under == RUNS and listed:
         # A folder the store does not list and without a results.json is no run: one a run
         # refused before it began left (a damaged store, a full disk), or one still being
         # begun. Named `latest`, it was "no run" where the run before it was whole (nu28 F1).
+        # Only of a store that was read: of one that could not be, a killed run's folder (no
+        # results.json) is all that says it ran, where `latest` named the run before (rv28).
         folders = [
             name for name in folders if name in begun or (runs / name / RESULTS_JSON).is_file()
         ]
@@ -96,12 +104,20 @@ def _recent(out_root: Path, under: str, slurm_merged: bool) -> tuple[list[str], 
 def _read(db: Path, query: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]] | None:
     """The rows of `query` on the store `db`, opened read-only; None when it cannot be read
     so (an unreadable store: the run folders still say which runs there are)."""
-    try:
-        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-            rows: list[tuple[object, ...]] = conn.execute(query, args).fetchall()
-            return rows
-    except sqlite3.Error:
-        return None
+    uri = f"file:{quote(str(db))}?mode=ro"
+    # A WAL store on a read-only disk (an archived --out) opens read-only only where sqlite
+    # can make its -shm: read immutable there, the file alone, unless its -wal holds writes
+    # the file lacks (a killed engine's), which that would miss unsaid (db.Store._read_only).
+    wal = db.with_name(f"{db.name}-wal")
+    queries = [uri] if wal.is_file() and wal.stat().st_size else [uri, f"{uri}&immutable=1"]
+    for each in queries:
+        try:
+            with closing(sqlite3.connect(each, uri=True)) as conn:
+                rows: list[tuple[object, ...]] = conn.execute(query, args).fetchall()
+                return rows
+        except sqlite3.Error:
+            continue
+    return None
 
 
 @dataclass(frozen=True)

@@ -228,6 +228,27 @@ def test_a_store_on_a_read_only_disk_is_read_by_history_and_bundle(
     assert f"the results store {out / 'results.db'}: cannot be written there: " in refused.stderr
 
 
+def test_latest_on_a_read_only_disk_is_the_killed_run_the_store_lists(
+    tmp_path: Path, read_only_view: tuple[Path, Path]
+) -> None:
+    # rv28: latest counts a folder without results.json only where the store lists it, and
+    # refs read the store read-only alone, which a WAL store on a read-only disk refuses
+    # (no -shm can be made): the killed run, history's newest, was passed over and `report
+    # latest` reported the run before it, exit 0, or alone said "OUT has no runs".
+    source, view = read_only_view
+    out = source / "out"
+    killed = killed_run(gated_spec(tmp_path / "gated.yaml", tmp_path / "gate"), out)
+    # Archived after a clean close (its -wal checkpointed into the file, no -shm left).
+    with sqlite3.connect(out / "results.db") as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    (out / "results.db-shm").unlink(missing_ok=True)
+    (out / "results.db-wal").unlink(missing_ok=True)
+    report = _reprospec("report", "latest", "--out", str(view / "out"))
+    _no_traceback(report)
+    assert f"run {killed} was killed" in report.stderr, (report.code, report.stderr)
+    assert report.code != 0
+
+
 # A writer that leaves its last transaction in the write-ahead log, as a killed engine does
 # (os._exit: no close, so no checkpoint).
 LEAVE_WAL = """
