@@ -88,9 +88,9 @@ def spec_tree(
         workdirs[workdir] = None
         carried = workdir_files(alike[0], alike[1:])
         for name in carried.missing:
-            missing.setdefault(f"{name} (in {attempt.workdir.resolve()})", None)
+            missing.setdefault(f"{name} (in {workdir})", None)
         for name in carried.hidden:
-            hidden.setdefault(f"{name} (in {attempt.workdir.resolve()})", None)
+            hidden.setdefault(f"{name} (in {workdir})", None)
         files.update(dict.fromkeys(carried.files))
         outside.update(dict.fromkeys(carried.outside))
         absolute.update(dict.fromkeys(carried.absolute))

@@ -119,3 +119,26 @@ def test_bundle_masks_and_names_a_secret_in_a_carried_config(tmp_path: Path, cli
     readme = members["README.md"].decode()
     assert "Secrets masked in the files above" in readme
     assert "wandb_api_key" in readme
+
+
+def test_bundle_names_each_workdir_whose_dot_file_it_leaves_out(tmp_path: Path, cli: Cli) -> None:
+    # rv28: with every attempt of a workdir read together (nu29 N4), the warning named each
+    # left-out file in the last attempt's workdir: `.secret (in .../b)` alone, where a's
+    # was left out too and never said.
+    project = tmp_path / "proj"
+    for name in ("a", "b"):
+        (project / name).mkdir(parents=True)
+        (project / name / ".secret").write_text("s\n")
+    spec = project / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: wd\nmatrix: {d: [a, b]}\n"
+        "environment: {workdir: '${{ matrix.d }}'}\n"
+        "command: cat .secret\nexpect: {outcome: pass}\n"
+    )
+    store = tmp_path / "store"
+    ran = cli("run", str(spec), "--out", str(store))
+    assert ran.code == 0, ran.stderr
+    packed = cli("bundle", "latest", "-o", str(tmp_path / "b.tgz"), "--out", str(store))
+    assert packed.code == 0, packed.stderr
+    for name in ("a", "b"):
+        assert f".secret (in {(project / name).resolve()})" in packed.stderr, packed.stderr
