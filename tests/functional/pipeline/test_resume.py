@@ -437,7 +437,6 @@ def test_two_resumes_of_one_run_started_together_run_its_rest_once(tmp_path: Pat
     spec = gated_spec(tmp_path / "gated.yaml", gate)
     out = tmp_path / "out"
     run_id = killed_run(spec, out, "--repeat", "4", "-j", "2")
-    gate.touch()
     argv = [sys.executable, "-m", "reprospec", "run", "--resume", run_id, "--out", str(out)]
     env = {**os.environ, "NO_COLOR": "1"}
     resumes = [
@@ -446,6 +445,14 @@ def test_two_resumes_of_one_run_started_together_run_its_rest_once(tmp_path: Pat
         )
         for _ in range(2)
     ]
+    # The gate opens once one of them has ended: the other's attempts wait for it until
+    # then, so on a loaded machine the first cannot finish the run before the second has
+    # even started, which would be two resumes one after the other, not together.
+    deadline = time.monotonic() + 120
+    while all(resume.poll() is None for resume in resumes):
+        assert time.monotonic() < deadline, "neither resume ended"
+        time.sleep(0.05)
+    gate.touch()
     said = [resume.communicate(timeout=120) for resume in resumes]
     codes = sorted(resume.returncode for resume in resumes)
     assert codes == [0, 2], said
