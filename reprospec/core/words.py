@@ -594,6 +594,8 @@ def shard_phrase(shard: str) -> str:
     judges them on all`. A shard's `undecided` (1 of a rate cell's 4 attempts) read as the
     cell's, with "run more attempts", where the merged run reproduced it."""
     count = shard.partition("/")[2]
+    if count == "1":  # the one shard holds every attempt: no merge has more to judge
+        return f"shard {shard}: the only shard, every attempt of each cell"
     return (
         f"shard {shard}: each cell judged on this shard's share of its attempts; "
         f"`reprospec merge` of the {count} shards judges them on all"

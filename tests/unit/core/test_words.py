@@ -55,3 +55,14 @@ def test_every_printed_interval_holds_the_true_one(digits: int) -> None:
             )
             assert shown_low <= low + 1e-9, (matched, n, shown)
             assert high - 1e-9 <= shown_high, (matched, n, shown)
+
+
+def test_a_shard_phrase_says_a_share_and_the_merge_that_judges_on_all() -> None:
+    from reprospec.core.words import shard_phrase
+
+    assert shard_phrase("2/3") == (
+        "shard 2/3: each cell judged on this shard's share of its attempts; "
+        "`reprospec merge` of the 3 shards judges them on all"
+    )
+    # rv28 LOW-3: the one shard of 1/1 holds every attempt ("the merge of the 1 shards").
+    assert shard_phrase("1/1") == "shard 1/1: the only shard, every attempt of each cell"
