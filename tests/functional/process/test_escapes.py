@@ -400,7 +400,31 @@ def test_resume_refuses_while_the_engine_still_runs(tmp_path: Path, kill_after: 
             capture_output=True, text=True, timeout=300, cwd=ROOT, env=ENV,
         )  # fmt: skip
         assert resumed.returncode == 2, resumed.stderr
-        assert f"the run is still running (engine pid {engine.pid}, recorded in" in resumed.stderr
+        # The engine holds its run folder (nu28 F11): the first guard a resume meets names it.
+        assert f"another engine is running this run now (engine pid {engine.pid})" in (
+            resumed.stderr
+        )
+        assert engine.poll() is None
+    finally:
+        engine.send_signal(signal.SIGTERM)
+        engine.communicate(timeout=120)
+
+
+def test_reap_refuses_while_the_engine_still_runs_by_its_in_flight_records(
+    tmp_path: Path, kill_after: list[int]
+) -> None:
+    # The guard behind the run folder's hold, for a folder no lock can be taken on (a
+    # filesystem without flock): the live engine named in an attempt's in-flight record.
+    from reprospec.errors import UsageError
+
+    engine, out = _start_engine(tmp_path, kill_after)
+    kill_after.extend(_attempt_pids(tmp_path).values())
+    try:
+        (run_dir,) = list((out / "runs").iterdir())
+        with pytest.raises(
+            UsageError, match=rf"still running \(engine pid {engine.pid}, recorded in"
+        ):
+            leftovers.reap(run_dir)
         assert engine.poll() is None
     finally:
         engine.send_signal(signal.SIGTERM)
