@@ -37,6 +37,7 @@ from reprospec.core.units import (
     undecidable_rate,
 )
 from reprospec.spec import schema
+from reprospec.spec.checks.expect import never_passes_message, says_never_passes
 from reprospec.spec.matrix import canonical
 from reprospec.spec.yamlsource import Location, Problem, locate, shorten
 
@@ -522,17 +523,12 @@ def never_passes_problems(
             bound = parse_rate(rate) if rate is not None else None
         except (expr.ExprError, ValueError, RecursionError, OverflowError, TypeError):
             continue  # the value checks report it
-        if outcome == "pass" and bound is not None and bound.op == "==" and bound.value == 0:
+        if bound is not None and says_never_passes(outcome, bound):
             found.setdefault((where, str(rate)), []).append(cell.id)
     out: list[Problem] = []
     for (where, rate), labels in found.items():
         line, col = locate(locations, where)
-        message = (
-            f"rate {rate!r} counts the attempts that pass (a rate counts those that end as "
-            "the expectation's outcome, here pass), so it says the cell never passes; to say "
-            "it always passes, give no rate; to say it never passes, give the outcome `fail` "
-            f"(an error, a crash or a hang) {in_cells(labels)}"
-        )
+        message = f"{never_passes_message(rate)} {in_cells(labels)}"
         out.append(Problem(line, col, where, message))
     return out
 

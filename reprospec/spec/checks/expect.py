@@ -20,11 +20,29 @@ from reprospec.core.expr import same
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue, is_int
 from reprospec.core.lazyre import Lazy
 from reprospec.core.sections import DEFAULT_PHASES
-from reprospec.core.units import parse_rate, parse_step, undecidable_rate
+from reprospec.core.units import RateBound, parse_rate, parse_step, undecidable_rate
 from reprospec.core.words import OUTCOME_VERBS
 from reprospec.spec import schema
 from reprospec.spec.matrix import render_value
 from reprospec.spec.yamlsource import shorten
+
+
+def says_never_passes(outcome: JsonValue, bound: RateBound) -> bool:
+    """`outcome: pass` with a rate of `==0`: a rate counts the attempts that end as the
+    expectation's outcome, so it says the cell never passes. The one rule for a literal
+    pair (this module) and for one an expression makes in a cell (checks/cells.py)."""
+    return outcome == "pass" and bound.op == "==" and bound.value == 0
+
+
+def never_passes_message(rate: JsonValue, keep: str = "") -> str:
+    """What `says_never_passes` tells, and what to write instead; `keep`: a case's other way
+    out (leave out its outcome to keep expect's)."""
+    return (
+        f"rate {rate!r} counts the attempts that pass (a rate counts those that end as the "
+        f"expectation's outcome, here pass), so it says the cell never passes; to say it "
+        f"always passes, give no rate (without one every attempt must pass){keep}; to say "
+        f"it never passes, write `outcome: fail` (an error, a crash or a hang) instead"
+    )
 
 
 class AddProblem(Protocol):
@@ -258,7 +276,7 @@ class ExpectChecks:
         why = undecidable_rate(bound)
         if why is not None:
             self.add(path, f"rate {value!r} {why}")
-        elif outcome == "pass" and bound.op == "==" and bound.value == 0:
+        elif says_never_passes(outcome, bound):
             verb = OUTCOME_VERBS.get(str(base), "fails")
             keep = (
                 f", or leave out `outcome: pass` so the case keeps expect's outcome ({base}) "
@@ -266,14 +284,7 @@ class ExpectChecks:
                 if isinstance(base, str) and base != "pass" and path[1:2] == ("cases",)
                 else ""
             )
-            self.add(
-                path,
-                f"rate {value!r} counts the attempts that pass (a rate counts those that end "
-                f"as the expectation's outcome, here pass), so it says the cell never passes; "
-                f"to say it always passes, give no rate (without one every attempt must "
-                f"pass){keep}; to say it never passes, write `outcome: fail` (an error, a "
-                f"crash or a hang) instead",
-            )
+            self.add(path, never_passes_message(value, keep))
 
     def step(self, path: JsonPath, value: JsonValue) -> None:
         if isinstance(value, str) and ".." in value:
