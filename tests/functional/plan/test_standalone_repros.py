@@ -27,6 +27,7 @@ import pytest
 
 from reprospec import api
 from reprospec.core.inputs import AttemptPlan
+from reprospec.core.results import RunResult
 from reprospec.plan.standalone import REPRO_PY, standalone_of
 from tests.support.cli import SPECS
 
@@ -122,30 +123,37 @@ def test_the_repro_is_the_command_line_of_the_cells_first_failed_attempt(tmp_pat
     assert ran.returncode == 3
 
 
+def _run_envdep(tmp_path: Path, mode: str, *, public: bool) -> RunResult:
+    """A run of envdep.py, which exits 3 where MODE is `mode` and API_TOKEN is tok-123: the
+    spec sets both from the engine's NU9A_MODE and NU9A_TOKEN (NU9A_MODE in `public_env`
+    where `public`), as the caller's environment has them."""
+    import reprospec
+    from reprospec.core.runoptions import RunOptions
+
+    (tmp_path / "envdep.py").write_text(
+        "import os, sys\n"
+        f"if os.environ['MODE'] == {mode!r} and os.environ['API_TOKEN'] == 'tok-123':\n"
+        "    sys.exit(3)\n"
+    )
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: envdep\ncommand: python envdep.py\nenvironment:\n"
+        + ("  public_env: [NU9A_MODE]\n" if public else "")
+        + "  env:\n    MODE: ${{ env.NU9A_MODE }}\n    API_TOKEN: ${{ env.NU9A_TOKEN }}\n"
+        "expect: {outcome: error}\n"
+    )
+    return reprospec.run(reprospec.load_spec(spec), RunOptions(out=tmp_path / "out"))
+
+
 def test_a_variable_the_spec_reads_from_the_environment_is_read_so_by_the_repro(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # `MODE: ${{ env.NU9A_MODE }}`: the value is masked in every report, and the line read
     # `MODE=*** python envdep.py`, which sets MODE to three asterisks and passes; a secret
     # was `API_TOKEN="$API_TOKEN"`, where the reader exports NU9A_TOKEN as the spec says.
-    import reprospec
-    from reprospec.core.runoptions import RunOptions
-
-    (tmp_path / "envdep.py").write_text(
-        "import os, sys\n"
-        "if os.environ['MODE'] == 'strict' and os.environ['API_TOKEN'] == 'tok-123':\n"
-        "    sys.exit(3)\n"
-    )
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        "reprospec: 1\nname: envdep\ncommand: python envdep.py\n"
-        "environment:\n  env:\n    MODE: ${{ env.NU9A_MODE }}\n"
-        "    API_TOKEN: ${{ env.NU9A_TOKEN }}\n"
-        "expect: {outcome: error}\n"
-    )
     monkeypatch.setenv("NU9A_MODE", "strict")
     monkeypatch.setenv("NU9A_TOKEN", "tok-123")
-    result = reprospec.run(reprospec.load_spec(spec), RunOptions(out=tmp_path / "out"))
+    result = _run_envdep(tmp_path, "strict", public=False)
     assert result.cells[0].attempts[0].failed
     assert result.standalone is not None
     assert result.standalone.run == 'MODE="$NU9A_MODE" API_TOKEN="$NU9A_TOKEN" python envdep.py'
@@ -167,24 +175,9 @@ def test_the_note_on_what_to_export_gives_a_public_variable_with_the_value_the_r
     # The note named NU9A_MODE alone: a reader who exported NU9A_MODE=lax ran another
     # program than the run's, which passes (nu27 N25, as the bundle's README). A secret
     # stays a name.
-    import reprospec
-    from reprospec.core.runoptions import RunOptions
-
-    (tmp_path / "envdep.py").write_text(
-        "import os, sys\n"
-        "if os.environ['MODE'] == 'very strict' and os.environ['API_TOKEN'] == 'tok-123':\n"
-        "    sys.exit(3)\n"
-    )
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        "reprospec: 1\nname: envdep\ncommand: python envdep.py\n"
-        "environment:\n  public_env: [NU9A_MODE]\n  env:\n    MODE: ${{ env.NU9A_MODE }}\n"
-        "    API_TOKEN: ${{ env.NU9A_TOKEN }}\n"
-        "expect: {outcome: error}\n"
-    )
     monkeypatch.setenv("NU9A_MODE", "very strict")
     monkeypatch.setenv("NU9A_TOKEN", "tok-123")
-    result = reprospec.run(reprospec.load_spec(spec), RunOptions(out=tmp_path / "out"))
+    result = _run_envdep(tmp_path, "very strict", public=True)
     assert result.standalone is not None
     note = (
         "the spec reads NU9A_MODE='very strict', NU9A_TOKEN from your environment: "
@@ -203,24 +196,9 @@ def test_a_variable_the_run_read_unset_is_left_unset_by_the_repro_as_its_note_sa
     # NU9A_MODE ...: export it first": a reader who did ran another program than the run's
     # (here one that passes), where the bundle's README says "unset in the run: leave it
     # unset".
-    import reprospec
-    from reprospec.core.runoptions import RunOptions
-
-    (tmp_path / "envdep.py").write_text(
-        "import os, sys\n"
-        "if os.environ['MODE'] == '' and os.environ['API_TOKEN'] == 'tok-123':\n"
-        "    sys.exit(3)\n"
-    )
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        "reprospec: 1\nname: envdep\ncommand: python envdep.py\n"
-        "environment:\n  public_env: [NU9A_MODE]\n  env:\n    MODE: ${{ env.NU9A_MODE }}\n"
-        "    API_TOKEN: ${{ env.NU9A_TOKEN }}\n"
-        "expect: {outcome: error}\n"
-    )
     monkeypatch.delenv("NU9A_MODE", raising=False)
     monkeypatch.setenv("NU9A_TOKEN", "tok-123")
-    result = reprospec.run(reprospec.load_spec(spec), RunOptions(out=tmp_path / "out"))
+    result = _run_envdep(tmp_path, "", public=True)
     assert result.cells[0].attempts[0].failed
     assert result.standalone is not None
     assert result.standalone.notes[:2] == (
