@@ -244,14 +244,6 @@ _SQLITE_NOTADB = 26
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
-def _has_wal(path: Path) -> bool:
-    """Whether the store at `path` has a write-ahead log with something in it."""
-    try:
-        return path.with_name(f"{path.name}-wal").stat().st_size > 0
-    except OSError:
-        return False
-
-
 def _identity(path: Path) -> tuple[int, int] | None:
     """(device, inode) of the file at `path`; None when there is none."""
     try:
@@ -364,9 +356,11 @@ class Store:
         file or its disk failed" of a whole store (nu28 F6). Read as immutable where the
         plain read-only open fails: nothing writes a store there. Not created, not migrated
         (a migration only adds attempt columns, which readers do not ask for)."""
+        from reprospec.store.refs import has_wal
+
         uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
         for query in (uri, f"{uri}&immutable=1"):
-            if query != uri and _has_wal(self.path):
+            if query != uri and has_wal(self.path):
                 # Immutable, sqlite reads the file alone, not its write-ahead log: the last
                 # writes (a killed engine's, never checkpointed) would be missing unsaid.
                 raise StoreError(

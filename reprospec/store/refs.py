@@ -101,6 +101,15 @@ def _recent(out_root: Path, under: str, slurm_merged: bool) -> tuple[list[str], 
     return order, len(probes)
 
 
+def has_wal(path: Path) -> bool:
+    """Whether the store at `path` has a write-ahead log with something in it: writes an
+    immutable read (the file alone) would miss, unsaid (here, and db.Store._read_only)."""
+    try:
+        return path.with_name(f"{path.name}-wal").stat().st_size > 0
+    except OSError:
+        return False
+
+
 def _read(db: Path, query: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]] | None:
     """The rows of `query` on the store `db`, opened read-only; None when it cannot be read
     so (an unreadable store: the run folders still say which runs there are)."""
@@ -108,8 +117,7 @@ def _read(db: Path, query: str, args: tuple[object, ...] = ()) -> list[tuple[obj
     # A WAL store on a read-only disk (an archived --out) opens read-only only where sqlite
     # can make its -shm: read immutable there, the file alone, unless its -wal holds writes
     # the file lacks (a killed engine's), which that would miss unsaid (db.Store._read_only).
-    wal = db.with_name(f"{db.name}-wal")
-    queries = [uri] if wal.is_file() and wal.stat().st_size else [uri, f"{uri}&immutable=1"]
+    queries = [uri] if has_wal(db) else [uri, f"{uri}&immutable=1"]
     for each in queries:
         try:
             with closing(sqlite3.connect(each, uri=True)) as conn:
