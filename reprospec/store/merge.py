@@ -247,8 +247,7 @@ def _effective(run: RunResult, key: str) -> JsonValue:
     timeout in seconds, so `90s` and `1.5m` are one."""
     value = run.options.get(key)
     if value is None:
-        section = _document(run).get("run")
-        value = section.get(key) if isinstance(section, dict) else None
+        value = _spec_own(run, key)
     if value is None:
         value = _SPEC_OWN[key]
     if key == "timeout" and not (isinstance(value, str) and "${{" in value):
@@ -259,15 +258,17 @@ def _effective(run: RunResult, key: str) -> JsonValue:
     return value
 
 
-def _document(run: RunResult) -> dict[str, JsonValue]:
-    """The spec the run stored, read back ({} where it is no YAML mapping)."""
+def _spec_own(run: RunResult, key: str) -> JsonValue:
+    """The spec's own `run.KEY` as the run stored the spec (None: it sets none, or the
+    stored text is no YAML mapping)."""
     from reprospec.spec.yamlsource import YamlSourceError, load_value
 
     try:
         document = load_value(run.spec_text)
     except YamlSourceError:
-        return {}
-    return document if isinstance(document, dict) else {}
+        return None
+    section = document.get("run") if isinstance(document, dict) else None
+    return section.get(key) if isinstance(section, dict) else None
 
 
 def _spec_of(run: RunResult) -> str:
@@ -285,8 +286,7 @@ def _shown_in(run: RunResult, key: str) -> str:
     command line gave none and the spec sets one (`none: the spec's 3`)."""
     value = run.options.get(key)
     if value is None and key in _SPEC_OWN:
-        section = _document(run).get("run")
-        own = section.get(key) if isinstance(section, dict) else None
+        own = _spec_own(run, key)
         if own is not None:
             return f"none: the spec's {_shown(own)}"
     return _shown(value)
