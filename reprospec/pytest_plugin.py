@@ -34,11 +34,12 @@ import os
 import re
 import shlex
 from collections.abc import Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from reprospec.core.frozen import frozen
 
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr, TracebackStyle
@@ -58,7 +59,7 @@ _SPEC_KEY = re.compile(rb"^reprospec\s*:", re.MULTILINE)
 _SNIFF_BYTES = 256 * 1024
 
 
-@dataclass(frozen=True)
+@frozen
 class Settings:
     """What the plugin was asked for; absent from the stash when it is not active."""
 

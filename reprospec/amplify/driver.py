@@ -21,12 +21,13 @@ import json
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from reprospec.amplify.report import AmplifyReport
 from reprospec.amplify.search import Amplification, Arm, Probe, Settings
 from reprospec.amplify.state import StateFile, StoredProbe
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
@@ -69,7 +70,7 @@ def default_tries() -> tuple[tuple[str, JsonValue], ...]:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class AmplifyOptions:
     """What `reprospec amplify` is asked besides the spec."""
 

@@ -15,11 +15,12 @@ import copy
 import json
 import os
 import shlex
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.amplify.search import AmplifyResult, ArmResult
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.results import Rate
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 
-@dataclass(frozen=True)
+@frozen
 class AmplifyReport:
     """The answer in the spec's terms, with the search's evidence and where it is stored."""
 

@@ -47,6 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from reprospec.core.frozen import frozen
 from reprospec.core.rates import clearly_more, rate_of
 from reprospec.core.results import Rate
 from reprospec.isolation.candidates import AttemptKind, Tally
@@ -62,7 +63,7 @@ ArmRole = Literal["base", "single", "combined"]
 Setting = tuple[str, object]
 
 
-@dataclass(frozen=True)
+@frozen
 class Arm:
     """A perturbation setting: () is the base (the spec as written)."""
 
@@ -97,7 +98,7 @@ FREQUENT = 0.9
 FREQUENT_ATTEMPTS = 35
 
 
-@dataclass(frozen=True)
+@frozen
 class Settings:
     """The budget and the stopping rule of one amplification."""
 
@@ -116,7 +117,7 @@ class Settings:
             raise ValueError("epsilon must be in [0, 1)")
 
 
-@dataclass(frozen=True)
+@frozen
 class Probe:
     """Run `attempts` attempts of arm number `arm`."""
 
@@ -124,7 +125,7 @@ class Probe:
     attempts: int
 
 
-@dataclass(frozen=True)
+@frozen
 class ArmResult:
     """One arm's evidence: its matching rate, what else it did, why it could not run."""
 
@@ -139,7 +140,7 @@ class ArmResult:
         return self.tally.ran == 0 and self.tally.infra > 0
 
 
-@dataclass(frozen=True)
+@frozen
 class AmplifyResult:
     """The answer: the best arm (None: the base stays best), every arm's evidence."""
 

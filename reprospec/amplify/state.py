@@ -24,9 +24,10 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import read_probes, stored_kinds
@@ -34,7 +35,7 @@ from reprospec.isolation.state import read_probes, stored_kinds
 FORMAT = 1
 
 
-@dataclass(frozen=True)
+@frozen
 class StoredProbe:
     """One probe as it ran: the arm's label, what each attempt did, the run that holds them."""
 

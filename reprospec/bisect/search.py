@@ -64,6 +64,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue, as_texts
 from reprospec.core.rates import log_sum, wilson
 
@@ -84,7 +85,7 @@ HIGH_RATE = 0.9
 HIGH_PRIOR = 0.1
 
 
-@dataclass(frozen=True)
+@frozen
 class Trial:
     """What the oracle saw at one version in one call (or several, merged)."""
 
@@ -148,7 +149,7 @@ def _count(value: JsonValue) -> int:
 Oracle = Callable[[str, int], Trial]
 
 
-@dataclass(frozen=True)
+@frozen
 class VersionEvidence:
     """One version in the result: what was seen and what it was judged."""
 
@@ -187,7 +188,7 @@ class VersionEvidence:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class BisectResult:
     """The answer, or why there is none, with the evidence for every version."""
 

@@ -10,12 +10,13 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from reprospec.bisect import search
 from reprospec.bisect.search import BisectResult, Trial
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.words import budget_continues, perturbed_phrase
 from reprospec.environment import packages
@@ -23,7 +24,7 @@ from reprospec.environment import packages
 STATE_FORMAT = 1
 
 
-@dataclass(frozen=True)
+@frozen
 class BisectRequest:
     """What `reprospec bisect` was asked."""
 
@@ -74,7 +75,7 @@ class BisectRequest:
         return f"{packages.normalize(what)}-{self.good}-{self.bad}-{digest}".replace("/", "_")
 
 
-@dataclass(frozen=True)
+@frozen
 class BisectReport:
     """A finished (or refused, or undecided) bisect with where it is written."""
 

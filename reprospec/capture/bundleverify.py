@@ -30,12 +30,12 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.capture.datafiles import OUTPUT_TAIL_BYTES, named_in, read_outside
 from reprospec.capture.footprint import RECORD_IMPORTS_VAR
 from reprospec.core import environ
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Spec
 from reprospec.core.results import AttemptResult, CellResult, NotRun, RunResult, VerdictKind
 from reprospec.core.runoptions import RunOptions
@@ -57,7 +57,7 @@ Execute = Callable[[RunPlan], RunResult]
 _MISSING_LINE = re.compile(r"No such file or directory|can't open file|FileNotFoundError")
 
 
-@dataclass(frozen=True)
+@frozen
 class Missing:
     """A file the bundle's rerun did not find that the tree it was made from holds."""
 
@@ -78,7 +78,7 @@ class Missing:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class CellCheck:
     """One cell of the run, rerun from the unpacked archive: the run's verdict and the
     rerun's, whether the rerun's outcome counts as the run's (`reproduced`), the rerun's
@@ -101,7 +101,7 @@ class CellCheck:
         return self.reproduced and not self.missing
 
 
-@dataclass(frozen=True)
+@frozen
 class BundleCheck:
     """What the verify found: each checked cell, the cells it could not check and why,
     the files read outside the unpacked tree, and where its runs are (kept when it did not
@@ -253,7 +253,7 @@ def _plans(
         yield plan_run(spec, options.with_changes(matrix_filters=each))
 
 
-@dataclass(frozen=True)
+@frozen
 class _Places:
     """Where the unpacked tree is, the folder it was made from, and each rerun cell's
     workdir in the unpacked tree."""

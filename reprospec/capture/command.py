@@ -22,7 +22,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from reprospec import native
@@ -61,6 +61,7 @@ from reprospec.capture.writer import (
     slug,
 )
 from reprospec.core import environ
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.redact import mask_parts, secret_values
 from reprospec.core.results import AttemptResult, Outcome
@@ -73,7 +74,7 @@ from reprospec.spec.presets import PRESETS, detect
 DEFAULT_TIMEOUT_S = 300.0
 
 
-@dataclass(frozen=True)
+@frozen
 class Request:
     """What `capture` was asked: the command, where the spec goes, how often to run it."""
 
@@ -88,7 +89,7 @@ class Request:
     python: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Observed:
     """What the first run showed: the outcome to expect and how often it came."""
 
@@ -116,7 +117,7 @@ class Observed:
         return self.outcome.signature if self.outcome else ""
 
 
-@dataclass(frozen=True)
+@frozen
 class Captured:
     """The spec written and what `capture` says about it, line by line."""
 

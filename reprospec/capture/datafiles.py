@@ -15,7 +15,7 @@ import re
 import stat
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from reprospec.capture.footprint import (
@@ -26,6 +26,7 @@ from reprospec.capture.footprint import (
     scripts,
     searched,
 )
+from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.units import format_size
@@ -41,7 +42,7 @@ MAX_READ_FILE = 16 << 20
 MAX_READ_FOLDER_FILES = 32
 
 
-@dataclass(frozen=True)
+@frozen
 class ReadFiles:
     """The workdir's files the attempts' processes opened for reading (opened-<pid>.txt,
     written by the child as it opens them), relative to the workdir: `listed` for the spec's
@@ -59,7 +60,7 @@ class ReadFiles:
     outside: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class WorkdirFiles:
     """How the workdir's files a run used are read from its run folder: for the spec's
     `files` from capture's first run, and for what a copy of the spec's tree lacked from

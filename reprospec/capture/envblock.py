@@ -13,7 +13,8 @@ loosely: a pasted ticket is reflowed, indented, quoted (`> `), made a list (`- `
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from reprospec.core.frozen import frozen
 
 _KEY_VALUE = re.compile(r"^\s*(?P<key>[A-Za-z][\w ./()?-]*?):[ \t]*(?P<value>.*?)\s*$")
 # What Markdown puts before a line of a pasted block: a quote (`> `, GitHub's "Quote reply")
@@ -55,7 +56,7 @@ _PATH_PYTHON = re.compile(r"/lib(?:64)?/python(?P<version>3\.\d+)/")
 _UNKNOWN = ("", "n/a", "could not collect", "none", "no cuda", "not available")
 
 
-@dataclass(frozen=True)
+@frozen
 class Package:
     """One installed distribution as a ticket lists it, and which list said so."""
 
@@ -70,7 +71,7 @@ class Package:
         return f"{self.name}=={self.version}"
 
 
-@dataclass(frozen=True)
+@frozen
 class Machine:
     """What a ticket says about the machine the failure happened on (None: not said)."""
 

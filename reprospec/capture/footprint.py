@@ -17,11 +17,11 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.capture.toggles import Proposal
 from reprospec.capture.writer import EnvLine
+from reprospec.core.frozen import frozen
 from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult
 
@@ -157,7 +157,7 @@ def _module_paths(root: Path, parts: list[str]) -> list[Path]:
     return paths
 
 
-@dataclass(frozen=True)
+@frozen
 class LocalInstall:
     """A distribution behind the program's imports that was installed from a folder of this
     machine (PEP 610's direct_url.json), which no index has: `pip install -e .` of the
@@ -182,7 +182,7 @@ class LocalInstall:
         return tuple(r.relative_to(workdir).as_posix() or "." for r in inside)
 
 
-@dataclass(frozen=True)
+@frozen
 class Pins:
     """The interpreter's version (`3.11`) and `name==version` of the distributions behind
     the program's imports; `local`, those installed from this machine (not pinned);

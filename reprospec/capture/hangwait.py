@@ -27,10 +27,10 @@ import itertools
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import AttemptResult
 from reprospec.core.units import format_duration
@@ -45,7 +45,7 @@ MIN_STALL_S = 10.0
 GAP_FACTOR = 10.0
 
 
-@dataclass(frozen=True)
+@frozen
 class VerifyWait:
     """How long each verify attempt may wait for the captured hang, and why.
 

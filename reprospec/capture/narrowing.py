@@ -31,7 +31,8 @@ each is.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+
+from reprospec.core.frozen import frozen
 
 # Reruns the search may make: among 17 variables, one needed takes at most 9, a pair at
 # most 15, three at most 19 (every placement tried).
@@ -52,7 +53,7 @@ def most_reruns(count: int, budget: int = RERUNS) -> int:
         chunk = max(1, chunk // 2)
 
 
-@dataclass(frozen=True)
+@frozen
 class Needed:
     """The variables kept, and whether each was shown to be needed."""
 

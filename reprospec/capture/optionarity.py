@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Final, Literal
 
+from reprospec.core.frozen import frozen
 from reprospec.core.pysource import UNREADABLE
 from reprospec.plan.shellwords import MAX_PARSE_BYTES
 from reprospec.plan.workfiles import local_imports, module_files
@@ -42,7 +43,7 @@ _NO_VALUE = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class ParserOptions:
     """What a script's `add_argument` calls say of its options.
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from reprospec.capture.envblock import Machine, parse_machine
+from reprospec.core.frozen import frozen
 from reprospec.core.signals import (
     canonical_signal,
     exit_status_signal,
@@ -113,7 +114,7 @@ _PHASE_FRAMES = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Failure:
     """The failure a ticket shows, as an `expect` would state it; None where it is silent."""
 
@@ -128,7 +129,7 @@ class Failure:
     chain: tuple[PythonException, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Ticket:
     """What a pasted ticket says. `evidence`: one line per conclusion, saying where it came from."""
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from reprospec.capture.optionarity import MANY, Arity, ParserOptions
 from reprospec.core.expr import render
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import (
     looks_like_credential,
@@ -53,7 +54,7 @@ _PYTHON_VALUE_OPTIONS = ("-X", "-W", "-Q")
 _SHELL_SAFE = re.compile(r"^[\w@%+=:,./-]*$")
 
 
-@dataclass(frozen=True)
+@frozen
 class Suggestion:
     """An alternative value of a known knob, and why it is worth a cell."""
 
@@ -68,7 +69,7 @@ class Suggestion:
         return self.why if uses_torch or self.why_without_torch is None else self.why_without_torch
 
 
-@dataclass(frozen=True)
+@frozen
 class Toggle:
     """One setting of the command, proposed as a matrix axis.
 
@@ -87,7 +88,7 @@ class Toggle:
     suggestion: Suggestion | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Proposal:
     """The command with its settings read from the matrix, and those settings."""
 

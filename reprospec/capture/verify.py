@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from reprospec import native
@@ -41,6 +41,7 @@ from reprospec.capture.hangwait import VerifyWait
 from reprospec.capture.narrowing import Needed, most_reruns, narrow
 from reprospec.capture.writer import Draft, render_spec
 from reprospec.core import environ
+from reprospec.core.frozen import frozen
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.words import crash_beside_pass
 
@@ -52,7 +53,7 @@ Runner = Callable[[Path, int, bool, VerifyWait | None], RunResult]
 Reads = Callable[[RunResult, Path], tuple[str, ...]]
 
 
-@dataclass(frozen=True)
+@frozen
 class Rerun:
     """One rerun of the written spec: did the observed failure come back, as `expect` says."""
 

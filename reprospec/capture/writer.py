@@ -14,12 +14,13 @@ import json
 import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import yaml
 
 from reprospec.capture.toggles import Toggle
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import MASK, secret_parts
@@ -33,7 +34,7 @@ WIDTH = 96
 COMMENT_WIDTH = 88
 
 
-@dataclass(frozen=True)
+@frozen
 class Axis:
     """One matrix axis: its values, and a comment (the alternative worth a cell)."""
 
@@ -42,7 +43,7 @@ class Axis:
     comment: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class EnvLine:
     """A variable of `environment.env`; `commented`: suggested, written as a comment."""
 
@@ -52,7 +53,7 @@ class EnvLine:
     commented: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class Draft:
     """Everything a captured spec says, before it is text."""
 
@@ -277,7 +278,7 @@ def rate_bound(matched: int, attempts: int) -> str | None:
     return f">={tenth:g}" if tenth >= 0.1 else ">0"
 
 
-@dataclass(frozen=True)
+@frozen
 class ProcessKeys:
     """The keys of `expect` that depend on which process failed: the exception, the step,
     a comment on each key it leaves out or gives as a range (`key`, `text`), and the

@@ -10,12 +10,12 @@ import argparse
 import shlex
 import sys
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from reprospec.commands import options as opt
 from reprospec.core.formats import REPORT_FORMATS
+from reprospec.core.frozen import frozen
 from reprospec.core.logtext import printable
 from reprospec.errors import SpecError, UsageError
 
@@ -85,7 +85,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class RunRequest:
     """What one `reprospec run` was asked, every input read and checked: the spec loaded
     (from its file, a report or an unpacked bundle, or again for `--resume`), the options

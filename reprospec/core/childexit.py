@@ -8,10 +8,10 @@ frozen dataclass compiles six methods as it is made; issue 30, item 4).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from reprospec.core.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class ChildExit:
     """A descendant of the attempt whose wait status the engine reaped (as the subreaper).
 

@@ -18,9 +18,9 @@ compute-sanitizer binary and reading its output is process/sanitizer.py's.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -71,7 +71,7 @@ class GpuDebugError(ValueError):
         self.key = key
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuDebug:
     """The resolved `environment.debug` of one cell; every field off by default."""
 

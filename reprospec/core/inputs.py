@@ -14,10 +14,11 @@ expectations, the renderer knows nothing of processes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Literal
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.sections import Command, Environment, Job, Workload
 from reprospec.core.units import RateBound, StepRange
@@ -27,7 +28,7 @@ from reprospec.core.units import RateBound, StepRange
 ExpectedOutcome = Literal["pass", "error", "crash", "hang", "fail", "any"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Spec:
     """A loaded, schema-valid spec: the document with defaults applied, not interpolated.
 
@@ -62,7 +63,7 @@ class Spec:
         return (self.origin or self.path).parent
 
 
-@dataclass(frozen=True)
+@frozen
 class Cell:
     """One matrix combination. `matrix` keeps axis order (include-only keys last)."""
 
@@ -71,7 +72,7 @@ class Cell:
     matrix: Mapping[str, JsonValue]
 
 
-@dataclass(frozen=True)
+@frozen
 class Marker:
     """An output regex that turns a matching line into a progress event."""
 
@@ -87,7 +88,7 @@ Where = Literal["main", "worker", "child"]
 WHERES: Mapping[str, Where] = {"main": "main", "worker": "worker", "child": "child"}
 
 
-@dataclass(frozen=True)
+@frozen
 class Expectation:
     """What "reproduced" means for one cell, after `expect.cases` were applied.
 
@@ -140,7 +141,7 @@ class Expectation:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class AttemptPlan:
     """Exactly what one attempt runs: everything interpolated for this cell and attempt.
 

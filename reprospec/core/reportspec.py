@@ -31,8 +31,8 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 
 _MARKER = Lazy(
@@ -43,7 +43,7 @@ _OPENING = Lazy(r"^ {0,3}(`{3,}|~{3,})\s*([A-Za-z0-9_+-]*)\s*$")
 MAX_CANDIDATES = 256
 
 
-@dataclass(frozen=True)
+@frozen
 class MarkedSpec:
     """The block a report's marker names: its text, the lines before it, and the marker's path."""
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.inputs import Where as Where  # outcome.where's type, named here too
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -34,7 +35,7 @@ VerdictKind = Literal[
 Launch = Literal["fresh", "forked"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Execution:
     """What a runner observed of one attempt: raw facts, no interpretation.
 
@@ -95,7 +96,7 @@ class Execution:
     unchosen_python: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class ChainLink:
     """One exception of a chain: its type and message, and how it led to the next one.
 
@@ -112,7 +113,7 @@ class ChainLink:
         return {"type": self.type, "message": self.message, "link": self.link}
 
 
-@dataclass(frozen=True)
+@frozen
 class CrashedChild:
     """A descendant that died of a signal while the attempt went on to hang.
 
@@ -133,7 +134,7 @@ class CrashedChild:
         return asdict(self)
 
 
-@dataclass(frozen=True)
+@frozen
 class Outcome:
     """What happened in one attempt, classified.
 
@@ -184,7 +185,7 @@ class Outcome:
         return ()
 
 
-@dataclass(frozen=True)
+@frozen
 class NotRun:
     """An attempt that never ran what the spec asks (no interpreter, no GPU, no image): why.
 
@@ -199,7 +200,7 @@ class NotRun:
 Classified = Outcome | NotRun
 
 
-@dataclass(frozen=True)
+@frozen
 class Rate:
     """matched / attempts with a Wilson 95% interval."""
 
@@ -217,7 +218,7 @@ class Rate:
         return asdict(self)
 
 
-@dataclass(frozen=True)
+@frozen
 class AttemptVerdict:
     """One attempt judged against its expectation: matched, or each way it did not."""
 
@@ -225,7 +226,7 @@ class AttemptVerdict:
     mismatches: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Verdict:
     """A cell judged from its attempts: the verdict, a one-line reason, the match rate."""
 
@@ -234,7 +235,7 @@ class Verdict:
     rate: Rate
 
 
-@dataclass(frozen=True)
+@frozen
 class ChildWarning:
     """A warning the attempt's processes printed (Python's `file:line: Category: message`).
 
@@ -259,7 +260,7 @@ class ChildWarning:
         return {"category": self.category, "message": self.message, "where": self.where}
 
 
-@dataclass(frozen=True)
+@frozen
 class InstanceResult:
     """One instance of an attempt with `run.instances`: how it ended, on which GPU slot.
 
@@ -291,7 +292,7 @@ class InstanceResult:
         return isinstance(self.outcome, Outcome) and self.outcome.kind != "pass"
 
 
-@dataclass(frozen=True)
+@frozen
 class AttemptResult:
     """One attempt as stored: the execution facts, the outcome, whether it matched.
 
@@ -368,7 +369,7 @@ class AttemptResult:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class CellResult:
     """One cell as stored: its expectation, its attempts and the verdict judged from them.
 
@@ -444,7 +445,7 @@ def alike(cells: Sequence[CellResult]) -> Iterator[tuple[CellResult, int]]:
     return ((cell, 1) for cell in cells)
 
 
-@dataclass(frozen=True)
+@frozen
 class Standalone:
     """How to reproduce one cell without reprospec (the report's "Standalone repro").
 
@@ -496,7 +497,7 @@ class Standalone:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class RunResult:
     """Everything about one run: written as results.json, into the store, into reports."""
 

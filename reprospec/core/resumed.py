@@ -8,9 +8,9 @@ compiled as its class is made: issue 30, item 4).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal, get_args
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 
 # How an earlier part of a resumed run ended: `interrupted` (Ctrl-C, SIGTERM, a full disk),
@@ -27,7 +27,7 @@ def _stopped(value: JsonValue) -> Stopped:
     return next((known for known in STOPPED if known == value), "interrupted")
 
 
-@dataclass(frozen=True)
+@frozen
 class ResumedPart:
     """One earlier part of a resumed run: the attempts it stored and how it ended, where the
     run was resumed more than once (its interruptions are not lost by the next resume)."""
@@ -53,7 +53,7 @@ class ResumedPart:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class Resumed:
     """How a resumed run (`run --resume`) came to be: what its earlier part(s) left and what
     this part ran, so its report does not read as one run that went straight through

@@ -8,11 +8,12 @@ so `--resume` runs again with exactly the options the run started with.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from os import PathLike
 from pathlib import Path
 
 from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.units import format_duration, parse_duration
 from reprospec.errors import UsageError
@@ -47,7 +48,7 @@ def without_options(
     return kept
 
 
-@dataclass(frozen=True)
+@frozen
 class Shard:
     """Shard `index` of `count` (1-based): every count-th attempt, starting at the index-th."""
 
@@ -80,7 +81,7 @@ class Shard:
 SEARCH_PURPOSES = ("isolate", "minimize", "amplify", "bisect")
 
 
-@dataclass(frozen=True)
+@frozen
 class RunOptions:
     """Everything a run is asked besides the spec; the defaults are `reprospec run SPEC`'s.
 

@@ -15,11 +15,12 @@ seconds), so no later stage reads a raw string or restates a default.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Literal, TypeAlias
 
 from reprospec.core.expr import render
+from reprospec.core.frozen import frozen
 from reprospec.core.gpudebug import GpuDebug, GpuDebugError
 
 # Re-exported: models.py and tests import the aliases from here.
@@ -54,7 +55,7 @@ MALLOC_PERTURB_BYTE = 165
 AGGRESSIVE_GC = (1, 1, 1)
 
 
-@dataclass(frozen=True)
+@frozen
 class TorchPerturb:
     """`environment.perturb.torch`: torch's thread pools and CUDA allocator."""
 
@@ -64,7 +65,7 @@ class TorchPerturb:
     alloc_conf: str | None = None  # PYTORCH_CUDA_ALLOC_CONF
 
 
-@dataclass(frozen=True)
+@frozen
 class Perturb:
     """`environment.perturb`: what the attempt runs under to make a rare failure frequent.
 
@@ -244,7 +245,7 @@ def _phrase(value: JsonValue) -> str:
 _NO_PERTURB = Perturb()
 
 
-@dataclass(frozen=True)
+@frozen
 class Environment:
     """The resolved `environment` section of one cell."""
 
@@ -332,7 +333,7 @@ class Environment:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class Command:
     """`command`: an argument vector; a string command runs under `/bin/sh -c`."""
 
@@ -354,7 +355,7 @@ class Command:
         return shell if shell is not None else shlex.join(self.argv)
 
 
-@dataclass(frozen=True)
+@frozen
 class Workload:
     """`workload`: the built-in PyTorch workload, run by the harness in the child.
 
@@ -382,7 +383,7 @@ class Workload:
 Job: TypeAlias = Command | Workload
 
 
-@dataclass(frozen=True)
+@frozen
 class RunPolicy:
     """The spec's `run` section: attempts per cell, time limit, stop rule, parallelism.
 

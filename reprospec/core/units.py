@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from typing import Literal, cast
+
+from reprospec.core.frozen import frozen
 
 RateOp = Literal[">=", ">", "<=", "<", "=="]
 
@@ -25,7 +26,7 @@ _STEP = r"^\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?$"
 _RATE = r"^\s*(>=|>|<=|<|==)\s*(\d*\.?\d+)\s*$"
 
 
-@dataclass(frozen=True)
+@frozen
 class StepRange:
     """`7` or `6..8`: the steps an expectation accepts (both ends included)."""
 
@@ -43,7 +44,7 @@ class StepRange:
         return self.low if self.low == self.high else str(self)
 
 
-@dataclass(frozen=True)
+@frozen
 class RateBound:
     """`">=0.3"`: the fraction of attempts that must match."""
 

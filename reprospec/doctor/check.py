@@ -8,9 +8,10 @@ be missing or of another shape when capture failed, so it is read through
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Literal
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.environment.captured import Captured, section
 
@@ -18,7 +19,7 @@ Status = Literal["pass", "warn", "fail", "skipped"]
 NO_GPU = "no CUDA device"
 
 
-@dataclass(frozen=True)
+@frozen
 class Check:
     name: str
     status: Status

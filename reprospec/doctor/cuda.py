@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from reprospec.core.frozen import frozen
 from reprospec.doctor.check import NO_GPU, Check
 
 # Matched at the start of a library's name: `libicudata` must not pass as CUDA.
@@ -44,7 +44,7 @@ SMOKE_CODE = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Library:
     """One entry of `ldconfig -p`: `libcudart.so.13` at its path."""
 

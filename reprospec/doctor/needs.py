@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.sections import Environment
 from reprospec.core.units import format_size
@@ -39,7 +39,7 @@ ITEM_BYTES = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class CellPackages:
     """One `environment.packages` list of a spec and the cells that name it: a matrix over
     `six==${{ matrix.six }}` has one per version, each checked on its own."""
@@ -48,7 +48,7 @@ class CellPackages:
     cells: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Needs:
     """What a spec asks of the machine (the most demanding of its cells)."""
 

@@ -20,11 +20,12 @@ import os
 import re
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from reprospec.core import capped
 from reprospec.core import requirements as req_words
+from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.errors import InfraError
 
@@ -87,7 +88,7 @@ _SITE_VARIABLES = (
 _WHEEL_NAME = Lazy(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
 
 
-@dataclass(frozen=True)
+@frozen
 class Installed:
     """What the target interpreter saw: versions by normalized name (None: not installed)."""
 
@@ -102,7 +103,7 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-@dataclass(frozen=True)
+@frozen
 class _Wanted:
     text: str  # the requirement as the spec wrote it
     name: str | None  # normalized; None when it names no distribution we can check

@@ -40,11 +40,11 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING, TypedDict
 
 from reprospec.core.bounds import MAX_REPEAT, count_within
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import Redactor, env_names_read, public_env, sets_secret
@@ -83,7 +83,7 @@ _LOG_FILE_BYTES = 64 << 20
 _ENV_READ = re.compile(r"\benv\.([A-Za-z_][A-Za-z0-9_]*)")
 
 
-@dataclass(frozen=True)
+@frozen
 class Packed:
     """What `pack` wrote: the archive, how many files, and what it could not include."""
 
@@ -98,7 +98,7 @@ class Packed:
     tree_root: Path | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Unpacked:
     """A bundle on disk: the spec to run and the options the original run had."""
 
@@ -147,7 +147,7 @@ def is_bundle(path: str | Path) -> bool:
 # -- packing ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class _Sources:
     """The run's spec tree (without files where the spec is gone or no longer loads), the
     options a rerun keeps, and what could not be carried."""
@@ -788,7 +788,7 @@ def _member_path(archive: Path, member: tarfile.TarInfo) -> PurePosixPath:
     return PurePosixPath(*parts)
 
 
-@dataclass(frozen=True)
+@frozen
 class Scanned:
     """What an archive holds, read from its raw headers: members and bytes of files."""
 

@@ -36,9 +36,9 @@ import functools
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import (
@@ -119,7 +119,7 @@ _RELEASE = Lazy(r"v?\d+(?:\.\d+)+\S*")
 _CODE_SUFFIXES = frozenset({".py", ".pyi"})
 
 
-@dataclass(frozen=True)
+@frozen
 class KeyedSecret:
     """A secret-looking key with a literal value in a carried file, masked there."""
 
@@ -127,7 +127,7 @@ class KeyedSecret:
     key: str
 
 
-@dataclass(frozen=True)
+@frozen
 class CarriedFile:
     """A file as it is carried: its bytes with every secret as `***`, and what was masked."""
 
@@ -262,7 +262,7 @@ def _secret(key: str, value: str) -> bool:
     return bool(_GENERATED.fullmatch(value)) and looks_generated(value)
 
 
-@dataclass(frozen=True)
+@frozen
 class WorkdirFiles:
     """The files of one cell's workdir that a bundle carries, and what it leaves out."""
 

@@ -37,9 +37,9 @@ import shlex
 import shutil
 import signal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import MASK, Redactor, sets_secret
@@ -90,7 +90,7 @@ LOAD_PY = "load.py"
 IN_LOAD = "/reprospec/load"
 
 
-@dataclass(frozen=True)
+@frozen
 class Bundle:
     """What was written: the folder, its cells and its images."""
 
@@ -113,7 +113,7 @@ def _dump(path: Path, data: JsonValue) -> None:
     path.write_text(json.dumps(data, indent=2, default=_json) + "\n", encoding="utf-8")
 
 
-@dataclass(frozen=True)
+@frozen
 class _Image:
     """One image of the bundle: its build, and what that build needs (for the README)."""
 
@@ -183,7 +183,7 @@ def _without_certs(build: dockerimage.BuildRecipe) -> dockerimage.BuildRecipe:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class _Workdir:
     """One workdir's copy in the bundle: the files carried, and what its reader supplies."""
 
@@ -353,7 +353,7 @@ def write_bundle(
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class _Perturbed:
     """How run.sh applies a cell's `environment.perturb`, as the docker runner applies it
     (perturb/container.py); its variables are `variables`', added with the cell's.
@@ -489,7 +489,7 @@ def _docker_run_args(
     return args, passed
 
 
-@dataclass(frozen=True)
+@frozen
 class _Cell:
     """One cell's function of run.sh, and what materialize warns about it."""
 

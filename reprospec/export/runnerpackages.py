@@ -41,10 +41,10 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.lazyre import Lazy
 from reprospec.core.sections import Command
@@ -66,7 +66,7 @@ TORCH_INDEX = "https://download.pytorch.org/whl/"
 _TORCH_BUILD = Lazy(r"cpu|cu\d+|rocm\d+(\.\d+)*")
 
 
-@dataclass(frozen=True)
+@frozen
 class RunnerPackages:
     """The runner's requirements a cell's image installs, and why (for the README);
     `index`, the PyTorch index its torch pin comes from (`recorded_build`), else None."""

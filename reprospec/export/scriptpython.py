@@ -19,9 +19,9 @@ import os
 import re
 import shlex
 from collections.abc import Collection
-from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.plan.pyimports import Imports, parse_imports
 from reprospec.plan.shellwords import (
     MAX_PARSE_BYTES,
@@ -50,7 +50,7 @@ _NOT_RUN = frozenset({"echo", "printf", "which", "type", "hash", "whereis"})
 _NESTED = 3
 
 
-@dataclass(frozen=True)
+@frozen
 class ScriptPython:
     """What the Python a shell script starts imports, as far as its words show."""
 

@@ -23,9 +23,9 @@ within the run's start..end), is told apart (`written`) so the refusal can say s
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
 from reprospec.store.digests import (
     FILES_FIELD,
@@ -42,7 +42,7 @@ from reprospec.store.runfolder import SHARDS, RunFolder
 _UNREADABLE = "unreadable:"
 
 
-@dataclass(frozen=True)
+@frozen
 class SinceRun:
     """The run's recorded program files that differ today, by the names it recorded them
     under (relative to the spec's folder, else absolute), and why the rest went unchecked."""

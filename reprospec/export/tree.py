@@ -18,9 +18,9 @@ import hashlib
 import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.errors import UsageError
@@ -28,7 +28,7 @@ from reprospec.export.carry import workdir_files
 from reprospec.plan.workfiles import program_files
 
 
-@dataclass(frozen=True)
+@frozen
 class SpecTree:
     """Where the spec, its workdirs and the files they name are on this machine."""
 

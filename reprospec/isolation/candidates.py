@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.rates import wilson
 from reprospec.core.results import Rate
@@ -32,7 +32,7 @@ DEFAULT_MIN_RATE = 0.3
 RATE_Z = 2.576  # the measured rate raises the assumed one from its 99% lower bound
 
 
-@dataclass(frozen=True)
+@frozen
 class Settings:
     """The budget, the stated error and the rate assumption of one isolation."""
 
@@ -46,7 +46,7 @@ class Settings:
     step: int = 1  # attempts per round: -j of them run at once, on distinct candidates
 
 
-@dataclass(frozen=True)
+@frozen
 class Tally:
     """What the attempts of one candidate did."""
 
@@ -94,7 +94,7 @@ class Tally:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class Probe:
     """Run up to `attempts` attempts of `candidate`; stop after `stop_after` matching failures."""
 
@@ -104,7 +104,7 @@ class Probe:
     role: Role = "search"
 
 
-@dataclass(frozen=True)
+@frozen
 class Candidate:
     """One candidate set: the differences it applies, what its attempts did, its verdict."""
 
@@ -124,7 +124,7 @@ class Candidate:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class IsolationResult:
     """The answer and everything it rests on."""
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final, TypeAlias
 
 from reprospec.core.expr import same
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell
 from reprospec.core.jsontypes import JsonValue
 
@@ -47,7 +47,7 @@ Setting: TypeAlias = "JsonValue | _Missing"
 Config: TypeAlias = "Mapping[str, Setting]"
 
 
-@dataclass(frozen=True)
+@frozen
 class Difference:
     """One path whose value differs: `base` on the passing side, `value` on the failing one."""
 

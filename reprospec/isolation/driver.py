@@ -19,10 +19,11 @@ import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.rates import rate_floor
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
 Progress = Callable[[str], None]
 
 
-@dataclass(frozen=True)
+@frozen
 class IsolateOptions:
     """What `reprospec isolate` is asked besides the spec."""
 

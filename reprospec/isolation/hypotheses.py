@@ -39,8 +39,8 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from reprospec.core.frozen import frozen
 from reprospec.core.rates import log_sum
 
 # Past this many hypotheses the largest size is lowered (the choice is O(hypotheses)).
@@ -85,7 +85,7 @@ def members(mask: int) -> frozenset[int]:
     return frozenset(i for i in range(mask.bit_length()) if mask >> i & 1)
 
 
-@dataclass(frozen=True)
+@frozen
 class Belief:
     """The posterior at one rate: (hypothesis index, probability), most probable first.
 

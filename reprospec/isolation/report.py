@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.words import (
@@ -24,7 +24,7 @@ from reprospec.isolation.candidates import Candidate, IsolationResult
 from reprospec.isolation.differences import MISSING, Config, Difference, Setting, render
 
 
-@dataclass(frozen=True)
+@frozen
 class Side:
     """One end of the isolation: a cell, the fields set on that side only, the flat config."""
 
@@ -39,7 +39,7 @@ class Side:
         return self.cell.id + (f" with {sets}" if sets else "")
 
 
-@dataclass(frozen=True)
+@frozen
 class IsolateResult:
     """The answer in the spec's terms, with the search's evidence and where it is stored."""
 

@@ -25,10 +25,11 @@ import json
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.errors import UsageError
 from reprospec.export.tree import program_digest
@@ -45,7 +46,7 @@ FORMAT = 1
 _KINDS: dict[str, AttemptKind] = {kind: kind for kind in ATTEMPT_KINDS}
 
 
-@dataclass(frozen=True)
+@frozen
 class StoredProbe:
     """One probe as it ran: the configuration's key, its attempts, the run that holds them."""
 

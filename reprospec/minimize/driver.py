@@ -39,10 +39,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 
 from reprospec import native
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.pysource import UNREADABLE
@@ -96,7 +97,7 @@ Progress = Callable[[str], None]
 MAX_PASSING = 4  # passing cells run with each candidate (spread over the matrix)
 
 
-@dataclass(frozen=True)
+@frozen
 class MinimizeOptions:
     """What `reprospec minimize` is asked besides the spec."""
 

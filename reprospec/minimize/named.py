@@ -23,9 +23,9 @@ import ast
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.pysource import UNREADABLE
@@ -35,7 +35,7 @@ from reprospec.plan.workfiles import file_in, script_files
 _COPY_LIMIT = 1 << 20  # a named file up to this size goes along (data, configs)
 
 
-@dataclass(frozen=True)
+@frozen
 class Carried:
     """The workdir's files DIR holds besides the program's: their names in DIR, which
     minimized.yaml lists in `files`, and those of them linked, not copied, with the file

@@ -21,8 +21,9 @@ import json
 import re
 import shlex
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from reprospec.core.frozen import frozen
 from reprospec.core.pysource import UNREADABLE
 
 _EXPR = re.compile(r"\$\{\{.*?\}\}", re.S)
@@ -32,7 +33,7 @@ SKIPPED = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Program:
     """One candidate: the command's words, its environment variables, its Python files."""
 

@@ -18,9 +18,9 @@ amplify a perturbation with its base: one's lower bound above the other's upper 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.rates import clearly_more
 from reprospec.core.results import Rate
@@ -29,7 +29,7 @@ from reprospec.core.words import PrintedInterval, percent_bounds
 Direction = Literal["more", "less"]
 
 
-@dataclass(frozen=True)
+@frozen
 class RateChange:
     """The result's rate against the original's, where their intervals are apart."""
 

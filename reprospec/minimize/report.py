@@ -30,11 +30,12 @@ import re
 import shlex
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from reprospec.core.expr import same
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation, Spec
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import Standalone
@@ -61,7 +62,7 @@ from reprospec.minimize.unperturbed import Baseline, Unperturbed
 SPEC_NAME = "minimized.yaml"
 
 
-@dataclass(frozen=True)
+@frozen
 class Minimized:
     """The answer in the spec's terms, with where it is stored."""
 
@@ -580,7 +581,7 @@ def _kept_line(found: Minimized) -> str:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class Sizes:
     """(before, after) of the lines of Python and of the files, like with like."""
 

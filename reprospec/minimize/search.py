@@ -110,6 +110,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.pysource import UNREADABLE
 from reprospec.core.rates import clearly_more, log_sum, rate_of, wilson
@@ -144,7 +145,7 @@ Verdict = Literal[
 BaseRule = Literal["never", "rarer", ""]
 
 
-@dataclass(frozen=True)
+@frozen
 class Settings:
     """The budget and the rate assumption of one minimization."""
 
@@ -184,7 +185,7 @@ class Settings:
         return self.final_attempts + self.passing * self.final_passing
 
 
-@dataclass(frozen=True)
+@frozen
 class Probe:
     """Run `attempts` attempts of candidate `key` in `role`; stop after `stop_after` matches."""
 
@@ -194,7 +195,7 @@ class Probe:
     stop_after: int = 1  # 0: never stop early
 
 
-@dataclass(frozen=True)
+@frozen
 class Judged:
     """One candidate as judged: its tallies and the verdict (what the report lists)."""
 
@@ -219,7 +220,7 @@ class Judged:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class KeptPerturbed:
     """Point 6 as it went: the original's base without the perturbation (measured here, or
     recorded), whether the rule applied, and what it cost and rejected."""
@@ -244,7 +245,7 @@ class KeptPerturbed:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class SameFailure:
     """Point 7 as it went: the exceptions the original printed, the rate rule's reach, and
     the candidates each rule rejected and what that cost."""
@@ -271,7 +272,7 @@ class SameFailure:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class MinimizeResult:
     """The smallest program seen failing the same way, and what that rests on."""
 

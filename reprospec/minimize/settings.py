@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from reprospec import native
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.runoptions import RunOptions
@@ -49,7 +50,7 @@ ISOLATE_BUDGET = 100  # isolate's own default: the settings' share of a large bu
 ISOLATE_SHARE = 5  # and at most a fifth of a small one
 
 
-@dataclass(frozen=True)
+@frozen
 class Reduced:
     """The failing cell's smallest configuration, and what isolate said about it."""
 

@@ -31,9 +31,9 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.rates import clearly_more, rate_of
 from reprospec.core.results import Rate, RunResult
@@ -50,7 +50,7 @@ MIN_ATTEMPTS = 8
 MAX_ATTEMPTS = 20
 
 
-@dataclass(frozen=True)
+@frozen
 class Baseline:
     """The original's rate without the perturbation, as amplify measured it: its `base`
     arm, in `cell` (the cell amplify ran; it applies where minimize ran that one). Or as
@@ -84,7 +84,7 @@ class Baseline:
         return cls(str(data.get("cell") or ""), rate, str(file))
 
 
-@dataclass(frozen=True)
+@frozen
 class Unperturbed:
     """The original and the minimized program's failing cell without the perturbation."""
 
@@ -212,7 +212,7 @@ def _count(rate: Rate) -> str:
     return f"{rate.matched} of {plural(rate.attempts, 'attempt')}"
 
 
-@dataclass(frozen=True)
+@frozen
 class Side:
     """One program's failing cell as a run names it: the spec, its overrides, its cell."""
 

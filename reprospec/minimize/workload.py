@@ -31,8 +31,9 @@ oracle.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue, array, integer, obj
 from reprospec.minimize.program import Program
 from reprospec.minimize.source import Reducer, reduce_env
@@ -49,7 +50,7 @@ _NHEAD = 2  # transformer-decoder's default nhead
 ROUNDS = 2  # a second round only when the first changed a field
 
 
-@dataclass(frozen=True)
+@frozen
 class Field:
     """One number of the workload that minimize may lower, and how far."""
 

@@ -20,10 +20,11 @@ import contextlib
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprospec.core.frozen import frozen
 from reprospec.native.cores import (
     REPLACED,
     CorePattern,
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
 MAX_CORES = 3
 
 
-@dataclass(frozen=True)
+@frozen
 class Capture:
     """What the process layer does about native stacks for one attempt (process.run.run_process)."""
 

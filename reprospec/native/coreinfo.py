@@ -6,15 +6,16 @@ builds the class (a frozen dataclass compiles six methods as it is made; issue 3
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from reprospec.core.frozen import frozen
 
 if TYPE_CHECKING:
     from reprospec.native.corewatch import FileId
 
 
-@dataclass(frozen=True)
+@frozen
 class CoreInfo:
     """What an ELF core file says about the process that left it."""
 

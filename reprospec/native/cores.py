@@ -23,10 +23,11 @@ import struct
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprospec.core.frozen import frozen
 from reprospec.native.corewatch import WATCH, FileId, file_id
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ CORE_SIGNALS = frozenset(
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
+@frozen
 class CorePattern:
     """`/proc/sys/kernel/core_pattern` (+ core_uses_pid), read once."""
 

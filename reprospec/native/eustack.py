@@ -24,10 +24,11 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from reprospec.core import capped
+from reprospec.core.frozen import frozen
 from reprospec.native import framenames
 from reprospec.native.backtrace import demangled, library_at, path_at, proc_maps
 from reprospec.native.coreinfo import CoreInfo
@@ -144,7 +145,7 @@ def eustack_error(text: str) -> str | None:
 _ERROR = re.compile(r"^\S*eu-stack: (?P<what>.+)$")
 
 
-@dataclass(frozen=True)
+@frozen
 class _Run:
     stdout: str
     stderr: str
@@ -288,7 +289,7 @@ def _core_run(info: CoreInfo, eustack: str, timeout_s: float) -> _Run:
                 index.close()
 
 
-@dataclass(frozen=True)
+@frozen
 class _Unwound:
     """One frame of `eu-stack -q -b -m`: its pc, module name, and the address its name is
     looked up at (`at`: the module's start plus eu-stack's offset, a return address moved

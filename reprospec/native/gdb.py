@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from reprospec.core import capped
+from reprospec.core.frozen import frozen
 from reprospec.native.backtrace import (
     CURRENT,
     LWP,
@@ -65,7 +65,7 @@ def _echo(mark: str) -> list[str]:
     return ["-ex", f"echo \\n{_MARK}{mark}@@\\n"]
 
 
-@dataclass(frozen=True)
+@frozen
 class _GdbRun:
     output: str
     finished: bool

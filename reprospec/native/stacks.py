@@ -9,9 +9,9 @@ passed (these classes are a few milliseconds of a short run's start).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import (
     JsonObject,
     JsonValue,
@@ -26,7 +26,7 @@ from reprospec.native.symbols import short_symbol
 Source = Literal["core", "attach"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Frame:
     """One frame of a native backtrace as gdb printed it."""
 
@@ -54,7 +54,7 @@ class Frame:
         return f"{self.symbol} ({self.library})" if self.library else self.symbol
 
 
-@dataclass(frozen=True)
+@frozen
 class Thread:
     """One thread's frames, innermost first. `id` is gdb's thread id (`2`, or `3.1`)."""
 
@@ -64,7 +64,7 @@ class Thread:
     frames: tuple[Frame, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class ProcessStacks:
     """The native stacks of one process, from its core (crash) or a live attach (hang)."""
 
@@ -88,7 +88,7 @@ class ProcessStacks:
         return None
 
 
-@dataclass(frozen=True)
+@frozen
 class NativeStacks:
     """All native stacks of one attempt; `unavailable` says why there are none."""
 

@@ -24,9 +24,10 @@ import struct
 import threading
 from array import array
 from bisect import bisect_right
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
+
+from reprospec.core.frozen import frozen
 
 # A library with fewer symbols costs eu-stack a few milliseconds a frame: not worth an index.
 BIG_SYMBOLS = 100_000
@@ -46,7 +47,7 @@ _STT_SECTION, _STT_FILE, _STT_TLS = 3, 4, 6
 _CACHE_MAGIC = b"reprospec-symindex-1\n"
 
 
-@dataclass(frozen=True)
+@frozen
 class ElfFacts:
     """What decides whether a library is indexed here, read from its ELF headers."""
 

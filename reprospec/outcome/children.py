@@ -39,9 +39,9 @@ and their DataLoader workers, once one rank failed) are not counted.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from reprospec.core.childexit import ChildExit
+from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import Execution
 from reprospec.core.signals import (
@@ -77,7 +77,7 @@ _POOL_BROKEN = Lazy(r"A (?:child )?process (?:in the process pool )?(?:was )?ter
 _CMDLINE_CHARS = 200
 
 
-@dataclass(frozen=True)
+@frozen
 class ChildCrash:
     """A descendant (not the main process) that died of a signal, and how we know."""
 

@@ -27,8 +27,8 @@ kernel from anything else: no kernel named means `kernel` is None.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from reprospec.core.frozen import frozen
 from reprospec.outcome.sanitizerlog import short_kernel
 
 # The driver's exception types (cudadebugger.h CUDBG_EXCEPTION_*), as cuda-gdb words them.
@@ -79,7 +79,7 @@ _GDB_TERMINATE = re.compile(r"^terminate called after throwing an instance of '(
 _GDB_BT = re.compile(r"^0x[0-9a-f]+ (?P<symbol>_Z\S+)$")
 
 
-@dataclass(frozen=True)
+@frozen
 class CoreReading:
     """What a GPU core dump says, from one source (`driver` or `cuda-gdb`).
 

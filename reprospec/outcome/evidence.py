@@ -23,12 +23,13 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec import native
 from reprospec.core import capped, gpudebug
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue, is_int
 from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import clean_log, quoted
@@ -114,7 +115,7 @@ def allowed_events(
     return (event for event in events if event.get("event") is None or event["event"] in kinds)
 
 
-@dataclass(frozen=True)
+@frozen
 class Events:
     """What events.jsonl says, from one pass over it: where the attempt got to, what went wrong.
 
@@ -259,7 +260,7 @@ class Events:
         return ", ".join(f"workload.faults[{n}]" for n in numbers) or None
 
 
-@dataclass(frozen=True)
+@frozen
 class Evidence:
     """An attempt's logs, events and stack dump, as read once when the attempt ended."""
 

@@ -23,17 +23,17 @@ import json
 import pickle
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.core import capped
+from reprospec.core.frozen import frozen
 
 MAX_BYTES = 64 * 1024 * 1024
 LAST = 3  # collectives shown per rank
 _RANK = re.compile(r"(\d+)$")
 
 
-@dataclass(frozen=True)
+@frozen
 class Collective:
     """One collective a rank enqueued: `all_reduce` #2, its state and sizes."""
 
@@ -58,7 +58,7 @@ class Collective:
         return text
 
 
-@dataclass(frozen=True)
+@frozen
 class RankTrace:
     """One rank's dump: its collectives (oldest first) and the default group's counters."""
 

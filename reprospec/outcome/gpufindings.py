@@ -14,11 +14,11 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core import capped
+from reprospec.core.frozen import frozen
 from reprospec.core.gpudebug import (
     CUDA_GDB_FILES,
     DRIVER_COREDUMP_MARK,
@@ -38,7 +38,7 @@ MAX_RANK_FILES = 64
 SHOWN_RECORDS = 3
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuFindings:
     """The diagnostics' findings for one attempt; each None when that one left nothing."""
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 
 _HEADER = Lazy(r"^--- pid (?P<pid>\d+) \((?P<cmd>.*)\)(?P<tags>(?: \[[^\]]*\])*) ---$")
@@ -35,7 +35,7 @@ _FETCH = "torch/utils/data/_utils/fetch.py"
 WORKER_LABEL = "[DataLoader worker]"
 
 
-@dataclass(frozen=True)
+@frozen
 class Frame:
     """One Python frame: the file as the dump names it, its line, its function."""
 
@@ -48,7 +48,7 @@ class Frame:
         return f"{self.path}:{self.line} in {self.function}"
 
 
-@dataclass(frozen=True)
+@frozen
 class HungProcess:
     """One process of a stack dump: whether it is a DataLoader worker, whether it was
     fetching an item, and the innermost frame of the user's code in its main thread."""

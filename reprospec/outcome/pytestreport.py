@@ -24,9 +24,9 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
+from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 
 # `FAILED tests/test_io.py::test_x - AssertionError: message`; `ERROR ...` for a fixture's,
@@ -48,7 +48,7 @@ _PYTHON = Lazy(r"^python(?:\d+(?:\.\d+)*)?$")
 _WRAPPERS = ("uv", "poetry", "pdm", "pipenv", "hatch", "rye")
 
 
-@dataclass(frozen=True)
+@frozen
 class FailedTest:
     """The first failing test of a pytest report: its node id, exception type and message."""
 

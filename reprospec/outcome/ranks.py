@@ -15,10 +15,10 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.core import capped
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 
 _MAX_LINE = 256 * 1024
@@ -37,7 +37,7 @@ _STAGE_WORDS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class RankPosition:
     """Where one rank was: its last move (or as the supervisor saw it when all were stuck)."""
 
@@ -56,7 +56,7 @@ class RankPosition:
         return where
 
 
-@dataclass(frozen=True)
+@frozen
 class RankFault:
     """A fault a rank fired (the fault event)."""
 
@@ -66,7 +66,7 @@ class RankFault:
     step: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class RankExit:
     """The first rank that died: its signal or exit code, and where it was."""
 
@@ -77,7 +77,7 @@ class RankExit:
     exception: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class RankReport:
     """A distributed attempt's ranks: sizes, positions, who is out of step, who died first."""
 

@@ -38,7 +38,8 @@ What the recording showed, and this reader follows:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from reprospec.core.frozen import frozen
 
 PREFIX = "========="
 _AT = re.compile(r"^at (?P<func>.+?)\+(?P<offset>0x[0-9a-fA-F]+)(?: in (?P<source>\S+:\d+))?$")
@@ -70,7 +71,7 @@ _OWN = ("COMPUTE-SANITIZER", "Target application returned an error")
 _NEVER_STARTED = "Target application terminated before first instrumented API call"
 
 
-@dataclass(frozen=True)
+@frozen
 class SanitizerRecord:
     """One error record: what went wrong, in which kernel, by which thread, where.
 
@@ -108,7 +109,7 @@ class SanitizerRecord:
         return text
 
 
-@dataclass(frozen=True)
+@frozen
 class SanitizerReport:
     """Everything compute-sanitizer said: its records, its counts, whether the program ran."""
 

@@ -21,8 +21,8 @@ as the engine arms it), or of every thread (`Current thread 0x...`, `Thread
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.signals import signal_from_description
 
@@ -58,7 +58,7 @@ _FATAL_BODY = Lazy(
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class PythonException:
     """The exception line of a printed traceback: type as printed, message (may span lines).
 
@@ -71,7 +71,7 @@ class PythonException:
     link: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class FatalError:
     """A faulthandler report: `Fatal Python error: <description>` and the stacks under it."""
 

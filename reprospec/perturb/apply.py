@@ -22,9 +22,10 @@ import contextlib
 import functools
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.sections import MALLOC_PERTURB_BYTE, Perturb
 from reprospec.core.units import format_size
 from reprospec.errors import InfraError
@@ -37,7 +38,7 @@ class PerturbRefused(InfraError):
     """A perturbation this machine (or runner) cannot apply: the attempt does not run."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Applied:
     """How one attempt's perturbations are applied, and what to undo after it."""
 

@@ -21,14 +21,13 @@ local runner: the attempt is an infra-error that names the perturbation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from reprospec.core.frozen import frozen
 from reprospec.core.sections import Perturb
 from reprospec.core.units import format_size
 from reprospec.perturb.apply import PerturbRefused, cpu_list_of, cpus_note, variable_notes
 
 
-@dataclass(frozen=True)
+@frozen
 class ContainerPerturb:
     """How one container applies `environment.perturb` (beside its variables)."""
 

@@ -11,8 +11,8 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 
 
@@ -23,7 +23,7 @@ def parse_gpu_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-@dataclass(frozen=True)
+@frozen
 class Gpu:
     """One GPU this run may use, by every id that names it (CUDA_VISIBLE_DEVICES takes any)."""
 
@@ -37,7 +37,7 @@ class Gpu:
         return (self.index, *((self.uuid,) if self.uuid else ()), *self.mig)
 
 
-@dataclass(frozen=True)
+@frozen
 class MachineGpus:
     """The GPUs this machine offers the run, where that came from, or why there are none."""
 

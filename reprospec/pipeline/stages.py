@@ -18,12 +18,13 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from reprospec.core import collector
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Cell, Spec
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.redact import MASK, Redactor, looks_secret, unset_env
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
     from reprospec.core.resumed import Resumed, Stopped
 
 
-@dataclass(frozen=True)
+@frozen
 class Resume:
     """What an interrupted run already finished, to continue it under its own id."""
 

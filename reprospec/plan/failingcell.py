@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING, Literal
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.errors import UsageError
 
@@ -41,7 +41,7 @@ SHOWN = 6
 MOST_FILTERS = 3
 
 
-@dataclass(frozen=True)
+@frozen
 class FailingCell:
     """The cell a search works on, and why it was taken (said in the verb's output)."""
 

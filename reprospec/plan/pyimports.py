@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.pysource import UNREADABLE
 from reprospec.plan.shellwords import MAX_PARSE_BYTES
 
@@ -25,7 +25,7 @@ from reprospec.plan.shellwords import MAX_PARSE_BYTES
 _DYNAMIC = ("__import__", "import_module")
 
 
-@dataclass(frozen=True)
+@frozen
 class Imports:
     """The modules a source imports, absolute, and whether it imports others by a run-time
     name (`__import__`, `importlib.import_module`): those are not among `modules`."""

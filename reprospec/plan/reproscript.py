@@ -20,9 +20,9 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.lazyre import Lazy
 from reprospec.core.pysource import UNREADABLE
@@ -87,7 +87,7 @@ class Unsupported(Exception):
     """The cell cannot be written as a standalone script; the message says why."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Script:
     """A generated repro.py: its text, the workdir files it imports, and what to tell the reader."""
 
@@ -175,7 +175,7 @@ def _defined_names(node: ast.stmt) -> set[str]:
     return set()
 
 
-@dataclass(frozen=True)
+@frozen
 class _Pasted:
     """A user module pasted into the script: its body and its `from __future__` imports."""
 

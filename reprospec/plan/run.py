@@ -17,10 +17,11 @@ from __future__ import annotations
 import os
 from array import array
 from collections.abc import Iterator, Mapping, Sequence, ValuesView
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING
 
 from reprospec.core.bounds import MAX_ATTEMPTS
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Cell, Expectation, Spec
 from reprospec.core.lazysequence import LazySequence
 from reprospec.core.runoptions import RunOptions
@@ -229,7 +230,7 @@ class PlannedAttempts(LazySequence[AttemptPlan]):
         return self._plan((number - 1) * len(self._cells) + position)
 
 
-@dataclass(frozen=True)
+@frozen
 class RunPlan:
     """A spec expanded into cells and the attempts this invocation will run (nothing ran)."""
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.sections import Command
 from reprospec.plan.shellwords import (
@@ -73,7 +73,7 @@ def script_files(start: Iterable[Path], workdir: Path) -> list[Path]:
     return [p for p in seen if p not in start]
 
 
-@dataclass(frozen=True)
+@frozen
 class CarriedFiles:
     """The files a cell names, as a bundle sees them.
 

@@ -37,15 +37,16 @@ import shutil
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+
+from reprospec.core.frozen import frozen
 
 READY = "ready"
 GO = "go"
 POLL_S = 0.05
 
 
-@dataclass(frozen=True)
+@frozen
 class Start:
     """When one instance reached the barrier and was released (CLOCK_MONOTONIC seconds)."""
 

@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 
 # The kinds of event that say where a child got to (a line with no `event` says it too):
@@ -64,7 +64,7 @@ HARNESS_DIR = PACKAGE_DIR / "harness"
 STACKDUMP_DIR = PACKAGE_DIR / "stackdump"
 
 
-@dataclass(frozen=True)
+@frozen
 class ChildPaths:
     """Where the child finds the attempt folder, the harness and the stack dumper."""
 
@@ -82,7 +82,7 @@ class ChildPaths:
         return f"{self.attempt_dir}/{name}"
 
 
-@dataclass(frozen=True)
+@frozen
 class Instance:
     """One of `count` copies of an attempt (`run.instances`), as its variables say it."""
 

@@ -25,11 +25,11 @@ import random
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import NamedTuple
 
+from reprospec.core.frozen import frozen
 from reprospec.errors import UsageError
 from reprospec.process import watchdog
 
@@ -68,7 +68,7 @@ def _boot_id() -> str:
         return ""
 
 
-@dataclass(frozen=True)
+@frozen
 class Engine:
     """One engine process, told apart from a later one with a recycled pid."""
 

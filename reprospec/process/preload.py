@@ -16,10 +16,10 @@ import json
 import os
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from reprospec.core.frozen import frozen
 from reprospec.core.gpudebug import PATH_VARS
 from reprospec.core.inputs import AttemptPlan
 from reprospec.process.childprotocol import CELL_VAR, STACK_DIR_VAR, TOKEN_VAR
@@ -49,7 +49,7 @@ _HARMLESS_OPTIONS = ("-u", "-B")
 _SHELL_SPECIAL = set("$`\\;&|<>()*?[]{}~#!\n")
 
 
-@dataclass(frozen=True)
+@frozen
 class EntryPoint:
     """What `python ...` runs: a script, a module (`-m`) or code (`-c`), and its arguments."""
 

@@ -20,12 +20,12 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec import native as native_stacks
+from reprospec.core.frozen import frozen
 from reprospec.process import leftovers, pidlimit, stacks, tree
 from reprospec.process.cpuwait import CpuWait
 from reprospec.process.output import Sink
@@ -42,7 +42,7 @@ ZOMBIE_SWEEP_S = 0.5
 _F_SETPIPE_SZ = 1031
 
 
-@dataclass(frozen=True)
+@frozen
 class ProcessResult:
     """What happened to one process tree."""
 

@@ -47,9 +47,9 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.units import format_size
 from reprospec.core.words import PRIVATE_TMP_LEFT
 from reprospec.process import leftovers, tree
@@ -73,7 +73,7 @@ _NAMES_SHOWN = 5
 MAX_TMPDIR_LENGTH = 60
 
 
-@dataclass(frozen=True)
+@frozen
 class Scratch:
     """An attempt's TMPDIR and XDG_CACHE_HOME, as the engine sees them.
 
@@ -282,7 +282,7 @@ def _contents(folder: Path) -> tuple[int, int, list[str]]:
     return files, size, names
 
 
-@dataclass(frozen=True)
+@frozen
 class ShmSnapshot:
     """The /dev/shm files of interest when an attempt started, and when that was."""
 

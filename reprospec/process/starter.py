@@ -28,8 +28,9 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
 from pathlib import Path
+
+from reprospec.core.frozen import frozen
 
 SOURCE = Path(__file__).resolve().with_name("starter.c")
 BUILD_TIMEOUT_S = 60.0
@@ -50,7 +51,7 @@ _NOLIBC_FLAGS = (
 _LIBC_FLAGS = ("-O2",)
 
 
-@dataclass(frozen=True)
+@frozen
 class Starter:
     """The starter this engine process uses, or why it has none (then: preexec_fn)."""
 

@@ -21,10 +21,10 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.signals import signal_name
 from reprospec.process import leftovers, watchdog
@@ -51,7 +51,7 @@ RUNNING_ROOTS: set[int] = set()
 HELPERS: dict[int, subprocess.Popen[bytes]] = {}
 
 
-@dataclass(frozen=True)
+@frozen
 class ProcInfo:
     """One process as seen in /proc."""
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import CellResult, ChildWarning, RunResult
 from reprospec.report.markup import show_value
@@ -32,7 +32,7 @@ _FEEDS = Lazy(
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class WarningRow:
     """One warning of the run: what it says, where it came from, the cells that printed it."""
 

@@ -10,8 +10,9 @@ cell instead, and the run-level table keeps only what every cell shared.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import CellResult, RunResult, alike
 from reprospec.core.words import size
@@ -141,7 +142,7 @@ _TORCH_ROWS = frozenset({"torch", "CUDA", "cuDNN", "CUDA arch list"})
 _SOFTWARE_KEYS = frozenset(INTERPRETER_SETTINGS)
 
 
-@dataclass(frozen=True)
+@frozen
 class CellEnvironments:
     """What differs between the cells' environments: the settings, and each cell's values.
 

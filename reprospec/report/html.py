@@ -17,11 +17,11 @@ import functools
 import html
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
+from reprospec.core.frozen import frozen
 from reprospec.core.results import CellResult, RunResult
 from reprospec.core.words import (
     attempts_phrase,
@@ -124,7 +124,7 @@ def fragment(text: str) -> Markup:
     return Markup("\n".join(out))
 
 
-@dataclass(frozen=True)
+@frozen
 class Square:
     """One square of the heatmap: a cell (or a combination the matrix does not have)."""
 
@@ -134,7 +134,7 @@ class Square:
     style: str  # the red's strength: the share of attempts that failed
 
 
-@dataclass(frozen=True)
+@frozen
 class Heatmap:
     """Rows are values of the first half of the axes, columns of the rest (of two axes, the
     one with more values runs down the page: the page scrolls down, not across)."""
@@ -191,7 +191,7 @@ def _count(cells: Sequence[CellResult], axis: str) -> int:
     return len({_values(c, [axis]) for c in cells})
 
 
-@dataclass(frozen=True)
+@frozen
 class Row:
     """One cell in the sortable table: (text, sort key) per column."""
 

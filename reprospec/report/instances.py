@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
+from reprospec.core.frozen import frozen
 from reprospec.core.results import CellResult, InstanceResult
 from reprospec.core.words import outcome_phrase, plural
 from reprospec.report.slots import number_ranges, separation, slot_label
@@ -30,7 +30,7 @@ _VERBS = {"crash": "crashes", "hang": "hangs", "error": "fails with an error"}
 _PAST = {"crash": "crashed", "hang": "hung", "error": "failed with an error", "pass": "passed"}
 
 
-@dataclass(frozen=True)
+@frozen
 class InstanceRow:
     """One instance number over every attempt of the run that had it."""
 

@@ -18,8 +18,8 @@ failing runs had slots or instances that passing ones never did. A pure function
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from reprospec.core.frozen import frozen
 from reprospec.core.results import CellResult, Outcome, RunResult
 from reprospec.core.words import outcome_phrase, plural
 from reprospec.report.cellsets import describe_cells, patterns_line, separating_patterns
@@ -32,7 +32,7 @@ from reprospec.report.slots import slot_separation
 MAX_NAMED = 12
 
 
-@dataclass(frozen=True)
+@frozen
 class Separation:
     """One entry: a failure with its cells (`headline`, "" when the run failed one way), and
     the statements about it, one line each (markdown-ish: `code`)."""
@@ -41,7 +41,7 @@ class Separation:
     lines: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class _Failure:
     """The cells where one failure signature happened, and whether any attempt expected it."""
 

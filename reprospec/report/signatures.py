@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from itertools import combinations
 
 from reprospec import native
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import AttemptResult, CellResult, Outcome, RunResult
 from reprospec.core.words import outcome_phrase, plural
@@ -28,7 +28,7 @@ Value = tuple[str, str]  # (axis, the value as JSON): hashable for any YAML valu
 MAX_PAIRS = 6
 
 
-@dataclass(frozen=True)
+@frozen
 class Explanation:
     """One or two toggle values, and which way they separate the outcome from the rest."""
 
@@ -55,7 +55,7 @@ class Explanation:
         return f"{shown}: in {first}, in {then}"
 
 
-@dataclass(frozen=True)
+@frozen
 class OutcomeGroup:
     """The cells where one outcome signature happened, and what explains it."""
 

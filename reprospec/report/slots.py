@@ -19,13 +19,13 @@ An attempt with `run.instances` counts as its instances, each on its own slot
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from reprospec.core.frozen import frozen
 from reprospec.core.results import AttemptResult, CellResult
 
 
-@dataclass(frozen=True)
+@frozen
 class SlotRun:
     """One process tree on one GPU slot: a plain attempt, or one instance of an attempt."""
 
@@ -63,7 +63,7 @@ def slot_label(slot: Sequence[str]) -> str:
 K = TypeVar("K")
 
 
-@dataclass(frozen=True)
+@frozen
 class Separation(Generic[K]):
     """Keys (GPU slots, instance numbers) some of which failed while the others never did:
     each side in the tally's order, its failures and its runs."""

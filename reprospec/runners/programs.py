@@ -34,8 +34,9 @@ import shlex
 import shutil
 import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from reprospec.core.frozen import frozen
 
 # Written by a guard into the attempt's folder ($REPROSPEC_STACK_DIR): the runner reads it
 # when the attempt ends and makes the attempt an infra-error with its first line.
@@ -52,7 +53,7 @@ _HEAD_BYTES = 1024
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
 
 
-@dataclass(frozen=True)
+@frozen
 class Foreign:
     """A program found on the attempt's PATH that runs another environment's Python."""
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.results import Execution
 from reprospec.errors import InfraError
@@ -24,7 +24,7 @@ from reprospec.process.childprotocol import Instance
 from reprospec.process.scratch import Scratch
 
 
-@dataclass(frozen=True)
+@frozen
 class InstanceStart:
     """How one instance starts: its variables, the barrier it waits at, the shared scratch."""
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import (
     JsonObject,
     JsonValue,
@@ -31,7 +31,7 @@ ARRAY_SCRIPT = "array.sbatch"
 MERGE_SCRIPT = "merge.sbatch"
 
 
-@dataclass(frozen=True)
+@frozen
 class ShardArgs:
     """The `reprospec run` options every shard repeats: same runner, same cells, same repeats."""
 
@@ -67,7 +67,7 @@ class ShardArgs:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class SlurmOptions:
     """What Slurm is asked for each shard."""
 
@@ -79,7 +79,7 @@ class SlurmOptions:
     sbatch_args: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Submission:
     """One `sbatch` of the array (some or all shards) and of the merge that follows it."""
 
@@ -91,7 +91,7 @@ class Submission:
     merge_argv: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class SlurmRun:
     """A spec submitted (or to be submitted) as a job array: everything in slurm.json."""
 

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.runoptions import RunOptions
 
 
-@dataclass(frozen=True)
+@frozen
 class Refused:
     """Cells that would be infra-error on the shards' runner, for one reason."""
 
@@ -33,7 +33,7 @@ class Refused:
     reason: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Preflight:
     """What the runner makes of the planned cells' packages."""
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from reprospec.core.frozen import frozen
 
 # squeue/sacct states: still going, or ended (with what that end means for us).
 ACTIVE_STATES = frozenset(
@@ -40,7 +41,7 @@ ENDED_STATES = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class QueueEntry:
     """One job (or array task) as squeue/sacct shows it."""
 

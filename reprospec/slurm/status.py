@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.slurm.plan import SlurmRun
 from reprospec.slurm.queue import ACTIVE_STATES, ENDED_STATES, QueueEntry, query_queue
@@ -39,7 +40,7 @@ _CAUSES = {
 ShardState = Literal["done", "queued", "running", "died", "failed", "unknown", "not-submitted"]
 
 
-@dataclass(frozen=True)
+@frozen
 class ShardStatus:
     """Where one shard stands, and why we think so."""
 
@@ -53,7 +54,7 @@ class ShardStatus:
     log: Path | None
 
 
-@dataclass(frozen=True)
+@frozen
 class MergeStatus:
     """Where the merge job stands; `report` once the merged run exists."""
 
@@ -64,7 +65,7 @@ class MergeStatus:
     log: Path | None
 
 
-@dataclass(frozen=True)
+@frozen
 class RunStatus:
     """The whole run: each shard, the merge, and whether squeue answered."""
 

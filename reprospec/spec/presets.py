@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Marker
 from reprospec.core.lazyre import Lazy
 
@@ -24,7 +24,7 @@ from reprospec.core.lazyre import Lazy
 _BAR = r"\s*\d+%\|[^|]*\|\s*(?P<step>\d+)/"
 
 
-@dataclass(frozen=True)
+@frozen
 class Preset:
     """A named set of markers and what output it is for (shown by docs and capture)."""
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 import sqlite3
 from contextlib import closing
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from reprospec.core.frozen import frozen
 from reprospec.core.runoptions import SEARCH_PURPOSES
 from reprospec.errors import UsageError
 from reprospec.store.runfolder import RESULTS_JSON, RUNS, RunFolder
@@ -128,7 +128,7 @@ def _read(db: Path, query: str, args: tuple[object, ...] = ()) -> list[tuple[obj
     return None
 
 
-@dataclass(frozen=True)
+@frozen
 class ListedRun:
     """A run as the store lists it, for what is said of a run whose folder cannot be read
     (read-only, without opening the store: storedrun.StoredRun is what `begin_run` recorded)."""

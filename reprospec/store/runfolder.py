@@ -42,10 +42,10 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprospec.core.frozen import frozen
 from reprospec.errors import InfraError, UsageError
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def cell_folder(cell_id: str) -> str:
 _ID_DRAWS = 64
 
 
-@dataclass(frozen=True)
+@frozen
 class RunFolder:
     """The folder of one run under `out/runs/` (absolute while a run goes: children write in it)."""
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import Redactor, env_names_read, public_env
 from reprospec.store.digests import recorded
@@ -65,7 +65,7 @@ def record(
     return result
 
 
-@dataclass(frozen=True)
+@frozen
 class ReadAs:
     """How a run read one variable its spec reads: by `value` (a public one, `value` its
     text), a `secret` that was set (its value never kept: `value` is None), or `unset`."""

@@ -7,12 +7,11 @@ class (a frozen dataclass compiles six methods as it is made; issue 30, item 4).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 
 
-@dataclass(frozen=True)
+@frozen
 class StoredRun:
     """A run as `begin_run` recorded it: enough to resume it or bundle it."""
 

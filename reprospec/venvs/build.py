@@ -26,11 +26,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.sections import Environment
 from reprospec.environment import packages
@@ -75,7 +76,7 @@ class EnvBuildError(InfraError):
         self.log = log
 
 
-@dataclass(frozen=True)
+@frozen
 class Interpreter:
     """A base interpreter found on this machine: the real path and its full version."""
 
@@ -83,7 +84,7 @@ class Interpreter:
     version: str
 
 
-@dataclass(frozen=True)
+@frozen
 class EnvRequest:
     """What one environment holds: interpreter, requirements, where they come from."""
 
@@ -191,7 +192,7 @@ def _uv(
         raise EnvBuildError(f"uv {' '.join(args[:2])} timed out after {timeout:g}s") from exc
 
 
-@dataclass(frozen=True)
+@frozen
 class _UvReport:
     """uv's output of a failed command, read once: its non-blank lines, its `cause:` and
     `error:` lines (without the prefix), its hints, and the `[stderr]` block of a failed
@@ -254,7 +255,7 @@ def _build_output(text: Sequence[str]) -> list[str]:
 # ---- building ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class EnvProgress:
     """One step of getting an environment, for a progress display."""
 
@@ -267,7 +268,7 @@ class EnvProgress:
 EnvProgressCallback = Callable[[EnvProgress], None]
 
 
-@dataclass(frozen=True)
+@frozen
 class Env:
     """A ready environment: its folder, interpreter and what is installed in it."""
 

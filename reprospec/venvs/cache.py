@@ -12,15 +12,15 @@ import os
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.venvs.build import LOCKS, META, TMP, USED_BY, locked, read_meta
 
 
-@dataclass(frozen=True)
+@frozen
 class EnvInfo:
     """One cached environment as `envs list` shows it."""
 

@@ -11,10 +11,10 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 
 # uv's own index configuration: when any is set, uv is left to read it.
@@ -40,7 +40,7 @@ UV_RESOLUTION_VARIABLES = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class IndexConfig:
     """Where packages come from, as the user configured it (`source` says whose config)."""
 

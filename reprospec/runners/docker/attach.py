@@ -18,10 +18,11 @@ import contextlib
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from reprospec import native
+from reprospec.core.frozen import frozen
 
 if TYPE_CHECKING:
     from reprospec.runners.docker.sdk import Container, DockerClient
@@ -53,7 +54,7 @@ done
 """
 
 
-@dataclass(frozen=True)
+@frozen
 class ContainerProcess:
     """One live process of a hung container, as the container sees it."""
 

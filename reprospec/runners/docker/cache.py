@@ -19,9 +19,9 @@ import importlib.util
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.errors import InfraError
 from reprospec.runners.docker import image as dockerimage
@@ -34,7 +34,7 @@ KIND = "docker-image"
 _TIME = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
 
 
-@dataclass(frozen=True)
+@frozen
 class ImageInfo:
     """One image the docker runner built, as `envs list` shows it."""
 
@@ -87,7 +87,7 @@ def own_total(images: Sequence[ImageInfo]) -> int:
     return sum(i.size_bytes if i.own_bytes is None else i.own_bytes for i in images)
 
 
-@dataclass(frozen=True)
+@frozen
 class Pruned:
     """What a prune removed (or, dry, would remove), and the images it kept and why."""
 

@@ -22,10 +22,11 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.sections import Environment
 from reprospec.environment.packages import requirement_name, requirement_names
@@ -71,7 +72,7 @@ _IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
 _CONTEXT_SKIP = {".git", ".reprospec", "__pycache__", ".mypy_cache", ".pytest_cache"}
 
 
-@dataclass(frozen=True)
+@frozen
 class BuildRecipe:
     """Everything a build needs: the Dockerfile text and the files of its context."""
 
@@ -91,7 +92,7 @@ class BuildRecipe:
     labels: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class ImageRecipe:
     """The image an environment's attempts run in; `build` is None when it is used as is."""
 
