@@ -244,17 +244,27 @@ def test_the_torch_settings_reach_torch_and_its_workers(cli: Cli, tmp_path: Path
     ]
 
 
-def _zombie_children() -> set[int]:
-    """This process's children that ended and were not reaped."""
+def _boot_ticks() -> int:
+    """Now, in the clock ticks since boot that /proc/PID/stat's start time counts."""
+    return int(float(Path("/proc/uptime").read_text().split()[0]) * os.sysconf("SC_CLK_TCK"))
+
+
+def _zombie_children(since: int) -> set[str]:
+    """This process's children started at or after `since` (boot ticks) that ended and were
+    not reaped, as "PID (COMM)". Only those: this process is a subreaper for every test the
+    xdist worker runs, so an orphan another test left behind (started before this one)
+    becomes its child and may end, unreaped, while this test runs (CI, this stop's suite)."""
     found = set()
     for folder in Path("/proc").iterdir():
         try:
             stat = (folder / "stat").read_text()
         except OSError:
             continue
-        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
-        if state == "Z" and int(ppid) == os.getpid():
-            found.add(int(folder.name))
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat.rsplit(")", 1)[1].split()
+        state, ppid, started = fields[0], int(fields[1]), int(fields[19])
+        if state == "Z" and ppid == os.getpid() and started >= since:
+            found.add(f"{folder.name} ({comm})")
     return found
 
 
@@ -262,13 +272,13 @@ def test_the_competitors_are_reaped_by_the_engine(tmp_path: Path) -> None:
     import reprospec
 
     spec = _spec(tmp_path, "    cpu_load: 2\n")
-    before = _zombie_children()
+    since = _boot_ticks()
     # In this process: the engine, a subreaper, inherits the spinners when their parent dies.
     result = reprospec.run(spec, reprospec.RunOptions(out=tmp_path / "out", repeat=3, jobs=1))
     assert [a.perturbed for a in result.cells[0].attempts] == [
         ("cpu_load=2 (busy processes beside the attempt)",)
     ] * 3
-    assert _zombie_children() - before == set()
+    assert _zombie_children(since) == set()
 
 
 # Stands in for load.py: forks one sleeper, then a second once the file GO (in --dir) is
@@ -315,7 +325,7 @@ def test_a_competitor_forked_as_the_load_is_stopped_is_reaped(
         real_stop(proc, grace_s)
 
     monkeypatch.setattr(start, "stop_helper", stop_helper)
-    before = _zombie_children()
+    since = _boot_ticks()
     load = competitors.start_load(Perturb(cpu_load=1), (), tmp_path)
     assert load is not None
     deadline = time.monotonic() + 10
@@ -323,7 +333,7 @@ def test_a_competitor_forked_as_the_load_is_stopped_is_reaped(
         assert time.monotonic() < deadline
         time.sleep(0.005)
     competitors.stop_load(load, tmp_path)
-    assert _zombie_children() - before == set()
+    assert _zombie_children(since) == set()
 
 
 def _children_of(pid: int) -> list[str]:
