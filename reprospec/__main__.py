@@ -1,7 +1,20 @@
-"""`python -m reprospec`."""
+"""`python -m reprospec`, and the `reprospec` console script (pyproject.toml)."""
 
 import sys
 
-from reprospec.cli import main
 
-sys.exit(main())
+def main() -> int:
+    """cli.main, its module imported here, where a Ctrl-C meets a handler: a
+    KeyboardInterrupt while the CLI's modules load (the first ~20 ms of a command, before
+    cli.main's own handler) printed a traceback through importlib's frames. This module and
+    the package's __init__, all that loads before, are kept small for that reason."""
+    try:
+        from reprospec.cli import main as cli_main
+    except KeyboardInterrupt:
+        print("reprospec: interrupted", file=sys.stderr)
+        return 130  # errors.EXIT_INTERRUPTED, which may be what was being imported
+    return cli_main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -138,7 +138,18 @@ _RESUMABLE = ("isolate", "minimize", "amplify", "bisect")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `reprospec` console script; returns the exit code."""
+    """The command line's entry point (the console script's, through reprospec._cli);
+    returns the exit code. A Ctrl-C anywhere in it exits EXIT_INTERRUPTED with one line,
+    before the verb's own handler too (the completion hook's and the collector's imports),
+    where that one printed a traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("reprospec: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     if "_ARGCOMPLETE" in os.environ and argv is None:
         # The shell asks for completions (`reprospec completion SHELL` installed the hook):

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -396,3 +398,55 @@ def test_a_large_runs_results_table_groups_alike_cells(cli: Cli, tmp_path: Path)
     assert "reproduced" in rows[1]
     assert "36/40 cell(s) reproduced" in table
     assert len(result.results()["cells"]) == 40
+
+
+def _startup_s() -> float:
+    """How long this interpreter takes to start and import nothing (`python -c pass`), the
+    fastest of three: Python's own start-up, before any module of reprospec's loads."""
+    times = []
+    for _ in range(3):
+        began = time.monotonic()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append(time.monotonic() - began)
+    return min(times)
+
+
+@pytest.mark.parametrize("entry", ["script", "module"])
+def test_ctrl_c_while_the_cli_loads_exits_130_without_a_traceback(
+    entry: str, tmp_path: Path
+) -> None:
+    # A SIGINT in the first ~0.1 s of `reprospec run` (the CLI's modules loading, before
+    # cli.main's handler) printed a KeyboardInterrupt's traceback through reprospec/cli.py's
+    # imports, exit 1. The signal is sent at delays from before the interpreter has started
+    # to after the run began, a real process each: none may print a traceback through
+    # reprospec's code. Python's own start-up (before any module of the package loads) is
+    # the interpreter's to report, and is not asked of it.
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        'reprospec: 1\nname: slow\ncommand: python -c "import time; time.sleep(30)"\n'
+        "expect: {outcome: pass}\n"
+    )
+    script = Path(sys.executable).parent / "reprospec"
+    head = [str(script)] if entry == "script" else [sys.executable, "-m", "reprospec"]
+    argv = [*head, "run", str(spec), "--out", str(tmp_path / "out")]
+    package = f"{ROOT / 'reprospec'}{os.sep}"
+    start = _startup_s()
+    quiet = 0
+    for step in range(24):
+        delay = start * 0.5 + step * start / 8
+        child = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+        )
+        time.sleep(delay)
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=60)
+        through_ours = "Traceback" in stderr and (
+            package in stderr or "reprospec.cli" in stderr or "reprospec/cli.py" in stderr
+        )
+        assert not through_ours, f"SIGINT after {delay:.3f} s:\n{stderr}"
+        if child.returncode == 130:
+            assert stderr.strip().splitlines()[-1].startswith("reprospec: interrupted"), stderr
+            quiet += 1
+    # The later signals reached the CLI, which said so in one line: the sweep covered its
+    # start-up, not only the interpreter's.
+    assert quiet >= 4, quiet
