@@ -405,7 +405,9 @@ def write_github_annotations(result: RunResult, spec: Spec | None, file: Path) -
     """In GitHub Actions (`GITHUB_ACTIONS=true`), an `::error` annotation on the spec line of
     each cell that failed, so a pull request shows it where the cell is written: the lines of
     `spec`, read from `file`; without one (a merge whose spec file no longer loads), each
-    annotation is on the file's first line."""
+    annotation is on the file's first line; and on none where the file is not there (a merge
+    job whose checkout lacks the spec the shards ran), where they named a file GitHub could
+    not show."""
     import os
 
     if not in_github_actions():
@@ -422,9 +424,10 @@ def write_github_annotations(result: RunResult, spec: Spec | None, file: Path) -
             path = path.relative_to(root.resolve())
             break
     lines = cell_lines(spec, [cell.cell for cell in result.cells]) if spec is not None else {}
+    named = path.as_posix() if file.is_file() else ""
     # On stderr, which the runner reads for commands as it does stdout: `--format json`
     # keeps stdout a document.
-    for line in error_annotations(result, path.as_posix(), lines):
+    for line in error_annotations(result, named, lines):
         print(line, file=sys.stderr, flush=True)
 
 

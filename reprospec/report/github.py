@@ -78,7 +78,9 @@ _ANNOTATED = ("not-reproduced", "undecided", "infra-error")
 def error_annotations(run: RunResult, file: str, lines: Mapping[str, int]) -> list[str]:
     """One `::error file=F,line=N,title=T::message` workflow command per cell whose verdict
     needs a look (`lines`: each cell's line in the spec file `file`, spec/lines.py), so a
-    pull request shows the failure on the spec line of the cell."""
+    pull request shows the failure on the spec line of the cell. Without a `file` (the spec
+    file is not in the checkout: a merge job's), `::error title=T::message`, which GitHub
+    shows on the run's page, where a file and line 1 it lacks pointed at nothing."""
     failing = [cell for cell in run.cells if cell.verdict in _ANNOTATED]
     shown = failing[:MAX_ANNOTATIONS]
     out = []
@@ -89,11 +91,9 @@ def error_annotations(run: RunResult, file: str, lines: Mapping[str, int]) -> li
             message += f"\n{shard_phrase(run.shard)}"
         if i == len(shown) - 1 and len(failing) > len(shown):
             message += f"\n... and {len(failing) - len(shown)} more cell(s): see the report"
-        properties = {
-            "file": file,
-            "line": str(lines.get(cell.cell.id, 1)),
-            "title": _BREAKS.sub(" ", f"reprospec{of_shard}: {cell.verdict}: {cell.cell.id}"),
-        }
+        where = {"file": file, "line": str(lines.get(cell.cell.id, 1))} if file else {}
+        title = _BREAKS.sub(" ", f"reprospec{of_shard}: {cell.verdict}: {cell.cell.id}")
+        properties = {**where, "title": title}
         head = ",".join(f"{k}={_property(v)}" for k, v in properties.items())
         out.append(f"::error {head}::{_data(message)}")
     return out

@@ -280,3 +280,26 @@ def test_a_shards_summary_and_annotations_say_they_judge_its_share(
     summary.unlink()
     whole = cli("run", str(spec), env=env)
     assert "shard" not in whole.stderr + summary.read_text()
+
+
+def test_merge_whose_checkout_lacks_the_spec_annotates_no_file(cli: Cli, tmp_path: Path) -> None:
+    # A merge job whose checkout lacks the spec file the shards ran (another folder, or a
+    # job that only downloads their artifacts) annotated each cell `file=ci/gh.yaml,line=1`,
+    # a file and line GitHub could not show; the annotation now names none.
+    spec = tmp_path / "ci" / "gh.yaml"
+    spec.parent.mkdir()
+    spec.write_text(SPEC.replace("[1, 2, 3, 4, 5, 6, 7]", "[1, 2]"), encoding="utf-8")
+    shards = [tmp_path / f"shard{k}" for k in (1, 2)]
+    for k, out in enumerate(shards, 1):
+        ran = cli("run", "ci/gh.yaml", f"--shard={k}/2", "--out", str(out), cwd=tmp_path)
+        assert ran.code in (0, 1), ran.stderr
+    spec.unlink()
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(tmp_path)}
+    runs = [str(run) for out in shards for run in (out / "runs").iterdir()]
+    merged = cli("merge", *runs, "--out", str(tmp_path / "merged"), env=env, cwd=tmp_path)
+    assert merged.code == 1, merged.stderr
+    found = _annotations(merged.stderr)
+    assert [properties for properties, _ in found] == [
+        {"title": f"reprospec: not-reproduced: {cell}"} for cell in ("v=a|b,n=2", "v=x y,n=2")
+    ], merged.stderr
+    assert "Traceback" not in merged.stderr
