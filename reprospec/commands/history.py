@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             spec_name = args.spec
     out = Path(args.out)
+    RunFolder.check_out(out)  # a file: exit 2, not "no runs recorded in FILE yet"
     # The merged runs of the Slurm runs under a shared --out: in no store (each shard has
     # its own), listed from their folders, among the store's by when they began.
     merged_folders = RunFolder.merged_slurm_under(out)

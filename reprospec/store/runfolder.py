@@ -124,7 +124,11 @@ class RunFolder:
         decided where two engines race for it too, and a taken id is drawn again.
         """
         runs = cls.runs_under(out)
-        runs.mkdir(parents=True, exist_ok=True)
+        try:
+            runs.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            cls.check_out(out)
+            raise
         for _ in range(_ID_DRAWS):
             folder = cls(runs / make_id())
             try:
@@ -133,6 +137,22 @@ class RunFolder:
                 continue
             return folder
         raise InfraError(f"{runs}: {_ID_DRAWS} new run ids were all taken")
+
+    @classmethod
+    def check_out(cls, out: Path) -> None:
+        """Refuse an `out` that is a file, or on a file's path, and one whose `runs` is a
+        file: the user's path, exit 2, where a run said only "File exists: OUT/runs" and
+        `history --out FILE` "no runs recorded in FILE yet", exit 0."""
+        for each in (out, *out.parents):
+            if each.exists() and not each.is_dir():
+                where = "a file is there" if each == out else f"{each} on its path is a file"
+                raise UsageError(f"--out {out}: not a folder ({where}); give a folder")
+        runs = cls.runs_under(out)
+        if runs.exists() and not runs.is_dir():
+            raise UsageError(
+                f"--out {out}: {runs} is a file, not the folder of its runs; move it aside, "
+                "or give another --out"
+            )
 
     @staticmethod
     def runs_under(out: Path) -> Path:

@@ -96,6 +96,35 @@ def test_an_out_that_is_no_folder_is_refused_as_the_users_path(cli: Cli, tmp_pat
     assert not (tmp_path / "store" / "runs").exists()
 
 
+def test_an_out_whose_runs_is_a_file_and_history_of_a_file_are_refused(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `run` under an --out whose runs/ is a file said only "File exists: OUT/runs", and
+    # `history --out FILE` "no runs recorded in FILE yet", exit 0, as of an empty folder.
+    spec = write(tmp_path / "ok.yaml", "reprospec: 1\nname: ok\ncommand: 'true'\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "runs").write_text("")
+    ran = cli("run", str(spec), "--out", str(out))
+    assert ran.code == 2, ran.stderr
+    refused = (
+        f"reprospec: --out {out}: {out / 'runs'} is a file, not the folder of its runs; "
+        "move it aside, or give another --out\n"
+    )
+    assert ran.stderr == refused
+    listed = cli("history", "--out", str(out))
+    assert (listed.code, listed.stderr) == (2, refused)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for given, why in (
+        (a_file, "a file is there"),
+        (a_file / "x", f"{a_file} on its path is a file"),
+    ):
+        listed = cli("history", "--out", str(given))
+        assert (listed.code, listed.stdout) == (2, ""), listed.stderr
+        assert listed.stderr == f"reprospec: --out {given}: not a folder ({why}); give a folder\n"
+
+
 def test_an_output_that_cannot_be_written_is_named_by_its_option(cli: Cli, tmp_path: Path) -> None:
     # nu22 LOW-13: `report latest -o /proc/nope` said "No such file or directory:
     # /proc/nope", which names none of the command's options.
