@@ -133,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _status(run: Mapping[str, object], out: Path) -> Mapping[str, object]:
     """The run as the store has it, but `killed` for one it calls running whose engine has
-    ended: a SIGKILL or the OOM killer leaves no word in the store (`--resume` finishes it);
+    ended: a SIGKILL or the OOM killer leaves no word in the store (`--resume` finishes it),
+    and `interrupted` with `stopped` (why) for one whose engine said in its folder that it
+    stopped where the store could not take it (a full disk);
     and `folder_missing` where its run folder is gone (removed by hand): `report` and
     `compare` need the folder, and said "no run" of a run this listed as whole."""
     from reprospec.core.resumed import KILLED
@@ -143,6 +145,10 @@ def _status(run: Mapping[str, object], out: Path) -> Mapping[str, object]:
     run = {**run, "folder_missing": not folder.path.is_dir()}
     if run.get("status") != "running" or not folder.engine_gone():
         return run
+    if why := folder.stop_noted():
+        # The engine stopped with a word the store could not take (a full disk): what the
+        # store would have said, and why (RunFolder.note_stop), not `killed`.
+        return {**run, "status": "interrupted", "stopped": why}
     return {**run, "status": KILLED}  # as a resumed run's report says of it (results.Stopped)
 
 
@@ -239,6 +245,8 @@ def _row(run: Mapping[str, object]) -> dict[str, object]:
     out["probe"] = run.get("probe") or None
     out["shard"] = run.get("shard") or None
     out["folder_missing"] = run.get("folder_missing") is True
+    # Why a run stopped that its store could not mark (`_status`), else None.
+    out["stopped"] = run.get("stopped") or None
     # A merged Slurm run's: the Slurm run it merged (None for a run of the store).
     out["slurm_run"] = run.get("slurm_run")
     return out
@@ -296,6 +304,7 @@ def _table(
             timestamp(str(row["started"]), zone=False),
             str(row["runner"]),
             str(row["status"])
+            + (f": {row['stopped']}" if row.get("stopped") else "")
             + (", folder missing" if row.get("folder_missing") else "")
             # A shard's verdicts are of its share of each cell's attempts (nu29 L2).
             + (f", shard {row['shard']}" if row.get("shard") else ""),

@@ -121,10 +121,14 @@ def execute(
             folder = RunFolder.of(options.out.resolve(), resume.run_id).create()
             # Held before the claim: a second resume is refused, not run.
             opened.callback(os.close, folder.hold())
+            # Read before the claim writes engine.json anew: the earlier engine's word of a
+            # stop its store could not take (a full disk), which makes it not `killed`.
+            noted = folder.stop_noted()
             _claim(folder)
         else:
             folder = _new_folder(options.out.resolve(), spec.name)
             opened.callback(os.close, folder.hold())
+            noted = ""
         run_id = folder.run_id
         # Read before anything writes it: a resumed run whose results.json is missing has its
         # folder written again from the store, and one that had finished keeps its record.
@@ -180,7 +184,7 @@ def execute(
             if begun is not None:
                 # The store says running of a run whose engine died without a word (resume
                 # refuses one whose engine lives): `killed`, as history lists it.
-                stopped = _stopped(begun.status)
+                stopped = _stopped(begun.status, noted)
                 stopped_at = begun.finished if stopped != "killed" else ""
                 if begun.status == "finished" and begun.finished:
                     # Its folder written again from the store (removed by hand): no attempt
@@ -313,7 +317,10 @@ def execute(
             write_outputs(folder, result, spool.entries(result.cells))
             written = True
         except OSError as exc:
-            keeper.failed(f"{folder.path}: cannot write results.json and report.md: {exc}")
+            keeper.failed(
+                f"{folder.path}: cannot write results.json and report.md: {exc}",
+                full=exc.errno in (errno.ENOSPC, errno.EDQUOT),
+            )
         if keeper.failure is None:
             try:
                 store.finish_cells(run_id, result.cells)
@@ -324,8 +331,10 @@ def execute(
                     finished=result.finished,
                 )
             except StoreError as exc:
-                keeper.failed(str(exc))
+                keeper.failed(str(exc), full=exc.full)
         if keeper.failure is not None:
+            # The store still calls the run running: engine.json says why it is not.
+            folder.note_stop(keeper.stop_reason())
             raise keeper.error(options, folder, written=written)
         if broke is not None:
             raise keeper.error(options, folder, written=written, failure=_located(broke))
@@ -385,6 +394,7 @@ class _Keeper:
         self.cancel: threading.Event | None = None
         self.stored = stored
         self.failure: str | None = None
+        self.full = False  # the failure is a full disk's
         self._lock = threading.Lock()
 
     def record(self, attempt: AttemptPlan, result: AttemptResult) -> None:
@@ -393,17 +403,23 @@ class _Keeper:
         try:
             self.store.record_attempt(self.run_id, attempt.cell.id, result)
         except StoreError as exc:
-            self.failed(str(exc))
+            self.failed(str(exc), full=exc.full)
             return
         with self._lock:
             self.stored += 1
 
-    def failed(self, reason: str) -> None:
+    def failed(self, reason: str, *, full: bool = False) -> None:
         with self._lock:
             if self.failure is None:
-                self.failure = reason
+                self.failure, self.full = reason, full
         if self.cancel is not None:
             self.cancel.set()
+
+    def stop_reason(self) -> str:
+        """Why the run stopped, in a few words, for `history` (RunFolder.note_stop)."""
+        if self.full:
+            return "the disk was full (ENOSPC)"
+        return f"a write failed: {(self.failure or '').splitlines()[0]}"
 
     def error(
         self, options: RunOptions, folder: RunFolder, *, written: bool, failure: str | None = None
@@ -632,14 +648,15 @@ def project_root(folder: Path) -> Path:
     return folder
 
 
-def _stopped(status: str) -> Stopped:
+def _stopped(status: str, noted: str) -> Stopped:
     """How the earlier part of a resumed run ended, from the store's status: `running` is a
     run whose engine died without a word (resume refuses one whose engine lives), `killed`
-    as history lists it."""
+    as history lists it; or, where its engine said in engine.json why it stopped (`noted`:
+    the disk was full), `interrupted`, as history lists that one."""
     from reprospec.core.resumed import KILLED
 
     if status == "running":
-        return KILLED
+        return "interrupted" if noted else KILLED
     return "finished" if status == "finished" else "interrupted"
 
 

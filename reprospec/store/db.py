@@ -230,7 +230,14 @@ def _now() -> str:
 
 
 class StoreError(InfraError):
-    """The results store cannot be used or written: the disk, the file, another engine."""
+    """The results store cannot be used or written: the disk, the file, another engine.
+
+    `full`: because the disk is full, which a stopped run says where the store cannot
+    (RunFolder.note_stop)."""
+
+    def __init__(self, message: str, *, full: bool = False) -> None:
+        super().__init__(message)
+        self.full = full
 
 
 # sqlite's primary result codes (sqlite3.Error.sqlite_errorcode & 0xFF).
@@ -454,7 +461,9 @@ class Store:
         code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
         where = f"the results store {self.path}"
         if code == _SQLITE_FULL:
-            return StoreError(f"{where}: {doing}: the disk is full ({exc}); free some space")
+            return StoreError(
+                f"{where}: {doing}: the disk is full ({exc}); free some space", full=True
+            )
         if code == _SQLITE_NOTADB:
             return StoreError(
                 f"{self.path}: not a usable results store ({exc}): move it aside, "
@@ -474,7 +483,8 @@ class Store:
     def _os_error(self, exc: OSError, doing: str) -> StoreError:
         if exc.errno in _DISK_FULL:
             return StoreError(
-                f"the results store {self.path}: {doing}: the disk is full ({exc.strerror})"
+                f"the results store {self.path}: {doing}: the disk is full ({exc.strerror})",
+                full=True,
             )
         return StoreError(f"the results store {self.path}: {doing}: {exc.strerror or exc}")
 

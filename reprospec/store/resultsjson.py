@@ -553,6 +553,14 @@ def _unreadable(path: Path, out_root: Path) -> str | None:
                 f"run {run_id} is still running (its engine has not written results.json "
                 f"yet): report it once it ends, or follow it with `reprospec history --out {out}`"
             )
+        if why := folder.stop_noted():
+            # Its engine stopped with a word the store could not take (RunFolder.note_stop).
+            return (
+                f"run {run_id} stopped before it wrote its results because {why}: "
+                f"{folder.results_json} is missing. The attempts it finished are in the store "
+                f"(`reprospec history` marks the run `interrupted: {why}`); {resume} runs the "
+                "rest and writes its results and report"
+            )
         return (
             f"run {run_id} was killed (SIGKILL, the OOM killer, a reboot) before it wrote its "
             f"results: {folder.results_json} is missing. The attempts it finished are in the "

@@ -16,7 +16,9 @@ OUT/                          --out (default .reprospec/)
                               as each resume begins: the next resume's report names them all,
                               a part killed before it wrote results.json included
     engine.json               the engine process that runs (or last ran) in it: a run the
-                              store still calls running whose engine is gone was killed
+                              store still calls running whose engine is gone was killed,
+                              unless the engine wrote why it stopped (`note_stop`: a full
+                              disk, where the store could not take it)
     cells/CELL/N/             attempt N of CELL: stdout.log, stderr.log, events.jsonl,
                               env.json, stack.txt, cell.json (runners/base.py); an attempt
                               that passed keeps only its files that are not empty, and no
@@ -72,6 +74,8 @@ _EVENTS = "events.jsonl"
 _INFLIGHT = "inflight.json"
 _HANDED = (_EVENTS, _INFLIGHT)
 _HANDED_SIZES = frozenset({(0, _EVENTS), (256, _INFLIGHT)})
+# engine.json's size as `claim` writes it: room for `note_stop`'s reason beside the engine.
+_ENGINE_ROOM = 512
 # A Slurm run's folder under a shared --out, and its merged run's --out inside it
 # (OUT/slurm/<slurm-run-id>/merged/runs/<run-id>/: slurm/__init__.py).
 SLURM = "slurm"
@@ -418,8 +422,44 @@ class RunFolder:
         # The host as socket.gethostname() gives it (uname's nodename), without importing
         # socket into every run.
         text = json.dumps({**Engine.me().to_dict(), "host": os.uname().nodename})
-        self._replace(ENGINE_JSON, text + "\n")
+        # Padded (JSON allows the spaces): the room `note_stop` writes into in place, where
+        # a full disk gives no new block to the store or to a new file.
+        self._replace(ENGINE_JSON, text.ljust(_ENGINE_ROOM - 1) + "\n")
         return self
+
+    def note_stop(self, why: str) -> None:
+        """Say in engine.json why this engine stopped, where the store could not take its
+        `interrupted` (a full disk, a store that fails): history called the run `killed`
+        (SIGKILL, the OOM killer), which it was not. Written over the file's own bytes
+        (`claim` padded it), which a full disk allows; where even that fails, the run reads
+        killed as before."""
+        path = self.path / ENGINE_JSON
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                return
+            room = path.stat().st_size - 1
+            text = json.dumps({**data, "stopped": why}, ensure_ascii=False)
+            if len(text.encode()) > room:
+                cut = len(text.encode()) - room + 3  # what the reason must lose, and "..."
+                text = json.dumps({**data, "stopped": why[:-cut] + "..."}, ensure_ascii=False)
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.pwrite(fd, (text.ljust(room) + "\n").encode(), 0)
+            finally:
+                os.close(fd)
+        except (OSError, ValueError):
+            pass
+
+    def stop_noted(self) -> str:
+        """Why the engine that last claimed the folder stopped, as `note_stop` said (the
+        disk was full), else ""."""
+        try:
+            data = json.loads((self.path / ENGINE_JSON).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return ""
+        why = data.get("stopped") if isinstance(data, dict) else None
+        return why if isinstance(why, str) else ""
 
     def _replace(self, name: str, text: str) -> None:
         """Write the folder's file `name` whole, through a file of this process renamed over

@@ -122,10 +122,25 @@ def test_a_full_disk_stops_the_run_with_exit_3_and_resume_finishes_it(
     stored = _rows(out / "results.db", "SELECT cell_id FROM attempts ORDER BY cell_id")
     assert [row[0] for row in stored][:2] == ["n=1", "n=2"]
     ballast.unlink()
+    # The store could not take the run's `interrupted`: history, report and the resume's
+    # record said the engine was killed (SIGKILL, the OOM killer), where it stopped, saying
+    # why (its engine.json keeps the word, written over its own bytes).
+    full = "the disk was full (ENOSPC)"
+    listed = _reprospec("history", "--out", str(out), "--format", "json")
+    assert listed.code == 0, listed.stderr
+    (run,) = json.loads(listed.stdout)
+    assert (run["status"], run["stopped"]) == ("interrupted", full), run
+    table = _reprospec("history", "--out", str(out))
+    assert f"interrupted: {full}" in table.stdout.replace("\n", " "), table.stdout
+    assert "killed" not in table.stdout
+    report = _reprospec("report", run_id, "--out", str(out))
+    assert report.code == 2, report.stderr
+    assert f"run {run_id} stopped before it wrote its results because {full}" in report.stderr
     second = _reprospec("run", "--resume", run_id, "--out", str(out))
     assert second.code == 0, second.stderr
     results = second.results()
     assert results["run_id"] == run_id
+    assert [part["stopped"] for part in results["resumed"]["parts"]] == ["interrupted"]
     verdicts = {cell["id"]: cell["verdict"] for cell in results["cells"]}
     assert verdicts == dict.fromkeys(["n=1", "n=2", "n=3", "n=4"], "reproduced")
     assert _rows(out / "results.db", "SELECT status FROM runs") == [("finished",)]

@@ -132,6 +132,23 @@ def test_engine_gone_only_where_this_machine_can_tell(tmp_path: Path) -> None:
     assert not folder.engine_gone()
 
 
+def test_a_stop_is_noted_over_engine_json_own_bytes(tmp_path: Path) -> None:
+    """`note_stop` writes where a full disk gives no new block: within the size `claim`
+    wrote, the engine kept, a reason too long for the room cut to fit."""
+    from reprospec.store.runfolder import ENGINE_JSON, RunFolder
+
+    folder = RunFolder.of(tmp_path, "r1").create().claim()
+    size = (folder.path / ENGINE_JSON).stat().st_size
+    assert folder.stop_noted() == ""
+    folder.note_stop("the disk was full (ENOSPC)")
+    assert folder.stop_noted() == "the disk was full (ENOSPC)"
+    assert not folder.engine_gone()  # the engine is still read
+    folder.note_stop("a write failed: " + "x" * 2000)
+    assert (folder.path / ENGINE_JSON).stat().st_size == size
+    assert folder.stop_noted().startswith("a write failed: xxx")
+    assert folder.stop_noted().endswith("...")
+
+
 def test_merged_slurm_runs_are_found_under_a_shared_out_and_counted_by_latest_only_if_asked(
     tmp_path: Path,
 ) -> None:
