@@ -120,14 +120,16 @@ def execute(
         if resume is not None:
             folder = RunFolder.of(options.out.resolve(), resume.run_id).create()
             # Held before the claim: a second resume is refused, not run.
-            opened.callback(os.close, folder.hold())
+            held = folder.hold()
+            opened.callback(os.close, held)
             # Read before the claim writes engine.json anew: the earlier engine's word of a
             # stop its store could not take (a full disk), which makes it not `killed`.
             noted = folder.stop_noted()
             _claim(folder)
         else:
             folder = _new_folder(options.out.resolve(), spec.name)
-            opened.callback(os.close, folder.hold())
+            held = folder.hold()
+            opened.callback(os.close, held)
             noted = ""
         run_id = folder.run_id
         # Read before anything writes it: a resumed run whose results.json is missing has its
@@ -274,7 +276,13 @@ def execute(
                 warm_up()
         environment, warnings = capture.result(timeout=5 if interrupted else None)
         environment = {**environment, **kept}
+        # The run folder removed under the run (`rm -rf`): its outputs go into a new one,
+        # and the warning (stderr, the report) says what it lacks, where nothing did and the
+        # report listed attempt folders that were gone; a run stopped says it too.
+        removed = _removed(folder, held, keeper.stored)
+        rewritten_as = ", and its results.json and report.md are written again, into a new one"
         warnings = (
+            *((removed + rewritten_as,) if removed else ()),
             *reaped,
             *unset_env(spec.document),
             *files_warnings,
@@ -335,9 +343,10 @@ def execute(
         if keeper.failure is not None:
             # The store still calls the run running: engine.json says why it is not.
             folder.note_stop(keeper.stop_reason())
-            raise keeper.error(options, folder, written=written)
+            raise keeper.error(options, folder, written=written, removed=removed)
         if broke is not None:
-            raise keeper.error(options, folder, written=written, failure=_located(broke))
+            failure = _located(broke)
+            raise keeper.error(options, folder, written=written, failure=failure, removed=removed)
     return load_run(folder.results_json) if whole else result
 
 
@@ -372,6 +381,18 @@ def _discard(folder: RunFolder) -> None:
     import shutil
 
     shutil.rmtree(folder.path, ignore_errors=True)
+
+
+def _removed(folder: RunFolder, held: int, stored: int) -> str:
+    """What to say of a run folder removed while the run ran (RunFolder.removed_since), or
+    "": the files its attempts wrote there are lost, the store keeps what was stored."""
+    if not folder.removed_since(held):
+        return ""
+    return (
+        f"the run folder {folder.path} was removed while the run ran: the files its attempts "
+        "had written there (logs, stacks, events) are gone; the results store keeps its "
+        f"{stored} stored attempt(s)"
+    )
 
 
 def _located(exc: OSError) -> str:
@@ -422,14 +443,22 @@ class _Keeper:
         return f"a write failed: {(self.failure or '').splitlines()[0]}"
 
     def error(
-        self, options: RunOptions, folder: RunFolder, *, written: bool, failure: str | None = None
+        self,
+        options: RunOptions,
+        folder: RunFolder,
+        *,
+        written: bool,
+        failure: str | None = None,
+        removed: str = "",
     ) -> InfraError:
         """The run's end, exit 3 as cli.md gives a full disk: what failed (the store's
-        `failure`, else an attempt's), how many attempts were stored, the --resume line."""
+        `failure`, else an attempt's), and why where the run folder was `removed` under the
+        run, how many attempts were stored, the --resume line."""
         kind = StoreError if failure is None else InfraError
         return kind(
             f"{failure or self.failure}\n"
-            f"reprospec: the run stopped; {self.stored} attempt(s) of it were stored"
+            + (f"reprospec: {removed}\n" if removed else "")
+            + f"reprospec: the run stopped; {self.stored} attempt(s) of it were stored"
             + (f", and {folder.path} holds its results so far" if written else "")
             + ".\nreprospec: once the problem is solved, continue it with: "
             f"reprospec run --resume {folder.run_id} --out {options.out}"

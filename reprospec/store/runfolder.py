@@ -402,6 +402,16 @@ class RunFolder:
             pass
         return fd
 
+    def removed_since(self, held: int) -> bool:
+        """Whether the folder `held` (`hold`'s descriptor) opened is no longer at its path:
+        removed while the run ran (`rm -rf`), whether or not a later write (an attempt's
+        folder, results.json) has made a new, empty one there since."""
+        try:
+            now, then = self.path.stat(), os.fstat(held)
+        except OSError:
+            return True
+        return (now.st_dev, now.st_ino) != (then.st_dev, then.st_ino)
+
     def _engine_named(self) -> str:
         """` (engine pid N)` of the engine that last claimed the folder; "" where unknown."""
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -81,3 +82,64 @@ def test_an_attempt_that_cannot_make_its_folder_stops_the_run_to_resume(
     assert resumed.code == 0, resumed.stdout + resumed.stderr
     cells = resumed.results()["cells"]
     assert [len(cell["attempts"]) for cell in cells] == [1, 1, 1]
+
+
+def test_a_run_folder_removed_while_the_run_runs_is_said_and_written_again(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `rm -rf` of the run folder while the first cell ran: the run ended 0 without a word,
+    # its new folder holding a report whose earlier attempts' files were gone. It now warns
+    # (stderr and the report) of what was lost and what the store kept.
+    gate = tmp_path / "gate"
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: removed\nmatrix: {i: [1, 2]}\n"
+        "command: >-\n"
+        '  python -c "import pathlib, time;\n'
+        f"  [time.sleep(0.05) for _ in range(1200) if ${{{{ matrix.i }}}} == 1\n"
+        f'  and not pathlib.Path({str(gate)!r}).exists()]"\n'
+        "expect: {outcome: pass}\n"
+    )
+    out = tmp_path / "out"
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out), "-j", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "300"},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not list((out / "runs").glob(f"*/{CELLS}/{cell_folder('i=1')}/1")):
+            assert engine.poll() is None, engine.communicate()
+            assert time.monotonic() < deadline, "the first attempt never began"
+            time.sleep(0.05)
+        (folder,) = (out / "runs").iterdir()
+        shutil.rmtree(folder)
+        gate.touch()
+        stdout, stderr = engine.communicate(timeout=120)
+    finally:
+        if engine.poll() is None:
+            engine.kill()
+            engine.wait()
+    assert engine.returncode == 0, stdout + stderr
+    assert "Traceback" not in stderr
+    said = (
+        f"reprospec: warning: the run folder {folder} was removed while the run ran: the files "
+        "its attempts had written there (logs, stacks, events) are gone; the results store "
+        "keeps its 2 stored attempt(s), and its results.json and report.md are written again, "
+        "into a new one"
+    )
+    assert said in stderr.splitlines(), stderr
+    (report,) = [
+        line[len("report: ") :] for line in stdout.splitlines() if line.startswith("report: ")
+    ]
+    assert Path(report) == folder / "report.md", report
+    assert Path(report).is_file()
+    results = json.loads((folder / "results.json").read_text())
+    assert any("was removed while the run ran" in warning for warning in results["warnings"])
+    assert [len(cell["attempts"]) for cell in results["cells"]] == [1, 1]
+    listed = cli("history", "--out", str(out), "--format", "json")
+    (run,) = json.loads(listed.stdout)
+    assert (run["status"], run["folder_missing"]) == ("finished", False), run
