@@ -88,23 +88,28 @@ def _refuse_unsupported(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -
 def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[..., None]:
     """`__init__` compiled for these fields: each set with object.__setattr__ (the class's
     own refuses), then `__post_init__` if the class has one."""
-    scope: dict[str, object] = {"_set": object.__setattr__, "_FACTORY": _FACTORY}
-    params, lines = ["self"], []
+    # Names no field can take (a field named `self` or `_set` would shadow them), as
+    # dataclass's own __init__ names its builtins.
+    scope: dict[str, object] = {
+        "__frozen_set__": object.__setattr__,
+        "__frozen_factory__": _FACTORY,
+    }
+    params, lines = ["__frozen_self__"], []
     for f in fields:
         if f.default_factory is not dataclasses.MISSING:
-            scope[f"_factory_{f.name}"] = f.default_factory
-            params.append(f"{f.name}=_FACTORY")
-            value = f"_factory_{f.name}() if {f.name} is _FACTORY else {f.name}"
+            scope[f"__frozen_factory_{f.name}"] = f.default_factory
+            params.append(f"{f.name}=__frozen_factory__")
+            value = f"__frozen_factory_{f.name}() if {f.name} is __frozen_factory__ else {f.name}"
         else:
             if f.default is not dataclasses.MISSING:
-                scope[f"_default_{f.name}"] = f.default
-                params.append(f"{f.name}=_default_{f.name}")
+                scope[f"__frozen_default_{f.name}"] = f.default
+                params.append(f"{f.name}=__frozen_default_{f.name}")
             else:
                 params.append(f.name)
             value = f.name
-        lines.append(f"_set(self, {f.name!r}, {value})")
+        lines.append(f"__frozen_set__(__frozen_self__, {f.name!r}, {value})")
     if hasattr(cls, "__post_init__"):
-        lines.append("self.__post_init__()")
+        lines.append("__frozen_self__.__post_init__()")
     source = f"def __init__({', '.join(params)}):\n    " + "\n    ".join(lines or ["pass"])
     exec(source, scope)  # the source is made above from the class's field names
     init: Callable[..., None] = scope["__init__"]  # type: ignore[assignment]

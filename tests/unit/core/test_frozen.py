@@ -151,6 +151,17 @@ def test_subclass_and_own_methods(deco: Deco) -> None:
     assert [f.name for f in dataclasses.fields(child)] == ["a", "b"]
 
 
+@pytest.mark.parametrize("deco", BOTH)
+def test_fields_named_like_the_init_s_own_names(deco: Deco) -> None:
+    class Odd:
+        self: int
+        _set: str = "s"
+        _FACTORY: tuple[int, ...] = field(default_factory=tuple)
+
+    odd = deco(Odd)(1, "t")
+    assert (odd.self, odd._set, odd._FACTORY) == (1, "t", ())
+
+
 def test_docstring_written_when_missing() -> None:
     class Bare:
         a: int
