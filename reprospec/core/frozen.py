@@ -15,13 +15,16 @@ The class is a dataclass as far as anything reads one: `dataclasses.fields`, `re
 `asdict` and `is_dataclass` work as before; equality and the hash cover the fields with
 `compare` (`hash`) on, the repr those with `repr` on, an assignment raises
 `FrozenInstanceError`, and a method the class writes itself is kept, as `dataclass` keeps
-it. What is not supported is refused when the class is made: `init=False` and `kw_only`
-fields, and `InitVar`s. Its `__dataclass_params__` are those `dataclass` was asked for
-(no methods), so a subclass is made with `@frozen` too, not with `dataclass`.
+it. Its `__dataclass_params__` say what the class does, `dataclass(frozen=True)`'s
+(`frozen`, `eq`, `init`, `repr` true): a user's `@dataclass(frozen=True)` subclass of a
+result type is made as of a frozen dataclass, and a plain `@dataclass` one is refused when
+it is made, not when its first value is. What is not supported is refused when the class is
+made: `init=False` and `kw_only` fields, and `InitVar`s.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import reprlib
@@ -31,9 +34,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 T = TypeVar("T")
 
-# What a field with a default_factory gets as its parameter's default: the factory is
-# called in `__init__` when the value given is this, as `dataclass` does with its own.
-_FACTORY = object()
+
+class _Factory:
+    """What a field with a default_factory gets as its parameter's default: the factory is
+    called in `__init__` when the value given is this, as `dataclass` does with its own. Its
+    repr is dataclass's, `<factory>`, which `help()` and `inspect.signature` show."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY = _Factory()
 
 
 def _frozen(cls: type[T]) -> type[T]:
@@ -49,7 +60,11 @@ def _frozen(cls: type[T]) -> type[T]:
     class_hash = body.get("__hash__", dataclasses.MISSING)
     if not (class_hash is dataclasses.MISSING or (class_hash is None and "__eq__" in body)):
         own.add("__hash__")
-    dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
+    # dataclass refuses a non-frozen subclass of a frozen dataclass, and a @frozen base's
+    # params say frozen (below); asked frozen, it writes __setattr__ and __delattr__, which
+    # are replaced below like the others (a subclass of a @frozen class is rare).
+    frozen_base = any(_is_frozen(base) for base in cls.__mro__[1:])
+    dataclasses.dataclass(init=False, repr=False, eq=False, frozen=frozen_base)(cls)
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]  # (a dataclass now)
     _refuse_unsupported(cls, fields)
     compared = _values(tuple(f.name for f in fields if f.compare))
@@ -68,7 +83,20 @@ def _frozen(cls: type[T]) -> type[T]:
             setattr(cls, name, make())
     if not written:
         cls.__doc__ = cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
+    # What the class now does, as dataclass(frozen=True) records it: what dataclass was asked
+    # above (no methods, not frozen) would make a user's @dataclass(frozen=True) subclass fail
+    # ("cannot inherit frozen dataclass from a non-frozen one") and let a plain @dataclass
+    # subclass be made whose every value then fails to build (its __init__ assigns).
+    params = copy.copy(cls.__dataclass_params__)  # type: ignore[attr-defined]
+    for name in ("init", "repr", "eq", "frozen"):
+        setattr(params, name, True)
+    cls.__dataclass_params__ = params  # type: ignore[attr-defined]
     return cls
+
+
+def _is_frozen(cls: type) -> bool:
+    """Whether a class is a frozen dataclass (its own or inherited params say so)."""
+    return bool(getattr(getattr(cls, "__dataclass_params__", None), "frozen", False))
 
 
 def _refuse_unsupported(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> None:

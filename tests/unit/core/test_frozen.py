@@ -4,6 +4,7 @@ and compares what they do."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import pickle
 from collections.abc import Callable
 from dataclasses import FrozenInstanceError, dataclass, field
@@ -199,3 +200,37 @@ def test_what_it_does_not_do_is_refused() -> None:
 
     with pytest.raises(TypeError, match="Cannot overwrite attribute __setattr__"):
         frozen(Writes)
+
+
+@pytest.mark.parametrize("deco", BOTH)
+def test_a_users_dataclass_subclass(deco: Deco) -> None:
+    # The params say what the class does, so dataclass treats a subclass as of a frozen
+    # dataclass: @dataclass(frozen=True) is made (it read frozen=False: "cannot inherit
+    # frozen dataclass from a non-frozen one"), and a plain @dataclass is refused at once.
+    base = _point(deco)
+    params = base.__dataclass_params__
+    assert (params.init, params.repr, params.eq, params.frozen) == (True, True, True, True)
+
+    class Noted(base):  # type: ignore[misc,valid-type]
+        """A user's own result type."""
+
+        noted: str = ""
+
+    noted = dataclass(frozen=True)(Noted)
+    value = noted(1, noted="n")
+    assert (value.x, value.noted) == (1, "n")
+    with pytest.raises(FrozenInstanceError):
+        value.noted = "m"
+
+    class Loose(base):  # type: ignore[misc,valid-type]
+        """Not frozen: refused when made, as a subclass of a frozen dataclass is."""
+
+    with pytest.raises(TypeError, match="cannot inherit non-frozen dataclass from a frozen one"):
+        dataclass(Loose)
+
+
+@pytest.mark.parametrize("deco", BOTH)
+def test_signature_shows_factory(deco: Deco) -> None:
+    # help() and the docstring written for a class without one show a factory's default
+    # as dataclass does, not as `<object object at 0x...>`.
+    assert "extra: 'tuple[int, ...]' = <factory>" in str(inspect.signature(_point(deco)))
