@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field, replace
+from numbers import Real
 from os import PathLike
 from pathlib import Path
 
@@ -139,6 +140,26 @@ class RunOptions:
             if isinstance(value, str) or not isinstance(value, Iterable):
                 raise UsageError(f"{name} takes a sequence of strings, got {value!r}")
             object.__setattr__(self, name, tuple(value))
+        # A shard as `--shard` writes it, "2/8", is read as the CLI reads it; any other value
+        # would fail in plan_run ("unsupported operand type(s) for -").
+        if isinstance(self.shard, str):
+            object.__setattr__(self, "shard", Shard.parse(self.shard))
+        elif self.shard is not None and not isinstance(self.shard, Shard):
+            raise UsageError(f"shard takes Shard(K, N) or 'K/N', got {self.shard!r}")
+        if self.gpus is not None and not isinstance(self.gpus, str):
+            raise UsageError(f"gpus takes a string of GPU indices like '0,1', got {self.gpus!r}")
+        # A number of the wrong type would raise a TypeError of Python's below or in the
+        # scheduler (`repeat="3"`: "'<' not supported between 'str' and 'int'"), or plan a
+        # run no CLI can ask for (`repeat=2.5`, `timeout_s=True`); refused as the CLI's are.
+        for name in ("jobs", "repeat"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise UsageError(f"{name} takes a whole number, got {value!r}")
+        timeout = self.timeout_s
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, Real)):
+            raise UsageError(
+                f"timeout_s takes seconds as a number (300.0, not '5m'), got {timeout!r}"
+            )
         # The bounds `-j` and `--repeat` have (docs/limits.md), for the API's callers too:
         # repeat=10**6 would otherwise plan a million attempts per cell.
         for name, most in (("jobs", MAX_PARALLEL), ("repeat", MAX_REPEAT)):

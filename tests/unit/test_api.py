@@ -78,3 +78,25 @@ def test_options_from_python_are_checked_and_kept_as_the_engine_reads_them() -> 
     assert options.matrix_filters == ("workers=2",)
     assert options.python == "/usr/bin/python3"
     assert hash(options) == hash(options.with_changes())
+
+
+def test_options_of_the_wrong_type_are_usage_errors() -> None:
+    """nu30 F2: a wrong type raised Python's TypeError (`repeat="3"`, `timeout_s="5m"`) or
+    was kept and failed later (`shard="2/8"` in plan_run) or planned what no CLI can ask."""
+    for changes, says in [
+        ({"repeat": "3"}, "repeat takes a whole number, got '3'"),
+        ({"repeat": 2.5}, "repeat takes a whole number, got 2.5"),
+        ({"jobs": "2"}, "jobs takes a whole number, got '2'"),
+        ({"jobs": True}, "jobs takes a whole number, got True"),
+        ({"timeout_s": "5m"}, r"timeout_s takes seconds as a number \(300.0, not '5m'\)"),
+        ({"timeout_s": True}, "timeout_s takes seconds as a number"),
+        ({"shard": (2, 8)}, r"shard takes Shard\(K, N\) or 'K/N', got \(2, 8\)"),
+        ({"shard": "2-8"}, "--shard expects K/N like 2/8, got '2-8'"),
+        ({"gpus": [0, 1]}, r"gpus takes a string of GPU indices like '0,1', got \[0, 1\]"),
+    ]:
+        with pytest.raises(UsageError, match=says):
+            reprospec.RunOptions(**changes)  # type: ignore[arg-type]
+    # `--shard`'s own spelling is read as the CLI reads it; numbers of either kind are seconds.
+    assert reprospec.RunOptions(shard="2/8").shard == reprospec.Shard(2, 8)  # type: ignore[arg-type]
+    assert reprospec.RunOptions(timeout_s=30).timeout_s == 30
+    assert reprospec.RunOptions().with_changes(shard="1/2").shard == reprospec.Shard(1, 2)
