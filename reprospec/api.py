@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
+from os import PathLike
 from pathlib import Path
 
 from reprospec.core.inputs import Spec
@@ -41,11 +42,15 @@ def load_spec(path: str | Path, overrides: Sequence[str] = (), *, files: bool = 
     return spec.load_spec(path, overrides, files=files)
 
 
-def validate(paths: Iterable[str | Path]) -> Validation:
-    """Check spec files (folders are searched for *.yaml / *.yml); never raises on bad specs."""
+def validate(paths: str | Path | Iterable[str | Path]) -> Validation:
+    """Check spec files (folders are searched for *.yaml / *.yml); never raises on bad specs.
+
+    One path may be given alone: a str is iterable, and read as paths it was one "no such
+    file" problem per character of its name.
+    """
     from reprospec.spec import validate as validation
 
-    return validation.validate(paths)
+    return validation.validate([paths] if isinstance(paths, (str, PathLike)) else paths)
 
 
 def plan_run(spec: Spec, options: RunOptions | None = None) -> RunPlan:
@@ -82,7 +87,7 @@ def run(
 def resume(
     run_id: str,
     *,
-    out: Path = Path(".reprospec"),
+    out: str | Path = Path(".reprospec"),
     jobs: int | None = None,
     progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
@@ -91,7 +96,7 @@ def resume(
     from reprospec.pipeline import resume as resumption
     from reprospec.pipeline import stages
 
-    spec, options, done = resumption.load(run_id, out, jobs=jobs)
+    spec, options, done = resumption.load(run_id, Path(out), jobs=jobs)
     return stages.run(
         spec, options, progress=progress, cancel=cancel, resume=stages.Resume(run_id, done)
     )
@@ -107,11 +112,14 @@ def render(result: RunResult, fmt: str = "md") -> str:
     return render_report(result, fmt)
 
 
-def load_result(run: str | Path, out: Path = Path(".reprospec")) -> RunResult:
-    """A finished run: a run folder, its results.json, or a run id (or unique prefix) in `out`."""
+def load_result(run: str | Path, out: str | Path = Path(".reprospec")) -> RunResult:
+    """A finished run: a run folder, its results.json, or a run id (or unique prefix) in `out`.
+
+    `out` may be a str, as `RunOptions.out` may: the store's readers join paths to it.
+    """
     from reprospec.store.resultsjson import load_run
 
-    return load_run(run, out)
+    return load_run(run, Path(out))
 
 
 def exit_code(result: RunResult) -> int:

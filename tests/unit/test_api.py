@@ -9,7 +9,9 @@ import pytest
 
 import reprospec
 from reprospec.errors import SpecError, UsageError
+from reprospec.store.resultsjson import write_run
 from tests.support.api import SPEC, write
+from tests.support.runs import error_run
 
 
 def test_plan_runs_nothing(tmp_path: Path) -> None:
@@ -100,3 +102,24 @@ def test_options_of_the_wrong_type_are_usage_errors() -> None:
     assert reprospec.RunOptions(shard="2/8").shard == reprospec.Shard(2, 8)  # type: ignore[arg-type]
     assert reprospec.RunOptions(timeout_s=30).timeout_s == 30
     assert reprospec.RunOptions().with_changes(shard="1/2").shard == reprospec.Shard(1, 2)
+
+
+def test_validate_takes_one_path(tmp_path: Path) -> None:
+    """nu30 F3: `validate("/x/a.yaml")` read the str a character at a time, "/" among them,
+    and so validated every YAML file under the root folder ('a: no such file', ...)."""
+    path = write(tmp_path)
+    for one in (str(path), path):
+        checked = reprospec.validate(one)
+        assert (checked.files, checked.problems) == ([str(path)], [])
+
+
+def test_out_may_be_a_str(tmp_path: Path) -> None:
+    """nu30 F4: `load_result`/`resume` with `out` a str, as RunOptions takes it, raised
+    "unsupported operand type(s) for /: 'str' and 'str'"."""
+    run = error_run()
+    write_run(tmp_path / "runs" / run.run_id, run)
+    assert reprospec.load_result(run.run_id, str(tmp_path)) == run
+    with pytest.raises(UsageError, match="no run 'nope'"):
+        reprospec.load_result("nope", str(tmp_path))
+    with pytest.raises(UsageError, match="nope"):
+        reprospec.resume("nope", out=str(tmp_path))
