@@ -258,6 +258,11 @@ def execute(
         # or replaced by a file): the run stops as a store that fails stops it, but the store
         # still works, so the run is stored as interrupted, not left `running` (`killed`).
         broke: OSError | None = None
+        # An exception of the caller's own code, a `progress` callback's (or an engine bug):
+        # the attempts in flight are stopped as for Ctrl-C, and the run is stored as
+        # interrupted before it is raised again, where it left the run `running` in the
+        # store while the caller lived, 'still running' to report and resume (nu30 F6).
+        raised: Exception | None = None
         try:
             scheduler.run()
             interrupted = scheduler.cancel.is_set()
@@ -265,6 +270,8 @@ def execute(
             interrupted = True
         except OSError as exc:
             interrupted, broke = True, exc
+        except Exception as exc:
+            interrupted, raised = True, exc
         finally:
             # Every attempt is over: what the runner kept running (preload servers) goes,
             # and the cells that did not end (an interrupted run's) leave no empty folder.
@@ -347,6 +354,8 @@ def execute(
         if broke is not None:
             failure = _located(broke)
             raise keeper.error(options, folder, written=written, failure=failure, removed=removed)
+        if raised is not None:
+            raise raised
     return load_run(folder.results_json) if whole else result
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
+
 import reprospec
 from reprospec.core.results import Outcome
 from tests.support.api import SPEC, write
@@ -73,4 +75,23 @@ def test_cancel_stops_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
     assert reprospec.exit_code(result) == 130
     resumed = reprospec.resume(result.run_id, out=tmp_path / "out")
     assert not resumed.interrupted
+    assert [len(c.attempts) for c in resumed.cells] == [10, 10]
+
+
+def test_a_raising_progress_callback_stops_the_run_and_stores_it(tmp_path: Path) -> None:
+    """nu30 F6: the callback's exception left the run `running` in the store (no
+    results.json) while the caller lived, 'still running' to load_result and resume."""
+    spec_text = SPEC.replace("run: {timeout: 60s}", "run: {timeout: 60s, repeat: 10}")
+    out = tmp_path / "out"
+
+    def progress(event: str, _cell: object, _res: object, finished: int, _total: int) -> None:
+        if event == "attempt" and finished >= 2:
+            raise RuntimeError("a bug in the caller's callback")
+
+    with pytest.raises(RuntimeError, match="a bug in the caller's callback"):
+        reprospec.run(write(tmp_path, spec_text), reprospec.RunOptions(out=out), progress=progress)
+    stored = reprospec.load_result("latest", out)
+    assert stored.interrupted
+    assert 2 <= sum(len(c.attempts) for c in stored.cells) < 20
+    resumed = reprospec.resume(stored.run_id, out=out)
     assert [len(c.attempts) for c in resumed.cells] == [10, 10]
