@@ -65,11 +65,16 @@ class Spec:
 
 @frozen
 class Cell:
-    """One matrix combination. `matrix` keeps axis order (include-only keys last)."""
+    """One matrix combination. `matrix` keeps axis order (include-only keys last).
+
+    Hashed by its id and index alone (`matrix`, a dict, still counts for equality): a cell
+    is a key, `{cell.cell: cell.verdict for cell in result.cells}`, where its hash raised
+    "unhashable type: 'dict'" (nu30 F7). Equal cells have equal ids, so equal hashes.
+    """
 
     id: str
     index: int
-    matrix: Mapping[str, JsonValue]
+    matrix: Mapping[str, JsonValue] = field(hash=False)
 
 
 @frozen
