@@ -159,8 +159,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="where runs and their reports go (default: .reprospec under the rootdir)",
     )
-    group.addoption("--reprospec-runner", choices=("local", "docker"), default="local")
-    group.addoption("--reprospec-python", default=None, metavar="PATH")
+    # Every runner `reprospec run --runner` has (core/runoptions.RUNNER_NAMES, a small module):
+    # venv was missing, refused as 'invalid choice', though the plugin runs what run runs.
+    from reprospec.core.runoptions import RUNNER_NAMES
+
+    group.addoption(
+        "--reprospec-runner",
+        choices=RUNNER_NAMES,
+        default="local",
+        help="where each attempt runs, as reprospec run --runner (default: local)",
+    )
+    group.addoption(
+        "--reprospec-python",
+        default=None,
+        metavar="PATH",
+        help="the local runner's interpreter, as reprospec run --python (default: pytest's)",
+    )
     parser.addini("reprospec", type="bool", default=False, help="collect reprospec specs")
     parser.addini(
         "reprospec_pattern",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reprospec.pytest_plugin import recorded_command_line, worker_gpus
 from reprospec.spec.lines import cell_lines
 
@@ -67,3 +69,17 @@ def test_a_run_records_the_pytest_command_line_less_the_machines_paths() -> None
     args = ["--reprospec-out", "/tmp/o", "-k", "a and b", "--reprospec-python=/v/bin/python", "-n2"]
     assert recorded_command_line(args) == "pytest -k 'a and b' -n2"
     assert recorded_command_line([]) == "pytest"
+
+
+def test_every_runner_of_reprospec_run_is_an_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nu30 F8: `--reprospec-runner venv` was refused ('invalid choice'), as was every
+    runner besides local and docker. Collected in-process: nothing runs."""
+    from reprospec.core.runoptions import RUNNER_NAMES
+
+    spec = write(tmp_path / "one.repro.yaml", GPU_SPEC)
+    for runner in RUNNER_NAMES:
+        args = ["-p", "no:cacheprovider", "--co", "-q", f"--reprospec-runner={runner}"]
+        assert pytest.main([*args, "--reprospec", str(spec)]) == 0, capsys.readouterr().err
+        assert "one.repro.yaml::default" in capsys.readouterr().out
