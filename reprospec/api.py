@@ -23,6 +23,7 @@ from pathlib import Path
 from reprospec.core.inputs import Spec
 from reprospec.core.results import RunResult
 from reprospec.core.runoptions import RunOptions, Shard
+from reprospec.errors import UsageError
 from reprospec.outcome.judge import exit_code_for
 from reprospec.pipeline.scheduler import ProgressCallback
 from reprospec.plan.run import RunPlan
@@ -39,6 +40,9 @@ def load_spec(path: str | Path, overrides: Sequence[str] = (), *, files: bool = 
     """
     from reprospec.spec import load as spec
 
+    if isinstance(overrides, str):
+        # One string would be read a character at a time ("--set r: expected PATH=VALUE").
+        raise UsageError(f"overrides takes a sequence of strings, got {overrides!r}")
     return spec.load_spec(path, overrides, files=files)
 
 
@@ -53,11 +57,18 @@ def validate(paths: str | Path | Iterable[str | Path]) -> Validation:
     return validation.validate([paths] if isinstance(paths, (str, PathLike)) else paths)
 
 
-def plan_run(spec: Spec, options: RunOptions | None = None) -> RunPlan:
-    """The cells and every attempt `run` would execute with these options; runs nothing."""
+def plan_run(spec: Spec | str | Path, options: RunOptions | None = None) -> RunPlan:
+    """The cells and every attempt `run` would execute with these options; runs nothing.
+
+    `spec` is a loaded Spec or a path (loaded with `options.overrides`), as `run` takes it:
+    a path raised "'str' object has no attribute 'document'".
+    """
     from reprospec.plan import run as runplan
 
-    return runplan.plan_run(spec, options or RunOptions())
+    options = options or RunOptions()
+    if not isinstance(spec, Spec):
+        spec = load_spec(spec, options.overrides)
+    return runplan.plan_run(spec, options)
 
 
 def run(

@@ -123,3 +123,16 @@ def test_out_may_be_a_str(tmp_path: Path) -> None:
         reprospec.load_result("nope", str(tmp_path))
     with pytest.raises(UsageError, match="nope"):
         reprospec.resume("nope", out=str(tmp_path))
+
+
+def test_plan_run_takes_a_path_as_run_does(tmp_path: Path) -> None:
+    """nu30 F9: plan_run(path) raised "'str' object has no attribute 'document'", and one
+    overrides string was read a character at a time ("--set r: expected PATH=VALUE")."""
+    path = write(tmp_path)
+    options = reprospec.RunOptions(overrides=("run.timeout=5s",))
+    for given in (path, str(path)):
+        plan = reprospec.plan_run(given, options)
+        assert [c.id for c in plan.cells] == ["crash=false", "crash=true"]
+        assert {a.timeout_s for a in plan.attempts} == {5.0}
+    with pytest.raises(UsageError, match="overrides takes a sequence of strings, got 'run"):
+        reprospec.load_spec(path, "run.timeout=5s")
