@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field, replace
-from numbers import Real
+from numbers import Integral, Real
 from os import PathLike
 from pathlib import Path
 
@@ -151,15 +151,22 @@ class RunOptions:
         # A number of the wrong type would raise a TypeError of Python's below or in the
         # scheduler (`repeat="3"`: "'<' not supported between 'str' and 'int'"), or plan a
         # run no CLI can ask for (`repeat=2.5`, `timeout_s=True`); refused as the CLI's are.
+        # Any integer or real type is taken (numpy's, from a config) and kept as int or
+        # float: the store writes the options as JSON, which has no numpy.int64.
         for name in ("jobs", "repeat"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, Integral):
                 raise UsageError(f"{name} takes a whole number, got {value!r}")
+            object.__setattr__(self, name, int(value))
         timeout = self.timeout_s
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, Real)):
-            raise UsageError(
-                f"timeout_s takes seconds as a number (300.0, not '5m'), got {timeout!r}"
-            )
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, Real):
+                raise UsageError(
+                    f"timeout_s takes seconds as a number (300.0, not '5m'), got {timeout!r}"
+                )
+            object.__setattr__(self, "timeout_s", float(timeout))
         # The bounds `-j` and `--repeat` have (docs/limits.md), for the API's callers too:
         # repeat=10**6 would otherwise plan a million attempts per cell.
         for name, most in (("jobs", MAX_PARALLEL), ("repeat", MAX_REPEAT)):

@@ -3,6 +3,7 @@ plan()."""
 
 from __future__ import annotations
 
+from numbers import Integral
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,25 @@ def test_options_of_the_wrong_type_are_usage_errors() -> None:
     assert reprospec.RunOptions(shard="2/8").shard == reprospec.Shard(2, 8)  # type: ignore[arg-type]
     assert reprospec.RunOptions(timeout_s=30).timeout_s == 30
     assert reprospec.RunOptions().with_changes(shard="1/2").shard == reprospec.Shard(1, 2)
+    # An integer type that is no int, as numpy's are (from a config): taken, kept as the int
+    # the store's JSON can write.
+    options = reprospec.RunOptions(repeat=_Count(3), jobs=_Count(2))  # type: ignore[arg-type]
+    assert (options.repeat, options.jobs) == (3, 2)
+    assert type(options.repeat) is int
+    assert type(reprospec.RunOptions(timeout_s=30).timeout_s) is float
+
+
+class _Count:
+    """An integer of a type of its own, registered as numbers.Integral as numpy's are."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __int__(self) -> int:
+        return self.n
+
+
+Integral.register(_Count)
 
 
 def test_validate_takes_one_path(tmp_path: Path) -> None:
