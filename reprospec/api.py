@@ -96,20 +96,25 @@ def run(
 
 
 def resume(
-    run_id: str,
+    run_id: str | Path,
     *,
     out: str | Path = Path(".reprospec"),
     jobs: int | None = None,
     progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> RunResult:
-    """Finish an interrupted run under its own id, without redoing its finished attempts."""
+    """Finish an interrupted run under its own id, without redoing its finished attempts.
+
+    `run_id` as `--resume` takes it: an id or a unique prefix under `out`, `latest`
+    (`latest~N`), or the run's folder.
+    """
     from reprospec.pipeline import resume as resumption
     from reprospec.pipeline import stages
 
-    spec, options, done = resumption.load(run_id, Path(out), jobs=jobs)
+    found, store = resumption.resolve(run_id, Path(out))
+    spec, options, done = resumption.load(found, store, jobs=jobs)
     return stages.run(
-        spec, options, progress=progress, cancel=cancel, resume=stages.Resume(run_id, done)
+        spec, options, progress=progress, cancel=cancel, resume=stages.Resume(found, done)
     )
 
 

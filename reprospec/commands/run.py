@@ -264,16 +264,8 @@ def _resumed(reference: str, args: argparse.Namespace) -> RunRequest:
     other option that would change what runs is refused, naming it)."""
     from reprospec.pipeline import resume as resumption
     from reprospec.pipeline.stages import Resume
-    from reprospec.store.refs import is_latest, resolve_run_id, run_id_named
 
-    out = Path(args.out)
-    run_id = resolve_run_id(reference, out) if is_latest(reference) else reference
-    if Path(run_id).is_dir():
-        # `--resume .reprospec/runs/ID`: the folder names both the run and its store.
-        folder = Path(run_id).resolve()
-        run_id, out = folder.name, folder.parent.parent
-    else:
-        run_id = run_id_named(run_id, out)  # several refused; none: resume says so
+    run_id, out = resumption.resolve(reference, Path(args.out))
     spec, options, done = resumption.load(
         run_id,
         out,

@@ -42,6 +42,22 @@ KEPT: Mapping[str, str] = {
 }
 
 
+def resolve(reference: str | Path, out: Path) -> tuple[str, Path]:
+    """(run id, store folder) of what `--resume` and the API's `resume` are given: a run id
+    or a unique prefix of one under `out`, `latest` (`latest~N`), or the run's folder (which
+    names its own store). The API took an exact id alone, where `load_result` takes all
+    of these: `resume("latest")` said 'no such run' (nu30 F10)."""
+    from reprospec.store.refs import is_latest, resolve_run_id, run_id_named
+
+    reference = str(reference)
+    run_id = resolve_run_id(reference, out) if is_latest(reference) else reference
+    if Path(run_id).is_dir():
+        # `--resume .reprospec/runs/ID`: the folder names both the run and its store.
+        folder = Path(run_id).resolve()
+        return folder.name, folder.parent.parent
+    return run_id_named(run_id, out), out  # several refused; none: load says so
+
+
 def load(
     run_id: str,
     out: Path,

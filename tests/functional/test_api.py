@@ -95,3 +95,21 @@ def test_a_raising_progress_callback_stops_the_run_and_stores_it(tmp_path: Path)
     assert 2 <= sum(len(c.attempts) for c in stored.cells) < 20
     resumed = reprospec.resume(stored.run_id, out=out)
     assert [len(c.attempts) for c in resumed.cells] == [10, 10]
+
+
+def test_resume_takes_what_run_resume_takes(tmp_path: Path) -> None:
+    """nu30 F10: resume took an exact id alone ('--resume latest: no such run'), where
+    `run --resume` and load_result take `latest`, a unique prefix and the run's folder."""
+    spec_text = SPEC.replace("run: {timeout: 60s}", "run: {timeout: 60s, repeat: 3}")
+    out = tmp_path / "out"
+    cancel = threading.Event()
+    cancel.set()  # nothing runs: every attempt is left to the resumes
+    first = reprospec.run(write(tmp_path, spec_text), reprospec.RunOptions(out=out), cancel=cancel)
+    assert first.interrupted
+    resumed = reprospec.resume("latest", out=out, cancel=cancel)
+    assert (resumed.run_id, resumed.interrupted) == (first.run_id, True)
+    resumed = reprospec.resume(first.run_id[:-2], out=out, cancel=cancel)
+    assert resumed.run_id == first.run_id
+    done = reprospec.resume(out / "runs" / first.run_id, out=tmp_path / "elsewhere")
+    assert done.run_id == first.run_id
+    assert [len(c.attempts) for c in done.cells] == [3, 3]
