@@ -61,6 +61,7 @@ from reprospec.core.runoptions import SEARCH_PURPOSES
 from reprospec.environment.facts import flatten_environment
 from reprospec.errors import FatalError, InfraError, UsageError
 from reprospec.store.resultsjson import attempt_from_dict, instances_to_dict, outcome_to_dict
+from reprospec.store.runfolder import RunFolder
 
 if TYPE_CHECKING:
     from reprospec.store.storedrun import StoredRun
@@ -293,6 +294,10 @@ class Store:
         for writing (a read-only disk) is read as it is (`_read_only`)."""
         self.path = Path(root) / "results.db"
         self._reader = reader
+        # The --out the user gave, as they gave it (run's folder is made under its resolved
+        # path), in the words history uses: a file, on a file's path, or with a file for its
+        # runs/, exit 2 before anything is made there.
+        RunFolder.check_out(Path(root))
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError) as exc:

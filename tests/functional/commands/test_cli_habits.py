@@ -87,7 +87,7 @@ def test_an_out_that_is_no_folder_is_refused_as_the_users_path(cli: Cli, tmp_pat
     on_a_file = cli("run", str(spec), "--out", str(tmp_path / "a-file"))
     assert on_a_file.code == 2, on_a_file.stderr
     assert on_a_file.stderr == (
-        f"reprospec: --out {tmp_path / 'a-file'}: not a folder (a file is there, or on its path)\n"
+        f"reprospec: --out {tmp_path / 'a-file'}: not a folder (a file is there); give a folder\n"
     )
     (tmp_path / "store" / "results.db").mkdir(parents=True)
     on_a_folder = cli("run", str(spec), "--out", str(tmp_path / "store"))
@@ -114,6 +114,17 @@ def test_an_out_whose_runs_is_a_file_and_history_of_a_file_are_refused(
     assert ran.stderr == refused
     listed = cli("history", "--out", str(out))
     assert (listed.code, listed.stderr) == (2, refused)
+    # As the user gave it, relative, where run named its resolved path (history did not),
+    # and before the run made its results.db there.
+    (out / "results.db").unlink(missing_ok=True)
+    for verb in (("run", "ok.yaml"), ("history",)):
+        said = cli(*verb, "--out", "out", cwd=tmp_path)
+        assert (said.code, said.stderr) == (
+            2,
+            "reprospec: --out out: out/runs is a file, not the folder of its runs; "
+            "move it aside, or give another --out\n",
+        )
+    assert not (out / "results.db").exists()
     a_file = tmp_path / "a-file"
     a_file.write_text("")
     for given, why in (
