@@ -233,6 +233,9 @@ def resolve_run_id(
     back = int(match["back"] or 0)
     ids, probes = _recent(out_root, under, slurm_merged)
     if back >= len(ids):
+        if not ids:
+            # An --out that is a file holds no runs: said as history says it, exit 2.
+            RunFolder.check_out(out_root)
         have = f"only {len(ids)} run(s)" if ids else "no runs"
         # Said as `history` says it: a folder of a thousand runs read as having two.
         searches = (

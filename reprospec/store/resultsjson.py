@@ -520,6 +520,8 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
         raise UsageError(unreadable)
     if path.is_dir():
         raise UsageError(f"{path} has no results.json (the run may still be going, or was killed)")
+    # No run found: where --out is a file, that is why, said as history says it.
+    RunFolder.check_out(out_root)
     raise UsageError(f"no run {name!r}: not a run folder, a results.json, or a run id under {runs}")
 
 

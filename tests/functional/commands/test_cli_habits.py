@@ -134,6 +134,14 @@ def test_an_out_whose_runs_is_a_file_and_history_of_a_file_are_refused(
         listed = cli("history", "--out", str(given))
         assert (listed.code, listed.stdout) == (2, ""), listed.stderr
         assert listed.stderr == f"reprospec: --out {given}: not a folder ({why}); give a folder\n"
+    # The verbs that read a run by id or `latest` said "latest: FILE has no runs" or "no run
+    # 'ID': ... under FILE/runs" of an --out that is a file, where history says why.
+    for reading in (("report", "latest"), ("report", "some-id"), ("run", "--resume", "latest")):
+        said = cli(*reading, "--out", str(a_file))
+        assert (said.code, said.stderr) == (
+            2,
+            f"reprospec: --out {a_file}: not a folder (a file is there); give a folder\n",
+        ), reading
 
 
 def test_an_output_that_cannot_be_written_is_named_by_its_option(cli: Cli, tmp_path: Path) -> None:
