@@ -138,7 +138,8 @@ _RESUMABLE = ("isolate", "minimize", "amplify", "bisect")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The command line's entry point (the console script's, through reprospec._cli);
+    """The command line's entry point (the console script's and `python -m reprospec`'s,
+    through reprospec.__main__.main, which imports this module inside its own guard);
     returns the exit code. A Ctrl-C anywhere in it exits EXIT_INTERRUPTED with one line,
     before the verb's own handler too (the completion hook's and the collector's imports),
     where that one printed a traceback."""
