@@ -15,19 +15,18 @@ The class is a dataclass as far as anything reads one: `dataclasses.fields`, `re
 `asdict` and `is_dataclass` work as before; equality and the hash cover the fields with
 `compare` (`hash`) on, the repr those with `repr` on, an assignment raises
 `FrozenInstanceError`, and a method the class writes itself is kept, as `dataclass` keeps
-it. Its `__dataclass_params__` say what the class does, `dataclass(frozen=True)`'s
-(`frozen`, `eq`, `init`, `repr` true): a user's `@dataclass(frozen=True)` subclass of a
-result type is made as of a frozen dataclass, and a plain `@dataclass` one is refused when
-it is made, not when its first value is. What is not supported is refused when the class is
-made: `init=False` and `kw_only` fields, and `InitVar`s.
+it. What is not supported is refused when the class is made: `init=False` and `kw_only`
+fields, and `InitVar`s. Its `__dataclass_params__` say what it is, frozen with `__init__`,
+`__repr__` and `__eq__`, so a subclass may be made with `dataclass(frozen=True)` as with
+`@frozen`, and one made with a plain `dataclass` is refused, as `dataclass` refuses it.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import inspect
 import reprlib
+import sys
 from collections.abc import Callable
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -37,8 +36,9 @@ T = TypeVar("T")
 
 class _Factory:
     """What a field with a default_factory gets as its parameter's default: the factory is
-    called in `__init__` when the value given is this, as `dataclass` does with its own. Its
-    repr is dataclass's, `<factory>`, which `help()` and `inspect.signature` show."""
+    called in `__init__` when the value given is this, as `dataclass` does with its own.
+    Shown as dataclass's is, `<factory>`, in the signature (help(), the docstring written
+    for a class without one), where a bare object() showed its address."""
 
     def __repr__(self) -> str:
         return "<factory>"
@@ -60,11 +60,22 @@ def _frozen(cls: type[T]) -> type[T]:
     class_hash = body.get("__hash__", dataclasses.MISSING)
     if not (class_hash is dataclasses.MISSING or (class_hash is None and "__eq__" in body)):
         own.add("__hash__")
-    # dataclass refuses a non-frozen subclass of a frozen dataclass, and a @frozen base's
-    # params say frozen (below); asked frozen, it writes __setattr__ and __delattr__, which
-    # are replaced below like the others (a subclass of a @frozen class is rare).
-    frozen_base = any(_is_frozen(base) for base in cls.__mro__[1:])
-    dataclasses.dataclass(init=False, repr=False, eq=False, frozen=frozen_base)(cls)
+    # A frozen dataclass base (a @frozen one, whose params say frozen below) makes dataclass
+    # refuse a class it is told is not frozen; its __setattr__ and __delattr__, made for
+    # that one case (the package has no such subclass), are replaced below.
+    bases = [
+        vars(b)["__dataclass_params__"]
+        for b in cls.__mro__[1:]
+        if "__dataclass_params__" in vars(b)
+    ]
+    if bases and not any(params.frozen for params in bases):
+        raise TypeError("cannot inherit frozen dataclass from a non-frozen one")
+    dataclasses.dataclass(init=False, repr=False, eq=False, frozen=bool(bases))(cls)
+    # What the class is once made, as dataclass(frozen=True) says it: a subclass made with
+    # dataclass(frozen=True) is allowed, a plain dataclass's refused, where they were the
+    # other way round.
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]  # (a dataclass now)
+    params.init = params.repr = params.eq = params.frozen = True
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]  # (a dataclass now)
     _refuse_unsupported(cls, fields)
     compared = _values(tuple(f.name for f in fields if f.compare))
@@ -83,20 +94,7 @@ def _frozen(cls: type[T]) -> type[T]:
             setattr(cls, name, make())
     if not written:
         cls.__doc__ = cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
-    # What the class now does, as dataclass(frozen=True) records it: what dataclass was asked
-    # above (no methods, not frozen) would make a user's @dataclass(frozen=True) subclass fail
-    # ("cannot inherit frozen dataclass from a non-frozen one") and let a plain @dataclass
-    # subclass be made whose every value then fails to build (its __init__ assigns).
-    params = copy.copy(cls.__dataclass_params__)  # type: ignore[attr-defined]
-    for name in ("init", "repr", "eq", "frozen"):
-        setattr(params, name, True)
-    cls.__dataclass_params__ = params  # type: ignore[attr-defined]
     return cls
-
-
-def _is_frozen(cls: type) -> bool:
-    """Whether a class is a frozen dataclass (its own or inherited params say so)."""
-    return bool(getattr(getattr(cls, "__dataclass_params__", None), "frozen", False))
 
 
 def _refuse_unsupported(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> None:
@@ -115,32 +113,57 @@ def _refuse_unsupported(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -
 
 def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[..., None]:
     """`__init__` compiled for these fields: each set with object.__setattr__ (the class's
-    own refuses), then `__post_init__` if the class has one."""
-    # Names no field can take (a field named `self` or `_set` would shadow them), as
-    # dataclass's own __init__ names its builtins.
-    scope: dict[str, object] = {
+    own refuses), then `__post_init__` if the class has one.
+
+    Made as dataclass makes its own: inside a function that takes the helpers (closure
+    cells, named as no field is), compiled with the class's module for its globals, so
+    `typing.get_type_hints(C.__init__)` and `inspect.signature(C, eval_str=True)` resolve
+    the fields' string annotations (`Path`), as they do for a dataclass's."""
+    helpers: dict[str, object] = {
         "__frozen_set__": object.__setattr__,
         "__frozen_factory__": _FACTORY,
     }
+    # The instance's own name is one no field can take either (a field named `self`).
     params, lines = ["__frozen_self__"], []
+    defaulted = ""
     for f in fields:
+        has_default = not (
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        )
+        if defaulted and not has_default:
+            # As dataclass refuses it, a TypeError naming the class, where the source below
+            # failed to compile (a SyntaxError in "<string>", no class named).
+            raise TypeError(
+                f"@frozen {cls.__name__}: non-default argument {f.name!r} follows default "
+                f"argument {defaulted!r}"
+            )
+        defaulted = defaulted or (f.name if has_default else "")
         if f.default_factory is not dataclasses.MISSING:
-            scope[f"__frozen_factory_{f.name}"] = f.default_factory
+            helpers[f"__frozen_make_{f.name}__"] = f.default_factory
             params.append(f"{f.name}=__frozen_factory__")
-            value = f"__frozen_factory_{f.name}() if {f.name} is __frozen_factory__ else {f.name}"
+            value = f"__frozen_make_{f.name}__() if {f.name} is __frozen_factory__ else {f.name}"
         else:
             if f.default is not dataclasses.MISSING:
-                scope[f"__frozen_default_{f.name}"] = f.default
-                params.append(f"{f.name}=__frozen_default_{f.name}")
+                helpers[f"__frozen_default_{f.name}__"] = f.default
+                params.append(f"{f.name}=__frozen_default_{f.name}__")
             else:
                 params.append(f.name)
             value = f.name
         lines.append(f"__frozen_set__(__frozen_self__, {f.name!r}, {value})")
     if hasattr(cls, "__post_init__"):
         lines.append("__frozen_self__.__post_init__()")
-    source = f"def __init__({', '.join(params)}):\n    " + "\n    ".join(lines or ["pass"])
-    exec(source, scope)  # the source is made above from the class's field names
-    init: Callable[..., None] = scope["__init__"]  # type: ignore[assignment]
+    body = "\n        ".join(lines or ["pass"])
+    source = (
+        f"def __frozen_create__({', '.join(helpers)}):\n"
+        f"    def __init__({', '.join(params)}):\n        {body}\n"
+        "    return __init__"
+    )
+    module = sys.modules.get(cls.__module__)
+    made: dict[str, Any] = {}
+    # The source is made above from the class's field names; the module's globals are
+    # read, not written (the function is defined in `made`).
+    exec(source, module.__dict__ if module is not None else {}, made)
+    init: Callable[..., None] = made["__frozen_create__"](**helpers)
     # dataclass's own __init__ is annotated; inspect.signature (and so the docstring written
     # for a class without one) shows the fields' types from these.
     init.__annotations__ = {**{f.name: f.type for f in fields}, "return": None}

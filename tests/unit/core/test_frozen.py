@@ -6,8 +6,10 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import pickle
+import typing
 from collections.abc import Callable
 from dataclasses import FrozenInstanceError, dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -172,6 +174,31 @@ def test_docstring_written_when_missing() -> None:
     assert _point(frozen).__doc__ == "A point."
 
 
+@pytest.mark.parametrize("deco", BOTH)
+def test_signature_shows_a_factory_as_dataclass_does(deco: Deco) -> None:
+    # help() and the docstring written for a class without one read the signature: a
+    # default_factory showed as "<object object at 0x...>", an address, not "<factory>".
+    class Bare:
+        a: int
+        b: tuple[int, ...] = field(default_factory=tuple)
+
+    made = deco(Bare)
+    assert str(inspect.signature(made)) == "(a: 'int', b: 'tuple[int, ...]' = <factory>) -> None"
+    assert made.__doc__ == "Bare(a: 'int', b: 'tuple[int, ...]' = <factory>)"
+
+
+@pytest.mark.parametrize("deco", BOTH)
+def test_a_field_without_a_default_after_one_with_is_a_type_error(deco: Deco) -> None:
+    # As dataclass's, a TypeError naming the field, where @frozen's compile of __init__
+    # raised a SyntaxError in "<string>" that named neither class nor field.
+    class Misordered:
+        a: int = 0
+        b: int
+
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+        deco(Misordered)
+
+
 def test_what_it_does_not_do_is_refused() -> None:
     class Late:
         a: int = field(default=0, init=False)
@@ -203,34 +230,66 @@ def test_what_it_does_not_do_is_refused() -> None:
 
 
 @pytest.mark.parametrize("deco", BOTH)
-def test_a_users_dataclass_subclass(deco: Deco) -> None:
-    # The params say what the class does, so dataclass treats a subclass as of a frozen
-    # dataclass: @dataclass(frozen=True) is made (it read frozen=False: "cannot inherit
-    # frozen dataclass from a non-frozen one"), and a plain @dataclass is refused at once.
-    base = _point(deco)
-    params = base.__dataclass_params__
-    assert (params.init, params.repr, params.eq, params.frozen) == (True, True, True, True)
+def test_init_annotations_resolve_in_the_class_module(deco: Deco) -> None:
+    # typing.get_type_hints(C.__init__) and inspect.signature(C, eval_str=True) read the
+    # fields' string annotations in __init__'s globals: a dataclass's are its module's,
+    # where @frozen's were a dict of its helpers alone (NameError: name 'Path' is not defined).
+    class Located:
+        """A place."""
 
-    class Noted(base):  # type: ignore[misc,valid-type]
-        """A user's own result type."""
+        where: Path
+        tags: tuple[str, ...] = field(default_factory=tuple)
 
-        noted: str = ""
-
-    noted = dataclass(frozen=True)(Noted)
-    value = noted(1, noted="n")
-    assert (value.x, value.noted) == (1, "n")
-    with pytest.raises(FrozenInstanceError):
-        value.noted = "m"
-
-    class Loose(base):  # type: ignore[misc,valid-type]
-        """Not frozen: refused when made, as a subclass of a frozen dataclass is."""
-
-    with pytest.raises(TypeError, match="cannot inherit non-frozen dataclass from a frozen one"):
-        dataclass(Loose)
+    made = deco(Located)
+    assert typing.get_type_hints(made.__init__) == {
+        "where": Path,
+        "tags": tuple[str, ...],
+        "return": type(None),
+    }
+    assert inspect.signature(made, eval_str=True).parameters["where"].annotation is Path
+    assert made(Path("a")).tags == ()
 
 
 @pytest.mark.parametrize("deco", BOTH)
-def test_signature_shows_factory(deco: Deco) -> None:
-    # help() and the docstring written for a class without one show a factory's default
-    # as dataclass does, not as `<object object at 0x...>`.
-    assert "extra: 'tuple[int, ...]' = <factory>" in str(inspect.signature(_point(deco)))
+def test_subclasses_are_made_and_refused_as_dataclass_does(deco: Deco) -> None:
+    # @frozen's __dataclass_params__ said frozen=False: a subclass made with
+    # dataclass(frozen=True) was refused ("cannot inherit frozen dataclass from a non-frozen
+    # one") and one made with a plain dataclass accepted, then failing as it was built.
+    class Base:
+        """A base."""
+
+        a: int
+
+    base = deco(Base)
+    params = base.__dataclass_params__
+    assert (params.init, params.repr, params.eq, params.frozen) == (True, True, True, True)
+
+    class Frozen(base):  # type: ignore[misc,valid-type]
+        """Frozen, as its base."""
+
+        b: int = 2
+
+    child = dataclass(frozen=True)(Frozen)(1)
+    assert (child.a, child.b, repr(child).endswith("Frozen(a=1, b=2)")) == (1, 2, True)
+    with pytest.raises(FrozenInstanceError):
+        child.b = 3
+
+    class Thawed(base):  # type: ignore[misc,valid-type]
+        """Not frozen, under a frozen base."""
+
+        b: int = 2
+
+    with pytest.raises(TypeError, match="cannot inherit non-frozen dataclass from a frozen one"):
+        dataclass(Thawed)
+
+    @dataclass
+    class Plain:
+        a: int
+
+    class OnPlain(Plain):
+        """Frozen, under a base that is not."""
+
+        b: int = 2
+
+    with pytest.raises(TypeError, match="cannot inherit frozen dataclass from a non-frozen one"):
+        deco(OnPlain)
