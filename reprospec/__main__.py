@@ -5,7 +5,7 @@ import sys
 
 def main() -> int:
     """cli.main, its module imported here, where a Ctrl-C meets a handler: a
-    KeyboardInterrupt while the CLI's modules load (the first ~20 ms of a command, before
+    KeyboardInterrupt while the CLI's modules load (a command's first ~0.1 s, before
     cli.main's own handler) printed a traceback through importlib's frames. This module and
     the package's __init__, all that loads before, are kept small for that reason."""
     try:

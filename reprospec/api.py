@@ -125,7 +125,7 @@ def render(result: RunResult, fmt: str = "md") -> str:
     """
     from reprospec.report import render as render_report
 
-    return render_report(result, fmt)
+    return render_report(_result(result, "render"), fmt)
 
 
 def load_result(run: str | Path, out: str | Path = Path(".reprospec")) -> RunResult:
@@ -140,7 +140,20 @@ def load_result(run: str | Path, out: str | Path = Path(".reprospec")) -> RunRes
 
 def exit_code(result: RunResult) -> int:
     """The CLI's exit code: 0 reproduced, 1 not, 3 infra-error, 4 undecided, 130 interrupted."""
-    return exit_code_for(result)
+    return exit_code_for(_result(result, "exit_code"))
+
+
+def _result(result: object, name: str) -> RunResult:
+    """`result` when it is a RunResult; a run's id or folder is refused naming load_result,
+    where it raised AttributeError from deep inside the report (nu30)."""
+    if isinstance(result, RunResult):
+        return result
+    if isinstance(result, (str, PathLike)):
+        raise UsageError(
+            f"{name} takes a RunResult, got {result!r}: read a stored run first with "
+            f"reprospec.load_result({str(result)!r})"
+        )
+    raise UsageError(f"{name} takes a RunResult, got {type(result).__name__}")
 
 
 __all__ = [

@@ -156,3 +156,18 @@ def test_plan_run_takes_a_path_as_run_does(tmp_path: Path) -> None:
         assert {a.timeout_s for a in plan.attempts} == {5.0}
     with pytest.raises(UsageError, match="overrides takes a sequence of strings, got 'run"):
         reprospec.load_spec(path, "run.timeout=5s")
+
+
+def test_render_and_exit_code_refuse_what_is_no_result(tmp_path: Path) -> None:
+    # nu30: render("latest") and exit_code("latest") raised AttributeError from inside the
+    # report; a run's id or folder is refused naming load_result, which reads it.
+    result = error_run()
+    assert reprospec.exit_code(result) == 1
+    assert reprospec.render(result, "json")
+    for call in (reprospec.render, reprospec.exit_code):
+        with pytest.raises(UsageError, match=r"got 'latest': read a stored run first with "):
+            call("latest")  # type: ignore[arg-type]
+        with pytest.raises(UsageError, match=r"load_result\('" + str(tmp_path)):
+            call(tmp_path)  # type: ignore[arg-type]
+        with pytest.raises(UsageError, match="takes a RunResult, got dict"):
+            call({})  # type: ignore[arg-type]
