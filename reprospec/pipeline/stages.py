@@ -261,8 +261,9 @@ def execute(
         # An exception of the caller's own code, a `progress` callback's (or an engine bug):
         # the attempts in flight are stopped as for Ctrl-C, and the run is stored as
         # interrupted before it is raised again, where it left the run `running` in the
-        # store while the caller lived, 'still running' to report and resume (nu30 F6).
-        raised: Exception | None = None
+        # store while the caller lived, 'still running' to report and resume (nu30 F6). Any
+        # BaseException: a callback that calls sys.exit raises SystemExit, no Exception.
+        raised: BaseException | None = None
         try:
             scheduler.run()
             interrupted = scheduler.cancel.is_set()
@@ -270,7 +271,7 @@ def execute(
             interrupted = True
         except OSError as exc:
             interrupted, broke = True, exc
-        except Exception as exc:
+        except BaseException as exc:
             interrupted, raised = True, exc
         finally:
             # Every attempt is over: what the runner kept running (preload servers) goes,

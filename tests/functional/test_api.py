@@ -78,17 +78,21 @@ def test_cancel_stops_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
     assert [len(c.attempts) for c in resumed.cells] == [10, 10]
 
 
-def test_a_raising_progress_callback_stops_the_run_and_stores_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", [RuntimeError, SystemExit])
+def test_a_raising_progress_callback_stops_the_run_and_stores_it(
+    tmp_path: Path, kind: type[BaseException]
+) -> None:
     """nu30 F6: the callback's exception left the run `running` in the store (no
-    results.json) while the caller lived, 'still running' to load_result and resume."""
+    results.json) while the caller lived, 'still running' to load_result and resume; a
+    SystemExit (a callback that calls sys.exit) too, which is no Exception."""
     spec_text = SPEC.replace("run: {timeout: 60s}", "run: {timeout: 60s, repeat: 10}")
     out = tmp_path / "out"
 
     def progress(event: str, _cell: object, _res: object, finished: int, _total: int) -> None:
         if event == "attempt" and finished >= 2:
-            raise RuntimeError("a bug in the caller's callback")
+            raise kind("a bug in the caller's callback")
 
-    with pytest.raises(RuntimeError, match="a bug in the caller's callback"):
+    with pytest.raises(kind, match="a bug in the caller's callback"):
         reprospec.run(write(tmp_path, spec_text), reprospec.RunOptions(out=out), progress=progress)
     stored = reprospec.load_result("latest", out)
     assert stored.interrupted
