@@ -17,18 +17,17 @@ from tests.support.cli import Cli
 from tests.support.paths import ROOT
 
 
-def test_an_attempt_that_cannot_make_its_folder_stops_the_run_to_resume(
-    cli: Cli, tmp_path: Path
-) -> None:
-    # rv18 F5: the attempt's OSError ended the run as one line, exit 2 ("bad usage"), with
-    # nothing on what was stored or how to go on, and `history` said the run was killed.
-    # The tests run as root, whom a read-only folder does not stop: the third cell's folder
-    # is made a file while the first cell runs, so its attempt's mkdir fails for real
-    # (ENOTDIR), as it would on a full disk or an unwritable folder.
+def _gated_run(
+    tmp_path: Path, name: str, cells: int, env: dict[str, str]
+) -> tuple[subprocess.Popen[str], Path, Path]:
+    """`reprospec run -j 1` of a spec whose cell i=1 waits for the file `gate` (up to 60 s),
+    started in the background: (the engine, `gate`, the run's folder once i=1's first
+    attempt has begun). Cells i=2.. pass at once."""
     gate = tmp_path / "gate"
     spec = tmp_path / "spec.yaml"
+    values = ", ".join(str(i) for i in range(1, cells + 1))
     spec.write_text(
-        "reprospec: 1\nname: stopped\nmatrix: {i: [1, 2, 3]}\n"
+        f"reprospec: 1\nname: {name}\nmatrix: {{i: [{values}]}}\n"
         "command: >-\n"
         '  python -c "import pathlib, time;\n'
         f"  [time.sleep(0.05) for _ in range(1200) if ${{{{ matrix.i }}}} == 1\n"
@@ -42,7 +41,7 @@ def test_an_attempt_that_cannot_make_its_folder_stops_the_run_to_resume(
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "NO_COLOR": "1"},
+        env={**os.environ, "NO_COLOR": "1", **env},
     )
     try:
         deadline = time.monotonic() + 120
@@ -50,7 +49,25 @@ def test_an_attempt_that_cannot_make_its_folder_stops_the_run_to_resume(
             assert engine.poll() is None, engine.communicate()
             assert time.monotonic() < deadline, "the first attempt never began"
             time.sleep(0.05)
-        (folder,) = (out / "runs").iterdir()
+    except BaseException:
+        engine.kill()
+        engine.wait()
+        raise
+    (folder,) = (out / "runs").iterdir()
+    return engine, gate, folder
+
+
+def test_an_attempt_that_cannot_make_its_folder_stops_the_run_to_resume(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # rv18 F5: the attempt's OSError ended the run as one line, exit 2 ("bad usage"), with
+    # nothing on what was stored or how to go on, and `history` said the run was killed.
+    # The tests run as root, whom a read-only folder does not stop: the third cell's folder
+    # is made a file while the first cell runs, so its attempt's mkdir fails for real
+    # (ENOTDIR), as it would on a full disk or an unwritable folder.
+    engine, gate, folder = _gated_run(tmp_path, "stopped", 3, {})
+    out = folder.parent.parent
+    try:
         blocked = folder / CELLS / cell_folder("i=3")
         blocked.write_text("not a folder\n")
         gate.touch()
@@ -90,32 +107,9 @@ def test_a_run_folder_removed_while_the_run_runs_is_said_and_written_again(
     # `rm -rf` of the run folder while the first cell ran: the run ended 0 without a word,
     # its new folder holding a report whose earlier attempts' files were gone. It now warns
     # (stderr and the report) of what was lost and what the store kept.
-    gate = tmp_path / "gate"
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        "reprospec: 1\nname: removed\nmatrix: {i: [1, 2]}\n"
-        "command: >-\n"
-        '  python -c "import pathlib, time;\n'
-        f"  [time.sleep(0.05) for _ in range(1200) if ${{{{ matrix.i }}}} == 1\n"
-        f'  and not pathlib.Path({str(gate)!r}).exists()]"\n'
-        "expect: {outcome: pass}\n"
-    )
-    out = tmp_path / "out"
-    engine = subprocess.Popen(
-        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out), "-j", "1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "300"},
-    )
+    engine, gate, folder = _gated_run(tmp_path, "removed", 2, {"COLUMNS": "300"})
+    out = folder.parent.parent
     try:
-        deadline = time.monotonic() + 120
-        while not list((out / "runs").glob(f"*/{CELLS}/{cell_folder('i=1')}/1")):
-            assert engine.poll() is None, engine.communicate()
-            assert time.monotonic() < deadline, "the first attempt never began"
-            time.sleep(0.05)
-        (folder,) = (out / "runs").iterdir()
         shutil.rmtree(folder)
         gate.touch()
         stdout, stderr = engine.communicate(timeout=120)
