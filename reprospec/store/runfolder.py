@@ -412,12 +412,18 @@ class RunFolder:
             return True
         return (now.st_dev, now.st_ino) != (then.st_dev, then.st_ino)
 
+    def _engine_record(self) -> dict[str, object] | None:
+        """engine.json as the last engine to claim the folder wrote it (`claim`, `note_stop`);
+        None where it is missing, unreadable or not a JSON object."""
+        try:
+            data = json.loads((self.path / ENGINE_JSON).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
     def _engine_named(self) -> str:
         """` (engine pid N)` of the engine that last claimed the folder; "" where unknown."""
-        try:
-            pid = json.loads((self.path / ENGINE_JSON).read_text(encoding="utf-8"))["pid"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return ""
+        pid = (self._engine_record() or {}).get("pid")
         return f" (engine pid {pid})" if isinstance(pid, int) else ""
 
     def claim(self) -> RunFolder:
@@ -444,10 +450,10 @@ class RunFolder:
         (`claim` padded it), which a full disk allows; where even that fails, the run reads
         killed as before."""
         path = self.path / ENGINE_JSON
+        data = self._engine_record()
+        if data is None:
+            return
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(data, dict):
-                return
             room = path.stat().st_size - 1
             text = json.dumps({**data, "stopped": why}, ensure_ascii=False)
             if len(text.encode()) > room:
@@ -464,11 +470,7 @@ class RunFolder:
     def stop_noted(self) -> str:
         """Why the engine that last claimed the folder stopped, as `note_stop` said (the
         disk was full), else ""."""
-        try:
-            data = json.loads((self.path / ENGINE_JSON).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return ""
-        why = data.get("stopped") if isinstance(data, dict) else None
+        why = (self._engine_record() or {}).get("stopped")
         return why if isinstance(why, str) else ""
 
     def _replace(self, name: str, text: str) -> None:
@@ -485,10 +487,12 @@ class RunFolder:
         processes this one cannot see."""
         from reprospec.process.leftovers import Engine
 
+        data = self._engine_record()
+        if data is None:
+            return False
         try:
-            data = json.loads((self.path / ENGINE_JSON).read_text(encoding="utf-8"))
             engine, host = Engine.from_dict(data), str(data["host"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             return False
         if host != os.uname().nodename:
             return False
