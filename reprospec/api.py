@@ -22,7 +22,7 @@ from pathlib import Path
 
 from reprospec.core.inputs import Spec
 from reprospec.core.results import RunResult
-from reprospec.core.runoptions import RunOptions, Shard
+from reprospec.core.runoptions import RunOptions, Shard, string_sequence
 from reprospec.errors import UsageError
 from reprospec.outcome.judge import exit_code_for
 from reprospec.pipeline.scheduler import ProgressCallback
@@ -40,10 +40,7 @@ def load_spec(path: str | Path, overrides: Sequence[str] = (), *, files: bool = 
     """
     from reprospec.spec import load as spec
 
-    if isinstance(overrides, str):
-        # One string would be read a character at a time ("--set r: expected PATH=VALUE").
-        raise UsageError(f"overrides takes a sequence of strings, got {overrides!r}")
-    return spec.load_spec(path, overrides, files=files)
+    return spec.load_spec(path, string_sequence("overrides", overrides), files=files)
 
 
 def validate(paths: str | Path | Iterable[str | Path]) -> Validation:

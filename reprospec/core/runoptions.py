@@ -137,9 +137,7 @@ class RunOptions:
             value = getattr(self, name)
             if value is None and name == "preload":
                 continue  # the spec's run.preload
-            if isinstance(value, str) or not isinstance(value, Iterable):
-                raise UsageError(f"{name} takes a sequence of strings, got {value!r}")
-            object.__setattr__(self, name, tuple(value))
+            object.__setattr__(self, name, string_sequence(name, value))
         # A shard as `--shard` writes it, "2/8", is read as the CLI reads it; any other value
         # would fail in plan_run ("unsupported operand type(s) for -").
         if isinstance(self.shard, str):
@@ -256,3 +254,11 @@ def _int_or_none(value: object) -> int | None:
 
 def _list(value: object) -> list[object]:
     return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def string_sequence(name: str, value: object) -> tuple[str, ...]:
+    """`value` as the tuple of strings an option `name` takes (`-m`, `--set`): one str is
+    refused, as it would be read a character at a time ("--set r: expected PATH=VALUE")."""
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise UsageError(f"{name} takes a sequence of strings, got {value!r}")
+    return tuple(value)
