@@ -4,12 +4,14 @@ names the path and gives the --resume line, exit 3, and the store calls it inter
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from reprospec.store.runfolder import CELLS, cell_folder
@@ -17,12 +19,14 @@ from tests.support.cli import Cli
 from tests.support.paths import ROOT
 
 
+@contextlib.contextmanager
 def _gated_run(
     tmp_path: Path, name: str, cells: int, env: dict[str, str]
-) -> tuple[subprocess.Popen[str], Path, Path]:
+) -> Iterator[tuple[subprocess.Popen[str], Path, Path]]:
     """`reprospec run -j 1` of a spec whose cell i=1 waits for the file `gate` (up to 60 s),
     started in the background: (the engine, `gate`, the run's folder once i=1's first
-    attempt has begun). Cells i=2.. pass at once."""
+    attempt has begun), the engine killed at the block's end if it still runs. Cells
+    i=2.. pass at once."""
     gate = tmp_path / "gate"
     spec = tmp_path / "spec.yaml"
     values = ", ".join(str(i) for i in range(1, cells + 1))
@@ -49,12 +53,12 @@ def _gated_run(
             assert engine.poll() is None, engine.communicate()
             assert time.monotonic() < deadline, "the first attempt never began"
             time.sleep(0.05)
-    except BaseException:
-        engine.kill()
-        engine.wait()
-        raise
-    (folder,) = (out / "runs").iterdir()
-    return engine, gate, folder
+        (folder,) = (out / "runs").iterdir()
+        yield engine, gate, folder
+    finally:
+        if engine.poll() is None:
+            engine.kill()
+            engine.wait()
 
 
 def test_an_attempt_that_cannot_make_its_folder_stops_the_run_to_resume(
@@ -65,17 +69,12 @@ def test_an_attempt_that_cannot_make_its_folder_stops_the_run_to_resume(
     # The tests run as root, whom a read-only folder does not stop: the third cell's folder
     # is made a file while the first cell runs, so its attempt's mkdir fails for real
     # (ENOTDIR), as it would on a full disk or an unwritable folder.
-    engine, gate, folder = _gated_run(tmp_path, "stopped", 3, {})
-    out = folder.parent.parent
-    try:
+    with _gated_run(tmp_path, "stopped", 3, {}) as (engine, gate, folder):
         blocked = folder / CELLS / cell_folder("i=3")
         blocked.write_text("not a folder\n")
         gate.touch()
         stdout, stderr = engine.communicate(timeout=120)
-    finally:
-        if engine.poll() is None:
-            engine.kill()
-            engine.wait()
+    out = folder.parent.parent
     assert engine.returncode == 3, stdout + stderr
     lines = stderr.strip().splitlines()
     assert lines[-3].startswith(f"reprospec: {blocked}/1: "), stderr
@@ -107,16 +106,11 @@ def test_a_run_folder_removed_while_the_run_runs_is_said_and_written_again(
     # `rm -rf` of the run folder while the first cell ran: the run ended 0 without a word,
     # its new folder holding a report whose earlier attempts' files were gone. It now warns
     # (stderr and the report) of what was lost and what the store kept.
-    engine, gate, folder = _gated_run(tmp_path, "removed", 2, {"COLUMNS": "300"})
-    out = folder.parent.parent
-    try:
+    with _gated_run(tmp_path, "removed", 2, {"COLUMNS": "300"}) as (engine, gate, folder):
         shutil.rmtree(folder)
         gate.touch()
         stdout, stderr = engine.communicate(timeout=120)
-    finally:
-        if engine.poll() is None:
-            engine.kill()
-            engine.wait()
+    out = folder.parent.parent
     assert engine.returncode == 0, stdout + stderr
     assert "Traceback" not in stderr
     said = (
