@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
 from reprospec.store.refs import recent_run_ids, resolve_run_id
 
@@ -107,17 +108,12 @@ def test_history_says_a_shard_run_is_one(
 
     from reprospec.cli import main
     from reprospec.core.runoptions import RunOptions, Shard
-    from reprospec.store.db import Store
 
     runs = [
         ("20261121-214500-s-0001", RunOptions(shard=Shard(2, 3))),
         ("20261121-214501-s-0002", RunOptions()),
     ]
-    with Store(tmp_path) as store:
-        for run_id, options in runs:
-            store.begin_run(run_id, "s", "/s.yaml", "x", "local", options.stored(), {})
-            store.finish_run(run_id, "finished")
-            (tmp_path / "runs" / run_id).mkdir(parents=True)
+    _finished_runs(tmp_path, runs, "local")
     monkeypatch.setenv("COLUMNS", "200")
     assert main(["history", "--out", str(tmp_path)]) == 0
     rows = {
@@ -141,7 +137,6 @@ def test_history_searches_names_what_each_probe_ran(
 
     from reprospec.cli import main
     from reprospec.core.runoptions import RunOptions
-    from reprospec.store.db import Store
 
     probes = [
         ("20261121-214500-s-0001", RunOptions(purpose="bisect", probe="pyyaml 6.0.1")),
@@ -149,11 +144,7 @@ def test_history_searches_names_what_each_probe_ran(
         ("20261121-214502-s-0003", RunOptions(purpose="isolate", probe="num_workers=2")),
         ("20261121-214503-s-0004", RunOptions()),
     ]
-    with Store(tmp_path) as store:
-        for run_id, options in probes:
-            store.begin_run(run_id, "s", "/s.yaml", "x", "venv", options.stored(), {})
-            store.finish_run(run_id, "finished")
-            (tmp_path / "runs" / run_id).mkdir(parents=True)
+    _finished_runs(tmp_path, probes, "venv")
     monkeypatch.setenv("COLUMNS", "200")
     assert main(["history", "--searches", "--out", str(tmp_path)]) == 0
     table = capsys.readouterr().out
@@ -173,3 +164,15 @@ def test_history_searches_names_what_each_probe_ran(
     # A person's runs alone: no probe column to show.
     assert main(["history", "--out", str(tmp_path)]) == 0
     assert "┃ probe" not in capsys.readouterr().out
+
+
+def _finished_runs(out: Path, runs: list[tuple[str, RunOptions]], runner: str) -> None:
+    """A store under `out` holding these runs of one spec, each finished with these
+    options, and their folders (history lists a run whose folder is there)."""
+    from reprospec.store.db import Store
+
+    with Store(out) as store:
+        for run_id, options in runs:
+            store.begin_run(run_id, "s", "/s.yaml", "x", runner, options.stored(), {})
+            store.finish_run(run_id, "finished")
+            (out / "runs" / run_id).mkdir(parents=True)
