@@ -52,7 +52,7 @@ _FACTORY = _Factory()
 def _frozen(cls: type[T]) -> type[T]:
     """`frozen` at run time (the name is typed for checkers below)."""
     body = cls.__dict__
-    written = cls.__dict__.get("__doc__")
+    written = body.get("__doc__")
     for name in ("__setattr__", "__delattr__"):
         if name in body:
             raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
