@@ -422,25 +422,30 @@ def test_a_deadlock_in_c_shows_every_thread_waiting_on_the_lock(
 
 # Leaves as soon as the file GO appears: the test makes it as the native read begins, so a
 # process the engine did not freeze first is gone before the reader reaches it, as a
-# process that was exiting at the deadline is.
+# process that was exiting at the deadline is. Its main thread blocks SIGUSR1, so the
+# leaving thread is the one that takes the engine's ask for the Python stacks, and dumps
+# them before it runs on to leave: the thread that takes it dumps before anything else, but
+# another thread of the process may run on meanwhile (docs/native-stacks.md), and a leave
+# there cut the dump short or left none.
 LEAVES_WHEN_TOLD = """
-import os, sys, threading, time
+import os, signal, sys, threading, time
 def leave():
     while not os.path.exists(sys.argv[1]):
         time.sleep(0.01)
     os._exit(0)
 threading.Thread(target=leave, daemon=True).start()
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
 time.sleep(60)
 """
 
 
-def _stopped_or_gone(pid: int) -> bool:
-    """Whether `pid` is held by a stop signal (or a tracer), or has exited."""
+def _held(pid: int) -> bool:
+    """Whether every thread of `pid` is held by a stop signal (or a tracer)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        states = [(task / "stat").read_text() for task in Path(f"/proc/{pid}/task").iterdir()]
     except OSError:
-        return True
-    return stat.rpartition(")")[2].split()[0] in ("T", "t", "Z", "X")
+        return False
+    return all(stat.rpartition(")")[2].split()[0] in ("T", "t") for stat in states)
 
 
 @needs_gdb
@@ -450,15 +455,17 @@ def test_a_process_leaving_just_after_the_deadline_is_read_where_it_was(
     """Frozen before it is read, it is read (its sleep on top) instead of
     answering the reader with `ptrace: No such process`.
 
-    The process leaves when told, as the read begins, and the read waits until it is
-    either held or gone: no race against a timer (it left 0.8 s after its dump, which
-    the engine on a loaded machine did not always beat, and a slow reader could)."""
+    The process is told to leave as the read begins, once each of its threads is held: no
+    race against a timer (it left 0.8 s after its dump, which the engine on a loaded machine
+    did not always beat, and a slow reader could), nor against the stop itself, which takes
+    hold after the SIGSTOP is sent (told before, its thread left first in 3 of 40 loaded
+    runs, and the read found no process). An engine that does not freeze it fails here."""
     go = tmp_path / "go"
     real_hang = native.Capture.hang
 
     def hang(self: native.Capture, pids: Mapping[int, str], timed_out_at: float) -> NativeStacks:
+        assert until(lambda: all(_held(pid) for pid in pids)), pids
         go.touch()
-        assert until(lambda: all(_stopped_or_gone(pid) for pid in pids)), pids
         return real_hang(self, pids, timed_out_at)
 
     monkeypatch.setattr(native.Capture, "hang", hang)
@@ -467,6 +474,10 @@ def test_a_process_leaving_just_after_the_deadline_is_read_where_it_was(
     assert ex.timed_out
     assert go.exists()  # the read was reached
     assert ex.stack_path is not None
+    # Asked while held, the leaving thread dumped every thread's stack before it left.
+    python = ex.stack_path.read_text()
+    assert "in leave" in python, python
+    assert "in <module>" in python, python
     stacks = native.read(tmp_path / "logs")
     assert stacks is not None
     (process,) = [p for p in stacks.processes if p.source == "attach"]
