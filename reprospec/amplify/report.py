@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.amplify.search import AmplifyResult, ArmResult
+from reprospec.core.answers import rendered, search_exit_code
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -64,6 +65,14 @@ class AmplifyReport:
 
     def to_dict(self) -> JsonObject:
         return to_dict(self)
+
+    def render(self, fmt: str = "md") -> str:
+        """amplify.md ("md"), what `amplify` prints ("text") or its `--format json` ("json")."""
+        return rendered(self, fmt, markdown=markdown, text=text, to_dict=to_dict)
+
+    def exit_code(self) -> int:
+        """`amplify`'s: 0 amplified, 1 not, 3 infra-error, 130 interrupted."""
+        return search_exit_code(self.interrupted, self.result.status, ("amplified",))
 
 
 # What an arm the search never ran reads as, in the answer and amplify.md.

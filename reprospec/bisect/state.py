@@ -16,10 +16,12 @@ from pathlib import Path
 
 from reprospec.bisect import search
 from reprospec.bisect.search import BisectResult, Trial
+from reprospec.core.answers import rendered
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.words import budget_continues, perturbed_phrase
 from reprospec.environment import packages
+from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK
 
 STATE_FORMAT = 1
 
@@ -128,6 +130,16 @@ class BisectReport:
             return f"undecided: {result.reason}"
         return f"refused: {result.reason}"
 
+    def render(self, fmt: str = "md") -> str:
+        """bisect.md ("md"), what `bisect` prints ("text") or its `--format json` ("json")."""
+        return rendered(
+            self, fmt, markdown=render_markdown, text=text, to_dict=BisectReport.to_json
+        )
+
+    def exit_code(self) -> int:
+        """`bisect`'s: 0 found, 1 refused or undecided, 3 nothing could run."""
+        return exit_code(self)
+
     def to_json(self) -> JsonObject:
         """`--format json`: the contract keys first, then the detail."""
         data = self.result.to_dict()
@@ -157,6 +169,53 @@ class BisectReport:
             }
         )
         return out
+
+
+def text(report: BisectReport) -> str:
+    """What `bisect` prints: the answer, then each tested version's evidence."""
+    result = report.result
+    lines = [perturbed_phrase(report.perturbed)] if report.perturbed else []
+    lines.append(report.headline)
+    if report.chosen:
+        lines.append(f"cell {report.cell_id}: {report.chosen}")
+    for evidence in result.tested:
+        outcomes = ", ".join(f"{s} x{n}" for s, n in evidence.signature_counts().items())
+        detail = evidence.infra_error if evidence.state == "skipped" else outcomes
+        if evidence.state == "skipped" and evidence.build_log is not None:
+            # Its reason and build log were said as it was skipped, and bisect.md has
+            # them: a third copy of the reason here was noise.
+            detail = "cannot be installed"
+        lines.append(
+            f"  {evidence.version:<14} {evidence.state:<8} "
+            f"{evidence.matched}/{evidence.attempts:<4} {detail or ''}"
+        )
+    if result.status == "found" and result.reason:
+        lines.append(f"note: {result.reason}")
+    lines += [f"warning: {warning}" for warning in result.warnings]
+    if report.changed:
+        lines.append("changed between the last good and the first bad day:")
+        lines += [
+            f"  {n}: {before or '-'} -> {after or '-'}" for n, before, after in report.changed
+        ]
+    if result.status == "undecided":  # out of budget: a larger one goes on
+        lines.append(budget_continues("bisect", result.attempts))
+    lines.append(f"{result.attempts} attempts; report: {report.folder / 'bisect.md'}")
+    return "\n".join(lines)
+
+
+def exit_code(report: BisectReport) -> int:
+    """`bisect`'s: 0 found, 3 nothing could run (no interpreter, no command: not an
+    answer), else 1 (refused or undecided: the question could not be answered as asked)."""
+    result = report.result
+    if result.status == "found":
+        return EXIT_OK
+    if (
+        result.status == "refused"
+        and result.attempts == 0
+        and any(v.infra_error for v in result.versions)
+    ):
+        return EXIT_INFRA
+    return EXIT_NOT_REPRODUCED
 
 
 def load_state(path: Path, versions: Sequence[str], fresh: bool) -> tuple[dict[str, Trial], bool]:

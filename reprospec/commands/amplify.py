@@ -9,7 +9,6 @@ from reprospec.commands import options as opt
 
 def run(args: argparse.Namespace) -> int:
     from reprospec.amplify.driver import AmplifyOptions, amplify_spec
-    from reprospec.amplify.report import text, to_dict
     from reprospec.commands.interrupt import drive_search
 
     run_options = opt.run_options(args, purpose="amplify")
@@ -23,10 +22,7 @@ def run(args: argparse.Namespace) -> int:
     return drive_search(
         lambda progress, cancel: amplify_spec(args.spec, options, progress=progress, cancel=cancel),
         as_json=args.format == "json",
-        text=text,
-        to_dict=to_dict,
         report=lambda found: found.folder / "amplify.md",
-        succeeded=("amplified",),
     )
 
 

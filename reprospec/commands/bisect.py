@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from reprospec.commands import options as opt
 from reprospec.core.logtext import printable
-from reprospec.core.words import budget_continues, perturbed_phrase
-from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED
+from reprospec.errors import EXIT_INTERRUPTED
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
@@ -146,44 +144,5 @@ def run(args: argparse.Namespace) -> int:
     except BisectInterrupted as exc:
         print(f"reprospec: {exc}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    if args.format == "json":
-        print(json.dumps(report.to_json(), indent=2))
-    else:
-        if report.perturbed:
-            print(perturbed_phrase(report.perturbed))
-        print(report.headline)
-        if report.chosen:
-            print(printable(f"cell {report.cell_id}: {report.chosen}"))
-        for evidence in report.result.tested:
-            outcomes = ", ".join(f"{s} x{n}" for s, n in evidence.signature_counts().items())
-            detail = evidence.infra_error if evidence.state == "skipped" else outcomes
-            if evidence.state == "skipped" and evidence.build_log is not None:
-                # Its reason and build log were said as it was skipped, and bisect.md has
-                # them: a third copy of the reason here was noise.
-                detail = "cannot be installed"
-            print(
-                f"  {evidence.version:<14} {evidence.state:<8} "
-                f"{evidence.matched}/{evidence.attempts:<4} {printable(detail or '')}"
-            )
-        if report.result.status == "found" and report.result.reason:
-            print(printable(f"note: {report.result.reason}"))
-        for warning in report.result.warnings:
-            print(printable(f"warning: {warning}"))
-        if report.changed:
-            print("changed between the last good and the first bad day:")
-            for name, before, after in report.changed:
-                print(f"  {name}: {before or '-'} -> {after or '-'}")
-        if report.result.status == "undecided":  # out of budget: a larger one goes on
-            print(budget_continues("bisect", report.result.attempts))
-        print(f"{report.result.attempts} attempts; report: {report.folder / 'bisect.md'}")
-    status = report.result.status
-    if status == "found":
-        return 0
-    if (
-        status == "refused"
-        and report.result.attempts == 0
-        and any(v.infra_error for v in report.result.versions)
-    ):
-        return EXIT_INFRA  # nothing could run (no interpreter, no command): not an answer
-    # Refused or undecided: the question could not be answered as asked.
-    return 1
+    print(report.render("json") if args.format == "json" else printable(report.render("text")))
+    return report.exit_code()

@@ -7,17 +7,15 @@ Ctrl-C and SIGHUP (the terminal it ran in closed) alike, with the engine told fi
 from __future__ import annotations
 
 import atexit
-import json
 import signal
 import sys
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from reprospec.core.jsontypes import JsonObject
+from reprospec.core.answers import Answer
 from reprospec.core.logtext import printable
-from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, EXIT_OK
 
 # The signals that stop a verb as Ctrl-C does (install_stop_handlers).
 _STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -65,20 +63,12 @@ def install_stop_handlers(cancel: threading.Event) -> None:
         atexit.register(settle)
 
 
-class _Status(Protocol):
-    @property
-    def status(self) -> str: ...
-
-
-class Search(Protocol):
-    """What isolate, minimize and amplify return: a result with a status, and whether the
-    search was stopped before its end."""
+class Search(Answer, Protocol):
+    """What isolate, minimize and amplify return: an answer (core/answers.py), and whether
+    the search was stopped before its end."""
 
     @property
     def interrupted(self) -> bool: ...
-
-    @property
-    def result(self) -> _Status: ...
 
 
 S = TypeVar("S", bound=Search)
@@ -88,15 +78,11 @@ def drive_search(
     search: Callable[[Callable[[str], None] | None, threading.Event], S],
     *,
     as_json: bool,
-    text: Callable[[S], str],
-    to_dict: Callable[[S], JsonObject],
     report: Callable[[S], Path],
-    succeeded: Collection[str],
-    holds: Callable[[S], bool] = lambda _: True,
 ) -> int:
     """Run one search verb to its end or its stop, print its answer (text and the report's
-    path, or JSON) and give its exit code: one shape for isolate, minimize and amplify.
-    `holds`: whether an answer of a succeeded status stands (minimize: its DIR reproduces).
+    path, or JSON) and give its exit code (the answer's own, as `reprospec.exit_code`
+    gives it): one shape for isolate, minimize and amplify.
 
     SIGTERM stops the search like Ctrl-C; its stored probes let the same command resume."""
     cancel = threading.Event()
@@ -105,16 +91,10 @@ def drive_search(
     # search of a minute said nothing at all while it ran.
     found = search(lambda message: print(printable(message), file=sys.stderr), cancel)
     if as_json:
-        print(json.dumps(to_dict(found), indent=2))
+        print(found.render("json"))
     else:
-        print(printable(text(found)))
+        print(printable(found.render("text")))
         print(f"report: {report(found)}")
     if found.interrupted:
         print("reprospec: interrupted; run the same command again to resume", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    status = found.result.status
-    if status in succeeded and holds(found):
-        return EXIT_OK
-    if status == "infra-error":
-        return EXIT_INFRA
-    return EXIT_NOT_REPRODUCED
+    return found.exit_code()

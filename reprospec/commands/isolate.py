@@ -10,7 +10,6 @@ from reprospec.commands import options as opt
 def run(args: argparse.Namespace) -> int:
     from reprospec.commands.interrupt import drive_search
     from reprospec.isolation.driver import IsolateOptions, isolate_spec
-    from reprospec.isolation.report import text, to_dict
 
     run_options = opt.run_options(args, purpose="isolate")
     options = IsolateOptions(
@@ -30,10 +29,7 @@ def run(args: argparse.Namespace) -> int:
     return drive_search(
         lambda progress, cancel: isolate_spec(args.spec, options, progress=progress, cancel=cancel),
         as_json=args.format == "json",
-        text=text,
-        to_dict=to_dict,
         report=lambda found: found.folder / "isolate.md",
-        succeeded=("isolated",),
     )
 
 

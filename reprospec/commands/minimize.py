@@ -10,7 +10,6 @@ from reprospec.commands import options as opt
 def run(args: argparse.Namespace) -> int:
     from reprospec.commands.interrupt import drive_search
     from reprospec.minimize.driver import MinimizeOptions, minimize_spec
-    from reprospec.minimize.report import text, to_dict
 
     options = MinimizeOptions(
         cell=tuple(args.matrix),
@@ -29,11 +28,7 @@ def run(args: argparse.Namespace) -> int:
             args.spec, options, progress=progress, cancel=cancel
         ),
         as_json=args.format == "json",
-        text=text,
-        to_dict=to_dict,
         report=lambda found: found.output / "minimize.md",
-        succeeded=("minimized", "budget"),
-        holds=lambda found: not found.unconfirmed,
     )
 
 

@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from reprospec.core.answers import rendered, search_exit_code
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -41,7 +42,8 @@ class Side:
 
 @frozen
 class IsolateResult:
-    """The answer in the spec's terms, with the search's evidence and where it is stored."""
+    """The answer in the spec's terms, with the search's evidence and where it is stored;
+    isolate.md, the text or the JSON (`render`), and `isolate`'s exit code (0 isolated)."""
 
     id: str
     folder: Path
@@ -72,6 +74,12 @@ class IsolateResult:
 
     def to_dict(self) -> JsonObject:
         return to_dict(self)
+
+    def render(self, fmt: str = "md") -> str:
+        return rendered(self, fmt, markdown=markdown, text=text, to_dict=to_dict)
+
+    def exit_code(self) -> int:
+        return search_exit_code(self.interrupted, self.result.status, ("isolated",))
 
 
 def sentence(found: IsolateResult) -> str:

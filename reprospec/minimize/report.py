@@ -34,6 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from reprospec.core.answers import rendered, search_exit_code
 from reprospec.core.expr import same
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation, Spec
@@ -128,6 +129,20 @@ class Minimized:
     # The original's rate without the perturbation that search.py's point 6 rested on:
     # amplify's base, or measured before the passes; None where neither (not perturbed).
     baseline: Baseline | None = None
+
+    def render(self, fmt: str = "md") -> str:
+        """minimize.md ("md"), what `minimize` prints ("text") or its `--format json`."""
+        return rendered(self, fmt, markdown=markdown, text=text, to_dict=to_dict)
+
+    def exit_code(self) -> int:
+        """`minimize`'s: 0 minimized (or out of budget with a smaller program) and DIR
+        reproducing, 1 not, 3 infra-error, 130 interrupted."""
+        return search_exit_code(
+            self.interrupted,
+            self.result.status,
+            ("minimized", "budget"),
+            holds=not self.unconfirmed,
+        )
 
 
 def dir_checked(found: Minimized) -> bool:

@@ -61,3 +61,28 @@ def test_bisect_md_links_a_build_log_from_its_own_folder(tmp_path: Path) -> None
     link = row.split("([build log](", 1)[1].split(")", 1)[0]
     assert link == "../../runs/r/cells/default/1/build.log"
     assert (folder / link).resolve() == log.resolve()
+
+
+def _refused(attempts: int, infra: str | None) -> BisectReport:
+    """A bisect refused before (or after) any attempt, its one version not installable."""
+    from reprospec.bisect.search import BisectResult, VersionEvidence
+
+    evidence = VersionEvidence("0.0", "skipped", 0, 0, 0.5, infra_error=infra)
+    result = BisectResult("refused", None, None, 0.0, attempts, "nothing ran", (evidence,))
+    request = BisectRequest(Path("s.yaml"), "pkg", "0.0", "0.1")
+    return BisectReport(request, "id", Path("f"), "s", "", ("0.0", "0.1"), result)
+
+
+def test_the_answer_renders_and_exits_as_the_verb_prints_and_exits() -> None:
+    """`bisect` prints `render("text")` (or "json") and exits `exit_code()`: the views and
+    the rule its run() wrote out itself, which `reprospec.render` and `exit_code` give too."""
+    found = report("0.0", "0.4", 2)
+    text = found.render("text").splitlines()
+    assert text[0] == "first bad: pkg 0.2 (last good 0.1)"
+    assert text[-1] == f"{found.result.attempts} attempts; report: {Path('f', 'bisect.md')}"
+    assert found.render("md").startswith("# Bisect: s, pkg 0.0..0.4\n")
+    assert found.render("json").startswith('{\n  "package": "pkg",\n  "first_bad": "0.2"')
+    assert found.exit_code() == 0
+    assert _refused(0, "cannot install pkg==0.0").exit_code() == 3  # nothing could run
+    assert _refused(3, "cannot install pkg==0.0").exit_code() == 1
+    assert _refused(0, None).exit_code() == 1
