@@ -32,6 +32,20 @@ if TYPE_CHECKING:
         run,
         validate,
     )
+    from reprospec.investigate import (
+        AmplifyOptions,
+        AmplifyReport,
+        BisectReport,
+        BisectRequest,
+        IsolateOptions,
+        IsolateResult,
+        Minimized,
+        MinimizeOptions,
+        amplify_spec,
+        bisect_spec,
+        isolate_spec,
+        minimize_spec,
+    )
 
 
 def __getattr__(name: str) -> object:
@@ -40,10 +54,22 @@ def __getattr__(name: str) -> object:
         from reprospec import api
 
         return getattr(api, name)
+    if name in _SEARCHES:
+        from reprospec import investigate
+
+        return getattr(investigate, name)
     raise AttributeError(f"module 'reprospec' has no attribute {name!r}")
 
 
 __all__ = [
+    "AmplifyOptions",
+    "AmplifyReport",
+    "BisectReport",
+    "BisectRequest",
+    "IsolateOptions",
+    "IsolateResult",
+    "MinimizeOptions",
+    "Minimized",
     "RunOptions",
     "RunPlan",
     "RunResult",
@@ -51,15 +77,36 @@ __all__ = [
     "Spec",
     "Validation",
     "__version__",
+    "amplify_spec",
+    "bisect_spec",
     "exit_code",
+    "isolate_spec",
     "load_result",
     "load_spec",
+    "minimize_spec",
     "plan_run",
     "render",
     "resume",
     "run",
     "validate",
 ]
-# What __getattr__ reads from reprospec.api: the list above, written out once (mypy reads
+# What __getattr__ reads from reprospec.investigate (the searches, which come after the
+# stages they drive) and from reprospec.api: the list above, written out once (mypy reads
 # only a literal __all__), less what this module defines itself.
-_API = frozenset(__all__) - {"__version__"}
+_SEARCHES = frozenset(
+    {
+        "AmplifyOptions",
+        "AmplifyReport",
+        "BisectReport",
+        "BisectRequest",
+        "IsolateOptions",
+        "IsolateResult",
+        "MinimizeOptions",
+        "Minimized",
+        "amplify_spec",
+        "bisect_spec",
+        "isolate_spec",
+        "minimize_spec",
+    }
+)
+_API = frozenset(__all__) - {"__version__"} - _SEARCHES

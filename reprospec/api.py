@@ -8,8 +8,9 @@
         print(cell.cell.id, cell.verdict, cell.rate.matched, "/", cell.rate.attempts)
     print(reprospec.render(result, "md"))
 
-Every function here is also reachable as `reprospec.NAME`. Errors are the
-`reprospec.errors` classes: `SpecError` (bad spec, located), `UsageError`,
+Every function here is also reachable as `reprospec.NAME`, as are the searches
+(`reprospec.isolate_spec`, `bisect_spec`, `minimize_spec`, `amplify_spec`: investigate.py).
+Errors are the `reprospec.errors` classes: `SpecError` (bad spec, located), `UsageError`,
 `InfraError` (nothing could run); each carries the CLI's exit code.
 """
 
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from os import PathLike
 from pathlib import Path
 
+from reprospec.core.answers import Answer
 from reprospec.core.inputs import Spec
 from reprospec.core.results import RunResult
 from reprospec.core.runoptions import RunOptions, Shard, string_sequence
@@ -115,11 +117,15 @@ def resume(
     )
 
 
-def render(result: RunResult, fmt: str = "md") -> str:
+def render(result: RunResult | Answer, fmt: str = "md") -> str:
     """The report of a run: "md" (the bug report), "html", "json", "junit" or "github".
 
-    Made from the result alone (its attempts carry their log excerpts and stacks).
+    Made from the result alone (its attempts carry their log excerpts and stacks). A
+    search's answer (`reprospec.isolate`'s, `bisect`'s, `minimize`'s, `amplify`'s) renders
+    as its verb writes and prints it: "md" (its report file), "text" or "json".
     """
+    if isinstance(result, Answer) and not isinstance(result, RunResult):
+        return result.render(fmt)
     from reprospec.report import render as render_report
 
     return render_report(_result(result, "render"), fmt)
@@ -135,8 +141,14 @@ def load_result(run: str | Path, out: str | Path = Path(".reprospec")) -> RunRes
     return load_run(run, Path(out))
 
 
-def exit_code(result: RunResult) -> int:
-    """The CLI's exit code: 0 reproduced, 1 not, 3 infra-error, 4 undecided, 130 interrupted."""
+def exit_code(result: RunResult | Answer) -> int:
+    """The CLI's exit code: 0 reproduced, 1 not, 3 infra-error, 4 undecided, 130 interrupted.
+
+    For a search's answer, its verb's: 0 the search answered (isolated, minimized,
+    amplified, found), 1 it did not, 3 infra-error, 130 interrupted.
+    """
+    if isinstance(result, Answer) and not isinstance(result, RunResult):
+        return result.exit_code()
     return exit_code_for(_result(result, "exit_code"))
 
 
@@ -147,10 +159,10 @@ def _result(result: object, name: str) -> RunResult:
         return result
     if isinstance(result, (str, PathLike)):
         raise UsageError(
-            f"{name} takes a RunResult, got {result!r}: read a stored run first with "
-            f"reprospec.load_result({str(result)!r})"
+            f"{name} takes a RunResult or a search's answer, got {result!r}: read a "
+            f"stored run first with reprospec.load_result({str(result)!r})"
         )
-    raise UsageError(f"{name} takes a RunResult, got {type(result).__name__}")
+    raise UsageError(f"{name} takes a RunResult or a search's answer, got {type(result).__name__}")
 
 
 __all__ = [

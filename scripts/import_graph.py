@@ -66,6 +66,9 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
         "minimize",
         "amplify",
         "bisect",
+        # The Python API's searches (isolate, minimize, amplify, bisect as functions): after
+        # the stages they drive, which run their probes through `api`.
+        "investigate",
         "slurm",
         "pytest_plugin",
         "commands",

@@ -31,7 +31,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
-from reprospec.core.runoptions import RunOptions
+from reprospec.core.runoptions import RunOptions, check_options
 from reprospec.core.sections import Perturb, SectionError
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError, suggest
@@ -82,6 +82,14 @@ class AmplifyOptions:
     first: int = Settings.first
     run: RunOptions = field(default_factory=lambda: RunOptions(purpose="amplify"))
     command_line: str = ""
+
+    def __post_init__(self) -> None:
+        check_options(
+            self,
+            sequences=("matrix_filters", "tries"),
+            counts=("budget", "first"),
+            runs=("run",),
+        )
 
 
 def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:

@@ -1,7 +1,7 @@
 """`reprospec bisect`: which release of a package broke it, found by running the spec.
 
 The search is `search.bisect` (pure); this module gives it an oracle that
-runs the spec's chosen cell through the Python API (`reprospec.run`) with that
+runs the spec's chosen cell through the Python API (`api.run`) with that
 package's pin replaced by the candidate version (an override of the cell's
 resolved `environment.packages`, never a CLI call), on a runner that installs
 packages (venv: one uv environment per candidate, cached; docker: one image per
@@ -64,7 +64,7 @@ def bisect_spec(
     cancel: threading.Event | None = None,
 ) -> BisectReport:
     """Run the bisect end to end: versions, the bad end, the search, the report files."""
-    import reprospec
+    from reprospec import api
 
     redactor = Redactor()  # until the spec is read: nothing to mask yet
 
@@ -80,11 +80,11 @@ def bisect_spec(
         raise UsageError("--by-date needs --runner venv (uv's --exclude-newer)")
     if request.package is None and not request.by_date:
         raise UsageError("bisect needs --package NAME (or --by-date for the whole environment)")
-    spec = reprospec.load_spec(request.spec, request.overrides)
+    spec = api.load_spec(request.spec, request.overrides)
     # Every candidate run is masked by the pipeline; what bisect itself says and writes is
     # masked the same way (redact.py).
     redactor = Redactor.for_spec(spec.document)
-    whole = reprospec.plan_run(spec, RunOptions())
+    whole = api.plan_run(spec, RunOptions())
     # -m, or the spec's expect where it says one cell fails (plan/failingcell.py).
     chosen = choose_failing_cell(
         whole.cells,
@@ -97,7 +97,7 @@ def bisect_spec(
     cell = chosen.cell
     # Every candidate runs that one cell: the filters that keep exactly it.
     filters = cell_filters(cell, whole.cells)
-    plan = reprospec.plan_run(spec, RunOptions(matrix_filters=filters))
+    plan = api.plan_run(spec, RunOptions(matrix_filters=filters))
     if len(plan.cells) != 1:
         raise UsageError(f"bisect runs one cell: {len(plan.cells)} cells are alike ({cell.id})")
     if plan.expectation(cell).outcome == "pass":
@@ -238,11 +238,11 @@ def _run_candidate(
 
     Returns what ran and whether the run was interrupted (Ctrl-C, `cancel`).
     """
-    import reprospec
+    from reprospec import api
 
     pinned = candidate_packages(current, request.package, version, request.by_date)
     override = "environment.packages=" + json.dumps(list(pinned))
-    candidate = reprospec.load_spec(request.spec, (*request.overrides, override))
+    candidate = api.load_spec(request.spec, (*request.overrides, override))
     options = RunOptions(
         runner=request.runner,
         jobs=request.jobs,
@@ -258,7 +258,7 @@ def _run_candidate(
         probe=_probe(request, version),
     )
     with _exclude_newer(_end_of_day(version) if request.by_date else None):
-        result = reprospec.run(candidate, options, cancel=cancel)
+        result = api.run(candidate, options, cancel=cancel)
     cell = result.cells[0]
     ran = [a.ran for a in cell.attempts if a.ran is not None]
     if not ran:

@@ -19,9 +19,10 @@ from reprospec.bisect.search import BisectResult, Trial
 from reprospec.core.answers import rendered
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.runoptions import RunOptions, check_options
 from reprospec.core.words import budget_continues, perturbed_phrase
 from reprospec.environment import packages
-from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK
+from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, UsageError
 
 STATE_FORMAT = 1
 
@@ -49,6 +50,30 @@ class BisectRequest:
     out: Path = Path(".reprospec")
     fresh: bool = False
     command_line: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        check_options(
+            self,
+            sequences=("matrix_filters", "overrides"),
+            counts=("budget",),
+            fractions=("error", "min_rate"),
+            texts=("package",),
+            paths=("spec",),
+        )
+        for name in ("good", "bad"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise UsageError(f"{name} takes a version (a day with by_date), got {value!r}")
+        # Each candidate is one run: -j, the timeout and the paths are checked as a run's.
+        each = RunOptions(
+            jobs=self.jobs,
+            timeout_s=self.timeout_s,
+            python=self.python,
+            find_links=self.find_links,
+            out=self.out,
+        )
+        for name in ("jobs", "timeout_s", "python", "find_links", "out"):
+            object.__setattr__(self, name, getattr(each, name))
 
     def key(self, spec_text: str, program: str = "") -> str:
         """The bisect's id: the same question about the same spec and program (its files'

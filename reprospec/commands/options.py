@@ -291,11 +291,9 @@ def fraction_option(p: argparse.ArgumentParser, flag: str, *, help: str) -> None
 
 def fraction(value: float | None, option: str) -> float | None:
     """`--error`, `--min-rate`: strictly between 0 and 1 (a search's probability)."""
-    from reprospec.errors import UsageError
+    from reprospec.core.runoptions import fraction as probability
 
-    if value is not None and not 0 < value < 1:
-        raise UsageError(f"{option} must be strictly between 0 and 1, got {value:g}")
-    return value
+    return probability(option, value)
 
 
 def timeout_seconds(text: str | None) -> float | None:

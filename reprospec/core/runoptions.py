@@ -7,7 +7,7 @@ so `--resume` runs again with exactly the options the run started with.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import field, replace
 from numbers import Integral, Real
 from os import PathLike
@@ -262,3 +262,76 @@ def string_sequence(name: str, value: object) -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, Iterable):
         raise UsageError(f"{name} takes a sequence of strings, got {value!r}")
     return tuple(value)
+
+
+def whole_number(name: str, value: object, least: int = 1) -> int:
+    """`value` as the whole number >= `least` an option `name` takes (`budget`): a str, a
+    float or a bool is refused, any integer type kept as int (numpy's, from a config)."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise UsageError(f"{name} takes a whole number, got {value!r}")
+    if value < least:
+        raise UsageError(f"{name} must be >= {least}, got {value}")
+    return int(value)
+
+
+def fraction(name: str, value: object) -> float | None:
+    """`value` as a search's probability (`--error`, `--min-rate`): None (the default), or a
+    number strictly between 0 and 1, kept as float."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise UsageError(f"{name} takes a probability as a number, got {value!r}")
+    number = float(value)
+    if not 0 < number < 1:
+        raise UsageError(f"{name} must be strictly between 0 and 1, got {number:g}")
+    return number
+
+
+def optional_text(name: str, value: object) -> str | None:
+    """`value` as the one string (or None) an option `name` takes (a cell, a package)."""
+    if value is not None and not isinstance(value, str):
+        raise UsageError(f"{name} takes a string, got {value!r}")
+    return value
+
+
+def optional_path(name: str, value: object) -> Path | None:
+    """`value` as the path (or None) an option `name` takes; a str is made a Path."""
+    if value is None or isinstance(value, Path):
+        return value
+    if isinstance(value, (str, PathLike)):
+        return Path(value)
+    raise UsageError(f"{name} takes a path, got {value!r}")
+
+
+def run_options(name: str, value: object) -> RunOptions:
+    """`value` when it is the `RunOptions` an option `name` holds (a search's `run`)."""
+    if not isinstance(value, RunOptions):
+        raise UsageError(f"{name} takes a reprospec.RunOptions, got {type(value).__name__}")
+    return value
+
+
+def check_options(
+    value: object,
+    *,
+    sequences: Sequence[str] = (),
+    counts: Sequence[str] = (),
+    fractions: Sequence[str] = (),
+    texts: Sequence[str] = (),
+    paths: Sequence[str] = (),
+    runs: Sequence[str] = (),
+) -> None:
+    """Check the named fields of a frozen options value (isolate's, minimize's, amplify's,
+    bisect's) when it is made, as `RunOptions` checks its own, and keep each as the engine
+    reads it (a list as a tuple, a str path as a Path): from Python, `budget="50"` failed
+    deep in the search with a TypeError, and `cell="w=2"` was read a character at a time."""
+    checks: tuple[tuple[Callable[[str, object], object], Sequence[str]], ...] = (
+        (string_sequence, sequences),
+        (whole_number, counts),
+        (fraction, fractions),
+        (optional_text, texts),
+        (optional_path, paths),
+        (run_options, runs),
+    )
+    for check, names in checks:
+        for name in names:
+            object.__setattr__(value, name, check(name, getattr(value, name)))

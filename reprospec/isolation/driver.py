@@ -29,7 +29,7 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
-from reprospec.core.runoptions import RunOptions
+from reprospec.core.runoptions import RunOptions, check_options
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
 from reprospec.isolation.candidates import AttemptKind, IsolationResult, Probe, Settings
@@ -74,6 +74,16 @@ class IsolateOptions:
     # Runner, -j, timeout, --out, --python, and the --set overrides of both sides.
     run: RunOptions = field(default_factory=lambda: RunOptions(purpose="isolate"))
     command_line: str = ""  # how a person reruns this isolation (for the report)
+
+    def __post_init__(self) -> None:
+        check_options(
+            self,
+            sequences=("cell", "failing_sets", "passing_sets"),
+            counts=("budget",),
+            fractions=("error", "min_rate"),
+            texts=("failing", "passing"),
+            runs=("run",),
+        )
 
 
 @shared_captures()  # its runs share one environment capture (environment/probe.py)

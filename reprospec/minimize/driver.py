@@ -50,7 +50,7 @@ from reprospec.core.pysource import UNREADABLE
 from reprospec.core.rates import rate_floor, rate_of
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
-from reprospec.core.runoptions import RunOptions
+from reprospec.core.runoptions import RunOptions, check_options
 from reprospec.core.words import interval_bounds
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import FatalError, SpecError, UsageError
@@ -118,6 +118,16 @@ class MinimizeOptions:
     # the perturbation) the result is compared with unperturbed (unperturbed.py); None:
     # the original is measured without it where the failing cell is perturbed.
     amplified: Path | None = None
+
+    def __post_init__(self) -> None:
+        check_options(
+            self,
+            sequences=("cell",),
+            counts=("budget",),
+            fractions=("error", "min_rate"),
+            paths=("output", "amplified"),
+            runs=("run",),
+        )
 
 
 @shared_captures()  # its runs share one environment capture (environment/probe.py)

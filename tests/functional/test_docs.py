@@ -117,15 +117,17 @@ def _unordered(lines: Iterable[str]) -> list[str]:
     return sorted(re.sub(r"\[\d+/\d+\]", "[k/n]", line) for line in lines)
 
 
-def test_python_api_example_runs_and_prints_what_the_page_says(tmp_path: Path) -> None:
+def _python_api_example(
+    marker: str, tmp_path: Path
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """The python-api.md example that calls `marker`, run in tmp_path as written; and the
+    lines the page says it prints, as one text."""
     page = (DOCS / "python-api.md").read_text(encoding="utf-8")
     (script,) = [
-        m["body"]
-        for m in FENCE.finditer(page)
-        if m["info"] == "python" and "reprospec.run(" in m["body"]
+        m["body"] for m in FENCE.finditer(page) if m["info"] == "python" and marker in m["body"]
     ]
-    printed = page.split("It prints", 1)[1].split("\n\n", 1)[1].split("\n\nand exits 0")[0]
-    documented = _unordered(line[4:] for line in printed.splitlines())
+    after = page.split(script, 1)[1].split("It prints", 1)[1]
+    printed = after.split("\n\n", 1)[1].split("\n\nand exits 0")[0]
     (tmp_path / "example.py").write_text(script, encoding="utf-8")
     env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
@@ -136,6 +138,21 @@ def test_python_api_example_runs_and_prints_what_the_page_says(tmp_path: Path) -
         env=env,
         timeout=300,
     )
+    return done, printed
+
+
+def test_python_api_isolate_example_prints_what_the_page_says(tmp_path: Path) -> None:
+    done, printed = _python_api_example("reprospec.isolate_spec(", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [line[4:] for line in printed.splitlines()]
+    assert done.stderr == ""  # nothing said but through `progress`
+    (state,) = (tmp_path / ".reprospec" / "isolate").glob("*/isolate.md")
+    assert state.is_file()
+
+
+def test_python_api_example_runs_and_prints_what_the_page_says(tmp_path: Path) -> None:
+    done, printed = _python_api_example("reprospec.run(", tmp_path)
+    documented = _unordered(line[4:] for line in printed.splitlines())
     assert done.returncode == 0, done.stderr
     # The progress lines come from worker threads, in any order; the rest is fixed.
     assert _unordered(done.stdout.splitlines()) == documented

@@ -28,3 +28,25 @@ def write(tmp_path: Path, text: str = SPEC) -> Path:
     path = tmp_path / "api.yaml"
     path.write_text(text)
     return path
+
+
+# Two toggles, one of which makes a real SIGSEGV: what `reprospec.isolate` is given.
+TOGGLES = """\
+reprospec: 1
+name: api-toggles
+matrix:
+  crash: [false, true]
+  verbose: [false, true]
+command: >-
+  python -c "import os, signal, sys;
+  print('verbose') if sys.argv[2] == 'true' else None;
+  os.kill(os.getpid(), signal.SIGSEGV) if sys.argv[1] == 'true' else None"
+  ${{ matrix.crash }} ${{ matrix.verbose }}
+run: {timeout: 60s}
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  cases:
+    - when: {crash: false}
+      outcome: pass
+"""

@@ -169,5 +169,5 @@ def test_render_and_exit_code_refuse_what_is_no_result(tmp_path: Path) -> None:
             call("latest")  # type: ignore[arg-type]
         with pytest.raises(UsageError, match=r"load_result\('" + str(tmp_path)):
             call(tmp_path)  # type: ignore[arg-type]
-        with pytest.raises(UsageError, match="takes a RunResult, got dict"):
+        with pytest.raises(UsageError, match="takes a RunResult or a search's answer, got dict"):
             call({})  # type: ignore[arg-type]

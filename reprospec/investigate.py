@@ -1,0 +1,168 @@
+"""The Python API's searches: `reprospec isolate`, `minimize`, `amplify`, `bisect` as functions.
+
+    import reprospec
+
+    found = reprospec.isolate_spec("toggles.yaml", reprospec.IsolateOptions(budget=60))
+    found.sentence()                 # "crashes when b=true AND e=true; ..."
+    reprospec.render(found, "md")    # isolate.md
+    reprospec.exit_code(found)       # what `reprospec isolate` exits with
+
+A notebook, a CI job or a pytest fixture that investigates a failure calls these where
+a person types the verb: each takes the spec (a loaded `Spec`, whose own overrides apply,
+or a path) and the verb's frozen options, checked when they are made (`UsageError`);
+it runs every probe as an ordinary stored run and writes the verb's folder and report,
+as the verb does, and returns the verb's frozen answer, the one the verb prints. It
+prints nothing: `progress`, when given, is called with each line the verb says on
+stderr. It installs no signal handler: setting `cancel` (a `threading.Event`) stops it
+as Ctrl-C stops the verb, and the same call again resumes from the stored probes.
+
+These live apart from api.py, after the stages they drive, because those stages run
+their probes through api.py (scripts/import_graph.py's order); `reprospec.NAME` reaches
+both alike.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from os import PathLike
+from pathlib import Path
+from typing import TypeVar
+
+from reprospec.amplify.driver import AmplifyOptions
+from reprospec.amplify.report import AmplifyReport
+from reprospec.bisect.state import BisectReport, BisectRequest
+from reprospec.core.inputs import Spec
+from reprospec.core.runoptions import RunOptions
+from reprospec.errors import UsageError
+from reprospec.isolation.driver import IsolateOptions
+from reprospec.isolation.report import IsolateResult
+from reprospec.minimize.driver import MinimizeOptions
+from reprospec.minimize.report import Minimized
+
+Progress = Callable[[str], None]
+Options = TypeVar("Options")
+
+
+def isolate_spec(
+    spec: Spec | str | Path,
+    options: IsolateOptions | None = None,
+    *,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> IsolateResult:
+    """The smallest set of differences (matrix values, fields set on one side) that turns
+    the passing cell into the failing one, as `reprospec isolate` finds it.
+
+    The failing and passing cells are `options.failing` / `options.passing` (or
+    `options.cell`'s filters), else read from `expect`, else found by running the matrix
+    once. Returns the answer with `interrupted=True` where `cancel` stopped it.
+    """
+    from reprospec.isolation import driver
+
+    options = _options(options, IsolateOptions, "isolate")
+    path, run = _spec(spec, options.run, "isolate")
+    options = replace(options, run=run)
+    return driver.isolate_spec(path, options, progress=_progress(progress), cancel=_cancel(cancel))
+
+
+def minimize_spec(
+    spec: Spec | str | Path,
+    options: MinimizeOptions | None = None,
+    *,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> Minimized:
+    """The smallest program (arguments, variables, the workdir's Python at AST level; a
+    workload's numbers) whose failing cell still fails the same way, as `reprospec
+    minimize` finds it; written to `options.output` (default OUT/minimize/ID/result)."""
+    from reprospec.minimize import driver
+
+    options = _options(options, MinimizeOptions, "minimize")
+    path, run = _spec(spec, options.run, "minimize")
+    options = replace(options, run=run)
+    return driver.minimize_spec(path, options, progress=_progress(progress), cancel=_cancel(cancel))
+
+
+def amplify_spec(
+    spec: Spec | str | Path,
+    options: AmplifyOptions | None = None,
+    *,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> AmplifyReport:
+    """The perturbation (`environment.perturb`) that makes the cell's rare failure most
+    frequent, as `reprospec amplify` finds it; the amplified spec is written beside it."""
+    from reprospec.amplify import driver
+
+    options = _options(options, AmplifyOptions, "amplify")
+    path, run = _spec(spec, options.run, "amplify")
+    options = replace(options, run=run)
+    return driver.amplify_spec(path, options, progress=_progress(progress), cancel=_cancel(cancel))
+
+
+def bisect_spec(
+    request: BisectRequest,
+    *,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> BisectReport:
+    """The first release of `request.package` between `good` and `bad` (or the first day,
+    `by_date`) that reproduces the spec's failing cell, as `reprospec bisect` finds it.
+
+    The question (spec, package, the two ends) is the request's, as it is the bisect's
+    id: the same request again resumes. `cancel` (or Ctrl-C) raises `BisectInterrupted`,
+    a KeyboardInterrupt, what ran kept for the next call.
+    """
+    from reprospec.bisect import driver
+
+    request = _options(request, BisectRequest, "bisect")
+    return driver.bisect_spec(request, progress=_progress(progress), cancel=_cancel(cancel))
+
+
+def _options(options: object, kind: type[Options], verb: str) -> Options:
+    """`options` when it is the verb's own options class (None: its defaults)."""
+    if options is None and kind is not BisectRequest:
+        return kind()
+    if not isinstance(options, kind):
+        raise UsageError(f"{verb} takes a reprospec.{kind.__name__}, got {type(options).__name__}")
+    return options
+
+
+def _spec(spec: object, run: RunOptions, verb: str) -> tuple[Path, RunOptions]:
+    """The spec's path and the run options its probes run with: a loaded Spec's own
+    overrides replace `run.overrides`, as `reprospec.run` takes a loaded Spec."""
+    if isinstance(spec, Spec):
+        return spec.path, run.with_changes(overrides=spec.overrides)
+    if isinstance(spec, (str, PathLike)):
+        return Path(spec), run
+    raise UsageError(f"{verb} takes a Spec or a spec file's path, got {type(spec).__name__}")
+
+
+def _progress(progress: object) -> Progress | None:
+    if progress is not None and not callable(progress):
+        raise UsageError(f"progress takes a function of one str, got {type(progress).__name__}")
+    return progress
+
+
+def _cancel(cancel: object) -> threading.Event | None:
+    if cancel is not None and not isinstance(cancel, threading.Event):
+        raise UsageError(f"cancel takes a threading.Event, got {type(cancel).__name__}")
+    return cancel
+
+
+__all__ = [
+    "AmplifyOptions",
+    "AmplifyReport",
+    "BisectReport",
+    "BisectRequest",
+    "IsolateOptions",
+    "IsolateResult",
+    "MinimizeOptions",
+    "Minimized",
+    "amplify_spec",
+    "bisect_spec",
+    "isolate_spec",
+    "minimize_spec",
+]

@@ -1,0 +1,178 @@
+"""The Python API's searches run for real: `reprospec.isolate_spec`, `amplify_spec`,
+`minimize_spec` and `bisect_spec` on tiny specs whose children die of a real SIGSEGV, each
+answer frozen, unprinted, rendered and judged as its verb prints and exits."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+import reprospec
+from reprospec import venvs
+from tests.support.api import TOGGLES
+from tests.support.envs import make_wheel, uv_environment
+
+
+def _write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_isolate_names_the_toggle_that_segfaults(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = _write(tmp_path, "toggles.yaml", TOGGLES)
+    said: list[str] = []
+    options = reprospec.IsolateOptions(run=reprospec.RunOptions(out=tmp_path / "out"))
+    found = reprospec.isolate_spec(spec, options, progress=said.append)
+    assert isinstance(found, reprospec.IsolateResult)
+    assert [d.name for d in found.culprits] == ["crash"]
+    assert (found.failing.cell.id, found.passing.cell.id) == (
+        "crash=true,verbose=false",
+        "crash=false,verbose=true",
+    )
+    assert found.result.status == "isolated"
+    assert not found.interrupted
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        found.budget = 3  # type: ignore[misc]
+    # Nothing printed: what the verb says on stderr went to `progress`.
+    assert capsys.readouterr() == ("", "")
+    assert said
+    assert said[-1].startswith("round ")
+    # The views and the exit code are the verb's own: isolate.md as written, its JSON.
+    assert reprospec.exit_code(found) == 0
+    assert reprospec.render(found, "md") == (found.folder / "isolate.md").read_text()
+    assert json.loads(reprospec.render(found, "json"))["status"] == "isolated"
+    assert reprospec.render(found, "text").startswith("crashes when crash=true")
+    # A loaded Spec runs with its own overrides; the same question replays the stored probes.
+    loaded = reprospec.load_spec(spec, ("run.timeout=50s",))
+    again = reprospec.isolate_spec(loaded, options)
+    assert [d.name for d in again.culprits] == ["crash"]
+    assert again.id != found.id  # another timeout: another question
+    replayed = reprospec.isolate_spec(spec, options)
+    assert (replayed.id, replayed.reused) == (found.id, len(found.runs))
+
+
+def test_a_cancelled_isolate_is_an_interrupted_answer_exit_130(tmp_path: Path) -> None:
+    spec = _write(tmp_path, "toggles.yaml", TOGGLES)
+    cancel = threading.Event()
+    cancel.set()
+    options = reprospec.IsolateOptions(run=reprospec.RunOptions(out=tmp_path / "out"))
+    found = reprospec.isolate_spec(spec, options, cancel=cancel)
+    assert found.interrupted
+    assert reprospec.exit_code(found) == 130
+
+
+def test_amplify_finds_the_perturbation_that_makes_the_crash_frequent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The crash needs a thread switch interval below 0.1 ms: never in the plain program.
+    _write(
+        tmp_path,
+        "rare.py",
+        "import os, signal, sys\n"
+        "if sys.getswitchinterval() < 1e-4:\n"
+        "    os.kill(os.getpid(), signal.SIGSEGV)\n",
+    )
+    spec = _write(
+        tmp_path,
+        "rare.yaml",
+        "reprospec: 1\nname: rare\ncommand: python rare.py\nrun: {timeout: 60s}\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n",
+    )
+    options = reprospec.AmplifyOptions(
+        tries=("switch_interval=1e-6",),
+        budget=40,
+        run=reprospec.RunOptions(out=tmp_path / "out", jobs=2),
+    )
+    found = reprospec.amplify_spec(spec, options)
+    assert isinstance(found, reprospec.AmplifyReport)
+    assert found.result.status == "amplified"
+    assert found.sentence().startswith("base 0/")
+    assert "with switch_interval=1e-06: " in found.sentence()
+    assert reprospec.exit_code(found) == 0
+    assert reprospec.render(found, "md") == (found.folder / "amplify.md").read_text()
+    assert found.amplified_spec is not None
+    assert found.amplified_spec.is_file()
+    assert capsys.readouterr().out == ""
+
+
+def test_minimize_shrinks_the_program_to_the_lines_that_crash(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        "crash.py",
+        "import os\nimport signal\nimport sys\n\ntotal = 0\nfor i in range(3):\n"
+        "    total += i\nprint('total', total)\nif sys.argv[1] == 'boom':\n"
+        "    os.kill(os.getpid(), signal.SIGSEGV)\nprint('done')\n",
+    )
+    spec = _write(
+        tmp_path,
+        "crash.yaml",
+        "reprospec: 1\nname: minimize-me\nmatrix:\n  mode: [calm, boom]\n"
+        "command: python crash.py ${{ matrix.mode }}\nrun: {timeout: 60s}\n"
+        "expect:\n  outcome: crash\n  signal: SIGSEGV\n  cases:\n"
+        "    - when: {mode: calm}\n      outcome: pass\n",
+    )
+    options = reprospec.MinimizeOptions(
+        budget=200, run=reprospec.RunOptions(out=tmp_path / "out", jobs=2)
+    )
+    found = reprospec.minimize_spec(spec, options)
+    assert isinstance(found, reprospec.Minimized)
+    assert found.result.status == "minimized"
+    assert not found.unconfirmed
+    assert reprospec.exit_code(found) == 0
+    kept = (found.output / "crash.py").read_text()
+    assert "os.kill(os.getpid(), signal.SIGSEGV)" in kept
+    assert "total" not in kept
+    assert reprospec.render(found, "md") == (found.output / "minimize.md").read_text()
+
+
+def test_bisect_names_the_first_release_that_segfaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A wheelhouse of 1.0..1.3 whose 1.2 and later crash; environments built for this test.
+    for name, value in {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}.items():
+        monkeypatch.setenv(name, value)
+    for minor in range(4):
+        make_wheel(
+            tmp_path / "wheels", "reprospec-apidemo", f"1.{minor}", f"BROKEN = {minor > 1}\n"
+        )
+    _write(
+        tmp_path,
+        "check.py",
+        "import os, signal\nimport reprospec_apidemo as demo\n"
+        "if demo.BROKEN:\n    os.kill(os.getpid(), signal.SIGSEGV)\n",
+    )
+    spec = _write(
+        tmp_path,
+        "demo.yaml",
+        'reprospec: 1\nname: api-bisect\nenvironment:\n  packages: ["reprospec-apidemo==1.3"]\n'
+        "command: python check.py\nrun: {timeout: 60s}\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n",
+    )
+    said: list[str] = []
+    request = reprospec.BisectRequest(
+        str(spec),  # type: ignore[arg-type]  # a str is taken, as every API path is
+        "reprospec-apidemo",
+        "1.0",
+        "1.3",
+        find_links=tmp_path / "wheels",
+        out=tmp_path / "out",
+    )
+    report = reprospec.bisect_spec(request, progress=said.append)
+    assert isinstance(report, reprospec.BisectReport)
+    assert (report.result.first_bad, report.result.last_good) == ("1.2", "1.1")
+    assert reprospec.exit_code(report) == 0
+    assert reprospec.render(report, "md") == (report.folder / "bisect.md").read_text()
+    assert json.loads(reprospec.render(report, "json"))["first_bad"] == "1.2"
+    assert reprospec.render(report, "text").startswith(
+        "first bad: reprospec-apidemo 1.2 (last good 1.1)"
+    )
+    assert said[0].startswith("bisecting reprospec-apidemo: 4 candidates")
+    # The answer goes nowhere unasked (the venv runner's build lines are its own, on stderr).
+    assert capsys.readouterr().out == ""

@@ -1,0 +1,153 @@
+"""The Python API's searches refuse bad arguments as usage errors before anything runs, and
+a search's answer renders and says its exit code as its verb does; no child is started."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import reprospec
+from reprospec.bisect.search import BisectResult, Status, VersionEvidence
+from reprospec.errors import UsageError
+from tests.support.api import TOGGLES
+
+
+def _spec(tmp_path: Path) -> Path:
+    path = tmp_path / "toggles.yaml"
+    path.write_text(TOGGLES)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: reprospec.IsolateOptions(budget="50"), "budget takes a whole number, got '50'"),  # type: ignore[arg-type]
+        (lambda: reprospec.IsolateOptions(budget=0), "budget must be >= 1, got 0"),
+        (lambda: reprospec.IsolateOptions(budget=True), "budget takes a whole number"),
+        (lambda: reprospec.IsolateOptions(error=1.5), "error must be strictly between 0 and 1"),
+        (lambda: reprospec.IsolateOptions(min_rate="0.3"), "min_rate takes a probability"),  # type: ignore[arg-type]
+        (lambda: reprospec.IsolateOptions(cell="crash=true"), "cell takes a sequence of strings"),  # type: ignore[arg-type]
+        (lambda: reprospec.IsolateOptions(failing=3), "failing takes a string, got 3"),  # type: ignore[arg-type]
+        (lambda: reprospec.IsolateOptions(run={"jobs": 2}), "run takes a reprospec.RunOptions"),  # type: ignore[arg-type]
+        (lambda: reprospec.MinimizeOptions(output=3), "output takes a path, got 3"),  # type: ignore[arg-type]
+        (lambda: reprospec.MinimizeOptions(budget=2.5), "budget takes a whole number"),  # type: ignore[arg-type]
+        (lambda: reprospec.AmplifyOptions(tries="gc=aggressive"), "tries takes a sequence"),  # type: ignore[arg-type]
+        (lambda: reprospec.AmplifyOptions(first=0), "first must be >= 1"),
+        (
+            lambda: reprospec.BisectRequest(Path("s.yaml"), "pkg", "1.0", ""),
+            "bad takes a version (a day with by_date), got ''",
+        ),
+        (
+            lambda: reprospec.BisectRequest(Path("s.yaml"), "pkg", "1.0", "2.0", jobs=0),
+            "jobs must be >= 1, got 0",
+        ),
+        (
+            lambda: reprospec.BisectRequest(Path("s.yaml"), "pkg", "1.0", "2.0", timeout_s="5m"),  # type: ignore[arg-type]
+            "timeout_s takes seconds as a number",
+        ),
+        (
+            lambda: reprospec.BisectRequest(Path("s.yaml"), ["pkg"], "1.0", "2.0"),  # type: ignore[arg-type]
+            "package takes a string",
+        ),
+    ],
+)
+def test_bad_search_options_are_usage_errors_when_made(
+    make: Callable[[], object], message: str
+) -> None:
+    # Before: `budget="50"` failed deep in the search ('<' not supported between ...), and
+    # `cell="crash=true"` was read a character at a time.
+    with pytest.raises(UsageError, match=re.escape(message)):
+        make()
+
+
+def test_search_options_keep_what_the_engine_reads() -> None:
+    options = reprospec.IsolateOptions(cell=["crash=true"], budget=True + 1, error=0.01)  # type: ignore[arg-type]
+    assert options.cell == ("crash=true",)
+    assert (options.budget, options.error) == (2, 0.01)
+    request = reprospec.BisectRequest(
+        "s.yaml",  # type: ignore[arg-type]
+        "pkg",
+        "1.0",
+        "2.0",
+        out="store",  # type: ignore[arg-type]
+        timeout_s=5,
+    )
+    assert (request.spec, request.out, request.timeout_s) == (Path("s.yaml"), Path("store"), 5.0)
+    assert reprospec.MinimizeOptions(output="dir").output == Path("dir")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda _: reprospec.isolate_spec(3), "isolate takes a Spec or a spec file's path"),  # type: ignore[arg-type]
+        (
+            lambda spec: reprospec.isolate_spec(spec, reprospec.RunOptions()),  # type: ignore[arg-type]
+            "isolate takes a reprospec.IsolateOptions, got RunOptions",
+        ),
+        (
+            lambda spec: reprospec.minimize_spec(spec, reprospec.IsolateOptions()),  # type: ignore[arg-type]
+            "minimize takes a reprospec.MinimizeOptions, got IsolateOptions",
+        ),
+        (lambda spec: reprospec.amplify_spec([spec]), "amplify takes a Spec or a spec file"),  # type: ignore[arg-type]
+        (lambda spec: reprospec.bisect_spec(spec), "bisect takes a reprospec.BisectRequest"),
+        (lambda spec: reprospec.isolate_spec(spec, progress="loud"), "progress takes a function"),  # type: ignore[arg-type]
+        (lambda spec: reprospec.isolate_spec(spec, cancel=True), "cancel takes a threading.Event"),  # type: ignore[arg-type]
+    ],
+)
+def test_bad_search_arguments_are_usage_errors_before_anything_runs(
+    tmp_path: Path, call: Callable[[Path], object], message: str
+) -> None:
+    with pytest.raises(UsageError, match=re.escape(message)):
+        call(_spec(tmp_path))
+    assert list(tmp_path.iterdir()) == [tmp_path / "toggles.yaml"]
+
+
+def test_a_search_refusing_its_question_raises_the_clis_usage_error(tmp_path: Path) -> None:
+    # The same refusal `reprospec isolate -m ... --failing ...` exits 2 with; nothing runs.
+    options = reprospec.IsolateOptions(
+        cell=("crash=true",),
+        failing="crash=true,verbose=false",
+        run=reprospec.RunOptions(out=tmp_path / "out"),
+    )
+    with pytest.raises(UsageError, match="-m and --failing both choose the failing cell") as raised:
+        reprospec.isolate_spec(_spec(tmp_path), options, cancel=threading.Event())
+    assert raised.value.exit_code == 2
+
+
+def _bisected(status: Status, attempts: int = 3, infra: bool = False) -> reprospec.BisectReport:
+    """A bisect's answer as its driver makes it, without running one."""
+    evidence = VersionEvidence(
+        "1.0", "skipped", 0, 0, 0.5, infra_error="cannot install" if infra else None
+    )
+    found = status == "found"
+    result = BisectResult(
+        status=status,
+        first_bad="1.1" if found else None,
+        last_good="1.0" if found else None,
+        confidence=0.99 if found else 0.0,
+        attempts=attempts,
+        reason="" if found else "nothing ran",
+        versions=(evidence,),
+    )
+    request = reprospec.BisectRequest(Path("s.yaml"), "pkg", "1.0", "1.1")
+    return reprospec.BisectReport(
+        request, "pkg-1.0-1.1-x", Path("out/bisect/x"), "s", "", ("1.0", "1.1"), result
+    )
+
+
+def test_render_and_exit_code_take_a_searchs_answer() -> None:
+    # A search's answer, beside a RunResult: rendered and judged as its verb prints and exits.
+    found = _bisected("found")
+    for fmt in ("md", "text", "json"):
+        assert reprospec.render(found, fmt) == found.render(fmt)
+    assert reprospec.render(found, "text").startswith("first bad: pkg 1.1 (last good 1.0)")
+    assert reprospec.exit_code(found) == 0
+    assert reprospec.exit_code(_bisected("undecided")) == 1
+    assert reprospec.exit_code(_bisected("refused", attempts=0, infra=True)) == 3
+    # A run's formats are not an answer's.
+    with pytest.raises(UsageError, match="a search's answer renders as 'md', 'text', 'json'"):
+        reprospec.render(found, "html")
