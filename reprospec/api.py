@@ -20,6 +20,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from os import PathLike
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec.core.answers import Answer
 from reprospec.core.inputs import Spec
@@ -30,6 +31,10 @@ from reprospec.outcome.judge import exit_code_for
 from reprospec.pipeline.scheduler import ProgressCallback
 from reprospec.plan.run import RunPlan
 from reprospec.spec.validate import Validation
+
+if TYPE_CHECKING:
+    # Read at first use: `import reprospec.api` (the CLI's run) does not pay for compare's views.
+    from reprospec.report.compare import RunComparison
 
 
 def load_spec(path: str | Path, overrides: Sequence[str] = (), *, files: bool = True) -> Spec:
@@ -141,6 +146,22 @@ def load_result(run: str | Path, out: str | Path = Path(".reprospec")) -> RunRes
     return load_run(run, Path(out))
 
 
+def compare(
+    run_a: RunResult | str | Path,
+    run_b: RunResult | str | Path,
+    *,
+    out: str | Path = Path(".reprospec"),
+) -> RunComparison:
+    """What changed from `run_a` to `run_b`, as `reprospec compare` finds and prints it: the
+    spec, the program's files, the options, the environment, each cell's verdict and
+    outcomes. Each run is a `RunResult` or what `load_result` takes (an id, a folder,
+    `latest~N`, under `out`); `render(comparison, "text")` is what `compare` prints.
+    """
+    from reprospec.report.compare import compare_runs
+
+    return compare_runs(run_a, run_b, out)
+
+
 def exit_code(result: RunResult | Answer) -> int:
     """The CLI's exit code: 0 reproduced, 1 not, 3 infra-error, 4 undecided, 130 interrupted.
 
@@ -172,6 +193,7 @@ __all__ = [
     "Shard",
     "Spec",
     "Validation",
+    "compare",
     "exit_code",
     "load_result",
     "load_spec",

@@ -9,17 +9,10 @@ expectation: a verdict that changed because the spec now expects something else 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
 from reprospec.core.logtext import printable
-from reprospec.core.redact import looks_secret
-
-if TYPE_CHECKING:
-    from reprospec.environment.facts import Difference
-    from reprospec.store.compare import Comparison, FilesChange, VariableChange
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
@@ -40,172 +33,16 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec.store.compare import compare
-    from reprospec.store.resultsjson import load_run
+    from reprospec.report.compare import compare_runs
 
-    out = Path(args.out)
-    a, b = load_run(args.run_a, out), load_run(args.run_b, out)
-    diff = compare(a, b)
+    found = compare_runs(args.run_a, args.run_b, Path(args.out))
     if args.format == "json":
-        print(json.dumps(diff, indent=2, ensure_ascii=False, default=str))
-        return 0
+        print(found.render("json"))
+        return found.exit_code()
     from reprospec.report.console import make_console
 
     console = make_console()
-    for line in lines(diff, a.spec_name):
+    for line in found.render("text").split("\n"):
         # Cell ids, spec text and messages are the spec's and the children's: text only.
         console.print(printable(line), markup=False, highlight=False)
-    return 0
-
-
-def lines(diff: Comparison, spec_name: str) -> list[str]:
-    """The comparison as text lines, for people."""
-    out = [f"{diff['run_a']} -> {diff['run_b']} ({spec_name})"]
-    # Said first: every rate below is the perturbed program's where a run was amplified.
-    was, now = ("; ".join(notes) or "plain (no perturbation)" for notes in diff["perturbed"])
-    if was != now:
-        out.append(f"amplified: {was} -> {now}")
-    elif diff["perturbed"][0]:
-        out.append(f"amplified, both runs: environment.perturb ({was})")
-    spec = diff["spec"]
-    if not spec["same"]:
-        # Comparing two different incidents is allowed, but cells then mean other things.
-        name_a, name_b = spec["names"]
-        if name_a == name_b:
-            out.append(f"warning: both runs ran spec {name_a!r}, with other text:")
-        else:
-            out.append(f"warning: the runs ran different specs ({name_a!r} and {name_b!r}):")
-        out += [f"  {line}" for line in spec["diff"]]
-    else:
-        out.append("same spec")
-    out += _files(diff["files"])
-    if diff["options"]:
-        out.append("options that differ:")
-        out += [
-            f"  {row['key']}: {_shown(row['a'])} -> {_shown(row['b'])}" for row in diff["options"]
-        ]
-    else:
-        out.append("same options")
-    if diff["environment"]:
-        out.append("environment differences:")
-        out += _environment(diff["environment"])
-    if diff["variables"]:
-        out.append("environment variables that differ:")
-        out += [f"  {_variable(row)}" for row in diff["variables"]]
-    if not diff["environment"] and not diff["variables"]:
-        out.append("same environment")
-    if diff["per_cell"]:
-        # Named, so "same environment" is not read as covering what each cell chose.
-        out.append(
-            "not compared run to run (a toggle chose them per cell; the cells show each one's): "
-            + ", ".join(diff["per_cell"])
-        )
-    if diff["cells"]:
-        out.append("cells that changed:")
-        for row in diff["cells"]:
-            before, after = row["verdict"]
-            verdict = f"{before} -> {after}" if before != after else f"{before}, both runs"
-            out.append(f"  {row['cell']}: {verdict} ({row['change']})")
-            was, now = (_outcomes(o) for o in row["outcomes"])
-            out.append(f"    outcome   {was}" + ("" if was == now else f" -> {now}"))
-            exp_a, exp_b = row["expected"]
-            out.append(f"    expected  {exp_a}" + ("" if exp_a == exp_b else f" -> {exp_b}"))
-            if row["failed"]:
-                was, now = (_failure_rate(failed, ran) for failed, ran in row["failed"])
-                out.append(f"    failed    {was} -> {now} (95% intervals apart)")
-    else:
-        out.append("no cell changed")
-    for label, only in (
-        ("only in the first run", diff["only_a"]),
-        ("only in the second run", diff["only_b"]),
-    ):
-        if only:
-            out.append(f"{label}: {', '.join(only)}")
-    return out
-
-
-# pip's list of each interpreter's packages (collect_env): two runners' interpreters (a
-# venv and a container) differ in nearly all of them, which buried the few rows above
-# (nu23: 117 lines). The first few are shown; JSON has them all.
-_PIP = "collect_env.pip."
-_PIP_SHOWN = 8
-
-
-def _environment(rows: list[Difference]) -> list[str]:
-    """The environment's differences, a line each, pip's package list cut to its first few."""
-    out: list[str] = []
-    pip = 0
-    for row in rows:
-        pip += row["key"].startswith(_PIP)
-        if pip <= _PIP_SHOWN or not row["key"].startswith(_PIP):
-            out.append(f"  {row['key']}: {row['a']!r} -> {row['b']!r}")
-    if pip > _PIP_SHOWN:
-        out.append(f"  ... and {pip - _PIP_SHOWN} more of {_PIP}* (`--format json` lists them)")
-    return out
-
-
-def _files(files: FilesChange) -> list[str]:
-    """The program's files that differ, one a line (`train.py: changed`); `same program
-    files (3)`; or, without a record of either run's, that it is unknown, never "same".
-    Then what was not compared: the files the command names that it may write, and the
-    jobs a run did not read."""
-    rows = [
-        *(
-            f"  {name}: changed" + (" (size or time)" if name in files["by_size"] else "")
-            for name in files["changed"]
-        ),
-        *(f"  {name}: added (only in the second run)" for name in files["added"]),
-        *(f"  {name}: removed (only in the first run)" for name in files["removed"]),
-    ]
-    if rows:
-        out = ["program files that differ:", *rows]
-        out += [f"  {files['unknown']}"] if files["unknown"] else []
-    elif files["unknown"]:
-        out = [f"program files: unknown ({files['unknown']})"]
-    else:
-        out = [f"same program files ({files['same'] or 'none named'})"]
-    if files["workdirs"]:
-        was, now = files["workdirs"]
-        out.append(f"  matched by their paths in each run's workdir: {was} -> {now}")
-    if files["named"]:
-        shown = ", ".join(files["named"][:_NAMED_SHOWN])
-        more = len(files["named"]) - _NAMED_SHOWN
-        out.append(
-            "  not compared, named by the command, which may write them (list in `files` "
-            f"what it reads): {shown}" + (f" and {more} more" if more > 0 else "")
-        )
-    if files["partial"]:
-        out.append(f"  partly read: {files['partial']}")
-    return out
-
-
-# The files named and not compared that the text shows (JSON has them all).
-_NAMED_SHOWN = 5
-
-
-def _variable(row: VariableChange) -> str:
-    """`OMP_NUM_THREADS: '1' -> '8' (cell mode=b)`; a secret's by its change alone,
-    `HF_TOKEN: unset -> set (secret: values not shown)`."""
-    if looks_secret(row["name"]):
-        said = f"{row['change']} (secret: values not shown)"
-    else:
-        said = " -> ".join("unset" if v is None else repr(v) for v in (row["a"], row["b"]))
-    where = f" (cell{'s' if len(row['cells']) > 1 else ''} {', '.join(row['cells'])})"
-    return f"{row['name']}: {said}{where if row['cells'] else ''}"
-
-
-def _failure_rate(failed: int, ran: int) -> str:
-    """`4/30 (0.05–0.30)`: failed of ran, with its Wilson 95% interval."""
-    from reprospec.core.rates import wilson
-    from reprospec.core.words import interval_phrase
-
-    return f"{failed}/{ran} ({interval_phrase(*wilson(failed, ran))})"
-
-
-def _outcomes(counts: dict[str, int]) -> str:
-    """`crash:SIGSEGV:worker:validation x2, pass x1`; `no attempt` for none."""
-    return ", ".join(f"{sig} x{n}" for sig, n in counts.items()) or "no attempt"
-
-
-def _shown(value: object) -> str:
-    return "(none)" if value is None or value == [] else repr(value)
+    return found.exit_code()

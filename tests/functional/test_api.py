@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -117,3 +118,34 @@ def test_resume_takes_what_run_resume_takes(tmp_path: Path) -> None:
     done = reprospec.resume(out / "runs" / first.run_id, out=tmp_path / "elsewhere")
     assert done.run_id == first.run_id
     assert [len(c.attempts) for c in done.cells] == [3, 3]
+
+
+def test_compare_says_what_reprospec_compare_prints(tmp_path: Path) -> None:
+    """`reprospec.compare` is the verb's comparison, not printed: its text is the verb's
+    output, its JSON the verb's `--format json`, and a run may be given by id under `out`."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    spec = write(tmp_path)
+    first = reprospec.run(spec, reprospec.RunOptions(out=out, repeat=1))
+    # The crash taken out of the second run: its cell's verdict changes.
+    second = reprospec.run(spec, reprospec.RunOptions(out=out, repeat=2, overrides=("~expect",)))
+    found = reprospec.compare(first, second)
+    assert (found.run_a, found.run_b) == (first.run_id, second.run_id)
+    assert found.diff["options"]  # --repeat and --set differ
+    assert reprospec.exit_code(found) == 0
+    by_id = reprospec.compare(first.run_id, "latest", out=out)
+    assert by_id.diff == json.loads(found.render("json"))
+    verb = [sys.executable, "-m", "reprospec", "compare", first.run_id, second.run_id]
+    for fmt, flags in (("text", ()), ("json", ("--format", "json"))):
+        done = subprocess.run(
+            [*verb, "--out", str(out), *flags],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "NO_COLOR": "1", "COLUMNS": "300"},
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.rstrip("\n") == reprospec.render(found, fmt)

@@ -171,3 +171,17 @@ def test_render_and_exit_code_refuse_what_is_no_result(tmp_path: Path) -> None:
             call(tmp_path)  # type: ignore[arg-type]
         with pytest.raises(UsageError, match="takes a RunResult or a search's answer, got dict"):
             call({})  # type: ignore[arg-type]
+
+
+def test_compare_takes_results_and_refuses_what_is_no_run() -> None:
+    run = error_run()
+    found = reprospec.compare(run, run)
+    assert reprospec.exit_code(found) == 0
+    text = reprospec.render(found, "text").splitlines()
+    assert text[0] == f"{run.run_id} -> {run.run_id} ({run.spec_name})"
+    assert "no cell changed" in text
+    assert reprospec.render(found, "md").startswith(f"## Compare {run.run_id} -> {run.run_id}")
+    with pytest.raises(UsageError, match="a comparison renders as 'text', 'json', 'md'"):
+        reprospec.render(found, "html")
+    with pytest.raises(UsageError, match="run_b takes a RunResult, a run's id or its folder"):
+        reprospec.compare(run, 3)  # type: ignore[arg-type]

@@ -80,7 +80,7 @@ def test_compare_shows_the_first_few_of_pips_packages_and_counts_the_rest() -> N
     package list (two interpreters differ in nearly all), burying python and torch."""
     from dataclasses import replace
 
-    from reprospec.commands.compare import lines
+    from reprospec.report.compare import lines
     from reprospec.store.compare import compare
     from tests.support.runs import error_run
 

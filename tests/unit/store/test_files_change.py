@@ -100,7 +100,7 @@ def test_a_file_over_the_limit_is_told_by_size_and_time(
 
 
 def _files_text(change: FilesChange) -> list[str]:
-    from reprospec.commands.compare import lines
+    from reprospec.report.compare import lines
 
     comparison = compare(error_run(), error_run())
     return lines({**comparison, "files": change}, "spec")
