@@ -1,4 +1,4 @@
-"""The Python API's searches: `reprospec isolate`, `minimize`, `amplify`, `bisect` as functions.
+"""The Python API's searches: `reprospec isolate`, `minimize`, `amplify`, `bisect`, `capture`.
 
     import reprospec
 
@@ -24,7 +24,7 @@ both alike.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from os import PathLike
 from pathlib import Path
@@ -33,7 +33,10 @@ from typing import TypeVar
 from reprospec.amplify.driver import AmplifyOptions
 from reprospec.amplify.report import AmplifyReport
 from reprospec.bisect.state import BisectReport, BisectRequest
+from reprospec.capture.command import Captured
+from reprospec.capture.hangwait import VerifyWait
 from reprospec.core.inputs import Spec
+from reprospec.core.results import RunResult
 from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
 from reprospec.isolation.driver import IsolateOptions
@@ -121,6 +124,45 @@ def bisect_spec(
     return driver.bisect_spec(request, progress=_progress(progress), cancel=_cancel(cancel))
 
 
+def capture_command(
+    argv: Sequence[str],
+    *,
+    output: str | Path | None = None,
+    repeat: int = 1,
+    timeout_s: float = 300.0,
+    verify: bool = True,
+    out: str | Path = Path(".reprospec"),
+    force: bool = False,
+    python: str | None = None,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> Captured:
+    """Run a failing command through the engine and write the spec that reproduces it, as
+    `reprospec capture -- CMD` does (in this process's working directory): `output`
+    (default NAME-capture.yaml, NAME the script's stem), verified by a rerun unless
+    `verify=False`. `progress` gets the verify's lines; `cancel` (or Ctrl-C) raises
+    KeyboardInterrupt (`VerifyInterrupted`, with its `lines`, in the verify rerun).
+    """
+    from reprospec.capture import command
+
+    request = command.command_request(
+        argv,
+        output=Path(output) if output is not None else None,
+        repeat=repeat,
+        timeout_s=timeout_s,
+        verify=verify,
+        out=Path(out),
+        force=force,
+        python=python,
+    )
+    stop = _cancel(cancel)
+
+    def run_spec(path: Path, repeat: int, observe: bool, wait: VerifyWait | None) -> RunResult:
+        return command.run_captured(path, repeat, observe, request, wait, cancel=stop)
+
+    return command.capture(request, run_spec, _progress(progress))
+
+
 def _options(options: object, kind: type[Options], verb: str) -> Options:
     """`options` when it is the verb's own options class (None: its defaults)."""
     if options is None and kind is not BisectRequest:
@@ -157,12 +199,14 @@ __all__ = [
     "AmplifyReport",
     "BisectReport",
     "BisectRequest",
+    "Captured",
     "IsolateOptions",
     "IsolateResult",
     "MinimizeOptions",
     "Minimized",
     "amplify_spec",
     "bisect_spec",
+    "capture_command",
     "isolate_spec",
     "minimize_spec",
 ]

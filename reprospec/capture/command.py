@@ -19,11 +19,13 @@ import re
 import shlex
 import shutil
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec import native
 from reprospec.capture.alsoseen import as_often, by_chance, matched_by, set_expect
@@ -43,7 +45,7 @@ from reprospec.capture.footprint import (
     wiped_note,
     with_import_roots,
 )
-from reprospec.capture.hangwait import verify_wait
+from reprospec.capture.hangwait import VerifyWait, verify_wait
 from reprospec.capture.optionarity import script_options
 from reprospec.capture.toggles import Proposal, kept_note, propose
 from reprospec.capture.verify import Runner, verify
@@ -64,11 +66,14 @@ from reprospec.core import environ
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.redact import mask_parts, secret_values
-from reprospec.core.results import AttemptResult, Outcome
+from reprospec.core.results import AttemptResult, Outcome, RunResult
 from reprospec.core.words import AS_A_SHELL_REPORTS_IT, PASSED_BESIDE_A_CRASH
-from reprospec.errors import UsageError
+from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, UsageError
 from reprospec.outcome.pytestreport import first_failure, is_pytest
 from reprospec.spec.presets import PRESETS, detect
+
+if TYPE_CHECKING:
+    from reprospec.pipeline.scheduler import ProgressCallback
 
 # How long a captured attempt may run by default: a hang is caught, and said so.
 DEFAULT_TIMEOUT_S = 300.0
@@ -128,6 +133,102 @@ class Captured:
     # False: no spec was written (`refusal`): the command passed over a process's crash,
     # which no spec of it can expect; `lines` say why and what to capture instead.
     written: bool = True
+
+    def render(self, fmt: str = "text") -> str:
+        """What `capture` prints ("text": its lines), or them under a heading ("md")."""
+        text = "\n".join(self.lines)
+        if fmt == "text":
+            return text
+        if fmt == "md":
+            return f"## Captured {self.spec}\n\n```\n{text}\n```\n"
+        raise UsageError(f"a capture renders as 'text' or 'md', not {fmt!r}")
+
+    def exit_code(self) -> int:
+        """`capture`'s: 0 written (and verified, where asked), 1 not reproduced (a pass over
+        a crash: nothing written; or a verify that did not see it again), 3 nothing ran."""
+        if self.observed.outcome is None:
+            return EXIT_INFRA
+        if not self.written or self.verified is False:
+            return EXIT_NOT_REPRODUCED
+        return EXIT_OK
+
+
+def command_request(
+    argv: Sequence[str],
+    *,
+    output: Path | None = None,
+    repeat: int = 1,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    verify: bool = True,
+    out: Path = Path(".reprospec"),
+    force: bool = False,
+    python: str | None = None,
+) -> Request:
+    """What `capture -- CMD` is asked, checked: a command whose first word is not empty, a
+    repeat >= 1, a timeout > 0; the spec named after the command's script where `output`
+    is None (`train-capture.yaml`), and the interpreter its runs take (`chosen_interpreter`)."""
+    from reprospec.capture.writer import script_stem
+    from reprospec.core.runoptions import RunOptions, string_sequence, whole_number
+
+    words = string_sequence("the command", argv)
+    if not words:
+        raise UsageError(
+            "capture needs a command after `--` (reprospec capture -- python train.py ...) "
+            "or --from-log FILE"
+        )
+    if not words[0].strip():
+        # `capture -- ""` (an unset variable's `$CMD`): the shell's exit 127 was captured
+        # and verified as the failure, exit 0.
+        raise UsageError("capture: the command's first word is empty: nothing to run")
+    repeat = whole_number("--repeat", repeat)
+    # The run's own checks: the timeout a number > 0, the paths as Paths.
+    checked = RunOptions(timeout_s=timeout_s, out=out, python=python)
+    command, chosen = chosen_interpreter(words, checked.python, Path.cwd())
+    return Request(
+        argv=command,
+        output=Path(output) if output is not None else Path(f"{script_stem(words)}-capture.yaml"),
+        repeat=repeat,
+        timeout_s=float(timeout_s),
+        verify=bool(verify),
+        out=checked.out,
+        force=bool(force),
+        python=chosen,
+    )
+
+
+def run_captured(
+    path: Path,
+    repeat: int,
+    observe: bool,
+    request: Request,
+    wait: VerifyWait | None = None,
+    *,
+    progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> RunResult:
+    """One run of the spec capture drafted (`observe`) or wrote (its verify), on the local
+    runner; `wait`: a verify's of a captured hang, loaded as overrides (its run.stall). A
+    run stopped by `cancel` (or Ctrl-C) raises KeyboardInterrupt: capture writes nothing
+    from a run it did not finish."""
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.pipeline import stages
+    from reprospec.spec.load import load_spec
+
+    spec = load_spec(str(path), wait.overrides if wait else ())
+    python = request.python
+    options = RunOptions(
+        repeat=repeat,
+        observe=observe,
+        out=request.out,
+        purpose="capture",
+        python=python,
+        command_line=f"reprospec run {path}"
+        + (f" --python {shlex.quote(python)}" if python else ""),
+    )
+    result = stages.run(spec, options, progress=progress, cancel=cancel)
+    if result.interrupted:
+        raise KeyboardInterrupt
+    return result
 
 
 class VerifyInterrupted(KeyboardInterrupt):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from reprospec.commands import options as opt
 
 if TYPE_CHECKING:
+    from reprospec.capture.command import Request
     from reprospec.capture.hangwait import VerifyWait
     from reprospec.core.results import RunResult
 
@@ -73,7 +74,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Capture; prints what was written, what is left to fill in, and the verify rerun."""
-    from reprospec.errors import EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, UsageError
+    from reprospec.errors import EXIT_INTERRUPTED, UsageError
 
     argv = list(args.argv)
     if argv and argv[0] == "--":
@@ -82,18 +83,7 @@ def run(args: argparse.Namespace) -> int:
         if argv:
             raise UsageError("capture: give either --from-log FILE or a command after `--`")
         return _from_log(args)
-    if not argv:
-        raise UsageError(
-            "capture needs a command after `--` (reprospec capture -- python train.py ...) "
-            "or --from-log FILE"
-        )
-    if not argv[0].strip():
-        # `capture -- ""` (an unset variable's `$CMD`): the shell's exit 127 was captured
-        # and verified as the failure, exit 0.
-        raise UsageError("capture: the command's first word is empty: nothing to run")
-    if args.repeat < 1:
-        raise UsageError(f"--repeat: expected a number >= 1, got {args.repeat}")
-    from reprospec.capture.command import Request, VerifyInterrupted, capture, chosen_interpreter
+    from reprospec.capture.command import VerifyInterrupted, capture, command_request
     from reprospec.core.units import parse_duration
 
     try:
@@ -102,71 +92,49 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout: {exc}") from None
     if not timeout_s > 0:
         raise UsageError(f"--timeout: expected a duration > 0, got {args.timeout!r}")
-    output = args.output or Path(f"{_stem(argv)}-capture.yaml")
-    command, python = chosen_interpreter(argv, args.python, Path.cwd())
-    request = Request(
-        argv=command,
-        output=output,
+    request = command_request(
+        argv,
+        output=args.output,
         repeat=args.repeat,
         timeout_s=timeout_s,
         verify=args.verify,
         out=args.out,
         force=args.force,
-        python=python,
+        python=args.python,
     )
 
     def run_spec(path: Path, repeat: int, observe: bool, wait: VerifyWait | None) -> RunResult:
-        return _run_spec(path, repeat, observe, args.out, python, wait)
+        return _run_spec(path, repeat, observe, request, wait)
 
     try:
         captured = capture(request, run_spec, lambda line: print(line, file=sys.stderr))
     except VerifyInterrupted as stopped:
         for line in stopped.lines:
             print(line)
+        output = shlex.quote(str(request.output))
         print(
-            f"reprospec: interrupted in the verify rerun; {output} is written from the run "
-            f"that ended, but not verified: `reprospec run {shlex.quote(str(output))}` checks it",
+            f"reprospec: interrupted in the verify rerun; {request.output} is written from the "
+            f"run that ended, but not verified: `reprospec run {output}` checks it",
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
-    for line in captured.lines:
-        print(line)
-    if captured.observed.outcome is None:
-        return 3
-    if not captured.written:
-        return EXIT_NOT_REPRODUCED  # nothing to reproduce was captured (a pass over a crash)
-    return 0 if captured.verified is not False else 1
+    if captured.lines:
+        print(captured.render("text"))
+    return captured.exit_code()
 
 
 def _run_spec(
-    path: Path,
-    repeat: int,
-    observe: bool,
-    out: Path,
-    python: str | None = None,
-    wait: VerifyWait | None = None,
+    path: Path, repeat: int, observe: bool, request: Request, wait: VerifyWait | None = None
 ) -> RunResult:
-    """One run of the spec on the local runner, with the live progress `run` shows. `wait`:
-    a verify's of a captured hang, loaded as overrides (its run.stall) and said up front:
-    each verify of a hang waited the whole timeout with nothing said of it."""
+    """One run of the spec (capture.command.run_captured), with the live progress `run`
+    shows. `wait`: a verify's of a captured hang, said up front: each verify of a hang
+    waited the whole timeout with nothing said of it."""
     import threading
 
+    from reprospec.capture.command import run_captured
     from reprospec.commands.interrupt import install_stop_handlers
-    from reprospec.core.runoptions import RunOptions
-    from reprospec.pipeline import stages
     from reprospec.report.progress import Progress
-    from reprospec.spec.load import load_spec
 
-    spec = load_spec(str(path), wait.overrides if wait else ())
-    options = RunOptions(
-        repeat=repeat,
-        observe=observe,
-        out=out,
-        purpose="capture",
-        python=python,
-        command_line=f"reprospec run {path}"
-        + (f" --python {shlex.quote(python)}" if python else ""),
-    )
     print(
         f"reprospec: {'running' if observe else 'verifying'} {path.name} ({repeat} attempt(s)"
         + (f"; {wait.note()})" if wait else ")"),
@@ -178,16 +146,9 @@ def _run_spec(
     cancel = threading.Event()
     install_stop_handlers(cancel)
     with Progress(repeat, stream=sys.stderr, observes=lambda _cell: observe) as progress:
-        result = stages.run(spec, options, progress=progress.update, cancel=cancel)
-    if result.interrupted:
-        raise KeyboardInterrupt
-    return result
-
-
-def _stem(argv: list[str]) -> str:
-    from reprospec.capture.writer import script_stem
-
-    return script_stem(tuple(argv))
+        return run_captured(
+            path, repeat, observe, request, wait, progress=progress.update, cancel=cancel
+        )
 
 
 def _from_log(args: argparse.Namespace) -> int:

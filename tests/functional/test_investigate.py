@@ -176,3 +176,27 @@ def test_bisect_names_the_first_release_that_segfaults(
     assert said[0].startswith("bisecting reprospec-apidemo: 4 candidates")
     # The answer goes nowhere unasked (the venv runner's build lines are its own, on stderr).
     assert capsys.readouterr().out == ""
+
+
+def test_capture_command_writes_the_spec_that_reproduces_a_segfault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _write(
+        tmp_path,
+        "train.py",
+        "import os, signal, sys\n"
+        "if '--fast' in sys.argv:\n    os.kill(os.getpid(), signal.SIGSEGV)\n",
+    )
+    captured = reprospec.capture_command(["python", "train.py", "--fast"], out=tmp_path / "out")
+    assert isinstance(captured, reprospec.Captured)
+    assert captured.spec == tmp_path / "train-capture.yaml"
+    assert (captured.written, captured.verified) == (True, True)
+    assert reprospec.exit_code(captured) == 0
+    assert reprospec.render(captured, "text").startswith("wrote train-capture.yaml: crash:SIGSEGV")
+    spec = reprospec.load_spec(tmp_path / "train-capture.yaml")
+    assert spec.document["expect"] == {"outcome": "crash", "signal": "SIGSEGV", "where": "main"}
+    # The verb's lines are the answer's; nothing was printed.
+    assert capsys.readouterr() == ("", "")
+    with pytest.raises(reprospec.errors.UsageError, match="exists"):
+        reprospec.capture_command(["python", "train.py", "--fast"], out=tmp_path / "out")

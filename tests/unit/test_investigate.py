@@ -151,3 +151,23 @@ def test_render_and_exit_code_take_a_searchs_answer() -> None:
     # A run's formats are not an answer's.
     with pytest.raises(UsageError, match="a search's answer renders as 'md', 'text', 'json'"):
         reprospec.render(found, "html")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"argv": "python train.py"}, "the command takes a sequence of strings"),
+        ({"argv": []}, "capture needs a command after `--`"),
+        ({"argv": [" "]}, "capture: the command's first word is empty: nothing to run"),
+        ({"argv": ["python", "t.py"], "repeat": 0}, "--repeat must be >= 1, got 0"),
+        ({"argv": ["python", "t.py"], "timeout_s": "5m"}, "timeout_s takes seconds as a number"),
+        ({"argv": ["python", "t.py"], "progress": 3}, "progress takes a function"),
+    ],
+)
+def test_capture_refuses_a_bad_command_before_running_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kwargs: dict[str, object], message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match=re.escape(message)):
+        reprospec.capture_command(**kwargs)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
