@@ -59,12 +59,14 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         "continues the bisect, its attempts so far kept",
     )
     opt.jobs(p, help="attempts of one version at once")
-    opt.fraction_option(p, "--error", help="stated error probability of the answer (default 0.01)")
+    # The defaults as search.py's DEFAULT_ERROR and DEFAULT_MIN_RATE (a test holds them
+    # equal): written out, as this module is read for every `reprospec --help`.
+    opt.fraction_option(p, "--error", help="stated error probability of the answer (default 0.005)")
     opt.fraction_option(
         p,
         "--min-rate",
         help="a bad version reproduces in at least this fraction of attempts "
-        "(default: the spec's expect.rate bound, else 0.2)",
+        "(default: the spec's expect.rate bound, else 0.3)",
     )
     p.add_argument("--pre", action="store_true", help="include pre-releases between the ends")
     opt.timeout(p, help="per-attempt timeout (overrides run.timeout)")

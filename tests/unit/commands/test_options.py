@@ -187,3 +187,14 @@ def test_a_bundles_options_are_held_to_the_clis_bounds(
     assert refused in line
     assert not (out / "runs").exists()
     assert not (out / "results.db").exists()
+
+
+def test_bisects_help_says_the_defaults_the_search_uses() -> None:
+    """`bisect --help` said `--error` defaults to 0.01 and `--min-rate` to 0.2, where the
+    search uses 0.005 and 0.3 (search.py, and cli.md says so)."""
+    from reprospec.bisect.search import DEFAULT_ERROR, DEFAULT_MIN_RATE
+
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    helps = {a.dest: a.help or "" for a in sub.choices["bisect"]._actions}
+    assert helps["error"].endswith(f"(default {DEFAULT_ERROR:g})")
+    assert helps["min_rate"].endswith(f"else {DEFAULT_MIN_RATE:g})")
