@@ -200,3 +200,19 @@ def test_capture_command_writes_the_spec_that_reproduces_a_segfault(
     assert capsys.readouterr() == ("", "")
     with pytest.raises(reprospec.errors.UsageError, match="exists"):
         reprospec.capture_command(["python", "train.py", "--fast"], out=tmp_path / "out")
+
+
+def test_the_searches_import_no_torch_and_import_reprospec_stays_lazy() -> None:
+    """`import reprospec` loads none of them; reaching one loads the drivers, never torch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, reprospec;"
+        "lazy = 'reprospec.investigate' not in sys.modules;"
+        "reprospec.isolate_spec, reprospec.bisect_spec, reprospec.capture_command;"
+        "reprospec.compare;"
+        "print(lazy, 'torch' in sys.modules, 'reprospec.investigate' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "False", "True"]
