@@ -122,8 +122,22 @@ def read_spec_bytes(path: Path) -> bytes:
     return b"".join(chunks)
 
 
+_GZIP_MAGIC = b"\x1f\x8b"  # the first bytes of a .tar.gz (a bundle)
+
+
 def decode_spec(path: Path, data: bytes) -> str:
     """UTF-8 text of a spec file; SpecError at the line and column of the first bad byte."""
+    if data.startswith(_GZIP_MAGIC):
+        # A bundle given to a verb that reads a spec: its gzip header read as "not UTF-8
+        # text: byte 0x8b" told its recipient nothing of what to give instead.
+        raise SpecError(
+            [
+                f"{path}: a .tar.gz archive (a bundle of `reprospec bundle`?), not a spec "
+                f"file: `reprospec run {path}` reruns a bundle, unpacked under "
+                ".reprospec/bundles/ (the line it prints names the folder); give this "
+                "command the spec in that folder's tree/ (the bundle's README.md names it)"
+            ]
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -3,6 +3,7 @@ messages."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 import shutil
@@ -533,6 +534,19 @@ def test_non_utf8_is_located_at_the_first_bad_byte(tmp_path: Path, data: bytes, 
     with pytest.raises(SpecError) as caught:
         load_spec(path)
     assert caught.value.problems[0].startswith(f"{path}:{where}")
+
+
+def test_a_bundle_is_refused_as_one_with_what_to_give_instead(tmp_path: Path) -> None:
+    # isolate, bisect, validate ... of a bundle said "x.tar.gz:1:2: not UTF-8 text: byte
+    # 0x8b", its gzip header, and nothing of `reprospec run` or the spec it holds.
+    path = tmp_path / "crash.tar.gz"
+    path.write_bytes(gzip.compress(b"reprospec: 1\n"))
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    (problem,) = caught.value.problems
+    assert problem.startswith(f"{path}: a .tar.gz archive (a bundle of `reprospec bundle`?)")
+    assert f"`reprospec run {path}` reruns a bundle" in problem
+    assert "not UTF-8" not in problem
 
 
 @pytest.mark.parametrize(
