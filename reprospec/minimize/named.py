@@ -86,7 +86,11 @@ def copy_named(
         source = workdir / rel
         try:
             real = source.resolve()
-        except (OSError, RuntimeError):  # a symlink loop, a name the file system refuses
+            is_dir, is_file = real.is_dir(), real.is_file()
+        except (OSError, RuntimeError, ValueError):
+            # A symlink loop, a NUL, a name the file system refuses: any string of the
+            # spec is looked up, and a from-log description's paragraph ("File name too
+            # long") ended a whole search with no result written (nu31).
             continue
         if real == root or _under(real, skip):
             continue  # the workdir itself (a "."), DIR or the minimize folder
@@ -94,14 +98,14 @@ def copy_named(
         if not real.is_relative_to(root):
             # Out of the workdir through a link: a listed one (a dataset linked in) is
             # linked in DIR to the same file, as minimized.yaml lists it; another stays out.
-            if declared and real.is_file():
+            if declared and is_file:
                 _fresh(out / rel).symlink_to(real)
                 copied.append(rel.as_posix())
                 linked.append((rel.as_posix(), str(real)))
             continue
-        if real.is_dir():
+        if is_dir:
             copied += (f"{rel.as_posix()}/{n}" for n in _copy_folder(source, out / rel, skip))
-        elif real.is_file() and (declared or real.stat().st_size <= _COPY_LIMIT):
+        elif is_file and (declared or real.stat().st_size <= _COPY_LIMIT):
             shutil.copy2(source, _fresh(out / rel))
             copied.append(rel.as_posix())
     return Carried(tuple(dict.fromkeys(copied)), tuple(linked))
