@@ -434,6 +434,21 @@ def _choose_cells(
         failing = passing
     if failing is None and passing is None and len(cells) == 1 and options.passing_sets:
         failing = passing = cells[0]
+    if (
+        passing is None
+        and len(cells) == 1
+        and not options.failing_sets
+        and expectations.of(cells[0]).outcome != "pass"
+    ):
+        # The matrix ran once to find a passing cell the spec cannot have; a rare failure
+        # that passed that one attempt was then sent to `amplify`, a pass in its spec.
+        raise UsageError(
+            f"{spec.path} has one cell ({cells[0].id}), so none of its cells can be the "
+            "passing side; nothing ran: give the fields that make the passing side with "
+            "--passing-set (the cell with them set: matrix.AXIS=VALUE, "
+            "environment.env.NAME=VALUE, ~environment.env.NAME; repeatable), or widen an "
+            "axis of its matrix and expect the new cell to pass (expect.cases)"
+        )
     if failing is None or passing is None:
         failing, passing = _observe(spec, cells, eligible, options, failing, passing, say)
     if expectations.of(failing).outcome == "pass":
