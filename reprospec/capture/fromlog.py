@@ -193,7 +193,7 @@ def _expect(
         if pytest and failure.phase == ticket.test:
             comments["phase"] = "the first failing test, as pytest's report names it"
         elif ticket.presets or (pytest and ticket.test):  # the markers the spec gets
-            comments["phase"] = "reported by the markers below"
+            comments["phase"] = "reported by the markers above"  # render_spec: markers, then expect
         else:
             comments["phase"] = "from the stack: nothing reports it yet (write events or markers)"
     if keys.step is not None:

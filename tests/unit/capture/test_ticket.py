@@ -13,6 +13,7 @@ import pytest
 from reprospec.capture.envblock import parse_machine
 from reprospec.capture.fromlog import skeleton
 from reprospec.capture.ticket import read_ticket
+from reprospec.capture.writer import render_spec
 from tests.support.paths import DATA
 
 TICKETS = DATA / "tickets"
@@ -251,7 +252,16 @@ def test_a_phase_is_said_to_come_from_markers_only_where_the_spec_gets_some() ->
     draft = skeleton(read_ticket(text), "ticket.txt")
     assert draft.presets == ()
     assert draft.expect["phase"] == "tests/test_io.py::test_x"
-    assert "markers below" not in draft.expect_comments["phase"]
+    assert "markers above" not in draft.expect_comments["phase"]
+
+
+def test_the_markers_a_phase_comes_from_are_above_it_in_the_spec() -> None:
+    # nu31: `phase: epoch  # reported by the markers below`, under the markers: line.
+    text = (DATA / "tickets" / "pytorch-issue-collect-env.md").read_text()
+    written = render_spec(skeleton(read_ticket(text), "issue.md"))
+    markers = written.index("\nmarkers: [{preset: lightning}]")
+    phase = written.index("\n  phase: train  # reported by the markers above;")
+    assert markers < phase
 
 
 def test_a_setup_script_before_the_program_is_not_the_command() -> None:
