@@ -133,7 +133,12 @@ class LocalRunner:
 
     name = "local"
     # Said after a cell's missing packages; the venv runner (which installs them) says none.
-    packages_hint = "; `--runner venv` builds an environment that has them"
+    # A ticket's pins (`capture --from-log`: torch==2.3.1 of a CUDA machine) are rarely
+    # this machine's, and installing them is not always what the reader wants.
+    packages_hint = (
+        "; `--runner venv` builds an environment that has them, or `--set "
+        "'environment.packages=[]'` runs the cell with this interpreter's as they are"
+    )
     # Whether every cell's programs must be its interpreter's environment's (programs.py):
     # the venv runner's cells, whose environment is the cell's. The local runner holds a
     # cell to it only where the cell lists `packages` (then its verdict claims them); a

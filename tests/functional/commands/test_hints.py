@@ -27,6 +27,11 @@ def test_missing_packages_on_the_local_runner_name_the_venv_runner(
     reason = result.results()["cells"][0]["reason"]
     assert "reprospec-absent-pkg" in reason
     assert "`--runner venv` builds an environment that has them" in reason
+    # nu31: a ticket's pins (torch==2.3.1+cu121 on a CPU machine) said only --runner venv;
+    # the other way on, said too, runs the cell as it is here.
+    assert "or `--set 'environment.packages=[]'` runs the cell with this interpreter's" in reason
+    as_here = cli("run", str(spec), "--set", "environment.packages=[]")
+    assert as_here.code == 0, as_here.stdout + as_here.stderr
 
 
 def test_a_filter_matching_nothing_lists_the_axis_values(cli: Cli) -> None:
