@@ -138,6 +138,12 @@ def set_in_words(differences: Sequence[Difference], candidate: Iterable[int]) ->
     run by it: `{2, 3}` named nothing the user wrote)."""
     count = len(differences)
     chosen = set(candidate)
+    if count == 1:  # "(all 1 differences)"
+        return (
+            "failing cell (the 1 difference)"
+            if chosen
+            else "passing cell (without the 1 difference)"
+        )
     if not chosen:
         return f"passing cell (none of the {count} differences)"
     if len(chosen) == count:

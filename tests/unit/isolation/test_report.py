@@ -10,7 +10,15 @@ from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.rates import rate_of
 from reprospec.isolation.candidates import Candidate, IsolationResult, Tally
 from reprospec.isolation.differences import Difference
-from reprospec.isolation.report import IsolateResult, Side, _verdict, markdown, sentence, text
+from reprospec.isolation.report import (
+    IsolateResult,
+    Side,
+    _verdict,
+    markdown,
+    sentence,
+    set_in_words,
+    text,
+)
 
 
 def test_a_passing_row_names_the_clean_attempts_it_rests_on_not_every_set_holding_it() -> None:
@@ -87,3 +95,13 @@ def test_the_headline_counts_a_set_s_attempts_as_the_table_beside_it_does() -> N
     assert sentence(_pair(unrun, cache)) == (
         "crashes when fused=1 AND cache=1; either alone passes (0/7 on the sets that hold it, 0/20)"
     )
+
+
+def test_a_pair_of_cells_one_difference_apart_is_worded_in_the_singular() -> None:
+    # nu31: `failing cell (all 1 differences) (culprits)` in isolate's table.
+    (one,) = [Difference("matrix.num_workers", 0, 4)]
+    assert set_in_words([one], [0]) == "failing cell (the 1 difference)"
+    assert set_in_words([one], []) == "passing cell (without the 1 difference)"
+    two = [one, Difference("matrix.pin_memory", False, True)]
+    assert set_in_words(two, [0, 1]) == "failing cell (all 2 differences)"
+    assert set_in_words(two, []) == "passing cell (none of the 2 differences)"
