@@ -866,7 +866,9 @@ def markdown(found: Minimized) -> str:
             else ""
         )
         + (f"; {_continues(found)}" if r.budget_spent else ""),
-        f"- **Time**: {_duration(found.seconds)}",
+        f"- **Time**: {_duration(found.seconds)}"
+        # A resumed search's own: "1s" of a minimization whose first run took 29 minutes.
+        + (" this run, not counting the earlier run's replayed attempts" if found.reused else ""),
         f"- **Rule**: a candidate fails at its first attempt that matches the expect with the "
         f"same signature, printing no exception the original never did, and then its "
         f"passing cells must pass; it is dropped after "

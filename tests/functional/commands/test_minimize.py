@@ -1207,6 +1207,8 @@ def test_a_matrix_of_include_entries_alone_is_kept(tmp_path: Path) -> None:
     # Every attempt, the settings step's (isolate's) too: nothing ran.
     assert second["replayed"] == second["attempts"] == data["attempts"]
     assert f"; {data['attempts']} of them replayed from an earlier run (" in report.read_text()
+    # nu31: "Time: 1s" of a search whose first run took 29 minutes: the time is this run's.
+    assert " this run, not counting the earlier run's replayed attempts" in report.read_text()
 
 
 # Exit 3 where MODE is on (the failing cell), a pass where it is off (the passing cell);
