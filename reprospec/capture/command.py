@@ -390,9 +390,11 @@ def _capture(
     if observed.outcome is not None and observed.outcome.kind == "pass":
         # capture is for a failure: a pass written down as `expect: pass` and verified as
         # "reproduced" read as a captured failure.
+        # "capture again with --repeat N" of a capture that was given --repeat 20.
+        more = "--repeat N" if observed.attempts <= 1 else f"--repeat above {observed.attempts}"
         lines.append(
             f"nothing failed: the command passed in {observed.attempts} attempt(s), so the spec "
-            "expects a pass; for a failure that comes rarely, capture again with --repeat N, "
+            f"expects a pass; for a failure that comes rarely, capture again with {more}, "
             f"or edit its expect and run `reprospec amplify {_shown(spec_path)}`"
         )
     if proposal.toggles:

@@ -368,6 +368,12 @@ def test_a_command_that_passed_is_said_to_have_passed(cli: Cli, tmp_path: Path) 
     assert "capture again with --repeat N" in result.stdout
     document = spec_document(tmp_path)
     assert document["expect"] == {"outcome": "pass"}
+    # nu31: a capture given --repeat 20 that passed 20 times was told "--repeat N" again.
+    more = capture(
+        cli, tmp_path, "python", "-c", "print('fine')", options=("--force", "--repeat", "3")
+    )
+    assert "the command passed in 3 attempt(s)" in more.stdout
+    assert "capture again with --repeat above 3, or edit its expect" in more.stdout
 
 
 def test_the_packages_are_read_in_the_interpreter_that_ran_the_command(
