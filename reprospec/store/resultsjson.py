@@ -6,7 +6,6 @@ import itertools
 import json
 import os
 import secrets
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -462,17 +461,23 @@ def run_json(run: RunResult, entries: Iterable[str] | None = None) -> Iterator[s
 
 
 def write_atomic(path: Path, text: str | Iterable[str]) -> None:
-    """Write `text` (or its pieces) so readers see the old file or the new one, never half."""
+    """Write `text` (or its pieces) so readers see the old file or the new one, never half.
+
+    The file is made as the attempts' logs are (0644 under the umask): mkstemp's 0600 left
+    results.json, report.md and spec.yaml unreadable to another user of a shared `--out`,
+    whose `history` listed the run while `report` and `compare` said "Permission denied".
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.writelines((text,) if isinstance(text, str) else text)
             f.flush()
             os.fsync(f.fileno())
-        Path(tmp).replace(path)
+        tmp.replace(path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

@@ -226,6 +226,24 @@ def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
 
 
+def test_written_files_are_readable_by_others_as_the_logs_are(tmp_path: Path) -> None:
+    # mkstemp made results.json, report.md and spec.yaml 0600: another user of a shared
+    # --out saw the run in history, and report and compare said "Permission denied".
+    old = os.umask(0o022)
+    try:
+        write_atomic(tmp_path / "report.md", "report")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "report.md").stat().st_mode & 0o777 == 0o644
+    old = os.umask(0o077)
+    try:
+        write_atomic(tmp_path / "report.md", "again")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "report.md").stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
+
+
 def test_new_run_id_sorts_by_time_and_is_unique() -> None:
     first = new_run_id("val-segfault", datetime(2026, 11, 21, 21, 45, 12))
     assert re.fullmatch(r"20261121-214512-val-segfault-[0-9a-f]{4}", first)
