@@ -767,7 +767,9 @@ class Store:
         from reprospec.store.refs import PROBE, PURPOSE, SHARD
 
         where, args = _runs_where(spec_name, searches, "r.", spec_paths)
-        page = f" LIMIT {int(limit)}" if limit is not None else ""
+        # sqlite's LIMIT is a 64-bit integer: a larger one is every run, where sqlite said
+        # "datatype mismatch" and `history --limit 10**20` called the store unreadable.
+        page = f" LIMIT {int(limit)}" if limit is not None and limit < 2**63 else ""
         rows = self._read(
             f"""
             SELECT r.run_id, r.spec_name, r.spec_path, r.runner, r.started, r.finished, r.status,

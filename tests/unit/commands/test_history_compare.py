@@ -128,6 +128,23 @@ def test_history_says_a_shard_run_is_one(
     assert listed == {"20261121-214500-s-0001": "2/3", "20261121-214501-s-0002": None}
 
 
+def test_history_limit_past_sqlites_integers_lists_every_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nu32 F2: `--limit 100000000000000000000` (past sqlite's 64-bit LIMIT) said "the
+    results store ...: cannot read it: datatype mismatch", exit 3: the store blamed."""
+    import json
+
+    from reprospec.cli import main
+
+    runs = [("20261121-214500-s-0001", RunOptions()), ("20261121-214501-s-0002", RunOptions())]
+    _finished_runs(tmp_path, runs, "local")
+    huge = str(10**20)
+    assert main(["history", "--out", str(tmp_path), "--limit", huge, "--format", "json"]) == 0
+    listed = [row["run_id"] for row in json.loads(capsys.readouterr().out)]
+    assert listed == ["20261121-214501-s-0002", "20261121-214500-s-0001"]
+
+
 def test_history_searches_names_what_each_probe_ran(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
