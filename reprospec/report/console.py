@@ -17,7 +17,15 @@ def make_console(stream: IO[str] | None = None) -> Console:
     stream = stream or sys.stdout
     no_color = "NO_COLOR" in os.environ
     is_tty = hasattr(stream, "isatty") and stream.isatty()
-    return Console(
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich's own exits 1, silently: `compare A B | head` read as a failure. The CLI
+            # exits as a program SIGPIPE ends, 141, as for any other closed pipe.
+            self.quiet = True
+            raise BrokenPipeError
+
+    return _Console(
         file=stream,
         no_color=no_color,
         color_system=None if (no_color or not is_tty) else "auto",
