@@ -33,7 +33,8 @@ names the store and what to do, never a raw sqlite traceback:
   write notices, puts the store back from the engine's still-open copy, and
   says so in `warnings`;
 - the store is on a read-only disk (an archived `--out`): its readers (`history`,
-  `bundle`: `Store(..., reader=True)`) read it as it is.
+  `bundle`: `Store(..., reader=True)`) read it as it is. Readers never migrate an older
+  store (an older reprospec would then refuse it); its attempts' later columns read NULL.
 """
 
 from __future__ import annotations
@@ -336,7 +337,8 @@ class Store:
                 self._identity = _identity(self.path)
                 if check:
                     self._check()
-                self._migrate()
+                if not (self._reader and self._as_it_is()):
+                    self._migrate()
                 return db
             except sqlite3.Error as exc:
                 if db is not None:
@@ -367,7 +369,7 @@ class Store:
         -shm file, which such a folder refuses too, so `history` and `bundle` said "the
         file or its disk failed" of a whole store (nu28 F6). Read as immutable where the
         plain read-only open fails: nothing writes a store there. Not created, not migrated
-        (a migration only adds attempt columns, which readers do not ask for)."""
+        (`_as_it_is`)."""
         from reprospec.store.refs import has_wal
 
         uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
@@ -411,11 +413,32 @@ class Store:
             try:
                 if check:
                     self._check()
+                self._as_it_is()
             except BaseException:
                 db.close()
                 raise
             return db
         raise self.error(refused, "cannot open it")
+
+    def _as_it_is(self) -> bool:
+        """For a reader: whether the store has a schema, read as it is, never migrated.
+
+        Migrating is a write: `history` with a newer reprospec made an older reprospec's
+        store schema 9, which that reprospec then refused ("written by a newer
+        reprospec"), for every user of the `--out`. An older store's attempts lack the
+        columns later schemas added; a temporary view of the same name (sqlite looks in
+        `temp` first) gives them as NULL, as a migration would have: a read-only one of
+        schema 7 said "no such column: a.perturbed", exit 3 (nu32 F4, F5).
+        """
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if not version or version > SCHEMA_VERSION:
+            return False  # made now (a reader's fresh store), or refused by _migrate
+        have = {row[1] for row in self._db.execute("PRAGMA main.table_info(attempts)")}
+        missing = [column for column in _ATTEMPT_COLUMNS if column not in have]
+        if missing:
+            added = ", ".join(f"NULL AS {column}" for column in missing)
+            self._db.execute(f"CREATE TEMP VIEW attempts AS SELECT *, {added} FROM main.attempts")
+        return True
 
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:

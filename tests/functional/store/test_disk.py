@@ -244,6 +244,31 @@ def test_a_store_on_a_read_only_disk_is_read_by_history_and_bundle(
     assert f"the results store {out / 'results.db'}: cannot be written there: " in refused.stderr
 
 
+def test_an_older_store_on_a_read_only_disk_is_read_by_history_and_bundle(
+    tmp_path: Path, read_only_view: tuple[Path, Path]
+) -> None:
+    # nu32 F5: read as it is, a store of schema 7 (before attempts.perturbed) made history
+    # ask for the column it lacks: "cannot read it: no such column: a.perturbed", exit 3.
+    source, view = read_only_view
+    spec = _spec(tmp_path, "reprospec: 1\nname: ro\ncommand: 'true'\nexpect: {outcome: pass}\n")
+    ran = _reprospec("run", str(spec), "--out", str(source / "out"))
+    assert ran.code == 0, ran.stderr
+    with closing(sqlite3.connect(source / "out" / "results.db")) as db:
+        db.executescript(
+            "ALTER TABLE attempts DROP COLUMN dead_child_stack;"
+            "ALTER TABLE attempts DROP COLUMN perturbed; PRAGMA user_version = 7;"
+        )
+    out = view / "out"
+    history = _reprospec("history", "--out", str(out), "--format", "json")
+    assert history.code == 0, history.stderr
+    assert [(r["run_id"], r["perturbed"]) for r in json.loads(history.stdout)] == [
+        (ran.results()["run_id"], [])
+    ]
+    packed = _reprospec("bundle", "latest", "--out", str(out), "-o", str(tmp_path / "b.tgz"))
+    assert packed.code == 0, packed.stderr
+    _no_traceback(packed)
+
+
 def test_latest_on_a_read_only_disk_is_the_killed_run_the_store_lists(
     tmp_path: Path, read_only_view: tuple[Path, Path]
 ) -> None:

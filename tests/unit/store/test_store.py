@@ -183,6 +183,35 @@ def test_a_version_1_store_is_migrated_and_keeps_its_attempts(tmp_path: Path) ->
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
 
 
+def test_a_reader_reads_an_older_store_as_it_is_and_never_migrates_it(tmp_path: Path) -> None:
+    # nu32 F4: `history` (a reader) migrated a schema-8 store to 9, and the reprospec that
+    # made it, still used by others of the --out, then refused it ("written by a newer
+    # reprospec"). A reader reads the columns a later schema added as NULL.
+    run = segfault_matrix()
+    with Store(tmp_path) as store:
+        _record(store, run)
+    db = sqlite3.connect(tmp_path / "results.db")
+    db.executescript(
+        "ALTER TABLE attempts DROP COLUMN dead_child_stack;"
+        "ALTER TABLE attempts DROP COLUMN perturbed; PRAGMA user_version = 7;"
+    )
+    db.close()
+    with Store(tmp_path, reader=True) as store:
+        (listed,) = store.runs()
+        assert (listed["run_id"], listed["attempts"], listed["perturbed"]) == (run.run_id, 4, [])
+        attempts = store.finished_attempts(run.run_id)
+        assert [a.perturbed for a in attempts.values()] == [()] * 4
+        assert {a.dead_child_stack for a in attempts.values()} == {None}
+    db = sqlite3.connect(tmp_path / "results.db")
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 7
+    db.close()
+    with Store(tmp_path) as store:  # a writer migrates it
+        assert len(store.finished_attempts(run.run_id)) == 4
+    db = sqlite3.connect(tmp_path / "results.db")
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    db.close()
+
+
 def test_perturbed_attempts_are_stored_and_history_says_the_run_was_amplified(
     tmp_path: Path,
 ) -> None:
