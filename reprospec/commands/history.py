@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     searches = args.searches
     runs: list[Mapping[str, object]] = []
     shown = probes = 0
+    unlisted = ""
     if (out / "results.db").is_file():
         with Store(out, reader=True) as store:
             runs = [
@@ -108,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
             # What the listing draws from:
             shown = store.run_count(spec_name, searches=searches, spec_paths=spec_paths)
             probes = 0 if searches else store.run_count(spec_name, spec_paths=spec_paths) - shown
+            if spec_name is None and not spec_paths:
+                unlisted = _unlisted(out, store.run_ids())
     if merged:
         # Stable: the store's runs keep its order among themselves.
         runs = sorted([*runs, *merged], key=lambda run: str(run["started"]), reverse=True)
@@ -123,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
     missing = sum(1 for run in shown_runs if run["folder_missing"])
     if missing:
         notes.append(_folders_missing(missing, Path(args.out)))
+    if unlisted:
+        notes.append(unlisted.removeprefix("; "))
     if args.format == "json":
         print(json.dumps([_row(run) for run in shown_runs], indent=2, ensure_ascii=False))
         for note in notes:
@@ -191,13 +196,17 @@ def _merged_slurm_runs(
     return rows
 
 
-def _unlisted(out: Path) -> str:
+def _unlisted(out: Path, listed: set[str] | frozenset[str] = frozenset()) -> str:
     """What `OUT/runs` holds though no store lists it: the runs `merge` wrote (it keeps no
     store), where "no runs recorded" alone sent a CI merge job's reader away from the
-    merged run beside it."""
+    merged run beside it; beside a store (`listed`: its run ids), those and the runs of a
+    store moved aside (damaged, or removed), which `latest~N` counts and history did not
+    say (nu32 F6)."""
     from reprospec.store.runfolder import RunFolder
 
-    found = [f for f in RunFolder.all_under(out) if f.results_json.is_file()]
+    found = [
+        f for f in RunFolder.all_under(out) if f.run_id not in listed and f.results_json.is_file()
+    ]
     if not found:
         return ""
     return (

@@ -832,6 +832,10 @@ class Store:
         rows = self._read(f"SELECT COUNT(*) AS n FROM runs {where}", args)
         return int(rows[0]["n"])
 
+    def run_ids(self) -> set[str]:
+        """Every run id the store lists, the searches' probes' included."""
+        return {str(row["run_id"]) for row in self._read("SELECT run_id FROM runs")}
+
     def finished_attempts(
         self, run_id: str, *, include_infra_errors: bool = False
     ) -> dict[tuple[str, int], AttemptResult]:

@@ -145,6 +145,30 @@ def test_history_limit_past_sqlites_integers_lists_every_run(
     assert listed == ["20261121-214501-s-0002", "20261121-214500-s-0001"]
 
 
+def test_history_beside_a_store_counts_the_run_folders_it_does_not_list(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nu32 F6: a store moved aside (damaged, as its message advises) left its runs' folders,
+    which `latest~N` counts; beside the next run's store, history listed that run alone and
+    said nothing of them (it said so only where there was no store)."""
+    from reprospec.cli import main
+    from reprospec.store.resultsjson import write_run
+    from tests.support.runs import infra_run
+
+    write_run(tmp_path / "runs" / "20261121-214400-s-0000", infra_run())
+    _finished_runs(tmp_path, [("20261121-214500-s-0001", RunOptions())], "local")
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["history", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "20261121-214500-s-0001" in out
+    assert (
+        f"{tmp_path / 'runs'} holds 1 run folder(s) no store lists, such as the runs `merge` "
+        "writes (newest 20261121-214400-s-0000)"
+    ) in " ".join(out.split())
+    assert main(["history", "--out", str(tmp_path), "s"]) == 0  # a spec's runs: not said
+    assert "no store lists" not in capsys.readouterr().out
+
+
 def test_history_searches_names_what_each_probe_ran(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
