@@ -49,6 +49,18 @@ def run(args: argparse.Namespace) -> int:
     # Resolved once: `latest` names another run as soon as the merged one's folder exists.
     refs = [run_dir_of(ref, out) for ref in args.runs]
     shards = [load_run(ref, out) for ref in refs]
+    stopped = [shard.run_id for shard in shards if shard.interrupted]
+    if stopped:
+        # Its cells hold only the attempts it ran: merged, they read as the cell's (1/1
+        # where 2 were asked), and the merged report said `reprospec run --resume ID` of
+        # the merged run, which no store holds (nu32 F7).
+        from reprospec.commands.run import resume_command
+        from reprospec.errors import UsageError
+
+        raise UsageError(
+            f"cannot merge {stopped[0]}: it was interrupted before it ran all its attempts; "
+            f"finish it first with `{resume_command(stopped[0], out)}`, then merge"
+        )
     # A folder no run has (RunFolder.new): two merges of one spec in one second drew one id.
     folder = RunFolder.new(out, lambda: new_run_id(shards[0].spec_name))
     try:
