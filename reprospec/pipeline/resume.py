@@ -90,6 +90,13 @@ def load(
             raise UsageError(f"--resume {run_id}: no such run in {out / 'results.db'}")
         done = store.finished_attempts(run_id)
     stored_path = Path(info.spec_path)
+    if not stored_path.is_file():
+        # "PATH: no such file" alone, and the moved file given was refused as another spec
+        # ("leave the spec out"): no way on was said (nu32 F8).
+        raise UsageError(
+            f"--resume {run_id}: its spec {stored_path} is gone (moved or removed?); a "
+            "resumed run reads it there: put it back, unchanged, or run the spec again"
+        )
     if spec_path is not None and Path(spec_path).resolve() != stored_path.resolve():
         raise UsageError(
             f"--resume {run_id} ran {stored_path}, not {spec_path}: leave the spec out to resume it"

@@ -122,3 +122,22 @@ def test_a_secret_whose_change_cannot_be_told_is_refused_with_advice_the_user_ca
     assert "API_TOKEN: set in both; whether it changed is unknown" in message
     assert "Set them as they were" not in message
     assert message.endswith("run the spec again (without --resume)")
+
+
+def test_a_run_whose_spec_was_moved_says_where_it_must_be_put_back(tmp_path: Path) -> None:
+    # nu32 F8: `--resume` said only "PATH: no such file", and the moved file given was
+    # refused as another spec ("leave the spec out to resume it"): no way on was said.
+    from reprospec.pipeline.resume import load
+    from reprospec.store.db import Store
+
+    spec = tmp_path / "gone.yaml"
+    with Store(tmp_path / "out") as store:
+        store.begin_run("R", "gone", str(spec), "x", "local", RunOptions().stored(), {})
+        store.finish_run("R", "interrupted")
+    for given in (None, tmp_path / "moved.yaml"):
+        with pytest.raises(UsageError) as caught:
+            load("R", tmp_path / "out", spec_path=given)
+        assert str(caught.value) == (
+            f"--resume R: its spec {spec} is gone (moved or removed?); a resumed run reads it "
+            "there: put it back, unchanged, or run the spec again"
+        )
