@@ -127,6 +127,9 @@ def merge(
         cells=tuple(cells),
         warnings=tuple(warnings),
         interrupted=any(run.interrupted for run in runs),
+        # A shard's own resume is no resume of the merged run: the first shard's note said
+        # `reprospec run --resume MERGED-ID` (no store holds it), and only in that order.
+        resumed=None,
         shard="",
         command_line=_merged_command_line(first, filters),
         standalone=_merged_standalone(runs, cells),

@@ -327,6 +327,21 @@ def test_merge_shards_gives_the_unsharded_run() -> None:
     assert merge(halves).cells == matrix.cells
 
 
+def test_a_shards_resume_is_not_the_merged_runs() -> None:
+    # nu32 F9: the merged run kept the first shard's `resumed`: its report said "Resumed
+    # (`reprospec run --resume MERGED-ID`)", an id no store holds, and only in that order.
+    from reprospec.core.resumed import Resumed
+
+    matrix = segfault_matrix()
+    halves = [
+        _shard(matrix, {(c.cell.id, 1) for c in matrix.cells[2:]}, "s1"),
+        _shard(matrix, {(c.cell.id, 1) for c in matrix.cells[:2]}, "s2"),
+    ]
+    halves[0] = replace(halves[0], resumed=Resumed(1, 1, "interrupted", "2026-12-01T09:28:58"))
+    assert merge(halves).resumed is None
+    assert merge(list(reversed(halves))).resumed is None
+
+
 def test_a_cell_stop_on_stopped_in_a_shard_says_so_merged() -> None:
     """rv26 LOW-3: merge judged a cell again on all its shards' attempts without the note a
     shard's cell had (`stopped by run.stop_on ...`): its unrun attempts looked lost."""
