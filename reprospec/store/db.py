@@ -329,6 +329,12 @@ class Store:
         waited out here, up to BUSY_TIMEOUT_S.
         """
         deadline = time.monotonic() + BUSY_TIMEOUT_S
+        if self._reader and self.path.is_file() and not os.access(self.path, os.W_OK):
+            # Another user's store, or a read-only disk: a connection to write would make its
+            # -wal and -shm here before it failed, this user's (`read_only_uris`).
+            return self._read_only(
+                check, sqlite3.OperationalError("the file is not this user's to write")
+            )
         while True:
             db: sqlite3.Connection | None = None
             try:
@@ -370,10 +376,13 @@ class Store:
         file or its disk failed" of a whole store (nu28 F6). Read as immutable where the
         plain read-only open fails: nothing writes a store there. Not created, not migrated
         (`_as_it_is`)."""
-        from reprospec.store.refs import has_wal
+        from reprospec.store.refs import has_wal, read_only_uris
 
         uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
-        for query in (uri, f"{uri}&immutable=1"):
+        queries = read_only_uris(self.path.resolve())
+        if queries == [uri]:
+            queries.append(f"{uri}&immutable=1")  # refused below, saying why
+        for query in queries:
             if query != uri and has_wal(self.path):
                 # Immutable, sqlite reads the file alone, not its write-ahead log: the last
                 # writes (a killed engine's, never checkpointed) would be missing unsaid.

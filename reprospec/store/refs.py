@@ -13,6 +13,7 @@ runs under `--out` (`OUT/slurm/<id>/merged/runs/`), which no store lists.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from contextlib import closing
@@ -110,15 +111,27 @@ def has_wal(path: Path) -> bool:
         return False
 
 
+def read_only_uris(db: Path) -> list[str]:
+    """The URIs a reader tries on the store `db`, in order: read-only, then immutable (the
+    file alone). A WAL store on a read-only disk opens read-only only where sqlite can make
+    its -shm; immutable misses what its -wal holds (a killed engine's writes), so not then.
+
+    Another user's store (a shared `--out`) with no -shm is read immutable first: opened
+    read-only, sqlite made its -wal and -shm there as this user's, 0644, and the store's
+    owner then could not write it ("attempt to write a readonly database", exit 3) until
+    they were removed (nu32 F10)."""
+    uri = f"file:{quote(str(db))}?mode=ro"
+    if has_wal(db):
+        return [uri]
+    if not os.access(db, os.W_OK) and not db.with_name(f"{db.name}-shm").exists():
+        return [f"{uri}&immutable=1", uri]
+    return [uri, f"{uri}&immutable=1"]
+
+
 def _read(db: Path, query: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]] | None:
     """The rows of `query` on the store `db`, opened read-only; None when it cannot be read
     so (an unreadable store: the run folders still say which runs there are)."""
-    uri = f"file:{quote(str(db))}?mode=ro"
-    # A WAL store on a read-only disk (an archived --out) opens read-only only where sqlite
-    # can make its -shm: read immutable there, the file alone, unless its -wal holds writes
-    # the file lacks (a killed engine's), which that would miss unsaid (db.Store._read_only).
-    queries = [uri] if has_wal(db) else [uri, f"{uri}&immutable=1"]
-    for each in queries:
+    for each in read_only_uris(db):
         try:
             with closing(sqlite3.connect(each, uri=True)) as conn:
                 rows: list[tuple[object, ...]] = conn.execute(query, args).fetchall()

@@ -291,6 +291,53 @@ def test_latest_on_a_read_only_disk_is_the_killed_run_the_store_lists(
     assert report.code != 0
 
 
+@pytest.fixture
+def shared_out() -> Iterator[Path]:
+    """A folder every user may write, out of the test's own (0700) tmp folder: a team's
+    shared `--out`, read below as another user (root only, with setpriv)."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("reading as another user needs root and setpriv")
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="reprospec-shared-"))
+    folder.chmod(0o777)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_another_user_reading_a_shared_store_leaves_no_wal_files_its_owner_cannot_write(
+    shared_out: Path,
+) -> None:
+    # nu32 F10: a teammate's `history` (or `report latest`) made results.db-wal and -shm
+    # there, theirs, 0644, and the store's owner's next run said "cannot open it: the file
+    # or its disk failed (attempt to write a readonly database)", exit 3, until removed.
+    spec = _spec(shared_out, "reprospec: 1\nname: t\ncommand: 'true'\nexpect: {outcome: pass}\n")
+    spec.chmod(0o644)
+    out = shared_out / "out"
+    ran = _reprospec("run", str(spec), "--out", str(out))
+    assert ran.code == 0, ran.stderr
+    out.chmod(0o777)
+    assert not (out / "results.db-shm").exists()
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", PY, "-m"]
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT), "HOME": str(shared_out)}
+    if subprocess.run([*nobody, "reprospec", "--version"], env=env, check=False).returncode:
+        pytest.skip("this interpreter cannot be run as another user here")
+    for verb in (["history"], ["report", "latest"]):
+        done = subprocess.run(
+            [*nobody, "reprospec", *verb, "--out", str(out)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=shared_out,
+            timeout=180,
+        )
+        assert done.returncode == 0, done.stderr
+        assert ran.results()["run_id"] in done.stdout
+    assert not [p.name for p in out.iterdir() if p.name.startswith("results.db-")]
+
+
 # A writer that leaves its last transaction in the write-ahead log, as a killed engine does
 # (os._exit: no close, so no checkpoint).
 LEAVE_WAL = """
