@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import IO, TYPE_CHECKING
@@ -12,20 +13,10 @@ if TYPE_CHECKING:
 
 def make_console(stream: IO[str] | None = None) -> Console:
     """A rich Console on `stream` (stdout by default); plain text unless it is a colour tty."""
-    from rich.console import Console
-
     stream = stream or sys.stdout
     no_color = "NO_COLOR" in os.environ
     is_tty = hasattr(stream, "isatty") and stream.isatty()
-
-    class _Console(Console):
-        def on_broken_pipe(self) -> None:
-            # rich's own exits 1, silently: `compare A B | head` read as a failure. The CLI
-            # exits as a program SIGPIPE ends, 141, as for any other closed pipe.
-            self.quiet = True
-            raise BrokenPipeError
-
-    return _Console(
+    return _console_class()(
         file=stream,
         no_color=no_color,
         color_system=None if (no_color or not is_tty) else "auto",
@@ -36,6 +27,22 @@ def make_console(stream: IO[str] | None = None) -> Console:
         soft_wrap=not is_tty,
         width=None if is_tty else 160,
     )
+
+
+@functools.cache
+def _console_class() -> type[Console]:
+    """rich's Console, ending on a closed pipe as the CLI's other output does. Made at the
+    first console, once: rich is imported only by a command that prints through it."""
+    from rich.console import Console
+
+    class PipedConsole(Console):
+        def on_broken_pipe(self) -> None:
+            # rich's own exits 1, silently: `compare A B | head` read as a failure. The CLI
+            # exits as a program SIGPIPE ends, 141, as for any other closed pipe.
+            self.quiet = True
+            raise BrokenPipeError
+
+    return PipedConsole
 
 
 def live_progress_enabled(stream: IO[str] | None = None) -> bool:
