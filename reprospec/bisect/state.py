@@ -60,6 +60,10 @@ class BisectRequest:
             texts=("package",),
             paths=("spec",),
         )
+        if self.error is None:
+            # The CLI's `--error` unset, and isolate's and minimize's `error=None`: the
+            # default. Kept as None, the search failed on "'<' not supported ... NoneType".
+            object.__setattr__(self, "error", search.DEFAULT_ERROR)
         for name in ("good", "bad"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value:

@@ -78,6 +78,9 @@ def test_search_options_keep_what_the_engine_reads() -> None:
     )
     assert (request.spec, request.out, request.timeout_s) == (Path("s.yaml"), Path("store"), 5.0)
     assert reprospec.MinimizeOptions(output="dir").output == Path("dir")  # type: ignore[arg-type]
+    # error=None is the default, as isolate's and minimize's (the search compared it with 0).
+    unset = reprospec.BisectRequest(Path("s.yaml"), "pkg", "1.0", "2.0", error=None)  # type: ignore[arg-type]
+    assert unset.error == reprospec.BisectRequest(Path("s.yaml"), "pkg", "1.0", "2.0").error
 
 
 @pytest.mark.parametrize(
