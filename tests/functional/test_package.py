@@ -130,7 +130,8 @@ def _check_archives(dist: Dist) -> None:
         assert "MIT License" in wheel.read(license_file).decode()
         metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
     shipped = ("runners/docker/setup.sh", "runners/docker/Dockerfile",
-               "data/reprospec.schema.json", "harness/reprospec_harness/__main__.py")  # fmt: skip
+               "data/reprospec.schema.json", "harness/reprospec_harness/__main__.py",
+               "py.typed")  # fmt: skip
     assert [n for n in shipped if f"reprospec/{n}" not in names] == []
     with tarfile.open(dist.sdist) as sdist:
         assert any(m.name.endswith("/LICENSE") for m in sdist.getmembers())
@@ -243,9 +244,30 @@ def test_the_wheel_builds_checks_installs_and_runs_as_a_user_meets_it(
     _check_archives(dist)
     _run_a_command_spec(installed)
     _ask_schema_doctor_and_docker(installed)
+    _type_check_as_a_user(installed)
     if not HAS_TORCH:
         pytest.skip("torch is not installed here: the workload spec (the last part) was not run")
     _run_a_workload_spec(installed)
+
+
+def _type_check_as_a_user(installed: Installed) -> None:
+    """A user's `mypy --strict` reads the installed API's types (py.typed): a wrong one is
+    its error, and nothing is `import-untyped` (before, every answer was Any)."""
+    script = installed.work / "typed_user.py"
+    script.write_text(
+        "import reprospec\n\n"
+        "found = reprospec.isolate_spec('s.yaml', reprospec.IsolateOptions(budget=5))\n"
+        "code: int = reprospec.exit_code(found)\n"
+        "wrong: str = found.budget\n"
+    )
+    argv: list[str | Path] = [BIN / "mypy", "--strict", "--no-incremental", "--python-executable",
+            installed.bin("python"), script]  # fmt: skip
+    said = _run(argv, installed.work).stdout
+    assert "import-untyped" not in said, said
+    assert re.findall(r"typed_user\.py:\d+: error: .*", said) == [
+        'typed_user.py:5: error: Incompatible types in assignment (expression has type "int", '
+        'variable has type "str")  [assignment]'
+    ], said
 
 
 # ---- the schema with an editor's tool --------------------------------------------------------
