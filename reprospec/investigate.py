@@ -65,7 +65,7 @@ def isolate_spec(
     from reprospec.isolation import driver
 
     options = _options(options, IsolateOptions, "isolate")
-    path, run = _spec(spec, options.run, "isolate")
+    path, run = _spec(spec, options.run, "isolate", "IsolateOptions(cell=...)")
     options = replace(options, run=run)
     return driver.isolate_spec(path, options, progress=_progress(progress), cancel=_cancel(cancel))
 
@@ -83,7 +83,7 @@ def minimize_spec(
     from reprospec.minimize import driver
 
     options = _options(options, MinimizeOptions, "minimize")
-    path, run = _spec(spec, options.run, "minimize")
+    path, run = _spec(spec, options.run, "minimize", "MinimizeOptions(cell=...)")
     options = replace(options, run=run)
     return driver.minimize_spec(path, options, progress=_progress(progress), cancel=_cancel(cancel))
 
@@ -100,7 +100,7 @@ def amplify_spec(
     from reprospec.amplify import driver
 
     options = _options(options, AmplifyOptions, "amplify")
-    path, run = _spec(spec, options.run, "amplify")
+    path, run = _spec(spec, options.run, "amplify", "AmplifyOptions(matrix_filters=...)")
     options = replace(options, run=run)
     return driver.amplify_spec(path, options, progress=_progress(progress), cancel=_cancel(cancel))
 
@@ -172,9 +172,17 @@ def _options(options: object, kind: type[Options], verb: str) -> Options:
     return options
 
 
-def _spec(spec: object, run: RunOptions, verb: str) -> tuple[Path, RunOptions]:
+def _spec(spec: object, run: RunOptions, verb: str, choose: str) -> tuple[Path, RunOptions]:
     """The spec's path and the run options its probes run with: a loaded Spec's own
-    overrides replace `run.overrides`, as `reprospec.run` takes a loaded Spec."""
+    overrides replace `run.overrides`, as `reprospec.run` takes a loaded Spec. The run's
+    matrix filters are refused: each probe runs one cell, so the search dropped them
+    unsaid and searched the first failing cell, not the one they chose (`choose` does)."""
+    if run.matrix_filters:
+        shown = " ".join(run.matrix_filters)
+        raise UsageError(
+            f"{verb}: run.matrix_filters ({shown}) do not choose the cell it searches: "
+            f"give them as reprospec.{choose}"
+        )
     if isinstance(spec, Spec):
         return spec.path, run.with_changes(overrides=spec.overrides)
     if isinstance(spec, (str, PathLike)):

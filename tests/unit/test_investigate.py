@@ -7,6 +7,7 @@ import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -83,6 +84,16 @@ def test_search_options_keep_what_the_engine_reads() -> None:
     assert unset.error == reprospec.BisectRequest(Path("s.yaml"), "pkg", "1.0", "2.0").error
 
 
+Opts = TypeVar(
+    "Opts", reprospec.IsolateOptions, reprospec.MinimizeOptions, reprospec.AmplifyOptions
+)
+
+
+def _filtered(kind: type[Opts]) -> Opts:
+    """The search's options with the cell chosen as `reprospec.run` chooses it."""
+    return kind(run=reprospec.RunOptions(matrix_filters=("verbose=true",)))
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -99,6 +110,20 @@ def test_search_options_keep_what_the_engine_reads() -> None:
         (lambda spec: reprospec.bisect_spec(spec), "bisect takes a reprospec.BisectRequest"),
         (lambda spec: reprospec.isolate_spec(spec, progress="loud"), "progress takes a function"),  # type: ignore[arg-type]
         (lambda spec: reprospec.isolate_spec(spec, cancel=True), "cancel takes a threading.Event"),  # type: ignore[arg-type]
+        # Before: dropped unsaid, and the search ran on the first failing cell instead.
+        (
+            lambda spec: reprospec.isolate_spec(spec, _filtered(reprospec.IsolateOptions)),
+            "isolate: run.matrix_filters (verbose=true) do not choose the cell it searches: "
+            "give them as reprospec.IsolateOptions(cell=...)",
+        ),
+        (
+            lambda spec: reprospec.minimize_spec(spec, _filtered(reprospec.MinimizeOptions)),
+            "give them as reprospec.MinimizeOptions(cell=...)",
+        ),
+        (
+            lambda spec: reprospec.amplify_spec(spec, _filtered(reprospec.AmplifyOptions)),
+            "give them as reprospec.AmplifyOptions(matrix_filters=...)",
+        ),
     ],
 )
 def test_bad_search_arguments_are_usage_errors_before_anything_runs(
