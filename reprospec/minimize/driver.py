@@ -1118,7 +1118,7 @@ class _Runner:
             # Always, when the spec has variables: a candidate that dropped them all must
             # not run with the spec's own.
             sets.append("environment.env=" + json.dumps(dict(program.env)))
-        if probe.role in ("failing", "unperturbed"):
+        if probe.role in ("failing", "unperturbed", "recheck"):
             # Without the perturbation (search.py's point 6): the failing cell with its
             # environment.perturb emptied, whatever set it (--amplify's --set, step 1's
             # overrides or the spec), the last override.

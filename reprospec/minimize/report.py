@@ -854,8 +854,13 @@ def markdown(found: Minimized) -> str:
         f"{r.passing_checked.ran} attempts passed",
         f"- **Attempts**: {attempts(found)} of the budget"
         f"{f' of {found.budget}' if found.budget else ''} ({r.attempts} for the program); "
-        f"{r.ran} candidates ran, "
-        f"{r.candidates - r.ran + 1} answered from the cache"
+        f"{r.ran} candidates ran"
+        + (
+            f" ({r.cannot_run} of them could not start: {r.cannot_run_reason})"
+            if r.cannot_run
+            else ""
+        )
+        + f", {r.candidates - r.ran + 1} answered from the cache"
         # An earlier run of the same minimization, interrupted, out of budget or finished (a
         # finished one run again answers every probe from its state): "interrupted" was
         # said of them all.

@@ -121,7 +121,9 @@ from reprospec.isolation.hypotheses import DETERMINISTIC_PRIOR
 from reprospec.minimize.program import Program
 from reprospec.minimize.source import Reducer, reduce
 
-Role = Literal["failing", "passing", "unperturbed"]
+# recheck: the original, one attempt, after a candidate could not run `max_infra` times in a
+# row: whether the machine can still run anything (infra-error) or the candidate alone not.
+Role = Literal["failing", "passing", "unperturbed", "recheck"]
 # Point 2: beside "deterministic", a failure that never flaked may be flaky at a high rate
 # (bisect's HIGH_RATE and HIGH_PRIOR): what keeps one clean attempt honest at first.
 HIGH_RATE = 0.9
@@ -136,9 +138,17 @@ Status = Literal[
 ]
 # fails-unperturbed: fails as the original does, and without the perturbation too (point
 # 6); new-exception: its failure came with an exception the original never printed, and
-# fails-more-often: it fails clearly more often than the original (point 7)
+# fails-more-often: it fails clearly more often than the original (point 7); cannot-run:
+# it never ran (`python` left without its `-c`, a file it needs gone) while the original
+# still does, so it is no smaller program of this failure
 Verdict = Literal[
-    "fails", "clean", "loses-passing", "fails-unperturbed", "new-exception", "fails-more-often"
+    "fails",
+    "clean",
+    "loses-passing",
+    "fails-unperturbed",
+    "new-exception",
+    "fails-more-often",
+    "cannot-run",
 ]
 # Point 6 as it applies: `never` (the original's base is 0 of n: one attempt), `rarer`
 # (above 0 but clearly below what `rate_check` attempts can show), "" (not at all).
@@ -301,6 +311,10 @@ class MinimizeResult:
     deterministic: float = 0.0
     clean_needed: int = 0
     passing_needed: int = 0
+    # Candidates that never started while the original still did (`python` without its
+    # `-c`), and the last one's reason: dropped, as any that is no program of this failure.
+    cannot_run: int = 0
+    cannot_run_reason: str = ""
 
     def to_dict(self) -> JsonObject:
         return {
@@ -319,6 +333,8 @@ class MinimizeResult:
             "error": self.error,
             "min_rate": self.min_rate,
             "passing_checked": self.passing_checked.to_dict(),
+            "cannot_run": self.cannot_run,
+            "cannot_run_reason": self.cannot_run_reason,
             "warnings": list(self.warnings),
             "kept_perturbed": self.kept_perturbed.to_dict() if self.kept_perturbed else None,
             "same_failure": self.same_failure.to_dict() if self.same_failure else None,
@@ -348,6 +364,8 @@ class _Judging:
     # The exception types its attempts that failed as the bug printed (point 7).
     raised: frozenset[str] = frozenset()
     rate_probed: bool = False  # point 7's attempts asked: its failing ones since are theirs
+    recheck: bool = False  # it could not run `max_infra` times in a row: the original asked
+    cannot_run: bool = False  # ...and the original ran: the candidate's own, not the machine's
 
 
 class Minimization:
@@ -403,6 +421,7 @@ class Minimization:
         self._rate_checked = 0
         self._rate_rejected = 0
         self._rate_attempts = 0
+        self._cannot_run_reason = ""
 
     # -- the protocol --------------------------------------------------------
 
@@ -435,6 +454,9 @@ class Minimization:
         self.used += len(kinds)
         if infra_reason:
             self._infra_reason = infra_reason
+        if probe.role == "recheck":
+            self._rechecked(kinds)
+            return
         judging = self._final if self._phase in ("final", "final-passing") else self._now
         streak = judging.infra_streak
         for kind in kinds:
@@ -462,11 +484,32 @@ class Minimization:
         else:
             judging.passing = judging.passing.add(kinds)
         if streak >= self.settings.max_infra:
+            if self._phase == "reduce" and judging.program.key != self.original.key:
+                # A reduction can leave a command that cannot start (`python` without its
+                # `-c`): ask the original, which ran, before calling the machine broken.
+                judging.recheck = True
+                return
             self._finish(
                 "infra-error",
                 f"a candidate could not run ({streak} attempts in a row): "
                 f"{self._infra_reason or 'infra error'}",
             )
+
+    def _rechecked(self, kinds: Sequence[AttemptKind]) -> None:
+        """The original's attempt after a candidate could not run: an infra error again is
+        the machine's (the search ends `infra-error`); one that ran makes the candidate
+        `cannot-run`, as any other that is no smaller program of this failure."""
+        if not kinds:
+            return  # stopped before it ran: asked again, or the search is interrupted
+        if all(kind == "infra" for kind in kinds):
+            self._finish(
+                "infra-error",
+                f"a candidate could not run ({self.settings.max_infra} attempts in a row), "
+                f"nor then the original: {self._infra_reason or 'infra error'}",
+            )
+        else:
+            self._now.cannot_run = True
+            self._cannot_run_reason = self._infra_reason
 
     def interrupt(self) -> None:
         """Stop here (Ctrl-C): the result is the smallest program seen failing so far."""
@@ -553,6 +596,8 @@ class Minimization:
         if left <= s.reserve:
             self._end_reduction("budget")
             return None
+        if judging.recheck and not judging.cannot_run:
+            return Probe(self.original.key, "recheck", 1, 0)
         verdict = self._verdict(judging)
         if verdict == "fails":
             # Point 7: no clearly higher rate than the original's.
@@ -609,6 +654,8 @@ class Minimization:
 
     def _verdict(self, judging: _Judging) -> Verdict | None:
         """The candidate's verdict, or None while its attempts cannot tell yet."""
+        if judging.cannot_run:
+            return "cannot-run"
         f = judging.failing
         if f.matched:
             if self._new(judging):
@@ -882,6 +929,8 @@ class Minimization:
             min_rate=self.settings.min_rate,
             passing_checked=self._final.passing,
             judged=tuple(self.judged),
+            cannot_run=sum(j.verdict == "cannot-run" for j in self.judged),
+            cannot_run_reason=self._cannot_run_reason,
             warnings=tuple(warnings),
             budget_spent=self._budget_spent and status != "interrupted",
             kept_perturbed=(

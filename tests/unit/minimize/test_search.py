@@ -329,6 +329,49 @@ def test_out_of_budget_gives_the_smallest_seen_failing_and_keeps_the_final_check
     assert "the budget of 100 (20 on the settings) attempts ran out" in after.message
 
 
+class CannotStart(InProcess):
+    """A candidate without `def decoy` never starts (as `python` left without its `-c`
+    cannot open its file), an infra error on every attempt; from `broken_after` attempts
+    on nothing starts at all (the machine broke)."""
+
+    def __init__(self, rate: float, seed: int, broken_after: int | None = None) -> None:
+        super().__init__(rate, seed)
+        self.broken_after = broken_after
+
+    def __call__(self, program: Program, probe: Probe) -> tuple[Sequence[AttemptKind], str]:
+        broken = self.broken_after is not None and self.attempts >= self.broken_after
+        if broken or "def decoy" not in program.source("loop.py"):
+            self.ran.append(program.key)
+            self.attempts += probe.attempts
+            return ["infra"] * probe.attempts, "python: can't open file 'true'"
+        return super().__call__(program, probe)
+
+
+def test_a_candidate_that_cannot_start_is_dropped_and_the_search_goes_on() -> None:
+    executor = CannotStart(1.0, seed=0)
+    result = minimize(program(), executor, Settings(passing=len(PASSING)))
+    assert result.status == "minimized", result.message
+    assert result.attempts == executor.attempts
+    assert "cannot-run" in {j.verdict for j in result.judged}
+    assert result.cannot_run == sum(j.verdict == "cannot-run" for j in result.judged)
+    assert result.cannot_run_reason == "python: can't open file 'true'"
+    assert result.to_dict()["cannot_run"] == result.cannot_run
+    source = result.program.source("loop.py")
+    assert "def decoy" in source  # every candidate without it could not run
+    assert "race()" in source
+    assert result.program.lines < source_lines(PROGRAM)
+
+
+def test_a_machine_that_can_run_nothing_more_ends_the_search_as_an_infra_error() -> None:
+    executor = CannotStart(1.0, seed=0, broken_after=30)
+    result = minimize(program(), executor, Settings(passing=len(PASSING)))
+    assert result.status == "infra-error"
+    assert "a candidate could not run (3 attempts in a row), nor then the original" in (
+        result.message
+    )
+    assert "can't open file" in result.message
+
+
 class LuckyOnce(InProcess):
     """A program without `keep_rate()` fails on its first attempt only (a change that made
     the failure rare, accepted on a lucky attempt), then never again."""
