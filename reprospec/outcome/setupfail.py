@@ -30,8 +30,10 @@ _NOT_EXECUTABLE = Lazy(
     r"^(?:[^\n]*?: )?(?P<cmd>[^\s:][^:\n]*): (?P<why>Permission denied|cannot execute[^\n]*)\s*$",
     re.M,
 )
+# Python quotes the name as repr() does: in double quotes where it holds a single quote.
 _CANT_OPEN = Lazy(
-    r"^(?P<exe>\S+): can't open file (?P<file>'[^'\n]*'|\S+): \[Errno \d+\] (?P<why>[^\n]+)$",
+    r"^(?P<exe>\S+): can't open file (?P<file>'[^'\n]*'|\"[^\"\n]*\"|\S+): "
+    r"\[Errno \d+\] (?P<why>[^\n]+)$",
     re.M,
 )
 _NO_MODULE = Lazy(r"^No module named '(?P<module>[^'.]+)(?:\.[^']*)?'")

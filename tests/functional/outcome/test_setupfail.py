@@ -75,6 +75,18 @@ def test_python_cannot_open_the_script(runner: LocalRunner, tmp_path: Path) -> N
     assert reason.endswith("No such file or directory (exit 2)")
 
 
+def test_python_cannot_open_a_script_whose_name_holds_a_quote(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    # Python names it in double quotes then ("can't open file \"/w/it's a.py\""), and a
+    # name with a space was no setup failure: a minimize candidate that dropped `-c` ran
+    # `python 'CODE' ARG`, CODE holding quotes and spaces, and was read as the bug's error.
+    reason = not_run(run_attempt(runner, 'python "it\'s not here.py" --epochs 1', tmp_path))
+    assert "can't open file" in reason
+    assert "it's not here.py" in reason
+    assert reason.endswith("No such file or directory (exit 2)")
+
+
 def test_declared_package_missing(runner: LocalRunner, tmp_path: Path) -> None:
     # The local runner checks the cell's packages before it starts anything; whichever
     # layer notices, the attempt did not run what the spec asks.
