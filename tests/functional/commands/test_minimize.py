@@ -347,6 +347,33 @@ def test_a_quoted_expression_keeps_its_quotes(tmp_path: Path) -> None:
     assert b"ValueError: bad greeting" in repro.stderr
 
 
+def test_a_candidate_that_cannot_start_is_dropped_and_the_search_goes_on(tmp_path: Path) -> None:
+    # `python -c CODE true`: the candidate that drops `-c CODE` runs `python true`, which
+    # cannot open its file, read as a command that never started (`true` is a program on
+    # PATH): an infra error on every attempt, which ended the whole search infra-error,
+    # exit 3.
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "c.yaml").write_text(
+        "reprospec: 1\nname: dash-c\nmatrix:\n  crash: [true, false]\n"
+        'command: >-\n  python -c "import os, signal, sys;\n'
+        "  os.kill(os.getpid(), signal.SIGSEGV) if sys.argv[1] == 'true' else None\"\n"
+        "  ${{ matrix.crash }}\n"
+        "run: {timeout: 60s}\n"
+        "expect:\n  outcome: crash\n  signal: SIGSEGV\n"
+        "  cases: [{when: {crash: false}, outcome: pass}]\n"
+    )
+    code, data, stderr = minimize(tmp_path, "--budget", "60", *DETERMINISTIC, spec=work / "c.yaml")
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    search = data["search"]
+    assert search["status"] == "minimized"
+    assert search["cannot_run"] >= 1, search
+    assert "can't open file" in search["cannot_run_reason"]
+    assert "could not start" in (tmp_path / "result" / "minimize.md").read_text()
+    repro = subprocess.run(["sh", str(tmp_path / "result" / "repro.sh")], timeout=60)
+    assert repro.returncode == -signal.SIGSEGV or repro.returncode == 128 + signal.SIGSEGV
+
+
 def test_dir_holds_the_result_and_the_files_it_names_and_never_itself(tmp_path: Path) -> None:
     # DIR inside the workdir, beside a log and another spec the program never reads: DIR
     # gets the minimized program, the config and the data folder it opens, the spec,
