@@ -55,6 +55,12 @@ def capture_log(text: str, source: str, output: Path) -> list[str]:
         lines.append(f"left to fill in ({len(draft.todo)}), marked TODO in {output}:")
         lines += [f"  - {item}" for item in draft.todo]
     lines += compare_machine(ticket.machine, _this_machine(ticket.machine))
+    # The step after a skeleton, as `capture -- CMD` names its own (nu31: none was said).
+    lines.append(
+        f"next: fill in the TODOs, then `reprospec run {shlex.quote(str(output))}`"
+        if draft.todo
+        else f"next: `reprospec run {shlex.quote(str(output))}`"
+    )
     # What it read is quoted (`the command: HF_TOKEN=hf_... torchrun ...`): the secrets
     # the spec reads back from the environment are not printed either.
     secrets = _secrets(ticket)

@@ -26,6 +26,7 @@ def test_a_pytorch_ticket_becomes_a_spec_that_validates_with_the_machine_compare
     assert result.code == 0, result.stderr
     assert "wrote t.yaml: crash SIGSEGV in a worker, main loop at train" in result.stdout
     assert "left to fill in (2), marked TODO in t.yaml:" in result.stdout
+    assert result.stdout.rstrip().endswith("next: fill in the TODOs, then `reprospec run t.yaml`")
     # This machine has no GPU and a CPU torch build: both differ from the ticket's.
     assert "DIFFERS  GPUs: log NVIDIA A100-SXM4-80GB, NVIDIA A100-SXM4-80GB; here none" in (
         result.stdout
