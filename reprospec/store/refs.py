@@ -66,6 +66,7 @@ def recent_run_ids(out_root: Path, under: str = RUNS, *, slurm_merged: bool = Fa
 def _recent(out_root: Path, under: str, slurm_merged: bool) -> tuple[list[str], int]:
     """recent_run_ids's ids, and how many runs of searches' probes they leave out."""
     begun: dict[str, int] = {}
+    started: dict[str, str] = {}
     probes: set[str] = set()
     db = out_root / "results.db"
     # Whether the store said which runs it lists: one that could not be read (a WAL store
@@ -79,6 +80,8 @@ def _recent(out_root: Path, under: str, slurm_merged: bool) -> tuple[list[str], 
         rows = rows or []
         begun = {str(run_id): n for n, (run_id, _) in enumerate(rows, 1)}
         probes = {str(run_id) for run_id, purpose in rows if purpose in SEARCH_PURPOSES}
+        times = _read(db, "SELECT run_id, started FROM runs") or []
+        started = {str(run_id): str(time or "") for run_id, time in times}
     runs = out_root / under
     folders = [p.name for p in runs.iterdir() if p.is_dir()] if runs.is_dir() else []
     if under == RUNS and listed:
@@ -90,16 +93,43 @@ def _recent(out_root: Path, under: str, slurm_merged: bool) -> tuple[list[str], 
         folders = [
             name for name in folders if name in begun or (runs / name / RESULTS_JSON).is_file()
         ]
+    merged: dict[str, Path] = {}
     if slurm_merged and under == RUNS:
-        folders += [folder.run_id for folder in RunFolder.merged_slurm_under(out_root)]
+        merged = {f.run_id: f.results_json for f in RunFolder.merged_slurm_under(out_root)}
+        folders += list(merged)
     ids = (set(begun) | set(folders)) - probes
-    # Within one second, the store's order; a run the store does not know (a merge's, which
-    # is made from runs already there, or one copied in) counts as the newest of its second.
+    # Within one second, the store's order; a run the store does not know (one copied in)
+    # counts as the newest of its second. A Slurm run's merged run, begun in the second a
+    # run of the store began, goes by when each began, as `history` lists them: `latest`
+    # named the merged run where a plain run began after it in that second.
+    seconds: dict[str, int] = {}
+    for run_id in ids:
+        seconds[run_id[:_STAMP]] = seconds.get(run_id[:_STAMP], 0) + 1
+    shared = set()
+    for run_id, results in merged.items():
+        if seconds.get(run_id[:_STAMP], 0) > 1:
+            shared.add(run_id[:_STAMP])
+            started[run_id] = _started(results)
     unknown = len(begun) + 1
-    order = sorted(
-        ids, key=lambda run_id: (run_id[:_STAMP], begun.get(run_id, unknown), run_id), reverse=True
-    )
-    return order, len(probes)
+
+    def newest(run_id: str) -> tuple[str, str, int, str]:
+        second = run_id[:_STAMP]
+        when = started.get(run_id, "") if second in shared else ""
+        return (second, when, begun.get(run_id, unknown), run_id)
+
+    return sorted(ids, key=newest, reverse=True), len(probes)
+
+
+def _started(results: Path) -> str:
+    """When the run of `results` (its results.json) began, as the store keeps it; "" where
+    it cannot be read."""
+    import json
+
+    try:
+        data = json.loads(results.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    return str(data.get("started") or "") if isinstance(data, dict) else ""
 
 
 def has_wal(path: Path) -> bool:

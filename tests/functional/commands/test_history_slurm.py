@@ -81,6 +81,33 @@ def test_history_and_report_under_a_shared_out_find_its_merged_slurm_runs(
     assert compared.code == 0, compared.stderr
 
 
+def test_latest_is_the_run_that_began_last_where_a_merged_run_began_in_its_second(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A merged run made in the second a plain run of the store began, before it: `latest`
+    # named the merged run (a run the store does not know counted as the newest of its
+    # second), where history lists the plain run first. The merged run's folder is named
+    # into the plain run's second here, as a merge and a run a moment apart name them.
+    shared = tmp_path / "shared"
+    spec = tmp_path / "sharded.yaml"
+    spec.write_text(SPEC, encoding="utf-8")
+    merged_run = _slurm_run(cli, shared, spec, "20261201-000000-sharded-ab12")
+    plain = cli("run", str(spec), "--out", str(shared))
+    assert plain.code == 1, plain.stderr
+    (plain_id,) = [p.name for p in (shared / "runs").iterdir()]
+    same_second = f"{plain_id[:15]}-sharded-zzzz"  # sorts after the plain run's id
+    results = merged_run / "results.json"
+    results.write_text(results.read_text().replace(merged_run.name, same_second))
+    merged_run.rename(merged_run.with_name(same_second))
+
+    rows = json.loads(cli("history", "--out", str(shared), "--format", "json").stdout)
+    assert [r["run_id"] for r in rows] == [plain_id, same_second]
+    for ref, run_id in (("latest", plain_id), ("latest~1", same_second)):
+        shown = cli("report", ref, "--out", str(shared), "--format", "json")
+        assert shown.code == 0, shown.stderr
+        assert json.loads(shown.stdout)["run_id"] == run_id, ref
+
+
 PROGRAM_SPEC = """\
 reprospec: 1
 name: sharded
