@@ -199,3 +199,14 @@ def test_capture_refuses_a_bad_command_before_running_it(
     with pytest.raises(UsageError, match=re.escape(message)):
         reprospec.capture_command(**kwargs)  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_package_and_investigate_name_the_same_searches() -> None:
+    # mypy reads only a literal __all__, so the names are written three times (reprospec's
+    # __all__ and _SEARCHES, investigate's __all__): a name one list lacks would be an
+    # AttributeError from `reprospec.NAME`, or a search the package never names.
+    import reprospec
+    from reprospec import investigate
+
+    assert set(investigate.__all__) == reprospec._SEARCHES
+    assert reprospec._SEARCHES.issubset(reprospec.__all__)
