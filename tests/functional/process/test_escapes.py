@@ -187,11 +187,16 @@ def test_dead_orphans_are_reaped_while_the_attempt_runs(tmp_path: Path) -> None:
 # The root of an attempt that leaves a process behind (a setsid'd sleeper) and one whose
 # child is a zombie it never waited for, while another attempt of the engine runs on.
 LEAVER = """\
-import os, subprocess, sys
+import os, subprocess, sys, time
 folder = sys.argv[1]
 subprocess.Popen(["sleep", "1000"], start_new_session=True, env={})
-if os.fork() == 0:
+child = os.fork()
+if child == 0:
     os._exit(7)
+# A zombie before the root leaves, never waited for: one still running when the root
+# exits is a process left behind (killed, its status no longer its own).
+while open(f"/proc/{child}/stat").read().rpartition(")")[2].split()[0] != "Z":
+    time.sleep(0.005)
 """
 
 
