@@ -134,8 +134,9 @@ class Captured:
     # which no spec of it can expect; `lines` say why and what to capture instead.
     written: bool = True
 
-    def render(self, fmt: str = "text") -> str:
-        """What `capture` prints ("text": its lines), or them under a heading ("md")."""
+    def render(self, fmt: str = "md") -> str:
+        """What `capture` prints ("text": its lines), or them under a heading ("md", the
+        default, as every answer's: core/answers.py)."""
         text = "\n".join(self.lines)
         if fmt == "text":
             return text

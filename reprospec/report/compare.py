@@ -32,9 +32,9 @@ class RunComparison:
     spec_name: str
     diff: Comparison
 
-    def render(self, fmt: str = "text") -> str:
+    def render(self, fmt: str = "md") -> str:
         """What `compare` prints ("text"), its `--format json` ("json"), or the text as a
-        Markdown report quotes it ("md")."""
+        Markdown report quotes it ("md", the default, as every answer's: core/answers.py)."""
         if fmt == "json":
             return json.dumps(self.diff, indent=2, ensure_ascii=False, default=str)
         if fmt == "text":

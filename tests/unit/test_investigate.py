@@ -3,6 +3,7 @@ a search's answer renders and says its exit code as its verb does; no child is s
 
 from __future__ import annotations
 
+import inspect
 import re
 import threading
 from collections.abc import Callable
@@ -210,3 +211,24 @@ def test_the_package_and_investigate_name_the_same_searches() -> None:
 
     assert set(investigate.__all__) == reprospec._SEARCHES
     assert reprospec._SEARCHES.issubset(reprospec.__all__)
+
+
+def test_every_answer_renders_md_without_a_format() -> None:
+    # Before: a search's answer and `reprospec.render` defaulted to "md", a Captured's and a
+    # RunComparison's own render() to "text": one answer, two views by the same call.
+    from reprospec.capture.command import Captured, Observed
+    from reprospec.report.compare import RunComparison
+
+    renders: tuple[Callable[..., str], ...] = (
+        reprospec.IsolateResult.render,
+        reprospec.Minimized.render,
+        reprospec.AmplifyReport.render,
+        reprospec.BisectReport.render,
+        Captured.render,
+        RunComparison.render,
+    )
+    for render in renders:
+        assert inspect.signature(render).parameters["fmt"].default == "md"
+    captured = Captured(Path("t-capture.yaml"), Observed(None, 0, 0), ("wrote t-capture.yaml",))
+    assert captured.render() == reprospec.render(captured) == captured.render("md")
+    assert captured.render("md").startswith("## Captured t-capture.yaml")
