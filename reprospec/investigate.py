@@ -37,7 +37,7 @@ from reprospec.capture.command import Captured
 from reprospec.capture.hangwait import VerifyWait
 from reprospec.core.inputs import Spec
 from reprospec.core.results import RunResult
-from reprospec.core.runoptions import RunOptions
+from reprospec.core.runoptions import RunOptions, optional_path
 from reprospec.errors import UsageError
 from reprospec.isolation.driver import IsolateOptions
 from reprospec.isolation.report import IsolateResult
@@ -147,13 +147,14 @@ def capture_command(
 
     request = command.command_request(
         argv,
-        output=Path(output) if output is not None else None,
+        output=optional_path("output", output),
         repeat=repeat,
         timeout_s=timeout_s,
         verify=verify,
-        out=Path(out),
+        out=optional_path("out", out) or Path(".reprospec"),
         force=force,
         python=python,
+        api=True,
     )
     stop = _cancel(cancel)
 

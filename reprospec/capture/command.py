@@ -164,24 +164,37 @@ def command_request(
     out: Path = Path(".reprospec"),
     force: bool = False,
     python: str | None = None,
+    api: bool = False,
 ) -> Request:
     """What `capture -- CMD` is asked, checked: a command whose first word is not empty, a
     repeat >= 1, a timeout > 0; the spec named after the command's script where `output`
-    is None (`train-capture.yaml`), and the interpreter its runs take (`chosen_interpreter`)."""
+    is None (`train-capture.yaml`), and the interpreter its runs take (`chosen_interpreter`).
+    `api`: asked by `reprospec.capture_command`, whose errors name its arguments (`repeat`,
+    `argv`), not the verb's options (`--repeat`, `--`)."""
     from reprospec.capture.writer import script_stem
-    from reprospec.core.runoptions import RunOptions, string_sequence, whole_number
+    from reprospec.core.runoptions import (
+        RunOptions,
+        optional_path,
+        optional_text,
+        string_sequence,
+        whole_number,
+    )
 
-    words = string_sequence("the command", argv)
+    words = string_sequence("argv" if api else "the command", argv)
     if not words:
         raise UsageError(
-            "capture needs a command after `--` (reprospec capture -- python train.py ...) "
+            "capture_command needs a command: argv=['python', 'train.py', ...]"
+            if api
+            else "capture needs a command after `--` (reprospec capture -- python train.py ...) "
             "or --from-log FILE"
         )
     if not words[0].strip():
         # `capture -- ""` (an unset variable's `$CMD`): the shell's exit 127 was captured
         # and verified as the failure, exit 0.
         raise UsageError("capture: the command's first word is empty: nothing to run")
-    repeat = whole_number("--repeat", repeat)
+    repeat = whole_number("repeat" if api else "--repeat", repeat)
+    output = optional_path("output", output)
+    python = optional_text("python", str(python) if isinstance(python, os.PathLike) else python)
     # The run's own checks: the timeout a number > 0, the paths as Paths.
     checked = RunOptions(timeout_s=timeout_s, out=out, python=python)
     command, chosen = chosen_interpreter(words, checked.python, Path.cwd())

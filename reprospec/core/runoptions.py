@@ -174,7 +174,7 @@ class RunOptions:
             if value is not None and value > most:
                 raise UsageError(f"{name} must be at most {most}, got {value} (docs/limits.md)")
         if self.timeout_s is not None and not self.timeout_s > 0:
-            raise UsageError(f"timeout must be > 0 seconds, got {self.timeout_s}")
+            raise UsageError(f"timeout_s must be > 0 seconds, got {self.timeout_s}")
         if self.stop_on is not None and self.stop_on not in STOP_ON:
             raise UsageError(f"stop_on must be one of {', '.join(STOP_ON)}, got {self.stop_on!r}")
         for name in self.preload or ():

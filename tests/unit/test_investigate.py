@@ -185,11 +185,18 @@ def test_render_and_exit_code_take_a_searchs_answer() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"argv": "python train.py"}, "the command takes a sequence of strings"),
-        ({"argv": []}, "capture needs a command after `--`"),
+        # Each names the argument given, where before it named the CLI's option (`--repeat`,
+        # `--`, `--from-log`) or was a TypeError of Python's (`python=3`, `out=3`).
+        ({"argv": "python train.py"}, "argv takes a sequence of strings"),
+        ({"argv": []}, "capture_command needs a command: argv=['python', 'train.py', ...]"),
         ({"argv": [" "]}, "capture: the command's first word is empty: nothing to run"),
-        ({"argv": ["python", "t.py"], "repeat": 0}, "--repeat must be >= 1, got 0"),
+        ({"argv": ["python", "t.py"], "repeat": 0}, "repeat must be >= 1, got 0"),
+        ({"argv": ["python", "t.py"], "repeat": "2"}, "repeat takes a whole number, got '2'"),
         ({"argv": ["python", "t.py"], "timeout_s": "5m"}, "timeout_s takes seconds as a number"),
+        ({"argv": ["python", "t.py"], "timeout_s": -1}, "timeout_s must be > 0 seconds"),
+        ({"argv": ["python", "t.py"], "python": 3}, "python takes a string, got 3"),
+        ({"argv": ["python", "t.py"], "out": 3}, "out takes a path, got 3"),
+        ({"argv": ["python", "t.py"], "output": 3}, "output takes a path, got 3"),
         ({"argv": ["python", "t.py"], "progress": 3}, "progress takes a function"),
     ],
 )
@@ -197,7 +204,7 @@ def test_capture_refuses_a_bad_command_before_running_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kwargs: dict[str, object], message: str
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(UsageError, match=re.escape(message)):
+    with pytest.raises(UsageError, match="^" + re.escape(message)):
         reprospec.capture_command(**kwargs)  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
 
