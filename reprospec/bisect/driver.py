@@ -45,9 +45,6 @@ from reprospec.export.tree import program_digest
 from reprospec.plan.failingcell import cell_filters, choose_failing_cell
 from reprospec.store.runfolder import RunFolder
 
-# Runners that install what a candidate asks for; the local runner runs one interpreter.
-INSTALLING_RUNNERS = ("venv", "docker")
-
 
 class BisectInterrupted(KeyboardInterrupt):
     """Ctrl-C during a bisect: what ran is saved; the same command resumes."""
@@ -72,14 +69,6 @@ def bisect_spec(
         if progress is not None:
             progress(redactor.text(line))
 
-    if request.runner not in INSTALLING_RUNNERS:
-        raise UsageError(
-            f"bisect installs each candidate: use --runner venv or docker, not {request.runner!r}"
-        )
-    if request.by_date and request.runner != "venv":
-        raise UsageError("--by-date needs --runner venv (uv's --exclude-newer)")
-    if request.package is None and not request.by_date:
-        raise UsageError("bisect needs --package NAME (or --by-date for the whole environment)")
     spec = api.load_spec(request.spec, request.overrides)
     # Every candidate run is masked by the pipeline; what bisect itself says and writes is
     # masked the same way (redact.py).

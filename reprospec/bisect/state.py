@@ -25,6 +25,8 @@ from reprospec.environment import packages
 from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, UsageError
 
 STATE_FORMAT = 1
+# Runners that install what a candidate asks for; the local runner runs one interpreter.
+INSTALLING_RUNNERS = ("venv", "docker")
 
 
 @frozen
@@ -68,6 +70,23 @@ class BisectRequest:
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
                 raise UsageError(f"{name} takes a version (a day with by_date), got {value!r}")
+        # Checked when made, as the other fields are, where before only bisect_spec read them:
+        # `pre="no"` was true, `runner="local"` refused only once called.
+        for name in ("pre", "by_date", "fresh"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise UsageError(f"{name} takes True or False, got {value!r}")
+        if self.runner not in INSTALLING_RUNNERS:
+            raise UsageError(
+                f"runner takes 'venv' or 'docker' (bisect installs each candidate), "
+                f"got {self.runner!r}"
+            )
+        if self.by_date and self.runner != "venv":
+            raise UsageError(
+                f"by_date needs runner='venv' (uv's --exclude-newer), got {self.runner!r}"
+            )
+        if self.package is None and not self.by_date:
+            raise UsageError("package takes a package's name (None only with by_date=True)")
         # Each candidate is one run: -j, the timeout and the paths are checked as a run's.
         each = RunOptions(
             jobs=self.jobs,

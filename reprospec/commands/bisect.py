@@ -111,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
     min_rate = opt.fraction(args.min_rate, "--min-rate")
     # Each candidate is an ordinary run: the same options as `run`'s, read the same way.
     each = opt.run_options(args, purpose="bisect")
+    if args.by_date and each.runner != "venv":
+        raise UsageError("--by-date needs --runner venv (uv's --exclude-newer)")
     request = BisectRequest(
         spec=Path(args.spec),
         package=args.package,

@@ -55,6 +55,29 @@ def _spec(tmp_path: Path) -> Path:
             lambda: reprospec.BisectRequest(Path("s.yaml"), ["pkg"], "1.0", "2.0"),  # type: ignore[arg-type]
             "package takes a string",
         ),
+        # Before: checked only when bisect_spec was called, and `pre="no"` was true.
+        (
+            lambda: reprospec.BisectRequest(Path("s.yaml"), "pkg", "1.0", "2.0", runner="local"),
+            "runner takes 'venv' or 'docker' (bisect installs each candidate), got 'local'",
+        ),
+        (
+            lambda: reprospec.BisectRequest(
+                Path("s.yaml"), None, "2024-03-01", "2024-03-20", by_date=True, runner="docker"
+            ),
+            "by_date needs runner='venv'",
+        ),
+        (
+            lambda: reprospec.BisectRequest(Path("s.yaml"), None, "1.0", "2.0"),
+            "package takes a package's name (None only with by_date=True)",
+        ),
+        (
+            lambda: reprospec.BisectRequest(Path("s.yaml"), "pkg", "1.0", "2.0", pre="no"),  # type: ignore[arg-type]
+            "pre takes True or False, got 'no'",
+        ),
+        (
+            lambda: reprospec.BisectRequest(Path("s.yaml"), "pkg", "1.0", "2.0", fresh=1),  # type: ignore[arg-type]
+            "fresh takes True or False, got 1",
+        ),
     ],
 )
 def test_bad_search_options_are_usage_errors_when_made(
