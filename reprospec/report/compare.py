@@ -25,18 +25,36 @@ FORMATS = ("text", "json", "md")
 @frozen
 class RunComparison:
     """What changed from `run_a` to `run_b` (`diff`, `compare --format json`'s value), read
-    as the runs of `spec_name`."""
+    as the runs of `spec_name`.
+
+    The comparison is kept as the text `compare --format json` prints (`found`), so that
+    the frozen value never changes: `diff` is read from it anew each time, a plain mapping
+    its reader may change without changing the comparison (a dict held in the frozen value
+    was changed by any `diff["changed"].clear()`, and made it unhashable)."""
 
     run_a: str
     run_b: str
     spec_name: str
-    diff: Comparison
+    found: str
+
+    @classmethod
+    def of(cls, run_a: str, run_b: str, spec_name: str, diff: Comparison) -> RunComparison:
+        """The comparison of `diff` (store/compare.py's), kept as its JSON text."""
+        return cls(
+            run_a, run_b, spec_name, json.dumps(diff, indent=2, ensure_ascii=False, default=str)
+        )
+
+    @property
+    def diff(self) -> Comparison:
+        """What `compare --format json` prints, as a mapping: a new one each time it is read."""
+        diff: Comparison = json.loads(self.found)
+        return diff
 
     def render(self, fmt: str = "md") -> str:
         """What `compare` prints ("text"), its `--format json` ("json"), or the text as a
         Markdown report quotes it ("md", the default, as every answer's: core/answers.py)."""
         if fmt == "json":
-            return json.dumps(self.diff, indent=2, ensure_ascii=False, default=str)
+            return self.found
         if fmt == "text":
             return "\n".join(lines(self.diff, self.spec_name))
         if fmt == "md":
@@ -60,7 +78,7 @@ def compare_runs(
     from reprospec.store.compare import compare
 
     a, b = (_run(run, Path(out), name) for run, name in ((run_a, "run_a"), (run_b, "run_b")))
-    return RunComparison(a.run_id, b.run_id, a.spec_name, compare(a, b))
+    return RunComparison.of(a.run_id, b.run_id, a.spec_name, compare(a, b))
 
 
 def _run(run: object, out: Path, name: str) -> RunResult:
