@@ -66,8 +66,8 @@ def isolate_spec(
 
     options = _options(options, IsolateOptions, "isolate")
     path, run = _spec(spec, options.run, "isolate", "IsolateOptions(cell=...)")
-    options = replace(options, run=run)
-    return driver.isolate_spec(path, options, progress=_progress(progress), cancel=_cancel(cancel))
+    options = replace(options, run=_said(run, _progress(progress)))
+    return driver.isolate_spec(path, options, progress=progress, cancel=_cancel(cancel))
 
 
 def minimize_spec(
@@ -84,8 +84,8 @@ def minimize_spec(
 
     options = _options(options, MinimizeOptions, "minimize")
     path, run = _spec(spec, options.run, "minimize", "MinimizeOptions(cell=...)")
-    options = replace(options, run=run)
-    return driver.minimize_spec(path, options, progress=_progress(progress), cancel=_cancel(cancel))
+    options = replace(options, run=_said(run, _progress(progress)))
+    return driver.minimize_spec(path, options, progress=progress, cancel=_cancel(cancel))
 
 
 def amplify_spec(
@@ -101,8 +101,8 @@ def amplify_spec(
 
     options = _options(options, AmplifyOptions, "amplify")
     path, run = _spec(spec, options.run, "amplify", "AmplifyOptions(matrix_filters=...)")
-    options = replace(options, run=run)
-    return driver.amplify_spec(path, options, progress=_progress(progress), cancel=_cancel(cancel))
+    options = replace(options, run=_said(run, _progress(progress)))
+    return driver.amplify_spec(path, options, progress=progress, cancel=_cancel(cancel))
 
 
 def bisect_spec(
@@ -189,6 +189,19 @@ def _spec(spec: object, run: RunOptions, verb: str, choose: str) -> tuple[Path, 
     if isinstance(spec, (str, PathLike)):
         return Path(spec), run
     raise UsageError(f"{verb} takes a Spec or a spec file's path, got {type(spec).__name__}")
+
+
+def _said(run: RunOptions, progress: Progress | None) -> RunOptions:
+    """`run` whose runner says its lines (a venv's or an image's build) to the search's
+    `progress`, as the verb says them on stderr with its own, or to nothing without one:
+    a search prints nothing. A `run.say` given is kept."""
+    if run.say is not None:
+        return run
+    return run.with_changes(say=progress if progress is not None else _silent)
+
+
+def _silent(_line: str) -> None:
+    """What a search without `progress` does with the runner's lines."""
 
 
 def _progress(progress: object) -> Progress | None:

@@ -127,7 +127,7 @@ def bisect_spec(
         if cancel is not None and cancel.is_set():  # stopped between two candidates
             raise BisectInterrupted(f"interrupted; rerun the same command to resume {bisect_id}")
         trial, interrupted = _run_candidate(
-            request, filters, environment.packages, version, attempts, cancel
+            request, filters, environment.packages, version, attempts, cancel, say
         )
         if trial.attempts or not interrupted:
             # What ran counts, even in an interrupted candidate; nothing else is kept.
@@ -222,8 +222,10 @@ def _run_candidate(
     version: str,
     attempts: int,
     cancel: threading.Event | None,
+    say: Progress,
 ) -> tuple[Trial, bool]:
-    """Up to `attempts` attempts of the cell at `version`, stopping at the first match.
+    """Up to `attempts` attempts of the cell at `version`, stopping at the first match; the
+    runner's lines (the candidate's venv or image build) said as the bisect's own are.
 
     Returns what ran and whether the run was interrupted (Ctrl-C, `cancel`).
     """
@@ -245,6 +247,7 @@ def _run_candidate(
         purpose="bisect",
         command_line=request.command_line,
         probe=_probe(request, version),
+        say=say,
     )
     with _exclude_newer(_end_of_day(version) if request.by_date else None):
         result = api.run(candidate, options, cancel=cancel)

@@ -117,6 +117,11 @@ class RunOptions:
     # the differences it applied), which `history --searches` shows beside the search's name;
     # "" for a run a person started. Kept by the store only: it changes nothing that runs.
     probe: str = field(default="", compare=False)
+    # Where the runner's own lines go while it prepares (a venv's or an image's build:
+    # `env 3f2a...: installing 4 package(s)`), each without `reprospec: `; None: printed on
+    # stderr, as `reprospec run` prints them. The Python API's searches give it their
+    # `progress` (or nothing). Not stored: it changes nothing that runs.
+    say: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # `RunOptions(out=".repro")` from Python: the rest of the engine takes `out` as a Path
@@ -144,6 +149,8 @@ class RunOptions:
             object.__setattr__(self, "shard", Shard.parse(self.shard))
         elif self.shard is not None and not isinstance(self.shard, Shard):
             raise UsageError(f"shard takes Shard(K, N) or 'K/N', got {self.shard!r}")
+        if self.say is not None and not callable(self.say):
+            raise UsageError(f"say takes a function of one str, got {self.say!r}")
         if self.gpus is not None and not isinstance(self.gpus, str):
             raise UsageError(f"gpus takes a string of GPU indices like '0,1', got {self.gpus!r}")
         # A number of the wrong type would raise a TypeError of Python's below or in the

@@ -32,19 +32,23 @@ def _docker(options: RunOptions, spec_dir: Path) -> Runner:
     from reprospec.runners.docker.runner import DockerRunner
 
     return DockerRunner(
-        find_links=options.find_links, spec_dir=spec_dir, keep_cores=options.keep_cores
+        find_links=options.find_links,
+        spec_dir=spec_dir,
+        keep_cores=options.keep_cores,
+        say=options.say,
     )
 
 
 def _venv(options: RunOptions, spec_dir: Path) -> Runner:
     # Issue 11: each cell in a venv built for its packages (minimal registration).
-    from reprospec.runners.venv import VenvRunner
+    from reprospec.runners.venv import VenvRunner, said
 
     return VenvRunner(
         python=options.python,
         cache_dir=options.cache_dir,
         find_links=options.find_links,
         spec_dir=spec_dir,
+        progress=said(options.say) if options.say is not None else None,
     )
 
 

@@ -18,7 +18,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -33,16 +33,23 @@ from reprospec.runners.base import attempt_files, infra_execution
 from reprospec.runners.local import LocalRunner
 
 
-def print_progress(stream: TextIO = sys.stderr) -> venvs.EnvProgressCallback:
-    """A progress callback that writes one line per step (and uv's own lines) to `stream`."""
+def print_progress(stream: TextIO | None = None) -> venvs.EnvProgressCallback:
+    """A progress callback that writes one line per step (and uv's own lines) to `stream`
+    (None: sys.stderr as it is when a line is written)."""
+    return said(lambda line: print(f"reprospec: {line}", file=stream or sys.stderr, flush=True))
+
+
+def said(say: Callable[[str], None]) -> venvs.EnvProgressCallback:
+    """A progress callback that says one line per step (`env KEY: ...`), and uv's own lines
+    indented, to `say` (RunOptions.say: the Python API's, where print_progress prints)."""
 
     def show(event: venvs.EnvProgress) -> None:
         if event.stage == "output":
             if event.message.startswith("Using Python"):
                 return  # the temporary build folder: noise
-            print(f"reprospec:     {event.message}", file=stream, flush=True)
+            say(f"    {event.message}")
         elif event.stage != "reused":
-            print(f"reprospec: env {event.key}: {event.message}", file=stream, flush=True)
+            say(f"env {event.key}: {event.message}")
 
     return show
 

@@ -1,0 +1,26 @@
+"""`RunComparison`, the answer of `reprospec.compare`: a frozen value that no reader changes."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import reprospec
+from tests.support.runs import segfault_matrix
+
+
+def test_a_comparison_stays_as_it_was_found_whatever_its_reader_does() -> None:
+    a = segfault_matrix()
+    b = replace(a, run_id="b", cells=tuple(a.cells)[:3])
+    found = reprospec.compare(a, b)
+    before = found.render("text")
+    assert found.diff["only_a"] == ["num_workers=2,pin_memory=true"]
+    # Before: `diff` was the dict the frozen value held, changed by any reader of it (and the
+    # value unhashable); now each read is a mapping of its own.
+    found.diff["only_a"].clear()
+    found.diff["cells"] = []
+    assert found.diff["only_a"] == ["num_workers=2,pin_memory=true"]
+    assert found.render("text") == before
+    assert found.diff == json.loads(found.render("json"))
+    assert hash(found) == hash(reprospec.compare(a, b))
+    assert found == reprospec.compare(a, b)

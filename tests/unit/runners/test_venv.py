@@ -1,0 +1,65 @@
+"""The venv runner's build lines: on stderr for the CLI, to `RunOptions.say` for the API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import reprospec
+from reprospec import investigate
+from reprospec.runners import create_runner
+from reprospec.runners.venv import VenvRunner
+from reprospec.venvs import EnvProgress
+
+STEPS = (
+    EnvProgress("3f2a", "install", "installing 2 package(s)"),
+    EnvProgress("3f2a", "output", "Resolved 2 packages"),
+    EnvProgress("3f2a", "output", "Using Python 3.11 at /tmp/build"),
+    EnvProgress("3f2a", "reused", "reused"),
+)
+
+
+def _runner(tmp_path: Path, **changes: object) -> VenvRunner:
+    options = reprospec.RunOptions(runner="venv", out=tmp_path / "out").with_changes(**changes)
+    runner = create_runner(options, spec_dir=tmp_path)
+    assert isinstance(runner, VenvRunner)
+    return runner
+
+
+def test_a_runs_say_takes_the_venv_runners_lines_where_stderr_had_them(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # Before: `reprospec.run` and every search printed `reprospec: env ...` on stderr, with
+    # no way for an API caller to take or silence them.
+    said: list[str] = []
+    runner = _runner(tmp_path, say=said.append)
+    for step in STEPS:
+        runner.progress(step)
+    assert said == ["env 3f2a: installing 2 package(s)", "    Resolved 2 packages"]
+    assert capfd.readouterr().err == ""
+
+
+def test_without_say_the_lines_are_on_stderr_as_the_cli_prints_them(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    runner = _runner(tmp_path)
+    for step in STEPS:
+        runner.progress(step)
+    assert capfd.readouterr().err.splitlines() == [
+        "reprospec: env 3f2a: installing 2 package(s)",
+        "reprospec:     Resolved 2 packages",
+    ]
+
+
+def test_a_search_gives_its_runs_its_progress_or_nothing() -> None:
+    said: list[str] = []
+    run = reprospec.RunOptions()
+    assert investigate._said(run, said.append).say == said.append
+    silent = investigate._said(run, None).say
+    assert silent is not None
+    silent("env 3f2a: building")  # said to nothing
+    mine = run.with_changes(say=print)
+    assert investigate._said(mine, said.append).say is print
+    with pytest.raises(reprospec.errors.UsageError, match="say takes a function of one str"):
+        reprospec.RunOptions(say="loud")  # type: ignore[arg-type]
