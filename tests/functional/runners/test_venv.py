@@ -9,6 +9,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reprospec import venvs
 from tests.support.cli import Cli, CliResult
 from tests.support.envs import (
@@ -352,3 +354,25 @@ def test_a_program_the_cells_venv_lacks_never_runs_from_the_callers_venv(
     assert cells["direct"]["verdict"] == "infra-error"
     assert "other-tool is not installed" in cells["direct"]["attempts"][0]["infra_error"]
     assert cells["system"]["verdict"] == "reproduced"
+
+
+def test_the_apis_say_takes_the_build_lines_off_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """`reprospec.run` with `RunOptions.say`: the venv's build lines come to it, and none is
+    printed, where `reprospec: env ...` went to stderr whatever the API caller wanted."""
+    import reprospec
+
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, DEMO, "1.0", "VERSION_SEEN = '1.0'\n")
+    spec = write_spec(tmp_path, "venv-said", DEMO, ["1.0"], "reprospec_venvdemo")
+    for name, value in {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}.items():
+        monkeypatch.setenv(name, value)
+    said: list[str] = []
+    options = reprospec.RunOptions(
+        runner="venv", find_links=wheels, out=tmp_path / "out", say=said.append
+    )
+    result = reprospec.run(spec, options)
+    assert [cell.verdict for cell in result.cells] == ["reproduced"]
+    assert any(line.startswith("env ") for line in said), said
+    assert "reprospec: env" not in capfd.readouterr().err
