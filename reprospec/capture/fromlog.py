@@ -92,7 +92,10 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
             " stands in and fails as `command not found`)"
         )
     todo.append("environment.workdir: where the command runs, relative to this spec")
-    todo.append("the program's files and data (the log cannot carry them): put them in the workdir")
+    todo.append(
+        "files: the program's data and the modules it imports (the log cannot carry them): "
+        "put them in the workdir, and list here those its command does not name"
+    )
     machine = ticket.machine
     if machine.python is None:
         todo.append("environment.python: the Python version (the log does not say it)")

@@ -8,12 +8,17 @@ exception or signal, the versions and the phase, or say nothing.
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+import yaml
+
+import reprospec
 from reprospec.capture.envblock import parse_machine
 from reprospec.capture.fromlog import skeleton
 from reprospec.capture.ticket import read_ticket
 from reprospec.capture.writer import render_spec
+from reprospec.core.jsontypes import JsonValue
 from tests.support.paths import DATA
 
 TICKETS = DATA / "tickets"
@@ -453,3 +458,42 @@ def test_a_traceback_s_own_words_are_not_the_reporter_s() -> None:
     ticket = read_ticket(text)
     assert ticket.flaky is None
     assert skeleton(ticket, "issue.md").repeat is None
+
+
+FILLED: dict[str, JsonValue] = {
+    "command": "python train.py",
+    "environment.workdir": ".",
+    "environment.python": "3.11",
+    "environment.packages": [],
+    "expect.outcome": "error",
+    "files": ["data.csv"],
+}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        *(ticket(path.name) for path in sorted(TICKETS.iterdir())),
+        "it crashes sometimes, please help\n",
+    ],
+)
+def test_each_todo_is_a_spec_key_and_the_skeleton_validates_once_they_are_filled(
+    tmp_path: Path, text: str
+) -> None:
+    # Before: "the program's files and data (...)" was listed as a TODO of its own, though
+    # no key of the spec holds them: `files` does (and a file it lists must be there).
+    draft = skeleton(read_ticket(text), "ticket.txt")
+    document = yaml.safe_load(render_spec(draft))
+    for item in draft.todo:
+        key = item.partition(":")[0]
+        assert key in FILLED, item
+        *parents, last = key.split(".")
+        at = document
+        for name in parents:
+            at = at.setdefault(name, {})
+        at[last] = FILLED[key]
+    (tmp_path / "data.csv").write_text("x\n1\n")
+    spec = tmp_path / "filled.yaml"
+    spec.write_text(yaml.safe_dump(document))
+    checked = reprospec.validate(spec)
+    assert not checked.problems, checked.problems
