@@ -24,6 +24,7 @@ from reprospec.core.answers import rendered, search_exit_code
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.rates import rate_floor
 from reprospec.core.results import Rate
 from reprospec.core.words import (
     budget_continues,
@@ -32,6 +33,8 @@ from reprospec.core.words import (
     rate_phrase,
     replayed_phrase,
 )
+from reprospec.isolation.candidates import DEFAULT_MIN_RATE
+from reprospec.spec.matrix import render_value
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -108,6 +111,38 @@ def sentence(found: AmplifyReport) -> str:
     return claim
 
 
+def go_on(found: AmplifyReport) -> str:
+    """Where nothing was amplified but the base already fails often enough for isolate and
+    minimize (its 95% lower bound at least their minimum rate: the cell's `expect.rate`
+    bound, else 0.3), that they can go on without a perturbation, and the command; "" where
+    it does not, or the search did not end. "not amplified" alone read as a dead end."""
+    result = found.result
+    if found.interrupted or result.status != "not-amplified":
+        return ""
+    rate = result.base.rate
+    least = rate_floor(found.expectation.rate) or DEFAULT_MIN_RATE
+    if not rate.attempts or rate.low < least:
+        return ""
+    spec = shlex.quote(_shown(found.spec_path))
+    cell = "".join(
+        f" -m {shlex.quote(f'{axis}={render_value(value)}')}"
+        for axis, value in found.cell.matrix.items()
+    )
+    return (
+        f"the base already fails in {rate.matched}/{rate.attempts} (at least {rate.low:.2f}), "
+        f"often enough for isolate and minimize (at least {least:g}): go on without a "
+        f"perturbation: reprospec minimize {spec}{cell} (or reprospec isolate {spec})"
+    )
+
+
+def _shown(path: str) -> str:
+    """A path as a command shows it: relative to here when under it."""
+    try:
+        return os.path.relpath(path) if Path(path).resolve().is_relative_to(Path.cwd()) else path
+    except (OSError, ValueError):
+        return path
+
+
 def _others(arm: ArmResult) -> str:
     return ", ".join(f"{n}× {phrase}" for phrase, n in arm.others) or "–"
 
@@ -144,6 +179,8 @@ def text(found: AmplifyReport) -> str:
         lines.append(budget_continues("amplification", result.used))
     if found.amplified_spec is not None:
         lines.append(f"amplified spec: {found.amplified_spec}")
+    if next_step := go_on(found):
+        lines.append(f"next: {next_step}")
     return "\n".join(lines)
 
 
@@ -190,6 +227,8 @@ def markdown(found: AmplifyReport) -> str:
         f"{replayed_phrase(found.replayed, found.reused)}."
         + (f" {budget_continues('amplification', result.used)}." if result.budget_spent else ""),
     ]
+    if next_step := go_on(found):
+        lines += ["", f"Next: {next_step}."]
     if found.amplified_spec is not None:
         lines += [
             "",

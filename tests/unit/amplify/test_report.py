@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reprospec.amplify.report import AmplifyReport, amplified_document, markdown
 from reprospec.amplify.search import AmplifyResult, Arm, ArmResult
 from reprospec.core.inputs import Cell, Expectation
@@ -65,3 +67,46 @@ def test_the_amplified_spec_without_a_rate_is_said_to_need_one_to_judge_a_run_by
     rated = Expectation("error", rate=parse_rate(">0"))
     assert "has no `rate`" not in markdown(_found(tmp_path, rated, 41))
     assert "has no `rate`" not in markdown(_found(tmp_path, Expectation("error"), 80))
+
+
+def _not_amplified(tmp_path: Path, base: Rate, expectation: Expectation) -> AmplifyReport:
+    arms = (
+        ArmResult(Arm(), base, Tally(matched=base.matched, passed=base.attempts - base.matched)),
+        ArmResult(Arm((("gc", "aggressive"),), "single"), Rate(9, 20, 0.26, 0.66), Tally()),
+    )
+    return AmplifyReport(
+        id="a1",
+        folder=tmp_path,
+        spec_name="race",
+        spec_path=str(tmp_path / "race.yaml"),
+        cell=Cell(id="workers=2,gc=true", index=1, matrix={"workers": 2, "gc": True}),
+        expectation=expectation,
+        result=AmplifyResult("not-amplified", arms, None, False, 60),
+        runs=(),
+        reused=0,
+        interrupted=False,
+        budget=300,
+    )
+
+
+def test_not_amplified_says_when_the_base_is_frequent_enough_to_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: "not amplified" (exit 1) and the arms, read as a dead end, where the base at
+    # 21/40 is already enough for minimize and isolate (their minimum rate 0.3).
+    monkeypatch.chdir(tmp_path)
+    found = _not_amplified(tmp_path, Rate(21, 40, 0.37, 0.67), Expectation("error"))
+    said = (
+        "the base already fails in 21/40 (at least 0.37), often enough for isolate and "
+        "minimize (at least 0.3): go on without a perturbation: reprospec minimize race.yaml "
+        "-m workers=2 -m gc=true (or reprospec isolate race.yaml)"
+    )
+    assert f"next: {said}" in found.render("text").splitlines()
+    assert f"Next: {said}." in found.render("md")
+    # A base that is rare, or below the cell's own rate bound, has no such next step.
+    rare = _not_amplified(tmp_path, Rate(3, 40, 0.03, 0.20), Expectation("error"))
+    bound = _not_amplified(
+        tmp_path, Rate(21, 40, 0.37, 0.67), Expectation("error", rate=parse_rate(">=0.5"))
+    )
+    for quiet in (rare, bound):
+        assert "go on without a perturbation" not in quiet.render("text")
