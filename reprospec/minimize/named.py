@@ -6,9 +6,10 @@ config it opens, a data folder its command passes, a file a shell script it runs
 names); not the workdir's every file, which filled DIR with logs and other specs, and
 with a copy of DIR itself where DIR sat inside the workdir (`out/out/`). A name is read
 where a program or a spec writes one: a string of the minimized Python files, a word of
-the minimized command or a variable, a string of the spec. A file read under a computed
-name (`f"{split}.csv"`) is not named: the folder that holds it is, when the program names
-that.
+the minimized command or a variable, a string of the spec's fields the program runs with
+(its environment, matrix, workload and files; never its title or description). A file
+read under a computed name (`f"{split}.csv"`) is not named: the folder that holds it is,
+when the program names that.
 
 The spec's own `files` are its declared inputs, and minimized.yaml lists them: each must be
 in DIR, or minimized.yaml is a spec that does not validate. One is copied whatever its size
@@ -33,6 +34,8 @@ from reprospec.minimize.program import SKIPPED, Program
 from reprospec.plan.workfiles import file_in, script_files
 
 _COPY_LIMIT = 1 << 20  # a named file up to this size goes along (data, configs)
+# The spec's fields whose strings may name a file the program reads (_named).
+PROGRAM_FIELDS = ("environment", "matrix", "workload", "files")
 
 
 @frozen
@@ -61,10 +64,12 @@ def copy_named(
 
     Named: a string of the minimized Python files (`open("cfg.json")`), a word of the
     minimized command or a variable's value (`--config cfg.yaml`, `--data=data`), a string
-    of the spec (a requirements file); a folder named goes whole. The rest of the workdir
-    (logs, other specs, what the program does not read) stays out, as do DIR and the
-    minimize folder when they sit inside it: copying the whole workdir filled DIR with
-    unrelated files, and with a DIR inside the workdir, with a copy of itself (`out/out/`).
+    of the spec's environment, matrix, workload or files (a requirements file, a config a
+    matrix value names; not its title or description); a folder named goes whole. The rest
+    of the workdir (logs, other specs, what the program does not read) stays out, as do DIR
+    and the minimize folder when they sit inside it: copying the whole workdir filled DIR
+    with unrelated files, and with a DIR inside the workdir, with a copy of itself
+    (`out/out/`).
     `leave`: the spec's files DIR's check found the result does not use (`unread_listed`).
     """
     written = {path for path, _ in program.files}
@@ -130,9 +135,9 @@ def unread_listed(program: Program, spec: Spec, reads: Sequence[str], out: Path)
     Python files (those the passes emptied are driver._drop_unread's), not read by DIR's
     check (`reads`: what its rerun imported, ran, opened or printed the name of), and
     named by neither the result (a string of its Python, a word of its command or
-    variables) nor any other field of the spec (a requirements file the environment
-    reads, which no attempt opens). nu20's capture listed conf/settings.json, which its
-    minimized 3-line app.py never opened, and DIR carried it."""
+    variables) nor another field of the spec the program runs with (a requirements file
+    the environment reads, which no attempt opens). nu20's capture listed
+    conf/settings.json, which its minimized 3-line app.py never opened, and DIR carried it."""
     written = {path for path, _ in program.files}
     named = _named(program, spec, listed=False)
     return tuple(
@@ -192,8 +197,14 @@ def _named(program: Program, spec: Spec, *, listed: bool = True) -> set[str]:
             for n in ast.walk(tree)
             if isinstance(n, ast.Constant) and isinstance(n.value, str)
         ]
-    left_out = ("command",) if listed else ("command", "files")
-    document = {k: v for k, v in spec.document.items() if k not in left_out}
+    # Of the spec, only the fields the program runs with: a matrix value the command takes
+    # (`--config ${{ matrix.config }}`), a workload's paths, the environment's (a
+    # requirements file, a Dockerfile), and the `files` listed. Its words about the program
+    # (name, title, description, labels, links, expect's message, markers) name no file it
+    # reads: a description's "see notes.txt" copied notes.txt into DIR and minimized.yaml
+    # listed it (nu31).
+    kept = PROGRAM_FIELDS if listed else tuple(k for k in PROGRAM_FIELDS if k != "files")
+    document = {k: v for k, v in spec.document.items() if k in kept}
     environment = document.get("environment")
     if isinstance(environment, dict):
         document["environment"] = {
