@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec.amplify.report import AmplifyReport
 from reprospec.amplify.search import Amplification, Arm, Probe, Settings
@@ -31,7 +32,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
-from reprospec.core.runoptions import RunOptions, check_options
+from reprospec.core.runoptions import RunOptions, Words, check_options
 from reprospec.core.sections import Perturb, SectionError
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError, suggest
@@ -82,6 +83,18 @@ class AmplifyOptions:
     first: int = Settings.first
     run: RunOptions = field(default_factory=lambda: RunOptions(purpose="amplify"))
     command_line: str = ""
+
+    if TYPE_CHECKING:  # a list for a tuple (core/runoptions.py's Words)
+
+        def __init__(
+            self,
+            matrix_filters: Words = ...,
+            tries: Words = ...,
+            budget: int = ...,
+            first: int = ...,
+            run: RunOptions = ...,
+            command_line: str = ...,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         check_options(

@@ -13,13 +13,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec.bisect import search
 from reprospec.bisect.search import BisectResult, Trial
 from reprospec.core.answers import rendered
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.runoptions import RunOptions, check_options
+from reprospec.core.runoptions import PathArg, RunOptions, Words, check_options
 from reprospec.core.words import budget_continues, perturbed_phrase
 from reprospec.environment import packages
 from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, UsageError
@@ -52,6 +53,31 @@ class BisectRequest:
     out: Path = Path(".reprospec")
     fresh: bool = False
     command_line: str = field(default="", compare=False)
+
+    if TYPE_CHECKING:  # a str for a Path, a list for a tuple, None for the default error
+
+        def __init__(
+            self,
+            spec: PathArg,
+            package: str | None,
+            good: str,
+            bad: str,
+            matrix_filters: Words = ...,
+            overrides: Words = ...,
+            runner: str = ...,
+            jobs: int | None = ...,
+            budget: int = ...,
+            error: float | None = ...,
+            min_rate: float | None = ...,
+            pre: bool = ...,
+            by_date: bool = ...,
+            python: PathArg | None = ...,
+            find_links: PathArg | None = ...,
+            timeout_s: float | None = ...,
+            out: PathArg = ...,
+            fresh: bool = ...,
+            command_line: str = ...,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         check_options(

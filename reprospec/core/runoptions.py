@@ -12,12 +12,22 @@ from dataclasses import field, replace
 from numbers import Integral, Real
 from os import PathLike
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
 from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.units import format_duration, parse_duration
 from reprospec.errors import UsageError
+
+# What an options class's constructor takes where its field keeps one type: a path as a str
+# or a Path (kept as a Path), a sequence of strings as a list or a tuple (kept as a tuple).
+# Each class says so in a constructor written for type checkers (`if TYPE_CHECKING:`), where
+# mypy --strict refused `RunOptions(out=".repro")` and `cell=["w=2"]`, which every class has
+# taken and documented; tests/unit/core/test_runoptions_init.py holds its parameters to the
+# fields.
+PathArg: TypeAlias = "str | PathLike[str]"
+Words: TypeAlias = "tuple[str, ...] | list[str]"  # not Sequence[str]: a str is one
 
 STOP_ON = ("never", "first-reproduction", "first-miss")
 # The runners `--runner` offers, by name: the registry (runners/__init__.py RUNNERS) builds
@@ -122,6 +132,31 @@ class RunOptions:
     # stderr, as `reprospec run` prints them. The Python API's searches give it their
     # `progress` (or nothing). Not stored: it changes nothing that runs.
     say: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            runner: str = ...,
+            jobs: int | None = ...,
+            repeat: int | None = ...,
+            timeout_s: float | None = ...,
+            stop_on: str | None = ...,
+            matrix_filters: Words = ...,
+            overrides: Words = ...,
+            out: PathArg = ...,
+            python: PathArg | None = ...,
+            gpus: str | None = ...,
+            shard: Shard | str | None = ...,
+            find_links: PathArg | None = ...,
+            purpose: str = ...,
+            keep_cores: bool = ...,
+            observe: bool = ...,
+            preload: Words | None = ...,
+            command_line: str = ...,
+            probe: str = ...,
+            say: Callable[[str], None] | None = ...,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         # `RunOptions(out=".repro")` from Python: the rest of the engine takes `out` as a Path

@@ -29,7 +29,7 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
-from reprospec.core.runoptions import RunOptions, check_options
+from reprospec.core.runoptions import RunOptions, Words, check_options
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
 from reprospec.isolation.candidates import AttemptKind, IsolationResult, Probe, Settings
@@ -74,6 +74,22 @@ class IsolateOptions:
     # Runner, -j, timeout, --out, --python, and the --set overrides of both sides.
     run: RunOptions = field(default_factory=lambda: RunOptions(purpose="isolate"))
     command_line: str = ""  # how a person reruns this isolation (for the report)
+
+    if TYPE_CHECKING:  # a list for a tuple (core/runoptions.py's Words)
+
+        def __init__(
+            self,
+            cell: Words = ...,
+            failing: str | None = ...,
+            passing: str | None = ...,
+            failing_sets: Words = ...,
+            passing_sets: Words = ...,
+            budget: int = ...,
+            error: float | None = ...,
+            min_rate: float | None = ...,
+            run: RunOptions = ...,
+            command_line: str = ...,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         check_options(

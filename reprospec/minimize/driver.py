@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec import native
 from reprospec.core.frozen import frozen
@@ -50,7 +51,7 @@ from reprospec.core.pysource import UNREADABLE
 from reprospec.core.rates import rate_floor, rate_of
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
-from reprospec.core.runoptions import RunOptions, check_options
+from reprospec.core.runoptions import PathArg, RunOptions, Words, check_options
 from reprospec.core.words import interval_bounds
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import FatalError, SpecError, UsageError
@@ -118,6 +119,23 @@ class MinimizeOptions:
     # the perturbation) the result is compared with unperturbed (unperturbed.py); None:
     # the original is measured without it where the failing cell is perturbed.
     amplified: Path | None = None
+
+    if TYPE_CHECKING:  # a str for a Path, a list for a tuple (core/runoptions.py)
+
+        def __init__(
+            self,
+            cell: Words = ...,
+            output: PathArg | None = ...,
+            budget: int = ...,
+            error: float | None = ...,
+            min_rate: float | None = ...,
+            run: RunOptions = ...,
+            command_line: str = ...,
+            same_signature: bool = ...,
+            passing_cells: bool = ...,
+            settings: bool = ...,
+            amplified: PathArg | None = ...,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         check_options(

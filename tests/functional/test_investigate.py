@@ -157,7 +157,7 @@ def test_bisect_names_the_first_release_that_segfaults(
     )
     said: list[str] = []
     request = reprospec.BisectRequest(
-        str(spec),  # type: ignore[arg-type]  # a str is taken, as every API path is
+        str(spec),  # a str is taken, as every API path is
         "reprospec-apidemo",
         "1.0",
         "1.3",

@@ -33,7 +33,7 @@ def test_bad_spec_is_a_located_error_and_creates_no_store(tmp_path: Path) -> Non
 
 
 def test_paths_may_be_given_as_strings() -> None:
-    options = reprospec.RunOptions(out="runs-here", find_links="wheels")  # type: ignore[arg-type]
+    options = reprospec.RunOptions(out="runs-here", find_links="wheels")
     assert (options.out, options.find_links) == (Path("runs-here"), Path("wheels"))
     assert options.cache_dir == Path("runs-here").resolve() / "cache"
 
@@ -70,13 +70,13 @@ def test_options_from_python_are_checked_and_kept_as_the_engine_reads_them() -> 
         reprospec.RunOptions(preload="torch")  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="matrix_filters takes a sequence of strings, got None"):
         reprospec.RunOptions(matrix_filters=None)  # type: ignore[arg-type]
-    assert reprospec.RunOptions(preload=["torch"]).preload == ("torch",)  # type: ignore[arg-type]
+    assert reprospec.RunOptions(preload=["torch"]).preload == ("torch",)
     assert reprospec.RunOptions().preload is None
     # A list is kept as a tuple (the value stays hashable); an interpreter given as a Path
     # is the str the runners take.
     options = reprospec.RunOptions(
-        matrix_filters=["workers=2"],  # type: ignore[arg-type]
-        python=Path("/usr/bin/python3"),  # type: ignore[arg-type]
+        matrix_filters=["workers=2"],
+        python=Path("/usr/bin/python3"),
     )
     assert options.matrix_filters == ("workers=2",)
     assert options.python == "/usr/bin/python3"
@@ -100,7 +100,7 @@ def test_options_of_the_wrong_type_are_usage_errors() -> None:
         with pytest.raises(UsageError, match=says):
             reprospec.RunOptions(**changes)  # type: ignore[arg-type]
     # `--shard`'s own spelling is read as the CLI reads it; numbers of either kind are seconds.
-    assert reprospec.RunOptions(shard="2/8").shard == reprospec.Shard(2, 8)  # type: ignore[arg-type]
+    assert reprospec.RunOptions(shard="2/8").shard == reprospec.Shard(2, 8)
     assert reprospec.RunOptions(timeout_s=30).timeout_s == 30
     assert reprospec.RunOptions().with_changes(shard="1/2").shard == reprospec.Shard(1, 2)
     # An integer type that is no int, as numpy's are (from a config): taken, kept as the int

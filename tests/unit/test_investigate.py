@@ -90,21 +90,21 @@ def test_bad_search_options_are_usage_errors_when_made(
 
 
 def test_search_options_keep_what_the_engine_reads() -> None:
-    options = reprospec.IsolateOptions(cell=["crash=true"], budget=True + 1, error=0.01)  # type: ignore[arg-type]
+    options = reprospec.IsolateOptions(cell=["crash=true"], budget=True + 1, error=0.01)
     assert options.cell == ("crash=true",)
     assert (options.budget, options.error) == (2, 0.01)
     request = reprospec.BisectRequest(
-        "s.yaml",  # type: ignore[arg-type]
+        "s.yaml",
         "pkg",
         "1.0",
         "2.0",
-        out="store",  # type: ignore[arg-type]
+        out="store",
         timeout_s=5,
     )
     assert (request.spec, request.out, request.timeout_s) == (Path("s.yaml"), Path("store"), 5.0)
-    assert reprospec.MinimizeOptions(output="dir").output == Path("dir")  # type: ignore[arg-type]
+    assert reprospec.MinimizeOptions(output="dir").output == Path("dir")
     # error=None is the default, as isolate's and minimize's (the search compared it with 0).
-    unset = reprospec.BisectRequest(Path("s.yaml"), "pkg", "1.0", "2.0", error=None)  # type: ignore[arg-type]
+    unset = reprospec.BisectRequest(Path("s.yaml"), "pkg", "1.0", "2.0", error=None)
     assert unset.error == reprospec.BisectRequest(Path("s.yaml"), "pkg", "1.0", "2.0").error
 
 

@@ -1,0 +1,88 @@
+"""The options classes' constructors as type checkers read them (`if TYPE_CHECKING:`): the
+fields, in order, each with a default where the field has one, taking what the class
+takes at run time (a str for a Path, a list for a tuple).
+
+Before, mypy --strict refused `RunOptions(out=".repro")`, `MinimizeOptions(output="dir")`
+and `IsolateOptions(cell=["w=2"])`, which the classes take and docs/python-api.md
+documents, so an API user's typed code needed a `# type: ignore` for each. This module
+is type-checked with the package (mypy reprospec tests): the calls below are the check.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import sys
+from pathlib import Path
+
+import pytest
+
+import reprospec
+
+CLASSES = (
+    reprospec.RunOptions,
+    reprospec.IsolateOptions,
+    reprospec.MinimizeOptions,
+    reprospec.AmplifyOptions,
+    reprospec.BisectRequest,
+)
+
+
+def test_the_typed_constructors_take_what_the_classes_take() -> None:
+    # Checked by mypy --strict: no `# type: ignore` needed for any of these.
+    run = reprospec.RunOptions(
+        out=".repro",
+        find_links="wheels",
+        python=Path("/usr/bin/python3"),
+        shard="2/8",
+        matrix_filters=["w=2"],
+        overrides=["run.timeout=5s"],
+        preload=["json"],
+    )
+    assert (run.out, run.find_links, run.python) == (
+        Path(".repro"),
+        Path("wheels"),
+        "/usr/bin/python3",
+    )
+    assert (run.matrix_filters, run.preload) == (("w=2",), ("json",))
+    assert reprospec.IsolateOptions(cell=["w=2"], failing_sets=["a=1"]).cell == ("w=2",)
+    minimized = reprospec.MinimizeOptions(output="dir", amplified="amp", cell=["w=2"])
+    assert (minimized.output, minimized.amplified) == (Path("dir"), Path("amp"))
+    assert reprospec.AmplifyOptions(tries=["gc=aggressive"]).tries == ("gc=aggressive",)
+    request = reprospec.BisectRequest("s.yaml", "pkg", "1.0", "2.0", out="o", overrides=["a=1"])
+    assert (request.spec, request.out, request.overrides) == (Path("s.yaml"), Path("o"), ("a=1",))
+
+
+def _typed_init(kind: type) -> ast.FunctionDef:
+    """The `__init__` the class writes under `if TYPE_CHECKING:`."""
+    source = Path(inspect.getfile(sys.modules[kind.__module__])).read_text()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and node.name == kind.__name__:
+            for block in node.body:
+                if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING":
+                    for item in block.body:
+                        if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                            return item
+    raise AssertionError(f"{kind.__name__} writes no __init__ for type checkers")
+
+
+@pytest.mark.parametrize("kind", CLASSES, ids=lambda kind: kind.__name__)
+def test_each_typed_constructor_has_the_fields_in_order_and_their_defaults(kind: type) -> None:
+    init = _typed_init(kind)
+    names = [arg.arg for arg in init.args.args[1:]]
+    fields = dataclasses.fields(kind)
+    assert names == [field.name for field in fields]
+    with_default = len(init.args.defaults)
+    expected = sum(
+        1
+        for field in fields
+        if field.default is not dataclasses.MISSING
+        or field.default_factory is not dataclasses.MISSING
+    )
+    assert with_default == expected
+    # The fields with defaults come last, as in the dataclass's own __init__.
+    assert all(
+        field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+        for field in fields[len(fields) - with_default :]
+    )
