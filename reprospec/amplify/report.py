@@ -128,10 +128,13 @@ def go_on(found: AmplifyReport) -> str:
         f" -m {shlex.quote(f'{axis}={render_value(value)}')}"
         for axis, value in found.cell.matrix.items()
     )
+    # isolate needs a passing side: another cell (a spec without a matrix has none, and is
+    # refused without --passing-set).
+    isolate = f" (or reprospec isolate {spec}{cell})" if found.cell.matrix else ""
     return (
         f"the base already fails in {rate.matched}/{rate.attempts} (at least {rate.low:.2f}), "
         f"often enough for isolate and minimize (at least {least:g}): go on without a "
-        f"perturbation: reprospec minimize {spec}{cell} (or reprospec isolate {spec})"
+        f"perturbation: reprospec minimize {spec}{cell}{isolate}"
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -99,7 +100,7 @@ def test_not_amplified_says_when_the_base_is_frequent_enough_to_go_on(
     said = (
         "the base already fails in 21/40 (at least 0.37), often enough for isolate and "
         "minimize (at least 0.3): go on without a perturbation: reprospec minimize race.yaml "
-        "-m workers=2 -m gc=true (or reprospec isolate race.yaml)"
+        "-m workers=2 -m gc=true (or reprospec isolate race.yaml -m workers=2 -m gc=true)"
     )
     assert f"next: {said}" in found.render("text").splitlines()
     assert f"Next: {said}." in found.render("md")
@@ -110,3 +111,10 @@ def test_not_amplified_says_when_the_base_is_frequent_enough_to_go_on(
     )
     for quiet in (rare, bound):
         assert "go on without a perturbation" not in quiet.render("text")
+    # A spec of one cell has no passing side for isolate: minimize alone is named.
+    alone = replace(found, cell=Cell(id="default", index=0, matrix={}))
+    assert (
+        alone.render("text")
+        .splitlines()[-1]
+        .endswith("go on without a perturbation: reprospec minimize race.yaml")
+    )
