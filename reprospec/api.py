@@ -17,7 +17,7 @@ Errors are the `reprospec.errors` classes: `SpecError` (bad spec, located), `Usa
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -106,17 +106,21 @@ def resume(
     jobs: int | None = None,
     progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Finish an interrupted run under its own id, without redoing its finished attempts.
 
     `run_id` as `--resume` takes it: an id or a unique prefix under `out`, `latest`
-    (`latest~N`), or the run's folder.
+    (`latest~N`), or the run's folder. `say` takes the runner's lines, as `RunOptions.say`
+    does for `run` (the stored options hold none).
     """
     from reprospec.pipeline import resume as resumption
     from reprospec.pipeline import stages
 
     found, store = resumption.resolve(run_id, Path(out))
     spec, options, done = resumption.load(found, store, jobs=jobs)
+    if say is not None:
+        options = options.with_changes(say=say)
     return stages.run(
         spec, options, progress=progress, cancel=cancel, resume=stages.Resume(found, done)
     )

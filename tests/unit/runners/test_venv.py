@@ -63,3 +63,26 @@ def test_a_search_gives_its_runs_its_progress_or_nothing() -> None:
     assert investigate._said(mine, said.append).say is print
     with pytest.raises(reprospec.errors.UsageError, match="say takes a function of one str"):
         reprospec.RunOptions(say="loud")  # type: ignore[arg-type]
+
+
+def test_resume_gives_the_resumed_run_its_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stored options hold no function: without `say`, a resumed venv run printed its
+    # build lines on stderr whatever the API caller wanted.
+    from reprospec.pipeline import resume as resumption
+    from reprospec.pipeline import stages
+
+    stored = reprospec.RunOptions(runner="venv", out=tmp_path)
+    seen: list[reprospec.RunOptions] = []
+    monkeypatch.setattr(resumption, "resolve", lambda *_: ("r1", None))
+    monkeypatch.setattr(resumption, "load", lambda *_, **__: (None, stored, ()))
+
+    def run(_spec: object, options: reprospec.RunOptions, **_: object) -> None:
+        seen.append(options)
+
+    monkeypatch.setattr(stages, "run", run)
+    said: list[str] = []
+    reprospec.resume("r1", out=tmp_path, say=said.append)
+    reprospec.resume("r1", out=tmp_path)
+    assert [options.say for options in seen] == [said.append, None]
