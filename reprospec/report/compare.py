@@ -37,12 +37,17 @@ class RunComparison:
     spec_name: str
     found: str
 
+    def __post_init__(self) -> None:
+        # The comparison's mapping where its text is asked (as this value held it before):
+        # kept as that text, so that no later change to the mapping reaches it.
+        found: object = self.found
+        if not isinstance(found, str):
+            object.__setattr__(self, "found", _text(found))
+
     @classmethod
     def of(cls, run_a: str, run_b: str, spec_name: str, diff: Comparison) -> RunComparison:
         """The comparison of `diff` (store/compare.py's), kept as its JSON text."""
-        return cls(
-            run_a, run_b, spec_name, json.dumps(diff, indent=2, ensure_ascii=False, default=str)
-        )
+        return cls(run_a, run_b, spec_name, _text(diff))
 
     @property
     def diff(self) -> Comparison:
@@ -66,6 +71,11 @@ class RunComparison:
     def exit_code(self) -> int:
         """`compare`'s: 0, whatever changed (a difference is its answer, not a failure)."""
         return EXIT_OK
+
+
+def _text(diff: object) -> str:
+    """A comparison's mapping as `compare --format json` prints it."""
+    return json.dumps(diff, indent=2, ensure_ascii=False, default=str)
 
 
 def compare_runs(
