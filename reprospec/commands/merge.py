@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         # Its cells hold only the attempts it ran: merged, they read as the cell's (1/1
         # where 2 were asked), and the merged report said `reprospec run --resume ID` of
         # the merged run, which no store holds (nu32 F7).
-        from reprospec.commands.run import resume_command
+        from reprospec.core.words import resume_command
         from reprospec.errors import UsageError
 
         raise UsageError(

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT, count_within
+from reprospec.core.runoptions import DEFAULT_OUT as DEFAULT_OUT
 
 if TYPE_CHECKING:
     from reprospec.core.runoptions import RunOptions
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 # The CLI's own parser class (cli._Parser): any ArgumentParser.
 P = TypeVar("P", bound=argparse.ArgumentParser)
 
-DEFAULT_OUT = Path(".reprospec")
 SPEC_HELP = "a spec file, or a report.md that embeds one"
 
 

@@ -131,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
     write_github_summary(result)
     write_github_annotations(result, request.spec, request.spec.path)
     if result.interrupted:
+        from reprospec.core.words import resume_command
+
         print(
             f"reprospec: interrupted; finish the run with: "
             f"{resume_command(result.run_id, request.out)}",
@@ -177,15 +179,6 @@ def report_note(named: str, spec: Spec) -> str | None:
         "`reprospec bundle RUN -o run.tar.gz` (RUN: that run's folder or id), then "
         "`reprospec run run.tar.gz` here"
     )
-
-
-def resume_command(run_id: str, out: Path) -> str:
-    """The command that finishes an interrupted run, to copy as it is: `--out` only where
-    the store is not the default one."""
-    words = ["reprospec", "run", "--resume", run_id]
-    if out != opt.DEFAULT_OUT:
-        words += ["--out", str(out)]
-    return shlex.join(words)
 
 
 def run_folder_hint(path: str) -> str | None:

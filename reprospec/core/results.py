@@ -526,6 +526,11 @@ class RunResult:
     paths: Mapping[str, str] = field(default_factory=dict)
     # A run finished by `run --resume`: what its earlier part left and what this one ran.
     resumed: Resumed | None = None
+    # The results store (`--out`) the run is in, as the command that ran or read it named it:
+    # what a report's `reprospec run --resume ID --out OUT` names. None where not known (a
+    # results.json under no `runs/`). Not in results.json (a store moved keeps its runs),
+    # and not compared: where a run lies is not what it is.
+    store: Path | None = field(default=None, compare=False)
 
     @property
     def summary(self) -> dict[str, int]:

@@ -34,6 +34,8 @@ STOP_ON = ("never", "first-reproduction", "first-miss")
 # each, and a unit test holds the two equal. Named here, in core, so that a bad name from the
 # Python API is refused when the options are made, as the CLI refuses it when it parses.
 RUNNER_NAMES = ("local", "docker", "venv")
+# The results store a run goes to where no `--out` is given (the CLI's default too).
+DEFAULT_OUT = Path(".reprospec")
 
 
 def without_options(
@@ -108,7 +110,7 @@ class RunOptions:
     stop_on: str | None = None
     matrix_filters: tuple[str, ...] = ()
     overrides: tuple[str, ...] = ()
-    out: Path = Path(".reprospec")
+    out: Path = DEFAULT_OUT
     python: str | None = None
     gpus: str | None = None
     shard: Shard | None = None

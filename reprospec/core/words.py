@@ -40,6 +40,8 @@ from reprospec.core.signals import canonical_signal
 from reprospec.core.units import format_size
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from reprospec.core.resumed import Resumed, ResumedPart
 
 VERDICT_MARKS: dict[VerdictKind, str] = {
@@ -497,6 +499,7 @@ __all__ = [
     "plural",
     "rate_phrase",
     "replayed_phrase",
+    "resume_command",
     "resumed_note",
     "resumed_phrase",
     "seconds",
@@ -578,14 +581,29 @@ def resumed_phrase(resumed: Resumed) -> str:
     return f"{carried}: {each}{written}; {ran}"
 
 
-def resumed_note(run_id: str, resumed: Resumed) -> str:
+def resume_command(run_id: str, out: Path | None) -> str:
+    """The command that finishes (or made) a run of the store `out`, to copy as it is:
+    `--out` only where the store is not the default one, without which a run of another
+    store was looked for in `.reprospec` ("no results store"). `out` None: not known (a
+    run read from a folder under no `runs/`), as `reprospec run --resume ID` said before."""
+    import shlex
+
+    from reprospec.core.runoptions import DEFAULT_OUT
+
+    words = ["reprospec", "run", "--resume", run_id]
+    if out is not None and out != DEFAULT_OUT:
+        words += ["--out", str(out)]
+    return shlex.join(words)
+
+
+def resumed_note(command: str, resumed: Resumed) -> str:
     """The `Resumed` note in plain text, for a reader with no markup (JUnit's testsuite
-    `system-out`): `Resumed (reprospec run --resume ID): 2 attempt(s) carried over from
+    `system-out`): `Resumed (reprospec run --resume ID --out OUT): 2 attempt(s) carried over from
     ..., 2 run now.` report.md (report.md.j2), the HTML page (report.html.j2) and the
     GitHub summary (report/github.py) write the same sentence with their own markup around
     `resumed_phrase`: a change here is a change there (test_markdown_junit.py holds the
     JUnit and report.md ones to one text)."""
-    return f"Resumed (reprospec run --resume {run_id}): {resumed_phrase(resumed)}."
+    return f"Resumed ({command}): {resumed_phrase(resumed)}."
 
 
 def shard_phrase(shard: str) -> str:

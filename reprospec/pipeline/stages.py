@@ -324,6 +324,7 @@ def execute(
             options=options.to_dict(),
             paths=path_labels(spec, environment, docker=options.runner == "docker"),
             resumed=record,
+            store=options.out,
         )
         # (the cells are masked already, as they were judged: the walk passes them through)
         result = redactor.value(result)

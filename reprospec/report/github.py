@@ -14,6 +14,7 @@ from reprospec.core.words import (
     cell_rate_phrase,
     expectation_phrase,
     rate_phrase,
+    resume_command,
     resumed_phrase,
     shard_phrase,
 )
@@ -35,7 +36,7 @@ def render_github_summary(run: RunResult) -> str:
     if run.shard:
         lines += [f"> {_cell(shard_phrase(run.shard))}.", ""]
     if run.resumed is not None:
-        command = _code(f"reprospec run --resume {run.run_id}")
+        command = _code(resume_command(run.run_id, run.store))
         lines += [f"> **Resumed** (`{command}`): {_cell(resumed_phrase(run.resumed))}.", ""]
     lines += [
         "| | cell | actual | attempts | verdict |",

@@ -28,6 +28,7 @@ from reprospec.core.words import (
     cell_rate_phrase,
     expectation_phrase,
     launch_summary,
+    resume_command,
     resumed_phrase,
     seconds,
 )
@@ -271,6 +272,7 @@ def context(run: RunResult) -> dict[str, object]:
         # As report.md's note under its headline: a resumed run's page read as one run that
         # went straight through.
         "resumed": resumed_phrase(run.resumed) if run.resumed else "",
+        "resume_command": resume_command(run.run_id, run.store),
     }
 
 

@@ -10,6 +10,7 @@ from reprospec.core.words import (
     attempt_phrase,
     expectation_phrase,
     interval_bounds,
+    resume_command,
     resumed_note,
     resumed_phrase,
     seconds,
@@ -121,6 +122,8 @@ def render_junit(run: RunResult) -> str:
         _testcase(suite, run, cell)
     if run.resumed is not None:
         # After the testcases: where the JUnit schema puts a testsuite's system-out.
-        ET.SubElement(suite, "system-out").text = _x(resumed_note(run.run_id, run.resumed))
+        ET.SubElement(suite, "system-out").text = _x(
+            resumed_note(resume_command(run.run_id, run.store), run.resumed)
+        )
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -46,6 +46,7 @@ from reprospec.core.words import (
     attempt_phrase,
     launch_summary,
     plural,
+    resume_command,
     resumed_phrase,
     shorten,
     verdict_legend,
@@ -377,6 +378,8 @@ def context(run: RunResult) -> dict[str, object]:
         "description": plain_markdown(run.description.strip()),
         "run": run,
         "resumed": resumed_phrase(run.resumed) if run.resumed else "",
+        # With its --out where the store is not the default one: pasted, it finds the run.
+        "resume_command": resume_command(run.run_id, run.store),
         "warnings": [short(w) for w in run.warnings],
         "environment": [
             (label, short(value)) for label, value in environment_rows(run.environment, differs)

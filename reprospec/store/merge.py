@@ -130,6 +130,8 @@ def merge(
         # A shard's own resume is no resume of the merged run: the first shard's note said
         # `reprospec run --resume MERGED-ID` (no store holds it), and only in that order.
         resumed=None,
+        # In no store: the first shard's is not the merged run's.
+        store=None,
         shard="",
         command_line=_merged_command_line(first, filters),
         standalone=_merged_standalone(runs, cells),

@@ -617,6 +617,9 @@ def load_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Run
     spec_file = RunFolder(path.parent).spec_yaml
     if not run.spec_text and spec_file.is_file():
         run = replace(run, spec_text=spec_file.read_text(encoding="utf-8"))
+    if path.parent.parent.name == RUNS:
+        # OUT/runs/ID/results.json: the store its report's --resume command names.
+        run = replace(run, store=path.parent.parent.parent)
     return with_excerpts(run, path.parent)
 
 

@@ -242,6 +242,18 @@ def test_ctrl_c_prints_the_resume_command_that_finishes_the_run(tmp_path: Path) 
     words = shlex.split(found.group(1))
     run_id = next((out / "runs").iterdir()).name
     assert words == ["reprospec", "run", "--resume", run_id, "--out", str(out)]
+    # report.md gives the same command, and `report` renders it again so: without its --out
+    # the pasted line looked for the run in .reprospec ("no results store").
+    note = f"(`{found.group(1)}` finishes it)"
+    assert note in (out / "runs" / run_id / "report.md").read_text(encoding="utf-8")
+    again = subprocess.run(
+        [sys.executable, "-m", "reprospec", "report", run_id, "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert note in again.stdout, again.stderr
     results = out / "runs" / run_id / "results.json"
     command_line = json.loads(results.read_text(encoding="utf-8"))["command_line"]
     assert command_line == f"reprospec run {spec}"

@@ -132,15 +132,15 @@ def test_a_resumed_run_says_so_in_its_report_and_summary(cli: Cli, tmp_path: Pat
     said = f"1 attempt(s) carried over from the run interrupted at {when}, 3 run now"
     assert f"resumed: {said}\n" in resumed.stdout
     report = (folder / "report.md").read_text()
-    assert f"> **Resumed** (`reprospec run --resume {folder.name}`): {said}.\n" in report
+    # The command as it was run: with its --out, this store not the default one (lo32).
+    command = f"reprospec run --resume {folder.name} --out {out}"
+    assert f"> **Resumed** (`{command}`): {said}.\n" in report
     # `report` renders it again from results.json, the note with it, its JUnit XML too.
     assert f"{said}." in cli("report", folder.name, "--out", str(out)).stdout
     junit = cli("report", folder.name, "--format", "junit", "--out", str(out))
     assert junit.code == 0, junit.stderr
     assert f'<property name="resumed" value="{said}" />' in junit.stdout
-    assert (
-        f"<system-out>Resumed (reprospec run --resume {folder.name}): {said}.</system-out>"
-    ) in junit.stdout
+    assert (f"<system-out>Resumed ({command}): {said}.</system-out>") in junit.stdout
 
 
 def test_a_run_whose_engine_was_killed_is_resumed_and_says_so(cli: Cli, tmp_path: Path) -> None:

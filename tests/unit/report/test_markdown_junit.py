@@ -862,6 +862,29 @@ def test_the_junit_report_of_a_resumed_run_says_so_as_report_md_does() -> None:
     assert "resumed" not in {p.get("name") for p in plain.iterfind("properties/property")}
 
 
+def test_every_report_gives_the_resume_command_with_the_runs_own_store() -> None:
+    """lo32 item 1: report.md said `reprospec run --resume ID` of a run whose store was not
+    the default one, and the command pasted looked for it in .reprospec ("no results
+    store"); each view names the run's `--out`, and none where it is the default one."""
+    from reprospec.core.resumed import Resumed
+    from reprospec.report import render
+    from tests.support.runs import error_run
+
+    resumed = Resumed(2, 2, "interrupted", "2026-12-01T09:28:58+00:00")
+    stopped = replace(error_run(), interrupted=True, store=Path("my runs"))
+    command = f"reprospec run --resume {stopped.run_id} --out 'my runs'"
+    assert f"(`{command}` finishes it)" in render(stopped, "md")
+    again = replace(error_run(), resumed=resumed, store=Path("my runs"))
+    assert f"**Resumed** (`{command}`)" in render(again, "md")
+    assert f"(<code>{command.replace(chr(39), '&#39;')}</code>)" in render(again, "html")
+    assert f"Resumed ({command})" in render(again, "junit").replace("&#39;", "'")
+    assert f"(`{command}`)" in render(again, "github")
+    # The default store, or one not known: no --out, as before.
+    for store in (Path(".reprospec"), None):
+        plain = replace(error_run(), interrupted=True, store=store)
+        assert f"(`reprospec run --resume {plain.run_id}` finishes it)" in render(plain, "md")
+
+
 def test_a_grid_corner_whose_attempts_differ_names_the_failure_and_its_count() -> None:
     """A flaky corner that crashed in 4 of 10 attempts read `pass 6/10 ✅` in the grid,
     beside a verdict that said the crash reproduced; the corner names the failure."""
