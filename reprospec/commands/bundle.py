@@ -33,6 +33,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="the archive to write (.tar.gz or .tgz); `reprospec run FILE` reruns it",
     )
     opt.out(p, help="where run ids are looked up (default: .reprospec)")
+    p.add_argument("--force", action="store_true", help="overwrite the archive when it exists")
     p.add_argument(
         "--as-now",
         action="store_true",
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
     run_dir = run_dir_of(args.run, args.out)
     run = load_run(run_dir)
-    packed = pack(run, run_dir, args.output, as_now=args.as_now)
+    packed = pack(run, run_dir, args.output, as_now=args.as_now, force=args.force)
     for warning in packed.warnings:
         print(f"reprospec: warning: {warning}", file=sys.stderr)
     outside = (
@@ -73,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
         again = ["reprospec", "bundle", args.run, "-o", str(args.output)]
         again += ["--out", str(args.out)] if args.out != opt.DEFAULT_OUT else []
         again += ["--as-now"] if args.as_now else []
+        # The archive is there now: the same command again is refused without --force.
+        again += ["--force"]
         print(
             "not verified: add --verify to rerun it unpacked away from this tree "
             f"({shlex.join([*again, '--verify'])})"

@@ -159,13 +159,22 @@ class _Sources:
     spec_gone: bool = False
 
 
-def pack(run: RunResult, run_dir: Path, output: Path, *, as_now: bool = False) -> Packed:
+def pack(
+    run: RunResult, run_dir: Path, output: Path, *, as_now: bool = False, force: bool = False
+) -> Packed:
     """Write the bundle of the finished run in `run_dir` to `output` (a .tar.gz).
 
     `as_now` (`bundle --as-now`): the program's files that changed since the run are packed
-    as they are now, each named in a warning, where they are otherwise refused."""
+    as they are now, each named in a warning, where they are otherwise refused. `force`
+    (`bundle --force`): an `output` that exists is written over, where it is otherwise
+    refused (exit 2, nothing written), as `capture -o` refuses one: a second bundle of
+    another run to the same name replaced the first without a word."""
     if not output.name.endswith((".tar.gz", ".tgz")):
         raise UsageError(f"-o {output}: a bundle is a .tar.gz (or .tgz) file")
+    if output.is_dir():
+        raise UsageError(f"-o {output} is a folder: name the archive to write")
+    if (output.exists() or output.is_symlink()) and not force:
+        raise UsageError(f"{output} exists; pass --force to overwrite it")
     _refuse_capture_run(run)
     sources = _sources(run, run_dir, as_now=as_now)
     top = PurePosixPath(run.run_id)

@@ -499,7 +499,7 @@ def test_verify_of_a_rerun_that_fails_otherwise_with_the_same_verdict_exits_1(
     # With the file listed the bundle carries it, and the rerun ends as the run did.
     spec.write_text(spec.read_text() + "files: [data/cfg.json]\n")
     assert cli("run", str(spec), "--out", str(out)).code == 0
-    again = _bundle(cli, archive, out, "--verify")
+    again = _bundle(cli, archive, out, "--verify", "--force")
     assert again.code == 0, again.stdout + again.stderr
     assert "verify: default: as in the run: reproduced (error exit 1 RuntimeError)" in again.stdout
 
@@ -544,13 +544,21 @@ def test_a_complete_bundle_verifies_exit_0_and_names_a_read_by_absolute_path(
     assert checked.stderr.count("by its path, outside the bundle") == 1
     assert not list(temp.glob("reprospec-verify-*"))  # removed when it reproduced
     assert len(list((out / "runs").iterdir())) == 1
+    # The archive is there: a second bundle to its name is refused, exit 2, the archive
+    # as it was, where it was written over without a word (lo32 item 4); capture's words.
+    before = archive.read_bytes()
+    refused = _bundle(cli, archive, out)
+    assert refused.code == 2, refused.stdout + refused.stderr
+    assert refused.stderr == f"reprospec: {archive} exists; pass --force to overwrite it\n"
+    assert archive.read_bytes() == before
     # Without --verify, a line says it was not verified and how to verify it: the command as
-    # given, its --out kept (nu28 F10: without it, the run id was looked for in .reprospec).
-    plain = _bundle(cli, archive, out)
+    # given, its --out kept (nu28 F10: without it, the run id was looked for in .reprospec),
+    # and --force, without which the archive it wrote refused it.
+    plain = _bundle(cli, archive, out, "--force")
     assert plain.code == 0, plain.stderr
     assert (
         f"not verified: add --verify to rerun it unpacked away from this tree (reprospec "
-        f"bundle latest -o {archive} --out {out} --verify)"
+        f"bundle latest -o {archive} --out {out} --force --verify)"
     ) in plain.stdout
 
 
@@ -662,11 +670,12 @@ def test_a_program_that_writes_its_own_input_can_be_bundled_with_as_now(
     # --as-now packs it saying it changed since.
     (project / "state.json").write_text('{"step": 7}\n')
     os.utime(project / "state.json", (time.time() + 60, time.time() + 60))
-    refused = _bundle(cli, archive, out)
+    # (--force: the archive of the first is there)
+    refused = _bundle(cli, archive, out, "--force")
     assert refused.code == 2, refused.stderr
     assert "The run itself" not in refused.stderr
     assert "(or pack them as they are now with bundle --as-now)" in refused.stderr
-    packed = _bundle(cli, archive, out, "--as-now")
+    packed = _bundle(cli, archive, out, "--as-now", "--force")
     assert packed.code == 0, packed.stderr
     assert "state.json (in" in packed.stderr
     assert "changed since the run: it is packed as it is now" in packed.stderr

@@ -142,14 +142,14 @@ def test_bundle_of_a_merged_slurm_run_checks_its_files_by_its_shards_key(
     assert "cannot be told" not in packed.stderr
     assert "warning" not in packed.stderr
     (project / "conf.json").write_text('{"level": 2}\n')
-    refused = cli("bundle", merged_run.name, "-o", str(archive), "--out", str(shared))
+    refused = cli("bundle", merged_run.name, "-o", str(archive), "--out", str(shared), "--force")
     assert refused.code == 2, refused.stderr
     assert f"not as run {merged_run.name} read them" in refused.stderr
     assert "conf.json (changed)" in refused.stderr
     # The shards' keys gone: said of the Slurm run's shards, not of a moved run folder.
     for key in (shared / "slurm").glob("*/shards/*/digest.key"):
         key.unlink()
-    unchecked = cli("bundle", merged_run.name, "-o", str(archive), "--out", str(shared))
+    unchecked = cli("bundle", merged_run.name, "-o", str(archive), "--out", str(shared), "--force")
     assert unchecked.code == 0, unchecked.stderr
     assert "in none of its Slurm run's shard stores" in unchecked.stderr
     assert "moved from its store" not in unchecked.stderr
