@@ -163,13 +163,17 @@ def _merged_slurm_runs(
     """The merged run of each Slurm run of `folders`, as the store's rows read (from its
     results.json), by `purpose` `slurm`, with `slurm_run`: the Slurm run's id. Of the
     spec `spec_name`, or the file at `spec_paths`, when given. A results.json that cannot
-    be read is left out (`report` of its id says why)."""
+    be read is left out (`report` of its id says why); a cell of it that cannot be read
+    (edited by hand) is said on stderr, and the run listed."""
+    from reprospec.store.resultsjson import read_cells
+
     rows: list[Mapping[str, object]] = []
     for folder in folders:
         try:
             data = json.loads(folder.results_json.read_text(encoding="utf-8"))
             spec = data["spec"]
             summary = data["summary"]
+            cells, unread = read_cells(data["cells"], str(folder.results_json))
             row: dict[str, object] = {
                 "run_id": str(data["run_id"]),
                 "spec_name": str(spec["name"]),
@@ -179,7 +183,7 @@ def _merged_slurm_runs(
                 "finished": data.get("finished"),
                 "status": "interrupted" if data.get("interrupted") else "finished",
                 "cells": int(summary.get("cells", 0)),
-                "attempts": sum(len(cell.get("attempts", ())) for cell in data["cells"]),
+                "attempts": sum(len(cell.attempts) for cell in cells),
                 **{key: int(summary.get(key, 0)) for key, _ in _COUNTS},
                 "perturbed": [],
                 "purpose": "slurm",
@@ -192,6 +196,8 @@ def _merged_slurm_runs(
             continue
         if spec_paths and row["spec_path"] not in spec_paths:
             continue
+        for warning in unread:
+            print(f"reprospec: warning: {warning}", file=sys.stderr)
         rows.append(row)
     return rows
 

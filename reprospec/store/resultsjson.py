@@ -6,6 +6,7 @@ import itertools
 import json
 import os
 import secrets
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -331,8 +332,10 @@ def _rate(d: JsonObject) -> Rate:
     )
 
 
-def cell_from_dict(d: JsonObject, index: int = 0) -> CellResult:
-    """Inverse of `cell_to_dict`."""
+def cell_from_dict(
+    d: JsonObject, index: int = 0, attempts: tuple[AttemptResult, ...] | None = None
+) -> CellResult:
+    """Inverse of `cell_to_dict`; `attempts`: its attempts read already (`read_cells`)."""
     found = integer(d.get("index"))
     return CellResult(
         cell=Cell(
@@ -344,7 +347,9 @@ def cell_from_dict(d: JsonObject, index: int = 0) -> CellResult:
         verdict=_one_of(_VERDICTS, d.get("verdict"), "verdict"),
         reason=text(d.get("reason")),
         rate=_rate(obj(d.get("rate"))),
-        attempts=tuple(attempt_from_dict(a) for a in objects(d.get("attempts"))),
+        attempts=tuple(attempt_from_dict(a) for a in objects(d.get("attempts")))
+        if attempts is None
+        else attempts,
         command=text(d.get("command")),
         environment=obj(d.get("environment")),
     )
@@ -389,8 +394,52 @@ def resumed_of(path: Path) -> Resumed | None:
     return _resumed(resumed) if isinstance(resumed, dict) else None
 
 
-def run_from_dict(d: JsonObject) -> RunResult:
-    """Inverse of `run_to_dict`; refuses a results format it does not know."""
+# What a reader makes of a part of results.json it cannot read (one edited by hand): left
+# out, and said, where it was dropped without a word (a cell's attempts not a list read as
+# no attempts, a cell that was not an object as no cell) or refused the whole run (a cell's
+# unknown verdict).
+_UNREAD = (KeyError, TypeError, ValueError, AttributeError)
+
+
+def read_cells(value: JsonValue, source: str) -> tuple[tuple[CellResult, ...], tuple[str, ...]]:
+    """results.json's `cells` read, each that cannot be read left out, and what was left
+    out said, naming `source` and the cell: (cells, warnings). An attempt that cannot be read
+    is left out of its cell alone; every other cell and attempt is kept."""
+    cells: list[CellResult] = []
+    unread: list[str] = []
+    for position, entry in enumerate(value if isinstance(value, list) else []):
+        where = f"{source}: cells[{position}]"
+        if not isinstance(entry, dict):
+            unread.append(f"{where} is not an object (cannot be read): left out")
+            continue
+        cell_id = entry.get("id")
+        if isinstance(cell_id, str):
+            where += f" ({cell_id})"
+        listed = entry.get("attempts", [])
+        if not isinstance(listed, list):
+            unread.append(f"{where}: its attempts are not a list (cannot be read): left out")
+            listed = []
+        attempts: list[AttemptResult] = []
+        for nth, item in enumerate(listed):
+            try:
+                if not isinstance(item, dict):
+                    raise TypeError("not an object")
+                attempts.append(attempt_from_dict(item))
+            except _UNREAD as exc:
+                unread.append(f"{where}: attempts[{nth}] cannot be read ({exc}): left out")
+        try:
+            if not isinstance(cell_id, str):
+                raise TypeError("no id")
+            cells.append(cell_from_dict(entry, position, tuple(attempts)))
+        except _UNREAD as exc:
+            unread.append(f"{where} cannot be read ({exc}): left out")
+    return tuple(cells), tuple(unread)
+
+
+def run_from_dict(d: JsonObject, source: str = "results.json") -> RunResult:
+    """Inverse of `run_to_dict`; refuses a results format it does not know. A cell (or an
+    attempt) that cannot be read is left out, and a warning of the run says so, naming
+    `source` and the cell."""
     if d.get("format") != FORMAT:
         found = d.get("format")
         raise FatalError(
@@ -401,6 +450,7 @@ def run_from_dict(d: JsonObject) -> RunResult:
     run_id = text(d.get("run_id"))
     if not run_id or not isinstance(d.get("cells"), list):
         raise ValueError("no run_id or no cells")  # load_run: "not a results file (...)"
+    cells, unread = read_cells(d.get("cells"), source)
     return RunResult(
         run_id=run_id,
         spec_name=text(spec.get("name")),
@@ -410,11 +460,11 @@ def run_from_dict(d: JsonObject) -> RunResult:
         started=text(d.get("started")),
         finished=text(d.get("finished")),
         environment=obj(d.get("environment")),
-        cells=tuple(cell_from_dict(c, i) for i, c in enumerate(objects(d.get("cells")))),
+        cells=cells,
         command_line=text(d.get("command_line")),
         title=text(d.get("title")),
         description=text(d.get("description")),
-        warnings=texts(d.get("warnings")),
+        warnings=(*texts(d.get("warnings")), *unread),
         interrupted=d.get("interrupted") is True,
         shard=text(d.get("shard")),
         standalone=Standalone.from_dict(standalone) if isinstance(standalone, dict) else None,
@@ -607,13 +657,18 @@ def load_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Run
     if not isinstance(data, dict):
         raise FatalError(f"{path}: not a reprospec results file")
     try:
-        run = run_from_dict(data)
+        run = run_from_dict(data, str(path))
     except (KeyError, TypeError, ValueError) as exc:
         raise FatalError(f"{path}: not a reprospec results file ({exc!r})") from exc
     except FatalError as exc:
         # Another format (any JSON given as a RUN): named by the file given, not as
         # "results.json", which may be none of the files in the command.
         raise FatalError(f"{path}: {exc}") from exc
+    said = texts(data.get("warnings"))
+    for warning in run.warnings[len(said) :]:
+        # What could not be read of it, each named (a report of it says so too): left out
+        # silently, a cell edited by hand read as never run (lo32 item 5).
+        print(f"reprospec: warning: {warning}", file=sys.stderr)
     spec_file = RunFolder(path.parent).spec_yaml
     if not run.spec_text and spec_file.is_file():
         run = replace(run, spec_text=spec_file.read_text(encoding="utf-8"))

@@ -679,3 +679,61 @@ def test_history_of_a_merge_jobs_out_names_the_merged_run_no_store_lists(
         f"store lists, such as the runs `merge` writes (newest {run_id})"
     ) in listed.stderr
     assert cli("report", "latest", "--out", str(merged_out)).code == 0
+
+
+def test_a_results_json_cell_edited_by_hand_is_said_and_left_out_alone(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """lo32 item 5: a cell of results.json spoiled by hand was dropped without a word (its
+    attempts not a list read as none, a cell not an object as no cell) or refused the whole
+    run (an unknown verdict); `report`, `compare` and `history` now name the file and the
+    cell, exit 0, no traceback, and keep every other cell."""
+    spec = tmp_path / "four.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: four\nmatrix: {n: [1, 2, 3, 4, 5]}\n"
+        f"command: [{sys.executable}, -c, 'import sys; sys.exit(3)']\n"
+        "expect: {outcome: error, exit_code: 3}\n"
+    )
+    out = tmp_path / "store"
+    assert cli("run", str(spec), "--out", str(out)).code == 0
+    assert cli("run", str(spec), "--out", str(out)).code == 0
+    first = sorted((out / "runs").iterdir())[0]
+    results = first / "results.json"
+    data = json.loads(results.read_text(encoding="utf-8"))
+    data["cells"][1]["attempts"] = "oops"
+    data["cells"][2]["verdict"] = "bogus"
+    data["cells"][3]["attempts"][0] = 7
+    data["cells"][4] = "garbage"
+    results.write_text(json.dumps(data), encoding="utf-8")
+    said = [
+        f"reprospec: warning: {results}: cells[1] (n=2): its attempts are not a list (cannot "
+        "be read): left out",
+        f"reprospec: warning: {results}: cells[2] (n=3) cannot be read (unknown verdict "
+        "'bogus'): left out",
+        f"reprospec: warning: {results}: cells[3] (n=4): attempts[0] cannot be read (not an "
+        "object): left out",
+        f"reprospec: warning: {results}: cells[4] is not an object (cannot be read): left out",
+    ]
+    report = cli("report", first.name, "--out", str(out))
+    assert report.code == 0, report.stderr
+    assert report.stderr.splitlines() == said
+    # The report says so too, and holds the cells that could be read as they were.
+    # (the store's path as the report names paths: relative to the project)
+    noted = [line for line in report.stdout.splitlines() if line.startswith("> ⚠️ ")]
+    assert [line.split("results.json: ", 1)[1] for line in noted] == [
+        line.split("results.json: ", 1)[1] for line in said
+    ]
+    assert "| ✅ | 1 | `error exit 3` | `error exit 3` | 1/1 |" in report.stdout
+    compared = cli("compare", first.name, "latest", "--out", str(out))
+    assert compared.code == 0, compared.stderr
+    assert compared.stderr.splitlines() == said
+    assert "Traceback" not in compared.stdout + compared.stderr
+    # history reads results.json for a Slurm run's merged run (in no store): listed still.
+    merged = out / "slurm" / "S1" / "merged" / "runs" / first.name
+    merged.parent.mkdir(parents=True)
+    shutil.copytree(first, merged)
+    listed = cli("history", "--out", str(out), "--format", "json")
+    assert listed.code == 0, listed.stderr
+    assert [row["run_id"] for row in json.loads(listed.stdout)].count(first.name) == 2
+    for line in said:
+        assert line.replace(str(results), str(merged / "results.json")) in listed.stderr
