@@ -148,6 +148,9 @@ def _status(run: Mapping[str, object], out: Path) -> Mapping[str, object]:
 
     folder = RunFolder.of(out.resolve(), str(run["run_id"]))
     run = {**run, "folder_missing": not folder.path.is_dir()}
+    if run.get("status") == "running":
+        # Its cells are in the store once judged: the cells it plans, from its engine.json.
+        run["planned"] = folder.planned_cells()
     if run.get("status") != "running" or not folder.engine_gone():
         return run
     if why := folder.stop_noted():
@@ -253,6 +256,10 @@ def _row(run: Mapping[str, object]) -> dict[str, object]:
     keys = ("run_id", "spec_name", "spec_path", "runner", "started", "finished", "status")
     out = {key: run.get(key) for key in keys}
     out["cells"] = run.get("cells", 0)
+    # A run still running (or killed): the cells it plans (None: not known, a run from before
+    # engine.json said), and those with an attempt stored; judged cells come at its end.
+    out["planned"] = run.get("planned")
+    out["with_attempts"] = run.get("with_attempts", 0)
     out["attempts"] = run.get("attempts", 0)
     out["verdicts"] = {key: run.get(key, 0) for key, _ in _COUNTS}
     out["perturbed"] = run.get("perturbed") or []
@@ -274,6 +281,18 @@ def _amplified(run: Mapping[str, object]) -> str:
     if not isinstance(notes, list):
         return ""
     return "; ".join(str(note).split(" (", 1)[0] for note in notes)
+
+
+def _cells(row: Mapping[str, object]) -> str:
+    """The cells column: how many the run has; for one whose cells are not judged yet
+    (running, or killed before its end), how many have an attempt stored of those it plans
+    (`2 of 4 so far`), where it said `0`."""
+    cells = row.get("cells", 0)
+    if cells or row.get("status") not in ("running", "killed", "unknown"):
+        return str(cells)
+    planned = row.get("planned")
+    stored = row.get("with_attempts") or 0
+    return f"{stored} of {planned} so far" if isinstance(planned, int) else f"{stored} so far"
 
 
 def _table(
@@ -323,7 +342,7 @@ def _table(
             + (", folder missing" if row.get("folder_missing") else "")
             # A shard's verdicts are of its share of each cell's attempts (nu29 L2).
             + (f", shard {row['shard']}" if row.get("shard") else ""),
-            str(row.get("cells", "")),
+            _cells(row),
             verdicts or "—",
         ]
         table.add_row(*cells, *((_amplified(row) or "—",) if amplified else ()))

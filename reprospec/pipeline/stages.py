@@ -125,9 +125,9 @@ def execute(
             # Read before the claim writes engine.json anew: the earlier engine's word of a
             # stop its store could not take (a full disk), which makes it not `killed`.
             noted = folder.stop_noted()
-            _claim(folder)
+            _claim(folder, len(plan.cells))
         else:
-            folder = _new_folder(options.out.resolve(), spec.name)
+            folder = _new_folder(options.out.resolve(), spec.name, len(plan.cells))
             held = folder.hold()
             opened.callback(os.close, held)
             noted = ""
@@ -361,12 +361,12 @@ def execute(
     return load_run(folder.results_json) if whole else result
 
 
-def _claim(folder: RunFolder) -> None:
+def _claim(folder: RunFolder, cells: int) -> None:
     """Claim a resumed run's folder; one that cannot be written is said of the folder, where
     the error named the temporary file of its engine.json (`engine.json.tmp1234`, nu28 F13):
     exit 3 for a full disk, 2 for a folder this user cannot write."""
     try:
-        folder.claim()
+        folder.claim(cells)
     except OSError as exc:
         what = f"--resume {folder.run_id}: its folder {folder.path} cannot be written: "
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -374,14 +374,14 @@ def _claim(folder: RunFolder) -> None:
         raise UsageError(f"{what}{exc.strerror or exc}") from exc
 
 
-def _new_folder(out: Path, name: str) -> RunFolder:
+def _new_folder(out: Path, name: str, cells: int) -> RunFolder:
     """A new run's folder, claimed by this engine; one that cannot be (a full disk: its
     engine.json) is removed, and the run refused, exit 3, saying where (nu28 F1)."""
     from reprospec.store.resultsjson import new_run_id
 
     folder = RunFolder.new(out, lambda: new_run_id(name))
     try:
-        return folder.claim()
+        return folder.claim(cells)
     except OSError as exc:
         _discard(folder)
         raise InfraError(f"{folder.path}: cannot start the run there: {_located(exc)}") from exc

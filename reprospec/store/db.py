@@ -819,6 +819,8 @@ class Store:
                    (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id
                         AND c.verdict = 'observed') AS observed,
                    (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id) AS attempts,
+                   (SELECT COUNT(DISTINCT a.cell_id) FROM attempts a
+                        WHERE a.run_id = r.run_id) AS with_attempts,
                    (SELECT a.perturbed FROM attempts a WHERE a.run_id = r.run_id
                         AND a.perturbed IS NOT NULL LIMIT 1) AS perturbed
             FROM runs r {where}

@@ -18,7 +18,8 @@ OUT/                          --out (default .reprospec/)
     engine.json               the engine process that runs (or last ran) in it: a run the
                               store still calls running whose engine is gone was killed,
                               unless the engine wrote why it stopped (`note_stop`: a full
-                              disk, where the store could not take it)
+                              disk, where the store could not take it); and the cells the
+                              run plans (`history` of a run still running)
     cells/CELL/N/             attempt N of CELL: stdout.log, stderr.log, events.jsonl,
                               env.json, stack.txt, cell.json (runners/base.py); an attempt
                               that passed keeps only its files that are not empty, and no
@@ -426,18 +427,21 @@ class RunFolder:
         pid = (self._engine_record() or {}).get("pid")
         return f" (engine pid {pid})" if isinstance(pid, int) else ""
 
-    def claim(self) -> RunFolder:
+    def claim(self, cells: int | None = None) -> RunFolder:
         """Record this process as the engine that runs in the folder (a resume claims it anew).
 
         The store marks a run `finished` or `interrupted` as it ends; a SIGKILL, the OOM
         killer or the machine's end leave it `running` for good. Which process ran it, with
-        its start time and boot, tells `history` that nothing runs it any more.
+        its start time and boot, tells `history` that nothing runs it any more. `cells`: how
+        many cells the run plans, which the store has only once they are judged (`history`
+        of a run still running said `cells 0`).
         """
         from reprospec.process.leftovers import Engine
 
         # The host as socket.gethostname() gives it (uname's nodename), without importing
         # socket into every run.
-        text = json.dumps({**Engine.me().to_dict(), "host": os.uname().nodename})
+        planned = {} if cells is None else {"cells": cells}
+        text = json.dumps({**Engine.me().to_dict(), "host": os.uname().nodename, **planned})
         # Padded (JSON allows the spaces): the room `note_stop` writes into in place, where
         # a full disk gives no new block to the store or to a new file.
         self._replace(ENGINE_JSON, text.ljust(_ENGINE_ROOM - 1) + "\n")
@@ -466,6 +470,12 @@ class RunFolder:
                 os.close(fd)
         except (OSError, ValueError):
             pass
+
+    def planned_cells(self) -> int | None:
+        """How many cells the run plans, as its engine's `claim` wrote it; None where not
+        known (a run from before it was written)."""
+        cells = (self._engine_record() or {}).get("cells")
+        return cells if isinstance(cells, int) and not isinstance(cells, bool) else None
 
     def stop_noted(self) -> str:
         """Why the engine that last claimed the folder stopped, as `note_stop` said (the

@@ -737,3 +737,59 @@ def test_a_results_json_cell_edited_by_hand_is_said_and_left_out_alone(
     assert [row["run_id"] for row in json.loads(listed.stdout)].count(first.name) == 2
     for line in said:
         assert line.replace(str(results), str(merged / "results.json")) in listed.stderr
+
+
+def test_history_of_a_running_run_counts_its_cells_so_far_of_those_it_plans(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """lo32 item 2: a run still running read `cells 0` (the store has its cells once they
+    are judged, at its end); it says how many have an attempt stored, of those it plans,
+    and so does a run killed before its end."""
+    hold = tmp_path / "hold"
+    hold.touch()
+    spec = tmp_path / "three.yaml"
+    # Cell 1 passes at once; cells 2 and 3 wait while `hold` is there.
+    spec.write_text(
+        "reprospec: 1\nname: three\nmatrix: {n: [1, 2, 3]}\nrun: {timeout: 5m}\n"
+        "expect: {outcome: pass}\n"
+        f'command: [{sys.executable}, -c, "import pathlib, sys, time; '
+        "sys.argv[1] == '1' or "
+        f'[time.sleep(0.05) for _ in iter(pathlib.Path({str(hold)!r}).exists, False)]", '
+        "'${{ matrix.n }}']\n"
+    )
+    out = tmp_path / "out"
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+
+    def row() -> dict[str, object]:
+        listed = cli("history", "--format", "json", "--out", str(out))
+        assert listed.code == 0, listed.stderr
+        (only,) = json.loads(listed.stdout)
+        assert isinstance(only, dict)
+        return only
+
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "results.db").is_file() or row()["with_attempts"] != 1:
+            assert engine.poll() is None
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        now = row()
+        assert (now["status"], now["cells"], now["planned"]) == ("running", 0, 3)
+        table = cli("history", "--out", str(out))
+        assert "1 of 3 so far" in table.stdout, table.stdout
+        kill_with_its_watchdog(engine)
+    finally:
+        if engine.poll() is None:
+            engine.kill()
+            engine.wait()
+    assert "1 of 3 so far" in cli("history", "--out", str(out)).stdout
+    assert row()["status"] == "killed"
+    hold.unlink()
+    run_id = row()["run_id"]
+    assert cli("run", "--resume", str(run_id), "--out", str(out)).code == 0
+    ended = row()
+    assert (ended["status"], ended["cells"]) == ("finished", 3)
+    assert "3 reproduced" in cli("history", "--out", str(out)).stdout
