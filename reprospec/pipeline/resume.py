@@ -58,6 +58,39 @@ def resolve(reference: str | Path, out: Path) -> tuple[str, Path]:
     return run_id_named(run_id, out), out  # several refused; none: load says so
 
 
+def _store_set_aside(run_id: str, out: Path) -> str:
+    """What to do with a run whose folder `run` made (its engine.json) but whose store no
+    longer holds it: the store was moved aside (a damaged one: the engine's own message says
+    to) or removed. It was refused as a merged run ("such as one `reprospec merge` made"),
+    where no merge was in it (lo32 item 3). "" for any other run."""
+    import json
+    import shlex
+
+    from reprospec.core.runoptions import without_options
+    from reprospec.store.runfolder import ENGINE_JSON, RunFolder
+
+    folder = RunFolder.of(out, run_id)
+    if not (folder.path / ENGINE_JSON).is_file():
+        return ""
+    aside = sorted(
+        str(p) for p in out.glob("results.db?*") if not p.name.endswith(("-wal", "-shm"))
+    )
+    where = f" ({', '.join(aside)} is there)" if aside else ""
+    command, report = "reprospec run SPEC", ""
+    try:
+        ran = json.loads(folder.results_json.read_text(encoding="utf-8"))
+        line = str(ran["command_line"]) or f"reprospec run {ran['spec']['path']}"
+        command = shlex.join(without_options(shlex.split(line), ("--out",)))
+        report = f"; what it ran is in its folder: `reprospec report {run_id} --out {out}`"
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # killed before it wrote one
+    return (
+        f": its folder is of a results store since moved aside or removed{where}, and only "
+        "a store that holds its attempts resumes it. Run its spec again, "
+        f"`{command} --out {out}`{report}"
+    )
+
+
 def load(
     run_id: str,
     out: Path,
@@ -76,10 +109,15 @@ def load(
     from reprospec.store.db import Store
 
     if not (out / "results.db").is_file():
-        raise UsageError(f"--resume {run_id}: no results store at {out / 'results.db'}")
+        raise UsageError(
+            f"--resume {run_id}: no results store at {out / 'results.db'}"
+            + _store_set_aside(run_id, out)
+        )
     with Store(out) as store:
         info = store.run_info(run_id)
         if info is None:
+            if gone := _store_set_aside(run_id, out):
+                raise UsageError(f"--resume {run_id}: {out / 'results.db'} does not hold it{gone}")
             if (out / "runs" / run_id / "results.json").is_file():
                 # `latest` after a merge names the merged run: its folder, in no store.
                 raise UsageError(

@@ -190,9 +190,26 @@ def test_a_damaged_store_is_refused_before_anything_runs_and_says_how_to_recover
     assert [p.name for p in (out / "runs").iterdir()] == runs
     # The advice works: the damaged store set aside, the next run starts a new one.
     db.rename(db.with_name("results.db.damaged"))
+    # lo32 item 3: --resume of a run of the store set aside spoke of `reprospec merge`
+    # (none was made); it says where the store went and what can be done, before and after
+    # a new store is there, and what it gives works pasted.
+    (old,) = runs
+    for args in (("run", "--resume", old), ("run", "--resume", str(out / "runs" / old))):
+        refused = _reprospec(*args, "--out", str(out))
+        assert refused.code == 2, refused.stderr
+        _no_traceback(refused)
+        assert "merge" not in refused.stderr
+        assert f"moved aside or removed ({db}.damaged is there)" in refused.stderr
+        assert f"Run its spec again, `reprospec run {spec} --out {out}`" in refused.stderr
+        assert f"`reprospec report {old} --out {out}`" in refused.stderr
     again = _reprospec("run", str(spec), "--out", str(out))
     assert again.code == 0, again.stderr
     assert len(list(tmp_path.glob("RAN-*"))) == 6
+    refused = _reprospec("run", "--resume", old, "--out", str(out))
+    assert refused.code == 2, refused.stderr
+    assert refused.stderr.startswith(f"reprospec: --resume {old}: {db} does not hold it: ")
+    assert "merge" not in refused.stderr
+    assert _reprospec("report", old, "--out", str(out)).code == 0
 
 
 # -- a store on a read-only disk -------------------------------------------------------------
