@@ -20,6 +20,9 @@ from reprospec.commands import options as opt
 if TYPE_CHECKING:
     from reprospec.store.runfolder import RunFolder
 
+# The status of a run the store calls running whose folder names no engine (history.md).
+UNKNOWN = "unknown"
+
 # Runs shown unless `--limit` or `--all` says otherwise.
 DEFAULT_LIMIT = 20
 
@@ -126,6 +129,9 @@ def run(args: argparse.Namespace) -> int:
     missing = sum(1 for run in shown_runs if run["folder_missing"])
     if missing:
         notes.append(_folders_missing(missing, Path(args.out)))
+    unknown = [str(run["run_id"]) for run in shown_runs if run.get("status") == UNKNOWN]
+    if unknown:
+        notes.append(_unknown(unknown, Path(args.out)))
     if unlisted:
         notes.append(unlisted.removeprefix("; "))
     if args.format == "json":
@@ -151,6 +157,10 @@ def _status(run: Mapping[str, object], out: Path) -> Mapping[str, object]:
     if run.get("status") == "running":
         # Its cells are in the store once judged: the cells it plans, from its engine.json.
         run["planned"] = folder.planned_cells()
+        if folder.path.is_dir() and not folder.names_engine():
+            # Begun by a reprospec from before engine.json: `running` for good once killed,
+            # and nothing here tells whether its engine lives (another machine's may).
+            return {**run, "status": UNKNOWN}
     if run.get("status") != "running" or not folder.engine_gone():
         return run
     if why := folder.stop_noted():
@@ -240,6 +250,17 @@ def _folders_missing(count: int, out: Path) -> str:
     )
 
 
+def _unknown(run_ids: Sequence[str], out: Path) -> str:
+    from reprospec.core.words import resume_command
+
+    return (
+        f"{len(run_ids)} run(s) marked `unknown`: the store says running, but its folder names "
+        "no engine (no engine.json: begun by a reprospec from before it wrote one), so whether "
+        "its engine still runs, here or on another machine sharing this --out, cannot be told; "
+        f"if it has ended (killed), `{resume_command(run_ids[0], out)}` finishes it"
+    )
+
+
 def _left_out(shown: int, total: int) -> str:
     return f"the newest {shown} of {total} runs (--limit N or --all for more)"
 
@@ -288,7 +309,7 @@ def _cells(row: Mapping[str, object]) -> str:
     (running, or killed before its end), how many have an attempt stored of those it plans
     (`2 of 4 so far`), where it said `0`."""
     cells = row.get("cells", 0)
-    if cells or row.get("status") not in ("running", "killed", "unknown"):
+    if cells or row.get("status") not in ("running", "killed", UNKNOWN):
         return str(cells)
     planned = row.get("planned")
     stored = row.get("with_attempts") or 0

@@ -605,6 +605,14 @@ def _unreadable(path: Path, out_root: Path) -> str | None:
     if folder.path.is_dir():
         if found.status != "running":
             return None  # ended with a word, and its results.json removed since: the plain line
+        if not folder.names_engine():
+            return (
+                f"run {run_id} has no results: {folder.results_json} is missing, and whether "
+                "its engine still runs cannot be told (its folder names none: no engine.json, "
+                "a run begun by a reprospec from before it wrote one; `reprospec history` marks "
+                f"it `unknown`): if it was killed, {resume} runs the rest and writes its "
+                "results and report"
+            )
         if not folder.engine_gone():
             return (
                 f"run {run_id} is still running (its engine has not written results.json "

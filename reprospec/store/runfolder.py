@@ -490,6 +490,12 @@ class RunFolder:
         temporary.write_text(text, encoding="utf-8")
         temporary.replace(self.path / name)
 
+    def names_engine(self) -> bool:
+        """Whether the folder names the engine that last claimed it (engine.json, readable):
+        not a run begun by a reprospec from before engine.json, whose engine nothing here
+        can tell alive or ended (no pid, no host: it may run on another machine)."""
+        return self._engine_record() is not None
+
     def engine_gone(self) -> bool:
         """Whether the engine that last claimed the folder has ended. False where that is not
         known: it runs, the folder names none (a run from before engine.json), or it ran on

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -793,3 +794,56 @@ def test_history_of_a_running_run_counts_its_cells_so_far_of_those_it_plans(
     ended = row()
     assert (ended["status"], ended["cells"]) == ("finished", 3)
     assert "3 reproduced" in cli("history", "--out", str(out)).stdout
+
+
+def test_a_run_whose_folder_names_no_engine_is_unknown_not_running_for_good(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """lo32 item 7: a run killed under a reprospec from before engine.json read `running`
+    for ever (nothing names its engine: no pid, no host); history says `unknown`, and how
+    to finish it if it was killed, and `report` says so, where it said `still running`."""
+    hold = tmp_path / "hold"
+    hold.touch()
+    spec = tmp_path / "held.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: held\nrun: {timeout: 5m}\nexpect: {outcome: pass}\n"
+        f'command: [{sys.executable}, -c, "import pathlib, time; '
+        f'[time.sleep(0.05) for _ in iter(pathlib.Path({str(hold)!r}).exists, False)]"]\n'
+    )
+    out = tmp_path / "out"
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not list(out.glob("runs/*/cells/default/1")):
+            assert engine.poll() is None
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        kill_with_its_watchdog(engine)
+    finally:
+        if engine.poll() is None:
+            engine.kill()
+            engine.wait()
+    (folder,) = (out / "runs").iterdir()
+    (folder / "engine.json").unlink()  # as an older reprospec left its folder
+    listed = cli("history", "--out", str(out), "--format", "json")
+    assert [row["status"] for row in json.loads(listed.stdout)] == ["unknown"]
+    table = cli("history", "--out", str(out))
+    resume = f"reprospec run --resume {folder.name} --out {out}"
+    assert "1 run(s) marked `unknown`: the store says running, but its folder names no engine" in (
+        table.stdout.replace("\n", " ")
+    )
+    assert f"`{resume}` finishes it" in table.stdout.replace("\n", "")
+    report = cli("report", "latest", "--out", str(out))
+    assert report.code == 2
+    assert "still running" not in report.stderr
+    assert "whether its engine still runs cannot be told" in report.stderr
+    hold.unlink()
+    finished = cli(*shlex.split(resume)[1:])
+    assert finished.code == 0, finished.stderr
+    assert [
+        row["status"]
+        for row in json.loads(cli("history", "--out", str(out), "--format", "json").stdout)
+    ] == ["finished"]
