@@ -262,6 +262,23 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
+# sqlite's files beside a WAL store, written by every connection that writes it.
+_SIDE_FILES = ("-wal", "-shm")
+
+
+def _owner_and_mode(path: Path) -> str:
+    """`alice, 0644`: whose a file is and who may write it, as `ls -l` would tell."""
+    import pwd
+    import stat
+
+    info = path.stat()
+    try:
+        owner = pwd.getpwuid(info.st_uid).pw_name
+    except KeyError:
+        owner = f"uid {info.st_uid}"
+    return f"{owner}'s, {stat.S_IMODE(info.st_mode):04o}"
+
+
 # The stores (device, inode) this process found whole.
 _CHECKED: set[tuple[int, int]] = set()
 
@@ -335,6 +352,8 @@ class Store:
             return self._read_only(
                 check, sqlite3.OperationalError("the file is not this user's to write")
             )
+        if not self._reader:
+            self._refuse_another_users_store()
         while True:
             db: sqlite3.Connection | None = None
             try:
@@ -368,6 +387,26 @@ class Store:
                     db.close()
                 raise
             time.sleep(random.uniform(0.02, 0.1))
+
+    def _refuse_another_users_store(self) -> None:
+        """Refuse, before anything runs, a store this user may read but not write.
+
+        sqlite opens such a file read-only without a word, makes a `-wal` and `-shm` of this
+        user's (which the store's owner then cannot write either), and fails at the first
+        write: a run did every attempt, then stopped with exit 3 saying "the file or its
+        disk failed" (lo32). The user's own `--out` to fix or change: exit 2.
+        """
+        files = [self.path, *(self.path.with_name(f"{self.path.name}{end}") for end in _SIDE_FILES)]
+        refused = [p for p in files if p.is_file() and not os.access(p, os.W_OK)]
+        if not refused or not os.access(self.path.parent, os.W_OK):
+            return  # none, or a read-only --out: the folder's check below says so
+        names = ", ".join(f"{p.name} ({_owner_and_mode(p)})" for p in refused)
+        raise UsageError(
+            f"the results store {self.path}: not this user's to write: {names}. A store "
+            f"several users run into needs a group they share and `chmod g+w "
+            f"{self.path}*` by its owner (docs/cli.md, 'A store several users write'); "
+            "or give another --out"
+        )
 
     def _read_only(self, check: bool, refused: sqlite3.Error) -> sqlite3.Connection:
         """The store opened only to be read, as it is: on a read-only disk (an archived or

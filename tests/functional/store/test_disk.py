@@ -495,3 +495,40 @@ def test_an_attempt_deleting_out_does_not_lose_the_store(tmp_path: Path) -> None
     report = (result.latest_run() / "report.md").read_text()
     assert "was deleted while the run went" in report
     shutil.rmtree(out)
+
+
+def test_another_users_run_into_a_store_it_cannot_write_is_refused_before_it_runs(
+    shared_out: Path,
+) -> None:
+    # lo32: without `chmod g+w` on results.db, a teammate's run opened the store read-only
+    # without a word, ran every attempt, then stopped with exit 3 ("the file or its disk
+    # failed"), and left a -wal and -shm of its own that the owner could not write either.
+    spec = _spec(shared_out, "reprospec: 1\nname: t\ncommand: 'true'\nexpect: {outcome: pass}\n")
+    spec.chmod(0o644)
+    out = shared_out / "out"
+    ran = _reprospec("run", str(spec), "--out", str(out))
+    assert ran.code == 0, ran.stderr
+    # Every folder the group's to write (g+rwX, as the docs say); results.db left 0644.
+    for folder in [out, *(p for p in out.rglob("*") if p.is_dir())]:
+        folder.chmod(0o777)
+    before = sorted(p.name for p in (out / "runs").iterdir())
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", PY, "-m"]
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT), "HOME": str(shared_out)}
+    if subprocess.run([*nobody, "reprospec", "--version"], env=env, check=False).returncode:
+        pytest.skip("this interpreter cannot be run as another user here")
+    done = subprocess.run(
+        [*nobody, "reprospec", "run", str(spec), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=shared_out,
+        timeout=180,
+    )
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert "not this user's to write: results.db (root's, 0644)" in done.stderr, done.stderr
+    assert "chmod g+w" in done.stderr
+    assert not [p.name for p in out.iterdir() if p.name.startswith("results.db-")]
+    assert sorted(p.name for p in (out / "runs").iterdir()) == before  # nothing ran
+    again = _reprospec("run", str(spec), "--out", str(out))
+    assert again.code == 0, again.stderr
