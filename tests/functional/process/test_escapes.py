@@ -132,18 +132,34 @@ def test_a_process_re_parented_while_a_kill_pass_reads_the_tree_is_killed_all_th
 
 
 # Orphans that die while the attempt still runs: each exits with code 3 after its parent
-# (a short-lived middle process) is gone, so the engine inherits it.
+# (a short-lived middle process, which hands the root its pid) is gone, so the engine
+# inherits it. The root says they are dead once each is a zombie or reaped: one still
+# running when the attempt ends is killed as left behind (its exit 3 then not its own).
 ORPHANS = """\
 import os, sys, time
 folder = sys.argv[1]
+orphans = []
 for n in range(6):
+    read, write = os.pipe()
     if os.fork() == 0:
-        if os.fork() == 0:
+        orphan = os.fork()
+        if orphan == 0:
             time.sleep(0.2)
             os._exit(3)
+        os.write(write, str(orphan).encode())
         os._exit(0)
+    os.close(write)
+    orphans.append(int(os.read(read, 32)))
+    os.close(read)
     os.wait()
-time.sleep(0.5)
+def dead(pid):
+    try:
+        return open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+while orphans:  # each looked at until seen dead, never after (its pid may be reused)
+    orphans = [pid for pid in orphans if not dead(pid)]
+    time.sleep(0.01)
 open(os.path.join(folder, "orphans-dead"), "w").close()
 while not os.path.exists(os.path.join(folder, "finish")):
     time.sleep(0.02)
