@@ -127,6 +127,23 @@ class Child:
         raise AssertionError(f"event never came; got {self.events()[-3:]}")
 
 
+def dump_until(pid: int, stack: Path, *needles: str, timeout: float = 60) -> None:
+    """Ask `pid` for its stacks (SIGUSR1) until its dump file shows every one of `needles`,
+    asked again each second while it does not: the event the test saw comes just before
+    the process goes where it hangs, and a dump asked before it got there (a fixed sleep
+    after the event, which a loaded machine need not keep) shows where it was instead.
+    faulthandler appends each dump, one thread at a time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        os.kill(pid, signal.SIGUSR1)
+        again = time.monotonic() + 1.0
+        while time.monotonic() < again:
+            if all(needle in stack.read_text() for needle in needles):
+                return
+            time.sleep(0.05)
+        assert time.monotonic() < deadline, f"never dumped {needles}:\n{stack.read_text()}"
+
+
 def located(events: list[dict[str, Any]]) -> tuple[Any, Any]:
     """Phase and step as the classifier reads them: from the last event that has either."""
     for event in reversed(events):
@@ -351,19 +368,10 @@ def test_import_time_deadlock_is_located_at_the_import_with_stacks(tmp_path: Pat
     process = child.start(cwd=FIXTURES)
     try:
         child.wait_for(lambda e: e.get("module") == "deadlock_on_import")
-        time.sleep(0.5)
-        assert process.poll() is None  # still there: hung, not failed
         stack = tmp_path / "stacks" / f"stack-{process.pid}.txt"
         assert stack.exists()
-        os.kill(process.pid, signal.SIGUSR1)
-        # faulthandler writes one thread at a time: the worker's `_warm_up`
-        # can be in the file before the main thread's `join` is.
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            written = stack.read_text()
-            if "in _warm_up" in written and "in join" in written:
-                break
-            time.sleep(0.05)
+        dump_until(process.pid, stack, "in _warm_up", "in join")
+        assert process.poll() is None  # still there: hung, not failed
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
@@ -399,11 +407,7 @@ def test_hung_worker_dumps_its_own_stack_and_is_named_in_the_hang(tmp_path: Path
             time.sleep(0.1)
         assert fault is not None
         stack = tmp_path / "stacks" / f"stack-{fault['pid']}.txt"
-        time.sleep(0.3)
-        os.kill(fault["pid"], signal.SIGUSR1)
-        deadline = time.monotonic() + 10
-        while "in hang" not in stack.read_text() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        dump_until(fault["pid"], stack, "in hang", "in other_thread")
         # Past BUSY_AFTER (2 s) the worker's watch says which item it is stuck on.
         child.wait_for(lambda e: e["event"] == "worker_busy", timeout=10)
     finally:
