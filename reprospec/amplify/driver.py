@@ -32,7 +32,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
-from reprospec.core.runoptions import RunOptions, Words, check_options
+from reprospec.core.runoptions import RunOptions, Words, check_options, rerun_words
 from reprospec.core.sections import Perturb, SectionError
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError, suggest
@@ -279,6 +279,8 @@ def amplify_spec(
         budget=options.budget,
         command_line=options.command_line,
         chosen=chosen.reason if chosen.total > 1 else "",
+        rerun_options=rerun_words(options.run),
+        cells=chosen.total,
     )
     from reprospec.amplify.report import write
 

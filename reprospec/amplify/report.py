@@ -62,6 +62,11 @@ class AmplifyReport:
     amplified_spec: Path | None = None
     # Why this cell, where the spec has several (plan/failingcell.py); "" for one cell.
     chosen: str = ""
+    # The options its attempts ran with, as words for the next verb (`--python PATH`):
+    # amplify.md's suggested commands carry them (core/runoptions.py rerun_words).
+    rerun_options: tuple[str, ...] = ()
+    # The cells of the spec: a one-cell spec's isolate needs `--passing-set`.
+    cells: int = 1
 
     def sentence(self) -> str:
         return sentence(self)
@@ -240,8 +245,7 @@ def markdown(found: AmplifyReport) -> str:
             f"`{found.amplified_spec}`: the spec with the winning perturbation. Use it as any "
             "spec:",
             "",
-            f"    reprospec run {shlex.quote(str(found.amplified_spec))} --repeat 20",
-            f"    reprospec isolate {shlex.quote(str(found.amplified_spec))}",
+            *_suggestions(found, found.amplified_spec),
         ]
         note = _rate_note(found)
         if note:
@@ -251,6 +255,21 @@ def markdown(found: AmplifyReport) -> str:
     if found.runs:
         lines += ["", "## Runs", "", ", ".join(found.runs)]
     return "\n".join(lines) + "\n"
+
+
+def _suggestions(found: AmplifyReport, spec: Path) -> list[str]:
+    """`run` and `isolate` of the amplified spec, with the options the attempts ran with (a
+    bare `reprospec run` of a spec amplified under `--python PATH` was an infra-error), and
+    for a one-cell spec the `--passing-set` isolate refuses to run without (exit 2)."""
+    options = "".join(f" {shlex.quote(word)}" for word in found.rerun_options)
+    quoted = shlex.quote(str(spec))
+    isolate = f"    reprospec isolate {quoted}{options}"
+    if found.cells == 1:
+        isolate += (
+            " --passing-set PATH=VALUE  # one cell: the fields that make it pass "
+            "(matrix.AXIS=VALUE, environment.env.NAME=VALUE, ~environment.env.NAME)"
+        )
+    return [f"    reprospec run {quoted}{options} --repeat 20", isolate]
 
 
 def _rate_note(found: AmplifyReport) -> str:

@@ -61,6 +61,30 @@ def without_options(
     return kept
 
 
+def rerun_words(options: RunOptions) -> tuple[str, ...]:
+    """The options a search ran its attempts with, as the words that give them to another
+    verb on this machine (`--runner venv`, `--python PATH`, `--out DIR`, ...): the next
+    command a search's report suggests (`reprospec run amplified.yaml ...`). Without them,
+    a spec captured with `--python .venv/bin/python` was suggested a bare `reprospec run`,
+    an infra-error (its packages missing from reprospec's own interpreter)."""
+    words: list[str] = []
+    if options.runner != "local":
+        words += ["--runner", options.runner]
+    if options.python is not None:
+        words += ["--python", options.python]
+    if options.timeout_s is not None:
+        words += ["--timeout", format_duration(options.timeout_s)]
+    if options.gpus is not None:
+        words += ["--gpus", options.gpus]
+    if options.find_links is not None:
+        words += ["--find-links", str(options.find_links)]
+    if options.keep_cores:
+        words.append("--keep-cores")
+    if options.out != Path(".reprospec"):
+        words += ["--out", str(options.out)]
+    return tuple(words)
+
+
 @frozen
 class Shard:
     """Shard `index` of `count` (1-based): every count-th attempt, starting at the index-th."""

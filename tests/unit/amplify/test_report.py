@@ -118,3 +118,37 @@ def test_not_amplified_says_when_the_base_is_frequent_enough_to_go_on(
         .splitlines()[-1]
         .endswith("go on without a perturbation: reprospec minimize race.yaml")
     )
+
+
+def test_the_suggested_commands_carry_the_options_the_attempts_ran_with(tmp_path: Path) -> None:
+    """A spec captured with `--python .venv/bin/python` was amplified under it, and
+    amplify.md suggested a bare `reprospec run amplified.yaml --repeat 20`: an infra-error,
+    its packages missing from reprospec's interpreter; and `reprospec isolate
+    amplified.yaml` of its one cell, refused (exit 2) without `--passing-set` (nu33)."""
+    from dataclasses import replace
+
+    from reprospec.core.runoptions import RunOptions, rerun_words
+
+    options = RunOptions(python=".venv/bin/python", runner="venv", out=Path("o"))
+    assert rerun_words(options) == (
+        "--runner",
+        "venv",
+        "--python",
+        ".venv/bin/python",
+        "--out",
+        "o",
+    )
+    assert rerun_words(RunOptions()) == ()
+    found = replace(
+        _found(tmp_path, Expectation("crash", rate=parse_rate(">0")), 41),
+        rerun_options=("--python", ".venv/bin/python"),
+    )
+    spec = tmp_path / "amplified.yaml"
+    text = markdown(found)
+    assert f"    reprospec run {spec} --python .venv/bin/python --repeat 20\n" in text
+    assert (
+        f"    reprospec isolate {spec} --python .venv/bin/python --passing-set PATH=VALUE" in text
+    )
+    # A spec of several cells has its passing side: no --passing-set is asked for.
+    several = markdown(replace(found, cells=4))
+    assert f"    reprospec isolate {spec} --python .venv/bin/python\n" in several
