@@ -137,9 +137,10 @@ def verify(
         elif not as_first.verified:
             after.append(_flaky(as_first, again))
         elif not came_back_here:
+            named = named_in(own, _program_files(draft, workdir, spec_path.parent))
             if say is not None:
-                say(narrowing_line(len(own), repeat, passed=signature == "pass"))
-            found = narrow(own, lambda kept: check(kept).verified)
+                say(narrowing_line(len(own), repeat, passed=signature == "pass", named=named))
+            found = narrow(own, lambda kept: check(kept).verified, named=named)
             # A pass needs them only if it fails without them every time: made once more
             # without them (the others set, the spec not yet setting them), a pass is a
             # flaky program's chance crash that narrowing took for their need.
@@ -314,13 +315,13 @@ def _rerun(
     return Rerun(result, again, same, verdicts, verified)
 
 
-def narrowing_line(count: int, repeat: int, passed: bool = False) -> str:
+def narrowing_line(count: int, repeat: int, passed: bool = False, named: Sequence[str] = ()) -> str:
     """What the narrowing is about to do, said before it (nu25 LOW-5: 13 variables at
     --repeat 6 took 9 minutes with nothing but each rerun's attempts said). After it, the
     spec reruns with those it ends on, in the copy and then the workdir, and a pass once
     more without them first (`passed`): up to 3, where the line said "one or two" (rv25
     LOW-5). One variable needs no narrowing: without it is the empty set, known."""
-    most = most_reruns(count)
+    most = most_reruns(count, named=len(named))
     after = 3 if passed else 2
     if not most:
         return (
@@ -328,11 +329,66 @@ def narrowing_line(count: int, repeat: int, passed: bool = False) -> str:
             f"it: checking that it needs it, by at most {after} reruns of the spec, each of "
             f"{repeat} attempt(s)"
         )
+    first = (
+        f", the first with only {_names(named)}, which the program's files name"
+        if 0 < len(named) < count
+        else ""
+    )
     return (
         f"reprospec: the failure came back with your shell's {count} variables set and not "
         f"without them: finding which it needs, by at most {most} rerun(s) of the spec with "
-        f"some left out, each of {repeat} attempt(s), then at most {after} with those it "
-        f"ends on"
+        f"some left out{first}, each of {repeat} attempt(s), then at most {after} with those "
+        f"it ends on"
+    )
+
+
+# A file of the program read for the variables it names: at most this much of it, and of a
+# folder in `files`, at most this many files.
+_READ_BYTES = 1 << 20
+_FOLDER_FILES = 32
+
+
+def _program_files(draft: Draft, workdir: Path, spec_dir: Path) -> list[Path]:
+    """The program's own files: the spec's `files` and the command's words that are files
+    of the workdir (its script, `tests/test_x.py`), a folder's first files."""
+    import shlex
+
+    try:
+        words = shlex.split(draft.command)
+    except ValueError:
+        words = draft.command.split()
+    paths: list[Path] = []
+    for name in (*draft.files, *words):
+        if not name or name.startswith("-") or "${{" in name:
+            continue
+        for base in (workdir, spec_dir):
+            path = base / name
+            if path.is_file():
+                paths.append(path)
+                break
+            if path.is_dir():
+                paths += [p for p in sorted(path.rglob("*")) if p.is_file()][:_FOLDER_FILES]
+                break
+    return paths
+
+
+def named_in(names: Sequence[str], files: Iterable[Path]) -> tuple[str, ...]:
+    """Those of the shell's variables `names` that the program's `files` name as a whole
+    word (`os.environ.get("TINYQ_FAST")`, `$USE_NATIVE`, `getenv("X")`): the ones narrowing
+    tries alone first (narrowing.py)."""
+    import re
+
+    text = ""
+    for path in files:
+        try:
+            with path.open("rb") as handle:
+                text += handle.read(_READ_BYTES).decode("utf-8", "replace") + "\n"
+        except OSError:
+            continue
+    return tuple(
+        name
+        for name in names
+        if re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text)
     )
 
 

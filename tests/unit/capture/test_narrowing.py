@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from reprospec.capture.footprint import needed_lines
 from reprospec.capture.narrowing import RERUNS, most_reruns, narrow
-from reprospec.capture.verify import narrowing_line
+from reprospec.capture.verify import named_in, narrowing_line
 
 # The 17 variables of nu20's shell, sorted as shell_only hands them: the two the failure
 # needs sort into different halves.
@@ -136,4 +137,34 @@ def test_the_reruns_said_before_the_narrowing_bound_those_it_makes() -> None:
     assert narrowing_line(1, 6) == (
         "reprospec: the failure came back with your shell's variable set and not without it: "
         "checking that it needs it, by at most 2 reruns of the spec, each of 6 attempt(s)"
+    )
+
+
+def test_a_variable_the_programs_files_name_is_tried_alone_first(tmp_path: Path) -> None:
+    """nu33: the failure needed TINYQ_FAST, which tinyq/core.py reads by name, and the
+    narrowing over the shell's 17 variables made 16 reruns of 10 attempts (6 minutes) to
+    find it; the rerun with only the named ones first shows it in one."""
+    names = tuple(sorted((*SHELL[:16], "TINYQ_FAST")))
+    core = tmp_path / "core.py"
+    core.write_text('import os\nFAST = os.environ.get("TINYQ_FAST") == "1"  # not TINYQ_FASTER\n')
+    (tmp_path / "notes.txt").write_text("CONTAINER_NAMES ALPHA_BX")  # no whole word of SHELL
+    named = named_in(names, [core, tmp_path / "notes.txt", tmp_path / "missing.py"])
+    assert named == ("TINYQ_FAST",)
+    comes_back, ran = needing("TINYQ_FAST")
+    found = narrow(names, comes_back, named=named)
+    assert (found.names, found.minimal, found.reruns) == (("TINYQ_FAST",), True, 1)
+    assert ran == [frozenset({"TINYQ_FAST"})]
+    # Named but not enough: the search goes on over all of them, one rerun dearer at most.
+    for needed in (("ALPHA_B",), ("TINYQ_FAST", "WORKSPACE")):
+        comes_back, ran = needing(*needed)
+        found = narrow(names, comes_back, named=named)
+        assert (set(found.names), found.minimal) == (set(needed), True)
+        assert found.reruns == len(ran) <= most_reruns(len(names), named=1)
+    assert most_reruns(13, named=2) == 3 + 5 + 13 + 1
+    assert most_reruns(13, named=13) == most_reruns(13)  # all of them: no rerun of its own
+    assert narrowing_line(13, 6, named=("TINYQ_FAST",)) == (
+        "reprospec: the failure came back with your shell's 13 variables set and not without "
+        "them: finding which it needs, by at most 22 rerun(s) of the spec with some left "
+        "out, the first with only TINYQ_FAST, which the program's files name, each of 6 "
+        "attempt(s), then at most 2 with those it ends on"
     )
