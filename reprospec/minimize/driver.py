@@ -52,6 +52,7 @@ from reprospec.core.rates import rate_floor, rate_of
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import PathArg, RunOptions, Words, check_options
+from reprospec.core.units import format_duration
 from reprospec.core.words import interval_bounds
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import FatalError, SpecError, UsageError
@@ -349,6 +350,9 @@ def _minimize(
         live=_live(attempt.preload, original),
         env=bool(original.env),
         workload=workload,
+        timeout_s=attempt.timeout_s,
+        hang=expectation.outcome == "hang",
+        say=say,
     )
     floors = {f.path: f.floor for f in fields}
     steps = {f.path: f.step for f in fields}
@@ -1005,6 +1009,23 @@ def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKi
 RAISED_FROM = "stderr+stdout"
 
 
+def _longest_attempt(probe: StoredProbe, runs: Path) -> float:
+    """The longest attempt of a stored probe's runs that ended (not by a timeout); 0 where
+    its runs are gone or unreadable."""
+    from reprospec.store.resultsjson import load_run
+
+    longest = 0.0
+    try:
+        for run_id in probe.run_id.split(","):
+            for cell in load_run(runs / run_id).cells:
+                for attempt in cell.attempts:
+                    if attempt.ran is not None and attempt.ran.kind != "hang":
+                        longest = max(longest, attempt.duration_s)
+    except (FatalError, OSError):
+        return 0.0
+    return longest
+
+
 def _reread(probe: StoredProbe, runs: Path) -> StoredProbe:
     """A probe an earlier version stored, its exceptions read again from its runs' logs by
     this version's rule (`_raised`), in the order `_Runner._stored` read them; where a run
@@ -1055,6 +1076,12 @@ def _raised(run_dir: Path, attempt: AttemptResult) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*raised_types(stderr), *raised_types(stdout))))
 
 
+# A candidate's attempts time out at this many times the longest attempt seen to end, and
+# never sooner than the floor (`_Runner.candidate_timeout`).
+CANDIDATE_FACTOR = 10
+CANDIDATE_FLOOR_S = 10.0
+
+
 class _Runner:
     """Runs one probe as a normal run of the candidate (or answers it from the state)."""
 
@@ -1077,6 +1104,9 @@ class _Runner:
         live: bool = False,
         workload: bool = False,
         env: bool = False,
+        timeout_s: float | None = None,
+        hang: bool = True,
+        say: Callable[[str], None] | None = None,
     ) -> None:
         self.env = env  # the spec has environment.env: every candidate sets its own
         self.same_signature = same_signature
@@ -1105,6 +1135,25 @@ class _Runner:
         self.signature_provisional = False
         self.reused = 0  # probes answered from the state
         self.replayed = 0  # their attempts: counted in the budget as if run again
+        # The attempt's own timeout, and whether the failure is a hang: a failure that is
+        # not has its candidates run at `candidate_timeout`, from `longest` attempt seen.
+        self.timeout_s = timeout_s
+        self.hang = hang
+        self.longest = 0.0
+        self.say = say
+        self.capped_at: float | None = None
+
+    def candidate_timeout(self) -> float | None:
+        """The timeout a probe's attempts run at: `CANDIDATE_FACTOR` times the longest
+        attempt seen to end (not by a timeout), at least `CANDIDATE_FLOOR_S`, where that
+        is below the attempt's own. A candidate that lost the code stopping a thread (a
+        `finally: stop.set()`) hangs; at capture's 300 s timeout each of its attempts held
+        a 2 s pytest suite's minimize still for 5 minutes (nu33). Never for a hang, whose
+        timeout is what it is judged by; None until an attempt has ended."""
+        if self.hang or self.timeout_s is None or not self.longest:
+            return None
+        cap = max(CANDIDATE_FLOOR_S, CANDIDATE_FACTOR * self.longest)
+        return cap if cap < self.timeout_s else None
 
     def run(self, program: Program, probe: Probe) -> StoredProbe:
         key = f"{probe.role}:{program.key}"
@@ -1113,6 +1162,10 @@ class _Runner:
         if stored is not None:
             self.reused += 1
             self.replayed += len(stored.kinds)
+            if not self.hang and not self.longest:
+                # A resumed search's first new probe ran at the spec's timeout: a hanging
+                # candidate, the one Ctrl-C stopped, held it 300 s again.
+                self.longest = _longest_attempt(stored, self.options.out.resolve() / "runs")
             return replace(stored, interrupted=False)
         stored = self._run(program, probe, key)
         if not stored.interrupted:
@@ -1136,13 +1189,26 @@ class _Runner:
             # Always, when the spec has variables: a candidate that dropped them all must
             # not run with the spec's own.
             sets.append("environment.env=" + json.dumps(dict(program.env)))
+        base_options = self.options
+        cap = self.candidate_timeout()
+        if cap is not None:
+            base_options = base_options.with_changes(timeout_s=cap)
+            if self.capped_at is None and self.say is not None:
+                self.say(
+                    f"candidates run at a timeout of {format_duration(cap)}, "
+                    f"{CANDIDATE_FACTOR}x the longest attempt that ended "
+                    f"({self.longest:.1f}s), not the attempt's "
+                    f"{format_duration(self.timeout_s or 0)}: one that runs longer is not "
+                    "the failure"
+                )
+            self.capped_at = cap
         if probe.role in ("failing", "unperturbed", "recheck"):
             # Without the perturbation (search.py's point 6): the failing cell with its
             # environment.perturb emptied, whatever set it (--amplify's --set, step 1's
             # overrides or the spec), the last override.
             unperturbed = (UNPERTURBED,) if probe.role == "unperturbed" else ()
             spec = api.load_spec(self.spec_path, [*sets, *self.failing_overrides, *unperturbed])
-            options = self.options.with_changes(
+            options = base_options.with_changes(
                 repeat=max(1, probe.attempts),
                 stop_on="first-reproduction" if probe.stop_after == 1 else "never",
                 jobs=self.parallel,
@@ -1153,7 +1219,7 @@ class _Runner:
         else:
             spec = api.load_spec(self.spec_path, sets)
             # One run per passing cell, at once: -m filters cannot name a set of cells.
-            options = self.options.with_changes(repeat=1, jobs=1, purpose="minimize")
+            options = base_options.with_changes(repeat=1, jobs=1, purpose="minimize")
             with ThreadPoolExecutor(max_workers=max(1, self.parallel)) as pool:
                 futures = [
                     pool.submit(
@@ -1199,6 +1265,8 @@ class _Runner:
                             attempt.ran.signature, attempt.native, attempt.ran.message or ""
                         )
                     signature = self.signature if self.same_signature else None
+                    if attempt.ran is not None and attempt.ran.kind != "hang":
+                        self.longest = max(self.longest, attempt.duration_s)
                     kinds.append(_kind(attempt, signature, probe.role))
                     raised.append(_raised(run_dir, attempt))
                     reason = attempt.infra_error or reason

@@ -1335,3 +1335,49 @@ def test_a_larger_budget_continues_the_minimization_a_smaller_one_ran_out_in(
     assert code == 0, stderr
     assert timed["id"] != short["id"]
     assert timed["reused"] == 0
+
+
+HANGS_WITHOUT_ITS_THREAD = """\
+import ctypes
+import threading
+
+box = []
+done = threading.Event()
+
+
+def work():
+    box.append(0)
+    done.set()
+
+
+threading.Thread(target=work).start()
+done.wait()
+ctypes.string_at(box[0])
+"""
+
+
+def test_a_candidate_that_hangs_times_out_at_a_multiple_of_the_attempts_not_the_specs(
+    tmp_path: Path,
+) -> None:
+    """nu33: a candidate that lost the code stopping a thread hangs, and ran to the spec's
+    timeout (capture's 300 s) where the original's attempts took 2 s, holding minimize of a
+    pytest suite still for 5 minutes a candidate. Here a candidate without the thread, or
+    without its `done.set()`, waits forever: at the spec's 200 s the search outlasts the
+    test; at 10x the longest attempt seen (floor 10 s) it finishes."""
+    work = written(
+        tmp_path / "work",
+        {
+            "crash.py": HANGS_WITHOUT_ITS_THREAD,
+            "spec.yaml": "reprospec: 1\nname: hangs-without-its-thread\n"
+            "command: python crash.py\nrun: {timeout: 200s}\n"
+            "expect: {outcome: crash, signal: SIGSEGV}\n",
+        },
+    )
+    code, data, stderr = minimize(
+        tmp_path, "--budget", "60", *DETERMINISTIC, spec=work / "spec.yaml", timeout=180
+    )
+    assert data.get("status") == "minimized", (code, data.get("message"), stderr)
+    assert "candidates run at a timeout of 10s, 10x the longest attempt that ended" in stderr
+    assert "not the attempt's 200s: one that runs longer is not the failure" in stderr
+    minimized = (tmp_path / "result" / "crash.py").read_text()
+    assert "done.wait()" not in minimized or "done.set()" in minimized  # never a hang

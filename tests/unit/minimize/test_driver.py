@@ -123,3 +123,43 @@ def test_an_earlier_versions_probe_has_its_exceptions_read_again_from_its_run(
     # Its run gone: unknown, not stderr's alone (the search then takes none as new).
     gone = _reread(replace(old, run_id="20261121-000000-gone-0000"), tmp_path / "runs")
     assert (gone.raised, gone.raised_from) == ((), "")
+
+
+def test_candidates_time_out_at_ten_times_the_longest_attempt_that_ended(tmp_path: Path) -> None:
+    """nu33: a candidate that lost the code stopping a thread hung to the spec's 300 s,
+    where the original's attempts took 2 s; and a resumed search's first new probe (the
+    hanging candidate Ctrl-C stopped) ran at 300 s again, its replayed probes unread."""
+    import threading
+
+    from reprospec.core.inputs import Cell
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.isolation.state import StateFile, StoredProbe
+    from reprospec.minimize.driver import _longest_attempt, _Runner
+    from reprospec.store.resultsjson import write_run
+    from tests.support.runs import hang_run
+
+    def runner(timeout_s: float | None, hang: bool = False) -> _Runner:
+        return _Runner(
+            spec_path=tmp_path / "spec.yaml", overrides=(), options=RunOptions(),
+            failing=Cell(id="default", index=0, matrix={}), passing=(), workdir=tmp_path,
+            folder=tmp_path / "m", as_list=False, state=StateFile(tmp_path / "m", {}),
+            cancel=threading.Event(), parallel=1, timeout_s=timeout_s, hang=hang,
+        )  # fmt: skip
+
+    crash = runner(300.0)
+    assert crash.candidate_timeout() is None  # nothing has ended yet
+    crash.longest = 2.0
+    assert crash.candidate_timeout() == 20.0
+    crash.longest = 0.5
+    assert crash.candidate_timeout() == 10.0  # the floor
+    crash.longest = 40.0
+    assert crash.candidate_timeout() is None  # 400 s: the spec's own is shorter
+    hung = runner(300.0, hang=True)
+    hung.longest = 2.0
+    assert hung.candidate_timeout() is None  # a hang is judged by its timeout
+    # A stored probe's runs: the pass's 0.8 s, not the hangs' 5 s.
+    run = hang_run()
+    write_run(tmp_path / "runs" / run.run_id, run)
+    probe = StoredProbe(key="failing:k", candidate=(), role="failing", kinds=(), run_id=run.run_id)
+    assert _longest_attempt(probe, tmp_path / "runs") == 0.8
+    assert _longest_attempt(replace(probe, run_id="gone"), tmp_path / "runs") == 0.0
