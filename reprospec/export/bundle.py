@@ -359,6 +359,17 @@ def _sources(run: RunResult, run_dir: Path, *, as_now: bool = False) -> _Sources
             "bundle again (or, if the program no longer needs it, take it out of `files`, "
             "run the spec, and bundle that run)"
         )
+    if (
+        options.runner == "local"
+        and options.python is not None
+        and any(a.environment.packages for a in plan.attempts)
+    ):
+        # Its cells' packages were an interpreter of this machine's (`--python PATH`, a
+        # capture's): a recipient has no such path, and the archive's `reprospec run FILE`
+        # on reprospec's own interpreter was an infra-error (sqlparse is not installed), as
+        # was `bundle --verify`'s, "not verified", exit 1 (nu33). The venv runner builds
+        # an environment with the packages the run checked its interpreter had.
+        kept["runner"] = "venv"
     if not ran_as_stored(spec, run.spec_text):
         warnings.append(f"{stored} changed since the run: its workdir files are today's")
     tree = spec_tree(stored, spec.document, plan.attempts, max_file_bytes=MAX_FILE_BYTES)
@@ -609,7 +620,14 @@ def _readme(
         "",
         "Rerun it (reprospec unpacks it safely under `.reprospec/bundles/` and runs the spec",
         "with the run's `-m` filters, `--repeat` and `--timeout`"
-        + (f", on the {runner} runner it ran on):" if runner else "):"),
+        + (
+            f", on the {runner} runner it ran on):"
+            if runner and runner == run.runner
+            else f", on the {runner} runner, which installs its cells' packages: the run "
+            "ran them with `--python`, an interpreter of its own machine's):"
+            if runner
+            else "):"
+        ),
         "",
         "    reprospec run THIS-FILE.tar.gz",
         "",

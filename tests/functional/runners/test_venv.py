@@ -376,3 +376,35 @@ def test_the_apis_say_takes_the_build_lines_off_stderr(
     assert [cell.verdict for cell in result.cells] == ["reproduced"]
     assert any(line.startswith("env ") for line in said), said
     assert "reprospec: env" not in capfd.readouterr().err
+
+
+def test_a_bundle_of_a_run_with_another_interpreters_packages_reruns_on_the_venv_runner(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """nu33: a captured spec pins the packages of the interpreter that ran it, and its run
+    was made with `--python PATH`. Its bundle's `reprospec run FILE` ran on reprospec's
+    own interpreter: infra-error (the package not installed), and `bundle --verify` said
+    "not verified", exit 1, of a run that reproduced (its package here is in a wheelhouse
+    only, which the verify is not given). A recipient has no such path: the bundle reruns
+    on the venv runner, which installs what the run's interpreter had."""
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, DEMO, "1.0", "VERSION_SEEN = '1.0'\n")
+    spec = write_spec(tmp_path, "python-bundle", DEMO, ["1.0"], "reprospec_venvdemo")
+    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    built = cli("run", str(spec), "--runner", "venv", "--find-links", str(wheels), env=env)
+    assert built.code == 0, built.stderr
+    (python,) = (tmp_path / "envs").glob("*/bin/python")  # "the user's" interpreter
+    out = tmp_path / "out"
+    ran = cli("run", str(spec), "--python", str(python), "--out", str(out), env=env)
+    assert ran.code == 0, ran.stderr
+    bundle = tmp_path / "python.tar.gz"
+    packed = cli("bundle", str(ran.latest_run()), "--out", str(out), "-o", str(bundle))
+    assert packed.code == 0, packed.stdout + packed.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    rerun = cli("run", str(bundle), "--yes", "--find-links", str(wheels), "--out",
+                str(elsewhere / "out"), "--format", "json", cwd=elsewhere, env=env)  # fmt: skip
+    assert rerun.code == 0, rerun.stderr + rerun.stdout
+    assert json.loads(rerun.stdout)["runner"] == "venv"
+    readme = next((elsewhere / "out" / "bundles").glob("*/*/README.md")).read_text()
+    assert "on the venv runner, which installs its cells' packages: the run ran them" in readme
