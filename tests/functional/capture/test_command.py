@@ -1306,6 +1306,10 @@ def test_two_variables_of_the_shell_needed_together_are_narrowed_to_the_pair(
     )
     assert said, result.stderr
     assert said[3], said[0]  # e.py reads them by name: tried alone first (nu33)
+    # Each rerun says what it keeps, before its `verifying` line (nu33: 16 alike, 6 min).
+    first = "reprospec: narrowing, rerun 1 of at most "
+    assert f": with 2 of your shell's {said[1]} variables (ALPHA_B, ZETA_A)\n" in result.stderr
+    assert result.stderr.index(first) < result.stderr.index("reprospec: verifying", said.end())
     assert int(said[1]) >= len(shell)
     assert int(said[2]) >= 2
     assert said.start() < result.stderr.index("reprospec: verifying", said.end())

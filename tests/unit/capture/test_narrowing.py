@@ -7,7 +7,7 @@ from pathlib import Path
 
 from reprospec.capture.footprint import needed_lines
 from reprospec.capture.narrowing import RERUNS, most_reruns, narrow
-from reprospec.capture.verify import named_in, narrowing_line
+from reprospec.capture.verify import named_in, narrowing_line, rerun_line
 
 # The 17 variables of nu20's shell, sorted as shell_only hands them: the two the failure
 # needs sort into different halves.
@@ -167,4 +167,15 @@ def test_a_variable_the_programs_files_name_is_tried_alone_first(tmp_path: Path)
         "them: finding which it needs, by at most 22 rerun(s) of the spec with some left "
         "out, the first with only TINYQ_FAST, which the program's files name, each of 6 "
         "attempt(s), then at most 2 with those it ends on"
+    )
+
+
+def test_each_rerun_of_the_narrowing_says_what_it_keeps() -> None:
+    """nu33: 16 reruns read `verifying flaky.yaml (10 attempt(s))` alike, 6 minutes."""
+    assert rerun_line(3, 24, ("A", "B", "C", "D", "E", "F"), 17) == (
+        "reprospec: narrowing, rerun 3 of at most 24: with 6 of your shell's 17 variables "
+        "(A, B, C, D and 2 more)"
+    )
+    assert rerun_line(1, 2, (), 2) == (
+        "reprospec: narrowing, rerun 1 of at most 2: with 0 of your shell's 2 variables"
     )
