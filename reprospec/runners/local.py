@@ -135,9 +135,13 @@ class LocalRunner:
     # Said after a cell's missing packages; the venv runner (which installs them) says none.
     # A ticket's pins (`capture --from-log`: torch==2.3.1 of a CUDA machine) are rarely
     # this machine's, and installing them is not always what the reader wants.
+    # `--python PATH` first: a captured spec pins the packages of the interpreter it ran
+    # with (its header says so), and a bare `reprospec run` of it named only these two (nu33).
     packages_hint = (
-        "; `--runner venv` builds an environment that has them, or `--set "
-        "'environment.packages=[]'` runs the cell with this interpreter's as they are"
+        "; `--python PATH` runs it with an interpreter that has them (a captured spec's "
+        "header names the one it was captured with), `--runner venv` builds an environment "
+        "that has them, or `--set 'environment.packages=[]'` runs the cell with this "
+        "interpreter's as they are"
     )
     # Whether every cell's programs must be its interpreter's environment's (programs.py):
     # the venv runner's cells, whose environment is the cell's. The local runner holds a
