@@ -1009,6 +1009,11 @@ def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKi
 RAISED_FROM = "stderr+stdout"
 
 
+def _side(role: str) -> str:
+    """Which cells a probe of `role` runs: the failing cell's, or the passing cells'."""
+    return "failing" if role in ("failing", "unperturbed", "recheck") else "passing"
+
+
 def _longest_attempt(probe: StoredProbe, runs: Path) -> float:
     """The longest attempt of a stored probe's runs that ended (not by a timeout); 0 where
     its runs are gone or unreadable."""
@@ -1136,23 +1141,26 @@ class _Runner:
         self.reused = 0  # probes answered from the state
         self.replayed = 0  # their attempts: counted in the budget as if run again
         # The attempt's own timeout, and whether the failure is a hang: a failure that is
-        # not has its candidates run at `candidate_timeout`, from `longest` attempt seen.
+        # not has its candidates run at `candidate_timeout`, from the `longest` attempt seen
+        # of each side (the failing cell's probes, the passing cells'): a passing cell that
+        # trains 1000 steps is no 10x of a failing one that crashes at step 1.
         self.timeout_s = timeout_s
         self.hang = hang
-        self.longest = 0.0
+        self.longest: dict[str, float] = {}
         self.say = say
         self.capped_at: float | None = None
 
-    def candidate_timeout(self) -> float | None:
+    def candidate_timeout(self, side: str) -> float | None:
         """The timeout a probe's attempts run at: `CANDIDATE_FACTOR` times the longest
         attempt seen to end (not by a timeout), at least `CANDIDATE_FLOOR_S`, where that
         is below the attempt's own. A candidate that lost the code stopping a thread (a
         `finally: stop.set()`) hangs; at capture's 300 s timeout each of its attempts held
         a 2 s pytest suite's minimize still for 5 minutes (nu33). Never for a hang, whose
-        timeout is what it is judged by; None until an attempt has ended."""
-        if self.hang or self.timeout_s is None or not self.longest:
+        timeout is what it is judged by; None until an attempt of `side` has ended."""
+        longest = self.longest.get(side, 0.0)
+        if self.hang or self.timeout_s is None or not longest:
             return None
-        cap = max(CANDIDATE_FLOOR_S, CANDIDATE_FACTOR * self.longest)
+        cap = max(CANDIDATE_FLOOR_S, CANDIDATE_FACTOR * longest)
         return cap if cap < self.timeout_s else None
 
     def run(self, program: Program, probe: Probe) -> StoredProbe:
@@ -1162,10 +1170,12 @@ class _Runner:
         if stored is not None:
             self.reused += 1
             self.replayed += len(stored.kinds)
-            if not self.hang and not self.longest:
+            side = _side(probe.role)
+            if not self.hang and not self.longest.get(side):
                 # A resumed search's first new probe ran at the spec's timeout: a hanging
                 # candidate, the one Ctrl-C stopped, held it 300 s again.
-                self.longest = _longest_attempt(stored, self.options.out.resolve() / "runs")
+                runs = self.options.out.resolve() / "runs"
+                self.longest[side] = _longest_attempt(stored, runs)
             return replace(stored, interrupted=False)
         stored = self._run(program, probe, key)
         if not stored.interrupted:
@@ -1190,14 +1200,14 @@ class _Runner:
             # not run with the spec's own.
             sets.append("environment.env=" + json.dumps(dict(program.env)))
         base_options = self.options
-        cap = self.candidate_timeout()
+        cap = self.candidate_timeout(_side(probe.role))
         if cap is not None:
             base_options = base_options.with_changes(timeout_s=cap)
             if self.capped_at is None and self.say is not None:
                 self.say(
                     f"candidates run at a timeout of {format_duration(cap)}, "
                     f"{CANDIDATE_FACTOR}x the longest attempt that ended "
-                    f"({self.longest:.1f}s), not the attempt's "
+                    f"({self.longest[_side(probe.role)]:.1f}s), not the attempt's "
                     f"{format_duration(self.timeout_s or 0)}: one that runs longer is not "
                     "the failure"
                 )
@@ -1266,7 +1276,8 @@ class _Runner:
                         )
                     signature = self.signature if self.same_signature else None
                     if attempt.ran is not None and attempt.ran.kind != "hang":
-                        self.longest = max(self.longest, attempt.duration_s)
+                        side = _side(probe.role)
+                        self.longest[side] = max(self.longest.get(side, 0.0), attempt.duration_s)
                     kinds.append(_kind(attempt, signature, probe.role))
                     raised.append(_raised(run_dir, attempt))
                     reason = attempt.infra_error or reason

@@ -147,16 +147,19 @@ def test_candidates_time_out_at_ten_times_the_longest_attempt_that_ended(tmp_pat
         )  # fmt: skip
 
     crash = runner(300.0)
-    assert crash.candidate_timeout() is None  # nothing has ended yet
-    crash.longest = 2.0
-    assert crash.candidate_timeout() == 20.0
-    crash.longest = 0.5
-    assert crash.candidate_timeout() == 10.0  # the floor
-    crash.longest = 40.0
-    assert crash.candidate_timeout() is None  # 400 s: the spec's own is shorter
+    assert crash.candidate_timeout("failing") is None  # nothing has ended yet
+    crash.longest["failing"] = 2.0
+    assert crash.candidate_timeout("failing") == 20.0
+    # A passing cell's probes go by the passing cells' attempts alone: one that trains
+    # for a minute is no 10x of a failing cell that crashes at once.
+    assert crash.candidate_timeout("passing") is None
+    crash.longest["failing"] = 0.5
+    assert crash.candidate_timeout("failing") == 10.0  # the floor
+    crash.longest["failing"] = 40.0
+    assert crash.candidate_timeout("failing") is None  # 400 s: the spec's own is shorter
     hung = runner(300.0, hang=True)
-    hung.longest = 2.0
-    assert hung.candidate_timeout() is None  # a hang is judged by its timeout
+    hung.longest["failing"] = 2.0
+    assert hung.candidate_timeout("failing") is None  # a hang is judged by its timeout
     # A stored probe's runs: the pass's 0.8 s, not the hangs' 5 s.
     run = hang_run()
     write_run(tmp_path / "runs" / run.run_id, run)
