@@ -36,6 +36,7 @@ from reprospec.capture.footprint import (
     attempt_output,
     crash_frame,
     environment_lines,
+    faulthandler_stack,
     hung_import,
     hydra_overrides,
     imported,
@@ -309,7 +310,11 @@ def _capture(
         secrets=secret_values(proposal.secret_env),
     )
     if observed.outcome is not None and observed.outcome.kind == "crash":
-        stacks = (a.stack for a in attempts if a.ran and a.ran.signature == observed.signature)
+        stacks = (
+            a.stack or faulthandler_stack(attempt_output(run_dir, a))
+            for a in attempts
+            if a.ran and a.ran.signature == observed.signature
+        )
         observed = replace(
             observed, frame=next((f for s in stacks if (f := crash_frame(s, workdir))), None)
         )

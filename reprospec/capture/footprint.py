@@ -511,6 +511,23 @@ _ANY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?
 _LIBRARY_PATH = re.compile(r"/(?:site|dist)-packages/|/lib(?:64)?/python\d+(?:\.\d+)?/|^<")
 
 
+def faulthandler_stack(output: str) -> str | None:
+    """The crashed thread's block of the last faulthandler dump in an attempt's output
+    (`Current thread 0x... (most recent call first):` and its frames; a one-thread dump's
+    `Stack (most recent call first):`), for `crash_frame`: a main process's crash has no
+    `AttemptResult.stack`, and its dump lists the other threads first (pytest enables
+    faulthandler: a test's segfault was titled `tests/test_format.py: SIGSEGV`, where it
+    died said nowhere in the spec, nu33). None without a dump."""
+    start = output.rfind("Fatal Python error:")
+    if start < 0:
+        return None
+    dump = output[start:]
+    current = re.search(
+        r"^Current thread 0x[0-9a-fA-F]+ .*\(most recent call first\):$", dump, re.M
+    )
+    return dump[current.start() :] if current else dump
+
+
 def crash_frame(stack: str | None, workdir: Path) -> str | None:
     """`__getitem__ (data.py:12)`: the frame of the program's own code where the crashed
     process died, from its Python stack (a crash's `AttemptResult.stack`: a worker's or a

@@ -1916,3 +1916,30 @@ def _observed(cli: Cli, workdir: Path, setting: str) -> dict[str, object]:
     ran = cli("run", "spec.yaml", "--observe", "--set", setting, cwd=workdir)
     assert ran.code == 0, ran.stdout + ran.stderr
     return _messages(ran)
+
+
+def test_a_pytest_tests_segfault_is_titled_with_the_frame_it_died_in(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """nu33: a test's segfault under pytest (which enables faulthandler) with a second
+    thread alive was titled `test_x.py: SIGSEGV`: a main process's crash has no stack of
+    its own, and the dump lists the other thread first. The crashed thread's block names
+    the frame, in the title and the spec's `signal` comment."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "test_x.py").write_text(
+        "import ctypes\nimport threading\n\n\n"
+        "def read_shared(ptr):\n    return ctypes.string_at(ptr)\n\n\n"
+        "def test_shared_buffer():\n"
+        "    stop = threading.Event()\n"
+        "    other = threading.Thread(target=stop.wait, daemon=True)\n"
+        "    other.start()\n"
+        "    read_shared(0)\n"
+    )
+    result = capture(
+        cli, workdir, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_x.py"
+    )
+    assert "verdict reproduced" in result.stdout, result.stdout
+    document = spec_document(workdir)
+    assert document["title"] == "pytest: SIGSEGV in read_shared (test_x.py:6)", document
+    assert ", in read_shared (test_x.py:6)" in (workdir / "spec.yaml").read_text()
