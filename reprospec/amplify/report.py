@@ -133,6 +133,9 @@ def go_on(found: AmplifyReport) -> str:
         f" -m {shlex.quote(f'{axis}={render_value(value)}')}"
         for axis, value in found.cell.matrix.items()
     )
+    # The options the attempts ran with: under `--python PATH` a bare command is an
+    # infra-error (the spec's packages missing from reprospec's own interpreter).
+    cell += "".join(f" {shlex.quote(word)}" for word in found.rerun_options)
     # isolate needs a passing side: another cell (a spec without a matrix has none, and is
     # refused without --passing-set).
     isolate = f" (or reprospec isolate {spec}{cell})" if found.cell.matrix else ""

@@ -118,6 +118,13 @@ def test_not_amplified_says_when_the_base_is_frequent_enough_to_go_on(
         .splitlines()[-1]
         .endswith("go on without a perturbation: reprospec minimize race.yaml")
     )
+    # Amplified under `--python PATH`: the commands carry it (bare, an infra-error).
+    under = replace(alone, rerun_options=("--python", ".venv/bin/python"))
+    assert (
+        under.render("text")
+        .splitlines()[-1]
+        .endswith("reprospec minimize race.yaml --python .venv/bin/python")
+    )
 
 
 def test_the_suggested_commands_carry_the_options_the_attempts_ran_with(tmp_path: Path) -> None:
