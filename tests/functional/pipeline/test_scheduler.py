@@ -199,7 +199,9 @@ expect: {outcome: error, exit_code: 3, rate: ">0"}
 
 
 def test_resume_after_sigkill_finishes_exactly_the_missing_attempts(tmp_path: Path) -> None:
-    # Attempts 1..6 of one cell; the engine is SIGKILLed while attempt 4 runs.
+    # Attempts 1..6 of one cell; the engine is SIGKILLed while attempt 4 runs. Each attempt
+    # writes ran.log before it says it started: the kill takes the attempt with the engine,
+    # and one killed between the two (a loaded machine) had not yet logged its first run.
     gate = tmp_path / "gate"
     spec = write_spec(
         tmp_path / "resume.yaml",
@@ -208,8 +210,8 @@ name: resume-me
 command: >-
   python -c "import os, time, pathlib;
   n = int(os.environ['ATTEMPT']);
-  pathlib.Path('{tmp_path}', f'started-{{n}}').touch();
   open('{tmp_path}/ran.log', 'a').write(f'{{n}}\\n');
+  pathlib.Path('{tmp_path}', f'started-{{n}}').touch();
   [time.sleep(0.05) for _ in range(600) if n == 4 and not pathlib.Path('{gate}').exists()]"
 environment:
   env: {{ATTEMPT: "${{{{ attempt }}}}"}}
