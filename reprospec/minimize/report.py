@@ -39,7 +39,7 @@ from reprospec.core.expr import same
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation, Spec
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.results import Standalone
+from reprospec.core.results import Rate, Standalone
 from reprospec.core.words import (
     budget_continues,
     perturbed_phrase,
@@ -672,7 +672,6 @@ def sentence(found: Minimized) -> str:
     head = _size_change(r)
     if r.status in ("refused", "infra-error"):
         return f"not minimized ({r.status}): {r.message}"
-    rate = rate_text(r.rate)
     tail = f"; {r.message}" if r.message else ""
     missed = f"; BUT {found.unconfirmed}" if found.unconfirmed else ""
     added = (
@@ -700,11 +699,41 @@ def sentence(found: Minimized) -> str:
         else ""
     )
     return (
-        f"{head} in {attempts(found)} attempts ({r.status}); fails as {found.signature} in "
-        f"{rate}, "
-        f"passing cells pass {r.passing_checked.passed}/{r.passing_checked.ran}{tail}{added}"
-        f"{dropped}{unlisted}{linked}{missed}"
+        f"{head} in {plural(attempts(found), 'attempt')} ({r.status}); {_fails_as(found)}, "
+        f"{_passing_checked(found)}{tail}{added}{dropped}{unlisted}{linked}{missed}"
     )
+
+
+def _measured(found: Minimized, rate: Rate, *, named: bool = False) -> str:
+    """`3/20 (5%-36%)`, or what is true of a rate no attempt measured: 0/0 is no rate (a
+    search interrupted before its final check read `in 0/0 (0%-100%)`)."""
+    return rate_text(rate, named=named) if rate.attempts else f"not measured{_before_stop(found)}"
+
+
+def _before_stop(found: Minimized) -> str:
+    """Why nothing was measured, where the search was interrupted."""
+    return " before the interruption" if found.interrupted else ""
+
+
+def _fails_as(found: Minimized) -> str:
+    """`fails as SIGNATURE in 3/20 (5%-36%)`, or what was seen of it before it stopped."""
+    rate = found.result.rate
+    if not found.signature:
+        return f"no failure seen and no rate measured{_before_stop(found)}"
+    if not rate.attempts:
+        return f"fails as {found.signature}, its rate {_measured(found, rate)}"
+    return f"fails as {found.signature} in {_measured(found, rate)}"
+
+
+def _passing_checked(found: Minimized) -> str:
+    """`passing cells pass 5/5`, or that there is none, or that none was checked (`0/0`
+    said of a spec without a passing cell, and of a search stopped before it checked)."""
+    checked = found.result.passing_checked
+    if not found.passing:
+        return "no passing cell to check"
+    if not checked.ran:
+        return f"passing cells not checked{_before_stop(found)}"
+    return f"passing cells pass {checked.passed}/{checked.ran}"
 
 
 def text(found: Minimized) -> str:
@@ -848,10 +877,14 @@ def markdown(found: Minimized) -> str:
         f"- **Signature**: `{found.signature or 'none seen'}`, the failing cell's expect "
         f"({_expect(found)}); passing cells checked with every accepted candidate: "
         f"{', '.join(c.id for c in found.passing) or 'none (the spec has none)'}",
-        f"- **Rate of the result**: {rate_text(r.rate, named=True)}; the original: "
-        f"{rate_text(r.original_rate)}",
-        f"- **Passing cells with the result**: {r.passing_checked.passed}/"
-        f"{r.passing_checked.ran} attempts passed",
+        f"- **Rate of the result**: {_measured(found, r.rate, named=True)}; the original: "
+        f"{_measured(found, r.original_rate)}",
+        "- **Passing cells with the result**: "
+        + (
+            f"{r.passing_checked.passed}/{r.passing_checked.ran} attempts passed"
+            if r.passing_checked.ran
+            else _passing_checked(found)
+        ),
         f"- **Attempts**: {attempts(found)} of the budget"
         f"{f' of {found.budget}' if found.budget else ''} ({r.attempts} for the program); "
         f"{r.ran} candidates ran"

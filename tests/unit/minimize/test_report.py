@@ -1,0 +1,95 @@
+"""What minimize says of its answer: the console's sentence and minimize.md's figures.
+
+The results are the search's own (`Minimization`, run in-process as in test_search.py):
+stopped at once, as a Ctrl-C early in `reprospec minimize SPEC` stops it, or finished on a
+spec without a passing cell, as `capture` writes one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from reprospec.core.inputs import Cell, Expectation
+from reprospec.minimize.program import Program
+from reprospec.minimize.report import Minimized, markdown, text
+from reprospec.minimize.search import Minimization, MinimizeResult, Settings, minimize
+from tests.unit.minimize.test_search import InProcess, program
+
+SIGNATURE = "crash:SIGSEGV:main:strlen@libc"
+
+
+def answer(
+    result: MinimizeResult, *, signature: str = SIGNATURE, passing: int = 0, stopped: bool
+) -> Minimized:
+    """The answer `reprospec minimize` renders, around the search's result."""
+    return Minimized(
+        id="crash-1234",
+        folder=Path("/out/minimize/crash-1234"),
+        output=Path("/out/minimize/crash-1234/result"),
+        spec_name="crash",
+        spec_path="crash.yaml",
+        cell=Cell(id="default", index=0, matrix={}),
+        passing=tuple(Cell(id=f"p{i}", index=i + 1, matrix={}) for i in range(passing)),
+        expectation=Expectation(outcome="crash", signal="SIGSEGV"),
+        signature=signature,
+        result=result,
+        seconds=1.0,
+        reused=0,
+        interrupted=stopped,
+        repro="sh repro.sh",
+        budget=result.attempts + 100,
+    )
+
+
+def interrupted_at_once(original: Program, passing: int) -> MinimizeResult:
+    search = Minimization(original, Settings(passing=passing))
+    search.interrupt()
+    assert search.result is not None
+    return search.result
+
+
+def test_a_search_interrupted_before_it_measured_anything_says_so_not_0_of_0() -> None:
+    # A new user's Ctrl-C early in `reprospec minimize SPEC`: `fails as crash:... in 0/0
+    # (0%-100%), passing cells pass 0/0`, read as a rate and as a check that passed.
+    for signature, passing in ((SIGNATURE, 0), ("", 2)):
+        found = answer(
+            interrupted_at_once(program(), passing),
+            signature=signature,
+            passing=passing,
+            stopped=True,
+        )
+        said = text(found) + markdown(found)
+        assert "0/0" not in said, said
+        assert "(0%-100%" not in said, said
+    assert (
+        " lines in 0 attempts (interrupted); no failure seen and no rate measured before "
+        "the interruption, passing cells not checked before the interruption; interrupted;"
+    ) in text(found)
+    known = answer(interrupted_at_once(program(), 0), stopped=True)
+    assert (
+        f"fails as {SIGNATURE}, its rate not measured before the interruption, "
+        "no passing cell to check; interrupted"
+    ) in text(known)
+    md = markdown(known)
+    assert (
+        "- **Rate of the result**: not measured before the interruption; the original: "
+        "not measured before the interruption"
+    ) in md
+    assert "- **Passing cells with the result**: no passing cell to check" in md
+
+
+def test_a_spec_without_a_passing_cell_says_so_where_it_said_passing_cells_pass_0_of_0() -> None:
+    result = minimize(program(), InProcess(1.0, seed=0), Settings(passing=0))
+    found = answer(result, stopped=False)
+    assert result.rate.attempts > 0
+    said = text(found)
+    assert "0/0" not in said + markdown(found), said
+    assert f"fails as {SIGNATURE} in {result.rate.matched}/{result.rate.attempts} (" in said
+    assert ", no passing cell to check" in said
+    assert f"in {result.attempts} attempts (" in said
+
+
+def test_one_attempt_is_one_attempt() -> None:
+    one = answer(replace(interrupted_at_once(program(), 0), attempts=1), stopped=True)
+    assert " in 1 attempt (interrupted)" in text(one)
