@@ -50,6 +50,7 @@ from typing import Literal
 from reprospec.core.frozen import frozen
 from reprospec.core.rates import clearly_more, rate_of
 from reprospec.core.results import Rate
+from reprospec.core.words import plural
 from reprospec.isolation.candidates import AttemptKind, Tally
 
 Status = Literal[
@@ -396,7 +397,7 @@ class Amplification:
             and not any(t.attempts for t in self.tallies[1:])
         ):
             return (
-                f"the budget of {self.settings.budget} attempts ran out before any "
+                f"the budget of {plural(self.settings.budget, 'attempt')} ran out before any "
                 "perturbation was tried: raise --budget"
             )
         if leader != 0 and self.tallies[leader].matched:

@@ -37,7 +37,7 @@ from reprospec.bisect.state import (
 from reprospec.core import environ
 from reprospec.core.redact import Redactor
 from reprospec.core.runoptions import RunOptions
-from reprospec.core.words import build_log_phrase
+from reprospec.core.words import build_log_phrase, plural
 from reprospec.environment import packages
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
@@ -114,7 +114,7 @@ def bisect_spec(
     if min_rate is None:
         min_rate = _rate_floor(plan.expectation(cell).rate) or search.DEFAULT_MIN_RATE
     say(
-        f"bisecting {request.package or 'the environment'}: {len(versions)} candidates "
+        f"bisecting {request.package or 'the environment'}: {plural(len(versions), 'candidate')} "
         f"from {versions[0]} (good) to {versions[-1]} (bad), cell {cell.id or '(only)'}"
     )
 

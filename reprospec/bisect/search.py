@@ -67,6 +67,7 @@ from typing import Literal
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue, as_texts
 from reprospec.core.rates import log_sum, wilson
+from reprospec.core.words import plural
 
 Status = Literal["found", "refused", "undecided"]
 State = Literal["bad", "good", "unsure", "untested", "skipped"]
@@ -539,8 +540,8 @@ def bisect(
     if seen.matched == 0:
         return finish(
             "refused",
-            f"the bad end {bad} did not reproduce in {seen.attempts} "
-            f"attempt(s); seen: {_seen(seen)}",
+            f"the bad end {bad} did not reproduce in {plural(seen.attempts, 'attempt')}; "
+            f"seen: {_seen(seen)}",
         )
     # 2. The good end is not run up front: "the good end is bad too" is hypothesis 0 of
     # the posterior, which every clean attempt of any version weighs against, so the
@@ -587,8 +588,9 @@ def bisect(
             if best == 0:
                 return finish(
                     "refused",
-                    f"the good end {good} reproduces too: {seen.matched} matching failure(s) "
-                    f"in {seen.attempts} attempt(s); seen: {_seen(seen)}",
+                    f"the good end {good} reproduces too: "
+                    f"{plural(seen.matched, 'matching failure')} in "
+                    f"{plural(seen.attempts, 'attempt')}; seen: {_seen(seen)}",
                     best,
                     counts,
                     alive,
@@ -598,7 +600,7 @@ def bisect(
         total = spent()
         if total >= budget:
             reason = (
-                f"budget of {budget} attempts spent; best guess {alive[best]} "
+                f"budget of {plural(budget, 'attempt')} spent; best guess {alive[best]} "
                 f"with probability {post[best]:.2f}"
             )
             return finish("undecided", reason, best, counts, alive, post[best])

@@ -21,7 +21,7 @@ from reprospec.core.answers import rendered
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.runoptions import PathArg, RunOptions, Words, check_options
-from reprospec.core.words import budget_continues, perturbed_phrase
+from reprospec.core.words import budget_continues, perturbed_phrase, plural
 from reprospec.environment import packages
 from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, UsageError
 
@@ -273,7 +273,7 @@ def text(report: BisectReport) -> str:
         ]
     if result.status == "undecided":  # out of budget: a larger one goes on
         lines.append(budget_continues("bisect", result.attempts))
-    lines.append(f"{result.attempts} attempts; report: {report.folder / 'bisect.md'}")
+    lines.append(f"{plural(result.attempts, 'attempt')}; report: {report.folder / 'bisect.md'}")
     return "\n".join(lines)
 
 
@@ -371,8 +371,8 @@ def render_markdown(report: BisectReport) -> str:
         "",
         f"Cell: `{report.cell_id or '(the only cell)'}`"
         f"{f' ({report.chosen})' if report.chosen else ''}; runner: {request.runner}; "
-        f"{result.attempts} attempts over {len(result.tested)} of "
-        f"{len(report.versions)} candidates.",
+        f"{plural(result.attempts, 'attempt')} over {len(result.tested)} of "
+        f"{plural(len(report.versions), 'candidate')}.",
         "",
     ]
     if result.status == "undecided":

@@ -19,6 +19,7 @@ from reprospec.core.words import (
     budget_continues,
     percent_interval,
     perturbed_phrase,
+    plural,
     replayed_phrase,
 )
 from reprospec.isolation.candidates import Candidate, IsolationResult
@@ -194,7 +195,7 @@ def text(found: IsolateResult) -> str:
     )
     lines.append("")
     lines.append(
-        f"{result.attempts} attempts of a budget of {found.budget}{_replayed(found)}; "
+        f"{plural(result.attempts, 'attempt')} of a budget of {found.budget}{_replayed(found)}; "
         f"rate {rate.matched}/{rate.attempts} ({_percent(rate.value)}) on the sets holding "
         f"the culprits{own}; "
         f"{_confidence(result)} (error {result.error:g}, assumed minimum rate "
@@ -268,7 +269,7 @@ def markdown(found: IsolateResult) -> str:
         out += [f"**{perturbed_phrase(found.perturbed)}.**", ""]
     out.append(
         f"Between the failing cell `{found.failing.describe()}` and the passing cell "
-        f"`{found.passing.describe()}` ({len(found.differences)} differences), "
+        f"`{found.passing.describe()}` ({plural(len(found.differences), 'difference')}), "
         f'"failing" meaning: {_expected(found)}.'
     )
     out += ["", "| set | attempts | failed as expected | verdict |", "|---|---|---|---|"]

@@ -98,7 +98,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from reprospec.core.rates import rate_of, wilson
-from reprospec.core.words import interval_bounds
+from reprospec.core.words import interval_bounds, plural
 from reprospec.isolation.candidates import (
     RATE_Z,
     AttemptKind,
@@ -385,8 +385,8 @@ class Isolation:
         figure = f"{tally.matched}/{tally.ran}"
         if tally.matched == 0:
             return (
-                f"the failing configuration did not fail as expected in {tally.ran} attempts "
-                f"({figure}); nothing to isolate"
+                f"the failing configuration did not fail as expected in "
+                f"{plural(tally.ran, 'attempt')} ({figure}); nothing to isolate"
             )
         # A projection, not a verdict: the cheapest isolation finds one culprit (a
         # failure per halving, 1/p attempts each), then the clean attempts that make the
@@ -401,9 +401,9 @@ class Isolation:
             return (
                 f"the failing configuration reproduces too rarely to isolate within the budget: "
                 f"{figure} attempts ({shown_low}-{shown_high}); even at {shown_high} "
-                f"isolating one of {self.count} difference{'s' if self.count != 1 else ''} "
-                f"takes about {projected} attempts, and {left} of the budget of {s.budget} "
-                f"{'is' if left == 1 else 'are'} left"
+                f"isolating one of {plural(self.count, 'difference')} "
+                f"takes about {plural(projected, 'attempt')}, and {left} of the budget of "
+                f"{s.budget} {'is' if left == 1 else 'are'} left"
             )
         return ""
 
@@ -430,7 +430,8 @@ class Isolation:
     def _finish_budget(self) -> None:
         self._finish_undecided(
             "budget",
-            f"the budget of {self.settings.budget} attempts ran out before the answer was sure",
+            f"the budget of {plural(self.settings.budget, 'attempt')} ran out before the "
+            "answer was sure",
         )
 
     def _finish_undecided(self, status: Status, why: str) -> None:

@@ -53,7 +53,7 @@ from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import PathArg, RunOptions, Words, check_options
 from reprospec.core.units import format_duration
-from reprospec.core.words import interval_bounds
+from reprospec.core.words import interval_bounds, plural
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import FatalError, SpecError, UsageError
 from reprospec.isolation.candidates import AttemptKind, Tally
@@ -389,7 +389,7 @@ def _minimize(
                 last = time.monotonic()
                 say(
                     f"{search.used + settings.spent_before}/{options.budget} attempts, "
-                    f"{len(search.judged)} candidates, smallest {_size(search.best)}"
+                    f"{plural(len(search.judged), 'candidate')}, smallest {_size(search.best)}"
                 )
     result = search.result
     assert result is not None
@@ -770,7 +770,7 @@ def _unconfirmed(found: Minimized, run: RunResult) -> str:
     seen = sorted({a.ran.signature for a in ran if a.ran is not None})
     return (
         f"{SPEC_NAME} in {found.output} did not fail as {found.signature} in "
-        f"{len(ran)} attempt(s) ({', '.join(seen) or 'none ran'}; run {run.run_id}): the "
+        f"{plural(len(ran), 'attempt')} ({', '.join(seen) or 'none ran'}; run {run.run_id}): the "
         "search's candidates had every file of the workdir, and DIR only those the "
         "result names"
         + (f" and {', '.join(found.added)}" if found.added else "")

@@ -554,7 +554,7 @@ def _same_line(found: Minimized) -> str:
         if same.rate_applies
         else f"the original's rate ({original.matched}/{original.attempts}, up to "
         f"{printed_interval(original).high}) leaves no room for a candidate's "
-        f"{same.rate_most} attempts to "
+        f"{plural(same.rate_most, 'attempt')} to "
         "show one clearly higher: not asked"
     )
     return f"- **Same failure**: the original printed {printed}; {exceptions}; {rate}"
@@ -583,7 +583,7 @@ def _kept_line(found: Minimized) -> str:
     if kept.rule == "rarer":
         return (
             f"- **Still needs the perturbation**: {said}, so each candidate the search would "
-            f"accept ran without it, up to {kept.most} attempts, stopping once its 95% "
+            f"accept ran without it, up to {plural(kept.most, 'attempt')}, stopping once its 95% "
             "interval was above the original's (rejected: clearly more often, another bug) or "
             f"could no longer get there: {kept.rejected} of {kept.checked} rejected, "
             f"{plural(kept.attempts, 'attempt')} (in the budget)"
@@ -887,7 +887,7 @@ def markdown(found: Minimized) -> str:
         ),
         f"- **Attempts**: {attempts(found)} of the budget"
         f"{f' of {found.budget}' if found.budget else ''} ({r.attempts} for the program); "
-        f"{r.ran} candidates ran"
+        f"{plural(r.ran, 'candidate')} ran"
         + (
             f" ({r.cannot_run} of them could not start: {r.cannot_run_reason})"
             if r.cannot_run

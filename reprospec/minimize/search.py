@@ -115,7 +115,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.pysource import UNREADABLE
 from reprospec.core.rates import clearly_more, log_sum, rate_of, wilson
 from reprospec.core.results import Rate
-from reprospec.core.words import interval_bounds
+from reprospec.core.words import interval_bounds, plural
 from reprospec.isolation.candidates import AttemptKind, Tally, clean_needed_at
 from reprospec.isolation.hypotheses import DETERMINISTIC_PRIOR
 from reprospec.minimize.program import Program
@@ -491,7 +491,7 @@ class Minimization:
                 return
             self._finish(
                 "infra-error",
-                f"a candidate could not run ({streak} attempts in a row): "
+                f"a candidate could not run ({plural(streak, 'attempt')} in a row): "
                 f"{self._infra_reason or 'infra error'}",
             )
 
@@ -504,8 +504,8 @@ class Minimization:
         if all(kind == "infra" for kind in kinds):
             self._finish(
                 "infra-error",
-                f"a candidate could not run ({self.settings.max_infra} attempts in a row), "
-                f"nor then the original: {self._infra_reason or 'infra error'}",
+                f"a candidate could not run ({plural(self.settings.max_infra, 'attempt')} in a "
+                f"row), nor then the original: {self._infra_reason or 'infra error'}",
             )
         else:
             self._now.cannot_run = True
@@ -876,7 +876,7 @@ class Minimization:
         figure = f"{tally.matched}/{tally.ran}"
         if tally.matched == 0:
             return (
-                f"the original program did not fail as expected in {tally.ran} attempts "
+                f"the original program did not fail as expected in {plural(tally.ran, 'attempt')} "
                 f"({figure}); nothing to minimize"
             )
         # A projection at the rate's optimistic end (95% upper bound): one pass over the
@@ -890,8 +890,8 @@ class Minimization:
             return (
                 f"the original program fails too rarely to minimize within the budget: {figure} "
                 f"attempts ({shown_low}-{shown_high}); even at {shown_high} one pass over "
-                f"its {units} top-level units takes about {projected} attempts, and {left} of "
-                f"the budget of {s.given} are left"
+                f"its {units} top-level units takes about {plural(projected, 'attempt')}, and "
+                f"{left} of the budget of {s.given} are left"
             )
         return ""
 

@@ -28,6 +28,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.runoptions import RunOptions
+from reprospec.core.words import plural
 from reprospec.errors import FatalError
 from reprospec.isolation.differences import (
     MATRIX,
@@ -79,7 +80,8 @@ class Reduced:
         needed = " AND ".join(d.describe() for d in self.kept) or "none of the differences"
         return (
             f"{shown} (does not matter; the failure needs {needed}, isolate "
-            f"against {self.passing.id if self.passing else '-'}, {self.attempts} attempts)"
+            f"against {self.passing.id if self.passing else '-'}, "
+            f"{plural(self.attempts, 'attempt')})"
         )
 
     def to_dict(self) -> JsonObject:
@@ -129,8 +131,8 @@ def reduce_settings(
         )
     share = max(1, min(ISOLATE_BUDGET, budget // ISOLATE_SHARE))
     progress(
-        f"settings: isolating the {len(diffs)} differences between {failing.id} and the "
-        f"passing cell {other.id} (isolate, at most {share} attempts)"
+        f"settings: isolating the {plural(len(diffs), 'difference')} between {failing.id} and the "
+        f"passing cell {other.id} (isolate, at most {plural(share, 'attempt')})"
     )
     try:
         found = isolate_spec(

@@ -127,7 +127,7 @@ def test_both_ends_are_checked_and_refused_with_what_was_seen(cli: Cli, tmp_path
     )
     assert good_fails.code == 1, good_fails.stderr
     assert good_fails.stdout.startswith(
-        "refused: the good end 0.3.1 reproduces too: 1 matching failure(s) in 1 attempt(s); "
+        "refused: the good end 0.3.1 reproduces too: 1 matching failure in 1 attempt; "
         "seen: error:AssertionError x1"
     )
     bad_passes = cli(
@@ -150,7 +150,7 @@ def test_both_ends_are_checked_and_refused_with_what_was_seen(cli: Cli, tmp_path
     # Enough attempts to see a rate of 0.5 with the stated error (0.5% / 5).
     n = attempts_to_see(0.5, DEFAULT_ERROR / 5)
     assert (
-        f"refused: the bad end 0.3.0 did not reproduce in {n} attempt(s); seen: pass x{n}"
+        f"refused: the bad end 0.3.0 did not reproduce in {n} attempts; seen: pass x{n}"
         in bad_passes.stdout
     )
 

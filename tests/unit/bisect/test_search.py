@@ -70,7 +70,7 @@ def test_the_bad_end_that_passes_is_refused_with_what_was_seen() -> None:
     assert result.status == "refused"
     assert result.first_bad is None
     assert result.reason == (
-        f"the bad end 1.19 did not reproduce in {expected} attempt(s); seen: pass x{expected}"
+        f"the bad end 1.19 did not reproduce in {expected} attempts; seen: pass x{expected}"
     )
     assert result.attempts == expected
 
@@ -79,8 +79,8 @@ def test_the_good_end_that_fails_is_refused() -> None:
     result = bisect(VERSIONS, oracle_for(0))
     assert result.status == "refused"
     assert result.reason == (
-        "the good end 1.0 reproduces too: 1 matching failure(s) in 1 "
-        "attempt(s); seen: error:AssertionError x1"
+        "the good end 1.0 reproduces too: 1 matching failure in 1 "
+        "attempt; seen: error:AssertionError x1"
     )
 
 

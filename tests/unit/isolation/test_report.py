@@ -4,6 +4,7 @@ the table beside it."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from reprospec.core.inputs import Cell, Expectation
@@ -105,3 +106,13 @@ def test_a_pair_of_cells_one_difference_apart_is_worded_in_the_singular() -> Non
     two = [one, Difference("matrix.pin_memory", False, True)]
     assert set_in_words(two, [0, 1]) == "failing cell (all 2 differences)"
     assert set_in_words(two, []) == "passing cell (none of the 2 differences)"
+
+
+def test_one_attempt_of_a_budget_of_one_is_in_the_singular() -> None:
+    # A new user's `reprospec isolate SPEC --budget 1`: `1 attempts of a budget of 1`.
+    found = _pair(
+        Candidate((0,), "one-smaller", Tally(passed=1), False),
+        Candidate((2,), "one-smaller", Tally(passed=1), False),
+    )
+    one = replace(found, result=replace(found.result, attempts=1), budget=1)
+    assert "\n1 attempt of a budget of 1;" in text(one), text(one)
