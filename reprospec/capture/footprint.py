@@ -521,10 +521,19 @@ def faulthandler_stack(output: str) -> str | None:
     start = output.rfind("Fatal Python error:")
     if start < 0:
         return None
-    dump = output[start:]
-    current = re.search(
-        r"^Current thread 0x[0-9a-fA-F]+ .*\(most recent call first\):$", dump, re.M
-    )
+    return _crashed_thread(output[start:])
+
+
+# The header faulthandler gives the block of the thread that took the signal, where it
+# dumps every thread (the others are `Thread 0x...`, newest first: an idle worker thread
+# started after the main one is listed before it).
+_CURRENT_THREAD = re.compile(r"^Current thread 0x[0-9a-fA-F]+ .*\(most recent call first\):$", re.M)
+
+
+def _crashed_thread(dump: str) -> str:
+    """A faulthandler dump from its crashed thread's block on (all of it where none is
+    marked: one thread's `Stack (most recent call first):`, gdb's py-bt)."""
+    current = _CURRENT_THREAD.search(dump)
     return dump[current.start() :] if current else dump
 
 
@@ -533,12 +542,13 @@ def crash_frame(stack: str | None, workdir: Path) -> str | None:
     process died, from its Python stack (a crash's `AttemptResult.stack`: a worker's or a
     child's own, the thread that took the signal first); None when the stack shows none.
 
-    The innermost frame of the first thread's block whose file lies in the workdir, else
+    The innermost frame of the crashed thread's block whose file lies in the workdir, else
     the innermost outside any library and the interpreter's own (`ctypes.string_at`, where
     the fault landed, says nothing of what the program was doing). The block is the
-    faulthandler dump's or `py-bt`'s (`most recent call first`), or a traceback's (`last`).
+    faulthandler dump's `Current thread` one (the first where none is marked: py-bt lists
+    the crashed thread first), or a traceback's (`most recent call last`).
     """
-    lines = (stack or "").split("\n")
+    lines = _crashed_thread(stack or "").split("\n")
     start = next((i for i, line in enumerate(lines) if "(most recent call " in line), -1)
     first = start < 0 or "(most recent call first)" in lines[start]
     frames: list[re.Match[str]] = []
