@@ -40,7 +40,13 @@ from reprospec.report.environment import (
     perturbed_cells,
 )
 from reprospec.report.failure import failure_section, stack_sections, summary_line
-from reprospec.report.markdown import attempt_warnings, axes_of, outcome_rows
+from reprospec.report.markdown import (
+    attempt_warnings,
+    axes_of,
+    outcome_rows,
+    python_note,
+    reproduce_command,
+)
 from reprospec.report.markup import show_value
 from reprospec.report.paths import PathNames
 from reprospec.report.separation import separators
@@ -267,7 +273,11 @@ def context(run: RunResult) -> dict[str, object]:
         else "",
         "found_files": Markup(found_files(lambda t: f"<code>{html.escape(t, quote=True)}</code>")),
         "spec_text": run.spec_text.rstrip("\n"),
-        "command": run.command_line or f"reprospec run {run.spec_path}",
+        "command": reproduce_command(run),
+        # python_note's words, its code as code: the page escapes the path, not the tags.
+        "python_note": Markup(
+            re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(python_note(run)))
+        ),
         "launch": launch_summary(a for c in run.cells for a in c.attempts),
         # As report.md's note under its headline: a resumed run's page read as one run that
         # went straight through.

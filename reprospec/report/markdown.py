@@ -326,10 +326,31 @@ def outcome_rows(
     ]
 
 
-def _command(run: RunResult) -> str:
-    if run.command_line:
-        return run.command_line
-    return f"reprospec run {shlex.quote(run.spec_path or run.spec_name + '.yaml')}"
+def reproduce_command(run: RunResult) -> str:
+    """How to reproduce: `command_line` (made to be shown to others, without `--python`),
+    with `--python PATH` again where the run had it: the command that reruns it on this
+    machine, where `reprospec run flaky.yaml` alone ran the command in reprospec's own
+    interpreter, an infra-error without the packages PATH's has (`python_note` says why)."""
+    line = run.command_line or (
+        f"reprospec run {shlex.quote(run.spec_path or run.spec_name + '.yaml')}"
+    )
+    return line + _with_python(run)
+
+
+def _with_python(run: RunResult) -> str:
+    python = run.options.get("python")
+    return f" --python {shlex.quote(python)}" if isinstance(python, str) and python else ""
+
+
+def python_note(run: RunResult) -> str:
+    """What the report says under How to reproduce of a run made with `--python PATH`."""
+    python = run.options.get("python")
+    if not isinstance(python, str) or not python:
+        return ""
+    return (
+        f"`--python {python}`: the interpreter this run's attempts ran in, whose packages "
+        "the spec needs; on another machine give its own interpreter, or `--runner venv`"
+    )
 
 
 def _differs_note(differs: CellEnvironments) -> str:
@@ -387,13 +408,14 @@ def context(run: RunResult) -> dict[str, object]:
         "env_vars": [(name, short(value)) for name, value in env_vars(run.environment, differs)],
         "env_differs": _differs_note(differs),
         "env_mismatch": mismatches(run.environment),
-        "command": _command(run),
+        "command": reproduce_command(run),
+        "python_note": python_note(run),
         "spec_name": Path(run.spec_path).name if run.spec_path else f"{run.spec_name}.yaml",
         "spec_text": spec_text,
         "spec_marker": marker_line(spec_text, run.spec_path),
         "spec_fence": fence_for(spec_text),
         "spec_secrets": _secrets_to_set(spec_text),
-        "spec_rerun": rerun_command(run.options),
+        "spec_rerun": rerun_command(run.options) + _with_python(run),
         "axes": axes,
         "cells": cells,
         "fold_cells": len(cells) > FOLD_ROWS,

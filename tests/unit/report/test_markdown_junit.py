@@ -898,3 +898,29 @@ def test_a_grid_corner_whose_attempts_differ_names_the_failure_and_its_count() -
     cells = tuple(replace(c, attempts=attempts) if c is crashed else c for c in run.cells)
     text = render(replace(run, cells=cells), "md")
     assert "| 2 | pass ❌ | crash SIGSEGV (worker) 4/10 ✅ |" in text
+
+
+def test_a_run_made_with_python_path_is_reproduced_with_it_on_this_machine() -> None:
+    # A new user's `reprospec run flaky.yaml --python .venv/bin/python`: How to reproduce
+    # said `reprospec run flaky.yaml`, an infra-error here (the packages are in PATH's
+    # interpreter). results.json's command_line stays without it (shown to others).
+    python = "/home/u/my env/bin/python"
+    run = replace(
+        error_run(),
+        command_line="reprospec run flaky.yaml --repeat 2",
+        options={**RunOptions(python=python, repeat=2).to_dict()},
+    )
+    reproduce = render(run, "md").split("## How to reproduce")[1]
+    assert "reprospec run flaky.yaml --repeat 2 --python '/home/u/my env/bin/python'\n" in (
+        reproduce
+    )
+    assert f"`--python {python}`: the interpreter this run's attempts ran in" in reproduce
+    assert "`reprospec run report.md --repeat 2 --python '/home/u/my env/bin/python'`" in (
+        reproduce
+    )
+    assert run_to_dict(run)["command_line"] == "reprospec run flaky.yaml --repeat 2"
+    page = render(run, "html")
+    assert "--repeat 2 --python &#39;/home/u/my env/bin/python&#39;</pre>" in page
+    assert f"<code>--python {python}</code>: the interpreter" in page
+    plain = render(error_run(), "md").split("## How to reproduce")[1]
+    assert "--python" not in plain
