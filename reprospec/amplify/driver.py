@@ -284,7 +284,7 @@ def amplify_spec(
     )
     from reprospec.amplify.report import write
 
-    return write(redactor.value(found), spec.document, spec.base_dir)
+    return write(redactor.value(found), spec.document, spec.base_dir, spec.source_text)
 
 
 def amplified_overrides(path: Path, spec_path: Path | None = None) -> tuple[str, ...]:

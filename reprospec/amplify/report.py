@@ -381,8 +381,13 @@ def amplified_document(
     return out
 
 
-def write(found: AmplifyReport, document: Mapping[str, JsonValue], base_dir: Path) -> AmplifyReport:
-    """amplify.json, amplify.md and (when amplified) amplified.yaml in the amplify folder."""
+def write(
+    found: AmplifyReport, document: Mapping[str, JsonValue], base_dir: Path, source_text: str = ""
+) -> AmplifyReport:
+    """amplify.json, amplify.md and (when amplified) amplified.yaml in the amplify folder:
+    the spec's data written again, with the comments of its text (`source_text`) at their
+    keys (capture's `--python` note, its reasons beside `expect`; spec.comments)."""
+    from reprospec.spec.comments import carry_comments
     from reprospec.spec.yamlsource import dump_yaml
 
     found.folder.mkdir(parents=True, exist_ok=True)
@@ -394,6 +399,7 @@ def write(found: AmplifyReport, document: Mapping[str, JsonValue], base_dir: Pat
             f"# {sentence(found)}\n"
         )
         body = dump_yaml(amplified_document(document, winner.arm.settings, base_dir))
+        body = carry_comments(source_text, body) if source_text else body
         path.write_text(header + body, encoding="utf-8")
         found = replace(found, amplified_spec=path)
     (found.folder / "amplify.json").write_text(

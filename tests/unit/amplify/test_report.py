@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.amplify.report import AmplifyReport, amplified_document, markdown
+from reprospec.amplify.report import AmplifyReport, amplified_document, markdown, write
 from reprospec.amplify.search import AmplifyResult, Arm, ArmResult
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import Rate
 from reprospec.core.units import parse_rate
 from reprospec.isolation.candidates import Tally
+from reprospec.spec.yamlsource import load_yaml
 
 
 def test_the_amplified_workdir_is_absolute_without_dot_dots(tmp_path: Path) -> None:
@@ -159,3 +160,41 @@ def test_the_suggested_commands_carry_the_options_the_attempts_ran_with(tmp_path
     # A spec of several cells has its passing side: no --passing-set is asked for.
     several = markdown(replace(found, cells=4))
     assert f"    reprospec isolate {spec} --python .venv/bin/python\n" in several
+
+
+def test_the_amplified_spec_keeps_the_source_spec_s_comments(tmp_path: Path) -> None:
+    # A new user's amplified.yaml of a captured spec: the `--python` note and the reasons
+    # beside `expect` and the variables were gone (the document dumped again).
+    source = (
+        "# Written by `reprospec capture -- python race.py`.\n"
+        "# It ran with --python /venv/bin/python, whose packages it pins:\n"
+        "#   rerun it with the same, or with --runner venv.\n"
+        "reprospec: 1\nname: race\nenvironment:\n  env:\n"
+        "    # your shell set it: the failure needs it\n    RACE: '1'\n"
+        "command: python race.py\n"
+        "expect:\n  outcome: error\n  exception: AssertionError  # raised by the check\n"
+    )
+    document = load_yaml(source).data
+    assert isinstance(document, dict)
+    found = write(
+        _found(tmp_path, Expectation("error", exception="AssertionError"), 41),
+        document,
+        tmp_path,
+        source,
+    )
+    assert found.amplified_spec is not None
+    text = found.amplified_spec.read_text()
+    lines = text.splitlines()
+    assert lines[0].startswith("# Amplified by reprospec amplify from ")
+    assert lines[2:5] == source.splitlines()[:3]
+    assert (
+        lines[lines.index("    RACE: '1'") - 1] == "    # your shell set it: the failure needs it"
+    )
+    assert "  exception: AssertionError  # raised by the check" in lines
+    written = load_yaml(text).data
+    assert isinstance(written, dict)
+    assert written["environment"] == {
+        "env": {"RACE": "1"},
+        "workdir": str(tmp_path),
+        "perturb": {"switch_interval": 1e-06},
+    }

@@ -1,0 +1,134 @@
+"""A spec's comments carried onto the same document written again (`amplified.yaml`).
+
+A spec rewritten from its data (`dump_yaml`) loses every comment: capture's header (the
+`--python` note), its `# your shell set it: the failure needs it` beside a variable, the
+reasons beside `expect`. `carry_comments` reads where each comment of the source sits (by
+pyyaml's scanner: a `#` outside every token, so never one inside a string or a block
+scalar) and puts it back at the same key of the new text: the comment lines above a key
+above it, a comment after a key's value after it, those before the first key at the top.
+A comment whose key the new text lacks is left out. The result is read back and must
+hold the same data; where it would not (a value the dump wrapped over lines), the
+comments after values go above their keys instead, and failing that only the top ones
+are kept.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+
+import yaml
+
+from reprospec.core.frozen import frozen
+from reprospec.core.jsontypes import JsonPath
+from reprospec.spec.yamlsource import YamlSourceError, load_yaml
+
+
+def carry_comments(source: str, dumped: str) -> str:
+    """`dumped` (the new text of a document) with `source`'s comments at the same keys."""
+    try:
+        found = _comments(source)
+        new = load_yaml(dumped)
+    except (YamlSourceError, yaml.YAMLError):
+        return dumped
+    # A line's path: its key's, else the value that starts on it (a list's item).
+    lines_of = {
+        **_key_lines({p: at for p, at in new.locations.items() if p}),
+        **_key_lines(new.key_locations),
+    }
+    for inline in (True, False):
+        text = _placed(dumped, lines_of, found, inline=inline)
+        if _same(text, new.data):
+            return text
+    return "".join(f"{c}\n" for c in found.top) + dumped
+
+
+@frozen
+class Comments:
+    """A source's comments: those before its first key, the lines of their own above each
+    key (by its path), the one after each key's value, and those after its last key."""
+
+    top: tuple[str, ...]
+    above: Mapping[JsonPath, tuple[str, ...]]
+    after: Mapping[JsonPath, str]
+    tail: tuple[str, ...]
+
+
+def _comments(source: str) -> Comments:
+    doc = load_yaml(source)
+    covered = _token_spans(source)
+    key_at = _key_lines(doc.key_locations)
+    value_at = {line: path for path, (line, _) in doc.locations.items() if path}
+    top: list[str] = []
+    above: dict[JsonPath, list[str]] = defaultdict(list)
+    after: dict[JsonPath, str] = {}
+    pending: list[str] = []
+    seen_key = False
+    offset = 0
+    for number, line in enumerate(source.split("\n"), start=1):
+        start = _comment_start(line, offset, covered)
+        offset += len(line) + 1
+        if start is not None:
+            comment = line[start:].rstrip()
+            if not line[:start].strip():
+                pending.append(comment)
+                continue
+            path = key_at.get(number, value_at.get(number))
+            if path is not None:
+                after.setdefault(path, comment)
+        key = key_at.get(number)
+        if key is not None:
+            (above[key] if seen_key else top).extend(pending)
+            pending = []
+            seen_key = True
+    return Comments(tuple(top), {k: tuple(v) for k, v in above.items()}, after, tuple(pending))
+
+
+def _token_spans(text: str) -> list[tuple[int, int]]:
+    """Where pyyaml's tokens lie (start and end offsets): a `#` inside one is no comment."""
+    spans = []
+    for token in yaml.scan(text, Loader=yaml.SafeLoader):
+        start, end = token.start_mark.index, token.end_mark.index
+        if end > start:
+            spans.append((start, end))
+    return spans
+
+
+def _comment_start(line: str, offset: int, covered: list[tuple[int, int]]) -> int | None:
+    """Where a comment starts on `line` (at `offset` in the text), or None."""
+    at = -1
+    while (at := line.find("#", at + 1)) >= 0:
+        if at and line[at - 1] not in " \t":
+            continue
+        index = offset + at
+        if not any(start <= index < end for start, end in covered):
+            return at
+    return None
+
+
+def _key_lines(locations: Mapping[JsonPath, tuple[int, int]]) -> dict[int, JsonPath]:
+    return {line: path for path, (line, _) in locations.items()}
+
+
+def _placed(dumped: str, lines_of: Mapping[int, JsonPath], found: Comments, *, inline: bool) -> str:
+    """`dumped` with the comments at their keys; `inline`: a value's after it, else above."""
+    out = list(found.top)
+    for number, line in enumerate(dumped.rstrip("\n").split("\n"), start=1):
+        path = lines_of.get(number)
+        if path is None:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip(" -"))].replace("-", " ")
+        out += [indent + c for c in found.above.get(path, ())]
+        comment = found.after.get(path)
+        if comment and not inline:
+            out.append(indent + comment)
+        out.append(f"{line}  {comment}" if comment and inline else line)
+    return "\n".join([*out, *found.tail]) + "\n"
+
+
+def _same(text: str, data: object) -> bool:
+    try:
+        return load_yaml(text).data == data
+    except YamlSourceError:
+        return False

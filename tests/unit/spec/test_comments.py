@@ -1,0 +1,70 @@
+"""A spec's comments carried onto its document written again (amplified.yaml)."""
+
+from __future__ import annotations
+
+from reprospec.core.jsontypes import JsonObject
+from reprospec.spec.comments import carry_comments
+from reprospec.spec.yamlsource import dump_yaml, load_yaml
+
+# As capture writes a spec, with what a hand adds: a `#` in a string and in a block
+# scalar (no comments), a comment on a list item, one at the end.
+SOURCE = """\
+# Written by `reprospec capture -- python crash.py` (run
+#   20261202-014236-capture-crash-dfbd).
+# It ran with --python /venv/bin/python, whose packages it pins:
+#   rerun it with the same, or with --runner venv.
+reprospec: 1
+name: crash  # the name
+description: |
+  # not a comment: a block scalar's line
+  It ended badly.
+environment:
+  env:
+    # your shell set it: the failure needs it
+    CRASH_ON: '1'
+    TAG: 'a # b'  # a quoted hash, then a comment
+command: python crash.py --tag '#x'
+labels:
+  - captured  # by capture
+expect:
+  outcome: crash
+  signal: SIGSEGV  # exit status 139 = 128 + SIGSEGV
+# the end
+"""
+
+
+def test_comments_stay_at_their_keys_and_the_data_is_the_same() -> None:
+    data = load_yaml(SOURCE).data
+    assert isinstance(data, dict)
+    environment = data["environment"]
+    assert isinstance(environment, dict)
+    perturbed: JsonObject = {**environment, "perturb": {"cpu_load": 4}}
+    new: JsonObject = {**data, "environment": perturbed}
+    text = carry_comments(SOURCE, dump_yaml(new))
+    assert load_yaml(text).data == new
+    lines = text.splitlines()
+    assert lines[:4] == SOURCE.splitlines()[:4]
+    assert "name: crash  # the name" in lines
+    at = lines.index("    CRASH_ON: '1'")
+    assert lines[at - 1] == "    # your shell set it: the failure needs it"
+    assert "  signal: SIGSEGV  # exit status 139 = 128 + SIGSEGV" in lines
+    assert "- captured  # by capture" in lines
+    assert lines[-1] == "# the end"
+    # A `#` inside a string or a block scalar is none: said once, where it was.
+    assert text.count("not a comment") == 1
+    assert text.count("a quoted hash, then a comment") == 1
+
+
+def test_a_value_the_dump_wraps_takes_its_comment_above_it() -> None:
+    long = "word " * 30
+    source = f"name: x\ntitle: '{long}'  # why so long\n"
+    new = load_yaml(source).data
+    text = carry_comments(source, dump_yaml(new))
+    assert load_yaml(text).data == new
+    assert "# why so long" in text
+    assert text.index("# why so long") < text.index("title:")
+
+
+def test_a_text_that_is_no_yaml_is_left_as_the_dump() -> None:
+    dumped = dump_yaml({"name": "x"})
+    assert carry_comments("a: [\n", dumped) == dumped
