@@ -47,7 +47,7 @@ from reprospec.capture.footprint import (
     with_import_roots,
 )
 from reprospec.capture.hangwait import VerifyWait, verify_wait
-from reprospec.capture.optionarity import script_options
+from reprospec.capture.optionarity import ParserOptions, script_options
 from reprospec.capture.toggles import Proposal, kept_note, propose
 from reprospec.capture.verify import Runner, verify
 from reprospec.capture.writer import (
@@ -70,7 +70,13 @@ from reprospec.core.redact import mask_parts, secret_values
 from reprospec.core.results import AttemptResult, Outcome, RunResult
 from reprospec.core.words import AS_A_SHELL_REPORTS_IT, PASSED_BESIDE_A_CRASH
 from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, UsageError
-from reprospec.outcome.pytestreport import first_failure, is_pytest
+from reprospec.outcome.pytestreport import (
+    first_failure,
+    is_pytest,
+    is_test_id,
+    narrowed_to,
+    pytest_verbose,
+)
 from reprospec.spec.presets import PRESETS, detect
 
 if TYPE_CHECKING:
@@ -266,13 +272,16 @@ def capture(
     check_output(request.output, force=request.force, reads=request.argv)
     # How many values each option takes, where the script's own parser says (rv19 F6).
     options = script_options(script_of(request.argv), Path.cwd().resolve())
-    proposal = propose(list(request.argv), options)
+    # pytest -v's `path::test` lines name the test a crash or a hang happened in (the
+    # pytest preset's phase); -q printed a dot per test.
+    argv = pytest_verbose(request.argv) if is_pytest(request.argv) else list(request.argv)
+    proposal = propose(argv, options)
     # The spec reads the command's secrets (`HF_TOKEN=... python`, `--api-key ...`) back
     # from the environment, never writes them: capture's runs set them, as the command
     # did (they ran without them, and called what that changed the failure). Its plain
     # settings (`MAX_TOKENS=2048 python ...`) the spec writes, and sets itself.
     with environ.changed(dict(proposal.secret_env)):
-        return _capture(request, run_spec, proposal, say)
+        return _capture(request, run_spec, proposal, say, options)
 
 
 def _capture(
@@ -280,6 +289,7 @@ def _capture(
     run_spec: Runner,
     proposal: Proposal,
     say: Callable[[str], None] | None = None,
+    options: ParserOptions | None = None,
 ) -> Captured:
     spec_path = request.output.resolve()
     workdir = Path.cwd().resolve()
@@ -328,6 +338,10 @@ def _capture(
         )
     texts = [attempt_output(run_dir, a) for a in attempts]
     presets = detect("\n".join(texts))
+    if is_pytest(request.argv) and "pytest" not in presets:
+        # One test's `path::test` line (the command narrowed to it) is no two lines to
+        # detect: the spec's runs read it all the same, as --from-log's do.
+        presets = (*presets, "pytest")
     if observed.outcome is not None:
         observed = replace(
             observed,
@@ -353,6 +367,9 @@ def _capture(
             if other.outcome is not None
         ),
     )
+    proposal, ran, narrowing = _narrowed(
+        request, proposal, options, observed, workdir, spec_path, presets, run_spec, say
+    )
     modules = imported(run_dir, attempts)
     pinned = pins(modules, interpreter)
     packages = pinned.packages
@@ -369,7 +386,7 @@ def _capture(
     )
     # The modules whose code ran: `modules` holds every name looked for, found or not.
     data = footprint.read(run_dir, attempts)
-    files = listed_files(data.listed, request.argv, workdir)
+    files = listed_files(data.listed, ran, workdir)
     hydra = hydra_overrides(workdir, started)
     last_import = next(
         (
@@ -402,9 +419,12 @@ def _capture(
             *(f"{name} (outside the workdir)" for name in data.outside),
         ),
         local=pinned.local,
+        notes=(narrowing,) if narrowing else (),
     )
     spec_path.write_text(render_spec(final), encoding="utf-8")
     lines = [f"wrote {_shown(spec_path)}: {_summary(observed)}"]
+    if narrowing:
+        lines.append(narrowing)
     lines += _also_seen(observed, f"reprospec run {shlex.quote(_shown(spec_path))}")
     if observed.outcome is not None and observed.outcome.kind == "pass":
         # capture is for a failure: a pass written down as `expect: pass` and verified as
@@ -487,6 +507,80 @@ def _capture(
     return Captured(spec_path, observed, tuple(lines), verified)
 
 
+def _narrowed(
+    request: Request,
+    proposal: Proposal,
+    options: ParserOptions | None,
+    observed: Observed,
+    workdir: Path,
+    spec_path: Path,
+    presets: tuple[str, ...],
+    run_spec: Runner,
+    say: Callable[[str], None] | None,
+) -> tuple[Proposal, tuple[str, ...], str | None]:
+    """A pytest command whose test crashed, narrowed to that test (its node id in place of
+    the command's test paths, every option kept) where a rerun of it alone crashes the
+    same way at least as often; else the command as it was, and why, for a crash that
+    needs the tests before it (state they left, an order) or came by chance. The line
+    says which; None where there was nothing to narrow (no pytest, no crash in a test, a
+    command that runs the test alone already or whose test paths are not sure). Also the
+    words of the command the spec runs, before its axes (what `files` leaves out)."""
+    outcome = observed.outcome
+    if (
+        outcome is None
+        or outcome.kind != "crash"
+        or outcome.phase is None
+        or not is_test_id(outcome.phase)
+        or not is_pytest(request.argv)
+    ):
+        return proposal, request.argv, None
+    test = outcome.phase
+    argv = narrowed_to(pytest_verbose(request.argv), test, workdir)
+    if argv is None:
+        return proposal, request.argv, None
+    narrowed = propose(argv, options)
+    draft = _draft(
+        request,
+        narrowed,
+        workdir,
+        spec_path,
+        name=f"capture-{script_stem(tuple(argv))}",
+        presets=presets,
+    )
+    spec_path.write_text(render_spec(draft), encoding="utf-8")
+    if say is not None:
+        say(f"reprospec: rerunning {test} alone, to see whether it crashes without the other tests")
+    result = run_spec(spec_path, request.repeat, True, None)
+    ran = [a.ran for cell in result.cells for a in cell.attempts if a.ran is not None]
+    same = sum(native.agrees(o.signature, observed.signature, native_unknown=True) for o in ran)
+    counted = f"{same}/{len(ran)} attempt(s), run {result.run_id}"
+    if same and same * observed.attempts >= observed.matched * len(ran):
+        return (
+            narrowed,
+            tuple(argv),
+            (
+                f"narrowed to the test that crashed: {test} alone crashed the same way "
+                f"({counted}), so the spec runs it alone"
+            ),
+        )
+    ended = Counter(o.signature for o in ran).most_common(1)
+    how = f"; it ended {ended[0][0]}" if ended and not same else ""
+    return (
+        proposal,
+        request.argv,
+        (
+            f"the spec runs the whole command: {test} alone "
+            + (
+                f"crashed the same way less often ({counted}; "
+                f"{observed.matched}/{observed.attempts} with the others)"
+                if same
+                else f"did not crash the same way ({counted}{how})"
+            )
+            + ": the crash may need the tests run before it, or come only sometimes"
+        ),
+    )
+
+
 def listed_files(read: Iterable[str], argv: Sequence[str], workdir: Path) -> tuple[str, ...]:
     """The spec's `files`: what the program imported or read of the workdir (`read`, files
     there before the capture began, so none it wrote), less the code the command names
@@ -498,7 +592,18 @@ def listed_files(read: Iterable[str], argv: Sequence[str], workdir: Path) -> tup
 
     named = {(workdir / word).resolve() for word in argv}
     paths = {name: (workdir / name).resolve() for name in read}
-    return tuple(sorted(n for n, p in paths.items() if p not in named or not is_code(p)))
+    listed = {n for n, p in paths.items() if p not in named or not is_code(p)}
+    # A test file named by a pytest node id (`tests/test_x.py::test_y`: the command narrowed
+    # to the test that crashed) is no word a bundle carries, and pytest may have read it
+    # from its cache, not opened it: listed.
+    listed.update(
+        path
+        for word in argv
+        if "::" in word
+        for path in [word.partition("::")[0]]
+        if path.endswith(".py") and (workdir / path).is_file()
+    )
+    return tuple(sorted(listed))
 
 
 def refusal(argv: Sequence[str], workdir: Path) -> str:
@@ -743,6 +848,7 @@ def _draft(
     run_id: str = "",
     not_carried: tuple[str, ...] = (),
     local: tuple[LocalInstall, ...] = (),
+    notes: tuple[str, ...] = (),
 ) -> Draft:
     relative = os.path.relpath(workdir, spec_path.parent)
     uses_torch = any(p.lower().startswith("torch==") for p in packages)
@@ -760,6 +866,7 @@ def _draft(
         # of the bundle got FileNotFoundError with nothing naming what to ask for.
         header += ("Read but not in files (ask whoever captured it): " + ", ".join(not_carried),)
     header += tuple(local_note(install, workdir) + "." for install in local)
+    header += tuple(f"{note[0].upper()}{note[1:]}." for note in notes)
     return Draft(
         name=name,
         title=mask_parts(_title(request.argv, observed, expect), secrets),
@@ -858,6 +965,9 @@ def _title(argv: tuple[str, ...], observed: Observed | None, expect: JsonObject)
         )
     frame = f" in {observed.frame}" if observed.frame else ""
     phase, step = expect.get("phase"), expect.get("step")
+    if isinstance(phase, str) and is_test_id(phase):
+        # pytest's test, by its node id: what a reader reruns alone, and where it failed.
+        return f"{phase}: {what}{where}{frame}"
     at = (f" at {phase}" + (f" step {step}" if step is not None else "")) if phase else ""
     if at and where:
         at = f", main loop{at}"

@@ -31,7 +31,7 @@ from reprospec.capture.writer import (
 )
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import mask_parts, secret_values
-from reprospec.outcome.pytestreport import is_pytest
+from reprospec.outcome.pytestreport import is_pytest, pytest_verbose
 
 # What runs while the command is unknown: the shell says "not found" (exit 127), which
 # the engine reports as an infrastructure error naming it, never as a reproduction.
@@ -151,16 +151,6 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         ),
         todo=tuple(todo),
     )
-
-
-def pytest_verbose(argv: list[str]) -> list[str]:
-    """A pytest command that prints each test's id as it runs (`-v`, what the pytest
-    preset reads): `-v` last (before it, `-v tests/` would read as a setting and its
-    value), any `-q` left out (it cancels `-v`)."""
-    verbose = ("-v", "-vv", "-vvv", "--verbose")
-    if any(word in verbose or word.startswith("--verbosity") for word in argv):
-        return list(argv)
-    return [*(word for word in argv if word not in ("-q", "-qq", "--quiet")), "-v"]
 
 
 def _expect(

@@ -64,7 +64,8 @@ pytest (`pytest=True`) catches what its tests raise: an `error` with no uncaught
 traceback takes the exception and message pytest reports for its first failing test
 (pytestreport.py), and that test as its phase where the events name no phase or
 another test (pytest -v's lines give the last test that ran, not the one that failed),
-so a live run reports what a pasted pytest log says.
+so a live run reports what a pasted pytest log says; a crash of a pytest-xdist worker
+takes as its phase the test xdist says the worker died running.
 """
 
 from __future__ import annotations
@@ -261,6 +262,15 @@ def classify(
             if not child.seen and chain and not any(names_a_death(e.message or "") for e in chain):
                 # Its own exception, not subprocess's "died with": only text tells of a death.
                 detail += f" with its own uncaught {chain[-1].type}; {KNOWN_FROM_THE_OUTPUT_ALONE}"
+            if pytest:
+                from reprospec.outcome.pytestreport import crashed_test
+
+                # A pytest-xdist worker's death: xdist names the test it ran, where `-v`'s
+                # lines (the phase) are the workers' tests in the order they reported.
+                running = crashed_test(evidence.stdout) or crashed_test(stderr)
+                if running is not None:
+                    phase, step, stage, module = running, None, None, None
+                    detail += f"; pytest-xdist reports it crashed running {running}"
         else:
             kind, exit_code = "error", returncode
             detail = f"exit code {returncode}"

@@ -25,6 +25,7 @@ import re
 import shlex
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
@@ -171,3 +172,248 @@ def _last_e_block(section: Sequence[str]) -> list[str]:
         else:
             previous = False
     return [line for line in blocks[-1] if line] if blocks else []
+
+
+# pytest-xdist's report of a worker that died running a test (a segfault in it): the test
+# it names is the crash's, where `-v`'s lines are the workers' tests in any order.
+_WORKER_CRASHED = Lazy(r"worker '[^']+' crashed while running '(?P<test>[^']+)'")
+
+
+def crashed_test(text: str) -> str | None:
+    """The test a pytest-xdist worker died running (`worker 'gw1' crashed while running
+    'tests/test_x.py::test_crash'`), or None."""
+    if "crashed while running" not in text:
+        return None
+    found = _WORKER_CRASHED.search(text)
+    return found["test"] if found is not None else None
+
+
+def pytest_args_start(argv: Sequence[str]) -> int | None:
+    """Where pytest's own arguments begin in a command that runs pytest (after `pytest`,
+    `python -m pytest`, `VAR=value`, `env`, `uv run`): None for one read another way
+    (`sh -c '...'`) or no pytest at all."""
+    words = list(argv)
+    index = 0
+    while index < len(words) and "=" in words[index]:
+        if not words[index].partition("=")[0].isidentifier():
+            break
+        index += 1
+    if words[index : index + 1] == ["env"]:
+        index += 1
+        while index < len(words) and "=" in words[index]:
+            index += 1
+    if index + 1 < len(words) and words[index] in _WRAPPERS and words[index + 1] == "run":
+        index += 2
+        while index < len(words) and words[index].startswith("-"):
+            index += 1
+    if index >= len(words):
+        return None
+    program = words[index].rsplit("/", 1)[-1]
+    if program in ("pytest", "py.test"):
+        return index + 1
+    if not _PYTHON.match(program):
+        return None
+    for at in range(index + 1, len(words)):
+        if words[at] == "-m":
+            return at + 2 if words[at + 1 : at + 2] == ["pytest"] else None
+        if words[at] == "-mpytest":
+            return at + 1
+        if not words[at].startswith("-"):
+            return None
+    return None
+
+
+# The words that make pytest quieter than its default, which cancel a `-v`.
+_QUIET = ("-q", "-qq", "-qqq", "--quiet")
+_VERBOSE = ("-v", "-vv", "-vvv", "--verbose")
+
+
+def pytest_verbose(argv: Sequence[str]) -> list[str]:
+    """A pytest command that prints each test's id as it runs (`-v`, what the pytest
+    preset reads): `-v` last (before it, `-v tests/` would read as a setting and its
+    value), any `-q` of pytest's left out (it cancels `-v`; also out of `-qx`; `python -q
+    -m pytest`'s is Python's own). A command that asks for `-v` already is as it is."""
+    words = list(argv)
+    start = pytest_args_start(words)
+    if start is None:  # `sh -c 'pytest ...'`: a word added would be the shell's
+        return words
+    own = words[start:]
+    if any(word in _VERBOSE or word.startswith("--verbosity") for word in own):
+        return words
+    kept = [_unquiet(word) for word in own if word not in _QUIET]
+    return [*words[:start], *(word for word in kept if word), "-v"]
+
+
+def _unquiet(word: str) -> str:
+    """`-qx` -> `-x`: a cluster of pytest's one-letter switches without its `q`s."""
+    if _short_switches(word) and "q" in word:
+        rest = word[1:].replace("q", "")
+        return f"-{rest}" if rest else ""
+    return word
+
+
+# pytest's options that take the next word as their value (`-k expr`, `--ignore path`), and
+# the long ones that take none: a test path is a word neither kind takes.
+_TAKES_VALUE = frozenset(
+    [
+        "-k",
+        "-m",
+        "-p",
+        "-n",
+        "-c",
+        "-o",
+        "-W",
+        "-r",
+        "--maxfail",
+        "--durations",
+        "--durations-min",
+        "--basetemp",
+        "--rootdir",
+        "--confcutdir",
+        "--ignore",
+        "--ignore-glob",
+        "--deselect",
+        "--junitxml",
+        "--junit-xml",
+        "--junit-prefix",
+        "--tb",
+        "--capture",
+        "--import-mode",
+        "--log-level",
+        "--log-file",
+        "--log-file-level",
+        "--log-format",
+        "--log-date-format",
+        "--log-cli-level",
+        "--override-ini",
+        "--dist",
+        "--tx",
+        "--numprocesses",
+        "--maxprocesses",
+        "--reruns",
+        "--reruns-delay",
+        "--only-rerun",
+        "--timeout",
+        "--cov",
+        "--cov-report",
+        "--cov-config",
+        "--lfnf",
+        "--last-failed-no-failures",
+        "--pythonwarnings",
+        "--config-file",
+        "--hypothesis-seed",
+        "--hypothesis-profile",
+        "--random-order-seed",
+        "-P",
+        "--inifile",
+    ]
+)
+_SWITCHES = frozenset(
+    [
+        "--lf",
+        "--last-failed",
+        "--ff",
+        "--failed-first",
+        "--nf",
+        "--new-first",
+        "--sw",
+        "--stepwise",
+        "--sw-skip",
+        "--stepwise-skip",
+        "--pdb",
+        "--trace",
+        "--pyargs",
+        "--strict-markers",
+        "--strict-config",
+        "--strict",
+        "--runxfail",
+        "--disable-warnings",
+        "--disable-pytest-warnings",
+        "--showlocals",
+        "-l",
+        "--full-trace",
+        "--collect-only",
+        "--co",
+        "--exitfirst",
+        "--no-header",
+        "--no-summary",
+        "--setup-show",
+        "--setup-only",
+        "--setup-plan",
+        "--doctest-modules",
+        "--cache-clear",
+        "--cache-show",
+        "--verbose",
+        "--quiet",
+        "--version",
+        "--help",
+        "--forked",
+        "--looponfail",
+        "--fixtures",
+        "--fixtures-per-test",
+        "--keep-duplicates",
+        "--continue-on-collection-errors",
+        "--debug",
+        "--noconftest",
+    ]
+)
+
+
+def narrowed_to(argv: Sequence[str], test: str, workdir: Path) -> list[str] | None:
+    """The pytest command that runs `test` (a node id) alone: its test paths (the words
+    that are no option's value and name a file or folder of `workdir`, or a node id of
+    one) replaced by `test` where the first of them stood, every option kept (`-k`, `-x`,
+    xdist's `-n 2`). None where that is not sure: the node's file is not in `workdir`
+    (pytest named it from another rootdir), the command already runs it alone, it names
+    no test path, or a long option unknown here stands before a word that may be its
+    value or a path."""
+    words = list(argv)
+    start = pytest_args_start(words)
+    path, _, name = test.partition("::")
+    if start is None or not name or not (workdir / path).is_file():
+        return None
+    places: list[int] = []
+    index = start
+    while index < len(words):
+        word = words[index]
+        if word == "--":  # the rest are paths
+            places += [at for at in range(index + 1, len(words)) if _names(workdir, words[at])]
+            break
+        if word.startswith("-") and word != "-":
+            if "=" in word or word in _SWITCHES or _short_switches(word):
+                index += 1
+                continue
+            if word in _TAKES_VALUE or (len(word) > 2 and word[:2] in _TAKES_VALUE):
+                index += 1 if len(word) > 2 and not word.startswith("--") else 2
+                continue
+            following = words[index + 1] if index + 1 < len(words) else None
+            if following is not None and not following.startswith("-"):
+                return None  # `--cov-x pkg`: its value or a path, which is not sure
+            index += 1
+            continue
+        if _names(workdir, word):
+            places.append(index)
+        index += 1
+    if not places or [words[at] for at in places] == [test]:
+        return None
+    first = places[0]
+    return [
+        *words[:first],
+        test,
+        *(w for at, w in enumerate(words) if at > first and at not in places),
+    ]
+
+
+def _names(workdir: Path, word: str) -> bool:
+    """Whether `word` is a test path of `workdir`: a file or folder there, or a node id of
+    one (`tests/test_x.py::test_y`)."""
+    return bool(word) and (workdir / word.partition("::")[0]).exists()
+
+
+def _short_switches(word: str) -> bool:
+    """`-x`, `-vs`, `-qx`: one or more of pytest's one-letter switches together."""
+    return (
+        not word.startswith("--")
+        and len(word) > 1
+        and all(letter in "qvxslV" for letter in word[1:])
+    )

@@ -1941,5 +1941,112 @@ def test_a_pytest_tests_segfault_is_titled_with_the_frame_it_died_in(
     )
     assert "verdict reproduced" in result.stdout, result.stdout
     document = spec_document(workdir)
-    assert document["title"] == "pytest: SIGSEGV in read_shared (test_x.py:6)", document
+    title = "test_x.py::test_shared_buffer: SIGSEGV in read_shared (test_x.py:6)"
+    assert document["title"] == title, document
     assert ", in read_shared (test_x.py:6)" in (workdir / "spec.yaml").read_text()
+
+
+def _pytest_project(workdir: Path) -> None:
+    """A project whose tests/test_x.py has a test that segfaults (a real invalid read, in
+    pkg/core.py), one before it and one after; tests/test_state.py's second test segfaults
+    only after the first left it a null pointer."""
+    (workdir / "pkg").mkdir(parents=True)
+    (workdir / "tests").mkdir()
+    (workdir / "conftest.py").write_text("# the root: pytest puts it on sys.path\n")
+    (workdir / "pkg" / "__init__.py").write_text("")
+    (workdir / "pkg" / "core.py").write_text(
+        "import ctypes\n\n\ndef get(ptr):\n    return ctypes.string_at(ptr)\n"
+    )
+    (workdir / "tests" / "test_x.py").write_text(
+        "from pkg import core\n\n\ndef test_before():\n    assert core.get(b'ok')\n\n\n"
+        "def test_crash():\n    core.get(0)\n\n\ndef test_after():\n    assert True\n"
+    )
+    (workdir / "tests" / "test_state.py").write_text(
+        "from pkg import core\n\nSTATE = [b'ok']\n\n\n"
+        "def test_leaves_a_null():\n    STATE[0] = 0\n\n\n"
+        "def test_reads_it():\n    core.get(STATE[0])\n"
+    )
+
+
+def test_a_pytest_tests_segfault_names_the_test_and_the_spec_runs_it_alone(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """pt34: `capture -- pytest -q tests/test_x.py` of a test's segfault kept `-q`, got no
+    pytest preset and no phase: the spec named the frame, never the test. Now it runs
+    pytest -v, names the test (title, expect.phase), and runs the test alone, a rerun of it
+    alone having crashed the same way; its file, named by the node id, is carried."""
+    workdir = tmp_path / "proj"
+    _pytest_project(workdir)
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = capture(cli, workdir, "pytest", "-q", "tests/test_x.py", env=here)
+    node = "tests/test_x.py::test_crash"
+    assert f"wrote spec.yaml: crash:SIGSEGV:main:{node}:" in result.stdout, result.stdout
+    assert f"narrowed to the test that crashed: {node} alone crashed the same way" in (
+        result.stdout
+    )
+    assert "verdict reproduced" in result.stdout, result.stdout
+    document = spec_document(workdir)
+    assert document["title"] == f"{node}: SIGSEGV in get (pkg/core.py:5)", document
+    assert document["command"] == f"pytest {node} -v"
+    assert document["markers"] == [{"preset": "pytest"}]
+    expect = document["expect"]
+    assert isinstance(expect, dict)
+    assert expect["phase"] == node
+    assert "tests/test_x.py" in cast_list(document["files"])
+    # The run's report says which test crashed.
+    ran = cli("run", "spec.yaml", "--out", str(tmp_path / "out"), cwd=workdir, env=here)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    assert f"crash SIGSEGV @ {node}" in ran.stdout
+
+
+def test_a_pytest_crash_that_needs_the_tests_before_it_keeps_the_whole_command(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """pt34: the test alone passes (the one before it left the null pointer): the spec
+    runs the whole file, under -v, and says why; `python -m pytest -x` keeps its -x."""
+    workdir = tmp_path / "proj"
+    _pytest_project(workdir)
+    result = capture(
+        cli, workdir, sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+        "tests/test_state.py",
+    )  # fmt: skip
+    node = "tests/test_state.py::test_reads_it"
+    assert (
+        f"the spec runs the whole command: {node} alone did not crash the same way" in result.stdout
+    ), result.stdout
+    assert "verdict reproduced" in result.stdout, result.stdout
+    document = spec_document(workdir)
+    assert document["title"] == f"{node}: SIGSEGV in get (pkg/core.py:5)", document
+    assert document["command"] == (
+        "python -m pytest -x -p ${{ matrix.p }} tests/test_state.py -v"
+    ), document["command"]
+    expect = document["expect"]
+    assert isinstance(expect, dict)
+    assert expect["phase"] == node
+
+
+def test_a_pytest_xdist_workers_segfault_names_the_test_xdist_says_it_ran(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """pt34: under `-n 2` the crash is a worker's (a child's), and -v's lines are the
+    workers' tests in any order: the phase is the test xdist says the worker crashed
+    running; the narrowed command keeps -n and -k."""
+    workdir = tmp_path / "proj"
+    _pytest_project(workdir)
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = capture(
+        cli, workdir, "pytest", "-n", "2", "-k", "crash or after", "tests/test_x.py", env=here
+    )
+    node = "tests/test_x.py::test_crash"
+    assert f"wrote spec.yaml: crash:SIGSEGV:child:{node}:" in result.stdout, result.stdout
+    assert "verdict reproduced" in result.stdout, result.stdout
+    document = spec_document(workdir)
+    assert str(document["title"]).startswith(f"{node}: SIGSEGV in a child process"), document
+    assert document["command"] == (
+        f"pytest -n ${{{{ matrix.n }}}} -k '${{{{ matrix.k }}}}' {node} -v"
+    ), document["command"]
+
+
+def cast_list(value: JsonValue) -> list[JsonValue]:
+    assert isinstance(value, list), value
+    return value

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from reprospec.outcome.pytestreport import FailedTest, first_failure, is_pytest
+from reprospec.outcome.pytestreport import (
+    FailedTest,
+    crashed_test,
+    first_failure,
+    is_pytest,
+    narrowed_to,
+    pytest_verbose,
+)
 
 # pytest 8-9, a failed `assert`: the E line and the summary leave out `AssertionError: `,
 # the line under the E lines names it; a second test fails after the first.
@@ -116,3 +125,76 @@ def test_a_module_that_failed_to_collect_gives_its_import_error() -> None:
 )
 def test_which_commands_are_pytest(argv: tuple[str, ...], expected: bool) -> None:
     assert is_pytest(argv) is expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (("pytest", "-q", "tests/x.py"), ["pytest", "tests/x.py", "-v"]),
+        (("pytest", "-qx", "--quiet", "t.py"), ["pytest", "-x", "t.py", "-v"]),
+        # Python's own -q (before `-m pytest`) is no pytest's: kept.
+        (
+            ("python", "-q", "-m", "pytest", "-q", "t.py"),
+            ["python", "-q", "-m", "pytest", "t.py", "-v"],
+        ),
+        (("pytest", "-vv", "t.py"), ["pytest", "-vv", "t.py"]),
+        # A shell's script is one word: nothing is added after it.
+        (("/bin/sh", "-c", "pytest -q t.py"), ["/bin/sh", "-c", "pytest -q t.py"]),
+    ],
+)
+def test_a_pytest_command_is_made_to_print_each_tests_id(
+    argv: tuple[str, ...], expected: list[str]
+) -> None:
+    assert pytest_verbose(argv) == expected
+
+
+def test_xdists_report_of_a_crashed_worker_names_the_test_it_ran() -> None:
+    text = (
+        "[gw1] node down: Not properly terminated\n"
+        "[gw1] [100%] FAILED tests/test_x.py::test_crash \n\n"
+        "worker 'gw1' crashed while running 'tests/test_x.py::test_crash[a-1]'\n"
+    )
+    assert crashed_test(text) == "tests/test_x.py::test_crash[a-1]"
+    assert crashed_test("FAILED tests/test_x.py::test_crash - boom") is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (("pytest", "tests/test_x.py", "-v"), ["pytest", "T", "-v"]),
+        # Options and their values are kept; each test path goes, the first becomes the node.
+        (
+            (
+                "python",
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "-k",
+                "tests",
+                "-x",
+                "tests",
+                "-n2",
+                "tests/test_x.py",
+            ),
+            ["python", "-m", "pytest", "-p", "no:cacheprovider", "-k", "tests", "-x", "T", "-n2"],
+        ),
+        (("pytest", "--tb=short", "-n", "2", "tests/"), ["pytest", "--tb=short", "-n", "2", "T"]),
+        (("pytest", "--ignore", "tests", "tests/test_x.py"), ["pytest", "--ignore", "tests", "T"]),
+        (("pytest", "T"), None),  # the test alone already
+        (("pytest", "-v"), None),  # no test path: pytest's testpaths
+        (("pytest", "--cov-whatever", "tests", "tests/test_x.py"), None),  # a value or a path?
+        (("sh", "-c", "pytest tests"), None),
+    ],
+)
+def test_a_pytest_command_narrowed_to_one_test(
+    tmp_path: Path, argv: tuple[str, ...], expected: list[str] | None
+) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text("def test_crash():\n    pass\n")
+    node = "tests/test_x.py::test_crash"
+    words = tuple(node if word == "T" else word for word in argv)
+    want = [node if word == "T" else word for word in expected] if expected else None
+    assert narrowed_to(words, node, tmp_path) == want
+    # A node pytest named from another rootdir: no file of the workdir.
+    assert narrowed_to(words, "sub/tests/test_x.py::test_crash", tmp_path) is None
