@@ -523,7 +523,8 @@ def _narrowed(
     same way at least as often; else the command as it was, and why, for a crash that
     needs the tests before it (state they left, an order) or came by chance. The line
     says which; None where there was nothing to narrow (no pytest, no crash in a test, a
-    command that runs the test alone already or whose test paths are not sure). Also the
+    command that runs the test alone already or whose test paths are not sure, or
+    `--no-verify`, which reruns nothing). Also the
     words of the command the spec runs, before its axes (what `files` leaves out)."""
     outcome = observed.outcome
     if (
@@ -532,6 +533,7 @@ def _narrowed(
         or outcome.phase is None
         or not is_test_id(outcome.phase)
         or not is_pytest(request.argv)
+        or not request.verify  # --no-verify: the spec runs only what ran
     ):
         return proposal, request.argv, None
     test = outcome.phase

@@ -2047,6 +2047,26 @@ def test_a_pytest_xdist_workers_segfault_names_the_test_xdist_says_it_ran(
     ), document["command"]
 
 
+def test_a_pytest_tests_segfault_captured_without_verify_names_the_test_and_runs_the_file(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """pt34: --no-verify reruns nothing, so nothing is narrowed: the spec runs the command
+    that ran, under -v, and still names the test."""
+    workdir = tmp_path / "proj"
+    _pytest_project(workdir)
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = capture(
+        cli, workdir, "pytest", "-qx", "tests/test_x.py", options=("--no-verify",), env=here
+    )
+    assert "narrowed" not in result.stdout
+    assert "whole command" not in result.stdout
+    document = spec_document(workdir)
+    node = "tests/test_x.py::test_crash"
+    assert document["title"] == f"{node}: SIGSEGV in get (pkg/core.py:5)", document
+    assert document["command"] == "pytest -x tests/test_x.py -v"
+    assert len(list((tmp_path / "out" / "runs").iterdir())) == 1  # the capture's run alone
+
+
 def cast_list(value: JsonValue) -> list[JsonValue]:
     assert isinstance(value, list), value
     return value
