@@ -72,6 +72,7 @@ from reprospec.core.words import AS_A_SHELL_REPORTS_IT, PASSED_BESIDE_A_CRASH
 from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, UsageError
 from reprospec.outcome.pytestreport import (
     first_failure,
+    ini_quiet,
     is_pytest,
     is_test_id,
     narrowed_to,
@@ -274,7 +275,7 @@ def capture(
     options = script_options(script_of(request.argv), Path.cwd().resolve())
     # pytest -v's `path::test` lines name the test a crash or a hang happened in (the
     # pytest preset's phase); -q printed a dot per test.
-    argv = pytest_verbose(request.argv) if is_pytest(request.argv) else list(request.argv)
+    argv = _verbose(request.argv)
     proposal = propose(argv, options)
     # The spec reads the command's secrets (`HF_TOKEN=... python`, `--api-key ...`) back
     # from the environment, never writes them: capture's runs set them, as the command
@@ -507,6 +508,15 @@ def _capture(
     return Captured(spec_path, observed, tuple(lines), verified)
 
 
+def _verbose(argv: Sequence[str]) -> list[str]:
+    """A pytest command made to print each test's id (`pytestreport.pytest_verbose`, one
+    more `-v` for each `-q` its ini file's addopts or PYTEST_ADDOPTS adds); any other as
+    it is."""
+    if not is_pytest(argv):
+        return list(argv)
+    return pytest_verbose(argv, ini_quiet(Path.cwd().resolve(), os.environ))
+
+
 def _narrowed(
     request: Request,
     proposal: Proposal,
@@ -537,7 +547,7 @@ def _narrowed(
     ):
         return proposal, request.argv, None
     test = outcome.phase
-    argv = narrowed_to(pytest_verbose(request.argv), test, workdir)
+    argv = narrowed_to(_verbose(request.argv), test, workdir)
     if argv is None:
         return proposal, request.argv, None
     narrowed = propose(argv, options)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -228,11 +228,13 @@ _QUIET = ("-q", "-qq", "-qqq", "--quiet")
 _VERBOSE = ("-v", "-vv", "-vvv", "--verbose")
 
 
-def pytest_verbose(argv: Sequence[str]) -> list[str]:
+def pytest_verbose(argv: Sequence[str], quiet: int = 0) -> list[str]:
     """A pytest command that prints each test's id as it runs (`-v`, what the pytest
     preset reads): `-v` last (before it, `-v tests/` would read as a setting and its
     value), any `-q` of pytest's left out (it cancels `-v`; also out of `-qx`; `python -q
-    -m pytest`'s is Python's own). A command that asks for `-v` already is as it is."""
+    -m pytest`'s is Python's own), and one more `-v` for each of the `quiet` that its ini
+    file's `addopts` adds (`ini_quiet`), which the command line cannot leave out. A
+    command that asks for `-v` already is as it is."""
     words = list(argv)
     start = pytest_args_start(words)
     if start is None:  # `sh -c 'pytest ...'`: a word added would be the shell's
@@ -241,7 +243,77 @@ def pytest_verbose(argv: Sequence[str]) -> list[str]:
     if any(word in _VERBOSE or word.startswith("--verbosity") for word in own):
         return words
     kept = [_unquiet(word) for word in own if word not in _QUIET]
-    return [*words[:start], *(word for word in kept if word), "-v"]
+    return [*words[:start], *(word for word in kept if word), *["-v"] * (1 + quiet)]
+
+
+def ini_quiet(folder: Path, environ: Mapping[str, str]) -> int:
+    """How much quieter pytest run in `folder` is made than its default by what no
+    command line shows: its ini file's `addopts` (the first of pytest.ini, .pytest.ini,
+    pyproject.toml's [tool.pytest.ini_options], tox.ini's [pytest], setup.cfg's
+    [tool:pytest] in the folder or the nearest one above it, as pytest finds it for a
+    run in that folder) and `PYTEST_ADDOPTS`: each `-q` (`addopts = -ra -q`, pytest's
+    own example, cancelled the `-v` capture adds). A file that does not read is none."""
+    words = _split(environ.get("PYTEST_ADDOPTS", ""))
+    for place in (folder, *folder.parents):
+        found = _addopts(place)
+        if found is not None:
+            words += _split(found)
+            break
+    return sum(_quiet_count(word) for word in words)
+
+
+def _addopts(folder: Path) -> str | None:
+    """The `addopts` of the ini file pytest takes in `folder` ("" for one without it), or
+    None where none of its files is there."""
+    import configparser
+
+    for name, section in (
+        ("pytest.ini", "pytest"),
+        (".pytest.ini", "pytest"),
+        ("pyproject.toml", None),
+        ("tox.ini", "pytest"),
+        ("setup.cfg", "tool:pytest"),
+    ):
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            if section is None:
+                try:
+                    import tomllib
+                except ModuleNotFoundError:  # Python 3.10: its pyproject.toml goes unread
+                    continue
+                tool = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {})
+                table = tool.get("pytest", {}) if isinstance(tool, dict) else {}
+                options = table.get("ini_options", table) if isinstance(table, dict) else None
+                if not isinstance(options, dict) or not table:
+                    continue  # a pyproject.toml without pytest's table is no ini file of it
+                value = options.get("addopts", "")
+                return " ".join(value) if isinstance(value, list) else str(value)
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.read_string(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, configparser.Error):
+            return None
+        if parser.has_section(section):
+            return parser.get(section, "addopts", fallback="")
+        if name in ("pytest.ini", ".pytest.ini"):
+            return ""  # pytest takes it even without a [pytest] section
+    return None
+
+
+def _split(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def _quiet_count(word: str) -> int:
+    if word == "--quiet":
+        return 1
+    if _short_switches(word):
+        return word.count("q")
+    return 0
 
 
 def _unquiet(word: str) -> str:

@@ -2051,9 +2051,11 @@ def test_a_pytest_tests_segfault_captured_without_verify_names_the_test_and_runs
     cli: Cli, tmp_path: Path
 ) -> None:
     """pt34: --no-verify reruns nothing, so nothing is narrowed: the spec runs the command
-    that ran, under -v, and still names the test."""
+    that ran, under -v, and still names the test. The ini file's `addopts = -ra -q`
+    (pytest's own example) cancelled one -v: a second is added."""
     workdir = tmp_path / "proj"
     _pytest_project(workdir)
+    (workdir / "pytest.ini").write_text("[pytest]\naddopts = -ra -q\n")
     here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     result = capture(
         cli, workdir, "pytest", "-qx", "tests/test_x.py", options=("--no-verify",), env=here
@@ -2063,7 +2065,7 @@ def test_a_pytest_tests_segfault_captured_without_verify_names_the_test_and_runs
     document = spec_document(workdir)
     node = "tests/test_x.py::test_crash"
     assert document["title"] == f"{node}: SIGSEGV in get (pkg/core.py:5)", document
-    assert document["command"] == "pytest -x tests/test_x.py -v"
+    assert document["command"] == "pytest -x tests/test_x.py -v -v"
     assert len(list((tmp_path / "out" / "runs").iterdir())) == 1  # the capture's run alone
 
 

@@ -10,6 +10,7 @@ from reprospec.outcome.pytestreport import (
     FailedTest,
     crashed_test,
     first_failure,
+    ini_quiet,
     is_pytest,
     narrowed_to,
     pytest_verbose,
@@ -198,3 +199,28 @@ def test_a_pytest_command_narrowed_to_one_test(
     assert narrowed_to(words, node, tmp_path) == want
     # A node pytest named from another rootdir: no file of the workdir.
     assert narrowed_to(words, "sub/tests/test_x.py::test_crash", tmp_path) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("pytest.ini", "[pytest]\naddopts = -ra -q\n", 1),
+        ("pytest.ini", "[other]\n", 0),
+        ("pyproject.toml", '[tool.pytest.ini_options]\naddopts = "-qq --tb=short"\n', 2),
+        ("pyproject.toml", '[tool.pytest]\naddopts = ["-rA", "--quiet"]\n', 1),
+        ("pyproject.toml", "[tool.black]\nline-length = 100\n", None),  # no pytest table
+        ("tox.ini", "[pytest]\naddopts = -xq\n", 1),
+        ("setup.cfg", "[tool:pytest]\naddopts = -v\n", 0),
+        ("setup.cfg", "[metadata]\nname = x\n", None),  # no [tool:pytest]: the folder above
+    ],
+)
+def test_the_quiet_an_ini_files_addopts_adds(
+    tmp_path: Path, name: str, text: str, expected: int | None
+) -> None:
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -q -q -q\n")  # the folder above's
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    (folder / name).write_text(text)
+    assert ini_quiet(folder, {}) == (3 if expected is None else expected)
+    assert ini_quiet(folder, {"PYTEST_ADDOPTS": "-q"}) == (4 if expected is None else expected + 1)
+    assert pytest_verbose(("pytest", "t.py"), 2) == ["pytest", "t.py", "-v", "-v", "-v"]
