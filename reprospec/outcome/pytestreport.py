@@ -243,7 +243,10 @@ def pytest_verbose(argv: Sequence[str], quiet: int = 0) -> list[str]:
     if any(word in _VERBOSE or word.startswith("--verbosity") for word in own):
         return words
     kept = [_unquiet(word) for word in own if word not in _QUIET]
-    return [*words[:start], *(word for word in kept if word), *["-v"] * (1 + quiet)]
+    kept = [word for word in kept if word]
+    # Before a `--`, after which pytest reads every word as a test path.
+    end = kept.index("--") if "--" in kept else len(kept)
+    return [*words[:start], *kept[:end], *["-v"] * (1 + quiet), *kept[end:]]
 
 
 def ini_quiet(folder: Path, environ: Mapping[str, str]) -> int:

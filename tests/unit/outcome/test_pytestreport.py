@@ -139,6 +139,7 @@ def test_which_commands_are_pytest(argv: tuple[str, ...], expected: bool) -> Non
             ["python", "-q", "-m", "pytest", "t.py", "-v"],
         ),
         (("pytest", "-vv", "t.py"), ["pytest", "-vv", "t.py"]),
+        (("pytest", "-q", "--", "-odd.py"), ["pytest", "-v", "--", "-odd.py"]),
         # A shell's script is one word: nothing is added after it.
         (("/bin/sh", "-c", "pytest -q t.py"), ["/bin/sh", "-c", "pytest -q t.py"]),
     ],
