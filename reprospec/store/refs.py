@@ -112,10 +112,20 @@ def _recent(out_root: Path, under: str, slurm_merged: bool) -> tuple[list[str], 
             started[run_id] = _started(results)
     unknown = len(begun) + 1
 
-    def newest(run_id: str) -> tuple[str, str, int, str]:
+    def newest(run_id: str) -> tuple[str, str, bool, int, str]:
         second = run_id[:_STAMP]
-        when = started.get(run_id, "") if second in shared else ""
-        return (second, when, begun.get(run_id, unknown), run_id)
+        if second not in shared:
+            return (second, "", True, begun.get(run_id, unknown), run_id)
+        # Times are kept to the second: where a merged run and a run of the store began in
+        # the same one, history lists the store's run first (its sort keeps the store's
+        # runs ahead of the merged ones it appends), and so does `latest`.
+        return (
+            second,
+            started.get(run_id, ""),
+            run_id not in merged,
+            begun.get(run_id, unknown),
+            run_id,
+        )
 
     return sorted(ids, key=newest, reverse=True), len(probes)
 

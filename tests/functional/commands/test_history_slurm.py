@@ -9,7 +9,10 @@ The Slurm run's folder is made as its jobs make it, without a cluster: each arra
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 from pathlib import Path
+
+import pytest
 
 from tests.support.cli import Cli
 
@@ -81,13 +84,17 @@ def test_history_and_report_under_a_shared_out_find_its_merged_slurm_runs(
     assert compared.code == 0, compared.stderr
 
 
+@pytest.mark.parametrize("began", ["a second before", "in the same second"])
 def test_latest_is_the_run_that_began_last_where_a_merged_run_began_in_its_second(
-    cli: Cli, tmp_path: Path
+    cli: Cli, tmp_path: Path, began: str
 ) -> None:
     # A merged run made in the second a plain run of the store began, before it: `latest`
     # named the merged run (a run the store does not know counted as the newest of its
     # second), where history lists the plain run first. The merged run's folder is named
-    # into the plain run's second here, as a merge and a run a moment apart name them.
+    # into the plain run's second here, as a merge and a run a moment apart name them, and
+    # its start put a second before the plain run's, or in its second: times are kept to
+    # the second, and history lists the store's run first where the two tie (the full
+    # suite: a Slurm run and a plain run a moment apart began in one second).
     shared = tmp_path / "shared"
     spec = tmp_path / "sharded.yaml"
     spec.write_text(SPEC, encoding="utf-8")
@@ -97,7 +104,11 @@ def test_latest_is_the_run_that_began_last_where_a_merged_run_began_in_its_secon
     (plain_id,) = [p.name for p in (shared / "runs").iterdir()]
     same_second = f"{plain_id[:15]}-sharded-zzzz"  # sorts after the plain run's id
     results = merged_run / "results.json"
-    results.write_text(results.read_text().replace(merged_run.name, same_second))
+    data = json.loads(results.read_text().replace(merged_run.name, same_second))
+    plain_began = json.loads((shared / "runs" / plain_id / "results.json").read_text())["started"]
+    at = datetime.fromisoformat(plain_began)
+    data["started"] = (at - timedelta(seconds=1) if began == "a second before" else at).isoformat()
+    results.write_text(json.dumps(data))
     merged_run.rename(merged_run.with_name(same_second))
 
     rows = json.loads(cli("history", "--out", str(shared), "--format", "json").stdout)
