@@ -56,10 +56,21 @@ def install_stop_handlers(cancel: threading.Event) -> None:
             for signum in _STOPPING:
                 signal.signal(signum, signal.SIG_IGN)
 
+    previous = sys.unraisablehook
+
+    def unraisable(info: sys.UnraisableHookArgs) -> None:
+        # The stop raised where Python cannot raise (a weakref callback: importlib's module
+        # lock's, at a Ctrl-C while a module loaded) is dropped there and printed with its
+        # traceback through this module; `cancel`, set first, stops the verb all the same.
+        if stopping.is_set() and isinstance(info.exc_value, KeyboardInterrupt):
+            return
+        previous(info)
+
     if threading.current_thread() is threading.main_thread():
         for signum in _STOPPING:
             if signum != signal.SIGHUP or signal.getsignal(signum) is not signal.SIG_IGN:
                 signal.signal(signum, handler)
+        sys.unraisablehook = unraisable
         atexit.register(settle)
 
 
