@@ -324,6 +324,23 @@ def shared_out() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _as_another_user(shared_out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`reprospec ARGS` as the user nobody (setpriv), in `shared_out`; the test is skipped
+    where this interpreter cannot run as another user."""
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", PY, "-m"]
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT), "HOME": str(shared_out)}
+    if subprocess.run([*nobody, "reprospec", "--version"], env=env, check=False).returncode:
+        pytest.skip("this interpreter cannot be run as another user here")
+    return subprocess.run(
+        [*nobody, "reprospec", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=shared_out,
+        timeout=180,
+    )
+
+
 def test_another_user_reading_a_shared_store_leaves_no_wal_files_its_owner_cannot_write(
     shared_out: Path,
 ) -> None:
@@ -337,19 +354,8 @@ def test_another_user_reading_a_shared_store_leaves_no_wal_files_its_owner_canno
     assert ran.code == 0, ran.stderr
     out.chmod(0o777)
     assert not (out / "results.db-shm").exists()
-    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", PY, "-m"]
-    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT), "HOME": str(shared_out)}
-    if subprocess.run([*nobody, "reprospec", "--version"], env=env, check=False).returncode:
-        pytest.skip("this interpreter cannot be run as another user here")
     for verb in (["history"], ["report", "latest"]):
-        done = subprocess.run(
-            [*nobody, "reprospec", *verb, "--out", str(out)],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=shared_out,
-            timeout=180,
-        )
+        done = _as_another_user(shared_out, *verb, "--out", str(out))
         assert done.returncode == 0, done.stderr
         assert ran.results()["run_id"] in done.stdout
     assert not [p.name for p in out.iterdir() if p.name.startswith("results.db-")]
@@ -512,18 +518,7 @@ def test_another_users_run_into_a_store_it_cannot_write_is_refused_before_it_run
     for folder in [out, *(p for p in out.rglob("*") if p.is_dir())]:
         folder.chmod(0o777)
     before = sorted(p.name for p in (out / "runs").iterdir())
-    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", PY, "-m"]
-    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT), "HOME": str(shared_out)}
-    if subprocess.run([*nobody, "reprospec", "--version"], env=env, check=False).returncode:
-        pytest.skip("this interpreter cannot be run as another user here")
-    done = subprocess.run(
-        [*nobody, "reprospec", "run", str(spec), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=shared_out,
-        timeout=180,
-    )
+    done = _as_another_user(shared_out, "run", str(spec), "--out", str(out))
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert "Traceback" not in done.stderr
     assert "not this user's to write: results.db (root's, 0644)" in done.stderr, done.stderr
