@@ -242,6 +242,20 @@ def test_a_failed_build_of_a_cell_of_instances_is_named_by_its_reason(
     assert "(uv's whole output: " in (run / "report.md").read_text()
 
 
+def _rerun_on_the_venv_runner(
+    cli: Cli, tmp_path: Path, bundle: Path, wheels: Path, env: dict[str, str]
+) -> tuple[Path, str]:
+    """`reprospec run BUNDLE` in a folder of its own, as its recipient would: it must pass on
+    the venv runner. The folder and the README the rerun unpacked."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    rerun = cli("run", str(bundle), "--yes", "--find-links", str(wheels), "--out",
+                str(elsewhere / "out"), "--format", "json", cwd=elsewhere, env=env)  # fmt: skip
+    assert rerun.code == 0, rerun.stderr + rerun.stdout
+    assert json.loads(rerun.stdout)["runner"] == "venv"
+    return elsewhere, next((elsewhere / "out" / "bundles").glob("*/*/README.md")).read_text()
+
+
 def test_a_bundle_of_a_venv_run_reruns_on_the_venv_runner(cli: Cli, tmp_path: Path) -> None:
     # bundle.json kept -m, --repeat, --timeout and observe, not the runner: the rerun ran
     # on the local runner and every cell was infra-error (the package not installed), and
@@ -256,13 +270,7 @@ def test_a_bundle_of_a_venv_run_reruns_on_the_venv_runner(cli: Cli, tmp_path: Pa
     assert ran.code == 0, ran.stderr
     bundle = tmp_path / "venv.tar.gz"
     assert cli("bundle", str(ran.latest_run()), "--out", str(out), "-o", str(bundle)).code == 0
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    rerun = cli("run", str(bundle), "--yes", "--find-links", str(wheels), "--out",
-                str(elsewhere / "out"), "--format", "json", cwd=elsewhere, env=env)  # fmt: skip
-    assert rerun.code == 0, rerun.stderr + rerun.stdout
-    assert json.loads(rerun.stdout)["runner"] == "venv"
-    readme = next((elsewhere / "out" / "bundles").glob("*/*/README.md")).read_text()
+    elsewhere, readme = _rerun_on_the_venv_runner(cli, tmp_path, bundle, wheels, env)
     assert "on the venv runner it ran on" in readme
     # --runner given here wins over the bundle's.
     local = cli("run", str(bundle), "--yes", "--runner", "local", "--out",
@@ -400,11 +408,5 @@ def test_a_bundle_of_a_run_with_another_interpreters_packages_reruns_on_the_venv
     bundle = tmp_path / "python.tar.gz"
     packed = cli("bundle", str(ran.latest_run()), "--out", str(out), "-o", str(bundle))
     assert packed.code == 0, packed.stdout + packed.stderr
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    rerun = cli("run", str(bundle), "--yes", "--find-links", str(wheels), "--out",
-                str(elsewhere / "out"), "--format", "json", cwd=elsewhere, env=env)  # fmt: skip
-    assert rerun.code == 0, rerun.stderr + rerun.stdout
-    assert json.loads(rerun.stdout)["runner"] == "venv"
-    readme = next((elsewhere / "out" / "bundles").glob("*/*/README.md")).read_text()
+    _, readme = _rerun_on_the_venv_runner(cli, tmp_path, bundle, wheels, env)
     assert "on the venv runner, which installs its cells' packages: the run ran them" in readme
