@@ -68,6 +68,11 @@ class AmplifyReport:
     # The cells of the spec: a one-cell spec's isolate needs `--passing-set`.
     cells: int = 1
 
+    @property
+    def rerun_tail(self) -> str:
+        """`rerun_options` as a command's tail (` --python .venv/bin/python`), quoted."""
+        return "".join(f" {shlex.quote(word)}" for word in self.rerun_options)
+
     def sentence(self) -> str:
         return sentence(self)
 
@@ -135,7 +140,7 @@ def go_on(found: AmplifyReport) -> str:
     )
     # The options the attempts ran with: under `--python PATH` a bare command is an
     # infra-error (the spec's packages missing from reprospec's own interpreter).
-    cell += "".join(f" {shlex.quote(word)}" for word in found.rerun_options)
+    cell += found.rerun_tail
     # isolate needs a passing side: another cell (a spec without a matrix has none, and is
     # refused without --passing-set).
     isolate = f" (or reprospec isolate {spec}{cell})" if found.cell.matrix else ""
@@ -264,7 +269,7 @@ def _suggestions(found: AmplifyReport, spec: Path) -> list[str]:
     """`run` and `isolate` of the amplified spec, with the options the attempts ran with (a
     bare `reprospec run` of a spec amplified under `--python PATH` was an infra-error), and
     for a one-cell spec the `--passing-set` isolate refuses to run without (exit 2)."""
-    options = "".join(f" {shlex.quote(word)}" for word in found.rerun_options)
+    options = found.rerun_tail
     quoted = shlex.quote(str(spec))
     isolate = f"    reprospec isolate {quoted}{options}"
     if found.cells == 1:
