@@ -12,8 +12,10 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Protocol, TypeVar
 
+from reprospec.core import safepoint
 from reprospec.core.answers import Answer
 from reprospec.core.logtext import printable
 
@@ -38,13 +40,22 @@ def install_stop_handlers(cancel: threading.Event) -> None:
     takes a moment; they are told so instead. The trees are already being killed.
     """
     stopping = threading.Event()
+    # The stop is owed: it came where it could not be raised (core/safepoint.py) and was
+    # redelivered, so the handler's next call raises it, and is not a second signal.
+    owed = threading.Event()
 
-    def handler(_signum: int, _frame: object) -> None:
-        if stopping.is_set():
+    @safepoint.handling
+    def handler(_signum: int, frame: FrameType | None) -> None:
+        if stopping.is_set() and not owed.is_set():
             print("reprospec: stopping: writing what finished first", file=sys.stderr)
             return
         stopping.set()
         cancel.set()
+        if not safepoint.can_raise_in(frame):
+            owed.set()
+            safepoint.redeliver()
+            return
+        owed.clear()
         raise KeyboardInterrupt
 
     def settle() -> None:
@@ -58,11 +69,14 @@ def install_stop_handlers(cancel: threading.Event) -> None:
 
     previous = sys.unraisablehook
 
+    @safepoint.handling
     def unraisable(info: sys.UnraisableHookArgs) -> None:
-        # The stop raised where Python cannot raise (a weakref callback: importlib's module
-        # lock's, at a Ctrl-C while a module loaded) is dropped there and printed with its
-        # traceback through this module; `cancel`, set first, stops the verb all the same.
+        # The stop raised where Python cannot raise (a weakref callback, a __del__) is
+        # dropped there, printed with its traceback through this module: it is owed, and
+        # raised again at the next point that can take it.
         if stopping.is_set() and isinstance(info.exc_value, KeyboardInterrupt):
+            owed.set()
+            safepoint.redeliver()
             return
         previous(info)
 

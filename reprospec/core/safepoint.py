@@ -1,0 +1,115 @@
+"""Where a Ctrl-C may be raised: anywhere but inside Python's import machinery, and never lost.
+
+Python raises a signal's KeyboardInterrupt at the next bytecode boundary, whatever runs
+there. Two places cannot take it:
+
+- importlib's module locks (`<frozen importlib._bootstrap>`): each import ends in a weakref
+  callback that takes the global import lock and then enters its `try`. A KeyboardInterrupt
+  raised between the two leaves that lock held for good, and the next import on any other
+  thread (the engine's watchers and workers import lazily) waits forever: a Ctrl-C while the
+  CLI loaded hung `reprospec run` (the full suite's Ctrl-C sweep, in CI: past its 60 s).
+- any weakref callback or `__del__`: Python cannot raise there, prints the exception as
+  "Exception ignored", and drops it, so the Ctrl-C the user pressed did nothing.
+
+So in the first the interrupt waits (`raise_here` redelivers it, to be raised at the next
+boundary outside the machinery), and in the second it is delivered again (`unraisable`).
+"""
+
+from __future__ import annotations
+
+import _thread
+import sys
+
+# Not typing's (the console script's start-up, before any handler, stays short): mypy reads
+# this name as typing.TYPE_CHECKING.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    # signal.py's functions are _signal's, typed (typeshed has no _signal).
+    import signal as _signal
+else:
+    # Not signal.py: it builds its enums first (~1 ms), under Python's default handler.
+    import _signal
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import CodeType, FrameType
+    from typing import TypeVar
+
+    F = TypeVar("F", bound=Callable[..., object])
+
+# The file name of importlib's own frames: its module locks and their callbacks.
+IMPORT_MACHINERY = "<frozen importlib._bootstrap>"
+
+# The code of the signal handlers and of what they call (`handling`): a signal that arrives
+# while one of them runs is judged by the frame the handler itself was called in.
+_HANDLING: set[CodeType] = set()
+
+
+def handling(function: F) -> F:
+    """Mark `function` as part of a signal handler. Python runs a handler again, nested, at
+    the handler's own bytecode boundaries when the signal comes again meanwhile; that one
+    must not raise in the handler that deferred the stop, which would raise it into the
+    frame that could not take it."""
+    _HANDLING.add(function.__code__)
+    return function
+
+
+def can_raise_in(frame: FrameType | None) -> bool:
+    """Whether a KeyboardInterrupt may be raised in `frame`, the one a signal handler was
+    given (the innermost Python frame when the handler runs), past the handlers' own."""
+    while frame is not None and frame.f_code in _HANDLING:
+        frame = frame.f_back
+    return frame is None or frame.f_code.co_filename != IMPORT_MACHINERY
+
+
+@handling
+def redeliver() -> None:
+    """Send SIGINT again to this thread (the main one, where Python runs its handlers), from
+    a thread of its own: the handler runs again once this one has returned, and a blocking
+    call the main thread has made meanwhile is woken by it. No child sees that signal.
+
+    Not `_thread.interrupt_main`: it runs the handler at once, nested inside this one, and
+    wakes no blocking call."""
+    try:
+        _thread.start_new_thread(_signal.pthread_kill, (_thread.get_ident(), _signal.SIGINT))
+    except RuntimeError:  # the interpreter is shutting down, and starts no thread now
+        raise KeyboardInterrupt from None
+
+
+@handling
+def raise_here(frame: FrameType | None) -> None:
+    """Raise KeyboardInterrupt in `frame`, or, inside the import machinery, redeliver it to
+    be raised once the machinery has returned."""
+    if not can_raise_in(frame):
+        redeliver()
+        return
+    raise KeyboardInterrupt
+
+
+def install() -> None:
+    """Take over SIGINT and the unraisable hook for the command line, from its first line
+    (reprospec/__main__.py). A Ctrl-C already ignored (a job started with `&` in a shell
+    without job control) stays ignored."""
+    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+        _signal.signal(_signal.SIGINT, on_sigint)
+    sys.unraisablehook = unraisable
+
+
+@handling
+def on_sigint(_signum: int, frame: FrameType | None) -> None:
+    """SIGINT's handler from the command line's first line (`install`) until a
+    verb installs its own (commands/interrupt.py): Python's default, raising
+    KeyboardInterrupt, except where it cannot be raised."""
+    raise_here(frame)
+
+
+@handling
+def unraisable(info: sys.UnraisableHookArgs) -> None:
+    """sys.unraisablehook from the command line's first line (`install`): a KeyboardInterrupt that a
+    weakref callback or a `__del__` could not raise is delivered again, not printed and
+    dropped; anything else is Python's to print."""
+    if isinstance(info.exc_value, KeyboardInterrupt):
+        redeliver()
+        return
+    sys.__unraisablehook__(info)
