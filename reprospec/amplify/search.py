@@ -22,8 +22,8 @@ bound of the failure rate is highest":
 1. **First attempts.** The base, then each perturbation alone, gets `first`
    attempts (no bound means anything before some attempts).
 2. **Combination.** Once every single perturbation has its first attempts, the
-   ones clearly above the base (their lower bound above the base's observed
-   rate) are combined, the best `combine` of them, into one more arm: two
+   ones clearly above the base (each amplified: its lower bound above the base's
+   upper bound) are combined, the best `combine` of them, into one more arm: two
    perturbations that each help often help more together (a thread race wants
    both a short switch interval and one CPU), and sometimes they cancel, which
    the arm then measures.
@@ -366,13 +366,12 @@ class Amplification:
         return [Probe(arm, n) for arm, n in sorted(wants.items()) if n > 0]
 
     def _combination(self) -> Arm | None:
-        base = self.rate(0).value
+        # Only the perturbations that each amplified (`above_base`: their interval above the
+        # base's): a lower bound above the base's observed rate let 2/8 beside 0/8 join.
         helping = [
             i
             for i in self.live()
-            if self.arms[i].role == "single"
-            and self.tallies[i].matched >= 2
-            and self.rate(i).low > base
+            if self.arms[i].role == "single" and self.tallies[i].matched >= 2 and self.above_base(i)
         ]
         helping.sort(key=lambda i: (-self.rate(i).value, i))
         chosen: list[int] = []

@@ -296,3 +296,25 @@ def test_a_stored_arm_replays_at_most_the_attempts_asked_across_its_probes(
     assert state.take("base", 4) == []
     assert [p.kinds for p in state.take(SI.label, 4)] == [("match", "match")]
     assert state.runs() == ["run-1", "run-2", "run-3"]
+
+
+def test_only_perturbations_clearly_above_the_base_are_combined() -> None:
+    # lo35: a perturbation joined the combined arm once its lower bound lay above the base's
+    # observed rate: cpus=1 at 2/8 (0.07-0.59) beside a base at 0/8 (0.00-0.32), whose
+    # intervals overlap, was combined with switch_interval (6/8: 0.41-0.93), which amplified.
+    search = Amplification([SI, CPUS, GC], Settings(first=8, step=8))
+    match: list[AttemptKind] = ["match"]
+    clean: list[AttemptKind] = ["pass"] * 8
+    six, two = match * 6 + clean[:2], match * 2 + clean[:6]
+    first = {0: clean, 1: six, 2: two, 3: clean}
+    for arm in range(4):
+        assert search.next_probes() == [Probe(arm, 8)]
+        search.record(Probe(arm, 8), first[arm])
+    assert search.next_probes()
+    assert [arm.role for arm in search.arms] == ["base", "single", "single", "single"]
+    # Once cpus=1 is clearly above the base too (6/8 more: 8/16, 0.28-0.72), both are.
+    search.record(Probe(2, 8), six)
+    search.record(Probe(0, 8), clean)
+    search.next_probes()
+    assert search.arms[-1].role == "combined"
+    assert search.arms[-1].fields == {"switch_interval", "cpus"}
