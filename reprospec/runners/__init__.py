@@ -41,14 +41,14 @@ def _docker(options: RunOptions, spec_dir: Path) -> Runner:
 
 def _venv(options: RunOptions, spec_dir: Path) -> Runner:
     # Issue 11: each cell in a venv built for its packages (minimal registration).
-    from reprospec.runners.venv import VenvRunner, said
+    from reprospec.runners.venv import VenvRunner
 
     return VenvRunner(
         python=options.python,
         cache_dir=options.cache_dir,
         find_links=options.find_links,
         spec_dir=spec_dir,
-        progress=said(options.say) if options.say is not None else None,
+        say=options.say,
     )
 
 

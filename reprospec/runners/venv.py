@@ -70,6 +70,7 @@ class VenvRunner:
         exclude_newer: str | None = None,
         progress: venvs.EnvProgressCallback | None = None,
         spec_name: str | None = None,
+        say: Callable[[str], None] | None = None,
         **_options: object,
     ) -> None:
         self.base_python = python
@@ -84,7 +85,11 @@ class VenvRunner:
         self.find_links = find_links
         self.spec_dir = spec_dir
         self.exclude_newer = exclude_newer
-        self.progress = progress if progress is not None else print_progress()
+        # `say`: RunOptions.say, as the docker runner takes it (the Python API's lines,
+        # slurm's preflight's too); neither given: printed on stderr, as the CLI prints them.
+        if progress is None:
+            progress = said(say) if say is not None else print_progress()
+        self.progress = progress
         self.spec_name = spec_name
         self._lock = threading.Lock()
         self._index: venvs.IndexConfig | None = None

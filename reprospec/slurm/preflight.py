@@ -94,8 +94,13 @@ def build_venvs(
     from reprospec.core.words import build_log_phrase
     from reprospec.runners.venv import VenvRunner
 
+    # Its build lines go where the run's go (`options.say`: the Python API's), not to stderr.
     runner = VenvRunner(
-        python=options.python, envs_dir=envs, find_links=options.find_links, spec_dir=spec_dir
+        python=options.python,
+        envs_dir=envs,
+        find_links=options.find_links,
+        spec_dir=spec_dir,
+        say=options.say,
     )
     try:
         runner.prepare(firsts)
