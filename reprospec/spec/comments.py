@@ -21,7 +21,7 @@ import yaml
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonPath
-from reprospec.spec.yamlsource import YamlSourceError, load_yaml
+from reprospec.spec.yamlsource import Document, YamlSourceError, load_yaml
 
 
 def carry_comments(source: str, dumped: str) -> str:
@@ -31,11 +31,7 @@ def carry_comments(source: str, dumped: str) -> str:
         new = load_yaml(dumped)
     except (YamlSourceError, yaml.YAMLError):
         return dumped
-    # A line's path: its key's, else the value that starts on it (a list's item).
-    lines_of = {
-        **_key_lines({p: at for p, at in new.locations.items() if p}),
-        **_key_lines(new.key_locations),
-    }
+    lines_of = _line_paths(new)
     for inline in (True, False):
         text = _placed(dumped, lines_of, found, inline=inline)
         if _same(text, new.data):
@@ -57,8 +53,7 @@ class Comments:
 def _comments(source: str) -> Comments:
     doc = load_yaml(source)
     covered = _token_spans(source)
-    key_at = _key_lines(doc.key_locations)
-    value_at = {line: path for path, (line, _) in doc.locations.items() if path}
+    path_at = _line_paths(doc)
     top: list[str] = []
     above: dict[JsonPath, list[str]] = defaultdict(list)
     after: dict[JsonPath, str] = {}
@@ -73,10 +68,10 @@ def _comments(source: str) -> Comments:
             if not line[:start].strip():
                 pending.append(comment)
                 continue
-            path = key_at.get(number, value_at.get(number))
+            path = path_at.get(number)
             if path is not None:
                 after.setdefault(path, comment)
-        key = key_at.get(number)
+        key = path_at.get(number)
         if key is not None:
             (above[key] if seen_key else top).extend(pending)
             pending = []
@@ -106,8 +101,27 @@ def _comment_start(line: str, offset: int, covered: list[tuple[int, int]]) -> in
     return None
 
 
-def _key_lines(locations: Mapping[JsonPath, tuple[int, int]]) -> dict[int, JsonPath]:
-    return {line: path for path, (line, _) in locations.items()}
+def _line_paths(doc: Document) -> dict[int, JsonPath]:
+    """Each line's path: of what starts on it, the first (the smallest column): a key, a
+    list's item or a scalar (an item before its own first key: `- name: a`). A collection
+    other than an item is no line's: its first key or item stands for it (`labels:` then
+    `- {name: a}`: the item's line, not the list's). So `env: {a: 1, b: 2}  # c` is `env`'s
+    line, where it was `env.b`'s (the last key on it): the comment went after `b: 2` once
+    the dump wrote `env` a key per line."""
+    parents = {path[:-1] for path in doc.locations if path}
+    first: dict[int, tuple[int, int, JsonPath]] = {}
+    starts = [
+        *((at, 1, path) for path, at in doc.key_locations.items()),
+        *(
+            (at, 0, path)
+            for path, at in doc.locations.items()
+            if path and (isinstance(path[-1], int) or path not in parents)
+        ),
+    ]
+    for (line, column), rank, path in starts:
+        if line not in first or (column, rank) < first[line][:2]:
+            first[line] = (column, rank, path)
+    return {line: path for line, (_, _, path) in first.items()}
 
 
 def _placed(dumped: str, lines_of: Mapping[int, JsonPath], found: Comments, *, inline: bool) -> str:

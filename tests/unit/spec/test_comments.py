@@ -68,3 +68,25 @@ def test_a_value_the_dump_wraps_takes_its_comment_above_it() -> None:
 def test_a_text_that_is_no_yaml_is_left_as_the_dump() -> None:
     dumped = dump_yaml({"name": "x"})
     assert carry_comments("a: [\n", dumped) == dumped
+
+
+def test_a_comment_after_a_flow_collection_stays_at_the_key_or_item_it_follows() -> None:
+    # lo35: the comment after `env: {a: 1, b: 2}` went to the last key on its line (`b`),
+    # and once the dump wrote `env` a key per line it stood after `b: 2`; the one after a
+    # list's flow item went after the item's last key.
+    source = (
+        "name: x\n"
+        "environment:\n"
+        "  env: {CRASH_ON: '1', TAG: a}  # the failure needs both\n"
+        "labels:\n"
+        "  - {name: a, kind: b}  # a label\n"
+        "  - plain  # another\n"
+    )
+    new = load_yaml(source).data
+    text = carry_comments(source, dump_yaml(new))
+    assert load_yaml(text).data == new
+    lines = text.splitlines()
+    assert "  env:  # the failure needs both" in lines, text
+    assert "- name: a  # a label" in lines, text
+    assert "- plain  # another" in lines, text
+    assert text.count("#") == 3
