@@ -392,7 +392,7 @@ def write(
     """amplify.json, amplify.md and (when amplified) amplified.yaml in the amplify folder:
     the spec's data written again, with the comments of its text (`source_text`) at their
     keys (capture's `--python` note, its reasons beside `expect`; spec.comments)."""
-    from reprospec.spec.comments import carry_comments
+    from reprospec.spec.comments import carry_comments, schema_moved
     from reprospec.spec.yamlsource import dump_yaml
 
     found.folder.mkdir(parents=True, exist_ok=True)
@@ -405,6 +405,7 @@ def write(
         )
         body = dump_yaml(amplified_document(document, winner.arm.settings, base_dir))
         body = carry_comments(source_text, body) if source_text else body
+        body = schema_moved(body, base_dir, found.folder)
         path.write_text(header + body, encoding="utf-8")
         found = replace(found, amplified_spec=path)
     (found.folder / "amplify.json").write_text(

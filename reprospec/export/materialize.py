@@ -13,6 +13,7 @@ the program's own `sys.exit(139)`) it judges only where both readings agree.
       README.md            what this is, how to run it, what each cell should do
       run.sh               builds the image(s) if missing, runs the cells: ./run.sh [N...]
       spec.yaml            the spec as it was given, a secret it writes as ${{ env.NAME }}
+                           (a relative `$schema=` of its editor's line named from DIR)
       cells/N/plan.json    the resolved cell: command or workload, env, expectation
       cells/N/cell.json    (workload cells) what the harness reads
       images/K/            a build context: Dockerfile, harness/, stackdump/, certs/, ...
@@ -68,6 +69,7 @@ from reprospec.runners.docker.container import (
     container_workdir,
     run_options,
 )
+from reprospec.spec.comments import schema_moved
 from reprospec.spec.yamlsource import locate
 
 # Where the bundle's images carry the stack dumper and the harness (the Dockerfile
@@ -284,7 +286,9 @@ def write_bundle(
     passed: list[str] = []
     # The spec as `bundle` packs it: a secret it writes itself (`GITHUB_TOKEN_RO: ...`) was
     # copied as given, where run.sh passes the variable by name.
-    (out / "spec.yaml").write_text(redactor.spec_text(spec.source_text), encoding="utf-8")
+    # Its editor's schema line named from `out` (a relative path named nothing there).
+    text = schema_moved(redactor.spec_text(spec.source_text), spec.base_dir, out)
+    (out / "spec.yaml").write_text(text, encoding="utf-8")
     images: dict[str, int] = {}
     needs: dict[int, str] = {}
     workdirs: dict[Path, int] = {}

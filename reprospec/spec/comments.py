@@ -9,19 +9,49 @@ above it, a comment after a key's value after it, those before the first key at 
 A comment whose key the new text lacks is left out. The result is read back and must
 hold the same data; where it would not (a value the dump wrapped over lines), the
 comments after values go above their keys instead, and failing that only the top ones
-are kept.
+are kept. `schema_moved` makes the relative path of an editor's schema line name the same
+file from the folder the spec is written into (amplified.yaml, a materialized spec.yaml).
 """
 
 from __future__ import annotations
 
+import os
+import re
 from collections import defaultdict
 from collections.abc import Mapping
+from pathlib import Path
 
 import yaml
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonPath
 from reprospec.spec.yamlsource import Document, YamlSourceError, load_yaml
+
+# An editor's schema line (docs/spec-format.md#editors), as the YAML language server reads
+# it: `$schema=` then the path or URL, up to the first space.
+_SCHEMA_LINE = re.compile(r"^([ \t]*#[ \t]*yaml-language-server:.*?\$schema=)(\S+)", re.MULTILINE)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
+
+
+def schema_moved(text: str, source_dir: Path, target_dir: Path) -> str:
+    """`text` (a spec of `source_dir`, written again into `target_dir`: amplified.yaml, a
+    materialized bundle's spec.yaml) with the relative path of its editor's schema line
+    (`# yaml-language-server: $schema=../schemas/...`) made to name the same file from
+    `target_dir`: copied as written, it named nothing there. A URL, an absolute path and a
+    path that named no file where the spec was (nothing to point at) are kept as written."""
+
+    def moved(match: re.Match[str]) -> str:
+        named = match.group(2)
+        if _URL.match(named) or named.startswith("~") or Path(named).is_absolute():
+            return match.group(0)
+        schema = Path(os.path.normpath(source_dir.absolute() / named))
+        if not schema.is_file():
+            return match.group(0)
+        # normpath, not resolve: a link on the way is kept, as amplify keeps the workdir's.
+        relative = os.path.relpath(schema, os.path.normpath(target_dir.absolute()))
+        return match.group(1) + Path(relative).as_posix()
+
+    return _SCHEMA_LINE.sub(moved, text)
 
 
 def carry_comments(source: str, dumped: str) -> str:

@@ -198,3 +198,26 @@ def test_the_amplified_spec_keeps_the_source_spec_s_comments(tmp_path: Path) -> 
         "workdir": str(tmp_path),
         "perturb": {"switch_interval": 1e-06},
     }
+
+
+def test_the_amplified_spec_s_schema_line_names_the_schema_from_its_own_folder(
+    tmp_path: Path,
+) -> None:
+    # lo35: `$schema=../schemas/...` was copied as written into OUT/amplify/ID/, where it
+    # named nothing: the editor's checks and hovers were gone from the amplified spec.
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "reprospec.schema.json").write_text("{}")
+    specs = tmp_path / "specs"
+    source = (
+        "# yaml-language-server: $schema=../schemas/reprospec.schema.json\n"
+        "reprospec: 1\nname: race\ncommand: python race.py\nexpect: {outcome: error}\n"
+    )
+    document = load_yaml(source).data
+    assert isinstance(document, dict)
+    found = replace(
+        _found(tmp_path, Expectation("error"), 41), folder=tmp_path / "out" / "amplify" / "a1"
+    )
+    written = write(found, document, specs, source)
+    assert written.amplified_spec is not None
+    lines = written.amplified_spec.read_text().splitlines()
+    assert "# yaml-language-server: $schema=../../../schemas/reprospec.schema.json" in lines

@@ -269,3 +269,14 @@ def test_the_readme_says_how_a_dataloader_workers_crash_shows(tmp_path: Path) ->
     # The signals torch names in words, matched as reprospec reads them.
     assert "        'segmentation fault'*) echo SIGSEGV ;;\n" in script
     assert "        'floating point exception'*) echo SIGFPE ;;\n" in script
+
+
+def test_the_bundle_s_spec_names_the_editor_s_schema_from_the_bundle(tmp_path: Path) -> None:
+    # lo35: bundle/spec.yaml kept the spec's `$schema=schemas/...` as written, which from
+    # the bundle named nothing; the rest of the spec is as it was given.
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "reprospec.schema.json").write_text("{}")
+    line = "# yaml-language-server: $schema="
+    _warnings(tmp_path, f"{line}schemas/reprospec.schema.json\n{SPEC}")
+    written = (tmp_path / "bundle" / "spec.yaml").read_text()
+    assert written == f"{line}../schemas/reprospec.schema.json\n{SPEC}"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from reprospec.core.jsontypes import JsonObject
-from reprospec.spec.comments import carry_comments
+from reprospec.spec.comments import carry_comments, schema_moved
 from reprospec.spec.yamlsource import dump_yaml, load_yaml
 
 # As capture writes a spec, with what a hand adds: a `#` in a string and in a block
@@ -90,3 +92,31 @@ def test_a_comment_after_a_flow_collection_stays_at_the_key_or_item_it_follows()
     assert "- name: a  # a label" in lines, text
     assert "- plain  # another" in lines, text
     assert text.count("#") == 3
+
+
+def test_a_relative_schema_line_is_made_to_name_the_same_file_from_the_new_folder(
+    tmp_path: Path,
+) -> None:
+    # lo35: amplified.yaml (OUT/amplify/ID/) kept `$schema=../schemas/...` as written, which
+    # from there named nothing: an editor checked the amplified spec against no schema.
+    schema = tmp_path / "schemas" / "reprospec.schema.json"
+    schema.parent.mkdir()
+    schema.write_text("{}")
+    specs, into = tmp_path / "specs", tmp_path / ".reprospec" / "amplify" / "a1"
+    line = "# yaml-language-server: $schema="
+    text = f"{line}../schemas/reprospec.schema.json\nname: x\n"
+    moved = schema_moved(text, specs, into)
+    assert moved == f"{line}../../../schemas/reprospec.schema.json\nname: x\n"
+    assert (into / moved.split("=", 1)[1].split("\n")[0]).resolve() == schema.resolve()
+    # The same folder: the same line.
+    assert schema_moved(text, specs, specs) == text
+    # A URL, an absolute path, a path that named no file where the spec was: as written.
+    kept = (
+        f"{line}https://example.org/reprospec.schema.json",
+        f"{line}{schema}",
+        f"  #yaml-language-server: $schema=file:///{schema}",
+        f"{line}../missing/reprospec.schema.json",
+        "# $schema=../schemas/reprospec.schema.json (no editor reads this line)",
+    )
+    for each in kept:
+        assert schema_moved(each + "\n", specs, into) == each + "\n"
