@@ -17,7 +17,7 @@ Errors are the `reprospec.errors` classes: `SpecError` (bad spec, located), `Usa
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from reprospec.core.answers import Answer
 from reprospec.core.inputs import Spec
 from reprospec.core.results import RunResult
-from reprospec.core.runoptions import RunOptions, Shard, string_sequence
+from reprospec.core.runoptions import RunOptions, Shard, Words, string_sequence
 from reprospec.errors import UsageError
 from reprospec.outcome.judge import exit_code_for
 from reprospec.pipeline.scheduler import ProgressCallback
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from reprospec.report.compare import RunComparison
 
 
-def load_spec(path: str | Path, overrides: Sequence[str] = (), *, files: bool = True) -> Spec:
+def load_spec(path: str | Path, overrides: Words = (), *, files: bool = True) -> Spec:
     """Read, override (`PATH=VALUE` as `--set` takes them) and validate one spec file.
 
     A spec file (`.yaml`) or a report (`report.md`) that embeds one. Raises

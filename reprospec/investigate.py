@@ -24,7 +24,7 @@ both alike.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from os import PathLike
 from pathlib import Path
@@ -37,7 +37,7 @@ from reprospec.capture.command import Captured
 from reprospec.capture.hangwait import VerifyWait
 from reprospec.core.inputs import Spec
 from reprospec.core.results import RunResult
-from reprospec.core.runoptions import RunOptions, optional_path
+from reprospec.core.runoptions import RunOptions, Words, optional_path
 from reprospec.errors import UsageError
 from reprospec.isolation.driver import IsolateOptions
 from reprospec.isolation.report import IsolateResult
@@ -125,7 +125,7 @@ def bisect_spec(
 
 
 def capture_command(
-    argv: Sequence[str],
+    argv: Words,
     *,
     output: str | Path | None = None,
     repeat: int = 1,

@@ -32,7 +32,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
-from reprospec.core.runoptions import RunOptions, Words, check_options, rerun_words
+from reprospec.core.runoptions import RunOptions, WordSet, check_options, rerun_words
 from reprospec.core.sections import Perturb, SectionError
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError, suggest
@@ -84,12 +84,12 @@ class AmplifyOptions:
     run: RunOptions = field(default_factory=lambda: RunOptions(purpose="amplify"))
     command_line: str = ""
 
-    if TYPE_CHECKING:  # a list for a tuple (core/runoptions.py's Words)
+    if TYPE_CHECKING:  # any iterable of str for a tuple (core/runoptions.py's Words)
 
         def __init__(
             self,
-            matrix_filters: Words = ...,
-            tries: Words = ...,
+            matrix_filters: WordSet = ...,
+            tries: WordSet = ...,
             budget: int = ...,
             first: int = ...,
             run: RunOptions = ...,
@@ -99,7 +99,7 @@ class AmplifyOptions:
     def __post_init__(self) -> None:
         check_options(
             self,
-            sequences=("matrix_filters", "tries"),
+            sets=("matrix_filters", "tries"),
             counts=("budget", "first"),
             runs=("run",),
         )

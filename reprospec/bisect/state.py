@@ -20,7 +20,7 @@ from reprospec.bisect.search import BisectResult, Trial
 from reprospec.core.answers import rendered
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.runoptions import PathArg, RunOptions, Words, check_options
+from reprospec.core.runoptions import PathArg, RunOptions, Words, WordSet, check_options
 from reprospec.core.words import budget_continues, perturbed_phrase, plural
 from reprospec.environment import packages
 from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, UsageError
@@ -54,7 +54,7 @@ class BisectRequest:
     fresh: bool = False
     command_line: str = field(default="", compare=False)
 
-    if TYPE_CHECKING:  # a str for a Path, a list for a tuple, None for the default error
+    if TYPE_CHECKING:  # a str for a Path, an iterable for a tuple, None for the default error
 
         def __init__(
             self,
@@ -62,7 +62,7 @@ class BisectRequest:
             package: str | None,
             good: str,
             bad: str,
-            matrix_filters: Words = ...,
+            matrix_filters: WordSet = ...,
             overrides: Words = ...,
             runner: str = ...,
             jobs: int | None = ...,
@@ -82,7 +82,8 @@ class BisectRequest:
     def __post_init__(self) -> None:
         check_options(
             self,
-            sequences=("matrix_filters", "overrides"),
+            sequences=("overrides",),
+            sets=("matrix_filters",),
             counts=("budget",),
             fractions=("error", "min_rate"),
             texts=("package",),

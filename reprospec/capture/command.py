@@ -81,6 +81,7 @@ from reprospec.outcome.pytestreport import (
 from reprospec.spec.presets import PRESETS, detect
 
 if TYPE_CHECKING:
+    from reprospec.core.runoptions import Words
     from reprospec.pipeline.scheduler import ProgressCallback
 
 # How long a captured attempt may run by default: a hang is caught, and said so.
@@ -163,7 +164,7 @@ class Captured:
 
 
 def command_request(
-    argv: Sequence[str],
+    argv: Words,
     *,
     output: Path | None = None,
     repeat: int = 1,

@@ -14,6 +14,10 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator, KeysView, MutableSequence, ValuesView
+    from collections.abc import Set as AbstractSet
+
 from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
@@ -21,13 +25,18 @@ from reprospec.core.units import format_duration, parse_duration
 from reprospec.errors import UsageError
 
 # What an options class's constructor takes where its field keeps one type: a path as a str
-# or a Path (kept as a Path), a sequence of strings as a list or a tuple (kept as a tuple).
-# Each class says so in a constructor written for type checkers (`if TYPE_CHECKING:`), where
-# mypy --strict refused `RunOptions(out=".repro")` and `cell=["w=2"]`, which every class has
-# taken and documented; tests/unit/core/test_runoptions_init.py holds its parameters to the
-# fields.
+# or a Path (kept as a Path), strings as any iterable of them (kept as a tuple; `Words`:
+# where their order counts, `--set`'s, one set is refused: it has none; `WordSet`: where it
+# does not, `-m`'s, a set too, sorted). Each class says so in a constructor written for type
+# checkers (`if TYPE_CHECKING:`), where mypy --strict refused `RunOptions(out=".repro")`
+# and `cell=["w=2"]`, which every class has taken and documented;
+# tests/unit/core/test_runoptions_init.py holds its parameters to the fields.
 PathArg: TypeAlias = "str | PathLike[str]"
-Words: TypeAlias = "tuple[str, ...] | list[str]"  # not Sequence[str]: a str is one
+# Not Iterable[str] nor Sequence[str]: a str is both, and would be read a letter at a time.
+Words: TypeAlias = (
+    "tuple[str, ...] | MutableSequence[str] | Iterator[str] | KeysView[str] | ValuesView[str]"
+)
+WordSet: TypeAlias = "Words | AbstractSet[str]"
 
 STOP_ON = ("never", "first-reproduction", "first-miss")
 # The runners `--runner` offers, by name: the registry (runners/__init__.py RUNNERS) builds
@@ -168,7 +177,7 @@ class RunOptions:
             repeat: int | None = ...,
             timeout_s: float | None = ...,
             stop_on: str | None = ...,
-            matrix_filters: Words = ...,
+            matrix_filters: WordSet = ...,
             overrides: Words = ...,
             out: PathArg = ...,
             python: PathArg | None = ...,
@@ -203,7 +212,8 @@ class RunOptions:
             value = getattr(self, name)
             if value is None and name == "preload":
                 continue  # the spec's run.preload
-            object.__setattr__(self, name, string_sequence(name, value))
+            ordered = name != "matrix_filters"  # -m's filters are one set of them
+            object.__setattr__(self, name, string_sequence(name, value, ordered=ordered))
         # A shard as `--shard` writes it, "2/8", is read as the CLI reads it; any other value
         # would fail in plan_run ("unsupported operand type(s) for -").
         if isinstance(self.shard, str):
@@ -324,12 +334,34 @@ def _list(value: object) -> list[object]:
     return list(value) if isinstance(value, (list, tuple)) else []
 
 
-def string_sequence(name: str, value: object) -> tuple[str, ...]:
-    """`value` as the tuple of strings an option `name` takes (`-m`, `--set`): one str is
-    refused, as it would be read a character at a time ("--set r: expected PATH=VALUE")."""
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise UsageError(f"{name} takes a sequence of strings, got {value!r}")
-    return tuple(value)
+def string_sequence(name: str, value: object, *, ordered: bool = True) -> tuple[str, ...]:
+    """`value` as the tuple of strings an option `name` takes (`--set`, `-m`): any iterable
+    of str (a list, a generator, a dict's keys). One str (or bytes) is refused, as it would
+    be read a character at a time ("--set r: expected PATH=VALUE"), and so is a mapping
+    (its keys alone), an item that is no str, and, where the order counts (`ordered`: the
+    overrides are applied in turn), a set, which has none; elsewhere a set is sorted, so
+    the same options make the same search's id (a set's order is its process's)."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        shown = f"a {type(value).__name__}" if isinstance(value, Mapping) else repr(value)
+        raise UsageError(
+            f"{name} takes a sequence of strings, got {shown}: a list, or any iterable of str"
+        )
+    unordered = isinstance(value, (set, frozenset))
+    if unordered and ordered:
+        raise UsageError(
+            f"{name} is applied in order, which a set has not: give a list or a tuple, "
+            f"got {value!r}"
+        )
+    items = tuple(value)
+    for item in items:
+        if not isinstance(item, str):
+            raise UsageError(f"{name} takes strings, got {item!r} among them")
+    return tuple(sorted(items)) if unordered else items
+
+
+def string_set(name: str, value: object) -> tuple[str, ...]:
+    """`string_sequence` where the order does not count (`-m`'s filters): a set taken."""
+    return string_sequence(name, value, ordered=False)
 
 
 def whole_number(name: str, value: object, least: int = 1) -> int:
@@ -382,6 +414,7 @@ def check_options(
     value: object,
     *,
     sequences: Sequence[str] = (),
+    sets: Sequence[str] = (),
     counts: Sequence[str] = (),
     fractions: Sequence[str] = (),
     texts: Sequence[str] = (),
@@ -394,6 +427,7 @@ def check_options(
     deep in the search with a TypeError, and `cell="w=2"` was read a character at a time."""
     checks: tuple[tuple[Callable[[str, object], object], Sequence[str]], ...] = (
         (string_sequence, sequences),
+        (string_set, sets),
         (whole_number, counts),
         (fraction, fractions),
         (optional_text, texts),

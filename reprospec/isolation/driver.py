@@ -29,7 +29,7 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
-from reprospec.core.runoptions import RunOptions, Words, check_options
+from reprospec.core.runoptions import RunOptions, Words, WordSet, check_options
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
 from reprospec.isolation.candidates import AttemptKind, IsolationResult, Probe, Settings
@@ -75,11 +75,11 @@ class IsolateOptions:
     run: RunOptions = field(default_factory=lambda: RunOptions(purpose="isolate"))
     command_line: str = ""  # how a person reruns this isolation (for the report)
 
-    if TYPE_CHECKING:  # a list for a tuple (core/runoptions.py's Words)
+    if TYPE_CHECKING:  # any iterable of str for a tuple (core/runoptions.py's Words)
 
         def __init__(
             self,
-            cell: Words = ...,
+            cell: WordSet = ...,
             failing: str | None = ...,
             passing: str | None = ...,
             failing_sets: Words = ...,
@@ -94,7 +94,8 @@ class IsolateOptions:
     def __post_init__(self) -> None:
         check_options(
             self,
-            sequences=("cell", "failing_sets", "passing_sets"),
+            sequences=("failing_sets", "passing_sets"),
+            sets=("cell",),
             counts=("budget",),
             fractions=("error", "min_rate"),
             texts=("failing", "passing"),

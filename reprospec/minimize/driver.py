@@ -51,7 +51,7 @@ from reprospec.core.pysource import UNREADABLE
 from reprospec.core.rates import rate_floor, rate_of
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
-from reprospec.core.runoptions import PathArg, RunOptions, Words, check_options
+from reprospec.core.runoptions import PathArg, RunOptions, WordSet, check_options
 from reprospec.core.units import format_duration
 from reprospec.core.words import interval_bounds, plural
 from reprospec.environment.probe import shared_captures
@@ -121,11 +121,11 @@ class MinimizeOptions:
     # the original is measured without it where the failing cell is perturbed.
     amplified: Path | None = None
 
-    if TYPE_CHECKING:  # a str for a Path, a list for a tuple (core/runoptions.py)
+    if TYPE_CHECKING:  # a str for a Path, an iterable of str for a tuple (core/runoptions.py)
 
         def __init__(
             self,
-            cell: Words = ...,
+            cell: WordSet = ...,
             output: PathArg | None = ...,
             budget: int = ...,
             error: float | None = ...,
@@ -141,7 +141,7 @@ class MinimizeOptions:
     def __post_init__(self) -> None:
         check_options(
             self,
-            sequences=("cell",),
+            sets=("cell",),
             counts=("budget",),
             fractions=("error", "min_rate"),
             paths=("output", "amplified"),

@@ -155,7 +155,7 @@ def test_plan_run_takes_a_path_as_run_does(tmp_path: Path) -> None:
         assert [c.id for c in plan.cells] == ["crash=false", "crash=true"]
         assert {a.timeout_s for a in plan.attempts} == {5.0}
     with pytest.raises(UsageError, match="overrides takes a sequence of strings, got 'run"):
-        reprospec.load_spec(path, "run.timeout=5s")
+        reprospec.load_spec(path, "run.timeout=5s")  # type: ignore[arg-type]
 
 
 def test_render_and_exit_code_refuse_what_is_no_result(tmp_path: Path) -> None:

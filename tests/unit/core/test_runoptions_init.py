@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import reprospec
+from reprospec.errors import UsageError
 
 CLASSES = (
     reprospec.RunOptions,
@@ -86,3 +87,41 @@ def test_each_typed_constructor_has_the_fields_in_order_and_their_defaults(kind:
         field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
         for field in fields[len(fields) - with_default :]
     )
+
+
+def test_the_sequences_take_any_iterable_of_str_and_a_set_where_order_does_not_count() -> None:
+    # lo35: the constructors' types took a list or a tuple only (mypy refused a generator, a
+    # set, a dict's keys, which the classes took), a set of `-m` filters was kept in its
+    # process's order (another search id each run), a set of `--set` overrides, applied
+    # in turn, in no order at all, and an item that is no str was kept.
+    axes = {"w": 2, "pin": 1}
+    run = reprospec.RunOptions(
+        matrix_filters={"w=2", "pin=true", "a=1"},
+        overrides=(f"run.timeout={n}s" for n in (5, 6)),
+        preload=axes.keys(),
+    )
+    assert run.matrix_filters == ("a=1", "pin=true", "w=2")
+    assert run.overrides == ("run.timeout=5s", "run.timeout=6s")
+    assert run.preload == ("w", "pin")
+    assert reprospec.IsolateOptions(cell=frozenset({"w=2"}), failing_sets=iter(["a=1"])).cell == (
+        "w=2",
+    )
+    assert reprospec.MinimizeOptions(cell={"b=1", "a=1"}).cell == ("a=1", "b=1")
+    amplify = reprospec.AmplifyOptions(matrix_filters=axes.keys(), tries={"gc=aggressive"})
+    assert (amplify.matrix_filters, amplify.tries) == (("w", "pin"), ("gc=aggressive",))
+    request = reprospec.BisectRequest("s.yaml", "pkg", "1.0", "2.0", matrix_filters={"w=2"})
+    assert request.matrix_filters == ("w=2",)
+    refused = {
+        "overrides is applied in order, which a set has not": {"overrides": {"a=1", "b=2"}},
+        r"overrides takes strings, got 5 among them": {"overrides": ["a=1", 5]},
+        "matrix_filters takes a sequence of strings, got a dict: a list, or any": {
+            "matrix_filters": axes
+        },
+        "preload takes a sequence of strings, got b'json'": {"preload": b"json"},
+        "matrix_filters takes a sequence of strings, got 'w=2'": {"matrix_filters": "w=2"},
+    }
+    for message, given in refused.items():
+        with pytest.raises(UsageError, match=message):
+            reprospec.RunOptions(**given)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="failing_sets is applied in order"):
+        reprospec.IsolateOptions(failing_sets={"a=1"})  # type: ignore[arg-type]
