@@ -34,7 +34,7 @@ from reprospec.outcome.tracebacks import (
     parse_chain,
 )
 from reprospec.plan.shellwords import is_assignment
-from reprospec.spec.presets import PRESETS, detect, output_lines
+from reprospec.spec.presets import PRESETS, PYTEST_NODE_ID, detect, output_lines
 
 # Prefixes loggers and launchers put before every line of a child's output.
 _LINE_PREFIXES = re.compile(
@@ -82,9 +82,9 @@ _CUDA_ERROR = re.compile(
 )
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+,? in (?P<function>\S+)')
 _PYTEST_FAILED = re.compile(
-    r"^FAILED (?P<test>\S+\.py::\S+)(?: - (?P<type>[A-Za-z_][\w.]*)(?:: (?P<message>.*))?)?$"
+    rf"^FAILED (?P<test>{PYTEST_NODE_ID})(?: - (?P<type>[A-Za-z_][\w.]*)(?:: (?P<message>.*))?)?$"
 )
-_PYTEST_CRASHED = re.compile(r"^(?P<test>\S+\.py::\S+) (?:FAILED|ERROR)\b")
+_PYTEST_CRASHED = re.compile(rf"^(?P<test>{PYTEST_NODE_ID}) (?:FAILED|ERROR)\b")
 _GTEST_RUN = re.compile(r"^\[ RUN +\] (?P<test>\S+)")
 _GTEST_FAILED = re.compile(r"^\[ +FAILED +\] (?P<test>[\w./]+)")
 # A command the reporter ran: `$ python train.py ...`, `(env) user@host:~$ torchrun ...`.

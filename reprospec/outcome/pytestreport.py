@@ -29,11 +29,13 @@ from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
+from reprospec.spec.presets import PYTEST_NODE_ID
 
 # `FAILED tests/test_io.py::test_x - AssertionError: message`; `ERROR ...` for a fixture's,
 # and `ERROR tests/test_io.py` for a module that failed to collect (an import it makes).
+# A parametrized test's id may hold spaces (`test_x[1-foo bar]`): read whole (PYTEST_NODE_ID).
 _SUMMARY = Lazy(
-    r"^(?P<kind>FAILED|ERROR) (?P<test>\S+\.py(?:::\S+?)?)(?: - (?P<rest>.*))?\s*$",
+    rf"^(?P<kind>FAILED|ERROR) (?P<test>{PYTEST_NODE_ID}|[^\s:]+\.py)(?: - (?P<rest>.*))?\s*$",
     re.MULTILINE,
 )
 _TEST_ID = Lazy(r"^[^\s:]+\.py::\S")
@@ -176,7 +178,11 @@ def _last_e_block(section: Sequence[str]) -> list[str]:
 
 # pytest-xdist's report of a worker that died running a test (a segfault in it): the test
 # it names is the crash's, where `-v`'s lines are the workers' tests in any order.
-_WORKER_CRASHED = Lazy(r"worker '[^']+' crashed while running '(?P<test>[^']+)'")
+# The test is written as Python's repr writes it: in double quotes where its id holds a `'`
+# (`test_x[it's]`), with spaces as they are (`test_x[a b]`).
+_WORKER_CRASHED = Lazy(
+    r"""worker '[^']+' crashed while running (?:'(?P<single>[^'\n]+)'|"(?P<double>[^"\n]+)")"""
+)
 
 
 def crashed_test(text: str) -> str | None:
@@ -185,7 +191,7 @@ def crashed_test(text: str) -> str | None:
     if "crashed while running" not in text:
         return None
     found = _WORKER_CRASHED.search(text)
-    return found["test"] if found is not None else None
+    return (found["single"] or found["double"]) if found is not None else None
 
 
 def pytest_args_start(argv: Sequence[str]) -> int | None:

@@ -20,6 +20,17 @@ from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Marker
 from reprospec.core.lazyre import Lazy
 
+# A pytest node id as pytest prints it (`tests/test_x.py::TestA::test_b[1-foo bar]`): its
+# parameters' id may hold spaces (a parametrized string), so `\S+` cut it at the first. The
+# id ends at the `]` that a status word (`-v`'s `PASSED`), a summary's ` - ` or the line's
+# end follows, else at the first `]` before a space (a crash's `-v` line goes on with
+# faulthandler's `Fatal Python error`).
+PYTEST_NODE_ID = (
+    r"[^\s:]+\.py::[^\s\[]+"
+    r"(?:\[[^\n]*?\]"
+    r"(?=[ \t]+(?:PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR|RERUN)\b|[ \t]+-[ \t]|[ \t]*$)"
+    r"|\[[^\n]*?\](?=\s|$))?"
+)
 # tqdm's bar: `[desc: ] 70%|███████   | 7/10 [00:01<00:00, ...]` (the counter after the bar).
 _BAR = r"\s*\d+%\|[^|]*\|\s*(?P<step>\d+)/"
 
@@ -77,7 +88,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "pytest",
             "pytest -v lines (`tests/test_x.py::test_name PASSED`): the test id is the phase",
-            (Marker(r"^(?P<phase>[^\s:]+\.py::\S+)(?: |$)"),),
+            (Marker(rf"^(?P<phase>{PYTEST_NODE_ID})(?: |$)"),),
         ),
         Preset(
             "steps",

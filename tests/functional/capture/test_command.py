@@ -2072,3 +2072,30 @@ def test_a_pytest_tests_segfault_captured_without_verify_names_the_test_and_runs
 def cast_list(value: JsonValue) -> list[JsonValue]:
     assert isinstance(value, list), value
     return value
+
+
+def test_a_parametrized_tests_segfault_with_spaces_in_its_id_names_the_whole_id(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """pt35: the pytest preset's `\\S+` read `test_x[a b]` as `test_x[a`: the title and the
+    phase named no test, and the rerun alone ran a node id pytest did not find (exit 4),
+    so the spec kept the whole command. The id is read whole, and the spec runs it alone."""
+    workdir = tmp_path / "proj"
+    (workdir / "tests").mkdir(parents=True)
+    (workdir / "tests" / "test_p.py").write_text(
+        "import ctypes\n\nimport pytest\n\n\n"
+        "@pytest.mark.parametrize('v', ['ok', 'a b', 'after'])\n"
+        "def test_x(v):\n    if v == 'a b':\n        ctypes.string_at(0)\n"
+    )
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = capture(cli, workdir, "pytest", "-q", "tests/test_p.py", env=here)
+    node = "tests/test_p.py::test_x[a b]"
+    assert f"wrote spec.yaml: crash:SIGSEGV:main:{node}:" in result.stdout, result.stdout
+    assert f"narrowed to the test that crashed: {node} alone crashed" in result.stdout
+    assert "verdict reproduced" in result.stdout, result.stdout
+    document = spec_document(workdir)
+    assert document["title"] == f"{node}: SIGSEGV in test_x (tests/test_p.py:9)", document
+    assert document["command"] == f"pytest '{node}' -v"
+    expect = document["expect"]
+    assert isinstance(expect, dict)
+    assert expect["phase"] == node

@@ -497,3 +497,13 @@ def test_each_todo_is_a_spec_key_and_the_skeleton_validates_once_they_are_filled
     spec.write_text(yaml.safe_dump(document))
     checked = reprospec.validate(spec)
     assert not checked.problems, checked.problems
+
+
+def test_a_pasted_parametrized_tests_id_with_spaces_is_read_whole() -> None:
+    """pt35: `FAILED t.py::test_y[1-foo bar] - ...` was no test (`\\S+` stopped at the space)."""
+    text = (
+        "$ pytest -v t.py\n"
+        "t.py::test_y[1-foo bar] FAILED                               [100%]\n"
+        "FAILED t.py::test_y[1-foo bar] - AssertionError: foo bar\n"
+    )
+    assert read_ticket(text).test == "t.py::test_y[1-foo bar]"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from reprospec.outcome.pytestreport import (
     narrowed_to,
     pytest_verbose,
 )
+from reprospec.spec.presets import PRESETS
 
 # pytest 8-9, a failed `assert`: the E line and the summary leave out `AssertionError: `,
 # the line under the E lines names it; a second test fails after the first.
@@ -225,3 +227,34 @@ def test_the_quiet_an_ini_files_addopts_adds(
     assert ini_quiet(folder, {}) == (3 if expected is None else expected)
     assert ini_quiet(folder, {"PYTEST_ADDOPTS": "-q"}) == (4 if expected is None else expected + 1)
     assert pytest_verbose(("pytest", "t.py"), 2) == ["pytest", "t.py", "-v", "-v", "-v"]
+
+
+@pytest.mark.parametrize(
+    ("line", "test"),
+    [
+        # A crash's -v line goes on with faulthandler's report.
+        ("t.py::test_x[a b] Fatal Python error: Segmentation fault", "t.py::test_x[a b]"),
+        ("t.py::test_x[a b] PASSED                            [ 33%]", "t.py::test_x[a b]"),
+        ("t.py::TestA::test_y[1-foo bar] ", "t.py::TestA::test_y[1-foo bar]"),
+        # A `]` inside the parameters' id: the one before the status word ends it.
+        ("t.py::test_x[a] b] FAILED   [ 50%]", "t.py::test_x[a] b]"),
+        ("t.py::test_plain PASSED [ 10%]", "t.py::test_plain"),
+        ("t.py::test_plain", "t.py::test_plain"),
+    ],
+)
+def test_the_pytest_preset_reads_a_parametrized_id_with_spaces_whole(line: str, test: str) -> None:
+    """pt35: `\\S+` cut `test_x[a b]` to `test_x[a`, the phase and the node id capture
+    narrowed the command to (pytest: `not found`)."""
+    marker = PRESETS["pytest"].markers[0]
+    found = re.search(marker.pattern, line)
+    assert found is not None
+    assert found["phase"] == test
+
+
+def test_a_failing_parametrized_id_with_spaces_is_read_whole_from_the_report() -> None:
+    text = "FAILED t.py::test_y[1-foo bar] - AssertionError: foo bar\n"
+    failed = first_failure(text)
+    assert failed == FailedTest("t.py::test_y[1-foo bar]", "AssertionError", "foo bar")
+    # xdist writes the test as repr does: in double quotes where it holds a `'`.
+    crashed = "worker 'gw0' crashed while running \"t.py::test_x[it's a b]\"\n"
+    assert crashed_test(crashed) == "t.py::test_x[it's a b]"
