@@ -74,27 +74,7 @@ def _is_pytest(argv: tuple[str, ...]) -> bool:
             words = shlex.split(words[2], comments=True)
         except ValueError:
             return False
-    while words and ("=" in words[0] and words[0].partition("=")[0].isidentifier()):
-        words = words[1:]
-    if words[:1] == ["env"]:
-        words = [w for w in words[1:] if not ("=" in w and w.partition("=")[0].isidentifier())]
-    if len(words) >= 2 and words[0] in _WRAPPERS and words[1] == "run":
-        words = [w for w in words[2:] if not w.startswith("-")]
-    if not words:
-        return False
-    program = words[0].rsplit("/", 1)[-1]
-    if program in ("pytest", "py.test"):
-        return True
-    if not _PYTHON.match(program):
-        return False
-    for index, word in enumerate(words[1:], start=1):
-        if word == "-m":
-            return words[index + 1 : index + 2] == ["pytest"]
-        if word == "-mpytest":
-            return True
-        if not word.startswith("-"):
-            return False  # a script
-    return False
+    return pytest_args_start(words) is not None
 
 
 def is_test_id(phase: str) -> bool:
@@ -196,8 +176,9 @@ def crashed_test(text: str) -> str | None:
 
 def pytest_args_start(argv: Sequence[str]) -> int | None:
     """Where pytest's own arguments begin in a command that runs pytest (after `pytest`,
-    `python -m pytest`, `VAR=value`, `env`, `uv run`): None for one read another way
-    (`sh -c '...'`) or no pytest at all."""
+    `python -m pytest`, `VAR=value`, `env`, a launcher's `run` and its options: `uv run
+    --with pytest-xdist pytest`, `uvx pytest`, `poetry run`, `hatch run`): None for one
+    read another way (`sh -c '...'`) or no pytest at all."""
     words = list(argv)
     index = 0
     while index < len(words) and "=" in words[index]:
@@ -206,12 +187,9 @@ def pytest_args_start(argv: Sequence[str]) -> int | None:
         index += 1
     if words[index : index + 1] == ["env"]:
         index += 1
-        while index < len(words) and "=" in words[index]:
+        while index < len(words) and ("=" in words[index] or words[index].startswith("-")):
             index += 1
-    if index + 1 < len(words) and words[index] in _WRAPPERS and words[index + 1] == "run":
-        index += 2
-        while index < len(words) and words[index].startswith("-"):
-            index += 1
+    index = _after_launcher(words, index)
     if index >= len(words):
         return None
     program = words[index].rsplit("/", 1)[-1]
@@ -219,14 +197,87 @@ def pytest_args_start(argv: Sequence[str]) -> int | None:
         return index + 1
     if not _PYTHON.match(program):
         return None
-    for at in range(index + 1, len(words)):
+    at = index + 1
+    while at < len(words):
         if words[at] == "-m":
             return at + 2 if words[at + 1 : at + 2] == ["pytest"] else None
         if words[at] == "-mpytest":
             return at + 1
         if not words[at].startswith("-"):
-            return None
+            return None  # a script, or `-c`'s code
+        # Python's options of a value (`-X dev`, `-W error`): the value is no script.
+        at += 2 if words[at] in ("-X", "-W") else 1
     return None
+
+
+# A launcher's options that take the next word as their value (`uv run --with pytest-xdist
+# pytest`: `pytest-xdist` is no program), by the launchers' own help; any other option is
+# read as a switch, as every one was before.
+_LAUNCHER_VALUES = frozenset(
+    [
+        "--with",
+        "--with-editable",
+        "--with-requirements",
+        "--from",
+        "--extra",
+        "--no-extra",
+        "--group",
+        "--no-group",
+        "--only-group",
+        "--package",
+        "--python",
+        "-p",
+        "--env-file",
+        "--directory",
+        "--project",
+        "-P",
+        "-C",
+        "--index",
+        "--default-index",
+        "--index-url",
+        "-i",
+        "--extra-index-url",
+        "--find-links",
+        "-f",
+        "--config-file",
+        "--config-setting",
+        "--cache-dir",
+        "--index-strategy",
+        "--keyring-provider",
+        "--resolution",
+        "--prerelease",
+        "--exclude-newer",
+        "--link-mode",
+        "--refresh-package",
+        "--reinstall-package",
+        "--upgrade-package",
+        "--no-build-package",
+        "--no-binary-package",
+        "--color",
+        "--allow-insecure-host",
+        "--python-platform",
+        "--venv",
+    ]
+)
+
+
+def _after_launcher(words: Sequence[str], index: int) -> int:
+    """Where the program a launcher runs is named (`uv run [OPTIONS] PROGRAM`, `uvx`,
+    `poetry run`, `pdm run`, `pipenv run`, `hatch run`, `rye run`), after its options and
+    their values and a `--`; `index` itself where `words[index]` is no launcher."""
+    if words[index : index + 1] == ["uvx"]:
+        at = index + 1
+    elif words[index : index + 3] == ["uv", "tool", "run"]:
+        at = index + 3
+    elif index + 1 < len(words) and words[index] in _WRAPPERS and words[index + 1] == "run":
+        at = index + 2
+    else:
+        return index
+    while at < len(words) and words[at].startswith("-"):
+        if words[at] == "--":
+            return at + 1
+        at += 2 if words[at] in _LAUNCHER_VALUES else 1
+    return at
 
 
 # The words that make pytest quieter than its default, which cancel a `-v`.

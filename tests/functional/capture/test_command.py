@@ -2099,3 +2099,39 @@ def test_a_parametrized_tests_segfault_with_spaces_in_its_id_names_the_whole_id(
     expect = document["expect"]
     assert isinstance(expect, dict)
     assert expect["phase"] == node
+
+
+@pytest.mark.parametrize(
+    "launcher",
+    [("uv", "run", "--with", "pytest-xdist"), (sys.executable, "-X", "dev", "-m")],
+    ids=["uv-run-with", "python-X"],
+)
+def test_a_pytest_run_by_a_launcher_with_options_names_the_test_that_crashed(
+    cli: Cli, tmp_path: Path, launcher: tuple[str, ...]
+) -> None:
+    """pt35: `uv run --with pytest-xdist pytest ...` read `pytest-xdist` as the program, and
+    `python -X dev -m pytest` read `dev` as a script: no pytest, no -v, the spec named no
+    test. uv is a stand-in here (a real process that drops its options and runs the rest,
+    as `uv run` does in an environment that has them)."""
+    workdir = tmp_path / "proj"
+    _pytest_project(workdir)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "uv").write_text(
+        '#!/bin/sh\nshift\nwhile [ $# -gt 0 ]; do\n  case "$1" in\n'
+        "    --with) shift 2 ;;\n    -*) shift ;;\n    *) break ;;\n  esac\ndone\n"
+        'exec "$@"\n'
+    )
+    (bin_dir / "uv").chmod(0o755)
+    here = {
+        "PATH": os.pathsep.join(
+            [str(bin_dir), str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+        )
+    }
+    result = capture(cli, workdir, *launcher, "pytest", "-q", "tests/test_x.py", env=here)
+    node = "tests/test_x.py::test_crash"
+    assert f"wrote spec.yaml: crash:SIGSEGV:main:{node}:" in result.stdout, result.stdout
+    assert f"narrowed to the test that crashed: {node} alone" in result.stdout
+    document = spec_document(workdir)
+    assert str(document["command"]).endswith(f"pytest {node} -v"), document["command"]
+    assert document["markers"] == [{"preset": "pytest"}]

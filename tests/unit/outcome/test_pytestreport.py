@@ -121,6 +121,17 @@ def test_a_module_that_failed_to_collect_gives_its_import_error() -> None:
         (("python3.11", "-u", "-m", "pytest", "-x"), True),
         (("/bin/sh", "-c", "CUDA_VISIBLE_DEVICES=0 python -m pytest tests -q"), True),
         (("uv", "run", "pytest"), True),
+        # pt35: a launcher's option of a value (`--with X`) left X read as the program.
+        (("uv", "run", "--with", "pytest-xdist", "pytest", "-n", "2"), True),
+        (("uv", "run", "--with=pytest-xdist", "--isolated", "pytest"), True),
+        (("uv", "run", "--", "pytest"), True),
+        (("uvx", "--with", "pytest-xdist", "pytest"), True),
+        (("uv", "tool", "run", "pytest"), True),
+        (("poetry", "run", "pytest", "-x"), True),
+        (("hatch", "run", "python", "-m", "pytest"), True),
+        (("python", "-X", "dev", "-m", "pytest"), True),
+        (("python", "-W", "error", "-m", "pytest"), True),
+        (("uv", "run", "--with", "pytest", "python", "run.py"), False),
         (("python", "run.py", "-m", "pytest"), False),  # a script, given `-m pytest`
         (("python", "-c", "import pytest"), False),
         (("bash", "-c", "pytest"), False),
@@ -141,6 +152,14 @@ def test_which_commands_are_pytest(argv: tuple[str, ...], expected: bool) -> Non
             ["python", "-q", "-m", "pytest", "t.py", "-v"],
         ),
         (("pytest", "-vv", "t.py"), ["pytest", "-vv", "t.py"]),
+        (
+            ("uv", "run", "--with", "x", "pytest", "-q", "t.py"),
+            ["uv", "run", "--with", "x", "pytest", "t.py", "-v"],
+        ),
+        (
+            ("python", "-X", "dev", "-m", "pytest", "-q", "t.py"),
+            ["python", "-X", "dev", "-m", "pytest", "t.py", "-v"],
+        ),
         (("pytest", "-q", "--", "-odd.py"), ["pytest", "-v", "--", "-odd.py"]),
         # A shell's script is one word: nothing is added after it.
         (("/bin/sh", "-c", "pytest -q t.py"), ["/bin/sh", "-c", "pytest -q t.py"]),
