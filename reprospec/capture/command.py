@@ -46,7 +46,7 @@ from reprospec.capture.footprint import (
     wiped_note,
     with_import_roots,
 )
-from reprospec.capture.hangwait import VerifyWait, verify_wait
+from reprospec.capture.hangwait import VerifyWait, alone_timeout, verify_wait
 from reprospec.capture.optionarity import ParserOptions, script_options
 from reprospec.capture.toggles import Proposal, kept_note, propose
 from reprospec.capture.verify import Runner, verify
@@ -68,6 +68,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.redact import mask_parts, secret_values
 from reprospec.core.results import AttemptResult, Outcome, RunResult
+from reprospec.core.units import format_duration
 from reprospec.core.words import AS_A_SHELL_REPORTS_IT, PASSED_BESIDE_A_CRASH
 from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, UsageError
 from reprospec.outcome.pytestreport import (
@@ -369,8 +370,10 @@ def _capture(
             if other.outcome is not None
         ),
     )
+    # How long a rerun of a captured pytest hang's test alone may take: the bound it hung to.
+    alone = alone_timeout(observed.signature, run_dir, attempts, presets, request.timeout_s)
     proposal, ran, narrowing = _narrowed(
-        request, proposal, options, observed, workdir, spec_path, presets, run_spec, say
+        request, proposal, options, observed, workdir, spec_path, presets, run_spec, say, alone
     )
     modules = imported(run_dir, attempts)
     pinned = pins(modules, interpreter)
@@ -518,6 +521,10 @@ def _verbose(argv: Sequence[str]) -> list[str]:
     return pytest_verbose(argv, ini_quiet(Path.cwd().resolve(), os.environ))
 
 
+# What a test did, as the narrowing's lines say it, by the outcome's kind.
+_DID = {"crash": "crashed", "error": "failed", "hang": "hung"}
+
+
 def _narrowed(
     request: Request,
     proposal: Proposal,
@@ -528,19 +535,24 @@ def _narrowed(
     presets: tuple[str, ...],
     run_spec: Runner,
     say: Callable[[str], None] | None,
+    alone: float | None = None,
 ) -> tuple[Proposal, tuple[str, ...], str | None]:
-    """A pytest command whose test crashed, narrowed to that test (its node id in place of
-    the command's test paths, every option kept) where a rerun of it alone crashes the
-    same way at least as often; else the command as it was, and why, for a crash that
-    needs the tests before it (state they left, an order) or came by chance. The line
-    says which; None where there was nothing to narrow (no pytest, no crash in a test, a
-    command that runs the test alone already or whose test paths are not sure, or
-    `--no-verify`, which reruns nothing). Also the
-    words of the command the spec runs, before its axes (what `files` leaves out)."""
+    """A pytest command whose test crashed, failed or hung, narrowed to that test (its node
+    id in place of the command's test paths, every option kept) where a rerun of it alone
+    ends the same way at least as often; else the command as it was, and why, for a
+    failure that needs the tests before it (state they left, an order) or came by chance.
+    A hang's rerun has a timeout of its own, `alone` (hangwait.alone_timeout: the first
+    run's start-up and a stall as the verify's, where the captured hang went at least
+    twice that stall without progress), not the spec's: where the first run gave no such
+    bound, it is not narrowed, and the line says why. The line says which; None where
+    there was nothing to narrow (no pytest, no test named, a command that runs the test
+    alone already or whose test paths are not sure, or `--no-verify`, which reruns
+    nothing). Also the words of the command the spec runs, before its axes (what `files`
+    leaves out)."""
     outcome = observed.outcome
     if (
         outcome is None
-        or outcome.kind != "crash"
+        or outcome.kind not in _DID
         or outcome.phase is None
         or not is_test_id(outcome.phase)
         or not is_pytest(request.argv)
@@ -548,12 +560,24 @@ def _narrowed(
     ):
         return proposal, request.argv, None
     test = outcome.phase
+    did = _DID[outcome.kind]
     argv = narrowed_to(_verbose(request.argv), test, workdir)
     if argv is None:
         return proposal, request.argv, None
+    if outcome.kind == "hang" and alone is None:
+        return (
+            proposal,
+            request.argv,
+            (
+                f"the spec runs the whole command: {test} hung, but the first run gave no "
+                "bound to call a rerun of it alone a hang before the timeout (no progress "
+                "before it, or too little time after), and that rerun would wait the whole "
+                f"{format_duration(request.timeout_s)} timeout: capture --timeout D shortens it"
+            ),
+        )
     narrowed = propose(argv, options)
     draft = _draft(
-        request,
+        request if alone is None else replace(request, timeout_s=alone),
         narrowed,
         workdir,
         spec_path,
@@ -562,17 +586,25 @@ def _narrowed(
     )
     spec_path.write_text(render_spec(draft), encoding="utf-8")
     if say is not None:
-        say(f"reprospec: rerunning {test} alone, to see whether it crashes without the other tests")
+        without = {"crash": "crashes", "error": "fails", "hang": "hangs"}[outcome.kind]
+        say(f"reprospec: rerunning {test} alone, to see whether it {without} without the others")
+    began = time.monotonic()
     result = run_spec(spec_path, request.repeat, True, None)
+    took = time.monotonic() - began
     ran = [a.ran for cell in result.cells for a in cell.attempts if a.ran is not None]
     same = sum(native.agrees(o.signature, observed.signature, native_unknown=True) for o in ran)
     counted = f"{same}/{len(ran)} attempt(s), run {result.run_id}"
+    if outcome.kind == "hang" and alone is not None:
+        # What the narrowing cost: a rerun called a hang at its own timeout, not the spec's.
+        counted += (
+            f", {took:.1f} s: called a hang at {format_duration(alone)}, not the spec's timeout"
+        )
     if same and same * observed.attempts >= observed.matched * len(ran):
         return (
             narrowed,
             tuple(argv),
             (
-                f"narrowed to the test that crashed: {test} alone crashed the same way "
+                f"narrowed to the test that {did}: {test} alone {did} the same way "
                 f"({counted}), so the spec runs it alone"
             ),
         )
@@ -584,14 +616,19 @@ def _narrowed(
         (
             f"the spec runs the whole command: {test} alone "
             + (
-                f"crashed the same way less often ({counted}; "
+                f"{did} the same way less often ({counted}; "
                 f"{observed.matched}/{observed.attempts} with the others)"
                 if same
-                else f"did not crash the same way ({counted}{how})"
+                else f"did not {_DO[outcome.kind]} the same way ({counted}{how})"
             )
-            + ": the crash may need the tests run before it, or come only sometimes"
+            + f": the {_NOUN[outcome.kind]} may need the tests run before it, "
+            "or come only sometimes"
         ),
     )
+
+
+_DO = {"crash": "crash", "error": "fail", "hang": "hang"}
+_NOUN = {"crash": "crash", "error": "failure", "hang": "hang"}
 
 
 def listed_files(read: Iterable[str], argv: Sequence[str], workdir: Path) -> tuple[str, ...]:

@@ -161,3 +161,53 @@ def _ended(attempt: AttemptResult) -> float | None:
         return datetime.fromisoformat(attempt.started).timestamp() + attempt.duration_s
     except ValueError:
         return None
+
+
+# A line the program left unended (pytest -v's `path::test ` as a test starts, ended by its
+# PASSED when it ends) is scanned when the stream closes, after the kill: an event this near
+# the attempt's end tells when the stream closed, not when the program wrote it.
+_CLOSED_S = 0.25
+
+
+def alone_timeout(
+    signature: str,
+    run_dir: Path,
+    attempts: Sequence[AttemptResult],
+    presets: Sequence[str],
+    timeout_s: float,
+) -> float | None:
+    """How long a rerun of a captured pytest hang's test alone may take before it is called
+    the same hang: the time the first run took to its first progress (pytest's start and
+    collection) and a stall as the verify's (`verify_wait`: ten times the longest gap
+    between progress, at least MIN_STALL_S), where the hang went at least twice that
+    stall without progress to its timeout (the hung test's own `-v` line, unended while it
+    ran, is no progress). None where the first run gives no such bound: no progress
+    before the hang, or too little time after it. A stall cannot call it early: the test
+    alone prints no ended line to count as progress, so the rerun's timeout is the bound."""
+    wanted = [re.compile(m.pattern) for name in presets for m in PRESETS[name].markers]
+    bound: float | None = None
+    for attempt in attempts:
+        if attempt.ran is None or attempt.ran.signature != signature:
+            continue
+        end = _ended(attempt)
+        try:
+            start = datetime.fromisoformat(attempt.started).timestamp()
+        except ValueError:
+            continue
+        if end is None:
+            continue
+        times = sorted(
+            t
+            for event in iter_events(run_dir / attempt.logs / "events.jsonl")
+            if _is_progress(event, wanted if presets else None)
+            if isinstance(t := event.get("t"), (int, float)) and t < end - _CLOSED_S
+        )
+        if not times:
+            return None
+        gap = max((b - a for a, b in itertools.pairwise(times)), default=0.0)
+        stall = max(MIN_STALL_S, GAP_FACTOR * gap)
+        if 2 * stall > end - times[-1]:
+            return None
+        wait = float(math.ceil(times[0] - start + stall))
+        bound = max(bound or 0.0, wait)
+    return None if bound is None or bound >= timeout_s else bound

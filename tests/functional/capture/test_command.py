@@ -1492,7 +1492,10 @@ def test_a_pytest_runs_conftest_is_carried(cli: Cli, tmp_path: Path) -> None:
     result = capture(cli, workdir, "pytest", "tests/test_value.py", env=here)
     assert "verdict reproduced" in result.stdout
     document = spec_document(workdir)
-    assert document["files"] == ["conftest.py", "mypkg/__init__.py"]
+    # The failing test is run alone (pt35), by a node id: its file is no word a bundle
+    # carries, so it is listed too.
+    assert document["command"] == "pytest tests/test_value.py::test_value -v"
+    assert document["files"] == ["conftest.py", "mypkg/__init__.py", "tests/test_value.py"]
     # The plugins pytest loads through the same hook are pinned too (flaky, which the test
     # environment has): an order-dependent flake's cause may be one.
     environment = document["environment"]
@@ -2135,3 +2138,56 @@ def test_a_pytest_run_by_a_launcher_with_options_names_the_test_that_crashed(
     document = spec_document(workdir)
     assert str(document["command"]).endswith(f"pytest {node} -v"), document["command"]
     assert document["markers"] == [{"preset": "pytest"}]
+
+
+def test_a_failing_pytest_test_is_narrowed_to_its_node_id(cli: Cli, tmp_path: Path) -> None:
+    """pt35: a failing test (no crash) was named, but the spec ran the whole command. It is
+    rerun alone, failed the same way, and the spec runs it alone."""
+    workdir = tmp_path / "proj"
+    (workdir / "tests").mkdir(parents=True)
+    (workdir / "tests" / "test_f.py").write_text(
+        "import pytest\n\n\ndef test_before():\n    pass\n\n\n"
+        "@pytest.mark.parametrize('s', ['ok', 'foo bar'])\n"
+        "def test_y(s):\n    assert s == 'ok', s\n\n\ndef test_after():\n    pass\n"
+    )
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = capture(cli, workdir, "pytest", "-q", "tests/test_f.py", env=here)
+    node = "tests/test_f.py::test_y[foo bar]"
+    assert f"wrote spec.yaml: error:AssertionError:{node} in 1/1" in result.stdout, result.stdout
+    assert f"narrowed to the test that failed: {node} alone failed the same way" in result.stdout
+    assert "verdict reproduced" in result.stdout, result.stdout
+    assert spec_document(workdir)["command"] == f"pytest '{node}' -v"
+
+
+def test_a_hanging_pytest_test_is_narrowed_within_a_bound_of_its_own(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """pt35: a hung test was named, but the spec ran the whole command. Its rerun alone
+    gets a timeout of its own (the first run's start-up and a 10 s stall, the captured
+    hang having gone far longer without progress), not the spec's 30 s: it hung alone,
+    and the spec runs it alone, keeping its 30 s timeout."""
+    workdir = tmp_path / "proj"
+    (workdir / "tests").mkdir(parents=True)
+    (workdir / "tests" / "test_hang.py").write_text(
+        "import time\n\n\ndef test_first():\n    time.sleep(0.3)\n\n\n"
+        "def test_stuck():\n    time.sleep(1000)\n\n\ndef test_last():\n    pass\n"
+    )
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = capture(
+        cli, workdir, "pytest", "-q", "tests/test_hang.py", options=("--timeout", "30s"), env=here
+    )
+    node = "tests/test_hang.py::test_stuck"
+    assert f"wrote spec.yaml: hang:{node} in 1/1" in result.stdout, result.stdout
+    narrowed = re.search(
+        rf"narrowed to the test that hung: {re.escape(node)} alone hung the same way \(1/1 "
+        r"attempt\(s\), run \S+, (?P<took>[\d.]+) s: called a hang at (?P<bound>\d+)s, not "
+        r"the spec's timeout\), so the spec runs it alone",
+        result.stdout,
+    )
+    assert narrowed is not None, result.stdout
+    assert 10 < int(narrowed["bound"]) < 30
+    assert float(narrowed["took"]) < 30
+    assert "verdict reproduced" in result.stdout, result.stdout
+    document = spec_document(workdir)
+    assert document["command"] == f"pytest {node} -v"
+    assert document["run"] == {"timeout": "30s"}
