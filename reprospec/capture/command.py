@@ -78,6 +78,7 @@ from reprospec.outcome.pytestreport import (
     is_test_id,
     narrowed_to,
     pytest_verbose,
+    xdist_running,
 )
 from reprospec.spec.presets import PRESETS, detect
 
@@ -1141,7 +1142,8 @@ def _with_progress(
     otherwise use must not decide the expected phase. The attempt's events are read
     again, keeping only the marker events of the detected presets. A pytest command's
     failing test is no marker's: the classifier read it from pytest's report, as it
-    will again in every rerun, so it stays.
+    will again in every rerun, so it stays; so does a hang's under pytest-xdist (the
+    test its workers had started and not ended, or none where several were running).
     """
     from reprospec.outcome.classify import failure_signature
     from reprospec.outcome.evidence import Events, iter_events
@@ -1150,9 +1152,14 @@ def _with_progress(
     for attempt in attempts:
         if attempt.ran is None or attempt.ran.signature != outcome.signature:
             continue
-        if pytest and outcome.phase is not None:
-            failed = first_failure(attempt_output(run_dir, attempt))
+        if pytest:
+            text = attempt_output(run_dir, attempt)
+            failed = first_failure(text) if outcome.phase is not None else None
             if failed is not None and failed.test == outcome.phase:
+                return outcome
+            if outcome.kind == "hang" and xdist_running(text) is not None:
+                # The test pytest-xdist's workers had started and not ended (or none, where
+                # several had): -v's last line is another worker's test, in any order.
                 return outcome
         kept: list[JsonObject] = []
         for event in iter_events(run_dir / attempt.logs / "events.jsonl"):

@@ -65,7 +65,9 @@ traceback takes the exception and message pytest reports for its first failing t
 (pytestreport.py), and that test as its phase where the events name no phase or
 another test (pytest -v's lines give the last test that ran, not the one that failed),
 so a live run reports what a pasted pytest log says; a crash of a pytest-xdist worker
-takes as its phase the test xdist says the worker died running.
+takes as its phase the test xdist says the worker died running, and a hang under xdist
+the one test its workers had started and not ended (none where several had: the detail
+lists them), not -v's last line, which may be another worker's.
 """
 
 from __future__ import annotations
@@ -205,7 +207,22 @@ def classify(
             # Its work was done: what hangs is the way out (atexit, a thread, a pool).
             phase, step, stage, module = EXIT_PHASE, None, None, None
             detail = f"it said its work was done, but had not exited; {detail}"
-        elif execution.stalled:
+        elif pytest and (started := _xdist_running(evidence.stdout)) is not None:
+            # pytest-xdist's workers report in any order: the last test line is not the
+            # hung test (another worker's test, started and passed after it, was the phase).
+            # Several running: none is named (the phase), the detail lists them.
+            phase = started[0] if len(started) == 1 else None
+            step, stage, module = None, None, None
+            if len(started) > 1:
+                more = f" and {len(started) - 3} more" if len(started) > 3 else ""
+                detail += (
+                    f"; pytest-xdist's workers were running {len(started)} tests: "
+                    + ", ".join(started[:3])
+                    + more
+                )
+            elif not started:
+                detail += "; every test pytest-xdist's workers started had ended"
+        if events.done or execution.stalled:
             pass  # no progress for run.stall: not "still progressing?"
         elif (late := _progress_before_timeout(execution, events)) is not None:
             detail += f"; {still_progressing(late)}"
@@ -385,6 +402,12 @@ def _went_on(exception: PythonException) -> str:
         f"the last traceback printed ({exception.type}) did not end the process: Python "
         f"exits {PYTHON_UNCAUGHT_EXIT} on an uncaught exception"
     )
+
+
+def _xdist_running(stdout: str) -> tuple[str, ...] | None:
+    from reprospec.outcome.pytestreport import xdist_running
+
+    return xdist_running(stdout)
 
 
 def hang_limit(execution: Execution) -> str:

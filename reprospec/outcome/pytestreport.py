@@ -174,6 +174,37 @@ def crashed_test(text: str) -> str | None:
     return (found["single"] or found["double"]) if found is not None else None
 
 
+# pytest-xdist's `-v` lines: `tests/test_x.py::test_y ` as a worker starts a test (its own
+# line: the workers' reports interleave), `[gw0] [ 25%] PASSED tests/test_x.py::test_y` as
+# it ends. RERUN (pytest-rerunfailures) is no end: the test runs again.
+# Its header under -v: `created: 2/2 workers`, `2 workers [4 items]` (a hang where no test
+# ended has no `[gw0]` line at all).
+_XDIST_HEADER = Lazy(r"^(?:created: \d+/\d+ workers|\d+ workers \[\d+ items?\])", re.MULTILINE)
+_XDIST_STARTED = Lazy(rf"^(?P<test>{PYTEST_NODE_ID}) *$", re.MULTILINE)
+_XDIST_ENDED = Lazy(
+    rf"^\[gw\d+\] \[ *\d+%\] (?P<status>[A-Z]+) (?P<test>{PYTEST_NODE_ID}) *$", re.MULTILINE
+)
+
+
+def xdist_running(text: str) -> tuple[str, ...] | None:
+    """The tests pytest-xdist's workers had started and not ended, in the order they
+    started, by its `-v` lines (a hang's: the test or tests that were running when it
+    timed out); None where the text has no xdist header (`2 workers [4 items]`).
+    The last test line is not the hung one: the other workers start and end theirs after
+    it (a worker's test that passed after the hung one began was the phase)."""
+    if _XDIST_HEADER.search(text) is None:
+        return None
+    ended = [m["test"] for m in _XDIST_ENDED.finditer(text) if m["status"] != "RERUN"]
+    started = [m["test"] for m in _XDIST_STARTED.finditer(text)]
+    if not started and not ended:
+        return None
+    left = list(started)
+    for test in ended:
+        if test in left:
+            left.remove(test)
+    return tuple(left)
+
+
 def pytest_args_start(argv: Sequence[str]) -> int | None:
     """Where pytest's own arguments begin in a command that runs pytest (after `pytest`,
     `python -m pytest`, `VAR=value`, `env`, a launcher's `run` and its options: `uv run

@@ -2191,3 +2191,39 @@ def test_a_hanging_pytest_test_is_narrowed_within_a_bound_of_its_own(
     document = spec_document(workdir)
     assert document["command"] == f"pytest {node} -v"
     assert document["run"] == {"timeout": "30s"}
+
+
+@pytest.mark.parametrize("two", [False, True], ids=["one", "two"])
+def test_a_pytest_xdist_hang_names_the_test_its_workers_had_not_ended(
+    cli: Cli, tmp_path: Path, two: bool
+) -> None:
+    """pt35: under `-n 2` the phase of a hang was -v's last test line, any worker's: test_c,
+    which another worker started and passed after test_hang began. Now it is the test the
+    workers had started and not ended; where two hung (one on each worker, no test
+    ended), none is named and the spec's description lists both."""
+    workdir = tmp_path / "proj"
+    workdir.mkdir()
+    (workdir / "test_h.py").write_text(
+        "import time\n\n\ndef test_one():\n    time.sleep(1000)\n\n\n"
+        "def test_two():\n    time.sleep(1000)\n"
+        if two
+        else "import time\n\n\ndef test_a():\n    time.sleep(0.5)\n\n\n"
+        "def test_hang():\n    time.sleep(1000)\n\n\n"
+        "def test_b():\n    time.sleep(1)\n\n\ndef test_c():\n    pass\n"
+    )
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    options = ("--no-verify", "--timeout", "25s")
+    result = capture(
+        cli, workdir, "pytest", "-n", "2", "-p", "no:cacheprovider", "test_h.py",
+        options=options, env=here,
+    )  # fmt: skip
+    document = spec_document(workdir)
+    expect = document["expect"]
+    assert isinstance(expect, dict)
+    if not two:
+        assert "wrote spec.yaml: hang:test_h.py::test_hang in 1/1" in result.stdout, result.stdout
+        assert expect["phase"] == "test_h.py::test_hang"
+    else:
+        assert "wrote spec.yaml: hang in 1/1" in result.stdout, result.stdout
+        assert "phase" not in expect
+        assert "pytest-xdist's workers were running 2 tests: " in str(document["description"])

@@ -15,6 +15,7 @@ from reprospec.outcome.pytestreport import (
     is_pytest,
     narrowed_to,
     pytest_verbose,
+    xdist_running,
 )
 from reprospec.spec.presets import PRESETS
 
@@ -277,3 +278,21 @@ def test_a_failing_parametrized_id_with_spaces_is_read_whole_from_the_report() -
     # xdist writes the test as repr does: in double quotes where it holds a `'`.
     crashed = "worker 'gw0' crashed while running \"t.py::test_x[it's a b]\"\n"
     assert crashed_test(crashed) == "t.py::test_x[it's a b]"
+
+
+def test_the_tests_xdists_workers_had_started_and_not_ended() -> None:
+    """pt35: -v's last test line under xdist is any worker's: test_c, started and passed
+    after test_hang began, was a hang's phase."""
+    header = "created: 2/2 workers\n2 workers [4 items]\n\nscheduling tests via LoadScheduling\n\n"
+    text = header + (
+        "t.py::test_a \nt.py::test_b \n[gw0] [ 25%] PASSED t.py::test_a \n"
+        "t.py::test_hang[x y] \n[gw1] [ 50%] PASSED t.py::test_b \nt.py::test_c \n"
+        "[gw1] [ 75%] PASSED t.py::test_c \n"
+    )
+    assert xdist_running(text) == ("t.py::test_hang[x y]",)
+    # Two hung, none ended: no `[gw0]` line at all.
+    assert xdist_running(header + "t.py::test_two \nt.py::test_one ") == (
+        "t.py::test_two",
+        "t.py::test_one",
+    )
+    assert xdist_running("t.py::test_a PASSED [100%]\n") is None  # no xdist
