@@ -165,12 +165,13 @@ class MarkerMatcher:
         self._thread = threading.Thread(target=self._run, name="reprospec-markers", daemon=True)
         self._thread.start()
 
-    def submit(self, line: str) -> None:
-        """Queue one output line (cut to MAX_MARKER_LINE_CHARS); never blocks."""
+    def submit(self, line: str, seen: float | None = None) -> None:
+        """Queue one output line (cut to MAX_MARKER_LINE_CHARS); never blocks. `seen`: when
+        it was written, where that is not now (a line left unended, scanned at the end)."""
         if self._closed:
             return
         self._submitted += 1
-        item = (self._submitted, time.time(), line[:MAX_MARKER_LINE_CHARS])
+        item = (self._submitted, seen or time.time(), line[:MAX_MARKER_LINE_CHARS])
         self._tail.append(item)
         try:
             self._queue.put_nowait(item)
@@ -312,6 +313,10 @@ class MarkerScanner:
         self._buf = bytearray()
         # A trailing "\r" may be the first half of "\r\n": decide when the next byte arrives.
         self._pending_cr = False
+        # When the line in the buffer began: pytest -v writes `path::test ` as a test starts
+        # and ends the line when it ends, so a hung test's line is scanned only at close, and
+        # its event was stamped at the kill ("last progress 0.0 s before the timeout").
+        self._begun: float | None = None
         self.warnings: list[str] = []
 
     def write(self, data: bytes) -> None:
@@ -327,9 +332,10 @@ class MarkerScanner:
             start = newline + 1
 
     def close(self) -> None:
-        """Scan the last line, even without a final newline (and stop an owned matcher)."""
+        """Scan the last line, even without a final newline, as of when it began (and stop an
+        owned matcher)."""
         if self._buf:
-            self._end_line()
+            self._end_line(self._begun)
         if self._owned:
             self.warnings = self._matcher.close()
 
@@ -357,14 +363,16 @@ class MarkerScanner:
         self._pending_cr = piece.endswith(b"\r")
 
     def _keep(self, piece: bytes) -> None:
+        if piece and not self._buf:
+            self._begun = time.time()
         room = self._max_line - len(self._buf)
         if room > 0:
             self._buf += piece[:room]
 
-    def _end_line(self) -> None:
+    def _end_line(self, seen: float | None = None) -> None:
         raw = bytes(self._buf)
         self._buf.clear()
         self._pending_cr = False
         if not raw:
             return
-        self._matcher.submit(_ANSI.sub("", raw.decode("utf-8", "replace")))
+        self._matcher.submit(_ANSI.sub("", raw.decode("utf-8", "replace")), seen)

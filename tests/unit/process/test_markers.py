@@ -122,3 +122,21 @@ def test_the_outputs_end_is_matched_when_matching_had_not_finished_at_close(
     events.close()
     assert any("had not finished" in w for w in found)
     assert _steps(tmp_path / "events.jsonl")[-1] == 299
+
+
+def test_a_line_left_unended_is_stamped_when_it_began_not_at_close(tmp_path: Path) -> None:
+    """pt35: pytest -v writes `path::test ` as a test starts and ends the line when the test
+    ends: a hung test's line was scanned at close, its event stamped at the kill, and the
+    hang read "last progress 0.0 s before the timeout: still progressing?" (its verify got
+    no stall, and waited the whole timeout)."""
+    compiled, _ = compile_markers([Marker(pattern=r"^(?P<phase>\S+\.py::\S+)")])
+    events = EventWriter(tmp_path / "events.jsonl")
+    scanner = MarkerScanner(compiled, events)
+    scanner.write(b"t.py::test_first PASSED\nt.py::test_stuck ")
+    written = time.time()
+    time.sleep(0.3)
+    scanner.close()
+    events.close()
+    found = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [e["phase"] for e in found] == ["t.py::test_first", "t.py::test_stuck"]
+    assert found[1]["t"] <= written
