@@ -32,7 +32,7 @@ from reprospec.core.redact import (
     names_password,
     sets_secret,
 )
-from reprospec.outcome.pytestreport import is_pytest
+from reprospec.outcome.pytestreport import is_pytest, takes_value
 from reprospec.plan.shellwords import SHELLS, script_operand, shell_script
 
 _ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_]\w*)=(?P<value>.*)$", re.S)
@@ -254,7 +254,8 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
     out += [shlex.quote(word) for word in words[:start]]
     # pytest's one-letter switches take no value: `pytest -q tests/x.py` made `q` an axis
     # holding the test file (a new user's trial).
-    switches = _PYTEST_SWITCHES if is_pytest(words) else frozenset()
+    pytest = is_pytest(words)
+    switches = _PYTEST_SWITCHES if pytest else frozenset()
     toggles: list[Toggle] = []
     taken: set[str] = set()
     kept_words: list[str] = []  # options kept as written (`_option_values`)
@@ -270,6 +271,10 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
         flag = long_flag or short_flag
         # 0: a switch the parser says takes no value (`--amp 5`: 5 is the program's own).
         arity = options.arity(word) if flag else None
+        if arity is None and pytest and takes_value(word):
+            # pytest's own (`-p no:cacheprovider 'tests/t.py::test_x[a b]'`): one value, the
+            # node id after it a test path, where the words' shapes could not tell.
+            arity = 1
         if flag and "${{" not in word + (following or ""):
             # `--api-key sk-...`, `-H 'Authorization: Bearer ...'`: read from the
             # environment, never an axis (`_secret`).

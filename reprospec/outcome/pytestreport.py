@@ -522,6 +522,13 @@ _SWITCHES = frozenset(
 )
 
 
+def takes_value(word: str) -> bool:
+    """Whether pytest's option `word` takes the next word as its value (`-p`, `-k`,
+    `--ignore`, and the plugins' `-n`, `--timeout`): one value, never the test paths after
+    it."""
+    return word in _TAKES_VALUE
+
+
 def narrowed_to(argv: Sequence[str], test: str, workdir: Path) -> list[str] | None:
     """The pytest command that runs `test` (a node id) alone: its test paths (the words
     that are no option's value and name a file or folder of `workdir`, or a node id of

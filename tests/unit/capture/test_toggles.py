@@ -606,3 +606,13 @@ def test_env_says_what_it_takes_from_the_programs_environment() -> None:
     home = propose(["env", "-u", "HOME", "python", "x.py"])
     assert home.reaches("PYTHONUNBUFFERED")
     assert not home.reaches("HOME")
+
+
+def test_a_pytest_option_of_one_value_before_a_node_id_with_spaces_is_an_axis() -> None:
+    """pt35: `-p no:cacheprovider 'test_p.py::test_x[a b]'` (the command narrowed to a
+    parametrized test) was kept as written, no axis: two words alike, no path by their
+    shape. pytest's `-p` takes one value; the node id is a test path."""
+    proposal = propose(["pytest", "-p", "no:cacheprovider", "t.py::test_x[a b]", "-v"])
+    assert proposal.command == "pytest -p ${{ matrix.p }} 't.py::test_x[a b]' -v"
+    assert [(t.axis, t.value) for t in proposal.toggles] == [("p", "no:cacheprovider")]
+    assert proposal.kept == ()
