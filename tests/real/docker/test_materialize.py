@@ -282,21 +282,30 @@ def test_a_stopped_container_a_killed_run_sh_left_under_its_pid_is_removed(tmp_p
     name (rv22)."""
     base = public_base(CLIENT)
     out, tag = _materialized(tmp_path, SPEC, "bundle-demo")
+    gate = tmp_path / "left"
     try:
-        # `exec` keeps the pid: the container is made under run.sh's name before it starts.
+        # `exec` keeps the pid: the container is made under run.sh's name before it starts,
+        # which waits for it (the gate), not for a time: a `docker run` slower than the
+        # 10 s it was given (a loaded engine) raced run.sh's own for the name.
         with subprocess.Popen(
-            ["bash", "-c", f'sleep 10; exec bash "{out / "run.sh"}" 1'],
+            ["bash", "-c", 'while [ ! -e "$1" ]; do sleep 0.05; done; exec bash "$2" 1',
+             "bash", str(gate), str(out / "run.sh")],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             cwd=tmp_path,
             env={**os.environ, "BASE": base},
-        ) as proc:
+        ) as proc:  # fmt: skip
             left = f"reprospec-bundle-1-{proc.pid}"
-            subprocess.run(
-                ["docker", "run", "--name", left, "--network", "none", base, "true"],
-                check=True, capture_output=True, timeout=60,
-            )  # fmt: skip
+            try:
+                subprocess.run(
+                    ["docker", "run", "--name", left, "--network", "none", base, "true"],
+                    check=True, capture_output=True, timeout=60,
+                )  # fmt: skip
+            except BaseException:
+                proc.kill()  # never let through its gate: the block's end waits for it
+                raise
+            gate.touch()
             stdout, stderr = proc.communicate(timeout=1800)
     finally:
         subprocess.run(["docker", "rm", "-f", left], capture_output=True, timeout=60)
