@@ -11,11 +11,13 @@ def main() -> int:
 
     From the first import on, a Ctrl-C is never raised inside importlib's module locks,
     where it left the import lock held and the run hung, nor dropped where Python cannot
-    raise it (core/safepoint.py, the one module loaded under Python's default handler)."""
+    raise it (core/safepoint.py, the one module loaded under Python's default handler); one
+    that Python's handler, before that, dropped with the import lock held is raised here."""
     try:
         from reprospec.core import safepoint
 
         safepoint.install()
+        safepoint.reclaim_import_lock()
         from reprospec.cli import main as cli_main
     except KeyboardInterrupt:
         print("reprospec: interrupted", file=sys.stderr)

@@ -17,6 +17,7 @@ boundary outside the machinery), and in the second it is delivered again (`unrai
 
 from __future__ import annotations
 
+import _imp
 import _thread
 import sys
 
@@ -94,6 +95,23 @@ def install() -> None:
     if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
         _signal.signal(_signal.SIGINT, on_sigint)
     sys.unraisablehook = unraisable
+
+
+def reclaim_import_lock() -> None:
+    """Raise the Ctrl-C that Python's own handler dropped in an import's lock callback before
+    `install` (Python's start-up, this package's first imports), where it left the global
+    import lock held: that lock released, where the run went on and hung at the first import
+    of another thread, and no signal ended it. Called once `install` has run, on the only
+    thread, outside any import: there the lock is held by nobody else."""
+    reclaimed = False
+    while _imp.lock_held():
+        try:
+            _imp.release_lock()
+        except RuntimeError:  # another thread's (one a .pth file started): not ours
+            break
+        reclaimed = True
+    if reclaimed:
+        raise KeyboardInterrupt
 
 
 @handling

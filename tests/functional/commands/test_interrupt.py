@@ -162,3 +162,34 @@ def test_a_ctrl_c_while_an_import_holds_the_import_lock_stops_the_run(
     assert "Traceback" not in done.stderr, done.stderr
     assert "Exception ignored" not in done.stderr, done.stderr
     assert time.monotonic() - began < 30  # stopped, not run to the attempt's end
+
+
+# What a Ctrl-C that Python's own handler raised in an import's lock callback, before the
+# command line's first line (Python's start-up, the package's first imports), leaves: the
+# global import lock held by the main thread, the KeyboardInterrupt dropped.
+CLI_AFTER_A_CTRL_C_DROPPED_IN_THE_START_UP = """
+import _imp, runpy, sys
+_imp.acquire_lock()
+sys.argv = ["reprospec", *sys.argv[1:]]
+runpy.run_module("reprospec", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_a_ctrl_c_python_dropped_with_the_import_lock_held_stops_the_command(
+    tmp_path: Path,
+) -> None:
+    # The Ctrl-C sweep's residual window, before core/safepoint.py's handler: the run went
+    # on, and hung at the first import of its environment capture's and its job's threads;
+    # SIGTERM did not end it either (its threads could not end).
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("reprospec: 1\nname: quick\ncommand: 'true'\nexpect: {outcome: pass}\n")
+    done = subprocess.run(
+        [sys.executable, "-c", CLI_AFTER_A_CTRL_C_DROPPED_IN_THE_START_UP, "run", str(spec)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.strip() == "reprospec: interrupted", done.stderr
+    assert not (tmp_path / ".reprospec").exists()  # nothing ran, nothing was written
