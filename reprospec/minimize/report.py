@@ -188,7 +188,11 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     # cell (`not_the_reduced_cell`, asked before the program was minimized there).
     carried = (*named.names, *found.added)
     spec_path.write_text(
-        _spec_text(spec, program, reset, workdir, carried, (*found.dropped, *found.unlisted)),
+        _commented(
+            spec,
+            _spec_text(spec, program, reset, workdir, carried, (*found.dropped, *found.unlisted)),
+            out,
+        ),
         encoding="utf-8",
     )
     found = replace(found, cell_after=_cell_after(spec_path, found))
@@ -283,6 +287,17 @@ def _spec_text(
     _reset_axes(document, reset)
     _drop_unused_axes(document)
     return dump_yaml(document)
+
+
+def _commented(spec: Spec, text: str, out: Path) -> str:
+    """minimized.yaml's `text` with the spec's comments at their keys (capture's header,
+    the reasons beside `expect`, the editor's `$schema=` line, its relative path made to
+    name the same file from DIR), as amplified.yaml keeps them (spec.comments)."""
+    from reprospec.spec.comments import carry_comments, schema_moved
+
+    if spec.source_text:
+        text = carry_comments(spec.source_text, text)
+    return schema_moved(text, spec.base_dir, out)
 
 
 def _set_env(environment: dict[str, Any], program: Program) -> None:

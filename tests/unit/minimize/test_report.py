@@ -93,3 +93,39 @@ def test_a_spec_without_a_passing_cell_says_so_where_it_said_passing_cells_pass_
 def test_one_attempt_is_one_attempt() -> None:
     one = answer(replace(interrupted_at_once(program(), 0), attempts=1), stopped=True)
     assert " in 1 attempt (interrupted)" in text(one)
+
+
+def test_the_minimized_spec_keeps_the_source_spec_s_comments_and_its_schema_line(
+    tmp_path: Path,
+) -> None:
+    # nu34: a new user's minimized.yaml of a captured spec lost capture's header, the
+    # reasons beside `expect` and the editor's `$schema=` line (dumped from the data
+    # alone), where amplified.yaml keeps them.
+    from reprospec.minimize.report import write
+    from reprospec.spec.load import load_spec
+
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "reprospec.schema.json").write_text("{}")
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "loop.py").write_text(program().source("loop.py"))
+    (specs / "crash.yaml").write_text(
+        "# yaml-language-server: $schema=../schemas/reprospec.schema.json\n"
+        "# Written by `reprospec capture -- python loop.py`.\n"
+        "reprospec: 1\nname: crash\ncommand: python loop.py\n"
+        "expect:\n  outcome: crash\n  signal: SIGSEGV  # in a DataLoader worker\n"
+    )
+    spec = load_spec(specs / "crash.yaml")
+    result = minimize(program(), InProcess(1.0, seed=0), Settings(passing=0))
+    found = replace(
+        answer(result, stopped=False),
+        folder=tmp_path / "state",
+        output=tmp_path / "out" / "min",
+    )
+    write(found, spec, specs)
+    lines = (tmp_path / "out" / "min" / "minimized.yaml").read_text().splitlines()
+    assert lines[:2] == [
+        "# yaml-language-server: $schema=../../schemas/reprospec.schema.json",
+        "# Written by `reprospec capture -- python loop.py`.",
+    ]
+    assert "  signal: SIGSEGV  # in a DataLoader worker" in lines
