@@ -300,13 +300,15 @@ def _found(ticket: Ticket) -> str:
     named = failure.signal or failure.exception
     what = f" {named}" if named else ""
     where = f" in a {failure.where}" if failure.where in ("worker", "child") else ""
-    at = f" at {failure.phase}" if failure.phase else ""
-    if failure.where == "worker" and failure.phase:
+    step = f"step {failure.step}" if failure.step is not None else ""
+    position = " ".join(p for p in (failure.phase or "", step) if p)
+    at = f" at {position}" if position else ""
+    if failure.where == "worker" and position:
         # The step is the main loop's, which a worker runs ahead of: `expect` has none
-        # (process_keys), and the title said `in a worker at train step 7` (nu17).
-        at = f", main loop at {failure.phase}"
-    step = f" step {failure.step}" if failure.step is not None else ""
-    return f"{failure.outcome}{what}{where}{at}{step}"
+        # (process_keys), and the title said `in a worker at train step 7` (nu17); progress
+        # lines with a step and no phase (`step 1: ...`) said `in a worker step 1` (nu34).
+        at = f", main loop at {position}"
+    return f"{failure.outcome}{what}{where}{at}"
 
 
 def _name(ticket: Ticket) -> str:

@@ -225,8 +225,10 @@ def read_ticket(text: str) -> Ticket:
     last = chain[-1] if chain else None
     frames = _python_frames(clean, real_fatal[-1].stack if real_fatal else None)
     phase, step = _progress(text)
-    if phase is not None:
-        evidence.append(f"the progress lines: {phase}" + (f" step {step}" if step else ""))
+    if phase is not None or step is not None:
+        # `step 1: ...` lines have a step and no phase; step 0 is a step too (nu34).
+        reached = " ".join(p for p in (phase, None if step is None else f"step {step}") if p)
+        evidence.append(f"the progress lines: {reached}")
     if test is not None and phase is None:
         phase = test
         evidence.append(f"the failing test: {test}")

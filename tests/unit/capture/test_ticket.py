@@ -413,10 +413,35 @@ def test_a_tickets_option_of_several_values_is_one_axis_or_kept_and_said_so() ->
             "From a ticket: hang at train step 120",
         ),
         ("$ python app.py\nSegmentation fault (core dumped)\n", "From a ticket: crash SIGSEGV"),
+        # nu34: progress lines with a step and no phase read `crash SIGSEGV in a worker step
+        # 1`, as if the worker crashed at that step, and `crash SIGSEGV step 3`.
+        (
+            "$ python run.py --num-workers 2\nstep 0: batch (8, 16)\nstep 1: batch (8, 16)\n"
+            "RuntimeError: DataLoader worker (pid 6098) is killed by signal: "
+            "Segmentation fault.\n",
+            "From a ticket: crash SIGSEGV in a worker, main loop at step 1",
+        ),
+        (
+            "$ python app.py\nstep 2: loss 0.2\nstep 3: loss 0.1\n"
+            "Segmentation fault (core dumped)\n",
+            "From a ticket: crash SIGSEGV at step 3",
+        ),
     ],
 )
 def test_the_title_names_the_outcome_once(text: str, title: str) -> None:
     assert skeleton(read_ticket(text), "ticket.txt").title == title
+
+
+def test_progress_lines_with_a_step_and_no_phase_are_evidence_step_0_too() -> None:
+    # nu34: `step 0: ...` lines before a crash were not listed among what the ticket said
+    # (only a phase was), and a step 0 lost its number.
+    for steps, said in (((0, 1), "step 1"), ((0, 0), "step 0"), ((2, 0), "step 0")):
+        lines = "".join(f"step {n}: batch (8, 16)\n" for n in steps)
+        read = read_ticket(f"$ python app.py\n{lines}Segmentation fault (core dumped)\n")
+        assert f"the progress lines: {said}" in read.evidence
+    lines = "train step 0 loss=1\ntrain step 0 loss=1\n"
+    read = read_ticket(f"$ python app.py\n{lines}Segmentation fault (core dumped)\n")
+    assert "the progress lines: train step 0" in read.evidence
 
 
 @pytest.mark.parametrize(
