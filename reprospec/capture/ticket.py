@@ -38,7 +38,10 @@ from reprospec.spec.presets import PRESETS, PYTEST_NODE_ID, detect, output_lines
 
 # Prefixes loggers and launchers put before every line of a child's output.
 _LINE_PREFIXES = re.compile(
-    r"^(?:\[rank\d+\]:\s?|\[default\d+\]:\s?|\d+: |E   ?(?=\S| )|>\s?(?=Traceback|\s|\w))"
+    r"^(?:\[rank\d+\]:\s?|\[default\d+\]:\s?|\d+: |E   ?(?=\S| )|>\s?(?=Traceback|\s|\w)"
+    # torch's `ERROR: Unexpected segmentation fault encountered in worker.` ends in a NUL,
+    # pasted as a space before the next line's `Traceback`: the chain's cause was lost.
+    r"|[ \x00](?=Traceback \(most recent call last\):))"
 )
 _PYTEST_E = re.compile(r"^E {1,7}")
 _WORKER_KILLED = re.compile(

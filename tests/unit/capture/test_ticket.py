@@ -532,3 +532,28 @@ def test_a_pasted_parametrized_tests_id_with_spaces_is_read_whole() -> None:
         "FAILED t.py::test_y[1-foo bar] - AssertionError: foo bar\n"
     )
     assert read_ticket(text).test == "t.py::test_y[1-foo bar]"
+
+
+@pytest.mark.parametrize("before", [" ", "\x00"])
+def test_a_worker_s_traceback_after_torch_s_error_line_keeps_its_cause(before: str) -> None:
+    # nu34: torch ends `ERROR: Unexpected segmentation fault encountered in worker.` with a
+    # NUL, which a paste from a terminal shows as a space before `Traceback`: that block
+    # was not read, and the chain lost its cause, `... is killed by signal: ...`.
+    text = (
+        "```\n$ python run.py --num-workers 2\n"
+        "ERROR: Unexpected segmentation fault encountered in worker.\n"
+        f"{before}Traceback (most recent call last):\n"
+        '  File "/v/torch/utils/data/_utils/signal_handling.py", line 73, in handler\n'
+        "    _error_if_any_worker_fails()\n"
+        "RuntimeError: DataLoader worker (pid 6098) is killed by signal: Segmentation fault. \n"
+        "\nThe above exception was the direct cause of the following exception:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/src/run.py", line 22, in main\n'
+        "    for step, (x, y) in enumerate(loader):\n"
+        "RuntimeError: DataLoader worker (pid(s) 6098) exited unexpectedly\n```\n"
+    )
+    chain = read_ticket(text).failure.chain
+    assert [(e.type, e.link) for e in chain] == [("RuntimeError", "cause"), ("RuntimeError", None)]
+    assert (
+        chain[0].message == "DataLoader worker (pid 6098) is killed by signal: Segmentation fault."
+    )
