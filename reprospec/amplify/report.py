@@ -391,8 +391,10 @@ def write(
 ) -> AmplifyReport:
     """amplify.json, amplify.md and (when amplified) amplified.yaml in the amplify folder:
     the spec's data written again, with the comments of its text (`source_text`) at their
-    keys (capture's `--python` note, its reasons beside `expect`; spec.comments)."""
+    keys (capture's `--python` note, its reasons beside `expect`; spec.comments), but for
+    capture's TODO block where the spec sets what it lists (spec.todo)."""
     from reprospec.spec.comments import carry_comments, schema_moved
+    from reprospec.spec.todo import without_filled_todo
     from reprospec.spec.yamlsource import dump_yaml
 
     found.folder.mkdir(parents=True, exist_ok=True)
@@ -404,7 +406,8 @@ def write(
             f"# {sentence(found)}\n"
         )
         body = dump_yaml(amplified_document(document, winner.arm.settings, base_dir))
-        body = carry_comments(source_text, body) if source_text else body
+        if source_text:
+            body = without_filled_todo(carry_comments(source_text, body), source_text)
         body = schema_moved(body, base_dir, found.folder)
         path.write_text(header + body, encoding="utf-8")
         found = replace(found, amplified_spec=path)

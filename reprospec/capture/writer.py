@@ -26,6 +26,7 @@ from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import MASK, secret_parts
 from reprospec.errors import UsageError
 from reprospec.plan.shellwords import is_assignment, script_operand
+from reprospec.spec.todo import HEADING as TODO_HEADING
 from reprospec.spec.yamlsource import dump_yaml
 
 # A folded command line is wrapped to this width (the reader's editor, not a parser limit).
@@ -99,7 +100,7 @@ def render_spec(draft: Draft) -> str:
         out += [f"# {part}".rstrip() for part in wrapped or [""]]
     if draft.todo:
         out.append("#")
-        out.append("# TODO (left to fill in):")
+        out.append(TODO_HEADING)
         for item in draft.todo:
             wrapped = textwrap.wrap(f"  - {item}", COMMENT_WIDTH, subsequent_indent="    ")
             out += [f"# {part}" for part in wrapped]

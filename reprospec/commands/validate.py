@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.spec.validate import validate
 
     found = validate(args.paths)
-    for line in found.problems:
+    for line in [*found.notes, *found.problems]:
         print(printable(line), file=sys.stderr)
     if found.problems:
         print(found.summary(), file=sys.stderr)

@@ -292,11 +292,14 @@ def _spec_text(
 def _commented(spec: Spec, text: str, out: Path) -> str:
     """minimized.yaml's `text` with the spec's comments at their keys (capture's header,
     the reasons beside `expect`, the editor's `$schema=` line, its relative path made to
-    name the same file from DIR), as amplified.yaml keeps them (spec.comments)."""
+    name the same file from DIR), as amplified.yaml keeps them (spec.comments); capture's
+    TODO block not, where the spec sets what it lists (spec.todo)."""
     from reprospec.spec.comments import carry_comments, schema_moved
+    from reprospec.spec.todo import without_filled_todo
 
     if spec.source_text:
         text = carry_comments(spec.source_text, text)
+        text = without_filled_todo(text, spec.source_text)
     return schema_moved(text, spec.base_dir, out)
 
 

@@ -69,6 +69,15 @@ def carry_comments(source: str, dumped: str) -> str:
     return "".join(f"{c}\n" for c in found.top) + dumped
 
 
+def comments_after(source: str) -> Mapping[JsonPath, str]:
+    """The comment after each key's value in `source` (`outcome: fail  # TODO: ...`), by the
+    key's path; none where `source` does not read."""
+    try:
+        return _comments(source).after
+    except (YamlSourceError, yaml.YAMLError):
+        return {}
+
+
 @frozen
 class Comments:
     """A source's comments: those before its first key, the lines of their own above each

@@ -12,9 +12,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reprospec.core.words import plural
 from reprospec.errors import SpecError
 from reprospec.spec.files import spec_files
 from reprospec.spec.load import load_spec
+from reprospec.spec.todo import todo_block, unfilled
 
 
 @dataclass
@@ -25,6 +27,8 @@ class Validation:
     files: list[str] = field(default_factory=list)
     bad_files: list[str] = field(default_factory=list)
     empty_folders: list[str] = field(default_factory=list)
+    # What is valid but not done: capture's TODO block still in a spec (spec/todo.py).
+    notes: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         """One line: how many problems, in how many files (and folders without specs)."""
@@ -55,8 +59,32 @@ def validate(paths: Iterable[str | Path]) -> Validation:
             seen.add(same)
             found.files.append(file)
             try:
-                load_spec(file)
+                spec = load_spec(file)
             except SpecError as exc:
                 found.problems.extend(exc.problems)
                 found.bad_files.append(file)
+                continue
+            note = _todo_note(file, spec.source_text)
+            if note:
+                found.notes.append(note)
     return found
+
+
+def _todo_note(file: str, text: str) -> str | None:
+    """What capture's TODO block in `text` still asks, or that it is done and can go: the
+    skeleton's header says `validate` checks the rest, and a block left in place told every
+    report's reader that keys the spec sets were still to fill in."""
+    block = todo_block(text)
+    if block is None:
+        return None
+    left = unfilled(block, text)
+    where = f"{file}:{block.first}"
+    if left:
+        return (
+            f"{where}: still to fill in ({plural(len(left), 'item')} of capture's TODO): "
+            f"{', '.join(left)}"
+        )
+    return (
+        f"{where}: every key capture's TODO block lists is set: delete the block (lines "
+        f"{block.first}-{block.last}), or every report and bundle of it shows it still"
+    )

@@ -166,6 +166,28 @@ def test_validate_folder_reports_every_file(cli: Cli) -> None:
     assert "valid" in result.stdout
 
 
+def test_validate_says_what_capture_s_todo_block_still_asks_and_exits_0(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu34: a --from-log skeleton says `reprospec validate` checks the rest; it said
+    # "valid" and nothing of the TODO block, before and after its keys were filled.
+    ticket = tmp_path / "issue.md"
+    ticket.write_text(
+        "Crashes about 1 in 5 runs.\n```\n$ python run.py --workers 2\n"
+        "Traceback (most recent call last):\n"
+        '  File "/src/run.py", line 3, in <module>\n    main()\n'
+        "RuntimeError: DataLoader worker (pid(s) 61) exited unexpectedly\n```\n"
+    )
+    spec = tmp_path / "issue.yaml"
+    assert cli("capture", "--from-log", str(ticket), "-o", str(spec)).code == 0
+    result = cli("validate", str(spec))
+    assert result.code == 0, result.stderr
+    assert result.stdout.strip() == "1 spec file(s) valid"
+    assert f"{spec}:" in result.stderr
+    assert "still to fill in (" in result.stderr
+    assert "environment.workdir, files" in result.stderr
+
+
 def test_plan_text_json_github(cli: Cli) -> None:
     text = cli("plan", str(SPECS / "segfault-command.yaml"))
     assert text.code == 0, text.stderr

@@ -200,6 +200,28 @@ def test_the_amplified_spec_keeps_the_source_spec_s_comments(tmp_path: Path) -> 
     }
 
 
+def test_the_amplified_spec_keeps_capture_s_todo_block_only_while_a_key_is_unfilled(
+    tmp_path: Path,
+) -> None:
+    # nu34: a filled skeleton's TODO block came into amplified.yaml, a stale "left to fill
+    # in"; one still asking for a key stays.
+    head = (
+        "# A skeleton written by `reprospec capture --from-log issue.md`.\n"
+        "#\n# TODO (left to fill in):\n"
+        "#   - environment.python: the Python version (the log does not say it)\n"
+    )
+    body = "reprospec: 1\nname: race\ncommand: python race.py\nexpect: {outcome: error}\n"
+    for python, kept in (("environment: {python: '3.11'}\n", False), ("", True)):
+        source = head + body + python
+        document = load_yaml(source).data
+        assert isinstance(document, dict)
+        found = write(_found(tmp_path, Expectation("error"), 41), document, tmp_path, source)
+        assert found.amplified_spec is not None
+        text = found.amplified_spec.read_text()
+        assert ("# TODO (left to fill in):" in text) is kept, text
+        assert "# A skeleton written by `reprospec capture --from-log issue.md`." in text
+
+
 def test_the_amplified_spec_s_schema_line_names_the_schema_from_its_own_folder(
     tmp_path: Path,
 ) -> None:

@@ -129,3 +129,32 @@ def test_the_minimized_spec_keeps_the_source_spec_s_comments_and_its_schema_line
         "# Written by `reprospec capture -- python loop.py`.",
     ]
     assert "  signal: SIGSEGV  # in a DataLoader worker" in lines
+
+
+def test_the_minimized_spec_of_a_filled_skeleton_drops_capture_s_todo_block(
+    tmp_path: Path,
+) -> None:
+    # nu34: the --from-log skeleton's TODO block, its keys long filled, came into
+    # minimized.yaml, which sets `workdir` itself: a stale "left to fill in".
+    from reprospec.minimize.report import write
+    from reprospec.spec.load import load_spec
+
+    (tmp_path / "loop.py").write_text(program().source("loop.py"))
+    (tmp_path / "crash.yaml").write_text(
+        "# A skeleton written by `reprospec capture --from-log issue.md`.\n"
+        "#\n# TODO (left to fill in):\n"
+        "#   - environment.workdir: where the command runs, relative to this spec\n"
+        "#   - files: the program's data and the modules it imports (the log cannot carry\n"
+        "#     them): put them in the workdir\n"
+        "reprospec: 1\nname: crash\nenvironment:\n  workdir: .\nfiles: [loop.py]\n"
+        "command: python loop.py\nexpect:\n  outcome: crash\n  signal: SIGSEGV\n"
+    )
+    spec = load_spec(tmp_path / "crash.yaml")
+    result = minimize(program(), InProcess(1.0, seed=0), Settings(passing=0))
+    found = replace(
+        answer(result, stopped=False), folder=tmp_path / "state", output=tmp_path / "min"
+    )
+    write(found, spec, tmp_path)
+    text = (tmp_path / "min" / "minimized.yaml").read_text()
+    assert text.startswith("# A skeleton written by `reprospec capture --from-log issue.md`.\n")
+    assert "TODO" not in text

@@ -1,0 +1,107 @@
+"""The TODO block `reprospec capture --from-log` writes above a skeleton spec: what the ticket
+did not say, each item a spec key and what to put there.
+
+The block stayed once its keys were filled: in the user's spec, and from it in every
+amplified.yaml and minimized.yaml, where it told a maintainer that keys the file sets were
+still to fill in. `validate` now names the block and the items whose keys are still not
+set, and a spec written again drops a block whose every key is set.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import yaml
+
+from reprospec.core.frozen import frozen
+from reprospec.core.jsontypes import JsonValue
+from reprospec.spec.comments import comments_after
+from reprospec.spec.yamlsource import YamlSourceError, load_yaml
+
+# capture/writer.py writes this heading, then `#   - KEY: what to put there`, wrapped under
+# a deeper indent.
+HEADING = "# TODO (left to fill in):"
+_ITEM = re.compile(r"^#   - ([A-Za-z_][\w.]*):")
+_CONTINUED = re.compile(r"^#     \S")
+
+
+@frozen
+class TodoBlock:
+    """Where the block is in a spec's text (1-based lines, both included) and its keys, in
+    its order (`environment.workdir`, `files`)."""
+
+    first: int
+    last: int
+    keys: tuple[str, ...]
+
+
+def todo_block(text: str) -> TodoBlock | None:
+    """The TODO block of `text`, or None."""
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if line.rstrip() != HEADING:
+            continue
+        keys: list[str] = []
+        last = index
+        for after in range(index + 1, len(lines)):
+            item = _ITEM.match(lines[after])
+            if item:
+                keys.append(item.group(1))
+            elif not _CONTINUED.match(lines[after]):
+                break
+            last = after
+        return TodoBlock(first=index + 1, last=last + 1, keys=tuple(keys))
+    return None
+
+
+def unfilled(block: TodoBlock, source: str) -> tuple[str, ...]:
+    """The block's keys `source` (the spec's text) does not fill: not set (a default is no
+    answer), set to capture's stand-in (`TODO-...`), or still beside capture's `# TODO`
+    comment (`outcome: fail  # TODO: what the failure is`)."""
+    data = written_data(source)
+    marked = {path for path, comment in comments_after(source).items() if _marked(comment)}
+    return tuple(
+        key for key in block.keys if not _is_set(data, key) or tuple(key.split(".")) in marked
+    )
+
+
+def _marked(comment: str) -> bool:
+    return comment.lstrip("#").lstrip().startswith("TODO")
+
+
+def written_data(source: str) -> Mapping[str, JsonValue]:
+    """What a spec's text itself sets, before defaults (a default `workdir` is no answer to
+    the block's item), or nothing where it does not read as a mapping."""
+    try:
+        data = load_yaml(source).data
+    except (YamlSourceError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def without_filled_todo(text: str, source: str) -> str:
+    """`text` (a spec written again from `source`: amplified.yaml, minimized.yaml, their
+    comments carried) without the TODO block where `source` sets every key it lists; as it
+    is otherwise. The `#` line above the heading, which only set it apart, goes with it."""
+    block = todo_block(text)
+    if block is None or unfilled(block, source):
+        return text
+    lines = text.split("\n")
+    first = block.first - 1
+    if first > 0 and lines[first - 1].rstrip() == "#":
+        first -= 1
+    return "\n".join(lines[:first] + lines[block.last :])
+
+
+def _is_set(data: Mapping[str, JsonValue], key: str) -> bool:
+    value: JsonValue = dict(data)
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    # capture's stand-in for a command the ticket did not show, alone or as argv's first word
+    first = value[0] if isinstance(value, list) and value else value
+    if isinstance(first, str) and first.startswith("TODO"):
+        return False
+    return value is not None

@@ -1,0 +1,97 @@
+"""capture's TODO block (reprospec/spec/todo.py): read from the text capture writes, what is
+still to fill in, and the block dropped where the spec is written again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reprospec.capture.writer import Draft, render_spec
+from reprospec.spec.todo import todo_block, unfilled, without_filled_todo
+from reprospec.spec.validate import validate
+
+TODO = (
+    "command: the command that failed (the log does not show it; `TODO-the-command-that-"
+    "failed` stands in and fails as `command not found`)",
+    "environment.workdir: where the command runs, relative to this spec",
+    "files: the program's data and the modules it imports (the log cannot carry them): "
+    "put them in the workdir, and list here those its command does not name",
+    "expect.outcome: the log shows no failure this reader knows",
+)
+
+
+def _skeleton() -> str:
+    """A --from-log skeleton as capture writes it: the block, the stand-in command, the
+    outcome beside its TODO comment."""
+    return render_spec(
+        Draft(
+            name="from-a-ticket",
+            command="TODO-the-command-that-failed",
+            header=("A skeleton written by `reprospec capture --from-log issue.md`.",),
+            expect={"outcome": "fail"},
+            expect_comments={"outcome": "TODO: what the failure is"},
+            todo=TODO,
+        )
+    )
+
+
+def _filled(text: str) -> str:
+    """The skeleton as its user fills it: a command, a workdir, files, the outcome."""
+    text = text.replace("command: TODO-the-command-that-failed", "command: python run.py")
+    text = text.replace("  outcome: fail  # TODO: what the failure is", "  outcome: crash")
+    return text + "environment:\n  workdir: .\nfiles: [run.py]\n"
+
+
+def test_the_block_capture_writes_is_read_with_each_item_s_key() -> None:
+    text = _skeleton()
+    block = todo_block(text)
+    assert block is not None
+    assert block.keys == ("command", "environment.workdir", "files", "expect.outcome")
+    lines = text.split("\n")
+    assert lines[block.first - 1] == "# TODO (left to fill in):"
+    assert lines[block.last].startswith("reprospec: 1")  # the wrapped items are the block's
+    assert todo_block("reprospec: 1\nname: a\n") is None
+
+
+def test_a_key_is_filled_when_set_to_more_than_capture_s_stand_in_or_its_todo_comment() -> None:
+    text = _skeleton()
+    block = todo_block(text)
+    assert block is not None
+    # The stand-in command, the outcome beside `# TODO`, and keys not written at all.
+    assert unfilled(block, text) == block.keys
+    assert unfilled(block, _filled(text)) == ()
+    # One key left as it was: that one, alone.
+    one_left = _filled(text).replace("files: [run.py]\n", "")
+    assert unfilled(block, one_left) == ("files",)
+
+
+def test_a_spec_written_again_drops_the_block_once_every_key_is_filled() -> None:
+    # nu34: a filled spec's block went on into amplified.yaml and minimized.yaml, telling
+    # a maintainer that keys the file sets were still to fill in.
+    filled = _filled(_skeleton())
+    written = without_filled_todo(filled, filled)
+    assert "TODO" not in written
+    assert written.startswith(
+        "# A skeleton written by `reprospec capture --from-log issue.md`.\nreprospec: 1\n"
+    )
+    # One key still to fill in: the block stays, whole.
+    partly = filled.replace("files: [run.py]\n", "")
+    assert without_filled_todo(partly, partly) == partly
+
+
+def test_validate_names_what_is_left_to_fill_in_and_a_block_that_can_go(tmp_path: Path) -> None:
+    # The skeleton's header says `validate` checks the rest: it said only "valid".
+    fresh, done = tmp_path / "fresh.yaml", tmp_path / "done.yaml"
+    (tmp_path / "run.py").write_text("print('ran')\n")
+    fresh.write_text(_skeleton())
+    done.write_text(_filled(_skeleton()))
+    found = validate([fresh, done])
+    assert found.problems == []
+    block = todo_block(_skeleton())
+    assert block is not None
+    assert found.notes == [
+        f"{fresh}:{block.first}: still to fill in (4 items of capture's TODO): command, "
+        "environment.workdir, files, expect.outcome",
+        f"{done}:{block.first}: every key capture's TODO block lists is set: delete the "
+        f"block (lines {block.first}-{block.last}), or every report and bundle of it shows "
+        "it still",
+    ]
