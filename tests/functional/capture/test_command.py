@@ -18,6 +18,7 @@ import os
 import re
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -77,8 +78,12 @@ _VERIFY = re.compile(
 
 def first_run(workdir: Path) -> dict[str, Any]:
     """The capture's own run (the oldest in --out): what the command did."""
-    runs = sorted((workdir.parent / "out" / "runs").iterdir())
-    data: dict[str, Any] = json.loads((runs[0] / "results.json").read_text())
+    out = workdir.parent / "out"
+    # The store's order, not the folders' names: a verify run begun in the capture run's
+    # second sorts by its random suffix, before or after it.
+    with sqlite3.connect(f"file:{out / 'results.db'}?mode=ro", uri=True) as db:
+        (run_id,) = db.execute("SELECT run_id FROM runs ORDER BY rowid LIMIT 1").fetchone()
+    data: dict[str, Any] = json.loads((out / "runs" / run_id / "results.json").read_text())
     return data
 
 
