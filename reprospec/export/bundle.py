@@ -112,13 +112,18 @@ class Unpacked:
     # The original run's runner where it was not local: a venv run's cells need the
     # packages their environments were built with (on the local runner: infra-error).
     runner: str | None = None
+    # The original run's `--preload` where it was given (() for `--preload none`): its
+    # attempts forked from a server that imported them, which the spec does not say.
+    preload: tuple[str, ...] | None = None
 
     def run_options(self, options: RunOptions, *, runner_given: bool = False) -> RunOptions:
         """The options this bundle's spec runs with: the original run's `-m` filters,
-        `--repeat`, `--timeout`, observe mode and runner (not local) unless `options` gives
-        them (the manifest was checked as the CLI's options are, when it was read); its
-        overrides first, then `options`'. `run FILE` and `bundle --verify` alike."""
+        `--repeat`, `--timeout`, `--preload`, observe mode and runner (not local) unless
+        `options` gives them (the manifest was checked as the CLI's options are, when it
+        was read); its overrides first, then `options`'. `run FILE` and `bundle --verify`
+        alike."""
         return options.with_changes(
+            preload=options.preload if options.preload is not None else self.preload,
             runner=options.runner if runner_given or not self.runner else self.runner,
             matrix_filters=options.matrix_filters or self.matrix_filters,
             repeat=options.repeat if options.repeat is not None else self.repeat,
@@ -136,6 +141,7 @@ class _BundledOptions(TypedDict, total=False):
     timeout_s: float
     observe: bool
     runner: str
+    preload: tuple[str, ...]
 
 
 def is_bundle(path: str | Path) -> bool:
@@ -310,6 +316,8 @@ def _sources(run: RunResult, run_dir: Path, *, as_now: bool = False) -> _Sources
     }
     if options.runner != "local":
         kept["runner"] = options.runner
+    if options.preload is not None:
+        kept["preload"] = list(options.preload)
     if not stored.is_file():
         from reprospec.store.digests import recorded_files
 
@@ -607,6 +615,10 @@ def _readme(
     options = manifest.get("options")
     runner = options.get("runner") if isinstance(options, dict) else None
     flags = f" --runner {runner}" if runner else ""
+    preload = options.get("preload") if isinstance(options, dict) else None
+    if isinstance(preload, list):
+        # The run's attempts forked from a server that imported these (`--preload`).
+        flags += f" --preload {','.join(str(m) for m in preload) or 'none'}"
     rerun = f"reprospec run {run.run_id}/{spec}{flags}"
     if manifest.get("workdir") is not None:
         # The spec names the sender's absolute workdir: run as it is, it looks there.
@@ -619,7 +631,7 @@ def _readme(
         "the report, the logs of every attempt, and the files of the workdir its cells name.",
         "",
         "Rerun it (reprospec unpacks it safely under `.reprospec/bundles/` and runs the spec",
-        "with the run's `-m` filters, `--repeat` and `--timeout`"
+        "with the run's `-m` filters, `--repeat`, `--timeout` and `--preload`"
         + (
             f", on the {runner} runner it ran on):"
             if runner and runner == run.runner
@@ -1052,6 +1064,14 @@ def _run_options(options: Mapping[str, object], where: str) -> _BundledOptions:
         if runner not in RUNNERS:
             raise UsageError(f"{at}.runner: expected one of {', '.join(RUNNERS)}, got {runner!r}")
         checked["runner"] = str(runner)
+    preload = options.get("preload")
+    if preload is not None:
+        if not isinstance(preload, list) or not all(
+            isinstance(name, str) and name and all(p.isidentifier() for p in name.split("."))
+            for name in preload
+        ):
+            raise UsageError(f"{at}.preload: expected a list of module names, got {preload!r}")
+        checked["preload"] = tuple(preload)
     return checked
 
 

@@ -797,3 +797,52 @@ def test_each_cells_own_script_goes_along_and_reruns(tmp_path: Path, cli: Cli) -
         "crash.py",
         "ok.py",
     ]
+
+
+def test_a_run_made_with_preload_is_verified_and_rerun_with_it(tmp_path: Path, cli: Cli) -> None:
+    # `run --preload MOD` forked its attempts from a server that imported MOD, which the
+    # spec does not say: the archive reran them fresh (`run FILE`, `bundle --verify`), a
+    # rerun of another process start than the run's. The manifest carries it now.
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    # Imported by the preload server only (the program does not): one line per server.
+    (lib / "stamp.py").write_text(
+        "import os, pathlib\n"
+        "with open(pathlib.Path(__file__).with_name('imports.log'), 'a') as log:\n"
+        "    log.write(f'{os.getpid()}\\n')\n"
+    )
+    spec = _project(tmp_path / "project")
+    spec.write_text(SPEC.replace("  env: {", f"  env: {{PYTHONPATH: {json.dumps(str(lib))}, "))
+    out = tmp_path / "store"
+    first = cli("run", str(spec), "--out", str(out), "--preload", "stamp")
+    assert first.code == 0, first.stderr
+    imports = lib / "imports.log"
+    # A server per environment: its two cells' (MODE differs).
+    assert len(imports.read_text().split()) == 2
+    archive = tmp_path / "b.tgz"
+    checked, _ = _verify(cli, tmp_path, archive, out)
+    assert checked.code == 0, checked.stdout + checked.stderr
+    # The verify's rerun of the failing cell forked from a server of its own: one import.
+    assert len(imports.read_text().split()) == 3
+    with tarfile.open(archive) as tar:
+        top = tar.getnames()[0].split("/")[0]
+        manifest = json.loads(_read(tar, f"{top}/bundle.json"))
+        readme = _read(tar, f"{top}/README.md")
+    assert manifest["options"]["preload"] == ["stamp"]
+    assert " --preload stamp" in readme
+    # The recipient's `run FILE` forks as the run did; its own --preload wins.
+    again = cli("run", str(archive), "--out", str(tmp_path / "again"), "--yes")
+    assert again.code == 0, again.stdout + again.stderr
+    results = json.loads(next((tmp_path / "again" / "runs").glob("*/results.json")).read_text())
+    assert results["options"]["preload"] == ["stamp"]
+    assert {a["launch"] for c in results["cells"] for a in c["attempts"]} == {"forked"}
+    fresh = cli("run", str(archive), "--out", str(tmp_path / "fresh"), "--yes", "--preload", "none")
+    assert fresh.code == 0, fresh.stdout + fresh.stderr
+    results = json.loads(next((tmp_path / "fresh" / "runs").glob("*/results.json")).read_text())
+    assert {a["launch"] for c in results["cells"] for a in c["attempts"]} == {"fresh"}
+
+
+def _read(tar: tarfile.TarFile, name: str) -> str:
+    member = tar.extractfile(name)
+    assert member is not None, name
+    return member.read().decode()

@@ -161,8 +161,14 @@ def test_run_reads_a_bundle_into_one_request_and_leaves_the_arguments_alone(
     request = read_request(args)
     assert (request.options.repeat, request.options.timeout_s) == (5, 45)
     assert request.confirm is None
+    assert request.options.preload is None  # the run had no --preload
     with pytest.raises(AttributeError):
         request.options = RunOptions()  # type: ignore[misc]
+    # A run made with --preload reruns with it (its spec does not say it), unless told.
+    forked = _bundle(tmp_path / "forked.tar.gz", {"preload": ["json", "os.path"]})
+    for more, modules in (((), ("json", "os.path")), (("--preload", "none"), ())):
+        argv = ["run", str(forked), "--out", str(tmp_path / "o"), *more]
+        assert read_request(build_parser("run").parse_args(argv)).options.preload == modules
 
 
 @pytest.mark.parametrize(
@@ -175,6 +181,8 @@ def test_run_reads_a_bundle_into_one_request_and_leaves_the_arguments_alone(
         ({"timeout_s": "90s"}, "options.timeout_s: expected a number of seconds, got '90s'"),
         ({"observe": "yes"}, "options.observe: expected true or false, got 'yes'"),
         ({"matrix_filters": "a=1"}, "options.matrix_filters: expected a list of AXIS=VALUE"),
+        ({"preload": "torch"}, "options.preload: expected a list of module names, got 'torch'"),
+        ({"preload": ["os; rm"]}, "options.preload: expected a list of module names"),
     ],
 )
 def test_a_bundles_options_are_held_to_the_clis_bounds(
