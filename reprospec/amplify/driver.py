@@ -151,9 +151,22 @@ def amplify_spec(
     cancel: threading.Event | None = None,
 ) -> AmplifyReport:
     """Measure the cell's base rate, then find the perturbation that raises it most."""
+    # Under run.preload (or --preload), the base's probes fork from one server for the
+    # whole search, not one per probe's run (the perturbed arms run fresh regardless).
+    from reprospec.runners.local import keep_servers
+
+    with keep_servers():
+        return _amplify(spec_path, options, progress, cancel or threading.Event())
+
+
+def _amplify(
+    spec_path: str | Path,
+    options: AmplifyOptions,
+    progress: Progress | None,
+    cancel: threading.Event,
+) -> AmplifyReport:
     from reprospec import api
 
-    cancel = cancel or threading.Event()
     # The --try words before the cell: a typo said only once the -m it asked for was
     # typed cost the user a second refusal.
     tries = parse_tries(options.tries) if options.tries else default_tries()

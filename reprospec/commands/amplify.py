@@ -66,4 +66,11 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     opt.search_attempts(
         p, out_help="the results store, run folders and amplify folders (default: .reprospec)"
     )
+    opt.preload_option(
+        p,
+        help="fork the base's attempts from one server that imported these modules once, "
+        "for the whole search (overrides run.preload; 'none' turns it off; opt-in: a forked "
+        "attempt differs from a fresh one, see spec-format.md); the perturbed arms run "
+        "fresh, as a perturbation applies when a process starts",
+    )
     opt.answer_format(p)

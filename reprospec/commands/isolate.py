@@ -106,4 +106,11 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     opt.search_attempts(
         p, out_help="the results store, run folders and isolate folders (default: .reprospec)"
     )
+    opt.preload_option(
+        p,
+        help="fork every candidate's attempts from one server that imported these modules "
+        "once, for the whole search (overrides run.preload; 'none' turns it off; opt-in: a "
+        "forked attempt differs from a fresh one, see spec-format.md); part of the "
+        "isolation's identity, as --set is; attempts a fork could change run fresh",
+    )
     opt.answer_format(p)

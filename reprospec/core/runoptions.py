@@ -89,6 +89,8 @@ def rerun_words(options: RunOptions) -> tuple[str, ...]:
         words += ["--find-links", str(options.find_links)]
     if options.keep_cores:
         words.append("--keep-cores")
+    if options.preload is not None:
+        words += ["--preload", ",".join(options.preload) or "none"]
     if options.out != Path(".reprospec"):
         words += ["--out", str(options.out)]
     return tuple(words)

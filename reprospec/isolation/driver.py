@@ -112,9 +112,22 @@ def isolate_spec(
     cancel: threading.Event | None = None,
 ) -> IsolateResult:
     """Find the smallest set of differences that turns the passing side into the failing one."""
+    # Under run.preload (or --preload), every candidate's run forks from the same servers
+    # (one import for the whole search, not one per candidate run), as minimize's do.
+    from reprospec.runners.local import keep_servers
+
+    with keep_servers():
+        return _isolate(spec_path, options, progress, cancel or threading.Event())
+
+
+def _isolate(
+    spec_path: str | Path,
+    options: IsolateOptions,
+    progress: Progress | None,
+    cancel: threading.Event,
+) -> IsolateResult:
     from reprospec import api
 
-    cancel = cancel or threading.Event()
     run_options = options.run.with_changes(purpose="isolate")
     spec = api.load_spec(spec_path, run_options.overrides)
     # The failing cell's expectation may hold a value read from the engine's environment:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -426,3 +427,37 @@ def test_a_larger_budget_continues_the_amplification_a_smaller_one_ran_out_in(
     result, timed = amplify(10, "--timeout", "20s")
     assert timed["id"] != short["id"]
     assert timed["reused"] == 0
+
+
+def test_preload_forks_the_base_from_one_server(cli: Cli, tmp_path: Path) -> None:
+    """`amplify --preload MOD`, as run's: the base's attempts fork from one server that
+    imported MOD once for the whole search (its probes are runs of their own: a server
+    each before), and the commands amplify suggests carry the option."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "stamp.py").write_text(
+        "import os, pathlib\n"
+        "with open(pathlib.Path(__file__).with_name('imports.log'), 'a') as log:\n"
+        "    log.write(f'{os.getpid()}\\n')\n"
+    )
+    (tmp_path / "segv.py").write_text("import ctypes\nctypes.string_at(0)\n")
+    spec = tmp_path / "segv.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: segv\ncommand: python segv.py\n"
+        f"environment: {{env: {{PYTHONPATH: {json.dumps(str(lib))}}}}}\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    out = tmp_path / "out"
+    result, data = _amplify(cli, spec, out, "--budget", "60", "--preload", "stamp")
+    assert "run.preload: the base forks from the preloaded server" in result.stderr
+    assert data["used"] == 35  # the base alone, measured on in several probes
+    runs = [json.loads(r.read_text()) for r in (out / "runs").glob("*/results.json")]
+    assert len(runs) > 1
+    assert all(r["options"]["preload"] == ["stamp"] for r in runs)
+    launches = {a["launch"] for r in runs for c in r["cells"] for a in c["attempts"]}
+    assert launches == {"forked"}
+    assert len((lib / "imports.log").read_text().split()) == 1
+    markdown = next((out / "amplify").glob("*/amplify.md")).read_text()
+    # The next command goes on as the attempts ran: forked (rerun_words).
+    next_command = r"go on without a perturbation: reprospec minimize \S+ --preload stamp"
+    assert re.search(next_command, markdown), markdown

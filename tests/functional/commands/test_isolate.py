@@ -614,3 +614,41 @@ def test_a_larger_budget_continues_the_search_a_smaller_one_ran_out_in(tmp_path:
     )
     assert code == 0, stderr
     assert timed["reused"] == 0
+
+
+def test_preload_forks_every_candidate_from_one_server(tmp_path: Path) -> None:
+    # `isolate --preload MOD`, as run's and minimize's: every candidate's attempts fork
+    # from one server that imported MOD once for the whole search (runners.local
+    # keep_servers), where isolate had no --preload and `--set run.preload=[...]` started
+    # a server, and imported MOD again, for each candidate's run.
+    for name in ("toggles.yaml", "toggles.py"):
+        shutil.copy(SPEC.parent / name, tmp_path / name)
+    # A tiny module that says each import of it: one line per interpreter that imported it
+    # (on PYTHONPATH: a preload server imports from there, not from the workdir).
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "stamp.py").write_text(
+        "import os, pathlib\n"
+        "with open(pathlib.Path(__file__).with_name('imports.log'), 'a') as log:\n"
+        "    log.write(f'{os.getpid()}\\n')\n"
+    )
+    spec = tmp_path / "toggles.yaml"
+    path = ("--set", f"environment.env.PYTHONPATH={lib}")
+    code, data, stderr = isolate(tmp_path, *DETERMINISTIC, *path, "--preload", "stamp", spec=spec)
+    assert code == 0, stderr
+    assert culprits(data) == [("matrix.b", True), ("matrix.e", True)]
+    launches = []
+    for run in data["runs"]:
+        result = json.loads((tmp_path / "out" / "runs" / run / "results.json").read_text())
+        assert result["options"]["preload"] == ["stamp"]
+        launches += [a["launch"] for c in result["cells"] for a in c["attempts"]]
+    assert len(data["runs"]) > 3
+    assert len(launches) == data["attempts"]
+    assert set(launches) == {"forked"}, launches
+    assert len((lib / "imports.log").read_text().split()) == 1
+    # Part of the search's identity, as --set is: without it, another isolation (its
+    # attempts ran fresh), not a replay of the forked one.
+    code, again, stderr = isolate(tmp_path, *DETERMINISTIC, *path, spec=spec)
+    assert code == 0, stderr
+    assert again["isolate"] != data["isolate"]
+    assert again["reused"] == 0

@@ -138,6 +138,17 @@ def test_run_options_are_the_same_whichever_verb_parsed_them(tmp_path: Path) -> 
     assert seen["run"].keep_cores
 
 
+@pytest.mark.parametrize("verb", ["run", "minimize", "isolate", "amplify"])
+def test_preload_is_one_option_whichever_verb_takes_it(verb: str) -> None:
+    """`--preload` reached run and minimize only: isolate and amplify refused it, exit 2,
+    where `--set run.preload=[...]` worked (a new user's trial)."""
+    for given, modules in (("json,os.path", ("json", "os.path")), ("none", ())):
+        args = build_parser(verb).parse_args([verb, "s.yaml", "--preload", given])
+        assert opt.run_options(args, purpose=verb).preload == modules
+    args = build_parser(verb).parse_args([verb, "s.yaml"])
+    assert opt.run_options(args, purpose=verb).preload is None
+
+
 def test_run_reads_a_bundle_into_one_request_and_leaves_the_arguments_alone(
     tmp_path: Path,
 ) -> None:
