@@ -76,6 +76,13 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         "environment.python, else this one)",
     )
     opt.find_links(p, help="a wheelhouse to install from, besides the configured index")
+    opt.preload_option(
+        p,
+        help="fork each version's attempts from a server of that version's environment "
+        "that imported these modules once (run.preload for the bisect, as --set "
+        "run.preload=[...] would; 'none' turns it off): a new server per version, since "
+        "a server is keyed by its interpreter; the docker runner runs attempts fresh",
+    )
     p.add_argument(
         "--fresh",
         action="store_true",
@@ -119,7 +126,9 @@ def run(args: argparse.Namespace) -> int:
         good=good,
         bad=bad,
         matrix_filters=each.matrix_filters,
-        overrides=each.overrides,
+        # --preload as the spec's run.preload: part of the question (its overrides), and
+        # each version's environment forks from a server of its own interpreter.
+        overrides=(*each.overrides, *opt.preload_set(each.preload)),
         runner=each.runner,
         jobs=each.jobs,
         budget=args.budget or search.DEFAULT_BUDGET,

@@ -14,6 +14,7 @@ is built from it, `reprospec --help` builds them all.
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -316,6 +317,14 @@ def preload(text: str | None) -> tuple[str, ...] | None:
     if text.strip().lower() in ("", "none"):
         return ()
     return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def preload_set(modules: tuple[str, ...] | None) -> tuple[str, ...]:
+    """`--preload` as the `--set run.preload=[...]` it stands for (none when not given), for
+    a verb whose runs take the spec's fields only (bisect): last, so it wins as run's does."""
+    if modules is None:
+        return ()
+    return (f"run.preload={json.dumps(list(modules))}",)
 
 
 def run_options(

@@ -547,3 +547,25 @@ def test_the_one_cell_the_spec_expects_to_fail_is_bisected_without_m(
         "choose one with -m: -m check=on (cell check=on); -m check=loud (cell check=loud)\n"
     )
     assert not (tmp_path / "two").exists()
+
+
+def test_preload_forks_each_version_from_a_server_of_its_own(cli: Cli, tmp_path: Path) -> None:
+    # `bisect --preload MOD`, as run's: bisect had no --preload. Preloading the very package
+    # bisected is the case to get right: each version's attempts fork from a server of that
+    # version's environment (a server is keyed by its interpreter), never from another's.
+    spec, wheels = demo_project(tmp_path, first_bad="1.4")
+    out = tmp_path / "out"
+    done = cli(
+        *demo_bisect(spec, wheels, out, "--format", "json", "--preload", DEMO.replace("-", "_")),
+        env=own_envs(tmp_path),
+        timeout=600,
+    )
+    assert done.code == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["first_bad"], result["last_good"]) == ("1.4", "1.3")
+    launches = []
+    for results in (out / "runs").glob("*/results.json"):
+        run = json.loads(results.read_text())
+        launches += [a["launch"] for c in run["cells"] for a in c["attempts"]]
+    assert len(launches) >= 5
+    assert set(launches) == {"forked"}, launches

@@ -149,6 +149,19 @@ def test_preload_is_one_option_whichever_verb_takes_it(verb: str) -> None:
     assert opt.run_options(args, purpose=verb).preload is None
 
 
+def test_bisect_takes_preload_as_the_specs_run_preload_given_last() -> None:
+    """bisect's runs take the spec's fields (BisectRequest has overrides, no preload): its
+    `--preload` is `--set run.preload=[...]` after the user's own, so it wins as run's does."""
+    argv = ["bisect", "s.yaml", "--set", "run.preload=[torch]", "--preload", "json"]
+    options = opt.run_options(build_parser("bisect").parse_args(argv), purpose="bisect")
+    assert (*options.overrides, *opt.preload_set(options.preload)) == (
+        "run.preload=[torch]",
+        'run.preload=["json"]',
+    )
+    assert opt.preload_set(()) == ("run.preload=[]",)
+    assert opt.preload_set(None) == ()
+
+
 def test_run_reads_a_bundle_into_one_request_and_leaves_the_arguments_alone(
     tmp_path: Path,
 ) -> None:
