@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import shlex
 from dataclasses import replace
@@ -33,7 +34,7 @@ from reprospec.core.words import (
     rate_phrase,
     replayed_phrase,
 )
-from reprospec.isolation.candidates import DEFAULT_MIN_RATE
+from reprospec.isolation.candidates import DEFAULT_ERROR, DEFAULT_MIN_RATE, clean_needed_at
 from reprospec.spec.matrix import render_value
 
 if TYPE_CHECKING:
@@ -122,16 +123,20 @@ def sentence(found: AmplifyReport) -> str:
 
 
 def go_on(found: AmplifyReport) -> str:
-    """Where nothing was amplified but the base already fails often enough for isolate and
-    minimize (its 95% lower bound at least their minimum rate: the cell's `expect.rate`
-    bound, else 0.3), that they can go on without a perturbation, and the command; "" where
-    it does not, or the search did not end. "not amplified" alone read as a dead end."""
+    """Where nothing was amplified, how to go on without a perturbation; "" where the search
+    did not end, or the base never failed (nothing to isolate). "not amplified" alone read
+    as a dead end.
+
+    A base whose 95% lower bound is at least isolate's and minimize's minimum rate (the
+    cell's `expect.rate` bound, else 0.3) is frequent enough for them as they are; a rarer
+    one is given their `--min-rate` at that bound and a `--budget` that the cheapest
+    isolation needs at it, where only a larger amplify `--budget` was offered before."""
     result = found.result
     if found.interrupted or result.status != "not-amplified":
         return ""
     rate = result.base.rate
     least = rate_floor(found.expectation.rate) or DEFAULT_MIN_RATE
-    if not rate.attempts or rate.low < least:
+    if not rate.attempts or not rate.matched:
         return ""
     spec = shlex.quote(_shown(found.spec_path))
     cell = "".join(
@@ -141,14 +146,43 @@ def go_on(found: AmplifyReport) -> str:
     # The options the attempts ran with: under `--python PATH` a bare command is an
     # infra-error (the spec's packages missing from reprospec's own interpreter).
     cell += found.rerun_tail
-    # isolate needs a passing side: another cell (a spec without a matrix has none, and is
-    # refused without --passing-set).
-    isolate = f" (or reprospec isolate {spec}{cell})" if found.cell.matrix else ""
+    if rate.low >= least:
+        # isolate needs a passing side: another cell (a spec without a matrix has none, and
+        # is refused without --passing-set).
+        isolate = f" (or reprospec isolate {spec}{cell})" if found.cell.matrix else ""
+        return (
+            f"the base already fails in {rate.matched}/{rate.attempts} (at least "
+            f"{rate.low:.2f}), often enough for isolate and minimize (at least {least:g}): "
+            f"go on without a perturbation: reprospec minimize {spec}{cell}{isolate}"
+        )
+    floor = rare_min_rate(rate.low, rate.matched / rate.attempts)
+    rare = f" --min-rate {floor:g} --budget {rare_budget(floor)}"
+    passing = "" if found.cell.matrix else " --passing-set PATH=VALUE"
     return (
-        f"the base already fails in {rate.matched}/{rate.attempts} (at least {rate.low:.2f}), "
-        f"often enough for isolate and minimize (at least {least:g}): go on without a "
-        f"perturbation: reprospec minimize {spec}{cell}{isolate}"
+        f"the base fails in {rate.matched}/{rate.attempts} (at least {floor:g}), below "
+        f"isolate's and minimize's minimum rate ({least:g}): go on without a perturbation "
+        f"at that rate, with more attempts: reprospec minimize {spec}{cell}{rare} (or "
+        f"reprospec isolate {spec}{cell}{rare}{passing}), or give amplify a larger --budget"
     )
+
+
+def rare_min_rate(low: float, value: float) -> float:
+    """The `--min-rate` for a rare base: its 95% lower bound rounded down to two significant
+    digits (the stated error of isolate and minimize holds at or above it), at most the
+    measured rate; `--min-rate` takes a number strictly between 0 and 1."""
+    bound = min(low, value)
+    if bound <= 0:
+        bound = value / 10
+    step = 10 ** (math.floor(math.log10(bound)) - 1)
+    return float(f"{math.floor(bound / step + 1e-9) * step:.2g}")
+
+
+def rare_budget(rate: float) -> int:
+    """Attempts the cheapest isolation takes at `rate` (isolation/search.py's projection:
+    a failure per halving, 1/rate attempts each, then the clean attempts that rule the
+    passing side out at the default error), for two differences, in whole tens."""
+    needed = 1 / rate + clean_needed_at(rate, DEFAULT_ERROR)
+    return max(100, math.ceil(needed / 10) * 10)
 
 
 def _shown(path: str) -> str:
@@ -261,8 +295,26 @@ def markdown(found: AmplifyReport) -> str:
     if found.command_line:
         lines += ["", "## How to rerun", "", f"    {found.command_line}"]
     if found.runs:
-        lines += ["", "## Runs", "", ", ".join(found.runs)]
+        lines += ["", "## Runs", "", *_runs(found.runs)]
     return "\n".join(lines) + "\n"
+
+
+# More runs than this are folded: the count and the first few, the list in <details>.
+RUNS_SHOWN = 5
+
+
+def _runs(runs: tuple[str, ...]) -> list[str]:
+    """amplify.md's run ids, one per probe: a search's 51 ids inline made a wall of text."""
+    if len(runs) <= RUNS_SHOWN:
+        return [", ".join(runs)]
+    first = ", ".join(f"`{run}`" for run in runs[:3])
+    return [
+        f"<details><summary>{len(runs)} runs, one per probe: {first}, …</summary>",
+        "",
+        *(f"- `{run}`" for run in runs),
+        "",
+        "</details>",
+    ]
 
 
 def _suggestions(found: AmplifyReport, spec: Path) -> list[str]:

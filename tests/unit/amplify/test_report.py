@@ -105,13 +105,15 @@ def test_not_amplified_says_when_the_base_is_frequent_enough_to_go_on(
     )
     assert f"next: {said}" in found.render("text").splitlines()
     assert f"Next: {said}." in found.render("md")
-    # A base that is rare, or below the cell's own rate bound, has no such next step.
+    # A base that is rare, or below the cell's own rate bound, is not frequent enough as it
+    # is: its next step gives isolate and minimize its rate (below).
     rare = _not_amplified(tmp_path, Rate(3, 40, 0.03, 0.20), Expectation("error"))
     bound = _not_amplified(
         tmp_path, Rate(21, 40, 0.37, 0.67), Expectation("error", rate=parse_rate(">=0.5"))
     )
     for quiet in (rare, bound):
-        assert "go on without a perturbation" not in quiet.render("text")
+        assert "often enough" not in quiet.render("text")
+        assert "--min-rate" in quiet.render("text")
     # A spec of one cell has no passing side for isolate: minimize alone is named.
     alone = replace(found, cell=Cell(id="default", index=0, matrix={}))
     assert (
@@ -243,3 +245,75 @@ def test_the_amplified_spec_s_schema_line_names_the_schema_from_its_own_folder(
     assert written.amplified_spec is not None
     lines = written.amplified_spec.read_text().splitlines()
     assert "# yaml-language-server: $schema=../../../schemas/reprospec.schema.json" in lines
+
+
+def _suggested(line: str, verb: str) -> list[str]:
+    """The words of the `reprospec VERB ...` a next line suggests, up to `)`, `,` or its end."""
+    import re
+    import shlex
+
+    found = re.search(rf"reprospec {verb} ([^(),]*)", line)
+    assert found is not None, line
+    return [verb, *shlex.split(found.group(1))]
+
+
+def test_not_amplified_with_a_rare_base_suggests_isolate_and_minimize_at_its_rate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A base below 0.3 got only "not amplified" and a larger `--budget`, where isolate and
+    minimize go on at its rate with `--min-rate` (lo36). Each suggested command is one the
+    real parser takes."""
+    from reprospec.cli import build_parser
+
+    monkeypatch.chdir(tmp_path)
+    found = _not_amplified(tmp_path, Rate(3, 40, 0.03, 0.20), Expectation("error"))
+    line = found.render("text").splitlines()[-1]
+    assert line == (
+        "next: the base fails in 3/40 (at least 0.03), below isolate's and minimize's minimum "
+        "rate (0.3): go on without a perturbation at that rate, with more attempts: reprospec "
+        "minimize race.yaml -m workers=2 -m gc=true --min-rate 0.03 --budget 210 (or reprospec "
+        "isolate race.yaml -m workers=2 -m gc=true --min-rate 0.03 --budget 210), or give "
+        "amplify a larger --budget"
+    )
+    assert f"Next: {line.removeprefix('next: ')}." in found.render("md")
+    one = replace(
+        found,
+        cell=Cell(id="default", index=0, matrix={}),
+        result=replace(
+            found.result,
+            arms=(
+                ArmResult(Arm(), Rate(1, 60, 0.003, 0.09), Tally(matched=1, passed=59)),
+                *found.result.arms[1:],
+            ),
+        ),
+        rerun_options=("--python", ".venv/bin/python"),
+    )
+    alone = one.render("text").splitlines()[-1]
+    assert alone.startswith("next: the base fails in 1/60 (at least 0.003), below")
+    assert "--min-rate 0.003 --budget 2100" in alone
+    assert "--passing-set PATH=VALUE" in alone  # one cell: isolate needs its passing side
+    for line_ in (line, alone):
+        for verb in ("minimize", "isolate"):
+            parsed = build_parser().parse_args(_suggested(line_, verb))
+            assert 0 < parsed.min_rate < 1
+            assert parsed.budget >= 100
+    # A base that never failed has nothing to isolate: no next step.
+    never = _not_amplified(tmp_path, Rate(0, 40, 0.0, 0.09), Expectation("error"))
+    assert "next:" not in never.render("text")
+
+
+def test_amplify_md_folds_a_long_list_of_runs(tmp_path: Path) -> None:
+    # Before: the search's 51 run ids inline, one paragraph of ids.
+    found = _not_amplified(tmp_path, Rate(3, 40, 0.03, 0.20), Expectation("error"))
+    runs = tuple(f"20261202-0451{i:02d}-ab{i:02d}" for i in range(51))
+    text = markdown(replace(found, runs=runs))
+    section = text.split("## Runs\n", 1)[1]
+    assert section.startswith(
+        "\n<details><summary>51 runs, one per probe: `20261202-045100-ab00`, "
+        "`20261202-045101-ab01`, `20261202-045102-ab02`, …</summary>\n\n- `20261202-045100-ab00`\n"
+    )
+    assert section.count("- `") == 51
+    assert "</details>" in section
+    assert ", ".join(runs) not in text
+    few = markdown(replace(found, runs=runs[:2]))
+    assert few.endswith("## Runs\n\n20261202-045100-ab00, 20261202-045101-ab01\n")
