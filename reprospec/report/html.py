@@ -50,7 +50,7 @@ from reprospec.report.markdown import (
 from reprospec.report.markup import show_value
 from reprospec.report.paths import PathNames
 from reprospec.report.separation import separators
-from reprospec.report.standalone import files_from, found_files
+from reprospec.report.standalone import files_from, flaky_loop, found_files
 from reprospec.report.tables import LARGE_RUN_CELLS, result_groups
 from reprospec.report.templating import load_template
 from reprospec.report.versions import captured_where, versions_text
@@ -265,6 +265,8 @@ def context(run: RunResult) -> dict[str, object]:
         "outcomes": outcome_rows(run),
         "failure": failure_section(run, PathNames(run.paths)),
         "standalone": standalone if standalone is not None else None,
+        # A cell failing in some attempts only: why one plain run may pass, and the loop.
+        "looped": (flaky_loop(run, standalone) if standalone is not None else None),
         # As report.md words it (markupsafe: the workdir is escaped, the tags are not).
         "files_from": Markup(
             files_from(standalone, lambda t: f"<code>{html.escape(t, quote=True)}</code>")

@@ -7,8 +7,10 @@ markdown and HTML reports word it alike: `standalone_markdown(run)` and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
+from reprospec.core.rates import rate_floor
 from reprospec.core.results import RunResult, Standalone
 from reprospec.core.words import attempts_phrase
 from reprospec.environment.facts import run_one_cell_fields
@@ -84,6 +86,7 @@ def standalone_markdown(run: RunResult) -> str:
             "",
         ]
         lines += _fenced(standalone.run, "sh")
+        lines += _looped(run, standalone)
         lines += _checklist(standalone)
     else:
         self_contained = (
@@ -98,6 +101,7 @@ def standalone_markdown(run: RunResult) -> str:
             "",
         ]
         lines += _fenced(standalone.run, "sh")
+        lines += _looped(run, standalone)
         lines += _checklist(standalone)
         lines += ["", f"<details><summary>{REPRO_PY}</summary>", ""]
         lines += _fenced(standalone.script, "python")
@@ -106,6 +110,59 @@ def standalone_markdown(run: RunResult) -> str:
         lines.append("")
         lines += [f"> {note}" for note in standalone.notes]
     return "\n".join(lines)
+
+
+# The odds a loop of the repro sees the failure at the rate it was seen at, and its bounds.
+LOOP_ODDS = 0.95
+LOOP_RUNS = (10, 1000)
+# The rate a declared `>0` bound is looped at (isolate's and minimize's default minimum).
+ASSUMED_RATE = 0.3
+
+
+def flaky_loop(
+    run: RunResult, standalone: Standalone, code: Callable[[str], str] = inline_code
+) -> tuple[str, str] | None:
+    """(why, the loop) for a cell that fails in only some attempts: some of its attempts
+    passed, or its `expect.rate` bound says so. One plain run of its repro usually passed,
+    and the section gave the command bare, as if it failed every time. None otherwise (a
+    cell that failed in every attempt and declares no rate; one that never failed). `code`
+    writes a code word (markdown's, or HTML's)."""
+    cell = next((c for c in run.cells if c.cell.id == standalone.cell), None)
+    if cell is None or not standalone.run.strip():
+        return None
+    ran = [a for a in cell.attempts if a.ran is not None]
+    failed = sum(1 for a in ran if a.failed)
+    bound = cell.expected.rate if cell.expected.outcome != "pass" else None
+    declared = bound if bound is not None and bound.op in (">=", ">") and bound.value < 1 else None
+    if not failed or (failed == len(ran) and declared is None):
+        return None
+    if failed < len(ran) or declared is None:
+        rate = failed / len(ran)
+        why = f"It failed in {failed} of {len(ran)} attempts here"
+    else:
+        rate = rate_floor(declared) or ASSUMED_RATE
+        why = f"Its {code('expect.rate')} ({code(str(declared))}) says it fails in some attempts"
+    runs = math.ceil(math.log(1 - LOOP_ODDS) / math.log(1 - rate)) if rate < 1 else 1
+    runs = min(max(runs, LOOP_RUNS[0]), LOOP_RUNS[1])
+    stop = '{ echo "failed on run $i"; break; }'
+    body = standalone.run.strip()
+    if "\n" in body:
+        loop = f"for i in $(seq {runs}); do\n(\n{body}\n) || {stop}\ndone"
+    else:
+        loop = f"for i in $(seq {runs}); do ( {body} ) || {stop}; done"
+    return (
+        f"{why}, so one plain run may well pass: run it until it fails, at most {runs} "
+        f"times ({LOOP_ODDS:.0%} odds of a failure at that rate)",
+        loop,
+    )
+
+
+def _looped(run: RunResult, standalone: Standalone) -> list[str]:
+    found = flaky_loop(run, standalone)
+    if found is None:
+        return []
+    why, loop = found
+    return ["", f"{why}:", "", *_fenced(loop, "sh")]
 
 
 def repro_line(run: RunResult) -> str:
@@ -128,9 +185,13 @@ def repro_line(run: RunResult) -> str:
     ):
         return ""
     cell = f"cell {inline_code(standalone.cell)}" if standalone.cell else "the only cell"
+    # A cell that fails in only some runs: the loop, one plain run usually passed.
+    looped = flaky_loop(run, standalone)
+    line = looped[1] if looped is not None else standalone.run.strip()
+    flaky = "; it fails in some runs only: looped until it fails" if looped else ""
     return (
-        f"**Repro without reprospec** ({cell}, from the spec's folder; "
-        f"[more](#standalone-repro)): {inline_code(standalone.run.strip())}"
+        f"**Repro without reprospec** ({cell}, from the spec's folder{flaky}; "
+        f"[more](#standalone-repro)): {inline_code(line)}"
     )
 
 
