@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import field
+from dataclasses import field, replace
 
 from reprospec.capture.envblock import Machine, parse_machine
 from reprospec.core.frozen import frozen
@@ -154,7 +154,9 @@ def read_ticket(text: str) -> Ticket:
     text = text.replace("\r\n", "\n")
     clean = "\n".join(_unprefixed(line) for line in text.split("\n"))
     evidence: list[str] = []
-    chain = parse_chain(clean)
+    # A traceback pasted in a fenced block: its last message ran on into the closing
+    # fence (`boom\n```` `), which is the ticket's markdown, not the program's words.
+    chain = tuple(replace(e, message=_unfenced(e.message)) for e in parse_chain(clean))
     fatal = fatal_errors(clean)
     signal: str | None = None
     where: str | None = None
@@ -203,7 +205,7 @@ def read_ticket(text: str) -> Ticket:
     reported = first_failure(text)
     test = reported.test if reported is not None else _test_name(clean)
     pytest_failure = (
-        PythonException(reported.exception, reported.message)
+        PythonException(reported.exception, _unfenced(reported.message))
         if reported is not None and reported.exception
         else None
     )
@@ -285,6 +287,24 @@ def _first_line(message: str | None) -> str | None:
     if not message:
         return None
     return message.strip().split("\n", 1)[0].strip() or None
+
+
+# A markdown code fence line: ``` or ~~~ (three or more), with an info string or none.
+_FENCE_LINE = re.compile(r"^\s*(?:`{3,}|~{3,})[\w+-]*\s*$")
+
+
+def _unfenced(message: str | None) -> str | None:
+    """`message` up to a code fence: a closing fence, and whatever follows it (the
+    ticket's prose), is not part of it; a fence run on at the end of a line goes too."""
+    if message is None:
+        return None
+    kept: list[str] = []
+    for line in message.split("\n"):
+        if _FENCE_LINE.match(line):
+            break
+        kept.append(line)
+    text = re.sub(r"\s*`{3,}\s*$", "", "\n".join(kept)).rstrip()
+    return text or None
 
 
 def _same_type(one: PythonException, other: PythonException) -> bool:

@@ -557,3 +557,24 @@ def test_a_worker_s_traceback_after_torch_s_error_line_keeps_its_cause(before: s
     assert (
         chain[0].message == "DataLoader worker (pid 6098) is killed by signal: Segmentation fault."
     )
+
+
+@pytest.mark.parametrize("fence", ["```", "~~~~", "```text"])
+def test_a_fenced_traceback_s_message_leaves_its_closing_fence_out(fence: str) -> None:
+    # Before: the last exception's message ran on into the ticket's closing fence,
+    # `boom went the loader\n```` (lo36).
+    text = (
+        f"It crashes:\n\n{fence}\nTraceback (most recent call last):\n"
+        '  File "train.py", line 3, in <module>\n    main()\n'
+        "RuntimeError: boom went the loader\nsecond line of it\n"
+        f"{fence[:4] if fence.startswith('~') else '```'}\n\nThanks\n"
+    )
+    failure = read_ticket(text).failure
+    assert failure.chain[-1].message == "boom went the loader\nsecond line of it"
+    assert failure.message == "boom went the loader"
+    # A fence run on at the end of the message's line goes too.
+    run_on = (
+        'Traceback (most recent call last):\n  File "t.py", line 1, in <module>\n'
+        "ValueError: bad```\n"
+    )
+    assert read_ticket(run_on).failure.chain[-1].message == "bad"
