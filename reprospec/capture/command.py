@@ -79,6 +79,7 @@ from reprospec.outcome.pytestreport import (
     narrowed_to,
     pytest_verbose,
     xdist_running,
+    xdist_worker_crash,
 )
 from reprospec.spec.presets import PRESETS, detect
 
@@ -759,7 +760,7 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         expect["signal"] = outcome.signal
         comments["signal"] = {
             "worker": "in a DataLoader worker",
-            "child": "in a child process"
+            "child": f"in {_child(outcome)}"
             + (f" ({_short(outcome.cmdline)})" if outcome.cmdline else ""),
         }.get(outcome.where or "", "in the main process")
         if outcome.where == "main" and (outcome.detail or "").endswith(AS_A_SHELL_REPORTS_IT):
@@ -988,6 +989,14 @@ def _header(
     return tuple(lines)
 
 
+def _child(outcome: Outcome) -> str:
+    """The crashed child, as the classifier knows it: `a pytest-xdist worker` where xdist
+    said which test it died running, else `a child process`."""
+    if xdist_worker_crash(outcome.where, outcome.detail):
+        return "a pytest-xdist worker"
+    return "a child process"
+
+
 def _title(argv: tuple[str, ...], observed: Observed | None, expect: JsonObject) -> str:
     """`train.py: SIGSEGV in a DataLoader worker in __getitem__ (data.py:12), main loop at
     train`: the failure, where it died (the crashed process's own frame), and the phase and
@@ -1006,7 +1015,7 @@ def _title(argv: tuple[str, ...], observed: Observed | None, expect: JsonObject)
         "error": outcome.exception or f"exit {outcome.exit_code}",
         "hang": "hang",
     }.get(outcome.kind, outcome.kind)
-    where = {"worker": " in a DataLoader worker", "child": " in a child process"}.get(
+    where = {"worker": " in a DataLoader worker", "child": f" in {_child(outcome)}"}.get(
         outcome.where or "", ""
     )
     if outcome.kind == "hang" and (child := outcome.crashed_child) is not None:

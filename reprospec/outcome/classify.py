@@ -280,14 +280,14 @@ def classify(
                 # Its own exception, not subprocess's "died with": only text tells of a death.
                 detail += f" with its own uncaught {chain[-1].type}; {KNOWN_FROM_THE_OUTPUT_ALONE}"
             if pytest:
-                from reprospec.outcome.pytestreport import crashed_test
+                from reprospec.outcome.pytestreport import XDIST_CRASHED, crashed_test
 
                 # A pytest-xdist worker's death: xdist names the test it ran, where `-v`'s
                 # lines (the phase) are the workers' tests in the order they reported.
                 running = crashed_test(evidence.stdout) or crashed_test(stderr)
                 if running is not None:
                     phase, step, stage, module = running, None, None, None
-                    detail += f"; pytest-xdist reports it crashed running {running}"
+                    detail += f"; {XDIST_CRASHED} {running}"
         else:
             kind, exit_code = "error", returncode
             detail = f"exit code {returncode}"

@@ -165,6 +165,17 @@ _WORKER_CRASHED = Lazy(
 )
 
 
+# What the classifier's detail says of a child it knows was a pytest-xdist worker (the
+# line above named the test it died running): capture's title and comment say "in a
+# pytest-xdist worker", where "in a child process" named no process a reader knows.
+XDIST_CRASHED = "pytest-xdist reports it crashed running"
+
+
+def xdist_worker_crash(where: str | None, detail: str | None) -> bool:
+    """Whether an outcome (`where`, `detail`) is the crash of a pytest-xdist worker."""
+    return where == "child" and f"; {XDIST_CRASHED} " in (detail or "")
+
+
 def crashed_test(text: str) -> str | None:
     """The test a pytest-xdist worker died running (`worker 'gw1' crashed while running
     'tests/test_x.py::test_crash'`), or None."""

@@ -2049,7 +2049,7 @@ def test_a_pytest_xdist_workers_segfault_names_the_test_xdist_says_it_ran(
     assert f"wrote spec.yaml: crash:SIGSEGV:child:{node}:" in result.stdout, result.stdout
     assert "verdict reproduced" in result.stdout, result.stdout
     document = spec_document(workdir)
-    assert str(document["title"]).startswith(f"{node}: SIGSEGV in a child process"), document
+    assert str(document["title"]).startswith(f"{node}: SIGSEGV in a pytest-xdist worker"), document
     assert document["command"] == (
         f"pytest -n ${{{{ matrix.n }}}} -k '${{{{ matrix.k }}}}' {node} -v"
     ), document["command"]

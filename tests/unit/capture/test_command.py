@@ -143,3 +143,32 @@ def test_a_pass_over_a_crash_says_what_to_capture_instead(tmp_path: Path) -> Non
         said = refusal(argv, tmp_path)
         assert "pipefail" not in said
         assert said.endswith("run the process that died as the command) and capture that")
+
+
+def test_a_pytest_xdist_workers_crash_is_said_to_be_a_workers() -> None:
+    # Before: `tests/test_x.py::test_crash: SIGSEGV in a child process in ...`, where the
+    # classifier knew from xdist's own line that the child was its worker (lo36).
+    from reprospec.capture.command import Observed, _title, expectation
+    from reprospec.core.results import Outcome
+    from reprospec.outcome.pytestreport import XDIST_CRASHED
+
+    node = "tests/test_x.py::test_crash"
+    worker = Outcome(
+        "crash",
+        signal="SIGSEGV",
+        where="child",
+        phase=node,
+        signature="s",
+        detail=f"child pid 7 died of SIGSEGV; the main process exited 1; {XDIST_CRASHED} {node}",
+    )
+    observed = Observed(worker, 1, 1, frame="test_crash (tests/test_x.py:5)")
+    expect, comments = expectation(observed)
+    assert _title(("pytest", "-n", "2"), observed, expect) == (
+        f"{node}: SIGSEGV in a pytest-xdist worker in test_crash (tests/test_x.py:5)"
+    )
+    assert comments["signal"] == "in a pytest-xdist worker, in test_crash (tests/test_x.py:5)"
+    # Another child, or one xdist did not name, stays a child process.
+    child = replace(observed, outcome=replace(worker, detail="child pid 7 died of SIGSEGV"))
+    expect, comments = expectation(child)
+    assert "in a child process in test_crash" in _title(("pytest",), child, expect)
+    assert comments["signal"].startswith("in a child process")
