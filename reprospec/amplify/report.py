@@ -35,6 +35,8 @@ from reprospec.core.words import (
     replayed_phrase,
 )
 from reprospec.isolation.candidates import DEFAULT_ERROR, DEFAULT_MIN_RATE, clean_needed_at
+from reprospec.isolation.candidates import Settings as IsolateSettings
+from reprospec.minimize.search import Settings as MinimizeSettings
 from reprospec.spec.matrix import render_value
 
 if TYPE_CHECKING:
@@ -156,13 +158,18 @@ def go_on(found: AmplifyReport) -> str:
             f"go on without a perturbation: reprospec minimize {spec}{cell}{isolate}"
         )
     floor = rare_min_rate(rate.low, rate.matched / rate.attempts)
-    rare = f" --min-rate {floor:g} --budget {rare_budget(floor)}"
+    budget = rare_budget(floor)
+    # A --budget only above the verb's default (isolate 100, minimize 1000): a smaller one
+    # would end it sooner than a bare command.
+    rare = f" --min-rate {floor:g}"
+    isolate = rare + (f" --budget {budget}" if budget > IsolateSettings().budget else "")
+    minimize = rare + (f" --budget {budget}" if budget > MinimizeSettings().budget else "")
     passing = "" if found.cell.matrix else " --passing-set PATH=VALUE"
     return (
         f"the base fails in {rate.matched}/{rate.attempts} (at least {floor:g}), below "
         f"isolate's and minimize's minimum rate ({least:g}): go on without a perturbation "
-        f"at that rate, with more attempts: reprospec minimize {spec}{cell}{rare} (or "
-        f"reprospec isolate {spec}{cell}{rare}{passing}), or give amplify a larger --budget"
+        f"at that rate, with more attempts: reprospec minimize {spec}{cell}{minimize} (or "
+        f"reprospec isolate {spec}{cell}{isolate}{passing}), or give amplify a larger --budget"
     )
 
 

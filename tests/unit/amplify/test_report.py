@@ -271,7 +271,7 @@ def test_not_amplified_with_a_rare_base_suggests_isolate_and_minimize_at_its_rat
     assert line == (
         "next: the base fails in 3/40 (at least 0.03), below isolate's and minimize's minimum "
         "rate (0.3): go on without a perturbation at that rate, with more attempts: reprospec "
-        "minimize race.yaml -m workers=2 -m gc=true --min-rate 0.03 --budget 210 (or reprospec "
+        "minimize race.yaml -m workers=2 -m gc=true --min-rate 0.03 (or reprospec "
         "isolate race.yaml -m workers=2 -m gc=true --min-rate 0.03 --budget 210), or give "
         "amplify a larger --budget"
     )
@@ -290,13 +290,14 @@ def test_not_amplified_with_a_rare_base_suggests_isolate_and_minimize_at_its_rat
     )
     alone = one.render("text").splitlines()[-1]
     assert alone.startswith("next: the base fails in 1/60 (at least 0.003), below")
-    assert "--min-rate 0.003 --budget 2100" in alone
+    assert "minimize race.yaml --python .venv/bin/python --min-rate 0.003 --budget 2100" in alone
     assert "--passing-set PATH=VALUE" in alone  # one cell: isolate needs its passing side
     for line_ in (line, alone):
         for verb in ("minimize", "isolate"):
             parsed = build_parser().parse_args(_suggested(line_, verb))
             assert 0 < parsed.min_rate < 1
-            assert parsed.budget >= 100
+            # a --budget only above the verb's default (minimize's 1000): never one lower
+            assert parsed.budget >= {"minimize": 1000, "isolate": 100}[verb]
     # A base that never failed has nothing to isolate: no next step.
     never = _not_amplified(tmp_path, Rate(0, 40, 0.0, 0.09), Expectation("error"))
     assert "next:" not in never.render("text")
