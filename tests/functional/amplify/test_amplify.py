@@ -20,6 +20,7 @@ import pytest
 from reprospec.perturb.apply import make_memory_cgroup, remove_cgroup
 from tests.support.cli import Cli, CliResult
 from tests.support.paths import DATA as TEST_DATA
+from tests.support.preload import imports, stamp_module
 
 DATA = TEST_DATA / "amplify"
 
@@ -433,13 +434,7 @@ def test_preload_forks_the_base_from_one_server(cli: Cli, tmp_path: Path) -> Non
     """`amplify --preload MOD`, as run's: the base's attempts fork from one server that
     imported MOD once for the whole search (its probes are runs of their own: a server
     each before), and the commands amplify suggests carry the option."""
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    (lib / "stamp.py").write_text(
-        "import os, pathlib\n"
-        "with open(pathlib.Path(__file__).with_name('imports.log'), 'a') as log:\n"
-        "    log.write(f'{os.getpid()}\\n')\n"
-    )
+    lib = stamp_module(tmp_path)
     (tmp_path / "segv.py").write_text("import ctypes\nctypes.string_at(0)\n")
     spec = tmp_path / "segv.yaml"
     spec.write_text(
@@ -456,7 +451,7 @@ def test_preload_forks_the_base_from_one_server(cli: Cli, tmp_path: Path) -> Non
     assert all(r["options"]["preload"] == ["stamp"] for r in runs)
     launches = {a["launch"] for r in runs for c in r["cells"] for a in c["attempts"]}
     assert launches == {"forked"}
-    assert len((lib / "imports.log").read_text().split()) == 1
+    assert imports(lib) == 1
     markdown = next((out / "amplify").glob("*/amplify.md")).read_text()
     # The next command goes on as the attempts ran: forked (rerun_words).
     next_command = r"go on without a perturbation: reprospec minimize \S+ --preload stamp"

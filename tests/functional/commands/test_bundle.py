@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tests.support.cli import ROOT, Cli, CliResult
 from tests.support.files import tar_archive, tar_member
+from tests.support.preload import imports, stamp_module
 
 SPEC = """\
 reprospec: 1
@@ -803,27 +804,19 @@ def test_a_run_made_with_preload_is_verified_and_rerun_with_it(tmp_path: Path, c
     # `run --preload MOD` forked its attempts from a server that imported MOD, which the
     # spec does not say: the archive reran them fresh (`run FILE`, `bundle --verify`), a
     # rerun of another process start than the run's. The manifest carries it now.
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    # Imported by the preload server only (the program does not): one line per server.
-    (lib / "stamp.py").write_text(
-        "import os, pathlib\n"
-        "with open(pathlib.Path(__file__).with_name('imports.log'), 'a') as log:\n"
-        "    log.write(f'{os.getpid()}\\n')\n"
-    )
+    lib = stamp_module(tmp_path)
     spec = _project(tmp_path / "project")
     spec.write_text(SPEC.replace("  env: {", f"  env: {{PYTHONPATH: {json.dumps(str(lib))}, "))
     out = tmp_path / "store"
     first = cli("run", str(spec), "--out", str(out), "--preload", "stamp")
     assert first.code == 0, first.stderr
-    imports = lib / "imports.log"
     # A server per environment: its two cells' (MODE differs).
-    assert len(imports.read_text().split()) == 2
+    assert imports(lib) == 2
     archive = tmp_path / "b.tgz"
     checked, _ = _verify(cli, tmp_path, archive, out)
     assert checked.code == 0, checked.stdout + checked.stderr
     # The verify's rerun of the failing cell forked from a server of its own: one import.
-    assert len(imports.read_text().split()) == 3
+    assert imports(lib) == 3
     with tarfile.open(archive) as tar:
         top = tar.getnames()[0].split("/")[0]
         manifest = json.loads(_read(tar, f"{top}/bundle.json"))

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.support.cli import ROOT, json_verb
+from tests.support.preload import imports, stamp_module
 
 SPEC = ROOT / "tests" / "data" / "isolate" / "toggles.yaml"
 
@@ -623,15 +624,7 @@ def test_preload_forks_every_candidate_from_one_server(tmp_path: Path) -> None:
     # a server, and imported MOD again, for each candidate's run.
     for name in ("toggles.yaml", "toggles.py"):
         shutil.copy(SPEC.parent / name, tmp_path / name)
-    # A tiny module that says each import of it: one line per interpreter that imported it
-    # (on PYTHONPATH: a preload server imports from there, not from the workdir).
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    (lib / "stamp.py").write_text(
-        "import os, pathlib\n"
-        "with open(pathlib.Path(__file__).with_name('imports.log'), 'a') as log:\n"
-        "    log.write(f'{os.getpid()}\\n')\n"
-    )
+    lib = stamp_module(tmp_path)
     spec = tmp_path / "toggles.yaml"
     path = ("--set", f"environment.env.PYTHONPATH={lib}")
     code, data, stderr = isolate(tmp_path, *DETERMINISTIC, *path, "--preload", "stamp", spec=spec)
@@ -645,7 +638,7 @@ def test_preload_forks_every_candidate_from_one_server(tmp_path: Path) -> None:
     assert len(data["runs"]) > 3
     assert len(launches) == data["attempts"]
     assert set(launches) == {"forked"}, launches
-    assert len((lib / "imports.log").read_text().split()) == 1
+    assert imports(lib) == 1
     # Part of the search's identity, as --set is: without it, another isolation (its
     # attempts ran fresh), not a replay of the forked one.
     code, again, stderr = isolate(tmp_path, *DETERMINISTIC, *path, spec=spec)
