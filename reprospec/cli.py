@@ -199,12 +199,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(printable(_format_fatal(exc)), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        # A search stopped before it could say so itself: its stored probes still resume.
-        again = "; run the same command again to resume" if verb in _RESUMABLE else ""
-        if verb == "capture":
-            again = "; the spec is still the first draft: capture again with --force"
-        print(f"reprospec: interrupted{again}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return _interrupted(verb)
     except BrokenPipeError:
         return _closed_pipe()
     except OSError as exc:
@@ -227,10 +222,37 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"reprospec: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bug: keep the traceback for the report, not for the user's face
+        if _while_interrupted(exc):
+            return _interrupted(verb)
         log = _write_crash_log()
         print(printable(f"reprospec: internal error: {type(exc).__name__}: {exc}"), file=sys.stderr)
         print(f"reprospec: the traceback is in {log}; please report it", file=sys.stderr)
         return 3
+
+
+def _interrupted(verb: str | None) -> int:
+    """Say the command was stopped (and how it resumes), and give its exit code."""
+    # A search stopped before it could say so itself: its stored probes still resume.
+    again = "; run the same command again to resume" if verb in _RESUMABLE else ""
+    if verb == "capture":
+        again = "; the spec is still the first draft: capture again with --force"
+    print(f"reprospec: interrupted{again}", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def _while_interrupted(exc: BaseException) -> bool:
+    """Whether `exc` was raised while a Ctrl-C unwound: code that cleans up on the way out
+    and is not safe against one (argparse's parse_intermixed_args restores each option's
+    `save_nargs`, which a Ctrl-C before all were saved left unset) fails with an error of
+    its own, which read as reprospec's bug, exit 3, where the user had stopped it."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__context__
+    return False
 
 
 def _cwd_gone() -> bool:

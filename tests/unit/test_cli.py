@@ -32,3 +32,22 @@ def test_a_refusal_shows_the_verbs_usage(capsys: pytest.CaptureFixture[str]) -> 
     err = capsys.readouterr().err
     assert err.startswith("usage: reprospec merge ")
     assert "unrecognized arguments: --repat 3" in err
+
+
+def test_a_ctrl_c_that_breaks_argparse_s_cleanup_is_an_interruption(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A Ctrl-C while argparse's parse_intermixed_args made the verb's usage line, before it
+    # saved each positional's nargs: its `finally` restored `save_nargs`, never set, and the
+    # AttributeError it raised read as reprospec's bug, exit 3 (a stress loop of SIGINTs
+    # into `reprospec run`, once in 700: "internal error: AttributeError: '_StoreAction'
+    # object has no attribute 'save_nargs'").
+    import argparse
+
+    def interrupted(_parser: argparse.ArgumentParser) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(argparse.ArgumentParser, "format_usage", interrupted)
+    assert main(["merge", "a", "b"]) == 130
+    err = capsys.readouterr().err
+    assert err == "reprospec: interrupted\n"
