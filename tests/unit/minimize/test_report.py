@@ -95,35 +95,39 @@ def test_one_attempt_is_one_attempt() -> None:
     assert " in 1 attempt (interrupted)" in text(one)
 
 
+def _minimized_yaml(specs: Path, spec_text: str, out: Path) -> str:
+    """minimized.yaml as `write` makes it into `out`, of the spec `spec_text` (crash.yaml in
+    `specs`, beside loop.py) and a minimize of loop.py that always fails."""
+    from reprospec.minimize.report import write
+    from reprospec.spec.load import load_spec
+
+    specs.mkdir(exist_ok=True)
+    (specs / "loop.py").write_text(program().source("loop.py"))
+    (specs / "crash.yaml").write_text(spec_text)
+    spec = load_spec(specs / "crash.yaml")
+    result = minimize(program(), InProcess(1.0, seed=0), Settings(passing=0))
+    found = replace(answer(result, stopped=False), folder=specs.parent / "state", output=out)
+    write(found, spec, specs)
+    return (out / "minimized.yaml").read_text()
+
+
 def test_the_minimized_spec_keeps_the_source_spec_s_comments_and_its_schema_line(
     tmp_path: Path,
 ) -> None:
     # nu34: a new user's minimized.yaml of a captured spec lost capture's header, the
     # reasons beside `expect` and the editor's `$schema=` line (dumped from the data
     # alone), where amplified.yaml keeps them.
-    from reprospec.minimize.report import write
-    from reprospec.spec.load import load_spec
-
     (tmp_path / "schemas").mkdir()
     (tmp_path / "schemas" / "reprospec.schema.json").write_text("{}")
-    specs = tmp_path / "specs"
-    specs.mkdir()
-    (specs / "loop.py").write_text(program().source("loop.py"))
-    (specs / "crash.yaml").write_text(
+    text = _minimized_yaml(
+        tmp_path / "specs",
         "# yaml-language-server: $schema=../schemas/reprospec.schema.json\n"
         "# Written by `reprospec capture -- python loop.py`.\n"
         "reprospec: 1\nname: crash\ncommand: python loop.py\n"
-        "expect:\n  outcome: crash\n  signal: SIGSEGV  # in a DataLoader worker\n"
+        "expect:\n  outcome: crash\n  signal: SIGSEGV  # in a DataLoader worker\n",
+        tmp_path / "out" / "min",
     )
-    spec = load_spec(specs / "crash.yaml")
-    result = minimize(program(), InProcess(1.0, seed=0), Settings(passing=0))
-    found = replace(
-        answer(result, stopped=False),
-        folder=tmp_path / "state",
-        output=tmp_path / "out" / "min",
-    )
-    write(found, spec, specs)
-    lines = (tmp_path / "out" / "min" / "minimized.yaml").read_text().splitlines()
+    lines = text.splitlines()
     assert lines[:2] == [
         "# yaml-language-server: $schema=../../schemas/reprospec.schema.json",
         "# Written by `reprospec capture -- python loop.py`.",
@@ -136,25 +140,16 @@ def test_the_minimized_spec_of_a_filled_skeleton_drops_capture_s_todo_block(
 ) -> None:
     # nu34: the --from-log skeleton's TODO block, its keys long filled, came into
     # minimized.yaml, which sets `workdir` itself: a stale "left to fill in".
-    from reprospec.minimize.report import write
-    from reprospec.spec.load import load_spec
-
-    (tmp_path / "loop.py").write_text(program().source("loop.py"))
-    (tmp_path / "crash.yaml").write_text(
+    text = _minimized_yaml(
+        tmp_path / "specs",
         "# A skeleton written by `reprospec capture --from-log issue.md`.\n"
         "#\n# TODO (left to fill in):\n"
         "#   - environment.workdir: where the command runs, relative to this spec\n"
         "#   - files: the program's data and the modules it imports (the log cannot carry\n"
         "#     them): put them in the workdir\n"
         "reprospec: 1\nname: crash\nenvironment:\n  workdir: .\nfiles: [loop.py]\n"
-        "command: python loop.py\nexpect:\n  outcome: crash\n  signal: SIGSEGV\n"
+        "command: python loop.py\nexpect:\n  outcome: crash\n  signal: SIGSEGV\n",
+        tmp_path / "min",
     )
-    spec = load_spec(tmp_path / "crash.yaml")
-    result = minimize(program(), InProcess(1.0, seed=0), Settings(passing=0))
-    found = replace(
-        answer(result, stopped=False), folder=tmp_path / "state", output=tmp_path / "min"
-    )
-    write(found, spec, tmp_path)
-    text = (tmp_path / "min" / "minimized.yaml").read_text()
     assert text.startswith("# A skeleton written by `reprospec capture --from-log issue.md`.\n")
     assert "TODO" not in text
