@@ -30,7 +30,7 @@ from reprospec.capture.writer import (
     slug,
 )
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.redact import mask_parts, secret_values
+from reprospec.core.redact import mask_parts, secret_values, sets_secret
 from reprospec.outcome.pytestreport import is_pytest, pytest_verbose
 
 # What runs while the command is unknown: the shell says "not found" (exit 127), which
@@ -125,6 +125,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         env.append(
             EnvLine("CUDA_LAUNCH_BLOCKING", "1", "the error is a CUDA one: name the op", True)
         )
+    todo += _prose_settings(ticket, {line.name for line in env})
     return Draft(
         name=_name(ticket),
         # Quoted from the log: a secret the command set (or a part the program printed)
@@ -151,6 +152,27 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         ),
         todo=tuple(todo),
     )
+
+
+def _prose_settings(ticket: Ticket, set_already: set[str]) -> list[str]:
+    """A TODO item for each variable the ticket's prose sets and the spec does not
+    (`MALLOC_ARENA_MAX=2 exported in my shell`): the reporter's shell had it, the command
+    line did not say it, so the spec cannot tell whether the failure needs it. A secret's
+    value is not written."""
+    items = []
+    for name, value in ticket.settings:
+        if name in set_already:
+            continue
+        said = (
+            f"{name} (a secret: its value is not written)"
+            if sets_secret(name, value)
+            else f"{name}={value}"
+        )
+        items.append(
+            f"environment.env.{name}: the ticket's prose sets {said}, its command line does"
+            " not: set it here if the failure needs it, or drop this item"
+        )
+    return items
 
 
 def _expect(

@@ -68,6 +68,21 @@ _FLAKY = re.compile(
     r"|non-?deterministic(?:ally)?|randomly)\b",
     re.IGNORECASE,
 )
+# A variable the reporter set, said in prose: "MALLOC_ARENA_MAX=2 exported in my shell",
+# "with CUDA_LAUNCH_BLOCKING=1 set", `export NCCL_P2P_DISABLE=1`. Upper-case names of two
+# or more characters (not `x=1`, not `N=3` of a formula); `==` is a pin, not a setting.
+_PROSE_SETTING = re.compile(
+    r"(?<![\w$.=/-])(?P<name>[A-Z][A-Z0-9_]+)="
+    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s=`'\"][^\s`'\"]*)"
+)
+# A program's advice to set one (torch's `For debugging consider passing
+# CUDA_LAUNCH_BLOCKING=1.`, Hydra's `Set the environment variable HYDRA_FULL_ERROR=1 for a
+# complete stack trace.`): the run had it unset, so it is no setting of the reporter's.
+_ADVICE = re.compile(
+    r"\bconsider (?:passing|setting|using)\b|\bset the environment variable\b"
+    r"|\b(?:try|you (?:can|could|may|might|should)) (?:set|pass|export|rerun|run)",
+    re.IGNORECASE,
+)
 _GDB_SIGNAL = re.compile(
     r"(?:Thread \d+ .*?|Program) received signal (?P<signal>SIG[A-Z0-9]+)", re.IGNORECASE
 )
@@ -147,6 +162,8 @@ class Ticket:
     evidence: tuple[str, ...] = field(default=())
     # The reporter's words that it fails only sometimes (`1 in 3 runs`), or None.
     flaky: str | None = None
+    # The `NAME=value` settings the prose says (not the command line's), in the order said.
+    settings: tuple[tuple[str, str], ...] = ()
 
 
 def read_ticket(text: str) -> Ticket:
@@ -273,7 +290,23 @@ def read_ticket(text: str) -> Ticket:
         test=test,
         evidence=tuple(evidence),
         flaky=flaky.group(0) if flaky is not None else None,
+        settings=_prose_settings(prose, chain),
     )
+
+
+def _prose_settings(prose: str, chain: tuple[PythonException, ...]) -> tuple[tuple[str, str], ...]:
+    """The `NAME=value` settings `prose` says, first value of each name: not in an
+    exception's message (the program's words) nor in a program's advice to set one."""
+    said = [part for e in chain for line in (e.message or "").split("\n") if (part := line.strip())]
+    found: dict[str, str] = {}
+    for line in prose.split("\n"):
+        if _ADVICE.search(line) or any(part in line for part in said):
+            continue
+        for match in _PROSE_SETTING.finditer(line):
+            value = match["value"]
+            value = value[1:-1] if value[0] in "'\"" else value.rstrip(".,;:!?)]")
+            found.setdefault(match["name"], value)
+    return tuple(found.items())
 
 
 def _unprefixed(line: str) -> str:

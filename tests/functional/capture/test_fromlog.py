@@ -275,3 +275,25 @@ def test_a_faulthandler_timeout_ticket_is_titled_a_hang_once(cli: Cli, tmp_path:
     document = load_spec(str(tmp_path / "h.yaml")).document
     assert document["title"] == "From a ticket: hang at train step 120"
     assert document["expect"] == {"outcome": "hang", "phase": "train", "step": 120}
+
+
+def test_a_variable_the_tickets_prose_sets_is_left_to_fill_in(cli: Cli, tmp_path: Path) -> None:
+    # "MALLOC_ARENA_MAX=2 exported in my shell" was in no line capture printed or wrote: the
+    # user never learnt the repro may need it (lo37).
+    text = (
+        "It segfaults with MALLOC_ARENA_MAX=2 exported in my shell.\n\n"
+        "$ python train.py --lr 0.1\nSegmentation fault (core dumped)\n"
+    )
+    result = cli("capture", "--from-log", "-", "-o", "t.yaml", cwd=tmp_path, stdin=text)
+    assert result.code == 0, result.stderr
+    item = "environment.env.MALLOC_ARENA_MAX: the ticket's prose sets MALLOC_ARENA_MAX=2"
+    assert f"  - {item}, its command line does not" in result.stdout
+    checked = cli("validate", "t.yaml", cwd=tmp_path)
+    assert "environment.env.MALLOC_ARENA_MAX" in checked.stderr
+    # Set as the item says, it is filled.
+    spec = tmp_path / "t.yaml"
+    spec.write_text(spec.read_text() + "environment:\n  env:\n    MALLOC_ARENA_MAX: '2'\n")
+    checked = cli("validate", "t.yaml", cwd=tmp_path)
+    assert checked.code == 0, checked.stderr
+    assert "still to fill in" in checked.stderr
+    assert "MALLOC_ARENA_MAX" not in checked.stderr

@@ -485,6 +485,43 @@ def test_a_traceback_s_own_words_are_not_the_reporter_s() -> None:
     assert skeleton(ticket, "issue.md").repeat is None
 
 
+def test_a_variable_the_prose_sets_is_a_todo_of_the_skeleton() -> None:
+    """`MALLOC_ARENA_MAX=2 exported in my shell` got no word in the skeleton, so its
+    reader never learnt the repro may need it (lo37). Not a variable the command line
+    sets (written in environment.env), one the program's message or advice names, a pin."""
+    text = (
+        "Segfaults at startup. I have MALLOC_ARENA_MAX=2 exported in my shell, and it\n"
+        "crashes with CUDA_LAUNCH_BLOCKING=1 set too (numpy==1.26, lr=0.1, N=3).\n"
+        "HF_TOKEN=hf_zzTopSecret999 is set as well.\n\n"
+        "$ OMP_NUM_THREADS=4 python train.py\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 3, in <module>\n'
+        "    SEED=1\n"
+        "RuntimeError: bad BATCH_SIZE=64\n"
+        "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n"
+    )
+    ticket = read_ticket(text)
+    assert ticket.settings == (
+        ("MALLOC_ARENA_MAX", "2"),
+        ("CUDA_LAUNCH_BLOCKING", "1"),
+        ("HF_TOKEN", "hf_zzTopSecret999"),
+        ("OMP_NUM_THREADS", "4"),
+    )
+    draft = skeleton(ticket, "issue.md")
+    assert [line.name for line in draft.env] == ["OMP_NUM_THREADS"]
+    prose = [item for item in draft.todo if item.startswith("environment.env.")]
+    assert prose == [
+        "environment.env.MALLOC_ARENA_MAX: the ticket's prose sets MALLOC_ARENA_MAX=2, its"
+        " command line does not: set it here if the failure needs it, or drop this item",
+        "environment.env.CUDA_LAUNCH_BLOCKING: the ticket's prose sets CUDA_LAUNCH_BLOCKING=1,"
+        " its command line does not: set it here if the failure needs it, or drop this item",
+        "environment.env.HF_TOKEN: the ticket's prose sets HF_TOKEN (a secret: its value is"
+        " not written), its command line does not: set it here if the failure needs it, or"
+        " drop this item",
+    ]
+    assert "zzTop" not in render_spec(draft)
+
+
 FILLED: dict[str, JsonValue] = {
     "command": "python train.py",
     "environment.workdir": ".",
