@@ -197,10 +197,7 @@ def _expect(
     )
     if failure.outcome == "crash" and failure.signal:
         expect["signal"] = failure.signal
-        comments["signal"] = {
-            "worker": "in a DataLoader worker",
-            "child": "in a child process",
-        }.get(failure.where or "", "in the main process")
+        comments["signal"] = _in_process(ticket)
         if keys.where is not None:
             expect["where"] = keys.where
     if failure.outcome in ("error", "crash") and keys.exception:
@@ -211,7 +208,9 @@ def _expect(
         expect["exit_code"] = failure.exit_code
     if failure.phase is not None:
         expect["phase"] = failure.phase
-        if pytest and failure.phase == ticket.test:
+        if failure.phase == ticket.xdist_crash:
+            comments["phase"] = "the test pytest-xdist says the worker crashed running"
+        elif pytest and failure.phase == ticket.test:
             comments["phase"] = "the first failing test, as pytest's report names it"
         elif ticket.presets or (pytest and ticket.test):  # the markers the spec gets
             comments["phase"] = "reported by the markers above"  # render_spec: markers, then expect
@@ -222,6 +221,16 @@ def _expect(
     for key, text in keys.comments:
         comments[key] = f"{comments[key]}; {text}" if key in comments else text
     return expect, comments
+
+
+def _in_process(ticket: Ticket) -> str:
+    """Where the crash was, as the live capture says it: `in a pytest-xdist worker` where
+    xdist named the test it died running."""
+    if ticket.failure.where == "child" and ticket.xdist_crash is not None:
+        return "in a pytest-xdist worker"
+    return {"worker": "in a DataLoader worker", "child": "in a child process"}.get(
+        ticket.failure.where or "", "in the main process"
+    )
 
 
 def compare_machine(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> list[str]:
@@ -322,6 +331,8 @@ def _found(ticket: Ticket) -> str:
     named = failure.signal or failure.exception
     what = f" {named}" if named else ""
     where = f" in a {failure.where}" if failure.where in ("worker", "child") else ""
+    if failure.where == "child" and ticket.xdist_crash is not None:
+        where = " in a pytest-xdist worker"
     step = f"step {failure.step}" if failure.step is not None else ""
     position = " ".join(p for p in (failure.phase or "", step) if p)
     at = f" at {position}" if position else ""

@@ -25,7 +25,7 @@ from reprospec.core.signals import (
     signal_from_description,
     signal_name,
 )
-from reprospec.outcome.pytestreport import first_failure
+from reprospec.outcome.pytestreport import crashed_test, first_failure
 from reprospec.outcome.tracebacks import (
     FATAL_HEADER,
     PythonException,
@@ -82,6 +82,12 @@ _ADVICE = re.compile(
     r"\bconsider (?:passing|setting|using)\b|\bset the environment variable\b"
     r"|\b(?:try|you (?:can|could|may|might|should)) (?:set|pass|export|rerun|run)",
     re.IGNORECASE,
+)
+# faulthandler's header run on after pytest's progress on the same line, as a terminal
+# shows stderr after stdout: `test_x.py .Fatal Python error: ...`, xdist's `.Fatal ...`, `-v`'s
+# `test_x.py::test_y Fatal Python error: ...`, xdist's `[gw0] [ 66%] PASSED t.py::a Fatal ...`.
+_FATAL_RUN_ON = re.compile(
+    r"^(?P<progress>(?:\[gw\d+\] |\S*\.py\b).*?|[.sFExXR]+)(?=Fatal Python error: )", re.M
 )
 _GDB_SIGNAL = re.compile(
     r"(?:Thread \d+ .*?|Program) received signal (?P<signal>SIG[A-Z0-9]+)", re.IGNORECASE
@@ -162,6 +168,8 @@ class Ticket:
     evidence: tuple[str, ...] = field(default=())
     # The reporter's words that it fails only sometimes (`1 in 3 runs`), or None.
     flaky: str | None = None
+    # The test a pytest-xdist worker crashed running (its `where` is `child`), or None.
+    xdist_crash: str | None = None
     # The `NAME=value` settings the prose says (not the command line's), in the order said.
     settings: tuple[tuple[str, str], ...] = ()
 
@@ -170,6 +178,7 @@ def read_ticket(text: str) -> Ticket:
     """Read everything `text` says about one failure (the last one, when it shows several)."""
     text = text.replace("\r\n", "\n")
     clean = "\n".join(_unprefixed(line) for line in text.split("\n"))
+    clean = _FATAL_RUN_ON.sub(r"\g<progress>\n", clean)
     evidence: list[str] = []
     # A traceback pasted in a fenced block: its last message ran on into the closing
     # fence (`boom\n```` `), which is the ticket's markdown, not the program's words.
@@ -192,6 +201,13 @@ def read_ticket(text: str) -> Ticket:
     if signal is None and gdb:
         signal = canonical_signal(gdb["signal"])
         evidence.append(f"gdb: {gdb.group(0).strip()}")
+    # pytest-xdist's report of a worker that died running a test (`[gw0] node down: Not
+    # properly terminated`): the crash is the worker's, a child of pytest, as a live run
+    # of the command reports it, and its test is the one xdist names.
+    xdist = crashed_test(clean)
+    if xdist is not None:
+        where = where or "child"
+        evidence.append(f"pytest-xdist: a worker crashed while running {xdist}")
     real_fatal = [f for f in fatal if not f.description.startswith("Aborted")] or fatal
     if signal is None and real_fatal:
         signal = real_fatal[-1].signal
@@ -220,7 +236,7 @@ def read_ticket(text: str) -> Ticket:
 
     cuda = _CUDA_ERROR.search(clean)
     reported = first_failure(text)
-    test = reported.test if reported is not None else _test_name(clean)
+    test = xdist or (reported.test if reported is not None else _test_name(clean))
     pytest_failure = (
         PythonException(reported.exception, _unfenced(reported.message))
         if reported is not None and reported.exception
@@ -239,7 +255,7 @@ def read_ticket(text: str) -> Ticket:
     if hang and signal is None:
         outcome = "hang"
         evidence.append("faulthandler's `Timeout (h:mm:ss)!` dump: the program hung")
-    elif signal is not None:
+    elif signal is not None or xdist is not None:
         outcome = "crash"
     elif chain or exit_code is not None:
         outcome = "error"
@@ -263,8 +279,9 @@ def read_ticket(text: str) -> Ticket:
         evidence.append(f"the command: {command}")
     machine = parse_machine(text)
     # Read in the prose, not in the pasted logs' lines: a traceback's own words are code.
+    # pytest's header names its plugins (`plugins: xdist-3.8.0, flaky-3.8.1`): not prose.
     prose = "\n".join(
-        line for line in clean.split("\n") if not line.startswith((" ", "\t", "File "))
+        line for line in clean.split("\n") if not line.startswith((" ", "\t", "File ", "plugins: "))
     )
     flaky = _FLAKY.search(prose)
     if flaky is not None:
@@ -291,6 +308,7 @@ def read_ticket(text: str) -> Ticket:
         evidence=tuple(evidence),
         flaky=flaky.group(0) if flaky is not None else None,
         settings=_prose_settings(prose, chain),
+        xdist_crash=xdist,
     )
 
 

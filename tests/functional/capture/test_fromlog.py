@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -297,3 +298,46 @@ def test_a_variable_the_tickets_prose_sets_is_left_to_fill_in(cli: Cli, tmp_path
     assert checked.code == 0, checked.stderr
     assert "still to fill in" in checked.stderr
     assert "MALLOC_ARENA_MAX" not in checked.stderr
+
+
+CRASHING_TESTS = """\
+import ctypes
+def test_ok(): pass
+def test_crash(): ctypes.string_at(0)
+def test_after(): pass
+"""
+
+
+def test_a_pytest_xdist_log_of_a_crashing_test_gives_its_test_and_a_spec_a_live_run_meets(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # xdist's `[gw0] node down: Not properly terminated` / `worker 'gw0' crashed while
+    # running '...'` was not read: "no failure found", `outcome: fail # TODO`, where a live
+    # run of the command is a crash of a child at that test. And faulthandler's header ran
+    # on after the progress dot (`.Fatal Python error: ...`), so no signal was read; the
+    # header's `plugins: ..., flaky-3.8.1` said the failure was flaky (lo37).
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text(CRASHING_TESTS)
+    pytest = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "1"]
+    log = subprocess.run(
+        [*pytest, "tests/test_x.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert "[gw0] node down: Not properly terminated" in log.stdout + log.stderr
+    ticket = "$ pytest -n 1 tests/test_x.py\n" + log.stdout + log.stderr
+    (tmp_path / "ticket.txt").write_text(ticket)
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    made = cli("capture", "--from-log", "ticket.txt", "-o", "x.yaml", cwd=tmp_path, env=here)
+    assert made.code == 0, made.stderr
+    assert (
+        "wrote x.yaml: crash SIGSEGV in a pytest-xdist worker at tests/test_x.py::test_crash\n"
+    ) in made.stdout
+    document = load_spec(str(tmp_path / "x.yaml")).document
+    assert document["expect"] == {
+        "outcome": "crash",
+        "signal": "SIGSEGV",
+        "where": "child",
+        "phase": "tests/test_x.py::test_crash",
+    }
+    ran = cli("run", "x.yaml", cwd=tmp_path, env=here)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    assert "1/1 cell(s) reproduced" in ran.stdout

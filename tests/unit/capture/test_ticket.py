@@ -522,6 +522,55 @@ def test_a_variable_the_prose_sets_is_a_todo_of_the_skeleton() -> None:
     assert "zzTop" not in render_spec(draft)
 
 
+# pytest -n 1's output of a test that segfaults (pytest-xdist 3.8, stdout and stderr as a
+# terminal shows them: faulthandler's header runs on after the progress dot).
+XDIST_CRASH = """\
+$ pytest -n 1 tests/test_x.py
+============================= test session starts ==============================
+platform linux -- Python 3.11.7, pytest-9.2.0, pluggy-1.7.0
+plugins: rerunfailures-16.7, xdist-3.8.0, flaky-3.8.1
+created: 1/1 worker
+1 worker [3 items]
+
+.Fatal Python error: Segmentation fault
+
+Current thread 0x00007f181da94b80 (most recent call first):
+  File "/usr/lib/python3.11/ctypes/__init__.py", line 519 in string_at
+  File "/src/tests/test_x.py", line 7 in test_y
+[gw0] node down: Not properly terminated
+F
+replacing crashed worker gw0
+.                                                                        [100%]
+=================================== FAILURES ===================================
+__________________________________ tests/test_x.py ___________________________________
+[gw0] linux -- Python 3.11.7 /usr/bin/python
+worker 'gw0' crashed while running 'tests/test_x.py::test_y[a] b]'
+=========================== short test summary info ============================
+FAILED tests/test_x.py::test_y[a] b] - worker 'gw0' crashed while running 'tests/test_x...
+========================= 1 failed, 2 passed in 4.44s ==========================
+"""
+
+
+def test_a_pytest_xdist_workers_crash_is_a_child_s_at_the_test_xdist_names() -> None:
+    """xdist's crash report was not read (`no failure found`), the signal neither: the
+    header ran on after pytest's progress dot; `plugins: ..., flaky-3.8.1` read as the
+    reporter's word that it is flaky (lo37)."""
+    read = read_ticket(XDIST_CRASH)
+    failure = read.failure
+    assert (failure.outcome, failure.signal, failure.where) == ("crash", "SIGSEGV", "child")
+    assert failure.phase == read.test == read.xdist_crash == "tests/test_x.py::test_y[a] b]"
+    assert read.flaky is None
+    assert "pytest-xdist: a worker crashed while running tests/test_x.py::test_y[a] b]" in (
+        read.evidence
+    )
+    draft = skeleton(read, "issue.md")
+    assert draft.expect_comments["signal"] == "in a pytest-xdist worker"
+    # Without faulthandler's dump (`-p no:faulthandler`), the crash and its test still.
+    plain = XDIST_CRASH.replace(".Fatal Python error: Segmentation fault", ".")
+    assert read_ticket(plain).failure.outcome == "crash"
+    assert read_ticket(plain).failure.phase == "tests/test_x.py::test_y[a] b]"
+
+
 FILLED: dict[str, JsonValue] = {
     "command": "python train.py",
     "environment.workdir": ".",
