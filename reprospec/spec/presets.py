@@ -22,13 +22,15 @@ from reprospec.core.lazyre import Lazy
 
 # A pytest node id as pytest prints it (`tests/test_x.py::TestA::test_b[1-foo bar]`): its
 # parameters' id may hold spaces (a parametrized string), so `\S+` cut it at the first. The
-# id ends at the `]` that a status word (`-v`'s `PASSED`), a summary's ` - ` or the line's
-# end follows, else at the first `]` before a space (a crash's `-v` line goes on with
-# faulthandler's `Fatal Python error`).
+# id ends at the `]` that a status word (`-v`'s `PASSED`), a summary's ` - `, faulthandler's
+# header (a crash's `-v` line, stdout and stderr together, goes on with `Fatal Python error`:
+# `test_x[a] b]` was cut at `[a]`) or the line's end follows, else at the first `]` before a
+# space.
 PYTEST_NODE_ID = (
     r"[^\s:]+\.py::[^\s\[]+"
     r"(?:\[[^\n]*?\]"
-    r"(?=[ \t]+(?:PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR|RERUN)\b|[ \t]+-[ \t]|[ \t]*$)"
+    r"(?=[ \t]+(?:PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR|RERUN)\b|[ \t]+-[ \t]"
+    r"|[ \t]+Fatal Python error: |[ \t]*$)"
     r"|\[[^\n]*?\](?=\s|$))?"
 )
 # tqdm's bar: `[desc: ] 70%|███████   | 7/10 [00:01<00:00, ...]` (the counter after the bar).

@@ -2145,6 +2145,27 @@ def test_a_pytest_run_by_a_launcher_with_options_names_the_test_that_crashed(
     assert document["markers"] == [{"preset": "pytest"}]
 
 
+def test_a_crashing_test_whose_id_holds_a_bracket_is_named_whole_from_merged_output(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """`pytest -v 2>&1`: the crash's line, `t.py::test_y[a] b] Fatal Python error: ...`,
+    gave the phase `t.py::test_y[a]`, the id cut at its first `]` (lo37)."""
+    workdir = tmp_path / "proj"
+    workdir.mkdir()
+    (workdir / "test_p.py").write_text(
+        "import ctypes\nimport pytest\n\n\ndef test_ok():\n    pass\n\n\n"
+        "@pytest.mark.parametrize('v', ['a] b'])\n"
+        "def test_y(v):\n    ctypes.string_at(0)\n"
+    )
+    (workdir / "run.sh").write_text("pytest -v test_p.py 2>&1\n")
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = capture(cli, workdir, "sh", "run.sh", options=("--no-verify",), env=here)
+    assert "wrote spec.yaml: crash:SIGSEGV:main:test_p.py::test_y[a] b]:" in result.stdout
+    expect = spec_document(workdir)["expect"]
+    assert isinstance(expect, dict)
+    assert expect["phase"] == "test_p.py::test_y[a] b]"
+
+
 def test_a_failing_pytest_test_is_narrowed_to_its_node_id(cli: Cli, tmp_path: Path) -> None:
     """pt35: a failing test (no crash) was named, but the spec ran the whole command. It is
     rerun alone, failed the same way, and the spec runs it alone."""

@@ -258,6 +258,8 @@ def test_the_quiet_an_ini_files_addopts_adds(
         ("t.py::TestA::test_y[1-foo bar] ", "t.py::TestA::test_y[1-foo bar]"),
         # A `]` inside the parameters' id: the one before the status word ends it.
         ("t.py::test_x[a] b] FAILED   [ 50%]", "t.py::test_x[a] b]"),
+        # ... and on a crash's line (`pytest -v 2>&1`): it was cut at `[a]` (lo37).
+        ("t.py::test_x[a] b] Fatal Python error: Segmentation fault", "t.py::test_x[a] b]"),
         ("t.py::test_plain PASSED [ 10%]", "t.py::test_plain"),
         ("t.py::test_plain", "t.py::test_plain"),
     ],
