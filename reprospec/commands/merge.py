@@ -117,4 +117,6 @@ def _merged_spec(merged: RunResult) -> Spec | None:
         return None
     # The text as the run kept it (pipeline/stages.py: its `--set` heading, secrets masked).
     kept = Redactor.for_spec(spec.document).spec_text(spec_text_of(spec))
-    return spec if kept == merged.spec_text else None
+    from reprospec.spec.load import same_spec_text
+
+    return spec if same_spec_text(merged.spec_text, kept) else None

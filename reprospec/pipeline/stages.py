@@ -623,11 +623,14 @@ def ran_as_stored(spec: Spec, stored: str) -> bool:
     (`Redactor.spec_text`; a store of older versions, `Redactor.text` or not masked), so
     today's text is masked the same way first. Compared unmasked, every spec that writes a
     secret itself read as changed (`bundle` warned that its files were today's)."""
+    from reprospec.spec.load import same_spec_text
+
     current = spec_text_of(spec)
     if stored == current:
         return True
     redactor = Redactor.for_spec(spec.document)
-    return stored in (redactor.text(current), redactor.spec_text(current))
+    candidates = (current, redactor.text(current), redactor.spec_text(current))
+    return any(same_spec_text(stored, text) for text in candidates)
 
 
 def path_labels(

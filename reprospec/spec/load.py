@@ -101,3 +101,33 @@ def plain(value: object) -> JsonValue:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return str(value)  # (a spec document holds nothing else: yamlsource reads JSON's types)
+
+
+def written_again(text: str) -> str | None:
+    """A stored spec text (a `--set` run's: its `# resolved from ...` line, then its
+    document as `dump_yaml` wrote it) as `dump_yaml` writes it today, its first line kept
+    where it is that header; None where it does not load. Two texts of one document written
+    by two versions of `dump_yaml` (a multi-line string double-quoted, now `|`) read equal."""
+    from reprospec.core.words import RESOLVED_SPEC
+    from reprospec.spec.yamlsource import dump_yaml
+
+    header = text.split("\n", 1)[0] + "\n" if text.startswith(RESOLVED_SPEC) else ""
+    try:
+        return header + dump_yaml(plain(load_yaml(text).data))
+    except YamlSourceError:
+        return None
+
+
+def same_spec_text(stored: str, current: str) -> bool:
+    """Whether a run's stored spec text is `current`: equal, or, where either is a `--set`
+    run's (its document written out by `dump_yaml`), equal written out again today: a run
+    stored before `dump_yaml` wrote multi-line strings as literal blocks is still the spec
+    it ran (`--resume`, `bundle`, `merge`)."""
+    from reprospec.core.words import RESOLVED_SPEC
+
+    if stored == current:
+        return True
+    if not (stored.startswith(RESOLVED_SPEC) or current.startswith(RESOLVED_SPEC)):
+        return False
+    again = written_again(stored)
+    return again is not None and again == written_again(current)

@@ -230,8 +230,16 @@ class _SpecDumper(
 
 def _represent_str(dumper: _SpecDumper, data: str) -> yaml.Node:
     # pyyaml writes NEL and the Unicode line separators raw inside quotes, where a reader
-    # folds them into spaces; double quotes escape them.
-    style = '"' if any(c in data for c in "\x85\u2028\u2029") else None
+    # folds them into spaces; double quotes escape them. A string of several lines is a
+    # literal block (`description: |`), as a spec writes it, where pyyaml wrote it one
+    # escaped double-quoted line (`"a\nb\n"`); the emitter keeps quotes where a block
+    # could not hold it (trailing spaces, a tab before a break).
+    if any(c in data for c in "\x85\u2028\u2029"):
+        style: str | None = '"'
+    else:
+        # Not one ending in a blank line: its `|+` would end the document with `...`.
+        block = "\n" in data and data.strip("\n") != "" and not data.endswith("\n\n")
+        style = "|" if block else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
 

@@ -429,14 +429,9 @@ def spec_diff(run_a: RunResult, run_b: RunResult) -> list[str]:
 def _written_out(text: str) -> str | None:
     """The spec's document written out as a `--set` run's is (its header line kept), or
     None when it does not load."""
-    from reprospec.spec.load import plain
-    from reprospec.spec.yamlsource import YamlSourceError, dump_yaml, load_yaml
+    from reprospec.spec.load import written_again
 
-    header = text.split("\n", 1)[0] + "\n" if text.startswith(RESOLVED_SPEC) else ""
-    try:
-        return header + dump_yaml(plain(load_yaml(text).data))
-    except YamlSourceError:
-        return None
+    return written_again(text)
 
 
 def options_diff(run_a: RunResult, run_b: RunResult) -> list[OptionChange]:

@@ -282,7 +282,12 @@ def _spec_of(run: RunResult) -> str:
     order resolve to one spec, and `_check_options` tells settings that are not one."""
     text = run.spec_text
     if text.startswith(RESOLVED_SPEC):
-        return text.partition("\n")[2]
+        # Written out again: a shard stored before `dump_yaml` wrote a multi-line string
+        # as a literal block (`|`, where it was double-quoted) ran the same spec.
+        from reprospec.spec.load import written_again
+
+        body = text.partition("\n")[2]
+        return written_again(body) or body
     return text
 
 

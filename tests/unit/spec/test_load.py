@@ -686,3 +686,19 @@ def test_an_expression_workdir_and_its_files_are_checked_per_cell(tmp_path: Path
     ]
     spec.write_text(spec.read_text().replace("w2, w3", "w2").replace(", nosuch.txt", ""))
     assert load_spec(spec).document["files"] == ["data.txt"]  # every cell's folder holds it
+
+
+def test_a_set_runs_spec_stored_before_literal_blocks_is_the_same_spec() -> None:
+    """dump_yaml writes a multi-line string as `|` now (lo37): a `--set` run stored before
+    kept it double-quoted, and `--resume`, `bundle` and `merge` compared the texts as
+    written: the same spec read as changed."""
+    from reprospec.spec.load import same_spec_text
+
+    header = "# resolved from s.yaml with: --set run.repeat=2\n"
+    old = header + 'name: s\ndescription: "a\\nb\\n"\nrun:\n  repeat: 2\n'
+    new = header + "name: s\ndescription: |\n  a\n  b\nrun:\n  repeat: 2\n"
+    assert same_spec_text(old, new)
+    assert not same_spec_text(old, new.replace("  b\n", "  c\n"))
+    assert not same_spec_text(old, new.replace("--set run.repeat=2", "--set run.repeat=3"))
+    # A spec's own text (no `--set`) is compared as written: its comments are the spec's.
+    assert not same_spec_text('name: s\nd: "a\\nb"\n', "name: s\nd: |-\n  a\n  b\n")

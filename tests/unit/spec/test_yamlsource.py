@@ -274,3 +274,21 @@ def test_dump_yaml_quotes_by_the_core_schema() -> None:
     # pyyaml's own dumper quotes by YAML 1.1 and leaves these plain: read back as numbers.
     assert at(load_yaml(yaml.safe_dump(data)).data, "a", 0) == 1000.0
     assert at(load_yaml(yaml.safe_dump(data)).data, "a", 1) == 15
+
+
+def test_dump_yaml_writes_a_multi_line_string_as_a_literal_block() -> None:
+    """A spec's `description: |` came back from minimized.yaml, amplified.yaml and a `--set`
+    run's spec.yaml as one escaped line, `"Captured from ...\\nIt ended ...\\n"` (lo37)."""
+    data: JsonValue = {"description": "Captured from x.\nIt ended crash.\n", "c": "a\nb"}
+    text = dump_yaml(data)
+    assert text == "description: |\n  Captured from x.\n  It ended crash.\nc: |-\n  a\n  b\n"
+    # Each reads back the same; where a block cannot hold it, it stays quoted.
+    strings = ["a\n", "  lead\nx\n", "x\n  in\n", "trail \nx", "tab\t\nx", "a\r\nb", "a\n\n"]
+    strings += ["\n", "\n\na", "# no comment\n", "a\n b\n\n", "k: v\n- x"]
+    for string in strings:
+        assert load_yaml(dump_yaml({"s": string, "l": [string]})).data == {
+            "s": string,
+            "l": [string],
+        }, string
+    assert dump_yaml({"s": "trail \nx"}) == 's: "trail \\nx"\n'
+    assert "..." not in dump_yaml({"s": "a\n b\n\n"})  # no `|+`, which ends the document
