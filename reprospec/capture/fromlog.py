@@ -210,6 +210,8 @@ def _expect(
         expect["phase"] = failure.phase
         if failure.phase == ticket.xdist_crash:
             comments["phase"] = "the test pytest-xdist says the worker crashed running"
+        elif pytest and failure.phase == ticket.test and failure.outcome in ("crash", "hang"):
+            comments["phase"] = "the test pytest -v's lines were running when it died"
         elif pytest and failure.phase == ticket.test:
             comments["phase"] = "the first failing test, as pytest's report names it"
         elif ticket.presets or (pytest and ticket.test):  # the markers the spec gets

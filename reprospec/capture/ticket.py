@@ -267,6 +267,13 @@ def read_ticket(text: str) -> Ticket:
         # `step 1: ...` lines have a step and no phase; step 0 is a step too (nu34).
         reached = " ".join(p for p in (phase, None if step is None else f"step {step}") if p)
         evidence.append(f"the progress lines: {reached}")
+    if test is None and outcome in ("crash", "hang") and "pytest" in detect(text):
+        # A test that crashed has no FAILED line: `-v`'s line of the test running when the
+        # process died is its phase, as a live run's pytest markers say.
+        test = _running_test(clean)
+        if test is not None and phase is None:
+            phase = test
+            evidence.append(f"the test running when it died: {test}")
     if test is not None and phase is None:
         phase = test
         evidence.append(f"the failing test: {test}")
@@ -372,6 +379,20 @@ def _test_name(text: str) -> str | None:
                 return match["test"]
     runs = [m["test"] for line in text.split("\n") if (m := _GTEST_RUN.match(line.strip()))]
     return runs[-1] if runs else None
+
+
+def _running_test(text: str) -> str | None:
+    """The test `pytest -v`'s lines had started last before faulthandler's dump (or the
+    text's end), or None."""
+    marker = re.compile(PRESETS["pytest"].markers[0].pattern)
+    running: str | None = None
+    for line in output_lines(text):
+        if line.startswith(FATAL_HEADER) or _FAULTHANDLER_TIMEOUT.match(line):
+            break
+        found = marker.match(line)
+        if found is not None:
+            running = found["phase"]
+    return running
 
 
 def _progress(text: str) -> tuple[str | None, int | None]:

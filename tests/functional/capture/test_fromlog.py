@@ -341,3 +341,32 @@ def test_a_pytest_xdist_log_of_a_crashing_test_gives_its_test_and_a_spec_a_live_
     ran = cli("run", "x.yaml", cwd=tmp_path, env=here)
     assert ran.code == 0, ran.stdout + ran.stderr
     assert "1/1 cell(s) reproduced" in ran.stdout
+
+
+def test_a_pytest_v_log_of_a_crashing_test_gives_its_test_and_a_spec_a_live_run_meets(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A crash has no FAILED line: the skeleton expected no test, where a live run's pytest
+    # markers name the one -v's lines were running (lo37).
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text(CRASHING_TESTS)
+    pytest = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v"]
+    log = subprocess.run(
+        [*pytest, "tests/test_x.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert log.returncode == -11, log.stdout + log.stderr
+    ticket = "$ pytest -v tests/test_x.py\n" + log.stdout + log.stderr
+    (tmp_path / "ticket.txt").write_text(ticket + "Segmentation fault (core dumped)\n")
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    made = cli("capture", "--from-log", "ticket.txt", "-o", "v.yaml", cwd=tmp_path, env=here)
+    assert made.code == 0, made.stderr
+    assert "the test running when it died: tests/test_x.py::test_crash" in made.stdout
+    document = load_spec(str(tmp_path / "v.yaml")).document
+    assert document["expect"] == {
+        "outcome": "crash",
+        "signal": "SIGSEGV",
+        "phase": "tests/test_x.py::test_crash",
+    }
+    ran = cli("run", "v.yaml", cwd=tmp_path, env=here)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    assert "1/1 cell(s) reproduced" in ran.stdout

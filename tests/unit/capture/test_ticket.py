@@ -571,6 +571,29 @@ def test_a_pytest_xdist_workers_crash_is_a_child_s_at_the_test_xdist_names() -> 
     assert read_ticket(plain).failure.phase == "tests/test_x.py::test_y[a] b]"
 
 
+def test_a_pytest_v_log_of_a_crash_names_the_test_running_when_it_died() -> None:
+    """A crash has no FAILED line: the skeleton named no test, where a live run's pytest
+    markers give the one -v's lines were running (lo37); without -v nothing names it."""
+    text = (
+        "$ pytest -v tests/test_x.py\n"
+        "tests/test_x.py::test_ok PASSED                                    [ 33%]\n"
+        "tests/test_x.py::test_y[a] b] Fatal Python error: Segmentation fault\n\n"
+        "Current thread 0x00007f181da94b80 (most recent call first):\n"
+        '  File "/src/tests/test_x.py", line 7 in test_y\n'
+        "Segmentation fault (core dumped)\n"
+    )
+    read = read_ticket(text)
+    assert (read.failure.outcome, read.failure.signal) == ("crash", "SIGSEGV")
+    assert read.failure.phase == read.test == "tests/test_x.py::test_y[a] b]"
+    assert "the test running when it died: tests/test_x.py::test_y[a] b]" in read.evidence
+    draft = skeleton(read, "issue.md")
+    assert draft.expect["phase"] == "tests/test_x.py::test_y[a] b]"
+    assert draft.expect_comments["phase"] == "the test pytest -v's lines were running when it died"
+    quiet = "$ pytest tests/test_x.py\ntests/test_x.py .Fatal Python error: Segmentation fault\n"
+    assert read_ticket(quiet).failure.signal == "SIGSEGV"
+    assert read_ticket(quiet).failure.phase is None
+
+
 FILLED: dict[str, JsonValue] = {
     "command": "python train.py",
     "environment.workdir": ".",
