@@ -28,9 +28,11 @@ def test_distributions_are_pinned_without_what_they_require() -> None:
 
 
 # A worker thread idle in sleep, started after the thread that crashes: faulthandler lists
-# threads newest first, so its block comes before the crashed (`Current thread`) one.
+# threads newest first, so its block comes before the crashed (`Current thread`) one. The
+# crash waits until the worker is in its sleep (line 8), where a fixed 0.2 s let a starved
+# worker still be in threading's bootstrap, and its block lacked `line 8 in idle`.
 IDLE_WORKER = """\
-import ctypes
+import ctypes, sys
 import faulthandler
 import threading
 import time
@@ -48,18 +50,24 @@ def crash():
     read_shared(0)
 
 
+def start_idle():
+    worker = threading.Thread(target=idle, daemon=True)
+    worker.start()
+    while (frame := sys._current_frames().get(worker.ident)) is None or (
+        frame.f_code.co_name, frame.f_lineno) != ("idle", 8):
+        time.sleep(0.01)
+
+
 faulthandler.enable()
 if CRASH_IN_THREAD:
     started = threading.Event()
     crasher = threading.Thread(target=lambda: (started.wait(), crash()))
     crasher.start()
-    threading.Thread(target=idle, daemon=True).start()
-    time.sleep(0.2)
+    start_idle()
     started.set()
     crasher.join()
 else:
-    threading.Thread(target=idle, daemon=True).start()
-    time.sleep(0.2)
+    start_idle()
     crash()
 """
 
