@@ -123,13 +123,20 @@ def test_a_killed_engines_staging_folder_is_removed(tmp_path: Path) -> None:
     assert live.exists()
 
 
+# "Running" until the other engine has unpacked too (each says so by a file of its own
+# beside the bundles): a fixed 3 s let a slow second unpack end after the first had looked,
+# and the test passed without the two overlapping.
 _UNPACK = """\
 import os, sys, time
 from pathlib import Path
 from reprospec.export.bundle import unpack
 got = unpack(Path(sys.argv[1]), Path(sys.argv[2]))
 before = os.stat(got.spec).st_ino
-time.sleep(3)  # "running": the other engine finishes meanwhile
+marks = Path(sys.argv[3])
+(marks / sys.argv[4]).touch()
+deadline = time.monotonic() + 100
+while len(list(marks.iterdir())) < 2 and time.monotonic() < deadline:
+    time.sleep(0.05)
 print(before == os.stat(got.spec).st_ino if got.spec.exists() else False)
 """
 
@@ -138,8 +145,13 @@ def test_two_engines_unpacking_one_bundle_keep_each_others_tree(tmp_path: Path) 
     info = tarfile.TarInfo("b/tree/data.bin")
     archive = _write(tmp_path / "race.tar.gz", extra=(info, os.urandom(48 << 20)))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    args = [sys.executable, "-c", _UNPACK, str(archive), str(tmp_path / "bundles")]
-    engines = [subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    marks = tmp_path / "unpacked"
+    marks.mkdir()
+    args = [sys.executable, "-c", _UNPACK, str(archive), str(tmp_path / "bundles"), str(marks)]
+    engines = [
+        subprocess.Popen([*args, str(n)], stdout=subprocess.PIPE, text=True, env=env)
+        for n in range(2)
+    ]
     outputs = [engine.communicate(timeout=120)[0].strip() for engine in engines]
     assert outputs == ["True", "True"]
 
