@@ -31,8 +31,14 @@ BEHAVE = CHILDREN / "behave.py"
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
-def run_child(tmp_path: Path, argv: list[str], timeout: float = 30.0) -> Execution:
-    """Run argv as the runner would (own session, logs in files, events file) -> Execution."""
+def run_child(
+    tmp_path: Path, argv: list[str], timeout: float = 30.0, ready: str | None = None
+) -> Execution:
+    """Run argv as the runner would (own session, logs in files, events file) -> Execution.
+
+    `ready`: text of the events file that `timeout` counts from (a hang's last event): a
+    child starved for its start-up on a loaded machine would otherwise be killed before it
+    got there, as a hang somewhere else."""
     events = tmp_path / "events.jsonl"
     stdout, stderr = tmp_path / "stdout.log", tmp_path / "stderr.log"
     env = {**os.environ, "REPROSPEC_EVENTS": str(events), "PYTHONFAULTHANDLER": "1"}
@@ -41,6 +47,8 @@ def run_child(tmp_path: Path, argv: list[str], timeout: float = 30.0) -> Executi
         proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env, start_new_session=True)
         timed_out = False
         try:
+            if ready is not None:
+                _wait_for_event(events, ready, proc)
             returncode: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
@@ -51,8 +59,18 @@ def run_child(tmp_path: Path, argv: list[str], timeout: float = 30.0) -> Executi
     )
 
 
-def behave(tmp_path: Path, mode: str, timeout: float = 30.0) -> Execution:
-    return run_child(tmp_path, [sys.executable, str(BEHAVE), mode], timeout=timeout)
+def _wait_for_event(events: Path, text: str, proc: subprocess.Popen[bytes]) -> None:
+    """Until the events file holds `text`, the child ends, or 60 s (then the test's
+    assertions say what the child reached)."""
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        if events.exists() and text in events.read_text():
+            return
+        time.sleep(0.02)
+
+
+def behave(tmp_path: Path, mode: str, timeout: float = 30.0, ready: str | None = None) -> Execution:
+    return run_child(tmp_path, [sys.executable, str(BEHAVE), mode], timeout=timeout, ready=ready)
 
 
 # --- every outcome kind, from a real child -------------------------------------------
@@ -178,7 +196,7 @@ def test_stage_of_the_step_is_in_the_outcome_and_can_be_expected(tmp_path: Path)
 
 
 def test_hang_at_import_names_the_module(tmp_path: Path) -> None:
-    outcome = classify(behave(tmp_path, "import-hang", timeout=3.0))
+    outcome = classify(behave(tmp_path, "import-hang", timeout=1.0, ready='"wandb"'))
     assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.phase, outcome.module, outcome.stage) == (
         "hang",
@@ -280,7 +298,8 @@ def test_sigkill(tmp_path: Path) -> None:
 
 
 def test_hang(tmp_path: Path) -> None:
-    execution = behave(tmp_path, "hang", timeout=1.0)
+    # Killed 1 s after its last event (validation step 3), however long it took to get there.
+    execution = behave(tmp_path, "hang", timeout=1.0, ready='"step": 3}')
     assert execution.timed_out
     outcome = classify(execution)
     assert isinstance(outcome, Outcome)
