@@ -25,7 +25,23 @@ def cmdline(pid):
     except OSError:
         return b""
 
-time.sleep(0.3)  # the competitors have started
+def competitors():
+    # This attempt's: their --dir is its folder under the test's own --out, below this
+    # workdir (other suites on the machine run competitors of their own).
+    return sum(
+        1 for pid in os.listdir("/proc")
+        if pid.isdigit() and b"perturb/load.py" in cmdline(pid)
+        and os.getcwd().encode() in cmdline(pid)
+    )
+
+# As many competitors as the test expects (argv[1]), waited for: the engine starts them
+# beside the attempt, and load.py forks its spinners and writer after it starts. A fixed
+# 0.3 s counted a starved load.py's spinners before they were forked. Never more than 60 s:
+# fewer than expected then is what the test sees, and fails on.
+want = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+deadline = time.monotonic() + 60
+while competitors() < want and time.monotonic() < deadline:
+    time.sleep(0.02)
 print(json.dumps({
     "switch": sys.getswitchinterval(),
     "gc": list(gc.get_threshold()),
@@ -35,22 +51,16 @@ print(json.dumps({
     "cpus": sorted(os.sched_getaffinity(0)),
     "nice": os.nice(0),
     "omp": os.environ.get("OMP_NUM_THREADS"),
-    # This attempt's: their --dir is its folder under the test's own --out, below this
-    # workdir (other suites on the machine run competitors of their own).
-    "competitors": sum(
-        1 for pid in os.listdir("/proc")
-        if pid.isdigit() and b"perturb/load.py" in cmdline(pid)
-        and os.getcwd().encode() in cmdline(pid)
-    ),
+    "competitors": competitors(),
 }))
 """
 
 
-def _spec(tmp_path: Path, perturb: str, *, matrix: str = "") -> Path:
+def _spec(tmp_path: Path, perturb: str, *, matrix: str = "", competitors: int = 0) -> Path:
     (tmp_path / "probe.py").write_text(PROBE)
     spec = tmp_path / "probe.yaml"
     spec.write_text(
-        "reprospec: 1\nname: probe\ncommand: python probe.py\n"
+        f"reprospec: 1\nname: probe\ncommand: python probe.py {competitors}\n"
         f"{matrix}environment:\n  workdir: .\n  perturb:\n{perturb}"
         "expect:\n  outcome: pass\n"
     )
@@ -84,6 +94,7 @@ def test_each_perturbation_reaches_the_child_and_is_recorded(cli: Cli, tmp_path:
         "    switch_interval: 1.0e-6\n    gc: aggressive\n    hash_seed: 7\n"
         "    malloc: perturb\n    cpus: 1\n    nice: 5\n    cpu_load: 2\n    io_load: 1\n"
         "    torch: {num_threads: 2}\n",
+        competitors=4,
     )
     result = cli("run", str(spec))
     assert result.code == 0, result.stderr + result.stdout
