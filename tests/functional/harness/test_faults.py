@@ -6,12 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from reprospec.harness import HARNESS_ROOT
+from tests.functional.harness.test_harness import dump_until
 
 
 def fire(
@@ -64,13 +64,9 @@ def test_hang_is_a_real_deadlock_with_both_threads_waiting(tmp_path: Path) -> No
         assert child.stdout.readline().strip() == "ready"
         with pytest.raises(subprocess.TimeoutExpired):
             child.wait(timeout=1.0)  # still alive: deadlocked, not finished
-        child.send_signal(signal.SIGUSR1)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:  # written one thread at a time
-            written = dump.read_text()
-            if "in hang" in written and "in other_thread" in written:
-                break
-            time.sleep(0.05)
+        # Asked again each second until both threads are where they wait: one dump after
+        # the 1 s above showed a thread a starved machine had not yet run into its function.
+        dump_until(child.pid, dump, "in hang", "in other_thread")
     finally:
         child.kill()
         child.wait(timeout=10)
