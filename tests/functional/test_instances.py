@@ -27,6 +27,7 @@ from reprospec.store.db import Store
 from reprospec.store.resultsjson import load_run
 from reprospec.store.runfolder import RunFolder
 from tests.support.cli import SPECS, Cli
+from tests.support.deadline import until_reached
 from tests.support.plans import attempt_plan
 
 EXAMPLE = SPECS / "instances-shared-cache.yaml"
@@ -239,14 +240,23 @@ def test_a_command_that_cannot_start_releases_no_instance(tmp_path: Path) -> Non
 
 
 def test_the_first_failure_by_time_wins_over_a_later_hang(tmp_path: Path) -> None:
-    # Instance 0 hangs until the timeout; instance 1 dies of SIGSEGV right away.
+    # Instance 0 hangs until the timeout; instance 1 dies of SIGSEGV right away (it says
+    # so in a file first). 2 s for it to get there, doubled while a loaded machine kept it
+    # from there (a crash after the timeout is no crash).
     command = (
         'python -c "import os, time, ctypes; '
-        "time.sleep(60) if os.environ['REPROSPEC_INSTANCE'] == '0' else ctypes.string_at(0)\""
+        "time.sleep(60) if os.environ['REPROSPEC_INSTANCE'] == '0' else "
+        "(open('crashing', 'w').close(), ctypes.string_at(0))\""
     )
-    folder = RunFolder(tmp_path / "run").create()
-    plan = _plan(tmp_path, command, 2, timeout_s=2.0)
-    result = AttemptExecutor(LocalRunner(native_stacks=False), folder)(plan, (), threading.Event())
+
+    def attempt(timeout_s: float, here: Path) -> tuple[AttemptResult | None, RunFolder]:
+        folder = RunFolder(here / "run").create()
+        plan = _plan(here, command, 2, timeout_s=timeout_s)
+        executor = AttemptExecutor(LocalRunner(native_stacks=False), folder)
+        return executor(plan, (), threading.Event()), folder
+
+    last = until_reached(attempt, lambda here: (here / "crashing").exists(), 2.0, tmp_path)
+    result, folder = last.result
     assert result is not None
     assert result.ran is not None
     assert [i.ran.kind for i in result.instances if i.ran] == ["hang", "crash"]

@@ -28,6 +28,7 @@ from reprospec.process import tree as process
 from reprospec.process.start import _child_setup
 from reprospec.runners.local import LocalRunner
 from tests.support.cli import ROOT
+from tests.support.deadline import until_reached
 from tests.support.engine import ENV, kill_with_its_watchdog, wait_until
 from tests.support.plans import attempt_plan
 
@@ -74,9 +75,20 @@ def test_a_setsid_grandchild_with_no_environment_does_not_survive_its_attempt(
     tmp_path: Path, mode: str, kill_after: list[int]
 ) -> None:
     runner = LocalRunner()
-    plan = attempt_plan([PY, "-c", ESCAPER, str(tmp_path), mode], tmp_path, timeout_s=3.0)
-    ex = runner.run(plan, tmp_path / "logs")
-    escapee = int((tmp_path / "escapee.pid").read_text())
+    # The hang is killed at its timeout once its grandchild is out (leader.pid is written
+    # after escapee.pid): 3 s, doubled while a loaded machine kept it from there. The exit
+    # never waits for its timeout: a long one costs nothing.
+    last = until_reached(
+        lambda timeout_s, folder: runner.run(
+            attempt_plan([PY, "-c", ESCAPER, str(folder), mode], folder, timeout_s=timeout_s),
+            folder / "logs",
+        ),
+        lambda folder: mode == "exit" or (folder / "leader.pid").exists(),
+        3.0 if mode == "hang" else 120.0,
+        tmp_path,
+    )
+    ex, folder = last.result, last.folder
+    escapee = int((folder / "escapee.pid").read_text())
     kill_after.append(escapee)
     # It left the process group and the environment (no token): the tag found it.
     assert not alive(escapee), f"the setsid'd, environment-less grandchild {escapee} survived"
@@ -86,7 +98,7 @@ def test_a_setsid_grandchild_with_no_environment_does_not_survive_its_attempt(
     else:
         assert ex.timed_out
     # Nothing left in flight: the record is blank (the run folder reuses or removes it).
-    record = tmp_path / "logs" / leftovers.INFLIGHT
+    record = folder / "logs" / leftovers.INFLIGHT
     assert not record.exists() or leftovers.blank(record.read_text())
 
 

@@ -24,6 +24,7 @@ from reprospec.process.tree import TOKEN_VAR
 from reprospec.runners import local
 from reprospec.runners.local import LocalRunner
 from tests.support.cli import Cli
+from tests.support.deadline import until_reached
 from tests.support.local import child, make_plan
 from tests.support.paths import CHILDREN, ROOT
 from tests.support.plans import attempt_plan
@@ -245,32 +246,49 @@ def test_output_flood_is_capped(runner: LocalRunner, tmp_path: Path) -> None:
 
 
 def test_hang_dumps_every_thread_then_kills(runner: LocalRunner, tmp_path: Path) -> None:
-    ready = tmp_path / "ready"
-    plan = make_plan(child("hang.py", str(ready)), timeout_s=1.5)
-    ex = runner.run(plan, tmp_path / "logs")
+    # 1.5 s to reach deep_hang, doubled while a loaded machine kept the child from it.
+    last = until_reached(
+        lambda timeout_s, folder: runner.run(
+            make_plan(child("hang.py", str(folder / "ready")), timeout_s=timeout_s),
+            folder / "logs",
+        ),
+        lambda folder: (folder / "ready").exists(),
+        1.5,
+        tmp_path,
+    )
+    ex, ready = last.result, last.folder / "ready"
     assert ex.timed_out
     assert ex.returncode == -9
-    assert ex.duration_s < 1.5 + 10  # killed at the timeout; the speed is a benchmark
+    assert ex.duration_s < last.timeout_s + 10  # killed at the timeout; the speed is a benchmark
     assert ready.exists()
-    assert ex.stack_path == tmp_path / "logs" / "stack.txt"
+    assert ex.stack_path == last.folder / "logs" / "stack.txt"
     stack = ex.stack_path.read_text()
     assert f"--- pid {ready.read_text()} (" in stack
     assert "hang.py" in stack
     assert "deep_hang" in stack
     assert "other_thread_wait" in stack
-    assert not list((tmp_path / "logs").glob("stack-*.txt"))
+    assert not list((last.folder / "logs").glob("stack-*.txt"))
     assert not psutil.pid_exists(int(ready.read_text()))
 
 
 def test_forked_multiprocessing_worker_gets_its_own_stack(
     runner: LocalRunner, tmp_path: Path
 ) -> None:
-    plan = make_plan(child("mp_hang.py", str(tmp_path)), timeout_s=2.0)
-    ex = runner.run(plan, tmp_path / "logs")
+    # 2 s for both to reach their hang (the parent's pid is written last), doubled while a
+    # loaded machine kept them from it.
+    last = until_reached(
+        lambda timeout_s, folder: runner.run(
+            make_plan(child("mp_hang.py", str(folder)), timeout_s=timeout_s), folder / "logs"
+        ),
+        lambda folder: (folder / "parent.pid").exists(),
+        2.0,
+        tmp_path,
+    )
+    ex = last.result
     assert ex.timed_out
     assert ex.stack_path is not None
     stack = ex.stack_path.read_text()
-    parent, worker = ((tmp_path / n).read_text() for n in ("parent.pid", "worker.pid"))
+    parent, worker = ((last.folder / n).read_text() for n in ("parent.pid", "worker.pid"))
     assert f"--- pid {parent} (" in stack
     assert f"--- pid {worker} (" in stack
     worker_part = stack.split(f"--- pid {worker} (")[1]
@@ -281,20 +299,31 @@ def test_forked_multiprocessing_worker_gets_its_own_stack(
 
 @pytest.mark.parametrize("mode", ["exit", "hang"])
 def test_no_orphans_survive(runner: LocalRunner, tmp_path: Path, mode: str) -> None:
-    plan = make_plan(child("escape.py", str(tmp_path), mode), timeout_s=3.0)
-    ex = runner.run(plan, tmp_path / "logs")
-    pids = {p.stem: int(p.read_text()) for p in tmp_path.glob("*.pid")}
+    # The hang is killed at its timeout once its children are out (main.pid is written
+    # last): 3 s, doubled while a loaded machine kept it from there. The exit never waits
+    # for its timeout: a long one costs nothing.
+    last = until_reached(
+        lambda timeout_s, folder: runner.run(
+            make_plan(child("escape.py", str(folder), mode), timeout_s=timeout_s),
+            folder / "logs",
+        ),
+        lambda folder: mode == "exit" or (folder / "main.pid").exists(),
+        3.0 if mode == "hang" else 120.0,
+        tmp_path,
+    )
+    ex, folder = last.result, last.folder
+    pids = {p.stem: int(p.read_text()) for p in folder.glob("*.pid")}
     assert {"setsid", "daemon", "noenv"} <= set(pids)
     for name, pid in pids.items():
         assert gone(pid), f"{name} ({pid}) survived"
-    assert token_holders((tmp_path / "token").read_text()) == []
+    assert token_holders((folder / "token").read_text()) == []
     if mode == "exit":
         assert ex.returncode == 0
         assert not ex.timed_out
         assert any("left behind" in w for w in ex.warnings), ex.warnings
     else:
         assert ex.timed_out
-        assert ex.duration_s < 3.0 + 10
+        assert ex.duration_s < last.timeout_s + 10
 
 
 def test_cancel_stops_a_running_attempt(runner: LocalRunner, tmp_path: Path) -> None:
