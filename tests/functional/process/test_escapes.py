@@ -51,7 +51,8 @@ def read_pids(path: Path) -> dict[str, int]:
 
 
 # A command that leaves a setsid'd grandchild with an empty environment, notes its pid,
-# and either exits at once or hangs.
+# and either exits or hangs once the grandchild is `sleep 1000` (its shell's exec done: a
+# loaded machine let the root exit before it, and the warning named the shell).
 ESCAPER = """\
 import os, subprocess, sys, time
 folder = sys.argv[1]
@@ -61,6 +62,8 @@ child = subprocess.Popen(
     env={}, start_new_session=True,
 )
 while not os.path.exists(os.path.join(folder, "escapee.pid")):
+    time.sleep(0.01)
+while not open(f"/proc/{child.pid}/cmdline", "rb").read().startswith(b"sleep"):
     time.sleep(0.01)
 if sys.argv[2] == "hang":
     with open(os.path.join(folder, ".leader"), "w") as f:
