@@ -182,12 +182,19 @@ while not os.path.exists(os.path.join(folder, "finish")):
 
 
 def _zombie_children() -> list[int]:
-    """Our dead children that were attempt processes (tagged): an engine's to reap."""
-    return [
-        child.pid
-        for child in psutil.Process().children()
-        if child.status() == psutil.STATUS_ZOMBIE and watchdog.is_tag(watchdog.tag_of(child.pid))
-    ]
+    """Our dead children that were attempt processes (tagged): an engine's to reap.
+
+    The engine reaps them in a thread of this process while this looks: a child listed,
+    then reaped before its status is read, is no zombie (psutil says NoSuchProcess)."""
+    zombies = []
+    for child in psutil.Process().children():
+        try:
+            dead = child.status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            continue
+        if dead and watchdog.is_tag(watchdog.tag_of(child.pid)):
+            zombies.append(child.pid)
+    return zombies
 
 
 def test_dead_orphans_are_reaped_while_the_attempt_runs(tmp_path: Path) -> None:
