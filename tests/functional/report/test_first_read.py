@@ -18,13 +18,15 @@ import pytest
 
 from reprospec.core.words import shorten_command
 from reprospec.report.paths import PathNames
-from tests.support.cli import Cli
+from tests.support.cli import Cli, CliResult
+from tests.support.deadline import until_reached
 
+# Each job says it reached its hang in the file `ready` (see _hang).
 _DEADLOCK = """\
 import threading
 def collate_lock_wait():
     lock = threading.Lock()
-    lock.acquire()
+    lock.acquire(); open("ready", "w").close()
     lock.acquire()
 collate_lock_wait()
 """
@@ -43,13 +45,23 @@ def _report(result_out: Path) -> str:
     return (runs[-1] / "report.md").read_text()
 
 
+def _hang(cli: Cli, tmp_path: Path, job: str, out: str = "out") -> tuple[CliResult, Path]:
+    """`job` run as an expected hang, its timeout 2 s, doubled while a loaded machine kept
+    it from reaching its hang (its `ready` file) before then; the last try, and its folder."""
+
+    def attempt(timeout_s: float, here: Path) -> CliResult:
+        run = f"run: {{timeout: {timeout_s:g}s}}\n"
+        spec = _write(here, job, f"command: python job.py\n{run}expect: {{outcome: hang}}\n")
+        return cli("run", str(spec), "--out", str(here / out))
+
+    last = until_reached(attempt, lambda here: (here / "work" / "ready").exists(), 2.0, tmp_path)
+    return last.result, last.folder
+
+
 def test_a_hangs_python_stack_leads_the_failure_and_gdb_is_linked(cli: Cli, tmp_path: Path) -> None:
-    spec = _write(
-        tmp_path, _DEADLOCK, "command: python job.py\nrun: {timeout: 2s}\nexpect: {outcome: hang}\n"
-    )
-    result = cli("run", str(spec))
+    result, folder = _hang(cli, tmp_path, _DEADLOCK)
     assert result.code == 0, result.stdout + result.stderr
-    report = _report(result.out)
+    report = _report(folder / "out")
     failure = report.split("## Failure", 1)[1].split("\n## ", 1)[0]
     assert "The Python stacks of the hung processes" in failure
     assert 'job.py", line 5 in collate_lock_wait' in failure
@@ -75,6 +87,7 @@ warnings.warn("The given NumPy array is not writable", UserWarning)
 for step in range(5):
     print(f"train step {step}", flush=True)
 print("waiting for batch 5", flush=True)
+open("ready", "w").close()
 time.sleep(60)
 """
 
@@ -82,14 +95,9 @@ time.sleep(60)
 def test_a_hangs_log_excerpt_shows_the_tail_of_both_streams(cli: Cli, tmp_path: Path) -> None:
     """A numpy UserWarning on stderr was all a DataLoader-like hang's excerpt showed:
     stdout's last progress lines, where it hung, were left out."""
-    spec = _write(
-        tmp_path,
-        _LOADER_HANG,
-        "command: python job.py\nrun: {timeout: 2s}\nexpect: {outcome: hang}\n",
-    )
-    result = cli("run", str(spec))
+    result, folder = _hang(cli, tmp_path, _LOADER_HANG)
     assert result.code == 0, result.stdout + result.stderr
-    failure = _report(result.out).split("## Failure", 1)[1].split("\n## ", 1)[0]
+    failure = _report(folder / "out").split("## Failure", 1)[1].split("\n## ", 1)[0]
     excerpt = failure.split("Log excerpt:\n\n```text\n", 1)[1].split("\n```", 1)[0]
     stderr, stdout = excerpt.split("\n\n==> stdout.log <==\n")
     assert stderr.startswith("==> stderr.log <==\n")
@@ -168,11 +176,8 @@ def test_a_report_written_elsewhere_links_the_run_folders_files(cli: Cli, tmp_pa
     # destination ended at the space and the link was text (rv18 F4).
     if not (shutil.which("eu-stack") or shutil.which("gdb")):
         pytest.skip("no native stack reader: no link to follow (CI installs both)")
-    spec = _write(
-        tmp_path, _DEADLOCK, "command: python job.py\nrun: {timeout: 2s}\nexpect: {outcome: hang}\n"
-    )
-    out = tmp_path / "my runs (1)"
-    result = cli("run", str(spec), "--out", str(out))
+    result, folder = _hang(cli, tmp_path, _DEADLOCK, out="my runs (1)")
+    out = folder / "my runs (1)"
     assert result.code == 0, result.stdout + result.stderr
     # CommonMark's bare link destination: no space, no unbalanced parenthesis.
     md_link = re.compile(r"^Full native stacks(?: \(gdb\))?: \[cells/[^\]]+\]\(([^\s()<>]+)\)$")
