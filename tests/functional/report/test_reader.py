@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from reprospec.report.failure import summary_line
 from reprospec.store.resultsjson import load_run
 from tests.support import recorded
 from tests.support.cli import ROOT, Cli, CliResult, ExampleRun, torch_captures_shared
+from tests.support.deadline import until_reached
 
 UPDATE = os.environ.get("REPROSPEC_UPDATE_GOLDEN") == "1"
 
@@ -272,7 +274,7 @@ class Items(Dataset):
 
     def __getitem__(self, index):
         if index == 5:
-            lock.acquire()
+            lock.acquire(); open("ready", "w").close()
             lock.acquire()  # a real self-deadlock, in the worker
         return torch.zeros(2)
 
@@ -283,18 +285,24 @@ for batch in DataLoader(Items(), batch_size=2, num_workers=2, multiprocessing_co
 
 
 def _run_hung_loader(cli: Cli, tmp_path: Path, script: str, name: str) -> CliResult:
-    """`reprospec run` of `script` as loader.py, a command whose DataLoader worker hangs:
-    expected to hang, 15 s."""
-    (tmp_path / "loader.py").write_text(script)
-    spec = tmp_path / "hung.yaml"
-    spec.write_text(
-        f"reprospec: 1\nname: {name}\n"
-        f"environment: {{workdir: {tmp_path}}}\n"
-        f"command: [{sys.executable}, loader.py]\n"
-        "run: {timeout: 15s}\n"
-        "expect: {outcome: hang}\n"
-    )
-    return cli("run", str(spec))
+    """`reprospec run` of `script` as loader.py, a command whose DataLoader worker hangs
+    (it says so in the file `ready`): expected to hang, 15 s. torch's import takes 3.5-4.5 s
+    with every core busy: the timeout is doubled while a loaded machine kept the worker from
+    its hang before it ran out."""
+
+    def attempt(timeout_s: float, here: Path) -> CliResult:
+        (here / "loader.py").write_text(script)
+        spec = here / "hung.yaml"
+        spec.write_text(
+            f"reprospec: 1\nname: {name}\n"
+            f"environment: {{workdir: {here}}}\n"
+            f"command: [{sys.executable}, loader.py]\n"
+            f"run: {{timeout: {timeout_s:g}s}}\n"
+            "expect: {outcome: hang}\n"
+        )
+        return replace(cli("run", str(spec), "--out", str(here / "out")), out=here / "out")
+
+    return until_reached(attempt, lambda here: (here / "ready").exists(), 15.0, tmp_path).result
 
 
 def test_a_hang_in_a_worker_of_the_users_own_script_says_where_it_sits(
@@ -346,7 +354,7 @@ class Items(Dataset):
     def __getitem__(self, index):
         if index == 5:
             mutex = ctypes.create_string_buffer(64)  # PTHREAD_MUTEX_INITIALIZER: zeros
-            libc.pthread_mutex_lock(mutex)
+            libc.pthread_mutex_lock(mutex); open("ready", "w").close()
             libc.pthread_mutex_lock(mutex)  # locked twice: blocks forever, in native code
         return torch.zeros(2)
 
