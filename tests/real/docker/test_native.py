@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.deadline import until_reached
 from tests.support.paths import CHILDREN
 
 # Real-engine tests: `pytest -m "not docker and not slurm"` runs the unit suite alone.
@@ -187,17 +188,30 @@ def test_an_image_without_gdb_says_so_and_writes_no_core(
 def test_a_deadlock_in_a_container_shows_every_thread_waiting_on_the_lock(
     runner: DockerRunner, tmp_path: Path
 ) -> None:
-    workdir = tmp_path / "work"
-    (workdir / "ready").mkdir(parents=True)
-    shutil.copy(CHILDREN / "native_deadlock.py", workdir)
-    plan = make_plan(["python3", "native_deadlock.py", "ready", "fork"], workdir, timeout_s=4.0)
-    execution = runner.run(plan, tmp_path / "logs")
-    assert containers_of(tmp_path) == set()
+
+    def attempt(timeout_s: float, here: Path) -> Execution:
+        workdir = here / "work"
+        (workdir / "ready").mkdir(parents=True)
+        shutil.copy(CHILDREN / "native_deadlock.py", workdir)
+        argv = ["python3", "native_deadlock.py", "ready", "fork"]
+        return runner.run(make_plan(argv, workdir, timeout_s=timeout_s), here / "logs")
+
+    # 4 s for both processes to reach the deadlock (each writes its pid), doubled while a
+    # loaded machine kept them from it before the timeout.
+    last = until_reached(
+        attempt,
+        lambda here: len(list((here / "work" / "ready").glob("*.ready"))) == 2,
+        4.0,
+        tmp_path,
+    )
+    execution, folder = last.result, last.folder
+    workdir = folder / "work"
+    assert containers_of(folder) == set()
     assert execution.timed_out
     # The pids each process wrote are the container's: the ones gdb attached to.
     pids = {int(p.stem) for p in (workdir / "ready").glob("*.ready")}
     assert len(pids) == 2, "both processes reached the deadlock before the timeout"
-    stacks = native.read(tmp_path / "logs")
+    stacks = native.read(folder / "logs")
     assert stacks is not None
     assert stacks.unavailable is None, stacks
     attached = {p.pid: p for p in stacks.processes if p.source == "attach"}
@@ -289,11 +303,19 @@ def test_a_process_gdb_may_not_attach_to_says_why(runner: DockerRunner, tmp_path
         "open('ready', 'w').close()\n"
         "time.sleep(600)\n"
     )
-    plan = make_plan(["python3", "-c", code], tmp_path, timeout_s=3.0)
-    execution = runner.run(plan, tmp_path / "logs")
+    # 3 s to reach its sleep, doubled while a loaded machine kept it from there.
+    last = until_reached(
+        lambda timeout_s, here: runner.run(
+            make_plan(["python3", "-c", code], here, timeout_s=timeout_s), here / "logs"
+        ),
+        lambda here: (here / "ready").exists(),
+        3.0,
+        tmp_path,
+    )
+    execution, folder = last.result, last.folder
     assert execution.timed_out
-    assert (tmp_path / "ready").exists()
-    stacks = native.read(tmp_path / "logs")
+    assert (folder / "ready").exists()
+    stacks = native.read(folder / "logs")
     assert stacks is not None
     assert stacks.unavailable is None, stacks
     (process,) = stacks.processes
