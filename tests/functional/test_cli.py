@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import ROOT, SPECS, Cli, ExampleRun
+from tests.support.cli import ROOT, SPECS, Cli, ExampleRun, terminal_signals
 from tests.support.runs import RESULTS_JSON_KEYS
 
 
@@ -458,7 +458,12 @@ def test_ctrl_c_while_the_cli_loads_exits_130_without_a_traceback(
         if step >= 24 and quiet >= 4:
             break
         child = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            preexec_fn=terminal_signals,  # a SIGINT before the CLI's handler is not lost
         )
         time.sleep(delay)
         child.send_signal(signal.SIGINT)

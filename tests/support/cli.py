@@ -177,6 +177,16 @@ def json_verb(argv: Sequence[str], *, timeout: float) -> tuple[int, dict[str, An
     return proc.returncode, data, proc.stderr
 
 
+def terminal_signals() -> None:
+    """A child's SIGINT and SIGHUP back at their defaults, as a terminal's foreground job
+    has them (a Popen's preexec_fn). A test run started in the background (a shell without
+    job control ignores SIGINT there; nohup, SIGHUP) hands its children those signals
+    ignored: Python then installs no KeyboardInterrupt handler and a shell script cannot
+    trap them, so a signal a test sends before the program's own handler was lost."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def interrupt_when(
     argv: Sequence[str],
     ready: Callable[[], bool],
