@@ -21,6 +21,7 @@ pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
 from reprospec.runners.docker import image  # noqa: E402
+from tests.support.cli import terminal_signals  # noqa: E402
 from tests.support.docker import (  # noqa: E402
     CLIENT,
     container_names,
@@ -623,6 +624,7 @@ def test_ctrl_c_stops_the_cell_and_judges_nothing(
             cwd=tmp_path,
             env={**os.environ, "BASE": base},
             start_new_session=True,
+            preexec_fn=terminal_signals,  # run.sh traps them: not if ignored when it began
         ) as proc:
             names = (f"reprospec-bundle-1-{proc.pid}", f"reprospec-bundle-load-1-{proc.pid}")
             deadline = time.monotonic() + 1200  # the image's build first
