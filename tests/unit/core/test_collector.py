@@ -1,4 +1,11 @@
-"""The collector held off through the command line's imports and back on for the attempts."""
+"""The collector held off through the command line's imports and back on for the attempts.
+
+"Nothing frozen" is read as "the freeze count did not grow", never as "it stayed equal": a
+frozen object leaves the count when it is freed, and the test process's other threads
+(xdist's execnet receiver) free theirs whenever they run, so on a loaded machine the count
+fell between two reads (failed 1 in 20 runs of tests/unit/core at load 8). Only a freeze
+makes it grow, and a freeze takes every object made since, `made`'s 1,000 lists among them.
+"""
 
 from __future__ import annotations
 
@@ -33,9 +40,10 @@ def test_the_command_line_holds_the_collector_until_the_attempts() -> None:
     assert gc.get_freeze_count() >= len(made)
     # Released once: a second probe's release changes nothing.
     frozen = gc.get_freeze_count()
+    again: list[list[int]] = [[] for _ in range(1000)]
     collector.release()
     assert gc.isenabled()
-    assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() <= frozen, len(again)
 
 
 def test_imports_in_the_middle_of_a_run_freeze_nothing() -> None:
@@ -48,7 +56,7 @@ def test_imports_in_the_middle_of_a_run_freeze_nothing() -> None:
         assert not gc.isenabled()
         made: list[list[int]] = [[] for _ in range(1000)]
     assert gc.isenabled()
-    assert gc.get_freeze_count() == frozen, len(made)
+    assert gc.get_freeze_count() <= frozen, len(made)
 
 
 def test_an_api_caller_keeps_its_collector_as_it_was() -> None:
@@ -62,4 +70,4 @@ def test_an_api_caller_keeps_its_collector_as_it_was() -> None:
             made: list[list[int]] = [[] for _ in range(1000)]
         assert gc.isenabled() is enabled
         # Nothing of the caller's is frozen out of its collections.
-        assert gc.get_freeze_count() == frozen, len(made)
+        assert gc.get_freeze_count() <= frozen, len(made)
