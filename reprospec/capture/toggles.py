@@ -275,6 +275,18 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
             # pytest's own (`-p no:cacheprovider 'tests/t.py::test_x[a b]'`): one value, the
             # node id after it a test path, where the words' shapes could not tell.
             arity = 1
+        if pytest and (
+            (word in _PYTEST_SETUP and following is not None)
+            or (
+                long_flag and long_flag["value"] is not None and word.split("=")[0] in _PYTEST_SETUP
+            )
+        ):
+            # pytest's own setup (`-p no:flaky`, `-c ci.ini`, `--rootdir .`, `-o key=value`):
+            # part of the command as written, never a setting of the failure to vary.
+            taken_here = 1 if "=" in word and word.startswith("--") else 2
+            out += [shlex.quote(w) for w in words[index : index + taken_here]]
+            index += taken_here
+            continue
         if flag and "${{" not in word + (following or ""):
             # `--api-key sk-...`, `-H 'Authorization: Bearer ...'`: read from the
             # environment, never an axis (`_secret`).
@@ -535,6 +547,11 @@ def _program_args_start(words: list[str]) -> int:
 
 # pytest's short options that take no value (-q, -v, -x, -s, -l); -k, -m, -p, -n take one.
 _PYTEST_SWITCHES = frozenset("qvxslV")
+# pytest's options that set up the run itself (a plugin loaded or blocked, the ini file,
+# the rootdir, an ini value): kept as written, no axis (`pytest -p no:flaky` made `p` one).
+_PYTEST_SETUP = frozenset(
+    ["-p", "-c", "--config-file", "--rootdir", "--confcutdir", "-o", "--override-ini"]
+)
 
 
 def _is_value(word: str) -> bool:

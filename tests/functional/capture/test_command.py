@@ -1954,6 +1954,31 @@ def test_a_pytest_tests_segfault_is_titled_with_the_frame_it_died_in(
     assert ", in read_shared (test_x.py:6)" in (workdir / "spec.yaml").read_text()
 
 
+def test_pytests_plugin_option_stays_in_the_command_no_axis(cli: Cli, tmp_path: Path) -> None:
+    """lo38: `capture -- pytest -p no:cacheprovider -v test_x.py` made `p=no:cacheprovider`
+    a matrix axis: a plugin blocked is part of the command, not a setting of the crash. The
+    lone test's crash (its `-v` line the only one) still names the test."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "test_x.py").write_text(
+        "import ctypes\n\n\ndef test_crash():\n    ctypes.string_at(0)\n"
+    )
+    pytest = (sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "test_x.py")
+    result = capture(cli, workdir, *pytest)
+    assert "verdict reproduced" in result.stdout, result.stdout
+    document = spec_document(workdir)
+    command = document["command"]
+    assert isinstance(command, str)
+    assert command.endswith(" -m pytest -p no:cacheprovider -v test_x.py::test_crash"), command
+    matrix = document.get("matrix") or {}
+    assert isinstance(matrix, dict)
+    assert "p" not in matrix, document
+    assert document["markers"] == [{"preset": "pytest"}]
+    expect = document["expect"]
+    assert isinstance(expect, dict)
+    assert expect["phase"] == "test_x.py::test_crash"
+
+
 def _pytest_project(workdir: Path) -> None:
     """A project whose tests/test_x.py has a test that segfaults (a real invalid read, in
     pkg/core.py), one before it and one after; tests/test_state.py's second test segfaults
@@ -2026,7 +2051,7 @@ def test_a_pytest_crash_that_needs_the_tests_before_it_keeps_the_whole_command(
     document = spec_document(workdir)
     assert document["title"] == f"{node}: SIGSEGV in get (pkg/core.py:5)", document
     assert document["command"] == (
-        "python -m pytest -x -p ${{ matrix.p }} tests/test_state.py -v"
+        "python -m pytest -x -p no:cacheprovider tests/test_state.py -v"
     ), document["command"]
     expect = document["expect"]
     assert isinstance(expect, dict)

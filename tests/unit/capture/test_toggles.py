@@ -609,10 +609,32 @@ def test_env_says_what_it_takes_from_the_programs_environment() -> None:
 
 
 def test_a_pytest_option_of_one_value_before_a_node_id_with_spaces_is_an_axis() -> None:
-    """pt35: `-p no:cacheprovider 'test_p.py::test_x[a b]'` (the command narrowed to a
-    parametrized test) was kept as written, no axis: two words alike, no path by their
-    shape. pytest's `-p` takes one value; the node id is a test path."""
-    proposal = propose(["pytest", "-p", "no:cacheprovider", "t.py::test_x[a b]", "-v"])
-    assert proposal.command == "pytest -p ${{ matrix.p }} 't.py::test_x[a b]' -v"
-    assert [(t.axis, t.value) for t in proposal.toggles] == [("p", "no:cacheprovider")]
+    """pt35: `-k slow 'test_p.py::test_x[a b]'` (the command narrowed to a parametrized
+    test) was kept as written, no axis: two words alike, no path by their shape. pytest's
+    `-k` takes one value; the node id is a test path."""
+    proposal = propose(["pytest", "-k", "slow", "t.py::test_x[a b]", "-v"])
+    assert proposal.command == "pytest -k ${{ matrix.k }} 't.py::test_x[a b]' -v"
+    assert [(t.axis, t.value) for t in proposal.toggles] == [("k", "slow")]
     assert proposal.kept == ()
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        ["-p", "no:flaky"],
+        ["-p", "no:cacheprovider", "-c", "ci.ini"],
+        ["--config-file", "ci.ini", "--rootdir", "."],
+        ["--rootdir=.", "--confcutdir", "tests"],
+        ["-o", "faulthandler_timeout=5", "--override-ini=xfail_strict=true"],
+    ],
+)
+def test_pytests_own_setup_options_stay_in_the_command(setup: list[str]) -> None:
+    """lo38: `pytest -p no:flaky -v t.py` made `p=no:flaky` an axis: a plugin blocked is
+    part of the command, not a setting of the failure; so are the ini file, the rootdir and
+    an ini value. Kept as written, with the node id after them still a test path."""
+    proposal = propose(["pytest", *setup, "t.py::test_x[a b]", "-v"])
+    assert proposal.command == " ".join([shlex.join(["pytest", *setup]), "'t.py::test_x[a b]' -v"])
+    assert proposal.toggles == ()
+    assert proposal.kept == ()
+    # Another program's `-p` is its own setting.
+    assert [t.axis for t in propose(["python", "x.py", "-p", "3"]).toggles] == ["p"]
