@@ -343,16 +343,16 @@ def _capture(
         )
     texts = [attempt_output(run_dir, a) for a in attempts]
     presets = detect("\n".join(texts))
-    if is_pytest(request.argv) and "pytest" not in presets:
-        # One test's `path::test` line (the command narrowed to it) is no two lines to
-        # detect: the spec's runs read it all the same, as --from-log's do.
+    pytest = _runs_pytest(request.argv)
+    if pytest and "pytest" not in presets:
+        # One test's `path::test` line (the command narrowed to it, a lone test that
+        # crashed) is no two lines to detect: the spec's runs read it all the same, as
+        # --from-log's do.
         presets = (*presets, "pytest")
     if observed.outcome is not None:
         observed = replace(
             observed,
-            outcome=_with_progress(
-                observed.outcome, run_dir, attempts, presets, pytest=is_pytest(request.argv)
-            ),
+            outcome=_with_progress(observed.outcome, run_dir, attempts, presets, pytest=pytest),
         )
     # Judged by the expect written for it (their signatures, before progress is read in).
     observed = _judged(observed, attempts)
@@ -364,9 +364,7 @@ def _capture(
                 other,
                 volatile=observed.volatile,
                 secrets=observed.secrets,
-                outcome=_with_progress(
-                    other.outcome, run_dir, attempts, presets, pytest=is_pytest(request.argv)
-                ),
+                outcome=_with_progress(other.outcome, run_dir, attempts, presets, pytest=pytest),
             )
             for other in observed.others
             if other.outcome is not None
@@ -656,6 +654,15 @@ def listed_files(read: Iterable[str], argv: Sequence[str], workdir: Path) -> tup
         if path.endswith(".py") and (workdir / path).is_file()
     )
     return tuple(sorted(listed))
+
+
+def _runs_pytest(argv: Sequence[str]) -> bool:
+    """Whether the command runs pytest, also as a shell's `-c` script (`sh -c 'pytest -v
+    t.py'`, which is_pytest read only as `/bin/sh -c`, a string command's shell)."""
+    from reprospec.plan.shellwords import shell_script
+
+    script = shell_script(list(argv))
+    return is_pytest(argv) or (script is not None and is_pytest(["/bin/sh", "-c", script]))
 
 
 def refusal(argv: Sequence[str], workdir: Path) -> str:

@@ -1979,6 +1979,26 @@ def test_pytests_plugin_option_stays_in_the_command_no_axis(cli: Cli, tmp_path: 
     assert expect["phase"] == "test_x.py::test_crash"
 
 
+def test_a_lone_crashing_test_under_a_shells_c_gets_the_pytest_preset(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """lo38: `capture -- sh -c 'pytest -v t.py'` of one test that segfaults: its `-v` line,
+    the only one, is no two lines to detect, and `sh -c` was not read as running pytest (only
+    `/bin/sh -c` was): the spec got no markers and no phase. With a passed test before it,
+    two lines, it had both."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "t.py").write_text("import ctypes\n\n\ndef test_crash():\n    ctypes.string_at(0)\n")
+    script = f"{shlex.quote(sys.executable)} -m pytest -p no:cacheprovider -v t.py"
+    result = capture(cli, workdir, "sh", "-c", script)
+    assert "verdict reproduced" in result.stdout, result.stdout
+    document = spec_document(workdir)
+    assert document["markers"] == [{"preset": "pytest"}], document
+    expect = document["expect"]
+    assert isinstance(expect, dict)
+    assert expect["phase"] == "t.py::test_crash"
+
+
 def _pytest_project(workdir: Path) -> None:
     """A project whose tests/test_x.py has a test that segfaults (a real invalid read, in
     pkg/core.py), one before it and one after; tests/test_state.py's second test segfaults
