@@ -10,11 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from reprospec.core.inputs import Spec
 from reprospec.core.runoptions import RunOptions
 from reprospec.plan.run import plan_run
 from reprospec.spec.load import load_spec
 from reprospec.spec.presets import PRESETS
-from tests.support.cli import ROOT, Cli
+from tests.support.cli import ROOT, Cli, CliResult
 
 TICKETS = ROOT / "tests" / "data" / "tickets"
 
@@ -308,6 +309,29 @@ def test_after(): pass
 """
 
 
+def _crashing_log(tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """A real pytest run, with `options`, of tests/test_x.py whose second test segfaults."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text(CRASHING_TESTS)
+    pytest = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *options]
+    return subprocess.run(
+        [*pytest, "tests/test_x.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+
+
+def _captured(cli: Cli, tmp_path: Path, ticket: str, name: str) -> tuple[CliResult, Spec]:
+    """`capture --from-log` of `ticket` into `name`, with this interpreter's pytest on PATH:
+    what it printed, and the spec it wrote, which `reprospec run` reproduces."""
+    (tmp_path / "ticket.txt").write_text(ticket)
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    made = cli("capture", "--from-log", "ticket.txt", "-o", name, cwd=tmp_path, env=here)
+    assert made.code == 0, made.stderr
+    ran = cli("run", name, cwd=tmp_path, env=here)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    assert "1/1 cell(s) reproduced" in ran.stdout
+    return made, load_spec(str(tmp_path / name))
+
+
 def test_a_pytest_xdist_log_of_a_crashing_test_gives_its_test_and_a_spec_a_live_run_meets(
     cli: Cli, tmp_path: Path
 ) -> None:
@@ -316,31 +340,19 @@ def test_a_pytest_xdist_log_of_a_crashing_test_gives_its_test_and_a_spec_a_live_
     # run of the command is a crash of a child at that test. And faulthandler's header ran
     # on after the progress dot (`.Fatal Python error: ...`), so no signal was read; the
     # header's `plugins: ..., flaky-3.8.1` said the failure was flaky (lo37).
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_x.py").write_text(CRASHING_TESTS)
-    pytest = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "1"]
-    log = subprocess.run(
-        [*pytest, "tests/test_x.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
+    log = _crashing_log(tmp_path, "-n", "1")
     assert "[gw0] node down: Not properly terminated" in log.stdout + log.stderr
     ticket = "$ pytest -n 1 tests/test_x.py\n" + log.stdout + log.stderr
-    (tmp_path / "ticket.txt").write_text(ticket)
-    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    made = cli("capture", "--from-log", "ticket.txt", "-o", "x.yaml", cwd=tmp_path, env=here)
-    assert made.code == 0, made.stderr
+    made, spec = _captured(cli, tmp_path, ticket, "x.yaml")
     assert (
         "wrote x.yaml: crash SIGSEGV in a pytest-xdist worker at tests/test_x.py::test_crash\n"
     ) in made.stdout
-    document = load_spec(str(tmp_path / "x.yaml")).document
-    assert document["expect"] == {
+    assert spec.document["expect"] == {
         "outcome": "crash",
         "signal": "SIGSEGV",
         "where": "child",
         "phase": "tests/test_x.py::test_crash",
     }
-    ran = cli("run", "x.yaml", cwd=tmp_path, env=here)
-    assert ran.code == 0, ran.stdout + ran.stderr
-    assert "1/1 cell(s) reproduced" in ran.stdout
 
 
 def test_a_pytest_v_log_of_a_crashing_test_gives_its_test_and_a_spec_a_live_run_meets(
@@ -348,25 +360,13 @@ def test_a_pytest_v_log_of_a_crashing_test_gives_its_test_and_a_spec_a_live_run_
 ) -> None:
     # A crash has no FAILED line: the skeleton expected no test, where a live run's pytest
     # markers name the one -v's lines were running (lo37).
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_x.py").write_text(CRASHING_TESTS)
-    pytest = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v"]
-    log = subprocess.run(
-        [*pytest, "tests/test_x.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
+    log = _crashing_log(tmp_path, "-v")
     assert log.returncode == -11, log.stdout + log.stderr
     ticket = "$ pytest -v tests/test_x.py\n" + log.stdout + log.stderr
-    (tmp_path / "ticket.txt").write_text(ticket + "Segmentation fault (core dumped)\n")
-    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    made = cli("capture", "--from-log", "ticket.txt", "-o", "v.yaml", cwd=tmp_path, env=here)
-    assert made.code == 0, made.stderr
+    made, spec = _captured(cli, tmp_path, ticket + "Segmentation fault (core dumped)\n", "v.yaml")
     assert "the test running when it died: tests/test_x.py::test_crash" in made.stdout
-    document = load_spec(str(tmp_path / "v.yaml")).document
-    assert document["expect"] == {
+    assert spec.document["expect"] == {
         "outcome": "crash",
         "signal": "SIGSEGV",
         "phase": "tests/test_x.py::test_crash",
     }
-    ran = cli("run", "v.yaml", cwd=tmp_path, env=here)
-    assert ran.code == 0, ran.stdout + ran.stderr
-    assert "1/1 cell(s) reproduced" in ran.stdout
