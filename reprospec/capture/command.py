@@ -54,6 +54,7 @@ from reprospec.capture.writer import (
     Draft,
     axis_for,
     check_output,
+    crashed_in,
     message_pattern,
     process_keys,
     rate_bound,
@@ -765,11 +766,9 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
     )
     if outcome.kind == "crash" and outcome.signal:
         expect["signal"] = outcome.signal
-        comments["signal"] = {
-            "worker": "in a DataLoader worker",
-            "child": f"in {_child(outcome)}"
-            + (f" ({_short(outcome.cmdline)})" if outcome.cmdline else ""),
-        }.get(outcome.where or "", "in the main process")
+        comments["signal"] = crashed_in(outcome.where, xdist=_xdist(outcome))
+        if outcome.where == "child" and outcome.cmdline:
+            comments["signal"] += f" ({_short(outcome.cmdline)})"
         if outcome.where == "main" and (outcome.detail or "").endswith(AS_A_SHELL_REPORTS_IT):
             # `sh run.sh` exited 139: the status a shell gives when a process it ran dies of
             # the signal. Only the status says so (no process was seen dying): said as such.
@@ -996,12 +995,10 @@ def _header(
     return tuple(lines)
 
 
-def _child(outcome: Outcome) -> str:
-    """The crashed child, as the classifier knows it: `a pytest-xdist worker` where xdist
-    said which test it died running, else `a child process`."""
-    if xdist_worker_crash(outcome.where, outcome.detail):
-        return "a pytest-xdist worker"
-    return "a child process"
+def _xdist(outcome: Outcome) -> bool:
+    """Whether the crashed child is a pytest-xdist worker, as the classifier knows it (xdist
+    said which test it died running)."""
+    return xdist_worker_crash(outcome.where, outcome.detail)
 
 
 def _title(argv: tuple[str, ...], observed: Observed | None, expect: JsonObject) -> str:
@@ -1022,8 +1019,10 @@ def _title(argv: tuple[str, ...], observed: Observed | None, expect: JsonObject)
         "error": outcome.exception or f"exit {outcome.exit_code}",
         "hang": "hang",
     }.get(outcome.kind, outcome.kind)
-    where = {"worker": " in a DataLoader worker", "child": f" in {_child(outcome)}"}.get(
-        outcome.where or "", ""
+    where = (
+        f" {crashed_in(outcome.where, xdist=_xdist(outcome))}"
+        if outcome.where in ("worker", "child")
+        else ""
     )
     if outcome.kind == "hang" and (child := outcome.crashed_child) is not None:
         # The hang's likely cause, which its stacks (the parent's, waiting) do not show.

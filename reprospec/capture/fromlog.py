@@ -23,6 +23,7 @@ from reprospec.capture.writer import (
     Draft,
     EnvLine,
     axis_for,
+    crashed_in,
     message_pattern,
     process_keys,
     render_spec,
@@ -197,7 +198,7 @@ def _expect(
     )
     if failure.outcome == "crash" and failure.signal:
         expect["signal"] = failure.signal
-        comments["signal"] = _in_process(ticket)
+        comments["signal"] = crashed_in(failure.where, xdist=ticket.xdist_crash is not None)
         if keys.where is not None:
             expect["where"] = keys.where
     if failure.outcome in ("error", "crash") and keys.exception:
@@ -223,16 +224,6 @@ def _expect(
     for key, text in keys.comments:
         comments[key] = f"{comments[key]}; {text}" if key in comments else text
     return expect, comments
-
-
-def _in_process(ticket: Ticket) -> str:
-    """Where the crash was, as the live capture says it: `in a pytest-xdist worker` where
-    xdist named the test it died running."""
-    if ticket.failure.where == "child" and ticket.xdist_crash is not None:
-        return "in a pytest-xdist worker"
-    return {"worker": "in a DataLoader worker", "child": "in a child process"}.get(
-        ticket.failure.where or "", "in the main process"
-    )
 
 
 def compare_machine(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> list[str]:

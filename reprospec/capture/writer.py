@@ -292,6 +292,18 @@ class ProcessKeys:
     where: str | None = None
 
 
+def crashed_in(where: str | None, *, xdist: bool = False) -> str:
+    """Where a crash was, as capture's titles and `expect` comments say it (a live capture
+    and `--from-log` alike): `in a DataLoader worker`, `in a pytest-xdist worker` (a child
+    xdist named the test it died running), `in a child process`, else `in the main
+    process`."""
+    if where == "child" and xdist:
+        return "in a pytest-xdist worker"
+    return {"worker": "in a DataLoader worker", "child": "in a child process"}.get(
+        where or "", "in the main process"
+    )
+
+
 def process_keys(
     *,
     crash: bool,
