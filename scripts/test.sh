@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python=${PYTHON:-python3}
+# This run's own logs (apt, the public base): two runs on one machine never share a file.
+logs=$(mktemp -d "${TMPDIR:-/tmp}/reprospec-test.XXXXXX")
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
@@ -45,10 +47,10 @@ if { [ "${CI:-}" = "true" ] || [ "$(id -u)" = 0 ]; } && command -v apt-get >/dev
   if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
   export DEBIAN_FRONTEND=noninteractive
   packages="gdb elfutils binutils gcc libc6-dev"
-  if ! $SUDO apt-get install -y --no-install-recommends $packages >/tmp/reprospec-apt-gdb.log 2>&1; then
-    $SUDO apt-get update >>/tmp/reprospec-apt-gdb.log 2>&1  # stale package lists: refresh once
-    $SUDO apt-get install -y --no-install-recommends $packages >>/tmp/reprospec-apt-gdb.log 2>&1 \
-      || { tail -n 20 /tmp/reprospec-apt-gdb.log >&2; exit 1; }
+  if ! $SUDO apt-get install -y --no-install-recommends $packages >"$logs/apt-gdb.log" 2>&1; then
+    $SUDO apt-get update >>"$logs/apt-gdb.log" 2>&1  # stale package lists: refresh once
+    $SUDO apt-get install -y --no-install-recommends $packages >>"$logs/apt-gdb.log" 2>&1 \
+      || { tail -n 20 "$logs/apt-gdb.log" >&2; exit 1; }
   fi
 fi
 
@@ -60,10 +62,10 @@ if { [ "${CI:-}" = "true" ] || [ "${REPROSPEC_BROWSER:-}" = "1" ]; } && command 
   SUDO=""
   if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
   export DEBIAN_FRONTEND=noninteractive
-  if ! $SUDO apt-get install -y --no-install-recommends chromium >/tmp/reprospec-apt-chromium.log 2>&1; then
-    $SUDO apt-get update >>/tmp/reprospec-apt-chromium.log 2>&1  # stale package lists: refresh once
-    $SUDO apt-get install -y --no-install-recommends chromium >>/tmp/reprospec-apt-chromium.log 2>&1 \
-      || { tail -n 20 /tmp/reprospec-apt-chromium.log >&2; exit 1; }
+  if ! $SUDO apt-get install -y --no-install-recommends chromium >"$logs/apt-chromium.log" 2>&1; then
+    $SUDO apt-get update >>"$logs/apt-chromium.log" 2>&1  # stale package lists: refresh once
+    $SUDO apt-get install -y --no-install-recommends chromium >>"$logs/apt-chromium.log" 2>&1 \
+      || { tail -n 20 "$logs/apt-chromium.log" >&2; exit 1; }
   fi
 fi
 
@@ -72,7 +74,7 @@ fi
 # minute or two of downloads and dpkg that one worker would otherwise spend in the suite.
 public_base_pid=""
 if [ "$docker" = true ]; then
-  .venv/bin/python -m tests.support.docker >/tmp/reprospec-public-base.log 2>&1 &
+  .venv/bin/python -m tests.support.docker >"$logs/public-base.log" 2>&1 &
   public_base_pid=$!
 fi
 
@@ -97,8 +99,8 @@ collect_pid=$!
 wait "$collect_pid" || true  # a collection error is the suite's to report, below
 if [ -n "$public_base_pid" ] && ! wait "$public_base_pid"; then
   # Not fatal here: the bundle tests build it again, and fail saying why if it fails again.
-  echo "test.sh: building the bundle tests' public base failed (/tmp/reprospec-public-base.log):" >&2
-  tail -n 5 /tmp/reprospec-public-base.log >&2
+  echo "test.sh: building the bundle tests' public base failed ($logs/public-base.log):" >&2
+  tail -n 5 "$logs/public-base.log" >&2
 fi
 # With -n N, xdist's default `--dist load` hands each worker a share of the queue up front and
 # never takes it back: in a full run of `-n 2` one worker ran out of tests while the other

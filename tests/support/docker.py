@@ -108,6 +108,40 @@ def public_base(client: DockerClient | None) -> str:
     return PUBLIC_BASE_STAND_IN
 
 
+DEFAULT_DEBIAN_MIRROR = "http://deb.debian.org/debian"
+
+
+def debian_mirror(sources: Sequence[str] | None = None) -> str:
+    """The Debian archive this machine's own apt reads (its first `.../debian` source).
+
+    A CI machine behind a mirror or a proxy reaches its own archive and maybe not
+    deb.debian.org; mmdebstrap is told the one apt already uses. `sources` are the texts of
+    apt's source files (deb822 `URIs:` fields or one-line `deb [options] URI suite ...`);
+    None reads /etc/apt's."""
+    if sources is None:
+        apt = Path("/etc/apt")
+        files = [apt / "sources.list", *sorted((apt / "sources.list.d").glob("*"))]
+        sources = [f.read_text(errors="replace") for f in files if f.is_file()]
+    for text in sources:
+        for line in text.splitlines():
+            words = line.split("#", 1)[0].split()
+            if words[:1] == ["URIs:"]:
+                uris = words[1:]
+            elif words[:1] == ["deb"]:
+                rest = words[1:]
+                if rest[:1] and rest[0].startswith("["):  # [arch=amd64 signed-by=...]
+                    while rest and not rest[0].endswith("]"):
+                        rest = rest[1:]
+                    rest = rest[1:]
+                uris = rest[:1]
+            else:
+                continue
+            for uri in uris:
+                if uri.rstrip("/").endswith("/debian"):
+                    return uri.rstrip("/")
+    return DEFAULT_DEBIAN_MIRROR
+
+
 def build_public_base() -> str | None:
     """Build PUBLIC_BASE_STAND_IN with mmdebstrap: None, or what went wrong.
 
@@ -126,7 +160,7 @@ def build_public_base() -> str | None:
                 '--aptopt=Acquire::Check-Valid-Until "false"',
                 "bookworm",
                 "-",
-                "http://deb.debian.org/debian",
+                debian_mirror(),
             ],
             stdout=subprocess.PIPE,
             stderr=log,
