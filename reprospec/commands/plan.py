@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
 from reprospec.core.logtext import printable
+from reprospec.core.words import plural
 from reprospec.errors import UsageError
 
 if TYPE_CHECKING:
@@ -165,7 +166,7 @@ def plan_blocks(
 ) -> Iterator[str]:
     """`plan_text` in pieces, the heading and then each of the `count` attempts' blocks as
     it is read from `attempts`: joined, they are `plan_text` to the byte."""
-    yield printable(f"spec {spec.name}: {count} cell(s) x {repeat} attempt(s)")
+    yield printable(f"spec {spec.name}: {plural(count, 'cell')} x {plural(repeat, 'attempt')}")
     for doc in described(spec, attempts):
         lines = ["", f"\n[{doc['id']}]"]
         for key, value in doc.items():

@@ -34,6 +34,7 @@ from collections.abc import Mapping
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
+from reprospec.core.words import plural
 
 _MARKER = Lazy(
     r'^<!-- reprospec:spec sha256=([0-9a-f]{64}) lines=(\d+) path=("(?:[^"\\]|\\.)*") -->\s*$'
@@ -140,7 +141,7 @@ def find_marked_spec(text: str) -> MarkedSpec | None:
         if digest(spec_text) == sha:
             return MarkedSpec(spec_text, index + 1, path)
     raise MarkerError(
-        f"no ```yaml block of {count} line(s) matches the report's "
+        f"no ```yaml block of {plural(count, 'line')} matches the report's "
         "'<!-- reprospec:spec sha256=... -->' line: the spec block was edited or cut"
     )
 

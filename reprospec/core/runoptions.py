@@ -165,7 +165,7 @@ class RunOptions:
     # "" for a run a person started. Kept by the store only: it changes nothing that runs.
     probe: str = field(default="", compare=False)
     # Where the runner's own lines go while it prepares (a venv's or an image's build:
-    # `env 3f2a...: installing 4 package(s)`), each without `reprospec: `; None: printed on
+    # `env 3f2a...: installing numpy torch`), each without `reprospec: `; None: printed on
     # stderr, as `reprospec run` prints them. The Python API's searches give it their
     # `progress` (or nothing). Not stored: it changes nothing that runs.
     say: Callable[[str], None] | None = field(default=None, compare=False, repr=False)

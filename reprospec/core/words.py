@@ -446,9 +446,23 @@ def size(value: object) -> str:
     return format_size(value)
 
 
-def plural(n: int, word: str) -> str:
-    """`1 cell`, `4 cells`."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
+def plural(n: int, word: str, many: str = "") -> str:
+    """`1 cell`, `4 cells` (`many`: the plural where it is not the word and an s, `2
+    processes`): every count a person reads is worded here, never `cell(s)`, which a person
+    has to read past ("1 attempt(s)") and which no test could tell from the wrong count."""
+    return f"{n} {noun(n, word, many)}"
+
+
+def noun(n: int, word: str, many: str = "") -> str:
+    """`cell` for 1, `cells` for any other count: the word after a count written apart
+    from it (`1/1 cell reproduced`, `3/4 attempts`, `0 other sets on the way`)."""
+    return word if n == 1 else many or word + "s"
+
+
+def stacks_omitted(count: int) -> str:
+    """The line a stacks file ends in where its size budget ran out with `count` processes
+    left (the local runner's and the docker runner's stacks files alike)."""
+    return f"[... the stacks of {plural(count, 'more process', 'more processes')} omitted ...]\n"
 
 
 def shorten(text: str, width: int) -> str:
@@ -493,6 +507,7 @@ __all__ = [
     "interval_phrase",
     "launch_summary",
     "location",
+    "noun",
     "outcome_phrase",
     "percent_bounds",
     "percent_interval",
@@ -507,6 +522,7 @@ __all__ = [
     "shorten_command",
     "signals_phrase",
     "size",
+    "stacks_omitted",
     "stopped_counts",
     "stopped_of",
     "stopped_phrase",
@@ -567,14 +583,15 @@ def _ended(part: ResumedPart, first: bool) -> str:
 
 def resumed_phrase(resumed: Resumed) -> str:
     """How a resumed run came to be, the console's `resumed:` line and report.md's note:
-    `2 attempt(s) carried over from the run interrupted at 2026-12-01 09:28:58 UTC, 2 run
-    now`; one resumed before names each earlier part, `3 attempt(s) carried over: 1 from
+    `2 attempts carried over from the run interrupted at 2026-12-01 09:28:58 UTC, 2 run
+    now`; one resumed before names each earlier part, `3 attempts carried over: 1 from
     the run interrupted at ..., 2 from its resume interrupted at ...; 1 run now`."""
     # A part that stored no attempt (a resume that found nothing left to run) carries none
     # over: named, it read `0 from its resume finished at ...`.
     parts = [part for n, part in enumerate(resumed.parts) if part.attempts or n == 0]
     written = " (its folder written again from the store)" if resumed.rewritten else ""
-    carried, ran = f"{resumed.carried} attempt(s) carried over", f"{resumed.ran} run now"
+    carried = f"{plural(resumed.carried, 'attempt')} carried over"
+    ran = f"{resumed.ran} run now"
     if len(parts) == 1:
         return f"{carried} from {_ended(parts[0], first=True)}{written}, {ran}"
     each = ", ".join(f"{part.attempts} from {_ended(part, n == 0)}" for n, part in enumerate(parts))
@@ -598,7 +615,7 @@ def resume_command(run_id: str, out: Path | None) -> str:
 
 def resumed_note(command: str, resumed: Resumed) -> str:
     """The `Resumed` note in plain text, for a reader with no markup (JUnit's testsuite
-    `system-out`): `Resumed (reprospec run --resume ID --out OUT): 2 attempt(s) carried over from
+    `system-out`): `Resumed (reprospec run --resume ID --out OUT): 2 attempts carried over from
     ..., 2 run now.` report.md (report.md.j2), the HTML page (report.html.j2) and the
     GitHub summary (report/github.py) write the same sentence with their own markup around
     `resumed_phrase`: a change here is a change there (test_markdown_junit.py holds the

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from reprospec.core.words import plural
 from reprospec.doctor.check import NO_GPU, Check, Status, gpus, torch_state, version_tuple
 from reprospec.environment.captured import Captured, section, strings, text
 
@@ -64,10 +65,9 @@ def check_cuda_available(env: Captured) -> Check:
     found = gpus(env)
     if not found and not torch.get("device_count"):
         return Check("cuda", "skipped", NO_GPU)
-    names = (
-        ", ".join(sorted({str(g.get("name")) for g in found}))
-        or f"{torch.get('device_count')} device(s)"
-    )
+    count = torch.get("device_count")
+    count = count if isinstance(count, int) else 0
+    names = ", ".join(sorted({str(g.get("name")) for g in found})) or plural(count, "device")
     if torch.get("version") and not torch.get("cuda"):
         return Check(
             "cuda",
@@ -85,7 +85,7 @@ def check_cuda_available(env: Captured) -> Check:
     return Check(
         "cuda",
         "pass",
-        f"torch sees {torch.get('device_count') or len(found)} CUDA device(s): {names}",
+        f"torch sees {plural(count or len(found), 'CUDA device')}: {names}",
     )
 
 

@@ -47,6 +47,7 @@ from reprospec.core.redact import MASK, Redactor, sets_secret
 from reprospec.core.sections import Environment
 from reprospec.core.signals import SHELL_FATAL_SIGNALS, describe_signal, description_key
 from reprospec.core.units import format_duration
+from reprospec.core.words import plural
 from reprospec.errors import UsageError
 from reprospec.export.carry import carried_bytes, hidden_entries, workdir_files
 from reprospec.export.runnerpackages import RunnerPackages, recorded_build, runner_packages
@@ -1045,7 +1046,7 @@ runs no other, and exits 130.
 |---|---|---|
 {chr(10).join(rows)}
 
-{len(needs)} image(s); the resolved configuration of cell N is `cells/N/plan.json`
+{plural(len(needs), "image")}; the resolved configuration of cell N is `cells/N/plan.json`
 (and `cells/N/cell.json` for the PyTorch harness).
 
 ## Files

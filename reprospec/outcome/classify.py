@@ -101,6 +101,7 @@ from reprospec.core.words import (
     AS_A_SHELL_REPORTS_IT,
     KNOWN_FROM_THE_OUTPUT_ALONE,
     NO_OTHER_PROCESS_RAN,
+    plural,
 )
 from reprospec.outcome.evidence import EXIT_PHASE, Event, Events, Evidence
 from reprospec.outcome.setupfail import setup_failure
@@ -707,7 +708,7 @@ def _describe_busy(busy: tuple[Event, ...], finished: str) -> str:
     elif seconds is not None:
         text += f" for over {seconds:.1f}s"
     if len(busy) > 1:
-        text += f" (and {len(busy) - 1} more stuck item(s))"
+        text += f" (and {plural(len(busy) - 1, 'more stuck item')})"
     return text
 
 

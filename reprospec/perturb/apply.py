@@ -28,6 +28,7 @@ from pathlib import Path
 from reprospec.core.frozen import frozen
 from reprospec.core.sections import MALLOC_PERTURB_BYTE, Perturb
 from reprospec.core.units import format_size
+from reprospec.core.words import noun, plural
 from reprospec.errors import InfraError
 
 PERTURB_VAR = "REPROSPEC_PERTURB"
@@ -214,14 +215,15 @@ def cpu_list_of(cpus: int | tuple[int, ...]) -> tuple[int, ...]:
     if isinstance(cpus, int):
         if cpus > len(allowed):
             raise PerturbRefused(
-                f"perturb.cpus={cpus} not applied: this engine may use {len(allowed)} CPU(s) "
-                f"({shown})"
+                f"perturb.cpus={cpus} not applied: this engine may use "
+                f"{plural(len(allowed), 'CPU')} ({shown})"
             )
         return tuple(allowed[:cpus])
     missing = [c for c in cpus if c not in allowed]
     if missing:
         raise PerturbRefused(
-            f"perturb.cpus={','.join(str(c) for c in cpus)} not applied: CPU(s) "
+            f"perturb.cpus={','.join(str(c) for c in cpus)} not applied: "
+            f"{noun(len(missing), 'CPU')} "
             f"{','.join(str(c) for c in missing)} not available to this engine ({shown})"
         )
     return cpus
@@ -353,7 +355,8 @@ def finish(applied: Applied) -> tuple[str, ...]:
     kills = oom_kills(applied.cgroup)
     remove_cgroup(applied.cgroup)
     if kills:
-        return (f"out of memory: the kernel killed {kills} process(es) at perturb.memory_limit",)
+        killed = plural(kills, "process", "processes")
+        return (f"out of memory: the kernel killed {killed} at perturb.memory_limit",)
     return ()
 
 

@@ -23,6 +23,7 @@ from typing import Literal
 from reprospec.core.inputs import AttemptPlan, Cell, Expectation
 from reprospec.core.rates import rate_decided
 from reprospec.core.results import AttemptResult
+from reprospec.core.words import plural
 from reprospec.outcome.judge import ran_rate, stopped_by
 from reprospec.pipeline.gpus import GpuPool
 from reprospec.plan.run import RunPlan
@@ -396,7 +397,7 @@ class Scheduler:
                 if attempt.instances is not None and attempt.copies > 1
                 else ""
             )
-            reason = f"skipped: needs {needed} GPU(s){each}, {visible} visible to this run"
+            reason = f"skipped: needs {plural(needed, 'GPU')}{each}, {visible} visible to this run"
             return AttemptResult.not_run(attempt.attempt, reason)
         debug = attempt.environment.debug
         if debug.any and self.gpu_pool.size == 0:

@@ -31,7 +31,7 @@ from reprospec.core.redact import MASK, Redactor, looks_secret, unset_env
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.sections import same_python
-from reprospec.core.words import RESOLVED_SPEC
+from reprospec.core.words import RESOLVED_SPEC, plural
 from reprospec.errors import InfraError, UsageError
 from reprospec.outcome.judgedcells import JudgedCells
 from reprospec.pipeline.attempt import AttemptExecutor
@@ -402,7 +402,7 @@ def _removed(folder: RunFolder, held: int, stored: int) -> str:
     return (
         f"the run folder {folder.path} was removed while the run ran: the files its attempts "
         "had written there (logs, stacks, events) are gone; the results store keeps its "
-        f"{stored} stored attempt(s)"
+        f"{plural(stored, 'stored attempt')}"
     )
 
 
@@ -469,7 +469,8 @@ class _Keeper:
         return kind(
             f"{failure or self.failure}\n"
             + (f"reprospec: {removed}\n" if removed else "")
-            + f"reprospec: the run stopped; {self.stored} attempt(s) of it were stored"
+            + f"reprospec: the run stopped; {plural(self.stored, 'attempt')} of it "
+            + ("was stored" if self.stored == 1 else "were stored")
             + (f", and {folder.path} holds its results so far" if written else "")
             + ".\nreprospec: once the problem is solved, continue it with: "
             f"reprospec run --resume {folder.run_id} --out {options.out}"

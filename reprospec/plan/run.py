@@ -25,6 +25,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Cell, Expectation, Spec
 from reprospec.core.lazysequence import LazySequence
 from reprospec.core.runoptions import RunOptions
+from reprospec.core.words import plural
 from reprospec.errors import UsageError
 from reprospec.plan.attempt import OBSERVE, expectation_for, plan_attempt, run_policy
 
@@ -279,8 +280,8 @@ def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
         if len(cells) * options.repeat > MAX_ATTEMPTS:
             raise UsageError(
                 f"--repeat {options.repeat}: the run asks for {len(cells) * options.repeat} "
-                f"attempts ({len(cells)} cell(s) x {options.repeat}); at most {MAX_ATTEMPTS} "
-                "are allowed (docs/limits.md)"
+                f"attempts ({plural(len(cells), 'cell')} x {options.repeat}); at most "
+                f"{MAX_ATTEMPTS} are allowed (docs/limits.md)"
             )
     adaptive, max_repeat = policy.adaptive, policy.most_attempts
     # Adaptive repeats start with a handful of attempts and add more while the

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from reprospec.core.frozen import frozen
+from reprospec.core.words import plural
 from reprospec.errors import UsageError
 from reprospec.process import watchdog
 
@@ -403,9 +404,9 @@ def reap(run_dir: Path) -> tuple[str, ...]:
             path.unlink()
     if not killed and not removed:
         return ()
-    found = [f"{killed} process(es)"] if killed else []
+    found = [plural(killed, "process", "processes")] if killed else []
     if removed:
-        found.append(f"{removed} container(s)")
+        found.append(plural(removed, "container"))
     return (
         f"the interrupted run's engine had left {' and '.join(found)} running: "
         "ended before resuming",

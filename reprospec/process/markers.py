@@ -23,6 +23,7 @@ from reprospec.core.bounds import MARKER_MATCH_TIMEOUT_S, MAX_MARKER_LINE_CHARS
 from reprospec.core.inputs import Marker
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.lazyre import Lazy
+from reprospec.core.words import plural
 
 if TYPE_CHECKING:
     import regex
@@ -199,13 +200,14 @@ class MarkerMatcher:
                 self._thread.join(self._timeout_s + 0.25)
                 with self._lock:
                     self._warnings.append(
-                        f"markers: matching had not finished {self._queue.qsize()} line(s) "
+                        f"markers: matching had not finished {plural(self._queue.qsize(), 'line')} "
                         f"{CLOSE_WAIT_S:g}s after the attempt ended; their events are missing"
                     )
             if self.skipped:
                 with self._lock:
                     self._warnings.append(
-                        f"markers: {self.skipped} output line(s) were not matched: "
+                        f"markers: {plural(self.skipped, 'output line')} "
+                        f"{'was' if self.skipped == 1 else 'were'} not matched: "
                         "matching fell behind the output"
                     )
             self._match_tail()
@@ -238,8 +240,9 @@ class MarkerMatcher:
                     found += 1
         if found:
             self._warn(
-                f"markers: the output's last {len(self._tail)} line(s) were matched after "
-                f"the attempt ended ({found} event(s)): the step and phase are where it ended"
+                f"markers: the output's last {plural(len(self._tail), 'line')} "
+                f"{'was' if len(self._tail) == 1 else 'were'} matched after the attempt "
+                f"ended ({plural(found, 'event')}): the step and phase are where it ended"
             )
 
     def _warn(self, text: str) -> None:

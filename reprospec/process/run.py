@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from reprospec import native as native_stacks
 from reprospec.core.frozen import frozen
+from reprospec.core.words import plural
 from reprospec.process import leftovers, pidlimit, stacks, tree
 from reprospec.process.cpuwait import CpuWait
 from reprospec.process.output import Sink
@@ -367,7 +368,8 @@ def run_process(
                     f"{pid} ({tree.short(info.cmdline, 60)})" for pid, info in left.items()
                 )
                 warnings.append(
-                    f"killed {len(left)} process(es) left behind by the attempt: {names}"
+                    f"killed {plural(len(left), 'process', 'processes')} left behind by the "
+                    f"attempt: {names}"
                 )
         drain_deadline = time.monotonic() + DRAIN_WAIT_S
         while pump.open_pipes and time.monotonic() < drain_deadline:

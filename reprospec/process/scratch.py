@@ -51,7 +51,7 @@ from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.units import format_size
-from reprospec.core.words import PRIVATE_TMP_LEFT
+from reprospec.core.words import PRIVATE_TMP_LEFT, noun, plural
 from reprospec.process import leftovers, tree
 from reprospec.process.childprotocol import CACHE_DIR as CACHE
 from reprospec.process.childprotocol import TMP_DIR as TMP
@@ -251,7 +251,7 @@ def clean(scratch: Scratch) -> tuple[str, ...]:
             files, size, names = _contents(folder)
             if files:
                 shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if files > _NAMES_SHOWN else "")
-                parts.append(f"{variable}: {files} file(s), {format_size(size)} ({shown})")
+                parts.append(f"{variable}: {plural(files, 'file')}, {format_size(size)} ({shown})")
             remove_folder(folder)
             if folder.exists():
                 left.append(str(folder))
@@ -350,9 +350,12 @@ def remove_shm_leaks(before: ShmSnapshot, *, remove: bool = True) -> tuple[str, 
         return said
     names = _names(removed)
     if remove:
-        return (f"removed {len(removed)} leaked {before.root} file(s): {names}", *said)
+        return (
+            f"removed {len(removed)} leaked {before.root} {noun(len(removed), 'file')}: {names}",
+            *said,
+        )
     return (
-        f"{len(removed)} leaked {before.root} file(s) left in place "
+        f"{len(removed)} leaked {before.root} {noun(len(removed), 'file')} left in place "
         f"(environment.shared_tmp): {names}",
         *said,
     )
@@ -371,8 +374,8 @@ def _strangers(root: Path, names: Sequence[str]) -> tuple[str, ...]:
     machine's, and a name says nothing of who made it (another program of this user may
     have, at the same time); the attempt's own /dev/shm is what makes removal safe."""
     return (
-        f"{len(names)} new {root} file(s) not removed (not a name reprospec knows to "
-        f"clean): {_names(names)}; `environment.shm_size` gives each attempt a private "
+        f"{len(names)} new {root} {noun(len(names), 'file')} not removed (not a name reprospec "
+        f"knows to clean): {_names(names)}; `environment.shm_size` gives each attempt a private "
         f"{root} that goes with it",
     )
 

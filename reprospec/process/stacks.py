@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from reprospec.core import capped
+from reprospec.core.words import stacks_omitted
 from reprospec.process.tree import ProcInfo, read_proc, short
 
 STACK_DIR_VAR = "REPROSPEC_STACK_DIR"
@@ -180,7 +181,7 @@ def collect_stacks(
     budget = STACKS_TOTAL_BYTES
     for index, pid in enumerate(shown):
         if budget <= 0:
-            parts.append(f"[... the stacks of {len(shown) - index} more process(es) omitted ...]\n")
+            parts.append(stacks_omitted(len(shown) - index))
             break
         cmd = short(alive[pid].cmdline, 200)
         if pid in dumps:

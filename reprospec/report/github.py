@@ -13,6 +13,7 @@ from reprospec.core.words import (
     attempts_phrase,
     cell_rate_phrase,
     expectation_phrase,
+    plural,
     rate_phrase,
     resume_command,
     resumed_phrase,
@@ -91,7 +92,7 @@ def error_annotations(run: RunResult, file: str, lines: Mapping[str, int]) -> li
         if run.shard:
             message += f"\n{shard_phrase(run.shard)}"
         if i == len(shown) - 1 and len(failing) > len(shown):
-            message += f"\n... and {len(failing) - len(shown)} more cell(s): see the report"
+            message += f"\n... and {plural(len(failing) - len(shown), 'more cell')}: see the report"
         where = {"file": file, "line": str(lines.get(cell.cell.id, 1))} if file else {}
         title = _BREAKS.sub(" ", f"reprospec{of_shard}: {cell.verdict}: {cell.cell.id}")
         properties = {**where, "title": title}

@@ -20,6 +20,7 @@ from reprospec.core.words import (
     cell_rate_phrase,
     expectation_phrase,
     missed_keys,
+    plural,
     resumed_phrase,
     seconds,
     time_left,
@@ -228,12 +229,12 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
         from reprospec.report.signatures import outcome_groups, outcome_lines
 
         groups = outcome_groups(result)
-        # The cells observed of the cells: one that could not run was not ("1 cell(s)
-        # observed, 0 outcome(s), 1 infra-error" of a spec whose only cell never started).
+        # The cells observed of the cells: one that could not run was not ("1 cell
+        # observed, 0 outcomes, 1 infra-error" of a spec whose only cell never started).
         # The summary holds the count where there is one.
         console.print(
-            f"{summary.get('observed', 0)}/{summary['cells']} cell(s) observed, "
-            f"{len(groups)} outcome(s)"
+            f"{summary.get('observed', 0)}/{plural(summary['cells'], 'cell')} observed, "
+            f"{plural(len(groups), 'outcome')}"
             + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
             + (" (interrupted: partial results)" if result.interrupted else "")
         )
@@ -241,7 +242,7 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
             console.print(printable(line), markup=False, highlight=False)
     else:
         console.print(
-            f"{summary['reproduced']}/{summary['cells']} cell(s) reproduced"
+            f"{summary['reproduced']}/{plural(summary['cells'], 'cell')} reproduced"
             + (f", {summary['undecided']} undecided" if summary["undecided"] else "")
             + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
             + (" (interrupted: partial results)" if result.interrupted else "")

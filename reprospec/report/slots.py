@@ -23,6 +23,7 @@ from typing import Generic, TypeVar
 
 from reprospec.core.frozen import frozen
 from reprospec.core.results import AttemptResult, CellResult
+from reprospec.core.words import noun
 
 
 @frozen
@@ -49,10 +50,10 @@ def slot_runs(attempt: AttemptResult) -> list[SlotRun]:
 
 
 def runs_noun(runs: Iterable[SlotRun], count: int) -> str:
-    """`attempt(s)`, `instance(s)` or `run(s)` (both kinds), for `count` of `runs`."""
+    """`attempt`, `instance` or `run` (both kinds) for `count` of `runs`, as `noun` words it."""
     kinds = {run.instance for run in runs}
     word = "run" if len(kinds) > 1 else "instance" if kinds == {True} else "attempt"
-    return word if count == 1 else word + "s"
+    return noun(count, word)
 
 
 def slot_label(slot: Sequence[str]) -> str:

@@ -33,13 +33,13 @@ class Validation:
     def summary(self) -> str:
         """One line: how many problems, in how many files (and folders without specs)."""
         if not self.problems:
-            return f"{len(self.files)} spec file(s) valid"
+            return f"{plural(len(self.files), 'spec file')} valid"
         if not self.files:
-            return f"{len(self.problems)} problem(s): no spec files found"
+            return f"{plural(len(self.problems), 'problem')}: no spec files found"
         bad, files = len(self.bad_files), len(self.files)
-        text = f"{len(self.problems)} problem(s) in {bad} of {files} file(s)"
+        text = f"{plural(len(self.problems), 'problem')} in {bad} of {plural(files, 'file')}"
         if self.empty_folders:
-            text += f", and {len(self.empty_folders)} folder(s) without spec files"
+            text += f", and {plural(len(self.empty_folders), 'folder')} without spec files"
         return text
 
 

@@ -182,7 +182,7 @@ def test_validate_says_what_capture_s_todo_block_still_asks_and_exits_0(
     assert cli("capture", "--from-log", str(ticket), "-o", str(spec)).code == 0
     result = cli("validate", str(spec))
     assert result.code == 0, result.stderr
-    assert result.stdout.strip() == "1 spec file(s) valid"
+    assert result.stdout.strip() == "1 spec file valid"
     assert f"{spec}:" in result.stderr
     assert "still to fill in (" in result.stderr
     assert "environment.workdir, files" in result.stderr
@@ -246,7 +246,7 @@ def test_plan_into_a_pipe_its_reader_closed_stops_there_and_exits_141(
         cwd=ROOT,
         timeout=600,
     )
-    assert done.stdout == "spec wide: 4096 cell(s) x 1 attempt(s)\n\n[a=0,b=0,c=0,d=0]\n"
+    assert done.stdout == "spec wide: 4096 cells x 1 attempt\n\n[a=0,b=0,c=0,d=0]\n"
     assert done.stderr == "head 141\ntrue 141\n"
     # --format json is written cell by cell as well: its head, then the cells as planned.
     as_json = shlex.join([*shlex.split(plan), "--format", "json"])
@@ -380,7 +380,7 @@ def test_a_rate_the_interval_straddles_is_undecided_and_exits_4(cli: Cli, tmp_pa
     )
     result = cli("run", str(spec))
     assert result.code == 4, result.stdout + result.stderr
-    assert "0/1 cell(s) reproduced, 1 undecided" in result.stdout
+    assert "0/1 cell reproduced, 1 undecided" in result.stdout
     data = result.results()
     cell = data["cells"][0]
     assert cell["verdict"] == "undecided"
@@ -418,7 +418,7 @@ def test_a_large_runs_results_table_groups_alike_cells(cli: Cli, tmp_path: Path)
     assert "not-reproduced" in rows[0]
     assert "36:" in rows[1]
     assert "reproduced" in rows[1]
-    assert "36/40 cell(s) reproduced" in table
+    assert "36/40 cells reproduced" in table
     assert len(result.results()["cells"]) == 40
 
 

@@ -56,7 +56,7 @@ def _reprospec(*args: str, cwd: Path, timeout: float = 300) -> subprocess.Comple
 def test_doc_examples_load_with_reprospecs_own_loader(example_specs: Path) -> None:
     done = _reprospec("validate", str(example_specs), cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"{len(EXAMPLES)} spec file(s) valid"
+    assert done.stdout.strip() == f"{len(EXAMPLES)} spec files valid"
 
 
 # What a spec says for its reader only: two specs that differ in nothing else run the same

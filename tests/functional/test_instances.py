@@ -204,7 +204,7 @@ def test_too_few_gpus_for_every_instance_is_said(cli: Cli, tmp_path: Path) -> No
     assert cell["verdict"] == "infra-error"
     (attempt,) = cell["attempts"]
     assert attempt["infra_error"] == (
-        "skipped: needs 3 GPU(s) (1 for each of 3 instances), 2 visible to this run"
+        "skipped: needs 3 GPUs (1 for each of 3 instances), 2 visible to this run"
     )
 
 

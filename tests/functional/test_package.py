@@ -187,13 +187,13 @@ def _run_a_command_spec(installed: Installed) -> None:
     (work / "exits.py").write_text("import sys\nsys.exit(int(sys.argv[1]))\n")
     reprospec = installed.bin("reprospec")
     table = _ok(_run([reprospec, "run", "spec.yaml"], work))
-    assert "2/2 cell(s) reproduced" in table
+    assert "2/2 cells reproduced" in table
     # The bundle carries exits.py: it reruns from a folder that has nothing else.
     _ok(_run([reprospec, "bundle", "latest", "-o", installed.work / "x.tar.gz"], work))
     away = installed.work / "away"
     away.mkdir()
     rerun = _ok(_run([reprospec, "run", installed.work / "x.tar.gz", "--yes"], away))
-    assert "2/2 cell(s) reproduced" in rerun
+    assert "2/2 cells reproduced" in rerun
     # The plugin is found through the wheel's pytest11 entry point.
     items = _ok(_run([installed.bin("pytest"), "-q", "-p", "no:cacheprovider", "--reprospec",
                       "spec.yaml"], work))  # fmt: skip
@@ -208,7 +208,7 @@ def _run_a_workload_spec(installed: Installed) -> None:
     (work / "spec.yaml").write_text(WORKLOAD_SPEC)
     table = _ok(_run([installed.bin("reprospec"), "run", "spec.yaml", "--python", sys.executable],
                      work))  # fmt: skip
-    assert "1/1 cell(s) reproduced" in table
+    assert "1/1 cell reproduced" in table
     stderr = (
         _latest_run(work / ".reprospec") / "cells" / "default" / "1" / "stderr.log"
     ).read_text()

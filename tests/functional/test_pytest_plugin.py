@@ -303,7 +303,7 @@ def test_missing_gpu_skips_infra_error_fails_and_repeat_is_the_plugins(tmp_path:
     )
     assert run.code == 0, run.output
     assert run.cases["gpu.repro.yaml::default"][0] == "skipped"
-    assert "SKIPPED [1] gpu.repro.yaml:4: skipped: needs 1 GPU(s)" in run.output
+    assert "SKIPPED [1] gpu.repro.yaml:4: skipped: needs 1 GPU" in run.output
     assert run.cases["ok.repro.yaml::default"][1]["rate"] == "3/3"
     broken = run_pytest(
         tmp_path, "--reprospec", "--reprospec-python", "/nonexistent/python", "-k", "ok"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.inputs import AttemptPlan
+from reprospec.core.words import stacks_omitted
 from reprospec.errors import InfraError
 from reprospec.perturb.apply import variables
 from reprospec.process import leftovers
@@ -386,7 +387,7 @@ def collect_stacks(container: Container, log_dir: Path) -> Path | None:
     order = sorted(asked)
     for index, pid in enumerate(order):
         if budget <= 0:
-            parts.append(f"[... the stacks of {len(order) - index} more process(es) omitted ...]\n")
+            parts.append(stacks_omitted(len(order) - index))
             break
         cmd = asked[pid] if len(asked[pid]) <= 200 else asked[pid][:197] + "..."
         # The dump is the container's to write: read head + tail (process/stacks.py).

@@ -36,6 +36,7 @@ from reprospec.core.units import (
     parse_step,
     undecidable_rate,
 )
+from reprospec.core.words import plural
 from reprospec.spec import schema
 from reprospec.spec.checks.expect import never_passes_message, says_never_passes
 from reprospec.spec.matrix import canonical
@@ -202,7 +203,7 @@ def run_size_problems(
         where = ("run", "max_repeat")
     line, col = locate(locations, where)
     message = (
-        f"the run asks for {cells * per_cell} attempts ({cells} cell(s) x {per_cell}); "
+        f"the run asks for {cells * per_cell} attempts ({plural(cells, 'cell')} x {per_cell}); "
         f"at most {MAX_ATTEMPTS} are allowed (docs/limits.md)"
     )
     return [Problem(line, col, where, message)]

@@ -164,7 +164,7 @@ def test_a_perturbation_the_machine_cannot_apply_is_an_infra_error(
     spec = _spec(tmp_path, "    cpus: [4096]\n")
     result = cli("run", str(spec))
     assert result.code == 3, result.stdout
-    assert "perturb.cpus=4096 not applied: CPU(s) 4096 not available" in result.stdout
+    assert "perturb.cpus=4096 not applied: CPU 4096 not available" in result.stdout
 
 
 def test_wrong_values_are_located_errors(cli: Cli, tmp_path: Path) -> None:

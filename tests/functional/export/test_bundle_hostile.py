@@ -162,7 +162,7 @@ def test_a_run_folder_removed_while_it_is_packed_writes_no_bundle(
 ) -> None:
     # nu28 F4: a run folder removed while `bundle` read it (before its results.json and
     # report were packed, or after them, before its logs) gave a bundle of the spec and
-    # the README alone, "wrote ...: 4 file(s)", exit 0; removed after its logs were listed
+    # the README alone, "wrote ...: 4 files", exit 0; removed after its logs were listed
     # (`_readme`), it said "No such file or directory" of one log.
     (tmp_path / "fails.py").write_text("print('out'); raise SystemExit(3)\n", encoding="utf-8")
     spec = tmp_path / "s.yaml"

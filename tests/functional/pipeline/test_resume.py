@@ -129,7 +129,7 @@ def test_a_resumed_run_says_so_in_its_report_and_summary(cli: Cli, tmp_path: Pat
         "rewritten": False,
     }
     when = stopped_at.replace("T", " ")[:19] + " UTC"
-    said = f"1 attempt(s) carried over from the run interrupted at {when}, 3 run now"
+    said = f"1 attempt carried over from the run interrupted at {when}, 3 run now"
     assert f"resumed: {said}\n" in resumed.stdout
     report = (folder / "report.md").read_text()
     # The command as it was run: with its --out, this store not the default one (lo32).
@@ -151,7 +151,7 @@ def test_a_run_whose_engine_was_killed_is_resumed_and_says_so(cli: Cli, tmp_path
     gate.touch()
     resumed = cli("run", "--resume", run_id, "--out", str(out), timeout=300)
     assert resumed.code == 0, resumed.stderr
-    said = "0 attempt(s) carried over from the run whose engine was killed, 2 run now"
+    said = "0 attempts carried over from the run whose engine was killed, 2 run now"
     assert f"resumed: {said}\n" in resumed.stdout
     assert f"): {said}.\n" in (out / "runs" / run_id / "report.md").read_text()
 
@@ -204,7 +204,7 @@ def test_a_run_resumed_twice_names_each_part_and_a_finished_one_keeps_its_record
     assert (resumed["carried"], resumed["ran"], resumed["rewritten"]) == (2, 2, False)
     at = [p["stopped_at"].replace("T", " ")[:19] + " UTC" for p in resumed["parts"]]
     said = (
-        f"2 attempt(s) carried over: 1 from the run interrupted at {at[0]}, "
+        f"2 attempts carried over: 1 from the run interrupted at {at[0]}, "
         f"1 from its resume interrupted at {at[1]}; 2 run now"
     )
     assert f"resumed: {said}\n" in third.stdout
@@ -221,7 +221,7 @@ def test_a_run_resumed_twice_names_each_part_and_a_finished_one_keeps_its_record
     shutil.rmtree(folder)
     rewritten = cli("run", "--resume", folder.name, "--out", str(out), timeout=300)
     assert rewritten.code == 0, rewritten.stderr
-    assert "4 attempt(s) carried over from the run finished at " in rewritten.stdout
+    assert "4 attempts carried over from the run finished at " in rewritten.stdout
     assert "(its folder written again from the store), 0 run now\n" in rewritten.stdout
 
 
@@ -306,7 +306,7 @@ def test_a_finished_runs_retry_stopped_keeps_the_finished_part_apart(
 ) -> None:
     """A finished run whose cells could not run (their command missing) is resumed: the
     retry runs one and is stopped by Ctrl-C in the other, then resumed again. The finished
-    run's attempt was counted under the interrupted retry (`2 attempt(s) carried over from
+    run's attempt was counted under the interrupted retry (`2 attempts carried over from
     the run interrupted at ...`), and the part that finished was lost from resumed.json."""
     import sys
 
@@ -335,7 +335,7 @@ def test_a_finished_runs_retry_stopped_keeps_the_finished_part_apart(
     assert (resumed["carried"], resumed["ran"]) == (2, 1)
     at = [p["stopped_at"].replace("T", " ")[:19] + " UTC" for p in resumed["parts"]]
     said = (
-        f"2 attempt(s) carried over: 1 from the run finished at {at[0]}, "
+        f"2 attempts carried over: 1 from the run finished at {at[0]}, "
         f"1 from its resume interrupted at {at[1]}; 1 run now"
     )
     assert f"resumed: {said}\n" in again.stdout
@@ -368,7 +368,7 @@ def test_a_finished_runs_retry_stopped_before_it_stored_an_attempt_says_it_was_r
     assert resumed is not None
     assert (resumed["carried"], resumed["ran"], resumed["stopped"]) == (1, 0, "finished")
     at = resumed["stopped_at"].replace("T", " ")[:19] + " UTC"
-    said = f"1 attempt(s) carried over from the run finished at {at}, 0 run now"
+    said = f"1 attempt carried over from the run finished at {at}, 0 run now"
     assert f"resumed: {said}\n" in retry.stdout
     assert f"{said}." in (folder / "report.md").read_text()
 

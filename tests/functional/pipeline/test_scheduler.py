@@ -139,7 +139,7 @@ expect:
     # a lost shard must not merge into a green run
     partial = cli("merge", *shard_dirs[:2], "--out", str(tmp_path / "partial"))
     assert partial.code == 2
-    assert "missing shard(s) 3/3" in partial.stderr
+    assert "missing shard 3/3" in partial.stderr
     # ...and leaves no run folder behind (merge's id is drawn as its folder is made).
     assert not (tmp_path / "partial" / "runs").exists() or not any(
         (tmp_path / "partial" / "runs").iterdir()
@@ -150,7 +150,7 @@ def test_a_shard_without_attempts_records_an_empty_run_that_merges(
     cli: Cli, tmp_path: Path
 ) -> None:
     # nu27 N16: one attempt over two shards: shard 2/2 exited 2 ("holds no attempts") and
-    # recorded no run, so merge refused "missing shard(s) 2/2" and no command could make it.
+    # recorded no run, so merge refused "missing shard 2/2" and no command could make it.
     spec = write_spec(
         tmp_path / "one.yaml",
         "name: one\nmatrix: {p: [a, b]}\ncommand: python -c pass\nexpect: {outcome: pass}\n",

@@ -79,7 +79,7 @@ def test_an_attempt_that_cannot_make_its_folder_stops_the_run_to_resume(
     lines = stderr.strip().splitlines()
     assert lines[-3].startswith(f"reprospec: {blocked}/1: "), stderr
     assert lines[-2] == (
-        "reprospec: the run stopped; 2 attempt(s) of it were stored, and "
+        "reprospec: the run stopped; 2 attempts of it were stored, and "
         f"{folder} holds its results so far."
     ), stderr
     assert lines[-1] == (
@@ -116,7 +116,7 @@ def test_a_run_folder_removed_while_the_run_runs_is_said_and_written_again(
     said = (
         f"reprospec: warning: the run folder {folder} was removed while the run ran: the files "
         "its attempts had written there (logs, stacks, events) are gone; the results store "
-        "keeps its 2 stored attempt(s), and its results.json and report.md are written again, "
+        "keeps its 2 stored attempts, and its results.json and report.md are written again, "
         "into a new one"
     )
     assert said in stderr.splitlines(), stderr

@@ -426,7 +426,7 @@ def test_resume_ends_what_a_dead_engine_and_its_watchdog_left(
     )  # fmt: skip
     # The resumed attempt exits at once (its script sees FIRST-DONE): a pass, not the hang.
     assert resumed.returncode == 1, resumed.stderr
-    assert "had left 3 process(es) running" in resumed.stderr
+    assert "had left 3 processes running" in resumed.stderr
     assert not any(alive(pid) for pid in pids.values())
     # The dead engine's interpreter shims: swept by the next engine (named after its pid).
     assert not any(p.exists() for p in shims)
@@ -497,7 +497,7 @@ def test_resume_never_kills_a_recycled_pid(tmp_path: Path, kill_after: list[int]
     # The tagged process was the attempt's: ended, and counted.
     assert tagged.wait(timeout=30) == -signal.SIGKILL
     assert said == (
-        "the interrupted run's engine had left 1 process(es) running: ended before resuming",
+        "the interrupted run's engine had left 1 process running: ended before resuming",
     )
     assert stranger.poll() is None, "a process the record named by pid alone was killed"
 

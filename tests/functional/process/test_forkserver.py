@@ -251,7 +251,7 @@ def test_an_escaped_descendant_is_found_by_the_token_it_carries(
     assert execution.returncode == 0
     daemon = int(pid_file.read_text())
     assert gone(daemon)
-    assert any("killed 1 process(es) left behind" in w for w in execution.warnings)
+    assert any("killed 1 process left behind" in w for w in execution.warnings)
 
 
 # -- the guards -----------------------------------------------------------------------------

@@ -113,14 +113,14 @@ def test_what_an_attempt_left_behind_is_in_the_report(cli: Cli, tmp_path: Path) 
     report = (result.latest_run() / "report.md").read_text()
     assert (
         "### Attempt warnings\n\n- `default`, attempt 1: removed what the attempt left in its"
-        " private TMPDIR: 1 file(s), 1 B (torn.json)\n"
+        " private TMPDIR: 1 file, 1 B (torn.json)\n"
     ) in report
     # Under an Attempts heading of its own, though one attempt per cell shows no table:
     # it stood under "Environment".
     last = report.split("\n## ")[-1]
     assert last.startswith("Attempts\n\n### Attempt warnings\n")
     assert result.results()["cells"][0]["attempts"][0]["warnings"] == [
-        "removed what the attempt left in its private TMPDIR: 1 file(s), 1 B (torn.json)"
+        "removed what the attempt left in its private TMPDIR: 1 file, 1 B (torn.json)"
     ]
 
 

@@ -440,7 +440,7 @@ def test_a_torn_file_in_tmpdir_does_not_reach_the_next_attempt(runner: LocalRunn
         assert not (runs / "1" / "cache").exists()
         assert not (Path(tempfile.gettempdir()) / name).exists()
         assert first.warnings == (
-            f"removed what the attempt left in its private TMPDIR: 1 file(s), 19 B ({name})",
+            f"removed what the attempt left in its private TMPDIR: 1 file, 19 B ({name})",
         )
         second = runner.run(scratch_plan(argv, 2), runs / "2")
         assert second.returncode == 0, second.stderr_path.read_text()
@@ -472,7 +472,7 @@ def test_a_deep_attempt_folder_still_gets_a_tmpdir_for_unix_sockets(
     assert not (attempt_dir / "tmp").exists()
     assert not (attempt_dir / "cache").exists()
     assert ex.warnings == (
-        "removed what the attempt left in its private XDG_CACHE_HOME: 1 file(s), 0 B (kept)",
+        "removed what the attempt left in its private XDG_CACHE_HOME: 1 file, 0 B (kept)",
     )
 
 
@@ -516,7 +516,7 @@ def test_an_engine_keeps_one_short_folder_and_removes_it_when_it_exits(tmp_path:
             c["id"]: [w for a in c["attempts"] for w in a.get("warnings", [])]
             for c in json.loads(results.read_text())["cells"]
         }
-        assert any("TMPDIR: 1 file(s), 0 B (left)" in w for w in warnings["n=2"]), warnings
+        assert any("TMPDIR: 1 file, 0 B (left)" in w for w in warnings["n=2"]), warnings
         assert not warnings["n=1"]
         assert not warnings["n=3"]
         # Every one removed, the engine's folder too (jinja2 may keep its cache there).
@@ -651,7 +651,7 @@ def leak_in_private_shm(tmp_path: Path, mode: str) -> dict[str, Any]:
 def test_a_leaked_dev_shm_semaphore_is_removed_and_counted(tmp_path: Path) -> None:
     seen = leak_in_private_shm(tmp_path, "remove")
     assert seen["returncode"] == 0
-    assert seen["warnings"] == [f"removed 1 leaked /dev/shm file(s): {seen['leak']}"]
+    assert seen["warnings"] == [f"removed 1 leaked /dev/shm file: {seen['leak']}"]
     assert not seen["leaked_exists"]
     assert seen["held_exists"]
 
@@ -660,7 +660,7 @@ def test_shared_tmp_counts_dev_shm_leaks_but_leaves_them(tmp_path: Path) -> None
     seen = leak_in_private_shm(tmp_path, "shared")
     assert seen["returncode"] == 0
     assert seen["warnings"] == [
-        f"1 leaked /dev/shm file(s) left in place (environment.shared_tmp): {seen['leak']}"
+        f"1 leaked /dev/shm file left in place (environment.shared_tmp): {seen['leak']}"
     ]
     assert seen["leaked_exists"]
     assert seen["held_exists"]
@@ -704,10 +704,10 @@ def test_known_leakers_are_removed_and_a_file_of_another_name_is_reported(
     assert seen["returncode"] == 0
     assert seen["left"] == [own]  # the application's own name is never guessed at
     removed, reported = seen["warnings"]
-    assert removed.startswith("removed 2 leaked /dev/shm file(s): ")
+    assert removed.startswith("removed 2 leaked /dev/shm files: ")
     assert psm in removed
     assert kmp in removed
-    assert reported.startswith("1 new /dev/shm file(s) not removed (not a name reprospec")
+    assert reported.startswith("1 new /dev/shm file not removed (not a name reprospec")
     assert own in reported
     assert "environment.shm_size" in reported
 

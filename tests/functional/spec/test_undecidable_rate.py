@@ -55,7 +55,7 @@ def test_the_exact_form_runs(cli: Cli, tmp_path: Path) -> None:
     spec.write_text(_SPEC.format(base="==1", case="==1"))
     result = cli("run", str(spec), "--repeat", "2")
     assert result.code == 0, result.stdout + result.stderr
-    assert "2/2 cell(s) reproduced" in result.stdout
+    assert "2/2 cells reproduced" in result.stdout
 
 
 def test_a_pass_case_that_says_never_passes_is_refused_with_what_to_write(

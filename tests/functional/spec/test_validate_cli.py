@@ -57,7 +57,7 @@ def test_a_file_two_paths_reach_is_checked_and_counted_once(tmp_path: Path) -> N
     found = validate([tmp_path / "typo.yaml", tmp_path, f"{tmp_path}/./typo.yaml"])
     assert found.files == [str(tmp_path / "typo.yaml")]
     assert len(found.problems) == 2, found.problems  # the typo, and no command: once each
-    assert found.summary() == "2 problem(s) in 1 of 1 file(s)"
+    assert found.summary() == "2 problems in 1 of 1 file"
 
 
 def test_validate_refuses_a_fault_that_can_never_fire(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from reprospec.core.words import plural
 from reprospec.process import leftovers
 from tests.support.cli import ROOT
 from tests.support.engine import ENV, kill_with_its_watchdog, wait_until
@@ -90,7 +91,8 @@ def test_resume_removes_the_container_a_dead_engine_and_its_watchdog_left(
         capture_output=True, text=True, timeout=600, cwd=ROOT, env=ENV,
     )  # fmt: skip
     assert resumed.returncode == 1, resumed.stderr  # the resumed attempt passed: no hang
-    assert f"{len(recorded)} container(s) running: ended before resuming" in resumed.stderr
+    ended = f"{plural(len(recorded), 'container')} running: ended before resuming"
+    assert ended in resumed.stderr
     assert not list(out.glob("runs/*/inflight*.json"))
     assert not container_names(name=name)
     # Every container the dead engine had recorded (the environment capture's too) is gone.

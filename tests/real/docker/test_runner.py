@@ -254,5 +254,5 @@ def test_private_tmpdir_in_the_attempt_folder_removed_after(
     assert not (tmp_path / "a" / "tmp").exists()
     assert not (tmp_path / "a" / "cache").exists()
     assert execution.warnings == (
-        "removed what the attempt left in its private TMPDIR: 1 file(s), 19 B (cache.json)",
+        "removed what the attempt left in its private TMPDIR: 1 file, 19 B (cache.json)",
     )

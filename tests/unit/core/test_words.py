@@ -66,3 +66,14 @@ def test_a_shard_phrase_says_a_share_and_the_merge_that_judges_on_all() -> None:
     )
     # rv28 LOW-3: the one shard of 1/1 holds every attempt ("the merge of the 1 shards").
     assert shard_phrase("1/1") == "shard 1/1: the only shard, every attempt of each cell"
+
+
+def test_a_count_reads_one_attempt_and_three_attempts() -> None:
+    from reprospec.core.words import noun, plural
+
+    assert [plural(n, "attempt") for n in (0, 1, 3)] == ["0 attempts", "1 attempt", "3 attempts"]
+    assert plural(1, "process", "processes") == "1 process"
+    assert plural(2, "process", "processes") == "2 processes"
+    # The word after a count written apart from it: `1/1 cell`, `3/4 cells`.
+    assert (noun(1, "cell"), noun(4, "cell")) == ("cell", "cells")
+

@@ -389,8 +389,8 @@ def test_cells_needing_more_gpus_than_visible_are_not_run(tmp_path: Path) -> Non
     results = Scheduler(plan, recorder, gpu_pool=GpuPool(("0",))).run()
     assert recorder.calls == []
     (only,) = results["default"]
-    assert only.outcome == NotRun("skipped: needs 2 GPU(s), 1 visible to this run")
-    assert only.infra_error == "skipped: needs 2 GPU(s), 1 visible to this run"
+    assert only.outcome == NotRun("skipped: needs 2 GPUs, 1 visible to this run")
+    assert only.infra_error == "skipped: needs 2 GPUs, 1 visible to this run"
 
 
 def test_gpu_slots_are_handed_out_exclusively(tmp_path: Path) -> None:

@@ -271,7 +271,7 @@ def test_a_repeat_option_is_held_to_the_attempts_per_run_bound(tmp_path: Path) -
     plan = make_plan(tmp_path, options=RunOptions(out=tmp_path, repeat=10_000))
     assert len(plan.attempts) == 100_000
     eleven = BODY.replace("n: [1, 2, 3, 4, 5], m: [a, b]", "n: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]")
-    with pytest.raises(UsageError, match=r"110000 attempts \(11 cell\(s\) x 10000\)"):
+    with pytest.raises(UsageError, match=r"110000 attempts \(11 cells x 10000\)"):
         make_plan(tmp_path, eleven, RunOptions(out=tmp_path, repeat=10_000))
 
 
@@ -313,7 +313,7 @@ def test_plan_prints_each_cell_as_it_is_planned(
     monkeypatch.setattr(attempt_module, "plan_attempt", counting)
     blocks = plan_blocks(plan.spec, 3, len(cells), each_first_attempt(plan.spec, cells))
     head = next(blocks)
-    assert head == "spec lazy: 10 cell(s) x 3 attempt(s)"
+    assert head == "spec lazy: 10 cells x 3 attempts"
     assert planned == []
     first = next(blocks)
     assert first.startswith("\n\n[n=1,m=a]\n  index: 0\n")

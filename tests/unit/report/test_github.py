@@ -46,7 +46,7 @@ def test_past_the_cap_the_last_annotation_counts_the_rest() -> None:
     )
     lines = error_annotations(replace(run, cells=many), "x.yaml", {})
     assert len(lines) == MAX_ANNOTATIONS
-    assert lines[-1].endswith("%0A... and 3 more cell(s): see the report")
+    assert lines[-1].endswith("%0A... and 3 more cells: see the report")
 
 
 def test_time_left_is_coarse() -> None:
@@ -65,9 +65,7 @@ def test_the_job_summary_of_a_resumed_run_says_so_as_report_md_does() -> None:
     from reprospec.report import render
 
     run = replace(error_run(), resumed=Resumed(2, 2, "interrupted", "2026-12-01T09:28:58+00:00"))
-    said = (
-        "2 attempt(s) carried over from the run interrupted at 2026-12-01 09:28:58 UTC, 2 run now"
-    )
+    said = "2 attempts carried over from the run interrupted at 2026-12-01 09:28:58 UTC, 2 run now"
     summary = render(run, "github")
     note = f"> **Resumed** (`reprospec run --resume {run.run_id}`): {said}.\n"
     assert note in summary

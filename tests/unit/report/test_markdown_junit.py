@@ -752,7 +752,7 @@ def test_a_resumed_run_says_so_under_its_headline() -> None:
     resumed = replace(plain, resumed=Resumed(3, 5, "interrupted", "2026-12-01T09:28:58+00:00"))
     text = render_markdown(resumed)
     assert (
-        f"> **Resumed** (`reprospec run --resume {plain.run_id}`): 3 attempt(s) carried over "
+        f"> **Resumed** (`reprospec run --resume {plain.run_id}`): 3 attempts carried over "
         "from the run interrupted at 2026-12-01 09:28:58 UTC, 5 run now.\n"
     ) in text
     # Under the headline, before the results.
@@ -768,16 +768,16 @@ def test_how_the_earlier_part_of_a_resumed_run_stopped_is_worded() -> None:
     from reprospec.core.words import resumed_phrase
 
     assert resumed_phrase(Resumed(0, 2, "killed")) == (
-        "0 attempt(s) carried over from the run whose engine was killed, 2 run now"
+        "0 attempts carried over from the run whose engine was killed, 2 run now"
     )
     # Written again only where its folder was (rv23 F4: said of a folder left whole).
     assert resumed_phrase(Resumed(4, 0, "finished", "2026-12-01T09:00:00+00:00")) == (
-        "4 attempt(s) carried over from the run finished at 2026-12-01 09:00:00 UTC, 0 run now"
+        "4 attempts carried over from the run finished at 2026-12-01 09:00:00 UTC, 0 run now"
     )
     assert resumed_phrase(
         Resumed(4, 0, "finished", "2026-12-01T09:00:00+00:00", rewritten=True)
     ) == (
-        "4 attempt(s) carried over from the run finished at 2026-12-01 09:00:00 UTC "
+        "4 attempts carried over from the run finished at 2026-12-01 09:00:00 UTC "
         "(its folder written again from the store), 0 run now"
     )
 
@@ -795,14 +795,14 @@ def test_a_run_resumed_twice_names_each_earlier_part() -> None:
     twice = Resumed(3, 1, "interrupted", "2026-12-01T09:05:00+00:00", before=(first,))
     assert twice.parts == (first, ResumedPart(2, "interrupted", "2026-12-01T09:05:00+00:00"))
     assert resumed_phrase(twice) == (
-        "3 attempt(s) carried over: 1 from the run interrupted at 2026-12-01 09:00:00 UTC, "
+        "3 attempts carried over: 1 from the run interrupted at 2026-12-01 09:00:00 UTC, "
         "2 from its resume interrupted at 2026-12-01 09:05:00 UTC; 1 run now"
     )
     # A resume that found nothing to run stored no attempt: it carries none over, and is
     # not named (it read `10 from the run interrupted at ..., 0 from its resume finished`).
     empty = Resumed(1, 3, "finished", "2026-12-01T09:05:00+00:00", before=(first,))
     assert resumed_phrase(empty) == (
-        "1 attempt(s) carried over from the run interrupted at 2026-12-01 09:00:00 UTC, 3 run now"
+        "1 attempt carried over from the run interrupted at 2026-12-01 09:00:00 UTC, 3 run now"
     )
     killed = Resumed(3, 1, "killed", before=(first,))
     assert resumed_phrase(killed).endswith(", 2 from its resume whose engine was killed; 1 run now")
@@ -824,9 +824,7 @@ def test_the_html_page_of_a_resumed_run_says_so_as_report_md_does() -> None:
 
     resumed = Resumed(2, 2, "interrupted", "2026-12-01T09:28:58+00:00")
     run = replace(error_run(), resumed=resumed)
-    said = (
-        "2 attempt(s) carried over from the run interrupted at 2026-12-01 09:28:58 UTC, 2 run now"
-    )
+    said = "2 attempts carried over from the run interrupted at 2026-12-01 09:28:58 UTC, 2 run now"
     page = render(run, "html")
     assert (
         f"<p><strong>Resumed</strong> (<code>reprospec run --resume {run.run_id}</code>): "
@@ -843,9 +841,7 @@ def test_the_junit_report_of_a_resumed_run_says_so_as_report_md_does() -> None:
     from tests.support.runs import error_run
 
     run = replace(error_run(), resumed=Resumed(2, 2, "interrupted", "2026-12-01T09:28:58+00:00"))
-    said = (
-        "2 attempt(s) carried over from the run interrupted at 2026-12-01 09:28:58 UTC, 2 run now"
-    )
+    said = "2 attempts carried over from the run interrupted at 2026-12-01 09:28:58 UTC, 2 run now"
     suite = ET.fromstring(render(run, "junit")).find("testsuite")
     assert suite is not None
     props = {p.get("name"): p.get("value") for p in suite.iterfind("properties/property")}

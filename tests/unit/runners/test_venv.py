@@ -13,7 +13,7 @@ from reprospec.runners.venv import VenvRunner
 from reprospec.venvs import EnvProgress
 
 STEPS = (
-    EnvProgress("3f2a", "install", "installing 2 package(s)"),
+    EnvProgress("3f2a", "install", "installing 2 packages"),
     EnvProgress("3f2a", "output", "Resolved 2 packages"),
     EnvProgress("3f2a", "output", "Using Python 3.11 at /tmp/build"),
     EnvProgress("3f2a", "reused", "reused"),
@@ -36,7 +36,7 @@ def test_a_runs_say_takes_the_venv_runners_lines_where_stderr_had_them(
     runner = _runner(tmp_path, say=said.append)
     for step in STEPS:
         runner.progress(step)
-    assert said == ["env 3f2a: installing 2 package(s)", "    Resolved 2 packages"]
+    assert said == ["env 3f2a: installing 2 packages", "    Resolved 2 packages"]
     assert capfd.readouterr().err == ""
 
 
@@ -47,7 +47,7 @@ def test_without_say_the_lines_are_on_stderr_as_the_cli_prints_them(
     for step in STEPS:
         runner.progress(step)
     assert capfd.readouterr().err.splitlines() == [
-        "reprospec: env 3f2a: installing 2 package(s)",
+        "reprospec: env 3f2a: installing 2 packages",
         "reprospec:     Resolved 2 packages",
     ]
 

@@ -400,7 +400,7 @@ def test_a_report_runs_the_block_its_marker_names(tmp_path: Path) -> None:
     # Edited after it was rendered: the marker names no block, and nothing runs.
     report.write_text(report.read_text().replace("echo real", "echo edited"))
     assert problems_of(report) == [
-        f"{report}: no ```yaml block of 4 line(s) matches the report's "
+        f"{report}: no ```yaml block of 4 lines matches the report's "
         "'<!-- reprospec:spec sha256=... -->' line: the spec block was edited or cut"
     ]
 
@@ -481,12 +481,12 @@ def test_validation_summary_counts_files_and_empty_folders(tmp_path: Path) -> No
     empty.mkdir()
     found = validate([empty])
     assert found.problems == [f"{empty}: no *.yaml or *.yml files in this folder"]
-    assert found.summary() == "1 problem(s): no spec files found"
+    assert found.summary() == "1 problem: no spec files found"
     shutil.copy(EXAMPLE, tmp_path / "good.yaml")
     shutil.copy(BAD / "repeat_zero.yaml", tmp_path / "bad.yaml")
     found = validate([tmp_path / "good.yaml", tmp_path / "bad.yaml", empty])
-    assert found.summary() == ("2 problem(s) in 1 of 2 file(s), and 1 folder(s) without spec files")
-    assert validate([tmp_path / "good.yaml"]).summary() == "1 spec file(s) valid"
+    assert found.summary() == ("2 problems in 1 of 2 files, and 1 folder without spec files")
+    assert validate([tmp_path / "good.yaml"]).summary() == "1 spec file valid"
 
 
 # -- reading a spec file, bounded ---------------------------------------------------------
@@ -571,7 +571,7 @@ def test_a_bundle_is_refused_as_one_with_what_to_give_instead(tmp_path: Path) ->
         (
             "matrix: {a: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], b: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}\n"
             "run: {repeat: 1001}\n",
-            "6:15: run.repeat: the run asks for 100100 attempts (100 cell(s) x 1001); at most"
+            "6:15: run.repeat: the run asks for 100100 attempts (100 cells x 1001); at most"
             " 100000 are allowed (docs/limits.md)",
         ),
         (
