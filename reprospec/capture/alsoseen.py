@@ -26,6 +26,7 @@ from reprospec import native
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.rates import wilson
 from reprospec.core.results import AttemptResult
+from reprospec.core.words import plural
 
 # A value written bare in the `--set` mapping: a word or words (`SIGSEGV`, `bad batch`);
 # anything else is written double-quoted (`">0"`, `"loss \\d+"`), which YAML reads as JSON.
@@ -53,8 +54,9 @@ def by_chance(first: str, second: str, counts: tuple[int, int], attempts: int) -
             "expects is chance"
         )
     return (
-        f"{first} is not surely more common than {second}: {a} to {b} of {attempts} attempt(s) "
-        "is within chance, so which one the spec expects may be chance"
+        f"{first} is not surely more common than {second}: {a} to {b} of "
+        f"{plural(attempts, 'attempt')} is within chance, so which one the spec expects may be "
+        "chance"
     )
 
 

@@ -70,7 +70,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.redact import mask_parts, secret_values
 from reprospec.core.results import AttemptResult, Outcome, RunResult
 from reprospec.core.units import format_duration
-from reprospec.core.words import AS_A_SHELL_REPORTS_IT, PASSED_BESIDE_A_CRASH
+from reprospec.core.words import AS_A_SHELL_REPORTS_IT, PASSED_BESIDE_A_CRASH, plural
 from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, UsageError
 from reprospec.outcome.pytestreport import (
     first_failure,
@@ -438,8 +438,8 @@ def _capture(
         # "capture again with --repeat N" of a capture that was given --repeat 20.
         more = "--repeat N" if observed.attempts <= 1 else f"--repeat above {observed.attempts}"
         lines.append(
-            f"nothing failed: the command passed in {observed.attempts} attempt(s), so the spec "
-            f"expects a pass; for a failure that comes rarely, capture again with {more}, "
+            f"nothing failed: the command passed in {plural(observed.attempts, 'attempt')}, so the "
+            f"spec expects a pass; for a failure that comes rarely, capture again with {more}, "
             f"or edit its expect and run `reprospec amplify {_shown(spec_path)}`"
         )
     if proposal.toggles:
@@ -594,7 +594,7 @@ def _narrowed(
     took = time.monotonic() - began
     ran = [a.ran for cell in result.cells for a in cell.attempts if a.ran is not None]
     same = sum(native.agrees(o.signature, observed.signature, native_unknown=True) for o in ran)
-    counted = f"{same}/{len(ran)} attempt(s), run {result.run_id}"
+    counted = f"{same}/{plural(len(ran), 'attempt')}, run {result.run_id}"
     if outcome.kind == "hang" and alone is not None:
         # What the narrowing cost: a rerun called a hang at its own timeout, not the spec's.
         counted += (
@@ -819,7 +819,9 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         )
     if observed.others and "outcome" not in comments:
         other = observed.others[0]
-        more = f" and {len(observed.others) - 1} other(s)" if len(observed.others) > 1 else ""
+        more = (
+            f" and {plural(len(observed.others) - 1, 'other')}" if len(observed.others) > 1 else ""
+        )
         comments["outcome"] = (
             f"also seen: {other.signature} in {other.matched}/{other.attempts}{more}; "
             "the description says how to expect it"
@@ -1046,16 +1048,17 @@ def _description(argv: tuple[str, ...], observed: Observed | None, last_import: 
     if outcome is not None and observed is not None:
         n = observed.attempts
         lines.append(
-            f"It ended `{outcome.signature}` in {observed.matched} of {observed.attempts} "
-            f"attempt(s)" + (f": {outcome.detail}" if outcome.detail else ".")
+            f"It ended `{outcome.signature}` in {observed.matched} of "
+            f"{plural(observed.attempts, 'attempt')}"
+            + (f": {outcome.detail}" if outcome.detail else ".")
         )
         if outcome.kind == "hang" and last_import:
             lines.append(f"It hung while importing `{last_import}` (its stack shows the import).")
         for other in observed.others:
             lines.append(
-                f"It also ended `{other.signature}` in {other.matched} of {other.attempts} "
-                f"attempt(s), which `expect` does not match; to expect it: "
-                f"`--set {set_expect(expectation(other)[0])}`."
+                f"It also ended `{other.signature}` in {other.matched} of "
+                f"{plural(other.attempts, 'attempt')}, which `expect` does not match; to expect "
+                f"it: `--set {set_expect(expectation(other)[0])}`."
             )
         if observed.others and as_often(observed.matched, observed.others[0].matched):
             second = observed.others[0]
@@ -1089,8 +1092,8 @@ def _also_seen(observed: Observed, run: str) -> list[str]:
     if not observed.others:
         return []
     lines = [
-        f"also seen: {other.signature} in {other.matched}/{other.attempts} attempt(s), which "
-        f"the spec's expect does not match; for it: {run} --set "
+        f"also seen: {other.signature} in {other.matched}/{plural(other.attempts, 'attempt')}, "
+        f"which the spec's expect does not match; for it: {run} --set "
         + set_expect(expectation(other)[0])
         for other in observed.others
     ]
@@ -1122,7 +1125,7 @@ def _summary(observed: Observed) -> str:
     outcome = observed.outcome
     if outcome is None:
         return f"nothing ran ({observed.infra_error})"
-    return f"{outcome.signature} in {observed.matched}/{observed.attempts} attempt(s)"
+    return f"{outcome.signature} in {observed.matched}/{plural(observed.attempts, 'attempt')}"
 
 
 def _name(stem: str, observed: Observed) -> str:

@@ -43,7 +43,7 @@ from reprospec.capture.writer import Draft, render_spec
 from reprospec.core import environ
 from reprospec.core.frozen import frozen
 from reprospec.core.results import AttemptResult, RunResult
-from reprospec.core.words import crash_beside_pass
+from reprospec.core.words import crash_beside_pass, plural
 
 # (spec, attempts, observe, wait) -> the run: how capture runs a spec (the CLI's live
 # progress); `wait`: a verify's of a captured hang (its run.stall, said before it runs).
@@ -145,7 +145,7 @@ def verify(
 
             def trial(kept: Sequence[str]) -> bool:
                 # Each rerun said with what it keeps: 16 of them read `verifying spec.yaml
-                # (10 attempt(s))` alike, over 6 minutes, nothing telling them apart (nu33).
+                # (10 attempts)` alike, over 6 minutes, nothing telling them apart (nu33).
                 reruns[0] += 1
                 if say is not None:
                     say(rerun_line(reruns[0], most, kept, len(own)))
@@ -205,8 +205,9 @@ def verify(
                 # Flaky: one rerun each side is no evidence of a cause; "needs more of the
                 # workdir" sent a person looking for a file that did not exist.
                 after.append(
-                    f"it came back in the workdir in {here.same}/{len(here.attempts)} "
-                    "attempt(s), not in a copy of the spec, which lacked no file capture saw "
+                    "it came back in the workdir in "
+                    f"{here.same}/{plural(len(here.attempts), 'attempt')}"
+                    ", not in a copy of the spec, which lacked no file capture saw "
                     "the command read: a failure that comes and goes can miss every attempt "
                     "of one rerun by chance; " + _capture_again(again, "a larger --repeat to tell")
                 )
@@ -228,8 +229,8 @@ def verify(
             elif not done.verified:
                 after.append(
                     "it came back in the workdir, but not in a copy of the spec and the "
-                    f"{done.copied} file(s) it carries: the command needs more of the workdir "
-                    "than capture saw it read (a file the program only tests for, such as "
+                    f"{plural(done.copied or 0, 'file')} it carries: the command needs more of the "
+                    "workdir than capture saw it read (a file the program only tests for, such as "
                     "os.path.exists, and what a program other than Python reads are not "
                     "seen); name it in the spec's `files`"
                 )
@@ -246,9 +247,9 @@ def verify(
     them = "it" if len(done.linked) == 1 else "them"
     links = f", {_names(done.linked)} linked (no bundle carries {them})" if done.linked else ""
     lines.append(
-        f"verify in a copy of the spec and its {done.copied} file(s){links}{without}: "
+        f"verify in a copy of the spec and its {plural(done.copied or 0, 'file')}{links}{without}: "
         f"{'the same' if done.same else 'NOT the same'} signature "
-        f"({signature}) came back in {done.same}/{len(done.attempts)} attempt(s)"
+        f"({signature}) came back in {done.same}/{plural(len(done.attempts), 'attempt')}"
         + _beside(done.attempts, signature)
         + (f" (the others: {rest})" if rest else "")
         + _unmatched(done.attempts, done.verified, came_back=done.same > 0)
@@ -338,7 +339,7 @@ def narrowing_line(count: int, repeat: int, passed: bool = False, named: Sequenc
         return (
             f"reprospec: the failure came back with your shell's variable set and not without "
             f"it: checking that it needs it, by at most {after} reruns of the spec, each of "
-            f"{repeat} attempt(s)"
+            f"{plural(repeat, 'attempt')}"
         )
     first = (
         f", the first with only {_names(named)}, which the program's files name"
@@ -347,9 +348,9 @@ def narrowing_line(count: int, repeat: int, passed: bool = False, named: Sequenc
     )
     return (
         f"reprospec: the failure came back with your shell's {count} variables set and not "
-        f"without them: finding which it needs, by at most {most} rerun(s) of the spec with "
-        f"some left out{first}, each of {repeat} attempt(s), then at most {after} with those "
-        f"it ends on"
+        f"without them: finding which it needs, by at most {plural(most, 'rerun')} of the spec "
+        f"with some left out{first}, each of {plural(repeat, 'attempt')}, then at most {after} "
+        f"with those it ends on"
     )
 
 
@@ -473,14 +474,15 @@ def _flaky(rerun: Rerun, again: str) -> str:
         misses = _unmatched(rerun.attempts, False, came_back=True)
         return (
             f"in the workdir, run as the first run ran, the same signature came back in "
-            f"{rerun.same}/{n} attempt(s) (run {rerun.result.run_id}){misses}: edit the "
+            f"{rerun.same}/{plural(n, 'attempt')} (run {rerun.result.run_id}){misses}: edit the "
             "spec's expect to what the failure does each time; no variable or file is named "
             "as its cause"
         )
     return (
-        f"it did not come back in the workdir either, run as the first run ran (0/{n} "
-        f"attempt(s), run {rerun.result.run_id}): the failure may be flaky, coming back only "
-        "sometimes, so no variable or file is named as its cause; " + _capture_again(again)
+        f"it did not come back in the workdir either, run as the first run ran "
+        f"(0/{plural(n, 'attempt')}, run {rerun.result.run_id}): the failure may be flaky, "
+        "coming back only sometimes, so no variable or file is named as its cause; "
+        + _capture_again(again)
     )
 
 
@@ -553,7 +555,7 @@ def _unmatched(attempts: Sequence[AttemptResult], verified: bool, *, came_back: 
     """What of the written `expect` the rerun's attempts missed, when the verdict is not
     `reproduced`: the same signature can come back while the spec still misses (a message
     pattern, a step), and the line must say which, not only that it missed. ", but" only
-    when the signature did come back: "NOT the same ... came back in 0/1 attempt(s), but
+    when the signature did come back: "NOT the same ... came back in 0/1 attempt, but
     the spec's expect did not match" read as a contradiction."""
     if verified:
         return ""

@@ -68,7 +68,7 @@ class Draft:
     python: str | None = None
     packages: tuple[str, ...] = ()
     # GPUs an attempt needs (`environment.gpus`), and why: a CUDA failure where there is
-    # none is `infra-error` "needs 1 GPU(s)", not a verdict on the packages.
+    # none is `infra-error` "needs 1 GPU", not a verdict on the packages.
     gpus: tuple[int, str] | None = None
     env: tuple[EnvLine, ...] = ()
     public_env: tuple[str, ...] = ()

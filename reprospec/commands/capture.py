@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
+from reprospec.core.words import plural
 
 if TYPE_CHECKING:
     from reprospec.capture.command import Request
@@ -136,8 +137,8 @@ def _run_spec(
     from reprospec.report.progress import Progress
 
     print(
-        f"reprospec: {'running' if observe else 'verifying'} {path.name} ({repeat} attempt(s)"
-        + (f"; {wait.note()})" if wait else ")"),
+        f"reprospec: {'running' if observe else 'verifying'} {path.name} "
+        f"({plural(repeat, 'attempt')}" + (f"; {wait.note()})" if wait else ")"),
         file=sys.stderr,
     )
     # Ctrl-C and SIGTERM set `cancel` first (a KeyboardInterrupt can be swallowed where it

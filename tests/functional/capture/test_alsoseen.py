@@ -37,16 +37,16 @@ def test_a_second_failure_mode_is_said_and_its_spec_is_one_command_away(
     result = cli(*argv, "--", "python", "t.py", cwd=tmp_path)
     assert result.code == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "wrote spec.yaml: error:ValueError in 3/6 attempt(s)"
+    assert lines[0] == "wrote spec.yaml: error:ValueError in 3/6 attempts"
     also = re.fullmatch(
-        r"also seen: (crash:SIGSEGV:main\S*) in 2/6 attempt\(s\), which the spec's expect does "
+        r"also seen: (crash:SIGSEGV:main\S*) in 2/6 attempts, which the spec's expect does "
         r"not match; for it: (reprospec run spec\.yaml --set .*)",
         lines[1],
     )
     assert also, lines[1]
     segv, command = also.groups()
     assert lines[2].startswith(
-        f"error:ValueError is not surely more common than {segv}: 3 to 2 of 6 attempt(s) is "
+        f"error:ValueError is not surely more common than {segv}: 3 to 2 of 6 attempts is "
         "within chance, so which one the spec expects may be chance"
     )
     assert lines[3] == (
@@ -55,11 +55,11 @@ def test_a_second_failure_mode_is_said_and_its_spec_is_one_command_away(
     )
     # The verify's 6 attempts ended as the first run's did: the others are said too.
     assert (
-        f"the same signature (error:ValueError) came back in 3/6 attempt(s) (the others: {segv} "
+        f"the same signature (error:ValueError) came back in 3/6 attempts (the others: {segv} "
         "in 2, pass in 1); verdict reproduced"
     ) in result.stdout
     spec = load_spec(str(tmp_path / "spec.yaml"))
-    assert f"It also ended `{segv}` in 2 of 6 attempt(s), which `expect` does not match" in str(
+    assert f"It also ended `{segv}` in 2 of 6 attempts, which `expect` does not match" in str(
         spec.document["description"]
     )
     text = (tmp_path / "spec.yaml").read_text()
@@ -100,7 +100,7 @@ def test_a_hang_at_a_phase_the_written_expect_matches_is_no_other_failure(
     result = cli(*argv, "--", "python", "h.py", cwd=tmp_path)
     assert result.code == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "wrote spec.yaml: hang in 4/4 attempt(s)", result.stdout
+    assert lines[0] == "wrote spec.yaml: hang in 4/4 attempts", result.stdout
     assert "also seen" not in result.stdout
     text = (tmp_path / "spec.yaml").read_text()
     assert "also seen" not in text

@@ -71,9 +71,7 @@ def spec_document(folder: Path, name: str = "spec.yaml") -> Mapping[str, JsonVal
 
 # The verify line's start: where it ran, and the variables of the shell it left out when the
 # test's shell has some.
-_VERIFY = re.compile(
-    r"^verify in a copy of the spec and its \d+ file\(s\)(?: \(without [^)]*\))?: "
-)
+_VERIFY = re.compile(r"^verify in a copy of the spec and its \d+ files?(?: \(without [^)]*\))?: ")
 
 
 def first_run(workdir: Path) -> dict[str, Any]:
@@ -266,7 +264,7 @@ def test_a_pool_that_hangs_after_its_worker_segfaulted(cli: Cli, tmp_path: Path)
     text = (workdir / "spec.yaml").read_text()
     said = r"outcome: hang  # after a child process \(python[\d.]* run\.py --items 4\) died of"
     assert re.search(said + " SIGSEGV", text), text
-    assert "It ended `hang:after-child-SIGSEGV` in 1 of 1 attempt(s): " in text
+    assert "It ended `hang:after-child-SIGSEGV` in 1 of 1 attempt: " in text
 
 
 def test_a_crash_in_a_subprocess_child(cli: Cli, tmp_path: Path) -> None:
@@ -369,7 +367,7 @@ def test_a_command_that_passed_is_said_to_have_passed(cli: Cli, tmp_path: Path) 
     # It said `verdict reproduced` of `expect: pass`, and nothing more: a rare failure that
     # did not come read as captured.
     result = capture(cli, tmp_path, "python", "-c", "print('fine')")
-    assert "nothing failed: the command passed in 1 attempt(s)" in result.stdout
+    assert "nothing failed: the command passed in 1 attempt" in result.stdout
     assert "capture again with --repeat N" in result.stdout
     document = spec_document(tmp_path)
     assert document["expect"] == {"outcome": "pass"}
@@ -377,7 +375,7 @@ def test_a_command_that_passed_is_said_to_have_passed(cli: Cli, tmp_path: Path) 
     more = capture(
         cli, tmp_path, "python", "-c", "print('fine')", options=("--force", "--repeat", "3")
     )
-    assert "the command passed in 3 attempt(s)" in more.stdout
+    assert "the command passed in 3 attempts" in more.stdout
     assert "capture again with --repeat above 3, or edit its expect" in more.stdout
 
 
@@ -463,7 +461,7 @@ def test_a_flaky_failure_the_copy_missed_is_not_blamed_on_a_file(cli: Cli, tmp_p
     ]
     result = cli(*argv, cwd=work)
     assert result.code == 1, result.stdout + result.stderr
-    assert "it came back in the workdir in 1/2 attempt(s), not in a copy" in result.stdout
+    assert "it came back in the workdir in 1/2 attempts, not in a copy" in result.stdout
     assert "can miss every attempt of one rerun by chance" in result.stdout
     assert "name it in the spec's `files`" not in result.stdout
     assert count.read_text() == "6"
@@ -832,14 +830,14 @@ def test_a_verify_that_misses_says_what_of_the_expectation_missed(cli: Cli, tmp_
     (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
     # (after the variables of the shell it left out, when the test's shell has some)
     assert _VERIFY.sub("", verify).startswith(
-        "the same signature (error:RuntimeError) came back in 1/1 attempt(s), but the "
+        "the same signature (error:RuntimeError) came back in 1/1 attempt, but the "
         "spec's expect did not match: message: expected a match of 'first failure', got "
         "'another failure'; verdict not-reproduced"
     ), verify
 
 
 def test_a_failure_that_does_not_come_back_is_said_without_a_but(cli: Cli, tmp_path: Path) -> None:
-    # "NOT the same signature (error:KeyError) came back in 0/1 attempt(s), but the spec's
+    # "NOT the same signature (error:KeyError) came back in 0/1 attempt, but the spec's
     # expect did not match": the "but" said the opposite of what happened.
     workdir = tmp_path / "work"
     workdir.mkdir()
@@ -854,7 +852,7 @@ def test_a_failure_that_does_not_come_back_is_said_without_a_but(cli: Cli, tmp_p
     assert result.code == 1, result.stdout + result.stderr
     (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
     assert _VERIFY.sub("", verify).startswith(
-        "NOT the same signature (error:KeyError) came back in 0/1 attempt(s) (the others: "
+        "NOT the same signature (error:KeyError) came back in 0/1 attempt (the others: "
         "pass in 1); the spec's expect did not match: outcome: expected error, got pass"
     ), verify
 
@@ -1005,7 +1003,7 @@ def test_the_verify_runs_in_a_copy_and_adds_a_file_only_another_program_read(
     ) in result.stdout, result.stdout
     assert spec_document(work)["files"] == ["conf/settings.txt"]
     (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
-    assert verify.startswith("verify in a copy of the spec and its 2 file(s)"), verify
+    assert verify.startswith("verify in a copy of the spec and its 2 files"), verify
     assert "verdict reproduced" in verify, verify
     # The copy ran outside the workdir and is gone; the workdir got nothing written into it.
     verify_run = tmp_path / "out" / "runs" / verify.rpartition("(run ")[2].split(",")[0]
@@ -1033,7 +1031,7 @@ def test_a_failure_needing_a_file_capture_cannot_see_is_not_called_reproduced(
     result = cli("capture", "-o", "spec.yaml", "--out", str(out), "--", "sh", "run.sh", cwd=work)
     assert result.code == 1, result.stdout + result.stderr
     assert (
-        "it came back in the workdir, but not in a copy of the spec and the 2 file(s) it "
+        "it came back in the workdir, but not in a copy of the spec and the 2 files it "
         "carries: the command needs more of the workdir than capture saw it read"
     ) in result.stdout, result.stdout
     (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
@@ -1105,7 +1103,7 @@ def test_a_shell_script_the_command_runs_brings_the_files_it_names(
     )
     result = capture(cli, work, "sh", "run.sh")
     (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
-    assert verify.startswith("verify in a copy of the spec and its 3 file(s)"), verify
+    assert verify.startswith("verify in a copy of the spec and its 3 files"), verify
     assert "verdict reproduced" in verify, verify
 
 
@@ -1152,7 +1150,7 @@ def test_a_pipeline_that_passed_over_a_segfault_is_no_pass_to_capture(
     assert (expect["outcome"], expect["signal"]) == ("crash", "SIGSEGV")
     (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
     assert _VERIFY.match(verify), verify
-    assert verify.startswith("verify in a copy of the spec and its 2 file(s)"), verify
+    assert verify.startswith("verify in a copy of the spec and its 2 files"), verify
     assert "verdict reproduced" in verify, verify
     assert "the failure needs" not in result.stdout, result.stdout
 
@@ -1303,9 +1301,9 @@ def test_two_variables_of_the_shell_needed_together_are_narrowed_to_the_pair(
     # (nu25 LOW-5: minutes of reruns with nothing said of why).
     said = re.search(
         r"^reprospec: the failure came back with your shell's (\d+) variables set and not "
-        r"without them: finding which it needs, by at most (\d+) rerun\(s\) of the spec "
+        r"without them: finding which it needs, by at most (\d+) reruns of the spec "
         r"with some left out(, the first with only ALPHA_B, ZETA_A, which the program's "
-        r"files name)?, each of 1 attempt\(s\), then at most 2 with those it ends on$",
+        r"files name)?, each of 1 attempt, then at most 2 with those it ends on$",
         result.stderr,
         re.M,
     )
@@ -1396,7 +1394,7 @@ def test_a_dataloader_worker_crash_seen_once_in_three_attempts_expects_no_step(
         "    print(f'train step {step}/40', flush=True)\n"
     )
     result = capture(cli, workdir, "python", "t.py", options=("--repeat", "3", "--no-verify"))
-    assert "in 1/3 attempt(s)" in result.stdout, result.stdout
+    assert "in 1/3 attempts" in result.stdout, result.stdout
     spec = load_spec(str(workdir / "spec.yaml"))
     assert spec.document["expect"] == {
         "outcome": "crash",
@@ -1475,7 +1473,7 @@ def test_ctrl_c_in_the_verify_keeps_the_spec_the_finished_run_wrote(tmp_path: Pa
     assert stopped.code == 130, stopped.stderr
     assert "first draft" not in stopped.stderr
     assert f"{spec} is written from the run that ended, but not verified" in stopped.stderr
-    assert "spec.yaml: error:ValueError in 1/1 attempt(s)" in stopped.stdout
+    assert "spec.yaml: error:ValueError in 1/1 attempt" in stopped.stdout
     written = spec.read_text()
     assert not written.startswith("# A first draft")
     assert "exception: ValueError" in written
@@ -2251,7 +2249,7 @@ def test_a_hanging_pytest_test_is_narrowed_within_a_bound_of_its_own(
     assert f"wrote spec.yaml: hang:{node} in 1/1" in result.stdout, result.stdout
     narrowed = re.search(
         rf"narrowed to the test that hung: {re.escape(node)} alone hung the same way \(1/1 "
-        r"attempt\(s\), run \S+, (?P<took>[\d.]+) s: called a hang at (?P<bound>\d+)s, not "
+        r"attempt, run \S+, (?P<took>[\d.]+) s: called a hang at (?P<bound>\d+)s, not "
         r"the spec's timeout\), so the spec runs it alone",
         result.stdout,
     )

@@ -108,7 +108,7 @@ def test_a_ticket_without_a_command_gets_a_placeholder_that_cannot_pass_for_a_re
     assert ran.code == 3  # an infrastructure error, not "not reproduced"
     cells = ran.results()["cells"]
     assert cells[0]["verdict"] == "infra-error"
-    assert "needs 1 GPU(s)" in cells[0]["reason"]
+    assert "needs 1 GPU" in cells[0]["reason"]
     # Without the GPU the placeholder command is the infrastructure error.
     spec_text = spec_text.replace("  gpus: 1  # the failure is a CUDA error: it needs a GPU\n", "")
     (tmp_path / "t.yaml").write_text(spec_text)
@@ -195,7 +195,7 @@ def test_a_pytest_ticket_gives_a_spec_that_a_live_run_of_the_failure_meets(
     }
     ran = cli("run", "pt.yaml", cwd=tmp_path, env=here)
     assert ran.code == 0, ran.stdout + ran.stderr
-    assert "1/1 cell(s) reproduced" in ran.stdout
+    assert "1/1 cell reproduced" in ran.stdout
     # Captured live, the same failure gives a spec that reproduces it too.
     live = cli(
         "capture", "-o", "live.yaml", "--", "pytest", "tests/test_io.py", "-x",
@@ -328,7 +328,7 @@ def _captured(cli: Cli, tmp_path: Path, ticket: str, name: str) -> tuple[CliResu
     assert made.code == 0, made.stderr
     ran = cli("run", name, cwd=tmp_path, env=here)
     assert ran.code == 0, ran.stdout + ran.stderr
-    assert "1/1 cell(s) reproduced" in ran.stdout
+    assert "1/1 cell reproduced" in ran.stdout
     return made, load_spec(str(tmp_path / name))
 
 

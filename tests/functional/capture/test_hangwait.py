@@ -33,10 +33,10 @@ def test_a_hang_after_progress_is_verified_at_a_stall_not_the_timeout(
     result = cli(*argv, "--", "python", "dl.py", cwd=tmp_path)
     assert result.code == 0, result.stdout + result.stderr
     assert (
-        "reprospec: verifying spec.yaml (1 attempt(s); a hang is called after 10s without "
+        "reprospec: verifying spec.yaml (1 attempt; a hang is called after 10s without "
         "progress (the verify's run.stall), not at the 24s timeout)"
     ) in result.stderr
-    assert "the same signature (hang) came back in 1/1 attempt(s); verdict reproduced" in (
+    assert "the same signature (hang) came back in 1/1 attempt; verdict reproduced" in (
         result.stdout
     )
     # How long the captured hang went quiet depends on when the machine let it start (about
@@ -77,7 +77,7 @@ def test_a_hang_without_progress_says_each_verify_waits_the_timeout(
     result = cli(*argv, "--", "python", "quiet.py", cwd=tmp_path)
     assert result.code == 0, result.stdout + result.stderr
     assert (
-        "reprospec: verifying spec.yaml (1 attempt(s); a hang waits the spec's timeout, 2s, in "
+        "reprospec: verifying spec.yaml (1 attempt; a hang waits the spec's timeout, 2s, in "
         "each attempt: capture --timeout D shortens it)"
     ) in result.stderr
     assert "the verify's attempts waited the spec's timeout, 2s, for the hang" in result.stdout

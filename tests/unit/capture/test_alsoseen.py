@@ -84,12 +84,12 @@ def test_the_failure_the_spec_does_not_expect_is_said_with_how_to_target_it() ->
     assert (other.signature, other.matched, other.attempts) == (SEGV, 4, 10)
     said = _also_seen(observed, "reprospec run two.yaml")
     assert said[0] == (
-        f"also seen: {SEGV} in 4/10 attempt(s), which the spec's expect does not match; for it: "
+        f"also seen: {SEGV} in 4/10 attempts, which the spec's expect does not match; for it: "
         "reprospec run two.yaml --set "
         """'expect={outcome: crash, signal: SIGSEGV, where: main, step: 2, rate: ">0"}'"""
     )
     assert said[1].startswith(
-        f"error:ValueError is not surely more common than {SEGV}: 5 to 4 of 10 attempt(s) is "
+        f"error:ValueError is not surely more common than {SEGV}: 5 to 4 of 10 attempts is "
         "within chance, so which one the spec expects may be chance; to chase the other"
     )
     assert said[2] == (
@@ -97,11 +97,11 @@ def test_the_failure_the_spec_does_not_expect_is_said_with_how_to_target_it() ->
         """'expect={outcome: fail, rate: ">0"}'"""
     )
     description = _description(("python", "t.py"), observed, None)
-    assert f"It also ended `{SEGV}` in 4 of 10 attempt(s), which `expect` does not match" in (
+    assert f"It also ended `{SEGV}` in 4 of 10 attempts, which `expect` does not match" in (
         description
     )
     assert (
-        f"`error:ValueError` is not surely more common than `{SEGV}`: 5 to 4 of 10 attempt(s) "
+        f"`error:ValueError` is not surely more common than `{SEGV}`: 5 to 4 of 10 attempts "
         "is within chance, so which one the spec expects may be chance."
     ) in description
 
@@ -109,7 +109,7 @@ def test_the_failure_the_spec_does_not_expect_is_said_with_how_to_target_it() ->
 def test_a_far_rarer_failure_is_said_but_not_called_as_often() -> None:
     attempts = [attempt(n, value_error()) for n in range(1, 10)] + [attempt(10, segv())]
     said = _also_seen(observe(attempts), "reprospec run s.yaml")
-    assert said[0].startswith(f"also seen: {SEGV} in 1/10 attempt(s)")
+    assert said[0].startswith(f"also seen: {SEGV} in 1/10 attempts")
     assert not any("chance" in line for line in said)
 
 

@@ -128,15 +128,15 @@ def test_the_reruns_said_before_the_narrowing_bound_those_it_makes() -> None:
     assert most_reruns(17) == RERUNS  # 3 + 5 + 9 + 17, bounded by the search's own
     assert narrowing_line(13, 6) == (
         "reprospec: the failure came back with your shell's 13 variables set and not without "
-        "them: finding which it needs, by at most 21 rerun(s) of the spec with some left "
-        "out, each of 6 attempt(s), then at most 2 with those it ends on"
+        "them: finding which it needs, by at most 21 reruns of the spec with some left "
+        "out, each of 6 attempts, then at most 2 with those it ends on"
     )
     # A pass is made once more without them first (verify.py's `lost`): one more rerun.
     assert narrowing_line(13, 6, passed=True).endswith("then at most 3 with those it ends on")
-    # One variable: nothing to narrow, no "at most 0 rerun(s)".
+    # One variable: nothing to narrow, no "at most 0 reruns".
     assert narrowing_line(1, 6) == (
         "reprospec: the failure came back with your shell's variable set and not without it: "
-        "checking that it needs it, by at most 2 reruns of the spec, each of 6 attempt(s)"
+        "checking that it needs it, by at most 2 reruns of the spec, each of 6 attempts"
     )
 
 
@@ -164,14 +164,14 @@ def test_a_variable_the_programs_files_name_is_tried_alone_first(tmp_path: Path)
     assert most_reruns(13, named=13) == most_reruns(13)  # all of them: no rerun of its own
     assert narrowing_line(13, 6, named=("TINYQ_FAST",)) == (
         "reprospec: the failure came back with your shell's 13 variables set and not without "
-        "them: finding which it needs, by at most 22 rerun(s) of the spec with some left "
+        "them: finding which it needs, by at most 22 reruns of the spec with some left "
         "out, the first with only TINYQ_FAST, which the program's files name, each of 6 "
-        "attempt(s), then at most 2 with those it ends on"
+        "attempts, then at most 2 with those it ends on"
     )
 
 
 def test_each_rerun_of_the_narrowing_says_what_it_keeps() -> None:
-    """nu33: 16 reruns read `verifying flaky.yaml (10 attempt(s))` alike, 6 minutes."""
+    """nu33: 16 reruns read `verifying flaky.yaml (10 attempts)` alike, 6 minutes."""
     assert rerun_line(3, 24, ("A", "B", "C", "D", "E", "F"), 17) == (
         "reprospec: narrowing, rerun 3 of at most 24: with 6 of your shell's 17 variables "
         "(A, B, C, D and 2 more)"

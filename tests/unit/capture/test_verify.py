@@ -37,7 +37,7 @@ def test_a_pass_over_a_crash_is_not_the_clean_pass_capture_saw() -> None:
 def test_a_rerun_whose_failure_came_back_but_missed_the_expect_is_not_called_flaky() -> None:
     """A worker crash came back in 5 of 6 attempts of the rerun as the first run ran, each
     at a step the written `expect.step` did not hold: the line said "it did not come back in
-    the workdir either (0/6 attempt(s))", the failure "may be flaky", and the variable it
+    the workdir either (0/6 attempts)", the failure "may be flaky", and the variable it
     needed went unwritten (nu25)."""
     crashed = replace(_attempt(SEGV), matched=False, mismatches=("step: expected 9..11, got 7",))
     passed = replace(_attempt(PASS), matched=False, mismatches=("outcome: expected crash",))
@@ -46,11 +46,11 @@ def test_a_rerun_whose_failure_came_back_but_missed_the_expect_is_not_called_fla
     line = _flaky(Rerun(result, attempts, 5, "not-reproduced", False), "reprospec capture ...")
     assert line == (
         "in the workdir, run as the first run ran, the same signature came back in 5/6 "
-        "attempt(s) (run r1), but the spec's expect did not match: step: expected 9..11, got 7 "
+        "attempts (run r1), but the spec's expect did not match: step: expected 9..11, got 7 "
         "(and 1 more): edit the spec's expect to what the failure does each time; no variable "
         "or file is named as its cause"
     )
     # A rerun where nothing came back is the flaky reading, as before.
     missed = _flaky(Rerun(result, (passed,) * 6, 0, "not-reproduced", False), "X")
     assert missed.startswith("it did not come back in the workdir either, run as the first run ")
-    assert "(0/6 attempt(s), run r1)" in missed
+    assert "(0/6 attempts, run r1)" in missed
