@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from reprospec.core.words import plural
+
 ROOT = Path(__file__).resolve().parent.parent
 REPROSPEC = [sys.executable, "-m", "reprospec"]
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED"}
@@ -131,7 +133,7 @@ def main() -> int:
         wall = bare_array(args.tasks, folder)
         rounds = math.ceil(args.tasks / n_slots)
         print(
-            f"bare Slurm: {args.tasks} `true` tasks on {n_slots} slot(s): {wall:.2f} s "
+            f"bare Slurm: {args.tasks} `true` tasks on {plural(n_slots, 'slot')}: {wall:.2f} s "
             f"({wall / args.tasks:.2f} s per task, {wall / rounds:.2f} s per slot-round)"
         )
 

@@ -231,7 +231,7 @@ def main(argv: list[str]) -> int:
             print(f"  {module} -> {', '.join(sorted(every[module])) or '-'}")
     for line in found:
         print(f"problem: {line}")
-    print(f"{len(every)} modules, {len(found)} problem(s)")
+    print(f"{len(every)} modules, {len(found)} problem{'' if len(found) == 1 else 's'}")
     return 1 if found else 0
 
 

@@ -34,6 +34,7 @@ from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions, WordSet, check_options, rerun_words
 from reprospec.core.sections import Perturb, SectionError
+from reprospec.core.words import plural
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError, suggest
 from reprospec.isolation.candidates import AttemptKind
@@ -235,8 +236,8 @@ def _amplify(
     )
     if state.stored:
         say(
-            f"continuing amplification {ident}: {state.stored} probe(s) from an earlier run "
-            f"to replay, counted in the budget of {options.budget}"
+            f"continuing amplification {ident}: {plural(state.stored, 'probe')} from an earlier "
+            f"run to replay, counted in the budget of {options.budget}"
         )
     search = Amplification(singles, settings)
     reused = 0  # stored probes (or parts of them) answered from the state

@@ -106,8 +106,9 @@ def bisect_spec(
     if resumed:
         # Evidence by version, weighed whole (search.bisect's `known`), whatever the budget.
         say(
-            f"continuing bisect {bisect_id}: {sum(t.attempts for t in known.values())} "
-            f"attempt(s) from an earlier run, counted in the budget of {request.budget} "
+            f"continuing bisect {bisect_id}: "
+            f"{plural(sum(t.attempts for t in known.values()), 'attempt')} "
+            f"from an earlier run, counted in the budget of {request.budget} "
             f"(--fresh starts over)"
         )
     min_rate = request.min_rate

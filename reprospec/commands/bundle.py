@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
+from reprospec.core.words import plural
 
 if TYPE_CHECKING:
     from reprospec.core.results import RunResult
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         f" and {len(packed.outside_files)} named from outside it" if packed.outside_files else ""
     )
     print(
-        f"wrote {packed.path}: {packed.files} file(s), {len(packed.workdir_files)} of them "
+        f"wrote {packed.path}: {plural(packed.files, 'file')}, {len(packed.workdir_files)} of them "
         f"from the workdir{outside}; rerun it with: reprospec run {shlex.quote(str(packed.path))}"
     )
     if not args.verify:

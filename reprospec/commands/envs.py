@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
+from reprospec.core.words import plural
 
 if TYPE_CHECKING:
     from reprospec import venvs
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     for env in removed:
         print(f"{verb} {env.key}  Python {env.python}  {' '.join(env.packages) or '(none)'}")
     freed = sum(e.size_bytes for e in removed) / 2**20
-    print(f"{verb} {len(removed)} environment(s), {freed:.1f} MB", file=sys.stderr)
+    print(f"{verb} {plural(len(removed), 'environment')}, {freed:.1f} MB", file=sys.stderr)
     if client is None:
         if no_engine:
             print(no_engine, file=sys.stderr)
@@ -105,8 +106,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"kept image {image.tag}: {why}")
     own = human_size(images.own_total(pruned.removed))
     print(
-        f"{verb} {len(pruned.removed)} docker image(s), {own} of their own (the layers they "
-        "share with other images stay)",
+        f"{verb} {plural(len(pruned.removed), 'docker image')}, {own} of their own (the layers "
+        "they share with other images stay)",
         file=sys.stderr,
     )
     return 0
@@ -137,7 +138,7 @@ def _list_venvs(root: Path, found: list[venvs.EnvInfo]) -> None:
     make_console().print(table)
     total = sum(e.size_bytes for e in found)
     print(
-        f"{len(found)} environment(s), {total / 2**20:.1f} MB (files hard-linked from "
+        f"{plural(len(found), 'environment')}, {total / 2**20:.1f} MB (files hard-linked from "
         f"uv's cache count in full)"
     )
 
@@ -175,6 +176,6 @@ def _list_images(built: list[images.ImageInfo], no_engine: str) -> None:
         )
     make_console().print(table)
     print(
-        f"{len(built)} docker image(s), {human_size(images.own_total(built))} of their own "
+        f"{plural(len(built), 'docker image')}, {human_size(images.own_total(built))} of their own "
         "(a size counts the layers an image shares with its base; own: what removing it frees)"
     )

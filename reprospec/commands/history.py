@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
+from reprospec.core.words import plural
 
 if TYPE_CHECKING:
     from reprospec.store.runfolder import RunFolder
@@ -229,15 +230,15 @@ def _unlisted(out: Path, listed: set[str] | frozenset[str] = frozenset()) -> str
     if not found:
         return ""
     return (
-        f"; {out / 'runs'} holds {len(found)} run folder(s) no store lists, such as the runs "
-        f"`merge` writes (newest {found[-1].run_id}): report, compare and bundle take their "
+        f"; {out / 'runs'} holds {plural(len(found), 'run folder')} no store lists, such as the "
+        f"runs `merge` writes (newest {found[-1].run_id}): report, compare and bundle take their "
         f"ids, and latest, with --out {out}"
     )
 
 
 def _merged_note(count: int, out: Path) -> str:
     return (
-        f"{count} run(s) by slurm: merged from a Slurm run's shards, in its folder "
+        f"{plural(count, 'run')} by slurm: merged from a Slurm run's shards, in its folder "
         f"{out / 'slurm'}/<slurm run>/merged/runs/<run>; report, compare and bundle take "
         f"their ids (and latest) with --out {out}"
     )
@@ -245,8 +246,9 @@ def _merged_note(count: int, out: Path) -> str:
 
 def _folders_missing(count: int, out: Path) -> str:
     return (
-        f"{count} run(s) marked `folder missing`: their folder under {out / 'runs'} is gone; "
-        "the store keeps their verdicts, but report, compare, bundle and merge need the folder"
+        f"{plural(count, 'run')} marked `folder missing`: their folder under {out / 'runs'} is "
+        "gone; the store keeps their verdicts, but report, compare, bundle and merge need the "
+        "folder"
     )
 
 
@@ -254,10 +256,10 @@ def _unknown(run_ids: Sequence[str], out: Path) -> str:
     from reprospec.core.words import resume_command
 
     return (
-        f"{len(run_ids)} run(s) marked `unknown`: the store says running, but its folder names "
-        "no engine (no engine.json: begun by a reprospec from before it wrote one), so whether "
-        "its engine still runs, here or on another machine sharing this --out, cannot be told; "
-        f"if it has ended (killed), `{resume_command(run_ids[0], out)}` finishes it"
+        f"{plural(len(run_ids), 'run')} marked `unknown`: the store says running, but its folder "
+        "names no engine (no engine.json: begun by a reprospec from before it wrote one), so "
+        "whether its engine still runs, here or on another machine sharing this --out, cannot be "
+        f"told; if it has ended (killed), `{resume_command(run_ids[0], out)}` finishes it"
     )
 
 
@@ -267,7 +269,7 @@ def _left_out(shown: int, total: int) -> str:
 
 def _probes_left_out(count: int) -> str:
     return (
-        f"{count} run(s) of isolate, minimize, amplify or bisect left out, one per probe "
+        f"{plural(count, 'run')} of isolate, minimize, amplify or bisect left out, one per probe "
         "(--searches shows them)"
     )
 
@@ -347,10 +349,16 @@ def _table(
         table.add_column(column, overflow="fold")
     for row in runs:
         verdicts = ", ".join(f"{row.get(key, 0)} {label}" for key, label in _COUNTS if row.get(key))
-        if not verdicts and row.get("attempts") and row.get("status") != "finished":
+        attempts = row.get("attempts")
+        if (
+            not verdicts
+            and isinstance(attempts, int)
+            and attempts
+            and row.get("status") != "finished"
+        ):
             # A run that ended before judging a cell (killed, interrupted early) kept its
             # finished attempts, which `--resume` does not run again: `0 cells, —` hid them.
-            verdicts = f"none judged; {row['attempts']} attempt(s) stored"
+            verdicts = f"none judged; {plural(attempts, 'attempt')} stored"
         cells = [
             # Text columns the store never leaves null (store.py's schema).
             str(row["run_id"]),

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from reprospec.commands import options as opt
+from reprospec.core.words import plural
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
@@ -49,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     for warning in bundle.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(
-        f"wrote {bundle.root}: {len(bundle.cells)} cell(s), {len(bundle.images)} image(s); "
+        f"wrote {bundle.root}: {plural(len(bundle.cells), 'cell')}, "
+        f"{plural(len(bundle.images), 'image')}; "
         f"run {bundle.root / 'run.sh'}"
     )
     return 0

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
 from reprospec.core.formats import REPORT_FORMATS
+from reprospec.core.words import plural
 
 if TYPE_CHECKING:
     from reprospec.core.inputs import Spec
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         if cells.is_dir():
             shutil.copytree(cells, folder.cells, dirs_exist_ok=True)
     write_outputs(folder, merged)
-    print(f"merged {len(shards)} run(s) into {folder.path}", file=sys.stderr)
+    print(f"merged {plural(len(shards), 'run')} into {folder.path}", file=sys.stderr)
     print_outcome(merged, args.format, out)
     write_github_outputs(merged)
     return exit_code_for(merged)

@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
+from reprospec.core.words import noun, plural
 from reprospec.errors import EXIT_INFRA, EXIT_OK, FatalError, InfraError, UsageError
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     total = len(plans)
     if args.shards > total:
         raise UsageError(
-            f"--shards {args.shards}: the spec plans only {total} attempt(s) "
+            f"--shards {args.shards}: the spec plans only {plural(total, 'attempt')} "
             f"(cells x repeat), so at most --shards {total}"
         )
     run = new_run(
@@ -182,8 +183,8 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     run = submit(run)
     sub = run.submissions[-1]
     print(
-        f"submitted {run.spec_name}: array job {sub.array_job} ({run.shards} shard(s), "
-        f"{total} attempt(s)), merge job {sub.merge_job} after it"
+        f"submitted {run.spec_name}: array job {sub.array_job} ({plural(run.shards, 'shard')}, "
+        f"{plural(total, 'attempt')}), merge job {sub.merge_job} after it"
     )
     _print_follow(run, sub.array_job, sub.merge_job)
     return EXIT_OK
@@ -253,7 +254,7 @@ def _status(args: argparse.Namespace, ref: str) -> int:
 
 def _print_status(status: RunStatus) -> None:
     run = status.run
-    print(f"{run.run_id}: {run.spec_name}, {run.shards} shard(s)  ({run.run_dir})")
+    print(f"{run.run_id}: {run.spec_name}, {plural(run.shards, 'shard')}  ({run.run_dir})")
     width = len(str(run.shards))
     for s in status.shards:
         progress = f"{s.attempts_started}/{s.attempts_planned} attempts"
@@ -275,7 +276,11 @@ def _print_status(status: RunStatus) -> None:
         print(f"warning: {warning}", file=sys.stderr)
     if status.missing:
         shards = ", ".join(str(k) for k in status.missing)
-        print(f"shard(s) {shards} have no complete results: reprospec slurm resume {run.run_dir}")
+        have = "has" if len(status.missing) == 1 else "have"
+        print(
+            f"{noun(len(status.missing), 'shard')} {shards} {have} no complete results: "
+            f"reprospec slurm resume {run.run_dir}"
+        )
 
 
 def _resume(args: argparse.Namespace, ref: str) -> int:
@@ -290,11 +295,12 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
     run = load(ref, args.out)
     status = run_status(run)
     if status.active:
-        busy = ", ".join(
-            f"{s.shard} ({s.state}, job {s.job})" for s in status.shards if s.shard in status.active
-        )
+        active = [s for s in status.shards if s.shard in status.active]
+        busy = ", ".join(f"{s.shard} ({s.state}, job {s.job})" for s in active)
+        are, them = ("is", "it") if len(active) == 1 else ("are", "them")
         raise UsageError(
-            f"shard(s) {busy} are still in Slurm: wait for them (or scancel), then resume"
+            f"{noun(len(active), 'shard')} {busy} {are} still in Slurm: wait for {them} "
+            "(or scancel), then resume"
         )
     missing = status.missing
     if not missing:
@@ -326,8 +332,8 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
     run = submit(run, missing, time=args.time)
     sub = run.submissions[-1]
     print(
-        f"resubmitted shard(s) {', '.join(str(k) for k in missing)} of {run.shards}: "
-        f"array job {sub.array_job}, merge job {sub.merge_job} after it"
+        f"resubmitted {noun(len(missing), 'shard')} {', '.join(str(k) for k in missing)} of "
+        f"{run.shards}: array job {sub.array_job}, merge job {sub.merge_job} after it"
     )
     _print_follow(run, sub.array_job, sub.merge_job)
     return EXIT_OK

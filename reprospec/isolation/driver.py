@@ -30,6 +30,7 @@ from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions, Words, WordSet, check_options
+from reprospec.core.words import plural
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
 from reprospec.isolation.candidates import AttemptKind, IsolationResult, Probe, Settings
@@ -194,7 +195,7 @@ def _isolate(
     )
     if state.stored:
         say(
-            f"continuing isolation {ident}: {state.stored} probe(s) from an earlier run "
+            f"continuing isolation {ident}: {plural(state.stored, 'probe')} from an earlier run "
             f"to replay, counted in the budget of {options.budget}"
         )
 
@@ -219,7 +220,7 @@ def _isolate(
             break
         rounds += 1
         say(
-            f"round {rounds}: {len(probes)} candidate(s), "
+            f"round {rounds}: {plural(len(probes), 'candidate')}, "
             f"{iso.used}/{settings.budget} attempts used"
         )
         for probe, stored in zip(probes, runner.run_round(probes), strict=True):
@@ -510,7 +511,8 @@ def _observe(
     (`differences.farthest`)."""
     from reprospec import api
 
-    say(f"running the matrix once ({len(cells)} cell(s)) to find a failing and a passing cell")
+    once = plural(len(cells), "cell")
+    say(f"running the matrix once ({once}) to find a failing and a passing cell")
     result = api.run(spec, options.run.with_changes(repeat=1, matrix_filters=(), purpose="isolate"))
     if result.interrupted:
         raise KeyboardInterrupt

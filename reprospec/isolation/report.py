@@ -172,7 +172,7 @@ def text(found: IsolateResult) -> str:
     if others:
         rows.append(
             (
-                f"{len(others)} other set(s) on the way (each in isolate.md)",
+                f"{plural(len(others), 'other set')} on the way (each in isolate.md)",
                 str(sum(e.tally.attempts for e in others)),
                 str(sum(e.tally.matched for e in others)),
                 "",

@@ -319,10 +319,10 @@ def _minimize(
         )
     if state.stored:
         say(
-            f"continuing minimization {ident}: {state.stored} probe(s) from an earlier run "
+            f"continuing minimization {ident}: {plural(state.stored, 'probe')} from an earlier run "
             f"to replay, counted in the budget of {options.budget}"
         )
-    variables = [f"{len(original.env)} environment variable(s)"] if original.env else []
+    variables = [plural(len(original.env), "environment variable")] if original.env else []
     files = ", ".join(p for p, _ in original.files) or "no Python files"
     what = (
         f"the workload's {', '.join([f'{f.path}={f.value}' for f in fields] + variables)}"
@@ -823,7 +823,7 @@ def _env(document: Mapping[str, JsonValue]) -> bool:
 def _size(program: Program) -> str:
     if program.workload:
         sizes = [f"{path.rsplit('.', 1)[-1]}={value}" for path, value in program.fields]
-        return ", ".join([*sizes, *([f"{len(program.env)} variable(s)"] if program.env else [])])
+        return ", ".join([*sizes, *([plural(len(program.env), "variable")] if program.env else [])])
     return f"{program.lines} lines"
 
 

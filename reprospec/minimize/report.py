@@ -556,7 +556,7 @@ def _same_line(found: Minimized) -> str:
         return ""
     printed = ", ".join(same.original_exceptions) or "none"
     exceptions = (
-        f"{same.new_exception_rejected} candidate(s) rejected whose failure printed an "
+        f"{plural(same.new_exception_rejected, 'candidate')} rejected whose failure printed an "
         f"exception the original's attempts never did ({', '.join(same.new_exceptions)})"
         if same.new_exception_rejected
         else "no candidate's failure printed an exception the original's attempts never did"
@@ -693,13 +693,13 @@ def sentence(found: Minimized) -> str:
     tail = f"; {r.message}" if r.message else ""
     missed = f"; BUT {found.unconfirmed}" if found.unconfirmed else ""
     added = (
-        f"; DIR's rerun read {len(found.added)} file(s) the result does not name, now in DIR "
-        f"and its files: {', '.join(found.added)}"
+        f"; DIR's rerun read {plural(len(found.added), 'file')} the result does not name, now in "
+        f"DIR and its files: {', '.join(found.added)}"
         if found.added
         else ""
     )
     dropped = (
-        f"; DIR leaves out {len(found.dropped)} emptied file(s) its rerun neither imported "
+        f"; DIR leaves out {plural(len(found.dropped), 'emptied file')} its rerun neither imported "
         f"nor read: {', '.join(found.dropped)}"
         if found.dropped
         else ""

@@ -17,6 +17,7 @@ from typing import Literal
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.words import plural
 from reprospec.slurm.plan import SlurmRun
 from reprospec.slurm.queue import ACTIVE_STATES, ENDED_STATES, QueueEntry, query_queue
 from reprospec.store.runfolder import RunFolder
@@ -190,11 +191,11 @@ def shard_status(
             return status("failed", f"holds shard {results.get('shard')}, not {expected_shard}")
         summary = results.get("summary")
         summary = summary if isinstance(summary, dict) else {}
+        cells = summary.get("cells")
+        counted = plural(cells, "cell") if isinstance(cells, int) else "? cells"
         return status(
             "done",
-            "{} of {} cell(s) reproduced".format(
-                summary.get("reproduced", "?"), summary.get("cells", "?")
-            )
+            f"{summary.get('reproduced', '?')} of {counted} reproduced"
             + (f", {summary['undecided']} undecided" if summary.get("undecided") else "")
             + (f", {summary['infra_error']} infra-error" if summary.get("infra_error") else ""),
         )

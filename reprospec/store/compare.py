@@ -12,7 +12,7 @@ from reprospec.core.results import (
     RunResult,
     VerdictKind,
 )
-from reprospec.core.words import RESOLVED_SPEC, expectation_phrase
+from reprospec.core.words import RESOLVED_SPEC, expectation_phrase, plural
 from reprospec.environment.facts import (
     Difference,
     environment_diff,
@@ -327,7 +327,7 @@ def files_change(
     change["removed"] = [name for key, name in by_a.items() if key not in by_b]
     if both and (known_a is None or known_a != known_b):
         change["unknown"] = (
-            f"whether the {len(both)} file(s) in both runs changed is unknown: the runs "
+            f"whether the {plural(len(both), 'file')} in both runs changed is unknown: the runs "
             "are of two stores, whose digests are keyed apart"
         )
         return change

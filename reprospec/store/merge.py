@@ -11,7 +11,7 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone, Verdict
 from reprospec.core.sections import DEFAULT_TIMEOUT_S
 from reprospec.core.units import parse_duration
-from reprospec.core.words import RESOLVED_SPEC, stopped_counts, stopped_phrase
+from reprospec.core.words import RESOLVED_SPEC, noun, stopped_counts, stopped_phrase
 from reprospec.errors import UsageError
 from reprospec.store.compare import environment_change, files_change
 
@@ -179,7 +179,8 @@ def _check_shards(runs: Sequence[RunResult]) -> None:
     missing = [f"{k}/{total}" for k in range(1, total + 1) if k not in seen]
     if missing:
         raise UsageError(
-            f"missing shard(s) {', '.join(missing)}: merge all {total} shards of the run"
+            f"missing {noun(len(missing), 'shard')} {', '.join(missing)}: merge all {total} "
+            "shards of the run"
         )
 
 

@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from reprospec.core.frozen import frozen
 from reprospec.core.runoptions import SEARCH_PURPOSES
+from reprospec.core.words import plural
 from reprospec.errors import UsageError
 from reprospec.store.runfolder import RESULTS_JSON, RUNS, RunFolder
 
@@ -289,11 +290,11 @@ def resolve_run_id(
         if not ids:
             # An --out that is a file holds no runs: said as history says it, exit 2.
             RunFolder.check_out(out_root)
-        have = f"only {len(ids)} run(s)" if ids else "no runs"
+        have = f"only {plural(len(ids), 'run')}" if ids else "no runs"
         # Said as `history` says it: a folder of a thousand runs read as having two.
         searches = (
-            f" ({probes} run(s) of isolate, minimize, amplify or bisect not counted, one per "
-            "probe: `history --searches` lists them by id)"
+            f" ({plural(probes, 'run')} of isolate, minimize, amplify or bisect not counted, one "
+            "per probe: `history --searches` lists them by id)"
             if probes
             else ""
         )

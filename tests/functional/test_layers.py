@@ -16,4 +16,4 @@ def test_import_graph_has_no_cycle_and_no_backward_stage_import() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout
-    assert "0 problem(s)" in done.stdout
+    assert "0 problems" in done.stdout

@@ -395,9 +395,7 @@ def test_a_larger_budget_continues_the_amplification_a_smaller_one_ran_out_in(
     assert longer["id"] == short["id"]
     assert (longer["status"], longer["perturbation"]) == ("amplified", "hash_seed=7")
     assert "continuing amplification" in result.stderr
-    assert "3 probe(s) from an earlier run to replay, counted in the budget of 40" in (
-        result.stderr
-    )
+    assert "3 probes from an earlier run to replay, counted in the budget of 40" in (result.stderr)
     assert (longer["reused"], longer["replayed"]) == (3, 10)
     assert longer["budget_spent"] is False
     second = _runs(out)

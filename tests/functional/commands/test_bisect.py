@@ -340,7 +340,7 @@ def test_a_larger_budget_continues_a_bisect_and_another_timeout_starts_over(
     longer = cli(*args, "--budget", "150", "--format", "json", env=env, timeout=600)
     assert longer.code == 0, longer.stderr
     assert (
-        f"continuing bisect {folder.name}: 3 attempt(s) from an earlier run, counted in the "
+        f"continuing bisect {folder.name}: 3 attempts from an earlier run, counted in the "
         "budget of 150"
     ) in longer.stderr
     result = json.loads(longer.stdout)

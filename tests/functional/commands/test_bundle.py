@@ -70,7 +70,7 @@ def _reruns_elsewhere(cli: Cli, archive: Path, elsewhere: Path, out: str = ".rep
     elsewhere.mkdir()
     again = cli("run", str(archive), "--out", out, "--yes", cwd=elsewhere, env=HERE)
     assert again.code == 0, again.stdout + again.stderr
-    assert "1/1 cell(s) reproduced" in again.stdout
+    assert "1/1 cell reproduced" in again.stdout
 
 
 def _project(root: Path) -> Path:
@@ -125,7 +125,7 @@ def test_bundle_reruns_elsewhere_with_the_runs_options(tmp_path: Path, cli: Cli)
         "run", str(archive), "--out", str(elsewhere / "out"), "--yes", cwd=elsewhere, env=HERE
     )
     assert again.code == 0, again.stderr
-    assert "2/2 cell(s) reproduced" in again.stdout
+    assert "2/2 cells reproduced" in again.stdout
     results = json.loads(next((elsewhere / "out" / "runs").glob("*/results.json")).read_text())
     assert [len(c["attempts"]) for c in results["cells"]] == [2, 2]  # --repeat 2 came along
     crashed = results["cells"][1]["attempts"][0]["logs"]
@@ -791,7 +791,7 @@ def test_each_cells_own_script_goes_along_and_reruns(tmp_path: Path, cli: Cli) -
     elsewhere.mkdir()
     again = cli("run", str(archive), "--out", ".reprospec", "--yes", cwd=elsewhere, env=HERE)
     assert again.code == 0, again.stdout + again.stderr
-    assert "2/2 cell(s) reproduced" in again.stdout
+    assert "2/2 cells reproduced" in again.stdout
     made = cli("materialize", str(spec), "-o", str(tmp_path / "mat"))
     assert made.code == 0, made.stderr
     assert sorted(p.name for p in (tmp_path / "mat" / "workdirs" / "1").iterdir()) == [

@@ -268,7 +268,7 @@ def test_ctrl_c_prints_the_resume_command_that_finishes_the_run(tmp_path: Path) 
         timeout=120,
     )
     assert resumed.returncode == 0, resumed.stderr
-    assert "3/3 cell(s) reproduced" in resumed.stdout
+    assert "3/3 cells reproduced" in resumed.stdout
     # The resumed run still says how it was run (the store kept no command line: "").
     assert json.loads(results.read_text(encoding="utf-8"))["command_line"] == command_line
 

@@ -68,7 +68,7 @@ def test_failing_cells_annotate_their_spec_line_and_the_summary_table_holds(
         assert "\n" not in properties["title"]
         assert ": not-reproduced: expected pass, got error exit 1" in message
     assert found[0][1].startswith("v=a|b,n=2: not-reproduced")
-    assert found[-1][1].endswith("... and 2 more cell(s): see the report")
+    assert found[-1][1].endswith("... and 2 more cells: see the report")
     # A value with a line break stays inside its annotation: the runner reads it back whole.
     assert any(message.startswith("v=x\ny,n=2: ") for _, message in found)
     # The step summary: one row per cell, whatever `|` or line break a value holds.

@@ -53,7 +53,7 @@ def test_history_prints_whole_run_ids_and_json(cli: Cli, tmp_path: Path) -> None
     assert listed[0]["cells"] == 1
     assert listed[0]["status"] == "finished"
     # An observed run (capture's first, `run --observe`) is counted as such: it read
-    # "none judged; 1 attempt(s) stored", as if it had ended before judging its cell.
+    # "none judged; 1 attempt stored", as if it had ended before judging its cell.
     assert cli("run", str(spec), "--observe").code == 0
     observed = cli("history")
     assert "1 observed" in observed.stdout, observed.stdout
@@ -130,7 +130,7 @@ def test_latest_is_accepted_wherever_a_run_id_is(cli: Cli, tmp_path: Path) -> No
     too_far = cli("report", "latest~2")
     assert too_far.code == 2
     assert "latest~2" in too_far.stderr
-    assert "only 2 run(s)" in too_far.stderr
+    assert "only 2 runs" in too_far.stderr
     assert "Traceback" not in too_far.stderr
     compared = cli("compare", "latest~1", "latest")
     assert compared.code == 0
@@ -158,7 +158,7 @@ def test_a_searchs_probe_runs_are_left_out_of_history_and_latest(cli: Cli, tmp_p
     assert [row["run_id"] for row in listed] == [mine.latest_run().name]
     assert listed[0]["purpose"] == "run"
     table = cli("history")
-    assert "2 run(s) of isolate, minimize, amplify or bisect left out" in table.stdout
+    assert "2 runs of isolate, minimize, amplify or bisect left out" in table.stdout
     every = json.loads(cli("history", "--format", "json", "--searches").stdout)
     assert [row["purpose"] for row in every] == ["minimize", "isolate", "run"]
     assert "│ minimize │" in cli("history", "--searches").stdout  # the `by` column
@@ -489,7 +489,7 @@ def test_compare_matches_a_file_by_its_path_in_its_workdir(cli: Cli, tmp_path: P
     again = rerun.latest_run()
     data = json.loads(cli("compare", ids[0], str(again), "--format", "json").stdout)["files"]
     assert (data["added"], data["removed"], data["changed"]) == ([], [], [])
-    assert data["unknown"].startswith("whether the 1 file(s) in both runs changed is unknown")
+    assert data["unknown"].startswith("whether the 1 file in both runs changed is unknown")
     assert data["workdirs"][0] == "app"
     assert data["workdirs"][1].endswith("/app")
 
@@ -561,7 +561,7 @@ def test_history_and_report_agree_on_a_run_whose_folder_was_removed(
     }
     assert "finished, folder missing" in rows[gone_id]
     assert "folder missing" not in rows[kept_id]
-    assert "1 run(s) marked `folder missing`" in table.stdout
+    assert "1 run marked `folder missing`" in table.stdout
     listed = {r["run_id"]: r for r in json.loads(cli("history", "--format", "json").stdout)}
     assert (listed[gone_id]["folder_missing"], listed[kept_id]["folder_missing"]) == (True, False)
 
@@ -676,7 +676,7 @@ def test_history_of_a_merge_jobs_out_names_the_merged_run_no_store_lists(
     assert listed.code == 0
     run_id = merged.latest_run().name
     assert (
-        f"no runs recorded in {merged_out} yet; {merged_out / 'runs'} holds 1 run folder(s) no "
+        f"no runs recorded in {merged_out} yet; {merged_out / 'runs'} holds 1 run folder no "
         f"store lists, such as the runs `merge` writes (newest {run_id})"
     ) in listed.stderr
     assert cli("report", "latest", "--out", str(merged_out)).code == 0
@@ -835,7 +835,7 @@ def test_a_run_whose_folder_names_no_engine_is_unknown_not_running_for_good(
     assert [row["status"] for row in json.loads(listed.stdout)] == ["unknown"]
     table = cli("history", "--out", str(out))
     resume = f"reprospec run --resume {folder.name} --out {out}"
-    assert "1 run(s) marked `unknown`: the store says running, but its folder names no engine" in (
+    assert "1 run marked `unknown`: the store says running, but its folder names no engine" in (
         table.stdout.replace("\n", " ")
     )
     assert f"`{resume}` finishes it" in table.stdout.replace("\n", "")

@@ -55,7 +55,7 @@ def test_history_and_report_under_a_shared_out_find_its_merged_slurm_runs(
     assert listed.code == 0, listed.stderr
     assert run_id in listed.stdout
     assert "no runs recorded" not in listed.stdout + listed.stderr
-    assert "1 run(s) by slurm: merged from a Slurm run's shards" in listed.stdout
+    assert "1 run by slurm: merged from a Slurm run's shards" in listed.stdout
     rows = json.loads(cli("history", str(spec), "--out", str(shared), "--format", "json").stdout)
     assert [(r["run_id"], r["purpose"], r["slurm_run"]) for r in rows] == [
         (run_id, "slurm", "20261201-000000-sharded-ab12")

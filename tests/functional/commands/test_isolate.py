@@ -79,7 +79,7 @@ def test_a_deterministic_pair(tmp_path: Path) -> None:
     text = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=True).stdout
     rows = re.findall(r"^  .+?  +(\d+)  +\d+  ", text.split("\n\n")[1], re.MULTILINE)
     assert sum(map(int, rows)) == data["attempts"] > 0, text
-    assert "other set(s) on the way" in text
+    assert "other sets on the way" in text
     # `history --searches` names the differences each probe's run set (the isolate's words).
     argv = [sys.executable, "-m", "reprospec", "history", "--searches", "--all", "--format"]
     argv += ["json", "--out", str(out)]
@@ -171,7 +171,7 @@ def test_cells_are_found_by_running_the_matrix_once(tmp_path: Path) -> None:
         run=RunOptions(overrides=("~expect.cases",), out=tmp_path / "out", purpose="isolate")
     )
     found = isolate_spec(SPEC, options, progress=said.append)
-    assert said[0].startswith("running the matrix once (2 cell(s))")
+    assert said[0].startswith("running the matrix once (2 cells)")
     assert found.passing.cell.matrix["setup"] == "minimal"
     assert [d.name for d in found.culprits] == ["b", "e"]
     assert found.result.status == "isolated"
@@ -572,7 +572,7 @@ def test_a_larger_budget_continues_the_search_a_smaller_one_ran_out_in(tmp_path:
     assert code == 0, stderr
     assert longer["isolate"] == short["isolate"]  # the same search, in the same folder
     assert culprits(longer) == [("matrix.b", "1"), ("matrix.d", "1")]
-    assert "probe(s) from an earlier run to replay, counted in the budget of 30" in stderr
+    assert "probes from an earlier run to replay, counted in the budget of 30" in stderr
     # The six attempts are replayed and counted in the new budget; only the rest ran.
     assert (longer["reused"], longer["replayed"]) == (6, 6)
     second = _runs(out)

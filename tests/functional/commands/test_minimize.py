@@ -435,7 +435,7 @@ def test_dir_holds_the_result_and_the_files_it_names_and_never_itself(tmp_path: 
         text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert "1/1 cell(s) reproduced" in rerun.stdout
+    assert "1/1 cell reproduced" in rerun.stdout
     # The same command again (DIR now holds files of its own) still leaves no out/out.
     again, _, stderr = minimize(
         tmp_path, "--budget", "30", *DETERMINISTIC, "-o", str(out), spec=work / "p.yaml"
@@ -553,7 +553,7 @@ def test_an_emptied_file_nothing_uses_leaves_dir_and_the_cell_is_named_by_its_ow
     # The minimized spec, as the user reruns it: its failing cell fails, its passing passes.
     rerun = _rerun_minimized(tmp_path, result)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert "2/2 cell(s) reproduced" in rerun.stdout
+    assert "2/2 cells reproduced" in rerun.stdout
     # The same command again answers the check from its record: util.py stays out.
     again, second, stderr = minimize(
         tmp_path, "--budget", "100", *DETERMINISTIC, spec=work / "spec.yaml"
@@ -850,7 +850,7 @@ def test_a_listed_file_the_result_no_longer_reads_leaves_dir_and_its_files(
     # The minimized spec, as the user reruns it: its failing cell fails, its passing passes.
     rerun = _rerun_minimized(tmp_path, result)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert "2/2 cell(s) reproduced" in rerun.stdout
+    assert "2/2 cells reproduced" in rerun.stdout
     # The same command again answers the check from its record: the file stays out.
     again, second, stderr = minimize(
         tmp_path, "--budget", "100", *DETERMINISTIC, spec=work / "spec.yaml"

@@ -15,7 +15,7 @@ def test_run_observe_on_a_spec_with_expect(cli: Cli) -> None:
     assert {c["verdict"] for c in data["cells"]} == {"observed"}
     assert {c["expected"]["outcome"] for c in data["cells"]} == {"any"}
     assert data["summary"]["observed"] == 4
-    assert "4/4 cell(s) observed, 2 outcome(s)" in result.stdout
+    assert "4/4 cells observed, 2 outcomes" in result.stdout
     assert (
         "num_workers=2 and pin_memory=true together: in every cell with this outcome, "
         "together in no other" in result.stdout
@@ -58,12 +58,12 @@ def test_observe_exits_3_when_something_could_not_run(cli: Cli) -> None:
 
 
 def test_a_cell_that_could_not_run_is_not_counted_observed(cli: Cli, tmp_path: Path) -> None:
-    # "1 cell(s) observed, 0 outcome(s), 1 infra-error" of a spec whose only cell never ran.
+    # "1 cell observed, 0 outcomes, 1 infra-error" of a spec whose only cell never ran.
     spec = tmp_path / "nocmd.yaml"
     spec.write_text("reprospec: 1\nname: nocmd\ncommand: no-such-command-of-reprospec\n")
     result = cli("run", str(spec))
     assert result.code == 3, result.stderr
-    assert "0/1 cell(s) observed, 0 outcome(s), 1 infra-error" in result.stdout
+    assert "0/1 cell observed, 0 outcomes, 1 infra-error" in result.stdout
 
 
 def test_an_observed_cell_counts_its_attempts_and_matches_nothing(cli: Cli, tmp_path: Path) -> None:
@@ -108,4 +108,4 @@ def test_an_observed_runs_report_reruns_observed(cli: Cli, tmp_path: Path) -> No
     assert offered in report.read_text()
     again = cli("run", str(report), "--yes", "--observe", "-m", "p=3", "--repeat", "2")
     assert again.code == 0, again.stdout + again.stderr
-    assert "1/1 cell(s) observed" in again.stdout
+    assert "1/1 cell observed" in again.stdout

@@ -139,7 +139,7 @@ def test_history_names_the_attempts_a_killed_run_kept(cli: Cli, tmp_path: Path) 
     assert row["status"] == "killed"
     assert row["attempts"] >= 2, row
     text = cli("history", timeout=60)
-    assert f"none judged; {row['attempts']} attempt(s) stored" in text.stdout, text.stdout
+    assert f"none judged; {row['attempts']} attempts stored" in text.stdout, text.stdout
 
 
 def test_report_of_a_killed_run_says_it_was_killed_and_how_to_finish_it(

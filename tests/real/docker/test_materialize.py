@@ -101,7 +101,7 @@ def materialize(
 def test_bundle_layout(tmp_path: Path) -> None:
     done, out = materialize(tmp_path, SPEC)
     assert done.returncode == 0, done.stderr
-    assert "2 cell(s), 1 image(s)" in done.stdout
+    assert "2 cells, 1 image" in done.stdout
     assert (out / "spec.yaml").read_text() == SPEC
     assert (out / "workdirs" / "1" / "main.py").read_text() == MAIN
     dockerfile = (out / "images" / "1" / "Dockerfile").read_text()

@@ -144,7 +144,7 @@ def test_slurm_refuses_bad_input_with_exit_2(cli: Cli, tmp_path: Path) -> None:
     assert "--shards" in no_shards.stderr
     too_many = cli("slurm", spec, "--shards", "5", "--dry-run")
     assert too_many.code == 2
-    assert "only 4 attempt(s)" in too_many.stderr
+    assert "only 4 attempts" in too_many.stderr
     bad = _write_spec(tmp_path / "bad.yaml", "reprospec: 1\nname: x\ncommand: true\nexpect: {}\n")
     located = cli("slurm", str(bad), "--shards", "1", "--dry-run")
     assert located.code == 2
@@ -240,7 +240,7 @@ def _hold_spec(tmp_path: Path, name: str) -> Path:
 def _resume_and_check(cli: Cli, run_dir: Path, *argv: str) -> None:
     resumed = cli(*argv)
     assert resumed.code == 0, resumed.stderr
-    assert "resubmitted shard(s) 1 of 2" in resumed.stdout
+    assert "resubmitted shard 1 of 2" in resumed.stdout
     run = load(run_dir)
     assert run.submissions[-1].shards == (1,)
     status = wait_settled(run_dir)
@@ -403,7 +403,7 @@ def test_each_task_hands_out_the_gpus_slurm_gave_it_through_gres(cli: Cli, tmp_p
     merged = _merged_results(status)
     for cell in merged["cells"]:
         assert cell["verdict"] == "infra-error"
-        assert cell["attempts"][0]["infra_error"].startswith("skipped: needs 2 GPU(s), 1 visible")
+        assert cell["attempts"][0]["infra_error"].startswith("skipped: needs 2 GPUs, 1 visible")
 
 
 def test_attempts_killed_with_their_shard_are_forgotten_older_crashes_kept(

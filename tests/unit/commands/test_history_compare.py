@@ -56,7 +56,7 @@ def test_slurm_runs_take_latest_too(tmp_path: Path) -> None:
 
 
 def test_latest_beyond_a_persons_runs_says_the_probes_it_did_not_count(tmp_path: Path) -> None:
-    # nu22 LOW-11: `report latest~2` said ".reprospec has only 2 run(s)" of a folder of 14
+    # nu22 LOW-11: `report latest~2` said ".reprospec has only 2 runs" of a folder of 14
     # runs, 12 of them isolate's probes, which `history` says it leaves out.
     db = tmp_path / "results.db"
     conn = sqlite3.connect(db)
@@ -70,7 +70,7 @@ def test_latest_beyond_a_persons_runs_says_the_probes_it_did_not_count(tmp_path:
     with pytest.raises(UsageError) as refused:
         resolve_run_id("latest~2", tmp_path)
     assert str(refused.value) == (
-        f"latest~2: {tmp_path} has only 2 run(s) (12 run(s) of isolate, minimize, amplify or "
+        f"latest~2: {tmp_path} has only 2 runs (12 runs of isolate, minimize, amplify or "
         "bisect not counted, one per probe: `history --searches` lists them by id)"
     )
 
@@ -162,7 +162,7 @@ def test_history_beside_a_store_counts_the_run_folders_it_does_not_list(
     out = capsys.readouterr().out
     assert "20261121-214500-s-0001" in out
     assert (
-        f"{tmp_path / 'runs'} holds 1 run folder(s) no store lists, such as the runs `merge` "
+        f"{tmp_path / 'runs'} holds 1 run folder no store lists, such as the runs `merge` "
         "writes (newest 20261121-214400-s-0000)"
     ) in " ".join(out.split())
     assert main(["history", "--out", str(tmp_path), "s"]) == 0  # a spec's runs: not said

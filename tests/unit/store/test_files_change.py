@@ -60,7 +60,7 @@ def test_runs_of_two_stores_tell_added_and_removed_not_changed(tmp_path: Path) -
     change = files_change(one, two, "A", "B")
     # The same bytes digest apart under two keys: not "changed", and not "same" either.
     assert (change["added"], change["removed"], change["changed"]) == (["new.py"], ["old.py"], [])
-    assert change["unknown"].startswith("whether the 1 file(s) in both runs changed is unknown")
+    assert change["unknown"].startswith("whether the 1 file in both runs changed is unknown")
     assert change["same"] == 0
     # A run that named no file needs no key: nothing to compare by digest.
     assert files_change({FILES_FIELD: file_digests(None, {})}, one, "A", "B")["unknown"] == ""
@@ -209,7 +209,7 @@ def test_a_file_is_matched_by_its_path_in_its_workdir(tmp_path: Path) -> None:
     b = _in_workdir(_named(other, moved), "/home/u/race", **{v: n for n, v in moved.items()})
     change = files_change(a, b, "A", "B")
     assert (change["added"], change["removed"]) == ([], [])
-    assert change["unknown"].startswith("whether the 2 file(s) in both runs changed is unknown")
+    assert change["unknown"].startswith("whether the 2 files in both runs changed is unknown")
 
 
 def test_a_record_without_paths_in_the_workdir_is_compared_by_name(tmp_path: Path) -> None:
