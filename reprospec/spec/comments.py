@@ -69,11 +69,12 @@ def carry_comments(source: str, dumped: str) -> str:
     return "".join(f"{c}\n" for c in found.top) + dumped
 
 
-def comments_after(source: str) -> Mapping[JsonPath, str]:
+def comments_after(source: str, doc: Document | None = None) -> Mapping[JsonPath, str]:
     """The comment after each key's value in `source` (`outcome: fail  # TODO: ...`), by the
-    key's path; none where `source` does not read."""
+    key's path; none where `source` does not read. `doc`: `source` already parsed, which is
+    not parsed again."""
     try:
-        return _comments(source).after
+        return _comments(source, doc).after
     except (YamlSourceError, yaml.YAMLError):
         return {}
 
@@ -89,8 +90,8 @@ class Comments:
     tail: tuple[str, ...]
 
 
-def _comments(source: str) -> Comments:
-    doc = load_yaml(source)
+def _comments(source: str, doc: Document | None = None) -> Comments:
+    doc = load_yaml(source) if doc is None else doc
     covered = _token_spans(source)
     path_at = _line_paths(doc)
     top: list[str] = []

@@ -58,9 +58,15 @@ def todo_block(text: str) -> TodoBlock | None:
 def unfilled(block: TodoBlock, source: str) -> tuple[str, ...]:
     """The block's keys `source` (the spec's text) does not fill: not set (a default is no
     answer), set to capture's stand-in (`TODO-...`), or still beside capture's `# TODO`
-    comment (`outcome: fail  # TODO: what the failure is`)."""
-    data = written_data(source)
-    marked = {path for path, comment in comments_after(source).items() if _marked(comment)}
+    comment (`outcome: fail  # TODO: what the failure is`). `source` is parsed once, for
+    its values and its comments both."""
+    try:
+        doc = load_yaml(source)
+    except (YamlSourceError, yaml.YAMLError):
+        return block.keys  # a text that does not read sets no key
+    # What the text itself sets, before defaults: a default `workdir` is no answer.
+    data = doc.data if isinstance(doc.data, dict) else {}
+    marked = {path for path, comment in comments_after(source, doc).items() if _marked(comment)}
     return tuple(
         key for key in block.keys if not _is_set(data, key) or tuple(key.split(".")) in marked
     )
@@ -68,16 +74,6 @@ def unfilled(block: TodoBlock, source: str) -> tuple[str, ...]:
 
 def _marked(comment: str) -> bool:
     return comment.lstrip("#").lstrip().startswith("TODO")
-
-
-def written_data(source: str) -> Mapping[str, JsonValue]:
-    """What a spec's text itself sets, before defaults (a default `workdir` is no answer to
-    the block's item), or nothing where it does not read as a mapping."""
-    try:
-        data = load_yaml(source).data
-    except (YamlSourceError, yaml.YAMLError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def without_filled_todo(text: str, source: str) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reprospec.capture.writer import Draft, render_spec
 from reprospec.spec.todo import todo_block, unfilled, without_filled_todo
 from reprospec.spec.validate import validate
@@ -95,3 +97,27 @@ def test_validate_names_what_is_left_to_fill_in_and_a_block_that_can_go(tmp_path
         f"block (lines {block.first}-{block.last}), or every report and bundle of it shows "
         "it still",
     ]
+
+
+def test_what_is_left_to_fill_in_is_read_from_one_parse_of_the_spec(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """lo40: `unfilled` parsed the spec for its values, and again for its comments."""
+    from reprospec.spec import comments, todo
+    from reprospec.spec.yamlsource import Document, load_yaml
+
+    parsed: list[str] = []
+
+    def counted(text: str, *, line_offset: int = 0) -> Document:
+        parsed.append(text)
+        return load_yaml(text, line_offset=line_offset)
+
+    monkeypatch.setattr(todo, "load_yaml", counted)
+    monkeypatch.setattr(comments, "load_yaml", counted)
+    text = _skeleton()
+    block = todo_block(text)
+    assert block is not None
+    assert unfilled(block, text) == block.keys  # the skeleton fills none
+    assert len(parsed) == 1
+    # A text that does not read sets none of the block's keys, as before.
+    assert unfilled(block, text + "\n: [") == block.keys
