@@ -266,7 +266,7 @@ def context(run: RunResult) -> dict[str, object]:
         "failure": failure_section(run, PathNames(run.paths)),
         "standalone": standalone if standalone is not None else None,
         # A cell failing in some attempts only: why one plain run may pass, and the loop.
-        "looped": (flaky_loop(run, standalone) if standalone is not None else None),
+        "looped": flaky_loop(run),
         # As report.md words it (markupsafe: the workdir is escaped, the tags are not).
         "files_from": Markup(
             files_from(standalone, lambda t: f"<code>{html.escape(t, quote=True)}</code>")

@@ -31,7 +31,12 @@ from reprospec.report.failure import failure_section, stack_sections, summary_li
 from reprospec.report.markup import fence_for, inline_code, plain_markdown, show_value, table_cell
 from reprospec.report.paths import PathNames
 from reprospec.report.slots import runs_noun, slot_label, slot_runs
-from reprospec.report.standalone import repro_line, standalone_markdown, versions_markdown
+from reprospec.report.standalone import (
+    flaky_loop,
+    repro_line,
+    standalone_markdown,
+    versions_markdown,
+)
 from reprospec.report.tables import LARGE_RUN_CELLS, attempt_rows, result_groups, result_rows
 from reprospec.report.templating import load_template
 
@@ -391,6 +396,9 @@ def context(run: RunResult) -> dict[str, object]:
     grid = _grid(run.cells, axes)
     several = any(len(c.attempts) > 1 for c, _ in alike(run.cells))
     attempts = attempt_rows(run, short) if several else []
+    # A flaky cell's loop: read once, for the standalone section and the line under the
+    # headline both.
+    looped = flaky_loop(run)
     return {
         "title": " ".join((run.title or run.spec_name).split()),  # a heading is one line
         "summary": short(summary_line(run)),
@@ -443,8 +451,8 @@ def context(run: RunResult) -> dict[str, object]:
         "stacks": stack_sections(run, paths),
         # Sections worded whole elsewhere (report/standalone.py), placed by the template.
         "versions": versions_markdown(run),
-        "standalone": standalone_markdown(run),
-        "repro_line": repro_line(run),
+        "standalone": standalone_markdown(run, looped),
+        "repro_line": repro_line(run, looped),
     }
 
 

@@ -1,8 +1,10 @@
 """The report's "Standalone repro" section and its folded "Versions" block, as markdown.
 
 The section is computed here whole (the template only places it), so the
-markdown and HTML reports word it alike: `standalone_markdown(run)` and
-`versions_markdown(run)` return a section or "" when there is nothing to show.
+markdown and HTML reports word it alike: `standalone_markdown(run, looped)` and
+`versions_markdown(run)` return a section or "" when there is nothing to show; `looped`,
+`flaky_loop(run)`, is read once per report and given to the section and the line under the
+headline both.
 """
 
 from __future__ import annotations
@@ -69,8 +71,9 @@ def files_from(standalone: Standalone, code: Callable[[str], str]) -> str:
     return f"from the spec's workdir ({code(standalone.workdir)})"
 
 
-def standalone_markdown(run: RunResult) -> str:
-    """The "Standalone repro" section (a `##` heading and its body), or ""."""
+def standalone_markdown(run: RunResult, looped: tuple[str, str] | None) -> str:
+    """The "Standalone repro" section (a `##` heading and its body), or ""; `looped`: the
+    run's `flaky_loop`."""
     standalone = run.standalone
     if standalone is None:
         return ""
@@ -86,7 +89,7 @@ def standalone_markdown(run: RunResult) -> str:
             "",
         ]
         lines += _fenced(standalone.run, "sh")
-        lines += _looped(run, standalone)
+        lines += _looped(looped)
         lines += _checklist(standalone)
     else:
         self_contained = (
@@ -101,7 +104,7 @@ def standalone_markdown(run: RunResult) -> str:
             "",
         ]
         lines += _fenced(standalone.run, "sh")
-        lines += _looped(run, standalone)
+        lines += _looped(looped)
         lines += _checklist(standalone)
         lines += ["", f"<details><summary>{REPRO_PY}</summary>", ""]
         lines += _fenced(standalone.script, "python")
@@ -119,14 +122,16 @@ LOOP_RUNS = (10, 1000)
 ASSUMED_RATE = 0.3
 
 
-def flaky_loop(
-    run: RunResult, standalone: Standalone, code: Callable[[str], str] = inline_code
-) -> tuple[str, str] | None:
-    """(why, the loop) for a cell that fails in only some attempts: some of its attempts
-    passed, or its `expect.rate` bound says so. One plain run of its repro usually passed,
-    and the section gave the command bare, as if it failed every time. None otherwise (a
-    cell that failed in every attempt and declares no rate; one that never failed). `code`
-    writes a code word (markdown's, or HTML's)."""
+def flaky_loop(run: RunResult, code: Callable[[str], str] = inline_code) -> tuple[str, str] | None:
+    """(why, the loop) for the run's standalone repro of a cell that fails in only some
+    attempts: some of its attempts passed, or its `expect.rate` bound says so. One plain run
+    of its repro usually passed, and the section gave the command bare, as if it failed every
+    time. None otherwise (no standalone repro; a cell that failed in every attempt and
+    declares no rate; one that never failed). `code` writes a code word (markdown's, or
+    HTML's)."""
+    standalone = run.standalone
+    if standalone is None:
+        return None
     cell = next((c for c in run.cells if c.cell.id == standalone.cell), None)
     if cell is None or not standalone.run.strip():
         return None
@@ -157,16 +162,16 @@ def flaky_loop(
     )
 
 
-def _looped(run: RunResult, standalone: Standalone) -> list[str]:
-    found = flaky_loop(run, standalone)
-    if found is None:
+def _looped(looped: tuple[str, str] | None) -> list[str]:
+    if looped is None:
         return []
-    why, loop = found
+    why, loop = looped
     return ["", f"{why}:", "", *_fenced(loop, "sh")]
 
 
-def repro_line(run: RunResult) -> str:
-    """The one-line repro the report offers under its headline, or "".
+def repro_line(run: RunResult, looped: tuple[str, str] | None) -> str:
+    """The one-line repro the report offers under its headline, or ""; `looped`: the run's
+    `flaky_loop`.
 
     A maintainer's first question is "how do I see it myself": when the failing cell's
     standalone repro is one command line (a minimized spec's is), it comes first; a
@@ -186,7 +191,6 @@ def repro_line(run: RunResult) -> str:
         return ""
     cell = f"cell {inline_code(standalone.cell)}" if standalone.cell else "the only cell"
     # A cell that fails in only some runs: the loop, one plain run usually passed.
-    looped = flaky_loop(run, standalone)
     line = looped[1] if looped is not None else standalone.run.strip()
     flaky = "; it fails in some runs only: looped until it fails" if looped else ""
     return (

@@ -186,7 +186,7 @@ def test_a_cell_under_gpu_diagnostics_is_offered_no_one_line_plain_repro() -> No
     from dataclasses import replace
 
     from reprospec.core.jsontypes import JsonObject
-    from reprospec.report.standalone import repro_line
+    from reprospec.report.standalone import flaky_loop, repro_line
 
     def run_with(debug: JsonObject) -> RunResult:
         cell = CellResult(
@@ -202,6 +202,8 @@ def test_a_cell_under_gpu_diagnostics_is_offered_no_one_line_plain_repro() -> No
         return _run(cell, Standalone("fault=triton", "command", run="python3 fault.py triton"))
 
     plain = run_with({"compute_sanitizer": "off", "cuda_coredump": False})
-    assert repro_line(plain).endswith("`python3 fault.py triton`")
-    assert repro_line(run_with({"compute_sanitizer": "memcheck"})) == ""
-    assert repro_line(replace(plain, cells=())) != ""  # an unknown cell: nothing to hold back
+    assert repro_line(plain, flaky_loop(plain)).endswith("`python3 fault.py triton`")
+    sanitized = run_with({"compute_sanitizer": "memcheck"})
+    assert repro_line(sanitized, flaky_loop(sanitized)) == ""
+    unknown = replace(plain, cells=())  # an unknown cell: nothing to hold back
+    assert repro_line(unknown, flaky_loop(unknown)) != ""

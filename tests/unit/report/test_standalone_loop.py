@@ -3,7 +3,10 @@ usually passed, and the report gave the command bare, as if it failed every time
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+
+import pytest
 
 from reprospec.core.inputs import Expectation
 from reprospec.core.results import RunResult, Standalone
@@ -45,7 +48,7 @@ def test_a_flaky_cell_gets_a_loop_until_it_fails() -> None:
         "break; }; done\n```"
     ) in section
     # The line under the headline is the loop too, and says why.
-    assert repro_line(run) == (
+    assert repro_line(run, flaky_loop(run)) == (
         f"**Repro without reprospec** (cell `{CELL}`, from the spec's folder; it fails in some "
         "runs only: looped until it fails; [more](#standalone-repro)): `for i in $(seq 10); "
         'do ( cd work && python crash.py ) || { echo "failed on run $i"; break; }; done`'
@@ -54,7 +57,7 @@ def test_a_flaky_cell_gets_a_loop_until_it_fails() -> None:
     assert "It failed in 3 of 10 attempts here, so one plain run may well pass" in html
     assert "for i in $(seq 10); do ( cd work &amp;&amp; python crash.py )" in html
     # A rarer failure loops longer: 95% odds at 1/20 takes 59 runs.
-    looped = flaky_loop(_run(1, 20), _run(1, 20).standalone)  # type: ignore[arg-type]
+    looped = flaky_loop(_run(1, 20))
     assert looped is not None
     assert looped[1].startswith("for i in $(seq 59); do")
 
@@ -62,7 +65,7 @@ def test_a_flaky_cell_gets_a_loop_until_it_fails() -> None:
 def test_a_declared_rate_is_flaky_though_every_attempt_failed() -> None:
     expected = replace(segfault_matrix().cells[3].expected, rate=parse_rate(">0"))
     run = _run(2, 2, expected)
-    looped = flaky_loop(run, run.standalone)  # type: ignore[arg-type]
+    looped = flaky_loop(run)
     assert looped is not None
     assert looped[0].startswith("Its `expect.rate` (`>0`) says it fails in some attempts")
     assert looped[1].startswith("for i in $(seq 10); do")
@@ -70,17 +73,36 @@ def test_a_declared_rate_is_flaky_though_every_attempt_failed() -> None:
 
 def test_a_cell_that_fails_every_time_gets_no_loop() -> None:
     run = _run(3, 3)
-    assert flaky_loop(run, run.standalone) is None  # type: ignore[arg-type]
+    assert flaky_loop(run) is None
     assert "until it fails" not in render_markdown(run)
-    assert repro_line(run).endswith("`cd work && python crash.py`")
+    assert repro_line(run, flaky_loop(run)).endswith("`cd work && python crash.py`")
 
 
 def test_a_multi_line_repro_is_looped_in_a_subshell() -> None:
     run = _run(1, 2)
     several = replace(run, standalone=Standalone(CELL, "command", run="cd w\npids=\n(exit 1)"))
-    looped = flaky_loop(several, several.standalone)  # type: ignore[arg-type]
+    looped = flaky_loop(several)
     assert looped is not None
     assert looped[1] == (
         'for i in $(seq 10); do\n(\ncd w\npids=\n(exit 1)\n) || { echo "failed on run $i"; '
         "break; }\ndone"
     )
+
+
+def test_report_md_reads_a_flaky_cell_s_loop_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lo40: the standalone section and the line under the headline each worked out the
+    loop; report.md now reads it once and gives it to both."""
+    from reprospec.report import markdown, standalone
+
+    calls: list[RunResult] = []
+
+    def counted(run: RunResult, *args: Callable[[str], str]) -> tuple[str, str] | None:
+        calls.append(run)
+        return flaky_loop(run, *args)
+
+    monkeypatch.setattr(standalone, "flaky_loop", counted)
+    monkeypatch.setattr(markdown, "flaky_loop", counted, raising=False)
+    text = render_markdown(_run(3, 10))
+    assert "**Repro without reprospec**" in text
+    assert "It failed in 3 of 10 attempts here" in text
+    assert len(calls) == 1
