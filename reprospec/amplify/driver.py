@@ -40,6 +40,7 @@ from reprospec.errors import UsageError, suggest
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import search_id
 from reprospec.plan.failingcell import cell_filters, choose_failing_cell
+from reprospec.runners import kept_servers
 
 Progress = Callable[[str], None]
 
@@ -144,6 +145,7 @@ def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
 
 
 @shared_captures()  # its runs share one environment capture (environment/probe.py)
+@kept_servers  # and under run.preload (or --preload), one server for the base's probes
 def amplify_spec(
     spec_path: str | Path,
     options: AmplifyOptions,
@@ -151,13 +153,9 @@ def amplify_spec(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
 ) -> AmplifyReport:
-    """Measure the cell's base rate, then find the perturbation that raises it most."""
-    # Under run.preload (or --preload), the base's probes fork from one server for the
-    # whole search, not one per probe's run (the perturbed arms run fresh regardless).
-    from reprospec.runners.local import keep_servers
-
-    with keep_servers():
-        return _amplify(spec_path, options, progress, cancel or threading.Event())
+    """Measure the cell's base rate, then find the perturbation that raises it most (the
+    perturbed arms run fresh, not forked from the kept server)."""
+    return _amplify(spec_path, options, progress, cancel or threading.Event())
 
 
 def _amplify(

@@ -51,6 +51,7 @@ from reprospec.isolation.report import IsolateResult, Side, set_in_words, write
 from reprospec.isolation.search import Isolation
 from reprospec.isolation.state import StateFile, StoredProbe, search_id
 from reprospec.plan.failingcell import choose_failing_cell, fails
+from reprospec.runners import kept_servers
 
 if TYPE_CHECKING:
     from reprospec.plan.run import CellExpectations
@@ -105,6 +106,7 @@ class IsolateOptions:
 
 
 @shared_captures()  # its runs share one environment capture (environment/probe.py)
+@kept_servers  # and under run.preload (or --preload), one server for every candidate's run
 def isolate_spec(
     spec_path: str | Path,
     options: IsolateOptions,
@@ -113,12 +115,7 @@ def isolate_spec(
     cancel: threading.Event | None = None,
 ) -> IsolateResult:
     """Find the smallest set of differences that turns the passing side into the failing one."""
-    # Under run.preload (or --preload), every candidate's run forks from the same servers
-    # (one import for the whole search, not one per candidate run), as minimize's do.
-    from reprospec.runners.local import keep_servers
-
-    with keep_servers():
-        return _isolate(spec_path, options, progress, cancel or threading.Event())
+    return _isolate(spec_path, options, progress, cancel or threading.Event())
 
 
 def _isolate(

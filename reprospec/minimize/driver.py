@@ -93,6 +93,7 @@ from reprospec.minimize.workload import (
 )
 from reprospec.plan.failingcell import choose_failing_cell
 from reprospec.plan.run import CellExpectations, RunPlan
+from reprospec.runners import kept_servers
 from reprospec.spec.yamlsource import Problem, locate
 
 Progress = Callable[[str], None]
@@ -150,6 +151,10 @@ class MinimizeOptions:
 
 
 @shared_captures()  # its runs share one environment capture (environment/probe.py)
+# Under run.preload, every run of the minimization forks from the same servers (one `import
+# torch` for the whole search, not one per candidate), and the candidates run in one
+# folder, since a server is keyed by its workdir (process/forkserver.py).
+@kept_servers
 def minimize_spec(
     spec_path: str | Path,
     options: MinimizeOptions,
@@ -192,15 +197,9 @@ def minimize_spec(
             )
             raise SpecError([problem.format(str(spec.path))])
         command = []
-    # Under run.preload, every run of the minimization forks from the same servers (one
-    # `import torch` for the whole search, not one per candidate), and the candidates run
-    # in one folder, since a server is keyed by its workdir (process/forkserver.py).
-    from reprospec.runners.local import keep_servers
-
-    with keep_servers():
-        return _minimize(
-            spec, plan, run_options, options, command, fields, progress, cancel, started, redactor
-        )
+    return _minimize(
+        spec, plan, run_options, options, command, fields, progress, cancel, started, redactor
+    )
 
 
 def _minimize(

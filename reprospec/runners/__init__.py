@@ -7,9 +7,10 @@ when it is asked for (the docker SDK is an optional dependency).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from reprospec.errors import UsageError
 
@@ -67,3 +68,23 @@ def create_runner(options: RunOptions, spec_dir: Path) -> Runner:
         names = ", ".join(repr(name) for name in RUNNERS)
         raise UsageError(f"unknown runner {options.runner!r}: expected one of {names}")
     return factory(options, spec_dir)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def kept_servers(search: Callable[P, R]) -> Callable[P, R]:
+    """`search` (isolate, minimize, amplify) run inside `runners.local.keep_servers()`: under
+    run.preload every run of the search forks from the same servers, one import for the
+    whole search, not one per candidate's run. The local runner's module is imported when
+    the search runs, not when its module is."""
+
+    @functools.wraps(search)
+    def kept(*args: P.args, **kwargs: P.kwargs) -> R:
+        from reprospec.runners.local import keep_servers
+
+        with keep_servers():
+            return search(*args, **kwargs)
+
+    return kept
