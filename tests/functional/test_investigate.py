@@ -14,7 +14,7 @@ import pytest
 import reprospec
 from reprospec import venvs
 from tests.support.api import TOGGLES
-from tests.support.envs import make_wheel, uv_environment
+from tests.support.envs import make_releases, uv_environment
 
 
 def _write(folder: Path, name: str, text: str) -> Path:
@@ -138,10 +138,7 @@ def test_bisect_names_the_first_release_that_segfaults(
     # A wheelhouse of 1.0..1.3 whose 1.2 and later crash; environments built for this test.
     for name, value in {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}.items():
         monkeypatch.setenv(name, value)
-    for minor in range(4):
-        make_wheel(
-            tmp_path / "wheels", "reprospec-apidemo", f"1.{minor}", f"BROKEN = {minor > 1}\n"
-        )
+    make_releases(tmp_path / "wheels", "reprospec-apidemo", 4, lambda m: f"BROKEN = {m > 1}\n")
     _write(
         tmp_path,
         "check.py",

@@ -12,6 +12,7 @@ import base64
 import hashlib
 import os
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -83,6 +84,21 @@ def make_broken_sdist(folder: Path, name: str, version: str) -> Path:
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
     return path
+
+
+def make_releases(
+    folder: Path, name: str, count: int, module: Callable[[int], str], *, broken: str = ""
+) -> Path:
+    """A wheelhouse of `name` 1.0 to 1.{count - 1} in `folder` (what a bisect walks), release
+    1.N's module `module(N)` (`REGRESSED = {N >= 2}`: a regression from 1.2 on); `broken`: a
+    version that is an sdist whose build fails instead. The folder, for `--find-links`."""
+    for minor in range(count):
+        version = f"1.{minor}"
+        if version == broken:
+            make_broken_sdist(folder, name, version)
+        else:
+            make_wheel(folder, name, version, module(minor))
+    return folder
 
 
 def caller_venv(folder: Path, wheels: Path, *requirements: str) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from reprospec import venvs
 from tests.support.cli import Cli
-from tests.support.envs import make_wheel, uv_environment
+from tests.support.envs import make_releases, uv_environment
 
 DEMO = "reprospec-racedemo"
 FIRST_BAD = 3  # 1.3 dropped the cache's lock
@@ -61,11 +61,12 @@ def fill(keys, rounds, threads):
 
 
 def _project(tmp_path: Path) -> tuple[Path, Path]:
-    wheels = tmp_path / "wheels"
-    for minor in range(6):
-        version = f"1.{minor}"
-        module = _LIBRARY.format(version=version, locked=minor < FIRST_BAD)
-        make_wheel(wheels, DEMO, version, module)
+    wheels = make_releases(
+        tmp_path / "wheels",
+        DEMO,
+        6,
+        lambda minor: _LIBRARY.format(version=f"1.{minor}", locked=minor < FIRST_BAD),
+    )
     (tmp_path / "user.py").write_text(
         "import reprospec_racedemo as lib\nlib.fill(2000, 20, 2)\nprint('filled', lib.VERSION)\n"
     )

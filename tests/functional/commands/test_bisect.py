@@ -21,12 +21,18 @@ from tests.support.cli import ROOT, Cli, CliResult, interrupt_when
 from tests.support.envs import (
     caller_venv,
     envs_root,
-    make_broken_sdist,
+    make_releases,
     make_wheel,
     uv_environment,
 )
 
 DEMO = "reprospec-bisectdemo"
+
+
+def regressed_from_1_2(minor: int) -> str:
+    return f"REGRESSED = {minor >= 2}\n"
+
+
 SQLPARSE_SPEC = ROOT / "examples" / "bisect" / "sqlparse-reindent.yaml"
 
 
@@ -161,14 +167,14 @@ def demo_project(tmp_path: Path, *, first_bad: str, broken: str | None = None) -
     The failure shows on every second attempt at a bad version (a counter file per
     version): flaky as seen by the engine, deterministic for the test.
     """
-    wheels = tmp_path / "wheels"
-    for minor in range(8):
-        version = f"1.{minor}"
-        if version == broken:
-            make_broken_sdist(wheels, DEMO, version)
-            continue
-        bad = minor >= int(first_bad.split(".")[1])
-        make_wheel(wheels, DEMO, version, f"VERSION = {version!r}\nREGRESSED = {bad}\n")
+    first = int(first_bad.split(".")[1])
+    wheels = make_releases(
+        tmp_path / "wheels",
+        DEMO,
+        8,
+        lambda minor: f"VERSION = '1.{minor}'\nREGRESSED = {minor >= first}\n",
+        broken=broken or "",
+    )
     counters = tmp_path / "counters"
     counters.mkdir()
     (tmp_path / "flaky.py").write_text(
@@ -442,9 +448,7 @@ def test_a_tool_the_candidates_lack_is_refused_not_run_from_the_callers_venv(
     """nu15 D2: the spec's command is a console script its packages do not bring; the
     caller's activated venv has it (and the bad version). Each candidate ran the caller's
     tool and packages, and bisect refused with a false "the good end reproduces too"."""
-    wheels = tmp_path / "wheels"
-    for minor in range(4):
-        make_wheel(wheels, DEMO, f"1.{minor}", f"REGRESSED = {minor >= 2}\n")
+    wheels = make_releases(tmp_path / "wheels", DEMO, 4, regressed_from_1_2)
     check = (
         "import reprospec_bisectdemo as demo\n"
         "def main():\n"
@@ -494,9 +498,7 @@ def test_the_one_cell_the_spec_expects_to_fail_is_bisected_without_m(
 ) -> None:
     # A spec of two cells whose expect says one fails was refused: "bisect runs one cell;
     # choose it with -m AXIS=VALUE" (new user).
-    wheels = tmp_path / "wheels"
-    for minor in range(4):
-        make_wheel(wheels, DEMO, f"1.{minor}", f"REGRESSED = {minor >= 2}\n")
+    wheels = make_releases(tmp_path / "wheels", DEMO, 4, regressed_from_1_2)
     (tmp_path / "check.py").write_text(
         "import sys\nimport reprospec_bisectdemo as demo\n"
         "if sys.argv[1] != 'off' and demo.REGRESSED:\n"

@@ -19,7 +19,7 @@ from reprospec.core.units import parse_size  # noqa: E402
 from reprospec.runners.docker import image  # noqa: E402
 from tests.support.cli import Cli, ExampleRun  # noqa: E402
 from tests.support.docker import CLIENT, SHM_CACHE, needs_engine, require_image  # noqa: E402
-from tests.support.envs import make_broken_sdist, make_wheel  # noqa: E402
+from tests.support.envs import make_releases  # noqa: E402
 
 # What must agree between the runners, per attempt. A crash's `exception` is how the main
 # process noticed a dead worker, which torch words by timing (the DataLoader's RuntimeError,
@@ -156,10 +156,9 @@ def test_bisect_skips_a_release_whose_image_cannot_be_built(cli: Cli, tmp_path: 
         pytest.skip(reason)
     require_image(CLIENT, image.DEFAULT_IMAGE)
     name = "reprospec-dockerbisect"
-    wheels = tmp_path / "wheels"
-    make_broken_sdist(wheels, name, "1.1")
-    for version, bad in (("1.0", False), ("1.2", True), ("1.3", True)):
-        make_wheel(wheels, name, version, f"REGRESSED = {bad}\n")
+    wheels = make_releases(
+        tmp_path / "wheels", name, 4, lambda minor: f"REGRESSED = {minor >= 2}\n", broken="1.1"
+    )
     (tmp_path / "check.py").write_text(
         "import reprospec_dockerbisect as d\nif d.REGRESSED:\n    raise ValueError('regressed')\n"
     )
