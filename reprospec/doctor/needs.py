@@ -253,8 +253,10 @@ def _package_problems(env: Captured, needs: Needs) -> list[str]:
 
 
 def _cells(ids: list[str], shown: int = 3) -> str:
+    from reprospec.core.words import noun  # words is not read to import this module
+
     more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
-    return ("cell " if len(ids) == 1 else "cells ") + ", ".join(ids[:shown]) + more
+    return f"{noun(len(ids), 'cell')} " + ", ".join(ids[:shown]) + more
 
 
 def needs_of(

@@ -13,6 +13,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.rates import wilson
 from reprospec.core.results import Rate
+from reprospec.core.words import plural
 
 AttemptKind = Literal["match", "pass", "other", "infra"]
 Role = Literal["failing", "base", "search", "minimal", "one-smaller"]
@@ -195,7 +196,7 @@ def rule_text(error: float, min_rate: float, rate_used: float, max_culprits: int
     return (
         f"a candidate fails at its first matching failure; each clean attempt of a set "
         f"multiplies the odds of every culprit set it holds by 1 - p, {raised}; the answer "
-        f"is the set of at most {max_culprits} difference{'s' if max_culprits != 1 else ''} "
+        f"is the set of at most {plural(max_culprits, 'difference')} "
         f"whose posterior probability reached 1 - {error:g} (fewer differences likelier a "
         f'priori), that was itself seen failing, and against which "the passing side fails '
         f'too" had odds of at most {error:g} at any rate of at least p (the passing side '

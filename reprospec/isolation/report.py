@@ -350,7 +350,7 @@ def _verdict(evidence: Candidate) -> str:
         if evidence.role in ("one-smaller", "base") and clean:
             itself = "not run itself: " if not evidence.tally.attempts else ""
             return (
-                f"passes ({itself}{clean} clean attempt{'s' if clean != 1 else ''} "
+                f"passes ({itself}{plural(clean, 'clean attempt')} "
                 "on the sets that hold it and never failed)"
             )
         return "passes"

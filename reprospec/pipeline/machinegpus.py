@@ -61,10 +61,12 @@ class MachineGpus:
 
         "GPU 0", never a bare "0": on the one-GPU H200, "it has 0 (...)" read as "none".
         """
+        from reprospec.core.words import noun  # not imported with this module
+
         names = sorted({gpu.name for gpu in self.gpus if gpu.name})
         what = f": {len(self.gpus)}x {names[0]}" if len(names) == 1 else ""
-        noun = "GPU" if len(self.gpus) == 1 else "GPUs"
-        return f"{noun} {', '.join(gpu.index for gpu in self.gpus)} ({self.source}{what})"
+        indexes = ", ".join(gpu.index for gpu in self.gpus)
+        return f"{noun(len(self.gpus), 'GPU')} {indexes} ({self.source}{what})"
 
 
 _SMI_GPU = Lazy(r"^GPU (\d+): (.*?)(?:\s*\(UUID: (GPU-[^)]+)\))?\s*$")

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 
 from reprospec.core.frozen import frozen
 from reprospec.core.results import CellResult, InstanceResult
-from reprospec.core.words import outcome_phrase, plural
+from reprospec.core.words import noun, outcome_phrase, plural
 from reprospec.report.slots import number_ranges, separation, slot_label
 
 _VERBS = {"crash": "crashes", "hang": "hangs", "error": "fails with an error"}
@@ -54,7 +54,7 @@ def _verb(failed: Iterable[InstanceResult], verbs: dict[str, str], otherwise: st
 def _numbers(numbers: Iterable[int]) -> str:
     """`instance 0`, `instances 1-3`, `instances 0, 2`."""
     labels = [str(n) for n in sorted(set(numbers))]
-    return f"instance{'' if len(labels) == 1 else 's'} {number_ranges(labels)}"
+    return f"{noun(len(labels), 'instance')} {number_ranges(labels)}"
 
 
 def instance_separation(cells: Iterable[CellResult]) -> str | None:

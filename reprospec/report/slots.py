@@ -127,8 +127,7 @@ def _failed(attempt: AttemptResult) -> bool:
 
 def _slots(labels: Sequence[str]) -> str:
     """`slot 0`, `slots 1-3`, `slots 0, 2`, `slots 0+1, 2+3`: numbers in order, runs joined."""
-    noun = "slot" if len(labels) == 1 else "slots"
-    return f"{noun} {number_ranges(labels)}"
+    return f"{noun(len(labels), 'slot')} {number_ranges(labels)}"
 
 
 def number_ranges(labels: Sequence[str]) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.runoptions import RunOptions
+from reprospec.core.words import noun
 
 
 @frozen
@@ -124,5 +125,5 @@ def describe(refused: Refused, shown: int = 3) -> str:
     refusal read "unsatisfiable.. Fix the packages")."""
     cells = list(refused.cells)
     more = f" and {len(cells) - shown} more" if len(cells) > shown else ""
-    named = ("cell " if len(cells) == 1 else "cells ") + ", ".join(cells[:shown]) + more
+    named = f"{noun(len(cells), 'cell')} " + ", ".join(cells[:shown]) + more
     return f"{named}: {refused.reason.rstrip().rstrip('.')}"
