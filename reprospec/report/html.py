@@ -28,6 +28,7 @@ from reprospec.core.words import (
     cell_rate_phrase,
     expectation_phrase,
     launch_summary,
+    plural,
     resume_command,
     resumed_phrase,
     seconds,
@@ -298,5 +299,7 @@ def render_html(run: RunResult) -> str:
 def _template() -> Template:
     """The HTML template, loaded once per process (templating.py)."""
     return load_template(
-        "report.html.j2", autoescape=True, filters={"inline": inline, "fragment": fragment}
+        "report.html.j2",
+        autoescape=True,
+        filters={"inline": inline, "fragment": fragment, "plural": plural},
     )

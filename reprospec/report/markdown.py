@@ -461,7 +461,9 @@ def template() -> Template:
     """The report template, loaded once per process (templating.py)."""
     # Markdown, not HTML: escaping is per table cell, by the `cell` filter.
     return load_template(
-        "report.md.j2", autoescape=False, filters={"cell": table_cell, "code": inline_code}
+        "report.md.j2",
+        autoescape=False,
+        filters={"cell": table_cell, "code": inline_code, "plural": plural},
     )
 
 
