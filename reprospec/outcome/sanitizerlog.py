@@ -131,14 +131,22 @@ class SanitizerReport:
                 counts[name] = counts.get(name, 0) + 1
         return tuple(sorted(counts, key=lambda k: -counts[k]))
 
+    def _counted(self) -> str:
+        """`1,026 errors, 3 warnings`: what the tool counted (its own total where it printed
+        one, else the records read)."""
+        from reprospec.core.words import noun  # words is not read to import this module
+
+        count = self.errors if self.errors is not None else len(self.records)
+        said = f"{count:,} {noun(count, 'error')}"
+        if self.warnings:
+            said += f", {self.warnings:,} {noun(self.warnings, 'warning')}"
+        return said
+
     def summary(self) -> str:
         """The counts and the kernels blamed: `1,026 errors (926 not printed), in oob_store`."""
         if self.never_started:
             return self.headline()
-        count = self.errors if self.errors is not None else len(self.records)
-        said = f"{count:,} error{'' if count == 1 else 's'}"
-        if self.warnings:
-            said += f", {self.warnings:,} warning{'' if self.warnings == 1 else 's'}"
+        said = self._counted()
         if self.not_printed:
             said += f" ({self.not_printed:,} not printed)"
         if self.kernels:
@@ -149,10 +157,7 @@ class SanitizerReport:
         """One line: the count and the first record (`33 errors; first: Invalid ...`)."""
         if self.never_started:
             return "the program never reached its first CUDA call: nothing was checked"
-        count = self.errors if self.errors is not None else len(self.records)
-        said = f"{count:,} error{'' if count == 1 else 's'}"
-        if self.warnings:
-            said += f", {self.warnings:,} warning{'' if self.warnings == 1 else 's'}"
+        said = self._counted()
         first = next(
             (r for r in self.records if r.kernel), self.records[0] if self.records else None
         )

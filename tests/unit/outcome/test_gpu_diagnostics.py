@@ -81,11 +81,13 @@ def test_a_device_side_assert_names_no_kernel_rather_than_the_intrinsic() -> Non
 def test_racecheck_both_report_forms() -> None:
     short = _report("racecheck.native-race")
     assert (short.errors, short.warnings) == (1, 0)
+    assert short.headline().startswith("1 error; first: ")  # counted as one, not "1 errors"
     (race,) = short.records
     assert race.kind == "Race between a Write access and a Read access"
     assert (race.kernel, race.source) == ("shared_race(int *)", "kernels.cu:37")
     every = _report("racecheck-all.native-race")
     assert (every.errors, every.warnings, len(every.records)) == (257, 0, 100)
+    assert every.summary().startswith("257 errors")
     hazard = every.records[0]
     assert hazard.kind == "Potential RAW hazard on __shared__ memory"
     assert (hazard.address, hazard.block, hazard.thread) == ("0x400", "(0,0,0)", "(0,0,0)")
