@@ -48,7 +48,7 @@ _TYPED = Lazy(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*): (?P<message>.*)$")
 _ERROR_TITLE = Lazy(r"^ERROR at (?:setup|teardown) of ")
 _PYTHON = Lazy(r"^python(?:\d+(?:\.\d+)*)?$")
 # Runners that start the program named after them.
-_WRAPPERS = ("uv", "poetry", "pdm", "pipenv", "hatch", "rye")
+_WRAPPERS = ("uv", "poetry", "pdm", "pipenv", "hatch", "rye", "pipx")
 
 
 @frozen
@@ -219,8 +219,9 @@ def xdist_running(text: str) -> tuple[str, ...] | None:
 def pytest_args_start(argv: Sequence[str]) -> int | None:
     """Where pytest's own arguments begin in a command that runs pytest (after `pytest`,
     `python -m pytest`, `VAR=value`, `env`, a launcher's `run` and its options: `uv run
-    --with pytest-xdist pytest`, `uvx pytest`, `poetry run`, `hatch run`): None for one
-    read another way (`sh -c '...'`) or no pytest at all."""
+    --with pytest-xdist pytest`, `uvx pytest`, `poetry run`, `hatch run` (`hatch run
+    test:pytest`, hatch's environment before the colon), `pipx run --spec pytest==8
+    pytest`): None for one read another way (`sh -c '...'`) or no pytest at all."""
     words = list(argv)
     index = 0
     while index < len(words) and "=" in words[index]:
@@ -235,6 +236,9 @@ def pytest_args_start(argv: Sequence[str]) -> int | None:
     if index >= len(words):
         return None
     program = words[index].rsplit("/", 1)[-1]
+    if index > 0 and "hatch" in words[:index] and ":" in program:
+        # `hatch run test:pytest`: hatch runs `pytest` in its environment `test`.
+        program = program.partition(":")[2]
     if program in ("pytest", "py.test"):
         return index + 1
     if not _PYTHON.match(program):
@@ -299,18 +303,28 @@ _LAUNCHER_VALUES = frozenset(
         "--allow-insecure-host",
         "--python-platform",
         "--venv",
+        # pipx run's
+        "--spec",
+        "--pip-args",
     ]
 )
 
 
 def _after_launcher(words: Sequence[str], index: int) -> int:
     """Where the program a launcher runs is named (`uv run [OPTIONS] PROGRAM`, `uvx`,
-    `poetry run`, `pdm run`, `pipenv run`, `hatch run`, `rye run`), after its options and
+    `poetry run`, `pdm run`, `pipenv run`, `hatch run` (also `hatch -e ENV run`, and its
+    `ENV:PROGRAM`, read by the caller), `rye run`, `pipx run`), after its options and
     their values and a `--`; `index` itself where `words[index]` is no launcher."""
     if words[index : index + 1] == ["uvx"]:
         at = index + 1
     elif words[index : index + 3] == ["uv", "tool", "run"]:
         at = index + 3
+    elif (
+        words[index : index + 1] == ["hatch"]
+        and words[index + 1 : index + 2] in (["-e"], ["--env"])
+        and words[index + 3 : index + 4] == ["run"]
+    ):
+        at = index + 4
     elif index + 1 < len(words) and words[index] in _WRAPPERS and words[index + 1] == "run":
         at = index + 2
     else:

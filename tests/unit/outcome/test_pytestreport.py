@@ -130,6 +130,14 @@ def test_a_module_that_failed_to_collect_gives_its_import_error() -> None:
         (("uv", "tool", "run", "pytest"), True),
         (("poetry", "run", "pytest", "-x"), True),
         (("hatch", "run", "python", "-m", "pytest"), True),
+        # pt40: hatch's `ENV:PROGRAM` and `-e ENV`, and pipx run, were read as no pytest.
+        (("hatch", "run", "test:pytest", "-x"), True),
+        (("hatch", "run", "test:python", "-m", "pytest"), True),
+        (("hatch", "-e", "test", "run", "pytest"), True),
+        (("hatch", "run", "test:cov"), False),
+        (("pipx", "run", "pytest", "-x"), True),
+        (("pipx", "run", "--spec", "pytest==8.3.0", "pytest"), True),
+        (("pipx", "run", "black", "."), False),
         (("python", "-X", "dev", "-m", "pytest"), True),
         (("python", "-W", "error", "-m", "pytest"), True),
         (("uv", "run", "--with", "pytest", "python", "run.py"), False),
@@ -162,6 +170,11 @@ def test_which_commands_are_pytest(argv: tuple[str, ...], expected: bool) -> Non
             ["python", "-X", "dev", "-m", "pytest", "t.py", "-v"],
         ),
         (("pytest", "-q", "--", "-odd.py"), ["pytest", "-v", "--", "-odd.py"]),
+        (
+            ("hatch", "run", "test:pytest", "-q", "t.py"),
+            ["hatch", "run", "test:pytest", "t.py", "-v"],
+        ),
+        (("pipx", "run", "pytest", "-q", "t.py"), ["pipx", "run", "pytest", "t.py", "-v"]),
         # A shell's script is one word: nothing is added after it.
         (("/bin/sh", "-c", "pytest -q t.py"), ["/bin/sh", "-c", "pytest -q t.py"]),
     ],
