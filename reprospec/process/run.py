@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from reprospec import native as native_stacks
 from reprospec.core.frozen import frozen
@@ -41,6 +41,9 @@ _READ_SIZE = 1 << 16
 # How often a running attempt's dead, re-parented processes are reaped.
 ZOMBIE_SWEEP_S = 0.5
 _F_SETPIPE_SZ = 1031
+# The most reads of the pipes before a stall is judged (64 KiB each): a child that floods
+# them is not stalled, and what is left unread is read by the next turn of the loop.
+_DRAIN_STEPS = 64
 
 
 @frozen
@@ -172,12 +175,69 @@ class _Pump:
             # waits for it: its zombie tells whether it ran children (tree.waited_for_children).
             self.exited = True
 
+    def drain(self, most: int = _DRAIN_STEPS) -> int:
+        """Read what the child's pipes hold now, without waiting (at most `most` reads of
+        each): the bytes read. The child's end is noticed too (`exited`)."""
+        before = self.bytes_read
+        for _ in range(most):
+            read = self.bytes_read
+            self.step(0.0)
+            if self.bytes_read == read:
+                break
+        return self.bytes_read - before
+
     def close(self) -> None:
         """Release the pidfd (the poll object holds nothing in the kernel)."""
         self.sinks.clear()
         if self.pidfd >= 0:
             os.close(self.pidfd)
             self.pidfd = -1
+
+
+class StallJudge:
+    """`run.stall` asked at a sweep of the loop, on what the attempt has written by then.
+
+    The loop's last read of the pipes may be old: an engine descheduled for the whole
+    stall window (a loaded machine) left the child's lines unread in the pipe, and a
+    judgement on the output count of the previous step called a stall of a child that
+    printed all along. So a stall the watch sees is judged again once the pipes are read
+    (`drain`): their bytes are output (progress where output counts); where only markers
+    count, the lines read go to the markers' thread, whose events the next sweep reads,
+    so the stall is held back once, to that sweep, for each progress it was seen after.
+    """
+
+    def __init__(self, watch: ProgressWatch, pump: _Drained) -> None:
+        self.watch = watch
+        self.pump = pump
+        # The last progress (`watch.last`) a stall was held back at.
+        self._held: float | None = None
+
+    def stalled(self, now: float) -> bool:
+        """Whether the attempt has stalled by `now`, its pipes read first."""
+        watch, pump = self.watch, self.pump
+        watch.poll(now)
+        if not watch.stalled(now):
+            return False
+        read = pump.drain()
+        if pump.exited:
+            return False  # it ended: the loop sees it
+        watch.output(now, pump.bytes_read)
+        watch.poll(now)
+        if not watch.stalled(now):
+            return False
+        if read and self._held != watch.last:
+            self._held = watch.last
+            return False
+        return True
+
+
+class _Drained(Protocol):
+    """What `StallJudge` asks of the pump (a seam: its test hands a pipe of its own)."""
+
+    bytes_read: int
+    exited: bool
+
+    def drain(self) -> int: ...
 
 
 def _root_waited(proc: ChildHandle, own_root: bool) -> bool | None:
@@ -283,6 +343,7 @@ def run_process(
     # attempt (left behind, in its cgroup): `ProcessResult.descendants`.
     root_waited: bool | None = None
     others = False
+    judge = StallJudge(stall, pump) if stall is not None else None
     if stall is not None:
         root_pid = proc.pid
         # The cgroup holds every process of the attempt, escaped daemons included; without
@@ -304,14 +365,12 @@ def run_process(
             if now >= next_sweep:
                 reaped += tree.reap_tagged_zombies(tag, proc.pid)
                 next_sweep = now + ZOMBIE_SWEEP_S
-                if stall is not None:
-                    # At the sweep's pace (half a second): a stall is seconds long.
-                    stall.poll(now)
-                    if stall.stalled(now):
-                        timed_out = stalled = True
-                        # The hang's native stacks are read within their deadline of now.
-                        deadline = now
-                        break
+                # At the sweep's pace (half a second): a stall is seconds long.
+                if judge is not None and judge.stalled(now):
+                    timed_out = stalled = True
+                    # The hang's native stacks are read within their deadline of now.
+                    deadline = now
+                    break
             wait = min(deadline, next_sweep) - now
             if cancel is not None:
                 wait = min(wait, 0.05)
