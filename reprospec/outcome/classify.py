@@ -223,6 +223,11 @@ def classify(
                 )
             elif not started:
                 detail += "; every test pytest-xdist's workers started had ended"
+        elif pytest and evidence.stack and (doing := _pytest_hung_in(evidence.stack)):
+            # The test it hung in, where -v named none (the first test's line is unended,
+            # and a run without -v names no test): `pytest was running test_one (t.py:4)`;
+            # or the module it was collecting.
+            detail += f"; {doing}"
         if events.done or execution.stalled:
             pass  # no progress for run.stall: not "still progressing?"
         elif (late := _progress_before_timeout(execution, events)) is not None:
@@ -512,6 +517,12 @@ def _crashed_thread_first(text: str, lwp: int | None) -> str:
     blocks = [text[a:b].strip() for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
     blocks.sort(key=lambda block: f"(LWP {lwp}))" not in block.split("\n", 1)[0])
     return "\n\n".join([text[: starts[0]].strip(), *blocks]).strip()
+
+
+def _pytest_hung_in(stack: str) -> str | None:
+    from reprospec.outcome.hungstacks import pytest_hung_in
+
+    return pytest_hung_in(stack)
 
 
 def _stuck_worker(stack: str) -> HungProcess | None:

@@ -94,8 +94,13 @@ def _main_thread(threads: list[tuple[bool, list[Frame]]]) -> list[Frame]:
     return threads[0][1] if threads else []
 
 
-def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
-    """Each process of a stack dump, in its order (the attempt's root first)."""
+def hung_frames(stack: str | None) -> list[list[Frame]]:
+    """The main thread's frames of each process of a stack dump, most recent first, in its
+    order (the attempt's root first)."""
+    return [_main_thread(threads) for _, threads in _blocks(stack)]
+
+
+def _blocks(stack: str | None) -> list[tuple[int, list[tuple[bool, list[Frame]]]]]:
     blocks: list[tuple[int, list[tuple[bool, list[Frame]]]]] = []
     for line in (stack or "").splitlines():
         if (header := _HEADER.match(line)) is not None:
@@ -108,8 +113,13 @@ def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
             if not blocks[-1][1]:
                 blocks[-1][1].append((False, []))  # a thread's frames under no thread line
             blocks[-1][1][-1][1].append(frame)
+    return blocks
+
+
+def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
+    """Each process of a stack dump, in its order (the attempt's root first)."""
     out = []
-    for pid, threads in blocks:
+    for pid, threads in _blocks(stack):
         every = [f for _, frames in threads for f in frames]
         worker = any(
             f.path.endswith(_WORKER_LOOP[0]) and f.function == _WORKER_LOOP[1] for f in every
@@ -164,3 +174,55 @@ __all__ = [
     "stuck_worker",
     "where_stuck",
 ]
+
+
+# pytest's frames that say what it was doing: the test's call (the frame after it is the
+# test function), a fixture's setup (the fixture), a test module's import (collection).
+_PYTEST_CALL = ("_pytest/python.py", "pytest_pyfunc_call")
+_PYTEST_FIXTURE = ("_pytest/fixtures.py", "call_fixture_func")
+_PYTEST_IMPORT = ("_pytest/python.py", ("importtestmodule", "_importtestmodule"))
+_PYTEST_CONFTEST = ("_pytest/config/__init__.py", "_importconftest")
+_PYTEST_COLLECT = ("_pytest/main.py", "perform_collect")
+
+
+def pytest_hung_in(stack: str | None) -> str | None:
+    """What a hung pytest was doing, read from its root's stack (the main thread's): `pytest
+    was running test_one (test_h.py:4)`, `... setting up the fixture db (conftest.py:8)`,
+    `pytest was collecting test_c.py (test_c.py:1, importing slowmod.py:2)`, `... importing
+    conftest.py`, `pytest was collecting`; None where its stack shows none of them (no
+    dump, or no pytest). The first test that hangs prints no ended `-v` line, and a run
+    without `-v` names no test at all (pt40): the stack does, whatever pytest printed.
+    Files are named by their last part (the dump's paths are the machine's)."""
+    blocks = hung_frames(stack)
+    if not blocks:
+        return None
+    frames = blocks[0]
+    for index, frame in enumerate(frames):
+        if index and _is(frame, _PYTEST_CALL):
+            test = frames[index - 1]
+            return f"pytest was running {test.function} ({_short(test)})"
+        if index and _is(frame, _PYTEST_FIXTURE):
+            fixture = frames[index - 1]
+            return f"pytest was setting up the fixture {fixture.function} ({_short(fixture)})"
+        if _is(frame, _PYTEST_IMPORT) or _is(frame, _PYTEST_CONFTEST):
+            # The test module (or conftest) is the outermost `<module>` frame after it.
+            modules = [f for f in frames[:index] if f.function == "<module>" and _is_user(f)]
+            if not modules:
+                return "pytest was collecting"
+            module, inner = modules[-1], modules[0]
+            name = module.path.rsplit("/", 1)[-1]
+            where = _short(module) + (f", importing {_short(inner)}" if inner != module else "")
+            return f"pytest was collecting {name} ({where})"
+        if _is(frame, _PYTEST_COLLECT):
+            return "pytest was collecting"
+    return None
+
+
+def _is(frame: Frame, where: tuple[str, str | tuple[str, ...]]) -> bool:
+    path, function = where
+    names = (function,) if isinstance(function, str) else function
+    return frame.path.endswith(path) and frame.function in names
+
+
+def _short(frame: Frame) -> str:
+    return f"{frame.path.rsplit('/', 1)[-1]}:{frame.line}"

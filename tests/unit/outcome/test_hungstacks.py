@@ -14,6 +14,7 @@ from reprospec.outcome.hungstacks import (
     Frame,
     hung_processes,
     label_workers,
+    pytest_hung_in,
     stuck_worker,
     where_stuck,
 )
@@ -117,3 +118,54 @@ def test_a_commands_hang_in_a_worker_is_where_worker_its_signature_unchanged(
     main = classify(hung)
     assert isinstance(main, Outcome)
     assert (main.where, main.pid, main.signature) == ("main", None, "hang")
+
+
+# pytest's main thread, hung in a test's call, a fixture's setup, a test module's import.
+_PYTEST_TAIL = """\
+  File "/venv/lib/python3.11/site-packages/_pytest/runner.py", line 178 in pytest_runtest_call
+  File "/venv/lib/python3.11/site-packages/_pytest/main.py", line 380 in pytest_cmdline_main
+  File "/venv/lib/python3.11/site-packages/pytest/__main__.py", line 9 in <module>
+"""
+_PYTEST_RUNNING = f"""\
+--- pid 41 (python -m pytest -q tests) ---
+Thread 0x00007f3a50f276c0 (most recent call first):
+  File "/usr/lib/python3.11/socket.py", line 294 in accept
+  File "/usr/lib/python3.11/threading.py", line 982 in run
+
+Current thread 0x00007f3a5302bb80 (most recent call first):
+  File "/work/proj/tests/test_h.py", line 4 in test_one
+  File "/venv/lib/python3.11/site-packages/_pytest/python.py", line 159 in pytest_pyfunc_call
+  File "/venv/lib/python3.11/site-packages/pluggy/_callers.py", line 103 in _multicall
+{_PYTEST_TAIL}"""
+_PYTEST_FIXTURE = f"""\
+--- pid 41 (python -m pytest tests) ---
+Current thread 0x00007f3a5302bb80 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 320 in wait
+  File "/work/proj/tests/conftest.py", line 8 in db
+  File "/venv/lib/python3.11/site-packages/_pytest/fixtures.py", line 895 in call_fixture_func
+{_PYTEST_TAIL}"""
+_PYTEST_COLLECTING = """\
+--- pid 41 (python -m pytest .) ---
+Current thread 0x00007f3a5302bb80 (most recent call first):
+  File "/work/proj/slowmod.py", line 2 in <module>
+  File "<frozen importlib._bootstrap>", line 241 in _call_with_frames_removed
+  File "/work/proj/test_c.py", line 1 in <module>
+  File "/venv/lib/python3.11/site-packages/_pytest/assertion/rewrite.py", line 185 in exec_module
+  File "/usr/lib/python3.11/importlib/__init__.py", line 126 in import_module
+  File "/venv/lib/python3.11/site-packages/_pytest/pathlib.py", line 640 in import_path
+  File "/venv/lib/python3.11/site-packages/_pytest/python.py", line 528 in importtestmodule
+  File "/venv/lib/python3.11/site-packages/_pytest/main.py", line 872 in perform_collect
+  File "/venv/lib/python3.11/site-packages/pytest/__main__.py", line 9 in <module>
+"""
+
+
+def test_a_hung_pytest_says_the_test_fixture_or_module_its_stack_shows() -> None:
+    # pt40: the first test that hangs prints no ended -v line, a run without -v names no
+    # test, and a hang at collection (an import) named nothing of pytest's.
+    assert pytest_hung_in(_PYTEST_RUNNING) == "pytest was running test_one (test_h.py:4)"
+    assert pytest_hung_in(_PYTEST_FIXTURE) == "pytest was setting up the fixture db (conftest.py:8)"
+    assert pytest_hung_in(_PYTEST_COLLECTING) == (
+        "pytest was collecting test_c.py (test_c.py:1, importing slowmod.py:2)"
+    )
+    assert pytest_hung_in(DUMP) is None
+    assert pytest_hung_in(None) is None
