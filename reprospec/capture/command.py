@@ -542,10 +542,11 @@ def _narrowed(
     id in place of the command's test paths, every option kept) where a rerun of it alone
     ends the same way at least as often; else the command as it was, and why, for a
     failure that needs the tests before it (state they left, an order) or came by chance.
-    A hang's rerun has a timeout of its own, `alone` (hangwait.alone_timeout: the first
-    run's start-up and a stall as the verify's, where the captured hang went at least
-    twice that stall without progress), not the spec's: where the first run gave no such
-    bound, it is not narrowed, and the line says why. The line says which; None where
+    A hang's rerun has a timeout of its own, `alone` (hangwait.alone_timeout: as long as
+    the first run left the test unended, at most the spec's timeout: the first test that
+    hung, or one whose timeout came soon after the test before it ended, is narrowed too,
+    its rerun waiting that long; a test that alone ends sooner, a slow one, is no hang).
+    The line says which; None where
     there was nothing to narrow (no pytest, no test named, a command that runs the test
     alone already or whose test paths are not sure, or `--no-verify`, which reruns
     nothing). Also the words of the command the spec runs, before its axes (what `files`
@@ -565,17 +566,6 @@ def _narrowed(
     argv = narrowed_to(_verbose(request.argv), test, workdir)
     if argv is None:
         return proposal, request.argv, None
-    if outcome.kind == "hang" and alone is None:
-        return (
-            proposal,
-            request.argv,
-            (
-                f"the spec runs the whole command: {test} hung, but the first run gave no "
-                "bound to call a rerun of it alone a hang before the timeout (no progress "
-                "before it, or too little time after), and that rerun would wait the whole "
-                f"{format_duration(request.timeout_s)} timeout: capture --timeout D shortens it"
-            ),
-        )
     narrowed = propose(argv, options)
     draft = _draft(
         request if alone is None else replace(request, timeout_s=alone),
@@ -588,7 +578,18 @@ def _narrowed(
     spec_path.write_text(render_spec(draft), encoding="utf-8")
     if say is not None:
         without = {"crash": "crashes", "error": "fails", "hang": "hangs"}[outcome.kind]
-        say(f"reprospec: rerunning {test} alone, to see whether it {without} without the others")
+        waits = ""
+        if outcome.kind == "hang" and alone is not None:
+            waits = (
+                f" (a hang is called after {format_duration(alone)}: as long as it went "
+                "unended with them)"
+                if alone < request.timeout_s
+                else f" (a hang is called at the {format_duration(alone)} timeout)"
+            )
+        say(
+            f"reprospec: rerunning {test} alone, to see whether it {without} without the "
+            f"others{waits}"
+        )
     began = time.monotonic()
     result = run_spec(spec_path, request.repeat, True, None)
     took = time.monotonic() - began
@@ -596,9 +597,11 @@ def _narrowed(
     same = sum(native.agrees(o.signature, observed.signature, native_unknown=True) for o in ran)
     counted = f"{same}/{plural(len(ran), 'attempt')}, run {result.run_id}"
     if outcome.kind == "hang" and alone is not None:
-        # What the narrowing cost: a rerun called a hang at its own timeout, not the spec's.
-        counted += (
-            f", {took:.1f} s: called a hang at {format_duration(alone)}, not the spec's timeout"
+        # What the narrowing cost: a rerun called a hang at its own timeout, or the spec's.
+        counted += f", {took:.1f} s: called a hang at " + (
+            f"{format_duration(alone)}, as long as it went unended with the others"
+            if alone < request.timeout_s
+            else f"the spec's {format_duration(request.timeout_s)} timeout"
         )
     if same and same * observed.attempts >= observed.matched * len(ran):
         return (

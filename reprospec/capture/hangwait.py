@@ -177,15 +177,22 @@ def alone_timeout(
     timeout_s: float,
 ) -> float | None:
     """How long a rerun of a captured pytest hang's test alone may take before it is called
-    the same hang: the time the first run took to its first progress (pytest's start and
-    collection) and a stall as the verify's (`verify_wait`: ten times the longest gap
-    between progress, at least MIN_STALL_S), where the hang went at least twice that
-    stall without progress to its timeout (the hung test's own `-v` line, unended while it
-    ran, is no progress). None where the first run gives no such bound: no progress
-    before the hang, or too little time after it. A stall cannot call it early: the test
-    alone prints no ended line to count as progress, so the rerun's timeout is the bound."""
+    the same hang (None for a signature that is no hang): as long as the first run went
+    with that test unended, at most the timeout. That is the first run's start-up (to its
+    first progress: pytest's start, collection, the first test) and the time from its last
+    progress (the test before the hung one ending) to the kill; where it made no progress
+    before the hang (the first test hung), its whole duration. The hung test's own `-v`
+    line, unended while it ran, is no progress.
+
+    No stall calls the rerun early: a test that alone sleeps 20 s and then passes has a
+    stack that does not move and prints nothing for those 20 s, as a hung one does, and
+    a bound of start-up and a 10 s stall called it "hung alone" (pt40). The first run
+    showed only that the test did not end within that time: the rerun is a hang where it
+    does not end within as long, and a test that alone ends sooner, slow or not, is none."""
+    if not signature.startswith("hang"):
+        return None
     wanted = [re.compile(m.pattern) for name in presets for m in PRESETS[name].markers]
-    bound: float | None = None
+    bound = 0.0
     for attempt in attempts:
         if attempt.ran is None or attempt.ran.signature != signature:
             continue
@@ -202,12 +209,13 @@ def alone_timeout(
             if _is_progress(event, wanted if presets else None)
             if isinstance(t := event.get("t"), (int, float)) and t < end - _CLOSED_S
         )
-        if not times:
-            return None
-        gap = max((b - a for a, b in itertools.pairwise(times)), default=0.0)
-        stall = max(MIN_STALL_S, GAP_FACTOR * gap)
-        if 2 * stall > end - times[-1]:
-            return None
-        wait = float(math.ceil(times[0] - start + stall))
-        bound = max(bound or 0.0, wait)
-    return None if bound is None or bound >= timeout_s else bound
+        unended = (times[0] - start) + (end - times[-1]) if times else end - start
+        bound = max(bound, unended)
+    if bound <= 0:
+        return timeout_s
+    # A margin for the rerun's own start-up, which a loaded machine may make slower.
+    return min(timeout_s, float(math.ceil(bound + max(_ALONE_MARGIN_S, 0.1 * bound))))
+
+
+# The least margin a rerun alone is given over the time the first run left its test unended.
+_ALONE_MARGIN_S = 2.0

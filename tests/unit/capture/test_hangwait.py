@@ -6,7 +6,7 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from reprospec.capture.hangwait import MIN_STALL_S, VerifyWait, verify_wait
+from reprospec.capture.hangwait import MIN_STALL_S, VerifyWait, alone_timeout, verify_wait
 from reprospec.core.results import AttemptResult, Outcome
 
 START = 1_796_000_000.0
@@ -101,3 +101,27 @@ def test_only_a_hang_gets_a_wait(tmp_path: Path) -> None:
     assert verify_wait("error:ValueError", tmp_path, attempts, ("steps",), 300.0) is None
     # The attempts of another signature say nothing of this one's hang.
     assert verify_wait("hang:phase", tmp_path, attempts, ("steps",), 300.0) == VerifyWait(300.0)
+
+
+def test_a_rerun_alone_waits_as_long_as_the_test_went_unended_with_the_others(
+    tmp_path: Path,
+) -> None:
+    # pt40: start-up and a 10 s stall (12 s here) called a test that alone sleeps 20 s and
+    # passes "hung alone". The first run showed only that the test did not end within
+    # 27.9 s (1 s of start-up, then 26.9 s after the test before it ended): that long, and
+    # a margin for the rerun's start-up.
+    attempts = [hung(tmp_path, 1, [1.0, 1.1], 28.0, signature="hang:t.py::test_x")]
+    bound = alone_timeout("hang:t.py::test_x", tmp_path, attempts, ("steps",), 30.0)
+    assert bound == 30.0
+    attempts = [hung(tmp_path, 2, [1.0, 1.1], 28.0, signature="hang:t.py::test_x")]
+    assert alone_timeout("hang:t.py::test_x", tmp_path, attempts, ("steps",), 60.0) == 31.0
+    # A long test before the hung one is not waited for again.
+    attempts = [hung(tmp_path, 3, [1.0, 40.0], 60.0, signature="hang:t.py::test_x")]
+    assert alone_timeout("hang:t.py::test_x", tmp_path, attempts, ("steps",), 60.0) == 24.0
+
+
+def test_a_first_test_that_hung_is_rerun_alone_within_the_timeout(tmp_path: Path) -> None:
+    # pt40: no progress before the hang (the first test): it was not narrowed at all.
+    attempts = [hung(tmp_path, 1, [], 10.2, signature="hang:t.py::test_x")]
+    assert alone_timeout("hang:t.py::test_x", tmp_path, attempts, ("pytest",), 10.0) == 10.0
+    assert alone_timeout("crash:SIGSEGV", tmp_path, attempts, ("pytest",), 10.0) is None
