@@ -1,0 +1,65 @@
+"""`reprospec run` of a pytest spec whose test hangs: the hang's detail names what pytest
+was doing, read from its stack (pt40).
+
+Real pytest runs through the CLI, under a short timeout: the first of five tests hangs in a
+spec's own `pytest -q` (no `-v` line names any test), and a test module's import hangs at
+collection (an `import wandb` that never returns). Before, both were a bare `hang`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import Cli
+
+_FIRST_OF_FIVE = "import time\n\n\ndef test_one():\n    time.sleep(1000)\n" + "".join(
+    f"\n\ndef test_{n}():\n    pass\n" for n in range(2, 6)
+)
+
+
+def _spec(tmp_path: Path, files: dict[str, str], args: str) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    for name, text in files.items():
+        (work / name).write_text(text)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: pytest-hang\nenvironment: {workdir: work}\n"
+        f"command: {sys.executable} -m pytest -p no:cacheprovider {args}\n"
+        "markers: [{preset: pytest}]\nrun: {timeout: 6s}\nexpect: {outcome: hang}\n"
+    )
+    return spec
+
+
+@pytest.mark.parametrize(
+    ("files", "args", "said"),
+    [
+        (
+            {"test_h.py": _FIRST_OF_FIVE},
+            "-q test_h.py",
+            "pytest was running test_one (test_h.py:5)",
+        ),
+        (
+            {
+                "slowmod.py": "import time\n\ntime.sleep(1000)\n",
+                "test_a.py": "def test_a():\n    pass\n",
+                "test_c.py": "import slowmod\n\n\ndef test_c():\n    pass\n",
+            },
+            "-q .",
+            "pytest was collecting test_c.py (test_c.py:1, importing slowmod.py:3)",
+        ),
+    ],
+    ids=["first-test", "collecting"],
+)
+def test_a_pytest_hang_says_what_pytest_was_doing(
+    cli: Cli, tmp_path: Path, files: dict[str, str], args: str, said: str
+) -> None:
+    result = cli("run", str(_spec(tmp_path, files, args)))
+    assert result.code == 0, result.stdout + result.stderr
+    outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
+    assert outcome["kind"] == "hang"
+    assert outcome["detail"].endswith(f"; {said}"), outcome["detail"]
+    assert said in (result.latest_run() / "report.md").read_text()
