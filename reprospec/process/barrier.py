@@ -30,8 +30,10 @@ instances' process trees; the attempt did not run.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import random
 import select
 import shutil
 import socket
@@ -56,12 +58,71 @@ class Start:
     released_at: float
 
 
+# MASTER_PORT is picked below the kernel's ephemeral range (ip_local_port_range), from here
+# up: a port the kernel hands out itself (bind to 0, every connect's local port) could be
+# any process's between the pick and the rank that binds it, seconds later (pt40). One
+# below the range is taken only by a process that names it.
+_LOWEST_PORT = 20000
+# Fewer ports than this below the range (a machine that widened it): the kernel's pick.
+_FEWEST_PORTS = 1000
+_TRIES = 64
+_PROC_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+# The ports handed to running attempts of this engine (`release_port` gives one back).
+_HANDED: set[int] = set()
+_HANDED_LOCK = threading.Lock()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port of `host` nothing listens on now (MASTER_PORT of a job of instances)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        port: int = probe.getsockname()[1]
-        return port
+    """A TCP port nothing is bound to now (MASTER_PORT of a job of instances): one below the
+    kernel's ephemeral range, which no other process's connection or `bind(0)` takes in
+    the seconds before the rank binds it, and not one handed to another running attempt of
+    this engine (`-j`) until `release_port` gives it back. Where too few ports lie below
+    the range, the kernel's own pick for `host`."""
+    low = _ephemeral_low()
+    with _HANDED_LOCK:
+        if low - _LOWEST_PORT >= _FEWEST_PORTS:
+            chooser = random.SystemRandom()
+            for _ in range(_TRIES):
+                port = chooser.randrange(_LOWEST_PORT, low)
+                if port not in _HANDED and _unbound(port):
+                    _HANDED.add(port)
+                    return port
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((host, 0))
+            picked: int = probe.getsockname()[1]
+        _HANDED.add(picked)
+        return picked
+
+
+def release_port(port: int) -> None:
+    """`port`'s attempt ended: `free_port` may hand it out again."""
+    with _HANDED_LOCK:
+        _HANDED.discard(port)
+
+
+def _ephemeral_low() -> int:
+    """The lowest port of the kernel's ephemeral range (Linux's default where unread)."""
+    try:
+        return int(_PROC_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _unbound(port: int) -> bool:
+    """Whether no socket is bound to `port` on any address: a rank's store binds every
+    address (IPv6's too where the machine has it), so one bound on any is a clash."""
+    for family, address in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+        try:
+            probe = socket.socket(family, socket.SOCK_STREAM)
+        except OSError:
+            continue  # no IPv6
+        with probe:
+            try:
+                probe.bind((address, port))
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    return False
+    return True
 
 
 class StartBarrier:

@@ -27,7 +27,8 @@ also gets, as torchrun would set them for a job of N processes on one machine:
 
     REPROSPEC_INSTANCE    its number, 0..N-1 (also RANK and LOCAL_RANK)
     REPROSPEC_INSTANCES   N (also WORLD_SIZE and LOCAL_WORLD_SIZE)
-    MASTER_ADDR, MASTER_PORT  127.0.0.1 and a port that was free when the attempt began
+    MASTER_ADDR, MASTER_PORT  127.0.0.1 and a port that was free when the attempt began,
+                          below the kernel's ephemeral range (barrier.free_port)
 """
 
 from __future__ import annotations

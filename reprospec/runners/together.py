@@ -19,7 +19,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.results import Execution
 from reprospec.errors import InfraError
-from reprospec.process.barrier import StartBarrier, free_port
+from reprospec.process.barrier import StartBarrier, free_port, release_port
 from reprospec.process.childprotocol import Instance
 from reprospec.process.scratch import Scratch
 
@@ -111,6 +111,7 @@ def run_together(
         for thread in started:
             thread.join()
         barrier.close()
+        release_port(port)
         # Every instance is gone: what they left is no one's.
         warnings.extend(cleanup())
     executions = [execution for execution in done if execution is not None]
