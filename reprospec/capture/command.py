@@ -546,11 +546,10 @@ def _narrowed(
     the first run left the test unended, at most the spec's timeout: the first test that
     hung, or one whose timeout came soon after the test before it ended, is narrowed too,
     its rerun waiting that long; a test that alone ends sooner, a slow one, is no hang).
-    The line says which; None where
-    there was nothing to narrow (no pytest, no test named, a command that runs the test
-    alone already or whose test paths are not sure, or `--no-verify`, which reruns
-    nothing). Also the words of the command the spec runs, before its axes (what `files`
-    leaves out)."""
+    The line says which; None where there was nothing to narrow (no pytest, no test named,
+    a command that runs the test alone already or whose test paths are not sure, or
+    `--no-verify`, which reruns nothing). Also the words of the command the spec runs,
+    before its axes (what `files` leaves out)."""
     outcome = observed.outcome
     if (
         outcome is None
