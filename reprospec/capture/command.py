@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -82,6 +82,7 @@ from reprospec.outcome.pytestreport import (
     xdist_running,
     xdist_worker_crash,
 )
+from reprospec.report.paths import PathNames
 from reprospec.spec.presets import PRESETS, detect
 
 if TYPE_CHECKING:
@@ -419,6 +420,7 @@ def _capture(
         hydra=hydra,
         last_import=last_import,
         run_id=result.run_id,
+        paths=result.paths,
         not_carried=(
             *(f"{name} (hidden: it may hold secrets)" for name in data.hidden),
             *(f"{name} (too large to carry)" for name in data.too_large),
@@ -908,6 +910,7 @@ def _draft(
     hydra: tuple[str, ...] = (),
     last_import: str | None = None,
     run_id: str = "",
+    paths: Mapping[str, str] | None = None,  # the run's (RunResult.paths): named short
     not_carried: tuple[str, ...] = (),
     local: tuple[LocalInstall, ...] = (),
     notes: tuple[str, ...] = (),
@@ -932,7 +935,10 @@ def _draft(
     return Draft(
         name=name,
         title=mask_parts(_title(request.argv, observed, expect), secrets),
-        description=mask_parts(_description(request.argv, observed, last_import), secrets),
+        description=mask_parts(
+            _description(request.argv, observed, last_import, PathNames(paths or {}).shorten),
+            secrets,
+        ),
         workdir=relative,
         command=proposal.command,
         files=files,
@@ -1044,7 +1050,15 @@ def _title(argv: tuple[str, ...], observed: Observed | None, expect: JsonObject)
     return f"{stem}: {what}{where}{frame}{at}"
 
 
-def _description(argv: tuple[str, ...], observed: Observed | None, last_import: str | None) -> str:
+def _description(
+    argv: tuple[str, ...],
+    observed: Observed | None,
+    last_import: str | None,
+    short: Callable[[str], str] = str,
+) -> str:
+    """What happened, in words; `short` names the run's paths as its report does (a hung
+    worker's frame read `in /home/alice/proj/wh.py:9`: the capturer's folder, in a spec
+    written to be sent, and in every report of its runs)."""
     outcome = observed.outcome if observed else None
     lines = [f"Captured from `{shlex.join(argv)}`."]
     if outcome is not None and observed is not None:
@@ -1052,7 +1066,7 @@ def _description(argv: tuple[str, ...], observed: Observed | None, last_import: 
         lines.append(
             f"It ended `{outcome.signature}` in {observed.matched} of "
             f"{plural(observed.attempts, 'attempt')}"
-            + (f": {outcome.detail}" if outcome.detail else ".")
+            + (f": {short(outcome.detail)}" if outcome.detail else ".")
         )
         if outcome.kind == "hang" and last_import:
             lines.append(f"It hung while importing `{last_import}` (its stack shows the import).")

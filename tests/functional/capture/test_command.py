@@ -244,6 +244,11 @@ def test_a_hang_stuck_in_a_dataloader_worker_is_expected_there(cli: Cli, tmp_pat
     assert spec.document["expect"] == {"outcome": "hang", "where": "worker"}
     text = (workdir / "spec.yaml").read_text()
     assert "where: worker  # the hang is stuck in a DataLoader worker fetching an item" in text
+    # Its frame is named as the report names it: the description read `in
+    # /home/alice/proj/train.py:9`, the capturer's folder in a spec written to be sent.
+    description = str(spec.document["description"])
+    assert "was fetching an item, in train.py:" in description, description
+    assert str(workdir) not in text
     # The written spec reproduces it: its verify's hang is the worker's too.
     assert "verdict reproduced" in result.stdout, result.stdout + result.stderr
     assert [
