@@ -934,7 +934,7 @@ def _draft(
     header += tuple(f"{note[0].upper()}{note[1:]}." for note in notes)
     return Draft(
         name=name,
-        title=mask_parts(_title(request.argv, observed, expect), secrets),
+        title=mask_parts(_title(request.argv, observed, expect, last_import), secrets),
         description=mask_parts(
             _description(request.argv, observed, last_import, PathNames(paths or {}).shorten),
             secrets,
@@ -1011,7 +1011,12 @@ def _xdist(outcome: Outcome) -> bool:
     return xdist_worker_crash(outcome.where, outcome.detail)
 
 
-def _title(argv: tuple[str, ...], observed: Observed | None, expect: JsonObject) -> str:
+def _title(
+    argv: tuple[str, ...],
+    observed: Observed | None,
+    expect: JsonObject,
+    last_import: str | None = None,
+) -> str:
     """`train.py: SIGSEGV in a DataLoader worker in __getitem__ (data.py:12), main loop at
     train`: the failure, where it died (the crashed process's own frame), and the phase and
     step as `expect` states them, said to be the main loop's for another process's crash.
@@ -1039,6 +1044,10 @@ def _title(argv: tuple[str, ...], observed: Observed | None, expect: JsonObject)
         where = " after a child process " + (
             f"died of {child.signal}" if child.signal else "terminated abruptly"
         )
+    elif outcome.kind == "hang" and last_import:
+        # Where it hung, as the description and `expect`'s comment say: the title read
+        # `main.py: hang`, a report's headline that said nothing of the import.
+        where = f" while importing {last_import}"
     frame = f" in {observed.frame}" if observed.frame else ""
     phase, step = expect.get("phase"), expect.get("step")
     if isinstance(phase, str) and is_test_id(phase):

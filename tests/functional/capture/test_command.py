@@ -227,6 +227,8 @@ def test_a_program_hanging_at_import(cli: Cli, tmp_path: Path) -> None:
     assert spec.document["files"] == ["plugin.py"]
     text = (workdir / "spec.yaml").read_text()
     assert "outcome: hang  # while importing plugin.py:9" in text
+    # The title, a report's headline, says so too: it read `main.py: hang`.
+    assert spec.document["title"] == "main.py: hang while importing plugin.py:9"
     assert "try [fork, spawn]" in text
     signature, cells = rerun_and_separate(cli, workdir, "start_method", "[fork, spawn]")
     assert signature == "hang"

@@ -62,6 +62,21 @@ def test_a_worker_crashs_title_names_its_frame_and_no_step_of_the_main_loop() ->
     assert _title(("python", "train.py"), main, expect) == "train.py: SIGSEGV at train step 7"
 
 
+def test_a_hang_at_import_is_titled_with_the_import() -> None:
+    # `main.py: hang` was the title (and every report's headline) of a hang its stack
+    # showed in `import slowlib`, which only the description and a comment said.
+    from reprospec.capture.command import Observed, _title, expectation
+    from reprospec.core.results import Outcome
+
+    observed = Observed(Outcome("hang", signature="hang"), 1, 1)
+    expect, comments = expectation(observed, "slowlib.py:9")
+    assert comments["outcome"] == "while importing slowlib.py:9 (its stack shows it)"
+    assert _title(("python", "main.py"), observed, expect, "slowlib.py:9") == (
+        "main.py: hang while importing slowlib.py:9"
+    )
+    assert _title(("python", "main.py"), observed, expect) == "main.py: hang"
+
+
 def test_a_worker_crash_seen_once_in_several_attempts_expects_no_step() -> None:
     # `capture --repeat 5` with one worker crash in five wrote `step: 8`: the rule counted
     # the attempts that ran, not those that saw the crash, and capture.md says the step of
