@@ -92,9 +92,17 @@ def bisect_spec(
     if plan.expectation(cell).outcome == "pass":
         # Every version would "not reproduce" a pass: refused before anything is built, as
         # isolate and amplify refuse it (it ran 20 attempts, then blamed the bad end).
+        # `-m` chooses among cells: a spec of one has none to choose (the hint read
+        # `-m AXIS=VALUE` for a spec without a matrix).
+        hint = (
+            "choose a failing cell with -m AXIS=VALUE"
+            if len(whole.cells) > 1
+            else "write in its expect how the bad version fails (with --good the newer "
+            "version, bisect finds the release that fixed it)"
+        )
         raise UsageError(
             f"bisect needs the cell's expect to say how it fails; {cell.id or 'the cell'} is "
-            f"expected to pass: choose a failing cell with -m AXIS=VALUE"
+            f"expected to pass: {hint}"
         )
     if chosen.total > 1:
         say(chosen.said())

@@ -439,6 +439,9 @@ def test_nothing_that_can_run_is_exit_3_and_a_passing_cell_is_bad_usage(
     passing = bisect("fresh", "expect={outcome: pass}")
     assert passing.code == 2, passing.stdout + passing.stderr
     assert "bisect needs the cell's expect to say how it fails" in passing.stderr
+    # The spec has one cell: no `-m` to choose another (the hint said `-m AXIS=VALUE`).
+    assert "-m AXIS=VALUE" not in passing.stderr
+    assert "write in its expect how the bad version fails" in passing.stderr
     assert not list((tmp_path / "fresh").glob("runs/*"))  # refused before anything ran
 
 
