@@ -54,6 +54,7 @@ from reprospec.capture.writer import (
     Draft,
     axis_for,
     check_output,
+    comment_key,
     crashed_in,
     message_pattern,
     process_keys,
@@ -807,7 +808,8 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
     if keys.step is not None:
         expect["step"] = keys.step
     for key, text in keys.comments:
-        comments[key] = text
+        at = comment_key(key, expect)
+        comments[at] = f"{comments[at]}; {text}" if at in comments else text
     if outcome.kind != "pass" and outcome.stage is not None:
         expect["stage"] = outcome.stage
     if outcome.kind != "pass" and outcome.module is not None:

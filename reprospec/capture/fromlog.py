@@ -23,6 +23,7 @@ from reprospec.capture.writer import (
     Draft,
     EnvLine,
     axis_for,
+    comment_key,
     crashed_in,
     message_pattern,
     process_keys,
@@ -222,7 +223,8 @@ def _expect(
     if keys.step is not None:
         expect["step"] = keys.step
     for key, text in keys.comments:
-        comments[key] = f"{comments[key]}; {text}" if key in comments else text
+        at = comment_key(key, expect)
+        comments[at] = f"{comments[at]}; {text}" if at in comments else text
     return expect, comments
 
 

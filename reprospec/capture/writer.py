@@ -373,6 +373,16 @@ def process_keys(
     return ProcessKeys(kept, step, where=process)
 
 
+def comment_key(key: str, expect: Mapping[str, object]) -> str:
+    """The key of `expect` a comment of `process_keys` goes on: its own, or, for `phase`
+    where no phase is expected (the `steps` preset's `step 7` names none), `where`, the
+    key a worker's crash always has. The comment that says why no step is expected was
+    dropped there, with the line it was to go on."""
+    if key == "phase" and key not in expect and "where" in expect:
+        return "where"
+    return key
+
+
 def message_pattern(message: str, volatile: Sequence[str] = (), secrets: Sequence[str] = ()) -> str:
     """The exception message's first line as a regex that matches it again on a rerun.
 

@@ -77,6 +77,26 @@ def test_a_hang_at_import_is_titled_with_the_import() -> None:
     assert _title(("python", "main.py"), observed, expect) == "main.py: hang"
 
 
+def test_why_a_worker_crash_expects_no_step_is_said_where_no_phase_is_expected() -> None:
+    # The `steps` preset's `step 2` names no phase: the comment saying why the main loop's
+    # step is not expected went on `phase`, absent, and was dropped, so the spec of
+    # `crash SIGSEGV (worker) @ step 2` said nothing of the step it left out.
+    from reprospec.capture.command import Observed, expectation
+    from reprospec.core.results import Outcome
+
+    worker = Outcome("crash", signal="SIGSEGV", where="worker", step=2, signature="s")
+    expect, comments = expectation(Observed(worker, 1, 1, steps=(2,)))
+    assert expect == {"outcome": "crash", "signal": "SIGSEGV", "where": "worker"}
+    assert comments["where"] == (
+        "the main loop was at step 2; workers run ahead, so no step is expected"
+    )
+    varied = Observed(worker, 3, 3, steps=(4, 4, 2))
+    expect, comments = expectation(varied)
+    assert "step" not in expect
+    assert "phase" not in expect
+    assert comments["where"].startswith("the main loop was at steps 2..4; workers run ahead")
+
+
 def test_a_worker_crash_seen_once_in_several_attempts_expects_no_step() -> None:
     # `capture --repeat 5` with one worker crash in five wrote `step: 8`: the rule counted
     # the attempts that ran, not those that saw the crash, and capture.md says the step of

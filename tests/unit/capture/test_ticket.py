@@ -344,6 +344,20 @@ def test_a_worker_crash_ticket_expects_the_signal_and_where_not_the_main_process
     assert "`RuntimeError`: DataLoader worker (pid 31522)" in draft.description
 
 
+def test_a_worker_crash_after_steps_of_no_phase_says_why_it_expects_no_step() -> None:
+    # `step 2` lines name no phase: the comment went on `phase`, absent, and was dropped.
+    text = (
+        "$ python train.py --workers 2\n"
+        "step 0\nstep 1\nstep 2\n"
+        "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Segmentation fault.\n"
+    )
+    draft = skeleton(read_ticket(text), "ticket.md")
+    assert draft.expect == {"outcome": "crash", "signal": "SIGSEGV", "where": "worker"}
+    assert draft.expect_comments["where"] == (
+        "the main loop was at step 2; workers run ahead, so no step is expected"
+    )
+
+
 def test_the_phase_is_named_as_a_run_of_the_same_output_names_it() -> None:
     # `eval step 3/50` then a segfault: the skeleton expected phase `validation`, and the
     # same program run for real failed at `eval:3`, not-reproduced.
