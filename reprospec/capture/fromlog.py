@@ -200,8 +200,13 @@ def _expect(
     if failure.outcome == "crash" and failure.signal:
         expect["signal"] = failure.signal
         comments["signal"] = crashed_in(failure.where, xdist=ticket.xdist_crash is not None)
-        if keys.where is not None:
-            expect["where"] = keys.where
+    if failure.outcome == "crash" and keys.where is not None:
+        # Also where the log names no signal: pytest-xdist's `node down` alone (no
+        # faulthandler dump) is a worker's crash, which the title says, and the main
+        # process's own crash at that test is another bug.
+        expect["where"] = keys.where
+        if not failure.signal:
+            comments["where"] = crashed_in(failure.where, xdist=ticket.xdist_crash is not None)
     if failure.outcome in ("error", "crash") and keys.exception:
         expect["exception"] = keys.exception
     if failure.outcome == "error" and failure.message:

@@ -583,6 +583,16 @@ def test_a_pytest_xdist_workers_crash_is_a_child_s_at_the_test_xdist_names() -> 
     plain = XDIST_CRASH.replace(".Fatal Python error: Segmentation fault", ".")
     assert read_ticket(plain).failure.outcome == "crash"
     assert read_ticket(plain).failure.phase == "tests/test_x.py::test_y[a] b]"
+    # ... expected in a child, as the title says and a live run of it reads: without the
+    # signal, `where` was left out, and the main process's own crash matched.
+    unsigned = skeleton(read_ticket(plain), "issue.md")
+    assert unsigned.expect == {
+        "outcome": "crash",
+        "where": "child",
+        "phase": "tests/test_x.py::test_y[a] b]",
+    }
+    assert unsigned.expect_comments["where"] == "in a pytest-xdist worker"
+    assert "pytest-xdist worker" in unsigned.title
 
 
 def test_a_pytest_v_log_of_a_crash_names_the_test_running_when_it_died() -> None:
