@@ -298,7 +298,9 @@ def environment_lines(
         if name in lines or name in ENV_SKIPPED or name.startswith("REPROSPEC"):
             continue
         if name.startswith(ENV_PREFIXES):
-            lines[name] = _env_line(name, environ[name], "")
+            # Said, as a variable the failure needs is: a reader took `OPENBLAS_CORETYPE:
+            # Haswell` for a setting the failure was shown to need (no rerun leaves it out).
+            lines[name] = _env_line(name, environ[name], "your shell set it; not shown needed")
     for name in ("LC_ALL", "LC_CTYPE", "LANG"):
         locale = environ.get(name, "")
         if name not in lines and locale and not _UTF8.search(locale):
