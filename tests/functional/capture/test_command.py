@@ -1452,7 +1452,7 @@ def test_a_failure_that_needs_nothing_of_the_shell_adds_nothing(cli: Cli, tmp_pa
     (workdir / "boom.py").write_text("print('train step 1/1', flush=True)\nraise ValueError(1)\n")
     result = capture(cli, workdir, "python", "boom.py", env={"UNRELATED_SETTING": "x"})
     assert "the failure needs" not in result.stdout
-    assert ") (without " in result.stdout  # the shell's own were left out, and it says so
+    assert " file (without " in result.stdout  # the shell's own were left out, and it says so
     assert "verdict reproduced" in result.stdout
     text = (workdir / "spec.yaml").read_text()
     assert "UNRELATED_SETTING" not in text
