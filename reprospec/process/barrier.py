@@ -87,9 +87,14 @@ def free_port(host: str = "127.0.0.1") -> int:
                 if port not in _HANDED and _unbound(port):
                     _HANDED.add(port)
                     return port
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind((host, 0))
-            picked: int = probe.getsockname()[1]
+        # The kernel's pick is any port unbound now, one handed out and not yet bound by
+        # its rank too: asked again (it picks anew each time) until it is none of those.
+        for _ in range(_TRIES):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                probe.bind((host, 0))
+                picked: int = probe.getsockname()[1]
+            if picked not in _HANDED:
+                break
         _HANDED.add(picked)
         return picked
 

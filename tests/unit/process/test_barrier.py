@@ -7,6 +7,7 @@ import random
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -55,3 +56,32 @@ def test_a_bound_port_or_one_handed_out_is_not_picked(monkeypatch: pytest.Monkey
         release_port(first)
         release_port(second)
         assert second not in (bound, bound + 1)
+
+
+def test_the_kernels_pick_is_not_one_handed_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A machine whose ephemeral range leaves too few ports below it: the kernel's pick,
+    # which may be a port handed to a running attempt whose rank has not bound it yet.
+    monkeypatch.setattr(barrier, "_ephemeral_low", lambda: barrier._LOWEST_PORT + 10)
+    picks = iter([40001, 40001, 40002])
+
+    class Probe:
+        def __enter__(self) -> Probe:
+            return self
+
+        def __exit__(self, *_: object) -> None:
+            pass
+
+        def bind(self, _: object) -> None:
+            pass
+
+        def getsockname(self) -> tuple[str, int]:
+            return "127.0.0.1", next(picks)
+
+    kernel = SimpleNamespace(AF_INET=socket.AF_INET, SOCK_STREAM=socket.SOCK_STREAM)
+    kernel.socket = lambda *_: Probe()
+    monkeypatch.setattr(barrier, "socket", kernel)
+    first = free_port()
+    second = free_port()
+    release_port(first)
+    release_port(second)
+    assert (first, second) == (40001, 40002)
