@@ -224,9 +224,9 @@ def classify(
             elif not started:
                 detail += "; every test pytest-xdist's workers started had ended"
         elif pytest and evidence.stack and (doing := _pytest_hung_in(evidence.stack)):
-            # The test it hung in, where -v named none (the first test's line is unended,
-            # and a run without -v names no test): `pytest was running test_one (t.py:4)`;
-            # or the module it was collecting.
+            # What its stack shows pytest doing, said whatever -v printed: a first test
+            # that hangs leaves its line unended, and a run without -v names no test
+            # (`pytest was running test_one (t.py:4)`, a fixture's setup, a collection).
             detail += f"; {doing}"
         if events.done or execution.stalled:
             pass  # no progress for run.stall: not "still progressing?"

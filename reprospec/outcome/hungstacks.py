@@ -165,17 +165,6 @@ def label_workers(stack: str) -> str:
     return "\n".join(label(line) for line in stack.split("\n"))
 
 
-__all__ = [
-    "WORKER_LABEL",
-    "Frame",
-    "HungProcess",
-    "hung_processes",
-    "label_workers",
-    "stuck_worker",
-    "where_stuck",
-]
-
-
 # pytest's frames that say what it was doing: the test's call (the frame after it is the
 # test function), a fixture's setup (the fixture), a test module's import (collection).
 _PYTEST_CALL = ("_pytest/python.py", "pytest_pyfunc_call")
@@ -226,3 +215,16 @@ def _is(frame: Frame, where: tuple[str, str | tuple[str, ...]]) -> bool:
 
 def _short(frame: Frame) -> str:
     return f"{frame.path.rsplit('/', 1)[-1]}:{frame.line}"
+
+
+__all__ = [
+    "WORKER_LABEL",
+    "Frame",
+    "HungProcess",
+    "hung_frames",
+    "hung_processes",
+    "label_workers",
+    "pytest_hung_in",
+    "stuck_worker",
+    "where_stuck",
+]
