@@ -204,6 +204,9 @@ class StallJudge:
     (`drain`): their bytes are output (progress where output counts); where only markers
     count, the lines read go to the markers' thread, whose events the next sweep reads,
     so the stall is held back once, to that sweep, for each progress it was seen after.
+    Lines count there whichever read took them since the last sweep: the engine's wake
+    from its starved poll is a step of the loop, which reads the waiting lines just before
+    the sweep, and the drain then finds the pipes empty.
     """
 
     def __init__(self, watch: ProgressWatch, pump: _Drained) -> None:
@@ -211,14 +214,19 @@ class StallJudge:
         self.pump = pump
         # The last progress (`watch.last`) a stall was held back at.
         self._held: float | None = None
+        # The pump's bytes at the last sweep: those read since are in the markers' queue.
+        self._swept = pump.bytes_read
 
     def stalled(self, now: float) -> bool:
         """Whether the attempt has stalled by `now`, its pipes read first."""
         watch, pump = self.watch, self.pump
         watch.poll(now)
+        swept, self._swept = self._swept, pump.bytes_read
         if not watch.stalled(now):
             return False
-        read = pump.drain()
+        pump.drain()
+        self._swept = pump.bytes_read
+        read = pump.bytes_read - swept
         if pump.exited:
             return False  # it ended: the loop sees it
         watch.output(now, pump.bytes_read)

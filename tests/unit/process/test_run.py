@@ -124,3 +124,23 @@ def test_an_empty_pipe_is_a_stall_at_once(tmp_path: Path, pipe: tuple[_Pump, int
     watch = ProgressWatch(events, 5.0, output_counts=False)
     watch.poll(100.0)
     assert StallJudge(watch, pump).stalled(106.0)
+
+
+def test_lines_the_loops_own_step_read_before_the_sweep_hold_the_stall_back_too(
+    tmp_path: Path, pipe: tuple[_Pump, int, _Kept]
+) -> None:
+    # The starved engine wakes in the loop's step, which reads the waiting marker line just
+    # before the sweep: the drain finds the pipes empty, and the line is still in the
+    # markers' queue, its event not written.
+    pump, write_end, _ = pipe
+    events = tmp_path / "events.jsonl"
+    _event(events, event="marker", line="step 1", phase="train", step=1)
+    watch = ProgressWatch(events, 5.0, output_counts=False)
+    watch.poll(100.0)
+    judge = StallJudge(watch, pump)
+    os.write(write_end, b"step 2\n")
+    pump.step(0.0)  # the loop's step
+    assert not judge.stalled(200.0)
+    _event(events, event="marker", line="step 2", phase="train", step=2)
+    assert not judge.stalled(200.5)
+    assert watch.last == 200.5
