@@ -1048,8 +1048,9 @@ def _title(
         )
     elif outcome.kind == "hang" and last_import:
         # Where it hung, as the description and `expect`'s comment say: the title read
-        # `main.py: hang`, a report's headline that said nothing of the import.
-        where = f" while importing {last_import}"
+        # `main.py: hang`, a report's headline that said nothing of the import. Not a
+        # `where`: no other process's, so its phase is no "main loop" beside it.
+        what += f" while importing {last_import}"
     frame = f" in {observed.frame}" if observed.frame else ""
     phase, step = expect.get("phase"), expect.get("step")
     if isinstance(phase, str) and is_test_id(phase):

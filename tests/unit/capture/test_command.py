@@ -75,6 +75,13 @@ def test_a_hang_at_import_is_titled_with_the_import() -> None:
         "main.py: hang while importing slowlib.py:9"
     )
     assert _title(("python", "main.py"), observed, expect) == "main.py: hang"
+    # An import inside the loop, at step 3: the main process's own hang, not another
+    # process's, so its phase is no "main loop" beside it.
+    looped = Observed(Outcome("hang", phase="train", step=3, signature="hang@train"), 1, 1)
+    expect, _ = expectation(looped, "slowlib.py:9")
+    assert _title(("python", "main.py"), looped, expect, "slowlib.py:9") == (
+        "main.py: hang while importing slowlib.py:9 at train step 3"
+    )
 
 
 def test_why_a_worker_crash_expects_no_step_is_said_where_no_phase_is_expected() -> None:
