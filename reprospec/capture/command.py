@@ -599,8 +599,9 @@ def _narrowed(
     same = sum(native.agrees(o.signature, observed.signature, native_unknown=True) for o in ran)
     counted = f"{same}/{plural(len(ran), 'attempt')}, run {result.run_id}"
     if outcome.kind == "hang" and alone is not None:
-        # What the narrowing cost: a rerun called a hang at its own timeout, or the spec's.
-        counted += f", {took:.1f} s: called a hang at " + (
+        # What the narrowing cost: a rerun that is a hang if unended at its own timeout, or
+        # the spec's. Not "called a hang at": said of a rerun that passed too.
+        counted += f", {took:.1f} s: a hang if unended at " + (
             f"{format_duration(alone)}, as long as it went unended with the others"
             if alone < request.timeout_s
             else f"the spec's {format_duration(request.timeout_s)} timeout"

@@ -2258,7 +2258,7 @@ def test_a_hanging_pytest_test_is_narrowed_within_a_bound_of_its_own(
     assert f"wrote spec.yaml: hang:{node} in 1/1" in result.stdout, result.stdout
     narrowed = re.search(
         rf"narrowed to the test that hung: {re.escape(node)} alone hung the same way \(1/1 "
-        r"attempt, run \S+, (?P<took>[\d.]+) s: called a hang at (?P<bound>\d+)s, as "
+        r"attempt, run \S+, (?P<took>[\d.]+) s: a hang if unended at (?P<bound>\d+)s, as "
         r"long as it went unended with the others\), so the spec runs it alone",
         result.stdout,
     )
@@ -2290,7 +2290,7 @@ def test_the_first_pytest_test_that_hangs_is_named_and_narrowed(cli: Cli, tmp_pa
     assert f"wrote spec.yaml: hang:{node} in 1/1" in result.stdout, result.stdout
     assert re.search(
         rf"narrowed to the test that hung: {re.escape(node)} alone hung the same way \(1/1 "
-        r"attempt, run \S+, [\d.]+ s: called a hang at the spec's 8s timeout\), so the "
+        r"attempt, run \S+, [\d.]+ s: a hang if unended at the spec's 8s timeout\), so the "
         "spec runs it alone",
         result.stdout,
     ), result.stdout
@@ -2319,7 +2319,7 @@ def test_a_test_that_alone_is_only_slow_is_not_narrowed_as_a_hang(cli: Cli, tmp_
     assert f"wrote spec.yaml: hang:{node} in 1/1" in result.stdout, result.stdout
     assert re.search(
         rf"the spec runs the whole command: {re.escape(node)} alone did not hang the same way "
-        r"\(0/1 attempt, run \S+, [\d.]+ s: called a hang at the spec's 25s timeout; it "
+        r"\(0/1 attempt, run \S+, [\d.]+ s: a hang if unended at the spec's 25s timeout; it "
         r"ended pass\)",
         result.stdout,
     ), result.stdout
