@@ -43,6 +43,8 @@ from reprospec.spec.presets import PRESETS
 MIN_STALL_S = 10.0
 # The stall is this many times the longest gap between the captured hang's progress events.
 GAP_FACTOR = 10.0
+# The least margin a rerun alone is given over the time the first run left its test unended.
+_ALONE_MARGIN_S = 2.0
 
 
 @frozen
@@ -215,7 +217,3 @@ def alone_timeout(
         return timeout_s
     # A margin for the rerun's own start-up, which a loaded machine may make slower.
     return min(timeout_s, float(math.ceil(bound + max(_ALONE_MARGIN_S, 0.1 * bound))))
-
-
-# The least margin a rerun alone is given over the time the first run left its test unended.
-_ALONE_MARGIN_S = 2.0
