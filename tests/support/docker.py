@@ -111,17 +111,27 @@ def public_base(client: DockerClient | None) -> str:
 DEFAULT_DEBIAN_MIRROR = "http://deb.debian.org/debian"
 
 
+def apt_sources(apt: Path = Path("/etc/apt")) -> list[str]:
+    """The texts of the source files apt reads: sources.list, and in sources.list.d those
+    named `*.list` or `*.sources` (apt passes over the others: a `.save`, `.disabled` or
+    `.bak` copy of an old mirror)."""
+    folder = apt / "sources.list.d"
+    files = [
+        apt / "sources.list",
+        *sorted(f for f in folder.glob("*") if f.suffix in (".list", ".sources")),
+    ]
+    return [f.read_text(errors="replace") for f in files if f.is_file()]
+
+
 def debian_mirror(sources: Sequence[str] | None = None) -> str:
     """The Debian archive this machine's own apt reads (its first `.../debian` source).
 
     A CI machine behind a mirror or a proxy reaches its own archive and maybe not
     deb.debian.org; mmdebstrap is told the one apt already uses. `sources` are the texts of
     apt's source files (deb822 `URIs:` fields or one-line `deb [options] URI suite ...`);
-    None reads /etc/apt's."""
+    None reads /etc/apt's (`apt_sources`)."""
     if sources is None:
-        apt = Path("/etc/apt")
-        files = [apt / "sources.list", *sorted((apt / "sources.list.d").glob("*"))]
-        sources = [f.read_text(errors="replace") for f in files if f.is_file()]
+        sources = apt_sources()
     for text in sources:
         for line in text.splitlines():
             words = line.split("#", 1)[0].split()

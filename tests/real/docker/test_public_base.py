@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tests.support.docker import DEFAULT_DEBIAN_MIRROR, debian_mirror
+from pathlib import Path
+
+from tests.support.docker import DEFAULT_DEBIAN_MIRROR, apt_sources, debian_mirror
 
 # /etc/apt/sources.list.d/debian.sources of these machines (Debian bookworm's deb822 form).
 DEB822 = """\
@@ -36,3 +38,13 @@ def test_without_a_debian_source_it_is_deb_debian_org() -> None:
     assert debian_mirror(["deb http://ports.ubuntu.com/ubuntu-ports jammy main\n"]) == (
         DEFAULT_DEBIAN_MIRROR
     )
+
+
+def test_a_source_file_apt_passes_over_is_not_read(tmp_path: Path) -> None:
+    # An old mirror kept as `debian.sources.save` (apt reads only *.list and *.sources)
+    # came first by name and was taken.
+    folder = tmp_path / "sources.list.d"
+    folder.mkdir()
+    (folder / "debian.list.save").write_text("deb http://old.corp/debian bookworm main\n")
+    (folder / "debian.sources").write_text(DEB822)
+    assert debian_mirror(apt_sources(tmp_path)) == "http://deb.debian.org/debian"
