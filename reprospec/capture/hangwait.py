@@ -30,11 +30,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from reprospec.capture.footprint import attempt_output
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import AttemptResult
 from reprospec.core.units import format_duration
 from reprospec.outcome.evidence import iter_events
+from reprospec.outcome.pytestreport import xdist_running
 from reprospec.process.progress import is_progress_event
 from reprospec.spec.presets import PRESETS
 
@@ -183,7 +185,8 @@ def alone_timeout(
     with that test unended, at most the timeout. That is the first run's start-up (to its
     first progress: pytest's start, collection, the first test) and the time from its last
     progress (the test before the hung one ending) to the kill; where it made no progress
-    before the hang (the first test hung), its whole duration. The hung test's own `-v`
+    before the hang (the first test hung), or ran under pytest-xdist (other workers' tests
+    end beside the hung one), its whole duration. The hung test's own `-v`
     line, unended while it ran, is no progress.
 
     No stall calls the rerun early: a test that alone sleeps 20 s and then passes has a
@@ -211,7 +214,12 @@ def alone_timeout(
             if _is_progress(event, wanted if presets else None)
             if isinstance(t := event.get("t"), (int, float)) and t < end - _CLOSED_S
         )
-        unended = (times[0] - start) + (end - times[-1]) if times else end - start
+        if not times or xdist_running(attempt_output(run_dir, attempt)) is not None:
+            # No progress before it, or pytest-xdist's workers, whose tests run beside the
+            # hung one: another worker's test ending says nothing of when it began.
+            unended = end - start
+        else:
+            unended = (times[0] - start) + (end - times[-1])
         bound = max(bound, unended)
     if bound <= 0:
         return timeout_s

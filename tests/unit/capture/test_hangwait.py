@@ -125,3 +125,15 @@ def test_a_first_test_that_hung_is_rerun_alone_within_the_timeout(tmp_path: Path
     attempts = [hung(tmp_path, 1, [], 10.2, signature="hang:t.py::test_x")]
     assert alone_timeout("hang:t.py::test_x", tmp_path, attempts, ("pytest",), 10.0) == 10.0
     assert alone_timeout("crash:SIGSEGV", tmp_path, attempts, ("pytest",), 10.0) is None
+
+
+def test_under_xdist_a_rerun_alone_waits_the_whole_first_run(tmp_path: Path) -> None:
+    # pytest-xdist's workers run tests side by side: the other worker's tests ended until
+    # 25 s, after the hung one began, and start-up and the 3 s after that (6 s with the
+    # margin) would call a test that alone takes 20 s and passes "hung alone".
+    attempts = [hung(tmp_path, 1, [1.0, 25.0], 28.0, signature="hang:t.py::test_x")]
+    (tmp_path / attempts[0].logs / "stdout.log").write_text(
+        "created: 2/2 workers\n2 workers [3 items]\n\nt.py::test_x \nt.py::test_a \n"
+        "[gw1] [ 33%] PASSED t.py::test_a \n"
+    )
+    assert alone_timeout("hang:t.py::test_x", tmp_path, attempts, ("steps",), 60.0) == 31.0
