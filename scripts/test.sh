@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 # This run's own logs (apt, the public base): two runs on one machine never share a file.
 logs=$(mktemp -d "${TMPDIR:-/tmp}/reprospec-test.XXXXXX")
+keep_logs=""  # set where a step failed: its log is named, so it stays
+trap '[ -n "$keep_logs" ] || rm -rf "$logs"' EXIT
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
@@ -50,7 +52,7 @@ if { [ "${CI:-}" = "true" ] || [ "$(id -u)" = 0 ]; } && command -v apt-get >/dev
   if ! $SUDO apt-get install -y --no-install-recommends $packages >"$logs/apt-gdb.log" 2>&1; then
     $SUDO apt-get update >>"$logs/apt-gdb.log" 2>&1  # stale package lists: refresh once
     $SUDO apt-get install -y --no-install-recommends $packages >>"$logs/apt-gdb.log" 2>&1 \
-      || { tail -n 20 "$logs/apt-gdb.log" >&2; exit 1; }
+      || { keep_logs=1; tail -n 20 "$logs/apt-gdb.log" >&2; exit 1; }
   fi
 fi
 
@@ -65,7 +67,7 @@ if { [ "${CI:-}" = "true" ] || [ "${REPROSPEC_BROWSER:-}" = "1" ]; } && command 
   if ! $SUDO apt-get install -y --no-install-recommends chromium >"$logs/apt-chromium.log" 2>&1; then
     $SUDO apt-get update >>"$logs/apt-chromium.log" 2>&1  # stale package lists: refresh once
     $SUDO apt-get install -y --no-install-recommends chromium >>"$logs/apt-chromium.log" 2>&1 \
-      || { tail -n 20 "$logs/apt-chromium.log" >&2; exit 1; }
+      || { keep_logs=1; tail -n 20 "$logs/apt-chromium.log" >&2; exit 1; }
   fi
 fi
 
@@ -99,6 +101,7 @@ collect_pid=$!
 wait "$collect_pid" || true  # a collection error is the suite's to report, below
 if [ -n "$public_base_pid" ] && ! wait "$public_base_pid"; then
   # Not fatal here: the bundle tests build it again, and fail saying why if it fails again.
+  keep_logs=1
   echo "test.sh: building the bundle tests' public base failed ($logs/public-base.log):" >&2
   tail -n 5 "$logs/public-base.log" >&2
 fi
