@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -133,23 +134,33 @@ def debian_mirror(sources: Sequence[str] | None = None) -> str:
     if sources is None:
         sources = apt_sources()
     for text in sources:
-        for line in text.splitlines():
+        for uri in _binary_source_uris(text):
+            if uri.rstrip("/").endswith("/debian"):
+                return uri.rstrip("/")
+    return DEFAULT_DEBIAN_MIRROR
+
+
+def _binary_source_uris(text: str) -> list[str]:
+    """The URIs of the binary package sources (`deb`, not `deb-src`) one source file names,
+    in order: a deb822 stanza's `URIs:` unless it says `Enabled: no` (apt skips those), a
+    one-line `deb [options] URI suite ...`'s URI."""
+    uris: list[str] = []
+    for stanza in re.split(r"\n[ \t]*\n", text):
+        fields: dict[str, list[str]] = {}
+        for line in stanza.splitlines():
             words = line.split("#", 1)[0].split()
-            if words[:1] == ["URIs:"]:
-                uris = words[1:]
-            elif words[:1] == ["deb"]:
+            if words[:1] == ["deb"]:  # the one-line form
                 rest = words[1:]
                 if rest[:1] and rest[0].startswith("["):  # [arch=amd64 signed-by=...]
                     while rest and not rest[0].endswith("]"):
                         rest = rest[1:]
                     rest = rest[1:]
-                uris = rest[:1]
-            else:
-                continue
-            for uri in uris:
-                if uri.rstrip("/").endswith("/debian"):
-                    return uri.rstrip("/")
-    return DEFAULT_DEBIAN_MIRROR
+                uris += rest[:1]
+            elif words and words[0].endswith(":"):
+                fields[words[0][:-1].lower()] = words[1:]
+        if fields.get("enabled", ["yes"])[:1] != ["no"] and "deb" in fields.get("types", []):
+            uris += fields.get("uris", [])
+    return uris
 
 
 def build_public_base() -> str | None:

@@ -48,3 +48,12 @@ def test_a_source_file_apt_passes_over_is_not_read(tmp_path: Path) -> None:
     (folder / "debian.list.save").write_text("deb http://old.corp/debian bookworm main\n")
     (folder / "debian.sources").write_text(DEB822)
     assert debian_mirror(apt_sources(tmp_path)) == "http://deb.debian.org/debian"
+
+
+def test_a_stanza_apt_skips_is_skipped_too() -> None:
+    disabled = (
+        "Types: deb\nURIs: http://old-mirror.corp/debian\nSuites: bookworm\nEnabled: no\n\n"
+        "Types: deb-src\nURIs: http://src.corp/debian\nSuites: bookworm\n\n"
+        + DEB822.replace("deb.debian.org", "apt-cache.corp:3142")
+    )
+    assert debian_mirror([disabled]) == "http://apt-cache.corp:3142/debian"
