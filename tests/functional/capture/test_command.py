@@ -64,6 +64,13 @@ def capture(
     return result
 
 
+def venv_first(*before: Path) -> dict[str, str]:
+    """A PATH that finds this venv's `pytest` (and `before`'s programs ahead of it), as a
+    shell with the venv active does: what a captured `pytest ...` command runs."""
+    folders = [*map(str, before), str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+    return {"PATH": os.pathsep.join(folders)}
+
+
 def spec_document(folder: Path, name: str = "spec.yaml") -> Mapping[str, JsonValue]:
     """The spec capture wrote (validated, as `run` loads it): its document."""
     return load_spec(str(folder / name)).document
@@ -1498,7 +1505,7 @@ def test_a_pytest_runs_conftest_is_carried(cli: Cli, tmp_path: Path) -> None:
     (workdir / "tests" / "test_value.py").write_text(
         "import mypkg\n\n\ndef test_value():\n    assert mypkg.VALUE == 2\n"
     )
-    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    here = venv_first()
     result = capture(cli, workdir, "pytest", "tests/test_value.py", env=here)
     assert "verdict reproduced" in result.stdout
     document = spec_document(workdir)
@@ -1526,7 +1533,7 @@ def test_a_pytest_module_that_fails_to_collect_is_captured_with_its_import_error
     (tmp_path / "tests" / "test_fetch.py").write_text(
         "from nosuchlib_fxg import fetch\n\ndef test_fetch():\n    assert fetch()\n"
     )
-    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    here = venv_first()
     made = cli(
         "capture", "--no-verify", "-o", "c.yaml", "--", "pytest", "tests/test_fetch.py",
         cwd=tmp_path, env=here,
@@ -1555,7 +1562,7 @@ def test_a_module_looked_for_and_never_found_is_no_file_it_imported(
     (tmp_path / "tests" / "test_fetch.py").write_text(
         "from mylib import fetch\n\ndef test_fetch():\n    assert fetch() == 42\n"
     )
-    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    here = venv_first()
     made = cli(
         "capture", "--no-verify", "-o", "c.yaml", "--", "pytest", "tests/test_fetch.py",
         cwd=tmp_path, env=here,
@@ -2035,7 +2042,7 @@ def test_a_pytest_tests_segfault_names_the_test_and_the_spec_runs_it_alone(
     alone having crashed the same way; its file, named by the node id, is carried."""
     workdir = tmp_path / "proj"
     _pytest_project(workdir)
-    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    here = venv_first()
     result = capture(cli, workdir, "pytest", "-q", "tests/test_x.py", env=here)
     node = "tests/test_x.py::test_crash"
     assert f"wrote spec.yaml: crash:SIGSEGV:main:{node}:" in result.stdout, result.stdout
@@ -2091,7 +2098,7 @@ def test_a_pytest_xdist_workers_segfault_names_the_test_xdist_says_it_ran(
     running; the narrowed command keeps -n and -k."""
     workdir = tmp_path / "proj"
     _pytest_project(workdir)
-    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    here = venv_first()
     result = capture(
         cli, workdir, "pytest", "-n", "2", "-k", "crash or after", "tests/test_x.py", env=here
     )
@@ -2114,7 +2121,7 @@ def test_a_pytest_tests_segfault_captured_without_verify_names_the_test_and_runs
     workdir = tmp_path / "proj"
     _pytest_project(workdir)
     (workdir / "pytest.ini").write_text("[pytest]\naddopts = -ra -q\n")
-    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    here = venv_first()
     result = capture(
         cli, workdir, "pytest", "-qx", "tests/test_x.py", options=("--no-verify",), env=here
     )
@@ -2145,7 +2152,7 @@ def test_a_parametrized_tests_segfault_with_spaces_in_its_id_names_the_whole_id(
         "@pytest.mark.parametrize('v', ['ok', 'a b', 'after'])\n"
         "def test_x(v):\n    if v == 'a b':\n        ctypes.string_at(0)\n"
     )
-    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    here = venv_first()
     result = capture(cli, workdir, "pytest", "-q", "tests/test_p.py", env=here)
     node = "tests/test_p.py::test_x[a b]"
     assert f"wrote spec.yaml: crash:SIGSEGV:main:{node}:" in result.stdout, result.stdout
@@ -2181,11 +2188,7 @@ def test_a_pytest_run_by_a_launcher_with_options_names_the_test_that_crashed(
         'exec "$@"\n'
     )
     (bin_dir / "uv").chmod(0o755)
-    here = {
-        "PATH": os.pathsep.join(
-            [str(bin_dir), str(Path(sys.executable).parent), os.environ.get("PATH", "")]
-        )
-    }
+    here = venv_first(bin_dir)
     result = capture(cli, workdir, *launcher, "pytest", "-q", "tests/test_x.py", env=here)
     node = "tests/test_x.py::test_crash"
     assert f"wrote spec.yaml: crash:SIGSEGV:main:{node}:" in result.stdout, result.stdout
@@ -2208,7 +2211,7 @@ def test_a_crashing_test_whose_id_holds_a_bracket_is_named_whole_from_merged_out
         "def test_y(v):\n    ctypes.string_at(0)\n"
     )
     (workdir / "run.sh").write_text("pytest -v test_p.py 2>&1\n")
-    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    here = venv_first()
     result = capture(cli, workdir, "sh", "run.sh", options=("--no-verify",), env=here)
     assert "wrote spec.yaml: crash:SIGSEGV:main:test_p.py::test_y[a] b]:" in result.stdout
     expect = spec_document(workdir)["expect"]
@@ -2226,7 +2229,7 @@ def test_a_failing_pytest_test_is_narrowed_to_its_node_id(cli: Cli, tmp_path: Pa
         "@pytest.mark.parametrize('s', ['ok', 'foo bar'])\n"
         "def test_y(s):\n    assert s == 'ok', s\n\n\ndef test_after():\n    pass\n"
     )
-    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    here = venv_first()
     result = capture(cli, workdir, "pytest", "-q", "tests/test_f.py", env=here)
     node = "tests/test_f.py::test_y[foo bar]"
     assert f"wrote spec.yaml: error:AssertionError:{node} in 1/1" in result.stdout, result.stdout
@@ -2250,7 +2253,7 @@ def test_a_hanging_pytest_test_is_narrowed_within_a_bound_of_its_own(
         "def test_slow():\n    time.sleep(8)\n\n\n"
         "def test_stuck():\n    time.sleep(1000)\n\n\ndef test_last():\n    pass\n"
     )
-    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    here = venv_first()
     result = capture(
         cli, workdir, "pytest", "-q", "tests/test_hang.py", options=("--timeout", "25s"), env=here
     )
@@ -2282,7 +2285,7 @@ def test_the_first_pytest_test_that_hangs_is_named_and_narrowed(cli: Cli, tmp_pa
         "import time\n\n\ndef test_one():\n    time.sleep(1000)\n"
         + "".join(f"\n\ndef test_{n}():\n    pass\n" for n in range(2, 6))
     )
-    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    here = venv_first()
     result = capture(
         cli, workdir, "pytest", "-q", "test_h.py", options=("--timeout", "8s"), env=here
     )
@@ -2311,7 +2314,7 @@ def test_a_test_that_alone_is_only_slow_is_not_narrowed_as_a_hang(cli: Cli, tmp_
         "import time\n\nSTATE = {}\n\n\ndef test_first():\n    STATE['x'] = 1\n\n\n"
         "def test_slow():\n    time.sleep(1000 if STATE else 14)\n"
     )
-    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    here = venv_first()
     result = capture(
         cli, workdir, "pytest", "-q", "test_s.py", options=("--timeout", "25s"), env=here
     )
@@ -2337,7 +2340,7 @@ def test_a_pytest_hang_at_collection_says_the_module_it_was_collecting(
     (workdir / "slowmod.py").write_text("import time\n\ntime.sleep(1000)\n")
     (workdir / "test_a.py").write_text("def test_a():\n    pass\n")
     (workdir / "test_c.py").write_text("import slowmod\n\n\ndef test_c():\n    pass\n")
-    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    here = venv_first()
     options = ("--no-verify", "--timeout", "8s")
     result = capture(cli, workdir, "pytest", "-q", ".", options=options, env=here)
     assert "wrote spec.yaml: hang in 1/1" in result.stdout, result.stdout
@@ -2364,7 +2367,7 @@ def test_a_pytest_xdist_hang_names_the_test_its_workers_had_not_ended(
         "def test_hang():\n    time.sleep(1000)\n\n\n"
         "def test_b():\n    time.sleep(1)\n\n\ndef test_c():\n    pass\n"
     )
-    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    here = venv_first()
     options = ("--no-verify", "--timeout", "25s")
     result = capture(
         cli, workdir, "pytest", "-n", "2", "-p", "no:cacheprovider", "test_h.py",
