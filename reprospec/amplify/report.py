@@ -24,8 +24,8 @@ from reprospec.amplify.search import AmplifyResult, ArmResult
 from reprospec.core.answers import rendered, search_exit_code
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
-from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.rates import rate_floor
+from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
+from reprospec.core.rates import rate_floor, refuting_bound
 from reprospec.core.results import Rate
 from reprospec.core.words import (
     budget_continues,
@@ -40,7 +40,7 @@ from reprospec.minimize.search import Settings as MinimizeSettings
 from reprospec.spec.matrix import render_value
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
 
 @frozen
@@ -445,6 +445,37 @@ def amplified_document(
     return out
 
 
+def _rate_comment(found: AmplifyReport) -> Callable[[JsonPath, str | None], str | None]:
+    """The comment after `expect.rate` in the amplified spec: capture's `# observed 1/10;
+    ... run with --repeat 74` was of the spec before its perturbation, beside one that
+    fails at 16/30 (nu40); the rate amplified, with the base's, is said in its place, and
+    where the bound is `>0` the bound and clean attempts that tell a fix at that rate. An
+    `# observed` comment at another case's rate (a list of `expect`s) is dropped: it was
+    measured unperturbed, and amplify measured only this cell."""
+
+    def comment(path: JsonPath, old: str | None) -> str | None:
+        if not path or path[0] != "expect" or path[-1] != "rate":
+            return old
+        winner = found.result.winner
+        if path != ("expect", "rate") or winner is None:
+            return None if old and old.startswith("# observed") else old
+        rate, base = winner.rate, found.result.base.rate
+        text = (
+            f"# observed {rate.matched}/{rate.attempts} with {winner.arm.label} (amplify), "
+            f"{base.matched}/{base.attempts} without it"
+        )
+        bound = found.expectation.rate
+        if bound is not None and bound.op == ">" and bound.value == 0 and rate.matched:
+            least, refute = refuting_bound(rate.matched, rate.attempts)
+            text += (
+                f"; met by one match, never refuted: to tell a fix, raise it (`>={least:g}`) "
+                f"and run with --repeat {refute}"
+            )
+        return text
+
+    return comment
+
+
 def write(
     found: AmplifyReport, document: Mapping[str, JsonValue], base_dir: Path, source_text: str = ""
 ) -> AmplifyReport:
@@ -466,7 +497,9 @@ def write(
         )
         body = dump_yaml(amplified_document(document, winner.arm.settings, base_dir))
         if source_text:
-            body = without_filled_todo(carry_comments(source_text, body), source_text)
+            body = without_filled_todo(
+                carry_comments(source_text, body, _rate_comment(found)), source_text
+            )
         body = schema_moved(body, base_dir, found.folder)
         path.write_text(header + body, encoding="utf-8")
         found = replace(found, amplified_spec=path)

@@ -13,7 +13,6 @@ and overrides become one-value matrix axes. The spec is then run once more
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import shlex
@@ -68,6 +67,7 @@ from reprospec.capture.writer import (
 from reprospec.core import environ
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.rates import refuting_bound
 from reprospec.core.redact import mask_parts, secret_values
 from reprospec.core.results import AttemptResult, Outcome, RunResult
 from reprospec.core.units import format_duration
@@ -842,8 +842,7 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
             # clean attempts: a fixed bug stays `undecided`. Said where it is written, with
             # a bound half the observed rate and the clean attempts that would refute it
             # (the 95% interval's high end of 0/n below it).
-            floor = max(0.01, int(observed.matched / observed.attempts * 50) / 100)
-            refute = math.ceil(3.84 * (1 - floor) / floor) + 1
+            floor, refute = refuting_bound(observed.matched, observed.attempts)
             comments["rate"] += (
                 f"; met by one match, never refuted: to tell a fix, raise it (`>={floor:g}`) "
                 f"and run with --repeat {refute}"

@@ -97,3 +97,13 @@ def rate_decided(rate: Rate, bound: RateBound) -> bool:
     For `run.repeat: auto`: keep adding attempts while this is False (up to a cap).
     """
     return judge_rate(rate, bound) != "undecided"
+
+
+def refuting_bound(matched: int, attempts: int) -> tuple[float, int]:
+    """For a failure seen in `matched` of `attempts`, where `expect.rate: '>0'` (met by one
+    match, refuted by no count of clean attempts) cannot tell a fix: a bound half the
+    observed rate (at least 0.01) and the clean attempts that would refute it (the 95%
+    interval's high end of 0/n below it). capture's note beside `rate`, and amplify's
+    beside the amplified spec's."""
+    floor = max(0.01, int(matched / attempts * 50) / 100)
+    return floor, math.ceil(3.84 * (1 - floor) / floor) + 1

@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -54,13 +55,23 @@ def schema_moved(text: str, source_dir: Path, target_dir: Path) -> str:
     return _SCHEMA_LINE.sub(moved, text)
 
 
-def carry_comments(source: str, dumped: str) -> str:
-    """`dumped` (the new text of a document) with `source`'s comments at the same keys."""
+def carry_comments(
+    source: str,
+    dumped: str,
+    after: Callable[[JsonPath, str | None], str | None] | None = None,
+) -> str:
+    """`dumped` (the new text of a document) with `source`'s comments at the same keys.
+    `after`: given each key's path of the new text and the comment after its value in
+    `source` (None: none), the comment to write there instead (None: none); amplify's
+    for `expect.rate`, whose `# observed 1/10` was of the spec before its perturbation."""
     try:
         found = _comments(source)
         new = load_yaml(dumped)
     except (YamlSourceError, yaml.YAMLError):
         return dumped
+    if after is not None:
+        kept = {path: after(path, found.after.get(path)) for path in new.locations}
+        found = replace(found, after={path: c for path, c in kept.items() if c})
     lines_of = _line_paths(new)
     for inline in (True, False):
         text = _placed(dumped, lines_of, found, inline=inline)

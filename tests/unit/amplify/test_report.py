@@ -318,3 +318,32 @@ def test_amplify_md_folds_a_long_list_of_runs(tmp_path: Path) -> None:
     assert ", ".join(runs) not in text
     few = markdown(replace(found, runs=runs[:2]))
     assert few.endswith("## Runs\n\n20261202-045100-ab00, 20261202-045101-ab01\n")
+
+
+def test_the_amplified_spec_s_rate_comment_says_the_amplified_rate(tmp_path: Path) -> None:
+    # nu40: amplified.yaml kept capture's `# observed 1/10; ... run with --repeat 74` beside
+    # `switch_interval: 1e-06`, which fails in half its attempts: the comment and its
+    # advice were of the spec before its perturbation.
+    source = (
+        "reprospec: 1\nname: race\ncommand: python race.py\n"
+        "expect:\n  outcome: error\n  exception: AssertionError  # raised by the check\n"
+        "  rate: '>0'  # observed 1/10; met by one match, never refuted: to tell a fix, "
+        "raise it (`>=0.05`) and run with --repeat 74\n"
+    )
+    document = load_yaml(source).data
+    assert isinstance(document, dict)
+    expectation = Expectation("error", exception="AssertionError", rate=parse_rate(">0"))
+    found = write(_found(tmp_path, expectation, 41), document, tmp_path, source)
+    assert found.amplified_spec is not None
+    text = found.amplified_spec.read_text()
+    assert "1/10" not in text, text
+    assert "--repeat 74" not in text, text
+    assert (
+        "  rate: '>0'  # observed 41/80 with switch_interval=1e-06 (amplify), 3/21 without it; "
+        "met by one match, never refuted: to tell a fix, raise it (`>=0.25`) and run with "
+        "--repeat 13"
+    ) in text.splitlines(), text
+    assert "  exception: AssertionError  # raised by the check" in text
+    written = load_yaml(text).data
+    assert isinstance(written, dict)
+    assert written["expect"] == document["expect"]
