@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 
 import yaml
 
@@ -154,3 +155,27 @@ def test_a_failure_the_written_expect_does_not_match_stays_another_one() -> None
     attempts = nu18()
     judged = _judged(observe(attempts), attempts)
     assert (judged.matched, [(o.signature, o.matched) for o in judged.others]) == (5, [(SEGV, 4)])
+
+
+def test_the_description_names_no_pid_of_the_capture_s_own_processes() -> None:
+    # nu40: `a DataLoader worker pid 23263 died of SIGSEGV` went into the spec, and every
+    # report of its runs showed that stale pid above its own failure's.
+    worker = Outcome(
+        "crash",
+        signal="SIGSEGV",
+        where="worker",
+        signature="crash:SIGSEGV:worker",
+        detail="a DataLoader worker pid 23263 died of SIGSEGV (Segmentation fault); "
+        "the main process exited 1",
+    )
+    description = _description(("python", "t.py"), observe([attempt(1, worker)]), None)
+    assert description.splitlines()[1] == (
+        "It ended `crash:SIGSEGV:worker` in 1 of 1 attempt: a DataLoader worker died of "
+        "SIGSEGV (Segmentation fault); the main process exited 1"
+    )
+    child = replace(worker, detail="child pid 4242 (./test_ops) died of SIGSEGV, its core")
+    description = _description(("python", "t.py"), observe([attempt(1, child)]), None)
+    assert "a child process (./test_ops) died of SIGSEGV, its core" in description
+    numbered = replace(worker, detail="DataLoader worker 1 (pid 42) died of SIGSEGV")
+    description = _description(("python", "t.py"), observe([attempt(1, numbered)]), None)
+    assert description.endswith(": DataLoader worker 1 died of SIGSEGV")
