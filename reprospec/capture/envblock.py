@@ -52,6 +52,58 @@ _PROSE_PYTHON = re.compile(r"(?<![\w/.-])[Pp]ython (?P<version>3\.\d+)(?:\.\d+)?
 # A traceback's paths name the interpreter's version: `/lib/python3.11/site-packages/`,
 # and the standard library's own frames, `/usr/lib/python3.11/ctypes/__init__.py`.
 _PATH_PYTHON = re.compile(r"/lib(?:64)?/python(?P<version>3\.\d+)/")
+# pytest's header: `platform linux -- Python 3.11.9, pytest-8.2.0, pluggy-1.5.0` (then, with
+# -v, ` -- /usr/bin/python3`) and `plugins: xdist-3.6.1, anyio-4.3.0`, each a distribution
+# and its version, a plugin's without the `pytest-` its name starts with.
+_PYTEST_PLATFORM = re.compile(r"^\s*platform \S+ -- Python \d\S*, (?P<list>.+?)(?: -- \S+)?\s*$")
+_PYTEST_PLUGINS = re.compile(r"^\s*plugins: (?P<list>.+?)\s*$")
+_NAME_VERSION = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*?)-(?P<version>\d[\w.+!]*)$")
+# Which distribution a plugin of the header is: pytest cuts the `pytest-` of its name
+# (`xdist-3.6.1` is pytest-xdist's), so `foo-1.0` is pytest-foo's or foo's; read for the
+# plugins known to be one or the other, and a plugin of neither list is left out (a pin of
+# the wrong one would fail every attempt as an infra-error, or install another package).
+_PREFIXED_PLUGINS = frozenset(
+    {
+        "asyncio",
+        "bdd",
+        "benchmark",
+        "cov",
+        "django",
+        "env",
+        "forked",
+        "html",
+        "httpserver",
+        "httpx",
+        "instafail",
+        "metadata",
+        "mock",
+        "order",
+        "randomly",
+        "repeat",
+        "rerunfailures",
+        "socket",
+        "split",
+        "subtests",
+        "sugar",
+        "timeout",
+        "xdist",
+        "xprocess",
+    }
+)
+_UNPREFIXED_PLUGINS = frozenset(
+    {
+        "anyio",
+        "faker",
+        "flaky",
+        "hypothesis",
+        "pyfakefs",
+        "reprospec",
+        "requests-mock",
+        "syrupy",
+        "time-machine",
+        "typeguard",
+    }
+)
 # Values collect_env prints when it could not tell.
 _UNKNOWN = ("", "n/a", "could not collect", "none", "no cuda", "not available")
 
@@ -62,7 +114,7 @@ class Package:
 
     name: str
     version: str
-    source: str  # "pip" (collect_env's [pip3] or a freeze), "conda"
+    source: str  # "pip" (collect_env's [pip3] or a freeze), "conda", "pytest" (its header)
 
     @property
     def requirement(self) -> str:
@@ -134,6 +186,11 @@ def parse_machine(text: str) -> Machine:
     for line in lines:
         line = _unmarked(line)
         stripped = line.strip()
+        pytest_packages = _pytest_header(line)
+        if pytest_packages:
+            for package in pytest_packages:
+                _add(packages, package)
+            continue
         if _CONDA_HEADER.match(line):
             in_conda_table = True
             continue
@@ -209,6 +266,30 @@ def parse_machine(text: str) -> Machine:
         cuda_available={"true": True, "false": False}.get(available),
         packages=tuple(listed),
     )
+
+
+def _pytest_header(line: str) -> tuple[Package, ...]:
+    """The distributions a line of pytest's header names with their versions: `pytest-8.2.0,
+    pluggy-1.5.0` after the platform's Python, and those of its `plugins:` known to be a
+    distribution's (`xdist-3.6.1` is pytest-xdist's); none for another line."""
+    platform = _PYTEST_PLATFORM.match(line)
+    listed = platform or _PYTEST_PLUGINS.match(line)
+    if listed is None:
+        return ()
+    found = []
+    for item in listed["list"].split(","):
+        pair = _NAME_VERSION.match(item.strip())
+        if pair is None:
+            # Not pytest's list (`plugins: see below`): nothing of it read.
+            return ()
+        name = pair["name"]
+        if platform is None and not normalize(name).startswith("pytest"):
+            if normalize(name) in _PREFIXED_PLUGINS:
+                name = f"pytest-{name}"
+            elif normalize(name) not in _UNPREFIXED_PLUGINS:
+                continue
+        found.append(Package(name, pair["version"], "pytest"))
+    return tuple(found)
 
 
 def _unmarked(line: str) -> str:

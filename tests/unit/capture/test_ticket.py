@@ -711,3 +711,37 @@ def test_a_fenced_traceback_s_message_leaves_its_closing_fence_out(fence: str) -
         "ValueError: bad```\n"
     )
     assert read_ticket(run_on).failure.chain[-1].message == "bad"
+
+
+def test_pytest_s_header_pins_pytest_and_its_plugins() -> None:
+    """`platform linux -- Python 3.11.7, pytest-9.2.0, pluggy-1.7.0` and `plugins: ...`
+    said the versions, yet the skeleton asked for environment.packages as a TODO (nu40).
+    A plugin is named without its `pytest-`, put back where the plugin is known to be
+    pytest-X; one known to be its own distribution stays so, and one of neither is left
+    out: a live log's `reprospec-0.1.0` was pinned as `pytest-reprospec`, which nothing has."""
+    machine = parse_machine(XDIST_CRASH)
+    assert machine.python == "3.11"
+    assert machine.requirements == (
+        "flaky==3.8.1",
+        "pluggy==1.7.0",
+        "pytest-rerunfailures==16.7",
+        "pytest-xdist==3.8.0",
+        "pytest==9.2.0",
+    )
+    draft = skeleton(read_ticket(XDIST_CRASH), "issue.md")
+    assert draft.packages == machine.requirements
+    assert not any(item.startswith("environment.packages") for item in draft.todo)
+    # -v's header ends with the interpreter; a pip freeze's version is the one pinned.
+    verbose = (
+        "platform linux -- Python 3.11.9, pytest-8.2.0, pluggy-1.5.0 -- /usr/bin/python3\n"
+        "plugins: anyio-4.3.0, cov-5.0.0, unknownthing-1.0, pytest_httpbin-2.0\n"
+        "pytest==8.2.1\n"
+    )
+    assert parse_machine(verbose).requirements == (
+        "anyio==4.3.0",
+        "pluggy==1.5.0",
+        "pytest-cov==5.0.0",
+        "pytest==8.2.1",
+        "pytest_httpbin==2.0",
+    )
+    assert parse_machine("plugins: see the list below\n").requirements == ()
