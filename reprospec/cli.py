@@ -10,6 +10,7 @@ import argparse
 import errno
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -297,7 +298,9 @@ def _parse(
     verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     own: argparse.ArgumentParser = verbs.choices[verb]
     takes_the_rest = (argparse.REMAINDER, argparse.PARSER)
-    if any(action.nargs in takes_the_rest for action in own._get_positional_actions()):
+    rest = any(action.nargs in takes_the_rest for action in own._get_positional_actions())
+    words = [verb, *_negative_durations(own, words[1:], rest)]
+    if rest:
         return parser.parse_args(words)
     if "--" in words[1:]:
         # `--` ends the options (a spec named `-x.yaml`): intermixed, Python 3.11's argparse
@@ -309,6 +312,36 @@ def _parse(
     args = own.parse_intermixed_args(words[1:])
     args.command = verb
     return args
+
+
+# A negative duration's word (`-5s`, `-1.5m`): argparse reads one as an option, not a value.
+_NEGATIVE = re.compile(r"-\.?\d")
+
+
+def _negative_durations(own: argparse.ArgumentParser, words: list[str], rest: bool) -> list[str]:
+    """`--timeout -5s` as `--timeout=-5s`, for every option whose value is a DURATION:
+    argparse takes `-5s` for an option and said "expected one argument", where the value's
+    own check says what is wrong with it (nu40). Up to `--`, and for a verb whose positional
+    takes the rest (`capture CMD ...`) up to its first word: the command's own words are
+    not touched."""
+    out: list[str] = []
+    at = 0
+    while at < len(words):
+        word = words[at]
+        if word == "--" or (rest and not word.startswith("-")):
+            break
+        action = own._option_string_actions.get(word)
+        following = words[at + 1] if at + 1 < len(words) else ""
+        if action is not None and action.metavar == "DURATION" and _NEGATIVE.match(following):
+            out.append(f"{word}={following}")
+            at += 2
+            continue
+        out.append(word)
+        at += 1
+        if action is not None and action.nargs != 0 and following and at < len(words):
+            out.append(following)  # the option's value, whatever it looks like
+            at += 1
+    return out + words[at:]
 
 
 def _format_fatal(exc: FatalError) -> str:

@@ -51,3 +51,23 @@ def test_a_ctrl_c_that_breaks_argparse_s_cleanup_is_an_interruption(
     assert main(["merge", "a", "b"]) == 130
     err = capsys.readouterr().err
     assert err == "reprospec: interrupted\n"
+
+
+def test_a_negative_duration_after_a_space_reaches_its_own_check(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """nu40: `run x.yaml --timeout -5s` said argparse's "expected one argument" (it reads
+    `-5s` as an option); only `--timeout=-5s` said what is wrong with the value."""
+    assert main(["run", "x.yaml", "--timeout", "-5s"]) == 2
+    err = capsys.readouterr().err
+    assert err == "reprospec: --timeout: expected a duration like 90s, 5m or 1h, got '-5s'\n"
+    args = _parse(build_parser("envs"), "envs", ["envs", "prune", "--older-than", "-3d"])
+    assert (args.action, args.older_than) == ("prune", "-3d")
+    # capture's own options, not its command's words (which stay as written).
+    words = ["capture", "--timeout", "-1m", "--", "python", "t.py", "--timeout", "-5s"]
+    args = _parse(build_parser("capture"), "capture", words)
+    assert args.timeout == "-1m"
+    assert args.argv[-4:] == ["python", "t.py", "--timeout", "-5s"]
+    words = ["capture", "python", "t.py", "--timeout", "-5s"]
+    args = _parse(build_parser("capture"), "capture", words)
+    assert args.argv[-4:] == ["python", "t.py", "--timeout", "-5s"]
