@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -71,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     spec_paths: tuple[str, ...] = ()  # the runs of the spec file at one of these paths
     shown_as = args.spec
     if args.spec:
+        from reprospec.errors import UsageError
         from reprospec.spec.load import load_spec
 
         # A spec file: its runs (under any name it had), not those of another file whose
@@ -82,10 +84,12 @@ def run(args: argparse.Namespace) -> int:
         if given.suffix.lower() == ".md":
             spec_name = load_spec(args.spec, files=False).name
         elif given.exists() or given.suffix in (".yaml", ".yml") or "/" in args.spec:
-            load_spec(args.spec, files=False)  # a missing or bad file: said, exit 2
             spec_paths = tuple(
                 dict.fromkeys([args.spec, str(given.absolute()), str(given.resolve())])
             )
+            if not given.exists():
+                raise UsageError(_no_such_file(args.spec, Path(args.out), spec_paths))
+            load_spec(args.spec, files=False)  # a bad file: said, exit 2
         else:
             spec_name = args.spec
     out = Path(args.out)
@@ -169,6 +173,31 @@ def _status(run: Mapping[str, object], out: Path) -> Mapping[str, object]:
         # store would have said, and why (RunFolder.note_stop), not `killed`.
         return {**run, "status": "interrupted", "stopped": why}
     return {**run, "status": KILLED}  # as a resumed run's report says of it (results.Stopped)
+
+
+def _no_such_file(spec: str, out: Path, spec_paths: Sequence[str]) -> str:
+    """A spec file that is not there (exit 2), with what lists its runs: the store keeps each
+    run's spec by its name, so `history NAME` does, named where the store has runs of a spec
+    read from that path (a deleted file's history was only "no such file", nu40)."""
+    from reprospec.core.runoptions import DEFAULT_OUT
+    from reprospec.store.db import Store, StoreError
+
+    names: list[str] = []
+    if (out / "results.db").is_file():
+        try:
+            with Store(out, reader=True) as store:
+                rows = store.runs(searches=True, spec_paths=spec_paths)
+        except StoreError:
+            rows = []
+        names = list(dict.fromkeys(str(row["spec_name"]) for row in rows))
+    where = "" if out == DEFAULT_OUT else f" --out {shlex.quote(str(out))}"
+    if not names:
+        return (
+            f"{spec}: no such file; `reprospec history NAME{where}` lists the runs of a spec "
+            "by its name, which the store keeps"
+        )
+    said = " or ".join(f"reprospec history {shlex.quote(name)}{where}" for name in names)
+    return f"{spec}: no such file; the store has runs of the spec read from it, by its name: {said}"
 
 
 def _merged_slurm_runs(

@@ -207,6 +207,27 @@ def test_history_searches_names_what_each_probe_ran(
     assert "┃ probe" not in capsys.readouterr().out
 
 
+def test_history_of_a_deleted_spec_file_names_the_spec_s_name_its_runs_are_under(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nu40: `history g.yaml` after the file was deleted said "no such file", exit 2, where
+    `history NAME` (the spec's name, which the store keeps) lists its runs."""
+    from reprospec.cli import main
+
+    _finished_runs(tmp_path, [("20261121-214500-s-0001", RunOptions())], "local")
+    assert main(["history", "--out", str(tmp_path), "/s.yaml"]) == 2
+    assert capsys.readouterr().err == (
+        "reprospec: /s.yaml: no such file; the store has runs of the spec read from it, by its "
+        f"name: reprospec history s --out {tmp_path}\n"
+    )
+    # A file the store knows no run of: how to list a spec's runs by its name.
+    assert main(["history", "--out", str(tmp_path), "/other.yaml"]) == 2
+    assert capsys.readouterr().err == (
+        "reprospec: /other.yaml: no such file; `reprospec history NAME --out "
+        f"{tmp_path}` lists the runs of a spec by its name, which the store keeps\n"
+    )
+
+
 def _finished_runs(out: Path, runs: list[tuple[str, RunOptions]], runner: str) -> None:
     """A store under `out` holding these runs of one spec, each finished with these
     options, and their folders (history lists a run whose folder is there)."""
