@@ -676,7 +676,28 @@ def _size_change(result: MinimizeResult) -> str:
             for path, before, after in fields(result)
         )
     counted = sizes(result).lines
-    return f"{counted[0]} -> {counted[1]} lines"
+    said = f"{counted[0]} -> {counted[1]} lines"
+    if counted[0] != counted[1]:
+        return said
+    # The lines as they were: what shrank, where something did (nu40's `7 -> 7 lines ...
+    # (minimized)`, whose arguments were cut, read as nothing done).
+    original, program = result.original, result.program
+    shrank = [
+        f"{what} {before} -> {after}"
+        for what, before, after in (
+            ("AST nodes", original.nodes, program.nodes),
+            ("the command's arguments", len(original.args), len(program.args)),
+            ("files", _kept_files(original), _kept_files(program)),
+            ("environment variables", len(original.env), len(program.env)),
+        )
+        if after < before
+    ]
+    return f"{said}, {', '.join(shrank)}" if shrank else said
+
+
+def _kept_files(program: Program) -> int:
+    """The program's files that still hold something (minimize empties a file it cuts)."""
+    return sum(1 for _, text in program.files if text.strip())
 
 
 def attempts(found: Minimized) -> int:

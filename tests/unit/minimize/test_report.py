@@ -153,3 +153,20 @@ def test_the_minimized_spec_of_a_filled_skeleton_drops_capture_s_todo_block(
     )
     assert text.startswith("# A skeleton written by `reprospec capture --from-log issue.md`.\n")
     assert "TODO" not in text
+
+
+def test_the_lines_as_they_were_say_what_shrank() -> None:
+    # nu40: `7 -> 7 lines in 40 attempts (minimized)` where the command's arguments were
+    # cut: read as nothing done.
+    result = interrupted_at_once(program(), 0)
+    original = replace(result.original, args=("5", "--verbose", "--extra", "3"))
+    shrunk = replace(original, args=("5",))
+    found = answer(replace(result, original=original, program=shrunk), stopped=False)
+    lines = result.original.lines
+    assert text(found).startswith(
+        f"{lines} -> {lines} lines, the command's arguments 4 -> 1 in "
+    ), text(found)
+    assert f"\n{lines} -> {lines} lines, the command's arguments 4 -> 1 in " in markdown(found)
+    # Nothing shrank: the lines alone, as before.
+    same = answer(replace(result, original=original, program=original), stopped=False)
+    assert text(same).startswith(f"{lines} -> {lines} lines in "), text(same)
