@@ -42,6 +42,7 @@ from reprospec.capture.footprint import (
     local_note,
     pins,
     reaching,
+    traceback_stack,
     wiped_note,
     with_import_roots,
 )
@@ -126,7 +127,8 @@ class Observed:
     # environment's): a part of one in the message is a wildcard too.
     secrets: tuple[str, ...] = ()
     # A crash's frame in the program's own code, from the crashed process's Python stack
-    # (`__getitem__ (data.py:12)`: a DataLoader worker's, a child's; footprint.crash_frame).
+    # (`__getitem__ (data.py:12)`: a DataLoader worker's, a child's; footprint.crash_frame), or
+    # an error's, where its exception was raised (its traceback's).
     frame: str | None = None
     # The other failure signatures seen (each an Observed of its own, most common first):
     # the spec expects one, and the others are said, with how to target each (alsoseen.py).
@@ -327,9 +329,12 @@ def _capture(
         volatile=tuple(dict.fromkeys((str(runs), str(runs.resolve()), *bins))),
         secrets=secret_values(proposal.secret_env),
     )
-    if observed.outcome is not None and observed.outcome.kind == "crash":
+    if observed.outcome is not None and observed.outcome.kind in ("crash", "error"):
+        # Where it died, or where its exception was raised (its traceback's frame).
         stacks = (
-            a.stack or faulthandler_stack(attempt_output(run_dir, a))
+            (a.stack or faulthandler_stack(attempt_output(run_dir, a)))
+            if observed.outcome.kind == "crash"
+            else traceback_stack(attempt_output(run_dir, a))
             for a in attempts
             if a.ran and a.ran.signature == observed.signature
         )

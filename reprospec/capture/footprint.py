@@ -532,6 +532,15 @@ def faulthandler_stack(output: str) -> str | None:
 _CURRENT_THREAD = re.compile(r"^Current thread 0x[0-9a-fA-F]+ .*\(most recent call first\):$", re.M)
 
 
+def traceback_stack(output: str) -> str | None:
+    """The last Python traceback in an attempt's output, from its `Traceback (most recent
+    call last):` on (of chained ones, the exception that ended the process), for
+    `crash_frame`: an error's title named no frame (`pkg.run: IndexError`) where a crash's
+    named the one it died in (nu40). None without one."""
+    start = output.rfind("Traceback (most recent call last):")
+    return output[start:] if start >= 0 else None
+
+
 def _crashed_thread(dump: str) -> str:
     """A faulthandler dump from its crashed thread's block on (all of it where none is
     marked: one thread's `Stack (most recent call first):`, gdb's py-bt)."""

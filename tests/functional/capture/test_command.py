@@ -2383,3 +2383,23 @@ def test_a_pytest_xdist_hang_names_the_test_its_workers_had_not_ended(
         assert "wrote spec.yaml: hang in 1/1" in result.stdout, result.stdout
         assert "phase" not in expect
         assert "pytest-xdist's workers were running 2 tests: " in str(document["description"])
+
+
+def test_an_error_is_titled_with_the_frame_that_raised_it(cli: Cli, tmp_path: Path) -> None:
+    """nu40: a live capture titled an error `pkg.run: IndexError`, where a crash's title
+    names the frame it died in (`SIGSEGV in read (app.py:30)`). Its traceback's innermost
+    frame of the workdir's code names it; of chained exceptions, the one that ended it."""
+    workdir = tmp_path / "work"
+    (workdir / "pkg").mkdir(parents=True)
+    (workdir / "pkg" / "__init__.py").write_text("")
+    (workdir / "pkg" / "helpers.py").write_text("def pick(xs, i):\n    return xs[i]\n")
+    (workdir / "pkg" / "run.py").write_text(
+        "from pkg.helpers import pick\n\n\n"
+        "def main():\n"
+        "    try:\n        {}['a']\n    except KeyError:\n        print(pick([1, 2], 5))\n\n\n"
+        "main()\n"
+    )
+    result = capture(cli, workdir, sys.executable, "-m", "pkg.run")
+    assert "verdict reproduced" in result.stdout, result.stdout
+    document = spec_document(workdir)
+    assert document["title"] == "pkg.run: IndexError in pick (pkg/helpers.py:2)", document
