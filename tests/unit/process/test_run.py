@@ -73,6 +73,16 @@ def _event(path: Path, **event: object) -> None:
         handle.write(json.dumps(event) + "\n")
 
 
+def _markers_at_100(tmp_path: Path) -> tuple[Path, ProgressWatch]:
+    """A watch where only markers count (5 s stall), its last progress step 1's marker at
+    100 s: the events file the markers' thread would append to, and the watch."""
+    events = tmp_path / "events.jsonl"
+    _event(events, event="marker", line="step 1", phase="train", step=1)
+    watch = ProgressWatch(events, 5.0, output_counts=False)
+    watch.poll(100.0)
+    return events, watch
+
+
 def test_lines_left_in_the_pipe_are_read_before_a_stall_is_called(
     tmp_path: Path, pipe: tuple[_Pump, int, _Kept]
 ) -> None:
@@ -99,10 +109,7 @@ def test_where_only_markers_count_a_line_read_holds_the_stall_back_one_sweep(
     tmp_path: Path, pipe: tuple[_Pump, int, _Kept]
 ) -> None:
     pump, write_end, _ = pipe
-    events = tmp_path / "events.jsonl"
-    _event(events, event="marker", line="step 1", phase="train", step=1)
-    watch = ProgressWatch(events, 5.0, output_counts=False)
-    watch.poll(100.0)
+    events, watch = _markers_at_100(tmp_path)
     judge = StallJudge(watch, pump)
     os.write(write_end, b"step 2\n")
     # The line is read; its marker's event comes from the markers' thread: not yet.
@@ -133,10 +140,7 @@ def test_lines_the_loops_own_step_read_before_the_sweep_hold_the_stall_back_too(
     # before the sweep: the drain finds the pipes empty, and the line is still in the
     # markers' queue, its event not written.
     pump, write_end, _ = pipe
-    events = tmp_path / "events.jsonl"
-    _event(events, event="marker", line="step 1", phase="train", step=1)
-    watch = ProgressWatch(events, 5.0, output_counts=False)
-    watch.poll(100.0)
+    events, watch = _markers_at_100(tmp_path)
     judge = StallJudge(watch, pump)
     os.write(write_end, b"step 2\n")
     pump.step(0.0)  # the loop's step
