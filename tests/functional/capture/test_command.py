@@ -2268,6 +2268,11 @@ def test_a_hanging_pytest_test_is_narrowed_within_a_bound_of_its_own(
     assert narrowed is not None, result.stdout
     assert 16 < int(narrowed["bound"]) < 25
     assert float(narrowed["took"]) < 25
+    # Said before the rerun: how long it may wait, the bound the result line gives.
+    assert (
+        f"reprospec: rerunning {node} alone, to see whether it hangs without the others (a "
+        f"hang is called after {narrowed['bound']}s: as long as it went unended with them)"
+    ) in result.stderr, result.stderr
     assert "verdict reproduced" in result.stdout, result.stdout
     document = spec_document(workdir)
     assert document["command"] == f"pytest {node} -v"
@@ -2291,6 +2296,10 @@ def test_the_first_pytest_test_that_hangs_is_named_and_narrowed(cli: Cli, tmp_pa
     )
     node = "test_h.py::test_one"
     assert f"wrote spec.yaml: hang:{node} in 1/1" in result.stdout, result.stdout
+    assert (
+        f"reprospec: rerunning {node} alone, to see whether it hangs without the others (a "
+        "hang is called at the 8s timeout)"
+    ) in result.stderr, result.stderr
     assert re.search(
         rf"narrowed to the test that hung: {re.escape(node)} alone hung the same way \(1/1 "
         r"attempt, run \S+, [\d.]+ s: a hang if unended at the spec's 8s timeout\), so the "
