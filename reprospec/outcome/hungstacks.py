@@ -83,15 +83,35 @@ def _frame(line: str) -> Frame | None:
 
 
 def _main_thread(threads: list[tuple[bool, list[Frame]]]) -> list[Frame]:
-    """The main thread's frames: the one that runs the program's `<module>` (a forked
-    worker's too), else the one that took the signal, else the first."""
+    """The main thread's frames: the one that runs the program (its outermost frame a
+    `<module>`, a forked worker's too, or runpy's for `python -m`), else the one that took
+    the signal unless `threading` started it, else the first `threading` did not start,
+    else the first.
+
+    The signal's thread is no sure sign: the dump's signal reaches any thread that does
+    not block it, and a plugin's server thread (pytest-rerunfailures' `accept`) took it
+    in about half of `python -m pytest`'s hangs, where the main thread's outermost frames
+    are runpy's."""
     for _, frames in threads:
-        if frames and frames[-1].function == "<module>":
+        if frames and (frames[-1].function == "<module>" or _runs_module(frames[-1])):
             return frames
     for current, frames in threads:
-        if current:
+        if current and not (frames and _threading_started(frames[-1])):
+            return frames
+    for _, frames in threads:
+        if frames and not _threading_started(frames[-1]):
             return frames
     return threads[0][1] if threads else []
+
+
+def _runs_module(frame: Frame) -> bool:
+    """runpy's outermost frame of `python -m` (`<frozen runpy>` from 3.11, runpy.py before)."""
+    return frame.function == "_run_module_as_main" and "runpy" in frame.path
+
+
+def _threading_started(frame: Frame) -> bool:
+    """A thread `threading` started: its outermost frame is its `_bootstrap`."""
+    return frame.function == "_bootstrap" and frame.path.endswith("threading.py")
 
 
 def hung_frames(stack: str | None) -> list[list[Frame]]:

@@ -169,3 +169,46 @@ def test_a_hung_pytest_says_the_test_fixture_or_module_its_stack_shows() -> None
     )
     assert pytest_hung_in(DUMP) is None
     assert pytest_hung_in(None) is None
+
+
+# Recorded (2026-12-02, `reprospec run` of `python -m pytest -p no:cacheprovider -q .`, a test
+# module's import hung): the dump's signal was taken by pytest-rerunfailures' server thread,
+# in about half of such runs, and the main thread's outermost frames are runpy's.
+_PYTEST_SIGNAL_ON_A_PLUGIN_THREAD = """\
+--- pid 1535 (/venv/bin/python -m pytest -p no:cacheprovider -q .) ---
+Current thread 0x00007f497a7136c0 (most recent call first):
+  File "/root/.pyenv/versions/3.11.7/lib/python3.11/socket.py", line 294 in accept
+  File "/venv/lib/python3.11/site-packages/pytest_rerunfailures.py", line 921 in run_server
+  File "/root/.pyenv/versions/3.11.7/lib/python3.11/threading.py", line 982 in run
+  File "/root/.pyenv/versions/3.11.7/lib/python3.11/threading.py", line 1045 in _bootstrap_inner
+  File "/root/.pyenv/versions/3.11.7/lib/python3.11/threading.py", line 1002 in _bootstrap
+
+Thread 0x00007f497c63db80 (most recent call first):
+  File "/tmp/dbg/work/slowmod.py", line 3 in <module>
+  File "<frozen importlib._bootstrap>", line 241 in _call_with_frames_removed
+  File "<frozen importlib._bootstrap>", line 1176 in _find_and_load
+  File "/tmp/dbg/work/test_c.py", line 1 in <module>
+  File "/venv/lib/python3.11/site-packages/_pytest/assertion/rewrite.py", line 185 in exec_module
+  File "/usr/lib/python3.11/importlib/__init__.py", line 126 in import_module
+  File "/venv/lib/python3.11/site-packages/_pytest/pathlib.py", line 640 in import_path
+  File "/venv/lib/python3.11/site-packages/_pytest/python.py", line 528 in importtestmodule
+  File "/venv/lib/python3.11/site-packages/_pytest/main.py", line 872 in perform_collect
+  File "/venv/lib/python3.11/site-packages/_pytest/config/__init__.py", line 286 in _console_main
+  File "/venv/lib/python3.11/site-packages/pytest/__main__.py", line 9 in <module>
+  File "<frozen runpy>", line 88 in _run_code
+  File "<frozen runpy>", line 198 in _run_module_as_main
+"""
+
+
+def test_the_main_thread_is_read_whichever_thread_took_the_dumps_signal() -> None:
+    assert pytest_hung_in(_PYTEST_SIGNAL_ON_A_PLUGIN_THREAD) == (
+        "pytest was collecting test_c.py (test_c.py:1, importing slowmod.py:3)"
+    )
+    # Cut off above runpy (a dump holds at most 100 frames a thread): the thread threading
+    # did not start.
+    cut = _PYTEST_SIGNAL_ON_A_PLUGIN_THREAD.split(
+        '  File "/venv/lib/python3.11/site-packages/_pytest/config'
+    )[0]
+    assert pytest_hung_in(cut) == (
+        "pytest was collecting test_c.py (test_c.py:1, importing slowmod.py:3)"
+    )
