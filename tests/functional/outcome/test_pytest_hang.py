@@ -3,7 +3,10 @@ was doing, read from its stack (pt40).
 
 Real pytest runs through the CLI, under a short timeout: the first of five tests hangs in a
 spec's own `pytest -q` (no `-v` line names any test), and a test module's import hangs at
-collection (an `import wandb` that never returns). Before, both were a bare `hang`.
+collection (an `import wandb` that never returns). Before, both were a bare `hang`. Each
+hang touches `ready` as it starts (on the line it hangs at, so the lines said are its
+own): a pytest starved of a CPU for its start-up on a loaded machine was killed before it
+got there, and the try runs again with the timeout doubled (tests/support/deadline.py).
 """
 
 from __future__ import annotations
@@ -13,14 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Cli
+from tests.support.cli import Cli, CliResult
+from tests.support.deadline import until_reached
 
-_FIRST_OF_FIVE = "import time\n\n\ndef test_one():\n    time.sleep(1000)\n" + "".join(
-    f"\n\ndef test_{n}():\n    pass\n" for n in range(2, 6)
-)
+_FIRST_OF_FIVE = (
+    "import time\n\n\ndef test_one():\n    open('ready', 'w').close(); time.sleep(1000)\n"
+) + "".join(f"\n\ndef test_{n}():\n    pass\n" for n in range(2, 6))
 
 
-def _spec(tmp_path: Path, files: dict[str, str], args: str) -> Path:
+def _spec(tmp_path: Path, files: dict[str, str], args: str, timeout_s: float) -> Path:
     work = tmp_path / "work"
     work.mkdir()
     for name, text in files.items():
@@ -29,7 +33,8 @@ def _spec(tmp_path: Path, files: dict[str, str], args: str) -> Path:
     spec.write_text(
         "reprospec: 1\nname: pytest-hang\nenvironment: {workdir: work}\n"
         f"command: {sys.executable} -m pytest -p no:cacheprovider {args}\n"
-        "markers: [{preset: pytest}]\nrun: {timeout: 6s}\nexpect: {outcome: hang}\n"
+        "markers: [{preset: pytest}]\n"
+        f"run: {{timeout: {timeout_s:g}s}}\nexpect: {{outcome: hang}}\n"
     )
     return spec
 
@@ -44,7 +49,7 @@ def _spec(tmp_path: Path, files: dict[str, str], args: str) -> Path:
         ),
         (
             {
-                "slowmod.py": "import time\n\ntime.sleep(1000)\n",
+                "slowmod.py": "import time\n\nopen('ready', 'w').close(); time.sleep(1000)\n",
                 "test_a.py": "def test_a():\n    pass\n",
                 "test_c.py": "import slowmod\n\n\ndef test_c():\n    pass\n",
             },
@@ -57,7 +62,11 @@ def _spec(tmp_path: Path, files: dict[str, str], args: str) -> Path:
 def test_a_pytest_hang_says_what_pytest_was_doing(
     cli: Cli, tmp_path: Path, files: dict[str, str], args: str, said: str
 ) -> None:
-    result = cli("run", str(_spec(tmp_path, files, args)))
+    def attempt(timeout_s: float, here: Path) -> CliResult:
+        return cli("run", str(_spec(here, files, args, timeout_s)))
+
+    last = until_reached(attempt, lambda here: (here / "work" / "ready").exists(), 6.0, tmp_path)
+    result = last.result
     assert result.code == 0, result.stdout + result.stderr
     outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
     assert outcome["kind"] == "hang"
