@@ -66,7 +66,8 @@ def resolve_device(requested: str) -> torch.device:
         count = torch.cuda.device_count()
         if device.index is not None and device.index >= count:
             raise InfraError(
-                f"device {requested} requested but only {count} CUDA device(s) are visible"
+                f"device {requested} requested but only {cuda_devices(count)} "
+                f"{'is' if count == 1 else 'are'} visible"
             )
     elif device.type == "mps" and not torch.backends.mps.is_available():
         raise InfraError("device mps requested but MPS is not available on this machine")
@@ -75,6 +76,11 @@ def resolve_device(requested: str) -> torch.device:
             f"device {requested!r} is not supported: expected cpu, cuda, cuda:N, mps or auto"
         )
     return device
+
+
+def cuda_devices(count: int) -> str:
+    """`1 CUDA device`, `2 CUDA devices`: the harness runs without reprospec's words.plural."""
+    return f"{count} CUDA device{'' if count == 1 else 's'}"
 
 
 def integer(value: object, field: str, minimum: int | None = None) -> int:

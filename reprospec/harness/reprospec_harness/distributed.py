@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from . import cell as cell_module
 from . import config, events, stackdump
-from .config import ConfigError, InfraError, infra_error, resolve_device
+from .config import ConfigError, InfraError, cuda_devices, infra_error, resolve_device
 from .values import Int64Array, JsonValue, array, to_int
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def check_backend(dist: Settings, requested_device: str) -> None:
         visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if visible < dist.world_size:
             raise InfraError(
-                f"backend nccl needs {dist.world_size} CUDA device(s), one per rank; "
+                f"backend nccl needs {cuda_devices(dist.world_size)}, one per rank; "
                 f"{visible} visible (torch {torch.__version__}, {build})"
             )
         if not torch.distributed.is_nccl_available():

@@ -142,7 +142,7 @@ def test_nccl_without_gpus_is_an_infra_error(cli: Cli, tmp_path: Path) -> None:
     (cell,) = result.results()["cells"]
     assert result.code == 3
     assert cell["verdict"] == "infra-error"
-    assert "backend nccl needs 2 CUDA device(s), one per rank; 0 visible" in cell["reason"]
+    assert "backend nccl needs 2 CUDA devices, one per rank; 0 visible" in cell["reason"]
     assert (
         "Traceback"
         not in (result.latest_run() / "cells" / "fault=raise" / "1" / "stderr.log").read_text()

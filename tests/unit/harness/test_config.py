@@ -181,3 +181,18 @@ def test_busy_watch_reports_a_slow_item_and_its_end(
     assert busy["seconds"] >= 0.2
     assert free["index"] == 37
     assert "phase" not in free  # the end does not move the location
+
+
+def test_a_cuda_index_past_the_visible_devices_counts_them_in_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """lo40: `only 1 CUDA device(s) are visible`. This machine has no GPU, so torch's two
+    answers are set as a one- and a two-GPU machine gives them."""
+    from reprospec_harness.config import InfraError, resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    for count, said in ((1, "only 1 CUDA device is visible"), (2, "only 2 CUDA devices are")):
+        monkeypatch.setattr(torch.cuda, "device_count", lambda count=count: count)
+        with pytest.raises(InfraError) as caught:
+            resolve_device("cuda:3")
+        assert str(caught.value).startswith(f"device cuda:3 requested but {said}")
