@@ -60,7 +60,7 @@ class StoredProbe:
     # The exception types each attempt printed, beside `kinds` (minimize's point 7); ()
     # where not read (isolate's, amplify's, bisect's, and a state stored before it was).
     raised: tuple[tuple[str, ...], ...] = ()
-    # Which logs `raised` was read from, by the reader's rule (minimize.driver.RAISED_FROM);
+    # Which logs `raised` was read from, by the reader's rule (minimize.probes.RAISED_FROM);
     # "" in a state an earlier version stored, which did not say (it read stderr alone, or
     # stdout too: unknown): the reader reads those again rather than compare them as they
     # are with what it reads now.

@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -50,18 +48,18 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.pysource import UNREADABLE
 from reprospec.core.rates import rate_floor, rate_of
 from reprospec.core.redact import Redactor
-from reprospec.core.results import AttemptResult, RunResult
+from reprospec.core.results import RunResult
 from reprospec.core.runoptions import PathArg, RunOptions, WordSet, check_options
-from reprospec.core.units import format_duration
 from reprospec.core.words import interval_bounds, plural
 from reprospec.environment.probe import shared_captures
-from reprospec.errors import FatalError, SpecError, UsageError
-from reprospec.isolation.candidates import AttemptKind, Tally
+from reprospec.errors import SpecError, UsageError
+from reprospec.isolation.candidates import Tally
 from reprospec.isolation.differences import MISSING, same_setting
-from reprospec.isolation.state import StateFile, StoredProbe, search_id
+from reprospec.isolation.state import StateFile, search_id
 from reprospec.minimize.named import unread_listed
 from reprospec.minimize.preloadhint import preload_hint
-from reprospec.minimize.program import SKIPPED, Program, join_words, split_words
+from reprospec.minimize.probes import RAISED_FROM, ProbeRunner, only_cell, reread
+from reprospec.minimize.program import Program, split_words
 from reprospec.minimize.report import (
     Minimized,
     dir_checked,
@@ -73,13 +71,11 @@ from reprospec.minimize.search import (
     KeptPerturbed,
     Minimization,
     MinimizeResult,
-    Probe,
     Settings,
 )
 from reprospec.minimize.settings import Reduced, reduce_settings
 from reprospec.minimize.source import reduce
 from reprospec.minimize.unperturbed import (
-    UNPERTURBED,
     Baseline,
     Side,
     attempts_for,
@@ -87,7 +83,6 @@ from reprospec.minimize.unperturbed import (
 )
 from reprospec.minimize.workload import (
     Field,
-    field_overrides,
     reduce_workload,
     workload_fields,
 )
@@ -310,7 +305,7 @@ def _minimize(
     # a spec resolves from its own folder, not from where the user typed the command.
     folder = run_options.out.resolve() / "minimize" / ident
     state = StateFile(folder, {"spec": spec.name, "cell": failing.id})
-    if state.reread(lambda probe: _reread(probe, run_options.out.resolve() / "runs")):
+    if state.reread(lambda probe: reread(probe, run_options.out.resolve() / "runs")):
         say(
             f"the state of minimization {ident} is an earlier version's: the exceptions its "
             f"probes printed are read again from their runs' logs ({RAISED_FROM}), as this "
@@ -332,7 +327,7 @@ def _minimize(
         f"minimizing {what} for cell {reduced.cell.id}; "
         f"passing cells checked: {', '.join(c.id for c in passing) or 'none'}"
     )
-    runner = _Runner(
+    runner = ProbeRunner(
         spec_path=Path(spec.path),
         overrides=run_options.overrides,
         options=run_options,
@@ -470,7 +465,7 @@ def _unperturbed(
     original = base or Side(
         Path(spec.path),
         (*run_options.overrides, *reduced.overrides),
-        () if reduced.overrides else _filters(reduced.cell),
+        () if reduced.overrides else only_cell(reduced.cell),
     )
     path = found.output / SPEC_NAME
     minimized = Side(path, (), cell_filters(api.load_spec(path, files=False), found))
@@ -975,368 +970,3 @@ def _inside(path: Path, folder: Path) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKind:
-    """What one attempt says: the bug (its expect and the original's signature), or not.
-
-    `signature` None: any failure the expect accepts is the bug (the comparison oracle).
-    A passing cell's failure is never a pass, whatever its signature. An attempt without
-    the perturbation matches by the expect alone, as amplify counts its base: the rule it
-    serves rejects, so a looser match only makes the result larger.
-    """
-    outcome = attempt.ran
-    if outcome is None:
-        return "infra"
-    if role == "unperturbed":
-        return "match" if attempt.matched else "pass" if outcome.kind == "pass" else "other"
-    same = signature is None or native.attempt_agrees(attempt, signature)
-    if role == "passing":
-        if outcome.kind == "pass":
-            return "pass"
-        return "match" if same else "other"
-    if attempt.matched and same:
-        return "match"
-    return "pass" if outcome.kind == "pass" else "other"
-
-
-# Which logs `_raised` reads, stored with each probe's exceptions (StoredProbe.raised_from):
-# a state whose probes say otherwise (an earlier version's, which read stderr alone, or
-# stdout too without saying so) is read again (`_reread`), never compared as it is: the
-# original's exceptions from stderr against a candidate's from both logs rejected a
-# candidate for the very exception the original had printed on stdout.
-RAISED_FROM = "stderr+stdout"
-
-
-def _side(role: str) -> str:
-    """Which cells a probe of `role` runs: the failing cell's, or the passing cells'."""
-    return "failing" if role in ("failing", "unperturbed", "recheck") else "passing"
-
-
-def _longest_attempt(probe: StoredProbe, runs: Path) -> float:
-    """The longest attempt of a stored probe's runs that ended (not by a timeout); 0 where
-    its runs are gone or unreadable."""
-    from reprospec.store.resultsjson import load_run
-
-    longest = 0.0
-    try:
-        for run_id in probe.run_id.split(","):
-            for cell in load_run(runs / run_id).cells:
-                for attempt in cell.attempts:
-                    if attempt.ran is not None and attempt.ran.kind != "hang":
-                        longest = max(longest, attempt.duration_s)
-    except (FatalError, OSError):
-        return 0.0
-    return longest
-
-
-def _reread(probe: StoredProbe, runs: Path) -> StoredProbe:
-    """A probe an earlier version stored, its exceptions read again from its runs' logs by
-    this version's rule (`_raised`), in the order `_Runner._stored` read them; where a run
-    is gone or unreadable, none (`raised` empty: the search takes the original's as
-    unknown, as for a state stored before they were, and a candidate's as none new)."""
-    from reprospec.store.resultsjson import load_run
-
-    if probe.raised_from == RAISED_FROM or not probe.kinds:
-        return probe
-    raised: list[tuple[str, ...]] = []
-    try:
-        for run_id in probe.run_id.split(","):
-            run_dir = runs / run_id
-            run = load_run(run_dir)
-            for cell in run.cells:
-                for attempt in sorted(cell.attempts, key=lambda a: a.attempt):
-                    raised.append(_raised(run_dir, attempt))
-    except (FatalError, OSError):
-        raised = []
-    if len(raised) != len(probe.kinds):
-        return replace(probe, raised=(), raised_from="")
-    return replace(probe, raised=tuple(raised), raised_from=RAISED_FROM)
-
-
-def _raised(run_dir: Path, attempt: AttemptResult) -> tuple[str, ...]:
-    """The exception types the attempt printed a traceback of, any thread's (the search's
-    point 7): on stderr, then on stdout (a shell's `2>&1`, a logger set to stdout), each
-    log's head and tail as the classifier reads them, each up to its crash report.
-
-    Two files hold no order between them: where the crash report is on stderr alone and
-    the process that died is not the main one (a DataLoader worker, a child), the main
-    process printed on after it, and what it logged to stdout then is the death's
-    consequence, which varies with timing (one program's main process logged a
-    ConnectionResetError, an EOFError or a RuntimeError after the same worker's SIGSEGV):
-    stdout is left out there, as stderr's tail after the report is."""
-    from reprospec.outcome.evidence import read_log
-    from reprospec.outcome.tracebacks import crash_reported, raised_types
-    from reprospec.process.childprotocol import STDERR, STDOUT
-
-    outcome = attempt.ran
-    if outcome is None or not attempt.logs:
-        return ()
-    stderr = read_log(run_dir / attempt.logs / STDERR)
-    stdout = read_log(run_dir / attempt.logs / STDOUT)
-    died_in_main = outcome.where in (None, "main") and outcome.crashed_child is None
-    if crash_reported(stderr) and not crash_reported(stdout) and not died_in_main:
-        return raised_types(stderr)
-    return tuple(dict.fromkeys((*raised_types(stderr), *raised_types(stdout))))
-
-
-# A candidate's attempts time out at this many times the longest attempt seen to end, and
-# never sooner than the floor (`_Runner.candidate_timeout`).
-CANDIDATE_FACTOR = 10
-CANDIDATE_FLOOR_S = 10.0
-
-
-class _Runner:
-    """Runs one probe as a normal run of the candidate (or answers it from the state)."""
-
-    def __init__(
-        self,
-        *,
-        spec_path: Path,
-        overrides: Sequence[str],
-        options: RunOptions,
-        failing: Cell,
-        passing: Sequence[Cell],
-        workdir: Path,
-        failing_overrides: Sequence[str] = (),
-        folder: Path,
-        as_list: bool,
-        state: StateFile,
-        cancel: threading.Event,
-        parallel: int,
-        same_signature: bool = True,
-        live: bool = False,
-        workload: bool = False,
-        env: bool = False,
-        timeout_s: float | None = None,
-        hang: bool = True,
-        say: Callable[[str], None] | None = None,
-    ) -> None:
-        self.env = env  # the spec has environment.env: every candidate sets its own
-        self.same_signature = same_signature
-        # A workload's candidates are `--set` values of the spec: no files, no own workdir.
-        self.workload = workload
-        self.live = live
-        self.spec_path = spec_path
-        self.overrides = tuple(overrides)
-        self.options = options
-        self.failing = failing
-        # The settings step's configuration: a one-cell matrix and the failing expect.
-        self.failing_overrides = tuple(failing_overrides)
-        self.passing = tuple(passing)
-        self.workdir = workdir
-        self.folder = folder
-        self.as_list = as_list
-        self.state = state
-        self.cancel = cancel
-        self.parallel = parallel
-        saved = folder / "signature"
-        self.signature = saved.read_text(encoding="utf-8") if saved.is_file() else ""
-        # The failure message of the attempt that named the signature (the original's):
-        # minimize.md shows it beside the result's.
-        said = folder / "message"
-        self.message = said.read_text(encoding="utf-8") if said.is_file() else ""
-        self.signature_provisional = False
-        self.reused = 0  # probes answered from the state
-        self.replayed = 0  # their attempts: counted in the budget as if run again
-        # The attempt's own timeout, and whether the failure is a hang: a failure that is
-        # not has its candidates run at `candidate_timeout`, from the `longest` attempt seen
-        # of each side (the failing cell's probes, the passing cells'): a passing cell that
-        # trains 1000 steps is no 10x of a failing one that crashes at step 1.
-        self.timeout_s = timeout_s
-        self.hang = hang
-        self.longest: dict[str, float] = {}
-        self.say = say
-        self.capped_at: float | None = None
-
-    def candidate_timeout(self, side: str) -> float | None:
-        """The timeout a probe's attempts run at: `CANDIDATE_FACTOR` times the longest
-        attempt seen to end (not by a timeout), at least `CANDIDATE_FLOOR_S`, where that
-        is below the attempt's own. A candidate that lost the code stopping a thread (a
-        `finally: stop.set()`) hangs; at capture's 300 s timeout each of its attempts held
-        a 2 s pytest suite's minimize still for 5 minutes (nu33). Never for a hang, whose
-        timeout is what it is judged by; None until an attempt of `side` has ended."""
-        longest = self.longest.get(side, 0.0)
-        if self.hang or self.timeout_s is None or not longest:
-            return None
-        cap = max(CANDIDATE_FLOOR_S, CANDIDATE_FACTOR * longest)
-        return cap if cap < self.timeout_s else None
-
-    def run(self, program: Program, probe: Probe) -> StoredProbe:
-        key = f"{probe.role}:{program.key}"
-        # At most the attempts asked: a smaller budget's search asks fewer near its end.
-        stored = self.state.take(key, probe.attempts)
-        if stored is not None:
-            self.reused += 1
-            self.replayed += len(stored.kinds)
-            side = _side(probe.role)
-            if not self.hang and not self.longest.get(side):
-                # A resumed search's first new probe ran at the spec's timeout: a hanging
-                # candidate, the one Ctrl-C stopped, held it 300 s again.
-                runs = self.options.out.resolve() / "runs"
-                self.longest[side] = _longest_attempt(stored, runs)
-            return replace(stored, interrupted=False)
-        stored = self._run(program, probe, key)
-        if not stored.interrupted:
-            self.state.add(stored)
-        return stored
-
-    def _run(self, program: Program, probe: Probe, key: str) -> StoredProbe:
-        from reprospec import api
-
-        if self.cancel.is_set():
-            return StoredProbe(key, (), probe.role, (), "", interrupted=True)
-        if self.workload:
-            sets = [*self.overrides, *field_overrides(program)]
-        else:
-            where = self.materialize(program)
-            sets = [*self.overrides, f"environment.workdir={json.dumps(str(where))}"]
-            words = [*program.head, *program.args]
-            command = words if self.as_list else join_words(tuple(words))
-            sets.append("command=" + json.dumps(command))
-        if self.env:
-            # Always, when the spec has variables: a candidate that dropped them all must
-            # not run with the spec's own.
-            sets.append("environment.env=" + json.dumps(dict(program.env)))
-        base_options = self.options
-        cap = self.candidate_timeout(_side(probe.role))
-        if cap is not None:
-            base_options = base_options.with_changes(timeout_s=cap)
-            if self.capped_at is None and self.say is not None:
-                self.say(
-                    f"candidates run at a timeout of {format_duration(cap)}, "
-                    f"{CANDIDATE_FACTOR}x the longest attempt that ended "
-                    f"({self.longest[_side(probe.role)]:.1f}s), not the attempt's "
-                    f"{format_duration(self.timeout_s or 0)}: one that runs longer is not "
-                    "the failure"
-                )
-            self.capped_at = cap
-        if probe.role in ("failing", "unperturbed", "recheck"):
-            # Without the perturbation (search.py's point 6): the failing cell with its
-            # environment.perturb emptied, whatever set it (--amplify's --set, step 1's
-            # overrides or the spec), the last override.
-            unperturbed = (UNPERTURBED,) if probe.role == "unperturbed" else ()
-            spec = api.load_spec(self.spec_path, [*sets, *self.failing_overrides, *unperturbed])
-            options = base_options.with_changes(
-                repeat=max(1, probe.attempts),
-                stop_on="first-reproduction" if probe.stop_after == 1 else "never",
-                jobs=self.parallel,
-                matrix_filters=() if self.failing_overrides else _filters(self.failing),
-                purpose="minimize",
-            )
-            results = [api.run(spec, options, cancel=self.cancel)]
-        else:
-            spec = api.load_spec(self.spec_path, sets)
-            # One run per passing cell, at once: -m filters cannot name a set of cells.
-            options = base_options.with_changes(repeat=1, jobs=1, purpose="minimize")
-            with ThreadPoolExecutor(max_workers=max(1, self.parallel)) as pool:
-                futures = [
-                    pool.submit(
-                        api.run,
-                        spec,
-                        options.with_changes(matrix_filters=_filters(cell)),
-                        cancel=self.cancel,
-                    )
-                    for cell in self.passing
-                ]
-                results = [f.result() for f in futures]
-        return self._stored(results, probe, key)
-
-    def _learn_signature(self, signature: str, native_text: str | None, message: str) -> None:
-        """The original's first matching attempt names the signature every later one needs;
-        kept beside the state for a resumed run. One whose native stacks were not read (its
-        core lost to a parallel crash) names it only until one that has them agrees."""
-        unknown = native.read_none(native_text)
-        if self.signature and not (
-            self.signature_provisional
-            and not unknown
-            and native.agrees(self.signature, signature, native_unknown=True)
-        ):
-            return
-        self.signature = signature
-        self.signature_provisional = unknown
-        self.message = message
-        self.folder.mkdir(parents=True, exist_ok=True)  # a workload's probes write no files
-        (self.folder / "signature").write_text(signature, encoding="utf-8")
-        (self.folder / "message").write_text(message, encoding="utf-8")
-
-    def _stored(self, results: Sequence[RunResult], probe: Probe, key: str) -> StoredProbe:
-        kinds: list[AttemptKind] = []
-        raised: list[tuple[str, ...]] = []
-        reason = ""
-        for result in results:
-            run_dir = self.options.out.resolve() / "runs" / result.run_id
-            for cell in result.cells:
-                for attempt in sorted(cell.attempts, key=lambda a: a.attempt):
-                    unperturbed = probe.role == "unperturbed"
-                    if attempt.matched and attempt.ran is not None and not unperturbed:
-                        self._learn_signature(
-                            attempt.ran.signature, attempt.native, attempt.ran.message or ""
-                        )
-                    signature = self.signature if self.same_signature else None
-                    if attempt.ran is not None and attempt.ran.kind != "hang":
-                        side = _side(probe.role)
-                        self.longest[side] = max(self.longest.get(side, 0.0), attempt.duration_s)
-                    kinds.append(_kind(attempt, signature, probe.role))
-                    raised.append(_raised(run_dir, attempt))
-                    reason = attempt.infra_error or reason
-        return StoredProbe(
-            key=key,
-            candidate=(),
-            role=probe.role,
-            kinds=tuple(kinds),
-            run_id=",".join(r.run_id for r in results),
-            infra_reason=reason,
-            interrupted=any(r.interrupted for r in results),
-            raised=tuple(raised),
-            raised_from=RAISED_FROM,
-        )
-
-    def materialize(self, program: Program) -> Path:
-        """The candidate's workdir: its files written, every other file linked to the original.
-
-        Live (under run.preload): one folder, its program files rewritten for each probe;
-        probes run one at a time, so no two candidates share it at once.
-        """
-        if self.live:
-            where = self.folder / "live"
-            if not where.is_dir():
-                link_tree(self.workdir, where, skip={self.folder.resolve()})
-            for path, text in program.files:
-                target = where / path
-                if target.is_symlink() or target.exists():
-                    target.unlink()
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(text, encoding="utf-8")
-            return where
-        where = self.folder / "candidates" / program.key
-        if where.is_dir():
-            return where
-        temporary = where.with_name(where.name + ".tmp")
-        shutil.rmtree(temporary, ignore_errors=True)
-        link_tree(self.workdir, temporary, skip={self.folder.resolve()})
-        for path, text in program.files:
-            target = temporary / path
-            if target.is_symlink():
-                target.unlink()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        temporary.replace(where)
-        return where
-
-
-def link_tree(source: Path, target: Path, skip: set[Path]) -> None:
-    """`target` mirrors `source`: the same folders, each file a symlink (caches left out)."""
-    target.mkdir(parents=True, exist_ok=True)
-    for root, dirs, names in os.walk(source):
-        here = Path(root)
-        dirs[:] = [d for d in dirs if d not in SKIPPED and (here / d).resolve() not in skip]
-        rel = here.relative_to(source)
-        (target / rel).mkdir(parents=True, exist_ok=True)
-        for name in names:
-            (target / rel / name).symlink_to(here / name)
-
-
-def _filters(cell: Cell) -> tuple[str, ...]:
-    """`-m` filters that keep exactly this cell."""
-    return tuple(f"{axis}={json.dumps(value)}" for axis, value in cell.matrix.items())

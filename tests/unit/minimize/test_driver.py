@@ -1,18 +1,11 @@
-"""What minimize takes to be the program (the files read from a real workdir), and what an
-attempt raised."""
+"""What minimize takes to be the program (the files read from a real workdir)."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
 from pathlib import Path
 
-from reprospec.core.results import AttemptResult, Outcome
-from reprospec.isolation.state import StoredProbe
-from reprospec.minimize.driver import RAISED_FROM, _program, _raised, _reread
-from reprospec.store.resultsjson import run_to_dict
+from reprospec.minimize.driver import _program
 from tests.support.files import written
-from tests.support.runs import error_run
 
 
 def test_a_file_in_another_encoding_stays_whole_and_its_imports_are_followed(
@@ -46,123 +39,3 @@ def test_files_in_another_encoding_that_import_each_other_are_read_once(tmp_path
     (tmp_path / "b.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport a\nB = '\xe9'\n")
 
     assert _program("python a.py", tmp_path, {}).files == ()
-
-
-def test_the_exceptions_an_attempt_raised_are_read_from_stdout_too(tmp_path: Path) -> None:
-    """A program whose tracebacks go to stdout (a shell's `2>&1`, a logger to stdout): a
-    candidate's new exception there was never seen, and the candidate was kept."""
-    thread_died = (
-        'Exception in thread evictor:\nTraceback (most recent call last):\n  File "e.py", '
-        "line 3, in evictor\nAttributeError: 'Namespace' object has no attribute 'gap'\n"
-    )
-    crashed = 'Traceback (most recent call last):\n  File "e.py", line 9\nKeyError: 3\n'
-    written(tmp_path, {"cells/1/stdout.log": thread_died, "cells/1/stderr.log": crashed})
-    segv = Outcome(kind="crash", signal="SIGSEGV", signature="crash:SIGSEGV:main")
-    attempt = AttemptResult(1, 0.1, segv, True, (), "cells/1")
-
-    assert _raised(tmp_path, attempt) == ("KeyError", "AttributeError")
-    assert _raised(tmp_path, replace(attempt, logs="")) == ()
-
-
-def test_what_the_main_process_logged_to_stdout_after_a_workers_death_is_not_read(
-    tmp_path: Path,
-) -> None:
-    """A worker's SIGSEGV reported on stderr, and the main process, which lived on, logged
-    the death's consequence to stdout: a ConnectionResetError in one attempt, an EOFError
-    or a RuntimeError in the next (one program, eight real attempts). Two files hold no
-    order: it is read as stderr's tail after the report is, not at all, or a candidate
-    whose attempt drew another consequence than the original's would be rejected."""
-    report = "ERROR: Unexpected segmentation fault encountered in worker.\n"
-    logged = (
-        "ERROR:train:training failed\nTraceback (most recent call last):\n"
-        '  File "prog.py", line 20, in <module>\n'
-        "ConnectionResetError: [Errno 104] Connection reset by peer\n"
-    )
-    before = 'Traceback (most recent call last):\n  File "e.py", line 3\nKeyError: 3\n'
-    written(
-        tmp_path,
-        {
-            "cells/1/stderr.log": report,
-            "cells/1/stdout.log": logged,
-            # `2>&1`: the report on stdout itself, which it is read up to.
-            "cells/2/stdout.log": before + report + logged,
-        },
-    )
-    worker = Outcome(kind="crash", signal="SIGSEGV", where="worker", signature="crash:SIGSEGV")
-    attempt = AttemptResult(1, 0.1, worker, True, (), "cells/1")
-
-    assert _raised(tmp_path, attempt) == ()
-    assert _raised(tmp_path, replace(attempt, logs="cells/2")) == ("KeyError",)
-    # The main process's own death: nothing it printed came after it.
-    main = replace(worker, where="main")
-    assert _raised(tmp_path, replace(attempt, outcome=main)) == ("ConnectionResetError",)
-
-
-def test_an_earlier_versions_probe_has_its_exceptions_read_again_from_its_run(
-    tmp_path: Path,
-) -> None:
-    """A state stored by a version that read stderr alone holds the original's RuntimeError
-    only; this version reads stdout too, and a candidate whose logger printed the same
-    KeyError on stdout was rejected for an exception "the original never printed"."""
-    run = error_run()
-    cell = replace(run.cells[1], attempts=(replace(run.cells[1].attempts[0], logs="cells/1/"),))
-    run = replace(run, cells=(cell,))
-    folder = tmp_path / "runs" / run.run_id
-    logged = "ERROR:train:skipped a batch\nTraceback (most recent call last):\nKeyError: 7\n"
-    raised = 'Traceback (most recent call last):\n  File "t.py", line 3\nRuntimeError: nan\n'
-    written(folder, {"cells/1/stdout.log": logged, "cells/1/stderr.log": raised})
-    (folder / "results.json").write_text(json.dumps(run_to_dict(run)))
-    old = StoredProbe(
-        "failing:p", (), "failing", ("match",), run.run_id, raised=(("RuntimeError",),)
-    )
-
-    again = _reread(old, tmp_path / "runs")
-
-    assert (again.raised, again.raised_from) == ((("RuntimeError", "KeyError"),), RAISED_FROM)
-    assert _reread(again, tmp_path / "runs") is again  # read by this version: as it is
-    # Its run gone: unknown, not stderr's alone (the search then takes none as new).
-    gone = _reread(replace(old, run_id="20261121-000000-gone-0000"), tmp_path / "runs")
-    assert (gone.raised, gone.raised_from) == ((), "")
-
-
-def test_candidates_time_out_at_ten_times_the_longest_attempt_that_ended(tmp_path: Path) -> None:
-    """nu33: a candidate that lost the code stopping a thread hung to the spec's 300 s,
-    where the original's attempts took 2 s; and a resumed search's first new probe (the
-    hanging candidate Ctrl-C stopped) ran at 300 s again, its replayed probes unread."""
-    import threading
-
-    from reprospec.core.inputs import Cell
-    from reprospec.core.runoptions import RunOptions
-    from reprospec.isolation.state import StateFile, StoredProbe
-    from reprospec.minimize.driver import _longest_attempt, _Runner
-    from reprospec.store.resultsjson import write_run
-    from tests.support.runs import hang_run
-
-    def runner(timeout_s: float | None, hang: bool = False) -> _Runner:
-        return _Runner(
-            spec_path=tmp_path / "spec.yaml", overrides=(), options=RunOptions(),
-            failing=Cell(id="default", index=0, matrix={}), passing=(), workdir=tmp_path,
-            folder=tmp_path / "m", as_list=False, state=StateFile(tmp_path / "m", {}),
-            cancel=threading.Event(), parallel=1, timeout_s=timeout_s, hang=hang,
-        )  # fmt: skip
-
-    crash = runner(300.0)
-    assert crash.candidate_timeout("failing") is None  # nothing has ended yet
-    crash.longest["failing"] = 2.0
-    assert crash.candidate_timeout("failing") == 20.0
-    # A passing cell's probes go by the passing cells' attempts alone: one that trains
-    # for a minute is no 10x of a failing cell that crashes at once.
-    assert crash.candidate_timeout("passing") is None
-    crash.longest["failing"] = 0.5
-    assert crash.candidate_timeout("failing") == 10.0  # the floor
-    crash.longest["failing"] = 40.0
-    assert crash.candidate_timeout("failing") is None  # 400 s: the spec's own is shorter
-    hung = runner(300.0, hang=True)
-    hung.longest["failing"] = 2.0
-    assert hung.candidate_timeout("failing") is None  # a hang is judged by its timeout
-    # A stored probe's runs: the pass's 0.8 s, not the hangs' 5 s.
-    run = hang_run()
-    write_run(tmp_path / "runs" / run.run_id, run)
-    probe = StoredProbe(key="failing:k", candidate=(), role="failing", kinds=(), run_id=run.run_id)
-    assert _longest_attempt(probe, tmp_path / "runs") == 0.8
-    assert _longest_attempt(replace(probe, run_id="gone"), tmp_path / "runs") == 0.0
