@@ -46,7 +46,13 @@ from reprospec.capture.footprint import (
     wiped_note,
     with_import_roots,
 )
-from reprospec.capture.hangwait import VerifyWait, alone_timeout, verify_wait
+from reprospec.capture.hangwait import (
+    CpuTrail,
+    VerifyWait,
+    alone_timeout,
+    moving_at_bound,
+    verify_wait,
+)
 from reprospec.capture.optionarity import ParserOptions, script_options
 from reprospec.capture.toggles import Proposal, kept_note, propose
 from reprospec.capture.verify import Runner, verify
@@ -574,15 +580,19 @@ def _narrowed(
     if argv is None:
         return proposal, request.argv, None
     narrowed = propose(argv, options)
-    draft = _draft(
-        request if alone is None else replace(request, timeout_s=alone),
-        narrowed,
-        workdir,
-        spec_path,
-        name=f"capture-{script_stem(tuple(argv))}",
-        presets=presets,
-    )
-    spec_path.write_text(render_spec(draft), encoding="utf-8")
+
+    def write(timeout_s: float | None) -> None:
+        draft = _draft(
+            request if timeout_s is None else replace(request, timeout_s=timeout_s),
+            narrowed,
+            workdir,
+            spec_path,
+            name=f"capture-{script_stem(tuple(argv))}",
+            presets=presets,
+        )
+        spec_path.write_text(render_spec(draft), encoding="utf-8")
+
+    write(alone)
     if say is not None:
         without = {"crash": "crashes", "error": "fails", "hang": "hangs"}[outcome.kind]
         waits = ""
@@ -598,18 +608,44 @@ def _narrowed(
             f"others{waits}"
         )
     began = time.monotonic()
-    result = run_spec(spec_path, request.repeat, True, None)
+    with CpuTrail() as trail:
+        result = run_spec(spec_path, request.repeat, True, None)
     took = time.monotonic() - began
+    moved = ""
+    if outcome.kind == "hang" and alone is not None and alone < request.timeout_s:
+        hung = [a for cell in result.cells for a in cell.attempts]
+        if moving_at_bound(trail.readings, hung, alone):
+            # Not still at the bound: slow work, or a busy loop. Rerun at the spec's timeout,
+            # the first run's own wait: what alone does not end by then hung the same way.
+            moved = (
+                f"; at the {format_duration(alone)} bound it was still using CPU, so it was "
+                "rerun at the spec's timeout"
+            )
+            alone = request.timeout_s
+            write(alone)
+            if say is not None:
+                say(
+                    f"reprospec: {test} alone was still using CPU at the bound (slow work, "
+                    "or a busy loop), not still as a hang: rerunning it at the spec's "
+                    f"{format_duration(alone)} timeout"
+                )
+            began = time.monotonic()
+            result = run_spec(spec_path, request.repeat, True, None)
+            took = time.monotonic() - began
     ran = [a.ran for cell in result.cells for a in cell.attempts if a.ran is not None]
     same = sum(native.agrees(o.signature, observed.signature, native_unknown=True) for o in ran)
     counted = f"{same}/{plural(len(ran), 'attempt')}, run {result.run_id}"
     if outcome.kind == "hang" and alone is not None:
         # What the narrowing cost: a rerun that is a hang if unended at its own timeout, or
         # the spec's. Not "called a hang at": said of a rerun that passed too.
-        counted += f", {took:.1f} s: a hang if unended at " + (
-            f"{format_duration(alone)}, as long as it went unended with the others"
-            if alone < request.timeout_s
-            else f"the spec's {format_duration(request.timeout_s)} timeout"
+        counted += (
+            f", {took:.1f} s: a hang if unended at "
+            + (
+                f"{format_duration(alone)}, as long as it went unended with the others"
+                if alone < request.timeout_s
+                else f"the spec's {format_duration(request.timeout_s)} timeout"
+            )
+            + moved
         )
     if same and same * observed.attempts >= observed.matched * len(ran):
         return (

@@ -26,7 +26,9 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -37,6 +39,8 @@ from reprospec.core.results import AttemptResult
 from reprospec.core.units import format_duration
 from reprospec.outcome.evidence import iter_events
 from reprospec.outcome.pytestreport import xdist_running
+from reprospec.process import tree
+from reprospec.process.cpuwait import thread_readings
 from reprospec.process.progress import is_progress_event
 from reprospec.spec.presets import PRESETS
 
@@ -193,7 +197,9 @@ def alone_timeout(
     stack that does not move and prints nothing for those 20 s, as a hung one does, and
     a bound of start-up and a 10 s stall called it "hung alone" (pt40). The first run
     showed only that the test did not end within that time: the rerun is a hang where it
-    does not end within as long, and a test that alone ends sooner, slow or not, is none."""
+    does not end within as long, and a test that alone ends sooner, slow or not, is none.
+    One that reaches this bound still using CPU (`moving_at_bound`) is rerun at the
+    timeout: the bound is shorter than the first run's wait, and work may end between."""
     if not signature.startswith("hang"):
         return None
     wanted = [re.compile(m.pattern) for name in presets for m in PRESETS[name].markers]
@@ -225,3 +231,81 @@ def alone_timeout(
         return timeout_s
     # A margin for the rerun's own start-up, which a loaded machine may make slower.
     return min(timeout_s, float(math.ceil(bound + max(_ALONE_MARGIN_S, 0.1 * bound))))
+
+
+# A rerun alone that reached its bound is a hang only where its processes were still: their
+# CPU time over this long before the bound (or since the attempt began, where shorter).
+STILL_WINDOW_S = 5.0
+# How often the CPU time of the rerun's processes is read.
+_SAMPLE_S = 0.5
+# CPU time that counts as moving: 1% of one CPU over the window. A hung pytest (a sleep, a
+# lock, a read) uses none, a thread that polls a few times a second far less; a test that
+# sleeps and works in steps, or a busy loop, far more.
+MOVING_SHARE = 0.01
+# The window ends this long before the bound: the engine's kill begins at it (its stack
+# dumps, native readers), which is no work of the test's.
+_BEFORE_KILL_S = 0.2
+
+# One reading: (time.time(), each thread's CPU nanoseconds by (pid, thread id)).
+CpuReading = tuple[float, Mapping[tuple[int, int], int]]
+
+
+class CpuTrail:
+    """The CPU time of every thread of the engine's attempts (its own process tree less its
+    helpers: the subreaper keeps every process of an attempt in it), read every half second
+    on a thread of its own while a rerun runs. Nothing is read where the tree cannot be
+    (no subreaper, no `children` files): then no rerun is known to move."""
+
+    def __init__(self) -> None:
+        self.readings: list[CpuReading] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="reprospec-cpu-trail", daemon=True)
+
+    def __enter__(self) -> CpuTrail:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(_SAMPLE_S):
+            pids = tree.own_tree()
+            if pids is None:
+                continue
+            helpers = tree.helper_pids()
+            read = thread_readings(pid for pid in pids if pid not in helpers)
+            self.readings.append((time.time(), {key: cpu for key, (cpu, _) in read.items()}))
+
+
+def cpu_moved(readings: Sequence[CpuReading], since: float, until: float) -> bool | None:
+    """Whether the threads read used at least MOVING_SHARE of one CPU between the first
+    reading at or after `since` and the last at or before `until`: a thread read then and
+    not before counts all its CPU time (it started between). None where no two readings
+    at least half that time apart fall between: nothing is known."""
+    inside = [r for r in readings if since <= r[0] <= until]
+    if len(inside) < 2 or inside[-1][0] - inside[0][0] < (until - since) / 2:
+        return None
+    (first_t, first), (last_t, last) = inside[0], inside[-1]
+    used = sum(max(0, cpu - first.get(key, 0)) for key, cpu in last.items())
+    return used >= MOVING_SHARE * (last_t - first_t) * 1e9
+
+
+def moving_at_bound(
+    readings: Sequence[CpuReading], attempts: Sequence[AttemptResult], bound_s: float
+) -> bool:
+    """Whether a rerun's attempt that hung at `bound_s` (its timeout) was still using CPU in
+    the STILL_WINDOW_S before it: slow work, or a busy loop, which CPU time cannot tell
+    apart. A hang whose CPU time stayed flat there, or of which nothing was read, is still."""
+    for attempt in attempts:
+        if attempt.ran is None or attempt.ran.kind != "hang":
+            continue
+        try:
+            start = datetime.fromisoformat(attempt.started).timestamp()
+        except ValueError:
+            continue
+        until = start + bound_s - _BEFORE_KILL_S
+        if cpu_moved(readings, max(start, until - STILL_WINDOW_S), until):
+            return True
+    return False

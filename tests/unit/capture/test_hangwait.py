@@ -6,7 +6,15 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from reprospec.capture.hangwait import MIN_STALL_S, VerifyWait, alone_timeout, verify_wait
+from reprospec.capture.hangwait import (
+    MIN_STALL_S,
+    CpuReading,
+    VerifyWait,
+    alone_timeout,
+    cpu_moved,
+    moving_at_bound,
+    verify_wait,
+)
 from reprospec.core.results import AttemptResult, Outcome
 
 START = 1_796_000_000.0
@@ -137,3 +145,49 @@ def test_under_xdist_a_rerun_alone_waits_the_whole_first_run(tmp_path: Path) -> 
         "[gw1] [ 33%] PASSED t.py::test_a \n"
     )
     assert alone_timeout("hang:t.py::test_x", tmp_path, attempts, ("steps",), 60.0) == 31.0
+
+
+def _trail(cpu_ms_per_s: float, seconds: int, *, threads: int = 1) -> list[CpuReading]:
+    """Half-second readings from START of `threads` threads each using `cpu_ms_per_s`."""
+    return [
+        (
+            START + i / 2,
+            {(100, 100 + n): int(i / 2 * cpu_ms_per_s * 1e6) for n in range(threads)},
+        )
+        for i in range(seconds * 2 + 1)
+    ]
+
+
+def test_a_rerun_using_cpu_at_its_bound_is_moving(tmp_path: Path) -> None:
+    # pt42: a test that alone sleeps and works in steps (100 ms of each 500) was still at it
+    # at the bound, killed, and called "hung alone".
+    attempt = hung(tmp_path, 1, [], 20.5)
+    assert moving_at_bound(_trail(200, 30), [attempt], 20.0)
+    assert cpu_moved(_trail(200, 30), START + 15, START + 20) is True
+
+
+def test_a_rerun_still_at_its_bound_is_a_hang(tmp_path: Path) -> None:
+    # A sleep, a lock, a read: no CPU time; a thread polling 10 times a second, under 1%.
+    attempt = hung(tmp_path, 1, [], 20.5)
+    assert not moving_at_bound(_trail(0, 30), [attempt], 20.0)
+    assert not moving_at_bound(_trail(2, 30, threads=3), [attempt], 20.0)
+
+
+def test_cpu_before_the_window_or_after_the_bound_is_no_move() -> None:
+    # Work that ended before the window, then a still hang; and the engine's kill after
+    # it (its stack dumps), which the window leaves out.
+    busy_then_still = [(t, {k: min(v, 10**9) for k, v in r.items()}) for t, r in _trail(500, 30)]
+    assert cpu_moved(busy_then_still, START + 14.8, START + 19.8) is False
+    assert cpu_moved(_trail(500, 30), START + 14.8, START + 19.8) is True
+
+
+def test_a_thread_that_started_in_the_window_counts_all_its_cpu() -> None:
+    readings: list[CpuReading] = [(START, {}), (START + 4, {(7, 7): 200_000_000})]
+    assert cpu_moved(readings, START, START + 4) is True
+
+
+def test_too_few_readings_say_nothing(tmp_path: Path) -> None:
+    # A sampler starved of the CPU, or a tree it could not read: nothing known, still.
+    readings: list[CpuReading] = [(START + 19, {(7, 7): 0}), (START + 19.5, {(7, 7): 10**9})]
+    assert cpu_moved(readings, START + 15, START + 20) is None
+    assert not moving_at_bound(readings, [hung(tmp_path, 1, [], 20.5)], 20.2)
