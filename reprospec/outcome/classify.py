@@ -223,10 +223,11 @@ def classify(
                 )
             elif not started:
                 detail += "; every test pytest-xdist's workers started had ended"
-        elif pytest and evidence.stack and (doing := _pytest_hung_in(evidence.stack)):
-            # What its stack shows pytest doing, said whatever -v printed: a first test
-            # that hangs leaves its line unended, and a run without -v names no test
-            # (`pytest was running test_one (t.py:4)`, a fixture's setup, a collection).
+        elif pytest and evidence.stack and (doing := _pytest_hung_in(evidence.stack, phase)):
+            # What its stack shows pytest doing: a first test that hangs leaves its line
+            # unended, and a run without -v names no test (`pytest was running test_one
+            # (t.py:4)`, a fixture's setup, a collection); of a test the phase names
+            # already, only its place (`the test was at t.py:4`).
             detail += f"; {doing}"
         if events.done or execution.stalled:
             pass  # no progress for run.stall: not "still progressing?"
@@ -519,10 +520,10 @@ def _crashed_thread_first(text: str, lwp: int | None) -> str:
     return "\n\n".join([text[: starts[0]].strip(), *blocks]).strip()
 
 
-def _pytest_hung_in(stack: str) -> str | None:
+def _pytest_hung_in(stack: str, phase: str | None) -> str | None:
     from reprospec.outcome.hungstacks import pytest_hung_in
 
-    return pytest_hung_in(stack)
+    return pytest_hung_in(stack, phase)
 
 
 def _stuck_worker(stack: str) -> HungProcess | None:

@@ -194,14 +194,16 @@ _PYTEST_CONFTEST = ("_pytest/config/__init__.py", "_importconftest")
 _PYTEST_COLLECT = ("_pytest/main.py", "perform_collect")
 
 
-def pytest_hung_in(stack: str | None) -> str | None:
+def pytest_hung_in(stack: str | None, named: str | None = None) -> str | None:
     """What a hung pytest was doing, read from its root's stack (the main thread's): `pytest
     was running test_one (test_h.py:4)`, `... setting up the fixture db (conftest.py:8)`,
     `pytest was collecting test_c.py (test_c.py:1, importing slowmod.py:2)`, `... importing
     conftest.py`, `pytest was collecting`; None where its stack shows none of them (no
     dump, or no pytest). The first test that hangs prints no ended `-v` line, and a run
     without `-v` names no test at all (pt40): the stack does, whatever pytest printed.
-    Files are named by their last part (the dump's paths are the machine's)."""
+    Files are named by their last part (the dump's paths are the machine's). Where the
+    test is the one `named` (the phase, a node id `-v`'s lines gave) only its place is
+    said, not its name again: `the test was at test_h.py:4` (pt42)."""
     blocks = hung_frames(stack)
     if not blocks:
         return None
@@ -209,6 +211,8 @@ def pytest_hung_in(stack: str | None) -> str | None:
     for index, frame in enumerate(frames):
         if index and _is(frame, _PYTEST_CALL):
             test = frames[index - 1]
+            if named is not None and _test_function(named) == test.function:
+                return f"the test was at {_short(test)}"
             return f"pytest was running {test.function} ({_short(test)})"
         if index and _is(frame, _PYTEST_FIXTURE):
             fixture = frames[index - 1]
@@ -225,6 +229,11 @@ def pytest_hung_in(stack: str | None) -> str | None:
         if _is(frame, _PYTEST_COLLECT):
             return "pytest was collecting"
     return None
+
+
+def _test_function(node: str) -> str:
+    """The function a pytest node id names: `t.py::TestC::test_one[1-a]` is `test_one`."""
+    return node.rsplit("::", 1)[-1].split("[", 1)[0]
 
 
 def _is(frame: Frame, where: tuple[str, str | tuple[str, ...]]) -> bool:

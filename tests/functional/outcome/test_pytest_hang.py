@@ -2,8 +2,9 @@
 was doing, read from its stack (pt40).
 
 Real pytest runs through the CLI, under a short timeout: the first of five tests hangs in a
-spec's own `pytest -q` (no `-v` line names any test), and a test module's import hangs at
-collection (an `import wandb` that never returns). Before, both were a bare `hang`. Each
+spec's own `pytest -q` (no `-v` line names any test), a test module's import hangs at
+collection (an `import wandb` that never returns), and, under `-v`, whose line names the
+hung test, only the test's place is added (pt42). Before, both were a bare `hang`. Each
 hang touches `ready` as it starts (on the line it hangs at, so the lines said are its
 own): a pytest starved of a CPU for its start-up on a loaded machine was killed before it
 got there, and the try runs again with the timeout doubled (tests/support/deadline.py).
@@ -56,8 +57,14 @@ def _spec(tmp_path: Path, files: dict[str, str], args: str, timeout_s: float) ->
             "-q .",
             "pytest was collecting test_c.py (test_c.py:1, importing slowmod.py:3)",
         ),
+        (
+            # pt42: `-v`'s line named the hung test (the phase): only its place is added.
+            {"test_h.py": "def test_zero():\n    pass\n\n\n" + _FIRST_OF_FIVE},
+            "-v test_h.py",
+            "the test was at test_h.py:9",
+        ),
     ],
-    ids=["first-test", "collecting"],
+    ids=["first-test", "collecting", "named-by-v"],
 )
 def test_a_pytest_hang_says_what_pytest_was_doing(
     cli: Cli, tmp_path: Path, files: dict[str, str], args: str, said: str
@@ -71,4 +78,7 @@ def test_a_pytest_hang_says_what_pytest_was_doing(
     outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
     assert outcome["kind"] == "hang"
     assert outcome["detail"].endswith(f"; {said}"), outcome["detail"]
+    if args.startswith("-v"):
+        assert outcome["phase"] == "test_h.py::test_one", outcome
+        assert "test_one" not in outcome["detail"], outcome["detail"]
     assert said in (result.latest_run() / "report.md").read_text()

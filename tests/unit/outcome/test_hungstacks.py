@@ -171,6 +171,19 @@ def test_a_hung_pytest_says_the_test_fixture_or_module_its_stack_shows() -> None
     assert pytest_hung_in(None) is None
 
 
+def test_a_test_the_phase_names_is_not_named_again() -> None:
+    # pt42: `-v`'s line named the hung test (the phase), and the detail said its name again.
+    said = "the test was at test_h.py:4"
+    assert pytest_hung_in(_PYTEST_RUNNING, "test_h.py::test_one") == said
+    assert pytest_hung_in(_PYTEST_RUNNING, "test_h.py::TestH::test_one[1-a]") == said
+    assert pytest_hung_in(_PYTEST_RUNNING, "test_h.py::test_two") == (
+        "pytest was running test_one (test_h.py:4)"
+    )
+    assert pytest_hung_in(_PYTEST_FIXTURE, "test_h.py::test_one") == (
+        "pytest was setting up the fixture db (conftest.py:8)"
+    )
+
+
 # Recorded (2026-12-02, `reprospec run` of `python -m pytest -p no:cacheprovider -q .`, a test
 # module's import hung): the dump's signal was taken by pytest-rerunfailures' server thread,
 # in about half of such runs, and the main thread's outermost frames are runpy's.
