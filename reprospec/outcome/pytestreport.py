@@ -312,28 +312,47 @@ _LAUNCHER_VALUES = frozenset(
 
 def _after_launcher(words: Sequence[str], index: int) -> int:
     """Where the program a launcher runs is named (`uv run [OPTIONS] PROGRAM`, `uvx`,
-    `poetry run`, `pdm run`, `pipenv run`, `hatch run` (also `hatch -e ENV run`, and its
-    `ENV:PROGRAM`, read by the caller), `rye run`, `pipx run`), after its options and
-    their values and a `--`; `index` itself where `words[index]` is no launcher."""
+    `poetry run`, `pdm run`, `pipenv run`, `hatch run` (also after hatch's own options,
+    `hatch -e ENV run`, `hatch --env=ENV run`, `hatch -eENV run`; its matrix selectors
+    `+py=3.11`, and its `ENV:PROGRAM`, read by the caller), `rye run`, `pipx run`), after
+    its options and their values and a `--`; `index` itself where `words[index]` is no
+    launcher."""
     if words[index : index + 1] == ["uvx"]:
         at = index + 1
     elif words[index : index + 3] == ["uv", "tool", "run"]:
         at = index + 3
     elif (
-        words[index : index + 1] == ["hatch"]
-        and words[index + 1 : index + 2] in (["-e"], ["--env"])
-        and words[index + 3 : index + 4] == ["run"]
+        words[index : index + 1] == ["hatch"] and (run := _hatch_run(words, index + 1)) is not None
     ):
-        at = index + 4
+        at = run + 1
     elif index + 1 < len(words) and words[index] in _WRAPPERS and words[index + 1] == "run":
         at = index + 2
     else:
         return index
-    while at < len(words) and words[at].startswith("-"):
+    hatch = words[index] == "hatch"
+    # hatch run's matrix selectors: `+py=3.11` includes, `-py=3.9` excludes.
+    while at < len(words) and (
+        words[at].startswith("-") or (hatch and words[at].startswith("+") and "=" in words[at])
+    ):
         if words[at] == "--":
             return at + 1
         at += 2 if words[at] in _LAUNCHER_VALUES else 1
     return at
+
+
+# hatch's own options that take the next word as their value (`hatch --env test run`), by
+# its help; `--env=test` and `-etest` are one word.
+_HATCH_VALUES = frozenset(
+    ["-e", "--env", "-p", "--project", "--data-dir", "--cache-dir", "--config"]
+)
+
+
+def _hatch_run(words: Sequence[str], at: int) -> int | None:
+    """Where hatch's `run` is, after hatch's own options from `at` (`hatch -e test run`,
+    `hatch --env=test run`, `hatch -etest run`, `hatch -v run`); None: no `run` there."""
+    while at < len(words) and words[at].startswith("-"):
+        at += 2 if words[at] in _HATCH_VALUES else 1
+    return at if words[at : at + 1] == ["run"] else None
 
 
 # The words that make pytest quieter than its default, which cancel a `-v`.

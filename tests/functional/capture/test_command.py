@@ -2198,6 +2198,44 @@ def test_a_pytest_run_by_a_launcher_with_options_names_the_test_that_crashed(
     assert document["markers"] == [{"preset": "pytest"}]
 
 
+@pytest.mark.parametrize(
+    "launcher",
+    [
+        ("hatch", "--env=test", "run"),
+        ("hatch", "-etest", "run"),
+        ("hatch", "run", "+py=3.11", "test:"),
+    ],
+    ids=["env-equals", "e-joined", "matrix-selector"],
+)
+def test_a_pytest_run_by_hatch_with_its_options_names_the_test_that_crashed(
+    cli: Cli, tmp_path: Path, launcher: tuple[str, ...]
+) -> None:
+    """pt42: `hatch --env=test run pytest`, `hatch -etest run pytest` and `hatch run
+    +py=3.11 test:pytest` were read as no pytest: no -v, the spec named no test. hatch is a
+    stand-in here (a real process that drops its options and selectors and the program's
+    `ENV:`, and runs the rest, as hatch does in an environment that has pytest)."""
+    workdir = tmp_path / "proj"
+    _pytest_project(workdir)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "hatch").write_text(
+        '#!/bin/sh\nwhile [ "$1" != run ]; do shift; done\nshift\n'
+        'while [ $# -gt 0 ]; do\n  case "$1" in\n    [+-]*) shift ;;\n    *) break ;;\n'
+        '  esac\ndone\nprogram="${1#*:}"\nshift\nexec "$program" "$@"\n'
+    )
+    (bin_dir / "hatch").chmod(0o755)
+    here = venv_first(bin_dir)
+    *before, last = launcher
+    words = (*before, f"{last}pytest") if last.endswith(":") else (*launcher, "pytest")
+    result = capture(cli, workdir, *words, "-q", "tests/test_x.py", env=here)
+    node = "tests/test_x.py::test_crash"
+    assert f"wrote spec.yaml: crash:SIGSEGV:main:{node}:" in result.stdout, result.stdout
+    assert f"narrowed to the test that crashed: {node} alone" in result.stdout
+    document = spec_document(workdir)
+    assert str(document["command"]).endswith(f"pytest {node} -v"), document["command"]
+    assert document["markers"] == [{"preset": "pytest"}]
+
+
 def test_a_crashing_test_whose_id_holds_a_bracket_is_named_whole_from_merged_output(
     cli: Cli, tmp_path: Path
 ) -> None:

@@ -135,6 +135,16 @@ def test_a_module_that_failed_to_collect_gives_its_import_error() -> None:
         (("hatch", "run", "test:python", "-m", "pytest"), True),
         (("hatch", "-e", "test", "run", "pytest"), True),
         (("hatch", "run", "test:cov"), False),
+        # pt42: hatch's options joined to their values, its own switches before `run`, and
+        # its matrix selectors after it were read as no pytest.
+        (("hatch", "--env=test", "run", "pytest"), True),
+        (("hatch", "-etest", "run", "pytest"), True),
+        (("hatch", "--env", "test", "run", "pytest"), True),
+        (("hatch", "-v", "--data-dir", "d", "run", "pytest"), True),
+        (("hatch", "run", "+py=3.11", "test:pytest"), True),
+        (("hatch", "run", "+py=3.11", "-py=3.9", "pytest"), True),
+        (("hatch", "--env=test", "shell"), False),
+        (("hatch", "run", "+py=3.11", "test:cov"), False),
         (("pipx", "run", "pytest", "-x"), True),
         (("pipx", "run", "--spec", "pytest==8.3.0", "pytest"), True),
         (("pipx", "run", "black", "."), False),
@@ -175,6 +185,10 @@ def test_which_commands_are_pytest(argv: tuple[str, ...], expected: bool) -> Non
             ["hatch", "run", "test:pytest", "t.py", "-v"],
         ),
         (("pipx", "run", "pytest", "-q", "t.py"), ["pipx", "run", "pytest", "t.py", "-v"]),
+        (
+            ("hatch", "--env=test", "run", "+py=3.11", "pytest", "-q", "t.py"),
+            ["hatch", "--env=test", "run", "+py=3.11", "pytest", "t.py", "-v"],
+        ),
         # A shell's script is one word: nothing is added after it.
         (("/bin/sh", "-c", "pytest -q t.py"), ["/bin/sh", "-c", "pytest -q t.py"]),
     ],
