@@ -240,10 +240,13 @@ class StallJudge:
 
 
 class _Drained(Protocol):
-    """What `StallJudge` asks of the pump (a seam: its test hands a pipe of its own)."""
+    """What `StallJudge` asks of the pump (a seam: its test hands a pipe of its own; the
+    docker runner's output thread, runners/docker/engine.py OutputPump)."""
 
     bytes_read: int
-    exited: bool
+
+    @property
+    def exited(self) -> bool: ...
 
     def drain(self) -> int: ...
 

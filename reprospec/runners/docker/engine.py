@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import sys
 import threading
@@ -282,27 +283,69 @@ def remove_container(client: DockerClient, name: str, wait_s: float = REMOVE_WAI
 
 
 class OutputPump:
-    """Moves the container's demultiplexed output into the stdout and stderr sinks."""
+    """Moves the container's demultiplexed output into the stdout and stderr sinks.
 
-    def __init__(self, stream: OutputStream, stdout: Sink, stderr: Sink) -> None:
+    Its own thread reads the stream; `run.stall` is judged on another (process/run.py's
+    StallJudge), which asks `drain` first: an engine starved for the whole stall window
+    left the container's lines unread on the attach socket, or read and not yet counted,
+    and a judgement on the count alone called a stall of a container that printed all
+    along (the local runner's pt40 item 3).
+    """
+
+    def __init__(
+        self,
+        stream: OutputStream,
+        stdout: Sink,
+        stderr: Sink,
+        waiting: Callable[[], bool] | None = None,
+    ) -> None:
         self._stream = stream
         self._stdout = stdout
         self._stderr = stderr
+        # Whether the stream holds bytes its thread has not taken (the attach socket is
+        # readable); a stream without a socket found: only whether the thread is asking.
+        self._waiting = waiting if waiting is not None else _socket_waiting(stream)
         # Bytes moved so far (a `run.stall` watch asks whether the container printed).
         self.bytes_read = 0
+        # Whether the thread is waiting on the stream for its next frame, none in hand.
+        self._asking = False
         self.thread = threading.Thread(
             target=self._run, name="reprospec-docker-output", daemon=True
         )
 
     def _run(self) -> None:
         with contextlib.suppress(Exception):  # a closed stream ends the pump, nothing else
-            for out, err in self._stream:
+            frames = iter(self._stream)
+            while True:
+                self._asking = True
+                frame = next(frames, None)
+                self._asking = False
+                if frame is None:
+                    break
+                out, err = frame
                 if out:
                     self.bytes_read += len(out)
                     self._stdout.write(out)
                 if err:
                     self.bytes_read += len(err)
                     self._stderr.write(err)
+
+    @property
+    def exited(self) -> bool:
+        """Whether the output has ended (the container's with it): its thread is done."""
+        return self.thread.ident is not None and not self.thread.is_alive()
+
+    def drain(self) -> int:
+        """Let the thread take what the stream holds, at most DRAIN_MOST_S: until twice in a
+        row it asks for more with none waiting (a frame read off the socket is counted
+        before the thread asks again). The bytes it moved meanwhile."""
+        before = self.bytes_read
+        deadline = time.monotonic() + DRAIN_MOST_S
+        caught_up = 0
+        while caught_up < 2 and not self.exited and time.monotonic() < deadline:
+            time.sleep(_DRAIN_STEP_S)  # the thread runs (the GIL, a starved CPU)
+            caught_up = caught_up + 1 if self._asking and not self._waiting() else 0
+        return self.bytes_read - before
 
     def finish(self, timeout: float) -> bool:
         """Wait for the end of the output; False when it had to be cut."""
@@ -313,6 +356,34 @@ class OutputPump:
             self.thread.join(1.0)
             return False
         return True
+
+
+# The most a stall's judgement waits for the output thread to catch up, and its steps.
+DRAIN_MOST_S = 1.0
+_DRAIN_STEP_S = 0.01
+
+
+def _socket_waiting(stream: OutputStream) -> Callable[[], bool]:
+    """Whether the attach stream's socket holds unread bytes, asked without waiting; found
+    as the SDK's own `CancellableStream.close` finds it. A stream whose socket is not found
+    (another transport, another SDK) answers False: the thread's asking alone is read."""
+    sock: object = None
+    with contextlib.suppress(Exception):
+        raw = stream._response.raw._fp.fp.raw  # type: ignore[attr-defined]
+        sock = getattr(raw, "sock", None) or getattr(raw, "_sock", None) or raw
+    fileno = getattr(sock, "fileno", None)
+    if not callable(fileno):
+        return lambda: False
+
+    def waiting() -> bool:
+        try:
+            poll = select.poll()
+            poll.register(fileno(), select.POLLIN | select.POLLPRI)
+            return bool(poll.poll(0))
+        except (OSError, ValueError):
+            return False
+
+    return waiting
 
 
 def local_pid(container: Container) -> int | None:

@@ -35,7 +35,7 @@ from reprospec.process import leftovers, scratch, tree
 from reprospec.process.childprotocol import ChildPaths, Instance, write_cell
 from reprospec.process.cpuwait import CpuWait
 from reprospec.process.output import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
-from reprospec.process.run import utc_now
+from reprospec.process.run import StallJudge, utc_now
 from reprospec.process.stacks import remove_stack_dumps
 from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution, stall_watch
 from reprospec.runners.docker import image as dockerimage
@@ -383,13 +383,15 @@ class DockerRunner:
                     # is below it. A remote engine's container has no pid here: wall clock.
                     watch.count_cpu_wait(CpuWait(lambda: tree.descendants(root)))
                 stalled_at: list[float] = []
+                judge = StallJudge(watch, pump) if watch is not None else None
 
                 def stalled(now: float) -> bool:
-                    """`run.stall`, asked by wait_for_exit between its waits."""
+                    """`run.stall`, asked by wait_for_exit between its waits; a stall the
+                    watch sees is judged again once the output thread has caught up."""
                     assert watch is not None
+                    assert judge is not None
                     watch.output(now, pump.bytes_read)
-                    watch.poll(now)
-                    if watch.stalled(now):
+                    if judge.stalled(now):
                         stalled_at.append(now)
                     return bool(stalled_at)
 
