@@ -113,6 +113,11 @@ def _ephemeral_low() -> int:
         return 32768
 
 
+def bound_now(port: int) -> bool:
+    """Whether a socket is bound to `port` now, on any address."""
+    return not _unbound(port)
+
+
 def _unbound(port: int) -> bool:
     """Whether no socket is bound to `port` on any address: a rank's store binds every
     address (IPv6's too where the machine has it), so one bound on any is a clash."""

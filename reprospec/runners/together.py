@@ -4,8 +4,9 @@ A runner says how one instance runs (`RunOne`: a process tree for the local runn
 container for the docker runner); this module runs all of them, one thread each, and
 releases them from one start barrier (barrier.py) once every one of them waits there.
 When one cannot get there (its command cannot start, it died, the run is cancelled),
-no instance is released and the attempt did not run (InfraError). The run's cancel
-reaches every instance; no instance outlives the return.
+no instance is released and the attempt did not run (InfraError); so too where a process
+outside the engine took MASTER_PORT before a rank bound it (`_port_taken`). The run's
+cancel reaches every instance; no instance outlives the return.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
+from reprospec.core.lazyre import Lazy
 from reprospec.core.results import Execution
 from reprospec.errors import InfraError
-from reprospec.process.barrier import StartBarrier, free_port, release_port
+from reprospec.process.barrier import StartBarrier, bound_now, free_port, release_port
 from reprospec.process.childprotocol import Instance
 from reprospec.process.scratch import Scratch
 
@@ -110,6 +112,8 @@ def run_together(
                 event.set()
         for thread in started:
             thread.join()
+        # Read before the port is given back, every process of the attempt gone.
+        clash = _port_taken(port, done) if problem is None else None
         barrier.close()
         release_port(port)
         # Every instance is gone: what they left is no one's.
@@ -119,6 +123,8 @@ def run_together(
         raise InfraError(f"the {count} instances were not started: {problem}")
     if len(executions) != count:
         raise InfraError(f"{count - len(executions)} of {count} instances did not run")
+    if clash is not None and not cancel.is_set():
+        raise InfraError(clash)
     out = []
     for number, execution in enumerate(executions):
         start = starts.get(number)
@@ -148,6 +154,49 @@ def instance_slots(
     if len(slots) != count:
         raise InfraError(f"{count} instances need {count} GPU slots, {len(slots)} given")
     return slots
+
+
+# What a rank says of a MASTER_PORT another process holds: Python's OSError (errno 98),
+# torch's TCPStore (`... errno: 98 - Address already in use`, `name: EADDRINUSE`).
+_IN_USE = Lazy(r"(?i)address already in use|EADDRINUSE")
+# How much of the end of an instance's output is read for it.
+_TAIL_BYTES = 64 << 10
+
+
+def _port_taken(port: int, done: Sequence[Execution | None]) -> str | None:
+    """Why the attempt did not run as its spec says, where MASTER_PORT was taken by a
+    process outside the engine between its pick (free then, below the ephemeral range,
+    handed to no other attempt: barrier.free_port) and the rank's bind: an instance that
+    failed says the address was in use, and with every process of the attempt gone the
+    port is bound still, so by another process. A program that binds it twice itself
+    (two ranks as the store's server) leaves it unbound: its failure is its own, an
+    error as it ran. None where nothing says so."""
+    said = [
+        number
+        for number, execution in enumerate(done)
+        if execution is not None and execution.returncode not in (0, None)
+        if not execution.timed_out and _says_in_use(execution)
+    ]
+    if not said or not bound_now(port):
+        return None
+    return (
+        f"MASTER_PORT {port} was taken by another process before instance {said[0]} bound "
+        "it (its output says the address was in use, and the port is bound still, by no "
+        "process of the attempt): the instances did not run as the spec says; run again"
+    )
+
+
+def _says_in_use(execution: Execution) -> bool:
+    for path in (execution.stderr_path, execution.stdout_path):
+        try:
+            with path.open("rb") as handle:
+                handle.seek(max(0, path.stat().st_size - _TAIL_BYTES))
+                tail = handle.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if _IN_USE.search(tail):
+            return True
+    return False
 
 
 def _never_ready(number: int, execution: Execution | None) -> str:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -263,6 +265,83 @@ def test_the_first_failure_by_time_wins_over_a_later_hang(tmp_path: Path) -> Non
     assert (result.instance, result.ran.kind, result.ran.signal) == (1, "crash", "SIGSEGV")
     assert "instance 1 of 2 crashed first" in (result.ran.detail or "")
     assert _leftovers(str(folder.path)) == []
+
+
+# Instance 0 says its MASTER_PORT (a file), waits until `go` is there, and binds the port
+# as a rank's store does; instance 1 passes. With `twice`, both bind it (the program's own
+# bug: two ranks as the store's server), instance 1 once instance 0 holds it.
+_BINDS = (
+    "import os, socket, sys, time\n"
+    "port = int(os.environ['MASTER_PORT'])\n"
+    "me = int(os.environ['REPROSPEC_INSTANCE'])\n"
+    "twice = len(sys.argv) > 1\n"
+    "if me == 1 and not twice:\n"
+    "    sys.exit(0)\n"
+    "if me == 0:\n"
+    "    open('port', 'w').write(str(port))\n"
+    "    while not os.path.exists('go'):\n"
+    "        time.sleep(0.05)\n"
+    "else:\n"
+    "    while not os.path.exists('bound'):\n"
+    "        time.sleep(0.05)\n"
+    "s = socket.socket()\n"
+    "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+    "s.bind(('', port))\n"
+    "s.listen()\n"
+    "if me == 0:\n"
+    "    open('bound', 'w').close()\n"
+    "    time.sleep(2)\n"
+)
+
+
+@pytest.mark.parametrize("outsider", [True, False], ids=["another-process", "its-own-bind"])
+def test_a_master_port_another_process_took_is_an_infra_error(
+    tmp_path: Path, outsider: bool
+) -> None:
+    """pt42: MASTER_PORT is free when it is picked, but a process outside the engine may
+    bind it before the rank does: the rank's EADDRINUSE was the cell's plain error, a
+    verdict of a program that never ran as the spec says. Here the test is that process.
+    A program that binds the port twice itself leaves it free when it ends: its error."""
+    (tmp_path / "binds.py").write_text(_BINDS)
+    folder = RunFolder(tmp_path / "run").create()
+    argv = ["python", "binds.py"] if outsider else ["python", "binds.py", "twice"]
+    plan = _plan(tmp_path, argv, 2, timeout_s=60.0)
+    held: list[socket.socket] = []
+
+    def take() -> None:
+        deadline = time.monotonic() + 50
+        while not (tmp_path / "port").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if outsider:
+            port = int((tmp_path / "port").read_text())
+            other = socket.socket()
+            other.bind(("", port))
+            other.listen()
+            held.append(other)
+        (tmp_path / "go").touch()
+
+    taker = threading.Thread(target=take, daemon=True)
+    taker.start()
+    try:
+        result = AttemptExecutor(LocalRunner(native_stacks=False), folder)(
+            plan, (), threading.Event()
+        )
+    finally:
+        taker.join()
+        port = int((tmp_path / "port").read_text())
+        for sock in held:
+            sock.close()
+    assert result is not None
+    if outsider:
+        assert result.infra_error == (
+            f"MASTER_PORT {port} was taken by another process before instance 0 bound it "
+            "(its output says the address was in use, and the port is bound still, by no "
+            "process of the attempt): the instances did not run as the spec says; run again"
+        )
+    else:
+        assert result.infra_error is None
+        assert result.ran is not None
+        assert [i.ran.kind for i in result.instances if i.ran] == ["pass", "error"]
 
 
 def test_materialize_refuses_more_than_one_instance(cli: Cli, tmp_path: Path) -> None:
