@@ -13,6 +13,7 @@ and overrides become one-value matrix axes. The spec is then run once more
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -607,12 +608,18 @@ def _narrowed(
             f"reprospec: rerunning {test} alone, to see whether it {without} without the "
             f"others{waits}"
         )
+    # A hang rerun within a bound shorter than the timeout: its CPU time is read meanwhile.
+    trail = (
+        CpuTrail()
+        if outcome.kind == "hang" and alone is not None and alone < request.timeout_s
+        else None
+    )
     began = time.monotonic()
-    with CpuTrail() as trail:
+    with trail or contextlib.nullcontext():
         result = run_spec(spec_path, request.repeat, True, None)
     took = time.monotonic() - began
     moved = ""
-    if outcome.kind == "hang" and alone is not None and alone < request.timeout_s:
+    if trail is not None and alone is not None:
         hung = [a for cell in result.cells for a in cell.attempts]
         if moving_at_bound(trail.readings, hung, alone):
             # Not still at the bound: slow work, or a busy loop. Rerun at the spec's timeout,

@@ -2423,6 +2423,42 @@ def test_a_test_that_alone_works_past_its_bound_is_rerun_at_the_timeout(
     assert spec_document(workdir)["command"] == "pytest test_w.py -v"
 
 
+def test_a_busy_looping_test_is_rerun_at_the_timeout_and_narrowed(cli: Cli, tmp_path: Path) -> None:
+    """pt42: a hang that spins (`while True: pass`) uses CPU at its bound as slow work does,
+    and CPU time cannot tell them apart: it is rerun at the spec's timeout, the first run's
+    own wait, hangs there too, and the spec runs it alone."""
+    workdir = tmp_path / "proj"
+    workdir.mkdir()
+    (workdir / "test_b.py").write_text(
+        "import time\n\n\ndef test_zero():\n    pass\n\n\n"
+        "def test_first():\n    time.sleep(8)\n\n\n"
+        "def test_spin():\n    while True:\n        pass\n"
+    )
+    here = venv_first()
+    result = capture(
+        cli, workdir, "pytest", "-q", "test_b.py", options=("--timeout", "20s"), env=here
+    )
+    node = "test_b.py::test_spin"
+    assert f"wrote spec.yaml: hang:{node} in 1/1" in result.stdout, result.stdout
+    said = re.search(
+        r"a hang is called after (?P<bound>\d+)s: as long as it went unended with them",
+        result.stderr,
+    )
+    assert said is not None, result.stderr
+    assert (
+        f"reprospec: {node} alone was still using CPU at the bound (slow work, or a busy "
+        "loop), not still as a hang: rerunning it at the spec's 20s timeout"
+    ) in result.stderr, result.stderr
+    assert re.search(
+        rf"narrowed to the test that hung: {re.escape(node)} alone hung the same way \(1/1 "
+        r"attempt, run \S+, [\d.]+ s: a hang if unended at the spec's 20s timeout; at the "
+        rf"{said['bound']}s bound it was still using CPU, so it was rerun at the spec's "
+        r"timeout\), so the spec runs it alone",
+        result.stdout,
+    ), result.stdout
+    assert spec_document(workdir)["command"] == f"pytest {node} -v"
+
+
 def test_a_pytest_hang_at_collection_says_the_module_it_was_collecting(
     cli: Cli, tmp_path: Path
 ) -> None:
