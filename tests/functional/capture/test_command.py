@@ -2347,7 +2347,11 @@ def test_the_first_pytest_test_that_hangs_is_named_and_narrowed(cli: Cli, tmp_pa
     assert "verdict reproduced" in result.stdout, result.stdout
     document = spec_document(workdir)
     assert document["command"] == f"pytest {node} -v"
-    assert "; pytest was running test_one (test_h.py:5)" in str(document["description"])
+    # The signature names the test (its -v line, left unended): its place is added, not
+    # its name again (pt42).
+    description = str(document["description"])
+    assert f"`hang:{node}`" in description, description
+    assert description.rstrip().endswith("; the test was at test_h.py:5"), description
 
 
 def test_a_test_that_alone_is_only_slow_is_not_narrowed_as_a_hang(cli: Cli, tmp_path: Path) -> None:
