@@ -330,10 +330,9 @@ class OutputPump:
                     self.bytes_read += len(err)
                     self._stderr.write(err)
 
-    @property
-    def exited(self) -> bool:
-        """Whether the output has ended (the container's with it): its thread is done."""
-        return self.thread.ident is not None and not self.thread.is_alive()
+    # The container's end is wait_for_exit's to see, never the output's: a container may
+    # close its output and run on, and a stall must still end it.
+    exited = False
 
     def drain(self) -> int:
         """Let the thread take what the stream holds, at most DRAIN_MOST_S: until twice in a
@@ -342,7 +341,7 @@ class OutputPump:
         before = self.bytes_read
         deadline = time.monotonic() + DRAIN_MOST_S
         caught_up = 0
-        while caught_up < 2 and not self.exited and time.monotonic() < deadline:
+        while caught_up < 2 and self.thread.is_alive() and time.monotonic() < deadline:
             time.sleep(_DRAIN_STEP_S)  # the thread runs (the GIL, a starved CPU)
             caught_up = caught_up + 1 if self._asking and not self._waiting() else 0
         return self.bytes_read - before
