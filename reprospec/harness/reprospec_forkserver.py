@@ -20,7 +20,9 @@ Protocol, over the SOCK_SEQPACKET socket FD (one JSON object per message):
                       or {"error": "ModuleNotFoundError: No module named 'torch'"}
     engine -> server  {"entry": {"kind": "script"|"module"|"code", "target": ..., "args": [...],
                        "argv0": ..., "options": [...]}, "env": {...}, "cwd": ..., "seed": N,
-                       "cores": bool, "token": "...", "cgroup_procs": path or null}
+                       "cores": bool, "token": "...", "cgroup_procs": path or null,
+                       "perturb": {"cpus": "0,1", "nice": "5", "cgroup": path,
+                                   "memory": "BYTES", "refused": path}}
                       with two file descriptors
                        (the attempt's stdout and stderr)
     server -> engine  {"pid": N, "serial": N} or {"refused": "why this server cannot fork now"}
@@ -37,7 +39,8 @@ The attempt then becomes what a fresh `python ...` would have been: its own sess
 and process group (made, with its token, before the engine is told its pid), the
 attempt's environment, working directory and core limit,
 stdin from /dev/null and its logs on fd 1 and 2, faulthandler and the SIGUSR1 stack
-dump armed, `random`, numpy and torch reseeded from the attempt's seed, then the
+dump armed, `random`, numpy and torch reseeded from the attempt's seed,
+`environment.perturb` applied (`_perturb_process`, `_perturb_interpreter`), then the
 script, module (`-m`, the harness too) or code (`-c`) runs as `__main__`. It ends as
 the interpreter's shutdown does (threads joined, atexit handlers, stdio flushed) but
 without the teardown that follows (see `_finish`).
@@ -87,6 +90,7 @@ if TYPE_CHECKING:
         cores: bool
         token: str
         cgroup_procs: str | None
+        perturb: dict[str, str]
 
 
 _MAX_MESSAGE = 1 << 22
@@ -552,6 +556,8 @@ def _become(job: Job) -> None:
         import tempfile
 
         tempfile.tempdir = None  # cached from the server's TMPDIR: the attempt has its own
+    _perturb_process(request.get("perturb") or {})
+    _perturb_interpreter()
     _arm_fatal()
     _stack_dump()
     _reseed(int(request["seed"]))
@@ -561,6 +567,127 @@ def _become(job: Job) -> None:
     status, interrupted = _run_main(entry)
     _say_missed(job.preloaded)
     _finish(status, interrupted)
+
+
+# launch.py's exit status when a perturbation cannot be applied: the engine reads the reason.
+EXIT_NOT_PERTURBED = 126
+
+
+def _perturb_process(options: dict[str, str]) -> None:
+    """environment.perturb's process part, as launch.py applies it before a fresh attempt's
+    interpreter starts: its CPUs, nice value and memory cgroup, then RLIMIT_AS where no
+    cgroup could be made (a limit: not applied, it is said and the attempt runs). A
+    perturbation that cannot be applied ends the attempt as launch.py ends it: the reason in
+    the `refused` file, exit 126, which the engine makes an infra-error."""
+    refused = options.get("refused")
+    for name, value in options.items():
+        try:
+            if name == "cpus":
+                os.sched_setaffinity(0, {int(cpu) for cpu in value.split(",")})
+            elif name == "nice":
+                os.setpriority(os.PRIO_PROCESS, 0, int(value))
+            elif name == "cgroup":
+                fd = os.open(os.path.join(value, "cgroup.procs"), os.O_WRONLY)
+                try:
+                    os.write(fd, str(os.getpid()).encode())
+                finally:
+                    os.close(fd)
+            elif name == "memory":
+                import resource
+
+                try:
+                    resource.setrlimit(resource.RLIMIT_AS, (int(value), int(value)))
+                except (OSError, ValueError) as exc:
+                    sys.stderr.write(f"reprospec: memory not applied: {exc}\n")
+            elif name != "refused":
+                raise ValueError(f"the preload server cannot apply {name}")
+        except Exception as exc:
+            reason = f"perturb {name} {value} not applied: {exc}"
+            with contextlib.suppress(Exception):
+                sys.stderr.write(f"reprospec: {reason}\n")
+                sys.stderr.flush()
+            if refused:
+                with contextlib.suppress(OSError):
+                    fd = os.open(refused, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                    os.write(fd, reason.encode("utf-8", "replace"))
+                    os.close(fd)
+            os._exit(EXIT_NOT_PERTURBED)
+
+
+def _perturb_interpreter() -> None:
+    """environment.perturb's interpreter part (REPROSPEC_PERTURB: `switch_interval=1e-06;
+    gc=1,1,1;torch_threads=2;torch_interop_threads=2`), as the engine's sitecustomize applies
+    it at a fresh interpreter's start: the server started without it, and a fork starts no
+    interpreter. torch's pools are set now where the server imported torch, else right after
+    the attempt imports it; the server never ran an op, so its inter-op pool is not started
+    (set_num_interop_threads works only before that)."""
+    text = os.environ.get("REPROSPEC_PERTURB")
+    if not text:
+        return
+    settings = dict(item.split("=", 1) for item in text.split(";") if "=" in item)
+    try:
+        if "switch_interval" in settings:
+            sys.setswitchinterval(float(settings["switch_interval"]))
+        if "gc" in settings:
+            import gc
+
+            gc.set_threshold(*(int(n) for n in settings["gc"].split(",")))
+        threads = settings.get("torch_threads")
+        interop = settings.get("torch_interop_threads")
+        if threads or interop:
+            torch = sys.modules.get("torch")
+            if torch is not None:
+                _torch_threads(torch, threads, interop)
+            else:
+                _after_import("torch", lambda module: _torch_threads(module, threads, interop))
+    except Exception as exc:
+        _not_perturbed(exc)
+
+
+def _not_perturbed(exc: BaseException) -> None:
+    """As the engine's sitecustomize says it: the attempt runs on (the report has its stderr)."""
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"reprospec: perturbation not applied: {type(exc).__name__}: {exc}\n")
+
+
+def _torch_threads(torch: object, threads: str | None, interop: str | None) -> None:
+    if threads:
+        torch.set_num_threads(int(threads))  # type: ignore[attr-defined]
+    if interop:
+        torch.set_num_interop_threads(int(interop))  # type: ignore[attr-defined]
+
+
+def _after_import(name: str, then: Callable[[object], None]) -> None:
+    """Call `then(module)` once the attempt has imported `name` (its loader wrapped)."""
+    import importlib.util
+
+    class _Finder:
+        def find_spec(
+            self,
+            fullname: str,
+            path: object = None,  # noqa: ARG002 (the finder protocol)
+            target: object = None,  # noqa: ARG002
+        ) -> object:
+            if fullname != name:
+                return None
+            sys.meta_path.remove(self)  # type: ignore[arg-type]
+            spec = importlib.util.find_spec(fullname)
+            loader = getattr(spec, "loader", None)
+            if loader is None:
+                return spec
+            run = loader.exec_module
+
+            def exec_module(module: object) -> None:
+                run(module)
+                try:
+                    then(module)
+                except Exception as exc:
+                    _not_perturbed(exc)
+
+            loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, _Finder())  # type: ignore[arg-type]
 
 
 def _command_line(entry: Entry) -> list[str]:

@@ -450,12 +450,15 @@ class Preloader:
         fresh_argv: Sequence[str],
         native: native_stacks.Capture | None = None,
         cancel: threading.Event | None = None,
+        perturb: Mapping[str, str] | None = None,
     ) -> tuple[Launcher | None, str | None]:
         """(a `start` for run_process that forks the attempt, None) or (None, why it runs fresh).
 
-        Starts the key's server when none is running (waiting for its imports). The
-        launcher holds a lease on its server: the caller must `release()` it once the
-        attempt ended (or will not run).
+        `env` is the server's: the attempt's without its perturbation's variables, which the
+        attempt's own (run_process's) carry; `perturb`: what the fork applies as launch.py
+        would (perturb/fork.py's `fork_options`). Starts the key's server when none is
+        running (waiting for its imports). The launcher holds a lease on its server: the
+        caller must `release()` it once the attempt ended (or will not run).
         """
         entry = entry_point(plan, self.python)
         reason = fresh_reason(plan, entry)
@@ -473,7 +476,8 @@ class Preloader:
         if shadow is not None:
             self.release(server)
             return None, shadow
-        return Launcher(self, key, server, entry, plan.workdir, fresh_argv, native), None
+        launcher = Launcher(self, key, server, entry, plan.workdir, fresh_argv, native, perturb)
+        return launcher, None
 
     def _server(
         self,
@@ -616,6 +620,7 @@ class Launcher:
         cwd: Path,
         fresh_argv: Sequence[str],
         native: native_stacks.Capture | None,
+        perturb: Mapping[str, str] | None = None,
     ) -> None:
         self.preloader = preloader
         self.key = key
@@ -627,6 +632,8 @@ class Launcher:
         self.forked = False
         self.note: str | None = None
         self.child: ForkedChild | None = None
+        # What the fork applies as launch.py would ({"cpus": "0", "nice": "5", ...}).
+        self.perturb = dict(perturb or {})
         self._released = False
         # As random as a fresh interpreter's own seeds (os.urandom), and recorded.
         self.seed = int.from_bytes(os.urandom(8), "big") >> 1
@@ -644,6 +651,8 @@ class Launcher:
             # As for a fresh attempt (native.Capture.dumps_cores): raise RLIMIT_CORE.
             "cores": self.native is not None and self.native.dumps_cores(),
             "token": env.get(TOKEN_VAR, ""),
+            # environment.perturb's launch.py part; the rest is in env (REPROSPEC_PERTURB).
+            "perturb": self.perturb,
         }
         try:
             child = self.server.fork(request)

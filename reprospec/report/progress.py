@@ -275,7 +275,8 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
 
 def _preload_unused(result: RunResult) -> str | None:
     """Where run.preload was asked and no attempt was forked: how they ran and why
-    (`launch_summary`: `4 ran fresh: perturbations apply when a process starts (4)`)."""
+    (`launch_summary`: `4 ran fresh: perturb.hash_seed: PYTHONHASHSEED is read when the
+    interpreter starts (4)`)."""
     attempts = [a for c in result.cells for a in c.attempts]
     if any(a.launch == "forked" for a in attempts) or not any(
         a.launch == "fresh" and a.launch_note for a in attempts

@@ -31,6 +31,7 @@ from reprospec.errors import FatalError, InfraError
 from reprospec.native import cudagdb
 from reprospec.perturb import apply as perturbing
 from reprospec.perturb import competitors
+from reprospec.perturb import fork as perturb_fork
 from reprospec.process import leftovers, rlimits, run, sanitizer, scratch, starter, tree
 from reprospec.process.childprotocol import (
     CELL_VAR,
@@ -444,6 +445,9 @@ class LocalRunner:
             scratch_dirs if instance is None else instance.scratch,
             instance.instance if instance is not None else None,
         )
+        # A forked attempt's server is the unperturbed attempt's (the base's, under amplify):
+        # the fork applies the perturbation itself (perturb/fork.py).
+        unperturbed = dict(env)
         # The perturbation wins over the spec's own env: it is the experiment.
         env.update(perturbing.variables(perturb, env))
         packages = plan.environment.packages
@@ -474,12 +478,18 @@ class LocalRunner:
         )
         launcher: forkserver.Launcher | None = None
         launch_note: str | None = None
-        if plan.preload and perturb.active:
-            launch_note = "ran fresh: perturbations apply when a process starts"
+        unforked = perturb_fork.unforkable(perturb) if plan.preload else None
+        if unforked is not None:
+            launch_note = f"ran fresh: {unforked}"
         elif plan.preload:
             # Forked from a server that imported the modules once (forkserver.py), or fresh.
             launcher, reason = self._preload().launcher(
-                plan, env, fresh_argv=argv, native=capture, cancel=cancel
+                plan,
+                unperturbed,
+                fresh_argv=argv,
+                native=capture,
+                cancel=cancel,
+                perturb=perturb_fork.fork_options(applied, refused_path),
             )
             if launcher is None:
                 launch_note = f"ran fresh: {reason}"

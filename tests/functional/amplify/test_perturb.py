@@ -357,20 +357,23 @@ def _children_of(pid: int) -> list[str]:
 def test_a_preload_the_perturbation_turns_off_is_said_on_the_console(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu21 LOW-5: every attempt ran fresh (a perturbation applies when a process starts),
+    # nu21 LOW-5: every attempt ran fresh (a perturbation only a process's start applies),
     # which only report.md said: the console read as a forked run's.
     spec = tmp_path / "p.yaml"
     spec.write_text(
         "reprospec: 1\nname: preloaded\ncommand: [python, -c, pass]\n"
-        "environment: {perturb: {switch_interval: 1.0e-6}}\n"
+        "environment: {perturb: {switch_interval: 1.0e-6, hash_seed: 3}}\n"
         "run: {repeat: 2, preload: [json]}\nexpect: {outcome: pass}\n",
         encoding="utf-8",
     )
     result = cli("run", str(spec))
     assert result.code == 0, result.stderr
-    assert "preload: 2 ran fresh: perturbations apply when a process starts (2)" in result.stdout, (
-        result.stdout
-    )
+    said = "preload: 2 ran fresh: perturb.hash_seed: PYTHONHASHSEED is read when the interpreter"
+    assert said in result.stdout, result.stdout
+    # A perturbation the fork applies is no reason to run fresh: nothing said.
+    forked = tmp_path / "forked.yaml"
+    forked.write_text(spec.read_text().replace(", hash_seed: 3", ""), encoding="utf-8")
+    assert "preload:" not in cli("run", str(forked)).stdout
     # A run without run.preload says nothing of it.
     plain = tmp_path / "plain.yaml"
     plain.write_text(spec.read_text().replace(", preload: [json]", ""), encoding="utf-8")
