@@ -39,6 +39,7 @@ from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError, suggest
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import search_id
+from reprospec.perturb.fork import unforkable
 from reprospec.plan.failingcell import cell_filters, choose_failing_cell
 from reprospec.runners import kept_servers
 
@@ -107,6 +108,32 @@ class AmplifyOptions:
         )
 
 
+def preload_said(spec: Perturb, tries: Sequence[tuple[str, JsonValue]]) -> str:
+    """Under run.preload, how the arms run: each forks from the preloaded server, as the base
+    does, unless one of its perturbations applies only as a process starts (then fresh, and
+    the base too where the spec's own environment.perturb holds one: perturb/apply.py)."""
+    own = unforkable(spec)
+    if own is not None:
+        return (
+            "run.preload: every attempt runs fresh, the base's too (the spec's own "
+            f"environment.perturb: {own})"
+        )
+    fresh: list[str] = []
+    for name, value in tries:
+        section: JsonObject = (
+            {"torch": {name.removeprefix("torch."): value}}
+            if name.startswith("torch.")
+            else {name: value}
+        )
+        reason = unforkable(Perturb.from_section(section))
+        if reason is not None:
+            fresh.append(
+                f"an arm with {Arm(((name, value),), 'single').label} runs fresh ({reason})"
+            )
+    said = "run.preload: the base and the perturbed arms fork from the preloaded server"
+    return "; ".join([said, *fresh])
+
+
 def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
     """`FIELD=VALUE` (VALUE read as YAML, checked as environment.perturb checks it)."""
     from reprospec.spec.overrides import option_value
@@ -153,8 +180,9 @@ def amplify_spec(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
 ) -> AmplifyReport:
-    """Measure the cell's base rate, then find the perturbation that raises it most (the
-    perturbed arms run fresh, not forked from the kept server)."""
+    """Measure the cell's base rate, then find the perturbation that raises it most (under
+    preload, an arm forks from the kept server unless a perturbation of it applies only as a
+    process starts: `preload_said`)."""
     return _amplify(spec_path, options, progress, cancel or threading.Event())
 
 
@@ -204,18 +232,10 @@ def _amplify(
         )
     current = plan.attempts[0].environment.perturb.settings() if plan.attempts else ()
     if plan.attempts and plan.attempts[0].preload:
-        # A perturbation applies as a process starts: each perturbed arm costs a whole
-        # interpreter start (and torch's import) per attempt, which the user should know
-        # before a search of hundreds of attempts (nu24 LOW-3: 14 minutes, nothing said).
-        base = (
-            "the base runs fresh too (the spec's own environment.perturb)"
-            if current
-            else "the base forks from the preloaded server"
-        )
-        say(
-            f"run.preload: {base}; the perturbed arms run fresh (a perturbation applies "
-            "when a process starts)"
-        )
+        # Which arms fork and which pay a whole interpreter start (and torch's import) per
+        # attempt, said before a search of hundreds of attempts (nu24 LOW-3: 14 minutes,
+        # nothing said).
+        say(preload_said(plan.attempts[0].environment.perturb, tries))
     singles = [
         Arm(((name, value),), "single") for name, value in tries if (name, value) not in current
     ]

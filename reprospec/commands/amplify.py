@@ -70,7 +70,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         p,
         help="fork the base's attempts from one server that imported these modules once, "
         "for the whole search (overrides run.preload; 'none' turns it off; opt-in: a forked "
-        "attempt differs from a fresh one, see spec-format.md); the perturbed arms run "
-        "fresh, as a perturbation applies when a process starts",
+        "attempt differs from a fresh one, see spec-format.md); the perturbed arms fork "
+        "too, but for a perturbation only a process's start applies (hash_seed, malloc)",
     )
     opt.answer_format(p)

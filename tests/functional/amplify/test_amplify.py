@@ -100,8 +100,10 @@ def test_a_base_that_always_fails_is_measured_alone(cli: Cli, tmp_path: Path) ->
     # a 14-minute search of fresh perturbed arms said nothing of it).
     more = ("--budget", "60", "--set", "run.preload=[ctypes]")
     preloaded, data = _amplify(cli, spec, tmp_path / "out", *more)
+    # The default tries: each forks but malloc's, which only a process's start applies.
     assert (
-        "run.preload: the base forks from the preloaded server; the perturbed arms run fresh"
+        "run.preload: the base and the perturbed arms fork from the preloaded server; an arm "
+        "with malloc=perturb runs fresh (perturb.malloc=perturb: glibc's thread cache"
     ) in preloaded.stderr, preloaded.stderr
     assert data["used"] == 35
     arms = data["arms"]
@@ -447,7 +449,7 @@ def test_preload_forks_the_base_from_one_server(cli: Cli, tmp_path: Path) -> Non
     )
     out = tmp_path / "out"
     result, data = _amplify(cli, spec, out, "--budget", "60", "--preload", "stamp")
-    assert "run.preload: the base forks from the preloaded server" in result.stderr
+    assert "run.preload: the base and the perturbed arms fork from the preloaded" in result.stderr
     assert data["used"] == 35  # the base alone, measured on in several probes
     runs = [json.loads(r.read_text()) for r in (out / "runs").glob("*/results.json")]
     assert len(runs) > 1
@@ -459,3 +461,31 @@ def test_preload_forks_the_base_from_one_server(cli: Cli, tmp_path: Path) -> Non
     # The next command goes on as the attempts ran: forked (rerun_words).
     next_command = r"go on without a perturbation: reprospec minimize \S+ --preload stamp"
     assert re.search(next_command, markdown), markdown
+
+
+def test_preload_forks_the_perturbed_arms_from_the_bases_server(cli: Cli, tmp_path: Path) -> None:
+    """`amplify --preload MOD` of a thread race: the switch-interval arm's attempts fork from
+    the one server the base's fork from (they ran fresh, a whole interpreter start each:
+    amplify compared forked attempts with fresh ones), each under the perturbation."""
+    spec = _copy(tmp_path, "race.yaml", "race.py")
+    lib = stamp_module(tmp_path)
+    out = tmp_path / "out"
+    more = ("--budget", "40", "--try", "switch_interval=1e-6", "--preload", "stamp")
+    result, data = _amplify(cli, spec, out, "--set", f"environment.env.PYTHONPATH={lib}", *more)
+    said = "run.preload: the base and the perturbed arms fork from the preloaded server"
+    assert said + "\n" in result.stderr, result.stderr
+    arms = data["arms"]
+    assert isinstance(arms, list)
+    assert all(_rate(arm)["attempts"] > 0 for arm in arms), arms  # both arms ran
+    attempts = [
+        attempt
+        for path in (out / "runs").glob("*/results.json")
+        for cell in json.loads(path.read_text())["cells"]
+        for attempt in cell["attempts"]
+    ]
+    perturbed = [a for a in attempts if a.get("perturbed")]
+    assert perturbed
+    assert len(perturbed) < len(attempts)
+    assert {a["launch"] for a in attempts} == {"forked"}
+    assert all("switch_interval=1e-06" in a["perturbed"] for a in perturbed)
+    assert imports(lib) == 1  # one server, one import, for both arms
