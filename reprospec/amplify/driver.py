@@ -108,17 +108,13 @@ class AmplifyOptions:
         )
 
 
-def preload_said(spec: Perturb, tries: Sequence[tuple[str, JsonValue]]) -> str:
-    """Under run.preload, how the arms run: each forks from the preloaded server, as the base
-    does, unless one of its perturbations applies only as a process starts (then fresh, and
-    the base too where the spec's own environment.perturb holds one: perturb/apply.py)."""
-    own = unforkable(spec)
-    if own is not None:
-        return (
-            "run.preload: every attempt runs fresh, the base's too (the spec's own "
-            f"environment.perturb: {own})"
-        )
-    fresh: list[str] = []
+def fresh_tries(spec: Perturb, tries: Sequence[tuple[str, JsonValue]]) -> dict[str, str]:
+    """Under run.preload, the tries whose arm runs fresh while the base forks, by label, with
+    why (perturb/fork.py `unforkable`); none where the spec's own environment.perturb makes
+    every attempt, the base's too, run fresh."""
+    if unforkable(spec) is not None:
+        return {}
+    fresh: dict[str, str] = {}
     for name, value in tries:
         section: JsonObject = (
             {"torch": {name.removeprefix("torch."): value}}
@@ -127,10 +123,31 @@ def preload_said(spec: Perturb, tries: Sequence[tuple[str, JsonValue]]) -> str:
         )
         reason = unforkable(Perturb.from_section(section))
         if reason is not None:
-            fresh.append(
-                f"an arm with {Arm(((name, value),), 'single').label} runs fresh ({reason})"
-            )
+            fresh[Arm(((name, value),), "single").label] = reason
+    return fresh
+
+
+def preload_said(spec: Perturb, tries: Sequence[tuple[str, JsonValue]]) -> str:
+    """Under run.preload, how the arms run: each forks from the preloaded server, as the base
+    does, unless one of its perturbations applies only as a process starts (then fresh, and
+    judged against a base run fresh too; every attempt fresh, the base's too, where the
+    spec's own environment.perturb holds one: perturb/apply.py)."""
+    own = unforkable(spec)
+    if own is not None:
+        return (
+            "run.preload: every attempt runs fresh, the base's too (the spec's own "
+            f"environment.perturb: {own})"
+        )
+    fresh = [
+        f"an arm with {label} runs fresh ({reason})"
+        for label, reason in fresh_tries(spec, tries).items()
+    ]
     said = "run.preload: the base and the perturbed arms fork from the preloaded server"
+    if fresh:
+        fresh.append(
+            "such an arm is judged against base (fresh), the base started fresh too, not "
+            "against the forked base"
+        )
     return "; ".join([said, *fresh])
 
 
@@ -231,13 +248,19 @@ def _amplify(
             f"{'pass' if expectation.outcome == 'pass' else 'be observed'}"
         )
     current = plan.attempts[0].environment.perturb.settings() if plan.attempts else ()
+    fresh: dict[str, str] = {}
     if plan.attempts and plan.attempts[0].preload:
         # Which arms fork and which pay a whole interpreter start (and torch's import) per
         # attempt, said before a search of hundreds of attempts (nu24 LOW-3: 14 minutes,
         # nothing said).
         say(preload_said(plan.attempts[0].environment.perturb, tries))
+        fresh = fresh_tries(plan.attempts[0].environment.perturb, tries)
+    # An arm that runs fresh is judged against `base (fresh)`, the spec run fresh too
+    # (search.py: two bases): its gain over the forked base could be the start's.
     singles = [
-        Arm(((name, value),), "single") for name, value in tries if (name, value) not in current
+        Arm(((name, value),), "single", Arm(((name, value),), "single").label in fresh)
+        for name, value in tries
+        if (name, value) not in current
     ]
     settings = Settings(budget=options.budget, first=options.first, step=max(4, plan.parallel))
     # Keyed on what a probe's outcome depends on and the question (the cell, the arms),
@@ -376,6 +399,9 @@ def _run_probe(
     from reprospec import api
 
     spec = api.load_spec(spec_path, (*options.overrides, *overrides_for(arm)))
+    if arm.fresh and not arm.settings:
+        # `base (fresh)`: the spec as written, started as the fresh arms start (--preload none).
+        options = options.with_changes(preload=())
     if cancel.is_set():
         return StoredProbe(arm.label, (), (), "", interrupted=True)
     result = api.run(

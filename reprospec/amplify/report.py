@@ -110,7 +110,7 @@ def sentence(found: AmplifyReport) -> str:
     if winner is None:
         best = max(
             # (an arm that never ran is no one's best: 0/0 is not a rate)
-            (a for a in result.arms[1:] if not a.dropped and a.rate.attempts),
+            (a for a in result.arms if a.arm.settings and not a.dropped and a.rate.attempts),
             key=lambda a: (a.rate.value, a.rate.low),
             default=None,
         )
@@ -118,6 +118,10 @@ def sentence(found: AmplifyReport) -> str:
         verb = "interrupted" if result.status == "interrupted" else "not amplified"
         return f"{base}{tail}: {verb}" + (f" ({result.note})" if result.note else "")
     claim = f"{base}; with {winner.arm.label}: {interval(winner.rate)}"
+    against = result.base_for(winner)
+    if against is not result.base:
+        # Judged against the base started as it was (search.py: two bases).
+        claim += f", against {against.arm.label} {interval(against.rate)}"
     if result.status == "interrupted":
         # Stdout is what a script reads: a partial leader is not the answer.
         return f"{claim}: interrupted before it was established"
@@ -226,6 +230,8 @@ def text(found: AmplifyReport) -> str:
         # An arm the search ended before (a base that fails in every attempt, a budget
         # spent) has no rate: `0/0 (95% CI 0.00-1.00)` read as a measurement.
         measured = rate_phrase(arm.rate) if arm.rate.attempts or tally.infra else NOT_TRIED
+        if result.base_for(arm) is not result.base:
+            extra.append(f"ran fresh, judged against {result.base_for(arm).arm.label}")
         lines.append(f"  {arm.arm.label}: {measured}" + (f"; {'; '.join(extra)}" if extra else ""))
     lines.append(
         f"{plural(result.used, 'attempt')} of a budget of {found.budget}"
@@ -278,6 +284,15 @@ def markdown(found: AmplifyReport) -> str:
             f"| {interval_phrase(arm.rate.low, arm.rate.high)} | {_others(arm)} "
             f"| {arm.tally.infra or '–'}{': ' + arm.infra_reason if arm.tally.infra else ''} |"
         )
+    fresh = [f"`{a.arm.label}`" for a in result.arms if result.base_for(a) is not result.base]
+    if fresh:
+        lines += [
+            "",
+            f"Under run.preload the base's attempts forked from the preloaded server; "
+            f"{', '.join(fresh)} ran fresh (a perturbation only a process's start applies) and "
+            f"{'was' if len(fresh) == 1 else 'were'} judged against `base (fresh)`, the spec "
+            "run fresh too; every other arm against `base`.",
+        ]
     lines += [
         "",
         f"{plural(result.used, 'attempt')} of a budget of {found.budget}"
@@ -362,11 +377,15 @@ def _rate_note(found: AmplifyReport) -> str:
     )
 
 
-def _arm_dict(arm: ArmResult) -> JsonObject:
+def _arm_dict(arm: ArmResult, against: ArmResult | None = None) -> JsonObject:
     return {
         "perturbation": arm.arm.label,
         "settings": {name: _json(value) for name, value in arm.arm.settings},
         "role": arm.arm.role,
+        "fresh": arm.arm.fresh,
+        # The base it was judged against (`base`, or `base (fresh)` for an arm that ran
+        # fresh under run.preload); null for a base.
+        "compared_with": against.arm.label if against is not None and arm.arm.settings else None,
         "rate": arm.rate.to_dict(),
         "matched": arm.tally.matched,
         "passed": arm.tally.passed,
@@ -402,7 +421,7 @@ def to_dict(found: AmplifyReport) -> JsonObject:
         else {name: _json(value) for name, value in winner.arm.settings},
         "established": result.established,
         "base": _arm_dict(result.base),
-        "arms": [_arm_dict(a) for a in result.arms],
+        "arms": [_arm_dict(a, result.base_for(a)) for a in result.arms],
         "used": result.used,
         "budget": found.budget,
         "note": result.note,
@@ -459,10 +478,12 @@ def _rate_comment(found: AmplifyReport) -> Callable[[JsonPath, str | None], str 
         winner = found.result.winner
         if path != ("expect", "rate") or winner is None:
             return None if old and old.startswith("# observed") else old
-        rate, base = winner.rate, found.result.base.rate
+        against = found.result.base_for(winner)
+        rate, base = winner.rate, against.rate
         text = (
             f"# observed {rate.matched}/{rate.attempts} with {winner.arm.label} (amplify), "
             f"{base.matched}/{base.attempts} without it"
+            + (" (both started fresh)" if against is not found.result.base else "")
         )
         bound = found.expectation.rate
         if bound is not None and bound.op == ">" and bound.value == 0 and rate.matched:

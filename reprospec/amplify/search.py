@@ -38,6 +38,17 @@ bound of the failure rate is highest":
 The answer is *amplified* when the best arm is a perturbation whose lower bound
 lies above the base's upper bound: the gain is not noise, whatever else is
 undecided. An arm whose attempts all could not run is dropped with its reason.
+
+**Two bases.** An arm marked `fresh` starts its attempts another way than the base
+(under run.preload the base forks from a preloaded server, and a perturbation only a
+process's start applies, `malloc`, runs fresh): its gain over the base could be the
+start's, not the perturbation's. So where a single arm is fresh, a second base,
+`base (fresh)`, the spec as written started as those arms are, joins at arm 1, and each
+fresh arm (a combined one holding a fresh perturbation too) is judged against it: in
+`above_base`, the combination, the stop and the answer. It is a reference, never a
+candidate (not the leader, not a challenger), measured as the base is (its first
+attempts, after the singles', and one attempt a round while a fresh leader is not above
+it) and only while a fresh arm is live.
 """
 
 from __future__ import annotations
@@ -70,12 +81,15 @@ class Arm:
 
     settings: tuple[Setting, ...] = ()
     role: ArmRole = "base"
+    # Its attempts start fresh where the base's fork (the caller says which: driver.py);
+    # judged against the base started alike, `base (fresh)`.
+    fresh: bool = False
 
     @property
     def label(self) -> str:
-        """`switch_interval=1e-06 + cpus=1`, or `base`."""
+        """`switch_interval=1e-06 + cpus=1`, or `base` (`base (fresh)`)."""
         if not self.settings:
-            return "base"
+            return "base (fresh)" if self.fresh else "base"
         return " + ".join(f"{name}={_shown(value)}" for name, value in self.settings)
 
     @property
@@ -159,6 +173,15 @@ class AmplifyResult:
     def base(self) -> ArmResult:
         return self.arms[0]
 
+    def base_for(self, arm: ArmResult) -> ArmResult:
+        """The base `arm` was judged against: `base (fresh)` for a fresh arm, where there
+        is one, else the base."""
+        if arm.arm.fresh and arm.arm.settings:
+            for other in self.arms:
+                if other.arm.role == "base" and other.arm.fresh:
+                    return other
+        return self.base
+
     @property
     def winner(self) -> ArmResult | None:
         return None if self.best is None else self.arms[self.best]
@@ -172,7 +195,7 @@ class AmplifyResult:
         return tuple(
             a
             for i, a in enumerate(self.arms)
-            if i != self.best and not a.dropped and a.rate.high > low
+            if i != self.best and a.arm.settings and not a.dropped and a.rate.high > low
         )
 
 
@@ -180,14 +203,18 @@ class AmplifyResult:
 class Amplification:
     """The search as a state machine: ask `next_probes`, `record` each, until `result` is set.
 
-    `singles` are the perturbations to try alone; arm 0 is always the base.
+    `singles` are the perturbations to try alone; arm 0 is always the base, and arm 1
+    `base (fresh)` where a single is `fresh` (the module's docstring: two bases).
     """
 
     singles: Sequence[Arm]
     settings: Settings = field(default_factory=Settings)
 
     def __post_init__(self) -> None:
-        self.arms: list[Arm] = [Arm(), *(Arm(a.settings, "single") for a in self.singles)]
+        singles = [Arm(a.settings, "single", a.fresh) for a in self.singles]
+        fresh = [Arm((), "base", fresh=True)] if any(a.fresh for a in singles) else []
+        self.arms: list[Arm] = [Arm(), *fresh, *singles]
+        self.fresh_base: int | None = 1 if fresh else None
         labels = [a.label for a in self.arms]
         if len(set(labels)) != len(labels):
             raise ValueError("the same perturbation is given twice")
@@ -206,8 +233,21 @@ class Amplification:
         return rate_of(tally.matched, tally.ran + extra_clean)
 
     def live(self) -> list[int]:
-        """The arms still compared (not dropped for infra errors)."""
-        return [i for i in range(len(self.arms)) if not self._dropped(i)]
+        """The arms still compared (not dropped for infra errors); `base (fresh)` only while
+        a fresh arm is."""
+        live = [i for i in range(len(self.arms)) if not self._dropped(i)]
+        needed = any(self.arms[i].fresh and self.arms[i].settings for i in live)
+        return [i for i in live if needed or i != self.fresh_base]
+
+    def _candidates(self) -> list[int]:
+        """The live arms that may be the best: all but `base (fresh)`, a reference only."""
+        return [i for i in self.live() if i != self.fresh_base]
+
+    def base_of(self, arm: int) -> int:
+        """The base `arm` is judged against: `base (fresh)` for a fresh arm, else arm 0."""
+        if self.fresh_base is not None and self.arms[arm].fresh:
+            return self.fresh_base
+        return 0
 
     def _dropped(self, arm: int) -> bool:
         tally = self.tallies[arm]
@@ -216,7 +256,7 @@ class Amplification:
     def leader(self) -> int:
         """The live arm with the highest observed rate (ties: more attempts, then the earlier)."""
         return max(
-            self.live(),
+            self._candidates(),
             key=lambda i: (self.rate(i).value, self.rate(i).low, -i),
         )
 
@@ -227,15 +267,15 @@ class Amplification:
         gain over the base must be clear, a tie between two perturbations need not be.
         """
         pending = pending or {}
-        others = [i for i in self.live() if i != leader]
+        others = [i for i in self._candidates() if i != leader]
         if not others:
             return None
         return max(others, key=lambda i: (self._reach(i, pending.get(i, 0)), -i))
 
     def above_base(self, arm: int) -> bool:
-        """The arm fails clearly more often than the base: its lower bound above the
-        base's upper bound (core/rates.py `clearly_more`, as minimize and compare judge)."""
-        return clearly_more(self.rate(arm), self.rate(0))
+        """The arm fails clearly more often than its base (`base_of`): its lower bound above
+        the base's upper bound (core/rates.py `clearly_more`, as minimize and compare judge)."""
+        return clearly_more(self.rate(arm), self.rate(self.base_of(arm)))
 
     def _reach(self, arm: int, extra_clean: int = 0) -> float:
         high = self.rate(arm, extra_clean).high
@@ -293,7 +333,12 @@ class Amplification:
         wants: dict[int, int] = {}
         base_tally = self.tallies[0]
         always = base_tally.ran >= self.settings.first and base_tally.matched == base_tally.ran
-        for i in self.live():
+        # `base (fresh)` last: a fresh arm that cannot run at all needs no base.
+        live = self.live()
+        order = [i for i in live if i != self.fresh_base] + [
+            i for i in live if i == self.fresh_base
+        ]
+        for i in order:
             first = FREQUENT_ATTEMPTS if i == 0 and always else self.settings.first
             need = first - self.tallies[i].attempts
             if need > 0:
@@ -326,7 +371,9 @@ class Amplification:
         leader = self.leader()
         wants = {leader: (step + 1) // 2}
         if leader != 0 and step > 1 and not self.above_base(leader):
-            wants[0] = 1  # the gain over the base is the claim: keep measuring the base
+            # The gain over the base is the claim: keep measuring the base (`base (fresh)`
+            # for a fresh leader).
+            wants[self.base_of(leader)] = 1
         for _ in range(step - sum(wants.values())):
             others = {k: v for k, v in wants.items() if k != leader}
             challenger = self.challenger(leader, others)
@@ -385,7 +432,8 @@ class Amplification:
         if len(chosen) < 2:
             return None
         settings = tuple(s for i in sorted(chosen) for s in self.arms[i].settings)
-        return Arm(settings, "combined")
+        # One fresh perturbation makes the whole arm start fresh: judged as fresh arms are.
+        return Arm(settings, "combined", any(self.arms[i].fresh for i in chosen))
 
     def _why_not(self, leader: int, interrupted: bool) -> str:
         """Why nothing was amplified, where the arms say more than "not amplified"."""
@@ -393,16 +441,19 @@ class Amplification:
             not interrupted
             and self.used >= self.settings.budget
             and len(self.arms) > 1
-            and not any(t.attempts for t in self.tallies[1:])
+            and not any(
+                t.attempts for t, a in zip(self.tallies, self.arms, strict=True) if a.settings
+            )
         ):
             return (
                 f"the budget of {plural(self.settings.budget, 'attempt')} ran out before any "
                 "perturbation was tried: raise --budget"
             )
         if leader != 0 and self.tallies[leader].matched:
+            base = "base's" if self.base_of(leader) == 0 else "fresh base's (both start fresh)"
             return (
                 f"{self.arms[leader].label} fails most often, but its interval still "
-                f"overlaps the base's"
+                f"overlaps the {base}"
             )
         return ""
 

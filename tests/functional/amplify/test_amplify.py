@@ -489,3 +489,48 @@ def test_preload_forks_the_perturbed_arms_from_the_bases_server(cli: Cli, tmp_pa
     assert {a["launch"] for a in attempts} == {"forked"}
     assert all("switch_interval=1e-06" in a["perturbed"] for a in perturbed)
     assert imports(lib) == 1  # one server, one import, for both arms
+
+
+def test_preload_judges_a_fresh_arm_against_a_base_run_fresh_too(cli: Cli, tmp_path: Path) -> None:
+    """`amplify --preload MOD` with `--try malloc=perturb`: the base forks, malloc=perturb's
+    attempts start fresh (only a process's start applies it). A program that fails only when
+    it starts fresh (here: exit 3 unless MOD was imported before it, by the server) made
+    malloc=perturb "amplified", 8/8 against the forked base's 0/8, for the start's sake: it is
+    judged against `base (fresh)`, the spec run fresh too (`--preload none`), instead."""
+    lib = stamp_module(tmp_path)
+    (tmp_path / "start.py").write_text("import sys\nsys.exit(0 if 'stamp' in sys.modules else 3)\n")
+    spec = tmp_path / "start.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: start\ncommand: python start.py\n"
+        f"environment: {{env: {{PYTHONPATH: {json.dumps(str(lib))}}}}}\n"
+        "expect: {outcome: error, exit_code: 3}\n"
+    )
+    out = tmp_path / "out"
+    more = ("--budget", "28", "--try", "malloc=perturb", "--preload", "stamp")
+    result, data = _amplify(cli, spec, out, *more)
+    assert data["status"] == "not-amplified", data["sentence"]
+    assert "such an arm is judged against base (fresh)" in result.stderr, result.stderr
+    listed = data["arms"]
+    assert isinstance(listed, list)
+    arms = {arm["perturbation"]: arm for arm in listed}
+    assert list(arms) == ["base", "base (fresh)", "malloc=perturb"]
+    assert arms["malloc=perturb"]["compared_with"] == "base (fresh)"
+    assert _rate(arms["base"])["matched"] == 0
+    assert _rate(arms["malloc=perturb"])["low"] > _rate(arms["base"])["high"]
+    assert _rate(arms["base (fresh)"])["matched"] == _rate(arms["base (fresh)"])["attempts"] > 0
+    assert "overlaps the fresh base's" in str(data["note"])
+    # Each arm's attempts started as said: the base's forked, the fresh base's and
+    # malloc=perturb's fresh (the fresh base's runs with --preload none).
+    launches: dict[str, set[str]] = {}
+    for path in (out / "runs").glob("*/results.json"):
+        run = json.loads(path.read_text())
+        for attempt in run["cells"][0]["attempts"]:
+            arm = (
+                "malloc=perturb"
+                if attempt.get("perturbed")
+                else "base"
+                if run["options"]["preload"] == ["stamp"]
+                else "base (fresh)"
+            )
+            launches.setdefault(arm, set()).add(attempt["launch"])
+    assert launches == {"base": {"forked"}, "base (fresh)": {"fresh"}, "malloc=perturb": {"fresh"}}

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from reprospec.amplify.report import AmplifyReport, amplified_document, markdown, write
+from reprospec.amplify.report import text as answer
 from reprospec.amplify.search import AmplifyResult, Arm, ArmResult
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject
@@ -347,3 +349,52 @@ def test_the_amplified_spec_s_rate_comment_says_the_amplified_rate(tmp_path: Pat
     written = load_yaml(text).data
     assert isinstance(written, dict)
     assert written["expect"] == document["expect"]
+
+
+def test_a_fresh_winner_is_said_against_the_fresh_base_everywhere(tmp_path: Path) -> None:
+    # Under run.preload malloc=perturb's attempts start fresh and the base's fork: the claim,
+    # the arms, amplify.json and amplified.yaml's comment name the base it was judged
+    # against, `base (fresh)`, and its rate, not the forked base's.
+    arms = (
+        ArmResult(Arm(), Rate(3, 21, 0.04, 0.35), Tally(matched=3, passed=18)),
+        ArmResult(Arm((), "base", fresh=True), Rate(1, 16, 0.01, 0.28), Tally(1, 15)),
+        ArmResult(Arm((("gc", "aggressive"),), "single"), Rate(2, 8, 0.07, 0.59), Tally(2, 6)),
+        ArmResult(
+            Arm((("malloc", "perturb"),), "single", fresh=True),
+            Rate(30, 40, 0.60, 0.86),
+            Tally(matched=30, passed=10),
+        ),
+    )
+    expectation = Expectation("error", exception="AssertionError", rate=parse_rate(">0"))
+    found = replace(
+        _found(tmp_path, expectation, 41),
+        result=AmplifyResult("amplified", arms, 3, True, 85),
+    )
+    source = "reprospec: 1\nname: race\ncommand: python race.py\nexpect:\n  rate: '>0'\n"
+    document = load_yaml(source).data
+    assert isinstance(document, dict)
+    written = write(found, document, tmp_path, source)
+    line = "base 3/21 (95% CI 0.04–0.35); with malloc=perturb: 30/40 (0.60–0.86)"
+    assert answer(written).splitlines()[0] == f"{line}, against base (fresh) 1/16 (0.01–0.28)"
+    assert (
+        "  malloc=perturb: 30/40 (95% CI 0.60–0.86); ran fresh, judged against base (fresh)"
+    ) in answer(written).splitlines()
+    assert "  gc=aggressive: 2/8 (95% CI 0.07–0.59)" in answer(written).splitlines()
+    md = (tmp_path / "amplify.md").read_text()
+    assert (
+        "`malloc=perturb` ran fresh (a perturbation only a process's start applies) and was "
+        "judged against `base (fresh)`" in md
+    )
+    data = json.loads((tmp_path / "amplify.json").read_text())
+    compared = {a["perturbation"]: a["compared_with"] for a in data["arms"]}
+    assert compared == {
+        "base": None,
+        "base (fresh)": None,
+        "gc=aggressive": "base",
+        "malloc=perturb": "base (fresh)",
+    }
+    assert written.amplified_spec is not None
+    assert (
+        "  rate: '>0'  # observed 30/40 with malloc=perturb (amplify), 1/16 without it (both "
+        "started fresh)"
+    ) in written.amplified_spec.read_text()

@@ -318,3 +318,80 @@ def test_only_perturbations_clearly_above_the_base_are_combined() -> None:
     search.next_probes()
     assert search.arms[-1].role == "combined"
     assert search.arms[-1].fields == {"switch_interval", "cpus"}
+
+
+FRESH_MALLOC = Arm((("malloc", "perturb"),), "single", fresh=True)
+
+
+def test_a_fresh_arm_above_the_forked_base_but_not_the_fresh_one_is_not_amplified() -> None:
+    # Under run.preload the base forks and malloc=perturb's attempts start fresh: a failure
+    # that comes with a fresh start (8/8 fresh, 0/8 forked) made malloc=perturb "amplified"
+    # against the forked base, for the start's sake, not the perturbation's.
+    result, _ = simulate(
+        [SI, FRESH_MALLOC],
+        fixed({"base": 0.0, "base (fresh)": 1.0, "malloc=perturb": 1.0}),
+        seed=3,
+        settings=Settings(budget=80),
+    )
+    by_label = {a.arm.label: a for a in result.arms}
+    malloc, fresh = by_label["malloc=perturb"], by_label["base (fresh)"]
+    assert [a.arm.label for a in result.arms][:2] == ["base", "base (fresh)"]
+    assert malloc.rate.low > result.base.rate.high  # above the forked base...
+    assert result.base_for(malloc) is fresh  # ...but judged against the fresh one
+    assert result.status == "not-amplified"
+    assert result.best is None
+    assert "overlaps the fresh base's" in result.note
+    # A reference, never the answer: the forked arm is no one's "undecided" neighbour.
+    assert result.base_for(by_label["switch_interval=1e-06"]) is result.base
+
+
+def test_a_fresh_arm_above_the_fresh_base_is_amplified_against_it() -> None:
+    result, _ = simulate(
+        [SI, FRESH_MALLOC],
+        fixed({"base": 0.0, "base (fresh)": 0.0, "malloc=perturb": 0.9}),
+        seed=4,
+    )
+    assert result.status == "amplified"
+    assert result.winner is not None
+    assert result.winner.arm.label == "malloc=perturb"
+    against = result.base_for(result.winner)
+    assert against.arm.label == "base (fresh)"
+    assert result.winner.rate.low > against.rate.high
+
+
+def test_the_fresh_base_is_measured_only_while_a_fresh_arm_is_live() -> None:
+    # No fresh arm (no run.preload, or every perturbation forks): one base, as ever.
+    search = Amplification([SI, MALLOC])
+    assert [a.label for a in search.arms] == ["base", "switch_interval=1e-06", "malloc=perturb"]
+    # A fresh arm that cannot run at all needs no fresh base: its first attempts come
+    # after the singles', and it is never measured.
+    rates = fixed({"base": 0.02, "switch_interval=1e-06": 0.5})
+    dropped, asked = simulate(
+        [SI, FRESH_MALLOC], rates, seed=5, infra=frozenset({"malloc=perturb"})
+    )
+    assert dropped.arms[1].arm.label == "base (fresh)"
+    assert dropped.arms[1].tally.attempts == 0
+    assert all(p.arm != 1 for p in asked)
+    # A live one: the fresh base gets its first attempts after every single's.
+    live, asked = simulate([SI, FRESH_MALLOC], rates, seed=5)
+    first_fresh = next(n for n, p in enumerate(asked) if p.arm == 1)
+    assert {p.arm for p in asked[:first_fresh]} == {0, 2, 3}
+    assert live.arms[1].tally.attempts >= Settings().first
+
+
+def test_a_combination_holding_a_fresh_perturbation_is_judged_against_the_fresh_base() -> None:
+    search = Amplification([SI, FRESH_MALLOC, GC], Settings(first=8, step=8))
+    match: list[AttemptKind] = ["match"]
+    clean: list[AttemptKind] = ["pass"] * 8
+    six = match * 6 + clean[:2]
+    # base, then the singles (switch_interval, malloc, gc), then the fresh base.
+    for arm, kinds in ((0, clean), (2, six), (3, six), (4, clean), (1, clean)):
+        assert search.next_probes() == [Probe(arm, 8)]
+        search.record(Probe(arm, 8), kinds)
+    search.next_probes()
+    combined = search.arms[-1]
+    assert combined.role == "combined"
+    assert combined.fields == {"switch_interval", "malloc"}
+    assert combined.fresh
+    assert search.base_of(len(search.arms) - 1) == 1
+    assert search.base_of(2) == 0
