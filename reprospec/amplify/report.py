@@ -115,6 +115,9 @@ def sentence(found: AmplifyReport) -> str:
             default=None,
         )
         tail = f"; best {best.arm.label}: {interval(best.rate)}" if best is not None else ""
+        against = None if best is None else result.base_for(best)
+        if against is not None and against is not result.base:
+            tail += f", against {against.arm.label} {interval(against.rate)}"
         verb = "interrupted" if result.status == "interrupted" else "not amplified"
         return f"{base}{tail}: {verb}" + (f" ({result.note})" if result.note else "")
     claim = f"{base}; with {winner.arm.label}: {interval(winner.rate)}"

@@ -519,6 +519,10 @@ def test_preload_judges_a_fresh_arm_against_a_base_run_fresh_too(cli: Cli, tmp_p
     assert _rate(arms["malloc=perturb"])["low"] > _rate(arms["base"])["high"]
     assert _rate(arms["base (fresh)"])["matched"] == _rate(arms["base (fresh)"])["attempts"] > 0
     assert "overlaps the fresh base's" in str(data["note"])
+    fresh = _rate(arms["base (fresh)"])
+    assert f", against base (fresh) {fresh['matched']}/{fresh['attempts']} (" in str(
+        data["sentence"]
+    )
     # Each arm's attempts started as said: the base's forked, the fresh base's and
     # malloc=perturb's fresh (the fresh base's runs with --preload none).
     launches: dict[str, set[str]] = {}
