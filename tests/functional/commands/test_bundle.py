@@ -839,3 +839,46 @@ def _read(tar: tarfile.TarFile, name: str) -> str:
     member = tar.extractfile(name)
     assert member is not None, name
     return member.read().decode()
+
+
+DOCKERFILE = """\
+FROM reprospec-runner:latest
+# The context's files the build takes: one named across a continued line, a folder.
+COPY greeting.txt \\
+  /opt/
+COPY ["conf", "/etc/app/"]
+COPY --from=reprospec-runner:latest /etc/hostname /tmp/
+"""
+
+
+def test_the_specs_dockerfile_and_what_it_copies_go_along(tmp_path: Path, cli: Cli) -> None:
+    # A docker run of a spec with `environment.dockerfile` was bundled without the
+    # Dockerfile, exit 0: its rerun anywhere was infra-error (`environment.dockerfile not
+    # found`), which only --verify told. The local runner does not build it, so this runs
+    # without an engine; what the archive holds is what a docker rerun builds from.
+    spec = _project(tmp_path / "project")
+    docker = tmp_path / "project" / "docker"
+    (docker / "conf").mkdir(parents=True)
+    (docker / "Dockerfile").write_text(DOCKERFILE)
+    (docker / "greeting.txt").write_text("hello\n")
+    (docker / "conf" / "app.cfg").write_text("level = 3\n")
+    (docker / "conf" / ".netrc").write_text("machine x password y\n")
+    (docker / "unused.txt").write_text("not copied\n")
+    spec.write_text(
+        SPEC.replace(
+            "  workdir: ../app\n", "  workdir: ../app\n  dockerfile: ../docker/Dockerfile\n"
+        )
+    )
+    out = tmp_path / "store"
+    first = cli("run", str(spec), "--out", str(out))
+    assert first.code == 0, first.stdout + first.stderr
+    archive = tmp_path / "b.tgz"
+    packed = _bundle(cli, archive, out)
+    assert packed.code == 0, packed.stderr
+    assert "conf/.netrc (environment.dockerfile" in packed.stderr
+    with tarfile.open(archive) as tar:
+        top = tar.getnames()[0].split("/")[0]
+        names = {name.removeprefix(f"{top}/tree/") for name in tar.getnames()}
+        assert _read(tar, f"{top}/tree/docker/Dockerfile") == DOCKERFILE
+    assert {"docker/greeting.txt", "docker/conf/app.cfg", "specs/crash.yaml"} <= names
+    assert not {"docker/unused.txt", "docker/conf/.netrc", "docker/hostname"} & names
