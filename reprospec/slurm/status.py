@@ -20,7 +20,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.words import plural
 from reprospec.slurm.plan import SlurmRun
 from reprospec.slurm.queue import ACTIVE_STATES, ENDED_STATES, QueueEntry, query_queue
-from reprospec.store.runfolder import RunFolder
+from reprospec.store.runfolder import RunFolder, cell_folder
 
 # The last line an array task prints: the exit status of its `reprospec run`.
 EXIT_LINE = re.compile(r"^reprospec-slurm: exit (\d+)$", re.MULTILINE)
@@ -155,9 +155,28 @@ def shard_run(run: SlurmRun, shard: int) -> tuple[Path | None, JsonObject | None
     return folder, data if isinstance(data, dict) else None
 
 
-def _attempts_started(folder: Path | None) -> int:
-    """Attempt folders (`cells/<cell>/<n>/`): each is made when its attempt starts."""
-    return 0 if folder is None else len(RunFolder(folder).attempt_folders())
+def _attempts_started(run: SlurmRun, shard: int, folder: Path | None, results: object) -> int:
+    """The shard's attempts so far: a finished shard's, from its results.json; else those
+    its store recorded as ended, with those running (their folders, `cells/<cell>/<n>/`).
+
+    Not the folders alone: a silent pass leaves no folder once it ends (`RunFolder.prune`),
+    and a shard done with all of its attempts read `done 0/2 attempts` where both passed.
+    """
+    if folder is None:
+        return 0
+    if isinstance(results, dict) and isinstance(results.get("cells"), list):
+        cells = [c for c in results["cells"] if isinstance(c, dict)]
+        return sum(len(c["attempts"]) for c in cells if isinstance(c.get("attempts"), list))
+    started = {(p.parent.name, p.name) for p in RunFolder(folder).attempt_folders()}
+    from reprospec.store.db import Store, StoreError
+
+    try:
+        with Store(run.shard_dir(shard), reader=True) as store:
+            ended = store.finished_attempts(folder.name, include_infra_errors=True)
+    except StoreError:
+        ended = {}
+    started |= {(cell_folder(cell), str(attempt)) for cell, attempt in ended}
+    return len(started)
 
 
 def shard_status(
@@ -168,7 +187,7 @@ def shard_status(
     """One shard: its results decide "done"; otherwise the queue, its log, its exit line."""
     planned = run.attempts[shard - 1] if shard <= len(run.attempts) else 0
     folder, results = shard_run(run, shard)
-    started = _attempts_started(folder)
+    started = _attempts_started(run, shard, folder, results)
     sub = run.latest_submission(shard)
     job = f"{sub.array_job}_{shard}" if sub else ""
     log = run.shard_log(shard, sub.array_job) if sub else None
@@ -211,11 +230,20 @@ def shard_status(
     cause = death_cause(text)
     if cause is not None:
         return status("died", f"{cause} ({_cancel_line(text)})")
-    if entry is not None and entry.state in ENDED_STATES and entry.state != "COMPLETED":
+    exits = EXIT_LINE.findall(text)
+    # `reprospec run` ended on its own, without results: Slurm calls the task FAILED for
+    # its exit status alone, which read `died ... (Slurm state FAILED)`, not why it ended
+    # (`interpreter not found: ...`), nor that resubmitting it fails the same way.
+    ended_itself = exits and results is None and (entry is None or entry.state == "FAILED")
+    if (
+        entry is not None
+        and entry.state in ENDED_STATES
+        and entry.state != "COMPLETED"
+        and not ended_itself
+    ):
         return status("died", f"{ENDED_STATES[entry.state]} (Slurm state {entry.state})")
     if results is not None:  # interrupted: SIGTERM reached the engine, it wrote what it had
         return status("died", "interrupted: partial results only")
-    exits = EXIT_LINE.findall(text)
     if exits:
         line = _last_error_line(text)
         return status(

@@ -334,6 +334,45 @@ def test_a_cancelled_shard_is_reported_the_merge_says_so_and_resume_finishes_it(
     _resume_and_check(cli, run_dir, "slurm", str(run_dir), "--resume")
 
 
+SILENT_SPEC = """\
+reprospec: 1
+name: slurm-silent
+matrix:
+  i: [1, 2]
+command: "true"
+expect:
+  outcome: pass
+"""
+
+
+@needs_cluster
+@pytest.mark.usefixtures("time_limited_run")
+def test_status_counts_silent_passes_and_says_why_a_shard_failed(cli: Cli, tmp_path: Path) -> None:
+    # A silent pass leaves no attempt folder, which status counted: a shard done with both
+    # its attempts read `done 0/2 attempts`. And a shard whose `reprospec run` exited 3 on
+    # its own (an interpreter that is not there) read `died ... (Slurm state FAILED)`, not
+    # its error, as if a resubmit could help.
+    require_cluster()
+    spec = _write_spec(tmp_path / "silent.yaml", SILENT_SPEC)
+    shared = tmp_path / "shared"
+    done = cli("slurm", str(spec), "--shards", "1", "--out", str(shared))
+    assert done.code == 0, done.stderr
+    status = wait_settled(only_run(shared))
+    (shard,) = status.shards
+    assert (shard.state, shard.attempts_started, shard.attempts_planned) == ("done", 2, 2)
+    assert "2/2 attempts" in cli("slurm", "status", str(only_run(shared))).stdout
+    missing = tmp_path / "no-such-python"
+    broken = tmp_path / "broken"
+    failed = cli(
+        "slurm", str(spec), "--shards", "1", "--python", str(missing), "--out", str(broken)
+    )
+    assert failed.code == 0, failed.stderr
+    status = wait_settled(only_run(broken))
+    (shard,) = status.shards
+    assert shard.state == "failed", status
+    assert f"interpreter not found: {missing}" in shard.detail
+
+
 GRES_SPEC = """\
 reprospec: 1
 name: slurm-gres
