@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -196,8 +197,17 @@ def _preflight(
     """Refuse a spec no cell of which the shards' runner could run (its packages), and say
     which cells of another it could not: each would only be an infra-error in a task log.
     `firsts`: attempt 1 of every cell."""
+    from reprospec.runners.local import resolve_python
     from reprospec.slurm.preflight import build_venvs, check_local, describe, envs_folder
 
+    python = resolve_python(options.python)
+    if options.runner != "docker" and not os.path.exists(python):  # noqa: PTH110
+        # As `run --python` refuses it (exit 3), before N tasks each exit 3 with it.
+        raise InfraError(
+            f"not submitted: interpreter not found: {python} (--python): every shard "
+            "would exit 3 with it. Give the path of an interpreter the nodes see at the "
+            "same path as this one"
+        )
     if options.runner == "local":
         found = check_local(firsts, options)
         hint = (

@@ -68,6 +68,25 @@ def test_local_runner_refuses_a_spec_whose_packages_its_interpreter_lacks(
         assert not shared.exists(), "nothing written, nothing submitted"
 
 
+def test_an_interpreter_that_is_not_there_is_refused_before_submitting(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `run --python PATH` refuses a missing one, exit 3; slurm submitted it, and every task
+    # exited 3 with `interpreter not found` in its log.
+    shared = tmp_path / "shared"
+    spec = _spec(tmp_path, "[]", ["1.0"])
+    missing = tmp_path / "no-such-python"
+    for runner in ("local", "venv"):
+        refused = cli(
+            "slurm", str(spec), "--shards", "1", "--runner", runner, "--python", str(missing),
+            "--out", str(shared),
+        )  # fmt: skip
+        assert refused.code == 3, refused.stdout + refused.stderr
+        assert f"not submitted: interpreter not found: {missing} (--python)" in refused.stderr
+        assert "Traceback" not in refused.stderr
+        assert not shared.exists(), "nothing written, nothing submitted"
+
+
 def test_local_runner_warns_of_the_cells_it_cannot_run_and_plans_the_others(
     cli: Cli, tmp_path: Path
 ) -> None:
