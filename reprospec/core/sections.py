@@ -14,6 +14,7 @@ seconds), so no later stage reads a raw string or restates a default.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import field
 from pathlib import Path
@@ -243,6 +244,18 @@ def _phrase(value: JsonValue) -> str:
 
 
 _NO_PERTURB = Perturb()
+
+
+# A docker image reference as the docker runner takes one (`pytorch/pytorch:2.4.0`,
+# `name@sha256:...`): it lands in a FROM line, where a newline would smuggle in instructions.
+IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
+
+
+def image_problem(image: str) -> str | None:
+    """Why `image` is no image reference the docker runner takes (None: it is one)."""
+    if IMAGE_REF.match(image):
+        return None
+    return f"{image!r} is not a docker image reference (like pytorch/pytorch:2.4.0)"
 
 
 @frozen

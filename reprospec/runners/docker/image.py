@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.sections import Environment
+from reprospec.core.sections import IMAGE_REF, Environment
 from reprospec.environment.packages import requirement_name, requirement_names
 from reprospec.errors import InfraError
 
@@ -68,7 +68,6 @@ HOLDS_LABELS = (SOURCE_LABEL, PACKAGES_LABEL, FROM_LABEL, DOCKERFILE_LABEL)
 BUILD_LOG_TAIL = 25
 # Wheels are named by version: a name and a size identify one without reading 200 MB.
 _BIG_FILE = 1 << 20
-_IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
 _CONTEXT_SKIP = {".git", ".reprospec", "__pycache__", ".mypy_cache", ".pytest_cache"}
 
 
@@ -104,7 +103,7 @@ class ImageRecipe:
 
 def _check_ref(ref: str, what: str) -> str:
     # The reference lands in a FROM line: a newline would smuggle in instructions.
-    if not _IMAGE_REF.match(ref):
+    if not IMAGE_REF.match(ref):
         raise InfraError(f"{what} {ref!r} is not a valid image reference")
     return ref
 

@@ -27,6 +27,7 @@ from reprospec.core.sections import (
     DEFAULT_TIMEOUT_S,
     SectionError,
     fault_armed,
+    image_problem,
     stall_seconds,
 )
 from reprospec.core.units import (
@@ -272,6 +273,9 @@ def _semantic_problems(path: JsonPath, value: JsonValue) -> list[str]:
             return [f"expected a size like 64m or 4g, got {got}"]
         if size < 1:
             return [f"expected a size of at least 1 byte, got {got}"]
+    elif path == ("environment", "image") and isinstance(value, str) and value:
+        # `image: ${{ matrix.img }}`: each value as a literal one is checked (document.py).
+        return [wrong] if (wrong := image_problem(value)) else []
     elif path[:2] == ("environment", "packages") and isinstance(value, str):
         # An entry as a cell evaluates it (`${{ matrix.req }}`): `six=1.2` installs nothing.
         return [wrong] if (wrong := requirements.problem(value)) else []

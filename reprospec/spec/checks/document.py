@@ -17,7 +17,12 @@ from pathlib import Path
 from reprospec.core import expr, patterns, requirements
 from reprospec.core.inputs import Cell
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
-from reprospec.core.sections import DEFAULT_TIMEOUT_S, SectionError, stall_seconds
+from reprospec.core.sections import (
+    DEFAULT_TIMEOUT_S,
+    SectionError,
+    image_problem,
+    stall_seconds,
+)
 from reprospec.core.units import parse_duration
 from reprospec.spec import schema
 from reprospec.spec.checks import cells
@@ -114,6 +119,7 @@ class _Semantics:
         self.markers()
         self.messages()
         self.workdir()
+        self.docker()
         self.files()
         self.packages()
         self.nul_characters()
@@ -324,6 +330,28 @@ class _Semantics:
         if not os.path.isdir(folder):  # noqa: PTH112
             what = "not a folder" if os.path.exists(folder) else "folder not found"  # noqa: PTH110
             self.add(("environment", "workdir"), f"{what}: {folder}")
+
+    def docker(self) -> None:
+        """A literal `environment.image` an image reference and a literal `dockerfile` a file
+        (relative to the spec's folder, as the docker runner builds it; a `${{ }}` image is
+        checked per cell, cells.py). Unchecked, `image: "bad image!"` and a dockerfile not
+        there validated, and every docker cell ended an infra-error mid-run, exit 3."""
+        environment = self.data.get("environment")
+        if not isinstance(environment, dict):
+            return
+        image = environment.get("image")
+        literal = isinstance(image, str) and image and expr.OPEN not in image
+        if literal and (wrong := image_problem(str(image))):
+            self.add(("environment", "image"), wrong)
+        dockerfile = environment.get("dockerfile")
+        if self.base_dir is None or not isinstance(dockerfile, str) or not dockerfile:
+            return
+        if expr.OPEN in dockerfile or "\0" in dockerfile:
+            return
+        path = os.path.abspath(self.base_dir / os.path.expanduser(dockerfile))  # noqa: PTH100, PTH111
+        if not os.path.isfile(path):  # noqa: PTH113
+            what = "not a file" if os.path.exists(path) else "file not found"  # noqa: PTH110
+            self.add(("environment", "dockerfile"), f"{what}: {path}")
 
     def files(self) -> None:
         """Each `files` entry a file of the workdir, as spec-format.md says they are: one

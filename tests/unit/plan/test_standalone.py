@@ -245,7 +245,7 @@ def test_a_value_the_reports_spec_shows_is_written_in_the_repro(tmp_path: Path) 
 
 ENV_SPEC = (
     "reprospec: 1\nname: env\ncommand: python app.py\nexpect: {outcome: pass}\n"
-    "environment:\n  python: '3.10'\n  dockerfile: nosuch/Dockerfile\n"
+    "environment:\n  python: '3.10'\n  dockerfile: docker/Dockerfile\n"
     "  packages: [six==1.16.0]\n"
 )
 
@@ -277,7 +277,7 @@ ENV_SPEC = (
             "docker",
             "3.12.1",
             (
-                "the run gave the cell the image nosuch/Dockerfile; a plain command line does not",
+                "the run gave the cell the image docker/Dockerfile; a plain command line does not",
                 "the run checked that its interpreter had packages six==1.16.0 (the docker "
                 "runner installs none); a plain command line runs with whatever yours has",
                 "the spec names Python 3.10; this run had 3.12.1",
@@ -289,6 +289,8 @@ def test_notes_say_given_only_of_what_the_runner_gave(
     tmp_path: Path, runner: str, ran: str, expected: tuple[str, ...]
 ) -> None:
     (tmp_path / "spec.yaml").write_text(ENV_SPEC)
+    (tmp_path / "docker").mkdir()  # a spec's dockerfile must be there (nu42)
+    (tmp_path / "docker" / "Dockerfile").write_text("FROM reprospec-runner:latest\n")
     plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
     notes = standalone_of(plan, tmp_path, runner=runner, ran_python=ran).notes
     assert notes == expected

@@ -702,3 +702,40 @@ def test_a_set_runs_spec_stored_before_literal_blocks_is_the_same_spec() -> None
     assert not same_spec_text(old, new.replace("--set run.repeat=2", "--set run.repeat=3"))
     # A spec's own text (no `--set`) is compared as written: its comments are the spec's.
     assert not same_spec_text('name: s\nd: "a\\nb"\n', "name: s\nd: |-\n  a\n  b\n")
+
+
+def test_a_docker_image_and_dockerfile_are_checked_when_the_spec_is_read(tmp_path: Path) -> None:
+    # nu42: `image: ""` ran the default image without a word, and an image that is no
+    # reference or a dockerfile that is not there validated: each docker cell was then an
+    # infra-error mid-run, exit 3, where every other spec mistake is exit 2, located.
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker" / "Dockerfile").write_text("FROM reprospec-runner:latest\n")
+    head = "reprospec: 1\nname: d\ncommand: [ls]\n"
+    spec = write(
+        tmp_path / "s.yaml", head + "environment: {image: '', dockerfile: nope/Dockerfile}\n"
+    )
+    assert problems_of(spec) == [
+        f"{spec}:4:22: environment.image: expected a non-empty string, got ''",
+        f"{spec}:4:38: environment.dockerfile: file not found: {tmp_path / 'nope' / 'Dockerfile'}",
+    ]
+    spec.write_text(head + "environment: {image: 'my image!', dockerfile: docker}\n")
+    assert problems_of(spec) == [
+        f"{spec}:4:22: environment.image: 'my image!' is not a docker image reference "
+        "(like pytorch/pytorch:2.4.0)",
+        f"{spec}:4:47: environment.dockerfile: not a file: {tmp_path / 'docker'}",
+    ]
+    spec.write_text(
+        head + "matrix: {img: ['reprospec-runner:latest', 'a b']}\n"
+        "environment: {image: '${{ matrix.img }}'}\n"
+    )
+    assert problems_of(spec) == [
+        f"{spec}:5:22: environment.image: 'a b' is not a docker image reference "
+        "(like pytorch/pytorch:2.4.0) (in cell img=a b)",
+    ]
+    spec.write_text(
+        head + "environment: {image: 'pytorch/pytorch:2.4.0', dockerfile: docker/Dockerfile}\n"
+    )
+    assert load_spec(spec).document["environment"] == {
+        "image": "pytorch/pytorch:2.4.0",
+        "dockerfile": "docker/Dockerfile",
+    }
