@@ -33,6 +33,7 @@ secret (letters and digits, 12 characters or more); a credential's shape (`ghp_.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 from collections.abc import Sequence
@@ -317,3 +318,78 @@ def hidden_entries(workdir: Path, limit: int = 10) -> tuple[str, ...]:
         return ()
     shown = [e.name + ("/" if e.is_dir() else "") for e in entries if e.name != ".reprospec"]
     return tuple(shown[:limit])
+
+
+@frozen
+class DockerContext:
+    """What a spec's Dockerfile builds from: itself and the files its COPY and ADD take."""
+
+    folder: Path  # the build context: the Dockerfile's folder
+    files: tuple[Path, ...]  # the Dockerfile first (when it could be read), then those
+    missing: tuple[str, ...]
+    hidden: tuple[str, ...]
+
+
+def dockerfile_context(spec_dir: Path, dockerfile: str) -> DockerContext:
+    """The spec's `environment.dockerfile` (relative to the spec's folder, as the docker
+    runner builds it) and the files of its build context (its folder) that its COPY and
+    ADD lines name: what `bundle` and `materialize` carry of it. A bundle without them had
+    its every docker cell an infra-error (`environment.dockerfile not found`) wherever it
+    was rerun, and materialize copied the whole context, its `.env` included. A URL, a
+    `--from` stage's file and a `$VAR` are not the context's; a folder is carried whole
+    but for its hidden files, which this module's rule never carries."""
+    path = Path(dockerfile).expanduser()
+    path = Path(os.path.abspath(path if path.is_absolute() else spec_dir / path))  # noqa: PTH100
+    where = f"(environment.dockerfile, in {path.parent})"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return DockerContext(path.parent, (), (f"{path.name} {where}",), ())
+    found: dict[Path, None] = {path: None}
+    missing: dict[str, None] = {}
+    hidden: dict[str, None] = {}
+    context = path.parent
+    for source in _copied(text):
+        if "://" in source or source.startswith("git@") or "$" in source:
+            continue
+        matches = sorted(context.glob(source)) if any(c in source for c in "*?[") else []
+        if not matches and (context / source).exists():
+            matches = [context / source]
+        if not matches:
+            missing.setdefault(f"{source} {where}", None)
+        for match in matches:
+            named = Path(os.path.normpath(match))
+            if not named.is_relative_to(context):
+                continue  # docker refuses a source outside its context too
+            for file in [named] if named.is_file() else sorted(named.rglob("*")):
+                rel = file.relative_to(context)
+                if not file.is_file():
+                    continue
+                if any(part.startswith(".") for part in rel.parts):
+                    hidden.setdefault(f"{rel.as_posix()} {where}", None)
+                else:
+                    found.setdefault(file, None)
+    return DockerContext(context, tuple(found), tuple(missing), tuple(hidden))
+
+
+def _copied(text: str) -> list[str]:
+    """The sources of a Dockerfile's COPY and ADD lines (continued lines joined, comments
+    and `--from=` copies left out), in the shell form and the JSON one."""
+    sources: list[str] = []
+    for line in text.replace("\\\n", " ").splitlines():
+        words = line.strip().split(None, 1)
+        if len(words) < 2 or words[0].upper() not in ("COPY", "ADD"):
+            continue
+        rest, flags = words[1].strip(), []
+        while rest.startswith("--"):
+            flag, _, rest = rest.partition(" ")
+            flags.append(flag)
+            rest = rest.strip()
+        if any(flag.startswith("--from") for flag in flags):
+            continue
+        try:  # the JSON form, ["a", "b", "/dest/"]; else words
+            parsed = json.loads(rest) if rest.startswith("[") else rest.split()
+        except ValueError:
+            parsed = []
+        sources += [str(word) for word in parsed[:-1]] if isinstance(parsed, list) else []
+    return sources

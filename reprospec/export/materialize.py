@@ -49,7 +49,13 @@ from reprospec.core.signals import SHELL_FATAL_SIGNALS, describe_signal, descrip
 from reprospec.core.units import format_duration
 from reprospec.core.words import plural
 from reprospec.errors import UsageError
-from reprospec.export.carry import carried_bytes, hidden_entries, workdir_files
+from reprospec.export.carry import (
+    DockerContext,
+    carried_bytes,
+    dockerfile_context,
+    hidden_entries,
+    workdir_files,
+)
 from reprospec.export.runnerpackages import RunnerPackages, recorded_build, runner_packages
 from reprospec.outcome.children import CRASH_SIGNALS
 from reprospec.perturb.apply import PerturbRefused, variables
@@ -122,6 +128,8 @@ class _Image:
 
     build: dockerimage.BuildRecipe
     needs: str
+    # The spec's Dockerfile's: the context files it carries (by carry.py's rule), or None.
+    context: DockerContext | None = None
 
 
 def _bundle_image(
@@ -141,7 +149,16 @@ def _bundle_image(
         recipe = dockerimage.recipe_for(environment, spec_dir=spec_dir, find_links=find_links)
         assert recipe.build is not None  # a dockerfile is always built
         bases = ", ".join(f"`{b}`" for b in recipe.build.bases) or "the images its ARGs name"
-        return _Image(recipe.build, f"the spec's own Dockerfile; it builds FROM {bases}")
+        # Not its whole folder (the build context): a `.env` and every unrelated file there
+        # went into a folder made to be sent, in clear. The files its COPY and ADD take.
+        context = dockerfile_context(spec_dir, environment.dockerfile)
+        build_name = recipe.build.dockerfile_name  # written by write_context, from its text
+        taken = [p for p in context.files if p.name != build_name or p.parent != context.folder]
+        build = dataclasses.replace(
+            recipe.build,
+            files=tuple((p.relative_to(context.folder).as_posix(), p) for p in taken),
+        )
+        return _Image(build, f"the spec's own Dockerfile; it builds FROM {bases}", context)
     image = environment.image or dockerimage.DEFAULT_IMAGE
     if image in dockerimage.LOCAL_IMAGES:
         build = dockerimage.public_build(
@@ -254,6 +271,34 @@ def _copy_workdir(
     )
 
 
+def _mask_context(
+    build: dockerimage.BuildRecipe, context: DockerContext, target: Path, redactor: Redactor
+) -> list[str]:
+    """The spec's Dockerfile's context files in `target` written again with their secrets
+    masked (carry.py), as the workdirs' are; the warnings: what was masked, left out."""
+    warnings: list[str] = []
+    for rel, path in build.files:
+        content = carried_bytes(path, redactor)
+        out = target / rel
+        out.unlink()  # a hard link to the file itself (write_context): never written through
+        out.write_bytes(content.data)
+        shutil.copymode(path, out)
+        warning = content.warning(f"{target.parent.name}/{target.name}/{rel}")
+        if warning is not None:
+            warnings.append(warning)
+    if context.hidden:
+        warnings.append(
+            "not carried, hidden (a dot-file or a dot-folder's, where a project keeps its own "
+            "secrets: whoever reruns it supplies their own): " + ", ".join(context.hidden)
+        )
+    if context.missing:
+        warnings.append(
+            "not carried, taken by the spec's Dockerfile but not there: "
+            + ", ".join(context.missing)
+        )
+    return warnings
+
+
 def write_bundle(
     spec: Spec,
     plans: Sequence[AttemptPlan],
@@ -310,6 +355,10 @@ def write_bundle(
             images[key] = len(images) + 1
             needs[images[key]] = image_of.needs
             dockerimage.write_context(build, out / "images" / str(images[key]))
+            if image_of.context is not None:
+                warnings += _mask_context(
+                    build, image_of.context, out / "images" / str(images[key]), redactor
+                )
         if plan.workdir not in workdirs:
             workdirs[plan.workdir] = len(workdirs) + 1
             target = out / "workdirs" / str(workdirs[plan.workdir])

@@ -15,7 +15,6 @@ one `materialize` follows too: the named files, never a hidden one.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,7 +24,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.errors import UsageError
-from reprospec.export.carry import workdir_files
+from reprospec.export.carry import dockerfile_context, workdir_files
 from reprospec.plan.workfiles import program_files
 
 
@@ -97,7 +96,7 @@ def spec_tree(
         absolute.update(dict.fromkeys(carried.absolute))
     for dockerfile in dict.fromkeys(a.environment.dockerfile for a in attempts):
         if dockerfile:
-            context = _dockerfile_files(spec_path.parent, dockerfile)
+            context = dockerfile_context(spec_path.parent, dockerfile)
             outside.update(dict.fromkeys(context.files))
             missing.update(dict.fromkeys(context.missing))
             hidden.update(dict.fromkeys(context.hidden))
@@ -136,86 +135,6 @@ def spec_tree(
         tuple(warnings),
         tuple(p for p in too_large if _inside(p, root)),
     )
-
-
-@frozen
-class _Context:
-    """What a spec's Dockerfile builds from: itself and the files its COPY and ADD take."""
-
-    files: tuple[Path, ...]
-    missing: tuple[str, ...]
-    hidden: tuple[str, ...]
-
-
-def _dockerfile_files(spec_dir: Path, dockerfile: str) -> _Context:
-    """The spec's `environment.dockerfile` (relative to the spec's folder, as the docker
-    runner builds it) and the files of its build context (its folder) that its COPY and
-    ADD lines name: a bundle without them had its every docker cell an infra-error
-    (`environment.dockerfile not found`) wherever it was rerun, and `bundle` said nothing
-    of it. A URL, a `--from` stage's file and a `$VAR` are not the context's; a folder is
-    carried whole but for its hidden files, which carry.py's rule never carries."""
-    path = Path(dockerfile).expanduser()
-    path = Path(os.path.abspath(path if path.is_absolute() else spec_dir / path))  # noqa: PTH100
-    where = f"(environment.dockerfile, in {path.parent})"
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return _Context((), (f"{path.name} {where}",), ())
-    found: dict[Path, None] = {path: None}
-    missing: dict[str, None] = {}
-    hidden: dict[str, None] = {}
-    context = path.parent
-    for source in _copied(text):
-        if "://" in source or source.startswith("git@") or "$" in source:
-            continue
-        matches = sorted(context.glob(source)) if any(c in source for c in "*?[") else []
-        if not matches and (context / source).exists():
-            matches = [context / source]
-        if not matches:
-            missing.setdefault(f"{source} {where}", None)
-        for match in matches:
-            named = Path(os.path.normpath(match))
-            if not named.is_relative_to(context):
-                continue  # docker refuses a source outside its context too
-            for file in [named] if named.is_file() else sorted(named.rglob("*")):
-                rel = file.relative_to(context)
-                if not file.is_file():
-                    continue
-                if any(part.startswith(".") for part in rel.parts):
-                    hidden.setdefault(f"{rel.as_posix()} {where}", None)
-                else:
-                    found.setdefault(file, None)
-    return _Context(tuple(found), tuple(missing), tuple(hidden))
-
-
-def _copied(text: str) -> list[str]:
-    """The sources of a Dockerfile's COPY and ADD lines (continued lines joined, comments
-    and `--from=` copies left out), in the shell form and the JSON one."""
-    sources: list[str] = []
-    for line in text.replace("\\\n", " ").splitlines():
-        words = line.strip().split(None, 1)
-        if len(words) < 2 or words[0].upper() not in ("COPY", "ADD"):
-            continue
-        rest = words[1].strip()
-        flags = []
-        while rest.startswith("--"):
-            flag, _, rest = rest.partition(" ")
-            flags.append(flag)
-            rest = rest.strip()
-        if any(flag.startswith("--from") for flag in flags):
-            continue
-        args: list[str] = []
-        if rest.startswith("["):
-            try:
-                parsed = json.loads(rest)
-            except ValueError:
-                parsed = None
-            if isinstance(parsed, list):
-                args = [str(word) for word in parsed]
-        else:
-            args = rest.split()
-        sources += args[:-1]
-    return sources
 
 
 def _inside(path: Path, root: Path) -> bool:

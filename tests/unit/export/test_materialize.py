@@ -280,3 +280,30 @@ def test_the_bundle_s_spec_names_the_editor_s_schema_from_the_bundle(tmp_path: P
     _warnings(tmp_path, f"{line}schemas/reprospec.schema.json\n{SPEC}")
     written = (tmp_path / "bundle" / "spec.yaml").read_text()
     assert written == f"{line}../schemas/reprospec.schema.json\n{SPEC}"
+
+
+def test_a_specs_dockerfile_carries_what_it_copies_not_its_whole_folder(tmp_path: Path) -> None:
+    # nu42: the Dockerfile's folder (the build context) was copied whole into images/K/:
+    # its `.env`, a hidden file with a token, in clear, and every unrelated file beside it.
+    docker = tmp_path / "docker"
+    (docker / "conf").mkdir(parents=True)
+    (docker / "Dockerfile").write_text("FROM reprospec-runner:latest\nCOPY conf /etc/app/\n")
+    (docker / "conf" / "app.cfg").write_text("api_key: sk-0123456789abcdefXYZ\nlevel: 3\n")
+    (docker / "conf" / ".netrc").write_text("machine x password y\n")
+    (docker / ".env").write_text("API_TOKEN=ghp_0123456789abcdef0123\n")
+    (docker / "unrelated.txt").write_text("not copied by the build\n")
+    spec = COMMAND.format(command="'true'") + "environment: {dockerfile: docker/Dockerfile}\n"
+    (tmp_path / "s.yaml").write_text(spec)
+    loaded = load_spec(tmp_path / "s.yaml")
+    plans = [plan for plan in plan_run(loaded, RunOptions()).attempts if plan.attempt == 1]
+    warnings = write_bundle(loaded, plans, tmp_path / "bundle").warnings
+    image = tmp_path / "bundle" / "images" / "1"
+    assert sorted(p.relative_to(image).as_posix() for p in image.rglob("*") if p.is_file()) == [
+        "Dockerfile",
+        "conf/app.cfg",
+    ]
+    assert (image / "conf" / "app.cfg").read_text() == "api_key: ***\nlevel: 3\n"
+    # The spec's own file is as it was: the copy is masked, not the file it came from.
+    assert "sk-0123456789abcdefXYZ" in (docker / "conf" / "app.cfg").read_text()
+    assert any("images/1/conf/app.cfg held a literal secret under api_key" in w for w in warnings)
+    assert any("not carried, hidden" in w and "conf/.netrc" in w for w in warnings)
