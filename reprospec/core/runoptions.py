@@ -198,13 +198,23 @@ class RunOptions:
     def __post_init__(self) -> None:
         # `RunOptions(out=".repro")` from Python: the rest of the engine takes `out` as a Path
         # (`.resolve()`, `/`), and load_spec/load_result take a str there too.
+        # Anything else is refused here: `out=3` was kept and raised AttributeError from the
+        # run's first `.resolve()`, `python=3` a TypeError in the runner.
         for name in ("out", "find_links"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                object.__setattr__(self, name, Path(value))
+            value = optional_path(name, getattr(self, name))
+            if value is None and name == "out":
+                raise UsageError("out takes a path, got None")
+            object.__setattr__(self, name, value)
         # And `python=Path(...)`: the runners take the interpreter as a str.
-        if isinstance(self.python, PathLike):
-            object.__setattr__(self, "python", str(Path(self.python)))
+        if self.python is not None:
+            object.__setattr__(self, "python", str(optional_path("python", self.python)))
+        # A flag is a bool: `observe="no"` is true, and the run ignored every cell's expect.
+        for name in ("keep_cores", "observe"):
+            if not isinstance(getattr(self, name), bool):
+                raise UsageError(f"{name} takes True or False, got {getattr(self, name)!r}")
+        for name in ("purpose", "command_line", "probe"):
+            if not isinstance(getattr(self, name), str):
+                raise UsageError(f"{name} takes a string, got {getattr(self, name)!r}")
         if self.runner not in RUNNER_NAMES:
             names = ", ".join(repr(name) for name in RUNNER_NAMES)
             raise UsageError(f"unknown runner {self.runner!r}: expected one of {names}")

@@ -96,6 +96,15 @@ def test_options_of_the_wrong_type_are_usage_errors() -> None:
         ({"shard": (2, 8)}, r"shard takes Shard\(K, N\) or 'K/N', got \(2, 8\)"),
         ({"shard": "2-8"}, "--shard expects K/N like 2/8, got '2-8'"),
         ({"gpus": [0, 1]}, r"gpus takes a string of GPU indices like '0,1', got \[0, 1\]"),
+        # nu42: these were kept: `out=3` raised AttributeError from the run, `python=3` a
+        # TypeError, and `observe="no"` (a true str) observed every cell, its expect ignored.
+        ({"out": 3}, "out takes a path, got 3"),
+        ({"out": None}, "out takes a path, got None"),
+        ({"find_links": 1}, "find_links takes a path, got 1"),
+        ({"python": 3}, "python takes a path, got 3"),
+        ({"observe": "no"}, "observe takes True or False, got 'no'"),
+        ({"keep_cores": 1}, "keep_cores takes True or False, got 1"),
+        ({"command_line": ["reprospec", "run"]}, "command_line takes a string"),
     ]:
         with pytest.raises(UsageError, match=says):
             reprospec.RunOptions(**changes)  # type: ignore[arg-type]
