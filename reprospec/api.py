@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from reprospec.core.answers import Answer
 from reprospec.core.inputs import Spec
 from reprospec.core.results import RunResult
-from reprospec.core.runoptions import RunOptions, Shard, Words, string_sequence
+from reprospec.core.runoptions import RunOptions, Shard, Words, run_options, string_sequence
 from reprospec.errors import UsageError
 from reprospec.outcome.judge import exit_code_for
 from reprospec.pipeline.scheduler import ProgressCallback
@@ -47,6 +47,7 @@ def load_spec(path: str | Path, overrides: Words = (), *, files: bool = True) ->
     """
     from reprospec.spec import load as spec
 
+    _path("path", path)
     return spec.load_spec(path, string_sequence("overrides", overrides), files=files)
 
 
@@ -58,7 +59,14 @@ def validate(paths: str | Path | Iterable[str | Path]) -> Validation:
     """
     from reprospec.spec import validate as validation
 
-    return validation.validate([paths] if isinstance(paths, (str, PathLike)) else paths)
+    if isinstance(paths, (str, PathLike)):
+        return validation.validate([paths])
+    if not isinstance(paths, Iterable):
+        raise UsageError(f"validate takes a path or paths, got {paths!r}")
+    listed = list(paths)
+    for path in listed:
+        _path("validate", path)
+    return validation.validate(listed)
 
 
 def plan_run(spec: Spec | str | Path, options: RunOptions | None = None) -> RunPlan:
@@ -69,7 +77,7 @@ def plan_run(spec: Spec | str | Path, options: RunOptions | None = None) -> RunP
     """
     from reprospec.plan import run as runplan
 
-    options = options or RunOptions()
+    options = _options(options)
     if not isinstance(spec, Spec):
         spec = load_spec(spec, options.overrides)
     return runplan.plan_run(spec, options)
@@ -93,7 +101,8 @@ def run(
     """
     from reprospec.pipeline import stages
 
-    options = options or RunOptions()
+    options = _options(options)
+    _callbacks(progress, cancel)
     if not isinstance(spec, Spec):
         spec = load_spec(spec, options.overrides)
     return stages.run(spec, options, progress=progress, cancel=cancel)
@@ -117,7 +126,11 @@ def resume(
     from reprospec.pipeline import resume as resumption
     from reprospec.pipeline import stages
 
-    found, store = resumption.resolve(run_id, Path(out))
+    _callbacks(progress, cancel)
+    if say is not None and not callable(say):
+        raise UsageError(f"say takes a function of one str, got {say!r}")
+    _path("run_id", run_id)
+    found, store = resumption.resolve(run_id, _path("out", out))
     spec, options, done = resumption.load(found, store, jobs=jobs)
     if say is not None:
         options = options.with_changes(say=say)
@@ -147,7 +160,8 @@ def load_result(run: str | Path, out: str | Path = Path(".reprospec")) -> RunRes
     """
     from reprospec.store.resultsjson import load_run
 
-    return load_run(run, Path(out))
+    _path("run", run)
+    return load_run(run, _path("out", out))
 
 
 def compare(
@@ -163,7 +177,7 @@ def compare(
     """
     from reprospec.report.compare import compare_runs
 
-    return compare_runs(run_a, run_b, out)
+    return compare_runs(run_a, run_b, _path("out", out))
 
 
 def exit_code(result: RunResult | Answer) -> int:
@@ -175,6 +189,31 @@ def exit_code(result: RunResult | Answer) -> int:
     if isinstance(result, Answer) and not isinstance(result, RunResult):
         return result.exit_code()
     return exit_code_for(_result(result, "exit_code"))
+
+
+def _path(name: str, value: object) -> Path:
+    """`value` as the path an argument `name` takes (a str or a PathLike): anything else
+    raised Python's TypeError from deep inside (`out=3`: "expected str, bytes or
+    os.PathLike object, not int")."""
+    if isinstance(value, (str, PathLike)):
+        return Path(value)
+    raise UsageError(f"{name} takes a path (a str or a Path), got {value!r}")
+
+
+def _options(options: object) -> RunOptions:
+    """`options` as run and plan_run take it: a RunOptions, or None for the defaults (a
+    dict raised "'dict' object has no attribute 'overrides'")."""
+    return RunOptions() if options is None else run_options("options", options)
+
+
+def _callbacks(progress: object, cancel: object) -> None:
+    """A `progress` that is no function, or a `cancel` that is no `threading.Event`,
+    refused before anything runs: `cancel=True` raised AttributeError in the scheduler's
+    threads, a traceback on stderr, after the run had begun."""
+    if progress is not None and not callable(progress):
+        raise UsageError(f"progress takes a function, got {progress!r}")
+    if cancel is not None and not (hasattr(cancel, "is_set") and hasattr(cancel, "set")):
+        raise UsageError(f"cancel takes a threading.Event, got {cancel!r}")
 
 
 def _result(result: object, name: str) -> RunResult:

@@ -3,8 +3,10 @@ plan()."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Integral
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -194,3 +196,34 @@ def test_compare_takes_results_and_refuses_what_is_no_run() -> None:
         reprospec.render(found, "html")
     with pytest.raises(UsageError, match="run_b takes a RunResult, a run's id or its folder"):
         reprospec.compare(run, 3)  # type: ignore[arg-type]
+
+
+def test_the_functions_refuse_arguments_of_the_wrong_type_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    """nu42: each raised Python's own error from deep inside (`out=3`: "expected str, bytes
+    or os.PathLike object, not int"; `options={}`: "'dict' object has no attribute
+    'overrides'"), and `cancel=True` an AttributeError in the scheduler's threads, a
+    traceback on stderr, once the run had begun."""
+    path = write(tmp_path)
+    three: Any = 3  # what a caller without a type checker passes
+    mapping: Any = {"repeat": 2}
+    yes: Any = True
+    calls: list[tuple[Callable[[], object], str]] = [
+        (lambda: reprospec.load_spec(three), "path takes a path"),
+        (lambda: reprospec.validate(three), "validate takes a path or paths, got 3"),
+        (lambda: reprospec.validate([path, three]), "validate takes a path"),
+        (lambda: reprospec.plan_run(path, mapping), "options takes a reprospec.RunOptions"),
+        (lambda: reprospec.run(path, mapping), "options takes a reprospec.RunOptions"),
+        (lambda: reprospec.run(path, progress=three), "progress takes a function, got 3"),
+        (lambda: reprospec.run(path, cancel=yes), "cancel takes a threading.Event, got True"),
+        (lambda: reprospec.resume("latest", out=three), "out takes a path"),
+        (lambda: reprospec.resume("latest", out=tmp_path, say=three), "say takes a function"),
+        (lambda: reprospec.load_result("latest", out=three), "out takes a path"),
+        (lambda: reprospec.load_result(three, out=tmp_path), "run takes a path"),
+        (lambda: reprospec.compare("a", "b", out=three), "out takes a path"),
+    ]
+    for call, says in calls:
+        with pytest.raises(UsageError, match=says):
+            call()
+    assert not (tmp_path / ".reprospec").exists()
