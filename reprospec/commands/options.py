@@ -55,6 +55,17 @@ def count(most: int | None = None) -> Callable[[str], int]:
 positive = count()
 
 
+def folder(text: str) -> Path:
+    """A folder that is there (`--find-links DIR`), for argparse: a mistyped one made every
+    cell of the run an infra-error (`--find-links folder not found`), exit 3, where any other
+    mistake in an option is exit 2 before anything runs."""
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        what = "not a folder" if path.exists() else "folder not found"
+        raise argparse.ArgumentTypeError(f"{what}: {text}")
+    return path
+
+
 # -- the options ------------------------------------------------------------------------
 
 
@@ -189,7 +200,7 @@ def find_links(
     help: str = "docker runner: a wheelhouse for images built offline",
 ) -> None:
     """`--find-links DIR`: a wheelhouse packages install from."""
-    p.add_argument("--find-links", type=Path, default=None, metavar="DIR", help=help)
+    p.add_argument("--find-links", type=folder, default=None, metavar="DIR", help=help)
 
 
 def keep_cores(p: argparse.ArgumentParser) -> None:

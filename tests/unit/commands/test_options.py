@@ -87,6 +87,25 @@ def test_a_bad_count_is_refused_in_one_wording_by_every_verb(
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("verb", ["run", "isolate", "bisect", "slurm", "materialize"])
+def test_a_find_links_folder_that_is_not_there_is_refused_before_anything_runs(
+    verb: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # nu42: it was taken, and every cell of the run was an infra-error (`--find-links folder
+    # not found`), exit 3; under the local runner, which uses none, not a word.
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(SPEC)
+    extra = {"bisect": ["--package", "p", "--good", "1", "--bad", "2"], "slurm": ["--shards", "1"]}
+    out = [] if verb == "materialize" else ["--out", str(tmp_path)]
+    argv = [verb, str(spec), *extra.get(verb, []), *out]
+    missing = tmp_path / "wheels"
+    line = _refusal(capsys, *argv, "--find-links", str(missing))
+    assert line.endswith(f"argument --find-links: folder not found: {missing}")
+    line = _refusal(capsys, *argv, "--find-links", str(spec))
+    assert line.endswith(f"argument --find-links: not a folder: {spec}")
+    assert not (tmp_path / "runs").exists()
+
+
 @pytest.mark.parametrize("verb", ["run", "slurm"])
 def test_repeat_is_bounded_as_run_repeat_is(verb: str, capsys: pytest.CaptureFixture[str]) -> None:
     line = _refusal(capsys, verb, "x.yaml", "--repeat", str(MAX_REPEAT + 1))
@@ -111,7 +130,8 @@ def test_fractions_are_refused_in_one_wording(
 
 def test_run_options_are_the_same_whichever_verb_parsed_them(tmp_path: Path) -> None:
     shared = ["--timeout", "90s", "-j", "3", "--python", "py", "--out", str(tmp_path)]
-    shared += ["--find-links", "wheels", "--set", "run.repeat=2"]
+    (tmp_path / "wheels").mkdir()  # a --find-links folder must be there (nu42)
+    shared += ["--find-links", str(tmp_path / "wheels"), "--set", "run.repeat=2"]
     seen = {}
     for verb, extra in (
         ("run", ["--gpus", "0", "--keep-cores", "-m", "a=1"]),
@@ -125,7 +145,7 @@ def test_run_options_are_the_same_whichever_verb_parsed_them(tmp_path: Path) -> 
         assert options.jobs == 3
         assert options.python == "py"
         assert options.out == tmp_path
-        assert options.find_links == Path("wheels")
+        assert options.find_links == tmp_path / "wheels"
         assert options.overrides == ("run.repeat=2",)
         assert options.purpose == verb
         seen[verb] = options

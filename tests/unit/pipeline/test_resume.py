@@ -14,11 +14,12 @@ from reprospec.errors import UsageError
 from reprospec.pipeline.resume import KEPT, refuse_changes
 
 
-def test_every_option_that_changes_what_runs_is_seen_given() -> None:
+def test_every_option_that_changes_what_runs_is_seen_given(tmp_path: Path) -> None:
+    wheels = str(tmp_path)  # a --find-links folder must be there (nu42)
     args = build_parser().parse_args(
         ["run", "--resume", "R", "-m", "a=1", "--set", "x=1", "--observe", "--runner", "local",
          "--repeat", "2", "--timeout", "3s", "--python", "py", "--gpus", "0", "--shard", "1/2",
-         "--find-links", "d", "--keep-cores", "--preload", "none", "-j", "4", "--format", "json",
+         "--find-links", wheels, "--keep-cores", "--preload", "none", "-j", "4", "--format", "json",
          "-y"]
     )  # fmt: skip
     assert _given_kept(args) == frozenset(KEPT)
