@@ -147,6 +147,43 @@ def test_an_image_that_cannot_be_built_is_its_cells_infra_error(cli: Cli, tmp_pa
 
 
 @needs_engine
+def test_a_bundle_of_a_specs_dockerfile_reruns_its_image_away_from_here(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """nu42: the archive of a run of a spec with `environment.dockerfile` lacked the
+    Dockerfile and what it COPYs: `bundle --verify`'s rerun was infra-error
+    (`environment.dockerfile not found`), and a recipient's every cell."""
+    reason = _pipeline_ready()
+    if reason:
+        pytest.skip(reason)
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    docker = tmp_path / "docker"
+    docker.mkdir()
+    (docker / "Dockerfile").write_text(f"FROM {image.DEFAULT_IMAGE}\nCOPY greeting.txt /opt/\n")
+    (docker / "greeting.txt").write_text("hello from the context\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: own-dockerfile\nenvironment: {dockerfile: docker/Dockerfile}\n"
+        "command: [python3, -c, \"print(open('/opt/greeting.txt').read())\"]\n"
+        "expect: {outcome: pass}\n"
+    )
+    out = tmp_path / "out"
+    try:
+        done = cli("run", str(spec), "--runner", "docker", "--out", str(out))
+        assert done.code == 0, done.stdout + done.stderr[-3000:]
+        archive = tmp_path / "b.tgz"
+        checked = cli(
+            "bundle", "latest", "-o", str(archive), "--out", str(out), "--verify",
+            env={"TMPDIR": str(tmp_path)},
+        )  # fmt: skip
+    finally:
+        _remove_images(str(tmp_path))
+    assert checked.code == 0, checked.stdout + checked.stderr[-3000:]
+    assert "1/1 cell of run" in checked.stdout
+    assert "came back as in the run" in checked.stdout
+
+
+@needs_engine
 def test_bisect_skips_a_release_whose_image_cannot_be_built(cli: Cli, tmp_path: Path) -> None:
     """`bisect --runner docker` over 1.0..1.3 of a package whose 1.1 is an sdist that cannot
     build: 1.1 is skipped with the build's reason and the answer names it, as the venv
