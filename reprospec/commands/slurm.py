@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from typing import TYPE_CHECKING
 
@@ -181,7 +182,14 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
         return EXIT_OK
     write_scripts(run)
     save(run)
-    run = submit(run)
+    try:
+        run = submit(run)
+    except InfraError:
+        # Nothing was submitted (sbatch refused the array, or the merge, whose array it then
+        # cancelled): the folder stayed, `slurm status` listed it `never submitted`, and its
+        # `resume` submitted the same refused options again, the only ones it keeps.
+        shutil.rmtree(run.run_dir, ignore_errors=True)
+        raise
     sub = run.submissions[-1]
     print(
         f"submitted {run.spec_name}: array job {sub.array_job} ({plural(run.shards, 'shard')}, "

@@ -334,6 +334,21 @@ def test_a_cancelled_shard_is_reported_the_merge_says_so_and_resume_finishes_it(
     _resume_and_check(cli, run_dir, "slurm", str(run_dir), "--resume")
 
 
+@needs_cluster
+def test_options_sbatch_refuses_leave_no_run_folder(cli: Cli, tmp_path: Path) -> None:
+    # nu42: the run's folder stayed when sbatch refused the job (`--partition nosuch`):
+    # `slurm status` listed it `never submitted`, and its `resume` only submitted the same
+    # refused options again, the one set it keeps.
+    require_cluster()
+    shared = tmp_path / "shared"
+    spec = str(SPECS / "segfault-command.yaml")
+    for bad in (["--partition", "no-such-partition"], ["--time", "2:00:xx"]):
+        refused = cli("slurm", spec, "--shards", "2", *bad, "--out", str(shared))
+        assert refused.code == 3, refused.stdout + refused.stderr
+        assert "sbatch refused the job" in refused.stderr
+        assert not list(shared.glob("slurm/*")), "no folder of a run never submitted"
+
+
 SILENT_SPEC = """\
 reprospec: 1
 name: slurm-silent
