@@ -55,6 +55,14 @@ def count(most: int | None = None) -> Callable[[str], int]:
 positive = count()
 
 
+def interpreter(text: str) -> str:
+    """`--python`'s value, for argparse: an empty one (`--python "$PY"`, PY unset) was
+    "interpreter not found: " and nothing more, exit 3, after the run was set up."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected an interpreter's path or name, got ''")
+    return text
+
+
 def folder(text: str) -> Path:
     """A folder that is there (`--find-links DIR`), for argparse: a mistyped one made every
     cell of the run an infra-error (`--find-links folder not found`), exit 3, where any other
@@ -181,7 +189,7 @@ def python(
     p: argparse.ArgumentParser, *, help: str = "local runner's interpreter (default: this one)"
 ) -> None:
     """`--python PATH`: the interpreter attempts (or a probe) run in."""
-    p.add_argument("--python", default=None, metavar="PATH", help=help)
+    p.add_argument("--python", type=interpreter, default=None, metavar="PATH", help=help)
 
 
 def gpus(p: argparse.ArgumentParser) -> None:

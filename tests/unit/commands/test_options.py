@@ -106,6 +106,21 @@ def test_a_find_links_folder_that_is_not_there_is_refused_before_anything_runs(
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("verb", ["run", "isolate", "bisect", "slurm"])
+def test_an_empty_python_is_refused_before_anything_runs(
+    verb: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # nu42: `--python ''` (`--python "$PY"` with PY unset) was `interpreter not found: `,
+    # exit 3, after the run was set up.
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(SPEC)
+    extra = {"bisect": ["--package", "p", "--good", "1", "--bad", "2"], "slurm": ["--shards", "1"]}
+    argv = [verb, str(spec), *extra.get(verb, []), "--out", str(tmp_path), "--python", ""]
+    line = _refusal(capsys, *argv)
+    assert line.endswith("argument --python: expected an interpreter's path or name, got ''")
+    assert not (tmp_path / "runs").exists()
+
+
 @pytest.mark.parametrize("verb", ["run", "slurm"])
 def test_repeat_is_bounded_as_run_repeat_is(verb: str, capsys: pytest.CaptureFixture[str]) -> None:
     line = _refusal(capsys, verb, "x.yaml", "--repeat", str(MAX_REPEAT + 1))
