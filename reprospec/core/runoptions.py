@@ -7,6 +7,7 @@ so `--resume` runs again with exactly the options the run started with.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import field, replace
 from numbers import Integral, Real
@@ -205,9 +206,12 @@ class RunOptions:
             if value is None and name == "out":
                 raise UsageError("out takes a path, got None")
             object.__setattr__(self, name, value)
-        # And `python=Path(...)`: the runners take the interpreter as a str.
-        if self.python is not None:
-            object.__setattr__(self, "python", str(optional_path("python", self.python)))
+        # And `python=Path(...)`: the runners take the interpreter as a str, a str as given
+        # (`./py` is no name to look up on PATH, which Path("./py"), `py`, would be).
+        if isinstance(self.python, PathLike):
+            object.__setattr__(self, "python", os.fspath(self.python))
+        elif self.python is not None and not isinstance(self.python, str):
+            raise UsageError(f"python takes a path, got {self.python!r}")
         # A flag is a bool: `observe="no"` is true, and the run ignored every cell's expect.
         for name in ("keep_cores", "observe"):
             if not isinstance(getattr(self, name), bool):

@@ -82,6 +82,8 @@ def test_options_from_python_are_checked_and_kept_as_the_engine_reads_them() -> 
     )
     assert options.matrix_filters == ("workers=2",)
     assert options.python == "/usr/bin/python3"
+    # A str as given: `./py` (relative to the folder) is no `py` to look up on PATH.
+    assert reprospec.RunOptions(python="./py").python == "./py"
     assert hash(options) == hash(options.with_changes())
 
 

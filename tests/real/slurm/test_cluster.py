@@ -365,7 +365,7 @@ expect:
 def test_status_counts_silent_passes_and_says_why_a_shard_failed(cli: Cli, tmp_path: Path) -> None:
     # A silent pass leaves no attempt folder, which status counted: a shard done with both
     # its attempts read `done 0/2 attempts`. And a shard whose `reprospec run` exited 3 on
-    # its own (an interpreter that is not there) read `died ... (Slurm state FAILED)`, not
+    # its own (an interpreter that is no Python) read `died ... (Slurm state FAILED)`, not
     # its error, as if a resubmit could help.
     require_cluster()
     spec = _write_spec(tmp_path / "silent.yaml", SILENT_SPEC)
@@ -376,16 +376,17 @@ def test_status_counts_silent_passes_and_says_why_a_shard_failed(cli: Cli, tmp_p
     (shard,) = status.shards
     assert (shard.state, shard.attempts_started, shard.attempts_planned) == ("done", 2, 2)
     assert "2/2 attempts" in cli("slurm", "status", str(only_run(shared))).stdout
-    missing = tmp_path / "no-such-python"
+    # There on the login node, so submitted; no Python, so the task's run exits 3.
+    fake = tmp_path / "fake-python"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
     broken = tmp_path / "broken"
-    failed = cli(
-        "slurm", str(spec), "--shards", "1", "--python", str(missing), "--out", str(broken)
-    )
+    failed = cli("slurm", str(spec), "--shards", "1", "--python", str(fake), "--out", str(broken))
     assert failed.code == 0, failed.stderr
     status = wait_settled(only_run(broken))
     (shard,) = status.shards
     assert shard.state == "failed", status
-    assert f"interpreter not found: {missing}" in shard.detail
+    assert f"not a Python 3 interpreter: {fake}" in shard.detail
 
 
 GRES_SPEC = """\
