@@ -267,6 +267,36 @@ def test_bundle_builds_from_a_public_base_and_runs_with_plain_docker(tmp_path: P
     assert not _left_by(ran)
 
 
+DOCKERFILE_SPEC = """\
+reprospec: 1
+name: bundle-own-dockerfile
+environment: {dockerfile: docker/Dockerfile}
+command: [python3, -c, "print(open('/etc/app/app.cfg').read(), flush=True)"]
+run: {timeout: 60s}
+expect: {outcome: pass}
+"""
+
+
+@needs_engine
+def test_a_specs_dockerfile_is_built_from_what_it_copies_alone(tmp_path: Path) -> None:
+    # nu42: images/K/ was the Dockerfile's whole folder, its .env with a token in clear
+    # included; now the files its COPY takes, masked, and the build still runs the cell.
+    docker = tmp_path / "docker"
+    (docker / "conf").mkdir(parents=True)
+    (docker / "Dockerfile").write_text(f"FROM {image.DEFAULT_IMAGE}\nCOPY conf /etc/app/\n")
+    (docker / "conf" / "app.cfg").write_text("api_key: sk-0123456789abcdefXYZ\nlevel: 3\n")
+    (docker / ".env").write_text("API_TOKEN=ghp_0123456789abcdef0123\n")
+    out, tag = _materialized(tmp_path, DOCKERFILE_SPEC, "bundle-own-dockerfile")
+    assert sorted(p.name for p in (out / "images" / "1").rglob("*") if p.is_file()) == [
+        "Dockerfile",
+        "app.cfg",
+    ]
+    ran = _run_bundle(out, tag, public_base(CLIENT), tmp_path)
+    assert "== cell 1 [default]: exit 0" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert "api_key: ***\nlevel: 3" in (out / "results" / "1" / "output.log").read_text()
+    assert not _left_by(ran)
+
+
 def _left_by(ran: subprocess.CompletedProcess[str]) -> list[str]:
     """The containers this run.sh started that are still there: named `reprospec-bundle-N-PID`
     with its own pid (other suites on a shared engine run bundles of their own)."""
