@@ -153,7 +153,15 @@ def first_failure(instances: Sequence[InstanceResult], first: int) -> str:
     passed = [i.instance for i in instances if i.ran is not None and not i.failed]
     parts = []
     if len(failed) > 1:
-        parts.append(f"{_numbers(i.instance for i in failed)} {_verb(failed, _PAST, 'failed')}")
+        # Each kind by its own verb (`instance 1 crashed, instance 0 hung`), where failures
+        # of two kinds read `instances 0, 1 failed`: which hung and which crashed, unsaid.
+        by_kind: dict[str, list[int]] = {}
+        for each in sorted(failed, key=lambda i: i.instance):
+            if each.ran is not None:
+                by_kind.setdefault(each.ran.kind, []).append(each.instance)
+        parts += [
+            f"{_numbers(alike)} {_PAST.get(kind, 'failed')}" for kind, alike in by_kind.items()
+        ]
     if passed:
         parts.append(f"{_numbers(passed)} passed")
     return f"{text}; {', '.join(parts)}" if parts else text

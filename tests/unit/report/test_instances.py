@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -96,3 +97,23 @@ def test_an_attempt_of_n_instances_takes_n_of_the_j_places(tmp_path: Path) -> No
     assert sorted(results) == ["cell=a,count=1", "cell=b,count=2", "cell=c,count=1"]
     assert max(sum(now.values()) for now in seen) <= 2
     assert all(now == {"cell=b,count=2": 2} for now in seen if "cell=b,count=2" in now)
+
+
+def test_instances_that_failed_two_ways_are_named_by_how_each_failed() -> None:
+    # nu42: one instance crashed and the other hung until the timeout: the detail read
+    # `instances 0, 1 failed`, which said neither which hung nor that one did.
+    from reprospec.core.results import InstanceResult, Outcome
+    from reprospec.report.instances import first_failure
+
+    def one(instance: int, kind: Literal["pass", "crash", "hang"]) -> InstanceResult:
+        return InstanceResult(instance, Outcome(kind), matched=kind == "pass")
+
+    mixed = [one(0, "hang"), one(1, "crash"), one(2, "crash"), one(3, "pass")]
+    assert first_failure(mixed, 1) == (
+        "instance 1 of 4 crashed first; instance 0 hung, instances 1, 2 crashed, instance 3 passed"
+    )
+    alike = [one(0, "pass"), one(1, "crash"), one(2, "crash")]
+    assert (
+        first_failure(alike, 2)
+        == "instance 2 of 3 crashed first; instances 1, 2 crashed, instance 0 passed"
+    )
