@@ -363,8 +363,8 @@ def dockerfile_context(spec_dir: Path, dockerfile: str) -> DockerContext:
                 continue  # docker refuses a source outside its context too
             for file in [named] if named.is_file() else sorted(named.rglob("*")):
                 rel = file.relative_to(context)
-                if not file.is_file():
-                    continue
+                if not file.is_file() or "__pycache__" in rel.parts:
+                    continue  # (the docker runner's own context leaves caches out too)
                 if any(part.startswith(".") for part in rel.parts):
                     hidden.setdefault(f"{rel.as_posix()} {where}", None)
                 else:

@@ -280,7 +280,7 @@ def _mask_context(
     for rel, path in build.files:
         content = carried_bytes(path, redactor)
         out = target / rel
-        out.unlink()  # a hard link to the file itself (write_context): never written through
+        out.unlink(missing_ok=True)  # a hard link to the file itself: never written through
         out.write_bytes(content.data)
         shutil.copymode(path, out)
         warning = content.warning(f"{target.parent.name}/{target.name}/{rel}")

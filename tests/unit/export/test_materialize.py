@@ -292,6 +292,8 @@ def test_a_specs_dockerfile_carries_what_it_copies_not_its_whole_folder(tmp_path
     (docker / "conf" / ".netrc").write_text("machine x password y\n")
     (docker / ".env").write_text("API_TOKEN=ghp_0123456789abcdef0123\n")
     (docker / "unrelated.txt").write_text("not copied by the build\n")
+    (docker / "conf" / "__pycache__").mkdir()  # a cache, as docker's own context leaves out
+    (docker / "conf" / "__pycache__" / "app.cpython-311.pyc").write_bytes(b"\0")
     spec = COMMAND.format(command="'true'") + "environment: {dockerfile: docker/Dockerfile}\n"
     (tmp_path / "s.yaml").write_text(spec)
     loaded = load_spec(tmp_path / "s.yaml")
