@@ -162,7 +162,9 @@ def summary_line(run: RunResult) -> str:
     elif s["infra_error"] and s["infra_error"] == ran:
         head = "Could not run"
     elif not ran:
-        head = "Nothing ran"
+        # Every cell cut short before an attempt ended: "as expected in 0 of 3 cells (0/0
+        # attempts)" after it would count what never ran (nu42).
+        return f"Nothing ran: {plural(not_run, 'cell')} {NOT_RUN}" if not_run else "Nothing ran"
     else:
         head = "No failure"
     # The attempts that ran, as each cell's rate counts them in the results table: one

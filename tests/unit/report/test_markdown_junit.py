@@ -920,3 +920,16 @@ def test_a_run_made_with_python_path_is_reproduced_with_it_on_this_machine() -> 
     assert f"<code>--python {python}</code>: the interpreter" in page
     plain = render(error_run(), "md").split("## How to reproduce")[1]
     assert "--python" not in plain
+
+
+def test_a_run_interrupted_before_any_attempt_ended_says_nothing_ran_and_no_count() -> None:
+    """nu42: three cells of `sleep 60` under -j 3, SIGTERM after 3 s, read "Nothing ran; as
+    expected in 0 of 3 cells (0/0 attempts), 3 not run (interrupted)": counts of what never
+    ran."""
+    from reprospec.report.failure import summary_line
+
+    whole = error_run()
+    cut = tuple(replace(c, verdict="not-run", attempts=()) for c in whole.cells)
+    run = replace(whole, cells=cut, interrupted=True)
+    count = len(cut)
+    assert summary_line(run) == f"Nothing ran: {count} cells not run (interrupted)"
