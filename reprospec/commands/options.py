@@ -331,11 +331,17 @@ def timeout_seconds(text: str | None) -> float | None:
 
 def preload(text: str | None) -> tuple[str, ...] | None:
     """`--preload torch,numpy` -> ("torch", "numpy"); `none` -> (); not given -> None."""
+    from reprospec.errors import UsageError
+
     if text is None:
         return None
     if text.strip().lower() in ("", "none"):
         return ()
-    return tuple(name.strip() for name in text.split(",") if name.strip())
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        # `--preload ,,` read as off would run every attempt fresh without a word (nu42).
+        raise UsageError(f"--preload {text!r} names no module: give MOD,... or none")
+    return names
 
 
 def preload_set(modules: tuple[str, ...] | None) -> tuple[str, ...]:

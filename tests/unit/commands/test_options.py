@@ -18,6 +18,7 @@ from reprospec.commands import options as opt
 from reprospec.commands.run import read_request
 from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT
 from reprospec.core.runoptions import RunOptions
+from reprospec.errors import UsageError
 from reprospec.report import FORMATS
 
 SPEC = "reprospec: 1\nname: tiny\ncommand: 'true'\nexpect: {outcome: pass}\n"
@@ -182,6 +183,10 @@ def test_preload_is_one_option_whichever_verb_takes_it(verb: str) -> None:
         assert opt.run_options(args, purpose=verb).preload == modules
     args = build_parser(verb).parse_args([verb, "s.yaml"])
     assert opt.run_options(args, purpose=verb).preload is None
+    # `,,` names no module: refused, where it ran every attempt fresh without a word (nu42).
+    args = build_parser(verb).parse_args([verb, "s.yaml", "--preload", ",,"])
+    with pytest.raises(UsageError, match="--preload ',,' names no module"):
+        opt.run_options(args, purpose=verb)
 
 
 def test_bisect_takes_preload_as_the_specs_run_preload_given_last() -> None:
