@@ -38,12 +38,22 @@ def load_spec(path: str | Path, overrides: Sequence[str] = (), *, files: bool = 
     yaml_text, offset, hint = read_spec_text(Path(path))
     report = Path(path).suffix.lower() == ".md"
     origin = report_origin(hint, Path(path)) if report else None
+    # A report without its original spec has no folder to resolve relative paths against.
+    base_dir = (origin.parent if origin else None) if report else Path(path).parent
     try:
         source = load_yaml(yaml_text, line_offset=offset)
     except YamlSourceError as exc:
-        raise SpecError([p.format(file) for p in exc.problems]) from None
-    # A report without its original spec has no folder to resolve relative paths against.
-    base_dir = (origin.parent if origin else None) if report else Path(path).parent
+        if exc.document is None or overrides:
+            raise SpecError([p.format(file) for p in exc.problems]) from None
+        # Keys given twice, and nothing else wrong with the YAML: the rest of the file's
+        # problems are said with them (every problem at once), but none under those keys,
+        # whose value the user has yet to choose. (With --set, annotate's reading of which
+        # override a problem came from wants a document as given: the YAML's alone.)
+        rest = _checked(exc.document, overrides, base_dir, files=files)[2]
+        twice = exc.duplicated
+        rest = [p for p in rest if not any(p.path and p.path[: len(d)] == d for d in twice)]
+        found = sorted([*exc.problems, *rest], key=lambda p: (p.line, p.col))
+        raise SpecError([p.format(file) for p in found]) from None
     data, targets, problems = _checked(source, overrides, base_dir, files=files)
     if problems or not isinstance(data, dict):  # (a document that is no mapping is a problem)
 

@@ -56,10 +56,22 @@ class Problem(NamedTuple):
 
 
 class YamlSourceError(Exception):
-    """The text is not an acceptable YAML document; every problem found is attached."""
+    """The text is not an acceptable YAML document; every problem found is attached.
 
-    def __init__(self, problems: list[Problem]) -> None:
+    `document`: where every problem is a key given twice, the document as YAML reads it
+    anyway (the last value kept), so a reader can report the rest of its problems at once;
+    `duplicated`, the paths of those keys, whose values it should not judge.
+    """
+
+    def __init__(
+        self,
+        problems: list[Problem],
+        document: Document | None = None,
+        duplicated: tuple[JsonPath, ...] = (),
+    ) -> None:
         self.problems = problems
+        self.document = document
+        self.duplicated = duplicated
         super().__init__("; ".join(p.message for p in problems))
 
 
@@ -312,13 +324,16 @@ def load_yaml(text: str, *, line_offset: int = 0) -> Document:
             return Document(None, {(): (1 + line_offset, 1)}, {})
         walk = _Walk(loader, line_offset)
         walk.visit(node, (), ())
-        if walk.problems:
+        if walk.problems and len(walk.problems) > len(walk.duplicated):
             raise YamlSourceError(walk.problems)
         try:
             data = loader.construct_document(node)
         except yaml.MarkedYAMLError as exc:
             raise YamlSourceError([_from_marked(exc, line_offset)]) from None
-        return Document(data, walk.locations, walk.key_locations)
+        document = Document(data, walk.locations, walk.key_locations)
+        if walk.problems:
+            raise YamlSourceError(walk.problems, document, tuple(walk.duplicated))
+        return document
     finally:
         loader.dispose()
 
@@ -383,6 +398,7 @@ class _Walk:
         self.locations: dict[JsonPath, Location] = {}
         self.key_locations: dict[JsonPath, Location] = {}
         self.problems: list[Problem] = []
+        self.duplicated: list[JsonPath] = []  # keys given twice: problems, yet plain data
         self.count = 0
         self.stopped = False
 
@@ -447,6 +463,7 @@ class _Walk:
                 self._problem(
                     key_node, path, f"duplicate key '{shorten(key)}' (first given on line {first})"
                 )
+                self.duplicated.append(child)
                 continue
             seen[key] = key_node
             self.key_locations.setdefault(child, self._loc(key_node))

@@ -739,3 +739,23 @@ def test_a_docker_image_and_dockerfile_are_checked_when_the_spec_is_read(tmp_pat
         "image": "pytorch/pytorch:2.4.0",
         "dockerfile": "docker/Dockerfile",
     }
+
+
+def test_a_key_given_twice_is_said_with_the_files_other_problems(tmp_path: Path) -> None:
+    """nu42: a duplicate key was reported alone, hiding the file's other problems, where
+    spec-format.md says every problem of a file is reported at once. Nothing is judged
+    under the key given twice (the value the user meant is not known); with `--set`, the
+    YAML's problems stay alone (which override made a problem is read on a whole file)."""
+    spec = write(
+        tmp_path / "twice.yaml",
+        "reprospec: 1\nname: e\nenvironment:\n  shm_size: 64q\n  env: {a: 1, a: [x]}\n"
+        "command: echo\nexpect: {outcome: pass}\nrun: {timeout: -1}\n",
+    )
+    assert problems_of(spec) == [
+        f"{spec}:4:13: environment.shm_size: expected a size like 64m or 4g, got '64q'",
+        f"{spec}:5:15: environment.env: duplicate key 'a' (first given on line 5)",
+        f"{spec}:8:16: run.timeout: expected a number of seconds > 0, got -1",
+    ]
+    assert problems_of(spec, ["run.repeat=2"]) == [
+        f"{spec}:5:15: environment.env: duplicate key 'a' (first given on line 5)"
+    ]
