@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -61,6 +62,22 @@ def interpreter(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("expected an interpreter's path or name, got ''")
     return text
+
+
+# sbatch's --time: minutes, minutes:seconds, hours:minutes:seconds, days-hours,
+# days-hours:minutes, days-hours:minutes:seconds (`man sbatch`), or no limit.
+_SLURM_TIME = re.compile(r"\d+(?::\d+){0,2}|\d+-\d+(?::\d+){0,2}|unlimited|infinite", re.I)
+
+
+def slurm_time(text: str) -> str:
+    """`slurm --time`, for argparse: a mistyped one (`2:00:xx`) was found by sbatch only,
+    exit 3 with "sbatch refused" after the run was planned."""
+    if not _SLURM_TIME.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(
+            f"expected Slurm's time format (minutes, M:S, H:M:S, D-H, D-H:M or D-H:M:S), "
+            f"got {text!r}"
+        )
+    return text.strip()
 
 
 def folder(text: str) -> Path:

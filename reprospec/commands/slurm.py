@@ -53,7 +53,9 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="default: -j, else Slurm's",
     )
     p.add_argument("--partition", default=None, metavar="P", help="the Slurm partition")
-    p.add_argument("--time", default=None, metavar="T", help="per task, Slurm's format")
+    p.add_argument(
+        "--time", type=opt.slurm_time, default=None, metavar="T", help="per task, Slurm's format"
+    )
     p.add_argument(
         "--sbatch-arg",
         action="append",

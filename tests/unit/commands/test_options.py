@@ -270,3 +270,19 @@ def test_bisects_help_says_the_defaults_the_search_uses() -> None:
     helps = {a.dest: a.help or "" for a in sub.choices["bisect"]._actions}
     assert helps["error"].endswith(f"(default {DEFAULT_ERROR:g})")
     assert helps["min_rate"].endswith(f"else {DEFAULT_MIN_RATE:g})")
+
+
+def test_slurm_time_takes_sbatchs_formats_and_refuses_another_before_anything_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """nu42: `slurm --time 2:00:xx` was found by sbatch only, exit 3 ("sbatch refused")
+    after the run was planned; it is a usage error, exit 2, as every other option's."""
+    parser = build_parser("slurm")
+    for given in ("90", "90:30", "2:00:00", "1-12", "1-12:30", "1-12:30:00", "UNLIMITED"):
+        args = parser.parse_args(["slurm", "s.yaml", "--shards", "2", "--time", given])
+        assert args.time == given
+    for bad in ("2:00:xx", "2h", "1-", "1:2:3:4", ""):
+        with pytest.raises(SystemExit) as caught:
+            parser.parse_args(["slurm", "s.yaml", "--shards", "2", "--time", bad])
+        assert caught.value.code == 2
+        assert "argument --time: expected Slurm's time format" in capsys.readouterr().err
