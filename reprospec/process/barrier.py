@@ -114,19 +114,26 @@ def _ephemeral_low() -> int:
 
 
 def bound_now(port: int) -> bool:
-    """Whether a socket is bound to `port` now, on any address."""
-    return not _unbound(port)
+    """Whether a live socket holds `port` now, on any address: one a store's bind (with
+    SO_REUSEADDR, as torch's TCPStore binds) would fail on. A connection of the port's
+    own server that it closed first stays in TIME_WAIT on the port for a minute: no
+    process holds it, and a bind of a store is not refused by it (rv42)."""
+    return not _unbound(port, reuse=True)
 
 
-def _unbound(port: int) -> bool:
+def _unbound(port: int, *, reuse: bool = False) -> bool:
     """Whether no socket is bound to `port` on any address: a rank's store binds every
-    address (IPv6's too where the machine has it), so one bound on any is a clash."""
+    address (IPv6's too where the machine has it), so one bound on any is a clash. Without
+    `reuse` a connection of the port's in TIME_WAIT counts as bound too (a pick stays
+    clear of it)."""
     for family, address in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
         try:
             probe = socket.socket(family, socket.SOCK_STREAM)
         except OSError:
             continue  # no IPv6
         with probe:
+            if reuse:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 probe.bind((address, port))
             except OSError as exc:

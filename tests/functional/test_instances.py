@@ -344,6 +344,54 @@ def test_a_master_port_another_process_took_is_an_infra_error(
         assert [i.ran.kind for i in result.instances if i.ran] == ["pass", "error"]
 
 
+# Instance 0 serves MASTER_PORT to instance 1 and closes their connection first (the
+# server's side of it stays in TIME_WAIT on the port), then binds the port again without
+# SO_REUSEADDR, which TIME_WAIT refuses: its own bug, whatever reads the port after it.
+_REBINDS = (
+    "import os, socket, sys, time\n"
+    "port = int(os.environ['MASTER_PORT'])\n"
+    "if os.environ['REPROSPEC_INSTANCE'] == '1':\n"
+    "    for _ in range(400):\n"
+    "        try:\n"
+    "            c = socket.create_connection(('127.0.0.1', port))\n"
+    "            break\n"
+    "        except OSError:\n"
+    "            time.sleep(0.05)\n"
+    "    c.recv(1)\n"
+    "    time.sleep(0.5)\n"
+    "    sys.exit(0)\n"
+    "s = socket.socket()\n"
+    "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+    "s.bind(('', port))\n"
+    "s.listen()\n"
+    "a, _ = s.accept()\n"
+    "a.close()\n"
+    "s.close()\n"
+    "time.sleep(0.2)\n"
+    "socket.socket().bind(('', port))\n"
+)
+
+
+def test_a_master_port_left_in_time_wait_by_the_program_is_its_own_error(
+    tmp_path: Path,
+) -> None:
+    """The program's own store closed its connection first, so the port is in TIME_WAIT
+    when the attempt ends: no process holds it, and a rank that failed saying the address
+    was in use failed by the program's own doing (an error as it ran), where the port's
+    reading took TIME_WAIT for another process's bind and called it infra-error (rv42)."""
+    (tmp_path / "rebinds.py").write_text(_REBINDS)
+    folder = RunFolder(tmp_path / "run").create()
+    plan = _plan(tmp_path, ["python", "rebinds.py"], 2, timeout_s=60.0)
+    result = AttemptExecutor(LocalRunner(native_stacks=False), folder)(plan, (), threading.Event())
+    assert result is not None
+    assert result.infra_error is None
+    assert [i.ran.kind for i in result.instances if i.ran] == ["error", "pass"]
+    ran = result.instances[0].ran
+    assert ran is not None
+    assert ran.exception == "OSError"
+    assert "Address already in use" in (ran.message or "")
+
+
 def test_materialize_refuses_more_than_one_instance(cli: Cli, tmp_path: Path) -> None:
     result = cli("materialize", str(EXAMPLE), "-o", str(tmp_path / "bundle"))
     assert result.code == 2
