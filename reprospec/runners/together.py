@@ -5,8 +5,9 @@ container for the docker runner); this module runs all of them, one thread each,
 releases them from one start barrier (barrier.py) once every one of them waits there.
 When one cannot get there (its command cannot start, it died, the run is cancelled),
 no instance is released and the attempt did not run (InfraError); so too where a process
-outside the engine took MASTER_PORT before a rank bound it (`_port_taken`). The run's
-cancel reaches every instance; no instance outlives the return.
+outside the engine took MASTER_PORT before a rank bound it (`_port_taken`; on this
+machine's network: a docker pod's is its own). The run's cancel reaches every instance;
+no instance outlives the return.
 """
 
 from __future__ import annotations
@@ -52,8 +53,13 @@ def run_together(
     scratch_dirs: Scratch | None,
     cancel: threading.Event | None = None,
     cleanup: Callable[[], Sequence[str]] = tuple,
+    own_network: bool = False,
 ) -> tuple[Execution, ...]:
     """Run `plan.copies` instances with `run_one`, released together; one Execution each.
+
+    `own_network`: the instances share a network of their own (the docker runner's pod),
+    not this machine's, so no process outside the attempt can take MASTER_PORT from them
+    and the machine's port says nothing of theirs (`_port_taken` is not asked).
 
     `cleanup` runs once every instance is gone; what it says goes with instance 0
     (what the instances shared is said once). Raises InfraError when the instances
@@ -113,7 +119,7 @@ def run_together(
         for thread in started:
             thread.join()
         # Read before the port is given back, every process of the attempt gone.
-        clash = _port_taken(port, done) if problem is None else None
+        clash = _port_taken(port, done) if problem is None and not own_network else None
         barrier.close()
         release_port(port)
         # Every instance is gone: what they left is no one's.

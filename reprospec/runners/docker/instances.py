@@ -184,7 +184,7 @@ def run_instances(
 
             return run_together(
                 plan, log_dir, run_one=run_one, scratch_dirs=scratch_dirs, cancel=cancel,
-                cleanup=cleanup,
+                cleanup=cleanup, own_network=True,
             )  # fmt: skip
     except docker.errors.APIError as exc:
         cleanup()

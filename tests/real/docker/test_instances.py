@@ -9,8 +9,11 @@ machine share: the cache (the attempt's XDG_CACHE_HOME), the network (MASTER_ADD
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -179,3 +182,52 @@ def test_the_attempt_executor_runs_docker_instances(runner: DockerRunner, tmp_pa
         "pass",
         "error",
     ]
+
+
+@needs_engine
+def test_a_host_process_on_master_ports_number_is_not_the_pods(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    """The instances share their pod's network, not the machine's: a process of the machine
+    bound to MASTER_PORT's number takes nothing from them, and rank 0 that binds the port
+    twice itself fails by its own doing (an error as it ran), where the reading of the
+    machine's port after it called it infra-error ('taken by another process', rv42)."""
+    code = (
+        "import os, socket, sys, time\n"
+        "if os.environ['RANK'] == '1':\n"
+        "    sys.exit(0)\n"
+        "port = int(os.environ['MASTER_PORT'])\n"
+        "open('port', 'w').write(str(port))\n"
+        "for _ in range(600):\n"
+        "    if os.path.exists('go'):\n"
+        "        break\n"
+        "    time.sleep(0.05)\n"
+        "s = socket.socket(); s.bind(('', port)); s.listen()\n"
+        "socket.socket().bind(('', port))\n"
+    )
+    plan = instances_plan(tmp_path, code, 2)
+    held: list[socket.socket] = []
+
+    def take() -> None:
+        deadline = time.monotonic() + 50
+        while not (tmp_path / "port").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        with contextlib.suppress(ValueError, OSError):
+            other = socket.socket()
+            other.bind(("", int((tmp_path / "port").read_text())))
+            other.listen()
+            held.append(other)
+        (tmp_path / "go").touch()
+
+    taker = threading.Thread(target=take, daemon=True)
+    taker.start()
+    try:
+        executions = runner.run_instances(plan, tmp_path / "a", gpu_slots=[])
+    finally:
+        taker.join()
+        for sock in held:
+            sock.close()
+    assert held, "the machine's process did not bind the port's number"
+    assert containers_of(tmp_path) == set()
+    assert [e.returncode for e in executions] == [1, 0]
+    assert "Address already in use" in executions[0].stderr_path.read_text()
