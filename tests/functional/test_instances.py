@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import threading
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -31,6 +29,7 @@ from reprospec.store.runfolder import RunFolder
 from tests.support.cli import SPECS, Cli
 from tests.support.deadline import until_reached
 from tests.support.plans import attempt_plan
+from tests.support.ports import port_taker
 
 EXAMPLE = SPECS / "instances-shared-cache.yaml"
 
@@ -306,31 +305,12 @@ def test_a_master_port_another_process_took_is_an_infra_error(
     folder = RunFolder(tmp_path / "run").create()
     argv = ["python", "binds.py"] if outsider else ["python", "binds.py", "twice"]
     plan = _plan(tmp_path, argv, 2, timeout_s=60.0)
-    held: list[socket.socket] = []
-
-    def take() -> None:
-        deadline = time.monotonic() + 50
-        while not (tmp_path / "port").exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if outsider:
-            port = int((tmp_path / "port").read_text())
-            other = socket.socket()
-            other.bind(("", port))
-            other.listen()
-            held.append(other)
-        (tmp_path / "go").touch()
-
-    taker = threading.Thread(target=take, daemon=True)
-    taker.start()
-    try:
+    with port_taker(tmp_path, take=outsider) as held:
         result = AttemptExecutor(LocalRunner(native_stacks=False), folder)(
             plan, (), threading.Event()
         )
-    finally:
-        taker.join()
-        port = int((tmp_path / "port").read_text())
-        for sock in held:
-            sock.close()
+    port = int((tmp_path / "port").read_text())
+    assert len(held) == outsider
     assert result is not None
     if outsider:
         assert result.infra_error == (

@@ -9,11 +9,8 @@ machine share: the cache (the attempt's XDG_CACHE_HOME), the network (MASTER_ADD
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,6 +32,7 @@ from reprospec.store.runfolder import RunFolder  # noqa: E402
 from tests.support.cli import SPECS  # noqa: E402
 from tests.support.docker import CLIENT, containers_of, needs_engine, require_image  # noqa: E402
 from tests.support.plans import attempt_plan  # noqa: E402
+from tests.support.ports import port_taker  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -206,27 +204,8 @@ def test_a_host_process_on_master_ports_number_is_not_the_pods(
         "socket.socket().bind(('', port))\n"
     )
     plan = instances_plan(tmp_path, code, 2)
-    held: list[socket.socket] = []
-
-    def take() -> None:
-        deadline = time.monotonic() + 50
-        while not (tmp_path / "port").exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        with contextlib.suppress(ValueError, OSError):
-            other = socket.socket()
-            other.bind(("", int((tmp_path / "port").read_text())))
-            other.listen()
-            held.append(other)
-        (tmp_path / "go").touch()
-
-    taker = threading.Thread(target=take, daemon=True)
-    taker.start()
-    try:
+    with port_taker(tmp_path) as held:
         executions = runner.run_instances(plan, tmp_path / "a", gpu_slots=[])
-    finally:
-        taker.join()
-        for sock in held:
-            sock.close()
     assert held, "the machine's process did not bind the port's number"
     assert containers_of(tmp_path) == set()
     assert [e.returncode for e in executions] == [1, 0]

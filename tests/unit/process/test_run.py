@@ -18,6 +18,7 @@ import pytest
 from reprospec.process.progress import ProgressWatch
 from reprospec.process.run import StallJudge, _Pump
 from reprospec.process.start import _Descriptor
+from tests.support.sinks import KeptSink
 
 
 class _Root:
@@ -37,27 +38,14 @@ class _Root:
         return 0
 
 
-class _Kept:
-    """A sink that keeps what it is given."""
-
-    def __init__(self) -> None:
-        self.data = b""
-
-    def write(self, data: bytes) -> None:
-        self.data += data
-
-    def close(self) -> None:
-        pass
-
-
 @pytest.fixture
-def pipe() -> Iterator[tuple[_Pump, int, _Kept]]:
+def pipe() -> Iterator[tuple[_Pump, int, KeptSink]]:
     """A pump over two pipes, the write end of its stdout, and the sink it fills."""
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     root = _Root(out_r, err_r)
-    kept = _Kept()
-    pump = _Pump(root, kept, _Kept())
+    kept = KeptSink()
+    pump = _Pump(root, kept, KeptSink())
     try:
         yield pump, out_w, kept
     finally:
@@ -84,7 +72,7 @@ def _markers_at_100(tmp_path: Path) -> tuple[Path, ProgressWatch]:
 
 
 def test_lines_left_in_the_pipe_are_read_before_a_stall_is_called(
-    tmp_path: Path, pipe: tuple[_Pump, int, _Kept]
+    tmp_path: Path, pipe: tuple[_Pump, int, KeptSink]
 ) -> None:
     pump, write_end, kept = pipe
     events = tmp_path / "events.jsonl"
@@ -106,7 +94,7 @@ def test_lines_left_in_the_pipe_are_read_before_a_stall_is_called(
 
 
 def test_where_only_markers_count_a_line_read_holds_the_stall_back_one_sweep(
-    tmp_path: Path, pipe: tuple[_Pump, int, _Kept]
+    tmp_path: Path, pipe: tuple[_Pump, int, KeptSink]
 ) -> None:
     pump, write_end, _ = pipe
     events, watch = _markers_at_100(tmp_path)
@@ -124,7 +112,9 @@ def test_where_only_markers_count_a_line_read_holds_the_stall_back_one_sweep(
     assert judge.stalled(300.5)
 
 
-def test_an_empty_pipe_is_a_stall_at_once(tmp_path: Path, pipe: tuple[_Pump, int, _Kept]) -> None:
+def test_an_empty_pipe_is_a_stall_at_once(
+    tmp_path: Path, pipe: tuple[_Pump, int, KeptSink]
+) -> None:
     pump, _, _ = pipe
     events = tmp_path / "events.jsonl"
     _event(events, event="step", phase="train", step=1)
@@ -134,7 +124,7 @@ def test_an_empty_pipe_is_a_stall_at_once(tmp_path: Path, pipe: tuple[_Pump, int
 
 
 def test_lines_the_loops_own_step_read_before_the_sweep_hold_the_stall_back_too(
-    tmp_path: Path, pipe: tuple[_Pump, int, _Kept]
+    tmp_path: Path, pipe: tuple[_Pump, int, KeptSink]
 ) -> None:
     # The starved engine wakes in the loop's step, which reads the waiting marker line just
     # before the sweep: the drain finds the pipes empty, and the line is still in the

@@ -24,19 +24,7 @@ pytest.importorskip("docker", reason="skipped: the docker package is not install
 from reprospec.process.progress import ProgressWatch
 from reprospec.process.run import StallJudge
 from reprospec.runners.docker.engine import OutputPump, _socket_waiting
-
-
-class _Kept:
-    """A sink that keeps what it is given."""
-
-    def __init__(self) -> None:
-        self.data = b""
-
-    def write(self, data: bytes) -> None:
-        self.data += data
-
-    def close(self) -> None:
-        pass
+from tests.support.sinks import KeptSink
 
 
 class _LateStream:
@@ -68,8 +56,8 @@ def test_a_line_the_output_thread_has_not_counted_is_waited_for_before_a_stall(
     tmp_path: Path,
 ) -> None:
     stream = _LateStream()
-    kept = _Kept()
-    pump = OutputPump(stream, kept, _Kept(), waiting=stream.waiting)
+    kept = KeptSink()
+    pump = OutputPump(stream, kept, KeptSink(), waiting=stream.waiting)
     pump.thread.start()
     try:
         deadline = time.monotonic() + 10
