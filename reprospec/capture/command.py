@@ -621,7 +621,8 @@ def _narrowed(
     moved = ""
     if trail is not None and alone is not None:
         hung = [a for cell in result.cells for a in cell.attempts]
-        if moving_at_bound(trail.readings, hung, alone):
+        rerun_dir = request.out.resolve() / "runs" / result.run_id
+        if moving_at_bound(trail.readings, hung, alone, rerun_dir):
             # Not still at the bound: slow work, or a busy loop. Rerun at the spec's timeout,
             # the first run's own wait: what alone does not end by then hung the same way.
             moved = (

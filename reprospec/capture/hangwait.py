@@ -234,7 +234,7 @@ def alone_timeout(
 
 
 # A rerun alone that reached its bound is a hang only where its processes were still: their
-# CPU time over this long before the bound (or since the attempt began, where shorter).
+# CPU time over this long before the bound (or since its test began, where shorter).
 STILL_WINDOW_S = 5.0
 # How often the CPU time of the rerun's processes is read.
 _SAMPLE_S = 0.5
@@ -293,11 +293,16 @@ def cpu_moved(readings: Sequence[CpuReading], since: float, until: float) -> boo
 
 
 def moving_at_bound(
-    readings: Sequence[CpuReading], attempts: Sequence[AttemptResult], bound_s: float
+    readings: Sequence[CpuReading],
+    attempts: Sequence[AttemptResult],
+    bound_s: float,
+    run_dir: Path,
 ) -> bool:
     """Whether a rerun's attempt that hung at `bound_s` (its timeout) was still using CPU in
     the STILL_WINDOW_S before it: slow work, or a busy loop, which CPU time cannot tell
-    apart. A hang whose CPU time stayed flat there, or of which nothing was read, is still."""
+    apart. A hang whose CPU time stayed flat there, or of which nothing was read, is still.
+    The window begins no sooner than the test did (its `-v` line, the hang's phase): a
+    bound of a few seconds holds pytest's own start-up, no work of the test's."""
     for attempt in attempts:
         if attempt.ran is None or attempt.ran.kind != "hang":
             continue
@@ -306,6 +311,19 @@ def moving_at_bound(
         except ValueError:
             continue
         until = start + bound_s - _BEFORE_KILL_S
-        if cpu_moved(readings, max(start, until - STILL_WINDOW_S), until):
+        since = max(start, until - STILL_WINDOW_S, _began(run_dir, attempt) or start)
+        if cpu_moved(readings, since, until):
             return True
     return False
+
+
+def _began(run_dir: Path, attempt: AttemptResult) -> float | None:
+    """When the attempt's hung test began: the first event of its phase (pytest `-v`'s
+    line, stamped as of when it began though read at the kill); None where none is."""
+    phase = attempt.ran.phase if attempt.ran is not None else None
+    if phase is None:
+        return None
+    for event in iter_events(run_dir / attempt.logs / "events.jsonl"):
+        if event.get("phase") == phase and isinstance(t := event.get("t"), (int, float)):
+            return float(t)
+    return None

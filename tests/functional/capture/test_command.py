@@ -2380,6 +2380,42 @@ def test_a_test_that_alone_is_only_slow_is_not_narrowed_as_a_hang(cli: Cli, tmp_
     assert spec_document(workdir)["command"] == "pytest test_s.py -v"
 
 
+def test_a_hang_whose_short_bound_holds_its_reruns_start_up_is_narrowed_at_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A test that hangs as the spec's timeout nears (a 19 s test before it, by the clock of
+    its process) is rerun alone within a bound of a few seconds, which pytest's own start-up
+    (its imports, the collection) takes much of: that CPU is no work of the test's, and the
+    still hang is narrowed at its bound, where before the start-up read as moving and the
+    rerun waited the spec's whole timeout again (rv42)."""
+    workdir = tmp_path / "proj"
+    workdir.mkdir()
+    (workdir / "test_l.py").write_text(
+        "import os, time\n\n\ndef _age():\n"
+        "    stat = open('/proc/self/stat').read().rsplit(')', 1)[1].split()\n"
+        "    began = int(stat[19]) / os.sysconf('SC_CLK_TCK')\n"
+        "    return time.clock_gettime(time.CLOCK_BOOTTIME) - began\n\n\n"
+        "def test_zero():\n    pass\n\n\n"
+        "def test_first():\n    time.sleep(max(0.0, 19.0 - _age()))\n\n\n"
+        "def test_stuck():\n    time.sleep(1000)\n"
+    )
+    here = venv_first()
+    result = capture(
+        cli, workdir, "pytest", "-q", "test_l.py", options=("--timeout", "21s"), env=here
+    )
+    node = "test_l.py::test_stuck"
+    assert f"wrote spec.yaml: hang:{node} in 1/1" in result.stdout, result.stdout
+    narrowed = re.search(
+        rf"narrowed to the test that hung: {re.escape(node)} alone hung the same way \(1/1 "
+        r"attempt, run \S+, (?P<took>[\d.]+) s: a hang if unended at (?P<bound>\d+)s, as "
+        r"long as it went unended with the others\), so the spec runs it alone",
+        result.stdout,
+    )
+    assert narrowed is not None, result.stdout + result.stderr
+    assert int(narrowed["bound"]) <= 10, result.stdout
+    assert "still using CPU" not in result.stderr, result.stderr
+
+
 def test_a_test_that_alone_works_past_its_bound_is_rerun_at_the_timeout(
     cli: Cli, tmp_path: Path
 ) -> None:

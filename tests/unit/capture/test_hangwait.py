@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -162,15 +163,15 @@ def test_a_rerun_using_cpu_at_its_bound_is_moving(tmp_path: Path) -> None:
     # pt42: a test that alone sleeps and works in steps (100 ms of each 500) was still at it
     # at the bound, killed, and called "hung alone".
     attempt = hung(tmp_path, 1, [], 20.5)
-    assert moving_at_bound(_trail(200, 30), [attempt], 20.0)
+    assert moving_at_bound(_trail(200, 30), [attempt], 20.0, tmp_path)
     assert cpu_moved(_trail(200, 30), START + 15, START + 20) is True
 
 
 def test_a_rerun_still_at_its_bound_is_a_hang(tmp_path: Path) -> None:
     # A sleep, a lock, a read: no CPU time; a thread polling 10 times a second, under 1%.
     attempt = hung(tmp_path, 1, [], 20.5)
-    assert not moving_at_bound(_trail(0, 30), [attempt], 20.0)
-    assert not moving_at_bound(_trail(2, 30, threads=3), [attempt], 20.0)
+    assert not moving_at_bound(_trail(0, 30), [attempt], 20.0, tmp_path)
+    assert not moving_at_bound(_trail(2, 30, threads=3), [attempt], 20.0, tmp_path)
 
 
 def test_cpu_before_the_window_or_after_the_bound_is_no_move() -> None:
@@ -190,4 +191,22 @@ def test_too_few_readings_say_nothing(tmp_path: Path) -> None:
     # A sampler starved of the CPU, or a tree it could not read: nothing known, still.
     readings: list[CpuReading] = [(START + 19, {(7, 7): 0}), (START + 19.5, {(7, 7): 10**9})]
     assert cpu_moved(readings, START + 15, START + 20) is None
-    assert not moving_at_bound(readings, [hung(tmp_path, 1, [], 20.5)], 20.2)
+    assert not moving_at_bound(readings, [hung(tmp_path, 1, [], 20.5)], 20.2, tmp_path)
+
+
+def test_the_reruns_start_up_before_its_test_began_is_no_move(tmp_path: Path) -> None:
+    # rv42: a bound of 6 s whose first 4 were pytest's start-up (its imports, the
+    # collection: CPU), then the test's `-v` line and a still hang. The window begins at
+    # that line, not 5 s before the bound.
+    attempt = replace(
+        hung(tmp_path, 1, [], 6.5),
+        outcome=Outcome("hang", signature="hang:t.py::test_x", phase="t.py::test_x"),
+    )
+    line = {"t": START + 4, "event": "marker", "phase": "t.py::test_x", "line": "t.py::test_x"}
+    with (tmp_path / attempt.logs / "events.jsonl").open("a") as events:
+        events.write(json.dumps(line) + "\n")
+    start_up = [(t, {k: min(v, 2 * 10**9) for k, v in r.items()}) for t, r in _trail(500, 8)]
+    assert cpu_moved(start_up, START + 0.8, START + 5.8) is True
+    assert not moving_at_bound(start_up, [attempt], 6.0, tmp_path)
+    # Still working after its line began: moving.
+    assert moving_at_bound(_trail(500, 8), [attempt], 6.0, tmp_path)
