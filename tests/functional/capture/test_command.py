@@ -2380,6 +2380,37 @@ def test_a_test_that_alone_is_only_slow_is_not_narrowed_as_a_hang(cli: Cli, tmp_
     assert spec_document(workdir)["command"] == "pytest test_s.py -v"
 
 
+def _captured_hang(
+    cli: Cli, tmp_path: Path, module: str, source: str, test: str, timeout: str
+) -> tuple[Path, CliResult, str]:
+    """`capture --timeout TIMEOUT pytest -q MODULE` in a project of that one module, whose
+    TEST hung in the first run: the project, the result, the hung test's node id."""
+    workdir = tmp_path / "proj"
+    workdir.mkdir()
+    (workdir / module).write_text(source)
+    result = capture(
+        cli, workdir, "pytest", "-q", module, options=("--timeout", timeout), env=venv_first()
+    )
+    node = f"{module}::{test}"
+    assert f"wrote spec.yaml: hang:{node} in 1/1" in result.stdout, result.stdout
+    return workdir, result, node
+
+
+def _rerun_at_the_timeout(result: CliResult, node: str, timeout: str) -> str:
+    """The bound the rerun alone was given, said before it ran, where it was still using
+    CPU there and capture said it reruns the test at the spec's timeout."""
+    said = re.search(
+        r"a hang is called after (?P<bound>\d+)s: as long as it went unended with them",
+        result.stderr,
+    )
+    assert said is not None, result.stderr
+    assert (
+        f"reprospec: {node} alone was still using CPU at the bound (slow work, or a busy "
+        f"loop), not still as a hang: rerunning it at the spec's {timeout} timeout"
+    ) in result.stderr, result.stderr
+    return said["bound"]
+
+
 def test_a_hang_whose_short_bound_holds_its_reruns_start_up_is_narrowed_at_it(
     cli: Cli, tmp_path: Path
 ) -> None:
@@ -2388,27 +2419,24 @@ def test_a_hang_whose_short_bound_holds_its_reruns_start_up_is_narrowed_at_it(
     (its imports, the collection) takes much of: that CPU is no work of the test's, and the
     still hang is narrowed at its bound, where before the start-up read as moving and the
     rerun waited the spec's whole timeout again (rv42)."""
-    workdir = tmp_path / "proj"
-    workdir.mkdir()
-    (workdir / "test_l.py").write_text(
+    _, result, node = _captured_hang(
+        cli,
+        tmp_path,
+        "test_l.py",
         "import os, time\n\n\ndef _age():\n"
         "    stat = open('/proc/self/stat').read().rsplit(')', 1)[1].split()\n"
         "    began = int(stat[19]) / os.sysconf('SC_CLK_TCK')\n"
         "    return time.clock_gettime(time.CLOCK_BOOTTIME) - began\n\n\n"
         "def test_zero():\n    pass\n\n\n"
         "def test_first():\n    time.sleep(max(0.0, 19.0 - _age()))\n\n\n"
-        "def test_stuck():\n    time.sleep(1000)\n"
+        "def test_stuck():\n    time.sleep(1000)\n",
+        "test_stuck",
+        "21s",
     )
-    here = venv_first()
-    result = capture(
-        cli, workdir, "pytest", "-q", "test_l.py", options=("--timeout", "21s"), env=here
-    )
-    node = "test_l.py::test_stuck"
-    assert f"wrote spec.yaml: hang:{node} in 1/1" in result.stdout, result.stdout
     narrowed = re.search(
         rf"narrowed to the test that hung: {re.escape(node)} alone hung the same way \(1/1 "
-        r"attempt, run \S+, (?P<took>[\d.]+) s: a hang if unended at (?P<bound>\d+)s, as "
-        r"long as it went unended with the others\), so the spec runs it alone",
+        r"attempt, run \S+, [\d.]+ s: a hang if unended at (?P<bound>\d+)s, as long as it "
+        r"went unended with the others\), so the spec runs it alone",
         result.stdout,
     )
     assert narrowed is not None, result.stdout + result.stderr
@@ -2424,9 +2452,10 @@ def test_a_test_that_alone_works_past_its_bound_is_rerun_at_the_timeout(
     unended (28 s), killed there still working, and called "hung alone": the spec ran it
     alone, and it passed. Its CPU time rose up to the bound: no still hang, so it is rerun
     at the spec's 50 s timeout, passes, and the spec runs the whole command."""
-    workdir = tmp_path / "proj"
-    workdir.mkdir()
-    (workdir / "test_w.py").write_text(
+    workdir, result, node = _captured_hang(
+        cli,
+        tmp_path,
+        "test_w.py",
         "import time\n\nSTATE = {}\n\n\ndef test_zero():\n    pass\n\n\n"
         "def test_first():\n    time.sleep(25)\n    STATE['x'] = 1\n\n\n"
         "def test_work():\n"
@@ -2435,28 +2464,16 @@ def test_a_test_that_alone_works_past_its_bound_is_rerun_at_the_timeout(
         "    while time.monotonic() < end:\n"
         "        time.sleep(0.4)\n"
         "        spent = time.process_time() + 0.1\n"
-        "        while time.process_time() < spent:\n            pass\n"
+        "        while time.process_time() < spent:\n            pass\n",
+        "test_work",
+        "50s",
     )
-    here = venv_first()
-    result = capture(
-        cli, workdir, "pytest", "-q", "test_w.py", options=("--timeout", "50s"), env=here
-    )
-    node = "test_w.py::test_work"
-    assert f"wrote spec.yaml: hang:{node} in 1/1" in result.stdout, result.stdout
-    said = re.search(
-        r"a hang is called after (?P<bound>\d+)s: as long as it went unended with them",
-        result.stderr,
-    )
-    assert said is not None, result.stderr
-    assert int(said["bound"]) < 35, result.stderr
-    assert (
-        f"reprospec: {node} alone was still using CPU at the bound (slow work, or a busy "
-        "loop), not still as a hang: rerunning it at the spec's 50s timeout"
-    ) in result.stderr, result.stderr
+    bound = _rerun_at_the_timeout(result, node, "50s")
+    assert int(bound) < 35, result.stderr
     assert re.search(
         rf"the spec runs the whole command: {re.escape(node)} alone did not hang the same way "
         r"\(0/1 attempt, run \S+, [\d.]+ s: a hang if unended at the spec's 50s timeout; at "
-        rf"the {said['bound']}s bound it was still using CPU, so it was rerun at the spec's "
+        rf"the {bound}s bound it was still using CPU, so it was rerun at the spec's "
         r"timeout; it ended pass\)",
         result.stdout,
     ), result.stdout
@@ -2467,32 +2484,21 @@ def test_a_busy_looping_test_is_rerun_at_the_timeout_and_narrowed(cli: Cli, tmp_
     """pt42: a hang that spins (`while True: pass`) uses CPU at its bound as slow work does,
     and CPU time cannot tell them apart: it is rerun at the spec's timeout, the first run's
     own wait, hangs there too, and the spec runs it alone."""
-    workdir = tmp_path / "proj"
-    workdir.mkdir()
-    (workdir / "test_b.py").write_text(
+    workdir, result, node = _captured_hang(
+        cli,
+        tmp_path,
+        "test_b.py",
         "import time\n\n\ndef test_zero():\n    pass\n\n\n"
         "def test_first():\n    time.sleep(8)\n\n\n"
-        "def test_spin():\n    while True:\n        pass\n"
+        "def test_spin():\n    while True:\n        pass\n",
+        "test_spin",
+        "20s",
     )
-    here = venv_first()
-    result = capture(
-        cli, workdir, "pytest", "-q", "test_b.py", options=("--timeout", "20s"), env=here
-    )
-    node = "test_b.py::test_spin"
-    assert f"wrote spec.yaml: hang:{node} in 1/1" in result.stdout, result.stdout
-    said = re.search(
-        r"a hang is called after (?P<bound>\d+)s: as long as it went unended with them",
-        result.stderr,
-    )
-    assert said is not None, result.stderr
-    assert (
-        f"reprospec: {node} alone was still using CPU at the bound (slow work, or a busy "
-        "loop), not still as a hang: rerunning it at the spec's 20s timeout"
-    ) in result.stderr, result.stderr
+    bound = _rerun_at_the_timeout(result, node, "20s")
     assert re.search(
         rf"narrowed to the test that hung: {re.escape(node)} alone hung the same way \(1/1 "
         r"attempt, run \S+, [\d.]+ s: a hang if unended at the spec's 20s timeout; at the "
-        rf"{said['bound']}s bound it was still using CPU, so it was rerun at the spec's "
+        rf"{bound}s bound it was still using CPU, so it was rerun at the spec's "
         r"timeout\), so the spec runs it alone",
         result.stdout,
     ), result.stdout
