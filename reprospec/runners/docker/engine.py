@@ -373,9 +373,14 @@ def _socket_waiting(stream: OutputStream) -> Callable[[], bool]:
     fileno = getattr(sock, "fileno", None)
     if not callable(fileno):
         return lambda: False
+    # A TLS engine's socket (DOCKER_HOST=tcp://..., tls): bytes it read and decrypted and the
+    # thread has not taken wait in the SSL object, where poll does not see them.
+    pending = getattr(sock, "pending", None)
 
     def waiting() -> bool:
         try:
+            if callable(pending) and pending():
+                return True
             poll = select.poll()
             poll.register(fileno(), select.POLLIN | select.POLLPRI)
             return bool(poll.poll(0))

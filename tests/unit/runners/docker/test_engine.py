@@ -88,15 +88,18 @@ def test_a_line_the_output_thread_has_not_counted_is_waited_for_before_a_stall(
     assert pump.drain() == 0
 
 
+def _sdk_stream(raw: object) -> SimpleNamespace:
+    """The SDK's CancellableStream as `_socket_waiting` reads it: `raw`, its response's
+    socket file (`_response.raw._fp.fp.raw`), which holds the socket."""
+    fp = SimpleNamespace(fp=SimpleNamespace(raw=raw))
+    return SimpleNamespace(_response=SimpleNamespace(raw=SimpleNamespace(_fp=fp)))
+
+
 def test_the_attach_streams_socket_is_asked_whether_bytes_wait() -> None:
     # The SDK's CancellableStream: its response's socket, found as its own close finds it.
     ours, theirs = socket.socketpair()
     with ours, theirs:
-        raw = SimpleNamespace(sock=ours)
-        stream = SimpleNamespace(_response=SimpleNamespace(raw=SimpleNamespace(
-            _fp=SimpleNamespace(fp=SimpleNamespace(raw=raw))
-        )))  # fmt: skip
-        waiting = _socket_waiting(stream)
+        waiting = _socket_waiting(_sdk_stream(SimpleNamespace(sock=ours)))
         assert not waiting()
         theirs.sendall(b"\x01\x00\x00\x00\x00\x00\x00\x02ok")
         assert waiting()
@@ -104,3 +107,29 @@ def test_the_attach_streams_socket_is_asked_whether_bytes_wait() -> None:
         assert not waiting()
     # A stream without one: nothing is known to wait.
     assert not _socket_waiting(iter(()))()  # type: ignore[arg-type]
+
+
+class _TlsSocket:
+    """A TLS socket's face: its file descriptor, and `pending`, the bytes decrypted and held
+    in the SSL object, which poll on the descriptor does not see."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self.held = 0
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def pending(self) -> int:
+        return self.held
+
+
+def test_bytes_a_tls_socket_holds_decrypted_are_waiting() -> None:
+    # rv42: the SSL object had read the frame off the descriptor; poll said nothing waits.
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        tls = _TlsSocket(ours)
+        waiting = _socket_waiting(_sdk_stream(SimpleNamespace(_sock=tls)))
+        assert not waiting()
+        tls.held = 10
+        assert waiting()
