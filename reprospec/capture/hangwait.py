@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import re
 import threading
 import time
@@ -252,7 +253,8 @@ CpuReading = tuple[float, Mapping[tuple[int, int], int]]
 
 class CpuTrail:
     """The CPU time of every thread of the engine's attempts (its own process tree less its
-    helpers: the subreaper keeps every process of an attempt in it), read every half second
+    helpers: the subreaper keeps every process of an attempt in it), and of the children
+    each process waited for (`reaped_cpu`), read every half second
     on a thread of its own while a rerun runs. Nothing is read where the tree cannot be
     (no subreaper, no `children` files): then no rerun is known to move."""
 
@@ -275,8 +277,32 @@ class CpuTrail:
             if pids is None:
                 continue
             helpers = tree.helper_pids()
-            read = thread_readings(pid for pid in pids if pid not in helpers)
-            self.readings.append((time.time(), {key: cpu for key, (cpu, _) in read.items()}))
+            theirs = [pid for pid in pids if pid not in helpers]
+            read = thread_readings(theirs)
+            cpu = {key: used for key, (used, _) in read.items()}
+            cpu.update(reaped_cpu(theirs))
+            self.readings.append((time.time(), cpu))
+
+
+# /proc/PID/stat's cutime and cstime, after the `)` that ends the command's name.
+_CUTIME_FIELD = 13
+_TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
+
+
+def reaped_cpu(pids: Sequence[int]) -> dict[tuple[int, int], int]:
+    """Per process, by (pid, 0) (no thread has id 0), the CPU nanoseconds of the children
+    it has waited for: a command a test runs and waits for ends between two readings, and
+    its threads are read in neither (a CLI's tests: `subprocess.run` in a loop, the test
+    itself waiting). Processes gone or unreadable are left out."""
+    found: dict[tuple[int, int], int] = {}
+    for pid in pids:
+        try:
+            fields = tree.read_proc(f"/proc/{pid}/stat").rsplit(b")", 1)[1].split()
+            ticks = int(fields[_CUTIME_FIELD]) + int(fields[_CUTIME_FIELD + 1])
+        except (OSError, IndexError, ValueError):
+            continue
+        found[pid, 0] = int(ticks * _TICK_NS)
+    return found
 
 
 def cpu_moved(readings: Sequence[CpuReading], since: float, until: float) -> bool | None:

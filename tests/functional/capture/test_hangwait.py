@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+from reprospec.capture.hangwait import STILL_WINDOW_S, CpuTrail, cpu_moved
+from reprospec.process import tree
 from reprospec.spec.load import load_spec
 from tests.support.cli import Cli
 
@@ -81,3 +87,29 @@ def test_a_hang_without_progress_says_each_verify_waits_the_timeout(
         "each attempt: capture --timeout D shortens it)"
     ) in result.stderr
     assert "the verify's attempts waited the spec's timeout, 2s, for the hang" in result.stdout
+
+
+def test_the_cpu_of_short_children_a_test_waits_for_is_counted(tmp_path: Path) -> None:
+    """rv42: a test that works in short commands it runs one after another (a CLI's tests,
+    `subprocess.run` in a loop) uses next to no CPU itself, waiting, and each command has
+    ended between two readings: the CPU time of the threads read alone stayed flat, and a
+    rerun alone still at work was "hung alone" at its bound. The CPU of the children a
+    process reaped (its cutime and cstime) counts too."""
+    assert tree.become_subreaper()
+    stop = tmp_path / "stop"
+    # Each command's CPU (a Python's start-up, some 20 ms) is under what counts as moving,
+    # should a reading catch one running; theirs together, 5 s of them, far over it. The
+    # loop ends at `stop`, its last command waited for: nothing left to this process.
+    script = (
+        f"while [ ! -e {shlex.quote(str(stop))} ]; do "
+        f"{shlex.quote(sys.executable)} -c pass; sleep 0.2; done"
+    )
+    proc = subprocess.Popen(["sh", "-c", script])
+    try:
+        with CpuTrail() as trail:
+            time.sleep(6.5)
+    finally:
+        stop.touch()
+        proc.wait(timeout=30)
+    end = trail.readings[-1][0]
+    assert cpu_moved(trail.readings, end - STILL_WINDOW_S, end) is True
