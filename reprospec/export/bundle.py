@@ -15,7 +15,10 @@ of the spec in this engine's environment, and the values cell.json shows under a
 secret-looking name or a name the spec reads from the engine (`${{ env.HF_TOKEN }}`).
 The tree's files follow carry.py, the rule materialize shares: only the named files,
 never a hidden one, and a secret-looking key's literal in them masked too, each such
-file named in a warning and in the README.
+file named in a warning and in the README. In that same pass, results.json and the logs
+name the sender's paths as report.md does (`<home>`, `<venv>`, the user's name as a
+folder `<user>`: report/paths.py `PathNames.for_bundle`); what a rerun runs (the spec,
+the carried files, repro.py) keeps its own.
 
 Unpacking trusts nothing in the archive: only regular files and folders, names
 relative and inside the bundle (no `..`, no absolute path, no link of any kind),
@@ -54,6 +57,7 @@ from reprospec.errors import UsageError
 from reprospec.export.carry import carried_bytes
 from reprospec.export.tree import SpecTree, spec_tree
 from reprospec.process.childprotocol import CELL_JSON
+from reprospec.report.paths import PathNames
 from reprospec.store.runfolder import INTERRUPTED, RunFolder
 from reprospec.store.specvariables import FIELD as VARIABLES
 from reprospec.store.specvariables import ReadAs, read_as
@@ -216,9 +220,15 @@ def pack(
                 # A workdir no carried file is in (the command names only `../raises.py`)
                 # must still be there: the rerun runs in it.
                 _add_folder(tar, top / "tree" / folder)
+            # results.json and the logs name the sender's paths as report.md does
+            # (`<home>`, `<venv>`, `<user>`: report/paths.py), in the one pass that masks
+            # their secrets; the spec, the carried files and repro.py are what a rerun
+            # runs, and report.md is named so already.
+            named = _shared_paths(run)
             for path in run_folder.top_files:
                 if path.is_file():
-                    _add_file(tar, top / path.name, path, redactor)
+                    shown = named if path == run_folder.results_json else None
+                    _add_file(tar, top / path.name, path, redactor, shown)
                     count += 1
                 elif path == run_folder.results_json:
                     raise _removed(run, run_dir)
@@ -247,7 +257,7 @@ def pack(
             count += 1
             for path in logs:
                 packed = top / "logs" / path.relative_to(run_dir).as_posix()
-                _add_file(tar, packed, path, redactor)
+                _add_file(tar, packed, path, redactor, named)
                 count += 1
         if not run_folder.results_json.is_file():
             # Removed after its top files were packed: the walk of its cells found no logs.
@@ -524,12 +534,26 @@ def _add_folder(tar: tarfile.TarFile, name: PurePosixPath) -> None:
     tar.addfile(info)
 
 
-def _add_file(tar: tarfile.TarFile, name: PurePosixPath, path: Path, redactor: Redactor) -> None:
+def _add_file(
+    tar: tarfile.TarFile,
+    name: PurePosixPath,
+    path: Path,
+    redactor: Redactor,
+    paths: PathNames | None = None,
+) -> None:
     # Read through the path's target: the archive holds contents, never a link. Files are
-    # at most _LOG_FILE_BYTES (logs): read whole, to be masked.
+    # at most _LOG_FILE_BYTES (logs): read whole, to be masked (and their paths named).
     with path.open("rb") as handle:
         data = redactor.data(handle.read())
+    if paths is not None:
+        data = paths.data(data)
     _add_data(tar, name, path, data)
+
+
+def _shared_paths(run: RunResult) -> PathNames:
+    """How the bundle's results.json and logs name the sender's paths: the run's labels
+    (`paths`) but the project's, and the user's name as a folder of another path."""
+    return PathNames.for_bundle(run.paths)
 
 
 def _add_data(tar: tarfile.TarFile, name: PurePosixPath, path: Path, data: bytes) -> None:

@@ -8,15 +8,19 @@ program's files, the options, the environment, each cell that changed) or as its
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Callable
 from os import PathLike
 from pathlib import Path
 
 from reprospec.core.frozen import frozen
+from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import looks_secret
 from reprospec.core.results import RunResult
 from reprospec.environment.facts import Difference
 from reprospec.errors import EXIT_OK, UsageError
+from reprospec.report.paths import PathNames, shared
 from reprospec.store.compare import Comparison, FilesChange, VariableChange
 
 FORMATS = ("text", "json", "md")
@@ -88,7 +92,30 @@ def compare_runs(
     from reprospec.store.compare import compare
 
     a, b = (_run(run, Path(out), name) for run, name in ((run_a, "run_a"), (run_b, "run_b")))
+    if shared(a.paths) or shared(b.paths):
+        # A bundle's copy names the sender's paths `<home>/...` (report/paths.py): each
+        # run is read so, or every path of its spec, cells and logs was a difference.
+        a, b = _as_shared(a), _as_shared(b)
     return RunComparison.of(a.run_id, b.run_id, a.spec_name, compare(a, b))
+
+
+def _as_shared(run: RunResult) -> RunResult:
+    """`run` with its paths named as a bundle's copy of it names them."""
+    from reprospec.store.resultsjson import run_from_dict, run_to_dict
+
+    short = PathNames.for_bundle(run.paths).shorten
+    named = run_from_dict({key: _named(item, short) for key, item in run_to_dict(run).items()})
+    return dataclasses.replace(named, store=run.store)
+
+
+def _named(value: JsonValue, short: Callable[[str], str]) -> JsonValue:
+    if isinstance(value, str):
+        return short(value)
+    if isinstance(value, list):
+        return [_named(item, short) for item in value]
+    if isinstance(value, dict):
+        return {short(key): _named(item, short) for key, item in value.items()}
+    return value
 
 
 def _run(run: object, out: Path, name: str) -> RunResult:

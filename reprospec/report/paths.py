@@ -5,12 +5,20 @@ that say who ran it and where, and make two machines' reports differ where the
 failure does not. The run records where its paths point (`RunResult.paths`,
 absolute path -> label); a report shows each path under the most specific of
 them. results.json keeps the text as the child printed it.
+
+A bundle is shared further than a report, and its copies of results.json and of the
+attempts' logs name paths by the same labels (`PathNames.for_bundle`): the home folder
+`<home>`, the venv `<venv>`, the interpreter `<python>`, the harness `<harness>`, and
+the user's name as a path's folder elsewhere (`/work/alice/repo`) `<user>`. The project
+keeps its path there (under `<home>` where it is in the home folder): a report made from
+that copy names it relative, through the labelled `paths` it carries.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from pathlib import PurePosixPath
 
 from reprospec.core.lazyre import Lazy
 
@@ -23,12 +31,25 @@ _AFTER = r"(?=/|$|[^\w.-])"
 # The engine's short scratch folders (process/scratch.py ORPHAN_PREFIX), each attempt's pair.
 _SCRATCH = Lazy(_BEFORE + r"(?:/[\w.~-]+)*/reprospec-tmp-\d+-[\w]+/\d+/(tmp|cache)" + _AFTER)
 _SCRATCH_NAMES = {"tmp": "<TMPDIR>", "cache": "<XDG_CACHE_HOME>"}
+# The label of the user's name where it is a folder of a path outside the home folder.
+USER = "<user>"
+HOME = "<home>"
+# Account names no person is told by (`/proc/1/root`, `/var/lib/docker/.../root` are no
+# user's folder): never taken for the user's name in a path.
+_NOT_PERSONAL = frozenset({"root", "nobody"})
 
 
 class PathNames:
     """Shortens the paths of one run: `shorten(text)`; no labels, no change."""
 
-    def __init__(self, labels: Mapping[str, str]) -> None:
+    def __init__(self, labels: Mapping[str, str], users: Iterable[str] = ()) -> None:
+        names = sorted({u for u in users if _personal(u)}, key=len, reverse=True)
+        # `/work/alice/repo`: the name as a whole folder of a path, not inside a word.
+        self._users = (
+            re.compile(r"(?<=/)(?:" + "|".join(map(re.escape, names)) + r")(?=/|$|[^\w.-])")
+            if names
+            else None
+        )
         roots = sorted(
             ((path.rstrip("/"), label) for path, label in labels.items() if path.strip("/")),
             key=lambda item: len(item[0]),
@@ -58,9 +79,20 @@ class PathNames:
         if not text:
             return text
         text = _SCRATCH.sub(lambda m: _SCRATCH_NAMES[m[1]], text)
-        if self._pattern is None:
-            return text
-        return self._pattern.sub(self._name, text)
+        if self._pattern is not None:
+            text = self._pattern.sub(self._name, text)
+        if self._users is not None:
+            text = self._users.sub(USER, text)
+        return text
+
+    def data(self, data: bytes) -> bytes:
+        """`data` (a file's bytes) shortened as `shorten` does its text; bytes that are no
+        UTF-8 are kept as they are."""
+        if not data:
+            return data
+        text = data.decode("utf-8", "surrogateescape")
+        shortened = self.shorten(text)
+        return data if shortened == text else shortened.encode("utf-8", "surrogateescape")
 
     def _name(self, match: re.Match[str]) -> str:
         label = self._labels[match[1]]
@@ -69,5 +101,43 @@ class PathNames:
         # The project: relative to it, and the project itself is `.`.
         return "" if match[2] else "."
 
+    @classmethod
+    def for_bundle(cls, labels: Mapping[str, str], users: Iterable[str] = ()) -> PathNames:
+        """The names a bundle's copies of results.json and of the logs give paths: the
+        run's labels (`labels`, its `paths`) but the project's, which keeps its path (a
+        copy of results.json named relative to a project it no longer says would not
+        read back); and the user's name, `users` and the home folder's own name, as a
+        folder of any other path (`<user>`)."""
+        home = [path for path, label in labels.items() if label == HOME]
+        kept = {path: label for path, label in labels.items() if label}
+        return cls(kept, [*users, *_this_user(), *(PurePosixPath(p).name for p in home)])
 
-__all__ = ["PathNames"]
+
+def shared(labels: Mapping[str, str]) -> bool:
+    """Whether `labels` (a run's `paths`) are a bundle's copy's: named by their labels."""
+    return any(path.startswith("<") for path in labels)
+
+
+def _this_user() -> list[str]:
+    """This process's user's name (its passwd entry), where it has one."""
+    import os
+    import pwd
+
+    try:
+        return [pwd.getpwuid(os.getuid()).pw_name]
+    except (KeyError, OSError):
+        return []
+
+
+def _personal(name: str) -> bool:
+    """Whether `name` may be a person's account in a path: not a system's, not a label."""
+    return (
+        bool(name)
+        and name not in _NOT_PERSONAL
+        and "/" not in name
+        and name not in (".", "..")
+        and not name.startswith("<")  # a copy's own labels (`<home>`'s name)
+    )
+
+
+__all__ = ["HOME", "USER", "PathNames", "shared"]

@@ -1,0 +1,78 @@
+"""What a bundle shows of the machine it was made on: its copies of results.json and of the
+attempts' logs name the sender's home folder `<home>` and their name as a path's folder
+`<user>`, as report.md does, while the run folder keeps them; the copy still reports and
+compares as the run. Real runs, real children."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+from tests.support.cli import Cli
+
+SPEC = """\
+reprospec: 1
+name: home-paths
+environment:
+  env: {DATA: "%s/data.csv"}
+command: python boom.py
+expect: {outcome: error}
+"""
+
+BOOM = """\
+import os
+print("home", os.path.expanduser("~"), "data", os.environ["DATA"], flush=True)
+raise RuntimeError("boom")
+"""
+
+USER = "alicebx43"
+
+
+def test_a_bundle_names_the_senders_home_and_user_as_report_md_does(
+    tmp_path: Path, cli: Cli
+) -> None:
+    home = tmp_path / "home" / USER
+    project = home / "proj"
+    project.mkdir(parents=True)
+    scratch = tmp_path / "scratch" / USER  # the user's name as a folder outside the home
+    (project / "s.yaml").write_text(SPEC % scratch)
+    (project / "boom.py").write_text(BOOM)
+    env = {"HOME": str(home)}
+    store = tmp_path / "store"
+    ran = cli("run", "s.yaml", "--out", str(store), env=env, cwd=project)
+    assert ran.code == 0, ran.stderr
+    run_dir = ran.latest_run()
+    kept = (run_dir / "results.json").read_text()
+    assert str(project) in kept  # the sender's own run folder is not changed
+
+    archive = tmp_path / "share.tar.gz"
+    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(store), env=env)
+    assert packed.code == 0, packed.stderr
+    unpacked = tmp_path / "unpacked"
+    with tarfile.open(archive) as tar:
+        tar.extractall(unpacked, filter="data")
+    (copy,) = unpacked.iterdir()
+    shared = [copy / "results.json", *(copy / "logs").rglob("*.log")]
+    leaked = [p.relative_to(copy) for p in shared if USER.encode() in p.read_bytes()]
+    assert leaked == []
+    stdout = next((copy / "logs").rglob("stdout.log")).read_text()
+    assert f"home <home> data {tmp_path}/scratch/<user>/data.csv" in stdout
+    stderr = next((copy / "logs").rglob("stderr.log")).read_text()
+    assert 'File "<home>/proj/boom.py"' in stderr
+    # What a rerun runs is carried as it ran: the spec names its own paths.
+    assert str(scratch) in (copy / "tree" / "s.yaml").read_text()
+
+    # The copy reports as the run did (its `paths` are labelled too), and compares with
+    # the run it was made of without a path read as a difference.
+    rendered = tmp_path / "again.md"
+    report = cli("report", str(copy), "-o", str(rendered), "--out", str(store), env=env)
+    assert report.code == 0, report.stderr
+    # report.md names the home `<home>` already; the spec it embeds (and reruns) keeps what
+    # it writes, which the copy's results.json names as the logs do.
+    sent = (run_dir / "report.md").read_text().replace(f"/{USER}/", "/<user>/")
+    assert rendered.read_text().splitlines()[1:] == sent.splitlines()[1:]
+    compared = cli("compare", str(copy), str(run_dir), "--out", str(store), env=env)
+    assert compared.code == 0, compared.stderr
+    assert "same spec" in compared.stdout, compared.stdout
+    assert "same environment" in compared.stdout, compared.stdout
+    assert "no cell changed" in compared.stdout, compared.stdout

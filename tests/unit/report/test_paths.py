@@ -1,0 +1,45 @@
+"""How a bundle names the sender's paths (report/paths.py `PathNames.for_bundle`)."""
+
+from __future__ import annotations
+
+from reprospec.report.paths import PathNames, shared
+
+LABELS = {
+    "/home/alice/proj/.venv": "<venv>",
+    "/home/alice/.pyenv/versions/3.11.7": "<python>",
+    "/home/alice/proj": "",
+    "/home/alice": "<home>",
+}
+
+
+def test_a_bundle_names_home_venv_and_user_but_keeps_the_project_whole() -> None:
+    names = PathNames.for_bundle(LABELS, ["bob"])
+    text = (
+        'File "/home/alice/proj/train.py", line 3\n'
+        "/home/alice/proj/.venv/lib/site.py /home/alice/.pyenv/versions/3.11.7/lib\n"
+        "/work/alice/repo /scratch/bob/x.csv alice@host /work/alicex/y /proc/1/root\n"
+    )
+    assert names.shorten(text) == (
+        'File "<home>/proj/train.py", line 3\n'
+        "<venv>/lib/site.py <python>/lib\n"
+        "/work/<user>/repo /scratch/<user>/x.csv alice@host /work/alicex/y /proc/1/root\n"
+    )
+    assert names.data(b"\xff /home/alice/x") == b"\xff <home>/x"
+
+
+def test_a_copys_labelled_paths_read_the_same_again() -> None:
+    names = PathNames.for_bundle(LABELS)
+    copied = {names.shorten(path): label for path, label in LABELS.items()}
+    assert copied == {
+        "<venv>": "<venv>",
+        "<python>": "<python>",
+        "<home>/proj": "",
+        "<home>": "<home>",
+    }
+    assert shared(copied)
+    assert not shared(LABELS)
+    again = PathNames.for_bundle(copied)
+    text = 'File "<home>/proj/train.py" <venv>/lib /work/<user>/repo'
+    assert again.shorten(text) == text
+    # A report made from the copy names the project relative, as the sender's did.
+    assert PathNames(copied).shorten('File "<home>/proj/train.py"') == 'File "train.py"'
