@@ -50,6 +50,7 @@ from reprospec.core.redact import (
     looks_generated,
     looks_like_credential,
 )
+from reprospec.export.dockerignore import read_dockerignore
 from reprospec.plan.workfiles import carried_files
 
 # A text file over this is carried masked by value only (a dataset, not a config).
@@ -337,7 +338,8 @@ def dockerfile_context(spec_dir: Path, dockerfile: str) -> DockerContext:
     its every docker cell an infra-error (`environment.dockerfile not found`) wherever it
     was rerun, and materialize copied the whole context, its `.env` included. A URL, a
     `--from` stage's file and a `$VAR` are not the context's; a folder is carried whole
-    but for its hidden files, which this module's rule never carries."""
+    but for its hidden files, which this module's rule never carries, and for what the
+    context's `.dockerignore` excludes (dockerignore.py), which docker never sends."""
     path = Path(dockerfile).expanduser()
     path = Path(os.path.abspath(path if path.is_absolute() else spec_dir / path))  # noqa: PTH100
     where = f"(environment.dockerfile, in {path.parent})"
@@ -349,6 +351,8 @@ def dockerfile_context(spec_dir: Path, dockerfile: str) -> DockerContext:
     missing: dict[str, None] = {}
     hidden: dict[str, None] = {}
     context = path.parent
+    # What the build never sees (dockerignore.py): never carried, as docker never sends it.
+    ignored = read_dockerignore(context)
     for source in _copied(text):
         if "://" in source or source.startswith("git@") or "$" in source:
             continue
@@ -363,7 +367,8 @@ def dockerfile_context(spec_dir: Path, dockerfile: str) -> DockerContext:
                 continue  # docker refuses a source outside its context too
             for file in [named] if named.is_file() else sorted(named.rglob("*")):
                 rel = file.relative_to(context)
-                if not file.is_file() or "__pycache__" in rel.parts:
+                skip = "__pycache__" in rel.parts or ignored.excludes(rel.as_posix())
+                if not file.is_file() or skip:
                     continue  # (the docker runner's own context leaves caches out too)
                 if any(part.startswith(".") for part in rel.parts):
                     hidden.setdefault(f"{rel.as_posix()} {where}", None)

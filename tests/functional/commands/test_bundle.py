@@ -882,3 +882,38 @@ def test_the_specs_dockerfile_and_what_it_copies_go_along(tmp_path: Path, cli: C
         assert _read(tar, f"{top}/tree/docker/Dockerfile") == DOCKERFILE
     assert {"docker/greeting.txt", "docker/conf/app.cfg", "specs/crash.yaml"} <= names
     assert not {"docker/unused.txt", "docker/conf/.netrc", "docker/hostname"} & names
+
+
+def test_what_the_dockerignore_excludes_is_not_carried_with_a_copied_folder(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # dockerfile_context carried every file of a folder a COPY names, those the context's
+    # .dockerignore excludes too (a checkpoint, a secrets file): docker never sends them.
+    spec = _project(tmp_path / "project")
+    docker = tmp_path / "project" / "docker"
+    (docker / "conf" / "private").mkdir(parents=True)
+    (docker / "Dockerfile").write_text(DOCKERFILE)
+    (docker / "greeting.txt").write_text("hello\n")
+    (docker / "conf" / "app.cfg").write_text("level = 3\n")
+    (docker / "conf" / "keep.ckpt").write_text("kept by the exception\n")
+    (docker / "conf" / "big.ckpt").write_text("excluded by **/*.ckpt\n")
+    (docker / "conf" / "private" / "notes.txt").write_text("excluded as a folder\n")
+    (docker / ".dockerignore").write_text(
+        "# what the build never sees\n**/*.ckpt\n!conf/keep.ckpt\n/conf/private\n"
+    )
+    spec.write_text(
+        SPEC.replace(
+            "  workdir: ../app\n", "  workdir: ../app\n  dockerfile: ../docker/Dockerfile\n"
+        )
+    )
+    out = tmp_path / "store"
+    first = cli("run", str(spec), "--out", str(out))
+    assert first.code == 0, first.stdout + first.stderr
+    archive = tmp_path / "b.tgz"
+    packed = _bundle(cli, archive, out)
+    assert packed.code == 0, packed.stderr
+    with tarfile.open(archive) as tar:
+        top = tar.getnames()[0].split("/")[0]
+        names = {name.removeprefix(f"{top}/tree/") for name in tar.getnames()}
+    assert {"docker/Dockerfile", "docker/conf/app.cfg", "docker/conf/keep.ckpt"} <= names
+    assert not {"docker/conf/big.ckpt", "docker/conf/private/notes.txt"} & names
