@@ -15,10 +15,10 @@ of the spec in this engine's environment, and the values cell.json shows under a
 secret-looking name or a name the spec reads from the engine (`${{ env.HF_TOKEN }}`).
 The tree's files follow carry.py, the rule materialize shares: only the named files,
 never a hidden one, and a secret-looking key's literal in them masked too, each such
-file named in a warning and in the README. In that same pass, results.json and the logs
-name the sender's paths as report.md does (`<home>`, `<venv>`, the user's name as a
-folder `<user>`: report/paths.py `PathNames.for_bundle`); what a rerun runs (the spec,
-the carried files, repro.py) keeps its own.
+file named in a warning and in the README. In that same pass, results.json, report.md
+and the logs name the sender's paths as a report does (`<home>`, `<venv>`, the user's
+name as a folder `<user>`: report/paths.py `PathNames.for_bundle`); what a rerun runs
+(the spec, report.md's embedded one, the carried files, repro.py) keeps its own.
 
 Unpacking trusts nothing in the archive: only regular files and folders, names
 relative and inside the bundle (no `..`, no absolute path, no link of any kind),
@@ -213,6 +213,12 @@ def pack(
     run_folder = RunFolder(run_dir)
     try:
         with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+            # The files of the run folder and the manifest's command line name the
+            # sender's paths as report.md does (`<home>`, `<venv>`, `<user>`:
+            # report/paths.py), in the one pass that masks their secrets; the spec, the
+            # carried files and repro.py are what a rerun runs, and keep their own.
+            named = _shared_paths(run)
+            manifest["command_line"] = named.shorten(run.command_line)
             _add_text(tar, top / MANIFEST, json.dumps(manifest, indent=2) + "\n")
             _add_text(tar, top / "tree" / spec_rel, redactor.spec_text(run.spec_text))
             count += 2
@@ -220,14 +226,13 @@ def pack(
                 # A workdir no carried file is in (the command names only `../raises.py`)
                 # must still be there: the rerun runs in it.
                 _add_folder(tar, top / "tree" / folder)
-            # results.json and the logs name the sender's paths as report.md does
-            # (`<home>`, `<venv>`, `<user>`: report/paths.py), in the one pass that masks
-            # their secrets; the spec, the carried files and repro.py are what a rerun
-            # runs, and report.md is named so already.
-            named = _shared_paths(run)
             for path in run_folder.top_files:
                 if path.is_file():
-                    shown = named if path == run_folder.results_json else None
+                    shown: PathNames | _ReportNames | None = named
+                    if path == run_folder.report_md:
+                        shown = _ReportNames(named)
+                    elif path in (run_folder.spec_yaml, run_folder.repro_py):
+                        shown = None  # what a rerun runs, as it ran
                     _add_file(tar, top / path.name, path, redactor, shown)
                     count += 1
                 elif path == run_folder.results_json:
@@ -534,12 +539,35 @@ def _add_folder(tar: tarfile.TarFile, name: PurePosixPath) -> None:
     tar.addfile(info)
 
 
+class _ReportNames:
+    """report.md's paths named as `names` does, but for the spec it embeds: the block its
+    first line's digest is of, which `reprospec run report.md` reruns (named, it no longer
+    matched, and the packed report did not rerun)."""
+
+    def __init__(self, names: PathNames) -> None:
+        self._names = names
+
+    def data(self, data: bytes) -> bytes:
+        from reprospec.core.reportspec import MarkerError, find_marked_spec
+
+        text = data.decode("utf-8", "surrogateescape")
+        try:
+            marked = find_marked_spec(text)
+        except MarkerError:
+            marked = None
+        lines = text.split("\n")
+        start = marked.line_offset if marked else 0
+        kept = range(start, start + marked.text.count("\n")) if marked else range(0)
+        shown = [line if at in kept else self._names.shorten(line) for at, line in enumerate(lines)]
+        return "\n".join(shown).encode("utf-8", "surrogateescape")
+
+
 def _add_file(
     tar: tarfile.TarFile,
     name: PurePosixPath,
     path: Path,
     redactor: Redactor,
-    paths: PathNames | None = None,
+    paths: PathNames | _ReportNames | None = None,
 ) -> None:
     # Read through the path's target: the archive holds contents, never a link. Files are
     # at most _LOG_FILE_BYTES (logs): read whole, to be masked (and their paths named).

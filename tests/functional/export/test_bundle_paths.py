@@ -39,7 +39,9 @@ def test_a_bundle_names_the_senders_home_and_user_as_report_md_does(
     (project / "boom.py").write_text(BOOM)
     env = {"HOME": str(home)}
     store = tmp_path / "store"
-    ran = cli("run", "s.yaml", "--out", str(store), env=env, cwd=project)
+    # The spec named by its whole path: report.md's first line and its rerun command, and
+    # bundle.json's command line, name it so.
+    ran = cli("run", str(project / "s.yaml"), "--out", str(store), env=env, cwd=project)
     assert ran.code == 0, ran.stderr
     run_dir = ran.latest_run()
     kept = (run_dir / "results.json").read_text()
@@ -52,15 +54,31 @@ def test_a_bundle_names_the_senders_home_and_user_as_report_md_does(
     with tarfile.open(archive) as tar:
         tar.extractall(unpacked, filter="data")
     (copy,) = unpacked.iterdir()
-    shared = [copy / "results.json", *(copy / "logs").rglob("*.log")]
+    shared = [
+        copy / "results.json",
+        copy / "bundle.json",
+        *(copy / "logs").rglob("*.log"),
+    ]
     leaked = [p.relative_to(copy) for p in shared if USER.encode() in p.read_bytes()]
     assert leaked == []
     stdout = next((copy / "logs").rglob("stdout.log")).read_text()
     assert f"home <home> data {tmp_path}/scratch/<user>/data.csv" in stdout
     stderr = next((copy / "logs").rglob("stderr.log")).read_text()
     assert 'File "<home>/proj/boom.py"' in stderr
-    # What a rerun runs is carried as it ran: the spec names its own paths.
+    # What a rerun runs is carried as it ran: the spec names its own paths, in tree/ and
+    # in the spec report.md embeds, which still reruns; so does the archive.
     assert str(scratch) in (copy / "tree" / "s.yaml").read_text()
+    report_lines = (copy / "report.md").read_text().splitlines()
+    spec_line = f'  env: {{DATA: "{scratch}/data.csv"}}'
+    assert [line for line in report_lines if USER in line] == [spec_line]
+    assert report_lines[0].endswith('path="<home>/proj/s.yaml" -->')
+    again = tmp_path / "again"
+    beside = copy / "tree" / "report.md"  # the report beside the program it runs
+    beside.write_bytes((copy / "report.md").read_bytes())
+    for rerun in (beside, archive):
+        reran = cli("run", str(rerun), "--yes", "--out", str(again), env=env, cwd=tmp_path)
+        assert reran.code == 0, reran.stderr
+        assert "1/1 cell reproduced" in reran.stdout + reran.stderr
 
     # The copy reports as the run did (its `paths` are labelled too), and compares with
     # the run it was made of without a path read as a difference.
@@ -69,8 +87,8 @@ def test_a_bundle_names_the_senders_home_and_user_as_report_md_does(
     assert report.code == 0, report.stderr
     # report.md names the home `<home>` already; the spec it embeds (and reruns) keeps what
     # it writes, which the copy's results.json names as the logs do.
-    sent = (run_dir / "report.md").read_text().replace(f"/{USER}/", "/<user>/")
-    assert rendered.read_text().splitlines()[1:] == sent.splitlines()[1:]
+    sent = [line.replace(f"/{USER}/", "/<user>/") for line in report_lines]
+    assert rendered.read_text().splitlines()[1:] == sent[1:]
     compared = cli("compare", str(copy), str(run_dir), "--out", str(store), env=env)
     assert compared.code == 0, compared.stderr
     assert "same spec" in compared.stdout, compared.stdout
