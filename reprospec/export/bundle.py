@@ -258,7 +258,7 @@ def pack(
             readme = _readme(
                 run, manifest, carried, place, sources.document, masked, interrupted=interrupted
             )
-            _add_text(tar, top / "README.md", readme)
+            _add_text(tar, top / "README.md", named.shorten(readme))
             count += 1
             for path in logs:
                 packed = top / "logs" / path.relative_to(run_dir).as_posix()

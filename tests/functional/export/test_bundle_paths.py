@@ -57,6 +57,7 @@ def test_a_bundle_names_the_senders_home_and_user_as_report_md_does(
     shared = [
         copy / "results.json",
         copy / "bundle.json",
+        copy / "README.md",
         *(copy / "logs").rglob("*.log"),
     ]
     leaked = [p.relative_to(copy) for p in shared if USER.encode() in p.read_bytes()]
