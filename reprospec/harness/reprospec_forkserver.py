@@ -556,8 +556,11 @@ def _become(job: Job) -> None:
         import tempfile
 
         tempfile.tempdir = None  # cached from the server's TMPDIR: the attempt has its own
-    _perturb_process(request.get("perturb") or {})
+    perturb = request.get("perturb") or {}
+    _perturb_process(perturb)
     _perturb_interpreter()
+    if "cpus" in perturb:
+        _torch_threads_for_cpus()
     _arm_fatal()
     _stack_dump()
     _reseed(int(request["seed"]))
@@ -640,6 +643,31 @@ def _perturb_interpreter() -> None:
                 _torch_threads(torch, threads, interop)
             else:
                 _after_import("torch", lambda module: _torch_threads(module, threads, interop))
+    except Exception as exc:
+        _not_perturbed(exc)
+
+
+def _torch_threads_for_cpus() -> None:
+    """perturb.cpus in a fork of a server that imported torch: torch's intra-op pool is
+    sized to the CPUs the attempt may use, as a fresh interpreter's torch sizes it when it
+    loads under that affinity (OpenMP counts the affinity's CPUs), where the pool kept the
+    server's size (2 threads on 1 CPU under cpus=1). Not where torch.num_threads sets it,
+    nor where OMP_NUM_THREADS or MKL_NUM_THREADS does (a fresh start reads those; the
+    server read the same ones). Where the attempt imports torch itself it loads under the
+    affinity already."""
+    torch = sys.modules.get("torch")
+    text = os.environ.get("REPROSPEC_PERTURB") or ""
+    if (
+        torch is None
+        or "torch_threads=" in text
+        or "OMP_NUM_THREADS" in os.environ
+        or "MKL_NUM_THREADS" in os.environ
+    ):
+        return
+    try:
+        cpus = len(os.sched_getaffinity(0))
+        if torch.get_num_threads() > cpus:
+            torch.set_num_threads(cpus)
     except Exception as exc:
         _not_perturbed(exc)
 

@@ -185,3 +185,29 @@ def test_torch_pools_are_set_in_the_fork(
     assert seen["interop_threads"] == 3
     assert seen["omp"] == "1"
     assert seen["sum"] == 64.0 * 64 * 64
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs to take one away")
+def test_cpus_sizes_a_preloaded_torchs_pool_as_a_fresh_start_does(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    # A fresh interpreter's torch counts the CPUs of its affinity as it loads; the server's
+    # torch loaded with all of them, so a fork under cpus=1 kept a pool of 2 or more threads.
+    execution, seen = probe(runner, tmp_path, {"cpus": 1}, "torch", preload=("torch",))
+    assert execution.returncode == 0, (tmp_path / "attempt-1" / "stderr.log").read_text()
+    assert execution.launch == "forked", execution.launch_note
+    assert len(seen["cpus"]) == 1  # type: ignore[arg-type]
+    assert seen["torch_threads"] == 1
+    # torch.num_threads still says it, over the CPUs' count.
+    execution, seen = probe(
+        runner,
+        tmp_path,
+        {"cpus": 1, "torch": {"num_threads": 2}},
+        "torch",
+        preload=("torch",),
+        attempt=2,
+    )
+    assert execution.launch == "forked", execution.launch_note
+    assert seen["torch_threads"] == 2
