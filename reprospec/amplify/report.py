@@ -29,6 +29,7 @@ from reprospec.core.rates import rate_floor, refuting_bound
 from reprospec.core.results import Rate
 from reprospec.core.words import (
     budget_continues,
+    interval_bounds,
     interval_phrase,
     plural,
     rate_phrase,
@@ -159,9 +160,12 @@ def go_on(found: AmplifyReport) -> str:
         # isolate needs a passing side: another cell (a spec without a matrix has none, and
         # is refused without --passing-set).
         isolate = f" (or reprospec isolate {spec}{cell})" if found.cell.matrix else ""
+        # Its lower bound as the interval beside it prints it (rounded down): 12/16's
+        # 0.505 read `(95% CI 0.50–0.90)` in the answer and `at least 0.51` here.
+        low = interval_bounds(rate.low, rate.high)[0]
         return (
             f"the base already fails in {rate.matched}/{rate.attempts} (at least "
-            f"{rate.low:.2f}), often enough for isolate and minimize (at least {least:g}): "
+            f"{low}), often enough for isolate and minimize (at least {least:g}): "
             f"go on without a perturbation: reprospec minimize {spec}{cell}{isolate}"
         )
     floor = rare_min_rate(rate.low, rate.matched / rate.attempts)

@@ -113,6 +113,11 @@ def test_not_amplified_says_when_the_base_is_frequent_enough_to_go_on(
     bound = _not_amplified(
         tmp_path, Rate(21, 40, 0.37, 0.67), Expectation("error", rate=parse_rate(">=0.5"))
     )
+    # The bound as the base's interval prints it, rounded down: 12/16's 0.505 read
+    # `(95% CI 0.50–0.90)` in the answer and `(at least 0.51)` on this line.
+    halfway = _not_amplified(tmp_path, Rate(12, 16, 0.5050168, 0.8981793), Expectation("error"))
+    assert "base 12/16 (95% CI 0.50–0.90)" in halfway.render("text")
+    assert "the base already fails in 12/16 (at least 0.50), often" in halfway.render("text")
     for quiet in (rare, bound):
         assert "often enough" not in quiet.render("text")
         assert "--min-rate" in quiet.render("text")
