@@ -379,7 +379,7 @@ def _rate_note(found: AmplifyReport) -> str:
     return (
         "The cell's `expect` has no `rate`, so a run judges every attempt and reads "
         f"`not-reproduced` where any attempt passes; amplified, it failed in "
-        f"{rate.matched}/{rate.attempts} ({rate.low:.2f}–{rate.high:.2f}): give the failing "
+        f"{interval(rate)}: give the failing "
         f"cell `rate: '>0'` in its `expect` to judge a run by its rate{fix}."
     )
 

@@ -67,6 +67,22 @@ def test_the_amplified_spec_without_a_rate_is_said_to_need_one_to_judge_a_run_by
         "(0.40–0.62): give the failing cell `rate: '>0'` in its `expect` to judge a run by "
         "its rate (a bound below that interval, `>=0.2`, tells a fix)."
     ) in text
+    # Its interval as the table above prints it, rounded outward: 9/36's 0.1351–0.4141
+    # read `0.13–0.42` in the table and `(0.14–0.41)` here.
+    found = _found(tmp_path, Expectation("error"), 9)
+    found = replace(
+        found,
+        result=replace(
+            found.result,
+            arms=(
+                found.result.arms[0],
+                replace(found.result.arms[1], rate=Rate(9, 36, 0.1351, 0.4141)),
+            ),
+        ),
+    )
+    text = markdown(found)
+    assert "| switch_interval=1e-06 | 9/36 | 0.13–0.42 |" in text
+    assert "amplified, it failed in 9/36 (0.13–0.42): give" in text
     # With a rate of its own, or failing in every attempt, a run judges it as it should.
     rated = Expectation("error", rate=parse_rate(">0"))
     assert "has no `rate`" not in markdown(_found(tmp_path, rated, 41))
