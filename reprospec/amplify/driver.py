@@ -36,7 +36,7 @@ from reprospec.core.runoptions import RunOptions, WordSet, check_options, rerun_
 from reprospec.core.sections import Perturb, SectionError
 from reprospec.core.words import plural
 from reprospec.environment.probe import shared_captures
-from reprospec.errors import UsageError, suggest
+from reprospec.errors import FatalError, UsageError, suggest
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import search_id
 from reprospec.perturb.fork import unforkable
@@ -248,7 +248,7 @@ def _amplify(
             f"{'pass' if expectation.outcome == 'pass' else 'be observed'}"
         )
     current = plan.attempts[0].environment.perturb.settings() if plan.attempts else ()
-    fresh: dict[str, str] = {}
+    fresh: dict[str, str] | None = None  # None: no run.preload
     if plan.attempts and plan.attempts[0].preload:
         # Which arms fork and which pay a whole interpreter start (and torch's import) per
         # attempt, said before a search of hundreds of attempts (nu24 LOW-3: 14 minutes,
@@ -258,7 +258,7 @@ def _amplify(
     # An arm that runs fresh is judged against `base (fresh)`, the spec run fresh too
     # (search.py: two bases): its gain over the forked base could be the start's.
     singles = [
-        Arm(((name, value),), "single", Arm(((name, value),), "single").label in fresh)
+        Arm(((name, value),), "single", Arm(((name, value),), "single").label in (fresh or {}))
         for name, value in tries
         if (name, value) not in current
     ]
@@ -336,6 +336,7 @@ def _amplify(
         chosen=chosen.reason if chosen.total > 1 else "",
         rerun_options=rerun_words(options.run),
         cells=chosen.total,
+        unforked=_unforked(state, run_options.out, fresh) if fresh is not None else "",
     )
     from reprospec.amplify.report import write
 
@@ -387,6 +388,37 @@ def _check_amplified_spec(path: Path, data: Mapping[str, JsonValue], spec_path: 
 def overrides_for(arm: Arm) -> tuple[str, ...]:
     """The `--set` overrides that put `arm`'s perturbations into the spec."""
     return tuple(f"environment.perturb.{name}={json.dumps(value)}" for name, value in arm.settings)
+
+
+def _unforked(state: StateFile, out: Path, fresh: Mapping[str, str]) -> str:
+    """Of the attempts meant to fork (the base's and the forked arms', not `base (fresh)`'s
+    nor a fresh arm's), how many ran fresh and why (the first one's `launch_note`): a
+    server that could not import a module, or refused to fork, runs every attempt fresh,
+    and amplify.md said "the base's attempts forked" (nu43). "" where all forked."""
+    from reprospec import api
+
+    meant = ran_fresh = 0
+    why = ""
+    for probe in state.probes():
+        if probe.arm == Arm((), "base", fresh=True).label or any(
+            label in fresh for label in probe.arm.split(" + ")
+        ):
+            continue
+        try:
+            result = api.load_result(probe.run_id, out)
+        except (FatalError, OSError):
+            continue  # a run removed since: its attempts are not counted
+        for cell in result.cells:
+            for attempt in cell.attempts:
+                meant += 1
+                if attempt.launch == "fresh":
+                    ran_fresh += 1
+                    why = why or (attempt.launch_note or "")
+    if not ran_fresh:
+        return ""
+    return f"{ran_fresh} of {plural(meant, 'attempt')} meant to fork ran fresh" + (
+        f" ({why})" if why else ""
+    )
 
 
 def _run_probe(

@@ -71,6 +71,10 @@ class AmplifyReport:
     rerun_options: tuple[str, ...] = ()
     # The cells of the spec: a one-cell spec's isolate needs `--passing-set`.
     cells: int = 1
+    # Under run.preload, the attempts of the arms meant to fork (the base's, the forked
+    # arms') that ran fresh instead, with the first one's reason: `60 of 60 attempts meant to
+    # fork ran fresh (ran fresh: the preload server could not start: ...)`; "" for none.
+    unforked: str = ""
 
     @property
     def rerun_tail(self) -> str:
@@ -240,6 +244,8 @@ def text(found: AmplifyReport) -> str:
         if result.base_for(arm) is not result.base:
             extra.append(f"ran fresh, judged against {result.base_for(arm).arm.label}")
         lines.append(f"  {arm.arm.label}: {measured}" + (f"; {'; '.join(extra)}" if extra else ""))
+    if found.unforked:
+        lines.append(f"run.preload: {found.unforked}")
     lines.append(
         f"{plural(result.used, 'attempt')} of a budget of {found.budget}"
         + replayed_phrase(found.replayed, found.reused)
@@ -292,7 +298,11 @@ def markdown(found: AmplifyReport) -> str:
             f"| {arm.tally.infra or '–'}{': ' + arm.infra_reason if arm.tally.infra else ''} |"
         )
     fresh = [f"`{a.arm.label}`" for a in result.arms if result.base_for(a) is not result.base]
-    if fresh:
+    if found.unforked:
+        # The server could not start, or refused to fork: what ran is not what run.preload
+        # meant, and "the base's attempts forked" would be untrue.
+        lines += ["", f"Under run.preload {found.unforked}."]
+    elif fresh:
         lines += [
             "",
             f"Under run.preload the base's attempts forked from the preloaded server; "
@@ -432,6 +442,7 @@ def to_dict(found: AmplifyReport) -> JsonObject:
         "used": result.used,
         "budget": found.budget,
         "note": result.note,
+        "unforked": found.unforked or None,
         "runs": list(found.runs),
         "reused": found.reused,
         "replayed": found.replayed,

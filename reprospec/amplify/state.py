@@ -126,5 +126,9 @@ class StateFile:
         temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
         temporary.replace(self.path)
 
+    def probes(self) -> list[StoredProbe]:
+        """Every probe stored, in the order they ran."""
+        return list(self._probes)
+
     def runs(self) -> list[str]:
         return list(dict.fromkeys(p.run_id for p in self._probes if p.run_id))

@@ -538,3 +538,47 @@ def test_preload_judges_a_fresh_arm_against_a_base_run_fresh_too(cli: Cli, tmp_p
             )
             launches.setdefault(arm, set()).add(attempt["launch"])
     assert launches == {"base": {"forked"}, "base (fresh)": {"fresh"}, "malloc=perturb": {"fresh"}}
+
+
+def test_preload_that_could_not_fork_says_its_attempts_ran_fresh(cli: Cli, tmp_path: Path) -> None:
+    """`amplify --preload MOD` where the server cannot import MOD: every attempt runs fresh,
+    and amplify.md said "Under run.preload the base's attempts forked from the preloaded
+    server" (nu43). The answer, amplify.md and amplify.json say how many ran fresh and why."""
+    spec = _copy(tmp_path, "race.yaml", "race.py")
+    out = tmp_path / "out"
+    more = ("--budget", "24", "--try", "switch_interval=1e-6", "--try", "malloc=perturb")
+    _, data = _amplify(cli, spec, out, *more, "--preload", "no_such_module_nu43")
+    attempts = [
+        attempt
+        for path in (out / "runs").glob("*/results.json")
+        for cell in json.loads(path.read_text())["cells"]
+        for attempt in cell["attempts"]
+    ]
+    assert attempts
+    assert {a["launch"] for a in attempts} == {"fresh"}
+    unforked = str(data["unforked"])
+    assert re.fullmatch(r"(\d+) of \1 attempts meant to fork ran fresh \(ran fresh: .+\)", unforked)
+    assert "no_such_module_nu43" in unforked
+    text = cli(
+        "amplify",
+        str(spec),
+        "--out",
+        str(out),
+        "-j",
+        "2",
+        *more,
+        "--preload",
+        "no_such_module_nu43",
+    )
+    assert f"run.preload: {unforked}\n" in text.stdout, text.stdout
+    markdown = next((out / "amplify").glob("*/amplify.md")).read_text()
+    assert f"Under run.preload {unforked}." in markdown
+    assert "the base's attempts forked" not in markdown
+    # Forked as meant, nothing is said (the test above: the base's attempts forked).
+    lib = stamp_module(tmp_path)
+    out2 = tmp_path / "out2"
+    _, forked = _amplify(
+        cli, spec, out2, *more, "--preload", "stamp", "--set", f"environment.env.PYTHONPATH={lib}"
+    )
+    assert forked["unforked"] is None
+    assert "the base's attempts forked" in next((out2 / "amplify").glob("*/amplify.md")).read_text()
