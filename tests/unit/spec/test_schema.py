@@ -220,3 +220,32 @@ def test_phase_steps_start_at_one() -> None:
         "s.yaml:4:42: workload.phases[0].steps: expected an integer >= 1, got 0"
     ]
     assert problems(BASE + "workload: {phases: [{name: train, steps: 1}]}\n") == []
+
+
+def _alternatives(node: object, path: str = "") -> list[tuple[str, object]]:
+    """Every subschema of alternatives (anyOf, oneOf) in `node`, with its path."""
+    found: list[tuple[str, object]] = []
+    if isinstance(node, dict):
+        if "anyOf" in node or "oneOf" in node:
+            found.append((path, node))
+        for key, value in node.items():
+            found += _alternatives(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found += _alternatives(value, f"{path}[{index}]")
+    return found
+
+
+def test_no_expected_phrase_names_an_alternative_twice() -> None:
+    # An alternative's x-expected that named the next one too was said twice: `expected
+    # aggressive or a threshold >= 1 or a threshold >= 1` (perturb.gc), `a seed
+    # 0-4294967295 or random or 'random'` (perturb.hash_seed).
+    doubled = []
+    for path, node in _alternatives(load_schema()):
+        parts = describe(node).split(" or ")  # type: ignore[arg-type]
+        words = [part.strip("'\"") for part in parts]
+        if len(set(words)) < len(words) or any(
+            a != b and a in b.split() for a in words for b in words
+        ):
+            doubled.append(f"{path}: {describe(node)}")  # type: ignore[arg-type]
+    assert doubled == []
