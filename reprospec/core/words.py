@@ -420,7 +420,12 @@ def launch_summary(attempts: Iterable[AttemptResult]) -> str | None:
             parts.append("OpenBLAS ran single-threaded in them (OPENBLAS_NUM_THREADS=1)")
     fresh = len(attempts) - len(forked)
     if fresh:
-        why = "; ".join(f"{reason} ({n})" for reason, n in reasons.most_common())
+        # One reason for every fresh attempt is counted once: `2 ran fresh: why (2)` said
+        # the count twice (nu43).
+        if len(reasons) == 1 and sum(reasons.values()) == fresh:
+            why = next(iter(reasons))
+        else:
+            why = "; ".join(f"{reason} ({n})" for reason, n in reasons.most_common())
         parts.append(f"{fresh} ran fresh" + (f": {why}" if why else ""))
     return "; ".join(parts)
 

@@ -99,3 +99,21 @@ def test_no_count_is_worded_with_a_parenthesised_plural() -> None:
         if counted.search(line)
     ]
     assert found == []
+
+
+def test_a_launch_summary_counts_a_reason_only_where_the_fresh_attempts_had_several() -> None:
+    """nu43: `preload: 2 ran fresh: ... only as a process starts (2)` said the count twice."""
+    from dataclasses import replace
+
+    from reprospec.core.results import AttemptResult, Outcome
+    from reprospec.core.words import launch_summary
+
+    plain = AttemptResult(1, 0.1, Outcome(kind="pass"), True, (), "")
+    seed = replace(plain, launch="fresh", launch_note="ran fresh: perturb.hash_seed: why")
+    malloc = replace(seed, launch_note="ran fresh: perturb.malloc: other")
+    forked = replace(plain, launch="forked")
+    assert launch_summary([seed, seed]) == "2 ran fresh: perturb.hash_seed: why"
+    assert launch_summary([seed, seed, malloc]) == (
+        "3 ran fresh: perturb.hash_seed: why (2); perturb.malloc: other (1)"
+    )
+    assert str(launch_summary([forked, seed])).endswith("; 1 ran fresh: perturb.hash_seed: why")
