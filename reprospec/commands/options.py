@@ -354,10 +354,11 @@ def preload(text: str | None) -> tuple[str, ...] | None:
         return None
     if text.strip().lower() in ("", "none"):
         return ()
-    names = tuple(name.strip() for name in text.split(",") if name.strip())
-    if not names:
-        # `--preload ,,` read as off would run every attempt fresh without a word (nu42).
-        raise UsageError(f"--preload {text!r} names no module: give MOD,... or none")
+    names = tuple(name.strip() for name in text.split(","))
+    if not all(names):
+        # `--preload ,,` read as off ran every attempt fresh without a word (nu42), and
+        # `torch,,x` dropped what may have been a module mistyped away (nu43).
+        raise UsageError(f"--preload {text!r} names an empty module: give MOD,... or none")
     return names
 
 

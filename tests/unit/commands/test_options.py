@@ -183,10 +183,12 @@ def test_preload_is_one_option_whichever_verb_takes_it(verb: str) -> None:
         assert opt.run_options(args, purpose=verb).preload == modules
     args = build_parser(verb).parse_args([verb, "s.yaml"])
     assert opt.run_options(args, purpose=verb).preload is None
-    # `,,` names no module: refused, where it ran every attempt fresh without a word (nu42).
-    args = build_parser(verb).parse_args([verb, "s.yaml", "--preload", ",,"])
-    with pytest.raises(UsageError, match="--preload ',,' names no module"):
-        opt.run_options(args, purpose=verb)
+    # An empty name is refused: `,,` ran every attempt fresh without a word (nu42), and
+    # `json,,os` dropped what may be a mistyped module (nu43).
+    for empty in (",,", "json,,os", "json,"):
+        args = build_parser(verb).parse_args([verb, "s.yaml", "--preload", empty])
+        with pytest.raises(UsageError, match=f"--preload '{empty}' names an empty module"):
+            opt.run_options(args, purpose=verb)
 
 
 def test_bisect_takes_preload_as_the_specs_run_preload_given_last() -> None:
