@@ -455,6 +455,12 @@ class Amplification:
                 f"{self.arms[leader].label} fails most often, but its interval still "
                 f"overlaps the {base}"
             )
+        if leader == 0 and any(
+            t.matched for t, a in zip(self.tallies, self.arms, strict=True) if a.settings
+        ):
+            # The answer names the best perturbation's rate beside the base's: without
+            # this, "best cpus=1: 10/14: not amplified" gave no reason (nu43).
+            return "no perturbation failed more often than the base"
         return ""
 
     def _finish(

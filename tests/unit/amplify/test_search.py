@@ -395,3 +395,14 @@ def test_a_combination_holding_a_fresh_perturbation_is_judged_against_the_fresh_
     assert combined.fresh
     assert search.base_of(len(search.arms) - 1) == 1
     assert search.base_of(2) == 0
+
+
+def test_a_search_whose_base_fails_most_often_says_so_in_its_note() -> None:
+    # nu43: "base 12/16; best cpus=1: 10/14 (0.45–0.89): not amplified" gave no reason
+    # where no perturbation failed more often than the base and the budget ran out.
+    result, _ = simulate(
+        [CPUS, GC], fixed({"base": 0.6, "cpus=1": 0.3, "gc=aggressive": 0.2}), seed=1,
+        settings=Settings(budget=60),
+    )  # fmt: skip
+    assert result.status == "not-amplified"
+    assert result.note == "no perturbation failed more often than the base"
