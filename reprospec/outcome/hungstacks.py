@@ -211,7 +211,7 @@ def pytest_hung_in(stack: str | None, named: str | None = None) -> str | None:
     for index, frame in enumerate(frames):
         if index and _is(frame, _PYTEST_CALL):
             test = frames[index - 1]
-            if named is not None and _test_function(named) == test.function:
+            if named is not None and _names(named, test):
                 return f"the test was at {_short(test)}"
             return f"pytest was running {test.function} ({_short(test)})"
         if index and _is(frame, _PYTEST_FIXTURE):
@@ -231,9 +231,14 @@ def pytest_hung_in(stack: str | None, named: str | None = None) -> str | None:
     return None
 
 
-def _test_function(node: str) -> str:
-    """The function a pytest node id names: `t.py::TestC::test_one[1-a]` is `test_one`."""
-    return node.rsplit("::", 1)[-1].split("[", 1)[0]
+def _names(node: str, frame: Frame) -> bool:
+    """Whether a pytest node id names the test `frame` runs: its function, and its file
+    (`tests/t.py::TestC::test_one[1-a]` names test_one of .../tests/t.py), so a test of the
+    same name in another module is still named (rv42)."""
+    file, _, rest = node.partition("::")
+    function = rest.rsplit("::", 1)[-1].split("[", 1)[0]
+    path = frame.path
+    return function == frame.function and (path == file or path.endswith(f"/{file}"))
 
 
 def _is(frame: Frame, where: tuple[str, str | tuple[str, ...]]) -> bool:

@@ -176,7 +176,15 @@ def test_a_test_the_phase_names_is_not_named_again() -> None:
     said = "the test was at test_h.py:4"
     assert pytest_hung_in(_PYTEST_RUNNING, "test_h.py::test_one") == said
     assert pytest_hung_in(_PYTEST_RUNNING, "test_h.py::TestH::test_one[1-a]") == said
+    assert pytest_hung_in(_PYTEST_RUNNING, "tests/test_h.py::test_one") == said
     assert pytest_hung_in(_PYTEST_RUNNING, "test_h.py::test_two") == (
+        "pytest was running test_one (test_h.py:4)"
+    )
+    # A test of the same name in another module (rv42): the stack's is named.
+    assert pytest_hung_in(_PYTEST_RUNNING, "other/test_h.py::test_one") == (
+        "pytest was running test_one (test_h.py:4)"
+    )
+    assert pytest_hung_in(_PYTEST_RUNNING, "test_x.py::test_one") == (
         "pytest was running test_one (test_h.py:4)"
     )
     assert pytest_hung_in(_PYTEST_FIXTURE, "test_h.py::test_one") == (
