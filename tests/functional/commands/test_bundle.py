@@ -851,37 +851,58 @@ COPY --from=reprospec-runner:latest /etc/hostname /tmp/
 """
 
 
-def test_the_specs_dockerfile_and_what_it_copies_go_along(tmp_path: Path, cli: Cli) -> None:
-    # A docker run of a spec with `environment.dockerfile` was bundled without the
-    # Dockerfile, exit 0: its rerun anywhere was infra-error (`environment.dockerfile not
-    # found`), which only --verify told. The local runner does not build it, so this runs
-    # without an engine; what the archive holds is what a docker rerun builds from.
+def _docker_project(tmp_path: Path) -> tuple[Path, Path]:
+    """A project whose spec names its own Dockerfile (DOCKERFILE, which COPYs greeting.txt
+    and conf/), the two files it copies written: the spec and the Dockerfile's folder."""
     spec = _project(tmp_path / "project")
     docker = tmp_path / "project" / "docker"
     (docker / "conf").mkdir(parents=True)
     (docker / "Dockerfile").write_text(DOCKERFILE)
     (docker / "greeting.txt").write_text("hello\n")
     (docker / "conf" / "app.cfg").write_text("level = 3\n")
-    (docker / "conf" / ".netrc").write_text("machine x password y\n")
-    (docker / "unused.txt").write_text("not copied\n")
     spec.write_text(
         SPEC.replace(
             "  workdir: ../app\n", "  workdir: ../app\n  dockerfile: ../docker/Dockerfile\n"
         )
     )
+    return spec, docker
+
+
+def _bundled(cli: Cli, tmp_path: Path, spec: Path) -> tuple[CliResult, dict[str, str]]:
+    """The spec run and bundled: bundle's result, and each file of the archive's tree/ (by
+    its path there) with its text."""
     out = tmp_path / "store"
     first = cli("run", str(spec), "--out", str(out))
     assert first.code == 0, first.stdout + first.stderr
     archive = tmp_path / "b.tgz"
     packed = _bundle(cli, archive, out)
     assert packed.code == 0, packed.stderr
-    assert "conf/.netrc (environment.dockerfile" in packed.stderr
     with tarfile.open(archive) as tar:
         top = tar.getnames()[0].split("/")[0]
-        names = {name.removeprefix(f"{top}/tree/") for name in tar.getnames()}
-        assert _read(tar, f"{top}/tree/docker/Dockerfile") == DOCKERFILE
-    assert {"docker/greeting.txt", "docker/conf/app.cfg", "specs/crash.yaml"} <= names
-    assert not {"docker/unused.txt", "docker/conf/.netrc", "docker/hostname"} & names
+        tree = f"{top}/tree/"
+        files = {
+            name.removeprefix(tree): extracted.read().decode(errors="replace")
+            for name in tar.getnames()
+            if name.startswith(tree) and (extracted := tar.extractfile(name)) is not None
+        }
+    return packed, files
+
+
+def test_the_specs_dockerfile_and_what_it_copies_go_along(tmp_path: Path, cli: Cli) -> None:
+    # A docker run of a spec with `environment.dockerfile` was bundled without the
+    # Dockerfile, exit 0: its rerun anywhere was infra-error (`environment.dockerfile not
+    # found`), which only --verify told. The local runner does not build it, so this runs
+    # without an engine; what the archive holds is what a docker rerun builds from.
+    spec, docker = _docker_project(tmp_path)
+    (docker / "conf" / ".netrc").write_text("machine x password y\n")
+    (docker / "unused.txt").write_text("not copied\n")
+
+    packed, files = _bundled(cli, tmp_path, spec)
+
+    assert "conf/.netrc (environment.dockerfile" in packed.stderr
+    assert files["docker/Dockerfile"] == DOCKERFILE
+    assert {"docker/greeting.txt", "docker/conf/app.cfg", "specs/crash.yaml"} <= files.keys()
+    assert not {"docker/unused.txt", "docker/conf/.netrc", "docker/hostname"} & files.keys()
 
 
 def test_what_the_dockerignore_excludes_is_not_carried_with_a_copied_folder(
@@ -889,31 +910,16 @@ def test_what_the_dockerignore_excludes_is_not_carried_with_a_copied_folder(
 ) -> None:
     # dockerfile_context carried every file of a folder a COPY names, those the context's
     # .dockerignore excludes too (a checkpoint, a secrets file): docker never sends them.
-    spec = _project(tmp_path / "project")
-    docker = tmp_path / "project" / "docker"
-    (docker / "conf" / "private").mkdir(parents=True)
-    (docker / "Dockerfile").write_text(DOCKERFILE)
-    (docker / "greeting.txt").write_text("hello\n")
-    (docker / "conf" / "app.cfg").write_text("level = 3\n")
+    spec, docker = _docker_project(tmp_path)
+    (docker / "conf" / "private").mkdir()
     (docker / "conf" / "keep.ckpt").write_text("kept by the exception\n")
     (docker / "conf" / "big.ckpt").write_text("excluded by **/*.ckpt\n")
     (docker / "conf" / "private" / "notes.txt").write_text("excluded as a folder\n")
     (docker / ".dockerignore").write_text(
         "# what the build never sees\n**/*.ckpt\n!conf/keep.ckpt\n/conf/private\n"
     )
-    spec.write_text(
-        SPEC.replace(
-            "  workdir: ../app\n", "  workdir: ../app\n  dockerfile: ../docker/Dockerfile\n"
-        )
-    )
-    out = tmp_path / "store"
-    first = cli("run", str(spec), "--out", str(out))
-    assert first.code == 0, first.stdout + first.stderr
-    archive = tmp_path / "b.tgz"
-    packed = _bundle(cli, archive, out)
-    assert packed.code == 0, packed.stderr
-    with tarfile.open(archive) as tar:
-        top = tar.getnames()[0].split("/")[0]
-        names = {name.removeprefix(f"{top}/tree/") for name in tar.getnames()}
+
+    names = _bundled(cli, tmp_path, spec)[1].keys()
+
     assert {"docker/Dockerfile", "docker/conf/app.cfg", "docker/conf/keep.ckpt"} <= names
     assert not {"docker/conf/big.ckpt", "docker/conf/private/notes.txt"} & names
