@@ -2178,18 +2178,26 @@ def test_a_pytest_run_by_a_launcher_with_options_names_the_test_that_crashed(
     `python -X dev -m pytest` read `dev` as a script: no pytest, no -v, the spec named no
     test. uv is a stand-in here (a real process that drops its options and runs the rest,
     as `uv run` does in an environment that has them)."""
-    workdir = tmp_path / "proj"
-    _pytest_project(workdir)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "uv").write_text(
+    uv = (
         '#!/bin/sh\nshift\nwhile [ $# -gt 0 ]; do\n  case "$1" in\n'
         "    --with) shift 2 ;;\n    -*) shift ;;\n    *) break ;;\n  esac\ndone\n"
         'exec "$@"\n'
     )
-    (bin_dir / "uv").chmod(0o755)
-    here = venv_first(bin_dir)
-    result = capture(cli, workdir, *launcher, "pytest", "-q", "tests/test_x.py", env=here)
+    _names_the_crashed_test(cli, tmp_path, "uv", uv, (*launcher, "pytest"))
+
+
+def _names_the_crashed_test(
+    cli: Cli, tmp_path: Path, name: str, script: str, words: tuple[str, ...]
+) -> None:
+    """Capture of `WORDS -q tests/test_x.py` (a test that segfaults), `name` on PATH a
+    stand-in launcher (`script`): the spec names the test, narrowed, run with -v."""
+    workdir = tmp_path / "proj"
+    _pytest_project(workdir)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / name).write_text(script)
+    (bin_dir / name).chmod(0o755)
+    result = capture(cli, workdir, *words, "-q", "tests/test_x.py", env=venv_first(bin_dir))
     node = "tests/test_x.py::test_crash"
     assert f"wrote spec.yaml: crash:SIGSEGV:main:{node}:" in result.stdout, result.stdout
     assert f"narrowed to the test that crashed: {node} alone" in result.stdout
@@ -2214,26 +2222,14 @@ def test_a_pytest_run_by_hatch_with_its_options_names_the_test_that_crashed(
     +py=3.11 test:pytest` were read as no pytest: no -v, the spec named no test. hatch is a
     stand-in here (a real process that drops its options and selectors and the program's
     `ENV:`, and runs the rest, as hatch does in an environment that has pytest)."""
-    workdir = tmp_path / "proj"
-    _pytest_project(workdir)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "hatch").write_text(
+    hatch = (
         '#!/bin/sh\nwhile [ "$1" != run ]; do shift; done\nshift\n'
         'while [ $# -gt 0 ]; do\n  case "$1" in\n    [+-]*) shift ;;\n    *) break ;;\n'
         '  esac\ndone\nprogram="${1#*:}"\nshift\nexec "$program" "$@"\n'
     )
-    (bin_dir / "hatch").chmod(0o755)
-    here = venv_first(bin_dir)
     *before, last = launcher
     words = (*before, f"{last}pytest") if last.endswith(":") else (*launcher, "pytest")
-    result = capture(cli, workdir, *words, "-q", "tests/test_x.py", env=here)
-    node = "tests/test_x.py::test_crash"
-    assert f"wrote spec.yaml: crash:SIGSEGV:main:{node}:" in result.stdout, result.stdout
-    assert f"narrowed to the test that crashed: {node} alone" in result.stdout
-    document = spec_document(workdir)
-    assert str(document["command"]).endswith(f"pytest {node} -v"), document["command"]
-    assert document["markers"] == [{"preset": "pytest"}]
+    _names_the_crashed_test(cli, tmp_path, "hatch", hatch, words)
 
 
 def test_a_crashing_test_whose_id_holds_a_bracket_is_named_whole_from_merged_output(
