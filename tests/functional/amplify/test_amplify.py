@@ -52,6 +52,16 @@ def _rerun(cli: Cli, spec: str, out: Path, repeat: int) -> tuple[int, int]:
     return sum(1 for a in attempts if a["matched"]), len(attempts)
 
 
+def _attempts(out: Path) -> list[dict[str, Any]]:
+    """Every attempt of every run the search made under `out`, as results.json holds it."""
+    return [
+        attempt
+        for path in (out / "runs").glob("*/results.json")
+        for cell in json.loads(path.read_text())["cells"]
+        for attempt in cell["attempts"]
+    ]
+
+
 def _rate(arm: object) -> dict[str, float]:
     assert isinstance(arm, dict)
     rate = arm["rate"]
@@ -477,12 +487,7 @@ def test_preload_forks_the_perturbed_arms_from_the_bases_server(cli: Cli, tmp_pa
     arms = data["arms"]
     assert isinstance(arms, list)
     assert all(_rate(arm)["attempts"] > 0 for arm in arms), arms  # both arms ran
-    attempts = [
-        attempt
-        for path in (out / "runs").glob("*/results.json")
-        for cell in json.loads(path.read_text())["cells"]
-        for attempt in cell["attempts"]
-    ]
+    attempts = _attempts(out)
     perturbed = [a for a in attempts if a.get("perturbed")]
     assert perturbed
     assert len(perturbed) < len(attempts)
@@ -548,12 +553,7 @@ def test_preload_that_could_not_fork_says_its_attempts_ran_fresh(cli: Cli, tmp_p
     out = tmp_path / "out"
     more = ("--budget", "24", "--try", "switch_interval=1e-6", "--try", "malloc=perturb")
     _, data = _amplify(cli, spec, out, *more, "--preload", "no_such_module_nu43")
-    attempts = [
-        attempt
-        for path in (out / "runs").glob("*/results.json")
-        for cell in json.loads(path.read_text())["cells"]
-        for attempt in cell["attempts"]
-    ]
+    attempts = _attempts(out)
     assert attempts
     assert {a["launch"] for a in attempts} == {"fresh"}
     unforked = str(data["unforked"])
