@@ -68,14 +68,19 @@ def test_every_verb_that_prints_a_report_takes_every_format_render_renders(verb:
     assert "github" in FORMATS
 
 
+def _verb_and_spec(verb: str, tmp_path: Path) -> list[str]:
+    """`VERB tiny.yaml` (SPEC written) and what the verb checks before its run options."""
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(SPEC)
+    needs = {"bisect": ["--package", "p", "--good", "1", "--bad", "2"], "slurm": ["--shards", "1"]}
+    return [verb, str(spec), *needs.get(verb, [])]
+
+
 @pytest.mark.parametrize("verb", ["run", "isolate", "bisect", "slurm"])
 def test_a_bad_count_is_refused_in_one_wording_by_every_verb(
     verb: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = tmp_path / "tiny.yaml"
-    spec.write_text(SPEC)
-    # What each verb checks before its run options: give it that.
-    extra = {"bisect": ["--package", "p", "--good", "1", "--bad", "2"], "slurm": ["--shards", "1"]}
+    before = _verb_and_spec(verb, tmp_path)
     for flag, bad, words in (
         ("-j", "0", "argument -j/--jobs: expected a number >= 1, got 0"),
         ("-j", str(MAX_PARALLEL + 1), f"expected a number from 1 to {MAX_PARALLEL}, got"),
@@ -83,7 +88,7 @@ def test_a_bad_count_is_refused_in_one_wording_by_every_verb(
         ("--timeout", "0s", "reprospec: --timeout: expected a duration > 0, got '0s'"),
         ("--timeout", "soon", "--timeout: expected a duration like 90s, 5m or 1h, got 'soon'"),
     ):
-        argv = [verb, str(spec), *extra.get(verb, []), flag, bad, "--out", str(tmp_path)]
+        argv = [*before, flag, bad, "--out", str(tmp_path)]
         assert words in _refusal(capsys, *argv)
     assert not (tmp_path / "runs").exists()
 
@@ -94,11 +99,9 @@ def test_a_find_links_folder_that_is_not_there_is_refused_before_anything_runs(
 ) -> None:
     # nu42: it was taken, and every cell of the run was an infra-error (`--find-links folder
     # not found`), exit 3; under the local runner, which uses none, not a word.
-    spec = tmp_path / "tiny.yaml"
-    spec.write_text(SPEC)
-    extra = {"bisect": ["--package", "p", "--good", "1", "--bad", "2"], "slurm": ["--shards", "1"]}
     out = [] if verb == "materialize" else ["--out", str(tmp_path)]
-    argv = [verb, str(spec), *extra.get(verb, []), *out]
+    argv = [*_verb_and_spec(verb, tmp_path), *out]
+    spec = tmp_path / "tiny.yaml"
     missing = tmp_path / "wheels"
     line = _refusal(capsys, *argv, "--find-links", str(missing))
     assert line.endswith(f"argument --find-links: folder not found: {missing}")
@@ -113,10 +116,7 @@ def test_an_empty_python_is_refused_before_anything_runs(
 ) -> None:
     # nu42: `--python ''` (`--python "$PY"` with PY unset) was `interpreter not found: `,
     # exit 3, after the run was set up.
-    spec = tmp_path / "tiny.yaml"
-    spec.write_text(SPEC)
-    extra = {"bisect": ["--package", "p", "--good", "1", "--bad", "2"], "slurm": ["--shards", "1"]}
-    argv = [verb, str(spec), *extra.get(verb, []), "--out", str(tmp_path), "--python", ""]
+    argv = [*_verb_and_spec(verb, tmp_path), "--out", str(tmp_path), "--python", ""]
     line = _refusal(capsys, *argv)
     assert line.endswith("argument --python: expected an interpreter's path or name, got ''")
     assert not (tmp_path / "runs").exists()
