@@ -217,7 +217,7 @@ def pack(
             # sender's paths as report.md does (`<home>`, `<venv>`, `<user>`:
             # report/paths.py), in the one pass that masks their secrets; the spec, the
             # carried files and repro.py are what a rerun runs, and keep their own.
-            named = _shared_paths(run)
+            named = PathNames.for_bundle(run.paths)
             manifest["command_line"] = named.shorten(run.command_line)
             _add_text(tar, top / MANIFEST, json.dumps(manifest, indent=2) + "\n")
             _add_text(tar, top / "tree" / spec_rel, redactor.spec_text(run.spec_text))
@@ -576,12 +576,6 @@ def _add_file(
     if paths is not None:
         data = paths.data(data)
     _add_data(tar, name, path, data)
-
-
-def _shared_paths(run: RunResult) -> PathNames:
-    """How the bundle's results.json and logs name the sender's paths: the run's labels
-    (`paths`) but the project's, and the user's name as a folder of another path."""
-    return PathNames.for_bundle(run.paths)
 
 
 def _add_data(tar: tarfile.TarFile, name: PurePosixPath, path: Path, data: bytes) -> None:
