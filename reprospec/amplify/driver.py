@@ -21,7 +21,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -258,9 +258,8 @@ def _amplify(
     # An arm that runs fresh is judged against `base (fresh)`, the spec run fresh too
     # (search.py: two bases): its gain over the forked base could be the start's.
     singles = [
-        Arm(((name, value),), "single", Arm(((name, value),), "single").label in (fresh or {}))
-        for name, value in tries
-        if (name, value) not in current
+        replace(arm, fresh=arm.label in (fresh or {}))
+        for arm in (Arm((try_,), "single") for try_ in tries if try_ not in current)
     ]
     settings = Settings(budget=options.budget, first=options.first, step=max(4, plan.parallel))
     # Keyed on what a probe's outcome depends on and the question (the cell, the arms),
