@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import re
 import threading
 import time
@@ -284,11 +283,6 @@ class CpuTrail:
             self.readings.append((time.time(), cpu))
 
 
-# /proc/PID/stat's cutime and cstime, after the `)` that ends the command's name.
-_CUTIME_FIELD = 13
-_TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
-
-
 def reaped_cpu(pids: Sequence[int]) -> dict[tuple[int, int], int]:
     """Per process, by (pid, 0) (no thread has id 0), the CPU nanoseconds of the children
     it has waited for: a command a test runs and waits for ends between two readings, and
@@ -296,12 +290,9 @@ def reaped_cpu(pids: Sequence[int]) -> dict[tuple[int, int], int]:
     itself waiting). Processes gone or unreadable are left out."""
     found: dict[tuple[int, int], int] = {}
     for pid in pids:
-        try:
-            fields = tree.read_proc(f"/proc/{pid}/stat").rsplit(b")", 1)[1].split()
-            ticks = int(fields[_CUTIME_FIELD]) + int(fields[_CUTIME_FIELD + 1])
-        except (OSError, IndexError, ValueError):
-            continue
-        found[pid, 0] = int(ticks * _TICK_NS)
+        used = tree.reaped_children_cpu(pid)
+        if used is not None:
+            found[pid, 0] = used
     return found
 
 

@@ -126,12 +126,16 @@ def _proc_info(pid: int) -> ProcInfo | None:
 
 
 # /proc/PID/stat's fields (1-based, man 5 proc) as `_stat_fields` gives them, counted from the
-# state (field 3): state, ppid (4), pgrp (5), cminflt (11), sigignore (33).
+# state (field 3): state, ppid (4), pgrp (5), cminflt (11), cutime and cstime (16, 17),
+# sigignore (33).
 _STATE = 3 - 3
 _PPID = 4 - 3
 _PGRP = 5 - 3
 _CMINFLT = 11 - 3
+_CUTIME = 16 - 3
+_CSTIME = 17 - 3
 _SIGIGNORE = 33 - 3
+_TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
 
 
 def _stat_fields(stat: bytes) -> list[bytes]:
@@ -139,6 +143,16 @@ def _stat_fields(stat: bytes) -> list[bytes]:
     one parser of `_proc_info` (a scan's every process) and `waited_in` (an ended root).
     The command name may hold spaces and parentheses: the fields start after the last `)`."""
     return stat[stat.rfind(b")") + 2 :].split()
+
+
+def reaped_children_cpu(pid: int) -> int | None:
+    """The CPU nanoseconds of the children `pid` has waited for (cutime + cstime); None
+    where it is gone or cannot be read."""
+    try:
+        fields = _stat_fields(read_proc(f"/proc/{pid}/stat"))
+        return int((int(fields[_CUTIME]) + int(fields[_CSTIME])) * _TICK_NS)
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def waited_for_children(pid: int) -> bool | None:
