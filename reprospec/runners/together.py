@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from reprospec.core import capped
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.lazyre import Lazy
@@ -195,9 +196,7 @@ def _port_taken(port: int, done: Sequence[Execution | None]) -> str | None:
 def _says_in_use(execution: Execution) -> bool:
     for path in (execution.stderr_path, execution.stdout_path):
         try:
-            with path.open("rb") as handle:
-                handle.seek(max(0, path.stat().st_size - _TAIL_BYTES))
-                tail = handle.read().decode("utf-8", "replace")
+            tail = capped.head_tail(path, 0, _TAIL_BYTES).decode("utf-8", "replace")
         except OSError:
             continue
         if _IN_USE.search(tail):
