@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING
 from reprospec.core.answers import Answer
 from reprospec.core.inputs import Spec
 from reprospec.core.results import RunResult
-from reprospec.core.runoptions import RunOptions, Shard, Words, run_options, string_sequence
+from reprospec.core.runoptions import (
+    RunOptions,
+    Shard,
+    Words,
+    optional_path,
+    run_options,
+    string_sequence,
+)
 from reprospec.errors import UsageError
 from reprospec.outcome.judge import exit_code_for
 from reprospec.pipeline.scheduler import ProgressCallback
@@ -194,10 +201,12 @@ def exit_code(result: RunResult | Answer) -> int:
 def _path(name: str, value: object) -> Path:
     """`value` as the path an argument `name` takes (a str or a PathLike): anything else
     raised Python's TypeError from deep inside (`out=3`: "expected str, bytes or
-    os.PathLike object, not int")."""
-    if isinstance(value, (str, PathLike)):
-        return Path(value)
-    raise UsageError(f"{name} takes a path (a str or a Path), got {value!r}")
+    os.PathLike object, not int"). RunOptions' own paths are read by the same rule
+    (`optional_path`), which takes None as "not given": an argument must be given."""
+    path = optional_path(name, value)
+    if path is None:
+        raise UsageError(f"{name} takes a path, got None")
+    return path
 
 
 def _options(options: object) -> RunOptions:
