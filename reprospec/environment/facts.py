@@ -29,6 +29,8 @@ VOLATILE_ENV_FIELDS = frozenset(
 INTERPRETER_SETTINGS = ("python", "image", "dockerfile")
 # What a capture holds of the interpreter it ran in (the rest is the machine's).
 _INTERPRETER_FIELDS = ("python", "os", "packages", "torch", "collect_env", "multiprocessing")
+# The field a capture sets on a part it did not take (envinfo.py: `{"captured": false}`).
+_NOT_CAPTURED = ".captured"
 _REQUIREMENT_NAME = Lazy(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -58,11 +60,42 @@ def environment_diff(a: Mapping[str, JsonValue], b: Mapping[str, JsonValue]) -> 
     """Environment fields that differ, as `{"key", "a", "b"}` (a missing side is None)."""
     flat_a, flat_b = flatten_environment(a), flatten_environment(b)
     keys = [k for k in dict.fromkeys([*flat_a, *flat_b]) if k not in VOLATILE_ENV_FIELDS]
-    return [
+    # A part one side did not capture (`"torch": {"captured": false}`: a spec that does not
+    # say it uses torch) is one row, captured or not, not a row for each of the other side's
+    # fields (nu42: a docker run beside a local one listed 15 rows of torch's build).
+    skipped = {
+        part: (_captured(flat_a, part), _captured(flat_b, part))
+        for part in (k.removesuffix(_NOT_CAPTURED) for k in keys if k.endswith(_NOT_CAPTURED))
+        if (_captured(flat_a, part) is False) != (_captured(flat_b, part) is False)
+    }
+    rows = [
         Difference(key=key, a=flat_a.get(key), b=flat_b.get(key))
         for key in keys
         if flat_a.get(key) != flat_b.get(key)
+        and not any(key.startswith(f"{part}.") for part in skipped)
+        and not _emptied(key, flat_a, flat_b)
     ]
+    return [
+        *(Difference(key=f"{part}{_NOT_CAPTURED}", a=a, b=b) for part, (a, b) in skipped.items()),
+        *rows,
+    ]
+
+
+def _emptied(key: str, a: Mapping[str, JsonValue], b: Mapping[str, JsonValue]) -> bool:
+    """Whether `key` is a part empty on one side (`env: {}`) and holding fields on the
+    other: those fields' own rows say the difference (`env: None -> {}` said nothing)."""
+    return any(
+        one.get(key) == {} and any(name.startswith(f"{key}.") for name in other)
+        for one, other in ((a, b), (b, a))
+    )
+
+
+def _captured(flat: Mapping[str, JsonValue], part: str) -> bool | None:
+    """Whether a capture took `part`: False where it said it did not, None where it holds
+    nothing of it (a capture that failed), else True."""
+    if flat.get(f"{part}{_NOT_CAPTURED}") is False:
+        return False
+    return True if any(key.startswith(f"{part}.") for key in flat) else None
 
 
 def package_name(requirement: str) -> str:

@@ -209,11 +209,17 @@ def _parse(stdout: str, python: str, harness_root: Path = HARNESS_ROOT) -> JsonO
         raise InfraError(f"environment capture with {python} printed no JSON: {exc}") from exc
     if not isinstance(info, dict):
         raise InfraError(f"environment capture with {python} printed no JSON object")
-    # The harness folder on PYTHONPATH is ours, not the machine's.
+    return without_our_path(info, (str(harness_root), str(STACKDUMP_DIR)))
+
+
+def without_our_path(info: JsonObject, ours: Sequence[str]) -> JsonObject:
+    """`info` (a capture) with the folders the engine put on PYTHONPATH (`ours`: the
+    harness, the stack dumper) taken out of its `env`: they are ours, not the machine's,
+    and a runner that names them otherwise (a container's mounts) would read as a change
+    of environment in `compare`."""
     variables = info.get("env")
     if not isinstance(variables, dict):
         return info
-    ours = (str(harness_root), str(STACKDUMP_DIR))
     path = str(variables.get("PYTHONPATH") or "")
     kept = [p for p in path.split(os.pathsep) if p and p not in ours]
     if kept:

@@ -207,11 +207,26 @@ def _environment(rows: list[Difference]) -> list[str]:
     pip = 0
     for row in rows:
         pip += row["key"].startswith(_PIP)
-        if pip <= _PIP_SHOWN or not row["key"].startswith(_PIP):
+        if _taken(row):
+            part = row["key"].removesuffix(".captured")
+            was, now = (_TAKEN[side] for side in (row["a"], row["b"]) if side in _TAKEN)
+            out.append(f"  {part}: {was} -> {now} (not compared field by field)")
+        elif pip <= _PIP_SHOWN or not row["key"].startswith(_PIP):
             out.append(f"  {row['key']}: {row['a']!r} -> {row['b']!r}")
     if pip > _PIP_SHOWN:
         out.append(f"  ... and {pip - _PIP_SHOWN} more of {_PIP}* (`--format json` lists them)")
     return out
+
+
+# environment_diff's one row for a part only one run captured (`torch` where only one
+# spec said it uses torch), as its two sides read.
+_TAKEN: dict[JsonValue, str] = {False: "not captured", True: "captured", None: "missing"}
+
+
+def _taken(row: Difference) -> bool:
+    return row["key"].endswith(".captured") and all(
+        side is None or isinstance(side, bool) for side in (row["a"], row["b"])
+    )
 
 
 def _files(files: FilesChange) -> list[str]:

@@ -16,14 +16,17 @@ from reprospec.core import capped
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.environment import packages
+from reprospec.environment.probe import without_our_path
 from reprospec.errors import FatalError
 from reprospec.process import leftovers
+from reprospec.runners.docker.container import IN_HARNESS, IN_STACKDUMP
 from reprospec.runners.docker.engine import (
     ENVINFO_TIMEOUT_S,
     LABEL,
     fresh_container,
     wait_for_exit,
 )
+from reprospec.runners.docker.image import IMAGE_HARNESS, IMAGE_STACKDUMP
 
 if TYPE_CHECKING:
     from reprospec.runners.docker.sdk import Container, ContainerConfig, DockerClient
@@ -103,7 +106,11 @@ def capture_environment(runner: ProbeHost, plan: AttemptPlan, log_dir: Path) -> 
         # The spec's packages by name, as the local runner's probe asks: the Packages row
         # names their versions in the image (which the image was built to hold).
         named = [arg for name in plan.environment.packages for arg in ("--package", name)]
-        argv = ["python3", "-m", "reprospec_harness.envinfo", *named]
+        # torch imported only where the spec says it uses torch, as the local runner's
+        # probe does: else a container's run listed torch's build beside a local run's
+        # "not captured" in `compare`, and every capture paid torch's import (1-3 s).
+        torch = [] if plan.uses_torch else ["--no-torch"]
+        argv = ["python3", "-m", "reprospec_harness.envinfo", *named, *torch]
         client, image, config = runner._container_config(plan, argv, log_dir, harness=True)
         config["environment"].pop("REPROSPEC_CELL", None)
         config["labels"] = {LABEL: config["labels"][LABEL], "org.reprospec.envinfo": "1"}
@@ -127,7 +134,7 @@ def capture_environment(runner: ProbeHost, plan: AttemptPlan, log_dir: Path) -> 
     if not isinstance(data, dict):
         return {"error": "environment capture printed no JSON object"}
     data.setdefault("container", {"runtime": "docker", "image": image})
-    return data
+    return without_our_path(data, (IN_HARNESS, IN_STACKDUMP, IMAGE_HARNESS, IMAGE_STACKDUMP))
 
 
 # A probe's output (JSON of an environment) is far below this; an image that prints more

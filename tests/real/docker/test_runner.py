@@ -239,6 +239,16 @@ def test_capture_environment(runner: DockerRunner, tmp_path: Path) -> None:
     info = runner.capture_environment(make_plan(["true"], tmp_path), tmp_path / "run")
     assert "error" not in info, info
     assert str(info.get("python", "")).startswith("3.11") or "python" in json.dumps(info)
+    # As the local runner's probe: torch is imported only where the spec says it uses it,
+    # and the folders the engine mounts on PYTHONPATH are not the image's environment
+    # (before: `compare` of a docker run and a local one listed both, field by field).
+    assert info["torch"] == {"captured": False}
+    variables = info["env"]
+    assert isinstance(variables, dict)
+    assert "reprospec" not in str(variables.get("PYTHONPATH", ""))
+    plan = make_plan(["true"], tmp_path, environment={"packages": ["torch"]})
+    torch = runner.capture_environment(plan, tmp_path / "run2")["torch"]
+    assert isinstance(torch, dict) and str(torch["version"]).startswith("2."), torch
 
 
 @needs_engine

@@ -107,3 +107,26 @@ def test_the_capture_carries_the_interpreters_pep508_marker_values() -> None:
     from packaging.markers import default_environment
 
     assert envinfo.marker_environment() == default_environment()
+
+
+def test_a_part_one_run_did_not_capture_is_one_row_not_one_per_field() -> None:
+    from reprospec.environment.facts import environment_diff
+
+    local = {"torch": {"captured": False}, "env": {"HOME": "/root"}, "os": "linux"}
+    docker = {"torch": {"installed": True, "version": "2.13.0+cpu", "num_threads": 2}, "env": {}}
+    assert environment_diff(local, docker) == [
+        {"key": "torch.captured", "a": False, "b": True},
+        # `env: {}` beside the other side's variables says nothing their own rows do not.
+        {"key": "env.HOME", "a": "/root", "b": None},
+        {"key": "os", "a": "linux", "b": None},
+    ]
+    # A capture that failed holds nothing of torch: "missing", not "captured".
+    assert environment_diff(local, {"error": "timed out"})[0] == {
+        "key": "torch.captured",
+        "a": False,
+        "b": None,
+    }
+    # Both captured: compared field by field, as before.
+    assert environment_diff(docker, {**docker, "torch": {**docker["torch"], "num_threads": 4}}) == [
+        {"key": "torch.num_threads", "a": 2, "b": 4}
+    ]

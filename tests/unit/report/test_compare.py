@@ -37,3 +37,15 @@ def test_a_comparison_made_of_its_mapping_keeps_it_as_its_text() -> None:
     diff["only_a"].append("x")
     assert made.diff["only_a"] == []
     assert made == RunComparison.of("a", "b", "s", made.diff)
+
+
+def test_torch_captured_by_one_run_only_is_one_line() -> None:
+    # nu42: a docker run (torch captured) beside a local one (the spec names no torch) listed
+    # torch's build field by field, 15 lines of "None -> ...".
+    a = segfault_matrix()
+    captured = {"installed": True, "version": "2.13.0+cpu", "num_threads": 2, "mkl": True}
+    b = replace(a, run_id="b", environment={**a.environment, "torch": captured})
+    a = replace(a, environment={**a.environment, "torch": {"captured": False}})
+    text = reprospec.compare(a, b).render("text").splitlines()
+    assert "  torch: not captured -> captured (not compared field by field)" in text
+    assert not [line for line in text if line.startswith("  torch.")]
