@@ -248,7 +248,8 @@ def test_capture_environment(runner: DockerRunner, tmp_path: Path) -> None:
     assert "reprospec" not in str(variables.get("PYTHONPATH", ""))
     plan = make_plan(["true"], tmp_path, environment={"packages": ["torch"]})
     torch = runner.capture_environment(plan, tmp_path / "run2")["torch"]
-    assert isinstance(torch, dict) and str(torch["version"]).startswith("2."), torch
+    assert isinstance(torch, dict), torch
+    assert str(torch["version"]).startswith("2."), torch
 
 
 @needs_engine

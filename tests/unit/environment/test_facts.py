@@ -110,10 +110,12 @@ def test_the_capture_carries_the_interpreters_pep508_marker_values() -> None:
 
 
 def test_a_part_one_run_did_not_capture_is_one_row_not_one_per_field() -> None:
+    from reprospec.core.jsontypes import JsonObject
     from reprospec.environment.facts import environment_diff
 
-    local = {"torch": {"captured": False}, "env": {"HOME": "/root"}, "os": "linux"}
-    docker = {"torch": {"installed": True, "version": "2.13.0+cpu", "num_threads": 2}, "env": {}}
+    local: JsonObject = {"torch": {"captured": False}, "env": {"HOME": "/root"}, "os": "linux"}
+    torch: JsonObject = {"installed": True, "version": "2.13.0+cpu", "num_threads": 2}
+    docker: JsonObject = {"torch": torch, "env": {}}
     assert environment_diff(local, docker) == [
         {"key": "torch.captured", "a": False, "b": True},
         # `env: {}` beside the other side's variables says nothing their own rows do not.
@@ -127,6 +129,6 @@ def test_a_part_one_run_did_not_capture_is_one_row_not_one_per_field() -> None:
         "b": None,
     }
     # Both captured: compared field by field, as before.
-    assert environment_diff(docker, {**docker, "torch": {**docker["torch"], "num_threads": 4}}) == [
+    assert environment_diff(docker, {**docker, "torch": {**torch, "num_threads": 4}}) == [
         {"key": "torch.num_threads", "a": 2, "b": 4}
     ]

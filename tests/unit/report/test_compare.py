@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 
 import reprospec
+from reprospec.core.jsontypes import JsonObject
 from tests.support.runs import segfault_matrix
 
 
@@ -43,7 +44,12 @@ def test_torch_captured_by_one_run_only_is_one_line() -> None:
     # nu42: a docker run (torch captured) beside a local one (the spec names no torch) listed
     # torch's build field by field, 15 lines of "None -> ...".
     a = segfault_matrix()
-    captured = {"installed": True, "version": "2.13.0+cpu", "num_threads": 2, "mkl": True}
+    captured: JsonObject = {
+        "installed": True,
+        "version": "2.13.0+cpu",
+        "num_threads": 2,
+        "mkl": True,
+    }
     b = replace(a, run_id="b", environment={**a.environment, "torch": captured})
     a = replace(a, environment={**a.environment, "torch": {"captured": False}})
     text = reprospec.compare(a, b).render("text").splitlines()
