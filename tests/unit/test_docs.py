@@ -172,13 +172,55 @@ def test_cli_md_documents_every_command_with_its_usage_and_options() -> None:
     sections = _cli_sections()
     assert sorted(sections) == sorted(_commands())
     for name, sub in _commands().items():
-        section = " ".join(sections[name].split())
+        # A `|` in a table cell is written `\|` (GitHub ends the cell at a bare one).
+        section = " ".join(sections[name].replace("\\|", "|").split())
         usage = " ".join(sub.format_usage().split()).removeprefix("usage: ")
         assert usage in section, f"docs/cli.md: the usage of {name} is not `{usage}`"
         for action in _arguments(sub):
             names = action.option_strings or [str(action.metavar)]
             for flag in names:
                 assert f"`{flag}" in section, f"docs/cli.md: {name} does not document {flag}"
+
+
+def test_cli_md_overview_table_links_every_command() -> None:
+    """The table under cli.md's title is the list of verbs a reader scans first."""
+    page = (DOCS / "cli.md").read_text(encoding="utf-8")
+    overview = page.split("\n## ", 1)[0]
+    linked = re.findall(r"^\| \[`[^`]*`\]\(#reprospec-(\w+)\)", overview, flags=re.M)
+    assert sorted(linked) == sorted(_commands())
+
+
+_BARE_PIPE = re.compile(r"(?<!\\)\|")
+
+
+def _table_rows(text: str) -> Iterator[tuple[int, int, int]]:
+    """(line, cells of its table's header, its own cells) for each table row outside fenced
+    blocks. Cells are counted by the bare `|`: GitHub ends a cell at one even inside
+    backticks, so a `|` in a cell is written `\\|`."""
+    header = None
+    fenced = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("```"):
+            fenced = not fenced
+        if fenced or not line.startswith("|"):
+            header = None
+            continue
+        cells = len(_BARE_PIPE.findall(line))
+        if header is None:
+            header = cells
+        yield number, header, cells
+
+
+def test_every_table_row_of_the_docs_has_its_headers_cells() -> None:
+    pages = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+    wrong = [
+        f"{page.relative_to(ROOT)}:{number}"
+        for page in pages
+        for number, header, cells in _table_rows(page.read_text(encoding="utf-8"))
+        if cells != header
+    ]
+    assert len(pages) >= 10
+    assert wrong == []
 
 
 # ---- the spec format ------------------------------------------------------------------------
