@@ -61,7 +61,8 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         "--passing",
         default=None,
         metavar="CELL",
-        help="the passing cell: its id or AXIS=VALUE,... (default: the first expected to pass)",
+        help="the passing cell: its id or AXIS=VALUE,... (default: of the cells expected to "
+        "pass, the one that differs from the failing cell in the most axes)",
     )
     opt.overrides(p, help="override a spec field on both sides, value parsed as YAML")
     opt.amplify(p)

@@ -39,13 +39,14 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="shrink the program of a failing cell to the smallest that fails the same way",
         description=(
             "Shrink a command spec's program (its arguments, environment variables and the "
-            "Python files it runs from the workdir, at AST level) to the smallest one whose "
+            "Python files it runs from the workdir, at AST level), or a workload spec's "
+            "variables and numbers (steps, sizes, width, workers), to the smallest one whose "
             "failing cell still fails as its expect says, with the same signature, while the "
             "spec's passing cells still pass. Flaky failures are measured; each attempt is a "
             "stored run, and running the same command again resumes."
         ),
     )
-    opt.spec(p, help="a command spec, or a report.md that embeds one")
+    opt.spec(p, help="a command or workload spec, or a report.md that embeds one")
     opt.matrix(
         p,
         help="the failing cell: the first expected to fail among those these keep "

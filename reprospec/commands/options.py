@@ -151,7 +151,8 @@ def runner(
     *,
     choices: Sequence[str] | None = None,
     default: str | None = "local",
-    help: str = "run attempts as local processes (default) or in fresh docker containers",
+    help: str = "run attempts as local processes (default), in fresh docker containers "
+    "(docker), or as local processes of a per-cell virtualenv built with uv (venv)",
 ) -> None:
     """`--runner`: every runner the engine has, unless the verb takes fewer. A default of
     None (local, for `run_options`) lets a verb tell `--runner local` from nothing given."""

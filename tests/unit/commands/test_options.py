@@ -288,3 +288,34 @@ def test_slurm_time_takes_sbatchs_formats_and_refuses_another_before_anything_ru
             parser.parse_args(["slurm", "s.yaml", "--shards", "2", "--time", bad])
         assert caught.value.code == 2
         assert "argument --time: expected Slurm's time format" in capsys.readouterr().err
+
+
+def _helps(verb: str) -> dict[str, str]:
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return {a.dest: a.help or "" for a in sub.choices[verb]._actions}
+
+
+@pytest.mark.parametrize("verb", ["run", "isolate", "minimize", "amplify", "doctor", "bisect"])
+def test_runners_help_names_every_runner_the_verb_takes(verb: str) -> None:
+    """`--runner`'s help said "local processes (default) or in fresh docker containers"
+    where the verb takes venv too (dc44)."""
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    (runner,) = [a for a in sub.choices[verb]._actions if a.dest == "runner"]
+    assert [name for name in runner.choices or () if name not in (runner.help or "")] == []
+
+
+def test_isolates_help_says_the_passing_cell_it_takes_by_default() -> None:
+    """`isolate --passing` said "default: the first expected to pass", where isolate takes
+    the one that differs from the failing cell most (differences.farthest; cli.md says so)."""
+    assert _helps("isolate")["passing"].endswith(
+        "the one that differs from the failing cell in the most axes)"
+    )
+
+
+def test_minimizes_help_takes_workload_specs_as_the_verb_does() -> None:
+    """`minimize --help` said its SPEC was "a command spec", where a workload spec's
+    numbers are minimized too (minimize/workload.py)."""
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    parser = sub.choices["minimize"]
+    assert "workload spec" in (parser.description or "")
+    assert _helps("minimize")["spec"].startswith("a command or workload spec")
