@@ -6,18 +6,22 @@ link resolves is tests/unit/test_links.py."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import inspect
 import json
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
 
+import reprospec
 from reprospec.api import load_spec, plan_run
 from reprospec.cli import build_parser
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.results import AttemptResult, CellResult, Outcome
 from reprospec.core.runoptions import RunOptions
 from reprospec.plan.attempt import describe
 from tests.support.docexamples import (
@@ -251,3 +255,78 @@ def test_spec_format_md_names_every_field_and_choice_of_the_schema() -> None:
 
 
 # ---- the Python API ---------------------------------------------------------------------
+
+_SIGNATURE = re.compile(
+    r"\*\*`(?P<name>\w+)\((?P<params>.*?)\)(?: -> (?P<returns>\w+))?`\*\*", re.S
+)
+
+
+def _as_documented(function: Callable[..., object]) -> tuple[str, str]:
+    """A function's parameters and return type as python-api.md writes them:
+    `run_id, *, out=Path(".reprospec"), jobs=None`, `RunResult`."""
+    words = []
+    star = False
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.kind is parameter.KEYWORD_ONLY and not star:
+            words.append("*")
+            star = True
+        default = parameter.default
+        if default is parameter.empty:
+            words.append(parameter.name)
+        elif isinstance(default, Path):
+            words.append(f'{parameter.name}=Path("{default}")')
+        elif isinstance(default, str):
+            words.append(f'{parameter.name}="{default}"')
+        else:
+            words.append(f"{parameter.name}={default!r}")
+    returns = str(inspect.signature(function).return_annotation).rsplit(".", 1)[-1]
+    return ", ".join(words), returns
+
+
+def test_python_api_md_gives_each_function_its_signature() -> None:
+    """Each public function's first bold signature on the page is its own: the parameters
+    in order, keyword-only after `*`, their defaults and the return type (one elided with
+    `...`, as `minimize_spec(...)`, says only the name)."""
+    page = (DOCS / "python-api.md").read_text(encoding="utf-8")
+    shown: dict[str, tuple[str, str]] = {}
+    for match in _SIGNATURE.finditer(page):
+        params = " ".join(match["params"].split())
+        shown.setdefault(match["name"], (params, match["returns"] or ""))
+    functions = {
+        name: getattr(reprospec, name)
+        for name in reprospec.__all__
+        if inspect.isfunction(getattr(reprospec, name))
+    }
+    assert sorted(name for name in functions if name not in shown) == []
+    wrong = {
+        name: (shown[name], _as_documented(function))
+        for name, function in functions.items()
+        if shown[name][0] != "..." and shown[name] != _as_documented(function)
+    }
+    assert wrong == {}
+
+
+_LISTED_FIELD_BY_FIELD = (
+    "RunOptions",
+    "RunResult",
+    "Validation",
+    "IsolateOptions",
+    "MinimizeOptions",
+    "AmplifyOptions",
+    "BisectRequest",
+)
+
+
+def test_python_api_md_names_every_field_of_the_options_and_the_result() -> None:
+    """The options (RunOptions and each search's) and the result down to an outcome are
+    listed field by field on the page: a field added to one is named there too."""
+    page = (DOCS / "python-api.md").read_text(encoding="utf-8")
+    classes = [getattr(reprospec, name) for name in _LISTED_FIELD_BY_FIELD]
+    classes += [CellResult, AttemptResult, Outcome]
+    missing = [
+        f"{cls.__name__}.{field.name}"
+        for cls in classes
+        for field in dataclasses.fields(cls)
+        if f"`{field.name}`" not in page
+    ]
+    assert missing == []
