@@ -194,6 +194,13 @@ def test_cli_md_overview_table_links_every_command() -> None:
     assert sorted(linked) == sorted(_commands())
 
 
+def test_readmes_verbs_block_shows_every_command() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## The verbs\n", 1)[1].split("\n## ", 1)[0]
+    shown = re.findall(r"^    reprospec (\w+)", section, flags=re.M)
+    assert sorted(set(shown)) == sorted(_commands())
+
+
 _BARE_PIPE = re.compile(r"(?<!\\)\|")
 
 
