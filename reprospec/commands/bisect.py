@@ -91,7 +91,9 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     opt.output_format(
         p, ("text", "json"), default="text", help="text (default) or the JSON result on stdout"
     )
-    opt.out(p, help="the results store; the bisect folder goes in DIR/bisect/")
+    opt.out(
+        p, help="the results store (default: .reprospec); the bisect folder goes in DIR/bisect/"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

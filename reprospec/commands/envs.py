@@ -33,7 +33,9 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         metavar="ACTION",
         help="list (the default): show them; prune: remove unused ones",
     )
-    opt.out(p, help="environments are in DIR/envs (or $REPROSPEC_ENVS when set)")
+    opt.out(
+        p, help="environments are in DIR/envs (or $REPROSPEC_ENVS when set; default: .reprospec)"
+    )
     opt.text_or_json(p, help="list: text (default) or json")
     p.add_argument(
         "--older-than",

@@ -44,7 +44,13 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="with status or resume: the run folder under SHARED/slurm/, or its id",
     )
     p.add_argument("--shards", type=opt.positive, default=None, metavar="N", help="array tasks")
-    p.add_argument("--gpus-per-shard", type=int, default=0, metavar="K", help="GRES gpu:K")
+    p.add_argument(
+        "--gpus-per-shard",
+        type=int,
+        default=0,
+        metavar="K",
+        help="GRES gpu:K per task (default 0: none)",
+    )
     p.add_argument(
         "--cpus-per-shard",
         type=opt.positive,
@@ -70,13 +76,14 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     opt.out(
         p,
         metavar="SHARED",
-        help="a folder every node sees (the run folder goes under SHARED/slurm/)",
+        help="a folder every node sees (default: .reprospec; the run folder goes under "
+        "SHARED/slurm/)",
     )
     opt.runner(
         p,
         choices=("local", "docker", "venv"),
-        help="each shard's runner, as `run --runner`; venv builds the environments here, "
-        "into SHARED/envs (or $REPROSPEC_ENVS), which every shard reuses",
+        help="each shard's runner (default: local), as `run --runner`; venv builds the "
+        "environments here, into SHARED/envs (or $REPROSPEC_ENVS), which every shard reuses",
     )
     opt.python(p, help="each shard's interpreter, as `run --python`")
     opt.repeat(p, help="attempts per cell, as `run --repeat`")

@@ -319,3 +319,20 @@ def test_minimizes_help_takes_workload_specs_as_the_verb_does() -> None:
     parser = sub.choices["minimize"]
     assert "workload spec" in (parser.description or "")
     assert _helps("minimize")["spec"].startswith("a command or workload spec")
+
+
+def test_every_option_with_a_default_value_says_it_in_its_help() -> None:
+    """`--out` of bisect, envs and slurm, and slurm's `--runner`, gave no default in their
+    help (dc44). `--format`'s help describes its default choice instead of naming it."""
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    silent = [
+        f"{verb} {'/'.join(action.option_strings) or action.metavar}"
+        for verb, parser in sub.choices.items()
+        for action in parser._actions
+        if isinstance(action.default, (str, int, Path))
+        and not isinstance(action.default, bool)
+        and action.default != argparse.SUPPRESS
+        and action.dest != "format"
+        and str(action.default) not in (action.help or "")
+    ]
+    assert silent == []
