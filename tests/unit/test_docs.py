@@ -6,7 +6,9 @@ link resolves is tests/unit/test_links.py."""
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
+import functools
 import inspect
 import json
 import re
@@ -337,3 +339,47 @@ def test_python_api_md_names_every_field_of_the_options_and_the_result() -> None
         if f"`{field.name}`" not in page
     ]
     assert missing == []
+
+
+@functools.cache
+def _defined(module: Path) -> frozenset[str]:
+    """The names a module defines or imports at any level (classes, functions, variables)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return frozenset(names)
+
+
+_EXTENSIONS = {"py", "md", "json", "jsonl", "yaml", "yml", "txt", "log", "sh", "c", "in"}
+_DOTTED = re.compile(r"`(?:reprospec\.)?(?P<module>[a-z_]+(?:\.[a-z_]+)*)\.(?P<name>[A-Za-z_]\w*)")
+
+
+def test_every_module_dot_name_the_docs_give_is_defined_there() -> None:
+    """`outcome.judge.JudgedCells` named a class that had moved to outcome/judgedcells.py:
+    a dotted name whose module is a file of the package must be defined in that file."""
+    package = ROOT / "reprospec"
+    wrong = []
+    checked = 0
+    for page in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        for match in _DOTTED.finditer(text):
+            parts = match["module"].split(".")
+            modules = [
+                base.joinpath(*parts).with_suffix(".py") for base in (package, package / "harness")
+            ]
+            module = next((m for m in modules if m.is_file()), None)
+            if module is None or match["name"] in _EXTENSIONS:
+                continue
+            checked += 1
+            if match["name"] not in _defined(module):
+                line = text.count("\n", 0, match.start()) + 1
+                wrong.append(f"{page.name}:{line}: {match[0]}")
+    assert checked >= 20  # the pattern found the docs' dotted names
+    assert wrong == []
