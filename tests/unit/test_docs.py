@@ -203,6 +203,13 @@ def test_readmes_verbs_block_shows_every_command() -> None:
     assert sorted(set(shown)) == sorted(_commands())
 
 
+def test_readmes_documentation_list_links_every_page_of_docs() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Documentation\n", 1)[1].split("\n## ", 1)[0]
+    linked = re.findall(r"^- \[docs/([\w-]+\.md)\]", section, flags=re.M)
+    assert sorted(linked) == sorted(page.name for page in DOCS.glob("*.md"))
+
+
 _BARE_PIPE = re.compile(r"(?<!\\)\|")
 
 
