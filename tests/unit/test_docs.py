@@ -322,6 +322,14 @@ def test_python_api_md_gives_each_function_its_signature() -> None:
     assert wrong == {}
 
 
+def test_python_api_md_names_every_public_name() -> None:
+    page = (DOCS / "python-api.md").read_text(encoding="utf-8")
+    spelled = [(name, f"`{name}", f"`reprospec.{name}") for name in reprospec.__all__]
+    assert [
+        name for name, plain, dotted in spelled if plain not in page and dotted not in page
+    ] == []
+
+
 _LISTED_FIELD_BY_FIELD = (
     "RunOptions",
     "RunResult",
