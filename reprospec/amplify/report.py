@@ -114,9 +114,10 @@ def sentence(found: AmplifyReport) -> str:
         return f"{base}: the cell could not run: {result.note}"
     if winner is None:
         best = max(
-            # (an arm that never ran is no one's best: 0/0 is not a rate)
+            # (an arm that never ran is no one's best: 0/0 is not a rate); ranked as the
+            # search ranks them, each against its own base (search.py `standing`)
             (a for a in result.arms if a.arm.settings and not a.dropped and a.rate.attempts),
-            key=lambda a: (a.rate.value, a.rate.low),
+            key=result.standing,
             default=None,
         )
         tail = f"; best {best.arm.label}: {interval(best.rate)}" if best is not None else ""

@@ -28,9 +28,10 @@ bound of the failure rate is highest":
    both a short switch interval and one CPU), and sometimes they cancel, which
    the arm then measures.
 3. **Allocation.** Each round goes half to the *leader* (the highest observed
-   rate) and half to the *challenger* (the highest Wilson 95% upper bound among
-   the others): the leader's interval narrows from below while the arm most
-   likely to beat it is tried.
+   rate; with two bases, below, the highest above its own base) and half to the
+   *challenger* (the highest Wilson 95% upper bound among the others): the
+   leader's interval narrows from below while the arm most likely to beat it is
+   tried.
 4. **Stop.** When the leader's lower bound reaches every other arm's upper
    bound, less `epsilon`: the best setting is established. Or when the budget
    is spent: then the answer says which arms it could not tell apart.
@@ -49,6 +50,15 @@ fresh arm (a combined one holding a fresh perturbation too) is judged against it
 candidate (not the leader, not a challenger), measured as the base is (its first
 attempts, after the singles', and one attempt a round while a fresh leader is not above
 it) and only while a fresh arm is live.
+
+With two bases the arms are ranked like with like, each by how far it stands above its
+own base (`standing`: its rate less its base's, the base's own 0): a fresh start that fails
+more often by itself lifts a fresh arm's rate and its base's alike, and a fresh arm ranked
+by its rate among forked ones was "best" for the start's sake. Two arms judged against one
+base are compared by their rates as ever (the same base subtracted from both); a fresh arm
+and a forked one by their gains, each gain's bounds its own bound less its base's other
+bound (`_reach`): the leader is established over such an arm once its gain's lower bound
+reaches the other's upper bound. Without a fresh arm the ranking is the rates'.
 """
 
 from __future__ import annotations
@@ -173,6 +183,11 @@ class AmplifyResult:
     def base(self) -> ArmResult:
         return self.arms[0]
 
+    def standing(self, arm: ArmResult) -> tuple[float, float]:
+        """How far `arm` stands above the base it was judged against (search.py
+        `standing`): what ranks the arms, like with like."""
+        return standing(arm.rate, self.base_for(arm).rate)
+
     def base_for(self, arm: ArmResult) -> ArmResult:
         """The base `arm` was judged against: `base (fresh)` for a fresh arm, where there
         is one, else the base."""
@@ -188,15 +203,37 @@ class AmplifyResult:
 
     @property
     def undecided_with(self) -> tuple[ArmResult, ...]:
-        """The arms whose upper bound still reaches the winner's lower bound (less epsilon)."""
+        """The arms whose upper bound still reaches the winner's lower bound (an arm judged
+        against the other base: its gain's upper bound the winner's gain's lower bound)."""
         if self.best is None:
             return ()
-        low = self.arms[self.best].rate.low
+        winner = self.arms[self.best]
+        theirs = self.base_for(winner).rate
+
+        def reach(arm: ArmResult) -> float:
+            own = self.base_for(arm).rate
+            return arm.rate.high if own is theirs else across(arm.rate.high, own, theirs)
+
         return tuple(
             a
             for i, a in enumerate(self.arms)
-            if i != self.best and a.arm.settings and not a.dropped and a.rate.high > low
+            if i != self.best and a.arm.settings and not a.dropped and reach(a) > winner.rate.low
         )
+
+
+def standing(rate: Rate, base: Rate) -> tuple[float, float]:
+    """How far an arm stands above its own base, what ranks the arms (module docstring):
+    its rate and its lower bound, each less the base's observed rate. Arms of one base rank
+    as their rates do."""
+    return rate.value - base.value, rate.low - base.value
+
+
+def across(high: float, own: Rate, theirs: Rate) -> float:
+    """An upper bound `high` of an arm judged against base `own`, on the scale of an arm
+    judged against base `theirs`: its gain's upper bound (`high` less `own`'s lower bound)
+    over `theirs`' upper bound, so that the other arm's lower bound reaches it only where
+    its gain's lower bound reaches this arm's gain's upper bound."""
+    return high - own.low + theirs.high
 
 
 @dataclass
@@ -254,10 +291,11 @@ class Amplification:
         return tally.ran == 0 and tally.infra >= self.settings.max_infra
 
     def leader(self) -> int:
-        """The live arm with the highest observed rate (ties: more attempts, then the earlier)."""
+        """The live arm that stands highest above its own base (`standing`: without a fresh
+        arm, the highest observed rate; ties: the higher lower bound, then the earlier)."""
         return max(
             self._candidates(),
-            key=lambda i: (self.rate(i).value, self.rate(i).low, -i),
+            key=lambda i: (*standing(self.rate(i), self.rate(self.base_of(i))), -i),
         )
 
     def challenger(self, leader: int, pending: dict[int, int] | None = None) -> int | None:
@@ -270,16 +308,24 @@ class Amplification:
         others = [i for i in self._candidates() if i != leader]
         if not others:
             return None
-        return max(others, key=lambda i: (self._reach(i, pending.get(i, 0)), -i))
+        return max(others, key=lambda i: (self._reach(i, leader, pending.get(i, 0)), -i))
 
     def above_base(self, arm: int) -> bool:
         """The arm fails clearly more often than its base (`base_of`): its lower bound above
         the base's upper bound (core/rates.py `clearly_more`, as minimize and compare judge)."""
         return clearly_more(self.rate(arm), self.rate(self.base_of(arm)))
 
-    def _reach(self, arm: int, extra_clean: int = 0) -> float:
-        high = self.rate(arm, extra_clean).high
-        return high if arm == 0 else high - self.settings.epsilon
+    def _reach(self, arm: int, leader: int, extra_clean: int = 0) -> float:
+        """The upper bound `leader`'s lower bound must reach to be above `arm`, on the
+        leader's scale (module docstring: an arm of the other base by its gain, `across`);
+        the base itself, beside a fresh leader, is the fresh base."""
+        own, theirs = self.base_of(arm), self.base_of(leader)
+        if arm == 0:
+            return self.rate(theirs, extra_clean if theirs == 0 else 0).high
+        high = self.rate(arm, extra_clean).high - self.settings.epsilon
+        if own == theirs:
+            return high
+        return across(high, self.rate(own), self.rate(theirs))
 
     def established(self) -> bool:
         """The leader is clearly above the base, and its rate is known.
@@ -295,7 +341,7 @@ class Amplification:
             return False
         rate = self.rate(leader)
         challenger = self.challenger(leader)
-        if challenger is None or rate.low >= self._reach(challenger):
+        if challenger is None or rate.low >= self._reach(challenger, leader):
             return True
         return leader != 0 and (rate.high - rate.low) / 2 <= self.settings.precision
 
@@ -449,10 +495,13 @@ class Amplification:
                 f"the budget of {plural(self.settings.budget, 'attempt')} ran out before any "
                 "perturbation was tried: raise --budget"
             )
+        # With two bases each arm is ranked against its own (module docstring).
+        two = self.fresh_base is not None
+        its = " against its base" if two else ""
         if leader != 0 and self.tallies[leader].matched:
             base = "base's" if self.base_of(leader) == 0 else "fresh base's (both start fresh)"
             return (
-                f"{self.arms[leader].label} fails most often, but its interval still "
+                f"{self.arms[leader].label} fails most often{its}, but its interval still "
                 f"overlaps the {base}"
             )
         if leader == 0 and any(
@@ -460,7 +509,7 @@ class Amplification:
         ):
             # The answer names the best perturbation's rate beside the base's: without
             # this, "best cpus=1: 10/14: not amplified" gave no reason (nu43).
-            return "no perturbation failed more often than the base"
+            return "no perturbation failed more often than " + ("its base" if two else "the base")
         return ""
 
     def _finish(

@@ -523,7 +523,8 @@ def test_preload_judges_a_fresh_arm_against_a_base_run_fresh_too(cli: Cli, tmp_p
     assert _rate(arms["base"])["matched"] == 0
     assert _rate(arms["malloc=perturb"])["low"] > _rate(arms["base"])["high"]
     assert _rate(arms["base (fresh)"])["matched"] == _rate(arms["base (fresh)"])["attempts"] > 0
-    assert "overlaps the fresh base's" in str(data["note"])
+    # Against its own base it stands no higher than the forked base does above itself.
+    assert data["note"] == "no perturbation failed more often than its base"
     fresh = _rate(arms["base (fresh)"])
     assert f", against base (fresh) {fresh['matched']}/{fresh['attempts']} (" in str(
         data["sentence"]

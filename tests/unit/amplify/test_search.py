@@ -340,7 +340,8 @@ def test_a_fresh_arm_above_the_forked_base_but_not_the_fresh_one_is_not_amplifie
     assert result.base_for(malloc) is fresh  # ...but judged against the fresh one
     assert result.status == "not-amplified"
     assert result.best is None
-    assert "overlaps the fresh base's" in result.note
+    # Ranked against its own base, malloc=perturb stands no higher than the base does.
+    assert result.note == "no perturbation failed more often than its base"
     # A reference, never the answer: the forked arm is no one's "undecided" neighbour.
     assert result.base_for(by_label["switch_interval=1e-06"]) is result.base
 
@@ -395,6 +396,50 @@ def test_a_combination_holding_a_fresh_perturbation_is_judged_against_the_fresh_
     assert combined.fresh
     assert search.base_of(len(search.arms) - 1) == 1
     assert search.base_of(2) == 0
+
+
+def test_a_fresh_arm_is_ranked_by_how_far_it_stands_above_its_own_base() -> None:
+    # malloc=perturb 7/8 fresh beside its base 6/8 fresh, switch_interval 4/8 forked beside
+    # the base's 0/8: malloc led by its rate, which a fresh start lifted (its base's too),
+    # and the forked arm that amplified was no one's best.
+    search = Amplification([SI, FRESH_MALLOC], Settings(first=8, step=8))
+    match: list[AttemptKind] = ["match"]
+    clean: list[AttemptKind] = ["pass"]
+    first = {0: clean * 8, 2: match * 4 + clean * 4, 3: match * 7 + clean, 1: match * 6 + clean * 2}
+    for arm, kinds in first.items():
+        assert search.next_probes() == [Probe(arm, 8)]
+        search.record(Probe(arm, 8), kinds)
+    assert search.leader() == 2  # +0.50 over its base, where malloc stands +0.12 over its
+    assert search.challenger(2) == 3
+    # Over the whole search: the forked arm's gain is the greater, and it is the answer.
+    rates = {"base": 0.0, "base (fresh)": 0.6, "malloc=perturb": 0.75, "switch_interval=1e-06": 0.5}
+    for seed in range(3):
+        result, _ = simulate([SI, FRESH_MALLOC], fixed(rates), seed)
+        assert result.status == "amplified", (seed, result.note)
+        assert result.winner is not None
+        assert result.winner.arm.label == "switch_interval=1e-06"
+        assert result.base_for(result.winner) is result.base
+
+
+def test_a_fresh_arm_is_undecided_with_a_forked_winner_by_their_gains() -> None:
+    # A fresh arm's upper bound is set on the winner's scale: its gain's upper bound (its own
+    # less its base's lower bound) over the forked base's upper bound.
+    search = Amplification([SI, FRESH_MALLOC], Settings(first=8, step=8))
+    match: list[AttemptKind] = ["match"]
+    clean: list[AttemptKind] = ["pass"]
+    for arm, kinds in (
+        (0, clean * 40),
+        (2, match * 30 + clean * 10),  # 0.75 (0.60-0.86) over 0/40 (0.00-0.09)
+        (3, match * 8),  # 8/8 fresh (0.68-1.00)...
+        (1, match * 2 + clean * 6),  # ...over 2/8 (0.07-0.59): a gain of 0.09 to 0.93
+    ):
+        search.record(Probe(arm, len(kinds)), kinds)
+    assert search.leader() == 2
+    assert not search.established()
+    search.interrupt()
+    assert search.result is not None
+    assert search.result.status == "interrupted"
+    assert [a.arm.label for a in search.result.undecided_with] == ["malloc=perturb"]
 
 
 def test_a_search_whose_base_fails_most_often_says_so_in_its_note() -> None:
