@@ -49,7 +49,10 @@ fresh arm (a combined one holding a fresh perturbation too) is judged against it
 `above_base`, the combination, the stop and the answer. It is a reference, never a
 candidate (not the leader, not a challenger), measured as the base is (its first
 attempts, after the singles', and one attempt a round while a fresh leader is not above
-it) and only while a fresh arm is live.
+it) and only while a fresh arm is live. One that fails every one of its first attempts is
+measured on as the base is (step 1, to FREQUENT_ATTEMPTS while it keeps failing); once its
+lower bound reaches FREQUENT, no fresh arm can be clearly above it, and the fresh arms are
+measured no more (the answer's note says why), where they were measured to the budget.
 
 With two bases the arms are ranked like with like, each by how far it stands above its
 own base (`standing`: its rate less its base's, the base's own 0): a fresh start that fails
@@ -217,7 +220,12 @@ class AmplifyResult:
         return tuple(
             a
             for i, a in enumerate(self.arms)
-            if i != self.best and a.arm.settings and not a.dropped and reach(a) > winner.rate.low
+            if i != self.best
+            and a.arm.settings
+            and not a.dropped
+            and reach(a) > winner.rate.low
+            # (a fresh arm beside a frequent fresh base was measured no more: none can win)
+            and self.base_for(a).rate.low < FREQUENT
         )
 
 
@@ -271,8 +279,10 @@ class Amplification:
 
     def live(self) -> list[int]:
         """The arms still compared (not dropped for infra errors); `base (fresh)` only while
-        a fresh arm is."""
+        a fresh arm is, and none of the fresh ones once it fails too often to be beaten."""
         live = [i for i in range(len(self.arms)) if not self._dropped(i)]
+        if self._fresh_frequent():
+            return [i for i in live if not self.arms[i].fresh]
         needed = any(self.arms[i].fresh and self.arms[i].settings for i in live)
         return [i for i in live if needed or i != self.fresh_base]
 
@@ -285,6 +295,16 @@ class Amplification:
         if self.fresh_base is not None and self.arms[arm].fresh:
             return self.fresh_base
         return 0
+
+    def _fresh_frequent(self) -> bool:
+        """`base (fresh)` fails in at least FREQUENT of its attempts (95% confidence): no
+        fresh arm can be clearly above it."""
+        return self.fresh_base is not None and self.rate(self.fresh_base).low >= FREQUENT
+
+    def _always(self, arm: int) -> bool:
+        """A base (either) that failed every one of at least its first attempts."""
+        tally = self.tallies[arm]
+        return tally.ran >= self.settings.first and tally.matched == tally.ran
 
     def _dropped(self, arm: int) -> bool:
         tally = self.tallies[arm]
@@ -375,23 +395,22 @@ class Amplification:
         # A base that failed every one of them is measured on, while it keeps failing, to
         # FREQUENT_ATTEMPTS (the fewest that show 90%): then nothing is left to amplify, and
         # the first clean attempt sends the search on (a base at 80% does so by then, but
-        # for 0.8^35, one search in 2,500).
+        # for 0.8^35, one search in 2,500). `base (fresh)` likewise, for the fresh arms.
         wants: dict[int, int] = {}
-        base_tally = self.tallies[0]
-        always = base_tally.ran >= self.settings.first and base_tally.matched == base_tally.ran
         # `base (fresh)` last: a fresh arm that cannot run at all needs no base.
         live = self.live()
         order = [i for i in live if i != self.fresh_base] + [
             i for i in live if i == self.fresh_base
         ]
         for i in order:
-            first = FREQUENT_ATTEMPTS if i == 0 and always else self.settings.first
+            always = i in (0, self.fresh_base) and self._always(i)
+            first = FREQUENT_ATTEMPTS if always else self.settings.first
             need = first - self.tallies[i].attempts
             if need > 0:
                 wants[i] = min(need, step - sum(wants.values()))
                 # A base failing every attempt is measured alone: its last round's spare
                 # attempts went to an arm, whose 1/1 the answer then called "best".
-                if sum(wants.values()) >= step or (i == 0 and always):
+                if sum(wants.values()) >= step or always:
                     break
         if wants:
             return self._probes(wants)
@@ -482,7 +501,21 @@ class Amplification:
         return Arm(settings, "combined", any(self.arms[i].fresh for i in chosen))
 
     def _why_not(self, leader: int, interrupted: bool) -> str:
-        """Why nothing was amplified, where the arms say more than "not amplified"."""
+        """Why nothing was amplified, where the arms say more than "not amplified"; and
+        where the fresh arms were measured no more, why."""
+        why = self._why_not_amplified(leader, interrupted)
+        if not self._fresh_frequent():
+            return why
+        assert self.fresh_base is not None
+        fresh = self.rate(self.fresh_base)
+        labels = ", ".join(a.label for a in self.arms if a.fresh and a.settings)
+        said = (
+            f"base (fresh) already fails in {fresh.matched}/{fresh.attempts} attempts (at least "
+            f"{FREQUENT:.0%}): no arm that runs fresh ({labels}) can fail clearly more often"
+        )
+        return f"{why}; {said}" if why else said
+
+    def _why_not_amplified(self, leader: int, interrupted: bool) -> str:
         if (
             not interrupted
             and self.used >= self.settings.budget

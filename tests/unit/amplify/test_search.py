@@ -341,7 +341,7 @@ def test_a_fresh_arm_above_the_forked_base_but_not_the_fresh_one_is_not_amplifie
     assert result.status == "not-amplified"
     assert result.best is None
     # Ranked against its own base, malloc=perturb stands no higher than the base does.
-    assert result.note == "no perturbation failed more often than its base"
+    assert result.note.startswith("no perturbation failed more often than its base")
     # A reference, never the answer: the forked arm is no one's "undecided" neighbour.
     assert result.base_for(by_label["switch_interval=1e-06"]) is result.base
 
@@ -440,6 +440,35 @@ def test_a_fresh_arm_is_undecided_with_a_forked_winner_by_their_gains() -> None:
     assert search.result is not None
     assert search.result.status == "interrupted"
     assert [a.arm.label for a in search.result.undecided_with] == ["malloc=perturb"]
+
+
+def test_a_fresh_base_that_fails_every_attempt_stops_the_fresh_arms_as_the_base_would() -> None:
+    # The base failing every attempt is measured on alone to FREQUENT_ATTEMPTS, then the
+    # search ends; `base (fresh)` at 8/8, 9/9, ... went on beside malloc=perturb to the
+    # budget, which no fresh arm could ever beat.
+    rates = {"base": 0.0, "base (fresh)": 1.0, "malloc=perturb": 1.0, "switch_interval=1e-06": 0.6}
+    result, asked = simulate([SI, FRESH_MALLOC], fixed(rates), seed=2)
+    by_label = {a.arm.label: a for a in result.arms}
+    fresh, malloc = by_label["base (fresh)"], by_label["malloc=perturb"]
+    assert fresh.tally.attempts == fresh.tally.matched == FREQUENT_ATTEMPTS
+    assert malloc.tally.attempts == Settings().first
+    # Measured on while it kept failing, before anything else was compared.
+    first_fresh = next(n for n, p in enumerate(asked) if p.arm == 1)
+    assert {p.arm for p in asked[first_fresh:]}.isdisjoint({3})
+    # The forked arms go on: switch_interval amplifies against the forked base.
+    assert result.status == "amplified"
+    assert result.winner is not None
+    assert result.winner.arm.label == "switch_interval=1e-06"
+    assert malloc not in result.undecided_with
+    # Not amplified, the note says why the fresh arms stopped.
+    rates = {"base": 0.0, "base (fresh)": 1.0, "malloc=perturb": 1.0}
+    result, _ = simulate([SI, FRESH_MALLOC], fixed(rates), seed=2, settings=Settings(budget=80))
+    assert result.status == "not-amplified"
+    assert result.note == (
+        "no perturbation failed more often than its base; base (fresh) already fails in 35/35 "
+        "attempts (at least 90%): no arm that runs fresh (malloc=perturb) can fail clearly "
+        "more often"
+    )
 
 
 def test_a_search_whose_base_fails_most_often_says_so_in_its_note() -> None:
