@@ -34,7 +34,7 @@ from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions, WordSet, check_options, rerun_words
 from reprospec.core.sections import Perturb, SectionError
-from reprospec.core.words import plural
+from reprospec.core.words import FRESH_PREFIX, plural
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import FatalError, UsageError, suggest
 from reprospec.isolation.candidates import AttemptKind
@@ -151,6 +151,18 @@ def preload_said(spec: Perturb, tries: Sequence[tuple[str, JsonValue]]) -> str:
     return "; ".join([said, *fresh])
 
 
+def preload_unforked(note: str, fresh: bool) -> str:
+    """Under run.preload, what is said where the base's attempts ran fresh all the same (its
+    first one's `launch_note`, `note`): no arm forks either, and an arm that runs fresh by its
+    perturbation (`fresh`: there is one) is judged against the base, no second base made."""
+    why = note.removeprefix(FRESH_PREFIX)
+    said = "run.preload: the base's attempts ran fresh, not forked" + (f" ({why})" if why else "")
+    said += ", as every arm's will"
+    if fresh:
+        said += ": each is judged against the base, started alike"
+    return said
+
+
 def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
     """`FIELD=VALUE` (VALUE read as YAML, checked as environment.perturb checks it)."""
     from reprospec.spec.overrides import option_value
@@ -249,12 +261,19 @@ def _amplify(
         )
     current = plan.attempts[0].environment.perturb.settings() if plan.attempts else ()
     fresh: dict[str, str] | None = None  # None: no run.preload
+    # Whether the base's attempts fork is known once the first of them ran (a command no fork
+    # runs, the docker runner, a server that could not import its modules run it fresh): the
+    # line is said then, not before, where it said "fork" of a server that never started.
+    forks_unknown = False
     if plan.attempts and plan.attempts[0].preload:
         # Which arms fork and which pay a whole interpreter start (and torch's import) per
         # attempt, said before a search of hundreds of attempts (nu24 LOW-3: 14 minutes,
         # nothing said).
-        say(preload_said(plan.attempts[0].environment.perturb, tries))
-        fresh = fresh_tries(plan.attempts[0].environment.perturb, tries)
+        perturb = plan.attempts[0].environment.perturb
+        fresh = fresh_tries(perturb, tries)
+        forks_unknown = unforkable(perturb) is None
+        if not forks_unknown:
+            say(preload_said(perturb, tries))  # every attempt fresh, the base's too
     # An arm that runs fresh is judged against `base (fresh)`, the spec run fresh too
     # (search.py: two bases): its gain over the forked base could be the start's.
     singles = [
@@ -294,6 +313,7 @@ def _amplify(
             + ", ".join(f"{search.arms[p.arm].label} x{p.attempts}" for p in probes)
             + f" ({search.used}/{settings.budget} attempts used)"
         )
+        base_pieces: list[StoredProbe] = []
         for probe in probes:
             arm = search.arms[probe.arm]
             pieces = state.take(arm.label, probe.attempts)
@@ -309,12 +329,24 @@ def _amplify(
                     break
                 state.add(ran)
                 pieces.append(ran)
+            if probe.arm == 0:
+                base_pieces = pieces
             search.record(
                 probe,
                 tuple(k for p in pieces for k in p.kinds),
                 tuple(o for p in pieces for o in p.others),
                 next((p.infra_reason for p in reversed(pieces) if p.infra_reason), ""),
             )
+        launch = _base_launch(base_pieces, run_options.out) if forks_unknown else None
+        if launch is not None:
+            # Between rounds: dropping `base (fresh)` renumbers the arms after it.
+            forks_unknown = False
+            forked, note = launch
+            if forked:
+                say(preload_said(plan.attempts[0].environment.perturb, tries))
+            else:
+                search.base_runs_fresh()
+                say(preload_unforked(note, bool(fresh)))
     if search.result is None:
         search.interrupt()
     assert search.result is not None
@@ -418,6 +450,30 @@ def _unforked(state: StateFile, out: Path, fresh: Mapping[str, str]) -> str:
     return f"{ran_fresh} of {plural(meant, 'attempt')} meant to fork ran fresh" + (
         f" ({why})" if why else ""
     )
+
+
+def _base_launch(pieces: Sequence[StoredProbe], out: Path) -> tuple[bool, str] | None:
+    """Whether the base's attempts in `pieces` forked (any of them), and where none did the
+    first one's `launch_note`; None where none of them ran."""
+    from reprospec import api
+
+    notes: list[str] = []
+    for piece in pieces:
+        try:
+            result = api.load_result(piece.run_id, out)
+        except (FatalError, OSError):
+            continue  # a run removed since
+        for cell in result.cells:
+            for attempt in cell.attempts:
+                if attempt.ran is None:
+                    continue  # could not run: started neither way
+                if attempt.launch == "forked":
+                    return True, ""
+                if attempt.launch == "fresh":
+                    notes.append(attempt.launch_note or "")
+    if not notes:
+        return None
+    return False, next((n for n in notes if n), "")
 
 
 def _run_probe(

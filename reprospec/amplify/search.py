@@ -49,10 +49,13 @@ fresh arm (a combined one holding a fresh perturbation too) is judged against it
 `above_base`, the combination, the stop and the answer. It is a reference, never a
 candidate (not the leader, not a challenger), measured as the base is (its first
 attempts, after the singles', and one attempt a round while a fresh leader is not above
-it) and only while a fresh arm is live. One that fails every one of its first attempts is
-measured on as the base is (step 1, to FREQUENT_ATTEMPTS while it keeps failing); once its
-lower bound reaches FREQUENT, no fresh arm can be clearly above it, and the fresh arms are
-measured no more (the answer's note says why), where they were measured to the budget.
+it) and only while a fresh arm is live; never in the base's first round, so that where the
+base's attempts turn out to run fresh too (`base_runs_fresh`: run.preload asked of a command
+no fork can run, a runner that does not fork, a server that could not import) it is
+dropped before it spent an attempt measuring the base again. One that fails every one of
+its first attempts is measured on as the base is (step 1, to FREQUENT_ATTEMPTS while it
+keeps failing); once its lower bound reaches FREQUENT, no fresh arm can be clearly above it,
+and the fresh arms are measured no more (the answer's note says why).
 
 With two bases the arms are ranked like with like, each by how far it stands above its
 own base (`standing`: its rate less its base's, the base's own 0): a fresh start that fails
@@ -68,7 +71,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from reprospec.core.frozen import frozen
@@ -270,6 +273,20 @@ class Amplification:
         self.combined = False
         self.result: AmplifyResult | None = None
 
+    def base_runs_fresh(self) -> bool:
+        """The base's attempts ran fresh too (module docstring: two bases): every arm starts
+        as the base does, so `base (fresh)` is dropped and the fresh arms are judged against
+        the base. Called between rounds (the arms after it are renumbered); False where it
+        is measured already (kept) or there is none."""
+        arm = self.fresh_base
+        if arm is None or self.tallies[arm].attempts:
+            return False
+        for kept in (self.arms, self.tallies, self.others, self.reasons):
+            del kept[arm]
+        self.arms = [replace(a, fresh=False) for a in self.arms]
+        self.fresh_base = None
+        return True
+
     # -- what the search believes ------------------------------------------------------
 
     def rate(self, arm: int, extra_clean: int = 0) -> Rate:
@@ -403,6 +420,8 @@ class Amplification:
             i for i in live if i == self.fresh_base
         ]
         for i in order:
+            if i == self.fresh_base and 0 in wants:
+                break  # not in the base's first round (module docstring: two bases)
             always = i in (0, self.fresh_base) and self._always(i)
             first = FREQUENT_ATTEMPTS if always else self.settings.first
             need = first - self.tallies[i].attempts

@@ -583,3 +583,42 @@ def test_preload_that_could_not_fork_says_its_attempts_ran_fresh(cli: Cli, tmp_p
     )
     assert forked["unforked"] is None
     assert "the base's attempts forked" in next((out2 / "amplify").glob("*/amplify.md")).read_text()
+
+
+def test_preload_whose_base_runs_fresh_measures_no_fresh_base(cli: Cli, tmp_path: Path) -> None:
+    """`amplify --preload MOD --try malloc=perturb` where the base's attempts run fresh all the
+    same: a server that cannot import MOD, a command that is a shell line. `base (fresh)`
+    measured the base again, from the budget, and the first line said "the base and the
+    perturbed arms fork from the preloaded server" of a server that never started. The line
+    is said once the base's attempts ran, and the fresh arm is judged against the base."""
+    spec = _copy(tmp_path, "race.yaml", "race.py")
+    shell = tmp_path / "shell.yaml"
+    shell.write_text(spec.read_text().replace("python race.py", "python race.py; true"))
+    lib = stamp_module(tmp_path)
+    more = ("--budget", "24", "--try", "switch_interval=1e-6", "--try", "malloc=perturb")
+    for name, path, preload in (
+        ("import", spec, ("--preload", "no_such_module_pf44")),
+        ("shell", shell, ("--preload", "stamp", "--set", f"environment.env.PYTHONPATH={lib}")),
+    ):
+        out = tmp_path / name
+        result, data = _amplify(cli, path, out, *more, *preload)
+        assert "fork from the preloaded server" not in result.stderr, result.stderr
+        said = re.search(
+            r"run\.preload: the base's attempts ran fresh, not forked \((.+)\)", result.stderr
+        )
+        assert said is not None, result.stderr
+        assert ("no_such_module_pf44" if name == "import" else "shell line") in said[1]
+        assert ", as every arm's will: each is judged against the base, started alike" in (
+            result.stderr
+        )
+        listed = data["arms"]
+        assert isinstance(listed, list)
+        arms = {arm["perturbation"]: arm for arm in listed}
+        assert list(arms) == ["base", "switch_interval=1e-06", "malloc=perturb"], name
+        assert arms["malloc=perturb"]["compared_with"] == "base"
+        assert not arms["malloc=perturb"]["fresh"]
+        # Every run kept the preload asked: none was the fresh base's (--preload none).
+        runs = [json.loads(p.read_text()) for p in (out / "runs").glob("*/results.json")]
+        assert runs
+        assert all(run["options"]["preload"] for run in runs), name
+        assert {a["launch"] for a in _attempts(out)} == {"fresh"}

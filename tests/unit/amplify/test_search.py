@@ -471,6 +471,31 @@ def test_a_fresh_base_that_fails_every_attempt_stops_the_fresh_arms_as_the_base_
     )
 
 
+def test_a_base_that_runs_fresh_too_drops_the_fresh_base_before_it_ran() -> None:
+    # Under run.preload a base whose attempts ran fresh all the same (a shell line, docker, a
+    # server that could not import) made `base (fresh)` measure the base again: the caller
+    # says so after the base's first round, which never holds the fresh base's attempts.
+    search = Amplification([SI, FRESH_MALLOC], Settings(first=8, step=32))
+    first = search.next_probes()
+    assert first == [Probe(0, 8), Probe(2, 8), Probe(3, 8)]
+    for probe in first:
+        search.record(probe, ["pass"] * probe.attempts)
+    assert search.base_runs_fresh()
+    assert [a.label for a in search.arms] == ["base", "switch_interval=1e-06", "malloc=perturb"]
+    assert not any(a.fresh for a in search.arms)
+    assert search.fresh_base is None
+    assert search.base_of(2) == 0
+    assert [t.attempts for t in search.tallies] == [8, 8, 8]
+    assert not search.base_runs_fresh()  # once only
+    # Measured already, it is kept (and judged as before).
+    search = Amplification([SI, FRESH_MALLOC], Settings(first=8, step=8))
+    for arm in (0, 2, 3, 1):
+        assert search.next_probes() == [Probe(arm, 8)]
+        search.record(Probe(arm, 8), ["pass"] * 8)
+    assert not search.base_runs_fresh()
+    assert search.arms[1].label == "base (fresh)"
+
+
 def test_a_search_whose_base_fails_most_often_says_so_in_its_note() -> None:
     # nu43: "base 12/16; best cpus=1: 10/14 (0.45–0.89): not amplified" gave no reason
     # where no perturbation failed more often than the base and the budget ran out.
