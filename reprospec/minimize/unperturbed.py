@@ -17,8 +17,9 @@ the base is above 0 but low (nu21's 2 of 12), one that fails there clearly more 
 than the base (up to 8 attempts, stopping once clear either way). This is the safety
 net for the rest: once DIR is checked, its minimized.yaml runs without the
 perturbation (`environment.perturb={}`), as many attempts as the original's unperturbed
-rate was measured on: amplify's base (its folder's amplify.json), where it measured the
-cell the program was minimized in, or the search's own measurement, else the original
+rate was measured on: amplify's base (its folder's amplify.json; the base its perturbation
+was judged against, `base (fresh)` for one that ran fresh under run.preload), where it
+measured the cell the program was minimized in, or the search's own measurement, else the original
 measured here, unperturbed, as often. Where the result fails clearly more often than the
 original did, its lower bound above the original's upper bound (the rule amplify calls a
 perturbation's gain clear by), the answer says so: it may be another bug. A candidate
@@ -60,28 +61,48 @@ class Baseline:
     rate: Rate
     source: str  # where it was read: the amplify.json ("" where measured)
     measured: bool = False
+    # amplify's arm it is: `base`, or `base (fresh)` where the perturbation kept ran fresh
+    # under run.preload and was judged against it (amplify/search.py: two bases).
+    arm: str = "base"
 
     @property
     def phrase(self) -> str:
         """Where the rate comes from, as the answer names it."""
         if self.measured:
             return "measured here before the search"
-        return f"amplify's base in {self.source}"
+        return f"amplify's {self.arm} in {self.source}"
 
     @classmethod
     def from_amplify(cls, path: Path) -> Baseline | None:
-        """amplify.json's base (an amplify folder or the file), None where it has none
-        (`--amplify` checked the file already: it names a perturbation)."""
+        """The base in amplify.json (an amplify folder or the file) its winner was judged
+        against (its arm's `compared_with`: `base (fresh)` for one that ran fresh, where the
+        forked base's rate was read), None where it has none (`--amplify` checked the file
+        already: it names a perturbation)."""
         file = path / "amplify.json" if path.is_dir() else path
         try:
             data = json.loads(file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        base = data.get("base") if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            return None
+        label, base = _judged_against(data)
         rate = _rate(base.get("rate")) if isinstance(base, dict) else None
         if rate is None or rate.attempts == 0:
             return None
-        return cls(str(data.get("cell") or ""), rate, str(file))
+        return cls(str(data.get("cell") or ""), rate, str(file), arm=label)
+
+
+def _judged_against(data: Mapping[str, JsonValue]) -> tuple[str, JsonValue]:
+    """amplify.json's base arm its winner was judged against, with its label: the winner's
+    `compared_with` where the arms say it, else `base`."""
+    arms = data.get("arms")
+    listed = [a for a in arms if isinstance(a, dict)] if isinstance(arms, list) else []
+    by_label = {a.get("perturbation"): a for a in listed}
+    winner = by_label.get(data.get("perturbation"))
+    against = winner.get("compared_with") if winner is not None else None
+    if isinstance(against, str) and against in by_label:
+        return against, by_label[against]
+    return "base", data.get("base")
 
 
 @frozen

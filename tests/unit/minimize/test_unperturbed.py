@@ -70,6 +70,34 @@ def test_amplifys_base_is_read_from_its_folder_or_file(tmp_path: Path) -> None:
     assert Baseline.from_amplify(tmp_path / "gone") is None
 
 
+def test_amplifys_base_is_the_one_its_winner_was_judged_against(tmp_path: Path) -> None:
+    # Under run.preload malloc=perturb ran fresh and was judged against `base (fresh)`, 6/16:
+    # minimize read the forked base's 0/24, a rate the kept perturbation was never judged by.
+    def arm(label: str, matched: int, attempts: int, against: str | None) -> dict[str, object]:
+        rate = rate_of(matched, attempts)
+        return {"perturbation": label, "compared_with": against, "rate": rate.to_dict()}
+
+    forked, fresh = arm("base", 0, 24, None), arm("base (fresh)", 6, 16, None)
+    data = {
+        "cell": "default",
+        "perturbation": "malloc=perturb",
+        "base": forked,
+        "arms": [forked, fresh, arm("malloc=perturb", 30, 40, "base (fresh)")],
+    }
+    (tmp_path / "amplify.json").write_text(json.dumps(data))
+    found = Baseline.from_amplify(tmp_path)
+    assert found is not None
+    assert found.rate == rate_of(6, 16)
+    assert found.phrase == f"amplify's base (fresh) in {tmp_path / 'amplify.json'}"
+    # A forked winner (or a file without `compared_with`): the base.
+    data["arms"] = [forked, fresh, arm("malloc=perturb", 30, 40, "base")]
+    (tmp_path / "amplify.json").write_text(json.dumps(data))
+    found = Baseline.from_amplify(tmp_path)
+    assert found is not None
+    assert (found.rate, found.arm) == (rate_of(0, 24), "base")
+    assert found.phrase.startswith("amplify's base in ")
+
+
 def test_each_side_gets_as_many_attempts_as_the_base_was_measured_on() -> None:
     assert attempts_for(None) == MIN_ATTEMPTS
     assert attempts_for(rate_of(0, 8)) == 8
