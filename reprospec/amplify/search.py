@@ -64,7 +64,8 @@ by its rate among forked ones was "best" for the start's sake. Two arms judged a
 base are compared by their rates as ever (the same base subtracted from both); a fresh arm
 and a forked one by their gains, each gain's bounds its own bound less its base's other
 bound (`_reach`): the leader is established over such an arm once its gain's lower bound
-reaches the other's upper bound. Without a fresh arm the ranking is the rates'.
+reaches the other's upper bound. The combination takes the best so ranked. Without a fresh
+arm the ranking is the rates'.
 """
 
 from __future__ import annotations
@@ -504,7 +505,8 @@ class Amplification:
             for i in self.live()
             if self.arms[i].role == "single" and self.tallies[i].matched >= 2 and self.above_base(i)
         ]
-        helping.sort(key=lambda i: (-self.rate(i).value, i))
+        # The best first, each by how far it stands above its own base (as the leader).
+        helping.sort(key=lambda i: (-standing(self.rate(i), self.rate(self.base_of(i)))[0], i))
         chosen: list[int] = []
         fields: set[str] = set()
         for i in helping:

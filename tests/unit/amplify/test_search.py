@@ -421,6 +421,24 @@ def test_a_fresh_arm_is_ranked_by_how_far_it_stands_above_its_own_base() -> None
         assert result.base_for(result.winner) is result.base
 
 
+def test_the_combination_takes_the_best_by_how_far_each_stands_above_its_base() -> None:
+    # Of three that amplified, two combined: malloc=perturb 15/16 fresh over its base's 4/16
+    # (+0.69) was taken by its rate before gc=aggressive 13/16 forked over 0/16 (+0.81).
+    search = Amplification([SI, FRESH_MALLOC, GC], Settings(first=16, step=16, combine=2))
+    match: list[AttemptKind] = ["match"]
+    clean: list[AttemptKind] = ["pass"]
+    first = {0: 0, 2: 14, 3: 15, 4: 13, 1: 4}  # arm: matched of 16
+    for arm, matched in first.items():
+        assert search.next_probes() == [Probe(arm, 16)]
+        search.record(Probe(arm, 16), match * matched + clean * (16 - matched))
+    assert all(search.above_base(i) for i in (2, 3, 4))
+    search.next_probes()
+    combined = search.arms[-1]
+    assert combined.role == "combined"
+    assert combined.fields == {"switch_interval", "gc"}
+    assert not combined.fresh
+
+
 def test_a_fresh_arm_is_undecided_with_a_forked_winner_by_their_gains() -> None:
     # A fresh arm's upper bound is set on the winner's scale: its gain's upper bound (its own
     # less its base's lower bound) over the forked base's upper bound.
