@@ -49,10 +49,12 @@ fresh arm (a combined one holding a fresh perturbation too) is judged against it
 `above_base`, the combination, the stop and the answer. It is a reference, never a
 candidate (not the leader, not a challenger), measured as the base is (its first
 attempts, after the singles', and one attempt a round while a fresh leader is not above
-it) and only while a fresh arm is live; never in the base's first round, so that where the
-base's attempts turn out to run fresh too (`base_runs_fresh`: run.preload asked of a command
-no fork can run, a runner that does not fork, a server that could not import) it is
-dropped before it spent an attempt measuring the base again. One that fails every one of
+it, or while a fresh arm and a forked one are compared by their gains, below, and it has
+fewer attempts than the fresh one) and only while a fresh arm is live; never in the base's
+first round, so that where the base's attempts turn out to run fresh too
+(`base_runs_fresh`: run.preload asked of a command no fork can run, a runner that does not
+fork, a server that could not import) it is dropped before it spent an attempt measuring
+the base again. One that fails every one of
 its first attempts is measured on as the base is (step 1, to FREQUENT_ATTEMPTS while it
 keeps failing); once its lower bound reaches FREQUENT, no fresh arm can be clearly above it,
 and the fresh arms are measured no more (the answer's note says why).
@@ -466,7 +468,25 @@ class Amplification:
                 wants[leader] += 1
             else:
                 wants[challenger] = wants.get(challenger, 0) + 1
+        self._across_to_fresh_base(leader, wants)
         return self._probes(wants)
+
+    def _across_to_fresh_base(self, leader: int, wants: dict[int, int]) -> None:
+        """Where the leader and a challenger are of different bases, they are told apart by
+        their gains, and a fresh arm's gain is as uncertain as `base (fresh)`'s rate: one of
+        the challenger's attempts goes to that base while it has fewer than the fresh arm."""
+        fresh_base = self.fresh_base
+        if fresh_base is None or fresh_base in wants:
+            return
+        theirs = self.base_of(leader)
+        for arm in sorted(wants):
+            if arm in (0, leader) or self.base_of(arm) == theirs:
+                continue
+            fresh = leader if theirs == fresh_base else arm
+            if self.tallies[fresh_base].attempts < self.tallies[fresh].attempts:
+                wants[arm] -= 1
+                wants[fresh_base] = 1
+            return
 
     def record(
         self,

@@ -514,6 +514,27 @@ def test_a_base_that_runs_fresh_too_drops_the_fresh_base_before_it_ran() -> None
     assert search.arms[1].label == "base (fresh)"
 
 
+def test_a_fresh_challenger_of_a_forked_leader_has_its_base_measured_too() -> None:
+    # switch_interval 6/8 over the base's 0/8 leads; malloc=perturb 12/12 fresh over its base's
+    # 3/8 challenges it, told apart by their gains, and the fresh base's 8 attempts bound
+    # malloc's gain as much as its own 12: the fresh base was measured only for a fresh leader.
+    search = Amplification([SI, FRESH_MALLOC], Settings(first=8, step=4, combine=1))
+    match: list[AttemptKind] = ["match"]
+    clean: list[AttemptKind] = ["pass"]
+    for arm, kinds in (
+        (0, clean * 8),
+        (2, match * 6 + clean * 2),
+        (3, match * 12),
+        (1, match * 3 + clean * 5),
+    ):
+        search.record(Probe(arm, len(kinds)), kinds)
+    assert search.leader() == 2
+    assert search.next_probes() == [Probe(1, 1), Probe(2, 2), Probe(3, 1)]
+    # Measured as often as the fresh arm, it is left to the search's rule again.
+    search.record(Probe(1, 4), clean * 4)
+    assert search.next_probes() == [Probe(2, 2), Probe(3, 2)]
+
+
 def test_a_search_whose_base_fails_most_often_says_so_in_its_note() -> None:
     # nu43: "base 12/16; best cpus=1: 10/14 (0.45–0.89): not amplified" gave no reason
     # where no perturbation failed more often than the base and the budget ran out.
