@@ -54,10 +54,10 @@ fewer attempts than the fresh one) and only while a fresh arm is live; never in 
 first round, so that where the base's attempts turn out to run fresh too
 (`base_runs_fresh`: run.preload asked of a command no fork can run, a runner that does not
 fork, a server that could not import) it is dropped before it spent an attempt measuring
-the base again. One that fails every one of
-its first attempts is measured on as the base is (step 1, to FREQUENT_ATTEMPTS while it
-keeps failing); once its lower bound reaches FREQUENT, no fresh arm can be clearly above it,
-and the fresh arms are measured no more (the answer's note says why).
+the base again. One that fails every one of its first attempts is measured on as the base
+is (step 1, to FREQUENT_ATTEMPTS while it keeps failing); once its lower bound reaches
+FREQUENT, no fresh arm can be clearly above it, and the fresh arms are measured no more
+(the answer's note says why).
 
 With two bases the arms are ranked like with like, each by how far it stands above its
 own base (`standing`: its rate less its base's, the base's own 0): a fresh start that fails
@@ -217,11 +217,12 @@ class AmplifyResult:
         if self.best is None:
             return ()
         winner = self.arms[self.best]
-        theirs = self.base_for(winner).rate
+        theirs = self.base_for(winner)
 
         def reach(arm: ArmResult) -> float:
-            own = self.base_for(arm).rate
-            return arm.rate.high if own is theirs else across(arm.rate.high, own, theirs)
+            own = self.base_for(arm)
+            high = arm.rate.high
+            return high if own is theirs else across(high, own.rate, theirs.rate)
 
         return tuple(
             a
