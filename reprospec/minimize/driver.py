@@ -267,7 +267,7 @@ def _minimize(
     # search.py's point 6: where the failing cell runs perturbed, amplify's base where it
     # measured this cell, else the original's own attempts without it before the passes.
     perturbed = attempt.environment.perturb.describe()
-    base = _baseline(options, failing, reduced) if perturbed else None
+    base = _baseline(options, failing, reduced, bool(attempt.preload)) if perturbed else None
     settings = Settings(
         budget=max(1, options.budget - reduced.attempts),
         spent_before=min(reduced.attempts, options.budget - 1),
@@ -425,10 +425,13 @@ def _minimize(
     return redactor.value(found)
 
 
-def _baseline(options: MinimizeOptions, failing: Cell, reduced: Reduced) -> Baseline | None:
+def _baseline(
+    options: MinimizeOptions, failing: Cell, reduced: Reduced, forked: bool
+) -> Baseline | None:
     """amplify's base (the original without the perturbation) where `--amplify`'s folder
-    measured the cell minimized and step 1 kept it; None: it is measured here."""
-    base = Baseline.from_amplify(options.amplified) if options.amplified else None
+    measured the cell minimized and step 1 kept it, started as the search's attempts start
+    (`forked`: under a preload); None: it is measured here."""
+    base = Baseline.from_amplify(options.amplified, forked=forked) if options.amplified else None
     if base is not None and (base.cell != failing.id or reduced.cell.id != failing.id):
         return None  # amplify measured another cell than the one minimized
     return base

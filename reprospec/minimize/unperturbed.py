@@ -17,14 +17,14 @@ the base is above 0 but low (nu21's 2 of 12), one that fails there clearly more 
 than the base (up to 8 attempts, stopping once clear either way). This is the safety
 net for the rest: once DIR is checked, its minimized.yaml runs without the
 perturbation (`environment.perturb={}`), as many attempts as the original's unperturbed
-rate was measured on: amplify's base (its folder's amplify.json; the base its perturbation
-was judged against, `base (fresh)` for one that ran fresh under run.preload), where it
-measured the cell the program was minimized in, or the search's own measurement, else the original
-measured here, unperturbed, as often. Where the result fails clearly more often than the
-original did, its lower bound above the original's upper bound (the rule amplify calls a
-perturbation's gain clear by), the answer says so: it may be another bug. A candidate
-that fails unperturbed only sometimes more often than the original can pass the
-search's few attempts.
+rate was measured on: amplify's base (its folder's amplify.json; where minimize's attempts
+run fresh, the base its perturbation was judged against, `base (fresh)` for one that ran
+fresh under run.preload), where it measured the cell the program was minimized in, or the
+search's own measurement, else the original measured here, unperturbed, as often. Where
+the result fails clearly more often than the original did, its lower bound above the
+original's upper bound (the rule amplify calls a perturbation's gain clear by), the answer
+says so: it may be another bug. A candidate that fails unperturbed only sometimes more
+often than the original can pass the search's few attempts.
 """
 
 from __future__ import annotations
@@ -73,11 +73,13 @@ class Baseline:
         return f"amplify's {self.arm} in {self.source}"
 
     @classmethod
-    def from_amplify(cls, path: Path) -> Baseline | None:
-        """The base in amplify.json (an amplify folder or the file) its winner was judged
-        against (its arm's `compared_with`: `base (fresh)` for one that ran fresh, where the
-        forked base's rate was read), None where it has none (`--amplify` checked the file
-        already: it names a perturbation)."""
+    def from_amplify(cls, path: Path, *, forked: bool = False) -> Baseline | None:
+        """The base in amplify.json (an amplify folder or the file) started as minimize starts
+        the original without the perturbation: `forked` (under a preload, minimize's or the
+        spec's own), the base; else the one its winner was judged against (its arm's
+        `compared_with`: `base (fresh)` for one that ran fresh under run.preload, run fresh
+        too, where the forked base's rate was read). None where it has none (`--amplify`
+        checked the file already: it names a perturbation)."""
         file = path / "amplify.json" if path.is_dir() else path
         try:
             data = json.loads(file.read_text(encoding="utf-8"))
@@ -85,7 +87,7 @@ class Baseline:
             return None
         if not isinstance(data, dict):
             return None
-        label, base = _judged_against(data)
+        label, base = ("base", data.get("base")) if forked else _judged_against(data)
         rate = _rate(base.get("rate")) if isinstance(base, dict) else None
         if rate is None or rate.attempts == 0:
             return None

@@ -89,6 +89,10 @@ def test_amplifys_base_is_the_one_its_winner_was_judged_against(tmp_path: Path) 
     assert found is not None
     assert found.rate == rate_of(6, 16)
     assert found.phrase == f"amplify's base (fresh) in {tmp_path / 'amplify.json'}"
+    # Where minimize's own attempts fork (a preload), the forked base is the one started alike.
+    found = Baseline.from_amplify(tmp_path, forked=True)
+    assert found is not None
+    assert (found.rate, found.arm) == (rate_of(0, 24), "base")
     # A forked winner (or a file without `compared_with`): the base.
     data["arms"] = [forked, fresh, arm("malloc=perturb", 30, 40, "base")]
     (tmp_path / "amplify.json").write_text(json.dumps(data))
