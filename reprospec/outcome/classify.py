@@ -58,7 +58,8 @@ printing an uncaught exception (an uncaught KeyboardInterrupt dies of SIGINT).
 Exited with another status, hung or killed by another signal, the process went on
 after it (it logged a handled exception, or the traceback was a child's): the
 traceback is the outcome's `last_traceback`, named as the last one printed, and an
-`error` takes its message from stderr's last line as for any other exit; phase,
+`error` takes its message from stderr's last line as for any other exit (none where
+that line ends a warning: evidence.ends_with_warning); phase,
 step, stage and module from the events. A command that is
 pytest (`pytest=True`) catches what its tests raise: an `error` with no uncaught
 traceback takes the exception and message pytest reports for its first failing test
@@ -103,7 +104,7 @@ from reprospec.core.words import (
     NO_OTHER_PROCESS_RAN,
     plural,
 )
-from reprospec.outcome.evidence import EXIT_PHASE, Event, Events, Evidence
+from reprospec.outcome.evidence import EXIT_PHASE, Event, Events, Evidence, ends_with_warning
 from reprospec.outcome.setupfail import setup_failure
 
 if TYPE_CHECKING:
@@ -318,8 +319,9 @@ def classify(
             if exception is None:
                 from reprospec.outcome.tracebacks import PythonException, last_line
 
-                # `raise SystemExit("msg")` and `sys.exit("msg")` print only the message.
-                last = last_line(stderr)
+                # `raise SystemExit("msg")` and `sys.exit("msg")` print only the message;
+                # a warning printed last is none (evidence.ends_with_warning).
+                last = None if ends_with_warning(stderr) else last_line(stderr)
                 exception = PythonException("", last) if last else None
 
     exception_type = (exception.type or None) if exception else None

@@ -364,6 +364,20 @@ def python_warnings(text: str) -> tuple[ChildWarning, ...]:
     return tuple(seen.values())
 
 
+def ends_with_warning(text: str) -> bool:
+    """Whether `text` ends with a Python warning: its `file:line: Category: message` line,
+    alone or with the source line Python prints under it, indented. Such an end is no
+    message the program exited with: `warnings.warn(...)` then `sys.exit(1)` read as an
+    error whose message was the warning's source line, and capture wrote it as
+    `expect.message`."""
+    lines = [line for line in clean_log(text).splitlines() if line.strip()][-2:]
+    if not lines:
+        return False
+    if _WARNING.fullmatch(lines[-1]):
+        return True
+    return len(lines) == 2 and lines[-1][:1].isspace() and bool(_WARNING.fullmatch(lines[0]))
+
+
 def _gpu_findings(
     folder: Path | None, stderr: str, names: frozenset[str] | None
 ) -> GpuFindings | None:

@@ -225,6 +225,23 @@ def test_system_exit_message(tmp_path: Path) -> None:
     assert outcome.message == "fatal: no dataset found"
 
 
+def test_a_warning_printed_last_is_no_message_of_the_exit(tmp_path: Path) -> None:
+    """`warnings.warn(...)` then `sys.exit(1)`: the message read the warning's source line
+    (`warnings.warn("numpy is missing")`), and capture wrote it as `expect.message`."""
+    script = tmp_path / "warns.py"
+    script.write_text('import sys, warnings\nwarnings.warn("numpy is missing")\nsys.exit(1)\n')
+    outcome = classify(run_child(tmp_path, [sys.executable, str(script)]))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code, outcome.exception) == ("error", 1, None)
+    assert "UserWarning: numpy is missing" in (tmp_path / "stderr.log").read_text()
+    assert outcome.message is None
+    # A message printed after the warning is still the exit's.
+    script.write_text('import sys, warnings\nwarnings.warn("slow")\nsys.exit("fatal: no data")\n')
+    outcome = classify(run_child(tmp_path, [sys.executable, str(script)]))
+    assert isinstance(outcome, Outcome)
+    assert outcome.message == "fatal: no data"
+
+
 def test_real_segfault(tmp_path: Path) -> None:
     outcome = classify(behave(tmp_path, "segv"))
     assert isinstance(outcome, Outcome)

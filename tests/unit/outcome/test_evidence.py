@@ -10,7 +10,7 @@ import pytest
 from reprospec.core import capped
 from reprospec.core.logtext import TAIL_LINES
 from reprospec.core.results import Execution
-from reprospec.outcome.evidence import Event, Events, Evidence, read_log
+from reprospec.outcome.evidence import Event, Events, Evidence, ends_with_warning, read_log
 
 
 def test_events_are_summed_up_in_one_pass() -> None:
@@ -131,3 +131,13 @@ def test_a_marker_redrawn_at_its_step_is_no_later_sign_of_progress() -> None:
     assert (events.step, events.last_t) == (7, 11.0)
     assert Events.of([bar(11.0, 7), bar(12.0, 7, "eval")]).last_t == 12.0  # another phase
     assert Events.of([bar(11.0, None), bar(12.0, None)]).last_t == 12.0  # no step to compare
+
+
+def test_a_warning_at_the_end_of_a_log_is_told_with_or_without_its_source_line() -> None:
+    header = "/w/app.py:3: UserWarning: numpy is missing"
+    assert ends_with_warning(f"{header}\n  warnings.warn('numpy is missing')\n\n")
+    assert ends_with_warning(f"step 7\n{header}\n")  # no source line (python -c)
+    assert ends_with_warning(f"{header}\n  torch.device('cpu')\n")
+    assert not ends_with_warning(f"{header}\n  warnings.warn('x')\nfatal: no data\n")
+    assert not ends_with_warning("  indented output\n")
+    assert not ends_with_warning("")
