@@ -67,7 +67,9 @@ or `infra` (could not run).
 5. **Answer.** When the passes are done (or the budget reaches what the final
    check needs), the smallest program seen failing runs `final_attempts` more
    attempts for its rate and interval, and its passing cells `final_passing`
-   times each.
+   times each. Where none of them failed, it runs on to its first failure, up to
+   `clean_needed()` clean attempts in all (the passes drop a candidate no sooner),
+   while the budget lasts, before it is `unconfirmed` or falls back.
 6. **Still needs the perturbation.** Where the failing cell runs under
    environment.perturb, the oracle asks nothing of the program without it, and
    the passes can drop what made the failure need it (nu18's use-after-free lost
@@ -578,6 +580,12 @@ class Minimization:
             if tally.ran < s.final_attempts and left > 0:
                 want = min(s.final_attempts - tally.ran, left)
                 return Probe(self.best.key, "failing", want, 0)
+            # No match in fewer clean attempts than drop a candidate is no sign that the
+            # result fails no more: at --min-rate 0.046 it read `unconfirmed` after 5 or 20,
+            # where the search's own rule asks 49. Run on to its first match.
+            more = self.clean_needed() - tally.clean
+            if tally.matched == 0 and more > 0 and left > 0:
+                return Probe(self.best.key, "failing", min(more, left), 1)
             if tally.matched == 0 and self._fall_back(left):
                 return None
             self._phase = "final-passing"
