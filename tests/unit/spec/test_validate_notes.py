@@ -1,0 +1,41 @@
+"""`validate`'s notes on a valid spec: a matrix axis that nothing reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reprospec.spec.validate import validate
+
+HEAD = "reprospec: 1\nname: axes\nmatrix:\n  seed: [1, 2, 3]\n  b: [x, y]\n"
+
+
+@pytest.mark.parametrize(
+    ("rest", "unread"),
+    [
+        # nu44: three cells of `seed` that nothing read ran the same command, nothing said.
+        ("command: echo ${{ matrix.b }}\nexpect: {outcome: pass}\n", ["seed"]),
+        ("command: 'true'\nexpect: {outcome: pass}\n", ["seed", "b"]),
+        ("command: echo ${{ matrix.b }} ${{ matrix.seed }}\nexpect: {outcome: pass}\n", []),
+        # The cell's id, or the whole matrix, reads every axis.
+        ("command: echo ${{ cell.id }}\nexpect: {outcome: pass}\n", []),
+        ("command: echo '${{ matrix }}'\nexpect: {outcome: pass}\n", []),
+        # An axis the expectation reads changes what is judged, if not what runs.
+        (
+            "command: echo ${{ matrix.b }}\nexpect:\n  outcome: pass\n"
+            "  cases: [{when: {seed: 2}, outcome: pass}]\n",
+            [],
+        ),
+    ],
+)
+def test_an_axis_nothing_reads_is_noted(tmp_path: Path, rest: str, unread: list[str]) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text(HEAD + rest)
+    found = validate([spec])
+    assert found.problems == []
+    noted = [n for n in found.notes if "read by nothing" in n]
+    assert [n.split("'")[1] for n in noted] == unread
+    lines = {"seed": 4, "b": 5}
+    assert all(n.startswith(f"{spec}:{lines[n.split(chr(39))[1]]}:") for n in noted)
+    assert all("run.repeat" in n for n in noted)
