@@ -29,6 +29,7 @@ import json
 import re
 import shlex
 import shutil
+import textwrap
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -37,7 +38,7 @@ from typing import Any
 from reprospec.core.answers import rendered, search_exit_code
 from reprospec.core.expr import same
 from reprospec.core.frozen import frozen
-from reprospec.core.inputs import Cell, Expectation, Spec
+from reprospec.core.inputs import AttemptPlan, Cell, Expectation, Spec
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import Rate, Standalone
 from reprospec.core.words import (
@@ -90,6 +91,8 @@ class Minimized:
     settings: Reduced | None = None
     # A workload's: why there is no repro.py (an injected fault), when there is none.
     repro_note: str = ""
+    # A hang's: that repro.sh never stops by itself, and when the run stopped waiting.
+    repro_waits: str = ""
     # What DIR's own rerun of minimized.yaml missed ("" when it failed the same way, or was
     # not checked): the search ran where every workdir file was linked (driver.confirm_dir).
     unconfirmed: str = ""
@@ -204,10 +207,12 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
         repro, note = _workload_repro(spec_path, found)
         found = replace(found, repro=repro, repro_note=note)
     else:
-        found = replace(found, repro=_repro(spec_path, found))
+        repro, waits = _repro(spec_path, found)
+        found = replace(found, repro=repro, repro_waits=waits)
+    said = "".join(f"# {line}\n" for line in textwrap.wrap(found.repro_waits, 86))
     (out / "repro.sh").write_text(
-        f'#!/bin/sh\n# {found.cell.id} of {found.spec_name}, minimized\ncd "$(dirname "$0")" && '
-        f"{found.repro}\n",
+        f"#!/bin/sh\n# {found.cell.id} of {found.spec_name}, minimized\n{said}"
+        f'cd "$(dirname "$0")" && {found.repro}\n',
         encoding="utf-8",
     )
     (out / "repro.sh").chmod(0o755)
@@ -402,9 +407,11 @@ def not_the_reduced_cell(
     return f"no cell of the spec is {reduced.cell.id}, where it fails too"
 
 
-def _standalone(spec_path: Path, found: Minimized) -> tuple[Standalone, tuple[str, ...], str]:
+def _standalone(
+    spec_path: Path, found: Minimized
+) -> tuple[Standalone, tuple[str, ...], AttemptPlan]:
     """The failing cell of the minimized spec at `spec_path` as the run report's standalone
-    repro makes it, the `-m` filters that select the cell, and its command's text."""
+    repro makes it, the `-m` filters that select the cell, and its first attempt's plan."""
     from reprospec import api
     from reprospec.core.runoptions import RunOptions
     from reprospec.plan.standalone import env_reads, standalone_of
@@ -416,7 +423,7 @@ def _standalone(spec_path: Path, found: Minimized) -> tuple[Standalone, tuple[st
     standalone = standalone_of(
         attempt, spec_path.parent, spec_name=spec.name, reads=env_reads(spec.document)
     )
-    return standalone, filters, attempt.command_text
+    return standalone, filters, attempt
 
 
 def _cell_after(spec_path: Path, found: Minimized) -> str:
@@ -429,12 +436,15 @@ def _cell_after(spec_path: Path, found: Minimized) -> str:
     return plan.cells[0].id if plan.cells else found.cell.id
 
 
-def _repro(spec_path: Path, found: Minimized) -> str:
+def _repro(spec_path: Path, found: Minimized) -> tuple[str, str]:
     """The failing cell's command line, as `sh` runs it in DIR: the run report's standalone
     repro of it (its variables as `NAME=value` words: the bare command of a failure that
-    needs `MY_FLAG=1` passed, and repro.sh with it)."""
-    standalone, _, command = _standalone(spec_path, found)
-    return standalone.run or command
+    needs `MY_FLAG=1` passed, and repro.sh with it); and for a hang, as the run report
+    says, that it never stops by itself (nu44: a maintainer's `sh repro.sh` waited on)."""
+    from reprospec.plan.standalone import hang_note
+
+    standalone, _, attempt = _standalone(spec_path, found)
+    return standalone.run or attempt.command_text, hang_note(attempt)
 
 
 _PERTURBED_NOTE = (
@@ -520,6 +530,7 @@ def to_dict(found: Minimized) -> JsonObject:
             for path, before, after in fields(found.result)
         ],
         "repro_note": found.repro_note,
+        "repro_waits": found.repro_waits,
         "unconfirmed": found.unconfirmed,
         "added": list(found.added),
         "dropped": list(found.dropped),
@@ -976,6 +987,7 @@ def markdown(found: Minimized) -> str:
         f"sh {shlex.quote(str(found.output / 'repro.sh'))}",
         "```",
         *(["", f"No standalone repro.py: {found.repro_note}."] if found.repro_note else []),
+        *(["", f"repro.sh: {found.repro_waits}."] if found.repro_waits else []),
         *_messages(found),
         "",
         "## Diff",

@@ -382,16 +382,18 @@ def _unapplied(
             "failure frequent; a plain command line does not, so it fails as rarely as before "
             "(`reprospec run` of the spec applies it)"
         )
-    if plan.expectation.outcome == "hang":
-        # The engine's watch is what ended the hang; without it the repro waits forever, and a
-        # maintainer should know when to stop waiting, and that it is no slower machine's doing.
-        limit = (
-            f"no progress for {format_duration(plan.stall_s)} (run.stall)"
-            if plan.stall_s is not None
-            else f"{format_duration(plan.timeout_s)} (run.timeout)"
-        )
-        notes.append(
-            f"the run called it a hang after {limit} and stopped it; this does not stop by "
-            "itself: interrupt it (Ctrl-C) once it has stopped moving"
-        )
-    return notes
+    return [*notes, hang_note(plan)] if hang_note(plan) else notes
+
+
+def hang_note(plan: AttemptPlan) -> str:
+    """For a cell expected to hang, when the run stopped waiting and that the command alone
+    never does, when to stop waiting (no slower machine's doing); else ""."""
+    if plan.expectation.outcome != "hang":
+        return ""
+    limit = f"{format_duration(plan.timeout_s)} (run.timeout)"
+    if plan.stall_s is not None:
+        limit = f"no progress for {format_duration(plan.stall_s)} (run.stall)"
+    return (
+        f"the run called it a hang after {limit} and stopped it; this does not stop by "
+        "itself: interrupt it (Ctrl-C) once it has stopped moving"
+    )

@@ -1384,3 +1384,26 @@ def test_a_candidate_that_hangs_times_out_at_a_multiple_of_the_attempts_not_the_
     assert "not the attempt's 200s: one that runs longer is not the failure" in stderr
     minimized = (tmp_path / "result" / "crash.py").read_text()
     assert "done.wait()" not in minimized or "done.set()" in minimized  # never a hang
+
+
+def test_a_hang_s_repro_says_it_never_stops_by_itself(tmp_path: Path) -> None:
+    """nu44: minimize's repro.sh of an expected hang was the bare command: `sh repro.sh`
+    waited forever with nothing said, where the run report's standalone repro says when
+    the run stopped waiting. A hang whose loop keeps a line that is not needed."""
+    work = written(
+        tmp_path / "work",
+        {
+            "spin.py": "import time\n\nunused = [1, 2, 3]\nwhile True:\n    time.sleep(0.05)\n",
+            "spec.yaml": "reprospec: 1\nname: spins\ncommand: python spin.py\n"
+            "run: {timeout: 2s}\nexpect: {outcome: hang}\n",
+        },
+    )
+    code, data, stderr = minimize(
+        tmp_path, "--budget", "40", *DETERMINISTIC, spec=work / "spec.yaml", timeout=240
+    )
+    assert data.get("status") in ("minimized", "budget"), (code, data.get("message"), stderr)
+    repro = (tmp_path / "result" / "repro.sh").read_text()
+    assert "# the run called it a hang after 2s (run.timeout) and stopped it" in repro
+    assert repro.rstrip().endswith("python spin.py")
+    assert data["repro_waits"].startswith("the run called it a hang after 2s")
+    assert "repro.sh: the run called it a hang" in (tmp_path / "result" / "minimize.md").read_text()
