@@ -97,7 +97,6 @@ _UNPREFIXED_PLUGINS = frozenset(
         "flaky",
         "hypothesis",
         "pyfakefs",
-        "reprospec",
         "requests-mock",
         "syrupy",
         "time-machine",
@@ -205,7 +204,13 @@ def parse_machine(text: str) -> Machine:
                 _add(packages, Package(frozen["name"], frozen["version"], "pip"))
                 continue
             direct = _DIRECT_WHEEL.match(line)
-            version = _wheel_version(direct["name"], direct["file"]) if direct else None
+            # A wheel from the sender's disk (`some_pkg @ file:///home/bob/...whl`): no index
+            # has it, and a pin of it fails every rerun, as a live capture leaves such a
+            # local install out (footprint.py); a URL's wheel an index serves is pinned.
+            local = direct is not None and "file:" in line.split("@", 1)[1]
+            version = (
+                _wheel_version(direct["name"], direct["file"]) if direct and not local else None
+            )
             if direct and version:
                 _add(packages, Package(direct["name"], version, "pip"))
                 continue
@@ -283,6 +288,10 @@ def _pytest_header(line: str) -> tuple[Package, ...]:
             # Not pytest's list (`plugins: see below`): nothing of it read.
             return ()
         name = pair["name"]
+        if normalize(name) == "reprospec":
+            # Our own plugin: every rerun loads the engine's, and a pin of the sender's
+            # version made any other reprospec's rerun an infra-error (nu44 LOW-2).
+            continue
         if platform is None and not normalize(name).startswith("pytest"):
             if normalize(name) in _PREFIXED_PLUGINS:
                 name = f"pytest-{name}"

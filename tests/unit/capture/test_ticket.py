@@ -381,6 +381,8 @@ def test_a_wheel_pip_freeze_installed_from_a_url_is_read_with_its_version() -> N
         "linux_x86_64.whl\nnumpy==1.26.0\n"
         "mylib @ git+https://github.com/me/mylib@abc123\n"
         "other @ https://example.com/wheels/notother-1.0-py3-none-any.whl\n"
+        # nu44: a wheel from the sender's disk was pinned (some_pkg==0.1), which no index has.
+        "some_pkg @ file:///home/bob/wheels/some_pkg-0.1-py3-none-any.whl\n"
     )
     assert machine.torch == "2.1.0+cu121"
     assert machine.requirements == ("numpy==1.26.0", "torch==2.1.0+cu121")
@@ -745,3 +747,7 @@ def test_pytest_s_header_pins_pytest_and_its_plugins() -> None:
         "pytest_httpbin==2.0",
     )
     assert parse_machine("plugins: see the list below\n").requirements == ()
+    # Our own plugin is the engine's in every rerun: a pin of the sender's reprospec made any
+    # other version's rerun an infra-error (nu44).
+    ours = parse_machine("plugins: xdist-3.8.0, reprospec-0.1.0\n").requirements
+    assert ours == ("pytest-xdist==3.8.0",)
