@@ -438,12 +438,17 @@ def seconds(value: float) -> str:
 def time_left(value: float) -> str:
     """An estimate of the time a run has left, coarse as an estimate is: `eta 42s`,
     `eta 3m10s`, `eta 1h05m`."""
+    return f"eta {coarse(value)}"
+
+
+def coarse(value: float) -> str:
+    """A long duration to the second, or the minute past an hour: `42s`, `3m10s`, `1h05m`."""
     whole = max(0, round(value))
     if whole < 60:
-        return f"eta {whole}s"
+        return f"{whole}s"
     if whole < 3600:
-        return f"eta {whole // 60}m{whole % 60:02d}s"
-    return f"eta {whole // 3600}h{whole % 3600 // 60:02d}m"
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 def size(value: object) -> str:

@@ -18,6 +18,7 @@ from reprospec.core.words import (
     attempt_phrase,
     attempts_phrase,
     cell_rate_phrase,
+    coarse,
     expectation_phrase,
     missed_keys,
     plural,
@@ -34,8 +35,14 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 
+# Off a terminal, a line while attempts run with nothing written for this long: a hang
+# waits for its timeout (5 minutes by default), and a CI log said nothing meanwhile.
+QUIET_S = 60.0
+
+
 class Progress:
-    """A rich progress bar on a terminal; one plain line per finished attempt otherwise."""
+    """A rich progress bar on a terminal; one plain line per finished attempt otherwise, and
+    after QUIET_S without one while attempts run, a line that says so (`still running`)."""
 
     def __init__(
         self,
@@ -57,6 +64,12 @@ class Progress:
         # earlier attempts took no time here).
         self._done = 0
         self._since = time.monotonic()
+        # Off a terminal: when each running attempt started, by cell (its oldest first),
+        # and when a line was last written.
+        self._started: dict[str, list[float]] = {}
+        self._written = time.monotonic()
+        self._stop = threading.Event()
+        self._quiet: threading.Thread | None = None
 
     def __enter__(self) -> Progress:
         if self.live:
@@ -83,7 +96,29 @@ class Progress:
             bar.start()
             self._task = bar.add_task("", total=self.total)
             self._bar = bar
+        else:
+            self._quiet = threading.Thread(target=self._watch, name="reprospec-quiet", daemon=True)
+            self._quiet.start()
         return self
+
+    def _watch(self) -> None:
+        """Off a terminal, every QUIET_S without a line while attempts run: which run, and
+        for how long the oldest has."""
+        while not self._stop.wait(min(QUIET_S, 5.0)):
+            now = time.monotonic()
+            with self._lock:
+                running = [(t, cell) for cell, ts in self._started.items() for t in ts]
+                if not running or now - self._written < QUIET_S:
+                    continue
+                oldest, cell = min(running)
+                line = printable(
+                    f"reprospec: still running: {plural(len(running), 'attempt')}, the "
+                    f"longest ({cell}) for {coarse(now - oldest)}",
+                    one_line=True,
+                )
+                self.stream.write(line + "\n")
+                self.stream.flush()
+                self._written = now
 
     def __exit__(
         self,
@@ -93,6 +128,9 @@ class Progress:
     ) -> None:
         if self._bar is not None:
             self._bar.stop()
+        self._stop.set()
+        if self._quiet is not None:
+            self._quiet.join()
 
     def update(
         self, event: str, cell: Cell, result: AttemptResult | None, finished: int, total: int
@@ -100,6 +138,7 @@ class Progress:
         with self._lock:
             if event == "start":
                 self._running += 1
+                self._started.setdefault(cell.id, []).append(time.monotonic())
                 if self._bar is not None and self._task is not None:
                     from rich.markup import escape
 
@@ -108,6 +147,9 @@ class Progress:
                     self._bar.update(self._task, description=description)
                 return
             self._running = max(0, self._running - 1)
+            began = self._started.get(cell.id)
+            if began:
+                began.pop(0)
             assert result is not None
             mark = "match" if result.matched else ("infra" if result.infra_error else "miss")
             if mark == "miss" and result.mismatches:
@@ -132,6 +174,7 @@ class Progress:
                 # One write of the line and its end (print makes two system calls of it).
                 self.stream.write(line + "\n")
                 self.stream.flush()
+                self._written = time.monotonic()
 
     def _eta(self, finished: int, total: int) -> str:
         """`, eta 3m10s` for a log line while attempts are left: the time per attempt so far

@@ -1,0 +1,41 @@
+"""The live progress's plain form, off a terminal: a line per attempt, and a line while an
+attempt runs long with nothing written."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import pytest
+
+from reprospec.core.inputs import Cell
+from reprospec.report import progress
+
+
+def test_off_a_terminal_a_long_attempt_is_said_to_be_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # nu44: a hang waits for its timeout (5 minutes by default) and a CI log said nothing
+    # after "running X (1 attempt)" all that time.
+    monkeypatch.setattr(progress, "QUIET_S", 0.1)
+    stream = io.StringIO()
+    cell = Cell(id="default", index=0, matrix={})
+    with progress.Progress(1, stream=stream) as shown:
+        assert not shown.live
+        shown.update("start", cell, None, 0, 1)
+        deadline = time.monotonic() + 10
+        while "still running" not in stream.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    said = stream.getvalue().splitlines()
+    assert said, "nothing said while the attempt ran"
+    assert said[0].startswith("reprospec: still running: 1 attempt, the longest (default) for ")
+
+
+def test_off_a_terminal_nothing_more_is_said_where_no_attempt_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(progress, "QUIET_S", 0.05)
+    stream = io.StringIO()
+    with progress.Progress(1, stream=stream):
+        time.sleep(0.3)
+    assert stream.getvalue() == ""
