@@ -14,20 +14,31 @@ from pathlib import Path
 from reprospec.slurm.plan import ARRAY_SCRIPT, MERGE_SCRIPT, SlurmRun
 
 
+def _directive_value(value: object) -> str:
+    """`value` as sbatch reads a `#SBATCH` line's word: a path with a space ended the word
+    there (`Invalid directive found in batch script`, nothing submitted), so a value with
+    whitespace, a quote or a backslash is double-quoted, its `\\` and `"` escaped."""
+    text = str(value)
+    if not re.search(r"[\s\"'\\]", text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _sbatch_lines(run: SlurmRun, *, merge: bool) -> list[str]:
     opts = run.options
     name = re.sub(r"[^A-Za-z0-9_.-]", "-", run.spec_name)[:40]
     lines = [f"#SBATCH --job-name=reprospec-{'merge-' if merge else ''}{name}"]
     if merge:
-        lines.append(f"#SBATCH --output={run.run_dir}/logs/merge-%j.out")
+        lines.append(f"#SBATCH --output={_directive_value(f'{run.run_dir}/logs/merge-%j.out')}")
     else:
         # %a: the task (= shard), %A: the array's job id; a resubmission gets a new file.
-        lines.append(f"#SBATCH --output={run.run_dir}/logs/shard-%a-%A.out")
+        out = _directive_value(f"{run.run_dir}/logs/shard-%a-%A.out")
+        lines.append(f"#SBATCH --output={out}")
         lines.append(f"#SBATCH --array=1-{opts.shards}")
-    lines.append(f"#SBATCH --chdir={run.chdir}")
+    lines.append(f"#SBATCH --chdir={_directive_value(run.chdir)}")
     lines.append("#SBATCH --ntasks=1")
     if opts.partition:
-        lines.append(f"#SBATCH --partition={opts.partition}")
+        lines.append(f"#SBATCH --partition={_directive_value(opts.partition)}")
     if not merge:
         if opts.cpus_per_shard:
             lines.append(f"#SBATCH --cpus-per-task={opts.cpus_per_shard}")

@@ -391,6 +391,26 @@ def test_status_counts_silent_passes_and_says_why_a_shard_failed(cli: Cli, tmp_p
     assert f"not a Python 3 interpreter: {fake}" in shard.detail
 
 
+@needs_cluster
+def test_a_shared_folder_and_a_workdir_with_spaces_and_quotes_submit_and_merge(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu45: `--out "/shared/sl 9"` (or a spec's folder with a space, the task's --chdir)
+    # was `sbatch refused the job: ... Invalid directive found in batch script: 9/slurm/...`,
+    # exit 3, nothing submitted: the #SBATCH word ended at the space.
+    require_cluster()
+    workdir = tmp_path / "we ird"
+    workdir.mkdir()
+    spec = _write_spec(workdir / "sil ent.yaml", SILENT_SPEC)
+    shared = tmp_path / "sl 9" / 'it\'s "q"'
+    done = cli("slurm", spec.name, "--shards", "2", "--out", str(shared), cwd=workdir)
+    assert done.code == 0, done.stderr
+    status = wait_settled(only_run(shared))
+    assert [s.state for s in status.shards] == ["done", "done"], status
+    assert status.merge.state == "done", status
+    assert _merged_results(status)["summary"]["reproduced"] == 2
+
+
 GRES_SPEC = """\
 reprospec: 1
 name: slurm-gres

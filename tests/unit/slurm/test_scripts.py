@@ -6,7 +6,7 @@ import json
 import shlex
 from pathlib import Path
 
-from reprospec.slurm import ShardArgs, SlurmOptions, array_script, new_run
+from reprospec.slurm import ShardArgs, SlurmOptions, array_script, merge_script, new_run
 from reprospec.slurm.plan import run_from_dict, run_to_dict
 from tests.support.cli import SPECS
 
@@ -40,3 +40,28 @@ def test_a_local_run_and_an_older_slurm_json_have_no_envs(tmp_path: Path) -> Non
     assert isinstance(args, dict)
     del args["envs"]  # as slurm.json was written before the venv runner
     assert run_from_dict(data, run.run_dir).shard_args.envs is None
+
+
+def test_a_path_with_a_space_or_a_quote_is_one_word_of_its_sbatch_directive(
+    tmp_path: Path,
+) -> None:
+    """nu45: `--out "/shared/sl 9"` (or a spec's folder with a space, the `--chdir`) ended
+    the `#SBATCH --output=` word at the space: sbatch refused the script (`Invalid directive
+    found in batch script: 9/slurm/...`), exit 3, nothing submitted. sbatch groups a quoted
+    value and reads `\\` as an escape (src/sbatch/opt.c, `_get_argument`)."""
+    shared = tmp_path / "sl 9" / 'it\'s "q"'
+    run = new_run(
+        SPECS / "segfault-command.yaml",
+        "x",
+        shared,
+        SlurmOptions(shards=1, partition="debug"),
+        ShardArgs(),
+        (1,),
+        chdir=tmp_path / "we ird",
+    )
+    quoted = str(run.run_dir).replace('"', '\\"')
+    array = array_script(run).splitlines()
+    assert f'#SBATCH --output="{quoted}/logs/shard-%a-%A.out"' in array
+    assert f'#SBATCH --chdir="{tmp_path}/we ird"' in array
+    assert "#SBATCH --partition=debug" in array  # a plain word stays as it was
+    assert f'#SBATCH --output="{quoted}/logs/merge-%j.out"' in merge_script(run).splitlines()
