@@ -42,7 +42,7 @@ from reprospec.environment import packages
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
 from reprospec.export.tree import program_digest
-from reprospec.plan.failingcell import cell_filters, choose_failing_cell
+from reprospec.plan.failingcell import cell_filters, choose_failing_cell, fails
 from reprospec.store.runfolder import RunFolder
 
 
@@ -89,9 +89,12 @@ def bisect_spec(
     plan = api.plan_run(spec, RunOptions(matrix_filters=filters))
     if len(plan.cells) != 1:
         raise UsageError(f"bisect runs one cell: {len(plan.cells)} cells are alike ({cell.id})")
-    if plan.expectation(cell).outcome == "pass":
+    expectation = plan.expectation(cell)
+    if not fails(expectation):
         # Every version would "not reproduce" a pass: refused before anything is built, as
         # isolate and amplify refuse it (it ran 20 attempts, then blamed the bad end).
+        # A spec without expect too (nu45: every outcome matched, so a pass was "1 matching
+        # failure" and the good end "reproduces too", exit 1 after 23 attempts).
         # `-m` chooses among cells: a spec of one has none to choose (the hint read
         # `-m AXIS=VALUE` for a spec without a matrix).
         hint = (
@@ -100,9 +103,10 @@ def bisect_spec(
             else "write in its expect how the bad version fails (with --good the newer "
             "version, bisect finds the release that fixed it)"
         )
+        expected = "expected to pass" if expectation.outcome == "pass" else "observed (no expect)"
         raise UsageError(
             f"bisect needs the cell's expect to say how it fails; {cell.id or 'the cell'} is "
-            f"expected to pass: {hint}"
+            f"{expected}: {hint}"
         )
     if chosen.total > 1:
         say(chosen.said())

@@ -574,3 +574,34 @@ def test_preload_forks_each_version_from_a_server_of_its_own(cli: Cli, tmp_path:
         launches += [a["launch"] for c in run["cells"] for a in c["attempts"]]
     assert len(launches) >= 5
     assert set(launches) == {"forked"}, launches
+
+
+def test_a_spec_without_expect_is_bad_usage_before_anything_runs(cli: Cli, tmp_path: Path) -> None:
+    # nu45: a one-cell spec without `expect` (observe mode) matched every outcome: a pass
+    # was "1 matching failure", and the bisect refused after 23 attempts with "the good end
+    # 20.0 reproduces too ... seen: pass x1", exit 1, where a spec expected to pass is
+    # refused at once, exit 2.
+    wheels = make_releases(tmp_path / "wheels", DEMO, 4, regressed_from_1_2)
+    (tmp_path / "check.py").write_text(
+        "import reprospec_bisectdemo as demo\n"
+        "if demo.REGRESSED:\n"
+        "    raise ValueError('the regression')\n"
+    )
+    spec = tmp_path / "observe.yaml"
+    spec.write_text(
+        textwrap.dedent(f"""\
+        reprospec: 1
+        name: bisect-observe
+        environment:
+          packages: ["{DEMO}==1.3"]
+        command: python check.py
+        """)
+    )
+    refused = cli(*demo_bisect(spec, wheels, tmp_path / "out", bad="1.3"), env=own_envs(tmp_path))
+    assert refused.code == 2, refused.stdout + refused.stderr
+    assert refused.stderr == (
+        "reprospec: bisect needs the cell's expect to say how it fails; default is observed "
+        "(no expect): write in its expect how the bad version fails (with --good the newer "
+        "version, bisect finds the release that fixed it)\n"
+    )
+    assert not (tmp_path / "out").exists()  # refused before anything was built or ran
