@@ -6,6 +6,7 @@ slurm.json atomically, since `status` may read it at any time.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -105,6 +106,10 @@ class SlurmRun:
     options: SlurmOptions
     attempts: tuple[int, ...]  # attempts planned per shard, for progress
     submissions: tuple[Submission, ...] = ()
+    # The spec file's sha256 when it was planned: a task that starts after the file was
+    # edited would run another spec than the one validated and split here (None: a
+    # slurm.json written before it was kept, or a file that could not be read).
+    spec_sha256: str | None = None
 
     @property
     def shards(self) -> int:
@@ -162,7 +167,15 @@ def new_run(
         shard_args=shard_args,
         options=options,
         attempts=tuple(attempts),
+        spec_sha256=_sha256(spec),
     )
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def attempts_per_shard(total: int, shards: int) -> tuple[int, ...]:
@@ -200,6 +213,7 @@ def run_to_dict(run: SlurmRun) -> JsonObject:
             "sbatch_args": list(opts.sbatch_args),
         },
         "attempts": list(run.attempts),
+        "spec_sha256": run.spec_sha256,
         "submissions": [
             {
                 "array_job": sub.array_job,
@@ -258,6 +272,7 @@ def run_from_dict(data: Mapping[str, JsonValue], run_dir: Path) -> SlurmRun:
             )
             for sub in map(checked_object, checked_array(data.get("submissions")))
         ),
+        spec_sha256=as_text(data.get("spec_sha256")),
     )
 
 

@@ -50,6 +50,11 @@ def _sbatch_lines(run: SlurmRun, *, merge: bool) -> list[str]:
     return lines
 
 
+def _sh_text(text: str) -> str:
+    """`text` inside a double-quoted shell word, said as it is."""
+    return "".join("\\" + c if c in '"$`\\' else c for c in text)
+
+
 def _quote_all(words: Iterable[str]) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
@@ -70,6 +75,23 @@ def array_script(run: SlurmRun) -> str:
         ]
     )
     fresh = fresh.replace("@K@", '"$K"').replace("@OUT@", '"$OUT"')
+    if run.spec_sha256:
+        # A task starts when the queue lets it, maybe hours after the spec was planned and
+        # split here: an edit since then ran another spec in it (and another in the next),
+        # silently, where the merge then refused the mixed shards or merged what was never
+        # planned. Refused, the task's own words in its output, which `status` shows.
+        spec = shlex.quote(run.spec)
+        fresh = (
+            # Not there (another filesystem): `reprospec run` says so, not "changed".
+            f"if [ -r {spec} ] && command -v sha256sum >/dev/null && "
+            f'[ "$(sha256sum < {spec} | cut -d " " -f 1)" != {run.spec_sha256} ]; then\n'
+            f'        echo "reprospec: {_sh_text(run.spec)} changed since reprospec slurm '
+            f'planned this run: shard $K would run another spec; submit it again" >&2\n'
+            f'        echo "reprospec-slurm: exit 2"\n'
+            f"        exit 2\n"
+            f"    fi\n"
+            f"    {fresh}"
+        )
     resume = _quote_all([*run.reprospec, "run", "--resume"]) + ' "$previous"'
     if run.shard_args.jobs is not None:
         resume += f" -j {run.shard_args.jobs}"

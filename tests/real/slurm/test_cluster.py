@@ -411,6 +411,33 @@ def test_a_shared_folder_and_a_workdir_with_spaces_and_quotes_submit_and_merge(
     assert _merged_results(status)["summary"]["reproduced"] == 2
 
 
+@needs_cluster
+def test_a_spec_edited_while_its_tasks_wait_is_refused_by_the_tasks(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu45: the tasks ran the spec file as it was when each started: edited while they
+    # waited in the queue, they ran the edited spec (output v2, exit 1 where v1 passed),
+    # never the one `reprospec slurm` validated and split.
+    require_cluster()
+    spec = _write_spec(tmp_path / "edited.yaml", SILENT_SPEC)
+    shared = tmp_path / "shared"
+    held = cli("slurm", str(spec), "--shards", "2", "--sbatch-arg=--hold", "--out", str(shared))
+    assert held.code == 0, held.stderr
+    run_dir = only_run(shared)
+    spec.write_text(SILENT_SPEC.replace('"true"', '"false"'))
+    sub = load(run_dir).submissions[-1]
+    subprocess.run(["scontrol", "release", sub.array_job, sub.merge_job], check=True)
+    status = wait_settled(run_dir)
+    assert [s.state for s in status.shards] == ["failed", "failed"], status
+    for shard in status.shards:
+        assert shard.detail == (
+            f"reprospec run exited 2 without results: reprospec: {spec} changed since "
+            f"reprospec slurm planned this run: shard {shard.shard} would run another "
+            "spec; submit it again"
+        )
+    assert status.merge.state == "failed", status
+
+
 GRES_SPEC = """\
 reprospec: 1
 name: slurm-gres

@@ -65,3 +65,33 @@ def test_a_path_with_a_space_or_a_quote_is_one_word_of_its_sbatch_directive(
     assert f'#SBATCH --chdir="{tmp_path}/we ird"' in array
     assert "#SBATCH --partition=debug" in array  # a plain word stays as it was
     assert f'#SBATCH --output="{quoted}/logs/merge-%j.out"' in merge_script(run).splitlines()
+
+
+def test_slurm_json_keeps_the_specs_digest_and_the_task_checks_it_before_it_runs(
+    tmp_path: Path,
+) -> None:
+    """nu45: a task runs when the queue lets it; the spec, edited since `reprospec slurm`
+    planned it, ran as edited in every task that started after (two specs in one run)."""
+    import hashlib
+
+    spec = tmp_path / "it's.yaml"
+    spec.write_text((SPECS / "segfault-command.yaml").read_text())
+    run = new_run(spec, "x", tmp_path, SlurmOptions(shards=1), ShardArgs(), (1,))
+    digest = hashlib.sha256(spec.read_bytes()).hexdigest()
+    assert run.spec_sha256 == digest
+    script = array_script(run)
+    check = f'"$(sha256sum < {shlex.quote(str(spec))} | cut -d " " -f 1)" != {digest}'
+    assert check in script
+    # A spec the node cannot read (another filesystem) is `reprospec run`'s to say, not
+    # "changed".
+    assert f"if [ -r {shlex.quote(str(spec))} ] && " in script
+    # In the fresh branch, before the run: a resumed shard runs the spec its run stored.
+    assert script.index("--resume") < script.index(check) < script.index(" --shard ")
+    assert "changed since reprospec slurm planned this run" in script
+    again = run_from_dict(json.loads(json.dumps(run_to_dict(run))), run.run_dir)
+    assert again.spec_sha256 == digest
+    data = run_to_dict(run)
+    del data["spec_sha256"]  # as slurm.json was written before it was kept: no check
+    older = run_from_dict(data, run.run_dir)
+    assert older.spec_sha256 is None
+    assert "sha256sum" not in array_script(older)
