@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import sys
 from pathlib import Path
@@ -62,12 +63,17 @@ def run(args: argparse.Namespace) -> int:
             f"cannot merge {stopped[0]}: it was interrupted before it ran all its attempts; "
             f"finish it first with `{resume_command(stopped[0], out)}`, then merge"
         )
+    # The store's folders this merge makes: shards that do not merge leave none of them.
+    made = [path for path in (out, out / "runs") if not path.exists()]
     # A folder no run has (RunFolder.new): two merges of one spec in one second drew one id.
     folder = RunFolder.new(out, lambda: new_run_id(shards[0].spec_name))
     try:
         merged = merge(shards, run_id=folder.run_id)
     except BaseException:
-        folder.path.rmdir()  # shards that do not merge leave no empty run for `latest`
+        # No empty run for `latest`, and no empty store where there was none (nu45 F10).
+        for path in (folder.path, *reversed(made)):
+            with contextlib.suppress(OSError):
+                path.rmdir()
         raise
     # Attempt logs keep their relative paths (cells/<cell>/<n>/): bring them along so
     # the merged report has its excerpts and stacks. Shards hold disjoint attempts.
