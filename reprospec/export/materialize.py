@@ -316,10 +316,12 @@ def write_bundle(
         # One `docker run` per cell would stand in for N copies released together: refused.
         more = f" and {len(several) - 3} more" if len(several) > 3 else ""
         shown = ", ".join(several[:3]) + more
+        # Located, as every refusal of what the spec says (nu45 F9).
+        line, col = locate(spec.locations, ("run", "instances"))
         raise UsageError(
-            f"run.instances: a bundle runs one container per cell and cannot start several "
-            f"copies of an attempt together (cells {shown}); run them with reprospec "
-            "(--runner local)"
+            f"{spec.path}:{line}:{col}: run.instances: a bundle runs one container per cell "
+            f"and cannot start several copies of an attempt together (cells {shown}); run "
+            "them with reprospec (--runner local)"
         )
     # Refused before anything is written: a bundle that cannot carry a perturbation is none.
     perturbs = [_perturbed(spec, plan, number) for number, plan in enumerate(plans, start=1)]

@@ -375,6 +375,9 @@ def test_a_master_port_left_in_time_wait_by_the_program_is_its_own_error(
 def test_materialize_refuses_more_than_one_instance(cli: Cli, tmp_path: Path) -> None:
     result = cli("materialize", str(EXAMPLE), "-o", str(tmp_path / "bundle"))
     assert result.code == 2
+    # Located at the spec's own line, as every refusal of what a spec says (nu45 F9).
+    line = EXAMPLE.read_text().splitlines().index("  instances: ${{ matrix.instances }}") + 1
+    assert f"{EXAMPLE}:{line}:" in result.stderr
     assert "run.instances: a bundle runs one container per cell" in result.stderr
     assert "(cells instances=4)" in result.stderr
     assert "Traceback" not in result.stderr
