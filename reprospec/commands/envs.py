@@ -50,6 +50,10 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     p.add_argument("--dry-run", action="store_true", help="prune: say what would go")
 
 
+# prune's options, by flag and argparse name.
+_PRUNE_ONLY = (("--older-than", "older_than"), ("--all", "all"), ("--dry-run", "dry_run"))
+
+
 def _root(out: Path) -> Path:
     from reprospec.venvs import ENVS_VARIABLE
 
@@ -71,9 +75,17 @@ def _seconds(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     from reprospec import venvs
+    from reprospec.errors import UsageError
     from reprospec.runners.docker import cache as images
     from reprospec.venvs.cache import human_size
 
+    # Options that would be dropped without a word (nu45 F11): `list --older-than 1d` listed
+    # everything, and `prune --all --older-than 1d` removed everything.
+    given = [name for name, on in _PRUNE_ONLY if getattr(args, on)]
+    if args.action == "list" and given:
+        raise UsageError(f"{', '.join(given)}: for `envs prune` only; `envs list` shows them all")
+    if args.all and args.older_than is not None:
+        raise UsageError("--all and --older-than: give one (--all removes every one, however new)")
     root = _root(args.out)
     if args.action == "list":
         found = venvs.list_envs(root)
