@@ -28,9 +28,14 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         "--good",
         metavar="VERSION",
         default=None,
-        help="a version that does not reproduce (with --by-date: unused)",
+        help="a version that does not reproduce (not with --by-date)",
     )
-    p.add_argument("--bad", metavar="VERSION", default=None, help="a version that reproduces")
+    p.add_argument(
+        "--bad",
+        metavar="VERSION",
+        default=None,
+        help="a version that reproduces (not with --by-date)",
+    )
     p.add_argument(
         "--by-date",
         metavar="START..END",
@@ -106,6 +111,14 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.errors import UsageError
 
     if args.by_date:
+        # START and END are the good and bad days: a --good or --bad beside them was dropped
+        # without a word (nu45 F5), read as if it chose the versions.
+        given = [flag for flag, value in (("--good", args.good), ("--bad", args.bad)) if value]
+        if given:
+            raise UsageError(
+                f"--by-date START..END: {' and '.join(given)} not used (START is the good day, "
+                "END the bad one); give one or the other"
+            )
         start, sep, end = args.by_date.partition("..")
         if not sep or not start or not end:
             raise UsageError("--by-date expects START..END, like 2024-03-01..2024-03-20")
