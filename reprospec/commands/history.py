@@ -261,7 +261,7 @@ def _unlisted(out: Path, listed: set[str] | frozenset[str] = frozenset()) -> str
     return (
         f"; {out / 'runs'} holds {plural(len(found), 'run folder')} no store lists, such as the "
         f"runs `merge` writes (newest {found[-1].run_id}): report, compare and bundle take their "
-        f"ids, and latest, with --out {out}"
+        f"ids, and latest, with --out {shlex.quote(str(out))}"
     )
 
 
@@ -269,7 +269,7 @@ def _merged_note(count: int, out: Path) -> str:
     return (
         f"{plural(count, 'run')} by slurm: merged from a Slurm run's shards, in its folder "
         f"{out / 'slurm'}/<slurm run>/merged/runs/<run>; report, compare and bundle take "
-        f"their ids (and latest) with --out {out}"
+        f"their ids (and latest) with --out {shlex.quote(str(out))}"
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import sys
 from typing import TYPE_CHECKING
@@ -256,15 +257,17 @@ def _preflight(
 
 def _print_follow(run: SlurmRun, array_job: str, merge_job: str) -> None:
     first = min(run.submissions[-1].shards or (1,))
+    # Commands to paste: a path with a space or a quote quoted (nu45 F8).
+    quoted = shlex.quote
     print(f"run folder: {run.run_dir}")
     print("follow it:")
-    print(f"  reprospec slurm status {run.run_dir}")
+    print(f"  reprospec slurm status {quoted(str(run.run_dir))}")
     print(f"  squeue -j {','.join(j for j in (array_job, merge_job) if j)}")
     if array_job:
-        print(f"  tail -f {run.shard_log(first, array_job)}")
+        print(f"  tail -f {quoted(str(run.shard_log(first, array_job)))}")
     print(f"report, once merged: {run.run_dir}/merged/runs/<id>/report.md")
     # SHARED/slurm/<id>: history and report find the merged run under SHARED too.
-    print(f"  (listed by: reprospec history --out {run.run_dir.parent.parent})")
+    print(f"  (listed by: reprospec history --out {quoted(str(run.run_dir.parent.parent))})")
 
 
 def _status(args: argparse.Namespace, ref: str) -> int:

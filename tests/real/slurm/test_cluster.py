@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass, replace
@@ -405,6 +406,12 @@ def test_a_shared_folder_and_a_workdir_with_spaces_and_quotes_submit_and_merge(
     shared = tmp_path / "sl 9" / 'it\'s "q"'
     done = cli("slurm", spec.name, "--shards", "2", "--out", str(shared), cwd=workdir)
     assert done.code == 0, done.stderr
+    # The commands it prints to follow the run paste into a shell as they read (nu45 F8).
+    lines = [line.strip() for line in done.stdout.splitlines()]
+    follow = shlex.split(next(line for line in lines if line.startswith("reprospec slurm")))
+    assert follow == ["reprospec", "slurm", "status", str(only_run(shared))]
+    listed = next(line for line in lines if line.startswith("(listed by: "))
+    assert shlex.split(listed.removeprefix("(listed by: ").removesuffix(")"))[-1] == str(shared)
     status = wait_settled(only_run(shared))
     assert [s.state for s in status.shards] == ["done", "done"], status
     assert status.merge.state == "done", status
