@@ -109,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{verb} {env.key}  Python {env.python}  {' '.join(env.packages) or '(none)'}")
     freed = sum(e.size_bytes for e in removed) / 2**20
     print(f"{verb} {plural(len(removed), 'environment')}, {freed:.1f} MB", file=sys.stderr)
+    for env in venvs.list_envs(root):
+        if env.in_use:
+            print(f"kept {env.key}: in use by a run now", file=sys.stderr)
     if client is None:
         if no_engine:
             print(no_engine, file=sys.stderr)

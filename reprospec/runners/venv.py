@@ -20,7 +20,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import IO, TextIO
 
 from reprospec import venvs
 from reprospec.core.inputs import AttemptPlan
@@ -104,6 +104,9 @@ class VenvRunner:
         self._cell_logs: dict[str, Path] = {}
         self._runners: dict[str, LocalRunner] = {}
         self._envs: dict[str, venvs.Env] = {}
+        # Each environment this runner uses, held (venvs.hold) until it closes: a prune
+        # meanwhile leaves it in place, where it removed it under the attempts (nu45 F7).
+        self._holds: dict[str, IO[str]] = {}
         self._build_lock = threading.Lock()
 
     # -- environments ----------------------------------------------------------------
@@ -179,6 +182,7 @@ class VenvRunner:
                     exclude_newer=self.exclude_newer,
                 )
                 say = self._labelled(label, request)
+                self._hold(request.key())
                 env = venvs.ensure_env(
                     request,
                     self.envs_dir,
@@ -188,6 +192,8 @@ class VenvRunner:
                 )
             except InfraError as exc:
                 reason = f"environment for {plan.cell.id or 'the cell'} not built: {exc}"
+                if request is not None:
+                    self._release(request.key())  # nothing of it is used
                 with self._lock:
                     self._errors[section] = reason
                     if request is not None and isinstance(exc, venvs.EnvBuildError) and exc.log:
@@ -203,6 +209,20 @@ class VenvRunner:
                 self._envs[env.key] = env
                 self._runners.setdefault(env.key, runner)
                 return self._runners[env.key], ""
+
+    def _hold(self, key: str) -> None:
+        with self._lock:
+            held = key in self._holds
+        if not held:
+            handle = venvs.hold(self.envs_dir, key)  # (waits out a prune removing it)
+            with self._lock:
+                self._holds[key] = handle
+
+    def _release(self, key: str) -> None:
+        with self._lock:
+            handle = self._holds.pop(key, None)
+        if handle is not None:
+            handle.close()
 
     def _labelled(self, label: str, request: venvs.EnvRequest) -> venvs.EnvProgressCallback:
         progress = self.progress
@@ -258,11 +278,15 @@ class VenvRunner:
         return build_log_phrase(reason, kept)
 
     def close(self) -> None:
-        """Stop each environment's local runner (their preload servers)."""
+        """Stop each environment's local runner (their preload servers), and let the
+        environments go (a prune may remove them now)."""
         with self._lock:
             runners = list(self._runners.values())
+            holds = list(self._holds)
         for runner in runners:
             runner.close()
+        for key in holds:
+            self._release(key)
 
     def run_instances(
         self,

@@ -30,6 +30,7 @@ from dataclasses import field
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
+from typing import IO
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
@@ -298,6 +299,24 @@ def locked(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[No
             yield
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def in_use_lock(root: Path, key: str) -> Path:
+    """The file a run holds a shared lock on while it uses environment `key` (`hold`), which
+    `envs prune` takes alone before it removes it."""
+    return root / LOCKS / f"{key}.use"
+
+
+def hold(root: Path, key: str) -> IO[str]:
+    """A shared lock on environment `key` for as long as the file returned stays open: a
+    run's attempts use it, and a prune meanwhile removed it under them (an attempt ended
+    infra-error, "not installed where the attempt ran"; nu45 F7). Waits while a prune is
+    removing it (then the run builds it again)."""
+    path = in_use_lock(root, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = path.open("a")
+    fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+    return handle
 
 
 def read_meta(folder: Path) -> JsonObject | None:

@@ -1,7 +1,8 @@
 """The environments cache: list what is kept (size, last use, which specs used it), prune it.
 
-Each environment is removed under its build lock (a run building or reusing it
-is never cut short); torn builds a killed run left in `.tmp` go too.
+Each environment is removed under its build lock (a run building it is never cut short),
+and only while no run holds it (`build.hold`: a run using it is never cut short either);
+torn builds a killed run left in `.tmp` go too.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ import fcntl
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
-from reprospec.venvs.build import LOCKS, META, TMP, USED_BY, locked, read_meta
+from reprospec.venvs.build import LOCKS, META, TMP, USED_BY, in_use_lock, locked, read_meta
 
 
 @frozen
@@ -32,6 +33,7 @@ class EnvInfo:
     created: str
     last_used: float  # epoch seconds
     used_by: tuple[str, ...]
+    in_use: bool = False  # a run holds it now (build.hold): prune leaves it
 
     def to_dict(self) -> JsonObject:
         return {
@@ -45,6 +47,7 @@ class EnvInfo:
                 timespec="seconds"
             ),
             "used_by": list(self.used_by),
+            "in_use": self.in_use,
         }
 
 
@@ -89,6 +92,7 @@ def list_envs(root: Path) -> list[EnvInfo]:
                 created=str(meta.get("created") or ""),
                 last_used=last_used,
                 used_by=tuple(name for _, name in sorted(users, reverse=True) if name != "-"),
+                in_use=_held(root, folder.name),
             )
         )
     return sorted(out, key=lambda e: e.last_used, reverse=True)
@@ -104,7 +108,8 @@ def prune_envs(
 ) -> list[EnvInfo]:
     """Remove environments unused for `older_than_s` (None: all), or only `keys`; returns them.
 
-    Each is removed under its build lock; torn builds left in `.tmp` by a killed run go too.
+    Each is removed under its build lock and only while no run holds it (`in_use`: left
+    out, neither removed nor returned); torn builds left in `.tmp` by a killed run go too.
     """
     now = time.time() if now is None else now
     removed: list[EnvInfo] = []
@@ -113,16 +118,46 @@ def prune_envs(
             continue
         if older_than_s is not None and now - env.last_used < older_than_s:
             continue
-        removed.append(env)
+        if env.in_use:
+            continue
         if not dry_run:
-            with locked(root / LOCKS / f"{env.key}.lock"):
+            with locked(root / LOCKS / f"{env.key}.lock"), _alone(root, env.key) as alone:
+                if not alone:
+                    continue  # a run took it up since it was listed
                 trash = root / TMP / f"{env.key}-pruned-{os.getpid()}"
                 trash.parent.mkdir(parents=True, exist_ok=True)
                 env.path.rename(trash)  # gone at once for readers; deleted after
                 shutil.rmtree(trash, ignore_errors=True)
+        removed.append(env)
     if not dry_run and not keys:
         _clean_tmp(root)
     return removed
+
+
+@contextlib.contextmanager
+def _alone(root: Path, key: str) -> Iterator[bool]:
+    """Whether no run holds environment `key` (build.hold), kept so while inside: a run that
+    comes to use it meanwhile waits for the removal, then builds it again."""
+    path = in_use_lock(root, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _held(root: Path, key: str) -> bool:
+    """Whether a run holds environment `key` now (build.hold)."""
+    if not in_use_lock(root, key).exists():
+        return False
+    with _alone(root, key) as alone:
+        return not alone
 
 
 def _clean_tmp(root: Path) -> None:
@@ -156,7 +191,8 @@ def summarize(envs: Sequence[EnvInfo], now: float | None = None) -> list[dict[st
                 "packages": " ".join(env.packages) or "(none)",
                 "size": human_size(env.size_bytes),
                 "last_used": ago(now - env.last_used),
-                "used_by": ", ".join(env.used_by) or "-",
+                "used_by": (", ".join(env.used_by) or "-")
+                + (" (in use now)" if env.in_use else ""),
             }
         )
     return rows

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -410,3 +412,71 @@ def test_a_bundle_of_a_run_with_another_interpreters_packages_reruns_on_the_venv
     assert packed.code == 0, packed.stdout + packed.stderr
     _, readme = _rerun_on_the_venv_runner(cli, tmp_path, bundle, wheels, env)
     assert "on the venv runner, which installs its cells' packages: the run ran them" in readme
+
+
+def test_a_prune_while_a_run_uses_its_environment_leaves_it(tmp_path: Path) -> None:
+    """nu45 F7: `envs prune --all` while an attempt ran in its cell's venv removed the venv
+    under it: the attempt, importing its package after that, ended infra-error ("not
+    installed where the attempt ran"). The run holds its environments until it ends; the
+    prune leaves a held one and says so, and removes it once the run is over."""
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, DEMO, "1.0", "VERSION_SEEN = '1.0'\n")
+    go = tmp_path / "go"
+    spec = tmp_path / "late.yaml"
+    spec.write_text(
+        textwrap.dedent(f"""\
+        reprospec: 1
+        name: late-import
+        environment:
+          packages: ["{DEMO}==1.0"]
+        command: >-
+          python -c "import os, time;
+          open('{tmp_path / "started"}', 'w').close();
+          [time.sleep(0.05) for _ in range(400) if not os.path.exists('{go}')];
+          import reprospec_venvdemo as m; print(m.VERSION_SEEN)"
+        expect:
+          outcome: pass
+        """)
+    )
+    envs = tmp_path / "envs"
+    # No engine for the prunes: they would remove every machine's reprospec-env images.
+    env = {
+        **os.environ,
+        venvs.ENVS_VARIABLE: str(envs),
+        **uv_environment(),
+        "NO_COLOR": "1",
+        "DOCKER_HOST": f"unix://{tmp_path / 'no-engine.sock'}",
+    }
+    base = [sys.executable, "-m", "reprospec"]
+    run = subprocess.Popen(
+        [*base, "run", str(spec), "--runner", "venv", "--find-links", str(wheels),
+         "--out", str(tmp_path / "out")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "started").exists() and run.poll() is None:
+            assert time.monotonic() < deadline, "the attempt never started"
+            time.sleep(0.05)
+        prune = subprocess.run(
+            [*base, "envs", "prune", "--all", "--out", str(tmp_path / "out")],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        go.touch()
+        out, err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert prune.returncode == 0, prune.stderr
+    assert "removed 0 environments" in prune.stderr
+    assert "in use by a run now" in prune.stderr
+    assert run.returncode == 0, err
+    assert "1/1 cell reproduced" in out
+    # The run over, nothing holds it: the next prune removes it.
+    again = subprocess.run(
+        [*base, "envs", "prune", "--all", "--out", str(tmp_path / "out")],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert "removed 1 environment" in again.stderr, again.stderr
+    assert venvs.list_envs(envs) == []

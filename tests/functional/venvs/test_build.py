@@ -81,6 +81,16 @@ def test_build_once_then_reuse_list_and_prune(tmp_path: Path, wheelhouse: Path) 
     assert listed.used_by == ("spec-b", "spec-a")
     assert listed.size_bytes > 0
     assert venvs.prune_envs(root, older_than_s=3600) == []
+    # nu45 F7: a run using it (its attempts in it) holds it, and a prune leaves it; it
+    # removed it under the attempt, which ended infra-error ("not installed where it ran").
+    held = venvs.hold(root, listed.key)
+    (busy,) = venvs.list_envs(root)
+    assert busy.in_use
+    assert venvs.prune_envs(root) == []
+    assert venvs.prune_envs(root, dry_run=True) == []
+    assert first.path.exists()
+    held.close()
+    assert not venvs.list_envs(root)[0].in_use
     assert [e.key for e in venvs.prune_envs(root, dry_run=True)] == [listed.key]
     assert first.path.exists()
     assert [e.key for e in venvs.prune_envs(root)] == [listed.key]
