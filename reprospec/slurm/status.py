@@ -156,15 +156,23 @@ def shard_run(run: SlurmRun, shard: int) -> tuple[Path | None, JsonObject | None
 
 
 def _attempts_started(run: SlurmRun, shard: int, folder: Path | None, results: object) -> int:
-    """The shard's attempts so far: a finished shard's, from its results.json; else those
-    its store recorded as ended, with those running (their folders, `cells/<cell>/<n>/`).
+    """The shard's attempts so far: a finished shard's, from its results.json; else (an
+    interrupted one's too) those its store recorded as ended, with those running (their
+    folders, `cells/<cell>/<n>/`).
 
     Not the folders alone: a silent pass leaves no folder once it ends (`RunFolder.prune`),
     and a shard done with all of its attempts read `done 0/2 attempts` where both passed.
     """
     if folder is None:
         return 0
-    if isinstance(results, dict) and isinstance(results.get("cells"), list):
+    # An interrupted run's results.json holds what it had when it stopped: read while a
+    # resume of it runs, it said `running 0/1 attempts` throughout (nu45 F4); the store
+    # has those attempts and the resumed ones.
+    if (
+        isinstance(results, dict)
+        and not results.get("interrupted")
+        and isinstance(results.get("cells"), list)
+    ):
         cells = [c for c in results["cells"] if isinstance(c, dict)]
         return sum(len(c["attempts"]) for c in cells if isinstance(c.get("attempts"), list))
     started = {(p.parent.name, p.name) for p in RunFolder(folder).attempt_folders()}

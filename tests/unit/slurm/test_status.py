@@ -81,3 +81,23 @@ def test_a_shard_folder_the_store_never_heard_of_is_set_aside(tmp_path: Path) ->
     assert (moved / "runs" / orphan.name).is_dir()
     assert not run.shard_dir(1).exists()
     assert set_aside_unresumable(run, 2) is None  # nothing there: nothing to move
+
+
+def test_a_resumed_shard_counts_its_attempts_not_the_interrupted_results(tmp_path: Path) -> None:
+    """nu45 F4: while a resume of an interrupted shard ran, status read the results.json
+    the interruption wrote (what it had then: no attempt) and said `running 0/2
+    attempts` throughout; the attempts under way are read from the run folder."""
+    import json
+
+    from reprospec.slurm import save, write_scripts
+
+    run = _two_shards(tmp_path)
+    write_scripts(run)
+    save(run)
+    folder = run.shard_dir(1) / "runs" / "20260101-000000-x-0000"
+    for attempt in ("1", "2"):
+        (folder / "cells" / "c" / attempt).mkdir(parents=True)
+    stopped = {"interrupted": True, "shard": "1/2", "cells": []}
+    (folder / "results.json").write_text(json.dumps(stopped))
+    status = run_status(load(run.run_dir), ask_queue=False)
+    assert status.shards[0].attempts_started == 2
