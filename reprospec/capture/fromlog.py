@@ -128,6 +128,15 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
             EnvLine("CUDA_LAUNCH_BLOCKING", "1", "the error is a CUDA one: name the op", True)
         )
     todo += _prose_settings(ticket, {line.name for line in env})
+    if failure.phase is not None and not _phase_reported(ticket, pytest=pytest):
+        # Only a frame's name (`training_step`) or pytest's report of a command that is no
+        # pytest says it: no run of the spec reports a phase, and an expected one made
+        # every attempt not-reproduced (`@ train` against an unreported phase, nu46).
+        todo.append(
+            f"expect.phase: the log places the failure at {failure.phase}, which nothing in"
+            " this spec reports: add markers or events that report it, then set phase:"
+            f" {failure.phase}; or drop this item"
+        )
     return Draft(
         name=_name(ticket),
         # Quoted from the log: a secret the command set (or a part the program printed)
@@ -154,6 +163,16 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         ),
         todo=tuple(todo),
     )
+
+
+def _phase_reported(ticket: Ticket, *, pytest: bool) -> bool:
+    """Whether a run of the skeleton reports the ticket's phase: the markers it gets (the
+    presets its output fits, pytest's for a pytest command) or xdist's crashed test, not
+    only a frame of the stack (`training_step`: a phase no run reports)."""
+    phase = ticket.failure.phase
+    if phase is not None and phase == ticket.xdist_crash:
+        return True
+    return bool(ticket.presets) or (pytest and ticket.test is not None)
 
 
 def _prose_settings(ticket: Ticket, set_already: set[str]) -> list[str]:
@@ -213,7 +232,7 @@ def _expect(
         expect["message"] = message_pattern(failure.message, secrets=secrets)
     if failure.outcome == "error" and failure.exit_code is not None and not failure.exception:
         expect["exit_code"] = failure.exit_code
-    if failure.phase is not None:
+    if failure.phase is not None and _phase_reported(ticket, pytest=pytest):
         expect["phase"] = failure.phase
         if failure.phase == ticket.xdist_crash:
             comments["phase"] = "the test pytest-xdist says the worker crashed running"
@@ -221,10 +240,8 @@ def _expect(
             comments["phase"] = "the test pytest -v's lines were running when it died"
         elif pytest and failure.phase == ticket.test:
             comments["phase"] = "the first failing test, as pytest's report names it"
-        elif ticket.presets or (pytest and ticket.test):  # the markers the spec gets
+        else:  # the markers the spec gets
             comments["phase"] = "reported by the markers above"  # render_spec: markers, then expect
-        else:
-            comments["phase"] = "from the stack: nothing reports it yet (write events or markers)"
     if keys.step is not None:
         expect["step"] = keys.step
     for key, text in keys.comments:
