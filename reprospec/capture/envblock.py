@@ -29,7 +29,8 @@ _PIP_TAGGED = re.compile(
     r"^\s*\[(?:pip\d?)\]\s+(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*(?P<version>\S+)\s*$"
 )
 _CONDA_TAGGED = re.compile(
-    r"^\s*\[conda\]\s+(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s+(?P<version>\d\S*)(?:\s+\S+)*\s*$"
+    r"^\s*\[conda\]\s+(?P<name>[A-Za-z0-9_][A-Za-z0-9._-]*)\s+(?P<version>\d\S*)"
+    r"(?:\s+(?P<build>\S+))?(?:\s+\S+)*\s*$"
 )
 _FREEZE = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[\w.+!-]+)\s*$")
 # pip freeze's line for a wheel installed from a URL (PyTorch's own index pages, a CI's
@@ -39,9 +40,14 @@ _DIRECT_WHEEL = re.compile(
     r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*@\s*\S*/(?P<file>[^/\s]+\.whl)(?:#\S*)?\s*$"
 )
 _CONDA_HEADER = re.compile(r"^\s*# packages in environment at ")
+# A row's name may start with `_` (`_libgcc_mutex`, `_openmp_mutex`: the first rows of most
+# Linux environments), which ended the table before any package was read.
 _CONDA_ROW = re.compile(
-    r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s+(?P<version>\d[\w.+!-]*)\s+\S+(?:\s+\S+)?\s*$"
+    r"^\s*(?P<name>[A-Za-z0-9_][A-Za-z0-9._-]*)\s+(?P<version>\d[\w.+!-]*)\s+(?P<build>\S+)"
+    r"(?:\s+\S+)?\s*$"
 )
+# conda's names of distributions pip knows by another (the pytorch channel's packages).
+_CONDA_NAMES = {"pytorch": "torch", "torchtriton": "triton"}
 _PYTHON_VERSION = re.compile(r"(?P<version>3\.\d+)(?:\.\d+)?")
 # Versions said in prose ("torch 2.3.0+cpu, Python 3.10.12") or by pytest's header
 # ("platform linux -- Python 3.12.3"), when no collect_env block says them.
@@ -193,11 +199,14 @@ def parse_machine(text: str) -> Machine:
         if _CONDA_HEADER.match(line):
             in_conda_table = True
             continue
-        for pattern, source in ((_PIP_TAGGED, "pip"), (_CONDA_TAGGED, "conda")):
-            tagged = pattern.match(line)
-            if tagged:
-                _add(packages, Package(tagged["name"], tagged["version"], source))
-                break
+        pip_tagged = _PIP_TAGGED.match(line)
+        conda_tagged = None if pip_tagged else _CONDA_TAGGED.match(line)
+        if pip_tagged:
+            _add(packages, Package(pip_tagged["name"], pip_tagged["version"], "pip"))
+        elif conda_tagged:
+            _add_conda(
+                packages, conda_tagged["name"], conda_tagged["version"], conda_tagged["build"]
+            )
         else:
             frozen = _FREEZE.match(line)
             if frozen:
@@ -217,7 +226,7 @@ def parse_machine(text: str) -> Machine:
             if in_conda_table and not stripped.startswith("#"):
                 row = _CONDA_ROW.match(line)
                 if row:
-                    _add(packages, Package(row["name"], row["version"], "conda"))
+                    _add_conda(packages, row["name"], row["version"], row["build"])
                     continue
                 if stripped:
                     in_conda_table = False
@@ -346,3 +355,16 @@ def _gpus_inline(value: str) -> list[str]:
 
 def _add(packages: dict[tuple[str, str], Package], package: Package) -> None:
     packages.setdefault((normalize(package.name), package.source), package)
+
+
+def _add_conda(
+    packages: dict[tuple[str, str], Package], name: str, version: str, build: str | None
+) -> None:
+    """A row of `conda list` (or collect_env's `[conda]`), when it is a Python distribution:
+    pip's (`pypi_0`) or a conda build for a Python (`py311h64a7726_0`, `pyhd8ed1ab_0`,
+    `py3.10_cuda12.1_cudnn8.9.2_0`), under pip's name (`pytorch` is `torch`). Python itself
+    and conda's other packages (`mkl`, `blas`, `pytorch-cuda`, `_libgcc_mutex`) are no
+    index's distributions: a pin of one failed every cell as an infra-error."""
+    if normalize(name) == "python" or (build is not None and not build.startswith("py")):
+        return
+    _add(packages, Package(_CONDA_NAMES.get(normalize(name), name), version, "conda"))

@@ -197,7 +197,51 @@ def test_a_conda_list_table_and_a_bare_freeze_are_packages() -> None:
         "\nrequests==2.31.0\n"
     )
     machine = parse_machine(text)
-    assert machine.requirements == ("numpy==1.26.4", "pytorch==2.2.1", "requests==2.31.0")
+    # conda's `pytorch` is pip's `torch`: `pytorch==2.2.1` is no index's release.
+    assert machine.requirements == ("numpy==1.26.4", "requests==2.31.0", "torch==2.2.1")
+
+
+def test_a_whole_conda_list_pins_its_python_distributions_only() -> None:
+    # A real `conda list` starts with `_libgcc_mutex`, whose `_` ended the table before any
+    # row was read (nu46): nothing was pinned but torch, from the `pytorch 2.1.0` words.
+    # Python itself and conda's own packages (blas, ffmpeg, pytorch-cuda) are no index's
+    # distributions, which every cell then lacked (infra-error).
+    machine = parse_machine(
+        "# packages in environment at /home/eve/miniconda3/envs/ml:\n#\n"
+        "# Name                    Version                   Build  Channel\n"
+        "_libgcc_mutex             0.1                 conda_forge    conda-forge\n"
+        "blas                      1.0                         mkl\n"
+        "ffmpeg                    4.3                  hf484d3e_0    pytorch\n"
+        "numpy                     1.26.4          py310hb13e2d6_0    conda-forge\n"
+        "python                    3.10.13         hd12c33a_1_cpython    conda-forge\n"
+        "pytorch                   2.1.0           py3.10_cuda12.1_cudnn8.9.2_0    pytorch\n"
+        "pytorch-cuda              12.1                 ha16c6d3_5    pytorch\n"
+        "tqdm                      4.66.1             pyhd8ed1ab_0    conda-forge\n"
+        "torchvision               0.16.0              py310_cu121    pytorch\n"
+    )
+    assert machine.requirements == (
+        "numpy==1.26.4",
+        "torch==2.1.0",
+        "torchvision==0.16.0",
+        "tqdm==4.66.1",
+    )
+    assert machine.torch == "2.1.0"
+
+
+def test_collect_envs_conda_lines_pin_python_distributions_only() -> None:
+    # A conda install's collect_env lists mkl, pytorch-cuda and pytorch-mutex under
+    # [conda]: each was pinned, and every cell lacked them (infra-error).
+    machine = parse_machine(
+        "[pip3] numpy==1.26.4\n"
+        "[conda] blas                      1.0                         mkl\n"
+        "[conda] mkl                       2023.1.0         h213fc3f_46344\n"
+        "[conda] numpy                     1.26.4          py310h5f9d8c6_0\n"
+        "[conda] pytorch                   2.1.0           py3.10_cuda12.1_cudnn8.9.2_0  pytorch\n"
+        "[conda] pytorch-cuda              12.1                 ha16c6d3_5    pytorch\n"
+        "[conda] pytorch-mutex             1.0                        cuda    pytorch\n"
+        "[conda] torchtriton               2.1.0                     py310    pytorch\n"
+    )
+    assert machine.requirements == ("numpy==1.26.4", "torch==2.1.0", "triton==2.1.0")
 
 
 def test_an_environment_written_as_a_markdown_list_is_read() -> None:
