@@ -109,6 +109,27 @@ _UNPREFIXED_PLUGINS = frozenset(
         "typeguard",
     }
 )
+# The libraries `transformers-cli env` (and `diffusers-cli env`) list as `- NAME version:
+# 4.36.2`: pinned as a list's are. Its other keys (`Python version`, `Platform`) are the
+# machine's, as are collect_env's (`GCC version`): only the names here are distributions.
+_ENV_KEY = re.compile(r"^(?P<name>[A-Za-z][\w.-]*) version(?: \([^)]*\))?$")
+_ENV_LIBRARIES = {
+    "accelerate": "accelerate",
+    "bitsandbytes": "bitsandbytes",
+    "datasets": "datasets",
+    "deepspeed": "deepspeed",
+    "diffusers": "diffusers",
+    "flax": "flax",
+    "huggingface-hub": "huggingface-hub",
+    "jax": "jax",
+    "jaxlib": "jaxlib",
+    "peft": "peft",
+    "safetensors": "safetensors",
+    "tensorflow": "tensorflow",
+    "tokenizers": "tokenizers",
+    "transformers": "transformers",
+    "xformers": "xformers",
+}
 # Values collect_env prints when it could not tell.
 _UNKNOWN = ("", "n/a", "could not collect", "none", "no cuda", "not available")
 
@@ -119,7 +140,9 @@ class Package:
 
     name: str
     version: str
-    source: str  # "pip" (collect_env's [pip3] or a freeze), "conda", "pytest" (its header)
+    # "pip" (collect_env's [pip3] or a freeze), "conda", "pytest" (its header), "env"
+    # (`transformers-cli env`'s `- Accelerate version: 0.25.0`)
+    source: str
 
     @property
     def requirement(self) -> str:
@@ -257,6 +280,12 @@ def parse_machine(text: str) -> Machine:
         cudnn = cudnn_field
     available = fields.get("Is CUDA available", "").strip().lower()
     torch = _version(_field(fields, "PyTorch version"))
+    for key, value in fields.items():
+        library = _ENV_KEY.match(key)
+        name = _ENV_LIBRARIES.get(normalize(library["name"])) if library else None
+        version = _version(value)
+        if name and version and version[0].isdigit():
+            _add(packages, Package(name, version, "env"))
     listed = sorted(packages.values(), key=lambda p: (normalize(p.name), p.source))
     if torch is None:
         pinned = next((p for p in listed if normalize(p.name) == "torch"), None)

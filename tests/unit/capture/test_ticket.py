@@ -244,6 +244,31 @@ def test_collect_envs_conda_lines_pin_python_distributions_only() -> None:
     assert machine.requirements == ("numpy==1.26.4", "torch==2.1.0", "triton==2.1.0")
 
 
+def test_transformers_cli_envs_libraries_are_pinned() -> None:
+    # `transformers-cli env`, in most Hugging Face issues: only torch was pinned, and the
+    # rerun took whatever transformers (the library the ticket is about) was installed.
+    machine = parse_machine(
+        "- `transformers` version: 4.36.2\n"
+        "- Platform: Linux-5.15.0-91-generic-x86_64-with-glibc2.35\n"
+        "- Python version: 3.11.5\n"
+        "- Huggingface_hub version: 0.20.1\n"
+        "- Safetensors version: 0.4.1\n"
+        "- Accelerate version: 0.25.0\n"
+        "- Accelerate config: \tnot found\n"
+        "- PyTorch version (GPU?): 2.1.2+cu121 (True)\n"
+        "- Tensorflow version (GPU?): not installed (NA)\n"
+        "- Jax version: not installed (NA)\n"
+    )
+    assert machine.requirements == (
+        "accelerate==0.25.0",
+        "huggingface-hub==0.20.1",
+        "safetensors==0.4.1",
+        "torch==2.1.2+cu121",
+        "transformers==4.36.2",
+    )
+    assert machine.python == "3.11"
+
+
 def test_an_environment_written_as_a_markdown_list_is_read() -> None:
     # `transformers-cli env`'s output, pasted in most Hugging Face issues, and an issue
     # template's own list (nu23): capture said "the log does not say" the Python version and
@@ -260,7 +285,7 @@ def test_an_environment_written_as_a_markdown_list_is_read() -> None:
     assert (machine.python, machine.python_full) == ("3.10", "3.10.12")
     assert machine.torch == "2.1.2+cu121"
     assert machine.os == "Ubuntu 22.04"
-    assert machine.requirements == ("numpy==1.26.4", "torch==2.1.2+cu121")
+    assert machine.requirements == ("numpy==1.26.4", "torch==2.1.2+cu121", "transformers==4.36.2")
 
 
 def test_a_quoted_collect_env_reads_as_the_bare_one() -> None:
