@@ -53,6 +53,14 @@ _SHELL_SIGNAL = re.compile(
     r"|Illegal instruction|Floating point exception|Killed|Trace/breakpoint trap)"
     r"(?: +\(core dumped\))?(?P<rest> +.*)?\s*$"
 )
+# torchrun's (torch.distributed.elastic's) report of a rank that failed: its `exitcode: -6`
+# is the rank's, a child of the launcher, which a live run reports as `where: child`.
+_ELASTIC_RANK = re.compile(
+    r"\bChildFailedError\b|Root Cause \(first observed failure\)|local_rank: \d+ \(pid: \d+\)"
+)
+# subprocess's word of a child's death: `CalledProcessError: Command '['./op']' died with
+# <Signals.SIGSEGV: 11>.`, a crash in a child as a live run reports it (outcome/children.py).
+_DIED_WITH = re.compile(r"\bdied with <Signals\.(?P<signal>SIG[A-Z0-9]+): \d+>")
 _EXIT_CODE = re.compile(
     r"(?:exit(?:ed)?(?: with)? (?:code|status)|returned non-zero exit status|exitcode)"
     r"[:= ]+(?P<code>-?\d+)",
@@ -213,6 +221,10 @@ def read_ticket(text: str) -> Ticket:
         signal = real_fatal[-1].signal
         if signal:
             evidence.append(f"faulthandler: {FATAL_HEADER}{real_fatal[-1].description}")
+    died = _DIED_WITH.search(clean)
+    if signal is None and died:
+        signal, where = canonical_signal(died["signal"]), where or "child"
+        evidence.append(f"a child process died: {died.group(0)}")
     for line in clean.split("\n"):
         shell = _SHELL_SIGNAL.match(line.strip())
         if shell and signal is None:
@@ -220,12 +232,19 @@ def read_ticket(text: str) -> Ticket:
             evidence.append(f"the shell: {line.strip()}")
             if shell["pid"] and shell["rest"] and not _is_python(shell["rest"].split()):
                 where = where or "child"
+    elastic = _ELASTIC_RANK.search(clean) is not None
     for match in _EXIT_CODE.finditer(clean):
         code = int(match["code"])
         if code < 0:
             named = signal_name(-code)
             signal = signal or named
-            evidence.append(f"exit status {code}: killed by {named}")
+            if elastic:
+                where = where or "child"
+            said = f"exit status {code}: killed by {named}" + (
+                " (a rank torchrun started)" if elastic else ""
+            )
+            if said not in evidence:  # torchrun says it twice: its log line and its report
+                evidence.append(said)
         elif code > 128 and exit_status_signal(code):
             named = exit_status_signal(code) or ""
             signal = signal or named

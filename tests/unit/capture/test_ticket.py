@@ -846,3 +846,51 @@ def test_a_phase_only_a_frame_names_is_a_todo_item_not_an_expected_phase() -> No
         " reports: add markers or events that report it, then set phase: train; or drop this"
         " item"
     ]
+
+
+def test_torchruns_report_of_a_rank_killed_by_a_signal_is_a_childs_crash() -> None:
+    # The NCCL watchdog aborts rank 1; torchrun says `exitcode: -6` twice and raises
+    # ChildFailedError. The skeleton said `# in the main process` (torchrun's) and kept
+    # ChildFailedError, where a live run of the command reports a child's SIGABRT (nu46).
+    text = (
+        "$ torchrun --nproc_per_node 2 train_ddp.py\n"
+        "[2024-03-11 14:02:17,502] torch.distributed.elastic.multiprocessing.api: [ERROR]"
+        " failed (exitcode: -6) local_rank: 1 (pid: 91235) of binary: /usr/bin/python\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/bin/torchrun", line 8, in <module>\n'
+        "    sys.exit(main())\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+        "Root Cause (first observed failure):\n"
+        "[0]:\n"
+        "  rank      : 1 (local_rank: 1)\n"
+        "  exitcode  : -6 (pid: 91235)\n"
+    )
+    read = read_ticket(text)
+    failure = read.failure
+    assert (failure.outcome, failure.signal, failure.where) == ("crash", "SIGABRT", "child")
+    assert [line for line in read.evidence if line.startswith("exit status")] == [
+        "exit status -6: killed by SIGABRT (a rank torchrun started)"
+    ]
+    assert skeleton(read, "t.md").expect == {
+        "outcome": "crash",
+        "signal": "SIGABRT",
+        "where": "child",
+    }
+
+
+def test_subprocess_saying_a_child_died_of_a_signal_is_a_childs_crash() -> None:
+    # `CalledProcessError: ... died with <Signals.SIGSEGV: 11>` was read as an error of
+    # CalledProcessError, which a live run (crash SIGSEGV in a child) never matched (nu46).
+    read = read_ticket(
+        "Traceback (most recent call last):\n"
+        '  File "/w/run_ops.py", line 3, in <module>\n'
+        '    subprocess.run(["./op"], check=True)\n'
+        "subprocess.CalledProcessError: Command '['./op']' died with <Signals.SIGSEGV: 11>.\n"
+    )
+    failure = read.failure
+    assert (failure.outcome, failure.signal, failure.where) == ("crash", "SIGSEGV", "child")
+    assert skeleton(read, "t.md").expect == {
+        "outcome": "crash",
+        "signal": "SIGSEGV",
+        "where": "child",
+    }
