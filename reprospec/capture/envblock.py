@@ -54,7 +54,8 @@ _PYTHON_VERSION = re.compile(r"(?P<version>3\.\d+)(?:\.\d+)?")
 _PROSE_TORCH = re.compile(
     r"(?<![\w/.-])(?:torch|pytorch|PyTorch)[ =v:]+(?P<version>\d+\.\d+(?:\.\d+)?(?:\+\w+)?)\b"
 )
-_PROSE_PYTHON = re.compile(r"(?<![\w/.-])[Pp]ython (?P<version>3\.\d+)(?:\.\d+)?\b")
+# py-spy's dump says `Python v3.10.13 (/usr/bin/python3.10)`.
+_PROSE_PYTHON = re.compile(r"(?<![\w/.-])[Pp]ython v?(?P<version>3\.\d+)(?:\.\d+)?\b")
 # A traceback's paths name the interpreter's version: `/lib/python3.11/site-packages/`,
 # and the standard library's own frames, `/usr/lib/python3.11/ctypes/__init__.py`.
 _PATH_PYTHON = re.compile(r"/lib(?:64)?/python(?P<version>3\.\d+)/")

@@ -105,6 +105,12 @@ _GDB_FRAME = re.compile(
 )
 # gdb's `Starting program: /usr/bin/python3 x.py --flag` names the command it ran.
 _GDB_START = re.compile(r"^Starting program: (?P<command>.+)$")
+# `py-spy dump --pid N`, what a hang's ticket pastes: `Process 5512: python main.py ...`,
+# `Python v3.10.13 (/usr/bin/python3.10)`, then each thread, `Thread 5512 (idle):
+# "MainThread"`, and its frames innermost first, `    wait (threading.py:320)`.
+_PYSPY_PROCESS = re.compile(r"^Process \d+: (?P<command>.+)$")
+_PYSPY_THREAD = re.compile(r"^Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:idle|active)[^)]*\)")
+_PYSPY_FRAME = re.compile(r"^\s+(?P<function>\S+) \((?P<file>[^()\s]+?):\d+\)$")
 # A command quoted in prose: "I run `python train.py --x 1` and ...".
 _QUOTED = re.compile(r"`(?P<command>[^`\n]+)`")
 _FAULTHANDLER_TIMEOUT = re.compile(r"^Timeout \(\d+:\d\d:\d\d\)!\s*$")
@@ -252,6 +258,9 @@ def read_ticket(text: str) -> Ticket:
         elif code > 0:
             exit_code = code
     hang = any(_FAULTHANDLER_TIMEOUT.match(line) for line in clean.split("\n"))
+    # A py-spy dump is of a process still running, taken because it made no progress: a
+    # hang, where nothing else (a signal) says the process died.
+    pyspy = _pyspy_frames(clean)
 
     cuda = _CUDA_ERROR.search(clean)
     reported = first_failure(text)
@@ -274,6 +283,9 @@ def read_ticket(text: str) -> Ticket:
     if hang and signal is None:
         outcome = "hang"
         evidence.append("faulthandler's `Timeout (h:mm:ss)!` dump: the program hung")
+    elif pyspy is not None and signal is None and not chain and xdist is None:
+        outcome = "hang"
+        evidence.append("py-spy dump of the running process: the program hung")
     elif signal is not None or xdist is not None:
         outcome = "crash"
     elif chain or exit_code is not None:
@@ -281,6 +293,8 @@ def read_ticket(text: str) -> Ticket:
 
     last = chain[-1] if chain else None
     frames = _python_frames(clean, real_fatal[-1].stack if real_fatal else None)
+    if not frames and outcome == "hang" and pyspy:
+        frames = pyspy
     phase, step = _progress(text)
     if phase is not None or step is not None:
         # `step 1: ...` lines have a step and no phase; step 0 is a step too (nu34).
@@ -472,6 +486,24 @@ def _python_frames(text: str, fatal_stack: str | None) -> list[str]:
     return frames[::-1] if fatal_stack is not None else frames
 
 
+def _pyspy_frames(text: str) -> list[str] | None:
+    """`file:function` of the first thread of a `py-spy dump` in `text` (its main thread,
+    which py-spy prints first), innermost last; None where `text` has no dump."""
+    lines = text.split("\n")
+    if not any(_PYSPY_PROCESS.match(line.strip()) for line in lines):
+        return None
+    starts = [i for i, line in enumerate(lines) if _PYSPY_THREAD.match(line.strip())]
+    if not starts:
+        return None
+    frames: list[str] = []
+    for line in lines[starts[0] + 1 :]:
+        match = _PYSPY_FRAME.match(line)
+        if match is None:
+            break
+        frames.append(f"{match['file']}:{match['function']}")
+    return frames[::-1]
+
+
 def _phase_from_frames(frames: list[str]) -> str | None:
     for frame in reversed(frames):
         for pattern, phase in _PHASE_FRAMES:
@@ -524,7 +556,7 @@ def _command(text: str) -> str | None:
         if prompt and _runs_a_script(prompt["command"]):
             scripts.append(prompt["command"].strip())
             continue
-        start = _GDB_START.match(line.strip())
+        start = _GDB_START.match(line.strip()) or _PYSPY_PROCESS.match(line.strip())
         if start:
             words = _words(start["command"])
             if words and runs_something(words):

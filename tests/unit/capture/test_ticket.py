@@ -894,3 +894,32 @@ def test_subprocess_saying_a_child_died_of_a_signal_is_a_childs_crash() -> None:
         "signal": "SIGSEGV",
         "where": "child",
     }
+
+
+def test_a_py_spy_dump_is_a_hang_of_the_command_it_names() -> None:
+    # What a hang's ticket pastes (nu46): it read "no failure found", the command a TODO,
+    # though py-spy's first line names it and its Python.
+    read = read_ticket(
+        "Training hangs at the start of epoch 2. `py-spy dump --pid 5512`:\n\n```\n"
+        "Process 5512: /usr/bin/python3.10 main.py --workers 4\n"
+        "Python v3.10.13 (/usr/bin/python3.10)\n\n"
+        'Thread 5512 (idle): "MainThread"\n'
+        "    wait (threading.py:320)\n"
+        "    _try_get_data (torch/utils/data/dataloader.py:1133)\n"
+        "    train_one_epoch (main.py:88)\n"
+        "    <module> (main.py:151)\n"
+        'Thread 5601 (idle): "Thread-1 (_pin_memory_loop)"\n'
+        "    wait (threading.py:324)\n```\n"
+    )
+    assert read.failure.outcome == "hang"
+    assert read.command == "python3.10 main.py --workers 4"
+    assert read.machine.python == "3.10"
+    assert read.python_frames == (
+        "main.py:<module>",
+        "main.py:train_one_epoch",
+        "torch/utils/data/dataloader.py:_try_get_data",
+        "threading.py:wait",
+    )
+    draft = skeleton(read, "t.md")
+    assert draft.expect == {"outcome": "hang"}
+    assert draft.timeout == "10m"
