@@ -141,6 +141,10 @@ _PROGRAMS = (
     "srun",
     "mpirun",
 )
+# Windows' prompts, PowerShell's `PS C:\Users\me\proj> python .\train.py` and cmd's
+# `C:\proj>python train.py`: their paths' backslashes are the reader's slashes (shlex took
+# `.\train.py` for `.train.py`).
+_WINDOWS_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:PS )?[A-Za-z]:\\[^>\n]*> *(?P<command>.+)$")
 _PYTHON_PROGRAM = re.compile(r"^python(?:\d(?:\.\d+)?)?$")
 # Where a frame's function or file says what a training program was doing.
 _PHASE_FRAMES = (
@@ -549,6 +553,9 @@ def _command(text: str) -> str | None:
     quoted: list[str] = []
     bare: list[str] = []
     for line in text.split("\n"):
+        windows = _WINDOWS_PROMPT.match(line)
+        if windows is not None:
+            line = "$ " + windows["command"].replace("\\", "/")
         prompt = _PROMPT.match(line)
         if prompt and _prompted_runs(prompt["command"]):
             prompted.append(prompt["command"].strip())

@@ -923,3 +923,23 @@ def test_a_py_spy_dump_is_a_hang_of_the_command_it_names() -> None:
     draft = skeleton(read, "t.md")
     assert draft.expect == {"outcome": "hang"}
     assert draft.timeout == "10m"
+
+
+@pytest.mark.parametrize(
+    ("line", "command"),
+    [
+        (
+            r"PS C:\Users\frank\proj> python .\train.py --num_workers 2",
+            "python ./train.py --num_workers 2",
+        ),
+        (r"(base) PS D:\w> python -m pytest tests\test_x.py", "python -m pytest tests/test_x.py"),
+        (r"C:\proj>python train.py --lr 0.1", "python train.py --lr 0.1"),
+    ],
+)
+def test_a_windows_prompt_line_is_the_command_with_its_paths_slashed(
+    line: str, command: str
+) -> None:
+    # PowerShell's and cmd's prompts were no prompt: the command was a TODO (nu46), and
+    # shlex read `.\train.py` as `.train.py`. Pasted with CRLF line ends, as Windows' are.
+    text = f"On Windows 11:\r\n\r\n```\r\n{line}\r\nSegmentation fault\r\n```\r\n"
+    assert read_ticket(text).command == command
