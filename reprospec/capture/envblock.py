@@ -39,6 +39,13 @@ _FREEZE = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[\w
 _DIRECT_WHEEL = re.compile(
     r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*@\s*\S*/(?P<file>[^/\s]+\.whl)(?:#\S*)?\s*$"
 )
+# `pip list`'s table: `Package  Version` (then `-v`'s `Location  Installer`, an editable
+# install's `Editable project location`), a rule of dashes, a row per distribution.
+_PIP_LIST_HEADER = re.compile(r"^\s*Package\s+Version(?:\s+\S.*?)?\s*$")
+_PIP_LIST_RULE = re.compile(r"^\s*-{3,}(?:\s+-{3,})+\s*$")
+_PIP_LIST_ROW = re.compile(
+    r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s+(?P<version>\d[\w.+!-]*)(?:\s+(?P<more>\S.*?))?\s*$"
+)
 _CONDA_HEADER = re.compile(r"^\s*# packages in environment at ")
 # A row's name may start with `_` (`_libgcc_mutex`, `_openmp_mutex`: the first rows of most
 # Linux environments), which ended the table before any package was read.
@@ -204,13 +211,15 @@ def _known(value: str) -> str | None:
 
 
 def parse_machine(text: str) -> Machine:
-    """Everything `collect_env`, `pip freeze` and `conda list` blocks in `text` say."""
+    """Everything `collect_env`, `pip freeze`, `pip list` and `conda list` blocks in `text`
+    say."""
     fields: dict[str, str] = {}
     gpus: list[str] = []
     cudnn: str | None = None
     packages: dict[tuple[str, str], Package] = {}
     lines = text.splitlines()
     in_conda_table = False
+    pip_list: str | None = None  # the header of the `pip list` table being read
     under: str | None = None  # the collect_env key whose value continues on the next lines
     for line in lines:
         line = _unmarked(line)
@@ -220,6 +229,18 @@ def parse_machine(text: str) -> Machine:
             for package in pytest_packages:
                 _add(packages, package)
             continue
+        if _PIP_LIST_HEADER.match(line):
+            pip_list = stripped
+            continue
+        if pip_list is not None:
+            row = _PIP_LIST_ROW.match(line)
+            if _PIP_LIST_RULE.match(line):
+                continue
+            if row:
+                if not _editable_row(pip_list, row["more"]):
+                    _add(packages, Package(row["name"], row["version"], "pip"))
+                continue
+            pip_list = None
         if _CONDA_HEADER.match(line):
             in_conda_table = True
             continue
@@ -385,6 +406,14 @@ def _gpus_inline(value: str) -> list[str]:
 
 def _add(packages: dict[tuple[str, str], Package], package: Package) -> None:
     packages.setdefault((normalize(package.name), package.source), package)
+
+
+def _editable_row(header: str, more: str | None) -> bool:
+    """Whether a `pip list` row is an editable install (its `Editable project location`,
+    a folder of the sender's machine that no index has): not pinned, as a freeze's `-e`."""
+    if "Editable" not in header or not more:
+        return False
+    return not re.search(r"[/\\](?:site|dist)-packages\b", more.split()[0])
 
 
 def _add_conda(

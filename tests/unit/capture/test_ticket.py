@@ -269,6 +269,22 @@ def test_transformers_cli_envs_libraries_are_pinned() -> None:
     assert machine.python == "3.11"
 
 
+def test_a_pip_list_table_is_packages_but_an_editable_install() -> None:
+    # `pip list`, as often pasted as `pip freeze`: only torch was pinned (its row read as
+    # prose, `torch 2.2.0`), and torchvision, whose import the ticket said crashed, was not,
+    # nor was a TODO left for the packages (nu46).
+    machine = parse_machine(
+        "Package            Version      Editable project location\n"
+        "------------------ ------------ -------------------------\n"
+        "mylib              0.1.0        /home/me/mylib\n"
+        "numpy              1.26.4\n"
+        "torch              2.2.0\n"
+        "torchvision        0.17.0\n"
+        "\nIt segfaults.\n"
+    )
+    assert machine.requirements == ("numpy==1.26.4", "torch==2.2.0", "torchvision==0.17.0")
+
+
 def test_an_environment_written_as_a_markdown_list_is_read() -> None:
     # `transformers-cli env`'s output, pasted in most Hugging Face issues, and an issue
     # template's own list (nu23): capture said "the log does not say" the Python version and
