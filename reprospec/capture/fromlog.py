@@ -148,7 +148,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         python=machine.python,
         packages=machine.requirements,
         # A CUDA error needs a GPU to happen; a worker's segfault on a GPU machine may not.
-        gpus=(1, "the failure is a CUDA error: it needs a GPU") if ticket.cuda_error else None,
+        gpus=_gpus(ticket) if ticket.cuda_error else None,
         env=tuple(env),
         matrix=tuple(axis_for(t) for t in (proposal.toggles if proposal else ())),
         presets=presets,
@@ -163,6 +163,31 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         ),
         todo=tuple(todo),
     )
+
+
+def _gpus(ticket: Ticket) -> tuple[int, str]:
+    """The GPUs a CUDA error needs: one, or one per rank of `torchrun --nproc_per_node N`
+    (NCCL's ranks each take a GPU; four on one fail otherwise: `Duplicate GPU detected`)."""
+    ranks = _nproc_per_node(ticket.command)
+    if ranks is not None and ranks > 1:
+        return ranks, f"the failure is a CUDA error of {ranks} ranks (--nproc_per_node): a GPU each"
+    return 1, "the failure is a CUDA error: it needs a GPU"
+
+
+def _nproc_per_node(command: str | None) -> int | None:
+    """torchrun's `--nproc_per_node N` (`--nproc-per-node=N`) of `command`, a number."""
+    try:
+        words = shlex.split(split_at_operator(command)[0]) if command else []
+    except ValueError:
+        return None
+    for index, word in enumerate(words):
+        name, equals, value = word.partition("=")
+        if name not in ("--nproc_per_node", "--nproc-per-node"):
+            continue
+        if not equals:
+            value = words[index + 1] if index + 1 < len(words) else ""
+        return int(value) if value.isdigit() else None
+    return None
 
 
 def _phase_reported(ticket: Ticket, *, pytest: bool) -> bool:

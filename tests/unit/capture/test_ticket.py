@@ -959,3 +959,20 @@ def test_a_windows_prompt_line_is_the_command_with_its_paths_slashed(
     # shlex read `.\train.py` as `.train.py`. Pasted with CRLF line ends, as Windows' are.
     text = f"On Windows 11:\r\n\r\n```\r\n{line}\r\nSegmentation fault\r\n```\r\n"
     assert read_ticket(text).command == command
+
+
+def test_a_cuda_error_of_torchrun_ranks_needs_a_gpu_per_rank() -> None:
+    # NCCL's ranks each take a GPU: `gpus: 1` ran 4 ranks on one (nu46).
+    text = (
+        "[rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970,"
+        " unhandled cuda error\n\nLaunched with `torchrun --nproc_per_node=4 train.py`.\n"
+    )
+    assert skeleton(read_ticket(text), "t.md").gpus == (
+        4,
+        "the failure is a CUDA error of 4 ranks (--nproc_per_node): a GPU each",
+    )
+    alone = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    assert skeleton(read_ticket(alone), "t.md").gpus == (
+        1,
+        "the failure is a CUDA error: it needs a GPU",
+    )
