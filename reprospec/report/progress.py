@@ -64,9 +64,11 @@ class Progress:
         # earlier attempts took no time here).
         self._done = 0
         self._since = time.monotonic()
-        # Off a terminal: when each running attempt started, by cell (its oldest first),
+        # Off a terminal: when each running attempt started and its cell, by the worker
+        # thread that runs it (the scheduler says "start" and "attempt" of one attempt on
+        # its thread; by cell, an attempt that ended took the start of one still running),
         # and when a line was last written.
-        self._started: dict[str, list[float]] = {}
+        self._started: dict[int, tuple[float, str]] = {}
         self._written = time.monotonic()
         self._stop = threading.Event()
         self._quiet: threading.Thread | None = None
@@ -107,7 +109,7 @@ class Progress:
         while not self._stop.wait(min(QUIET_S, 5.0)):
             now = time.monotonic()
             with self._lock:
-                running = [(t, cell) for cell, ts in self._started.items() for t in ts]
+                running = list(self._started.values())
                 if not running or now - self._written < QUIET_S:
                     continue
                 oldest, cell = min(running)
@@ -138,7 +140,7 @@ class Progress:
         with self._lock:
             if event == "start":
                 self._running += 1
-                self._started.setdefault(cell.id, []).append(time.monotonic())
+                self._started[threading.get_ident()] = (time.monotonic(), cell.id)
                 if self._bar is not None and self._task is not None:
                     from rich.markup import escape
 
@@ -147,9 +149,7 @@ class Progress:
                     self._bar.update(self._task, description=description)
                 return
             self._running = max(0, self._running - 1)
-            began = self._started.get(cell.id)
-            if began:
-                began.pop(0)
+            self._started.pop(threading.get_ident(), None)
             assert result is not None
             mark = "match" if result.matched else ("infra" if result.infra_error else "miss")
             if mark == "miss" and result.mismatches:

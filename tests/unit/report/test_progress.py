@@ -4,11 +4,14 @@ attempt runs long with nothing written."""
 from __future__ import annotations
 
 import io
+import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from reprospec.core.inputs import Cell
+from reprospec.core.results import AttemptResult
 from reprospec.report import progress
 
 
@@ -39,3 +42,33 @@ def test_off_a_terminal_nothing_more_is_said_where_no_attempt_runs(
     with progress.Progress(1, stream=stream):
         time.sleep(0.3)
     assert stream.getvalue() == ""
+
+
+def test_off_a_terminal_the_longest_is_the_attempt_still_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Kept by cell, an attempt of the cell that ended (on another worker thread) took the
+    # start of the one still running, a hang 5 minutes in, which was said to run for 10s.
+    clock = [1000.0]
+    monkeypatch.setattr(progress, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(progress, "QUIET_S", 0.05)
+    stream = io.StringIO()
+    cell = Cell(id="flaky", index=0, matrix={})
+
+    def short_attempt() -> None:
+        clock[0] = 1290.0
+        shown.update("start", cell, None, 0, 2)
+        clock[0] = 1295.0
+        shown.update("attempt", cell, AttemptResult.not_run(2, "skipped"), 1, 2)
+
+    with progress.Progress(2, stream=stream) as shown:
+        shown.update("start", cell, None, 0, 2)  # the hang, on this thread
+        other = threading.Thread(target=short_attempt)
+        other.start()
+        other.join()
+        clock[0] = 1300.0
+        deadline = time.monotonic() + 10
+        while not stream.getvalue().endswith(" for 5m00s\n") and time.monotonic() < deadline:
+            time.sleep(0.02)
+    last = stream.getvalue().splitlines()[-1]
+    assert last == "reprospec: still running: 1 attempt, the longest (flaky) for 5m00s"
