@@ -16,10 +16,12 @@ from reprospec.slurm.plan import ARRAY_SCRIPT, MERGE_SCRIPT, SlurmRun
 
 def _directive_value(value: object) -> str:
     """`value` as sbatch reads a `#SBATCH` line's word: a path with a space ended the word
-    there (`Invalid directive found in batch script`, nothing submitted), so a value with
-    whitespace, a quote or a backslash is double-quoted, its `\\` and `"` escaped."""
+    there (`Invalid directive found in batch script`, nothing submitted), and one with a `#`
+    ended the line there (the rest a comment: `--output=/p/a#b/x.out` wrote `/p/a`), so a
+    value with whitespace, a `#`, a quote or a backslash is double-quoted, its `\\` and
+    `"` escaped."""
     text = str(value)
-    if not re.search(r"[\s\"'\\]", text):
+    if not re.search(r"[\s#\"'\\]", text):
         return text
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 

@@ -419,6 +419,27 @@ def test_a_shared_folder_and_a_workdir_with_spaces_and_quotes_submit_and_merge(
 
 
 @needs_cluster
+def test_a_shared_folder_and_a_workdir_with_a_hash_submit_and_merge(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # sbatch reads an unquoted `#` in a #SBATCH line as a comment's start: the task ran in
+    # `.../work` (`--chdir=.../work#1`), which is no folder, and its log went to the file
+    # `.../run` (`--output=.../run#1/...`).
+    require_cluster()
+    workdir = tmp_path / "work#1"
+    workdir.mkdir()
+    spec = _write_spec(workdir / "silent.yaml", SILENT_SPEC)
+    shared = tmp_path / "run#1"
+    done = cli("slurm", spec.name, "--shards", "1", "--out", str(shared), cwd=workdir)
+    assert done.code == 0, done.stderr
+    status = wait_settled(only_run(shared))
+    assert [s.state for s in status.shards] == ["done"], status
+    assert status.merge.state == "done", status
+    assert list((only_run(shared) / "logs").glob("shard-1-*.out")), "the task's log is not there"
+    assert not (tmp_path / "run").exists()
+
+
+@needs_cluster
 def test_a_spec_edited_while_its_tasks_wait_is_refused_by_the_tasks(
     cli: Cli, tmp_path: Path
 ) -> None:

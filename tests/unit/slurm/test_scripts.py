@@ -67,6 +67,26 @@ def test_a_path_with_a_space_or_a_quote_is_one_word_of_its_sbatch_directive(
     assert f'#SBATCH --output="{quoted}/logs/merge-%j.out"' in merge_script(run).splitlines()
 
 
+def test_a_path_with_a_hash_is_quoted_where_sbatch_read_the_rest_as_a_comment(
+    tmp_path: Path,
+) -> None:
+    """sbatch ends a `#SBATCH` line at an unquoted `#` (`_get_argument`): `--chdir=/p/a#1`
+    ran the task in `/p/a`, and `--output=/p/a#1/...` wrote its log to the file `/p/a`."""
+    run = new_run(
+        SPECS / "segfault-command.yaml",
+        "x",
+        tmp_path / "run#1",
+        SlurmOptions(shards=1),
+        ShardArgs(),
+        (1,),
+        chdir=tmp_path / "work#1",
+    )
+    array = array_script(run).splitlines()
+    assert f'#SBATCH --output="{run.run_dir}/logs/shard-%a-%A.out"' in array
+    assert f'#SBATCH --chdir="{tmp_path}/work#1"' in array
+    assert f'#SBATCH --output="{run.run_dir}/logs/merge-%j.out"' in merge_script(run).splitlines()
+
+
 def test_slurm_json_keeps_the_specs_digest_and_the_task_checks_it_before_it_runs(
     tmp_path: Path,
 ) -> None:
