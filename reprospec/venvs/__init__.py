@@ -33,7 +33,7 @@ from reprospec.venvs.build import (
     read_meta,
     uv_binary,
 )
-from reprospec.venvs.cache import EnvInfo, list_envs, prune_envs, summarize
+from reprospec.venvs.cache import EnvInfo, kept_in_use, list_envs, prune_envs, summarize
 from reprospec.venvs.index import IndexConfig, user_index_config
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "find_interpreter",
     "hold",
     "installed",
+    "kept_in_use",
     "list_envs",
     "prune_envs",
     "read_meta",

@@ -114,9 +114,7 @@ def prune_envs(
     now = time.time() if now is None else now
     removed: list[EnvInfo] = []
     for env in list_envs(root):
-        if keys and env.key not in keys:
-            continue
-        if older_than_s is not None and now - env.last_used < older_than_s:
+        if not _due(env, older_than_s, keys, now):
             continue
         if env.in_use:
             continue
@@ -132,6 +130,27 @@ def prune_envs(
     if not dry_run and not keys:
         _clean_tmp(root)
     return removed
+
+
+def kept_in_use(
+    root: Path,
+    *,
+    older_than_s: float | None = None,
+    keys: Sequence[str] = (),
+    now: float | None = None,
+) -> list[EnvInfo]:
+    """The environments `prune_envs` with these options would remove but leaves, a run
+    holding them now: not every one in use, whose `kept` read as if this prune would have
+    removed it (a run's environment, used minutes ago, beside a prune of 30-day-old ones)."""
+    now = time.time() if now is None else now
+    return [e for e in list_envs(root) if e.in_use and _due(e, older_than_s, keys, now)]
+
+
+def _due(env: EnvInfo, older_than_s: float | None, keys: Sequence[str], now: float) -> bool:
+    """Whether a prune with these options removes `env` where no run holds it."""
+    if keys and env.key not in keys:
+        return False
+    return older_than_s is None or now - env.last_used >= older_than_s
 
 
 @contextlib.contextmanager

@@ -1,12 +1,18 @@
-"""`reprospec envs`: options that would be dropped without a word are refused."""
+"""`reprospec envs`: options that would be dropped without a word are refused; prune's
+`kept` names what it would have removed but for a run holding it."""
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from pathlib import Path
 
 import pytest
 
+from reprospec import venvs
 from reprospec.cli import main
+from reprospec.runners.docker import cache as images
 
 
 @pytest.mark.parametrize(
@@ -25,3 +31,43 @@ def test_options_envs_would_drop_are_refused(
     assert main(["envs", *words, "--out", str(tmp_path / "o")]) == 2
     assert said in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def _environment(root: Path, key: str, used: float) -> Path:
+    """A complete environment as list_envs reads one (no venv in it), last used at `used`."""
+    folder = root / key
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "python").touch()
+    (folder / venvs.META).write_text(json.dumps({"request": {"packages": ["x==1"]}}))
+    (folder / venvs.USED_BY).mkdir()
+    (folder / venvs.USED_BY / "spec").touch()
+    os.utime(folder / venvs.USED_BY / "spec", (used, used))
+    return folder
+
+
+def test_prune_says_kept_only_of_an_environment_it_would_have_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A run's environment, used minutes ago, was said `kept` beside a prune of those unused
+    # for 30 days, as if the prune would have removed it but for the run.
+    root = tmp_path / "envs"
+    monkeypatch.setenv(venvs.ENVS_VARIABLE, str(root))
+    monkeypatch.setattr(images, "reachable", lambda: (None, ""))
+    old = time.time() - 40 * 86400
+    _environment(root, "old", old)
+    _environment(root, "new", time.time())
+    held = [venvs.hold(root, "old"), venvs.hold(root, "new")]
+    try:
+        assert main(["envs", "prune", "--out", str(tmp_path / "o")]) == 0
+        err = capsys.readouterr().err
+        assert "kept old: in use by a run now" in err
+        assert "kept new" not in err
+        assert main(["envs", "prune", "--all", "--out", str(tmp_path / "o")]) == 0
+        err = capsys.readouterr().err
+        assert "kept old: in use by a run now" in err
+        assert "kept new: in use by a run now" in err
+    finally:
+        for handle in held:
+            handle.close()
+    assert (root / "old").is_dir()
+    assert (root / "new").is_dir()
