@@ -307,14 +307,19 @@ def in_use_lock(root: Path, key: str) -> Path:
     return root / LOCKS / f"{key}.use"
 
 
-def hold(root: Path, key: str) -> IO[str]:
+def hold(root: Path, key: str) -> IO[str] | None:
     """A shared lock on environment `key` for as long as the file returned stays open: a
     run's attempts use it, and a prune meanwhile removed it under them (an attempt ended
     infra-error, "not installed where the attempt ran"; nu45 F7). Waits while a prune is
-    removing it (then the run builds it again)."""
+    removing it (then the run builds it again). None where its lock file cannot be made (a
+    folder of environments this user cannot write, another's, shared): a run reuses such an
+    environment as it did before it was held, where the run stopped on the OSError."""
     path = in_use_lock(root, key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = path.open("a")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = path.open("a")
+    except OSError:
+        return None
     fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
     return handle
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -412,6 +413,28 @@ def test_a_bundle_of_a_run_with_another_interpreters_packages_reruns_on_the_venv
     assert packed.code == 0, packed.stdout + packed.stderr
     _, readme = _rerun_on_the_venv_runner(cli, tmp_path, bundle, wheels, env)
     assert "on the venv runner, which installs its cells' packages: the run ran them" in readme
+
+
+def test_an_environment_whose_lock_cannot_be_made_is_reused_unheld(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A folder of environments this user cannot write (another's, shared) was reused as it
+    is; holding each one (nu45 F7) made its lock file there first, and the run stopped on
+    the OSError. (As root no mode denies it: the locks' folder is a file here.)"""
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, DEMO, "1.0", "VERSION_SEEN = '1.0'\n")
+    spec = write_spec(tmp_path, "venv-unheld", DEMO, ["1.0"], "reprospec_venvdemo")
+    envs = tmp_path / "envs"
+    env = {venvs.ENVS_VARIABLE: str(envs), **uv_environment()}
+    args = ("run", str(spec), "--runner", "venv", "--find-links", str(wheels))
+    first = cli(*args, env=env)
+    assert first.code == 0, first.stderr
+    shutil.rmtree(envs / venvs.LOCKS)
+    (envs / venvs.LOCKS).write_text("")
+    again = cli(*args, env=env)
+    assert again.code == 0, again.stderr
+    assert "building" not in again.stderr
+    assert "1/1 cell reproduced" in again.stdout
 
 
 def test_a_prune_while_a_run_uses_its_environment_leaves_it(tmp_path: Path) -> None:

@@ -84,6 +84,7 @@ def test_build_once_then_reuse_list_and_prune(tmp_path: Path, wheelhouse: Path) 
     # nu45 F7: a run using it (its attempts in it) holds it, and a prune leaves it; it
     # removed it under the attempt, which ended infra-error ("not installed where it ran").
     held = venvs.hold(root, listed.key)
+    assert held is not None
     (busy,) = venvs.list_envs(root)
     assert busy.in_use
     assert venvs.prune_envs(root) == []

@@ -68,6 +68,7 @@ def test_prune_says_kept_only_of_an_environment_it_would_have_removed(
         assert "kept new: in use by a run now" in err
     finally:
         for handle in held:
+            assert handle is not None
             handle.close()
     assert (root / "old").is_dir()
     assert (root / "new").is_dir()
