@@ -382,7 +382,8 @@ def _unapplied(
             "failure frequent; a plain command line does not, so it fails as rarely as before "
             "(`reprospec run` of the spec applies it)"
         )
-    return [*notes, hang_note(plan)] if hang_note(plan) else notes
+    hang = hang_note(plan)
+    return [*notes, hang] if hang else notes
 
 
 def hang_note(plan: AttemptPlan) -> str:
