@@ -63,8 +63,9 @@ def run(args: argparse.Namespace) -> int:
             f"cannot merge {stopped[0]}: it was interrupted before it ran all its attempts; "
             f"finish it first with `{resume_command(stopped[0], out)}`, then merge"
         )
-    # The store's folders this merge makes: shards that do not merge leave none of them.
-    made = [path for path in (out, out / "runs") if not path.exists()]
+    # The folders this merge makes for its store (OUT's own parents too, `--out new/store`):
+    # shards that do not merge leave none of them.
+    made = [path for path in (*reversed(out.parents), out, out / "runs") if not path.exists()]
     # A folder no run has (RunFolder.new): two merges of one spec in one second drew one id.
     folder = RunFolder.new(out, lambda: new_run_id(shards[0].spec_name))
     try:

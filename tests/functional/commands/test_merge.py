@@ -34,6 +34,10 @@ def test_a_refused_merge_leaves_no_store_it_made(tmp_path: Path) -> None:
     assert merged.returncode == 2, merged.stderr
     assert "missing shard 2/2" in merged.stderr
     assert not (tmp_path / "m").exists()
+    # Nor the folders it made above OUT (`--out new/m`: an empty `new/` stayed).
+    deeper = _reprospec("merge", str(run), "--out", "new/m", cwd=tmp_path)
+    assert deeper.returncode == 2, deeper.stderr
+    assert not (tmp_path / "new").exists()
     # A store that was there before stays, as it was.
     (tmp_path / "m" / "runs").mkdir(parents=True)
     again = _reprospec("merge", str(run), "--out", "m", cwd=tmp_path)
