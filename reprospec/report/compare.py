@@ -224,6 +224,8 @@ _TAKEN: dict[JsonValue, str] = {False: "not captured", True: "captured", None: "
 
 
 def _taken(row: Difference) -> bool:
+    """Whether `row` is environment_diff's one row for a part only one run captured (its
+    sides True, False or None), said as a word each, not as a value."""
     return row["key"].endswith(".captured") and all(
         side is None or isinstance(side, bool) for side in (row["a"], row["b"])
     )

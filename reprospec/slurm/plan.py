@@ -172,6 +172,8 @@ def new_run(
 
 
 def _sha256(path: Path) -> str | None:
+    """The spec file's sha256, which each task checks before it runs (scripts.py: an edit
+    since it was planned is refused); None where it cannot be read (no check then)."""
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
