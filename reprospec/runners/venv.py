@@ -211,6 +211,9 @@ class VenvRunner:
                 return self._runners[env.key], ""
 
     def _hold(self, key: str) -> None:
+        """Hold environment `key` (venvs.hold) before it is built or reused, once per runner:
+        a prune then leaves it until `close`. Called under `_build_lock` only, so that two
+        cells of one key do not both open a hold (the check and the store are apart)."""
         with self._lock:
             held = key in self._holds
         if not held:
@@ -219,6 +222,8 @@ class VenvRunner:
                 self._holds[key] = handle
 
     def _release(self, key: str) -> None:
+        """Let environment `key` go: its build failed (nothing of it is used) or the runner
+        closes."""
         with self._lock:
             handle = self._holds.pop(key, None)
         if handle is not None:
