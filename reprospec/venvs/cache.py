@@ -172,11 +172,17 @@ def _alone(root: Path, key: str) -> Iterator[bool]:
 
 
 def _held(root: Path, key: str) -> bool:
-    """Whether a run holds environment `key` now (build.hold)."""
+    """Whether a run holds environment `key` now (build.hold); False where its lock cannot
+    be taken to tell (a folder this user cannot write, another's, shared), as `envs list`
+    read such a folder before runs held their environments, where it stopped on the
+    OSError."""
     if not in_use_lock(root, key).exists():
         return False
-    with _alone(root, key) as alone:
-        return not alone
+    try:
+        with _alone(root, key) as alone:
+            return not alone
+    except OSError:
+        return False
 
 
 def _clean_tmp(root: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from reprospec import venvs
 from reprospec.cli import main
 from reprospec.runners.docker import cache as images
+from reprospec.venvs.build import in_use_lock
 
 
 @pytest.mark.parametrize(
@@ -72,3 +73,19 @@ def test_prune_says_kept_only_of_an_environment_it_would_have_removed(
             handle.close()
     assert (root / "old").is_dir()
     assert (root / "new").is_dir()
+
+
+def test_list_reads_an_environment_whose_lock_it_cannot_take(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A shared folder of another user's environments was listed as it is; `in use now`, the
+    # lock opened for writing to tell, stopped the list on the OSError. (As root no mode
+    # denies it: the lock is a folder here.)
+    root = tmp_path / "envs"
+    monkeypatch.setenv(venvs.ENVS_VARIABLE, str(root))
+    monkeypatch.setattr(images, "reachable", lambda: (None, ""))
+    _environment(root, "theirs", time.time())
+    in_use_lock(root, "theirs").mkdir(parents=True)
+    assert main(["envs", "list", "--format", "json", "--out", str(tmp_path / "o")]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert (listed["key"], listed["in_use"]) == ("theirs", False)
