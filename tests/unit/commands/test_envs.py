@@ -34,6 +34,16 @@ def test_options_envs_would_drop_are_refused(
     assert not (tmp_path / "o").exists()
 
 
+@pytest.fixture
+def envs_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The environments folder `envs` reads ($REPROSPEC_ENVS), with no docker engine to ask
+    (a prune would remove every machine's reprospec-env images)."""
+    root = tmp_path / "envs"
+    monkeypatch.setenv(venvs.ENVS_VARIABLE, str(root))
+    monkeypatch.setattr(images, "reachable", lambda: (None, ""))
+    return root
+
+
 def _environment(root: Path, key: str, used: float) -> Path:
     """A complete environment as list_envs reads one (no venv in it), last used at `used`."""
     folder = root / key
@@ -47,13 +57,11 @@ def _environment(root: Path, key: str, used: float) -> Path:
 
 
 def test_prune_says_kept_only_of_an_environment_it_would_have_removed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    envs_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # A run's environment, used minutes ago, was said `kept` beside a prune of those unused
     # for 30 days, as if the prune would have removed it but for the run.
-    root = tmp_path / "envs"
-    monkeypatch.setenv(venvs.ENVS_VARIABLE, str(root))
-    monkeypatch.setattr(images, "reachable", lambda: (None, ""))
+    root = envs_root
     old = time.time() - 40 * 86400
     _environment(root, "old", old)
     _environment(root, "new", time.time())
@@ -76,14 +84,12 @@ def test_prune_says_kept_only_of_an_environment_it_would_have_removed(
 
 
 def test_list_reads_an_environment_whose_lock_it_cannot_take(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    envs_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # A shared folder of another user's environments was listed as it is; `in use now`, the
     # lock opened for writing to tell, stopped the list on the OSError. (As root no mode
     # denies it: the lock is a folder here.)
-    root = tmp_path / "envs"
-    monkeypatch.setenv(venvs.ENVS_VARIABLE, str(root))
-    monkeypatch.setattr(images, "reachable", lambda: (None, ""))
+    root = envs_root
     _environment(root, "theirs", time.time())
     in_use_lock(root, "theirs").mkdir(parents=True)
     assert main(["envs", "list", "--format", "json", "--out", str(tmp_path / "o")]) == 0
