@@ -8,15 +8,15 @@ that issue 15 holds to 2x `python -c "import yaml"`).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reprospec.core.expr import ExprError, find_expressions, iter_names, parse
+from reprospec.core.expr import ExprError, names_used
 from reprospec.core.inputs import Spec
-from reprospec.core.jsontypes import JsonValue
 from reprospec.core.words import plural
 from reprospec.errors import SpecError
+from reprospec.spec.checks.cells import NOT_INTERPOLATED
 from reprospec.spec.files import spec_files
 from reprospec.spec.load import load_spec
 from reprospec.spec.todo import todo_block, unfilled
@@ -84,28 +84,23 @@ def _unread_axes(file: str, spec: Spec) -> list[str]:
     matrix = spec.document.get("matrix")
     if not isinstance(matrix, dict):
         return []
-    axes = [key for key in matrix if key not in ("include", "exclude")]
-    read: set[str] = set()
-    for path, text in _strings(dict(spec.document)):
-        if path[:1] == ("matrix",):
-            continue  # the matrix is never interpolated
-        try:
-            names = [n.parts for e in find_expressions(text) for n in iter_names(parse(e.text))]
-        except ExprError:
-            continue  # validation said so
-        for parts in names:
-            if parts[:1] == ("cell",) or parts == ("matrix",):
-                return []  # the cell's id (or the whole matrix) reads every axis
-            if parts[0] == "matrix":
-                read.add(parts[1])
+    # The sections a cell's values reach (never the matrix itself, the title, ...).
+    evaluated = {k: v for k, v in spec.document.items() if k not in NOT_INTERPOLATED}
+    try:
+        names = names_used(evaluated)
+    except ExprError:
+        return []  # validation said so
+    if "matrix" in names or any(name.startswith("cell.") for name in names):
+        return []  # the cell's id (or the whole matrix) reads every axis
+    read = {name.removeprefix("matrix.") for name in names if name.startswith("matrix.")}
     expect = spec.document.get("expect")
     cases = expect.get("cases") if isinstance(expect, dict) else None
     for case in cases if isinstance(cases, list) else ():
         when = case.get("when") if isinstance(case, dict) else None
         read |= set(when) if isinstance(when, dict) else set()
     notes = []
-    for axis in axes:
-        if axis not in read:
+    for axis in matrix:
+        if axis not in read and axis not in ("include", "exclude"):
             line, column = locate(spec.locations, ("matrix", axis))
             notes.append(
                 f"{file}:{line}:{column}: matrix axis '{axis}' is read by nothing (no "
@@ -113,21 +108,6 @@ def _unread_axes(file: str, spec: Spec) -> list[str]:
                 "program; for more attempts of one, use run.repeat"
             )
     return notes
-
-
-def _strings(
-    value: JsonValue, path: tuple[str | int, ...] = ()
-) -> Iterator[tuple[tuple[str | int, ...], str]]:
-    """Every string in a document with its path, where a `${{` may stand."""
-    if isinstance(value, str):
-        if "${{" in value:
-            yield path, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _strings(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _strings(item, (*path, index))
 
 
 def _todo_note(file: str, text: str) -> str | None:
