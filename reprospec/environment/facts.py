@@ -29,8 +29,9 @@ VOLATILE_ENV_FIELDS = frozenset(
 INTERPRETER_SETTINGS = ("python", "image", "dockerfile")
 # What a capture holds of the interpreter it ran in (the rest is the machine's).
 _INTERPRETER_FIELDS = ("python", "os", "packages", "torch", "collect_env", "multiprocessing")
-# The field a capture sets on a part it did not take (envinfo.py: `{"captured": false}`).
-_NOT_CAPTURED = ".captured"
+# The field a capture sets on a part it did not take (envinfo.py: `{"captured": false}`),
+# and the key of environment_diff's one row for such a part (report/compare.py says it).
+NOT_CAPTURED = ".captured"
 _REQUIREMENT_NAME = Lazy(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -63,11 +64,11 @@ def environment_diff(a: Mapping[str, JsonValue], b: Mapping[str, JsonValue]) -> 
     # A part one side did not capture (`"torch": {"captured": false}`: a spec that does not
     # say it uses torch) is one row, captured or not, not a row for each of the other side's
     # fields (nu42: a docker run beside a local one listed 15 rows of torch's build).
-    skipped = {
+    sides = {
         part: (_captured(flat_a, part), _captured(flat_b, part))
-        for part in (k.removesuffix(_NOT_CAPTURED) for k in keys if k.endswith(_NOT_CAPTURED))
-        if (_captured(flat_a, part) is False) != (_captured(flat_b, part) is False)
+        for part in (k.removesuffix(NOT_CAPTURED) for k in keys if k.endswith(NOT_CAPTURED))
     }
+    skipped = {part: (a, b) for part, (a, b) in sides.items() if (a is False) != (b is False)}
     rows = [
         Difference(key=key, a=flat_a.get(key), b=flat_b.get(key))
         for key in keys
@@ -76,7 +77,7 @@ def environment_diff(a: Mapping[str, JsonValue], b: Mapping[str, JsonValue]) -> 
         and not _emptied(key, flat_a, flat_b)
     ]
     return [
-        *(Difference(key=f"{part}{_NOT_CAPTURED}", a=a, b=b) for part, (a, b) in skipped.items()),
+        *(Difference(key=f"{part}{NOT_CAPTURED}", a=a, b=b) for part, (a, b) in skipped.items()),
         *rows,
     ]
 
@@ -93,7 +94,7 @@ def _emptied(key: str, a: Mapping[str, JsonValue], b: Mapping[str, JsonValue]) -
 def _captured(flat: Mapping[str, JsonValue], part: str) -> bool | None:
     """Whether a capture took `part`: False where it said it did not, None where it holds
     nothing of it (a capture that failed), else True."""
-    if flat.get(f"{part}{_NOT_CAPTURED}") is False:
+    if flat.get(f"{part}{NOT_CAPTURED}") is False:
         return False
     return True if any(key.startswith(f"{part}.") for key in flat) else None
 

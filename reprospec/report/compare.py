@@ -18,7 +18,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import looks_secret
 from reprospec.core.results import RunResult
-from reprospec.environment.facts import Difference
+from reprospec.environment.facts import NOT_CAPTURED, Difference
 from reprospec.errors import EXIT_OK, UsageError
 from reprospec.report.paths import PathNames, shared
 from reprospec.store.compare import Comparison, FilesChange, VariableChange
@@ -208,8 +208,8 @@ def _environment(rows: list[Difference]) -> list[str]:
     for row in rows:
         pip += row["key"].startswith(_PIP)
         if _taken(row):
-            part = row["key"].removesuffix(".captured")
-            was, now = (_TAKEN[side] for side in (row["a"], row["b"]) if side in _TAKEN)
+            part = row["key"].removesuffix(NOT_CAPTURED)
+            was, now = (_TAKEN[side] for side in (row["a"], row["b"]))
             out.append(f"  {part}: {was} -> {now} (not compared field by field)")
         elif pip <= _PIP_SHOWN or not row["key"].startswith(_PIP):
             out.append(f"  {row['key']}: {row['a']!r} -> {row['b']!r}")
@@ -226,7 +226,7 @@ _TAKEN: dict[JsonValue, str] = {False: "not captured", True: "captured", None: "
 def _taken(row: Difference) -> bool:
     """Whether `row` is environment_diff's one row for a part only one run captured (its
     sides True, False or None), said as a word each, not as a value."""
-    return row["key"].endswith(".captured") and all(
+    return row["key"].endswith(NOT_CAPTURED) and all(
         side is None or isinstance(side, bool) for side in (row["a"], row["b"])
     )
 
