@@ -104,13 +104,16 @@ def run(args: argparse.Namespace) -> int:
     older = None if args.all else _seconds(args.older_than or "30d")
     client, no_engine = images.reachable()
     now = time.time()
-    removed = venvs.prune_envs(root, older_than_s=older, dry_run=args.dry_run, now=now)
+    listed = venvs.list_envs(root)  # once: each listing walks every environment's files
+    removed = venvs.prune_envs(
+        root, older_than_s=older, dry_run=args.dry_run, now=now, listed=listed
+    )
     verb = "would remove" if args.dry_run else "removed"
     for env in removed:
         print(f"{verb} {env.key}  Python {env.python}  {' '.join(env.packages) or '(none)'}")
     freed = sum(e.size_bytes for e in removed) / 2**20
     print(f"{verb} {plural(len(removed), 'environment')}, {freed:.1f} MB", file=sys.stderr)
-    for env in venvs.kept_in_use(root, older_than_s=older, now=now):
+    for env in venvs.kept_in_use(listed, older_than_s=older, now=now):
         print(f"kept {env.key}: in use by a run now", file=sys.stderr)
     if client is None:
         if no_engine:

@@ -105,15 +105,18 @@ def prune_envs(
     keys: Sequence[str] = (),
     dry_run: bool = False,
     now: float | None = None,
+    listed: Sequence[EnvInfo] | None = None,
 ) -> list[EnvInfo]:
     """Remove environments unused for `older_than_s` (None: all), or only `keys`; returns them.
 
     Each is removed under its build lock and only while no run holds it (`in_use`: left
     out, neither removed nor returned); torn builds left in `.tmp` by a killed run go too.
+    `listed`: `list_envs(root)` where the caller has it already (each walks every file of
+    every environment for its size).
     """
     now = time.time() if now is None else now
     removed: list[EnvInfo] = []
-    for env in list_envs(root):
+    for env in list_envs(root) if listed is None else listed:
         if not _due(env, older_than_s, keys, now):
             continue
         if env.in_use:
@@ -133,17 +136,18 @@ def prune_envs(
 
 
 def kept_in_use(
-    root: Path,
+    listed: Sequence[EnvInfo],
     *,
     older_than_s: float | None = None,
     keys: Sequence[str] = (),
     now: float | None = None,
 ) -> list[EnvInfo]:
-    """The environments `prune_envs` with these options would remove but leaves, a run
-    holding them now: not every one in use, whose `kept` read as if this prune would have
-    removed it (a run's environment, used minutes ago, beside a prune of 30-day-old ones)."""
+    """Of `listed` (list_envs'), those `prune_envs` with these options would remove but
+    leaves, a run holding them: not every one in use, whose `kept` read as if this prune
+    would have removed it (a run's environment, used minutes ago, beside a prune of
+    30-day-old ones)."""
     now = time.time() if now is None else now
-    return [e for e in list_envs(root) if e.in_use and _due(e, older_than_s, keys, now)]
+    return [e for e in listed if e.in_use and _due(e, older_than_s, keys, now)]
 
 
 def _due(env: EnvInfo, older_than_s: float | None, keys: Sequence[str], now: float) -> bool:
