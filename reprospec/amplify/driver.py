@@ -20,7 +20,7 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -426,25 +426,19 @@ def _unforked(state: StateFile, out: Path, fresh: Mapping[str, str]) -> str:
     nor a fresh arm's), how many ran fresh and why (the first one's `launch_note`): a
     server that could not import a module, or refused to fork, runs every attempt fresh,
     and amplify.md said "the base's attempts forked" (nu43). "" where all forked."""
-    from reprospec import api
-
+    meant_to_fork = [
+        probe.run_id
+        for probe in state.probes()
+        if probe.arm != Arm((), "base", fresh=True).label
+        and not any(label in fresh for label in probe.arm.split(" + "))
+    ]
     meant = ran_fresh = 0
     why = ""
-    for probe in state.probes():
-        if probe.arm == Arm((), "base", fresh=True).label or any(
-            label in fresh for label in probe.arm.split(" + ")
-        ):
-            continue
-        try:
-            result = api.load_result(probe.run_id, out)
-        except (FatalError, OSError):
-            continue  # a run removed since: its attempts are not counted
-        for cell in result.cells:
-            for attempt in cell.attempts:
-                meant += 1
-                if attempt.launch == "fresh":
-                    ran_fresh += 1
-                    why = why or (attempt.launch_note or "")
+    for attempt in _stored_attempts(meant_to_fork, out):
+        meant += 1
+        if attempt.launch == "fresh":
+            ran_fresh += 1
+            why = why or (attempt.launch_note or "")
     if not ran_fresh:
         return ""
     return f"{ran_fresh} of {plural(meant, 'attempt')} meant to fork ran fresh" + (
@@ -455,25 +449,31 @@ def _unforked(state: StateFile, out: Path, fresh: Mapping[str, str]) -> str:
 def _base_launch(pieces: Sequence[StoredProbe], out: Path) -> tuple[bool, str] | None:
     """Whether the base's attempts in `pieces` forked (any of them), and where none did the
     first one's `launch_note`; None where none of them ran."""
-    from reprospec import api
-
     notes: list[str] = []
-    for piece in pieces:
-        try:
-            result = api.load_result(piece.run_id, out)
-        except (FatalError, OSError):
-            continue  # a run removed since
-        for cell in result.cells:
-            for attempt in cell.attempts:
-                if attempt.ran is None:
-                    continue  # could not run: started neither way
-                if attempt.launch == "forked":
-                    return True, ""
-                if attempt.launch == "fresh":
-                    notes.append(attempt.launch_note or "")
+    for attempt in _stored_attempts((piece.run_id for piece in pieces), out):
+        if attempt.ran is None:
+            continue  # could not run: started neither way
+        if attempt.launch == "forked":
+            return True, ""
+        if attempt.launch == "fresh":
+            notes.append(attempt.launch_note or "")
     if not notes:
         return None
     return False, next((n for n in notes if n), "")
+
+
+def _stored_attempts(run_ids: Iterable[str], out: Path) -> Iterator[AttemptResult]:
+    """The attempts of the probes' stored runs `run_ids`, run by run (read as they are
+    asked for); a run removed since is skipped, its attempts not counted."""
+    from reprospec import api
+
+    for run_id in run_ids:
+        try:
+            result = api.load_result(run_id, out)
+        except (FatalError, OSError):
+            continue
+        for cell in result.cells:
+            yield from cell.attempts
 
 
 def _run_probe(
