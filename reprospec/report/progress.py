@@ -59,7 +59,6 @@ class Progress:
         self._lock = threading.Lock()
         self._bar: RichProgress | None = None
         self._task: TaskID | None = None
-        self._running = 0
         # Attempts this process finished and since when: the ETA's rate (a resumed run's
         # earlier attempts took no time here).
         self._done = 0
@@ -139,7 +138,6 @@ class Progress:
     ) -> None:
         with self._lock:
             if event == "start":
-                self._running += 1
                 self._started[threading.get_ident()] = (time.monotonic(), cell.id)
                 if self._bar is not None and self._task is not None:
                     from rich.markup import escape
@@ -148,7 +146,6 @@ class Progress:
                     description = escape(printable(cell.id, one_line=True))
                     self._bar.update(self._task, description=description)
                 return
-            self._running = max(0, self._running - 1)
             self._started.pop(threading.get_ident(), None)
             assert result is not None
             mark = "match" if result.matched else ("infra" if result.infra_error else "miss")
