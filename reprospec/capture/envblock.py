@@ -121,23 +121,25 @@ _UNPREFIXED_PLUGINS = frozenset(
 # 4.36.2`: pinned as a list's are. Its other keys (`Python version`, `Platform`) are the
 # machine's, as are collect_env's (`GCC version`): only the names here are distributions.
 _ENV_KEY = re.compile(r"^(?P<name>[A-Za-z][\w.-]*) version(?: \([^)]*\))?$")
-_ENV_LIBRARIES = {
-    "accelerate": "accelerate",
-    "bitsandbytes": "bitsandbytes",
-    "datasets": "datasets",
-    "deepspeed": "deepspeed",
-    "diffusers": "diffusers",
-    "flax": "flax",
-    "huggingface-hub": "huggingface-hub",
-    "jax": "jax",
-    "jaxlib": "jaxlib",
-    "peft": "peft",
-    "safetensors": "safetensors",
-    "tensorflow": "tensorflow",
-    "tokenizers": "tokenizers",
-    "transformers": "transformers",
-    "xformers": "xformers",
-}
+_ENV_LIBRARIES = frozenset(
+    {
+        "accelerate",
+        "bitsandbytes",
+        "datasets",
+        "deepspeed",
+        "diffusers",
+        "flax",
+        "huggingface-hub",
+        "jax",
+        "jaxlib",
+        "peft",
+        "safetensors",
+        "tensorflow",
+        "tokenizers",
+        "transformers",
+        "xformers",
+    }
+)
 # Values collect_env prints when it could not tell.
 _UNKNOWN = ("", "n/a", "could not collect", "none", "no cuda", "not available")
 
@@ -304,9 +306,9 @@ def parse_machine(text: str) -> Machine:
     torch = _version(_field(fields, "PyTorch version"))
     for key, value in fields.items():
         library = _ENV_KEY.match(key)
-        name = _ENV_LIBRARIES.get(normalize(library["name"])) if library else None
+        name = normalize(library["name"]) if library else ""
         version = _version(value)
-        if name and version and version[0].isdigit():
+        if name in _ENV_LIBRARIES and version and version[0].isdigit():
             _add(packages, Package(name, version, "env"))
     listed = sorted(packages.values(), key=lambda p: (normalize(p.name), p.source))
     if torch is None:
