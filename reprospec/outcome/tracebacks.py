@@ -271,7 +271,10 @@ def _exception_after(lines: list[str], header: int) -> PythonException | None:
     index = header + 1
     while index < len(lines):
         line = _GROUP_PREFIX.sub("", lines[index]) if group else lines[index]
-        if line[:1].isspace():
+        # A frame's lines are indented; a blank one stands among them where CPython printed
+        # a frame's source line empty (a SIGCHLD handler that ran on a `def` line), and
+        # ended the traceback there: the RuntimeError after it was lost (`error exit 1`).
+        if line[:1].isspace() or not line:
             index += 1
             continue
         match = _EXC_LINE.match(line.rstrip())

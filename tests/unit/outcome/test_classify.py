@@ -157,6 +157,20 @@ def test_recorded_stderr_has_the_nul_byte_and_still_parses() -> None:
     assert "exited unexpectedly" in exception.message
 
 
+def test_a_blank_source_line_inside_a_traceback_does_not_end_it() -> None:
+    """Recorded (the suite, a loaded machine): torch's SIGCHLD handler ran on a `def` line,
+    whose frame CPython printed with an empty line under it, and the traceback was read as
+    ending there: the worker's exit with code 3 was `error exit 1` with no exception, where
+    the spec expects RuntimeError."""
+    text = read_log(RECORDED / "dataloader-exit-blank-frame.stderr.log")
+    assert "\n\n  File " in text
+    exception = parse_exception(text)
+    assert exception is not None
+    assert exception.type == "RuntimeError"
+    assert exception.message is not None
+    assert "exited unexpectedly with exit code 3" in exception.message
+
+
 def test_shutdown_reports_are_not_the_main_exception() -> None:
     # Recorded: ConnectionResetError uncaught, then a weakref finalizer's RuntimeError
     # printed at shutdown with no header line.
