@@ -20,12 +20,14 @@ def port_taker(folder: Path, *, take: bool = True) -> Iterator[list[socket.socke
 
     def run() -> None:
         deadline = time.monotonic() + 50
-        while not (folder / "port").exists() and time.monotonic() < deadline:
+        # Until the file holds the number: rank 0's open() makes it empty before its
+        # write(), and a reading between the two (a loaded machine) bound nothing.
+        while (port := _port(folder)) is None and time.monotonic() < deadline:
             time.sleep(0.02)
-        if take:
-            with contextlib.suppress(ValueError, OSError):
+        if take and port is not None:
+            with contextlib.suppress(OSError):
                 other = socket.socket()
-                other.bind(("", int((folder / "port").read_text())))
+                other.bind(("", port))
                 other.listen()
                 held.append(other)
         (folder / "go").touch()
@@ -38,3 +40,11 @@ def port_taker(folder: Path, *, take: bool = True) -> Iterator[list[socket.socke
         thread.join()
         for sock in held:
             sock.close()
+
+
+def _port(folder: Path) -> int | None:
+    """The MASTER_PORT rank 0 wrote to `folder/port`; None while it is not there whole."""
+    try:
+        return int((folder / "port").read_text())
+    except (OSError, ValueError):
+        return None
