@@ -50,6 +50,11 @@ SHELL_FATAL_SIGNALS = frozenset(
     }
 )
 
+# A child's death by one of these is a crash. SIGINT and SIGPIPE are how pipelines end,
+# SIGTERM how a parent stops its children (a pool's terminate(), a shell's `kill %1`,
+# a DataLoader's shutdown of a worker that did not exit in time).
+CRASH_SIGNALS = SHELL_FATAL_SIGNALS - {"SIGINT", "SIGPIPE", "SIGTERM"}
+
 
 def signal_name(number: int) -> str:
     """`11` -> `"SIGSEGV"`; an unnamed number (a real-time signal) -> `"SIG40"`."""

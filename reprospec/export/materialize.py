@@ -45,7 +45,12 @@ from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import MASK, Redactor, sets_secret
 from reprospec.core.sections import Environment
-from reprospec.core.signals import SHELL_FATAL_SIGNALS, describe_signal, description_key
+from reprospec.core.signals import (
+    CRASH_SIGNALS,
+    SHELL_FATAL_SIGNALS,
+    describe_signal,
+    description_key,
+)
 from reprospec.core.units import format_duration
 from reprospec.core.words import plural
 from reprospec.errors import UsageError
@@ -57,7 +62,6 @@ from reprospec.export.carry import (
     workdir_files,
 )
 from reprospec.export.runnerpackages import RunnerPackages, recorded_build, runner_packages
-from reprospec.outcome.children import CRASH_SIGNALS
 from reprospec.perturb.apply import PerturbRefused, variables
 from reprospec.perturb.competitors import LOAD
 from reprospec.perturb.container import for_container
@@ -716,7 +720,7 @@ def _description_cases() -> str:
 
 
 def _crash_words() -> tuple[str, str]:
-    """The signals a child's death is a crash of (children.CRASH_SIGNALS), as run.sh's
+    """The signals a child's death is a crash of (signals.CRASH_SIGNALS), as run.sh's
     patterns: their descriptions, longest first, and their names."""
     names = sorted(CRASH_SIGNALS, key=lambda name: len(describe_signal(name)), reverse=True)
     return "|".join(_ere(describe_signal(n)) for n in names), "|".join(sorted(CRASH_SIGNALS))
@@ -819,10 +823,12 @@ apart it says `not judged here` and counts the cell neither reproduced nor
 missed. A DataLoader worker's death is a crash too: the worker dies of the
 signal and the main process exits 1 with torch's "DataLoader worker (pid N) is
 killed by signal" error, which `run.sh` says as `crash SIGSEGV (worker)` from
-the harness's `worker_exit` event in `results/N/events.jsonl` (or from those
-words in `output.log`); a worker that exited with a code is `error (worker)`.
-So is another child's (a subprocess, a pool's process, a test binary), which
-the main process reports as an error of its own: `run.sh` reads it from
+the harness's `worker_exit` event in `results/N/events.jsonl` (a command's:
+the `child_exit` event the image writes as the main process reaps the dead
+worker, or those words in `output.log`); a worker that exited with a code is
+`error (worker)`. So is another child's (a subprocess, a pool's process, a test
+binary), which the main process reports as an error of its own: `run.sh` reads
+it from a `child_exit` event (the status a Python parent reaped), or from
 `output.log` as `reprospec run` reads a container's output, `crash SIGSEGV
 (child)` from subprocess's "died with <Signals.SIGSEGV: 11>", a shell's
 "4242 Segmentation fault", the child's faulthandler report, or `crash (child)`

@@ -9,6 +9,9 @@ the child's death, strongest first:
    pid, command line and signal (`Execution.child_exits`);
    the core it left, when native stacks are on (native.py read it): pid,
    command line and signal, as the kernel recorded them;
+   the status a Python parent's multiprocessing reaped (`child_exit` events, the
+   engine's sitecustomize's): pid, process name (`ForkPoolWorker-2`) and signal, the
+   one evidence of a SIGKILL (the OOM killer's), which leaves no core and no report;
 2. what the parent printed about it: a shell's `line 3: 4242 Segmentation
    fault   ./test_ops --gtest_filter=...` (pid, command, signal), Python's
    `CalledProcessError: Command '[...]' died with <Signals.SIGSEGV: 11>`
@@ -45,7 +48,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import Execution
 from reprospec.core.signals import (
-    SHELL_FATAL_SIGNALS,
+    CRASH_SIGNALS,
     canonical_signal,
     describe_signal,
     signal_from_description,
@@ -54,10 +57,6 @@ from reprospec.core.words import shorten_command
 from reprospec.native import NativeStacks
 from reprospec.outcome.evidence import Evidence
 from reprospec.outcome.tracebacks import FatalError, fatal_errors
-
-# A child's death by one of these is a crash. SIGINT and SIGPIPE are how pipelines end,
-# SIGTERM how a parent stops its children (a pool's terminate(), a shell's `kill %1`).
-CRASH_SIGNALS = SHELL_FATAL_SIGNALS - {"SIGINT", "SIGPIPE", "SIGTERM"}
 
 _SHELL_DESCRIPTIONS = "|".join(
     re.escape(describe_signal(name)) for name in sorted(CRASH_SIGNALS, key=len, reverse=True)
@@ -152,6 +151,22 @@ def _seen_crash(
             _stack_for(fatal, cored[0]),
             seen=True,
         )
+    for event in evidence.events.child_exits:
+        raw = event.get("signal")
+        signal = canonical_signal(raw) if isinstance(raw, str) and raw else None
+        pid = event.get("pid")
+        pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
+        if signal in CRASH_SIGNALS and not (signal == "SIGKILL" and pid in evidence.events.killed):
+            name, parent = event.get("name"), event.get("parent")
+            how = "reaped by its parent" + (f" (pid {parent})" if isinstance(parent, int) else "")
+            return ChildCrash(
+                signal,
+                pid,
+                _short(name) if isinstance(name, str) and name else None,
+                how,
+                _stack_for(fatal, signal),
+                seen=True,
+            )
     return None
 
 
@@ -250,4 +265,4 @@ def _short(text: str) -> str:
     return shorten_command(" ".join(text.split()), _CMDLINE_CHARS)
 
 
-__all__ = ["CRASH_SIGNALS", "ChildCrash", "child_crash", "names_a_death", "printed_only"]
+__all__ = ["ChildCrash", "child_crash", "names_a_death", "printed_only"]

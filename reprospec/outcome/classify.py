@@ -29,7 +29,9 @@ rules, in order:
    process besides the program ran (`Execution.descendants` False): the program
    was not killed (it exited 139), and no child's death can be what it reports, so
    139 is its own exit status (`sys.exit(139)`): rule 7, its detail saying so.
-5. a DataLoader worker died (a `worker_exit` event with a signal, "DataLoader
+5. a DataLoader worker died (a `worker_exit` event with a signal, a `child_exit`
+   event of a DataLoader worker dead of a crash signal (the status the main process
+   reaped, where torch's words race with its own ConnectionResetError), "DataLoader
    worker (pid N) is killed by signal: X", torch's "ERROR: Unexpected X
    encountered in worker", or "exited unexpectedly" with no exit code) ->
    `crash`, `where: worker`, even though the main process exited 1.
@@ -91,6 +93,7 @@ from reprospec.core.results import (
     Where,
 )
 from reprospec.core.signals import (
+    CRASH_SIGNALS,
     canonical_signal,
     describe_signal,
     exit_status_signal,
@@ -182,7 +185,7 @@ def classify(
 
         last_traceback, chain = went_on(chain[-1]), ()
     exception = chain[-1] if chain else None
-    worker = worker_death(stderr, events.worker_exit)
+    worker = worker_death(stderr, events.worker_exit, events.child_exits)
     if worker is not None and worker.signal == "SIGKILL" and worker.pid in events.killed:
         # The harness's own teardown (a distributed supervisor ending the ranks that did not
         # fail, and their workers): the failure is the rank's that ended the job.
@@ -624,8 +627,13 @@ def normalize_message(text: str) -> str:
     return " ".join(text.split())[:300]
 
 
-def worker_death(stderr: str, worker_exit: Event | None = None) -> WorkerDeath | None:
-    """How a DataLoader worker died, from a harness event (preferred) or torch's messages."""
+def worker_death(
+    stderr: str, worker_exit: Event | None = None, child_exits: Sequence[Event] = ()
+) -> WorkerDeath | None:
+    """How a DataLoader worker died: from the harness's event (which worker, which item),
+    from the status the main process reaped (a `child_exit` event of a DataLoader worker
+    dead of a crash signal), or from torch's messages, which race with the main process's
+    own failure (a worker SIGKILLed just after it sent a batch: ConnectionResetError)."""
     if worker_exit is not None:
         raw = worker_exit.get("signal")
         signal = canonical_signal(raw) if isinstance(raw, (str, int)) and raw else None
@@ -641,6 +649,12 @@ def worker_death(stderr: str, worker_exit: Event | None = None) -> WorkerDeath |
             item_phase=phase if isinstance(phase := worker_exit.get("phase"), str) else None,
             item_step=_int_or_none(worker_exit.get("step")),
         )
+    for event in child_exits:
+        raw = event.get("signal")
+        signal = canonical_signal(raw) if isinstance(raw, str) and raw else None
+        if event.get("dataloader") is True and signal in CRASH_SIGNALS:
+            pid = _int_or_none(event.get("pid"))
+            return WorkerDeath(signal, None, pid, "child_exit event")
     if not stderr:  # most attempts that pass: none of torch's messages to look for
         return None
     kills = list(_WORKER_KILLED.finditer(stderr))

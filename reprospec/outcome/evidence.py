@@ -57,6 +57,9 @@ MAX_BUSY = 256
 # The pids the harness says it killed itself (`teardown` events) kept up to here: a
 # distributed job's ranks and their DataLoader workers, a handful per rank.
 MAX_KILLED = 4096
+# The `child_exit` events kept: the first deaths are the ones that matter (a pool that
+# replaces each dead worker can write one a second until its timeout).
+MAX_CHILD_EXITS = 64
 
 Event = Mapping[str, JsonValue]
 
@@ -104,12 +107,19 @@ HARNESS_EVENTS = frozenset(
 # from a forked attempt, and only ever worded as a warning of it.
 FORKED_EVENTS = frozenset({"preload_missed"})
 
+# What the engine's sitecustomize writes in every Python process of any attempt
+# (stackdump/sitecustomize.py, `_watch_children`): a child its multiprocessing reaped dead
+# of a signal.
+ENGINE_EVENTS = frozenset({"child_exit"})
+
 
 def allowed_events(
     events: Iterable[Event], *, harness: bool, forked: bool = False
 ) -> Iterator[Event]:
     """The events this attempt's main process may write (see PROGRESS_EVENTS); others dropped."""
-    kinds = PROGRESS_EVENTS | HARNESS_EVENTS if harness else PROGRESS_EVENTS
+    kinds = PROGRESS_EVENTS | ENGINE_EVENTS
+    if harness:
+        kinds = kinds | HARNESS_EVENTS
     if forked:
         kinds = kinds | FORKED_EVENTS
     return (event for event in events if event.get("event") is None or event["event"] in kinds)
@@ -138,6 +148,9 @@ class Events:
     `killed`: the pids the harness SIGKILLed itself (`teardown` events: a distributed
     supervisor ending the other ranks and their workers once one rank failed, a failed
     rank its own workers); their deaths are the harness's doing, never a crash.
+    `child_exits`: the `child_exit` events, in order (a child a Python process of the
+    attempt reaped dead of a signal: its pid, signal, process name, and whether it was a
+    DataLoader worker), at most MAX_CHILD_EXITS.
     """
 
     phase: str | None = None
@@ -156,6 +169,7 @@ class Events:
     killed: frozenset[int] = frozenset()
     # The pid of a dataset probe that never said it ended (`dataset_probe` without `ended`).
     probing: int | None = None
+    child_exits: tuple[Event, ...] = ()
 
     @classmethod
     def of(cls, events: Iterable[Event]) -> Events:
@@ -174,6 +188,7 @@ class Events:
         untimed = False
         exited: Event | None = None  # the last worker_exit with an exit code, not a signal
         killed: set[int] = set()
+        child_exits: list[Event] = []
         probes: dict[int, None] = {}  # the probes started and not ended, in order
         marker_at: tuple[object, object] | None = None  # the last marker event's (phase, step)
         for event in events:
@@ -197,6 +212,8 @@ class Events:
                 worker_exit = event
             elif name == "worker_exit" and isinstance(event.get("exit_code"), int):
                 exited = event
+            elif name == "child_exit" and len(child_exits) < MAX_CHILD_EXITS:
+                child_exits.append(event)
             elif name == "teardown" and isinstance(pids := event.get("pids"), list):
                 killed.update(p for p in pids[: MAX_KILLED - len(killed)] if is_int(p))
             elif name == "worker_busy":
@@ -246,6 +263,7 @@ class Events:
             untimed=untimed,
             killed=frozenset(killed),
             probing=next(reversed(probes), None),
+            child_exits=tuple(child_exits),
         )
 
     def injected(self) -> str | None:

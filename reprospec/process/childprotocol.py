@@ -5,7 +5,8 @@ gets the same variables and writes the same files into its attempt folder;
 only the paths differ, as the child sees them. This module is the one place
 that builds those variables and names those files.
 
-    REPROSPEC_EVENTS      events.jsonl: one JSON object per line (progress, faults, infra errors)
+    REPROSPEC_EVENTS      events.jsonl: one JSON object per line (progress, faults, infra errors;
+                          the stack dumper's `child_exit`: a child reaped dead of a signal)
     REPROSPEC_ENV_JSON    env.json: the environment the harness captured
     REPROSPEC_STACK_DIR   the attempt folder: each Python process dumps stack-<pid>.txt there on
                           SIGUSR1 (removed after the attempt, once stack.txt holds them), and

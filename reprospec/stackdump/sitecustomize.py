@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from importlib.machinery import ModuleSpec
     from types import ModuleType
 
 _state = {"fd": -1}
@@ -343,20 +344,23 @@ def _torch_threads(torch: ModuleType, threads: str | None, interop: str | None) 
 
 def _when_imported(name: str, then: Callable[[ModuleType], None]) -> None:
     """Call `then(module)` once `name` has been imported (a meta path finder that wraps
-    the module's loader): torch's pools are set right after torch itself starts."""
-    import importlib.abc
-    import importlib.machinery
-    import importlib.util
+    the module's loader): torch's pools are set right after torch itself starts.
 
-    class _Finder(importlib.abc.MetaPathFinder):
+    The finder is a plain class (the finder protocol is one method): importlib.abc's
+    MetaPathFinder would import importlib.abc, 12 ms of typing and importlib.resources in
+    every Python process of an attempt that watches a module (`_watch_children`: all)."""
+
+    class _Finder:
         def find_spec(
             self,
             fullname: str,
             path: Sequence[str] | None,  # noqa: ARG002 (the finder protocol)
             target: ModuleType | None = None,  # noqa: ARG002
-        ) -> importlib.machinery.ModuleSpec | None:
+        ) -> ModuleSpec | None:
             if fullname != name:
                 return None
+            import importlib.util
+
             sys.meta_path.remove(self)
             spec = importlib.util.find_spec(fullname)
             if spec is None or spec.loader is None:
@@ -374,6 +378,76 @@ def _when_imported(name: str, then: Callable[[ModuleType], None]) -> None:
             return spec
 
     sys.meta_path.insert(0, _Finder())
+
+
+def _watch_children() -> None:
+    """A `child_exit` event for each child a Python process's multiprocessing reaps after
+    it died of a signal: the death only its parent saw.
+
+    A DataLoader worker killed by SIGKILL (the OOM killer's) leaves no core and no
+    faulthandler report, and torch reaps it itself, so the engine never sees its status;
+    what the main process prints is a race in torch: its "DataLoader worker (pid N) is
+    killed by signal: Killed.", or, while it was fetching a batch the worker had just sent,
+    a ConnectionResetError of its own (1 attempt in 6), which read as the main process's
+    error. Every reaping goes through the Popen's poll() (`exitcode`, `join()`,
+    `is_alive()`, and multiprocessing's own joins at exit), so the status is seen whichever
+    way the main process goes on. Each event says whether the child ran torch's DataLoader
+    worker loop (`dataloader`), and its process name (`ForkPoolWorker-2`): outcome/
+    evidence.py reads them. The fork and spawn start methods (forkserver's children are
+    reaped by its server); written only where the attempt has an events file.
+    """
+    if os.environ.get("REPROSPEC_EVENTS"):
+        _when_imported("multiprocessing.popen_fork", _watch_popen)
+
+
+def _watch_popen(module: ModuleType) -> None:
+    popen = module.Popen
+    init, poll = popen.__init__, popen.poll
+
+    def __init__(self: object, process_obj: object) -> None:
+        target = getattr(process_obj, "_target", None)
+        loop = getattr(target, "__module__", None) == "torch.utils.data._utils.worker"
+        self._reprospec_child = (str(getattr(process_obj, "name", "")), loop)  # type: ignore[attr-defined]
+        init(self, process_obj)
+
+    def watched(self: object, flag: int = os.WNOHANG) -> int | None:
+        before = getattr(self, "returncode", None)
+        code: int | None = poll(self, flag)
+        if before is None and isinstance(code, int) and code < 0:
+            _child_died(self, -code)
+        return code
+
+    popen.__init__, popen.poll = __init__, watched
+
+
+def _child_died(popen: object, number: int) -> None:
+    """Append the `child_exit` event (one write to the O_APPEND events file; never raises)."""
+    try:
+        import json
+        import signal
+        import time
+
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        process, loop = getattr(popen, "_reprospec_child", ("", False))
+        event = {
+            "t": round(time.time(), 4),
+            "event": "child_exit",
+            "pid": getattr(popen, "pid", None),
+            "signal": name,
+            "name": process,
+            "dataloader": loop,
+            "parent": os.getpid(),
+        }
+        fd = os.open(os.environ["REPROSPEC_EVENTS"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (json.dumps(event) + "\n").encode())
+        finally:
+            os.close(fd)
+    except Exception:
+        pass
 
 
 def _report_perturb(exc: BaseException) -> None:
@@ -394,6 +468,10 @@ def _install() -> None:
         pass
     try:  # noqa: SIM105
         _record_end()
+    except Exception:
+        pass
+    try:  # noqa: SIM105
+        _watch_children()
     except Exception:
         pass
     try:  # noqa: SIM105

@@ -6,6 +6,9 @@ Usage: python child_crash.py MODE [ARGS...]
     pool               a ProcessPoolExecutor worker segfaults; the main gets BrokenProcessPool
     pool-hang          a multiprocessing.Pool worker segfaults mid-task; the pool never
                        notices, and its map waits for the lost result forever (a hang)
+    mp-kill            a multiprocessing.Process is SIGKILLed (as by the OOM killer: no
+                       core, no report); the main raises RuntimeError
+    pool-kill          a multiprocessing.Pool worker is SIGKILLed mid-task (a hang)
     subprocess CMD...  runs CMD with subprocess.run(check=True): CalledProcessError
     orphan             a child segfaults; the main exits without reaping it (the engine does)
     main               the main process itself segfaults (a main crash, for contrast)
@@ -16,9 +19,11 @@ from __future__ import annotations
 import ctypes
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -27,8 +32,12 @@ def crash(*_: object) -> None:
     ctypes.string_at(0)
 
 
-def run_process(method: str) -> None:
-    process = multiprocessing.get_context(method).Process(target=crash, name="crasher")
+def killed(*_: object) -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def run_process(method: str, target: Callable[..., None] = crash) -> None:
+    process = multiprocessing.get_context(method).Process(target=target, name="crasher")
     process.start()
     process.join()
     if process.exitcode != 0:
@@ -40,11 +49,11 @@ def run_pool() -> None:
         list(pool.map(crash, [1]))
 
 
-def run_pool_hang() -> None:
+def run_pool_hang(target: Callable[..., None] = crash) -> None:
     # The pool starts a new worker in the dead one's place, but the task it held is lost:
     # map() never returns. Its result is printed should it ever return.
     with multiprocessing.get_context("fork").Pool(1) as pool:
-        print(pool.map(crash, [1]), flush=True)
+        print(pool.map(target, [1]), flush=True)
 
 
 def orphan() -> None:
@@ -65,12 +74,16 @@ def orphan() -> None:
 
 def main() -> None:
     mode = sys.argv[1]
-    if mode.startswith("mp-"):
+    if mode == "mp-kill":
+        run_process("fork", killed)
+    elif mode.startswith("mp-"):
         run_process(mode[3:])
     elif mode == "pool":
         run_pool()
     elif mode == "pool-hang":
         run_pool_hang()
+    elif mode == "pool-kill":
+        run_pool_hang(killed)
     elif mode == "subprocess":
         subprocess.run(sys.argv[2:], check=True)
     elif mode == "orphan":

@@ -210,6 +210,42 @@ def test_a_worker_the_harness_killed_itself_is_no_crash(tmp_path: Path) -> None:
     )
 
 
+def test_a_child_its_parent_reaped_dead_is_read_from_the_events(tmp_path: Path) -> None:
+    """A command's child dead of a signal its Python parent reaped: the image's sitecustomize
+    writes a `child_exit` event (stackdump/sitecustomize.py), which run.sh reads as reprospec
+    run does, for a DataLoader worker as the worker's crash, else as a child's; a SIGTERM (a
+    parent stopping its child) is no death, nor a SIGKILL the harness's teardown sent."""
+    bundle = tmp_path / "bundle"
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    spec = load_spec(tmp_path / "spec.yaml")
+    write_bundle(spec, [p for p in plan_run(spec, RunOptions()).attempts if p.attempt == 1], bundle)
+    results = bundle / "results" / "1"
+    results.mkdir(parents=True)
+    events = results / "events.jsonl"
+
+    def reaped(pid: int, signal: str, dataloader: bool) -> str:
+        event = {"t": 1.0, "event": "child_exit", "pid": pid, "signal": signal}
+        return json.dumps({**event, "name": "Process-2", "dataloader": dataloader, "parent": 9})
+
+    events.write_text(reaped(4299, "SIGTERM", True) + "\n")
+    assert _report(bundle, 1, 1).startswith("== cell 1 [cell1]: exit 1;")
+    teardown = json.dumps({"t": 1.0, "event": "teardown", "pids": [4300]})
+    events.write_text(f"{teardown}\n{reaped(4300, 'SIGKILL', True)}\n")
+    assert _report(bundle, 1, 1).startswith("== cell 1 [cell1]: exit 1;")
+    events.write_text(f"{reaped(4299, 'SIGTERM', True)}\n{reaped(4301, 'SIGKILL', True)}\n")
+    assert _report(bundle, 1, 1, "crash SIGKILL ''").startswith(
+        "== cell 1 [cell1]: crash SIGKILL (worker): DataLoader worker (pid 4301) died of "
+        "SIGKILL, says events.jsonl; the main process exited 1;"
+    )
+    events.write_text(reaped(4302, "SIGSEGV", False) + "\n")
+    said = _report(bundle, 1, 1)
+    assert said.startswith(
+        "== cell 1 [cell1]: crash SIGSEGV (child): child pid 4302 died of SIGSEGV, says "
+        "events.jsonl; the main process exited 1;"
+    ), said
+    assert said.endswith("; reproduced\nMISSED=0 NOT_RUN=0\n"), said
+
+
 def _emit(path: Path, *calls: str) -> None:
     """Events written by the harness's own writer (its format is what run.sh reads)."""
     subprocess.run(

@@ -8,6 +8,8 @@ Before children.py every one of these read `error RuntimeError` (or
 
 from __future__ import annotations
 
+import importlib.util
+import re
 import shlex
 import shutil
 import subprocess
@@ -83,8 +85,16 @@ def test_multiprocessing_process_segfault_is_a_child_crash_with_its_stack(
     # The main process's own error is kept; the crash is the news.
     assert outcome.exception == "RuntimeError"
     assert "exit code -11" in (outcome.message or "")
-    assert "as its faulthandler report says" in (outcome.detail or "")
-    assert outcome_phrase(outcome) == "crash SIGSEGV (child)"
+    # Its parent reaped it (multiprocessing's join), and the engine's sitecustomize saw the
+    # status: the pid and the process's name, where its faulthandler report had neither.
+    assert outcome.pid is not None
+    assert outcome.cmdline == "crasher"
+    assert re.match(
+        rf"child pid {outcome.pid} \(crasher\) died of SIGSEGV \(Segmentation fault\), "
+        r"reaped by its parent \(pid \d+\); the main process exited 1$",
+        outcome.detail or "",
+    ), outcome.detail
+    assert outcome_phrase(outcome) == f"crash SIGSEGV (child pid {outcome.pid}: crasher)"
     # The child's stack, not the main's traceback: the frame that crashed is in it.
     assert result.stack is not None
     assert result.stack.startswith("Fatal Python error: Segmentation fault")
@@ -225,8 +235,11 @@ def test_a_child_death_the_program_raised_for_stays_a_crash_under_a_root_shell(
     assert execution.descendants is True
     outcome = crashed(result)
     assert outcome.exception == "RuntimeError"
-    assert "as its faulthandler report says" in (outcome.detail or "")
-    assert KNOWN_FROM_THE_OUTPUT_ALONE in (outcome.detail or "")
+    # Seen, not only printed: the status python's multiprocessing reaped.
+    assert "(crasher) died of SIGSEGV (Segmentation fault), reaped by its parent" in (
+        outcome.detail or ""
+    )
+    assert KNOWN_FROM_THE_OUTPUT_ALONE not in (outcome.detail or "")
 
 
 @pytest.mark.parametrize("how", ["argv", "string", "list"])
@@ -419,12 +432,20 @@ def test_pool_worker_segfault_then_hang_names_the_dead_worker(
     result = attempt_result(plan, execution, Evidence.read(execution))
     outcome = hung_after_a_crash(result)
     detail = outcome.detail or ""
-    assert detail.startswith(
-        "a child process died of SIGSEGV (Segmentation fault), as its faulthandler report "
-        "says, before the hang"
+    # The pool's own thread reaped the dead worker (and started another in its place): the
+    # engine's sitecustomize saw the status, so the worker is named, pid and process name.
+    child = outcome.crashed_child
+    assert child is not None
+    assert child.pid is not None
+    assert re.match(
+        rf"child pid {child.pid} \(ForkPoolWorker-1\) died of SIGSEGV \(Segmentation fault\), "
+        r"reaped by its parent \(pid \d+\), before the hang",
+        detail,
     ), detail
     assert "no exit within the timeout (3 s)" in detail
-    assert outcome_phrase(outcome) == "hang after a child died of SIGSEGV"
+    assert outcome_phrase(outcome) == (
+        f"hang after a child died of SIGSEGV (pid {child.pid}: ForkPoolWorker-1)"
+    )
     # The dead worker's own stack, kept apart from the hung processes' stacks.
     dead, hung = result.dead_child_stack or "", result.stack or ""
     assert dead.startswith("Fatal Python error: Segmentation fault"), dead[:300]
@@ -511,3 +532,77 @@ def test_run_reports_the_pool_worker_that_died_before_the_hang(cli: Cli, tmp_pat
     stored = result.results()["cells"][0]["attempts"][0]
     assert "in crash" in stored["dead_child_stack"]
     assert "in crash" not in stored["stack"]
+
+
+KILLED = Expectation("crash", signal="SIGKILL")
+
+
+def test_a_sigkilled_child_is_a_crash_its_parents_reaping_tells(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """A SIGKILL (the OOM killer's) leaves no core and no report, and the main process
+    reaps the child itself: before, its RuntimeError was the outcome, `error`, the death
+    unnamed. The status its multiprocessing reaped (the engine's sitecustomize writes it as
+    a `child_exit` event) is the death's evidence."""
+    result, execution = run_attempt(runner, [PY, CHILD_CRASH, "mp-kill"], tmp_path, KILLED)
+    assert execution.returncode == 1
+    outcome = result.ran
+    assert outcome is not None, result.infra_error
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGKILL", "child"), outcome
+    assert outcome.exception == "RuntimeError"
+    assert outcome.cmdline == "crasher"
+    assert re.match(
+        rf"child pid {outcome.pid} \(crasher\) died of SIGKILL \(Killed\), reaped by its "
+        r"parent \(pid \d+\); the main process exited 1$",
+        outcome.detail or "",
+    ), outcome.detail
+    assert result.matched, result.mismatches
+
+
+def test_a_pool_worker_sigkilled_before_the_hang_is_named(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """The pool replaces a SIGKILLed worker silently and its map() waits forever: before, a
+    bare `hang`; the pool's own reaping names the death that lost the task."""
+    plan = replace(
+        attempt_plan([PY, CHILD_CRASH, "pool-kill"], tmp_path, timeout_s=3.0), expectation=HANG
+    )
+    execution = runner.run(plan, tmp_path / "attempt")
+    assert execution.timed_out
+    outcome = attempt_result(plan, execution, Evidence.read(execution)).ran
+    assert outcome is not None
+    assert (outcome.kind, outcome.signal) == ("hang", None), outcome
+    assert outcome.signature == "hang:after-child-SIGKILL"
+    child = outcome.crashed_child
+    assert child is not None
+    assert (child.signal, child.cmdline) == ("SIGKILL", "ForkPoolWorker-1")
+    assert (outcome.detail or "").startswith(f"child pid {child.pid} (ForkPoolWorker-1) died of")
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
+def test_a_dataloader_worker_sigkilled_is_the_workers_crash_whatever_torch_says(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """torch's words for a SIGKILLed worker race with the main process's own failure (a
+    ConnectionResetError, 1 attempt in 6 of a worker killed just after it sent a batch;
+    "exited unexpectedly", which names no signal). Before, those read as the main process's
+    `error`, or as `crash (worker)` with no signal: a spec that expects `signal: SIGKILL,
+    where: worker` read not-reproduced. The main process reaped the worker; the status it
+    reaped says SIGKILL, and which pid."""
+    expect = Expectation("crash", signal="SIGKILL", where="worker")
+    result, execution = run_attempt(
+        runner, [PY, str(CHILDREN / "loader_kill.py")], tmp_path, expect
+    )
+    assert execution.returncode == 1
+    outcome = result.ran
+    assert outcome is not None, result.infra_error
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGKILL", "worker"), outcome
+    stderr = execution.stderr_path.read_text()
+    assert re.search(r"DataLoader worker \(pid\(s\) (\d+)\) exited unexpectedly", stderr), stderr
+    assert "killed by signal" not in stderr  # torch's words named no signal
+    assert re.match(
+        r"a DataLoader worker pid \d+ died of SIGKILL \(Killed\); the main process exited 1$",
+        outcome.detail or "",
+    ), outcome.detail
+    assert result.matched, result.mismatches

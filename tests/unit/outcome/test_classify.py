@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.core.inputs import Expectation
+from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import ChainLink, Execution, NotRun, Outcome
 from reprospec.core.signals import (
     canonical_signal,
@@ -258,6 +259,57 @@ def test_worker_exited_unexpectedly_without_a_code_is_a_crash() -> None:
     assert (death.signal, death.exit_code, death.pid) == (None, None, 12)
 
 
+def test_a_worker_death_the_main_process_reaped_is_the_workers_crash(tmp_path: Path) -> None:
+    """A DataLoader worker SIGKILLed just after it sent a batch: the main process died of a
+    ConnectionResetError it could not even print (its stderr lost), no word of torch's.
+    Recorded real (tests/data/recorded/dataloader-sigkill-lost-stderr.*), with the
+    `child_exit` event the engine's sitecustomize wrote as the main process reaped it."""
+    name = "dataloader-sigkill-lost-stderr"
+    stderr = (RECORDED / f"{name}.stderr.log").read_bytes()
+    events = (RECORDED / f"{name}.events.jsonl").read_text()
+    assert b"DataLoader" not in stderr
+    alone = classify(recorded_execution(tmp_path, stderr, 1, harness=False))
+    assert isinstance(alone, Outcome)
+    assert (alone.kind, alone.where) == ("error", "main")  # the output alone tells nothing
+    outcome = classify(recorded_execution(tmp_path, stderr, 1, events, harness=False))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGKILL", "worker")
+    assert outcome.detail == (
+        "a DataLoader worker pid 24758 died of SIGKILL (Killed); the main process exited 1"
+    )
+
+
+def _reaped(signal: str, dataloader: bool = True, pid: int = 31) -> dict[str, JsonValue]:
+    return {"event": "child_exit", "pid": pid, "signal": signal, "dataloader": dataloader}
+
+
+def test_only_a_crash_signal_reaped_is_a_workers_death() -> None:
+    # SIGTERM is torch's shutdown of a worker that did not exit in time (the main process
+    # failing on its own): never the failure. The first crash of a DataLoader worker counts.
+    assert worker_death("", None, [_reaped("SIGTERM")]) is None
+    assert worker_death("", None, [_reaped("SIGKILL", dataloader=False)]) is None
+    death = worker_death("", None, [_reaped("SIGTERM"), _reaped("SIGSEGV", pid=32)])
+    assert death is not None
+    assert (death.signal, death.pid, death.exit_code) == ("SIGSEGV", 32, None)
+
+
+def test_a_reaped_child_of_another_kind_is_a_child_crash(tmp_path: Path) -> None:
+    event = {**_reaped("SIGKILL", dataloader=False), "name": "ForkPoolWorker-3", "parent": 30}
+    stderr = b'Traceback (most recent call last):\n  File "x.py", line 1\nValueError: lost\n'
+    execution = recorded_execution(tmp_path, stderr, 1, json.dumps(event) + "\n", harness=False)
+    outcome = classify(execution)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGKILL", "child")
+    assert (outcome.pid, outcome.cmdline, outcome.exception) == (
+        31,
+        "ForkPoolWorker-3",
+        "ValueError",
+    )
+    assert (outcome.detail or "").startswith(
+        "child pid 31 (ForkPoolWorker-3) died of SIGKILL (Killed), reaped by its parent (pid 30)"
+    )
+
+
 def test_worker_crash_when_main_also_segfaults_is_a_main_crash(tmp_path: Path) -> None:
     stderr = (RECORDED / "dataloader-bus-1.stderr.log").read_bytes()
     outcome = classify(recorded_execution(tmp_path, stderr, -11))
@@ -300,7 +352,6 @@ def test_new_phase_resets_the_step(tmp_path: Path) -> None:
 
 
 def test_stage_resets_with_each_step_and_module_only_while_importing() -> None:
-    from reprospec.core.jsontypes import JsonValue
     from reprospec.outcome.evidence import Events
 
     train: list[dict[str, JsonValue]] = [
