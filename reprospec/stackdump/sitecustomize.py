@@ -393,22 +393,33 @@ def _watch_children() -> None:
     `is_alive()`, and multiprocessing's own joins at exit), so the status is seen whichever
     way the main process goes on. Each event says whether the child ran torch's DataLoader
     worker loop (`dataloader`), and its process name (`ForkPoolWorker-2`): outcome/
-    evidence.py reads them. The fork and spawn start methods (forkserver's children are
-    reaped by its server); written only where the attempt has an events file.
+    evidence.py reads them. Every start method: fork and spawn share popen_fork's poll();
+    forkserver's poll() reads the status its server reaped, and is wrapped apart. Written
+    only where the attempt has an events file.
     """
     if os.environ.get("REPROSPEC_EVENTS"):
         _when_imported("multiprocessing.popen_fork", _watch_popen)
+        _when_imported("multiprocessing.popen_forkserver", _watch_poll)
 
 
 def _watch_popen(module: ModuleType) -> None:
     popen = module.Popen
-    init, poll = popen.__init__, popen.poll
+    init = popen.__init__
 
     def __init__(self: object, process_obj: object) -> None:
         target = getattr(process_obj, "_target", None)
         loop = getattr(target, "__module__", None) == "torch.utils.data._utils.worker"
         self._reprospec_child = (str(getattr(process_obj, "name", "")), loop)  # type: ignore[attr-defined]
         init(self, process_obj)
+
+    popen.__init__ = __init__
+    _watch_poll(module)
+
+
+def _watch_poll(module: ModuleType) -> None:
+    """Wrap `module.Popen.poll`: its first status of a death by a signal is an event."""
+    popen = module.Popen
+    poll = popen.poll
 
     def watched(self: object, flag: int = os.WNOHANG) -> int | None:
         before = getattr(self, "returncode", None)
@@ -417,7 +428,7 @@ def _watch_popen(module: ModuleType) -> None:
             _child_died(self, -code)
         return code
 
-    popen.__init__, popen.poll = __init__, watched
+    popen.poll = watched
 
 
 def _child_died(popen: object, number: int) -> None:

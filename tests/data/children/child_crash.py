@@ -6,8 +6,8 @@ Usage: python child_crash.py MODE [ARGS...]
     pool               a ProcessPoolExecutor worker segfaults; the main gets BrokenProcessPool
     pool-hang          a multiprocessing.Pool worker segfaults mid-task; the pool never
                        notices, and its map waits for the lost result forever (a hang)
-    mp-kill            a multiprocessing.Process is SIGKILLed (as by the OOM killer: no
-                       core, no report); the main raises RuntimeError
+    mp-kill[-METHOD]   a multiprocessing.Process (fork, or METHOD) is SIGKILLed (as by
+                       the OOM killer: no core, no report); the main raises RuntimeError
     pool-kill          a multiprocessing.Pool worker is SIGKILLed mid-task (a hang)
     subprocess CMD...  runs CMD with subprocess.run(check=True): CalledProcessError
     orphan             a child segfaults; the main exits without reaping it (the engine does)
@@ -74,8 +74,8 @@ def orphan() -> None:
 
 def main() -> None:
     mode = sys.argv[1]
-    if mode == "mp-kill":
-        run_process("fork", killed)
+    if mode.startswith("mp-kill"):
+        run_process(mode.removeprefix("mp-kill").lstrip("-") or "fork", killed)
     elif mode.startswith("mp-"):
         run_process(mode[3:])
     elif mode == "pool":

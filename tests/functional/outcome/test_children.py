@@ -537,14 +537,17 @@ def test_run_reports_the_pool_worker_that_died_before_the_hang(cli: Cli, tmp_pat
 KILLED = Expectation("crash", signal="SIGKILL")
 
 
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_a_sigkilled_child_is_a_crash_its_parents_reaping_tells(
-    runner: LocalRunner, tmp_path: Path
+    runner: LocalRunner, tmp_path: Path, method: str
 ) -> None:
     """A SIGKILL (the OOM killer's) leaves no core and no report, and the main process
     reaps the child itself: before, its RuntimeError was the outcome, `error`, the death
     unnamed. The status its multiprocessing reaped (the engine's sitecustomize writes it as
-    a `child_exit` event) is the death's evidence."""
-    result, execution = run_attempt(runner, [PY, CHILD_CRASH, "mp-kill"], tmp_path, KILLED)
+    a `child_exit` event) is the death's evidence, whatever the start method (forkserver's
+    status is its server's, read through a poll() of its own)."""
+    argv = [PY, CHILD_CRASH, f"mp-kill-{method}"]
+    result, execution = run_attempt(runner, argv, tmp_path, KILLED)
     assert execution.returncode == 1
     outcome = result.ran
     assert outcome is not None, result.infra_error
