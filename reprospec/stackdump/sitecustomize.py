@@ -394,8 +394,9 @@ def _watch_children() -> None:
     way the main process goes on. Each event says whether the child ran torch's DataLoader
     worker loop (`dataloader`), and its process name (`ForkPoolWorker-2`): outcome/
     evidence.py reads them. Every start method: fork and spawn share popen_fork's poll();
-    forkserver's poll() reads the status its server reaped, and is wrapped apart. Written
-    only where the attempt has an events file.
+    forkserver's poll() reads the status its server reaped, and is wrapped apart. A death
+    by the signal the parent sent it itself (`Process.kill()`, `terminate()`) is its doing,
+    not written. Written only where the attempt has an events file.
     """
     if os.environ.get("REPROSPEC_EVENTS"):
         _when_imported("multiprocessing.popen_fork", _watch_popen)
@@ -413,6 +414,15 @@ def _watch_popen(module: ModuleType) -> None:
         init(self, process_obj)
 
     popen.__init__ = __init__
+    send = getattr(popen, "_send_signal", None)
+    if send is not None:
+        # terminate() and kill() (Process.kill(), a pool's shutdown): a death the parent
+        # caused is no crash. The signal is remembered, and its death not written.
+        def _send_signal(self: object, sig: int) -> None:
+            self._reprospec_sent = int(sig)  # type: ignore[attr-defined]
+            send(self, sig)
+
+        popen._send_signal = _send_signal
     _watch_poll(module)
 
 
@@ -424,7 +434,8 @@ def _watch_poll(module: ModuleType) -> None:
     def watched(self: object, flag: int = os.WNOHANG) -> int | None:
         before = getattr(self, "returncode", None)
         code: int | None = poll(self, flag)
-        if before is None and isinstance(code, int) and code < 0:
+        sent = getattr(self, "_reprospec_sent", None)
+        if before is None and isinstance(code, int) and code < 0 and -code != sent:
             _child_died(self, -code)
         return code
 

@@ -9,6 +9,8 @@ Usage: python child_crash.py MODE [ARGS...]
     mp-kill[-METHOD]   a multiprocessing.Process (fork, or METHOD) is SIGKILLed (as by
                        the OOM killer: no core, no report); the main raises RuntimeError
     pool-kill          a multiprocessing.Pool worker is SIGKILLed mid-task (a hang)
+    mp-parent-kill     the main process kill()s its own multiprocessing.Process, then
+                       raises RuntimeError (a death it caused: no crash)
     subprocess CMD...  runs CMD with subprocess.run(check=True): CalledProcessError
     orphan             a child segfaults; the main exits without reaping it (the engine does)
     main               the main process itself segfaults (a main crash, for contrast)
@@ -74,6 +76,12 @@ def orphan() -> None:
 
 def main() -> None:
     mode = sys.argv[1]
+    if mode == "mp-parent-kill":
+        process = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,))
+        process.start()
+        process.kill()
+        process.join()
+        raise RuntimeError(f"gave up on the worker: exit code {process.exitcode}")
     if mode.startswith("mp-kill"):
         run_process(mode.removeprefix("mp-kill").lstrip("-") or "fork", killed)
     elif mode.startswith("mp-"):
