@@ -395,12 +395,32 @@ def _watch_children() -> None:
     worker loop (`dataloader`), and its process name (`ForkPoolWorker-2`): outcome/
     evidence.py reads them. Every start method: fork and spawn share popen_fork's poll();
     forkserver's poll() reads the status its server reaped, and is wrapped apart. A death
-    by the signal the parent sent it itself (`Process.kill()`, `terminate()`) is its doing,
-    not written. Written only where the attempt has an events file.
+    by a signal the parent sent it itself (`Process.kill()`, `terminate()`, its own
+    `os.kill`) is its doing, not written. Written only where the attempt has an events file.
     """
     if os.environ.get("REPROSPEC_EVENTS"):
         _when_imported("multiprocessing.popen_fork", _watch_popen)
         _when_imported("multiprocessing.popen_forkserver", _watch_poll)
+        _watch_kills()
+
+
+# The signals this process sent each pid (os.kill): a child's death by one of them is the
+# parent's doing. multiprocessing's terminate() and kill(), torch.multiprocessing's and
+# torchrun's shutdown of the other ranks (os.kill, SIGTERM then SIGKILL) all go through it.
+_sent: dict[int, set[int]] = {}
+
+
+def _watch_kills() -> None:
+    kill = os.kill
+
+    def _kill(pid: int, sig: int) -> None:
+        try:  # noqa: SIM105 (no contextlib: every Python process of the attempt imports this)
+            _sent.setdefault(int(pid), set()).add(int(sig))
+        except Exception:
+            pass
+        kill(pid, sig)
+
+    os.kill = _kill
 
 
 def _watch_popen(module: ModuleType) -> None:
@@ -414,15 +434,6 @@ def _watch_popen(module: ModuleType) -> None:
         init(self, process_obj)
 
     popen.__init__ = __init__
-    send = getattr(popen, "_send_signal", None)
-    if send is not None:
-        # terminate() and kill() (Process.kill(), a pool's shutdown): a death the parent
-        # caused is no crash. The signal is remembered, and its death not written.
-        def _send_signal(self: object, sig: int) -> None:
-            self._reprospec_sent = int(sig)  # type: ignore[attr-defined]
-            send(self, sig)
-
-        popen._send_signal = _send_signal
     _watch_poll(module)
 
 
@@ -434,9 +445,10 @@ def _watch_poll(module: ModuleType) -> None:
     def watched(self: object, flag: int = os.WNOHANG) -> int | None:
         before = getattr(self, "returncode", None)
         code: int | None = poll(self, flag)
-        sent = getattr(self, "_reprospec_sent", None)
-        if before is None and isinstance(code, int) and code < 0 and -code != sent:
-            _child_died(self, -code)
+        if before is None and isinstance(code, int) and code < 0:
+            pid = getattr(self, "pid", None)
+            if not isinstance(pid, int) or -code not in _sent.get(pid, ()):
+                _child_died(self, -code)
         return code
 
     popen.poll = watched

@@ -11,6 +11,7 @@ Usage: python child_crash.py MODE [ARGS...]
     pool-kill          a multiprocessing.Pool worker is SIGKILLed mid-task (a hang)
     mp-parent-kill     the main process kill()s its own multiprocessing.Process, then
                        raises RuntimeError (a death it caused: no crash)
+    mp-parent-oskill   the same with os.kill(pid, SIGKILL), as torchrun ends its ranks
     subprocess CMD...  runs CMD with subprocess.run(check=True): CalledProcessError
     orphan             a child segfaults; the main exits without reaping it (the engine does)
     main               the main process itself segfaults (a main crash, for contrast)
@@ -76,10 +77,13 @@ def orphan() -> None:
 
 def main() -> None:
     mode = sys.argv[1]
-    if mode == "mp-parent-kill":
+    if mode in ("mp-parent-kill", "mp-parent-oskill"):
         process = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,))
         process.start()
-        process.kill()
+        if mode == "mp-parent-kill":
+            process.kill()
+        else:
+            os.kill(process.pid or 0, signal.SIGKILL)
         process.join()
         raise RuntimeError(f"gave up on the worker: exit code {process.exitcode}")
     if mode.startswith("mp-kill"):

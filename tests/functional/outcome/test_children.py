@@ -562,11 +562,15 @@ def test_a_sigkilled_child_is_a_crash_its_parents_reaping_tells(
     assert result.matched, result.mismatches
 
 
-def test_a_child_its_parent_killed_itself_is_no_crash(runner: LocalRunner, tmp_path: Path) -> None:
-    """Process.kill() (a timeout of the program's own, a pool's shutdown): the SIGKILL is the
-    parent's doing, and the error it raised after is the outcome."""
+@pytest.mark.parametrize("how", ["kill", "oskill"])
+def test_a_child_its_parent_killed_itself_is_no_crash(
+    runner: LocalRunner, tmp_path: Path, how: str
+) -> None:
+    """Process.kill() (a timeout of the program's own, a pool's shutdown), or os.kill() of
+    its pid (torchrun's shutdown of the other ranks): the SIGKILL is the parent's doing,
+    and the error it raised after is the outcome."""
     expect = Expectation("error", exception="RuntimeError")
-    result, _ = run_attempt(runner, [PY, CHILD_CRASH, "mp-parent-kill"], tmp_path, expect)
+    result, _ = run_attempt(runner, [PY, CHILD_CRASH, f"mp-parent-{how}"], tmp_path, expect)
     outcome = result.ran
     assert outcome is not None, result.infra_error
     assert (outcome.kind, outcome.signal, outcome.where) == ("error", None, "main"), outcome
