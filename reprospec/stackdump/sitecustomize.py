@@ -46,7 +46,9 @@ def _register() -> None:
 def _after_fork() -> None:
     # A forked worker inherits the parent's registration, which would write into the
     # parent's file; give it its own. (No contextlib: every Python process of the attempt
-    # imports this module, so it imports as little as it can.)
+    # imports this module, so it imports as little as it can.) The signals the parent sent
+    # are the parent's: the child's own children are other pids.
+    _sent.clear()
     try:  # noqa: SIM105
         _register()
     except Exception:
@@ -396,12 +398,13 @@ def _watch_children() -> None:
     evidence.py reads them. Every start method: fork and spawn share popen_fork's poll();
     forkserver's poll() reads the status its server reaped, and is wrapped apart. A death
     by a signal the parent sent it itself (`Process.kill()`, `terminate()`, its own
-    `os.kill`) is its doing, not written. Written only where the attempt has an events file.
+    `os.kill`) is its doing, not written. Installed whether or not this process has an
+    events file (a preload server has none: its forked attempts, which inherit the hooks,
+    do); written where it has one.
     """
-    if os.environ.get("REPROSPEC_EVENTS"):
-        _when_imported("multiprocessing.popen_fork", _watch_popen)
-        _when_imported("multiprocessing.popen_forkserver", _watch_poll)
-        _watch_kills()
+    _when_imported("multiprocessing.popen_fork", _watch_popen)
+    _when_imported("multiprocessing.popen_forkserver", _watch_poll)
+    _watch_kills()
 
 
 # The signals this process sent each pid (os.kill): a child's death by one of them is the

@@ -562,6 +562,25 @@ def test_a_sigkilled_child_is_a_crash_its_parents_reaping_tells(
     assert result.matched, result.mismatches
 
 
+def test_a_forked_attempts_sigkilled_child_is_seen_too(cli: Cli, tmp_path: Path) -> None:
+    """Under run.preload the attempt is a fork of a server that had no events file (it is
+    per attempt): the watch is installed in the server all the same, and its forks write."""
+    spec = tmp_path / "forked.yaml"
+    spec.write_text(
+        "reprospec: 1\n"
+        "name: forked-kill\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        f"command: [python, {CHILD_CRASH}, mp-kill]\n"
+        "expect: {outcome: crash, signal: SIGKILL, where: child}\n"
+        "run: {repeat: 2, preload: [multiprocessing]}\n"
+    )
+    result = cli("run", str(spec))
+    attempts = result.results()["cells"][0]["attempts"]
+    assert {a["launch"] for a in attempts} == {"forked"}
+    assert result.code == 0, [a["outcome"]["detail"] for a in attempts]
+    assert all("reaped by its parent" in a["outcome"]["detail"] for a in attempts)
+
+
 @pytest.mark.parametrize("how", ["kill", "oskill"])
 def test_a_child_its_parent_killed_itself_is_no_crash(
     runner: LocalRunner, tmp_path: Path, how: str
