@@ -65,13 +65,20 @@ def run_attempt(
     return attempt_result(plan, execution, Evidence.read(execution)), execution
 
 
-def crashed(result: AttemptResult) -> Outcome:
+def judged(result: AttemptResult, kind: str, signal: str | None, where: str) -> Outcome:
+    """The attempt's outcome, asserted to be (kind, signal, where) and to meet its plan's
+    expectation."""
     outcome = result.ran
     assert outcome is not None, result.infra_error
-    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGSEGV", "child"), outcome
+    assert (outcome.kind, outcome.signal, outcome.where) == (kind, signal, where), outcome
+    assert result.matched, result.mismatches
+    return outcome
+
+
+def crashed(result: AttemptResult) -> Outcome:
+    outcome = judged(result, "crash", "SIGSEGV", "child")
     # With native stacks the signature gains the crashing native frame (`:strlen@libc`).
     assert outcome.signature.startswith("crash:SIGSEGV:child")
-    assert result.matched, result.mismatches
     return outcome
 
 
@@ -317,10 +324,7 @@ def test_a_death_in_the_shutdown_after_the_exit_record_is_a_crash(
         runner, ["/bin/sh", "-c", command], tmp_path, Expectation("crash", signal=signal)
     )
     assert execution.returncode == 128 + {"SIGSEGV": 11, "SIGABRT": 6}[signal]
-    outcome = result.ran
-    assert outcome is not None, result.infra_error
-    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", signal, "main"), outcome
-    assert result.matched, result.mismatches
+    judged(result, "crash", signal, "main")
 
 
 def test_expect_where_tells_a_childs_segfault_from_the_main_processs(
@@ -549,9 +553,7 @@ def test_a_sigkilled_child_is_a_crash_its_parents_reaping_tells(
     argv = [PY, CHILD_CRASH, f"mp-kill-{method}"]
     result, execution = run_attempt(runner, argv, tmp_path, KILLED)
     assert execution.returncode == 1
-    outcome = result.ran
-    assert outcome is not None, result.infra_error
-    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGKILL", "child"), outcome
+    outcome = judged(result, "crash", "SIGKILL", "child")
     assert outcome.exception == "RuntimeError"
     assert outcome.cmdline == "crasher"
     assert re.match(
@@ -590,10 +592,7 @@ def test_a_child_its_parent_killed_itself_is_no_crash(
     and the error it raised after is the outcome."""
     expect = Expectation("error", exception="RuntimeError")
     result, _ = run_attempt(runner, [PY, CHILD_CRASH, f"mp-parent-{how}"], tmp_path, expect)
-    outcome = result.ran
-    assert outcome is not None, result.infra_error
-    assert (outcome.kind, outcome.signal, outcome.where) == ("error", None, "main"), outcome
-    assert result.matched, result.mismatches
+    judged(result, "error", None, "main")
 
 
 def test_a_pool_worker_sigkilled_before_the_hang_is_named(
@@ -632,9 +631,7 @@ def test_a_dataloader_worker_sigkilled_is_the_workers_crash_whatever_torch_says(
         runner, [PY, str(CHILDREN / "loader_kill.py")], tmp_path, expect
     )
     assert execution.returncode == 1
-    outcome = result.ran
-    assert outcome is not None, result.infra_error
-    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGKILL", "worker"), outcome
+    outcome = judged(result, "crash", "SIGKILL", "worker")
     stderr = execution.stderr_path.read_text()
     assert re.search(r"DataLoader worker \(pid\(s\) (\d+)\) exited unexpectedly", stderr), stderr
     assert "killed by signal" not in stderr  # torch's words named no signal
