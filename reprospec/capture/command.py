@@ -115,6 +115,13 @@ class Request:
     force: bool = False
     # `--python PATH`: the interpreter a bare `python` in the command runs (the run's).
     python: str | None = None
+    # The command as typed, where capture wrote some of its words otherwise (tidied_paths);
+    # () where argv is it.
+    typed: tuple[str, ...] = ()
+
+    @property
+    def as_typed(self) -> tuple[str, ...]:
+        return self.typed or self.argv
 
 
 @frozen
@@ -287,6 +294,9 @@ def capture(
     if not request.argv:
         raise UsageError("capture needs a command after `--` (or --from-log FILE)")
     check_output(request.output, force=request.force, reads=request.argv)
+    tidied = tidied_paths(request.argv, Path.cwd())
+    if tidied != request.argv:
+        request = replace(request, argv=tidied, typed=request.as_typed)
     # How many values each option takes, where the script's own parser says (rv19 F6).
     options = script_options(script_of(request.argv), Path.cwd().resolve())
     # pytest -v's `path::test` lines name the test a crash or a hang happened in (the
@@ -299,6 +309,30 @@ def capture(
     # settings (`MAX_TOKENS=2048 python ...`) the spec writes, and sets itself.
     with environ.changed(dict(proposal.secret_env)):
         return _capture(request, run_spec, proposal, say, options)
+
+
+def tidied_paths(argv: Sequence[str], workdir: Path) -> tuple[str, ...]:
+    """`argv` with each word that is a path through `..` to a file (`./pt/../x.py`) written
+    the short way (`./x.py`), where both name the same file. A spec's runs copy the files
+    the command read into a folder of their own, not the folders its path went through:
+    there `./pt/../x.py` named nothing (can't open file, an infra-error of the copy, which
+    verify blamed on the workdir). A word through a symlinked folder (`link/../x.py` is
+    the link target's parent's file) stays as typed: its short form is another file."""
+    words = []
+    for index, word in enumerate(argv):
+        short = os.path.normpath(word)
+        if ".." not in word.split("/") or short == word or not (workdir / word).is_file():
+            words.append(word)
+            continue
+        if (workdir / short).resolve() != (workdir / word).resolve():
+            words.append(word)
+            continue
+        relative = not short.startswith(("/", "../"))
+        if relative and (index == 0 or word.startswith("./")):
+            # `./pt/../run.sh` as the program: a bare `run.sh` is looked up on PATH.
+            short = f"./{short}"
+        words.append(short)
+    return tuple(words)
 
 
 def _capture(
@@ -1027,9 +1061,14 @@ def _header(
         )
 
     lines = [
-        f"Written by `reprospec capture -- {shlex.join(request.argv)}`"
+        f"Written by `reprospec capture -- {shlex.join(request.as_typed)}`"
         + (f" (run {run_id})." if run_id else ".")
     ]
+    if request.typed:
+        lines.append(
+            f"Its command is written `{shlex.join(request.argv)}`: the same files, by paths "
+            "without `..`, which a copy of the workdir holds without the folders they passed."
+        )
     if request.python is not None:
         lines.append(
             f"It ran with --python {shlex.quote(request.python)}, whose packages it pins: "
@@ -1210,7 +1249,7 @@ def _again(request: Request, spec_path: Path) -> str:
     out = f" --out {shlex.quote(str(request.out))}" if request.out != Path(".reprospec") else ""
     return (
         f"reprospec capture --repeat {repeat}{timeout}{python}{out} --force "
-        f"-o {shlex.quote(_shown(spec_path))} -- {shlex.join(request.argv)}"
+        f"-o {shlex.quote(_shown(spec_path))} -- {shlex.join(request.as_typed)}"
     )
 
 

@@ -438,6 +438,18 @@ def test_the_packages_are_read_in_the_interpreter_that_ran_the_command(
     }  # fmt: skip
 
 
+def test_a_script_named_through_dot_dot_reproduces_in_the_copy(cli: Cli, tmp_path: Path) -> None:
+    # `python ./pt/../x.py`: the verify's copy carries x.py, not pt/, so the spec's command
+    # named nothing there (infra-error), and the verify blamed the workdir's other files.
+    (tmp_path / "pt").mkdir()
+    (tmp_path / "x.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    result = capture(cli, tmp_path, "python", "./pt/../x.py")
+    assert "verdict reproduced" in result.stdout, result.stdout
+    assert spec_document(tmp_path)["command"] == "python ./x.py"
+    text = (tmp_path / "spec.yaml").read_text()
+    assert "# Written by `reprospec capture -- python ./pt/../x.py`" in text
+
+
 def test_the_interpreters_path_in_a_message_is_a_wildcard(cli: Cli, tmp_path: Path) -> None:
     # `/home/me/.venv/bin/python3: No module named nothere` matched no other machine.
     capture(cli, tmp_path, "python", "-m", "nothere_of_reprospec")

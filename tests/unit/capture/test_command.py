@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.capture.command import _shown, chosen_interpreter
+from reprospec.capture.command import _shown, chosen_interpreter, tidied_paths
 
 
 def test_the_spec_written_is_shown_as_typed_here_unless_far_away(
@@ -214,3 +214,26 @@ def test_a_pytest_xdist_workers_crash_is_said_to_be_a_workers() -> None:
     expect, comments = expectation(child)
     assert "in a child process in test_crash" in _title(("pytest",), child, expect)
     assert comments["signal"].startswith("in a child process")
+
+
+def test_a_path_through_dot_dot_is_written_the_short_way_unless_a_link_makes_it_another(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "pt").mkdir()
+    (tmp_path / "x.py").write_text("")
+    (tmp_path / "run.sh").write_text("")
+    (tmp_path / "far").mkdir()
+    (tmp_path / "far" / "in").mkdir()
+    (tmp_path / "far" / "x.py").write_text("")
+    (tmp_path / "link").symlink_to(tmp_path / "far" / "in")
+    argv = ["./pt/../run.sh", "python", "pt/../x.py", "./pt/../x.py", "--out=pt/../x.py"]
+    # The program keeps its `./` (a bare `run.sh` is looked up on PATH); an option's
+    # value, a word with no `..` and a path naming no file stay as typed.
+    assert tidied_paths(argv, tmp_path) == (
+        "./run.sh", "python", "x.py", "./x.py", "--out=pt/../x.py"
+    )  # fmt: skip
+    assert tidied_paths(["python", "./x.py", "pt/../gone.py"], tmp_path) == (
+        "python", "./x.py", "pt/../gone.py"
+    )  # fmt: skip
+    # link/../x.py is far/x.py; x.py beside link is another file: left as typed.
+    assert tidied_paths(["python", "link/../x.py"], tmp_path) == ("python", "link/../x.py")
