@@ -146,6 +146,7 @@ _PROGRAMS = (
 # `.\train.py` for `.train.py`).
 _WINDOWS_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:PS )?[A-Za-z]:\\[^>\n]*> *(?P<command>.+)$")
 _PYTHON_PROGRAM = re.compile(r"^python(?:\d(?:\.\d+)?)?$")
+_VERSIONED_PYTHON = re.compile(r"^python(?P<version>3\.\d+)$")
 # Where a frame's function or file says what a training program was doing.
 _PHASE_FRAMES = (
     (re.compile(r"sanity_check"), "sanity_check"),
@@ -319,9 +320,13 @@ def read_ticket(text: str) -> Ticket:
         if phase is not None:
             evidence.append(f"the stack: a frame of the {phase} loop")
     command = _command(text)
-    if command is not None:
-        evidence.append(f"the command: {command}")
     machine = parse_machine(text)
+    if command is not None:
+        command, version = _run_python(command, machine.python)
+        if version is not None and machine.python is None:
+            machine = replace(machine, python=version)
+            evidence.append(f"the command's interpreter: Python {version}")
+        evidence.append(f"the command: {command}")
     # Read in the prose, not in the pasted logs' lines: a traceback's own words are code.
     # pytest's header names its plugins (`plugins: xdist-3.8.0, flaky-3.8.1`): not prose.
     prose = "\n".join(
@@ -648,6 +653,30 @@ def _program(words: list[str]) -> str:
         name = word.rsplit("/", 1)[-1]
         return "python" if _PYTHON_PROGRAM.match(name) else name
     return ""
+
+
+def _run_python(command: str, said: str | None) -> tuple[str, str | None]:
+    """`command` with its interpreter written `python` where the ticket names a path or a
+    version of it (`/opt/conda/bin/python3.10 train.py`, gdb's `Starting program:`), and
+    the version that word says. A spec's `python` runs the run's interpreter, where a
+    `python3.10` or a path of the sender's ran whatever the reader's PATH holds, or nothing
+    (command not found). A version other than the one the ticket says elsewhere (`said`,
+    collect_env's) leaves the word as written: which one ran is the reader's call."""
+    head, tail = split_at_operator(command)
+    words = _words(head)
+    index = next((i for i, w in enumerate(words) if not (is_assignment(w) or w == "env")), None)
+    if index is None:
+        return command, None
+    word = words[index]
+    name = word.rsplit("/", 1)[-1]
+    versioned = _VERSIONED_PYTHON.match(name)
+    version = versioned["version"] if versioned else None
+    if not _PYTHON_PROGRAM.match(name) or (word == name and version is None):
+        return command, None  # not Python, or `python`/`python3` as a spec writes it
+    if version is not None and said is not None and version != said:
+        return command, None
+    words[index] = "python"
+    return " ".join(filter(None, (shlex.join(words), tail))), version
 
 
 def _is_python(words: list[str]) -> bool:

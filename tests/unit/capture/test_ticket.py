@@ -912,6 +912,47 @@ def test_subprocess_saying_a_child_died_of_a_signal_is_a_childs_crash() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("log", "command", "python"),
+    [
+        # gdb names the binary it started: its version is the only one the log says.
+        (
+            "Starting program: /usr/bin/python3.10 train.py --workers 4\n"
+            "Thread 1 received signal SIGSEGV, Segmentation fault.\n",
+            "python train.py --workers 4",
+            "3.10",
+        ),
+        (
+            "$ CUDA_VISIBLE_DEVICES=0 /opt/conda/bin/python x.py | tee log\n"
+            "Segmentation fault (core dumped)\n",
+            "CUDA_VISIBLE_DEVICES=0 python x.py | tee log",
+            None,
+        ),
+        # collect_env says 3.11: which of the two ran is the reader's call.
+        (
+            "$ python3.10 x.py\nSegmentation fault (core dumped)\n- Python version: 3.11.4\n",
+            "python3.10 x.py",
+            "3.11",
+        ),
+        ("$ python3 x.py\nSegmentation fault (core dumped)\n", "python3 x.py", None),
+    ],
+)
+def test_a_command_run_by_a_path_or_a_version_of_python_runs_the_specs_python(
+    log: str, command: str, python: str | None
+) -> None:
+    # `python3.10 train.py` (gdb's /usr/bin/python3.10) was written as the command, which
+    # a reader's run sent to PATH's python3.10 (not found), while environment.python was
+    # a TODO "the log does not say it".
+    read = read_ticket(log)
+    assert (read.command, read.machine.python) == (command, python)
+    draft = skeleton(read, "t.md")
+    assert draft.python == python
+    # The spec's command starts with the program the ticket's did (its settings read
+    # apart: CUDA_VISIBLE_DEVICES to environment.env).
+    program = next(w for w in command.split() if "=" not in w)
+    assert draft.command.split()[0] == program
+
+
 def test_a_py_spy_dump_is_a_hang_of_the_command_it_names() -> None:
     # What a hang's ticket pastes (nu46): it read "no failure found", the command a TODO,
     # though py-spy's first line names it and its Python.
@@ -928,7 +969,8 @@ def test_a_py_spy_dump_is_a_hang_of_the_command_it_names() -> None:
         "    wait (threading.py:324)\n```\n"
     )
     assert read.failure.outcome == "hang"
-    assert read.command == "python3.10 main.py --workers 4"
+    # `python`, the spec's interpreter, where python3.10 ran whatever the reader's PATH has.
+    assert read.command == "python main.py --workers 4"
     assert read.machine.python == "3.10"
     assert read.python_frames == (
         "main.py:<module>",
