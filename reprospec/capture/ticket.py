@@ -285,6 +285,9 @@ def read_ticket(text: str) -> Ticket:
             "the traceback: "
             + " -> ".join(f"{e.type}" + (f" ({e.link})" if e.link else "") for e in chain)
         )
+    if cuda is not None:
+        # What gives the spec its `environment.gpus` and its CUDA_LAUNCH_BLOCKING line.
+        evidence.append(f"a CUDA error (the spec asks for a GPU): {cuda.group(0).strip()}")
     if hang and signal is None:
         outcome = "hang"
         evidence.append("faulthandler's `Timeout (h:mm:ss)!` dump: the program hung")

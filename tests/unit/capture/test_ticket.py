@@ -64,6 +64,11 @@ def test_a_lightning_chain_gives_the_last_exception_its_cause_and_the_validation
     # The \r-redrawn bar's last segment before the traceback: validation step 7.
     assert (failure.phase, failure.step) == ("validation", 7)
     assert read.cuda_error == "CUDA error: an illegal memory access was encountered"
+    # What the spec's `gpus: 1` comes from is said with the rest capture read.
+    assert (
+        "a CUDA error (the spec asks for a GPU): "
+        "CUDA error: an illegal memory access was encountered" in read.evidence
+    )
     assert read.presets == ("lightning",)
     assert read.machine.python == "3.11"  # from the traceback's site-packages paths
     assert read.command is None
