@@ -34,6 +34,7 @@ from reprospec.capture.writer import (
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import mask_parts, secret_values, sets_secret
 from reprospec.outcome.pytestreport import is_pytest, pytest_verbose
+from reprospec.outcome.tracebacks import headline
 
 # What runs while the command is unknown: the shell says "not found" (exit 127), which
 # the engine reports as an infrastructure error naming it, never as a reproduction.
@@ -406,7 +407,7 @@ def _description(ticket: Ticket, source: str) -> str:
     lines = [f"Read from {source} by `reprospec capture --from-log`."]
     failure = ticket.failure
     for link in failure.chain:
-        message = (link.message or "").split("\n", 1)[0]
+        message = headline(link.message or "")
         lines.append(
             f"- `{link.type}`: {message}" + (f" ({link.link} of the next)" if link.link else "")
         )

@@ -31,6 +31,7 @@ from reprospec.outcome.tracebacks import (
     PythonException,
     current_thread_first,
     fatal_errors,
+    headline,
     parse_chain,
 )
 from reprospec.plan.shellwords import is_assignment
@@ -389,7 +390,7 @@ def _unprefixed(line: str) -> str:
 def _first_line(message: str | None) -> str | None:
     if not message:
         return None
-    return message.strip().split("\n", 1)[0].strip() or None
+    return headline(message) or None
 
 
 # A markdown code fence line: ``` or ~~~ (three or more), with an info string or none.

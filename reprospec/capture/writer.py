@@ -25,6 +25,7 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import MASK, secret_parts
 from reprospec.errors import UsageError
+from reprospec.outcome.tracebacks import headline
 from reprospec.plan.shellwords import is_assignment, script_operand
 from reprospec.spec.todo import HEADING as TODO_HEADING
 from reprospec.spec.yamlsource import dump_yaml
@@ -403,7 +404,7 @@ def message_pattern(message: str, volatile: Sequence[str] = (), secrets: Sequenc
     Cut after MAX_MESSAGE_CHARS characters of the message's own text (a wildcard's text
     does not count); a cut inside a wildcard's part ends the pattern before it.
     """
-    first = message.strip().split("\n", 1)[0]
+    first = headline(message)
     parts: list[str] = []
     budget = MAX_MESSAGE_CHARS
     position = 0

@@ -27,6 +27,15 @@ from reprospec.core.lazyre import Lazy
 from reprospec.core.signals import signal_from_description
 
 _MAX_MESSAGE_LINES = 30
+# torch's ExceptionWrapper.reraise: the exception a DataLoader worker (or the pin-memory
+# thread) raised, raised again in the main process as `Caught T in DataLoader worker process
+# N.`, its message the worker's whole traceback (`Original Traceback (most recent call
+# last):` ... `T: what went wrong`), which may run past _MAX_MESSAGE_LINES.
+_RERAISED = Lazy(
+    r"^Caught (?P<type>[A-Za-z_][\w.]*) in (?:DataLoader worker process \d+"
+    r"|pin memory thread for device \d+)\.\s*$"
+)
+_MAX_RERAISED_LINES = 300
 
 _TB_HEADER = Lazy(r"^(?:\s*\+ )?(?:Exception Group )?Traceback \(most recent call last\):\s*$")
 _EXC_LINE = Lazy(r"^(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::(?: (?P<message>.*))?)?$")
@@ -281,7 +290,9 @@ def _exception_after(lines: list[str], header: int) -> PythonException | None:
         if match is None:
             return None  # interleaved output: not a traceback we can trust
         message_lines = [match["message"]] if match["message"] is not None else []
-        for extra in lines[index + 1 : index + _MAX_MESSAGE_LINES]:
+        reraised = bool(message_lines) and _RERAISED.match(message_lines[0]) is not None
+        most = _MAX_RERAISED_LINES if reraised else _MAX_MESSAGE_LINES
+        for extra in lines[index + 1 : index + most]:
             if group:
                 # Inside a group every message line is prefixed; "+-+----" starts a member.
                 if not _GROUP_PREFIX.match(extra):
@@ -311,6 +322,25 @@ def _traceback_context(lines: list[str], header: int) -> str:
     if previous.startswith("Exception in thread"):
         return "thread"
     return "uncaught"
+
+
+def headline(message: str) -> str:
+    """What a message says, in one line: its first, but for an exception torch raised
+    again from a DataLoader worker (`Caught RuntimeError in DataLoader worker process 0.`,
+    true of any RuntimeError in any worker), the worker's own message, its traceback's last
+    line (`stack expects each tensor to be equal size, ...`): what a spec expects, a title
+    says."""
+    lines = message.strip().split("\n")
+    first = lines[0].strip()
+    caught = _RERAISED.match(first)
+    if caught is None:
+        return first
+    short = caught["type"].rsplit(".", 1)[-1]
+    for line in reversed(lines[1:]):
+        found = _EXC_LINE.match(line.rstrip())
+        if found and found["type"].rsplit(".", 1)[-1] == short and found["message"]:
+            return found["message"].strip()
+    return first
 
 
 def last_line(text: str) -> str | None:

@@ -7,8 +7,8 @@ The programs are in tests/data/capture/ and fail for real: a DataLoader worker's
 Lightning-style `\\r` bars, a deadlock inside an import, a segfaulting `subprocess` child, a
 multiprocessing.Pool left waiting for its segfaulted worker's task, a forked worker that
 segfaults loading the batch ahead of its loop, a DataLoader worker that deadlocks fetching
-an item, and a script whose local
-modules are imported by name at run time.
+an item, a DataLoader worker raising ValueError deep in the dataset's code, and a script
+whose local modules are imported by name at run time.
 """
 
 from __future__ import annotations
@@ -436,6 +436,18 @@ def test_the_packages_are_read_in_the_interpreter_that_ran_the_command(
     assert spec_document(workdir)["expect"] == {
         "outcome": "error", "exception": "ValueError", "message": r"\d+\.\d+\.\d+",
     }  # fmt: skip
+
+
+def test_a_workers_exception_is_expected_by_its_own_message(cli: Cli, tmp_path: Path) -> None:
+    # torch raises it again as `Caught ValueError in DataLoader worker process 0.`: that
+    # was the message expected, which any ValueError of any worker matches.
+    workdir = copied("workererror", tmp_path)
+    result = capture(cli, workdir, "python", "train.py", "--workers", "2")
+    assert "verdict reproduced" in result.stdout, result.stdout
+    expect = spec_document(workdir)["expect"]
+    assert isinstance(expect, dict)
+    assert expect["exception"] == "ValueError"
+    assert expect["message"] == r"bad sample \d+: label \-\d+ is out of range \[\d+, \d+\)"
 
 
 def test_a_script_named_through_dot_dot_reproduces_in_the_copy(cli: Cli, tmp_path: Path) -> None:

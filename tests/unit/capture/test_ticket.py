@@ -74,6 +74,18 @@ def test_a_lightning_chain_gives_the_last_exception_its_cause_and_the_validation
     assert read.command is None
 
 
+def test_a_workers_exception_raised_again_is_expected_by_the_workers_own_message() -> None:
+    # torch 2.13's log, recorded: the spec expected `Caught ValueError in DataLoader worker
+    # process \d+\.`, true of any ValueError of any worker.
+    log = (DATA / "recorded" / "dataloader-reraised-deep.stderr.log").read_text()
+    read = read_ticket("$ python train.py --workers 2\n" + log)
+    assert read.failure.exception == "ValueError"
+    assert read.failure.message == "bad sample 27: label -1 is out of range [0, 10)"
+    draft = skeleton(read, "t.md")
+    assert draft.expect["message"] == r"bad sample \d+: label \-\d+ is out of range \[\d+, \d+\)"
+    assert "- `ValueError`: bad sample 27: label -1 is out of range [0, 10)" in draft.description
+
+
 def test_a_faulthandler_dump_gives_the_signal_the_crashing_thread_and_the_freeze() -> None:
     read = read_ticket(ticket("faulthandler-segfault.txt"))
     assert (read.failure.outcome, read.failure.signal, read.failure.where) == (

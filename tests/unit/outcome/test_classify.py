@@ -28,7 +28,13 @@ from reprospec.core.words import (
 from reprospec.outcome.classify import classify, normalize_message, worker_death
 from reprospec.outcome.evidence import iter_events, read_log
 from reprospec.outcome.judge import judge_attempt
-from reprospec.outcome.tracebacks import PythonException, parse_exception, raised_types, went_on
+from reprospec.outcome.tracebacks import (
+    PythonException,
+    headline,
+    parse_exception,
+    raised_types,
+    went_on,
+)
 from tests.support.paths import DATA
 from tests.support.plans import execution_in
 
@@ -170,6 +176,27 @@ def test_a_blank_source_line_inside_a_traceback_does_not_end_it() -> None:
     assert exception.type == "RuntimeError"
     assert exception.message is not None
     assert "exited unexpectedly with exit code 3" in exception.message
+
+
+def test_an_exception_raised_again_from_a_worker_is_headed_by_the_workers_own_message() -> None:
+    """Recorded (torch 2.13): torch's `Caught ValueError in DataLoader worker process 0.`
+    is true of any ValueError in any worker; the worker's message is its traceback's last
+    line, 107 lines below, past the 30 a message was read to."""
+    text = read_log(RECORDED / "dataloader-reraised-deep.stderr.log")
+    exception = parse_exception(text)
+    assert exception is not None
+    assert exception.message is not None
+    assert exception.type == "ValueError"
+    assert exception.message.startswith("Caught ValueError in DataLoader worker process 0.")
+    assert len(exception.message.splitlines()) > 100
+    assert headline(exception.message) == "bad sample 27: label -1 is out of range [0, 10)"
+    # Any other message is headed by its first line.
+    assert headline("CUDA error: out of memory\nCompile with TORCH_USE_CUDA_DSA") == (
+        "CUDA error: out of memory"
+    )
+    # A worker's traceback whose own line was lost (cut) keeps torch's.
+    cut = "Caught KeyError in DataLoader worker process 3.\nOriginal Traceback (most recent"
+    assert headline(cut) == "Caught KeyError in DataLoader worker process 3."
 
 
 def test_shutdown_reports_are_not_the_main_exception() -> None:
