@@ -61,6 +61,50 @@ _PYTHON_VERSION = re.compile(r"(?P<version>3\.\d+)(?:\.\d+)?")
 _PROSE_TORCH = re.compile(
     r"(?<![\w/.-])(?:torch|pytorch|PyTorch)[ =v:]+(?P<version>\d+\.\d+(?:\.\d+)?(?:\+\w+)?)\b"
 )
+# Other distributions said in prose ("transformers 4.36.2, numpy 1.26.2"): a name and a
+# version, pinned where it is the one version the ticket says of that name and no list has
+# it. The names are those tickets of this tool's incidents name (torch's own is above).
+_PROSE_LIBRARIES = (
+    "accelerate",
+    "bitsandbytes",
+    "datasets",
+    "deepspeed",
+    "diffusers",
+    "flash-attn",
+    "huggingface-hub",
+    "lightning",
+    "numpy",
+    "peft",
+    "pytorch-lightning",
+    "safetensors",
+    "scipy",
+    "timm",
+    "tokenizers",
+    "torchaudio",
+    "torchvision",
+    "transformers",
+    "triton",
+    "vllm",
+    "xformers",
+)
+_PROSE_LIBRARY = re.compile(
+    r"(?<![\w/.-])(?P<name>"
+    + "|".join(n.replace("-", "[-_]") for n in _PROSE_LIBRARIES)
+    + r")[ =v:]+(?P<version>\d+\.\d+(?:\.\d+)?(?:\+\w+)?)\b(?![.-]\d)",
+    re.IGNORECASE,
+)
+# A GPU model said in prose ("one RTX 4090", "8x A100 80GB"), where no collect_env names one.
+_PROSE_GPU = re.compile(
+    r"(?<![\w/.-])(?P<model>(?:(?:NVIDIA )?(?:GeForce )?(?:RTX ?A?\d{4}(?: ?Ti)?|GTX ?\d{3,4}(?: ?Ti)?"
+    r"|A100|A800|H100|H200|H800|B200|GB200|V100|P100|L40S?)"
+    # Names short enough to be anything else ("layer L4") only after NVIDIA or Tesla.
+    r"|(?:NVIDIA|Tesla) (?:T4|L4|A10G?|A30|A40))"
+    r"(?: \d+ ?GB)?)(?![\w/.-])"
+)
+# The driver said in prose: "driver 535.104.05", "NVIDIA driver version: 535.104".
+_PROSE_DRIVER = re.compile(r"\b[Dd]river(?: version)?[ :=v]+(?P<version>\d{3}\.\d+(?:\.\d+)?)\b")
+# torch's local version label names the CUDA it was built with: `2.1.0+cu121` is 12.1.
+_TORCH_CUDA_LABEL = re.compile(r"\+cu(?P<major>\d+)(?P<minor>\d)$")
 # py-spy's dump says `Python v3.10.13 (/usr/bin/python3.10)`.
 _PROSE_PYTHON = re.compile(r"(?<![\w/.-])[Pp]ython v?(?P<version>3\.\d+)(?:\.\d+)?\b")
 # A traceback's paths name the interpreter's version: `/lib/python3.11/site-packages/`,
@@ -151,7 +195,7 @@ class Package:
     name: str
     version: str
     # "pip" (collect_env's [pip3] or a freeze), "conda", "pytest" (its header), "env"
-    # (`transformers-cli env`'s `- Accelerate version: 0.25.0`)
+    # (`transformers-cli env`'s `- Accelerate version: 0.25.0`), "prose" ("numpy 1.26.2")
     source: str
 
     @property
@@ -310,6 +354,7 @@ def parse_machine(text: str) -> Machine:
         version = _version(value)
         if name in _ENV_LIBRARIES and version and version[0].isdigit():
             _add(packages, Package(name, version, "env"))
+    _add_prose_libraries(packages, text)
     listed = sorted(packages.values(), key=lambda p: (normalize(p.name), p.source))
     if torch is None:
         pinned = next((p for p in listed if normalize(p.name) == "torch"), None)
@@ -320,12 +365,22 @@ def parse_machine(text: str) -> Machine:
     if python is None:
         prose = _PROSE_PYTHON.search(text) or _PATH_PYTHON.search(text)
         python = prose["version"] if prose else None
+    torch_cuda = _known(fields.get("CUDA used to build PyTorch", ""))
+    label = _TORCH_CUDA_LABEL.search(torch or "")
+    if torch_cuda is None and label is not None:
+        torch_cuda = f"{label['major']}.{label['minor']}"
+    driver = _known(fields.get("Nvidia driver version", ""))
+    if driver is None:
+        said_drivers = {m["version"] for m in _PROSE_DRIVER.finditer(text)}
+        driver = said_drivers.pop() if len(said_drivers) == 1 else None
+    if not gpus:
+        gpus = list(dict.fromkeys(m["model"] for m in _PROSE_GPU.finditer(text)))
     return Machine(
         torch=torch,
-        torch_cuda=_known(fields.get("CUDA used to build PyTorch", "")),
+        torch_cuda=torch_cuda,
         cuda_runtime=_known(fields.get("CUDA runtime version", "")),
         cudnn=cudnn,
-        driver=_known(fields.get("Nvidia driver version", "")),
+        driver=driver,
         python=python,
         python_full=python_full,
         os=_known(fields.get("OS", "")),
@@ -333,6 +388,19 @@ def parse_machine(text: str) -> Machine:
         cuda_available={"true": True, "false": False}.get(available),
         packages=tuple(listed),
     )
+
+
+def _add_prose_libraries(packages: dict[tuple[str, str], Package], text: str) -> None:
+    """The distributions of _PROSE_LIBRARIES `text` says one version of, where no list
+    (pip's, conda's, pytest's, transformers-cli env's) has them: "worked with numpy 1.26,
+    fails with numpy 2.0" says two, and which failed is the reader's call."""
+    said: dict[str, set[str]] = {}
+    for match in _PROSE_LIBRARY.finditer(text):
+        said.setdefault(normalize(match["name"]), set()).add(match["version"])
+    listed = {name for name, _ in packages}
+    for name, versions in said.items():
+        if name not in listed and len(versions) == 1:
+            _add(packages, Package(name, versions.pop(), "prose"))
 
 
 def _pytest_header(line: str) -> tuple[Package, ...]:

@@ -54,6 +54,30 @@ def test_a_pytorch_issue_with_collect_env_gives_the_worker_segfault_and_the_mach
     assert read.presets == ("lightning",)
 
 
+def test_prose_says_the_libraries_the_gpus_the_driver_and_torchs_cuda() -> None:
+    # Only torch's version was read from prose: transformers and numpy stayed unpinned, and
+    # the machine's RTX 4090, its driver and torch's CUDA 12.1 (+cu121) compared nothing.
+    machine = parse_machine(
+        "**Environment**: Ubuntu 22.04, Python 3.10.12, PyTorch 2.1.0+cu121, Transformers"
+        " v4.36.2, numpy 1.26.2, one RTX 4090, driver 535.104.05.\n"
+        '  File "/venv/lib/python3.10/site-packages/transformers/trainer.py", line 1\n'
+    )
+    assert machine.requirements == (
+        "numpy==1.26.2", "torch==2.1.0+cu121", "transformers==4.36.2"
+    )  # fmt: skip
+    assert (machine.gpus, machine.driver, machine.torch_cuda) == (
+        ("RTX 4090",), "535.104.05", "12.1"
+    )  # fmt: skip
+    # Two versions of one name: which one failed is the reader's call. A list's wins.
+    two = parse_machine("worked with numpy 1.26.4, fails with numpy 2.0.1\nnumpy==2.0.1\n")
+    assert two.requirements == ("numpy==2.0.1",)
+    assert parse_machine("worked with numpy 1.26.4, fails with numpy 2.0.1").requirements == ()
+    # A short model name is one only after NVIDIA or Tesla; "8x A100 80GB" keeps its memory.
+    assert parse_machine("the L4 cache; on an NVIDIA T4 and 8x A100 80GB").gpus == (
+        "NVIDIA T4", "A100 80GB"
+    )  # fmt: skip
+
+
 def test_a_lightning_chain_gives_the_last_exception_its_cause_and_the_validation_step() -> None:
     read = read_ticket(ticket("lightning-chain.txt"))
     failure = read.failure
