@@ -95,7 +95,8 @@ _PROSE_LIBRARY = re.compile(
 )
 # A GPU model said in prose ("one RTX 4090", "8x A100 80GB"), where no collect_env names one.
 _PROSE_GPU = re.compile(
-    r"(?<![\w/.-])(?P<model>(?:(?:NVIDIA )?(?:GeForce )?(?:RTX ?A?\d{4}(?: ?Ti)?|GTX ?\d{3,4}(?: ?Ti)?"
+    r"(?<![\w/.-])(?P<model>(?:(?:NVIDIA )?(?:GeForce )?"
+    r"(?:RTX ?A?\d{4}(?: ?Ti)?|GTX ?\d{3,4}(?: ?Ti)?"
     r"|A100|A800|H100|H200|H800|B200|GB200|V100|P100|L40S?)"
     # Names short enough to be anything else ("layer L4") only after NVIDIA or Tesla.
     r"|(?:NVIDIA|Tesla) (?:T4|L4|A10G?|A30|A40))"
