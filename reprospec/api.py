@@ -29,6 +29,7 @@ from reprospec.core.runoptions import (
     RunOptions,
     Shard,
     Words,
+    from_api,
     optional_path,
     run_options,
     string_sequence,
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from reprospec.report.compare import RunComparison
 
 
+@from_api
 def load_spec(path: str | Path, overrides: Words = (), *, files: bool = True) -> Spec:
     """Read, override (`PATH=VALUE` as `--set` takes them) and validate one spec file.
 
@@ -58,6 +60,7 @@ def load_spec(path: str | Path, overrides: Words = (), *, files: bool = True) ->
     return spec.load_spec(path, string_sequence("overrides", overrides), files=files)
 
 
+@from_api
 def validate(paths: str | Path | Iterable[str | Path]) -> Validation:
     """Check spec files (folders are searched for *.yaml / *.yml); never raises on bad specs.
 
@@ -76,6 +79,7 @@ def validate(paths: str | Path | Iterable[str | Path]) -> Validation:
     return validation.validate(listed)
 
 
+@from_api
 def plan_run(spec: Spec | str | Path, options: RunOptions | None = None) -> RunPlan:
     """The cells and every attempt `run` would execute with these options; runs nothing.
 
@@ -90,6 +94,7 @@ def plan_run(spec: Spec | str | Path, options: RunOptions | None = None) -> RunP
     return runplan.plan_run(spec, options)
 
 
+@from_api
 def run(
     spec: Spec | str | Path,
     options: RunOptions | None = None,
@@ -115,6 +120,7 @@ def run(
     return stages.run(spec, options, progress=progress, cancel=cancel)
 
 
+@from_api
 def resume(
     run_id: str | Path,
     *,
@@ -160,6 +166,7 @@ def render(result: RunResult | Answer, fmt: str = "md") -> str:
     return render_report(_result(result, "render"), fmt)
 
 
+@from_api
 def load_result(run: str | Path, out: str | Path = Path(".reprospec")) -> RunResult:
     """A finished run: a run folder, its results.json, or a run id (or unique prefix) in `out`.
 
@@ -171,6 +178,7 @@ def load_result(run: str | Path, out: str | Path = Path(".reprospec")) -> RunRes
     return load_run(run, _path("out", out))
 
 
+@from_api
 def compare(
     run_a: RunResult | str | Path,
     run_b: RunResult | str | Path,

@@ -37,7 +37,7 @@ from reprospec.capture.command import Captured
 from reprospec.capture.hangwait import VerifyWait
 from reprospec.core.inputs import Spec
 from reprospec.core.results import RunResult
-from reprospec.core.runoptions import RunOptions, Words, optional_path
+from reprospec.core.runoptions import RunOptions, Words, from_api, optional_path
 from reprospec.errors import UsageError
 from reprospec.isolation.driver import IsolateOptions
 from reprospec.isolation.report import IsolateResult
@@ -48,6 +48,7 @@ Progress = Callable[[str], None]
 Options = TypeVar("Options")
 
 
+@from_api
 def isolate_spec(
     spec: Spec | str | Path,
     options: IsolateOptions | None = None,
@@ -70,6 +71,7 @@ def isolate_spec(
     return driver.isolate_spec(path, options, progress=progress, cancel=_cancel(cancel))
 
 
+@from_api
 def minimize_spec(
     spec: Spec | str | Path,
     options: MinimizeOptions | None = None,
@@ -88,6 +90,7 @@ def minimize_spec(
     return driver.minimize_spec(path, options, progress=progress, cancel=_cancel(cancel))
 
 
+@from_api
 def amplify_spec(
     spec: Spec | str | Path,
     options: AmplifyOptions | None = None,
@@ -105,6 +108,7 @@ def amplify_spec(
     return driver.amplify_spec(path, options, progress=progress, cancel=_cancel(cancel))
 
 
+@from_api
 def bisect_spec(
     request: BisectRequest,
     *,
@@ -124,6 +128,7 @@ def bisect_spec(
     return driver.bisect_spec(request, progress=_progress(progress), cancel=_cancel(cancel))
 
 
+@from_api
 def capture_command(
     argv: Words,
     *,

@@ -32,7 +32,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
-from reprospec.core.runoptions import RunOptions, WordSet, check_options, rerun_words
+from reprospec.core.runoptions import RunOptions, WordSet, check_options, rerun_words, said
 from reprospec.core.sections import Perturb, SectionError
 from reprospec.core.words import FRESH_PREFIX, plural
 from reprospec.environment.probe import shared_captures
@@ -172,14 +172,17 @@ def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
         name, sep, raw = item.partition("=")
         name = name.strip().removeprefix("environment.perturb.").removeprefix("perturb.")
         if not sep or not name:
-            raise UsageError(f"--try {item}: expected FIELD=VALUE, like switch_interval=1e-6")
+            raise UsageError(
+                f"{said('--try', 'tries')} {item}: expected FIELD=VALUE, like switch_interval=1e-6"
+            )
         if name not in FIELDS:
             close = suggest(name, FIELDS)
             hint = f"; perhaps you meant {close[0]!r}?" if close else ""
             raise UsageError(
-                f"--try {item}: unknown perturbation {name!r}{hint} (known: {', '.join(FIELDS)})"
+                f"{said('--try', 'tries')} {item}: unknown perturbation {name!r}{hint} "
+                f"(known: {', '.join(FIELDS)})"
             )
-        value = option_value("--try", item, name, raw)
+        value = option_value(said("--try", "tries"), item, name, raw)
         section: JsonObject = (
             {"torch": {name.removeprefix("torch."): value}}
             if name.startswith("torch.")
@@ -191,11 +194,11 @@ def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
 
         problems = value_problems(("environment", "perturb", *name.split(".")), value)
         if problems:
-            raise UsageError(f"--try {item}: {problems[0][1]}")
+            raise UsageError(f"{said('--try', 'tries')} {item}: {problems[0][1]}")
         try:
             Perturb.from_section(section)
         except SectionError as exc:
-            raise UsageError(f"--try {item}: {exc}") from None
+            raise UsageError(f"{said('--try', 'tries')} {item}: {exc}") from None
         out.append((name, value))
     return tuple(out)
 

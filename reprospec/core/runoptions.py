@@ -7,13 +7,15 @@ so `--resume` runs again with exactly the options the run started with.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import field, replace
 from numbers import Integral, Real
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, ParamSpec, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, KeysView, MutableSequence, ValuesView
@@ -38,6 +40,34 @@ Words: TypeAlias = (
     "tuple[str, ...] | MutableSequence[str] | Iterator[str] | KeysView[str] | ValuesView[str]"
 )
 WordSet: TypeAlias = "Words | AbstractSet[str]"
+
+# Whether what runs was asked through the Python API (reprospec.api, reprospec.investigate):
+# its errors name the argument the caller passed (`overrides`, `passing_sets`), where the
+# CLI's option (`--set`, `--passing-set`) sent a caller who typed none to the CLI's help.
+_FROM_API: ContextVar[bool] = ContextVar("reprospec_from_api", default=False)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def from_api(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """`function`, an entry of the Python API: while it runs, `said` names arguments."""
+
+    @functools.wraps(function)
+    def called(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        token = _FROM_API.set(True)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _FROM_API.reset(token)
+
+    return called
+
+
+def said(option: str, argument: str) -> str:
+    """How an error names what the user gave: the CLI's `option` (`--set`), or, under
+    `from_api`, the API's `argument` (`overrides`)."""
+    return argument if _FROM_API.get() else option
+
 
 STOP_ON = ("never", "first-reproduction", "first-miss")
 # The runners `--runner` offers, by name: the registry (runners/__init__.py RUNNERS) builds

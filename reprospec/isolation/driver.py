@@ -29,7 +29,7 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
-from reprospec.core.runoptions import RunOptions, Words, WordSet, check_options
+from reprospec.core.runoptions import RunOptions, Words, WordSet, check_options, said
 from reprospec.core.words import plural
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
@@ -137,10 +137,10 @@ def _isolate(
             progress(redactor.text(message))
 
     plan = api.plan_run(spec, run_options.with_changes(matrix_filters=()))
-    failing_sets = _parse_sets(options.failing_sets, "--failing-set")
-    passing_sets = _parse_sets(options.passing_sets, "--passing-set")
-    _check_axes(options.failing_sets, "--failing-set", plan.cells)
-    _check_axes(options.passing_sets, "--passing-set", plan.cells)
+    failing_sets = _parse_sets(options.failing_sets, said("--failing-set", "failing_sets"))
+    passing_sets = _parse_sets(options.passing_sets, said("--passing-set", "passing_sets"))
+    _check_axes(options.failing_sets, said("--failing-set", "failing_sets"), plan.cells)
+    _check_axes(options.passing_sets, said("--passing-set", "passing_sets"), plan.cells)
     if any(e.observes for e in plan.expectations.distinct):
         raise UsageError(
             "isolate needs the spec's expect: it says how the failing cell fails (the same "
@@ -417,8 +417,9 @@ def _choose_cells(
     if options.cell and options.failing:
         # Two answers to one question: which one was meant cannot be guessed.
         raise UsageError(
-            "-m and --failing both choose the failing cell: give one (-m keeps cells, and "
-            "the first of them expected to fail is the failing cell)"
+            f"{said('-m', 'cell')} and {said('--failing', 'failing')} both choose the failing "
+            f"cell: give one ({said('-m', 'cell')} keeps cells, and the first of them expected "
+            "to fail is the failing cell)"
         )
     # The rule amplify and bisect share (plan/failingcell.py): -m keeps cells, and the first
     # of them expected to fail is the failing cell. Asked only where some cell is: where none
@@ -437,13 +438,17 @@ def _choose_cells(
         else None
     )
     eligible = choice.candidates if choice is not None else cells
-    failing = _select(cells, options.failing, "--failing") if options.failing else None
+    failing = (
+        _select(cells, options.failing, said("--failing", "failing")) if options.failing else None
+    )
     if failing is not None and expectations.of(failing).outcome == "pass":
         raise UsageError(
             f"the failing cell {failing.id} is expected to pass: isolate needs a cell "
             f"whose expect says how it fails"
         )
-    passing = _select(cells, options.passing, "--passing") if options.passing else None
+    passing = (
+        _select(cells, options.passing, said("--passing", "passing")) if options.passing else None
+    )
     expected_to_pass = [c for c in cells if expectations.of(c).outcome == "pass"]
     if failing is None and (passing is not None or expected_to_pass) and choice is not None:
         failing = choice.cell
@@ -473,7 +478,7 @@ def _choose_cells(
         raise UsageError(
             f"{spec.path} has one cell ({cells[0].id}), so none of its cells can be the "
             "passing side; nothing ran: give the fields that make the passing side with "
-            "--passing-set (the cell with them set: matrix.AXIS=VALUE, "
+            f"{said('--passing-set', 'passing_sets')} (the cell with them set: matrix.AXIS=VALUE, "
             "environment.env.NAME=VALUE, ~environment.env.NAME; repeatable), or widen an "
             "axis of its matrix and expect the new cell to pass (expect.cases)"
         )
@@ -489,7 +494,8 @@ def _choose_cells(
     if failing == passing and not (options.failing_sets or options.passing_sets):
         raise UsageError(
             f"the failing and passing cells are the same cell ({failing.id}): name another "
-            f"with --passing, or set the fields that differ with --passing-set"
+            f"with {said('--passing', 'passing')}, or set the fields that differ with "
+            f"{said('--passing-set', 'passing_sets')}"
         )
     return failing, passing
 
@@ -539,22 +545,24 @@ def _observe(
             raise UsageError(
                 f"the cell did not fail as expected in one attempt (run {result.run_id}): for "
                 "a rare failure, `reprospec amplify` first (then isolate --amplify); a "
-                "one-cell spec's sides differ by the fields --passing-set sets"
+                "one-cell spec's sides differ by the fields "
+                f"{said('--passing-set', 'passing_sets')} sets"
             )
         if options.cell:
-            shown = " ".join("-m " + f for f in options.cell)
+            shown = " ".join(f"{said('-m', 'cell')} {f}" for f in options.cell)
             raise UsageError(
                 f"no cell kept by {shown} failed as expected in one run of the matrix (run "
-                f"{result.run_id}): keep another with -m"
+                f"{result.run_id}): keep another with {said('-m', 'cell')}"
             )
         raise UsageError(
             f"no cell failed as expected in one run of the matrix (run {result.run_id}): "
-            f"name one with --failing"
+            f"name one with {said('--failing', 'failing')}"
         )
     if passing is None:
         raise UsageError(
             f"no cell passed in one run of the matrix (run {result.run_id}): name one with "
-            f"--passing, or set fields with --passing-set"
+            f"{said('--passing', 'passing')}, or set fields with "
+            f"{said('--passing-set', 'passing_sets')}"
         )
     return failing, passing
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TypeAlias
 
 from reprospec.core.jsontypes import JsonPath, JsonValue
+from reprospec.core.runoptions import said
 from reprospec.errors import UsageError
 from reprospec.spec.yamlsource import (
     Location,
@@ -24,6 +25,11 @@ from reprospec.spec.yamlsource import (
 )
 
 
+def _set() -> str:
+    """How a problem names the override: `--set`, or `overrides` to the Python API's caller."""
+    return said("--set", "overrides")
+
+
 def apply_override(data: JsonValue, override: str) -> JsonValue:
     """Apply one `--set PATH=VALUE` (VALUE read as YAML, list indexes as numbers) or `~PATH`."""
     if override.startswith("~"):
@@ -32,10 +38,10 @@ def apply_override(data: JsonValue, override: str) -> JsonValue:
     _no_brackets(override, dotted)
     parts = [p.strip() for p in dotted.split(".")]
     if not sep or not all(parts):
-        raise UsageError(f"--set {override}: expected PATH=VALUE, like run.timeout=5m")
-    value = option_value("--set", override, dotted, raw)
+        raise UsageError(f"{_set()} {override}: expected PATH=VALUE, like run.timeout=5m")
+    value = option_value(_set(), override, dotted, raw)
     if not isinstance(data, dict):
-        raise UsageError(f"--set {override}: the spec is not a mapping")
+        raise UsageError(f"{_set()} {override}: the spec is not a mapping")
     node: JsonValue = data
     for depth, part in enumerate(parts):
         last = depth == len(parts) - 1
@@ -43,7 +49,7 @@ def apply_override(data: JsonValue, override: str) -> JsonValue:
         if isinstance(node, list):
             if not part.isdigit() or int(part) >= len(node):
                 raise UsageError(
-                    f"--set {override}: '{where}': expected a list index below {len(node)}"
+                    f"{_set()} {override}: '{where}': expected a list index below {len(node)}"
                 )
             if last:
                 node[int(part)] = value
@@ -56,7 +62,7 @@ def apply_override(data: JsonValue, override: str) -> JsonValue:
             node = node[part]
         else:
             parent = ".".join(parts[:depth])
-            raise UsageError(f"--set {override}: '{parent}' is a value, not a mapping or list")
+            raise UsageError(f"{_set()} {override}: '{parent}' is a value, not a mapping or list")
     return data
 
 
@@ -98,7 +104,7 @@ def _delete(data: JsonValue, override: str) -> JsonValue:
                 node = node[int(part)]
         else:
             where = ".".join(parts[: depth + 1])
-            raise UsageError(f"--set {override}: '{where}' is not in the spec")
+            raise UsageError(f"{_set()} {override}: '{where}' is not in the spec")
     return data
 
 
@@ -110,7 +116,7 @@ def _no_brackets(override: str, dotted: str) -> None:
     """`matrix.mode[9]=x` is a natural guess; say the dotted spelling instead of 'not found'."""
     if re.search(_BRACKETS, dotted):
         fixed = override.replace(dotted, re.sub(_BRACKETS, r".\1", dotted), 1)
-        raise UsageError(f"--set {override}: use dots for list indexes, like {fixed}")
+        raise UsageError(f"{_set()} {override}: use dots for list indexes, like {fixed}")
 
 
 def override_target(data: JsonValue, override: str) -> JsonPath | None:
@@ -178,7 +184,7 @@ def annotate(
             if locations is not None:
                 line, col = locate(locations, problem.path or ())
                 place = f"{file}:{line}:{col}: "
-            out.append(f"{place}{where}: {problem.message} (from --set {override})")
+            out.append(f"{place}{where}: {problem.message} (from {_set()} {override})")
             continue
         path = problem.path
         cause = None
@@ -196,7 +202,7 @@ def annotate(
                     break
         if cause is not None:
             problem = Problem(
-                problem.line, problem.col, path, f"{problem.message} (from --set {cause})"
+                problem.line, problem.col, path, f"{problem.message} (from {_set()} {cause})"
             )
         out.append(problem.format(file))
     return out

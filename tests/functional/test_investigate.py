@@ -13,6 +13,8 @@ import pytest
 
 import reprospec
 from reprospec import venvs
+from reprospec.errors import SpecError, UsageError
+from reprospec.spec import load as spec_load
 from tests.support.api import TOGGLES
 from tests.support.envs import make_releases, uv_environment
 
@@ -56,6 +58,32 @@ def test_isolate_names_the_toggle_that_segfaults(
     assert again.id != found.id  # another timeout: another question
     replayed = reprospec.isolate_spec(spec, options)
     assert (replayed.id, replayed.reused) == (found.id, len(found.runs))
+
+
+def test_a_callers_mistake_is_named_by_the_argument_it_passed_not_a_cli_option(
+    tmp_path: Path,
+) -> None:
+    # `(from --set matrix.b=1)`, `give ... with --passing-set`: options the caller never typed.
+    spec = _write(
+        tmp_path,
+        "one.yaml",
+        "reprospec: 1\nname: one\ncommand: 'false'\nexpect: {outcome: error}\n",
+    )
+    with pytest.raises(SpecError, match=r"\(from overrides matrix\.b=1\)$"):
+        reprospec.load_spec(spec, ["matrix.b=1"])
+    with pytest.raises(UsageError, match=r"^overrides nonsense: expected PATH=VALUE"):
+        reprospec.load_spec(spec, ["nonsense"])
+    isolate = reprospec.IsolateOptions(run=reprospec.RunOptions(out=tmp_path / "out"))
+    with pytest.raises(UsageError, match=r"side with passing_sets \(the cell") as said:
+        reprospec.isolate_spec(spec, isolate)
+    assert "--" not in str(said.value)
+    with pytest.raises(UsageError, match=r"^passing_sets bad: expected PATH=VALUE"):
+        reprospec.isolate_spec(spec, dataclasses.replace(isolate, passing_sets=("bad",)))
+    with pytest.raises(UsageError, match=r"^tries nosuch=1: unknown perturbation"):
+        reprospec.amplify_spec(spec, reprospec.AmplifyOptions(tries=("nosuch=1",)))
+    # The CLI's own words are the CLI's, after an API call in the same process too.
+    with pytest.raises(UsageError, match=r"^--set nonsense: "):
+        spec_load.load_spec(spec, ["nonsense"])
 
 
 def test_a_cancelled_isolate_is_an_interrupted_answer_exit_130(tmp_path: Path) -> None:
