@@ -144,8 +144,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     returns the exit code. A Ctrl-C anywhere in it exits EXIT_INTERRUPTED with one line,
     before the verb's own handler too (the completion hook's and the collector's imports),
     where that one printed a traceback."""
+    # Imported here: `--version` and the completion hook pay nothing for it.
+    from reprospec.core.runoptions import from_cli
+
     try:
-        return _main(argv)
+        with from_cli():
+            return _main(argv)
     except KeyboardInterrupt:
         print("reprospec: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -7,6 +7,7 @@ so `--resume` runs again with exactly the options the run started with.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -41,10 +42,13 @@ Words: TypeAlias = (
 )
 WordSet: TypeAlias = "Words | AbstractSet[str]"
 
-# Whether what runs was asked through the Python API (reprospec.api, reprospec.investigate):
-# its errors name the argument the caller passed (`overrides`, `passing_sets`), where the
-# CLI's option (`--set`, `--passing-set`) sent a caller who typed none to the CLI's help.
+# Who asked, for the errors' words (`said`): the Python API (reprospec.api,
+# reprospec.investigate), whose caller passed `overrides` and `passing_sets`, or the CLI,
+# whose user typed `--set` and `--passing-set`. The CLI's flag is the process's while its
+# `main` runs, threads included: the CLI's searches call the API's own functions (isolate's
+# driver loads each side with api.load_spec), where the user typed `--set` all the same.
 _FROM_API: ContextVar[bool] = ContextVar("reprospec_from_api", default=False)
+_CLI_RUNNING: list[bool] = []
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -63,10 +67,20 @@ def from_api(function: Callable[_P, _R]) -> Callable[_P, _R]:
     return called
 
 
+@contextlib.contextmanager
+def from_cli() -> Iterator[None]:
+    """While the CLI's `main` runs: `said` names the options typed, whatever it calls."""
+    _CLI_RUNNING.append(True)
+    try:
+        yield
+    finally:
+        _CLI_RUNNING.pop()
+
+
 def said(option: str, argument: str) -> str:
-    """How an error names what the user gave: the CLI's `option` (`--set`), or, under
-    `from_api`, the API's `argument` (`overrides`)."""
-    return argument if _FROM_API.get() else option
+    """How an error names what the user gave: the CLI's `option` (`--set`), or, in a call
+    of the Python API made outside the CLI, the API's `argument` (`overrides`)."""
+    return argument if _FROM_API.get() and not _CLI_RUNNING else option
 
 
 STOP_ON = ("never", "first-reproduction", "first-miss")

@@ -77,6 +77,9 @@ def test_a_callers_mistake_is_named_by_the_argument_it_passed_not_a_cli_option(
     with pytest.raises(UsageError, match=r"side with passing_sets \(the cell") as said:
         reprospec.isolate_spec(spec, isolate)
     assert "--" not in str(said.value)
+    bad_set = dataclasses.replace(isolate, run=reprospec.RunOptions(overrides=("nonsense",)))
+    with pytest.raises(UsageError, match=r"^overrides nonsense: expected PATH=VALUE"):
+        reprospec.isolate_spec(spec, bad_set)
     with pytest.raises(UsageError, match=r"^passing_sets bad: expected PATH=VALUE"):
         reprospec.isolate_spec(spec, dataclasses.replace(isolate, passing_sets=("bad",)))
     with pytest.raises(UsageError, match=r"^tries nosuch=1: unknown perturbation"):

@@ -376,6 +376,11 @@ def test_a_one_cell_spec_without_a_passing_set_is_refused_before_anything_runs(
     assert "amplify" not in stderr
     assert "Traceback" not in stderr
     assert not (tmp_path / "out" / "runs").exists()
+    # The driver loads the spec through the Python API's load_spec: the words stay the
+    # CLI's, the options the user typed (the API's would say `overrides`).
+    code, _, stderr = isolate(tmp_path, "--set", "matrix.b=1", spec=spec)
+    assert code == 2, stderr
+    assert "(from --set matrix.b=1)" in stderr
 
 
 def test_ctrl_c_then_resume(tmp_path: Path) -> None:
