@@ -49,6 +49,29 @@ _WORKER_KILLED = re.compile(
     r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<desc>[^.\n]+)"
 )
 _WORKER_EXITED = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly")
+# torch's own handler in a worker (torch/csrc/DataLoader.cpp) says which signal killed it,
+# before the main process's "exited unexpectedly", which says none.
+_WORKER_REPORT = re.compile(
+    r"ERROR: Unexpected (?P<what>segmentation fault|bus error|floating-point exception)"
+    r" encountered in worker\."
+)
+_WORKER_REPORT_SIGNALS = {
+    "segmentation fault": "SIGSEGV",
+    "bus error": "SIGBUS",
+    "floating-point exception": "SIGFPE",
+}
+# Where a pasted failure begins: the prompt line nearest before it ran it.
+_FAILURE_START = re.compile(
+    r"Traceback \(most recent call last\)|Fatal Python error|ERROR: Unexpected \w"
+    r"|received signal SIG|Segmentation fault|Bus error|Timeout \(\d"
+)
+# A command run to show the machine: `python -m torch.utils.collect_env`, `pip list`,
+# `python -c "import torch; print(torch.__version__)"`, `transformers-cli env`.
+_MACHINE_REPORT = re.compile(
+    r"collect_env|__version__|(?:^|\s)-m +pip\b|(?:^|[\s/])(?:pip3?|conda) +(?:list|freeze)\b"
+    r"|(?:^|[\s/])(?:transformers-cli|diffusers-cli|huggingface-cli|accelerate) +env\b"
+    r"|nvidia-smi"
+)
 _SHELL_SIGNAL = re.compile(
     r"^(?:.*?: line \d+: +(?P<pid>\d+) +)?(?P<desc>Segmentation fault|Bus error|Aborted"
     r"|Illegal instruction|Floating point exception|Killed|Trace/breakpoint trap)"
@@ -214,6 +237,10 @@ def read_ticket(text: str) -> Ticket:
         signal = signal_from_description(worker["desc"])
         where = "worker"
         evidence.append(f"a DataLoader worker died: {worker.group(0).strip()}")
+    elif (report := _WORKER_REPORT.search(clean)) is not None:
+        signal = _WORKER_REPORT_SIGNALS[report["what"]]
+        where = "worker"
+        evidence.append(f"a DataLoader worker's own report: {report.group(0)}")
     elif _WORKER_EXITED.search(clean):
         where = "worker"
         evidence.append("a DataLoader worker exited unexpectedly (its signal is not shown)")
@@ -556,21 +583,26 @@ def _command(text: str) -> str | None:
     Strongest first: a shell prompt line (`$ python ...`), gdb's `Starting program:`,
     a command quoted in prose (`` `python x.py` ``), a bare line that runs a script.
     """
-    prompted: list[str] = []
-    scripts: list[str] = []  # `$ ./run.sh`: the command only where no prompt runs a program
+    prompted: list[tuple[int, str]] = []
+    # `$ ./run.sh`: the command only where no prompt runs a program.
+    scripts: list[tuple[int, str]] = []
     started: list[str] = []
     quoted: list[str] = []
     bare: list[str] = []
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    failed_at = next((i for i, line in enumerate(lines) if _FAILURE_START.search(line)), None)
+    for index, line in enumerate(lines):
         windows = _WINDOWS_PROMPT.match(line)
         if windows is not None:
             line = "$ " + windows["command"].replace("\\", "/")
         prompt = _PROMPT.match(line)
+        if prompt and _shows_machine(prompt["command"]):
+            continue  # `$ python -m torch.utils.collect_env`: the machine, not the failure
         if prompt and _prompted_runs(prompt["command"]):
-            prompted.append(prompt["command"].strip())
+            prompted.append((index, prompt["command"].strip()))
             continue
         if prompt and _runs_a_script(prompt["command"]):
-            scripts.append(prompt["command"].strip())
+            scripts.append((index, prompt["command"].strip()))
             continue
         start = _GDB_START.match(line.strip()) or _PYSPY_PROCESS.match(line.strip())
         if start:
@@ -583,11 +615,29 @@ def _command(text: str) -> str | None:
             words = _words(found["command"])
             if words and words[0] == "gdb" and "--args" in words:
                 words = words[words.index("--args") + 1 :]
-            if runs_something(words):
+            if runs_something(words) and not _shows_machine(shlex.join(words)):
                 quoted.append(shlex.join(words))
-        if runs_something(_words(line.strip())):
+        if runs_something(_words(line.strip())) and not _shows_machine(line):
             bare.append(line.strip())
-    return next(iter(prompted + scripts + started + quoted + bare), None)
+    ran = [*_nearest_before(prompted, failed_at), *_nearest_before(scripts, failed_at)]
+    return next(iter(ran + started + quoted + bare), None)
+
+
+def _nearest_before(commands: list[tuple[int, str]], failed_at: int | None) -> list[str]:
+    """Of the prompt lines `commands` (line, command), the last before the failure's first
+    line, else the first: "`C:\\proj>python train.py` ... no wait, that was the Windows box
+    where it works. On the Linux box: `$ python train.py --bs 128`", then the traceback, or
+    `$ python prepare.py` before `$ python train.py`, ran the first."""
+    if not commands:
+        return []
+    before = [command for index, command in commands if failed_at is None or index < failed_at]
+    return [before[-1] if before else commands[0][1]]
+
+
+def _shows_machine(command: str) -> bool:
+    """A command a ticket ran to show its machine (collect_env, pip's and conda's lists, a
+    library's version, `transformers-cli env`), which passes: not the failing command."""
+    return _MACHINE_REPORT.search(command) is not None
 
 
 def _prompted_runs(line: str) -> bool:

@@ -407,6 +407,62 @@ def test_a_setup_script_before_the_program_is_not_the_command() -> None:
     assert read_ticket(text).command == "python train.py --epochs 1"
 
 
+def test_the_command_is_the_prompt_that_ran_the_failure_not_one_that_showed_the_machine() -> None:
+    # nu61: the first prompt, "the windows box where it works", was taken, and the spec
+    # lost `--bs 128`; a quoted `python -m torch.utils.collect_env` (it passes) was the
+    # command of another ticket.
+    windows_first = (
+        "```\nC:\\proj>python train.py --pin-memory --workers 4\n```\n"
+        "no wait, that was the windows box where it works. On the Linux box:\n```\n"
+        "(base) alice@gpu01:~/proj$ python train.py --pin-memory --workers 4 --bs 128\n"
+        "epoch 1 step 40 loss 0.3\nTraceback (most recent call last):\n"
+        '  File "/home/alice/proj/train.py", line 55, in <module>\nValueError: x\n```\n'
+        "$ python train.py --workers 0  # passes\n"
+    )
+    assert read_ticket(windows_first).command == (
+        "python train.py --pin-memory --workers 4 --bs 128"
+    )
+    machine_first = (
+        "`python -m torch.utils.collect_env`:\n```\nPyTorch version: 2.2.1+cu121\n```\n"
+        "Running `python -m mypkg.finetune --devices 2` gives:\n```\n"
+        "Traceback (most recent call last):\n"
+        '  File "/work/mypkg/finetune.py", line 120, in main\nValueError: x\n```\n'
+    )
+    assert read_ticket(machine_first).command == "python -m mypkg.finetune --devices 2"
+    for shown in (
+        "$ python -m pip list",
+        "$ pip freeze",
+        '$ python -c "import torch; print(torch.__version__)"',
+        "$ accelerate env",
+    ):
+        assert read_ticket(f"{shown}\n$ python t.py\nValueError: x\n").command == "python t.py"
+
+
+def test_a_workers_own_report_of_its_signal_is_a_crash_in_the_worker() -> None:
+    # torch's handler in the worker names the signal; the main process's "exited
+    # unexpectedly" names none: the spec expected `error RuntimeError`, which no live run
+    # of the same crash (crash SIGSEGV (worker)) matched.
+    read = read_ticket(
+        "$ python train.py --workers 4\n"
+        "ERROR: Unexpected segmentation fault encountered in worker.\n"
+        " Traceback (most recent call last):\n"
+        '  File "/home/alice/proj/train.py", line 55, in <module>\n'
+        "RuntimeError: DataLoader worker (pid(s) 5511) exited unexpectedly\n"
+    )
+    failure = read.failure
+    assert (failure.outcome, failure.signal, failure.where) == ("crash", "SIGSEGV", "worker")
+    assert skeleton(read, "t.md").expect == {
+        "outcome": "crash",
+        "signal": "SIGSEGV",
+        "where": "worker",
+    }
+    bus = read_ticket(
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by "
+        "insufficient shared memory (shm).\n"
+    )
+    assert (bus.failure.signal, bus.failure.where) == ("SIGBUS", "worker")
+
+
 def test_a_standard_library_frames_path_gives_the_python_version() -> None:
     # faulthandler's frame of ctypes: no site-packages path, no Versions block.
     text = (
