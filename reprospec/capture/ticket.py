@@ -380,7 +380,7 @@ def read_ticket(text: str) -> Ticket:
         ),
         machine=machine,
         command=command,
-        presets=detect(text),
+        presets=_presets(text),
         native_frames=_native_frames(clean),
         python_frames=tuple(frames),
         cuda_error=cuda.group(0).strip() if cuda else None,
@@ -468,6 +468,13 @@ def _running_test(text: str) -> str | None:
     return running
 
 
+def _presets(text: str) -> tuple[str, ...]:
+    """The presets the ticket's output fits. A Lightning bar counts from one line: a paste
+    from a terminal holds only the last state of a bar redrawn with `\\r` (`Epoch 0:  37%|...|
+    115/312`), and its form is Lightning's alone; a lone `step 3` may be the ticket's prose."""
+    return detect(text, one_line=("lightning",))
+
+
 def _progress(text: str) -> tuple[str | None, int | None]:
     """The phase and step the progress lines had reached before the failure was printed."""
     lines = output_lines(text)
@@ -481,7 +488,7 @@ def _progress(text: str) -> tuple[str | None, int | None]:
     )
     from reprospec.process.markers import compile_markers, match_markers
 
-    presets = [name for name in detect(text) if name not in ("pytest", "gtest")]
+    presets = [name for name in _presets(text) if name not in ("pytest", "gtest")]
     # Matched as a run matches them (process/markers.py), so the phase is named as the run
     # will name it: `eval step 3` is phase `eval` there, and a skeleton that wrote
     # `validation` (this reader's own synonyms) never matched the failure it was read from.

@@ -151,8 +151,10 @@ def output_lines(text: str) -> list[str]:
     return lines
 
 
-def detect(text: str) -> tuple[str, ...]:
-    """The presets whose markers fit the output `text`, most specific first."""
+def detect(text: str, *, one_line: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The presets whose markers fit the output `text`, most specific first: at least
+    MIN_DETECTED_LINES lines of it, but one of those in `one_line` (a ticket's paste of a
+    bar the terminal redrew in place, whose last state is one line)."""
     lines = output_lines(text)
     found: list[str] = []
     for name in _DETECTION_ORDER:
@@ -168,6 +170,6 @@ def detect(text: str) -> tuple[str, ...]:
         hits = sum(1 for line in lines if any(p.search(line) for p in compiled))
         if chosen.needs_phase and not any(p.search(line) for p in phased for line in lines):
             continue
-        if hits >= MIN_DETECTED_LINES:
+        if hits >= (1 if name in one_line else MIN_DETECTED_LINES):
             found.append(name)
     return tuple(found)

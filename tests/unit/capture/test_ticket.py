@@ -463,6 +463,17 @@ def test_a_workers_own_report_of_its_signal_is_a_crash_in_the_worker() -> None:
     assert (bus.failure.signal, bus.failure.where) == ("SIGBUS", "worker")
 
 
+def test_one_pasted_lightning_bar_gives_the_phase_and_step_a_lone_step_line_does_not() -> None:
+    # A terminal's copy of a bar redrawn with \r holds its last state only: one line, which
+    # read as no progress at all (two lines were needed).
+    bar = "Epoch 0:  37%|███▋      | 115/312 [00:41<01:10,  2.80it/s, loss=1.23]\n"
+    read = read_ticket(f"$ python fit.py\n{bar}Traceback (most recent call last):\nValueError: x\n")
+    assert read.presets == ("lightning",)
+    assert (read.failure.phase, read.failure.step) == ("train", 115)
+    prose = read_ticket("Step 3: run it.\n$ python fit.py\nValueError: x\n")
+    assert (prose.presets, prose.failure.step) == ((), None)
+
+
 def test_a_standard_library_frames_path_gives_the_python_version() -> None:
     # faulthandler's frame of ctypes: no site-packages path, no Versions block.
     text = (
