@@ -39,6 +39,9 @@ _FREEZE = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[\w
 _DIRECT_WHEEL = re.compile(
     r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*@\s*\S*/(?P<file>[^/\s]+\.whl)(?:#\S*)?\s*$"
 )
+# pip freeze's line of an editable install: `-e git+https://github.com/bob/proj.git@abc#egg=proj`,
+# `-e /home/bob/proj` (no index has either).
+_FREEZE_EDITABLE = re.compile(r"^\s*-e\s+(?P<url>[^#\s]+)(?:#egg=(?P<name>[\w.-]+))?\S*\s*$")
 # `pip list`'s table: `Package  Version` (then `-v`'s `Location  Installer`, an editable
 # install's `Editable project location`), a rule of dashes, a row per distribution.
 _PIP_LIST_HEADER = re.compile(r"^\s*Package\s+Version(?:\s+\S.*?)?\s*$")
@@ -221,6 +224,9 @@ class Machine:
     gpus: tuple[str, ...] = ()
     cuda_available: bool | None = None
     packages: tuple[Package, ...] = ()
+    # What the lists name that no index serves, each with why (`myop: a wheel from the
+    # sender's disk (myop-0.1-...whl)`): not pinned, but the reader has to get them.
+    not_pinned: tuple[str, ...] = ()
 
     @property
     def said_anything(self) -> bool:
@@ -264,6 +270,7 @@ def parse_machine(text: str) -> Machine:
     gpus: list[str] = []
     cudnn: str | None = None
     packages: dict[tuple[str, str], Package] = {}
+    not_pinned: list[str] = []
     lines = text.splitlines()
     in_conda_table = False
     pip_list: str | None = None  # the header of the `pip list` table being read
@@ -284,7 +291,10 @@ def parse_machine(text: str) -> Machine:
             if _PIP_LIST_RULE.match(line):
                 continue
             if row:
-                if not _editable_row(pip_list, row["more"]):
+                if _editable_row(pip_list, row["more"]):
+                    location = (row["more"] or "").split()[0]
+                    not_pinned.append(f"{row['name']}: installed from the folder {location}")
+                else:
                     _add(packages, Package(row["name"], row["version"], "pip"))
                 continue
             pip_list = None
@@ -300,6 +310,11 @@ def parse_machine(text: str) -> Machine:
                 packages, conda_tagged["name"], conda_tagged["version"], conda_tagged["build"]
             )
         else:
+            editable = _FREEZE_EDITABLE.match(line)
+            if editable:
+                name = editable["name"] or editable["url"]
+                not_pinned.append(f"{name}: installed editable from {editable['url']}")
+                continue
             frozen = _FREEZE.match(line)
             if frozen:
                 _add(packages, Package(frozen["name"], frozen["version"], "pip"))
@@ -314,6 +329,11 @@ def parse_machine(text: str) -> Machine:
             )
             if direct and version:
                 _add(packages, Package(direct["name"], version, "pip"))
+                continue
+            if direct and local:
+                not_pinned.append(
+                    f"{direct['name']}: a wheel from the sender's disk ({direct['file']})"
+                )
                 continue
             if in_conda_table and not stripped.startswith("#"):
                 row = _CONDA_ROW.match(line)
@@ -388,6 +408,7 @@ def parse_machine(text: str) -> Machine:
         gpus=tuple(gpus),
         cuda_available={"true": True, "false": False}.get(available),
         packages=tuple(listed),
+        not_pinned=tuple(dict.fromkeys(not_pinned)),
     )
 
 
@@ -482,8 +503,12 @@ def _add(packages: dict[tuple[str, str], Package], package: Package) -> None:
 def _editable_row(header: str, more: str | None) -> bool:
     """Whether a `pip list` row is an editable install (its `Editable project location`,
     a folder of the sender's machine that no index has): not pinned, as a freeze's `-e`."""
-    if "Editable" not in header or not more:
+    if not more:
         return False
+    if "Editable" not in header:
+        # An older pip's `pip list` gave an editable install's folder after its version,
+        # under a header of two columns (`myproj  0.1.0  /home/alice/proj`).
+        return "Location" not in header and re.match(r"(?:/|~|[A-Za-z]:\\)", more) is not None
     return not re.search(r"[/\\](?:site|dist)-packages\b", more.split()[0])
 
 

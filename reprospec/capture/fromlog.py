@@ -104,6 +104,13 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         todo.append("environment.python: the Python version (the log does not say it)")
     if not machine.requirements:
         todo.append("environment.packages: the versions (paste `pip freeze` or collect_env)")
+    if machine.not_pinned:
+        # A program that imports one fails in every rerun: ask for it, or carry it.
+        todo.append(
+            "environment.packages: what the log's machine had that no index serves (ask for"
+            " it, then add its wheel or folder, or carry its code in files): "
+            + "; ".join(machine.not_pinned)
+        )
     # Read once: what the title, the description and the expected message must not show.
     secrets = secret_values(proposal.secret_env if proposal is not None else ())
     expect, comments = _expect(ticket, secrets, pytest=pytest)

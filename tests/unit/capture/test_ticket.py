@@ -474,6 +474,28 @@ def test_one_pasted_lightning_bar_gives_the_phase_and_step_a_lone_step_line_does
     assert (prose.presets, prose.failure.step) == ((), None)
 
 
+def test_what_no_index_serves_is_a_todo_naming_it_not_left_out_without_a_word() -> None:
+    # nu61: a wheel from the sender's disk, an editable install from git and an older pip
+    # list's row with its folder were left out silently (the last pinned, myproj==0.1.0,
+    # which no index has), though the crash was in libmyop.so.
+    read = read_ticket(
+        "$ python train.py\nSegmentation fault (core dumped)\n```\nnumpy==1.26.2\n"
+        "myop @ file:///home/bob/ext/dist/myop-0.1-cp310-cp310-linux_x86_64.whl\n"
+        "-e git+https://github.com/bob/proj.git@abc123#egg=proj\n```\n"
+        "```\nPackage            Version\n------------------ -------\n"
+        "torch              2.3.0\nmyproj             0.1.0   /home/alice/proj\n```\n"
+    )
+    assert read.machine.requirements == ("numpy==1.26.2", "torch==2.3.0")
+    assert read.machine.not_pinned == (
+        "myop: a wheel from the sender's disk (myop-0.1-cp310-cp310-linux_x86_64.whl)",
+        "proj: installed editable from git+https://github.com/bob/proj.git@abc123",
+        "myproj: installed from the folder /home/alice/proj",
+    )
+    todo = skeleton(read, "t.md").todo
+    assert any(t.startswith("environment.packages: what the log's machine had") for t in todo)
+    assert any("myop: a wheel from the sender's disk" in t for t in todo)
+
+
 def test_a_standard_library_frames_path_gives_the_python_version() -> None:
     # faulthandler's frame of ctypes: no site-packages path, no Versions block.
     text = (
