@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.answers import Answer
+from reprospec.core.caller import from_api
 from reprospec.core.inputs import Spec
 from reprospec.core.results import RunResult
 from reprospec.core.runoptions import (
     RunOptions,
     Shard,
     Words,
-    from_api,
     optional_path,
     run_options,
     string_sequence,

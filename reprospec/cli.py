@@ -144,10 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     returns the exit code. A Ctrl-C anywhere in it exits EXIT_INTERRUPTED with one line,
     before the verb's own handler too (the completion hook's and the collector's imports),
     where that one printed a traceback."""
-    # Imported here: `--version` and the completion hook pay nothing for it.
-    from reprospec.core.runoptions import from_cli
-
     try:
+        # Imported here, inside the guard: a Ctrl-C in its import exits as any other.
+        from reprospec.core.caller import from_cli
+
         with from_cli():
             return _main(argv)
     except KeyboardInterrupt:

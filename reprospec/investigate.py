@@ -35,9 +35,10 @@ from reprospec.amplify.report import AmplifyReport
 from reprospec.bisect.state import BisectReport, BisectRequest
 from reprospec.capture.command import Captured
 from reprospec.capture.hangwait import VerifyWait
+from reprospec.core.caller import from_api
 from reprospec.core.inputs import Spec
 from reprospec.core.results import RunResult
-from reprospec.core.runoptions import RunOptions, Words, from_api, optional_path
+from reprospec.core.runoptions import RunOptions, Words, optional_path
 from reprospec.errors import UsageError
 from reprospec.isolation.driver import IsolateOptions
 from reprospec.isolation.report import IsolateResult

@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING
 from reprospec.amplify.report import AmplifyReport
 from reprospec.amplify.search import Amplification, Arm, Probe, Settings
 from reprospec.amplify.state import StateFile, StoredProbe
+from reprospec.core.caller import said
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
-from reprospec.core.runoptions import RunOptions, WordSet, check_options, rerun_words, said
+from reprospec.core.runoptions import RunOptions, WordSet, check_options, rerun_words
 from reprospec.core.sections import Perturb, SectionError
 from reprospec.core.words import FRESH_PREFIX, plural
 from reprospec.environment.probe import shared_captures

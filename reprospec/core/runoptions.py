@@ -7,16 +7,13 @@ so `--resume` runs again with exactly the options the run started with.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import field, replace
 from numbers import Integral, Real
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, ParamSpec, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, KeysView, MutableSequence, ValuesView
@@ -41,47 +38,6 @@ Words: TypeAlias = (
     "tuple[str, ...] | MutableSequence[str] | Iterator[str] | KeysView[str] | ValuesView[str]"
 )
 WordSet: TypeAlias = "Words | AbstractSet[str]"
-
-# Who asked, for the errors' words (`said`): the Python API (reprospec.api,
-# reprospec.investigate), whose caller passed `overrides` and `passing_sets`, or the CLI,
-# whose user typed `--set` and `--passing-set`. The CLI's flag is the process's while its
-# `main` runs, threads included: the CLI's searches call the API's own functions (isolate's
-# driver loads each side with api.load_spec), where the user typed `--set` all the same.
-_FROM_API: ContextVar[bool] = ContextVar("reprospec_from_api", default=False)
-_CLI_RUNNING: list[bool] = []
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def from_api(function: Callable[_P, _R]) -> Callable[_P, _R]:
-    """`function`, an entry of the Python API: while it runs, `said` names arguments."""
-
-    @functools.wraps(function)
-    def called(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        token = _FROM_API.set(True)
-        try:
-            return function(*args, **kwargs)
-        finally:
-            _FROM_API.reset(token)
-
-    return called
-
-
-@contextlib.contextmanager
-def from_cli() -> Iterator[None]:
-    """While the CLI's `main` runs: `said` names the options typed, whatever it calls."""
-    _CLI_RUNNING.append(True)
-    try:
-        yield
-    finally:
-        _CLI_RUNNING.pop()
-
-
-def said(option: str, argument: str) -> str:
-    """How an error names what the user gave: the CLI's `option` (`--set`), or, in a call
-    of the Python API made outside the CLI, the API's `argument` (`overrides`)."""
-    return argument if _FROM_API.get() and not _CLI_RUNNING else option
-
 
 STOP_ON = ("never", "first-reproduction", "first-miss")
 # The runners `--runner` offers, by name: the registry (runners/__init__.py RUNNERS) builds

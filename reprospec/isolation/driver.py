@@ -23,13 +23,14 @@ from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprospec.core.caller import said
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
-from reprospec.core.runoptions import RunOptions, Words, WordSet, check_options, said
+from reprospec.core.runoptions import RunOptions, Words, WordSet, check_options
 from reprospec.core.words import plural
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError

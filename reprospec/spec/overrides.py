@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TypeAlias
 
+from reprospec.core.caller import said
 from reprospec.core.jsontypes import JsonPath, JsonValue
-from reprospec.core.runoptions import said
 from reprospec.errors import UsageError
 from reprospec.spec.yamlsource import (
     Location,
