@@ -107,6 +107,12 @@ _PROSE_GPU = re.compile(
 )
 # The driver said in prose: "driver 535.104.05", "NVIDIA driver version: 535.104".
 _PROSE_DRIVER = re.compile(r"\b[Dd]river(?: version)?[ :=v]+(?P<version>\d{3}\.\d+(?:\.\d+)?)\b")
+# The OS said in prose: "On Windows 11", "Ubuntu 22.04", "macOS 14.2", where no
+# collect_env's `OS:` line says it.
+_PROSE_OS = re.compile(
+    r"\b(?P<os>(?:Ubuntu|Debian|CentOS|Rocky Linux|RHEL|Fedora|Amazon Linux) \d+(?:\.\d+)*"
+    r"(?: LTS)?|Windows (?:10|11|Server \d{4})|macOS \d+(?:\.\d+)*)\b"
+)
 # torch's local version label names the CUDA it was built with: `2.1.0+cu121` is 12.1.
 _TORCH_CUDA_LABEL = re.compile(r"\+cu(?P<major>\d+)(?P<minor>\d)$")
 # py-spy's dump says `Python v3.10.13 (/usr/bin/python3.10)`.
@@ -391,9 +397,7 @@ def parse_machine(text: str) -> Machine:
     if torch_cuda is None and label is not None:
         torch_cuda = f"{label['major']}.{label['minor']}"
     driver = _known(fields.get("Nvidia driver version", ""))
-    if driver is None:
-        said_drivers = {m["version"] for m in _PROSE_DRIVER.finditer(text)}
-        driver = said_drivers.pop() if len(said_drivers) == 1 else None
+    driver = driver or _said_once(_PROSE_DRIVER, "version", text)
     if not gpus:
         gpus = list(dict.fromkeys(m["model"] for m in _PROSE_GPU.finditer(text)))
     return Machine(
@@ -404,12 +408,19 @@ def parse_machine(text: str) -> Machine:
         driver=driver,
         python=python,
         python_full=python_full,
-        os=_known(fields.get("OS", "")),
+        os=_known(fields.get("OS", "")) or _said_once(_PROSE_OS, "os", text),
         gpus=tuple(gpus),
         cuda_available={"true": True, "false": False}.get(available),
         packages=tuple(listed),
         not_pinned=tuple(dict.fromkeys(not_pinned)),
     )
+
+
+def _said_once(pattern: re.Pattern[str], group: str, text: str) -> str | None:
+    """What `pattern` finds in `text` where it finds one thing ("Ubuntu 22.04 here, the same
+    on Ubuntu 20.04" says two: which failed is the reader's call)."""
+    found = {m[group] for m in pattern.finditer(text)}
+    return found.pop() if len(found) == 1 else None
 
 
 def _add_prose_libraries(packages: dict[tuple[str, str], Package], text: str) -> None:

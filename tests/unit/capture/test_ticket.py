@@ -15,7 +15,7 @@ import yaml
 
 import reprospec
 from reprospec.capture.envblock import parse_machine
-from reprospec.capture.fromlog import skeleton
+from reprospec.capture.fromlog import compare_machine, skeleton
 from reprospec.capture.ticket import read_ticket
 from reprospec.capture.writer import render_spec
 from reprospec.core.jsontypes import JsonValue
@@ -494,6 +494,27 @@ def test_what_no_index_serves_is_a_todo_naming_it_not_left_out_without_a_word() 
     todo = skeleton(read, "t.md").todo
     assert any(t.startswith("environment.packages: what the log's machine had") for t in todo)
     assert any("myop: a wheel from the sender's disk" in t for t in todo)
+
+
+def test_the_os_said_in_prose_is_compared_and_windows_spawn_is_said() -> None:
+    # nu61: "On Windows 11" was neither read nor compared, and a pickling failure of the
+    # DataLoader's spawned workers gave no hint that Linux starts them otherwise.
+    read = read_ticket("On Windows 11, Python 3.11.5, torch 2.1.0+cpu.\nAttributeError: x\n")
+    assert read.machine.os == "Windows 11"
+    ours: dict[str, JsonValue] = {
+        "os": {"system": "Linux", "distribution": "Debian GNU/Linux 12 (bookworm)"},
+        "python": {"version": "3.11.7"},
+    }
+    lines = compare_machine(read.machine, ours)
+    assert "  DIFFERS  OS: log Windows 11; here Debian GNU/Linux 12 (bookworm)" in lines
+    assert any("start by spawn, not by Linux's fork" in line for line in lines)
+    ubuntu: dict[str, JsonValue] = {"os": {"system": "Linux", "distribution": "Ubuntu 22.04 LTS"}}
+    assert compare_machine(parse_machine("Ubuntu 22.04 LTS box"), ubuntu) == [
+        "the log's machine and this one:",
+        "  same     OS: log Ubuntu 22.04 LTS; here Ubuntu 22.04 LTS",
+    ]
+    # Two said: which one failed is the reader's call.
+    assert parse_machine("fails on Ubuntu 22.04, works on Ubuntu 20.04").os is None
 
 
 def test_a_standard_library_frames_path_gives_the_python_version() -> None:
