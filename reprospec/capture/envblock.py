@@ -73,14 +73,22 @@ _PROSE_LIBRARIES = (
     "datasets",
     "deepspeed",
     "diffusers",
+    "einops",
     "flash-attn",
     "huggingface-hub",
     "lightning",
     "numpy",
+    "onnxruntime",
+    "opencv-python",
+    "pandas",
     "peft",
+    "pillow",
+    "protobuf",
     "pytorch-lightning",
     "safetensors",
+    "scikit-learn",
     "scipy",
+    "sentencepiece",
     "timm",
     "tokenizers",
     "torchaudio",
@@ -96,9 +104,10 @@ _PROSE_LIBRARY = re.compile(
     + r")[ =v:]+(?P<version>\d+\.\d+(?:\.\d+)?(?:\+\w+)?)\b(?![.-]\d)",
     re.IGNORECASE,
 )
-# A GPU model said in prose ("one RTX 4090", "8x A100 80GB"), where no collect_env names one.
+# A GPU model said in prose ("one RTX 4090", "8x A100 80GB": 8 of them), where no collect_env
+# names one.
 _PROSE_GPU = re.compile(
-    r"(?<![\w/.-])(?P<model>(?:(?:NVIDIA )?(?:GeForce )?"
+    r"(?:(?<![\w.])(?P<count>[1-9]\d?) ?[x×] ?)?(?<![\w/.-])(?P<model>(?:(?:NVIDIA )?(?:GeForce )?"
     r"(?:RTX ?A?\d{4}(?: ?Ti)?|GTX ?\d{3,4}(?: ?Ti)?"
     r"|A100|A800|H100|H200|H800|B200|GB200|V100|P100|L40S?)"
     # Names short enough to be anything else ("layer L4") only after NVIDIA or Tesla.
@@ -399,7 +408,11 @@ def parse_machine(text: str) -> Machine:
     driver = _known(fields.get("Nvidia driver version", ""))
     driver = driver or _said_once(_PROSE_DRIVER, "version", text)
     if not gpus:
-        gpus = list(dict.fromkeys(m["model"] for m in _PROSE_GPU.finditer(text)))
+        # Each model once, as many times as a count before it says (`8x A100 80GB`).
+        said_gpus: dict[str, int] = {}
+        for m in _PROSE_GPU.finditer(text):
+            said_gpus.setdefault(m["model"], int(m["count"] or 1))
+        gpus = [model for model, count in said_gpus.items() for _ in range(count)]
     return Machine(
         torch=torch,
         torch_cuda=torch_cuda,

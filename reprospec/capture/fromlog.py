@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -301,7 +302,7 @@ def compare_machine(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> li
         ("torch", theirs.torch, _text(torch.get("version"))),
         ("CUDA (torch build)", theirs.torch_cuda, _text(torch.get("cuda")) or "none (CPU build)"),
         ("cuDNN", theirs.cudnn, _text(torch.get("cudnn"))),
-        ("GPUs", ", ".join(theirs.gpus) or None, ", ".join(our_gpus) or "none"),
+        ("GPUs", _counted(theirs.gpus) or None, _counted(our_gpus) or "none"),
         ("driver", theirs.driver, _text(nvidia.get("driver"))),
         ("Python", theirs.python, _text(python.get("version"))),
         ("OS", theirs.os, _text(os_info.get("distribution"))),
@@ -335,9 +336,7 @@ def compare_machine(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> li
     if theirs.gpus and not our_gpus:
         lines.append(
             "  the log's machine had GPUs and this one has none: a failure that needs them "
-            "cannot reproduce here (run the spec where there is a "
-            + ", ".join(sorted(set(theirs.gpus)))
-            + ")"
+            "cannot reproduce here (run the spec on a machine with " + _counted(theirs.gpus) + ")"
         )
     return lines
 
@@ -352,6 +351,12 @@ def _this_machine(theirs: Machine) -> Mapping[str, JsonValue] | None:
         return probe_environment(sys.executable, ("torch",), cuda=bool(theirs.gpus))
     except Exception:  # a probe that fails must not lose the skeleton already written
         return None
+
+
+def _counted(gpus: Sequence[str]) -> str:
+    """`2x NVIDIA GeForce RTX 4090, A100 80GB`: each model once, with its count."""
+    counts = Counter(gpus)
+    return ", ".join(f"{n}x {model}" if n > 1 else model for model, n in counts.items())
 
 
 def _section(env: Mapping[str, JsonValue], key: str) -> JsonObject:

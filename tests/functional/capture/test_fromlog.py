@@ -30,9 +30,7 @@ def test_a_pytorch_ticket_becomes_a_spec_that_validates_with_the_machine_compare
     assert "left to fill in (2), marked TODO in t.yaml:" in result.stdout
     assert result.stdout.rstrip().endswith("next: fill in the TODOs, then `reprospec run t.yaml`")
     # This machine has no GPU and a CPU torch build: both differ from the ticket's.
-    assert "DIFFERS  GPUs: log NVIDIA A100-SXM4-80GB, NVIDIA A100-SXM4-80GB; here none" in (
-        result.stdout
-    )
+    assert "DIFFERS  GPUs: log 2x NVIDIA A100-SXM4-80GB; here none" in (result.stdout)
     assert "DIFFERS  CUDA (torch build): log 12.1; here none (CPU build)" in result.stdout
     spec = load_spec(str(tmp_path / "t.yaml"))
     document = spec.document

@@ -72,10 +72,14 @@ def test_prose_says_the_libraries_the_gpus_the_driver_and_torchs_cuda() -> None:
     two = parse_machine("worked with numpy 1.26.4, fails with numpy 2.0.1\nnumpy==2.0.1\n")
     assert two.requirements == ("numpy==2.0.1",)
     assert parse_machine("worked with numpy 1.26.4, fails with numpy 2.0.1").requirements == ()
-    # A short model name is one only after NVIDIA or Tesla; "8x A100 80GB" keeps its memory.
-    assert parse_machine("the L4 cache; on an NVIDIA T4 and 8x A100 80GB").gpus == (
-        "NVIDIA T4", "A100 80GB"
-    )  # fmt: skip
+    # A short model name is one only after NVIDIA or Tesla; "8x A100 80GB" is 8 of them, each
+    # with its memory, and is said so (nu61: the count was lost, "where there is a A100").
+    gpus = parse_machine("the L4 cache; on an NVIDIA T4 and 8x A100 80GB, Pillow 10.2.0")
+    assert gpus.gpus == ("NVIDIA T4", *["A100 80GB"] * 8)
+    assert gpus.requirements == ("pillow==10.2.0",)
+    lines = compare_machine(gpus, {"torch": {"version": "2.13.0+cpu"}})
+    assert "  DIFFERS  GPUs: log NVIDIA T4, 8x A100 80GB; here none" in lines
+    assert lines[-1].endswith("(run the spec on a machine with NVIDIA T4, 8x A100 80GB)")
 
 
 def test_a_lightning_chain_gives_the_last_exception_its_cause_and_the_validation_step() -> None:
