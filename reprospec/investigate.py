@@ -66,8 +66,8 @@ def isolate_spec(
     """
     from reprospec.isolation import driver
 
-    options = _options(options, IsolateOptions, "isolate")
-    path, run = _spec(spec, options.run, "isolate", "IsolateOptions(cell=...)")
+    options = _options(options, IsolateOptions, "isolate_spec")
+    path, run = _spec(spec, options.run, "isolate_spec", "IsolateOptions(cell=...)")
     options = replace(options, run=_said(run, _progress(progress)))
     return driver.isolate_spec(path, options, progress=progress, cancel=_cancel(cancel))
 
@@ -85,8 +85,8 @@ def minimize_spec(
     minimize` finds it; written to `options.output` (default OUT/minimize/ID/result)."""
     from reprospec.minimize import driver
 
-    options = _options(options, MinimizeOptions, "minimize")
-    path, run = _spec(spec, options.run, "minimize", "MinimizeOptions(cell=...)")
+    options = _options(options, MinimizeOptions, "minimize_spec")
+    path, run = _spec(spec, options.run, "minimize_spec", "MinimizeOptions(cell=...)")
     options = replace(options, run=_said(run, _progress(progress)))
     return driver.minimize_spec(path, options, progress=progress, cancel=_cancel(cancel))
 
@@ -103,8 +103,8 @@ def amplify_spec(
     frequent, as `reprospec amplify` finds it; the amplified spec is written beside it."""
     from reprospec.amplify import driver
 
-    options = _options(options, AmplifyOptions, "amplify")
-    path, run = _spec(spec, options.run, "amplify", "AmplifyOptions(matrix_filters=...)")
+    options = _options(options, AmplifyOptions, "amplify_spec")
+    path, run = _spec(spec, options.run, "amplify_spec", "AmplifyOptions(matrix_filters=...)")
     options = replace(options, run=_said(run, _progress(progress)))
     return driver.amplify_spec(path, options, progress=progress, cancel=_cancel(cancel))
 
@@ -125,7 +125,7 @@ def bisect_spec(
     """
     from reprospec.bisect import driver
 
-    request = _options(request, BisectRequest, "bisect")
+    request = _options(request, BisectRequest, "bisect_spec", "request")
     return driver.bisect_spec(request, progress=_progress(progress), cancel=_cancel(cancel))
 
 
@@ -170,16 +170,19 @@ def capture_command(
     return command.capture(request, run_spec, _progress(progress))
 
 
-def _options(options: object, kind: type[Options], verb: str) -> Options:
-    """`options` when it is the verb's own options class (None: its defaults)."""
+def _options(options: object, kind: type[Options], call: str, argument: str = "options") -> Options:
+    """`options` when it is the verb's own options class (None: its defaults). An error
+    names the call and its argument (`isolate_spec's options`), as the caller wrote them."""
     if options is None and kind is not BisectRequest:
         return kind()
     if not isinstance(options, kind):
-        raise UsageError(f"{verb} takes a reprospec.{kind.__name__}, got {type(options).__name__}")
+        raise UsageError(
+            f"{call}'s {argument} takes a reprospec.{kind.__name__}, got {type(options).__name__}"
+        )
     return options
 
 
-def _spec(spec: object, run: RunOptions, verb: str, choose: str) -> tuple[Path, RunOptions]:
+def _spec(spec: object, run: RunOptions, call: str, choose: str) -> tuple[Path, RunOptions]:
     """The spec's path and the run options its probes run with: a loaded Spec's own
     overrides replace `run.overrides`, as `reprospec.run` takes a loaded Spec. The run's
     matrix filters are refused: each probe runs one cell, so the search dropped them
@@ -187,14 +190,14 @@ def _spec(spec: object, run: RunOptions, verb: str, choose: str) -> tuple[Path, 
     if run.matrix_filters:
         shown = " ".join(run.matrix_filters)
         raise UsageError(
-            f"{verb}: run.matrix_filters ({shown}) do not choose the cell it searches: "
+            f"{call}: run.matrix_filters ({shown}) do not choose the cell it searches: "
             f"give them as reprospec.{choose}"
         )
     if isinstance(spec, Spec):
         return spec.path, run.with_changes(overrides=spec.overrides)
     if isinstance(spec, (str, PathLike)):
         return Path(spec), run
-    raise UsageError(f"{verb} takes a Spec or a spec file's path, got {type(spec).__name__}")
+    raise UsageError(f"{call}'s spec takes a Spec or a spec file's path, got {type(spec).__name__}")
 
 
 def _said(run: RunOptions, progress: Progress | None) -> RunOptions:

@@ -121,23 +121,32 @@ def _filtered(kind: type[Opts]) -> Opts:
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda _: reprospec.isolate_spec(3), "isolate takes a Spec or a spec file's path"),  # type: ignore[arg-type]
+        (
+            lambda _: reprospec.isolate_spec(3),
+            "isolate_spec's spec takes a Spec or a spec file's path",
+        ),  # type: ignore[arg-type]
         (
             lambda spec: reprospec.isolate_spec(spec, reprospec.RunOptions()),  # type: ignore[arg-type]
-            "isolate takes a reprospec.IsolateOptions, got RunOptions",
+            "isolate_spec's options takes a reprospec.IsolateOptions, got RunOptions",
         ),
         (
             lambda spec: reprospec.minimize_spec(spec, reprospec.IsolateOptions()),  # type: ignore[arg-type]
-            "minimize takes a reprospec.MinimizeOptions, got IsolateOptions",
+            "minimize_spec's options takes a reprospec.MinimizeOptions, got IsolateOptions",
         ),
-        (lambda spec: reprospec.amplify_spec([spec]), "amplify takes a Spec or a spec file"),  # type: ignore[arg-type]
-        (lambda spec: reprospec.bisect_spec(spec), "bisect takes a reprospec.BisectRequest"),
+        (
+            lambda spec: reprospec.amplify_spec([spec]),
+            "amplify_spec's spec takes a Spec or a spec file",
+        ),  # type: ignore[arg-type]
+        (
+            lambda spec: reprospec.bisect_spec(spec),
+            "bisect_spec's request takes a reprospec.BisectRequest",
+        ),
         (lambda spec: reprospec.isolate_spec(spec, progress="loud"), "progress takes a function"),  # type: ignore[arg-type]
         (lambda spec: reprospec.isolate_spec(spec, cancel=True), "cancel takes a threading.Event"),  # type: ignore[arg-type]
         # Before: dropped unsaid, and the search ran on the first failing cell instead.
         (
             lambda spec: reprospec.isolate_spec(spec, _filtered(reprospec.IsolateOptions)),
-            "isolate: run.matrix_filters (verbose=true) do not choose the cell it searches: "
+            "isolate_spec: run.matrix_filters (verbose=true) do not choose the cell it searches: "
             "give them as reprospec.IsolateOptions(cell=...)",
         ),
         (
