@@ -122,9 +122,9 @@ def _filtered(kind: type[Opts]) -> Opts:
     ("call", "message"),
     [
         (
-            lambda _: reprospec.isolate_spec(3),
+            lambda _: reprospec.isolate_spec(3),  # type: ignore[arg-type]
             "isolate_spec's spec takes a Spec or a spec file's path",
-        ),  # type: ignore[arg-type]
+        ),
         (
             lambda spec: reprospec.isolate_spec(spec, reprospec.RunOptions()),  # type: ignore[arg-type]
             "isolate_spec's options takes a reprospec.IsolateOptions, got RunOptions",
@@ -134,9 +134,9 @@ def _filtered(kind: type[Opts]) -> Opts:
             "minimize_spec's options takes a reprospec.MinimizeOptions, got IsolateOptions",
         ),
         (
-            lambda spec: reprospec.amplify_spec([spec]),
+            lambda spec: reprospec.amplify_spec([spec]),  # type: ignore[arg-type]
             "amplify_spec's spec takes a Spec or a spec file",
-        ),  # type: ignore[arg-type]
+        ),
         (
             lambda spec: reprospec.bisect_spec(spec),
             "bisect_spec's request takes a reprospec.BisectRequest",
