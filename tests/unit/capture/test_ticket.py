@@ -16,7 +16,7 @@ import yaml
 import reprospec
 from reprospec.capture.envblock import parse_machine
 from reprospec.capture.fromlog import compare_machine, skeleton
-from reprospec.capture.ticket import read_ticket
+from reprospec.capture.ticket import Ticket, read_ticket
 from reprospec.capture.writer import render_spec
 from reprospec.core.jsontypes import JsonValue
 from tests.support.paths import DATA
@@ -442,6 +442,14 @@ def test_the_command_is_the_prompt_that_ran_the_failure_not_one_that_showed_the_
         assert read_ticket(f"{shown}\n$ python t.py\nValueError: x\n").command == "python t.py"
 
 
+def _expects_crash(read: Ticket, signal: str, where: str) -> None:
+    """The ticket reads as a crash by `signal` in `where`, and its spec expects just that,
+    as a live run of the same crash reports it."""
+    failure = read.failure
+    assert (failure.outcome, failure.signal, failure.where) == ("crash", signal, where)
+    assert skeleton(read, "t.md").expect == {"outcome": "crash", "signal": signal, "where": where}
+
+
 def test_a_workers_own_report_of_its_signal_is_a_crash_in_the_worker() -> None:
     # torch's handler in the worker names the signal; the main process's "exited
     # unexpectedly" names none: the spec expected `error RuntimeError`, which no live run
@@ -453,13 +461,7 @@ def test_a_workers_own_report_of_its_signal_is_a_crash_in_the_worker() -> None:
         '  File "/home/alice/proj/train.py", line 55, in <module>\n'
         "RuntimeError: DataLoader worker (pid(s) 5511) exited unexpectedly\n"
     )
-    failure = read.failure
-    assert (failure.outcome, failure.signal, failure.where) == ("crash", "SIGSEGV", "worker")
-    assert skeleton(read, "t.md").expect == {
-        "outcome": "crash",
-        "signal": "SIGSEGV",
-        "where": "worker",
-    }
+    _expects_crash(read, "SIGSEGV", "worker")
     bus = read_ticket(
         "ERROR: Unexpected bus error encountered in worker. This might be caused by "
         "insufficient shared memory (shm).\n"
@@ -1058,13 +1060,7 @@ def test_subprocess_saying_a_child_died_of_a_signal_is_a_childs_crash() -> None:
         '    subprocess.run(["./op"], check=True)\n'
         "subprocess.CalledProcessError: Command '['./op']' died with <Signals.SIGSEGV: 11>.\n"
     )
-    failure = read.failure
-    assert (failure.outcome, failure.signal, failure.where) == ("crash", "SIGSEGV", "child")
-    assert skeleton(read, "t.md").expect == {
-        "outcome": "crash",
-        "signal": "SIGSEGV",
-        "where": "child",
-    }
+    _expects_crash(read, "SIGSEGV", "child")
 
 
 @pytest.mark.parametrize(
