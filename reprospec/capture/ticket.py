@@ -632,9 +632,9 @@ def _command(text: str) -> str | None:
 
 def _nearest_before(commands: list[tuple[int, str]], failed_at: int | None) -> list[str]:
     """Of the prompt lines `commands` (line, command), the last before the failure's first
-    line, else the first: "`C:\\proj>python train.py` ... no wait, that was the Windows box
-    where it works. On the Linux box: `$ python train.py --bs 128`", then the traceback, or
-    `$ python prepare.py` before `$ python train.py`, ran the first."""
+    line, else the first. The first was taken of "`C:\\proj>python train.py` ... no wait,
+    that was the Windows box where it works. On the Linux box: `$ python train.py --bs
+    128`", then the traceback, and of `$ python prepare.py` then `$ python train.py`."""
     if not commands:
         return []
     before = [command for index, command in commands if failed_at is None or index < failed_at]
