@@ -45,6 +45,8 @@ COMMAND_PLACEHOLDER = "TODO-the-command-that-failed"
 FLAKY_REPEAT = 20
 # How many frames of each stack the description quotes.
 SHOWN_FRAMES = 6
+# Of a longer Python stack, the outermost shown too: where the program's own code is.
+OUTER_FRAMES = 3
 
 
 def capture_log(text: str, source: str, output: Path) -> list[str]:
@@ -353,6 +355,15 @@ def _this_machine(theirs: Machine) -> Mapping[str, JsonValue] | None:
         return None
 
 
+def _outer_and_inner(frames: Sequence[str]) -> list[str]:
+    """A Python stack's innermost SHOWN_FRAMES frames and, where more were cut, its
+    outermost OUTER_FRAMES: a hang's innermost are torch's and the standard library's
+    (`queue.py:get`), and the program's own (`train.py:evaluate`) were lost."""
+    if len(frames) <= SHOWN_FRAMES + OUTER_FRAMES:
+        return list(frames)
+    return [*frames[:OUTER_FRAMES], "...", *frames[-SHOWN_FRAMES:]]
+
+
 def _counted(gpus: Sequence[str]) -> str:
     """`2x NVIDIA GeForce RTX 4090, A100 80GB`: each model once, with its count."""
     counts = Counter(gpus)
@@ -438,7 +449,7 @@ def _description(ticket: Ticket, source: str) -> str:
         lines.append(f"A CUDA error: {ticket.cuda_error}. Rerun with CUDA_LAUNCH_BLOCKING=1.")
     if ticket.python_frames:
         lines.append("Python stack, innermost last:")
-        lines += [f"    {frame}" for frame in ticket.python_frames[-SHOWN_FRAMES:]]
+        lines += [f"    {frame}" for frame in _outer_and_inner(ticket.python_frames)]
     if ticket.native_frames:
         lines.append("Native stack, innermost first:")
         lines += [f"    {frame}" for frame in ticket.native_frames[:SHOWN_FRAMES]]

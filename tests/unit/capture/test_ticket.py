@@ -1104,6 +1104,23 @@ def test_a_command_run_by_a_path_or_a_version_of_python_runs_the_specs_python(
     assert draft.command.split()[0] == program
 
 
+def test_a_long_python_stack_is_described_by_its_outermost_frames_too() -> None:
+    # nu61: the description kept the innermost six (torch's, queue's, threading's), and the
+    # program's own frames, where it hung (train.py:evaluate), were cut.
+    inner = "".join(f"    f{n} (torch/lib{n}.py:{n})\n" for n in range(8))
+    read = read_ticket(
+        "Process 7: python train.py\nPython v3.10.13 (/usr/bin/python3.10)\n\n"
+        f'Thread 7 (idle): "MainThread"\n{inner}'
+        "    evaluate (train.py:77)\n    main (train.py:140)\n    <module> (train.py:160)\n"
+    )
+    description = skeleton(read, "t.md").description
+    shown = description.split("Python stack, innermost last:\n", 1)[1].split("\n")
+    assert [line.strip() for line in shown[:5]] == [
+        "train.py:<module>", "train.py:main", "train.py:evaluate", "...", "torch/lib5.py:f5"
+    ]  # fmt: skip
+    assert shown[-1].strip() == "torch/lib0.py:f0"
+
+
 def test_a_py_spy_dump_is_a_hang_of_the_command_it_names() -> None:
     # What a hang's ticket pastes (nu46): it read "no failure found", the command a TODO,
     # though py-spy's first line names it and its Python.
