@@ -396,8 +396,7 @@ def parse_machine(text: str) -> Machine:
         pinned = next((p for p in listed if normalize(p.name) == "torch"), None)
         # One version said in prose is the one; "worked with 2.0.1, after upgrading to 2.1.0
         # it segfaults" says two, and the first was the one that worked (review).
-        said = {m["version"] for m in _PROSE_TORCH.finditer(text)}
-        torch = pinned.version if pinned else (said.pop() if len(said) == 1 else None)
+        torch = pinned.version if pinned else _said_once(_PROSE_TORCH, "version", text)
     if python is None:
         prose = _PROSE_PYTHON.search(text) or _PATH_PYTHON.search(text)
         python = prose["version"] if prose else None
@@ -405,8 +404,9 @@ def parse_machine(text: str) -> Machine:
     label = _TORCH_CUDA_LABEL.search(torch or "")
     if torch_cuda is None and label is not None:
         torch_cuda = f"{label['major']}.{label['minor']}"
-    driver = _known(fields.get("Nvidia driver version", ""))
-    driver = driver or _said_once(_PROSE_DRIVER, "version", text)
+    driver = _known(fields.get("Nvidia driver version", "")) or _said_once(
+        _PROSE_DRIVER, "version", text
+    )
     if not gpus:
         # Each model once, as many times as a count before it says (`8x A100 80GB`).
         said_gpus: dict[str, int] = {}
