@@ -331,12 +331,14 @@ def read_ticket(text: str) -> Ticket:
     frames = _python_frames(clean, real_fatal[-1].stack if real_fatal else None)
     if not frames and outcome == "hang" and pyspy:
         frames = pyspy
-    phase, step = _progress(text)
+    # Read once: the progress, the running test and the Ticket all ask which presets fit.
+    presets = _presets(text)
+    phase, step = _progress(text, presets)
     if phase is not None or step is not None:
         # `step 1: ...` lines have a step and no phase; step 0 is a step too (nu34).
         reached = " ".join(p for p in (phase, None if step is None else f"step {step}") if p)
         evidence.append(f"the progress lines: {reached}")
-    if test is None and outcome in ("crash", "hang") and "pytest" in detect(text):
+    if test is None and outcome in ("crash", "hang") and "pytest" in presets:
         # A test that crashed has no FAILED line: `-v`'s line of the test running when the
         # process died is its phase, as a live run's pytest markers say.
         test = _running_test(clean)
@@ -380,7 +382,7 @@ def read_ticket(text: str) -> Ticket:
         ),
         machine=machine,
         command=command,
-        presets=_presets(text),
+        presets=presets,
         native_frames=_native_frames(clean),
         python_frames=tuple(frames),
         cuda_error=cuda.group(0).strip() if cuda else None,
@@ -475,7 +477,7 @@ def _presets(text: str) -> tuple[str, ...]:
     return detect(text, one_line=("lightning",))
 
 
-def _progress(text: str) -> tuple[str | None, int | None]:
+def _progress(text: str, presets: tuple[str, ...]) -> tuple[str | None, int | None]:
     """The phase and step the progress lines had reached before the failure was printed."""
     lines = output_lines(text)
     end = next(
@@ -488,11 +490,11 @@ def _progress(text: str) -> tuple[str | None, int | None]:
     )
     from reprospec.process.markers import compile_markers, match_markers
 
-    presets = [name for name in _presets(text) if name not in ("pytest", "gtest")]
+    progress = [name for name in presets if name not in ("pytest", "gtest")]
     # Matched as a run matches them (process/markers.py), so the phase is named as the run
     # will name it: `eval step 3` is phase `eval` there, and a skeleton that wrote
     # `validation` (this reader's own synonyms) never matched the failure it was read from.
-    compiled, _ = compile_markers(m for name in presets for m in PRESETS[name].markers)
+    compiled, _ = compile_markers(m for name in progress for m in PRESETS[name].markers)
     phase: str | None = None
     step: int | None = None
     for line in lines[:end]:
@@ -708,12 +710,16 @@ def _words(line: str) -> list[str]:
 
 def _program(words: list[str]) -> str:
     """The program a command line runs, past `VAR=value` assignments and `env`."""
-    for word in words:
-        if is_assignment(word) or word == "env":
-            continue
-        name = word.rsplit("/", 1)[-1]
-        return "python" if _PYTHON_PROGRAM.match(name) else name
-    return ""
+    index = _program_at(words)
+    if index is None:
+        return ""
+    name = words[index].rsplit("/", 1)[-1]
+    return "python" if _PYTHON_PROGRAM.match(name) else name
+
+
+def _program_at(words: list[str]) -> int | None:
+    """Where the program's word is, past `VAR=value` assignments and `env`; None: none."""
+    return next((i for i, w in enumerate(words) if not (is_assignment(w) or w == "env")), None)
 
 
 def _run_python(command: str, said: str | None) -> tuple[str, str | None]:
@@ -725,7 +731,7 @@ def _run_python(command: str, said: str | None) -> tuple[str, str | None]:
     collect_env's) leaves the word as written: which one ran is the reader's call."""
     head, tail = split_at_operator(command)
     words = _words(head)
-    index = next((i for i, w in enumerate(words) if not (is_assignment(w) or w == "env")), None)
+    index = _program_at(words)
     if index is None:
         return command, None
     word = words[index]
