@@ -324,13 +324,13 @@ def compare_machine(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> li
             "the log names no torch, CUDA, GPU, driver, Python or OS of its machine: its "
             "packages are in the spec's environment.packages"
         ]
-    their_os = (theirs.os or "").split()[0:1]
-    if their_os in (["Windows"], ["macOS"]) and _text(os_info.get("system")) in (None, "Linux"):
+    their_os = (theirs.os or "").split(" ", 1)[0]
+    if their_os in ("Windows", "macOS") and _text(os_info.get("system")) in (None, "Linux"):
         # multiprocessing's default start is spawn there, not here: a failure of spawn
         # (a lambda it cannot pickle, a script without `if __name__ == "__main__":`) does not
         # happen under fork.
         lines.append(
-            f"  the log's machine ran {their_os[0]}, where DataLoader workers and"
+            f"  the log's machine ran {their_os}, where DataLoader workers and"
             " multiprocessing start by spawn, not by Linux's fork (forkserver from Python"
             " 3.14): a failure of spawn (pickling, no `if __name__ == '__main__':`) may need"
             " `multiprocessing_context='spawn'` (or mp.set_start_method('spawn')) here"

@@ -138,10 +138,14 @@ def _isolate(
             progress(redactor.text(message))
 
     plan = api.plan_run(spec, run_options.with_changes(matrix_filters=()))
-    failing_sets = _parse_sets(options.failing_sets, said("--failing-set", "failing_sets"))
-    passing_sets = _parse_sets(options.passing_sets, said("--passing-set", "passing_sets"))
-    _check_axes(options.failing_sets, said("--failing-set", "failing_sets"), plan.cells)
-    _check_axes(options.passing_sets, said("--passing-set", "passing_sets"), plan.cells)
+    failing_set, passing_set = (
+        said("--failing-set", "failing_sets"),
+        said("--passing-set", "passing_sets"),
+    )
+    failing_sets = _parse_sets(options.failing_sets, failing_set)
+    passing_sets = _parse_sets(options.passing_sets, passing_set)
+    _check_axes(options.failing_sets, failing_set, plan.cells)
+    _check_axes(options.passing_sets, passing_set, plan.cells)
     if any(e.observes for e in plan.expectations.distinct):
         raise UsageError(
             "isolate needs the spec's expect: it says how the failing cell fails (the same "
