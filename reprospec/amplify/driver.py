@@ -168,22 +168,20 @@ def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
     """`FIELD=VALUE` (VALUE read as YAML, checked as environment.perturb checks it)."""
     from reprospec.spec.overrides import option_value
 
+    option = said("--try", "tries")  # what the user gave, in their words
     out: list[tuple[str, JsonValue]] = []
     for item in items:
         name, sep, raw = item.partition("=")
         name = name.strip().removeprefix("environment.perturb.").removeprefix("perturb.")
         if not sep or not name:
-            raise UsageError(
-                f"{said('--try', 'tries')} {item}: expected FIELD=VALUE, like switch_interval=1e-6"
-            )
+            raise UsageError(f"{option} {item}: expected FIELD=VALUE, like switch_interval=1e-6")
         if name not in FIELDS:
             close = suggest(name, FIELDS)
             hint = f"; perhaps you meant {close[0]!r}?" if close else ""
             raise UsageError(
-                f"{said('--try', 'tries')} {item}: unknown perturbation {name!r}{hint} "
-                f"(known: {', '.join(FIELDS)})"
+                f"{option} {item}: unknown perturbation {name!r}{hint} (known: {', '.join(FIELDS)})"
             )
-        value = option_value(said("--try", "tries"), item, name, raw)
+        value = option_value(option, item, name, raw)
         section: JsonObject = (
             {"torch": {name.removeprefix("torch."): value}}
             if name.startswith("torch.")
@@ -195,11 +193,11 @@ def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
 
         problems = value_problems(("environment", "perturb", *name.split(".")), value)
         if problems:
-            raise UsageError(f"{said('--try', 'tries')} {item}: {problems[0][1]}")
+            raise UsageError(f"{option} {item}: {problems[0][1]}")
         try:
             Perturb.from_section(section)
         except SectionError as exc:
-            raise UsageError(f"{said('--try', 'tries')} {item}: {exc}") from None
+            raise UsageError(f"{option} {item}: {exc}") from None
         out.append((name, value))
     return tuple(out)
 
