@@ -94,6 +94,11 @@ class Execution:
     # Set when `python` in the command ran an interpreter the person did not choose (no
     # --python, not the one of their PATH: reprospec's own, as pipx installs it): says which.
     unchosen_python: str | None = None
+    # What the kernel's OOM killer did while the attempt ran, as the runner saw it (its
+    # count rose in the attempt's memory cgroup, or the container's state says OOMKilled):
+    # `the kernel's OOM killer killed 1 process at perturb.memory_limit`. None: not seen.
+    # The classifier names it in a SIGKILL's outcome; anything else keeps it as a warning.
+    oom: str | None = None
 
 
 @frozen
@@ -150,6 +155,7 @@ class Outcome:
     the spec's fault that caused a failure (`workload.faults[0]`): the spec made it
     happen, it is no bug of the code under test. `crashed_child` (a hang) names a
     descendant that died of a signal before it: the hang's likely cause.
+    `oom_killed`: the crash's SIGKILL was the kernel's OOM killer's.
     """
 
     kind: OutcomeKind
@@ -171,6 +177,9 @@ class Outcome:
     injected: str | None = None
     last_traceback: ChainLink | None = None
     crashed_child: CrashedChild | None = None
+    # A SIGKILL the kernel's OOM killer sent: the runner saw it count a kill while the
+    # attempt ran (Execution.oom), which the detail then says.
+    oom_killed: bool = False
 
     def to_dict(self) -> JsonObject:
         return asdict(self)

@@ -142,7 +142,8 @@ def signals_phrase(signals: Iterable[str]) -> str:
 def outcome_phrase(
     outcome: Outcome | NotRun, *, where: bool = True, message: bool = False, pid: bool = True
 ) -> str:
-    """`crash SIGSEGV (worker) @ validation:7`: one outcome in a few words.
+    """`crash SIGSEGV (worker) @ validation:7`: one outcome in a few words (`crash SIGKILL by
+    the OOM killer (worker)` where the kernel's OOM killer sent the signal).
 
     `where=False` leaves out the phase and step (a grid cell, or a reason whose
     expectation does not ask where); `message=True` adds the message's first line;
@@ -154,6 +155,8 @@ def outcome_phrase(
     parts: list[str] = [outcome.kind]
     if outcome.signal:
         parts.append(outcome.signal)
+    if outcome.oom_killed:
+        parts.append(BY_THE_OOM_KILLER)
     if outcome.kind == "error" and outcome.exit_code is not None:
         parts.append(f"exit {outcome.exit_code}")
     if outcome.exception and outcome.kind != "crash":
@@ -248,6 +251,19 @@ def build_log_phrase(reason: str, log: object) -> str:
     failed build (the reason says one line of it): the console, report.md, results.json
     and Slurm's refusal say where to read the rest."""
     return f"{reason} (uv's whole output: {log})"
+
+
+# A SIGKILL the kernel's OOM killer sent, as an outcome's phrase says it (`crash SIGKILL by
+# the OOM killer (worker)`): the runner saw the kernel count a kill while the attempt ran.
+BY_THE_OOM_KILLER = "by the OOM killer"
+
+
+def oom_killed(kills: int | None = None) -> str:
+    """`the kernel's OOM killer killed 2 processes`, or `... killed it` where the runner
+    knows no count (a container's `OOMKilled`): how every runner starts the sentence."""
+    if kills is None:
+        return "the kernel's OOM killer killed it"
+    return f"the kernel's OOM killer killed {plural(kills, 'process', 'processes')}"
 
 
 def crash_beside_pass(attempt: AttemptResult) -> str | None:

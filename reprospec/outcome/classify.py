@@ -329,6 +329,11 @@ def classify(
 
     exception_type = (exception.type or None) if exception else None
     message = exception.message if exception else None
+    # The OOM killer's signal is SIGKILL, and it says nothing else: where the runner saw
+    # the kernel count a kill while the attempt ran, that is who sent it (memcgroup.py).
+    oom_killed = kind == "crash" and signal == "SIGKILL" and execution.oom is not None
+    if oom_killed:
+        detail = f"{detail}; {execution.oom}" if detail else execution.oom
     if where is None and kind != "pass":
         where = "main"  # CLI.md: a failure happened in the main process or in a worker
     failed = kind != "pass"
@@ -364,6 +369,7 @@ def classify(
             else None
         ),
         crashed_child=crashed,
+        oom_killed=oom_killed,
     )
 
 

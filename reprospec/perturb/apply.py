@@ -28,8 +28,9 @@ from pathlib import Path
 from reprospec.core.frozen import frozen
 from reprospec.core.sections import MALLOC_PERTURB_BYTE, Perturb
 from reprospec.core.units import format_size
-from reprospec.core.words import noun, plural
+from reprospec.core.words import noun, oom_killed, plural
 from reprospec.errors import InfraError
+from reprospec.process import memcgroup
 
 PERTURB_VAR = "REPROSPEC_PERTURB"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -232,43 +233,6 @@ def cpu_list_of(cpus: int | tuple[int, ...]) -> tuple[int, ...]:
 # -- memory cgroups ------------------------------------------------------------------
 
 
-def _mounts() -> list[tuple[str, str, str]]:
-    """(mount point, filesystem type, super options) of each cgroup mount."""
-    out: list[tuple[str, str, str]] = []
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        parts, kinds = left.split(), right.split()
-        if len(parts) >= 5 and len(kinds) >= 3 and kinds[0] in ("cgroup", "cgroup2"):
-            out.append((parts[4], kinds[0], kinds[2]))
-    return out
-
-
-def _own_cgroup(controller: str | None) -> str:
-    """This process's cgroup path for `controller` (None: the v2 hierarchy)."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return "/"
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if (controller is None and controllers == "") or (
-            controller is not None and controller in controllers.split(",")
-        ):
-            return path
-    return "/"
-
-
-def _parent(mount: str, own: str) -> Path:
-    """Where to make a child cgroup: ours inside the mount, else the mount's root (a
-    container sees its own cgroup as the root)."""
-    inside = Path(mount) / own.lstrip("/")
-    return inside if inside.is_dir() else Path(mount)
-
-
 def make_memory_cgroup(size: int, name: str) -> tuple[Path | None, str]:
     """A fresh cgroup limited to `size` bytes: (its folder, how) or (None, why not).
 
@@ -277,9 +241,9 @@ def make_memory_cgroup(size: int, name: str) -> tuple[Path | None, str]:
     cannot be escaped into swap.
     """
     reasons: list[str] = []
-    for mount, kind, options in _mounts():
+    for mount, kind, options in memcgroup.mounts():
         if kind == "cgroup2":
-            parent = _parent(mount, _own_cgroup(None))
+            parent = memcgroup.parent_for(mount, memcgroup.own_cgroup(None))
             try:
                 enabled = (parent / "cgroup.subtree_control").read_text().split()
             except OSError as exc:
@@ -296,7 +260,7 @@ def make_memory_cgroup(size: int, name: str) -> tuple[Path | None, str]:
                 return made, "cgroup v2 memory.max"
             reasons.append(f"cgroup v2 at {parent}: {made}")
         elif "memory" in options.split(","):
-            parent = _parent(mount, _own_cgroup("memory"))
+            parent = memcgroup.parent_for(mount, memcgroup.own_cgroup("memory"))
             made = _make(
                 parent / name,
                 {"memory.limit_in_bytes": str(size), "memory.memsw.limit_in_bytes": str(size)},
@@ -325,17 +289,6 @@ def _make(folder: Path, limits: Mapping[str, str]) -> Path | str:
     return folder
 
 
-def oom_kills(folder: Path) -> int:
-    """How many processes of the cgroup the kernel killed for memory (0 if unknown)."""
-    for name, key in (("memory.events", "oom_kill"), ("memory.oom_control", "oom_kill")):
-        with contextlib.suppress(OSError, ValueError):
-            for line in (folder / name).read_text().splitlines():
-                field_name, _, value = line.partition(" ")
-                if field_name == key:
-                    return int(value)
-    return 0
-
-
 def remove_cgroup(folder: Path) -> None:
     """Remove an attempt's cgroup (its processes are gone; a stray one is moved out first)."""
     with contextlib.suppress(OSError):
@@ -348,16 +301,15 @@ def remove_cgroup(folder: Path) -> None:
         folder.rmdir()
 
 
-def finish(applied: Applied) -> tuple[str, ...]:
-    """After the attempt: remove its cgroup; say when the kernel killed for memory in it."""
+def finish(applied: Applied) -> str | None:
+    """After the attempt: remove its cgroup; what the OOM killer did in it, if anything."""
     if applied.cgroup is None:
-        return ()
-    kills = oom_kills(applied.cgroup)
+        return None
+    kills = memcgroup.oom_kills(applied.cgroup)
     remove_cgroup(applied.cgroup)
     if kills:
-        killed = plural(kills, "process", "processes")
-        return (f"out of memory: the kernel killed {killed} at perturb.memory_limit",)
-    return ()
+        return f"{oom_killed(kills)} at perturb.memory_limit"
+    return None
 
 
 def refused_reason(path: Path) -> str | None:

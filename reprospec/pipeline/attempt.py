@@ -157,6 +157,7 @@ def attempt_result(
         gpu_slot=execution.gpu_slot,
         warnings=(
             *execution.warnings,
+            *_oom_unexplained(execution, outcome),
             *preload_hint(evidence),
             *passed_over_a_crash(plan, outcome, evidence),
         ),
@@ -192,6 +193,14 @@ def _runs_pytest(plan: AttemptPlan) -> bool:
     from reprospec.outcome.pytestreport import is_pytest
 
     return is_pytest(plan.job.argv)
+
+
+def _oom_unexplained(execution: Execution, outcome: Outcome | NotRun) -> tuple[str, ...]:
+    """The OOM killer's kills an outcome does not name (it died of no SIGKILL: a worker it
+    killed, which the main process outlived), kept as a warning: never lost."""
+    if execution.oom is None or (isinstance(outcome, Outcome) and outcome.oom_killed):
+        return ()
+    return (execution.oom,)
 
 
 def passed_over_a_crash(

@@ -32,7 +32,16 @@ from reprospec.native import cudagdb
 from reprospec.perturb import apply as perturbing
 from reprospec.perturb import competitors
 from reprospec.perturb import fork as perturb_fork
-from reprospec.process import leftovers, rlimits, run, sanitizer, scratch, starter, tree
+from reprospec.process import (
+    leftovers,
+    memcgroup,
+    rlimits,
+    run,
+    sanitizer,
+    scratch,
+    starter,
+    tree,
+)
 from reprospec.process.childprotocol import (
     CELL_VAR,
     HARNESS_DIR,
@@ -508,6 +517,8 @@ class LocalRunner:
                 launcher.release()
             raise
         load = None
+        oom_watch = memcgroup.OomWatch()
+        oom: str | None = None
         try:
             load = competitors.start_load(perturb, applied.cpu_list, log_dir)
             result = run.run_process(
@@ -538,7 +549,7 @@ class LocalRunner:
             if launcher is not None:  # the attempt is over: its server may be stopped
                 launcher.release()
             competitors.stop_load(load, log_dir)
-            warnings.extend(perturbing.finish(applied))
+            oom = perturbing.finish(applied) or oom_watch.said()
             if watched is not None:
                 native.WATCH.release(watched)
             if matcher is not None:
@@ -598,6 +609,7 @@ class LocalRunner:
             warnings=(*warnings, *result.warnings),
             child_exits=result.child_exits,
             descendants=result.descendants,
+            oom=oom,
             launch="forked" if launcher is not None and launcher.forked else "fresh",
             launch_note=launcher.note if launcher is not None else launch_note,
             perturbed=applied.notes,

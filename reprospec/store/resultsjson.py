@@ -90,6 +90,8 @@ def outcome_to_dict(outcome: Outcome) -> JsonObject:
         out["last_traceback"] = {"type": printed.type, "message": printed.message}
     if outcome.crashed_child is not None:
         out["crashed_child"] = outcome.crashed_child.to_dict()
+    if outcome.oom_killed:
+        out["oom_killed"] = True
     return out
 
 
@@ -155,6 +157,7 @@ def outcome_from_dict(d: JsonObject) -> Outcome:
             if isinstance(child := d.get("crashed_child"), dict)
             else None
         ),
+        oom_killed=d.get("oom_killed") is True,
     )
 
 

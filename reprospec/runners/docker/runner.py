@@ -27,6 +27,7 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.logtext import printable
 from reprospec.core.results import Execution
 from reprospec.core.units import format_size
+from reprospec.core.words import oom_killed
 from reprospec.errors import FatalError, InfraError
 from reprospec.perturb.apply import PerturbRefused
 from reprospec.perturb.competitors import start_load, stop_load
@@ -454,12 +455,10 @@ class DockerRunner:
                 native.write(found, log_dir)
                 if found.unavailable and native.say_once(found.unavailable):
                     warnings.append(found.unavailable)
+        oom_said = None
         if oom:
             limit = config.get("mem_limit", plan.environment.memory)
-            warnings.append(
-                f"the container was killed by the kernel's OOM killer "
-                f"(memory limit {format_size(limit)})"
-            )
+            oom_said = f"{oom_killed()}: the container's memory limit, {format_size(limit)}"
         infra_error = None
         if raw in DOCKER_START_FAILURES and not timed_out and not interrupted:
             infra_error = (
@@ -481,6 +480,7 @@ class DockerRunner:
             infra_error=infra_error,
             interrupted=interrupted,
             warnings=tuple(warnings),
+            oom=oom_said,
             launch_note="ran fresh: the docker runner starts a new container for every attempt"
             if plan.preload
             else None,

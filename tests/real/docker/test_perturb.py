@@ -16,6 +16,9 @@ import pytest
 pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
+from reprospec.core.results import Outcome  # noqa: E402
+from reprospec.core.words import outcome_phrase  # noqa: E402
+from reprospec.outcome.classify import classify  # noqa: E402
 from reprospec.runners.docker import image  # noqa: E402
 from reprospec.runners.docker.runner import DockerRunner  # noqa: E402
 from tests.support.docker import CLIENT, make_plan, needs_engine, py, require_image  # noqa: E402
@@ -108,8 +111,13 @@ def test_the_memory_limit_makes_an_oom_kill_a_crash(runner: DockerRunner, tmp_pa
     execution = runner.run(plan, tmp_path / "a")
     assert execution.infra_error is None, execution.infra_error
     assert execution.returncode == -9
-    assert any("OOM killer (memory limit 64.0 MiB)" in w for w in execution.warnings)
+    assert execution.oom == (
+        "the kernel's OOM killer killed it: the container's memory limit, 64.0 MiB"
+    )
     assert execution.stdout_path.read_text() == ""
+    outcome = classify(execution)
+    assert isinstance(outcome, Outcome)
+    assert outcome_phrase(outcome) == "crash SIGKILL by the OOM killer"
 
 
 @needs_engine

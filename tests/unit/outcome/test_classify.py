@@ -921,3 +921,56 @@ def test_the_types_an_attempt_printed_before_its_crash_are_every_threads_and_cha
     assert raised_types(worker) == ()
     assert raised_types("") == ()
     assert raised_types("Fatal Python error: Segmentation fault\n") == ()
+
+
+# --- the kernel's OOM killer ------------------------------------------------------------
+
+# As the local runner says it (memcgroup.OomWatch) where the count of its cgroup rose.
+OOM_SAID = (
+    "the kernel's OOM killer killed 1 process in the attempt's memory cgroup (its limit: 300.0 MiB)"
+)
+
+
+def test_a_sigkill_is_the_oom_killers_only_where_the_runner_saw_it_count_a_kill(
+    tmp_path: Path,
+) -> None:
+    killed = dataclasses.replace(execution_in_with(tmp_path, b"Killed\n", -9), oom=OOM_SAID)
+    outcome = classify(killed)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGKILL", "main")
+    assert outcome.oom_killed
+    assert outcome.detail == f"killed by SIGKILL (Killed); {OOM_SAID}"
+    assert outcome_phrase(outcome) == "crash SIGKILL by the OOM killer"
+    # The signature is the signal's: `expect: crash SIGKILL` still matches it.
+    assert outcome.signature == "crash:SIGKILL:main"
+    # No kill counted: a SIGKILL is anyone's (`kill -9`, a batch system, a timeout).
+    anyone = classify(dataclasses.replace(killed, oom=None))
+    assert isinstance(anyone, Outcome)
+    assert not anyone.oom_killed
+    assert outcome_phrase(anyone) == "crash SIGKILL"
+    # The OOM killer sends only SIGKILL: a segfault beside a counted kill is no OOM kill.
+    segfault = classify(dataclasses.replace(killed, returncode=-11))
+    assert isinstance(segfault, Outcome)
+    assert not segfault.oom_killed
+    assert OOM_SAID not in (segfault.detail or "")
+
+
+def test_a_dataloader_worker_the_oom_killer_killed_is_named(tmp_path: Path) -> None:
+    """Recorded from torch 2.13: a worker decoding a 2 GiB sample in a 300 MiB cgroup. Its
+    main process says only `is killed by signal: Killed.`, as for any `kill -9`."""
+    name = "dataloader-oom-killed"
+    execution = recorded_execution(
+        tmp_path,
+        (RECORDED / f"{name}.stderr.log").read_bytes(),
+        1,
+        (RECORDED / f"{name}.events.jsonl").read_text(),
+        harness=False,
+    )
+    outcome = classify(dataclasses.replace(execution, oom=OOM_SAID))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGKILL", "worker")
+    assert outcome.oom_killed
+    assert outcome_phrase(outcome) == "crash SIGKILL by the OOM killer (worker)"
+    assert outcome.detail is not None
+    assert outcome.detail.endswith(f"; {OOM_SAID}")
+    assert "DataLoader worker pid 22829 died of SIGKILL" in outcome.detail

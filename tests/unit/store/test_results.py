@@ -15,7 +15,15 @@ import pytest
 
 from reprospec.core.inputs import Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.results import AttemptResult, NotRun, Rate, RunResult, Verdict, VerdictKind
+from reprospec.core.results import (
+    AttemptResult,
+    NotRun,
+    Outcome,
+    Rate,
+    RunResult,
+    Verdict,
+    VerdictKind,
+)
 from reprospec.errors import FatalError, UsageError
 from reprospec.store.compare import compare
 from reprospec.store.digests import FILES_FIELD as FILES
@@ -136,6 +144,21 @@ def test_a_dead_childs_stack_is_a_key_of_its_own_and_old_files_load_without_it()
     del data["cells"][0]["attempts"][0]["dead_child_stack"]  # as older versions wrote it
     loaded = run_from_dict(data).cells[0].attempts[0]
     assert loaded == replace(run.cells[0].attempts[0], dead_child_stack=None)
+
+
+def test_an_oom_kill_is_a_key_only_where_it_was_seen_and_old_files_load_without_it() -> None:
+    run = segfault_matrix()
+    first = run.cells[0].attempts[0]
+    assert isinstance(first.outcome, Outcome)
+    assert "oom_killed" not in as_file(run)["cells"][0]["attempts"][0]["outcome"]
+    killed = replace(first.outcome, kind="crash", signal="SIGKILL", oom_killed=True)
+    cells = (replace(run.cells[0], attempts=(replace(first, outcome=killed),)),)
+    data = as_file(replace(run, cells=cells))
+    assert data["cells"][0]["attempts"][0]["outcome"]["oom_killed"] is True
+    assert run_from_dict(data).cells[0].attempts[0].outcome == killed
+    del data["cells"][0]["attempts"][0]["outcome"]["oom_killed"]  # as older versions wrote it
+    loaded = run_from_dict(data).cells[0].attempts[0].outcome
+    assert loaded == replace(killed, oom_killed=False)
 
 
 def test_unknown_format_is_refused() -> None:

@@ -1,0 +1,162 @@
+"""Memory cgroups: where this engine is, and how many processes the kernel killed in one.
+
+A process the kernel's OOM killer ends dies of SIGKILL: no core, no report of its own,
+nothing on stderr but a shell's `Killed` or torch's `DataLoader worker (pid N) is killed
+by signal: Killed.`, the same words as any `kill -9`. The kernel counts each such kill in
+the memory cgroup of the process it killed, whether the memory ran out in that cgroup (a
+container's, a Slurm job's, a systemd slice's limit) or on the whole machine: cgroup v1's
+`memory.oom_control` and cgroup v2's `memory.events.local`, the line `oom_kill N`. An
+attempt's processes live in the engine's own memory cgroup (`perturb.memory_limit` moves
+them into one of their own, which perturb/apply.py reads), so that counter rising while an
+attempt ran, where it died of SIGKILL, names the OOM killer (`OomWatch`).
+
+Not read: the machine-wide count (`/proc/vmstat`), where another user's kill on a shared
+machine would read as this attempt's; v2's hierarchical `memory.events`, which counts the
+kills in every cgroup below this one (another test's memory limit, another engine's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from pathlib import Path
+
+from reprospec.core.units import format_size
+from reprospec.core.words import oom_killed
+
+# Where each kind of cgroup keeps its `oom_kill N` line: v2's own (not the subtree's), v1's.
+_V2_COUNTER = "memory.events.local"
+_V1_COUNTER = "memory.oom_control"
+# And its memory limit: v2 writes `max` for none, v1 a number near 2^63.
+_LIMITS = {_V2_COUNTER: "memory.max", _V1_COUNTER: "memory.limit_in_bytes"}
+_NO_LIMIT = 2**60
+
+
+def mounts() -> list[tuple[str, str, str]]:
+    """(mount point, filesystem type, super options) of each cgroup mount."""
+    out: list[tuple[str, str, str]] = []
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        parts, kinds = left.split(), right.split()
+        if len(parts) >= 5 and len(kinds) >= 3 and kinds[0] in ("cgroup", "cgroup2"):
+            out.append((parts[4], kinds[0], kinds[2]))
+    return out
+
+
+def own_cgroup(controller: str | None) -> str:
+    """This process's cgroup path for `controller` (None: the v2 hierarchy)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return "/"
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if (controller is None and controllers == "") or (
+            controller is not None and controller in controllers.split(",")
+        ):
+            return path
+    return "/"
+
+
+def parent_for(mount: str, own: str) -> Path:
+    """Our cgroup's folder inside the mount, else the mount's root (a container sees its
+    own cgroup as the root): where to make a child cgroup, and where our counters are."""
+    inside = Path(mount) / own.lstrip("/")
+    return inside if inside.is_dir() else Path(mount)
+
+
+def oom_kills(folder: Path) -> int:
+    """How many processes of the cgroup the kernel killed for memory (0 if unknown)."""
+    for name in ("memory.events", _V1_COUNTER):
+        count = _read(folder / name)
+        if count is not None:
+            return count
+    return 0
+
+
+@functools.cache
+def own_counter() -> Path | None:
+    """The file that counts the OOM kills of this engine's own memory cgroup, or None
+    (no memory controller here, or the v2 root, which keeps no such file). An engine
+    never changes its cgroup: read once."""
+    for mount, kind, options in mounts():
+        if kind == "cgroup2":
+            path = parent_for(mount, own_cgroup(None)) / _V2_COUNTER
+        elif "memory" in options.split(","):
+            path = parent_for(mount, own_cgroup("memory")) / _V1_COUNTER
+        else:
+            continue
+        if _read(path) is not None:
+            return path
+    return None
+
+
+class OomWatch:
+    """The OOM kills in the engine's memory cgroup between `__init__` and `killed()`."""
+
+    def __init__(self) -> None:
+        self._path = own_counter()
+        self._fd = _held(self._path) if self._path is not None else None
+        self._before = _pread(self._fd) if self._fd is not None else None
+
+    def killed(self) -> int:
+        """How many processes the kernel killed for memory since this watch began."""
+        if self._fd is None or self._before is None:
+            return 0
+        after = _pread(self._fd)
+        return max(0, after - self._before) if after is not None else 0
+
+    def said(self) -> str | None:
+        """`the kernel's OOM killer killed 1 process in the attempt's memory cgroup (its
+        limit: 200.0 MiB)`, or None where it killed none. A limit of an enclosing cgroup
+        (a Slurm job's, above its step's) is not this folder's, and not said."""
+        kills = self.killed()
+        if not kills or self._path is None:
+            return None
+        said = f"{oom_killed(kills)} in the attempt's memory cgroup"
+        limit = _limit(self._path.parent / _LIMITS[self._path.name])
+        return f"{said} (its limit: {format_size(limit)})" if limit is not None else said
+
+
+def _limit(path: Path) -> int | None:
+    """The memory limit in `path` (bytes), or None: no limit, or none readable."""
+    with contextlib.suppress(OSError, ValueError):
+        value = int(path.read_text().strip())
+        return value if value < _NO_LIMIT else None
+    return None
+
+
+@functools.cache
+def _held(path: Path) -> int | None:
+    """`path` opened once for the engine's life (not inherited: Python's fds are
+    close-on-exec): two reads per attempt at 2 us each, where opening it each time cost
+    eight times as much, a few percent of the engine's own time per attempt."""
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+
+
+def _pread(fd: int) -> int | None:
+    """The `oom_kill N` line's N, read afresh from the start of the open file."""
+    try:
+        data = b"\n" + os.pread(fd, 4096, 0)
+        start = data.index(b"\noom_kill ") + len(b"\noom_kill ")
+        return int(data[start : data.index(b"\n", start)])
+    except (OSError, ValueError):
+        return None
+
+
+def _read(path: Path) -> int | None:
+    """The `oom_kill N` line's N, or None where the file or the line is missing."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == "oom_kill":
+                return int(value)
+    return None

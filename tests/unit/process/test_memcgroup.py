@@ -1,0 +1,74 @@
+"""The OOM killer's count in a memory cgroup, read as the kernel writes it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reprospec.process import memcgroup
+
+# As this machine's kernel (6.18) writes them: cgroup v1's memory.oom_control, and
+# cgroup v2's memory.events.local.
+V1_OOM_CONTROL = "oom_kill_disable 0\nunder_oom 0\noom_kill {n}\n"
+V2_EVENTS = "low 0\nhigh 0\nmax 12\noom 3\noom_kill {n}\noom_group_kill 0\nsock_throttled 0\n"
+
+
+@pytest.mark.parametrize(
+    ("counter", "text", "limit_file", "limit", "said_limit"),
+    [
+        ("memory.oom_control", V1_OOM_CONTROL, "memory.limit_in_bytes", "314572800", "300.0 MiB"),
+        # v1 writes a number near 2^63 for no limit; v2 writes `max`.
+        ("memory.oom_control", V1_OOM_CONTROL, "memory.limit_in_bytes", "9223372036854771712", ""),
+        ("memory.events.local", V2_EVENTS, "memory.max", "max", ""),
+        ("memory.events.local", V2_EVENTS, "memory.max", "1073741824", "1.0 GiB"),
+    ],
+)
+def test_a_watch_says_the_kills_counted_since_it_began(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    counter: str,
+    text: str,
+    limit_file: str,
+    limit: str,
+    said_limit: str,
+) -> None:
+    path = tmp_path / counter
+    path.write_text(text.format(n=2))
+    (tmp_path / limit_file).write_text(limit + "\n")
+    monkeypatch.setattr(memcgroup, "own_counter", lambda: path)
+    watch = memcgroup.OomWatch()
+    assert (watch.killed(), watch.said()) == (0, None)  # the kills before it are not its
+    path.write_text(text.format(n=3))
+    assert watch.killed() == 1
+    said = "the kernel's OOM killer killed 1 process in the attempt's memory cgroup"
+    assert watch.said() == (f"{said} (its limit: {said_limit})" if said_limit else said)
+
+
+def test_no_counter_is_no_kill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memcgroup, "own_counter", lambda: None)
+    assert memcgroup.OomWatch().said() is None
+    # A counter that went away (the cgroup removed under the engine) is no kill either.
+    path = tmp_path / "memory.oom_control"
+    path.write_text(V1_OOM_CONTROL.format(n=0))
+    monkeypatch.setattr(memcgroup, "own_counter", lambda: path)
+    watch = memcgroup.OomWatch()
+    path.unlink()
+    assert watch.killed() == 0
+
+
+def test_a_cgroups_count_is_read_from_either_kinds_file(tmp_path: Path) -> None:
+    assert memcgroup.oom_kills(tmp_path) == 0
+    (tmp_path / "memory.oom_control").write_text(V1_OOM_CONTROL.format(n=4))
+    assert memcgroup.oom_kills(tmp_path) == 4
+    (tmp_path / "memory.events").write_text(V2_EVENTS.format(n=5))
+    assert memcgroup.oom_kills(tmp_path) == 5
+
+
+def test_this_engines_counter_is_its_own_cgroups() -> None:
+    """Where this machine has a memory controller, the file is in the engine's own cgroup."""
+    path = memcgroup.own_counter()
+    if path is None:
+        pytest.skip("no memory cgroup counter readable here")
+    assert path.name in ("memory.oom_control", "memory.events.local")
+    assert "oom_kill " in path.read_text()
