@@ -70,6 +70,7 @@ from reprospec.capture.writer import (
     script_of,
     script_stem,
     show_value,
+    sigkill_note,
     slug,
 )
 from reprospec.core import environ
@@ -866,6 +867,9 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
             )
         if observed.frame:
             comments["signal"] += f", in {observed.frame}"
+        if outcome.signal == "SIGKILL":
+            oom = "as the run saw it" if outcome.oom_killed else None
+            comments["signal"] += f"; {sigkill_note(oom)}"
         if keys.where is not None:
             expect["where"] = keys.where
     if outcome.kind == "hang" and keys.where is not None:

@@ -30,6 +30,7 @@ from reprospec.capture.writer import (
     process_keys,
     render_spec,
     script_stem,
+    sigkill_note,
     slug,
 )
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -255,6 +256,9 @@ def _expect(
     if failure.outcome == "crash" and failure.signal:
         expect["signal"] = failure.signal
         comments["signal"] = crashed_in(failure.where, xdist=ticket.xdist_crash is not None)
+        if failure.signal == "SIGKILL":
+            oom = f"the log says {ticket.oom_killed!r}" if ticket.oom_killed else None
+            comments["signal"] += f"; {sigkill_note(oom)}"
     if failure.outcome == "crash" and keys.where is not None:
         # Also where the log names no signal: pytest-xdist's `node down` alone (no
         # faulthandler dump) is a worker's crash, which the title says, and the main

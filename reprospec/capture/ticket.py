@@ -142,6 +142,14 @@ _CUDA_ERROR = re.compile(
     r"CUDA error: (?P<what>[^\n]+)|CUDA out of memory|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+"
     r"|NCCL error|device-side assert triggered|illegal memory access"
 )
+# The kernel's words for an OOM kill (dmesg, journalctl -k: `Out of memory: Killed process
+# 4242 (python)`, `Memory cgroup out of memory: ...`, `oom-kill:constraint=...`), and a
+# container's state (`"OOMKilled": true`, Kubernetes' `Reason: OOMKilled`).
+# The first that matches is said: the line naming the process before the constraint's.
+_OOM_KILLED = (
+    re.compile(r"(?:Memory cgroup )?[Oo]ut of memory: Kill(?:ed)? process \d+ \([^)\n]*\)"),
+    re.compile(r"\boom-kill:\S{0,60}|\bOOMKilled\b"),
+)
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+,? in (?P<function>\S+)')
 _PYTEST_FAILED = re.compile(
     rf"^FAILED (?P<test>{PYTEST_NODE_ID})(?: - (?P<type>[A-Za-z_][\w.]*)(?:: (?P<message>.*))?)?$"
@@ -215,6 +223,8 @@ class Ticket:
     xdist_crash: str | None = None
     # The `NAME=value` settings the prose says (not the command line's), in the order said.
     settings: tuple[tuple[str, str], ...] = ()
+    # The kernel's (or a container's) words that the OOM killer killed a process, or None.
+    oom_killed: str | None = None
 
 
 def read_ticket(text: str) -> Ticket:
@@ -368,6 +378,9 @@ def read_ticket(text: str) -> Ticket:
     flaky = _FLAKY.search(prose)
     if flaky is not None:
         evidence.append(f"the ticket says it fails only sometimes: {flaky.group(0)!r}")
+    oom = next((m for pattern in _OOM_KILLED if (m := pattern.search(clean))), None)
+    if oom is not None:
+        evidence.append(f"the kernel's OOM killer killed a process: {oom.group(0)}")
     return Ticket(
         failure=Failure(
             outcome=outcome,
@@ -391,6 +404,7 @@ def read_ticket(text: str) -> Ticket:
         flaky=flaky.group(0) if flaky is not None else None,
         settings=_prose_settings(prose, chain),
         xdist_crash=xdist,
+        oom_killed=oom.group(0) if oom is not None else None,
     )
 
 

@@ -305,6 +305,15 @@ def crashed_in(where: str | None, *, xdist: bool = False) -> str:
     )
 
 
+def sigkill_note(oom: str | None) -> str:
+    """What a SIGKILL's `expect.signal` comment adds (a live capture and `--from-log`): the
+    OOM killer's signal, and how a machine with more memory makes it run out too. `oom`:
+    how the kill is known to be the OOM killer's (the run saw it, the log says it); None:
+    only likely, as most SIGKILLs nobody sent by hand are."""
+    who = f"by the kernel's OOM killer ({oom})" if oom else "most often the kernel's OOM killer's"
+    return f"{who}: where memory is larger, environment.perturb.memory_limit makes it run out"
+
+
 def process_keys(
     *,
     crash: bool,

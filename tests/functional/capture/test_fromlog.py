@@ -10,8 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from reprospec.core.inputs import Spec
 from reprospec.core.runoptions import RunOptions
+from reprospec.perturb.apply import make_memory_cgroup, remove_cgroup
 from reprospec.plan.run import plan_run
 from reprospec.spec.load import load_spec
 from reprospec.spec.presets import PRESETS
@@ -87,6 +90,39 @@ def test_a_worker_crash_ticket_gives_a_spec_that_the_same_worker_crash_reproduce
     (cell,) = ran.results()["cells"]
     assert cell["verdict"] == "reproduced", cell
     assert {a["outcome"]["where"] for a in cell["attempts"]} == {"worker"}
+
+
+def test_an_oom_ticket_reproduces_here_under_the_memory_limit_its_spec_suggests(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A DataLoader worker the OOM killer ended on a 32 GB box (the ticket: its real torch
+    2.13 traceback and dmesg's line) passes on a machine with more memory; the spec says
+    so, and with `environment.perturb.memory_limit` it runs out here too, named as such."""
+    folder, why = make_memory_cgroup(2**30, f"reprospec-probe-{os.getpid()}")
+    if folder is None:
+        pytest.skip(f"no memory cgroup can be made here: {why}")
+    remove_cgroup(folder)
+    shutil.copytree(ROOT / "tests" / "data" / "capture" / "oom", tmp_path / "oom")
+    ticket = TICKETS / "dataloader-oom-killed.md"
+    made = cli("capture", "--from-log", str(ticket), "-o", "t.yaml", cwd=tmp_path)
+    assert made.code == 0, made.stderr
+    assert "the kernel's OOM killer killed a process: Out of memory: Killed process" in (
+        made.stdout
+    )
+    written = (tmp_path / "t.yaml").read_text()
+    assert "environment.perturb.memory_limit makes it run out" in written
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    ran = cli(
+        "run", "t.yaml", "--set", "environment.workdir=oom",
+        "--set", "environment.perturb.memory_limit=300m",
+        cwd=tmp_path, env=here,
+    )  # fmt: skip
+    assert ran.code == 0, ran.stdout + ran.stderr
+    (cell,) = ran.results()["cells"]
+    assert cell["verdict"] == "reproduced", cell
+    (attempt,) = cell["attempts"]
+    assert attempt["outcome"]["oom_killed"] is True
+    assert "crash SIGKILL by the OOM killer (worker)" in ran.stdout
 
 
 def test_a_ticket_without_a_command_gets_a_placeholder_that_cannot_pass_for_a_reproduction(

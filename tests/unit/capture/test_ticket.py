@@ -82,6 +82,29 @@ def test_prose_says_the_libraries_the_gpus_the_driver_and_torchs_cuda() -> None:
     assert lines[-1].endswith("(run the spec on a machine with NVIDIA T4, 8x A100 80GB)")
 
 
+def test_a_workers_sigkill_is_said_to_be_the_oom_killers_as_the_kernel_says_or_likely() -> None:
+    text = ticket("dataloader-oom-killed.md")
+    read = read_ticket(text)
+    failure = read.failure
+    assert (failure.outcome, failure.signal, failure.where) == ("crash", "SIGKILL", "worker")
+    # The line that names the process, not the constraint's line dmesg printed before it.
+    assert read.oom_killed == "Out of memory: Killed process 22829 (pt_data_worker)"
+    written = render_spec(skeleton(read, "dataloader-oom-killed.md"))
+    assert (
+        "signal: SIGKILL  # in a DataLoader worker; by the kernel's OOM killer (the log says "
+        "'Out of memory: Killed process 22829 (pt_data_worker)'): where memory is larger, "
+        "environment.perturb.memory_limit makes it run out"
+    ) in written
+    # Without the kernel's words: likely, not known.
+    alone = read_ticket(text.split("`sudo dmesg")[0])
+    assert alone.oom_killed is None
+    assert "# in a DataLoader worker; most often the kernel's OOM killer's: " in render_spec(
+        skeleton(alone, "dataloader-oom-killed.md")
+    )
+    # A container's state says it too.
+    assert read_ticket('"OOMKilled": true,\nKilled\n').oom_killed == "OOMKilled"
+
+
 def test_a_lightning_chain_gives_the_last_exception_its_cause_and_the_validation_step() -> None:
     read = read_ticket(ticket("lightning-chain.txt"))
     failure = read.failure
