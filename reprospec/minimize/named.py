@@ -30,7 +30,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.pysource import UNREADABLE
-from reprospec.minimize.program import SKIPPED, Program
+from reprospec.minimize.program import Program, left_out
 from reprospec.plan.workfiles import file_in, script_files
 
 _COPY_LIMIT = 1 << 20  # a named file up to this size goes along (data, configs)
@@ -97,8 +97,8 @@ def copy_named(
             # spec is looked up, and a from-log description's paragraph ("File name too
             # long") ended a whole search with no result written (nu31).
             continue
-        if real == root or _under(real, skip):
-            continue  # the workdir itself (a "."), DIR or the minimize folder
+        if real == root or _under(real, skip) or (is_dir and left_out(real)):
+            continue  # the workdir itself (a "."), DIR, the minimize folder or a store
         declared = rel.as_posix() in listed
         if not real.is_relative_to(root):
             # Out of the workdir through a link: a listed one (a dataset linked in) is
@@ -166,7 +166,9 @@ def _copy_folder(source: Path, target: Path, skip: set[Path]) -> list[str]:
     copied: list[str] = []
     for root, dirs, names in os.walk(source):
         here = Path(root)
-        dirs[:] = [d for d in dirs if d not in SKIPPED and not _under((here / d).resolve(), skip)]
+        dirs[:] = [
+            d for d in dirs if not left_out(here / d) and not _under((here / d).resolve(), skip)
+        ]
         for name in names:
             path = here / name
             if path.is_file() and path.stat().st_size <= _COPY_LIMIT:

@@ -26,7 +26,7 @@ from reprospec.core.units import format_duration
 from reprospec.errors import FatalError
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import StateFile, StoredProbe
-from reprospec.minimize.program import SKIPPED, Program, join_words
+from reprospec.minimize.program import Program, join_words, left_out
 from reprospec.minimize.search import (
     Probe,
 )
@@ -353,6 +353,11 @@ class ProbeRunner:
             raised_from=RAISED_FROM,
         )
 
+    def _skipped(self) -> set[Path]:
+        """What no candidate mirrors: this search's folder and the store it is in (--out),
+        which `left_out` cannot tell from its database before the first run is stored."""
+        return {self.folder.resolve(), self.options.out.resolve()}
+
     def materialize(self, program: Program) -> Path:
         """The candidate's workdir: its files written, every other file linked to the original.
 
@@ -362,7 +367,7 @@ class ProbeRunner:
         if self.live:
             where = self.folder / "live"
             if not where.is_dir():
-                link_tree(self.workdir, where, skip={self.folder.resolve()})
+                link_tree(self.workdir, where, skip=self._skipped())
             for path, text in program.files:
                 target = where / path
                 if target.is_symlink() or target.exists():
@@ -375,7 +380,7 @@ class ProbeRunner:
             return where
         temporary = where.with_name(where.name + ".tmp")
         shutil.rmtree(temporary, ignore_errors=True)
-        link_tree(self.workdir, temporary, skip={self.folder.resolve()})
+        link_tree(self.workdir, temporary, skip=self._skipped())
         for path, text in program.files:
             target = temporary / path
             if target.is_symlink():
@@ -387,11 +392,12 @@ class ProbeRunner:
 
 
 def link_tree(source: Path, target: Path, skip: set[Path]) -> None:
-    """`target` mirrors `source`: the same folders, each file a symlink (caches left out)."""
+    """`target` mirrors `source`: the same folders, each file a symlink (caches and results
+    stores left out: `left_out`)."""
     target.mkdir(parents=True, exist_ok=True)
     for root, dirs, names in os.walk(source):
         here = Path(root)
-        dirs[:] = [d for d in dirs if d not in SKIPPED and (here / d).resolve() not in skip]
+        dirs[:] = [d for d in dirs if not left_out(here / d) and (here / d).resolve() not in skip]
         rel = here.relative_to(source)
         (target / rel).mkdir(parents=True, exist_ok=True)
         for name in names:

@@ -22,15 +22,29 @@ import re
 import shlex
 import warnings
 from dataclasses import replace
+from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.pysource import UNREADABLE
+from reprospec.spec.files import STORE_DB
+from reprospec.store.runfolder import RunFolder
 
 _EXPR = re.compile(r"\$\{\{.*?\}\}", re.S)
 # Folders of a workdir that no candidate needs (caches, version control, the results store).
 SKIPPED = frozenset(
     {".git", ".hg", ".reprospec", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache"}
 )
+
+
+def left_out(folder: Path) -> bool:
+    """No candidate needs `folder`: a cache or version control by its name, or a results
+    store whatever its name (`--out .rs2`, an older one). A store under the workdir grows
+    with every probe's run, and each candidate mirrored all of it: thousands of links per
+    candidate, more with each (nu62a). Its runs folder beside the database tells it from a
+    program's own `results.db`."""
+    return folder.name in SKIPPED or (
+        (folder / STORE_DB).is_file() and RunFolder.runs_under(folder).is_dir()
+    )
 
 
 @frozen

@@ -166,7 +166,8 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     program = found.result.program
     named = Carried()
     if not program.workload:
-        skip = {out.resolve(), found.folder.resolve()}
+        # The store too (the search's folder is OUT/minimize/ID): `--out` in the workdir.
+        skip = {out.resolve(), found.folder.resolve(), found.folder.parents[1].resolve()}
         named = copy_named(workdir, out, program, spec, skip=skip, leave=frozenset(found.unlisted))
         found = replace(found, linked=named.linked)
         for name in found.unlisted:

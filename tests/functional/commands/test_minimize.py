@@ -999,6 +999,42 @@ def test_the_default_out_is_found_from_where_the_command_was_typed(tmp_path: Pat
     assert (Path(data["output"]) / "crash.py").is_file()
 
 
+def test_a_results_store_in_the_workdir_is_in_no_candidate_whatever_its_name(
+    tmp_path: Path,
+) -> None:
+    # `--out rs2` beside the program, and an older store `old/` there too: both hold every
+    # probe's runs, and each candidate mirrored them, thousands of links per candidate and
+    # more with each (nu62a). A store is known by its database and runs folder, not a name.
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("crash.yaml", "crash.py"):
+        shutil.copy(SPEC.parent / name, work / name)
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
+    older = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", "crash.yaml", "--out", "old"],
+        capture_output=True, text=True, timeout=120, cwd=work, env=env,
+    )  # fmt: skip
+    assert older.returncode == 0, older.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "reprospec", "minimize", "crash.yaml", "--out", "rs2",
+         "--budget", "40", "--format", "json", "-j", "2", *DETERMINISTIC],
+        capture_output=True, text=True, timeout=300, cwd=work, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    candidates = list((work / "rs2" / "minimize").glob("*/candidates/*"))
+    assert data["attempts"] > 5, data
+    assert candidates
+    for candidate in candidates:
+        assert (candidate / "crash.py").exists()
+        assert not (candidate / "rs2").exists(), candidate
+        assert not (candidate / "old").exists(), candidate
+    output = Path(data["output"])
+    assert (output / "crash.py").is_file()
+    assert not (output / "old").exists()
+    assert not (output / "rs2").exists()
+
+
 def test_an_amplified_failures_repro_reruns_the_spec(tmp_path: Path) -> None:
     # A plain `sh repro.sh` leaves environment.perturb out, and an amplified failure is as
     # rare there as before amplify: it passed 6 of 6 where the run failed 4 of 4.

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from reprospec.core.results import Rate
 from reprospec.isolation.candidates import Tally
-from reprospec.minimize.program import Program, as_written
+from reprospec.minimize.program import Program, as_written, left_out
 from reprospec.minimize.report import _layout_note, sizes
 from reprospec.minimize.search import MinimizeResult
 from reprospec.minimize.source import apply, numbered
@@ -113,3 +114,18 @@ def test_a_file_nested_deeper_than_python_reads_is_counted_as_no_python() -> Non
 
     assert ast_nodes(too_deep()) == 0
     assert ast_nodes("x = 1 + 1\n") == 7  # Assign, Name, Store, BinOp, 1, Add, 1
+
+
+def test_a_results_store_is_left_out_whatever_its_name_and_a_programs_own_database_kept(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "rs2"
+    (store / "runs").mkdir(parents=True)
+    (store / "results.db").write_bytes(b"")
+    data = tmp_path / "data"  # the program's own sqlite file of that name: no runs folder
+    data.mkdir()
+    (data / "results.db").write_bytes(b"")
+    assert left_out(store)
+    assert not left_out(data)
+    assert left_out(tmp_path / ".git")
+    assert not left_out(tmp_path / "src")
