@@ -875,7 +875,11 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
     if outcome.kind == "hang" and keys.where is not None:
         # As a worker's crash is expected there: the main process's own hang is another bug.
         expect["where"] = keys.where
-        comments["where"] = "the hang is stuck in a DataLoader worker fetching an item"
+        comments["where"] = (
+            "the hang is stuck in a DataLoader worker fetching an item"
+            if keys.where == "worker"
+            else "the hang is stuck in a child process the main one only waits for"
+        )
     if outcome.kind == "error" and outcome.exception:
         expect["exception"] = outcome.exception
     elif outcome.kind == "error" and outcome.last_traceback is not None:

@@ -348,12 +348,13 @@ def process_keys(
 
     A `hang` stuck in a DataLoader worker (its events or its stacks name the worker
     fetching an item) is expected there too (`where: worker`), as a worker's crash is:
-    the main process's own hang (a deadlock in the training loop) is another bug. Only
-    `certain`: a live run's outcome; no other process of a hang is written.
+    the main process's own hang (a deadlock in the training loop) is another bug; so is
+    one stuck in a child the main process only waits for (`where: child`). Only
+    `certain`: a live run's outcome; the main process's own hang gets no `where`.
     """
     kept = exception if not crash or where == "main" else None
     named = ("worker", "child", "main") if certain else ("worker", "child")
-    stuck = hang and certain and where == "worker"
+    stuck = hang and certain and where in ("worker", "child")
     process = where if (crash and where in named) or stuck else None
     if step is None:
         return ProcessKeys(kept, where=process)

@@ -248,6 +248,11 @@ def classify(
             # fetching an item, where the main process only waits for it.
             where, hung_pid = "worker", stuck.pid
             detail += f"; {stuck.describe()}"
+        elif evidence.stack and (waited := _stuck_child(evidence.stack)) is not None:
+            # The main process waits for a child (multiprocessing's join, subprocess's
+            # wait) that was in the user's code: the hang sits in the child.
+            where, hung_pid = "child", waited.pid
+            detail += f"; child {waited.describe()}, {WAITED_FOR_BY_THE_MAIN_PROCESS}"
         if worker is None and (dead := _child_crash(execution, evidence)) is not None:
             # The death leads: it is the likely cause, and the hang's stacks show only the
             # processes left waiting for the work it took with it.
@@ -454,6 +459,10 @@ LOST_WORK = (
 )
 
 
+# Why a hang in a child is not the main process's: its stack only waits for the child.
+WAITED_FOR_BY_THE_MAIN_PROCESS = "where the main process only waits for it"
+
+
 def still_progressing(seconds: float) -> str:
     """`last progress 1.4 s before the timeout: still progressing?` (the detail of a hang)."""
     return (
@@ -541,6 +550,12 @@ def _stuck_worker(stack: str) -> HungProcess | None:
     from reprospec.outcome.hungstacks import stuck_worker
 
     return stuck_worker(stack)
+
+
+def _stuck_child(stack: str) -> HungProcess | None:
+    from reprospec.outcome.hungstacks import stuck_child
+
+    return stuck_child(stack)
 
 
 def _dead_worker_pid(

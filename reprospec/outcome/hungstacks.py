@@ -30,6 +30,19 @@ _FAULTHANDLER_FRAME = Lazy(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+) in (
 _PY_SPY_FRAME = Lazy(r"^\s+(?P<function>\S.*?) \((?P<path>[^()]+):(?P<line>\d+)\)$")
 # The interpreter's own files and the installed packages': not the user's code.
 _LIBRARY = re.compile(r"/lib(?:64)?/python\d[\d.]*/|/site-packages/|/dist-packages/")
+# reprospec's own frames in a program's stacks (the stackdump sitecustomize wraps
+# multiprocessing's Popen): never the user's code, nor where a hang sits.
+_OURS = re.compile(r"/stackdump/sitecustomize\.py$")
+# A process's frames of waiting for another process: multiprocessing's join, a queue or
+# pipe a child writes to, a pool's result; subprocess's wait and communicate.
+_WAITS_FOR_A_CHILD = re.compile(r"/multiprocessing/[\w/]+\.py$|/subprocess\.py$")
+# A thread's frames of waiting for other threads: threading's join, a thread pool's result.
+_JOINS = (
+    ("threading.py", ("join", "_wait_for_tstate_lock")),
+    ("concurrent/futures/_base.py", ("result", "wait", "as_completed")),
+)
+# Where a multiprocessing child begins: frames below it are its parent's, copied by fork.
+_FORKED = ("multiprocessing/process.py", "_bootstrap")
 _WORKER_LOOP = ("torch/utils/data/_utils/worker.py", "_worker_loop")
 _FETCH = "torch/utils/data/_utils/fetch.py"
 WORKER_LABEL = "[DataLoader worker]"
@@ -57,22 +70,52 @@ class HungProcess:
     worker: bool
     fetching: bool
     frame: Frame | None
+    # The main thread waits for another process (multiprocessing's join, subprocess's wait).
+    waits_for_a_child: bool = False
+    # `frame` is the process's own, not a forked child's copy of its parent's frames (below
+    # multiprocessing's _bootstrap): an idle Pool worker waits for a task in no code of
+    # the user's, its frames under that line its parent's `<module>`.
+    own_frame: bool = True
+    # Where the main thread joins threads: each other thread's innermost frame of the user's
+    # code. A deadlock between two threads sits there, not in the join (nu62b).
+    joined: tuple[Frame, ...] = ()
 
     def describe(self, frame: Callable[[str], str] = str) -> str:
         """`the DataLoader worker pid 4242 was fetching an item, in train.py:19 in
-        __getitem__`, or `pid 4200 was in train.py:22 in <module>`; `frame` words the
-        frame (the report's inline code)."""
+        __getitem__`, or `pid 4200 was in train.py:22 in <module>`, or `pid 4200's threads
+        were in t.py:6 in one, t.py:11 in two, its main thread joining them in t.py:16 in
+        <module>`; `frame` words the frame (the report's inline code)."""
         who = f"the DataLoader worker pid {self.pid}" if self.worker else f"pid {self.pid}"
         doing = " was fetching an item" if self.fetching else ""
         if self.frame is None:
             return who + doing
         if doing:
             return f"{who}{doing}, in {frame(self.frame.text())}"
+        if self.joined:
+            threads = ", ".join(frame(f.text()) for f in self.joined)
+            return (
+                f"{who}'s threads were in {threads}, its main thread joining them in "
+                f"{frame(self.frame.text())}"
+            )
         return f"{who} was in {frame(self.frame.text())}"
 
 
 def _is_user(frame: Frame) -> bool:
-    return not frame.path.startswith("<") and not _LIBRARY.search(frame.path)
+    return (
+        not frame.path.startswith("<")
+        and not _LIBRARY.search(frame.path)
+        and not _OURS.search(frame.path)
+    )
+
+
+def _waiting(frames: list[Frame]) -> list[Frame]:
+    """A thread's innermost frames, up to its first of the user's code: what it waits in."""
+    out: list[Frame] = []
+    for frame in frames:
+        if _is_user(frame):
+            break
+        out.append(frame)
+    return out
 
 
 def _frame(line: str) -> Frame | None:
@@ -147,7 +190,17 @@ def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
         main = _main_thread(threads)
         fetching = worker and any(f.path.endswith(_FETCH) for f in main)
         frame = next((f for f in main if _is_user(f)), None)
-        out.append(HungProcess(pid, worker, fetching, frame))
+        waiting = _waiting(main)
+        child = frame is not None and any(_WAITS_FOR_A_CHILD.search(f.path) for f in waiting)
+        joined: tuple[Frame, ...] = ()
+        if frame is not None and any(_is(f, j) for f in waiting for j in _JOINS):
+            others = (
+                next((f for f in t if _is_user(f)), None) for _, t in threads if t is not main
+            )
+            joined = tuple(f for f in others if f is not None)
+        forked = next((i for i, f in enumerate(main) if _is(f, _FORKED)), len(main))
+        own = frame is not None and main.index(frame) < forked
+        out.append(HungProcess(pid, worker, fetching, frame, child, own, joined))
     return tuple(out)
 
 
@@ -156,12 +209,30 @@ def stuck_worker(stack: str | None) -> HungProcess | None:
     return _first_stuck_worker(hung_processes(stack))
 
 
+def stuck_child(stack: str | None) -> HungProcess | None:
+    """The process the attempt's first one waits for, where a hang sits in a child: the
+    first one's main thread waits for another process (multiprocessing's join, a queue a
+    child fills, subprocess's wait) and a later process, no DataLoader worker, was in the
+    user's code. Its first process only waits: `where: main` named the wrong one (nu62b)."""
+    processes = hung_processes(stack)
+    if not processes or not processes[0].waits_for_a_child:
+        return None
+    children = [p for p in processes[1:] if p.frame and p.own_frame and not p.worker]
+    # A child that itself only waits for its own child is not where the hang sits.
+    return next((p for p in children if not p.waits_for_a_child), None) or next(
+        iter(children), None
+    )
+
+
 def where_stuck(stack: str | None) -> HungProcess | None:
     """Where a hang sits as far as its stacks show: a worker stuck fetching an item in the
-    user's code, else the first process whose main thread was in the user's code."""
+    user's code, else a child the first process waits for (`stuck_child`), else the first
+    process whose main thread was in the user's code."""
     processes = hung_processes(stack)
-    return _first_stuck_worker(processes) or next(
-        (p for p in processes if p.frame and not p.worker), None
+    return (
+        _first_stuck_worker(processes)
+        or stuck_child(stack)
+        or next((p for p in processes if p.frame and not p.worker), None)
     )
 
 
@@ -259,6 +330,7 @@ __all__ = [
     "hung_processes",
     "label_workers",
     "pytest_hung_in",
+    "stuck_child",
     "stuck_worker",
     "where_stuck",
 ]

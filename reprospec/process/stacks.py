@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -31,6 +32,23 @@ PY_SPY_TIMEOUT_S = 0.8
 STACK_HEAD_BYTES = 512 << 10
 STACK_TAIL_BYTES = 128 << 10
 STACKS_TOTAL_BYTES = 4 << 20
+
+
+# A frame of the stackdump sitecustomize itself, in faulthandler's words or py-spy's: it
+# wraps multiprocessing's Popen (its __init__, its poll), so a program's stacks showed
+# `sitecustomize.py:450 in watched` between multiprocessing's frames (nu62b). Not the
+# program's: left out of stack.txt.
+_OUR_FRAME = re.compile(
+    r'^\s+(?:File "[^"]*/stackdump/sitecustomize\.py", line \d+ in .*'
+    r"|\S.*? \([^()]*/stackdump/sitecustomize\.py:\d+\))$"
+)
+
+
+def without_our_frames(dump: str) -> str:
+    """A stack dump without the stackdump sitecustomize's own frames (`_OUR_FRAME`)."""
+    if "stackdump/sitecustomize.py" not in dump:
+        return dump
+    return "\n".join(line for line in dump.split("\n") if not _OUR_FRAME.match(line))
 
 
 def _catches_sigusr1(pid: int) -> bool:
@@ -160,7 +178,7 @@ def collect_stacks(
         if budget <= 0:
             skipped.add(pid)  # the root's and the first ones' are in; memory stays bounded
             continue
-        text = read_stack_dump(stack_dir / f"stack-{pid}.txt")
+        text = without_our_frames(read_stack_dump(stack_dir / f"stack-{pid}.txt"))
         if text.strip():
             dumps[pid] = text
             budget -= len(text)
@@ -187,7 +205,8 @@ def collect_stacks(
         if pid in dumps:
             parts.append(f"--- pid {pid} ({cmd}) ---\n{dumps[pid].rstrip()}\n")
         elif pid in spied:
-            parts.append(f"--- pid {pid} ({cmd}) [py-spy] ---\n{spied[pid].rstrip()}\n")
+            spy = without_our_frames(spied[pid]).rstrip()
+            parts.append(f"--- pid {pid} ({cmd}) [py-spy] ---\n{spy}\n")
         else:
             note = (
                 "(stack omitted: the dumps above reached the limit)"

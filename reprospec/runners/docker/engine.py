@@ -25,7 +25,12 @@ from reprospec.perturb.apply import variables
 from reprospec.process import leftovers
 from reprospec.process.childprotocol import STACK_TXT, ChildPaths, Instance, child_env
 from reprospec.process.output import Sink
-from reprospec.process.stacks import STACKS_TOTAL_BYTES, read_stack_dump, wait_for_stack_files
+from reprospec.process.stacks import (
+    STACKS_TOTAL_BYTES,
+    read_stack_dump,
+    wait_for_stack_files,
+    without_our_frames,
+)
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker.container import (
     IN_ATTEMPT,
@@ -466,7 +471,7 @@ def collect_stacks(container: Container, log_dir: Path) -> Path | None:
             break
         cmd = asked[pid] if len(asked[pid]) <= 200 else asked[pid][:197] + "..."
         # The dump is the container's to write: read head + tail (process/stacks.py).
-        text = read_stack_dump(log_dir / f"stack-{pid}.txt").rstrip()
+        text = without_our_frames(read_stack_dump(log_dir / f"stack-{pid}.txt")).rstrip()
         body = text or "(no Python stack: the process did not answer)"
         parts.append(f"--- pid {pid} ({cmd}) [in container] ---\n{body}\n")
         budget -= len(parts[-1])

@@ -55,12 +55,19 @@ def runner() -> LocalRunner:
 
 
 def run_attempt(
-    runner: LocalRunner, argv: list[str], tmp_path: Path, expectation: Expectation = SEGV
+    runner: LocalRunner,
+    argv: list[str],
+    tmp_path: Path,
+    expectation: Expectation = SEGV,
+    timeout_s: float = 30.0,
 ) -> tuple[AttemptResult, Execution]:
     """One attempt as a run makes it; the workdir is tmp_path (a core file lands there)."""
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    plan = replace(attempt_plan(argv, work, environment={"device": "cpu"}), expectation=expectation)
+    plan = replace(
+        attempt_plan(argv, work, environment={"device": "cpu"}, timeout_s=timeout_s),
+        expectation=expectation,
+    )
     execution = runner.run(plan, tmp_path / "attempt")
     return attempt_result(plan, execution, Evidence.read(execution)), execution
 
@@ -640,3 +647,62 @@ def test_a_dataloader_worker_sigkilled_is_the_workers_crash_whatever_torch_says(
         outcome.detail or "",
     ), outcome.detail
     assert result.matched, result.mismatches
+
+
+CHILD_HANG = str(CHILDREN / "child_hang.py")
+
+
+@pytest.mark.parametrize(
+    ("mode", "frame"),
+    [
+        ("mp-fork", "child_hang.py:24 in stuck"),
+        ("mp-spawn", "child_hang.py:24 in stuck"),
+        ("pool", "child_hang.py:24 in stuck"),
+        ("subprocess", "child_hang.py:60 in main"),
+    ],
+)
+def test_a_hang_in_a_child_the_main_process_waits_for_is_where_child(
+    runner: LocalRunner, tmp_path: Path, mode: str, frame: str
+) -> None:
+    """The main process only joins its child (or waits for its exit, or for its pool's
+    result): `expect: where: child` is met, the child's frame named, and the stacks show no
+    frame of reprospec's own sitecustomize (nu62b: `where: main`, its headline frame
+    `sitecustomize.py:450 in watched`)."""
+    result, _ = run_attempt(
+        runner,
+        [PY, CHILD_HANG, mode],
+        tmp_path,
+        expectation=Expectation("hang", where="child"),
+        timeout_s=3.0,
+    )
+    outcome = result.ran
+    assert outcome is not None, result.infra_error
+    assert (outcome.kind, outcome.where, outcome.signature) == ("hang", "child", "hang"), outcome
+    assert result.matched, result.mismatches
+    from reprospec.outcome.hungstacks import hung_processes
+
+    pids = [p.pid for p in hung_processes(result.stack)]
+    assert outcome.pid in pids[1:], (outcome.pid, pids)  # the child's, not the main process's
+    assert f"pid {outcome.pid} was in " in (outcome.detail or "")
+    assert frame in (outcome.detail or "")
+    assert "sitecustomize" not in (result.stack or "")
+
+
+def test_a_thread_deadlock_is_the_main_process_and_names_the_threads(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    result, _ = run_attempt(
+        runner, [PY, CHILD_HANG, "threads"], tmp_path, expectation=HANG, timeout_s=3.0
+    )
+    outcome = result.ran
+    assert outcome is not None, result.infra_error
+    assert (outcome.kind, outcome.where) == ("hang", "main"), outcome
+    from reprospec.outcome.hungstacks import where_stuck
+
+    stuck = where_stuck(result.stack)
+    assert stuck is not None
+    described = stuck.describe()
+    assert "'s threads were in " in described, described
+    assert described.count("child_hang.py:34 in take") == 2, described
+    assert "its main thread joining them in " in described, described
+    assert described.endswith(" in deadlock"), described

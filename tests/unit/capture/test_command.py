@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.capture.command import _shown, chosen_interpreter, tidied_paths
+from reprospec.capture.command import _shown, chosen_interpreter, tidied_paths, without_pids
 
 
 def test_the_spec_written_is_shown_as_typed_here_unless_far_away(
@@ -237,3 +237,15 @@ def test_a_path_through_dot_dot_is_written_the_short_way_unless_a_link_makes_it_
     )  # fmt: skip
     # link/../x.py is far/x.py; x.py beside link is another file: left as typed.
     assert tidied_paths(["python", "link/../x.py"], tmp_path) == ("python", "link/../x.py")
+
+
+def test_a_descriptions_process_ids_are_left_out_and_the_sentence_still_reads() -> None:
+    # A hang in a child: the spec's description names no pid of the capture's own run.
+    assert without_pids(
+        "no exit within the timeout (5 s); killed after 5.1s; child pid 30425 was in "
+        "childhang.py:7 in child, where the main process only waits for it"
+    ) == (
+        "no exit within the timeout (5 s); killed after 5.1s; a child process was in "
+        "childhang.py:7 in child, where the main process only waits for it"
+    )
+    assert without_pids("worker 1 (pid 42) died") == "worker 1 died"

@@ -411,9 +411,10 @@ def test_the_main_process_is_expected_only_where_it_is_certain() -> None:
     assert hang.where is None
 
 
-def test_a_hang_stuck_in_a_worker_is_expected_there_where_it_is_certain() -> None:
-    # As a worker's crash: the main process's own hang is another bug. A hang in the main
-    # process, or a ticket's (not certain), writes none.
+def test_a_hang_stuck_in_a_worker_or_child_is_expected_there_where_it_is_certain() -> None:
+    # As a worker's crash: the main process's own hang is another bug, and so is a hang in
+    # a child it only waits for. A hang in the main process, or a ticket's (not certain),
+    # writes none.
     def where(process: str, *, certain: bool) -> str | None:
         keys = process_keys(
             crash=False, hang=True, where=process, exception=None, step=None, certain=certain
@@ -423,7 +424,8 @@ def test_a_hang_stuck_in_a_worker_is_expected_there_where_it_is_certain() -> Non
     assert where("worker", certain=True) == "worker"
     assert where("worker", certain=False) is None
     assert where("main", certain=True) is None
-    assert where("child", certain=True) is None
+    assert where("child", certain=True) == "child"
+    assert where("child", certain=False) is None
 
 
 def test_an_errors_exception_is_its_own_wherever_it_was_raised() -> None:

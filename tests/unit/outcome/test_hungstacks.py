@@ -15,6 +15,7 @@ from reprospec.outcome.hungstacks import (
     hung_processes,
     label_workers,
     pytest_hung_in,
+    stuck_child,
     stuck_worker,
     where_stuck,
 )
@@ -233,3 +234,70 @@ def test_the_main_thread_is_read_whichever_thread_took_the_dumps_signal() -> Non
     assert pytest_hung_in(cut) == (
         "pytest was collecting test_c.py (test_c.py:1, importing slowmod.py:3)"
     )
+
+
+# Real dumps (this machine, paths renamed): a multiprocessing child blocked on a lock it
+# holds while the main process joins it, its dump as faulthandler wrote it (the stackdump
+# sitecustomize's own frames in it, from an editable install); a subprocess.run child that
+# never ends; two threads deadlocked on two locks while the main thread joins them.
+CHILD = (DATA / "stacks" / "multiprocessing-child-hang.stack.txt").read_text()
+SUBPROCESS = (DATA / "stacks" / "subprocess-child-hang.stack.txt").read_text()
+THREADS = (DATA / "stacks" / "thread-deadlock.stack.txt").read_text()
+
+
+def test_a_hang_sits_in_the_child_the_main_process_only_waits_for() -> None:
+    for dump, pid, frame in (
+        (CHILD, 26185, Frame("/work/proj/childhang.py", 7, "child")),
+        (SUBPROCESS, 27099, Frame("/work/proj/subhang.py", 5, "<module>")),
+    ):
+        stuck = stuck_child(dump)
+        assert stuck is not None
+        assert (stuck.pid, stuck.frame) == (pid, frame)
+        assert where_stuck(dump) == stuck
+    # The main process's innermost frame of the user's code is its join, not the
+    # sitecustomize's wrapper of multiprocessing's poll (`sitecustomize.py:450 in watched`).
+    assert hung_processes(CHILD)[0].frame == Frame("/work/proj/childhang.py", 12, "<module>")
+    # A main process stuck in its own code waits for no child: the hang is its own.
+    assert stuck_child(DUMP.split("--- pid 6257", 1)[0]) is None
+    assert stuck_child(THREADS) is None
+
+
+def test_a_thread_deadlock_names_the_threads_the_main_thread_joins() -> None:
+    stuck = where_stuck(THREADS)
+    assert stuck is not None
+    assert stuck.joined == (
+        Frame("/work/proj/threads.py", 13, "two"),
+        Frame("/work/proj/threads.py", 7, "one"),
+    )
+    assert stuck.describe() == (
+        "pid 27015's threads were in /work/proj/threads.py:13 in two, "
+        "/work/proj/threads.py:7 in one, its main thread joining them in "
+        "/work/proj/threads.py:18 in <module>"
+    )
+
+
+def test_a_commands_hang_in_a_child_is_where_child_its_signature_unchanged(
+    tmp_path: Path,
+) -> None:
+    """`expect: where: child` matched no hang: the main process only joined its child
+    (nu62b). The signature stays `hang`, as for a worker."""
+    for log in ("stdout.log", "stderr.log", "events.jsonl"):
+        (tmp_path / log).write_text("")
+    (tmp_path / "stack.txt").write_text(CHILD)
+    hung = dataclasses.replace(
+        execution_in(tmp_path, None, timed_out=True), stack_path=tmp_path / "stack.txt"
+    )
+    outcome = classify(hung)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.where, outcome.pid, outcome.signature) == (
+        "hang",
+        "child",
+        26185,
+        "hang",
+    )
+    assert outcome.detail is not None
+    assert outcome.detail.endswith(
+        "; child pid 26185 was in /work/proj/childhang.py:7 in child, "
+        "where the main process only waits for it"
+    )
+    assert outcome_phrase(outcome) == "hang (child pid 26185)"
