@@ -73,6 +73,12 @@ class _Formatter(argparse.HelpFormatter):
         super().__init__(prog, **options)  # type: ignore[arg-type]
 
 
+# argparse's words for a value not among an option's choices.
+_INVALID_CHOICE = re.compile(
+    r"argument .*: invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)$"
+)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that exits 2 with one clear line, never a traceback."""
 
@@ -87,7 +93,14 @@ class _Parser(argparse.ArgumentParser):
 
     def _did_you_mean(self, message: str) -> str:
         """For `unrecognized arguments: --repat 3`: the nearest option of this parser or of
-        the verb's (argparse reports a verb's unknown options from the top parser)."""
+        the verb's (argparse reports a verb's unknown options from the top parser); for
+        `invalid choice: 'dockr' (choose from ...)`, the nearest choice."""
+        choice = _INVALID_CHOICE.match(message)
+        if choice is not None:
+            # Quoted up to 3.12, bare from 3.12.8 and 3.13: `(choose from local, docker)`.
+            choices = [c.strip().strip("'") for c in choice["choices"].split(",")]
+            near = suggest(choice["word"], choices)[:1]
+            return f"; did you mean {near[0]!r}?" if near else ""
         prefix = "unrecognized arguments: "
         if not message.startswith(prefix):
             return ""

@@ -71,3 +71,17 @@ def test_a_negative_duration_after_a_space_reaches_its_own_check(
     words = ["capture", "python", "t.py", "--timeout", "-5s"]
     args = _parse(build_parser("capture"), "capture", words)
     assert args.argv[-4:] == ["python", "t.py", "--timeout", "-5s"]
+
+
+def test_a_mistyped_choice_is_told_the_nearest_one(capsys: pytest.CaptureFixture[str]) -> None:
+    for words, hint in (
+        (["run", "x.yaml", "--runner", "dockr"], "; did you mean 'docker'?"),
+        (["run", "x.yaml", "--format", "jsn"], "; did you mean 'json'?"),
+        (["run", "x.yaml", "--runner", "zzzzz"], ""),
+    ):
+        with pytest.raises(SystemExit) as exited:
+            main(words)
+        assert exited.value.code == 2
+        last = capsys.readouterr().err.strip().split("\n")[-1]
+        assert last.startswith(f"reprospec: error: argument --{words[2][2:]}: invalid choice: ")
+        assert last.endswith(")" + hint), last
