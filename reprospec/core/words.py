@@ -76,6 +76,22 @@ def stopped_of(reason: str) -> str:
     return reason[start + 1 : -1] if start >= 0 and reason.endswith(")") else ""
 
 
+INTERRUPTED_AFTER = "interrupted after"
+
+
+def interrupted_phrase(ran: int, planned: int) -> str:
+    """`interrupted after 1 of 3 attempts`: a cell a Ctrl-C cut short."""
+    return f"{INTERRUPTED_AFTER} {ran} of {planned} attempts"
+
+
+def interrupted_of(reason: str) -> str:
+    """The `interrupted_phrase` in a cell's reason ("" where the run did not cut it short):
+    what a rate column says beside `1/1`, which read as a whole cell's (nu62b)."""
+    start = reason.rfind(f"({INTERRUPTED_AFTER} ")
+    end = reason.find(" attempts", start)
+    return reason[start + 1 : end + len(" attempts")] if start >= 0 and end > start else ""
+
+
 def stopped_counts(reason: str) -> tuple[str, int, int] | None:
     """(stop_on, attempts ran, attempts planned) of the `stopped_phrase` a cell's reason
     ends in; None where stop_on did not stop it. What `merge` adds up over a cell's shards,

@@ -40,6 +40,7 @@ from reprospec.core.words import (
     PRIVATE_TMP_LEFT,
     attempts_phrase,
     expectation_phrase,
+    interrupted_phrase,
     mismatch,
     missed_keys,
     outcome_phrase,
@@ -346,8 +347,8 @@ class CellJudge:
         elif interrupted and len(attempts) < len(numbers):
             verdict = replace(
                 verdict,
-                reason=f"{verdict.reason} (interrupted after {len(attempts)} of "
-                f"{len(numbers)} attempts; --resume finishes it)",
+                reason=f"{verdict.reason} "
+                f"({interrupted_phrase(len(attempts), len(numbers))}; --resume finishes it)",
             )
         reason = self._texts.setdefault(verdict.reason, verdict.reason)
         verdict = Verdict(verdict.kind, reason, self._rates.setdefault(verdict.rate, verdict.rate))

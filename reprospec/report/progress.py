@@ -191,7 +191,7 @@ def results_table(run: RunResult) -> Table:
     from rich.table import Table
 
     from reprospec.report.paths import PathNames
-    from reprospec.report.tables import LARGE_RUN_CELLS
+    from reprospec.report.tables import LARGE_RUN_CELLS, rate_said
 
     short = PathNames(run.paths).shorten
     table = Table(title=text(f"{run.spec_name}: {run.run_id}"), title_justify="left")
@@ -211,7 +211,9 @@ def results_table(run: RunResult) -> Table:
             text(cell.cell.id),
             text(expectation_phrase(cell.expected)),
             text(short(attempts_phrase(cell.attempts))),
-            text(cell_rate_phrase(cell.rate, cell.expected)),
+            text(
+                rate_said(cell_rate_phrase(cell.rate, cell.expected), cell.reason, run.interrupted)
+            ),
             cell.verdict,
         )
     return table

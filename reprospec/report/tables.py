@@ -21,6 +21,7 @@ from reprospec.core.words import (
     attempts_phrase,
     cell_rate_phrase,
     expectation_phrase,
+    interrupted_of,
     rate_phrase,
     seconds,
     stopped_of,
@@ -157,7 +158,7 @@ def result_rows(
             "values": [show_value(c.cell.matrix[a]) if a in c.cell.matrix else "—" for a in axes],
             "expected": expectation_phrase(c.expected),
             "actual": short(attempts_phrase(c.attempts)),
-            "rate": _stopped(cell_rate_phrase(c.rate, c.expected), c.reason),
+            "rate": rate_said(cell_rate_phrase(c.rate, c.expected), c.reason, run.interrupted),
             "verdict": c.verdict,
             "reason": short(c.reason),
             "env": ", ".join(differs.per_cell.get(c.cell.id, ())),
@@ -195,11 +196,12 @@ def result_groups(
             worded(1, c.attempts, actual),
             # An observed cell's column is its count of attempts (as in result_rows); a
             # judged rate is worded once per Rate its alike cells share.
-            _stopped(
+            rate_said(
                 cell_rate_phrase(c.rate, c.expected)
                 if c.expected.observes
                 else worded(2, c.rate, rate_phrase),
                 c.reason,
+                run.interrupted,
             ),
             ", ".join(differs.per_cell.get(c.cell.id, ())),
             # An interrupted run's reasons say which cells it cut short ("interrupted after 1
@@ -238,10 +240,23 @@ def result_groups(
     ]
 
 
-def _stopped(rate: str, reason: str) -> str:
-    """A cell's rate, with that run.stop_on stopped it where it did: its attempts short of
-    the planned ones were skipped, not lost (a reproduced cell's reason is not shown)."""
-    return f"{rate} ({STOPPED_BY_STOP_ON})" if stopped_of(reason) else rate
+def rate_said(rate: str, reason: str, interrupted: bool) -> str:
+    """A cell's rate, with that run.stop_on stopped it where it did (its attempts short of
+    the planned ones were skipped, not lost), or that a Ctrl-C cut it short (`1/1
+    (interrupted after 1 of 3 attempts)`, where `1/1` alone read as the whole cell's): a
+    reproduced cell's reason is not shown beside it."""
+    if stopped_of(reason):
+        return f"{rate} ({STOPPED_BY_STOP_ON})"
+    cut = interrupted_of(reason) if interrupted else ""
+    return f"{rate} ({cut})" if cut else rate
 
 
-__all__ = ["LARGE_RUN_CELLS", "attempt_rows", "durations", "ranges", "result_groups", "result_rows"]
+__all__ = [
+    "LARGE_RUN_CELLS",
+    "attempt_rows",
+    "durations",
+    "ranges",
+    "rate_said",
+    "result_groups",
+    "result_rows",
+]

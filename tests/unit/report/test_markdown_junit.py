@@ -725,6 +725,18 @@ def test_an_interrupted_run_names_the_cells_it_cut_short() -> None:
     assert f"`{first.cell.id}`: " in results
     assert "interrupted after 1 of 2 attempts; --resume finishes it" in results
     assert "interrupted after" not in render(replace(run, interrupted=False), "md")
+    # The rate columns too, the report's and the terminal's: `1/1` alone read as the whole
+    # cell's, where it ran 1 of 2 (nu62b).
+    import io
+
+    from reprospec.report.console import make_console
+    from reprospec.report.progress import results_table
+
+    assert "| 1/1 (interrupted after 1 of 2 attempts) |" in results
+    stream = io.StringIO()
+    make_console(stream).print(results_table(run))
+    assert "1/1 (interrupted after 1 of 2 attempts)" in stream.getvalue()
+    assert stream.getvalue().count("interrupted after") == 1
 
 
 def test_a_spec_whose_secrets_were_masked_says_what_to_set_beside_it() -> None:
