@@ -183,8 +183,10 @@ def lines(diff: Comparison, spec_name: str) -> list[str]:
             if row["failed"]:
                 was, now = (_failure_rate(failed, ran) for failed, ran in row["failed"])
                 out.append(f"    failed    {was} -> {now} (95% intervals apart)")
-    else:
+    elif diff["in_both"]:
         out.append("no cell changed")
+    else:
+        out.append("no cell in both runs: none compared")
     for label, only in (
         ("only in the first run", diff["only_a"]),
         ("only in the second run", diff["only_b"]),

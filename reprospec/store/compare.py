@@ -120,6 +120,9 @@ class Comparison(TypedDict):
     cells: list[CellChange]
     only_a: list[str]
     only_b: list[str]
+    # How many cells both runs have: 0 (two specs' runs, other matrices) compared none, and
+    # "no cell changed" read as if all had been.
+    in_both: int
     environment: list[Difference]
     # The environment variables that differ (`env.NAME` of the capture, and each cell's
     # `environment.env`): a run that differs only there is not "same environment".
@@ -166,6 +169,7 @@ def compare(run_a: RunResult, run_b: RunResult) -> Comparison:
         "cells": cells,
         "only_a": [cell for cell in cells_a if cell not in cells_b],
         "only_b": [cell for cell in cells_b if cell not in cells_a],
+        "in_both": sum(cell in cells_b for cell in cells_a),
         **environment_change(run_a, run_b),
         "perturbed": [perturbations(run_a), perturbations(run_b)],
     }

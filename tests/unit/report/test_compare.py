@@ -55,3 +55,21 @@ def test_torch_captured_by_one_run_only_is_one_line() -> None:
     text = reprospec.compare(a, b).render("text").splitlines()
     assert "  torch: not captured -> captured (not compared field by field)" in text
     assert not [line for line in text if line.startswith("  torch.")]
+
+
+def test_runs_with_no_cell_in_common_say_none_was_compared() -> None:
+    # Two specs' runs, other matrices: "no cell changed" read as if every cell had been
+    # compared and found the same (nu62a).
+    a = segfault_matrix()
+    renamed = tuple(
+        replace(c, cell=replace(c.cell, id=f"other-{n}")) for n, c in enumerate(a.cells)
+    )
+    b = replace(a, run_id="b", cells=renamed)
+    found = reprospec.compare(a, b)
+    assert found.diff["in_both"] == 0
+    text = found.render("text").splitlines()
+    assert "no cell in both runs: none compared" in text
+    assert "no cell changed" not in text
+    same = reprospec.compare(a, replace(a, run_id="b"))
+    assert same.diff["in_both"] == len(a.cells)
+    assert "no cell changed" in same.render("text").splitlines()
