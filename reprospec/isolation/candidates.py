@@ -147,6 +147,9 @@ class IsolationResult:
     tested: tuple[Candidate, ...]
     guess: tuple[int, ...] = ()  # not isolated: the most probable culprit set...
     guess_probability: float = 0.0  # ...and its posterior probability
+    # Not isolated, the guess sure enough: what the search still had to see before naming it
+    # ("confidence 0.998" beside "no answer yet" read as a contradiction).
+    pending: str = ""
     warnings: tuple[str, ...] = ()
 
     @property
@@ -166,7 +169,11 @@ class IsolationResult:
             "rate_used": self.rate_used,
             "max_culprits": self.max_culprits,
             "rule": self.rule,
-            "guess": {"culprits": list(self.guess), "probability": self.guess_probability},
+            "guess": {
+                "culprits": list(self.guess),
+                "probability": self.guess_probability,
+                "pending": self.pending,
+            },
             "warnings": list(self.warnings),
             "failing": self.failing.to_dict() if self.failing else None,
             "base": self.base.to_dict() if self.base else None,

@@ -125,7 +125,8 @@ def _confidence(result: IsolationResult) -> str:
     """`confidence 0.996`, or for a search without an answer what its best guess holds:
     "confidence 0.000" beside "best guess (83%)" read as a contradiction."""
     if result.status in ("budget", "interrupted") and result.guess:
-        return f"no answer yet: confidence {result.guess_probability:.3f} in the best guess"
+        left = f", but {result.pending}" if result.pending else ""
+        return f"no answer yet: confidence {result.guess_probability:.3f} in the best guess{left}"
     return f"confidence {result.confidence:.3f}"
 
 
@@ -239,6 +240,7 @@ def to_dict(found: IsolateResult) -> JsonObject:
                 for d in (found.differences[i] for i in result.guess)
             ],
             "probability": result.guess_probability,
+            "pending": result.pending,
         },
         "warnings": list(result.warnings),
         "message": result.message,

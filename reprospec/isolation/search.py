@@ -471,8 +471,24 @@ class Isolation:
             tested=tuple(e for c in self.tallies if (e := self._evidence(c, belief)) is not None),
             guess=() if isolated else tuple(sorted(members(self.model.masks[top]))),
             guess_probability=0.0 if isolated else probability,
+            pending="" if isolated else self._pending(self.model.masks[top], probability, rate),
             warnings=self._warnings(*self._measured()),
         )
+
+    def _pending(self, answer: int, probability: float, rate: float) -> str:
+        """What an unfinished search still had to see of a guess already sure enough
+        (next_probes' two checks before `isolated`); "" where it was not sure enough."""
+        if probability < 1 - self.settings.error or answer == 0:
+            return ""
+        if not self._seen_failing(answer):
+            return "the best guess has not yet been seen failing by itself"
+        odds = self.model.base_odds(answer, rate)
+        if odds > self.settings.error:
+            return (
+                "the passing configuration has not yet passed often enough to rule out that "
+                f"it fails too (odds {odds:.3f}, above the error {self.settings.error:g})"
+            )
+        return ""
 
     def _warnings(self, matched: int, ran: float) -> tuple[str, ...]:
         if ran and wilson(matched, ran)[1] < self.settings.min_rate:

@@ -178,6 +178,39 @@ def test_one_difference_is_named_only_once_the_passing_side_is_shown_to_pass() -
     assert clean == needed == 15
 
 
+def test_a_guess_sure_enough_says_what_was_left_to_check_when_stopped() -> None:
+    # nu62a: "no answer yet: confidence 0.998 in the best guess" said nothing of why. Here
+    # the one difference is sure (posterior >= 1 - error) after 5 clean attempts of the
+    # passing side, which must pass 15 times before the difference is named.
+    iso = Isolation(1, Settings())
+    (rate,) = iso.next_probes()
+    iso.record(rate, ["pass", "pass", "match"])
+    for _ in range(5):
+        (probe,) = iso.next_probes()
+        iso.record(probe, ["pass"] * probe.attempts)
+        if iso.used >= 8:
+            break
+    iso.interrupt()
+    assert iso.result is not None
+    assert iso.result.status == "interrupted"
+    assert iso.result.guess == (0,)
+    assert iso.result.guess_probability >= 1 - iso.settings.error
+    assert iso.result.pending.startswith(
+        "the passing configuration has not yet passed often enough to rule out that it "
+        "fails too (odds "
+    ), iso.result.pending
+    guess = iso.result.to_dict()["guess"]
+    assert isinstance(guess, dict)
+    assert guess["pending"] == iso.result.pending
+    # A guess not yet sure enough has nothing pending to name.
+    early = Isolation(1, Settings())
+    (rate,) = early.next_probes()
+    early.record(rate, ["pass", "pass", "match"])
+    early.interrupt()
+    assert early.result is not None
+    assert early.result.pending == ""
+
+
 def test_a_flaky_passing_side_that_fails_in_its_check_reproduces_the_base() -> None:
     iso = Isolation(1, Settings())
     (rate,) = iso.next_probes()
