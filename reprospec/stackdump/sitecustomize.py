@@ -49,6 +49,7 @@ def _after_fork() -> None:
     # imports this module, so it imports as little as it can.) The signals the parent sent
     # are the parent's: the child's own children are other pids.
     _sent.clear()
+    _sent_groups.clear()
     try:  # noqa: SIM105
         _register()
     except Exception:
@@ -398,9 +399,9 @@ def _watch_children() -> None:
     evidence.py reads them. Every start method: fork and spawn share popen_fork's poll();
     forkserver's poll() reads the status its server reaped, and is wrapped apart. A death
     by a signal the parent sent it itself (`Process.kill()`, `terminate()`, its own
-    `os.kill`) is its doing, not written. Installed whether or not this process has an
-    events file (a preload server has none: its forked attempts, which inherit the hooks,
-    do); written where it has one.
+    `os.kill`, `os.killpg` of its group) is its doing, not written. Installed whether or
+    not this process has an events file (a preload server has none: its forked attempts,
+    which inherit the hooks, do); written where it has one.
     """
     _when_imported("multiprocessing.popen_fork", _watch_popen)
     _when_imported("multiprocessing.popen_forkserver", _watch_poll)
@@ -411,10 +412,13 @@ def _watch_children() -> None:
 # parent's doing. multiprocessing's terminate() and kill(), torch.multiprocessing's and
 # torchrun's shutdown of the other ranks (os.kill, SIGTERM then SIGKILL) all go through it.
 _sent: dict[int, set[int]] = {}
+# The same for process groups (os.killpg): a child leading its own group (a launcher's
+# setsid, start_new_session) is stopped by its group's id, read when its death is polled.
+_sent_groups: dict[int, set[int]] = {}
 
 
 def _watch_kills() -> None:
-    kill = os.kill
+    kill, killpg = os.kill, os.killpg
 
     def _kill(pid: int, sig: int) -> None:
         try:  # noqa: SIM105 (no contextlib: every Python process of the attempt imports this)
@@ -423,7 +427,27 @@ def _watch_kills() -> None:
             pass
         kill(pid, sig)
 
+    def _killpg(pgid: int, sig: int) -> None:
+        try:  # noqa: SIM105
+            _sent_groups.setdefault(int(pgid) or os.getpgid(0), set()).add(int(sig))
+        except Exception:
+            pass
+        killpg(pgid, sig)
+
     os.kill = _kill
+    os.killpg = _killpg
+
+
+def _group_of(pid: object) -> int | None:
+    """`pid`'s process group, read before its status is (a zombie's /proc entry still says
+    it); None where no killpg was sent (the common case reads nothing) or it is gone."""
+    if not _sent_groups or not isinstance(pid, int):
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[2])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _watch_popen(module: ModuleType) -> None:
@@ -447,10 +471,12 @@ def _watch_poll(module: ModuleType) -> None:
 
     def watched(self: object, flag: int = os.WNOHANG) -> int | None:
         before = getattr(self, "returncode", None)
+        pid = getattr(self, "pid", None)
+        group = _group_of(pid) if before is None else None
         code: int | None = poll(self, flag)
         if before is None and isinstance(code, int) and code < 0:
-            pid = getattr(self, "pid", None)
-            if not isinstance(pid, int) or -code not in _sent.get(pid, ()):
+            sent = _sent.get(pid, set()) if isinstance(pid, int) else set()
+            if -code not in sent | _sent_groups.get(group or -1, set()):
                 _child_died(self, -code)
         return code
 

@@ -12,6 +12,7 @@ Usage: python child_crash.py MODE [ARGS...]
     mp-parent-kill     the main process kill()s its own multiprocessing.Process, then
                        raises RuntimeError (a death it caused: no crash)
     mp-parent-oskill   the same with os.kill(pid, SIGKILL), as torchrun ends its ranks
+    mp-parent-killpg   the same with os.killpg: the child leads a process group of its own
     subprocess CMD...  runs CMD with subprocess.run(check=True): CalledProcessError
     orphan             a child segfaults; the main exits without reaping it (the engine does)
     main               the main process itself segfaults (a main crash, for contrast)
@@ -28,6 +29,7 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.synchronize import Event
 from pathlib import Path
 
 
@@ -75,8 +77,23 @@ def orphan() -> None:
     os._exit(1)
 
 
+def lead_a_group(ready: Event) -> None:
+    os.setpgid(0, 0)
+    ready.set()
+    time.sleep(60)
+
+
 def main() -> None:
     mode = sys.argv[1]
+    if mode == "mp-parent-killpg":
+        context = multiprocessing.get_context("fork")
+        ready = context.Event()
+        process = context.Process(target=lead_a_group, args=(ready,))
+        process.start()
+        ready.wait(30)
+        os.killpg(process.pid or 0, signal.SIGKILL)
+        process.join()
+        raise RuntimeError(f"gave up on the worker group: exit code {process.exitcode}")
     if mode in ("mp-parent-kill", "mp-parent-oskill"):
         process = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,))
         process.start()

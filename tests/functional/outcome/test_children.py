@@ -590,13 +590,13 @@ def test_a_forked_attempts_sigkilled_child_is_seen_too(cli: Cli, tmp_path: Path)
     assert all("reaped by its parent" in a["outcome"]["detail"] for a in attempts)
 
 
-@pytest.mark.parametrize("how", ["kill", "oskill"])
+@pytest.mark.parametrize("how", ["kill", "oskill", "killpg"])
 def test_a_child_its_parent_killed_itself_is_no_crash(
     runner: LocalRunner, tmp_path: Path, how: str
 ) -> None:
-    """Process.kill() (a timeout of the program's own, a pool's shutdown), or os.kill() of
-    its pid (torchrun's shutdown of the other ranks): the SIGKILL is the parent's doing,
-    and the error it raised after is the outcome."""
+    """Process.kill() (a timeout of the program's own, a pool's shutdown), os.kill() of
+    its pid (torchrun's shutdown of the other ranks), or os.killpg() of the group it leads:
+    the SIGKILL is the parent's doing, and the error it raised after is the outcome."""
     expect = Expectation("error", exception="RuntimeError")
     result, _ = run_attempt(runner, [PY, CHILD_CRASH, f"mp-parent-{how}"], tmp_path, expect)
     judged(result, "error", None, "main")
