@@ -501,6 +501,11 @@ def noun(n: int, word: str, many: str = "") -> str:
     return word if n == 1 else many or word + "s"
 
 
+# The tag of a process in a stacks file that runs no Python (`sleep 100` a Python program
+# started and waits for): named there, with no stack, so a hang can sit in it.
+NOT_PYTHON = "[not Python]"
+
+
 def stacks_omitted(count: int) -> str:
     """The line a stacks file ends in where its size budget ran out with `count` processes
     left (the local runner's and the docker runner's stacks files alike)."""
@@ -530,6 +535,7 @@ def shorten_command(text: str, width: int) -> str:
 
 
 __all__ = [
+    "NOT_PYTHON",
     "NOT_RUN",
     "NOT_RUN_LEGEND",
     "OBSERVE_LEGEND",

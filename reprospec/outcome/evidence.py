@@ -35,6 +35,7 @@ from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import clean_log, quoted
 from reprospec.core.results import ChildWarning, Execution
 from reprospec.process.childprotocol import PROGRESS_EVENTS, STDERR, STDOUT
+from reprospec.process.stacks import without_our_frames
 
 if TYPE_CHECKING:
     from reprospec.native import NativeStacks  # at a crash or a hang (native.read)
@@ -348,10 +349,13 @@ class Evidence:
         `without`: a block the report shows on its own (a dead worker's stack), left out.
         `hang`: both tails where both have content (what a hung program printed last says
         where it is; stderr's numpy warning alone hid stdout's `train step 4`).
+        A crash's faulthandler stack is quoted without reprospec's own frames (the fork
+        server's under a preloaded attempt's program), as stack.txt holds it.
         """
         logs = {STDERR: self.stderr, STDOUT: self.stdout}
         if without:
             logs = {name: text.replace(without, "") for name, text in logs.items()}
+        logs[STDERR] = without_our_frames(logs[STDERR])
         return quoted(logs, both=hang)
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
+from reprospec.core.words import NOT_PYTHON
 
 _HEADER = Lazy(r"^--- pid (?P<pid>\d+) \((?P<cmd>.*)\)(?P<tags>(?: \[[^\]]*\])*) ---$")
 _THREAD = Lazy(r"^(?:(?P<current>Current thread)|Thread) (?P<id>\S+)")
@@ -31,8 +32,9 @@ _PY_SPY_FRAME = Lazy(r"^\s+(?P<function>\S.*?) \((?P<path>[^()]+):(?P<line>\d+)\
 # The interpreter's own files and the installed packages': not the user's code.
 _LIBRARY = re.compile(r"/lib(?:64)?/python\d[\d.]*/|/site-packages/|/dist-packages/")
 # reprospec's own frames in a program's stacks (the stackdump sitecustomize wraps
-# multiprocessing's Popen): never the user's code, nor where a hang sits.
-_OURS = re.compile(r"/stackdump/sitecustomize\.py$")
+# multiprocessing's Popen; the preload fork server runs the program's main): never the
+# user's code, nor where a hang sits.
+_OURS = re.compile(r"/stackdump/sitecustomize\.py$|/reprospec_forkserver\.py$")
 # A process's frames of waiting for another process: multiprocessing's join, a queue or
 # pipe a child writes to, a pool's result; subprocess's wait and communicate.
 _WAITS_FOR_A_CHILD = re.compile(r"/multiprocessing/[\w/]+\.py$|/subprocess\.py$")
@@ -79,6 +81,10 @@ class HungProcess:
     # Where the main thread joins threads: each other thread's innermost frame of the user's
     # code. A deadlock between two threads sits there, not in the join (nu62b).
     joined: tuple[Frame, ...] = ()
+    # A process with no Python stack to read (`sleep 100` a Python program started): stack.txt
+    # names it, `[not Python]`, for a hang that sits in it (nu63 MED-2). Its command line.
+    python: bool = True
+    command: str = ""
 
     def describe(self, frame: Callable[[str], str] = str) -> str:
         """`the DataLoader worker pid 4242 was fetching an item, in train.py:19 in
@@ -87,6 +93,8 @@ class HungProcess:
         <module>`; `frame` words the frame (the report's inline code)."""
         who = f"the DataLoader worker pid {self.pid}" if self.worker else f"pid {self.pid}"
         doing = " was fetching an item" if self.fetching else ""
+        if not self.python:
+            return f"{who} ({frame(self.command)}, not a Python program)"
         if self.frame is None:
             return who + doing
         if doing:
@@ -100,7 +108,11 @@ class HungProcess:
         return f"{who} was in {frame(self.frame.text())}"
 
 
-def _is_user(frame: Frame) -> bool:
+def _is_user(frame: Frame, command_string: bool = False) -> bool:
+    """A frame of the user's code: no library's, none of ours; `<string>` only in a program
+    given as a string (`python -c`), whose every frame of its own is named so."""
+    if frame.path == "<string>":
+        return command_string
     return (
         not frame.path.startswith("<")
         and not _LIBRARY.search(frame.path)
@@ -108,11 +120,18 @@ def _is_user(frame: Frame) -> bool:
     )
 
 
-def _waiting(frames: list[Frame]) -> list[Frame]:
+def _runs_a_string(main: list[Frame]) -> bool:
+    """The main thread runs a program given as a string: `python -c "..."` (its outermost
+    frame `<string>`'s `<module>`). Elsewhere `<string>` is generated code (a dataclass's
+    `__init__`), no place of the user's (nu63 MED-2: a hung `python -c` child had none)."""
+    return bool(main) and main[-1].path == "<string>" and main[-1].function == "<module>"
+
+
+def _waiting(frames: list[Frame], command_string: bool = False) -> list[Frame]:
     """A thread's innermost frames, up to its first of the user's code: what it waits in."""
     out: list[Frame] = []
     for frame in frames:
-        if _is_user(frame):
+        if _is_user(frame, command_string):
             break
         out.append(frame)
     return out
@@ -160,14 +179,17 @@ def _threading_started(frame: Frame) -> bool:
 def hung_frames(stack: str | None) -> list[list[Frame]]:
     """The main thread's frames of each process of a stack dump, most recent first, in its
     order (the attempt's root first)."""
-    return [_main_thread(threads) for _, threads in _blocks(stack)]
+    return [_main_thread(threads) for _, threads, _, _ in _blocks(stack)]
 
 
-def _blocks(stack: str | None) -> list[tuple[int, list[tuple[bool, list[Frame]]]]]:
-    blocks: list[tuple[int, list[tuple[bool, list[Frame]]]]] = []
+_Block = tuple[int, list[tuple[bool, list[Frame]]], str, str]  # pid, threads, command, tags
+
+
+def _blocks(stack: str | None) -> list[_Block]:
+    blocks: list[_Block] = []
     for line in (stack or "").splitlines():
         if (header := _HEADER.match(line)) is not None:
-            blocks.append((int(header["pid"]), []))
+            blocks.append((int(header["pid"]), [], header["cmd"], header["tags"]))
         elif not blocks:
             continue
         elif (thread := _THREAD.match(line)) is not None:
@@ -182,25 +204,31 @@ def _blocks(stack: str | None) -> list[tuple[int, list[tuple[bool, list[Frame]]]
 def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
     """Each process of a stack dump, in its order (the attempt's root first)."""
     out = []
-    for pid, threads in _blocks(stack):
+    for pid, threads, command, tags in _blocks(stack):
+        if NOT_PYTHON in tags:
+            out.append(HungProcess(pid, False, False, None, python=False, command=command))
+            continue
         every = [f for _, frames in threads for f in frames]
         worker = any(
             f.path.endswith(_WORKER_LOOP[0]) and f.function == _WORKER_LOOP[1] for f in every
         )
         main = _main_thread(threads)
         fetching = worker and any(f.path.endswith(_FETCH) for f in main)
-        frame = next((f for f in main if _is_user(f)), None)
-        waiting = _waiting(main)
+        string = _runs_a_string(main)
+        frame = next((f for f in main if _is_user(f, string)), None)
+        waiting = _waiting(main, string)
         child = frame is not None and any(_WAITS_FOR_A_CHILD.search(f.path) for f in waiting)
         joined: tuple[Frame, ...] = ()
         if frame is not None and any(_is(f, j) for f in waiting for j in _JOINS):
             others = (
-                next((f for f in t if _is_user(f)), None) for _, t in threads if t is not main
+                next((f for f in t if _is_user(f, string)), None)
+                for _, t in threads
+                if t is not main
             )
             joined = tuple(f for f in others if f is not None)
         forked = next((i for i, f in enumerate(main) if _is(f, _FORKED)), len(main))
         own = frame is not None and main.index(frame) < forked
-        out.append(HungProcess(pid, worker, fetching, frame, child, own, joined))
+        out.append(HungProcess(pid, worker, fetching, frame, child, own, joined, command=command))
     return tuple(out)
 
 
@@ -214,13 +242,16 @@ def stuck_child(stack: str | None) -> HungProcess | None:
     first one's main thread waits for another process (multiprocessing's join, a queue a
     child fills, subprocess's wait) and a later process, no DataLoader worker, was in the
     user's code. Its first process only waits: `where: main` named the wrong one (nu62b)."""
-    processes = hung_processes(stack)
+    processes = [p for p in hung_processes(stack) if p.python]
     if not processes or not processes[0].waits_for_a_child:
         return None
     children = [p for p in processes[1:] if p.frame and p.own_frame and not p.worker]
-    # A child that itself only waits for its own child is not where the hang sits.
-    return next((p for p in children if not p.waits_for_a_child), None) or next(
-        iter(children), None
+    # A child that itself only waits for its own child is not where the hang sits; one
+    # with no Python stack (`subprocess.run(["sleep", "100"])`) is where no Python child is.
+    return (
+        next((p for p in children if not p.waits_for_a_child), None)
+        or next(iter(children), None)
+        or next((p for p in hung_processes(stack) if not p.python), None)
     )
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from reprospec.core import capped
-from reprospec.core.words import stacks_omitted
+from reprospec.core.words import NOT_PYTHON, stacks_omitted
 from reprospec.process.tree import ProcInfo, read_proc, short
 
 STACK_DIR_VAR = "REPROSPEC_STACK_DIR"
@@ -42,13 +42,40 @@ _OUR_FRAME = re.compile(
     r'^\s+(?:File "[^"]*/stackdump/sitecustomize\.py", line \d+ in .*'
     r"|\S.*? \([^()]*/stackdump/sitecustomize\.py:\d+\))$"
 )
+# A frame of the preload fork server, which runs the program's main in the attempt it
+# forked: `_run_main`, `_become` and its `<module>` under every frame of the program where
+# `python prog.py` has none (nu63 MED-1). Left out only below a frame of the program's, so
+# a process stopped in the server's own code still shows where.
+_LAUNCHER_FRAME = re.compile(
+    r'^\s+(?:File "[^"]*/reprospec_forkserver\.py", line \d+ in .*'
+    r"|\S.*? \([^()]*/reprospec_forkserver\.py:\d+\))$"
+)
+_ANY_FRAME = re.compile(r'^\s+(?:File "[^"]*", line \d+|\S.*? \([^()]*:\d+\)$)')
 
 
 def without_our_frames(dump: str) -> str:
-    """A stack dump without the stackdump sitecustomize's own frames (`_OUR_FRAME`)."""
-    if "stackdump/sitecustomize.py" not in dump:
+    """A stack dump (or a log holding one) without reprospec's own frames.
+
+    The stackdump sitecustomize's wrappers (`_OUR_FRAME`) go wherever they are; the fork
+    server's (`_LAUNCHER_FRAME`) where a frame of the program's is above them in the same
+    stack, which is where `python prog.py` itself starts.
+    """
+    if "stackdump/sitecustomize.py" not in dump and "reprospec_forkserver.py" not in dump:
         return dump
-    return "\n".join(line for line in dump.split("\n") if not _OUR_FRAME.match(line))
+    kept: list[str] = []
+    below_theirs = False  # a frame of the program's came earlier in this stack
+    for line in dump.split("\n"):
+        if _OUR_FRAME.match(line):
+            continue
+        if _LAUNCHER_FRAME.match(line):
+            if below_theirs:
+                continue
+        elif _ANY_FRAME.match(line):
+            below_theirs = True
+        else:
+            below_theirs = False
+        kept.append(line)
+    return "\n".join(kept)
 
 
 def _catches_sigusr1(pid: int) -> bool:
@@ -190,10 +217,14 @@ def collect_stacks(
     spied = _py_spy_dumps(silent, PY_SPY_TIMEOUT_S, stack_dir) if budget > 0 else {}
     if not dumps and not spied:
         return None
+    python = {*dumps, *spied, *silent, *skipped}
+    # The other programs the Python processes started (`subprocess.run(["sleep", "100"])`):
+    # named with no stack, for a hang that sits in one while its parent only waits for it.
+    started = {pid for pid, info in alive.items() if pid not in python and info.ppid in python}
     shown = [
         pid
         for pid in sorted(alive, key=lambda pid: (pid != root_pid, pid))
-        if pid in dumps or pid in spied or pid in silent or pid in skipped
+        if pid in python or pid in started
     ]
     parts: list[str] = []
     budget = STACKS_TOTAL_BYTES
@@ -201,12 +232,15 @@ def collect_stacks(
         if budget <= 0:
             parts.append(stacks_omitted(len(shown) - index))
             break
-        cmd = short(alive[pid].cmdline, 200)
+        # One line, as hungstacks reads a header: a `python -c` program's newlines as \n.
+        cmd = short(alive[pid].cmdline.replace("\n", "\\n"), 200)
         if pid in dumps:
             parts.append(f"--- pid {pid} ({cmd}) ---\n{dumps[pid].rstrip()}\n")
         elif pid in spied:
             spy = without_our_frames(spied[pid]).rstrip()
             parts.append(f"--- pid {pid} ({cmd}) [py-spy] ---\n{spy}\n")
+        elif pid in started:
+            parts.append(f"--- pid {pid} ({cmd}) {NOT_PYTHON} ---\n(no Python stack)\n")
         else:
             note = (
                 "(stack omitted: the dumps above reached the limit)"

@@ -6,6 +6,9 @@ Usage: python child_hang.py MODE
     pool               a multiprocessing.Pool worker blocks in the task; map() waits for it
     subprocess         a subprocess.run child (MODE forever) sleeps forever; the main waits
                        for its exit
+    string             a `python -c` child (its code `<string>`) blocks on an event; the main
+                       waits for it in Popen.wait()
+    sleep              a subprocess.run child that is no Python program (`sleep 600`)
     threads            two threads deadlock on two locks; the main thread joins them
 """
 
@@ -55,6 +58,11 @@ def main() -> None:
             pool.map(stuck, [1])
     elif mode == "subprocess":
         subprocess.run([sys.executable, __file__, "forever"], check=False)
+    elif mode == "string":
+        code = "import threading\nthreading.Event().wait()\n"
+        subprocess.Popen([sys.executable, "-c", code]).wait()
+    elif mode == "sleep":
+        subprocess.run(["sleep", "600"], check=False)
     elif mode == "forever":
         while True:
             time.sleep(0.1)

@@ -222,7 +222,8 @@ def test_a_hang_gets_its_stacks_and_its_whole_tree_is_killed(
     # Both processes (the escaped one too) dumped their own stacks, each under its own
     # command line (written over the server's), at the line that hangs.
     assert stacks.count("--- pid ") == 2
-    assert stacks.count("(python -c \nimport os, threading") == 2
+    # (A program's newlines written as \\n: a header is one line.)
+    assert stacks.count("(python -c \\nimport os, threading") == 2
     assert stacks.count('File "<string>", line 7 in <module>') == 2
 
 

@@ -262,6 +262,40 @@ def test_a_hang_sits_in_the_child_the_main_process_only_waits_for() -> None:
     assert stuck_child(THREADS) is None
 
 
+# Real dumps (nu63 MED-2, `where: main` before): a `python -c` child blocked on an event
+# while the main process waits in Popen.wait(), its only frames `<string>`'s; a
+# subprocess.run child that runs no Python (`sleep 600`), named `[not Python]`.
+STRING = (DATA / "stacks" / "string-child-hang.stack.txt").read_text()
+PROGRAM = (DATA / "stacks" / "program-child-hang.stack.txt").read_text()
+
+
+def test_a_hang_sits_in_a_python_c_child_or_a_child_that_runs_no_python() -> None:
+    stuck = stuck_child(STRING)
+    assert stuck is not None
+    assert (stuck.pid, stuck.frame) == (18791, Frame("<string>", 2, "<module>"))
+    assert stuck.describe() == "pid 18791 was in <string>:2 in <module>"
+    stuck = stuck_child(PROGRAM)
+    assert stuck is not None
+    assert (stuck.pid, stuck.python, stuck.frame) == (18793, False, None)
+    assert stuck.describe() == "pid 18793 (sleep 600, not a Python program)"
+    assert where_stuck(PROGRAM) == stuck
+    # The main process is still the first Python one, and what it waits in is its own frame.
+    (main, _) = hung_processes(PROGRAM)
+    assert (main.waits_for_a_child, main.frame) == (
+        True,
+        Frame("/work/proj/child_hang.py", 65, "main"),
+    )
+    # `<string>` elsewhere is generated code (a dataclass's __init__), no place of the user's.
+    generated = (
+        "--- pid 5 (python t.py) ---\n"
+        "Current thread 0x1 (most recent call first):\n"
+        '  File "<string>", line 3 in __init__\n'
+        '  File "/work/proj/t.py", line 9 in <module>\n'
+    )
+    (process,) = hung_processes(generated)
+    assert process.frame == Frame("/work/proj/t.py", 9, "<module>")
+
+
 def test_a_thread_deadlock_names_the_threads_the_main_thread_joins() -> None:
     stuck = where_stuck(THREADS)
     assert stuck is not None

@@ -34,3 +34,40 @@ def test_the_sitecustomizes_own_frames_are_left_out_and_every_other_line_kept() 
     # A program's own file of that name, outside a stackdump folder, stays.
     own = '  File "/work/proj/sitecustomize.py", line 3 in <module>'
     assert without_our_frames(own) == own
+
+
+# A real dump of a preloaded attempt (run.preload): its program deadlocked two threads,
+# the main thread joining them, all under the fork server's three frames.
+PRELOADED = (DATA / "stacks" / "preload-thread-deadlock.stack.txt").read_text()
+
+
+def test_the_fork_servers_frames_under_the_programs_are_left_out() -> None:
+    cleaned = without_our_frames(PRELOADED)
+    assert "reprospec_forkserver.py" not in cleaned
+    kept = [line for line in PRELOADED.split("\n") if "reprospec_forkserver.py" not in line]
+    assert cleaned.split("\n") == kept
+    assert cleaned.rstrip().endswith('File "/work/proj/deadlock.py", line 13 in <module>')
+    (hung,) = hung_processes(cleaned)
+    assert hung.describe().endswith("joining them in /work/proj/deadlock.py:13 in <module>")
+    # Read raw, the server's frames are no user code either: the same process.
+    assert hung_processes(PRELOADED) == hung_processes(cleaned)
+
+
+def test_a_process_stopped_in_the_fork_servers_own_code_still_shows_where() -> None:
+    # Its innermost frames are the server's: nothing of the program's is above them.
+    server = (
+        "--- pid 9 (python prog.py) ---\n"
+        "Current thread 0x1 (most recent call first):\n"
+        '  File "/src/reprospec/reprospec/harness/reprospec_forkserver.py", line 612 in _read\n'
+        '  File "/src/reprospec/reprospec/harness/reprospec_forkserver.py", line 878 in <module>\n'
+    )
+    assert without_our_frames(server) == server
+    spied = (
+        'Thread 26180 (idle): "MainThread"\n'
+        "    wait (/usr/lib/python3.11/threading.py:320)\n"
+        "    <module> (/work/proj/prog.py:4)\n"
+        "    _run_main (/src/reprospec/reprospec/harness/reprospec_forkserver.py:778)\n"
+    )
+    assert without_our_frames(spied) == spied.replace(
+        "    _run_main (/src/reprospec/reprospec/harness/reprospec_forkserver.py:778)\n", ""
+    )
