@@ -23,6 +23,7 @@ The raw values (`6..8`, `>=0.3`, byte counts) are formatted by units.py.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
@@ -517,12 +518,26 @@ def shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+# multiprocessing's bootstrap of a child it spawned (or of its fork server, its resource
+# tracker): `python -B -c from multiprocessing.spawn import spawn_main; spawn_main(...)
+# --multiprocessing-fork`, which cut read `python -B -c from ...` (nu63 LOW-5).
+_MULTIPROCESSING_CHILD = re.compile(
+    r"(?P<exe>\S+)(?: -\S+)*? -c from multiprocessing\.(?P<kind>spawn|forkserver|resource_tracker)"
+    r" import .*"
+)
+
+
 def shorten_command(text: str, width: int) -> str:
     """A command line cut to about `width` characters between its arguments, never inside one.
 
     `python cf...` names no file; `python cffi_crash.py ...` does. The first argument is
-    kept whole however long it is.
+    kept whole however long it is. A multiprocessing child's bootstrap is named so:
+    `python3 [multiprocessing spawn]`.
     """
+    child = _MULTIPROCESSING_CHILD.fullmatch(text)
+    if child is not None:
+        kind = child["kind"].replace("_", " ")
+        text = f"{child['exe']} [multiprocessing {kind}]"
     if len(text) <= width:
         return text
     words = text.split(" ")

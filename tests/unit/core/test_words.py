@@ -1,5 +1,5 @@
-"""core/words.py's rate intervals: the printed bounds hold the true ones, so that what is
-printed beside a verdict agrees with the verdict."""
+"""core/words.py: the rate intervals (the printed bounds hold the true ones, so that what is
+printed beside a verdict agrees with the verdict), and commands named short."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from reprospec.core.words import (
     percent_bounds,
     percent_interval,
     rate_phrase,
+    shorten_command,
 )
 
 
@@ -117,3 +118,18 @@ def test_a_launch_summary_counts_a_reason_only_where_the_fresh_attempts_had_seve
         "3 ran fresh: perturb.hash_seed: why (2); perturb.malloc: other (1)"
     )
     assert str(launch_summary([forked, seed])).endswith("; 1 ran fresh: perturb.hash_seed: why")
+
+
+def test_a_multiprocessing_childs_bootstrap_is_named_for_what_it_is() -> None:
+    """A spawned child's command line is multiprocessing's bootstrap: a crash's headline read
+    `crash SIGSEGV (child: <venv>/bin/python3 -B -c from ...)` (nu63 LOW-5)."""
+    spawned = (
+        "<venv>/bin/python3 -B -c from multiprocessing.spawn import spawn_main; "
+        "spawn_main(tracker_fd=6, pipe_handle=8) --multiprocessing-fork"
+    )
+    assert shorten_command(spawned, 60) == "<venv>/bin/python3 [multiprocessing spawn]"
+    tracker = "python -c from multiprocessing.resource_tracker import main;main(5)"
+    assert shorten_command(tracker, 60) == "python [multiprocessing resource tracker]"
+    # A program of the user's that names the module is its own command line.
+    own = "python -c import multiprocessing.spawn; print(1)"
+    assert shorten_command(own, 80) == own
