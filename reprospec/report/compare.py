@@ -131,12 +131,12 @@ def _run(run: object, out: Path, name: str) -> RunResult:
 def lines(diff: Comparison, spec_name: str) -> list[str]:
     """The comparison as text lines, for people."""
     out = [f"{diff['run_a']} -> {diff['run_b']} ({spec_name})"]
-    # Said first: every rate below is the perturbed program's where a run was amplified.
+    # Said first: every rate below is the perturbed program's where a run was perturbed.
     was, now = ("; ".join(notes) or "plain (no perturbation)" for notes in diff["perturbed"])
     if was != now:
-        out.append(f"amplified: {was} -> {now}")
+        out.append(f"perturbed: {was} -> {now}")
     elif diff["perturbed"][0]:
-        out.append(f"amplified, both runs: environment.perturb ({was})")
+        out.append(f"perturbed, both runs: environment.perturb ({was})")
     spec = diff["spec"]
     if not spec["same"]:
         # Comparing two different incidents is allowed, but cells then mean other things.

@@ -296,9 +296,10 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
     from reprospec.report.environment import perturbed_cells
 
     for cell, notes in perturbed_cells(result):
-        # Said beside the figures it qualifies: these are the perturbed program's rates.
+        # Said beside the figures it qualifies: these are the perturbed program's rates
+        # (`perturbed`: a hand-written environment.perturb is no amplification found).
         console.print(
-            printable(f"amplified: {cell} ran under environment.perturb: {notes}"),
+            printable(f"perturbed: {cell} ran under environment.perturb: {notes}"),
             markup=False,
             highlight=False,
         )

@@ -120,7 +120,7 @@ def test_each_perturbation_reaches_the_child_and_is_recorded(cli: Cli, tmp_path:
     assert "switch_interval=1e-06" in report[5]
     assert "Repro without reprospec" not in "\n".join(report)
     # So do the console beside its table, and the HTML report under its headline.
-    assert "amplified: default ran under environment.perturb: switch_interval=1e-06" in (
+    assert "perturbed: default ran under environment.perturb: switch_interval=1e-06" in (
         result.stdout
     )
     html = cli("report", str(_run_folder(result.out)), "--format", "html")

@@ -78,5 +78,5 @@ def test_a_resumed_amplified_run_keeps_its_perturbations_in_store_report_and_his
     compared = cli("compare", stopped.run_id, "latest", "--out", str(out))
     assert compared.code == 0, compared.stderr
     assert compared.stdout.splitlines()[1] == (
-        "amplified: switch_interval=1e-06; hash_seed=7 -> plain (no perturbation)"
+        "perturbed: switch_interval=1e-06; hash_seed=7 -> plain (no perturbation)"
     )
