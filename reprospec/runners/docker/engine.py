@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.inputs import AttemptPlan
-from reprospec.core.words import stacks_omitted
+from reprospec.core.words import NOT_PYTHON, shorten, stacks_omitted
 from reprospec.errors import InfraError
 from reprospec.perturb.apply import variables
 from reprospec.process import leftovers
@@ -76,19 +76,29 @@ FATAL_SIGNALS = frozenset(
     )
 )
 # Runs inside the container at a timeout: SIGUSR1 to every Python process that
-# catches it (our sitecustomize registered faulthandler there); prints "PID CMDLINE".
+# catches it (our sitecustomize registered faulthandler there); prints "P PID PPID CMDLINE"
+# for those and "N PID PPID CMDLINE" for every other live process (a `sleep 600` a Python
+# one started, named in stack.txt as the local runner names it), none of its own commands.
 _ASK_STACKS = r"""
 for d in /proc/[0-9]*; do
   pid=${d#/proc/}
   [ "$pid" = "$$" ] && continue
+  stat=$(cat "$d/stat" 2>/dev/null) || continue
+  set -- ${stat##*) }
+  [ "$1" = Z ] || [ "$2" = "$$" ] && continue
+  ppid=$2
+  cmd=$(tr '\0\n' '  ' < "$d/cmdline" 2>/dev/null)
+  [ -n "$cmd" ] || continue
+  kind=N
   mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "$d/status" 2>/dev/null)
-  [ -n "$mask" ] || continue
-  low=$(printf '%s' "$mask" | tail -c 8)
-  [ $(( 0x$low & 0x200 )) -ne 0 ] || continue
-  exe=$(readlink "$d/exe" 2>/dev/null)
-  case "${exe##*/}" in python*|pypy*) ;; *) continue ;; esac
-  kill -USR1 "$pid" 2>/dev/null || continue
-  echo "$pid $(tr '\0\n' '  ' < "$d/cmdline" 2>/dev/null)"
+  if [ -n "$mask" ]; then
+    low=$(printf '%s' "$mask" | tail -c 8)
+    exe=$(readlink "$d/exe" 2>/dev/null)
+    if [ $(( 0x$low & 0x200 )) -ne 0 ]; then
+      case "${exe##*/}" in python*|pypy*) kill -USR1 "$pid" 2>/dev/null && kind=P ;; esac
+    fi
+  fi
+  echo "$kind $pid $ppid $cmd"
 done
 """
 
@@ -454,22 +464,37 @@ def collect_stacks(container: Container, log_dir: Path) -> Path | None:
     except docker.errors.APIError:
         return None
     asked: dict[int, str] = {}
+    others: dict[int, tuple[int, str]] = {}  # pid: (ppid, cmdline)
     for line in result.output.decode("utf-8", "replace").splitlines():
-        number, _, cmd = line.strip().partition(" ")
-        if number.isdigit():
+        fields = line.strip().split(" ", 3)
+        if len(fields) < 4 or not (fields[1].isdigit() and fields[2].isdigit()):
+            continue
+        kind, number, parent, cmd = fields
+        if kind == "P":
             asked[int(number)] = cmd.strip()
+        else:
+            others[int(number)] = (int(parent), cmd.strip())
     if not asked:
         return None
+    # The programs the Python processes started (`subprocess.run(["sleep", "600"])`).
+    started = {pid: cmd for pid, (ppid, cmd) in others.items() if ppid in asked}
     # Each process's dump is in the attempt folder (childprotocol: REPROSPEC_STACK_DIR).
     wait_for_stack_files(log_dir, asked)
     parts: list[str] = []
     budget = STACKS_TOTAL_BYTES
-    order = sorted(asked)
+    order = sorted({*asked, *started})
     for index, pid in enumerate(order):
         if budget <= 0:
             parts.append(stacks_omitted(len(order) - index))
             break
-        cmd = asked[pid] if len(asked[pid]) <= 200 else asked[pid][:197] + "..."
+        if pid in started:
+            cmd = shorten(started[pid], 200)
+            parts.append(
+                f"--- pid {pid} ({cmd}) [in container] {NOT_PYTHON} ---\n(no Python stack)\n"
+            )
+            budget -= len(parts[-1])
+            continue
+        cmd = shorten(asked[pid], 200)
         # The dump is the container's to write: read head + tail (process/stacks.py).
         text = without_our_frames(read_stack_dump(log_dir / f"stack-{pid}.txt")).rstrip()
         body = text or "(no Python stack: the process did not answer)"

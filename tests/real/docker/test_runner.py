@@ -130,6 +130,26 @@ def test_hang_is_killed_with_stacks(runner: DockerRunner, tmp_path: Path) -> Non
 
 @needs_engine
 @pytest.mark.usefixtures("no_leftovers")
+def test_a_hang_in_a_child_that_runs_no_python_names_it(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    """The container's stack.txt names a program the Python process started and waits for
+    (`sleep 600`), as the local runner's does: the hang sits there, `where: child`."""
+    from reprospec.outcome.hungstacks import stuck_child
+
+    code = "import subprocess\nprint('started', flush=True)\nsubprocess.run(['sleep', '600'])\n"
+    execution = runner.run(make_plan(py(code), tmp_path, timeout_s=10.0), tmp_path / "a")
+    assert execution.timed_out
+    assert execution.stack_path is not None
+    stack = execution.stack_path.read_text()
+    assert "(sleep 600) [in container] [not Python] ---" in stack, stack
+    stuck = stuck_child(stack)
+    assert stuck is not None, stack
+    assert (stuck.python, stuck.command) == (False, "sleep 600")
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
 def test_cancel_stops_the_attempt(runner: DockerRunner, tmp_path: Path) -> None:
     cancel = threading.Event()
     threading.Timer(1.5, cancel.set).start()
