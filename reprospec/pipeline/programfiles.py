@@ -13,8 +13,7 @@ that workdir (`workdir`) named as the files are: the same file is then the same 
 amplify writes the workdir absolute (`race/race.py` and `/home/u/race/race.py` are both
 `race.py`) and in a bundle's rerun (`.../tree/race/race.py`), whose tree keeps the files'
 places relative to their workdir. The record is the captured environment's FILES_FIELD,
-kept in the store from the run's start, so that a resumed run can say its files changed
-since.
+kept in the store from the run's start, so that a resume under other files is refused.
 
 A search's probe (isolate, minimize, amplify, bisect: tens to thousands of runs of one
 program) reads none: its record says why (`skipped`), and `compare` says unknown of it.
@@ -79,23 +78,38 @@ def program_files(plan: RunPlan, out: Path) -> tuple[JsonObject | None, tuple[st
     return record, ()
 
 
-def files_since(
+def refuse_other_files(
     before: Mapping[str, JsonValue], files: JsonObject | None, run_id: str
 ) -> tuple[str, ...]:
-    """A warning where a resumed run's files are not those it began with (the user edited
-    the script between the interrupt and the resume): its attempts ran two programs."""
+    """Refuse (exit 2) a resume whose program's files are not those the run began with
+    (the user edited the script between the interrupt and the resume), naming each. Taken
+    with a warning, a cell's attempts ran two programs: `1x pass, 1x error exit 3` read
+    as a flaky failure, a loop repro in its report and `flaky` in its JUnit (nu64 HIGH-2),
+    as a changed variable would (pipeline/resume.py). A file the run lacked and that is
+    there now is a warning only: no attempt ran it, and adding it is how the attempts that
+    could not run (`can't open file`) are fixed before they are retried."""
     if files is None or FILES_FIELD not in before:
-        return ()
+        return ()  # a run made before runs kept them, or files that could not be read
+    from reprospec.errors import UsageError
     from reprospec.store.compare import files_change
 
     change = files_change(before, {FILES_FIELD: files}, run_id, run_id)
-    differ = [*change["changed"], *change["added"], *change["removed"]]
-    if not differ:
+    told = [
+        *(f"{name}: changed" for name in change["changed"]),
+        *(f"{name}: removed" for name in change["removed"]),
+    ]
+    if told:
+        raise UsageError(
+            f"--resume {run_id}: the program's files are not the run's ({', '.join(told)}): "
+            "its finished attempts ran them as they were, and the rest must too. Put them "
+            "back as they were to resume it, or run the spec again (without --resume)"
+        )
+    if not change["added"]:
         return ()
     return (
-        "the program's files changed between the run's start and its resume (the attempts "
-        f"before the resume ran the earlier ones): {', '.join(differ)}",
+        "the program's files the run lacked as it began are there now (the attempts before "
+        f"the resume ran without them): {', '.join(change['added'])}",
     )
 
 
-__all__ = ["files_since", "program_files"]
+__all__ = ["program_files", "refuse_other_files"]

@@ -36,7 +36,7 @@ from reprospec.errors import InfraError, UsageError
 from reprospec.outcome.judgedcells import JudgedCells
 from reprospec.pipeline.attempt import AttemptExecutor
 from reprospec.pipeline.gpus import GpuPool, visible_gpus
-from reprospec.pipeline.programfiles import files_since, program_files
+from reprospec.pipeline.programfiles import program_files, refuse_other_files
 from reprospec.pipeline.scheduler import ProgressCallback, Scheduler
 from reprospec.plan.run import RunPlan, plan_run
 from reprospec.process import leftovers
@@ -116,6 +116,13 @@ def execute(
     opened = contextlib.ExitStack()
     store = opened.enter_context(Store(options.out))
     try:
+        # The program's files as the attempts will find them, digested before the first
+        # starts (an attempt may write a file its command names): what `compare` tells
+        # changed by.
+        files, files_warnings = program_files(plan, options.out)
+        if resume is not None and (began := store.run_info(resume.run_id)) is not None:
+            # Before the folder is claimed: a refused resume leaves the run as it was.
+            files_warnings += refuse_other_files(began.environment, files, resume.run_id)
         # Absolute: children run in their own workdir and must find the events file.
         if resume is not None:
             folder = RunFolder.of(options.out.resolve(), resume.run_id).create()
@@ -151,9 +158,6 @@ def execute(
             store=options.out,
             inherits=options.runner != "docker",
         )
-        # The program's files as the attempts will find them, digested before the first starts
-        # (an attempt may write a file its command names): what `compare` tells changed by.
-        files, files_warnings = program_files(plan, options.out)
         # The values of the variables the spec reads, as this run reads them: a resume under
         # other values is refused (pipeline/resume.py), compare tells them (store/specvariables.py).
         variables = spec_variables(spec.document, options.out)
@@ -192,7 +196,6 @@ def execute(
                     # Its folder written again from the store (removed by hand): no attempt
                     # runs, and the run still ended when it did (review).
                     ended = begun.finished
-                files_warnings += files_since(begun.environment, files, run_id)
             store.resume_run(run_id)
         else:
             try:

@@ -501,3 +501,46 @@ def test_a_resume_of_a_run_folder_another_engine_holds_is_refused(cli: Cli, tmp_
     # Its engine gone (SIGKILL, as here), the hold goes with it: the resume runs.
     resumed = cli("run", "--resume", run_id, "--out", str(out), timeout=120)
     assert resumed.code == 0, resumed.stderr
+
+
+def test_resume_refuses_the_programs_files_changed_since_the_run_began(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Interrupted, its script edited, resumed: a cell ran the old script then the new one
+    and read `1x pass, 1x error exit 3` as flaky, a warning on stderr alone (nu64 HIGH-2).
+    Refused as a changed variable is, before anything runs; put back, it resumes."""
+    gate = tmp_path / "gate"
+    script = tmp_path / "gated.py"
+    original = (
+        "import pathlib, sys, time\n"
+        "for _ in range(1200):\n"
+        "    if pathlib.Path(sys.argv[1]).exists():\n"
+        "        break\n"
+        "    time.sleep(0.05)\n"
+    )
+    script.write_text(original)
+    spec = tmp_path / "gated.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: gated-script\ncommand: python gated.py {gate}\n"
+        "expect: {outcome: pass}\n"
+    )
+    out = tmp_path / "out"
+    run_id = killed_run(spec, out, "--repeat", "2")
+    gate.touch()
+    script.write_text(original + "raise SystemExit(3)\n")
+
+    def resume() -> CliResult:
+        return cli("run", "--resume", run_id, "--out", str(out), timeout=300)
+
+    refused = resume()
+    assert refused.code == 2, refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert "the program's files are not the run's (gated.py: changed)" in refused.stderr
+    assert not (out / "runs" / run_id / "results.json").exists()  # nothing ran
+
+    script.write_text(original)
+    same = resume()
+    assert same.code == 0, same.stderr
+    data = json.loads((out / "runs" / run_id / "results.json").read_text())
+    assert [a["attempt"] for a in data["cells"][0]["attempts"]] == [1, 2]
+    assert {a["outcome"]["kind"] for a in data["cells"][0]["attempts"]} == {"pass"}

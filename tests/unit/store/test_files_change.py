@@ -145,20 +145,30 @@ def test_a_search_probe_reads_no_files_and_is_unknown(tmp_path: Path) -> None:
     )
 
 
-def test_a_resume_under_other_files_says_so(tmp_path: Path) -> None:
-    from reprospec.pipeline.programfiles import files_since
+def test_a_resume_under_other_files_is_refused(tmp_path: Path) -> None:
+    from reprospec.errors import UsageError
+    from reprospec.pipeline.programfiles import refuse_other_files
 
     key = store_key(tmp_path / "out")
     began = _record(key, tmp_path, train="x = 1\n")
     resumed = _record(key, tmp_path, train="x = 2\n")[FILES_FIELD]
     assert isinstance(resumed, dict)
-    (warning,) = files_since(began, resumed, "run-1")
-    assert warning.startswith("the program's files changed between the run's start and its")
-    assert warning.endswith(": train.py")
+    with pytest.raises(UsageError) as refused:
+        refuse_other_files(began, resumed, "run-1")
+    assert str(refused.value).startswith(
+        "--resume run-1: the program's files are not the run's (train.py: changed): "
+    )
+    assert refused.value.exit_code == 2
     again = _record(key, tmp_path, train="x = 2\n")[FILES_FIELD]
     assert isinstance(again, dict)
-    assert files_since({FILES_FIELD: resumed}, again, "run-1") == ()
-    assert files_since({}, resumed, "run-1") == ()
+    assert refuse_other_files({FILES_FIELD: resumed}, again, "run-1") == ()  # the same files
+    assert refuse_other_files({}, resumed, "run-1") == ()  # a run that kept none
+    # A file the run lacked, there now: no attempt ran it (the fix of a `can't open file`).
+    (added,) = refuse_other_files({FILES_FIELD: {**resumed, "of": []}}, resumed, "run-1")
+    assert added.endswith(": train.py"), added
+    # One the run had, gone now: refused as a changed one.
+    with pytest.raises(UsageError, match=r"\(train\.py: removed\)"):
+        refuse_other_files({FILES_FIELD: resumed}, {**resumed, "of": []}, "run-1")
 
 
 def _in_workdir(record: JsonObject, workdir: str, **keys: str) -> JsonObject:
