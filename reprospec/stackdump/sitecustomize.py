@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -73,7 +73,7 @@ def _arm_fatal() -> None:
 
 
 def _record_end() -> None:
-    """At a normal exit (not a signal's death, not os._exit), ended-<pid>.txt: the parent's
+    """At a normal exit or an os._exit (not a signal's death), ended-<pid>.txt: the parent's
     pid, whether this process ever reaped a child, and the exit status it asked for.
 
     `sh -c 'python x.py'` is an attempt's root that forks the program: the engine reads
@@ -125,6 +125,20 @@ def _record_end() -> None:
             pass
 
     atexit.register(_ended)
+
+    # os._exit skips atexit: `os._exit(139)` read as the shell's word of a SIGSEGV under
+    # `sh -c` (nu64 HIGH-1). Its status is recorded as sys.exit's is, by this process only:
+    # a fork child's os._exit (multiprocessing's, after its target) is no program's end.
+    os_exit = os._exit
+    importer = os.getpid()
+
+    def _os_exit(status: int) -> NoReturn:
+        if os.getpid() == importer:
+            asked[0] = status & 0xFF if isinstance(status, int) else 1
+            _ended()
+        os_exit(status)
+
+    os._exit = _os_exit
 
 
 class _ProcessLines:

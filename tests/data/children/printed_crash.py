@@ -7,6 +7,7 @@ Usage: python printed_crash.py MODE [--ran-a-child]
     cpe            subprocess's CalledProcessError "died with", on stderr
     worker         torch's word of a DataLoader worker's death, on stderr
     exit139        no text: `sys.exit(139)`, a status a shell gives a SIGSEGV death
+    os_exit139     the same by `os._exit(139)`, which skips the interpreter's exit
 
 No process of it dies of a signal. With --ran-a-child it first runs `true` to its end,
 so a child existed (the engine cannot tell the printed death from a real one then).
@@ -14,6 +15,7 @@ so a child existed (the engine cannot tell the printed death from a real one the
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -43,6 +45,9 @@ def main() -> None:
     elif mode == "exit139":
         print("step 1", flush=True)
         sys.exit(139)
+    elif mode == "os_exit139":
+        print("step 1", flush=True)
+        os._exit(139)
     raise ValueError("triage found no owner")
 
 

@@ -256,13 +256,15 @@ def test_a_child_death_the_program_raised_for_stays_a_crash_under_a_root_shell(
     assert KNOWN_FROM_THE_OUTPUT_ALONE not in (outcome.detail or "")
 
 
+@pytest.mark.parametrize("mode", ["exit139", "os_exit139"])
 @pytest.mark.parametrize("how", ["argv", "string", "list"])
 def test_an_exit_status_139_of_its_own_is_an_error(
-    runner: LocalRunner, tmp_path: Path, how: str
+    runner: LocalRunner, tmp_path: Path, how: str, mode: str
 ) -> None:
     """nu18 N4: `sys.exit(139)`, no signal anywhere, was `crash SIGSEGV` by the shell's
-    128+N rule, and `expect: {outcome: error, exit_code: 139}` could never match."""
-    argv = command(how, (PY, PRINTED, "exit139"), tmp_path)
+    128+N rule, and `expect: {outcome: error, exit_code: 139}` could never match; nu64
+    HIGH-1: so was `os._exit(139)` under a shell, which skips the interpreter's exit."""
+    argv = command(how, (PY, PRINTED, mode), tmp_path)
     result, execution = run_attempt(runner, argv, tmp_path, Expectation("error", exit_code=139))
     assert (execution.returncode, execution.descendants) == (139, False)
     outcome = result.ran
