@@ -39,16 +39,21 @@ def render_github_summary(run: RunResult) -> str:
     if run.resumed is not None:
         command = _code(resume_command(run.run_id, run.store))
         lines += [f"> **Resumed** (`{command}`): {_cell(resumed_phrase(run.resumed))}.", ""]
+    # As report.md's table: what was expected beside what happened (a not-reproduced row
+    # read `crash SIGSEGV ❌` with no word of why), and a cell a Ctrl-C or run.stop_on cut
+    # short said so beside its rate (nu64 MED-7).
+    from reprospec.report.tables import rate_said
+
     lines += [
-        "| | cell | actual | attempts | verdict |",
-        "|---|---|---|---|---|",
+        "| | cell | expected | actual | attempts | verdict |",
+        "|---|---|---|---|---|---|",
     ]
     for cell in run.cells:
+        rate = rate_said(cell_rate_phrase(cell.rate, cell.expected), cell.reason, run.interrupted)
         lines.append(
             f"| {VERDICT_MARKS[cell.verdict]} | `{_code(cell.cell.id)}` | "
-            f"{_cell(attempts_phrase(cell.attempts))} | "
-            f"{_cell(cell_rate_phrase(cell.rate, cell.expected))} | "
-            f"{cell.verdict} |"
+            f"{_cell(expectation_phrase(cell.expected))} | "
+            f"{_cell(attempts_phrase(cell.attempts))} | {_cell(rate)} | {cell.verdict} |"
         )
     return "\n".join(lines) + "\n\n"
 

@@ -74,7 +74,10 @@ def test_failing_cells_annotate_their_spec_line_and_the_summary_table_holds(
     # The step summary: one row per cell, whatever `|` or line break a value holds.
     rows = [line for line in summary.read_text().splitlines() if line.startswith("|")]
     assert len(rows) == 2 + 14, summary.read_text()
-    assert all(row.count(" | ") == 4 for row in rows[2:]), rows
+    assert all(row.count(" | ") == 5 for row in rows[2:]), rows
+    # What was expected, beside what happened (nu64 MED-7).
+    assert rows[0].startswith("| | cell | expected | actual |"), rows[0]
+    assert all(" | `pass` | " in row or " | pass | " in row for row in rows[2:]), rows
     assert "`v=a\\|b,n=2`" in summary.read_text()
 
 

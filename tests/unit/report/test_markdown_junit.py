@@ -631,8 +631,8 @@ def test_github_summary_is_the_headline_and_a_row_per_cell() -> None:
     text = render(hang_run(), "github")
     assert text.startswith("### reprospec: import wandb hangs\n\n**hang @ import in 1 of 1 cell;")
     assert (
-        "| ✅ | `default` | 2× hang @ import, 1× pass | 2/3 (95% CI 0.21–0.94) | reproduced |"
-        in text
+        "| ✅ | `default` | hang @ import rate &gt;=0.2 | 2× hang @ import, 1× pass "
+        "| 2/3 (95% CI 0.21–0.94) | reproduced |" in text
     )
 
 
@@ -737,6 +737,8 @@ def test_an_interrupted_run_names_the_cells_it_cut_short() -> None:
     make_console(stream).print(results_table(run))
     assert "1/1 (interrupted after 1 of 2 attempts)" in stream.getvalue()
     assert stream.getvalue().count("interrupted after") == 1
+    # And the GitHub job summary's (nu64 MED-7).
+    assert "| 1/1 (interrupted after 1 of 2 attempts) |" in render(run, "github")
 
 
 def test_a_spec_whose_secrets_were_masked_says_what_to_set_beside_it() -> None:
