@@ -242,7 +242,8 @@ def stuck_child(stack: str | None) -> HungProcess | None:
     first one's main thread waits for another process (multiprocessing's join, a queue a
     child fills, subprocess's wait) and a later process, no DataLoader worker, was in the
     user's code. Its first process only waits: `where: main` named the wrong one (nu62b)."""
-    processes = [p for p in hung_processes(stack) if p.python]
+    every = hung_processes(stack)
+    processes = [p for p in every if p.python]
     if not processes or not processes[0].waits_for_a_child:
         return None
     children = [p for p in processes[1:] if p.frame and p.own_frame and not p.worker]
@@ -251,7 +252,7 @@ def stuck_child(stack: str | None) -> HungProcess | None:
     return (
         next((p for p in children if not p.waits_for_a_child), None)
         or next(iter(children), None)
-        or next((p for p in hung_processes(stack) if not p.python), None)
+        or next((p for p in every if not p.python), None)
     )
 
 

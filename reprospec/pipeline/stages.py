@@ -120,9 +120,12 @@ def execute(
         # starts (an attempt may write a file its command names): what `compare` tells
         # changed by.
         files, files_warnings = program_files(plan, options.out)
-        if resume is not None and (began := store.run_info(resume.run_id)) is not None:
-            # Before the folder is claimed: a refused resume leaves the run as it was.
-            files_warnings += refuse_other_files(began.environment, files, resume.run_id)
+        # What the store keeps of a resumed run's start, read once: its files are checked
+        # here, before the folder is claimed (a refused resume leaves the run as it was),
+        # and its times and status are carried over below.
+        begun = store.run_info(resume.run_id) if resume is not None else None
+        if resume is not None and begun is not None:
+            files_warnings += refuse_other_files(begun.environment, files, resume.run_id)
         # Absolute: children run in their own workdir and must find the events file.
         if resume is not None:
             folder = RunFolder.of(options.out.resolve(), resume.run_id).create()
@@ -185,7 +188,6 @@ def execute(
         if resume is not None:
             # A resumed run began when it first did: its report and results.json say so
             # (the store's row kept that time all along).
-            begun = store.run_info(run_id)
             started = begun.started if begun is not None and begun.started else started
             if begun is not None:
                 # The store says running of a run whose engine died without a word (resume
