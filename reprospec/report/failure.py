@@ -33,14 +33,16 @@ from reprospec.report.markup import fence_for, inline_code
 from reprospec.report.paths import PathNames
 
 STACK_LINES = 300
-# Failures the spec did not expect, besides the first failure, shown with their log excerpt.
+# Failures besides the first one, shown with their log excerpt (the unexpected ones first).
 MAX_OTHER_FAILURES = 5
 
 
 class OtherFailure(TypedDict):
-    """A failure signature no attempt expected, as first seen (see `other_failures`)."""
+    """A failure signature besides the first failure's, as first seen (see `other_failures`)."""
 
     outcome: str
+    # Some attempt of this signature matched its cell's expect (an expected second failure).
+    expected: bool
     cells: int
     cell: str
     attempt: int
@@ -321,11 +323,14 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
 
 
 def other_failures(run: RunResult, short: Callable[[str], str] = str) -> list[OtherFailure]:
-    """Each failure signature that no attempt expected, but the first failure's, most cells first.
+    """Each failure signature but the first failure's: those no attempt expected first, then
+    those some attempt expected, most cells first within each.
 
     Only the first failure used to show its log: a run whose expected crash reproduced in
     16 cells and that raised an unexpected ValueError in 5 more showed the crash's excerpt
-    and nothing of the ValueError, the one failure nobody had seen yet.
+    and nothing of the ValueError, the one failure nobody had seen yet. A second expected
+    failure (a spec expecting a SIGSEGV in one cell and a ValueError in another) got only its
+    signature line, though the maintainer reading the report needs its log as much.
     """
     first = first_failure(run)
     shown = _signature(first[2]) if first is not None else None
@@ -334,20 +339,21 @@ def other_failures(run: RunResult, short: Callable[[str], str] = str) -> list[Ot
         for attempt in cell.attempts:
             if attempt.failed and (outcome := attempt.ran) is not None:
                 found.setdefault(_signature(outcome), []).append((cell, attempt, outcome))
-    unexpected = [
-        seen
+    rest = [
+        (any(attempt.matched for _, attempt, _ in seen), seen)
         for key, seen in found.items()
-        if key != shown and not any(attempt.matched for _, attempt, _ in seen)
+        if key != shown
     ]
-    unexpected.sort(key=lambda seen: -len({cell.cell.id for cell, _, _ in seen}))
+    rest.sort(key=lambda each: (each[0], -len({cell.cell.id for cell, _, _ in each[1]})))
     out: list[OtherFailure] = []
-    for seen in unexpected:
+    for expected, seen in rest:
         cell, attempt, outcome = seen[0]
         log = short(attempt.excerpt or "")
         message = short(clean_log(outcome.message or "").strip())
         out.append(
             {
                 "outcome": short(outcome_phrase(outcome, pid=False)),
+                "expected": expected,
                 "cells": len({c.cell.id for c, _, _ in seen}),
                 "cell": cell.cell.id,
                 "attempt": attempt.attempt,

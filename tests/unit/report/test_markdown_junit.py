@@ -480,7 +480,7 @@ def test_each_unexpected_failure_shows_its_excerpt_up_to_a_bound() -> None:
     shown = [name for name in names if f"### Not expected: `error exit 1 {name}`" in failure]
     assert len(shown) == MAX_OTHER_FAILURES
     assert all(f"{name}: boom {names.index(name)}" in failure for name in shown)
-    assert f"… and {len(names) - MAX_OTHER_FAILURES} more failures no attempt expected" in failure
+    assert f"… and {len(names) - MAX_OTHER_FAILURES} more failures (results.json" in failure
     # The expected failure is the first failure, not one of the "not expected".
     assert "Not expected: `error exit 1 RuntimeError" not in failure
     # What separates: one entry per failure, each naming exactly its one cell.
@@ -489,6 +489,51 @@ def test_each_unexpected_failure_shows_its_excerpt_up_to_a_bound() -> None:
     assert [g.headline.rsplit(": ", 1)[1] for g in groups] == ["`k=9`"] + [
         f"`k={n}`" for n in range(7)
     ]
+
+
+def test_a_second_expected_failure_shows_its_excerpt_after_the_unexpected_ones() -> None:
+    """A spec expecting a crash in one cell and a ValueError in another: the ValueError's
+    message and log follow the first failure, marked expected, after a failure no attempt
+    expected (the ValueError got only its signature line: nu64 MED-6)."""
+    base = error_run()
+    expected_cell = next(c for c in base.cells if c.verdict == "reproduced")
+
+    def failing(name: str, n: int, matched: bool) -> CellResult:
+        attempt = replace(
+            expected_cell.attempts[0],
+            outcome=Outcome(
+                "error", exit_code=1, exception=name, message=f"boom {n}", signature=f"e:{name}"
+            ),
+            matched=matched,
+            excerpt=f"{name}: boom {n} in its log",
+        )
+        return replace(
+            expected_cell,
+            cell=Cell(id=f"k={n}", index=n + 1, matrix={"k": n}),
+            verdict="reproduced" if matched else "not-reproduced",
+            attempts=(attempt,),
+        )
+
+    run = replace(
+        base,
+        cells=(
+            replace(expected_cell, cell=Cell(id="k=9", index=0, matrix={"k": 9})),
+            failing("KeyError", 1, matched=True),
+            failing("KeyError", 2, matched=True),
+            failing("TypeError", 3, matched=False),
+        ),
+    )
+    for fmt in ("md", "html"):
+        text = render(run, fmt)
+        failure = text.split("Failure", 1)[1]
+        unexpected = failure.index("Not expected: ")
+        expected = failure.index("Expected as well: ")
+        assert unexpected < expected, fmt
+        assert "TypeError: boom 3 in its log" in failure[unexpected:expected]
+        tail = failure[expected:]
+        assert "error exit 1 KeyError" in tail.split("\n", 1)[0], fmt
+        assert "In 2 cells, first seen in cell" in tail
+        assert "KeyError: boom 1 in its log" in tail
 
 
 def test_junit_is_valid_xml_with_every_attempt() -> None:
