@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         # recipient's rerun is the first to miss it, unless this one reruns it first.
         # The command as given, with --verify: its --out too, without which the run id
         # was looked for in .reprospec (nu28 F10).
-        again = ["reprospec", "bundle", args.run, "-o", str(args.output)]
+        # The run by its id: `latest` names another run once one more has run.
+        again = ["reprospec", "bundle", run.run_id, "-o", str(args.output)]
         again += ["--out", str(args.out)] if args.out != opt.DEFAULT_OUT else []
         again += ["--as-now"] if args.as_now else []
         # The archive is there now: the same command again is refused without --force.

@@ -256,7 +256,14 @@ def pack(
                 INTERRUPTED in d for p in logs for d in p.relative_to(cells).parts[:-1]
             )
             readme = _readme(
-                run, manifest, carried, place, sources.document, masked, interrupted=interrupted
+                run,
+                manifest,
+                carried,
+                place,
+                sources.document,
+                masked,
+                interrupted=interrupted,
+                archive=output.name,
             )
             _add_text(tar, top / "README.md", named.shorten(readme))
             count += 1
@@ -656,6 +663,7 @@ def _readme(
     masked: Sequence[str] = (),
     *,
     interrupted: bool = False,
+    archive: str = "THIS-FILE.tar.gz",
 ) -> str:
     spec = manifest["spec"]
     options = manifest.get("options")
@@ -687,12 +695,14 @@ def _readme(
             else "):"
         ),
         "",
-        "    reprospec run THIS-FILE.tar.gz",
+        f"    reprospec run {shlex.quote(archive)}",
         "",
         *(
             [
-                "Its cells' packages are installed as the run installed them (uv's index, or",
-                "add `--find-links DIR` for a wheelhouse of your own).",
+                "Its cells' packages are installed from the spec's requirements, as the run",
+                "installed them (uv's index, or add `--find-links DIR` for a wheelhouse of your",
+                "own): a range (`six<1.17`) gets the newest release it allows then, which may",
+                "be newer than the run's (report.md's standalone repro names what its cell had).",
                 "",
             ]
             if runner == "venv"

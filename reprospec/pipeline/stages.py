@@ -17,7 +17,7 @@ import errno
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,7 +42,7 @@ from reprospec.plan.run import RunPlan, plan_run
 from reprospec.process import leftovers
 from reprospec.report import warm_up
 from reprospec.runners import create_runner
-from reprospec.runners.base import Runner, first_runnable
+from reprospec.runners.base import Runner, first_runnable, installed_of
 from reprospec.store.db import Store, StoreError
 from reprospec.store.digests import FILES_FIELD
 from reprospec.store.runfolder import RunFolder
@@ -325,7 +325,13 @@ def execute(
             warnings=warnings,
             interrupted=interrupted,
             shard=str(options.shard) if options.shard else "",
-            standalone=_standalone(plan, cells, _ran_python(environment), public_values(variables)),
+            standalone=_standalone(
+                plan,
+                cells,
+                _ran_python(environment),
+                public_values(variables),
+                installed_of(runner),
+            ),
             options=options.to_dict(),
             paths=path_labels(spec, environment, docker=options.runner == "docker"),
             resumed=record,
@@ -591,12 +597,15 @@ def _standalone(
     cells: Sequence[CellResult],
     ran_python: str | None = None,
     values: Mapping[str, str | None] | None = None,
+    installed: Callable[[AttemptPlan], Mapping[str, str]] | None = None,
 ) -> Standalone | None:
     """The run's standalone repro; a generator that fails says so instead of losing the run."""
     from reprospec.plan.standalone import choose_cell, standalone_for
 
     try:
-        return standalone_for(plan, cells, ran_python=ran_python, values=values)
+        return standalone_for(
+            plan, cells, ran_python=ran_python, values=values, installed=installed
+        )
     except Exception as exc:  # the run's results matter more than the extra section
         cell = choose_cell(cells)
         kind: Literal["command", "workload"] = (

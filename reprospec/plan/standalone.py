@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -72,13 +72,16 @@ def standalone_for(
     *,
     ran_python: str | None = None,
     values: Mapping[str, str | None] | None = None,
+    installed: Callable[[AttemptPlan], Mapping[str, str]] | None = None,
 ) -> Standalone | None:
     """The standalone repro of the run's chosen cell (None when no cell ran).
 
     `ran_python`: the version of the interpreter the run's attempts had (its environment
     capture), which the notes set beside the spec's `environment.python`. `values`: the
     public values the run read of the engine's variables its spec reads, None of one it
-    read unset (store/specvariables.read_as), which the notes on what to export give."""
+    read unset (store/specvariables.read_as), which the notes on what to export give.
+    `installed`: the runner's versions of what an attempt's packages name, where it
+    installed them (runners/base.installed_of)."""
     cell = choose_cell(cells)
     if cell is None:
         return None
@@ -119,6 +122,7 @@ def standalone_for(
         runner=plan.options.runner,
         ran_python=ran_python,
         values=values,
+        installed=installed(attempt) if installed is not None else None,
     )
 
 
@@ -158,11 +162,13 @@ def standalone_of(
     runner: str = "local",
     ran_python: str | None = None,
     values: Mapping[str, str | None] | None = None,
+    installed: Mapping[str, str] | None = None,
 ) -> Standalone:
     """How to run `plan` without reprospec: its command line, or a generated repro.py.
     `reads`: the variables the spec reads from the engine's environment (`env_reads`), and
     `values` the public ones' values as the run read them (None: unset); `runner`,
-    `ran_python`: what ran it, which decides what its notes say it applied."""
+    `ran_python`: what ran it, which decides what its notes say it applied; `installed`:
+    the versions the runner installed of what the cell's packages name."""
     workdir = _relative(plan.workdir, spec_dir)
     reads = {k: v for k, v in (reads or {}).items() if k in plan.env}
     exports = _exports(reads, values or {})
@@ -182,7 +188,7 @@ def standalone_of(
             env=_masked(plan.env),
             workdir=workdir,
             files=files,
-            notes=(*exports, *_unapplied(plan, runner, ran_python)),
+            notes=(*exports, *_unapplied(plan, runner, ran_python, installed)),
         )
     armed = _armed_faults(plan)
     if armed and plan.expectation.outcome != "pass":
@@ -211,7 +217,7 @@ def standalone_of(
         workdir=workdir,
         files=script.needs,
         script=script.text,
-        notes=(*exports, *script.notes, *_unapplied(plan, runner, ran_python)),
+        notes=(*exports, *script.notes, *_unapplied(plan, runner, ran_python, installed)),
     )
 
 
@@ -321,7 +327,10 @@ def _relative(path: Path, base: Path) -> str:
 
 
 def _unapplied(
-    plan: AttemptPlan, runner: str = "local", ran_python: str | None = None
+    plan: AttemptPlan,
+    runner: str = "local",
+    ran_python: str | None = None,
+    installed: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The runner settings of the cell that a plain command line does not apply.
 
@@ -351,16 +360,20 @@ def _unapplied(
     if environment.memory:
         settings.append(f"a memory limit of {format_size(environment.memory)}")
     # venv installs the packages, docker too unless a Dockerfile says what the image has.
-    installed = runner == "venv" or (docker and not environment.dockerfile)
+    installs = runner == "venv" or (docker and not environment.dockerfile)
     wanted = environment.python
     same = bool(ran_python and wanted and same_python(ran_python, wanted))
-    if environment.packages and installed:
-        settings.append(f"packages {', '.join(environment.packages)}")
+    if environment.packages and installs:
+        pins = " ".join(shlex.quote(f"{n}=={v}") for n, v in (installed or {}).items())
+        # What a range resolved to (`six<1.17`: six 1.16.0): today's resolver may pick a
+        # newer release, and the repro should run what the failing run ran (nu64 MED-4).
+        resolved = f" (installed as {pins}: `pip install {pins}`)" if pins else ""
+        settings.append(f"packages {', '.join(environment.packages)}{resolved}")
     if wanted and runner == "venv" and (same or not ran_python):
         settings.append(f"Python {wanted}")
     if settings:
         notes.append(f"the run gave the cell {', '.join(settings)}; a plain command line does not")
-    if environment.packages and not installed:
+    if environment.packages and not installs:
         notes.append(
             f"the run checked that its interpreter had packages {', '.join(environment.packages)}"
             f" (the {runner} runner installs none); a plain command line runs with whatever "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, TypedDict, runtime_checkable
 
@@ -61,6 +61,22 @@ class BuildingRunner(Protocol):
     def build_error(self, plan: AttemptPlan) -> str:
         """Why the plan's environment could not be had ("" when it is built)."""
         ...
+
+
+@runtime_checkable
+class InstallingRunner(Protocol):
+    """A runner that installs a cell's `environment.packages` (venv), so the versions a
+    range resolved to (`six<1.17`: six 1.16.0) are its to tell, not the spec's."""
+
+    def installed(self, plan: AttemptPlan) -> Mapping[str, str]:
+        """{distribution: version} of the distributions the plan's `environment.packages`
+        name, as its environment holds them (empty: not built, or none named)."""
+        ...
+
+
+def installed_of(runner: Runner) -> Callable[[AttemptPlan], Mapping[str, str]] | None:
+    """`runner.installed` where the runner installs packages, else None."""
+    return runner.installed if isinstance(runner, InstallingRunner) else None
 
 
 def first_runnable(runner: Runner, plans: Sequence[AttemptPlan]) -> AttemptPlan:

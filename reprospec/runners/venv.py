@@ -27,6 +27,7 @@ from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import Execution
 from reprospec.core.words import build_log_phrase
+from reprospec.environment import packages
 from reprospec.errors import InfraError
 from reprospec.process import run
 from reprospec.runners.base import attempt_files, infra_execution
@@ -241,6 +242,16 @@ class VenvRunner:
                 progress(event)
 
         return say
+
+    def installed(self, plan: AttemptPlan) -> Mapping[str, str]:
+        """The versions the plan's venv holds of the distributions its packages name."""
+        with self._lock:
+            key = self._keys.get(self._section_key(plan))
+            env = self._envs.get(key) if key is not None else None
+        if env is None:
+            return {}
+        names = packages.requirement_names(plan.environment.packages)
+        return {name: env.installed[name] for name in names if name in env.installed}
 
     def environments(self) -> Mapping[str, venvs.Env]:
         """The environments this runner has prepared, by key."""

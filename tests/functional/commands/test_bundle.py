@@ -554,12 +554,14 @@ def test_a_complete_bundle_verifies_exit_0_and_names_a_read_by_absolute_path(
     assert archive.read_bytes() == before
     # Without --verify, a line says it was not verified and how to verify it: the command as
     # given, its --out kept (nu28 F10: without it, the run id was looked for in .reprospec),
-    # and --force, without which the archive it wrote refused it.
+    # and --force, without which the archive it wrote refused it; the run by its id, which
+    # `latest` stops naming once another run has run.
     plain = _bundle(cli, archive, out, "--force")
     assert plain.code == 0, plain.stderr
+    (run_id,) = [p.name for p in (out / "runs").iterdir()]
     assert (
         f"not verified: add --verify to rerun it unpacked away from this tree (reprospec "
-        f"bundle latest -o {archive} --out {out} --force --verify)"
+        f"bundle {run_id} -o {archive} --out {out} --force --verify)"
     ) in plain.stdout
 
 

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import textwrap
 import time
 from pathlib import Path
@@ -280,6 +281,45 @@ def test_a_bundle_of_a_venv_run_reruns_on_the_venv_runner(cli: Cli, tmp_path: Pa
                 str(elsewhere / "out"), "--format", "json", cwd=elsewhere, env=env)  # fmt: skip
     assert local.code == 3, local.stderr
     assert json.loads(local.stdout)["runner"] == "local"
+
+
+def test_the_repro_and_the_bundle_name_what_a_range_resolved_to(cli: Cli, tmp_path: Path) -> None:
+    """`demo<1.1` installed 1.0: the standalone repro's note and the bundle's README name
+    `demo==1.0` and how to install it, where they said only the range, which today's index
+    may resolve otherwise (nu64 MED-4); the README's rerun names the archive as written."""
+    wheels = tmp_path / "wheels"
+    for version in ("1.0", "1.1"):
+        make_wheel(wheels, DEMO, version, f"VERSION_SEEN = {version!r}\n")
+    spec = tmp_path / "range.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: range\n"
+        f"environment:\n  packages: ['{DEMO}<1.1']\n"
+        'command: python -c "import reprospec_venvdemo as m; print(m.VERSION_SEEN)"\n'
+        "expect: {outcome: pass}\n"
+    )
+    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    out = tmp_path / "out"
+    ran = cli("run", str(spec), "--runner", "venv", "--find-links", str(wheels), "--out",
+              str(out), env=env)  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    (cell,) = ran.results()["cells"]
+    assert stdout_of(ran, cell).strip() == "1.0"
+    pinned = f"{DEMO}==1.0"
+    note = (
+        f"the run gave the cell packages {DEMO}<1.1 (installed as {pinned}: "
+        f"`pip install {pinned}`); a plain command line does not"
+    )
+    assert ran.results()["standalone"]["notes"] == [note]
+    assert note in (ran.latest_run() / "report.md").read_text()
+    bundle = tmp_path / "range.tgz"
+    assert cli("bundle", str(ran.latest_run()), "--out", str(out), "-o", str(bundle)).code == 0
+    with tarfile.open(bundle) as tar:
+        (member,) = [m for m in tar.getmembers() if m.name.endswith("/README.md")]
+        extracted = tar.extractfile(member)
+        assert extracted is not None
+        readme = extracted.read().decode()
+    assert "    reprospec run range.tgz\n" in readme
+    assert f"Not in that command line: {note}." in readme
 
 
 def test_a_program_the_cells_venv_lacks_never_runs_from_the_callers_venv(
