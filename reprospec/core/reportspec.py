@@ -59,10 +59,18 @@ class MarkerError(ValueError):
 
 def rerun_command(options: Mapping[str, object]) -> str:
     """`reprospec run report.md` with the run's options the embedded spec does not hold
-    (`--observe`, `-m`, `--repeat`, `--timeout`; its `--set`s are in its text): a report
-    of an observed run reran its spec judged, and called cells that only observed a crash
-    not reproduced."""
+    (`--runner`, `--preload`, `--observe`, `-m`, `--repeat`, `--timeout`; its `--set`s are
+    in its text): a report of an observed run reran its spec judged, and called cells that
+    only observed a crash not reproduced; one of a venv run reran it on the local runner,
+    every cell infra-error for the packages it did not install (nu64 MED-5)."""
     words = ["reprospec", "run", "report.md"]
+    runner = options.get("runner")
+    if isinstance(runner, str) and runner and runner != "local":
+        words += ["--runner", runner]
+    preload = options.get("preload")
+    if isinstance(preload, list):
+        # The attempts forked from a server that imported these, as a bundle's rerun says.
+        words += ["--preload", ",".join(str(m) for m in preload) or "none"]
     if options.get("observe"):
         words.append("--observe")
     filters = options.get("matrix_filters")

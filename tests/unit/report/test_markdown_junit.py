@@ -981,6 +981,28 @@ def test_a_run_made_with_python_path_is_reproduced_with_it_on_this_machine() -> 
     assert "--python" not in plain
 
 
+@pytest.mark.parametrize(
+    ("options", "offered"),
+    [
+        # A venv run's report offered `reprospec run report.md`: the local runner, every
+        # cell infra-error for the packages it does not install (nu64 MED-5).
+        (RunOptions(runner="venv"), "reprospec run report.md --runner venv"),
+        (
+            RunOptions(runner="docker", repeat=3),
+            "reprospec run report.md --runner docker --repeat 3",
+        ),
+        (RunOptions(preload=("torch", "numpy")), "reprospec run report.md --preload torch,numpy"),
+        (RunOptions(preload=()), "reprospec run report.md --preload none"),
+        (RunOptions(), "reprospec run report.md"),
+    ],
+)
+def test_the_reports_rerun_keeps_the_runner_and_the_preload(
+    options: RunOptions, offered: str
+) -> None:
+    run = replace(error_run(), options=options.to_dict())
+    assert f"also runnable from this report with `{offered}`" in render(run, "md")
+
+
 def test_a_run_interrupted_before_any_attempt_ended_says_nothing_ran_and_no_count() -> None:
     """nu42: three cells of `sleep 60` under -j 3, SIGTERM after 3 s, read "Nothing ran; as
     expected in 0 of 3 cells (0/0 attempts), 3 not run (interrupted)": counts of what never
