@@ -111,7 +111,9 @@ def parse_backtrace(text: str, maps: Sequence[tuple[int, int, str]] = ()) -> tup
             name = _THREAD_NAME.search(what)
             threads.append(
                 Thread(
-                    id=header["id"],
+                    # gdb numbers a thread `2.1` once it has held a second inferior (the
+                    # process it read before, in one session): the thread's number is `1`.
+                    id=header["id"].rpartition(".")[2],
                     lwp=int(lwp.group(1)) if lwp else None,
                     name=name["name"] if name else None,
                     frames=tuple(frames),
