@@ -534,29 +534,45 @@ class EnvironmentCapture:
                 f"(seen in {attempt.cell.id or 'the cell'}): its verdicts are {ran}'s",
             )
         env["captured_in"] = attempt.cell.id  # a toggle may choose the interpreter: whose?
-        self._digest_secrets(env, attempt)
+        self._digest_variables(env, attempt)
         self._environment = env
 
-    def _digest_secrets(self, env: JsonObject, attempt: AttemptPlan) -> None:
+    def _digest_variables(self, env: JsonObject, attempt: AttemptPlan) -> None:
         """The store key's digests of the secret variables the capture saw set (`***`), so
         that `compare` can tell a token that changed from one that did not, from what the
-        engine gave the attempt (its own environment, then the spec's `environment.env`)."""
+        engine gave the attempt (its own environment, then the spec's `environment.env`);
+        and of every other variable the attempts inherited that the capture's table does
+        not show, so that `MYAPP_MODE=1` in one shell and not the other is not "same
+        environment" (nu64 MED-3)."""
         table = env.get("env")
         if self._store is None or not isinstance(table, dict):
             return
         masked = [name for name, value in table.items() if value == MASK and looks_secret(name)]
-        if not masked:
-            return
-        # Imported only now: hmac and secrets for a run with a secret to digest.
-        from reprospec.runners.local import outer_environ
-        from reprospec.store.digests import FIELD, store_key, variable_digests
+        outer: dict[str, str] = {}
+        if self._inherits:
+            from reprospec.runners.local import outer_environ
 
-        given = {**(outer_environ() if self._inherits else {}), **attempt.env}
+            outer = outer_environ()
+        # Imported only now: hmac and secrets for a run with something to digest.
+        from reprospec.store.digests import (
+            FIELD,
+            INHERITED_FIELD,
+            inherited_names,
+            store_key,
+            variable_digests,
+        )
+
+        inherited = inherited_names(outer, [*table, *attempt.environment.env])
+        if not masked and not inherited:
+            return
         try:
             key = store_key(self._store)
         except OSError:
             return  # a store that cannot keep a key: compare says "set" only, not "changed"
-        env[FIELD] = variable_digests(key, given, masked)
+        if masked:
+            env[FIELD] = variable_digests(key, {**outer, **attempt.env}, masked)
+        if inherited:
+            env[INHERITED_FIELD] = variable_digests(key, outer, inherited)
 
     def running(self) -> bool:
         return self._thread.is_alive()

@@ -274,9 +274,13 @@ _NAMED_SHOWN = 5
 
 def _variable(row: VariableChange) -> str:
     """`OMP_NUM_THREADS: '1' -> '8' (cell mode=b)`; a secret's by its change alone,
-    `HF_TOKEN: unset -> set (secret: values not shown)`."""
+    `HF_TOKEN: unset -> set (secret: values not shown)`, and so one the shell gave every
+    attempt that the capture shows no value of, `MYAPP_MODE: changed (inherited ...)`."""
     if looks_secret(row["name"]):
         said = f"{row['change']} (secret: values not shown)"
+    elif row["a"] is None and row["b"] is None:
+        # Inherited from the engine's shell, recorded by digest only (store/digests.py).
+        said = f"{row['change']} (inherited from the shell: values not recorded)"
     else:
         said = " -> ".join("unset" if v is None else repr(v) for v in (row["a"], row["b"]))
     where = f" (cell{'s' if len(row['cells']) > 1 else ''} {', '.join(row['cells'])})"

@@ -37,6 +37,7 @@ _ENV_SECTIONS = frozenset(
         "collect_env",  # its own folded block (report/versions.py)
         "captured_in",  # the cell whose interpreter it was: named by the Versions block
         "variable_digests",  # for compare only: digests tell a reader nothing
+        "inherited_digests",  # the same: the shell's other variables, by digest
         "program_files",  # the same: the digests of the program's files
         "spec_variables",  # for resume and compare: the variables the spec read
     }

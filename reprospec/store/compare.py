@@ -21,7 +21,7 @@ from reprospec.environment.facts import (
     within,
 )
 from reprospec.store.digests import FIELD as DIGESTS
-from reprospec.store.digests import FILES_FIELD, UNDIGESTED, recorded
+from reprospec.store.digests import FILES_FIELD, INHERITED_FIELD, UNDIGESTED, recorded
 from reprospec.store.specvariables import FIELD as READ
 from reprospec.store.specvariables import changes as read_changes
 
@@ -189,7 +189,11 @@ def environment_change(run_a: RunResult, run_b: RunResult) -> EnvironmentChange:
     differences = environment_diff(run_a.environment, run_b.environment)
     # The digests are for the secret variables' rows below and the program's files
     # (`files_change`), not differences of their own.
-    kept = [d for d in differences if not within(d["key"], one_cell | {DIGESTS, FILES_FIELD, READ})]
+    kept = [
+        d
+        for d in differences
+        if not within(d["key"], one_cell | {DIGESTS, FILES_FIELD, INHERITED_FIELD, READ})
+    ]
     return {
         "environment": [d for d in kept if not d["key"].startswith("env.")],
         "variables": variable_changes(
@@ -256,6 +260,13 @@ def variable_changes(
         )
         if name not in named
     ]
+    named = {row["name"] for row in rows}
+    # Last, the shell's other variables, by digest only: a row above says more of one.
+    rows += [
+        {"name": name, "a": None, "b": None, "change": change, "cells": []}
+        for name, change in inherited_changes(run_a.environment, run_b.environment)
+        if name not in named
+    ]
     return rows
 
 
@@ -274,6 +285,28 @@ def _changed_secrets(
     return [
         (name, "set in both; runs of two stores, whether it changed is unknown") for name in both
     ]
+
+
+def inherited_changes(
+    a: Mapping[str, JsonValue], b: Mapping[str, JsonValue]
+) -> list[tuple[str, str]]:
+    """(name, how) of the variables the attempts inherited from the engine's shell that the
+    capture's table does not show, by their digests (store/digests.INHERITED_FIELD): set in
+    one run only, or changed under one store's key. A run recorded without them (an older
+    one, or another runner's) tells nothing, rather than that every variable went unset."""
+    if INHERITED_FIELD not in a or INHERITED_FIELD not in b:
+        return []
+    key_a, of_a = recorded(a.get(INHERITED_FIELD))
+    key_b, of_b = recorded(b.get(INHERITED_FIELD))
+    out = [
+        (name, "unset -> set" if name in of_b else "set -> unset")
+        for name in sorted({*of_a, *of_b} - (of_a.keys() & of_b.keys()))
+    ]
+    if key_a is not None and key_a == key_b:
+        out += [
+            (name, "changed") for name in sorted(of_a) if of_b.get(name, of_a[name]) != of_a[name]
+        ]
+    return sorted(out)
 
 
 def files_change(

@@ -93,6 +93,43 @@ def read_key(path: Path) -> bytes:
     return key
 
 
+# The capture's field of the variables every attempt inherited from the engine's shell
+# that the capture's table does not show (`MYAPP_MODE=1 reprospec run ...`): digests only,
+# since such a variable may hold anything (`DATABASE_URL` with its password), so that
+# `compare` can say it was set, unset or changed where it said "same environment".
+INHERITED_FIELD = "inherited_digests"
+# A shell's session and a CI job's bookkeeping: they differ between any two shells, and
+# would bury the variable that changed under noise (the prefixes end in `_`).
+SESSION_VARIABLES = frozenset(
+    {
+        "_", "PWD", "OLDPWD", "SHLVL", "TERM", "COLORTERM", "LS_COLORS", "LSCOLORS", "PS1",
+        "PS2", "PS4", "PROMPT_COMMAND", "HISTFILE", "HISTSIZE", "HISTFILESIZE",
+        "HISTCONTROL", "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "GPG_TTY",
+        "GPG_AGENT_INFO", "TMUX", "TMUX_PANE", "STY", "WINDOW", "COLUMNS", "LINES", "MAIL",
+        "MOTD_SHOWN", "INVOCATION_ID", "JOURNAL_STREAM", "SECURITYSESSIONID", "WT_SESSION",
+        "WINDOWID", "SSH_AUTH_SOCK", "SSH_AGENT_PID", "SSH_CLIENT", "SSH_CONNECTION",
+        "SSH_TTY",
+    }
+)  # fmt: skip
+SESSION_PREFIXES = (
+    "XDG_", "TERM_", "VSCODE_", "ITERM_", "KITTY_", "GITHUB_", "RUNNER_", "SLURM_",
+    "REPROSPEC_",
+)  # fmt: skip
+
+
+def inherited_names(environ: Mapping[str, str], shown: Iterable[str]) -> list[str]:
+    """The variables of `environ` worth a digest: not `shown` by value (the capture's table,
+    the spec's own `environment.env`), not a shell's or a CI job's bookkeeping."""
+    skip = set(shown)
+    return sorted(
+        name
+        for name in environ
+        if name not in skip
+        and name not in SESSION_VARIABLES
+        and not name.startswith(SESSION_PREFIXES)
+    )
+
+
 def variable_digests(key: bytes, values: Mapping[str, str], names: Iterable[str]) -> JsonObject:
     """`{"store": key id, "of": [[NAME, digest], ...]}` for those of `names` whose value is
     known (no field is named `key`: redact.py would mask its value)."""

@@ -324,6 +324,43 @@ def test_compare_names_the_environment_variables_that_differ(cli: Cli, tmp_path:
         assert secret[::-1] not in text
 
 
+def test_compare_names_a_variable_of_the_shell_the_capture_does_not_show(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """`FX_APP_MODE=fast reprospec run ...` fails where the plain run passed: compare said
+    "same environment" beside the flipped verdict, the variable being none the capture
+    shows by value (nu64 MED-3). It is recorded by digest only: its value is in no file."""
+    spec = tmp_path / "mode.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: mode\nexpect: {outcome: pass}\n"
+        f"command: [{sys.executable}, -c, 'import os, sys; "
+        'sys.exit(3 if os.environ.get("FX_APP_MODE", "").startswith("fast") else 0)\']\n'
+    )
+    runs = [
+        cli("run", str(spec), env={"SHLVL": "2"}),
+        cli("run", str(spec), env={"FX_APP_MODE": "fast-q7x3", "SHLVL": "7"}),
+        cli("run", str(spec), env={"FX_APP_MODE": "slow-q7x3"}),
+        cli("run", str(spec), env={"FX_APP_MODE": "slow-q7x3"}),
+    ]
+    assert [r.code for r in runs] == [0, 1, 0, 0], runs[1].stderr
+    ids = [r.latest_run().name for r in runs]
+    first = cli("compare", ids[0], ids[1]).stdout.splitlines()
+    assert "same environment" not in first
+    differ = first[first.index("environment variables that differ:") + 1 :]
+    # The one that matters, and none of a shell's bookkeeping (SHLVL differed too).
+    assert (
+        differ[0] == "  FX_APP_MODE: unset -> set (inherited from the shell: values not recorded)"
+    )
+    assert differ[1] == "cells that changed:"
+    changed = cli("compare", ids[1], ids[2]).stdout.splitlines()
+    assert "  FX_APP_MODE: changed (inherited from the shell: values not recorded)" in changed
+    same = cli("compare", ids[2], ids[3]).stdout.splitlines()
+    assert "same environment" in same, same
+    for run in ids:
+        text = (tmp_path / "out" / "runs" / run / "results.json").read_text()
+        assert "q7x3" not in text
+
+
 def test_a_resumed_run_is_running_while_it_runs_and_killed_when_its_engine_is(
     cli: Cli, tmp_path: Path
 ) -> None:

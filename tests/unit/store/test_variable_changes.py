@@ -8,8 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.store.compare import _change, _changed_secrets
-from reprospec.store.digests import FIELD, store_key, variable_digests
+from reprospec.core.jsontypes import JsonValue
+from reprospec.store.compare import _change, _changed_secrets, inherited_changes
+from reprospec.store.digests import (
+    FIELD,
+    INHERITED_FIELD,
+    inherited_names,
+    store_key,
+    variable_digests,
+)
 
 
 def test_a_variable_says_its_values_and_a_secret_only_its_change() -> None:
@@ -48,3 +55,36 @@ def test_a_key_file_that_holds_no_key_gives_no_digests(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="not a key"):
         store_key(tmp_path)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".digest")]
+
+
+def test_inherited_variables_leave_out_the_shown_and_a_shells_bookkeeping() -> None:
+    environ = {
+        "MYAPP_MODE": "fast",
+        "OMP_NUM_THREADS": "4",  # the capture's table shows it by value
+        "MODE": "x",  # the spec's environment.env sets it
+        "PWD": "/tmp",
+        "SHLVL": "3",
+        "XDG_RUNTIME_DIR": "/run/user/1",
+        "GITHUB_RUN_ID": "42",
+        "DATABASE_URL": "postgres://u:pw@h/db",
+    }
+    assert inherited_names(environ, ["OMP_NUM_THREADS", "MODE"]) == ["DATABASE_URL", "MYAPP_MODE"]
+
+
+def test_inherited_changes_by_digest_set_unset_and_changed(tmp_path: Path) -> None:
+    key = store_key(tmp_path / "a")
+
+    def run(**values: str) -> dict[str, JsonValue]:
+        return {INHERITED_FIELD: variable_digests(key, values, values)}
+
+    assert inherited_changes(run(A="1", B="x"), run(B="y", C="z")) == [
+        ("A", "set -> unset"),
+        ("B", "changed"),
+        ("C", "unset -> set"),
+    ]
+    assert inherited_changes(run(A="1"), run(A="1")) == []
+    # Another store's key: set and unset still told, a change not (the digests differ anyway).
+    other = {INHERITED_FIELD: variable_digests(store_key(tmp_path / "b"), {"A": "1"}, ["A"])}
+    assert inherited_changes(run(A="1", B="2"), other) == [("B", "set -> unset")]
+    # A run recorded without them (older, or the docker runner's) tells nothing.
+    assert inherited_changes(run(A="1"), {}) == []
