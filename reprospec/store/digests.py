@@ -108,12 +108,13 @@ SESSION_VARIABLES = frozenset(
         "GPG_AGENT_INFO", "TMUX", "TMUX_PANE", "STY", "WINDOW", "COLUMNS", "LINES", "MAIL",
         "MOTD_SHOWN", "INVOCATION_ID", "JOURNAL_STREAM", "SECURITYSESSIONID", "WT_SESSION",
         "WINDOWID", "SSH_AUTH_SOCK", "SSH_AGENT_PID", "SSH_CLIENT", "SSH_CONNECTION",
-        "SSH_TTY",
+        "SSH_TTY", "HOSTNAME", "HOST", "ENVIRONMENT",
     }
 )  # fmt: skip
+# (`SLURM`: SLURMD_NODENAME too; a scheduler's and MPI's per-job names differ by shard.)
 SESSION_PREFIXES = (
-    "XDG_", "TERM_", "VSCODE_", "ITERM_", "KITTY_", "GITHUB_", "RUNNER_", "SLURM_",
-    "REPROSPEC_",
+    "XDG_", "TERM_", "VSCODE_", "ITERM_", "KITTY_", "GITHUB_", "RUNNER_", "SLURM", "PMI_",
+    "PMIX_", "OMPI_", "REPROSPEC_",
 )  # fmt: skip
 
 
