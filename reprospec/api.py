@@ -67,16 +67,17 @@ def validate(paths: str | Path | Iterable[str | Path]) -> Validation:
     One path may be given alone: a str is iterable, and read as paths it was one "no such
     file" problem per character of its name.
     """
+    from reprospec.plan.missing import missing_script_notes
     from reprospec.spec import validate as validation
 
     if isinstance(paths, (str, PathLike)):
-        return validation.validate([paths])
+        return validation.validate([paths], missing_script_notes)
     if not isinstance(paths, Iterable):
         raise UsageError(f"validate takes a path or paths, got {paths!r}")
     listed = list(paths)
     for path in listed:
         _path("validate", path)
-    return validation.validate(listed)
+    return validation.validate(listed, missing_script_notes)
 
 
 @from_api

@@ -22,9 +22,10 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from reprospec.plan.missing import missing_script_notes
     from reprospec.spec.validate import validate
 
-    found = validate(args.paths)
+    found = validate(args.paths, missing_script_notes)
     for line in [*found.notes, *found.problems]:
         print(printable(line), file=sys.stderr)
     if found.problems:

@@ -8,7 +8,7 @@ that issue 15 holds to 2x `python -c "import yaml"`).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,8 +47,16 @@ class Validation:
         return text
 
 
-def validate(paths: Iterable[str | Path]) -> Validation:
-    """Check every spec in `paths` (files, or folders searched recursively)."""
+def _no_notes(file: str, spec: Spec) -> list[str]:  # noqa: ARG001
+    return []
+
+
+def validate(
+    paths: Iterable[str | Path], notes_of: Callable[[str, Spec], list[str]] = _no_notes
+) -> Validation:
+    """Check every spec in `paths` (files, or folders searched recursively). `notes_of`: more
+    notes on a valid spec from a later stage (plan/missing.py's scripts the workdir lacks),
+    which this stage cannot import."""
     found = Validation()
     seen: set[str] = set()  # a file two of the paths reach is checked and counted once
     for path in paths:
@@ -72,6 +80,7 @@ def validate(paths: Iterable[str | Path]) -> Validation:
             if note:
                 found.notes.append(note)
             found.notes += _unread_axes(file, spec)
+            found.notes += notes_of(file, spec)
     return found
 
 

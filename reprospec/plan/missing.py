@@ -1,0 +1,87 @@
+"""The script a cell's command runs, where its workdir lacks it.
+
+`python nothere.py` validated clean and every attempt of the run ended `infra-error`
+(`can't open file 'nothere.py'`): `validate` says so first, as a note, since a script
+the spec's own setup writes (a `sh -c 'make && ./build/app'`) may come later. Only the
+program's own file is looked for (the script `python`, a shell or the command itself
+runs), not every word that might be a file: a word such as `--out result.json` names a
+file the program may write.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from reprospec.core.inputs import AttemptPlan, Spec
+from reprospec.core.sections import Command
+from reprospec.plan.shellwords import command_words, is_assignment, script_operand
+
+_PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
+# Python's options that take the next word as their argument (`-W error`, `-X dev`).
+_PYTHON_WITH_ARGUMENT = frozenset({"-W", "-X", "--check-hash-based-pycs"})
+
+
+def missing_script(plan: AttemptPlan) -> str | None:
+    """The script `plan`'s command runs (`train.py` of `python -u train.py`, `run.sh` of
+    `bash run.sh`, `./run.sh`) where no such file is in its workdir; None when it is there,
+    or the command runs no script file (`python -c`, `python -m pkg`, a program on PATH)."""
+    if not isinstance(plan.job, Command):
+        return None
+    words = command_words(plan.job)
+    while words and (is_assignment(words[0]) or words[0] == "env"):
+        words = words[1:]
+    if not words:
+        return None
+    script = _script_of(words)
+    if script is None or "$" in script or "*" in script:
+        return None  # the shell expands it: nothing to look up here
+    path = Path(script)
+    return None if (plan.workdir / path).exists() else script
+
+
+def _script_of(words: list[str]) -> str | None:
+    program = words[0]
+    if _PYTHON.fullmatch(Path(program).name):
+        skip = False
+        for word in words[1:]:
+            if skip:
+                skip = False
+            elif word in ("-c", "-m", "-"):
+                return None
+            elif word in _PYTHON_WITH_ARGUMENT:
+                skip = True
+            elif not word.startswith("-"):
+                return word
+        return None
+    shell = script_operand(words)
+    if shell is not None:
+        return shell
+    # `./run.sh`, `tools/run.sh`: the command itself is a file of the workdir.
+    return program if "/" in program and not Path(program).is_absolute() else None
+
+
+def missing_script_notes(file: str, spec: Spec) -> list[str]:
+    """`validate`'s note on each script a cell's command runs that its workdir lacks, read
+    from the jobs the cells can run (plan/variants.py): every attempt of such a cell would
+    end infra-error."""
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.errors import FatalError
+    from reprospec.plan.run import plan_run
+    from reprospec.spec.yamlsource import locate
+
+    try:
+        jobs = plan_run(spec, RunOptions()).attempts.variants().attempts
+    except FatalError:
+        return []  # validation said what is wrong, or the plan needs what a run gives
+    missing = dict.fromkeys(
+        (script, str(attempt.workdir))
+        for attempt in jobs
+        if (script := missing_script(attempt)) is not None
+    )
+    line, column = locate(spec.locations, ("command",))
+    return [
+        f"{file}:{line}:{column}: the command runs {script}, which is not in its workdir "
+        f"({workdir}): its attempts would end infra-error unless something writes it first"
+        for script, workdir in missing
+    ]
