@@ -35,6 +35,7 @@ from reprospec.core.words import (
 )
 from reprospec.environment.facts import run_one_cell_fields
 from reprospec.report.environment import (
+    CellEnvironments,
     cell_environments,
     env_vars,
     environment_rows,
@@ -207,15 +208,26 @@ class Row:
     columns: tuple[tuple[str, str], ...]
 
 
-def cell_rows(run: RunResult, axes: Sequence[str]) -> list[Row]:
+def cell_rows(
+    run: RunResult, axes: Sequence[str], differs: CellEnvironments | None = None
+) -> list[Row]:
+    """The sortable table's rows; with an environment column where `differs` has settings
+    that differ from cell to cell, as report.md's table has (the page had only the
+    Environment section's line saying they differ, and no cell's values)."""
     rows = []
     for cell in run.cells:
         ran = [a for a in cell.attempts if a.ran is not None]
         failed = sum(a.failed for a in ran)
         duration = sum(a.duration_s for a in cell.attempts)
+        env = (
+            [(", ".join(differs.per_cell.get(cell.cell.id, ())), "")]
+            if differs is not None and differs.varying
+            else []
+        )
         columns = [
             (cell.verdict, str(_VERDICT_RANK.get(cell.verdict, 9))),
             *((show_value(cell.cell.matrix.get(a, "—")), "") for a in axes),
+            *env,
             (expectation_phrase(cell.expected), ""),
             (attempts_phrase(cell.attempts) if cell.attempts else "not run", ""),
             (
@@ -253,9 +265,14 @@ def context(run: RunResult) -> dict[str, object]:
         # The other hangs' stacks and the crashed children's, as report.md folds them: a
         # hang beside the leading crash had none on the page.
         "stacks": stack_sections(run, PathNames(run.paths)),
-        "headers": ["verdict", *axes, "expected", "actual", "rate", "failed", "duration"],
+        "headers": [
+            "verdict",
+            *axes,
+            *(["environment"] if differs.varying else []),
+            *("expected", "actual", "rate", "failed", "duration"),
+        ],
         "numeric": {"rate", "failed", "duration"},
-        "rows": cell_rows(run, axes),
+        "rows": cell_rows(run, axes, differs),
         # A large run reads by groups of alike cells first; its every-cell table is folded.
         "large": large,
         "groups": result_groups(run, differs) if large else [],

@@ -9,6 +9,7 @@ from reprospec.core.results import CellResult, RunResult
 from reprospec.core.words import (
     attempt_phrase,
     expectation_phrase,
+    interrupted_of,
     interval_bounds,
     resume_command,
     resumed_note,
@@ -77,6 +78,10 @@ def _testcase(suite: ET.Element, run: RunResult, cell: CellResult) -> None:
     if stopped := stopped_of(cell.reason):
         # A passing test case shows no reason: its unrun attempts were skipped, not lost.
         props.append(("stopped", stopped))
+    elif run.interrupted and (cut := interrupted_of(cell.reason)):
+        # A Ctrl-C cut it short: `rate 1/1` of a passing test case read as the whole cell's,
+        # where report.md and the job summary say `1/1 (interrupted after 1 of 3 attempts)`.
+        props.append(("interrupted", cut))
     props += [(f"attempt.{a.attempt}", attempt_phrase(a)) for a in cell.attempts]
     _properties(case, props)
     details = _attempt_lines(cell)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,11 @@ def test_environment_a_toggle_changes_is_shown_per_cell_not_run_wide(
     assert "| | threads | environment | expected | actual | rate |" in results
     assert "| ✅ | 1 | `OMP_NUM_THREADS=1` | `pass` | `pass` | 1/1 |" in results
     assert "| ✅ | 2 | `OMP_NUM_THREADS=2` | `pass` | `pass` | 1/1 |" in results
+    # The HTML page's table too: it had no environment column (nu64 MED-7).
+    page = cli("report", result.latest_run().name, "--format", "html").stdout
+    headers = re.findall(r'<th scope="col"[^>]*>([^<]*)</th>', page.split('id="cells"')[1])
+    assert headers[:4] == ["verdict", "threads", "environment", "expected"]
+    assert "<td>OMP_NUM_THREADS=2</td>" in page
 
 
 def test_what_an_attempt_left_behind_is_in_the_report(cli: Cli, tmp_path: Path) -> None:

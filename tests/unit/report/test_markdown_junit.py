@@ -782,8 +782,14 @@ def test_an_interrupted_run_names_the_cells_it_cut_short() -> None:
     make_console(stream).print(results_table(run))
     assert "1/1 (interrupted after 1 of 2 attempts)" in stream.getvalue()
     assert stream.getvalue().count("interrupted after") == 1
-    # And the GitHub job summary's (nu64 MED-7).
+    # And the GitHub job summary's, and JUnit's test case (nu64 MED-7).
     assert "| 1/1 (interrupted after 1 of 2 attempts) |" in render(run, "github")
+    root = ET.fromstring(render(run, "junit"))
+    (case,) = [c for c in root.iter("testcase") if c.get("name") == first.cell.id]
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert (props["rate"], props["interrupted"]) == ("1/1", "interrupted after 1 of 2 attempts")
+    whole_case = ET.fromstring(render(replace(run, interrupted=False), "junit"))
+    assert not [p for p in whole_case.iter("property") if p.get("name") == "interrupted"][1:]
 
 
 def test_a_spec_whose_secrets_were_masked_says_what_to_set_beside_it() -> None:
