@@ -181,6 +181,10 @@ def _outcome_or_not_run(d: JsonObject) -> Outcome | NotRun:
     outcome = d.get("outcome")
     if isinstance(outcome, dict) and outcome:
         return outcome_from_dict(outcome)
+    if outcome is not None and not isinstance(outcome, dict):
+        # `"outcome": "garbage"` read as an attempt that could not run: a crash that
+        # reproduced became `1 could not run` beside the cell's stored `reproduced`.
+        raise TypeError(f"its outcome is not an object: {outcome!r:.40}")
     return NotRun(text(d.get("infra_error")) or "not run")
 
 

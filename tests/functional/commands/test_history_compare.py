@@ -728,7 +728,7 @@ def test_a_results_json_cell_edited_by_hand_is_said_and_left_out_alone(
     cell, exit 0, no traceback, and keep every other cell."""
     spec = tmp_path / "four.yaml"
     spec.write_text(
-        "reprospec: 1\nname: four\nmatrix: {n: [1, 2, 3, 4, 5]}\n"
+        "reprospec: 1\nname: four\nmatrix: {n: [1, 2, 3, 4, 5, 6]}\n"
         f"command: [{sys.executable}, -c, 'import sys; sys.exit(3)']\n"
         "expect: {outcome: error, exit_code: 3}\n"
     )
@@ -745,6 +745,9 @@ def test_a_results_json_cell_edited_by_hand_is_said_and_left_out_alone(
     data["cells"][2]["verdict"] = "bogus"
     data["cells"][3]["attempts"][0] = 7
     data["cells"][4] = "garbage"
+    # An outcome that is no object read as an attempt that could not run, under the cell's
+    # stored `reproduced`: `3/3 attempts, 1 could not run`.
+    data["cells"][5]["attempts"][0]["outcome"] = "garbage"
     results.write_text(json.dumps(data), encoding="utf-8")
     said = [
         f"reprospec: warning: {results}: cells[1] (n=2): its attempts are not a list (cannot "
@@ -754,6 +757,8 @@ def test_a_results_json_cell_edited_by_hand_is_said_and_left_out_alone(
         f"reprospec: warning: {results}: cells[3] (n=4): attempts[0] cannot be read (not an "
         "object): left out",
         f"reprospec: warning: {results}: cells[4] is not an object (cannot be read): left out",
+        f"reprospec: warning: {results}: cells[5] (n=6): attempts[0] cannot be read (its "
+        "outcome is not an object: 'garbage'): left out",
     ]
     report = cli("report", first.name, "--out", str(out))
     assert report.code == 0, report.stderr
