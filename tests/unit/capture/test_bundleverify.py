@@ -160,6 +160,19 @@ def test_a_cell_that_did_not_come_back_is_not_verified_and_names_its_file() -> N
     ]
 
 
+def test_a_file_several_cells_looked_for_is_counted_once() -> None:
+    """Three cells missing one data.txt: the bundle lacks 1 file, not 3 (nu64 LOW)."""
+    cells = tuple(_check(cell=f"n={n}") for n in (1, 2, 3))
+    other = _check(cell="n=4", missing=(Missing(Path("/proj/app/cfg.json"), "cfg.json"),))
+    check = BundleCheck((*cells, other), (), (), Path("/tmp/v"), ())
+    lines = report_lines(check, Path("b.tgz"), "RUN")
+    assert sum("the bundle lacks data.txt" in line for line in lines) == 3  # a line a cell
+    assert lines[-1] == (
+        "not verified: b.tgz: 0/4 cells of run RUN came back as in the run; the bundle lacks "
+        "2 files the program looked for; the archive is kept as written"
+    )
+
+
 def test_a_cell_that_came_back_but_looked_for_a_file_the_bundle_lacks_is_not_verified() -> None:
     came = _check(
         reproduced=True, unlike=(), rerun_verdict="reproduced", rerun="error exit 1 KeyError"
