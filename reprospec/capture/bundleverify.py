@@ -376,8 +376,7 @@ def report_lines(check: BundleCheck, archive: Path, run_id: str) -> list[str]:
     for skipped in check.skipped:
         lines.append(f"verify: not checked: {skipped}")
     count = f"{sum(c.reproduced for c in check.checked)}/{plural(len(check.checked), 'cell')}"
-    # Each file once: three cells that looked for one missing config lack one file.
-    lacked = len({m.path for c in check.checked for m in c.missing})
+    lacked = len({m.path for c in check.checked for m in c.missing})  # a file once, not per cell
     lacks = f"; the bundle lacks {plural(lacked, 'file')} the program looked for" if lacked else ""
     if check.reproduced:
         read = (

@@ -342,8 +342,9 @@ def read_ticket(text: str) -> Ticket:
     if not frames and outcome == "hang" and pyspy:
         frames = pyspy
     # Read once: the progress, the running test and the Ticket all ask which presets fit.
-    presets = _presets(text)
-    phase, step = _progress(text, presets)
+    pasted = _pasted(text)
+    presets = _presets(pasted)
+    phase, step = _progress(pasted, presets)
     if phase is not None or step is not None:
         # `step 1: ...` lines have a step and no phase; step 0 is a step too (nu34).
         reached = " ".join(p for p in (phase, None if step is None else f"step {step}") if p)
@@ -482,6 +483,22 @@ def _running_test(text: str) -> str | None:
         if found is not None:
             running = found["phase"]
     return running
+
+
+def _pasted(text: str) -> str:
+    """The lines of the ticket's fenced code blocks, where it has any: the program's output
+    pasted, not the reporter's prose around it. A title `training crashes at step 3`
+    matched the steps preset and made the skeleton expect `phase: training`, which the
+    program, printing only `step 3`, never reports: every attempt missed (nu65 HIGH-2).
+    A ticket with no fence is all output as far as this reader can tell."""
+    inside: list[str] = []
+    fenced = False
+    for line in text.split("\n"):
+        if _FENCE_LINE.match(line):
+            fenced = not fenced
+        elif fenced:
+            inside.append(line)
+    return "\n".join(inside) if inside else text
 
 
 def _presets(text: str) -> tuple[str, ...]:

@@ -148,7 +148,9 @@ def judge_cell(expectation: Expectation, attempts: Sequence[AttemptResult]) -> V
         reason = _plain_reason(expectation, usable, rate)
     else:
         kind = _RATE_VERDICTS[judge_rate(rate, expectation.rate)]
-        reason = _rate_reason(expectation, expectation.rate, rate, _missed(usable))
+        reason = _rate_reason(
+            expectation, expectation.rate, rate, _missed(usable), _missed_alike(usable)
+        )
     if broken:
         reason += f" ({len(broken)} more could not run)"
     if kind != "reproduced" and expectation.outcome != "pass" and _left_private_tmp(usable):
@@ -181,11 +183,34 @@ def _plain_reason(expectation: Expectation, usable: list[AttemptResult], rate: R
     return reason
 
 
-def _rate_reason(expectation: Expectation, bound: RateBound, rate: Rate, missed: str) -> str:
+# Attempts that all failed as expected but for one same key, none matching, before the
+# reason says the expect is what misses rather than to run more (see `_missed_alike`).
+ALIKE_MISSES = 3
+
+
+def _missed_alike(usable: Sequence[AttemptResult]) -> bool:
+    """Whether no attempt matched and every one missed the same keys the same way with the
+    outcome's kind right (`phase: expected training, got none` in 20 of 20 crashes): the
+    failure happens and the expect does not describe it, so more attempts change nothing,
+    where the reason of an undecided `>0` said to run them (nu65 HIGH-2)."""
+    if len(usable) < ALIKE_MISSES or any(a.matched or _kind_differs(a) for a in usable):
+        return False
+    return len({a.mismatches for a in usable}) == 1 and bool(usable[0].mismatches)
+
+
+def _rate_reason(
+    expectation: Expectation, bound: RateBound, rate: Rate, missed: str, alike: bool = False
+) -> str:
     observed = rate_phrase(rate, fraction=True)
     what = expectation_phrase(expectation, rate=False)
     judged = judge_rate(rate, bound)
     # What the misses missed, when a key other than the outcome's kind did (`_missed`).
+    if alike and judged == "undecided":
+        return (
+            f"undecided: {observed} straddles {bound} ({what}), and every attempt failed that "
+            f"way but missed {missed}: the expect does not describe the failure that happens; "
+            "more attempts will not settle it"
+        )
     missed = f"; missed {missed}" if missed else ""
     if judged == "undecided":
         # "intermittent" when it did happen sometimes and not always.

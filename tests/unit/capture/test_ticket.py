@@ -1209,3 +1209,24 @@ def test_a_cuda_error_of_torchrun_ranks_needs_a_gpu_per_rank() -> None:
         1,
         "the failure is a CUDA error: it needs a GPU",
     )
+
+
+def test_progress_is_read_from_the_pasted_output_not_the_tickets_title() -> None:
+    """The title `training crashes at step 3` matched the steps preset: the skeleton expected
+    `phase: training`, which the program, printing only `step N`, never reports, and 20 of 20
+    crashes missed (nu65 HIGH-2). With a fence, only its lines are the program's."""
+    text = (
+        "Title: training crashes at step 3 with segfault\n\n"
+        "It happens roughly 1 in 3 runs.\n\n"
+        "```\n$ python segv.py --workers 2\nstep 0\nstep 1\nstep 2\nstep 3\n"
+        "Fatal Python error: Segmentation fault\n\n"
+        "Current thread 0x00007f1c2b7fe740 (most recent call first):\n"
+        '  File "/home/bob/proj/segv.py", line 11 in <module>\n'
+        "Segmentation fault (core dumped)\n```\n"
+    )
+    ticket = read_ticket(text)
+    assert (ticket.failure.phase, ticket.failure.step) == (None, 3)
+    assert ticket.presets == ("steps",)
+    # Unfenced, the same text is all output as far as the reader can tell.
+    unfenced = read_ticket(text.replace("```\n", ""))
+    assert unfenced.failure.phase == "training"

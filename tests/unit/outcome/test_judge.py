@@ -360,6 +360,21 @@ def test_rate_straddling_threshold_is_undecided_whatever_the_point_estimate() ->
     assert reason.startswith("undecided (intermittent): 2/10 = 0.20")
 
 
+def test_every_attempt_missing_one_key_alike_says_the_expect_is_what_misses() -> None:
+    """20 of 20 attempts crashed with SIGSEGV in the worker, against `rate: >0` and a
+    `where: main` no attempt had: "straddles >0; run more attempts" where no number of them
+    settles it (nu65 HIGH-2); a mix of misses still says to run more."""
+    expectation = Expectation("crash", signal="SIGSEGV", where="main", rate=RateBound(">", 0))
+    alike = [attempt(SEGV_WORKER, expectation, i) for i in range(20)]
+    verdict = judge_cell(expectation, alike)
+    assert verdict.kind == "undecided"
+    assert verdict.reason.startswith("undecided: 0/20 = 0.00 (95% CI 0.00–0.17) straddles >0")
+    assert "every attempt failed that way but missed where: " in verdict.reason
+    assert verdict.reason.endswith("more attempts will not settle it")
+    mixed = judge_cell(expectation, [*alike[:19], attempt(PASSED, expectation, 19)])
+    assert "run more attempts" in mixed.reason
+
+
 def test_one_in_three_is_no_proof_of_a_30_percent_rate() -> None:
     # Judged on the observed fraction this was "reproduced"; the interval is 0.06-0.79.
     verdict, reason = _rate_cell(1, 3, ">=0.3")
