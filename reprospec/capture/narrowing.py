@@ -63,6 +63,10 @@ class Needed:
     # it. False: the reruns ran out first; one or more of them is needed.
     minimal: bool
     reruns: int
+    # A rerun that kept every one of `names` (and more) did not bring the failure back:
+    # a failure they bring back deterministically would have come back, so the reruns
+    # that "showed" them needed came back or missed by chance (nu65 HIGH-1).
+    contradicted: bool = False
 
 
 def narrow(
@@ -99,7 +103,7 @@ def narrow(
             back = tried.get(key)
             if back is None:
                 if reruns >= budget:
-                    return Needed(tuple(kept), False, reruns)
+                    return Needed(tuple(kept), False, reruns, _contradicted(tried, kept))
                 back = comes_back(trial)
                 reruns += 1
                 tried[key] = back
@@ -108,5 +112,11 @@ def narrow(
             else:
                 start += chunk
         if chunk == 1:
-            return Needed(tuple(kept), True, reruns)
+            return Needed(tuple(kept), True, reruns, _contradicted(tried, kept))
         chunk = max(1, min(chunk // 2, len(kept) // 2))
+
+
+def _contradicted(tried: dict[frozenset[str], bool], kept: Sequence[str]) -> bool:
+    """Whether a set tried that holds all of `kept` did not bring the failure back."""
+    ended = frozenset(kept)
+    return any(not back and ended <= key for key, back in tried.items())

@@ -152,12 +152,18 @@ def verify(
                 return check(kept).verified
 
             found = narrow(own, trial, named=named)
-            # A pass needs them only if it fails without them every time: made once more
-            # without them (the others set, the spec not yet setting them), a pass is a
-            # flaky program's chance crash that narrowing took for their need.
-            lost = signature == "pass" and check([n for n in own if n not in found.names]).verified
-            if lost:
-                after.append(_passed_without(found, again))
+            # Needed only if it does not come back without them: made once more without
+            # them (the others set, the spec not yet setting them), a failure that comes
+            # back (or a pass that still passes) is a flaky program's chance that narrowing
+            # took for their need; so is a rerun that kept them all and missed (nu21 HIGH-2,
+            # c13; nu65 HIGH-1: four CA-path variables "needed" by a 50% crash).
+            why = _not_shown_needed(found, own, signature, lambda kept: check(kept).verified)
+            if why:
+                after.append(
+                    _passed_without(found, again)
+                    if signature == "pass"
+                    else _not_needed(found, why, again)
+                )
             else:
                 plain = draft
                 draft = replace(
@@ -506,6 +512,38 @@ def _passed_without(found: Needed, again: str) -> str:
         "as what the pass needs, but a rerun without them, made once more, passed: none of "
         "them is shown needed and the spec sets none; the command may be flaky, failing "
         "only sometimes, so no variable is named as what the pass needs; " + _capture_again(again)
+    )
+
+
+def _not_shown_needed(
+    found: Needed, own: Sequence[str], signature: str, comes_back: Callable[[Sequence[str]], bool]
+) -> str:
+    """Why the set narrowing ended on is not shown needed ('' where it is), by reruns made
+    once more: it is needed only if the failure (or the pass) does not come back without
+    it, and a failure's each variable only if it does not come back with that one left out,
+    every time; nor may a rerun the narrowing made that kept them all have missed. One miss
+    of a 50% crash with only the variable it reads kept three CA paths "the failure needs"
+    beside it (nu65 HIGH-1). A variable needed misses again: it cannot come back."""
+    if found.contradicted:
+        return "a rerun that kept them all did not bring it back"
+    if comes_back([n for n in own if n not in found.names]):
+        return "a rerun without them, made once more, brought it back"
+    if signature == "pass":
+        return ""
+    for name in found.names:
+        if comes_back([n for n in found.names if n != name]):
+            return f"a rerun without {name} alone, made once more, brought it back"
+    return ""
+
+
+def _not_needed(found: Needed, why: str, again: str) -> str:
+    """That the variables narrowing ended on are not shown needed, and `why`."""
+    names = found.names
+    return (
+        f"narrowing your shell's variables by reruns ended on {_names(names)} ({len(names)}) "
+        f"as what the failure needs, but {why}: none of them is shown needed and the spec "
+        "sets none; the failure may be flaky, coming back only sometimes, so no variable is "
+        "named as its cause; " + _capture_again(again)
     )
 
 

@@ -6,8 +6,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from reprospec.capture.footprint import needed_lines
-from reprospec.capture.narrowing import RERUNS, most_reruns, narrow
-from reprospec.capture.verify import named_in, narrowing_line, rerun_line
+from reprospec.capture.narrowing import RERUNS, Needed, most_reruns, narrow
+from reprospec.capture.verify import _not_shown_needed, named_in, narrowing_line, rerun_line
 
 # The 17 variables of nu20's shell, sorted as shell_only hands them: the two the failure
 # needs sort into different halves.
@@ -89,6 +89,25 @@ def test_a_rerun_that_missed_keeps_a_variable_never_drops_a_needed_one() -> None
     # The miss is believed (no set is rerun): the variable it left out is kept, and no
     # needed one is dropped.
     assert set(found.names) == pair | {left_out}
+
+
+def test_a_set_that_held_the_answer_and_missed_contradicts_it() -> None:
+    """A crash that needs FOO_UNRELATED and misses one rerun by chance, the one that kept
+    the half holding it: the search still ends on FOO_UNRELATED, and says a set holding it
+    missed (`contradicted`), which capture takes for a failure that comes and goes rather
+    than write a cause (nu65 HIGH-1)."""
+    calls: list[frozenset[str]] = []
+
+    def comes_back(kept: Sequence[str]) -> bool:
+        calls.append(frozenset(kept))
+        return "FOO_UNRELATED" in kept and len(calls) != 2
+
+    found = narrow(SHELL, comes_back)
+    assert "FOO_UNRELATED" in calls[1]  # the miss was a set holding it
+    assert "FOO_UNRELATED" in found.names
+    assert found.contradicted
+    clean, _ = needing("FOO_UNRELATED")
+    assert not narrow(SHELL, clean).contradicted
 
 
 def test_one_variable_alone_needs_no_rerun() -> None:
@@ -178,4 +197,35 @@ def test_each_rerun_of_the_narrowing_says_what_it_keeps() -> None:
     )
     assert rerun_line(1, 2, (), 2) == (
         "reprospec: narrowing, rerun 1 of at most 2: with 0 of your shell's 2 variables"
+    )
+
+
+def test_a_set_narrowed_to_by_chance_is_not_shown_needed() -> None:
+    """The checks capture makes once more of the set narrowing ended on (verify.py): a 50%
+    crash that needs only FLAKY_ON, narrowed by one-attempt reruns to FLAKY_ON and
+    AWS_CA_BUNDLE, comes back without AWS_CA_BUNDLE when asked again: not shown needed, and
+    capture writes no cause (nu65 HIGH-1). A deterministic need passes every check."""
+    own = ("AWS_CA_BUNDLE", "CONTAINER_NAME", "FLAKY_ON")
+    found = Needed(("AWS_CA_BUNDLE", "FLAKY_ON"), True, 3)
+    asked: list[tuple[str, ...]] = []
+
+    def truly_needs_flaky_on(kept: Sequence[str]) -> bool:
+        asked.append(tuple(kept))
+        return "FLAKY_ON" in kept
+
+    why = _not_shown_needed(found, own, "crash:SIGSEGV:main", truly_needs_flaky_on)
+    assert why == "a rerun without AWS_CA_BUNDLE alone, made once more, brought it back"
+    assert asked == [("CONTAINER_NAME",), ("FLAKY_ON",)]
+    # Needed both, deterministically: every check misses, so the set stands.
+    both = _not_shown_needed(
+        found,
+        own,
+        "crash:SIGSEGV:main",
+        lambda kept: len(kept) == 2 and "CONTAINER_NAME" not in kept,
+    )
+    assert both == ""
+    # A rerun the narrowing made that kept them all missed: no rerun more is needed to say so.
+    contradicted = Needed(found.names, True, 3, contradicted=True)
+    assert _not_shown_needed(contradicted, own, "crash", truly_needs_flaky_on).startswith(
+        "a rerun that kept them all did not bring it back"
     )
