@@ -534,7 +534,10 @@ class EnvironmentCapture:
                 f"(seen in {attempt.cell.id or 'the cell'}): its verdicts are {ran}'s",
             )
         env["captured_in"] = attempt.cell.id  # a toggle may choose the interpreter: whose?
-        self._digest_variables(env, attempt)
+        try:
+            self._digest_variables(env, attempt)
+        except Exception as exc:  # the digests are worth less than the capture they sit in
+            self._warnings += (f"the environment's variables could not be digested: {exc}",)
         self._environment = env
 
     def _digest_variables(self, env: JsonObject, attempt: AttemptPlan) -> None:

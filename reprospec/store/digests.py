@@ -108,13 +108,17 @@ SESSION_VARIABLES = frozenset(
         "GPG_AGENT_INFO", "TMUX", "TMUX_PANE", "STY", "WINDOW", "COLUMNS", "LINES", "MAIL",
         "MOTD_SHOWN", "INVOCATION_ID", "JOURNAL_STREAM", "SECURITYSESSIONID", "WT_SESSION",
         "WINDOWID", "SSH_AUTH_SOCK", "SSH_AGENT_PID", "SSH_CLIENT", "SSH_CONNECTION",
-        "SSH_TTY", "HOSTNAME", "HOST", "ENVIRONMENT",
+        "SSH_TTY", "HOSTNAME", "HOST", "ENVIRONMENT", "BUILD_ID", "BUILD_NUMBER",
+        "BUILD_URL", "BUILD_TAG", "NODE_NAME", "EXECUTOR_NUMBER", "WORKSPACE",
+        "XAUTHORITY", "KRB5CCNAME", "SESSION_MANAGER", "VTE_VERSION",
+        "GNOME_TERMINAL_SCREEN", "GNOME_TERMINAL_SERVICE", "DESKTOP_SESSION",
     }
 )  # fmt: skip
 # (`SLURM`: SLURMD_NODENAME too; a scheduler's and MPI's per-job names differ by shard.)
 SESSION_PREFIXES = (
-    "XDG_", "TERM_", "VSCODE_", "ITERM_", "KITTY_", "GITHUB_", "RUNNER_", "SLURM", "PMI_",
-    "PMIX_", "OMPI_", "REPROSPEC_",
+    "XDG_", "TERM_", "SSH_", "VSCODE_", "ITERM_", "KITTY_", "GITHUB_", "RUNNER_", "CI_",
+    "GITLAB_", "JENKINS_", "BUILDKITE", "CIRCLE_", "TRAVIS_", "SLURM", "PBS_", "LSB_",
+    "PMI_", "PMIX_", "OMPI_", "REPROSPEC_",
 )  # fmt: skip
 
 
@@ -137,7 +141,9 @@ def variable_digests(key: bytes, values: Mapping[str, str], names: Iterable[str]
     import hmac
 
     of: list[JsonValue] = [
-        [name, hmac.new(key, values[name].encode(), hashlib.sha256).hexdigest()[:16]]
+        # os.fsencode: a value of bytes that are no UTF-8 (held as surrogates) digests as
+        # those bytes, where .encode() raised and the run lost its whole environment.
+        [name, hmac.new(key, os.fsencode(values[name]), hashlib.sha256).hexdigest()[:16]]
         for name in sorted(names)
         if name in values
     ]

@@ -14,6 +14,7 @@ from reprospec.store.digests import (
     FIELD,
     INHERITED_FIELD,
     inherited_names,
+    recorded,
     store_key,
     variable_digests,
 )
@@ -66,6 +67,8 @@ def test_inherited_variables_leave_out_the_shown_and_a_shells_bookkeeping() -> N
         "SHLVL": "3",
         "XDG_RUNTIME_DIR": "/run/user/1",
         "GITHUB_RUN_ID": "42",
+        "CI_JOB_ID": "7",
+        "SSH_ORIGINAL_COMMAND": "x",
         "DATABASE_URL": "postgres://u:pw@h/db",
     }
     assert inherited_names(environ, ["OMP_NUM_THREADS", "MODE"]) == ["DATABASE_URL", "MYAPP_MODE"]
@@ -88,3 +91,12 @@ def test_inherited_changes_by_digest_set_unset_and_changed(tmp_path: Path) -> No
     assert inherited_changes(run(A="1", B="2"), other) == [("B", "set -> unset")]
     # A run recorded without them (older, or the docker runner's) tells nothing.
     assert inherited_changes(run(A="1"), {}) == []
+
+
+def test_a_value_of_bytes_that_are_no_utf8_is_digested(tmp_path: Path) -> None:
+    """`env $'WEIRD=\\xff' reprospec run`: os.environ holds it as surrogates, and .encode()
+    raised, which lost the run's whole environment capture (review)."""
+    key = store_key(tmp_path)
+    weird = b"\xff\xfe".decode("utf-8", "surrogateescape")
+    digests = variable_digests(key, {"WEIRD": weird}, ["WEIRD"])
+    assert recorded(digests)[1].keys() == {"WEIRD"}
