@@ -699,9 +699,9 @@ def _readme(
         "",
         *(
             [
-                "Its cells' packages are installed from the spec's requirements, as the run",
-                "installed them (uv's index, or add `--find-links DIR` for a wheelhouse of your",
-                "own): a range (`six<1.17`) gets the newest release it allows then, which may",
+                "Its cells' packages are installed from the spec's requirements (uv's index,",
+                "or add `--find-links DIR` for a wheelhouse of your own): a range",
+                "(`six<1.17`) gets the newest release it allows then, which may",
                 "be newer than the run's (report.md's standalone repro names what its cell had).",
                 "",
             ]

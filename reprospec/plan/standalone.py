@@ -19,6 +19,7 @@ the section says so instead of offering a script that passes.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -364,7 +365,7 @@ def _unapplied(
     wanted = environment.python
     same = bool(ran_python and wanted and same_python(ran_python, wanted))
     if environment.packages and installs:
-        pins = " ".join(shlex.quote(f"{n}=={v}") for n, v in (installed or {}).items())
+        pins = " ".join(shlex.quote(p) for p in _pins(environment.packages, installed or {}))
         # What a range resolved to (`six<1.17`: six 1.16.0): today's resolver may pick a
         # newer release, and the repro should run what the failing run ran (nu64 MED-4).
         resolved = f" (installed as {pins}: `pip install {pins}`)" if pins else ""
@@ -397,6 +398,26 @@ def _unapplied(
         )
     hang = hang_note(plan)
     return [*notes, hang] if hang else notes
+
+
+def _pins(requirements: Sequence[str], installed: Mapping[str, str]) -> list[str]:
+    """`six==1.16.0`, `requests[socks]==2.32.3`: each named requirement at the version its
+    venv holds, extras kept; one installed from a wheel or a URL (its freeze line holds no
+    version) is left out, since the spec's own entry names what to install."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    pins = []
+    for text in requirements:
+        try:
+            wanted = Requirement(text)
+            version = installed.get(re.sub(r"[-_.]+", "-", wanted.name).lower())
+            Version(version or "")
+        except (InvalidRequirement, InvalidVersion):
+            continue
+        extras = f"[{','.join(sorted(wanted.extras))}]" if wanted.extras else ""
+        pins.append(f"{wanted.name}{extras}=={version}")
+    return pins
 
 
 def hang_note(plan: AttemptPlan) -> str:

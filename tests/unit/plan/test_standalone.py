@@ -294,3 +294,23 @@ def test_notes_say_given_only_of_what_the_runner_gave(
     plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
     notes = standalone_of(plan, tmp_path, runner=runner, ran_python=ran).notes
     assert notes == expected
+
+
+def test_a_venv_cells_notes_pin_what_its_ranges_resolved_to(tmp_path: Path) -> None:
+    """`six<1.17` installed as six 1.16.0: the note says so and the pip line to get it;
+    extras are kept and a wheel's entry, whose freeze line is a URL, is pinned by the spec's
+    own entry (review: `torch==file:///...` was no requirement, `[socks]` was lost)."""
+    (tmp_path / "spec.yaml").write_text(
+        "reprospec: 1\nname: env\ncommand: python app.py\nexpect: {outcome: pass}\n"
+        "environment:\n  packages: ['six<1.17', 'requests[socks]<3', ./w/x-1.0-py3-none-any.whl]\n"
+    )
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "x-1.0-py3-none-any.whl").write_bytes(b"")
+    plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
+    installed = {"six": "1.16.0", "requests": "2.32.3", "x": "file:///w/x-1.0-py3-none-any.whl"}
+    (note,) = standalone_of(plan, tmp_path, runner="venv", installed=installed).notes
+    pins = "six==1.16.0 'requests[socks]==2.32.3'"
+    assert note == (
+        "the run gave the cell packages six<1.17, requests[socks]<3, ./w/x-1.0-py3-none-any.whl"
+        f" (installed as {pins}: `pip install {pins}`); a plain command line does not"
+    )
