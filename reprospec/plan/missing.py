@@ -18,6 +18,8 @@ from reprospec.core.sections import Command
 from reprospec.plan.shellwords import command_words, is_assignment, script_operand
 
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
+# The largest matrix whose scripts `validate` looks up (planning 32,000 cells took 1.2 s).
+MAX_CELLS = 4096
 # Python's options that take the next word as their argument (`-W error`, `-X dev`).
 _PYTHON_WITH_ARGUMENT = frozenset({"-W", "-X", "--check-hash-based-pycs"})
 
@@ -34,10 +36,11 @@ def missing_script(plan: AttemptPlan) -> str | None:
     if not words:
         return None
     script = _script_of(words)
-    if script is None or "$" in script or "*" in script:
+    if script is None or any(mark in script for mark in "$*~?["):
         return None  # the shell expands it: nothing to look up here
-    path = Path(script)
-    return None if (plan.workdir / path).exists() else script
+    if Path(script).is_absolute() or plan.environment.image or plan.environment.dockerfile:
+        return None  # not the workdir's: this machine's, or the image's
+    return None if (plan.workdir / script).exists() else script
 
 
 def _script_of(words: list[str]) -> str | None:
@@ -65,11 +68,22 @@ def missing_script_notes(file: str, spec: Spec) -> list[str]:
     """`validate`'s note on each script a cell's command runs that its workdir lacks, read
     from the jobs the cells can run (plan/variants.py): every attempt of such a cell would
     end infra-error."""
+    from reprospec.core.expr import ExprError, names_used
     from reprospec.core.runoptions import RunOptions
     from reprospec.errors import FatalError
     from reprospec.plan.run import plan_run
     from reprospec.spec.yamlsource import locate
 
+    try:
+        read = names_used([spec.document.get("command"), spec.document.get("environment")])
+    except ExprError:
+        return []  # validation said so
+    if any(name.split(".")[0] in ("env", "secrets") for name in read):
+        # What the run's environment gives (`python ${{ env.SCRIPT_DIR }}/train.py`) is
+        # not validate's to know: unset here, it read `/train.py`.
+        return []
+    if _cells_at_least(spec.document.get("matrix"), MAX_CELLS):
+        return []  # planned whole, a large matrix doubled validate's time (review)
     try:
         jobs = plan_run(spec, RunOptions()).attempts.variants().attempts
     except FatalError:
@@ -85,3 +99,14 @@ def missing_script_notes(file: str, spec: Spec) -> list[str]:
         f"({workdir}): its attempts would end infra-error unless something writes it first"
         for script, workdir in missing
     ]
+
+
+def _cells_at_least(matrix: object, bound: int) -> bool:
+    """Whether the matrix's axes multiply to `bound` cells or more (include, exclude aside)."""
+    if not isinstance(matrix, dict):
+        return False
+    count = 1
+    for axis, values in matrix.items():
+        if axis not in ("include", "exclude") and isinstance(values, list):
+            count *= max(1, len(values))
+    return count >= bound

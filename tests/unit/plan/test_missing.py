@@ -39,6 +39,8 @@ def _first(tmp_path: Path, command: str) -> AttemptPlan:
         ("python $SCRIPT", None),
         ("sleep 1", None),
         ("/usr/bin/true", None),
+        ("python ~/train.py", None),  # the shell's `~`
+        ("python /opt/app/gone.py", None),  # this machine's, not the workdir's
     ],
 )
 def test_the_script_a_command_runs_is_looked_up_in_its_workdir(
@@ -63,3 +65,24 @@ def test_validate_notes_each_missing_script_once_with_its_place(tmp_path: Path) 
         "attempts would end infra-error unless something writes it first"
     ]
     assert missing_script_notes(str(spec), reprospec.load_spec(spec)) == found.notes
+
+
+@pytest.mark.parametrize(
+    ("command", "environment"),
+    [
+        # Unset here, `${{ env.SCRIPT_DIR }}` read as `/train.py`; the run's value is its own.
+        ("python ${{ env.SCRIPT_DIR }}/train.py", ""),
+        # The file is the image's.
+        ("python app/gone.py", "environment: {image: 'python:3.11'}\n"),
+    ],
+)
+def test_validate_notes_nothing_it_cannot_look_up(
+    tmp_path: Path, command: str, environment: str
+) -> None:
+    spec = tmp_path / "m.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: m\n{environment}command: {json.dumps(command)}\n"
+        "expect: {outcome: pass}\n"
+    )
+    found = reprospec.validate(spec)
+    assert (found.problems, found.notes) == ([], [])
