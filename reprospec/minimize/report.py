@@ -968,6 +968,9 @@ def markdown(found: Minimized) -> str:
     if found.settings is not None:
         where = f" (`{found.settings.folder / 'isolate.md'}`)" if found.settings.folder else ""
         lines.append(f"- **Settings** (step 1, by isolate{where}): {found.settings.sentence()}")
+        caveat = found.settings.unguarded(found.passing)
+        if caveat:
+            lines.append(f"- **Caveat**: {caveat}")
     preload = _preload_line(found)
     if preload:
         lines.append(preload)

@@ -71,6 +71,39 @@ class Reduced:
     # minimize of the same spec ran them): said with the program step's.
     reused: int = 0
     replayed: int = 0
+    # What isolate found the failure needs (its culprits), whether or not the rest could be
+    # reset: `b=1 AND d=1`, which the program's passes must keep (`unguarded`).
+    needed: tuple[Difference, ...] = ()
+
+    def unguarded(self, passing: Sequence[Cell]) -> str:
+        """A caveat ('' for none) where isolate found the failure needs values together
+        and no passing cell sets some of them without the rest: the program's candidates
+        are checked against those cells only, so a candidate that lost one condition (`b`
+        no longer read: it crashes with `d=1` alone) passed them all (nu65 MED-3)."""
+        axes = [d for d in self.needed if d.is_axis]
+        if len(axes) < 2 or len(axes) != len(self.needed):
+            return ""
+
+        def holds(cell: Cell, d: Difference) -> bool:
+            return d.name in cell.matrix and cell.matrix[d.name] == d.value
+
+        def guarded(d: Difference) -> bool:
+            """A passing cell sets every other needed value and not `d`'s."""
+            others = [o for o in axes if o is not d]
+            return any(all(holds(c, o) for o in others) and not holds(c, d) for c in passing)
+
+        unheld = [d for d in axes if not guarded(d)]
+        if not unheld:
+            return ""  # each one-smaller set is a passing cell: candidates keep the AND
+        together = " AND ".join(d.describe() for d in axes)
+        each = ", nor ".join(f"all of them but {d.name}" for d in unheld)
+        return (
+            f"isolate found the failure needs {together}, and no passing cell sets {each}, "
+            "so the program's candidates are not held to the AND: the result may fail where "
+            "the original does not (with a condition left out); add, for each, a cell with "
+            "the others set and that one not, with `expect.cases` saying it passes, and "
+            "minimize again"
+        )
 
     def sentence(self) -> str:
         """One line for the summary and minimize.md."""
@@ -171,6 +204,7 @@ def reduce_settings(
     if found.interrupted or result.status not in ("isolated", "budget") or not result.culprits:
         return base
     chosen = sorted(result.culprits)
+    base = replace(base, needed=tuple(diffs[i] for i in chosen))
     if len(chosen) == len(diffs):
         return base
     config = mix(passing_config, diffs, chosen)
