@@ -364,7 +364,8 @@ def _table(
     table = Table(title=f"runs in {out}", title_justify="left")
     # The run id is what one copies (`reprospec report ID`): never cut, never wrapped.
     table.add_column("run", no_wrap=True, min_width=max(len(str(r["run_id"])) for r in runs))
-    # An amplified run's verdicts are the perturbed program's: said beside them, in a
+    # A perturbed run's verdicts are the perturbed program's (amplify's, or a spec's own
+    # environment.perturb: `amplified by` named a tool never run): said beside them, in a
     # column that only a store with such runs shows.
     amplified = any(_amplified(row) for row in runs)
     # Who made the run, where a search's probes are shown (--searches) beside a person's.
@@ -374,7 +375,7 @@ def _table(
     probes = any(row.get("probe") for row in runs)
     columns = ("started", "runner", "status", "cells", "verdicts")
     leading = (("by",) if by else ()) + (("probe",) if probes else ())
-    for column in leading + columns + (("amplified by",) if amplified else ()):
+    for column in leading + columns + (("perturbed by",) if amplified else ()):
         table.add_column(column, overflow="fold")
     for row in runs:
         verdicts = ", ".join(f"{row.get(key, 0)} {label}" for key, label in _COUNTS if row.get(key))

@@ -72,7 +72,7 @@ def test_a_resumed_amplified_run_keeps_its_perturbations_in_store_report_and_his
     rows = json.loads(history.stdout)
     assert [r["perturbed"] for r in rows] == [[], ["switch_interval=1e-06", "hash_seed=7"]]
     table = cli("history", "--out", str(out))
-    assert "amplified by" in table.stdout
+    assert "perturbed by" in table.stdout
     assert "switch_interval=1e-06; hash_seed=7" in table.stdout
 
     compared = cli("compare", stopped.run_id, "latest", "--out", str(out))
