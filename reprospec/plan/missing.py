@@ -72,6 +72,7 @@ def missing_script_notes(file: str, spec: Spec) -> list[str]:
     from reprospec.core.runoptions import RunOptions
     from reprospec.errors import FatalError
     from reprospec.plan.run import plan_run
+    from reprospec.spec.matrix import MatrixError, count_cells
     from reprospec.spec.yamlsource import locate
 
     try:
@@ -82,7 +83,12 @@ def missing_script_notes(file: str, spec: Spec) -> list[str]:
         # What the run's environment gives (`python ${{ env.SCRIPT_DIR }}/train.py`) is
         # not validate's to know: unset here, it read `/train.py`.
         return []
-    if _cells_at_least(spec.document.get("matrix"), MAX_CELLS):
+    matrix = spec.document.get("matrix")
+    try:
+        cells = count_cells(matrix if isinstance(matrix, dict) else None)
+    except MatrixError:
+        return []  # validation said so
+    if cells >= MAX_CELLS:
         return []  # planned whole, a large matrix doubled validate's time (review)
     try:
         jobs = plan_run(spec, RunOptions()).attempts.variants().attempts
@@ -99,14 +105,3 @@ def missing_script_notes(file: str, spec: Spec) -> list[str]:
         f"({workdir}): its attempts would end infra-error unless something writes it first"
         for script, workdir in missing
     ]
-
-
-def _cells_at_least(matrix: object, bound: int) -> bool:
-    """Whether the matrix's axes multiply to `bound` cells or more (include, exclude aside)."""
-    if not isinstance(matrix, dict):
-        return False
-    count = 1
-    for axis, values in matrix.items():
-        if axis not in ("include", "exclude") and isinstance(values, list):
-            count *= max(1, len(values))
-    return count >= bound
