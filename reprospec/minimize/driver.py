@@ -264,8 +264,8 @@ def _minimize(
     if reduced.reset:
         say("settings: " + reduced.sentence())
     passing = _sample(_agreeing(all_passing, reduced)) if options.passing_cells else ()
-    if reduced.unguarded(passing):
-        say("settings: warning: " + reduced.unguarded(passing))
+    if caveat := reduced.unguarded(passing):
+        say(f"settings: warning: {caveat}")
     # search.py's point 6: where the failing cell runs perturbed, amplify's base where it
     # measured this cell, else the original's own attempts without it before the passes.
     perturbed = attempt.environment.perturb.describe()
