@@ -134,6 +134,28 @@ def requirement_name(requirement: str) -> str | None:
     return _parse(requirement).name
 
 
+def pins(requirements: Sequence[str], versions: Mapping[str, str]) -> tuple[str, ...]:
+    """`six==1.16.0`, `requests[socks]==2.32.3`: each requirement that names a distribution,
+    at the version `versions` (normalized name -> what `pip freeze` says) holds, extras
+    kept; one installed from a wheel or a URL (its freeze line holds no version) is left
+    out, since the spec's own entry names what to install. What a venv's range resolved to,
+    for the standalone repro (nu64 MED-4)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    out = []
+    for text in requirements:
+        try:
+            wanted = Requirement(text)
+            version = versions.get(normalize(wanted.name))
+            Version(version or "")
+        except (InvalidRequirement, InvalidVersion):
+            continue
+        extras = f"[{','.join(sorted(wanted.extras))}]" if wanted.extras else ""
+        out.append(f"{wanted.name}{extras}=={version}")
+    return tuple(out)
+
+
 def requirement_names(requirements: Sequence[str]) -> tuple[str, ...]:
     """The normalized distribution names the requirements name (unparsable ones left out)."""
     names = (requirement_name(r) for r in requirements)

@@ -42,7 +42,7 @@ from reprospec.plan.run import RunPlan, plan_run
 from reprospec.process import leftovers
 from reprospec.report import warm_up
 from reprospec.runners import create_runner
-from reprospec.runners.base import Runner, first_runnable, installed_of
+from reprospec.runners.base import Runner, first_runnable, pins_of
 from reprospec.store.db import Store, StoreError
 from reprospec.store.digests import FILES_FIELD
 from reprospec.store.runfolder import RunFolder
@@ -330,7 +330,7 @@ def execute(
                 cells,
                 _ran_python(environment),
                 public_values(variables),
-                installed_of(runner),
+                pins_of(runner),
             ),
             options=options.to_dict(),
             paths=path_labels(spec, environment, docker=options.runner == "docker"),
@@ -616,15 +616,13 @@ def _standalone(
     cells: Sequence[CellResult],
     ran_python: str | None = None,
     values: Mapping[str, str | None] | None = None,
-    installed: Callable[[AttemptPlan], Mapping[str, str]] | None = None,
+    pins: Callable[[AttemptPlan], tuple[str, ...]] | None = None,
 ) -> Standalone | None:
     """The run's standalone repro; a generator that fails says so instead of losing the run."""
     from reprospec.plan.standalone import choose_cell, standalone_for
 
     try:
-        return standalone_for(
-            plan, cells, ran_python=ran_python, values=values, installed=installed
-        )
+        return standalone_for(plan, cells, ran_python=ran_python, values=values, pins=pins)
     except Exception as exc:  # the run's results matter more than the extra section
         cell = choose_cell(cells)
         kind: Literal["command", "workload"] = (

@@ -19,7 +19,6 @@ the section says so instead of offering a script that passes.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -73,7 +72,7 @@ def standalone_for(
     *,
     ran_python: str | None = None,
     values: Mapping[str, str | None] | None = None,
-    installed: Callable[[AttemptPlan], Mapping[str, str]] | None = None,
+    pins: Callable[[AttemptPlan], tuple[str, ...]] | None = None,
 ) -> Standalone | None:
     """The standalone repro of the run's chosen cell (None when no cell ran).
 
@@ -81,8 +80,8 @@ def standalone_for(
     capture), which the notes set beside the spec's `environment.python`. `values`: the
     public values the run read of the engine's variables its spec reads, None of one it
     read unset (store/specvariables.read_as), which the notes on what to export give.
-    `installed`: the runner's versions of what an attempt's packages name, where it
-    installed them (runners/base.installed_of)."""
+    `pins`: an attempt's packages at the versions the runner installed, where it installed
+    them (runners/base.pins_of)."""
     cell = choose_cell(cells)
     if cell is None:
         return None
@@ -123,7 +122,7 @@ def standalone_for(
         runner=plan.options.runner,
         ran_python=ran_python,
         values=values,
-        installed=installed(attempt) if installed is not None else None,
+        pins=pins(attempt) if pins is not None else (),
     )
 
 
@@ -163,13 +162,13 @@ def standalone_of(
     runner: str = "local",
     ran_python: str | None = None,
     values: Mapping[str, str | None] | None = None,
-    installed: Mapping[str, str] | None = None,
+    pins: Sequence[str] = (),
 ) -> Standalone:
     """How to run `plan` without reprospec: its command line, or a generated repro.py.
     `reads`: the variables the spec reads from the engine's environment (`env_reads`), and
     `values` the public ones' values as the run read them (None: unset); `runner`,
-    `ran_python`: what ran it, which decides what its notes say it applied; `installed`:
-    the versions the runner installed of what the cell's packages name."""
+    `ran_python`: what ran it, which decides what its notes say it applied; `pins`: the
+    cell's packages at the versions the runner installed (`six==1.16.0`)."""
     workdir = _relative(plan.workdir, spec_dir)
     reads = {k: v for k, v in (reads or {}).items() if k in plan.env}
     exports = _exports(reads, values or {})
@@ -189,7 +188,7 @@ def standalone_of(
             env=_masked(plan.env),
             workdir=workdir,
             files=files,
-            notes=(*exports, *_unapplied(plan, runner, ran_python, installed)),
+            notes=(*exports, *_unapplied(plan, runner, ran_python, pins)),
         )
     armed = _armed_faults(plan)
     if armed and plan.expectation.outcome != "pass":
@@ -218,7 +217,7 @@ def standalone_of(
         workdir=workdir,
         files=script.needs,
         script=script.text,
-        notes=(*exports, *script.notes, *_unapplied(plan, runner, ran_python, installed)),
+        notes=(*exports, *script.notes, *_unapplied(plan, runner, ran_python, pins)),
     )
 
 
@@ -331,7 +330,7 @@ def _unapplied(
     plan: AttemptPlan,
     runner: str = "local",
     ran_python: str | None = None,
-    installed: Mapping[str, str] | None = None,
+    pins: Sequence[str] = (),
 ) -> list[str]:
     """The runner settings of the cell that a plain command line does not apply.
 
@@ -365,10 +364,10 @@ def _unapplied(
     wanted = environment.python
     same = bool(ran_python and wanted and same_python(ran_python, wanted))
     if environment.packages and installs:
-        pins = " ".join(shlex.quote(p) for p in _pins(environment.packages, installed or {}))
         # What a range resolved to (`six<1.17`: six 1.16.0): today's resolver may pick a
         # newer release, and the repro should run what the failing run ran (nu64 MED-4).
-        resolved = f" (installed as {pins}: `pip install {pins}`)" if pins else ""
+        line = " ".join(shlex.quote(p) for p in pins)
+        resolved = f" (installed as {line}: `pip install {line}`)" if line else ""
         settings.append(f"packages {', '.join(environment.packages)}{resolved}")
     if wanted and runner == "venv" and (same or not ran_python):
         settings.append(f"Python {wanted}")
@@ -398,26 +397,6 @@ def _unapplied(
         )
     hang = hang_note(plan)
     return [*notes, hang] if hang else notes
-
-
-def _pins(requirements: Sequence[str], installed: Mapping[str, str]) -> list[str]:
-    """`six==1.16.0`, `requests[socks]==2.32.3`: each named requirement at the version its
-    venv holds, extras kept; one installed from a wheel or a URL (its freeze line holds no
-    version) is left out, since the spec's own entry names what to install."""
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.version import InvalidVersion, Version
-
-    pins = []
-    for text in requirements:
-        try:
-            wanted = Requirement(text)
-            version = installed.get(re.sub(r"[-_.]+", "-", wanted.name).lower())
-            Version(version or "")
-        except (InvalidRequirement, InvalidVersion):
-            continue
-        extras = f"[{','.join(sorted(wanted.extras))}]" if wanted.extras else ""
-        pins.append(f"{wanted.name}{extras}=={version}")
-    return pins
 
 
 def hang_note(plan: AttemptPlan) -> str:

@@ -68,15 +68,15 @@ class InstallingRunner(Protocol):
     """A runner that installs a cell's `environment.packages` (venv), so the versions a
     range resolved to (`six<1.17`: six 1.16.0) are its to tell, not the spec's."""
 
-    def installed(self, plan: AttemptPlan) -> Mapping[str, str]:
-        """{distribution: version} of the distributions the plan's `environment.packages`
-        name, as its environment holds them (empty: not built, or none named)."""
+    def pins(self, plan: AttemptPlan) -> tuple[str, ...]:
+        """The plan's `environment.packages` pinned at the versions its environment holds
+        (environment/packages.pins: `six==1.16.0`); () where it is not built."""
         ...
 
 
-def installed_of(runner: Runner) -> Callable[[AttemptPlan], Mapping[str, str]] | None:
-    """`runner.installed` where the runner installs packages, else None."""
-    return runner.installed if isinstance(runner, InstallingRunner) else None
+def pins_of(runner: Runner) -> Callable[[AttemptPlan], tuple[str, ...]] | None:
+    """`runner.pins` where the runner installs packages, else None."""
+    return runner.pins if isinstance(runner, InstallingRunner) else None
 
 
 def first_runnable(runner: Runner, plans: Sequence[AttemptPlan]) -> AttemptPlan:

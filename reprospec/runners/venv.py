@@ -243,15 +243,12 @@ class VenvRunner:
 
         return say
 
-    def installed(self, plan: AttemptPlan) -> Mapping[str, str]:
-        """The versions the plan's venv holds of the distributions its packages name."""
+    def pins(self, plan: AttemptPlan) -> tuple[str, ...]:
+        """The plan's packages pinned at the versions its venv holds."""
         with self._lock:
             key = self._keys.get(self._section_key(plan))
             env = self._envs.get(key) if key is not None else None
-        if env is None:
-            return {}
-        names = packages.requirement_names(plan.environment.packages)
-        return {name: env.installed[name] for name in names if name in env.installed}
+        return packages.pins(plan.environment.packages, env.installed) if env else ()
 
     def environments(self) -> Mapping[str, venvs.Env]:
         """The environments this runner has prepared, by key."""

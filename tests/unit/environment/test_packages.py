@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reprospec.environment.packages import Installed, PackageCheck, mismatches
+from reprospec.environment.packages import Installed, PackageCheck, mismatches, pins
 
 
 def test_mismatches_name_both_sides() -> None:
@@ -31,4 +31,25 @@ def test_an_entry_naming_no_distribution_is_a_reason_not_a_pass() -> None:
     assert reason == (
         "cannot check the cell's packages: 'six=1.2' is not a valid requirement (did you"
         " mean 'six==1.2'?); 'torch>>2' is not a valid requirement (did you mean 'torch>2'?)"
+    )
+
+
+def test_pins_are_each_named_requirement_at_the_version_held() -> None:
+    """What a venv's ranges resolved to, as the standalone repro says it: names as the spec
+    wrote them, extras kept, matched whatever their spelling; a wheel's or a URL's entry,
+    whose freeze line holds no version, and one not installed, left out."""
+    held = {"six": "1.16.0", "typing-extensions": "4.12.2", "requests": "2.32.3",
+            "x": "file:///w/x-1.0-py3-none-any.whl"}  # fmt: skip
+    wanted = [
+        "six<1.17",
+        "Typing_Extensions>=4",
+        "requests[socks,use_chardet]<3",
+        "./w/x-1.0-py3-none-any.whl",
+        "x @ file:///w/x-1.0-py3-none-any.whl",
+        "absent",
+    ]
+    assert pins(wanted, held) == (
+        "six==1.16.0",
+        "Typing_Extensions==4.12.2",
+        "requests[socks,use_chardet]==2.32.3",
     )

@@ -15,6 +15,7 @@ import pytest
 import reprospec
 from reprospec.core.redact import Redactor
 from reprospec.core.runoptions import RunOptions
+from reprospec.environment.packages import pins
 from reprospec.plan.run import plan_run
 from reprospec.plan.standalone import standalone_of
 from tests.support.paths import GOLDEN
@@ -308,9 +309,10 @@ def test_a_venv_cells_notes_pin_what_its_ranges_resolved_to(tmp_path: Path) -> N
     (tmp_path / "w" / "x-1.0-py3-none-any.whl").write_bytes(b"")
     plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
     installed = {"six": "1.16.0", "requests": "2.32.3", "x": "file:///w/x-1.0-py3-none-any.whl"}
-    (note,) = standalone_of(plan, tmp_path, runner="venv", installed=installed).notes
-    pins = "six==1.16.0 'requests[socks]==2.32.3'"
+    pinned = pins(plan.environment.packages, installed)
+    (note,) = standalone_of(plan, tmp_path, runner="venv", pins=pinned).notes
+    line = "six==1.16.0 'requests[socks]==2.32.3'"
     assert note == (
         "the run gave the cell packages six<1.17, requests[socks]<3, ./w/x-1.0-py3-none-any.whl"
-        f" (installed as {pins}: `pip install {pins}`); a plain command line does not"
+        f" (installed as {line}: `pip install {line}`); a plain command line does not"
     )
