@@ -449,29 +449,33 @@ def test_separators_word_two_patterns_as_one_statement() -> None:
     ]
 
 
+def _error_cell(base: CellResult, name: str, n: int, *, matched: bool, excerpt: str) -> CellResult:
+    """Cell `k=N` of `base`, one attempt that raised `name` (`boom N`), matched or not."""
+    attempt = replace(
+        base.attempts[0],
+        outcome=Outcome(
+            "error", exit_code=1, exception=name, message=f"boom {n}", signature=f"e:{name}"
+        ),
+        matched=matched,
+        excerpt=excerpt,
+    )
+    return replace(
+        base,
+        cell=Cell(id=f"k={n}", index=n + 1, matrix={"k": n}),
+        verdict="reproduced" if matched else "not-reproduced",
+        attempts=(attempt,),
+    )
+
+
 def test_each_unexpected_failure_shows_its_excerpt_up_to_a_bound() -> None:
     """Seven exceptions no attempt expected beside the expected one: five shown, two counted."""
     base = error_run()
     expected_cell = next(c for c in base.cells if c.verdict == "reproduced")
     names = [f"Error{n}" for n in range(7)]
-    others = []
-    for n, name in enumerate(names):
-        attempt = replace(
-            expected_cell.attempts[0],
-            outcome=Outcome(
-                "error", exit_code=1, exception=name, message=f"boom {n}", signature=f"e:{name}"
-            ),
-            matched=False,
-            excerpt=f"{name}: boom {n}",
-        )
-        others.append(
-            replace(
-                expected_cell,
-                cell=Cell(id=f"k={n}", index=n + 1, matrix={"k": n}),
-                verdict="not-reproduced",
-                attempts=(attempt,),
-            )
-        )
+    others = [
+        _error_cell(expected_cell, name, n, matched=False, excerpt=f"{name}: boom {n}")
+        for n, name in enumerate(names)
+    ]
     run = replace(
         base,
         cells=(replace(expected_cell, cell=Cell(id="k=9", index=0, matrix={"k": 9})), *others),
@@ -499,19 +503,8 @@ def test_a_second_expected_failure_shows_its_excerpt_after_the_unexpected_ones()
     expected_cell = next(c for c in base.cells if c.verdict == "reproduced")
 
     def failing(name: str, n: int, matched: bool) -> CellResult:
-        attempt = replace(
-            expected_cell.attempts[0],
-            outcome=Outcome(
-                "error", exit_code=1, exception=name, message=f"boom {n}", signature=f"e:{name}"
-            ),
-            matched=matched,
-            excerpt=f"{name}: boom {n} in its log",
-        )
-        return replace(
-            expected_cell,
-            cell=Cell(id=f"k={n}", index=n + 1, matrix={"k": n}),
-            verdict="reproduced" if matched else "not-reproduced",
-            attempts=(attempt,),
+        return _error_cell(
+            expected_cell, name, n, matched=matched, excerpt=f"{name}: boom {n} in its log"
         )
 
     run = replace(
