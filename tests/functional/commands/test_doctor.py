@@ -29,7 +29,7 @@ def test_doctor_command_on_this_machine_and_a_spec(cli: Cli) -> None:
     lines = result.stdout
     assert "SKIP  cuda " in lines
     assert "no CUDA device" in lines
-    assert "FAIL  shm" in lines  # 64m for 2 workers x 24 MiB batches
+    assert "FAIL  shm" in lines  # 64m for 2 workers x 36 MiB batches
     assert result.code == 1
     env = cli("env", "--json")
     assert env.code == 0

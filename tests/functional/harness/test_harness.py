@@ -447,8 +447,8 @@ def test_small_shm_exhausts_shared_memory_without_any_fault(tmp_path: Path) -> N
             "model": {"builtin": "mlp", "params": {"hidden": 8, "layers": 1}},
             "data": {
                 "dataset": {"size": 256, "shape": [3, 256, 256]},
-                "loader": {"batch_size": 32, "num_workers": 2},
-            },  # 4 batches of 24 MiB in flight
+                "loader": {"batch_size": 48, "num_workers": 2},
+            },  # 36 MiB batches: the one the main process holds and the next exceed 64 MiB
             "phases": [{"name": "train", "steps": 4}],
         },
         {"shm_size": "64m"},
