@@ -566,6 +566,9 @@ class EnvironmentCapture:
         )
 
         inherited = inherited_names(outer, [*table, *attempt.environment.env])
+        if self._inherits and not inherited:
+            # Recorded empty, so that compare tells "none inherited" from "no record".
+            env[INHERITED_FIELD] = {"store": None, "of": []}
         if not masked and not inherited:
             return
         try:

@@ -164,6 +164,8 @@ def lines(diff: Comparison, spec_name: str) -> list[str]:
         out += [f"  {_variable(row)}" for row in diff["variables"]]
     if not diff["environment"] and not diff["variables"]:
         out.append("same environment")
+    if diff["inherited"]:
+        out.append(f"variables inherited from the shell: {diff['inherited']}")
     if diff["per_cell"]:
         # Named, so "same environment" is not read as covering what each cell chose.
         out.append(

@@ -130,6 +130,9 @@ class Comparison(TypedDict):
     # Fields left out of `environment`: a toggle chose them per cell in either run (a package
     # version, a venv's python), so each run's captured value is one cell's, not the run's.
     per_cell: list[str]
+    # Why the variables inherited from the shell were not all compared ("" where they
+    # were): "same environment" must not cover what no record could tell.
+    inherited: str
     # Each run's perturbations (environment.perturb as applied; [] for a plain run): an
     # amplified run's rates are not the plain program's, so a change of rate may be that.
     perturbed: list[list[str]]
@@ -179,6 +182,7 @@ class EnvironmentChange(TypedDict):
     environment: list[Difference]
     variables: list[VariableChange]
     per_cell: list[str]
+    inherited: str
 
 
 def environment_change(run_a: RunResult, run_b: RunResult) -> EnvironmentChange:
@@ -200,6 +204,7 @@ def environment_change(run_a: RunResult, run_b: RunResult) -> EnvironmentChange:
             run_a, run_b, [d for d in kept if d["key"].startswith("env.")]
         ),
         "per_cell": sorted(one_cell),
+        "inherited": inherited_unknown(run_a, run_b),
     }
 
 
@@ -307,6 +312,33 @@ def inherited_changes(
             (name, "changed") for name in sorted(of_a) if of_b.get(name, of_a[name]) != of_a[name]
         ]
     return sorted(out)
+
+
+def inherited_unknown(run_a: RunResult, run_b: RunResult) -> str:
+    """Why `inherited_changes` could not tell every variable the attempts inherited from the
+    shell ("" where it could): a run that kept no record of them (made before runs did, or
+    whose store could not keep a key), a docker run beside another runner's (its
+    attempts inherit none), or runs of two stores (set and unset told, a change not)."""
+    runs = (run_a, run_b)
+    docker = [run.runner == "docker" for run in runs]
+    if all(docker):
+        return ""
+    if any(docker):
+        (name,) = [run.run_id for run, in_docker in zip(runs, docker, strict=True) if in_docker]
+        return f"not compared ({name} ran under the docker runner, whose attempts inherit none)"
+    unrecorded = [run.run_id for run in runs if INHERITED_FIELD not in run.environment]
+    if unrecorded:
+        return (
+            f"not compared ({' and '.join(unrecorded)} kept no record of them: a run made "
+            "before runs kept one, or whose store could not keep its digest key)"
+        )
+    (key_a, of_a), (key_b, of_b) = (recorded(run.environment[INHERITED_FIELD]) for run in runs)
+    if key_a != key_b and of_a.keys() & of_b.keys():
+        return (
+            "set and unset told, a change not (the runs are of two stores, whose digests "
+            "are under other keys)"
+        )
+    return ""
 
 
 def files_change(

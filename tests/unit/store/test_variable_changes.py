@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from reprospec.core.jsontypes import JsonValue
-from reprospec.store.compare import _change, _changed_secrets, inherited_changes
+from reprospec.core.results import RunResult
+from reprospec.store.compare import _change, _changed_secrets, inherited_changes, inherited_unknown
 from reprospec.store.digests import (
     FIELD,
     INHERITED_FIELD,
@@ -100,3 +101,35 @@ def test_a_value_of_bytes_that_are_no_utf8_is_digested(tmp_path: Path) -> None:
     weird = b"\xff\xfe".decode("utf-8", "surrogateescape")
     digests = variable_digests(key, {"WEIRD": weird}, ["WEIRD"])
     assert recorded(digests)[1].keys() == {"WEIRD"}
+
+
+def test_variables_no_record_could_tell_are_said_not_compared(tmp_path: Path) -> None:
+    """A run kept no record of its inherited variables (older, or its store could not keep
+    a key): compare was silent and then said "same environment" (note65)."""
+    key = store_key(tmp_path / "a")
+
+    def run(name: str, runner: str = "local", **values: str) -> RunResult:
+        record = variable_digests(key, values, values) if values else {"store": None, "of": []}
+        environment: dict[str, JsonValue] = {INHERITED_FIELD: record}
+        return RunResult(name, "s", "s.yaml", "", runner, "", "", environment, ())
+
+    assert inherited_unknown(run("r1", A="1"), run("r2")) == ""  # none inherited: a record
+    assert inherited_changes(run("r1", A="1").environment, run("r2").environment) == [
+        ("A", "set -> unset")
+    ]
+    older = RunResult("r0", "s", "s.yaml", "", "local", "", "", {}, ())
+    assert inherited_unknown(older, run("r2", A="1")) == (
+        "not compared (r0 kept no record of them: a run made before runs kept one, or "
+        "whose store could not keep its digest key)"
+    )
+    assert inherited_unknown(run("r1", "docker"), run("r2", A="1")).startswith(
+        "not compared (r1 ran under the docker runner"
+    )
+    assert inherited_unknown(run("r1", "docker"), run("r2", "docker")) == ""
+    other = RunResult(
+        "r3", "s", "s.yaml", "", "local", "", "", {
+            INHERITED_FIELD: variable_digests(store_key(tmp_path / "b"), {"A": "2"}, ["A"])
+        }, (),
+    )  # fmt: skip
+    assert "two stores" in inherited_unknown(run("r1", A="1"), other)
+    assert inherited_unknown(run("r1", B="1"), other) == ""  # no name in both: all told
