@@ -58,9 +58,10 @@ class Problem(NamedTuple):
 class YamlSourceError(Exception):
     """The text is not an acceptable YAML document; every problem found is attached.
 
-    `document`: where every problem is a key given twice, the document as YAML reads it
-    anyway (the last value kept), so a reader can report the rest of its problems at once;
-    `duplicated`, the paths of those keys, whose values it should not judge.
+    `document`: where every problem is a key given twice or a key that is not a string,
+    the document as YAML reads it anyway (the last value kept, the other keys left out),
+    so a reader can report the rest of its problems at once; `duplicated`, the paths of
+    the keys given twice, whose values it should not judge.
     """
 
     def __init__(
@@ -324,12 +325,14 @@ def load_yaml(text: str, *, line_offset: int = 0) -> Document:
             return Document(None, {(): (1 + line_offset, 1)}, {})
         walk = _Walk(loader, line_offset)
         walk.visit(node, (), ())
-        if walk.problems and len(walk.problems) > len(walk.duplicated):
+        if walk.problems and len(walk.problems) > len(walk.duplicated) + walk.not_strings:
             raise YamlSourceError(walk.problems)
         try:
             data = loader.construct_document(node)
         except yaml.MarkedYAMLError as exc:
             raise YamlSourceError([_from_marked(exc, line_offset)]) from None
+        if walk.not_strings:
+            _drop_keys_not_strings(data)
         document = Document(data, walk.locations, walk.key_locations)
         if walk.problems:
             raise YamlSourceError(walk.problems, document, tuple(walk.duplicated))
@@ -399,6 +402,9 @@ class _Walk:
         self.key_locations: dict[JsonPath, Location] = {}
         self.problems: list[Problem] = []
         self.duplicated: list[JsonPath] = []  # keys given twice: problems, yet plain data
+        # Keys that are not strings (`1: x`, `yes: 1`): problems, left out of the data so
+        # that the rest of the document is still judged (every problem at once).
+        self.not_strings = 0
         self.count = 0
         self.stopped = False
 
@@ -456,6 +462,7 @@ class _Walk:
                 continue
             if not isinstance(key, str):
                 self._problem(key_node, path, _non_string_key(key_node.value, key))
+                self.not_strings += 1
                 continue
             child = (*path, key)
             if key in seen:
@@ -468,6 +475,24 @@ class _Walk:
             seen[key] = key_node
             self.key_locations.setdefault(child, self._loc(key_node))
             self.visit(value_node, child, stack)
+
+
+def _drop_keys_not_strings(data: object) -> None:
+    """Remove, in place, every mapping entry whose key is not a string (each one already a
+    problem); a node an alias shares is cleaned once."""
+    seen: set[int] = set()
+    todo = [data]
+    while todo:
+        value = todo.pop()
+        if id(value) in seen or not isinstance(value, (dict, list)):
+            continue
+        seen.add(id(value))
+        if isinstance(value, dict):
+            for key in [k for k in value if not isinstance(k, str)]:
+                del value[key]
+            todo.extend(value.values())
+        else:
+            todo.extend(value)
 
 
 def _non_string_key(raw: str, key: JsonValue) -> str:

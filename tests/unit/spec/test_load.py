@@ -759,3 +759,22 @@ def test_a_key_given_twice_is_said_with_the_files_other_problems(tmp_path: Path)
     assert problems_of(spec, ["run.repeat=2"]) == [
         f"{spec}:5:15: environment.env: duplicate key 'a' (first given on line 5)"
     ]
+
+
+def test_a_key_that_is_no_string_is_said_with_the_files_other_problems(
+    tmp_path: Path,
+) -> None:
+    """`env: {A: [1, 2], 1: x}` said only that 1 is no string: the schema pass never ran,
+    and the list under A (and the file's other problems) came one fix later (note65)."""
+    spec = write(
+        tmp_path / "keys.yaml",
+        "reprospec: 1\nname: e\nenvironment:\n  env: {A: [1, 2], 1: x, true: 2}\n"
+        "command: echo\nexpect: {outcome: pass}\nrun: {timeout: -1}\n",
+    )
+    assert problems_of(spec) == [
+        f"{spec}:4:12: environment.env.A: expected a string or a number or true or false or "
+        "null, got a list",
+        f"{spec}:4:20: environment.env: key 1 is not a string; quote it: '1'",
+        f"{spec}:4:26: environment.env: key true is read as the boolean true; quote it: 'true'",
+        f"{spec}:7:16: run.timeout: expected a number of seconds > 0, got -1",
+    ]
