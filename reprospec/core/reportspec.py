@@ -76,8 +76,8 @@ def rerun_command(options: Mapping[str, object]) -> str:
     filters = options.get("matrix_filters")
     for selected in filters if isinstance(filters, list) else ():
         words += ["-m", str(selected)]
-    # Not `--python`: a path of the machine that ran it; report.md adds it to the command
-    # it shows, with a line saying so (report.markdown.python_note).
+    # Not `--python` or `--find-links`: paths of the machine that ran it; report.md adds
+    # them to the command it shows, with a line saying so (report.markdown.machine_note).
     for flag, key in (("--repeat", "repeat"), ("--timeout", "timeout")):
         if options.get(key) is not None:
             words += [flag, str(options[key])]

@@ -45,8 +45,8 @@ from reprospec.report.failure import failure_section, stack_sections, summary_li
 from reprospec.report.markdown import (
     attempt_warnings,
     axes_of,
+    machine_note,
     outcome_rows,
-    python_note,
     reproduce_command,
 )
 from reprospec.report.markup import show_value
@@ -294,9 +294,9 @@ def context(run: RunResult) -> dict[str, object]:
         "found_files": Markup(found_files(lambda t: f"<code>{html.escape(t, quote=True)}</code>")),
         "spec_text": run.spec_text.rstrip("\n"),
         "command": reproduce_command(run),
-        # python_note's words, its code as code: the page escapes the path, not the tags.
-        "python_note": Markup(
-            re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(python_note(run)))
+        # machine_note's words, its code as code: the page escapes the path, not the tags.
+        "machine_note": Markup(
+            re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(machine_note(run)))
         ),
         "launch": launch_summary(a for c in run.cells for a in c.attempts),
         # As report.md's note under its headline: a resumed run's page read as one run that

@@ -332,30 +332,44 @@ def outcome_rows(
 
 
 def reproduce_command(run: RunResult) -> str:
-    """How to reproduce: `command_line` (made to be shown to others, without `--python`),
-    with `--python PATH` again where the run had it: the command that reruns it on this
-    machine, where `reprospec run flaky.yaml` alone ran the command in reprospec's own
-    interpreter, an infra-error without the packages PATH's has (`python_note` says why)."""
+    """How to reproduce: `command_line` (made to be shown to others, without `--python` or
+    `--find-links`), with those again where the run had them: the command that reruns it
+    on this machine, where `reprospec run flaky.yaml` alone ran the command in reprospec's
+    own interpreter, an infra-error without the packages PATH's has, and a venv run from a
+    wheel folder installed from the index, which may lack them (`machine_note` says why)."""
     line = run.command_line or (
         f"reprospec run {shlex.quote(run.spec_path or run.spec_name + '.yaml')}"
     )
-    return line + _with_python(run)
+    return line + _this_machine(run)
 
 
-def _with_python(run: RunResult) -> str:
+def _this_machine(run: RunResult) -> str:
+    """` --python PATH --find-links DIR`: the run's options that name this machine's paths."""
+    words = []
+    for flag, key in (("--python", "python"), ("--find-links", "find_links")):
+        value = run.options.get(key)
+        if isinstance(value, str) and value:
+            words += [flag, shlex.quote(value)]
+    return "".join(f" {word}" for word in words)
+
+
+def machine_note(run: RunResult) -> str:
+    """What the report says under How to reproduce of a run made with `--python PATH` or
+    `--find-links DIR`: paths of this machine, which another machine gives its own of."""
+    notes = []
     python = run.options.get("python")
-    return f" --python {shlex.quote(python)}" if isinstance(python, str) and python else ""
-
-
-def python_note(run: RunResult) -> str:
-    """What the report says under How to reproduce of a run made with `--python PATH`."""
-    python = run.options.get("python")
-    if not isinstance(python, str) or not python:
-        return ""
-    return (
-        f"`--python {python}`: the interpreter this run's attempts ran in, whose packages "
-        "the spec needs; on another machine give its own interpreter, or `--runner venv`"
-    )
+    if isinstance(python, str) and python:
+        notes.append(
+            f"`--python {python}`: the interpreter this run's attempts ran in, whose packages "
+            "the spec needs; on another machine give its own interpreter, or `--runner venv`"
+        )
+    wheels = run.options.get("find_links")
+    if isinstance(wheels, str) and wheels:
+        notes.append(
+            f"`--find-links {wheels}`: the folder of wheels this run's environments installed "
+            "from, beside the index; on another machine give its own, or leave it out"
+        )
+    return "; ".join(notes)
 
 
 def _differs_note(differs: CellEnvironments) -> str:
@@ -417,13 +431,13 @@ def context(run: RunResult) -> dict[str, object]:
         "env_differs": _differs_note(differs),
         "env_mismatch": mismatches(run.environment),
         "command": reproduce_command(run),
-        "python_note": python_note(run),
+        "machine_note": machine_note(run),
         "spec_name": Path(run.spec_path).name if run.spec_path else f"{run.spec_name}.yaml",
         "spec_text": spec_text,
         "spec_marker": marker_line(spec_text, run.spec_path),
         "spec_fence": fence_for(spec_text),
         "spec_secrets": _secrets_to_set(spec_text),
-        "spec_rerun": rerun_command(run.options) + _with_python(run),
+        "spec_rerun": rerun_command(run.options) + _this_machine(run),
         "axes": axes,
         "cells": cells,
         "fold_cells": len(cells) > FOLD_ROWS,

@@ -980,6 +980,22 @@ def test_a_run_made_with_python_path_is_reproduced_with_it_on_this_machine() -> 
     assert "--python" not in plain
 
 
+def test_a_venv_run_from_a_wheel_folder_is_reproduced_with_it_on_this_machine() -> None:
+    # `reprospec run s.yaml --runner venv --find-links ./wheels`: both of the report's
+    # commands left the folder out, and a machine with no index (or an index without the
+    # wheels) made every cell infra-error on the rerun (note65).
+    run = replace(
+        error_run(),
+        command_line="reprospec run s.yaml --runner venv",
+        options={**RunOptions(runner="venv", find_links=Path("/srv/wheels")).to_dict()},
+    )
+    reproduce = render(run, "md").split("## How to reproduce")[1]
+    assert "reprospec run s.yaml --runner venv --find-links /srv/wheels\n" in reproduce
+    assert "`reprospec run report.md --runner venv --find-links /srv/wheels`" in reproduce
+    assert "`--find-links /srv/wheels`: the folder of wheels this run's environments" in (reproduce)
+    assert "<code>--find-links /srv/wheels</code>: the folder" in render(run, "html")
+
+
 @pytest.mark.parametrize(
     ("options", "offered"),
     [
