@@ -336,3 +336,24 @@ def test_every_option_with_a_default_value_says_it_in_its_help() -> None:
         and str(action.default) not in (action.help or "")
     ]
     assert silent == []
+
+
+def test_a_relative_python_or_wheel_folder_is_recorded_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run records them, and `--resume` pasted in another folder read `wh` and
+    `../env/bin/python` against that one: every cell an infra-error (nu66 3). A name PATH
+    finds stays a name; a venv's python keeps its link (resolved, it leaves the venv)."""
+    (tmp_path / "wh").mkdir()
+    (tmp_path / "env" / "bin").mkdir(parents=True)
+    (tmp_path / "env" / "bin" / "python").symlink_to("/usr/bin/python3")
+    monkeypatch.chdir(tmp_path / "wh")
+    parser = build_parser()
+    args = parser.parse_args(
+        ["run", "s.yaml", "--find-links", "../wh", "--python", "../env/bin/python"]
+    )
+    options = opt.run_options(args)
+    assert options.find_links == tmp_path / "wh"
+    assert options.python == str(tmp_path / "env" / "bin" / "python")
+    named = opt.run_options(parser.parse_args(["run", "s.yaml", "--python", "python3"]))
+    assert named.python == "python3"
