@@ -162,7 +162,9 @@ def lines(diff: Comparison, spec_name: str) -> list[str]:
     if diff["variables"]:
         out.append("environment variables that differ:")
         out += [f"  {_variable(row)}" for row in diff["variables"]]
-    if not diff["environment"] and not diff["variables"]:
+    if diff["not_captured"]:
+        out.append(f"environment not compared: {diff['not_captured']}")
+    elif not diff["environment"] and not diff["variables"]:
         out.append("same environment")
     if diff["inherited"]:
         out.append(f"variables inherited from the shell: {diff['inherited']}")

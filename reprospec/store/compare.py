@@ -133,6 +133,9 @@ class Comparison(TypedDict):
     # Why the variables inherited from the shell were not all compared ("" where they
     # were): "same environment" must not cover what no record could tell.
     inherited: str
+    # Why the captured environments were not compared ("" where both were captured): one
+    # run's capture failed or is missing, and each field read as `None -> value`.
+    not_captured: str
     # Each run's perturbations (environment.perturb as applied; [] for a plain run): an
     # amplified run's rates are not the plain program's, so a change of rate may be that.
     perturbed: list[list[str]]
@@ -183,6 +186,7 @@ class EnvironmentChange(TypedDict):
     variables: list[VariableChange]
     per_cell: list[str]
     inherited: str
+    not_captured: str
 
 
 def environment_change(run_a: RunResult, run_b: RunResult) -> EnvironmentChange:
@@ -190,7 +194,12 @@ def environment_change(run_a: RunResult, run_b: RunResult) -> EnvironmentChange:
     variables apart, by name, with each cell's own (`variable_changes`)."""
     one_cell = {field for run in (run_a, run_b) for field in run_one_cell_fields(run)}
     one_cell |= {f"env.{name}" for run in (run_a, run_b) for name in varying_variables(run)}
-    differences = environment_diff(run_a.environment, run_b.environment)
+    not_captured = [
+        f"{run.run_id}'s was not captured ({_uncaptured_reason(run.environment)})"
+        for run in (run_a, run_b)
+        if "python" not in run.environment  # (the capture's first field, always there)
+    ]
+    differences = [] if not_captured else environment_diff(run_a.environment, run_b.environment)
     # The digests are for the secret variables' rows below and the program's files
     # (`files_change`), not differences of their own.
     kept = [
@@ -204,8 +213,16 @@ def environment_change(run_a: RunResult, run_b: RunResult) -> EnvironmentChange:
             run_a, run_b, [d for d in kept if d["key"].startswith("env.")]
         ),
         "per_cell": sorted(one_cell),
-        "inherited": inherited_unknown(run_a, run_b),
+        # (A run without a capture digested none: `not_captured` says it.)
+        "inherited": "" if not_captured else inherited_unknown(run_a, run_b),
+        "not_captured": "; ".join(not_captured),
     }
+
+
+def _uncaptured_reason(environment: Mapping[str, JsonValue]) -> str:
+    """Why a run's environment holds no capture: the capture's own error, where it said."""
+    error = environment.get("error")
+    return str(error) if isinstance(error, str) and error else "the run recorded none"
 
 
 def variable_changes(

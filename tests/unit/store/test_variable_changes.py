@@ -10,7 +10,13 @@ import pytest
 
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import RunResult
-from reprospec.store.compare import _change, _changed_secrets, inherited_changes, inherited_unknown
+from reprospec.store.compare import (
+    _change,
+    _changed_secrets,
+    environment_change,
+    inherited_changes,
+    inherited_unknown,
+)
 from reprospec.store.digests import (
     FIELD,
     INHERITED_FIELD,
@@ -133,3 +139,30 @@ def test_variables_no_record_could_tell_are_said_not_compared(tmp_path: Path) ->
     )  # fmt: skip
     assert "two stores" in inherited_unknown(run("r1", A="1"), other)
     assert inherited_unknown(run("r1", B="1"), other) == ""  # no name in both: all told
+
+
+def test_a_run_whose_environment_was_not_captured_is_said_so_not_diffed() -> None:
+    """A capture that failed (`{"error": ...}`) or is missing was diffed field by field: a
+    row with an empty key, `torch: missing -> not captured` and 40 `None -> value` rows (nu66
+    6). One line says why instead, and "same environment" is not said."""
+    captured: dict[str, JsonValue] = {
+        "python": {"version": "3.11.7"},
+        "os": {"system": "Linux"},
+        "env": {"OMP_NUM_THREADS": "4"},
+    }
+    failed: dict[str, JsonValue] = {"error": "environment capture did not finish"}
+
+    def run(name: str, environment: dict[str, JsonValue]) -> RunResult:
+        return RunResult(name, "s", "s.yaml", "", "local", "", "", environment, ())
+
+    change = environment_change(run("r1", failed), run("r2", captured))
+    assert change["environment"] == []
+    assert change["variables"] == []
+    assert change["not_captured"] == "r1's was not captured (environment capture did not finish)"
+    assert change["inherited"] == ""
+    both = environment_change(run("r1", {}), run("r2", {}))
+    assert both["not_captured"] == (
+        "r1's was not captured (the run recorded none); r2's was not captured (the run "
+        "recorded none)"
+    )
+    assert environment_change(run("r1", captured), run("r2", captured))["not_captured"] == ""
