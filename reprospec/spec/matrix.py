@@ -758,9 +758,18 @@ def _no_match(cells: Sequence[Cell], wanted: Mapping[str, list[tuple[JsonValue, 
     missing = []
     for axis, values in wanted.items():
         if not any(any(_value_matches(c.matrix.get(axis), v) for v in values) for c in cells):
-            held = dict.fromkeys(render_value(c.matrix.get(axis)) for c in cells)
+            held = dict.fromkeys(_listed(axis, c.matrix.get(axis)) for c in cells)
             missing.append(f"axis '{axis}' holds {', '.join(held)}")
     return "; ".join(missing) or "each value is in some cell, but no cell has them all"
+
+
+def _listed(axis: str, value: JsonValue) -> str:
+    """`value` as `-m` takes it, in a list joined by `, `: a string holding a comma in
+    quotes, where `holds a,b, x=1` hid where one value ended (nu66 7)."""
+    text = exact_filter(axis, value).partition("=")[2]
+    if isinstance(value, str) and "," in text and not text.startswith('"'):
+        return json.dumps(value)
+    return text
 
 
 def _filter_value(raw: str) -> JsonValue:
