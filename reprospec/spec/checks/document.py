@@ -55,9 +55,10 @@ def check(
     semantics = _Semantics(data, locations, key_locations, base_dir, files=files)
     problems.extend(semantics.problems())
     problems.extend(cells.run_value_problems(data, locations))
-    if not problems:
+    if not any(p.path is None or p.path[:1] in ((), ("matrix",)) for p in problems):
         # Only a well-formed matrix can be expanded; its errors (no cells, ids that collide,
-        # too many cells: counted, never expanded) belong in `validate` too, not just in `run`.
+        # too many cells: counted, never expanded) belong in `validate` too, not just in `run`,
+        # and with the file's other problems (a bad `run.timeout` hid two cells of one id).
         problems.extend(semantics.matrix_problems())
     if not problems and semantics.cells is not None:
         problems.extend(cells.run_size_problems(data, locations, len(semantics.cells)))

@@ -778,3 +778,18 @@ def test_a_key_that_is_no_string_is_said_with_the_files_other_problems(
         f"{spec}:4:26: environment.env: key true is read as the boolean true; quote it: 'true'",
         f"{spec}:7:16: run.timeout: expected a number of seconds > 0, got -1",
     ]
+
+
+def test_cells_of_one_id_are_said_with_the_files_other_problems(tmp_path: Path) -> None:
+    """The matrix was expanded only in a file without any other problem: a bad
+    `run.timeout` hid the two cells of one id until it was fixed (nu66 5)."""
+    spec = write(
+        tmp_path / "ids.yaml",
+        "reprospec: 1\nname: x\ncommand: python a.py ${{ matrix.n }}\n"
+        "expect: {outcome: pass}\nmatrix: {n: [1, '1']}\nrun: {timeout: abc}\n",
+    )
+    assert problems_of(spec) == [
+        f"{spec}:5:9: matrix: cells 1 and 2 have the same id 'n=1' (a repeated value, or "
+        "values that render alike such as 1 and '1')",
+        f"{spec}:6:16: run.timeout: expected a duration like 90s, 5m or 1h, got 'abc'",
+    ]
