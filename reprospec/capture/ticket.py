@@ -660,7 +660,21 @@ def _command(text: str) -> str | None:
         if runs_something(_words(line.strip())) and not _shows_machine(line):
             bare.append(line.strip())
     ran = [*_nearest_before(prompted, failed_at), *_nearest_before(scripts, failed_at)]
+    started = [_launched_as(command, quoted) for command in started]
     return next(iter(ran + started + quoted + bare), None)
+
+
+def _launched_as(started: str, quoted: list[str]) -> str:
+    """`started` (gdb's program, py-spy's process), or the command quoted in prose that runs
+    its script with more words: py-spy's `Process 4242: python train.py` beside "I ran
+    `torchrun --nproc_per_node=2 train.py --epochs 10`" is that command's worker, and the
+    launcher and its arguments were lost (nu66 8)."""
+    words = _words(started)
+    script = next((word for word in words[1:] if word.endswith(".py")), None)
+    if script is None:
+        return started
+    longer = (q for q in quoted if script in _words(q) and len(_words(q)) > len(words))
+    return next(longer, started)
 
 
 def _nearest_before(commands: list[tuple[int, str]], failed_at: int | None) -> list[str]:

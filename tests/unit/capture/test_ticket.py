@@ -1174,6 +1174,22 @@ def test_a_py_spy_dump_is_a_hang_of_the_command_it_names() -> None:
     assert draft.timeout == "10m"
 
 
+def test_a_py_spy_process_of_a_quoted_launch_is_that_launch() -> None:
+    # nu66 8: py-spy's header names the worker torchrun started; the reporter's quoted
+    # command, which runs that script with more words, was lost (the spec ran the worker
+    # alone, without torchrun and its arguments).
+    ticket = (
+        "I ran `torchrun --nproc_per_node=2 train.py --epochs 10` on 1 node; it hangs.\n\n"
+        "```\nProcess 4242: python train.py\nPython v3.11.7 (/usr/bin/python3.11)\n\n"
+        'Thread 4242 (idle): "MainThread"\n    wait (threading.py:320)\n'
+        "    main (train.py:40)\n```\n"
+    )
+    assert read_ticket(ticket).command == "torchrun --nproc_per_node=2 train.py --epochs 10"
+    # A quoted command of another script leaves py-spy's.
+    other = ticket.replace("torchrun --nproc_per_node=2 train.py", "python prep.py")
+    assert read_ticket(other).command == "python train.py"
+
+
 @pytest.mark.parametrize(
     ("line", "command"),
     [
