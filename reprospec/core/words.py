@@ -513,6 +513,15 @@ def stacks_omitted(count: int) -> str:
     return f"[... the stacks of {plural(count, 'more process', 'more processes')} omitted ...]\n"
 
 
+def stack_header(pid: int, command: str, *tags: str) -> str:
+    """`--- pid N (command) [tag] ---`: the line that opens a process's block in a stacks
+    file, as outcome/hungstacks.py reads it (the local and docker runners' Python stacks,
+    native/render.py's native ones). One line: a `python -c` program's newlines are `\\n`
+    (the docker runner's broke its header across lines, and the block was not read)."""
+    shown = shorten_command(command.replace("\n", "\\n"), 200)
+    return " ".join(["---", "pid", str(pid), f"({shown})", *tags, "---"])
+
+
 def shorten(text: str, width: int) -> str:
     """`text` cut to `width` characters, ending in `...` when cut."""
     return text if len(text) <= width else text[: width - 3] + "..."

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.lazyre import Lazy
-from reprospec.core.words import STUCK_MARK, STUCK_UNREAD, shorten_command
+from reprospec.core.words import STUCK_MARK, STUCK_UNREAD, stack_header
 
 if TYPE_CHECKING:
     # Created at a crash or a hang (`read` imports them where a folder holds stacks): the
@@ -231,10 +231,9 @@ def full_text(stacks: NativeStacks, stuck: int | None = None) -> str:
             what += f", {process.signal}"
         if process.source == "core":
             what += ", the attempt's main process" if process.root else ", a child process"
-        command = shorten_command(process.command, 200)
         is_stuck = stuck is not None and process.pid == stuck
         unread = STUCK_UNREAD if is_stuck and not process.threads else ""
-        lines = [f"--- pid {process.pid} ({command}) [native, {what}]{unread} ---"]
+        lines = [stack_header(process.pid, process.command, f"[native, {what}]{unread}")]
         if process.error:
             lines.append(f"({process.error})")
         if process.core:

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from reprospec.core import capped
-from reprospec.core.words import NOT_PYTHON, stacks_omitted
-from reprospec.process.tree import ProcInfo, read_proc, short
+from reprospec.core.words import NOT_PYTHON, stack_header, stacks_omitted
+from reprospec.process.tree import ProcInfo, read_proc
 
 STACK_DIR_VAR = "REPROSPEC_STACK_DIR"
 STACKDUMP_DIR = Path(__file__).resolve().parent.parent / "stackdump"
@@ -232,22 +232,21 @@ def collect_stacks(
         if budget <= 0:
             parts.append(stacks_omitted(len(shown) - index))
             break
-        # One line, as hungstacks reads a header: a `python -c` program's newlines as \n.
-        cmd = short(alive[pid].cmdline.replace("\n", "\\n"), 200)
+        cmd = alive[pid].cmdline
         if pid in dumps:
-            parts.append(f"--- pid {pid} ({cmd}) ---\n{dumps[pid].rstrip()}\n")
+            parts.append(f"{stack_header(pid, cmd)}\n{dumps[pid].rstrip()}\n")
         elif pid in spied:
             spy = without_our_frames(spied[pid]).rstrip()
-            parts.append(f"--- pid {pid} ({cmd}) [py-spy] ---\n{spy}\n")
+            parts.append(f"{stack_header(pid, cmd, '[py-spy]')}\n{spy}\n")
         elif pid in started:
-            parts.append(f"--- pid {pid} ({cmd}) {NOT_PYTHON} ---\n(no Python stack)\n")
+            parts.append(f"{stack_header(pid, cmd, NOT_PYTHON)}\n(no Python stack)\n")
         else:
             note = (
                 "(stack omitted: the dumps above reached the limit)"
                 if pid in skipped
                 else "(no Python stack: the process did not answer)"
             )
-            parts.append(f"--- pid {pid} ({cmd}) ---\n{note}\n")
+            parts.append(f"{stack_header(pid, cmd)}\n{note}\n")
         budget -= len(parts[-1])
     out_path.write_text("\n".join(parts), encoding="utf-8")
     return out_path

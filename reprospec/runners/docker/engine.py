@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.inputs import AttemptPlan
-from reprospec.core.words import NOT_PYTHON, shorten, stacks_omitted
+from reprospec.core.words import NOT_PYTHON, stack_header, stacks_omitted
 from reprospec.errors import InfraError
 from reprospec.perturb.apply import variables
 from reprospec.process import leftovers
@@ -488,17 +488,14 @@ def collect_stacks(container: Container, log_dir: Path) -> Path | None:
             parts.append(stacks_omitted(len(order) - index))
             break
         if pid in started:
-            cmd = shorten(started[pid], 200)
-            parts.append(
-                f"--- pid {pid} ({cmd}) [in container] {NOT_PYTHON} ---\n(no Python stack)\n"
-            )
+            header = stack_header(pid, started[pid], "[in container]", NOT_PYTHON)
+            parts.append(f"{header}\n(no Python stack)\n")
             budget -= len(parts[-1])
             continue
-        cmd = shorten(asked[pid], 200)
         # The dump is the container's to write: read head + tail (process/stacks.py).
         text = without_our_frames(read_stack_dump(log_dir / f"stack-{pid}.txt")).rstrip()
         body = text or "(no Python stack: the process did not answer)"
-        parts.append(f"--- pid {pid} ({cmd}) [in container] ---\n{body}\n")
+        parts.append(f"{stack_header(pid, asked[pid], '[in container]')}\n{body}\n")
         budget -= len(parts[-1])
     out = log_dir / STACK_TXT
     out.write_text("\n".join(parts), encoding="utf-8")

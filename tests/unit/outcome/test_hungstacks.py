@@ -335,3 +335,20 @@ def test_a_commands_hang_in_a_child_is_where_child_its_signature_unchanged(
         "where the main process only waits for it"
     )
     assert outcome_phrase(outcome) == "hang (child pid 26185)"
+
+
+def test_a_header_of_a_python_c_program_is_one_line_every_runner_alike() -> None:
+    # The docker runner wrote its headers by hand without escaping a `python -c` program's
+    # newlines: the header broke across lines, and the block read as no process at all.
+    from reprospec.core.words import NOT_PYTHON, stack_header
+
+    program = "python -c 'import time\nwhile True:\n    time.sleep(1)'"
+    stack = (
+        f"{stack_header(41, program, '[in container]')}\n"
+        'Thread 41 (most recent call first):\n  File "<string>", line 3 in <module>\n\n'
+        f"{stack_header(42, 'sleep 100', '[in container]', NOT_PYTHON)}\n(no Python stack)\n"
+    )
+    assert stack.splitlines()[0] == (
+        "--- pid 41 (python -c 'import time\\nwhile True:\\n    time.sleep(1)') [in container] ---"
+    )
+    assert [p.pid for p in hung_processes(stack)] == [41, 42]
