@@ -665,16 +665,27 @@ def _command(text: str) -> str | None:
 
 
 def _launched_as(started: str, quoted: list[str]) -> str:
-    """`started` (gdb's program, py-spy's process), or the command quoted in prose that runs
-    its script with more words: py-spy's `Process 4242: python train.py` beside "I ran
-    `torchrun --nproc_per_node=2 train.py --epochs 10`" is that command's worker, and the
-    launcher and its arguments were lost (nu66 8)."""
+    """`started` (gdb's program, py-spy's process), or the command quoted in prose that
+    launches its script: py-spy's `Process 4242: python train.py` beside "I ran `torchrun
+    --nproc_per_node=2 train.py --epochs 10`" is that launch's worker, and the launcher and
+    its arguments were lost (nu66 8). Only a launch: "`python train.py --no-amp` works
+    fine" is the same program run another way, the one that did not fail (review)."""
     words = _words(started)
     script = next((word for word in words[1:] if word.endswith(".py")), None)
     if script is None:
         return started
-    longer = (q for q in quoted if script in _words(q) and len(_words(q)) > len(words))
-    return next(longer, started)
+    return next((q for q in quoted if _launches(_words(q), script)), started)
+
+
+def _launches(words: list[str], script: str) -> bool:
+    """Whether `words` run `script` through a launcher: a program that is no Python
+    (`torchrun`, `accelerate launch`, `mpirun -n 2 python`) or Python's `-m` of one
+    (`python -m torch.distributed.run`), before the script."""
+    if script not in words:
+        return False
+    before = words[: words.index(script)]
+    program = before[0].rsplit("/", 1)[-1] if before else ""
+    return bool(before) and (not _PYTHON_PROGRAM.match(program) or "-m" in before)
 
 
 def _nearest_before(commands: list[tuple[int, str]], failed_at: int | None) -> list[str]:

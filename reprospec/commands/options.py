@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shlex
 import sys
@@ -62,11 +61,9 @@ def interpreter(text: str) -> str:
     "interpreter not found: " and nothing more, exit 3, after the run was set up."""
     if not text.strip():
         raise argparse.ArgumentTypeError("expected an interpreter's path or name, got ''")
-    if os.sep not in text and not text.startswith("~"):
-        return text  # a name PATH finds (`python3.11`), wherever the run is resumed from
-    # A path made absolute (its links kept: a venv's python is one), since the run records
-    # it: `--resume` from another folder read `../env/bin/python` against that one.
-    return os.path.abspath(os.path.expanduser(text))  # noqa: PTH100, PTH111
+    from reprospec.core.runoptions import absolute_python
+
+    return absolute_python(text)
 
 
 # sbatch's --time: minutes, minutes:seconds, hours:minutes:seconds, days-hours,
@@ -93,9 +90,9 @@ def folder(text: str) -> Path:
     if not path.is_dir():
         what = "not a folder" if path.exists() else "folder not found"
         raise argparse.ArgumentTypeError(f"{what}: {text}")
-    # Absolute, since the run records it: `--resume` from another folder read `wheels`
-    # against that one, and every cell was an infra-error.
-    return path.resolve()
+    from reprospec.core.runoptions import absolute_folder
+
+    return absolute_folder(path)
 
 
 # -- the options ------------------------------------------------------------------------

@@ -71,6 +71,20 @@ def without_options(
     return kept
 
 
+def absolute_python(text: str) -> str:
+    """`--python`'s value as a run records it: a path made absolute against this folder
+    (its links kept: a venv's python is one), a name PATH finds (`python3.11`) as it is.
+    `--resume` pasted in another folder read `../env/bin/python` against that one."""
+    if os.sep not in text and not text.startswith("~"):
+        return text
+    return os.path.abspath(os.path.expanduser(text))  # noqa: PTH100, PTH111
+
+
+def absolute_folder(path: Path) -> Path:
+    """`--find-links`' folder as a run records it: absolute, for `--resume` alike."""
+    return path.expanduser().resolve()
+
+
 def rerun_words(options: RunOptions) -> tuple[str, ...]:
     """The options a search ran its attempts with, as the words that give them to another
     verb on this machine (`--runner venv`, `--python PATH`, `--out DIR`, ...): the next

@@ -18,7 +18,7 @@ from reprospec.core.inputs import Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import MASK
 from reprospec.core.results import AttemptResult
-from reprospec.core.runoptions import RunOptions
+from reprospec.core.runoptions import RunOptions, absolute_folder, absolute_python
 from reprospec.core.units import format_duration
 from reprospec.errors import UsageError
 
@@ -227,6 +227,12 @@ def _value(options: RunOptions, name: str) -> object:
         # The same cells in another order (`-m a=3 -m a=1`); a `--set` keeps its order, a
         # later one may set what an earlier one set.
         return frozenset(options.matrix_filters)
+    # A run recorded before paths were made absolute (`env/bin/python`), read against this
+    # folder as the given one was: the run's own value again is no change.
+    if name == "python" and isinstance(value, str):
+        return absolute_python(value)
+    if name == "find_links" and isinstance(value, Path):
+        return absolute_folder(value)
     return value
 
 

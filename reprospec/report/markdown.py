@@ -346,11 +346,17 @@ def reproduce_command(run: RunResult) -> str:
 def _this_machine(run: RunResult) -> str:
     """` --python PATH --find-links DIR`: the run's options that name this machine's paths."""
     words = []
-    for flag, key in (("--python", "python"), ("--find-links", "find_links")):
-        value = run.options.get(key)
+    for flag, value in (("--python", run.options.get("python")), ("--find-links", _wheels(run))):
         if isinstance(value, str) and value:
             words += [flag, shlex.quote(value)]
     return "".join(f" {word}" for word in words)
+
+
+def _wheels(run: RunResult) -> str:
+    """The run's `--find-links` folder where its runner installed from it (venv, docker);
+    the local runner installs nothing, and took it for nothing."""
+    wheels = run.options.get("find_links")
+    return wheels if isinstance(wheels, str) and run.runner in ("venv", "docker") else ""
 
 
 def machine_note(run: RunResult) -> str:
@@ -363,11 +369,13 @@ def machine_note(run: RunResult) -> str:
             f"`--python {python}`: the interpreter this run's attempts ran in, whose packages "
             "the spec needs; on another machine give its own interpreter, or `--runner venv`"
         )
-    wheels = run.options.get("find_links")
-    if isinstance(wheels, str) and wheels:
+    wheels = _wheels(run)
+    if wheels:
+        # uv installs from the folder and the index; docker's image builds from it alone.
+        source = "beside the index" if run.runner == "venv" else "with no package index"
         notes.append(
-            f"`--find-links {wheels}`: the folder of wheels this run's environments installed "
-            "from, beside the index; on another machine give its own, or leave it out"
+            f"`--find-links {wheels}`: the folder of wheels this run's {run.runner} "
+            f"environments installed from, {source}; on another machine give its own"
         )
     return "; ".join(notes)
 

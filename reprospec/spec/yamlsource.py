@@ -60,8 +60,8 @@ class YamlSourceError(Exception):
 
     `document`: where every problem is a key given twice or a key that is not a string,
     the document as YAML reads it anyway (the last value kept, the other keys left out),
-    so a reader can report the rest of its problems at once; `duplicated`, the paths of
-    the keys given twice, whose values it should not judge.
+    so a reader can report the rest of its problems at once; `duplicated`, the paths it
+    should not judge: the keys given twice, and the mappings that lost their only keys.
     """
 
     def __init__(
@@ -331,11 +331,10 @@ def load_yaml(text: str, *, line_offset: int = 0) -> Document:
             data = loader.construct_document(node)
         except yaml.MarkedYAMLError as exc:
             raise YamlSourceError([_from_marked(exc, line_offset)]) from None
-        if walk.not_strings:
-            _drop_keys_not_strings(data)
+        emptied = _drop_keys_not_strings(data) if walk.not_strings else []
         document = Document(data, walk.locations, walk.key_locations)
         if walk.problems:
-            raise YamlSourceError(walk.problems, document, tuple(walk.duplicated))
+            raise YamlSourceError(walk.problems, document, (*walk.duplicated, *emptied))
         return document
     finally:
         loader.dispose()
@@ -402,7 +401,7 @@ class _Walk:
         self.key_locations: dict[JsonPath, Location] = {}
         self.problems: list[Problem] = []
         self.duplicated: list[JsonPath] = []  # keys given twice: problems, yet plain data
-        # Keys that are not strings (`1: x`, `yes: 1`): problems, left out of the data so
+        # Keys that are not strings (`1: x`, `true: 1`): problems, left out of the data so
         # that the rest of the document is still judged (every problem at once).
         self.not_strings = 0
         self.count = 0
@@ -477,22 +476,29 @@ class _Walk:
             self.visit(value_node, child, stack)
 
 
-def _drop_keys_not_strings(data: object) -> None:
+def _drop_keys_not_strings(data: object) -> list[JsonPath]:
     """Remove, in place, every mapping entry whose key is not a string (each one already a
-    problem); a node an alias shares is cleaned once."""
+    problem); return the paths of the mappings that this left empty, whose emptiness is no
+    problem of its own (`matrix: {1: [x, y]}` also said "the matrix is empty": review). A
+    node an alias shares is done once."""
     seen: set[int] = set()
-    todo = [data]
+    emptied: list[JsonPath] = []
+    todo: list[tuple[object, JsonPath]] = [(data, ())]
     while todo:
-        value = todo.pop()
+        value, path = todo.pop()
         if id(value) in seen or not isinstance(value, (dict, list)):
             continue
         seen.add(id(value))
         if isinstance(value, dict):
-            for key in [k for k in value if not isinstance(k, str)]:
+            dropped = [k for k in value if not isinstance(k, str)]
+            for key in dropped:
                 del value[key]
-            todo.extend(value.values())
+            if dropped and not value:
+                emptied.append(path)
+            todo.extend((item, (*path, key)) for key, item in value.items())
         else:
-            todo.extend(value)
+            todo.extend((item, (*path, index)) for index, item in enumerate(value))
+    return emptied
 
 
 def _non_string_key(raw: str, key: JsonValue) -> str:

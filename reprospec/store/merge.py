@@ -106,6 +106,13 @@ def merge(
             "shards ran in different environments (the report shows the first): "
             + ", ".join(sorted(differing))
         )
+    # A shard without a capture is compared with none (compare's one line says why).
+    uncaptured = list(dict.fromkeys(c["not_captured"] for c in changes if c["not_captured"]))
+    if uncaptured:
+        warnings.append(
+            "shards' environments not compared (the report shows the first's): "
+            + "; ".join(uncaptured)
+        )
     # A shard run after the script was edited ran another program (the files both name).
     edited = {
         name

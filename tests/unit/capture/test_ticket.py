@@ -1188,6 +1188,16 @@ def test_a_py_spy_process_of_a_quoted_launch_is_that_launch() -> None:
     # A quoted command of another script leaves py-spy's.
     other = ticket.replace("torchrun --nproc_per_node=2 train.py", "python prep.py")
     assert read_ticket(other).command == "python train.py"
+    # The same program run another way, which worked, is not the launch (review).
+    works = ticket.replace(
+        "I ran `torchrun --nproc_per_node=2 train.py --epochs 10` on 1 node; it hangs.",
+        "It hangs by default; `python train.py --batch-size 32 --no-amp` works fine.",
+    )
+    assert read_ticket(works).command == "python train.py"
+    module = ticket.replace("torchrun", "python -m torch.distributed.run")
+    assert read_ticket(module).command == (
+        "python -m torch.distributed.run --nproc_per_node=2 train.py --epochs 10"
+    )
 
 
 @pytest.mark.parametrize(

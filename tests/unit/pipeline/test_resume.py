@@ -142,3 +142,19 @@ def test_a_run_whose_spec_was_moved_says_where_it_must_be_put_back(tmp_path: Pat
             f"--resume R: its spec {spec} is gone (moved or removed?); a resumed run reads it "
             "there: put it back, unchanged, or run the spec again"
         )
+
+
+def test_a_run_recorded_with_relative_paths_resumes_with_them_given_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs made before `--python` and `--find-links` were recorded absolute hold
+    `env/bin/python` and `wheels`; the same words given to `--resume` now arrive absolute,
+    and were refused as a change, naming the very values given (review of d433a1a0)."""
+    (tmp_path / "wheels").mkdir()
+    monkeypatch.chdir(tmp_path)
+    began = RunOptions(python="env/bin/python", find_links=Path("wheels"))
+    again = RunOptions(python=str(tmp_path / "env/bin/python"), find_links=tmp_path / "wheels")
+    refuse_changes("r1", began, again, {"python", "find_links"})  # no change: let through
+    other = RunOptions(python=str(tmp_path / "other/bin/python"), find_links=tmp_path / "wheels")
+    with pytest.raises(UsageError, match="--python given"):
+        refuse_changes("r1", began, other, {"python", "find_links"})

@@ -986,14 +986,21 @@ def test_a_venv_run_from_a_wheel_folder_is_reproduced_with_it_on_this_machine() 
     # wheels) made every cell infra-error on the rerun (note65).
     run = replace(
         error_run(),
+        runner="venv",
         command_line="reprospec run s.yaml --runner venv",
         options={**RunOptions(runner="venv", find_links=Path("/srv/wheels")).to_dict()},
     )
     reproduce = render(run, "md").split("## How to reproduce")[1]
     assert "reprospec run s.yaml --runner venv --find-links /srv/wheels\n" in reproduce
     assert "`reprospec run report.md --runner venv --find-links /srv/wheels`" in reproduce
-    assert "`--find-links /srv/wheels`: the folder of wheels this run's environments" in (reproduce)
+    assert (
+        "`--find-links /srv/wheels`: the folder of wheels this run's venv environments "
+        "installed from, beside the index" in reproduce
+    )
     assert "<code>--find-links /srv/wheels</code>: the folder" in render(run, "html")
+    # The local runner installs nothing: the folder was taken for nothing, and is not said.
+    local = replace(run, runner="local", options={**RunOptions(find_links=Path("/w")).to_dict()})
+    assert "--find-links" not in render(local, "md").split("## How to reproduce")[1]
 
 
 @pytest.mark.parametrize(

@@ -778,6 +778,14 @@ def test_a_key_that_is_no_string_is_said_with_the_files_other_problems(
         f"{spec}:4:26: environment.env: key true is read as the boolean true; quote it: 'true'",
         f"{spec}:7:16: run.timeout: expected a number of seconds > 0, got -1",
     ]
+    # A mapping that held only such keys is not also "empty" (review).
+    for section, where in (
+        ("matrix: {1: [x, y]}", "matrix"),
+        ("matrix: {a: [1], exclude: [{1: x}]}", "matrix.exclude[0]"),
+    ):
+        write(spec, f"reprospec: 1\nname: e\ncommand: echo\n{section}\n")
+        (problem,) = problems_of(spec)
+        assert problem.endswith(f": {where}: key 1 is not a string; quote it: '1'")
 
 
 def test_cells_of_one_id_are_said_with_the_files_other_problems(tmp_path: Path) -> None:

@@ -234,12 +234,12 @@ def test_select_reads_an_axis_a_cell_lacks_as_null() -> None:
 def test_a_no_match_lists_each_value_as_m_takes_it() -> None:
     # `holds a,b, x=1, plain` hid where one value ended (nu66 7): a comma's string quoted,
     # and each listed value selects its cell as written.
-    cells = expand_matrix({"opt": ["a,b", " x=1", "plain", "3.10", 7]})
+    cells = expand_matrix({"opt": ["a,b", " x=1", "plain", "3.10", 7, '"x", y']})
     with pytest.raises(UsageError) as refused:
         select(cells, ["opt=a, b"])
-    listed = '"a,b", " x=1", plain, "3.10", 7'
+    listed = '"a,b", " x=1", plain, "3.10", 7, "\\"x\\", y"'
     assert str(refused.value).endswith(f"axis 'opt' holds {listed}")
-    for value in ('"a,b"', '" x=1"', "plain", '"3.10"', "7"):
+    for value in ('"a,b"', '" x=1"', "plain", '"3.10"', "7", '"\\"x\\", y"'):
         assert len(select(cells, [f"opt={value}"])) == 1
 
 

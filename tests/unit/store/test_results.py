@@ -547,6 +547,10 @@ def test_merge_warns_about_different_environments() -> None:
     c = replace(b, environment={**whole.environment, "env": env})
     (said,) = [w for w in merge([a, c]).warnings if "different environments" in w]
     assert said.endswith(": env.OMP_NUM_THREADS")
+    # A shard whose capture failed: said, where compare's one line left merge nothing to say.
+    failed = replace(b, environment={"error": "environment capture did not finish"})
+    (said,) = [w for w in merge([a, failed]).warnings if "not compared" in w]
+    assert said.endswith("b's was not captured (environment capture did not finish)")
 
 
 def test_merge_warns_about_shards_that_ran_other_program_files() -> None:
