@@ -45,6 +45,7 @@ are the same kinds of transformation as the ones here.
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
@@ -89,8 +90,16 @@ def reduce(program: Program) -> Reducer:
     current = program
     while True:
         start = current
-        kept = yield from ddmin(list(range(len(current.args))), _words(current))
-        current = replace(current, args=tuple(current.args[i] for i in kept))
+        # An option and its value go together first (`--seed 7`): one word alone leaves
+        # the other, which argparse refuses, so one word at a time removed no pair, and
+        # ddmin's halves (3 words of 6, then 1) cut across them (nu67 1).
+        groups = option_groups(current.args)
+        if any(len(group) > 1 for group in groups):
+            kept_groups = yield from ddmin(list(range(len(groups))), _words(current, groups))
+            current = replace(current, args=_kept_words(current.args, groups, kept_groups))
+        single = [(i,) for i in range(len(current.args))]
+        kept = yield from ddmin(list(range(len(single))), _words(current, single))
+        current = replace(current, args=_kept_words(current.args, single, kept))
         current = yield from reduce_env(current)
         for path, _ in program.files:
             current = yield from _reduce_file(current, path)
@@ -108,8 +117,41 @@ def reduce_env(program: Program) -> Reducer:
     return replace(program, env=tuple(program.env[i] for i in kept))
 
 
-def _words(program: Program) -> Callable[[list[int]], Program | None]:
-    return lambda keep: replace(program, args=tuple(program.args[i] for i in keep))
+def option_groups(args: Sequence[str]) -> list[tuple[int, ...]]:
+    """The positions of `args` as units: an option with the values that follow it up to
+    the next option (`--seed 7`, `--files a b`), each other word alone (`--x=1`, `--`, a
+    positional before any option)."""
+    groups: list[tuple[int, ...]] = []
+    for index, word in enumerate(args):
+        if groups and _takes_values(args[groups[-1][0]]) and not _is_option(word):
+            groups[-1] = (*groups[-1], index)
+        else:
+            groups.append((index,))
+    return groups
+
+
+def _is_option(word: str) -> bool:
+    """`-x`, `--seed`: not `-` (standard input) nor a negative number (`-1`, a value)."""
+    return word.startswith("-") and word != "-" and _NEGATIVE.fullmatch(word) is None
+
+
+def _takes_values(word: str) -> bool:
+    return _is_option(word) and "=" not in word and word != "--"
+
+
+_NEGATIVE = re.compile(r"-(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def _kept_words(
+    args: Sequence[str], groups: Sequence[tuple[int, ...]], kept: Sequence[int]
+) -> tuple[str, ...]:
+    return tuple(args[i] for g in kept for i in groups[g])
+
+
+def _words(
+    program: Program, groups: Sequence[tuple[int, ...]]
+) -> Callable[[list[int]], Program | None]:
+    return lambda keep: replace(program, args=_kept_words(program.args, groups, keep))
 
 
 def ddmin(

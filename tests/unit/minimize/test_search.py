@@ -965,3 +965,41 @@ def test_a_rare_result_is_not_unconfirmed_before_the_clean_attempts_that_drop_a_
     assert "race()" in result.program.source("loop.py")
     assert (result.rate.matched, result.rate.attempts) == (1, 26)
     assert result.attempts == executor.attempts <= 1000
+
+
+def test_an_option_and_its_value_go_together() -> None:
+    """`--log-level debug --seed 7` stayed: one word alone leaves its partner, which
+    argparse refuses (another failure), and ddmin's halves of 6 words (3, then 1) cut
+    across the pairs (nu67 1). The failure needs `--workers 4`; the program parses like
+    argparse: an option without its value, or a stray value, is an error."""
+    args = ("--workers", "4", "--log-level", "debug", "--seed", "7", "-v")
+
+    def fails(candidate: Program) -> bool:
+        words, options = list(candidate.args), {}
+        while words:
+            word = words.pop(0)
+            if word == "-v":
+                continue
+            if not word.startswith("--") or not words or words[0].startswith("-"):
+                return False  # argparse: exit 2, not the crash
+            options[word] = words.pop(0)
+        return options.get("--workers") == "4"
+
+    reducer = reduce(Program(head=("python", "a.py"), args=args))
+    candidate = next(reducer)
+    result: Program | None = None
+    while result is None:
+        try:
+            candidate = reducer.send(fails(candidate))
+        except StopIteration as stop:
+            result = stop.value
+    assert result.args == ("--workers", "4")
+
+
+def test_option_groups() -> None:
+    from reprospec.minimize.source import option_groups
+
+    words = ["in.txt", "--files", "a", "b", "--x=1", "-n", "-1", "-", "--", "c", "-v"]
+    assert [[words[i] for i in g] for g in option_groups(words)] == [
+        ["in.txt"], ["--files", "a", "b"], ["--x=1"], ["-n", "-1", "-"], ["--"], ["c"], ["-v"]
+    ]  # fmt: skip
