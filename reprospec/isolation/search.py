@@ -397,15 +397,21 @@ class Isolation:
         halvings = math.log2(self.count)
         projected = math.ceil(halvings / high + clean_needed_at(high, s.error))
         left = s.budget - self.used
-        if projected > left:
-            return (
-                f"the failing configuration reproduces too rarely to isolate within the budget: "
-                f"{figure} attempts ({shown_low}-{shown_high}); even at {shown_high} "
-                f"isolating one of {plural(self.count, 'difference')} "
-                f"takes about {plural(projected, 'attempt')}, and {left} of the budget of "
-                f"{s.budget} {'is' if left == 1 else 'are'} left"
-            )
-        return ""
+        if projected <= left:
+            return ""
+        # Every attempt failed as expected: the budget is short, not the rate (nu67 2).
+        why = (
+            "the budget is too small to isolate"
+            if tally.matched == tally.ran
+            else "the failing configuration reproduces too rarely to isolate within the budget"
+        )
+        return (
+            f"{why}: {figure} attempts ({shown_low}-{shown_high}); even at {shown_high} "
+            f"isolating one of {plural(self.count, 'difference')} "
+            f"takes about {plural(projected, 'attempt')}, and {left} of the budget of "
+            f"{s.budget} {'is' if left == 1 else 'are'} left (--budget "
+            f"{self.used + projected} at the least)"
+        )
 
     # -- the answer ----------------------------------------------------------
 

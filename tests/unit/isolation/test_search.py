@@ -297,6 +297,15 @@ def test_a_rare_failure_is_refused_with_its_rate() -> None:
     assert result.attempts == 15
 
 
+def test_a_budget_too_small_for_a_failure_that_always_matched_is_said_so() -> None:
+    # `--budget 1` on a deterministic crash said "reproduces too rarely", of 1/1 (nu67 2).
+    result = run(8, Oracle(needs(2), rate=1.0, seed=1), budget=1)
+    assert result.status == "refused"
+    assert result.message.startswith("the budget is too small to isolate: 1/1 attempts")
+    assert "rarely" not in result.message
+    assert "(--budget 5 at the least)" in result.message
+
+
 def test_a_rare_failure_with_room_in_the_budget_is_tried() -> None:
     # The same 1/15 with a budget that could do it if the rate were at the top of what
     # 1/15 allows (30%): no refusal (one match says little; a real 0.3 can start so).
