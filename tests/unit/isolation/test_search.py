@@ -555,4 +555,4 @@ def test_an_isolation_stopped_before_any_failure_names_no_set_seen_failing() -> 
 def test_one_attempt_left_of_the_budget_is_said_in_the_singular() -> None:
     result = isolate(16, _one_match_at(1), Settings(budget=2))
     assert result.status == "refused"
-    assert result.message.endswith("and 1 of the budget of 2 is left")
+    assert result.message.endswith("and 1 of the budget of 2 is left (--budget 6 at the least)")
