@@ -419,12 +419,24 @@ def _minimize(
     found = replace(
         found, message_before=runner.message, baseline=_measured(base, result, reduced.cell)
     )
+    if result.status == "refused" and held_a_result(output):
+        found = replace(found, output=folder / "result", kept_output=str(output))
     found = write(found, spec, workdir)
     if dir_checked(found):
         found = confirm_dir(found, run_options, runner.parallel, cancel, spec, workdir)
     if found.perturbed and dir_checked(found) and not found.unconfirmed:
         found = _unperturbed(found, run_options, reduced, spec, runner.parallel, cancel)
     return redactor.value(found)
+
+
+def held_a_result(output: Path) -> bool:
+    """Whether -o DIR holds an earlier search's answer (its minimize.json, not a refusal):
+    a refused search wrote the original program over it (nu67 3)."""
+    try:
+        earlier = json.loads((output / "minimize.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(earlier, dict) and earlier.get("status") not in (None, "refused")
 
 
 def _baseline(

@@ -121,6 +121,9 @@ class Minimized:
     # minimized.yaml does (driver._rerun_dir): minimize.md says both where they differ.
     search_preload: tuple[str, ...] | None = None
     spec_preload: tuple[str, ...] = ()
+    # The -o DIR a refusal left alone, as it held an earlier search's result ("" where
+    # none did): `output` is then the search folder's (driver.kept_result, nu67 3).
+    kept_output: str = ""
     # The failure messages side by side: the original's first matching attempt's (the
     # search's) and DIR's check's; a reader sees a value that changed its shape (nu18 N9:
     # b'UUUUUUUU' at step 3 became b'ZZZZ...' at step 0, the bug gone). "" where unknown.
@@ -512,6 +515,7 @@ def to_dict(found: Minimized) -> JsonObject:
         "rate": r.rate.to_dict(),
         "status": r.status,
         "message": r.message,
+        "kept_output": found.kept_output,
         "spec": found.spec_name,
         "cell": found.cell.id,
         "cell_after": found.cell_after or found.cell.id,
@@ -820,7 +824,13 @@ def warnings(found: Minimized) -> list[str]:
     """What the answer's first lines must say of a result that may not be the bug: a
     spec with no passing cell, a rate clearly changed (ratechange.py)."""
     change = _rate_change(found)
-    return [w for w in (_no_passing_warning(found), change.warning() if change else "") if w]
+    kept = (
+        f"{found.kept_output} keeps the minimization it held (a refusal replaces no "
+        f"result); this search's files are in {found.output}"
+        if found.kept_output
+        else ""
+    )
+    return [w for w in (kept, _no_passing_warning(found), change.warning() if change else "") if w]
 
 
 def _answered(found: Minimized) -> bool:

@@ -110,6 +110,14 @@ def test_the_program_shrinks_and_keeps_the_condition(tmp_path: Path) -> None:
     assert second["lines_after"] == data["lines_after"]
     assert second["reused"] > 0
     assert sorted((tmp_path / "out" / "runs").iterdir()) == runs_before  # no new run
+    # A refusal (another store, nothing replayed, a budget too small) wrote the original
+    # program over DIR's answer (nu67 3): DIR keeps it, and the refusal says where it went.
+    small = (result / "crash.py").read_text()
+    code, refused, _ = minimize(tmp_path, "--budget", "2", "--out", str(tmp_path / "other"))
+    assert (code, refused["status"]) == (1, "refused"), refused["message"]
+    assert (result / "crash.py").read_text() == small
+    assert refused["kept_output"] == str(result)
+    assert json.loads((result / "minimize.json").read_text())["status"] == "minimized"
 
 
 def test_a_setting_that_does_not_matter_goes_back_to_the_passing_value(tmp_path: Path) -> None:
