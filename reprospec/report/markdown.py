@@ -346,10 +346,16 @@ def reproduce_command(run: RunResult) -> str:
 def _this_machine(run: RunResult) -> str:
     """` --python PATH --find-links DIR`: the run's options that name this machine's paths."""
     words = []
-    for flag, value in (("--python", run.options.get("python")), ("--find-links", _wheels(run))):
-        if isinstance(value, str) and value:
+    for flag, value in (("--python", _python(run)), ("--find-links", _wheels(run))):
+        if value:
             words += [flag, shlex.quote(value)]
     return "".join(f" {word}" for word in words)
+
+
+def _python(run: RunResult) -> str:
+    """The run's `--python PATH` ("" without one)."""
+    python = run.options.get("python")
+    return python if isinstance(python, str) else ""
 
 
 def _wheels(run: RunResult) -> str:
@@ -363,8 +369,8 @@ def machine_note(run: RunResult) -> str:
     """What the report says under How to reproduce of a run made with `--python PATH` or
     `--find-links DIR`: paths of this machine, which another machine gives its own of."""
     notes = []
-    python = run.options.get("python")
-    if isinstance(python, str) and python:
+    python = _python(run)
+    if python:
         notes.append(
             f"`--python {python}`: the interpreter this run's attempts ran in, whose packages "
             "the spec needs; on another machine give its own interpreter, or `--runner venv`"
