@@ -65,8 +65,9 @@ class BuildingRunner(Protocol):
 
 @runtime_checkable
 class InstallingRunner(Protocol):
-    """A runner that installs a cell's `environment.packages` (venv), so the versions a
-    range resolved to (`six<1.17`: six 1.16.0) are its to tell, not the spec's."""
+    """A runner that installs a cell's `environment.packages` (venv; docker, in the image it
+    builds), so the versions a range resolved to (`six<1.17`: six 1.16.0) are its to tell,
+    not the spec's."""
 
     def pins(self, plan: AttemptPlan) -> tuple[str, ...]:
         """The plan's `environment.packages` pinned at the versions its environment holds

@@ -41,6 +41,7 @@ class ProbeHost(Protocol):
 
     _check_lock: threading.Lock
     _package_checks: dict[tuple[str, tuple[str, ...]], str | None]
+    _package_versions: dict[tuple[str, tuple[str, ...]], dict[str, str]]
 
     def _container_config(
         self,
@@ -88,12 +89,23 @@ def packages_refused(runner: ProbeHost, plan: AttemptPlan, log_dir: Path) -> str
                 last = (err.strip().splitlines() or [f"exit {status}"])[-1]
                 reason = f"cannot check the cell's packages in {image}: {last}"
             else:
-                problems = packages.mismatches(requirements, packages.parse_probe(out, image))
+                installed = packages.parse_probe(out, image)
+                problems = packages.mismatches(requirements, installed)
                 reason = packages.describe(image, problems) if problems else None
+                runner._package_versions[key] = {
+                    name: version for name, version in installed.versions.items() if version
+                }
         except (FatalError, docker.errors.APIError) as exc:
             reason = f"cannot check the cell's packages in {image}: {exc}"
         runner._package_checks[key] = reason
         return reason
+
+
+def package_versions(runner: ProbeHost, image: str, plan: AttemptPlan) -> dict[str, str]:
+    """The versions `packages_refused` found in `image` for the plan's packages ({} where it
+    has not asked)."""
+    with runner._check_lock:
+        return runner._package_versions.get((image, tuple(plan.environment.packages)), {})
 
 
 def capture_environment(runner: ProbeHost, plan: AttemptPlan, log_dir: Path) -> JsonObject:

@@ -28,6 +28,7 @@ from reprospec.core.logtext import printable
 from reprospec.core.results import Execution
 from reprospec.core.units import format_size
 from reprospec.core.words import oom_killed
+from reprospec.environment import packages
 from reprospec.errors import FatalError, InfraError
 from reprospec.perturb.apply import PerturbRefused
 from reprospec.perturb.competitors import start_load, stop_load
@@ -105,6 +106,8 @@ class DockerRunner:
         self._pythonpaths: dict[str, str] = {}
         # (image, packages) -> why the image does not satisfy them (None: it does).
         self._package_checks: dict[tuple[str, tuple[str, ...]], str | None] = {}
+        # (image, packages) -> the versions the check found: what a range resolved to.
+        self._package_versions: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}
         self._check_lock = threading.Lock()
 
     @property
@@ -490,6 +493,15 @@ class DockerRunner:
     def _packages_refused(self, plan: AttemptPlan, log_dir: Path) -> str | None:
         """Why the plan's image does not satisfy the cell's `packages` (dockerprobe.py)."""
         return probe.packages_refused(self, plan, log_dir)
+
+    def pins(self, plan: AttemptPlan) -> tuple[str, ...]:
+        """The plan's packages pinned at the versions its image holds, as the package check
+        read them (`six<1.17`: `six==1.16.0`); () before the check ran."""
+        with self._lock:
+            image = self._images.get(self._environment_key(plan))
+        if image is None:
+            return ()
+        return packages.pins(plan.environment.packages, probe.package_versions(self, image, plan))
 
     @staticmethod
     def _infra(base: AttemptFiles, started: str, reason: str) -> Execution:

@@ -114,3 +114,35 @@ def test_a_package_version_per_cell_is_not_named_as_the_runs(cli: Cli, tmp_path:
     assert "reprospec-env:" not in environment  # the first cell's image tag
     for version in ("0.4.4", "0.5.0"):
         assert f"`sqlparse=={version}`" in report.split("## Results")[1]
+
+
+@needs_engine
+def test_the_repro_names_what_a_range_resolved_to_in_the_image(cli: Cli, tmp_path: Path) -> None:
+    """`sqlparse<0.5` built into the image as 0.4.4: the standalone repro's note names
+    `sqlparse==0.4.4` and how to install it, as the venv runner's does, where it named only
+    the range, which today's index may resolve otherwise (the docker runner had no pins)."""
+    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
+    spec = tmp_path / "range.yaml"
+    spec.write_text(
+        textwrap.dedent("""\
+        reprospec: 1
+        name: docker-range
+        environment:
+          packages: ["sqlparse<0.5"]
+        command: python3 -c "import sqlparse; print(sqlparse.__version__)"
+        expect:
+          outcome: pass
+        """)
+    )
+    done = cli("run", str(spec), "--runner", "docker", timeout=600)
+    assert done.code == 0, done.stderr
+    (cell,) = done.results()["cells"]
+    logs = done.latest_run() / cell["attempts"][0]["logs"]
+    version = (logs / "stdout.log").read_text().strip()
+    assert version.startswith("0.4."), version
+    pinned = f"sqlparse=={version}"
+    notes = done.results()["standalone"]["notes"]
+    assert any(
+        f"packages sqlparse<0.5 (installed as {pinned}: `pip install {pinned}`)" in note
+        for note in notes
+    ), notes
