@@ -190,8 +190,9 @@ def waited_in(stat: bytes) -> bool | None:
         return None
 
 
-# A `/bin/sh -c` line's parts that may fork a process of their own: a subshell, a command
-# substitution, a brace group, a here-document, an escape that may hide one of them.
+# A `/bin/sh -c` line's parts, outside quotes, that may fork a process of their own: a
+# subshell, a command substitution, a brace group, a here-document, an escape that may
+# hide one of them.
 _MAY_FORK = Lazy(r"[`(){}<\\]")
 # The operators of a list (`a; b`, `a && b`, `a || b`, one a line), and what is left of a
 # pipeline or a background job once they are taken out.
@@ -210,18 +211,17 @@ _ENDED_PREFIX = "ended-"
 def one_program(line: str) -> bool:
     """Whether a `/bin/sh -c` line forks one program and nothing else: one simple command
     (`A=1 python x.py --n 3`), or a list of it and the shell's own builtins (`cd sub &&
-    python x.py`, `python x.py; exit $?`). Quotes are read only in a line without a list
-    (a `;` in quotes is no operator)."""
-    if _MAY_FORK.search(line):
+    python x.py`, `python x.py; exit $?`). What is quoted is one word, whatever it holds
+    (`python -c "import sys; sys.exit(139)"`: its `;` and `(` are Python's, where they
+    made the line "may fork" and its exit 139 read as a shell's SIGSEGV)."""
+    unquoted = _unquoted(line)
+    if unquoted is None or _MAY_FORK.search(unquoted):
         return False
-    line = _DUPLICATE.sub(" ", line)
-    parts = _LIST.split(line)
-    if "&" in line.replace("&&", "") or "|" in line.replace("||", ""):
+    unquoted = _DUPLICATE.sub(" ", unquoted)
+    if "&" in unquoted.replace("&&", "") or "|" in unquoted.replace("||", ""):
         return False  # a background job or a pipeline
-    if len(parts) > 1 and ("'" in line or '"' in line):
-        return False
     programs = 0
-    for part in parts:
+    for part in _LIST.split(unquoted):
         # Its first word past the leading assignments (`A=1 python`) names what it runs.
         words = (part or "").split()
         while words and _ASSIGNMENT.match(words[0]):
@@ -229,6 +229,36 @@ def one_program(line: str) -> bool:
         if words and words[0] not in _BUILTINS:
             programs += 1
     return programs == 1
+
+
+def _unquoted(line: str) -> str | None:
+    """`line` with each quoted string made the letter `q` (`echo "a; b"`: `echo q`), or
+    None where a quote may fork (a command substitution in double quotes) or is not
+    closed: what is left holds the shell's operators only."""
+    out: list[str] = []
+    index = 0
+    while index < len(line):
+        char = line[index]
+        if char == "'":
+            end = line.find("'", index + 1)
+            if end < 0:
+                return None
+            out.append("q")
+            index = end + 1
+        elif char == '"':
+            index += 1
+            while index < len(line) and line[index] != '"':
+                if line[index] == "`" or line.startswith("$(", index):
+                    return None
+                index += 2 if line[index] == "\\" else 1
+            if index >= len(line):
+                return None
+            out.append("q")
+            index += 1
+        else:
+            out.append(char)
+            index += 1
+    return "".join(out)
 
 
 def program_ran_alone(argv: Sequence[str], root_pid: int, folder: Path) -> int | None:

@@ -277,6 +277,21 @@ def test_an_exit_status_139_of_its_own_is_an_error(
     ), outcome.detail
 
 
+@pytest.mark.parametrize("code", ["import sys; sys.exit(139)", "import os; os._exit(int('139'))"])
+def test_a_python_c_snippets_own_139_is_an_error(
+    runner: LocalRunner, tmp_path: Path, code: str
+) -> None:
+    """rv70 5: a `python -c "..."` string command whose snippet held a `(` or a `;` was read
+    as a line that may fork more than one program, so its own record was not asked, and its
+    `sys.exit(139)` was `crash SIGSEGV` by the shell's 128+N rule."""
+    line = f'{shlex.quote(PY)} -c "{code}"'  # as a spec writes it: the snippet in double quotes
+    result, execution = run_attempt(runner, ["/bin/sh", "-c", line], tmp_path)
+    assert execution.returncode == 139
+    outcome = result.ran
+    assert outcome is not None, result.infra_error
+    assert (outcome.kind, outcome.exit_code, outcome.signal) == ("error", 139, None), outcome
+
+
 @pytest.mark.parametrize(
     "line", ["{py} {script} main", "{py} {script} main; exit $?", "{py} {script} main || exit 139"]
 )

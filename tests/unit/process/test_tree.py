@@ -56,7 +56,14 @@ def test_a_listed_child_is_read_until_two_reads_agree(monkeypatch: pytest.Monkey
         ("(python x.py)", False),
         ("python x.py <<EOF", False),
         ("python a.py; python b.py", False),
-        ('python x.py; echo "done; next"', False),
+        ('python x.py; echo "done; next"', True),  # quoted: no list, and echo is built in
+        ('python -c "import sys; sys.exit(139)"', True),  # Python's `;` and `(`, not the shell's
+        ("python -c 'print({1: (2)})' && exit $?", True),
+        ('python x.py "$(cat args)"', False),  # a substitution in double quotes forks
+        ('python x.py "`cat args`"', False),
+        ("python x.py 'unclosed", False),
+        ('python x.py "a \\" (b)"', True),  # an escaped quote does not end the string
+        ("python x.py \\(", False),
         ("exit 3", False),
     ],
 )
