@@ -16,10 +16,12 @@ class ChildExit:
     """A descendant of the attempt whose wait status the engine reaped (as the subreaper).
 
     `signal` when it was killed by a signal, else `exit_code`; `cmdline` as /proc
-    showed it (a zombie's is only `[comm]`).
+    showed it (a zombie's is only `[comm]`); `group` its process group (a signal the
+    program sent the group, `os.killpg`, is its doing).
     """
 
     pid: int
     cmdline: str
     signal: str | None = None
     exit_code: int | None = None
+    group: int | None = None

@@ -36,7 +36,9 @@ Only signals that end a process abnormally count (SIGSEGV, SIGABRT, SIGBUS,
 ...; SIGKILL too, the OOM killer's): the processes the engine kills itself at a
 timeout never reach here, and those the harness says it killed itself (its
 `teardown` events: a distributed supervisor ending the ranks that did not fail,
-and their DataLoader workers, once one rank failed) are not counted.
+and their DataLoader workers, once one rank failed) or a Python process of the attempt
+sent the signal it died of (`signalled` events: a test's teardown SIGKILLs the server
+it started) are not counted.
 """
 
 from __future__ import annotations
@@ -131,7 +133,8 @@ def _seen_crash(
     execution: Execution, evidence: Evidence, fatal: list[FatalError]
 ) -> ChildCrash | None:
     """A descendant's death the engine saw itself: the wait status it reaped, the core."""
-    reaped = _reaped(execution.child_exits, evidence.events.killed)
+    events = evidence.events
+    reaped = _reaped(execution.child_exits, events.killed, events.signalled)
     if reaped is not None:
         return ChildCrash(
             reaped.signal,
@@ -142,7 +145,7 @@ def _seen_crash(
             seen=True,
         )
     cored = _cored(evidence.native)
-    if cored is not None:
+    if cored is not None and (cored[1], cored[0]) not in events.signalled:
         return ChildCrash(
             cored[0],
             cored[1],
@@ -151,12 +154,12 @@ def _seen_crash(
             _stack_for(fatal, cored[0]),
             seen=True,
         )
-    for event in evidence.events.child_exits:
+    for event in events.child_exits:
         raw = event.get("signal")
         signal = canonical_signal(raw) if isinstance(raw, str) and raw else None
         pid = event.get("pid")
         pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
-        if signal in CRASH_SIGNALS and not (signal == "SIGKILL" and pid in evidence.events.killed):
+        if signal in CRASH_SIGNALS and not _sent(pid, signal, events.killed, events.signalled):
             name, parent = event.get("name"), event.get("parent")
             how = "reaped by its parent" + (f" (pid {parent})" if isinstance(parent, int) else "")
             return ChildCrash(
@@ -191,14 +194,36 @@ def names_a_death(text: str) -> bool:
     return bool(_CALLED_PROCESS.search(text) or _POOL_BROKEN.search(text))
 
 
-def _reaped(exits: tuple[ChildExit, ...], killed: frozenset[int]) -> ChildExit | None:
-    """The first reaped descendant that died of a crash signal, but for a SIGKILL the
-    harness sent (`killed`): that death was the harness's teardown, not the failure."""
+def _reaped(
+    exits: tuple[ChildExit, ...],
+    killed: frozenset[int],
+    signalled: frozenset[tuple[int, str]],
+) -> ChildExit | None:
+    """The first reaped descendant that died of a crash signal no process of the attempt
+    sent it (`_sent`)."""
     for child in exits:
         signal = canonical_signal(child.signal) if child.signal is not None else None
-        if signal in CRASH_SIGNALS and not (signal == "SIGKILL" and child.pid in killed):
+        if signal in CRASH_SIGNALS and not _sent(child.pid, signal, killed, signalled, child.group):
             return child
     return None
+
+
+def _sent(
+    pid: int | None,
+    signal: str | None,
+    killed: frozenset[int],
+    signalled: frozenset[tuple[int, str]],
+    group: int | None = None,
+) -> bool:
+    """Whether a process of the attempt sent `pid` the `signal` it died of: a SIGKILL of
+    the harness's teardown (`killed`), or the program's own `os.kill` or `os.killpg` of
+    its `group` (`signalled`, a group as its negative number: a test's teardown SIGKILLs
+    the server it started, then fails; rv70 3). That death is its doing, not the failure."""
+    return (
+        (signal == "SIGKILL" and pid in killed)
+        or (pid, signal) in signalled
+        or (group is not None and (-group, signal) in signalled)
+    )
 
 
 def _cored(stacks: NativeStacks | None) -> tuple[str, int, str] | None:

@@ -34,6 +34,7 @@ from reprospec.core.jsontypes import JsonObject, JsonValue, is_int
 from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import clean_log, quoted
 from reprospec.core.results import ChildWarning, Execution
+from reprospec.core.signals import canonical_signal
 from reprospec.process.childprotocol import PROGRESS_EVENTS, STDERR, STDOUT
 from reprospec.process.stacks import without_our_frames
 
@@ -110,8 +111,8 @@ FORKED_EVENTS = frozenset({"preload_missed"})
 
 # What the engine's sitecustomize writes in every Python process of any attempt
 # (stackdump/sitecustomize.py, `_watch_children`): a child its multiprocessing reaped dead
-# of a signal.
-ENGINE_EVENTS = frozenset({"child_exit"})
+# of a signal, and a signal that kills it sent to another process (`os.kill`).
+ENGINE_EVENTS = frozenset({"child_exit", "signalled"})
 
 
 def allowed_events(
@@ -152,6 +153,10 @@ class Events:
     `child_exits`: the `child_exit` events, in order (a child a Python process of the
     attempt reaped dead of a signal: its pid, signal, process name, and whether it was a
     DataLoader worker), at most MAX_CHILD_EXITS.
+    `signalled`: (pid, signal) of each `signalled` event, at most MAX_KILLED: a Python
+    process of the attempt sent that pid (a negative one: that process group) a signal
+    that kills it (a test's teardown SIGKILLs the server it started), so that death is the
+    program's doing, never a crash.
     """
 
     phase: str | None = None
@@ -171,6 +176,7 @@ class Events:
     # The pid of a dataset probe that never said it ended (`dataset_probe` without `ended`).
     probing: int | None = None
     child_exits: tuple[Event, ...] = ()
+    signalled: frozenset[tuple[int, str]] = frozenset()
 
     @classmethod
     def of(cls, events: Iterable[Event]) -> Events:
@@ -189,6 +195,7 @@ class Events:
         untimed = False
         exited: Event | None = None  # the last worker_exit with an exit code, not a signal
         killed: set[int] = set()
+        signalled: set[tuple[int, str]] = set()
         child_exits: list[Event] = []
         probes: dict[int, None] = {}  # the probes started and not ended, in order
         marker_at: tuple[object, object] | None = None  # the last marker event's (phase, step)
@@ -217,6 +224,14 @@ class Events:
                 child_exits.append(event)
             elif name == "teardown" and isinstance(pids := event.get("pids"), list):
                 killed.update(p for p in pids[: MAX_KILLED - len(killed)] if is_int(p))
+            elif (
+                name == "signalled"
+                and is_int(pid := event.get("pid"))
+                and isinstance(sent := event.get("signal"), str)
+                and (signal := canonical_signal(sent)) is not None
+                and len(signalled) < MAX_KILLED
+            ):
+                signalled.add((pid, signal))
             elif name == "worker_busy":
                 busy[event.get("pid"), event.get("index")] = event
                 if len(busy) > MAX_BUSY:
@@ -263,6 +278,7 @@ class Events:
             last_t=last_t,
             untimed=untimed,
             killed=frozenset(killed),
+            signalled=frozenset(signalled),
             probing=next(reversed(probes), None),
             child_exits=tuple(child_exits),
         )

@@ -556,13 +556,9 @@ def reap_orphans(procs: Mapping[int, ProcInfo], root_pid: int | None) -> tuple[C
             continue
         if done != pid:
             continue
-        # Imported at the first child reaped: a program that starts none never needs it.
-        from reprospec.core.childexit import ChildExit
-
-        if os.WIFSIGNALED(status):
-            exits.append(ChildExit(pid, info.cmdline, signal=signal_name(os.WTERMSIG(status))))
-        elif os.WIFEXITED(status):
-            exits.append(ChildExit(pid, info.cmdline, exit_code=os.WEXITSTATUS(status)))
+        ended = _exit_of(status, info)
+        if ended is not None:
+            exits.append(ended)
     return tuple(exits)
 
 
@@ -587,13 +583,16 @@ def only_known_children() -> bool:
     return all(pid in known for pid in _own_children())
 
 
-def _exit_of(pid: int, status: int, cmdline: str) -> ChildExit | None:
+def _exit_of(status: int, info: ProcInfo) -> ChildExit | None:
+    """How the reaped process `info` ended (its group kept: a program's `os.killpg`)."""
+    # Imported at the first child reaped: a program that starts none never needs it.
     from reprospec.core.childexit import ChildExit
 
     if os.WIFSIGNALED(status):
-        return ChildExit(pid, cmdline, signal=signal_name(os.WTERMSIG(status)))
+        died = signal_name(os.WTERMSIG(status))
+        return ChildExit(info.pid, info.cmdline, signal=died, group=info.pgid)
     if os.WIFEXITED(status):
-        return ChildExit(pid, cmdline, exit_code=os.WEXITSTATUS(status))
+        return ChildExit(info.pid, info.cmdline, exit_code=os.WEXITSTATUS(status))
     return None
 
 
@@ -619,7 +618,7 @@ def reap_tagged_zombies(tag: int | None, root_pid: int | None) -> tuple[ChildExi
         except ChildProcessError:
             continue
         if done == pid and owner == tag:
-            ended = _exit_of(pid, status, info.cmdline)
+            ended = _exit_of(status, info)
             if ended is not None:
                 exits.append(ended)
     return tuple(exits)

@@ -11,6 +11,7 @@ shadows.
 
 from __future__ import annotations
 
+import _signal as _signal_numbers  # built in, imported at every interpreter's start
 import os
 import sys
 from typing import TYPE_CHECKING, NoReturn
@@ -435,15 +436,20 @@ def _watch_kills() -> None:
     kill, killpg = os.kill, os.killpg
 
     def _kill(pid: int, sig: int) -> None:
-        try:  # noqa: SIM105 (no contextlib: every Python process of the attempt imports this)
+        try:  # (no contextlib: every Python process of the attempt imports this)
             _sent.setdefault(int(pid), set()).add(int(sig))
+            if int(sig) in _DEATHS and int(pid) not in (0, -1, os.getpid()):
+                _signalled(int(pid), int(sig))
         except Exception:
             pass
         kill(pid, sig)
 
     def _killpg(pgid: int, sig: int) -> None:
-        try:  # noqa: SIM105
-            _sent_groups.setdefault(int(pgid) or os.getpgid(0), set()).add(int(sig))
+        try:
+            group = int(pgid) or os.getpgid(0)
+            _sent_groups.setdefault(group, set()).add(int(sig))
+            if int(sig) in _DEATHS and group != os.getpgid(0):
+                _signalled(-group, int(sig))
         except Exception:
             pass
         killpg(pgid, sig)
@@ -497,28 +503,60 @@ def _watch_poll(module: ModuleType) -> None:
     popen.poll = watched
 
 
+# The signals whose death of a child the engine calls a crash (core/signals.py's
+# CRASH_SIGNALS): one this process sends another is written as a `signalled` event, so
+# the death is its doing, wherever the child is reaped (by the engine, as an orphan).
+_DEATHS = frozenset(
+    getattr(_signal_numbers, name)
+    for name in ("SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGKILL",
+                 "SIGSEGV", "SIGXCPU", "SIGSYS")
+    if hasattr(_signal_numbers, name)
+)  # fmt: skip
+
+
+def _signalled(pid: int, number: int) -> None:
+    """Append the `signalled` event: this process sent `pid` a signal that kills it (a
+    test's teardown SIGKILLs the server it started); a negative `pid` is a process group,
+    as kill(2) takes it (`os.killpg`, `os.kill(-pgid, ...)`). Never raises."""
+    _write_event({"event": "signalled", "pid": pid, "signal": _signal_name(number)})
+
+
 def _child_died(popen: object, number: int) -> None:
     """Append the `child_exit` event (one write to the O_APPEND events file; never raises)."""
-    try:
-        import json
-        import signal
-        import time
-
-        try:
-            name = signal.Signals(number).name
-        except ValueError:
-            name = f"signal {number}"
-        process, loop = getattr(popen, "_reprospec_child", ("", False))
-        event = {
-            "t": round(time.time(), 4),
+    process, loop = getattr(popen, "_reprospec_child", ("", False))
+    _write_event(
+        {
             "event": "child_exit",
             "pid": getattr(popen, "pid", None),
-            "signal": name,
+            "signal": _signal_name(number),
             "name": process,
             "dataloader": loop,
             "parent": os.getpid(),
         }
-        fd = os.open(os.environ["REPROSPEC_EVENTS"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    )
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _write_event(fields: dict[str, object]) -> None:
+    """Append one event, stamped, to the attempt's events file: one write to the O_APPEND
+    file; nothing where there is none (a preload server); never raises."""
+    try:
+        import json
+        import time
+
+        path = os.environ.get("REPROSPEC_EVENTS")
+        if not path:
+            return
+        event = {"t": round(time.time(), 4), **fields}
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, (json.dumps(event) + "\n").encode())
         finally:

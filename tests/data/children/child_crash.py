@@ -15,6 +15,12 @@ Usage: python child_crash.py MODE [ARGS...]
     mp-parent-killpg   the same with os.killpg: the child leads a process group of its own
     subprocess CMD...  runs CMD with subprocess.run(check=True): CalledProcessError
     orphan             a child segfaults; the main exits without reaping it (the engine does)
+    fork-kill          an os.fork() child is SIGKILLed by the main process's os.kill, which
+                       raises RuntimeError without reaping it (the engine does): no crash
+    daemon-kill        the same of a double-forked daemon (a test's teardown of its server)
+    daemon-killpg      the same by os.killpg of the daemon's session (it leads its group)
+    fork-selfkill      an os.fork() child SIGKILLs itself (a crash); the main raises
+                       RuntimeError without reaping it
     main               the main process itself segfaults (a main crash, for contrast)
 """
 
@@ -77,6 +83,32 @@ def orphan() -> None:
     os._exit(1)
 
 
+def forked(kill_itself: bool = False) -> int:
+    """A child of os.fork() that sleeps (or SIGKILLs itself); the parent reaps it never."""
+    pid = os.fork()
+    if pid == 0:
+        if kill_itself:
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(60)
+        os._exit(0)
+    return pid
+
+
+def daemon() -> int:
+    """A double-forked daemon's pid (`redis-server --daemonize yes`); the parent's child exits."""
+    read, write = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.write(write, str(os.getpid()).encode())
+            time.sleep(60)
+            os._exit(0)
+        os._exit(0)
+    os.wait()
+    os.close(write)
+    return int(os.read(read, 32))
+
+
 def lead_a_group(ready: Event) -> None:
     os.setpgid(0, 0)
     ready.set()
@@ -103,6 +135,15 @@ def main() -> None:
             os.kill(process.pid or 0, signal.SIGKILL)
         process.join()
         raise RuntimeError(f"gave up on the worker: exit code {process.exitcode}")
+    if mode in ("fork-kill", "daemon-kill", "daemon-killpg", "fork-selfkill"):
+        pid = daemon() if mode.startswith("daemon") else forked(mode == "fork-selfkill")
+        time.sleep(0.3)
+        if mode == "daemon-killpg":
+            os.killpg(os.getpgid(pid), signal.SIGKILL)  # the session its setsid began
+        elif mode != "fork-selfkill":
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.3)
+        raise RuntimeError("the test failed after its teardown")
     if mode.startswith("mp-kill"):
         run_process(mode.removeprefix("mp-kill").lstrip("-") or "fork", killed)
     elif mode.startswith("mp-"):

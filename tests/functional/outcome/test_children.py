@@ -619,6 +619,26 @@ def test_a_child_its_parent_killed_itself_is_no_crash(
     judged(result, "error", None, "main")
 
 
+@pytest.mark.parametrize("mode", ["fork-kill", "daemon-kill", "daemon-killpg"])
+def test_a_child_the_program_killed_is_no_crash_where_the_engine_reaps_it(
+    runner: LocalRunner, tmp_path: Path, mode: str
+) -> None:
+    """rv70 3: a child of os.fork(), or a daemon, SIGKILLed by the program's own os.kill (a
+    test's teardown of the server it started), then reaped by the engine (no Python parent
+    polled it), was `crash SIGKILL (child ...)` where the program's RuntimeError is the
+    outcome: its sitecustomize now writes the kill it sent (a `signalled` event)."""
+    expect = Expectation("error", exception="RuntimeError")
+    result, execution = run_attempt(runner, [PY, CHILD_CRASH, mode], tmp_path, expect)
+    assert any(c.signal == "SIGKILL" for c in execution.child_exits), execution.child_exits
+    judged(result, "error", None, "main")
+
+
+def test_a_child_that_killed_itself_is_still_a_crash(runner: LocalRunner, tmp_path: Path) -> None:
+    """Its own os.kill(os.getpid(), SIGKILL) is no other process's doing: the crash stands."""
+    result, _ = run_attempt(runner, [PY, CHILD_CRASH, "fork-selfkill"], tmp_path, KILLED)
+    judged(result, "crash", "SIGKILL", "child")
+
+
 def test_a_pool_worker_sigkilled_before_the_hang_is_named(
     runner: LocalRunner, tmp_path: Path
 ) -> None:
