@@ -22,7 +22,7 @@ from reprospec.core.inputs import AttemptPlan
 from reprospec.core.words import NOT_PYTHON, stack_header, stacks_omitted
 from reprospec.errors import InfraError
 from reprospec.perturb.apply import variables
-from reprospec.process import leftovers
+from reprospec.process import leftovers, pidlimit
 from reprospec.process.childprotocol import STACK_TXT, ChildPaths, Instance, child_env
 from reprospec.process.output import Sink
 from reprospec.process.stacks import (
@@ -208,6 +208,9 @@ def container_config(
         },
         # The daemon keeps a copy of the output too: bound it (we read the stream live).
         "log_config": LogConfig(type="json-file", config={"max-size": "16m", "max-file": "2"}),
+        # The attempt's process limit (docs/limits.md), as the local runner's pids cgroup
+        # sets it: a fork bomb in a container filled the host's pid table (nu69 1).
+        "pids_limit": pidlimit.max_processes(),
     }
     if environment.shm_size is not None:
         config["shm_size"] = environment.shm_size

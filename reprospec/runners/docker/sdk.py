@@ -45,6 +45,7 @@ class ContainerConfig(_ContainerRequired, total=False):
     shm_size: int
     mem_limit: int
     memswap_limit: int
+    pids_limit: int
     cpuset_cpus: str
     device_requests: list[DeviceRequest]
     user: str

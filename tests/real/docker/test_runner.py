@@ -103,6 +103,35 @@ def test_abort_is_signal_6(runner: DockerRunner, tmp_path: Path) -> None:
 
 @needs_engine
 @pytest.mark.usefixtures("no_leftovers")
+def test_a_container_has_the_attempts_process_limit(
+    runner: DockerRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nu69 1: a container had no process limit, so a fork bomb under --runner docker
+    could fill the host's pid table where the local runner's stopped at 4,096. 60 sleeps
+    (a bounded loop, no bomb) under a limit of 24: the forks past it fail."""
+    from reprospec.process import pidlimit
+
+    monkeypatch.setenv(pidlimit.MAX_PROCESSES_VAR, "24")
+    code = (
+        "import subprocess\n"
+        "started = 0\n"
+        "for _ in range(60):\n"
+        "    try:\n"
+        "        subprocess.Popen(['sleep', '30'])\n"
+        "        started += 1\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print(started)\n"
+    )
+    execution = runner.run(make_plan(py(code), tmp_path), tmp_path / "a")
+    assert execution.infra_error is None
+    # The forks past the limit failed (the container's init and python hold two of 24).
+    started = int(execution.stdout_path.read_text())
+    assert 0 < started <= 22, (started, execution.stderr_path.read_text())
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
 def test_hang_is_killed_with_stacks(runner: DockerRunner, tmp_path: Path) -> None:
     code = (
         "import time\n"
