@@ -703,8 +703,13 @@ def _shell_signal(returncode: int, stderr: str, stdout: str) -> str | None:
         return None
     from reprospec.outcome.tracebacks import fatal_errors
 
-    # The proof: a faulthandler report of that signal, or a shell's "4242 Segmentation fault".
-    shell = re.compile(rf"\b\d+ {re.escape(describe_signal(candidate))}\b")
+    # The proof: a faulthandler report of that signal, a shell's "4242 Segmentation fault"
+    # (bash's), or the description alone on a line of stderr, as dash (/bin/sh here, the
+    # engine's own shell for a string command) prints it: `Hangup`, `Alarm clock` (nu68 3).
+    described = re.escape(describe_signal(candidate))
+    shell = re.compile(rf"\b\d+ {described}\b")
+    if re.search(rf"^{described}$", stderr, re.MULTILINE):
+        return candidate
     for text in (stderr, stdout):
         if shell.search(text) or any(f.signal == candidate for f in fatal_errors(text)):
             return candidate

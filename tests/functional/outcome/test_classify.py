@@ -293,6 +293,30 @@ def test_shell_wrapper_139_is_sigsegv(tmp_path: Path) -> None:
     assert "139" in (outcome.detail or "")
 
 
+@pytest.mark.parametrize("name", ["SIGHUP", "SIGALRM", "SIGUSR2"])
+def test_a_death_dash_reports_by_its_description_alone_is_a_crash(
+    tmp_path: Path, name: str
+) -> None:
+    """nu68 3: dash says `Hangup` (no pid, as bash's `4242 Hangup` has) for a program dead
+    of a signal outside the conventional crash set: that is the proof, and 129 was read as
+    `error exit 129`."""
+    code = f"import os, signal; os.kill(os.getpid(), signal.{name})"
+    execution = run_child(tmp_path, ["/bin/sh", "-c", f'{sys.executable} -c "{code}"; exit $?'])
+    outcome = classify(execution)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal) == ("crash", name), outcome
+
+
+def test_a_description_the_program_printed_mid_line_is_no_proof(tmp_path: Path) -> None:
+    """Only a line that is the description alone is dash's word: `got Hangup from the
+    modem` and exit 129 stay the program's own status."""
+    code = "import sys; print('got Hangup from the modem', file=sys.stderr); sys.exit(129)"
+    execution = run_child(tmp_path, [sys.executable, "-c", code])
+    outcome = classify(execution)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code) == ("error", 129), outcome
+
+
 def test_shell_wrapper_134_is_sigabrt(tmp_path: Path) -> None:
     execution = run_child(tmp_path, ["/bin/sh", "-c", f"{sys.executable} {BEHAVE} abort; exit $?"])
     outcome = classify(execution)
