@@ -53,6 +53,7 @@ class Needs:
     """What a spec asks of the machine (the most demanding of its cells)."""
 
     device: str = "cpu"
+    gpus: int = 0  # environment.gpus: the GPUs a cell needs visible, or it is an infra-error
     num_workers: int = 0
     prefetch_factor: int = 2
     batch_bytes: int | None = None
@@ -141,9 +142,20 @@ def check_shm(env: Captured, needs: Needs) -> Check:
 
 
 def check_device(env: Captured, needs: Needs) -> Check:
+    visible = len(gpus(env)) or whole(section(env, "torch").get("device_count"), 0)
+    if needs.gpus > visible:
+        # The run refuses such a cell (`needs 1 GPU, none visible`): doctor passed it (nu68 5).
+        have = f"{visible} visible" if visible else NO_GPU
+        return Check(
+            "device",
+            "fail",
+            f"the spec needs {needs.gpus} GPU{'s' if needs.gpus > 1 else ''} "
+            f"(environment.gpus) but this machine has {have}: its cells will end as infra-error",
+            "run it on a machine with enough GPUs, or lower environment.gpus",
+        )
     if not needs.device.startswith("cuda"):
         return Check("device", "pass", f"the spec runs on {needs.device}")
-    if not gpus(env) and not section(env, "torch").get("device_count"):
+    if not visible:
         return Check(
             "device",
             "fail",
@@ -265,6 +277,7 @@ def needs_of(
     """The most demanding of the resolved cells, each `(workload, environment)`; `ids`, the
     cells' ids in the same order, name the cells of each package list (`package_sets`)."""
     device, workers, prefetch, batch, shm, memory = "cpu", 0, 2, None, None, None
+    gpu_count = 0
     python: str | None = None
     lists: dict[tuple[str, ...], list[str]] = {}
     torch = False
@@ -280,6 +293,7 @@ def needs_of(
         wanted = str(workload.get("device") or environment.device or "cpu")
         if wanted.startswith("cuda"):
             device = wanted
+        gpu_count = max(gpu_count, environment.gpus)
         data = section(workload, "data")
         loader = section(data, "loader")
         if whole(loader.get("num_workers"), 0) >= workers:
@@ -296,6 +310,7 @@ def needs_of(
     packages = tuple(dict.fromkeys(p for each in lists for p in each))
     return Needs(
         device=device,
+        gpus=gpu_count,
         num_workers=workers,
         prefetch_factor=prefetch,
         batch_bytes=batch,

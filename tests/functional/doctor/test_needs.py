@@ -7,8 +7,11 @@ doctor (exit 1) on "torch is not installed", which no attempt of it would import
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.support.cli import SPECS, Cli
 
@@ -43,3 +46,15 @@ def test_a_command_spec_that_declares_torch_still_does(cli: Cli, tmp_path: Path)
     result = cli("doctor", str(spec), "--python", str(_no_torch(tmp_path)))
     assert result.code == 1, result.stdout + result.stderr
     assert "FAIL  torch" in result.stdout
+
+
+def test_a_spec_needing_a_gpu_fails_where_none_is_visible(cli: Cli, tmp_path: Path) -> None:
+    """nu68 5: `environment.gpus: 1` passed doctor here (no GPU), where its run is an
+    infra-error (`needs 1 GPU, none visible`)."""
+    spec = tmp_path / "g.yaml"
+    spec.write_text("reprospec: 1\nname: g\nenvironment: {gpus: 1}\ncommand: 'true'\n")
+    if shutil.which("nvidia-smi"):
+        pytest.skip("a machine with nvidia-smi may have the GPU the spec needs")
+    result = cli("doctor", str(spec))
+    assert result.code == 1, result.stdout + result.stderr
+    assert "FAIL  device            the spec needs 1 GPU (environment.gpus)" in result.stdout

@@ -395,3 +395,15 @@ def test_native_stacks_check_names_eu_stack_the_faster_reader() -> None:
     assert alone.why.endswith("gets no Python frames from its core (pip install py-spy)")
     spy = doctor.check_native_stacks(None, own, -1, "/usr/bin/eu-stack", "/venv/bin/py-spy")
     assert "py-spy" not in spy.why
+
+
+def test_environment_gpus_beyond_the_visible_ones_fail() -> None:
+    """nu68 5: `environment.gpus: 1` passed `doctor` on a machine with none (its device
+    check read only `device: cuda`), and every cell of the run was an infra-error."""
+    none = by_name(machine(), doctor.Needs(gpus=1))["device"]
+    assert none.status == "fail"
+    assert none.why.startswith("the spec needs 1 GPU (environment.gpus) but this machine has no")
+    two = machine(fields=ADA_FIELDS, csv=ADA)
+    assert by_name(two, doctor.Needs(gpus=3))["device"].status == "fail"
+    assert "has 2 visible" in by_name(two, doctor.Needs(gpus=3))["device"].why
+    assert by_name(two, doctor.Needs(gpus=2))["device"].status == "pass"
