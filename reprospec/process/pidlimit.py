@@ -10,8 +10,9 @@ ATTEMPT_MAX_PROCESSES (docs/limits.md, "Processes"):
   exec (`procs_file`: the starter, the preexec_fn or the preload server's fork writes
   0 there), so it and all it starts are inside from the program's first instruction,
   and the engine's threads and other attempts are not;
-- else, not as root, an RLIMIT_NPROC on the root (it counts the user's processes,
-  so it is set to what the user runs now plus the limit; root ignores it);
+- else, not as root, an RLIMIT_NPROC on the root, set before it runs (the starter or
+  the preexec_fn set it; it counts the user's threads, so it is set to what the user runs
+  now plus the limit; root ignores it);
 - else nothing: `Limit.note` says so once.
 
 An engine killed before it removed an attempt's cgroup (SIGKILL, the OOM killer)
@@ -233,19 +234,37 @@ def _remove_pool() -> None:
             folder.rmdir()
 
 
-def after_start(limit: Limit, pid: int) -> None:
-    """Without a cgroup, not as root: the root's RLIMIT_NPROC (the user's count + the limit)."""
+def user_limit(limit: Limit) -> int | None:
+    """Without a cgroup, not as root: the RLIMIT_NPROC the root gets, what the user runs now
+    plus the limit; None where a cgroup limits it, or as root (whom RLIMIT_NPROC does not
+    bind). The kernel counts the user's threads, not processes: a user with a process of
+    4,000 threads had every attempt's threads refused at a limit sized by processes (rv70 1).
+    """
     if limit.cgroup is not None or os.geteuid() == 0:
-        return
-    uid = os.getuid()
-    mine = 0
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if entry.stat().st_uid == uid:
-                    mine += 1
-    with contextlib.suppress(OSError, ValueError):
-        resource.prlimit(pid, resource.RLIMIT_NPROC, (mine + limit.max_processes,) * 2)
+        return None
+    return user_threads(os.getuid()) + limit.max_processes
+
+
+def user_threads(uid: int) -> int:
+    """The threads of `uid`'s processes now: one stat of each /proc/PID/task, whose link
+    count is its threads plus two (procfs)."""
+    count = 0
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError):
+                    task = Path(entry.path, "task").stat()
+                    if task.st_uid == uid:
+                        count += max(1, task.st_nlink - 2)
+    return count
+
+
+def after_start(pid: int, nproc: int | None) -> None:
+    """A root the engine could not start with its RLIMIT_NPROC (a preload server's fork):
+    set it now."""
+    if nproc is not None:
+        with contextlib.suppress(OSError, ValueError):
+            resource.prlimit(pid, resource.RLIMIT_NPROC, (nproc, nproc))
 
 
 def members(limit: Limit) -> set[int]:

@@ -316,13 +316,14 @@ def run_process(
     try:
         # The root joins the cgroup itself, whichever way it starts.
         cgroup = pidlimit.procs_file(limit)
+        nproc = pidlimit.user_limit(limit)
         if start is not None:
             proc = start(child_env, tag, cgroup)
+            pidlimit.after_start(proc.pid, nproc)
         else:
             proc = popen_attempt(
-                argv, env=child_env, cwd=cwd, native=native, tag=tag, cgroup=cgroup
+                argv, env=child_env, cwd=cwd, native=native, tag=tag, cgroup=cgroup, nproc=nproc
             )
-        pidlimit.after_start(limit, proc.pid)
     except BaseException as exc:
         tree.RUNNING_TAGS.discard(tag)
         pidlimit.kill(limit)

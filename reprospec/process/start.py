@@ -118,10 +118,14 @@ Start = Callable[[Mapping[str, str], int, str | None], ChildHandle]
 
 
 def _child_setup(
-    tag: int, parent: int, cgroup: str | None, then: Callable[[], None] | None
+    tag: int,
+    parent: int,
+    cgroup: str | None,
+    then: Callable[[], None] | None,
+    nproc: int | None = None,
 ) -> Callable[[], None]:
     """What the attempt's leader runs between fork and exec: its tag, death with its parent,
-    its cgroup (the starter's steps, starter.c).
+    its cgroup or its RLIMIT_NPROC (the starter's steps, starter.c).
 
     Only async-signal-safe work here (the engine has threads): setrlimit, prctl, a write.
     """
@@ -138,6 +142,9 @@ def _child_setup(
         if cgroup is not None:
             with contextlib.suppress(OSError):
                 pidlimit.join(cgroup)
+        if nproc is not None:
+            with contextlib.suppress(OSError, ValueError):
+                resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
         if then is not None:
             then()
 
@@ -152,10 +159,12 @@ def popen_attempt(
     native: native_stacks.Capture | None = None,
     tag: int,
     cgroup: str | None = None,
+    nproc: int | None = None,
 ) -> ChildHandle:
     """Start an attempt's root: its own session, stdin from /dev/null, stdout and stderr
-    piped, the attempt's tag, death with the engine, and the cgroup whose cgroup.procs
-    is `cgroup` joined (pidlimit.procs_file).
+    piped, the attempt's tag, death with the engine, the cgroup whose cgroup.procs is
+    `cgroup` joined (pidlimit.procs_file), and RLIMIT_NPROC `nproc` where no cgroup limits
+    it (pidlimit.user_limit), both before the root runs anything.
 
     Through the starter (starter.py) when this machine has one: the engine spawns it
     and it sets the working directory, the tag, the death signal and the cgroup, then
@@ -168,14 +177,16 @@ def popen_attempt(
     if found.path is not None:
         try:
             return _through_starter(
-                found.path, argv, env=env, cwd=cwd, tag=tag, cores=cores, cgroup=cgroup
-            )
+                found.path, argv, env=env, cwd=cwd, tag=tag, cores=cores, cgroup=cgroup,
+                nproc=nproc,
+            )  # fmt: skip
         except OSError as exc:
             if exc.filename != str(found.path):
                 raise  # the command, or the working directory: not the starter
             starter.lost(str(exc))
     # The tag, PR_SET_PDEATHSIG and the cgroup; RLIMIT_CORE with `native`: the child's only.
-    setup = _child_setup(tag, os.getpid(), cgroup, native_stacks.allow_cores if cores else None)
+    then = native_stacks.allow_cores if cores else None
+    setup = _child_setup(tag, os.getpid(), cgroup, then, nproc)
     return _popen_root(list(argv), env=env, cwd=cwd, preexec_fn=setup)
 
 
@@ -197,6 +208,7 @@ def _through_starter(
     tag: int,
     cores: bool,
     cgroup: str | None,
+    nproc: int | None = None,
 ) -> SpawnedRoot:
     """Start the root through the starter with posix_spawn; a chdir or exec that fails raises
     as Popen's would.
@@ -214,11 +226,12 @@ def _through_starter(
         out_read, out_write = _pipe(opened)
         err_read, err_write = _pipe(opened)
         fail_read, fail_write = _pipe(opened)
-        # starter.c: ERRFD TAG PARENT CORES CWD CGROUP PATH ARGV0 [ARG...]
+        # starter.c: ERRFD TAG PARENT CORES CWD CGROUP NPROC PATH ARGV0 [ARG...]
         args = [str(path), str(_ERRFD), str(tag), str(os.getpid()), "01"[cores], str(cwd)]
+        limits = [cgroup or "", str(nproc) if nproc is not None else ""]
         pid = os.posix_spawn(
             str(path),
-            [*args, cgroup or "", program, *argv],
+            [*args, *limits, program, *argv],
             env,
             file_actions=[
                 (os.POSIX_SPAWN_DUP2, _devnull(), 0),

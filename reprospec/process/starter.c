@@ -1,7 +1,7 @@
 /* The attempt starter: what an attempt's leader does between the engine's spawn and
  * the attempt's exec, as a program (starter.py builds it, start.py runs it).
  *
- *     starter ERRFD TAG PARENT CORES CWD CGROUP PATH ARGV0 [ARG...]
+ *     starter ERRFD TAG PARENT CORES CWD CGROUP NPROC PATH ARGV0 [ARG...]
  *
  * 1. CWD (if not empty) becomes the working directory;
  * 2. its tag: the soft RLIMIT_LOCKS becomes TAG (watchdog.py), if the hard limit allows;
@@ -12,6 +12,9 @@
  *    instruction; a write that fails leaves the attempt unlimited, as the engine's own
  *    join did;
  * 5. CORES "1": the soft RLIMIT_CORE rises to the hard limit (native stacks from cores);
+ *    NPROC (if not empty): RLIMIT_NPROC, soft and hard, becomes NPROC (the process limit
+ *    where no cgroup is, pidlimit.py): set here, before the root can fork (a /bin/sh -c
+ *    root forks its program at once, which a limit set after the start never reached);
  * 6. signals 32 and 33 back at their default: glibc's posix_spawn sets its two internal
  *    signals to "ignore" in the child, which exec would keep (a Popen child has neither
  *    ignored, and a program that is not glibc's may use them);
@@ -40,6 +43,7 @@
 
 #define RLIMIT_LOCKS_ 10
 #define RLIMIT_CORE_ 4
+#define RLIMIT_NPROC_ 6
 #define PR_SET_PDEATHSIG_ 1
 #define SIGKILL_ 9
 #define F_SETFD_ 2
@@ -120,6 +124,11 @@ static void raise_soft_limit(int resource, unsigned long long to_max, unsigned l
     sys6(SYS_prlimit64, 0, resource, (long)&limit, 0);
 }
 
+static void set_limit(int resource, unsigned long long value) {
+    struct rlimit64_ limit = {value, value};
+    sys6(SYS_prlimit64, 0, resource, (long)&limit, 0);
+}
+
 /* Tell the engine why: errno and the step that failed. */
 static void fail(long errfd, long failed, int step) {
     int report[2] = {(int)-failed, step};
@@ -142,7 +151,7 @@ static void default_action(int signal) {
 
 static void start(int argc, char **argv, char **envp) {
     if (argc == 1) leave(0);
-    if (argc < 9) leave(126);
+    if (argc < 10) leave(126);
     long long errfd = number(argv[1]), tag = number(argv[2]), parent = number(argv[3]);
     if (errfd < 0 || tag < 0 || parent < 0) leave(126);
     if (argv[5][0]) {
@@ -154,13 +163,17 @@ static void start(int argc, char **argv, char **envp) {
     if (sys6(SYS_getppid, 0, 0, 0, 0) != parent) leave(125);
     if (argv[6][0]) join_cgroup(argv[6]);
     if (argv[4][0] == '1') raise_soft_limit(RLIMIT_CORE_, 1, 0);
+    if (argv[7][0]) {
+        long long nproc = number(argv[7]);
+        if (nproc > 0) set_limit(RLIMIT_NPROC_, (unsigned long long)nproc);
+    }
     default_action(SIGCANCEL_);
     default_action(SIGSETXID_);
     /* Before Linux 5.9 there is no close_range (ENOSYS): the engine's are close-on-exec. */
     if (errfd > 3) sys6(SYS_close_range, 3, errfd - 1, 0, 0);
     sys6(SYS_close_range, errfd + 1, ~0U, 0, 0);
     sys6(SYS_fcntl, errfd, F_SETFD_, FD_CLOEXEC_, 0);
-    fail(errfd, sys6(SYS_execve, (long)argv[7], (long)(argv + 8), (long)envp, 0), 0);
+    fail(errfd, sys6(SYS_execve, (long)argv[8], (long)(argv + 9), (long)envp, 0), 0);
 }
 
 #ifdef STARTER_NOLIBC

@@ -176,8 +176,9 @@ def _works(path: Path) -> bool:
     """
     read_end, write_end = os.pipe2(os.O_CLOEXEC)
     try:
-        # ERRFD TAG PARENT CORES CWD CGROUP PATH ARGV0 (starter.c)
-        argv = [str(path), str(write_end), "0", str(os.getpid()), "0", "", "", str(path), "starter"]
+        # ERRFD TAG PARENT CORES CWD CGROUP NPROC PATH ARGV0 (starter.c)
+        steps = [str(write_end), "0", str(os.getpid()), "0", "", "", ""]
+        argv = [str(path), *steps, str(path), "starter"]
         done = subprocess.run(
             argv,
             stdin=subprocess.DEVNULL,

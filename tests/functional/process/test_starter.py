@@ -63,10 +63,11 @@ def _start(
     tag: int,
     env: dict[str, str] | None = None,
     cgroup: str | None = None,
+    nproc: int | None = None,
 ) -> tuple[int, bytes, bytes]:
     """Start a root as run_process does, read what it printed (a few lines), wait for it."""
     environ = env or dict(os.environ)
-    proc = start.popen_attempt(argv, env=environ, cwd=tmp_path, tag=tag, cgroup=cgroup)
+    proc = start.popen_attempt(argv, env=environ, cwd=tmp_path, tag=tag, cgroup=cgroup, nproc=nproc)
     output = []
     for pipe in (proc.stdout, proc.stderr):
         assert pipe is not None
@@ -253,3 +254,15 @@ def test_the_root_joins_the_cgroup_it_is_given(tmp_path: Path) -> None:
     finally:
         pidlimit.kill(limit)
         pidlimit.remove(limit)
+
+
+@pytest.mark.usefixtures("way")
+def test_the_roots_first_child_has_the_process_limit(tmp_path: Path) -> None:
+    """rv70 2: without a cgroup the limit was the root's RLIMIT_NPROC set after it started,
+    and a /bin/sh -c root had forked its program by then, which ran unlimited. Now the
+    starter (or the preexec_fn) sets it before the exec: the shell's child has it."""
+    line = "cat /proc/self/limits"
+    returncode, out, err = _start(["/bin/sh", "-c", f"{line}; exit $?"], tmp_path, 1, nproc=777)
+    assert returncode == 0, err
+    (row,) = [r for r in out.decode().splitlines() if r.startswith("Max processes")]
+    assert row.split()[2:4] == ["777", "777"], row
