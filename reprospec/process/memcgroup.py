@@ -20,6 +20,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import threading
+import weakref
 from pathlib import Path
 
 from reprospec.core.units import format_size
@@ -96,13 +98,31 @@ def own_counter() -> Path | None:
     return None
 
 
+# The watches of the attempts running now: a kill counted in the engine's cgroup while two
+# ran is either's (rv70 4: one attempt's OOM kill was every parallel attempt's).
+# Weak: a watch dropped without its `said()` (an error on the way) leaves with its owner.
+_watching: weakref.WeakSet[OomWatch] = weakref.WeakSet()
+_watching_lock = threading.Lock()
+
+
 class OomWatch:
-    """The OOM kills in the engine's memory cgroup between `__init__` and `killed()`."""
+    """The OOM kills in the engine's memory cgroup between `__init__` and `said()`.
+
+    `shared`: another attempt ran in the same cgroup for part of that time (`-j`), so a
+    kill counted may have been its: `said()` says so, and the runner does not call the
+    attempt's SIGKILL the OOM killer's."""
 
     def __init__(self) -> None:
         self._path = own_counter()
         self._fd = _held(self._path) if self._path is not None else None
         self._before = _pread(self._fd) if self._fd is not None else None
+        self.shared = False
+        if self._fd is not None:
+            with _watching_lock:
+                for other in _watching:
+                    other.shared = True
+                self.shared = bool(_watching)
+                _watching.add(self)
 
     def killed(self) -> int:
         """How many processes the kernel killed for memory since this watch began."""
@@ -113,12 +133,20 @@ class OomWatch:
 
     def said(self) -> str | None:
         """`the kernel's OOM killer killed 1 process in the attempt's memory cgroup (its
-        limit: 200.0 MiB)`, or None where it killed none. A limit of an enclosing cgroup
-        (a Slurm job's, above its step's) is not this folder's, and not said."""
+        limit: 200.0 MiB)`, or None where it killed none; the watch ends. A limit of an
+        enclosing cgroup (a Slurm job's, above its step's) is not this folder's, and not
+        said. A `shared` watch says the kills may have been another attempt's."""
+        with _watching_lock:
+            _watching.discard(self)
         kills = self.killed()
         if not kills or self._path is None:
             return None
         said = f"{oom_killed(kills)} in the attempt's memory cgroup"
+        if self.shared:
+            said = (
+                f"{oom_killed(kills)} in the memory cgroup this attempt shared with others "
+                "running at once (-j): not known to be this attempt's"
+            )
         limit = _limit(self._path.parent / _LIMITS[self._path.name])
         return f"{said} (its limit: {format_size(limit)})" if limit is not None else said
 

@@ -549,7 +549,13 @@ class LocalRunner:
             if launcher is not None:  # the attempt is over: its server may be stopped
                 launcher.release()
             competitors.stop_load(load, log_dir)
-            oom = perturbing.finish(applied) or oom_watch.said()
+            # perturb.memory_limit's cgroup is the attempt's alone: its count is certain.
+            own, engine_wide = perturbing.finish(applied), oom_watch.said()
+            if own is None and engine_wide is not None and oom_watch.shared:
+                # Maybe another attempt's kill: a warning, never the SIGKILL's name.
+                warnings.append(engine_wide)
+                engine_wide = None
+            oom = own or engine_wide
             if watched is not None:
                 native.WATCH.release(watched)
             if matcher is not None:

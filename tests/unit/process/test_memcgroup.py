@@ -45,6 +45,30 @@ def test_a_watch_says_the_kills_counted_since_it_began(
     assert watch.said() == (f"{said} (its limit: {said_limit})" if said_limit else said)
 
 
+def test_a_kill_while_attempts_ran_at_once_is_no_ones_for_certain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rv70 4: under -j the attempts share the engine's cgroup, and one attempt's OOM kill
+    was every other's too (a passing one got the warning, a self-SIGKILL was "by the OOM
+    killer"). Watches that overlapped say the kill is not known to be theirs."""
+    path = tmp_path / "memory.oom_control"
+    path.write_text(V1_OOM_CONTROL.format(n=0))
+    monkeypatch.setattr(memcgroup, "own_counter", lambda: path)
+    first = memcgroup.OomWatch()
+    second = memcgroup.OomWatch()
+    path.write_text(V1_OOM_CONTROL.format(n=1))
+    assert first.shared
+    assert second.shared
+    said = first.said()
+    assert said is not None
+    assert said.endswith("shared with others running at once (-j): not known to be this attempt's")
+    assert second.said() == said
+    alone = memcgroup.OomWatch()  # both ended before it began
+    path.write_text(V1_OOM_CONTROL.format(n=2))
+    assert not alone.shared
+    assert alone.said() == "the kernel's OOM killer killed 1 process in the attempt's memory cgroup"
+
+
 def test_no_counter_is_no_kill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(memcgroup, "own_counter", lambda: None)
     assert memcgroup.OomWatch().said() is None
