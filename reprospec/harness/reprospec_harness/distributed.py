@@ -388,11 +388,16 @@ def supervise(dist: Settings, phases: Sequence[str], requested_device: str) -> i
             if process.exitcode is None and process.pid is not None:  # (started: it has one)
                 _kill_tree([process.pid])
                 process.join()
-        with contextlib.suppress(OSError):
-            for path in list(Path(report_dir).iterdir()):
-                path.unlink()
-            Path(report_dir).rmdir()
+        _remove_reports(report_dir)
         del store
+
+
+def _remove_reports(report_dir: str) -> None:
+    """The ranks' report folder, emptied and removed (none left in a shared TMPDIR)."""
+    with contextlib.suppress(OSError):
+        for path in list(Path(report_dir).iterdir()):
+            path.unlink()
+        Path(report_dir).rmdir()
 
 
 def _watch(ranks: _Ranks, report_dir: str) -> int:
@@ -480,6 +485,8 @@ def _first_failure(ranks: _Ranks, failed: list[tuple[int, int]], report_dir: str
         name = signal.Signals(-code).name
         events.emit("rank_exit", signal=name, **detail)
         sys.stderr.write(f"reprospec harness: rank {rank} (pid {detail['pid']}) died of {name}\n")
+        # The signal ends this process inside supervise's try: its finally never runs (rv70 7).
+        _remove_reports(report_dir)
         _die_of(-code)
     events.emit("rank_exit", exit_code=code, **detail)
     with contextlib.suppress(OSError), (Path(report_dir) / f"rank-{rank}.txt").open() as handle:

@@ -135,6 +135,22 @@ def test_a_rank_that_dies_ends_the_job_as_it_died(cli: Cli, tmp_path: Path) -> N
         assert [p.pid for p in stacks.processes] == [rank_pids[1]]
 
 
+def test_a_rank_dead_of_a_signal_leaves_no_report_folder_in_a_shared_tmp(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """rv70 7: the supervisor ends itself with the rank's signal inside the try whose
+    finally removes the ranks' report folder, so each such attempt left one in TMPDIR,
+    the machine's under `environment.shared_tmp`."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    spec = tmp_path / "dies.yaml"
+    text = SPEC.replace("BACKEND", "gloo")
+    spec.write_text(text.replace("{device: cpu}", "{device: cpu, shared_tmp: true}"))
+    result = cli("run", str(spec), "-m", "fault=segfault", env={"TMPDIR": str(shared)})
+    assert result.code == 0, result.stderr
+    assert not list(shared.glob("reprospec-ranks-*"))
+
+
 def test_nccl_without_gpus_is_an_infra_error(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "nccl.yaml"
     spec.write_text(SPEC.replace("BACKEND", "nccl"))
