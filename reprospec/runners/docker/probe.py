@@ -19,6 +19,7 @@ from reprospec.environment import packages
 from reprospec.environment.probe import without_our_path
 from reprospec.errors import FatalError
 from reprospec.process import leftovers
+from reprospec.process.stacks import STACK_DIR_VAR
 from reprospec.runners.docker.container import IN_HARNESS, IN_STACKDUMP
 from reprospec.runners.docker.engine import (
     ENVINFO_TIMEOUT_S,
@@ -75,7 +76,7 @@ def packages_refused(runner: ProbeHost, plan: AttemptPlan, log_dir: Path) -> str
         key = (image, tuple(requirements))
         if key in runner._package_checks:
             return runner._package_checks[key]
-        config["environment"].pop("REPROSPEC_CELL", None)
+        _no_attempt_files(config)
         config["labels"] = {LABEL: config["labels"][LABEL], "org.reprospec.probe": "1"}
         reason: str | None
         try:
@@ -101,6 +102,14 @@ def packages_refused(runner: ProbeHost, plan: AttemptPlan, log_dir: Path) -> str
         return reason
 
 
+def _no_attempt_files(config: ContainerConfig) -> None:
+    """A probe is no attempt: no cell, and no stack or end records of its processes, which
+    the sitecustomize wrote into the run folder it was given (`stack-7.txt`, `ended-7.txt`
+    beside results.json after every docker run: nu69 8)."""
+    for name in ("REPROSPEC_CELL", STACK_DIR_VAR):
+        config["environment"].pop(name, None)
+
+
 def package_versions(runner: ProbeHost, image: str, plan: AttemptPlan) -> dict[str, str]:
     """The versions `packages_refused` found in `image` for the plan's packages ({} where it
     has not asked)."""
@@ -124,7 +133,7 @@ def capture_environment(runner: ProbeHost, plan: AttemptPlan, log_dir: Path) -> 
         torch = [] if plan.uses_torch else ["--no-torch"]
         argv = ["python3", "-m", "reprospec_harness.envinfo", *named, *torch]
         client, image, config = runner._container_config(plan, argv, log_dir, harness=True)
-        config["environment"].pop("REPROSPEC_CELL", None)
+        _no_attempt_files(config)
         config["labels"] = {LABEL: config["labels"][LABEL], "org.reprospec.envinfo": "1"}
         record = log_dir / f"{leftovers.INFLIGHT_PREFIX}envinfo.json"
         with fresh_container(client, config, record) as container:
