@@ -51,6 +51,10 @@ def render(run: RunResult, fmt: str) -> str:
     # What a spec or a child wrote is text in every format: its control characters
     # are written out (logtext.printable), never sent to whoever reads the output
     # (HTML escapes everything itself and runs no script but its own).
+    if fmt in ("md", "html", "junit", "github"):
+        from reprospec.report.paths import with_short_commands
+
+        run = with_short_commands(run)
     if fmt == "md":
         from reprospec.report.markdown import render_markdown
         from reprospec.report.markup import printable_report

@@ -18,9 +18,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from reprospec.core.lazyre import Lazy
+
+if TYPE_CHECKING:
+    from reprospec.core.results import AttemptResult, Outcome, RunResult
 
 # A path starts where no path character precedes it (so `/a/b` inside `/x/a/b` is not one).
 _BEFORE = r"(?<![\w.~/-])"
@@ -141,3 +146,41 @@ def _personal(name: str) -> bool:
 
 
 __all__ = ["HOME", "USER", "PathNames", "shared"]
+
+
+def with_short_commands(run: RunResult) -> RunResult:
+    """`run` with the command lines its outcomes name (`crash SIGSEGV (child: CMD)`, a hang
+    after a child died) shortened as the report's paths are: every view of the run names
+    them alike. report.md's headline said `<venv>/bin/python3` where its standalone line,
+    the HTML page, the GitHub summary and the JUnit properties said the absolute path
+    (nu68 6). results.json keeps them as they were."""
+    if not run.paths:
+        return run
+    names = PathNames(run.paths)
+
+    def shown(outcome: Outcome) -> Outcome:
+        child = outcome.crashed_child
+        if child is not None and child.cmdline:
+            child = replace(child, cmdline=names.shorten(child.cmdline))
+        cmdline = names.shorten(outcome.cmdline) if outcome.cmdline else outcome.cmdline
+        return replace(outcome, cmdline=cmdline, crashed_child=child)
+
+    def attempts(found: tuple[AttemptResult, ...]) -> tuple[AttemptResult, ...]:
+        return tuple(
+            replace(a, outcome=shown(a.ran)) if a.ran is not None and _named(a.ran) else a
+            for a in found
+        )
+
+    cells = tuple(
+        replace(c, attempts=attempts(c.attempts))
+        if any(a.ran is not None and _named(a.ran) for a in c.attempts)
+        else c
+        for c in run.cells
+    )
+    return replace(run, cells=cells)
+
+
+def _named(outcome: Outcome) -> bool:
+    """Whether the outcome names a command line (most name none: nothing to copy)."""
+    child = outcome.crashed_child
+    return bool(outcome.cmdline or (child is not None and child.cmdline))

@@ -144,7 +144,11 @@ def test_a_crashed_childs_command_is_named_short_and_cut_between_arguments(
     assert f"<venv>/bin/{Path(sys.executable).name} -c import ctypes;" in first
     # Cut between arguments, never inside one.
     assert "--a-long-)" not in report
-    assert "--a-long-argument-that-does-not-fit)" in first or "ctypes; ...)" in first
+    # (Named short first: `<venv>` leaves room for more of its words than the path did.)
+    assert any(
+        cut in first
+        for cut in ("--a-long-argument-that-does-not-fit)", "string_at(0) ...)", "ctypes; ...)")
+    )
 
 
 def test_a_private_tmpdir_and_a_long_command_read_short() -> None:
