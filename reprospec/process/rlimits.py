@@ -37,12 +37,18 @@ def namespaces_permitted() -> str | None:
 
 
 def wrap_argv(
-    argv: Sequence[str], environment: Environment, launch_options: Sequence[str] = ()
+    argv: Sequence[str],
+    environment: Environment,
+    launch_options: Sequence[str] = (),
+    *,
+    torch: bool = True,
 ) -> tuple[list[str], list[str]]:
     """Return (argv that applies the limits of `environment`, warnings for limits not applied).
 
     `launch_options` are more options for launch.py (an instance's `--barrier DIR
-    --instance N`): with them, the argv always goes through launch.py.
+    --instance N`): with them, the argv always goes through launch.py. `torch`: whether
+    the spec says it uses torch (AttemptPlan.uses_torch), whose import a small `memory`
+    breaks; a command that says nothing of torch is not warned of it at every attempt.
     """
     options: list[str] = list(launch_options)
     warnings: list[str] = []
@@ -68,7 +74,7 @@ def wrap_argv(
             )
         else:
             options += ["--memory", str(size)]
-            if size < TORCH_IMPORT_FLOOR:
+            if torch and size < TORCH_IMPORT_FLOOR:
                 warnings.append(
                     f"memory {memory} is below ~650 MB of address space: "
                     "`import torch` itself is likely to fail"

@@ -437,7 +437,9 @@ class LocalRunner:
         if refused_path is not None:
             launch_options += [*applied.launch_options, "--refused", str(refused_path)]
         try:
-            argv, limit_warnings = rlimits.wrap_argv(argv, plan.environment, launch_options)
+            argv, limit_warnings = rlimits.wrap_argv(
+                argv, plan.environment, launch_options, torch=plan.uses_torch
+            )
         except FatalError as exc:
             perturbing.finish(applied)
             return infra(str(exc))

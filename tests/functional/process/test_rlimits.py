@@ -142,3 +142,23 @@ def test_a_memory_limit_for_some_cells_only(cli: Cli, tmp_path: Path) -> None:
     assert done.code == 0, done.stdout + done.stderr
     verdicts = {c["id"]: c["verdict"] for c in done.results()["cells"]}
     assert verdicts == {"mem=200m": "reproduced", "mem=null": "reproduced"}
+
+
+def test_a_small_memory_warns_of_torchs_import_only_where_the_spec_uses_torch(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """nu69 10: `memory: 300m` on a command that says nothing of torch warned at every
+    attempt that `import torch` would likely fail. Said where the spec uses torch."""
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(
+        "reprospec: 1\nname: plain\nenvironment: {memory: 300m}\ncommand: 'true'\n"
+        "run: {repeat: 2}\n"
+    )
+    ran = cli("run", str(plain))
+    assert ran.code == 0, ran.stderr
+    for attempt in ran.results()["cells"][0]["attempts"]:
+        assert not any("import torch" in w for w in attempt.get("warnings", [])), attempt
+    _, warnings = rlimits.wrap_argv(
+        ["true"], Environment.from_section({"memory": "300m"}, Path.cwd()), torch=True
+    )
+    assert any("`import torch` itself is likely to fail" in w for w in warnings)
