@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -99,18 +101,32 @@ def _verify(packed: Packed, run: RunResult, run_dir: Path) -> int:
         "run tried it where its attempts differed)",
         file=sys.stderr,
     )
-    check = verify(packed, run, run_dir, _execute)
+    cancel = threading.Event()
+    check = verify(packed, run, run_dir, _executor(cancel))
     for warning in outside_warnings(check):
         print(f"reprospec: warning: {warning}", file=sys.stderr)
     for line in report_lines(check, packed.path, run.run_id):
         print(line)
-    if check.interrupted:
+    if check.interrupted or cancel.is_set():  # a stop while it printed is not raised
         return EXIT_INTERRUPTED
     return 0 if check.reproduced else EXIT_NOT_REPRODUCED
 
 
-def _execute(plan: RunPlan) -> RunResult:
-    """One run of the unpacked spec with `run`'s progress lines; Ctrl-C stops it."""
+def _executor(cancel: threading.Event) -> Callable[[RunPlan], RunResult]:
+    """One run of the unpacked spec with `run`'s progress lines; Ctrl-C stops it.
+
+    Once a run is stored, a stop is not raised but set in `cancel` (commands/run.execute
+    writes the run whole), one event for every run of the verify: a stop after a run's
+    last attempt, or between two runs, stops the verify, where the next run went on as if
+    no Ctrl-C had come (nu68 2)."""
     from reprospec.commands.run import execute
 
-    return execute(plan, plan.options)
+    def run(plan: RunPlan) -> RunResult:
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        result = execute(plan, plan.options, cancel=cancel)
+        if cancel.is_set() and not result.interrupted:
+            raise KeyboardInterrupt
+        return result
+
+    return run

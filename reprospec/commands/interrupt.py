@@ -23,10 +23,16 @@ from reprospec.core.logtext import printable
 _STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def install_stop_handlers(cancel: threading.Event) -> None:
+def install_stop_handlers(
+    cancel: threading.Event, deferral: safepoint.Deferral | None = None
+) -> None:
     """SIGTERM, Ctrl-C and SIGHUP stop the verb: partial results, exit 130. `cancel` is set
     first, in the handler, so an attempt that the same signal killed is known to have been
     stopped, not to have crashed.
+
+    Once `deferral` has begun (the engine's run is stored: pipeline/stages.py), the stop is
+    `cancel` alone, not raised: the engine stops its attempts on it and then writes all it
+    has, where a KeyboardInterrupt raised in that writing lost it (nu68 2).
 
     SIGHUP is a closed terminal (or an ssh session that dropped): its default action killed
     the engine where it stood, so a run stopped so had no results.json, no report and read
@@ -51,6 +57,10 @@ def install_stop_handlers(cancel: threading.Event) -> None:
             return
         stopping.set()
         cancel.set()
+        if deferral is not None and deferral.begun:
+            # The engine reads `cancel`; a stop owed from before it began is that one too.
+            owed.clear()
+            return
         if not safepoint.can_raise_in(frame):
             owed.set()
             safepoint.redeliver()

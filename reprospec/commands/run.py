@@ -124,8 +124,13 @@ def run(args: argparse.Namespace) -> int:
         )
     if request.confirm is not None:
         confirm_foreign(request.confirm, plan)
+    cancel = threading.Event()
     result = execute(
-        plan, request.options, resume=request.resume, whole=reads_whole_cells(request.format)
+        plan,
+        request.options,
+        resume=request.resume,
+        whole=reads_whole_cells(request.format),
+        cancel=cancel,
     )
     print_outcome(result, request.format, request.out)
     write_github_summary(result)
@@ -141,26 +146,55 @@ def run(args: argparse.Namespace) -> int:
     code = exit_code_for(result)
     if code != 0 and request.report_note is not None:
         print(request.report_note, file=sys.stderr)
+    if cancel.is_set() and not result.interrupted:
+        # Stopped once every attempt had ended: the run is complete and written, and the
+        # stop is still obeyed, as a script that chains the next step expects (nu68 2).
+        from reprospec.errors import EXIT_INTERRUPTED
+
+        print(
+            "reprospec: interrupted after the last attempt had ended: the run is complete "
+            "(nothing to resume)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     return code
 
 
 def execute(
-    plan: RunPlan, options: RunOptions, *, resume: Resume | None = None, whole: bool = True
+    plan: RunPlan,
+    options: RunOptions,
+    *,
+    resume: Resume | None = None,
+    whole: bool = True,
+    cancel: threading.Event | None = None,
 ) -> RunResult:
     """One run of `plan` with the progress lines on stderr; Ctrl-C (or SIGTERM) stops it
-    and the result says so. `run`'s, and `bundle --verify`'s rerun of the unpacked spec."""
+    and the result says so. `run`'s, and `bundle --verify`'s rerun of the unpacked spec.
+
+    Once the run is in the store, a stop is not raised but set in `cancel` (the caller's,
+    to read after its own output) for the rest of the command: the engine writes what ran,
+    and the caller prints its table and resume command, whole (nu68 2). A stop after the
+    last attempt leaves the result complete, `cancel` set."""
     from reprospec.commands.interrupt import install_stop_handlers
+    from reprospec.core.safepoint import Deferral
     from reprospec.pipeline import stages
     from reprospec.report.progress import Progress
 
-    cancel = threading.Event()
-    install_stop_handlers(cancel)
+    cancel = cancel if cancel is not None else threading.Event()
+    deferral = Deferral()
+    install_stop_handlers(cancel, deferral)
     observes = plan.expectations.of
     with Progress(
         len(plan.attempts), stream=sys.stderr, observes=lambda cell: observes(cell).observes
     ) as progress:
         return stages.execute(
-            plan, options, progress=progress.update, resume=resume, cancel=cancel, whole=whole
+            plan,
+            options,
+            progress=progress.update,
+            resume=resume,
+            cancel=cancel,
+            whole=whole,
+            deferral=deferral,
         )
 
 

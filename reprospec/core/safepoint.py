@@ -88,6 +88,29 @@ def raise_here(frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+class Deferral:
+    """Whether a verb's stop may still be raised, or only told to its engine (`begun`).
+
+    Once the engine's run is in the store, the engine stops on the verb's cancel event
+    alone: its attempts, judging and writing (the cells judged, results.json, report.md,
+    the store's `interrupted`) and the verb's table and resume command after them. A
+    KeyboardInterrupt raised there cut the writing short: a Ctrl-C in the moment after the
+    last attempt left no report and a run `killed`, or results.json and a store that
+    disagreed (nu68 2). From `begin` on, the verb's handler (commands/interrupt.py) sets the
+    cancel event and returns; the verb reads the event at its end. Never ended: what comes
+    after the engine is the verb's own output."""
+
+    __slots__ = ("begun",)
+
+    def __init__(self) -> None:
+        self.begun = False
+
+    def begin(self) -> None:
+        """From here on, a stop is the cancel event's alone (one store: a signal handler
+        sees it set or not, never half)."""
+        self.begun = True
+
+
 def install() -> None:
     """Take over SIGINT and the unraisable hook for the command line, from its first line
     (reprospec/__main__.py). A Ctrl-C already ignored (a job started with `&` in a shell

@@ -210,6 +210,12 @@ class Scheduler:
         # would be a list per cell again, at the end.
         return self.unfinished() if self.on_cell is not None else self.results_so_far()
 
+    def complete(self) -> bool:
+        """Whether every attempt the run holds has ended (the progress's `[N/N]`): none left
+        to take, none cut short. A run cancelled after that is complete (nu68 2)."""
+        with self._lock:
+            return self.finished >= self.total
+
     def results_so_far(self) -> dict[str, list[AttemptResult]]:
         """Each cell's finished attempts, in attempt order."""
         with self._lock:

@@ -30,6 +30,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.redact import MASK, Redactor, looks_secret, unset_env
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone
 from reprospec.core.runoptions import RunOptions
+from reprospec.core.safepoint import Deferral
 from reprospec.core.sections import same_python
 from reprospec.core.words import RESOLVED_SPEC, plural
 from reprospec.errors import InfraError, UsageError
@@ -88,8 +89,14 @@ def execute(
     cancel: threading.Event | None = None,
     resume: Resume | None = None,
     whole: bool = True,
+    deferral: Deferral | None = None,
 ) -> RunResult:
     """Run a planned spec end to end and write its run folder and store rows.
+
+    `deferral`: begun once the run is about to be in the store, from where the caller's
+    stop (Ctrl-C) is `cancel` alone, never raised (core/safepoint.py): the attempts stop
+    on it, and what ran is judged and written whole. A stop once every attempt had ended
+    stops nothing: the run is complete, not interrupted (nu68 2).
 
     `whole=False`: the result's `cells` are a `JudgedRun`, each made when it is read, and a
     finished cell only what the report and the console read of it
@@ -185,6 +192,10 @@ def execute(
         raise
     # Each cell's results.json entry, written as it is judged (store/cellspool.py).
     with opened, CellSpool(folder.results_spool, len(plan.cells)) as spool:
+        if deferral is not None:
+            # From the store's row to the last output, a stop is `cancel`: raised after
+            # the last attempt, it lost the writing of the run (nu68 2).
+            deferral.begin()
         if resume is not None:
             # A resumed run began when it first did: its report and results.json say so
             # (the store's row kept that time all along).
@@ -271,7 +282,12 @@ def execute(
         raised: BaseException | None = None
         try:
             scheduler.run()
-            interrupted = scheduler.cancel.is_set()
+            # A stop that came once every attempt had ended (the progress said [N/N]) cut
+            # nothing short: the run is complete, not `interrupted` with nothing to resume
+            # (nu68 2). A store that failed stops it all the same.
+            interrupted = scheduler.cancel.is_set() and (
+                keeper.failure is not None or not scheduler.complete()
+            )
         except KeyboardInterrupt:
             interrupted = True
         except OSError as exc:
@@ -287,7 +303,9 @@ def execute(
             # The outputs' imports and template, while the capture's child still runs.
             with collector.importing():
                 warm_up()
-        environment, warnings = capture.result(timeout=5 if interrupted else None)
+        environment, warnings = capture.result(
+            timeout=5 if interrupted else None, cancel=scheduler.cancel
+        )
         environment = {**environment, **kept}
         # The run folder removed under the run (`rm -rf`): its outputs go into a new one,
         # and the warning (stderr, the report) says what it lacks, where nothing did and the
@@ -488,6 +506,10 @@ class _Keeper:
         )
 
 
+# How long a run stopped at its end still waits for its environment capture.
+_STOPPED_CAPTURE_S = 5.0
+
+
 class EnvironmentCapture:
     """The target environment, captured in a child on a thread while the attempts run."""
 
@@ -583,8 +605,16 @@ class EnvironmentCapture:
     def running(self) -> bool:
         return self._thread.is_alive()
 
-    def result(self, timeout: float | None = None) -> tuple[JsonObject, tuple[str, ...]]:
-        """(environment, warnings); waits up to `timeout` seconds for the capture."""
+    def result(
+        self, timeout: float | None = None, *, cancel: threading.Event | None = None
+    ) -> tuple[JsonObject, tuple[str, ...]]:
+        """(environment, warnings); waits up to `timeout` seconds for the capture, or, with
+        none, until it ends or `cancel` is set, and then 5 seconds more: a stop is no longer
+        raised there (nu68 2), and a capture that hung held the run's end with it."""
+        if timeout is None and cancel is not None:
+            while self._thread.is_alive() and not cancel.is_set():
+                self._thread.join(0.1)  # returns as the thread ends: no wait added
+            timeout = _STOPPED_CAPTURE_S
         self._thread.join(timeout)
         if self._thread.is_alive():
             return {"error": "environment capture did not finish"}, ()

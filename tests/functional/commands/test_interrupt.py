@@ -4,6 +4,8 @@ that really receive SIGINT."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import time
@@ -193,3 +195,115 @@ def test_a_ctrl_c_python_dropped_with_the_import_lock_held_stops_the_command(
     assert done.returncode == 130, done.stderr
     assert done.stderr.strip() == "reprospec: interrupted", done.stderr
     assert not (tmp_path / ".reprospec").exists()  # nothing ran, nothing was written
+
+
+# `reprospec run` with a Ctrl-C (a real SIGINT to itself) at one instant after its last
+# attempt has ended: os.kill returns once the handler has run, at the next bytecode, so the
+# stop lands inside the phase named (nu68 2).
+CLI_WITH_A_CTRL_C_AFTER_THE_LAST_ATTEMPT = """
+import os, signal, sys
+import reprospec.outcome.judgedcells as judgedcells
+import reprospec.pipeline.stages as stages
+import reprospec.report.progress as progress
+import reprospec.store.db as db
+from reprospec.__main__ import main
+
+PHASE = sys.argv[1]
+# The phase's function: the stop comes as it is called, on its last call where it has many.
+WHERE = {
+    "last attempt": (judgedcells.JudgedCells, "add"),  # a job's last cell, before [2/2]
+    "judge": (judgedcells.JudgedCells, "all"),
+    "results.json": (stages, "write_outputs"),
+    "store": (db.Store, "finish_run"),
+    "table": (progress, "print_outcome"),
+}
+owner, name = WHERE[PHASE]
+original = getattr(owner, name)
+calls = []
+
+def stopped_here(*args, **kwargs):
+    calls.append(1)
+    if PHASE != "last attempt" or len(calls) == 2:
+        os.kill(os.getpid(), signal.SIGINT)
+    return original(*args, **kwargs)
+
+setattr(owner, name, stopped_here)
+sys.argv = ["reprospec", *sys.argv[2:]]
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("phase", ["last attempt", "judge", "results.json", "store", "table"])
+def test_a_ctrl_c_after_the_last_attempt_ends_the_run_complete_and_written(
+    phase: str, tmp_path: Path
+) -> None:
+    # Raised where it landed, the stop fell through to the command line's last handler:
+    # exit 130 with `reprospec: interrupted` alone, and no report and a run `killed`
+    # (judge), results.json saying finished and the store `killed` (store), or no table
+    # (table); after the last attempt's end, the run `interrupted` with nothing to resume.
+    from reprospec.store.db import Store
+
+    spec = tmp_path / "m.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: m\ncommand: 'true'\nmatrix: {x: [1, 2]}\nexpect: {outcome: pass}\n"
+    )
+    out = tmp_path / "out"
+    driver = [sys.executable, "-c", CLI_WITH_A_CTRL_C_AFTER_THE_LAST_ATTEMPT, phase]
+    done = subprocess.run(
+        [*driver, "run", str(spec), "--out", str(out), "-j", "1"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "reprospec: interrupted after the last attempt had ended: the run is complete "
+        "(nothing to resume)"
+    ), done.stderr
+    assert "--resume" not in done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "2/2 cells reproduced" in done.stdout  # the table, printed whole
+    (folder,) = (out / "runs").iterdir()
+    results = json.loads((folder / "results.json").read_text())
+    assert results["interrupted"] is False
+    assert [cell["verdict"] for cell in results["cells"]] == ["reproduced", "reproduced"]
+    assert (folder / "report.md").is_file()
+    info = Store(out).run_info(folder.name)
+    assert info is not None
+    assert info.status == "finished"
+
+
+def test_a_ctrl_c_after_the_last_attempt_of_a_bundle_verify_stops_the_verify(
+    tmp_path: Path,
+) -> None:
+    # Not raised once the verify's run is stored (nu68 2), the stop must still end the
+    # verify: it exited 0, as if no Ctrl-C had come.
+    spec = tmp_path / "m.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: m\ncommand: 'true'\nmatrix: {x: [1, 2]}\nexpect: {outcome: pass}\n"
+    )
+    out = tmp_path / "out"
+    env = {**os.environ, "NO_COLOR": "1", "TMPDIR": str(tmp_path)}
+    ran = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env=env,
+    )
+    assert ran.returncode == 0, ran.stderr
+    driver = [sys.executable, "-c", CLI_WITH_A_CTRL_C_AFTER_THE_LAST_ATTEMPT, "results.json"]
+    bundle = ["bundle", "latest", "-o", str(tmp_path / "m.tgz"), "--out", str(out), "--verify"]
+    done = subprocess.run(
+        [*driver, *bundle],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 130, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "reprospec: interrupted", done.stderr
