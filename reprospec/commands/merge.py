@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     # Resolved once: `latest` names another run as soon as the merged one's folder exists.
     refs = [run_dir_of(ref, out) for ref in args.runs]
     shards = [load_run(ref, out) for ref in refs]
-    stopped = [shard.run_id for shard in shards if shard.interrupted]
+    stopped = [shard for shard in shards if shard.interrupted]
     if stopped:
         # Its cells hold only the attempts it ran: merged, they read as the cell's (1/1
         # where 2 were asked), and the merged report said `reprospec run --resume ID` of
@@ -59,9 +59,12 @@ def run(args: argparse.Namespace) -> int:
         from reprospec.core.words import resume_command
         from reprospec.errors import UsageError
 
+        # Resumed from the shard's own store (OUT of its OUT/runs/ID), where the merge's
+        # --out, which holds no such run, was named (nu68 4).
+        first = stopped[0]
         raise UsageError(
-            f"cannot merge {stopped[0]}: it was interrupted before it ran all its attempts; "
-            f"finish it first with `{resume_command(stopped[0], out)}`, then merge"
+            f"cannot merge {first.run_id}: it was interrupted before it ran all its attempts; "
+            f"finish it first with `{resume_command(first.run_id, first.store)}`, then merge"
         )
     # The folders this merge makes for its store (OUT's own parents too, `--out new/store`):
     # shards that do not merge leave none of them.

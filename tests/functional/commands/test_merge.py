@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.support.cli import interrupt_when
 
 SPEC = (
     "reprospec: 1\nname: sh\nmatrix: {a: [1, 2]}\ncommand: echo ${{ matrix.a }}\n"
@@ -44,3 +47,37 @@ def test_a_refused_merge_leaves_no_store_it_made(tmp_path: Path) -> None:
     assert again.returncode == 2, again.stderr
     assert list((tmp_path / "m").iterdir()) == [tmp_path / "m" / "runs"]
     assert list((tmp_path / "m" / "runs").iterdir()) == []
+
+
+def test_an_interrupted_shard_is_finished_by_the_command_merge_gives(tmp_path: Path) -> None:
+    # nu68 4: the refusal named the merge's own --out (or, without one, none), which holds
+    # no such run: the command it gave could not resume the shard.
+    gate, started = tmp_path / "gate", tmp_path / "started"
+    (tmp_path / "sh.yaml").write_text(
+        "reprospec: 1\nname: sh\nmatrix: {a: [1, 2]}\n"
+        f"command: [sh, -c, 'test -e {gate} || {{ touch {started}; sleep 60; }}']\n"
+        "expect: {outcome: pass}\n"
+    )
+    gate.touch()
+    first = _reprospec("run", "sh.yaml", "--shard", "1/2", "--out", "a", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    gate.unlink()
+    # Stopped while its attempt waits for the gate: a known point, not a moment.
+    shard = ["run", str(tmp_path / "sh.yaml"), "--shard", "2/2", "--out", str(tmp_path / "b")]
+    second = interrupt_when([sys.executable, "-m", "reprospec", *shard], started.exists)
+    assert second.code == 130, second.stderr
+    (a,) = (tmp_path / "a" / "runs").iterdir()
+    (b,) = (tmp_path / "b" / "runs").iterdir()
+    shards = (f"a/runs/{a.name}", f"b/runs/{b.name}")
+    finish = f"`reprospec run --resume {b.name} --out b`"
+    for out in (("--out", "m"), ()):
+        refused = _reprospec("merge", *shards, *out, cwd=tmp_path)
+        assert refused.returncode == 2, refused.stderr
+        assert f"finish it first with {finish}, then merge" in refused.stderr
+    assert not (tmp_path / "m").exists()
+    # The command as given finishes the shard, and the merge then takes it.
+    gate.touch()
+    finished = _reprospec(*shlex.split(finish.strip("`"))[1:], cwd=tmp_path)
+    assert finished.returncode == 0, finished.stderr
+    merged = _reprospec("merge", *shards, "--out", "m", cwd=tmp_path)
+    assert merged.returncode == 0, merged.stderr
