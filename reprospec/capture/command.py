@@ -97,6 +97,7 @@ from reprospec.spec.presets import PRESETS, detect
 
 if TYPE_CHECKING:
     from reprospec.core.runoptions import Words
+    from reprospec.core.safepoint import Deferral
     from reprospec.pipeline.scheduler import ProgressCallback
 
 # How long a captured attempt may run by default: a hang is caught, and said so.
@@ -251,11 +252,12 @@ def run_captured(
     *,
     progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
+    deferral: Deferral | None = None,
 ) -> RunResult:
     """One run of the spec capture drafted (`observe`) or wrote (its verify), on the local
     runner; `wait`: a verify's of a captured hang, loaded as overrides (its run.stall). A
     run stopped by `cancel` (or Ctrl-C) raises KeyboardInterrupt: capture writes nothing
-    from a run it did not finish."""
+    from a run it did not finish. `deferral`: stages.execute's."""
     from reprospec.core.runoptions import RunOptions
     from reprospec.pipeline import stages
     from reprospec.spec.load import load_spec
@@ -271,7 +273,7 @@ def run_captured(
         command_line=f"reprospec run {path}"
         + (f" --python {shlex.quote(python)}" if python else ""),
     )
-    result = stages.run(spec, options, progress=progress, cancel=cancel)
+    result = stages.run(spec, options, progress=progress, cancel=cancel, deferral=deferral)
     if result.interrupted:
         raise KeyboardInterrupt
     return result

@@ -134,6 +134,7 @@ def _run_spec(
 
     from reprospec.capture.command import run_captured
     from reprospec.commands.interrupt import install_stop_handlers
+    from reprospec.core.safepoint import Deferral
     from reprospec.report.progress import Progress
 
     print(
@@ -145,11 +146,30 @@ def _run_spec(
     # lands): the run stops, keeps what ran in the store, and capture writes nothing from
     # a run it did not finish: exit 130, as `run`.
     cancel = threading.Event()
-    install_stop_handlers(cancel)
-    with Progress(repeat, stream=sys.stderr, observes=lambda _cell: observe) as progress:
-        return run_captured(
-            path, repeat, observe, request, wait, progress=progress.update, cancel=cancel
-        )
+    # Once the run is stored a stop is `cancel` alone, so the run is written whole, where
+    # one after its last attempt left it `killed` with no report (nu68 2); raised again
+    # once the engine has returned, for capture's own writing.
+    deferral = Deferral()
+    install_stop_handlers(cancel, deferral)
+    try:
+        with Progress(repeat, stream=sys.stderr, observes=lambda _cell: observe) as progress:
+            result = run_captured(
+                path,
+                repeat,
+                observe,
+                request,
+                wait,
+                progress=progress.update,
+                cancel=cancel,
+                deferral=deferral,
+            )
+    finally:
+        deferral.end()
+    if cancel.is_set():
+        # Stopped after its last attempt: the run is complete in the store, and capture
+        # stops all the same, writing nothing from it, as at any other moment.
+        raise KeyboardInterrupt
+    return result
 
 
 def _from_log(args: argparse.Namespace) -> int:

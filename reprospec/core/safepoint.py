@@ -97,8 +97,9 @@ class Deferral:
     KeyboardInterrupt raised there cut the writing short: a Ctrl-C in the moment after the
     last attempt left no report and a run `killed`, or results.json and a store that
     disagreed (nu68 2). From `begin` on, the verb's handler (commands/interrupt.py) sets the
-    cancel event and returns; the verb reads the event at its end. Never ended: what comes
-    after the engine is the verb's own output."""
+    cancel event and returns; the verb reads the event once the engine has returned. `run`
+    never ends it (what comes after is its own output); a verb that goes on after the
+    engine (`capture`) does (`end`), and then reads the event."""
 
     __slots__ = ("begun",)
 
@@ -109,6 +110,11 @@ class Deferral:
         """From here on, a stop is the cancel event's alone (one store: a signal handler
         sees it set or not, never half)."""
         self.begun = True
+
+    def end(self) -> None:
+        """A stop is raised again: the engine has returned, and its caller has work of its
+        own to be stopped in. One that came before this is in the cancel event."""
+        self.begun = False
 
 
 def install() -> None:

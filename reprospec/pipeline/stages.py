@@ -71,14 +71,18 @@ def run(
     progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
     resume: Resume | None = None,
+    deferral: Deferral | None = None,
 ) -> RunResult:
     """Plan and execute `spec`; returns the judged result, already stored and written.
 
     Interrupted (KeyboardInterrupt, or `cancel` set): the attempts in flight are
     stopped, the partial result is stored and written, `interrupted` is True.
+    `deferral`: as `execute`'s.
     """
     plan = plan_run(spec, options)
-    return execute(plan, options, progress=progress, cancel=cancel, resume=resume)
+    return execute(
+        plan, options, progress=progress, cancel=cancel, resume=resume, deferral=deferral
+    )
 
 
 def execute(

@@ -307,3 +307,31 @@ def test_a_ctrl_c_after_the_last_attempt_of_a_bundle_verify_stops_the_verify(
     )
     assert done.returncode == 130, done.stdout + done.stderr
     assert done.stderr.strip().splitlines()[-1] == "reprospec: interrupted", done.stderr
+
+
+def test_a_ctrl_c_after_the_last_attempt_of_captures_run_leaves_the_run_stored_whole(
+    tmp_path: Path,
+) -> None:
+    # capture's run, stopped as the store was told it finished: the run stayed `running`
+    # (history: killed) with no report, and capture said it was interrupted (nu68 2). Now
+    # the run is stored and written whole, and capture still stops, writing no spec.
+    from reprospec.store.db import Store
+
+    out = tmp_path / "out"
+    driver = [sys.executable, "-c", CLI_WITH_A_CTRL_C_AFTER_THE_LAST_ATTEMPT, "store"]
+    capture = ["capture", "--out", str(out), "-o", str(tmp_path / "cap.yaml"), "--", "false"]
+    done = subprocess.run(
+        [*driver, *capture],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert done.returncode == 130, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("reprospec: interrupted"), done.stderr
+    (folder,) = (out / "runs").iterdir()
+    assert (folder / "report.md").is_file()
+    info = Store(out).run_info(folder.name)
+    assert info is not None
+    assert info.status == "finished"
