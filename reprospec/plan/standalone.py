@@ -26,6 +26,7 @@ from typing import Literal
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import MASK, sets_secret
 from reprospec.core.results import CellResult, Standalone
 from reprospec.core.sections import Command, fault_armed, same_python
@@ -175,7 +176,7 @@ def standalone_of(
     if isinstance(plan.job, Command):
         files = named_files(plan)
         words = _assignments(plan.env, reads)
-        line = " ".join([*words, plan.job.text])
+        line = " ".join([*words, _shell_line(plan, words)])
         line = instances_loop(plan, line) if plan.copies > 1 else _with_shm(plan, line)
         if workdir != ".":
             # A loop of instances is several lines: the `cd` stands on its own.
@@ -221,6 +222,104 @@ def standalone_of(
     )
 
 
+# Words that open a compound command, or a builtin that changes the shell itself: a line
+# that starts with one is no simple command `NAME=value` words can go before.
+_SHELL_WORDS = frozenset(
+    {"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for",
+     "in", "function", "select", "{", "}", "!", "[[", "]]", ":", ".", "source", "cd", "exit",
+     "exec", "return", "logout", "export", "unset", "set", "shift", "eval", "readonly", "local",
+     "alias", "trap", "wait", "umask", "ulimit", "break", "continue", "read", "builtin",
+     "command", "getopts"}
+)  # fmt: skip
+# A builtin that ends or replaces the shell that runs it: pasted, it closed the reader's.
+_LEAVES_SHELL = frozenset({"exit", "exec", "return", "logout"})
+
+
+def _shell_line(plan: AttemptPlan, words: Sequence[str]) -> str:
+    """The command's text as the repro line runs it: as it is where it is one simple command
+    that the variables before it (`words`, the loop's per instance) reach whole, else as the
+    runner ran it, `sh -c 'LINE'`.
+
+    The runner runs a string command as `/bin/sh -c LINE` in the cell's environment. Before
+    a list or a pipeline, `CRASH=1 cd sub && python3 envcrash.py` set CRASH for the `cd`
+    alone, and `MODE=bad test "$MODE" = bad && exit 3` expanded $MODE in the reader's shell,
+    before the assignment: neither reproduced, and an `exit` closed the reader's shell (nu69
+    2). With no variables a list runs as it ran, but for one that leaves the shell.
+    """
+    assert isinstance(plan.job, Command)
+    text = plan.job.text
+    if plan.job.shell is not None:
+        names = set(plan.env) | (set(INSTANCE_VARIABLES) if plan.copies > 1 else set())
+        variables = bool(words) or plan.copies > 1
+        if (variables and not _simple_command(text, names)) or _leaves_shell(text):
+            return f"sh -c {shlex.quote(text)}"
+    return text
+
+
+def _skeleton(line: str, names: set[str]) -> str | None:
+    """`line` with every quoted string made the letter `q` and every escaped character
+    dropped: what is left holds the shell's own operators. None where a part would read
+    differently after `NAME=value` words than under `sh -c` in that environment: a
+    command substitution (it runs with the variables), an expansion of one of `names`
+    (expanded before the assignment), or a quote left open."""
+    out: list[str] = []
+    index = 0
+    quote = ""
+    while index < len(line):
+        char = line[index]
+        if quote != "'" and char == "\\":
+            index += 2
+            continue
+        if quote != "'" and (char == "`" or line.startswith("$(", index)):
+            return None
+        if quote != "'" and char == "$":
+            found = _NAME.match(line, index + 1 + line.startswith("${", index))
+            if found and found.group(0) in names:
+                return None
+        if char in "'\"" and quote in ("", char):
+            quote = "" if quote else char
+            if not quote:
+                out.append("q")
+        elif not quote:
+            out.append(char)
+        index += 1
+    return None if quote else "".join(out)
+
+
+def _simple_command(line: str, names: set[str]) -> bool:
+    """Whether `NAME=value` words before the `/bin/sh -c` line `line` apply to all it runs,
+    as they did under `sh -c` with `names` in its environment: one simple command (its
+    redirections allowed), no list, pipeline, background job, subshell, comment or compound
+    command, no builtin that changes the shell, and no expansion the words would come after
+    (`_skeleton`)."""
+    skeleton = _skeleton(line, names)
+    if skeleton is None:
+        return False
+    skeleton = _DUPLICATE.sub(" ", skeleton)  # `2>&1` is a redirection, no background job
+    if any(char in skeleton for char in ";&|()\n#"):
+        return False
+    first = next((w for w in skeleton.split() if not _ASSIGNMENT.match(w)), "")
+    return first not in _SHELL_WORDS
+
+
+def _leaves_shell(line: str) -> bool:
+    """Whether the `/bin/sh -c` line `line` runs a builtin that ends or replaces the shell
+    (`exit 3`, `exec python x.py`), which closes the shell of a reader who pastes it."""
+    skeleton = _skeleton(line, set())
+    if skeleton is None:
+        return False
+    parts = _COMMAND_END.split(skeleton)
+    return any((str(part).split() or [""])[0] in _LEAVES_SHELL for part in parts)
+
+
+_NAME = Lazy(r"[A-Za-z_][A-Za-z0-9_]*")
+_ASSIGNMENT = Lazy(r"[A-Za-z_][A-Za-z0-9_]*=")
+# A redirection to or from a descriptor (`2>&1`, `<&3`).
+_DUPLICATE = Lazy(r"[0-9]*[<>]&[0-9]*-?")
+# What ends one command of a list, a pipeline or a group.
+_COMMAND_END = Lazy(r"&&|\|\||[;&|()\n{}]")
+
+
 def _armed_faults(plan: AttemptPlan) -> str:
     """`workload.faults[0]`: the spec's faults that can fire in this cell ('' for none)."""
     faults = plan.workload.get("faults") if plan.workload is not None else None
@@ -247,6 +346,11 @@ def _with_shm(plan: AttemptPlan, line: str) -> str:
 
 # The port every instance's MASTER_PORT names (the engine picks a free one per attempt).
 INSTANCES_PORT = 29500
+# The variables each copy of `instances_loop` is given, in its order.
+INSTANCE_VARIABLES = (
+    "REPROSPEC_INSTANCE", "REPROSPEC_INSTANCES", "RANK", "LOCAL_RANK", "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+)  # fmt: skip
 
 
 def instances_loop(plan: AttemptPlan, line: str) -> str:
@@ -258,11 +362,8 @@ def instances_loop(plan: AttemptPlan, line: str) -> str:
     loop exits with the status of the last instance that failed (139: a SIGSEGV).
     """
     n = plan.copies
-    variables = (
-        f"REPROSPEC_INSTANCE=$i REPROSPEC_INSTANCES={n} RANK=$i LOCAL_RANK=$i "
-        f"WORLD_SIZE={n} LOCAL_WORLD_SIZE={n} MASTER_ADDR=127.0.0.1 "
-        f"MASTER_PORT={INSTANCES_PORT}"
-    )
+    values = ("$i", str(n), "$i", "$i", str(n), str(n), "127.0.0.1", str(INSTANCES_PORT))
+    variables = " ".join(f"{k}={v}" for k, v in zip(INSTANCE_VARIABLES, values, strict=True))
     shared = (
         ""
         if plan.environment.shared_tmp

@@ -15,6 +15,7 @@ The workload repros import torch: on a loaded machine each takes up to a minute.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -229,3 +230,54 @@ def test_a_workloads_repro_py_reads_the_variable_from_the_environment_as_the_spe
     # Unset, the spec reads null, which the cell held as '': a KeyError where the run had ''.
     assert "os.environ['MODE'] = os.environ.get('NU9A_MODE', '')" in found.script
     assert found.notes[0] == "the spec reads NU9A_MODE from your environment: export it first"
+
+
+@pytest.mark.parametrize(
+    ("command", "env", "status", "run"),
+    [
+        (
+            "cd sub && python3 envcrash.py",
+            "{CRASH: '1'}",
+            139,
+            "CRASH=1 sh -c 'cd sub && python3 envcrash.py'",
+        ),
+        (
+            'test "$MODE" = bad && exit 3; echo fine',
+            "{MODE: bad}",
+            3,
+            "MODE=bad sh -c 'test \"$MODE\" = bad && exit 3; echo fine'",
+        ),
+        # One simple command keeps its readable form.
+        ("python3 sub/envcrash.py", "{CRASH: '1'}", 139, "CRASH=1 python3 sub/envcrash.py"),
+    ],
+)
+def test_the_variables_of_a_shell_line_reach_every_command_of_it(
+    tmp_path: Path, command: str, env: str, status: int, run: str
+) -> None:
+    # `CRASH=1 cd sub && python3 envcrash.py` set CRASH for the `cd` alone: pasted, it said
+    # "no crash"; `MODE=bad test "$MODE" = bad` expanded $MODE before the assignment, and
+    # printed "fine" (nu69 2). The runner runs the line as `/bin/sh -c LINE`: so does the repro.
+    import reprospec
+    from reprospec.core.runoptions import RunOptions
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "envcrash.py").write_text(
+        "import ctypes, os\nif os.environ.get('CRASH') == '1':\n    ctypes.string_at(0)\n"
+        "print('no crash')\n"
+    )
+    spec = tmp_path / "spec.yaml"
+    outcome = "crash" if status > 128 else "error"
+    spec.write_text(
+        f"reprospec: 1\nname: envline\ncommand: {json.dumps(command)}\n"
+        f"environment: {{env: {env}}}\nexpect: {{outcome: {outcome}}}\n"
+    )
+    result = reprospec.run(reprospec.load_spec(spec), RunOptions(out=tmp_path / "out"))
+    assert result.cells[0].failure_reproduced
+    assert result.standalone is not None
+    assert result.standalone.run == run
+    report = (tmp_path / "out" / "runs" / result.run_id / "report.md").read_text()
+    assert f"```sh\n{run}\n```" in report
+    ran = subprocess.run(["bash", "-c", run], cwd=tmp_path, timeout=60, capture_output=True)
+    assert ran.returncode in (status, -11 if status == 139 else status), ran
+    assert b"no crash" not in ran.stdout
+    assert b"fine" not in ran.stdout

@@ -316,3 +316,22 @@ def test_a_venv_cells_notes_pin_what_its_ranges_resolved_to(tmp_path: Path) -> N
         "the run gave the cell packages six<1.17, requests[socks]<3, ./w/x-1.0-py3-none-any.whl"
         f" (installed as {line}: `pip install {line}`); a plain command line does not"
     )
+
+
+def test_each_instance_gets_its_variables_in_a_shell_line_it_runs_whole(tmp_path: Path) -> None:
+    # `RANK=$i cd sub && python x.py --rank $RANK &` gave RANK to the `cd` alone, and $RANK
+    # was expanded by the loop's shell before it (nu69 2): each copy is `sh -c LINE`.
+    (tmp_path / "spec.yaml").write_text(
+        "reprospec: 1\nname: ranks\ncommand: cd . && python x.py --rank $RANK\n"
+        "run: {instances: 2}\nexpect: {outcome: error}\n"
+    )
+    plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
+    line = standalone_of(plan, tmp_path).run
+    assert "MASTER_PORT=29500 sh -c 'cd . && python x.py --rank $RANK' &\n" in line
+    # One simple command that reads no variable of the loop keeps its form.
+    (tmp_path / "spec.yaml").write_text(
+        "reprospec: 1\nname: ranks\ncommand: python x.py --n 3 2>&1\n"
+        "run: {instances: 2}\nexpect: {outcome: error}\n"
+    )
+    plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
+    assert "MASTER_PORT=29500 python x.py --n 3 2>&1 &\n" in standalone_of(plan, tmp_path).run
