@@ -488,6 +488,33 @@ class Redactor:
             masked = masked.rstrip("\n") + "\n" + _MASKED_NOTE + " ".join(used) + "\n"
         return masked
 
+    def shell_text(self, text: str) -> tuple[str, tuple[str, ...]]:
+        """`text`, a shell line, with each secret of a known variable written as that
+        variable's expansion, quoted for where it stands (`"$HF_TOKEN"`, `${HF_TOKEN}`
+        inside double quotes, `'"$HF_TOKEN"'` inside single ones), and the variables it
+        reads, to export; a secret of no known variable is MASK. A secret the spec read
+        through `${{ env.HF_TOKEN }}` in its command was a bare `***`, which the shell
+        expanded as a glob: `--token ***` passed the folder's file names (nu69 3)."""
+        if self._pattern is None or not text:
+            return text, ()
+        out: list[str] = []
+        used: dict[str, None] = {}
+        quote = ""
+        at = 0
+        for match in self._pattern.finditer(text):
+            quote = _quote_after(text[at : match.start()], quote)
+            out.append(text[at : match.start()])
+            name = self.names.get(match.group(0))
+            if name is None:
+                out.append(MASK)
+            else:
+                used[name] = None
+                out.append({"'": f"'\"${name}\"'", '"': f"${{{name}}}"}.get(quote, f'"${name}"'))
+            quote = _quote_after(match.group(0), quote)
+            at = match.end()
+        out.append(text[at:])
+        return "".join(out), tuple(used)
+
     @staticmethod
     def masked_names(spec_text: str) -> tuple[str, ...]:
         """The variables a spec masked by `spec_text` names in its closing comment: those a
@@ -565,6 +592,20 @@ class Redactor:
                     changes[name] = new
             return dataclasses.replace(value, **changes) if changes else value  # type: ignore[type-var]
         return value
+
+
+def _quote_after(text: str, quote: str) -> str:
+    """The quote a shell line is inside after `text` (`'`, `"`, or "" for none), read from
+    `quote`, the one it was inside before; a backslash escapes outside single quotes."""
+    escaped = False
+    for char in text:
+        if escaped:
+            escaped = False
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif char in "'\"" and quote in ("", char):
+            quote = "" if quote else char
+    return quote
 
 
 # Leaves that hold no text to mask (a Path is kept as it is, as any other leaf).

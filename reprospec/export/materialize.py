@@ -24,9 +24,11 @@ is one), and a workdir is carried by the rule `bundle` follows (carry.py): only 
 files the cells name, never a hidden one (`.env`), a secret in them masked; the README
 says what was left out for its reader to supply. A variable of a cell that holds a
 secret is passed by name (`docker run -e NAME`): whoever runs the bundle exports their
-own, and a cell refuses to start without it. A secret elsewhere (in a command, in a
-workload's cell.json) is written as `***`, and `materialize` warns that the cell must be
-completed by hand.
+own, and a cell refuses to start without it. A secret the spec reads from the engine
+(`${{ env.HF_TOKEN }}`), in a variable or in the command, is read from the variable it
+came from, `-e MY_TOK="$HF_TOKEN"`, `--token "$HF_TOKEN"` (Redactor.shell_text). A secret
+of no known variable (in a command, in a workload's cell.json) is written as `***`, and
+`materialize` warns that the cell must be completed by hand.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from reprospec.export.runnerpackages import RunnerPackages, recorded_build, runn
 from reprospec.perturb.apply import PerturbRefused, variables
 from reprospec.perturb.competitors import LOAD
 from reprospec.perturb.container import for_container
+from reprospec.plan.shellwords import SHELLS
 from reprospec.process.childprotocol import (
     CACHE_DIR,
     CELL_VAR,
@@ -502,9 +505,12 @@ def _docker_run_args(
     workdir_key: int,
     redactor: Redactor,
     perturbed: _Perturbed,
+    secret_reads: Sequence[str] = (),
 ) -> tuple[list[str], list[str]]:
     """`docker run` options for one cell, as the docker runner would create the container,
-    and the variables passed by name (their values are secrets: never in the bundle)."""
+    and the variables passed by name (their values are secrets: never in the bundle).
+    `secret_reads`: the variables the command's shell line reads a secret from, passed by name
+    too (the line runs `"$HF_TOKEN"` in the container)."""
     inside = container_workdir(plan.workdir)
     # No --rm: run.sh reads the container's log before it removes it (keep_logs).
     args = ["--init", f"--name={_container_name(number)}"]  # one pair a line, below
@@ -541,12 +547,23 @@ def _docker_run_args(
             ]
     for name, value in env.items():
         if value and (sets_secret(name, value) or redactor.text(value) != value):
+            word, names = redactor.shell_text(shlex.quote(f"{name}={value}"))
+            if names and MASK not in word and names != (name,):
+                # `MY_TOK: ${{ env.HF_TOKEN }}` is HF_TOKEN's value: run.sh reads HF_TOKEN,
+                # the variable the spec reads, where it asked for MY_TOK (nu69 3).
+                args += ["-e", word]
+                passed.extend(names)
+                continue
             # docker takes NAME's value from the environment of whoever runs run.sh.
             args += ["-e", shlex.quote(name)]
             passed.append(name)
         else:
             args += ["-e", shlex.quote(f"{name}={value}")]
-    return args, passed
+    for name in secret_reads:
+        if name not in env:
+            args += ["-e", shlex.quote(name)]
+        passed.append(name)
+    return args, list(dict.fromkeys(passed))
 
 
 @frozen
@@ -568,9 +585,9 @@ def _cell_function(
     perturbed: _Perturbed,
 ) -> _Cell:
     argv = [*perturbed.prefix, *(attempt_argv(plan) or ["true"])]
-    shown = [redactor.text(word) for word in argv]
+    shown, inside, outside = _command_words(argv, redactor)
     warnings = []
-    if shown != argv:
+    if any(redactor.text(word) != word for word in argv) and any(MASK in w for w in shown):
         warnings.append(
             f"cell {number} ({plan.cell.id}): its command holds a secret value, written as "
             f"{MASK} in run.sh: put it back before running"
@@ -584,7 +601,8 @@ def _cell_function(
             f"({format_duration(plan.timeout_s)})"
         )
     expect = redactor.text(json.dumps(plan.expectation.to_dict(), default=_json))
-    args, passed = _docker_run_args(plan, number, workdir_key, redactor, perturbed)
+    args, passed = _docker_run_args(plan, number, workdir_key, redactor, perturbed, inside)
+    passed = list(dict.fromkeys([*passed, *outside]))
     # What not_run says of this cell before a reason: its number, id and expectation.
     head = f"not_run {number} {shlex.quote(plan.cell.id)} {shlex.quote(expect)}"
     failed = shlex.quote(f"the image {image} did not build (its docker build error is above)")
@@ -672,7 +690,7 @@ def _cell_function(
     lines += [f"        {' '.join(args[i : i + 2])} \\" for i in range(0, len(args), 2)]
     lines += [
         f"        {shlex.quote(image)} \\",
-        f"        {' '.join(shlex.quote(a) for a in shown)} \\",
+        f"        {' '.join(shown)} \\",
         f'        2>&1; echo $? >"$OUT/{number}/{STATUS_FILE}"; }} \\',
         f'        | tee -i "$OUT/{number}/output.log" &',
         f'    cell_wait $! "$OUT/{number}/{STATUS_FILE}"',
@@ -689,6 +707,36 @@ def _cell_function(
         "}",
     ]
     return _Cell("\n".join(lines), tuple(warnings), tuple(passed))
+
+
+def _command_words(
+    argv: Sequence[str], redactor: Redactor
+) -> tuple[list[str], tuple[str, ...], tuple[str, ...]]:
+    """The words of a cell's command as run.sh writes them, quoted for bash, and the
+    variables they read a secret from: (words, read in the container, read by run.sh).
+
+    A secret of a known variable (`${{ env.HF_TOKEN }}`) is that variable's expansion
+    (Redactor.shell_text): in a shell's `-c` line, `"$HF_TOKEN"` for the container's shell
+    (docker passes HF_TOKEN in), in any other word, run.sh's own. It was `***` in the
+    line, which the container's shell expanded as a glob: `--token secret.py` (nu69 3).
+    """
+    words: list[str] = []
+    inside: list[str] = []
+    outside: list[str] = []
+    for index, word in enumerate(argv):
+        if redactor.text(word) == word:
+            words.append(shlex.quote(word))
+            continue
+        script = index >= 2 and argv[index - 1] == "-c" and Path(argv[index - 2]).name in SHELLS
+        if script:
+            line, names = redactor.shell_text(word)
+            words.append(shlex.quote(line))
+            inside += names
+        else:
+            quoted, names = redactor.shell_text(shlex.quote(word))
+            words.append(quoted)
+            outside += names
+    return words, tuple(dict.fromkeys(inside)), tuple(dict.fromkeys(outside))
 
 
 # run.sh's functions, a bash file of its own (bash -n reads it in a test): the cells' own

@@ -353,6 +353,7 @@ def execute(
                 _ran_python(environment),
                 public_values(variables),
                 pins_of(runner),
+                redactor,
             ),
             options=options.to_dict(),
             paths=path_labels(spec, environment, docker=options.runner == "docker"),
@@ -654,12 +655,15 @@ def _standalone(
     ran_python: str | None = None,
     values: Mapping[str, str | None] | None = None,
     pins: Callable[[AttemptPlan], tuple[str, ...]] | None = None,
+    redactor: Redactor | None = None,
 ) -> Standalone | None:
     """The run's standalone repro; a generator that fails says so instead of losing the run."""
     from reprospec.plan.standalone import choose_cell, standalone_for
 
     try:
-        return standalone_for(plan, cells, ran_python=ran_python, values=values, pins=pins)
+        return standalone_for(
+            plan, cells, ran_python=ran_python, values=values, pins=pins, redactor=redactor
+        )
     except Exception as exc:  # the run's results matter more than the extra section
         cell = choose_cell(cells)
         kind: Literal["command", "workload"] = (

@@ -27,7 +27,7 @@ from typing import Literal
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
-from reprospec.core.redact import MASK, sets_secret
+from reprospec.core.redact import MASK, Redactor, sets_secret
 from reprospec.core.results import CellResult, Standalone
 from reprospec.core.sections import Command, fault_armed, same_python
 from reprospec.core.units import format_duration, format_size
@@ -74,6 +74,7 @@ def standalone_for(
     ran_python: str | None = None,
     values: Mapping[str, str | None] | None = None,
     pins: Callable[[AttemptPlan], tuple[str, ...]] | None = None,
+    redactor: Redactor | None = None,
 ) -> Standalone | None:
     """The standalone repro of the run's chosen cell (None when no cell ran).
 
@@ -82,7 +83,8 @@ def standalone_for(
     public values the run read of the engine's variables its spec reads, None of one it
     read unset (store/specvariables.read_as), which the notes on what to export give.
     `pins`: an attempt's packages at the versions the runner installed, where it installed
-    them (runners/base.pins_of)."""
+    them (runners/base.pins_of). `redactor`: the run's secrets, which the command line
+    reads from the reader's environment (`standalone_of`)."""
     cell = choose_cell(cells)
     if cell is None:
         return None
@@ -124,6 +126,7 @@ def standalone_for(
         ran_python=ran_python,
         values=values,
         pins=pins(attempt) if pins is not None else (),
+        redactor=redactor,
     )
 
 
@@ -164,19 +167,24 @@ def standalone_of(
     ran_python: str | None = None,
     values: Mapping[str, str | None] | None = None,
     pins: Sequence[str] = (),
+    redactor: Redactor | None = None,
 ) -> Standalone:
     """How to run `plan` without reprospec: its command line, or a generated repro.py.
     `reads`: the variables the spec reads from the engine's environment (`env_reads`), and
     `values` the public ones' values as the run read them (None: unset); `runner`,
     `ran_python`: what ran it, which decides what its notes say it applied; `pins`: the
-    cell's packages at the versions the runner installed (`six==1.16.0`)."""
+    cell's packages at the versions the runner installed (`six==1.16.0`); `redactor`: the
+    run's secrets, each written in the command as the variable it came from, `"$HF_TOKEN"`
+    (Redactor.shell_text), where the run's masking made it a bare `***`, a glob."""
     workdir = _relative(plan.workdir, spec_dir)
     reads = {k: v for k, v in (reads or {}).items() if k in plan.env}
     exports = _exports(reads, values or {})
     if isinstance(plan.job, Command):
         files = named_files(plan)
         words = _assignments(plan.env, reads)
-        line = " ".join([*words, _shell_line(plan, words)])
+        command, named = _shell_line(plan, words, redactor)
+        line = " ".join([*words, command])
+        exports = _exports(reads, values or {}, named)
         line = instances_loop(plan, line) if plan.copies > 1 else _with_shm(plan, line)
         if workdir != ".":
             # A loop of instances is several lines: the `cd` stands on its own.
@@ -235,7 +243,9 @@ _SHELL_WORDS = frozenset(
 _LEAVES_SHELL = frozenset({"exit", "exec", "return", "logout"})
 
 
-def _shell_line(plan: AttemptPlan, words: Sequence[str]) -> str:
+def _shell_line(
+    plan: AttemptPlan, words: Sequence[str], redactor: Redactor | None = None
+) -> tuple[str, tuple[str, ...]]:
     """The command's text as the repro line runs it: as it is where it is one simple command
     that the variables before it (`words`, the loop's per instance) reach whole, else as the
     runner ran it, `sh -c 'LINE'`.
@@ -245,15 +255,20 @@ def _shell_line(plan: AttemptPlan, words: Sequence[str]) -> str:
     alone, and `MODE=bad test "$MODE" = bad && exit 3` expanded $MODE in the reader's shell,
     before the assignment: neither reproduced, and an `exit` closed the reader's shell (nu69
     2). With no variables a list runs as it ran, but for one that leaves the shell.
+
+    With the names of the reader's variables it reads a secret from (`redactor`).
     """
     assert isinstance(plan.job, Command)
     text = plan.job.text
+    named: tuple[str, ...] = ()
+    if redactor is not None:
+        text, named = redactor.shell_text(text)
     if plan.job.shell is not None:
         names = set(plan.env) | (set(INSTANCE_VARIABLES) if plan.copies > 1 else set())
         variables = bool(words) or plan.copies > 1
         if (variables and not _simple_command(text, names)) or _leaves_shell(text):
-            return f"sh -c {shlex.quote(text)}"
-    return text
+            return f"sh -c {shlex.quote(text)}", named
+    return text, named
 
 
 def _skeleton(line: str, names: set[str]) -> str | None:
@@ -393,12 +408,15 @@ def _assignments(env: Mapping[str, str], reads: Mapping[str, str]) -> list[str]:
     return [f'{k}="${reads[k]}"' if k in reads else shell_assignment(k, v) for k, v in env.items()]
 
 
-def _exports(reads: Mapping[str, str], values: Mapping[str, str | None]) -> tuple[str, ...]:
+def _exports(
+    reads: Mapping[str, str], values: Mapping[str, str | None], also: Sequence[str] = ()
+) -> tuple[str, ...]:
     """The notes on what the reader must export, as the spec read it: a public variable
     with the value the run read (the bare name `CODE` let a reader export CODE=0 and run
     another program than the run's CODE=3; nu27 N25), a secret by name; apart, as the
-    bundle's README, what the run read unset, to leave unset (not "export it")."""
-    names = sorted(set(reads.values()))
+    bundle's README, what the run read unset, to leave unset (not "export it"). `also`: the
+    variables the command line reads a secret from."""
+    names = sorted({*reads.values(), *also})
     left = [n for n in names if n in values and values[n] is None]
     said = [f"{n}={shlex.quote(v)}" if (v := values.get(n)) is not None else n for n in names]
     said = [word for n, word in zip(names, said, strict=True) if n not in left]

@@ -281,3 +281,36 @@ def test_the_variables_of_a_shell_line_reach_every_command_of_it(
     assert ran.returncode in (status, -11 if status == 139 else status), ran
     assert b"no crash" not in ran.stdout
     assert b"fine" not in ran.stdout
+
+
+def test_a_secret_the_command_reads_from_the_environment_is_read_so_by_the_repro(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `--token ${{ env.HF_TOKEN }}` was `--token ***` in the repro, which the shell expanded
+    # as a glob: the program got the folder's file names (nu69 3).
+    import reprospec
+    from reprospec.core.runoptions import RunOptions
+
+    token = "hf_" + "Ab1" * 12
+    monkeypatch.setenv("HF_TOKEN", token)
+    (tmp_path / "secret.py").write_text(
+        f"import os, sys\nsys.exit(3 if sys.argv[2] == os.environ['MY_TOK'] == {token!r} else 0)\n"
+    )
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: secretline\ncommand: python3 secret.py --token ${{ env.HF_TOKEN }}\n"
+        "environment: {env: {MY_TOK: '${{ env.HF_TOKEN }}'}}\nexpect: {outcome: error}\n"
+    )
+    result = reprospec.run(reprospec.load_spec(spec), RunOptions(out=tmp_path / "out"))
+    assert result.cells[0].failure_reproduced
+    assert result.standalone is not None
+    run = 'MY_TOK="$HF_TOKEN" python3 secret.py --token "$HF_TOKEN"'
+    assert result.standalone.run == run
+    assert result.standalone.notes[0] == (
+        "the spec reads HF_TOKEN from your environment: export it first"
+    )
+    report = (tmp_path / "out" / "runs" / result.run_id / "report.md").read_text()
+    assert f"```sh\n{run}\n```" in report
+    assert token not in report
+    ran = subprocess.run(["bash", "-c", run], cwd=tmp_path, timeout=60, env=dict(os.environ))
+    assert ran.returncode == 3

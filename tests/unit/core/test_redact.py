@@ -6,6 +6,7 @@ The outputs themselves are checked end to end, with real runs, in test_security.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Mapping
 
 import pytest
@@ -401,3 +402,19 @@ def test_a_generated_secrets_printed_beginning_is_masked_a_words_is_not() -> Non
     assert redactor.text(f"{token[:12]}XYZ") == "***XYZ"
     # A file's bytes the same.
     assert redactor.data(f"x {token[:9]} y".encode()) == b"x *** y"
+
+
+def test_a_secret_in_a_shell_line_is_its_variables_expansion_quoted_for_where_it_stands() -> None:
+    # A bare `***` in a runnable line is a glob: `--token ***` passed the folder's file
+    # names (nu69 3). Each secret of a known variable is read from it, in every quote.
+    token = "hf_" + "Ab1" * 12
+    redactor = Redactor([token], names={token: "HF_TOKEN"})
+    line = f"""run --token {token} 'a {token}' "b {token}c" --other"""
+    shown, names = redactor.shell_text(line)
+    assert shown == """run --token "$HF_TOKEN" 'a '"$HF_TOKEN"'' "b ${HF_TOKEN}c" --other"""
+    assert names == ("HF_TOKEN",)
+    assert Redactor([token]).shell_text(f"run {token}") == ("run ***", ())
+    # What sh makes of it: the words the line had.
+    assert shlex.split(shown.replace("${HF_TOKEN}", token).replace("$HF_TOKEN", token)) == [
+        "run", "--token", token, f"a {token}", f"b {token}c", "--other"
+    ]  # fmt: skip
