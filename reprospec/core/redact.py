@@ -515,6 +515,30 @@ class Redactor:
         out.append(text[at:])
         return "".join(out), tuple(used)
 
+    def command_line(self, text: str) -> str:
+        """`text`, a reprospec command line (`reprospec run s.yaml --set PATH=VALUE`), with
+        each secret of a `--set` written as `spec_text` writes it, `${{ env.NAME }}`, and
+        the word quoted: it still runs, with NAME exported. A `--set
+        environment.env.MY_API_TOKEN=***` pasted was `the value is not valid YAML`, exit 2
+        (nu69 4). A secret elsewhere, or of no known variable, is MASK."""
+        if self._pattern is None or not text or self.text(text) == text:
+            return text
+        import shlex
+
+        try:
+            words = shlex.split(text)
+        except ValueError:
+            return self.text(text)
+        shown = []
+        for index, word in enumerate(words):
+            if word.startswith("--set="):
+                shown.append("--set=" + self.spec_text(word[len("--set=") :]))
+            elif index and words[index - 1] == "--set":
+                shown.append(self.spec_text(word))
+            else:
+                shown.append(self.text(word))
+        return shlex.join(shown)
+
     @staticmethod
     def masked_names(spec_text: str) -> tuple[str, ...]:
         """The variables a spec masked by `spec_text` names in its closing comment: those a

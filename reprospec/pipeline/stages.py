@@ -341,7 +341,8 @@ def execute(
             finished=ended if ended is not None and keeper.stored == stored_before else _now(),
             environment=environment,
             cells=cells,
-            command_line=options.command_line,
+            # A secret of a --set as the expression that reads it, which runs (nu69 4).
+            command_line=redactor.command_line(options.command_line),
             title=spec.title,
             description=spec.description,
             warnings=warnings,

@@ -369,6 +369,20 @@ def machine_note(run: RunResult) -> str:
     """What the report says under How to reproduce of a run made with `--python PATH` or
     `--find-links DIR`: paths of this machine, which another machine gives its own of."""
     notes = []
+    # A --set's secret, read back as `${{ env.NAME }}` (redact.Redactor.command_line).
+    secrets = [
+        name
+        for name in Redactor.masked_names(run.spec_text)
+        if "${{ env." + name + " }}" in run.command_line
+    ]
+    if secrets:
+        said = ", ".join(inline_code(name) for name in secrets)
+        one = len(secrets) == 1
+        notes.append(
+            f"Export {said} first: the command reads {'it' if one else 'them'} from your "
+            f"environment (the run's {'value' if one else 'values'} looked secret, and no "
+            f"report holds {'it' if one else 'them'})"
+        )
     python = _python(run)
     if python:
         notes.append(

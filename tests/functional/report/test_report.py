@@ -172,3 +172,40 @@ def test_an_uncaught_exception_keeps_its_signature(cli: Cli, tmp_path: Path) -> 
     assert "last_traceback" not in outcome
     assert "**error exit 1 KeyError in 1 of 1 cell;" in report
     assert "The last traceback printed" not in report
+
+
+def test_the_reproduce_command_of_a_run_whose_set_held_a_secret_runs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `--set environment.env.MY_API_TOKEN=***` pasted was `the value is not valid YAML`,
+    # exit 2 (nu69 4): the secret is read back from the reader's environment, as the
+    # embedded spec reads it.
+    import os
+    import subprocess
+
+    (tmp_path / "s.yaml").write_text(
+        'reprospec: 1\nname: setsecret\ncommand: python3 -c "import os, sys; '
+        "sys.exit(3 if os.environ.get('MY_API_TOKEN', '').endswith('999') else 0)\"\n"
+        "expect: {outcome: error}\n"
+    )
+    done = cli("run", "s.yaml", "--set", "environment.env.MY_API_TOKEN=zzsecret999", cwd=tmp_path)
+    assert done.code == 0, done.stderr
+    report = (done.latest_run() / "report.md").read_text()
+    assert "zzsecret999" not in report
+    command = report.split("## How to reproduce\n\n```sh\n", 1)[1].split("\n```", 1)[0]
+    assert command == (
+        "reprospec run s.yaml --set 'environment.env.MY_API_TOKEN=${{ env.MY_API_TOKEN }}'"
+    )
+    assert "Export `MY_API_TOKEN` first: the command reads it from your environment" in report
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "MY_API_TOKEN": "zzsecret999",
+        "NO_COLOR": "1",
+    }
+    ran = subprocess.run(
+        ["bash", "-c", f"{command} --out again"], cwd=tmp_path, env=env, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert "1/1 cell reproduced" in ran.stdout

@@ -418,3 +418,18 @@ def test_a_secret_in_a_shell_line_is_its_variables_expansion_quoted_for_where_it
     assert shlex.split(shown.replace("${HF_TOKEN}", token).replace("$HF_TOKEN", token)) == [
         "run", "--token", token, f"a {token}", f"b {token}c", "--other"
     ]  # fmt: skip
+
+
+def test_a_secret_of_a_set_in_a_command_line_is_the_expression_that_reads_it_again() -> None:
+    # `--set environment.env.MY_API_TOKEN=***` pasted was `the value is not valid YAML`,
+    # exit 2 (nu69 4).
+    redactor = Redactor(["zzsecret999"], names={"zzsecret999": "MY_API_TOKEN"})
+    line = "reprospec run s.yaml --set environment.env.MY_API_TOKEN=zzsecret999 -m a=zzsecret999"
+    assert redactor.command_line(line) == (
+        "reprospec run s.yaml --set 'environment.env.MY_API_TOKEN=${{ env.MY_API_TOKEN }}' "
+        "-m 'a=***'"
+    )
+    assert redactor.command_line("reprospec run --set=x.y=zzsecret999 s.yaml") == (
+        "reprospec run '--set=x.y=${{ env.MY_API_TOKEN }}' s.yaml"
+    )
+    assert redactor.command_line("reprospec run s.yaml") == "reprospec run s.yaml"
