@@ -181,10 +181,10 @@ def standalone_of(
     exports = _exports(reads, values or {})
     if isinstance(plan.job, Command):
         files = named_files(plan)
-        words = _assignments(plan.env, reads)
+        words, inside = _assignments(plan.env, reads, redactor)
         command, named = _shell_line(plan, words, redactor)
         line = " ".join([*words, command])
-        exports = _exports(reads, values or {}, named)
+        exports = _exports(reads, values or {}, (*inside, *named))
         line = instances_loop(plan, line) if plan.copies > 1 else _with_shm(plan, line)
         if workdir != ".":
             # A loop of instances is several lines: the `cd` stands on its own.
@@ -216,7 +216,7 @@ def standalone_of(
         script = generate(plan, expected=expected, spec_name=spec_name, reads=reads)
     except Unsupported as exc:
         return Standalone(cell=plan.cell.id, kind="workload", unavailable=str(exc))
-    prefix = " ".join(_assignments(script.start_env, reads))
+    prefix = " ".join(_assignments(script.start_env, reads)[0])
     start = f"{prefix + ' ' if prefix else ''}python {REPRO_PY}"
     return Standalone(
         cell=plan.cell.id,
@@ -396,16 +396,36 @@ def instances_loop(plan: AttemptPlan, line: str) -> str:
     )
 
 
-def _assignments(env: Mapping[str, str], reads: Mapping[str, str]) -> list[str]:
+def _assignments(
+    env: Mapping[str, str], reads: Mapping[str, str], redactor: Redactor | None = None
+) -> tuple[list[str], tuple[str, ...]]:
     """`NAME=value` words for a command line (reproscript.shell_assignment), `NAME="$FROM"`
-    for a variable the spec reads from the engine's (`reads`). The script generator is
-    imported for a workload's repro.py or a command with variables: a run of a plain
-    command never builds its classes (issue 30, item 4)."""
+    for a variable the spec reads from the engine's (`reads`), and the variables of the
+    reader's they read a secret from. The script generator is imported for a workload's
+    repro.py or a command with variables: a run of a plain command never builds its
+    classes (issue 30, item 4).
+
+    A value holding a secret of a variable the `redactor` knows, `URL: https://me:${{
+    env.PW }}@db`, reads it from that variable, `URL='https://me:'"$PW"'@db'`, where the
+    repro wrote `URL="$URL"`, a variable no note named (nu69 3)."""
     if not env:
-        return []
+        return [], ()
     from reprospec.plan.reproscript import shell_assignment
 
-    return [f'{k}="${reads[k]}"' if k in reads else shell_assignment(k, v) for k, v in env.items()]
+    words: list[str] = []
+    named: list[str] = []
+    for k, v in env.items():
+        if k in reads:
+            words.append(f'{k}="${reads[k]}"')
+            continue
+        if redactor is not None and sets_secret(k, v):
+            word, names = redactor.shell_text(f"{k}={shlex.quote(v)}")
+            if names and MASK not in word and names != (k,):
+                words.append(word)
+                named += names
+                continue
+        words.append(shell_assignment(k, v))
+    return words, tuple(named)
 
 
 def _exports(

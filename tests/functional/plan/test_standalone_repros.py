@@ -314,3 +314,34 @@ def test_a_secret_the_command_reads_from_the_environment_is_read_so_by_the_repro
     assert token not in report
     ran = subprocess.run(["bash", "-c", run], cwd=tmp_path, timeout=60, env=dict(os.environ))
     assert ran.returncode == 3
+
+
+def test_a_secret_inside_a_variables_value_is_read_from_the_variable_it_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `URL: https://me:${{ env.HF_TOKEN }}@db/x` was `URL="$URL"`: a variable the reader
+    # was never told to export, empty in their shell, so the repro passed (nu69 3).
+    import reprospec
+    from reprospec.core.runoptions import RunOptions
+
+    token = "hf_" + "Ab1" * 12
+    monkeypatch.setenv("HF_TOKEN", token)
+    monkeypatch.delenv("URL", raising=False)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        'reprospec: 1\nname: secretpart\ncommand: python3 -c "import os, sys; '
+        "sys.exit(3 if os.environ['URL'] == 'https://me:' + os.environ['HF_TOKEN'] + '@db/x' "
+        "else 0)\"\nenvironment: {env: {URL: 'https://me:${{ env.HF_TOKEN }}@db/x'}}\n"
+        "expect: {outcome: error}\n"
+    )
+    result = reprospec.run(reprospec.load_spec(spec), RunOptions(out=tmp_path / "out"))
+    assert result.cells[0].failure_reproduced
+    assert result.standalone is not None
+    assert result.standalone.run.startswith('URL=https://me:"$HF_TOKEN"@db/x python3 -c ')
+    assert result.standalone.notes[0] == (
+        "the spec reads HF_TOKEN from your environment: export it first"
+    )
+    ran = subprocess.run(
+        ["bash", "-c", result.standalone.run], cwd=tmp_path, timeout=60, env=dict(os.environ)
+    )
+    assert ran.returncode == 3
