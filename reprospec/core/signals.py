@@ -56,6 +56,16 @@ SHELL_FATAL_SIGNALS = frozenset(
 CRASH_SIGNALS = SHELL_FATAL_SIGNALS - {"SIGINT", "SIGPIPE", "SIGTERM"}
 
 
+# The signal the engine asks a live attempt's Python processes for their stacks with (the
+# stackdump sitecustomize registers faulthandler on it; process/stacks.py and the docker
+# runner send it at a hang). SIGURG, whose default action is to ignore: registering on it
+# changes nothing a program sees. SIGUSR1 was taken over in every Python process, so a
+# program that died of it outside reprospec survived it, and a program's own SIGUSR1
+# handler ran when the engine asked (nu68 1). The stdlib-only sitecustomize, harness and
+# fork server name it themselves.
+STACK_DUMP_SIGNAL = signal.SIGURG
+
+
 def signal_name(number: int) -> str:
     """`11` -> `"SIGSEGV"`; an unnamed number (a real-time signal) -> `"SIG40"`."""
     try:

@@ -623,7 +623,7 @@ def _cell_function(
         if plan.env.get("PYTHONPATH")
         else []
     )
-    # The Python processes' SIGUSR1 dump files (childprotocol): nobody asks for them here.
+    # The Python processes' stack dump files (childprotocol): nobody asks for them here.
     cleanup = [f'    rm -f "$OUT/{number}"/stack-*.txt']
     if not plan.environment.shared_tmp:
         # The container's TMPDIR and XDG_CACHE_HOME (childprotocol), removed after it

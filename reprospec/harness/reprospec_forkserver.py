@@ -38,7 +38,7 @@ re-parented to the engine (its subreaper), as for any attempt.
 The attempt then becomes what a fresh `python ...` would have been: its own session
 and process group (made, with its token, before the engine is told its pid), the
 attempt's environment, working directory and core limit,
-stdin from /dev/null and its logs on fd 1 and 2, faulthandler and the SIGUSR1 stack
+stdin from /dev/null and its logs on fd 1 and 2, faulthandler and the SIGURG stack
 dump armed, `random`, numpy and torch reseeded from the attempt's seed,
 `environment.perturb` applied (`_perturb_process`, `_perturb_interpreter`), then the
 script, module (`-m`, the harness too) or code (`-c`) runs as `__main__`. It ends as
@@ -457,12 +457,16 @@ def serve(fd: int, modules: list[str]) -> Job | None:
 
 
 def _stack_dump() -> None:
-    """SIGUSR1 -> every thread's stack into $REPROSPEC_STACK_DIR/stack-<pid>.txt."""
+    """SIGURG -> every thread's stack into $REPROSPEC_STACK_DIR/stack-<pid>.txt.
+
+    SIGURG: the engine's asking signal (core/signals.py's STACK_DUMP_SIGNAL), ignored by
+    default, so a program's own SIGUSR1 stays its own (nu68 1).
+    """
     import faulthandler
     import signal
 
     folder = os.environ.get("REPROSPEC_STACK_DIR")
-    if not folder or not hasattr(signal, "SIGUSR1"):
+    if not folder or not hasattr(signal, "SIGURG"):
         return
     try:
         handle = os.open(
@@ -472,8 +476,8 @@ def _stack_dump() -> None:
         )
     except OSError:
         return
-    # chain=False: the default action of SIGUSR1 would terminate the process.
-    faulthandler.register(signal.SIGUSR1, file=handle, all_threads=True, chain=False)
+    # chain=False: the engine's ask runs no other handler.
+    faulthandler.register(signal.SIGURG, file=handle, all_threads=True, chain=False)
 
 
 def _arm_fatal() -> None:

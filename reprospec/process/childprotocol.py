@@ -9,14 +9,14 @@ that builds those variables and names those files.
                           the stack dumper's `child_exit`: a child reaped dead of a signal)
     REPROSPEC_ENV_JSON    env.json: the environment the harness captured
     REPROSPEC_STACK_DIR   the attempt folder: each Python process dumps stack-<pid>.txt there on
-                          SIGUSR1 (removed after the attempt, once stack.txt holds them), and
+                          SIGURG (removed after the attempt, once stack.txt holds them), and
                           writes ended-<pid>.txt as it exits normally (whether it reaped a
                           child, the status it asked for: process/tree.py's
                           program_ran_alone reads it, then removed)
     REPROSPEC_CELL        cell.json: the cell a workload runs (workloads only)
     REPROSPEC_ATTEMPT_TOKEN  a uuid every descendant inherits (finds escaped processes)
     PYTHONPATH            stackdump/ (and the harness for a workload) first: its sitecustomize
-                          arms the SIGUSR1 dump above and faulthandler, so a Python crash
+                          arms the SIGURG dump above and faulthandler, so a Python crash
                           prints the stack of the thread that took the signal (not
                           PYTHONFAULTHANDLER=1, whose dump of every thread can fault itself
                           and turn the signal into a SIGSEGV)

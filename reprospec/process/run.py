@@ -396,14 +396,14 @@ def run_process(
                 order = sorted(procs, key=lambda pid: (pid != proc.pid, pid))
                 alive = {pid: procs[pid].cmdline for pid in order if procs[pid].alive}
                 # Frozen and read before the Python stacks are asked for: the asking signal
-                # (SIGUSR1) ends a wait the kernel never restarts after a handler (pause,
+                # (SIGURG) ends a wait the kernel never restarts after a handler (pause,
                 # sigsuspend, a C library's poll without an EINTR retry), and native frames
                 # read after it were of where the process went next. Frozen, a process that
                 # was leaving at the deadline (exiting after its `done`) stays to be read
                 # instead of vanishing under the reader, and every stack is of one instant.
                 tree.stop_processes(alive, proc.pid)
                 hang_native = native.hang(alive, timed_out_at=deadline)
-                # Continued once asked: the thread that takes the pending SIGUSR1 dumps
+                # Continued once asked: the thread that takes the pending SIGURG dumps
                 # before it runs anything else, so one that was leaving still answers.
                 resume = functools.partial(tree.continue_processes, alive, proc.pid)
             stack = stacks.collect_stacks(

@@ -1,9 +1,10 @@
 """Ask every Python process of a live attempt for its stacks, and gather them into stack.txt.
 
-Each Python process of an attempt has faulthandler armed on SIGUSR1 by the stackdump
-sitecustomize (STACKDUMP_DIR on its PYTHONPATH) and writes `stack-PID.txt` into the
-attempt's folder (STACK_DIR_VAR) when asked; py-spy, when installed, covers the ones
-that do not answer. Done at a timeout or a cancel, before the tree is killed (run.py).
+Each Python process of an attempt has faulthandler armed on STACK_DUMP_SIGNAL (SIGURG,
+ignored by default: nu68 1) by the stackdump sitecustomize (STACKDUMP_DIR on its
+PYTHONPATH) and writes `stack-PID.txt` into the attempt's folder (STACK_DIR_VAR) when
+asked; py-spy, when installed, covers the ones that do not answer. Done at a timeout or
+a cancel, before the tree is killed (run.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from reprospec.core import capped
+from reprospec.core.signals import STACK_DUMP_SIGNAL
 from reprospec.core.words import NOT_PYTHON, stack_header, stacks_omitted
 from reprospec.process.tree import ProcInfo, read_proc
 
@@ -78,7 +80,7 @@ def without_our_frames(dump: str) -> str:
     return "\n".join(kept)
 
 
-def _catches_sigusr1(pid: int) -> bool:
+def _catches_dump_signal(pid: int) -> bool:
     try:
         status = read_proc(f"/proc/{pid}/status")
     except OSError:
@@ -86,7 +88,7 @@ def _catches_sigusr1(pid: int) -> bool:
     for line in status.splitlines():
         if line.startswith(b"SigCgt:"):
             mask = int(line.split()[1], 16)
-            return bool(mask & (1 << (signal.SIGUSR1 - 1)))
+            return bool(mask & (1 << (STACK_DUMP_SIGNAL - 1)))
     return False
 
 
@@ -181,7 +183,7 @@ def collect_stacks(
 ) -> Path | None:
     """Ask every Python process for its stacks and write them into `out_path`.
 
-    SIGUSR1 goes only to processes that catch it (our sitecustomize registered
+    STACK_DUMP_SIGNAL goes only to processes that catch it (our sitecustomize registered
     faulthandler there); py-spy, when installed, covers the Python processes that
     produced nothing. `pause` passes the time while the dumps are written (run.py's output
     pump, so a child blocked on a full pipe can still write). `asked` runs once the signals
@@ -191,9 +193,9 @@ def collect_stacks(
     alive = {pid: info for pid, info in procs.items() if info.alive}
     signalled: list[int] = []
     for pid in alive:
-        if _catches_sigusr1(pid):
+        if _catches_dump_signal(pid):
             with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGUSR1)
+                os.kill(pid, STACK_DUMP_SIGNAL)
                 signalled.append(pid)
     if asked is not None:
         asked()

@@ -1,4 +1,4 @@
-"""reprospec stack dumps: SIGUSR1 -> all threads' stacks in $REPROSPEC_STACK_DIR/stack-<pid>.txt,
+"""reprospec stack dumps: SIGURG -> all threads' stacks in $REPROSPEC_STACK_DIR/stack-<pid>.txt,
 and a fatal signal -> the Python stack of the thread that took it, on stderr; a normal exit
 -> $REPROSPEC_STACK_DIR/ended-<pid>.txt (`_record_end`).
 
@@ -25,19 +25,24 @@ _state = {"fd": -1}
 
 
 def _register() -> None:
-    """(Re)register the SIGUSR1 dump into a file named for the current pid."""
+    """(Re)register the stack dump on SIGURG into a file named for the current pid.
+
+    SIGURG (core/signals.py's STACK_DUMP_SIGNAL, named here: this module imports nothing of
+    reprospec) is ignored by default, so taking it over changes nothing a program sees;
+    SIGUSR1 kept alive a program that died of it outside reprospec (nu68 1).
+    """
     # Both built into the interpreter: `signal` would build its enums, a third of this
     # module's cost in every Python process of every attempt.
     import _signal
     import faulthandler
 
     folder = os.environ.get("REPROSPEC_STACK_DIR")
-    if not folder or not hasattr(_signal, "SIGUSR1"):
+    if not folder or not hasattr(_signal, "SIGURG"):
         return
     path = os.path.join(folder, f"stack-{os.getpid()}.txt")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    # chain=False: the default action of SIGUSR1 would terminate the process.
-    faulthandler.register(_signal.SIGUSR1, file=fd, all_threads=True, chain=False)
+    # chain=False: the engine's ask runs no other handler.
+    faulthandler.register(_signal.SIGURG, file=fd, all_threads=True, chain=False)
     old, _state["fd"] = _state["fd"], fd
     if old >= 0:
         # After a fork this is the child's copy of the parent's file: the parent keeps its own.

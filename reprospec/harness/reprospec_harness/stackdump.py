@@ -1,4 +1,9 @@
-"""SIGUSR1 -> every thread's stack into `$REPROSPEC_STACK_DIR/stack-<pid>.txt` (hang reports)."""
+"""SIGURG -> every thread's stack into `$REPROSPEC_STACK_DIR/stack-<pid>.txt` (hang reports).
+
+SIGURG is the engine's asking signal (core/signals.py's STACK_DUMP_SIGNAL, named here: the
+harness imports nothing of the engine); ignored by default, taking it over changes nothing
+a program sees, where SIGUSR1 kept alive a program that died of it (nu68 1).
+"""
 
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ def register() -> None:
     """Register this process's own dump file; again in a forked child (it inherits the parent's)."""
     folder = os.environ.get("REPROSPEC_STACK_DIR")
     pid = os.getpid()
-    if not folder or pid in _files or not hasattr(signal, "SIGUSR1"):
+    if not folder or pid in _files or not hasattr(signal, "SIGURG"):
         return
     path = Path(folder) / f"stack-{pid}.txt"
     if path.exists():
@@ -33,5 +38,5 @@ def register() -> None:
         handle = path.open("w")  # kept open for faulthandler
     except OSError:
         return
-    faulthandler.register(signal.SIGUSR1, file=handle, all_threads=True, chain=False)
+    faulthandler.register(signal.SIGURG, file=handle, all_threads=True, chain=False)
     _files[pid] = handle

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.inputs import AttemptPlan
+from reprospec.core.signals import STACK_DUMP_SIGNAL
 from reprospec.core.words import NOT_PYTHON, stack_header, stacks_omitted
 from reprospec.errors import InfraError
 from reprospec.perturb.apply import variables
@@ -75,11 +76,14 @@ FATAL_SIGNALS = frozenset(
         signal.SIGSYS,
     )
 )
-# Runs inside the container at a timeout: SIGUSR1 to every Python process that
+# Runs inside the container at a timeout, given the asking signal's number ($1: core/
+# signals.py's STACK_DUMP_SIGNAL, SIGURG, nu68 1): that signal to every Python process that
 # catches it (our sitecustomize registered faulthandler there); prints "P PID PPID CMDLINE"
 # for those and "N PID PPID CMDLINE" for every other live process (a `sleep 600` a Python
 # one started, named in stack.txt as the local runner names it), none of its own commands.
 _ASK_STACKS = r"""
+sig=$1
+bit=$(( 1 << (sig - 1) ))
 for d in /proc/[0-9]*; do
   pid=${d#/proc/}
   [ "$pid" = "$$" ] && continue
@@ -94,8 +98,8 @@ for d in /proc/[0-9]*; do
   if [ -n "$mask" ]; then
     low=$(printf '%s' "$mask" | tail -c 8)
     exe=$(readlink "$d/exe" 2>/dev/null)
-    if [ $(( 0x$low & 0x200 )) -ne 0 ]; then
-      case "${exe##*/}" in python*|pypy*) kill -USR1 "$pid" 2>/dev/null && kind=P ;; esac
+    if [ $(( 0x$low & bit )) -ne 0 ]; then
+      case "${exe##*/}" in python*|pypy*) kill -"$sig" "$pid" 2>/dev/null && kind=P ;; esac
     fi
   fi
   echo "$kind $pid $ppid $cmd"
@@ -459,11 +463,14 @@ def wait_for_exit(
 
 
 def collect_stacks(container: Container, log_dir: Path) -> Path | None:
-    """SIGUSR1 to the container's Python processes; their dumps gathered into stack.txt."""
+    """STACK_DUMP_SIGNAL to the container's Python processes; their dumps gathered into
+    stack.txt."""
     import docker.errors
 
     try:
-        result = container.exec_run(["sh", "-c", _ASK_STACKS], stdout=True, stderr=False)
+        result = container.exec_run(
+            ["sh", "-c", _ASK_STACKS, "sh", str(int(STACK_DUMP_SIGNAL))], stdout=True, stderr=False
+        )
     except docker.errors.APIError:
         return None
     asked: dict[int, str] = {}

@@ -411,7 +411,7 @@ class DockerRunner:
                     interrupted = not timed_out
                     stall = bool(stalled_at) and timed_out
                     # Native stacks first, as the local runner reads them: the asking
-                    # signal's handler (SIGUSR1) ends a wait the kernel never restarts
+                    # signal's handler (SIGURG) ends a wait the kernel never restarts
                     # (pause, sigsuspend, a C poll without an EINTR retry), and a process
                     # read after it showed where it went next (native-stacks.md).
                     if timed_out and self.native is not None:

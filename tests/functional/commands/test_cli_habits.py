@@ -274,13 +274,13 @@ def test_ctrl_c_prints_the_resume_command_that_finishes_the_run(tmp_path: Path) 
 
 
 # SLOW_SPEC whose attempts say when the engine, stopping, asks them for their stacks
-# (SIGUSR1, before it kills them): a sign that the first Ctrl-C was handled, and an answer
+# (SIGURG, before it kills them): a sign that the first Ctrl-C was handled, and an answer
 # that never comes, so the engine waits its STACK_WAIT_S for the stack files before it
 # writes anything.
 # The handler is set before `started` is written: a press before it would find faulthandler's.
 ASKED_SPEC = SLOW_SPEC.replace(
     "  pathlib.Path('{tmp}', 'started')",
-    "  signal.signal(signal.SIGUSR1, lambda *_: pathlib.Path('{tmp}', 'asked').touch());\n"
+    "  signal.signal(signal.SIGURG, lambda *_: pathlib.Path('{tmp}', 'asked').touch());\n"
     "  pathlib.Path('{tmp}', 'started')",
 ).replace("import os,", "import os, signal,")
 

@@ -128,14 +128,14 @@ class Child:
 
 
 def dump_until(pid: int, stack: Path, *needles: str, timeout: float = 60) -> None:
-    """Ask `pid` for its stacks (SIGUSR1) until its dump file shows every one of `needles`,
+    """Ask `pid` for its stacks (SIGURG) until its dump file shows every one of `needles`,
     asked again each second while it does not: the event the test saw comes just before
     the process goes where it hangs, and a dump asked before it got there (a fixed sleep
     after the event, which a loaded machine need not keep) shows where it was instead.
     faulthandler appends each dump, one thread at a time."""
     deadline = time.monotonic() + timeout
     while True:
-        os.kill(pid, signal.SIGUSR1)
+        os.kill(pid, signal.SIGURG)
         again = time.monotonic() + 1.0
         while time.monotonic() < again:
             if all(needle in stack.read_text() for needle in needles):

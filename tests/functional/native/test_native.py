@@ -422,7 +422,7 @@ def test_a_deadlock_in_c_shows_every_thread_waiting_on_the_lock(
 
 # Leaves as soon as the file GO appears: the test makes it as the native read begins, so a
 # process the engine did not freeze first is gone before the reader reaches it, as a
-# process that was exiting at the deadline is. Its main thread blocks SIGUSR1, so the
+# process that was exiting at the deadline is. Its main thread blocks SIGURG, so the
 # leaving thread is the one that takes the engine's ask for the Python stacks, and dumps
 # them before it runs on to leave: the thread that takes it dumps before anything else, but
 # another thread of the process may run on meanwhile (docs/native-stacks.md), and a leave
@@ -434,7 +434,7 @@ def leave():
         time.sleep(0.01)
     os._exit(0)
 threading.Thread(target=leave, daemon=True).start()
-signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGURG})
 time.sleep(60)
 """
 
@@ -499,7 +499,7 @@ time.sleep(60)
 def test_a_wait_a_signal_would_end_is_read_before_the_python_stacks_are_asked_for(
     runner: LocalRunner, tmp_path: Path
 ) -> None:
-    """The Python stacks are asked for with a signal (SIGUSR1), whose handler ends a
+    """The Python stacks are asked for with a signal (SIGURG), whose handler ends a
     pause(): read after it, the native stack showed the sleep the program went on to, not
     the wait it hung in (fx49b). The native reader now reads the stopped tree first."""
     plan = make_plan([sys.executable, "-c", PAUSES], timeout_s=2.0)

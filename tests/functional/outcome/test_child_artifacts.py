@@ -1,7 +1,7 @@
 """What a child writes cannot take the engine's memory, nor fill its results.
 
 Each spec's child writes one huge artifact the engine reads: a 300 MB stack dump
-(answering the engine's SIGUSR1 at a hang), a 512 MB events line, two million
+(answering the engine's SIGURG at a hang), a 512 MB events line, two million
 events lines naming two million stuck items. The engine runs in a real child
 process (tests/adversarial/drive.py: validate, plan and run through the CLI's
 entry point) that reports its own peak RSS (VmHWM), so pytest's own memory is
@@ -41,7 +41,7 @@ def dump(*_):
         f.seek(300 * 2**20)
         f.write(b'\\n  File "huge.py", line 9 in <module>\\n')
 
-signal.signal(signal.SIGUSR1, dump)
+signal.signal(signal.SIGURG, dump)
 time.sleep(600)
 """
 

@@ -37,14 +37,14 @@ SELF_DUMP = """
 import os, signal, time
 path = os.path.join(os.environ["REPROSPEC_STACK_DIR"], "stack-%d.txt" % os.getpid())
 def marker_function():
-    os.kill(os.getpid(), signal.SIGUSR1)
+    os.kill(os.getpid(), signal.SIGURG)
     time.sleep(0.1)
 marker_function()
 print(open(path).read())
 """
 
 
-def test_sitecustomize_dumps_on_sigusr1(tmp_path: Path) -> None:
+def test_sitecustomize_dumps_on_sigurg(tmp_path: Path) -> None:
     done = python_with_stackdump(SELF_DUMP, stack_dir=str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "marker_function" in done.stdout
@@ -77,7 +77,7 @@ def test_sitecustomize_is_harmless_without_a_usable_folder(tmp_path: Path) -> No
     sigcgt = (
         "import signal\n"
         "line = [l for l in open('/proc/self/status') if l.startswith('SigCgt')][0]\n"
-        "print(bool(int(line.split()[1], 16) & (1 << (signal.SIGUSR1 - 1))))\n"
+        "print(bool(int(line.split()[1], 16) & (1 << (signal.SIGURG - 1))))\n"
     )
     done = python_with_stackdump(sigcgt)
     assert (done.returncode, done.stdout, done.stderr) == (0, "False\n", "")
@@ -94,7 +94,7 @@ def test_forked_child_dumps_into_its_own_file(tmp_path: Path) -> None:
         "pid = os.fork()\n"
         "if pid == 0:\n"
         "    def in_child():\n"
-        "        os.kill(os.getpid(), signal.SIGUSR1); time.sleep(0.1)\n"
+        "        os.kill(os.getpid(), signal.SIGURG); time.sleep(0.1)\n"
         "    in_child(); os._exit(0)\n"
         "os.waitpid(pid, 0)\n"
         "print(pid)\n"

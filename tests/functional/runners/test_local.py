@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -19,7 +20,9 @@ from typing import Any
 import psutil
 import pytest
 
-from reprospec.core.inputs import AttemptPlan, Marker
+from reprospec.core.inputs import AttemptPlan, Expectation, Marker
+from reprospec.outcome.evidence import Evidence
+from reprospec.pipeline.attempt import attempt_result
 from reprospec.process.tree import TOKEN_VAR
 from reprospec.runners import local
 from reprospec.runners.local import LocalRunner
@@ -295,6 +298,72 @@ def test_forked_multiprocessing_worker_gets_its_own_stack(
     assert "worker_hang" in worker_part
     assert "parent_hang" not in worker_part
     assert "parent_hang" in stack.split(f"--- pid {parent} (")[1].split("--- pid")[0]
+
+
+# Kills itself with a user signal and prints if it lived on: the spec of nu68 1.
+KILLS_ITSELF = (
+    "import os, signal, sys, time; os.kill(os.getpid(), getattr(signal, sys.argv[1]));"
+    " time.sleep(0.2); print('still alive')"
+)
+
+
+@pytest.mark.parametrize("name", ["SIGUSR1", "SIGUSR2"])
+def test_a_program_that_kills_itself_with_a_user_signal_dies_of_it(
+    runner: LocalRunner, tmp_path: Path, name: str
+) -> None:
+    """The stack dump's signal was SIGUSR1, registered in every Python process of an
+    attempt: a program that dies of SIGUSR1 outside reprospec (status 138) lived on, and
+    `expect: {outcome: crash, signal: SIGUSR1}` read `pass` (nu68 1). SIGUSR2 never was."""
+    plan = replace(
+        make_plan([PY, "-c", KILLS_ITSELF, name], workdir=tmp_path),
+        expectation=Expectation("crash", signal=name),
+    )
+    ex = runner.run(plan, tmp_path / "logs")
+    # An empty log is not kept.
+    printed = ex.stdout_path.read_text() if ex.stdout_path.exists() else ""
+    assert "still alive" not in printed
+    assert ex.returncode == -getattr(signal, name)
+    result = attempt_result(plan, ex, Evidence.read(ex))
+    assert result.ran is not None
+    assert (result.ran.kind, result.ran.signal) == ("crash", name), result.ran
+    assert result.matched, result.mismatches
+
+
+# A hang whose program handles SIGUSR1 itself (a training loop's "save a checkpoint").
+HANDLES_SIGUSR1 = """
+import pathlib, signal, sys, time
+folder = pathlib.Path(sys.argv[1])
+signal.signal(signal.SIGUSR1, lambda *_: (folder / "usr1").touch())
+def waits_here():
+    (folder / "ready").touch()
+    time.sleep(60)
+waits_here()
+"""
+
+
+def test_a_hang_s_stacks_are_asked_for_without_the_program_s_own_sigusr1_handler(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """The engine asked for a hang's Python stacks with SIGUSR1: a program's own handler of
+    it ran (its "save a checkpoint" at every timeout), and its stack was py-spy's or none
+    (nu68 1). The asking signal is SIGURG, ignored by default: the stack is faulthandler's,
+    the program's handler never runs."""
+    last = until_reached(
+        lambda timeout_s, folder: runner.run(
+            make_plan([PY, "-c", HANDLES_SIGUSR1, str(folder)], timeout_s=timeout_s),
+            folder / "logs",
+        ),
+        lambda folder: (folder / "ready").exists(),
+        1.5,
+        tmp_path,
+    )
+    ex = last.result
+    assert ex.timed_out
+    assert ex.stack_path is not None
+    stack = ex.stack_path.read_text()
+    assert "in waits_here" in stack, stack
+    assert "[py-spy]" not in stack, stack  # the process answered itself
+    assert not (last.folder / "usr1").exists()
 
 
 @pytest.mark.parametrize("mode", ["exit", "hang"])

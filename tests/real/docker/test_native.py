@@ -234,7 +234,7 @@ def test_a_deadlock_in_a_container_shows_every_thread_waiting_on_the_lock(
     assert "deadlock" in execution.stack_path.read_text()
 
 
-# Hangs in pause(), which the Python stacks' asking signal (SIGUSR1) would end: the
+# Hangs in pause(), which the Python stacks' asking signal (SIGURG) would end: the
 # program then sleeps, and a native read after the signal shows the sleep.
 PAUSES = """
 import ctypes, pathlib, time

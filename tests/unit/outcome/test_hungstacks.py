@@ -27,7 +27,7 @@ from tests.support.plans import execution_in
 # torch's queue, worker 6257 waits for an index, worker 6264 is stuck in __getitem__.
 DUMP = (DATA / "stacks" / "dataloader-worker-hang.stack.txt").read_text()
 
-# py-spy's way of writing a process that did not answer SIGUSR1 (process/stacks.py).
+# py-spy's way of writing a process that did not answer SIGURG (process/stacks.py).
 PY_SPY = """\
 --- pid 77 (python train.py) [py-spy] ---
 Process 77: python train.py
