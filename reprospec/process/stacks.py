@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 from reprospec.core import capped
 from reprospec.core.signals import STACK_DUMP_SIGNAL
 from reprospec.core.words import NOT_PYTHON, stack_header, stacks_omitted
+from reprospec.native.pyspy import pyspy_path
 from reprospec.process.tree import ProcInfo, read_proc
 
 STACK_DIR_VAR = "REPROSPEC_STACK_DIR"
@@ -113,7 +113,10 @@ def _py_spy_dumps(pids: Sequence[int], budget_s: float, out_dir: Path) -> dict[i
     Each dump goes to a file in `out_dir` and is read back head + tail: a recursion a
     million frames deep makes py-spy print a million lines.
     """
-    exe = shutil.which("py-spy")
+    # Beside the engine's interpreter first, then PATH: `.venv/bin/reprospec` run without
+    # the venv activated has py-spy in .venv/bin, which shutil.which never looked in, and a
+    # hang's silent processes went without stacks (nu69 5). doctor finds it the same way.
+    exe = pyspy_path()
     if exe is None or not pids or budget_s <= 0:
         return {}
     running: dict[int, subprocess.Popen[bytes]] = {}

@@ -366,6 +366,46 @@ def test_a_hang_s_stacks_are_asked_for_without_the_program_s_own_sigusr1_handler
     assert not (last.folder / "usr1").exists()
 
 
+# A hang in a process that ignores the asking signal: only py-spy can read its stack.
+IGNORES_THE_ASK = """
+import pathlib, signal, sys, time
+signal.signal(signal.SIGURG, signal.SIG_IGN)
+def deaf_here():
+    (pathlib.Path(sys.argv[1]) / "ready").touch()
+    time.sleep(60)
+deaf_here()
+"""
+
+
+@pytest.mark.skipif(
+    not os.access(Path(sys.executable).parent / "py-spy", os.X_OK),
+    reason="needs py-spy installed beside the interpreter (the torch or dev extra)",
+)
+def test_a_hang_that_does_not_answer_is_read_by_the_py_spy_beside_the_interpreter(
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`.venv/bin/reprospec` run without the venv activated: py-spy is in .venv/bin, not on
+    PATH, and the stacks were looked for on PATH alone (nu69 5): a process that did not
+    answer had no stack. It is looked for beside the engine's interpreter first."""
+    monkeypatch.setenv("PATH", os.defpath)
+    assert shutil.which("py-spy") is None
+    last = until_reached(
+        lambda timeout_s, folder: runner.run(
+            make_plan([PY, "-c", IGNORES_THE_ASK, str(folder)], timeout_s=timeout_s),
+            folder / "logs",
+        ),
+        lambda folder: (folder / "ready").exists(),
+        1.5,
+        tmp_path,
+    )
+    ex = last.result
+    assert ex.timed_out
+    assert ex.stack_path is not None
+    stack = ex.stack_path.read_text()
+    assert "[py-spy] ---" in stack, stack
+    assert "deaf_here" in stack, stack
+
+
 @pytest.mark.parametrize("mode", ["exit", "hang"])
 def test_no_orphans_survive(runner: LocalRunner, tmp_path: Path, mode: str) -> None:
     # The hang is killed at its timeout once its children are out (main.pid is written
