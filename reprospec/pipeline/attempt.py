@@ -30,6 +30,7 @@ from reprospec.errors import InfraError
 from reprospec.outcome.classify import classify, crash_stack, worker_stack
 from reprospec.outcome.evidence import Evidence
 from reprospec.outcome.judge import judge_attempt
+from reprospec.process.stacks import without_our_frames
 from reprospec.runners.base import InstanceRunner, Runner, keep_logs
 from reprospec.store.runfolder import RunFolder
 
@@ -123,15 +124,20 @@ def attempt_result(
     hang = isinstance(outcome, Outcome) and outcome.kind == "hang"
     excerpt = evidence.excerpt(hang=hang) if failed else None
     dead_child_stack: str | None = None
+    # A dead child's own stack is its faulthandler report on stderr: a forked worker's
+    # holds the frame of the sitecustomize's wrapper of Popen.__init__ it was started
+    # through, reprospec's and not the program's, left out as stack.txt leaves it (nu69 6).
     if isinstance(outcome, Outcome) and outcome.where == "child":
         # A child's crash: its own stack, which the main process's traceback is not.
-        stack = crash_stack(execution, evidence) or stack
+        child = crash_stack(execution, evidence)
+        stack = without_our_frames(child) if child else stack
     elif isinstance(outcome, Outcome) and outcome.crashed_child is not None:
         # A hang after a child's death: the dead child's own stack, kept apart from the
         # hung ones' (a Pool's parent waits in `map`; the frame that crashed is the worker's).
         dead = crash_stack(execution, evidence)
         if dead is not None and dead.strip():
-            dead_child_stack = dead.strip()
+            dead_child_stack = without_our_frames(dead).strip()
+            # The log holds the report as printed: left out as it is there.
             excerpt = evidence.excerpt(without=dead, hang=True)
     stuck = _stuck(outcome)
     if stuck is not None and evidence.native is not None:
@@ -143,7 +149,7 @@ def attempt_result(
         from reprospec.outcome.tracebacks import current_thread_first
 
         # The worker's own stack leads the report; the excerpt is the main process's view.
-        stack = current_thread_first(dead_worker.stack)
+        stack = current_thread_first(without_our_frames(dead_worker.stack))
         excerpt = evidence.excerpt(without=dead_worker.stack)
     return AttemptResult(
         attempt=plan.attempt,

@@ -63,6 +63,35 @@ def test_sitecustomize_chains_to_the_one_it_shadows(tmp_path: Path) -> None:
     assert done.stdout.rstrip().endswith("True")
 
 
+# A forked multiprocessing child prints its own stack: started through Popen.__init__.
+FORKED_STACK = """
+import faulthandler, multiprocessing, sys
+def in_child():
+    faulthandler.dump_traceback(sys.stdout, all_threads=False); sys.stdout.flush()
+process = multiprocessing.get_context("fork").Process(target=in_child)
+process.start(); process.join()
+"""
+
+
+def test_a_second_copy_of_the_sitecustomize_installs_nothing(tmp_path: Path) -> None:
+    """The docker runner's PYTHONPATH holds the mounted stackdump/ before the image's own
+    copy, which the first chains to: both wrapped multiprocessing's Popen, so a dead
+    worker's stack showed `sitecustomize.py ... in __init__` twice (nu69 6). Once now."""
+    copy = tmp_path / "image" / "stackdump"
+    copy.mkdir(parents=True)
+    (copy / "sitecustomize.py").write_bytes(
+        (stacks.STACKDUMP_DIR / "sitecustomize.py").read_bytes()
+    )
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    done = python_with_stackdump(FORKED_STACK, extra_path=str(copy), stack_dir=str(dumps))
+    assert done.returncode == 0, done.stderr
+    assert "in in_child" in done.stdout
+    ours = [line for line in done.stdout.splitlines() if "sitecustomize.py" in line]
+    assert len(ours) == 1, done.stdout
+    assert str(stacks.STACKDUMP_DIR) in ours[0]  # the first on the path installed them
+
+
 def test_sitecustomize_reports_a_broken_user_sitecustomize(tmp_path: Path) -> None:
     user = tmp_path / "user"
     user.mkdir()
