@@ -579,8 +579,8 @@ def _report_perturb(exc: BaseException) -> None:
 
 # Set on `sys` (each interpreter's own; a forked child inherits it with the hooks
 # themselves) once this process's hooks are in: a second copy of this module further
-# along sys.path, which the first chains to (the docker runner mounts ours before the
-# image's own), installs nothing. Both wrapped multiprocessing's Popen, so a dead worker's
+# along sys.path, which the first chains to (an image's own, after the one the docker
+# runner mounts), installs nothing. Both wrapped multiprocessing's Popen, so a dead worker's
 # stack showed `sitecustomize.py ... in __init__` twice, os.kill and sys.exit were
 # wrapped twice, and every import was recorded twice (nu69 6).
 _INSTALLED = "_reprospec_stackdump_installed"

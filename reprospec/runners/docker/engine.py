@@ -173,13 +173,20 @@ def container_config(
         Mount(workdir, str(plan.workdir), type="bind"),
     ]
     # The engine renumbers the GPUs it hands over from 0; our PYTHONPATH replaces the
-    # image's, so the image's entries are kept after ours.
+    # image's, so the image's entries are kept after ours. All but the image's own copy of
+    # the stackdump sitecustomize: ours, mounted first, chains to it, and a copy from an
+    # image built before nu68 1 installed its hooks again, SIGUSR1 taken over with them.
+    theirs = ":".join(
+        entry
+        for entry in image_pythonpath.split(":")
+        if entry and entry.rstrip("/") != dockerimage.IMAGE_STACKDUMP
+    )
     env = child_env(
         plan,
         paths,
         gpu_ids=[str(i) for i in range(len(gpu_slot))],
         token=token,
-        pythonpath_after=[image_pythonpath],
+        pythonpath_after=[theirs],
         harness=harness,
         instance=instance,
     )

@@ -132,6 +132,21 @@ def test_a_container_has_the_attempts_process_limit(
 
 @needs_engine
 @pytest.mark.usefixtures("no_leftovers")
+def test_a_program_that_kills_itself_with_sigusr1_dies_of_it(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    """The image's own copy of the stackdump sitecustomize ran after the mounted one, and
+    one from an image built before nu68 1 took SIGUSR1 over again: the program lived on.
+    The container's status says 128 + 10 (its init's word: no crash signal of the runner's)."""
+    code = "import os, signal, time; os.kill(os.getpid(), signal.SIGUSR1); time.sleep(0.2)"
+    execution = runner.run(make_plan(py(code + "; print('still alive')"), tmp_path), tmp_path / "a")
+    printed = execution.stdout_path.read_text() if execution.stdout_path.exists() else ""
+    assert "still alive" not in printed
+    assert execution.returncode == 128 + 10
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
 def test_hang_is_killed_with_stacks(runner: DockerRunner, tmp_path: Path) -> None:
     code = (
         "import time\n"

@@ -93,7 +93,8 @@ def test_container_config_gpus_network_limits(tmp_path: Path) -> None:
         log_dir=tmp_path,
         token="t" * 32,
         gpu_slot=("3", "5"),
-        image_pythonpath="/img",
+        # The image's own copy of the stackdump is left out: ours is mounted (nu68 1).
+        image_pythonpath="/opt/reprospec/harness:/img:/opt/reprospec/stackdump/",
     )
     assert config["init"] is True
     assert config["network_mode"] == "none"
@@ -104,7 +105,7 @@ def test_container_config_gpus_network_limits(tmp_path: Path) -> None:
     assert request["Capabilities"] == [["gpu"]]
     env = config["environment"]
     assert env["CUDA_VISIBLE_DEVICES"] == "0,1"
-    assert env["PYTHONPATH"] == "/reprospec/stackdump:/mine:/img"
+    assert env["PYTHONPATH"] == "/reprospec/stackdump:/mine:/opt/reprospec/harness:/img"
     assert env["REPROSPEC_EVENTS"] == "/reprospec/attempt/events.jsonl"
     assert "REPROSPEC_CELL" not in env
     assert config["entrypoint"] == ["python3"]
