@@ -50,7 +50,7 @@ def test_hang_is_a_real_deadlock_with_both_threads_waiting(tmp_path: Path) -> No
     dump = tmp_path / "stack.txt"
     code = (
         "import faulthandler, signal; from reprospec_harness import faults;"
-        f"faulthandler.register(signal.SIGUSR1, file=open({str(dump)!r}, 'w'), all_threads=True);"
+        f"faulthandler.register(signal.SIGURG, file=open({str(dump)!r}, 'w'), all_threads=True);"
         "print('ready', flush=True); faults.hang({})"
     )
     child = subprocess.Popen(
