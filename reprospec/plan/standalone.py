@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
+from reprospec.core import shellline
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
@@ -271,43 +272,13 @@ def _shell_line(
     return text, named
 
 
-def _skeleton(line: str, names: set[str]) -> str | None:
-    """`line` with every quoted string made the letter `q` and every escaped character
-    dropped: what is left holds the shell's own operators. None where a part would read
-    differently after `NAME=value` words than under `sh -c` in that environment: a
-    command substitution (it runs with the variables), an expansion of one of `names`
-    (expanded before the assignment), or a quote left open."""
-    out: list[str] = []
-    index = 0
-    quote = ""
-    while index < len(line):
-        char = line[index]
-        if quote != "'" and char == "\\":
-            index += 2
-            continue
-        if quote != "'" and (char == "`" or line.startswith("$(", index)):
-            return None
-        if quote != "'" and char == "$":
-            found = _NAME.match(line, index + 1 + line.startswith("${", index))
-            if found and found.group(0) in names:
-                return None
-        if char in "'\"" and quote in ("", char):
-            quote = "" if quote else char
-            if not quote:
-                out.append("q")
-        elif not quote:
-            out.append(char)
-        index += 1
-    return None if quote else "".join(out)
-
-
 def _simple_command(line: str, names: set[str]) -> bool:
     """Whether `NAME=value` words before the `/bin/sh -c` line `line` apply to all it runs,
     as they did under `sh -c` with `names` in its environment: one simple command (its
     redirections allowed), no list, pipeline, background job, subshell, comment or compound
     command, no builtin that changes the shell, and no expansion the words would come after
-    (`_skeleton`)."""
-    skeleton = _skeleton(line, names)
+    (`shellline.skeleton`)."""
+    skeleton = shellline.skeleton(line, names)
     if skeleton is None:
         return False
     skeleton = _DUPLICATE.sub(" ", skeleton)  # `2>&1` is a redirection, no background job
@@ -320,14 +291,13 @@ def _simple_command(line: str, names: set[str]) -> bool:
 def _leaves_shell(line: str) -> bool:
     """Whether the `/bin/sh -c` line `line` runs a builtin that ends or replaces the shell
     (`exit 3`, `exec python x.py`), which closes the shell of a reader who pastes it."""
-    skeleton = _skeleton(line, set())
+    skeleton = shellline.skeleton(line)
     if skeleton is None:
         return False
     parts = _COMMAND_END.split(skeleton)
     return any((str(part).split() or [""])[0] in _LEAVES_SHELL for part in parts)
 
 
-_NAME = Lazy(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGNMENT = Lazy(r"[A-Za-z_][A-Za-z0-9_]*=")
 # A redirection to or from a descriptor (`2>&1`, `<&3`).
 _DUPLICATE = Lazy(r"[0-9]*[<>]&[0-9]*-?")

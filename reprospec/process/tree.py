@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprospec.core import shellline
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.signals import signal_name
@@ -190,10 +191,9 @@ def waited_in(stat: bytes) -> bool | None:
         return None
 
 
-# A `/bin/sh -c` line's parts, outside quotes, that may fork a process of their own: a
-# subshell, a command substitution, a brace group, a here-document, an escape that may
-# hide one of them.
-_MAY_FORK = Lazy(r"[`(){}<\\]")
+# A `/bin/sh -c` line's parts, outside quotes (core/shellline.py), that may fork a process
+# of their own: a subshell, a brace group, a here-document or a process substitution.
+_MAY_FORK = Lazy(r"[(){}<]")
 # The operators of a list (`a; b`, `a && b`, `a || b`, one a line), and what is left of a
 # pipeline or a background job once they are taken out.
 _LIST = Lazy(r"&&|\|\||;|\n")
@@ -214,7 +214,7 @@ def one_program(line: str) -> bool:
     python x.py`, `python x.py; exit $?`). What is quoted is one word, whatever it holds
     (`python -c "import sys; sys.exit(139)"`: its `;` and `(` are Python's, where they
     made the line "may fork" and its exit 139 read as a shell's SIGSEGV)."""
-    unquoted = _unquoted(line)
+    unquoted = shellline.skeleton(line)
     if unquoted is None or _MAY_FORK.search(unquoted):
         return False
     unquoted = _DUPLICATE.sub(" ", unquoted)
@@ -229,36 +229,6 @@ def one_program(line: str) -> bool:
         if words and words[0] not in _BUILTINS:
             programs += 1
     return programs == 1
-
-
-def _unquoted(line: str) -> str | None:
-    """`line` with each quoted string made the letter `q` (`echo "a; b"`: `echo q`), or
-    None where a quote may fork (a command substitution in double quotes) or is not
-    closed: what is left holds the shell's operators only."""
-    out: list[str] = []
-    index = 0
-    while index < len(line):
-        char = line[index]
-        if char == "'":
-            end = line.find("'", index + 1)
-            if end < 0:
-                return None
-            out.append("q")
-            index = end + 1
-        elif char == '"':
-            index += 1
-            while index < len(line) and line[index] != '"':
-                if line[index] == "`" or line.startswith("$(", index):
-                    return None
-                index += 2 if line[index] == "\\" else 1
-            if index >= len(line):
-                return None
-            out.append("q")
-            index += 1
-        else:
-            out.append(char)
-            index += 1
-    return "".join(out)
 
 
 def program_ran_alone(argv: Sequence[str], root_pid: int, folder: Path) -> int | None:

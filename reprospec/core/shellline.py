@@ -1,0 +1,47 @@
+"""A `/bin/sh -c` line's own operators, its quoted strings set aside: read, not parsed.
+
+Two stages ask what a string command's line does as the shell runs it: the outcome (does
+it fork one program, whose own exit record then tells its status: process/tree.py) and
+the standalone repro (do `NAME=value` words before it reach all it runs:
+plan/standalone.py). Both read the line's skeleton, with what is quoted made one word,
+so `python -c "import sys; sys.exit(f())"` is one command, not a list and a subshell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from reprospec.core.lazyre import Lazy
+
+_NAME = Lazy(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def skeleton(line: str, names: Collection[str] = ()) -> str | None:
+    """`line` with every quoted string made the letter `q` and every escaped character
+    dropped: what is left holds the shell's own operators. None where a part would read
+    otherwise than its characters say: a command substitution (`$(...)`, a backquote,
+    quoted or not: it runs a program of its own), an expansion of one of `names` (a
+    variable set before the line is expanded before that assignment), or a quote left
+    open."""
+    out: list[str] = []
+    index = 0
+    quote = ""
+    while index < len(line):
+        char = line[index]
+        if quote != "'" and char == "\\":
+            index += 2
+            continue
+        if quote != "'" and (char == "`" or line.startswith("$(", index)):
+            return None
+        if quote != "'" and char == "$" and names:
+            found = _NAME.match(line, index + 1 + line.startswith("${", index))
+            if found and found.group(0) in names:
+                return None
+        if char in "'\"" and quote in ("", char):
+            quote = "" if quote else char
+            if not quote:
+                out.append("q")
+        elif not quote:
+            out.append(char)
+        index += 1
+    return None if quote else "".join(out)
