@@ -206,7 +206,7 @@ def failure_signatures(run: RunResult) -> list[tuple[str, int, str | None]]:
     """
     if not any(a.failed for c, _ in alike(run.cells) for a in c.attempts):
         return []  # nothing failed: no signature to name (nor their module to import)
-    from reprospec.report.signatures import signatures_of
+    from reprospec.report.signatures import signatures_of, told_apart
 
     first = first_failure(run)
     cells: dict[str, set[str]] = {}
@@ -225,7 +225,8 @@ def failure_signatures(run: RunResult) -> list[tuple[str, int, str | None]]:
         cells.setdefault(key, set()).add(cell_id)
     order = list(cells)
     ranked = sorted(order, key=lambda key: (-len(cells[key]), order.index(key)))
-    return [(phrases[key][0], len(cells[key]), phrases[key][1]) for key in ranked]
+    told = told_apart({key: phrase for key, (phrase, _) in phrases.items()})
+    return [(told[key], len(cells[key]), phrases[key][1]) for key in ranked]
 
 
 def _observed_line(run: RunResult) -> str:

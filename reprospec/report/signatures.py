@@ -13,6 +13,7 @@ the `RunResult`.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from itertools import combinations
 
@@ -117,11 +118,30 @@ def outcome_groups(run: RunResult) -> list[OutcomeGroup]:
             if cell not in cells:
                 cells.append(cell)
             found[signature] = (phrase, cells, count + 1)
+    told = told_apart({signature: phrase for signature, (phrase, _, _) in found.items()})
     groups = [
-        _group(signature, phrase, cells, count, ran, len(run.cells))
-        for signature, (phrase, cells, count) in found.items()
+        _group(signature, told[signature], cells, count, ran, len(run.cells))
+        for signature, (_, cells, count) in found.items()
     ]
     return sorted(groups, key=lambda g: (not g.failure, -len(g.cells)))
+
+
+def told_apart(phrases: dict[str, str]) -> dict[str, str]:
+    """Each signature's phrase, those two signatures share made apart by what differs: the
+    native frame the crash was in (`crash SIGSEGV at strlen@libc`), else the signature
+    itself. A headline read `crash SIGSEGV in 1, crash SIGSEGV in 1` where the two cells'
+    crashes were in different frames, which nothing on the page named (nu69 7)."""
+    shared = Counter(phrases.values())
+    out = {}
+    for signature, phrase in phrases.items():
+        if shared[phrase] < 2:
+            out[signature] = phrase
+            continue
+        # crash:SIGSEGV:main:strlen@libc: the fourth field is the frame a native stack gave.
+        parts = signature.split(":", 3)
+        frame = parts[3] if len(parts) == 4 and parts[0] == "crash" else ""
+        out[signature] = f"{phrase} at {frame}" if frame else f"{phrase} [{signature}]"
+    return out
 
 
 def _group(

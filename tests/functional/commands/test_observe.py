@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.support.cli import ROOT, SPECS, Cli
 
 
@@ -109,3 +111,37 @@ def test_an_observed_runs_report_reruns_observed(cli: Cli, tmp_path: Path) -> No
     again = cli("run", str(report), "--yes", "--observe", "-m", "p=3", "--repeat", "2")
     assert again.code == 0, again.stdout + again.stderr
     assert "1/1 cell observed" in again.stdout
+
+
+TWO_FRAMES = """\
+import ctypes, os, signal, sys
+if sys.argv[1] == "kill":
+    os.kill(os.getpid(), signal.SIGSEGV)
+elif sys.argv[1] == "read":
+    ctypes.string_at(0)
+"""
+
+
+def test_two_crashes_of_one_signal_in_different_frames_are_told_apart(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """nu69 7: the headline read `crash SIGSEGV in 1, crash SIGSEGV in 1` and each group's
+    explanation claimed its cell alone, where the two crashes were in different native
+    frames, which nothing on the page named. Each outcome names its frame."""
+    from reprospec import native
+
+    unavailable = native.unavailable_reason()
+    if unavailable is not None:
+        pytest.skip(f"{unavailable}: the two crashes have one signature")
+    (tmp_path / "crash.py").write_text(TWO_FRAMES)
+    spec = tmp_path / "two.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: two\nmatrix: {mode: [ok, kill, read]}\n"
+        "environment: {workdir: .}\ncommand: python crash.py ${{ matrix.mode }}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stderr
+    report = (result.latest_run() / "report.md").read_text()
+    headline = report.split("\n**", 1)[1].split("**\n", 1)[0]
+    assert "crash SIGSEGV at strlen@libc in 1" in headline, headline
+    assert headline.count("crash SIGSEGV at ") == 2, headline
