@@ -466,11 +466,38 @@ def build_image(
                                 say(f"    {line}")
                 if "error" in chunk:
                     log.extend(str(chunk["error"]).rstrip("\n").splitlines())
+                    _remove_layers(client, log)
                     raise InfraError(_build_failure(tag, log))
         except docker.errors.APIError as exc:
             log.append(str(exc.explanation or exc))
+            _remove_layers(client, log)
             raise InfraError(_build_failure(tag, log)) from exc
     return log
+
+
+# The classic builder's line after each step: ` ---> 3f2a6b1c9d0e`, the image it made.
+_LAYER = re.compile(r"^ ---> ([0-9a-f]{12,64})$")
+
+
+def layers(log: Sequence[str]) -> list[str]:
+    """The images a build's steps made, as its log names them, the last one first."""
+    return [found.group(1) for line in reversed(log) if (found := _LAYER.match(line))]
+
+
+def _remove_layers(client: DockerClient, log: Sequence[str]) -> None:
+    """After a failed build, the untagged images its steps left: nothing names or lists
+    them (`envs` lists tagged images), and a bisect whose releases fail to build left two
+    per release (nu69 9). One with a tag (the base) or a child (another build's cached
+    step) stays: the engine refuses to remove it without force, which is not asked."""
+    import docker.errors
+
+    for layer in layers(log):
+        try:
+            if client.images.get(layer).attrs.get("RepoTags"):
+                continue
+            client.images.remove(image=layer, force=False, noprune=False)
+        except docker.errors.APIError:
+            continue
 
 
 def _build_failure(tag: str, log: Sequence[str]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,62 @@ def test_build_failure_is_an_infra_error_with_the_log_tail(tmp_path: Path) -> No
     assert message.startswith(f"docker build of {recipe.tag} failed; build log tail:")
     assert "no-such-package-reprospec" in message
     assert not image.image_present(CLIENT, recipe.tag)
+
+
+class _Recorded:
+    """The engine client, the chunks of its builds recorded: a failed build's whole log."""
+
+    def __init__(self, client: Any, chunks: list[dict[str, Any]]) -> None:  # noqa: ANN401
+        self._client = client
+        self.api = _RecordedApi(client.api, chunks)
+
+    def __getattr__(self, name: str) -> Any:  # noqa: ANN401 (the client's any attribute)
+        return getattr(self._client, name)
+
+
+class _RecordedApi:
+    def __init__(self, api: Any, chunks: list[dict[str, Any]]) -> None:  # noqa: ANN401
+        self._api, self._chunks = api, chunks
+
+    def __getattr__(self, name: str) -> Any:  # noqa: ANN401 (the API's any attribute)
+        return getattr(self._api, name)
+
+    def build(self, **options: Any) -> Iterator[dict[str, Any]]:  # noqa: ANN401
+        for chunk in self._api.build(**options):
+            self._chunks.append(chunk)
+            yield chunk
+
+
+@needs_engine
+def test_a_failed_build_leaves_no_untagged_images(tmp_path: Path) -> None:
+    """nu69 9: the steps a failed build had made stayed as `<none>` images that nothing
+    listed or pruned (two per release a bisect could not build). The base stays."""
+    import docker.errors
+
+    require_image(CLIENT, image.BASE_IMAGE)
+    (tmp_path / "a.txt").write_text(f"{tmp_path}\n")  # a step no cache holds: a new image
+    (tmp_path / "Dockerfile.fails").write_text(
+        f"FROM {image.BASE_IMAGE}\nCOPY a.txt /a.txt\nRUN cat /a.txt\nRUN exit 3\n"
+    )
+    recipe = recipe_for({"dockerfile": "Dockerfile.fails"}, spec_dir=tmp_path)
+    assert recipe.build is not None
+    chunks: list[dict[str, Any]] = []
+    with pytest.raises(InfraError):
+        image.build_image(_Recorded(CLIENT, chunks), recipe.build, recipe.tag)
+    log = [line for c in chunks if "stream" in c for line in str(c["stream"]).splitlines()]
+    made = image.layers(log)
+    assert len(made) >= 3, log  # the base, the COPY's, the first RUN's
+    base = CLIENT.images.get(image.BASE_IMAGE).id
+    left = []
+    for layer in made:
+        try:
+            found = CLIENT.images.get(layer)
+        except docker.errors.ImageNotFound:
+            continue
+        if found.id != base:
+            left.append(layer)
+    assert not left, left
+    assert image.image_present(CLIENT, image.BASE_IMAGE)
 
 
 @needs_engine
