@@ -308,7 +308,7 @@ def execute(
             with collector.importing():
                 warm_up()
         environment, warnings = capture.result(
-            timeout=5 if interrupted else None, cancel=scheduler.cancel
+            timeout=_STOPPED_CAPTURE_S if interrupted else None, cancel=scheduler.cancel
         )
         environment = {**environment, **kept}
         # The run folder removed under the run (`rm -rf`): its outputs go into a new one,

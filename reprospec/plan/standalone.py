@@ -291,18 +291,19 @@ def _simple_command(line: str, names: set[str]) -> bool:
 def _leaves_shell(line: str) -> bool:
     """Whether the `/bin/sh -c` line `line` runs a builtin that ends or replaces the shell
     (`exit 3`, `exec python x.py`), which closes the shell of a reader who pastes it."""
+    # Any such word outside quotes, wherever it stands: after `then`, `do`, `!` or `else`
+    # it is a command too (rv74 1), and a line wrapped in `sh -c` needlessly still runs as
+    # it ran. A line the skeleton cannot read is read by its words.
     skeleton = shellline.skeleton(line)
-    if skeleton is None:
-        return False
-    parts = _COMMAND_END.split(skeleton)
-    return any((str(part).split() or [""])[0] in _LEAVES_SHELL for part in parts)
+    words = _WORD_ENDS.split(skeleton if skeleton is not None else line)
+    return any(word in _LEAVES_SHELL for word in words)
 
 
 _ASSIGNMENT = Lazy(r"[A-Za-z_][A-Za-z0-9_]*=")
 # A redirection to or from a descriptor (`2>&1`, `<&3`).
 _DUPLICATE = Lazy(r"[0-9]*[<>]&[0-9]*-?")
-# What ends one command of a list, a pipeline or a group.
-_COMMAND_END = Lazy(r"&&|\|\||[;&|()\n{}]")
+# What ends a word of a shell line's skeleton: a blank, an operator, a group's brace.
+_WORD_ENDS = Lazy(r"[\s;&|(){}!`]+")
 
 
 def _armed_faults(plan: AttemptPlan) -> str:
@@ -390,7 +391,7 @@ def _assignments(
             continue
         if redactor is not None and sets_secret(k, v):
             word, names = redactor.shell_text(f"{k}={shlex.quote(v)}")
-            if names and MASK not in word and names != (k,):
+            if names and MASK not in word:
                 words.append(word)
                 named += names
                 continue

@@ -440,24 +440,32 @@ _sent_groups: dict[int, set[int]] = {}
 def _watch_kills() -> None:
     kill, killpg = os.kill, os.killpg
 
+    # A kill that fails (ESRCH, EPERM) raises before its event: only a signal sent is one.
     def _kill(pid: int, sig: int) -> None:
-        try:  # (no contextlib: every Python process of the attempt imports this)
+        try:  # noqa: SIM105 (no contextlib: every Python process of the attempt imports this)
             _sent.setdefault(int(pid), set()).add(int(sig))
-            if int(sig) in _DEATHS and int(pid) not in (0, -1, os.getpid()):
-                _signalled(int(pid), int(sig))
         except Exception:
             pass
         kill(pid, sig)
+        try:
+            mine = (0, -1, os.getpid(), -os.getpgid(0))
+            if int(sig) in _DEATHS and int(pid) not in mine:
+                _signalled(int(pid), int(sig))
+        except Exception:
+            pass
 
     def _killpg(pgid: int, sig: int) -> None:
+        try:  # noqa: SIM105
+            _sent_groups.setdefault(int(pgid) or os.getpgid(0), set()).add(int(sig))
+        except Exception:
+            pass
+        killpg(pgid, sig)
         try:
             group = int(pgid) or os.getpgid(0)
-            _sent_groups.setdefault(group, set()).add(int(sig))
             if int(sig) in _DEATHS and group != os.getpgid(0):
                 _signalled(-group, int(sig))
         except Exception:
             pass
-        killpg(pgid, sig)
 
     os.kill = _kill
     os.killpg = _killpg

@@ -9,6 +9,7 @@ Before children.py every one of these read `error RuntimeError` (or
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shlex
 import shutil
@@ -752,3 +753,22 @@ def test_a_thread_deadlock_is_the_main_process_and_names_the_threads(
     assert described.count("child_hang.py:37 in take") == 2, described
     assert "its main thread joining them in " in described, described
     assert described.endswith(" in deadlock"), described
+
+
+def test_the_sitecustomizes_deaths_are_the_crash_signals() -> None:
+    """The sitecustomize (stdlib only) names the signals whose death of a child is a crash
+    itself, to write a `signalled` event of each it sends another process: they must be
+    core/signals.py's CRASH_SIGNALS, or a kill the program sent would read as a crash, or a
+    crash as its doing (rv74). Read in a child: importing it installs its hooks."""
+    from reprospec.core.signals import CRASH_SIGNALS
+    from reprospec.process.stacks import STACKDUMP_DIR
+
+    code = "import signal, sitecustomize as s; print(*(signal.Signals(n).name for n in s._DEATHS))"
+    done = subprocess.run(
+        [PY, "-S", "-c", code],
+        env={**os.environ, "PYTHONPATH": str(STACKDUMP_DIR)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert set(done.stdout.split()) == set(CRASH_SIGNALS)

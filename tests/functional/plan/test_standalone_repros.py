@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -345,3 +346,52 @@ def test_a_secret_inside_a_variables_value_is_read_from_the_variable_it_came_fro
         ["bash", "-c", result.standalone.run], cwd=tmp_path, timeout=60, env=dict(os.environ)
     )
     assert ran.returncode == 3
+
+
+def test_a_secret_a_variable_of_its_own_name_wraps_is_read_with_its_prefix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `MY_TOKEN: 'Bearer ${{ env.MY_TOKEN }}'` was `MY_TOKEN="$MY_TOKEN"`: the prefix lost,
+    # no note to export it, and the pasted repro passed (rv74 2).
+    import reprospec
+    from reprospec.core.runoptions import RunOptions
+
+    token = "hf_" + "Zq9" * 12
+    monkeypatch.setenv("MY_TOKEN", token)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        'reprospec: 1\nname: bearer\ncommand: python3 -c "import os, sys; '
+        "sys.exit(3 if os.environ['MY_TOKEN'].startswith('Bearer hf_') else 0)\"\n"
+        "environment: {env: {MY_TOKEN: 'Bearer ${{ env.MY_TOKEN }}'}}\n"
+        "expect: {outcome: error}\n"
+    )
+    result = reprospec.run(reprospec.load_spec(spec), RunOptions(out=tmp_path / "out"))
+    assert result.cells[0].failure_reproduced
+    assert result.standalone is not None
+    assert "the spec reads MY_TOKEN from your environment: export it first" in (
+        result.standalone.notes
+    )
+    ran = subprocess.run(
+        ["bash", "-c", result.standalone.run], cwd=tmp_path, timeout=60, env=dict(os.environ)
+    )
+    assert ran.returncode == 3, result.standalone.run
+    assert token not in result.standalone.run
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["if [ -f x.txt ]; then exit 3; fi", "while true; do exit 3; done", "true; ! exit 3"],
+)
+def test_an_exit_after_a_reserved_word_is_wrapped_too(tmp_path: Path, line: str) -> None:
+    # `then exit 3` was pasted as it is: it closed the reader's shell (rv74 1).
+    import reprospec
+    from reprospec.core.runoptions import RunOptions
+
+    (tmp_path / "x.txt").write_text("")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: leaves\ncommand: {json.dumps(line)}\nexpect: {{outcome: error}}\n"
+    )
+    result = reprospec.run(reprospec.load_spec(spec), RunOptions(out=tmp_path / "out"))
+    assert result.standalone is not None
+    assert result.standalone.run == f"sh -c {shlex.quote(line)}"
