@@ -14,6 +14,10 @@ from collections.abc import Collection
 from reprospec.core.lazyre import Lazy
 
 _NAME = Lazy(r"[A-Za-z_][A-Za-z0-9_]*")
+# A word that sets a variable for the command after it (`A=1 python x.py`).
+ASSIGNMENT = Lazy(r"[A-Za-z_][A-Za-z0-9_]*=")
+# A redirection to or from a descriptor (`2>&1`, `<&3`, `>&-`): no background job.
+DUPLICATE = Lazy(r"[0-9]*[<>]&[0-9]*-?")
 
 
 def skeleton(line: str, names: Collection[str] = ()) -> str | None:

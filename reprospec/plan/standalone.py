@@ -281,10 +281,10 @@ def _simple_command(line: str, names: set[str]) -> bool:
     skeleton = shellline.skeleton(line, names)
     if skeleton is None:
         return False
-    skeleton = _DUPLICATE.sub(" ", skeleton)  # `2>&1` is a redirection, no background job
+    skeleton = shellline.DUPLICATE.sub(" ", skeleton)  # `2>&1` is a redirection, no background job
     if any(char in skeleton for char in ";&|()\n#"):
         return False
-    first = next((w for w in skeleton.split() if not _ASSIGNMENT.match(w)), "")
+    first = next((w for w in skeleton.split() if not shellline.ASSIGNMENT.match(w)), "")
     return first not in _SHELL_WORDS
 
 
@@ -299,9 +299,6 @@ def _leaves_shell(line: str) -> bool:
     return any(word in _LEAVES_SHELL for word in words)
 
 
-_ASSIGNMENT = Lazy(r"[A-Za-z_][A-Za-z0-9_]*=")
-# A redirection to or from a descriptor (`2>&1`, `<&3`).
-_DUPLICATE = Lazy(r"[0-9]*[<>]&[0-9]*-?")
 # What ends a word of a shell line's skeleton: a blank, an operator, a group's brace.
 _WORD_ENDS = Lazy(r"[\s;&|(){}!`]+")
 
@@ -391,7 +388,9 @@ def _assignments(
             continue
         if redactor is not None and sets_secret(k, v):
             word, names = redactor.shell_text(f"{k}={shlex.quote(v)}")
-            if names and MASK not in word:
+            # `K="$K"` alone is what shell_assignment writes of a secret the spec holds
+            # itself (no variable it reads); `K='Bearer '"$K"` reads K (rv74 2).
+            if names and MASK not in word and word != f'{k}="${k}"':
                 words.append(word)
                 named += names
                 continue

@@ -197,9 +197,6 @@ _MAY_FORK = Lazy(r"[(){}<]")
 # The operators of a list (`a; b`, `a && b`, `a || b`, one a line), and what is left of a
 # pipeline or a background job once they are taken out.
 _LIST = Lazy(r"&&|\|\||;|\n")
-_ASSIGNMENT = Lazy(r"[A-Za-z_][A-Za-z0-9_]*=")
-# An output redirection to a descriptor (`2>&1`): no job, no fork.
-_DUPLICATE = Lazy(r"[0-9]*>&[0-9]+-?")
 # Commands every POSIX /bin/sh (dash, bash, busybox) runs itself, without a fork.
 _BUILTINS = frozenset(
     {":", "true", "false", "exit", "cd", "export", "unset", "set", "shift", "umask", "echo",
@@ -217,14 +214,14 @@ def one_program(line: str) -> bool:
     unquoted = shellline.skeleton(line)
     if unquoted is None or _MAY_FORK.search(unquoted):
         return False
-    unquoted = _DUPLICATE.sub(" ", unquoted)
+    unquoted = shellline.DUPLICATE.sub(" ", unquoted)
     if "&" in unquoted.replace("&&", "") or "|" in unquoted.replace("||", ""):
         return False  # a background job or a pipeline
     programs = 0
     for part in _LIST.split(unquoted):
         # Its first word past the leading assignments (`A=1 python`) names what it runs.
         words = (part or "").split()
-        while words and _ASSIGNMENT.match(words[0]):
+        while words and shellline.ASSIGNMENT.match(words[0]):
             words.pop(0)
         if words and words[0] not in _BUILTINS:
             programs += 1
