@@ -21,7 +21,6 @@ from pathlib import Path
 from reprospec.core import capped
 from reprospec.core.signals import STACK_DUMP_SIGNAL
 from reprospec.core.words import NOT_PYTHON, stack_header, stacks_omitted
-from reprospec.native.pyspy import pyspy_path
 from reprospec.process.tree import ProcInfo, read_proc
 
 STACK_DIR_VAR = "REPROSPEC_STACK_DIR"
@@ -116,6 +115,9 @@ def _py_spy_dumps(pids: Sequence[int], budget_s: float, out_dir: Path) -> dict[i
     # Beside the engine's interpreter first, then PATH: `.venv/bin/reprospec` run without
     # the venv activated has py-spy in .venv/bin, which shutil.which never looked in, and a
     # hang's silent processes went without stacks (nu69 5). doctor finds it the same way.
+    # Imported at a hang only: the native readers are no passing run's (test_imports).
+    from reprospec.native.pyspy import pyspy_path
+
     exe = pyspy_path()
     if exe is None or not pids or budget_s <= 0:
         return {}
