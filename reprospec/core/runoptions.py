@@ -7,9 +7,10 @@ so `--resume` runs again with exactly the options the run started with.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import field, replace
+from dataclasses import field, fields, replace
 from numbers import Integral, Real
 from os import PathLike
 from pathlib import Path
@@ -281,8 +282,9 @@ class RunOptions:
                 raise UsageError(f"{name} must be >= 1, got {value}")
             if value is not None and value > most:
                 raise UsageError(f"{name} must be at most {most}, got {value} (docs/limits.md)")
-        if self.timeout_s is not None and not self.timeout_s > 0:
-            raise UsageError(f"timeout_s must be > 0 seconds, got {self.timeout_s}")
+        if self.timeout_s is not None and not 0 < self.timeout_s < math.inf:
+            # inf passed where nan did not: the CLI's --timeout refuses both (nu68 7).
+            raise UsageError(f"timeout_s must be > 0 seconds, and finite, got {self.timeout_s}")
         if self.stop_on is not None and self.stop_on not in STOP_ON:
             raise UsageError(f"stop_on must be one of {', '.join(STOP_ON)}, got {self.stop_on!r}")
         for name in self.preload or ():
@@ -352,7 +354,13 @@ class RunOptions:
         )
 
     def with_changes(self, **changes: object) -> RunOptions:
-        """A copy with some options changed (`dataclasses.replace`, typed for callers)."""
+        """A copy with some options changed (`dataclasses.replace`, typed for callers); a
+        name no option has is a UsageError naming the options, as any bad option is, where
+        it was dataclasses' TypeError (nu68 7)."""
+        unknown = sorted(set(changes) - {f.name for f in fields(self)})
+        if unknown:
+            known = ", ".join(f.name for f in fields(self))
+            raise UsageError(f"RunOptions has no option {', '.join(unknown)} (it has {known})")
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
