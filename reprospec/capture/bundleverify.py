@@ -94,6 +94,9 @@ class CellCheck:
     reproduced: bool
     missing: tuple[Missing, ...] = ()
     unlike: tuple[str, ...] = ()
+    # A rate cell the run reproduced whose rerun failed the run's way, but too few times to
+    # decide its rate at this many attempts: the bundle reproduces it (nu68 8).
+    rate_undecided: bool = False
 
     @property
     def complete(self) -> bool:
@@ -281,6 +284,15 @@ def _compare(original: CellResult, again: CellResult, ran_in: Path, places: _Pla
     same = again.verdict == original.verdict and bool(seen) and not unlike
     if same and original.verdict != "reproduced":
         same = common.most_common(1)[0][0] in seen
+    # A rate is a count of chances: 3 of 4 in the run and 2 of 4 again is the same failure,
+    # its rate undecided at 4 attempts, not a bundle that lacks something (nu68 8).
+    rate_undecided = (
+        not same
+        and original.expected.rate is not None
+        and (original.verdict, again.verdict) == ("reproduced", "undecided")
+        and not unlike
+        and bool(failed & set(common))
+    )
     return CellCheck(
         cell=original.cell.id,
         verdict=original.verdict,
@@ -288,9 +300,10 @@ def _compare(original: CellResult, again: CellResult, ran_in: Path, places: _Pla
         rerun_verdict=again.verdict,
         rerun=attempts_phrase(again.attempts),
         attempts=len(again.attempts),
-        reproduced=same,
+        reproduced=same or rate_undecided,
         missing=_missing(again, ran_in, places),
         unlike=unlike,
+        rate_undecided=rate_undecided,
     )
 
 
@@ -359,7 +372,13 @@ def report_lines(check: BundleCheck, archive: Path, run_id: str) -> list[str]:
     missing file, the cells not checked, then the conclusion."""
     lines: list[str] = []
     for cell in check.checked:
-        if cell.reproduced:
+        if cell.rate_undecided:
+            lines.append(
+                f"verify: {cell.cell}: the run's failure came back ({cell.rerun}), too few "
+                f"times to decide its rate in {cell.attempts} attempts (the run: {cell.ran}); "
+                "rerun the bundle with a larger --repeat to settle the rate"
+            )
+        elif cell.reproduced:
             lines.append(f"verify: {cell.cell}: as in the run: {cell.rerun_verdict} ({cell.rerun})")
         else:
             unlike = ", ".join(cell.unlike)

@@ -122,6 +122,26 @@ def test_a_flaky_cells_rerun_may_end_in_any_of_the_runs_ways_and_in_no_other() -
     ).reproduced
 
 
+def test_a_rate_cells_failure_that_came_back_too_rarely_to_decide_is_the_runs() -> None:
+    # nu68 8: `rate: ">=0.2"` reproduced at 3/4 in the run, undecided at 2/4 in the rerun:
+    # verify said "not as in the run" and exited 1, where the failure came back.
+    cell = next(c for c in segfault_matrix().cells if c.verdict == "reproduced")
+    crash = cell.attempts[0].outcome
+    assert isinstance(crash, Outcome)
+    rated = replace(cell, expected=replace(cell.expected, rate=RateBound(">=", 0.2)))
+    run = _ended(rated, crash, crash, crash, _PASSED)
+    check = _compared(run, _ended(rated, crash, crash, _PASSED, _PASSED, verdict="undecided"))
+    assert check.reproduced
+    assert check.rate_undecided
+    lines = report_lines(BundleCheck((check,), (), (), Path("/tmp/v"), ()), Path("b.tgz"), "r")
+    assert "too few times to decide its rate in 4 attempts" in lines[0], lines
+    # Not where the failure did not come back, nor where another one did.
+    none = _ended(rated, _PASSED, _PASSED, _PASSED, _PASSED, verdict="undecided")
+    assert not _compared(run, none).reproduced
+    other = _ended(rated, crash, _LOST, _PASSED, _PASSED, verdict="undecided")
+    assert not _compared(run, other).reproduced
+
+
 def _check(**changes: object) -> CellCheck:
     cell = CellCheck(
         cell="default",
