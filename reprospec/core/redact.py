@@ -515,6 +515,19 @@ class Redactor:
         out.append(text[at:])
         return "".join(out), tuple(used)
 
+    def reading_assignment(self, name: str, value: str) -> tuple[str, tuple[str, ...]] | None:
+        """`NAME=value` as a shell word that reads its secret from the variables it came
+        from (`URL=https://me:"$PW"@db`, `MY_TOKEN='Bearer '"$MY_TOKEN"`), and their names;
+        None where a secret has no known variable (MASK) or the value is NAME's own whole
+        (`NAME="$NAME"`: passed by name). The standalone repro's variables and run.sh's
+        `docker run -e` both: each had its own test, and run.sh's lost `Bearer ` (rv74 2)."""
+        import shlex
+
+        word, names = self.shell_text(f"{name}={shlex.quote(value)}")
+        if not names or MASK in word or word == f'{name}="${name}"':
+            return None
+        return word, names
+
     def command_line(self, text: str) -> str:
         """`text`, a reprospec command line (`reprospec run s.yaml --set PATH=VALUE`), with
         each secret of a `--set` written as `spec_text` writes it, `${{ env.NAME }}`, and

@@ -547,12 +547,12 @@ def _docker_run_args(
             ]
     for name, value in env.items():
         if value and (sets_secret(name, value) or redactor.text(value) != value):
-            word, names = redactor.shell_text(shlex.quote(f"{name}={value}"))
-            if names and MASK not in word and names != (name,):
+            read = redactor.reading_assignment(name, value)
+            if read is not None:
                 # `MY_TOK: ${{ env.HF_TOKEN }}` is HF_TOKEN's value: run.sh reads HF_TOKEN,
                 # the variable the spec reads, where it asked for MY_TOK (nu69 3).
-                args += ["-e", word]
-                passed.extend(names)
+                args += ["-e", read[0]]
+                passed.extend(read[1])
                 continue
             # docker takes NAME's value from the environment of whoever runs run.sh.
             args += ["-e", shlex.quote(name)]

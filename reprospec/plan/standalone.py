@@ -386,14 +386,11 @@ def _assignments(
         if k in reads:
             words.append(f'{k}="${reads[k]}"')
             continue
-        if redactor is not None and sets_secret(k, v):
-            word, names = redactor.shell_text(f"{k}={shlex.quote(v)}")
-            # `K="$K"` alone is what shell_assignment writes of a secret the spec holds
-            # itself (no variable it reads); `K='Bearer '"$K"` reads K (rv74 2).
-            if names and MASK not in word and word != f'{k}="${k}"':
-                words.append(word)
-                named += names
-                continue
+        read = redactor.reading_assignment(k, v) if redactor and sets_secret(k, v) else None
+        if read is not None:
+            words.append(read[0])
+            named += read[1]
+            continue
         words.append(shell_assignment(k, v))
     return words, tuple(named)
 

@@ -433,3 +433,18 @@ def test_a_secret_of_a_set_in_a_command_line_is_the_expression_that_reads_it_aga
         "reprospec run '--set=x.y=${{ env.MY_API_TOKEN }}' s.yaml"
     )
     assert redactor.command_line("reprospec run s.yaml") == "reprospec run s.yaml"
+
+
+def test_an_assignment_reads_its_secret_from_its_variable_only_where_it_says_more() -> None:
+    # One rule for the standalone repro's variables and run.sh's `docker run -e`: run.sh
+    # passed `MY_TOKEN: 'Bearer ${{ env.MY_TOKEN }}'` by name, its `Bearer ` lost (rv74 2).
+    token = "hf_" + "Zq9" * 12
+    redactor = Redactor([token], names={token: "MY_TOKEN"})
+    assert redactor.reading_assignment("MY_TOKEN", f"Bearer {token}") == (
+        """MY_TOKEN='Bearer '"$MY_TOKEN"''""",
+        ("MY_TOKEN",),
+    )
+    assert redactor.reading_assignment("MY_TOK", token) == ('MY_TOK="$MY_TOKEN"', ("MY_TOKEN",))
+    # Its own whole value is passed by name; a secret of no variable is never written.
+    assert redactor.reading_assignment("MY_TOKEN", token) is None
+    assert Redactor([token]).reading_assignment("MY_TOK", token) is None
