@@ -145,7 +145,7 @@ def _seen_crash(
             seen=True,
         )
     cored = _cored(evidence.native)
-    if cored is not None and (cored[1], cored[0]) not in events.signalled:
+    if cored is not None and not _sent(cored[1], cored[0], events.killed, events.signalled):
         return ChildCrash(
             cored[0],
             cored[1],
