@@ -31,18 +31,17 @@ def _register() -> None:
     reprospec) is ignored by default, so taking it over changes nothing a program sees;
     SIGUSR1 kept alive a program that died of it outside reprospec (nu68 1).
     """
-    # Both built into the interpreter: `signal` would build its enums, a third of this
-    # module's cost in every Python process of every attempt.
-    import _signal
+    # Built into the interpreter (as _signal, imported at the top): `signal` would build
+    # its enums, a third of this module's cost in every Python process of every attempt.
     import faulthandler
 
     folder = os.environ.get("REPROSPEC_STACK_DIR")
-    if not folder or not hasattr(_signal, "SIGURG"):
+    if not folder or not hasattr(_signal_numbers, "SIGURG"):
         return
     path = os.path.join(folder, f"stack-{os.getpid()}.txt")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     # chain=False: the engine's ask runs no other handler.
-    faulthandler.register(_signal.SIGURG, file=fd, all_threads=True, chain=False)
+    faulthandler.register(_signal_numbers.SIGURG, file=fd, all_threads=True, chain=False)
     old, _state["fd"] = _state["fd"], fd
     if old >= 0:
         # After a fork this is the child's copy of the parent's file: the parent keeps its own.
