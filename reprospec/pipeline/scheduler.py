@@ -15,6 +15,7 @@ exceed N: with N above K, other attempts run beside it in the places left.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +46,9 @@ _NEVER_STARTED: NeverStarted = "never-started"
 # Signals that stop a whole run (a batch system's time limit, CI cancelling, Ctrl-C).
 _STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP", "SIGKILL")
 STOP_GRACE_S = 0.5
+# How long an attempt that died of a stop signal waits at most for the main thread to have
+# run its signal handlers (`_handled_since`): a bound for a main thread that never steps.
+HANDLERS_WAIT_S = 10.0
 
 
 class _Places:
@@ -167,6 +171,10 @@ class Scheduler:
                 self.total -= sum(n not in state.results for n in numbers)
         self.finished = 0
         self._places = _Places(max(1, plan.parallel))
+        # The steps of `run`'s wait on the main thread (`_step`), where Python runs signal
+        # handlers; None while `run` is not on the main thread (no handler runs there).
+        self._steps: int | None = None
+        self._stepped = threading.Condition()
 
     def run(self) -> dict[str, list[AttemptResult]]:
         """Run everything (or until cancelled); each cell's attempt results in attempt order
@@ -181,6 +189,9 @@ class Scheduler:
         # was still judging its cell: the end then judged the cell too, as never run, and
         # the report's cells broke (an IndexError, exit 3, no report.md).
         jobs: list[tuple[threading.Thread, threading.Event]] = []
+        if threading.current_thread() is threading.main_thread():
+            with self._stepped:
+                self._steps = 0
         try:
             # Started inside the try: a Ctrl-C while one starts stops the others too.
             # A `repeat: auto` run adds attempts later: as many jobs as -j, to run them.
@@ -195,7 +206,7 @@ class Scheduler:
             # Waited for in short slices: a plain wait would keep Ctrl-C from reaching us.
             for _job, finished in jobs:
                 while not finished.wait(0.1):
-                    pass
+                    self._step()
         except KeyboardInterrupt:
             self.cancel.set()
             # A job not yet alive runs nothing now that `cancel` is set (is_alive never
@@ -391,8 +402,38 @@ class Scheduler:
         if outcome is None or outcome.signal not in _STOP_SIGNALS:
             return False
         # Give the engine's signal handler a moment to say whether the run is stopping.
-        self.cancel.wait(STOP_GRACE_S)
+        if self.cancel.wait(STOP_GRACE_S):
+            return True
+        self._handled_since()
         return self.cancel.is_set()
+
+    def _step(self) -> None:
+        """One step of `run`'s wait on the main thread: the handlers of the signals that
+        came before it have run (Python runs them as a function is entered)."""
+        with self._stepped:
+            if self._steps is not None:
+                self._steps += 1
+            self._stepped.notify_all()
+
+    def _handled_since(self) -> None:
+        """Wait for the main thread to have run the handlers of the signals that came by
+        now: two of `run`'s steps (the first may have begun before).
+
+        A signal comes to the process at once, but its Python handler runs on the main
+        thread alone, once that thread is given the CPU: on a loaded machine that took
+        longer than STOP_GRACE_S, and an attempt Slurm's time limit killed with its engine
+        was kept as `crash SIGTERM` in a run that read complete, not stopped (CI, stop
+        62). Without `run` on the main thread no handler of the engine's runs there."""
+        deadline = time.monotonic() + HANDLERS_WAIT_S
+        with self._stepped:
+            if self._steps is None:
+                return
+            target = self._steps + 2
+            while self._steps < target and not self.cancel.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._stepped.wait(min(left, 0.1))
 
     def _run_one(self, attempt: AttemptPlan) -> AttemptResult | NeverStarted | None:
         needed = attempt.gpu_slots_needed

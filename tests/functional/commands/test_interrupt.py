@@ -335,3 +335,61 @@ def test_a_ctrl_c_after_the_last_attempt_of_captures_run_leaves_the_run_stored_w
     info = Store(out).run_info(folder.name)
     assert info is not None
     assert info.status == "finished"
+
+
+# `reprospec run` whose SIGTERM handler runs late, as on a loaded machine the main thread
+# (where Python runs signal handlers) is not given the CPU for a while: the handler the
+# command installs waits LATE_S before it runs.
+CLI_WHOSE_HANDLER_RUNS_LATE = """
+import os, signal, sys, time
+import reprospec.commands.interrupt as interrupt
+from reprospec.__main__ import main
+
+LATE_S = 2.0
+install = interrupt.install_stop_handlers
+
+def install_late(*args, **kwargs):
+    install(*args, **kwargs)
+    handler = signal.getsignal(signal.SIGTERM)
+
+    def late(signum, frame):
+        time.sleep(LATE_S)
+        handler(signum, frame)
+
+    signal.signal(signal.SIGTERM, late)
+
+interrupt.install_stop_handlers = install_late
+os.environ["ENGINE_PID"] = str(os.getpid())
+sys.argv = ["reprospec", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+def test_an_attempt_killed_with_its_engine_is_the_stops_though_the_handler_ran_late(
+    tmp_path: Path,
+) -> None:
+    # A Slurm time limit signals every process of the job at once: the attempt died of its
+    # SIGTERM and the engine's handler, late on a loaded CI machine, had not run within
+    # STOP_GRACE_S. The attempt was kept as `crash SIGTERM` and the run read complete, so
+    # its shard read `done` and was never resumed (CI, stop 62).
+    spec = tmp_path / "stopped.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: stopped\n"
+        "command: 'kill -TERM \"$ENGINE_PID\"; kill -TERM $$; sleep 5'\n"
+        "expect: {outcome: pass}\n"
+    )
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-c", CLI_WHOSE_HANDLER_RUNS_LATE, "run", str(spec), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert done.returncode == 130, done.stderr
+    assert "reprospec: interrupted; finish the run with: reprospec run --resume" in done.stderr
+    (folder,) = (out / "runs").iterdir()
+    results = json.loads((folder / "results.json").read_text())
+    assert results["interrupted"] is True
+    assert [(c["verdict"], c["attempts"]) for c in results["cells"]] == [("not-run", [])]
