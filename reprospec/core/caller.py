@@ -58,3 +58,15 @@ def said(option: str, argument: str) -> str:
     """How an error names what the user gave: the CLI's `option` (`--set`), or, in a call
     of the Python API made outside the CLI, the API's `argument` (`overrides`)."""
     return argument if _FROM_API.get() and not _CLI_RUNNING else option
+
+
+def resuming(run_id: str) -> str:
+    """How an error names the resume asked for: the CLI's `--resume RUN`, or the API's
+    `resume('RUN')`, where a caller of `reprospec.resume` was told of an option it never
+    typed (nu68 7)."""
+    return said(f"--resume {run_id}", f"resume({run_id!r})")
+
+
+def run_again() -> str:
+    """How an error that refuses a resume says to start over instead."""
+    return said("run the spec again (without --resume)", "run the spec again (reprospec.run)")

@@ -27,6 +27,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from reprospec.core.caller import resuming, run_again
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.runoptions import SEARCH_PURPOSES
 from reprospec.plan.run import RunPlan
@@ -100,9 +101,9 @@ def refuse_other_files(
     ]
     if told:
         raise UsageError(
-            f"--resume {run_id}: the program's files are not the run's ({', '.join(told)}): "
+            f"{resuming(run_id)}: the program's files are not the run's ({', '.join(told)}): "
             "its finished attempts ran them as they were, and the rest must too. Put them "
-            "back as they were to resume it, or run the spec again (without --resume)"
+            f"back as they were to resume it, or {run_again()}"
         )
     if not change["added"]:
         return ()

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
+from reprospec.core.caller import resuming, run_again, said
 from reprospec.core.inputs import Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import MASK
@@ -110,42 +111,43 @@ def load(
 
     if not (out / "results.db").is_file():
         raise UsageError(
-            f"--resume {run_id}: no results store at {out / 'results.db'}"
+            f"{resuming(run_id)}: no results store at {out / 'results.db'}"
             + _store_set_aside(run_id, out)
         )
     with Store(out) as store:
         info = store.run_info(run_id)
         if info is None:
             if gone := _store_set_aside(run_id, out):
-                raise UsageError(f"--resume {run_id}: {out / 'results.db'} does not hold it{gone}")
+                raise UsageError(f"{resuming(run_id)}: {out / 'results.db'} does not hold it{gone}")
             if (out / "runs" / run_id / "results.json").is_file():
                 # `latest` after a merge names the merged run: its folder, in no store.
                 raise UsageError(
-                    f"--resume {run_id}: a run the store does not hold, such as one "
+                    f"{resuming(run_id)}: a run the store does not hold, such as one "
                     "`reprospec merge` made, is not resumed; resume the runs it was made of "
                     "(`reprospec history` lists them)"
                 )
-            raise UsageError(f"--resume {run_id}: no such run in {out / 'results.db'}")
+            raise UsageError(f"{resuming(run_id)}: no such run in {out / 'results.db'}")
         done = store.finished_attempts(run_id)
     stored_path = Path(info.spec_path)
     if not stored_path.is_file():
         # "PATH: no such file" alone, and the moved file given was refused as another spec
         # ("leave the spec out"): no way on was said (nu32 F8).
         raise UsageError(
-            f"--resume {run_id}: its spec {stored_path} is gone (moved or removed?); a "
+            f"{resuming(run_id)}: its spec {stored_path} is gone (moved or removed?); a "
             "resumed run reads it there: put it back, unchanged, or run the spec again"
         )
     if spec_path is not None and Path(spec_path).resolve() != stored_path.resolve():
         raise UsageError(
-            f"--resume {run_id} ran {stored_path}, not {spec_path}: leave the spec out to resume it"
+            f"{resuming(run_id)} ran {stored_path}, not {spec_path}: "
+            "leave the spec out to resume it"
         )
     options = RunOptions.from_dict(info.options, out)
     if any(MASK in override for override in options.overrides):
         # The store keeps what every output keeps: a secret given with --set is masked
         # there, and resuming with `***` in its place would run something else.
         raise UsageError(
-            f"--resume {run_id}: its --set values held a secret, which the store masks; "
-            "start a new run"
+            f"{resuming(run_id)}: its {said('--set', 'overrides')} values held a secret, "
+            "which the store masks; start a new run"
         )
     if asked is not None:
         refuse_changes(run_id, options, asked, given)
@@ -154,7 +156,7 @@ def load(
     spec = load_spec(stored_path, options.overrides)
     if not ran_as_stored(spec, info.spec_text):
         raise UsageError(
-            f"--resume {run_id}: {stored_path} changed since the run started; "
+            f"{resuming(run_id)}: {stored_path} changed since the run started; "
             "resuming would mix two specs' attempts (start a new run instead)"
         )
     refuse_other_variables(run_id, info.environment, spec, out)
@@ -186,13 +188,13 @@ def refuse_other_variables(
     # A secret whose change cannot be told (a store that could not keep the key its digests
     # need) cannot be "set as it was": the advice names what the user can do.
     advice = (
-        "Set them as they were to resume it, or run the spec again (without --resume)"
+        f"Set them as they were to resume it, or {run_again()}"
         if len(unknown) < len(rows)
         else "Whether they changed cannot be told (the store could not keep the key of its "
-        "digests): run the spec again (without --resume)"
+        f"digests): {run_again()}"
     )
     raise UsageError(
-        f"--resume {run_id}: the spec reads variables whose values are not the run's ({told}): "
+        f"{resuming(run_id)}: the spec reads variables whose values are not the run's ({told}): "
         f"its finished attempts ran with the run's values, and the rest must too. {advice}"
     )
 
@@ -215,7 +217,7 @@ def refuse_changes(
     flags = ", ".join(KEPT[name] for name in changed)
     kept = "; ".join(f"{KEPT[name]} {_shown(began, name)}" for name in changed)
     raise UsageError(
-        f"--resume {run_id}: {flags} given, but a resumed run keeps the options it began "
+        f"{resuming(run_id)}: {flags} given, but a resumed run keeps the options it began "
         f"with ({kept}): its finished attempts ran under them, and only -j may change. "
         "Run the spec again (without --resume) to run it with new options"
     )

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from reprospec.core import collector
+from reprospec.core.caller import resuming, said
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Cell, Spec
 from reprospec.core.jsontypes import JsonObject
@@ -403,7 +404,7 @@ def _claim(folder: RunFolder, cells: int) -> None:
     try:
         folder.claim(cells)
     except OSError as exc:
-        what = f"--resume {folder.run_id}: its folder {folder.path} cannot be written: "
+        what = f"{resuming(folder.run_id)}: its folder {folder.path} cannot be written: "
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise InfraError(f"{what}{exc.strerror}") from exc
         raise UsageError(f"{what}{exc.strerror or exc}") from exc
@@ -508,7 +509,10 @@ class _Keeper:
             + ("was stored" if self.stored == 1 else "were stored")
             + (f", and {folder.path} holds its results so far" if written else "")
             + ".\nreprospec: once the problem is solved, continue it with: "
-            f"reprospec run --resume {folder.run_id} --out {options.out}"
+            + said(
+                f"reprospec run --resume {folder.run_id} --out {options.out}",
+                f"reprospec.resume({folder.run_id!r}, out={str(options.out)!r})",
+            )
         )
 
 

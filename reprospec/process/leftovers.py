@@ -29,6 +29,7 @@ from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import NamedTuple
 
+from reprospec.core.caller import resuming
 from reprospec.core.frozen import frozen
 from reprospec.core.words import plural
 from reprospec.errors import UsageError
@@ -384,7 +385,7 @@ def reap(run_dir: Path) -> tuple[str, ...]:
         # Its pid with its start time and boot: a recycled pid is not taken for the engine.
         if engine is not None and engine.pid != me and engine.alive():
             raise UsageError(
-                f"--resume {run_dir.name}: the run is still running (engine pid {engine.pid}, "
+                f"{resuming(run_dir.name)}: the run is still running (engine pid {engine.pid}, "
                 f"recorded in {path}); stop it first"
             )
     tokens = {record.token for _, record in records}

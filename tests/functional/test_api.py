@@ -10,6 +10,7 @@ import pytest
 
 import reprospec
 from reprospec.core.results import Outcome
+from reprospec.errors import UsageError
 from tests.support.api import SPEC, write
 
 
@@ -118,6 +119,31 @@ def test_resume_takes_what_run_resume_takes(tmp_path: Path) -> None:
     done = reprospec.resume(out / "runs" / first.run_id, out=tmp_path / "elsewhere")
     assert done.run_id == first.run_id
     assert [len(c.attempts) for c in done.cells] == [3, 3]
+
+
+def test_a_refused_resume_names_the_call_not_the_command_line(tmp_path: Path) -> None:
+    """nu68 7: `reprospec.resume("nosuch")` said `--resume nosuch: ...`, an option its
+    caller never typed; the command line's own words stay the command line's."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    with pytest.raises(UsageError) as refused:
+        reprospec.resume("nosuch", out=out)
+    assert str(refused.value).startswith("resume('nosuch'): no results store at ")
+    cancel = threading.Event()
+    cancel.set()
+    reprospec.run(write(tmp_path), reprospec.RunOptions(out=out), cancel=cancel)
+    with pytest.raises(UsageError, match=r"^resume\('nosuch'\): no such run in "):
+        reprospec.resume("nosuch", out=out)
+    typed = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", "--resume", "nosuch", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert typed.returncode == 2
+    assert "--resume nosuch: no such run in " in typed.stderr
 
 
 def test_compare_says_what_reprospec_compare_prints(tmp_path: Path) -> None:
