@@ -8,7 +8,13 @@ from datetime import datetime
 from pathlib import Path
 
 from reprospec.slurm.plan import SlurmRun
-from reprospec.slurm.status import cancel_time, death_cause, read_log, shard_run
+from reprospec.slurm.status import (
+    cancel_time,
+    death_cause,
+    ended_as_stopped,
+    read_log,
+    shard_run,
+)
 
 # Signals that end an attempt when Slurm ends its whole job (SIGTERM, SIGKILL after KillWait).
 KILL_SIGNALS = frozenset({"SIGTERM", "SIGKILL", "SIGHUP", "SIGINT", "SIGCONT"})
@@ -42,8 +48,9 @@ def forget_killed_attempts(run: SlurmRun, shard: int) -> tuple[tuple[str, int], 
     """Attempts Slurm killed together with their shard, removed from its store.
 
     A time limit or scancel sends SIGTERM to every process of the job at once, so an
-    attempt can end by it and be recorded before its engine notices it is being stopped.
-    That end says nothing about the spec: the resumed shard runs those attempts again.
+    attempt can end by it and be recorded before its engine notices it is being stopped,
+    dead of the signal or not (a shell whose `sleep` it killed went on to exit 0). That
+    end says nothing about the spec: the resumed shard runs those attempts again.
     Returns the (cell id, attempt) pairs forgotten.
     """
     folder, _ = shard_run(run, shard)
@@ -68,19 +75,15 @@ def forget_killed_attempts(run: SlurmRun, shard: int) -> tuple[tuple[str, int], 
         doomed = tuple(
             key
             for key, attempt in store.finished_attempts(folder.name).items()
-            if attempt.ran is not None
-            and attempt.ran.signal in KILL_SIGNALS
-            and _ended_after(attempt.finished, killed.timestamp() - KILL_SLACK_S)
+            # Any attempt that ended as the stop came (status.py's `_cut_short`: a shell
+            # that outlived its killed `sleep` read pass); one dead of a kill signal
+            # within the wider slack (clock skew between nodes, KillWait).
+            if ended_as_stopped(attempt.finished, killed)
+            or (
+                attempt.ran is not None
+                and attempt.ran.signal in KILL_SIGNALS
+                and ended_as_stopped(attempt.finished, killed, KILL_SLACK_S)
+            )
         )
         store.forget_attempts(folder.name, doomed)
     return doomed
-
-
-def _ended_after(finished: str, threshold: float) -> bool:
-    try:
-        stamp = datetime.fromisoformat(finished)
-    except ValueError:
-        return True  # no usable time: rerunning it is the safe side
-    if stamp.tzinfo is None:
-        stamp = stamp.astimezone()
-    return stamp.timestamp() >= threshold

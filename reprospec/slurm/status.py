@@ -133,6 +133,48 @@ def cancel_time(log_text: str) -> datetime | None:
         return None
 
 
+# How long before slurmstepd's `CANCELLED AT` an attempt that ended, whatever it read, may
+# have ended of that stop: the stamp is in whole seconds, and the task's processes die of
+# it in the moment after (the engine hears of it after its attempt's, often).
+CUT_SLACK_S = 2.0
+
+
+def ended_as_stopped(finished: str, killed: datetime, slack_s: float = CUT_SLACK_S) -> bool:
+    """Whether an attempt that ended at `finished` (ISO) may have ended of the stop at
+    `killed`: no earlier than `slack_s` before it (an unreadable time: yes, the safe side)."""
+    try:
+        stamp = datetime.fromisoformat(finished)
+    except ValueError:
+        return True
+    if stamp.tzinfo is None:
+        stamp = stamp.astimezone()
+    return stamp.timestamp() >= killed.timestamp() - slack_s
+
+
+def _cut_short(results: JsonObject, log_text: str) -> list[str]:
+    """The attempts of a shard's complete results that ended as Slurm stopped its task
+    (`cell #N`): a time limit's SIGTERM reached them before the engine, which took their
+    ends for their own and wrote the run complete. A shell whose `sleep` it killed went on
+    and exited 0: `pass` (the CI run of stop 62). Nothing is cut without slurmstepd's
+    `CANCELLED AT` line."""
+    killed = cancel_time(log_text) if death_cause(log_text) is not None else None
+    cells = results.get("cells")
+    if killed is None or not isinstance(cells, list):
+        return []
+    cut: list[str] = []
+    for cell in cells:
+        attempts = cell.get("attempts") if isinstance(cell, dict) else None
+        if not isinstance(cell, dict) or not isinstance(attempts, list):
+            continue
+        cut.extend(
+            f"{cell.get('id')} #{attempt.get('attempt')}"
+            for attempt in attempts
+            if isinstance(attempt, dict)
+            and ended_as_stopped(str(attempt.get("finished", "")), killed)
+        )
+    return cut
+
+
 def read_log(path: Path | None) -> str:
     if path is None:
         return ""
@@ -216,6 +258,14 @@ def shard_status(
     if results is not None and not results.get("interrupted"):
         if results.get("shard") not in (expected_shard, None):
             return status("failed", f"holds shard {results.get('shard')}, not {expected_shard}")
+        text = read_log(log)
+        if cut := _cut_short(results, text):
+            shown = ", ".join(cut[:3]) + (f" and {len(cut) - 3} more" if len(cut) > 3 else "")
+            return status(
+                "died",
+                f"{death_cause(text)}: {plural(len(cut), 'attempt')} ended as Slurm stopped "
+                f"the task ({shown}), run again on resume ({_cancel_line(text)})",
+            )
         summary = results.get("summary")
         summary = summary if isinstance(summary, dict) else {}
         cells = summary.get("cells")

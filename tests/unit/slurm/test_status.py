@@ -101,3 +101,52 @@ def test_a_resumed_shard_counts_its_attempts_not_the_interrupted_results(tmp_pat
     (folder / "results.json").write_text(json.dumps(stopped))
     status = run_status(load(run.run_dir), ask_queue=False)
     assert status.shards[0].attempts_started == 2
+
+
+def _ended(run: SlurmRun, finished: str) -> SlurmRun:
+    """Shard 1 of `run` submitted, its task stopped by a time limit at 14:42:40 (the log),
+    its results written complete with one attempt that ended at `finished`."""
+    import json
+    from dataclasses import replace
+
+    from reprospec.slurm import Submission, save, write_scripts
+
+    run = replace(run, submissions=(Submission("13", "14", (1, 2), "2026-11-23T14:41:00"),))
+    write_scripts(run)
+    save(run)
+    log = run.shard_log(1, "13")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(f"reprospec-slurm: shard 1/2 job 13_1 on vm\n{TIME_LIMIT_LINE}\n")
+    folder = run.shard_dir(1) / "runs" / "20261123-144100-x-0000"
+    folder.mkdir(parents=True)
+    attempt = {"attempt": 1, "outcome": {"kind": "pass"}, "finished": finished}
+    results = {
+        "interrupted": False,
+        "shard": "1/2",
+        "summary": {"cells": 1, "reproduced": 1},
+        "cells": [{"id": "part=hold", "attempts": [attempt]}],
+    }
+    (folder / "results.json").write_text(json.dumps(results))
+    return load(run.run_dir)
+
+
+def test_an_attempt_that_ended_as_the_time_limit_came_leaves_its_shard_to_resume(
+    tmp_path: Path,
+) -> None:
+    """CI, stop 62: the time limit's SIGTERM killed the attempt's `sleep` before it reached
+    the engine, its shell went on to exit 0, and the engine wrote the run complete with a
+    `pass` that was the stop's: the shard read `done`, and `slurm resume` left it so."""
+    # The log's stamp is the node's local time, as the engine's `finished` is read.
+    stopped = cancel_time(TIME_LIMIT_LINE)
+    assert stopped is not None
+    cut = _ended(_two_shards(tmp_path / "cut"), stopped.isoformat(timespec="milliseconds"))
+    status = run_status(cut, ask_queue=False)
+    assert status.shards[0].state == "died", status.shards[0]
+    assert status.shards[0].detail == (
+        "time limit: 1 attempt ended as Slurm stopped the task (part=hold #1), run again on "
+        "resume (*** JOB 13 ON vm CANCELLED AT 2026-11-23T14:42:40 DUE TO TIME LIMIT ***)"
+    )
+    assert 1 in status.missing
+    earlier = stopped.replace(minute=stopped.minute - 1).isoformat(timespec="milliseconds")
+    whole = _ended(_two_shards(tmp_path / "whole"), earlier)
+    assert run_status(whole, ask_queue=False).shards[0].state == "done"
