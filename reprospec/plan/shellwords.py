@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
+from typing import NamedTuple
 
 from reprospec.core.sections import Command
 
@@ -112,6 +113,80 @@ def without_written(words: list[str]) -> list[str]:
             teeing = True  # the program of its pipeline stage, not a word named tee
         kept.append(word)
     return kept
+
+
+# A NamedTuple, as workfiles.py's `_WordFiles` is and for its reason: made as every run
+# starts, where the program's files are read.
+class Located(NamedTuple):
+    """Words of a shell line that run in one folder: `folder` as its `cd`s name it (joined,
+    relative to the line's own working directory, or absolute), "" for that directory."""
+
+    folder: str
+    words: tuple[str, ...]
+
+
+# The operators after which a `cd` runs in the line's own shell, once the command before
+# it has ended (`;`) or succeeded (`&&`): what comes after it runs in its folder. A `cd`
+# after `||` may not run, and one in a pipeline stage or a background job (`|`, `&`) runs
+# in a subshell of its own: neither is followed. (After the `cd` any operator may come:
+# past `cd sub || exit 1`, the rest runs in sub or not at all.)
+_SEQUENCE = frozenset({"&&", ";"})
+_CD_OPTIONS = frozenset({"-L", "-P", "--"})
+
+
+def located_words(words: list[str]) -> list[Located]:
+    """`command_words`' words by the folder each runs in, the `cd` commands themselves
+    left out: `cd sub && python x.py data.csv` runs x.py in sub/, where it opens data.csv,
+    and a finder that read them in the working directory found neither, so a bundle went
+    without sub/x.py and its rerun failed on "can't open file".
+
+    A `cd` is followed where it starts the line or a command after `&&` or `;`, to one
+    plain folder (quoted or not, relative or absolute, `~` expanded), several in sequence
+    joined (`cd a && cd b`: a/b). One whose folder cannot be told (`cd` alone: the home,
+    `cd -`, `cd "$DIR"`, a glob, a `cd` that may not run) ends the following: the words
+    after it are read in the line's own working directory again, as they were before any
+    `cd` was followed, and nothing is said (the shell knows; this reading does not)."""
+    located: list[Located] = []
+    folder = ""
+    current: list[str] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        before = words[index - 1] if index else ";"
+        if word != "cd" or not (before in _SEPARATORS or before.endswith(";")):
+            current.append(word)
+            index += 1
+            continue
+        target, index = _cd_target(words, index + 1)
+        if index < len(words) and words[index] in _SEQUENCE:
+            index += 1  # its `&&`: no word of the command after it
+        if current:
+            located.append(Located(folder, tuple(current)))
+            current = []
+        sequential = before in _SEQUENCE or before.endswith(";")
+        # Joined as words: the workdir they are read in is the finder's to add.
+        folder = os.path.join(folder, target) if target and sequential else ""  # noqa: PTH118
+    if current:
+        located.append(Located(folder, tuple(current)))
+    return located
+
+
+def _cd_target(words: list[str], index: int) -> tuple[str | None, int]:
+    """The folder of the `cd` whose arguments start at `index` (None where it cannot be
+    told) and the index of the word after the `cd` command: its separator, if any."""
+    while index < len(words) and words[index] in _CD_OPTIONS:
+        index += 1
+    if index >= len(words) or words[index] in _SEPARATORS:
+        return None, index  # `cd` alone: the home folder
+    target = words[index]
+    index += 1
+    if target.endswith(";"):
+        target = target[:-1]  # `cd sub; python x.py`: shlex keeps the `;` on the word
+    elif index < len(words) and words[index] not in _SEPARATORS:
+        return None, index  # `cd a b`, `cd sub 2>/dev/null`: not read
+    if not target or target == "-" or any(mark in target for mark in "$`*?[;"):
+        return None, index
+    return os.path.expanduser(target), index  # noqa: PTH111 (a word, not a Path)
 
 
 def is_shell_script(path: Path) -> bool:

@@ -5,6 +5,9 @@ A command names files by its words (`python train.py --config cfg.yaml`,
 (`module:callable`) and its `imports`. A Python file found that way brings the
 local modules it imports (read with `ast`, never run), transitively. Only
 files inside the workdir count: anything else is the machine's, not the spec's.
+A word after a `cd` is read in the folder it moves to (shellwords' `located_words`):
+`cd sub && python x.py` names sub/x.py, as the shell runs it. (A shell script's own
+words are read in the workdir still.)
 
     named_files(plan) -> ("cfg.yaml", "pkg/__init__.py", "pkg/tool.py", "train.py")
 
@@ -29,6 +32,7 @@ from reprospec.plan.shellwords import (
     command_words,
     is_assignment,
     is_shell_script,
+    located_words,
     shebang,
     shell_words,
     without_written,
@@ -206,13 +210,29 @@ def _may_exist(word: str, workdir: Path) -> bool:
     return True
 
 
-def _word_files(word: str, how: int, workdir: Path, outside: bool) -> _WordFiles:
+def _word_files(word: str, how: int, workdir: Path, outside: bool, folder: str) -> _WordFiles:
+    """What `word` names, read in `folder` (`Located.folder`: where the command's `cd`s
+    took it, "" for the workdir) as the word `folder/word` is in the workdir: a file a
+    `cd` into the workdir's sub/ names is the workdir's sub/x.py; one a `cd ..` names is
+    outside it, carried as `python ../x.py`'s is; one under an absolute folder outside it
+    is this machine's, listed, never carried (the same rule as an absolute word's)."""
     if how == _MODULE:
-        # A module (`-m pkg.tool`): found inside the workdir, or installed.
-        return _WordFiles(tuple(module_files(word, workdir)))
+        # A module (`-m pkg.tool`): found inside the workdir (in the folder a `cd` took the
+        # command to, which is first on its sys.path), or installed.
+        if not folder:
+            return _WordFiles(tuple(module_files(word, workdir)))
+        root = (workdir / folder).resolve()
+        found = _inside(root, workdir) and root.is_dir()
+        return _WordFiles(tuple(module_files(word, root))) if found else _NO_FILES
     candidates = [word]
     if word.startswith("-") and "=" in word:
         candidates.append(word.partition("=")[2])
+    if folder:
+        candidates = [
+            os.path.join(folder, os.path.expanduser(c))  # noqa: PTH111, PTH118 (words)
+            for c in candidates
+            if c and not c.startswith("-")
+        ]
     candidates = [c for c in candidates if _may_exist(c, workdir)]
     if not candidates:
         return _NO_FILES
@@ -251,7 +271,7 @@ class _Found:
         self.programs: dict[Path, None] = {}  # the files a command runs
         self.followed = False  # whether a command's words count outside the workdir
         self._jobs: set[object] = set()
-        self._words: dict[tuple[str, int], _WordFiles] = {}
+        self._words: dict[tuple[str, int, str], _WordFiles] = {}
 
     def gather(self, plan: AttemptPlan, workdir: Path, *, outside: bool = True) -> None:
         """Add what `plan` names in `workdir` (its resolved workdir); `outside=False`: the
@@ -265,32 +285,34 @@ class _Found:
         self._jobs.add((job, plan.files))
         if isinstance(plan.job, Command):
             self.followed = self.followed or outside
-            words = command_words(plan.job)
-            program = next((i for i, w in enumerate(words) if not is_assignment(w)), None)
-            for index, word in enumerate(words):
-                how = (
-                    _MODULE
-                    if index > 0 and words[index - 1] == "-m"
-                    else _PROGRAM
-                    if index == program
-                    else _PLAIN
-                )
-                got = self._word(word, how, workdir, outside)
-                if how == _PROGRAM:
-                    self.programs.update(dict.fromkeys([*got.inside, *got.outside]))
+            # The command's program: its first word but for `NAME=value` ones and `cd`s.
+            program = True
+            for folder, words in located_words(command_words(plan.job)):
+                for index, word in enumerate(words):
+                    how = (
+                        _MODULE
+                        if index > 0 and words[index - 1] == "-m"
+                        else _PROGRAM
+                        if program and not is_assignment(word)
+                        else _PLAIN
+                    )
+                    got = self._word(word, how, workdir, outside, folder)
+                    if how == _PROGRAM:
+                        program = False
+                        self.programs.update(dict.fromkeys([*got.inside, *got.outside]))
         else:
             for module in job if isinstance(job, tuple) else ():
                 self.inside.update(dict.fromkeys(module_files(str(module), workdir)))
         for name in plan.files:
             # A workload's `files` count in its workdir only, as a bundle carries them.
-            got = self._word(name, _PLAIN, workdir, outside and isinstance(plan.job, Command))
+            got = self._word(name, _PLAIN, workdir, outside and isinstance(plan.job, Command), "")
             self.listed.update(dict.fromkeys([*got.inside, *got.outside]))
 
-    def _word(self, word: str, how: int, workdir: Path, outside: bool) -> _WordFiles:
-        key = (word, how if outside else -1 - how)
+    def _word(self, word: str, how: int, workdir: Path, outside: bool, folder: str) -> _WordFiles:
+        key = (word, how if outside else -1 - how, folder)
         got = self._words.get(key)
         if got is None:
-            got = self._words[key] = _word_files(word, how, workdir, outside)
+            got = self._words[key] = _word_files(word, how, workdir, outside, folder)
             self.inside.update(dict.fromkeys(got.inside))
             self.outside.update(dict.fromkeys(got.outside))
             self.absolute.update(dict.fromkeys(got.absolute))

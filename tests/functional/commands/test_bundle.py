@@ -925,3 +925,45 @@ def test_what_the_dockerignore_excludes_is_not_carried_with_a_copied_folder(
 
     assert {"docker/Dockerfile", "docker/conf/app.cfg", "docker/conf/keep.ckpt"} <= names
     assert not {"docker/conf/big.ckpt", "docker/conf/private/notes.txt"} & names
+
+
+def test_a_script_named_after_a_cd_goes_along_and_the_bundle_verifies(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # `cd sub && python3 x.py data.csv` names sub/x.py and sub/data.csv: the finder read
+    # them in the workdir, where neither is, so the bundle carried neither and its rerun
+    # failed elsewhere (`can't cd to sub`, then `can't open file`), not the run's crash.
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    (project / "sub" / "x.py").write_text(
+        "import ctypes, sys\nprint(open(sys.argv[1]).read().strip(), flush=True)\n"
+        "ctypes.string_at(0)\n"
+    )
+    (project / "sub" / "data.csv").write_text("a,b\n")
+    (project / "sub" / "unrelated.txt").write_text("not named\n")
+    spec = project / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: cdsub\ncommand: cd sub && python3 x.py data.csv\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    out = tmp_path / "store"
+    ran = cli("run", str(spec), "--out", str(out))
+    assert ran.code == 0, ran.stdout + ran.stderr
+    archive = tmp_path / "cd.tgz"
+    checked, _ = _verify(cli, tmp_path, archive, out)
+    assert checked.code == 0, checked.stdout + checked.stderr
+    assert "2 of them from the workdir" in checked.stdout
+    assert "verify: default: as in the run: reproduced (crash SIGSEGV" in checked.stdout
+    assert f"verified {archive}: 1/1 cell of run " in checked.stdout
+    with tarfile.open(archive) as tar:
+        names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+    assert {"tree/sub/x.py", "tree/sub/data.csv", "tree/spec.yaml"} <= names
+    assert "tree/sub/unrelated.txt" not in names
+    # materialize's workdir copy follows the same rule.
+    made = cli("materialize", str(spec), "-o", str(tmp_path / "mat"))
+    assert made.code == 0, made.stderr
+    copied = tmp_path / "mat" / "workdirs" / "1"
+    assert sorted(p.relative_to(copied).as_posix() for p in copied.rglob("*.*")) == [
+        "sub/data.csv",
+        "sub/x.py",
+    ]

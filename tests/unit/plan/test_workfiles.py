@@ -7,7 +7,8 @@ from pathlib import Path
 import reprospec
 from reprospec.core.runoptions import RunOptions
 from reprospec.plan.run import plan_run
-from reprospec.plan.workfiles import carried_files, named_files, program_files
+from reprospec.plan.shellwords import Located, located_words
+from reprospec.plan.workfiles import CarriedFiles, carried_files, named_files, program_files
 
 
 def _files(tmp_path: Path, command: str) -> tuple[str, ...]:
@@ -119,3 +120,100 @@ def test_the_programs_files_are_its_sources_and_inputs_not_the_files_its_words_n
     assert carried_files(plan.attempts[0]).inside == (
         "cfg.yaml", "data.csv", "run.log", "tool", "train.py", "util.py",
     )  # fmt: skip
+
+
+def test_a_cd_moves_the_words_after_it_into_its_folder() -> None:
+    # What a shell line runs where, read from its words (shlex keeps `;` on a word).
+    assert located_words(["cd", "sub", "&&", "python3", "x.py"]) == [
+        Located("sub", ("python3", "x.py"))
+    ]
+    assert located_words(["cd", "sub;", "python3", "x.py", "data.csv"]) == [
+        Located("sub", ("python3", "x.py", "data.csv"))
+    ]
+    assert located_words(["cd", "a b", "&&", "cd", "-P", "c", "&&", "x"]) == [
+        Located("a b/c", ("x",))
+    ]
+    assert located_words(["cd", "/abs/w", "&&", "x"]) == [Located("/abs/w", ("x",))]
+    # A later command's `cd` moves what comes after it only.
+    assert located_words(["python", "a.py", "&&", "cd", "sub", "&&", "python", "b.py"]) == [
+        Located("", ("python", "a.py", "&&")),
+        Located("sub", ("python", "b.py")),
+    ]
+    # `cd sub || exit 1`: what follows runs in sub or not at all.
+    assert located_words(["cd", "sub", "||", "exit", "1;", "x"]) == [
+        Located("sub", ("||", "exit", "1;", "x"))
+    ]
+
+
+def test_a_cd_whose_folder_cannot_be_told_ends_the_following() -> None:
+    # The words after it are read in the line's own folder, as before any `cd` was followed.
+    for cd in (["cd"], ["cd", "-"], ["cd", "$DIR"], ["cd", "sub*"]):
+        assert located_words(["cd", "sub", "&&", *cd, "&&", "x"]) == [Located("", ("x",))]
+    assert located_words(["cd", "a", "b", "&&", "x"]) == [Located("", ("b", "&&", "x"))]
+    # A `cd` that may not run, or runs in a subshell of its own, is not followed either.
+    assert located_words(["cd", "sub", "&&", "a", "||", "cd", "c", "&&", "x"]) == [
+        Located("sub", ("a", "||")),
+        Located("", ("x",)),
+    ]
+    assert located_words(["a", "|", "cd", "c", ";", "x"]) == [
+        Located("", ("a", "|")),
+        Located("", ("x",)),
+    ]
+    # A word `cd` that is an argument, or after an assignment, is a word.
+    assert located_words(["A=1", "cd", "sub", "&&", "echo", "cd", "x"]) == [
+        Located("", ("A=1", "cd", "sub", "&&", "echo", "cd", "x"))
+    ]
+
+
+def test_the_files_named_after_a_cd_are_found_in_its_folder(tmp_path: Path) -> None:
+    # `cd sub && python3 x.py` ran sub/x.py: the finder looked for x.py in the workdir, and
+    # a bundle went without it (its rerun: "can't open file").
+    app = tmp_path / "app"
+    (app / "sub" / "pkg").mkdir(parents=True)
+    for name in ("x.py", "data.csv", "pkg/__init__.py", "pkg/tool.py"):
+        (app / "sub" / name).write_text("")
+    (app / "sub" / "x.py").write_text("import helper\n")
+    (app / "sub" / "helper.py").write_text("")
+    (app / "x.py").write_text("")  # the workdir's own x.py: not the one that runs
+    assert _files(tmp_path, "'cd sub && python3 x.py --data=data.csv'") == (
+        "sub/data.csv",
+        "sub/helper.py",
+        "sub/x.py",
+    )
+    assert _files(tmp_path, "'cd sub; python3 x.py data.csv'") == (
+        "sub/data.csv",
+        "sub/helper.py",
+        "sub/x.py",
+    )
+    assert _files(tmp_path, f"'cd \"{app}/sub\" && python3 -m pkg.tool'") == (
+        "sub/pkg/__init__.py",
+        "sub/pkg/tool.py",
+    )
+    assert _files(tmp_path, "'cd sub && cd .. && python3 x.py'") == ("x.py",)
+    # A folder it cannot tell: the words are read in the workdir, as before.
+    assert _files(tmp_path, "'cd $HOME && python3 x.py'") == ("x.py",)
+
+
+def test_a_cd_out_of_the_workdir_carries_what_a_relative_path_out_of_it_does(
+    tmp_path: Path,
+) -> None:
+    # `cd ../tools && python3 t.py` is `python3 ../tools/t.py`: carried at its relative
+    # place; under an absolute folder outside the workdir, listed as this machine's.
+    (tmp_path / "app").mkdir()
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "t.py").write_text("")
+    (tmp_path / "tools" / "other.py").write_text("")  # not named: the folder is not carried
+    spec = tmp_path / "spec.yaml"
+    for command, expected in (
+        ("cd ../tools && python3 t.py", CarriedFiles((), (tmp_path / "tools" / "t.py",))),
+        (
+            f"cd {tmp_path}/tools && python3 t.py",
+            CarriedFiles((), (), (tmp_path / "tools" / "t.py",)),
+        ),
+    ):
+        spec.write_text(
+            f"reprospec: 1\nname: w\nenvironment: {{workdir: app}}\ncommand: '{command}'\n"
+        )
+        plan = plan_run(reprospec.load_spec(spec), RunOptions()).attempts[0]
+        assert carried_files(plan) == expected
+        assert named_files(plan) == ()
