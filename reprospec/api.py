@@ -111,6 +111,8 @@ def run(
     when an attempt starts ("start", result None) and ends ("attempt").
     Setting `cancel` stops the run like Ctrl-C: attempts in flight are killed, the
     partial result is stored and returned with `interrupted=True`.
+    `options.deferral` (the search verbs' probe runs: commands/interrupt.py) is begun as
+    the run is stored and ended as this returns: a stop meanwhile is `cancel` alone.
     """
     from reprospec.pipeline import stages
 
@@ -118,7 +120,14 @@ def run(
     _callbacks(progress, cancel)
     if not isinstance(spec, Spec):
         spec = load_spec(spec, options.overrides)
-    return stages.run(spec, options, progress=progress, cancel=cancel)
+    try:
+        return stages.run(spec, options, progress=progress, cancel=cancel)
+    finally:
+        if options.deferral is not None:
+            # The caller goes on past its probe, stoppable there again: a stop raised into
+            # this run's writing left it `killed` with no report; one raised after it, as
+            # the search writes its own state, is the search's to take (nu68 2).
+            options.deferral.end()
 
 
 @from_api

@@ -37,6 +37,7 @@ from reprospec.bisect.state import (
 from reprospec.core import environ
 from reprospec.core.redact import Redactor
 from reprospec.core.runoptions import RunOptions
+from reprospec.core.safepoint import Deferral
 from reprospec.core.words import build_log_phrase, plural
 from reprospec.environment import packages
 from reprospec.environment.probe import shared_captures
@@ -59,8 +60,12 @@ def bisect_spec(
     *,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
+    deferral: Deferral | None = None,
 ) -> BisectReport:
-    """Run the bisect end to end: versions, the bad end, the search, the report files."""
+    """Run the bisect end to end: versions, the bad end, the search, the report files.
+
+    `deferral`: each candidate's run's (RunOptions.deferral): the CLI's, whose stop handler
+    defers a stop while a candidate's run is written (commands/interrupt.py)."""
     from reprospec import api
 
     redactor = Redactor()  # until the spec is read: nothing to mask yet
@@ -140,7 +145,7 @@ def bisect_spec(
         if cancel is not None and cancel.is_set():  # stopped between two candidates
             raise BisectInterrupted(f"interrupted; rerun the same command to resume {bisect_id}")
         trial, interrupted = _run_candidate(
-            request, filters, environment.packages, version, attempts, cancel, say
+            request, filters, environment.packages, version, attempts, cancel, deferral, say
         )
         if trial.attempts or not interrupted:
             # What ran counts, even in an interrupted candidate; nothing else is kept.
@@ -235,6 +240,7 @@ def _run_candidate(
     version: str,
     attempts: int,
     cancel: threading.Event | None,
+    deferral: Deferral | None,
     say: Progress,
 ) -> tuple[Trial, bool]:
     """Up to `attempts` attempts of the cell at `version`, stopping at the first match; the
@@ -261,6 +267,7 @@ def _run_candidate(
         command_line=request.command_line,
         probe=_probe(request, version),
         say=say,
+        deferral=deferral,
     )
     with _exclude_newer(_end_of_day(version) if request.by_date else None):
         result = api.run(candidate, options, cancel=cancel)

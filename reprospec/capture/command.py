@@ -257,7 +257,7 @@ def run_captured(
     """One run of the spec capture drafted (`observe`) or wrote (its verify), on the local
     runner; `wait`: a verify's of a captured hang, loaded as overrides (its run.stall). A
     run stopped by `cancel` (or Ctrl-C) raises KeyboardInterrupt: capture writes nothing
-    from a run it did not finish. `deferral`: stages.execute's."""
+    from a run it did not finish. `deferral`: the run's (RunOptions.deferral)."""
     from reprospec.core.runoptions import RunOptions
     from reprospec.pipeline import stages
     from reprospec.spec.load import load_spec
@@ -272,8 +272,9 @@ def run_captured(
         python=python,
         command_line=f"reprospec run {path}"
         + (f" --python {shlex.quote(python)}" if python else ""),
+        deferral=deferral,
     )
-    result = stages.run(spec, options, progress=progress, cancel=cancel, deferral=deferral)
+    result = stages.run(spec, options, progress=progress, cancel=cancel)
     if result.interrupted:
         raise KeyboardInterrupt
     return result

@@ -10,17 +10,20 @@ from reprospec.commands import options as opt
 def run(args: argparse.Namespace) -> int:
     from reprospec.amplify.driver import AmplifyOptions, amplify_spec
     from reprospec.commands.interrupt import drive_search
+    from reprospec.core.safepoint import Deferral
 
+    deferral = Deferral()  # its probes' runs' and its stop handler's (drive_search)
     run_options = opt.run_options(args, purpose="amplify")
     options = AmplifyOptions(
         matrix_filters=run_options.matrix_filters,
         tries=tuple(args.tries),
         budget=args.budget,
-        run=run_options.with_changes(matrix_filters=()),
+        run=run_options.with_changes(matrix_filters=(), deferral=deferral),
         command_line=opt.invocation(),
     )
     return drive_search(
         lambda progress, cancel: amplify_spec(args.spec, options, progress=progress, cancel=cancel),
+        deferral=deferral,
         as_json=args.format == "json",
         report=lambda found: found.folder / "amplify.md",
     )

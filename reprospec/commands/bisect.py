@@ -107,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.bisect import search
     from reprospec.bisect.driver import BisectInterrupted, bisect_spec
     from reprospec.bisect.state import BisectRequest
-    from reprospec.commands.interrupt import install_stop_handlers
+    from reprospec.commands.interrupt import answered_though_stopped, install_stop_handlers
+    from reprospec.core.safepoint import Deferral
     from reprospec.errors import UsageError
 
     if args.by_date:
@@ -166,11 +167,16 @@ def run(args: argparse.Namespace) -> int:
     # finalizer is swallowed there ("Exception ignored in ..."), and without the event the
     # bisect ran on to its end, exit 0, after the user pressed Ctrl-C (seen in a full run).
     cancel = threading.Event()
-    install_stop_handlers(cancel)
+    # A stop while a candidate's run is written is `cancel` alone, as in a search's probe's
+    # (drive_search): the run is written whole, not left `killed` (nu68 2).
+    deferral = Deferral()
+    install_stop_handlers(cancel, deferral)
     try:
-        report = bisect_spec(request, progress=say, cancel=cancel)
+        report = bisect_spec(request, progress=say, cancel=cancel, deferral=deferral)
     except BisectInterrupted as exc:
         print(f"reprospec: {exc}", file=sys.stderr)
         return EXIT_INTERRUPTED
     print(report.render("json") if args.format == "json" else printable(report.render("text")))
+    if cancel.is_set():
+        return answered_though_stopped()
     return report.exit_code()

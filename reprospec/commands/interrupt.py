@@ -112,6 +112,7 @@ S = TypeVar("S", bound=Search)
 def drive_search(
     search: Callable[[Callable[[str], None] | None, threading.Event], S],
     *,
+    deferral: safepoint.Deferral,
     as_json: bool,
     report: Callable[[S], Path],
 ) -> int:
@@ -119,9 +120,12 @@ def drive_search(
     path, or JSON) and give its exit code (the answer's own, as `reprospec.exit_code`
     gives it): one shape for isolate, minimize and amplify.
 
-    SIGTERM stops the search like Ctrl-C; its stored probes let the same command resume."""
+    SIGTERM stops the search like Ctrl-C; its stored probes let the same command resume.
+    `deferral`: the one the search's probe runs are given (RunOptions.deferral): from each
+    one's store row to its return a stop is `cancel` alone, so the probe run is written
+    whole, never left `killed` with no report, and the search stops at its next probe."""
     cancel = threading.Event()
-    install_stop_handlers(cancel)
+    install_stop_handlers(cancel, deferral)
     # Progress goes to stderr with --format json too: stdout stays one JSON value, and a
     # search of a minute said nothing at all while it ran.
     found = search(lambda message: print(printable(message), file=sys.stderr), cancel)
@@ -132,4 +136,21 @@ def drive_search(
         print(f"report: {report(found)}")
     if found.interrupted:
         print("reprospec: interrupted; run the same command again to resume", file=sys.stderr)
+    elif cancel.is_set():
+        return answered_though_stopped()
     return found.exit_code()
+
+
+def answered_though_stopped() -> int:
+    """Say that a search stopped in the writing of its last probe's run (the stop deferred,
+    `install_stop_handlers`) has its whole answer, and give the exit code of a stop: it is
+    obeyed, as `run` obeys one after its last attempt, for a script that chains the next
+    step (nu68 2)."""
+    from reprospec.errors import EXIT_INTERRUPTED
+
+    print(
+        "reprospec: interrupted after the search's last probe had ended: its answer is "
+        "complete (nothing to resume)",
+        file=sys.stderr,
+    )
+    return EXIT_INTERRUPTED

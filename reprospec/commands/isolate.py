@@ -9,8 +9,10 @@ from reprospec.commands import options as opt
 
 def run(args: argparse.Namespace) -> int:
     from reprospec.commands.interrupt import drive_search
+    from reprospec.core.safepoint import Deferral
     from reprospec.isolation.driver import IsolateOptions, isolate_spec
 
+    deferral = Deferral()  # its probes' runs' and its stop handler's (drive_search)
     run_options = opt.run_options(args, purpose="isolate")
     options = IsolateOptions(
         # -m chooses the failing cell, as amplify's and minimize's: each candidate's run is
@@ -23,11 +25,12 @@ def run(args: argparse.Namespace) -> int:
         budget=args.budget,
         error=opt.fraction(args.error, "--error"),
         min_rate=opt.fraction(args.min_rate, "--min-rate"),
-        run=run_options.with_changes(matrix_filters=()),
+        run=run_options.with_changes(matrix_filters=(), deferral=deferral),
         command_line=opt.invocation(),
     )
     return drive_search(
         lambda progress, cancel: isolate_spec(args.spec, options, progress=progress, cancel=cancel),
+        deferral=deferral,
         as_json=args.format == "json",
         report=lambda found: found.folder / "isolate.md",
     )

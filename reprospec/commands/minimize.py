@@ -9,8 +9,10 @@ from reprospec.commands import options as opt
 
 def run(args: argparse.Namespace) -> int:
     from reprospec.commands.interrupt import drive_search
+    from reprospec.core.safepoint import Deferral
     from reprospec.minimize.driver import MinimizeOptions, minimize_spec
 
+    deferral = Deferral()  # its probes' runs' and its stop handler's (drive_search)
     options = MinimizeOptions(
         cell=tuple(args.matrix),
         output=args.output,
@@ -18,7 +20,9 @@ def run(args: argparse.Namespace) -> int:
         error=opt.fraction(args.error, "--error"),
         min_rate=opt.fraction(args.min_rate, "--min-rate"),
         # -m names the failing cell here; the candidates' runs choose their own cells.
-        run=opt.run_options(args, purpose="minimize").with_changes(matrix_filters=()),
+        run=opt.run_options(args, purpose="minimize").with_changes(
+            matrix_filters=(), deferral=deferral
+        ),
         command_line=opt.invocation(),
         # Its base rate: the result is compared with the original without the perturbation.
         amplified=args.amplify,
@@ -27,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
         lambda progress, cancel: minimize_spec(
             args.spec, options, progress=progress, cancel=cancel
         ),
+        deferral=deferral,
         as_json=args.format == "json",
         report=lambda found: found.output / "minimize.md",
     )

@@ -189,12 +189,11 @@ def execute(
     ) as progress:
         return stages.execute(
             plan,
-            options,
+            options.with_changes(deferral=deferral),
             progress=progress.update,
             resume=resume,
             cancel=cancel,
             whole=whole,
-            deferral=deferral,
         )
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.safepoint import Deferral
 from reprospec.core.units import format_duration, parse_duration
 from reprospec.errors import UsageError
 
@@ -185,6 +186,13 @@ class RunOptions:
     # stderr, as `reprospec run` prints them. The Python API's searches give it their
     # `progress` (or nothing). Not stored: it changes nothing that runs.
     say: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
+    # How the CLI's stop handler (commands/interrupt.py) reaches the run once it is stored
+    # (core/safepoint.py): begun there, a stop is the run's `cancel` alone, so what ran is
+    # written whole (nu68 2). `run`, `capture` and the search verbs give it, the searches
+    # in the options their probes' runs are made from, so that each probe's run has it
+    # (bisect in each candidate's); None: a stop is raised where it lands, as a Python
+    # caller's Ctrl-C is. Not stored: it changes nothing that runs.
+    deferral: Deferral | None = field(default=None, compare=False, repr=False)
 
     if TYPE_CHECKING:
 
@@ -209,6 +217,7 @@ class RunOptions:
             command_line: str = ...,
             probe: str = ...,
             say: Callable[[str], None] | None = ...,
+            deferral: Deferral | None = ...,
         ) -> None: ...
 
     def __post_init__(self) -> None:
@@ -253,6 +262,8 @@ class RunOptions:
             raise UsageError(f"shard takes Shard(K, N) or 'K/N', got {self.shard!r}")
         if self.say is not None and not callable(self.say):
             raise UsageError(f"say takes a function of one str, got {self.say!r}")
+        if self.deferral is not None and not isinstance(self.deferral, Deferral):
+            raise UsageError(f"deferral takes a safepoint.Deferral, got {self.deferral!r}")
         if self.gpus is not None and not isinstance(self.gpus, str):
             raise UsageError(f"gpus takes a string of GPU indices like '0,1', got {self.gpus!r}")
         # A number of the wrong type would raise a TypeError of Python's below or in the

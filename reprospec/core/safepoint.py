@@ -99,7 +99,15 @@ class Deferral:
     disagreed (nu68 2). From `begin` on, the verb's handler (commands/interrupt.py) sets the
     cancel event and returns; the verb reads the event once the engine has returned. `run`
     never ends it (what comes after is its own output); a verb that goes on after the
-    engine (`capture`) does (`end`), and then reads the event."""
+    engine (`capture`) does (`end`), and then reads the event. A search's (isolate,
+    minimize, amplify, bisect) is begun by each probe's run and ended as that run returns
+    (api.run): its probe runs are written whole as `run`'s are, where a stop raised in one
+    left it `killed` with no report, and the search stops at its next probe, on the event.
+
+    Begun and ended by the engines of the probes a search runs at once too, each on its
+    own thread: one that ends it while another is still writing lets a stop be raised
+    again, but Python raises it on the main thread alone, where such a search only waits
+    for its probes (and sets the event)."""
 
     __slots__ = ("begun",)
 

@@ -31,7 +31,6 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.redact import MASK, Redactor, looks_secret, unset_env
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone
 from reprospec.core.runoptions import RunOptions
-from reprospec.core.safepoint import Deferral
 from reprospec.core.sections import same_python
 from reprospec.core.words import RESOLVED_SPEC, plural
 from reprospec.errors import InfraError, UsageError
@@ -72,18 +71,15 @@ def run(
     progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
     resume: Resume | None = None,
-    deferral: Deferral | None = None,
 ) -> RunResult:
     """Plan and execute `spec`; returns the judged result, already stored and written.
 
     Interrupted (KeyboardInterrupt, or `cancel` set): the attempts in flight are
     stopped, the partial result is stored and written, `interrupted` is True.
-    `deferral`: as `execute`'s.
+    `options.deferral`: as `execute` begins it.
     """
     plan = plan_run(spec, options)
-    return execute(
-        plan, options, progress=progress, cancel=cancel, resume=resume, deferral=deferral
-    )
+    return execute(plan, options, progress=progress, cancel=cancel, resume=resume)
 
 
 def execute(
@@ -94,14 +90,14 @@ def execute(
     cancel: threading.Event | None = None,
     resume: Resume | None = None,
     whole: bool = True,
-    deferral: Deferral | None = None,
 ) -> RunResult:
     """Run a planned spec end to end and write its run folder and store rows.
 
-    `deferral`: begun once the run is about to be in the store, from where the caller's
-    stop (Ctrl-C) is `cancel` alone, never raised (core/safepoint.py): the attempts stop
-    on it, and what ran is judged and written whole. A stop once every attempt had ended
-    stops nothing: the run is complete, not interrupted (nu68 2).
+    `options.deferral`: begun once the run is about to be in the store, from where the
+    caller's stop (Ctrl-C) is `cancel` alone, never raised (core/safepoint.py): the attempts
+    stop on it, and what ran is judged and written whole. A stop once every attempt had
+    ended stops nothing: the run is complete, not interrupted (nu68 2). Never ended here:
+    the caller goes on under it as it needs (`run` to its table, api.run to its return).
 
     `whole=False`: the result's `cells` are a `JudgedRun`, each made when it is read, and a
     finished cell only what the report and the console read of it
@@ -197,10 +193,10 @@ def execute(
         raise
     # Each cell's results.json entry, written as it is judged (store/cellspool.py).
     with opened, CellSpool(folder.results_spool, len(plan.cells)) as spool:
-        if deferral is not None:
+        if options.deferral is not None:
             # From the store's row to the last output, a stop is `cancel`: raised after
             # the last attempt, it lost the writing of the run (nu68 2).
-            deferral.begin()
+            options.deferral.begin()
         if resume is not None:
             # A resumed run began when it first did: its report and results.json say so
             # (the store's row kept that time all along).

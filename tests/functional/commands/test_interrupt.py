@@ -337,6 +337,107 @@ def test_a_ctrl_c_after_the_last_attempt_of_captures_run_leaves_the_run_stored_w
     assert info.status == "finished"
 
 
+# Specs whose search's first run is on the command's main thread, where a stop is raised:
+# isolate's run of the matrix once (no cell is expected to pass, so which one fails is seen
+# in it), amplify's first probe (its base rate). Each attempt takes no time.
+SEARCHES = {
+    "isolate": (
+        "reprospec: 1\nname: s\nmatrix: {a: [0, 1]}\n"
+        "command: \"sh -c 'test ${{ matrix.a }} = 1 && exit 3; exit 0'\"\n"
+        "expect: {outcome: error, exit_code: 3}\n",
+        ("--min-rate", "0.9"),
+    ),
+    "amplify": (
+        "reprospec: 1\nname: s\ncommand: \"sh -c 'exit 3'\"\n"
+        "expect: {outcome: error, exit_code: 3}\n",
+        ("-j", "1"),
+    ),
+}
+
+
+@pytest.mark.parametrize("phase", ["last attempt", "judge", "results.json", "store"])
+@pytest.mark.parametrize("verb", sorted(SEARCHES))
+def test_a_ctrl_c_in_a_search_leaves_its_runs_written_whole(
+    verb: str, phase: str, tmp_path: Path
+) -> None:
+    # The search verbs deferred no stop: raised while a probe's run was judged or written,
+    # it left that run `killed` in history with no results.json or report.md (nu68 2, as
+    # `run`'s). Now each run is finished or interrupted, written whole, and the search
+    # still stops at its next probe, says how to resume, exits 130, and the same command
+    # resumes.
+    from reprospec.store.db import Store
+
+    text, more = SEARCHES[verb]
+    spec = tmp_path / "s.yaml"
+    spec.write_text(text)
+    out = tmp_path / "out"
+    command = [verb, str(spec), "--out", str(out), *more]
+    env = {**os.environ, "NO_COLOR": "1"}
+    driver = [sys.executable, "-c", CLI_WITH_A_CTRL_C_AFTER_THE_LAST_ATTEMPT, phase]
+    done = subprocess.run(
+        [*driver, *command], capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env
+    )
+    assert done.returncode == 130, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "reprospec: interrupted; run the same command again to resume"
+    ), done.stderr
+    store = Store(out)
+    runs = sorted(store.run_ids())
+    assert runs
+    for run in runs:
+        info = store.run_info(run)
+        assert info is not None
+        assert info.status in ("finished", "interrupted"), run  # history: killed
+        assert (out / "runs" / run / "results.json").is_file(), run
+        assert (out / "runs" / run / "report.md").is_file(), run
+    assert "report: " in done.stdout  # its partial answer, printed
+    again = subprocess.run(
+        [sys.executable, "-m", "reprospec", *command],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env=env,
+    )
+    assert again.returncode in (0, 1), again.stdout + again.stderr  # the answer, whole
+    assert "interrupted" not in again.stderr, again.stderr
+    if verb == "amplify":  # its probes before the stop replayed, not run again
+        assert "continuing amplification" in again.stderr, again.stderr
+
+
+def test_a_ctrl_c_in_a_searchs_last_probe_gives_its_whole_answer_and_exit_130(
+    tmp_path: Path,
+) -> None:
+    # Deferred in the writing of the search's last probe (its budget of 4 spent by it), the
+    # stop stops nothing that is left: the answer is whole, and the stop still obeyed, as
+    # `run` obeys one after its last attempt (nu68 2).
+    from reprospec.store.db import Store
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text(SEARCHES["amplify"][0])
+    out = tmp_path / "out"
+    driver = [sys.executable, "-c", CLI_WITH_A_CTRL_C_AFTER_THE_LAST_ATTEMPT, "store"]
+    done = subprocess.run(
+        [*driver, "amplify", str(spec), "--out", str(out), "-j", "1", "--budget", "4"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert done.returncode == 130, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "reprospec: interrupted after the search's last probe had ended: its answer is "
+        "complete (nothing to resume)"
+    ), done.stderr
+    assert "4 attempts of a budget of 4" in done.stdout
+    (run,) = Store(out).run_ids()
+    info = Store(out).run_info(run)
+    assert info is not None
+    assert info.status == "finished"
+
+
 # `reprospec run` whose SIGTERM handler runs late, as on a loaded machine the main thread
 # (where Python runs signal handlers) is not given the CPU for a while: the handler the
 # command installs waits LATE_S before it runs.
