@@ -151,7 +151,9 @@ def _isolate(
             "isolate needs the spec's expect: it says how the failing cell fails (the same "
             "signature, not any failure); `run --observe` shows what each cell does"
         )
-    failing_cell, passing_cell = _choose_cells(spec, plan.cells, plan.expectations, options, say)
+    failing_cell, passing_cell = _choose_cells(
+        spec, plan.cells, plan.expectations, options, say, cancel
+    )
     expectation = plan.expectation(failing_cell)
     document = spec.document
     failing = Side(
@@ -411,6 +413,7 @@ def _choose_cells(
     expectations: CellExpectations,
     options: IsolateOptions,
     say: Progress,
+    cancel: threading.Event,
 ) -> tuple[Cell, Cell]:
     """The failing and passing cells: as asked, else from `expect`, else by running the matrix.
 
@@ -488,7 +491,7 @@ def _choose_cells(
             "axis of its matrix and expect the new cell to pass (expect.cases)"
         )
     if failing is None or passing is None:
-        failing, passing = _observe(spec, cells, eligible, options, failing, passing, say)
+        failing, passing = _observe(spec, cells, eligible, options, failing, passing, say, cancel)
     if expectations.of(failing).outcome == "pass":
         # A side the sets made (a one-cell spec expected to pass, with --passing-set): the
         # search would take its passes for the failure ("fails when MODE=a", backwards).
@@ -513,6 +516,7 @@ def _observe(
     failing: Cell | None,
     passing: Cell | None,
     say: Progress,
+    cancel: threading.Event,
 ) -> tuple[Cell, Cell]:
     """Run every cell once: the first of `eligible` (the cells `-m` keeps) that fails as
     expected, and of the cells that passed the one that differs from it most
@@ -521,7 +525,13 @@ def _observe(
 
     once = plural(len(cells), "cell")
     say(f"running the matrix once ({once}) to find a failing and a passing cell")
-    result = api.run(spec, options.run.with_changes(repeat=1, matrix_filters=(), purpose="isolate"))
+    # `cancel` too: once the run is stored the CLI's stop is that event alone
+    # (RunOptions.deferral), and a run without it went on to its end (rv85 1).
+    result = api.run(
+        spec,
+        options.run.with_changes(repeat=1, matrix_filters=(), purpose="isolate"),
+        cancel=cancel,
+    )
     if result.interrupted:
         raise KeyboardInterrupt
     passed: list[Cell] = []

@@ -132,6 +132,9 @@ class Located(NamedTuple):
 # past `cd sub || exit 1`, the rest runs in sub or not at all.)
 _SEQUENCE = frozenset({"&&", ";"})
 _CD_OPTIONS = frozenset({"-L", "-P", "--"})
+# The operators whose commands run in a subshell of their own (a background job, the stages
+# of a pipeline): a `cd` among them moves no command after them.
+_SUBSHELLS = frozenset({"&", "|", "|&"})
 
 
 def located_words(words: list[str]) -> list[Located]:
@@ -145,7 +148,15 @@ def located_words(words: list[str]) -> list[Located]:
     joined (`cd a && cd b`: a/b). One whose folder cannot be told (`cd` alone: the home,
     `cd -`, `cd "$DIR"`, a glob, a `cd` that may not run) ends the following: the words
     after it are read in the line's own working directory again, as they were before any
-    `cd` was followed, and nothing is said (the shell knows; this reading does not)."""
+    `cd` was followed, and nothing is said (the shell knows; this reading does not).
+
+    A line with a background job, a pipeline or a subshell (`&`, `|`, parentheses) is read
+    whole in the working directory, as before any `cd` was followed: a `cd` there changes
+    the folder of its own subshell alone, and `cd server && python3 serve.py & python3
+    client.py` runs client.py in the working directory, which a bundle then went without
+    (rv85 2)."""
+    if any(w in _SUBSHELLS or w.startswith("(") or w.endswith(")") for w in words):
+        return [Located("", tuple(words))] if words else []
     located: list[Located] = []
     folder = ""
     current: list[str] = []

@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprospec.core.caller import resuming
 from reprospec.core.frozen import frozen
 from reprospec.errors import InfraError, UsageError
 
@@ -396,7 +397,7 @@ class RunFolder:
         except BlockingIOError:
             os.close(fd)
             raise UsageError(
-                f"--resume {self.run_id}: another engine is running this run now"
+                f"{resuming(self.run_id)}: another engine is running this run now"
                 f"{self._engine_named()}; wait for it to end, or stop it first"
             ) from None
         except OSError:

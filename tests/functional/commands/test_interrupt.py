@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -404,6 +405,46 @@ def test_a_ctrl_c_in_a_search_leaves_its_runs_written_whole(
     assert "interrupted" not in again.stderr, again.stderr
     if verb == "amplify":  # its probes before the stop replayed, not run again
         assert "continuing amplification" in again.stderr, again.stderr
+
+
+def test_a_ctrl_c_while_isolate_runs_the_matrix_once_stops_that_run(tmp_path: Path) -> None:
+    # Its run of the matrix once took the CLI's deferral but not its cancel event: once the
+    # run was stored a stop only set that event, and the run went on to its end, a Slurm
+    # SIGKILL after it leaving the run `killed` (rv85 1).
+    from reprospec.store.db import Store
+
+    started = tmp_path / "started"
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: s\nmatrix: {a: [0, 1]}\n"
+        f"command: \"sh -c 'test ${{{{ matrix.a }}}} = 1 && exit 3; touch {started}; sleep 60'\"\n"
+        "expect: {outcome: error, exit_code: 3}\n"
+    )
+    out = tmp_path / "out"
+    began = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reprospec", "isolate", str(spec), "--out", str(out), "-j", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    try:
+        while not started.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() - began < 60, "the sleeping cell never started"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stdout + stderr
+    assert time.monotonic() - began < 50, "the run went on to its sleeping cell's end"
+    (run,) = Store(out).run_ids()
+    info = Store(out).run_info(run)
+    assert info is not None
+    assert info.status == "interrupted"
 
 
 def test_a_ctrl_c_in_a_searchs_last_probe_gives_its_whole_answer_and_exit_130(
