@@ -119,7 +119,7 @@ mkdir -p "$OUT" "$RUN/cache"
 # only the first task on a kind of node pays the torch import.
 [ -e "$OUT/cache" ] || ln -s ../../cache "$OUT/cache"
 {envs}echo "reprospec-slurm: shard $K/{n} job ${{SLURM_ARRAY_JOB_ID:-?}}_$K on $(hostname)" \\
-     "CUDA_VISIBLE_DEVICES=${{CUDA_VISIBLE_DEVICES-unset}}"
+     "CUDA_VISIBLE_DEVICES=${{CUDA_VISIBLE_DEVICES-unset}} utc$(date +%z)"
 # A shard that died before (time limit, node failure) continues its own run: the
 # attempts it finished are kept, only the others run.
 previous=$(ls -d "$OUT"/runs/*/ 2>/dev/null | tail -n 1)

@@ -30,6 +30,9 @@ CANCELLED_LINE = re.compile(
     r"\*\*\* (?:JOB|STEP) (?P<job>[\d.]+) ON (?P<node>\S+) CANCELLED AT (?P<at>\S+)"
     r"(?: DUE TO (?P<cause>[A-Z][A-Z ]*[A-Z]))?(?: \([^)]*\))? \*\*\*"
 )
+# The node's UTC offset, as the shard's first line gives it (scripts.py): slurmstepd's
+# `CANCELLED AT` is the node's local time, with no zone.
+NODE_OFFSET = re.compile(r"^reprospec-slurm: shard .* utc(?P<offset>[+-]\d{4})$", re.MULTILINE)
 # slurmstepd's causes, as a status says them.
 _CAUSES = {
     "TIME LIMIT": "time limit",
@@ -123,14 +126,20 @@ def _last_error_line(log_text: str) -> str:
 
 
 def cancel_time(log_text: str) -> datetime | None:
-    """When slurmstepd ended the task (its node's local time, as Slurm prints it)."""
+    """When slurmstepd ended the task: its node's local time, as Slurm prints it, read at
+    the node's offset where the shard's first line gave it (a reader in another zone read
+    it hours off: rv85 4), else at this machine's."""
     matches = list(CANCELLED_LINE.finditer(log_text))
     if not matches:
         return None
     try:
-        return datetime.fromisoformat(matches[-1].group("at")).astimezone()
+        at = datetime.fromisoformat(matches[-1].group("at"))
     except ValueError:
         return None
+    offsets = NODE_OFFSET.findall(log_text[: matches[-1].start()])
+    if at.tzinfo is not None or not offsets:
+        return at.astimezone()
+    return datetime.fromisoformat(f"{at.isoformat()}{offsets[-1]}")
 
 
 # How long before slurmstepd's `CANCELLED AT` an attempt that ended, whatever it read, may

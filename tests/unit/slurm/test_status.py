@@ -150,3 +150,24 @@ def test_an_attempt_that_ended_as_the_time_limit_came_leaves_its_shard_to_resume
     earlier = stopped.replace(minute=stopped.minute - 1).isoformat(timespec="milliseconds")
     whole = _ended(_two_shards(tmp_path / "whole"), earlier)
     assert run_status(whole, ask_queue=False).shards[0].state == "done"
+
+
+def test_slurmstepds_stop_is_read_at_the_nodes_offset(tmp_path: Path) -> None:
+    """rv85 4: `CANCELLED AT` is the node's local time; read at the reader's own zone, an
+    attempt the stop cut short on a node at UTC-5 read as ended 5 hours before it."""
+    line = "reprospec-slurm: shard 1/2 job 13_1 on vm CUDA_VISIBLE_DEVICES=unset utc-0500"
+    stopped = cancel_time(f"{line}\n{TIME_LIMIT_LINE}\n")
+    assert stopped is not None
+    assert stopped.isoformat() == "2026-11-23T14:42:40-05:00"
+    cut = _ended(_two_shards(tmp_path / "cut"), "2026-11-23T19:42:40.500+00:00")
+    log = cut.shard_log(1, "13")
+    log.write_text(
+        log.read_text().replace("on vm\n", "on vm CUDA_VISIBLE_DEVICES=unset utc-0500\n")
+    )
+    assert run_status(cut, ask_queue=False).shards[0].state == "died"
+    whole = _ended(_two_shards(tmp_path / "whole"), "2026-11-23T14:42:40.500+00:00")
+    log = whole.shard_log(1, "13")
+    log.write_text(
+        log.read_text().replace("on vm\n", "on vm CUDA_VISIBLE_DEVICES=unset utc-0500\n")
+    )
+    assert run_status(whole, ask_queue=False).shards[0].state == "done"
