@@ -1,5 +1,5 @@
 """`python -m reprospec.process.launch [--shm-size N] [--memory N] [--barrier DIR --instance I]
--- ARGV...`
+[--init RECORD] -- ARGV...`
 
 Apply limits, wait at the start barrier, exec ARGV. Stdlib only and tiny, because it
 runs before every limited attempt and every instance. `shm_size`: a private mount
@@ -19,6 +19,13 @@ Perturbations (`environment.perturb`, perturb/apply.py): `--cpus 0,1` (affinity)
 Unlike a limit, a perturbation that cannot be applied stops the attempt: the reason
 goes to the file `--refused PATH` and launch exits 126 without running ARGV, and the
 engine records an infra-error (a plain run would read as "the perturbation did not help").
+
+`--init RECORD` (the docker runner's container init, in place of docker-init): ARGV runs as
+this process's child instead of replacing it; every orphan of the container is reaped, the
+signals a `docker kill` may send are passed on to ARGV, and ARGV's wait status, as
+subprocess gives it (`-10`: killed by SIGUSR1; `138`: it exited 138), goes to the JSON file
+RECORD with ARGV's pid. The exit status that follows is docker-init's (128 + N for a
+signal), which cannot tell `exit 138` from a SIGUSR1: the record can.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
 USAGE = (
     "usage: python -m reprospec.process.launch [--shm-size BYTES] [--memory BYTES] [--probe] "
     "[--barrier DIR --instance N] [--cpus LIST] [--nice N] [--cgroup DIR] [--refused PATH] "
-    "-- COMMAND..."
+    "[--init RECORD] -- COMMAND..."
 )
 # The instance was not released: the engine gave up on the start (another instance
 # could not start), or the barrier is gone.
@@ -180,7 +187,7 @@ def parse(
             probe = True
         elif option in ("--shm-size", "--memory") and args and args[0].isdigit():
             limits[option[2:].replace("-", "_")] = int(args.pop(0))
-        elif option in ("--cpus", "--nice", "--cgroup", "--refused") and args:
+        elif option in ("--cpus", "--nice", "--cgroup", "--refused", "--init") and args:
             perturb[option[2:]] = args.pop(0)
         elif option == "--barrier" and args:
             barrier = args.pop(0)
@@ -212,9 +219,65 @@ def apply_perturbations(perturb: dict[str, str]) -> None:
 
 APPLY = {"shm_size": private_shm, "memory": limit_memory}
 
+# What `docker kill -s` or a runtime's stop may send the container's init, passed on to the
+# command as docker-init passes them (SIGKILL needs no passing: the whole container dies).
+FORWARDED = ("SIGHUP", "SIGINT", "SIGQUIT", "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGWINCH")
+
+
+def run_as_init(command: Sequence[str], record: str) -> int:
+    """Run `command` as this init's child to its end, its wait status written to `record`;
+    the exit status a shell (and docker-init) would give for it: its code, or 128 + N."""
+    # Here, not at the top: signal imports enum, a cost every other launch would pay.
+    import signal
+
+    try:
+        # Its own process group, as docker-init gives it; SIGPIPE and SIGXFSZ back at their
+        # default, which Python ignores in this process and exec would keep ignored.
+        child = os.posix_spawnp(
+            command[0],
+            list(command),
+            os.environ,
+            setpgroup=0,
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+        )
+    except OSError as exc:
+        sys.stderr.write(f"reprospec: cannot start {command[0]}: {exc.strerror}\n")
+        return EXIT_CANNOT_RUN
+
+    def forward(number: int, _frame: object) -> None:
+        try:  # noqa: SIM105 (no contextlib: an import more for every launch)
+            os.kill(child, number)
+        except ProcessLookupError:
+            pass  # it ended meanwhile: its status is next
+
+    for name in FORWARDED:
+        signal.signal(getattr(signal, name), forward)
+    returncode = None
+    while returncode is None:
+        try:
+            pid, status = os.wait()  # every orphan too: pid 1 reaps what the kernel hands it
+        except ChildProcessError:  # not reached: the child is ours until it is reaped
+            return EXIT_CANNOT_RUN
+        if pid == child:
+            returncode = os.waitstatus_to_exitcode(status)
+    # Whole or not at all: a record cut short by the container's kill is no record. One that
+    # cannot be written leaves the engine its older reading of the exit status.
+    partial = f"{record}.partial"
+    try:
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, f'{{"pid": {child}, "returncode": {returncode}}}\n'.encode())
+        os.close(fd)
+        os.replace(partial, record)
+    except OSError as exc:
+        sys.stderr.write(f"reprospec: the command's exit status was not recorded: {exc}\n")
+    # The command's end is the container's, as with docker-init: what it left running dies.
+    return 128 - returncode if returncode < 0 else returncode
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     limits, probe, command, barrier, perturb = parse(sys.argv[1:] if argv is None else argv)
+    # Parsed with the perturbations (an option with a value), but how the command runs.
+    init = perturb.pop("init", None)
     # The cgroup first: the limits below then hold in it, and its processes are all ours.
     apply_perturbations(perturb)
     failed = False
@@ -233,6 +296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if barrier is not None:
         wait_at_barrier(barrier[0], barrier[1], command)
     sys.stderr.flush()
+    if init is not None:
+        return run_as_init(command, init)
     os.execvp(command[0], command)
     return 127  # not reached: exec replaced us
 

@@ -34,7 +34,7 @@ GDB_ENV = {"PYTHONPATH": "", "PYTHONFAULTHANDLER": "", "PYTHONSTARTUP": "",
 # However late the Python stacks came, gdb gets this long.
 MIN_BUDGET_S = 0.5
 
-# Runs in the container at a hang: every live process but docker-init (pid 1) and this
+# Runs in the container at a hang: every live process but the init (pid 1) and this
 # shell, as `@ PID PPID CMDLINE`, then its file-backed maps as `START-END PATH` lines.
 # Shell builtins only, but for `tr`: the processes it starts are never in the list.
 _LIST = r"""
@@ -65,7 +65,7 @@ class ContainerProcess:
 
 
 def parse_listing(text: str) -> list[ContainerProcess]:
-    """The processes `_LIST` printed, the attempt's root (docker-init's child) first."""
+    """The processes `_LIST` printed, the attempt's root (the init's child) first."""
     found: list[ContainerProcess] = []
     lines: list[str] = []
 

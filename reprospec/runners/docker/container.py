@@ -17,6 +17,12 @@ IN_ATTEMPT = "/reprospec/attempt"
 IN_HARNESS = "/reprospec/harness"
 IN_STACKDUMP = "/reprospec/stackdump"
 IN_CELL = f"{IN_ATTEMPT}/{CELL_JSON}"
+# process/launch.py: an instance's start barrier, and every attempt's init (`--init`).
+IN_LAUNCH = "/reprospec/launch.py"
+# The attempt's command's wait status as its init recorded it (launch.py's `--init RECORD`):
+# the container's own status, 128 + N, cannot tell a death by signal N from an exit 128 + N.
+EXIT_JSON = "exit.json"
+IN_EXIT = f"{IN_ATTEMPT}/{EXIT_JSON}"
 PATHS = ChildPaths(attempt_dir=IN_ATTEMPT, harness_dir=IN_HARNESS, stackdump_dir=IN_STACKDUMP)
 
 # Paths a workdir must not shadow inside the container: such a workdir goes to /work.

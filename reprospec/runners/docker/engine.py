@@ -8,6 +8,7 @@ container.py, shared with `reprospec materialize`.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import signal
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.signals import STACK_DUMP_SIGNAL
 from reprospec.core.words import NOT_PYTHON, stack_header, stacks_omitted
@@ -26,6 +28,7 @@ from reprospec.perturb.apply import variables
 from reprospec.process import leftovers, pidlimit
 from reprospec.process.childprotocol import STACK_TXT, ChildPaths, Instance, child_env
 from reprospec.process.output import Sink
+from reprospec.process.rlimits import LAUNCH
 from reprospec.process.stacks import (
     STACKS_TOTAL_BYTES,
     read_stack_dump,
@@ -34,8 +37,11 @@ from reprospec.process.stacks import (
 )
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker.container import (
+    EXIT_JSON,
     IN_ATTEMPT,
+    IN_EXIT,
     IN_HARNESS,
+    IN_LAUNCH,
     IN_STACKDUMP,
     PATHS,
     container_workdir,
@@ -54,7 +60,8 @@ DRAIN_WAIT_S = 2.0
 WAIT_SLICE_S = 0.5
 # docker run's own failures: 125 the daemon, 126 not executable, 127 not found.
 DOCKER_START_FAILURES = (125, 126, 127)
-# 128+N from the init process means "killed by signal N" for these.
+# 128+N from the init process means "killed by signal N" for these, where the command's
+# own init left no record of its wait status (ExitRecord).
 FATAL_SIGNALS = frozenset(
     int(s)
     for s in (
@@ -134,13 +141,75 @@ def connect(base_url: str | None = None, timeout_s: float = 120.0) -> DockerClie
     return client
 
 
-def returncode_from_status(status: int, oom_killed: bool = False) -> int:
-    """The container's exit status as subprocess would give it: negative for a fatal signal."""
+@frozen
+class ExitRecord:
+    """The attempt's command's end as its init saw it (launch.py `--init`, IN_EXIT): its wait
+    status as subprocess gives it (-10: killed by SIGUSR1; 138: it exited 138), and its pid
+    in the container."""
+
+    pid: int
+    returncode: int
+
+    @property
+    def status(self) -> int:
+        """The exit status its init, as docker-init or a shell, gave the container for it."""
+        return 128 - self.returncode if self.returncode < 0 else self.returncode
+
+    @classmethod
+    def take(cls, log_dir: Path) -> ExitRecord | None:
+        """The record in the attempt folder, removed with what a kill left of its writing
+        (launch.py's RECORD.partial): the folder keeps the files childprotocol.py names, as
+        the local runner's. None where there is none (the container was killed first, an
+        init that could not write it) or it is not one."""
+        path = log_dir / EXIT_JSON
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        for written in (path, path.with_name(f"{EXIT_JSON}.partial")):
+            with contextlib.suppress(OSError):
+                written.unlink(missing_ok=True)
+        pid = data.get("pid") if isinstance(data, dict) else None
+        returncode = data.get("returncode") if isinstance(data, dict) else None
+        if type(pid) is not int or type(returncode) is not int:  # bool is no status
+            return None
+        return cls(pid=pid, returncode=returncode)
+
+
+def returncode_from_status(
+    status: int, oom_killed: bool = False, record: ExitRecord | None = None
+) -> int:
+    """The container's exit status as subprocess would give it: negative for a fatal signal.
+
+    The command's init's `record` says which of the two a 128 + N was, where the container
+    ended with the status it gives (not killed past it); without one, 128 + N is a death
+    only for the signals of FATAL_SIGNALS (`exit 138` and a SIGUSR1 read alike, as an exit).
+    """
     if oom_killed:
         return -int(signal.SIGKILL)
+    if record is not None and record.status == status:
+        return record.returncode
     if status > 128 and status - 128 in FATAL_SIGNALS:
         return -(status - 128)
     return status
+
+
+def under_init(config: ContainerConfig) -> ContainerConfig:
+    """`config` with its command run by launch.py as the container's init, in place of
+    docker-init: the command is still pid 1's child (native.is_root, attach.py), and its wait
+    status is recorded at IN_EXIT (ExitRecord). Needs the image's python3 (init_missing)."""
+    argv = [*config["entrypoint"], *config["command"]]
+    wrapped = config.copy()
+    wrapped["entrypoint"] = ["python3", "-S", "-E", IN_LAUNCH]
+    wrapped["command"] = ["--init", IN_EXIT, "--", *argv]
+    wrapped["init"] = False
+    return wrapped
+
+
+def init_missing(reason: str | None) -> bool:
+    """Whether an attempt's container could not start because its image has no python3 to
+    run `under_init`: the engine's words for it (runc's exec of the entrypoint)."""
+    return reason is not None and 'exec: "python3": executable file not found' in reason
 
 
 def container_config(
@@ -170,6 +239,7 @@ def container_config(
         Mount(IN_ATTEMPT, str(log_dir), type="bind"),
         Mount(IN_HARNESS, str(dockerimage.HARNESS_DIR), type="bind", read_only=True),
         Mount(IN_STACKDUMP, str(dockerimage.STACKDUMP_DIR), type="bind", read_only=True),
+        Mount(IN_LAUNCH, str(LAUNCH), type="bind", read_only=True),
         Mount(workdir, str(plan.workdir), type="bind"),
     ]
     # The engine renumbers the GPUs it hands over from 0; our PYTHONPATH replaces the

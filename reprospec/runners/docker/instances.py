@@ -30,8 +30,7 @@ from reprospec.core.results import Execution
 from reprospec.errors import InfraError
 from reprospec.process import leftovers, scratch
 from reprospec.process.childprotocol import ChildPaths
-from reprospec.process.rlimits import LAUNCH
-from reprospec.runners.docker.container import PATHS
+from reprospec.runners.docker.container import IN_LAUNCH, PATHS
 from reprospec.runners.docker.engine import ENGINE_LABEL, LABEL, fresh_container
 from reprospec.runners.together import InstanceStart, instance_slots, run_together
 
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
     from reprospec.runners.docker.sdk import ContainerConfig, DockerClient
 
 IN_BARRIER = "/reprospec/barrier"
-IN_LAUNCH = "/reprospec/launch.py"
 IN_SHARED = "/reprospec/shared"
 POD_LABEL = "org.reprospec.pod"
 # The pod's only process: waits for its removal (docker-init is pid 1 and reaps it).
@@ -73,12 +71,12 @@ def instance_paths(start: InstanceStart) -> ChildPaths:
 
 
 def join_pod(config: ContainerConfig, start: InstanceStart, pod: str) -> None:
-    """Make an instance's container config join `pod` and see the barrier and launch.py."""
+    """Make an instance's container config join `pod` and see the barrier (every container of
+    an attempt sees launch.py: container_config)."""
     from docker.types import Mount
 
     mounts = list(config["mounts"])
     mounts.append(Mount(IN_BARRIER, str(start.barrier), type="bind"))
-    mounts.append(Mount(IN_LAUNCH, str(LAUNCH), type="bind", read_only=True))
     if start.scratch is not None:
         mounts.append(Mount(f"{IN_SHARED}/tmp", str(start.scratch.tmp), type="bind"))
         mounts.append(Mount(f"{IN_SHARED}/cache", str(start.scratch.cache), type="bind"))

@@ -58,9 +58,10 @@ HANG_DEADLINE_S = native.HANG_DEADLINE_S - 1.0
 
 
 def is_root(info: native.CoreInfo, root_signal: str | None) -> bool:
-    """Whether a core is the attempt's own process: docker-init's child (pid 1 is the init)
-    that died of the signal the container ended with. A process orphaned to the init has
-    the same parent, but then the container did not end with its signal."""
+    """Whether a core is the attempt's own process: the init's child (pid 1: launch.py, or
+    docker-init in an image without python3) that died of the signal the container ended
+    with. A process orphaned to the init has the same parent, but then the container did not
+    end with its signal."""
     return info.ppid == 1 and root_signal is not None and info.signal == root_signal
 
 

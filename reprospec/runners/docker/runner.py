@@ -4,7 +4,9 @@ The child protocol (docs/ARCHITECTURE.md) is the local runner's, with in-contain
 paths: the attempt's log folder, the harness and the stack dumper are bind-mounted,
 so events.jsonl, env.json, cell.json and stack.txt land where the local runner puts
 them. Exit statuses are turned back into what subprocess would report (a segfault
-is -11, not 139), so classification is the same for both runners.
+is -11, not 139), so classification is the same for both runners: the command runs under
+launch.py as the container's init, which records its wait status (engine.ExitRecord), as
+the container's 128 + N cannot tell a SIGUSR1 from an `exit 138`.
 """
 
 from __future__ import annotations
@@ -47,14 +49,17 @@ from reprospec.runners.docker.engine import (
     DOCKER_START_FAILURES,
     DRAIN_WAIT_S,
     LABEL,
+    ExitRecord,
     OutputPump,
     collect_stacks,
     connect,
     container_config,
     fresh_container,
+    init_missing,
     local_pid,
     perturbed_config,
     returncode_from_status,
+    under_init,
     wait_for_exit,
 )
 from reprospec.runners.docker.instances import (
@@ -109,6 +114,9 @@ class DockerRunner:
         # (image, packages) -> the versions the check found: what a range resolved to.
         self._package_versions: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}
         self._check_lock = threading.Lock()
+        # Images without the python3 that runs launch.py as the init (engine.under_init):
+        # their commands run under docker-init, read without the init's record, as before.
+        self._without_init: set[str] = set()
 
     @property
     def client(self) -> DockerClient:
@@ -260,6 +268,7 @@ class DockerRunner:
         argv = attempt_argv(plan)
         if argv is None:
             return infra("nothing to run: the plan has neither a command nor a workload")
+        program = argv[0]
         tool = plan.environment.debug.compute_sanitizer
         if tool is not None:
             # The image would need compute-sanitizer and the container the GPU driver's
@@ -297,6 +306,10 @@ class DockerRunner:
         refused = self._packages_refused(plan, log_dir)
         if refused:
             return infra(refused)
+        # A record an earlier attempt left in this folder is not this one's end.
+        ExitRecord.take(log_dir)
+        with self._lock:
+            plain = image in self._without_init
         if plan.workload is not None:
             write_cell(plan, log_dir / "cell.json")
         # The attempt folder is bind-mounted: TMPDIR and XDG_CACHE_HOME point into it.
@@ -323,9 +336,18 @@ class DockerRunner:
             # The competitors run on this machine, the daemon's, on the container's CPUs.
             load = start_load(plan.environment.perturb, perturbed.cpu_list, log_dir)
             execution = self._run_container(
-                client, plan, config, log_dir, stdout, stderr, cancel, warnings, base,
-                shared=instance is not None,
+                client, plan, config if plain else under_init(config), log_dir, stdout,
+                stderr, cancel, warnings, base, program, shared=instance is not None,
             )  # fmt: skip
+            if not plain and init_missing(execution.infra_error):
+                # Nothing ran (the init could not start): the command itself, under
+                # docker-init, as before the init's record; once per image.
+                with self._lock:
+                    self._without_init.add(image)
+                execution = self._run_container(
+                    client, plan, config, log_dir, stdout, stderr, cancel, warnings, base,
+                    program, shared=instance is not None,
+                )  # fmt: skip
         except PerturbRefused as exc:
             execution = infra(str(exc), warnings)
         finally:
@@ -359,10 +381,12 @@ class DockerRunner:
         cancel: threading.Event | None,
         warnings: list[str],
         base: AttemptFiles,
+        program: str,
         shared: bool = False,
     ) -> Execution:
-        """Create, start and wait for the container; `shared`: an instance's (its workdir is
-        its attempt's other instances' too)."""
+        """Create, start and wait for the container; `program`: the command's, named when it
+        could not run; `shared`: an instance's (its workdir is its attempt's other
+        instances' too)."""
         import docker.errors
 
         started = utc_now()
@@ -442,7 +466,7 @@ class DockerRunner:
                 base, started, f"the container could not start: {exc.explanation or exc}"
             )
         finished = utc_now()
-        returncode = returncode_from_status(raw, oom)
+        returncode = returncode_from_status(raw, oom, ExitRecord.take(log_dir))
         if self.native is not None:
             # The container is gone: every core is complete, and the attempt's to claim.
             found = native.merge(
@@ -465,7 +489,7 @@ class DockerRunner:
         infra_error = None
         if raw in DOCKER_START_FAILURES and not timed_out and not interrupted:
             infra_error = (
-                f"the container could not run {config['entrypoint'][0]!r} "
+                f"the container could not run {program!r} "
                 f"(exit {raw}: {_last_line(base['stderr_path'])})"
             )
         env_json = log_dir / "env.json"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -116,6 +117,39 @@ def test_launch_without_privileges_still_runs_the_command_and_says_why() -> None
     done = subprocess.run(argv, capture_output=True, text=True)
     assert done.stdout.strip() == "ran"
     assert "shm_size not applied: unshare(CLONE_NEWNS): Operation not permitted" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "returncode"),
+    [
+        ("import os, signal; os.kill(os.getpid(), signal.SIGUSR1)", 138, -10),
+        ("import sys; sys.exit(138)", 138, 138),
+        ("import os; os.abort()", 134, -6),
+        ("pass", 0, 0),
+    ],
+)
+def test_launch_as_init_records_the_commands_wait_status(
+    tmp_path: Path, code: str, status: int, returncode: int
+) -> None:
+    """The docker runner's init: it exits as docker-init would (128 + N for a signal, which an
+    `exit 138` gives too), and its record says which it was."""
+    record = tmp_path / "exit.json"
+    argv = [sys.executable, "-S", "-E", str(rlimits.LAUNCH), "--init", str(record), "--"]
+    done = subprocess.run([*argv, sys.executable, "-S", "-c", code], capture_output=True)
+    assert done.returncode == status
+    written = json.loads(record.read_text())
+    assert written["returncode"] == returncode
+    assert isinstance(written["pid"], int)
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_launch_as_init_says_why_a_command_cannot_start(tmp_path: Path) -> None:
+    record = tmp_path / "exit.json"
+    argv = [sys.executable, "-S", "-E", str(rlimits.LAUNCH), "--init", str(record), "--"]
+    done = subprocess.run([*argv, "no-such-program"], capture_output=True, text=True)
+    assert done.returncode == 127
+    assert "reprospec: cannot start no-such-program: No such file or directory" in done.stderr
+    assert not record.exists()
 
 
 def test_launch_usage_errors() -> None:

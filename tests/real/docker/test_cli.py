@@ -337,3 +337,47 @@ def test_a_starved_container_attempt_is_no_stall(cli: Cli, tmp_path: Path) -> No
     assert done.code == 0, attempt["outcome"]
     # Seconds without a line, past its 1 s stall: the wall clock alone called it a hang.
     assert attempt["duration_s"] > 2.5, attempt["duration_s"]
+
+
+# A program that dies of SIGUSR1 and one that exits 138: the container's status is 128 + 10
+# for both, which the docker runner read as `error exit 138` for both.
+_SIGNAL_OR_EXIT = """\
+reprospec: 1
+name: docker-signal-or-exit
+matrix:
+  end: ["os.kill(os.getpid(), signal.SIGUSR1)", "sys.exit(138)"]
+command: [python3, -c, "import os, signal, sys; ${{ matrix.end }}"]
+run: {timeout: 60s}
+expect:
+  outcome: crash
+  signal: SIGUSR1
+  cases:
+    - when: {end: "sys.exit(138)"}
+      outcome: error
+      exit_code: 138
+"""
+
+
+@needs_engine
+def test_a_death_by_sigusr1_and_an_exit_138_read_as_the_local_runner_reads_them(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The container's init records the program's wait status: the same outcome, word for
+    word, as the local runner's, where the death read `error exit 138` under docker."""
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(_SIGNAL_OR_EXIT)
+    keys = ("kind", "signal", "exit_code", "where", "signature", "detail")
+    outcomes = {}
+    for runner in ("local", "docker"):
+        done = cli("run", str(spec), "--runner", runner)
+        assert done.code == 0, (runner, done.stderr[-2000:])
+        outcomes[runner] = {
+            cell["id"]: [{k: a["outcome"].get(k) for k in keys} for a in cell["attempts"]]
+            for cell in done.results()["cells"]
+        }
+    assert outcomes["docker"] == outcomes["local"]
+    died = outcomes["docker"]["end=os.kill(os.getpid(), signal.SIGUSR1)"]
+    exited = outcomes["docker"]["end=sys.exit(138)"]
+    assert [(o["kind"], o["signal"], o["where"]) for o in died] == [("crash", "SIGUSR1", "main")]
+    assert [(o["kind"], o["exit_code"]) for o in exited] == [("error", 138)]

@@ -35,6 +35,7 @@ from tests.support.docker import (  # noqa: E402
     container_names,
     make_plan,
     needs_engine,
+    public_base,
     py,
     require_image,
 )
@@ -137,12 +138,50 @@ def test_a_program_that_kills_itself_with_sigusr1_dies_of_it(
 ) -> None:
     """The image's own copy of the stackdump sitecustomize ran after the mounted one, and
     one from an image built before nu68 1 took SIGUSR1 over again: the program lived on.
-    The container's status says 128 + 10 (its init's word: no crash signal of the runner's)."""
+    It died of SIGUSR1, as subprocess says it (-10), where the container's status, 128 + 10,
+    read as an `exit 138`: the container's init records the true wait status."""
     code = "import os, signal, time; os.kill(os.getpid(), signal.SIGUSR1); time.sleep(0.2)"
     execution = runner.run(make_plan(py(code + "; print('still alive')"), tmp_path), tmp_path / "a")
     printed = execution.stdout_path.read_text() if execution.stdout_path.exists() else ""
     assert "still alive" not in printed
-    assert execution.returncode == 128 + 10
+    assert execution.returncode == -10
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_a_program_that_exits_138_exits_138(runner: DockerRunner, tmp_path: Path) -> None:
+    """The same container status as a death by SIGUSR1, 128 + 10, and no death: its init's
+    record says the program exited 138."""
+    execution = runner.run(make_plan(py("import sys; sys.exit(138)"), tmp_path), tmp_path / "a")
+    assert execution.infra_error is None
+    assert execution.returncode == 138
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_any_signal_a_program_dies_of_is_its_death(runner: DockerRunner, tmp_path: Path) -> None:
+    """Not only the signals whose 128 + N a shell conventionally means as a death: the
+    container's init records the wait status as subprocess gives it, for every signal."""
+    code = "import os, signal; os.kill(os.getpid(), signal.{})"
+    for name, number in (("SIGUSR2", 12), ("SIGVTALRM", 26), ("SIGKILL", 9), ("SIGSEGV", 11)):
+        execution = runner.run(make_plan(py(code.format(name)), tmp_path), tmp_path / name)
+        assert execution.infra_error is None, execution.infra_error
+        assert execution.returncode == -number, name
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_an_image_without_python3_runs_its_command_under_docker_init(tmp_path: Path) -> None:
+    """The init that records the command's wait status is the image's python3: an image
+    without one runs the command as before (docker-init, whose 128 + N is read as today),
+    never an infra-error of an init that could not start."""
+    base = public_base(CLIENT)  # Debian minbase: no Python
+    runner = DockerRunner(client=CLIENT, native_stacks=False)
+    for code, expected in (("exit 3", 3), ("kill -SEGV $$", -11), ("kill -USR1 $$", 138)):
+        plan = make_plan(["sh", "-c", code], tmp_path, environment={"image": base})
+        execution = runner.run(plan, tmp_path / f"a{expected}")
+        assert execution.infra_error is None, execution.infra_error
+        assert execution.returncode == expected, code
 
 
 @needs_engine

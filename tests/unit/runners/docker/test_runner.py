@@ -12,10 +12,13 @@ pytest.importorskip("docker", reason="skipped: the docker package is not install
 
 from reprospec.errors import InfraError
 from reprospec.runners.docker import image
-from reprospec.runners.docker.container import container_workdir
+from reprospec.runners.docker.container import EXIT_JSON, IN_EXIT, IN_LAUNCH, container_workdir
 from reprospec.runners.docker.engine import (
+    ExitRecord,
     container_config,
+    init_missing,
     returncode_from_status,
+    under_init,
 )
 from reprospec.runners.docker.runner import DockerRunner
 from tests.support.docker import (
@@ -70,6 +73,62 @@ def test_no_engine_run_is_an_infra_execution(tmp_path: Path) -> None:
 )
 def test_exit_status_becomes_a_subprocess_returncode(status: int, oom: bool, expected: int) -> None:
     assert returncode_from_status(status, oom) == expected
+
+
+@pytest.mark.parametrize(
+    ("status", "recorded", "expected"),
+    [
+        (138, -10, -10),  # SIGUSR1: 128 + 10 is no exit of the program's
+        (138, 138, 138),  # sys.exit(138): no death
+        (139, 139, 139),  # sys.exit(139): no SIGSEGV either
+        (139, -11, -11),
+        (137, -10, -9),  # killed past the record (the timeout's kill): the container's word
+        (3, 3, 3),
+    ],
+)
+def test_the_inits_record_says_what_a_status_was(status: int, recorded: int, expected: int) -> None:
+    assert returncode_from_status(status, False, ExitRecord(pid=7, returncode=recorded)) == expected
+
+
+def test_an_exit_record_is_taken_whole_or_not_at_all(tmp_path: Path) -> None:
+    assert ExitRecord.take(tmp_path) is None
+    record = tmp_path / EXIT_JSON
+    for text in ('{"pid": 7', '{"pid": 7, "returncode": true}', "[7, -10]", '{"pid": 7}'):
+        record.write_text(text)
+        assert ExitRecord.take(tmp_path) is None, text
+    record.write_text('{"pid": 7, "returncode": -10}')
+    (tmp_path / f"{EXIT_JSON}.partial").write_text('{"pid": 8')
+    assert ExitRecord.take(tmp_path) == ExitRecord(pid=7, returncode=-10)
+    assert ExitRecord(pid=7, returncode=-10).status == 138
+    assert list(tmp_path.iterdir()) == []  # the attempt folder keeps the protocol's files
+
+
+def test_under_init_runs_the_command_under_launch_py(tmp_path: Path) -> None:
+    config = container_config(
+        make_plan(["python3", "-c", "pass"], tmp_path),
+        image="img",
+        argv=["python3", "-c", "pass"],
+        log_dir=tmp_path,
+        token="t" * 32,
+    )
+    assert config["init"] is True
+    assert any(m["Target"] == IN_LAUNCH for m in config["mounts"])
+    wrapped = under_init(config)
+    assert wrapped["entrypoint"] == ["python3", "-S", "-E", IN_LAUNCH]
+    assert wrapped["command"] == ["--init", IN_EXIT, "--", "python3", "-c", "pass"]
+    assert wrapped["init"] is False
+    assert (config["entrypoint"], config["init"]) == (["python3"], True)  # left as it was
+
+
+def test_an_image_without_python3_is_told_from_other_start_failures() -> None:
+    runc = (
+        "the container could not start: failed to create shim task: OCI runtime create failed: "
+        'runc create failed: unable to start container process: exec: "python3": executable '
+        "file not found in $PATH: unknown"
+    )
+    assert init_missing(runc)
+    assert not init_missing(runc.replace("python3", "nvidia-smi"))
+    assert not init_missing(None)
 
 
 def test_workdir_keeps_its_path_unless_it_shadows_the_system() -> None:
