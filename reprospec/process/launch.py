@@ -25,7 +25,9 @@ this process's child instead of replacing it; every orphan of the container is r
 signals a `docker kill` may send are passed on to ARGV, and ARGV's wait status, as
 subprocess gives it (`-10`: killed by SIGUSR1; `138`: it exited 138), goes to the JSON file
 RECORD with ARGV's pid. The exit status that follows is docker-init's (128 + N for a
-signal), which cannot tell `exit 138` from a SIGUSR1: the record can.
+signal), which cannot tell `exit 138` from a SIGUSR1: the record can. RECORD.started is
+written right before ARGV starts: without either file, the engine knows ARGV never ran. An
+image's python3 runs this path: it must compile and run on 3.7 (no posix_spawnp there).
 """
 
 from __future__ import annotations
@@ -224,22 +226,65 @@ APPLY = {"shm_size": private_shm, "memory": limit_memory}
 FORWARDED = ("SIGHUP", "SIGINT", "SIGQUIT", "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGWINCH")
 
 
+def returncode_of(status: int) -> int:
+    """A wait status as subprocess gives it: -N for a death by signal N, else the exit code
+    (os.waitstatus_to_exitcode, by hand: it is 3.9+, and an image's python3 may be 3.7)."""
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    raise ValueError(f"not an end: wait status {status}")
+
+
+def _spawn(command: Sequence[str], reset: Sequence[int]) -> int:
+    """Start `command` in its own process group, as docker-init does, with the signals of
+    `reset` back at their default (Python ignores SIGPIPE and SIGXFSZ, and exec keeps what is
+    ignored); posix_spawnp where there is one (3.8+), fork and exec on 3.7."""
+    spawn = getattr(os, "posix_spawnp", None)
+    if spawn is not None:
+        return int(spawn(command[0], list(command), os.environ, setpgroup=0, setsigdef=reset))
+    import signal
+
+    # The child says why exec failed on a pipe that exec closes: an OSError here, as spawn's.
+    read_end, write_end = os.pipe()
+    os.set_inheritable(write_end, False)
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child, on 3.7 only)
+        try:
+            os.close(read_end)
+            os.setpgid(0, 0)
+            for number in reset:
+                signal.signal(number, signal.SIG_DFL)
+            os.execvp(command[0], list(command))
+        except OSError as exc:
+            os.write(write_end, str(exc.errno or 0).encode())
+        finally:
+            os._exit(EXIT_CANNOT_RUN)
+    os.close(write_end)
+    said = os.read(read_end, 32)
+    os.close(read_end)
+    if said:
+        os.waitpid(child, 0)
+        errno = int(said)
+        raise OSError(errno, os.strerror(errno))
+    return child
+
+
 def run_as_init(command: Sequence[str], record: str) -> int:
     """Run `command` as this init's child to its end, its wait status written to `record`;
-    the exit status a shell (and docker-init) would give for it: its code, or 128 + N."""
+    the exit status a shell (and docker-init) would give for it: its code, or 128 + N.
+
+    `record`.started is written first, before the command starts: a container that ended with
+    neither file ended before the command could run (the engine's fallback is docker-init)."""
     # Here, not at the top: signal imports enum, a cost every other launch would pay.
     import signal
 
     try:
-        # Its own process group, as docker-init gives it; SIGPIPE and SIGXFSZ back at their
-        # default, which Python ignores in this process and exec would keep ignored.
-        child = os.posix_spawnp(
-            command[0],
-            list(command),
-            os.environ,
-            setpgroup=0,
-            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
-        )
+        os.close(os.open(f"{record}.started", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+    except OSError as exc:
+        sys.stderr.write(f"reprospec: the command's start was not marked: {exc}\n")
+    try:
+        child = _spawn(command, (signal.SIGPIPE, signal.SIGXFSZ))
     except OSError as exc:
         sys.stderr.write(f"reprospec: cannot start {command[0]}: {exc.strerror}\n")
         return EXIT_CANNOT_RUN
@@ -259,7 +304,7 @@ def run_as_init(command: Sequence[str], record: str) -> int:
         except ChildProcessError:  # not reached: the child is ours until it is reaped
             return EXIT_CANNOT_RUN
         if pid == child:
-            returncode = os.waitstatus_to_exitcode(status)
+            returncode = returncode_of(status)
     # Whole or not at all: a record cut short by the container's kill is no record. One that
     # cannot be written leaves the engine its older reading of the exit status.
     partial = f"{record}.partial"

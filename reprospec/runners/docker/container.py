@@ -23,6 +23,9 @@ IN_LAUNCH = "/reprospec/launch.py"
 # the container's own status, 128 + N, cannot tell a death by signal N from an exit 128 + N.
 EXIT_JSON = "exit.json"
 IN_EXIT = f"{IN_ATTEMPT}/{EXIT_JSON}"
+# Written by that init right before it starts the command: a container that ended with
+# neither file (and not killed by the engine) ended before the command could run.
+EXIT_STARTED = f"{EXIT_JSON}.started"
 PATHS = ChildPaths(attempt_dir=IN_ATTEMPT, harness_dir=IN_HARNESS, stackdump_dir=IN_STACKDUMP)
 
 # Paths a workdir must not shadow inside the container: such a workdir goes to /work.

@@ -38,6 +38,7 @@ from reprospec.process.stacks import (
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker.container import (
     EXIT_JSON,
+    EXIT_STARTED,
     IN_ATTEMPT,
     IN_EXIT,
     IN_HARNESS,
@@ -158,15 +159,16 @@ class ExitRecord:
     @classmethod
     def take(cls, log_dir: Path) -> ExitRecord | None:
         """The record in the attempt folder, removed with what a kill left of its writing
-        (launch.py's RECORD.partial): the folder keeps the files childprotocol.py names, as
-        the local runner's. None where there is none (the container was killed first, an
-        init that could not write it) or it is not one."""
+        (launch.py's RECORD.partial) and the init's start mark (EXIT_STARTED): the folder
+        keeps the files childprotocol.py names, as the local runner's. None where there is
+        none (the container was killed first, an init that could not write it) or it is not
+        one."""
         path = log_dir / EXIT_JSON
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             data = None
-        for written in (path, path.with_name(f"{EXIT_JSON}.partial")):
+        for written in (path, path.with_name(f"{EXIT_JSON}.partial"), log_dir / EXIT_STARTED):
             with contextlib.suppress(OSError):
                 written.unlink(missing_ok=True)
         pid = data.get("pid") if isinstance(data, dict) else None
@@ -174,6 +176,12 @@ class ExitRecord:
         if type(pid) is not int or type(returncode) is not int:  # bool is no status
             return None
         return cls(pid=pid, returncode=returncode)
+
+
+def init_started(log_dir: Path) -> bool:
+    """Whether the attempt's init (`under_init`) got as far as starting the command: it
+    marks the attempt folder (EXIT_STARTED) right before. Read before ExitRecord.take."""
+    return (log_dir / EXIT_STARTED).exists()
 
 
 def returncode_from_status(

@@ -56,6 +56,7 @@ from reprospec.runners.docker.engine import (
     container_config,
     fresh_container,
     init_missing,
+    init_started,
     local_pid,
     perturbed_config,
     returncode_from_status,
@@ -77,6 +78,11 @@ if TYPE_CHECKING:
 
 def _say_on_stderr(message: str) -> None:
     print(f"reprospec: {message}", file=sys.stderr, flush=True)
+
+
+class _InitFailed(Exception):
+    """The container's init (engine.under_init) ended, with this exit status, before it
+    started the attempt's command: the command is to run under docker-init."""
 
 
 class DockerRunner:
@@ -335,15 +341,22 @@ class DockerRunner:
         try:
             # The competitors run on this machine, the daemon's, on the container's CPUs.
             load = start_load(plan.environment.perturb, perturbed.cpu_list, log_dir)
-            execution = self._run_container(
-                client, plan, config if plain else under_init(config), log_dir, stdout,
-                stderr, cancel, warnings, base, program, shared=instance is not None,
-            )  # fmt: skip
-            if not plain and init_missing(execution.infra_error):
-                # Nothing ran (the init could not start): the command itself, under
-                # docker-init, as before the init's record; once per image.
-                with self._lock:
-                    self._without_init.add(image)
+            execution = None
+            if not plain:
+                # _InitFailed: its status is no verdict, the command runs under docker-init.
+                with contextlib.suppress(_InitFailed):
+                    execution = self._run_container(
+                        client, plan, under_init(config), log_dir, stdout, stderr, cancel,
+                        warnings, base, program, shared=instance is not None, init=True,
+                    )  # fmt: skip
+            if execution is None or init_missing(execution.infra_error):
+                # Nothing ran (no python3 to start the init, or one that could not run it:
+                # too old for launch.py, broken): the command itself, under docker-init, as
+                # before the init's record, never the init's own status read as its; once
+                # per image.
+                if not plain:
+                    with self._lock:
+                        self._without_init.add(image)
                 execution = self._run_container(
                     client, plan, config, log_dir, stdout, stderr, cancel, warnings, base,
                     program, shared=instance is not None,
@@ -383,10 +396,12 @@ class DockerRunner:
         base: AttemptFiles,
         program: str,
         shared: bool = False,
+        init: bool = False,
     ) -> Execution:
         """Create, start and wait for the container; `program`: the command's, named when it
         could not run; `shared`: an instance's (its workdir is its attempt's other
-        instances' too)."""
+        instances' too); `init`: `config` runs the command under launch.py (under_init),
+        which raises _InitFailed when the container ended before it started the command."""
         import docker.errors
 
         started = utc_now()
@@ -466,7 +481,13 @@ class DockerRunner:
                 base, started, f"the container could not start: {exc.explanation or exc}"
             )
         finished = utc_now()
-        returncode = returncode_from_status(raw, oom, ExitRecord.take(log_dir))
+        ran = init_started(log_dir)
+        record = ExitRecord.take(log_dir)
+        if init and record is None and not ran and not (timed_out or interrupted or oom):
+            # The init ended before the command could start (a python3 too old for launch.py,
+            # a broken one): its exit status is no verdict on a command that never ran.
+            raise _InitFailed(raw)
+        returncode = returncode_from_status(raw, oom, record)
         if self.native is not None:
             # The container is gone: every core is complete, and the attempt's to claim.
             found = native.merge(

@@ -141,6 +141,43 @@ def test_launch_as_init_records_the_commands_wait_status(
     assert written["returncode"] == returncode
     assert isinstance(written["pid"], int)
     assert not list(tmp_path.glob("*.partial"))
+    assert (tmp_path / "exit.json.started").exists()  # marked before the command started
+
+
+# launch.py as a 3.7 python3 runs it: no posix_spawnp, no os.waitstatus_to_exitcode.
+_AS_37 = (
+    "import os, runpy, sys; del os.posix_spawnp, os.waitstatus_to_exitcode; "
+    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "status", "returncode"),
+    [
+        (["sh", "-c", "kill -USR1 $$"], 138, -10),
+        (["sh", "-c", "exit 138"], 138, 138),
+        (["sh", "-c", "trap - PIPE; kill -PIPE $$"], 141, -13),  # SIGPIPE at its default
+    ],
+)
+def test_launch_as_init_without_posix_spawn_forks_and_execs(
+    tmp_path: Path, command: list[str], status: int, returncode: int
+) -> None:
+    record = tmp_path / "exit.json"
+    argv = [sys.executable, "-S", "-E", "-c", _AS_37, str(rlimits.LAUNCH), "--init", str(record)]
+    done = subprocess.run([*argv, "--", *command], capture_output=True, text=True)
+    assert done.returncode == status, done.stderr
+    assert json.loads(record.read_text())["returncode"] == returncode
+
+
+def test_launch_as_init_without_posix_spawn_says_why_a_command_cannot_start(
+    tmp_path: Path,
+) -> None:
+    record = tmp_path / "exit.json"
+    argv = [sys.executable, "-S", "-E", "-c", _AS_37, str(rlimits.LAUNCH), "--init", str(record)]
+    done = subprocess.run([*argv, "--", "no-such-program"], capture_output=True, text=True)
+    assert done.returncode == 127
+    assert "reprospec: cannot start no-such-program: No such file or directory" in done.stderr
+    assert not record.exists()
 
 
 def test_launch_as_init_says_why_a_command_cannot_start(tmp_path: Path) -> None:

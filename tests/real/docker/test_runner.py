@@ -184,6 +184,50 @@ def test_an_image_without_python3_runs_its_command_under_docker_init(tmp_path: P
         assert execution.returncode == expected, code
 
 
+# A python3 that cannot run launch.py: Ubuntu 18.04's 3.6 fails to compile it.
+_OLD_PYTHON3 = """#!/bin/sh
+echo '  File "/reprospec/launch.py", line 30' >&2
+echo 'SyntaxError: future feature annotations is not defined' >&2
+exit 1
+"""
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_an_image_whose_python3_cannot_run_the_init_runs_its_command_under_docker_init(
+    tmp_path: Path,
+) -> None:
+    """An image's python3 too old for launch.py (or broken) ends the container, status 1,
+    before the command could start: that 1 is no verdict on a command that never ran. The
+    command runs, once, under docker-init, as in an image without python3; the image is
+    remembered, and the attempt folder keeps no mark of the init."""
+    folder = tmp_path / "image"
+    folder.mkdir()
+    (folder / "python3").write_text(_OLD_PYTHON3)
+    (folder / "Dockerfile").write_text(
+        f"FROM {public_base(CLIENT)}\nCOPY python3 /usr/local/bin/python3\n"
+        "RUN chmod 755 /usr/local/bin/python3\n"
+    )
+    tag = f"reprospec-test/old-python3:{os.getpid()}-{tmp_path.name.lower()}"
+    CLIENT.images.build(path=str(folder), tag=tag, rm=True, forcerm=True)
+    try:
+        runner = DockerRunner(client=CLIENT, native_stacks=False)
+        cases = (("exit 3", 3), ("kill -SEGV $$", -11), ("kill -USR1 $$", 138), ("exit 3", 3))
+        for n, (code, expected) in enumerate(cases):
+            work = tmp_path / f"work{n}"
+            work.mkdir()
+            command = ["sh", "-c", f"echo ran >> ran.txt; {code}"]
+            plan = make_plan(command, work, environment={"image": tag})
+            execution = runner.run(plan, tmp_path / f"a{n}")
+            assert execution.infra_error is None, execution.infra_error
+            assert execution.returncode == expected, code
+            assert (work / "ran.txt").read_text() == "ran\n", code
+            assert not list((tmp_path / f"a{n}").glob("exit.json*"))
+        assert tag in runner._without_init
+    finally:
+        CLIENT.images.remove(tag, force=True)
+
+
 @needs_engine
 @pytest.mark.usefixtures("no_leftovers")
 def test_hang_is_killed_with_stacks(runner: DockerRunner, tmp_path: Path) -> None:

@@ -12,11 +12,18 @@ pytest.importorskip("docker", reason="skipped: the docker package is not install
 
 from reprospec.errors import InfraError
 from reprospec.runners.docker import image
-from reprospec.runners.docker.container import EXIT_JSON, IN_EXIT, IN_LAUNCH, container_workdir
+from reprospec.runners.docker.container import (
+    EXIT_JSON,
+    EXIT_STARTED,
+    IN_EXIT,
+    IN_LAUNCH,
+    container_workdir,
+)
 from reprospec.runners.docker.engine import (
     ExitRecord,
     container_config,
     init_missing,
+    init_started,
     returncode_from_status,
     under_init,
 )
@@ -98,9 +105,12 @@ def test_an_exit_record_is_taken_whole_or_not_at_all(tmp_path: Path) -> None:
         assert ExitRecord.take(tmp_path) is None, text
     record.write_text('{"pid": 7, "returncode": -10}')
     (tmp_path / f"{EXIT_JSON}.partial").write_text('{"pid": 8')
+    (tmp_path / EXIT_STARTED).write_text("")
+    assert init_started(tmp_path)
     assert ExitRecord.take(tmp_path) == ExitRecord(pid=7, returncode=-10)
     assert ExitRecord(pid=7, returncode=-10).status == 138
     assert list(tmp_path.iterdir()) == []  # the attempt folder keeps the protocol's files
+    assert not init_started(tmp_path)
 
 
 def test_under_init_runs_the_command_under_launch_py(tmp_path: Path) -> None:
