@@ -81,8 +81,9 @@ def _say_on_stderr(message: str) -> None:
 
 
 class _InitFailed(Exception):
-    """The container's init (engine.under_init) ended, with this exit status, before it
-    started the attempt's command: the command is to run under docker-init."""
+    """The container's init (engine.under_init) could not start (no python3 in the image)
+    or ended before it started the attempt's command (its exit status, or the engine's
+    words): the command is to run under docker-init."""
 
 
 class DockerRunner:
@@ -349,7 +350,7 @@ class DockerRunner:
                         client, plan, under_init(config), log_dir, stdout, stderr, cancel,
                         warnings, base, program, shared=instance is not None, init=True,
                     )  # fmt: skip
-            if execution is None or init_missing(execution.infra_error):
+            if execution is None:
                 # Nothing ran (no python3 to start the init, or one that could not run it:
                 # too old for launch.py, broken): the command itself, under docker-init, as
                 # before the init's record, never the init's own status read as its; once
@@ -477,9 +478,10 @@ class DockerRunner:
         except docker.errors.ImageNotFound as exc:
             return self._infra(base, started, f"docker image missing: {exc.explanation or exc}")
         except docker.errors.APIError as exc:
-            return self._infra(
-                base, started, f"the container could not start: {exc.explanation or exc}"
-            )
+            reason = f"the container could not start: {exc.explanation or exc}"
+            if init and init_missing(reason):
+                raise _InitFailed(reason) from exc  # no python3 in the image to run it
+            return self._infra(base, started, reason)
         finished = utc_now()
         ran = init_started(log_dir)
         record = ExitRecord.take(log_dir)
