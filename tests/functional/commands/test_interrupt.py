@@ -16,6 +16,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 
+
+def stored_status(out: Path, run_id: str) -> str:
+    """The store's status of a run the command made (`running` is history's `killed`)."""
+    from reprospec.store.db import Store
+
+    info = Store(out).run_info(run_id)
+    assert info is not None, run_id
+    return info.status
+
+
 # The signal arrives while a weakref callback runs: Python cannot raise there, dropped the
 # KeyboardInterrupt and printed it with its traceback through interrupt.py (the full suite's
 # Ctrl-C sweep, once). The stop is raised again after the callback.
@@ -242,7 +252,6 @@ def test_a_ctrl_c_after_the_last_attempt_ends_the_run_complete_and_written(
     # exit 130 with `reprospec: interrupted` alone, and no report and a run `killed`
     # (judge), results.json saying finished and the store `killed` (store), or no table
     # (table); after the last attempt's end, the run `interrupted` with nothing to resume.
-    from reprospec.store.db import Store
 
     spec = tmp_path / "m.yaml"
     spec.write_text(
@@ -271,9 +280,7 @@ def test_a_ctrl_c_after_the_last_attempt_ends_the_run_complete_and_written(
     assert results["interrupted"] is False
     assert [cell["verdict"] for cell in results["cells"]] == ["reproduced", "reproduced"]
     assert (folder / "report.md").is_file()
-    info = Store(out).run_info(folder.name)
-    assert info is not None
-    assert info.status == "finished"
+    assert stored_status(out, folder.name) == "finished"
 
 
 def test_a_ctrl_c_after_the_last_attempt_of_a_bundle_verify_stops_the_verify(
@@ -316,7 +323,6 @@ def test_a_ctrl_c_after_the_last_attempt_of_captures_run_leaves_the_run_stored_w
     # capture's run, stopped as the store was told it finished: the run stayed `running`
     # (history: killed) with no report, and capture said it was interrupted (nu68 2). Now
     # the run is stored and written whole, and capture still stops, writing no spec.
-    from reprospec.store.db import Store
 
     out = tmp_path / "out"
     driver = [sys.executable, "-c", CLI_WITH_A_CTRL_C_AFTER_THE_LAST_ATTEMPT, "store"]
@@ -333,9 +339,7 @@ def test_a_ctrl_c_after_the_last_attempt_of_captures_run_leaves_the_run_stored_w
     assert done.stderr.strip().splitlines()[-1].startswith("reprospec: interrupted"), done.stderr
     (folder,) = (out / "runs").iterdir()
     assert (folder / "report.md").is_file()
-    info = Store(out).run_info(folder.name)
-    assert info is not None
-    assert info.status == "finished"
+    assert stored_status(out, folder.name) == "finished"
 
 
 # Specs whose search's first run is on the command's main thread, where a stop is raised:
@@ -383,13 +387,10 @@ def test_a_ctrl_c_in_a_search_leaves_its_runs_written_whole(
     assert done.stderr.strip().splitlines()[-1] == (
         "reprospec: interrupted; run the same command again to resume"
     ), done.stderr
-    store = Store(out)
-    runs = sorted(store.run_ids())
+    runs = sorted(Store(out).run_ids())
     assert runs
     for run in runs:
-        info = store.run_info(run)
-        assert info is not None
-        assert info.status in ("finished", "interrupted"), run  # history: killed
+        assert stored_status(out, run) in ("finished", "interrupted"), run  # history: killed
         assert (out / "runs" / run / "results.json").is_file(), run
         assert (out / "runs" / run / "report.md").is_file(), run
     assert "report: " in done.stdout  # its partial answer, printed
@@ -442,9 +443,7 @@ def test_a_ctrl_c_while_isolate_runs_the_matrix_once_stops_that_run(tmp_path: Pa
     assert proc.returncode == 130, stdout + stderr
     assert time.monotonic() - began < 50, "the run went on to its sleeping cell's end"
     (run,) = Store(out).run_ids()
-    info = Store(out).run_info(run)
-    assert info is not None
-    assert info.status == "interrupted"
+    assert stored_status(out, run) == "interrupted"
 
 
 def test_a_ctrl_c_in_a_searchs_last_probe_gives_its_whole_answer_and_exit_130(
@@ -474,9 +473,7 @@ def test_a_ctrl_c_in_a_searchs_last_probe_gives_its_whole_answer_and_exit_130(
     ), done.stderr
     assert "4 attempts of a budget of 4" in done.stdout
     (run,) = Store(out).run_ids()
-    info = Store(out).run_info(run)
-    assert info is not None
-    assert info.status == "finished"
+    assert stored_status(out, run) == "finished"
 
 
 # `reprospec run` whose SIGTERM handler runs late, as on a loaded machine the main thread
