@@ -127,9 +127,9 @@ class Located(NamedTuple):
 
 # The operators after which a `cd` runs in the line's own shell, once the command before
 # it has ended (`;`) or succeeded (`&&`): what comes after it runs in its folder. A `cd`
-# after `||` may not run, and one in a pipeline stage or a background job (`|`, `&`) runs
-# in a subshell of its own: neither is followed. (After the `cd` any operator may come:
-# past `cd sub || exit 1`, the rest runs in sub or not at all.)
+# after `||` may not run: it is not followed. (A line with a pipeline or a background job
+# is not read for its `cd`s at all: _SUBSHELLS. After the `cd` any operator may come: past
+# `cd sub || exit 1`, the rest runs in sub or not at all.)
 _SEQUENCE = frozenset({"&&", ";"})
 _CD_OPTIONS = frozenset({"-L", "-P", "--"})
 # The operators whose commands run in a subshell of their own (a background job, the stages
