@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import sys
 import threading
 import time
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from reprospec import native
 from reprospec.core import capped
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.logtext import printable
@@ -38,7 +40,14 @@ from reprospec.perturb.container import for_container
 from reprospec.process import leftovers, scratch, tree
 from reprospec.process.childprotocol import ChildPaths, Instance, write_cell
 from reprospec.process.cpuwait import CpuWait
-from reprospec.process.output import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
+from reprospec.process.output import (
+    CompiledMarker,
+    EventWriter,
+    MarkerMatcher,
+    Sink,
+    compile_markers,
+    output_sink,
+)
 from reprospec.process.run import StallJudge, utc_now
 from reprospec.process.stacks import remove_stack_dumps
 from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution, stall_watch
@@ -84,6 +93,81 @@ class _InitFailed(Exception):
     """The container's init (engine.under_init) could not start (no python3 in the image)
     or ended before it started the attempt's command (its exit status, or the engine's
     words): the command is to run under docker-init."""
+
+    def __init__(self, why: str | int) -> None:
+        super().__init__(why)
+        # The container's exit status where the image's python3 ran and failed (too old for
+        # launch.py, broken): what it printed is worth a warning. None: it had no python3.
+        self.status = why if isinstance(why, int) else None
+
+
+@frozen
+class _Streams:
+    """One container's output: the attempt's two logs, and with markers their matcher and
+    its events. A try whose init failed has its own, dropped before the command's rerun."""
+
+    stdout: Sink
+    stderr: Sink
+    matcher: MarkerMatcher | None
+    events: EventWriter | None
+
+    @classmethod
+    def open(cls, base: AttemptFiles, markers: Sequence[CompiledMarker]) -> _Streams:
+        """Fresh sinks: the logs are (re)written from their first byte."""
+        events = EventWriter(base["events_path"]) if markers else None
+        # Markers are matched on their own thread: a slow regex never delays the timeout.
+        matcher = MarkerMatcher(markers, events) if events is not None else None
+        return cls(
+            stdout=output_sink(base["stdout_path"], matcher=matcher),
+            stderr=output_sink(base["stderr_path"], matcher=matcher),
+            matcher=matcher,
+            events=events,
+        )
+
+    def close(self) -> list[str]:
+        """Close every sink; the matcher's warnings (markers that stalled, lines skipped)."""
+        self.stdout.close()
+        self.stderr.close()
+        late = self.matcher.close() if self.matcher is not None else []
+        if self.events is not None:
+            self.events.close()
+        return late
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _drop_init_try(
+    streams: _Streams, base: AttemptFiles, events_size: int, failed: _InitFailed
+) -> str | None:
+    """Close the streams of a try whose init never started the command, and take back what
+    they wrote: the logs are rewritten by the rerun's sinks, and events.jsonl is cut back to
+    its size before the try (nothing else writes it while no command runs: what it gained is
+    the try's markers, matched on the init's words). The warning that keeps the init's last
+    words for a maintainer (None where the image had no python3: nothing ran to say any)."""
+    streams.close()
+    said = ""
+    for log in ("stderr_path", "stdout_path"):
+        with contextlib.suppress(OSError):
+            text = capped.head_tail(base[log], 0, 4 << 10).decode("utf-8", "replace")
+            lines = [line.strip() for line in text.splitlines() if line.strip()]
+            if lines and not said:
+                said = printable(lines[-1], one_line=True)[:300]
+    with contextlib.suppress(OSError):
+        if _size(base["events_path"]) > events_size:
+            os.truncate(base["events_path"], events_size)
+    if failed.status is None:
+        return None
+    return (
+        "the image's python3 could not run reprospec's container init (launch.py, which "
+        "tells a death by signal N from an `exit 128+N`): the command ran under docker-init "
+        f"instead, as this image's later attempts do; the init exited {failed.status}"
+        + (f": {said}" if said else " and printed nothing")
+    )
 
 
 class DockerRunner:
@@ -326,12 +410,9 @@ class DockerRunner:
         if not plan.environment.shared_tmp and instance is None:
             scratch_dirs = scratch.prepare(log_dir, socket_safe=False)
         markers, warnings = compile_markers(plan.markers)
-        events = EventWriter(events_path) if markers else None
-        # Markers are matched on their own thread: a slow regex never delays the timeout.
-        matcher = MarkerMatcher(markers, events) if events is not None else None
-        stdout = output_sink(base["stdout_path"], matcher=matcher)
-        stderr = output_sink(base["stderr_path"], matcher=matcher)
-        late: list[str] = []
+        # Before the try under the init: what events.jsonl holds that is not its doing.
+        events_size = _size(events_path)
+        streams = _Streams.open(base, markers)
         # Cores held from their creation while the container runs (native/corewatch.py).
         watched = (
             self.native.watch(plan.workdir, shared=instance is not None)
@@ -345,11 +426,20 @@ class DockerRunner:
             execution = None
             if not plain:
                 # _InitFailed: its status is no verdict, the command runs under docker-init.
-                with contextlib.suppress(_InitFailed):
+                try:
                     execution = self._run_container(
-                        client, plan, under_init(config), log_dir, stdout, stderr, cancel,
-                        warnings, base, program, shared=instance is not None, init=True,
+                        client, plan, under_init(config), log_dir, streams.stdout,
+                        streams.stderr, cancel, warnings, base, program,
+                        shared=instance is not None, init=True,
                     )  # fmt: skip
+                except _InitFailed as failed:
+                    # What the init printed (a 3.6's SyntaxError) is not the program's: the
+                    # rerun's logs hold its output alone, for `expect`, the report's excerpt
+                    # and the signature; the init's last words are a warning.
+                    said = _drop_init_try(streams, base, events_size, failed)
+                    if said is not None:
+                        warnings.append(said)
+                    streams = _Streams.open(base, markers)
             if execution is None:
                 # Nothing ran (no python3 to start the init, or one that could not run it:
                 # too old for launch.py, broken): the command itself, under docker-init, as
@@ -359,8 +449,8 @@ class DockerRunner:
                     with self._lock:
                         self._without_init.add(image)
                 execution = self._run_container(
-                    client, plan, config, log_dir, stdout, stderr, cancel, warnings, base,
-                    program, shared=instance is not None,
+                    client, plan, config, log_dir, streams.stdout, streams.stderr, cancel,
+                    warnings, base, program, shared=instance is not None,
                 )  # fmt: skip
         except PerturbRefused as exc:
             execution = infra(str(exc), warnings)
@@ -368,12 +458,7 @@ class DockerRunner:
             stop_load(load, log_dir)
             if watched is not None:
                 native.WATCH.release(watched)
-            stdout.close()
-            stderr.close()
-            if matcher is not None:
-                late = matcher.close()
-            if events is not None:
-                events.close()
+            late = streams.close()
             remove_stack_dumps(log_dir)
         if late:
             execution = dataclasses.replace(execution, warnings=(*execution.warnings, *late))

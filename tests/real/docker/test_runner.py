@@ -186,6 +186,7 @@ def test_an_image_without_python3_runs_its_command_under_docker_init(tmp_path: P
 
 # A python3 that cannot run launch.py: Ubuntu 18.04's 3.6 fails to compile it.
 _OLD_PYTHON3 = """#!/bin/sh
+echo 'python3 3.6 was here'
 echo '  File "/reprospec/launch.py", line 30' >&2
 echo 'SyntaxError: future feature annotations is not defined' >&2
 exit 1
@@ -200,7 +201,9 @@ def test_an_image_whose_python3_cannot_run_the_init_runs_its_command_under_docke
     """An image's python3 too old for launch.py (or broken) ends the container, status 1,
     before the command could start: that 1 is no verdict on a command that never ran. The
     command runs, once, under docker-init, as in an image without python3; the image is
-    remembered, and the attempt folder keeps no mark of the init."""
+    remembered, and the attempt folder keeps no mark of the init: its logs hold only what the
+    command printed (no SyntaxError for an `expect` regex or a marker to read as the
+    program's), and what the init said is the first attempt's warning."""
     folder = tmp_path / "image"
     folder.mkdir()
     (folder / "python3").write_text(_OLD_PYTHON3)
@@ -213,16 +216,25 @@ def test_an_image_whose_python3_cannot_run_the_init_runs_its_command_under_docke
     try:
         runner = DockerRunner(client=CLIENT, native_stacks=False)
         cases = (("exit 3", 3), ("kill -SEGV $$", -11), ("kill -USR1 $$", 138), ("exit 3", 3))
+        # A marker the init's output would match, were it read as the command's.
+        markers = (Marker(pattern=r"SyntaxError|was here", phase="init-said"),)
         for n, (code, expected) in enumerate(cases):
             work = tmp_path / f"work{n}"
             work.mkdir()
-            command = ["sh", "-c", f"echo ran >> ran.txt; {code}"]
-            plan = make_plan(command, work, environment={"image": tag})
+            command = ["sh", "-c", f"echo ran >> ran.txt; echo out {n}; echo err {n} >&2; {code}"]
+            plan = make_plan(command, work, environment={"image": tag}, markers=markers)
             execution = runner.run(plan, tmp_path / f"a{n}")
             assert execution.infra_error is None, execution.infra_error
             assert execution.returncode == expected, code
             assert (work / "ran.txt").read_text() == "ran\n", code
+            assert execution.stdout_path.read_text() == f"out {n}\n", code
+            assert execution.stderr_path.read_text() == f"err {n}\n", code
+            events = execution.events_path
+            assert not events.exists() or "init-said" not in events.read_text(), code
             assert not list((tmp_path / f"a{n}").glob("exit.json*"))
+            said = [w for w in execution.warnings if "SyntaxError" in w]
+            # Said once, by the attempt that found the image's python3 cannot run the init.
+            assert len(said) == (1 if n == 0 else 0), execution.warnings
         assert tag in runner._without_init
     finally:
         CLIENT.images.remove(tag, force=True)
