@@ -1,17 +1,20 @@
 """A self-contained bundle of a spec: Dockerfiles, resolved cells and a plain `docker run` script.
 
 Someone without reprospec rebuilds the image and reruns every cell with `./run.sh`;
-the containers get what the docker runner gives them (init, shm size, memory,
-network, env, the workdir at the same path, the child protocol's variables, and
-`environment.perturb` as perturb/container.py applies it: a perturbation run.sh cannot
-apply refuses the spec, never a plain run). run.sh judges each cell against its
-expected outcome, signal and exit code, and exits 1 when one was not reproduced; what it
-cannot tell as the engine does (a 128+N status with no report of the death: a death, or
-the program's own `sys.exit(139)`) it judges only where both readings agree.
+the containers get what the docker runner gives them (its init, launch.py, copied into
+the bundle; shm size, memory, network, env, the workdir at the same path, the child
+protocol's variables, and `environment.perturb` as perturb/container.py applies it: a
+perturbation run.sh cannot apply refuses the spec, never a plain run). run.sh judges each
+cell against its expected outcome, signal and exit code, and exits 1 when one was not
+reproduced. The init's record tells a death by signal N from an exit 128+N; what run.sh
+still cannot tell as the engine does (an exit 128+N with no report of a death: a shell's
+for its child's, or the program's own `sys.exit(139)`; any 128+N under docker's init, where
+the image's python3 cannot run launch.py) it judges only where both readings agree.
 
     DIR/
       README.md            what this is, how to run it, what each cell should do
       run.sh               builds the image(s) if missing, runs the cells: ./run.sh [N...]
+      launch.py            the containers' init, which records how each command ended
       spec.yaml            the spec as it was given, a secret it writes as ${{ env.NAME }}
                            (a relative `$schema=` of its editor's line named from DIR)
       cells/N/plan.json    the resolved cell: command or workload, env, expectation
@@ -76,9 +79,12 @@ from reprospec.process.childprotocol import (
     cell_json,
     child_env,
 )
+from reprospec.process.rlimits import LAUNCH
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker.container import (
     IN_ATTEMPT,
+    IN_EXIT,
+    IN_LAUNCH,
     attempt_argv,
     container_workdir,
     run_options,
@@ -95,14 +101,14 @@ _IMAGE_PATHS = ChildPaths(
 )
 # A bundle mounts each cell's cell.json read-only beside the attempt folder.
 IN_CELL = "/reprospec/cell.json"
-# The exit status of a cell's `docker run`, written by the pipeline run.sh waits for in
-# the background (so that the trap of a Ctrl-C runs at once), read and removed after it.
-STATUS_FILE = ".status"
 # Carrying more of a workdir than this is probably a mistake (a dataset, a checkout).
 MAX_WORKDIR_BYTES = 200 << 20
 # The competitors of `cpu_load`/`io_load` (perturb/load.py), copied into the bundle and run
 # in a container of the cell's image beside the cell's.
 LOAD_PY = "load.py"
+# The container's init that the docker runner runs each command under (process/launch.py,
+# `--init`), copied into every bundle: run.sh reads how a command ended from its record.
+LAUNCH_PY = "launch.py"
 IN_LOAD = "/reprospec/load"
 
 
@@ -335,6 +341,7 @@ def write_bundle(
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{out} exists and is not empty: materialize into a new folder")
     out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(LAUNCH, out / LAUNCH_PY)
     spec_dir = Path(spec.path).resolve().parent
     warnings: list[str] = []
     redactor = Redactor.for_spec(spec.document)
@@ -512,8 +519,9 @@ def _docker_run_args(
     `secret_reads`: the variables the command's shell line reads a secret from, passed by name
     too (the line runs `"$HF_TOKEN"` in the container)."""
     inside = container_workdir(plan.workdir)
-    # No --rm: run.sh reads the container's log before it removes it (keep_logs).
-    args = ["--init", f"--name={_container_name(number)}"]  # one pair a line, below
+    # No --rm: run.sh reads the container's log before it removes it (keep_logs). The init
+    # (launch.py's, or docker's) and the name are run_container's: these are pairs, a line each.
+    args: list[str] = []
     for option, value in run_options(plan.environment).items():
         if option == "memory" and "--memory" in perturbed.options:
             continue  # perturb.memory_limit's, the smaller of the two (perturb/container.py)
@@ -680,30 +688,23 @@ def _cell_function(
         f"    mkdir -p {' '.join(folders)}",
         *pythonpath,
         *load_start,
-        # A stopped container of this name is one a run.sh of this pid left as it was
-        # killed (SIGKILL, a closed terminal: no trap ran, and no --rm removes it), as a
-        # CI job's container or a PID namespace gives each run.sh the same pid: docker run
-        # refused the name (exit 125, `not run`). A running one is never removed here.
-        f'    docker rm "{container}" >/dev/null 2>&1',
-        f"    {{ timeout --kill-after=5 {plan.timeout_s:g} docker run \\",
+        # Under launch.py's init where the image can run it, which records how the command
+        # ended (RECORD), else under docker's (run.sh.in).
+        f'    run_container {number} "{container}" {plan.timeout_s:g} \\',
     ]
     lines += [f"        {' '.join(args[i : i + 2])} \\" for i in range(0, len(args), 2)]
     lines += [
-        f"        {shlex.quote(image)} \\",
-        f"        {' '.join(shown)} \\",
-        f'        2>&1; echo $? >"$OUT/{number}/{STATUS_FILE}"; }} \\',
-        f'        | tee -i "$OUT/{number}/output.log" &',
-        f'    cell_wait $! "$OUT/{number}/{STATUS_FILE}"',
-        "    local status=$?",
-        f'    keep_logs "{container}" "$OUT/{number}/output.log"',
-        f'    docker rm -f "{container}" >/dev/null 2>&1',
+        f"        -- {shlex.quote(image)} \\",
+        f"        {' '.join(shown)}",
+        "    local status=$? record=$RECORD",
         *cleanup,
         '    RUNNING=""',
         '    if [ "$INTERRUPTED" != 0 ]; then',
         f"        echo {shlex.quote(f'== cell {number} [{plan.cell.id}]: interrupted')}",
         "        return 0",
         "    fi",
-        f'    report {number} "$status" {shlex.quote(plan.cell.id)} {shlex.quote(expect)} {judged}',
+        f'    report {number} "$status" {shlex.quote(plan.cell.id)} {shlex.quote(expect)} {judged} '
+        '"$record"',
         "}",
     ]
     return _Cell("\n".join(lines), tuple(warnings), tuple(passed))
@@ -784,6 +785,9 @@ def _write_run_sh(path: Path, spec: Spec, plans: Sequence[AttemptPlan], cells: l
         .replace("__DESCRIPTIONS__", _description_cases())
         .replace("__CRASH_DESCRIPTIONS__", crash_descriptions)
         .replace("__CRASH_NAMES__", crash_names)
+        .replace("__SHELL_FATAL_NAMES__", "|".join(sorted(SHELL_FATAL_SIGNALS)))
+        .replace("__IN_LAUNCH__", IN_LAUNCH)
+        .replace("__IN_EXIT__", IN_EXIT)
     )
     numbers = " ".join(str(n) for n in range(1, len(plans) + 1))
     tail = (
@@ -861,14 +865,22 @@ and `results/N/cache`, removed after it (unless the spec says
 `environment.shared_tmp: true`).
 A cell "reproduces" when its outcome matches the expectation below, which
 `run.sh` prints beside what the cell did. A crash is a container killed by a
-signal (exit status 128 + the signal) where `output.log` reports that death
-(faulthandler's "Fatal Python error: Segmentation fault", which the image arms
-in every Python process, or a shell's "4242 Segmentation fault"); without such
-a report 128 + N is either a death by signal N or the program's own exit status
-(`sys.exit(139)`), which `run.sh` cannot tell apart (`reprospec run` can, where
-it sees the processes): it judges it under both readings, and where they judge
-apart it says `not judged here` and counts the cell neither reproduced nor
-missed. A DataLoader worker's death is a crash too: the worker dies of the
+signal: each cell runs under `launch.py`, the init of reprospec's docker
+runner, which records in `results/N/exit.json` whether the command died of a
+signal (`killed by SIGUSR1`) or exited (both are 128 + 10 to docker). An image
+whose python3 cannot run `launch.py` runs its cells under docker's own init
+(`run.sh` says so on stderr), with no such record. An exit status of 128 + N,
+which a shell also gives for its child's death, is a death by signal N where
+`output.log` reports it (faulthandler's "Fatal Python error: Segmentation
+fault", which the image arms in every Python process, or a shell's "4242
+Segmentation fault"); without such a report it is either that death or the
+program's own exit status (`sys.exit(139)`), which `run.sh` cannot tell apart
+(`reprospec run` can, where it sees the processes): it judges it under both
+readings, and where they judge apart it says `not judged here` and counts the
+cell neither reproduced nor missed. Where the init recorded that exit and N is
+a signal that reprospec reads as a death only from such a report (SIGUSR1,
+SIGHUP, ...), it is the exit status (`exit 138`). A
+DataLoader worker's death is a crash too: the worker dies of the
 signal and the main process exits 1 with torch's "DataLoader worker (pid N) is
 killed by signal" error, which `run.sh` says as `crash SIGSEGV (worker)` from
 the harness's `worker_exit` event in `results/N/events.jsonl` (a command's:

@@ -375,3 +375,29 @@ def test_a_128_plus_n_the_output_reports_no_death_of_is_not_judged(
         "== cell 5 [cell5]: killed by SIGSEGV; expected: expected; reproduced\nMISSED=0 NOT_RUN=0\n"
     )
     assert "NOT reproduced" in _said(bundle, 5, "error '' 139")
+
+
+def test_the_inits_record_says_which_reading_of_a_128_plus_n_is_true(
+    children: tuple[Path, dict[str, dict[str, object]]],
+) -> None:
+    # fx91 2: the container's init (launch.py) recorded how the command ended, as the docker
+    # runner reads it: a record of a death (-10) is that death, with or without a report of
+    # it in output.log, and where the command exited 128+N itself (cell 4's results report no
+    # death), the status is its own unless N is a death reprospec reads with no report.
+    bundle, _ = children
+    apart = "== cell 4 [cell4]: {}; expected: expected; reproduced\nMISSED=0 NOT_RUN=0\n"
+    assert _report(bundle, 4, 138, "crash SIGUSR1 '' -10") == apart.format("killed by SIGUSR1")
+    assert _report(bundle, 4, 138, "error '' 138 138") == apart.format("exit 138")
+    assert _report(bundle, 4, 138, "crash SIGUSR1 '' 138").endswith(
+        "; NOT reproduced\nMISSED=1 NOT_RUN=0\n"
+    )
+    # Without a record, as before: either reading, not judged.
+    assert "not judged here" in _report(bundle, 4, 138, "error '' 138")
+    # A shell's 139 for its child's SIGSEGV, or sys.exit(139): the record cannot say which.
+    assert _said(bundle, 4, "error '' 139 139") == _said(bundle, 4, "error '' 139")
+    # The program's own exit 126 is no container docker could not run.
+    assert _report(bundle, 4, 126, "error '' 126 126") == apart.format("exit 126")
+    # A record of the child's death is still read where the main process exited 1 itself.
+    said = _said(bundle, 1, "crash SIGSEGV '' 1")
+    assert said.startswith("== cell 1 [cell1]: crash SIGSEGV (child): ")
+    assert said.endswith("; reproduced\nMISSED=0 NOT_RUN=0\n")

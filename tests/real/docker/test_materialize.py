@@ -20,6 +20,7 @@ import pytest
 pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
+from reprospec.process.rlimits import LAUNCH  # noqa: E402
 from reprospec.runners.docker import image  # noqa: E402
 from tests.support.cli import terminal_signals  # noqa: E402
 from tests.support.docker import (  # noqa: E402
@@ -126,6 +127,9 @@ def test_bundle_layout(tmp_path: Path) -> None:
     script = (out / "run.sh").read_text()
     assert "docker run" in script
     assert "--init" in script
+    # The docker runner's container init, which run.sh runs each cell under (run_container).
+    assert (out / "launch.py").read_text() == LAUNCH.read_text()
+    assert "--entrypoint python3" in script
     assert "--network none" in script
     assert f"--shm-size {32 << 20}" in script
     # reprospec is not needed: no line runs it (its verdicts may name `reprospec run`).
@@ -565,7 +569,9 @@ subprocess.run([sys.executable, "-c", "import ctypes; ctypes.string_at(0)"], che
 def test_a_childs_segfault_reproduces_and_an_exit_139_is_not_judged(tmp_path: Path) -> None:
     # rv19 F12: the parent's CalledProcessError of its child's SIGSEGV (exit 1), which
     # `reprospec run` reproduces, was "exit 1 ... NOT reproduced", run.sh exit 1; a program's
-    # own sys.exit(139) was "killed by SIGSEGV".
+    # own sys.exit(139) was "killed by SIGSEGV". The init's record says the command (its
+    # shell, `python3 parent.py exit139`) exited 139: a shell's report of a SIGSEGV, or the
+    # program's own status, still.
     base = public_base(CLIENT)
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / "parent.py").write_text(PARENT)
@@ -582,6 +588,113 @@ def test_a_childs_segfault_reproduces_and_an_exit_139_is_not_judged(tmp_path: Pa
         '{"outcome": "error", "exit_code": 139}; not judged here: reprospec run tells them apart'
     )
     assert ran.returncode == 4
+    assert not _left_by(ran)
+
+
+SIGNAL_SPEC = """\
+reprospec: 1
+name: bundle-usr1
+environment:
+  workdir: app
+matrix:
+  how: [usr1, exit138]
+command: [python3, usr1.py, "${{ matrix.how }}"]
+run: {timeout: 60s}
+expect:
+  outcome: crash
+  signal: SIGUSR1
+  cases:
+    - when: {how: exit138}
+      outcome: error
+      exit_code: 138
+"""
+
+USR1 = """\
+import os, signal, sys
+print("about to", sys.argv[1], flush=True)
+if sys.argv[1] == "usr1":
+    os.kill(os.getpid(), signal.SIGUSR1)
+sys.exit(138)
+"""
+
+
+@needs_engine
+def test_a_death_by_sigusr1_and_an_exit_138_read_apart(tmp_path: Path) -> None:
+    # fx91 2: run.sh ran each cell under docker's --init, whose status is 128 + N for a death
+    # by signal N: both cells read "exit 138 = 128 + SIGUSR1 ... not judged here". It runs
+    # them under launch.py, the docker runner's init, which records how the command ended.
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "usr1.py").write_text(USR1)
+    out, tag = _materialized(tmp_path, SIGNAL_SPEC, "bundle-usr1")
+    ran = _run_bundle(out, tag, public_base(CLIENT), tmp_path)
+    assert _cell_lines(ran.stdout) == [
+        '== cell 1 [how=usr1]: killed by SIGUSR1; expected: {"outcome": "crash", "signal": '
+        '"SIGUSR1"}; reproduced',
+        '== cell 2 [how=exit138]: exit 138; expected: {"outcome": "error", "exit_code": 138}; '
+        "reproduced",
+    ], ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert ran.returncode == 0
+    assert (out / "results" / "1" / "output.log").read_text() == "about to usr1\n"
+    # The init's record is read and removed: results/N keeps what reprospec's folders keep.
+    assert not list((out / "results").glob("*/exit.json*"))
+    assert "cannot run launch.py" not in ran.stderr
+    assert not _left_by(ran)
+
+
+# A python3 that cannot run launch.py: Ubuntu 18.04's 3.6 fails to compile it.
+_OLD_PYTHON3 = """#!/bin/sh
+echo 'python3 3.6 was here'
+echo '  File "/reprospec/launch.py", line 30' >&2
+echo 'SyntaxError: future feature annotations is not defined' >&2
+exit 1
+"""
+
+OLD_PYTHON_SPEC = """\
+reprospec: 1
+name: bundle-old-python3
+environment: {dockerfile: docker/Dockerfile}
+matrix:
+  code: ["exit 3", "kill -USR1 $$"]
+command: [sh, -c, "echo ran; ${{ matrix.code }}"]
+run: {timeout: 60s}
+expect:
+  outcome: error
+  exit_code: 3
+  cases:
+    - when: {code: "kill -USR1 $$"}
+      outcome: fail
+"""
+
+
+@needs_engine
+def test_an_image_whose_python3_cannot_run_the_init_runs_its_cells_under_docker_init(
+    tmp_path: Path,
+) -> None:
+    """The image's python3 fails before the command starts: the cell runs again under
+    docker's init, its output.log holding only what the command printed, and the image's
+    next cell runs under docker's init at once (one line on stderr says so)."""
+    docker = tmp_path / "docker"
+    docker.mkdir()
+    (docker / "python3").write_text(_OLD_PYTHON3)
+    (docker / "Dockerfile").write_text(
+        "ARG BASE\nFROM ${BASE}\nCOPY python3 /usr/local/bin/python3\n"
+        "RUN chmod 755 /usr/local/bin/python3\n"
+    )
+    out, tag = _materialized(tmp_path, OLD_PYTHON_SPEC, "bundle-old-python3")
+    ran = _run_bundle(out, tag, public_base(CLIENT), tmp_path)
+    said = _cell_lines(ran.stdout)
+    assert said[0] == (
+        '== cell 1 [code=exit 3]: exit 3; expected: {"outcome": "error", "exit_code": 3}; '
+        "reproduced"
+    ), ran.stdout[-3000:] + ran.stderr[-3000:]
+    # Without the init's record, 128 + SIGUSR1 reads both ways, as before it: both fail.
+    assert said[1].startswith("== cell 2 [code=kill -USR1 $$]: exit 138 = 128 + SIGUSR1: ")
+    assert said[1].endswith("; reproduced")
+    assert ran.returncode == 0
+    for number in (1, 2):
+        assert (out / "results" / str(number) / "output.log").read_text() == "ran\n"
+    assert ran.stderr.count("cannot run launch.py") == 1, ran.stderr
+    assert not list((out / "results").glob("*/exit.json*"))
     assert not _left_by(ran)
 
 

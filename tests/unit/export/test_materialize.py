@@ -34,7 +34,9 @@ def test_a_stall_limit_is_named_as_not_applied_by_run_sh(tmp_path: Path) -> None
         for n in (1, 2)
     )
     # The whole-cell limit is what run.sh does apply.
-    assert "timeout --kill-after=5 60 docker run" in (tmp_path / "bundle" / "run.sh").read_text()
+    script = (tmp_path / "bundle" / "run.sh").read_text()
+    assert '    run_container 1 "reprospec-bundle-1-$$" 60 \\\n' in script
+    assert 'timeout --kill-after=5 "$limit" docker run' in script
 
 
 def test_a_spec_without_a_stall_limit_is_not_warned_about(tmp_path: Path) -> None:

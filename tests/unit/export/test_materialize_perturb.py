@@ -41,8 +41,8 @@ def _bundle(tmp_path: Path, environment: str) -> Path:
 def _docker_run(bundle: Path) -> list[str]:
     """The words of cell 1's `docker run`, as bash would split them."""
     script = (bundle / "run.sh").read_text()
-    start = script.index("timeout --kill-after=5 60 docker run")
-    end = script.index("2>&1; echo", start)
+    start = script.index('    run_container 1 "reprospec-bundle-1-$$" 60 ')
+    end = script.index("\n    local status=$?", start)
     return shlex.split(script[start:end].replace("\\\n", " "))
 
 
@@ -100,7 +100,7 @@ def test_cpu_and_io_load_run_beside_the_cell_on_its_cpus(tmp_path: Path) -> None
     assert words[words.index("--entrypoint") + 1] == "python3"
     assert (bundle / "load.py").read_text().startswith('"""`python -S -E load.py')
     # Started before the cell's container, removed after it.
-    assert start < script.index("timeout --kill-after=5 60 docker run")
+    assert start < script.index('    run_container 1 "reprospec-bundle-1-$$" 60 ')
     assert script.index('docker rm -f "reprospec-bundle-load-1-$$"') > start
 
 

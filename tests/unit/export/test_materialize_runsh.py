@@ -42,8 +42,9 @@ def _script(tmp_path: Path, environment: str, body: str = "command: python app.p
 
 def _pythonpath(script: str) -> list[str]:
     """The `-e PYTHONPATH=...` words of the cell's `docker run`, as bash splits them."""
-    start = script.index("docker run \\\n        --init")
-    words = shlex.split(script[start : script.index("2>&1; echo", start)].replace("\\\n", " "))
+    start = script.index("    run_container 1 ")
+    end = script.index("\n    local status=$?", start)
+    words = shlex.split(script[start:end].replace("\\\n", " "))
     return [w for i, w in enumerate(words) if words[i - 1] == "-e" and w.startswith("PYTHONPATH")]
 
 
@@ -88,10 +89,12 @@ def test_ctrl_c_stops_the_cell_and_run_sh_exits_130_judging_nothing(tmp_path: Pa
     script = _script(tmp_path, "  network: false")
     assert "trap 'stop_cell 130' INT\ntrap 'stop_cell 143' TERM\n" in script
     assert '    RUNNING="reprospec-bundle-1-$$"\n' in script
-    assert '2>&1; echo $? >"$OUT/1/.status"; } \\\n        | tee -i "$OUT/1/output.log" &\n' in (
-        script
-    )
-    assert '    cell_wait $! "$OUT/1/.status"\n    local status=$?\n' in script
+    assert (
+        '2>&1; echo $? >"$OUT/$number/.status"; } | tee -i "$OUT/$number/output.log" &\n'
+        '        cell_wait $! "$OUT/$number/.status"\n'
+    ) in script
+    assert '    run_container 1 "reprospec-bundle-1-$$" 60 \\\n' in script
+    assert "    local status=$? record=$RECORD\n" in script
     cell = script[script.index("cell_1() {") :]
     # The interrupted cell says so and returns before `report`: no verdict of it.
     assert cell.index("== cell 1 [default]: interrupted") < cell.index("    report 1 ")

@@ -53,7 +53,7 @@ def test_secret_variables_are_passed_by_name_and_the_reader_is_told(
     # The command reads SERVICE_URL from the engine: the container's shell expands it (docker
     # passes it by name), where `***` was a glob.
     assert script.count("-e SERVICE_URL \\") == 2
-    assert """print(len(os.environ['"'"'HF_TOKEN'"'"']))" "$SERVICE_URL"' \\""" in script
+    assert """print(len(os.environ['"'"'HF_TOKEN'"'"']))" "$SERVICE_URL"'\n""" in script
     assert not [w for w in warnings if "its command holds a secret value" in w]
 
 
