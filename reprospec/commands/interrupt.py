@@ -15,7 +15,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Protocol, TypeVar
 
-from reprospec.core import safepoint
+from reprospec.core import safepoint, stopclock
 from reprospec.core.answers import Answer
 from reprospec.core.logtext import printable
 
@@ -51,7 +51,8 @@ def install_stop_handlers(
     owed = threading.Event()
 
     @safepoint.handling
-    def handler(_signum: int, frame: FrameType | None) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stopclock.heard(signum)
         if stopping.is_set() and not owed.is_set():
             print("reprospec: stopping: writing what finished first", file=sys.stderr)
             return
@@ -91,6 +92,9 @@ def install_stop_handlers(
         previous(info)
 
     if threading.current_thread() is threading.main_thread():
+        # The stop's arrival, as it came: what ended just before it is set aside
+        # (pipeline/scheduler.py), and the handler may run seconds after it.
+        stopclock.install()
         for signum in _STOPPING:
             if signum != signal.SIGHUP or signal.getsignal(signum) is not signal.SIG_IGN:
                 signal.signal(signum, handler)

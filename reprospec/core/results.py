@@ -379,6 +379,17 @@ class AttemptResult:
 
 
 @frozen
+class SetAside:
+    """An attempt that ended as the engine was stopped by a signal, not kept: the stop may
+    have reached its processes first (a shell whose `sleep` it killed went on and exited 0),
+    so its end may be the stop's and not the program's. A resume runs it again."""
+
+    cell_id: str
+    attempt: int
+    result: AttemptResult
+
+
+@frozen
 class CellResult:
     """One cell as stored: its expectation, its attempts and the verdict judged from them.
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from reprospec.core.inputs import Expectation
@@ -35,6 +35,7 @@ from reprospec.core.results import (
     NotRun,
     Outcome,
     Rate,
+    SetAside,
     VerdictKind,
 )
 from reprospec.core.signals import canonical_signal
@@ -297,6 +298,29 @@ def attempt_phrase(attempt: AttemptResult, *, where: bool = True, pid: bool = Tr
     phrase = outcome_phrase(attempt.outcome, where=where, pid=pid)
     signal = crash_beside_pass(attempt) if attempt.warnings else None
     return f"{phrase}, but a process died of {signal}" if signal else phrase
+
+
+# Why an attempt that ended as its engine was stopped by a signal is not kept (SetAside).
+ENDED_AS_STOPPED = "ended as the engine was stopped: run again on resume"
+# The attempts a run's warning names; the rest are counted.
+_SET_ASIDE_NAMED = 8
+
+
+def set_aside_warning(set_aside: Sequence[SetAside]) -> str:
+    """The run's warning for the attempts it set aside: `default #1 (pass): ended as the
+    engine was stopped: run again on resume (set aside: ...)`."""
+    named = ", ".join(
+        f"{each.cell_id or 'the cell'} #{each.attempt} ({attempt_phrase(each.result)})"
+        for each in set_aside[:_SET_ASIDE_NAMED]
+    )
+    more = len(set_aside) - _SET_ASIDE_NAMED
+    if more > 0:
+        named += f" and {plural(more, 'more attempt')}"
+    return (
+        f"{named}: {ENDED_AS_STOPPED} (set aside: a stop sent to every process reaches an "
+        "attempt's before the engine, and what the attempt did then, a shell whose child it "
+        "killed exiting 0, is the stop's, not the program's)"
+    )
 
 
 def chain_phrase(outcome: Outcome) -> str:

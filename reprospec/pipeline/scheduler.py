@@ -14,6 +14,7 @@ exceed N: with N above K, other attempts run beside it in the places left.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -23,7 +24,7 @@ from typing import Literal
 
 from reprospec.core.inputs import AttemptPlan, Cell, Expectation
 from reprospec.core.rates import rate_decided
-from reprospec.core.results import AttemptResult
+from reprospec.core.results import AttemptResult, SetAside
 from reprospec.core.words import plural
 from reprospec.outcome.judge import ran_rate, stopped_by
 from reprospec.pipeline.gpus import GpuPool
@@ -49,6 +50,14 @@ STOP_GRACE_S = 0.5
 # How long an attempt that died of a stop signal waits at most for the main thread to have
 # run its signal handlers (`_handled_since`): a bound for a main thread that never steps.
 HANDLERS_WAIT_S = 10.0
+# How long before a stop signal arrived an attempt may have ended of that same stop, whatever
+# it read (`set_aside`): a stop sent to every process (systemd's control-group kill, Slurm)
+# reaches the attempt's processes before the engine, deepest first, within moments; one
+# attempt run again on resume is the cost of a slack too wide.
+STOPPED_SLACK_S = 0.25
+# The first stop that may have reached the attempts (a SIGTERM) that arrived at or after a
+# moment (time.monotonic()), else None (core/stopclock.py's `first_since`).
+StopArrival = Callable[[float], "float | None"]
 
 
 class _Places:
@@ -101,6 +110,10 @@ class _CellState:
     # Its extra attempts in the scheduler's queue, not yet taken: counted here, where every
     # finished attempt walked the whole queue, every cell's, under the lock (rv26 LOW-7).
     queued: int = 0
+    # When its latest attempt of this run ended (time.monotonic()), and whether, complete,
+    # it waits for that end to be older than STOPPED_SLACK_S before it goes to `on_cell`.
+    ended: float = -math.inf
+    held: bool = False
 
 
 class Scheduler:
@@ -117,7 +130,12 @@ class Scheduler:
         done: Mapping[tuple[str, int], AttemptResult] | None = None,
         cancel: threading.Event | None = None,
         on_cell: CellCallback | None = None,
+        stop_arrival: StopArrival | None = None,
     ) -> None:
+        """`stop_arrival`: when a SIGTERM arrived (the command line's, core/stopclock.py);
+        an attempt that ended within STOPPED_SLACK_S before it, or after it, is set aside
+        (`set_aside`), and a complete cell goes to `on_cell` only once its last attempt's end
+        is older than that, so that the end of the run can still set its attempts aside."""
         self.plan = plan
         self.on_cell = on_cell
         self.run_attempt = run_attempt
@@ -175,6 +193,14 @@ class Scheduler:
         # handlers; None while `run` is not on the main thread (no handler runs there).
         self._steps: int | None = None
         self._stepped = threading.Condition()
+        self.stop_arrival = stop_arrival
+        # When `run` began: a stop before it is not this run's.
+        self._began = time.monotonic()
+        # With `stop_arrival`: (end, cell id, attempt) of the attempts kept in the last
+        # STOPPED_SLACK_S or so, and the complete cells held (when each may go), by time.
+        self._ends: deque[tuple[float, str, int]] = deque()
+        self._held: deque[tuple[float, Cell]] = deque()
+        self._set_aside: list[SetAside] = []
 
     def run(self) -> dict[str, list[AttemptResult]]:
         """Run everything (or until cancelled); each cell's attempt results in attempt order
@@ -189,6 +215,7 @@ class Scheduler:
         # was still judging its cell: the end then judged the cell too, as never run, and
         # the report's cells broke (an IndexError, exit 3, no report.md).
         jobs: list[tuple[threading.Thread, threading.Event]] = []
+        self._began = time.monotonic()
         if threading.current_thread() is threading.main_thread():
             with self._stepped:
                 self._steps = 0
@@ -220,6 +247,33 @@ class Scheduler:
         # With on_cell the complete cells went there: an empty list for every one of them
         # would be a list per cell again, at the end.
         return self.unfinished() if self.on_cell is not None else self.results_so_far()
+
+    def set_aside(self) -> tuple[SetAside, ...]:
+        """The attempts that ended as a stop signal came, none of them kept (`SetAside`):
+        complete once `settle` has returned."""
+        with self._lock:
+            return tuple(self._set_aside)
+
+    def settle(self) -> tuple[SetAside, ...]:
+        """Once `run` has returned: wait until the last attempt kept ended STOPPED_SLACK_S
+        ago (or a stop has come), then take back those that ended within STOPPED_SLACK_S
+        before the stop's arrival; what `set_aside` gives.
+
+        A stop sent to every process comes to the engine a moment after its attempt's: the
+        shell whose `sleep` it killed has exited 0, the engine has read it, and the run
+        would be complete and stored before the engine heard of the stop. The wait is the
+        slack's rest at most, and only with `stop_arrival` (the command line's runs)."""
+        if self.stop_arrival is not None:
+            with self._lock:
+                last = max((ended for ended, _cell, _n in self._ends), default=-math.inf)
+            while self.stop_arrival(self._began) is None:
+                left = last + STOPPED_SLACK_S - time.monotonic()
+                if left <= 0:
+                    break
+                # (the cancel event: set by the stop's handler, which then has its arrival)
+                self.cancel.wait(min(left, 0.05))
+            self._set_aside_stopped()
+        return self.set_aside()
 
     def complete(self) -> bool:
         """Whether every attempt the run holds has ended (the progress's `[N/N]`): none left
@@ -300,11 +354,16 @@ class Scheduler:
 
     def _work_on(self) -> None:
         while not self.cancel.is_set():
+            if self._release_held():
+                return  # a stop has come, its handler not run yet: start nothing more
             attempt = self._next()
             if attempt is None:
                 return
             try:
                 result = self._run_one(attempt)
+                # Its end as the engine has it: its result read, which the engine's own
+                # helpers (eu-stack, py-spy) gave, and a stop sent to every process kills them too.
+                ended = time.monotonic()
             except BaseException:
                 # Not running any more: a thread waiting for this attempt to add more
                 # (`repeat: auto`) would otherwise wait for ever.
@@ -326,9 +385,18 @@ class Scheduler:
             if result is None or self._killed_with_the_engine(result):
                 self._not_running(attempt)
                 return
+            if self._stopped_by(ended):
+                # A stop has come, and this attempt ended after it or just before it.
+                with self._lock:
+                    self._set_aside.append(SetAside(attempt.cell.id, attempt.attempt, result))
+                self._not_running(attempt)
+                return
             with self._lock:
                 state = self._states[attempt.cell.id]
                 state.results[attempt.attempt] = result
+                if self.stop_arrival is not None:
+                    state.ended = max(state.ended, ended)
+                    self._ends.append((ended, attempt.cell.id, attempt.attempt))
                 state.running -= 1
                 self._running -= 1
                 self.finished += 1
@@ -365,6 +433,14 @@ class Scheduler:
         # `_next` only skips them, and the cell is complete now, not at the end of the run.
         queued = state.queued > 0
         if queued and not state.stopped:
+            return None
+        if self._must_hold(state):
+            # Its last attempt ended a moment ago: a stop that comes now sets it aside, so
+            # the cell is judged at the end of the run or, once no stop came, later
+            # (`_release_held`), never with an attempt taken back.
+            if not state.held:
+                state.held = True
+                self._held.append((state.ended + STOPPED_SLACK_S, cell))
             return None
         attempts = tuple(state.results[n] for n in sorted(state.results))
         if state.stopped and (not state.last_taken or queued):
@@ -406,6 +482,74 @@ class Scheduler:
             return True
         self._handled_since()
         return self.cancel.is_set()
+
+    def _stopped_by(self, ended: float) -> bool:
+        """Whether a stop signal that arrived by now came no later than STOPPED_SLACK_S after
+        `ended`: the attempt's end may be the stop's."""
+        if self.stop_arrival is None:
+            return False
+        arrival = self.stop_arrival(self._began)
+        return arrival is not None and ended >= arrival - STOPPED_SLACK_S
+
+    def _must_hold(self, state: _CellState) -> bool:
+        """Whether a complete cell stays here for now (under the lock): its last attempt
+        ended within STOPPED_SLACK_S, or a stop has come (the end of the run judges it)."""
+        if self.stop_arrival is None:
+            return False
+        if time.monotonic() < state.ended + STOPPED_SLACK_S:
+            return True
+        return self.stop_arrival(self._began) is not None
+
+    def _release_held(self) -> bool:
+        """Give `on_cell` the held cells whose last attempt ended STOPPED_SLACK_S ago with no
+        stop since, and forget those ends; none once a stop has come (the end of the run
+        sets their attempts aside, or judges them). Whether a stop has come: one sent to
+        every process is heard here before its handler runs, which on a loaded machine
+        may be seconds later, and an attempt started meanwhile would be set aside too."""
+        if self.stop_arrival is None:
+            return False
+        now = time.monotonic()
+        if self.stop_arrival(self._began) is not None:
+            return True
+        # No stop arrived before `now`: one after it came later than each end's slack.
+        given: list[tuple[Cell, tuple[AttemptResult, ...]]] = []
+        with self._lock:
+            while self._ends and self._ends[0][0] + STOPPED_SLACK_S <= now:
+                self._ends.popleft()
+            while self._held and self._held[0][0] <= now:
+                _due, cell = self._held.popleft()
+                state = self._states.get(cell.id)
+                if state is None or not state.held:
+                    continue
+                state.held = False
+                complete = self._hand_over(cell, state)
+                if complete is not None:
+                    given.append((cell, complete))
+        if self.on_cell is not None:
+            for cell, attempts in given:
+                self.on_cell(cell, attempts)
+        return False
+
+    def _set_aside_stopped(self) -> None:
+        """Every job has ended: the attempts kept that ended within STOPPED_SLACK_S before
+        the stop's arrival are taken back (`set_aside`). Their cells were held (never given
+        to `on_cell`), so they are judged at the end without them, and the run is not
+        complete."""
+        if self.stop_arrival is None:
+            return
+        arrival = self.stop_arrival(self._began)
+        if arrival is None:
+            return
+        with self._lock:
+            for ended, cell_id, number in self._ends:
+                state = self._states.get(cell_id)
+                if ended < arrival - STOPPED_SLACK_S or state is None or state.handed_over:
+                    continue
+                result = state.results.pop(number, None)
+                if result is not None:
+                    self.finished -= 1
+                    self._set_aside.append(SetAside(cell_id, number, result))
+            self._ends.clear()
 
     def _step(self) -> None:
         """One step of `run`'s wait on the main thread: the handlers of the signals that

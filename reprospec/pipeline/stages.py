@@ -23,16 +23,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from reprospec.core import collector
+from reprospec.core import collector, stopclock
 from reprospec.core.caller import resuming, said
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Cell, Spec
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.redact import MASK, Redactor, looks_secret, unset_env
-from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone
+from reprospec.core.results import AttemptResult, CellResult, RunResult, SetAside, Standalone
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.sections import same_python
-from reprospec.core.words import RESOLVED_SPEC, plural
+from reprospec.core.words import RESOLVED_SPEC, plural, set_aside_warning
 from reprospec.errors import InfraError, UsageError
 from reprospec.outcome.judgedcells import JudgedCells
 from reprospec.pipeline.attempt import AttemptExecutor
@@ -267,6 +267,9 @@ def execute(
             done=resume.done if resume else None,
             cancel=cancel,
             on_cell=on_cell,
+            # A SIGTERM's arrival, where the command line's handlers timestamp it (none for
+            # the Python API's caller, whose stop is its own cancel event).
+            stop_arrival=stopclock.first_since if stopclock.installed() else None,
         )
         keeper.cancel = scheduler.cancel
         # The imports and setup are done: the collector is on for the attempts (collector.py).
@@ -307,6 +310,15 @@ def execute(
         environment, warnings = capture.result(
             timeout=_STOPPED_CAPTURE_S if interrupted else None, cancel=scheduler.cancel
         )
+        # The attempts that ended as a SIGTERM to every process came are taken back before
+        # anything is judged (`settle`: the rest of a short slack after the last attempt,
+        # which the capture's wait and the imports above have partly spent).
+        set_aside = scheduler.settle()
+        if set_aside:
+            keeper.forget(set_aside)
+            # An attempt set aside is one to run again: the run is not complete, though the
+            # stop's handler may not have run yet (a loaded machine) to say it stopped.
+            interrupted = True
         environment = {**environment, **kept}
         # The run folder removed under the run (`rm -rf`): its outputs go into a new one,
         # and the warning (stderr, the report) says what it lacks, where nothing did and the
@@ -314,6 +326,7 @@ def execute(
         removed = _removed(folder, held, keeper.stored)
         rewritten_as = ", and its results.json and report.md are written again, into a new one"
         warnings = (
+            *((set_aside_warning(set_aside),) if set_aside else ()),
             *((removed + rewritten_as,) if removed else ()),
             *reaped,
             *unset_env(spec.document),
@@ -471,6 +484,21 @@ class _Keeper:
             return
         with self._lock:
             self.stored += 1
+
+    def forget(self, set_aside: Sequence[SetAside]) -> None:
+        """Take the attempts set aside out of the store (each was stored as it ended), so
+        that `--resume` runs them again; a store that fails stops the run as a write does."""
+        if self.failure is not None:
+            return
+        try:
+            gone = self.store.forget_attempts(
+                self.run_id, [(each.cell_id, each.attempt) for each in set_aside]
+            )
+        except StoreError as exc:
+            self.failed(str(exc), full=exc.full)
+            return
+        with self._lock:
+            self.stored -= gone
 
     def failed(self, reason: str, *, full: bool = False) -> None:
         with self._lock:

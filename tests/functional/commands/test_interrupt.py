@@ -4,6 +4,7 @@ that really receive SIGINT."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -220,9 +221,14 @@ import reprospec.store.db as db
 from reprospec.__main__ import main
 
 PHASE = sys.argv[1]
+# The call of "last attempt"'s function that stores the run's last attempt (of a search, the
+# first probe run's): the attempts that run before it.
+LAST = int(os.environ.get("LAST_ATTEMPT", "2"))
 # The phase's function: the stop comes as it is called, on its last call where it has many.
 WHERE = {
-    "last attempt": (judgedcells.JudgedCells, "add"),  # a job's last cell, before [2/2]
+    # Its job's last attempt stored, before [2/2]: a Ctrl-C never reached the attempt (it
+    # runs in a session of its own), so it is kept, where a SIGTERM's would be set aside.
+    "last attempt": (stages._Keeper, "record"),
     "judge": (judgedcells.JudgedCells, "all"),
     "results.json": (stages, "write_outputs"),
     "store": (db.Store, "finish_run"),
@@ -234,7 +240,7 @@ calls = []
 
 def stopped_here(*args, **kwargs):
     calls.append(1)
-    if PHASE != "last attempt" or len(calls) == 2:
+    if PHASE != "last attempt" or len(calls) == LAST:
         os.kill(os.getpid(), signal.SIGINT)
     return original(*args, **kwargs)
 
@@ -377,7 +383,8 @@ def test_a_ctrl_c_in_a_search_leaves_its_runs_written_whole(
     spec.write_text(text)
     out = tmp_path / "out"
     command = [verb, str(spec), "--out", str(out), *more]
-    env = {**os.environ, "NO_COLOR": "1"}
+    # The first probe run's attempts: amplify's base rate runs 4.
+    env = {**os.environ, "NO_COLOR": "1", "LAST_ATTEMPT": "4" if verb == "amplify" else "2"}
     driver = [sys.executable, "-c", CLI_WITH_A_CTRL_C_AFTER_THE_LAST_ATTEMPT, phase]
     done = subprocess.run(
         [*driver, *command], capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env
@@ -532,3 +539,122 @@ def test_an_attempt_killed_with_its_engine_is_the_stops_though_the_handler_ran_l
     results = json.loads((folder / "results.json").read_text())
     assert results["interrupted"] is True
     assert [(c["verdict"], c["attempts"]) for c in results["cells"]] == [("not-run", [])]
+
+
+def _children(pid: int) -> list[int]:
+    """The processes `pid` started (each thread's children), or none once it is gone."""
+    kids: list[int] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return kids
+    for task in tasks:
+        with contextlib.suppress(OSError):
+            kids += [int(kid) for kid in (task / "children").read_text().split()]
+    return kids
+
+
+def _tree(pid: int) -> list[int]:
+    """`pid`'s descendants, each before its own."""
+    found: list[int] = []
+    for kid in _children(pid):
+        found += [kid, *_tree(kid)]
+    return found
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+    except OSError:
+        return ""
+
+
+# The attempts a control-group kill cuts short: a shell whose `sleep` the stop kills goes on
+# to exit 0, and a Python that ignores SIGTERM exits 0 as its child dies of it. Each runs
+# again on resume, where the marker file makes it pass at once, saying so.
+CUT_SHORT = {
+    "shell": "sh -c 'test -e {marker} && echo again && exit 0; touch {marker}; sleep 30; "
+    "echo finished'",
+    "python": 'python -c "import os, signal, subprocess, sys; '
+    "os.path.exists('{marker}') and sys.exit(print('again')); open('{marker}', 'w').close(); "
+    "child = subprocess.Popen(['sleep', '30']); signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    "child.wait(); print('finished')\"",
+}
+
+
+@pytest.mark.parametrize("handler", ["prompt", "late"])
+@pytest.mark.parametrize("program", sorted(CUT_SHORT))
+def test_an_attempt_that_ended_as_a_stop_reached_every_process_runs_again_on_resume(
+    program: str, handler: str, tmp_path: Path
+) -> None:
+    # systemd's control-group kill, Slurm: SIGTERM to every process about at once, deepest
+    # first. The attempt's `sleep` died of it, its parent went on to exit 0, and the engine's
+    # own SIGTERM came after it had stored that end: the attempt read `pass` and the run
+    # "interrupted after the last attempt had ended: the run is complete", never resumed.
+    # `late`: the engine's handler runs 2 s after the signal came (a loaded machine), and
+    # the attempt's end is still read against the signal's arrival, not the handler's run.
+    from reprospec.store.db import Store
+
+    marker = tmp_path / "started"
+    spec = tmp_path / "cut.yaml"
+    command = CUT_SHORT[program].format(marker=marker)
+    spec.write_text(
+        "reprospec: 1\nname: cut\ncommand: " + json.dumps(command) + "\nexpect: {outcome: pass}\n"
+    )
+    out = tmp_path / "out"
+    env = {**os.environ, "NO_COLOR": "1"}
+    driver = ["-c", CLI_WHOSE_HANDLER_RUNS_LATE] if handler == "late" else ["-m", "reprospec"]
+    engine = subprocess.Popen(
+        [sys.executable, *driver, "run", str(spec), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    try:
+        began = time.monotonic()
+        while not (sleeping := [p for p in _tree(engine.pid) if _command(p) == "sleep"]):
+            assert engine.poll() is None, engine.communicate()
+            assert time.monotonic() - began < 60, "the attempt's sleep never started"
+            time.sleep(0.05)
+        (deepest,) = sleeping
+        others = [p for p in _tree(engine.pid) if p != deepest]
+        os.kill(deepest, signal.SIGTERM)
+        time.sleep(0.05)
+        for pid in (*reversed(others), engine.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        stdout, stderr = engine.communicate(timeout=60)
+    finally:
+        engine.kill()
+    assert engine.returncode == 130, stdout + stderr
+    assert "default #1 (pass): ended as the engine was stopped: run again on resume" in stderr
+    assert "the run is complete" not in stderr, stderr
+    assert "reprospec: interrupted; finish the run with: reprospec run --resume" in stderr
+    (folder,) = (out / "runs").iterdir()
+    assert stored_status(out, folder.name) == "interrupted"
+    assert Store(out).finished_attempts(folder.name) == {}
+    results = json.loads((folder / "results.json").read_text())
+    assert results["interrupted"] is True
+    assert [(c["verdict"], c["attempts"]) for c in results["cells"]] == [("not-run", [])]
+    assert "ended as the engine was stopped" in (folder / "report.md").read_text()
+
+    again = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", "--resume", folder.name, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env=env,
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "1/1 cell reproduced" in again.stdout
+    assert "0 attempts carried over" in again.stdout, again.stdout
+    (rerun,) = Store(out).finished_attempts(folder.name).values()
+    assert rerun.ran is not None
+    assert rerun.ran.kind == "pass"
+    cell = folder / "cells" / "default"
+    assert (cell / "1" / "stdout.log").read_text() == "again\n"
+    # The attempt set aside keeps its files, apart: what it printed as the stop came.
+    assert (cell / "1.interrupted" / "stdout.log").read_text() == "finished\n"

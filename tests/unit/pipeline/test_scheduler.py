@@ -27,6 +27,7 @@ from reprospec.spec.load import load_spec
 
 CRASH = Outcome(kind="crash", signal="SIGSEGV", where="main", signature="crash:SIGSEGV:main")
 PASS = Outcome(kind="pass", exit_code=0, signature="pass")
+PASS_RESULT = AttemptResult(1, 0.0, PASS, True, (), logs="")
 
 
 def make_plan(tmp_path: Path, body: str, **options: object) -> RunPlan:
@@ -774,3 +775,73 @@ def test_an_attempt_that_raises_stops_the_run_and_is_raised_to_the_caller(
     thread.join(timeout=20)
     assert not thread.is_alive(), "the run hung"
     assert [str(e) for e in raised] == ["[Errno 28] No space left on device"]
+
+
+class StopClock:
+    """A `stop_arrival` whose stop arrives at a moment set by an attempt (time.monotonic()),
+    and is heard only once that moment has passed, as core/stopclock.py hears a signal."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    def __call__(self, since: float) -> float | None:
+        at = self.at
+        return at if at is not None and since <= at <= time.monotonic() else None
+
+
+def test_an_attempt_that_ended_just_before_a_stop_arrived_is_set_aside(tmp_path: Path) -> None:
+    # A stop sent to every process reached the attempt first: it ended (a shell whose sleep
+    # the stop killed exits 0) a moment before the engine heard of the stop, and was kept
+    # as its program's own end, the run complete. Now it is set aside, its cell held back
+    # from `on_cell` meanwhile; the attempt that ended well before the stop is kept.
+    plan = make_plan(tmp_path, "matrix: {n: [1, 2]}\nexpect: {outcome: pass}\n", jobs=1)
+    clock = StopClock()
+
+    def attempt(plan: AttemptPlan, _slot: tuple[str, ...], _stop: threading.Event) -> AttemptResult:
+        if plan.cell.id == "n=2":
+            time.sleep(scheduler.STOPPED_SLACK_S * 2)
+            clock.at = time.monotonic() + 0.05  # the engine hears of it 50 ms after the end
+        return AttemptResult(plan.attempt, 0.0, PASS, True, (), logs="")
+
+    cells = Cells()
+    ran = Scheduler(plan, attempt, on_cell=cells, stop_arrival=clock)
+    assert ran.run() == {"n=2": [PASS_RESULT]}  # held: the end judges it
+    (aside,) = ran.settle()
+    assert (aside.cell_id, aside.attempt, aside.result.ran) == ("n=2", 1, PASS)
+    assert cells.given == {"n=1": [1]}
+    assert ran.unfinished() == {"n=2": []}
+    assert not ran.complete()
+
+
+def test_without_a_stop_a_held_cell_goes_on_and_settle_waits_the_slack_at_most(
+    tmp_path: Path,
+) -> None:
+    plan = make_plan(tmp_path, "matrix: {n: [1, 2, 3]}\nexpect: {outcome: pass}\n", jobs=1)
+    cells = Cells()
+    ran = Scheduler(plan, Recorder(lambda _c, _n: False), on_cell=cells, stop_arrival=StopClock())
+    left = ran.run()
+    begin = time.monotonic()
+    assert ran.settle() == ()
+    assert time.monotonic() - begin <= scheduler.STOPPED_SLACK_S + 0.2
+    # Every cell ended within the slack of the run's end: none went to `on_cell`, all are
+    # judged at the end, whole.
+    assert {cell: len(results) for cell, results in left.items()} == {"n=1": 1, "n=2": 1, "n=3": 1}
+    assert cells.given == {}
+    assert ran.complete()
+
+
+def test_an_attempt_that_ends_after_a_stop_arrived_is_set_aside_and_nothing_more_starts(
+    tmp_path: Path,
+) -> None:
+    # The engine's handler has not run yet (cancel is not set): the stop is heard all the same.
+    plan = make_plan(tmp_path, "run: {repeat: 3}\nexpect: {outcome: pass}\n", jobs=1)
+    clock = StopClock()
+
+    def attempt(plan: AttemptPlan, _slot: tuple[str, ...], _stop: threading.Event) -> AttemptResult:
+        clock.at = time.monotonic()
+        return AttemptResult(plan.attempt, 0.0, PASS, True, (), logs="")
+
+    ran = Scheduler(plan, attempt, stop_arrival=clock)
+    assert ran.run() == {"default": []}
+    assert [(a.cell_id, a.attempt) for a in ran.settle()] == [("default", 1)]
+    assert not ran.cancel.is_set()
