@@ -204,6 +204,19 @@ def injected_phrase(injected: str) -> str:
     return f"injected by the spec: {injected}"
 
 
+def child_named(outcome: Outcome) -> str:
+    """The crashed child an outcome names, as its phrase words it without a pid:
+    `(child: python3 a_child.py)`, `after a child died of SIGSEGV (python pool.py)`; ""
+    where it names none. The signature leaves the child out (`crash:SIGSEGV:child:...`),
+    so attempts whose children differ count apart by this too: an observe run grouped
+    two children's crashes under the first one's command line (fx93 1)."""
+    if outcome.where == "child":
+        return _child(outcome, pid=False)
+    if outcome.kind == "hang" and outcome.crashed_child is not None:
+        return _after_child(outcome.crashed_child, pid=False)
+    return ""
+
+
 def _child(outcome: Outcome, *, pid: bool) -> str:
     """`(child pid 4242: ./test_ops --gtest_filter=A.B)`, `(child: ...)` or `(child)`."""
     who = f"child pid {outcome.pid}" if pid and outcome.pid is not None else "child"
@@ -597,6 +610,7 @@ __all__ = [
     "attempts_phrase",
     "budget_continues",
     "chain_phrase",
+    "child_named",
     "expectation_phrase",
     "injected_phrase",
     "interval_bounds",

@@ -201,16 +201,17 @@ def _injected(injected: str | None) -> str:
 def failure_signatures(run: RunResult) -> list[tuple[str, int, str | None]]:
     """(phrase, cells, injected) of each failure signature, most cells first, then first seen.
 
-    The first failure (`first_failure`) leads a tie; a cell counts once per signature.
+    The first failure (`first_failure`) leads a tie; a cell counts once per signature (and
+    crashed child: `signatures.group_key`).
     The phrase leaves the injected label out: the headline words it after the count.
     """
     if not any(a.failed for c, _ in alike(run.cells) for a in c.attempts):
         return []  # nothing failed: no signature to name (nor their module to import)
-    from reprospec.report.signatures import signatures_of, told_apart
+    from reprospec.report.signatures import GroupKey, group_key, signatures_of, told_apart
 
     first = first_failure(run)
-    cells: dict[str, set[str]] = {}
-    phrases: dict[str, tuple[str, str | None]] = {}
+    cells: dict[GroupKey, set[str]] = {}
+    phrases: dict[GroupKey, tuple[str, str | None]] = {}
     signature_of = signatures_of(run.cells)
     outcomes = [
         (c.cell.id, a.ran, signature_of(a)) for c in run.cells for a in c.attempts if a.failed
@@ -219,7 +220,7 @@ def failure_signatures(run: RunResult) -> list[tuple[str, int, str | None]]:
         outcomes.insert(0, (first[0].cell.id, first[2], signature_of(first[1])))
     for cell_id, outcome, signature in outcomes:
         assert outcome is not None
-        key = signature or outcome_phrase(outcome, pid=False)
+        key = group_key(signature or outcome_phrase(outcome, pid=False), outcome)
         plain = replace(outcome, injected=None)
         phrases.setdefault(key, (outcome_phrase(plain, pid=False), outcome.injected))
         cells.setdefault(key, set()).add(cell_id)
@@ -333,9 +334,11 @@ def other_failures(run: RunResult, short: Callable[[str], str] = str) -> list[Ot
     failure (a spec expecting a SIGSEGV in one cell and a ValueError in another) got only its
     signature line, though the maintainer reading the report needs its log as much.
     """
+    from reprospec.report.signatures import GroupKey
+
     first = first_failure(run)
     shown = _signature(first[2]) if first is not None else None
-    found: dict[str, list[tuple[CellResult, AttemptResult, Outcome]]] = {}
+    found: dict[GroupKey, list[tuple[CellResult, AttemptResult, Outcome]]] = {}
     for cell in run.cells:
         for attempt in cell.attempts:
             if attempt.failed and (outcome := attempt.ran) is not None:
@@ -367,8 +370,12 @@ def other_failures(run: RunResult, short: Callable[[str], str] = str) -> list[Ot
     return out
 
 
-def _signature(outcome: Outcome) -> str:
-    return outcome.signature or outcome_phrase(outcome, pid=False)
+def _signature(outcome: Outcome) -> tuple[str, str]:
+    """The failure an attempt counts under, as the headline counts it (two children's
+    crashes of one signature are two failures, each with its log: signatures.group_key)."""
+    from reprospec.report.signatures import group_key
+
+    return group_key(outcome.signature or outcome_phrase(outcome, pid=False), outcome)
 
 
 def _hang_where(cell: CellResult, attempt: AttemptResult, short: Callable[[str], str]) -> str:

@@ -25,7 +25,7 @@ from reprospec.core.words import outcome_phrase, plural
 from reprospec.report.cellsets import describe_cells, patterns_line, separating_patterns
 from reprospec.report.instances import instance_separation
 from reprospec.report.markup import inline_code
-from reprospec.report.signatures import explain
+from reprospec.report.signatures import GroupKey, explain, group_key
 from reprospec.report.slots import slot_separation
 
 # A failure's cells, named one by one when no few patterns hold them, are cut here.
@@ -50,13 +50,15 @@ class _Failure:
     expected: bool
 
 
-def _key(outcome: Outcome) -> str:
-    return outcome.signature or outcome_phrase(outcome, pid=False)
+def _key(outcome: Outcome) -> GroupKey:
+    """The failure an attempt counts under, as the headline counts it (two children's
+    crashes of one signature are two failures: signatures.group_key)."""
+    return group_key(outcome.signature or outcome_phrase(outcome, pid=False), outcome)
 
 
 def _failures(run: RunResult) -> list[_Failure]:
     """Each failure signature with its cells, most cells first, then in the order first seen."""
-    found: dict[str, tuple[str, list[CellResult], list[bool]]] = {}
+    found: dict[GroupKey, tuple[str, list[CellResult], list[bool]]] = {}
     for cell in run.cells:
         for attempt in cell.attempts:
             outcome = attempt.ran

@@ -21,11 +21,14 @@ from reprospec import native
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import AttemptResult, CellResult, Outcome, RunResult
-from reprospec.core.words import outcome_phrase, plural
+from reprospec.core.words import child_named, outcome_phrase, plural
 from reprospec.report.cellsets import patterns_line, separating_patterns
 from reprospec.report.markup import show_value
 
 Value = tuple[str, str]  # (axis, the value as JSON): hashable for any YAML value
+# What attempts count together as one outcome: the signature, and the crashed child the
+# outcome names (words.child_named), which the signature leaves out.
+GroupKey = tuple[str, str]
 MAX_PAIRS = 6
 
 
@@ -106,41 +109,54 @@ def outcome_groups(run: RunResult) -> list[OutcomeGroup]:
     """The run's outcome signatures, failures first (most cells first), `pass` last."""
     ran = [c for c in run.cells if _outcomes(c)]
     signature_of = signatures_of(ran)
-    found: dict[str, tuple[str, list[CellResult], int]] = {}
+    found: dict[GroupKey, tuple[str, list[CellResult], int]] = {}
     for cell in ran:
         for attempt in cell.attempts:
             outcome = attempt.ran
             if outcome is None:
                 continue
-            signature = signature_of(attempt)
+            key = group_key(signature_of(attempt), outcome)
             first: tuple[str, list[CellResult], int] = (outcome_phrase(outcome, pid=False), [], 0)
-            phrase, cells, count = found.get(signature, first)
+            phrase, cells, count = found.get(key, first)
             if cell not in cells:
                 cells.append(cell)
-            found[signature] = (phrase, cells, count + 1)
-    told = told_apart({signature: phrase for signature, (phrase, _, _) in found.items()})
+            found[key] = (phrase, cells, count + 1)
+    told = told_apart({key: phrase for key, (phrase, _, _) in found.items()})
     groups = [
-        _group(signature, told[signature], cells, count, ran, len(run.cells))
-        for signature, (_, cells, count) in found.items()
+        _group(key[0], told[key], cells, count, ran, len(run.cells))
+        for key, (_, cells, count) in found.items()
     ]
     return sorted(groups, key=lambda g: (not g.failure, -len(g.cells)))
 
 
-def told_apart(phrases: dict[str, str]) -> dict[str, str]:
-    """Each signature's phrase, those two signatures share made apart by what differs: the
+def group_key(signature: str, outcome: Outcome) -> GroupKey:
+    """What an attempt counts under: its signature and the crashed child it names.
+
+    Two cells whose attempts crashed in different children (`python3 a_child.py`,
+    `python3 b_child.py`) have one signature, `crash:SIGSEGV:child:...`; keyed on it
+    alone they were one group, worded by its first attempt's phrase, which named the
+    first child for both (fx93 1). The child is named as the phrase names it (without
+    a pid, its command line shortened), so a group is exactly the attempts it names.
+    """
+    return (signature, child_named(outcome))
+
+
+def told_apart(phrases: dict[GroupKey, str]) -> dict[GroupKey, str]:
+    """Each group's phrase, those two signatures share made apart by what differs: the
     native frame the crash was in (`crash SIGSEGV at strlen@libc`), else the signature
     itself. A headline read `crash SIGSEGV in 1, crash SIGSEGV in 1` where the two cells'
     crashes were in different frames, which nothing on the page named (nu69 7)."""
     shared = Counter(phrases.values())
     out = {}
-    for signature, phrase in phrases.items():
+    for key, phrase in phrases.items():
         if shared[phrase] < 2:
-            out[signature] = phrase
+            out[key] = phrase
             continue
         # crash:SIGSEGV:main:strlen@libc: the fourth field is the frame a native stack gave.
+        signature = key[0]
         parts = signature.split(":", 3)
         frame = parts[3] if len(parts) == 4 and parts[0] == "crash" else ""
-        out[signature] = f"{phrase} at {frame}" if frame else f"{phrase} [{signature}]"
+        out[key] = f"{phrase} at {frame}" if frame else f"{phrase} [{signature}]"
     return out
 
 
@@ -273,4 +289,12 @@ def outcome_lines(groups: Iterable[OutcomeGroup], code: bool = False) -> list[st
     return lines
 
 
-__all__ = ["Explanation", "OutcomeGroup", "explain", "outcome_groups", "outcome_lines"]
+__all__ = [
+    "Explanation",
+    "GroupKey",
+    "OutcomeGroup",
+    "explain",
+    "group_key",
+    "outcome_groups",
+    "outcome_lines",
+]

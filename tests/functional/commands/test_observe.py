@@ -145,3 +145,65 @@ def test_two_crashes_of_one_signal_in_different_frames_are_told_apart(
     headline = report.split("\n**", 1)[1].split("**\n", 1)[0]
     assert "crash SIGSEGV at strlen@libc in 1" in headline, headline
     assert headline.count("crash SIGSEGV at ") == 2, headline
+
+
+PARENT = """\
+import subprocess, sys
+subprocess.run([sys.executable, "{child}"], check=True)
+"""
+
+
+def _two_children(tmp_path: Path, expect: str = "", scripts: str = "a, b") -> Path:
+    """A spec whose cell `script=a` runs `python3 a.py`, whose child `a_child.py` dies of a
+    real SIGSEGV, and `script=b` the same through `b.py` and `b_child.py` (`ok.py` passes)."""
+    for name in ("a", "b"):
+        (tmp_path / f"{name}_child.py").write_text("import ctypes\nctypes.string_at(0)\n")
+        (tmp_path / f"{name}.py").write_text(PARENT.format(child=f"{name}_child.py"))
+    (tmp_path / "ok.py").write_text("print('ok')\n")
+    spec = tmp_path / "children.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: children\nmatrix: {{script: [{scripts}]}}\n"
+        "environment: {workdir: .}\ncommand: python3 ${{ matrix.script }}.py\n" + expect
+    )
+    return spec
+
+
+def test_crashes_of_two_children_are_two_outcomes_each_naming_its_own(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """fx93 1: the two cells' crashes have one signature (`crash:SIGSEGV:child:...`), so
+    observe mode made them one group, `crash SIGSEGV (child: ... a_child.py) in every
+    cell`, worded by the first attempt: b's crash read as a_child.py's."""
+    result = cli("run", str(_two_children(tmp_path)), "-j", "2")
+    assert result.code == 0, result.stderr
+    assert "2/2 cells observed, 2 outcomes" in result.stdout, result.stdout
+    out = result.stdout
+    for name in ("a", "b"):
+        headline = f"python3 {name}_child.py) in 1 of 2 cells (1 attempt)"
+        assert headline in out, out
+        explained = out.split(headline, 1)[1].splitlines()[1]
+        assert explained.strip() == f"script={name}: in every cell with this outcome, in no other"
+    report = (result.latest_run() / "report.md").read_text()
+    headline = report.split("\n**", 1)[1].split("**\n", 1)[0]
+    assert "a_child.py) in 1, " in headline, headline
+    assert "b_child.py) in 1" in headline, headline
+
+
+def test_a_judged_report_names_each_crashed_child(cli: Cli, tmp_path: Path) -> None:
+    """fx93 1: the judged report counted the two children's crashes as one, in its headline
+    (`crash SIGSEGV (child: ... a_child.py) in 2 of 3 cells`), in what separates the
+    failing cells (one failure, of `script=a` and `script=b` alike), and in the other
+    failures shown with their logs (none)."""
+    expect = "expect: {outcome: crash, cases: [{when: {script: ok}, outcome: pass}]}\n"
+    result = cli("run", str(_two_children(tmp_path, expect, "a, b, ok")), "-j", "2")
+    assert result.code == 0, result.stderr
+    report = (result.latest_run() / "report.md").read_text()
+    headline = report.split("\n**", 1)[1].split("**\n", 1)[0]
+    assert headline.startswith("2 of 3 cells failed: crash SIGSEGV (child: "), headline
+    assert "a_child.py) in 1, crash SIGSEGV (child: " in headline, headline
+    assert "b_child.py) in 1;" in headline, headline
+    separates = report.split("## What separates", 1)[1].split("\n## ", 1)[0]
+    for name in ("a", "b"):
+        assert f"python3 {name}_child.py)` in 1 of 3 cells: `script={name}`" in separates
+    # The child the Failure section does not lead with gets its own log, as another failure.
+    assert "\n### Expected as well: `crash SIGSEGV (child: " in report, report
