@@ -117,7 +117,7 @@ def bisect_spec(
         say(chosen.said())
     environment = plan.attempts[0].environment
     versions = _candidates(request)
-    bisect_id = request.key(spec.source_text, program_digest(plan.attempts.variants().attempts))
+    bisect_id = request.key(spec, program_digest(plan.attempts.variants().attempts))
     folder = request.out / "bisect" / bisect_id
     known, resumed = load_state(folder / "state.json", versions, request.fresh)
     if resumed:

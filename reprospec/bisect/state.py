@@ -24,6 +24,10 @@ from reprospec.core.runoptions import PathArg, RunOptions, Words, WordSet, check
 from reprospec.core.words import budget_continues, perturbed_phrase, plural
 from reprospec.environment import packages
 from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, UsageError
+from reprospec.isolation.state import spec_identity
+
+if TYPE_CHECKING:
+    from reprospec.core.inputs import Spec
 
 STATE_FORMAT = 1
 # Runners that install what a candidate asks for; the local runner runs one interpreter.
@@ -125,15 +129,22 @@ class BisectRequest:
         for name in ("jobs", "timeout_s", "python", "find_links", "out"):
             object.__setattr__(self, name, getattr(each, name))
 
-    def key(self, spec_text: str, program: str = "") -> str:
+    def key(self, spec: Spec, program: str = "") -> str:
         """The bisect's id: the same question about the same spec and program (its files'
         digest, export.tree.program_digest) resumes the same state. Keyed on what decides a
         candidate's outcome (the per-attempt timeout too: a hang at 5s may pass at 60s, and
         a state kept across them judged versions by attempts the new timeout never ran), not
         on the search's settings (--budget, --error, --min-rate, -j): a larger --budget
-        continues the bisect, as isolate's, amplify's and minimize's do."""
+        continues the bisect, as isolate's, amplify's and minimize's do.
+
+        The spec is its file (isolation.state.spec_identity: one however its path is
+        spelled, from any folder) and its text. Keyed on the text alone, another file of
+        the same text, whose program has no files to digest (a `python -c` that reads the
+        workdir), was answered with the first file's first bad version, which never ran
+        there (fx93 2)."""
         parts = [
-            spec_text,
+            *spec_identity(spec),
+            spec.source_text,
             program,
             self.package,
             self.good,

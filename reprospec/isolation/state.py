@@ -126,6 +126,24 @@ def isolation_id(name: str, parts: Sequence[str]) -> str:
     return f"{name}-{digest}"
 
 
+def spec_identity(spec: Spec) -> list[str]:
+    """The spec file a search asks about, as its id names it: the file, resolved, and the
+    folder its relative paths (the workdir, `files`) are read against where that is not
+    the file's own.
+
+    The file resolved is one key however it is named: `specs/x.yaml`, `./specs/x.yaml`,
+    `../proj/specs/x.yaml` from another folder, its absolute path; two files are never one.
+    The folder is `Spec.base_dir`, the folder of the path as given, its link not followed:
+    a link to the spec from another folder runs it there, in that folder's workdir. Keyed
+    on the file alone, such a run replayed the target's probes and answered its culprits
+    though the failing cell never failed in the link's folder (fx93 2). Only then is the
+    folder a part of its own, so a search of a spec named without a link keeps its id.
+    """
+    file = Path(spec.path).resolve()
+    folder = spec.base_dir.resolve()
+    return [str(file)] if folder == file.parent else [str(file), str(folder)]
+
+
 def search_id(
     spec: Spec, attempts: Sequence[AttemptPlan], options: RunOptions, question: Sequence[str]
 ) -> str:
@@ -133,9 +151,10 @@ def search_id(
     decides a probe's outcome, and of the search's question (`question`: isolate's two
     sides and expect, amplify's cell and perturbations, minimize's cells and program).
 
-    What decides an outcome, whichever search runs the probe: the spec's file and text, the
-    program it runs (export.tree.program_digest: its script, the local modules it imports,
-    the files it names, by content), the `--set` overrides, the runner, and what a probe
+    What decides an outcome, whichever search runs the probe: the spec's file and the folder
+    it runs in (`spec_identity`), its text, the program it runs (export.tree.program_digest:
+    its script, the local modules it imports, the files it names, by content), the `--set`
+    overrides, the runner, and what a probe
     runs under (`--timeout`: a hang at 5s may pass at 60s; `--python`, `--find-links`,
     `--gpus`, `--preload`). Never the search's own settings (`--budget`, `--error`,
     `--min-rate`, `-j`): they choose which probes run, not what one does, so the same
@@ -152,7 +171,7 @@ def search_id(
     return isolation_id(
         spec.name,
         [
-            str(Path(spec.path).resolve()),
+            *spec_identity(spec),
             spec.source_text,
             program_digest(attempts),
             json.dumps(list(options.overrides)),

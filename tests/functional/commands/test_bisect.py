@@ -362,6 +362,52 @@ def test_a_larger_budget_continues_a_bisect_and_another_timeout_starts_over(
     assert json.loads(timed.stdout)["id"] != folder.name
 
 
+# Fails from REGRESSED on, where the workdir's `code` says so: a command with no file of
+# the workdir to digest, so two copies of the spec differ by their folder alone.
+READS_CODE = f"""\
+reprospec: 1
+name: reads-code
+environment:
+  packages: ["{DEMO}==1.3"]
+command: >-
+  python -c "import sys, reprospec_bisectdemo as d;
+  sys.exit(3 if d.REGRESSED and open('code').read() == 'bad' else 0)"
+expect: {{outcome: error, exit_code: 3}}
+"""
+
+
+def test_another_spec_file_of_the_same_text_is_another_bisect(cli: Cli, tmp_path: Path) -> None:
+    """fx93 2: the bisect's id was keyed on the spec's text, not its file: a copy in
+    another folder, where no version fails, found the first's state and answered `first
+    bad: 1.2`, nothing run. The same file by another path, from another folder, resumes."""
+    wheels = make_releases(tmp_path / "wheels", DEMO, 4, regressed_from_1_2)
+    for folder, code in (("a", "bad"), ("b", "fine")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "code").write_text(code)
+        (tmp_path / folder / "x.yaml").write_text(READS_CODE)
+    env, out = own_envs(tmp_path), tmp_path / "out"
+
+    def bisect(cwd: str, spec: str) -> CliResult:
+        args = demo_bisect(Path(spec), wheels, out, "--format", "json", bad="1.3")
+        return cli(*args, env=env, cwd=tmp_path / cwd, timeout=600)
+
+    first = bisect("a", "x.yaml")
+    assert first.code == 0, first.stderr
+    found = json.loads(first.stdout)
+    assert (found["first_bad"], found["last_good"]) == ("1.2", "1.1")
+    again = bisect("b", "../a/x.yaml")
+    assert again.code == 0, again.stderr
+    assert f"continuing bisect {found['id']}: " in again.stderr
+    other = bisect("b", "x.yaml")
+    assert "continuing bisect" not in other.stderr
+    assert other.code == 1, other.stderr
+    data = json.loads(other.stdout)
+    assert data["id"] != found["id"]
+    assert data["first_bad"] is None
+    assert data["status"] == "refused"
+    assert data["reason"].startswith("the bad end 1.3 did not reproduce")
+
+
 def test_envs_list_and_prune(cli: Cli, tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     make_wheel(wheels, DEMO, "1.0", "VERSION = '1.0'\n")

@@ -295,6 +295,52 @@ def test_a_finished_search_is_replayed_only_while_the_program_is_the_same(
     assert culprits(changed) == [("matrix.c", True)]
 
 
+# Fails (exit 3) in a cell with a=1 and b=1 where the workdir's file `code` says 3: a
+# command with no file of the workdir to digest, so only the spec's folder tells two apart.
+READS_CODE = """\
+reprospec: 1
+name: reads-code
+matrix: {a: [0, 1], b: [0, 1]}
+command: >-
+  python3 -c "import sys;
+  sys.exit(int(open('code').read()) * ${{ matrix.a }} * ${{ matrix.b }})"
+expect:
+  outcome: error
+  exit_code: 3
+  cases:
+    - when: {a: 0}
+      outcome: pass
+    - when: {b: 0}
+      outcome: pass
+"""
+
+
+def test_a_link_to_the_spec_from_another_folder_is_not_its_search(tmp_path: Path) -> None:
+    """fx93 2: the search was keyed on the spec file resolved, so a link to it from another
+    folder found the target's state and answered its culprits (`a=1` and `b=1`, every
+    attempt replayed), though in the link's folder, where the spec runs, the failing
+    cell never fails. The same file by another path still resumes."""
+    project, linked = tmp_path / "project", tmp_path / "linked"
+    for folder, says in ((project, "3"), (linked, "0")):
+        folder.mkdir()
+        (folder / "code").write_text(says)
+    (project / "x.yaml").write_text(READS_CODE)
+    (linked / "x.yaml").symlink_to(project / "x.yaml")
+    code, first, stderr = isolate(tmp_path, *DETERMINISTIC, spec=project / "x.yaml")
+    assert code == 0, stderr
+    assert sorted(culprits(first)) == [("matrix.a", 1), ("matrix.b", 1)]
+    again = tmp_path / "elsewhere" / ".." / "project" / "x.yaml"  # the same file
+    (tmp_path / "elsewhere").mkdir()
+    code, replayed, stderr = isolate(tmp_path, *DETERMINISTIC, spec=again)
+    assert code == 0, stderr
+    assert (replayed["isolate"], replayed["replayed"]) == (first["isolate"], first["attempts"])
+    code, data, stderr = isolate(tmp_path, *DETERMINISTIC, spec=linked / "x.yaml")
+    assert code == 1, stderr
+    assert data["status"] == "refused", data["sentence"]
+    assert (data["replayed"], data["culprits"]) == (0, [])
+    assert data["isolate"] != first["isolate"]
+
+
 def test_a_one_cell_spec_isolates_between_the_cell_and_its_passing_set(tmp_path: Path) -> None:
     # A one-cell spec's sides differ only by --passing-set: the sets were ignored, the
     # matrix ran to find a passing cell, and the error asked for --passing-set.

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reprospec.isolation.state import StateFile, StoredProbe
 
 HEADER = {"spec": "s", "failing": "f", "passing": "p"}
@@ -103,6 +105,56 @@ def test_a_search_is_keyed_on_what_decides_a_probe_not_on_its_settings(tmp_path:
     assert budget_continues("bisect", 1) == (
         "a larger --budget continues this bisect: its 1 attempt is replayed, not run again"
     )
+
+
+# A command with no file of the workdir to digest: what it does depends on the folder it
+# runs in (the file `code` there), which the program's digest cannot tell.
+NO_PROGRAM = """\
+reprospec: 1
+name: s
+command: python3 -c "import sys; sys.exit(int(open('code').read()))"
+expect: {outcome: error, exit_code: 3}
+"""
+
+
+def test_a_search_is_keyed_on_the_spec_file_however_its_path_is_spelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fx93 2: one spec file is one key (isolate's, amplify's, minimize's and bisect's) from
+    any folder, by any path; a copy of its text elsewhere, or a link to it from another
+    folder (which runs it in that folder), is another. Isolate keyed on the file resolved
+    alone shared its state with the link, bisect on the text alone with the copy."""
+    from reprospec.api import load_spec, plan_run
+    from reprospec.bisect.state import BisectRequest
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.export.tree import program_digest
+    from reprospec.isolation.state import search_id
+
+    project, copy, linked = tmp_path / "proj", tmp_path / "copy", tmp_path / "linked"
+    for folder, code in ((project, "3"), (copy, "0"), (linked, "0")):
+        (folder / "specs").mkdir(parents=True)
+        (folder / "specs" / "code").write_text(code)
+    (project / "specs" / "x.yaml").write_text(NO_PROGRAM)
+    (copy / "specs" / "x.yaml").write_text(NO_PROGRAM)
+    (linked / "specs" / "x.yaml").symlink_to(project / "specs" / "x.yaml")
+    request = BisectRequest(Path("x.yaml"), "pkg", "1.0", "2.0")
+
+    def keys(cwd: Path, path: str) -> tuple[str, str]:
+        """isolate's id and bisect's of the spec `path` names from `cwd`."""
+        monkeypatch.chdir(cwd)
+        spec = load_spec(path)
+        attempts = plan_run(spec, RunOptions()).attempts.variants().attempts
+        isolate = search_id(spec, attempts, RunOptions(), ["q"])
+        return isolate, request.key(spec, program_digest(attempts))
+
+    first = keys(project, "specs/x.yaml")
+    assert keys(project, "./specs/x.yaml") == first
+    assert keys(project / "specs", "x.yaml") == first
+    assert keys(copy, "../proj/specs/x.yaml") == first
+    assert keys(tmp_path, str(project / "specs" / "x.yaml")) == first
+    for other in (keys(copy, "specs/x.yaml"), keys(linked, "specs/x.yaml")):
+        assert other[0] != first[0]
+        assert other[1] != first[1]
 
 
 def test_each_attempts_exceptions_replay_beside_its_kind(tmp_path: Path) -> None:
