@@ -31,12 +31,13 @@ from reprospec.core.caller import resuming, run_again
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.runoptions import SEARCH_PURPOSES
 from reprospec.plan.run import RunPlan
-from reprospec.store.digests import FILES_FIELD
+from reprospec.store.digests import FILES_FIELD, RunKey
 
 
-def program_files(plan: RunPlan, out: Path) -> tuple[JsonObject | None, tuple[str, ...]]:
+def program_files(plan: RunPlan, key: RunKey) -> tuple[JsonObject | None, tuple[str, ...]]:
     """(FILES_FIELD's record of the program's files, warnings); None, and a warning, where
-    the files cannot be digested: `compare` then says whether they changed is unknown."""
+    the files cannot be digested: `compare` then says whether they changed is unknown.
+    `key`: the run's store key, read once for all it digests."""
     purpose = plan.options.purpose
     if purpose in SEARCH_PURPOSES:
         return {
@@ -45,7 +46,7 @@ def program_files(plan: RunPlan, out: Path) -> tuple[JsonObject | None, tuple[st
             "skipped": f"a probe of {purpose}: its search's id holds the program's digest",
         }, ()
     from reprospec.plan.workfiles import program_files as files_of
-    from reprospec.store.digests import file_digests, store_key
+    from reprospec.store.digests import file_digests
 
     base = plan.spec.base_dir.resolve()
 
@@ -57,7 +58,7 @@ def program_files(plan: RunPlan, out: Path) -> tuple[JsonObject | None, tuple[st
         found = files_of(variants.attempts)
         program = {name(path): path for path in (*found.sources, *found.inputs)}
         # No key is made for no file (a run of `true`).
-        record = file_digests(store_key(out) if program else None, program)
+        record = file_digests(key.get() if program else None, program)
         workdirs = {attempt.workdir.resolve() for attempt in variants.attempts}
     except (OSError, ValueError) as exc:  # the record is worth less than the run
         return None, (f"the program's files were not digested (compare cannot tell them): {exc}",)

@@ -170,12 +170,13 @@ def refuse_other_variables(
     (`${{ env.CODE }}`) has another value than the run read as it began, naming each with
     both values (a secret's: only that it changed). Taken silently, a cell's attempts
     ran `exit 0` before the resume and `exit 3` after it, and read as flaky."""
+    from reprospec.store.digests import RunKey
     from reprospec.store.specvariables import FIELD, changes, record
 
     before = began.get(FIELD)
     if before is None:
         return  # a run made before runs kept them: nothing to tell by
-    rows = changes(before, record(spec.document, out))
+    rows = changes(before, record(spec.document, RunKey(out)))
     if not rows:
         return
     told = "; ".join(

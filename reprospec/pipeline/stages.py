@@ -45,7 +45,7 @@ from reprospec.report import warm_up
 from reprospec.runners import create_runner
 from reprospec.runners.base import Runner, first_runnable, pins_of
 from reprospec.store.db import Store, StoreError
-from reprospec.store.digests import FILES_FIELD
+from reprospec.store.digests import FILES_FIELD, RunKey
 from reprospec.store.runfolder import RunFolder
 from reprospec.store.specvariables import FIELD as VARIABLES_FIELD
 from reprospec.store.specvariables import public_values
@@ -123,11 +123,14 @@ def execute(
     # run's end, or as anything before it fails (a resume refused by `reap`).
     opened = contextlib.ExitStack()
     store = opened.enter_context(Store(options.out))
+    # The store's key, read at its first use and kept: the program's files, the spec's
+    # secret variables and the capture's are digested under it (store/digests.py).
+    key = RunKey(options.out)
     try:
         # The program's files as the attempts will find them, digested before the first
         # starts (an attempt may write a file its command names): what `compare` tells
         # changed by.
-        files, files_warnings = program_files(plan, options.out)
+        files, files_warnings = program_files(plan, key)
         # What the store keeps of a resumed run's start, read once: its files are checked
         # here, before the folder is claimed (a refused resume leaves the run as it was),
         # and its times and status are carried over below.
@@ -166,12 +169,12 @@ def execute(
             # attempt stands for the machine the shard ran on, which its record still says.
             first_runnable(runner, plan.attempts) if plan.attempts else plan.attempts.planned(0, 1),
             folder.path,
-            store=options.out,
+            key=key,
             inherits=options.runner != "docker",
         )
         # The values of the variables the spec reads, as this run reads them: a resume under
         # other values is refused (pipeline/resume.py), compare tells them (store/specvariables.py).
-        variables = spec_variables(spec.document, options.out)
+        variables = spec_variables(spec.document, key)
         kept: JsonObject = {
             **({} if files is None else {FILES_FIELD: files}),
             **({} if variables is None else {VARIABLES_FIELD: variables}),
@@ -553,12 +556,12 @@ class EnvironmentCapture:
         attempt: AttemptPlan,
         run_dir: Path,
         *,
-        store: Path | None = None,
+        key: RunKey | None = None,
         inherits: bool = True,
     ) -> None:
-        """`store`: the results store whose key digests the secret variables (none: no
+        """`key`: the run's store key, which digests the secret variables (none: no
         digests); `inherits`: the attempts inherit the engine's environment (not docker's)."""
-        self._store = store
+        self._key = key
         self._inherits = inherits
         self._environment: JsonObject = {}
         self._warnings: tuple[str, ...] = ()
@@ -604,7 +607,7 @@ class EnvironmentCapture:
         not show, so that `MYAPP_MODE=1` in one shell and not the other is not "same
         environment" (nu64 MED-3)."""
         table = env.get("env")
-        if self._store is None or not isinstance(table, dict):
+        if self._key is None or not isinstance(table, dict):
             return
         masked = [name for name, value in table.items() if value == MASK and looks_secret(name)]
         outer: dict[str, str] = {}
@@ -617,7 +620,6 @@ class EnvironmentCapture:
             FIELD,
             INHERITED_FIELD,
             inherited_names,
-            store_key,
             variable_digests,
         )
 
@@ -628,7 +630,7 @@ class EnvironmentCapture:
         if not masked and not inherited:
             return
         try:
-            key = store_key(self._store)
+            key = self._key.get()
         except OSError:
             return  # a store that cannot keep a key: compare says "set" only, not "changed"
         if masked:

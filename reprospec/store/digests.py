@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -79,6 +80,39 @@ def store_key(out: Path) -> bytes:
     finally:
         staged.unlink(missing_ok=True)
     return read_key(path)
+
+
+class RunKey:
+    """The store's key as one run digests under it: read (in a new store, made) at its first
+    use, and that key, or that failure, kept for the rest of the run.
+
+    A run digests three things under it: the program's files as it begins
+    (pipeline/programfiles.py), the secret variables its spec reads (store/specvariables.py)
+    and those its environment capture saw (pipeline/stages.py, on the capture's thread,
+    hence the lock). Each called `store_key` for itself, and the file was read up to three
+    times per run (fx93 3). Read at the first use, not as the run begins: a run with
+    nothing to digest (`true`, no secret, a docker capture that inherits nothing) makes no
+    key, as before. A store that cannot keep one raises the same OSError to each user,
+    which each says in its own way, as when each read it.
+    """
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self._lock = threading.Lock()
+        self._read: bytes | OSError | None = None  # None: not read yet
+
+    def get(self) -> bytes:
+        """The key (OSError where the store cannot keep one: the first read's, again)."""
+        with self._lock:
+            if self._read is None:
+                try:
+                    self._read = store_key(self.out)
+                except OSError as exc:
+                    self._read = exc
+            read = self._read
+        if isinstance(read, OSError):
+            raise read
+        return read
 
 
 def read_key(path: Path) -> bytes:

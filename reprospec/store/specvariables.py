@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Literal
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import Redactor, env_names_read, public_env
-from reprospec.store.digests import recorded
+from reprospec.store.digests import RunKey, recorded
 
 # The environment record's field (its name must not look secret: redact.py would mask it).
 FIELD = "spec_variables"
@@ -30,13 +29,13 @@ FIELD = "spec_variables"
 
 def record(
     document: Mapping[str, JsonValue],
-    out: Path,
+    key: RunKey,
     environ: Mapping[str, str] | None = None,
 ) -> JsonObject | None:
     """`{"values": {NAME: value or null}, "digests": {"store": id, "of": [[NAME, d]]}}` of
     the variables `document` reads in `environ` (this process's by default); None where it
     reads none. A public value the run's outputs would mask anyway (it holds a secret) is
-    digested too."""
+    digested too, under `key` (the run's store key, read once for all it digests)."""
     environ = os.environ if environ is None else environ
     names = list(dict.fromkeys(env_names_read(document)))
     if not names:
@@ -55,10 +54,10 @@ def record(
             secret.append(name)
     result: JsonObject = {"values": values}
     if secret:
-        from reprospec.store.digests import store_key, variable_digests
+        from reprospec.store.digests import variable_digests
 
         try:
-            result["digests"] = variable_digests(store_key(out), environ, secret)
+            result["digests"] = variable_digests(key.get(), environ, secret)
         except OSError:
             # A store that cannot keep a key: the secret's change cannot be told.
             result["digests"] = {"store": None, "of": [], "unknown": list[JsonValue](secret)}

@@ -12,6 +12,7 @@ from reprospec.core.runoptions import SEARCH_PURPOSES, RunOptions
 from reprospec.pipeline.programfiles import program_files
 from reprospec.plan import attempt, variants
 from reprospec.plan.run import plan_run
+from reprospec.store.digests import RunKey
 
 
 def _spec(tmp_path: Path, body: str) -> Path:
@@ -45,7 +46,7 @@ def test_the_record_digests_the_program_and_names_what_the_command_names(
 
     plan = plan_run(reprospec.load_spec(spec), RunOptions())
     monkeypatch.setattr("reprospec.plan.run.plan_attempt", counted)
-    record, warnings = program_files(plan, tmp_path / "out")
+    record, warnings = program_files(plan, RunKey(tmp_path / "out"))
     assert (planned, warnings) == (["cell"], ())
     assert record is not None
     of = record["of"]
@@ -58,7 +59,7 @@ def test_the_record_digests_the_program_and_names_what_the_command_names(
     assert "partial" not in record
     # Renderings past the limit: the record says what was not read.
     monkeypatch.setattr(variants, "RENDERINGS", 100)
-    capped, _ = program_files(plan, tmp_path / "out")
+    capped, _ = program_files(plan, RunKey(tmp_path / "out"))
     assert capped is not None
     assert capped["partial"] == (
         "the files of 100 of the jobs the cells run were read, up to 200 more were not"
@@ -71,7 +72,7 @@ def test_a_search_probe_reads_no_files(tmp_path: Path, purpose: str) -> None:
     # one program (minimize's, each a smaller copy), whose search id holds its digest.
     spec = _spec(tmp_path, "command: python train.py\n")
     plan = plan_run(reprospec.load_spec(spec), RunOptions(purpose=purpose))
-    record, warnings = program_files(plan, tmp_path / "out")
+    record, warnings = program_files(plan, RunKey(tmp_path / "out"))
     assert (record, warnings) == (
         {
             "store": None,
@@ -94,7 +95,9 @@ def test_an_absolute_workdir_keys_the_files_as_a_relative_one(tmp_path: Path) ->
         f"reprospec: 1\nname: p\nenvironment: {{workdir: '{tmp_path / 'app'}'}}\n"
         "command: python train.py\n"
     )
-    record, _ = program_files(plan_run(reprospec.load_spec(spec), RunOptions()), tmp_path / "out")
+    record, _ = program_files(
+        plan_run(reprospec.load_spec(spec), RunOptions()), RunKey(tmp_path / "out")
+    )
     assert record is not None
     app = (tmp_path / "app").resolve()
     assert record["workdir"] == str(app)

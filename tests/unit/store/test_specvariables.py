@@ -8,6 +8,7 @@ from pathlib import Path
 
 from reprospec.core.jsontypes import JsonObject
 from reprospec.store.compare import compare
+from reprospec.store.digests import RunKey
 from reprospec.store.specvariables import FIELD, ReadAs, changes, read_as, record
 from tests.support.runs import error_run
 
@@ -20,18 +21,18 @@ SPEC: JsonObject = {
 
 
 def test_a_public_value_is_kept_a_secret_only_digested_an_unset_one_null(tmp_path: Path) -> None:
-    kept = record(SPEC, tmp_path, {"CODE": "0", "API_TOKEN": "tok-1a2b3c"})
+    kept = record(SPEC, RunKey(tmp_path), {"CODE": "0", "API_TOKEN": "tok-1a2b3c"})
     assert kept is not None
     assert kept["values"] == {"CODE": "0", "GONE": None}
     assert "tok-1a2b3c" not in str(kept)  # the secret's value is never kept
-    assert record({"reprospec": 1, "name": "s", "command": "true"}, tmp_path) is None
+    assert record({"reprospec": 1, "name": "s", "command": "true"}, RunKey(tmp_path)) is None
 
 
 def test_read_as_gives_a_public_value_and_of_a_secret_only_that_it_was_set(
     tmp_path: Path,
 ) -> None:
     # What a bundle's README tells a recipient to export (nu27 N25).
-    kept = record(SPEC, tmp_path, {"CODE": "3", "API_TOKEN": "tok-1a2b3c"})
+    kept = record(SPEC, RunKey(tmp_path), {"CODE": "3", "API_TOKEN": "tok-1a2b3c"})
     assert read_as(kept) == {
         "CODE": ReadAs("CODE", "value", "3"),
         "GONE": ReadAs("GONE", "unset"),
@@ -41,22 +42,25 @@ def test_read_as_gives_a_public_value_and_of_a_secret_only_that_it_was_set(
 
 
 def test_changes_name_each_variable_with_both_values_a_secret_without(tmp_path: Path) -> None:
-    began = record(SPEC, tmp_path, {"CODE": "0", "API_TOKEN": "tok-1a2b3c"})
-    assert changes(began, record(SPEC, tmp_path, {"CODE": "0", "API_TOKEN": "tok-1a2b3c"})) == []
-    now = record(SPEC, tmp_path, {"CODE": "3", "API_TOKEN": "tok-9z8y7x", "GONE": "1"})
+    began = record(SPEC, RunKey(tmp_path), {"CODE": "0", "API_TOKEN": "tok-1a2b3c"})
+    assert (
+        changes(began, record(SPEC, RunKey(tmp_path), {"CODE": "0", "API_TOKEN": "tok-1a2b3c"}))
+        == []
+    )
+    now = record(SPEC, RunKey(tmp_path), {"CODE": "3", "API_TOKEN": "tok-9z8y7x", "GONE": "1"})
     assert changes(began, now) == [
         ("CODE", "0", "3", "changed"),
         ("GONE", None, "1", "unset -> set"),
         ("API_TOKEN", None, None, "changed"),
     ]
-    assert changes(now, record(SPEC, tmp_path, {"CODE": "3"}))[-1] == (
+    assert changes(now, record(SPEC, RunKey(tmp_path), {"CODE": "3"}))[-1] == (
         "API_TOKEN",
         None,
         None,
         "set -> unset",
     )
     # Another store's key: a secret's digests cannot be set side by side, and it says so.
-    elsewhere = record(SPEC, tmp_path / "b", {"CODE": "0", "API_TOKEN": "tok-1a2b3c"})
+    elsewhere = record(SPEC, RunKey(tmp_path / "b"), {"CODE": "0", "API_TOKEN": "tok-1a2b3c"})
     assert changes(began, elsewhere) == [
         ("API_TOKEN", None, None, "set in both; whether it changed is unknown")
     ]
@@ -68,8 +72,8 @@ def test_two_secrets_no_store_could_digest_are_told_unknown_not_alike(tmp_path: 
     # without the row that says whether the secret changed is unknown.
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("")  # a store that cannot keep a key under it
-    began = record(SPEC, blocked, {"CODE": "0", "API_TOKEN": "tok-1a2b3c"})
-    now = record(SPEC, blocked, {"CODE": "0", "API_TOKEN": "tok-9z8y7x"})
+    began = record(SPEC, RunKey(blocked), {"CODE": "0", "API_TOKEN": "tok-1a2b3c"})
+    now = record(SPEC, RunKey(blocked), {"CODE": "0", "API_TOKEN": "tok-9z8y7x"})
     assert began is not None
     assert began["digests"] == {"store": None, "of": [], "unknown": ["API_TOKEN"]}
     assert changes(began, now) == [
@@ -80,11 +84,13 @@ def test_two_secrets_no_store_could_digest_are_told_unknown_not_alike(tmp_path: 
 def test_compare_tells_the_spec_variables_that_differ(tmp_path: Path) -> None:
     # CODE=0 then CODE=3 ran `exit 0` and `exit 3`; compare said "same environment" (nu27 N24).
     run = error_run()
-    a = replace(run, environment={**run.environment, FIELD: record(SPEC, tmp_path, {"CODE": "0"})})
+    a = replace(
+        run, environment={**run.environment, FIELD: record(SPEC, RunKey(tmp_path), {"CODE": "0"})}
+    )
     b = replace(
         run,
         run_id="b",
-        environment={**run.environment, FIELD: record(SPEC, tmp_path, {"CODE": "3"})},
+        environment={**run.environment, FIELD: record(SPEC, RunKey(tmp_path), {"CODE": "3"})},
     )
     found = compare(a, b)
     assert found["variables"] == [

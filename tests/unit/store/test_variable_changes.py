@@ -20,6 +20,7 @@ from reprospec.store.compare import (
 from reprospec.store.digests import (
     FIELD,
     INHERITED_FIELD,
+    RunKey,
     inherited_names,
     recorded,
     store_key,
@@ -63,6 +64,25 @@ def test_a_key_file_that_holds_no_key_gives_no_digests(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="not a key"):
         store_key(tmp_path)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".digest")]
+
+
+def test_a_runs_key_is_read_at_its_first_use_and_kept(tmp_path: Path) -> None:
+    # fx93 3: the program's files, the spec's secrets and the capture's variables each read
+    # the key's file; a run reads it once (RunKey), and makes none before something asks.
+    store = tmp_path / "a"
+    key = RunKey(store)
+    assert not (store / "digest.key").exists()
+    first = key.get()
+    assert first == store_key(store)
+    (store / "digest.key").write_text("ab" * 32)  # read again, the run would get this one
+    assert key.get() == first
+    assert RunKey(store).get() == bytes.fromhex("ab" * 32)  # the next run's read
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")  # a store that cannot keep a key: each use fails alike
+    cannot = RunKey(blocked)
+    for _ in range(2):
+        with pytest.raises(NotADirectoryError):
+            cannot.get()
 
 
 def test_inherited_variables_leave_out_the_shown_and_a_shells_bookkeeping() -> None:
