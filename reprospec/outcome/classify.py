@@ -147,7 +147,8 @@ class WorkerDeath(NamedTuple):
     exit_code: int | None
     pid: int | None
     evidence: str
-    # From the harness's worker_exit event: which worker, fetching which dataset item.
+    # From the harness's worker_exit event: which worker, fetching which dataset item (a
+    # child_exit event names the worker too, where the sitecustomize read its index).
     worker: int | None = None
     item: int | None = None
     item_phase: str | None = None
@@ -675,7 +676,9 @@ def worker_death(
         signal = canonical_signal(raw) if isinstance(raw, str) and raw else None
         if event.get("dataloader") is True and signal in CRASH_SIGNALS:
             pid = _int_or_none(event.get("pid"))
-            return WorkerDeath(signal, None, pid, "child_exit event")
+            # Its index where the sitecustomize read it from the worker's start.
+            worker = _int_or_none(event.get("worker"))
+            return WorkerDeath(signal, None, pid, "child_exit event", worker=worker)
     if not stderr:  # most attempts that pass: none of torch's messages to look for
         return None
     kills = list(_WORKER_KILLED.finditer(stderr))

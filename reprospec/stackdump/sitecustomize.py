@@ -414,9 +414,10 @@ def _watch_children() -> None:
     error. Every reaping goes through the Popen's poll() (`exitcode`, `join()`,
     `is_alive()`, and multiprocessing's own joins at exit), so the status is seen whichever
     way the main process goes on. Each event says whether the child ran torch's DataLoader
-    worker loop (`dataloader`), and its process name (`ForkPoolWorker-2`): outcome/
-    evidence.py reads them. Every start method: fork and spawn share popen_fork's poll();
-    forkserver's poll() reads the status its server reaped, and is wrapped apart. A death
+    worker loop (`dataloader`; such a worker's index, `worker`, where its start told it),
+    and its process name (`ForkPoolWorker-2`): outcome/evidence.py reads them. Every start
+    method: fork and spawn share popen_fork's poll(); forkserver's poll() reads the status
+    its server reaped, and is wrapped apart. A death
     by a signal the parent sent it itself (`Process.kill()`, `terminate()`, its own
     `os.kill`, `os.killpg` of its group) is its doing, not written. Installed whether or
     not this process has an events file (a preload server has none: its forked attempts,
@@ -489,11 +490,34 @@ def _watch_popen(module: ModuleType) -> None:
     def __init__(self: object, process_obj: object) -> None:
         target = getattr(process_obj, "_target", None)
         loop = getattr(target, "__module__", None) == "torch.utils.data._utils.worker"
-        self._reprospec_child = (str(getattr(process_obj, "name", "")), loop)  # type: ignore[attr-defined]
+        worker = _worker_id(process_obj) if loop else None
+        self._reprospec_child = (str(getattr(process_obj, "name", "")), loop, worker)  # type: ignore[attr-defined]
         init(self, process_obj)
 
     popen.__init__ = __init__
     _watch_poll(module)
+
+
+def _worker_id(process_obj: object) -> int | None:
+    """A DataLoader worker's index, as torch gives it to its worker loop (`worker_id`): the
+    `child_exit` event of its death names it, `DataLoader worker 1 (pid N) died of SIGSEGV`,
+    where it read `a DataLoader worker pid N` (fx93 4). Read through the loop's signature,
+    not by position (the 11th argument in torch 2.x): a torch that moves it still names it,
+    one that renames it names none. Only a DataLoader worker's start gets here, in a process
+    that imported torch, which imported inspect long before. None where it cannot tell."""
+    target = getattr(process_obj, "_target", None)
+    if not callable(target):
+        return None
+    try:
+        import inspect
+
+        loop = inspect.signature(target)
+        args = getattr(process_obj, "_args", ())
+        kwargs = getattr(process_obj, "_kwargs", {})
+        value = loop.bind_partial(*args, **kwargs).arguments.get("worker_id")
+    except Exception:
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _watch_poll(module: ModuleType) -> None:
@@ -534,18 +558,20 @@ def _signalled(pid: int, number: int) -> None:
 
 
 def _child_died(popen: object, number: int) -> None:
-    """Append the `child_exit` event (one write to the O_APPEND events file; never raises)."""
-    process, loop = getattr(popen, "_reprospec_child", ("", False))
-    _write_event(
-        {
-            "event": "child_exit",
-            "pid": getattr(popen, "pid", None),
-            "signal": _signal_name(number),
-            "name": process,
-            "dataloader": loop,
-            "parent": os.getpid(),
-        }
-    )
+    """Append the `child_exit` event (one write to the O_APPEND events file; never raises);
+    a DataLoader worker's names its index (`worker`) where its start told it."""
+    process, loop, worker = getattr(popen, "_reprospec_child", ("", False, None))
+    fields: dict[str, object] = {
+        "event": "child_exit",
+        "pid": getattr(popen, "pid", None),
+        "signal": _signal_name(number),
+        "name": process,
+        "dataloader": loop,
+        "parent": os.getpid(),
+    }
+    if worker is not None:
+        fields["worker"] = worker
+    _write_event(fields)
 
 
 def _signal_name(number: int) -> str:

@@ -9,6 +9,7 @@ Before children.py every one of these read `error RuntimeError` (or
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shlex
@@ -685,11 +686,46 @@ def test_a_dataloader_worker_sigkilled_is_the_workers_crash_whatever_torch_says(
     stderr = execution.stderr_path.read_text()
     assert re.search(r"DataLoader worker \(pid\(s\) (\d+)\) exited unexpectedly", stderr), stderr
     assert "killed by signal" not in stderr  # torch's words named no signal
+    # Which worker too (fx93 4): item 9 is batch 2's, which torch gives worker 0 of 2.
     assert re.match(
-        r"a DataLoader worker pid \d+ died of SIGKILL \(Killed\); the main process exited 1$",
+        rf"DataLoader worker 0 \(pid {outcome.pid}\) died of SIGKILL \(Killed\); the main "
+        r"process exited 1$",
         outcome.detail or "",
     ), outcome.detail
     assert result.matched, result.mismatches
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
+def test_a_dataloader_worker_segfault_names_the_worker_by_its_index(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """fx93 4: a program's own DataLoader (no harness, so no `worker_exit` event): the
+    `child_exit` event its main process's reaping wrote named the pid only, and the crash
+    read `a DataLoader worker pid N died of SIGSEGV`, though the worker's start says which
+    worker it is (torch's `worker_id`). The event and the report's line now name it."""
+    spec = tmp_path / "loader.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: loader-segv\n"
+        f"command: [python, {CHILDREN / 'loader_segv.py'}]\n"
+        "expect: {outcome: crash, signal: SIGSEGV, where: worker}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    (attempt,) = result.results()["cells"][0]["attempts"]
+    outcome = attempt["outcome"]
+    (events,) = result.latest_run().rglob("events.jsonl")
+    exits = [
+        e for e in map(json.loads, events.read_text().splitlines()) if e["event"] == "child_exit"
+    ]
+    assert [(e["worker"], e["pid"], e["signal"]) for e in exits] == [
+        (1, outcome["pid"], "SIGSEGV")
+    ], exits
+    line = f"DataLoader worker 1 (pid {outcome['pid']}) died of SIGSEGV (Segmentation fault)"
+    assert outcome["detail"].startswith(line), outcome["detail"]
+    assert (
+        f"\n{line}; the main process exited 1\n" in (result.latest_run() / "report.md").read_text()
+    )
 
 
 CHILD_HANG = str(CHILDREN / "child_hang.py")

@@ -8,6 +8,7 @@ runs it); the goldens are the reports of such runs as recorded by tests/support/
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -90,6 +91,13 @@ def test_a_real_worker_crash_report(example_run: ExampleRun, cli: Cli, tmp_path:
     outcome = crashed.attempts[0].ran
     assert outcome is not None
     assert outcome.where == "worker"
+    # The worker's index, as the harness's `worker_exit` names it, in the `child_exit` event
+    # of the main process's reaping too (fx93 4: that event named the pid only).
+    events = result.latest_run() / crashed.attempts[0].logs / "events.jsonl"
+    written = [json.loads(line) for line in events.read_text().splitlines()]
+    (harness,) = [e for e in written if e["event"] == "worker_exit"]
+    reaped = [e for e in written if e["event"] == "child_exit"]
+    assert [(e["worker"], e["pid"]) for e in reaped] == [(harness["worker"], harness["pid"])]
 
     # 1. Injected: in results, the signature, the console table, the headline, the table.
     assert outcome.injected == "workload.faults[0]"
