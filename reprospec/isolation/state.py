@@ -154,12 +154,12 @@ def search_id(
     What decides an outcome, whichever search runs the probe: the spec's file and the folder
     it runs in (`spec_identity`), its text, the program it runs (export.tree.program_digest:
     its script, the local modules it imports, the files it names, by content), the `--set`
-    overrides, the runner, and what a probe
-    runs under (`--timeout`: a hang at 5s may pass at 60s; `--python`, `--find-links`,
-    `--gpus`, `--preload`). Never the search's own settings (`--budget`, `--error`,
-    `--min-rate`, `-j`): they choose which probes run, not what one does, so the same
-    command with a larger `--budget` finds the same folder, replays what the smaller one
-    ran and goes on (keyed on them, it started over and ran every probe again).
+    overrides, the runner, and what a probe runs under (`--timeout`: a hang at 5s may pass
+    at 60s; `--python`, `--find-links`, `--gpus`, `--preload`). Never the search's own
+    settings (`--budget`, `--error`, `--min-rate`, `-j`): they choose which probes run, not
+    what one does, so the same command with a larger `--budget` finds the same folder,
+    replays what the smaller one ran and goes on (keyed on them, it started over and ran
+    every probe again).
     """
     run = [
         options.timeout_s,

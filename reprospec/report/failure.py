@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from reprospec.core.logtext import clean_log
 from reprospec.core.results import (
@@ -31,6 +31,9 @@ from reprospec.core.words import (
 )
 from reprospec.report.markup import fence_for, inline_code
 from reprospec.report.paths import PathNames
+
+if TYPE_CHECKING:
+    from reprospec.report.signatures import GroupKey
 
 STACK_LINES = 300
 # Failures besides the first one, shown with their log excerpt (the unexpected ones first).
@@ -207,7 +210,7 @@ def failure_signatures(run: RunResult) -> list[tuple[str, int, str | None]]:
     """
     if not any(a.failed for c, _ in alike(run.cells) for a in c.attempts):
         return []  # nothing failed: no signature to name (nor their module to import)
-    from reprospec.report.signatures import GroupKey, group_key, signatures_of, told_apart
+    from reprospec.report.signatures import group_key, signatures_of, told_apart
 
     first = first_failure(run)
     cells: dict[GroupKey, set[str]] = {}
@@ -334,8 +337,6 @@ def other_failures(run: RunResult, short: Callable[[str], str] = str) -> list[Ot
     failure (a spec expecting a SIGSEGV in one cell and a ValueError in another) got only its
     signature line, though the maintainer reading the report needs its log as much.
     """
-    from reprospec.report.signatures import GroupKey
-
     first = first_failure(run)
     shown = _signature(first[2]) if first is not None else None
     found: dict[GroupKey, list[tuple[CellResult, AttemptResult, Outcome]]] = {}
@@ -370,7 +371,7 @@ def other_failures(run: RunResult, short: Callable[[str], str] = str) -> list[Ot
     return out
 
 
-def _signature(outcome: Outcome) -> tuple[str, str]:
+def _signature(outcome: Outcome) -> GroupKey:
     """The failure an attempt counts under, as the headline counts it (two children's
     crashes of one signature are two failures, each with its log: signatures.group_key)."""
     from reprospec.report.signatures import group_key
