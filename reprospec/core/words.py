@@ -272,6 +272,12 @@ KNOWN_FROM_THE_OUTPUT_ALONE = (
     "the death is known from the output alone (the engine saw no such process end)"
 )
 
+# The end of an error's detail where a child died of a SIGKILL with no OOM kill counted on
+# the machine (classify.py, rule 6): a process sent it (`timeout -s KILL`), no crash.
+SENT_BY_A_PROCESS = (
+    "sent by a process (no OOM kill during the attempt): the main process's own doing, not a crash"
+)
+
 # The start of the warning of a pass whose tree held a process that died of a signal
 # (`python app.py | tee log`: the pipeline's status is tee's), then the signal.
 PASSED_BESIDE_A_CRASH = "passed, but a process of the attempt died of"

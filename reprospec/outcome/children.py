@@ -38,7 +38,11 @@ timeout never reach here, and those the harness says it killed itself (its
 `teardown` events: a distributed supervisor ending the ranks that did not fail,
 and their DataLoader workers, once one rank failed) or a Python process of the attempt
 sent the signal it died of (`signalled` events: a test's teardown SIGKILLs the server
-it started) are not counted.
+it started) are not counted. Nor is a SIGKILL at all where the kernel counted no OOM kill
+on the machine while the attempt ran (`Execution.no_oom_kill`): the OOM killer is what
+makes a SIGKILL a crash, and without it a process sent it, whatever the process (a
+script's `timeout -s KILL`, which no sitecustomize sees, a `kill -9`, a process killing
+itself); `killed_by_a_process` names that child for the outcome's detail.
 """
 
 from __future__ import annotations
@@ -102,18 +106,39 @@ class ChildCrash:
         return f"{who} terminated abruptly, {self.evidence}"
 
 
-def child_crash(execution: Execution, evidence: Evidence) -> ChildCrash | None:
+def child_crash(
+    execution: Execution, evidence: Evidence, *, kills_sent: bool | None = None
+) -> ChildCrash | None:
     """The first descendant that crashed, from the strongest evidence there is; None: none did.
 
     Text alone (evidence 2-4) names no death where no process besides the root ran.
+    `kills_sent`: a SIGKILL was a process's doing, no crash (by default where the kernel
+    counted no OOM kill during the attempt, `Execution.no_oom_kill`).
     """
+    sent = execution.no_oom_kill if kills_sent is None else kills_sent
     fatal = _crash_reports(evidence.stderr)
-    seen = _seen_crash(execution, evidence, fatal)
+    seen = _seen_crash(execution, evidence, fatal, sent)
     if seen is not None:
         return seen
     if execution.descendants is False:
         return None
-    return _printed(evidence, fatal)
+    return _printed(evidence, fatal, sent)
+
+
+def killed_by_a_process(execution: Execution, evidence: Evidence) -> ChildCrash | None:
+    """The descendant that died of a SIGKILL `child_crash` did not count, for no OOM kill
+    happened while the attempt ran (a process sent it); None where there was none, or an
+    OOM kill may have been its death."""
+    if not execution.no_oom_kill:
+        return None
+    killed = child_crash(execution, evidence, kills_sent=False)
+    return killed if killed is not None and killed.signal == "SIGKILL" else None
+
+
+def _counts(signal: str | None, kills_sent: bool) -> bool:
+    """Whether a death by `signal` is a crash: one that ends a process abnormally, and a
+    SIGKILL only where it may have been the OOM killer's."""
+    return signal in CRASH_SIGNALS and not (kills_sent and signal == "SIGKILL")
 
 
 def printed_only(execution: Execution, evidence: Evidence) -> ChildCrash | None:
@@ -130,11 +155,11 @@ def _crash_reports(stderr: str) -> list[FatalError]:
 
 
 def _seen_crash(
-    execution: Execution, evidence: Evidence, fatal: list[FatalError]
+    execution: Execution, evidence: Evidence, fatal: list[FatalError], kills_sent: bool
 ) -> ChildCrash | None:
     """A descendant's death the engine saw itself: the wait status it reaped, the core."""
     events = evidence.events
-    reaped = _reaped(execution.child_exits, events.killed, events.signalled)
+    reaped = _reaped(execution.child_exits, events.killed, events.signalled, kills_sent)
     if reaped is not None:
         return ChildCrash(
             reaped.signal,
@@ -159,7 +184,7 @@ def _seen_crash(
         signal = canonical_signal(raw) if isinstance(raw, str) and raw else None
         pid = event.get("pid")
         pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
-        if signal in CRASH_SIGNALS and not _sent(pid, signal, events.killed, events.signalled):
+        if _counts(signal, kills_sent) and not _sent(pid, signal, events.killed, events.signalled):
             name, parent = event.get("name"), event.get("parent")
             how = "reaped by its parent" + (f" (pid {parent})" if isinstance(parent, int) else "")
             return ChildCrash(
@@ -173,10 +198,12 @@ def _seen_crash(
     return None
 
 
-def _printed(evidence: Evidence, fatal: list[FatalError]) -> ChildCrash | None:
+def _printed(
+    evidence: Evidence, fatal: list[FatalError], kills_sent: bool = False
+) -> ChildCrash | None:
     """A descendant's death as the output tells it (evidence 2-4)."""
     stderr = evidence.stderr
-    reported = _reported(stderr) or _reported(evidence.stdout)
+    reported = _reported(stderr, kills_sent) or _reported(evidence.stdout, kills_sent)
     if reported is not None:
         signal, pid, cmdline, how = reported
         return ChildCrash(signal, pid, _short(cmdline), how, _stack_for(fatal, signal))
@@ -198,12 +225,15 @@ def _reaped(
     exits: tuple[ChildExit, ...],
     killed: frozenset[int],
     signalled: frozenset[tuple[int, str]],
+    kills_sent: bool,
 ) -> ChildExit | None:
     """The first reaped descendant that died of a crash signal no process of the attempt
-    sent it (`_sent`)."""
+    sent it (`_sent`, `_counts`)."""
     for child in exits:
         signal = canonical_signal(child.signal) if child.signal is not None else None
-        if signal in CRASH_SIGNALS and not _sent(child.pid, signal, killed, signalled, child.group):
+        if _counts(signal, kills_sent) and not _sent(
+            child.pid, signal, killed, signalled, child.group
+        ):
             return child
     return None
 
@@ -236,19 +266,26 @@ def _cored(stacks: NativeStacks | None) -> tuple[str, int, str] | None:
     return None
 
 
-def _reported(text: str) -> tuple[str, int | None, str, str] | None:
-    """(signal, pid, command, how) from a shell's or Python's report of a child's death."""
-    shell = _SHELL_REPORT.search(text)
-    called = _CALLED_PROCESS.search(text)
-    if shell is not None and (called is None or shell.start() < called.start()):
+def _reported(text: str, kills_sent: bool = False) -> tuple[str, int | None, str, str] | None:
+    """(signal, pid, command, how) from a shell's or Python's report of a child's death,
+    the first in the text that `_counts` (a shell's `Killed` of a `timeout -s KILL` passed
+    over where kills were sent, for a segfault it reported after)."""
+    found: list[tuple[int, tuple[str, int | None, str, str]]] = []
+    for shell in _SHELL_REPORT.finditer(text):
         signal = signal_from_description(shell["desc"])
-        if signal is not None:
-            return signal, int(shell["pid"]), shell["cmd"], "as the shell reports it"
-    if called is not None:
+        if signal is not None and _counts(signal, kills_sent):
+            found.append((shell.start(), (signal, int(shell["pid"]), shell["cmd"], _BY_SHELL)))
+            break
+    for called in _CALLED_PROCESS.finditer(text):
         signal = canonical_signal(called["signal"])
-        if signal is not None and signal in CRASH_SIGNALS:
-            return signal, None, _command_of(called["cmd"]), "as subprocess reports it"
-    return None
+        if signal is not None and _counts(signal, kills_sent):
+            found.append((called.start(), (signal, None, _command_of(called["cmd"]), _BY_PY)))
+            break
+    return min(found)[1] if found else None
+
+
+_BY_SHELL = "as the shell reports it"
+_BY_PY = "as subprocess reports it"
 
 
 def _command_of(text: str) -> str:
@@ -290,4 +327,4 @@ def _short(text: str) -> str:
     return shorten_command(" ".join(text.split()), _CMDLINE_CHARS)
 
 
-__all__ = ["ChildCrash", "child_crash", "names_a_death", "printed_only"]
+__all__ = ["ChildCrash", "child_crash", "killed_by_a_process", "names_a_death", "printed_only"]

@@ -105,6 +105,7 @@ from reprospec.core.words import (
     AS_A_SHELL_REPORTS_IT,
     KNOWN_FROM_THE_OUTPUT_ALONE,
     NO_OTHER_PROCESS_RAN,
+    SENT_BY_A_PROCESS,
     plural,
 )
 from reprospec.outcome.evidence import EXIT_PHASE, Event, Events, Evidence, ends_with_warning
@@ -310,6 +311,9 @@ def classify(
             detail = f"exit code {returncode}"
             if execution.descendants is False:
                 detail += _no_other_process(returncode, execution, evidence, printed_worker)
+            elif worker is None and (sent := _killed_by_a_process(execution, evidence)):
+                # A SIGKILL with no OOM kill anywhere: `timeout -s KILL` in the script.
+                detail += f"; {sent.describe()}, {SENT_BY_A_PROCESS}"
             if last_traceback is not None:
                 detail += f"; {_went_on(last_traceback)}"
             if worker is not None:
@@ -777,6 +781,15 @@ def _number(value: object) -> float | None:
 
 def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _killed_by_a_process(execution: Execution, evidence: Evidence) -> ChildCrash | None:
+    """children.killed_by_a_process, imported only where the kernel counted no OOM kill."""
+    if not execution.no_oom_kill:
+        return None
+    from reprospec.outcome.children import killed_by_a_process
+
+    return killed_by_a_process(execution, evidence)
 
 
 def _child_crash(execution: Execution, evidence: Evidence) -> ChildCrash | None:

@@ -10,9 +10,15 @@ attempt's processes live in the engine's own memory cgroup (`perturb.memory_limi
 them into one of their own, which perturb/apply.py reads), so that counter rising while an
 attempt ran, where it died of SIGKILL, names the OOM killer (`OomWatch`).
 
-Not read: the machine-wide count (`/proc/vmstat`), where another user's kill on a shared
-machine would read as this attempt's; v2's hierarchical `memory.events`, which counts the
-kills in every cgroup below this one (another test's memory limit, another engine's).
+The machine-wide count (`/proc/vmstat`'s `oom_kill`, Linux 4.13+, every kill of the
+machine's: the whole machine's and each memory cgroup's, a container's and
+`perturb.memory_limit`'s included) never names the OOM killer, for another user's kill on a
+shared machine would read as this attempt's. It answers the other question: where it did
+not rise while an attempt ran, the OOM killer killed nothing anywhere, so a SIGKILL a
+process of the attempt died of was sent by a process (`timeout -s KILL`, someone's
+`kill -9`), no crash of the program's (`OomWatch.none_anywhere`). Not read: v2's
+hierarchical `memory.events`, which counts the kills in every cgroup below this one
+(another test's memory limit, another engine's).
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ _V1_COUNTER = "memory.oom_control"
 # And its memory limit: v2 writes `max` for none, v1 a number near 2^63.
 _LIMITS = {_V2_COUNTER: "memory.max", _V1_COUNTER: "memory.limit_in_bytes"}
 _NO_LIMIT = 2**60
+# Every OOM kill of the machine (the kernel's OOM_KILL event, counted wherever it killed).
+_MACHINE_COUNTER = Path("/proc/vmstat")
 
 
 def mounts() -> list[tuple[str, str, str]]:
@@ -116,6 +124,8 @@ class OomWatch:
         self._path = own_counter()
         self._fd = _held(self._path) if self._path is not None else None
         self._before = _pread(self._fd) if self._fd is not None else None
+        machine = _held(_MACHINE_COUNTER)
+        self._machine_before = _pread(machine) if machine is not None else None
         self.shared = False
         if self._fd is not None:
             with _watching_lock:
@@ -130,6 +140,17 @@ class OomWatch:
             return 0
         after = _pread(self._fd)
         return max(0, after - self._before) if after is not None else 0
+
+    def none_anywhere(self) -> bool:
+        """Whether the kernel counted no OOM kill on the whole machine since this watch
+        began: then no process of the attempt was the OOM killer's, whatever its cgroup,
+        and a SIGKILL one died of was sent by a process. False where a kill was counted
+        (anyone's: another attempt's, another user's) or the count cannot be read (a kernel
+        before 4.13, no /proc): a SIGKILL then stays what it always read as, a crash."""
+        machine = _held(_MACHINE_COUNTER)
+        if machine is None or self._machine_before is None:
+            return False
+        return _pread(machine) == self._machine_before
 
     def said(self) -> str | None:
         """`the kernel's OOM killer killed 1 process in the attempt's memory cgroup (its
@@ -171,9 +192,10 @@ def _held(path: Path) -> int | None:
 
 
 def _pread(fd: int) -> int | None:
-    """The `oom_kill N` line's N, read afresh from the start of the open file."""
+    """The `oom_kill N` line's N, read afresh from the start of the open file (/proc/vmstat
+    is 4 KB and grows with the kernel: 64 KB read)."""
     try:
-        data = b"\n" + os.pread(fd, 4096, 0)
+        data = b"\n" + os.pread(fd, 65536, 0)
         start = data.index(b"\noom_kill ") + len(b"\noom_kill ")
         return int(data[start : data.index(b"\n", start)])
     except (OSError, ValueError):

@@ -521,6 +521,7 @@ class LocalRunner:
         load = None
         oom_watch = memcgroup.OomWatch()
         oom: str | None = None
+        no_oom_kill = False
         try:
             load = competitors.start_load(perturb, applied.cpu_list, log_dir)
             result = run.run_process(
@@ -558,6 +559,8 @@ class LocalRunner:
                 warnings.append(engine_wide)
                 engine_wide = None
             oom = own or engine_wide
+            # Read once every process of the attempt is gone: none can be killed after.
+            no_oom_kill = oom is None and oom_watch.none_anywhere()
             if watched is not None:
                 native.WATCH.release(watched)
             if matcher is not None:
@@ -618,6 +621,7 @@ class LocalRunner:
             child_exits=result.child_exits,
             descendants=result.descendants,
             oom=oom,
+            no_oom_kill=no_oom_kill,
             launch="forked" if launcher is not None and launcher.forked else "fresh",
             launch_note=launcher.note if launcher is not None else launch_note,
             perturbed=applied.notes,

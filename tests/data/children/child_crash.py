@@ -6,9 +6,11 @@ Usage: python child_crash.py MODE [ARGS...]
     pool               a ProcessPoolExecutor worker segfaults; the main gets BrokenProcessPool
     pool-hang          a multiprocessing.Pool worker segfaults mid-task; the pool never
                        notices, and its map waits for the lost result forever (a hang)
-    mp-kill[-METHOD]   a multiprocessing.Process (fork, or METHOD) is SIGKILLed (as by
-                       the OOM killer: no core, no report); the main raises RuntimeError
-    pool-kill          a multiprocessing.Pool worker is SIGKILLed mid-task (a hang)
+    mp-kill[-METHOD]   a multiprocessing.Process (fork, or METHOD) is SIGKILLed (no core,
+                       no report): by the OOM killer where CHILD_CRASH_MEMCG names a
+                       memory cgroup, which it joins and fills; else by itself, a
+                       process's doing; the main raises RuntimeError
+    pool-kill          a multiprocessing.Pool worker is SIGKILLed mid-task (a hang), so
     mp-parent-kill     the main process kill()s its own multiprocessing.Process, then
                        raises RuntimeError (a death it caused: no crash)
     mp-parent-oskill   the same with os.kill(pid, SIGKILL), as torchrun ends its ranks
@@ -19,8 +21,9 @@ Usage: python child_crash.py MODE [ARGS...]
                        raises RuntimeError without reaping it (the engine does): no crash
     daemon-kill        the same of a double-forked daemon (a test's teardown of its server)
     daemon-killpg      the same by os.killpg of the daemon's session (it leads its group)
-    fork-selfkill      an os.fork() child SIGKILLs itself (a crash); the main raises
-                       RuntimeError without reaping it
+    fork-selfkill      an os.fork() child SIGKILLs itself (a process's doing: no crash
+                       where no OOM kill was counted); the main raises RuntimeError
+                       without reaping it
     main               the main process itself segfaults (a main crash, for contrast)
 """
 
@@ -43,7 +46,17 @@ def crash(*_: object) -> None:
     ctypes.string_at(0)
 
 
+# A memory cgroup's folder (the test makes it, with a limit): `killed` joins it and fills
+# memory a MiB at a time until the kernel's OOM killer kills it, a real OOM kill.
+MEMCG_VAR = "CHILD_CRASH_MEMCG"
+
+
 def killed(*_: object) -> None:
+    folder = os.environ.get(MEMCG_VAR)
+    if folder:
+        Path(folder, "cgroup.procs").write_text("0")
+        hoard = [b"x" * (1 << 20) for _ in range(3072)]  # written: charged to the cgroup
+        print(f"not killed at {len(hoard)} MiB", file=sys.stderr)
     os.kill(os.getpid(), signal.SIGKILL)
 
 

@@ -8,6 +8,7 @@ Before children.py every one of these read `error RuntimeError` (or
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -16,6 +17,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,10 +30,12 @@ from reprospec.core.words import (
     AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
     KNOWN_FROM_THE_OUTPUT_ALONE,
     NO_OTHER_PROCESS_RAN,
+    SENT_BY_A_PROCESS,
     outcome_phrase,
 )
 from reprospec.outcome.evidence import Evidence
 from reprospec.outcome.judge import judge_attempt
+from reprospec.perturb.apply import make_memory_cgroup, remove_cgroup
 from reprospec.pipeline.attempt import attempt_result
 from reprospec.runners.local import LocalRunner
 from tests.support.cli import Cli
@@ -62,12 +66,13 @@ def run_attempt(
     tmp_path: Path,
     expectation: Expectation = SEGV,
     timeout_s: float = 30.0,
+    env: dict[str, str] | None = None,
 ) -> tuple[AttemptResult, Execution]:
     """One attempt as a run makes it; the workdir is tmp_path (a core file lands there)."""
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     plan = replace(
-        attempt_plan(argv, work, environment={"device": "cpu"}, timeout_s=timeout_s),
+        attempt_plan(argv, work, env=env, environment={"device": "cpu"}, timeout_s=timeout_s),
         expectation=expectation,
     )
     execution = runner.run(plan, tmp_path / "attempt")
@@ -572,17 +577,31 @@ def test_run_reports_the_pool_worker_that_died_before_the_hang(cli: Cli, tmp_pat
 KILLED = Expectation("crash", signal="SIGKILL")
 
 
+@pytest.fixture
+def memory_limit() -> Iterator[dict[str, str]]:
+    """A memory cgroup of 128 MiB, named in the variable that makes child_crash.py's SIGKILLed
+    child join and fill it: a real OOM kill, never the machine's memory."""
+    folder, why = make_memory_cgroup(128 << 20, f"reprospec-test-children-{os.getpid()}")
+    if folder is None:
+        pytest.skip(f"no memory cgroup can be made here: {why}")
+    try:
+        yield {"CHILD_CRASH_MEMCG": str(folder)}
+    finally:
+        remove_cgroup(folder)
+
+
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_a_sigkilled_child_is_a_crash_its_parents_reaping_tells(
-    runner: LocalRunner, tmp_path: Path, method: str
+    runner: LocalRunner, tmp_path: Path, method: str, memory_limit: dict[str, str]
 ) -> None:
-    """A SIGKILL (the OOM killer's) leaves no core and no report, and the main process
-    reaps the child itself: before, its RuntimeError was the outcome, `error`, the death
-    unnamed. The status its multiprocessing reaped (the engine's sitecustomize writes it as
-    a `child_exit` event) is the death's evidence, whatever the start method (forkserver's
-    status is its server's, read through a poll() of its own)."""
+    """A SIGKILL (the OOM killer's, a real one under a memory limit) leaves no core and no
+    report, and the main process reaps the child itself: before, its RuntimeError was the
+    outcome, `error`, the death unnamed. The status its multiprocessing reaped (the engine's
+    sitecustomize writes it as a `child_exit` event) is the death's evidence, whatever the
+    start method (forkserver's status is its server's, read through a poll() of its own)."""
     argv = [PY, CHILD_CRASH, f"mp-kill-{method}"]
-    result, execution = run_attempt(runner, argv, tmp_path, KILLED)
+    result, execution = run_attempt(runner, argv, tmp_path, KILLED, env=memory_limit)
+    assert not execution.no_oom_kill
     assert execution.returncode == 1
     outcome = judged(result, "crash", "SIGKILL", "child")
     assert outcome.exception == "RuntimeError"
@@ -595,14 +614,16 @@ def test_a_sigkilled_child_is_a_crash_its_parents_reaping_tells(
     assert result.matched, result.mismatches
 
 
-def test_a_forked_attempts_sigkilled_child_is_seen_too(cli: Cli, tmp_path: Path) -> None:
+def test_a_forked_attempts_sigkilled_child_is_seen_too(
+    cli: Cli, tmp_path: Path, memory_limit: dict[str, str]
+) -> None:
     """Under run.preload the attempt is a fork of a server that had no events file (it is
     per attempt): the watch is installed in the server all the same, and its forks write."""
     spec = tmp_path / "forked.yaml"
     spec.write_text(
         "reprospec: 1\n"
         "name: forked-kill\n"
-        f"environment: {{workdir: {tmp_path}}}\n"
+        f"environment: {{workdir: {tmp_path}, env: {json.dumps(memory_limit)}}}\n"
         f"command: [python, {CHILD_CRASH}, mp-kill]\n"
         "expect: {outcome: crash, signal: SIGKILL, where: child}\n"
         "run: {repeat: 2, preload: [multiprocessing]}\n"
@@ -640,19 +661,100 @@ def test_a_child_the_program_killed_is_no_crash_where_the_engine_reaps_it(
     judged(result, "error", None, "main")
 
 
-def test_a_child_that_killed_itself_is_still_a_crash(runner: LocalRunner, tmp_path: Path) -> None:
-    """Its own os.kill(os.getpid(), SIGKILL) is no other process's doing: the crash stands."""
-    result, _ = run_attempt(runner, [PY, CHILD_CRASH, "fork-selfkill"], tmp_path, KILLED)
-    judged(result, "crash", "SIGKILL", "child")
+def test_a_child_that_killed_itself_is_its_own_doing_where_no_oom_kill_was_counted(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """Its own os.kill(os.getpid(), SIGKILL), which no `signalled` event records, was a
+    crash; a SIGKILL is one only as the OOM killer's, and the kernel counted no OOM kill on
+    the machine: a process sent it, and the program's RuntimeError is the outcome."""
+    expect = Expectation("error", exception="RuntimeError")
+    argv = [PY, CHILD_CRASH, "fork-selfkill"]
+    result, _ = run_with_no_oom_kill(runner, argv, tmp_path, expect)
+    outcome = judged(result, "error", None, "main")
+    assert (outcome.detail or "").endswith(SENT_BY_A_PROCESS), outcome.detail
+
+
+def run_with_no_oom_kill(
+    runner: LocalRunner, argv: list[str], tmp_path: Path, expectation: Expectation
+) -> tuple[AttemptResult, Execution]:
+    """`run_attempt` while the kernel counts no OOM kill on the machine (this module's real
+    OOM kills run beside it under -n 2): tried again a few times, else skipped."""
+    for again in range(5):
+        before = _machine_oom_kills()
+        if before is None:
+            pytest.skip("this kernel counts no OOM kills (/proc/vmstat)")
+        folder = tmp_path / f"try-{again}"
+        folder.mkdir()
+        done = run_attempt(runner, argv, folder, expectation)
+        if _machine_oom_kills() == before:
+            assert done[1].no_oom_kill
+            return done
+    pytest.skip("other processes of this machine were OOM-killed meanwhile, at every try")
+
+
+def _machine_oom_kills() -> int | None:
+    """/proc/vmstat's `oom_kill`: the machine's OOM kills so far (None: not readable)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/vmstat").read_text().splitlines():
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
+    return None
+
+
+# A CI script's own deadline for a step: GNU timeout SIGKILLs the step, then its own process
+# group, itself included; the step, a zombie, is re-parented to the engine, which reaps it.
+CI_SCRIPT = """\
+#!/bin/bash
+timeout -s KILL 1 {py} -c "import time; time.sleep(30)"
+echo "training step timed out (status $?)" >&2
+exit 1
+"""
+
+# The same from Python: the step's SIGKILL, then an error of the program's own.
+PY_TIMEOUT = """\
+import subprocess
+subprocess.run(["timeout", "-s", "KILL", "1", "sleep", "5"])
+raise ValueError("the step timed out")
+"""
+
+
+@pytest.mark.skipif(shutil.which("timeout") is None, reason="needs GNU timeout")
+@pytest.mark.parametrize("how", ["script", "python"])
+def test_a_child_a_timeout_in_the_program_sigkilled_is_no_crash(
+    runner: LocalRunner, tmp_path: Path, how: str
+) -> None:
+    """fx94: `timeout -s KILL` in a CI script, or in a Python program's subprocess.run,
+    kills a step that outlived its deadline, and the program fails its own way (exit 1, a
+    ValueError). No sitecustomize sees timeout's kill, and the engine reaped the step dead
+    of SIGKILL: before, `crash SIGKILL (child: [python3])`. With no OOM kill counted on the
+    machine the SIGKILL was a process's: the main process's error is the outcome."""
+    if how == "script":
+        script = tmp_path / "ci.sh"
+        script.write_text(CI_SCRIPT.format(py=shlex.quote(PY)))
+        script.chmod(0o755)
+        argv, expect = [str(script)], Expectation("error", exit_code=1)
+    else:
+        program = tmp_path / "step.py"
+        program.write_text(PY_TIMEOUT)
+        argv, expect = [PY, str(program)], Expectation("error", exception="ValueError")
+    result, execution = run_with_no_oom_kill(runner, argv, tmp_path, expect)
+    assert any(c.signal == "SIGKILL" for c in execution.child_exits), execution.child_exits
+    outcome = judged(result, "error", None, "main")
+    assert outcome.exit_code == 1
+    detail = outcome.detail or ""
+    assert re.search(r"; child pid \d+ \(.+\) died of SIGKILL \(Killed\), ", detail), detail
+    assert SENT_BY_A_PROCESS in detail
 
 
 def test_a_pool_worker_sigkilled_before_the_hang_is_named(
-    runner: LocalRunner, tmp_path: Path
+    runner: LocalRunner, tmp_path: Path, memory_limit: dict[str, str]
 ) -> None:
-    """The pool replaces a SIGKILLed worker silently and its map() waits forever: before, a
-    bare `hang`; the pool's own reaping names the death that lost the task."""
+    """The pool replaces a SIGKILLed worker (the OOM killer's) silently and its map() waits
+    forever: before, a bare `hang`; the pool's own reaping names the death that lost the
+    task."""
     plan = replace(
-        attempt_plan([PY, CHILD_CRASH, "pool-kill"], tmp_path, timeout_s=3.0), expectation=HANG
+        attempt_plan([PY, CHILD_CRASH, "pool-kill"], tmp_path, timeout_s=3.0, env=memory_limit),
+        expectation=HANG,
     )
     execution = runner.run(plan, tmp_path / "attempt")
     assert execution.timed_out

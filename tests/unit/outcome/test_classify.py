@@ -23,6 +23,7 @@ from reprospec.core.words import (
     AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
     KNOWN_FROM_THE_OUTPUT_ALONE,
     NO_OTHER_PROCESS_RAN,
+    SENT_BY_A_PROCESS,
     outcome_phrase,
 )
 from reprospec.outcome.classify import classify, normalize_message, worker_death
@@ -886,6 +887,43 @@ def test_the_harness_teardown_kills_are_no_crash_the_failed_rank_decides(
     not_believed = classify(command)
     assert isinstance(not_believed, Outcome)
     assert (not_believed.kind, not_believed.signal) == ("crash", "SIGKILL")
+
+
+def test_a_sigkill_with_no_oom_kill_counted_is_a_process_doing(tmp_path: Path) -> None:
+    """fx94: a SIGKILL is a crash as the OOM killer's; where the kernel counted no OOM kill
+    on the machine while the attempt ran, a process sent it (a script's `timeout -s KILL`,
+    a shell's `Killed` line of it), and the main process's exit is the outcome."""
+    from reprospec.core.childexit import ChildExit
+
+    stderr = b"./ci.sh: line 2:  5310 Killed                  timeout -s KILL 1 python3 x.py\n"
+    execution = dataclasses.replace(
+        recorded_execution(tmp_path, stderr, 1, harness=False),
+        child_exits=(ChildExit(5311, "[python3]", signal="SIGKILL"),),
+        descendants=True,
+    )
+    crashed = classify(execution)  # no count read: as before
+    assert isinstance(crashed, Outcome)
+    assert (crashed.kind, crashed.signal, crashed.where) == ("crash", "SIGKILL", "child")
+    sent = classify(dataclasses.replace(execution, no_oom_kill=True))
+    assert isinstance(sent, Outcome)
+    assert (sent.kind, sent.exit_code, sent.where) == ("error", 1, "main")
+    assert sent.detail == (
+        "exit code 1; child pid 5311 ([python3]) died of SIGKILL (Killed), reaped by the "
+        f"engine, {SENT_BY_A_PROCESS}"
+    )
+    # The shell's word alone (the engine reaped nothing) is the same SIGKILL.
+    printed = classify(dataclasses.replace(execution, child_exits=(), no_oom_kill=True))
+    assert isinstance(printed, Outcome)
+    assert (printed.kind, printed.exit_code) == ("error", 1)
+    assert (printed.detail or "").endswith(SENT_BY_A_PROCESS)
+    # A segfault beside it is a crash all the same: only SIGKILL is the OOM killer's.
+    segv = ChildExit(5312, "./test_ops", signal="SIGSEGV")
+    both = dataclasses.replace(
+        execution, child_exits=(*execution.child_exits, segv), no_oom_kill=True
+    )
+    crash = classify(both)
+    assert isinstance(crash, Outcome)
+    assert (crash.kind, crash.signal, crash.pid) == ("crash", "SIGSEGV", 5312)
 
 
 def test_the_types_an_attempt_printed_before_its_crash_are_every_threads_and_chains() -> None:

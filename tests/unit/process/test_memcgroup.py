@@ -96,3 +96,31 @@ def test_this_engines_counter_is_its_own_cgroups() -> None:
         pytest.skip("no memory cgroup counter readable here")
     assert path.name in ("memory.oom_control", "memory.events.local")
     assert "oom_kill " in path.read_text()
+
+
+def test_no_oom_kill_anywhere_is_read_from_the_machines_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fx94: /proc/vmstat's `oom_kill` counts every OOM kill of the machine, whatever its
+    cgroup. Unchanged while the attempt ran: no process of it was the OOM killer's, so a
+    SIGKILL was a process's doing. A kill counted (anyone's), or no count to read, says
+    nothing of the kind."""
+    vmstat = tmp_path / "vmstat"
+    lines = "nr_free_pages 1\n" * 300 + "oom_kill {n}\nnr_unstable 0\n"  # 6 KB: past 4 KB
+    vmstat.write_text(lines.format(n=7))
+    monkeypatch.setattr(memcgroup, "_MACHINE_COUNTER", vmstat)
+    quiet = memcgroup.OomWatch()
+    assert quiet.none_anywhere()
+    vmstat.write_text(lines.format(n=8))
+    assert not quiet.none_anywhere()
+    assert memcgroup.OomWatch().none_anywhere()  # the kill was before it began
+    monkeypatch.setattr(memcgroup, "_MACHINE_COUNTER", tmp_path / "missing")
+    assert not memcgroup.OomWatch().none_anywhere()
+
+
+def test_this_machines_count_is_read() -> None:
+    """The real /proc/vmstat (Linux 4.13+): an engine that runs nothing sees no kill."""
+    if "oom_kill " not in Path("/proc/vmstat").read_text():
+        pytest.skip("this kernel counts no OOM kills")
+    watch = memcgroup.OomWatch()
+    assert watch._machine_before is not None
