@@ -100,6 +100,20 @@ _FLAKY = re.compile(
     r"|non-?deterministic(?:ally)?|randomly)\b",
     re.IGNORECASE,
 )
+# Words just before a flaky word that deny it: "Not flaky", "not just sometimes", "it is
+# not only intermittent", "never randomly". Without them the denial read as the claim.
+_DENIED = re.compile(
+    r"\b(?:not|no|never|isn'?t|wasn'?t|aren'?t|nor)\s+(?:just\s+|only\s+|merely\s+|even\s+"
+    r"|really\s+|at\s+all\s+|a\s+)?$",
+    re.IGNORECASE,
+)
+# A reporter's words that it fails every run: a later one overrides an earlier flaky word
+# ("About 1 in 3 runs? No, every time actually"). "not always" is a flaky word, not these.
+_EVERY_TIME = re.compile(
+    r"(?<!not )(?<!n't )\b(?:every\s+(?:single\s+)?(?:time|run|attempt)|each\s+time|always"
+    r"|consistently|reliably|(?<!non)(?<!non-)deterministic(?:ally)?|100\s*%\s+of\s+(?:the\s+)?(?:runs?|time))\b",
+    re.IGNORECASE,
+)
 # A variable the reporter set, said in prose: "MALLOC_ARENA_MAX=2 exported in my shell",
 # "with CUDA_LAUNCH_BLOCKING=1 set", `export NCCL_P2P_DISABLE=1`. Upper-case names of two
 # or more characters (not `x=1`, not `N=3` of a formula); `==` is a pin, not a setting.
@@ -376,9 +390,9 @@ def read_ticket(text: str) -> Ticket:
     prose = "\n".join(
         line for line in clean.split("\n") if not line.startswith((" ", "\t", "File ", "plugins: "))
     )
-    flaky = _FLAKY.search(prose)
+    flaky = _fails_sometimes(prose)
     if flaky is not None:
-        evidence.append(f"the ticket says it fails only sometimes: {flaky.group(0)!r}")
+        evidence.append(f"the ticket says it fails only sometimes: {flaky!r}")
     oom = next((m for pattern in _OOM_KILLED if (m := pattern.search(clean))), None)
     if oom is not None:
         evidence.append(f"the kernel's OOM killer killed a process: {oom.group(0)}")
@@ -402,7 +416,7 @@ def read_ticket(text: str) -> Ticket:
         cuda_error=cuda.group(0).strip() if cuda else None,
         test=test,
         evidence=tuple(evidence),
-        flaky=flaky.group(0) if flaky is not None else None,
+        flaky=flaky,
         settings=_prose_settings(prose, chain),
         xdist_crash=xdist,
         oom_killed=oom.group(0) if oom is not None else None,
@@ -582,6 +596,28 @@ def _pyspy_frames(text: str) -> list[str] | None:
             break
         frames.append(f"{match['file']}:{match['function']}")
     return frames[::-1]
+
+
+def _fails_sometimes(prose: str) -> str | None:
+    """The reporter's last word that it fails only sometimes, or None.
+
+    A denied one ("Not flaky", "not just sometimes") is no such word, and a later word that it
+    fails every time ("1 in 3 runs? No, every time actually"), in its paragraph, takes it
+    back. Read by its first match alone, either wrote a 20-attempt spec expecting
+    `rate: '>0'` of a failure the reporter said comes every run.
+    """
+    said: str | None = None
+    last = 0
+    for match in _FLAKY.finditer(prose):
+        if _DENIED.search(prose, max(0, match.start() - 24), match.start()) is None:
+            said = match.group(0)
+            last = match.end()
+    # Only in the same paragraph: "I always use Python 3.11" further down takes nothing back.
+    paragraph_end = prose.find("\n\n", last)
+    end = len(prose) if paragraph_end < 0 else paragraph_end
+    if said is not None and _EVERY_TIME.search(prose, last, end) is not None:
+        return None
+    return said
 
 
 def _phase_from_frames(frames: list[str]) -> str | None:

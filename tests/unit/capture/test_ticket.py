@@ -756,6 +756,41 @@ def test_a_ticket_that_says_it_fails_only_sometimes_gives_a_repeated_spec_with_a
     )
 
 
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "Not flaky: it fails every single time, not just sometimes.",
+        "About 1 in 3 runs? No, every time actually.",
+        "It is not intermittent; it crashes always.",
+        "I thought it was flaky, but it fails consistently on every machine.",
+    ],
+)
+def test_a_ticket_that_denies_it_is_flaky_gives_a_spec_of_one_attempt(prose: str) -> None:
+    """A ticket's "Not flaky", "not just sometimes" or later "No, every time" read as the claim
+    that it fails only sometimes: a 20-attempt spec expecting `rate: '>0'` (fx96)."""
+    text = f"{prose}\n\n$ python loader.py\nTypeError: lr must be a float, got str\n"
+    ticket = read_ticket(text)
+    assert ticket.flaky is None
+    assert not any("only sometimes" in said for said in ticket.evidence)
+    draft = skeleton(ticket, "issue.md")
+    assert draft.repeat is None
+    assert "rate" not in draft.expect
+
+
+@pytest.mark.parametrize(
+    ("prose", "said"),
+    [
+        ("Not deterministic: it fails sometimes.", "sometimes"),
+        ("It fails about 1 in 3 runs.\n\nI always use Python 3.11.", "1 in 3 runs"),
+        ("It does not fail every time, only 1 in 5 runs.", "1 in 5 runs"),
+    ],
+)
+def test_a_flaky_word_stands_where_nothing_takes_it_back(prose: str, said: str) -> None:
+    # A denial of the other reading, or an "always" of another paragraph, takes nothing back.
+    text = f"{prose}\n\n$ python loader.py\nTypeError: lr must be a float, got str\n"
+    assert read_ticket(text).flaky == said
+
+
 def test_a_traceback_s_own_words_are_not_the_reporter_s() -> None:
     # A frame's source line (`if flaky:`) is the program's code, not the reporter's prose.
     text = (
