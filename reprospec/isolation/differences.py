@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import json
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, TypeAlias
 
@@ -89,12 +90,18 @@ class Difference:
 
 
 def render(value: JsonValue) -> str:
-    """A value as a person writes it in a cell id or `--set`: true, 2, fork, [1, 2]."""
+    """A value as a person writes it in a cell id or `--set`: true, 2, fork, [1, 2].
+
+    A string a shell would not pass as one word is quoted as one would type it (`''`,
+    `'a b'`): an empty one read `with par=, it passes`, as if the value were left out.
+    """
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
         return "null"
-    if isinstance(value, (int, float, str)):
+    if isinstance(value, str):
+        return shlex.quote(value)
+    if isinstance(value, (int, float)):
         return str(value)
     return json.dumps(value, sort_keys=True)
 

@@ -590,10 +590,7 @@ def _select(cells: Sequence[Cell], text: str, option: str) -> Cell:
         if cell.id == text:
             return cell
     filters = [part for part in text.split(",") if part.strip()]
-    try:
-        kept = select(cells, filters)
-    except UsageError as exc:
-        raise UsageError(f"{option} {text}: {str(exc).removeprefix('-m ')}") from None
+    kept = select(cells, filters, said=f"{option} {text}")
     if len(kept) != 1:
         shown = ", ".join(c.id for c in kept[:4]) + (", ..." if len(kept) > 4 else "")
         raise UsageError(f"{option} {text}: {len(kept)} cells match ({shown}); name one")

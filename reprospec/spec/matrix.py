@@ -692,11 +692,14 @@ def expand(spec: Spec) -> Sequence[Cell]:
         raise SpecError([problem.format(str(spec.path))]) from None
 
 
-def select(cells: Sequence[Cell], filters: Sequence[str]) -> Sequence[Cell]:
+def select(cells: Sequence[Cell], filters: Sequence[str], said: str = "") -> Sequence[Cell]:
     """Keep cells matching `AXIS=VALUE` filters: same axis repeated is OR, axes combine with AND.
 
     An axis a cell lacks (one only some `include` entries add) reads as null there, as in
     expressions and `expect.cases`: `-m pin=null` keeps the cells without it.
+
+    `said` is how the user gave the filters where not as `-m` (isolate's `--failing
+    fast=2`): a refusal names the option typed, not one the user never gave.
 
     Without filters, `cells` itself; with them, a `CellView` of the positions kept. Of a
     `MatrixCells`, the positions are found from the axes where the filters name only
@@ -711,9 +714,9 @@ def select(cells: Sequence[Cell], filters: Sequence[str]) -> Sequence[Cell]:
         axis, sep, raw = text.partition("=")
         axis = axis.strip()
         if not sep or not axis:
-            raise UsageError(f"-m {text}: expected AXIS=VALUE")
+            raise UsageError(f"{said or '-m ' + text}: expected AXIS=VALUE")
         if axis not in known:
-            raise unknown_axis(f"-m {text}", axis, known)
+            raise unknown_axis(said or f"-m {text}", axis, known)
         wanted.setdefault(axis, []).append((_filter_value(raw), raw.strip()))
 
     def accepts(values: list[tuple[JsonValue, str]]) -> Callable[[JsonValue], bool]:
@@ -730,7 +733,8 @@ def select(cells: Sequence[Cell], filters: Sequence[str]) -> Sequence[Cell]:
     kept = CellView(cells, found)
     if not kept:
         raise UsageError(
-            f"no cell matches {' '.join('-m ' + f for f in filters)}: {_no_match(cells, wanted)}"
+            f"no cell matches {said or ' '.join('-m ' + f for f in filters)}: "
+            f"{_no_match(cells, wanted)}"
         )
     return kept
 

@@ -555,6 +555,9 @@ def test_m_refusals_and_misspelled_options_are_usage_errors(tmp_path: Path) -> N
     refusals = [
         (["-m", "setup=minimal"], "no cell kept by -m setup=minimal is expected to fail"),
         (["-m", "setup=nope"], "no cell matches -m setup=nope"),
+        # It named `-m setup=nope`, an option the user did not give (fx96 5).
+        (["--failing", "setup=nope"], "no cell matches --failing setup=nope: axis 'setup'"),
+        (["--passing", "zz=1"], "--passing zz=1: unknown axis 'zz'"),
         (["-m", "setup=full", "--failing", "setup=abort"], "-m and --failing both choose"),
         (["--failed", "setup=full"], "unrecognized arguments: --failed setup=full; did you "
          "mean --failing?"),

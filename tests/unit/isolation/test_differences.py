@@ -132,3 +132,13 @@ def test_the_passing_side_of_a_variable_unset_when_it_fails_is_named() -> None:
     added = Difference("matrix.c", MISSING, True)
     assert added.describe_base() == "c unset"
     assert Difference("matrix.c", False, True).describe_base() == "c=false"
+
+
+def test_an_empty_or_spaced_string_value_is_quoted_as_one_types_it() -> None:
+    # isolate said "with par=, it passes" of an empty string, as if the value were left out
+    # (fx96 5).
+    from reprospec.isolation.differences import Difference, render
+
+    assert Difference("matrix.par", "", "x").describe_base() == "par=''"
+    assert render("a b") == "'a b'"
+    assert render("fork") == "fork"
