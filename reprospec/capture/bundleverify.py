@@ -152,6 +152,10 @@ def _verify(
         )
     )
     changes: dict[str, str | None] = {RECORD_IMPORTS_VAR: "1"}  # the child records its opens
+    # A secret the run's spec had written in is read from the environment by the archive's
+    # spec: the values are known here, and the rerun had them empty and passed, `not as in
+    # the run` with no cause (fx96 1). One already set here is the engine's own to give.
+    changes.update({name: value for name, value in packed.replaced if name not in os.environ})
     if options.runner == "venv":
         from reprospec.venvs import ENVS_VARIABLE
 

@@ -101,6 +101,16 @@ def _verify(packed: Packed, run: RunResult, run_dir: Path) -> int:
         "run tried it where its attempts differed)",
         file=sys.stderr,
     )
+    if packed.replaced:
+        # The values are known here, not to the recipient: said, so a pass here is not
+        # read as a bundle that reruns without them (fx96 1).
+        names = ", ".join(name for name, _ in packed.replaced)
+        them = "it" if len(packed.replaced) == 1 else "them"
+        print(
+            f"reprospec: the rerun has {names} as the run's spec wrote {them} (the bundle "
+            f"leaves the value out: its recipient exports {them}, as its README says)",
+            file=sys.stderr,
+        )
     cancel = threading.Event()
     check = verify(packed, run, run_dir, _executor(cancel))
     for warning in outside_warnings(check):

@@ -272,22 +272,54 @@ def env_names_read(document: Mapping[str, JsonValue]) -> list[str]:
     return [name.split(".", 2)[1] for name in dotted if name.startswith("env.") and "." in name]
 
 
-def unset_env(document: Mapping[str, JsonValue]) -> tuple[str, ...]:
+def unset_env(document: Mapping[str, JsonValue], written: Iterable[str] = ()) -> tuple[str, ...]:
     """A warning when the spec reads engine variables that are not set here: they read as
-    null (an empty value in `environment.env`), and a bundle rerun elsewhere without
-    `API_TOKEN` said `not-reproduced: pass` with no word of why."""
+    null, which a text (a value of `environment.env`, the command) gets as the empty
+    string, and a bundle rerun elsewhere without `API_TOKEN` said `not-reproduced: pass`
+    with no word of why. It said "null where it was read" where the child got
+    `DB_PASSWORD=""` (fx96 2): it names the variables the child gets empty.
+
+    `written`: the names a masked spec's closing note gives (`Redactor.masked_names`), whose
+    secret the spec it was made from had written in, not read: "export it as the spec's
+    author had" sent its reader after a variable the author never exported (fx96 1)."""
     names = [
         n
         for n in dict.fromkeys(env_names_read(document))
         if n not in os.environ and _read_bare(document, n)
     ]
-    if not names:
-        return ()
-    read = ", ".join(f"${{{{ env.{n} }}}}" for n in names)
-    return (
-        f"the spec reads {read}, not set in this environment: null where it was read "
-        f"(export {'it' if len(names) == 1 else 'them'} as the spec's author had)",
-    )
+    left_out = [n for n in names if n in set(written)]
+    warnings = []
+    for group in ([n for n in names if n not in left_out], left_out):
+        if not group:
+            continue
+        read = ", ".join(f"${{{{ env.{n} }}}}" for n in group)
+        them = "it" if len(group) == 1 else "them"
+        empty = _empty_in_child(document, group)
+        got = f" ({', '.join(f'{k}={chr(39) * 2}' for k in empty)} in the child)" if empty else ""
+        if group is left_out:
+            one = len(group) == 1
+            where = (
+                f"the spec it was made from had {'its value' if one else 'their values'} "
+                f"written in, which a bundle or report leaves out: export {them} with "
+                f"{'that value' if one else 'those values'}"
+            )
+        else:
+            where = f"export {them} as the spec's author had"
+        warnings.append(
+            f"the spec reads {read}, not set in this environment: null, which a text gets "
+            f"as the empty string{got}; {where}"
+        )
+    return tuple(warnings)
+
+
+def _empty_in_child(document: Mapping[str, JsonValue], names: Iterable[str]) -> list[str]:
+    """The `environment.env` variables whose value reads one of `names` bare: the child
+    gets them as the empty string while those are unset."""
+    section = document.get("environment")
+    given = section.get("env") if isinstance(section, Mapping) else None
+    if not isinstance(given, Mapping):
+        return []
+    return [str(k) for k, v in given.items() if any(_read_bare(v, n) for n in names)]
 
 
 def _read_bare(value: object, name: str) -> bool:
@@ -481,7 +513,8 @@ class Redactor:
             if name is None:
                 return MASK
             used[name] = None
-            return "${{ env." + name + " }}"
+            expression = "${{ env." + name + " }}"
+            return f'"{expression}"' if _flow_scalar(text, match) else expression
 
         masked = self._pattern.sub(mask, text)
         if used and "\n" in text.strip():
@@ -629,6 +662,26 @@ class Redactor:
                     changes[name] = new
             return dataclasses.replace(value, **changes) if changes else value  # type: ignore[type-var]
         return value
+
+
+# A YAML quoted scalar, whole: what a line's beginning holds that says nothing of its flow.
+_YAML_QUOTED = Lazy(r""""(?:[^"\\]|\\.)*"|'(?:[^']|'')*'""")
+
+
+def _flow_scalar(text: str, match: re.Match[str]) -> bool:
+    """Whether `match` is a whole plain scalar inside a YAML flow collection on its line
+    (`environment: {env: {DB_PASSWORD: hunter2-pw}}`), where `${{ env.NAME }}` unquoted
+    opens a mapping inside the flow: the masked spec was `invalid YAML: expected ',' or
+    '}'`, and the bundle did not rerun (fx96 1). A block scalar takes it unquoted, as it is."""
+    start = text.rfind("\n", 0, match.start()) + 1
+    end = text.find("\n", match.end())
+    before = _YAML_QUOTED.sub("", text[start : match.start()])
+    after = text[match.end() : len(text) if end < 0 else end].lstrip()
+    if "'" in before or '"' in before:
+        return False  # inside a quoted scalar, where `{` is text
+    depth = before.count("{") + before.count("[") - before.count("}") - before.count("]")
+    opened = before.rstrip().endswith((":", "{", "[", ","))
+    return depth > 0 and opened and (not after or after.startswith((",", "}", "]", "#")))
 
 
 def _quote_after(text: str, quote: str) -> str:

@@ -100,6 +100,10 @@ class Packed:
     # The folder on this machine that the archive's tree/ stands for (`bundle --verify`
     # names a file its rerun missed where it is here).
     tree_root: Path | None = None
+    # The variables the archive's spec reads where the spec had a secret written in
+    # (`${{ env.DB_PASSWORD }}` for `hunter2-pw`), with the values the run had: never
+    # written, only held for `--verify`, which runs with them as the author would.
+    replaced: tuple[tuple[str, str], ...] = ()
 
 
 @frozen
@@ -220,7 +224,9 @@ def pack(
             named = PathNames.for_bundle(run.paths)
             manifest["command_line"] = named.shorten(run.command_line)
             _add_text(tar, top / MANIFEST, json.dumps(manifest, indent=2) + "\n")
-            _add_text(tar, top / "tree" / spec_rel, redactor.spec_text(run.spec_text))
+            spec_text = redactor.spec_text(run.spec_text)
+            replaced = _replaced(run.spec_text, spec_text, redactor, sources.document)
+            _add_text(tar, top / "tree" / spec_rel, spec_text)
             count += 2
             for folder in tree.empty_workdirs([spec_rel, *carried]):
                 # A workdir no carried file is in (the command names only `../raises.py`)
@@ -262,6 +268,7 @@ def pack(
                 place,
                 sources.document,
                 masked,
+                replaced=tuple(name for name, _ in replaced),
                 interrupted=interrupted,
                 archive=output.name,
             )
@@ -283,7 +290,31 @@ def pack(
     finally:
         tmp.unlink(missing_ok=True)
     warnings = (*sources.warnings, *masked)
-    return Packed(output, count, tuple(workdir_rel), warnings, tuple(sorted(outside)), tree.root)
+    return Packed(
+        output, count, tuple(workdir_rel), warnings, tuple(sorted(outside)), tree.root, replaced
+    )
+
+
+def _replaced(
+    ran: str, packed: str, redactor: Redactor, document: Mapping[str, JsonValue] | None
+) -> tuple[tuple[str, str], ...]:
+    """The variables the packed spec reads in place of a secret the run's spec had written
+    in (its closing note names them; the run's own text may be masked already), less those
+    the spec read itself, each with the value the run had: the README names them to
+    export, and `--verify` sets them."""
+    if document:
+        own = set(env_names_read(dict(document)))
+    else:  # the spec file is gone: its text, less the names the mask itself wrote
+        own = set(_ENV_READ.findall(ran)) - set(Redactor.masked_names(ran))
+    found = []
+    for name in Redactor.masked_names(packed):
+        values = [v for v, n in redactor.names.items() if n == name]
+        # The redactor holds each secret as a JSON file escapes it too: not the value.
+        escaped = {e for v in values if (e := json.dumps(v)[1:-1]) != v}
+        values = [v for v in values if v not in escaped]
+        if name not in own and values:
+            found.append((name, min(values, key=len)))
+    return tuple(found)
 
 
 def _removed(run: RunResult, run_dir: Path) -> UsageError:
@@ -662,6 +693,7 @@ def _readme(
     document: Mapping[str, JsonValue] | None = None,
     masked: Sequence[str] = (),
     *,
+    replaced: Sequence[str] = (),
     interrupted: bool = False,
     archive: str = "THIS-FILE.tar.gz",
 ) -> str:
@@ -762,6 +794,20 @@ def _readme(
             "the bundle), here as the run had them: "
             + ", ".join(_as_run(name, ran.get(name)) for name in read)
             + ending,
+        ]
+    if replaced:
+        # The spec had these secrets written in, so no `${{ env.X }}` read them and the
+        # sentence above left them out: the rerun passed on empty values, with no word of
+        # which to set (fx96 1).
+        lines += [
+            "",
+            " ".join(
+                f"Export `{name}` first (the spec had it written in; the bundle leaves it out):"
+                for name in replaced
+            )
+            + " the bundle's spec reads "
+            + ("it" if len(replaced) == 1 else "them")
+            + " from the environment reprospec runs in.",
         ]
     if files:
         lines += ["", "Files the cells name:", ""] + [f"- `tree/{name}`" for name in files]

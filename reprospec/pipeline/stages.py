@@ -332,7 +332,7 @@ def execute(
             *((set_aside_warning(set_aside),) if set_aside else ()),
             *((removed + rewritten_as,) if removed else ()),
             *reaped,
-            *unset_env(spec.document),
+            *unset_env(spec.document, Redactor.masked_names(spec.source_text)),
             *files_warnings,
             *warnings,
             *store.warnings,

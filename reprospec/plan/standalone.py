@@ -185,7 +185,9 @@ def standalone_of(
         words, inside = _assignments(plan.env, reads, redactor)
         command, named = _shell_line(plan, words, redactor)
         line = " ".join([*words, command])
-        exports = _exports(reads, values or {}, (*inside, *named))
+        exports = _exports(
+            reads, values or {}, (*inside, *named), _written(plan.env, reads, redactor)
+        )
         line = instances_loop(plan, line) if plan.copies > 1 else _with_shm(plan, line)
         if workdir != ".":
             # A loop of instances is several lines: the `cd` stands on its own.
@@ -395,25 +397,53 @@ def _assignments(
     return words, tuple(named)
 
 
+def _written(
+    env: Mapping[str, str], reads: Mapping[str, str], redactor: Redactor | None
+) -> tuple[str, ...]:
+    """The variables whose secret value the spec writes in (`DB_PASSWORD: hunter2-pw`),
+    which the command line takes whole from the reader's shell (`DB_PASSWORD="$DB_PASSWORD"`,
+    reproscript.shell_assignment, as `_assignments` writes them): no note named them, and
+    the repro ran with them empty."""
+    return tuple(
+        k
+        for k, v in env.items()
+        if k not in reads
+        and sets_secret(k, v)
+        and (redactor is None or redactor.reading_assignment(k, v) is None)
+    )
+
+
 def _exports(
-    reads: Mapping[str, str], values: Mapping[str, str | None], also: Sequence[str] = ()
+    reads: Mapping[str, str],
+    values: Mapping[str, str | None],
+    also: Sequence[str] = (),
+    written: Sequence[str] = (),
 ) -> tuple[str, ...]:
     """The notes on what the reader must export, as the spec read it: a public variable
     with the value the run read (the bare name `CODE` let a reader export CODE=0 and run
     another program than the run's CODE=3; nu27 N25), a secret by name; apart, as the
     bundle's README, what the run read unset, to leave unset (not "export it"). `also`: the
-    variables the command line reads a secret from."""
-    names = sorted({*reads.values(), *also})
+    variables the command line reads a secret from; `written`: those whose secret the spec
+    writes in, which the reader's shell must hold too (not "the spec reads" them)."""
+    written = [n for n in dict.fromkeys(written) if n not in also]
+    names = sorted({*reads.values(), *also} - set(written))
     left = [n for n in names if n in values and values[n] is None]
     said = [f"{n}={shlex.quote(v)}" if (v := values.get(n)) is not None else n for n in names]
     said = [word for n, word in zip(names, said, strict=True) if n not in left]
     ends = (": export {} first", ", unset in the run: leave {} unset")
-    return tuple(
+    notes = tuple(
         f"the spec reads {', '.join(group)} from your environment"
         + end.format("it" if len(group) == 1 else "them")
         for group, end in ((said, ends[0]), (left, ends[1]))
         if group
     )
+    if written:
+        notes += (
+            f"export {', '.join(written)} first (the spec has "
+            f"{'its value' if len(written) == 1 else 'their values'} written in, a secret "
+            "that no report or bundle holds)",
+        )
+    return notes
 
 
 def _masked(env: Mapping[str, str]) -> dict[str, str]:

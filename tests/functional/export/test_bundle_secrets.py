@@ -278,3 +278,69 @@ def test_a_secret_the_spec_writes_under_any_name_is_in_no_output_and_no_bundle(
     for value in secrets.values():
         leaked = [name for name, data in members.items() if value.encode() in data]
         assert leaked == [], value
+
+
+# fx96 1: a secret written in the spec, in a flow mapping, and a program that fails only
+# with it: the bundle reads it from the environment instead.
+WRITTEN_IN_FLOW = """\
+reprospec: 1
+name: db-auth
+environment: {env: {DB_PASSWORD: hunter2-literal-pw}}
+command: >-
+  python -c "import os; assert not os.environ['DB_PASSWORD'].endswith('-pw'), 'auth'"
+expect: {outcome: error, exception: AssertionError}
+"""
+
+
+def test_a_secret_the_spec_wrote_in_is_named_to_export_and_verified_with_its_value(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The bundle wrote `{DB_PASSWORD: ${{ env.DB_PASSWORD }}}`, invalid YAML in a flow
+    # mapping; neither its README nor the report's standalone repro named DB_PASSWORD to
+    # export; --verify reran it empty, `not as in the run` with no cause; and the rerun
+    # said "export it as the spec's author had" of a value the author never exported.
+    monkeypatch.delenv("DB_PASSWORD", raising=False)
+    spec = tmp_path / "db.yaml"
+    spec.write_text(WRITTEN_IN_FLOW)
+    store = tmp_path / "store"
+    ran = cli("run", str(spec), "--out", str(store))
+    assert ran.code == 0, ran.stdout + ran.stderr
+    report = (ran.latest_run() / "report.md").read_text()
+    assert (
+        "> export DB_PASSWORD first (the spec has its value written in, a secret that no "
+        "report or bundle holds)"
+    ) in report
+    archive = tmp_path / "db.tgz"
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    packed = cli(
+        "bundle", "latest", "-o", str(archive), "--out", str(store), "--verify",
+        env={"TMPDIR": str(temp)},
+    )  # fmt: skip
+    assert packed.code == 0, packed.stdout + packed.stderr
+    assert "the rerun has DB_PASSWORD as the run's spec wrote it" in packed.stderr
+    assert "verify: default: as in the run: reproduced" in packed.stdout
+    members = _members(archive)
+    assert not [name for name, data in members.items() if b"hunter2-literal-pw" in data]
+    (tree_spec,) = [data for name, data in members.items() if name.endswith("tree/db.yaml")]
+    assert b'environment: {env: {DB_PASSWORD: "${{ env.DB_PASSWORD }}"}}' in tree_spec
+    (readme,) = [data for name, data in members.items() if name.endswith("README.md")]
+    assert (
+        b"Export `DB_PASSWORD` first (the spec had it written in; the bundle leaves it out): "
+        b"the bundle's spec reads it from the environment reprospec runs in."
+    ) in readme
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    rerun = cli("run", str(archive), "--yes", "--out", str(elsewhere / "out"), cwd=elsewhere)
+    assert rerun.code == 1, rerun.stdout + rerun.stderr  # the child had it empty: it passed
+    assert (
+        "reprospec: warning: the spec reads ${{ env.DB_PASSWORD }}, not set in this "
+        "environment: null, which a text gets as the empty string (DB_PASSWORD='' in the "
+        "child); the spec it was made from had its value written in, which a bundle or "
+        "report leaves out: export it with that value"
+    ) in rerun.stderr
+    mine = cli(
+        "run", str(archive), "--yes", "--out", str(elsewhere / "again"), cwd=elsewhere,
+        env={"DB_PASSWORD": "hunter2-literal-pw"},
+    )  # fmt: skip
+    assert mine.code == 0, mine.stdout + mine.stderr

@@ -308,6 +308,13 @@ def test_an_unset_variable_the_spec_reads_is_warned_of_unless_it_gives_a_default
     bare: dict[str, JsonValue] = {"environment": {"env": {"TOKEN": "${{ env.RV_UNSET_X }}"}}}
     (warning,) = unset_env(bare)
     assert "${{ env.RV_UNSET_X }}, not set in this environment" in warning
+    # It said "null where it was read" where the child got TOKEN="" (fx96 2).
+    assert "null, which a text gets as the empty string (TOKEN='' in the child)" in warning
+    assert warning.endswith("export it as the spec's author had")
+    # A name a masked spec's note gives: its author wrote the value in (fx96 1).
+    (written,) = unset_env(bare, ("RV_UNSET_X",))
+    assert "the spec it was made from had its value written in" in written
+    assert "spec's author had" not in written
     # `or` gives a default: no null was read, and the warning said one was.
     assert unset_env({"command": "echo ${{ env.RV_UNSET_X or 'default' }}"}) == ()
     monkeypatch.setenv("RV_UNSET_X", "1")
@@ -448,3 +455,18 @@ def test_an_assignment_reads_its_secret_from_its_variable_only_where_it_says_mor
     # Its own whole value is passed by name; a secret of no variable is never written.
     assert redactor.reading_assignment("MY_TOKEN", token) is None
     assert Redactor([token]).reading_assignment("MY_TOK", token) is None
+
+
+def test_a_secret_written_whole_in_a_flow_mapping_is_read_again_quoted() -> None:
+    # `{env: {DB_PASSWORD: ${{ env.DB_PASSWORD }}}}` was invalid YAML: the bundle's spec
+    # did not load (fx96 1). A block scalar, a quoted one, or one inside a longer plain
+    # scalar is written as it was.
+    secret = "hunter2-literal-pw"
+    redactor = Redactor({secret: "DB_PASSWORD"}, names={secret: "DB_PASSWORD"})
+    read = "${{ env.DB_PASSWORD }}"
+    assert (
+        redactor.spec_text(f"env: {{DB_PASSWORD: {secret}}}") == f'env: {{DB_PASSWORD: "{read}"}}'
+    )
+    assert redactor.spec_text(f"args: [a, {secret}, b]") == f'args: [a, "{read}", b]'
+    assert redactor.spec_text(f"  DB_PASSWORD: {secret}") == f"  DB_PASSWORD: {read}"
+    assert redactor.spec_text(f'env: {{P: "{secret}"}}') == f'env: {{P: "{read}"}}'
