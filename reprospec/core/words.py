@@ -65,9 +65,20 @@ NOT_RUN_LEGEND = f"⏸️ {NOT_RUN}"
 STOPPED_BY_STOP_ON = "stopped by run.stop_on"
 
 
-def stopped_phrase(stop_on: str, ran: int, planned: int) -> str:
-    """`stopped by run.stop_on: first-miss after 2 of 3 attempts`."""
-    return f"{STOPPED_BY_STOP_ON}: {stop_on} after {ran} of {planned} attempts"
+def stopped_phrase(stop_on: str, ran: int, planned: int, missed: int = 0) -> str:
+    """`stopped by run.stop_on: first-miss after 2 of 3 attempts`.
+
+    `missed`: of a cell without `expect.rate` that first-reproduction stopped, the attempts
+    that missed before its first match. One miss already made it not-reproduced, so the
+    bare phrase on a `not-reproduced` cell read as if it had reproduced (fx96 4): it says
+    it stopped at its first match, and what the misses made of the verdict."""
+    phrase = f"{STOPPED_BY_STOP_ON}: {stop_on} after {ran} of {planned} attempts"
+    if missed and stop_on == "first-reproduction":
+        phrase += (
+            f", at its first that matched; {missed} missed before it, and without an "
+            "expect.rate one miss makes the cell not-reproduced"
+        )
+    return phrase
 
 
 def stopped_of(reason: str) -> str:
@@ -100,7 +111,8 @@ def stopped_counts(reason: str) -> tuple[str, int, int] | None:
     each of which stop_on stopped on its own share."""
     phrase = stopped_of(reason).removeprefix(f"{STOPPED_BY_STOP_ON}: ")
     stop_on, sep, counts = phrase.partition(" after ")
-    ran, of, planned = counts.removesuffix(" attempts").partition(" of ")
+    # What follows the counts (`, at its first that matched; ...`) is no count.
+    ran, of, planned = counts.partition(" attempts")[0].partition(" of ")
     if not sep or not of or not ran.isdigit() or not planned.isdigit():
         return None
     return stop_on, int(ran), int(planned)

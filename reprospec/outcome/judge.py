@@ -364,10 +364,11 @@ class CellJudge:
             # Nothing went wrong in this cell: the run stopped before it (no infra-error).
             verdict = Verdict("not-run", f"{NOT_RUN}: --resume finishes it", verdict.rate)
         elif stopped:
+            missed = stopped_misses(expectation, attempts)
             verdict = replace(
                 verdict,
                 reason=f"{verdict.reason} "
-                f"({stopped_phrase(self._plan.stop_on, len(attempts), len(numbers))})",
+                f"({stopped_phrase(self._plan.stop_on, len(attempts), len(numbers), missed)})",
             )
         elif interrupted and len(attempts) < len(numbers):
             verdict = replace(
@@ -396,6 +397,14 @@ def stopped_by(stop_on: str, expectation: Expectation, attempts: Sequence[Attemp
     if stop_on == "first-reproduction":
         return any(a.matched for a in ran)
     return not all(a.matched for a in ran)
+
+
+def stopped_misses(expectation: Expectation, attempts: Sequence[AttemptResult]) -> int:
+    """The attempts that ran and missed, of a cell without `expect.rate` (`stopped_phrase`
+    says them of one first-reproduction stopped); 0 with a rate, whose interval decided."""
+    if expectation.rate is not None:
+        return 0
+    return sum(not a.matched for a in attempts if a.infra_error is None)
 
 
 def ran_rate(attempts: Iterable[AttemptResult]) -> Rate:

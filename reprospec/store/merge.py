@@ -54,7 +54,10 @@ def _merge_cell(parts: Sequence[CellResult], judge_cell: JudgeCell) -> CellResul
     stop_on = next((counts[0] for _, counts in stops if counts is not None), None)
     if stop_on is not None:
         planned = sum(len(part.attempts) if c is None else c[2] for part, c in stops)
-        phrase = stopped_phrase(stop_on, len(attempts), planned)
+        missed = 0
+        if first.expected.rate is None:
+            missed = sum(not a.matched for a in attempts if a.infra_error is None)
+        phrase = stopped_phrase(stop_on, len(attempts), planned, missed)
         verdict = replace(verdict, reason=f"{verdict.reason} ({phrase})")
     return CellResult.judged(
         first.cell,

@@ -155,6 +155,37 @@ def test_cells_judged_as_they_end_and_the_rest_at_the_end_keep_the_plans_order(
     assert "interrupted" not in cells[2].reason  # complete when it was judged
 
 
+def test_first_reproduction_without_a_rate_says_it_stopped_at_its_first_match(
+    tmp_path: Path,
+) -> None:
+    """`not-reproduced ... (stopped by run.stop_on: first-reproduction after 3 of 5
+    attempts)` read as if it reproduced: the misses before the match settled the verdict
+    (fx96 4). The counts still read back (a merge adds them up over shards)."""
+    from reprospec.core.words import stopped_counts
+
+    plan = make_plan(
+        tmp_path,
+        "run: {repeat: 5, stop_on: first-reproduction}\nexpect: {outcome: error}\n",
+    )
+    (cell,) = plan.cells
+    missed = AttemptResult(1, 0.1, Outcome(kind="pass", exit_code=0), False, ("x",), logs="")
+    matched = AttemptResult(3, 0.1, Outcome(kind="error", exit_code=1), True, (), logs="")
+    judged = CellJudge(plan).judge(cell, (missed, replace(missed, attempt=2), matched))
+    assert judged.verdict == "not-reproduced"
+    assert judged.reason.endswith(
+        "(stopped by run.stop_on: first-reproduction after 3 of 5 attempts, at its first that "
+        "matched; 2 missed before it, and without an expect.rate one miss makes the cell "
+        "not-reproduced)"
+    )
+    assert stopped_counts(judged.reason) == ("first-reproduction", 3, 5)
+    # Its first attempt matched: reproduced, and the bare phrase says all there is.
+    first = CellJudge(plan).judge(cell, (replace(matched, attempt=1),))
+    assert first.verdict == "reproduced"
+    assert first.reason.endswith(
+        "(stopped by run.stop_on: first-reproduction after 1 of 5 attempts)"
+    )
+
+
 def test_a_cell_stop_on_stopped_says_so_in_its_reason_rate_column_and_junit(
     tmp_path: Path,
 ) -> None:
