@@ -138,6 +138,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    from reprospec.commands import options as opt
+
+    if args.command in opt.WRITING_VERBS:
+        # Before anything runs: an -o or --out that cannot be written said so only after
+        # a whole search, naming no option.
+        for flag, dest in (("-o", "output"), ("--out", "out")):
+            path = getattr(args, dest, None)
+            if isinstance(path, Path):
+                opt.check_writable(flag, path)
     module = importlib.import_module(f"reprospec.commands.{args.command}")
     result: int = module.run(args)
     return result

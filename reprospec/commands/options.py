@@ -413,3 +413,47 @@ def invocation(skip: Sequence[str] = ()) -> str:
     started without arguments, e.g. from Python)."""
     words = [word for word in sys.argv[1:] if word not in skip]
     return "reprospec " + shlex.join(words) if words else ""
+
+
+# The verbs that write a folder or file under `-o`/`--output` or a store under `--out`:
+# each path is checked before anything runs (cli._dispatch).
+WRITING_VERBS = (
+    "run",
+    "isolate",
+    "minimize",
+    "amplify",
+    "bisect",
+    "capture",
+    "bundle",
+    "materialize",
+)
+
+
+def check_writable(flag: str, path: Path) -> None:
+    """Refuse, before a verb runs anything, a `flag` path it could not be written at: one
+    under a file (`-o existing_file/sub`) or in a folder nothing can be made in (`/proc`).
+    `minimize -o /proc/min-out` ran its whole search, then exited 2 saying only `No such
+    file or directory: /proc/min-out`, naming no option. A path that exists is left to
+    the verb, which says what it may be (a folder, not a file: `-o /dev/null`). The probe
+    makes and removes an empty folder in the nearest folder that exists, as writing will:
+    permissions alone do not tell /proc (root may, and cannot)."""
+    import errno
+    import tempfile
+
+    from reprospec.errors import InfraError, UsageError
+
+    target = path.absolute()
+    if target.exists() or target.is_symlink():
+        return
+    existing = target.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"{flag} {path}: cannot write there: {existing} is not a folder")
+    try:
+        Path(tempfile.mkdtemp(prefix=".reprospec-check-", dir=existing)).rmdir()
+    except OSError as exc:
+        why = f"{flag} {path}: cannot write there: {exc.strerror or exc}: {existing}"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+            raise InfraError(why) from None
+        raise UsageError(why) from None
