@@ -863,23 +863,34 @@ def _rate_change(found: Minimized) -> RateChange | None:
 
 def _messages(found: Minimized) -> list[str]:
     """The original's and the result's failure messages side by side (where known)."""
+    # Where the result's row is empty, why: DIR's rerun did not fail (its failures were the
+    # search's, whose messages are not kept), or its failure printed none.
+    after = "(none printed)"
+    if found.unconfirmed:
+        after = "(DIR's rerun did not fail"
+        if found.result.rate.matched:
+            after += f"; the search's final check saw it fail in {rate_text(found.result.rate)}"
+        after += ", its messages not kept)"
     rows = [
-        ("the original", found.message_before),
-        ("the result", found.message_after),
+        ("the original", found.message_before, "(none printed)"),
+        ("the result", found.message_after, after),
     ]
     if found.unperturbed is not None:
-        rows.append(("the result, unperturbed", found.unperturbed.message_unperturbed))
+        rows.append(
+            ("the result, unperturbed", found.unperturbed.message_unperturbed, "(none printed)")
+        )
     if not found.message_before and not found.message_after:
         return []
     lines = ["", "## Failure messages", "", "| | message |", "|---|---|"]
-    lines += [f"| {who} | {_cell(message)} |" for who, message in rows]
+    lines += [f"| {who} | {_cell(message, missing)} |" for who, message, missing in rows]
     return lines
 
 
-def _cell(message: str) -> str:
-    """A message in a table cell: one line, its pipes escaped, at most 300 characters."""
+def _cell(message: str, missing: str = "(none printed)") -> str:
+    """A message in a table cell: one line, its pipes escaped, at most 300 characters;
+    `missing` where there is none (why, not "none seen" of a failure that was seen)."""
     if not message:
-        return "(none seen)"
+        return missing
     flat = " ".join(message.split())
     flat = flat if len(flat) <= 300 else flat[:297] + "..."
     return "`" + flat.replace("|", "\\|").replace("`", "'") + "`"
@@ -939,7 +950,13 @@ def markdown(found: Minimized) -> str:
         f"({_expect(found)}); passing cells checked with every accepted candidate: "
         f"{', '.join(c.id for c in found.passing) or 'none (the spec has none)'}",
         f"- **Rate of the result**: {_measured(found, r.rate, named=True)}; the original: "
-        f"{_measured(found, r.original_rate)}",
+        f"{_measured(found, r.original_rate)}"
+        + (
+            f" ({r.original_rate.attempts + 1} ran; counted without the failure they stopped "
+            "at, which reads a rate high)"
+            if r.original_stopped
+            else ""
+        ),
         "- **Passing cells with the result**: "
         + (
             f"{r.passing_checked.passed}/{r.passing_checked.ran} attempts passed"

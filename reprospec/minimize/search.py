@@ -317,9 +317,12 @@ class MinimizeResult:
     # `-c`), and the last one's reason: dropped, as any that is no program of this failure.
     cannot_run: int = 0
     cannot_run_reason: str = ""
+    # original_rate leaves out the match its rate attempts stopped at (unbiased_rate).
+    original_stopped: bool = False
 
     def to_dict(self) -> JsonObject:
         return {
+            "original_stopped": self.original_stopped,
             "status": self.status,
             "message": self.message,
             "budget_spent": self.budget_spent,
@@ -928,7 +931,8 @@ class Minimization:
             candidates=self.proposed,
             ran=len(self.judged),
             rate=rate_of(final.matched, final.ran),
-            original_rate=rate_of(self._original_failing.matched, self._original_failing.ran),
+            original_rate=unbiased_rate(self._original_failing, self.settings.rate_matches),
+            original_stopped=stopped_at_match(self._original_failing, self.settings.rate_matches),
             rate_used=self.rate_used(),
             deterministic=self.deterministic(),
             clean_needed=self.clean_needed(),
@@ -969,6 +973,23 @@ class Minimization:
                 else None
             ),
         )
+
+
+def stopped_at_match(tally: Tally, matches: int) -> bool:
+    """Whether the original's rate attempts stopped at their `matches`-th match with a clean
+    attempt among them: a flaky rate that a stopping rule ended."""
+    return tally.matched >= matches and tally.ran > tally.matched
+
+
+def unbiased_rate(tally: Tally, matches: int) -> Rate:
+    """The original's rate as its attempts allow it: where they ran until `matches` matches
+    (stopped_at_match), the last match is where they stopped, no fair sample, and k/n reads
+    high (a race at 20%, 8 of 40, read 5/10); (k-1)/(n-1), the unbiased count under that
+    stopping rule, is what the report and the final check's size use. A deterministic
+    failure (5 of 5) is counted as it ran: nothing reads higher than every time."""
+    if stopped_at_match(tally, matches):
+        return rate_of(tally.matched - 1, tally.ran - 1)
+    return rate_of(tally.matched, tally.ran)
 
 
 def _kinds(tally: Tally) -> list[AttemptKind]:

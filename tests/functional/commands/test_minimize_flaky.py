@@ -1,0 +1,102 @@
+"""`reprospec minimize` of a flaky race: rates read without the stopping rule's bias, DIR's
+check sized from the lowest rate measured, and a miss told as chance, not missing files.
+
+A user's race failed 8 of 40 times; minimize reported the original as 5/10 (its rate
+attempts stop at their 5th failure, which reads high), sized DIR's check from the
+result's 5/6 (43%: 9 attempts, which a failure at 20% passes 13 times in 100), and on
+the miss told them to "copy in what the program reads under a name it builds" of a
+program that reads no file, with minimize.md's Failure messages saying "(none seen)".
+
+tests/data/minimize/race/racelib.py is real threads losing a real check-then-act race,
+every third attempt (a counter file), never in `result-dir`: the search sees a flaky
+failure at 1/3 and DIR's check misses for certain, so the test is not flaky itself.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from tests.support.cli import ROOT, run_cli
+
+RACELIB = ROOT / "tests" / "data" / "minimize" / "race" / "racelib.py"
+
+SHOP = """\
+import sys
+
+import racelib
+
+racelib.race("--parallel" in sys.argv)
+"""
+
+
+def _spec(lib: Path, counter: Path) -> str:
+    return f"""\
+reprospec: 1
+name: race
+matrix:
+  include:
+    - {{mode: serial}}
+    - {{mode: parallel}}
+command: python shop.py --${{{{ matrix.mode }}}}
+environment:
+  env:
+    PYTHONPATH: {lib}
+    RACE_COUNTER: {counter}
+run:
+  timeout: 30s
+expect:
+  outcome: error
+  exception: AssertionError
+  cases:
+    - when: {{mode: serial}}
+      outcome: pass
+"""
+
+
+def test_a_flaky_miss_in_dir_is_told_as_chance_and_rates_are_unbiased(tmp_path: Path) -> None:
+    lib, work = tmp_path / "lib", tmp_path / "work"
+    lib.mkdir()
+    work.mkdir()
+    shutil.copy(RACELIB, lib / "racelib.py")
+    (work / "shop.py").write_text(SHOP, encoding="utf-8")
+    (work / "race.yaml").write_text(_spec(lib, tmp_path / "counter"), encoding="utf-8")
+    argv = ["minimize", "race.yaml", "-o", "result-dir", "-j", "1", "--budget", "80"]
+    argv += ["--out", str(tmp_path / "store"), "--python", sys.executable]
+    result = run_cli(tmp_path, *argv, cwd=work, timeout=600)
+    assert result.code == 1, result.stdout + result.stderr
+    line = result.stdout.splitlines()[0]
+    found = json.loads((work / "result-dir" / "minimize.json").read_text(encoding="utf-8"))
+    search = found["search"]
+
+    # (a) The original failed at attempts 3, 6, ..., 15 and its rate stopped at the 5th
+    # failure: 5/15 reads high; 4/14 is the unbiased count, and minimize.md says why.
+    assert search["original_rate"]["matched"] == 4, search["original_rate"]
+    assert search["original_rate"]["attempts"] == 14, search["original_rate"]
+    assert search["original_stopped"] is True
+    md = (work / "result-dir" / "minimize.md").read_text(encoding="utf-8")
+    assert "the original: 4/14" in md
+    assert "counted without the failure they stopped at" in md
+
+    # (b) DIR's check ran as many attempts as make a clean streak at the lowest rate
+    # measured (the result's or the original's low end) at most 1% likely.
+    ran = re.search(r"did not fail as error:AssertionError in (\d+) attempts", line)
+    assert ran is not None, line
+    low = min(search["rate"]["low"], search["original_rate"]["low"])
+    assert int(ran.group(1)) == min(60, math.ceil(math.log(0.01) / math.log(1 - low))), line
+    chance = (1 - low) ** int(ran.group(1))
+    assert chance <= 0.01 or int(ran.group(1)) == 60  # the cap: the line then says the chance
+
+    # (c) The miss says how likely it is by chance and blames no file: none was missing.
+    assert "stays clean" in line, line
+    assert "with a chance of" in line, line
+    assert "name it builds" not in line, line
+    assert "its rerun found no file missing" in line, line
+
+    # (d) The result failed in the search: its message row says why it has none.
+    assert "(none seen)" not in md
+    assert "DIR's rerun did not fail" in md
