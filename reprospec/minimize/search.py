@@ -909,6 +909,7 @@ class Minimization:
     # -- the answer ----------------------------------------------------------
 
     def _finish(self, status: Status, message: str) -> None:
+        s = self.settings
         final = (
             self._final.failing if self._phase in ("final", "final-passing", "done") else Tally()
         )
@@ -931,8 +932,10 @@ class Minimization:
             candidates=self.proposed,
             ran=len(self.judged),
             rate=rate_of(final.matched, final.ran),
-            original_rate=unbiased_rate(self._original_failing, self.settings.rate_matches),
-            original_stopped=stopped_at_match(self._original_failing, self.settings.rate_matches),
+            original_rate=unbiased_rate(self._original_failing, s.rate_matches, s.rate_attempts),
+            original_stopped=stopped_at_match(
+                self._original_failing, s.rate_matches, s.rate_attempts
+            ),
             rate_used=self.rate_used(),
             deterministic=self.deterministic(),
             clean_needed=self.clean_needed(),
@@ -975,19 +978,20 @@ class Minimization:
         )
 
 
-def stopped_at_match(tally: Tally, matches: int) -> bool:
-    """Whether the original's rate attempts stopped at their `matches`-th match with a clean
-    attempt among them: a flaky rate that a stopping rule ended."""
-    return tally.matched >= matches and tally.ran > tally.matched
+def stopped_at_match(tally: Tally, matches: int, most: int) -> bool:
+    """Whether the original's rate attempts stopped at their `matches`-th match, short of
+    `most`, with a clean attempt among them: a flaky rate that a stopping rule ended. One
+    whose 5th match came at the 20th attempt ran as many as a fixed count would."""
+    return tally.matched >= matches and tally.matched < tally.ran < most
 
 
-def unbiased_rate(tally: Tally, matches: int) -> Rate:
+def unbiased_rate(tally: Tally, matches: int, most: int) -> Rate:
     """The original's rate as its attempts allow it: where they ran until `matches` matches
     (stopped_at_match), the last match is where they stopped, no fair sample, and k/n reads
     high (a race at 20%, 8 of 40, read 5/10); (k-1)/(n-1), the unbiased count under that
     stopping rule, is what the report and the final check's size use. A deterministic
     failure (5 of 5) is counted as it ran: nothing reads higher than every time."""
-    if stopped_at_match(tally, matches):
+    if stopped_at_match(tally, matches, most):
         return rate_of(tally.matched - 1, tally.ran - 1)
     return rate_of(tally.matched, tally.ran)
 
