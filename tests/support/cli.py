@@ -151,9 +151,9 @@ def _share_torch_captures(source: Path, target: Path) -> tuple[Path | None, set[
             made = target if target.parent.exists() else target.parent
         try:
             target.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            # An `--out` that is a file (or under one): the command is to refuse it, and
-            # nothing is shared into it.
+        except OSError:
+            # An `--out` that is a file, under one, or where nothing can be made (/proc):
+            # the command is to refuse it, and nothing is shared into it.
             return None, copied
         partial = target / f".{file.name}.{os.getpid()}"
         shutil.copyfile(file, partial)

@@ -179,7 +179,7 @@ def test_crashes_of_two_children_are_two_outcomes_each_naming_its_own(
     assert "2/2 cells observed, 2 outcomes" in result.stdout, result.stdout
     out = result.stdout
     for name in ("a", "b"):
-        headline = f"python3 {name}_child.py) in 1 of 2 cells (1 attempt)"
+        headline = f" {name}_child.py) in 1 of 2 cells (1 attempt)"
         assert headline in out, out
         explained = out.split(headline, 1)[1].splitlines()[1]
         assert explained.strip() == f"script={name}: in every cell with this outcome, in no other"
@@ -204,6 +204,6 @@ def test_a_judged_report_names_each_crashed_child(cli: Cli, tmp_path: Path) -> N
     assert "b_child.py) in 1;" in headline, headline
     separates = report.split("## What separates", 1)[1].split("\n## ", 1)[0]
     for name in ("a", "b"):
-        assert f"python3 {name}_child.py)` in 1 of 3 cells: `script={name}`" in separates
+        assert f" {name}_child.py)` in 1 of 3 cells: `script={name}`" in separates
     # The child the Failure section does not lead with gets its own log, as another failure.
     assert "\n### Expected as well: `crash SIGSEGV (child: " in report, report

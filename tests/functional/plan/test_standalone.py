@@ -323,6 +323,9 @@ def test_command_spec_standalone_names_its_files(tmp_path: Path) -> None:
     assert standalone.env["API_TOKEN"] == "***"
     assert standalone.files == ("conf/a.yaml", "main.py", "util.py")
     assert standalone.notes == (
+        # API_TOKEN's value is written in the spec, and the repro leaves it out.
+        "export API_TOKEN first (the spec has its value written in, a secret that no report "
+        "or bundle holds)",
         "`unshare` gives it a private /dev/shm of 64.0 MiB, as the run did (a user namespace: "
         "no root needed where the kernel allows one)",
     )
