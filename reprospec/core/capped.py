@@ -43,6 +43,15 @@ def join_head_tail(first: bytes, last: bytes, total: int) -> bytes:
     return first + omission(total - len(first) - len(last)) + last
 
 
+def size(path: Path) -> int:
+    """How many bytes `path` holds now; 0 where it is missing or cannot be read (a log not
+    written yet, a stack file being removed): what a bounded read of it would find."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def head_tail(path: Path | str, head: int, tail: int) -> bytes:
     """The file's first `head` and last `tail` bytes, whole when it is no longer.
 
@@ -205,4 +214,4 @@ def run(
     )
 
 
-__all__ = ["Completed", "head_tail", "join_head_tail", "lines", "omission", "run"]
+__all__ = ["Completed", "head_tail", "join_head_tail", "lines", "omission", "run", "size"]

@@ -20,6 +20,7 @@ import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from reprospec.core import capped
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
@@ -100,7 +101,7 @@ def spec_tree(
             outside.update(dict.fromkeys(context.files))
             missing.update(dict.fromkeys(context.missing))
             hidden.update(dict.fromkeys(context.hidden))
-    too_large = [p for p in [*files, *outside] if _size(p) > max_file_bytes]
+    too_large = [p for p in [*files, *outside] if capped.size(p) > max_file_bytes]
     for path in too_large:
         files.pop(path, None)
         outside.pop(path, None)
@@ -167,13 +168,6 @@ def copy_tree(tree: SpecTree, dest: Path, *, linked: Iterable[Path] = ()) -> Pat
     spec = dest / tree.place(tree.spec)
     shutil.copy2(tree.spec, spec)
     return spec
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def _not_carried(absolute: Iterable[Path], too_large: Sequence[Path], limit: int) -> list[str]:

@@ -99,13 +99,6 @@ def _looks_like_python(info: ProcInfo) -> bool:
     return exe.startswith("python") or exe.startswith("pypy")
 
 
-def _file_size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
 def _py_spy_dumps(pids: Sequence[int], budget_s: float, out_dir: Path) -> dict[int, str]:
     """`py-spy dump` for each pid in parallel, bounded; only successful dumps are returned.
 
@@ -171,7 +164,7 @@ def wait_for_stack_files(
     while len(done) < len(pending) and time.monotonic() < deadline:
         pause(0.02)
         for pid in pending:
-            size = _file_size(stack_dir / f"stack-{pid}.txt")
+            size = capped.size(stack_dir / f"stack-{pid}.txt")
             # Non-empty and unchanged since the last look: faulthandler has finished writing.
             if size and size == sizes.get(pid):
                 done.add(pid)

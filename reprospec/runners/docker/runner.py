@@ -134,13 +134,6 @@ class _Streams:
         return late
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
 def _drop_init_try(
     streams: _Streams, base: AttemptFiles, events_size: int, failed: _InitFailed
 ) -> str | None:
@@ -158,7 +151,7 @@ def _drop_init_try(
             if lines and not said:
                 said = printable(lines[-1], one_line=True)[:300]
     with contextlib.suppress(OSError):
-        if _size(base["events_path"]) > events_size:
+        if capped.size(base["events_path"]) > events_size:
             os.truncate(base["events_path"], events_size)
     if failed.status is None:
         return None
@@ -411,7 +404,7 @@ class DockerRunner:
             scratch_dirs = scratch.prepare(log_dir, socket_safe=False)
         markers, warnings = compile_markers(plan.markers)
         # Before the try under the init: what events.jsonl holds that is not its doing.
-        events_size = _size(events_path)
+        events_size = capped.size(events_path)
         streams = _Streams.open(base, markers)
         # Cores held from their creation while the container runs (native/corewatch.py).
         watched = (
