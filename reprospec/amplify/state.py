@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from reprospec.core.atomicfile import write_atomic
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.isolation.candidates import AttemptKind
@@ -116,15 +117,12 @@ class StateFile:
 
     def add(self, probe: StoredProbe) -> None:
         self._probes.append(probe)
-        self.folder.mkdir(parents=True, exist_ok=True)
         data = {
             "format": FORMAT,
             "header": self.header,
             "probes": [p.to_dict() for p in self._probes],
         }
-        temporary = self.path.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        temporary.replace(self.path)
+        write_atomic(self.path, json.dumps(data, indent=1))
 
     def probes(self) -> list[StoredProbe]:
         """Every probe stored, in the order they ran."""

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from reprospec.core.answers import rendered, search_exit_code
+from reprospec.core.atomicfile import write_atomic
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -309,14 +310,8 @@ def markdown(found: IsolateResult) -> str:
 
 def write(found: IsolateResult) -> None:
     """isolate.json and isolate.md into the isolate folder, each replaced atomically."""
-    found.folder.mkdir(parents=True, exist_ok=True)
-    for name, content in (
-        ("isolate.json", json.dumps(to_dict(found), indent=2) + "\n"),
-        ("isolate.md", markdown(found)),
-    ):
-        temporary = found.folder / (name + ".tmp")
-        temporary.write_text(content, encoding="utf-8")
-        temporary.replace(found.folder / name)
+    write_atomic(found.folder / "isolate.json", json.dumps(to_dict(found), indent=2) + "\n")
+    write_atomic(found.folder / "isolate.md", markdown(found))
 
 
 def _key_evidence(found: IsolateResult) -> list[tuple[str, Candidate]]:

@@ -29,6 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from reprospec.core.atomicfile import write_atomic
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.errors import UsageError
@@ -296,12 +297,9 @@ class StateFile:
             return list(dict.fromkeys(p.run_id for p in self._probes if p.run_id))
 
     def _write(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
         data = {
             "format": FORMAT,
             "header": self.header,
             "probes": [p.to_dict() for p in self._probes],
         }
-        temporary = self.path.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        temporary.replace(self.path)
+        write_atomic(self.path, json.dumps(data, indent=1))

@@ -664,8 +664,9 @@ def write_outputs(
 
     `entries`: results.json's text of each cell (`resultsjson.run_json`), when the cells
     of `result` are only what the report reads of them."""
+    from reprospec.core.atomicfile import write_atomic
     from reprospec.report import render
-    from reprospec.store.resultsjson import write_atomic, write_run
+    from reprospec.store.resultsjson import write_run
 
     write_run(folder.path, result, entries)
     write_atomic(folder.report_md, render(result, "md"))

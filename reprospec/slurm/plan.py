@@ -280,7 +280,7 @@ def run_from_dict(data: Mapping[str, JsonValue], run_dir: Path) -> SlurmRun:
 
 def save(run: SlurmRun) -> Path:
     """Write slurm.json (atomically: status may read it at any time)."""
-    from reprospec.store.resultsjson import write_atomic
+    from reprospec.core.atomicfile import write_atomic
 
     path = run.run_dir / PLAN_FILE
     write_atomic(path, json.dumps(run_to_dict(run), indent=2) + "\n")

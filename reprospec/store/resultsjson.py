@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import secrets
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -13,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
+from reprospec.core.atomicfile import write_atomic
 from reprospec.core.inputs import WHERES, Cell, Expectation, ExpectedOutcome
 from reprospec.core.jsontypes import (
     JsonObject,
@@ -515,27 +515,6 @@ def run_json(run: RunResult, entries: Iterable[str] | None = None) -> Iterator[s
     for index, entry in enumerate(entries if entries is not None else map(cell_json, run.cells)):
         yield ("," if index else "") + entry
     yield "\n  ],\n" + after
-
-
-def write_atomic(path: Path, text: str | Iterable[str]) -> None:
-    """Write `text` (or its pieces) so readers see the old file or the new one, never half.
-
-    The file is made as the attempts' logs are (0644 under the umask): mkstemp's 0600 left
-    results.json, report.md and spec.yaml unreadable to another user of a shared `--out`,
-    whose `history` listed the run while `report` and `compare` said "Permission denied".
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.writelines((text,) if isinstance(text, str) else text)
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def write_run(run_dir: Path, run: RunResult, entries: Iterable[str] | None = None) -> Path:

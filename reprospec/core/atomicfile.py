@@ -1,0 +1,33 @@
+"""One way to replace a file that others may be reading: the run folder's results.json and
+report, slurm.json, and the searches' state and reports (isolate, amplify, minimize), which
+`status`, a second search or a crashed one's `--resume` may read at any moment."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def write_atomic(path: Path, text: str | Iterable[str]) -> None:
+    """Write `text` (or its pieces) so readers see the old file or the new one, never half.
+
+    The temporary file's name is this writer's own (pid and a random part): two searches of
+    one spec write the same state file, and a shared `.tmp` let one rename the other's half.
+    The file is made as the attempts' logs are (0644 under the umask): mkstemp's 0600 left
+    results.json, report.md and spec.yaml unreadable to another user of a shared `--out`,
+    whose `history` listed the run while `report` and `compare` said "Permission denied".
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.writelines((text,) if isinstance(text, str) else text)
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
