@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -36,7 +35,6 @@ from reprospec.store.resultsjson import (
     run_from_dict,
     run_json,
     run_to_dict,
-    write_atomic,
     write_run,
 )
 from tests.support.runs import (
@@ -233,38 +231,6 @@ def test_load_run_errors(tmp_path: Path) -> None:
         write_run(tmp_path / "runs" / f"20261121-x-{suffix}", infra_run())
     with pytest.raises(UsageError, match="ambiguous"):
         find_run("20261121-x", tmp_path)
-
-
-def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    target = tmp_path / "results.json"
-    write_atomic(target, "old")
-
-    def broken_replace(_src: str, _dst: str) -> None:
-        raise OSError("disk full")
-
-    monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError, match="disk full"):
-        write_atomic(target, "new")
-    assert target.read_text() == "old"
-    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
-
-
-def test_written_files_are_readable_by_others_as_the_logs_are(tmp_path: Path) -> None:
-    # mkstemp made results.json, report.md and spec.yaml 0600: another user of a shared
-    # --out saw the run in history, and report and compare said "Permission denied".
-    old = os.umask(0o022)
-    try:
-        write_atomic(tmp_path / "report.md", "report")
-    finally:
-        os.umask(old)
-    assert (tmp_path / "report.md").stat().st_mode & 0o777 == 0o644
-    old = os.umask(0o077)
-    try:
-        write_atomic(tmp_path / "report.md", "again")
-    finally:
-        os.umask(old)
-    assert (tmp_path / "report.md").stat().st_mode & 0o777 == 0o600
-    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
 
 
 def test_new_run_id_sorts_by_time_and_is_unique() -> None:
