@@ -100,8 +100,9 @@ class Execution:
     # The classifier names it in a SIGKILL's outcome; anything else keeps it as a warning.
     oom: str | None = None
     # The kernel counted no OOM kill on the whole machine while the attempt ran (the local
-    # and venv runners read /proc/vmstat): a descendant's SIGKILL was sent by a process
-    # (`timeout -s KILL`, a `kill -9`), no crash of the program's. False: a kill was
+    # and venv runners read /proc/vmstat): a descendant's SIGKILL, and a shell's 137 that
+    # reports one, was sent by a process (`timeout -s KILL`, a `kill -9`), no crash of the
+    # program's (the main process's own -9 still is). False: a kill was
     # counted, or no count was read (another runner, an old kernel): a SIGKILL is a crash.
     no_oom_kill: bool = False
 

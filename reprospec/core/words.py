@@ -290,6 +290,13 @@ SENT_BY_A_PROCESS = (
     "sent by a process (no OOM kill during the attempt): the main process's own doing, not a crash"
 )
 
+# The end of an error's detail after `137 = 128 + SIGKILL` where the kernel counted no OOM
+# kill on the machine while the attempt ran (classify.py, rule 4): the death the status
+# reports (a script's `timeout -s KILL`, a `kill -9`) was sent by a process, no crash.
+A_SHELLS_SIGKILL_SENT_BY_A_PROCESS = (
+    ", as a shell reports a death, sent by a process (no OOM kill during the attempt): not a crash"
+)
+
 # The start of the warning of a pass whose tree held a process that died of a signal
 # (`python app.py | tee log`: the pipeline's status is tee's), then the signal.
 PASSED_BESIDE_A_CRASH = "passed, but a process of the attempt died of"

@@ -877,7 +877,10 @@ Segmentation fault"); without such a report it is either that death or the
 program's own exit status (`sys.exit(139)`), which `run.sh` cannot tell apart
 (`reprospec run` can, where it sees the processes): it judges it under both
 readings, and where they judge apart it says `not judged here` and counts the
-cell neither reproduced nor missed. Where the init recorded that exit and N is
+cell neither reproduced nor missed. A 137 with a shell's "Killed" is a death by
+SIGKILL here even where a process sent it (`timeout -s KILL`): `run.sh` cannot
+count the machine's OOM kills, by which `reprospec run` reads a SIGKILL a
+process sent as no crash (`error` exit 137). Where the init recorded that exit and N is
 a signal that reprospec reads as a death only from such a report (SIGUSR1,
 SIGHUP, ...), it is the exit status (`exit 138`). A
 DataLoader worker's death is a crash too: the worker dies of the

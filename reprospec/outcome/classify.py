@@ -28,7 +28,11 @@ rules, in order:
    or a shell's "<pid> <strsignal N>" report). Not where the runner knows that no
    process besides the program ran (`Execution.descendants` False): the program
    was not killed (it exited 139), and no child's death can be what it reports, so
-   139 is its own exit status (`sys.exit(139)`): rule 7, its detail saying so.
+   139 is its own exit status (`sys.exit(139)`): rule 7, its detail saying so. Nor
+   137 (128 + SIGKILL) where the kernel counted no OOM kill on the machine while the
+   attempt ran (`Execution.no_oom_kill`): a SIGKILL is a crash only as the OOM killer's,
+   so the death it reports (a `timeout -s KILL` the shell ran) was sent by a process,
+   as a child's is under rule 6; rules 5-7 read the rest, `error` exit 137 by default.
 5. a DataLoader worker died (a `worker_exit` event with a signal, a `child_exit`
    event of a DataLoader worker dead of a crash signal (the status the main process
    reaped, where torch's words race with its own ConnectionResetError), "DataLoader
@@ -101,6 +105,7 @@ from reprospec.core.signals import (
     signal_name,
 )
 from reprospec.core.words import (
+    A_SHELLS_SIGKILL_SENT_BY_A_PROCESS,
     AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
     AS_A_SHELL_REPORTS_IT,
     KNOWN_FROM_THE_OUTPUT_ALONE,
@@ -278,6 +283,12 @@ def classify(
             if execution.descendants is not False
             else None
         )
+        # 128 + SIGKILL with no OOM kill counted on the machine while the attempt ran: the
+        # death it reports was sent by a process (a script's `timeout -s KILL`, a `kill -9`),
+        # as a child's SIGKILL is under rule 6; the status is the program's (rule 7).
+        sent_kill = shell_signal == "SIGKILL" and execution.no_oom_kill
+        if sent_kill:
+            shell_signal = None
         if shell_signal is not None:
             kind, signal, where = "crash", shell_signal, "main"
             detail = f"exit status {returncode} = 128 + {shell_signal}{AS_A_SHELL_REPORTS_IT}"
@@ -311,9 +322,16 @@ def classify(
             detail = f"exit code {returncode}"
             if execution.descendants is False:
                 detail += _no_other_process(returncode, execution, evidence, printed_worker)
-            elif worker is None and (sent := _killed_by_a_process(execution, evidence)):
-                # A SIGKILL with no OOM kill anywhere: `timeout -s KILL` in the script.
-                detail += f"; {sent.describe()}, {SENT_BY_A_PROCESS}"
+            else:
+                sent = _killed_by_a_process(execution, evidence) if worker is None else None
+                if sent_kill:
+                    # Why 137 is no crash; then the child it reports, where one is named
+                    # (`timeout -s KILL`'s step, reaped by the engine), said once.
+                    detail += f"; {returncode} = 128 + SIGKILL{A_SHELLS_SIGKILL_SENT_BY_A_PROCESS}"
+                    detail += f"; {sent.describe()}" if sent is not None else ""
+                elif sent is not None:
+                    # A SIGKILL with no OOM kill anywhere: `timeout -s KILL` in the script.
+                    detail += f"; {sent.describe()}, {SENT_BY_A_PROCESS}"
             if last_traceback is not None:
                 detail += f"; {_went_on(last_traceback)}"
             if worker is not None:

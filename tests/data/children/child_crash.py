@@ -25,6 +25,9 @@ Usage: python child_crash.py MODE [ARGS...]
                        where no OOM kill was counted); the main raises RuntimeError
                        without reaping it
     main               the main process itself segfaults (a main crash, for contrast)
+    killed             the main process itself is SIGKILLed as mp-kill's child is (by the
+                       OOM killer under CHILD_CRASH_MEMCG, else by itself): a shell that
+                       ran it exits 137
 """
 
 from __future__ import annotations
@@ -173,6 +176,8 @@ def main() -> None:
         orphan()
     elif mode == "main":
         crash()
+    elif mode == "killed":
+        killed()
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from reprospec.plan.workfiles import named_files
 from reprospec.spec.load import load_spec
 from tests.support.cli import ROOT, Cli, CliResult, interrupt_when
 from tests.support.files import written
+from tests.support.oomcount import machine_oom_kills
 from tests.support.secretnames import named_secrets
 
 PROGRAMS = ROOT / "tests" / "data" / "capture"
@@ -2599,3 +2600,35 @@ def test_an_error_is_titled_with_the_frame_that_raised_it(cli: Cli, tmp_path: Pa
     assert "verdict reproduced" in result.stdout, result.stdout
     document = spec_document(workdir)
     assert document["title"] == "pkg.run: IndexError in pick (pkg/helpers.py:2)", document
+
+
+@pytest.mark.skipif(shutil.which("timeout") is None, reason="needs GNU timeout")
+def test_a_137_a_timeout_gave_is_captured_as_the_error_a_rerun_reads(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """fx99: a launcher's 137 for a SIGKILL it sent (`timeout --foreground -s KILL`), with
+    no OOM kill counted on the machine, is `error` exit 137 (rule 4): capture wrote
+    `crash SIGKILL`, now the error's exit code, a comment saying why and when a run reads
+    it otherwise, and the verify rerun reads the same. The suite's real OOM kills may run
+    beside it: tried again where the machine counted one, else skipped."""
+    step = "import time; time.sleep(30)"
+    argv = ["timeout", "--foreground", "-s", "KILL", "1", sys.executable, "-c", step]
+    for again in range(4):
+        before = machine_oom_kills()
+        if before is None:
+            pytest.skip("this kernel counts no OOM kills (/proc/vmstat)")
+        workdir = tmp_path / f"try-{again}"
+        workdir.mkdir()
+        result = capture(cli, workdir, *argv, options=("--timeout", "20s"))
+        if machine_oom_kills() == before:
+            break
+    else:
+        pytest.skip("other processes of this machine were OOM-killed meanwhile, at every try")
+    assert "wrote spec.yaml: error:exit-137 in 1/1 attempt" in result.stdout, result.stdout
+    assert "verdict reproduced" in result.stdout, result.stdout
+    expect = spec_document(workdir)["expect"]
+    assert expect == {"outcome": "error", "exit_code": 137}, expect
+    assert (
+        "exit_code: 137  # 128 + SIGKILL sent by a process (no OOM kill during the attempt): "
+        "not a crash; a crash SIGKILL where the machine counts an OOM kill as it runs"
+    ) in (workdir / "spec.yaml").read_text()

@@ -8,7 +8,6 @@ Before children.py every one of these read `error RuntimeError` (or
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
@@ -27,7 +26,9 @@ from reprospec import native
 from reprospec.core.inputs import Expectation
 from reprospec.core.results import AttemptResult, Execution, Outcome
 from reprospec.core.words import (
+    A_SHELLS_SIGKILL_SENT_BY_A_PROCESS,
     AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
+    AS_A_SHELL_REPORTS_IT,
     KNOWN_FROM_THE_OUTPUT_ALONE,
     NO_OTHER_PROCESS_RAN,
     SENT_BY_A_PROCESS,
@@ -39,6 +40,7 @@ from reprospec.perturb.apply import make_memory_cgroup, remove_cgroup
 from reprospec.pipeline.attempt import attempt_result
 from reprospec.runners.local import LocalRunner
 from tests.support.cli import Cli
+from tests.support.oomcount import machine_oom_kills
 from tests.support.paths import CHILDREN
 from tests.support.plans import attempt_plan
 
@@ -62,7 +64,7 @@ def runner() -> LocalRunner:
 
 def run_attempt(
     runner: LocalRunner,
-    argv: list[str],
+    argv: list[str] | str,
     tmp_path: Path,
     expectation: Expectation = SEGV,
     timeout_s: float = 30.0,
@@ -675,30 +677,21 @@ def test_a_child_that_killed_itself_is_its_own_doing_where_no_oom_kill_was_count
 
 
 def run_with_no_oom_kill(
-    runner: LocalRunner, argv: list[str], tmp_path: Path, expectation: Expectation
+    runner: LocalRunner, argv: list[str] | str, tmp_path: Path, expectation: Expectation
 ) -> tuple[AttemptResult, Execution]:
     """`run_attempt` while the kernel counts no OOM kill on the machine (this module's real
     OOM kills run beside it under -n 2): tried again a few times, else skipped."""
     for again in range(5):
-        before = _machine_oom_kills()
+        before = machine_oom_kills()
         if before is None:
             pytest.skip("this kernel counts no OOM kills (/proc/vmstat)")
         folder = tmp_path / f"try-{again}"
         folder.mkdir()
         done = run_attempt(runner, argv, folder, expectation)
-        if _machine_oom_kills() == before:
+        if machine_oom_kills() == before:
             assert done[1].no_oom_kill
             return done
     pytest.skip("other processes of this machine were OOM-killed meanwhile, at every try")
-
-
-def _machine_oom_kills() -> int | None:
-    """/proc/vmstat's `oom_kill`: the machine's OOM kills so far (None: not readable)."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/vmstat").read_text().splitlines():
-            if line.startswith("oom_kill "):
-                return int(line.split()[1])
-    return None
 
 
 # A CI script's own deadline for a step: GNU timeout SIGKILLs the step, then its own process
@@ -747,6 +740,54 @@ def test_a_child_a_timeout_in_the_program_sigkilled_is_no_crash(
         detail = outcome.detail or ""
         assert re.search(r"; child pid \d+ \(.+\) died of SIGKILL \(Killed\), ", detail), detail
         assert SENT_BY_A_PROCESS in detail
+
+
+# A step's deadline whose death the command's own status reports: /bin/sh gives 128 + SIGKILL
+# for the timeout it forked (GNU timeout SIGKILLs its process group, itself included), and
+# `timeout --foreground` kills only its child and exits 137 itself.
+STEP = "import time; time.sleep(30)"
+EXIT_137 = Expectation("error", exit_code=137)
+
+
+@pytest.mark.skipif(shutil.which("timeout") is None, reason="needs GNU timeout")
+@pytest.mark.parametrize("form", ["string", "list"])
+def test_a_137_for_a_sigkill_a_timeout_sent_is_no_crash(
+    runner: LocalRunner, tmp_path: Path, form: str
+) -> None:
+    """fx99: `timeout -s KILL 1 python3 ...` as the command read `crash SIGKILL` (the
+    shell's 137, rule 4), where the same kill followed by `exit 1` read `error exit 1` (rule
+    6: no OOM kill counted on the machine, so a process sent it). The status that reports a
+    SIGKILL a process sent is the program's: `error` exit 137, saying why."""
+    if form == "string":
+        argv: list[str] | str = f"timeout -s KILL 1 {shlex.quote(PY)} -c {shlex.quote(STEP)}"
+    else:
+        argv = ["timeout", "--foreground", "-s", "KILL", "1", PY, "-c", STEP]
+    result, execution = run_with_no_oom_kill(runner, argv, tmp_path, EXIT_137)
+    assert execution.returncode == 137
+    outcome = judged(result, "error", None, "main")
+    assert outcome.exit_code == 137
+    said = f"exit code 137; 137 = 128 + SIGKILL{A_SHELLS_SIGKILL_SENT_BY_A_PROCESS}"
+    assert (outcome.detail or "").startswith(said), outcome.detail
+    assert result.matched, result.mismatches
+
+
+def test_a_137_is_a_crash_where_the_oom_killer_killed(
+    runner: LocalRunner, tmp_path: Path, memory_limit: dict[str, str]
+) -> None:
+    """The shell's 137 for its program's SIGKILL: by the OOM killer (a real one, in a 128
+    MiB memory cgroup), it stays rule 4's `crash SIGKILL`; the same program killing itself
+    with no OOM kill counted on the machine is a process's doing, `error` exit 137 (fx99:
+    before, a crash too). The OOM count is all that tells the two apart."""
+    command = f"{shlex.quote(PY)} {shlex.quote(CHILD_CRASH)} killed"
+    (tmp_path / "oom").mkdir()
+    oom, execution = run_attempt(runner, command, tmp_path / "oom", KILLED, env=memory_limit)
+    assert execution.returncode == 137
+    assert not execution.no_oom_kill
+    outcome = judged(oom, "crash", "SIGKILL", "main")
+    assert outcome.detail == f"exit status 137 = 128 + SIGKILL{AS_A_SHELL_REPORTS_IT}"
+    (tmp_path / "self").mkdir()
+    itself, _ = run_with_no_oom_kill(runner, command, tmp_path / "self", EXIT_137)
+    assert judged(itself, "error", None, "main").exit_code == 137
 
 
 def test_a_pool_worker_sigkilled_before_the_hang_is_named(

@@ -20,6 +20,7 @@ from reprospec.core.signals import (
     signal_number,
 )
 from reprospec.core.words import (
+    A_SHELLS_SIGKILL_SENT_BY_A_PROCESS,
     AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
     KNOWN_FROM_THE_OUTPUT_ALONE,
     NO_OTHER_PROCESS_RAN,
@@ -924,6 +925,59 @@ def test_a_sigkill_with_no_oom_kill_counted_is_a_process_doing(tmp_path: Path) -
     crash = classify(both)
     assert isinstance(crash, Outcome)
     assert (crash.kind, crash.signal, crash.pid) == ("crash", "SIGSEGV", 5312)
+
+
+def test_a_137_with_no_oom_kill_counted_reports_a_sigkill_a_process_sent(tmp_path: Path) -> None:
+    """fx99: a shell's (or `timeout --foreground`'s) 137 = 128 + SIGKILL where the kernel
+    counted no OOM kill on the machine while the attempt ran reports a SIGKILL a process
+    sent (`timeout -s KILL` of the step), as a child's is under rule 6: the status is the
+    program's, `error` exit 137. Counted, or not read, it stays rule 4's crash."""
+    from reprospec.core.childexit import ChildExit
+
+    stderr = b"Killed\n"  # dash's word for timeout's own death, alone on its line
+    execution = dataclasses.replace(
+        recorded_execution(tmp_path, stderr, 137, harness=False),
+        child_exits=(ChildExit(5311, "[python3]", signal="SIGKILL"),),
+        descendants=True,
+    )
+    crashed = classify(execution)  # no count read (docker, an old kernel): as before
+    assert isinstance(crashed, Outcome)
+    assert (crashed.kind, crashed.signal, crashed.where) == ("crash", "SIGKILL", "main")
+    sent = classify(dataclasses.replace(execution, no_oom_kill=True))
+    assert isinstance(sent, Outcome)
+    assert (sent.kind, sent.exit_code, sent.signal, sent.where) == ("error", 137, None, "main")
+    assert sent.signature == "error:exit-137"
+    # Why it is no crash, said once; then the child the engine reaped, named.
+    assert sent.detail == (
+        f"exit code 137; 137 = 128 + SIGKILL{A_SHELLS_SIGKILL_SENT_BY_A_PROCESS}; child pid "
+        "5311 ([python3]) died of SIGKILL (Killed), reaped by the engine"
+    )
+    assert judge_attempt(sent, Expectation("error", exit_code=137)).matched
+    assert not judge_attempt(sent, Expectation("crash", signal="SIGKILL")).matched
+    # No child reaped (`timeout --foreground` reaps its own): the status alone says it.
+    alone = classify(dataclasses.replace(execution, child_exits=(), no_oom_kill=True))
+    assert isinstance(alone, Outcome)
+    assert alone.detail == f"exit code 137; 137 = 128 + SIGKILL{A_SHELLS_SIGKILL_SENT_BY_A_PROCESS}"
+    # The OOM killer's kill counted in the attempt's cgroup: no_oom_kill is then False.
+    oom = "the kernel's OOM killer killed 1 process in the attempt's memory cgroup"
+    killed = classify(dataclasses.replace(execution, oom=oom))
+    assert isinstance(killed, Outcome)
+    assert (killed.kind, killed.signal, killed.oom_killed) == ("crash", "SIGKILL", True)
+    # Another signal's 128+N is a death as before, and the main process's own SIGKILL too.
+    segv = classify(dataclasses.replace(execution, returncode=139, no_oom_kill=True))
+    assert isinstance(segv, Outcome)
+    assert (segv.kind, segv.signal) == ("crash", "SIGSEGV")
+    own = classify(dataclasses.replace(execution, returncode=-9, no_oom_kill=True))
+    assert isinstance(own, Outcome)
+    assert (own.kind, own.signal, own.where) == ("crash", "SIGKILL", "main")
+    # A segfault of a child beside it is rule 6's crash, which the 137 no longer hides.
+    child = ChildExit(5312, "./test_ops", signal="SIGSEGV")
+    both = dataclasses.replace(
+        execution, child_exits=(*execution.child_exits, child), no_oom_kill=True
+    )
+    crash = classify(both)
+    assert isinstance(crash, Outcome)
+    assert (crash.kind, crash.signal, crash.where, crash.pid) == ("crash", "SIGSEGV", "child", 5312)
 
 
 def test_the_types_an_attempt_printed_before_its_crash_are_every_threads_and_chains() -> None:
