@@ -14,7 +14,6 @@ exceed N: with N above K, other attempts run beside it in the places left.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections import deque
@@ -28,6 +27,8 @@ from reprospec.core.results import AttemptResult, SetAside
 from reprospec.core.words import plural
 from reprospec.outcome.judge import ran_rate, stopped_by
 from reprospec.pipeline.gpus import GpuPool
+from reprospec.pipeline.slack import STOPPED_SLACK_S as STOPPED_SLACK_S
+from reprospec.pipeline.slack import Ended, RecentEnds, stopped_with
 from reprospec.plan.run import RunPlan
 from reprospec.spec.matrix import position_of
 
@@ -50,11 +51,6 @@ STOP_GRACE_S = 0.5
 # How long an attempt that died of a stop signal waits at most for the main thread to have
 # run its signal handlers (`_handled_since`): a bound for a main thread that never steps.
 HANDLERS_WAIT_S = 10.0
-# How long before a stop signal arrived an attempt may have ended of that same stop, whatever
-# it read (`set_aside`): a stop sent to every process (systemd's control-group kill, Slurm)
-# reaches the attempt's processes before the engine, deepest first, within moments; one
-# attempt run again on resume is the cost of a slack too wide.
-STOPPED_SLACK_S = 0.25
 # The first stop that may have reached the attempts (a SIGTERM) that arrived at or after a
 # moment (time.monotonic()), else None (core/stopclock.py's `first_since`).
 StopArrival = Callable[[float], "float | None"]
@@ -110,10 +106,6 @@ class _CellState:
     # Its extra attempts in the scheduler's queue, not yet taken: counted here, where every
     # finished attempt walked the whole queue, every cell's, under the lock (rv26 LOW-7).
     queued: int = 0
-    # When its latest attempt of this run ended (time.monotonic()), and whether, complete,
-    # it waits for that end to be older than STOPPED_SLACK_S before it goes to `on_cell`.
-    ended: float = -math.inf
-    held: bool = False
 
 
 class Scheduler:
@@ -134,8 +126,9 @@ class Scheduler:
     ) -> None:
         """`stop_arrival`: when a SIGTERM arrived (the command line's, core/stopclock.py);
         an attempt that ended within STOPPED_SLACK_S before it, or after it, is set aside
-        (`set_aside`), and a complete cell goes to `on_cell` only once its last attempt's end
-        is older than that, so that the end of the run can still set its attempts aside."""
+        (`set_aside`, pipeline/slack.py). With it, an attempt's end is said (its "attempt"
+        progress) and its complete cell goes to `on_cell` only once that end is older than
+        the slack (`_release`), so that nothing said or judged is taken back."""
         self.plan = plan
         self.on_cell = on_cell
         self.run_attempt = run_attempt
@@ -196,10 +189,9 @@ class Scheduler:
         self.stop_arrival = stop_arrival
         # When `run` began: a stop before it is not this run's.
         self._began = time.monotonic()
-        # With `stop_arrival`: (end, cell id, attempt) of the attempts kept in the last
-        # STOPPED_SLACK_S or so, and the complete cells held (when each may go), by time.
-        self._ends: deque[tuple[float, str, int]] = deque()
-        self._held: deque[tuple[float, Cell]] = deque()
+        # With `stop_arrival`: the attempts kept that ended in the last STOPPED_SLACK_S or
+        # so, neither said nor judged yet; None without (nothing is ever set aside).
+        self._recent = RecentEnds() if stop_arrival is not None else None
         self._set_aside: list[SetAside] = []
 
     def run(self) -> dict[str, list[AttemptResult]]:
@@ -231,9 +223,16 @@ class Scheduler:
                 jobs.append((job, finished))
                 job.start()
             # Waited for in short slices: a plain wait would keep Ctrl-C from reaching us.
+            # This thread, free while the jobs run attempts, says the ends that grew old.
             for _job, finished in jobs:
-                while not finished.wait(0.1):
+                while not finished.wait(self._slice()):
                     self._step()
+                    try:
+                        self._release()
+                    except KeyboardInterrupt:
+                        raise
+                    except BaseException as exc:  # a callback's: as a job's is
+                        self._fail(exc)
         except KeyboardInterrupt:
             self.cancel.set()
             # A job not yet alive runs nothing now that `cancel` is set (is_alive never
@@ -257,22 +256,37 @@ class Scheduler:
     def settle(self) -> tuple[SetAside, ...]:
         """Once `run` has returned: wait until the last attempt kept ended STOPPED_SLACK_S
         ago (or a stop has come), then take back those that ended within STOPPED_SLACK_S
-        before the stop's arrival; what `set_aside` gives.
+        before the stop's arrival and say the others' ends (their progress); what
+        `set_aside` gives. Their cells are judged at the end of the run, not by `on_cell`.
 
         A stop sent to every process comes to the engine a moment after its attempt's: the
         shell whose `sleep` it killed has exited 0, the engine has read it, and the run
         would be complete and stored before the engine heard of the stop. The wait is the
         slack's rest at most, and only with `stop_arrival` (the command line's runs)."""
-        if self.stop_arrival is not None:
-            with self._lock:
-                last = max((ended for ended, _cell, _n in self._ends), default=-math.inf)
-            while self.stop_arrival(self._began) is None:
-                left = last + STOPPED_SLACK_S - time.monotonic()
-                if left <= 0:
-                    break
-                # (the cancel event: set by the stop's handler, which then has its arrival)
-                self.cancel.wait(min(left, 0.05))
-            self._set_aside_stopped()
+        if self.stop_arrival is None or self._recent is None:
+            return self.set_aside()
+        with self._lock:
+            last = self._recent.last()
+        while (arrival := self.stop_arrival(self._began)) is None:
+            left = last + STOPPED_SLACK_S - time.monotonic()
+            if left <= 0:
+                break
+            # (the cancel event: set by the stop's handler, which then has its arrival)
+            self.cancel.wait(min(left, 0.05))
+        kept: list[Ended] = []
+        with self._lock:
+            for end in self._recent.all():
+                state = self._states.get(end.cell.id)
+                number = end.result.attempt
+                if stopped_with(end.at, arrival) and state is not None:
+                    if state.results.pop(number, None) is not None:
+                        self.finished -= 1
+                        self._set_aside.append(SetAside(end.cell.id, number, end.result))
+                else:
+                    kept.append(end)
+        if self.progress is not None:
+            for end in kept:
+                self.progress("attempt", end.cell, end.result, end.finished, end.total)
         return self.set_aside()
 
     def complete(self) -> bool:
@@ -345,16 +359,21 @@ class Scheduler:
     def _work(self, finished: threading.Event) -> None:
         try:
             self._work_on()
-        except BaseException as exc:  # raised again in `run`, on the caller's thread
-            with self._lock:
-                self._failure = self._failure or exc
-            self.cancel.set()
+        except BaseException as exc:
+            self._fail(exc)
         finally:
             finished.set()
 
+    def _fail(self, exc: BaseException) -> None:
+        """A job's or a callback's exception: the run stops, and it is raised again in `run`,
+        on the caller's thread (the first one only)."""
+        with self._lock:
+            self._failure = self._failure or exc
+        self.cancel.set()
+
     def _work_on(self) -> None:
         while not self.cancel.is_set():
-            if self._release_held():
+            if self._stop_heard():
                 return  # a stop has come, its handler not run yet: start nothing more
             attempt = self._next()
             if attempt is None:
@@ -385,7 +404,9 @@ class Scheduler:
             if result is None or self._killed_with_the_engine(result):
                 self._not_running(attempt)
                 return
-            if self._stopped_by(ended):
+            if self.stop_arrival is not None and stopped_with(
+                ended, self.stop_arrival(self._began)
+            ):
                 # A stop has come, and this attempt ended after it or just before it.
                 with self._lock:
                     self._set_aside.append(SetAside(attempt.cell.id, attempt.attempt, result))
@@ -394,9 +415,6 @@ class Scheduler:
             with self._lock:
                 state = self._states[attempt.cell.id]
                 state.results[attempt.attempt] = result
-                if self.stop_arrival is not None:
-                    state.ended = max(state.ended, ended)
-                    self._ends.append((ended, attempt.cell.id, attempt.attempt))
                 state.running -= 1
                 self._running -= 1
                 self.finished += 1
@@ -405,14 +423,17 @@ class Scheduler:
                     if state.stopped:
                         self.total -= self._left_of(attempt.cell, state)
                 self._maybe_extend(attempt, state)
-                complete = self._hand_over(attempt.cell, state)
                 finished, total = self.finished, self.total
+                if self._recent is not None:
+                    # Said and judged once it is STOPPED_SLACK_S old (`_release`, `settle`).
+                    self._recent.add(Ended(ended, attempt.cell, result, finished, total))
+                complete = self._hand_over(attempt.cell, state)
                 self._ended.notify_all()
             if self.on_attempt is not None:
                 self.on_attempt(attempt, result)
             if complete is not None and self.on_cell is not None:
                 self.on_cell(attempt.cell, complete)
-            if self.progress is not None:
+            if self.progress is not None and self._recent is None:
                 self.progress("attempt", attempt.cell, result, finished, total)
 
     def _hand_over(self, cell: Cell, state: _CellState) -> tuple[AttemptResult, ...] | None:
@@ -434,13 +455,10 @@ class Scheduler:
         queued = state.queued > 0
         if queued and not state.stopped:
             return None
-        if self._must_hold(state):
-            # Its last attempt ended a moment ago: a stop that comes now sets it aside, so
-            # the cell is judged at the end of the run or, once no stop came, later
-            # (`_release_held`), never with an attempt taken back.
-            if not state.held:
-                state.held = True
-                self._held.append((state.ended + STOPPED_SLACK_S, cell))
+        if self._recent is not None and (self._recent.holds(cell.id) or self._stop_heard()):
+            # An attempt of it ended a moment ago: a stop that comes now sets it aside, so
+            # the cell is judged once that end is old (`_release`) or, a stop heard, at the
+            # end of the run, never with an attempt taken back.
             return None
         attempts = tuple(state.results[n] for n in sorted(state.results))
         if state.stopped and (not state.last_taken or queued):
@@ -483,73 +501,43 @@ class Scheduler:
         self._handled_since()
         return self.cancel.is_set()
 
-    def _stopped_by(self, ended: float) -> bool:
-        """Whether a stop signal that arrived by now came no later than STOPPED_SLACK_S after
-        `ended`: the attempt's end may be the stop's."""
-        if self.stop_arrival is None:
-            return False
-        arrival = self.stop_arrival(self._began)
-        return arrival is not None and ended >= arrival - STOPPED_SLACK_S
+    def _stop_heard(self) -> bool:
+        """Whether a stop that may reach the attempts (SIGTERM) has arrived since `run` began:
+        heard here as it came, where its handler, which sets `cancel`, may run seconds later
+        on a loaded machine, and an attempt started meanwhile would be set aside too."""
+        return self.stop_arrival is not None and self.stop_arrival(self._began) is not None
 
-    def _must_hold(self, state: _CellState) -> bool:
-        """Whether a complete cell stays here for now (under the lock): its last attempt
-        ended within STOPPED_SLACK_S, or a stop has come (the end of the run judges it)."""
-        if self.stop_arrival is None:
-            return False
-        if time.monotonic() < state.ended + STOPPED_SLACK_S:
-            return True
-        return self.stop_arrival(self._began) is not None
+    def _slice(self) -> float:
+        """How long `run` waits for a job at a time: 0.1 s, less when an end is due sooner."""
+        if self._recent is None:
+            return 0.1
+        with self._lock:
+            return self._recent.wait_s(time.monotonic(), 0.1)
 
-    def _release_held(self) -> bool:
-        """Give `on_cell` the held cells whose last attempt ended STOPPED_SLACK_S ago with no
-        stop since, and forget those ends; none once a stop has come (the end of the run
-        sets their attempts aside, or judges them). Whether a stop has come: one sent to
-        every process is heard here before its handler runs, which on a loaded machine
-        may be seconds later, and an attempt started meanwhile would be set aside too."""
-        if self.stop_arrival is None:
-            return False
+    def _release(self) -> None:
+        """Say the ends STOPPED_SLACK_S old with no stop since (their progress), and give
+        `on_cell` the complete cells they held; nothing once a stop has come (`settle` sets
+        aside, or says, what is still held, and the end of the run judges their cells)."""
+        if self._recent is None:
+            return
+        # Read before the stop: one that arrived after `now` came later than each end's slack.
         now = time.monotonic()
-        if self.stop_arrival(self._began) is not None:
-            return True
-        # No stop arrived before `now`: one after it came later than each end's slack.
+        if self._stop_heard():
+            return
         given: list[tuple[Cell, tuple[AttemptResult, ...]]] = []
         with self._lock:
-            while self._ends and self._ends[0][0] + STOPPED_SLACK_S <= now:
-                self._ends.popleft()
-            while self._held and self._held[0][0] <= now:
-                _due, cell = self._held.popleft()
-                state = self._states.get(cell.id)
-                if state is None or not state.held:
-                    continue
-                state.held = False
-                complete = self._hand_over(cell, state)
+            due = self._recent.due(now)
+            for end in due:
+                state = self._states.get(end.cell.id)
+                complete = None if state is None else self._hand_over(end.cell, state)
                 if complete is not None:
-                    given.append((cell, complete))
+                    given.append((end.cell, complete))
+        for end in due:
+            if self.progress is not None:
+                self.progress("attempt", end.cell, end.result, end.finished, end.total)
         if self.on_cell is not None:
             for cell, attempts in given:
                 self.on_cell(cell, attempts)
-        return False
-
-    def _set_aside_stopped(self) -> None:
-        """Every job has ended: the attempts kept that ended within STOPPED_SLACK_S before
-        the stop's arrival are taken back (`set_aside`). Their cells were held (never given
-        to `on_cell`), so they are judged at the end without them, and the run is not
-        complete."""
-        if self.stop_arrival is None:
-            return
-        arrival = self.stop_arrival(self._began)
-        if arrival is None:
-            return
-        with self._lock:
-            for ended, cell_id, number in self._ends:
-                state = self._states.get(cell_id)
-                if ended < arrival - STOPPED_SLACK_S or state is None or state.handed_over:
-                    continue
-                result = state.results.pop(number, None)
-                if result is not None:
-                    self.finished -= 1
-                    self._set_aside.append(SetAside(cell_id, number, result))
-            self._ends.clear()
 
     def _step(self) -> None:
         """One step of `run`'s wait on the main thread: the handlers of the signals that

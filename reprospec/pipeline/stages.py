@@ -315,8 +315,13 @@ def execute(
         )
         # The attempts that ended as a SIGTERM to every process came are taken back before
         # anything is judged (`settle`: the rest of a short slack after the last attempt,
-        # which the capture's wait and the imports above have partly spent).
-        set_aside = scheduler.settle()
+        # which the capture's wait and the imports above have partly spent), and the others'
+        # progress lines said, whose `progress` may raise as it may in `run`.
+        try:
+            scheduler.settle()
+        except BaseException as exc:
+            interrupted, raised = True, raised or exc
+        set_aside = scheduler.set_aside()
         if set_aside:
             keeper.forget(set_aside)
             # An attempt set aside is one to run again: the run is not complete, though the

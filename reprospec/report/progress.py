@@ -63,11 +63,10 @@ class Progress:
         # earlier attempts took no time here).
         self._done = 0
         self._since = time.monotonic()
-        # Off a terminal: when each running attempt started and its cell, by the worker
-        # thread that runs it (the scheduler says "start" and "attempt" of one attempt on
-        # its thread; by cell, an attempt that ended took the start of one still running),
-        # and when a line was last written.
-        self._started: dict[int, tuple[float, str]] = {}
+        # Off a terminal: when each running attempt started and its cell, and when a line
+        # was last written. Not by the thread that said "start": a command line's run says
+        # an attempt's end a moment later, from another thread (pipeline/slack.py).
+        self._started: list[tuple[float, str]] = []
         self._written = time.monotonic()
         self._stop = threading.Event()
         self._quiet: threading.Thread | None = None
@@ -108,7 +107,7 @@ class Progress:
         while not self._stop.wait(min(QUIET_S, 5.0)):
             now = time.monotonic()
             with self._lock:
-                running = list(self._started.values())
+                running = list(self._started)
                 if not running or now - self._written < QUIET_S:
                     continue
                 oldest, cell = min(running)
@@ -138,7 +137,7 @@ class Progress:
     ) -> None:
         with self._lock:
             if event == "start":
-                self._started[threading.get_ident()] = (time.monotonic(), cell.id)
+                self._started.append((time.monotonic(), cell.id))
                 if self._bar is not None and self._task is not None:
                     from rich.markup import escape
 
@@ -146,8 +145,8 @@ class Progress:
                     description = escape(printable(cell.id, one_line=True))
                     self._bar.update(self._task, description=description)
                 return
-            self._started.pop(threading.get_ident(), None)
             assert result is not None
+            self._ended(cell.id, result.duration_s)
             mark = "match" if result.matched else ("infra" if result.infra_error else "miss")
             if mark == "miss" and result.mismatches:
                 # Which `expect` keys it missed: the phrase says what happened, not which of
@@ -172,6 +171,14 @@ class Progress:
                 self.stream.write(line + "\n")
                 self.stream.flush()
                 self._written = time.monotonic()
+
+    def _ended(self, cell_id: str, duration_s: float) -> None:
+        """Forget the start of the attempt of `cell_id` that ended: of two of one cell running
+        at once (`-j` over `repeat`), the one that started `duration_s` ago, or nearest."""
+        began = time.monotonic() - duration_s
+        starts = [i for i, (_at, cell) in enumerate(self._started) if cell == cell_id]
+        if starts:
+            del self._started[min(starts, key=lambda i: abs(self._started[i][0] - began))]
 
     def _eta(self, finished: int, total: int) -> str:
         """`, eta 3m10s` for a log line while attempts are left: the time per attempt so far

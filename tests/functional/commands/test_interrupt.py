@@ -658,3 +658,88 @@ def test_an_attempt_that_ended_as_a_stop_reached_every_process_runs_again_on_res
     assert (cell / "1" / "stdout.log").read_text() == "again\n"
     # The attempt set aside keeps its files, apart: what it printed as the stop came.
     assert (cell / "1.interrupted" / "stdout.log").read_text() == "finished\n"
+
+
+# Programs that handle SIGTERM by exiting 0 (saying `ready` once they do), each with what its
+# handling process's command line holds: cut short by a stop sent to every process, each
+# reads `pass` as the engine hears of the stop a moment later. (The shell's `sleep` writes
+# nowhere: the shell gone, it would hold the attempt's output open until the stop kills it.)
+HANDLES_SIGTERM = {
+    "python": (
+        'python -c "import signal, sys, time; '
+        "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0)); print('ready', flush=True); "
+        'time.sleep(30)"',
+        "time.sleep(30)",
+    ),
+    "shell": (
+        "sh -c 'trap \"exit 0\" TERM; echo ready; sleep 30 >/dev/null 2>&1 & wait'",
+        "trap",
+    ),
+}
+
+
+@pytest.mark.parametrize("program", sorted(HANDLES_SIGTERM))
+def test_an_attempt_set_aside_never_shows_a_verdict_on_its_progress_line(
+    program: str, tmp_path: Path
+) -> None:
+    # The attempt's end was said as it was read (`[1/1] default #1: pass (match, ...)`), and
+    # the warning that it was set aside came only at the end: a user who read the first line
+    # took the program to have passed. Its line is said once its end is older than the
+    # slack, so an attempt set aside has none; the warning says what became of it.
+    from reprospec.store.db import Store
+
+    out = tmp_path / "out"
+    spec = tmp_path / "handles.yaml"
+    command, marker = HANDLES_SIGTERM[program]
+    spec.write_text(
+        "reprospec: 1\nname: handles\ncommand: " + json.dumps(command) + "\n"
+        "run: {repeat: 1}\nexpect: {outcome: pass}\n"
+    )
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    try:
+        began = time.monotonic()
+        # Its SIGTERM handler in place (the trap, Python's): it said so in its log.
+        while not any(
+            log.read_text() == "ready\n" for log in out.glob("runs/*/cells/default/1/stdout.log")
+        ):
+            assert engine.poll() is None, engine.communicate()
+            assert time.monotonic() - began < 60, "the attempt's program never got ready"
+            time.sleep(0.02)
+        # The process that handles it, the deepest whose command line says so (the shell
+        # that runs the command holds it too).
+        handler = [p for p in _tree(engine.pid) if marker in _arguments(p)][-1]
+        # A control-group kill: the program first, the rest and the engine a moment later,
+        # once the engine has read the attempt's end (stored as it is read), as a loaded
+        # machine's engine may not have within a fixed moment (its run then cut short).
+        (run_id,) = (store := Store(out, reader=True)).run_ids()
+        others = [p for p in _tree(engine.pid) if p != handler]
+        os.kill(handler, signal.SIGTERM)
+        while not store.finished_attempts(run_id):
+            assert time.monotonic() - began < 60, "the attempt's end was never stored"
+            time.sleep(0.01)
+        for pid in (*reversed(others), engine.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        stdout, stderr = engine.communicate(timeout=60)
+    finally:
+        engine.kill()
+    assert engine.returncode == 130, stdout + stderr
+    assert "default #1 (pass): ended as the engine was stopped: run again on resume" in stderr
+    said = [line for line in stderr.splitlines() if "default #1:" in line]
+    assert said == [], stderr
+    assert "reprospec: interrupted; finish the run with: reprospec run --resume" in stderr
+
+
+def _arguments(pid: int) -> str:
+    """`pid`'s command line, its arguments joined by spaces ("" once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""

@@ -845,3 +845,34 @@ def test_an_attempt_that_ends_after_a_stop_arrived_is_set_aside_and_nothing_more
     assert ran.run() == {"default": []}
     assert [(a.cell_id, a.attempt) for a in ran.settle()] == [("default", 1)]
     assert not ran.cancel.is_set()
+
+
+def test_an_attempt_set_aside_is_never_said_and_one_kept_is_said_once_its_end_is_old(
+    tmp_path: Path,
+) -> None:
+    # Its progress ("attempt", whose line the command prints as `pass`) was said as it
+    # ended, before the engine heard of the stop that then set it aside. Said once its end
+    # is STOPPED_SLACK_S old: n=1's while n=2 runs, n=2's never.
+    plan = make_plan(tmp_path, "matrix: {n: [1, 2]}\nexpect: {outcome: pass}\n", jobs=1)
+    clock = StopClock()
+    said: list[tuple[str, float]] = []
+    ends: dict[str, float] = {}
+
+    def attempt(plan: AttemptPlan, _slot: tuple[str, ...], _stop: threading.Event) -> AttemptResult:
+        if plan.cell.id == "n=2":
+            time.sleep(scheduler.STOPPED_SLACK_S * 3)
+            clock.at = time.monotonic() + 0.1  # heard 100 ms after the end
+        ends[plan.cell.id] = time.monotonic()
+        return AttemptResult(plan.attempt, 0.0, PASS, True, (), logs="")
+
+    def progress(event: str, cell: Cell, *_rest: object) -> None:
+        if event == "attempt":
+            said.append((cell.id, time.monotonic()))
+
+    ran = Scheduler(plan, attempt, on_cell=Cells(), progress=progress, stop_arrival=clock)
+    ran.run()
+    (aside,) = ran.settle()
+    assert aside.cell_id == "n=2"
+    assert [cell for cell, _at in said] == ["n=1"]
+    assert said[0][1] >= ends["n=1"] + scheduler.STOPPED_SLACK_S
+    assert said[0][1] < ends["n=2"]  # said as the next attempt ran, not at the end
