@@ -990,7 +990,8 @@ def markdown(found: Minimized) -> str:
         f"passing cells must pass; it is dropped after "
         f"n clean attempts with (1 - p)^n <= {r.error:g}, p = {r.rate_used:.2f} (the assumed "
         f"minimum {r.min_rate:g}, raised to the 95% lower bound of the rate measured on the "
-        f"candidates seen failing)" + _deterministic_rule(r),
+        f"original and the candidates seen failing while every attempt failed, else on "
+        f"the original's attempts without the failure they stopped at)" + _deterministic_rule(r),
     ]
     if found.settings is not None:
         where = f" (`{found.settings.folder / 'isolate.md'}`)" if found.settings.folder else ""

@@ -28,9 +28,11 @@ or `infra` (could not run).
    attempt is evidence against it: after n clean attempts the chance that a
    candidate failing at rate p stayed clean is (1 - p)^n, and the candidate is
    dropped once that is at most `error`. p is `min_rate`, raised to the 95%
-   Wilson lower bound of the rate measured on every candidate known to fail
-   (one at 30% needs 7 clean attempts); 95%, not isolate's 99%, because a rate
-   guessed high here costs size only. The rate is learned, as bisect and isolate
+   Wilson lower bound of the rate measured (`measured`: the original's attempts
+   and every candidate's known to fail while all of them failed, else the
+   original's alone, counted as its rate is) (one at 30% needs 7 clean
+   attempts); 95%, not isolate's 99%, because a rate guessed high here costs
+   size only. The rate is learned, as bisect and isolate
    learn it (`readings`): while the original failed in every attempt of its rate
    and no candidate known to fail has come back clean, "deterministic" competes
    with "flaky at 0.9" and "flaky at the original's lower bound", and the chance
@@ -400,7 +402,8 @@ class Minimization:
         self._now = _Judging(original)
         self._original_failing = Tally()
         self._final = _Judging(original)
-        self._known = Tally()  # attempts of the candidates seen failing (the rate's sample)
+        self._known = Tally()  # attempts of the candidates seen failing, as they ran
+        self._fair = Tally()  # the original's, counted as its rate is: a fair sample (`measured`)
         self._outstanding: list[Probe] = []
         self._infra_reason = ""
         self._done_passing = False
@@ -539,6 +542,7 @@ class Minimization:
                 return Probe(self.original.key, "failing", want, 0)
             self._original_failing = tally
             self._known = tally
+            self._fair = fair(tally, s.rate_matches, s.rate_attempts)
             refusal = self._refusal(tally)
             if refusal:
                 self._budget_spent = tally.matched > 0  # too rare for what is left of it
@@ -614,14 +618,14 @@ class Minimization:
             # Point 7: no clearly higher rate than the original's.
             # Its first match is left out: the probe stopped at it, so it is no fair sample.
             f = judging.failing
-            fair = Tally(max(0, f.matched - 1), f.passed, f.other, f.infra)
-            more = self._more_often(fair, self._original_rate())
+            counted = Tally(max(0, f.matched - 1), f.passed, f.other, f.infra)
+            more = self._more_often(counted, self._original_rate())
             if more is None:
                 if left - s.reserve < 1:
                     self._end_reduction("budget")
                     return None
                 judging.rate_probed = True
-                want = min(s.step, s.rate_check - fair.ran, left - s.reserve)
+                want = min(s.step, s.rate_check - counted.ran, left - s.reserve)
                 return Probe(judging.program.key, "failing", max(1, want), 0)
             if judging.rate_probed:
                 self._rate_checked += 1
@@ -820,9 +824,23 @@ class Minimization:
 
     # -- the rate ------------------------------------------------------------
 
+    def measured(self) -> Tally:
+        """The attempts the measured rate rests on (p's, and the warning's): every attempt
+        of the original and the candidates seen failing while each of them failed (nothing
+        reads higher than every time: a deterministic failure's count grows with each
+        candidate, as it ran), else the fair part of them, which is the original's, counted
+        as its rate is (`fair`). A candidate's attempts are each a run stopped at its first
+        match, kept only where that came within `clean_needed` attempts, and read a rate
+        high: a race failing every third attempt, minimized at `--min-rate 0.9` (one
+        attempt each), read 10/25 where the original read 4/14. Leaving out each one's
+        match instead reads 0 of j for its j clean attempts before it, far too low (a 50%
+        race read 11%, simulated), and point 7's attempts after it stop where no clearly
+        higher rate is within reach, after clean ones (the same race read 4/20)."""
+        return self._known if not self._known.clean else self._fair
+
     def rate_used(self) -> float:
         """p: the assumed minimum, raised to the 95% lower bound of the measured rate."""
-        tally = self._known
+        tally = self.measured()
         low = wilson(tally.matched, tally.ran)[0] if tally.matched else 0.0
         return min(0.99, max(self.settings.min_rate, low))
 
@@ -915,13 +933,15 @@ class Minimization:
         )
         self._phase = "done"
         warnings: list[str] = []
-        ran = self._known.ran
-        if ran and wilson(self._known.matched, ran)[1] < self.settings.min_rate:
+        measured = self.measured()
+        if measured.ran and wilson(measured.matched, measured.ran)[1] < self.settings.min_rate:
             warnings.append(
-                f"the candidates seen failing reproduced in {self._known.matched}/{ran} "
-                f"attempts, clearly below the assumed minimum rate {self.settings.min_rate:g}: "
-                f"candidates may have been dropped that still fail; rerun with a lower "
-                f"--min-rate for a smaller result"
+                f"the original reproduced in {measured.matched}/{measured.ran} attempts "
+                f"(counted without the failure they stopped at; the candidates' attempts, "
+                f"each stopped at its first failure, read a rate high), clearly below the "
+                f"assumed minimum rate "
+                f"{self.settings.min_rate:g}: candidates may have been dropped that still "
+                f"fail; rerun with a lower --min-rate for a smaller result"
             )
         self.result = MinimizeResult(
             status=status,
@@ -985,15 +1005,26 @@ def stopped_at_match(tally: Tally, matches: int, most: int) -> bool:
     return tally.matched >= matches and tally.matched < tally.ran < most
 
 
-def unbiased_rate(tally: Tally, matches: int, most: int) -> Rate:
-    """The original's rate as its attempts allow it: where they ran until `matches` matches
-    (stopped_at_match), the last match is where they stopped, no fair sample, and k/n reads
-    high (a race at 20%, 8 of 40, read 5/10); (k-1)/(n-1), the unbiased count under that
-    stopping rule, is what the report and the final check's size use. A deterministic
-    failure (5 of 5) is counted as it ran: nothing reads higher than every time."""
+def fair(tally: Tally, matches: int, most: int) -> Tally:
+    """The attempts of a run as a rate may count them: where they ran until `matches`
+    matches (stopped_at_match), the last match is where they stopped, no fair sample, and
+    k/n reads high (a race at 20%, 8 of 40, read 5/10), so it is left out: (k-1)/(n-1),
+    the unbiased count under that stopping rule. A deterministic failure (5 of 5) is
+    counted as it ran: nothing reads higher than every time.
+
+    The original's rate (`unbiased_rate`) and the rate the search learns and warns with
+    (`Minimization.measured`, where the candidates' own runs are no fair sample) both
+    count the original so."""
     if stopped_at_match(tally, matches, most):
-        return rate_of(tally.matched - 1, tally.ran - 1)
-    return rate_of(tally.matched, tally.ran)
+        return Tally(tally.matched - 1, tally.passed, tally.other, tally.infra)
+    return tally
+
+
+def unbiased_rate(tally: Tally, matches: int, most: int) -> Rate:
+    """The original's rate as its attempts allow it (`fair`): what the report and the final
+    check's size use."""
+    counted = fair(tally, matches, most)
+    return rate_of(counted.matched, counted.ran)
 
 
 def _kinds(tally: Tally) -> list[AttemptKind]:

@@ -100,3 +100,46 @@ def test_a_flaky_miss_in_dir_is_told_as_chance_and_rates_are_unbiased(tmp_path: 
     # (d) The result failed in the search: its message row says why it has none.
     assert "(none seen)" not in md
     assert "DIR's rerun did not fail" in md
+
+
+# Statements minimize can cut, each a candidate that still calls the race: they are what the
+# candidates' own runs are made of, one attempt each at --min-rate 0.9.
+LONG_SHOP = """\
+import sys
+
+import racelib
+
+a = 1
+b = 2
+c = a + b
+d = [a, b, c]
+e = len(d)
+racelib.race("--parallel" in sys.argv)
+"""
+
+
+def test_the_min_rate_warning_counts_only_the_fair_sample(tmp_path: Path) -> None:
+    """At --min-rate 0.9 a candidate is dropped after one clean attempt, so the candidates
+    kept are those whose one attempt was the race's third: each read 1/1, and the warning
+    read the candidates' 10/25 (a race failing one in three) where the original's own
+    attempts, counted without the failure they stopped at, are 4/14."""
+    lib, work = tmp_path / "lib", tmp_path / "work"
+    lib.mkdir()
+    work.mkdir()
+    shutil.copy(RACELIB, lib / "racelib.py")
+    (work / "shop.py").write_text(LONG_SHOP, encoding="utf-8")
+    (work / "race.yaml").write_text(_spec(lib, tmp_path / "counter"), encoding="utf-8")
+    argv = ["minimize", "race.yaml", "-o", "out", "-j", "1", "--budget", "120"]
+    argv += ["--min-rate", "0.9", "--out", str(tmp_path / "store"), "--python", sys.executable]
+    result = run_cli(tmp_path, *argv, cwd=work, timeout=600)
+    assert result.code in (0, 1), result.stdout + result.stderr
+    search = json.loads((work / "out" / "minimize.json").read_text(encoding="utf-8"))["search"]
+    original = search["original_rate"]
+    assert (original["matched"], original["attempts"]) == (4, 14), original
+    # Candidates were kept at their one matching attempt: what read the rate high.
+    assert search["ran"] > 5, search
+    (warning,) = [w for w in search["warnings"] if "--min-rate" in w]
+    assert warning.startswith("the original reproduced in 4/14 attempts"), warning
+    assert "clearly below the assumed minimum rate 0.9" in warning, warning
+    md = (work / "out" / "minimize.md").read_text(encoding="utf-8")
+    assert "reproduced in 4/14 attempts" in md
