@@ -48,7 +48,7 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.pysource import UNREADABLE
 from reprospec.core.rates import rate_floor, rate_of
 from reprospec.core.redact import Redactor
-from reprospec.core.results import RunResult
+from reprospec.core.results import Rate, RunResult
 from reprospec.core.runoptions import PathArg, RunOptions, WordSet, check_options
 from reprospec.core.words import interval_bounds, plural
 from reprospec.environment.probe import shared_captures
@@ -760,22 +760,34 @@ def _rerun_dir(
 
 def _tries(found: Minimized) -> int:
     """A failure at the rate's low end stays clean this many times with a chance under
-    _MISS_CHANCE (a deterministic one is seen at the first), up to 60 attempts: at a low
-    end under 7.4% the chance of a clean streak is more, and the line says it. The check
+    _MISS_CHANCE, up to 60 attempts: at a low end under 7.4% the chance of a clean streak
+    is more, and the line says it. A deterministic failure too runs 3 to 6, not one: its
+    low end is a 95% lower bound (57% of the original's 5 in 5, which a failure at 60%
+    also does), and one clean attempt would blame DIR for what may be chance. The check
     stops at its first failure, so a large count costs little where DIR fails."""
-    return min(_MAX_TRIES, math.ceil(math.log(_MISS_CHANCE) / math.log(1 - _low(found))))
+    return dir_tries(found.result.rate, found.result.original_rate)
+
+
+def dir_tries(result: Rate, original: Rate) -> int:
+    """`_tries` of a result and an original measured so (docs/cli.md states its figures)."""
+    low = low_end(result, original)
+    return min(_MAX_TRIES, math.ceil(math.log(_MISS_CHANCE) / math.log(1 - low)))
 
 
 def _low(found: Minimized) -> float:
+    return low_end(found.result.rate, found.result.original_rate)
+
+
+def low_end(result: Rate, original: Rate) -> float:
     """The failure's rate at its low end, as the check counts on it: the lower of the
     result's and the original's 95% lower bounds. The result's rests on a few final
     attempts (5/6 reads 43%), where the program it shrank from measured lower (the
     original's, read without the match its rate stopped at: search.unbiased_rate); sized
     from 43% alone, 9 clean attempts at the original's 20% came by chance 13 times in 100
     and DIR was called short of a file it never read."""
-    lows = [found.result.rate.low] if found.result.rate.attempts else []
-    if found.result.original_rate.attempts:
-        lows.append(found.result.original_rate.low)
+    lows = [result.low] if result.attempts else []
+    if original.attempts:
+        lows.append(original.low)
     return min(max(min(lows, default=0.01), 0.01), 0.99)
 
 

@@ -39,3 +39,19 @@ def test_files_in_another_encoding_that_import_each_other_are_read_once(tmp_path
     (tmp_path / "b.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport a\nB = '\xe9'\n")
 
     assert _program("python a.py", tmp_path, {}).files == ()
+
+
+def test_dirs_check_of_a_deterministic_failure_runs_what_cli_md_says() -> None:
+    """cli.md said DIR's check runs "one for a deterministic failure"; the rule gives it
+    3 to 6 (a 95% lower bound is its low end, 57% of the original's 5 in 5), and says so."""
+    from reprospec.core.rates import rate_of
+    from reprospec.minimize.driver import dir_tries
+
+    with_original = dir_tries(rate_of(20, 20), rate_of(5, 5))
+    alone = dir_tries(rate_of(20, 20), rate_of(0, 0))
+    assert (with_original, alone) == (6, 3)
+    cli = (Path(__file__).parents[3] / "docs" / "cli.md").read_text(encoding="utf-8")
+    text = " ".join(cli.split())
+    assert "one for a deterministic failure" not in text
+    assert f"5 failures in 5 ({with_original} attempts)" in text
+    assert f"20 in 20 alone ({alone})" in text
