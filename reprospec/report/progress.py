@@ -189,6 +189,16 @@ class Progress:
         return f", {time_left(per_attempt * (total - finished))}"
 
 
+def console_names(run: RunResult) -> Callable[[str], str]:
+    """How the console names a path in what it prints of a run: short, as report.md does
+    (`<venv>/bin/python`, report/paths.py). The results table and `--observe`'s outcome
+    lines both name paths so; the lines printed the venv's absolute path where the table
+    above them said `<venv>`."""
+    from reprospec.report.paths import PathNames
+
+    return PathNames(run.paths).shorten
+
+
 def results_table(run: RunResult) -> Table:
     """One row per cell: verdict mark, cell, expected, what happened, rate.
 
@@ -197,10 +207,9 @@ def results_table(run: RunResult) -> Table:
     """
     from rich.table import Table
 
-    from reprospec.report.paths import PathNames
     from reprospec.report.tables import LARGE_RUN_CELLS, rate_said
 
-    short = PathNames(run.paths).shorten
+    short = console_names(run)
     table = Table(title=text(f"{run.spec_name}: {run.run_id}"), title_justify="left")
     if len(run.cells) > LARGE_RUN_CELLS:
         return _grouped(run, table, short)
@@ -287,8 +296,9 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
             + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
             + (" (interrupted: partial results)" if result.interrupted else "")
         )
+        short = console_names(result)
         for line in outcome_lines(groups):
-            console.print(printable(line), markup=False, highlight=False)
+            console.print(printable(short(line)), markup=False, highlight=False)
     else:
         console.print(
             f"{summary['reproduced']}/{plural(summary['cells'], 'cell')} reproduced"

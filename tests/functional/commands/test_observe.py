@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -207,3 +209,48 @@ def test_a_judged_report_names_each_crashed_child(cli: Cli, tmp_path: Path) -> N
         assert f" {name}_child.py)` in 1 of 3 cells: `script={name}`" in separates
     # The child the Failure section does not lead with gets its own log, as another failure.
     assert "\n### Expected as well: `crash SIGSEGV (child: " in report, report
+
+
+def test_observe_lines_name_a_venv_path_as_the_table_does(cli: Cli, tmp_path: Path) -> None:
+    """Under `--runner venv` a crashed child is the venv's interpreter: the table said
+    `(child: <venv>/bin/python child.py 2)` and the outcome lines under it the venv's
+    absolute path (`.../envs/530bf22d164f2554/bin/python`); both name it short now."""
+    from reprospec import venvs
+    from tests.support.envs import make_wheel, uv_environment
+
+    wheels = tmp_path / "wheels"
+    boom = "import ctypes\n\n\ndef go(n):\n    if n == 2:\n        ctypes.string_at(0)\n"
+    make_wheel(wheels, "reprospec-observeboom", "1.0", boom + "    raise ValueError(n)\n")
+    (tmp_path / "main.py").write_text(
+        "import subprocess\nimport sys\n\n"
+        'subprocess.run([sys.executable, "child.py", sys.argv[1]], check=True)\n'
+    )
+    (tmp_path / "child.py").write_text(
+        "import sys\n\nimport reprospec_observeboom\n\nreprospec_observeboom.go(int(sys.argv[1]))\n"
+    )
+    spec = tmp_path / "boom.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: boom\n"
+        'environment:\n  packages: ["reprospec-observeboom==1.0"]\n'
+        "files: [main.py, child.py]\n"
+        "matrix:\n  n: [1, 2]\n"
+        "command: python main.py ${{ matrix.n }}\n"
+    )
+    # The crash is read from its core, which keeps the command line's first 80 bytes: the
+    # envs live in a short folder, so that the interpreter's path is whole there.
+    envs = Path(tempfile.mkdtemp(prefix="rs-envs-"))
+    env = {venvs.ENVS_VARIABLE: str(envs), **uv_environment()}
+    try:
+        result = cli(
+            "run", str(spec), "--observe", "--runner", "venv", "--find-links", str(wheels), env=env
+        )
+    finally:
+        shutil.rmtree(envs, ignore_errors=True)
+    assert result.code == 0, result.stdout + result.stderr
+    table_row = next(line for line in result.stdout.splitlines() if "crash SIGSEGV" in line)
+    assert "(child: <venv>/bin/python child.py 2)" in table_row, result.stdout
+    (headline,) = [line for line in result.stdout.splitlines() if line.startswith("crash ")]
+    assert headline.startswith("crash SIGSEGV (child: <venv>/bin/python child.py 2) in 1 of"), (
+        headline
+    )
+    assert str(envs) not in result.stdout, result.stdout
