@@ -503,7 +503,14 @@ class Redactor:
         expression that reads it again, `${{ env.NAME }}`: still valid YAML, and a rerun
         elsewhere takes the secret from its own environment. A secret of no known variable
         is MASK. A text with more than one line (a whole spec) ends with a comment that
-        names the variables to set."""
+        names the variables to set.
+
+        Each scalar that holds a secret is written again as the YAML parser read it
+        (`_yaml_rewritten`), double-quoted, with its secrets replaced: whatever its style
+        and wherever it stands. `${{ env.NAME }}` in place of a plain scalar's part inside
+        a flow collection (`{DB_URL: postgres://u:hunter2@h/db}`) opened a mapping there,
+        and the masked spec was invalid YAML; quoting only a whole such scalar left a
+        secret inside a longer one so (fx98 4)."""
         if self._pattern is None or not text:
             return text
         used: dict[str, None] = {}
@@ -513,10 +520,9 @@ class Redactor:
             if name is None:
                 return MASK
             used[name] = None
-            expression = "${{ env." + name + " }}"
-            return f'"{expression}"' if _flow_scalar(text, match) else expression
+            return "${{ env." + name + " }}"
 
-        masked = self._pattern.sub(mask, text)
+        masked = _yaml_rewritten(text, self._pattern, mask)
         if used and "\n" in text.strip():
             masked = masked.rstrip("\n") + "\n" + _MASKED_NOTE + " ".join(used) + "\n"
         return masked
@@ -578,12 +584,18 @@ class Redactor:
         shown = []
         for index, word in enumerate(words):
             if word.startswith("--set="):
-                shown.append("--set=" + self.spec_text(word[len("--set=") :]))
+                shown.append("--set=" + self._override(word[len("--set=") :]))
             elif index and words[index - 1] == "--set":
-                shown.append(self.spec_text(word))
+                shown.append(self._override(word))
             else:
                 shown.append(self.text(word))
         return shlex.join(shown)
+
+    def _override(self, override: str) -> str:
+        """A `--set PATH=VALUE` as `spec_text` writes a spec: its VALUE is the YAML, and
+        a secret in it is written so (a whole one quoted), PATH as it is."""
+        path, equals, value = override.partition("=")
+        return path + equals + self.spec_text(value) if equals else self.spec_text(override)
 
     @staticmethod
     def masked_names(spec_text: str) -> tuple[str, ...]:
@@ -664,24 +676,132 @@ class Redactor:
         return value
 
 
-# A YAML quoted scalar, whole: what a line's beginning holds that says nothing of its flow.
-_YAML_QUOTED = Lazy(r""""(?:[^"\\]|\\.)*"|'(?:[^']|'')*'""")
+def _yaml_rewritten(
+    text: str, pattern: re.Pattern[str], replace: typing.Callable[[re.Match[str]], str]
+) -> str:
+    """`text`, YAML, with `pattern`'s matches replaced, and still YAML that loads to the
+    values meant. The parser's marks say where each scalar holding a match begins and
+    ends (`_scalars_matching`). Where the replacement in its text as written loads back as
+    meant, that is what is written: a block scalar keeps its lines, a command stays as the
+    spec's author wrote it. Otherwise, and wherever the whole result does not load to the
+    values meant (checked: `${{ env.NAME }}` inside a plain scalar of a flow collection
+    opens a mapping there, `***` starting a plain one is an alias, a secret written with
+    escapes or folded across lines is not in the text at all), each such scalar is written
+    again double-quoted, its value (as the parser read it) with the matches replaced, its
+    anchor or tag kept: a form that holds any value anywhere. What is outside every
+    scalar (a comment) is replaced as it is, and so is a text the parser refuses, which
+    has no values to keep."""
+    spans = _scalars_matching(text, pattern)
+    if spans is None:
+        return pattern.sub(replace, text)
+    kept = _spliced(text, pattern, replace, spans, requote=False)
+    if _loads_as_meant(kept, text, pattern, replace):
+        return kept
+    return _spliced(text, pattern, replace, spans, requote=True)
 
 
-def _flow_scalar(text: str, match: re.Match[str]) -> bool:
-    """Whether `match` is a whole plain scalar inside a YAML flow collection on its line
-    (`environment: {env: {DB_PASSWORD: hunter2-pw}}`), where `${{ env.NAME }}` unquoted
-    opens a mapping inside the flow: the masked spec was `invalid YAML: expected ',' or
-    '}'`, and the bundle did not rerun (fx96 1). A block scalar takes it unquoted, as it is."""
-    start = text.rfind("\n", 0, match.start()) + 1
-    end = text.find("\n", match.end())
-    before = _YAML_QUOTED.sub("", text[start : match.start()])
-    after = text[match.end() : len(text) if end < 0 else end].lstrip()
-    if "'" in before or '"' in before:
-        return False  # inside a quoted scalar, where `{` is text
-    depth = before.count("{") + before.count("[") - before.count("}") - before.count("]")
-    opened = before.rstrip().endswith((":", "{", "[", ","))
-    return depth > 0 and opened and (not after or after.startswith((",", "}", "]", "#")))
+def _spliced(
+    text: str,
+    pattern: re.Pattern[str],
+    replace: typing.Callable[[re.Match[str]], str],
+    spans: list[tuple[int, int, bool, str]],
+    *,
+    requote: bool,
+) -> str:
+    """`text` with each span's scalar rewritten: replaced as written (a plain one inside a
+    flow collection, never: `{` there is the flow's), or, with `requote`, double-quoted."""
+    out: list[str] = []
+    at = 0
+    for start, end, in_flow_plain, value in spans:
+        out.append(pattern.sub(replace, text[at:start]))
+        written = text[start:end]
+        if not requote and not in_flow_plain:
+            out.append(pattern.sub(replace, written))
+        else:
+            properties = _YAML_PROPERTIES.match(written)
+            kept = properties.group(0) if properties else ""
+            out.append(kept + _double_quoted(pattern.sub(replace, value)))
+        at = end
+    out.append(pattern.sub(replace, text[at:]))
+    return "".join(out)
+
+
+def _loads_as_meant(
+    rewritten: str,
+    text: str,
+    pattern: re.Pattern[str],
+    replace: typing.Callable[[re.Match[str]], str],
+) -> bool:
+    """Whether `rewritten` loads to what `text` does with every string's matches replaced."""
+    import yaml
+
+    def meant(value: object) -> object:
+        if isinstance(value, str):
+            return pattern.sub(replace, value)
+        if isinstance(value, dict):
+            return {meant(key): meant(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [meant(item) for item in value]
+        return value
+
+    try:
+        got = list(yaml.load_all(rewritten, Loader=yaml.SafeLoader))
+        want = [meant(document) for document in yaml.load_all(text, Loader=yaml.SafeLoader)]
+    except (yaml.YAMLError, TypeError, ValueError):
+        return False
+    return got == want
+
+
+# An anchor's or tag's words before a scalar, which its marks take in (`&db !!str `).
+_YAML_PROPERTIES = Lazy(r"(?:[&!]\S*\s+)*")
+
+
+def _scalars_matching(
+    text: str, pattern: re.Pattern[str]
+) -> list[tuple[int, int, bool, str]] | None:
+    """(start, end, plain inside a flow collection, value) of each scalar of `text` whose
+    value `pattern` matches, in order; None where the text is no YAML the parser reads."""
+    import yaml
+
+    found: dict[int, tuple[int, int, bool, str]] = {}
+    try:
+        roots = [node for node in yaml.compose_all(text, Loader=yaml.SafeLoader) if node]
+    except yaml.YAMLError:
+        return None
+    todo: list[tuple[yaml.Node, bool]] = [(node, False) for node in roots]
+    seen: set[int] = set()
+    while todo:
+        node, in_flow = todo.pop()
+        if id(node) in seen:
+            continue  # an alias: the node it names is walked once
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            if isinstance(node.value, str) and pattern.search(node.value):
+                start, end = node.start_mark.index, node.end_mark.index
+                found[start] = (start, end, in_flow and node.style is None, node.value)
+        elif isinstance(node, yaml.MappingNode):
+            flow = in_flow or bool(node.flow_style)
+            todo += [(part, flow) for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            flow = in_flow or bool(node.flow_style)
+            todo += [(item, flow) for item in node.value]
+    return [found[start] for start in sorted(found)]
+
+
+def _double_quoted(value: str) -> str:
+    """`value` as a YAML double-quoted scalar: JSON's escapes, which YAML's include, and
+    YAML's own for what it reads as a line break or cannot print (NEL, LS, PS, C1)."""
+    import json
+
+    quoted = json.dumps(value, ensure_ascii=False)
+    return "".join(
+        f"\\u{ord(char):04x}"
+        if 0x7F <= ord(char) <= 0x9F
+        or char in "\u2028\u2029\ufeff"
+        or 0xD800 <= ord(char) <= 0xDFFF
+        else char
+        for char in quoted
+    )
 
 
 def _quote_after(text: str, quote: str) -> str:

@@ -9,6 +9,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.support.cli import Cli
 from tests.support.secretnames import named_secrets
@@ -344,3 +345,45 @@ def test_a_secret_the_spec_wrote_in_is_named_to_export_and_verified_with_its_val
         env={"DB_PASSWORD": "hunter2-literal-pw"},
     )  # fmt: skip
     assert mine.code == 0, mine.stdout + mine.stderr
+
+
+# fx98 4: the secret inside a longer plain value of a flow mapping, where `${{ env.X }}`
+# in its place opened a mapping inside the flow (invalid YAML), and a program that fails
+# only with the whole value: the bundle's spec must load to it again, the secret read back.
+# (A whole URL with a password in it is a secret of its own name, DB_URL, written whole.)
+INSIDE_FLOW = """\
+reprospec: 1
+name: db-url
+environment: {env: {DB_TARGET: u:hunter2-literal-pw@h/db, DB_PASSWORD: hunter2-literal-pw}}
+command: >-
+  python -c "import os; assert os.environ['DB_TARGET'] != 'u:hunter2-literal-pw@h/db', 'auth'"
+expect: {outcome: error, exception: AssertionError}
+"""
+
+
+def test_a_secret_inside_a_longer_flow_value_bundles_to_valid_yaml_and_verifies(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DB_PASSWORD", raising=False)
+    spec = tmp_path / "db.yaml"
+    spec.write_text(INSIDE_FLOW)
+    store = tmp_path / "store"
+    ran = cli("run", str(spec), "--out", str(store))
+    assert ran.code == 0, ran.stdout + ran.stderr
+    archive = tmp_path / "db.tgz"
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    packed = cli(
+        "bundle", "latest", "-o", str(archive), "--out", str(store), "--verify",
+        env={"TMPDIR": str(temp)},
+    )  # fmt: skip
+    assert packed.code == 0, packed.stdout + packed.stderr
+    assert "verify: default: as in the run: reproduced" in packed.stdout
+    members = _members(archive)
+    assert not [name for name, data in members.items() if b"hunter2-literal-pw" in data]
+    (tree_spec,) = [data for name, data in members.items() if name.endswith("tree/db.yaml")]
+    loaded = yaml.safe_load(tree_spec)
+    assert loaded["environment"]["env"] == {
+        "DB_TARGET": "u:${{ env.DB_PASSWORD }}@h/db",
+        "DB_PASSWORD": "${{ env.DB_PASSWORD }}",
+    }

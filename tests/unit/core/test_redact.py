@@ -470,3 +470,44 @@ def test_a_secret_written_whole_in_a_flow_mapping_is_read_again_quoted() -> None
     assert redactor.spec_text(f"args: [a, {secret}, b]") == f'args: [a, "{read}", b]'
     assert redactor.spec_text(f"  DB_PASSWORD: {secret}") == f"  DB_PASSWORD: {read}"
     assert redactor.spec_text(f'env: {{P: "{secret}"}}') == f'env: {{P: "{read}"}}'
+
+
+@pytest.mark.parametrize(
+    ("shape", "text"),
+    [
+        (
+            "flow, inside a longer plain value",
+            "env: {URL: u:hunter2-pw-x@h/db, PW: hunter2-pw-x}\n",
+        ),
+        ("flow, quoted", "env: {URL: \"u:hunter2-pw-x@h\", PW: 'hunter2-pw-x'}\n"),
+        ("flow sequence", "command: [run, --pw, hunter2-pw-x, --url=u:hunter2-pw-x@h]\n"),
+        ("flow, plain on two lines", "a: {b: u:hunter2-pw-x@h and\n     more words, c: 1}\n"),
+        ("block, plain, commented", "env:\n  URL: u:hunter2-pw-x@h  # hunter2-pw-x\n"),
+        ("block, plain on two lines", "a: one two\n  hunter2-pw-x three\n"),
+        ("literal block", "command: |\n  echo start\n  run --pw hunter2-pw-x --x\n"),
+        ("folded across lines", "command: >\n  run --pw hunter2-\n  pw-x\n"),
+        ("anchor, alias, tag", "a: &pw hunter2-pw-x\nb: *pw\nc: !!str hunter2-pw-x-tail\n"),
+        ("escaped in double quotes", 'a: "hunter\\x32-pw-x"\n'),
+    ],
+)
+def test_a_spec_masked_loads_to_its_values_with_the_secret_read_again(
+    shape: str, text: str
+) -> None:
+    """spec_text writes `${{ env.PW }}` for a secret wherever it is: every shape still
+    loads, to the values the spec had with the secret's place reading PW. Inside a longer
+    plain value of a flow collection it opened a mapping there (invalid YAML; fx98 4), and
+    one written escaped or folded across lines was not seen at all."""
+    import yaml
+
+    def read_again(value: object) -> object:
+        if isinstance(value, str):
+            return value.replace("hunter2-pw-x", "${{ env.PW }}")
+        if isinstance(value, dict):
+            return {key: read_again(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [read_again(item) for item in value]
+        return value
+
+    masked = Redactor(["hunter2-pw-x"], names={"hunter2-pw-x": "PW"}).spec_text(text)
+    assert "hunter2-pw-x" not in masked, shape
+    assert yaml.safe_load(masked) == read_again(yaml.safe_load(text)), (shape, masked)
