@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from reprospec.core.answers import rendered, search_exit_code
+from reprospec.core.atomicfile import write_atomic
 from reprospec.core.expr import same
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Cell, Expectation, Spec
@@ -232,10 +233,7 @@ def write_reports(found: Minimized) -> None:
         ("minimize.md", markdown(found)),
     ):
         for folder in (found.output, found.folder):
-            folder.mkdir(parents=True, exist_ok=True)
-            temporary = folder / (name + ".tmp")
-            temporary.write_text(content, encoding="utf-8")
-            temporary.replace(folder / name)
+            write_atomic(folder / name, content)
 
 
 def _spec_text(
