@@ -32,16 +32,22 @@ if TYPE_CHECKING:
 STATE_FORMAT = 1
 # Runners that install what a candidate asks for; the local runner runs one interpreter.
 INSTALLING_RUNNERS = ("venv", "docker")
+# The `spec` not given: its own object, told apart by identity from any path passed.
+_NO_SPEC = Path()
 
 
 @frozen
 class BisectRequest:
     """What `reprospec bisect` was asked."""
 
-    spec: Path
-    package: str | None  # None: --by-date over the whole environment
-    good: str
-    bad: str
+    # Each with a default, refused below where it is missing: the docs' `package` (None
+    # with `by_date`) was a required argument, and `BisectRequest(spec=..., by_date=True,
+    # good=..., bad=...)` raised a TypeError where every other options class says a
+    # UsageError (fx102 2). The order is kept: `BisectRequest(SPEC, PKG, GOOD, BAD)` reads so.
+    spec: Path = _NO_SPEC
+    package: str | None = None  # None: --by-date over the whole environment
+    good: str = ""
+    bad: str = ""
     matrix_filters: tuple[str, ...] = ()
     overrides: tuple[str, ...] = ()
     runner: str = "venv"
@@ -62,10 +68,10 @@ class BisectRequest:
 
         def __init__(
             self,
-            spec: PathArg,
-            package: str | None,
-            good: str,
-            bad: str,
+            spec: PathArg = ...,
+            package: str | None = ...,
+            good: str = ...,
+            bad: str = ...,
             matrix_filters: WordSet = ...,
             overrides: Words = ...,
             runner: str = ...,
@@ -84,6 +90,8 @@ class BisectRequest:
         ) -> None: ...
 
     def __post_init__(self) -> None:
+        if self.spec is _NO_SPEC:
+            raise UsageError("spec takes a spec file's path, got none")
         check_options(
             self,
             sequences=("overrides",),

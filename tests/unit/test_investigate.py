@@ -89,6 +89,25 @@ def test_bad_search_options_are_usage_errors_when_made(
         make()
 
 
+def test_bisect_request_takes_its_documented_defaults() -> None:
+    # python-api.md: `package` (None with `by_date`). Before: a TypeError, "missing 1
+    # required positional argument: 'package'", where the docs say it may be left out.
+    request = reprospec.BisectRequest(
+        spec="s.yaml", by_date=True, good="2023-01-01", bad="2023-02-01"
+    )
+    assert (request.package, request.spec) == (None, Path("s.yaml"))
+    # What is missing is a UsageError naming it, as every other options class says one.
+    missing: list[tuple[Callable[[], object], str]] = [
+        (lambda: reprospec.BisectRequest(), "spec takes a spec file's path, got none"),
+        (lambda: reprospec.BisectRequest(spec="s.yaml", by_date=True, bad="2023-02-01"), "good"),
+        (lambda: reprospec.BisectRequest(spec="s.yaml", by_date=True, good="2023-01-01"), "bad"),
+        (lambda: reprospec.BisectRequest(spec="s.yaml", good="1", bad="2"), "package takes"),
+    ]
+    for make, message in missing:
+        with pytest.raises(UsageError, match=re.escape(message)):
+            make()
+
+
 def test_search_options_keep_what_the_engine_reads() -> None:
     options = reprospec.IsolateOptions(cell=["crash=true"], budget=True + 1, error=0.01)
     assert options.cell == ("crash=true",)
