@@ -35,7 +35,7 @@ from reprospec.amplify.report import AmplifyReport
 from reprospec.bisect.state import BisectReport, BisectRequest
 from reprospec.capture.command import Captured
 from reprospec.capture.hangwait import VerifyWait
-from reprospec.core.caller import from_api
+from reprospec.core.caller import from_api, naming
 from reprospec.core.inputs import Spec
 from reprospec.core.results import RunResult
 from reprospec.core.runoptions import RunOptions, Words, optional_path
@@ -69,7 +69,8 @@ def isolate_spec(
     options = _options(options, IsolateOptions, "isolate_spec")
     path, run = _spec(spec, options.run, "isolate_spec", "IsolateOptions(cell=...)")
     options = replace(options, run=_said(run, _progress(progress)))
-    return driver.isolate_spec(path, options, progress=progress, cancel=_cancel(cancel))
+    with naming("IsolateOptions", "cell"):
+        return driver.isolate_spec(path, options, progress=progress, cancel=_cancel(cancel))
 
 
 @from_api
@@ -88,7 +89,8 @@ def minimize_spec(
     options = _options(options, MinimizeOptions, "minimize_spec")
     path, run = _spec(spec, options.run, "minimize_spec", "MinimizeOptions(cell=...)")
     options = replace(options, run=_said(run, _progress(progress)))
-    return driver.minimize_spec(path, options, progress=progress, cancel=_cancel(cancel))
+    with naming("MinimizeOptions", "cell"):
+        return driver.minimize_spec(path, options, progress=progress, cancel=_cancel(cancel))
 
 
 @from_api
@@ -106,7 +108,8 @@ def amplify_spec(
     options = _options(options, AmplifyOptions, "amplify_spec")
     path, run = _spec(spec, options.run, "amplify_spec", "AmplifyOptions(matrix_filters=...)")
     options = replace(options, run=_said(run, _progress(progress)))
-    return driver.amplify_spec(path, options, progress=progress, cancel=_cancel(cancel))
+    with naming("AmplifyOptions"):
+        return driver.amplify_spec(path, options, progress=progress, cancel=_cancel(cancel))
 
 
 @from_api
@@ -126,7 +129,8 @@ def bisect_spec(
     from reprospec.bisect import driver
 
     request = _options(request, BisectRequest, "bisect_spec", "request")
-    return driver.bisect_spec(request, progress=_progress(progress), cancel=_cancel(cancel))
+    with naming("BisectRequest"):
+        return driver.bisect_spec(request, progress=_progress(progress), cancel=_cancel(cancel))
 
 
 @from_api

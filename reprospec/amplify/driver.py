@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from reprospec.amplify.report import AmplifyReport
 from reprospec.amplify.search import Amplification, Arm, Probe, Settings
 from reprospec.amplify.state import StateFile, StoredProbe
-from reprospec.core.caller import said
+from reprospec.core.caller import argument, from_api, said
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import Redactor
@@ -107,6 +107,10 @@ class AmplifyOptions:
             counts=("budget", "first"),
             runs=("run",),
         )
+        # Each try checked when made, as the fields above are: `tries=("nosuch=1",)` was
+        # refused only once amplify_spec ran (fx102 1). In the API's words (`tries`) but
+        # where the CLI made it from `--try`.
+        from_api(parse_tries)(self.tries)
 
 
 def fresh_tries(spec: Perturb, tries: Sequence[tuple[str, JsonValue]]) -> dict[str, str]:
@@ -370,6 +374,7 @@ def _amplify(
         rerun_options=rerun_words(options.run),
         cells=chosen.total,
         unforked=_unforked(state, run_options.out, fresh) if fresh is not None else "",
+        budget_said=argument("--budget", "budget"),
     )
     from reprospec.amplify.report import write
 

@@ -75,6 +75,10 @@ class AmplifyReport:
     # arms') that ran fresh instead, with the first one's reason: `60 of 60 attempts meant to
     # fork ran fresh (ran fresh: the preload server could not start: ...)`; "" for none.
     unforked: str = ""
+    # How its answer names the search's budget: `--budget`, or `AmplifyOptions(budget=...)`
+    # to the Python API's caller (core/caller.py), who typed no `--budget`; set when made,
+    # as `sentence()` is read after the call returned.
+    budget_said: str = "--budget"
 
     @property
     def rerun_tail(self) -> str:
@@ -185,7 +189,8 @@ def go_on(found: AmplifyReport) -> str:
         f"the base fails in {rate.matched}/{rate.attempts} (at least {floor:g}), below "
         f"isolate's and minimize's minimum rate ({least:g}): go on without a perturbation "
         f"at that rate, with more attempts: reprospec minimize {spec}{cell}{minimize} (or "
-        f"reprospec isolate {spec}{cell}{isolate}{passing}), or give amplify a larger --budget"
+        f"reprospec isolate {spec}{cell}{isolate}{passing}), or give amplify a larger "
+        f"{found.budget_said}"
     )
 
 

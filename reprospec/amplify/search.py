@@ -77,6 +77,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from reprospec.core.caller import argument
 from reprospec.core.frozen import frozen
 from reprospec.core.rates import clearly_more, rate_of
 from reprospec.core.results import Rate
@@ -568,7 +569,7 @@ class Amplification:
         ):
             return (
                 f"the budget of {plural(self.settings.budget, 'attempt')} ran out before any "
-                "perturbation was tried: raise --budget"
+                f"perturbation was tried: raise {argument('--budget', 'budget')}"
             )
         # With two bases each arm is ranked against its own (module docstring).
         two = self.fresh_base is not None

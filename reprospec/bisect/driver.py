@@ -35,6 +35,7 @@ from reprospec.bisect.state import (
     write_state,
 )
 from reprospec.core import environ
+from reprospec.core.caller import said
 from reprospec.core.redact import Redactor
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.safepoint import Deferral
@@ -52,6 +53,10 @@ class BisectInterrupted(KeyboardInterrupt):
 
 
 Progress = Callable[[str], None]
+
+
+# The filter a hint shows, as the Python API's caller writes it in a tuple.
+_AXIS_VALUE = repr("AXIS=VALUE")
 
 
 @shared_captures()  # its runs share one environment capture (environment/probe.py)
@@ -103,10 +108,11 @@ def bisect_spec(
         # `-m` chooses among cells: a spec of one has none to choose (the hint read
         # `-m AXIS=VALUE` for a spec without a matrix).
         hint = (
-            "choose a failing cell with -m AXIS=VALUE"
+            f"choose a failing cell with "
+            f"{said('-m AXIS=VALUE', 'BisectRequest(matrix_filters=(' + _AXIS_VALUE + ',))')}"
             if len(whole.cells) > 1
-            else "write in its expect how the bad version fails (with --good the newer "
-            "version, bisect finds the release that fixed it)"
+            else "write in its expect how the bad version fails (with "
+            f"{said('--good', 'good')} the newer version, bisect finds the release that fixed it)"
         )
         expected = "expected to pass" if expectation.outcome == "pass" else "observed (no expect)"
         raise UsageError(
@@ -126,7 +132,7 @@ def bisect_spec(
             f"continuing bisect {bisect_id}: "
             f"{plural(sum(t.attempts for t in known.values()), 'attempt')} "
             f"from an earlier run, counted in the budget of {request.budget} "
-            f"(--fresh starts over)"
+            f"({said('--fresh', 'BisectRequest(fresh=True)')} starts over)"
         )
     min_rate = request.min_rate
     if min_rate is None:

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from datetime import date, timedelta
 
+from reprospec.core.caller import said
 from reprospec.errors import InfraError, UsageError
 from reprospec.venvs import IndexConfig
 
@@ -86,7 +87,7 @@ def between(
     except InvalidVersion as exc:
         raise UsageError(f"not a version: {exc}") from None
     by_version = {Version(v): v for v in versions}
-    for end, label in ((low, "--good"), (high, "--bad")):
+    for end, label in ((low, said("--good", "good")), (high, said("--bad", "bad"))):
         if end not in by_version:
             near = sorted(by_version, key=lambda v: abs(_distance(v, end)))[:3]
             hint = ", ".join(by_version[v] for v in sorted(near))
@@ -95,7 +96,7 @@ def between(
                 f"configured index; nearby: {hint or 'none'}"
             )
     if low == high:
-        raise UsageError("--good and --bad are the same version")
+        raise UsageError(f"{said('--good and --bad', 'good and bad')} are the same version")
     ascending = low < high
     lo, hi = (low, high) if ascending else (high, low)
     chosen = [
@@ -120,14 +121,20 @@ def _distance(a: object, b: object) -> float:
     )
 
 
+def _by_date() -> str:
+    """How a refusal of the days names them: the CLI's `--by-date START..END`, or the
+    API's `good` and `bad` with `by_date=True`, where its caller typed no `--by-date`."""
+    return said("--by-date", "by_date=True's good..bad")
+
+
 def days_between(start: str, end: str) -> tuple[str, ...]:
     """`2024-03-01..2024-03-20` as the days from start to end, both included (for --by-date)."""
     try:
         first, last = date.fromisoformat(start), date.fromisoformat(end)
     except ValueError as exc:
-        raise UsageError(f"--by-date expects START..END as YYYY-MM-DD: {exc}") from None
+        raise UsageError(f"{_by_date()} expects START..END as YYYY-MM-DD: {exc}") from None
     if first == last:
-        raise UsageError("--by-date: START and END are the same day")
+        raise UsageError(f"{_by_date()}: START and END are the same day")
     step = 1 if first < last else -1
     days = [first + timedelta(days=i * step) for i in range(abs((last - first).days) + 1)]
     return tuple(d.isoformat() for d in days)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 
 # Not typing's: importing typing costs `--version` 3 ms (mypy reads this name the same).
@@ -28,6 +28,12 @@ if TYPE_CHECKING:
 # driver loads each side with api.load_spec), where the user typed `--set` all the same.
 _FROM_API: ContextVar[bool] = ContextVar("reprospec_from_api", default=False)
 _CLI_RUNNING: list[bool] = []
+# The API call's options class and its field of matrix filters, for `filters_said` and
+# `argument`: `reprospec.run`'s caller passed `matrix_filters=(...)`, minimize_spec's
+# `MinimizeOptions(cell=(...))`, where each error said `-m` (fx102 1). Set by `naming`.
+_OPTIONS: ContextVar[tuple[str, str]] = ContextVar(
+    "reprospec_options", default=("", "matrix_filters")
+)
 
 
 def from_api(function: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -45,6 +51,17 @@ def from_api(function: Callable[_P, _R]) -> Callable[_P, _R]:
 
 
 @contextlib.contextmanager
+def naming(options: str, filters: str = "matrix_filters") -> Iterator[None]:
+    """While a search of the Python API runs: its arguments are fields of `options` (the
+    class, `MinimizeOptions`), its matrix filters the field `filters` (`cell`)."""
+    token = _OPTIONS.set((options, filters))
+    try:
+        yield
+    finally:
+        _OPTIONS.reset(token)
+
+
+@contextlib.contextmanager
 def from_cli() -> Iterator[None]:
     """While the CLI's `main` runs: `said` names the options typed, whatever it calls."""
     _CLI_RUNNING.append(True)
@@ -58,6 +75,31 @@ def said(option: str, argument: str) -> str:
     """How an error names what the user gave: the CLI's `option` (`--set`), or, in a call
     of the Python API made outside the CLI, the API's `argument` (`overrides`)."""
     return argument if _FROM_API.get() and not _CLI_RUNNING else option
+
+
+def argument(option: str, field: str, value: str = "...") -> str:
+    """`said` of an option its search's options class holds as `field`: the CLI's
+    `option` (`--budget`), or the API's `AmplifyOptions(budget=...)` (`field=...` where
+    the call takes no options class, `reprospec.run`'s); with a `value`, `--budget 40`
+    or `AmplifyOptions(budget=40)`."""
+    options, _filters = _OPTIONS.get()
+    typed = option if value == "..." else f"{option} {value}"
+    return said(typed, f"{options}({field}={value})" if options else f"{field}={value}")
+
+
+def filters_option() -> str:
+    """How an error names the option that keeps cells: `-m`, or `matrix_filters=...`."""
+    return argument("-m", _OPTIONS.get()[1])
+
+
+def filters_said(filters: Sequence[str]) -> str:
+    """`filters` as the user gave them: `-m a=1 -m b=2` (each quoted as a shell word, to
+    be typed again), or the API's `matrix_filters=('a=1', 'b=2')`."""
+    if _FROM_API.get() and not _CLI_RUNNING:
+        return argument("-m", _OPTIONS.get()[1], repr(tuple(filters)))
+    import shlex  # here, not above: `--version` imports this module
+
+    return " ".join(f"-m {shlex.quote(f)}" for f in filters)
 
 
 def resuming(run_id: str) -> str:

@@ -97,6 +97,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from reprospec.core.caller import argument
 from reprospec.core.rates import rate_of, wilson
 from reprospec.core.words import interval_bounds, plural
 from reprospec.isolation.candidates import (
@@ -409,8 +410,8 @@ class Isolation:
             f"{why}: {figure} attempts ({shown_low}-{shown_high}); even at {shown_high} "
             f"isolating one of {plural(self.count, 'difference')} "
             f"takes about {plural(projected, 'attempt')}, and {left} of the budget of "
-            f"{s.budget} {'is' if left == 1 else 'are'} left (--budget "
-            f"{self.used + projected} at the least)"
+            f"{s.budget} {'is' if left == 1 else 'are'} left "
+            f"({argument('--budget', 'budget', str(self.used + projected))} at the least)"
         )
 
     # -- the answer ----------------------------------------------------------
@@ -501,8 +502,9 @@ class Isolation:
             return (
                 f"the sets holding the culprits reproduced in about {matched}/{ran:.0f} "
                 f"attempts, clearly below the assumed minimum rate {self.settings.min_rate:g}: "
-                f"the error may be larger than stated; rerun with a lower --min-rate (and a "
-                f"larger --budget)",
+                f"the error may be larger than stated; rerun with a lower "
+                f"{argument('--min-rate', 'min_rate')} (and a larger "
+                f"{argument('--budget', 'budget')})",
             )
         return ()
 

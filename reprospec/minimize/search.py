@@ -114,6 +114,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from reprospec.core.caller import argument
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.pysource import UNREADABLE
@@ -798,7 +799,8 @@ class Minimization:
             status = "unconfirmed"
             message = (
                 f"the result did not fail as expected in {final.failing.ran} final attempts; "
-                f"it failed while it was judged, so it fails rarely: run it with a larger --budget"
+                f"it failed while it was judged, so it fails rarely: run it with a larger "
+                f"{argument('--budget', 'budget')}"
             )
         elif final.passing.matched or final.passing.other:
             status = "unconfirmed"
@@ -941,7 +943,8 @@ class Minimization:
                 f"each stopped at its first failure, read a rate high), clearly below the "
                 f"assumed minimum rate "
                 f"{self.settings.min_rate:g}: candidates may have been dropped that still "
-                f"fail; rerun with a lower --min-rate for a smaller result"
+                f"fail; rerun with a lower "
+                f"{argument('--min-rate', 'min_rate')} for a smaller result"
             )
         self.result = MinimizeResult(
             status=status,

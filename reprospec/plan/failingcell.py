@@ -20,11 +20,11 @@ than one cell, even where the spec said one of them fails), so the rule is here 
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from itertools import combinations
 from typing import TYPE_CHECKING, Literal
 
+from reprospec.core.caller import filters_option, filters_said
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.errors import UsageError
@@ -74,7 +74,9 @@ def choose_failing_cell(
     from reprospec.spec.matrix import select
 
     kept = select(cells, filters)  # a filter that keeps nothing is refused there, named
-    shown = " ".join("-m " + f for f in filters)
+    # The filters and the option as the user gave them: `-m`, or the Python API's argument
+    # (`AmplifyOptions(matrix_filters=(...))`, core/caller.py), whose caller typed no `-m`.
+    shown = filters_said(filters)
     failing = tuple(c for c in kept if fails(expectations.of(c)))
     if len(failing) == 1:
         if len(cells) == 1:
@@ -112,7 +114,9 @@ def choose_failing_cell(
         if filters
         else f"{len(failing)} cells of {named} are expected to fail"
     )
-    raise UsageError(f"{verb} runs one cell, and {which}: choose one with -m: {picks}{more}")
+    raise UsageError(
+        f"{verb} runs one cell, and {which}: choose one with {filters_option()}: {picks}{more}"
+    )
 
 
 def fails(expectation: Expectation) -> bool:
@@ -142,7 +146,7 @@ def _pick(cell: Cell, failing: Sequence[Cell], filters: Sequence[str]) -> str:
 
 
 def _words(filters: Sequence[str]) -> str:
-    return " ".join(f"-m {shlex.quote(f)}" for f in filters)
+    return filters_said(filters)
 
 
 def cell_filters(cell: Cell, cells: Sequence[Cell]) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from itertools import chain, islice
 
 from reprospec.core.bounds import MAX_CELLS, MAX_MATRIX_AXES, MAX_MATRIX_ENTRIES, MAX_MATRIX_STEPS
+from reprospec.core.caller import filters_said
 from reprospec.core.expr import same
 from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
@@ -699,7 +700,8 @@ def select(cells: Sequence[Cell], filters: Sequence[str], said: str = "") -> Seq
     expressions and `expect.cases`: `-m pin=null` keeps the cells without it.
 
     `said` is how the user gave the filters where not as `-m` (isolate's `--failing
-    fast=2`): a refusal names the option typed, not one the user never gave.
+    fast=2`): a refusal names the option typed, not one the user never gave; without it,
+    `-m`, or the Python API's argument (`matrix_filters=(...)`, core/caller.py).
 
     Without filters, `cells` itself; with them, a `CellView` of the positions kept. Of a
     `MatrixCells`, the positions are found from the axes where the filters name only
@@ -714,9 +716,9 @@ def select(cells: Sequence[Cell], filters: Sequence[str], said: str = "") -> Seq
         axis, sep, raw = text.partition("=")
         axis = axis.strip()
         if not sep or not axis:
-            raise UsageError(f"{said or '-m ' + text}: expected AXIS=VALUE")
+            raise UsageError(f"{said or filters_said([text])}: expected AXIS=VALUE")
         if axis not in known:
-            raise unknown_axis(said or f"-m {text}", axis, known)
+            raise unknown_axis(said or filters_said([text]), axis, known)
         wanted.setdefault(axis, []).append((_filter_value(raw), raw.strip()))
 
     def accepts(values: list[tuple[JsonValue, str]]) -> Callable[[JsonValue], bool]:
@@ -733,8 +735,7 @@ def select(cells: Sequence[Cell], filters: Sequence[str], said: str = "") -> Seq
     kept = CellView(cells, found)
     if not kept:
         raise UsageError(
-            f"no cell matches {said or ' '.join('-m ' + f for f in filters)}: "
-            f"{_no_match(cells, wanted)}"
+            f"no cell matches {said or filters_said(filters)}: {_no_match(cells, wanted)}"
         )
     return kept
 

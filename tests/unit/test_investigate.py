@@ -293,3 +293,55 @@ def test_every_answer_renders_md_without_a_format() -> None:
     captured = Captured(Path("t-capture.yaml"), Observed(None, 0, 0), ("wrote t-capture.yaml",))
     assert captured.render() == reprospec.render(captured) == captured.render("md")
     assert captured.render("md").startswith("## Captured t-capture.yaml")
+
+
+# Two failing cells (crash=true, either verbose): amplify and bisect must be told which.
+TWO_FAILING = """\
+reprospec: 1
+name: toggles
+matrix: {crash: [false, true], verbose: [false, true]}
+command: python -c "import sys; sys.exit(0)" ${{ matrix.crash }} ${{ matrix.verbose }}
+run: {timeout: 30s}
+expect: {outcome: crash, signal: SIGSEGV, cases: [{when: {crash: false}, outcome: pass}]}
+"""
+
+
+def test_api_errors_name_the_argument_passed_not_the_cli_option(tmp_path: Path) -> None:
+    # python-api.md: an error of what you passed names the argument. Before, each said the
+    # CLI's `-m` (`no cell matches -m verbose=maybe`, `choose one with -m: -m verbose=false`)
+    # and `tries` was refused only once amplify_spec ran.
+    spec = tmp_path / "t.yaml"
+    spec.write_text(TWO_FAILING)
+    refusals: list[tuple[Callable[[], object], str]] = [
+        (
+            lambda: reprospec.plan_run(
+                spec, reprospec.RunOptions(matrix_filters=("verbose=maybe",))
+            ),
+            "no cell matches matrix_filters=('verbose=maybe',): axis 'verbose' holds false, true",
+        ),
+        (
+            lambda: reprospec.minimize_spec(spec, reprospec.MinimizeOptions(cell=("nope=1",))),
+            "MinimizeOptions(cell=('nope=1',)): unknown axis 'nope'",
+        ),
+        (
+            lambda: reprospec.amplify_spec(spec, reprospec.AmplifyOptions(budget=5)),
+            "choose one with AmplifyOptions(matrix_filters=...): "
+            "AmplifyOptions(matrix_filters=('verbose=false',)) (cell crash=true,verbose=false)",
+        ),
+        (
+            lambda: reprospec.bisect_spec(
+                reprospec.BisectRequest(spec=spec, package="packaging", good="21.3", bad="22.0")
+            ),
+            "choose one with BisectRequest(matrix_filters=...): "
+            "BisectRequest(matrix_filters=('verbose=false',))",
+        ),
+        (
+            lambda: reprospec.AmplifyOptions(tries=("nosuch=1",)),
+            "tries nosuch=1: unknown perturbation 'nosuch'",
+        ),
+    ]
+    for make, message in refusals:
+        with pytest.raises(UsageError, match=re.escape(message)) as refused:
+            make()
+        assert "-m" not in str(refused.value)
+        assert "--" not in str(refused.value)
