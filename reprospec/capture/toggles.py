@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from reprospec.capture.optionarity import MANY, Arity, ParserOptions
@@ -518,8 +519,90 @@ def _kept_env_word(word: str, env: list[tuple[str, str]], secrets: set[str]) -> 
     return shlex.quote(f"{name}=") + _secret(name, value, env, secrets)
 
 
+@frozen
+class Wrapper:
+    """A program that runs another one (`timeout 10 python x.py`): its short options that
+    take a value (`-s KILL`), its long ones (`--signal KILL`), and the operands it reads
+    before the program's own name (timeout's DURATION, taskset's mask, chrt's priority)."""
+
+    value_letters: str = ""
+    value_long: tuple[str, ...] = ()
+    operands: int = 0
+
+
+# Wrappers whose words are no setting of the program: `timeout --foreground -s KILL 1
+# python3 -c CODE` made `foreground: [true]`, `s: [KILL]` and the code axes (fx102 4).
+# Each is skipped with its options and operands; the program's words start past it.
+WRAPPERS: Mapping[str, Wrapper] = {
+    "timeout": Wrapper("sk", ("--signal", "--kill-after"), 1),
+    "nice": Wrapper("n", ("--adjustment",)),
+    "nohup": Wrapper(),
+    "setsid": Wrapper(),
+    "taskset": Wrapper("", (), 1),
+    "stdbuf": Wrapper("ioe", ("--input", "--output", "--error")),
+    "numactl": Wrapper(
+        "NmCipPw",
+        (
+            "--cpunodebind",
+            "--membind",
+            "--physcpubind",
+            "--interleave",
+            "--preferred",
+            "--preferred-many",
+            "--weighted-interleave",
+        ),
+    ),
+    "ionice": Wrapper("cn", ("--class", "--classdata")),
+    "chrt": Wrapper("TPD", ("--sched-runtime", "--sched-period", "--sched-deadline"), 1),
+    "xvfb-run": Wrapper(
+        "efnpsw",
+        (
+            "--error-file",
+            "--auth-file",
+            "--server-num",
+            "--xauth-protocol",
+            "--server-args",
+            "--wait",
+        ),
+    ),
+    "time": Wrapper("fo", ("--format", "--output")),
+}
+
+
+def wrapper_words(words: Sequence[str]) -> int:
+    """How many leading words of `words` are wrappers' (WRAPPERS, one in another too:
+    `timeout 60 nice -n 5 python x.py`: 5), their options and operands; 0 for none."""
+    index = 0
+    while index < len(words):
+        wrapper = WRAPPERS.get(words[index].rsplit("/", 1)[-1])
+        if wrapper is None:
+            break
+        index += 1
+        while index < len(words):
+            word = words[index]
+            if word == "--":
+                index += 1
+                break
+            if word.startswith("--"):
+                name = word.split("=", 1)[0]
+                index += 2 if "=" not in word and name in wrapper.value_long else 1
+                continue
+            if word.startswith("-") and len(word) > 1:
+                # `-s KILL` takes the next word, `-sKILL` and `-oL` hold theirs (`nice -5`).
+                last = word[-1]
+                index += 2 if len(word) == 2 and last in wrapper.value_letters else 1
+                continue
+            break
+        index = min(index + wrapper.operands, len(words))
+    return index
+
+
 def _program_args_start(words: list[str]) -> int:
-    """Where the program's own arguments start: past `python [options] script.py|-m mod`."""
+    """Where the program's own arguments start: past any wrapper (`timeout 10`, `nice -n
+    5`: WRAPPERS) and `python [options] script.py|-m mod|-c code`."""
+    wrapped = wrapper_words(words)
+    if wrapped:
+        return wrapped + _program_args_start(words[wrapped:])
     if not words:
         return 0
     program = words[0].rsplit("/", 1)[-1]

@@ -2632,3 +2632,27 @@ def test_a_137_a_timeout_gave_is_captured_as_the_error_a_rerun_reads(
         "exit_code: 137  # 128 + SIGKILL sent by a process (no OOM kill during the attempt): "
         "not a crash; a crash SIGKILL where the machine counts an OOM kill as it runs"
     ) in (workdir / "spec.yaml").read_text()
+
+
+def test_a_wrappers_options_and_the_interpreters_code_are_no_axes(cli: Cli, tmp_path: Path) -> None:
+    # Before: `timeout --foreground -s KILL 1 python3 -c CODE` wrote the axes
+    # `foreground: [true]`, `s: [KILL]` and `c: [CODE]`: the wrapper's options and the
+    # interpreter's code read as the program's settings (fx102 4).
+    workdir = tmp_path / "wrapped"
+    workdir.mkdir()
+    sleep = "import time; time.sleep(30)"
+    argv = ("timeout", "--foreground", "-s", "KILL", "1", "python3", "-c", sleep)
+    capture(cli, workdir, *argv, options=("--no-verify",))
+    document = spec_document(workdir)
+    assert "matrix" not in document, document.get("matrix")
+    assert document["command"] == shlex.join(argv)
+    # A real crash under two wrappers: the program's own `--lr` is still an axis, read back.
+    crash = "import ctypes; ctypes.string_at(0)"
+    wrapped = ("timeout", "-k", "5", "60", "nice", "-n", "5", "python3", "-X", "faulthandler")
+    capture(cli, workdir, *wrapped, "-c", crash, "--lr", "0.1", options=("--no-verify", "--force"))
+    assert axes(workdir) == {"lr": [0.1]}
+    command = spec_document(workdir)["command"]
+    assert command == f"{shlex.join(wrapped)} -c {shlex.quote(crash)} --lr ${{{{ matrix.lr }}}}"
+    expect = spec_document(workdir)["expect"]
+    assert isinstance(expect, dict)
+    assert expect["signal"] == "SIGSEGV"
