@@ -434,7 +434,7 @@ def _capture(
         request, proposal, options, observed, workdir, spec_path, presets, run_spec, say, alone
     )
     modules = imported(run_dir, attempts)
-    pinned = pins(modules, interpreter)
+    pinned = pins(modules, interpreter, request.argv)
     packages = pinned.packages
     # An editable install of the workdir's project: its modules are the workdir's files,
     # carried, and what the spec imports (a reader has no such install).
@@ -529,8 +529,14 @@ def _capture(
             "read outside the workdir by its path, which no spec or bundle carries (a reader "
             "needs it at the same path): " + ", ".join(data.outside)
         )
-    if packages:
-        lines.append(f"packages it imported: {', '.join(packages)}")
+    if pinned.program:
+        lines.append(f"the program it ran: {pinned.program}")
+    if pinned.imported():
+        lines.append(f"packages it imported: {', '.join(pinned.imported())}")
+    if pinned.plugins:
+        lines.append(
+            f"plugins its program loaded through entry points: {', '.join(pinned.plugins)}"
+        )
     lines += [local_note(install, workdir) for install in pinned.local]
     lines += [
         f"the verify imports {i.name} from your editable install at {i.path}, outside the "

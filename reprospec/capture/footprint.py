@@ -16,10 +16,10 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from reprospec.capture.toggles import Proposal
+from reprospec.capture.toggles import Proposal, program_words
 from reprospec.capture.writer import EnvLine
 from reprospec.core.frozen import frozen
 from reprospec.core.redact import holds_secret
@@ -193,18 +193,28 @@ class Pins:
     packages: tuple[str, ...] = ()
     error: str = ""
     local: tuple[LocalInstall, ...] = ()
+    # Of `packages`: the pin of the program the command runs (pytest's, always pinned
+    # though a plugin requires it), and the plugins it loaded through entry points
+    # (pytest-xdist), which capture says as such, not as packages the program imported.
+    program: str = ""
+    plugins: tuple[str, ...] = ()
+
+    def imported(self) -> tuple[str, ...]:
+        """`packages` but the program's and its plugins': what the program imported."""
+        return tuple(p for p in self.packages if p != self.program and p not in self.plugins)
 
 
-def pins(modules: Iterable[str], python: str) -> Pins:
+def pins(modules: Iterable[str], python: str, argv: Sequence[str] = ()) -> Pins:
     """The distributions behind `modules`, read by `reprospec_harness.pins` in `python`,
     the interpreter that ran the program: the engine's own versions were written for a
     command another interpreter ran, and the packages only that one had were left out.
-    A child, as every reading of an interpreter (the engine never imports the harness)."""
+    A child, as every reading of an interpreter (the engine never imports the harness).
+    `argv`, the command: the distribution of the program it runs is always pinned."""
     from reprospec.core import capped
     from reprospec.harness import HARNESS_ROOT
 
     env = {**os.environ, "PYTHONPATH": str(HARNESS_ROOT)}
-    argv = [python, "-m", "reprospec_harness.pins", *sorted(set(modules))]
+    argv = [python, "-m", "reprospec_harness.pins", *_program_words(argv), *sorted(set(modules))]
     try:
         done = capped.run(argv, limit=1 << 20, timeout_s=PINS_TIMEOUT_S, env=env)
         found = json.loads(done.stdout.decode("utf-8", "replace"))
@@ -219,10 +229,36 @@ def pins(modules: Iterable[str], python: str) -> Pins:
             )
             for item in found.get("local", ())
         )
-        return Pins(str(found["python"]), tuple(str(p) for p in found["pins"]), local=local)
+        return Pins(
+            str(found["python"]),
+            tuple(str(p) for p in found["pins"]),
+            local=local,
+            program=str(found.get("program", "")),
+            plugins=tuple(str(p) for p in found.get("plugins", ())),
+        )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         why = f"{python} did not run ({exc})" if isinstance(exc, OSError) else ""
         return Pins("", error=why or f"{python} could not read them")
+
+
+def _program_words(argv: Sequence[str]) -> list[str]:
+    """The harness's words naming the program `argv` runs, past its leading variables and
+    wrappers (`timeout 60`): `--module pkg` for `python -m pkg`, `--program pytest` for a
+    console script (the harness finds whose); none for a script or `-c` code."""
+    words = program_words(argv)
+    if not words:
+        return []
+    if not _PYTHON.match(Path(words[0]).name):
+        return ["--program", Path(words[0]).name]
+    for index, word in enumerate(words[1:-1], 1):
+        if word == "-m":
+            return ["--module", words[index + 1]]
+        if not word.startswith("-") or word == "-c":
+            break
+    return []
+
+
+_PYTHON = re.compile(r"^python(?:\d(?:\.\d+)?)?$")
 
 
 # Reading the metadata of an environment takes well under a second.

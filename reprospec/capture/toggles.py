@@ -597,6 +597,19 @@ def wrapper_words(words: Sequence[str]) -> int:
     return index
 
 
+def program_words(argv: Sequence[str]) -> list[str]:
+    """`argv` from the program it runs: past its leading `VAR=value` words, `env` with
+    them, and wrappers (`timeout 60 nice -n 5`); the program's name first."""
+    words = list(argv)
+    while words and (_ASSIGNMENT.match(words[0]) or _ENV_PROGRAM.match(words[0])):
+        if _ENV_PROGRAM.match(words[0]) and (own := _env_words(words)):
+            words = words[own:]
+            continue
+        words.pop(0)
+    wrapped = wrapper_words(words)
+    return program_words(words[wrapped:]) if wrapped else words
+
+
 def _program_args_start(words: list[str]) -> int:
     """Where the program's own arguments start: past any wrapper (`timeout 10`, `nice -n
     5`: WRAPPERS) and `python [options] script.py|-m mod|-c code`."""

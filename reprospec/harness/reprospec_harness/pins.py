@@ -39,15 +39,22 @@ def distributions(modules: Iterable[str]) -> list[str]:
     return read(modules)[0]
 
 
-def read(modules: Iterable[str]) -> tuple[list[str], list[dict[str, object]]]:
+def read(modules: Iterable[str], program: str = "") -> tuple[list[str], list[dict[str, object]]]:
     """The pins of `distributions`, and the distributions behind `modules` installed from
     this machine's folders or files (`_direct`), each `{"name", "version", "path",
     "editable", "roots", "modules"}`: `roots`, the folders an editable one serves the
-    imported top-level `modules` from."""
+    imported top-level `modules` from.
+
+    `program`: the distribution of the program the command runs (`program_distribution`),
+    always pinned: the rule above dropped pytest, which pytest-xdist requires, and the
+    spec pinned the plugin but not the program (fx102 3)."""
     tops = {name.split(".", 1)[0] for name in modules}
     tops -= _standard_library() | OWN_MODULES
     tops = {name for name in tops if name and not name.startswith("_") and name.isidentifier()}
     owners = _owners()
+    if program:
+        # Its own top-level modules, were the program's import not recorded (a crash first).
+        tops |= {top for top, dists in owners.items() if program in dists}
     develop = _develop_folders()
     _add_editable_owners(owners, tops, develop)
     pinned: dict[str, str] = {}
@@ -88,8 +95,57 @@ def read(modules: Iterable[str]) -> tuple[list[str], list[dict[str, object]]]:
                 for r in requires
                 if not re.search(r"\bextra\s*==", r.partition(";")[2])
             }
-    chosen = [pin for name, pin in pinned.items() if name not in needed] or list(pinned.values())
+    kept = needed - {_normalized(program)} if program else needed
+    chosen = [pin for name, pin in pinned.items() if name not in kept] or list(pinned.values())
     return sorted(chosen, key=str.lower), [local[name] for name in sorted(local)]
+
+
+def program_distribution(program: str, module: str) -> str:
+    """The distribution of the program a command runs: the one whose console script is
+    named `program` (`pytest`, `/venv/bin/pytest`), or, for `python -m MODULE`, the one
+    providing `module`'s top-level package; "" for none (a script of the workdir)."""
+    if module:
+        owners = _owners().get(module.split(".", 1)[0], [])
+        return owners[0] if owners else ""
+    name = Path(program).name
+    for dist in metadata.distributions() if name else ():
+        for entry in dist.entry_points:
+            if entry.group in _SCRIPT_GROUPS and entry.name == name:
+                return str(dist.metadata["Name"])
+    return ""
+
+
+def plugins(pins: Iterable[str], modules: Iterable[str], program: str) -> list[str]:
+    """Of `pins`, the distributions the program loads as plugins: each declares an entry
+    point for `program`'s distribution to find (pytest's `pytest11`: any group but a console
+    script's) whose module the program imported. Said as such: `packages it imported:
+    pytest-xdist` read as if the program imported it itself."""
+    if not program:
+        return []
+    tops = {name.split(".", 1)[0] for name in modules}
+    found = []
+    for pin in pins:
+        if _pin_name(pin) == _normalized(program):
+            continue
+        name = re.split(r"\s*(?:==|@)", pin, maxsplit=1)[0]
+        try:
+            entries = metadata.distribution(name).entry_points
+        except metadata.PackageNotFoundError:
+            continue
+        if any(
+            e.group not in _SCRIPT_GROUPS and e.value.split(":", 1)[0].split(".", 1)[0] in tops
+            for e in entries
+        ):
+            found.append(pin)
+    return found
+
+
+_SCRIPT_GROUPS = ("console_scripts", "gui_scripts")
+
+
+def _pin_name(pin: str) -> str:
+    """The normalized name of a pin: `pytest-xdist==3.8.0`, `name @ git+...`."""
+    return _normalized(re.split(r"\s*(?:==|@)", pin, maxsplit=1)[0])
 
 
 def _add_editable_owners(
@@ -250,8 +306,22 @@ def main() -> None:
     if sys.path and Path(sys.path[0] or ".").resolve() == Path.cwd().resolve():
         del sys.path[0]
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    pins, local = read(sys.argv[1:])
-    print(json.dumps({"python": version, "pins": pins, "local": local}))
+    # `--program NAME` (the command's program, a console script) or `--module NAME` (its
+    # `python -m NAME`), then the modules.
+    args = sys.argv[1:]
+    given = {"--program": "", "--module": ""}
+    while len(args) > 1 and args[0] in given:
+        given[args[0]], args = args[1], args[2:]
+    program = program_distribution(given["--program"], given["--module"])
+    pins, local = read(args, program)
+    found = {"python": version, "pins": pins, "local": local}
+    if program:
+        own = [
+            p for p in pins if _normalized(re.split(r"\s*(?:==|@)", p)[0]) == _normalized(program)
+        ]
+        found["program"] = own[0] if own else ""
+        found["plugins"] = plugins(pins, args, program)
+    print(json.dumps(found))
 
 
 if __name__ == "__main__":

@@ -2656,3 +2656,35 @@ def test_a_wrappers_options_and_the_interpreters_code_are_no_axes(cli: Cli, tmp_
     expect = spec_document(workdir)["expect"]
     assert isinstance(expect, dict)
     assert expect["signal"] == "SIGSEGV"
+
+
+def test_a_pytest_command_pins_pytest_and_says_its_plugins(cli: Cli, tmp_path: Path) -> None:
+    # Before: `packages it imported: pytest-xdist==...`, and only that was pinned: pytest,
+    # the program the command runs, was dropped as a requirement of the plugin (fx102 3).
+    from importlib.metadata import version
+
+    workdir = tmp_path / "work"
+    (workdir / "tests").mkdir(parents=True)
+    (workdir / "tests" / "test_x.py").write_text(
+        "import ctypes\n\n\ndef test_ok():\n    pass\n\n\n"
+        "def test_crash():\n    ctypes.string_at(0)\n"
+    )
+    pytest_script = str(Path(sys.executable).parent / "pytest")
+    argv = (pytest_script, "-q", "-x", "-p", "no:cacheprovider", "tests/test_x.py")
+    result = capture(cli, workdir, *argv, options=("--timeout", "60s", "--no-verify"))
+    said = result.stdout + result.stderr
+    pytest_pin, xdist_pin = (
+        f"pytest=={version('pytest')}",
+        f"pytest-xdist=={version('pytest-xdist')}",
+    )
+    environment = spec_document(workdir)["environment"]
+    assert isinstance(environment, dict)
+    packages = environment["packages"]
+    assert isinstance(packages, list)
+    assert pytest_pin in packages, packages
+    assert xdist_pin in packages, packages
+    assert f"the program it ran: {pytest_pin}" in said, said
+    plugins = next(line for line in said.splitlines() if "through entry points:" in line)
+    assert xdist_pin in plugins
+    imported = [line for line in said.splitlines() if line.startswith("packages it imported")]
+    assert not any("pytest-xdist" in line for line in imported), imported
