@@ -250,11 +250,14 @@ def _program_words(argv: Sequence[str]) -> list[str]:
         return []
     if not _PYTHON.match(Path(words[0]).name):
         return ["--program", Path(words[0]).name]
-    for index, word in enumerate(words[1:-1], 1):
+    index = 1
+    while index < len(words) - 1:
+        word = words[index]
         if word == "-m":
             return ["--module", words[index + 1]]
         if not word.startswith("-") or word == "-c":
             break
+        index += 2 if word in ("-X", "-W", "-Q") else 1  # `-X dev -m pkg`: dev is -X's
     return []
 
 

@@ -638,3 +638,65 @@ def test_pytests_own_setup_options_stay_in_the_command(setup: list[str]) -> None
     assert proposal.kept == ()
     # Another program's `-p` is its own setting.
     assert [t.axis for t in propose(["python", "x.py", "-p", "3"]).toggles] == ["p"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "axes"),
+    [
+        (["timeout", "--foreground", "-s", "KILL", "1", "python3", "-c", "import time"], {}),
+        (
+            ["timeout", "-k", "5", "60", "nice", "-n", "5", "python", "x.py", "--lr", "0.1"],
+            {"lr": 0.1},
+        ),
+        (
+            ["stdbuf", "-oL", "taskset", "-c", "0-3", "python", "-m", "m", "--workers", "2"],
+            {"workers": 2},
+        ),
+        (
+            ["numactl", "--membind=0", "-N", "0", "ionice", "-c", "3", "app", "--fast"],
+            {"fast": True},
+        ),
+        (
+            [
+                "chrt",
+                "-f",
+                "10",
+                "xvfb-run",
+                "-a",
+                "-s",
+                "-screen 0",
+                "python",
+                "-X",
+                "dev",
+                "t.py",
+            ],
+            {},
+        ),
+        (["/usr/bin/time", "-v", "nohup", "python", "-u", "-c", "pass", "--n", "3"], {"n": 3}),
+    ],
+)
+def test_a_wrappers_words_and_the_interpreters_are_no_axes(
+    argv: list[str], axes: dict[str, JsonValue]
+) -> None:
+    # fx102 4: `timeout --foreground -s KILL 1 python3 -c CODE` made `foreground`, `s` and
+    # `c` axes; only the program's own options past the wrappers are.
+    proposal = propose(argv)
+    assert {t.axis: t.value for t in proposal.toggles} == axes
+    assert render(proposal.command, axes) == shlex.join(argv)
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["python", "-X", "dev", "-m", "pytest", "-q"], ["--module", "pytest"]),
+        (["timeout", "5", "/venv/bin/pytest", "-x"], ["--program", "pytest"]),
+        (["A=1", "env", "-i", "python3", "-u", "-m", "pkg.sub"], ["--module", "pkg.sub"]),
+        (["python", "x.py"], []),
+        (["python", "-c", "pass"], []),
+    ],
+)
+def test_the_program_a_command_runs_is_named_for_its_pin(argv: list[str], words: list[str]) -> None:
+    # fx102 3: the distribution of the program is always pinned (the harness finds it).
+    from reprospec.capture.footprint import _program_words
+
+    assert _program_words(argv) == words
