@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+from reprospec.core.capped import omission
 from reprospec.core.jsontypes import JsonValue
 
 # The runners import the marker names from here too.
@@ -129,7 +130,7 @@ class CappedLog:
             return  # lazy, and nothing came
         omitted = self.omitted
         if omitted > 0:
-            self._file.write(f"\n[reprospec: {omitted} bytes omitted]\n".encode())
+            self._file.write(b"\n" + omission(omitted))
         self._file.write(self._tail_bytes())
         self._file.close()
 

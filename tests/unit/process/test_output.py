@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from reprospec.core.inputs import Marker
+from reprospec.core.logtext import excerpt
 from reprospec.process import run
 from reprospec.process.output import (
     CappedLog,
@@ -39,8 +40,21 @@ def test_capped_log_keeps_head_and_tail(tmp_path: Path, size: int, lazy: bool) -
     if size <= 10:
         assert got == data
     else:
-        assert got == data[:4] + f"\n[reprospec: {size - 10} bytes omitted]\n".encode() + data[-6:]
+        assert got == data[:4] + f"\n[... {size - 10} bytes omitted ...]\n".encode() + data[-6:]
     assert log.total == size
+
+
+def test_a_capped_logs_omission_is_counted_by_the_reports_excerpt(tmp_path: Path) -> None:
+    # The writer wrote `[reprospec: N bytes omitted]`, a line the report's excerpt did not
+    # know: its "... unread bytes omitted" left out every byte dropped as the log was written.
+    log = CappedLog(tmp_path / "log", head=200, tail=200)
+    lines = b"".join(b"%d\n" % n for n in range(1000))
+    log.write(lines)
+    log.close()
+    text = (tmp_path / "log").read_text()
+    said = excerpt(text, max_lines=10)
+    assert "unread bytes omitted" in said
+    assert str(len(lines) - 400) in said
 
 
 def test_an_empty_stream_leaves_an_empty_log_or_none_when_lazy(tmp_path: Path) -> None:
