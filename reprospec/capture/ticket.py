@@ -241,6 +241,19 @@ class Ticket:
     oom_killed: str | None = None
 
 
+def _cuda_error(clean: str) -> re.Match[str] | None:
+    """The first CUDA error the log says, from a line that is not a traceback's source line:
+    `raise RuntimeError("CUDA error: ...")` under `File "t.py", line 8` gave the spec's
+    description the source's closing `")`; the exception line below it is the error."""
+    lines = clean.split("\n")
+    for index, line in enumerate(lines):
+        if index and lines[index - 1].lstrip().startswith('File "'):
+            continue  # the source line a traceback shows under its `File "...", line N`
+        if found := _CUDA_ERROR.search(line):
+            return found
+    return _CUDA_ERROR.search(clean)
+
+
 def read_ticket(text: str) -> Ticket:
     """Read everything `text` says about one failure (the last one, when it shows several)."""
     text = text.replace("\r\n", "\n")
@@ -319,7 +332,7 @@ def read_ticket(text: str) -> Ticket:
     # hang, where nothing else (a signal) says the process died.
     pyspy = _pyspy_frames(clean)
 
-    cuda = _CUDA_ERROR.search(clean)
+    cuda = _cuda_error(clean)
     reported = first_failure(text)
     test = xdist or (reported.test if reported is not None else _test_name(clean))
     pytest_failure = (

@@ -1291,3 +1291,17 @@ def test_progress_is_read_from_the_pasted_output_not_the_tickets_title() -> None
     # Unfenced, the same text is all output as far as the reader can tell.
     unfenced = read_ticket(text.replace("```\n", ""))
     assert unfenced.failure.phase == "training"
+
+
+def test_a_cuda_error_is_read_from_the_exception_line_not_the_raise_above_it() -> None:
+    # The traceback's source line `raise RuntimeError("CUDA error: ...")` came first, and
+    # the spec's description ended in the source's `")`.
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "t.py", line 8, in main\n'
+        '    raise RuntimeError("CUDA error: an illegal memory access was encountered")\n'
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    )
+    read = read_ticket(text)
+    assert read.cuda_error == "CUDA error: an illegal memory access was encountered"
+    assert any(e.endswith("was encountered") for e in read.evidence)
