@@ -123,6 +123,8 @@ class Shard:
     def __post_init__(self) -> None:
         # Checked here, not only in `parse`: the Python API builds Shard(K, N) itself, and
         # Shard(0, N) would select no attempt yet run, store and exit 0 as if all passed.
+        if self.count < 1:
+            raise UsageError(f"--shard {self}: N, the number of shards, must be at least 1")
         if not 1 <= self.index <= self.count:
             raise UsageError(f"--shard {self}: K must be between 1 and N")
 

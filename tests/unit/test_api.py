@@ -53,6 +53,9 @@ def test_bad_options_are_usage_errors() -> None:
         reprospec.Shard(0, 8)
     with pytest.raises(UsageError, match="K must be between 1 and N"):
         reprospec.Shard(9, 8)
+    # `--shard 1/0` said K was out of range, where N is what cannot be.
+    with pytest.raises(UsageError, match="1/0: N, the number of shards, must be at least 1"):
+        reprospec.Shard(1, 0)
     with pytest.raises(UsageError):
         reprospec.RunOptions(stop_on="sometimes")
 
