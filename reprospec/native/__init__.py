@@ -34,7 +34,7 @@ if TYPE_CHECKING:
         merge,
         say_once,
     )
-    from reprospec.native.coreinfo import CoreInfo
+    from reprospec.native.coreinfo import CoreInfo, read_core
     from reprospec.native.cores import (
         CORE_SIGNALS,
         REPLACED,
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
         find_cores,
         move_core,
         move_cores,
-        read_core,
     )
     from reprospec.native.corewatch import WATCH
     from reprospec.native.eustack import (
@@ -160,7 +159,7 @@ _WHERE = {
     "pyspy_path": "pyspy",
     "python_text_of": "pyspy",
     "read": "render",
-    "read_core": "cores",
+    "read_core": "coreinfo",
     "read_none": "render",
     "render_markdown": "render",
     "say_once": "capture",

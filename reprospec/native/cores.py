@@ -19,10 +19,8 @@ import re
 import resource
 import shutil
 import signal
-import struct
 import threading
 import time
-from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -155,20 +153,6 @@ def allow_cores() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
 
 
-# -- ELF cores -----------------------------------------------------------------------------
-
-_ELF_MAGIC = b"\x7fELF"
-_ET_CORE = 4
-# A real core's notes (every thread's registers, the mapped files) are far below this.
-MAX_NOTE_BYTES = 64 << 20
-_PT_NOTE = 4
-_NT_PRSTATUS = 1
-_NT_PRPSINFO = 3
-_NT_AUXV = 6
-_NT_FILE = 0x46494C45
-_AT_ENTRY = 9
-
-
 def dumped_signal(returncode: int | None) -> str | None:
     """The core-dumping signal the attempt's root died of, or that it reported as exit status
     128 + N: a shell or launcher whose child died of it (`sh -c`, `run.instances`); else None.
@@ -185,74 +169,6 @@ def signal_name(number: int) -> str | None:
         return signal.Signals(number).name
     except ValueError:
         return None
-
-
-def read_core(path: Path) -> CoreInfo | None:
-    """Pid, signal, executable and mapped files of an ELF core (64-bit LE); None if not one."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(64)
-            if len(head) < 64 or head[:4] != _ELF_MAGIC or head[4] != 2 or head[5] != 1:
-                return None
-            (e_type,) = struct.unpack_from("<H", head, 16)
-            if e_type != _ET_CORE:
-                return None
-            phoff, phentsize, phnum = (
-                struct.unpack_from("<Q", head, 32)[0],
-                *struct.unpack_from("<HH", head, 54),
-            )
-            notes: list[tuple[int, bytes]] = []
-            for index in range(phnum):
-                handle.seek(phoff + index * phentsize)
-                p_type, _flags, offset, _vaddr, _paddr, filesz = struct.unpack(
-                    "<IIQQQQ", handle.read(40)
-                )
-                if p_type == _PT_NOTE:
-                    handle.seek(offset)
-                    # The core may be the child's own forgery: a note is read within a bound.
-                    notes.extend(_notes(handle.read(min(filesz, MAX_NOTE_BYTES))))
-    except (OSError, struct.error):
-        return None
-    pid: int | None = None
-    ppid: int | None = None
-    sig: str | None = None
-    command = ""
-    entry: int | None = None
-    files: list[tuple[int, int, str]] = []
-    for kind, desc in notes:
-        if kind == _NT_PRSTATUS and pid is None and len(desc) >= 48:
-            # The first NT_PRSTATUS is the thread that took the signal.
-            cursig = struct.unpack_from("<h", desc, 12)[0]
-            sig = signal_name(cursig)
-            pid, ppid = struct.unpack_from("<II", desc, 32)
-        elif kind == _NT_PRPSINFO and len(desc) >= 136:
-            command = desc[56:136].split(b"\0")[0].decode("utf-8", "replace").strip()
-        elif kind == _NT_AUXV:
-            for at in range(0, len(desc) - 15, 16):
-                key, value = struct.unpack_from("<QQ", desc, at)
-                if key == _AT_ENTRY:
-                    entry = value
-        elif kind == _NT_FILE and len(desc) >= 16:
-            count = struct.unpack_from("<Q", desc, 0)[0]
-            names = desc[16 + 24 * count :].split(b"\0")
-            for index in range(min(count, len(names))):
-                start, end, _ = struct.unpack_from("<QQQ", desc, 16 + 24 * index)
-                files.append((start, end, names[index].decode("utf-8", "replace")))
-    executable = None
-    if entry is not None:
-        executable = next((name for start, end, name in files if start <= entry < end), None)
-    from reprospec.native.coreinfo import CoreInfo  # a core was read: there is one to say
-
-    return CoreInfo(path, pid, sig, executable, command, tuple(files), ppid)
-
-
-def _notes(data: bytes) -> Iterable[tuple[int, bytes]]:
-    at = 0
-    while at + 12 <= len(data):
-        namesz, descsz, kind = struct.unpack_from("<III", data, at)
-        at += 12 + ((namesz + 3) & ~3)
-        yield kind, data[at : at + descsz]
-        at += (descsz + 3) & ~3
 
 
 def core_holds(path: Path, needle: bytes) -> bool:
@@ -295,6 +211,8 @@ def find_cores(
         # A core older than the attempt is someone else's; so is one we cannot read.
         if not path.is_file() or stat.st_mtime < started - 1 or stat.st_uid != os.getuid():
             continue
+        from reprospec.native.coreinfo import read_core  # a file there: read it
+
         info = read_core(path)
         if info is None:
             continue

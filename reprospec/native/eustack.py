@@ -13,7 +13,7 @@ file:line (`-s`) where DWARF is there, and of a live process neither (gdb attach
 (backtrace.demangled); the symbol version eu-stack appends and gdb drops
 (`__pthread_mutex_lock@GLIBC_2.2.5`) dropped. libc's signal trampoline (`__restore_rt`)
 is gdb's `<signal handler called>`, which render.fault_frames looks for. The thread
-that crashed is the core's first NT_PRSTATUS (cores.read_core), as it is gdb's current
+that crashed is the core's first NT_PRSTATUS (coreinfo.read_core), as it is gdb's current
 thread. eu-stack never goes to the network (no debuginfod).
 """
 

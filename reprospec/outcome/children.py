@@ -174,7 +174,7 @@ def _seen_crash(
         return ChildCrash(
             cored[0],
             cored[1],
-            _short(_whole_arguments(cored[2])),
+            _short(cored[2]),
             "as its core says",
             _stack_for(fatal, cored[0]),
             seen=True,
@@ -257,7 +257,8 @@ def _sent(
 
 
 def _cored(stacks: NativeStacks | None) -> tuple[str, int, str] | None:
-    """(signal, pid, command) of the first descendant that left a core (not the main process)."""
+    """(signal, pid, command) of the first descendant that left a core (not the main process):
+    the command line its core holds, argv read whole from its stack (native/coreargv.py)."""
     for process in stacks.processes if stacks is not None else ():
         signal = canonical_signal(process.signal) if process.signal else None
         if process.source == "core" and not process.root and signal in CRASH_SIGNALS:
@@ -309,17 +310,6 @@ def _stack_for(fatal: list[FatalError], signal: str | None) -> str | None:
         if signal is None or report.signal == signal:
             return report.stack
     return None
-
-
-# A core keeps the first 80 bytes of the command line (the kernel's pr_psargs, NUL-ended).
-_PSARGS_CHARS = 79
-
-
-def _whole_arguments(cmdline: str) -> str:
-    """A core's command line without the argument the kernel cut in two (`--a-long-`)."""
-    if len(cmdline) < _PSARGS_CHARS or " " not in cmdline:
-        return cmdline
-    return cmdline.rsplit(" ", 1)[0] + " ..."
 
 
 def _short(text: str) -> str:

@@ -207,8 +207,12 @@ def results_table(run: RunResult) -> Table:
     """
     from rich.table import Table
 
+    from reprospec.report.paths import with_short_commands
     from reprospec.report.tables import LARGE_RUN_CELLS, rate_said
 
+    # The command lines the outcomes name shortened before they are worded: a phrase cuts
+    # a command to its width first, and a venv's whole path was all it kept (fx103 1).
+    run = with_short_commands(run)
     short = console_names(run)
     table = Table(title=text(f"{run.spec_name}: {run.run_id}"), title_justify="left")
     if len(run.cells) > LARGE_RUN_CELLS:
@@ -284,9 +288,11 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
     folder = RunFolder.of(out, result.run_id)
     summary = result.summary
     if result.observes:
+        from reprospec.report.paths import with_short_commands
         from reprospec.report.signatures import outcome_groups, outcome_lines
 
-        groups = outcome_groups(result)
+        # As the table's: the command lines shortened, then worded (fx103 1).
+        groups = outcome_groups(with_short_commands(result))
         # The cells observed of the cells: one that could not run was not ("1 cell
         # observed, 0 outcomes, 1 infra-error" of a spec whose only cell never started).
         # The summary holds the count where there is one.

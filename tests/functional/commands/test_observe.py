@@ -236,16 +236,18 @@ def test_observe_lines_name_a_venv_path_as_the_table_does(cli: Cli, tmp_path: Pa
         "matrix:\n  n: [1, 2]\n"
         "command: python main.py ${{ matrix.n }}\n"
     )
-    # The crash is read from its core, which keeps the command line's first 80 bytes: the
-    # envs live in a short folder, so that the interpreter's path is whole there.
-    envs = Path(tempfile.mkdtemp(prefix="rs-envs-"))
+    # The crash is read from its core. The envs live in a folder so long that the core's
+    # first 80 bytes of the command line (pr_psargs) end inside the interpreter's path:
+    # the whole argv is read from the core's stack (fx103 1).
+    top = Path(tempfile.mkdtemp(prefix="rs-envs-"))
+    envs = top / ("a-long-folder-of-environments-" + "e" * 60)
     env = {venvs.ENVS_VARIABLE: str(envs), **uv_environment()}
     try:
         result = cli(
             "run", str(spec), "--observe", "--runner", "venv", "--find-links", str(wheels), env=env
         )
     finally:
-        shutil.rmtree(envs, ignore_errors=True)
+        shutil.rmtree(top, ignore_errors=True)
     assert result.code == 0, result.stdout + result.stderr
     table_row = next(line for line in result.stdout.splitlines() if "crash SIGSEGV" in line)
     assert "(child: <venv>/bin/python child.py 2)" in table_row, result.stdout
@@ -254,3 +256,7 @@ def test_observe_lines_name_a_venv_path_as_the_table_does(cli: Cli, tmp_path: Pa
         headline
     )
     assert str(envs) not in result.stdout, result.stdout
+    # report.md names the child as the console does, the crashed child's stack by it too.
+    report = (result.latest_run() / "report.md").read_text()
+    assert "crash SIGSEGV (child: <venv>/bin/python child.py 2)" in report, report
+    assert "(`<venv>/bin/python child.py 2`)" in report, report

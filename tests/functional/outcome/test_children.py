@@ -437,6 +437,35 @@ def test_a_core_names_the_crashed_child(tmp_path: Path) -> None:
     assert "in crash" in result.stack
 
 
+@pytest.mark.skipif(
+    native.gdb_path() is None or native.core_pattern().piped,
+    reason="needs gdb and cores written to the working directory",
+)
+def test_a_core_names_a_child_with_a_long_command_line_whole(tmp_path: Path) -> None:
+    """fx103 1: the child's core kept its command line's first 80 bytes (pr_psargs), cut
+    inside a venv's long path: the script and its arguments were lost, the venv could not
+    be named `<venv>`. The whole argv is read from the core's stack now."""
+    runner = LocalRunner(native_stacks=True)
+    runner.prepare([])
+    venv = tmp_path / ("a-project-" + "p" * 40) / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python3").symlink_to(PY)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "train.py").write_text("import ctypes\nctypes.string_at(0)\n")
+    (work / "main.py").write_text(
+        "import subprocess, sys\n"
+        "done = subprocess.run(sys.argv[1:])\n"  # quietly: only the core names the child
+        "sys.exit(1 if done.returncode else 0)\n"
+    )
+    child = [str(venv / "python3"), "train.py", "--config", "a config.yaml", "--seed", "7"]
+    assert len(child[0]) > 80
+    result, _ = run_attempt(runner, [PY, "main.py", *child], tmp_path)
+    outcome = crashed(result)
+    assert "as its core says" in (outcome.detail or "")
+    assert outcome.cmdline == " ".join(child)
+
+
 HANG = Expectation("hang")
 
 

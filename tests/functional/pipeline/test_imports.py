@@ -74,6 +74,7 @@ NOT_FOR_A_PASS = (
     "reprospec.runners.programs",
     "reprospec.core.childexit",
     "reprospec.native.coreinfo",
+    "reprospec.native.coreargv",
     "reprospec.core.resumed",
     "html.entities",
 )
@@ -140,6 +141,7 @@ def test_a_crash_imports_the_readers_it_needs(tmp_path: Path) -> None:
     assert "reprospec.native.eustack" in modules or "reprospec.native.gdb" in modules
     assert "reprospec.native.stacks" in modules
     assert "reprospec.native.coreinfo" in modules  # its core was read
+    assert "reprospec.native.coreargv" in modules  # and its command line, from its stack
 
 
 # The collector's state when the first attempt starts, and its collections from the command

@@ -14,7 +14,7 @@ from reprospec.outcome.classify import _crashed_thread_first
 DATA = Path(__file__).resolve().parents[2] / "data" / "native"
 CRASHED = 13758
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
-# The core's maps around the recorded addresses (cores.read_core's `files`).
+# The core's maps around the recorded addresses (coreinfo.read_core's `files`).
 MAPS = (
     (0x7FCAEE844000, 0x7FCAEE99A000, LIBC),
     (0x7FCAEE4E9000, 0x7FCAEE4EF000, "/usr/lib/x86_64-linux-gnu/libffi.so.8.1.2"),
