@@ -27,6 +27,7 @@ from reprospec.core.runoptions import DEFAULT_OUT as DEFAULT_OUT
 
 if TYPE_CHECKING:
     from reprospec.core.runoptions import RunOptions
+    from reprospec.errors import InfraError, UsageError
 
 # The CLI's own parser class (cli._Parser): any ArgumentParser.
 P = TypeVar("P", bound=argparse.ArgumentParser)
@@ -291,20 +292,45 @@ def write_output(target: Path, text: str) -> None:
     said only "No such file or directory: /proc/nope", not which of the command's paths it
     was (nu22 LOW-13). A path that cannot be written is the user's input (exit 2); a disk
     that failed them, full or broken, is the machine's (exit 3)."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise unwritable("-o", target, "mkdir", exc) from None
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise unwritable("-o", target, "write", exc) from None
+
+
+def unwritable(flag: str, path: Path, doing: str, exc: OSError) -> UsageError | InfraError:
+    """`flag path: cannot write there: mkdir /proc/x: No such file or directory (...)`: the
+    call that failed, on the path it failed on, with its errno's words. It named the nearest
+    folder that exists with the errno of a folder made inside it, which read as if that
+    folder were missing (`No such file or directory: /proc` of `--out /proc/x`, fx103 2).
+    A hint where the errno alone misleads: the file on the path, the folder that exists
+    but makes nothing (/proc, /sys). A path that
+    cannot be written is the user's input (UsageError, exit 2); a disk that failed them,
+    full or broken, the machine's (InfraError, exit 3)."""
     import errno
 
     from reprospec.errors import InfraError, UsageError
 
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        why = f"-o {target}: cannot write: {exc.strerror or exc}"
-        if exc.filename is not None and str(exc.filename) != str(target):
-            why += f": {exc.filename}"
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
-            raise InfraError(why) from None
-        raise UsageError(why) from None
+    failed = Path(exc.filename) if exc.filename is not None else path
+    why = f"{flag} {path}: cannot write there: {doing} {failed}: {exc.strerror or exc}"
+    parent = failed.parent
+    if exc.errno == errno.ENOTDIR:
+        # The file on the path, the nearest that exists: /etc/passwd of /etc/passwd/a/b.
+        there = next((p for p in (failed, *failed.parents) if p.exists()), None)
+        if there is not None and not there.is_dir():
+            why += f" ({there} is a file)"
+    elif exc.errno == errno.EEXIST and failed.exists() and not failed.is_dir():
+        why += f" ({failed} is a file)"  # a folder of -o's path, made with its parents
+    elif exc.errno == errno.ENOENT and parent.is_dir():
+        # /proc, /sys: a folder that exists, in which nothing can be made.
+        why += f" ({parent} exists, but nothing can be made in it)"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+        return InfraError(why)
+    return UsageError(why)
 
 
 def text_or_json(p: argparse.ArgumentParser, *, help: str) -> None:
@@ -426,6 +452,7 @@ WRITING_VERBS = (
     "capture",
     "bundle",
     "materialize",
+    "merge",
 )
 
 
@@ -435,25 +462,25 @@ def check_writable(flag: str, path: Path) -> None:
     `minimize -o /proc/min-out` ran its whole search, then exited 2 saying only `No such
     file or directory: /proc/min-out`, naming no option. A path that exists is left to
     the verb, which says what it may be (a folder, not a file: `-o /dev/null`). The probe
-    makes and removes an empty folder in the nearest folder that exists, as writing will:
-    permissions alone do not tell /proc (root may, and cannot)."""
-    import errno
-    import tempfile
+    makes and removes the first folder writing would make, the missing one nearest the
+    root, as writing will: permissions alone do not tell /proc (root may, and cannot),
+    and its error is that mkdir's, on that path (fx103 2)."""
+    import contextlib
 
-    from reprospec.errors import InfraError, UsageError
-
-    target = path.absolute()
-    if target.exists() or target.is_symlink():
+    # A relative path in a removed folder: os.getcwd's ENOENT, which the command line says
+    # as "the current folder no longer exists" (cli.main), before a probe would fail there.
+    path.absolute()
+    # The path as given: a relative one is named relative in the error, as it was typed.
+    if path.exists() or path.is_symlink():
         return
-    existing = target.parent
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise UsageError(f"{flag} {path}: cannot write there: {existing} is not a folder")
+    first = path
+    while not first.parent.exists() and first.parent != first.parent.parent:
+        first = first.parent
     try:
-        Path(tempfile.mkdtemp(prefix=".reprospec-check-", dir=existing)).rmdir()
+        first.mkdir()
+    except FileExistsError:
+        return  # made meanwhile: the verb finds it there
     except OSError as exc:
-        why = f"{flag} {path}: cannot write there: {exc.strerror or exc}: {existing}"
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
-            raise InfraError(why) from None
-        raise UsageError(why) from None
+        raise unwritable(flag, path, "mkdir", exc) from None
+    with contextlib.suppress(OSError):
+        first.rmdir()

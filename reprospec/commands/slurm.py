@@ -127,6 +127,11 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
 
     if args.shards is None:
         raise UsageError("slurm SPEC needs --shards N (the number of array tasks)")
+    if not args.dry_run:
+        # Its scripts and the shards' runs go under --out: one that cannot be made said
+        # `No such file or directory: /proc/x`, naming no option (fx103 2). A dry run
+        # writes nothing there.
+        opt.check_writable("--out", args.out)
     if args.gpus_per_shard < 0:
         raise UsageError(f"--gpus-per-shard must be 0 or more, got {args.gpus_per_shard}")
     # Validate and plan here, on the login node: a bad spec or option fails now, located,

@@ -9,6 +9,9 @@ traceback, no run stored.
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,11 +36,14 @@ def _cases(tmp: Path) -> list[tuple[list[str], str]]:
             (["minimize", SPEC, "--out", bad], "--out"),
             (["amplify", SPEC, "--out", bad], "--out"),
             (["bisect", SPEC, "--out", bad], "--out"),
+            # merge writes its run into --out; slurm its scripts and the shards' runs.
+            (["merge", str(tmp / "shard"), "--out", bad], "--out"),
+            (["slurm", SPEC, "--shards", "1", "--out", bad], "--out"),
         ]
     return cases
 
 
-@pytest.mark.parametrize("index", range(18))
+@pytest.mark.parametrize("index", range(22))
 def test_an_unwritable_output_is_refused_before_anything_runs(tmp_path: Path, index: int) -> None:
     (tmp_path / "a_file").write_text("not a folder\n", encoding="utf-8")
     argv, flag = _cases(tmp_path)[index]
@@ -50,3 +56,91 @@ def test_an_unwritable_output_is_refused_before_anything_runs(tmp_path: Path, in
     # Nothing ran: no store was made, neither the one named nor the default.
     assert not (tmp_path / "store").exists()
     assert not (tmp_path / ".reprospec").exists()
+
+
+# fx103 2: the probe made a folder in the nearest one that exists and named that one with
+# the errno of the folder made inside it: `--out /proc/x` said `No such file or directory:
+# /proc`, as if /proc were missing. The mkdir that failed is named now, on its own path.
+PROC = "/proc/reprospec-out"
+IN_PROC = f"mkdir {PROC}: No such file or directory (/proc exists, but nothing can be made in it)"
+
+
+def _said(tmp: Path, *argv: str) -> str:
+    """What the command printed on stderr, refused: exit 2, no traceback, nothing made."""
+    result = run_cli(tmp, *argv, cwd=tmp, stdin="", timeout=60)
+    assert result.code == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp / ".reprospec").exists()
+    return result.stderr.strip()
+
+
+@pytest.mark.parametrize(
+    "verb",
+    [
+        ["run", SPEC],
+        ["merge", "shard"],
+        ["slurm", SPEC, "--shards", "1"],
+        ["bundle", "latest", "-o", "b.tar.gz"],
+        ["isolate", SPEC],
+    ],
+)
+def test_out_in_proc_names_the_mkdir_that_failed(tmp_path: Path, verb: list[str]) -> None:
+    said = _said(tmp_path, *verb, "--out", PROC)
+    assert said == f"reprospec: --out {PROC}: cannot write there: {IN_PROC}"
+
+
+def test_an_output_file_in_proc_names_the_mkdir_that_failed(tmp_path: Path) -> None:
+    for argv in (["schema"], ["bundle", "latest"], ["minimize", SPEC]):
+        said = _said(tmp_path, *argv, "-o", f"{PROC}/out.json")
+        assert said == f"reprospec: -o {PROC}/out.json: cannot write there: {IN_PROC}", argv
+    # A file right in /proc: its folder is there, the file cannot be made (report -o's
+    # writer, write_output, is schema's).
+    said = _said(tmp_path, "schema", "-o", "/proc/reprospec.json")
+    assert said == (
+        "reprospec: -o /proc/reprospec.json: cannot write there: write /proc/reprospec.json: "
+        "No such file or directory (/proc exists, but nothing can be made in it)"
+    )
+
+
+def test_out_under_a_file_names_the_file(tmp_path: Path) -> None:
+    (tmp_path / "a_file").write_text("not a folder\n", encoding="utf-8")
+    bad = tmp_path / "a_file" / "sub" / "deeper"
+    is_a_file = f"Not a directory ({tmp_path / 'a_file'} is a file)"
+    # The first folder the run would make, as its probe makes it.
+    said = _said(tmp_path, "run", SPEC, "--out", str(bad))
+    assert said == (f"reprospec: --out {bad}: cannot write there: mkdir {bad.parent}: {is_a_file}")
+    # Python's mkdir with its parents fails on the deepest one first.
+    said = _said(tmp_path, "schema", "-o", f"{bad}/s.json")
+    assert said == f"reprospec: -o {bad}/s.json: cannot write there: mkdir {bad}: {is_a_file}"
+
+
+@contextlib.contextmanager
+def _read_only(folder: Path) -> Iterator[Path]:
+    """A read-only file system mounted on `folder` (root with CAP_SYS_ADMIN); else skip."""
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(folder)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a read-only tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_out_on_a_read_only_file_system_says_so(tmp_path: Path) -> None:
+    with _read_only(tmp_path / "ro") as ro:
+        for argv in (["run", SPEC, "--out", f"{ro}/out"], ["merge", "x", "--out", f"{ro}/out"]):
+            said = _said(tmp_path, *argv)
+            assert said == (
+                f"reprospec: --out {ro}/out: cannot write there: mkdir {ro}/out: "
+                "Read-only file system"
+            )
+        said = _said(tmp_path, "schema", "-o", f"{ro}/s.json")
+        assert said == (
+            f"reprospec: -o {ro}/s.json: cannot write there: write {ro}/s.json: "
+            "Read-only file system"
+        )
