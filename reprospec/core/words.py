@@ -59,6 +59,11 @@ OUTCOME_VERBS = {"crash": "crashes", "hang": "hangs", "error": "errors", "fail":
 # A cell an interrupted run never reached: nothing went wrong in it.
 NOT_RUN = "not run (interrupted)"
 NOT_RUN_LEGEND = f"⏸️ {NOT_RUN}"
+# The headline of an interrupted run that kept no attempt. Not "Nothing ran": the attempts
+# in flight ran, and one may have run to its end after the stop, as its stacks were asked
+# for (its logs say so); one that had ended before it is kept (unless a SIGTERM, which
+# reaches the attempts too, came within 0.25 s of its end: set aside, its own warning).
+NOTHING_KEPT = "Nothing finished before the stop"
 # A cell `run.stop_on` stopped before its planned attempts all ran, as its reason ends in
 # results.json, report.md and the JUnit report: the attempts it never ran were skipped on
 # purpose, not lost (nothing said so; an interrupted cell did say it).
@@ -621,6 +626,7 @@ def shorten_command(text: str, width: int) -> str:
 
 
 __all__ = [
+    "NOTHING_KEPT",
     "NOT_PYTHON",
     "NOT_RUN",
     "NOT_RUN_LEGEND",

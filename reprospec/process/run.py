@@ -37,6 +37,12 @@ if TYPE_CHECKING:
     from reprospec.core.childexit import ChildExit  # made where tree.py reaps one
 
 DRAIN_WAIT_S = 1.0
+# How long an attempt whose program had begun to end of its own as the stop came
+# (`tree.program_ending`: a core being written, an exit under way) is given to finish: then
+# its status is its own, where a kill in the middle of its core made it SIGKILL's. A core
+# larger than this writes is cut short and the attempt with it (run again on resume); a
+# stop waits no longer.
+ENDING_WAIT_S = 2.0
 _READ_SIZE = 1 << 16
 # How often a running attempt's dead, re-parented processes are reaped.
 ZOMBIE_SWEEP_S = 0.5
@@ -251,6 +257,25 @@ class _Drained(Protocol):
     def drain(self) -> int: ...
 
 
+def _ended_at_stop(pump: _Pump, argv: Sequence[str], pid: int) -> bool:
+    """At a stop, before the engine signals anything of the attempt: whether its root has
+    ended, or its program was ending of its own (`tree.program_ending`) and the root ends
+    within ENDING_WAIT_S. The pipes are read meanwhile, so that what it printed last is in
+    its logs."""
+    pump.drain()
+    if pump.exited:
+        return True
+    if not tree.program_ending(argv, pid):
+        return False
+    deadline = time.monotonic() + ENDING_WAIT_S
+    while not pump.exited:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        pump.step(min(left, 0.05))
+    return True
+
+
 def _root_waited(proc: ChildHandle, own_root: bool) -> bool | None:
     """`tree.waited_for_children` of the attempt's root: read now, before the wait that
     reaps it, where the engine started it; for an attempt a preload server forked, what the
@@ -370,7 +395,13 @@ def run_process(
                 timed_out = True
                 break
             if cancel is not None and cancel.is_set():
-                interrupted = True
+                # A root that had ended (its exit not read yet) or was ending as the stop
+                # came is finished, classified as any other end: only an attempt still
+                # running is cut short. Neither a Ctrl-C (the attempt runs in a session of
+                # its own) nor the API's `cancel` reaches it, so such an end is the
+                # program's; a SIGTERM that reached it too is the scheduler's to set aside
+                # (pipeline/slack.py).
+                interrupted = not _ended_at_stop(pump, argv, proc.pid)
                 break
             if stall is not None:
                 stall.output(now, pump.bytes_read)

@@ -136,6 +136,13 @@ _CMINFLT = 11 - 3
 _CUTIME = 16 - 3
 _CSTIME = 17 - 3
 _SIGIGNORE = 33 - 3
+_FLAGS = 9 - 3
+# The kernel's per-task flags (include/linux/sched.h) that say a process is on its way out:
+# the task is exiting; it was killed by a signal (set on every thread of a group exit, a
+# fatal signal's or exit_group's, before any core is written); it is writing a core.
+_PF_EXITING = 0x4
+_PF_DUMPCORE = 0x200
+_PF_SIGNALED = 0x400
 _TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
 
 
@@ -144,6 +151,33 @@ def _stat_fields(stat: bytes) -> list[bytes]:
     one parser of `_proc_info` (a scan's every process) and `waited_in` (an ended root).
     The command name may hold spaces and parentheses: the fields start after the last `)`."""
     return stat[stat.rfind(b")") + 2 :].split()
+
+
+def ending(pid: int) -> bool:
+    """Whether process `pid` has begun to end of its own (read before the engine signals it):
+    a group exit under way, of a fatal signal (writing its core) or of exit_group, or every
+    thread of it exiting or dead. Its exit status is fixed by then, and the kernel has it
+    end without running another instruction of the program: a core being written takes a
+    second or more for a large process, which is not the program still running.
+
+    False where it cannot be read (gone: the caller's wait says so) or one thread of many
+    ended on its own (a thread's exit is not the process's)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")  # noqa: PTH208
+    except OSError:
+        return False
+    read = exiting = 0
+    for tid in tids:
+        try:
+            fields = _stat_fields(read_proc(f"/proc/{pid}/task/{tid}/stat"))
+            state, flags = fields[_STATE], int(fields[_FLAGS])
+        except (OSError, IndexError, ValueError):
+            continue  # a thread gone between the two reads: it ended
+        read += 1
+        if flags & (_PF_SIGNALED | _PF_DUMPCORE):
+            return True
+        exiting += bool(flags & _PF_EXITING) or state in (b"Z", b"X")
+    return read > 0 and exiting == read
 
 
 def reaped_children_cpu(pid: int) -> int | None:
@@ -258,6 +292,18 @@ def program_ran_alone(argv: Sequence[str], root_pid: int, folder: Path) -> int |
     return mine[0][3]
 
 
+def program_ending(argv: Sequence[str], root_pid: int) -> bool:
+    """Whether the attempt whose root `root_pid` runs `argv` has begun to end of its own: its
+    root (`ending`), or the one program a root `/bin/sh -c LINE` forks (`one_program`), after
+    which the shell runs its builtins alone and ends with the program's status."""
+    if ending(root_pid):
+        return True
+    if len(argv) != 3 or tuple(argv[:2]) != ("/bin/sh", "-c") or not one_program(argv[2]):
+        return False
+    kids = _children_of(root_pid)
+    return len(kids) == 1 and ending(kids[0])
+
+
 def ran_alone_with(asked: int | None, returncode: int) -> bool:
     """Whether the program's record (`program_ran_alone`: the status it asked for) holds
     for the shell's `returncode`: where the shell reports 128 + N that the program did not
@@ -295,6 +341,11 @@ def _children_of(pid: int) -> list[int]:
     for tid in tids:
         found.extend(_steady_children(f"/proc/{pid}/task/{tid}/children"))
     return found
+
+
+def children(pid: int) -> list[int]:
+    """The children of `pid` (of every thread of it); [] when unreadable."""
+    return _children_of(pid)
 
 
 def _steady_children(path: str) -> set[int]:

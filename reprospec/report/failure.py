@@ -22,6 +22,7 @@ from reprospec.core.results import (
 )
 from reprospec.core.words import (
     NOT_RUN,
+    NOTHING_KEPT,
     died_before_the_hang,
     injected_phrase,
     outcome_phrase,
@@ -169,7 +170,7 @@ def summary_line(run: RunResult) -> str:
     elif not ran:
         # Every cell cut short before an attempt ended: "as expected in 0 of 3 cells (0/0
         # attempts)" after it would count what never ran (nu42).
-        return f"Nothing ran: {plural(not_run, 'cell')} {NOT_RUN}" if not_run else "Nothing ran"
+        return f"{NOTHING_KEPT}: {plural(not_run, 'cell')} {NOT_RUN}" if not_run else "Nothing ran"
     else:
         head = "No failure"
     # The attempts that ran, as each cell's rate counts them in the results table: one

@@ -25,10 +25,11 @@ from reprospec.core.signals import STACK_DUMP_SIGNAL
 from reprospec.core.words import NOT_PYTHON, stack_header, stacks_omitted
 from reprospec.errors import InfraError
 from reprospec.perturb.apply import variables
-from reprospec.process import leftovers, pidlimit
+from reprospec.process import leftovers, pidlimit, tree
 from reprospec.process.childprotocol import STACK_TXT, ChildPaths, Instance, child_env
 from reprospec.process.output import Sink
 from reprospec.process.rlimits import LAUNCH
+from reprospec.process.run import ENDING_WAIT_S
 from reprospec.process.stacks import (
     STACKS_TOTAL_BYTES,
     read_stack_dump,
@@ -164,13 +165,20 @@ class ExitRecord:
         none (the container was killed first, an init that could not write it) or it is not
         one."""
         path = log_dir / EXIT_JSON
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            data = None
+        found = cls.read(log_dir)
         for written in (path, path.with_name(f"{EXIT_JSON}.partial"), log_dir / EXIT_STARTED):
             with contextlib.suppress(OSError):
                 written.unlink(missing_ok=True)
+        return found
+
+    @classmethod
+    def read(cls, log_dir: Path) -> ExitRecord | None:
+        """The record in the attempt folder, left there (`take` removes it); None where there
+        is none or it is not one."""
+        try:
+            data = json.loads((log_dir / EXIT_JSON).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
         pid = data.get("pid") if isinstance(data, dict) else None
         returncode = data.get("returncode") if isinstance(data, dict) else None
         if type(pid) is not int or type(returncode) is not int:  # bool is no status
@@ -545,6 +553,53 @@ def wait_for_exit(
             continue
         code = result.get("StatusCode")
         return code if isinstance(code, int) else -1
+
+
+def ended_at_stop(container: Container, log_dir: Path, config: ContainerConfig) -> int | None:
+    """At a stop, before the engine signals anything in the container: its exit status where
+    its command had ended or was ending of its own, else None (it was running: cut short).
+
+    Ended: the container is gone, or the command's init has recorded its end (ExitRecord),
+    the container stopping after it (a second or more on a loaded engine): it is killed
+    past it, and its status is the record's (the command's own). Ending: a core being
+    written, an exit under way (`tree.program_ending` of the command `config` runs, where
+    its processes are this machine's): its record (or the container's end) is waited for
+    ENDING_WAIT_S at most. A Ctrl-C never reaches a container's processes, so such an end
+    is the program's; a SIGTERM that reached it too is the scheduler's to set aside
+    (pipeline/slack.py)."""
+    import docker.errors
+
+    status = wait_for_exit(container, 0.05, None)
+    if status is not None:
+        return status
+    record = log_dir / EXIT_JSON
+    if not record.exists():
+        init = local_pid(container)
+        argv = _command(config)
+        if init is None or not any(tree.program_ending(argv, pid) for pid in tree.children(init)):
+            return None
+        # Its end comes as its record (an image without the init: the container's end).
+        deadline = time.monotonic() + ENDING_WAIT_S
+        while not record.exists() and time.monotonic() < deadline:
+            status = wait_for_exit(container, 0.1, None)
+            if status is not None:
+                return status
+    ended = ExitRecord.read(log_dir)
+    if ended is None:
+        return None
+    # The command has ended: the container's own stopping is not waited for.
+    with contextlib.suppress(docker.errors.APIError):
+        container.kill()
+    wait_for_exit(container, 30.0, None)
+    return ended.status
+
+
+def _command(config: ContainerConfig) -> list[str]:
+    """The command a container's config runs, past the init of `under_init`."""
+    argv = [*config["entrypoint"], *config["command"]]
+    if argv[:4] == ["python3", "-S", "-E", IN_LAUNCH] and "--" in argv:
+        return argv[argv.index("--") + 1 :]
+    return argv
 
 
 def collect_stacks(container: Container, log_dir: Path) -> Path | None:

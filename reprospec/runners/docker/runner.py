@@ -63,6 +63,7 @@ from reprospec.runners.docker.engine import (
     collect_stacks,
     connect,
     container_config,
+    ended_at_stop,
     fresh_container,
     init_missing,
     init_started,
@@ -524,6 +525,10 @@ class DockerRunner:
                 finally:
                     if watch is not None:
                         watch.close()
+                if status is None and cancel is not None and cancel.is_set():
+                    # Stopped: a command that had ended (or was ending) is finished, not
+                    # cut short; the container's stopping is no part of the program.
+                    status = ended_at_stop(container, log_dir, config)
                 if status is None:
                     timed_out = not (cancel is not None and cancel.is_set())
                     interrupted = not timed_out
@@ -538,7 +543,11 @@ class DockerRunner:
                             timed_out_at=stalled_at[0] if stall
                             else begin + (plan.timeout_s or 0.0),
                         )  # fmt: skip
-                    stack_path = collect_stacks(container, log_dir)
+                    if timed_out or not init or init_started(log_dir):
+                        stack_path = collect_stacks(container, log_dir)
+                    # else stopped before its init started the command: nothing of the
+                    # program to ask, and the asking (a second or more) let the command
+                    # start and run after the stop, its output in a folder not kept.
                     with contextlib.suppress(docker.errors.APIError):
                         container.kill()
                     status = wait_for_exit(container, 30.0, None)

@@ -302,6 +302,64 @@ def test_cancel_stops_the_attempt(runner: DockerRunner, tmp_path: Path) -> None:
     assert execution.duration_s < 50  # stopped by the cancel, long before its 60 s timeout
 
 
+def _dumping_with(token: str) -> bool:
+    """Whether a process of this machine whose command line holds `token` is writing its
+    core now (the kernel's PF_DUMPCORE, in /proc/PID/stat's flags)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if token.encode() not in (entry / "cmdline").read_bytes():
+                continue
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat[stat.rfind(")") + 2 :].split()[6]) & 0x200:
+            return True
+    return False
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_a_command_writing_its_core_as_the_stop_comes_is_finished_not_cut_short(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    # fx101: a stop (Ctrl-C) while the container's command was still writing its core, a
+    # crash that had happened, killed the container: the attempt was dropped as cut short,
+    # the crash the user hunted with it. Its end is its own: finished, SIGSEGV, kept.
+    token = f"fx101-{os.getpid()}-{time.monotonic_ns()}"
+    code = (
+        "import ctypes\n"
+        "block = bytearray(200 << 20)\n"
+        "block[::4096] = b'x' * (len(block) // 4096)\n"
+        "ctypes.string_at(0)\n"
+    )
+    cancel = threading.Event()
+    caught: list[bool] = []
+
+    def stop_as_it_dumps() -> None:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if _dumping_with(token):
+                caught.append(True)
+                cancel.set()
+                return
+            time.sleep(0.002)
+
+    watcher = threading.Thread(target=stop_as_it_dumps, daemon=True)
+    watcher.start()
+    execution = runner.run(
+        make_plan([*py(code), token], tmp_path, timeout_s=60), tmp_path / "a", cancel=cancel
+    )
+    cancel.set()
+    watcher.join(timeout=100)
+    if not caught:
+        pytest.skip("the crash wrote no core here (core_pattern, RLIMIT_CORE)")
+    assert not execution.interrupted, execution
+    assert execution.returncode == -11, execution
+    assert "Segmentation fault" in execution.stderr_path.read_text()
+
+
 @needs_engine
 @pytest.mark.usefixtures("no_leftovers")
 def test_env_workdir_shm_memory_network(runner: DockerRunner, tmp_path: Path) -> None:
