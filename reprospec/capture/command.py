@@ -55,7 +55,7 @@ from reprospec.capture.hangwait import (
     verify_wait,
 )
 from reprospec.capture.optionarity import ParserOptions, script_options
-from reprospec.capture.toggles import Proposal, kept_note, propose
+from reprospec.capture.toggles import Proposal, kept_note, propose, unsure_note
 from reprospec.capture.verify import Runner, verify
 from reprospec.capture.writer import (
     Draft,
@@ -97,6 +97,7 @@ from reprospec.outcome.pytestreport import (
     xdist_running,
     xdist_worker_crash,
 )
+from reprospec.plan.wrappers import ENV_PROGRAM, program_start, program_words
 from reprospec.report.paths import PathNames
 from reprospec.spec.presets import PRESETS, detect
 
@@ -506,6 +507,8 @@ def _capture(
             + ", ".join(f"{t.axis}={show_value(t.value)}" for t in proposal.toggles)
         )
     lines += [kept_note(kept) for kept in proposal.kept]
+    if proposal.unsure:
+        lines.append(unsure_note(Path(proposal.unsure).name))
     wiped = wiped_note(proposal)
     if wiped:
         lines.append(wiped)
@@ -775,7 +778,7 @@ def refusal(argv: Sequence[str], workdir: Path) -> str:
     capture instead: a shell's pipeline under `bash -o pipefail`, whose status is then the
     crash's (exit 128+N, a crash by spec-format.md's rule 4); a program that went on over
     its child's death must say it by its own status."""
-    from reprospec.plan.shellwords import SHELLS, is_assignment, script_operand, shell_script
+    from reprospec.plan.shellwords import SHELLS, script_operand, shell_script
 
     said = (
         "nothing written: the command passed, so a spec of it could only expect a pass, "
@@ -783,7 +786,8 @@ def refusal(argv: Sequence[str], workdir: Path) -> str:
         "command's own status)"
     )
     words = list(argv)
-    at = next((i for i, w in enumerate(words) if not is_assignment(w)), len(words))
+    at = program_start(words)  # past `VAR=value` and wrappers: `timeout 60 sh run.sh`
+    at = len(words) if at is None else at
     shell = at < len(words) and Path(words[at]).name in SHELLS
     script = shell_script(words[at:]) if shell else None
     operand = script_operand(words[at:]) if shell else None
@@ -979,12 +983,17 @@ def chosen_interpreter(
     `pytest` of another environment); else None, the engine's own. Its packages are the
     ones the spec pins: the engine's were pinned for a command another interpreter ran,
     and the packages only that one had were left out."""
-    from reprospec.plan.shellwords import is_assignment, shebang
+    from reprospec.plan.shellwords import shebang
 
     words = list(argv)
-    at = next((i for i, w in enumerate(words) if not is_assignment(w)), None)
-    if python is not None or at is None:
+    # The program past its variables and wrappers (`timeout 60 /opt/py/bin/python t.py`).
+    at = program_start(words)
+    if python is not None or at is None or at >= len(words):
         return tuple(words), python
+    if any(ENV_PROGRAM.match(word) for word in words[:at]):
+        # Past `env` the program's PATH is env's to set (`env -i`: none, the default path),
+        # not the run's, which puts --python's folder first: the interpreter keeps its path.
+        return tuple(words), None
     program = words[at]
     if "/" in program and _PYTHON_NAME.fullmatch(Path(program).name):
         words[at] = "python"
@@ -1112,6 +1121,8 @@ def _header(
             "--set 'matrix.AXIS=[OLD, NEW]'",
         ]
     lines += [kept_note(kept) for kept in proposal.kept]
+    if proposal.unsure:
+        lines.append(unsure_note(Path(proposal.unsure).name))
     if hydra:
         extra = [o for o in hydra if o not in request.argv]
         lines.append(
@@ -1143,7 +1154,8 @@ def _title(
     The outcome's step is the main loop's, which noticed a worker's death some steps later
     (prefetching): `SIGSEGV in a DataLoader worker at train step 10` named a step the worker
     never died at, while `expect` said no step could be expected."""
-    stem = script_of(argv) or (argv[0] if argv else "command")
+    # The program past its variables and wrappers: `timeout 60 sh run.sh` is `sh`'s.
+    stem = script_of(argv) or next(iter(program_words(argv) or argv), "command")
     outcome = observed.outcome if observed else None
     if outcome is None or observed is None:
         return f"{stem}: captured"

@@ -19,11 +19,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from reprospec.capture.toggles import Proposal, program_words
+from reprospec.capture.toggles import Proposal
 from reprospec.capture.writer import EnvLine
 from reprospec.core.frozen import frozen
 from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult
+from reprospec.plan.wrappers import program_words
 
 RECORD_IMPORTS_VAR = "REPROSPEC_RECORD_IMPORTS"
 # The editable installs capture's verify hides from the runs of a copy of the spec (the

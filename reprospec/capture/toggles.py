@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from reprospec.capture.optionarity import MANY, Arity, ParserOptions
@@ -35,6 +34,13 @@ from reprospec.core.redact import (
 )
 from reprospec.outcome.pytestreport import is_pytest, takes_value
 from reprospec.plan.shellwords import SHELLS, script_operand, shell_script
+from reprospec.plan.wrappers import (
+    ENV_PROGRAM,
+    ENV_VALUE_LETTERS,
+    ENV_VALUE_LONG,
+    unsure_wrapper,
+    wrapped,
+)
 
 _ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_]\w*)=(?P<value>.*)$", re.S)
 _LONG_FLAG = re.compile(r"^--(?P<name>[A-Za-z][\w.-]*)(?:=(?P<value>.*))?$", re.S)
@@ -42,12 +48,9 @@ _SHORT_FLAG = re.compile(r"^-(?P<name>[A-Za-z])$")
 _HYDRA = re.compile(r"^(?P<prefix>\+\+|\+)?(?P<key>[A-Za-z_][\w.@/-]*)=(?P<value>.*)$", re.S)
 _HYDRA_DELETE = re.compile(r"^~(?P<key>[A-Za-z_][\w.@/-]*)(?:=(?P<value>.*))?$", re.S)
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
-# The `env` program: with no option of its own, its assignments are the command's leading
-# variables; with options (`-i`, `-u NAME`), it is kept as written (`_env_words`).
-_ENV_PROGRAM = re.compile(r"^(?:\S*/)?env$")
-# GNU env's options that take a value: `-u NAME`, `-C DIR`, `-S STRING`, `-a ARG0`.
-_ENV_VALUE_LETTERS = "uCSa"
-_ENV_VALUE_LONG = ("--unset", "--chdir", "--split-string", "--argv0")
+# The `env` program (ENV_PROGRAM): with no option of its own, its assignments are the
+# command's leading variables; with options (`-i`, `-u NAME`), it is kept as written
+# (`_env_words`), as it is after a wrapper (`timeout 5 env -i`: plan/wrappers.py).
 _PYTHON = re.compile(r"^python(?:\d(?:\.\d+)?)?$")
 # Interpreter options that take a value (`-X faulthandler`, `-W error`).
 _PYTHON_VALUE_OPTIONS = ("-X", "-W", "-Q")
@@ -115,6 +118,9 @@ class Proposal:
     # refers to (`env -i HF_TOKEN="$HF_TOKEN" python x.py`: the shell expands it first).
     env_cleared: bool = False
     env_unset: frozenset[str] = frozenset()
+    # The wrapper (`numactl`) a word of which its grammar does not know (plan/wrappers.py):
+    # where the program starts is not sure, so the command is kept as written, no axis.
+    unsure: str = ""
 
     def reaches(self, name: str) -> bool:
         """Whether the variable `name` of the spec's environment.env reaches the program:
@@ -223,7 +229,7 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
     env: list[tuple[str, str]] = []
     kept: list[str] = []  # `env` with options of its own and its words, kept as written
     while words:
-        if _ENV_PROGRAM.match(words[0]) and (own := _env_words(words)):
+        if ENV_PROGRAM.match(words[0]) and (own := _env_words(words)):
             # `env -i A=1 python x.py`: the program starts from an empty environment (`-u
             # NAME`: without NAME), which the spec's command must do too; as leading
             # variables, its assignments were set into the reader's whole environment, and
@@ -231,7 +237,7 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
             kept, words = words[:own], words[own:]
             break
         if (
-            _ENV_PROGRAM.match(words[0])
+            ENV_PROGRAM.match(words[0])
             and len(words) > 1
             and _ASSIGNMENT.match(words[1])
             and not all(map(_ASSIGNMENT.match, words[1:]))  # a program follows
@@ -248,11 +254,24 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
         words.pop(0)
     secrets = {name for name, value in env if sets_secret(name, value)}
     start = _program_args_start(words)
-    script = shell_script(words)
+    # The wrappers' words (`timeout 5 env -i`), kept as written; all of them where
+    # the program starts is not sure.
+    found = wrapped(words)
+    wrappers = words[: len(words) if found is None else found.program]
+    # Where each `env` among them starts (`timeout 5 env -i`: 2); every word named env
+    # where they are not sure.
+    envs = (
+        [at for at, word in enumerate(wrappers) if ENV_PROGRAM.match(word)]
+        if found is None
+        else [begin for begin, _ in found.spans if ENV_PROGRAM.match(words[begin])]
+    )
+    script = shell_script(words[len(wrappers) :])
     if script is not None:  # `sh -c '... --api-key X'`: the script is one word, kept whole
         words = [_script_secrets(w, env, secrets) if w == script else w for w in words]
-    out = [_kept_env_word(word, env, secrets) for word in kept]
-    out += [shlex.quote(word) for word in words[:start]]
+    # An `env` among them is kept as the leading one with options is: a secret it assigns
+    # read back from the environment (`timeout 5 env -i HF_TOKEN="$HF_TOKEN" python`).
+    out = [_kept_env_word(word, env, secrets) for word in (*kept, *wrappers)]
+    out += [shlex.quote(word) for word in words[len(wrappers) : start]]
     # pytest's one-letter switches take no value: `pytest -q tests/x.py` made `q` an axis
     # holding the test file (a new user's trial).
     pytest = is_pytest(words)
@@ -381,6 +400,9 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
             toggles.append(toggle)
         index += 1
     cleared, unset = _env_wipes(kept)
+    for at in envs:  # `timeout 5 env -i python x.py` empties it as well
+        inner = _env_wipes(wrappers[at:])
+        cleared, unset = cleared or inner[0], unset | inner[1]
     proposal = Proposal(
         " ".join(out),
         tuple(toggles),
@@ -390,6 +412,7 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
         tuple(kept_words),
         cleared,
         unset,
+        unsure_wrapper(words),
     )
     return _without_secret_values(proposal)
 
@@ -400,6 +423,16 @@ def kept_note(kept: str) -> str:
     return (
         f"{kept} kept as written, no axis: an option of several values, or of one and the "
         "program's own arguments after it; only the program's parser knows which"
+    )
+
+
+def unsure_note(wrapper: str) -> str:
+    """What capture says of a command whose wrapper has a word it does not know
+    (`Proposal.unsure`): why it has no axes."""
+    return (
+        f"no axes from the command: {wrapper} has an option or operand capture does not "
+        "know, so where its program's own words start is not sure (a value read as the "
+        "program would make an axis of a wrong word); the command is kept as written"
     )
 
 
@@ -436,7 +469,7 @@ def _env_words(words: list[str]) -> int:
         if word == "-" or word.startswith("--"):
             options = True
             name = word.split("=", 1)[0]
-            taking = [o for o in _ENV_VALUE_LONG if len(name) > 2 and o.startswith(name)]
+            taking = [o for o in ENV_VALUE_LONG if len(name) > 2 and o.startswith(name)]
             if taking == ["--split-string"]:
                 return len(words)
             index += 2 if taking and "=" not in word else 1
@@ -444,7 +477,7 @@ def _env_words(words: list[str]) -> int:
         if word.startswith("-") and len(word) > 1:
             options = True
             letters = word[1:]
-            at = next((i for i, c in enumerate(letters) if c in _ENV_VALUE_LETTERS), None)
+            at = next((i for i, c in enumerate(letters) if c in ENV_VALUE_LETTERS), None)
             if at is not None and letters[at] == "S":
                 return len(words)
             index += 2 if at == len(letters) - 1 else 1  # `-u NAME`, not `-uNAME`
@@ -474,7 +507,7 @@ def _env_wipes(words: list[str]) -> tuple[bool, frozenset[str]]:
         elif word.startswith("--"):
             name, equals, value = word.partition("=")
             cleared |= len(name) > 2 and "--ignore-environment".startswith(name)
-            taking = [o for o in _ENV_VALUE_LONG if len(name) > 2 and o.startswith(name)]
+            taking = [o for o in ENV_VALUE_LONG if len(name) > 2 and o.startswith(name)]
             value = value if equals else following
             index += 1 if taking and not equals else 0
             if taking == ["--unset"]:
@@ -485,7 +518,7 @@ def _env_wipes(words: list[str]) -> tuple[bool, frozenset[str]]:
             letters = word[1:]
             for at, letter in enumerate(letters):
                 cleared |= letter == "i"
-                if letter in _ENV_VALUE_LETTERS:
+                if letter in ENV_VALUE_LETTERS:
                     value = letters[at + 1 :] or following
                     index += 0 if letters[at + 1 :] else 1
                     if letter == "u":
@@ -519,103 +552,25 @@ def _kept_env_word(word: str, env: list[tuple[str, str]], secrets: set[str]) -> 
     return shlex.quote(f"{name}=") + _secret(name, value, env, secrets)
 
 
-@frozen
-class Wrapper:
-    """A program that runs another one (`timeout 10 python x.py`): its short options that
-    take a value (`-s KILL`), its long ones (`--signal KILL`), and the operands it reads
-    before the program's own name (timeout's DURATION, taskset's mask, chrt's priority)."""
-
-    value_letters: str = ""
-    value_long: tuple[str, ...] = ()
-    operands: int = 0
-
-
-# Wrappers whose words are no setting of the program: `timeout --foreground -s KILL 1
-# python3 -c CODE` made `foreground: [true]`, `s: [KILL]` and the code axes (fx102 4).
-# Each is skipped with its options and operands; the program's words start past it.
-WRAPPERS: Mapping[str, Wrapper] = {
-    "timeout": Wrapper("sk", ("--signal", "--kill-after"), 1),
-    "nice": Wrapper("n", ("--adjustment",)),
-    "nohup": Wrapper(),
-    "setsid": Wrapper(),
-    "taskset": Wrapper("", (), 1),
-    "stdbuf": Wrapper("ioe", ("--input", "--output", "--error")),
-    "numactl": Wrapper(
-        "NmCipPw",
-        (
-            "--cpunodebind",
-            "--membind",
-            "--physcpubind",
-            "--interleave",
-            "--preferred",
-            "--preferred-many",
-            "--weighted-interleave",
-        ),
-    ),
-    "ionice": Wrapper("cn", ("--class", "--classdata")),
-    "chrt": Wrapper("TPD", ("--sched-runtime", "--sched-period", "--sched-deadline"), 1),
-    "xvfb-run": Wrapper(
-        "efnpsw",
-        (
-            "--error-file",
-            "--auth-file",
-            "--server-num",
-            "--xauth-protocol",
-            "--server-args",
-            "--wait",
-        ),
-    ),
-    "time": Wrapper("fo", ("--format", "--output")),
-}
-
-
-def wrapper_words(words: Sequence[str]) -> int:
-    """How many leading words of `words` are wrappers' (WRAPPERS, one in another too:
-    `timeout 60 nice -n 5 python x.py`: 5), their options and operands; 0 for none."""
-    index = 0
-    while index < len(words):
-        wrapper = WRAPPERS.get(words[index].rsplit("/", 1)[-1])
-        if wrapper is None:
-            break
-        index += 1
-        while index < len(words):
-            word = words[index]
-            if word == "--":
-                index += 1
-                break
-            if word.startswith("--"):
-                name = word.split("=", 1)[0]
-                index += 2 if "=" not in word and name in wrapper.value_long else 1
-                continue
-            if word.startswith("-") and len(word) > 1:
-                # `-s KILL` takes the next word, `-sKILL` and `-oL` hold theirs (`nice -5`).
-                last = word[-1]
-                index += 2 if len(word) == 2 and last in wrapper.value_letters else 1
-                continue
-            break
-        index = min(index + wrapper.operands, len(words))
-    return index
-
-
-def program_words(argv: Sequence[str]) -> list[str]:
-    """`argv` from the program it runs: past its leading `VAR=value` words, `env` with
-    them, and wrappers (`timeout 60 nice -n 5`); the program's name first."""
-    words = list(argv)
-    while words and (_ASSIGNMENT.match(words[0]) or _ENV_PROGRAM.match(words[0])):
-        if _ENV_PROGRAM.match(words[0]) and (own := _env_words(words)):
-            words = words[own:]
-            continue
-        words.pop(0)
-    wrapped = wrapper_words(words)
-    return program_words(words[wrapped:]) if wrapped else words
+def _wrappers_end(words: list[str]) -> int | None:
+    """How many leading words of `words` are its wrappers' (`timeout 5 env -i nice -n 5`:
+    plan/wrappers.py), kept as written; None where a wrapper's word is one its grammar does
+    not know, so that where the program starts is not sure."""
+    found = wrapped(words)
+    return None if found is None else found.program
 
 
 def _program_args_start(words: list[str]) -> int:
     """Where the program's own arguments start: past any wrapper (`timeout 10`, `nice -n
-    5`: WRAPPERS) and `python [options] script.py|-m mod|-c code`."""
-    wrapped = wrapper_words(words)
-    if wrapped:
-        return wrapped + _program_args_start(words[wrapped:])
+    5`, `env -i`: plan/wrappers.py) and `python [options] script.py|-m mod|-c code`; all
+    of the words where a wrapper's are not sure (an option its grammar does not know, whose
+    value read as the program made the program's first option's value an axis): no axis
+    is better than a wrong one."""
+    end = _wrappers_end(words)
+    if end is None:
+        return len(words)
+    if end:
+        return end + _program_args_start(words[end:])
     if not words:
         return 0
     program = words[0].rsplit("/", 1)[-1]

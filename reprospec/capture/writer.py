@@ -27,6 +27,7 @@ from reprospec.core.redact import MASK, secret_parts
 from reprospec.errors import UsageError
 from reprospec.outcome.tracebacks import headline
 from reprospec.plan.shellwords import is_assignment, script_operand
+from reprospec.plan.wrappers import program_words
 from reprospec.spec.todo import HEADING as TODO_HEADING
 from reprospec.spec.yamlsource import dump_yaml
 
@@ -567,7 +568,8 @@ def script_stem(argv: tuple[str, ...]) -> str:
     script = script_of(argv)
     if script:
         return slug(Path(script).stem)
-    words = [w for w in argv if not is_assignment(w)] or list(argv)
+    # The program past its wrappers: `timeout 60 sh run.sh` is `run`, not `timeout`.
+    words = program_words(argv) or [w for w in argv if not is_assignment(w)] or list(argv)
     program = Path(words[0]).name
     operand = script_operand(words)
     if operand is not None:
@@ -576,8 +578,10 @@ def script_stem(argv: tuple[str, ...]) -> str:
 
 
 def script_of(argv: tuple[str, ...]) -> str | None:
-    """The script or module the command runs (`train.py`, `-m pkg.tool` -> `pkg.tool`)."""
-    words = list(argv)
+    """The script or module the command runs (`train.py`, `-m pkg.tool` -> `pkg.tool`),
+    read from its program's words (past `timeout 60`, `env -i`: plan/wrappers.py), or
+    from all of them where those start is not sure."""
+    words = program_words(argv) or list(argv)
     for index, word in enumerate(words):
         if word == "-m" and index + 1 < len(words):
             return words[index + 1]

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
+from reprospec.plan.wrappers import program_start
 from reprospec.spec.presets import PYTEST_NODE_ID
 
 # `FAILED tests/test_io.py::test_x - AssertionError: message`; `ERROR ...` for a fixture's,
@@ -218,21 +219,18 @@ def xdist_running(text: str) -> tuple[str, ...] | None:
 
 def pytest_args_start(argv: Sequence[str]) -> int | None:
     """Where pytest's own arguments begin in a command that runs pytest (after `pytest`,
-    `python -m pytest`, `VAR=value`, `env`, a launcher's `run` and its options: `uv run
+    `python -m pytest`, `VAR=value`, `env`, a wrapper's words (`timeout 60`, `nice -n 5`:
+    plan/wrappers.py), a launcher's `run` and its options: `uv run
     --with pytest-xdist pytest`, `uvx pytest`, `poetry run`, `hatch run` (`hatch run
     test:pytest`, hatch's environment before the colon), `pipx run --spec pytest==8
     pytest`): None for one read another way (`sh -c '...'`) or no pytest at all."""
     words = list(argv)
-    index = 0
-    while index < len(words) and "=" in words[index]:
-        if not words[index].partition("=")[0].isidentifier():
-            break
-        index += 1
-    if words[index : index + 1] == ["env"]:
-        index += 1
-        while index < len(words) and ("=" in words[index] or words[index].startswith("-")):
-            index += 1
-    index = _after_launcher(words, index)
+    # Past `VAR=value`, `env` and wrappers (`timeout 60 python3 -m pytest`): the first
+    # word alone made that no pytest run, its failure no test's.
+    start = program_start(words)
+    if start is None:
+        return None
+    index = _after_launcher(words, start)
     if index >= len(words):
         return None
     program = words[index].rsplit("/", 1)[-1]

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.sections import Command
-from reprospec.plan.shellwords import command_words, is_assignment, script_operand
+from reprospec.plan.shellwords import command_words, script_operand
+from reprospec.plan.wrappers import program_words
 
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
 # The largest matrix whose scripts `validate` looks up (planning 32,000 cells took 1.2 s).
@@ -30,9 +31,8 @@ def missing_script(plan: AttemptPlan) -> str | None:
     or the command runs no script file (`python -c`, `python -m pkg`, a program on PATH)."""
     if not isinstance(plan.job, Command):
         return None
-    words = command_words(plan.job)
-    while words and (is_assignment(words[0]) or words[0] == "env"):
-        words = words[1:]
+    # The program past `VAR=value`, `env` and wrappers (`timeout 60 python3 nothere.py`).
+    words = program_words(command_words(plan.job))
     if not words:
         return None
     script = _script_of(words)

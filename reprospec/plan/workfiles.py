@@ -37,6 +37,7 @@ from reprospec.plan.shellwords import (
     shell_words,
     without_written,
 )
+from reprospec.plan.wrappers import wrapped
 
 # A workdir may be a checkout: stop following imports after this many files.
 MAX_FILES = 200
@@ -258,6 +259,21 @@ def _word_files(word: str, how: int, workdir: Path, outside: bool, folder: str) 
     return _WordFiles(tuple(inside), tuple(out), tuple(absolute))
 
 
+def _programs_at(words: Sequence[str]) -> frozenset[int]:
+    """Where a command's programs are among its words: each wrapper's name and the program
+    past them and its `NAME=value` words (`A=1 timeout 60 ./tool`: 1 and 3); the first
+    other word where the wrappers' words are not sure (plan/wrappers.py); none where
+    every word is an assignment."""
+    start = next((i for i, word in enumerate(words) if not is_assignment(word)), len(words))
+    found = wrapped(words[start:])
+    if found is None:
+        return frozenset({start}) if start < len(words) else frozenset()
+    at = {start + begin for begin, _ in found.spans}
+    if start + found.program < len(words):
+        at.add(start + found.program)
+    return frozenset(at)
+
+
 class _Found:
     """What a workdir's attempts name by their words and `files`, gathered before the
     imports and scripts are followed (the closure of all of them is the union of each
@@ -285,15 +301,17 @@ class _Found:
         self._jobs.add((job, plan.files))
         if isinstance(plan.job, Command):
             self.followed = self.followed or outside
-            # The command's program: its first word but for `NAME=value` ones and `cd`s.
+            # The command's program: its first word but for `NAME=value` ones, `cd`s and
+            # wrappers (`timeout 60 ./tool`, whose `timeout` is this machine's program too).
             program = True
             for folder, words in located_words(command_words(plan.job)):
+                programs = _programs_at(words) if program else frozenset[int]()
                 for index, word in enumerate(words):
                     how = (
                         _MODULE
                         if index > 0 and words[index - 1] == "-m"
                         else _PROGRAM
-                        if program and not is_assignment(word)
+                        if index in programs
                         else _PLAIN
                     )
                     got = self._word(word, how, workdir, outside, folder)

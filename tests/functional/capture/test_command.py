@@ -2688,3 +2688,89 @@ def test_a_pytest_command_pins_pytest_and_says_its_plugins(cli: Cli, tmp_path: P
     assert xdist_pin in plugins
     imported = [line for line in said.splitlines() if line.startswith("packages it imported")]
     assert not any("pytest-xdist" in line for line in imported), imported
+
+
+def _wrapped_workdir(tmp_path: Path) -> Path:
+    """A program failing by its `--lr`, a test failing beside one passing, a shell script
+    running the program: the commands fx104 captures wrapped and unwrapped."""
+    workdir = tmp_path / "work"
+    (workdir / "tests").mkdir(parents=True)
+    (workdir / "helper.py").write_text("X = 1\n")
+    (workdir / "prog.py").write_text(
+        "import argparse\n\nimport helper\n\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--lr', type=float)\n"
+        "raise ValueError(f'bad lr {parser.parse_args().lr} {helper.X}')\n"
+    )
+    (workdir / "run.sh").write_text("set -e\npython3 prog.py --lr 0.2\n")
+    (workdir / "tests" / "test_x.py").write_text(
+        "import helper\n\n\ndef test_ok():\n    pass\n\n\n"
+        "def test_bad():\n    assert helper.X == 2\n"
+    )
+    return workdir
+
+
+@pytest.mark.skipif(shutil.which("timeout") is None, reason="needs GNU timeout")
+def test_an_env_inside_a_wrapper_is_read_past_to_the_programs_own_axes(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Before: `timeout 5 env -i python3 prog.py --lr 0.1` wrote the axes `i: [python3]` and
+    # `lr`, its command `timeout 5 env -i ${{ matrix.i }} prog.py ...`: the env after the
+    # wrapper was read as its program, its `-i` as the program's option (fx104 1).
+    workdir = _wrapped_workdir(tmp_path)
+    plain = ("env", "-i", "python3", "prog.py", "--lr", "0.1")
+    capture(cli, workdir, *plain, options=("-o", "plain.yaml"))
+    wrapper = ("timeout", "5")
+    result = capture(cli, workdir, *wrapper, *plain)
+    assert "verdict reproduced" in result.stdout, result.stdout
+    assert "axes from the command: lr=0.1" in result.stdout, result.stdout
+    # What `env -i` takes from the program is said of the wrapped one too.
+    assert "`env -i` empties the program's environment" in result.stdout, result.stdout
+    wrapped, unwrapped = spec_document(workdir), spec_document(workdir, "plain.yaml")
+    assert wrapped["matrix"] == unwrapped["matrix"] == {"lr": [0.1]}
+    assert wrapped["command"] == f"{shlex.join(wrapper)} {unwrapped['command']}"
+    assert wrapped["expect"] == unwrapped["expect"]
+
+
+# The commands whose capture fx104 compares wrapped and unwrapped: a pytest run (its test's
+# node id, pins and plugins), a Python script by the interpreter's path (run as `python`),
+# and a shell script (the spec's name and title are the script's).
+_UNWRAPPED = (
+    ("python3", "-m", "pytest", "-p", "no:cacheprovider", "tests/test_x.py"),
+    (sys.executable, "prog.py", "--lr", "0.1"),
+    ("sh", "run.sh"),
+)
+
+
+@pytest.mark.skipif(shutil.which("timeout") is None, reason="needs GNU timeout")
+@pytest.mark.parametrize("plain", _UNWRAPPED, ids=("pytest", "interpreter-path", "shell"))
+def test_a_wrapped_command_is_captured_as_without_its_wrapper(
+    cli: Cli, tmp_path: Path, plain: tuple[str, ...]
+) -> None:
+    # Before: `timeout 60 python3 -m pytest tests/test_x.py` was no pytest run (expect
+    # `exit_code: 1`, no test's node id, not narrowed to it), `timeout 60 /venv/bin/python
+    # prog.py` kept the path of this machine, `timeout 60 sh run.sh` was named `timeout`:
+    # each reader looked at the command's first word (fx104 2).
+    workdir = _wrapped_workdir(tmp_path)
+    env = venv_first()
+    said = capture(cli, workdir, *plain, options=("-o", "plain.yaml"), env=env).stdout
+    wrapper = ("nice", "-n", "5", "timeout", "-s", "KILL", "60")
+    result = capture(cli, workdir, *wrapper, *plain, env=env)
+    assert "verdict reproduced" in result.stdout, result.stdout
+    wrapped, unwrapped = dict(spec_document(workdir)), dict(spec_document(workdir, "plain.yaml"))
+    assert wrapped.pop("command") == f"{shlex.join(wrapper)} {unwrapped.pop('command')}"
+    described, description = wrapped.pop("description"), unwrapped.pop("description")
+    assert isinstance(described, str)
+    assert isinstance(description, str)
+    assert described.replace(f"`{shlex.join(wrapper)} ", "`") == description
+    assert wrapped == unwrapped
+    # And what capture says of them but the runs' ids and the spec's name.
+    lines = [re.sub(r"\d{8}-\d{6}-[\w-]+", "RUN", line) for line in result.stdout.splitlines()]
+    alone = [re.sub(r"\d{8}-\d{6}-[\w-]+", "RUN", line) for line in said.splitlines()]
+    assert [line.replace("spec.yaml", "S") for line in lines] == [
+        line.replace("plain.yaml", "S") for line in alone
+    ]
+    if plain[0] == "python3":
+        expect = wrapped["expect"]
+        assert isinstance(expect, dict)
+        assert expect["phase"] == "tests/test_x.py::test_bad"
+        assert "tests/test_x.py::test_bad -v" in str(spec_document(workdir)["command"])

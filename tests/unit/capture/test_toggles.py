@@ -700,3 +700,60 @@ def test_the_program_a_command_runs_is_named_for_its_pin(argv: list[str], words:
     from reprospec.capture.footprint import _program_words
 
     assert _program_words(argv) == words
+
+
+@pytest.mark.parametrize(
+    ("argv", "axes"),
+    [
+        (["timeout", "5", "env", "-i", "python3", "prog.py", "--lr", "0.1"], {"lr": 0.1}),
+        (["timeout", "5", "env", "A=1", "python3", "prog.py", "--lr", "0.1"], {"lr": 0.1}),
+        (["nice", "-n", "5", "env", "-u", "HOME", "python3", "x.py", "--lr", "0.1"], {"lr": 0.1}),
+        (["timeout", "-fsKILL", "5", "python3", "-u", "x.py", "--lr", "0.1"], {"lr": 0.1}),
+        (["timeout", "--sig", "KILL", "5", "python3", "x.py", "--lr", "0.1"], {"lr": 0.1}),
+        (["nice", "-5", "stdbuf", "-o", "L", "python3", "x.py", "--lr", "0.1"], {"lr": 0.1}),
+        (["chrt", "-b", "python3", "x.py", "--lr", "0.1"], {"lr": 0.1}),
+        (["numactl", "--cpunode", "0", "python3", "x.py", "--lr", "0.1"], {"lr": 0.1}),
+    ],
+)
+def test_env_and_wrappers_inside_one_another_are_no_axes(
+    argv: list[str], axes: dict[str, JsonValue]
+) -> None:
+    # fx104 1: `timeout 5 env -i python3 prog.py --lr 0.1` made `-i python3` an axis (i:
+    # [python3], the interpreter), as the env after the wrapper was read as its program.
+    proposal = propose(argv)
+    assert {t.axis: t.value for t in proposal.toggles} == axes
+    assert render(proposal.command, axes) == shlex.join(argv)
+    assert proposal.unsure == ""
+
+
+def test_an_env_after_a_wrapper_empties_the_programs_environment_and_reads_its_secret() -> None:
+    token = "hf_" + "a1b2c3d4e5" * 3
+    proposal = propose(["timeout", "5", "env", "-i", f"HF_TOKEN={token}", "python3", "x.py"])
+    assert proposal.command == 'timeout 5 env -i HF_TOKEN="$HF_TOKEN" python3 x.py'
+    assert proposal.secret_env == (("HF_TOKEN", token),)
+    assert proposal.env_cleared
+    assert not proposal.reaches("OTHER")
+    assert proposal.reaches("HF_TOKEN")
+    unset = propose(["nice", "-n", "5", "env", "-u", "HOME", "python3", "x.py"])
+    assert (unset.env_cleared, unset.env_unset) == (False, frozenset({"HOME"}))
+
+
+@pytest.mark.parametrize(
+    ("argv", "unsure"),
+    [
+        # An option the grammar lacks: `--cpuset 0` read as a switch made `0` the program
+        # and `-u`'s neighbour `x.py` the axis `u`.
+        (["numactl", "--cpuset", "0", "python3", "-u", "x.py", "--lr", "0.1"], "numactl"),
+        (["timeout", "-z", "5", "python3", "x.py", "--lr", "0.1"], "timeout"),
+        (["timeout", "soon", "python3", "x.py", "--lr", "0.1"], "timeout"),  # no duration
+        (["taskset", "-p", "0x3", "1234"], "taskset"),  # a pid mode runs no program
+        (["timeout", "5", "env", "-S", "python3 x.py --lr 0.1"], "env"),
+        (["env", "-i", "nice", "--bogus", "python3", "x.py", "--lr", "0.1"], "nice"),
+    ],
+)
+def test_a_wrappers_unknown_word_makes_no_axis(argv: list[str], unsure: str) -> None:
+    # fx104 1: where the program starts is not sure: no axis is better than a wrong one.
+    proposal = propose(argv)
+    assert proposal.toggles == ()
+    assert render(proposal.command, {}) == shlex.join(argv)
+    assert proposal.unsure == unsure

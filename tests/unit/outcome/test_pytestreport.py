@@ -154,6 +154,13 @@ def test_a_module_that_failed_to_collect_gives_its_import_error() -> None:
         (("python", "run.py", "-m", "pytest"), False),  # a script, given `-m pytest`
         (("python", "-c", "import pytest"), False),
         (("bash", "-c", "pytest"), False),
+        # fx104 2: a wrapper's words first (`timeout 60`) made the command no pytest run.
+        (("timeout", "60", "python3", "-m", "pytest", "t.py"), True),
+        (("timeout", "-s", "KILL", "60", "nice", "-n", "5", "pytest", "-x"), True),
+        (("env", "-u", "HOME", "pytest"), True),
+        (("A=1", "env", "-i", "B=2", "stdbuf", "-oL", "uv", "run", "pytest"), True),
+        (("timeout", "60", "python3", "t.py"), False),
+        (("timeout", "--bogus", "60", "pytest"), False),  # not sure where pytest starts
     ],
 )
 def test_which_commands_are_pytest(argv: tuple[str, ...], expected: bool) -> None:

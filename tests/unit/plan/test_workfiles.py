@@ -122,6 +122,23 @@ def test_the_programs_files_are_its_sources_and_inputs_not_the_files_its_words_n
     )  # fmt: skip
 
 
+def test_a_wrapped_programs_file_is_its_source(tmp_path: Path) -> None:
+    # fx104 2: `timeout 60 ./tool` read `timeout` as the program, and the workdir's tool,
+    # a binary no suffix or `#!` line says is code, was no source of the program's.
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "tool").write_bytes(b"\x7fELF")
+    spec = tmp_path / "spec.yaml"
+    for command in ("./tool --fast", "A=1 timeout -s KILL 60 env -i nice -n 5 ./tool --fast"):
+        spec.write_text(
+            f"reprospec: 1\nname: w\nenvironment: {{workdir: app}}\ncommand: {command}\n"
+        )
+        plan = plan_run(reprospec.load_spec(spec), RunOptions())
+        found = program_files(plan.attempts.variants().attempts)
+        assert [p.name for p in found.sources] == ["tool"], command
+        assert found.named == (), command
+
+
 def test_a_cd_moves_the_words_after_it_into_its_folder() -> None:
     # What a shell line runs where, read from its words (shlex keeps `;` on a word).
     assert located_words(["cd", "sub", "&&", "python3", "x.py"]) == [
