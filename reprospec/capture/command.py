@@ -40,6 +40,7 @@ from reprospec.capture.footprint import (
     hung_import,
     hydra_overrides,
     imported,
+    installed_modules,
     local_note,
     pins,
     reaching,
@@ -435,7 +436,9 @@ def _capture(
         request, proposal, options, observed, workdir, spec_path, presets, run_spec, say, alone
     )
     modules = imported(run_dir, attempts)
-    pinned = pins(modules, interpreter, request.argv)
+    # With the installed modules whose code ran: pytest's entry-point plugins among them.
+    installed = installed_modules(run_dir, attempts, workdir)
+    pinned = pins((*modules, *installed), interpreter, request.argv)
     packages = pinned.packages
     # An editable install of the workdir's project: its modules are the workdir's files,
     # carried, and what the spec imports (a reader has no such install).

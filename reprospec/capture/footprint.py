@@ -487,6 +487,34 @@ def imported(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[str, ...
     return recorded(run_dir, attempts, "imports")
 
 
+def installed_modules(
+    run_dir: Path, attempts: Iterable[AttemptResult], workdir: Path
+) -> tuple[str, ...]:
+    """The modules outside `workdir` whose code the attempts' processes ran (`loaded`),
+    named by the folder of their `sys.path` (`searched`) they lie in, the deepest that
+    makes a module's name: `imported` misses those importlib.import_module loads, which
+    raises no `import` event. pytest loads its entry-point plugins so: hypothesis's
+    `_hypothesis_pytestplugin`, which no import recorded, so hypothesis (its plugin's own
+    import) was said as a package the program imported, not as a plugin (fx104). The
+    workdir's own modules are read from its files (datafiles.py), not named here."""
+    workdir = workdir.resolve()
+    roots = sorted(searched(run_dir, attempts), key=lambda p: len(p.parts), reverse=True)
+    names: dict[str, None] = {}
+    for file in loaded(run_dir, attempts):
+        if file.is_relative_to(workdir):
+            continue
+        for root in roots:
+            if not file.is_relative_to(root):
+                continue
+            parts = list(file.relative_to(root).with_suffix("").parts)
+            if parts and parts[-1] == "__init__":
+                parts.pop()
+            if parts and all(part.isidentifier() for part in parts):
+                names[".".join(parts)] = None
+                break
+    return tuple(names)
+
+
 def loaded(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[Path, ...]:
     """The Python files whose code the attempts' processes ran as a module (one
     `loaded-<pid>.txt` each, written by the child as each module's body begins),

@@ -118,11 +118,14 @@ def program_distribution(program: str, module: str) -> str:
 def plugins(pins: Iterable[str], modules: Iterable[str], program: str) -> list[str]:
     """Of `pins`, the distributions the program loads as plugins: each declares an entry
     point for `program`'s distribution to find (pytest's `pytest11`: any group but a console
-    script's) whose module the program imported. Said as such: `packages it imported:
-    pytest-xdist` read as if the program imported it itself."""
+    script's) whose module the program loaded, by its whole name (`xdist.plugin`,
+    `_hypothesis_pytestplugin`). Said as such: `packages it imported: pytest-xdist` read as
+    if the program imported it itself. By its top-level package alone, a test importing
+    torch made torch a plugin (its `torchrun.logs_specs` entry point names a torch module),
+    and hypothesis, whose plugin is a top-level module of its own, was none (fx104)."""
     if not program:
         return []
-    tops = {name.split(".", 1)[0] for name in modules}
+    names = set(modules)
     found = []
     for pin in pins:
         if _pin_name(pin) == _normalized(program):
@@ -133,7 +136,7 @@ def plugins(pins: Iterable[str], modules: Iterable[str], program: str) -> list[s
         except metadata.PackageNotFoundError:
             continue
         if any(
-            e.group not in _SCRIPT_GROUPS and e.value.split(":", 1)[0].split(".", 1)[0] in tops
+            e.group not in _SCRIPT_GROUPS and re.split(r"[\s:\[]", e.value.strip())[0] in names
             for e in entries
         ):
             found.append(pin)

@@ -2774,3 +2774,32 @@ def test_a_wrapped_command_is_captured_as_without_its_wrapper(
         assert isinstance(expect, dict)
         assert expect["phase"] == "tests/test_x.py::test_bad"
         assert "tests/test_x.py::test_bad -v" in str(spec_document(workdir)["command"])
+
+
+def test_hypothesis_pytest_plugin_is_no_package_a_test_imported(cli: Cli, tmp_path: Path) -> None:
+    # Before: `packages it imported: hypothesis==...` for a test that never imports it: its
+    # pytest plugin, `_hypothesis_pytestplugin` (a top-level module of its own, loaded by
+    # pytest through importlib, which no import records), imports hypothesis at the
+    # terminal summary, so hypothesis was pinned as the program's own import (fx104 3).
+    pytest.importorskip("hypothesis")
+    from importlib.metadata import version
+
+    workdir = _wrapped_workdir(tmp_path)
+    argv = ("python3", "-m", "pytest", "-p", "no:cacheprovider", "tests/test_x.py")
+    result = capture(cli, workdir, *argv, options=("--no-verify",), env=venv_first())
+    said = result.stdout.splitlines()
+    pin = f"hypothesis=={version('hypothesis')}"
+    imported = [line for line in said if line.startswith("packages it imported")]
+    assert not any("hypothesis" in line for line in imported), imported
+    plugins = [line for line in said if "loaded through entry points:" in line]
+    assert len(plugins) == 1, said
+    assert pin in plugins[0]
+    environment = spec_document(workdir)["environment"]
+    assert isinstance(environment, dict)
+    packages = environment["packages"]
+    assert isinstance(packages, list)
+    assert pin in packages, packages  # pytest loads it in a reader's run too
+    # Run with it blocked, the plugin never loads, and hypothesis is not pinned at all.
+    blocked = ("python3", "-m", "pytest", "-p", "no:hypothesispytest", *argv[3:])
+    result = capture(cli, workdir, *blocked, options=("--no-verify", "--force"), env=venv_first())
+    assert "hypothesis" not in result.stdout, result.stdout

@@ -73,3 +73,21 @@ def test_a_develop_install_is_named_by_its_egg_link_or_pth_and_a_release_is_not(
     # A folder that is no site folder is not read: a workdir's own `.pth` is nothing.
     monkeypatch.setattr(sys, "path", [str(tmp_path / "venv")])
     assert _develop_folders() == {}
+
+
+def test_a_plugin_is_a_distribution_whose_entry_point_module_was_loaded_by_its_name() -> None:
+    # fx104 3: by the top-level package alone, a test importing torch made torch one of
+    # pytest's plugins (its `torchrun.logs_specs` entry point names a torch module), and
+    # hypothesis, whose pytest11 module `_hypothesis_pytestplugin` is no hypothesis module,
+    # never was one.
+    from importlib.metadata import PackageNotFoundError, version
+
+    from reprospec_harness.pins import plugins
+
+    try:
+        pins = [f"torch=={version('torch')}", f"hypothesis=={version('hypothesis')}"]
+    except PackageNotFoundError:
+        pytest.skip("needs torch and hypothesis installed")
+    imported = ["torch", "torch.nn", "hypothesis", "hypothesis.core"]
+    assert plugins(pins, imported, "pytest") == []
+    assert plugins(pins, [*imported, "_hypothesis_pytestplugin"], "pytest") == [pins[1]]
