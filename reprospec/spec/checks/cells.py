@@ -8,6 +8,11 @@ the run's size: cells x attempts per cell within `bounds.MAX_ATTEMPTS`.
 
 `cell_problems` checks a whole document, or the cells it is given (what `validate`,
 `plan` and `run` do through checks.check), and returns located Problems.
+
+Each check here names the paths of the document it reads (`Site.reads`, `*_READS`), so that
+checks.check runs it beside the file's other problems wherever none of them lies in those
+paths (`Troubled`): a typo in `title` and a bad `run.timeout` in one cell are said by one
+`validate`, where the per-cell checks used to wait for a file free of every other problem.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import NamedTuple
 
 from reprospec.core import expr, patterns, requirements
 from reprospec.core.bounds import MAX_ATTEMPTS, MAX_INSTANCES, MAX_PARALLEL, MAX_REPEAT
+from reprospec.core.frozen import frozen
 from reprospec.core.gpudebug import GpuDebug, GpuDebugError, conflicts
 from reprospec.core.inputs import Cell
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue, is_int
@@ -56,6 +62,88 @@ NOT_INTERPOLATED = (
 )
 # Cells named in one aggregated problem before "and N more".
 SHOWN_CELLS = 3
+# What `spec.name` reads in an expression: every check that evaluates one may read it.
+NAME: JsonPath = ("name",)
+
+
+@frozen
+class Troubled:
+    """The paths of a document where a problem was found: what no per-cell check may read.
+
+    A per-cell check evaluates a field as plan will and reads what lies around it (a case's
+    `when`, `run.repeat`): on a field already found malformed it would crash, or say the same
+    mistake again in other words (a `-5s` timeout as a stall that is not below it). So each
+    names the paths it reads and runs where none of them overlaps a troubled one, one lying
+    under the other: `run.timout` (an unknown key, located at `run`) keeps every check that
+    reads `run` from running, a bad `title` none. `everything`: a problem with no path, whose
+    place is unknown, keeps them all from running.
+    """
+
+    paths: frozenset[JsonPath]
+    # Every path a troubled one lies under, itself too: a read that holds one is touched.
+    above: frozenset[JsonPath] = frozenset()
+    everything: bool = False
+
+    @classmethod
+    def of(cls, data: Mapping[str, JsonValue], problems: Iterable[Problem]) -> Troubled:
+        """The troubled paths of `data`, whose problems so far are `problems`.
+
+        In time linear in the problems: a file of 5,000 unknown top-level keys
+        (tests/adversarial) is 5,000 of them, each asked of every check."""
+        paths: set[JsonPath] = set()
+        top: list[JsonPath] | None = None
+        for problem in problems:
+            if problem.path is None:
+                return cls(frozenset(), everything=True)
+            if problem.path:
+                paths.add(problem.path)
+                continue
+            if top is None:  # (the same keys for every top-level problem: taken once)
+                top = top_level_keys(data)
+                paths.update(top)
+            if not top:
+                return cls(frozenset(), everything=True)  # (no top-level rule the schema has)
+        above = {path[:depth] for path in paths for depth in range(1, len(path) + 1)}
+        return cls(frozenset(paths), frozenset(above))
+
+    def touches(self, reads: Iterable[JsonPath]) -> bool:
+        """Whether a check that reads `reads` would read a troubled path: one of them lies
+        under a troubled path, or a troubled path under it."""
+        if self.everything:
+            return True
+        return any(
+            read in self.above or any(read[:depth] in self.paths for depth in range(1, len(read)))
+            for read in reads
+        )
+
+
+def top_level_keys(data: Mapping[str, JsonValue]) -> list[JsonPath]:
+    """What a problem the schema locates at the top level (path `()`) can be about.
+
+    The schema's top-level rules are about which keys the document has, never what a section
+    holds: a key it does not know, a required one missing (`name`), or `command` and
+    `workload` both given or neither (its `oneOf`). Those keys are troubled, and no other
+    section is: an unknown `titel:` leaves `run` to be checked per cell.
+    """
+    top = schema.load_schema()
+    known = top.get("properties")
+    keys = [key for key in data if not (isinstance(known, Mapping) and key in known)]
+    keys += [key for key in _strings(top.get("required")) if key not in data]
+    branches = top.get("oneOf")
+    one_of = [
+        key
+        for branch in (branches if isinstance(branches, list) else ())
+        if isinstance(branch, Mapping)
+        for key in _strings(branch.get("required"))
+    ]
+    if sum(key in data for key in one_of) != 1:
+        keys += one_of
+    return [(key,) for key in keys]
+
+
+def _strings(value: JsonValue) -> list[str]:
+    """The strings of a list of the schema (`required`), none where it is no list."""
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 class Site(NamedTuple):
@@ -77,6 +165,20 @@ class Site(NamedTuple):
     @property
     def env_names(self) -> tuple[str, ...]:
         return tuple(n for n in self.names if n.split(".")[0] == "env")
+
+    @property
+    def reads(self) -> tuple[JsonPath, ...]:
+        """The paths of the document its check reads: its own; all of `expect` for a field of
+        `expect` (the cases and their `when` choose which fields a cell reads: expect_fields);
+        `run.repeat` and `run.max_repeat` for a value per attempt (how many attempts); `name`
+        where it reads `spec.name`. The matrix is read too, once it is expanded."""
+        own: JsonPath = ("expect",) if self.path[0] == "expect" else self.path
+        reads = [own]
+        if self.per_attempt:
+            reads += [("run", "repeat"), ("run", "max_repeat")]
+        if any(n.split(".")[0] == "spec" for n in self.names):
+            reads.append(NAME)
+        return tuple(reads)
 
 
 def find_sites(data: Mapping[str, JsonValue]) -> list[Site]:
@@ -188,6 +290,10 @@ def run_value_problems(
             message = f"{value} {what}; at most {most} are allowed (docs/limits.md)"
             found.append(Problem(line, col, ("run", key), message))
     return found
+
+
+# What run_size_problems reads, besides the matrix's size (attempts_per_cell).
+RUN_SIZE_READS: tuple[JsonPath, ...] = (("run", "repeat"), ("run", "max_repeat"))
 
 
 def run_size_problems(
@@ -392,15 +498,30 @@ def cell_problems(
     cells: Iterable[Cell],
     *,
     base_env: Mapping[str, str] = os.environ,
+    troubled: Troubled | None = None,
 ) -> list[Problem]:
-    """Every evaluated `${{ }}` value of every cell that the engine would refuse, located."""
+    """Every evaluated `${{ }}` value of every cell that the engine would refuse, located.
+
+    Each site on its own: one whose reads `troubled` touches is left to the problem found
+    there, and the others are checked beside it."""
     sites = find_sites(data)
+    if troubled is not None:
+        sites = [site for site in sites if not troubled.touches(site.reads)]
     if not sites:
         return []
     checker = _Checker(data, base_env, sites)
     for cell in cells:
         checker.cell(cell)
     return checker.problems(locations)
+
+
+# What gpu_debug_problems reads: the toggles, what they cannot pair with, `spec.name`.
+GPU_DEBUG_READS: tuple[JsonPath, ...] = (
+    ("environment", "debug"),
+    ("environment", "env"),
+    ("run", "preload"),
+    NAME,
+)
 
 
 def gpu_debug_problems(
@@ -452,6 +573,10 @@ def _evaluated(value: JsonValue, ctx: Mapping[str, JsonValue]) -> JsonValue:
     return value
 
 
+# What stall_problems reads.
+STALL_READS: tuple[JsonPath, ...] = (("run", "stall"), ("run", "timeout"), NAME)
+
+
 def stall_problems(
     data: Mapping[str, JsonValue],
     locations: Mapping[JsonPath, Location],
@@ -491,6 +616,10 @@ def stall_problems(
 # The stages only a training phase reaches (reprospec_harness/training.py: an eval phase
 # runs forward and loss under no_grad and stops there).
 _TRAIN_STAGES = ("backward", "optimizer")
+
+
+# What never_passes_problems reads: all of `expect` (a case's `when` chooses its fields).
+NEVER_PASSES_READS: tuple[JsonPath, ...] = (("expect",), NAME)
 
 
 def never_passes_problems(
@@ -536,6 +665,10 @@ def never_passes_problems(
         message = f"{never_passes_message(rate)} {in_cells(labels)}"
         out.append(Problem(line, col, where, message))
     return out
+
+
+# What fault_problems reads: the whole workload, evaluated for each cell.
+FAULT_READS: tuple[JsonPath, ...] = (("workload",), NAME)
 
 
 def fault_problems(

@@ -4,7 +4,8 @@
 position: the schema, names in `${{ }}` expressions, matrix axes in
 `exclude`/`when`, expectations that contradict their outcome, phases and steps
 that never come, regexes that do not compile, NULs, the workdir; then the
-matrix as a whole and every cell's evaluated values (`cellcheck`).
+matrix as a whole and every cell's evaluated values (checks/cells.py), each of
+those beside the problems found before it wherever none lies in what it reads.
 """
 
 from __future__ import annotations
@@ -55,28 +56,60 @@ def check(
     semantics = _Semantics(data, locations, key_locations, base_dir, files=files)
     problems.extend(semantics.problems())
     problems.extend(cells.run_value_problems(data, locations))
-    if not any(p.path is None or p.path[:1] in ((), ("matrix",)) for p in problems):
+    if not cells.Troubled.of(data, problems).touches([("matrix",)]):
         # Only a well-formed matrix can be expanded; its errors (no cells, ids that collide,
         # too many cells: counted, never expanded) belong in `validate` too, not just in `run`,
         # and with the file's other problems (a bad `run.timeout` hid two cells of one id).
         problems.extend(semantics.matrix_problems())
-    if not problems and semantics.cells is not None:
-        problems.extend(cells.run_size_problems(data, locations, len(semantics.cells)))
-    if not problems and semantics.cells is not None:
-        # Every `${{ }}` of every cell, evaluated as plan will: bad values name their cells.
-        problems.extend(cells.cell_problems(data, locations, semantics.cells))
-    if not problems and semantics.cells is not None:
-        # GPU diagnostics that cannot pair in a cell (compute-sanitizer with a core dump, ...).
-        problems.extend(cells.gpu_debug_problems(data, locations, semantics.cells))
-        # A stall or timeout from the matrix: each cell's stall below its own timeout.
-        problems.extend(cells.stall_problems(data, locations, semantics.cells))
-        # `outcome: pass` with `rate: "==0"` in a cell, where either is an expression.
-        problems.extend(cells.never_passes_problems(data, locations, semantics.cells))
-        # A fault no cell that arms it can fire (a worker fault without workers): a plain pass.
-        problems.extend(cells.fault_problems(data, locations, semantics.cells))
-        # A `${{ }}` workdir: each cell's folder, and the `files` in it, as a literal one's.
-        problems.extend(semantics.cell_workdir_problems())
+    if semantics.cells is not None:
+        problems.extend(_per_cell_problems(data, locations, semantics, semantics.cells, problems))
     return schema.sort_problems(problems)
+
+
+def _per_cell_problems(
+    data: JsonObject,
+    locations: Mapping[JsonPath, Location],
+    semantics: _Semantics,
+    expanded: Sequence[Cell],
+    found: Sequence[Problem],
+) -> list[Problem]:
+    """The checks of each cell's values, each beside the problems `found` where none of them
+    lies in the paths it reads (cells.Troubled), in order: each check also waits for what
+    those before it found there (a `-5s` timeout in one cell is not said again as a stall
+    that is not below it). One validate says a typo in `title` and a bad value in a cell."""
+    out: list[Problem] = []
+
+    def clear(reads: Sequence[JsonPath]) -> bool:
+        return not cells.Troubled.of(data, [*found, *out]).touches(reads)
+
+    if clear(cells.RUN_SIZE_READS):
+        out.extend(cells.run_size_problems(data, locations, len(expanded)))
+        if out:
+            return out  # past MAX_ATTEMPTS: too many cells and attempts to walk
+    # Every `${{ }}` of every cell, evaluated as plan will: bad values name their cells.
+    # (Per site: the sites that read a troubled path are left out, the rest checked.)
+    troubled = cells.Troubled.of(data, [*found, *out])
+    out.extend(cells.cell_problems(data, locations, expanded, troubled=troubled))
+    if clear(cells.GPU_DEBUG_READS):
+        # GPU diagnostics that cannot pair in a cell (compute-sanitizer with a core dump, ...).
+        out.extend(cells.gpu_debug_problems(data, locations, expanded))
+    if clear(cells.STALL_READS):
+        # A stall or timeout from the matrix: each cell's stall below its own timeout.
+        out.extend(cells.stall_problems(data, locations, expanded))
+    if clear(cells.NEVER_PASSES_READS):
+        # `outcome: pass` with `rate: "==0"` in a cell, where either is an expression.
+        out.extend(cells.never_passes_problems(data, locations, expanded))
+    if clear(cells.FAULT_READS):
+        # A fault no cell that arms it can fire (a worker fault without workers): a plain pass.
+        out.extend(cells.fault_problems(data, locations, expanded))
+    if clear(_CELL_WORKDIR_READS):
+        # A `${{ }}` workdir: each cell's folder, and the `files` in it, as a literal one's.
+        out.extend(semantics.cell_workdir_problems())
+    return out
+
+
+# What cell_workdir_problems reads.
+_CELL_WORKDIR_READS: tuple[JsonPath, ...] = (("environment", "workdir"), ("files",), cells.NAME)
 
 
 class _Semantics:

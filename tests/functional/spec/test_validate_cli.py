@@ -109,3 +109,21 @@ def test_validate_refuses_a_fault_past_the_data_and_a_rank_its_cell_lacks(tmp_pa
         "wl.yaml:14:26: workload.faults[2].rank: rank 2 does not exist: world_size is 2 "
         "(ranks 0..1) (in cell f=ranks)",
     ]
+
+
+def test_validate_says_a_cell_value_beside_an_unrelated_typo(tmp_path: Path) -> None:
+    # fx105: the per-cell checks waited for a file free of every other problem, so the typo
+    # came first and the timeout only at a second `validate`, once the typo was fixed.
+    (tmp_path / "wl.yaml").write_text(
+        "reprospec: 1\nname: wl\ncommand: [python3, -c, pass]\n"
+        "titel: x\n"
+        "matrix: {t: [10s, -5s]}\n"
+        "run: {timeout: '${{ matrix.t }}'}\n"
+    )
+    out = _validate_refuses(tmp_path)
+    assert [line for line in out.splitlines() if line.startswith("wl.yaml:")] == [
+        "wl.yaml:4:1: (top level): unknown key 'titel' (did you mean 'title'?)",
+        "wl.yaml:6:16: run.timeout: expected a duration like 90s, 5m or 1h, got '-5s' "
+        "(in cell t=-5s)",
+    ]
+    assert "2 problems in 1 of 1 file" in out
