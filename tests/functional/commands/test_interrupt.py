@@ -569,6 +569,36 @@ def _command(pid: int) -> str:
         return ""
 
 
+def control_group_kill(engine: subprocess.Popen[str], out: Path, first: int) -> None:
+    """A control-group kill (systemd's, Slurm's) of a `reprospec run` storing in `out` whose
+    one attempt is running: SIGTERM to `first`, the attempt's program, then to the rest of
+    the engine's tree, deepest first, and the engine, once the engine has stored the
+    attempt's end (it stores an end as it reads it). So the engine's stop comes after an end
+    that it caused, as a real one does, within the slack that sets such an end aside.
+
+    A fixed 50 ms between the two was too short on a loaded machine: the engine's stop could
+    come before it had read the end it should follow (resume[python-prompt] failed once in
+    about 11 runs).
+    """
+    from reprospec.store.db import Store
+
+    (run_id,) = (store := Store(out, reader=True)).run_ids()
+    others = [p for p in _tree(engine.pid) if p != first]
+    os.kill(first, signal.SIGTERM)
+    began = time.monotonic()
+    while not store.finished_attempts(run_id):
+        assert engine.poll() is None, engine.communicate()
+        assert time.monotonic() - began < END_STORED_S, "the attempt's end was never stored"
+        time.sleep(0.01)
+    for pid in (*reversed(others), engine.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+
+
+# How long control_group_kill waits for the end of an attempt whose program it stopped.
+END_STORED_S = 60.0
+
+
 # The attempts a control-group kill cuts short: a shell whose `sleep` the stop kills goes on
 # to exit 0, and a Python that ignores SIGTERM exits 0 as its child dies of it. Each runs
 # again on resume, where the marker file makes it pass at once, saying so.
@@ -619,12 +649,7 @@ def test_an_attempt_that_ended_as_a_stop_reached_every_process_runs_again_on_res
             assert time.monotonic() - began < 60, "the attempt's sleep never started"
             time.sleep(0.05)
         (deepest,) = sleeping
-        others = [p for p in _tree(engine.pid) if p != deepest]
-        os.kill(deepest, signal.SIGTERM)
-        time.sleep(0.05)
-        for pid in (*reversed(others), engine.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
+        control_group_kill(engine, out, deepest)
         stdout, stderr = engine.communicate(timeout=60)
     finally:
         engine.kill()
@@ -686,8 +711,6 @@ def test_an_attempt_set_aside_never_shows_a_verdict_on_its_progress_line(
     # the warning that it was set aside came only at the end: a user who read the first line
     # took the program to have passed. Its line is said once its end is older than the
     # slack, so an attempt set aside has none; the warning says what became of it.
-    from reprospec.store.db import Store
-
     out = tmp_path / "out"
     spec = tmp_path / "handles.yaml"
     command, marker = HANDLES_SIGTERM[program]
@@ -715,18 +738,7 @@ def test_an_attempt_set_aside_never_shows_a_verdict_on_its_progress_line(
         # The process that handles it, the deepest whose command line says so (the shell
         # that runs the command holds it too).
         handler = [p for p in _tree(engine.pid) if marker in _arguments(p)][-1]
-        # A control-group kill: the program first, the rest and the engine a moment later,
-        # once the engine has read the attempt's end (stored as it is read), as a loaded
-        # machine's engine may not have within a fixed moment (its run then cut short).
-        (run_id,) = (store := Store(out, reader=True)).run_ids()
-        others = [p for p in _tree(engine.pid) if p != handler]
-        os.kill(handler, signal.SIGTERM)
-        while not store.finished_attempts(run_id):
-            assert time.monotonic() - began < 60, "the attempt's end was never stored"
-            time.sleep(0.01)
-        for pid in (*reversed(others), engine.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
+        control_group_kill(engine, out, handler)
         stdout, stderr = engine.communicate(timeout=60)
     finally:
         engine.kill()
