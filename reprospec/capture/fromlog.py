@@ -18,7 +18,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from reprospec.capture.envblock import Machine
-from reprospec.capture.ticket import Ticket, read_ticket, runs_something, split_at_operator
+from reprospec.capture.ticket import (
+    ThreadStack,
+    Ticket,
+    read_ticket,
+    runs_something,
+    split_at_operator,
+)
 from reprospec.capture.toggles import Proposal, kept_note, propose
 from reprospec.capture.writer import (
     Draft,
@@ -48,6 +54,8 @@ FLAKY_REPEAT = 20
 SHOWN_FRAMES = 6
 # Of a longer Python stack, the outermost shown too: where the program's own code is.
 OUTER_FRAMES = 3
+# How many threads of a dump with no current thread the description quotes, each whole.
+SHOWN_THREADS = 8
 
 
 def capture_log(text: str, source: str, output: Path) -> list[str]:
@@ -162,7 +170,12 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         # A CUDA error needs a GPU to happen; a worker's segfault on a GPU machine may not.
         gpus=_gpus(ticket) if ticket.cuda_error else None,
         env=tuple(env),
-        matrix=tuple(axis_for(t) for t in (proposal.toggles if proposal else ())),
+        # A DataLoader is named only where the log shows torch: `--workers 4` of a server
+        # said "for a DataLoader, 0 loads the data..." (fx108).
+        matrix=tuple(
+            axis_for(t, uses_torch=ticket.shows_torch)
+            for t in (proposal.toggles if proposal else ())
+        ),
         presets=presets,
         timeout="10m" if failure.outcome == "hang" else None,
         repeat=repeat,
@@ -368,6 +381,26 @@ def _outer_and_inner(frames: Sequence[str]) -> list[str]:
     return [*frames[:OUTER_FRAMES], "...", *frames[-SHOWN_FRAMES:]]
 
 
+def _thread_stacks(threads: Sequence[ThreadStack]) -> list[str]:
+    """The description's lines of a dump's threads, one stack each (the main one first,
+    named where its frames tell it), up to SHOWN_THREADS of them: joined into one stack,
+    a thread's `join` read as the caller of another thread's `_worker` (fx108)."""
+    told = threads[0].main
+    lines = [
+        f"Python stacks of {len(threads)} threads (the dump names no current thread), "
+        "innermost last"
+        + ("" if told else "; which is the main thread no frame tells (none is `<module>`)")
+        + ":"
+    ]
+    for stack in threads[:SHOWN_THREADS]:
+        main = ", the main thread (its outermost frame runs the program)" if stack.main else ""
+        lines.append(f"  thread {stack.thread or '?'}{main}:")
+        lines += [f"    {frame}" for frame in _outer_and_inner(stack.frames)]
+    if len(threads) > SHOWN_THREADS:
+        lines.append(f"  ... and {len(threads) - SHOWN_THREADS} more threads")
+    return lines
+
+
 def _counted(gpus: Sequence[str]) -> str:
     """`2x NVIDIA GeForce RTX 4090, A100 80GB`: each model once, with its count."""
     counts = Counter(gpus)
@@ -451,7 +484,9 @@ def _description(ticket: Ticket, source: str) -> str:
         )
     if ticket.cuda_error:
         lines.append(f"A CUDA error: {ticket.cuda_error}. Rerun with CUDA_LAUNCH_BLOCKING=1.")
-    if ticket.python_frames:
+    if ticket.threads:
+        lines += _thread_stacks(ticket.threads)
+    elif ticket.python_frames:
         lines.append("Python stack, innermost last:")
         lines += [f"    {frame}" for frame in _outer_and_inner(ticket.python_frames)]
     if ticket.native_frames:

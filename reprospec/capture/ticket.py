@@ -29,7 +29,6 @@ from reprospec.outcome.pytestreport import crashed_test, first_failure
 from reprospec.outcome.tracebacks import (
     FATAL_HEADER,
     PythonException,
-    current_thread_first,
     fatal_errors,
     headline,
     parse_chain,
@@ -151,7 +150,15 @@ _PYSPY_THREAD = re.compile(r"^Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:idle|active)[^)
 _PYSPY_FRAME = re.compile(r"^\s+(?P<function>\S+) \((?P<file>[^()\s]+?):\d+\)$")
 # A command quoted in prose: "I run `python train.py --x 1` and ...".
 _QUOTED = re.compile(r"`(?P<command>[^`\n]+)`")
-_FAULTHANDLER_TIMEOUT = re.compile(r"^Timeout \(\d+:\d\d:\d\d\)!\s*$")
+# faulthandler.dump_traceback_later's header: `Timeout (0:05:00)!`, a timeout of a fraction
+# of a second `Timeout (0:00:00.500000)!`, which was read as no failure at all.
+_FAULTHANDLER_TIMEOUT = re.compile(r"^Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!\s*$")
+# A thread's line of a faulthandler dump: `Thread 0x00007f1a2b3fe6c0 (most recent call
+# first):`, the one that took the signal `Current thread 0x...`; words between the id and
+# `(most recent ...` (a thread's name, where a Python writes one) are allowed.
+_DUMP_THREAD = re.compile(
+    r"^(?:(?P<current>Current thread)|Thread) (?P<id>0x[0-9a-fA-F]+)\b.*\(most recent call first\):"
+)
 _CUDA_ERROR = re.compile(
     r"CUDA error: (?P<what>[^\n]+)|CUDA out of memory|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+"
     r"|NCCL error|device-side assert triggered|illegal memory access"
@@ -219,6 +226,20 @@ class Failure:
 
 
 @frozen
+class ThreadStack:
+    """One thread of a faulthandler dump that names no current thread (`Timeout (0:05:00)!`,
+    dump_traceback_later's, which its watchdog thread writes): each thread's own stack,
+    `file:function` innermost last. Joined into one, a thread's `join` read as the caller
+    of another thread's `_worker` (fx108)."""
+
+    thread: str  # its id as the dump says it, `0x00007f1a2c9ff740`
+    frames: tuple[str, ...]
+    # The thread that runs the program: its outermost frame is the script's `<module>`, or
+    # runpy's of `python -m`. False for every thread where no one frame tells it.
+    main: bool = False
+
+
+@frozen
 class Ticket:
     """What a pasted ticket says. `evidence`: one line per conclusion, saying where it came from."""
 
@@ -239,6 +260,12 @@ class Ticket:
     settings: tuple[tuple[str, str], ...] = ()
     # The kernel's (or a container's) words that the OOM killer killed a process, or None.
     oom_killed: str | None = None
+    # The threads of a dump of several with no current one, the main one first where it
+    # can be told (`python_frames` is then its stack, else empty); () otherwise.
+    threads: tuple[ThreadStack, ...] = ()
+    # Whether the log shows torch (a frame of it, its name, a DataLoader, a version of
+    # it): only then does an axis's comment speak of a DataLoader's workers.
+    shows_torch: bool = False
 
 
 def _cuda_error(clean: str) -> re.Match[str] | None:
@@ -256,7 +283,9 @@ def _cuda_error(clean: str) -> re.Match[str] | None:
 
 def read_ticket(text: str) -> Ticket:
     """Read everything `text` says about one failure (the last one, when it shows several)."""
-    text = text.replace("\r\n", "\n")
+    # Quoted (GitHub's quote reply, `> ` and `> > `) is read as written: every reader
+    # below, the command's and the machine's too, sees the lines without their markers.
+    text = _unquoted(text.replace("\r\n", "\n"))
     clean = "\n".join(_unprefixed(line) for line in text.split("\n"))
     clean = _FATAL_RUN_ON.sub(r"\g<progress>\n", clean)
     evidence: list[str] = []
@@ -365,7 +394,7 @@ def read_ticket(text: str) -> Ticket:
         outcome = "error"
 
     last = chain[-1] if chain else None
-    frames = _python_frames(clean, real_fatal[-1].stack if real_fatal else None)
+    frames, threads = _python_frames(clean, real_fatal[-1].stack if real_fatal else None)
     if not frames and outcome == "hang" and pyspy:
         frames = pyspy
     # Read once: the progress, the running test and the Ticket all ask which presets fit.
@@ -387,7 +416,9 @@ def read_ticket(text: str) -> Ticket:
         phase = test
         evidence.append(f"the failing test: {test}")
     if phase is None:
-        phase = _phase_from_frames(frames)
+        # The main thread's frames first, then each other thread's, in the dump's order.
+        stacks = [frames, *(list(t.frames) for t in threads if not t.main)]
+        phase = next(filter(None, map(_phase_from_frames, stacks)), None)
         if phase is not None:
             evidence.append(f"the stack: a frame of the {phase} loop")
     command = _command(text)
@@ -433,6 +464,8 @@ def read_ticket(text: str) -> Ticket:
         settings=_prose_settings(prose, chain),
         xdist_crash=xdist,
         oom_killed=oom.group(0) if oom is not None else None,
+        threads=threads,
+        shows_torch=machine.torch is not None or _TORCH.search(clean) is not None,
     )
 
 
@@ -451,6 +484,38 @@ def _prose_settings(prose: str, chain: tuple[PythonException, ...]) -> tuple[tup
     return tuple(found.items())
 
 
+def _unquoted(text: str) -> str:
+    """`text` without the markers of its Markdown quotes (`> `, nested `> > `), a level at
+    a time: in GitHub's quote reply `> [rank1]: Traceback ...` kept its `[rank1]:` (one
+    prefix is taken off a line), and `> $ python x.py` read as a prompt `>` running `$`.
+
+    A quote is two or more lines running that each begin `>` then a space or the line's
+    end, outside a code fence of its level: a lone `> python x.py` may be a prompt, and a
+    fenced REPL's `>>> import torch` (no space after the first `>`) is no quote."""
+    while True:
+        lines = text.split("\n")
+        quoted = [False] * len(lines)
+        fenced = False
+        for index, line in enumerate(lines):
+            if _FENCE_LINE.match(line):
+                fenced = not fenced
+            elif not fenced:
+                quoted[index] = _QUOTE_MARK.match(line) is not None
+        runs = [
+            index
+            for index, on in enumerate(quoted)
+            if on
+            and (
+                (index > 0 and quoted[index - 1]) or (index + 1 < len(quoted) and quoted[index + 1])
+            )
+        ]
+        if not runs:
+            return text
+        for index in runs:
+            lines[index] = _QUOTE_MARK.sub("", lines[index], count=1)
+        text = "\n".join(lines)
+
+
 def _unprefixed(line: str) -> str:
     """A line without a launcher's or logger's prefix (`[rank0]: `, pytest's `E   `)."""
     if _PYTEST_E.match(line):
@@ -464,6 +529,11 @@ def _first_line(message: str | None) -> str | None:
     return headline(message) or None
 
 
+# A Markdown quote's marker: up to three spaces, `>`, then a space or the line's end.
+_QUOTE_MARK = re.compile(r"^ {0,3}>(?: |$)")
+# The log shows torch: its name (`torch/utils/data/...`, `torchrun`, `PyTorch version`), or a
+# DataLoader's words.
+_TORCH = re.compile(r"\b(?:py)?torch(?:run|vision|audio)?\b|\bDataLoader\b", re.IGNORECASE)
 # A markdown code fence line: ``` or ~~~ (three or more), with an info string or none.
 _FENCE_LINE = re.compile(r"^\s*(?:`{3,}|~{3,})[\w+-]*\s*$")
 
@@ -566,31 +636,63 @@ def _progress(text: str, presets: tuple[str, ...]) -> tuple[str | None, int | No
     return phase, step
 
 
-def _python_frames(text: str, fatal_stack: str | None) -> list[str]:
-    """`file:function` of the last traceback's (or faulthandler dump's) frames, innermost last."""
-    block = fatal_stack
-    if block is not None:
-        # The thread that took the signal: its block, up to the blank line after it.
-        ordered = current_thread_first(block)
-        start = ordered.find("Current thread")
-        block = ordered[start:].split("\n\n", 1)[0] if start >= 0 else ordered
-    else:
+def _python_frames(text: str, fatal_stack: str | None) -> tuple[list[str], tuple[ThreadStack, ...]]:
+    """`file:function` of the last traceback's (or faulthandler dump's) frames, innermost
+    last, and a dump's threads where it has several and names no current one: each its
+    own stack, the frames being the main thread's (none where no frame tells which)."""
+    dump = fatal_stack
+    if dump is None:
         lines = text.split("\n")
         headers = [i for i, line in enumerate(lines) if "Traceback (most recent" in line]
-        if not headers:
-            # faulthandler.dump_traceback_later's `Timeout (0:05:00)!`: the stack under it.
-            timeouts = [i for i, line in enumerate(lines) if _FAULTHANDLER_TIMEOUT.match(line)]
-            if not timeouts:
-                return []
-            dump = "\n".join(lines[timeouts[-1] :])
-            frames = [
-                f"{m['file']}:{m['function']}" for m in map(_FRAME.match, dump.split("\n")) if m
-            ]
-            return frames[::-1]
-        block = "\n".join(lines[headers[-1] :])
-    frames = [f"{m['file']}:{m['function']}" for m in map(_FRAME.match, block.split("\n")) if m]
-    # faulthandler prints the innermost frame first.
-    return frames[::-1] if fatal_stack is not None else frames
+        if headers:
+            block = "\n".join(lines[headers[-1] :])
+            return [
+                f"{m['file']}:{m['function']}" for m in map(_FRAME.match, block.split("\n")) if m
+            ], ()
+        # faulthandler.dump_traceback_later's `Timeout (0:05:00)!`: the stacks under it.
+        timeouts = [i for i, line in enumerate(lines) if _FAULTHANDLER_TIMEOUT.match(line)]
+        if not timeouts:
+            return [], ()
+        dump = "\n".join(lines[timeouts[-1] :])
+    stacks = _dump_threads(dump)
+    current = next((frames for thread, is_current, frames in stacks if is_current), None)
+    if current is not None:
+        # The thread that took the signal (`Fatal Python error`'s `Current thread`).
+        return current, ()
+    if len(stacks) < 2:
+        return (stacks[0][2] if stacks else []), ()
+    mains = [thread for thread, _, frames in stacks if _runs_the_program(frames)]
+    threads = [
+        ThreadStack(thread, tuple(frames), main=len(mains) == 1 and thread == mains[0])
+        for thread, _, frames in stacks
+    ]
+    threads.sort(key=lambda stack: not stack.main)
+    main = list(threads[0].frames) if threads[0].main else []
+    return main, tuple(threads)
+
+
+def _dump_threads(dump: str) -> list[tuple[str, bool, list[str]]]:
+    """A faulthandler dump's threads, in its order: (id, whether it is the `Current
+    thread`, its frames `file:function` innermost last). A dump of one thread without its
+    `Thread 0x...` line (`Stack (most recent call first):`) is one thread of id ``."""
+    stacks: list[tuple[str, bool, list[str]]] = []
+    for line in dump.split("\n"):
+        if (header := _DUMP_THREAD.match(line)) is not None:
+            stacks.append((header["id"], header["current"] is not None, []))
+        elif (frame := _FRAME.match(line)) is not None:
+            if not stacks:
+                stacks.append(("", False, []))
+            # faulthandler prints the innermost frame first.
+            stacks[-1][2].insert(0, f"{frame['file']}:{frame['function']}")
+    return [stack for stack in stacks if stack[2]]
+
+
+def _runs_the_program(frames: list[str]) -> bool:
+    """A thread's stack (innermost last) whose outermost frame is the script's `<module>`
+    or runpy's `_run_module_as_main` of `python -m`: the main thread's, which no thread
+    `threading` started has (their outermost frame is its `_bootstrap`)."""
+    file, _, function = frames[0].rpartition(":")
+    return function == "<module>" or (function == "_run_module_as_main" and "runpy" in file)
 
 
 def _pyspy_frames(text: str) -> list[str] | None:

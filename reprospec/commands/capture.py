@@ -21,6 +21,20 @@ if TYPE_CHECKING:
     from reprospec.core.results import RunResult
 
 
+# A command capture's attempts' own limit when --timeout is not given.
+DEFAULT_TIMEOUT = "300s"
+# The options of a command capture runs, each with what stands for it in a --from-log
+# skeleton, which runs nothing: refused there (exit 2), as cli.md's rule for options that
+# do not apply says, rather than dropped without a word. -o and --force apply to both.
+_RUN_ONLY = (
+    ("--repeat", "repeat", "set run.repeat in the spec it writes"),
+    ("--timeout", "timeout", "set run.timeout in the spec it writes"),
+    ("--no-verify", "verify", "it never reruns the spec it writes"),
+    ("--python", "python", "the spec's Python and packages are the log's"),
+    ("--out", "out", "no run is stored"),
+)
+
+
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     """The `capture` verb's arguments."""
     p = sub.add_parser(
@@ -41,21 +55,24 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         default=None,
         help="read a ticket's pasted text (a file, or - for stdin) instead of running a command",
     )
+    # The options of a command capture runs default to None here, so that one given
+    # with --from-log (which runs nothing) is told from one left out: `_RUN_ONLY`.
     opt.repeat(
         p,
-        default=1,
+        default=None,
         help="run the command N times (and the verify rerun as often); with N > 1 the spec "
         "gets a rate bound from the observed rate and run.repeat: N",
     )
     opt.timeout(
         p,
-        default="300s",
+        default=None,
         help="per attempt (default 300s): past it the command is a hang, its stacks taken",
     )
     p.add_argument(
         "--no-verify",
         dest="verify",
         action="store_false",
+        default=None,
         help="do not rerun the written spec to check that the same failure comes back",
     )
     p.add_argument("--force", action="store_true", help="overwrite the output spec when it exists")
@@ -65,6 +82,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         "spec pins (default: the one a path in the command names, else this one)",
     )
     opt.out(p, help="where the runs go (default: .reprospec)")
+    p.set_defaults(out=None)
     p.add_argument(
         "argv",
         nargs=argparse.REMAINDER,
@@ -83,23 +101,33 @@ def run(args: argparse.Namespace) -> int:
     if args.from_log is not None:
         if argv:
             raise UsageError("capture: give either --from-log FILE or a command after `--`")
+        given = [
+            f"{flag} ({why})" for flag, dest, why in _RUN_ONLY if getattr(args, dest) is not None
+        ]
+        if given:
+            # Taken and dropped without a word, `--repeat 5` wrote a one-attempt spec (fx108).
+            raise UsageError(
+                f"capture --from-log runs nothing, so it takes no {'; '.join(given)}: "
+                "those are for `capture -- CMD`"
+            )
         return _from_log(args)
     from reprospec.capture.command import VerifyInterrupted, capture, command_request
     from reprospec.core.units import parse_duration
 
+    timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT
     try:
-        timeout_s = parse_duration(args.timeout)
+        timeout_s = parse_duration(timeout)
     except ValueError as exc:
         raise UsageError(f"--timeout: {exc}") from None
     if not timeout_s > 0:
-        raise UsageError(f"--timeout: expected a duration > 0, got {args.timeout!r}")
+        raise UsageError(f"--timeout: expected a duration > 0, got {timeout!r}")
     request = command_request(
         argv,
         output=args.output,
-        repeat=args.repeat,
+        repeat=args.repeat if args.repeat is not None else 1,
         timeout_s=timeout_s,
-        verify=args.verify,
-        out=args.out,
+        verify=args.verify is not False,
+        out=args.out if args.out is not None else opt.DEFAULT_OUT,
         force=args.force,
         python=args.python,
     )

@@ -404,3 +404,133 @@ def test_a_pytest_v_log_of_a_crashing_test_gives_its_test_and_a_spec_a_live_run_
         "signal": "SIGSEGV",
         "phase": "tests/test_x.py::test_crash",
     }
+
+
+# A server whose main thread joins a pool of threads that wait for ever: a real hang, and
+# faulthandler's dump of it after half a second (`Timeout (0:00:00.500000)!`).
+THREADED_HANG = """\
+import faulthandler, sys, threading
+
+def _worker(stop):
+    stop.wait()
+
+faulthandler.dump_traceback_later(0.5, exit=True)
+stop = threading.Event()
+pool = [threading.Thread(target=_worker, args=(stop,)) for _ in range(2)]
+for thread in pool:
+    thread.start()
+pool[0].join()
+"""
+
+
+def test_a_real_timeout_dump_of_threads_gives_one_stack_per_thread(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # fx108: the threads of a `Timeout` dump were joined into one made-up chain (the main
+    # thread's `join` the caller of a worker thread's `_worker`), and the `workers` axis
+    # of a program that shows no torch spoke of a DataLoader.
+    (tmp_path / "serve.py").write_text(THREADED_HANG)
+    hung = subprocess.run(
+        [sys.executable, "serve.py", "--workers", "2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "Timeout (0:00:00.500000)!" in hung.stderr, hung.stderr
+    (tmp_path / "hang.md").write_text(f"```\n$ python serve.py --workers 2\n{hung.stderr}```\n")
+    made = cli("capture", "--from-log", "hang.md", "-o", "h.yaml", cwd=tmp_path)
+    assert made.code == 0, made.stderr
+    assert "wrote h.yaml: hang\n" in made.stdout
+    document = load_spec(str(tmp_path / "h.yaml")).document
+    description = str(document["description"]).split("\n")
+    assert description[1] == (
+        "Python stacks of 3 threads (the dump names no current thread), innermost last:"
+    )
+    # The main thread first, its own stack alone: `<module>`, then threading's join.
+    assert description[2].endswith(", the main thread (its outermost frame runs the program):")
+    heads = [i for i, line in enumerate(description) if line.startswith("  thread 0x")]
+    assert heads[0] == 2
+    assert len(heads) == 3
+    main = description[3 : heads[1]]
+    assert main[0].endswith("/serve.py:<module>")
+    assert main[1].endswith("threading.py:join")
+    assert not any("_worker" in line or "_bootstrap" in line for line in main)
+    # Each worker thread's stack begins at threading's _bootstrap and ends in its wait.
+    workers = [i for i, line in enumerate(description) if line.endswith("threading.py:_bootstrap")]
+    assert len(workers) == 2
+    assert all(description[i - 1].startswith("  thread 0x") for i in workers)
+    assert sum(line.endswith("/serve.py:_worker") for line in description) == 2
+    assert "DataLoader" not in (tmp_path / "h.yaml").read_text()
+    validated = cli("validate", "h.yaml", cwd=tmp_path)
+    assert validated.code == 0, validated.stderr
+
+
+def _quoted(text: str, depth: int) -> str:
+    """`text` as GitHub's quote reply writes it, `depth` levels deep (`> > `)."""
+    return "\n".join(("> " * depth + line).rstrip() for line in text.split("\n"))
+
+
+@pytest.mark.parametrize("rank", [False, True])
+def test_a_quoted_log_is_read_as_the_log_itself(cli: Cli, tmp_path: Path, rank: bool) -> None:
+    # fx108: quoted (`> `), a rank's traceback (`[rank1]:` behind the quote) read as no
+    # failure, and the command (`> $ python x.py --lr 0.1`) as none.
+    (tmp_path / "x.py").write_text("import sys\nraise ValueError('bad shape')\n")
+    raised = subprocess.run(
+        [sys.executable, "x.py", "--lr", "0.1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "ValueError: bad shape" in raised.stderr
+    lines = raised.stderr.rstrip("\n").split("\n")
+    if rank:  # torchrun's --tee: every line of a rank's output behind `[rank1]: `
+        lines = [f"[rank1]: {line}" for line in lines]
+    log = "$ python x.py --lr 0.1\n" + "\n".join(lines) + "\n"
+    written = {}
+    for depth in (0, 1, 2):
+        (tmp_path / f"log{depth}.md").write_text(_quoted(log, depth) if depth else log)
+        made = cli("capture", "--from-log", f"log{depth}.md", "-o", f"t{depth}.yaml", cwd=tmp_path)
+        assert made.code == 0, made.stderr
+        assert f"wrote t{depth}.yaml: error ValueError\n" in made.stdout
+        assert "  the command: python x.py --lr 0.1\n" in made.stdout
+        written[depth] = (tmp_path / f"t{depth}.yaml").read_text().replace(f"log{depth}.md", "L")
+    assert written[1] == written[0] == written[2]
+    document = load_spec(str(tmp_path / "t1.yaml")).document
+    assert document["command"] == "python x.py --lr ${{ matrix.lr }}"
+    assert document["expect"] == {
+        "outcome": "error",
+        "exception": "ValueError",
+        "message": "bad shape",
+    }
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        (("--repeat", "5"), "--repeat (set run.repeat in the spec it writes)"),
+        (("--repeat", "1"), "--repeat (set run.repeat in the spec it writes)"),
+        (("--timeout", "1m"), "--timeout (set run.timeout in the spec it writes)"),
+        (("--no-verify",), "--no-verify (it never reruns the spec it writes)"),
+        (("--python", sys.executable), "--python (the spec's Python and packages are the log's)"),
+        (("--out", "runs"), "--out (no run is stored)"),
+    ],
+)
+def test_an_option_of_a_command_capture_is_refused_with_from_log(
+    cli: Cli, tmp_path: Path, given: tuple[str, ...], named: str
+) -> None:
+    # fx108: `--from-log i3.md --repeat 5` exited 0 and wrote one attempt's spec: the
+    # option was dropped without a word.
+    (tmp_path / "t.md").write_text("$ python x.py\nSegmentation fault (core dumped)\n")
+    result = cli("capture", "--from-log", "t.md", *given, "-o", "t.yaml", cwd=tmp_path)
+    assert result.code == 2, result.stdout + result.stderr
+    assert result.stderr == (
+        f"reprospec: capture --from-log runs nothing, so it takes no {named}: "
+        "those are for `capture -- CMD`\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.md"]
+    # -o and --force apply to both: a log read with them is written.
+    (tmp_path / "t.yaml").write_text("reprospec: 1\n")
+    forced = cli("capture", "--from-log", "t.md", "-o", "t.yaml", "--force", cwd=tmp_path)
+    assert forced.code == 0, forced.stderr

@@ -1305,3 +1305,146 @@ def test_a_cuda_error_is_read_from_the_exception_line_not_the_raise_above_it() -
     read = read_ticket(text)
     assert read.cuda_error == "CUDA error: an illegal memory access was encountered"
     assert any(e.endswith("was encountered") for e in read.evidence)
+
+
+# fx108: a `Timeout (0:05:00)!` dump of a server's threads, as the report pasted it.
+THREADS_TIMEOUT = """\
+```
+$ python -m mytool.serve --port 8080 --workers 4
+step 2
+Timeout (0:05:00)!
+Thread 0x00007f1a2b3fe6c0 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 320 in wait
+  File "/srv/mytool/pool.py", line 71 in _worker
+
+Thread 0x00007f1a2c9ff740 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 1119 in join
+  File "/srv/mytool/serve.py", line 120 in <module>
+```
+"""
+
+
+def test_a_timeout_dump_gives_each_thread_its_own_stack_the_main_one_first() -> None:
+    # fx108: the threads were joined into one made-up chain, serve.py:<module> -> join ->
+    # pool.py:_worker -> wait, as if join called _worker.
+    read = read_ticket(THREADS_TIMEOUT)
+    assert read.failure.outcome == "hang"
+    assert [(t.thread, t.main, t.frames) for t in read.threads] == [
+        (
+            "0x00007f1a2c9ff740",
+            True,
+            ("/srv/mytool/serve.py:<module>", "/usr/lib/python3.11/threading.py:join"),
+        ),
+        (
+            "0x00007f1a2b3fe6c0",
+            False,
+            ("/srv/mytool/pool.py:_worker", "/usr/lib/python3.11/threading.py:wait"),
+        ),
+    ]
+    assert read.python_frames == read.threads[0].frames
+    description = skeleton(read, "i3.md").description
+    assert description.split("\n")[1:] == [
+        "Python stacks of 2 threads (the dump names no current thread), innermost last:",
+        "  thread 0x00007f1a2c9ff740, the main thread (its outermost frame runs the program):",
+        "    /srv/mytool/serve.py:<module>",
+        "    /usr/lib/python3.11/threading.py:join",
+        "  thread 0x00007f1a2b3fe6c0:",
+        "    /srv/mytool/pool.py:_worker",
+        "    /usr/lib/python3.11/threading.py:wait",
+    ]
+
+
+def test_a_dump_whose_frames_tell_no_main_thread_says_so_and_names_none() -> None:
+    # A paste cut above each thread's outermost frames: no `<module>`, no main thread.
+    text = THREADS_TIMEOUT.replace('  File "/srv/mytool/serve.py", line 120 in <module>\n', "")
+    read = read_ticket(text)
+    assert [t.main for t in read.threads] == [False, False]
+    assert read.python_frames == ()
+    description = skeleton(read, "i3.md").description
+    assert "which is the main thread no frame tells (none is `<module>`)" in description
+    assert "main thread (its" not in description
+
+
+def test_a_fatal_error_dump_with_no_current_thread_is_read_thread_by_thread() -> None:
+    # An abort in a thread that runs no Python: faulthandler marks no `Current thread`,
+    # and every thread's frames were read as the one stack of the signal's thread.
+    text = (
+        "Fatal Python error: Aborted\n\n"
+        "Thread 0x00007f0000000002 (most recent call first):\n"
+        '  File "/usr/lib/python3.11/threading.py", line 320 in wait\n'
+        '  File "/usr/lib/python3.11/threading.py", line 1002 in _bootstrap\n\n'
+        "Thread 0x00007f0000000001 (most recent call first):\n"
+        '  File "/app/run.py", line 9 in main\n'
+        '  File "/app/run.py", line 12 in <module>\n\n'
+        "Extension modules: numpy.core._multiarray_umath (total: 1)\n"
+    )
+    read = read_ticket(text)
+    assert (read.failure.outcome, read.failure.signal) == ("crash", "SIGABRT")
+    assert read.python_frames == ("/app/run.py:<module>", "/app/run.py:main")
+    assert [t.thread for t in read.threads] == ["0x00007f0000000001", "0x00007f0000000002"]
+
+
+def test_a_fraction_of_a_second_timeout_is_a_hang() -> None:
+    # dump_traceback_later(0.5) writes `Timeout (0:00:00.500000)!`: read as no failure.
+    text = (
+        "Timeout (0:00:00.500000)!\nThread 0x00007f (most recent call first):\n"
+        '  File "/x/train.py", line 9 in validation_step\n'
+    )
+    assert read_ticket(text).failure.outcome == "hang"
+
+
+@pytest.mark.parametrize(
+    ("text", "torch"),
+    [
+        # fx108: a server's `--workers 4` was told "for a DataLoader, 0 loads the data ...".
+        (THREADS_TIMEOUT, False),
+        (
+            "$ python train.py --workers 4\nTraceback (most recent call last):\n"
+            '  File "/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py",'
+            " line 1, in __next__\nRuntimeError: boom\n",
+            True,
+        ),
+    ],
+)
+def test_a_workers_axis_names_a_dataloader_only_where_the_log_shows_torch(
+    text: str, torch: bool
+) -> None:
+    read = read_ticket(text)
+    assert read.shows_torch is torch
+    (axis,) = [a for a in skeleton(read, "t.md").matrix if a.name == "workers"]
+    assert ("DataLoader" in axis.comment) is torch
+
+
+# fx108: GitHub's quote reply (`> ` on every line, `>` on a blank one) lost a rank's
+# traceback (`[rank1]:` behind `> ` kept its prefix) and the command (`> $ python ...`
+# read as a prompt `>` running `$`).
+QUOTED = [
+    '[rank1]: Traceback (most recent call last):\n[rank1]:   File "/app/x.py", line 3, in'
+    " <module>\n[rank1]: ValueError: bad shape\n",
+    '$ python x.py --lr 0.1\nTraceback (most recent call last):\n  File "/app/x.py", line 3,'
+    " in <module>\nValueError: bad\n",
+    THREADS_TIMEOUT,
+    # A REPL's `>>>` in a quoted fence stays the program's words.
+    "```\n>>> import x\nTraceback (most recent call last):\n"
+    "  File \"<stdin>\", line 1, in <module>\nModuleNotFoundError: No module named 'x'\n```\n",
+]
+
+
+def _quote(text: str, depth: int) -> str:
+    marker = "> " * depth
+    return "\n".join((marker + line).rstrip() for line in text.split("\n"))
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.parametrize("text", QUOTED)
+def test_a_quoted_log_is_read_as_the_log(text: str, depth: int) -> None:
+    assert read_ticket(_quote(text, depth)) == read_ticket(text)
+
+
+def test_a_quoted_rank_traceback_and_prompt_are_read() -> None:
+    rank = read_ticket(_quote(QUOTED[0], 1))
+    assert (rank.failure.outcome, rank.failure.exception) == ("error", "ValueError")
+    assert rank.failure.message == "bad shape"
+    assert read_ticket(_quote(QUOTED[1], 1)).command == "python x.py --lr 0.1"
+    repl = read_ticket(_quote(QUOTED[3], 2))
+    assert repl.failure.exception == "ModuleNotFoundError"
