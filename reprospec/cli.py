@@ -22,6 +22,7 @@ from reprospec.errors import (
     EXIT_INFRA,
     EXIT_INTERRUPTED,
     FatalError,
+    InterruptedBeforeRun,
     SpecError,
     suggest,
 )
@@ -225,8 +226,8 @@ def _main(argv: Sequence[str] | None) -> int:
     except FatalError as exc:
         print(printable(_format_fatal(exc)), file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        return _interrupted(verb)
+    except KeyboardInterrupt as exc:
+        return _interrupted(verb, exc)
     except BrokenPipeError:
         return _closed_pipe()
     except OSError as exc:
@@ -257,8 +258,13 @@ def _main(argv: Sequence[str] | None) -> int:
         return 3
 
 
-def _interrupted(verb: str | None) -> int:
+def _interrupted(verb: str | None, exc: BaseException | None = None) -> int:
     """Say the command was stopped (and how it resumes), and give its exit code."""
+    if verb == "run" and isinstance(exc, InterruptedBeforeRun):
+        from reprospec.core.words import interrupted_before_run
+
+        print(interrupted_before_run(exc.resume_id, exc.out), file=sys.stderr)
+        return EXIT_INTERRUPTED
     # A search stopped before it could say so itself: its stored probes still resume.
     again = "; run the same command again to resume" if verb in _RESUMABLE else ""
     if verb == "capture":

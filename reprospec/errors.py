@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 EXIT_OK = 0
 EXIT_NOT_REPRODUCED = 1
@@ -52,3 +53,17 @@ class InfraError(FatalError):
     """The engine could not run anything: runner unavailable, image build failed."""
 
     exit_code = EXIT_INFRA
+
+
+class InterruptedBeforeRun(KeyboardInterrupt):
+    """A stop (Ctrl-C, SIGTERM) while the runner got the cells' environments ready (a venv
+    runner's builds, a docker runner's images): the run was not in the store yet, so no
+    attempt ran and nothing of the run was stored, and there is nothing to resume (fx109:
+    exit 130 read as `--resume RUN` would finish it, with no RUN). The environments already
+    built are kept: the same command reuses them. `resume_id` and `out`: the run a
+    `--resume` was to finish (still as it was) and its store, else None."""
+
+    def __init__(self, resume_id: str | None = None, out: Path | None = None) -> None:
+        super().__init__()
+        self.resume_id = resume_id
+        self.out = out

@@ -89,16 +89,20 @@ def run(args: argparse.Namespace) -> int:
     root = _root(args.out)
     if args.action == "list":
         found = venvs.list_envs(root)
+        unfinished = venvs.list_unfinished(root)
         client, no_engine = images.reachable()
         built = images.list_images(client) if client is not None else []
         if args.format == "json":
             if no_engine:
                 print(no_engine, file=sys.stderr)
-            # One list, each entry's `kind` telling a venv from a docker runner's image.
+            # One list, each entry's `kind` telling a venv from a docker runner's image, and
+            # from what a build left unfinished.
             rows = [{"kind": "venv", **e.to_dict()} for e in found]
+            rows += [{"kind": "unfinished-build", **u.to_dict()} for u in unfinished]
             print(json.dumps(rows + [i.to_dict() for i in built], indent=2))
             return 0
         _list_venvs(root, found)
+        _list_unfinished(unfinished)
         _list_images(built, no_engine)
         return 0
     older = None if args.all else _seconds(args.older_than or "30d")
@@ -108,11 +112,19 @@ def run(args: argparse.Namespace) -> int:
     removed = venvs.prune_envs(
         root, older_than_s=older, dry_run=args.dry_run, now=now, listed=listed
     )
+    # What killed builds left goes whatever --older-than says: it is no environment, and
+    # nothing will ever use it (fx109: prune removed it without a word, 0.0 MB).
+    swept = venvs.sweep_unfinished(root, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for env in removed:
         print(f"{verb} {env.key}  Python {env.python}  {' '.join(env.packages) or '(none)'}")
-    freed = sum(e.size_bytes for e in removed) / 2**20
-    print(f"{verb} {plural(len(removed), 'environment')}, {freed:.1f} MB", file=sys.stderr)
+    for left in swept:
+        print(f"{verb} unfinished build {left.path.name}  {human_size(left.size_bytes)}")
+    freed = (sum(e.size_bytes for e in removed) + sum(u.size_bytes for u in swept)) / 2**20
+    what = plural(len(removed), "environment")
+    if swept:
+        what += f" and {plural(len(swept), 'unfinished build')}"
+    print(f"{verb} {what}, {freed:.1f} MB", file=sys.stderr)
     for env in venvs.kept_in_use(listed, older_than_s=older, now=now):
         print(f"kept {env.key}: in use by a run now", file=sys.stderr)
     if client is None:
@@ -161,6 +173,25 @@ def _list_venvs(root: Path, found: list[venvs.EnvInfo]) -> None:
         f"{plural(len(found), 'environment')}, {total / 2**20:.1f} MB (files hard-linked from "
         f"uv's cache count in full)"
     )
+
+
+def _list_unfinished(unfinished: list[venvs.Unfinished]) -> None:
+    """A line for each folder a build left in `.tmp`: one in progress, or a dead build's,
+    which nothing uses and `prune` removes (it is said, and counted, as it goes)."""
+    from reprospec.venvs.cache import ago, human_size
+
+    now = time.time()
+    for left in unfinished:
+        state = (
+            "being built now"
+            if left.building
+            else "left by a build that was killed; `reprospec envs prune` or the next build "
+            "removes it"
+        )
+        print(
+            f"unfinished build {left.path}: {human_size(left.size_bytes)}, changed "
+            f"{ago(now - left.modified)}, {state}"
+        )
 
 
 def _list_images(built: list[images.ImageInfo], no_engine: str) -> None:

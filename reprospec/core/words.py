@@ -754,6 +754,23 @@ def resume_command(run_id: str, out: Path | None) -> str:
     return shlex.join(words)
 
 
+def interrupted_before_run(resume_id: str | None, out: Path | None) -> str:
+    """What `run` says when a stop came as the cells' environments were got ready, before
+    the run was stored (errors.InterruptedBeforeRun): that nothing was stored, and what
+    to run instead of a `--resume` that has no run to finish."""
+    if resume_id is None:
+        return (
+            "reprospec: interrupted while getting the cells' environments ready, before the "
+            "run began: no run was stored (nothing to resume); run the spec again, which "
+            "reuses the environments already built"
+        )
+    return (
+        "reprospec: interrupted while getting the cells' environments ready, before the "
+        f"resumed run began: run {resume_id} is as it was; finish it with: "
+        f"{resume_command(resume_id, out)}"
+    )
+
+
 def resumed_note(command: str, resumed: Resumed) -> str:
     """The `Resumed` note in plain text, for a reader with no markup (JUnit's testsuite
     `system-out`): `Resumed (reprospec run --resume ID --out OUT): 2 attempts carried over from

@@ -33,7 +33,7 @@ from reprospec.core.results import AttemptResult, CellResult, RunResult, SetAsid
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.sections import same_python
 from reprospec.core.words import RESOLVED_SPEC, plural, set_aside_warning
-from reprospec.errors import InfraError, UsageError
+from reprospec.errors import InfraError, InterruptedBeforeRun, UsageError
 from reprospec.outcome.judgedcells import JudgedCells
 from reprospec.pipeline.attempt import AttemptExecutor
 from reprospec.pipeline.gpus import GpuPool, visible_gpus
@@ -114,7 +114,15 @@ def execute(
     # The spec carries the overrides it was loaded with: those are the ones that ran.
     options = options.with_changes(overrides=spec.overrides)
     runner = create_runner(options, spec_dir=spec.base_dir)
-    runner.prepare(plan.attempts)
+    try:
+        runner.prepare(plan.attempts)
+    except InterruptedBeforeRun:
+        raise
+    except KeyboardInterrupt as exc:
+        # Stopped before the run is in the store (below): nothing of it is, so `run` says
+        # so, where its 130 read as `--resume RUN` would finish a run that was never stored.
+        out = options.out
+        raise InterruptedBeforeRun(resume.run_id if resume else None, out) from exc
     # Opened before a new run's folder is made: a store that cannot be used (damaged, on a
     # full disk) refused the run after it had left a folder of an engine.json alone, which
     # `latest` then named, so `report latest` and `run --resume latest` said "no run"

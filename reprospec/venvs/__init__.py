@@ -2,7 +2,8 @@
 
 `index.py`: where packages come from (the user's uv or pip configuration);
 `build.py`: the request, its hash, and building it once, atomically, under a lock;
-`cache.py`: listing and pruning what is kept. This package's namespace is their API.
+`cache.py`: listing and pruning what is kept; `staging.py`: the folder builds
+are made in, and what builds that never ended left there. This package's namespace is their API.
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ from reprospec.venvs.build import (
     ENVS_VARIABLE,
     FAILED,
     FORMAT,
-    LOCKS,
     META,
-    TMP,
     USED_BY,
     Env,
     EnvBuildError,
@@ -35,6 +34,7 @@ from reprospec.venvs.build import (
 )
 from reprospec.venvs.cache import EnvInfo, kept_in_use, list_envs, prune_envs, summarize
 from reprospec.venvs.index import IndexConfig, user_index_config
+from reprospec.venvs.staging import LOCKS, TMP, Unfinished, list_unfinished, sweep_unfinished
 
 __all__ = [
     "BUILD_LOG",
@@ -53,6 +53,7 @@ __all__ = [
     "EnvRequest",
     "IndexConfig",
     "Interpreter",
+    "Unfinished",
     "build_failure_line",
     "describe_request",
     "ensure_env",
@@ -63,9 +64,11 @@ __all__ = [
     "installed",
     "kept_in_use",
     "list_envs",
+    "list_unfinished",
     "prune_envs",
     "read_meta",
     "summarize",
+    "sweep_unfinished",
     "user_index_config",
     "uv_binary",
 ]

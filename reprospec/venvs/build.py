@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,14 +39,13 @@ from reprospec.core.sections import Environment
 from reprospec.environment import packages
 from reprospec.errors import InfraError
 from reprospec.venvs.index import IndexConfig, user_index_config
+from reprospec.venvs.staging import LOCKS, TMP, build_lock, sweep_unfinished
 
 FORMAT = 1
 # Where environments are kept when a runner is not told: a folder shared by projects.
 ENVS_VARIABLE = "REPROSPEC_ENVS"
 META = "reprospec-env.json"
 USED_BY = ".used-by"
-TMP = ".tmp"
-LOCKS = ".locks"
 UV_TIMEOUT_S = 3600.0
 
 
@@ -175,6 +175,7 @@ def _uv(
     *,
     timeout: float = UV_TIMEOUT_S,
     cwd: Path | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1"}
     env.pop("VIRTUAL_ENV", None)  # uv pip must act on --python, never on an activated venv
@@ -188,6 +189,7 @@ def _uv(
             env=env,
             cwd=cwd,
             stdin=subprocess.DEVNULL,
+            pass_fds=pass_fds,
         )
     except subprocess.TimeoutExpired as exc:
         raise EnvBuildError(f"uv {' '.join(args[:2])} timed out after {timeout:g}s") from exc
@@ -286,7 +288,10 @@ class Env:
 
 
 @contextlib.contextmanager
-def locked(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+def locked(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[int]:
+    """An exclusive lock on `path` while inside; yields its descriptor, which a build passes
+    to the uv it starts (`_build`), so that the lock outlives a killed engine for as long as
+    its uv still writes the half-built venv."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as fh:
         try:
@@ -296,7 +301,7 @@ def locked(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[No
                 on_wait()
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
-            yield
+            yield fh.fileno()
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
@@ -370,11 +375,14 @@ def ensure_env(
 
     meta = read_meta(final)
     if meta is None:
-        lock = root / LOCKS / f"{key}.lock"
-        with locked(lock, lambda: say("waiting", "another run is building it; waiting")):
+        lock = build_lock(root, key)
+        with locked(lock, lambda: say("waiting", "another run is building it; waiting")) as fd:
             meta = read_meta(final)  # built by someone else while we waited
             if meta is None:
-                meta = _build(request, root, final, say, cwd)
+                # What killed builds left in TMP goes first: nothing else would remove it
+                # but a prune, and a killed build of a large environment is hundreds of MB.
+                sweep_unfinished(root, own=key)
+                meta = _build(request, root, final, say, cwd, fd)
                 # A failed build's log kept for a preflight (FAILED) names no failure now.
                 failed_build_log(root, key).unlink(missing_ok=True)
                 _mark_used(final, user)
@@ -398,7 +406,12 @@ def _build(
     final: Path,
     say: Callable[[str, str], None],
     cwd: Path | None,
+    lock_fd: int,
 ) -> JsonObject:
+    """Build `request` in a folder of its own under TMP and rename it to `final`; called
+    under the key's build lock, whose descriptor `lock_fd` each uv inherits: a build whose
+    engine was killed keeps its folder locked until its uv has ended too, so that no sweep
+    (`sweep_unfinished`) removes a folder a live uv still fills."""
     (root / TMP).mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"{final.name}-", dir=root / TMP))
     try:
@@ -415,6 +428,7 @@ def _build(
                 str(tmp / "venv"),
             ],
             timeout=600,
+            pass_fds=(lock_fd,),
         )
         if done.returncode != 0:
             raise EnvBuildError(f"uv venv failed: {_uv_error(done.stderr)}")
@@ -422,7 +436,7 @@ def _build(
         python = venv / "bin" / "python"
         if request.packages:
             say("install", "installing " + " ".join(request.packages))
-            _install(request, python, say, cwd)
+            _install(request, python, say, cwd, lock_fd)
         say("check", "checking the installed versions")
         names = packages.requirement_names(request.packages)
         installed = packages.probe_installed(str(python), names)
@@ -443,11 +457,22 @@ def _build(
         venv.rename(final)
         return meta
     finally:
+        # Also on a Ctrl-C: `_install` has stopped its uv by then, so nothing refills it.
+        # A second Ctrl-C during the removal stops it at once; the rest is a dead build's,
+        # which `envs list` names and the next build or prune removes.
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# How long a uv told to stop (SIGTERM) as a build is interrupted may take before it is killed.
+_UV_STOP_S = 2.0
+
+
 def _install(
-    request: EnvRequest, python: Path, say: Callable[[str, str], None], cwd: Path | None
+    request: EnvRequest,
+    python: Path,
+    say: Callable[[str, str], None],
+    cwd: Path | None,
+    lock_fd: int,
 ) -> None:
     args = [uv_binary(), "pip", "install", "--python", str(python), *request.index.uv_args()]
     if request.exclude_newer:
@@ -470,21 +495,54 @@ def _install(
         env=env,
         cwd=cwd,
         stdin=subprocess.DEVNULL,
+        pass_fds=(lock_fd,),
+        # A group of its own, uv and the build backends it starts, which `_stop` ends as
+        # one: a backend that outlived its uv kept the build lock it inherited.
+        start_new_session=True,
     ) as proc:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            line = line.rstrip()
-            if line:
-                lines.append(line)
-                failing = failing or line.startswith("error:")
-                if not failing:
-                    say("output", line)
-        code = proc.wait()
+        try:
+            for line in proc.stdout:
+                line = line.rstrip()
+                if line:
+                    lines.append(line)
+                    failing = failing or line.startswith("error:")
+                    if not failing:
+                        say("output", line)
+            code = proc.wait()
+        except BaseException:
+            # A Ctrl-C (or SIGTERM) the engine alone received (`kill -INT`, a CI's cancel):
+            # Popen's exit waits 0.25 s for uv and leaves it running, and uv went on to
+            # install into the venv after `_build` had removed it (fx109: 116 MB left).
+            _stop(proc)
+            raise
     if code != 0:
         output = "\n".join(lines)
         raise EnvBuildError(
             f"cannot install {' '.join(request.packages)}: {_uv_error(output)}", log=output + "\n"
         )
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """End `proc` (uv, the leader of a process group of its own) and what it started, and
+    wait for it: SIGTERM, which uv obeys at once, then SIGKILL to the group, its last
+    members too (a build backend still running). uv is reaped only after that SIGKILL: its
+    pid, the group's id, cannot have been given to another process meanwhile."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + _UV_STOP_S
+    while time.monotonic() < deadline:
+        try:
+            # WNOWAIT: seen ended, left a zombie (its pid kept) until proc.wait below.
+            ended = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            break  # reaped already
+        if ended is not None:
+            break
+        time.sleep(0.02)
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def _freeze(python: Path) -> dict[str, str]:

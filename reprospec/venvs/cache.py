@@ -1,8 +1,9 @@
 """The environments cache: list what is kept (size, last use, which specs used it), prune it.
 
 Each environment is removed under its build lock (a run building it is never cut short),
-and only while no run holds it (`build.hold`: a run using it is never cut short either);
-torn builds a killed run left in `.tmp` go too.
+and only while no run holds it (`build.hold`: a run using it is never cut short either).
+What killed builds left in `.tmp` is `staging.Unfinished`: listed and swept there, by
+`envs prune` as by the next build.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
-from reprospec.venvs.build import LOCKS, META, TMP, USED_BY, in_use_lock, locked, read_meta
+from reprospec.venvs.build import META, USED_BY, in_use_lock, locked, read_meta
+from reprospec.venvs.staging import TMP, build_lock, folder_size
 
 
 @frozen
@@ -51,17 +53,6 @@ class EnvInfo:
         }
 
 
-def _size(folder: Path) -> int:
-    total = 0
-    for base, _dirs, files in os.walk(folder):
-        for name in files:
-            with contextlib.suppress(OSError):
-                # os.walk's strs: a Path per file made this walk 1.8x slower (a 25k-file venv).
-                stat = os.lstat(os.path.join(base, name))  # noqa: PTH118
-                total += stat.st_size
-    return total
-
-
 def list_envs(root: Path) -> list[EnvInfo]:
     """Every complete environment under `root`, most recently used first."""
     out: list[EnvInfo] = []
@@ -88,7 +79,7 @@ def list_envs(root: Path) -> list[EnvInfo]:
                 path=folder,
                 python=str(python.get("version") or "") if isinstance(python, dict) else "",
                 packages=tuple(str(p) for p in wanted) if isinstance(wanted, list) else (),
-                size_bytes=_size(folder),
+                size_bytes=folder_size(folder),
                 created=str(meta.get("created") or ""),
                 last_used=last_used,
                 used_by=tuple(name for _, name in sorted(users, reverse=True) if name != "-"),
@@ -110,7 +101,8 @@ def prune_envs(
     """Remove environments unused for `older_than_s` (None: all), or only `keys`; returns them.
 
     Each is removed under its build lock and only while no run holds it (`in_use`: left
-    out, neither removed nor returned); torn builds left in `.tmp` by a killed run go too.
+    out, neither removed nor returned). What killed builds left in `.tmp` is the caller's to
+    sweep (`staging.sweep_unfinished`), which says what it removed where this said nothing.
     `listed`: `list_envs(root)` where the caller has it already (each walks every file of
     every environment for its size).
     """
@@ -122,7 +114,7 @@ def prune_envs(
         if env.in_use:
             continue
         if not dry_run:
-            with locked(root / LOCKS / f"{env.key}.lock"), _alone(root, env.key) as alone:
+            with locked(build_lock(root, env.key)), _alone(root, env.key) as alone:
                 if not alone:
                     continue  # a run took it up since it was listed
                 trash = root / TMP / f"{env.key}-pruned-{os.getpid()}"
@@ -130,8 +122,6 @@ def prune_envs(
                 env.path.rename(trash)  # gone at once for readers; deleted after
                 shutil.rmtree(trash, ignore_errors=True)
         removed.append(env)
-    if not dry_run and not keys:
-        _clean_tmp(root)
     return removed
 
 
@@ -187,25 +177,6 @@ def _held(root: Path, key: str) -> bool:
             return not alone
     except OSError:
         return False
-
-
-def _clean_tmp(root: Path) -> None:
-    tmp = root / TMP
-    if not tmp.is_dir():
-        return
-    for folder in tmp.iterdir():
-        key = folder.name.split("-", 1)[0]
-        lock = root / LOCKS / f"{key}.lock"
-        try:
-            with lock.open("a") as fh:
-                # A build in progress holds its lock: leave its folder alone.
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                shutil.rmtree(folder, ignore_errors=True)
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-        except BlockingIOError:
-            continue
-        except OSError:
-            continue
 
 
 def summarize(envs: Sequence[EnvInfo], now: float | None = None) -> list[dict[str, str]]:

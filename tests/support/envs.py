@@ -116,3 +116,59 @@ def caller_venv(folder: Path, wheels: Path, *requirements: str) -> Path:
         check=True, env=uv_env,
     )  # fmt: skip
     return folder
+
+
+def make_slow_sdist(folder: Path, name: str, version: str, started: Path, seconds: float) -> Path:
+    """An sdist of a pure-Python `name` `version` whose in-tree backend touches `started`,
+    then takes `seconds` to build its wheel: a build to stop (Ctrl-C, SIGKILL) while uv
+    is in it, and which uv then installs, if it is left running, into the venv it was
+    filling. Install it with a uv cache of its own: a cache that holds its wheel builds
+    nothing."""
+    import io
+    import tarfile
+    import textwrap
+
+    folder.mkdir(parents=True, exist_ok=True)
+    module_name = name.replace("-", "_")
+    base = f"{module_name}-{version}"
+    backend = textwrap.dedent(f"""\
+        import base64, hashlib, pathlib, time, zipfile
+
+        def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+            pathlib.Path({str(started)!r}).touch()
+            time.sleep({seconds!r})
+            dist = "{module_name}-{version}.dist-info"
+            files = {{
+                "{module_name}.py": "VERSION = {version!r}\\n",
+                dist + "/METADATA": "Metadata-Version: 2.1\\nName: {name}\\nVersion: {version}\\n",
+                dist + "/WHEEL": "Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\n"
+                "Tag: py3-none-any\\n",
+            }}
+            record = []
+            for path, text in files.items():
+                digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest())
+                record.append(f"{{path}},sha256={{digest.rstrip(b'=').decode()}},{{len(text)}}")
+            files[dist + "/RECORD"] = "\\n".join([*record, dist + "/RECORD,,"]) + "\\n"
+            wheel = "{module_name}-{version}-py3-none-any.whl"
+            with zipfile.ZipFile(pathlib.Path(wheel_directory) / wheel, "w") as archive:
+                for path, text in files.items():
+                    archive.writestr(path, text)
+            return wheel
+
+        def build_sdist(sdist_directory, config_settings=None):
+            raise SystemExit("no sdist")
+        """)
+    files = {
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\n'
+        'backend-path = ["."]\n',
+        "backend.py": backend,
+        "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+    }
+    path = folder / f"{base}.tar.gz"
+    with tarfile.open(path, "w:gz") as archive:
+        for rel, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{base}/{rel}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
