@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -22,9 +23,12 @@ SLOW = "reprospec-slowdemo"
 BUILD_S = 6.0
 
 
-def _setup(tmp_path: Path) -> tuple[list[str], dict[str, str], Path, Path]:
-    """The command of a run whose one environment holds the slow sdist, its variables, the
-    environments folder and the file the build touches as it begins."""
+def _setup(
+    tmp_path: Path, command: str = "import reprospec_slowdemo"
+) -> tuple[list[str], dict[str, str], Path, Path]:
+    """The command of a run whose one environment holds the slow sdist (its cell runs
+    `python -c COMMAND`), its variables, the environments folder and the file the build
+    touches as it begins."""
     started = tmp_path / "build-started"
     wheels = tmp_path / "wheels"
     make_slow_sdist(wheels, SLOW, "1.0", started, BUILD_S)
@@ -32,7 +36,7 @@ def _setup(tmp_path: Path) -> tuple[list[str], dict[str, str], Path, Path]:
     spec.write_text(
         "reprospec: 1\nname: slow\n"
         f'environment: {{packages: ["{SLOW}==1.0"]}}\n'
-        'command: python -c "import reprospec_slowdemo"\n'
+        f'command: python -c "{command}"\n'
         "expect: {outcome: pass}\n"
     )
     root = tmp_path / "envs"
@@ -150,3 +154,35 @@ def test_a_killed_build_is_listed_counted_and_swept_once_nothing_builds_it(
     assert again.returncode == 0, again.stderr
     assert _left(root) == []
     assert len(venvs.list_envs(root)) == 1
+
+
+def test_a_ctrl_c_while_a_resume_builds_leaves_the_run_as_it_was_and_says_how_to_finish_it(
+    tmp_path: Path,
+) -> None:
+    """A `--resume` stopped while it builds again the environment removed since: the run it
+    was to finish is still the interrupted one, and the command that finishes it is given
+    (where the 130 said only `interrupted`)."""
+    # An attempt that lasts: the first Ctrl-C stops the run with it, `interrupted`.
+    argv, env, root, started = _setup(tmp_path, "import reprospec_slowdemo, time; time.sleep(60)")
+    out = tmp_path / "out"
+    first = interrupt_when(
+        argv, lambda: bool(list(out.glob("runs/*/cells/*/1"))), env=env, wait_s=120
+    )
+    assert first.code == 130, first.stderr
+    (run,) = (out / "runs").iterdir()
+    assert f"reprospec run --resume {run.name} --out {out}" in first.stderr
+    # Its environment and the wheel uv built for it gone: the resume builds it again.
+    for env_folder in venvs.list_envs(root):
+        shutil.rmtree(env_folder.path)
+    shutil.rmtree(env["UV_CACHE_DIR"])
+    started.unlink()
+    resume = [sys.executable, "-m", "reprospec", "run", "--resume", run.name, "--out", str(out)]
+    done = interrupt_when(resume, started.exists, env=env)
+    assert done.code == 130, done.stderr
+    said = done.stderr.strip().splitlines()[-1]
+    assert said == (
+        "reprospec: interrupted while getting the cells' environments ready, before the "
+        f"resumed run began: run {run.name} is as it was; finish it with: "
+        f"reprospec run --resume {run.name} --out {out}"
+    )
+    assert [p.name for p in (out / "runs").iterdir()] == [run.name]
