@@ -283,8 +283,22 @@ NO_OTHER_PROCESS_RAN = (
     "but the attempt ran no process besides the main one: it is the program's output"
 )
 
+
 # The end of a crashed child's detail where only the output tells of the death (a child's
 # report, then the main process's own exception), not the engine (classify.py, rule 6).
+def threads_died(count: int, types: Sequence[str]) -> str:
+    """What a failure's detail says of the threads whose tracebacks its stderr holds (`4
+    threads died of an exception (TypeError; ...)`): shown as the threads', never taken for
+    the exception that ended the process (outcome/classify.py). `types`: those read whole,
+    each once; the threads' reports interleave on stderr, and a cut one names none."""
+    named = f"{', '.join(types)}; " if types else ""
+    return f"{plural(count, 'thread')} died of an exception ({named}{THREADS_ARE_NOT_THE_END})"
+
+
+# Why a thread's exception is no verdict's: Python ends the thread, and the process goes on.
+THREADS_ARE_NOT_THE_END = "threading.excepthook's reports: a thread's exception ends no process"
+
+
 KNOWN_FROM_THE_OUTPUT_ALONE = (
     "the death is known from the output alone (the engine saw no such process end)"
 )

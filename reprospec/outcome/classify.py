@@ -112,6 +112,7 @@ from reprospec.core.words import (
     NO_OTHER_PROCESS_RAN,
     SENT_BY_A_PROCESS,
     plural,
+    threads_died,
 )
 from reprospec.outcome.evidence import EXIT_PHASE, Event, Events, Evidence, ends_with_warning
 from reprospec.outcome.setupfail import setup_failure
@@ -181,11 +182,29 @@ def classify(
         return not_run
     stderr = evidence.stderr
     events = evidence.events
+    # The threads that died of an exception: the report shows them as theirs (the detail).
+    threads: tuple[PythonException, ...] = ()
+    if "Traceback (most recent call last):" in stderr:
+        from reprospec.outcome.tracebacks import thread_exceptions
+
+        threads = thread_exceptions(stderr)
+    # Each thread's report begins with one write of `Exception in thread NAME:`, whole
+    # however the rest of it interleaves: the count of threads; the types, where read.
+    dead_threads = max(stderr.count("Exception in thread "), len(threads))
     chain: tuple[PythonException, ...] = ()
-    if stderr:  # a silent attempt has no traceback: its reader is not even imported
+    recorded = evidence.raised
+    if recorded or (stderr and not (recorded == "" and dead_threads)):
+        # (A silent attempt's reader is not even imported.)
         from reprospec.outcome.tracebacks import parse_chain
 
-        chain = parse_chain(stderr)
+        # The program's own record of the exception its main thread died of, where it left
+        # one: on stderr the threads' tracebacks interleave with it (a thread's TypeError
+        # read as what ended the process). Where it recorded that it died of none and its
+        # threads died, stderr's tracebacks are theirs, which no parse can tell apart once
+        # interleaved: none ended the process. Where it left no record (not Python, a hook
+        # of the program's own, a container's attempt), stderr: its parse skips the
+        # threads' blocks it can tell.
+        chain = (parse_chain(recorded) if recorded else ()) or parse_chain(stderr)
     last_traceback: PythonException | None = None
     if chain and not _ended_by(chain[-1], execution, evidence):
         from reprospec.outcome.tracebacks import went_on
@@ -351,10 +370,16 @@ def classify(
                 from reprospec.outcome.tracebacks import PythonException, last_line
 
                 # `raise SystemExit("msg")` and `sys.exit("msg")` print only the message;
-                # a warning printed last is none (evidence.ends_with_warning).
+                # a warning printed last is none (evidence.ends_with_warning), nor a
+                # thread's exception line (`TypeError: worker failed`).
                 last = None if ends_with_warning(stderr) else last_line(stderr)
+                if last is not None and dead_threads and _a_threads(last, threads):
+                    last = None
                 exception = PythonException("", last) if last else None
 
+    if dead_threads and kind != "pass":
+        died = threads_died(dead_threads, list(dict.fromkeys(e.type for e in threads)))
+        detail = f"{detail}; {died}" if detail else died
     exception_type = (exception.type or None) if exception else None
     message = exception.message if exception else None
     # The OOM killer's signal is SIGKILL, and it says nothing else: where the runner saw
@@ -440,6 +465,28 @@ def _no_other_process(
     if said is not None:
         notes.append(f"the output reports a death ({said}), {NO_OTHER_PROCESS_RAN}")
     return "".join(f"; {note}" for note in notes)
+
+
+# An exception's line as Python prints it, of a type named as exceptions are.
+_EXCEPTION_LINE = Lazy(r"^(?:[A-Za-z_]\w*\.)*(?P<type>[A-Z]\w*)(?::|$)")
+_EXCEPTION_NAME = Lazy(r"(?:Error|Exception|Interrupt|Exit)$")
+
+
+def _a_threads(line: str, threads: Sequence[PythonException]) -> bool:
+    """Whether the last line of an attempt whose threads died is (a piece of) a thread's
+    exception line, `TypeError: worker failed` or, cut and mixed by the others' interleaved
+    writes, `: worker failed` or `: : worker failedworker failed`: a line with a thread's
+    message read whole in it, one cut before its `:`, or one of a type named as exceptions
+    are (the reports interleaved past reading). A `sys.exit("msg")`'s message it is not."""
+    for exception in threads:
+        first = (exception.message or "").partition("\n")[0]
+        printed = f"{exception.type}: {first}" if first else exception.type
+        if line in printed or (first or printed) in line:
+            return True
+    if line.startswith(":"):
+        return True  # an exception line whose type another thread's write took away
+    found = _EXCEPTION_LINE.match(line)
+    return found is not None and _EXCEPTION_NAME.search(found["type"]) is not None
 
 
 def _went_on(exception: PythonException) -> str:

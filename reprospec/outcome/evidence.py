@@ -35,7 +35,7 @@ from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import clean_log, quoted
 from reprospec.core.results import ChildWarning, Execution
 from reprospec.core.signals import canonical_signal
-from reprospec.process.childprotocol import PROGRESS_EVENTS, STDERR, STDOUT
+from reprospec.process.childprotocol import PROGRESS_EVENTS, RAISED, STDERR, STDOUT
 from reprospec.process.stacks import without_our_frames
 
 if TYPE_CHECKING:
@@ -310,6 +310,12 @@ class Evidence:
     # What environment.debug's GPU diagnostics found (compute-sanitizer, a CUDA core
     # dump, the NCCL flight recorder), when the attempt left any of it.
     gpu: GpuFindings | None = None
+    # How the program's main thread ended, from its own record (process/stacks.py
+    # keep_program_raised): the traceback of the uncaught exception it died of, as its
+    # interpreter printed it, or "" where it died of none. None where no record was kept
+    # (no Python, a hook of the program's own, a container's attempt): classify then reads
+    # the exception from stderr.
+    raised: str | None = None
 
     @classmethod
     def read(cls, execution: Execution) -> Evidence:
@@ -345,6 +351,7 @@ class Evidence:
             else native.read(folder),
             ranks=_ranks(allowed_events(_parse_events(events), harness=execution.harness)),
             gpu=_gpu_findings(folder, stderr, names),
+            raised=_raised(folder, names),
         )
 
     def output_tail(self) -> str:
@@ -426,6 +433,18 @@ def _gpu_findings(
     from reprospec.outcome import gpufindings
 
     return gpufindings.read(folder, stderr, names=names)
+
+
+def _raised(folder: Path | None, names: frozenset[str] | None) -> str | None:
+    """The program's record of how its main thread ended, past its first line (its parent's
+    pid, for the engine to tell whose it is): a traceback, or "" for none; None where no
+    record was kept."""
+    if folder is None or (names is not None and RAISED not in names):
+        return None
+    path = folder / RAISED
+    if names is None and not path.is_file():
+        return None
+    return read_log(path).partition("\n")[2]
 
 
 def _names(folder: Path | None) -> frozenset[str] | None:

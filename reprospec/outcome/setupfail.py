@@ -81,7 +81,7 @@ def setup_failure(
         )
     from reprospec.outcome.tracebacks import parse_exception  # an attempt that failed to start
 
-    exception = parse_exception(stderr)
+    exception = parse_exception(evidence.raised or "") or parse_exception(stderr)
     if exception is not None and exception.type.rpartition(".")[2] == "ModuleNotFoundError":
         missing = _NO_MODULE.match(exception.message or "")
         declared = _declaring(packages, missing["module"]) if missing else None

@@ -40,6 +40,8 @@ _MAX_RERAISED_LINES = 300
 _TB_HEADER = Lazy(r"^(?:\s*\+ )?(?:Exception Group )?Traceback \(most recent call last\):\s*$")
 _EXC_LINE = Lazy(r"^(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::(?: (?P<message>.*))?)?$")
 _GROUP_PREFIX = Lazy(r"^\s*\| ?")
+# The first frame of every thread's traceback (threading.Thread._bootstrap_inner runs `run`).
+_THREAD_BOOTSTRAP = Lazy(r'^\s*File "[^"]*threading\.py", line \d+, in _bootstrap_inner\s*$')
 # Lines that end an exception message: the next report, a logger, a warning.
 _MESSAGE_END = Lazy(
     r"^(?:During handling of the above exception|The above exception was the direct cause"
@@ -125,15 +127,33 @@ def parse_chain(text: str) -> tuple[PythonException, ...]:
         found[context] = chain
     if "uncaught" in found:
         return tuple(found["uncaught"])
-    # An exception in a thread does not end the process, but when nothing else was
-    # printed it is the best clue; "Exception ignored" reports never are.
-    if "thread" in found:
-        return tuple(found["thread"])
+    # An exception in a thread ends its thread, never the process (`thread_exceptions`
+    # reads them, for the report); "Exception ignored" reports never end it either.
     dumped = _OBJECT_DUMP_TYPE.search(text)
     if dumped:
         shown = _OBJECT_DUMP_REPR.search(text)
         return (PythonException(dumped["type"], shown["repr"].strip() if shown else None),)
     return ()
+
+
+def thread_exceptions(text: str) -> tuple[PythonException, ...]:
+    """The exception each thread died of (threading.excepthook's `Exception in thread
+    NAME:` blocks, or a block whose first frame is threading's `_bootstrap_inner`), in the
+    order printed: what the report says of the threads, never what ended the process. A
+    block cut by another's interleaved lines is left out."""
+    if not text or "Traceback (most recent call last):" not in text:
+        return ()
+    lines = text.splitlines()
+    found: list[PythonException] = []
+    for index, line in enumerate(lines):
+        if not _TB_HEADER.match(line) or _link_before(lines, index) is not None:
+            continue
+        if _traceback_context(lines, index) != "thread":
+            continue
+        exception = _exception_after(lines, index)
+        if exception is not None:
+            found.append(went_on(exception))
+    return tuple(found)
 
 
 def raised_types(text: str) -> tuple[str, ...]:
@@ -319,7 +339,9 @@ def _traceback_context(lines: list[str], header: int) -> str:
         or "in _exitfunc" in first_frame
     ):
         return "ignored"
-    if previous.startswith("Exception in thread"):
+    # A thread's traceback begins in threading's `_bootstrap_inner`, where its header line
+    # may stand lines away from it: the threads' reports interleave on a shared stderr.
+    if previous.startswith("Exception in thread") or _THREAD_BOOTSTRAP.search(first_frame):
         return "thread"
     return "uncaught"
 

@@ -12,7 +12,11 @@ that builds those variables and names those files.
                           SIGURG (removed after the attempt, once stack.txt holds them), and
                           writes ended-<pid>.txt as it exits normally (whether it reaped a
                           child, the status it asked for: process/tree.py's
-                          program_ran_alone reads it, then removed)
+                          program_ran_alone reads it, then removed), and raised-<pid>.txt
+                          as its main thread dies of an uncaught exception (the traceback
+                          the default hook prints), or at exit where it died of none (the
+                          program's is kept as raised.txt, process/stacks.py's
+                          keep_program_raised; the rest removed)
     REPROSPEC_CELL        cell.json: the cell a workload runs (workloads only)
     REPROSPEC_ATTEMPT_TOKEN  a uuid every descendant inherits (finds escaped processes)
     PYTHONPATH            stackdump/ (and the harness for a workload) first: its sitecustomize
@@ -52,6 +56,10 @@ EVENTS = "events.jsonl"
 ENV_JSON = "env.json"
 CELL_JSON = "cell.json"
 STACK_TXT = "stack.txt"
+# The uncaught exception that ended the attempt's program, as its own interpreter printed it
+# (stackdump/sitecustomize.py's raised-<pid>.txt, kept by process/stacks.py): what
+# outcome/classify.py reads the exception from before stderr, where threads interleave.
+RAISED = "raised.txt"
 TMP_DIR = "tmp"
 CACHE_DIR = "cache"
 

@@ -524,6 +524,8 @@ def run_process(
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
+        # Every process is gone: the program's record of the exception it died of is whole.
+        stacks.keep_program_raised(argv, proc.pid, stack_dir)
         stacks.remove_stack_dumps(stack_dir)
         _close_sinks(stdout, stderr)
     child_exits = (*reaped, *child_exits)

@@ -21,7 +21,8 @@ from pathlib import Path
 from reprospec.core import capped
 from reprospec.core.signals import STACK_DUMP_SIGNAL
 from reprospec.core.words import NOT_PYTHON, stack_header, stacks_omitted
-from reprospec.process.tree import ProcInfo, read_proc
+from reprospec.process.childprotocol import RAISED
+from reprospec.process.tree import ProcInfo, one_program, read_proc
 
 STACK_DIR_VAR = "REPROSPEC_STACK_DIR"
 STACKDUMP_DIR = Path(__file__).resolve().parent.parent / "stackdump"
@@ -254,15 +255,57 @@ def collect_stacks(
 
 def remove_stack_dumps(folder: Path) -> None:
     """Remove the per-process dumps of an attempt from its folder: each Python process's
-    `stack-PID.txt` (empty unless it was asked) and `ended-PID.txt` (run.py read it), and
-    py-spy's `py-spy-PID.txt`. stack.txt holds what they said; the logs and the rest of the
+    `stack-PID.txt` (empty unless it was asked), `ended-PID.txt` (run.py read it) and
+    `raised-PID.txt` (`keep_program_raised` kept the program's), and py-spy's
+    `py-spy-PID.txt`. stack.txt holds what they said; the logs and the rest of the
     folder stay."""
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
                 kind, dash, pid = entry.name.removesuffix(".txt").rpartition("-")
-                if dash and kind in ("stack", "py-spy", "ended") and pid.isdigit():
+                if dash and kind in ("stack", "py-spy", "ended", "raised") and pid.isdigit():
                     with contextlib.suppress(OSError):
                         os.unlink(entry.path)  # noqa: PTH108 (a DirEntry's path)
     except OSError:
         return
+
+
+_RAISED_PREFIX = "raised-"
+
+
+def keep_program_raised(argv: Sequence[str], root_pid: int, folder: Path) -> None:
+    """Keep the program's record of how its main thread ended as RAISED.
+
+    Every Python process of an attempt writes `raised-PID.txt` (its parent's pid, then the
+    traceback of the uncaught exception its main thread died of, or, at exit, nothing more:
+    it died of none; stackdump/sitecustomize.py). Only the program's tells how the attempt
+    ended: the root's own (a `python` root, a fork server's attempt, a shell that exec'd
+    its one program), else, for a root `/bin/sh -c LINE` that runs one program
+    (tree.one_program), the one record whose parent is the root. A child's (a worker's, a
+    subprocess's) is not, and a line that may run several programs has none that is:
+    nothing is kept, and classify reads stderr as before. Never raises: the record is a
+    clue, not an input the outcome cannot do without.
+    """
+    kept = folder / RAISED
+    with contextlib.suppress(OSError):
+        kept.unlink()  # an earlier attempt's in this folder is not this one's
+    own = folder / f"{_RAISED_PREFIX}{root_pid}.txt"
+    chosen: Path | None = own if own.exists() else None
+    if chosen is None and len(argv) == 3 and tuple(argv[:2]) == ("/bin/sh", "-c"):
+        if not one_program(argv[2]):
+            return
+        children = []
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.startswith(_RAISED_PREFIX):
+                        with contextlib.suppress(OSError, ValueError):
+                            head = capped.head_tail(entry.path, 32, 0).split(b"\n", 1)[0]
+                            if int(head) == root_pid:
+                                children.append(Path(entry.path))
+        except OSError:
+            return
+        chosen = children[0] if len(children) == 1 else None
+    if chosen is not None:
+        with contextlib.suppress(OSError):
+            chosen.rename(kept)

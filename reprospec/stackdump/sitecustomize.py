@@ -1,6 +1,7 @@
 """reprospec stack dumps: SIGURG -> all threads' stacks in $REPROSPEC_STACK_DIR/stack-<pid>.txt,
 and a fatal signal -> the Python stack of the thread that took it, on stderr; a normal exit
--> $REPROSPEC_STACK_DIR/ended-<pid>.txt (`_record_end`).
+-> $REPROSPEC_STACK_DIR/ended-<pid>.txt (`_record_end`), and an uncaught exception of the
+main thread -> $REPROSPEC_STACK_DIR/raised-<pid>.txt (`_record_raised`).
 
 Put on a child's PYTHONPATH by the runner, so every Python process of an
 attempt (forked workers and spawned interpreters too) can tell where it hangs
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, NoReturn
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from importlib.machinery import ModuleSpec
-    from types import ModuleType
+    from types import ModuleType, TracebackType
 
 _state = {"fd": -1}
 
@@ -106,6 +107,7 @@ def _record_end() -> None:
         # As the interpreter turns SystemExit's code into a status: None 0, an int as the
         # OS takes it (its low byte), anything else (printed) 1.
         asked[0] = 0 if status is None else status & 0xFF if isinstance(status, int) else 1
+        _forget_raised()
         sys_exit(status)
 
     sys.exit = _exit  # type: ignore[assignment]
@@ -144,6 +146,86 @@ def _record_end() -> None:
         os_exit(status)
 
     os._exit = _os_exit
+
+
+# The name of an uncaught exception's record: process/tree.py's `keep_program_raised` reads
+# it (the same prefix there), keeps the program's and removes the rest.
+_RAISED_PREFIX = "raised-"
+# This process's record of the uncaught exception its main thread died of, once written.
+_raised = {"path": ""}
+
+
+def _record_raised() -> None:
+    """How the main thread ended -> raised-<pid>.txt in the attempt folder: the parent's pid
+    on the first line, then the traceback of the uncaught exception it died of exactly as
+    the default hook prints it (`traceback.format_exception`), or nothing more where it
+    died of none (written at exit).
+
+    stderr holds the same traceback, but the threads' tracebacks (threading.excepthook's
+    "Exception in thread ...:" blocks) print on the same stream at the same moment, and
+    interleave with it a line or a character at a time: read from stderr, the exception
+    that ended the process was a thread's TypeError, or none at all, in up to 16 attempts
+    of 20 of a program whose four threads raised as its main thread did (fx106). This
+    record is written by the thread that dies of it, before the hook prints, so the engine
+    reads the ending exception whole (outcome/classify.py prefers it to stderr); and a
+    program whose main thread died of none says so, where its threads' interleaved
+    tracebacks could pass for one.
+
+    The wrapper is installed whatever the environment says; the folder is read when the
+    hook runs: a fork server's attempt gets its REPROSPEC_STACK_DIR after the fork. A hook
+    the program sets itself replaces this one: then nothing is recorded, and stderr is read
+    as ever.
+    """
+    import atexit
+
+    hook = sys.excepthook
+
+    def _excepthook(
+        kind: type[BaseException], value: BaseException, tb: TracebackType | None
+    ) -> None:
+        try:
+            threading = sys.modules.get("threading")
+            # A thread's exception passed on to this hook (a threading.excepthook that
+            # failed) ended no process.
+            if threading is None or threading.current_thread() is threading.main_thread():
+                import traceback
+
+                _write_raised("".join(traceback.format_exception(kind, value, tb)))
+        except Exception:
+            pass
+        hook(kind, value, tb)
+
+    def _none_raised() -> None:
+        # At exit (the interpreter runs atexit after it printed an uncaught exception,
+        # after the threads were joined): no record yet, and the hook still this one's, so
+        # that none could pass it by unrecorded: the main thread died of no exception.
+        if not _raised["path"].endswith(f"-{os.getpid()}.txt") and sys.excepthook is _excepthook:
+            try:  # noqa: SIM105
+                _write_raised("")
+            except Exception:
+                pass
+
+    sys.excepthook = _excepthook
+    atexit.register(_none_raised)
+
+
+def _write_raised(text: str) -> None:
+    folder = os.environ.get("REPROSPEC_STACK_DIR")
+    if not folder:
+        return
+    path = os.path.join(folder, f"{_RAISED_PREFIX}{os.getpid()}.txt")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, f"{os.getppid()}\n{text}".encode("utf-8", "surrogateescape"))
+    finally:
+        os.close(fd)
+    _raised["path"] = path if text else ""
+
+
+def _forget_raised() -> None:
+    """sys.exit: a program that printed an exception through sys.excepthook itself and went
+    on to exit its own way did not die of it; at exit its record says it died of none."""
+    _raised["path"] = ""
 
 
 class _ProcessLines:
@@ -633,6 +715,10 @@ def _install() -> None:
         pass
     try:  # noqa: SIM105
         _record_end()
+    except Exception:
+        pass
+    try:  # noqa: SIM105
+        _record_raised()
     except Exception:
         pass
     try:  # noqa: SIM105

@@ -25,6 +25,7 @@ from reprospec.core.words import (
     KNOWN_FROM_THE_OUTPUT_ALONE,
     NO_OTHER_PROCESS_RAN,
     SENT_BY_A_PROCESS,
+    THREADS_ARE_NOT_THE_END,
     outcome_phrase,
 )
 from reprospec.outcome.classify import classify, normalize_message, worker_death
@@ -33,8 +34,10 @@ from reprospec.outcome.judge import judge_attempt
 from reprospec.outcome.tracebacks import (
     PythonException,
     headline,
+    parse_chain,
     parse_exception,
     raised_types,
+    thread_exceptions,
     went_on,
 )
 from tests.support.paths import DATA
@@ -490,16 +493,106 @@ def test_a_traceback_went_on_from_keeps_its_indented_lines() -> None:
     )
 
 
-def test_thread_exception_only_when_nothing_else() -> None:
+def test_a_threads_exception_is_never_what_ended_the_process() -> None:
+    # fx106: a thread's exception ends its thread; the process goes on (or exits its own
+    # way). It is the threads' to show (thread_exceptions), not the process's.
     thread = (
         "Exception in thread Thread-1:\nTraceback (most recent call last):\n"
         '  File "t.py", line 1, in run\nZeroDivisionError: division by zero\n\n'
     )
     main = 'Traceback (most recent call last):\n  File "t.py", line 2\nValueError: bad\n'
     assert parse_exception(thread + main) == parse_exception(main)
-    only = parse_exception(thread)
-    assert only is not None
-    assert only.type == "ZeroDivisionError"
+    assert parse_exception(thread) is None
+    assert thread_exceptions(thread + main) == (
+        PythonException("ZeroDivisionError", "division by zero"),
+    )
+
+
+def test_a_threads_traceback_cut_from_its_header_is_still_the_threads() -> None:
+    # The threads' reports interleave on stderr: `Exception in thread` stands lines away
+    # from its traceback, whose first frame (threading's _bootstrap_inner) says whose it is.
+    boot = '  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner\n'
+    text = (
+        "Exception in thread Exception in thread Thread-1 (work):\n"
+        "Traceback (most recent call last):\n"
+        f"{boot}    Thread-2 (work):\n"
+        "Traceback (most recent call last):\n"
+        f"{boot}    self.run()\n"
+        "TypeError: worker failed\n"
+        "Traceback (most recent call last):\n"
+        '  File "conc.py", line 5, in <module>\n'
+        "RuntimeError: main failed\n"
+        "Traceback (most recent call last):\n"
+        f"{boot}    self.run()\n"
+        "TypeError: worker failed\n"
+    )
+    assert parse_chain(text) == (PythonException("RuntimeError", "main failed"),)
+    assert [e.type for e in thread_exceptions(text)] == ["TypeError", "TypeError"]
+
+
+def test_the_programs_record_of_its_exception_is_read_before_stderr(tmp_path: Path) -> None:
+    # fx106: raised.txt (the sitecustomize's record, kept by the engine) holds the main
+    # thread's traceback whole; stderr's copy is cut by the threads' interleaved reports.
+    stderr = (
+        b"Exception in thread Thread-1 (work):\nTraceback (most recent call last):\n"
+        b'  File "conc.py", line 2, in work\nTypeError: worker failed\n'
+        b"Traceback (most recent call last):\n"
+        b'  File "conc.py", line 9, in <module>\nException in thread Thread-2 (work):\n'
+    )
+    execution = recorded_execution(tmp_path, stderr, 1, harness=False)
+    (tmp_path / "raised.txt").write_text(
+        "4242\nTraceback (most recent call last):\n"
+        "  File \"conc.py\", line 7, in <module>\nKeyError: 'k'\n\n"
+        "The above exception was the direct cause of the following exception:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "conc.py", line 9, in <module>\nRuntimeError: main failed\n'
+    )
+    outcome = classify(execution)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.exception, outcome.message) == ("RuntimeError", "main failed")
+    assert outcome.chain == (
+        ChainLink("KeyError", "'k'", "cause"),
+        ChainLink("RuntimeError", "main failed"),
+    )
+    assert outcome.detail == (
+        f"exit code 1; 2 threads died of an exception (TypeError; {THREADS_ARE_NOT_THE_END})"
+    )
+
+
+def test_a_threads_exception_line_last_is_no_message_of_the_process(tmp_path: Path) -> None:
+    # The main thread exited 1 itself after its threads died: no exception ended it, and
+    # the thread's `TypeError: worker failed`, last on stderr, is not its message.
+    stderr = (
+        b"Exception in thread Thread-1 (work):\nException in thread Thread-2 (work):\n"
+        b"Traceback (most recent call last):\nTraceback (most recent call last):\n"
+        b'  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner\n'
+        b"self.run()\nTypeError: worker failed\n"
+    )
+    outcome = classify(recorded_execution(tmp_path, stderr, 1, harness=False))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.exception, outcome.message) == (None, None)
+    assert (
+        outcome.detail == f"exit code 1; 2 threads died of an exception ({THREADS_ARE_NOT_THE_END})"
+    )
+    # Its record says its main thread died of none (raised.txt, its pid only): a traceback
+    # on stderr cut from its thread's header is a thread's too.
+    cut = stderr + (
+        b'Traceback (most recent call last):\n  File "t.py", line 2, in work\n'
+        b"TypeError: worker failed\n"
+    )
+    outcome = classify(recorded_execution(tmp_path, cut, 1, harness=False))
+    assert isinstance(outcome, Outcome)
+    assert outcome.exception == "TypeError"  # no record: stderr's word, as before
+    (tmp_path / "raised.txt").write_text("4242\n")
+    outcome = classify(recorded_execution(tmp_path, cut, 1, harness=False))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.exception, outcome.message) == (None, None)
+    (tmp_path / "raised.txt").unlink()
+    # A message of the program's own, `sys.exit("...")`, is still read.
+    said = stderr + b"could not finish: 2 workers failed\n"
+    outcome = classify(recorded_execution(tmp_path, said, 1, harness=False))
+    assert isinstance(outcome, Outcome)
+    assert outcome.message == "could not finish: 2 workers failed"
 
 
 def test_interleaved_output_is_not_an_exception() -> None:

@@ -3,8 +3,10 @@ multiprocessing's Popen) are left out, in faulthandler's words and in py-spy's."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from reprospec.outcome.hungstacks import hung_processes
-from reprospec.process.stacks import without_our_frames
+from reprospec.process.stacks import keep_program_raised, remove_stack_dumps, without_our_frames
 from tests.support.paths import DATA
 
 # A real dump: a multiprocessing child hung, its parent joining it (an editable install's
@@ -71,3 +73,29 @@ def test_a_process_stopped_in_the_fork_servers_own_code_still_shows_where() -> N
     assert without_our_frames(spied) == spied.replace(
         "    _run_main (/src/reprospec/reprospec/harness/reprospec_forkserver.py:778)\n", ""
     )
+
+
+def test_the_programs_record_of_its_end_is_kept_and_no_other(tmp_path: Path) -> None:
+    # fx106: every Python process writes raised-PID.txt (its parent's pid first); only the
+    # program's, the root's or a root shell's one child's, says how the attempt ended.
+    def records(**texts: str) -> None:
+        for pid, text in texts.items():
+            (tmp_path / f"raised-{pid.removeprefix('p')}.txt").write_text(text)
+
+    def kept(argv: list[str], root: int) -> str | None:
+        keep_program_raised(argv, root, tmp_path)
+        remove_stack_dumps(tmp_path)
+        path = tmp_path / "raised.txt"
+        return path.read_text() if path.exists() else None
+
+    records(p100="1\nTraceback ...\n", p101="100\n")
+    assert kept(["python", "x.py"], 100) == "1\nTraceback ...\n"
+    assert not list(tmp_path.glob("raised-*"))
+    # A shell that forks its one program: the record whose parent is the shell.
+    records(p201="200\n", p202="201\nTraceback (a child's)\n")
+    assert kept(["/bin/sh", "-c", "cd . && python x.py"], 200) == "200\n"
+    # A line that may run several programs, or a python root that left none: none kept.
+    records(p301="300\n")
+    assert kept(["/bin/sh", "-c", "python a.py; python b.py"], 300) is None
+    records(p401="400\n")
+    assert kept(["python", "x.py"], 400) is None

@@ -1,0 +1,145 @@
+"""fx106: the exception that ended the process decides the verdict, not a thread's traceback.
+
+A program whose threads die of an exception as its main thread does prints their
+tracebacks (threading.excepthook's `Exception in thread ...:` blocks) and the main
+thread's on one stderr at the same moment, interleaved a line or a character at a time.
+Read from stderr, the exception of the attempt was a thread's TypeError, none, or the
+RuntimeError with the threads' lines for its message: `not-reproduced` for a program that
+dies of its RuntimeError every time. The engine's sitecustomize now records the main
+thread's uncaught exception (raised-PID.txt) and classify reads that first.
+"""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+from typing import Any
+
+from tests.support.cli import Cli
+
+# Eight threads and the main thread raise at one moment (a barrier), the threads' tracebacks
+# deep (30 frames) so that theirs and the main thread's overlap on stderr in every attempt.
+PROGRAM = """\
+import sys, threading
+
+THREADS = 8
+gate = threading.Barrier(THREADS + 1)
+
+
+def deep(n):
+    if n:
+        return deep(n - 1)
+    raise TypeError("worker failed")
+
+
+def work():
+    gate.wait()
+    deep(30)
+
+
+threads = [threading.Thread(target=work) for _ in range(THREADS)]
+for thread in threads:
+    thread.start()
+gate.wait()
+if sys.argv[1] == "main":
+    try:
+        {}["k"]
+    except KeyError as exc:
+        raise RuntimeError("main failed") from exc
+for thread in threads:
+    thread.join()
+sys.exit(1 if sys.argv[1] == "exit1" else 0)
+"""
+
+REPEAT = 12
+
+
+def _spec(tmp_path: Path, name: str, command: str, expect: str, run: str = "") -> Path:
+    (tmp_path / "conc.py").write_text(PROGRAM)
+    spec = tmp_path / f"{name}.yaml"
+    spec.write_text(
+        "reprospec: 1\n"
+        f"name: {name}\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        f"command: {command}\n"
+        f"run: {{timeout: 60s, repeat: {REPEAT}{run}}}\n"
+        f"expect: {expect}\n"
+    )
+    return spec
+
+
+def _seen(attempts: list[dict[str, Any]]) -> collections.Counter[tuple[object, ...]]:
+    return collections.Counter(
+        (
+            a["outcome"]["kind"],
+            a["outcome"].get("exception"),
+            a["outcome"].get("message"),
+            tuple((link["type"], link.get("link")) for link in a["outcome"].get("chain") or ()),
+        )
+        for a in attempts
+    )
+
+
+def test_the_main_threads_exception_and_its_chain_decide_under_interleaving(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A `python` root, a shell that forks its one program (`cd . &&`: dash forks it, the
+    # record is its child's), and a fork of a preload server: the same every attempt.
+    expect = '{outcome: error, exception: RuntimeError, message: "main failed"}'
+    for name, command, run in (
+        ("root", "python conc.py main", ""),
+        ("shell", '"cd . && python conc.py main"', ""),
+        ("forked", "python conc.py main", ", preload: [json]"),
+    ):
+        result = cli("run", str(_spec(tmp_path, name, command, expect, run)), "-j", "2")
+        cell = result.results()["cells"][0]
+        ended = (
+            "error",
+            "RuntimeError",
+            "main failed",
+            (("KeyError", "cause"), ("RuntimeError", None)),
+        )
+        assert _seen(cell["attempts"]) == {ended: REPEAT}, (name, result.stdout)
+        assert cell["verdict"] == "reproduced", name
+        assert result.code == 0, result.stdout + result.stderr
+        if name == "forked":
+            assert {a["launch"] for a in cell["attempts"]} == {"forked"}
+        # The threads are shown as the threads', in the detail.
+        details = {a["outcome"]["detail"] for a in cell["attempts"]}
+        assert all(
+            d.startswith("exit code 1; 8 threads died of an exception (")
+            and d.endswith("a thread's exception ends no process)")
+            for d in details
+        ), details
+
+
+def test_threads_that_died_leave_the_process_its_own_end(cli: Cli, tmp_path: Path) -> None:
+    # The main thread joins its dead threads and exits 1 itself: an error with no exception
+    # (none ended the process), not the threads' TypeError; exiting 0, a pass.
+    spec = _spec(
+        tmp_path, "exit1", "python conc.py exit1", "{outcome: error, exception: TypeError}"
+    )
+    result = cli("run", str(spec), "-j", "2")
+    cell = result.results()["cells"][0]
+    assert _seen(cell["attempts"]) == {("error", None, None, ()): REPEAT}, result.stdout
+    assert cell["verdict"] == "not-reproduced"
+    assert "exception: expected TypeError, got none" in cell["reason"], cell["reason"]
+    spec = _spec(tmp_path, "exit0", "python conc.py exit0", "{outcome: pass}")
+    result = cli("run", str(spec), "-j", "2")
+    cell = result.results()["cells"][0]
+    assert _seen(cell["attempts"]) == {("pass", None, None, ()): REPEAT}, result.stdout
+    assert result.code == 0, result.stdout + result.stderr
+
+
+def test_capture_names_the_main_threads_exception(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "conc.py").write_text(PROGRAM)
+    out = tmp_path / "cap.yaml"
+    result = cli(
+        "capture", "--repeat", "6", "--timeout", "30s", "-o", str(out), "--",
+        "python", "conc.py", "main", cwd=tmp_path,
+    )  # fmt: skip
+    said = result.stdout + result.stderr
+    assert result.code == 0, said
+    assert "error:RuntimeError in 6/6 attempts" in said, said
+    assert "TypeError" not in said, said
+    assert "exception: RuntimeError" in out.read_text()
