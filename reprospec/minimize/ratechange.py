@@ -14,6 +14,13 @@ original's: where their Wilson 95% intervals do not overlap, the answer says so.
 
 "Clearly" is the rule unperturbed.py compares the result with the original by, and
 amplify a perturbation with its base: one's lower bound above the other's upper bound.
+It cannot tell a race at 80% from a program failing every time: 20 of 20 (84%-100%)
+overlaps 16 of 20 (58%-92%), and fx107's race, whose `--lock false` branch the passes
+cut out, read 20/20 against the original's 4/5 as nothing. So a flaky original (it came
+back clean at times) whose result failed in every final attempt is said too (`every`):
+where the original's measured rate r makes that many failures in a row unlikely,
+r^n <= `EVERY_TIME_CHANCE` (5%, the intervals' own 95%): 16 of 20 against 20 of 20,
+0.8^20 = 1%; not 18 of 20 (0.9^20 = 12%), which any 20 attempts could match.
 """
 
 from __future__ import annotations
@@ -26,7 +33,11 @@ from reprospec.core.rates import clearly_more
 from reprospec.core.results import Rate
 from reprospec.core.words import PrintedInterval, percent_bounds
 
-Direction = Literal["more", "less"]
+# every: a flaky original's result failed in every final attempt (see above).
+Direction = Literal["more", "less", "every"]
+# The chance, at the original's rate, of the result's failures in a row, at most, that
+# says a flaky failure became one that fails every time.
+EVERY_TIME_CHANCE = 0.05
 
 
 @frozen
@@ -43,6 +54,20 @@ class RateChange:
             f"{rate_text(self.result)} against the original's {rate_text(self.original)}, "
             "their 95% intervals apart"
         )
+        if self.direction == "every":
+            r = self.original.matched / self.original.attempts
+            chance = r**self.result.attempts
+            return (
+                f"the result failed in EVERY one of its {self.result.attempts} final attempts "
+                f"({rate_text(self.result)}), where the original came back clean in "
+                f"{self.original.attempts - self.original.matched} of its "
+                f"{self.original.attempts} ({rate_text(self.original)}; at its {r:.0%}, "
+                f"{self.result.attempts} failures in a row happen {_chance(chance)} of the "
+                "time): a flaky failure became one that fails every time, a strong sign that "
+                "the passes cut out the bug (a race, a condition) and kept another failure of "
+                "the same signature; compare the diff and the failure messages (where it "
+                "printed any) in minimize.md"
+            )
         if self.direction == "more":
             return (
                 f"the result fails clearly MORE often than the original ({both}): a strong "
@@ -73,7 +98,25 @@ def rate_change(original: Rate, result: Rate) -> RateChange | None:
         return RateChange("more", original, result)
     if clearly_more(original, result):
         return RateChange("less", original, result)
+    if every_time(original, result):
+        return RateChange("every", original, result)
     return None
+
+
+def every_time(original: Rate, result: Rate) -> bool:
+    """A flaky original (failing, and clean at times) whose result failed in every one of
+    its attempts, that many in a row being unlikely at the original's rate (at most
+    `EVERY_TIME_CHANCE`)."""
+    if not 0 < original.matched < original.attempts or result.matched != result.attempts:
+        return False
+    return result.attempts > 0 and (
+        (original.matched / original.attempts) ** result.attempts <= EVERY_TIME_CHANCE
+    )
+
+
+def _chance(value: float) -> str:
+    """`1%`, `<1%`: a small chance in whole percents."""
+    return f"{value:.0%}" if value >= 0.005 else "<1%"
 
 
 def rate_text(rate: Rate, *, named: bool = False) -> str:

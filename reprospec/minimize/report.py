@@ -589,7 +589,17 @@ def _same_line(found: Minimized) -> str:
         f"{plural(same.rate_most, 'attempt')} to "
         "show one clearly higher: not asked"
     )
-    return f"- **Same failure**: the original printed {printed}; {exceptions}; {rate}"
+    every = (
+        f"; the original came back clean at times, so a candidate the search would accept "
+        f"failed up to {plural(same.every_time_most, 'time')} in a row, stopping at its first "
+        f"clean attempt (kept), rejected where it failed in every one (at the original's "
+        f"{original.matched / original.attempts:.0%}, that many in a row happen at most "
+        f"{found.result.error:.0%} of the time: another cause): {same.every_time_rejected} of "
+        f"{same.rate_checked} rejected, {plural(same.rate_attempts, 'attempt')} (in the budget)"
+        if same.every_time_most
+        else ""
+    )
+    return f"- **Same failure**: the original printed {printed}; {exceptions}; {rate}{every}"
 
 
 def _kept_line(found: Minimized) -> str:

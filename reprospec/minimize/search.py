@@ -17,7 +17,9 @@ expectation and the original's signature), `pass`, `other` (failed another way)
 or `infra` (could not run).
 
 1. **Rate.** The original runs until it fails as expected `rate_matches` times
-   (at most `rate_attempts` attempts), then its passing cells run once. No match,
+   (at most `rate_attempts` attempts), all `rate_attempts` where one came back clean
+   and the rate is too high for point 7's interval rule (its every-time rule needs the
+   rate), then its passing cells run once. No match,
    or a passing cell that fails, refuses; so does a rate too low for the budget to
    judge even one pass over the program's top-level units (with the figure).
 2. **Verdict of a candidate.** A matching failure is proof that it still fails:
@@ -103,7 +105,13 @@ or `infra` (could not run).
      upper bound is below what `rate_check` attempts could show (a flaky original:
      3 of 20), the candidate runs until its interval is above the original's or can
      no longer get there, as point 6's rare base. A deterministic original never
-     pays: nothing fails clearly more often than every time.
+     pays: nothing fails clearly more often than every time;
+   - failing every time where the original came back clean (`fails-every-time`), where
+     the interval cannot reach (fx107's race at 80%, 4 of 5, lost its `--lock false`
+     branch and failed 20/20; 8 of 8 is never above 16 of 20's 92%): the candidate runs
+     until its first clean attempt (kept) or `every_time_most` failures in a row
+     (rejected), the fewest that one at the original's rate fails in a row with at most
+     `error`'s chance.
    The final check's rate change and the driver's unperturbed check stay the safety net.
 """
 
@@ -143,7 +151,8 @@ Status = Literal[
 ]
 # fails-unperturbed: fails as the original does, and without the perturbation too (point
 # 6); new-exception: its failure came with an exception the original never printed, and
-# fails-more-often: it fails clearly more often than the original (point 7); cannot-run:
+# fails-more-often: it fails clearly more often than the original, and fails-every-time:
+# in every attempt, where the original came back clean at times (point 7); cannot-run:
 # it never ran (`python` left without its `-c`, a file it needs gone) while the original
 # still does, so it is no smaller program of this failure
 Verdict = Literal[
@@ -153,6 +162,7 @@ Verdict = Literal[
     "fails-unperturbed",
     "new-exception",
     "fails-more-often",
+    "fails-every-time",
     "cannot-run",
 ]
 # Point 6 as it applies: `never` (the original's base is 0 of n: one attempt), `rarer`
@@ -187,6 +197,9 @@ class Settings:
     # Points 6 and 7: a candidate's attempts at most (failing, or without the perturbation)
     # to tell that it fails clearly more often than the original; 0: never asked.
     rate_check: int = 8
+    # Point 7's every-time rule: a candidate's failing attempts in a row at most that reject
+    # it where the original came back clean (`every_time_most`); 0: never asked.
+    every_time_check: int = 16
 
     @property
     def given(self) -> str:
@@ -272,7 +285,11 @@ class SameFailure:
     rate_most: int  # a candidate's failing attempts at most, for that
     rate_checked: int  # candidates whose rate was checked
     rate_rejected: int  # candidates that failed clearly more often, rejected
-    rate_attempts: int  # the attempts that check added (in the budget)
+    rate_attempts: int  # the attempts that check added (in the budget), every-time's too
+    # The every-time rule: its failing attempts in a row at most (0: not asked), and the
+    # candidates that failed in every one of them, rejected (counted in rate_checked too).
+    every_time_most: int = 0
+    every_time_rejected: int = 0
 
     def to_dict(self) -> JsonObject:
         return {
@@ -284,6 +301,8 @@ class SameFailure:
             "rate_checked": self.rate_checked,
             "rate_rejected": self.rate_rejected,
             "rate_attempts": self.rate_attempts,
+            "every_time_most": self.every_time_most,
+            "every_time_rejected": self.every_time_rejected,
         }
 
 
@@ -430,6 +449,7 @@ class Minimization:
         self._rate_checked = 0
         self._rate_rejected = 0
         self._rate_attempts = 0
+        self._every_time_rejected = 0
         self._cannot_run_reason = ""
 
     # -- the protocol --------------------------------------------------------
@@ -534,7 +554,15 @@ class Minimization:
         left = s.budget - self.used
         if self._phase == "rate":
             tally = self._now.failing
-            if tally.matched < s.rate_matches and tally.ran < s.rate_attempts:
+            # A flaky original (a clean attempt among them) too frequent for the interval
+            # rule of point 7 runs all `rate_attempts`, not stopping at its 5th match: the
+            # every-time rule needs its rate, and 4 of 5 (38%-96%) could not tell a race at
+            # 80% from a candidate failing always. One the interval rule reaches (4 of 14)
+            # stops as before: its rate is enough for that rule.
+            frequent = bool(tally.clean) and not self._reachable(
+                unbiased_rate(tally, s.rate_matches, s.rate_attempts)
+            )
+            if tally.ran < s.rate_attempts and (tally.matched < s.rate_matches or frequent):
                 if left <= 0:
                     self._budget_spent = True
                     self._finish("refused", "the budget ran out while measuring the rate")
@@ -628,6 +656,19 @@ class Minimization:
                 judging.rate_probed = True
                 want = min(s.step, s.rate_check - counted.ran, left - s.reserve)
                 return Probe(judging.program.key, "failing", max(1, want), 0)
+            if not more:
+                # Point 7's every-time rule, where the interval rule cannot reach.
+                every = self._every_time(counted)
+                if every is None:
+                    if left - s.reserve < 1:
+                        self._end_reduction("budget")
+                        return None
+                    judging.rate_probed = True
+                    want = min(s.step, self.every_time_most() - counted.ran, left - s.reserve)
+                    return Probe(judging.program.key, "failing", max(1, want), 0)
+                if every:
+                    verdict = "fails-every-time"
+                    self._every_time_rejected += 1
             if judging.rate_probed:
                 self._rate_checked += 1
             if more:
@@ -729,6 +770,38 @@ class Minimization:
         left = self.settings.rate_check - tally.ran
         if left <= 0 or not clearly_more(rate_of(tally.matched + left, tally.ran + left), than):
             return False
+        return None
+
+    def every_time_most(self) -> int:
+        """Point 7's every-time rule: the failing attempts in a row (its first match left
+        out) that reject a candidate of a flaky original, 0 where it does not apply.
+
+        n is the smallest with r^n <= `error`, r the original's fair rate (its point
+        estimate, `fair`): a candidate at the original's rate fails n in a row with at most
+        that chance, and is wrongly rejected so (only a larger result, point 3). Not its
+        upper bound: 16 of 20 reach 92%, which asks 28 attempts of each candidate. Not
+        where the original never came back clean (nothing fails more often than every
+        time), where the interval rule reaches (it rejects a candidate failing every time
+        sooner), nor where n is above `every_time_check` (a race at 95% looks
+        deterministic to any few attempts: the final check's warning is what is left)."""
+        s = self.settings
+        tally = self._fair
+        if not tally.clean or not tally.matched or self._reachable(self._original_rate()):
+            return 0
+        rate = tally.matched / tally.ran
+        n = math.ceil(math.log(s.error) / math.log(rate))
+        return n if n <= s.every_time_check else 0
+
+    def _every_time(self, counted: Tally) -> bool | None:
+        """Whether a candidate's fair failing attempts (`counted`) failed every time where
+        the original came back clean (point 7): True after `every_time_most` in a row, False
+        at its first clean one (it is flaky too) or where the rule does not apply, None
+        while more attempts could tell."""
+        most = self.every_time_most()
+        if not most or counted.clean:
+            return False
+        if counted.matched >= most:
+            return True
         return None
 
     def _rule_for(self, base: Rate) -> BaseRule:
@@ -994,6 +1067,8 @@ class Minimization:
                     rate_checked=self._rate_checked,
                     rate_rejected=self._rate_rejected,
                     rate_attempts=self._rate_attempts,
+                    every_time_most=self.every_time_most(),
+                    every_time_rejected=self._every_time_rejected,
                 )
                 if self._original_failing.ran
                 else None

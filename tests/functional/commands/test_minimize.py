@@ -734,6 +734,62 @@ def test_a_spec_without_a_passing_cell_is_said_and_a_candidate_failing_every_tim
     ) in md
 
 
+# fx107: a race at 80% (`switch_interval` 1e-6, 4 of 5) lost its `--lock false` branch and
+# failed 20/20 (`balance 0`): the interval rule cannot tell 80% from every time. The race
+# here is a counter outside the workdir (-j 1), clean at every 5th run: 80%, exactly, so
+# that the original's first 5 attempts come back clean once (at random, 1 run in 3 would
+# read 5 of 5, deterministic, and ask nothing). Without the `if` it fails every time.
+FOUR_IN_FIVE = """\
+import os
+path = os.environ['COUNTER']
+n = len(open(path).read()) if os.path.exists(path) else 0
+open(path, 'a').write('x')
+print(f'train step 1/1 n={n}')
+if n % 5 != 4:
+    raise RuntimeError(f'lost updates: {n} of {2 * n}')
+"""
+
+
+def test_a_flaky_original_measured_enough_rejects_a_candidate_failing_every_time(
+    tmp_path: Path,
+) -> None:
+    # Before: the original ran to its 5th match (4/5 counted, 38%-96%), the rate check
+    # (upper bound under 68%) was not asked, and `raise RuntimeError(...)` alone, failing
+    # every time, was the result, the final check saying nothing of 5/5 against 4/5.
+    work = written(
+        tmp_path / "work",
+        {
+            "race.py": FOUR_IN_FIVE,
+            "race.yaml": "reprospec: 1\nname: race\n"
+            f"environment: {{env: {{COUNTER: {tmp_path / 'count'}}}}}\n"
+            "command: python race.py\n"
+            "expect: {outcome: error, exception: RuntimeError, message: lost updates, "
+            "rate: '>0'}\n",
+        },
+    )
+    code, data, stderr = minimize(tmp_path, *BUDGET, "-j", "1", spec=work / "race.yaml")
+    assert code == 0, stderr
+    assert data["status"] in ("minimized", "budget"), data["message"]
+    result = tmp_path / "result"
+    assert "% 5" in (result / "race.py").read_text()  # the condition kept
+    search = json.loads((result / "minimize.json").read_text())["search"]
+    # A flaky original runs all 20 of its rate attempts: 16 of 20, its every 5th clean.
+    assert search["original_rate"]["matched"] == 16
+    assert search["original_rate"]["attempts"] == 20
+    same = search["same_failure"]
+    assert same["rate_applies"] is False  # 16/20 reaches 92%: 8 of 8 is not above it
+    # 0.8^11 <= 0.1: a candidate at the original's rate fails 11 in a row 9% of the time.
+    assert same["every_time_most"] == 11
+    assert same["every_time_rejected"] >= 1
+    # Each rejected one ran its first match and 11 more; a kept one stopped at its first
+    # clean attempt, within 5: bounded.
+    assert same["rate_attempts"] <= 11 * same["rate_checked"]
+    assert data["rate_change"] is None  # the result as flaky as the original
+    md = (result / "minimize.md").read_text()
+    assert "the original came back clean at times" in md
+    assert f"{same['every_time_rejected']} of {same['rate_checked']} rejected" in md
+
+
 # nu21 MED-4: an evictor thread frees a block the reader still holds and then clears
 # `alive`; the reader reads the block while it is alive. The race the reader loses is
 # lost one time in four (a counter, so that the test knows which), and the read is a real

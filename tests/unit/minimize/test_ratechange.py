@@ -35,6 +35,26 @@ def test_a_frequent_failure_become_rare_is_clearly_less() -> None:
     )
 
 
+def test_a_flaky_failure_become_one_failing_every_time_is_said() -> None:
+    # fx107: the race at 80% (16 of 20, 58%-92%) and its result 20/20 (84%-100%): the
+    # intervals overlap, yet 20 failures in a row happen 1% of the time at 80%.
+    change = rate_change(rate_of(16, 20), rate_of(20, 20))
+    assert change is not None
+    assert change.direction == "every"
+    assert change.warning().startswith(
+        "the result failed in EVERY one of its 20 final attempts (20/20 (83%-100%)), where "
+        "the original came back clean in 4 of its 20 (16/20 (58%-92%); at its 80%, 20 "
+        "failures in a row happen 1% of the time): a flaky failure became one that fails "
+        "every time"
+    )
+    assert change.to_dict()["direction"] == "every"
+    # Not where 20 in a row are likely at the original's rate (0.9^20 = 12%), nor where
+    # the original never came back clean, nor where the result did.
+    assert rate_change(rate_of(18, 20), rate_of(20, 20)) is None
+    assert rate_change(rate_of(5, 5), rate_of(20, 20)) is None
+    assert rate_change(rate_of(16, 20), rate_of(19, 20)) is None
+
+
 def test_overlapping_intervals_or_a_side_that_ran_nothing_say_nothing() -> None:
     # nu20 MED-4's 5/6 (44%-97%) -> 1/5 (4%-62%): the intervals overlap.
     assert rate_change(rate_of(5, 6), rate_of(1, 5)) is None

@@ -17,6 +17,7 @@ import pytest
 from reprospec.core.rates import clearly_more, rate_of
 from reprospec.isolation.candidates import AttemptKind, clean_needed_at
 from reprospec.minimize.program import Program, join_words, source_lines, split_words
+from reprospec.minimize.ratechange import rate_change
 from reprospec.minimize.report import _deterministic_rule
 from reprospec.minimize.search import Minimization, MinimizeResult, Probe, Settings, minimize
 from reprospec.minimize.source import (
@@ -858,6 +859,40 @@ def test_a_candidate_failing_clearly_more_often_than_a_flaky_original_is_rejecte
     extra = sum(1 for role, _, _ in seen if role == "failing") - 0
     assert same.rate_attempts <= 8 * same.rate_checked < extra
     assert result.attempts == len(seen)
+
+
+def test_a_candidate_failing_every_time_where_a_flaky_original_did_not_is_rejected() -> None:
+    # fx107: a race at 80% (4 of 5, 38%-96%) lost its condition and failed 20/20: no
+    # interval of 8 attempts reaches above 4/5's. The original, clean at times, now runs
+    # all 20 of its rate attempts (14 of 20 here), and a candidate failing `every_time_most`
+    # times in a row (0.7^7 <= 0.1) after its first match is rejected: race() at every
+    # step, which fails 1 - 0.2^8 of the time. The race once (at any one step) is kept.
+    result = run(0.8, seed=0, budget=2500)
+    assert result.status == "minimized", result.message
+    assert (result.original_rate.matched, result.original_rate.attempts) == (14, 20)
+    same = result.same_failure
+    assert same is not None
+    assert not same.rate_applies  # 14/20 reaches 86%: 8 of 8 (68%-100%) is not above it
+    assert same.every_time_most == 7
+    rejected = [j for j in result.judged if j.verdict == "fails-every-time"]
+    assert len(rejected) == same.every_time_rejected >= 1
+    for judged in rejected:  # its first match, then 7 in a row
+        assert judged.failing.matched == judged.failing.ran == 8
+    keeps_the_condition(result)
+    assert result.program.source("loop.py").count("race()") == 1
+    assert rate_change(result.original_rate, result.rate) is None  # 16/20: as flaky
+
+
+def test_an_original_failing_its_first_five_asks_nothing_more() -> None:
+    # The deterministic original's cost is unchanged: 5 of 5 stops there, and no candidate
+    # runs more (nothing fails more often than every time). A race at 80% that failed its
+    # first 5 (a third of the time) reads so too: the rule cannot apply to it.
+    result = run(0.8, seed=3, budget=2500)
+    assert (result.original_rate.matched, result.original_rate.attempts) == (5, 5)
+    same = result.same_failure
+    assert same is not None
+    assert same.every_time_most == same.rate_attempts == same.rate_checked == 0
+    assert "fails-every-time" not in {j.verdict for j in result.judged}
 
 
 # nu21 MED-1 in miniature: the bug fires under the perturbation, and without it rarely
