@@ -9,7 +9,6 @@ What killed builds left in `.tmp` is `staging.Unfinished`: listed and swept ther
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.venvs.build import META, USED_BY, in_use_lock, locked, read_meta
-from reprospec.venvs.staging import TMP, build_lock, folder_size
+from reprospec.venvs.staging import TMP, build_lock, folder_size, try_locked
 
 
 @frozen
@@ -151,18 +150,8 @@ def _due(env: EnvInfo, older_than_s: float | None, keys: Sequence[str], now: flo
 def _alone(root: Path, key: str) -> Iterator[bool]:
     """Whether no run holds environment `key` (build.hold), kept so while inside: a run that
     comes to use it meanwhile waits for the removal, then builds it again."""
-    path = in_use_lock(root, key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    with try_locked(in_use_lock(root, key)) as alone:
+        yield alone
 
 
 def _held(root: Path, key: str) -> bool:

@@ -73,12 +73,21 @@ def _if_dead(root: Path, key: str) -> Iterator[bool]:
     """Whether no process builds environment `key` now (its build lock is free: a killed
     engine's lock went with it, and with its uv, which held it too), kept so while inside:
     a run that comes to build it meanwhile waits a moment (and says it waits)."""
+    with try_locked(build_lock(root, key)) as free:
+        yield free
+
+
+@contextlib.contextmanager
+def try_locked(path: Path) -> Iterator[bool]:
+    """Whether the lock `path` was free, taken without waiting and held while inside: the
+    one try of a build's lock (`_if_dead`) and of an environment's use lock (cache.py's
+    prune). False too where it cannot be opened (a folder this user cannot lock: another's,
+    shared), so whatever it guards is left alone."""
     try:
-        path = build_lock(root, key)
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = path.open("a")
     except OSError:
-        yield False  # a folder this user cannot lock (another's, shared): left alone
+        yield False
         return
     with handle:
         try:
