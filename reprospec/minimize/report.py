@@ -999,7 +999,9 @@ def markdown(found: Minimized) -> str:
         f"n clean attempts with (1 - p)^n <= {r.error:g}, p = {r.rate_used:.2f} (the assumed "
         f"minimum {r.min_rate:g}, raised to the 95% lower bound of the rate measured on the "
         f"original and the candidates seen failing while every attempt failed, else on "
-        f"the original's attempts without the failure they stopped at)" + _deterministic_rule(r),
+        f"the original's attempts without the failure they stopped at)"
+        + _deterministic_rule(r)
+        + _passing_rule(r, bool(found.passing)),
     ]
     if found.settings is not None:
         where = f" (`{found.settings.folder / 'isolate.md'}`)" if found.settings.folder else ""
@@ -1037,6 +1039,23 @@ def markdown(found: Minimized) -> str:
     lines += _diff(r.original, r.program)
     lines += ["```", ""]
     return "\n".join(lines)
+
+
+def _passing_rule(r: MinimizeResult, passing: bool) -> str:
+    """How many passes of each passing cell accepted a candidate, and at which rate
+    (search.py's `passing_rate`): a broken passing cell fails at its own rate."""
+    if not passing or not r.passing_needed:
+        return ""
+    why = (
+        "the assumed minimum, since the original came back clean: a passing cell a candidate "
+        "broke fails at its own rate, which nothing measured"
+        if r.original_rate.matched < r.original_rate.attempts
+        else "p, since the original failed in every attempt"
+    )
+    return (
+        f"; a candidate seen failing is accepted after {r.passing_needed} passes of each "
+        f"passing cell, (1 - q)^n <= 0.01, q = {r.passing_rate:.2f} ({why})"
+    )
 
 
 def _deterministic_rule(r: MinimizeResult) -> str:

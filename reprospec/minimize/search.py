@@ -25,8 +25,7 @@ or `infra` (could not run).
 2. **Verdict of a candidate.** A matching failure is proof that it still fails:
    then its passing cells must pass (a candidate that fails there lost the
    condition, or is another bug: the nearest segfault is not this one), each
-   until (1 - p)^n <= `passing_error` (point 3), since a lost condition may fail
-   there as rarely as the bug does. A clean
+   until (1 - q)^n <= `passing_error` (point 3), q `passing_rate`. A clean
    attempt is evidence against it: after n clean attempts the chance that a
    candidate failing at rate p stayed clean is (1 - p)^n, and the candidate is
    dropped once that is at most `error`. p is `min_rate`, raised to the 95%
@@ -65,6 +64,13 @@ or `infra` (could not run).
    failure at 80% fails every one of a third of the time, and there 2 passes (what
    the readings ask) accept a candidate that lost the condition 4 times in 100, and
    simulated runs ended `unconfirmed` (2 of 14), where p alone asks 6 at first.
+   q, the rate a broken passing cell fails at, is not p where the original came back
+   clean: p is the failing cell's rate, and a cell a candidate broke fails at its own
+   (fx110: a race at 85% asked 5 passes; 39 candidates failed its `lock=true` cell, and
+   one that cut its `with lk:`, failing there about 60% of the time, passed all 5 (0.4^5
+   = 1% each, over tens of candidates), in two runs of two). There q is `min_rate` (13
+   passes at 0.3); a failure that never flaked keeps p, its cost unchanged, with point 5's
+   step back as the net.
 4. **Cache.** A candidate is known by its content: one judged already (the passes
    meet the same program again, after a round that changed nothing) is answered
    from its verdict and costs nothing.
@@ -73,7 +79,11 @@ or `infra` (could not run).
    attempts for its rate and interval, and its passing cells `final_passing`
    times each. Where none of them failed, it runs on to its first failure, up to
    `clean_needed()` clean attempts in all (the passes drop a candidate no sooner),
-   while the budget lasts, before it is `unconfirmed` or falls back.
+   while the budget lasts, before it is `unconfirmed` or falls back. Where a passing
+   cell fails with it, the programs accepted are bisected for the last whose passing
+   cells pass `passing_needed` times each (a reduction only removes, so a break is
+   inherited by every program accepted after it), and that one is checked as the
+   result, while the budget allows; else `unconfirmed`.
 6. **Still needs the perturbation.** Where the failing cell runs under
    environment.perturb, the oracle asks nothing of the program without it, and
    the passes can drop what made the failure need it (nu18's use-after-free lost
@@ -335,6 +345,8 @@ class MinimizeResult:
     deterministic: float = 0.0
     clean_needed: int = 0
     passing_needed: int = 0
+    # q: the rate a broken passing cell is assumed to fail at least (`passing_rate`).
+    passing_rate: float = 0.0
     # Candidates that never started while the original still did (`python` without its
     # `-c`), and the last one's reason: dropped, as any that is no program of this failure.
     cannot_run: int = 0
@@ -357,6 +369,7 @@ class MinimizeResult:
             "deterministic": self.deterministic,
             "clean_needed": self.clean_needed,
             "passing_needed": self.passing_needed,
+            "passing_rate": self.passing_rate,
             "error": self.error,
             "min_rate": self.min_rate,
             "passing_checked": self.passing_checked.to_dict(),
@@ -375,8 +388,11 @@ Phase = Literal[
     "reduce",
     "final",
     "final-passing",
+    "passing-back",
     "done",
 ]
+# The phases whose attempts are the result's (or, stepping back, an earlier program's).
+FINAL_PHASES: tuple[Phase, ...] = ("final", "final-passing", "passing-back")
 
 
 @dataclass
@@ -431,6 +447,12 @@ class Minimization:
         # first): where the final check falls back to when the smallest fails no more.
         self._accepted: list[Program] = []
         self._fell_back: tuple[Program, Tally] | None = None
+        # Point 5's step back on the passing side: the smallest accepted whose passing cells
+        # failed in the final check (and that tally), the bisection's (lo, hi) along
+        # `_accepted` (lo held, hi failed) and the attempts it cost.
+        self._passing_broke: tuple[Program, Tally] | None = None
+        self._back = (0, 0)
+        self._back_attempts = 0
         self._budget_spent = False
         # Point 6: on from the start where a base was recorded, else once the original's
         # own attempts without the perturbation are in.
@@ -486,7 +508,9 @@ class Minimization:
         if probe.role == "recheck":
             self._rechecked(kinds)
             return
-        judging = self._final if self._phase in ("final", "final-passing") else self._now
+        judging = self._final if self._phase in FINAL_PHASES else self._now
+        if self._phase == "passing-back":
+            self._back_attempts += len(kinds)
         streak = judging.infra_streak
         for kind in kinds:
             streak = streak + 1 if kind == "infra" else 0
@@ -627,11 +651,69 @@ class Minimization:
             self._phase = "final-passing"
             return None
         if self._phase == "final-passing":
+            failed = self._final.passing.matched or self._final.passing.other
+            if failed and self._step_back(left):
+                return None
             wanted = s.passing * s.final_passing
             if self._final.passing.ran < wanted and left >= s.passing:
                 return Probe(self.best.key, "passing", s.passing)
             self._conclude()
             return None
+        if self._phase == "passing-back":
+            return self._back_probe(left)
+        return None
+
+    def _step_back(self, left: int) -> bool:
+        """The result's passing cells failed in the final check: bisect the programs accepted
+        (`_accepted`, the original first, whose passing cells passed) for the last whose
+        passing cells still hold, when the budget allows a step and the final check after
+        it. True when the search steps back (phase `passing-back`).
+
+        A reduction only removes, so a candidate that broke a passing cell (fx110's race
+        lost its `with lk:` and its passing cell, run under the perturbation, failed 60% of
+        the time) hands the break to every program accepted after it: the chain is held up
+        to some point and broken after it, which is what a bisection finds, in about
+        log2(chain) steps of `passing_needed` passes each. Only from the final check's first
+        failure of a passing cell: that is proof, where the passes before were evidence."""
+        chain = self._accepted
+        if self.best not in chain:
+            return False
+        hi = chain.index(self.best)
+        if hi == 0 or left < self.settings.reserve + self.settings.passing:
+            return False
+        if self._passing_broke is None:
+            self._passing_broke = (self.best, self._final.passing)
+        self._back = (0, hi)
+        self._final = _Judging(chain[hi // 2])
+        self._phase = "passing-back"
+        return True
+
+    def _back_probe(self, left: int) -> Probe | None:
+        """One step of `_step_back`'s bisection: the midpoint's passing cells run until one
+        fails (broken: hi) or they passed `passing_needed` times each (held: lo); out of
+        budget it counts as broken, so the result is one known to hold. At the end, lo is the
+        result and runs the final check anew (it may fail there too: then back again, from
+        it, so the chain only shortens)."""
+        s = self.settings
+        chain = self._accepted
+        lo, hi = self._back
+        mid = (lo + hi) // 2
+        if mid > lo:
+            passing = self._final.passing
+            failed = passing.matched or passing.other
+            held = passing.passed >= s.passing * self.passing_needed()
+            if not failed and not held and left >= s.reserve + s.passing:
+                return Probe(chain[mid].key, "passing", s.passing)
+            lo, hi = (mid, hi) if held and not failed else (lo, mid)
+            self._back = (lo, hi)
+            mid = (lo + hi) // 2
+            if mid > lo:
+                self._final = _Judging(chain[mid])
+                return None
+        del chain[lo + 1 :]
+        self.best = chain[lo]
+        self._final = _Judging(self.best)
+        self._phase = "final"
         return None
 
     def _reduce_probe(self, left: int) -> Probe | None:
@@ -886,6 +968,16 @@ class Minimization:
                 f"the budget of {s.given} attempts ran out before the reduction passes were done: "
                 f"the result is the smallest program seen failing"
             )
+        if self._passing_broke is not None and status != "unconfirmed":
+            broke, tally = self._passing_broke
+            message = (
+                (message + "; " if message else "")
+                + f"a passing cell failed with the smallest program accepted ({broke.lines} "
+                f"lines; {tally.passed} of {tally.ran} passed in the final check): the result "
+                f"is the last one accepted whose passing cells still passed "
+                f"({self.best.lines} lines), found along the programs accepted in "
+                f"{plural(self._back_attempts, 'attempt')}"
+            )
         if self._fell_back is not None and status != "unconfirmed":
             smallest, tally = self._fell_back
             message = (
@@ -959,12 +1051,29 @@ class Minimization:
         return self._needed(self.settings.error)
 
     def passing_needed(self) -> int:
-        """Passes of each passing cell that accept a failing candidate: (1 - p)^n <=
-        passing_error (a lost condition may fail there as rarely as the bug does), p alone
-        even while the failure reads as deterministic (point 3: a wrong acceptance makes the
-        result another bug, and the original's 5 failures in 5 are what a failure at 80%
-        does a third of the time)."""
-        return clean_needed_at(self.rate_used(), self.settings.passing_error)
+        """Passes of each passing cell that accept a failing candidate: (1 - q)^n <=
+        passing_error, q `passing_rate` (point 3: a wrong acceptance makes the result
+        another bug)."""
+        return clean_needed_at(self.passing_rate(), self.settings.passing_error)
+
+    def passing_rate(self) -> float:
+        """q, the rate a broken passing cell is assumed to fail at least: `min_rate` where
+        the original came back clean in its rate's attempts, else p (`rate_used`), alone
+        even while the failure reads as deterministic (point 3).
+
+        Not p where the program is flaky: p is the failing cell's rate, and a passing cell
+        a candidate broke fails at its own, which nothing measured says. fx110's race (p =
+        0.64, 17 of 20) asked 5 passes; 39 of its candidates failed the `lock=true` cell,
+        and one that cut its `with lk:` (failing there some 60% of the time: 0.4^5 = 1%
+        each, over tens of candidates) was accepted in two runs of two (its successors
+        all failed there, the final check did, and the answer was `unconfirmed` after 789
+        attempts). At `min_rate` (13 at 0.3) a break at 60% passes 13 times in 10^5. A
+        failure that never flaked keeps p: its passes (6 after 5 of 5) cost what they did,
+        and the final check's step back (`_step_back`) is the net for a break that fails
+        rarer than that."""
+        if self._original_failing.clean:
+            return self.settings.min_rate
+        return self.rate_used()
 
     def _needed(self, alpha: float) -> int:
         """Smallest n with sum(w (1 - rate)^n) <= alpha over the readings."""
@@ -1036,6 +1145,7 @@ class Minimization:
             deterministic=self.deterministic(),
             clean_needed=self.clean_needed(),
             passing_needed=self.passing_needed(),
+            passing_rate=self.passing_rate(),
             error=self.settings.error,
             min_rate=self.settings.min_rate,
             passing_checked=self._final.passing,

@@ -790,6 +790,60 @@ def test_a_flaky_original_measured_enough_rejects_a_candidate_failing_every_time
     assert f"{same['every_time_rejected']} of {same['rate_checked']} rejected" in md
 
 
+# fx110: a race's `lock=true` cell (`with lk:`, under switch_interval 1e-6) must pass; a
+# candidate that cut the `with lk:` failed there some 60% of the time, yet passed the 5
+# passes that p = 0.64 (the failing cell's rate) asked, 1% each, 39 candidates failing there,
+# and the answer was `unconfirmed`. Here each cell counts its own runs outside the workdir
+# (-j 1): the failing cell fails at 80%, exactly (16 of 20: p = 0.58, 6 passes), and the
+# passing cell, once `guarded = True` is cut, passes 6 times in every 8 and then fails
+# twice: the first candidate that cuts it passes exactly the 6 the failing cell's rate
+# asks. At the assumed minimum (0.3: 13 passes) none passes that often.
+GUARDED = """\
+import os, sys
+lock = sys.argv[1]
+guarded = False
+if lock == 'true':
+    guarded = True
+path = os.environ['COUNTER'] + '-' + lock
+n = len(open(path).read()) if os.path.exists(path) else 0
+if not guarded:
+    open(path, 'a').write('x')
+print(f'train step 1/1 n={n}')
+lost = n % 5 != 4 if lock == 'false' else n % 8 >= 6
+if not guarded and lost:
+    raise RuntimeError(f'lost updates: {n} of {2 * n}')
+"""
+
+
+def test_a_candidate_that_breaks_a_passing_cell_at_its_own_rate_is_not_accepted(
+    tmp_path: Path,
+) -> None:
+    # Before: `guarded = True` cut, its 6 passes passed, the result raced in lock=true too.
+    work = written(
+        tmp_path / "work",
+        {
+            "race.py": GUARDED,
+            "race.yaml": "reprospec: 1\nname: race\n"
+            f"environment: {{env: {{COUNTER: {tmp_path / 'count'}}}}}\n"
+            "matrix: {lock: ['false', 'true']}\n"
+            "command: python race.py ${{ matrix.lock }}\n"
+            "expect: {outcome: error, exception: RuntimeError, message: lost updates, "
+            "rate: '>0', cases: [{when: {lock: 'true'}, outcome: pass}]}\n",
+        },
+    )
+    code, data, stderr = minimize(tmp_path, *BUDGET, "-j", "1", spec=work / "race.yaml")
+    assert code == 0, (data.get("message"), stderr)
+    assert data["status"] in ("minimized", "budget"), data["message"]
+    result = tmp_path / "result"
+    assert "guarded = True" in (result / "race.py").read_text()  # the passing cell's line
+    search = json.loads((result / "minimize.json").read_text())["search"]
+    assert search["original_rate"]["matched"] == 16  # flaky: 16 of 20
+    assert search["passing_rate"] == 0.3  # the assumed minimum, not p's 0.58
+    assert search["passing_needed"] == 13
+    md = (result / "minimize.md").read_text()
+    assert "accepted after 13 passes of each passing cell" in md
+
+
 # nu21 MED-4: an evictor thread frees a block the reader still holds and then clears
 # `alive`; the reader reads the block while it is alive. The race the reader loses is
 # lost one time in four (a counter, so that the test knows which), and the read is a real

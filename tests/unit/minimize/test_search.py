@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from reprospec.core.rates import clearly_more, rate_of
-from reprospec.isolation.candidates import AttemptKind, clean_needed_at
+from reprospec.isolation.candidates import AttemptKind, Tally, clean_needed_at
 from reprospec.minimize.program import Program, join_words, source_lines, split_words
 from reprospec.minimize.ratechange import rate_change
 from reprospec.minimize.report import _deterministic_rule
@@ -406,6 +406,64 @@ def test_a_result_that_fails_no_more_falls_back_to_an_earlier_one_that_does() ->
     assert result.program.lines < source_lines(text)  # still smaller than the original
     assert "failed in 0 of 20 final attempts" in result.message
     assert result.attempts == executor.attempts
+
+
+class BreaksLater(InProcess):
+    """A program without `keep_guard()` broke its passing cells, but they fail only after
+    the passes that accepted it (`held` attempts of each program's passing cells: a break
+    rarer than the rule assumed, passing by luck), as fx110's race without its `with lk:`."""
+
+    def __init__(self, held: int) -> None:
+        super().__init__(1.0, 0)
+        self.held = held
+        self.passing: dict[str, int] = {}
+
+    def extra(self) -> dict[str, object]:
+        return {"keep_guard": lambda: None}
+
+    def attempt(self, program: Program, cell: dict[str, object]) -> AttemptKind:
+        kind = super().attempt(program, cell)
+        if cell == FAILING or "keep_guard()" in program.source("loop.py"):
+            return kind
+        seen = self.passing[program.key] = self.passing.get(program.key, 0) + 1
+        return kind if seen <= self.held else "other"
+
+
+def test_a_result_whose_passing_cell_fails_steps_back_to_the_last_that_held() -> None:
+    # fx110: the final check saw a passing cell fail with the result and answered
+    # `unconfirmed`, where an earlier program accepted held: bisect back to it.
+    text = PROGRAM.replace("    total = 0\n", "    keep_guard()\n    total = 0\n")
+    assert "keep_guard()" in text
+    probe = minimize(program(text), BreaksLater(held=10**6), Settings(passing=len(PASSING)))
+    # 6 passes of each cell at most in the search (the failing cell's 5 of 5: p alone), 3
+    # once the rate was learned: then its first 12 pass, the final check's 10 more fail.
+    executor = BreaksLater(held=len(PASSING) * 6)
+    result = minimize(program(text), executor, Settings(passing=len(PASSING)))
+    assert result.status == "minimized", result.message
+    assert "keep_guard()" in result.program.source("loop.py")
+    assert result.passing_checked.passed == result.passing_checked.attempts == 2 * 5
+    assert result.rate.matched == result.rate.attempts == 20  # its own final check
+    assert result.program.lines < source_lines(text)
+    assert "a passing cell failed with the smallest program accepted" in result.message
+    assert result.attempts == executor.attempts
+    # Bisected: a few steps of 6 passes each (the accepted chain's log2), not a rerun.
+    assert result.attempts - probe.attempts < 120
+
+
+def test_a_flaky_failure_s_passing_cells_pass_at_the_assumed_minimum_rate() -> None:
+    """fx110: p is the failing cell's rate; a passing cell a candidate broke fails at its
+    own. Where the original came back clean, q is `min_rate` (13 passes at 0.3), not p."""
+    search = Minimization(program(), Settings(passing=len(PASSING), min_rate=0.3))
+    search._original_failing = search._fair = search._known = Tally(17, 3)
+    assert search.rate_used() == pytest.approx(0.64, abs=0.01)
+    assert clean_needed_at(search.rate_used(), 0.01) == 5  # what it asked before
+    assert search.passing_rate() == 0.3
+    assert search.passing_needed() == 13
+    # A break failing at 60% passes 13 times in 10^5, where 5 passed once in 100.
+    assert 0.4**13 < 1e-5 < 0.01 <= 0.4**5 * 1.03
+    # A failure that never flaked keeps p (its cost unchanged).
+    search._original_failing = search._fair = search._known = Tally(5, 0)
+    assert search.passing_rate() == search.rate_used()
 
 
 # The bug fires only under the perturbation (PERTURBED, as MALLOC_PERTURB_ is for nu18's
