@@ -568,6 +568,10 @@ class Minimization:
         """Stop here (Ctrl-C): the result is the smallest program seen failing so far."""
         if self.result is None:
             self._outstanding.clear()
+            if self._phase == "passing-back":
+                # Stopped while stepping back: the last program known to hold, not the one
+                # whose passing cell failed.
+                self.best = self._accepted[self._back[0]]
             self._finish("interrupted", "interrupted; the same command resumes from stored results")
 
     # -- the phases ----------------------------------------------------------

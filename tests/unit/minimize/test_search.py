@@ -450,6 +450,24 @@ def test_a_result_whose_passing_cell_fails_steps_back_to_the_last_that_held() ->
     assert result.attempts - probe.attempts < 120
 
 
+def test_stopped_while_stepping_back_the_result_is_the_last_known_to_hold() -> None:
+    """Ctrl-C during the bisection answers a program whose passing cells held (the original
+    at worst), not the one whose passing cell failed in the final check."""
+    text = PROGRAM.replace("    total = 0\n", "    keep_guard()\n    total = 0\n")
+    executor = BreaksLater(held=len(PASSING) * 6)
+    search = Minimization(program(text), Settings(passing=len(PASSING)))
+    while search.result is None and search._phase != "passing-back":
+        for probe in search.next_probes():
+            kinds, reason = executor(search.program(probe.key), probe)
+            search.record(probe, kinds, reason)
+    assert search._phase == "passing-back"
+    assert "keep_guard()" not in search.best.source("loop.py")
+    search.interrupt()
+    assert search.result is not None
+    assert search.result.status == "interrupted"
+    assert "keep_guard()" in search.result.program.source("loop.py")
+
+
 def test_a_flaky_failure_s_passing_cells_pass_at_the_assumed_minimum_rate() -> None:
     """fx110: p is the failing cell's rate; a passing cell a candidate broke fails at its
     own. Where the original came back clean, q is `min_rate` (13 passes at 0.3), not p."""
