@@ -107,8 +107,8 @@ def run(
 
     `spec` is a loaded Spec (its own overrides apply; `options.overrides` is ignored)
     or a path (loaded with `options.overrides`).
-    `progress(event, cell, result, finished, total)` is called from worker threads
-    when an attempt starts ("start", result None) and ends ("attempt").
+    `progress(event, cell, result, finished, total)` is called from worker threads, one
+    call at a time, when an attempt starts ("start", result None) and ends ("attempt").
     Setting `cancel` stops the run like Ctrl-C: attempts in flight are killed, the
     partial result is stored and returned with `interrupted=True`.
     `options.deferral` (the search verbs' probe runs: commands/interrupt.py) is begun as

@@ -41,6 +41,23 @@ AttemptCallback = Callable[[AttemptPlan, AttemptResult], None]
 # A cell whose attempts are all in (none running, none to come), with them in attempt order.
 CellCallback = Callable[[Cell, tuple[AttemptResult, ...]], None]
 
+
+def _one_at_a_time(progress: ProgressCallback) -> ProgressCallback:
+    """`progress` called by one thread at a time: the worker threads end attempts at once,
+    and a callback that prints (python-api.md's example) wrote two lines as one, `[3/4]
+    crash=true #2: crash  [4/4] crash=true #1: crash` (print writes its text and its newline
+    apart). The callback must be quick anyway; holding the others back that long is cheap."""
+    lock = threading.Lock()
+
+    def said(
+        event: ProgressEvent, cell: Cell, result: AttemptResult | None, finished: int, total: int
+    ) -> None:
+        with lock:
+            progress(event, cell, result, finished, total)
+
+    return said
+
+
 # What `_run_one` gives for an attempt whose cell stop_on stopped while it waited to start.
 NeverStarted = Literal["never-started"]
 _NEVER_STARTED: NeverStarted = "never-started"
@@ -134,7 +151,7 @@ class Scheduler:
         self.run_attempt = run_attempt
         self.gpu_pool = gpu_pool or GpuPool(())
         self.on_attempt = on_attempt
-        self.progress = progress
+        self.progress = _one_at_a_time(progress) if progress is not None else None
         self.cancel = cancel or threading.Event()
         self._lock = threading.Lock()
         # Told when an attempt ends: a thread with nothing to take waits while another's

@@ -103,6 +103,30 @@ def test_a_raising_progress_callback_stops_the_run_and_stores_it(
     assert [len(c.attempts) for c in resumed.cells] == [10, 10]
 
 
+def test_progress_is_called_one_call_at_a_time(tmp_path: Path) -> None:
+    """python-api.md's example prints from `progress`: two attempts ending together printed
+    one line of both (`[k/n] crash=true #2: crash  [k/n] crash=true #1: crash`), since its
+    calls came from the worker threads at once. Each call here holds on a moment: any
+    other made meanwhile would find it inside."""
+    spec_text = SPEC.replace("run: {timeout: 60s}", "run: {timeout: 60s, repeat: 4}")
+    inside: list[int] = []
+    most: list[int] = [0]
+    calls: list[str] = []
+
+    def progress(event: str, *_: object) -> None:
+        inside.append(1)
+        most[0] = max(most[0], len(inside))
+        threading.Event().wait(0.05)
+        calls.append(event)
+        inside.pop()
+
+    options = reprospec.RunOptions(out=tmp_path / "out", jobs=4)
+    result = reprospec.run(write(tmp_path, spec_text), options, progress=progress)
+    assert [c.verdict for c in result.cells] == ["reproduced", "reproduced"]
+    assert (calls.count("start"), calls.count("attempt")) == (8, 8)
+    assert most[0] == 1
+
+
 def test_resume_takes_what_run_resume_takes(tmp_path: Path) -> None:
     """nu30 F10: resume took an exact id alone ('--resume latest: no such run'), where
     `run --resume` and load_result take `latest`, a unique prefix and the run's folder."""
