@@ -147,9 +147,10 @@ def _due(env: EnvInfo, older_than_s: float | None, keys: Sequence[str], now: flo
 
 
 @contextlib.contextmanager
-def _alone(root: Path, key: str) -> Iterator[bool]:
+def _alone(root: Path, key: str) -> Iterator[bool | None]:
     """Whether no run holds environment `key` (build.hold), kept so while inside: a run that
-    comes to use it meanwhile waits for the removal, then builds it again."""
+    comes to use it meanwhile waits for the removal, then builds it again; None where its
+    lock cannot be opened to tell (staging.try_locked)."""
     with try_locked(in_use_lock(root, key)) as alone:
         yield alone
 
@@ -161,11 +162,8 @@ def _held(root: Path, key: str) -> bool:
     OSError."""
     if not in_use_lock(root, key).exists():
         return False
-    try:
-        with _alone(root, key) as alone:
-            return not alone
-    except OSError:
-        return False
+    with _alone(root, key) as alone:
+        return alone is False
 
 
 def summarize(envs: Sequence[EnvInfo], now: float | None = None) -> list[dict[str, str]]:

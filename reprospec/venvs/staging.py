@@ -74,20 +74,20 @@ def _if_dead(root: Path, key: str) -> Iterator[bool]:
     engine's lock went with it, and with its uv, which held it too), kept so while inside:
     a run that comes to build it meanwhile waits a moment (and says it waits)."""
     with try_locked(build_lock(root, key)) as free:
-        yield free
+        yield free is True
 
 
 @contextlib.contextmanager
-def try_locked(path: Path) -> Iterator[bool]:
+def try_locked(path: Path) -> Iterator[bool | None]:
     """Whether the lock `path` was free, taken without waiting and held while inside: the
     one try of a build's lock (`_if_dead`) and of an environment's use lock (cache.py's
-    prune). False too where it cannot be opened (a folder this user cannot lock: another's,
-    shared), so whatever it guards is left alone."""
+    prune and list). None where it cannot be opened to tell (a folder this user cannot
+    lock: another's, shared): what it guards is left alone, and not listed as in use."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = path.open("a")
     except OSError:
-        yield False
+        yield None
         return
     with handle:
         try:
