@@ -273,7 +273,7 @@ def remove_stack_dumps(folder: Path) -> None:
 _RAISED_PREFIX = "raised-"
 
 
-def keep_program_raised(argv: Sequence[str], root_pid: int, folder: Path) -> None:
+def keep_program_raised(argv: Sequence[str], root_pid: int | None, folder: Path) -> None:
     """Keep the program's record of how its main thread ended as RAISED.
 
     Every Python process of an attempt writes `raised-PID.txt` (its parent's pid, then the
@@ -285,10 +285,17 @@ def keep_program_raised(argv: Sequence[str], root_pid: int, folder: Path) -> Non
     subprocess's) is not, and a line that may run several programs has none that is:
     nothing is kept, and classify reads stderr as before. Never raises: the record is a
     clue, not an input the outcome cannot do without.
+
+    `root_pid` is the root's pid as the program's processes see it: the host's for the
+    local runner, the container's for the docker runner (its init's ExitRecord), whose
+    sitecustomize writes the container's pids; None where the root's is not known (a
+    container without that init), and nothing is kept.
     """
     kept = folder / RAISED
     with contextlib.suppress(OSError):
         kept.unlink()  # an earlier attempt's in this folder is not this one's
+    if root_pid is None:
+        return
     own = folder / f"{_RAISED_PREFIX}{root_pid}.txt"
     chosen: Path | None = own if own.exists() else None
     if chosen is None and len(argv) == 3 and tuple(argv[:2]) == ("/bin/sh", "-c"):

@@ -575,7 +575,7 @@ def ended_at_stop(container: Container, log_dir: Path, config: ContainerConfig) 
     record = log_dir / EXIT_JSON
     if not record.exists():
         init = local_pid(container)
-        argv = _command(config)
+        argv = container_command(config)
         if init is None or not any(tree.program_ending(argv, pid) for pid in tree.children(init)):
             return None
         # Its end comes as its record (an image without the init: the container's end).
@@ -594,8 +594,9 @@ def ended_at_stop(container: Container, log_dir: Path, config: ContainerConfig) 
     return ended.status
 
 
-def _command(config: ContainerConfig) -> list[str]:
-    """The command a container's config runs, past the init of `under_init`."""
+def container_command(config: ContainerConfig) -> list[str]:
+    """The command a container's config runs, past the init of `under_init`: the argv whose
+    pid its ExitRecord holds."""
     argv = [*config["entrypoint"], *config["command"]]
     if argv[:4] == ["python3", "-S", "-E", IN_LAUNCH] and "--" in argv:
         return argv[argv.index("--") + 1 :]

@@ -49,7 +49,7 @@ from reprospec.process.output import (
     output_sink,
 )
 from reprospec.process.run import StallJudge, utc_now
-from reprospec.process.stacks import remove_stack_dumps
+from reprospec.process.stacks import keep_program_raised, remove_stack_dumps
 from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution, stall_watch
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker import probe
@@ -62,6 +62,7 @@ from reprospec.runners.docker.engine import (
     OutputPump,
     collect_stacks,
     connect,
+    container_command,
     container_config,
     ended_at_stop,
     fresh_container,
@@ -572,6 +573,14 @@ class DockerRunner:
         finished = utc_now()
         ran = init_started(log_dir)
         record = ExitRecord.take(log_dir)
+        # The program's record of the exception it died of, kept by the local runner's rule
+        # (process/stacks.py): its pids are the container's own, as the init's record and
+        # the sitecustomize's raised-PID.txt both give them. Without the init's record (an
+        # image run under docker-init, a container killed first) no root is known: nothing
+        # is kept, and classify reads stderr, where threads' tracebacks interleave.
+        keep_program_raised(
+            container_command(config), record.pid if record is not None else None, log_dir
+        )
         if init and record is None and not ran and not (timed_out or interrupted or oom):
             # The init ended before the command could start (a python3 too old for launch.py,
             # a broken one): its exit status is no verdict on a command that never ran.

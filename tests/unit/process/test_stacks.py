@@ -82,7 +82,7 @@ def test_the_programs_record_of_its_end_is_kept_and_no_other(tmp_path: Path) -> 
         for pid, text in texts.items():
             (tmp_path / f"raised-{pid.removeprefix('p')}.txt").write_text(text)
 
-    def kept(argv: list[str], root: int) -> str | None:
+    def kept(argv: list[str], root: int | None) -> str | None:
         keep_program_raised(argv, root, tmp_path)
         remove_stack_dumps(tmp_path)
         path = tmp_path / "raised.txt"
@@ -99,3 +99,8 @@ def test_the_programs_record_of_its_end_is_kept_and_no_other(tmp_path: Path) -> 
     assert kept(["/bin/sh", "-c", "python a.py; python b.py"], 300) is None
     records(p401="400\n")
     assert kept(["python", "x.py"], 400) is None
+    # No root known (a Docker container run without reprospec's init, whose exit.json gives
+    # the command's pid): none kept, and an earlier attempt's raised.txt not left as this one's.
+    (tmp_path / "raised.txt").write_text("1\nTraceback (an earlier attempt's)\n")
+    records(p501="1\nTraceback ...\n")
+    assert kept(["python", "x.py"], None) is None

@@ -1,0 +1,107 @@
+"""fx111: in a container, too, the exception that ended the process decides the verdict.
+
+A program whose threads die of an exception as its main thread does prints their
+tracebacks and the main thread's on one stderr at once, interleaved. The local runner keeps
+the program's own record of how its main thread ended (the stackdump sitecustomize's
+raised-PID.txt, process/stacks.py keep_program_raised); the docker runner kept none, and
+read the exception from stderr: a thread's TypeError, or none, in some attempts of a program
+that dies of its RuntimeError every time. Its pids are the container's own: the program is
+the command its init (launch.py `--init`) recorded, or the one child of a `/bin/sh -c` root.
+"""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.docker
+pytest.importorskip("docker", reason="skipped: the docker package is not installed")
+
+from reprospec.runners.docker import image  # noqa: E402
+from tests.support.cli import Cli  # noqa: E402
+from tests.support.docker import CLIENT, needs_engine, require_image  # noqa: E402
+
+# Eight threads and the main thread raise at one moment (a barrier), the threads' tracebacks
+# deep (30 frames), so that theirs and the main thread's overlap on stderr in most attempts
+# (tests/functional/outcome/test_thread_exceptions.py, the local runner's).
+PROGRAM = """\
+import threading
+
+THREADS = 8
+gate = threading.Barrier(THREADS + 1)
+
+
+def deep(n):
+    if n:
+        return deep(n - 1)
+    raise TypeError("worker failed")
+
+
+def work():
+    gate.wait()
+    deep(30)
+
+
+threads = [threading.Thread(target=work) for _ in range(THREADS)]
+for thread in threads:
+    thread.start()
+gate.wait()
+try:
+    {}["k"]
+except KeyError as exc:
+    raise RuntimeError("main failed") from exc
+"""
+
+REPEAT = 12
+ENDED = ("error", "RuntimeError", "main failed", (("KeyError", "cause"), ("RuntimeError", None)))
+
+
+def _seen(attempts: list[dict[str, Any]]) -> collections.Counter[tuple[object, ...]]:
+    return collections.Counter(
+        (
+            a["outcome"]["kind"],
+            a["outcome"].get("exception"),
+            a["outcome"].get("message"),
+            tuple((link["type"], link.get("link")) for link in a["outcome"].get("chain") or ()),
+        )
+        for a in attempts
+    )
+
+
+@needs_engine
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python3 conc.py",  # the init's child is the program
+        '"cd . && python3 conc.py"',  # a shell that forks its one program
+    ],
+)
+def test_the_main_threads_exception_decides_in_a_container(
+    cli: Cli, tmp_path: Path, command: str
+) -> None:
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    (tmp_path / "conc.py").write_text(PROGRAM)
+    spec = tmp_path / "threads.yaml"
+    spec.write_text(
+        "reprospec: 1\n"
+        "name: threads\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        f"command: {command}\n"
+        f"run: {{timeout: 60s, repeat: {REPEAT}}}\n"
+        'expect: {outcome: error, exception: RuntimeError, message: "main failed"}\n'
+    )
+    result = cli("run", str(spec), "--runner", "docker", "-j", "2")
+    cell = result.results()["cells"][0]
+    assert _seen(cell["attempts"]) == {ENDED: REPEAT}, result.stdout
+    assert cell["verdict"] == "reproduced"
+    assert result.code == 0, result.stdout + result.stderr
+    # The program's record is the attempt's, as the local runner keeps it; the other
+    # per-process records are gone.
+    folders = [result.latest_run() / a["logs"] for a in cell["attempts"]]
+    assert len(folders) == REPEAT
+    for folder in folders:
+        assert (folder / "raised.txt").is_file(), sorted(p.name for p in folder.iterdir())
+        assert not list(folder.glob("raised-*.txt")), folder
