@@ -11,45 +11,10 @@ thread's uncaught exception (raised-PID.txt) and classify reads that first.
 
 from __future__ import annotations
 
-import collections
 from pathlib import Path
-from typing import Any
 
 from tests.support.cli import Cli
-
-# Eight threads and the main thread raise at one moment (a barrier), the threads' tracebacks
-# deep (30 frames) so that theirs and the main thread's overlap on stderr in every attempt.
-PROGRAM = """\
-import sys, threading
-
-THREADS = 8
-gate = threading.Barrier(THREADS + 1)
-
-
-def deep(n):
-    if n:
-        return deep(n - 1)
-    raise TypeError("worker failed")
-
-
-def work():
-    gate.wait()
-    deep(30)
-
-
-threads = [threading.Thread(target=work) for _ in range(THREADS)]
-for thread in threads:
-    thread.start()
-gate.wait()
-if sys.argv[1] == "main":
-    try:
-        {}["k"]
-    except KeyError as exc:
-        raise RuntimeError("main failed") from exc
-for thread in threads:
-    thread.join()
-sys.exit(1 if sys.argv[1] == "exit1" else 0)
-"""
+from tests.support.threadexc import PROGRAM, seen
 
 REPEAT = 12
 
@@ -66,18 +31,6 @@ def _spec(tmp_path: Path, name: str, command: str, expect: str, run: str = "") -
         f"expect: {expect}\n"
     )
     return spec
-
-
-def _seen(attempts: list[dict[str, Any]]) -> collections.Counter[tuple[object, ...]]:
-    return collections.Counter(
-        (
-            a["outcome"]["kind"],
-            a["outcome"].get("exception"),
-            a["outcome"].get("message"),
-            tuple((link["type"], link.get("link")) for link in a["outcome"].get("chain") or ()),
-        )
-        for a in attempts
-    )
 
 
 def test_the_main_threads_exception_and_its_chain_decide_under_interleaving(
@@ -99,7 +52,7 @@ def test_the_main_threads_exception_and_its_chain_decide_under_interleaving(
             "main failed",
             (("KeyError", "cause"), ("RuntimeError", None)),
         )
-        assert _seen(cell["attempts"]) == {ended: REPEAT}, (name, result.stdout)
+        assert seen(cell["attempts"]) == {ended: REPEAT}, (name, result.stdout)
         assert cell["verdict"] == "reproduced", name
         assert result.code == 0, result.stdout + result.stderr
         if name == "forked":
@@ -121,13 +74,13 @@ def test_threads_that_died_leave_the_process_its_own_end(cli: Cli, tmp_path: Pat
     )
     result = cli("run", str(spec), "-j", "2")
     cell = result.results()["cells"][0]
-    assert _seen(cell["attempts"]) == {("error", None, None, ()): REPEAT}, result.stdout
+    assert seen(cell["attempts"]) == {("error", None, None, ()): REPEAT}, result.stdout
     assert cell["verdict"] == "not-reproduced"
     assert "exception: expected TypeError, got none" in cell["reason"], cell["reason"]
     spec = _spec(tmp_path, "exit0", "python conc.py exit0", "{outcome: pass}")
     result = cli("run", str(spec), "-j", "2")
     cell = result.results()["cells"][0]
-    assert _seen(cell["attempts"]) == {("pass", None, None, ()): REPEAT}, result.stdout
+    assert seen(cell["attempts"]) == {("pass", None, None, ()): REPEAT}, result.stdout
     assert result.code == 0, result.stdout + result.stderr
 
 

@@ -11,9 +11,7 @@ the command its init (launch.py `--init`) recorded, or the one child of a `/bin/
 
 from __future__ import annotations
 
-import collections
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,60 +21,18 @@ pytest.importorskip("docker", reason="skipped: the docker package is not install
 from reprospec.runners.docker import image  # noqa: E402
 from tests.support.cli import Cli  # noqa: E402
 from tests.support.docker import CLIENT, needs_engine, require_image  # noqa: E402
-
-# Eight threads and the main thread raise at one moment (a barrier), the threads' tracebacks
-# deep (30 frames), so that theirs and the main thread's overlap on stderr in most attempts
-# (tests/functional/outcome/test_thread_exceptions.py, the local runner's).
-PROGRAM = """\
-import threading
-
-THREADS = 8
-gate = threading.Barrier(THREADS + 1)
-
-
-def deep(n):
-    if n:
-        return deep(n - 1)
-    raise TypeError("worker failed")
-
-
-def work():
-    gate.wait()
-    deep(30)
-
-
-threads = [threading.Thread(target=work) for _ in range(THREADS)]
-for thread in threads:
-    thread.start()
-gate.wait()
-try:
-    {}["k"]
-except KeyError as exc:
-    raise RuntimeError("main failed") from exc
-"""
+from tests.support.threadexc import PROGRAM, seen  # noqa: E402
 
 REPEAT = 12
 ENDED = ("error", "RuntimeError", "main failed", (("KeyError", "cause"), ("RuntimeError", None)))
-
-
-def _seen(attempts: list[dict[str, Any]]) -> collections.Counter[tuple[object, ...]]:
-    return collections.Counter(
-        (
-            a["outcome"]["kind"],
-            a["outcome"].get("exception"),
-            a["outcome"].get("message"),
-            tuple((link["type"], link.get("link")) for link in a["outcome"].get("chain") or ()),
-        )
-        for a in attempts
-    )
 
 
 @needs_engine
 @pytest.mark.parametrize(
     "command",
     [
-        "python3 conc.py",  # the init's child is the program
-        '"cd . && python3 conc.py"',  # a shell that forks its one program
+        "python3 conc.py main",  # the init's child is the program
+        '"cd . && python3 conc.py main"',  # a shell that forks its one program
     ],
 )
 def test_the_main_threads_exception_decides_in_a_container(
@@ -95,7 +51,7 @@ def test_the_main_threads_exception_decides_in_a_container(
     )
     result = cli("run", str(spec), "--runner", "docker", "-j", "2")
     cell = result.results()["cells"][0]
-    assert _seen(cell["attempts"]) == {ENDED: REPEAT}, result.stdout
+    assert seen(cell["attempts"]) == {ENDED: REPEAT}, result.stdout
     assert cell["verdict"] == "reproduced"
     assert result.code == 0, result.stdout + result.stderr
     # The program's record is the attempt's, as the local runner keeps it; the other
