@@ -7,9 +7,9 @@ comes from a `--set` ends with `(from --set PATH=VALUE)`; when the file has no
 line for it (a key only the override brings) it is located at the mapping the key landed
 in, as the file has it (`run.timout=5s`: at `run`).
 
-The parts: `specfile.py` reads files, `overrides.py` applies `--set`,
-`checks.py` (with `expectcheck.py` and `cellcheck.py`) finds the problems;
-`validation.py` checks whole files and folders for `validate`.
+The parts: `files.py` reads files, `overrides.py` applies `--set`,
+`checks/` (`document.py`, with `expect.py` and `cells.py`) finds the problems;
+`validate.py` checks whole files and folders for `validate`.
 """
 
 from __future__ import annotations
