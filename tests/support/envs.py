@@ -62,28 +62,13 @@ def make_wheel(
 
 def make_broken_sdist(folder: Path, name: str, version: str) -> Path:
     """An sdist whose build always fails (its in-tree backend raises): listed, not installable."""
-    import io
-    import tarfile
-
     folder.mkdir(parents=True, exist_ok=True)
-    module_name = name.replace("-", "_")
-    base = f"{module_name}-{version}"
-    files = {
-        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\n'
-        'backend-path = ["."]\n',
-        "backend.py": "def build_wheel(*args, **kwargs):\n"
+    backend = (
+        "def build_wheel(*args, **kwargs):\n"
         "    raise SystemExit('this release has no wheel for this Python and cannot build')\n"
-        "def build_sdist(*args, **kwargs):\n    raise SystemExit('no')\n",
-        "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-    }
-    path = folder / f"{base}.tar.gz"
-    with tarfile.open(path, "w:gz") as archive:
-        for rel, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"{base}/{rel}")
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return path
+        "def build_sdist(*args, **kwargs):\n    raise SystemExit('no')\n"
+    )
+    return _sdist(folder, name, version, backend)
 
 
 def make_releases(
@@ -124,13 +109,10 @@ def make_slow_sdist(folder: Path, name: str, version: str, started: Path, second
     is in it, and which uv then installs, if it is left running, into the venv it was
     filling. Install it with a uv cache of its own: a cache that holds its wheel builds
     nothing."""
-    import io
-    import tarfile
     import textwrap
 
     folder.mkdir(parents=True, exist_ok=True)
     module_name = name.replace("-", "_")
-    base = f"{module_name}-{version}"
     backend = textwrap.dedent(f"""\
         import base64, hashlib, pathlib, time, zipfile
 
@@ -158,6 +140,16 @@ def make_slow_sdist(folder: Path, name: str, version: str, started: Path, second
         def build_sdist(sdist_directory, config_settings=None):
             raise SystemExit("no sdist")
         """)
+    return _sdist(folder, name, version, backend)
+
+
+def _sdist(folder: Path, name: str, version: str, backend: str) -> Path:
+    """An sdist of `name` `version` in `folder` whose in-tree build backend is `backend`'s
+    source (`make_broken_sdist`'s that always fails, `make_slow_sdist`'s that takes its time)."""
+    import io
+    import tarfile
+
+    base = f"{name.replace('-', '_')}-{version}"
     files = {
         "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\n'
         'backend-path = ["."]\n',
