@@ -22,7 +22,7 @@ from reprospec.core import capped
 from reprospec.core.signals import STACK_DUMP_SIGNAL
 from reprospec.core.words import NOT_PYTHON, stack_header, stacks_omitted
 from reprospec.process.childprotocol import RAISED
-from reprospec.process.tree import ProcInfo, one_program, read_proc
+from reprospec.process.tree import ProcInfo, read_proc, shell_of_one_program
 
 STACK_DIR_VAR = "REPROSPEC_STACK_DIR"
 STACKDUMP_DIR = Path(__file__).resolve().parent.parent / "stackdump"
@@ -298,9 +298,7 @@ def keep_program_raised(argv: Sequence[str], root_pid: int | None, folder: Path)
         return
     own = folder / f"{_RAISED_PREFIX}{root_pid}.txt"
     chosen: Path | None = own if own.exists() else None
-    if chosen is None and len(argv) == 3 and tuple(argv[:2]) == ("/bin/sh", "-c"):
-        if not one_program(argv[2]):
-            return
+    if chosen is None and shell_of_one_program(argv):
         children = []
         try:
             with os.scandir(folder) as entries:

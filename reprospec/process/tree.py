@@ -262,6 +262,13 @@ def one_program(line: str) -> bool:
     return programs == 1
 
 
+def shell_of_one_program(argv: Sequence[str]) -> bool:
+    """Whether `argv` is a root `/bin/sh -c LINE` whose line forks one program
+    (`one_program`): the shell whose one child is the attempt's program, as
+    `program_ran_alone`, `program_ending` and stacks.keep_program_raised read it."""
+    return len(argv) == 3 and tuple(argv[:2]) == ("/bin/sh", "-c") and one_program(argv[2])
+
+
 def program_ran_alone(argv: Sequence[str], root_pid: int, folder: Path) -> int | None:
     """Where `argv`, a root `/bin/sh -c LINE` that forks one program (`one_program`), ran
     only that program, a Python process that ended normally and never reaped a child: the
@@ -274,7 +281,7 @@ def program_ran_alone(argv: Sequence[str], root_pid: int, folder: Path) -> int |
     program: not known, None. The record is written before the interpreter's shutdown, so
     it vouches for the status it asked for only (`ran_alone_with`).
     """
-    if len(argv) != 3 or tuple(argv[:2]) != ("/bin/sh", "-c") or not one_program(argv[2]):
+    if not shell_of_one_program(argv):
         return None
     records = []
     try:
@@ -298,7 +305,7 @@ def program_ending(argv: Sequence[str], root_pid: int) -> bool:
     which the shell runs its builtins alone and ends with the program's status."""
     if ending(root_pid):
         return True
-    if len(argv) != 3 or tuple(argv[:2]) != ("/bin/sh", "-c") or not one_program(argv[2]):
+    if not shell_of_one_program(argv):
         return False
     kids = _children_of(root_pid)
     return len(kids) == 1 and ending(kids[0])
