@@ -262,10 +262,33 @@ def one_program(line: str) -> bool:
     return programs == 1
 
 
+def exec_target(argv: Sequence[str]) -> Sequence[str]:
+    """What `argv` runs as the same process: past the prefixes that apply something and
+    exec the rest, `nice -n N` (the docker runner's perturbation, perturb/container.py) and
+    launch.py with its options (rlimits.wrap_argv: the local runner's limits, perturbations
+    and barrier). launch.py's `--init` runs its command as a child instead: not looked past.
+    Without this, a perturbed attempt's root read as no `/bin/sh -c` (fx111: `perturb:
+    {nice: 5}` kept no record of the program's exception, and stderr decided)."""
+    while True:
+        if len(argv) > 3 and argv[0] == "nice" and argv[1] == "-n":
+            argv = argv[3:]
+        elif (
+            len(argv) > 4
+            and Path(argv[3]).name == "launch.py"
+            and tuple(argv[1:3]) == ("-S", "-E")
+            and "--" in argv
+            and "--init" not in argv[: list(argv).index("--")]
+        ):
+            argv = argv[list(argv).index("--") + 1 :]
+        else:
+            return argv
+
+
 def shell_of_one_program(argv: Sequence[str]) -> bool:
-    """Whether `argv` is a root `/bin/sh -c LINE` whose line forks one program
-    (`one_program`): the shell whose one child is the attempt's program, as
+    """Whether `argv` is, or execs (`exec_target`), a root `/bin/sh -c LINE` whose line forks
+    one program (`one_program`): the shell whose one child is the attempt's program, as
     `program_ran_alone`, `program_ending` and stacks.keep_program_raised read it."""
+    argv = exec_target(argv)
     return len(argv) == 3 and tuple(argv[:2]) == ("/bin/sh", "-c") and one_program(argv[2])
 
 

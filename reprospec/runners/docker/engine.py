@@ -597,7 +597,8 @@ def ended_at_stop(container: Container, log_dir: Path, config: ContainerConfig) 
 def container_command(config: ContainerConfig) -> list[str]:
     """The command a container's config runs, past the init of `under_init`: the argv whose
     pid its ExitRecord holds."""
-    argv = [*config["entrypoint"], *config["command"]]
+    # Past a perturbation's `nice -n N` (perturbed_config), which execs the init.
+    argv = list(tree.exec_target([*config["entrypoint"], *config["command"]]))
     if argv[:4] == ["python3", "-S", "-E", IN_LAUNCH] and "--" in argv:
         return argv[argv.index("--") + 1 :]
     return argv

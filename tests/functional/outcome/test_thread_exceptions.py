@@ -19,13 +19,15 @@ from tests.support.threadexc import PROGRAM, seen
 REPEAT = 12
 
 
-def _spec(tmp_path: Path, name: str, command: str, expect: str, run: str = "") -> Path:
+def _spec(
+    tmp_path: Path, name: str, command: str, expect: str, run: str = "", environment: str = ""
+) -> Path:
     (tmp_path / "conc.py").write_text(PROGRAM)
     spec = tmp_path / f"{name}.yaml"
     spec.write_text(
         "reprospec: 1\n"
         f"name: {name}\n"
-        f"environment: {{workdir: {tmp_path}}}\n"
+        f"environment: {{workdir: {tmp_path}{environment}}}\n"
         f"command: {command}\n"
         f"run: {{timeout: 60s, repeat: {REPEAT}{run}}}\n"
         f"expect: {expect}\n"
@@ -37,14 +39,17 @@ def test_the_main_threads_exception_and_its_chain_decide_under_interleaving(
     cli: Cli, tmp_path: Path
 ) -> None:
     # A `python` root, a shell that forks its one program (`cd . &&`: dash forks it, the
-    # record is its child's), and a fork of a preload server: the same every attempt.
+    # record is its child's), that shell under a perturbation (launch.py applies `nice`
+    # and execs it), and a fork of a preload server: the same every attempt.
     expect = '{outcome: error, exception: RuntimeError, message: "main failed"}'
-    for name, command, run in (
-        ("root", "python conc.py main", ""),
-        ("shell", '"cd . && python conc.py main"', ""),
-        ("forked", "python conc.py main", ", preload: [json]"),
+    for name, command, run, environment in (
+        ("root", "python conc.py main", "", ""),
+        ("shell", '"cd . && python conc.py main"', "", ""),
+        ("niced", '"cd . && python conc.py main"', "", ", perturb: {nice: 5}"),
+        ("forked", "python conc.py main", ", preload: [json]", ""),
     ):
-        result = cli("run", str(_spec(tmp_path, name, command, expect, run)), "-j", "2")
+        spec = _spec(tmp_path, name, command, expect, run, environment)
+        result = cli("run", str(spec), "-j", "2")
         cell = result.results()["cells"][0]
         ended = (
             "error",

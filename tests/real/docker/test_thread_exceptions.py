@@ -29,14 +29,16 @@ ENDED = ("error", "RuntimeError", "main failed", (("KeyError", "cause"), ("Runti
 
 @needs_engine
 @pytest.mark.parametrize(
-    "command",
+    ("command", "environment"),
     [
-        "python3 conc.py main",  # the init's child is the program
-        '"cd . && python3 conc.py main"',  # a shell that forks its one program
+        ("python3 conc.py main", ""),  # the init's child is the program
+        ('"cd . && python3 conc.py main"', ""),  # a shell that forks its one program
+        # The same under `nice -n 5`, which execs the init (perturb/container.py).
+        ('"cd . && python3 conc.py main"', ", perturb: {nice: 5}"),
     ],
 )
 def test_the_main_threads_exception_decides_in_a_container(
-    cli: Cli, tmp_path: Path, command: str
+    cli: Cli, tmp_path: Path, command: str, environment: str
 ) -> None:
     require_image(CLIENT, image.DEFAULT_IMAGE)
     (tmp_path / "conc.py").write_text(PROGRAM)
@@ -44,7 +46,7 @@ def test_the_main_threads_exception_decides_in_a_container(
     spec.write_text(
         "reprospec: 1\n"
         "name: threads\n"
-        f"environment: {{workdir: {tmp_path}}}\n"
+        f"environment: {{workdir: {tmp_path}{environment}}}\n"
         f"command: {command}\n"
         f"run: {{timeout: 60s, repeat: {REPEAT}}}\n"
         'expect: {outcome: error, exception: RuntimeError, message: "main failed"}\n'

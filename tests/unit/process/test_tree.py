@@ -72,6 +72,31 @@ def test_a_shell_line_that_forks_one_program(line: str, one: bool) -> None:
     assert tree.one_program(line) is one
 
 
+SHELL = ["/bin/sh", "-c", "cd . && python x.py"]
+LAUNCH = ["/usr/bin/python3", "-S", "-E", "/src/reprospec/process/launch.py"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "target"),
+    [
+        (SHELL, SHELL),
+        (["nice", "-n", "5", *SHELL], SHELL),  # the docker runner's perturbation
+        ([*LAUNCH, "--nice", "5", "--refused", "/r", "--", *SHELL], SHELL),  # the local one's
+        ([*LAUNCH, "--barrier", "/b", "--instance", "0", "--", *SHELL], SHELL),
+        (["nice", "-n", "5", *LAUNCH, "--memory", "9", "--", *SHELL], SHELL),  # nested
+        # launch.py's --init runs its command as a child: the root is the init.
+        (
+            [*LAUNCH, "--init", "/x.json", "--", *SHELL],
+            [*LAUNCH, "--init", "/x.json", "--", *SHELL],
+        ),
+        (["nice", "5", *SHELL], ["nice", "5", *SHELL]),  # not the form any runner writes
+    ],
+)
+def test_what_a_root_execs_past_its_launchers(argv: list[str], target: list[str]) -> None:
+    assert list(tree.exec_target(argv)) == target
+    assert tree.shell_of_one_program(argv) is (target == SHELL)
+
+
 def test_the_one_programs_record_says_whether_it_ran_alone(tmp_path: Path) -> None:
     argv = ["/bin/sh", "-c", "python x.py; exit $?"]
     # ended-PID.txt: the parent's pid, cminflt, sigignore, the status it asked for
