@@ -287,11 +287,39 @@ def output(p: argparse.ArgumentParser, *, metavar: str, help: str, required: boo
     )
 
 
-def write_output(target: Path, text: str) -> None:
+def force_output(p: argparse.ArgumentParser) -> None:
+    """`--force`: let `-o` replace a file that is not one reprospec wrote (`write_output`)."""
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="let -o replace an existing file that reprospec did not write",
+    )
+
+
+# Every file a `-o FILE` writes names reprospec near its top (a report's spec comment, its
+# title or generator line, the schema's $id): what an earlier `-o` wrote is recognised there.
+_OWN_OUTPUT_HEAD = 4096
+
+
+def write_output(target: Path, text: str, *, force: bool = False) -> None:
     """Write `text` to `-o`'s `target` (its folder made), or refuse naming `-o`: the OSError
     said only "No such file or directory: /proc/nope", not which of the command's paths it
     was (nu22 LOW-13). A path that cannot be written is the user's input (exit 2); a disk
-    that failed them, full or broken, is the machine's (exit 3)."""
+    that failed them, full or broken, is the machine's (exit 3).
+
+    An existing file is replaced only where reprospec wrote it (an earlier report, the
+    schema: `report latest -o report.html` after every run), or with `force`: `schema -o
+    /etc/passwd`, run as root, wrote the schema over the machine's users (note71)."""
+    from reprospec.errors import UsageError
+
+    if target.is_dir():
+        raise UsageError(f"-o {target}: it is a folder: name the file to write")
+    if not force and target.exists() and not _written_by_reprospec(target):
+        raise UsageError(
+            f"-o {target}: it exists and is not a file reprospec wrote (its first "
+            f"{_OWN_OUTPUT_HEAD // 1024} KiB never name reprospec): pass --force to replace "
+            "it, or name another file"
+        )
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -300,6 +328,16 @@ def write_output(target: Path, text: str) -> None:
         target.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise unwritable("-o", target, "write", exc) from None
+
+
+def _written_by_reprospec(path: Path) -> bool:
+    """Whether the file at `path` names reprospec in its head, as every `-o` output does; an
+    unreadable one is not known to be ours (the write then says why it cannot be written)."""
+    try:
+        with path.open("rb") as file:
+            return b"reprospec" in file.read(_OWN_OUTPUT_HEAD).lower()
+    except OSError:
+        return False
 
 
 def unwritable(flag: str, path: Path, doing: str, exc: OSError) -> UsageError | InfraError:

@@ -27,6 +27,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         "and a heatmap, JUnit XML, JSON, or GitHub's job-summary table",
     )
     opt.output(p, metavar="FILE", help="write to FILE instead of stdout")
+    opt.force_output(p)
     opt.out(p, help="where run ids are looked up (default: .reprospec)")
 
 
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.format in ("md", "html"):
             text = relinked(text, results.parent, args.output)
-        opt.write_output(args.output, text)
+        opt.write_output(args.output, text, force=args.force)
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
 

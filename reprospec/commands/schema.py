@@ -22,6 +22,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         metavar="FILE",
         help="write it to FILE (folders created) and print the line that points an editor at it",
     )
+    opt.force_output(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     target: Path = args.output.expanduser()
-    opt.write_output(target, text)
+    opt.write_output(target, text, force=args.force)
     print(f"wrote {target}; a spec's first line points an editor at it:", file=sys.stderr)
     print(f"# yaml-language-server: $schema={target.resolve()}")
     return 0

@@ -144,3 +144,32 @@ def test_out_on_a_read_only_file_system_says_so(tmp_path: Path) -> None:
             f"reprospec: -o {ro}/s.json: cannot write there: write {ro}/s.json: "
             "Read-only file system"
         )
+
+
+def test_an_output_file_reprospec_did_not_write_is_kept(tmp_path: Path) -> None:
+    # `schema -o /etc/passwd`, run as root, wrote the schema over the machine's users
+    # (note71): a file that is not reprospec's is replaced only with --force.
+    theirs = tmp_path / "passwd"
+    theirs.write_text("root:x:0:0:root:/root:/bin/bash\n", encoding="utf-8")
+    store = str(tmp_path / "store")
+    spec = tmp_path / "ok.yaml"
+    spec.write_text("reprospec: 1\nname: ok\ncommand: 'true'\nexpect: {outcome: pass}\n")
+    assert run_cli(tmp_path, "run", str(spec), "--out", store, cwd=tmp_path).code == 0
+    for argv in (["schema"], ["report", "latest", "--out", store]):
+        said = _said(tmp_path, *argv, "-o", str(theirs))
+        assert said == (
+            f"reprospec: -o {theirs}: it exists and is not a file reprospec wrote (its first "
+            "4 KiB never name reprospec): pass --force to replace it, or name another file"
+        ), argv
+        assert theirs.read_text(encoding="utf-8") == "root:x:0:0:root:/root:/bin/bash\n"
+    report = tmp_path / "report.html"
+    for _ in range(2):
+        assert run_cli(tmp_path, "report", "latest", "--out", store, "-o", str(report)).code == 0
+    said = _said(tmp_path, "schema", "-o", str(tmp_path))
+    assert said == f"reprospec: -o {tmp_path}: it is a folder: name the file to write"
+    # What an earlier -o wrote is replaced, as --force replaces theirs.
+    ours = tmp_path / "schema.json"
+    for argv in (["-o", str(ours)], ["-o", str(ours)], ["-o", str(theirs), "--force"]):
+        done = run_cli(tmp_path, "schema", *argv, cwd=tmp_path)
+        assert done.code == 0, (argv, done.stderr)
+    assert '"$id"' in theirs.read_text(encoding="utf-8")
