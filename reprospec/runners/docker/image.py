@@ -472,7 +472,52 @@ def build_image(
             log.append(str(exc.explanation or exc))
             _remove_layers(client, log)
             raise InfraError(_build_failure(tag, log)) from exc
+        except KeyboardInterrupt:
+            # A Ctrl-C mid-build (the run is not stored yet: pipeline/stages.py): the engine
+            # builds on until it sees the connection close, at this process's exit, and the
+            # steps done were left as untagged images that nothing lists (one per finished
+            # step). The step running is the builder's container: removing it ends the build.
+            _cancel_build(client, log)
+            raise
     return log
+
+
+# The classic builder's line as a step's container starts: ` ---> Running in 3f2a6b1c9d0e`.
+_RUNNING = re.compile(r"^ ---> Running in ([0-9a-f]{12,64})$")
+
+
+def _cancel_build(client: DockerClient, log: Sequence[str]) -> None:
+    """End a build that is being given up: its running step's container removed (the build
+    fails there), then the images its finished steps made, as after a failed build.
+
+    The step's container is the one its `Running in` line names, or, where the stop came
+    before that line was read, the one made from the last finished step's image (a build
+    step's; nothing else runs an untagged layer). A step that ended as the stop came, its
+    image made but not yet in `log`, leaves that image: nothing tells it from another
+    build's."""
+    import docker.errors
+
+    running = []
+    for line in reversed(log):  # the last step's lines: its `Running in`, then its output
+        if found := _RUNNING.match(line):
+            running.append(found.group(1))
+        if found or line.startswith("Step "):
+            break
+    made = layers(log)
+    if not running and made:
+        with contextlib.suppress(docker.errors.APIError):
+            if client.images.get(made[0]).attrs.get("RepoTags"):
+                made = []  # the FROM's image, a tagged one: others' containers run it
+        with contextlib.suppress(docker.errors.APIError):
+            running = [
+                str(c["Id"])
+                for c in (client.api.containers(all=True) if made else ())
+                if str(c.get("ImageID", "")).removeprefix("sha256:").startswith(made[0])
+            ]
+    for container in running:
+        with contextlib.suppress(docker.errors.APIError):
+            client.containers.get(container).remove(force=True, v=False)
+    _remove_layers(client, log)
 
 
 # The classic builder's line after each step: ` ---> 3f2a6b1c9d0e`, the image it made.

@@ -227,3 +227,60 @@ def test_docker_setup_ships_in_the_package_and_finds_its_work_done(cli: Cli) -> 
         assert re.search(rf"^docker-setup: {re.escape(step)} +ok ", result.stdout, re.M), (
             result.stdout
         )
+
+
+@needs_engine
+def test_a_ctrl_c_mid_build_ends_the_build_and_leaves_no_images(tmp_path: Path) -> None:
+    """A Ctrl-C while a cell's image builds: the run says nothing was stored, the build's
+    running step is ended (the engine built on until the engine's connection closed), and
+    the steps it had finished leave no untagged image (one per finished step was left)."""
+    import sys
+    import uuid
+
+    from tests.support.cli import interrupt_when
+
+    require_image(CLIENT, image.BASE_IMAGE)
+    token = f"reprospec-test-{uuid.uuid4().hex[:12]}"
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {image.BASE_IMAGE}\nRUN echo {token} > /one\nRUN TOKEN={token} sleep 60\n"
+    )
+    spec = tmp_path / "build.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: build\nenvironment: {dockerfile: Dockerfile}\n"
+        'command: "true"\nexpect: {outcome: pass}\n'
+    )
+    tag = recipe_for({"dockerfile": "Dockerfile"}, spec_dir=tmp_path).tag
+
+    def ours(all_: bool = True, step: str = token) -> list[Any]:
+        """This build's containers: its step's command names the token."""
+        return [
+            c
+            for c in CLIENT.containers.list(all=all_)
+            if step in " ".join(c.attrs["Config"].get("Cmd") or ())
+        ]
+
+    def layers() -> list[str]:
+        """Untagged images a step of this build made (the token is in their history)."""
+        return [
+            i.id
+            for i in CLIENT.images.list(filters={"dangling": True})
+            if any(token in (h.get("CreatedBy") or "") for h in i.history())
+        ]
+
+    argv = [sys.executable, "-m", "reprospec", "run", str(spec), "--runner", "docker"]
+    argv += ["--out", str(tmp_path / "out")]
+    try:
+        # Stopped as its second step (the `sleep`) runs: its first made an image.
+        done = interrupt_when(argv, lambda: bool(ours(False, f"TOKEN={token}")))
+        assert done.code == 130, done.stderr
+        assert "no run was stored (nothing to resume)" in done.stderr, done.stderr
+        assert not (tmp_path / "out" / "runs").exists()
+        assert ours() == []
+        assert layers() == [], done.stderr
+        assert not image.image_present(CLIENT, tag)
+    finally:
+        for container in ours():
+            container.remove(force=True)
+        for layer in layers():
+            CLIENT.images.remove(layer, force=True)
+        _forget(tag)
