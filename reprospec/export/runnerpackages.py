@@ -24,7 +24,9 @@ where it imports them. It keeps both where:
   input, by a name made at run time, a file not carried as Python). The Python a script
   starts is read as the command's own: `-c` code with the one reader of imports, `-m` by
   its module, a file as the carried Python it is; words torch or numpy in its text, which
-  decided before, say nothing.
+  decided before, say nothing. The cell's command is read by that same reader (its
+  program past its wrappers, `timeout 60 torchrun app.py` as `torchrun app.py`), and what
+  it cannot follow there keeps both too.
 
 A console script other than torch's own (`torchrun`) comes from `environment.packages`:
 the runner image has no other, so such a cell keeps both by the first rule.
@@ -50,9 +52,9 @@ from reprospec.core.lazyre import Lazy
 from reprospec.core.sections import Command
 from reprospec.environment.packages import requirement_name, requirement_names
 from reprospec.export.carry import workdir_files
-from reprospec.export.scriptpython import script_python
-from reprospec.plan.pyimports import Imports, parse_imports, read_imports
-from reprospec.plan.shellwords import MAX_PARSE_BYTES, command_words, is_shell_script
+from reprospec.export.scriptpython import command_python, script_python
+from reprospec.plan.pyimports import Imports, read_imports
+from reprospec.plan.shellwords import MAX_PARSE_BYTES, is_shell_script
 from reprospec.runners.docker.image import RUNNER_PACKAGES
 
 # The runner's packages by the top-level module a program imports them by. torch brings
@@ -131,22 +133,21 @@ def runner_packages(plan: AttemptPlan) -> RunnerPackages:
             "the cell's own `environment.packages` may need them, which is not known "
             "offline: the image keeps the torch the cell ran with",
         )
-    words = command_words(plan.job)
-    reads: list[tuple[str, Imports | None]] = []  # (where, what it imports; None: not read)
-    imported: set[str] = set()  # top-level modules, other than a source's
-    for index, word in enumerate(words):
-        before = words[index - 1] if index else ""
-        if before == "-c":
-            reads.append(("its -c code", parse_imports(word)))
-        elif before == "-m":
-            # `-m torch.distributed.run`; a module's own files are read below, if carried
-            # (`-m pytest` with no test file named reads none: unseen).
-            imported.add(word.split(".", 1)[0])
-        elif index == 0 and Path(word).name == "torchrun":
-            imported.add("torch")
     carried = workdir_files(plan)
-    own: set[str] = set()  # the names its carried modules are imported by
     files = (*carried.files, *carried.outside)
+    # The command's own Python (`-c` code, `-m` module, `torchrun`), read as a script's line
+    # is: its program past its wrappers (`timeout 60 torchrun app.py` runs torch), not by
+    # its first word, nor by any word after a `-c`/`-m` (`numactl -m 0` is no module).
+    command = command_python(plan.job.argv, carried.workdir, files)
+    if command.unsure is not None:
+        return RunnerPackages(
+            RUNNER_PACKAGES, f"its command {command.unsure}, so what it imports is not known"
+        )
+    reads: list[tuple[str, Imports | None]] = [
+        (f"its command's {at}", read) for at, read in command.reads
+    ]  # (where, what it imports; None: not read)
+    imported: set[str] = set(command.modules)  # top-level modules, other than a source's
+    own: set[str] = set()  # the names its carried modules are imported by
     for path in files:
         if path.suffix == ".py":
             reads.append((_shown(path, carried.workdir), read_imports(path)))

@@ -11,6 +11,13 @@ must be. What cannot be followed is said (`ScriptPython.unsure`), and the image 
 runner's packages: Python from standard input (`python -`, a heredoc), a program or file
 named at run time (`$PY`, `python "$1"`), `eval`, a file the bundle does not carry as
 Python, a script too big to read.
+
+A cell's own command is read by the same reader (`command_python`), and each command's
+program is found past its wrappers as `plan.wrappers` reads them (`timeout 60`, `nice -n
+5`, `env -i A=1`): the command's words were read for `torchrun` only as its first word, so
+`timeout 60 torchrun app.py` of a program importing only the standard library got an
+image without torch, and `nice -n 5 $PY app.py` in a script ran a program named at run
+time that nothing said.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from reprospec.core.frozen import frozen
@@ -30,6 +37,7 @@ from reprospec.plan.shellwords import (
     script_operand,
     shell_script,
 )
+from reprospec.plan.wrappers import program_start
 
 # A Python interpreter by its file name: python, python3, python3.11.
 _PYTHON = re.compile(r"python[0-9.]*")
@@ -73,18 +81,41 @@ def script_python(path: Path, workdir: Path, carried: Collection[Path]) -> Scrip
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         return ScriptPython(unsure=f"could not be read ({exc.strerror or exc})")
-    known = {os.path.normpath(p) for p in carried} | {str(p.resolve()) for p in carried}
-    reader = _Reader(workdir, frozenset(known))
+    reader = _Reader(workdir, _known(carried))
     reader.read(text, 0)
     return ScriptPython(tuple(reader.reads), frozenset(reader.modules), reader.unsure)
+
+
+def command_python(argv: Sequence[str], workdir: Path, carried: Collection[Path]) -> ScriptPython:
+    """What the Python a cell's command (`argv`: `/bin/sh -c LINE` for a string command,
+    read as the script it is) starts imports, by the reader of a script's commands, so a
+    command and a line of its script are read alike, wrappers and all. A carried script it
+    runs (`sh run.sh`) is not read here: the caller reads each carried script itself."""
+    reader = _Reader(workdir, _known(carried), scripts=False)
+    code = shell_script(list(argv))
+    if code is not None:
+        # The command's words are literal (no shell made them): its `sh -c LINE`'s `$OUT`
+        # is expanded inside LINE, never a script made at run time as a script's `-c "$X"`.
+        reader.read(code, 1)
+    else:
+        reader.command(list(argv), 0)
+    return ScriptPython(tuple(reader.reads), frozenset(reader.modules), reader.unsure)
+
+
+def _known(carried: Collection[Path]) -> frozenset[str]:
+    return frozenset({os.path.normpath(p) for p in carried} | {str(p.resolve()) for p in carried})
 
 
 class _Reader:
     """One script's words read command by command; the first unknown stops it."""
 
-    def __init__(self, workdir: Path, known: frozenset[str]) -> None:
+    def __init__(self, workdir: Path, known: frozenset[str], *, scripts: bool = True) -> None:
         self.workdir = workdir
         self.known = known
+        # Whether a carried script it runs is read here; a command's is not: the bundle's
+        # every carried script is read in its own right (`runner_packages`), and what it
+        # cannot follow is said of that script, not of the command that runs it.
+        self.scripts = scripts
         self.reads: list[tuple[str, Imports | None]] = []
         self.modules: set[str] = set()
         self.unsure: str | None = None
@@ -98,6 +129,11 @@ class _Reader:
         start = 0
         while start < len(words) and (words[start] in _BEFORE or is_assignment(words[start])):
             start += 1  # `exec`, `then`, `OMP_NUM_THREADS=1`
+        # Past its wrappers, by their own options (`timeout 60`, `nice -n 5`, `env -i A=1`):
+        # the program is what the checks below read. Where a wrapper's word is one its
+        # grammar lacks, the scan below starts at the wrapper, as it did before.
+        past = program_start(words[start:])
+        start += past or 0
         if start == len(words) or Path(words[start]).name in _NOT_RUN:
             return  # `echo python`, `which python3`
         program = words[start]
@@ -186,7 +222,7 @@ class _Reader:
         path = self.workdir / Path(word).expanduser()
         if _at_run_time(word) or not self.carries(path):
             self.unsure = f"runs {word}, a script the bundle does not carry"
-        elif depth < _NESTED:
+        elif depth < _NESTED and self.scripts:
             try:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:

@@ -183,6 +183,39 @@ def test_the_python_a_shell_script_starts_is_read_as_the_commands_own(tmp_path: 
         assert "so what it imports is not known" in line, (name, line)
 
 
+def test_a_wrapped_command_is_read_as_the_program_it_runs(tmp_path: Path) -> None:
+    """fx112 1: the command's `torchrun` was looked for only as its first word, and any word
+    after a `-m` was a module: `timeout 60 torchrun app.py` got an image without torch, and
+    `numactl -m 0 python3 app.py` kept both for a module named `0`. Each wrapped command
+    gets what its bare command gets, read past its wrappers by plan/wrappers.py."""
+    app = {"app.py": "import json\n"}
+    for case, (bare, wrappers) in enumerate(
+        (
+            ("torchrun app.py", ("timeout 60", "nice -n 5", "env A=1", "timeout 5 env -i")),
+            (
+                "python3 app.py",
+                ("timeout 60", "numactl -m 0", "env A=1", "nice -n 5", "taskset -c 0"),
+            ),
+            ("python3 -c 'import numpy'", ("timeout 60", "numactl -m 0 -C 0", "stdbuf -oL")),
+        )
+    ):
+        folder = tmp_path / str(case)
+        expected = _requirements(folder / "bare", COMMAND.format(command=bare), app)
+        for at, wrapper in enumerate(wrappers):
+            command = COMMAND.format(command=f"{wrapper} {bare}")
+            assert _requirements(folder / str(at), command, app) == expected, (wrapper, bare)
+    assert (
+        _requirements(tmp_path / "t", COMMAND.format(command="timeout 60 torchrun app.py"), app)[0]
+        == "torch==2.13.0\nnumpy\n"
+    )
+    # A program named at run time past a wrapper is said, as in a script.
+    wanted, line = _requirements(
+        tmp_path / "run-time", COMMAND.format(command="nice -n 5 $PY app.py"), app
+    )
+    assert wanted == "torch==2.13.0\nnumpy\n"
+    assert "(its command runs a program named at run time (`$PY`)" in line
+
+
 def test_a_program_whose_python_is_out_of_sight_keeps_the_runners_packages(
     tmp_path: Path,
 ) -> None:

@@ -43,3 +43,17 @@ def test_a_script_it_runs_is_read_where_carried(tmp_path: Path) -> None:
     assert gone.unsure == "runs /opt/env.sh, a script the bundle does not carry"
     made = _read(tmp_path / "made", 'eval "$CMD"\n', "app.py")
     assert made.unsure == "runs a command made at run time (`eval`)"
+
+
+def test_a_lines_program_is_read_past_its_wrappers(tmp_path: Path) -> None:
+    # fx112 1: a line's first word decided `$PY`, `eval` and `echo`; past a wrapper
+    # (`nice -n 5 $PY app.py`) a program named at run time went unsaid.
+    made = _read(tmp_path / "made", "nice -n 5 $PY app.py\n", "app.py")
+    assert made.unsure == "runs a program named at run time (`$PY`)"
+    evaled = _read(tmp_path / "eval", 'timeout 60 eval "$CMD"\n', "app.py")
+    assert evaled.unsure == "runs a command made at run time (`eval`)"
+    # An `echo` past env names python without running it.
+    said = _read(tmp_path / "said", "env A=1 echo python3 -c 'import torch'\n", "app.py")
+    assert said == ScriptPython()
+    wrapped = _read(tmp_path / "wrapped", "timeout 5 env -i torchrun app.py\n", "app.py")
+    assert wrapped == ScriptPython(modules=frozenset({"torch"}))
