@@ -33,7 +33,7 @@ from reprospec.outcome.tracebacks import (
     headline,
     parse_chain,
 )
-from reprospec.plan.shellwords import is_assignment
+from reprospec.plan.wrappers import program_start
 from reprospec.spec.presets import PRESETS, PYTEST_NODE_ID, detect, output_lines
 
 # Prefixes loggers and launchers put before every line of a child's output.
@@ -869,7 +869,8 @@ def _runs_a_script(line: str) -> bool:
     no prompt line runs a program tickets run (a `$ ./install_deps.sh` before
     `$ python train.py` is setup)."""
     words = _words(split_at_operator(line)[0])
-    return bool(words) and (words[0].startswith("./") or words[0].endswith(".sh"))
+    at = _program_at(words)  # `$ timeout 600 ./run.sh` runs run.sh
+    return at is not None and (words[at].startswith("./") or words[at].endswith(".sh"))
 
 
 def split_at_operator(line: str) -> tuple[str, str]:
@@ -902,7 +903,8 @@ def runs_something(words: list[str]) -> bool:
     program = _program(words)
     if program not in _PROGRAMS:
         return False
-    rest = words[[_program([w]) for w in words].index(program) + 1 :] if words else []
+    at = _program_at(words)
+    rest = words[at + 1 :] if at is not None else []
     if program == "python":
         return bool(rest) and (rest[0].endswith(".py") or rest[0] in ("-m", "-c", "-u", "-X"))
     return bool(rest)
@@ -916,7 +918,7 @@ def _words(line: str) -> list[str]:
 
 
 def _program(words: list[str]) -> str:
-    """The program a command line runs, past `VAR=value` assignments and `env`."""
+    """The program a command line runs, past `VAR=value` assignments and wrappers."""
     index = _program_at(words)
     if index is None:
         return ""
@@ -925,8 +927,15 @@ def _program(words: list[str]) -> str:
 
 
 def _program_at(words: list[str]) -> int | None:
-    """Where the program's word is, past `VAR=value` assignments and `env`; None: none."""
-    return next((i for i, w in enumerate(words) if not (is_assignment(w) or w == "env")), None)
+    """Where the program's word is, past `VAR=value` assignments and the wrappers that run
+    it, each by its own options (`timeout 300`, `nice -n 5`, `env -i X=1`, one inside
+    another: plan/wrappers.py, the rule a live capture reads a command by); None where none
+    follows them, or where a wrapper's word is one its grammar lacks (where the program
+    starts is not sure). The first word that was no assignment or `env` was taken: `timeout
+    300 python train.py` ran `timeout`, no program a ticket runs, so the log's command was
+    a TODO; `env -i python` ran `-i`."""
+    at = program_start(words)
+    return at if at is not None and at < len(words) else None
 
 
 def _run_python(command: str, said: str | None) -> tuple[str, str | None]:

@@ -534,3 +534,121 @@ def test_an_option_of_a_command_capture_is_refused_with_from_log(
     (tmp_path / "t.yaml").write_text("reprospec: 1\n")
     forced = cli("capture", "--from-log", "t.md", "-o", "t.yaml", "--force", cwd=tmp_path)
     assert forced.code == 0, forced.stderr
+
+
+_TRAIN = """\
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float)
+parser.add_argument("--batch-size", type=int)
+args = parser.parse_args()
+raise ValueError(f"loss is nan at lr {args.lr}")
+"""
+_TRAIN_LOG = """\
+$ {command} --lr 0.1 --batch-size 32
+Traceback (most recent call last):
+  File "train.py", line 7, in <module>
+    raise ValueError(f"loss is nan at lr {{args.lr}}")
+ValueError: loss is nan at lr 0.1
+"""
+_PYTEST_LOG = """\
+$ {command} -x tests/test_t.py
+============================= test session starts ==============================
+collected 1 item
+
+tests/test_t.py F                                                        [100%]
+
+=================================== FAILURES ===================================
+____________________________________ test_a ____________________________________
+
+    def test_a():
+>       assert 1 == 2
+E       assert 1 == 2
+
+tests/test_t.py:2: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_t.py::test_a - assert 1 == 2
+============================== 1 failed in 0.01s ===============================
+"""
+
+
+def _skeleton(cli: Cli, folder: Path, log: str) -> tuple[dict[str, object], str]:
+    """The spec `--from-log` writes of `log` in `folder`: its document, its text."""
+    folder.mkdir(parents=True, exist_ok=True)
+    made = cli("capture", "--from-log", "-", "-o", "t.yaml", cwd=folder, stdin=log)
+    assert made.code == 0, made.stdout + made.stderr
+    return dict(load_spec(str(folder / "t.yaml")).document), (folder / "t.yaml").read_text()
+
+
+def test_a_logs_wrapped_command_gives_the_spec_its_bare_command_gives(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """fx112 2: the log's command line was read by its first word past `VAR=value` and a
+    word `env`: `timeout 300 python train.py --lr 0.1` and `nice -n 5 ...` ran `timeout` and
+    `nice`, no program a ticket runs, so the command was a TODO; `env -i X=1 pytest ...` ran
+    `-i`. Read by plan/wrappers.py, each gives the bare command's spec (script, axes,
+    pytest's node id), the wrapper kept as written: the program ran under it."""
+    for log, bare, wrappers in (
+        (_TRAIN_LOG, "python train.py", ("timeout 300", "nice -n 5", "timeout 5 env -i X=1")),
+        (_PYTEST_LOG, "pytest", ("timeout 300", "env -i X=1", "stdbuf -oL nice -n 5")),
+    ):
+        plain, _ = _skeleton(cli, tmp_path / bare / "bare", log.format(command=bare))
+        for at, wrapper in enumerate(wrappers):
+            wrapped, _ = _skeleton(
+                cli, tmp_path / bare / str(at), log.format(command=f"{wrapper} {bare}")
+            )
+            assert wrapped["command"] == f"{wrapper} {plain['command']}", wrapper
+            for key in ("name", "matrix", "expect", "markers"):
+                assert wrapped.get(key) == plain.get(key), (wrapper, key)
+    # And it runs: the wrapped command's skeleton reproduces the failure here.
+    workdir = tmp_path / "work"
+    (workdir / "tests").mkdir(parents=True)
+    (workdir / "train.py").write_text(_TRAIN)
+    (workdir / "tests" / "test_t.py").write_text("def test_a():\n    assert 1 == 2\n")
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    for bare, at in (("python train.py", 0), ("pytest", 2)):
+        folder = tmp_path / bare / str(at)
+        shutil.copytree(workdir, folder / "work")
+        ran = cli("run", "t.yaml", "--set", "environment.workdir=work", cwd=folder, env=here)
+        assert ran.code == 0, ran.stdout + ran.stderr
+        (cell,) = ran.results()["cells"]
+        assert cell["verdict"] == "reproduced", (bare, cell)
+
+
+def test_a_hangs_timeout_wrapper_becomes_the_runs_timeout(cli: Cli, tmp_path: Path) -> None:
+    """fx112 2: a `timeout` in a hang's log is the reporter's bound: kept in the command, it
+    ends the hung program by SIGTERM, which a run reads as `error exit 124`, never the hang
+    (not-reproduced). Its duration becomes the run's timeout, and the header says so."""
+    log = (
+        "$ CUDA_VISIBLE_DEVICES=0 timeout -s INT 3 nice -n 5 python hang.py --lr 0.1\n"
+        "step 1\n"
+        "Timeout (0:00:03)!\n"
+        "Thread 0x00007f0000000000 (most recent call first):\n"
+        '  File "/usr/lib/python3.11/threading.py", line 320 in wait\n'
+        '  File "hang.py", line 6 in <module>\n'
+    )
+    document, text = _skeleton(cli, tmp_path, log)
+    assert document["command"] == "nice -n 5 python hang.py --lr ${{ matrix.lr }}"
+    assert document["run"] == {"timeout": "3s"}
+    assert document["expect"] == {"outcome": "hang"}
+    assert "# `timeout -s INT 3` of the log's command is the run's timeout (3s)" in text
+    (tmp_path / "hang.py").write_text(
+        "import argparse, threading\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--lr')\n"
+        "parser.parse_args()\n"
+        "print('step 1', flush=True)\n"
+        "threading.Event().wait()\n"
+    )
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    ran = cli("run", "t.yaml", "--set", "environment.workdir=.", cwd=tmp_path, env=here)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    (cell,) = ran.results()["cells"]
+    assert cell["verdict"] == "reproduced", cell
+    # An error's log keeps it: the failure came before the bound the program ran under.
+    error, _ = _skeleton(
+        cli, tmp_path / "error", _TRAIN_LOG.format(command="timeout 3 python train.py")
+    )
+    assert str(error["command"]).startswith("timeout 3 python train.py --lr")
+    assert "run" not in error

@@ -1162,6 +1162,34 @@ def test_a_command_run_by_a_path_or_a_version_of_python_runs_the_specs_python(
     assert draft.command.split()[0] == program
 
 
+@pytest.mark.parametrize(
+    ("log", "command", "python"),
+    [
+        # fx112 2: the program past its wrappers, each read by its own options: the first
+        # word that was no `VAR=value` or `env` was taken (`timeout`, `nice`, `-i`), no
+        # program a ticket runs, so the command was a TODO.
+        (
+            "$ timeout 300 /opt/conda/bin/python3.10 x.py --lr 0.1\nSegmentation fault\n",
+            "timeout 300 python x.py --lr 0.1",
+            "3.10",
+        ),
+        ("$ env -i X=1 python3 x.py\nSegmentation fault\n", "env -i X=1 python3 x.py", None),
+        ("$ nice -n 5 ./run.sh\nSegmentation fault\n", "nice -n 5 ./run.sh", None),
+        (
+            "$ CUDA_VISIBLE_DEVICES=0 timeout -s KILL 5m torchrun --nproc_per_node 2 t.py\n"
+            "Segmentation fault\n",
+            "CUDA_VISIBLE_DEVICES=0 timeout -s KILL 5m torchrun --nproc_per_node 2 t.py",
+            None,
+        ),
+    ],
+)
+def test_a_wrapped_command_is_read_as_the_program_it_runs(
+    log: str, command: str, python: str | None
+) -> None:
+    read = read_ticket(log)
+    assert (read.command, read.machine.python) == (command, python)
+
+
 def test_a_long_python_stack_is_described_by_its_outermost_frames_too() -> None:
     # nu61: the description kept the innermost six (torch's, queue's, threading's), and the
     # program's own frames, where it hung (train.py:evaluate), were cut.
