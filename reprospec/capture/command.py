@@ -43,6 +43,7 @@ from reprospec.capture.footprint import (
     installed_modules,
     local_note,
     pins,
+    program_imports,
     reaching,
     traceback_stack,
     wiped_note,
@@ -438,7 +439,9 @@ def _capture(
     modules = imported(run_dir, attempts)
     # With the installed modules whose code ran: pytest's entry-point plugins among them.
     installed = installed_modules(run_dir, attempts, workdir)
-    pinned = pins((*modules, *installed), interpreter, request.argv)
+    # Which of them its own code imports: the rest are its libraries' and plugins' (fx112 3).
+    own = program_imports(run_dir, attempts, workdir, request.argv)
+    pinned = pins((*modules, *installed), interpreter, request.argv, own)
     packages = pinned.packages
     # An editable install of the workdir's project: its modules are the workdir's files,
     # carried, and what the spec imports (a reader has no such install).
@@ -539,6 +542,11 @@ def _capture(
         lines.append(f"the program it ran: {pinned.program}")
     if pinned.imported():
         lines.append(f"packages it imported: {', '.join(pinned.imported())}")
+    if pinned.pulled_in():
+        lines.append(
+            "packages its libraries imported, not its own code (pinned as they ran): "
+            + ", ".join(pinned.pulled_in())
+        )
     if pinned.plugins:
         lines.append(
             f"plugins its program loaded through entry points: {', '.join(pinned.plugins)}"

@@ -16,7 +16,7 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from reprospec.capture.toggles import Proposal
@@ -24,6 +24,7 @@ from reprospec.capture.writer import EnvLine
 from reprospec.core.frozen import frozen
 from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult
+from reprospec.plan.pyimports import parse_imports, read_imports
 from reprospec.plan.wrappers import program_words
 
 RECORD_IMPORTS_VAR = "REPROSPEC_RECORD_IMPORTS"
@@ -199,23 +200,54 @@ class Pins:
     # (pytest-xdist), which capture says as such, not as packages the program imported.
     program: str = ""
     plugins: tuple[str, ...] = ()
+    # Of `packages`: those the program's own code imports (`program_imports`), the rest its
+    # libraries' and plugins' (hypothesis's `typing_extensions`); None where its sources
+    # could not tell (then every one is said as the program's, as before).
+    direct: tuple[str, ...] | None = None
 
     def imported(self) -> tuple[str, ...]:
-        """`packages` but the program's and its plugins': what the program imported."""
+        """`packages` but the program's and its plugins', and but those only its libraries
+        imported: what the program imported."""
+        return tuple(p for p in self._others() if self.direct is None or p in self.direct)
+
+    def pulled_in(self) -> tuple[str, ...]:
+        """`packages` its libraries and plugins imported, the program's own code not: still
+        pinned, as they ran (an optional import of a library's, pandas' pyarrow, which no
+        requirement installs with it, is what a rerun needs), but not said as its own."""
+        if self.direct is None:
+            return ()
+        return tuple(p for p in self._others() if p not in self.direct)
+
+    def _others(self) -> tuple[str, ...]:
         return tuple(p for p in self.packages if p != self.program and p not in self.plugins)
 
 
-def pins(modules: Iterable[str], python: str, argv: Sequence[str] = ()) -> Pins:
+def pins(
+    modules: Iterable[str],
+    python: str,
+    argv: Sequence[str] = (),
+    direct: Collection[str] | None = None,
+) -> Pins:
     """The distributions behind `modules`, read by `reprospec_harness.pins` in `python`,
     the interpreter that ran the program: the engine's own versions were written for a
     command another interpreter ran, and the packages only that one had were left out.
     A child, as every reading of an interpreter (the engine never imports the harness).
-    `argv`, the command: the distribution of the program it runs is always pinned."""
+    `argv`, the command: the distribution of the program it runs is always pinned.
+    `direct`: the top-level modules the program's own code imports (`program_imports`),
+    whose distributions are `Pins.direct`; None where not known."""
     from reprospec.core import capped
     from reprospec.harness import HARNESS_ROOT
 
     env = {**os.environ, "PYTHONPATH": str(HARNESS_ROOT)}
-    argv = [python, "-m", "reprospec_harness.pins", *_program_words(argv), *sorted(set(modules))]
+    told = [] if direct is None else ["--direct", ",".join(sorted(direct))]
+    argv = [
+        python,
+        "-m",
+        "reprospec_harness.pins",
+        *_program_words(argv),
+        *told,
+        *sorted(set(modules)),
+    ]
     try:
         done = capped.run(argv, limit=1 << 20, timeout_s=PINS_TIMEOUT_S, env=env)
         found = json.loads(done.stdout.decode("utf-8", "replace"))
@@ -236,6 +268,11 @@ def pins(modules: Iterable[str], python: str, argv: Sequence[str] = ()) -> Pins:
             local=local,
             program=str(found.get("program", "")),
             plugins=tuple(str(p) for p in found.get("plugins", ())),
+            direct=(
+                tuple(str(p) for p in found["direct"])
+                if isinstance(found.get("direct"), list)
+                else None
+            ),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         why = f"{python} did not run ({exc})" if isinstance(exc, OSError) else ""
@@ -551,6 +588,89 @@ def scripts(run_dir: Path, attempts: Iterable[AttemptResult], workdir: Path) -> 
             if script.suffix == ".py" and script.resolve().is_relative_to(workdir):
                 found.add(script.resolve().relative_to(workdir).as_posix())
     return tuple(sorted(found))
+
+
+def program_imports(
+    run_dir: Path, attempts: Iterable[AttemptResult], workdir: Path, argv: Sequence[str]
+) -> frozenset[str] | None:
+    """The top-level modules the program's own code imports, read from its sources with
+    the one reader of imports (plan.pyimports): the workdir's Python files whose code ran
+    (its script, test modules, conftest.py, its own modules; not an installed package's,
+    a virtualenv's in the workdir), each process's main script, and the command's `-c`
+    code. A module any process looked for counts only where one of them imports it: the
+    record of imports holds what a plugin or a library imported too (hypothesis's
+    `typing_extensions`, said as the program's, fx112 3). Read from the sources, not from
+    which import loaded it first, since a module a plugin loaded first is one the test's
+    own `import` finds loaded, and it is still the program's.
+
+    None where its sources cannot tell: one could not be read, or imports by a run-time
+    name (`importlib.import_module`), or a process ran Python no file holds (stdin,
+    multiprocessing's spawn, pytest-xdist's workers) but the command's own `-c` code."""
+    workdir = workdir.resolve()
+    sources = [
+        file
+        for file in loaded(run_dir, attempts)
+        if file.suffix == ".py"
+        and file.is_relative_to(workdir)
+        and not _SITE_FOLDERS.intersection(file.relative_to(workdir).parts)
+    ]
+    unread = False  # a process whose code is in no file: its `-c` code, or not known
+    for attempt in attempts:
+        folder = run_dir / attempt.logs
+        mains = {path.name.removeprefix("main-") for path in folder.glob("main-*.txt")}
+        for path in sorted(folder.glob("imports-*.txt")):
+            name = path.name.removeprefix("imports-")
+            if name not in mains:
+                unread = True
+                continue
+            try:
+                script = Path((folder / f"main-{name}").read_text(errors="replace").strip())
+            except OSError:
+                return None
+            sources.append(script.resolve())
+    tops: set[str] = set()
+    code = _command_code(argv)
+    if unread:
+        if code is None:
+            return None
+        read = parse_imports(code)
+        if read is None or read.dynamic:
+            return None
+        tops |= read.top
+    for file in dict.fromkeys(sources):
+        read = read_imports(file)
+        if read is None or read.dynamic:
+            return None
+        tops |= read.top
+    return frozenset(tops)
+
+
+# The folders installed packages lie in: a virtualenv inside the workdir is no program.
+_SITE_FOLDERS = frozenset({"site-packages", "dist-packages"})
+
+
+def _command_code(argv: Sequence[str]) -> str | None:
+    """The `-c` code of the command, where its program (past its wrappers) is Python run
+    with `-c` (`python -u -c CODE`, `python -uc CODE`); None otherwise."""
+    words = program_words(argv)
+    if not words or not _PYTHON.match(Path(words[0]).name):
+        return None
+    index = 1
+    while index < len(words):
+        word = words[index]
+        if not word.startswith("-") or word.startswith("--") or word == "-":
+            return None  # its script, `--`, stdin: no `-c`
+        for at, flag in enumerate(word[1:], start=2):
+            if flag == "c":
+                following = words[index + 1] if index + 1 < len(words) else None
+                return word[at:] or following
+            if flag == "m":
+                return None
+            if flag in "WX":  # `-W ignore`, `-Xdev`: the rest, or the next word, is its value
+                index += 0 if word[at:] else 1
+                break
+        index += 1
+    return None
 
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')

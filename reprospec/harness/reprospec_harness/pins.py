@@ -146,6 +146,16 @@ def plugins(pins: Iterable[str], modules: Iterable[str], program: str) -> list[s
 _SCRIPT_GROUPS = ("console_scripts", "gui_scripts")
 
 
+def direct_pins(pins: Iterable[str], direct: Iterable[str]) -> list[str]:
+    """Of `pins`, those of a distribution that provides a top-level module in `direct`, the
+    modules the program's own code imports: the rest were imported by its libraries and
+    plugins (hypothesis's `typing_extensions`), which capture says apart, not as the
+    program's imports."""
+    owners = _owners()
+    names = {_normalized(dist) for top in direct for dist in owners.get(top, ())}
+    return [pin for pin in pins if _pin_name(pin) in names]
+
+
 def _pin_name(pin: str) -> str:
     """The normalized name of a pin: `pytest-xdist==3.8.0`, `name @ git+...`."""
     return _normalized(re.split(r"\s*(?:==|@)", pin, maxsplit=1)[0])
@@ -310,14 +320,18 @@ def main() -> None:
         del sys.path[0]
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     # `--program NAME` (the command's program, a console script) or `--module NAME` (its
-    # `python -m NAME`), then the modules.
+    # `python -m NAME`), `--direct A,B` (the top-level modules the program's own code
+    # imports, capture's reading of its sources; "" for none), then the modules.
     args = sys.argv[1:]
-    given = {"--program": "", "--module": ""}
+    given: dict[str, str | None] = {"--program": "", "--module": "", "--direct": None}
     while len(args) > 1 and args[0] in given:
         given[args[0]], args = args[1], args[2:]
-    program = program_distribution(given["--program"], given["--module"])
+    program = program_distribution(given["--program"] or "", given["--module"] or "")
     pins, local = read(args, program)
-    found = {"python": version, "pins": pins, "local": local}
+    found: dict[str, object] = {"python": version, "pins": pins, "local": local}
+    direct = given["--direct"]
+    if direct is not None:
+        found["direct"] = direct_pins(pins, direct.split(","))
     if program:
         own = [
             p for p in pins if _normalized(re.split(r"\s*(?:==|@)", p)[0]) == _normalized(program)

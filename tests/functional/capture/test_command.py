@@ -2803,3 +2803,37 @@ def test_hypothesis_pytest_plugin_is_no_package_a_test_imported(cli: Cli, tmp_pa
     blocked = ("python3", "-m", "pytest", "-p", "no:hypothesispytest", *argv[3:])
     result = capture(cli, workdir, *blocked, options=("--no-verify", "--force"), env=venv_first())
     assert "hypothesis" not in result.stdout, result.stdout
+
+
+def test_a_module_only_a_plugin_imports_is_not_said_as_the_programs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Before: `packages it imported: typing_extensions==...` for a test that imports only
+    # hypothesis, whose modules import typing_extensions: every module any process looked
+    # for was said as the program's import (fx112 3). Now what its own code imports (its
+    # test module read with the one reader of imports) is said apart from what its
+    # libraries did; both stay pinned, as they ran. A direct import is kept.
+    pytest.importorskip("hypothesis")
+    pytest.importorskip("typing_extensions")
+    from importlib.metadata import version
+
+    pin = f"typing_extensions=={version('typing_extensions')}"
+    test = (
+        "from hypothesis import given, settings, strategies as st\n{extra}\n\n"
+        "@settings(database=None)\n@given(st.integers())\n"
+        "def test_zero(x):\n    assert x * 0 == 1\n"
+    )
+    for extra, own in (("", False), ("import typing_extensions", True)):
+        workdir = tmp_path / str(own) / "work"
+        workdir.mkdir(parents=True)
+        (workdir / "test_h.py").write_text(test.format(extra=extra))
+        argv = ("python3", "-m", "pytest", "-p", "no:cacheprovider", "-x", "test_h.py")
+        result = capture(cli, workdir, *argv, options=("--no-verify",), env=venv_first())
+        said = result.stdout.splitlines()
+        imported = [line for line in said if line.startswith("packages it imported")]
+        pulled = [line for line in said if line.startswith("packages its libraries imported")]
+        assert any(pin in line for line in imported) is own, said
+        assert any(pin in line for line in pulled) is not own, said
+        environment = spec_document(workdir)["environment"]
+        assert isinstance(environment, dict)
+        assert pin in environment["packages"], environment  # type: ignore[operator]

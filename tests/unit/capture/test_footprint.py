@@ -3,7 +3,7 @@ the machine's (a rerun elsewhere has its own PATH, terminal and module system)."
 
 from __future__ import annotations
 
-from reprospec.capture.footprint import shell_only
+from reprospec.capture.footprint import Pins, _command_code, shell_only
 
 
 def test_the_verify_leaves_out_the_shells_own_variables_and_keeps_the_machines() -> None:
@@ -37,3 +37,31 @@ def test_the_verify_leaves_out_the_shells_own_variables_and_keeps_the_machines()
         "TORCH_SHOW_CPP_STACKTRACES",
         "USE_NATIVE",
     )
+
+
+def test_the_commands_own_code_is_its_dash_c_past_wrappers_and_options() -> None:
+    # fx112 3: the code whose imports are the program's own, where no file holds it.
+    assert _command_code(["python3", "-c", "import numpy"]) == "import numpy"
+    assert _command_code(["timeout", "5", "python", "-X", "dev", "-uc", "import os"]) == (
+        "import os"
+    )
+    assert _command_code(["env", "-i", "A=1", "python3", "-W", "ignore", "-c", "x"]) == "x"
+    for argv in (["python3", "x.py", "-c", "y"], ["python3", "-m", "pytest", "-c", "a.ini"],
+                 ["sh", "-c", "python -c 1"], ["python3", "-"]):  # fmt: skip
+        assert _command_code(argv) is None, argv
+
+
+def test_a_package_only_its_libraries_imported_is_said_apart() -> None:
+    pins = Pins(
+        "3.11",
+        ("hypothesis==6", "pytest==9", "typing_extensions==4", "numpy==2"),
+        program="pytest==9",
+        plugins=("hypothesis==6",),
+        direct=("numpy==2",),
+    )
+    assert pins.imported() == ("numpy==2",)
+    assert pins.pulled_in() == ("typing_extensions==4",)
+    # Where its sources could not tell, every one is its own, as before.
+    unknown = Pins("3.11", pins.packages, program="pytest==9", plugins=("hypothesis==6",))
+    assert unknown.imported() == ("typing_extensions==4", "numpy==2")
+    assert unknown.pulled_in() == ()
