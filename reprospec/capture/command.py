@@ -57,6 +57,7 @@ from reprospec.capture.hangwait import (
     verify_wait,
 )
 from reprospec.capture.optionarity import ParserOptions, script_options
+from reprospec.capture.timebound import Bound, unbound
 from reprospec.capture.toggles import Proposal, kept_note, propose, unsure_note
 from reprospec.capture.verify import Runner, verify
 from reprospec.capture.writer import (
@@ -125,9 +126,13 @@ class Request:
     force: bool = False
     # `--python PATH`: the interpreter a bare `python` in the command runs (the run's).
     python: str | None = None
-    # The command as typed, where capture wrote some of its words otherwise (tidied_paths);
-    # () where argv is it.
+    # The command as typed, where capture wrote some of its words otherwise (tidied_paths,
+    # `bound`); () where argv is it.
     typed: tuple[str, ...] = ()
+    # Whether tidied_paths wrote a path of it otherwise (the header says so).
+    tidied: bool = False
+    # Its `timeout DURATION` wrapper, taken out: DURATION is the run's timeout (timebound.py).
+    bound: Bound | None = None
 
     @property
     def as_typed(self) -> tuple[str, ...]:
@@ -306,9 +311,10 @@ def capture(
     if not request.argv:
         raise UsageError("capture needs a command after `--` (or --from-log FILE)")
     check_output(request.output, force=request.force, reads=request.argv)
+    request = _unbound(request)
     tidied = tidied_paths(request.argv, Path.cwd())
     if tidied != request.argv:
-        request = replace(request, argv=tidied, typed=request.as_typed)
+        request = replace(request, argv=tidied, typed=request.as_typed, tidied=True)
     # How many values each option takes, where the script's own parser says (rv19 F6).
     options = script_options(script_of(request.argv), Path.cwd().resolve())
     # pytest -v's `path::test` lines name the test a crash or a hang happened in (the
@@ -321,6 +327,24 @@ def capture(
     # settings (`MAX_TOKENS=2048 python ...`) the spec writes, and sets itself.
     with environ.changed(dict(proposal.secret_env)):
         return _capture(request, run_spec, proposal, say, options)
+
+
+def _unbound(request: Request) -> Request:
+    """`request` with its command's `timeout DURATION` wrapper taken out and DURATION its
+    run's timeout (the shorter of it and --timeout), where it has one (timebound.py): a hang
+    captured as `timeout 3 python hang.py` was written as `error exit 124`, with no stacks,
+    where the engine's own timeout at the same bound reads it as the hang it is."""
+    argv, bound = unbound(list(request.argv))
+    if bound is None or not argv:
+        return request
+    seconds = bound.seconds
+    return replace(
+        request,
+        argv=tuple(argv),
+        typed=request.as_typed,
+        bound=bound,
+        timeout_s=min(request.timeout_s, seconds) if seconds is not None else request.timeout_s,
+    )
 
 
 def tidied_paths(argv: Sequence[str], workdir: Path) -> tuple[str, ...]:
@@ -1114,7 +1138,9 @@ def _header(
         f"Written by `reprospec capture -- {shlex.join(request.as_typed)}`"
         + (f" (run {run_id})." if run_id else ".")
     ]
-    if request.typed:
+    if request.bound is not None:
+        lines.append(request.bound.note(f"{request.timeout_s:g}s") + ".")
+    if request.tidied:
         lines.append(
             f"Its command is written `{shlex.join(request.argv)}`: the same files, by paths "
             "without `..`, which a copy of the workdir holds without the folders they passed."

@@ -10,7 +10,6 @@ differs is the first thing to know before running the skeleton here.
 
 from __future__ import annotations
 
-import re
 import shlex
 import sys
 from collections import Counter
@@ -26,6 +25,7 @@ from reprospec.capture.ticket import (
     runs_something,
     split_at_operator,
 )
+from reprospec.capture.timebound import HANG_TIMEOUT, Bound, unbound
 from reprospec.capture.toggles import Proposal, kept_note, propose
 from reprospec.capture.writer import (
     Draft,
@@ -40,14 +40,10 @@ from reprospec.capture.writer import (
     sigkill_note,
     slug,
 )
-from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import mask_parts, secret_values, sets_secret
-from reprospec.core.units import format_duration
 from reprospec.outcome.pytestreport import is_pytest, pytest_verbose
 from reprospec.outcome.tracebacks import headline
-from reprospec.plan.shellwords import is_assignment
-from reprospec.plan.wrappers import program_start, wrapped
 
 # What runs while the command is unknown: the shell says "not found" (exit 127), which
 # the engine reports as an infrastructure error naming it, never as a reproduction.
@@ -61,13 +57,6 @@ SHOWN_FRAMES = 6
 OUTER_FRAMES = 3
 # How many threads of a dump with no current thread the description quotes, each whole.
 SHOWN_THREADS = 8
-# What the run's timeout is for a hang whose command's `timeout` wrapper says no bound.
-HANG_TIMEOUT = "10m"
-# coreutils timeout's DURATION: a number (`1e3` too), then s, m, h or d (seconds without one).
-_TIMEOUT_DURATION = re.compile(
-    r"(?P<number>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?P<unit>[smhd]?)"
-)
-_TIMEOUT_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def capture_log(text: str, source: str, output: Path) -> list[str]:
@@ -97,7 +86,7 @@ def capture_log(text: str, source: str, output: Path) -> list[str]:
 def _secrets(ticket: Ticket) -> tuple[str, ...]:
     """The values the ticket's command sets under secret-looking names, and this
     environment's: what neither the spec nor what capture prints may show."""
-    proposal = _proposal(ticket.command, unbound=False)[0] if ticket.command is not None else None
+    proposal = _proposal(ticket.command, hang=False)[0] if ticket.command is not None else None
     return secret_values(proposal.secret_env if proposal is not None else ())
 
 
@@ -111,7 +100,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
     bounded: Bound | None = None
     if ticket.command is not None:
         hang = failure.outcome == "hang"
-        proposal, pytest, bounded = _proposal(ticket.command, unbound=hang)
+        proposal, pytest, bounded = _proposal(ticket.command, hang=hang)
     presets = ticket.presets
     if pytest and "pytest" not in presets:
         # pytest -v's `path::test PASSED` lines: the test running when it crashed or hung.
@@ -195,8 +184,8 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         timeout=(
             None
             if failure.outcome != "hang"
-            else format_duration(bounded.seconds)
-            if bounded is not None and bounded.seconds is not None
+            else bounded.timeout()
+            if bounded is not None
             else HANG_TIMEOUT
         ),
         repeat=repeat,
@@ -206,7 +195,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
             f"A skeleton written by `reprospec capture --from-log {source}`.",
             "What the log does not say is marked TODO; `reprospec validate` checks the rest.",
             *(kept_note(kept) for kept in (proposal.kept if proposal else ())),
-            *((bounded.note(),) if bounded is not None else ()),
+            *((bounded.note(bounded.timeout()),) if bounded is not None else ()),
         ),
         todo=tuple(todo),
     )
@@ -438,31 +427,9 @@ def _text(value: JsonValue) -> str | None:
     return str(value) if value not in (None, "") else None
 
 
-@frozen
-class Bound:
-    """A hang's `timeout` wrapper, taken out of its command (`_unbound`): its words as
-    written, and its DURATION in seconds (None: `timeout 0`, no bound)."""
-
-    words: str
-    seconds: float | None
-
-    def note(self) -> str:
-        """What the header says of it."""
-        bound = (
-            f"the run's timeout ({format_duration(self.seconds)})"
-            if self.seconds is not None
-            else f"no bound ({HANG_TIMEOUT}, the run's timeout, instead)"
-        )
-        return (
-            f"`{self.words}` of the log's command is {bound}: its signal would end the hang, "
-            "which a run reads as the program's own end (`error exit 124`), where the run's "
-            "timeout reads a hang, with its stacks"
-        )
-
-
-def _proposal(command: str, *, unbound: bool) -> tuple[Proposal | None, bool, Bound | None]:
-    """The command's axes, whether it is pytest, and (`unbound`: a hang's) the `timeout`
-    wrapper taken out of it (`_unbound`). A line with shell operators keeps
+def _proposal(command: str, *, hang: bool) -> tuple[Proposal | None, bool, Bound | None]:
+    """The command's axes, whether it is pytest, and (`hang`: a hang's) the `timeout`
+    wrapper taken out of it (capture/timebound.py). A line with shell operators keeps
     them as written (`python app.py < data.txt`: quoted, `<` became an argument and the
     program read nothing): the axes come from the simple command before the first one,
     when it is the program; else (`cat data.txt | python app.py`) the line is the command
@@ -477,45 +444,13 @@ def _proposal(command: str, *, unbound: bool) -> tuple[Proposal | None, bool, Bo
     if tail and not runs_something(argv):
         return Proposal(command=command, toggles=()), False, None
     bounded = None
-    if unbound:
-        argv, bounded = _unbound(argv)
+    if hang:
+        argv, bounded = unbound(argv, hang=True)
     pytest = is_pytest(argv)
     proposal = propose(pytest_verbose(argv) if pytest else argv)
     if tail:
         proposal = replace(proposal, command=f"{proposal.command} {tail}")
     return proposal, pytest, bounded
-
-
-def _unbound(argv: list[str]) -> tuple[list[str], Bound | None]:
-    """`argv` without its `timeout DURATION` wrapper (its words as written, and DURATION in
-    seconds; None for `timeout 0`, no bound), where it has one.
-
-    A hang's command keeps no `timeout`: it ends the hung program by its signal at DURATION,
-    which a run reads as the program's own end (`error exit 124`), so the skeleton of a
-    ticket that hung under `timeout 300` was not-reproduced by every attempt of the hang it
-    describes. DURATION becomes the run's timeout instead, the engine's own bound, which
-    reads a hang as one, with its stacks. (Any other failure keeps it: it came before the
-    bound, which the program ran under.)"""
-    start = program_start(argv)
-    if start is None:
-        return argv, None  # a wrapper's word its grammar lacks: kept as written
-    lead = 0
-    while lead < start and is_assignment(argv[lead]):
-        lead += 1  # past the leading `VAR=value` words to the first wrapper
-    found = wrapped(argv[lead:start])
-    for begin, end in found.spans if found is not None else ():
-        if argv[lead + begin].rsplit("/", 1)[-1] != "timeout":
-            continue
-        words = argv[lead + begin : lead + end]
-        duration = _TIMEOUT_DURATION.fullmatch(words[-1])  # its operand ends its words
-        if duration is None:
-            return argv, None
-        seconds = float(duration["number"]) * _TIMEOUT_UNITS[duration["unit"]]
-        return (
-            argv[: lead + begin] + argv[lead + end :],
-            Bound(shlex.join(words), seconds if seconds > 0 else None),
-        )
-    return argv, None
 
 
 def _found(ticket: Ticket) -> str:

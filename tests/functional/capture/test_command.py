@@ -243,6 +243,38 @@ def test_a_program_hanging_at_import(cli: Cli, tmp_path: Path) -> None:
     assert cells["start_method=spawn,items=3"] == {"pass"}
 
 
+def test_a_hang_under_timeout_is_captured_as_the_hang_at_its_bound(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """`timeout 3 python hang.py`, as CI runs a step: timeout's SIGTERM at 3 s read as the
+    program's own `error exit 124`, so the spec expected an exit code and kept no stack.
+    Its DURATION is the run's timeout now, and the command runs without the wrapper."""
+    workdir = tmp_path / "w"
+    workdir.mkdir()
+    (workdir / "hang.py").write_text(
+        "import threading\nlock = threading.Lock()\nlock.acquire()\nlock.acquire()\n"
+    )
+    result = capture(cli, workdir, "timeout", "-k", "1", "2", "python", "hang.py")
+    document = spec_document(workdir)
+    assert document["command"] == "python hang.py"
+    assert document["run"] == {"timeout": "2s"}
+    assert document["expect"] == {"outcome": "hang"}
+    text = (workdir / "spec.yaml").read_text()
+    assert "# Written by `reprospec capture -- timeout -k 1 2 python hang.py`" in text
+    assert "# `timeout -k 1 2` of the command is the run's timeout (2s)" in text
+    assert "verdict reproduced" in result.stdout, result.stdout
+    # The hang's stacks were taken: the main thread waits on its lock.
+    stacks = list((workdir.parent / "out" / "runs").glob("*/cells/*/*/stack.txt"))
+    assert stacks
+    assert "hang.py" in stacks[0].read_text(), stacks
+    # A timeout that keeps the program's own exit (`--preserve-status`) stays as written.
+    workdir.joinpath("spec.yaml").unlink()
+    capture(cli, workdir, "timeout", "--preserve-status", "30", "python", "-c", "exit(3)")
+    document = spec_document(workdir)
+    assert document["command"] == "timeout --preserve-status 30 python -c 'exit(3)'"
+    assert document["expect"] == {"outcome": "error", "exit_code": 3}
+
+
 def test_a_hang_stuck_in_a_dataloader_worker_is_expected_there(cli: Cli, tmp_path: Path) -> None:
     """A worker's crash was written `where: worker`; a hang stuck in a worker (its stacks
     show it fetching an item) wrote none, and the main process's own hang matched it."""
@@ -2612,7 +2644,10 @@ def test_a_137_a_timeout_gave_is_captured_as_the_error_a_rerun_reads(
     it otherwise, and the verify rerun reads the same. The suite's real OOM kills may run
     beside it: tried again where the machine counted one, else skipped."""
     step = "import time; time.sleep(30)"
-    argv = ["timeout", "--foreground", "-s", "KILL", "1", sys.executable, "-c", step]
+    # --preserve-status: its exit is the program's, so capture keeps the wrapper (a plain
+    # `timeout` is the run's timeout instead: test_a_hang_under_timeout_...).
+    argv = ["timeout", "--foreground", "--preserve-status", "-s", "KILL", "1"]
+    argv += [sys.executable, "-c", step]
     for again in range(4):
         before = machine_oom_kills()
         if before is None:
@@ -2641,14 +2676,25 @@ def test_a_wrappers_options_and_the_interpreters_code_are_no_axes(cli: Cli, tmp_
     workdir = tmp_path / "wrapped"
     workdir.mkdir()
     sleep = "import time; time.sleep(30)"
-    argv = ("timeout", "--foreground", "-s", "KILL", "1", "python3", "-c", sleep)
+    argv = (
+        "timeout",
+        "--foreground",
+        "--preserve-status",
+        "-s",
+        "KILL",
+        "1",
+        "python3",
+        "-c",
+        sleep,
+    )
     capture(cli, workdir, *argv, options=("--no-verify",))
     document = spec_document(workdir)
     assert "matrix" not in document, document.get("matrix")
     assert document["command"] == shlex.join(argv)
     # A real crash under two wrappers: the program's own `--lr` is still an axis, read back.
     crash = "import ctypes; ctypes.string_at(0)"
-    wrapped = ("timeout", "-k", "5", "60", "nice", "-n", "5", "python3", "-X", "faulthandler")
+    wrapped = ("timeout", "--preserve-status", "-k", "5", "60", "nice", "-n", "5")
+    wrapped += ("python3", "-X", "faulthandler")
     capture(cli, workdir, *wrapped, "-c", crash, "--lr", "0.1", options=("--no-verify", "--force"))
     assert axes(workdir) == {"lr": [0.1]}
     command = spec_document(workdir)["command"]
@@ -2719,7 +2765,7 @@ def test_an_env_inside_a_wrapper_is_read_past_to_the_programs_own_axes(
     workdir = _wrapped_workdir(tmp_path)
     plain = ("env", "-i", "python3", "prog.py", "--lr", "0.1")
     capture(cli, workdir, *plain, options=("-o", "plain.yaml"))
-    wrapper = ("timeout", "5")
+    wrapper = ("timeout", "--preserve-status", "5")  # kept as written (not the run's timeout)
     result = capture(cli, workdir, *wrapper, *plain)
     assert "verdict reproduced" in result.stdout, result.stdout
     assert "axes from the command: lr=0.1" in result.stdout, result.stdout
@@ -2753,7 +2799,8 @@ def test_a_wrapped_command_is_captured_as_without_its_wrapper(
     workdir = _wrapped_workdir(tmp_path)
     env = venv_first()
     said = capture(cli, workdir, *plain, options=("-o", "plain.yaml"), env=env).stdout
-    wrapper = ("nice", "-n", "5", "timeout", "-s", "KILL", "60")
+    # --preserve-status: kept as written (a plain `timeout` is the run's timeout instead).
+    wrapper = ("nice", "-n", "5", "timeout", "--preserve-status", "-s", "KILL", "60")
     result = capture(cli, workdir, *wrapper, *plain, env=env)
     assert "verdict reproduced" in result.stdout, result.stdout
     wrapped, unwrapped = dict(spec_document(workdir)), dict(spec_document(workdir, "plain.yaml"))

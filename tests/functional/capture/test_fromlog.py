@@ -632,7 +632,7 @@ def test_a_hangs_timeout_wrapper_becomes_the_runs_timeout(cli: Cli, tmp_path: Pa
     assert document["command"] == "nice -n 5 python hang.py --lr ${{ matrix.lr }}"
     assert document["run"] == {"timeout": "3s"}
     assert document["expect"] == {"outcome": "hang"}
-    assert "# `timeout -s INT 3` of the log's command is the run's timeout (3s)" in text
+    assert "# `timeout -s INT 3` of the command is the run's timeout (3s)" in text
     (tmp_path / "hang.py").write_text(
         "import argparse, threading\n"
         "parser = argparse.ArgumentParser()\n"
