@@ -82,8 +82,14 @@ or `infra` (could not run).
    while the budget lasts, before it is `unconfirmed` or falls back. Where a passing
    cell fails with it, the programs accepted are bisected for the last whose passing
    cells pass `passing_needed` times each (a reduction only removes, so a break is
-   inherited by every program accepted after it), and that one is checked as the
-   result, while the budget allows; else `unconfirmed`.
+   inherited by every program accepted after it), while the budget allows; else
+   `unconfirmed`. The search then resumes reducing from that program (`_resume`): the
+   candidate accepted right after it broke the passing cell, so it and every program
+   accepted after it (each inherits the break) are rejected (`breaks-passing`, cached:
+   never accepted again), and every other removal that came after it is tried anew.
+   It ends as always, in the final check, which may step back again: a program only
+   shrinks and each step back rejects one more candidate, so this ends, and the budget
+   bounds it (fx113: a 31-line race stepped back to 26 lines where 20 would do).
 6. **Still needs the perturbation.** Where the failing cell runs under
    environment.perturb, the oracle asks nothing of the program without it, and
    the passes can drop what made the failure need it (nu18's use-after-free lost
@@ -129,7 +135,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from reprospec.core.caller import argument
@@ -164,7 +170,9 @@ Status = Literal[
 # fails-more-often: it fails clearly more often than the original, and fails-every-time:
 # in every attempt, where the original came back clean at times (point 7); cannot-run:
 # it never ran (`python` left without its `-c`, a file it needs gone) while the original
-# still does, so it is no smaller program of this failure
+# still does, so it is no smaller program of this failure; breaks-passing: accepted, but
+# a passing cell failed with it in the final check's step back (point 5), or it was
+# accepted after one that did and inherits its break
 Verdict = Literal[
     "fails",
     "clean",
@@ -174,6 +182,7 @@ Verdict = Literal[
     "fails-more-often",
     "fails-every-time",
     "cannot-run",
+    "breaks-passing",
 ]
 # Point 6 as it applies: `never` (the original's base is 0 of n: one attempt), `rarer`
 # (above 0 but clearly below what `rate_check` attempts can show), "" (not at all).
@@ -353,10 +362,20 @@ class MinimizeResult:
     cannot_run_reason: str = ""
     # original_rate leaves out the match its rate attempts stopped at (unbiased_rate).
     original_stopped: bool = False
+    # Point 5: how often the final check stepped back along the programs accepted, how
+    # often the passes then resumed from the program stepped back to, and the candidates
+    # those step backs rejected (`breaks-passing`: the one that broke a passing cell and
+    # those accepted after it).
+    stepped_back: int = 0
+    resumed: int = 0
+    breaks_passing: int = 0
 
     def to_dict(self) -> JsonObject:
         return {
             "original_stopped": self.original_stopped,
+            "stepped_back": self.stepped_back,
+            "resumed": self.resumed,
+            "breaks_passing": self.breaks_passing,
             "status": self.status,
             "message": self.message,
             "budget_spent": self.budget_spent,
@@ -421,6 +440,7 @@ class Minimization:
         passes: Callable[[Program], Reducer] = reduce,
     ) -> None:
         self.settings = settings or Settings()
+        self._reducer = passes  # point 5 resumes the passes from an earlier program
         if not 0 < self.settings.error < 1 or not 0 < self.settings.min_rate <= 1:
             raise ValueError("error and min_rate must be between 0 and 1")
         if not 0 < self.settings.passing_error < 1:
@@ -453,6 +473,19 @@ class Minimization:
         self._passing_broke: tuple[Program, Tally] | None = None
         self._back = (0, 0)
         self._back_attempts = 0
+        # Whether the bisection's hi was seen failing a passing cell (the final check's
+        # program, or a midpoint that failed), not only given up on for the budget: only
+        # then is the candidate after lo known to break it, and the passes resume.
+        self._back_proven = False
+        # Each step back, in order: (the program stepped back to, the candidate that broke
+        # a passing cell, the candidates it rejected, whether the passes resumed from it).
+        self._steps: list[tuple[Program, Program, int, bool]] = []
+        self._breaks_passing = 0
+        # Attempts the resumed passes leave unspent beside the final check's: what the last
+        # step back cost, so that a break the resumed passes accept by luck can still be
+        # stepped back from to a program known to hold, not end `unconfirmed`.
+        self._held_back = 0
+        self._back_start = 0  # `_back_attempts` when this step back began
         self._budget_spent = False
         # Point 6: on from the start where a base was recorded, else once the original's
         # own attempts without the perturbation are in.
@@ -638,7 +671,7 @@ class Minimization:
             self._advance(None)
             return None
         if self._phase == "reduce":
-            return self._reduce_probe(left)
+            return self._reduce_probe(left - self._held_back)
         if self._phase == "final":
             tally = self._final.failing
             if tally.ran < s.final_attempts and left > 0:
@@ -688,6 +721,8 @@ class Minimization:
         if self._passing_broke is None:
             self._passing_broke = (self.best, self._final.passing)
         self._back = (0, hi)
+        self._back_proven = True  # its passing cell failed in the final check
+        self._back_start = self._back_attempts
         self._final = _Judging(chain[hi // 2])
         self._phase = "passing-back"
         return True
@@ -695,9 +730,10 @@ class Minimization:
     def _back_probe(self, left: int) -> Probe | None:
         """One step of `_step_back`'s bisection: the midpoint's passing cells run until one
         fails (broken: hi) or they passed `passing_needed` times each (held: lo); out of
-        budget it counts as broken, so the result is one known to hold. At the end, lo is the
-        result and runs the final check anew (it may fail there too: then back again, from
-        it, so the chain only shortens)."""
+        budget it counts as broken, so the result is one known to hold. At the end the
+        passes resume from lo (`_resume`), or where they cannot, lo is the result and runs
+        the final check anew (it may fail there too: then back again, from it, so the chain
+        only shortens)."""
         s = self.settings
         chain = self._accepted
         lo, hi = self._back
@@ -709,16 +745,61 @@ class Minimization:
             if not failed and not held and left >= s.reserve + s.passing:
                 return Probe(chain[mid].key, "passing", s.passing)
             lo, hi = (mid, hi) if held and not failed else (lo, mid)
+            if hi == mid:
+                self._back_proven = bool(failed)
             self._back = (lo, hi)
             mid = (lo + hi) // 2
             if mid > lo:
                 self._final = _Judging(chain[mid])
                 return None
+        broken = chain[lo + 1 :]
         del chain[lo + 1 :]
         self.best = chain[lo]
         self._final = _Judging(self.best)
         self._phase = "final"
+        self._resume(broken, left)
         return None
+
+    def _resume(self, broken: list[Program], left: int) -> None:
+        """Point 5 after the bisection: reduce on from the program stepped back to (`best`),
+        the candidate that broke a passing cell (`broken[0]`, accepted right after it) and
+        those accepted after that one rejected, where the break was seen and the budget
+        leaves more than the final check.
+
+        Without this every removal accepted after the break was lost with it (fx113: a
+        31-line race stepped back to 26 lines where 20 would do). They are rejected as
+        `breaks-passing` by content, so the cache never accepts them again: the first
+        failed its passing cell, and the others inherit its break (the bisection's own
+        premise) and would otherwise come back from the cache as `fails` unchecked, where
+        the passes meet one by another road (a larger removal that covers the break's).
+        Everything else the passes meet again is answered from the cache as before, so
+        what is known costs nothing. A step back rejects at least one candidate that was
+        accepted, and only those the cache ever answers `fails` can be accepted unchecked,
+        so the passes cannot go round forever; the budget bounds what they cost. The resumed
+        passes hold back what this step back cost (`_held_back`) beside the final check's
+        share: the program stepped back to is known to hold, and a break they accept by
+        luck again must still find its way back to one, not end `unconfirmed`."""
+        s = self.settings
+        proven = self._back_proven and bool(broken)
+        # What this step back cost, and one more round of the passing cells: held back.
+        cost = self._back_attempts - self._back_start + s.passing
+        resume = proven and left - cost > s.reserve
+        keys = {program.key for program in broken} if proven else set()
+        self._steps.append((self.best, broken[0] if broken else self.best, len(keys), resume))
+        if not proven:
+            return  # given up on for the budget: nothing known to break, nothing to resume
+        for key in keys:
+            self.verdicts[key] = "breaks-passing"
+        self._breaks_passing += len(keys)
+        self.judged = [
+            replace(j, verdict="breaks-passing") if j.key in keys else j for j in self.judged
+        ]
+        if not resume:
+            return
+        self._held_back = cost
+        self._passes = self._reducer(self.best)
+        self._phase = "reduce"
+        self._advance(None)
 
     def _reduce_probe(self, left: int) -> Probe | None:
         s = self.settings
@@ -973,15 +1054,7 @@ class Minimization:
                 f"the result is the smallest program seen failing"
             )
         if self._passing_broke is not None and status != "unconfirmed":
-            broke, tally = self._passing_broke
-            message = (
-                (message + "; " if message else "")
-                + f"a passing cell failed with the smallest program accepted ({broke.lines} "
-                f"lines; {tally.passed} of {tally.ran} passed in the final check): the result "
-                f"is the last one accepted whose passing cells still passed "
-                f"({self.best.lines} lines), found along the programs accepted in "
-                f"{plural(self._back_attempts, 'attempt')}"
-            )
+            message = (message + "; " if message else "") + self._stepped_back_story()
         if self._fell_back is not None and status != "unconfirmed":
             smallest, tally = self._fell_back
             message = (
@@ -992,6 +1065,34 @@ class Minimization:
                 f"({self.best.lines} lines) that failed in its own"
             )
         self._finish(status, message)
+
+    def _stepped_back_story(self) -> str:
+        """Point 5 in words: where the final check stepped back to, the candidate rejected
+        for breaking a passing cell, and whether the passes resumed from there."""
+        broke, tally = self._passing_broke or (self.best, Tally())
+        head = (
+            f"a passing cell failed with the smallest program accepted ({broke.lines} "
+            f"lines; {tally.passed} of {tally.ran} passed in the final check): "
+        )
+        back = f"found along the programs accepted in {plural(self._back_attempts, 'attempt')}"
+        resumed = [step for step in self._steps if step[3]]
+        if not resumed:
+            return head + (
+                f"the result is the last one accepted whose passing cells still passed "
+                f"({self.best.lines} lines), {back}"
+            )
+        to, breaking, rejected, _ = resumed[0]
+        after = rejected - 1
+        times = len(self._steps)
+        return head + (
+            f"stepped back to the last one accepted whose passing cells still passed "
+            f"({to.lines} lines), {back}, rejected the candidate accepted after it "
+            f"({breaking.lines} lines: breaks-passing)"
+            + (f" and the {after} accepted after that (each inherits its break)" if after else "")
+            + ", and resumed reducing from there"
+            + (f" ({times} step backs in all)" if times > 1 else "")
+            + f": the result is {self.best.lines} lines"
+        )
 
     # -- the rate ------------------------------------------------------------
 
@@ -1145,6 +1246,9 @@ class Minimization:
             original_stopped=stopped_at_match(
                 self._original_failing, s.rate_matches, s.rate_attempts
             ),
+            stepped_back=len(self._steps),
+            resumed=sum(resumed for *_, resumed in self._steps),
+            breaks_passing=self._breaks_passing,
             rate_used=self.rate_used(),
             deterministic=self.deterministic(),
             clean_needed=self.clean_needed(),

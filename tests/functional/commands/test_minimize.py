@@ -844,6 +844,79 @@ def test_a_candidate_that_breaks_a_passing_cell_at_its_own_rate_is_not_accepted(
     assert "accepted after 13 passes of each passing cell" in md
 
 
+# fx113: a removal that breaks the passing cell, seen only in the final check. `lock=true`
+# without its guard passes its first 6 runs (TALLY counts them outside the workdir, on its
+# PYTHONPATH, so minimize cannot cut the rule; -j 1), then fails: the candidate that cuts
+# the guard passes its 2 passes, and so do those accepted after it until the 6 are spent;
+# the final check's fail. The search steps back to the program before the cut, and used to
+# stop there, every removal accepted after the cut lost with it.
+TALLY = """\
+import os
+
+
+def update(lock, guarded):
+    path = os.environ['COUNTER']  # both cells: minimize keeps the variable
+    if guarded:
+        return
+    if lock == 'false':
+        raise RuntimeError('lost updates')
+    n = len(open(path).read()) if os.path.exists(path) else 0
+    open(path, 'a').write('x')
+    if n >= 6:
+        raise RuntimeError(f'lost updates: {n} unguarded')
+"""
+BREAKS_LATE = """\
+import sys
+import tally
+lock = sys.argv[1]
+guarded = False
+if lock == 'true':
+    guarded = True
+steps = [1, 2, 3]
+total = sum(steps)
+label = 'train step 1/1'
+print(label, total)
+tally.update(lock, guarded)
+"""
+
+
+def test_a_step_back_resumes_reducing_without_the_candidate_that_broke_the_passing_cell(
+    tmp_path: Path,
+) -> None:
+    lib = written(tmp_path / "lib", {"tally.py": TALLY})
+    work = written(
+        tmp_path / "work",
+        {
+            "race.py": BREAKS_LATE,
+            "race.yaml": "reprospec: 1\nname: race\n"
+            f"environment: {{env: {{COUNTER: {tmp_path / 'count'}, PYTHONPATH: {lib}}}}}\n"
+            "matrix: {lock: ['false', 'true']}\n"
+            "command: python race.py ${{ matrix.lock }}\n"
+            "expect: {outcome: error, exception: RuntimeError, message: lost updates, "
+            "cases: [{when: {lock: 'true'}, outcome: pass}]}\n",
+        },
+    )
+    code, data, stderr = minimize(
+        tmp_path, *DETERMINISTIC, *BUDGET, "-j", "1", spec=work / "race.yaml"
+    )
+    assert code == 0, (data.get("message"), stderr)
+    assert data["status"] == "minimized", data["message"]
+    result = tmp_path / "result"
+    source = (result / "race.py").read_text()
+    assert "guarded = True" in source  # the passing cell's guard
+    # Reduced on from the program stepped back to (the original, 11 lines: the guard was
+    # its first removal accepted), where it used to stop: the padding is gone.
+    assert data["lines_after"] == 7, source
+    assert "steps" not in source, source
+    assert "print" not in source, source
+    search = json.loads((result / "minimize.json").read_text())["search"]
+    assert (search["stepped_back"], search["resumed"]) == (1, 1), data["message"]
+    assert search["breaks_passing"] >= 1
+    assert "resumed reducing from there" in data["message"]
+    md = (result / "minimize.md").read_text()
+    assert "resumed reducing from there" in md
+
+
 # nu21 MED-4: an evictor thread frees a block the reader still holds and then clears
 # `alive`; the reader reads the block while it is alive. The race the reader loses is
 # lost one time in four (a counter, so that the test knows which), and the read is a real

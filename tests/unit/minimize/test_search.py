@@ -410,13 +410,14 @@ def test_a_result_that_fails_no_more_falls_back_to_an_earlier_one_that_does() ->
 
 class BreaksLater(InProcess):
     """A program without `keep_guard()` broke its passing cells, but they fail only after
-    the passes that accepted it (`held` attempts of each program's passing cells: a break
-    rarer than the rule assumed, passing by luck), as fx110's race without its `with lk:`."""
+    the passes that accepted it: the first `held` attempts of the passing cells of programs
+    without it pass, all the later ones fail (a break rarer than the rule assumed, passing
+    by luck until the luck runs out), as fx110's race without its `with lk:`."""
 
     def __init__(self, held: int) -> None:
         super().__init__(1.0, 0)
         self.held = held
-        self.passing: dict[str, int] = {}
+        self.unguarded = 0
 
     def extra(self) -> dict[str, object]:
         return {"keep_guard": lambda: None}
@@ -425,29 +426,61 @@ class BreaksLater(InProcess):
         kind = super().attempt(program, cell)
         if cell == FAILING or "keep_guard()" in program.source("loop.py"):
             return kind
-        seen = self.passing[program.key] = self.passing.get(program.key, 0) + 1
-        return kind if seen <= self.held else "other"
+        self.unguarded += 1
+        return kind if self.unguarded <= self.held else "other"
 
 
-def test_a_result_whose_passing_cell_fails_steps_back_to_the_last_that_held() -> None:
+@pytest.mark.parametrize("held", [12, 36])
+def test_a_result_whose_passing_cell_fails_steps_back_and_reduces_on_from_there(
+    held: int,
+) -> None:
     # fx110: the final check saw a passing cell fail with the result and answered
-    # `unconfirmed`, where an earlier program accepted held: bisect back to it.
+    # `unconfirmed`, where an earlier program accepted held: bisect back to it. fx113: and
+    # then reduce on from it, the candidate that broke the cell rejected: every removal
+    # accepted after that one was lost with it (27 lines where 13 do, at either `held`).
     text = PROGRAM.replace("    total = 0\n", "    keep_guard()\n    total = 0\n")
     assert "keep_guard()" in text
-    probe = minimize(program(text), BreaksLater(held=10**6), Settings(passing=len(PASSING)))
-    # 6 passes of each cell at most in the search (the failing cell's 5 of 5: p alone), 3
-    # once the rate was learned: then its first 12 pass, the final check's 10 more fail.
-    executor = BreaksLater(held=len(PASSING) * 6)
+    # The guard's break seen at once: what the passes reach where no luck misleads them.
+    at_once = minimize(program(text), BreaksLater(held=0), Settings(passing=len(PASSING)))
+    assert at_once.stepped_back == 0
+    # 6 passes of each cell at first (the failing cell's 5 of 5: p alone), 3 once the rate
+    # was learned: the first candidate without the guard passes its 12 (and, at 36, the
+    # ones accepted after it theirs), the final check's fail.
+    executor = BreaksLater(held=held)
     result = minimize(program(text), executor, Settings(passing=len(PASSING)))
     assert result.status == "minimized", result.message
     assert "keep_guard()" in result.program.source("loop.py")
     assert result.passing_checked.passed == result.passing_checked.attempts == 2 * 5
     assert result.rate.matched == result.rate.attempts == 20  # its own final check
-    assert result.program.lines < source_lines(text)
+    assert result.program.lines == at_once.program.lines < 27
+    assert (result.stepped_back, result.resumed) == (1, 1)
     assert "a passing cell failed with the smallest program accepted" in result.message
+    assert "resumed reducing from there: the result is 13 lines" in result.message
     assert result.attempts == executor.attempts
-    # Bisected: a few steps of 6 passes each (the accepted chain's log2), not a rerun.
-    assert result.attempts - probe.attempts < 120
+    # The candidate that cut the guard, and those accepted after it, are rejected as such
+    # (never accepted again from the cache), and none of the resumed passes' is.
+    broke = [j for j in result.judged if j.verdict == "breaks-passing"]
+    assert len(broke) == result.breaks_passing >= 1
+    assert all("keep_guard()" not in j.key and j.lines < 31 for j in broke)
+    accepted = [j for j in result.judged if j.verdict == "fails"]
+    assert all(j.key not in {b.key for b in broke} for j in accepted)
+    # The cost: the bisection, then the passes anew from 27 lines, what they met before
+    # answered from the cache (555 and 490 attempts; at_once 301).
+    assert result.attempts < 2 * at_once.attempts
+
+
+def test_a_step_back_the_budget_cannot_resume_from_is_the_result() -> None:
+    """Where the budget leaves only the final check after the bisection, the program
+    stepped back to is the result, as before fx113, and the message says no resumption."""
+    text = PROGRAM.replace("    total = 0\n", "    keep_guard()\n    total = 0\n")
+    # 340: the passes' 275 attempts, the final check's 20 and 2, the bisection's 24, and
+    # 19 left, under the final check's 30.
+    result = minimize(program(text), BreaksLater(held=12), Settings(passing=2, budget=340))
+    assert (result.stepped_back, result.resumed) == (1, 0), result.message
+    assert "keep_guard()" in result.program.source("loop.py")
+    assert result.program.lines == 27
+    assert result.status == "minimized"
+    assert "the result is the last one accepted whose passing cells still passed" in result.message
 
 
 def test_stopped_while_stepping_back_the_result_is_the_last_known_to_hold() -> None:
