@@ -89,7 +89,7 @@ or `infra` (could not run).
    never accepted again), and every other removal that came after it is tried anew.
    It ends as always, in the final check, which may step back again: a program only
    shrinks and each step back rejects one more candidate, so this ends, and the budget
-   bounds it (fx113: a 31-line race stepped back to 26 lines where 20 would do).
+   bounds it (fx113: tests/unit/minimize's loop stepped back to 27 lines where 13 do).
 6. **Still needs the perturbation.** Where the failing cell runs under
    environment.perturb, the oracle asks nothing of the program without it, and
    the passes can drop what made the failure need it (nu18's use-after-free lost
@@ -481,9 +481,9 @@ class Minimization:
         # a passing cell, the candidates it rejected, whether the passes resumed from it).
         self._steps: list[tuple[Program, Program, int, bool]] = []
         self._breaks_passing = 0
-        # Attempts the resumed passes leave unspent beside the final check's: what the last
-        # step back cost, so that a break the resumed passes accept by luck can still be
-        # stepped back from to a program known to hold, not end `unconfirmed`.
+        # Attempts the resumed passes leave unspent beside the final check's: what another
+        # step back like the last costs, so that a break the resumed passes accept by luck
+        # can still be stepped back from to a program known to hold, not end `unconfirmed`.
         self._held_back = 0
         self._back_start = 0  # `_back_attempts` when this step back began
         self._budget_spent = False
@@ -767,7 +767,8 @@ class Minimization:
         leaves more than the final check.
 
         Without this every removal accepted after the break was lost with it (fx113: a
-        31-line race stepped back to 26 lines where 20 would do). They are rejected as
+        loop whose guard's cut passed its first passes stepped back to 27 lines where 13
+        do; a real race to its 11 where 7 do). They are rejected as
         `breaks-passing` by content, so the cache never accepts them again: the first
         failed its passing cell, and the others inherit its break (the bisection's own
         premise) and would otherwise come back from the cache as `fails` unchecked, where
@@ -781,8 +782,10 @@ class Minimization:
         luck again must still find its way back to one, not end `unconfirmed`."""
         s = self.settings
         proven = self._back_proven and bool(broken)
-        # What this step back cost, and one more round of the passing cells: held back.
-        cost = self._back_attempts - self._back_start + s.passing
+        # Held back beside the resumed passes' own final check: what another step back
+        # needs after it, as `_step_back` asks (a round of the passing cells and the final
+        # check of the program it steps back to), and a bisection as long as this one's.
+        cost = self._back_attempts - self._back_start + s.reserve + s.passing
         resume = proven and left - cost > s.reserve
         keys = {program.key for program in broken} if proven else set()
         self._steps.append((self.best, broken[0] if broken else self.best, len(keys), resume))

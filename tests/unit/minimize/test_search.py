@@ -474,7 +474,7 @@ def test_a_step_back_the_budget_cannot_resume_from_is_the_result() -> None:
     stepped back to is the result, as before fx113, and the message says no resumption."""
     text = PROGRAM.replace("    total = 0\n", "    keep_guard()\n    total = 0\n")
     # 340: the passes' 275 attempts, the final check's 20 and 2, the bisection's 24, and
-    # 19 left, under the final check's 30.
+    # 19 left: less than a final check (30), let alone the passes and another step back.
     result = minimize(program(text), BreaksLater(held=12), Settings(passing=2, budget=340))
     assert (result.stepped_back, result.resumed) == (1, 0), result.message
     assert "keep_guard()" in result.program.source("loop.py")
