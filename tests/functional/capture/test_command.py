@@ -2693,8 +2693,8 @@ def test_a_wrappers_options_and_the_interpreters_code_are_no_axes(cli: Cli, tmp_
     assert document["command"] == shlex.join(argv)
     # A real crash under two wrappers: the program's own `--lr` is still an axis, read back.
     crash = "import ctypes; ctypes.string_at(0)"
-    wrapped = ("timeout", "--preserve-status", "-k", "5", "60", "nice", "-n", "5")
-    wrapped += ("python3", "-X", "faulthandler")
+    wrapped: tuple[str, ...] = ("timeout", "--preserve-status", "-k", "5", "60")
+    wrapped += ("nice", "-n", "5", "python3", "-X", "faulthandler")
     capture(cli, workdir, *wrapped, "-c", crash, "--lr", "0.1", options=("--no-verify", "--force"))
     assert axes(workdir) == {"lr": [0.1]}
     command = spec_document(workdir)["command"]
