@@ -4,9 +4,10 @@ Opt-in. Registered through the `pytest11` entry point `reprospec.pytest_plugin`,
 collects nothing until one of these is given:
 
     pytest --reprospec                 spec files matching `reprospec_pattern` (*.repro.yaml)
-    pytest --reprospec specs/          ... and every spec file under specs/ (any *.yaml that
-                                       has a top-level `reprospec:` key); with no other path
-                                       on the command line, only those folders are collected
+    pytest --reprospec specs/          every spec file under specs/ (any *.yaml that has a
+                                       top-level `reprospec:` key); with no other path on the
+                                       command line, only those folders are collected, else
+                                       they and the paths given
     pytest --reprospec a.yaml b.yaml   the spec files named, whatever their names
     reprospec = true                   (ini) the same as --reprospec
     pytest -p reprospec.pytest_plugin  (where plugin autoload is off) the same as --reprospec
@@ -216,11 +217,16 @@ def pytest_configure(config: pytest.Config) -> None:
     if repeat is not None and repeat < 1:
         raise pytest.UsageError(f"--reprospec-repeat must be at least 1, got {repeat}")
     out = config.getoption("reprospec_out")
+    here = config.invocation_params.dir
     if config.args_source == pytest.Config.ArgsSource.ARGS:
         # `pytest --reprospec a.yaml b.yaml`: the option took a.yaml, the command line b.yaml;
         # both are asked for (a file named only to the option would otherwise be left out).
-        config.args += [v for v in values or () if v and Path(v).is_file() and v not in config.args]
-    here = config.invocation_params.dir
+        # So is a folder: `pytest --reprospec specs/ tests/` collected tests/ alone, the
+        # specs under specs/ left out without a word, since pytest collects only its args.
+        given = {(here / arg.split("::")[0]).resolve() for arg in config.args}
+        config.args += [
+            v for v in values or () if v and Path(v).exists() and Path(v).resolve() not in given
+        ]
     named = frozenset((here / arg.split("::")[0]).resolve() for arg in config.args)
     config.stash[SETTINGS] = Settings(
         patterns=tuple(config.getini("reprospec_pattern")),

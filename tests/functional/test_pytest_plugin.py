@@ -167,6 +167,23 @@ def test_collects_only_spec_files_one_item_per_cell(tmp_path: Path) -> None:
     assert "2 tests collected" in run.output
 
 
+def test_a_folder_given_to_reprospec_is_collected_beside_the_paths_given(
+    tmp_path: Path,
+) -> None:
+    """`pytest --reprospec specs/ tests/` collected tests/ alone: pytest collects its own
+    arguments, and the folder the option took was left out without a word."""
+    write(tmp_path / "tests" / "x.repro.yaml", CRASH_SPEC)
+    write(tmp_path / "specs" / "plain.yaml", GPU_SPEC)
+    run = run_pytest(tmp_path, "--reprospec", "specs", "tests", "--collect-only", "-q")
+    assert run.code == 0, run.output
+    assert "specs/plain.yaml::default" in run.output, run.output
+    assert "tests/x.repro.yaml::num_workers=2,pin_memory=true" in run.output
+    assert "5 tests collected" in run.output
+    # The folder named both ways is collected once.
+    run = run_pytest(tmp_path, "--reprospec", "specs/", "specs", "--collect-only", "-q")
+    assert "1 test collected" in run.output, run.output
+
+
 def test_the_plugin_is_opt_in(tmp_path: Path) -> None:
     write(tmp_path / "x.repro.yaml", CRASH_SPEC)
     # Loaded by a conftest (as the entry point loads it), but not asked for: nothing collected.
