@@ -80,7 +80,11 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="the base interpreter of the environments (default: the spec's "
         "environment.python, else this one)",
     )
-    opt.find_links(p, help="a wheelhouse to install from, besides the configured index")
+    opt.find_links(
+        p,
+        help="a wheelhouse versions are listed from besides the configured index; venv "
+        "runner: uv installs from both; docker runner: the images install from it alone, offline",
+    )
     opt.preload_option(
         p,
         help="fork each version's attempts from a server of that version's environment "

@@ -228,7 +228,9 @@ def gpus(p: argparse.ArgumentParser) -> None:
 def find_links(
     p: argparse.ArgumentParser,
     *,
-    help: str = "docker runner: a wheelhouse for images built offline",
+    # The venv runner installs from it too (runners/__init__.py): the help said docker only.
+    help: str = "docker runner: a wheelhouse image builds install from, offline; "
+    "venv runner: a wheelhouse uv installs from besides the configured index",
 ) -> None:
     """`--find-links DIR`: a wheelhouse packages install from."""
     p.add_argument("--find-links", type=folder, default=None, metavar="DIR", help=help)
@@ -239,7 +241,8 @@ def keep_cores(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--keep-cores",
         action="store_true",
-        help="keep crashed processes' core files in their attempt folders (gdb read them)",
+        help="keep crashed processes' core files in their attempt folders (by default each is "
+        "deleted once eu-stack or gdb has read its native stacks)",
     )
 
 

@@ -170,7 +170,8 @@ class RunOptions:
     shard: Shard | None = None
     find_links: Path | None = None
     purpose: str = "run"
-    # Keep the core files of crashed processes in their attempt folders (gdb read them).
+    # Keep the core files of crashed processes in their attempt folders (eu-stack or gdb read
+    # them; by default each is deleted once read).
     keep_cores: bool = False
     # Observe mode (`run --observe`): ignore `expect`, record what happens, judge nothing.
     observe: bool = False

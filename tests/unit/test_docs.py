@@ -165,6 +165,21 @@ def test_every_command_and_option_has_help_text() -> None:
     assert missing == []
 
 
+def test_find_links_help_names_every_runner_that_installs_from_it() -> None:
+    """`run --find-links` said "docker runner: a wheelhouse for images built offline" while
+    the venv runner installs from it too (runners/__init__.py), as cli.md says: a verb
+    whose `--runner` offers venv says so in its `--find-links` help."""
+    wrong = []
+    for name, sub in _commands().items():
+        actions = {flag: a for a in _arguments(sub) for flag in a.option_strings}
+        runner, links = actions.get("--runner"), actions.get("--find-links")
+        if runner is None or links is None or "venv" not in (runner.choices or ()):
+            continue
+        if "venv" not in (links.help or ""):
+            wrong.append(name)
+    assert wrong == []
+
+
 def _cli_sections() -> dict[str, str]:
     text = (DOCS / "cli.md").read_text(encoding="utf-8")
     parts = re.split(r"^## reprospec (\w+)\s*$", text, flags=re.M)
