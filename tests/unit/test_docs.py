@@ -124,6 +124,25 @@ def test_architecture_stage_table_lists_every_folder_in_the_layer_order() -> Non
     assert [folder for folder in folders if folder not in listed] == []
 
 
+def test_architecture_page_names_every_module_of_the_stage_folders() -> None:
+    """core/requirements.py, spec/presets.py, plan/missing.py, process/pidlimit.py,
+    store/digests.py and three harness modules were named nowhere on the page that says
+    which folder owns what: every module of a stage folder is named there (`commands/` is
+    one module per verb, named as a rule)."""
+    page = (DOCS / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    package = ROOT / "reprospec"
+    unnamed = [
+        path.relative_to(package).as_posix()
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "__init__.py"
+        and len(path.relative_to(package).parts) > 1
+        and path.relative_to(package).parts[0] != "commands"
+        and f"`{path.name}`" not in page
+        and f"/{path.name}`" not in page
+    ]
+    assert unnamed == []
+
+
 # ---- the command line --------------------------------------------------------------------
 
 
