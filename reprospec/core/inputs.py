@@ -30,7 +30,9 @@ ExpectedOutcome = Literal["pass", "error", "crash", "hang", "fail", "any"]
 
 @frozen
 class Spec:
-    """A loaded, schema-valid spec: the document with defaults applied, not interpolated.
+    """A loaded, schema-valid spec: the document as written (no defaults filled in: the
+    sections apply theirs as they are read, and a spec written again stays as short as its
+    author wrote it), not interpolated.
 
     `locations` maps a JSON path (tuple of keys/indexes) to (line, column), both
     1-based, so later stages can point at the source of a problem.
