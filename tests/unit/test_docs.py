@@ -219,6 +219,21 @@ def test_cli_md_documents_every_command_with_its_usage_and_options() -> None:
                 assert f"`{flag}" in section, f"docs/cli.md: {name} does not document {flag}"
 
 
+def test_cli_md_selecting_section_names_every_verb_that_takes_m_and_set() -> None:
+    """The section said `plan`, `run` and `materialize` take -m and --set; slurm and the four
+    searches take them too, and their rows link to it."""
+    page = (DOCS / "cli.md").read_text(encoding="utf-8")
+    section = page.split("\n## Selecting and overriding\n", 1)[1].split("\n## ", 1)[0]
+    opening = section.strip().split("\n\n", 1)[0]  # the paragraph under the heading
+    takers = [
+        name
+        for name, sub in _commands().items()
+        if {"-m", "--set"} <= {flag for a in _arguments(sub) for flag in a.option_strings}
+    ]
+    assert len(takers) >= 3
+    assert [name for name in takers if f"`{name}`" not in opening] == []
+
+
 def test_cli_md_overview_table_links_every_command() -> None:
     """The table under cli.md's title is the list of verbs a reader scans first."""
     page = (DOCS / "cli.md").read_text(encoding="utf-8")
