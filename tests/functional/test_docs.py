@@ -161,3 +161,22 @@ def test_python_api_example_runs_and_prints_what_the_page_says(tmp_path: Path) -
     assert (tmp_path / ".reprospec" / "results.db").is_file()
     junit = (tmp_path / "junit.xml").read_text()
     assert junit.count("<testcase ") == 2
+
+
+# ---- the run folder ---------------------------------------------------------------------
+
+
+def test_the_run_folder_tree_names_every_file_a_run_writes(tmp_path: Path) -> None:
+    """cli.md's tree of the run folder left out raised.txt (in every attempt folder of a
+    Python program) and native-stacks.txt/.json (a crash's): a real run of a crash and its
+    passes writes nothing the tree does not name."""
+    page = (DOCS / "cli.md").read_text(encoding="utf-8")
+    tree = page.split("\n## The run folder\n", 1)[1].split("\n- ", 1)[0]
+    done = _reprospec(
+        "run", str(SPECS / "segfault-command.yaml"), "--out", str(tmp_path), "-j", "2", cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    (folder,) = (tmp_path / "runs").iterdir()
+    written = {p.name for p in folder.rglob("*") if p.is_file()}
+    assert {"raised.txt", "native-stacks.txt", "results.json"} <= written  # it ran, and crashed
+    assert sorted(name for name in written if name not in tree) == []
