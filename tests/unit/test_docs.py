@@ -143,6 +143,22 @@ def test_architecture_page_names_every_module_of_the_stage_folders() -> None:
     assert unnamed == []
 
 
+def test_architecture_sections_bullet_names_every_field_of_its_sections() -> None:
+    """The page said `Environment` and `RunPolicy` hold their defaults "in this one place"
+    and listed their fields without shared_tmp, debug, perturb, stall, preload, instances."""
+    from reprospec.core import sections
+
+    page = (DOCS / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    bullet = page.split("\n- `core/sections.py`:", 1)[1].split("\n- ", 1)[0]
+    missing = [
+        f"{cls.__name__}.{field.name}"
+        for cls in (sections.Environment, sections.RunPolicy)
+        for field in dataclasses.fields(cls)
+        if field.name.removesuffix("_s") not in bullet
+    ]
+    assert missing == []
+
+
 # ---- the command line --------------------------------------------------------------------
 
 
