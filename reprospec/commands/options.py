@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
 import sys
@@ -282,12 +283,37 @@ def output_format(
     p.add_argument("--format", choices=tuple(choices), default=default, help=help)
 
 
-def output(p: argparse.ArgumentParser, *, metavar: str, help: str, required: bool = False) -> None:
+def output(
+    p: argparse.ArgumentParser,
+    *,
+    metavar: str,
+    help: str,
+    required: bool = False,
+    names_file: bool = False,
+) -> None:
     """`-o/--output PATH`: what a verb writes besides its store (a report, an archive,
-    a folder, a spec), one spelling everywhere; `metavar` says which kind of path."""
+    a folder, a spec), one spelling everywhere; `metavar` says which kind of path, and
+    `names_file` that it is one file (`write_output`), never a folder."""
     p.add_argument(
-        "-o", "--output", type=Path, required=required, default=None, metavar=metavar, help=help
+        "-o",
+        "--output",
+        type=file_path if names_file else Path,
+        required=required,
+        default=None,
+        metavar=metavar,
+        help=help,
     )
+
+
+def file_path(text: str) -> Path:
+    """A path that names a file, for argparse: `report latest -o out/` wrote the report as
+    a file named `out`, since `Path` drops the trailing slash that said a folder was meant
+    (one already there is refused by `write_output`; this one did not exist yet)."""
+    if text.endswith(("/", os.sep)) or (os.altsep is not None and text.endswith(os.altsep)):
+        raise argparse.ArgumentTypeError(
+            f"{text} names a folder (the trailing /): name the file to write"
+        )
+    return Path(text)
 
 
 def force_output(p: argparse.ArgumentParser) -> None:

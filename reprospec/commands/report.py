@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="markdown bug report (default), a self-contained HTML page with a sortable table "
         "and a heatmap, JUnit XML, JSON, or GitHub's job-summary table",
     )
-    opt.output(p, metavar="FILE", help="write to FILE instead of stdout")
+    opt.output(p, metavar="FILE", help="write to FILE instead of stdout", names_file=True)
     opt.force_output(p)
     opt.out(p, help="where run ids are looked up (default: .reprospec)")
 

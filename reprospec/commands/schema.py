@@ -21,6 +21,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         p,
         metavar="FILE",
         help="write it to FILE (folders created) and print the line that points an editor at it",
+        names_file=True,
     )
     opt.force_output(p)
 

@@ -173,3 +173,19 @@ def test_an_output_file_reprospec_did_not_write_is_kept(tmp_path: Path) -> None:
         done = run_cli(tmp_path, "schema", *argv, cwd=tmp_path)
         assert done.code == 0, (argv, done.stderr)
     assert '"$id"' in theirs.read_text(encoding="utf-8")
+
+
+def test_an_output_file_ending_in_a_slash_is_refused(tmp_path: Path) -> None:
+    # `report latest -o out/` wrote the report as a file named `out`: Path drops the trailing
+    # slash that said a folder was meant, and no folder was there yet to refuse.
+    store = str(tmp_path / "store")
+    spec = tmp_path / "ok.yaml"
+    spec.write_text("reprospec: 1\nname: ok\ncommand: 'true'\nexpect: {outcome: pass}\n")
+    assert run_cli(tmp_path, "run", str(spec), "--out", store, cwd=tmp_path).code == 0
+    for argv in (["schema"], ["report", "latest", "--out", store]):
+        said = _said(tmp_path, *argv, "-o", f"{tmp_path}/out/")
+        assert said.endswith(
+            f"argument -o/--output: {tmp_path}/out/ names a folder (the trailing /): "
+            "name the file to write"
+        ), argv
+        assert not (tmp_path / "out").exists()
