@@ -223,9 +223,17 @@ def pytest_configure(config: pytest.Config) -> None:
         # both are asked for (a file named only to the option would otherwise be left out).
         # So is a folder: `pytest --reprospec specs/ tests/` collected tests/ alone, the
         # specs under specs/ left out without a word, since pytest collects only its args.
+        # Not where a path given is in it: `--reprospec specs/ specs/a.yaml` asks for a.yaml
+        # of the folder whose YAML files are specs, not for the whole folder.
         given = {(here / arg.split("::")[0]).resolve() for arg in config.args}
         config.args += [
-            v for v in values or () if v and Path(v).exists() and Path(v).resolve() not in given
+            v
+            for v in values or ()
+            if v
+            and Path(v).exists()
+            and not any(
+                g == Path(v).resolve() or g.is_relative_to(Path(v).resolve()) for g in given
+            )
         ]
     named = frozenset((here / arg.split("::")[0]).resolve() for arg in config.args)
     config.stash[SETTINGS] = Settings(

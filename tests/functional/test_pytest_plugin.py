@@ -182,6 +182,11 @@ def test_a_folder_given_to_reprospec_is_collected_beside_the_paths_given(
     # The folder named both ways is collected once.
     run = run_pytest(tmp_path, "--reprospec", "specs/", "specs", "--collect-only", "-q")
     assert "1 test collected" in run.output, run.output
+    # A file of the folder named: that file alone (the folder says which YAML are specs).
+    write(tmp_path / "specs" / "other.yaml", GPU_SPEC)
+    run = run_pytest(tmp_path, "--reprospec", "specs/", "specs/plain.yaml", "--collect-only", "-q")
+    assert "1 test collected" in run.output, run.output
+    assert "specs/plain.yaml::default" in run.output, run.output
 
 
 def test_the_plugin_is_opt_in(tmp_path: Path) -> None:
