@@ -125,6 +125,8 @@ def _undecided(found: IsolateResult) -> str:
 def _confidence(result: IsolationResult) -> str:
     """`confidence 0.996`, or for a search without an answer what its best guess holds:
     "confidence 0.000" beside "best guess (83%)" read as a contradiction."""
+    if result.status in ("budget", "interrupted") and not result.attempts:
+        return "no attempt ended before the stop: no evidence yet"
     if result.status in ("budget", "interrupted") and result.guess:
         left = f", but {result.pending}" if result.pending else ""
         return f"no answer yet: confidence {result.guess_probability:.3f} in the best guess{left}"

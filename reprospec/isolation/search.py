@@ -455,6 +455,10 @@ class Isolation:
         top, probability = belief.top
         chosen = frozenset(culprits)
         isolated = status == "isolated"
+        # A guess is the posterior's, said only where attempts back it: with none ended (a
+        # stop in the first seconds), the top set's probability is the prior's, and an
+        # interrupted search said `best guess: X (99%)` beside a table of 0 attempts (nu74 2).
+        guessed = not isolated and self.used > 0
         one_smaller: list[Candidate] = []
         for x in culprits if isolated else ():
             evidence = self._evidence(chosen - {x}, belief, "one-smaller")
@@ -476,9 +480,9 @@ class Isolation:
             minimal=self._evidence(chosen, belief, "minimal") if isolated else None,
             one_smaller=tuple(one_smaller),
             tested=tuple(e for c in self.tallies if (e := self._evidence(c, belief)) is not None),
-            guess=() if isolated else tuple(sorted(members(self.model.masks[top]))),
-            guess_probability=0.0 if isolated else probability,
-            pending="" if isolated else self._pending(self.model.masks[top], probability, rate),
+            guess=() if not guessed else tuple(sorted(members(self.model.masks[top]))),
+            guess_probability=probability if guessed else 0.0,
+            pending=self._pending(self.model.masks[top], probability, rate) if guessed else "",
             warnings=self._warnings(*self._measured()),
         )
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import interrupt_when
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -451,6 +453,26 @@ def test_a_ctrl_c_while_isolate_runs_the_matrix_once_stops_that_run(tmp_path: Pa
     assert time.monotonic() - began < 50, "the run went on to its sleeping cell's end"
     (run,) = Store(out).run_ids()
     assert stored_status(out, run) == "interrupted"
+
+
+def test_an_isolate_stopped_before_any_attempt_ended_claims_no_guess(tmp_path: Path) -> None:
+    # nu74 2: stopped while its first attempts hung, isolate said `best guess: ... (99%)` and
+    # `confidence 0.990 in the best guess` beside a table of 0 attempts: the prior's
+    # probability of its one difference, said as a finding.
+    started = tmp_path / "started"
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: s\nenvironment: {env: {THREADS: '1'}}\n"
+        f"command: \"sh -c 'touch {started}; sleep 60'\"\n"
+        "run: {timeout: 50s}\nexpect: {outcome: hang}\n"
+    )
+    argv = [sys.executable, "-m", "reprospec", "isolate", str(spec), "--out", str(tmp_path / "o")]
+    argv += ["--passing-set", "environment.env.THREADS=4", "-j", "2"]
+    done = interrupt_when(argv, started.exists)
+    assert done.code == 130, done.stdout + done.stderr
+    assert "no attempt ended before the stop: no evidence yet" in done.stdout, done.stdout
+    assert "best guess" not in done.stdout, done.stdout
+    assert "(99%)" not in done.stdout, done.stdout
 
 
 def test_a_ctrl_c_in_a_searchs_last_probe_gives_its_whole_answer_and_exit_130(
