@@ -17,8 +17,7 @@ import shlex
 
 from reprospec.core.frozen import frozen
 from reprospec.core.units import format_duration
-from reprospec.plan.shellwords import is_assignment
-from reprospec.plan.wrappers import program_start, wrapped
+from reprospec.plan.wrappers import command_wrappers
 
 # What the run's timeout is for a hang whose command's `timeout` wrapper says no bound.
 HANG_TIMEOUT = "10m"
@@ -61,14 +60,11 @@ def unbound(argv: list[str], *, hang: bool = False) -> tuple[list[str], Bound | 
     `--preserve-status`, whose exit is the program's
     (its own handling of the signal is what ran), but where the failure is known to be a
     hang (`hang`: a ticket's), which only the run's timeout reads as one."""
-    start = program_start(argv)
-    if start is None:
+    read = command_wrappers(argv)  # past the leading `VAR=value` words to the first wrapper
+    if read is None:
         return argv, None  # a wrapper's word its grammar lacks: kept as written
-    lead = 0
-    while lead < start and is_assignment(argv[lead]):
-        lead += 1  # past the leading `VAR=value` words to the first wrapper
-    found = wrapped(argv[lead:start])
-    for begin, end in found.spans if found is not None else ():
+    lead, found = read
+    for begin, end in found.spans:
         if argv[lead + begin].rsplit("/", 1)[-1] != "timeout":
             continue
         words = argv[lead + begin : lead + end]

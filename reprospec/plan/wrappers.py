@@ -231,14 +231,21 @@ def _read(words: Sequence[str]) -> tuple[Wrapped | None, str]:
     return Wrapped(tuple(spans), index), ""
 
 
-def program_start(argv: Sequence[str]) -> int | None:
-    """Where the program's name is in a command: past its leading `NAME=value` words and
-    its wrappers (`wrapped`); None where that is not sure."""
+def command_wrappers(argv: Sequence[str]) -> tuple[int, Wrapped] | None:
+    """A command's wrappers (`wrapped`), past its leading `NAME=value` words, and where they
+    begin (the number of those words); None where the program's start is not sure."""
     index = 0
     while index < len(argv) and _ASSIGNMENT.match(argv[index]):
         index += 1
     found = wrapped(argv[index:])
-    return None if found is None else index + found.program
+    return None if found is None else (index, found)
+
+
+def program_start(argv: Sequence[str]) -> int | None:
+    """Where the program's name is in a command: past its leading `NAME=value` words and
+    its wrappers (`command_wrappers`); None where that is not sure."""
+    read = command_wrappers(argv)
+    return None if read is None else read[0] + read[1].program
 
 
 def program_words(argv: Sequence[str]) -> list[str]:
