@@ -432,24 +432,9 @@ def test_a_ctrl_c_while_isolate_runs_the_matrix_once_stops_that_run(tmp_path: Pa
     )
     out = tmp_path / "out"
     began = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reprospec", "isolate", str(spec), "--out", str(out), "-j", "2"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-    try:
-        while not started.exists():
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() - began < 60, "the sleeping cell never started"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-    assert proc.returncode == 130, stdout + stderr
+    argv = [sys.executable, "-m", "reprospec", "isolate", str(spec), "--out", str(out), "-j", "2"]
+    done = interrupt_when(argv, started.exists, wait_s=60)
+    assert done.code == 130, done.stdout + done.stderr
     assert time.monotonic() - began < 50, "the run went on to its sleeping cell's end"
     (run,) = Store(out).run_ids()
     assert stored_status(out, run) == "interrupted"
