@@ -517,7 +517,31 @@ def _cancel_build(client: DockerClient, log: Sequence[str]) -> None:
     for container in running:
         with contextlib.suppress(docker.errors.APIError):
             client.containers.get(container).remove(force=True, v=False)
-    _remove_layers(client, log)
+    # The builder removes its failed step's container too (forcerm): where its removal was
+    # under way, ours was refused and the container outlived the call, holding its image,
+    # which was then refused (a CI run left one layer so). Both are waited for, bounded.
+    deadline = time.monotonic() + _CANCEL_WAIT
+    while any(_container_exists(client, c) for c in running) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    while _remove_layers(client, log) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+# How long a cancelled build's step container and images are waited for (seconds): the
+# Ctrl-C waits this long at most.
+_CANCEL_WAIT = 10.0
+
+
+def _container_exists(client: DockerClient, container: str) -> bool:
+    import docker.errors
+
+    try:
+        client.containers.get(container)
+    except docker.errors.NotFound:
+        return False
+    except docker.errors.APIError:
+        return True
+    return True
 
 
 # The classic builder's line after each step: ` ---> 3f2a6b1c9d0e`, the image it made.
@@ -529,20 +553,27 @@ def layers(log: Sequence[str]) -> list[str]:
     return [found.group(1) for line in reversed(log) if (found := _LAYER.match(line))]
 
 
-def _remove_layers(client: DockerClient, log: Sequence[str]) -> None:
+def _remove_layers(client: DockerClient, log: Sequence[str]) -> bool:
     """After a failed build, the untagged images its steps left: nothing names or lists
     them (`envs` lists tagged images), and a bisect whose releases fail to build left two
     per release (nu69 9). One with a tag (the base) or a child (another build's cached
-    step) stays: the engine refuses to remove it without force, which is not asked."""
+    step) stays: the engine refuses to remove it without force, which is not asked.
+
+    Returns whether one was refused as used by a container (one going away may hold it);
+    a child image holding it stays, and is not waited for."""
     import docker.errors
 
+    refused = False
     for layer in layers(log):
         try:
             if client.images.get(layer).attrs.get("RepoTags"):
                 continue
             client.images.remove(image=layer, force=False, noprune=False)
-        except docker.errors.APIError:
+        except docker.errors.NotFound:
             continue
+        except docker.errors.APIError as exc:
+            refused = refused or "being used by" in str(exc.explanation or "")
+    return refused
 
 
 def _build_failure(tag: str, log: Sequence[str]) -> str:

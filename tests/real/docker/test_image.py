@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterator
@@ -227,6 +228,42 @@ def test_docker_setup_ships_in_the_package_and_finds_its_work_done(cli: Cli) -> 
         assert re.search(rf"^docker-setup: {re.escape(step)} +ok ", result.stdout, re.M), (
             result.stdout
         )
+
+
+@needs_engine
+def test_a_layer_a_container_holds_is_told_apart_for_a_wait(tmp_path: Path) -> None:
+    """A cancelled build waits for a layer its step's container still holds (the container
+    may be going away: a CI run left one layer so), and for no other refusal: a layer under
+    a child image stays at once (a Ctrl-C never waits on it)."""
+    import uuid
+
+    import docker.errors
+
+    require_image(CLIENT, image.BASE_IMAGE)
+    token = f"reprospec-test-{uuid.uuid4().hex[:12]}"
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {image.BASE_IMAGE}\nRUN echo {token} > /one\nRUN echo {token} > /two\n"
+    )
+    chunks = list(CLIENT.api.build(path=str(tmp_path), rm=True, decode=True))
+    log = [line for c in chunks if "stream" in c for line in str(c["stream"]).splitlines()]
+    two, one = image.layers(log)[:2]
+    container = CLIENT.containers.create(two, ["true"])
+    try:
+        assert image._remove_layers(CLIENT, [f" ---> {two}"]) is True  # a container holds it
+        assert image._remove_layers(CLIENT, [f" ---> {one}"]) is False  # a child image does
+        assert CLIENT.images.get(one)
+        assert CLIENT.images.get(two)
+        container.remove(force=True)
+        assert image._remove_layers(CLIENT, [f" ---> {two}", f" ---> {one}"]) is False
+        for layer in (one, two):
+            with pytest.raises(docker.errors.ImageNotFound):
+                CLIENT.images.get(layer)
+    finally:
+        with contextlib.suppress(docker.errors.APIError):
+            container.remove(force=True)
+        for layer in (two, one):
+            with contextlib.suppress(docker.errors.APIError):
+                CLIENT.images.remove(layer, force=True)
 
 
 @needs_engine
