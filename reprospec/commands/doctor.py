@@ -8,6 +8,7 @@ import resource
 import shutil
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
@@ -21,7 +22,11 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     """The `doctor` verb's arguments."""
     p = sub.add_parser("doctor", help="compatibility checks for this machine and a spec")
     opt.spec(p, optional=True, help="also check what this spec's cells need")
-    opt.python(p, help="the interpreter to check (default: this one)")
+    opt.python(
+        p,
+        help="the interpreter to check (default: this one; with --runner venv, the one it "
+        "builds on for the spec's python)",
+    )
     opt.runner(
         p,
         help="the runner SPEC will run on: on local (the default) a package the spec names "
@@ -39,11 +44,14 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.process import starter
 
     needs = _needs(args.spec, args.runner) if getattr(args, "spec", None) else None
-    python = getattr(args, "python", None) or sys.executable
+    python, whose, base = _interpreter(getattr(args, "python", None), needs)
+    if needs is not None and base is not None:
+        needs = replace(needs, python=None)  # no interpreter of it to compare: said by `base`
     env = probe_environment(python, needs.packages if needs else (), cuda=True)
     found = starter.find()
     checks = [
         *doctor.run_checks(env, needs),
+        *([base] if base is not None else []),
         doctor.check_starter(found.ready, found.how),
         doctor.check_native_stacks(
             native.gdb_path(),
@@ -59,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(
-            f"reprospec doctor: {python}" + (f" for {args.spec}" if needs else "") + "\n"
+            f"reprospec doctor: {python}" + (f" for {args.spec}" if needs else "") + whose + "\n"
         )
         width = max(len(check.name) for check in checks)
         for check in checks:
@@ -69,6 +77,36 @@ def run(args: argparse.Namespace) -> int:
         counts = {status: sum(c.status == status for c in checks) for status in MARKS}
         sys.stdout.write(", ".join(f"{n} {s}" for s, n in counts.items() if n) + "\n")
     return 1 if any(check.status == "fail" for check in checks) else 0
+
+
+def _interpreter(given: str | None, needs: Needs | None) -> tuple[str, str, Check | None]:
+    """The interpreter to check, whose it is (said after the header's path), and a failing
+    `venv-python` check where the runner would find none.
+
+    The venv runner builds each cell's venv on the spec's `python` (found by uv here) unless
+    `--python` is given, so that is the interpreter its cells run: checking this one warned
+    `the interpreter is python 3.11.7; the spec names 3.12` of a mismatch the runner does not
+    have, and said nothing where no 3.12 was here, which made every cell infra-error."""
+    from reprospec.doctor import Check
+    from reprospec.venvs.build import EnvBuildError, find_interpreter
+
+    if given is not None or needs is None or needs.runner != "venv" or needs.python is None:
+        return given or sys.executable, "", None
+    try:
+        found = find_interpreter(needs.python).path
+    except EnvBuildError as exc:
+        return (
+            sys.executable,
+            "",
+            Check(
+                "venv-python",
+                "fail",
+                f"{exc}: the venv runner builds each cell's venv on it, so every cell would be "
+                "an infra error, not run",
+                f"install one (`uv python install {needs.python}`), or run with --python PATH",
+            ),
+        )
+    return found, f" (the venv runner's interpreter for the spec's python {needs.python})", None
 
 
 def _cuda_checks(python: str, env: Mapping[str, JsonValue]) -> list[Check]:
@@ -115,8 +153,6 @@ def _cuda_checks(python: str, env: Mapping[str, JsonValue]) -> list[Check]:
 
 def _needs(path: str, runner: str) -> Needs:
     """What the spec's cells need, resolved through the engine's own planning (nothing runs)."""
-    from dataclasses import replace
-
     from reprospec import doctor
     from reprospec.core.runoptions import RunOptions
     from reprospec.plan.run import plan_run

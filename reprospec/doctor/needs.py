@@ -236,7 +236,13 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
             "spec-environment",
             "warn",
             "; ".join(python) + installed,
-            "run with --python PATH of a matching interpreter, or --runner docker",
+            "run with --python PATH of a matching interpreter"
+            + (
+                ""
+                if needs.runner == "venv"
+                else ", or with --runner venv, which builds each cell's venv on the spec's "
+                "python where one is here"
+            ),
         )
     if packages:
         return Check(

@@ -85,3 +85,31 @@ def test_a_spec_package_the_interpreter_lacks_fails_on_the_local_runner_only(
     assert "the venv runner installs the spec's packages" in line
     others_failed = any(ln.lstrip().startswith("FAIL") for ln in venv.stdout.splitlines())
     assert venv.code == (1 if others_failed else 0), venv.stdout + venv.stderr
+
+
+def test_doctor_for_the_venv_runner_checks_the_interpreter_it_builds_on(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The venv runner builds each cell's venv on the spec's `python`, found here by uv: doctor
+    # compared this interpreter with it instead (`the interpreter is python 3.11.7; the spec
+    # names 3.12`, `-> ... or --runner docker`) and passed where no 3.12 was here, which made
+    # every cell of `run --runner venv` infra-error.
+    spec = (
+        "reprospec: 1\nname: v\nenvironment: {{python: '{}'}}\ncommand: 'true'\n"
+        "expect: {{outcome: pass}}\n"
+    )
+    (tmp_path / "none.yaml").write_text(spec.format("3.4"))
+    missing = cli("doctor", "none.yaml", "--runner", "venv", cwd=tmp_path)
+    (line,) = [ln for ln in missing.stdout.splitlines() if " venv-python " in ln]
+    assert line.split()[:2] == ["FAIL", "venv-python"], missing.stdout
+    assert "no Python 3.4 on this machine" in line
+    assert "the interpreter is python" not in missing.stdout  # no interpreter to compare
+    assert missing.code == 1, missing.stdout + missing.stderr
+    ours = f"{sys.version_info.major}.{sys.version_info.minor}"
+    (tmp_path / "ours.yaml").write_text(spec.format(ours))
+    found = cli("doctor", "ours.yaml", "--runner", "venv", "--format", "json", cwd=tmp_path)
+    checks = {check["name"]: check for check in json.loads(found.stdout)}
+    assert "venv-python" not in checks
+    assert checks["spec-environment"]["status"] == "pass", checks["spec-environment"]
+    text = cli("doctor", "ours.yaml", "--runner", "venv", cwd=tmp_path).stdout.splitlines()[0]
+    assert text.endswith(f"(the venv runner's interpreter for the spec's python {ours})"), text
