@@ -53,6 +53,7 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import Redactor, env_names_read, public_env, sets_secret
 from reprospec.core.results import RunResult
 from reprospec.core.units import positive_duration
+from reprospec.core.words import plural
 from reprospec.errors import UsageError
 from reprospec.export.carry import carried_bytes
 from reprospec.export.tree import SpecTree, spec_tree
@@ -289,9 +290,31 @@ def pack(
         raise
     finally:
         tmp.unlink(missing_ok=True)
-    warnings = (*sources.warnings, *masked)
+    unfinished = _unfinished(run)
+    warnings = (*sources.warnings, *masked, *([unfinished] if unfinished else []))
     return Packed(
         output, count, tuple(workdir_rel), warnings, tuple(sorted(outside)), tree.root, replaced
+    )
+
+
+def _unfinished(run: RunResult) -> str | None:
+    """What an interrupted run's bundle lacks, or None: cells it never ran have no outcome a
+    maintainer could read. A run stopped before any attempt ended was packed with only
+    `wrote ...; rerun it with ...` said, an archive whose report shows nothing that failed."""
+    if not run.interrupted:
+        return None
+    not_run = sum(cell.verdict == "not-run" for cell in run.cells)
+    if not not_run:
+        return None
+    again = f"finish it first (reprospec run --resume {run.run_id}), then bundle it again"
+    if not_run == len(run.cells):
+        return (
+            "the run was interrupted before any attempt ended: the bundle holds its spec and "
+            f"files, but no outcome to show; {again}"
+        )
+    return (
+        f"the run was interrupted with {not_run} of {plural(len(run.cells), 'cell')} not run: "
+        f"the bundle's report shows only what ran; {again}"
     )
 
 
@@ -743,6 +766,20 @@ def _readme(
         f"Or unpack it and run the spec yourself: `{rerun}`.",
         "`report.md` is the bug report; `logs/cells/CELL/N/` holds attempt N of each cell.",
     ]
+    not_run = sum(cell.verdict == "not-run" for cell in run.cells) if run.interrupted else 0
+    if not_run:
+        # The recipient reads report.md first: that it shows no outcome is the run's, not
+        # the program's (a stop before any attempt ended).
+        lines.append(
+            "The run was interrupted before it ended: "
+            + (
+                "no attempt had ended, so report.md shows no outcome"
+                if not_run == len(run.cells)
+                else f"{not_run} of {plural(len(run.cells), 'cell')} were not run, "
+                "and report.md shows only what ran"
+            )
+            + "; `reprospec run` of the bundle runs its cells again."
+        )
     if interrupted:
         lines.append(
             f"`logs/cells/CELL/N{INTERRUPTED}/` holds what attempt N wrote before its run was "

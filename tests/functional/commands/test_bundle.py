@@ -967,3 +967,67 @@ def test_a_script_named_after_a_cd_goes_along_and_the_bundle_verifies(
         "sub/data.csv",
         "sub/x.py",
     ]
+
+
+def test_the_bundle_of_an_interrupted_run_says_what_it_lacks(cli: Cli, tmp_path: Path) -> None:
+    """A run stopped before any attempt ended was bundled with only `wrote ...; rerun it
+    with ...` said: an archive whose report shows no outcome. The sender is told to finish
+    the run first, and the recipient's README says why report.md shows none."""
+    import sys
+
+    from tests.support.cli import interrupt_when
+
+    started = tmp_path / "started"
+    (tmp_path / "slow.yaml").write_text(
+        "reprospec: 1\nname: slow\nmatrix: {n: [1, 2]}\n"
+        f"command: python -c \"open({str(started)!r}, 'w'); import time; time.sleep(60)\"\n"
+        "run: {timeout: 90s}\nexpect: {outcome: hang}\n"
+    )
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "reprospec", "run", str(tmp_path / "slow.yaml")]
+    stopped = interrupt_when([*argv, "--out", str(out)], started.exists)
+    assert stopped.code == 130, stopped.stderr
+    archive = tmp_path / "slow.tar.gz"
+    packed = _bundle(cli, archive, out)
+    assert packed.code == 0, packed.stderr
+    (run_id,) = [p.name for p in (out / "runs").iterdir()]
+    assert (
+        "reprospec: warning: the run was interrupted before any attempt ended: the bundle "
+        "holds its spec and files, but no outcome to show; finish it first (reprospec run "
+        f"--resume {run_id}), then bundle it again"
+    ) in packed.stderr
+    with tarfile.open(archive) as tar:
+        readme = _read(tar, f"{run_id}/README.md")
+    assert "no attempt had ended, so report.md shows no outcome" in readme
+
+
+def test_the_bundle_of_a_run_interrupted_midway_says_its_report_is_partial(
+    cli: Cli, tmp_path: Path
+) -> None:
+    import sys
+
+    from tests.support.cli import interrupt_when
+
+    started = tmp_path / "started"
+    code = (
+        "import sys, time; n = int(sys.argv[1]); "
+        f"n == 2 and open({str(started)!r}, 'w'); time.sleep(60 if n == 2 else 0)"
+    )
+    (tmp_path / "half.yaml").write_text(
+        "reprospec: 1\nname: half\nmatrix: {n: [1, 2]}\n"
+        f"command: [python, -c, {json.dumps(code)}, '${{{{ matrix.n }}}}']\n"
+        "run: {timeout: 90s}\nexpect: {outcome: hang}\n"
+    )
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "reprospec", "run", str(tmp_path / "half.yaml"), "-j", "1"]
+    stopped = interrupt_when([*argv, "--out", str(out)], started.exists)
+    assert stopped.code == 130, stopped.stderr
+    packed = _bundle(cli, tmp_path / "half.tar.gz", out)
+    assert packed.code == 0, packed.stderr
+    assert (
+        "the run was interrupted with 1 of 2 cells not run: the bundle's report shows only "
+        "what ran; finish it first"
+    ) in packed.stderr, packed.stderr
+    with tarfile.open(tmp_path / "half.tar.gz") as tar:
+        readme = _read(tar, f"{tar.getnames()[0].split('/')[0]}/README.md")
+    assert "1 of 2 cells were not run, and report.md shows only what ran" in readme
