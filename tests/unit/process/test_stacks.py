@@ -38,6 +38,24 @@ def test_the_sitecustomizes_own_frames_are_left_out_and_every_other_line_kept() 
     assert without_our_frames(own) == own
 
 
+# A real stack read from a core by gdb (`line 577, in __init__`, a comma where faulthandler
+# has none): a forked DataLoader worker's, which holds the frames of its parent's start of
+# it, the sitecustomize's wrapper of Popen.__init__ among them (nu74).
+FROM_CORE = (DATA / "stacks" / "dataloader-worker-from-core.stack.txt").read_text()
+
+
+def test_the_sitecustomizes_frame_is_left_out_of_a_stack_read_from_a_core() -> None:
+    cleaned = without_our_frames(FROM_CORE)
+    assert "sitecustomize.py" not in cleaned
+    kept = [line for line in FROM_CORE.split("\n") if "stackdump/sitecustomize.py" not in line]
+    assert cleaned.split("\n") == kept
+    assert len(kept) == len(FROM_CORE.split("\n")) - 1
+    assert (
+        ', line 19, in __init__\n  File "/root/.pyenv/versions/3.11.7/lib/python3.11/multi'
+        'processing/context.py", line 281, in _Popen' in cleaned
+    )
+
+
 # A real dump of a preloaded attempt (run.preload): its program deadlocked two threads,
 # the main thread joining them, all under the fork server's three frames.
 PRELOADED = (DATA / "stacks" / "preload-thread-deadlock.stack.txt").read_text()
