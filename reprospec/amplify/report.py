@@ -102,6 +102,15 @@ class AmplifyReport:
 
 # What an arm the search never ran reads as, in the answer and amplify.md.
 NOT_TRIED = "not tried (the search ended before it)"
+# The same where the search was stopped (Ctrl-C): it did not end, and the rerun resumes it.
+NOT_TRIED_YET = "not tried yet (the search was interrupted before it)"
+
+
+def not_tried(result: AmplifyResult) -> str:
+    """An arm without a rate: never tried because the search ended, or not yet, because it
+    was interrupted (the base of a search stopped in its first round read `the search ended
+    before it`, beside `interrupted; run the same command again to resume`)."""
+    return NOT_TRIED_YET if result.status == "interrupted" else NOT_TRIED
 
 
 def interval(rate: Rate) -> str:
@@ -246,7 +255,7 @@ def text(found: AmplifyReport) -> str:
             extra.append(f"{tally.infra} not run: {arm.infra_reason}")
         # An arm the search ended before (a base that fails in every attempt, a budget
         # spent) has no rate: `0/0 (95% CI 0.00-1.00)` read as a measurement.
-        measured = rate_phrase(arm.rate) if arm.rate.attempts or tally.infra else NOT_TRIED
+        measured = rate_phrase(arm.rate) if arm.rate.attempts or tally.infra else not_tried(result)
         if result.base_for(arm) is not result.base:
             extra.append(f"ran fresh, judged against {result.base_for(arm).arm.label}")
         lines.append(f"  {arm.arm.label}: {measured}" + (f"; {'; '.join(extra)}" if extra else ""))
@@ -296,7 +305,7 @@ def markdown(found: AmplifyReport) -> str:
     ]
     for arm in result.arms:
         if not arm.rate.attempts and not arm.tally.infra:
-            lines.append(f"| {arm.arm.label} | {NOT_TRIED} | – | – | – |")
+            lines.append(f"| {arm.arm.label} | {not_tried(result)} | – | – | – |")
             continue
         lines.append(
             f"| {arm.arm.label} | {arm.rate.matched}/{arm.rate.attempts} "

@@ -762,3 +762,29 @@ def _arguments(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return ""
+
+
+def test_amplify_stopped_before_any_attempt_ended_says_its_arms_are_not_tried_yet(
+    tmp_path: Path,
+) -> None:
+    # Stopped in its first round, every arm read `not tried (the search ended before it)`
+    # beside `interrupted; run the same command again to resume`: the search had not
+    # ended, and the rerun tries them (nu74).
+    started = tmp_path / "started"
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: s\n"
+        f"command: \"sh -c 'touch {started}; sleep 60; exit 3'\"\n"
+        "expect: {outcome: error, exit_code: 3}\n"
+    )
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "reprospec", "amplify", str(spec), "--out", str(out)]
+    done = interrupt_when(argv, started.exists, wait_s=60)
+    assert done.code == 130, done.stdout + done.stderr
+    arms = [line for line in done.stdout.splitlines() if line.startswith("  ")]
+    assert arms, done.stdout
+    assert "the search ended before it" not in done.stdout
+    for line in arms:
+        assert line.endswith(": not tried yet (the search was interrupted before it)"), line
+    report = next((out / "amplify").glob("*/amplify.md")).read_text()
+    assert "| base | not tried yet (the search was interrupted before it) |" in report
