@@ -197,8 +197,11 @@ def outcome_phrase(
     if outcome.exception and outcome.kind != "crash":
         # A worker crash surfaces as a RuntimeError in the main process: the signal is the news.
         parts.append(outcome.exception)
-    elif outcome.last_traceback is not None and outcome.kind != "crash":
-        # Printed, but the process went on (a handled exception it logged, a child's).
+    elif outcome.last_traceback is not None and outcome.kind in ("error", "pass"):
+        # Printed, but the process went on (a handled exception it logged, a child's) and
+        # exited its own way. Not a hang's: `hang (last traceback: PermissionError)` named a
+        # child's error, ended long before, as the hang, where its process slept on in its
+        # own code (nu74); the report says where it hung and quotes the traceback apart.
         parts.append(f"(last traceback: {outcome.last_traceback.type})")
     if message:
         parts.append(repr(shorten(outcome.message.splitlines()[0], 60)) if outcome.message else "")

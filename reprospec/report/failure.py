@@ -47,6 +47,9 @@ class OtherFailure(TypedDict):
     outcome: str
     # Some attempt of this signature matched its cell's expect (an expected second failure).
     expected: bool
+    # `Not expected`, `Expected as well`, or, where its cells were observed (`--observe`:
+    # nothing expected, so every attempt matches), `Also seen`.
+    heading: str
     cells: int
     cell: str
     attempt: int
@@ -356,10 +359,16 @@ def other_failures(run: RunResult, short: Callable[[str], str] = str) -> list[Ot
         cell, attempt, outcome = seen[0]
         log = short(attempt.excerpt or "")
         message = short(clean_log(outcome.message or "").strip())
+        observed = all(c.verdict == "observed" for c, _, _ in seen)
         out.append(
             {
                 "outcome": short(outcome_phrase(outcome, pid=False)),
                 "expected": expected,
+                "heading": "Also seen"
+                if observed
+                else "Expected as well"
+                if expected
+                else "Not expected",
                 "cells": len({c.cell.id for c, _, _ in seen}),
                 "cell": cell.cell.id,
                 "attempt": attempt.attempt,

@@ -189,6 +189,44 @@ def test_crashes_of_two_children_are_two_outcomes_each_naming_its_own(
     headline = report.split("\n**", 1)[1].split("**\n", 1)[0]
     assert "a_child.py) in 1, " in headline, headline
     assert "b_child.py) in 1" in headline, headline
+    # Observed, nothing was expected: the other crash is `Also seen` (it read `Expected as
+    # well`, since an observed attempt matches anything: nu74).
+    assert "\n### Also seen: `crash SIGSEGV (child: " in report, report
+    assert "Expected as well" not in report
+
+
+HANG_AFTER_A_CHILDS_ERROR = """\
+import subprocess, sys, time
+subprocess.run([sys.executable, "-c", "raise PermissionError('no access to /dev/shm')"])
+time.sleep(600)
+"""
+
+
+def test_a_hang_is_not_named_by_a_traceback_a_finished_child_printed(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """nu74: every observed cell read `hang (last traceback: PermissionError)`, a child's
+    error that ended long before, while the program slept on at its line 3; the user took
+    the child's error for the cause. The hang is `hang`; the report says where it hung and
+    quotes the traceback apart, as one the process went on from."""
+    (tmp_path / "hangkid.py").write_text(HANG_AFTER_A_CHILDS_ERROR)
+    spec = tmp_path / "hang.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: hangkid\nmatrix: {threads: ['1', '4']}\n"
+        "environment: {workdir: ., env: {OMP_NUM_THREADS: '${{ matrix.threads }}'}}\n"
+        "command: python hangkid.py\nrun: {timeout: 2s}\n"
+    )
+    result = cli("run", str(spec), "-j", "2")
+    assert result.code == 0, result.stderr
+    assert "hang in every cell (2 attempts)" in result.stdout, result.stdout
+    assert "PermissionError" not in result.stdout
+    report = (result.latest_run() / "report.md").read_text()
+    assert "**Observed 2 cells: hang in 2**" in report, report
+    assert "was in `hangkid.py:3 in <module>`" in report
+    assert (
+        "did not end the process (an exception it handled and logged, or a child process's): "
+        "`PermissionError: no access to /dev/shm`"
+    ) in report
 
 
 def test_a_judged_report_names_each_crashed_child(cli: Cli, tmp_path: Path) -> None:

@@ -475,7 +475,10 @@ def test_a_traceback_the_process_went_on_from_is_only_the_last_one_printed(
     hang = classify(execution_in_with(tmp_path, LOGGED, None, timed_out=True))
     assert isinstance(hang, Outcome)
     assert (hang.kind, hang.exception, hang.message) == ("hang", None, None)
-    assert outcome_phrase(hang) == "hang (last traceback: KeyError)"
+    assert hang.last_traceback == ChainLink("KeyError", "'missing'")
+    # Not in its words: a traceback the process went on from says nothing of where it hung
+    # (`hang (last traceback: PermissionError)` named a child's, ended long before: nu74).
+    assert outcome_phrase(hang) == "hang"
     uncaught = b"Traceback (most recent call last):\n  File \"u.py\", line 1\nKeyError: 'missing'\n"
     ended = classify(recorded_execution(tmp_path, uncaught, 1, harness=False))
     assert isinstance(ended, Outcome)
