@@ -406,11 +406,14 @@ def _capture(
         volatile=tuple(dict.fromkeys((str(runs), str(runs.resolve()), *bins))),
         secrets=secret_values(proposal.secret_env),
     )
-    if observed.outcome is not None and observed.outcome.kind in ("crash", "error"):
-        # Where it died, or where its exception was raised (its traceback's frame).
+    if observed.outcome is not None and observed.outcome.kind in ("crash", "error", "hang"):
+        # Where it died, where its exception was raised (its traceback's frame), or where it
+        # hung (its stacks, the main process's first: the title read `omp.py: hang`).
         stacks = (
             (a.stack or faulthandler_stack(attempt_output(run_dir, a)))
             if observed.outcome.kind == "crash"
+            else a.stack
+            if observed.outcome.kind == "hang"
             else traceback_stack(attempt_output(run_dir, a))
             for a in attempts
             if a.ran and a.ran.signature == observed.signature
@@ -1218,7 +1221,12 @@ def _title(
         # `main.py: hang`, a report's headline that said nothing of the import. Not a
         # `where`: no other process's, so its phase is no "main loop" beside it.
         what += f" while importing {last_import}"
-    frame = f" in {observed.frame}" if observed.frame else ""
+    # A hang while importing is said by the import; after a child's death, by the child;
+    # in a worker, by the description (the frame read from the stacks is the main one's).
+    told = outcome.kind == "hang" and bool(
+        last_import or outcome.crashed_child is not None or outcome.where in ("worker", "child")
+    )
+    frame = f" in {observed.frame}" if observed.frame and not told else ""
     phase, step = expect.get("phase"), expect.get("step")
     if isinstance(phase, str) and is_test_id(phase):
         # pytest's test, by its node id: what a reader reruns alone, and where it failed.

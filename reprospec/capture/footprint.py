@@ -54,6 +54,14 @@ ENV_PREFIXES = (
 )
 
 
+# The comments of a relevant variable of the shell (ENV_PREFIXES) in the spec: as written
+# before the verify tests it (and where it cannot: a pass, a failure that did not come back;
+# it read "not shown needed", which a reader took for "shown not needed" of OMP_NUM_THREADS,
+# the whole cause of a hang), and as the verify found it.
+RELEVANT_UNTESTED = "your shell set it; not tested by a rerun without it"
+RELEVANT_NOT_NEEDED = "your shell set it; the failure came back without it"
+RELEVANT_UNTOLD = "your shell set it; reruns could not tell if it is needed"
+
 # PYTHON* variables that describe this machine's layout, not the program's behaviour.
 ENV_SKIPPED = frozenset(
     {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONPYCACHEPREFIX"}
@@ -376,8 +384,9 @@ def environment_lines(
             continue
         if name.startswith(ENV_PREFIXES):
             # Said, as a variable the failure needs is: a reader took `OPENBLAS_CORETYPE:
-            # Haswell` for a setting the failure was shown to need (no rerun leaves it out).
-            lines[name] = _env_line(name, environ[name], "your shell set it; not shown needed")
+            # Haswell` for a setting the failure was shown to need. The verify tests it where
+            # the failure came back (verify.py `_relevant`) and says what it found.
+            lines[name] = _env_line(name, environ[name], RELEVANT_UNTESTED)
     for name in ("LC_ALL", "LC_CTYPE", "LANG"):
         locale = environ.get(name, "")
         if name not in lines and locale and not _UTF8.search(locale):
@@ -449,12 +458,16 @@ def needed_lines(
     on each was then false of most (a container's name, CA paths). `subject`: what needs
     them, "the pass" where the command passed and crashed without them."""
     kept = [name for name in names if name in environ]
-    comment = (
-        f"your shell set it: {subject} needs it"
-        if minimal
-        else f"your shell set it: one or more of these {len(kept)} is needed; not narrowed further"
-    )
+    comment = needed_comment(minimal, len(kept), subject)
     return tuple(_env_line(name, environ[name], comment) for name in kept)
+
+
+def needed_comment(minimal: bool, count: int, subject: str = "the failure") -> str:
+    """The comment of a variable of the shell the reruns found needed (`minimal`: each one
+    left out alone kept the failure away), or one of `count` not narrowed further."""
+    if minimal:
+        return f"your shell set it: {subject} needs it"
+    return f"your shell set it: one or more of these {count} is needed; not narrowed further"
 
 
 def _env_line(name: str, value: str, comment: str) -> EnvLine:

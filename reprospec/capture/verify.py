@@ -33,7 +33,11 @@ from reprospec.capture.alsoseen import came_back
 from reprospec.capture.footprint import (
     HIDE_INSTALLS_VAR,
     RECORD_IMPORTS_VAR,
+    RELEVANT_NOT_NEEDED,
+    RELEVANT_UNTESTED,
+    RELEVANT_UNTOLD,
     LocalInstall,
+    needed_comment,
     needed_lines,
     shell_only,
 )
@@ -240,6 +244,47 @@ def verify(
                     "os.path.exists, and what a program other than Python reads are not "
                     "seen); name it in the spec's `files`"
                 )
+    # Not the interpreter's own PYTHON* knobs: PYTHONUNBUFFERED alone changes when a hang's
+    # progress reaches the engine (its signature with it), and a hang's rerun waits its
+    # whole timeout; they stay "not tested".
+    relevant = tuple(
+        line.name
+        for line in draft.env
+        if line.comment == RELEVANT_UNTESTED and not line.name.startswith("PYTHON")
+    )
+    if done.verified and signature != "pass" and relevant:
+        # The relevant variables the spec writes as the shell set them were in every rerun
+        # above: OMP_NUM_THREADS=4, a hang's whole cause, was written "not shown needed".
+        base = [n for n in own if n not in needed]
+        tests = [0]
+
+        def kept_only(kept: Sequence[str]) -> bool:
+            """The copy rerun with only `kept` of them (the spec's lines and the shell's)."""
+            tests[0] += 1
+            if say is not None:
+                shown = f" ({_names(kept)})" if kept else ""
+                say(
+                    f"reprospec: testing your shell's relevant variables, rerun {tests[0]}: "
+                    f"with {len(kept)} of the {len(relevant)}{shown}"
+                )
+            trial = replace(
+                draft, env=tuple(x for x in draft.env if x.name not in relevant or x.name in kept)
+            )
+            spec_path.write_text(render_spec(trial), encoding="utf-8")
+            left = [*base, *(n for n in relevant if n not in kept)]
+            return _rerun_copied(
+                run_spec, spec_path, workdir, repeat, signature, left, reads, linked, hide, wait
+            ).verified
+
+        if say is not None:
+            say(relevant_line(relevant, repeat))
+        try:
+            draft, said = _relevant(draft, relevant, kept_only, again)
+        finally:
+            # Each rerun wrote the spec without some of them: a stop (Ctrl-C) mid-way
+            # leaves it whole, as the verify ran it.
+            spec_path.write_text(render_spec(draft), encoding="utf-8")
+        lines.append(said)
     left_out = [name for name in own if name not in ran_with]
     without = f" (without {_names(left_out)} of your shell)" if left_out else ""
     if hidden:
@@ -372,6 +417,73 @@ def rerun_line(number: int, most: int, kept: Sequence[str], count: int) -> str:
     with_ = f"with {len(kept)} of your shell's {count} variables"
     return f"reprospec: narrowing, rerun {number} of at most {most}: {with_}" + (
         f" ({_names(kept)})" if kept else ""
+    )
+
+
+def relevant_line(names: Sequence[str], repeat: int) -> str:
+    """What testing the spec's relevant variables is about to do (each step a whole rerun)."""
+    them = "it" if len(names) == 1 else "them"
+    return (
+        f"reprospec: the failure came back with the spec as written: checking whether it needs "
+        f"{_names(names)} as your shell sets {them}, by a rerun without {them} (more where "
+        f"it does not come back), each of {plural(repeat, 'attempt')}"
+    )
+
+
+def _relevant(
+    draft: Draft, names: Sequence[str], comes_back: Callable[[Sequence[str]], bool], again: str
+) -> tuple[Draft, str]:
+    """`draft` with each of the relevant variables `names` (ENV_PREFIXES: OMP_*, CUDA_*, ...)
+    said as the reruns found it, and the line that says so. `comes_back(kept)`: the failure
+    came back in a rerun with only `kept` of them. The failure needs a variable only where
+    it did not come back without it, made once more (`_not_shown_needed`), as for the
+    shell's other variables; where it came back without them all, none is needed."""
+    if comes_back(()):
+        said = (
+            f"the failure came back without {_names(names)} of your shell ({len(names)}): "
+            "none of them is needed; the spec still sets them as your shell does"
+        )
+        return _commented(draft, names, (), RELEVANT_NOT_NEEDED), said
+    found = Needed(tuple(names), True, 0) if len(names) == 1 else narrow(names, comes_back)
+    why = _not_shown_needed(found, names, "failure", comes_back)
+    if why:
+        said = (
+            f"it did not come back once without {_names(names)} of your shell, but {why}: "
+            "the reruns could not tell which it needs (a failure that comes and goes misses "
+            "reruns by chance); the spec sets them all as your shell does; " + _capture_again(again)
+        )
+        return _commented(draft, names, (), RELEVANT_UNTOLD), said
+    vary = found.names[0]
+    said = (
+        _needs(found)
+        + f"; to see it vary, run the spec with a matrix over it, as `matrix: {{{_axis(vary)}: "
+        f"[...]}}` and `{vary}: ${{{{ matrix.{_axis(vary)} }}}}` in environment.env"
+    )
+    comment = needed_comment(found.minimal, len(found.names))
+    return _commented(draft, names, found.names, RELEVANT_NOT_NEEDED, comment), said
+
+
+def _axis(name: str) -> str:
+    """A matrix axis for a variable: `OMP_NUM_THREADS` -> `omp_num_threads`."""
+    return name.lower()
+
+
+def _commented(
+    draft: Draft,
+    names: Sequence[str],
+    needed: Sequence[str],
+    others: str,
+    comment: str = "",
+) -> Draft:
+    """`draft` with the lines of `names` commented: `comment` on `needed`, `others` else."""
+    return replace(
+        draft,
+        env=tuple(
+            line
+            if line.name not in names
+            else replace(line, comment=comment if line.name in needed else others)
+            for line in draft.env
+        ),
     )
 
 

@@ -259,6 +259,8 @@ def test_a_hang_under_timeout_is_captured_as_the_hang_at_its_bound(
     assert document["command"] == "python hang.py"
     assert document["run"] == {"timeout": "2s"}
     assert document["expect"] == {"outcome": "hang"}
+    # Where it hung, as a crash's title names its frame: it read `hang.py: hang` (nu74).
+    assert document["title"] == "hang.py: hang in <module> (hang.py:4)"
     text = (workdir / "spec.yaml").read_text()
     assert "# Written by `reprospec capture -- timeout -k 1 2 python hang.py`" in text
     assert "# `timeout -k 1 2` of the command is the run's timeout (2s)" in text
@@ -284,6 +286,8 @@ def test_a_hang_stuck_in_a_dataloader_worker_is_expected_there(cli: Cli, tmp_pat
     )
     spec = load_spec(str(workdir / "spec.yaml"))
     assert spec.document["expect"] == {"outcome": "hang", "where": "worker"}
+    # The worker's frame is the description's; the stacks' first is the main process's.
+    assert spec.document["title"] == "train.py: hang in a DataLoader worker"
     text = (workdir / "spec.yaml").read_text()
     assert "where: worker  # the hang is stuck in a DataLoader worker fetching an item" in text
     # Its frame is named as the report names it: the description read `in
@@ -1347,6 +1351,65 @@ def test_a_variable_of_the_shell_the_failure_needs_goes_into_the_spec(
         "run", str(workdir / "spec.yaml"), "--out", str(tmp_path / "out"), env={"USE_NATIVE": ""}
     )
     assert rerun.code == 0, rerun.stdout + rerun.stderr
+
+
+def test_a_relevant_variable_of_the_shell_is_tested_and_said_as_found(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The variables capture writes as relevant (OMP_*, CUDA_*, PYTHON*...) were in every
+    # rerun: OMP_NUM_THREADS=4, the whole cause of a hang, was written `# your shell set it;
+    # not shown needed`, beside PYTHONUNBUFFERED's same words (nu74). Now the verify reruns
+    # without them, narrows to those the failure needs, and says each as it found it.
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "omp.py").write_text(
+        "import os, sys\n"
+        "if os.environ.get('OMP_NUM_THREADS') == '4':\n"
+        "    sys.exit('deadlock stand-in: 4 threads')\n"
+    )
+    shell = {"OMP_NUM_THREADS": "4", "MKL_NUM_THREADS": "2", "PYTHONUNBUFFERED": "1"}
+    result = capture(cli, workdir, "python", "omp.py", env=shell)
+    assert (
+        "the failure needs OMP_NUM_THREADS as your shell sets it: it did not come back without "
+        "it, and the spec now sets it (environment.env); to see it vary, run the spec with a "
+        "matrix over it, as `matrix: {omp_num_threads: [...]}` and `OMP_NUM_THREADS: "
+        "${{ matrix.omp_num_threads }}` in environment.env"
+    ) in result.stdout, result.stdout
+    assert "testing your shell's relevant variables, rerun 1: with 0 of the " in result.stderr
+    assert "verdict reproduced" in result.stdout, result.stdout
+    text = (workdir / "spec.yaml").read_text()
+    assert "OMP_NUM_THREADS: '4'  # your shell set it: the failure needs it\n" in text, text
+    assert "MKL_NUM_THREADS: '2'  # your shell set it; the failure came back without it\n" in text
+    assert "not shown needed" not in text
+    # The interpreter's own knobs are not tested, and said so.
+    untested = "PYTHONUNBUFFERED: '1'  # your shell set it; not tested by a rerun without it"
+    assert untested in text, text
+    testing = [
+        line
+        for line in result.stderr.splitlines()
+        if "checking whether it needs" in line or "relevant variables" in line
+    ]
+    assert testing, result.stderr
+    assert not [line for line in testing if "PYTHON" in line], testing
+    # The spec as written reproduces in a shell that sets none of them.
+    rerun = cli(
+        "run", str(workdir / "spec.yaml"), "--out", str(tmp_path / "out2"),
+        env={"OMP_NUM_THREADS": "", "MKL_NUM_THREADS": ""},
+    )  # fmt: skip
+    assert rerun.code == 0, rerun.stdout + rerun.stderr
+
+
+def test_relevant_variables_the_failure_came_back_without_are_said_so(
+    cli: Cli, tmp_path: Path
+) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "boom.py").write_text("raise ValueError('always')\n")
+    result = capture(cli, workdir, "python", "boom.py", env={"OMP_NUM_THREADS": "4"})
+    assert "the failure came back without OMP_NUM_THREADS" in result.stdout, result.stdout
+    assert "none of them is needed; the spec still sets them as your shell does" in result.stdout
+    text = (workdir / "spec.yaml").read_text()
+    assert "OMP_NUM_THREADS: '4'  # your shell set it; the failure came back without it\n" in text
 
 
 def test_two_variables_of_the_shell_needed_together_are_narrowed_to_the_pair(

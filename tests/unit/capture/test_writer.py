@@ -61,7 +61,7 @@ def test_variables_that_matter_are_kept_and_secrets_are_read_back_never_written(
     assert lines["OMP_NUM_THREADS"].value == "1"
     # This shell's own, written as it had them, say so: no rerun left them out (they read
     # as settings the failure was shown to need); the command line's say theirs.
-    assert lines["NCCL_DEBUG"].comment == "your shell set it; not shown needed"
+    assert lines["NCCL_DEBUG"].comment == "your shell set it; not tested by a rerun without it"
     assert lines["OMP_NUM_THREADS"].comment == "set on the command line"
     # A locale other than UTF-8 is written (the verify keeps the shell's, so a failure that
     # needs it verified here and passed in a reader's UTF-8 shell); a UTF-8 one is not.
