@@ -301,9 +301,7 @@ def _unfinished(run: RunResult) -> str | None:
     """What an interrupted run's bundle lacks, or None: cells it never ran have no outcome a
     maintainer could read. A run stopped before any attempt ended was packed with only
     `wrote ...; rerun it with ...` said, an archive whose report shows nothing that failed."""
-    if not run.interrupted:
-        return None
-    not_run = sum(cell.verdict == "not-run" for cell in run.cells)
+    not_run = _not_run(run)
     if not not_run:
         return None
     again = f"finish it first (reprospec run --resume {run.run_id}), then bundle it again"
@@ -316,6 +314,11 @@ def _unfinished(run: RunResult) -> str | None:
         f"the run was interrupted with {not_run} of {plural(len(run.cells), 'cell')} not run: "
         f"the bundle's report shows only what ran; {again}"
     )
+
+
+def _not_run(run: RunResult) -> int:
+    """The cells an interrupted run never reached (0 for a run that was not interrupted)."""
+    return sum(cell.verdict == "not-run" for cell in run.cells) if run.interrupted else 0
 
 
 def _replaced(
@@ -766,7 +769,7 @@ def _readme(
         f"Or unpack it and run the spec yourself: `{rerun}`.",
         "`report.md` is the bug report; `logs/cells/CELL/N/` holds attempt N of each cell.",
     ]
-    not_run = sum(cell.verdict == "not-run" for cell in run.cells) if run.interrupted else 0
+    not_run = _not_run(run)
     if not_run:
         # The recipient reads report.md first: that it shows no outcome is the run's, not
         # the program's (a stop before any attempt ended).
