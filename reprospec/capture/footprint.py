@@ -22,6 +22,7 @@ from pathlib import Path
 from reprospec.capture.toggles import Proposal
 from reprospec.capture.writer import EnvLine
 from reprospec.core.frozen import frozen
+from reprospec.core.pythonargs import is_python, python_program
 from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult
 from reprospec.plan.pyimports import parse_imports, read_imports
@@ -294,20 +295,10 @@ def _program_words(argv: Sequence[str]) -> list[str]:
     words = program_words(argv)
     if not words:
         return []
-    if not _PYTHON.match(Path(words[0]).name):
+    if not is_python(words[0]):
         return ["--program", Path(words[0]).name]
-    index = 1
-    while index < len(words) - 1:
-        word = words[index]
-        if word == "-m":
-            return ["--module", words[index + 1]]
-        if not word.startswith("-") or word == "-c":
-            break
-        index += 2 if word in ("-X", "-W", "-Q") else 1  # `-X dev -m pkg`: dev is -X's
-    return []
-
-
-_PYTHON = re.compile(r"^python(?:\d(?:\.\d+)?)?$")
+    found = python_program(words[1:])
+    return ["--module", found.target] if found.kind == "module" and found.target else []
 
 
 # Reading the metadata of an environment takes well under a second.
@@ -666,24 +657,10 @@ def _command_code(argv: Sequence[str]) -> str | None:
     """The `-c` code of the command, where its program (past its wrappers) is Python run
     with `-c` (`python -u -c CODE`, `python -uc CODE`); None otherwise."""
     words = program_words(argv)
-    if not words or not _PYTHON.match(Path(words[0]).name):
+    if not words or not is_python(words[0]):
         return None
-    index = 1
-    while index < len(words):
-        word = words[index]
-        if not word.startswith("-") or word.startswith("--") or word == "-":
-            return None  # its script, `--`, stdin: no `-c`
-        for at, flag in enumerate(word[1:], start=2):
-            if flag == "c":
-                following = words[index + 1] if index + 1 < len(words) else None
-                return word[at:] or following
-            if flag == "m":
-                return None
-            if flag in "WX":  # `-W ignore`, `-Xdev`: the rest, or the next word, is its value
-                index += 0 if word[at:] else 1
-                break
-        index += 1
-    return None
+    found = python_program(words[1:])
+    return found.target if found.kind == "code" else None
 
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')

@@ -19,6 +19,7 @@ from dataclasses import field, replace
 
 from reprospec.capture.envblock import Machine, parse_machine
 from reprospec.core.frozen import frozen
+from reprospec.core.pythonargs import is_python
 from reprospec.core.signals import (
     canonical_signal,
     exit_status_signal,
@@ -198,7 +199,6 @@ _PROGRAMS = (
 # `C:\proj>python train.py`: their paths' backslashes are the reader's slashes (shlex took
 # `.\train.py` for `.train.py`).
 _WINDOWS_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:PS )?[A-Za-z]:\\[^>\n]*> *(?P<command>.+)$")
-_PYTHON_PROGRAM = re.compile(r"^python(?:\d(?:\.\d+)?)?$")
 _VERSIONED_PYTHON = re.compile(r"^python(?P<version>3\.\d+)$")
 # Where a frame's function or file says what a training program was doing.
 _PHASE_FRAMES = (
@@ -836,7 +836,7 @@ def _launches(words: list[str], script: str) -> bool:
         return False
     before = words[: words.index(script)]
     program = before[0].rsplit("/", 1)[-1] if before else ""
-    return bool(before) and (not _PYTHON_PROGRAM.match(program) or "-m" in before)
+    return bool(before) and (not is_python(program) or "-m" in before)
 
 
 def _nearest_before(commands: list[tuple[int, str]], failed_at: int | None) -> list[str]:
@@ -923,7 +923,7 @@ def _program(words: list[str]) -> str:
     if index is None:
         return ""
     name = words[index].rsplit("/", 1)[-1]
-    return "python" if _PYTHON_PROGRAM.match(name) else name
+    return "python" if is_python(name) else name
 
 
 def _program_at(words: list[str]) -> int | None:
@@ -954,7 +954,7 @@ def _run_python(command: str, said: str | None) -> tuple[str, str | None]:
     name = word.rsplit("/", 1)[-1]
     versioned = _VERSIONED_PYTHON.match(name)
     version = versioned["version"] if versioned else None
-    if not _PYTHON_PROGRAM.match(name) or (word == name and version is None):
+    if not is_python(name) or (word == name and version is None):
         return command, None  # not Python, or `python`/`python3` as a spec writes it
     if version is not None and said is not None and version != said:
         return command, None

@@ -24,6 +24,7 @@ from reprospec.capture.optionarity import MANY, Arity, ParserOptions
 from reprospec.core.expr import render
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.pythonargs import is_python, python_program
 from reprospec.core.redact import (
     looks_like_credential,
     looks_secret,
@@ -51,9 +52,6 @@ _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
 # The `env` program (ENV_PROGRAM): with no option of its own, its assignments are the
 # command's leading variables; with options (`-i`, `-u NAME`), it is kept as written
 # (`_env_words`), as it is after a wrapper (`timeout 5 env -i`: plan/wrappers.py).
-_PYTHON = re.compile(r"^python(?:\d(?:\.\d+)?)?$")
-# Interpreter options that take a value (`-X faulthandler`, `-W error`).
-_PYTHON_VALUE_OPTIONS = ("-X", "-W", "-Q")
 # Text that would need quoting in a shell: such a value is written inside single quotes.
 _SHELL_SAFE = re.compile(r"^[\w@%+=:,./-]*$")
 
@@ -579,21 +577,10 @@ def _program_args_start(words: list[str]) -> int:
         # script an axis); `bash -x run.sh --lr 0.1`: the script's own, past its name.
         script = script_operand(words)
         return words.index(script, 1) + 1 if script is not None else len(words)
-    if not _PYTHON.match(program):
+    if not is_python(program):
         return 1
-    index = 1
-    while index < len(words):
-        word = words[index]
-        if word in ("-m", "-c"):
-            return min(index + 2, len(words))
-        if word in _PYTHON_VALUE_OPTIONS:
-            index += 2
-            continue
-        if word.startswith("-") and len(word) > 1:
-            index += 1
-            continue
-        return index + 1  # the script
-    return index
+    # Past the interpreter's own options and its program (`-m pkg`, `-c CODE`, a script).
+    return 1 + python_program(words[1:]).end
 
 
 # pytest's short options that take no value (-q, -v, -x, -s, -l); -k, -m, -p, -n take one.

@@ -22,6 +22,7 @@ time that nothing said.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
@@ -29,6 +30,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from reprospec.core.frozen import frozen
+from reprospec.core.pythonargs import is_python, python_program
 from reprospec.plan.pyimports import Imports, parse_imports
 from reprospec.plan.shellwords import (
     MAX_PARSE_BYTES,
@@ -40,7 +42,6 @@ from reprospec.plan.shellwords import (
 from reprospec.plan.wrappers import program_start
 
 # A Python interpreter by its file name: python, python3, python3.11.
-_PYTHON = re.compile(r"python[0-9.]*")
 # The characters of the shell's operators, newline among them (see _commands): a run of
 # them (`;\n`, `&&`, `|`) ends one command, bar a redirection's `<` and `>`.
 _OPERATOR = frozenset("();<>|&\n")
@@ -48,10 +49,6 @@ _OPERATOR = frozenset("();<>|&\n")
 _BEFORE = frozenset(
     {"if", "then", "elif", "else", "while", "until", "do", "!", "{", "time", "exec", "nohup"}
 )
-# Python's options that take the next word (`-W ignore`, `-X dev`), and those with which it
-# runs no program.
-_PYTHON_ARGUMENT = frozenset("WX")
-_NO_PROGRAM = frozenset({"-V", "--version", "-VV", "-h", "--help", "-?"})
 # Programs that name another without running it.
 _NOT_RUN = frozenset({"echo", "printf", "which", "type", "hash", "whereis"})
 # How deep `bash -c "sh -c '...'"` is read, as the command's own words are.
@@ -150,7 +147,7 @@ class _Reader:
                 name = Path(words[index]).name
                 if name == "torchrun":
                     self.modules.add("torch")
-                elif _PYTHON.fullmatch(name):
+                elif is_python(name):
                     self.python(words[index + 1 :])
                 elif name in SHELLS:
                     self.shell(words[index:], depth)
@@ -160,33 +157,18 @@ class _Reader:
 
     def python(self, args: list[str]) -> None:
         """An interpreter's arguments: its options, then the program (`-c`, `-m`, a file)."""
-        index = 0
-        while index < len(args):
-            word = args[index]
-            following = args[index + 1] if index + 1 < len(args) else None
-            if word in _NO_PROGRAM:
-                return  # `python --version`: it runs nothing
-            if word == "-" or set(word) <= {"<", ">"}:
-                break  # `python -`, `python <<EOF`: the program is its standard input
-            if not word.startswith("-") or word == "--":
-                self.file(following if word == "--" else word)
-                return
-            if word.startswith("--"):
-                index += 2 if word == "--check-hash-based-pycs" else 1
-                continue
-            for at, flag in enumerate(word[1:], start=2):  # `-u`, `-uc CODE`, `-W ignore`
-                rest = word[at:] or following
-                if flag == "c":
-                    self.reads.append(("`python -c` code", _code(rest)))
-                    return
-                if flag == "m":
-                    self.module(rest)
-                    return
-                if flag in _PYTHON_ARGUMENT:
-                    index += 0 if word[at:] else 1
-                    break
-            index += 1
-        self.unsure = "runs Python from its standard input (`python -`, a heredoc)"
+        # A redirection ends its words: `python <<EOF`, `python - < x.py` read standard input.
+        found = python_program(list(itertools.takewhile(lambda w: not set(w) <= {"<", ">"}, args)))
+        if found.kind == "nothing":
+            return  # `python --version`: it runs nothing
+        if found.kind == "script":
+            self.file(found.target)
+        elif found.kind == "code":
+            self.reads.append(("`python -c` code", _code(found.target)))
+        elif found.kind == "module":
+            self.module(found.target)
+        else:
+            self.unsure = "runs Python from its standard input (`python -`, a heredoc)"
 
     def file(self, word: str | None) -> None:
         if word is None:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
+from reprospec.core.pythonargs import is_python, python_program
 from reprospec.plan.wrappers import program_start
 from reprospec.spec.presets import PYTEST_NODE_ID
 
@@ -47,7 +48,6 @@ _E_LINE = Lazy(r"^E(?: +|$)")
 # `ValueError: message`, `torch.OutOfMemoryError: ...`: a class name (capitalised) and a colon.
 _TYPED = Lazy(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*): (?P<message>.*)$")
 _ERROR_TITLE = Lazy(r"^ERROR at (?:setup|teardown) of ")
-_PYTHON = Lazy(r"^python(?:\d+(?:\.\d+)*)?$")
 # Runners that start the program named after them.
 _WRAPPERS = ("uv", "poetry", "pdm", "pipenv", "hatch", "rye", "pipx")
 
@@ -239,19 +239,10 @@ def pytest_args_start(argv: Sequence[str]) -> int | None:
         program = program.partition(":")[2]
     if program in ("pytest", "py.test"):
         return index + 1
-    if not _PYTHON.match(program):
+    if not is_python(program):
         return None
-    at = index + 1
-    while at < len(words):
-        if words[at] == "-m":
-            return at + 2 if words[at + 1 : at + 2] == ["pytest"] else None
-        if words[at] == "-mpytest":
-            return at + 1
-        if not words[at].startswith("-"):
-            return None  # a script, or `-c`'s code
-        # Python's options of a value (`-X dev`, `-W error`): the value is no script.
-        at += 2 if words[at] in ("-X", "-W") else 1
-    return None
+    found = python_program(words[index + 1 :])  # `python -X dev -m pytest`, `-mpytest`
+    return index + 1 + found.end if found.kind == "module" and found.target == "pytest" else None
 
 
 # A launcher's options that take the next word as their value (`uv run --with pytest-xdist

@@ -10,19 +10,16 @@ file the program may write.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from reprospec.core.inputs import AttemptPlan, Spec
+from reprospec.core.pythonargs import is_python, python_program
 from reprospec.core.sections import Command
 from reprospec.plan.shellwords import command_words, script_operand
 from reprospec.plan.wrappers import program_words
 
-_PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
 # The largest matrix whose scripts `validate` looks up (planning 32,000 cells took 1.2 s).
 MAX_CELLS = 4096
-# Python's options that take the next word as their argument (`-W error`, `-X dev`).
-_PYTHON_WITH_ARGUMENT = frozenset({"-W", "-X", "--check-hash-based-pycs"})
 
 
 def missing_script(plan: AttemptPlan) -> str | None:
@@ -45,18 +42,9 @@ def missing_script(plan: AttemptPlan) -> str | None:
 
 def _script_of(words: list[str]) -> str | None:
     program = words[0]
-    if _PYTHON.fullmatch(Path(program).name):
-        skip = False
-        for word in words[1:]:
-            if skip:
-                skip = False
-            elif word in ("-c", "-m", "-"):
-                return None
-            elif word in _PYTHON_WITH_ARGUMENT:
-                skip = True
-            elif not word.startswith("-"):
-                return word
-        return None
+    if is_python(program):
+        found = python_program(words[1:])
+        return found.target if found.kind == "script" else None
     shell = script_operand(words)
     if shell is not None:
         return shell

@@ -1,0 +1,82 @@
+"""What a Python interpreter's command line runs: its own options read past, then the program
+(`-c CODE`, `-m MODULE`, a script, standard input) and where the program's arguments begin.
+
+One reader for every place that asks: validate's missing script (plan/missing.py), capture's
+axes and footprint (capture/toggles.py, capture/footprint.py), the pytest a command runs
+(outcome/pytestreport.py) and the bundle's script reader (export/scriptpython.py). Each had
+its own, and each missed a different part of the interpreter's grammar: `-uc CODE` (flags
+joined), `-Wignore` and `-mpkg` (a value joined to its flag), `--check-hash-based-pycs
+always`, `python3.12` (a two-digit minor version) or Python 2's `-Q`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from reprospec.core.frozen import frozen
+from reprospec.core.lazyre import Lazy
+
+# An interpreter's file name: python, python3, python3.12 (not python3-config, pythonw).
+_PYTHON_NAME = Lazy(r"python(?:\d+(?:\.\d+)*)?")
+# Short options whose value is the rest of the word or the next one (`-W ignore`, `-Xdev`).
+_VALUED = frozenset("WX")
+# Long options whose value is the next word.
+_VALUED_LONG = frozenset({"--check-hash-based-pycs"})
+# Options after which the interpreter runs no program.
+_NO_PROGRAM = frozenset({"-V", "--version", "-VV", "-h", "--help", "-?"})
+
+# What the interpreter runs: code given as a word, a module, a script file, its standard
+# input (`python -`, no program word: a heredoc, a pipe, an interactive session), nothing.
+ProgramKind = Literal["code", "module", "script", "stdin", "nothing"]
+
+
+@frozen
+class PythonProgram:
+    """What one interpreter's arguments run: `kind`, its `target` (the code, the module, the
+    script; None for standard input, nothing, or a flag whose value is missing), and
+    `end`, the index of the arguments where the program's own begin."""
+
+    kind: ProgramKind
+    target: str | None
+    end: int
+
+
+def is_python(program: str) -> bool:
+    """Whether a command's program word names a Python interpreter (`/usr/bin/python3.12`)."""
+    return _PYTHON_NAME.fullmatch(program.rsplit("/", 1)[-1]) is not None
+
+
+def python_program(args: Sequence[str]) -> PythonProgram:
+    """What `python ARGS` runs, `args` being the words after the interpreter's own."""
+    index = 0
+    while index < len(args):
+        word = args[index]
+        following = args[index + 1] if index + 1 < len(args) else None
+        if word in _NO_PROGRAM:
+            return PythonProgram("nothing", None, len(args))
+        if word == "-":
+            return PythonProgram("stdin", None, index + 1)
+        if word == "--":  # the end of its options: the script follows
+            if following is None:
+                return PythonProgram("stdin", None, index + 1)
+            return PythonProgram("script", following, index + 2)
+        if not word.startswith("-"):
+            return PythonProgram("script", word, index + 1)
+        if word.startswith("--"):
+            index += 2 if word in _VALUED_LONG else 1
+            continue
+        for at, flag in enumerate(word[1:], start=2):  # `-u`, `-uc CODE`, `-W ignore`
+            rest = word[at:]
+            if flag in "cm":
+                kind: ProgramKind = "code" if flag == "c" else "module"
+                end = index + 1 if rest else min(index + 2, len(args))
+                return PythonProgram(kind, rest or following, end)
+            if flag in _VALUED:
+                index += 0 if rest else 1  # its value: the rest of the word, or the next
+                break
+        index += 1
+    return PythonProgram("stdin", None, len(args))
+
+
+__all__ = ["ProgramKind", "PythonProgram", "is_python", "python_program"]
