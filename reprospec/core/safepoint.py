@@ -33,11 +33,13 @@ else:
     import _signal
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable, Iterator
+    from concurrent.futures import Future
     from types import CodeType, FrameType
     from typing import TypeVar
 
     F = TypeVar("F", bound=Callable[..., object])
+    T = TypeVar("T")
 
 # The file name of importlib's own frames: its module locks and their callbacks.
 IMPORT_MACHINERY = "<frozen importlib._bootstrap>"
@@ -168,3 +170,58 @@ def unraisable(info: sys.UnraisableHookArgs) -> None:
         redeliver()
         return
     sys.__unraisablehook__(info)
+
+
+# How long the main thread waits for a worker's future at a time (`result`), in seconds.
+_SLICE_S = 0.1
+
+
+def result(future: Future[T]) -> T:
+    """`future.result()`, waited for in slices: a Ctrl-C raised (or a stop handled) on the
+    main thread within one slice, wherever the kernel delivered its signal.
+
+    Python runs signal handlers on the main thread alone; a signal the kernel hands to
+    another thread of the process (any that does not block it may get it) marks the handler
+    due but wakes no blocking wait of the main thread, so a plain `future.result()` held the
+    stop until the future ended: an isolate stopped 0.9 s into a probe of two hangs
+    stopped when they timed out, 50 s later, having run them to their end."""
+    import concurrent.futures
+
+    while not concurrent.futures.wait([future], timeout=_SLICE_S).done:
+        pass
+    return future.result()
+
+
+def each(items: Iterable[T]) -> Iterator[T]:
+    """`for item in items`, each read on a thread of its own and waited for in slices, as
+    `result` waits: a read blocked on the main thread is not woken by a signal the kernel
+    gave another thread, so a Ctrl-C waited for the writer's next line (a venv build's uv,
+    silent while a package built, was let finish its install first; a Docker build, its
+    log silent while a step ran). What the reading raises is raised here."""
+    import queue
+    import threading
+
+    # An item read (in a tuple: it may be None), what the reading raised, or None at the end.
+    got: queue.SimpleQueue[tuple[T] | BaseException | None] = queue.SimpleQueue()
+
+    def pump() -> None:
+        try:
+            for item in items:
+                got.put((item,))
+        except BaseException as exc:  # the caller's to see (a closed stream: a stop's)
+            got.put(exc)
+        else:
+            got.put(None)
+
+    threading.Thread(target=pump, name="reprospec-each", daemon=True).start()
+    while True:
+        try:
+            message = got.get(timeout=_SLICE_S)
+        except queue.Empty:
+            continue
+        if isinstance(message, tuple):
+            yield message[0]
+        elif message is None:
+            return
+        else:
+            raise message

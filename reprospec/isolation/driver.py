@@ -23,6 +23,7 @@ from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprospec.core import safepoint
 from reprospec.core.caller import said
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Spec
@@ -313,7 +314,7 @@ class _CandidateRunner:
                 ]
                 try:
                     for index, future in futures:
-                        answers[index] = future.result()
+                        answers[index] = safepoint.result(future)
                 except KeyboardInterrupt:
                     # Ctrl-C reaches this thread only: stop the runs, keep what they did.
                     self.cancel.set()

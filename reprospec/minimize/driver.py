@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec import native
+from reprospec.core import safepoint
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonValue
@@ -370,7 +371,7 @@ def _minimize(
                 for probe in search.next_probes():
                     future = pool.submit(runner.run, search.program(probe.key), probe)
                     try:
-                        stored = future.result()
+                        stored = safepoint.result(future)
                     except KeyboardInterrupt:
                         cancel.set()
                         stored = replace(future.result(), interrupted=True)

@@ -33,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO
 
+from reprospec.core import safepoint
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.sections import Environment
@@ -502,7 +503,7 @@ def _install(
     ) as proc:
         assert proc.stdout is not None
         try:
-            for line in proc.stdout:
+            for line in safepoint.each(proc.stdout):  # a stop heard while uv is silent
                 line = line.rstrip()
                 if line:
                     lines.append(line)

@@ -195,6 +195,7 @@ def interrupt_when(
     wait_s: float = 120,
     again_when: Callable[[], bool] | None = None,
     signum: int = signal.SIGINT,
+    another_thread: Path | None = None,
 ) -> CliResult:
     """Start `argv` in a child, press Ctrl-C (SIGINT) once `ready()` holds, and again once
     `again_when()` holds where given, and return how it stopped (`out` is the working
@@ -205,7 +206,15 @@ def interrupt_when(
     engine, wait for a sign it is mid-work, interrupt it and read what it said. The second
     press waits for a sign that the first was handled: standard signals do not queue, and
     two SIGINTs sent 50 ms apart reached a loaded engine's handler as one.
+
+    `another_thread` (a file to create, argv being `python -m reprospec ...`): the one
+    SIGINT is sent by the engine's own process to a thread other than its main one
+    (CLI_WITH_A_CTRL_C_TO_ANOTHER_THREAD), as the kernel may deliver it.
     """
+    if another_thread is not None:
+        assert list(argv[1:3]) == ["-m", "reprospec"], argv
+        assert again_when is None, "one press only"
+        argv = [argv[0], "-c", CLI_WITH_A_CTRL_C_TO_ANOTHER_THREAD, str(another_thread), *argv[3:]]
     child = subprocess.Popen(
         list(argv),
         cwd=ROOT,
@@ -224,7 +233,10 @@ def interrupt_when(
                 assert child.poll() is None, child.communicate()
                 assert time.monotonic() < deadline, "the point to interrupt at never came"
                 time.sleep(0.01)
-            child.send_signal(signum)
+            if another_thread is not None:
+                another_thread.touch()
+            else:
+                child.send_signal(signum)
         stdout, stderr = child.communicate(timeout=wait_s)
     finally:
         if child.poll() is None:
@@ -242,3 +254,21 @@ def is_workload_example(name: str) -> bool:
 # The `example_run` fixture (tests/conftest.py): the run of one example spec, shared by the
 # tests that read it, in every xdist worker.
 ExampleRun = Callable[[str], CliResult]
+
+
+# `python -c THIS SIGN reprospec-args...`: the CLI, pressed Ctrl-C once the file SIGN exists,
+# the SIGINT sent to a thread other than the main one, as the kernel may hand it to any
+# thread that does not block it (Python runs handlers on the main thread alone).
+CLI_WITH_A_CTRL_C_TO_ANOTHER_THREAD = """
+import os, signal, sys, threading, time
+from reprospec.__main__ import main
+
+def press(sign):
+    while not os.path.exists(sign):
+        time.sleep(0.01)
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+threading.Thread(target=press, args=(sys.argv[1],), daemon=True).start()
+sys.argv = ["reprospec", *sys.argv[2:]]
+sys.exit(main())
+"""

@@ -48,6 +48,7 @@ from reprospec.runners.docker.container import (
     PATHS,
     container_workdir,
 )
+from reprospec.runners.docker.removal import REMOVE_WAIT_S, remove_container
 
 if TYPE_CHECKING:
     from reprospec.perturb.container import ContainerPerturb
@@ -361,40 +362,6 @@ def fresh_container(
                 file=sys.stderr,
                 flush=True,
             )
-
-
-# A loaded engine can take seconds to remove a container ("removal already in progress").
-REMOVE_WAIT_S = 60.0
-
-
-def remove_container(client: DockerClient, name: str, wait_s: float = REMOVE_WAIT_S) -> bool:
-    """Force-remove `name` and wait until the engine no longer lists it; False if it stays.
-
-    An attempt's container must be gone when the attempt returns, even when the engine
-    is slow: a removal "already in progress" is waited for, not taken for done.
-    """
-    import docker.errors
-    import requests.exceptions
-
-    deadline = time.monotonic() + wait_s
-    pause = 0.05
-    while True:
-        try:
-            client.containers.get(name).remove(force=True, v=True)
-        except docker.errors.NotFound:
-            return True
-        except (docker.errors.APIError, requests.exceptions.RequestException):
-            pass  # in progress, or the engine did not answer in time: look again
-        try:
-            client.containers.get(name)
-        except docker.errors.NotFound:
-            return True
-        except (docker.errors.APIError, requests.exceptions.RequestException):
-            pass
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(pause)
-        pause = min(pause * 2, 1.0)
 
 
 class OutputPump:

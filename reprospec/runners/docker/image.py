@@ -26,11 +26,13 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprospec.core import safepoint
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.sections import IMAGE_REF, Environment
 from reprospec.environment.packages import requirement_name, requirement_names
 from reprospec.errors import InfraError
+from reprospec.runners.docker.removal import remove_container
 
 if TYPE_CHECKING:
     from reprospec.runners.docker.sdk import DockerClient
@@ -455,7 +457,7 @@ def build_image(
                     BASES_LABEL: _base_ids(client, build.bases) or "",
                 },
             )
-            for chunk in stream:
+            for chunk in safepoint.each(stream):  # a stop heard while a step runs silent
                 if "stream" in chunk:
                     lines = str(chunk["stream"]).rstrip("\n").splitlines()
                     log.extend(lines)
@@ -514,15 +516,12 @@ def _cancel_build(client: DockerClient, log: Sequence[str]) -> None:
                 for c in (client.api.containers(all=True) if made else ())
                 if str(c.get("ImageID", "")).removeprefix("sha256:").startswith(made[0])
             ]
-    for container in running:
-        with contextlib.suppress(docker.errors.APIError):
-            client.containers.get(container).remove(force=True, v=False)
     # The builder removes its failed step's container too (forcerm): where its removal was
     # under way, ours was refused and the container outlived the call, holding its image,
     # which was then refused (a CI run left one layer so). Both are waited for, bounded.
     deadline = time.monotonic() + _CANCEL_WAIT
-    while any(_container_exists(client, c) for c in running) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    for container in running:
+        remove_container(client, container, max(0.0, deadline - time.monotonic()), volumes=False)
     while _remove_layers(client, log) and time.monotonic() < deadline:
         time.sleep(0.2)
 
@@ -530,18 +529,6 @@ def _cancel_build(client: DockerClient, log: Sequence[str]) -> None:
 # How long a cancelled build's step container and images are waited for (seconds): the
 # Ctrl-C waits this long at most.
 _CANCEL_WAIT = 10.0
-
-
-def _container_exists(client: DockerClient, container: str) -> bool:
-    import docker.errors
-
-    try:
-        client.containers.get(container)
-    except docker.errors.NotFound:
-        return False
-    except docker.errors.APIError:
-        return True
-    return True
 
 
 # The classic builder's line after each step: ` ---> 3f2a6b1c9d0e`, the image it made.

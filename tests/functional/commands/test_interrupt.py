@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import interrupt_when
+from tests.support.cli import CLI_WITH_A_CTRL_C_TO_ANOTHER_THREAD, interrupt_when
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -458,6 +458,33 @@ def test_an_isolate_stopped_before_any_attempt_ended_claims_no_guess(tmp_path: P
     assert "no attempt ended before the stop: no evidence yet" in done.stdout, done.stdout
     assert "best guess" not in done.stdout, done.stdout
     assert "(99%)" not in done.stdout, done.stdout
+
+
+def test_a_ctrl_c_another_thread_got_stops_a_search_mid_probe(tmp_path: Path) -> None:
+    # The search's main thread waited for its probes with a plain `future.result()`, which
+    # the signal, handed to another thread, did not wake: an isolate stopped 0.9 s into a
+    # probe of two hangs ran both to their 50 s timeout first, and named a best guess from
+    # them (seen once in 8 under load; here every time).
+    started = tmp_path / "started"
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: s\nenvironment: {env: {THREADS: '1'}}\n"
+        f"command: \"sh -c 'touch {started}; sleep 300'\"\n"
+        "run: {timeout: 250s}\nexpect: {outcome: hang}\n"
+    )
+    driver = [sys.executable, "-c", CLI_WITH_A_CTRL_C_TO_ANOTHER_THREAD, str(started)]
+    command = ["isolate", str(spec), "--out", str(tmp_path / "o")]
+    command += ["--passing-set", "environment.env.THREADS=4", "-j", "2"]
+    # Under the hang's timeout: a stop held until the probe's end fails here.
+    done = subprocess.run(
+        [*driver, *command], capture_output=True, text=True, cwd=tmp_path, timeout=150,
+        env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert done.returncode == 130, done.stdout + done.stderr
+    assert "no attempt ended before the stop: no evidence yet" in done.stdout, done.stdout
+    assert done.stderr.strip().splitlines()[-1] == (
+        "reprospec: interrupted; run the same command again to resume"
+    ), done.stderr
 
 
 def test_a_ctrl_c_in_a_searchs_last_probe_gives_its_whole_answer_and_exit_130(

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from reprospec import venvs
-from tests.support.cli import ROOT, interrupt_when
+from tests.support.cli import CLI_WITH_A_CTRL_C_TO_ANOTHER_THREAD, ROOT, interrupt_when
 from tests.support.envs import make_slow_sdist
 
 SLOW = "reprospec-slowdemo"
@@ -84,6 +84,30 @@ def test_a_ctrl_c_during_a_build_removes_its_folder_and_says_no_run_was_stored(
     assert "--resume" not in done.stderr
     assert not (tmp_path / "out" / "runs").exists()
     # Past the end the stopped build would have had, and its install: nothing refilled it.
+    time.sleep(BUILD_S + 2)
+    assert _left(root) == []
+    assert [e.key for e in venvs.list_envs(root)] == []
+
+
+def test_a_ctrl_c_another_thread_got_stops_the_build_at_once(tmp_path: Path) -> None:
+    # The engine read uv's output on its main thread with a blocking read, which a SIGINT
+    # the kernel handed to another thread does not wake: uv, silent while the sdist built,
+    # went on to install it, and the stop was obeyed only after.
+    argv, env, root, started = _setup(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", CLI_WITH_A_CTRL_C_TO_ANOTHER_THREAD, str(started), *argv[3:]],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1", **env},
+        timeout=120,
+        check=False,
+    )
+    stopped = time.time()
+    assert done.returncode == 130, done.stdout + done.stderr
+    # Promptly: the build it stopped had seconds to go (it read 6 s and more, the build's end).
+    assert stopped - started.stat().st_mtime < BUILD_S - 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
     time.sleep(BUILD_S + 2)
     assert _left(root) == []
     assert [e.key for e in venvs.list_envs(root)] == []

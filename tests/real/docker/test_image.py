@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -267,10 +268,16 @@ def test_a_layer_a_container_holds_is_told_apart_for_a_wait(tmp_path: Path) -> N
 
 
 @needs_engine
-def test_a_ctrl_c_mid_build_ends_the_build_and_leaves_no_images(tmp_path: Path) -> None:
+@pytest.mark.parametrize("thread", ["main", "another"])
+def test_a_ctrl_c_mid_build_ends_the_build_and_leaves_no_images(
+    thread: str, tmp_path: Path
+) -> None:
     """A Ctrl-C while a cell's image builds: the run says nothing was stored, the build's
     running step is ended (the engine built on until the engine's connection closed), and
-    the steps it had finished leave no untagged image (one per finished step was left)."""
+    the steps it had finished leave no untagged image (one per finished step was left).
+    The SIGINT given to another thread of the engine's: its main thread read the build's
+    log with a blocking read, which that does not wake, so the stop waited for the step's
+    next line (its `sleep 60`'s end)."""
     import sys
     import uuid
 
@@ -308,8 +315,13 @@ def test_a_ctrl_c_mid_build_ends_the_build_and_leaves_no_images(tmp_path: Path) 
     argv += ["--out", str(tmp_path / "out")]
     try:
         # Stopped as its second step (the `sleep`) runs: its first made an image.
-        done = interrupt_when(argv, lambda: bool(ours(False, f"TOKEN={token}")))
+        sign = tmp_path / "press" if thread == "another" else None
+        began = time.monotonic()
+        done = interrupt_when(
+            argv, lambda: bool(ours(False, f"TOKEN={token}")), another_thread=sign
+        )
         assert done.code == 130, done.stderr
+        assert time.monotonic() - began < 55, "the stop waited for the step's end"
         assert "no run was stored (nothing to resume)" in done.stderr, done.stderr
         assert not (tmp_path / "out" / "runs").exists()
         assert ours() == []
