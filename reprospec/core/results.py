@@ -146,6 +146,30 @@ class CrashedChild:
 
 
 @frozen
+class PythonFrame:
+    """One frame of a Python stack, as a dump names it: the file, its line, its function.
+
+    An outcome's `hung_in`: where a hang sits, the innermost frame of the user's code in
+    the process its stacks show stuck (outcome/hungstacks.py), so that two hangs in
+    different places are told apart where their signature (`hang`) is one."""
+
+    path: str
+    line: int
+    function: str
+
+    def text(self) -> str:
+        """`/work/train.py:19 in __getitem__`."""
+        return f"{self.path}:{self.line} in {self.function}"
+
+    def short(self) -> str:
+        """`__getitem__ (train.py:19)`: the file by its last part (the path is the machine's)."""
+        return f"{self.function} ({self.path.rsplit('/', 1)[-1]}:{self.line})"
+
+    def to_dict(self) -> JsonObject:
+        return asdict(self)
+
+
+@frozen
 class Outcome:
     """What happened in one attempt, classified.
 
@@ -161,7 +185,8 @@ class Outcome:
     the spec's fault that caused a failure (`workload.faults[0]`): the spec made it
     happen, it is no bug of the code under test. `crashed_child` (a hang) names a
     descendant that died of a signal before it: the hang's likely cause.
-    `oom_killed`: the crash's SIGKILL was the kernel's OOM killer's.
+    `oom_killed`: the crash's SIGKILL was the kernel's OOM killer's. `hung_in` (a hang)
+    is the frame of the user's code it sat in, where its stacks show one.
     """
 
     kind: OutcomeKind
@@ -186,6 +211,7 @@ class Outcome:
     # A SIGKILL the kernel's OOM killer sent: the runner saw it count a kill while the
     # attempt ran (Execution.oom), which the detail then says.
     oom_killed: bool = False
+    hung_in: PythonFrame | None = None
 
     def to_dict(self) -> JsonObject:
         return asdict(self)

@@ -178,10 +178,11 @@ def outcome_phrase(
     outcome: Outcome | NotRun, *, where: bool = True, message: bool = False, pid: bool = True
 ) -> str:
     """`crash SIGSEGV (worker) @ validation:7`: one outcome in a few words (`crash SIGKILL by
-    the OOM killer (worker)` where the kernel's OOM killer sent the signal).
+    the OOM killer (worker)` where the kernel's OOM killer sent the signal, `hang in work
+    (hangkid.py:3)` where a hang's stacks show the user's frame it sat in).
 
-    `where=False` leaves out the phase and step (a grid cell, or a reason whose
-    expectation does not ask where); `message=True` adds the message's first line;
+    `where=False` leaves out the phase and step, and a hang's frame (a grid cell, or a
+    reason whose expectation does not ask where); `message=True` adds the message's first line;
     `pid=False` leaves a crashed child's pid out (to count alike attempts together).
     A failure the spec's `faults` caused says so, wherever it is shown: it is no bug.
     """
@@ -209,6 +210,9 @@ def outcome_phrase(
         parts.append("(worker)")
     elif outcome.where == "child":
         parts.append(_child(outcome, pid=pid and where))
+    if where and outcome.kind == "hang" and outcome.hung_in is not None:
+        # Where it sat: hangs in two places share the signature `hang` (fx117).
+        parts.append(f"in {outcome.hung_in.short()}")
     spot = location(outcome.phase, outcome.step, outcome.stage, outcome.module) if where else ""
     if spot:
         parts.append(f"@ {spot}")

@@ -94,6 +94,7 @@ from reprospec.core.results import (
     NotRun,
     Outcome,
     OutcomeKind,
+    PythonFrame,
     Where,
 )
 from reprospec.core.signals import (
@@ -229,6 +230,7 @@ def classify(
     child: ChildCrash | None = None
     crashed: CrashedChild | None = None  # a hang's: a descendant that died before it
     hung_pid: int | None = None  # a hang's: the DataLoader worker its events or stacks show stuck
+    hung_in: PythonFrame | None = None  # a hang's: the frame of the user's code it sat in
     phase, step = events.phase, events.step
     stage, module = events.stage, events.module
     if execution.timed_out:
@@ -284,6 +286,12 @@ def classify(
             # processes left waiting for the work it took with it.
             crashed = CrashedChild(dead.signal, dead.pid, dead.cmdline, dead.evidence)
             detail = f"{dead.describe()}, before the hang: {LOST_WORK}; {detail}"
+        elif evidence.stack and not pytest:
+            # Where it sat: two hangs in different places share the signature `hang`, and
+            # read as one (fx117). Not after a child's death, the hang's likely cause, which
+            # names it (its stacks show only the wait for the lost work), nor pytest's, said
+            # by its test (the phase, the detail).
+            hung_in = _hung_frame(evidence.stack)
     elif returncode is not None and returncode < 0:
         kind, signal, where = "crash", signal_name(-returncode), "main"
         detail = f"killed by {signal} ({describe_signal(signal)})"
@@ -423,6 +431,7 @@ def classify(
         ),
         crashed_child=crashed,
         oom_killed=oom_killed,
+        hung_in=hung_in,
     )
 
 
@@ -626,6 +635,12 @@ def _stuck_child(stack: str) -> HungProcess | None:
     from reprospec.outcome.hungstacks import stuck_child
 
     return stuck_child(stack)
+
+
+def _hung_frame(stack: str) -> PythonFrame | None:
+    from reprospec.outcome.hungstacks import hung_frame
+
+    return hung_frame(stack)
 
 
 def _dead_worker_pid(

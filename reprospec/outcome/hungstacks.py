@@ -23,7 +23,11 @@ from collections.abc import Callable
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
+from reprospec.core.results import PythonFrame as Frame
 from reprospec.core.words import NOT_PYTHON
+
+# `Frame`: one frame as the dump names it, the type an outcome keeps of a hang
+# (`Outcome.hung_in`), so the place read here is the place stored.
 
 _HEADER = Lazy(r"^--- pid (?P<pid>\d+) \((?P<cmd>.*)\)(?P<tags>(?: \[[^\]]*\])*) ---$")
 _THREAD = Lazy(r"^(?:(?P<current>Current thread)|Thread) (?P<id>\S+)")
@@ -35,6 +39,8 @@ _LIBRARY = re.compile(r"/lib(?:64)?/python\d[\d.]*/|/site-packages/|/dist-packag
 # multiprocessing's Popen; the preload fork server runs the program's main): never the
 # user's code, nor where a hang sits.
 _OURS = re.compile(r"/stackdump/sitecustomize\.py$|/reprospec_forkserver\.py$")
+# The harness's own files (reprospec/harness/): a workload's code, not where a user's hang is.
+_HARNESS = re.compile(r"/reprospec_harness/")
 # A process's frames of waiting for another process: multiprocessing's join, a queue or
 # pipe a child writes to, a pool's result; subprocess's wait and communicate.
 _WAITS_FOR_A_CHILD = re.compile(r"/multiprocessing/[\w/]+\.py$|/subprocess\.py$")
@@ -48,19 +54,6 @@ _FORKED = ("multiprocessing/process.py", "_bootstrap")
 _WORKER_LOOP = ("torch/utils/data/_utils/worker.py", "_worker_loop")
 _FETCH = "torch/utils/data/_utils/fetch.py"
 WORKER_LABEL = "[DataLoader worker]"
-
-
-@frozen
-class Frame:
-    """One Python frame: the file as the dump names it, its line, its function."""
-
-    path: str
-    line: int
-    function: str
-
-    def text(self) -> str:
-        """`train.py:19 in __getitem__`."""
-        return f"{self.path}:{self.line} in {self.function}"
 
 
 @frozen
@@ -268,6 +261,19 @@ def where_stuck(stack: str | None) -> HungProcess | None:
     )
 
 
+def hung_frame(stack: str | None) -> Frame | None:
+    """The frame a hang sits in, in the process `where_stuck` finds: the first thread its main
+    thread joins (a deadlock between threads sits there, not in the join), else its own
+    frame. None where the stacks show no frame of the user's code in it (a child that is
+    no Python program, an idle pool worker), or only the harness's (an injected hang: its
+    phase and step say where)."""
+    process = where_stuck(stack)
+    if process is None or process.frame is None or not process.own_frame:
+        return None
+    frame = process.joined[0] if process.joined else process.frame
+    return None if _HARNESS.search(frame.path) else frame
+
+
 def _first_stuck_worker(processes: tuple[HungProcess, ...]) -> HungProcess | None:
     return next((p for p in processes if p.fetching and p.frame), None)
 
@@ -358,6 +364,7 @@ __all__ = [
     "WORKER_LABEL",
     "Frame",
     "HungProcess",
+    "hung_frame",
     "hung_frames",
     "hung_processes",
     "label_workers",

@@ -260,18 +260,22 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
     found = first_failure(run)
     if found is None:
         return None
-    from reprospec.report.signatures import signatures_of
+    from reprospec.report.signatures import group_key, signatures_of
 
     short = (paths or PathNames({})).shorten
     cell, attempt, outcome = found
-    counts: Counter[str] = Counter()
-    injected: dict[str, str | None] = {}
-    stuck: dict[str, str] = {}
+    # By signature, and hangs apart by where they sat, each line saying where: `hang` (2
+    # attempts) named the first cell's frame alone, where the other hung in another
+    # function (fx117). Crashed children stay one line: nothing on it would tell them apart.
+    counts: Counter[GroupKey] = Counter()
+    injected: dict[GroupKey, str | None] = {}
+    stuck: dict[GroupKey, str] = {}
     signature_of = signatures_of(run.cells)
     for c in run.cells:
         for a in c.attempts:
             if a.ran is not None and a.ran.kind != "pass":
-                key = signature_of(a) or outcome_phrase(a.ran)
+                signature = signature_of(a) or outcome_phrase(a.ran)
+                key = group_key(signature, a.ran) if a.ran.kind == "hang" else (signature, "")
                 counts[key] += 1
                 injected.setdefault(key, a.ran.injected)
                 if a.ran.kind == "hang" and key not in stuck:
@@ -294,8 +298,13 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
     return {
         "chain": [short(line) for line in chain_lines(outcome)],
         "signatures": [
-            (sig, n, injected_phrase(label) if (label := injected[sig]) else "", stuck.get(sig, ""))
-            for sig, n in counts.most_common()
+            (
+                key[0],
+                n,
+                injected_phrase(label) if (label := injected[key]) else "",
+                stuck.get(key, ""),
+            )
+            for key, n in counts.most_common()
         ],
         "cell": cell.cell.id,
         "attempt": attempt.attempt,

@@ -51,7 +51,7 @@ from reprospec.report.markdown import (
 )
 from reprospec.report.markup import show_value
 from reprospec.report.paths import PathNames
-from reprospec.report.separation import separators
+from reprospec.report.separation import heading, separators
 from reprospec.report.standalone import files_from, flaky_loop, found_files
 from reprospec.report.tables import LARGE_RUN_CELLS, result_groups
 from reprospec.report.templating import load_template
@@ -278,6 +278,7 @@ def context(run: RunResult) -> dict[str, object]:
         "groups": result_groups(run, differs) if large else [],
         "heatmap": heatmap(run.cells),
         "separators": None if run.observes else separators(run),
+        "separators_heading": heading(run),
         # An observed run's outcomes, each with what explains it (report.md's Outcomes):
         # the HTML page left out the explanation `--observe` exists for.
         "outcomes": outcome_rows(run),

@@ -287,6 +287,12 @@ def _separators(run: RunResult) -> list[Separation] | None:
     return separators(run)
 
 
+def _separators_heading(run: RunResult) -> str:
+    from reprospec.report.separation import heading
+
+    return heading(run)
+
+
 def _instances(run: RunResult) -> dict[str, object] | None:
     """The `run.instances` section: how together they started, and each instance's record."""
     if not any(len(a.instances) > 1 for c, _ in alike(run.cells) for a in c.attempts):
@@ -441,6 +447,8 @@ def context(run: RunResult) -> dict[str, object]:
     # A flaky cell's loop: read once, for the standalone section and the line under the
     # headline both.
     looped = flaky_loop(run)
+    # Observe runs explain every outcome (both ways); others what separates the failure.
+    separated = None if run.observes else _separators(run)
     return {
         "title": " ".join((run.title or run.spec_name).split()),  # a heading is one line
         "summary": short(summary_line(run)),
@@ -475,9 +483,9 @@ def context(run: RunResult) -> dict[str, object]:
         if run.observes
         else verdict_legend(c.verdict for c, _ in alike(run.cells)),
         "grid": grid,
-        # Observe runs explain every outcome (both ways); others what separates the failure.
         "outcomes": outcome_rows(run, rows),
-        "separators": None if run.observes else _noted_separators(_separators(run), rows),
+        "separators": _noted_separators(separated, rows),
+        "separators_heading": _separators_heading(run) if separated is not None else "",
         "failure": failure_section(run, paths),
         "attempts": attempts,
         "attempt_count": sum(n * len(c.attempts) for c, n in alike(run.cells)),

@@ -50,6 +50,14 @@ class _Failure:
     expected: bool
 
 
+def heading(run: RunResult) -> str:
+    """The section's heading: what it compares. Where no attempt passed, the failures are
+    compared with each other (two hangs in different functions), and "failing from passing
+    cells" named cells the run did not have."""
+    passed = any(a.ran is not None and not a.failed for c in run.cells for a in c.attempts)
+    return "What separates failing from passing cells" if passed else "What separates the failures"
+
+
 def _key(outcome: Outcome) -> GroupKey:
     """The failure an attempt counts under, as the headline counts it (two children's
     crashes of one signature are two failures: signatures.group_key)."""

@@ -27,7 +27,7 @@ from reprospec.report.markup import show_value
 
 Value = tuple[str, str]  # (axis, the value as JSON): hashable for any YAML value
 # What attempts count together as one outcome: the signature, and the crashed child the
-# outcome names (words.child_named), which the signature leaves out.
+# outcome names (words.child_named) and the code a hang sat in, which it leaves out.
 GroupKey = tuple[str, str]
 MAX_PAIRS = 6
 
@@ -137,8 +137,14 @@ def group_key(signature: str, outcome: Outcome) -> GroupKey:
     alone they were one group, worded by its first attempt's phrase, which named the
     first child for both (fx93 1). The child is named as the phrase names it (without
     a pid, its command line shortened), so a group is exactly the attempts it names.
+
+    Hangs alike: `hang` in `work` of hangkid.py and `hang` in `<module>` of hang.py were one
+    group, worded by the first's place (fx117). Keyed on the function and file, not the
+    line, so a busy loop caught at two of its lines stays one hang.
     """
-    return (signature, child_named(outcome))
+    hung = outcome.hung_in if outcome.kind == "hang" else None
+    place = f" in {hung.function} ({hung.path})" if hung is not None else ""
+    return (signature, child_named(outcome) + place)
 
 
 def told_apart(phrases: dict[GroupKey, str]) -> dict[GroupKey, str]:

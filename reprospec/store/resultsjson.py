@@ -36,6 +36,7 @@ from reprospec.core.results import (
     NotRun,
     Outcome,
     OutcomeKind,
+    PythonFrame,
     Rate,
     RunResult,
     Standalone,
@@ -92,6 +93,8 @@ def outcome_to_dict(outcome: Outcome) -> JsonObject:
         out["crashed_child"] = outcome.crashed_child.to_dict()
     if outcome.oom_killed:
         out["oom_killed"] = True
+    if outcome.hung_in is not None:
+        out["hung_in"] = outcome.hung_in.to_dict()
     return out
 
 
@@ -158,6 +161,15 @@ def outcome_from_dict(d: JsonObject) -> Outcome:
             else None
         ),
         oom_killed=d.get("oom_killed") is True,
+        hung_in=(
+            PythonFrame(
+                text(frame.get("path")),
+                integer(frame.get("line")) or 0,
+                text(frame.get("function")),
+            )
+            if isinstance(frame := d.get("hung_in"), dict)
+            else None
+        ),
     )
 
 

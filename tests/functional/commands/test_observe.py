@@ -218,15 +218,96 @@ def test_a_hang_is_not_named_by_a_traceback_a_finished_child_printed(
     )
     result = cli("run", str(spec), "-j", "2")
     assert result.code == 0, result.stderr
-    assert "hang in every cell (2 attempts)" in result.stdout, result.stdout
+    assert "hang in <module> (hangkid.py:3) in every cell (2 attempts)" in result.stdout
     assert "PermissionError" not in result.stdout
     report = (result.latest_run() / "report.md").read_text()
-    assert "**Observed 2 cells: hang in 2**" in report, report
+    assert "**Observed 2 cells: hang in <module> (hangkid.py:3) in 2**" in report, report
     assert "was in `hangkid.py:3 in <module>`" in report
     assert (
         "did not end the process (an exception it handled and logged, or a child process's): "
         "`PermissionError: no access to /dev/shm`"
     ) in report
+
+
+HANG_IN_ONE_OF_TWO = """\
+import sys, threading, time
+
+
+def wait_for_data():
+    threading.Event().wait()
+
+
+def spin():
+    while True:
+        time.sleep(0.01)
+
+
+if sys.argv[1] == "data":
+    wait_for_data()
+else:
+    spin()
+"""
+
+
+def _hangs_in_two_places(tmp_path: Path, expect: str = "") -> Path:
+    """A spec whose cell `mode=data` hangs in one function and `mode=spin` in another."""
+    (tmp_path / "hangs.py").write_text(HANG_IN_ONE_OF_TWO)
+    spec = tmp_path / "hangs.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: hangs\nmatrix: {mode: [data, spin]}\n"
+        "environment: {workdir: .}\ncommand: python hangs.py ${{ matrix.mode }}\n"
+        "run: {timeout: 2s}\n" + expect
+    )
+    return spec
+
+
+def test_hangs_in_two_places_are_two_outcomes_each_naming_its_frame(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """fx117: two cells hung in different functions read `hang` alike, one outcome `in
+    every cell`, so nothing said that the matrix value chose where the program hung. The
+    frame each sat in is the outcome's (`hung_in` in results.json), in its words, and
+    counts its cells apart; a busy loop caught at two of its lines would stay one."""
+    result = cli("run", str(_hangs_in_two_places(tmp_path)), "-j", "2")
+    assert result.code == 0, result.stderr
+    assert "2/2 cells observed, 2 outcomes" in result.stdout, result.stdout
+    lines = result.stdout.splitlines()
+    for mode, frame in (("data", "wait_for_data (hangs.py:5)"), ("spin", "spin (hangs.py:")):
+        at = next(i for i, line in enumerate(lines) if line.startswith(f"hang in {frame}"))
+        assert lines[at].endswith(" in 1 of 2 cells (1 attempt)"), lines[at]
+        assert lines[at + 1].strip() == f"mode={mode}: in every cell with this outcome, in no other"
+    report = (result.latest_run() / "report.md").read_text()
+    failure = report.split("\n## Failure\n", 1)[1].split("\n## ", 1)[0]
+    # Each hang's place, on a line of its own (one line, `hang` (2 attempts), named one).
+    assert "- `hang` (1 attempt): pid " in failure, failure
+    assert " was in `hangs.py:5 in wait_for_data` (cell `mode=data`, attempt 1)" in failure
+    assert " in spin` (cell `mode=spin`, attempt 1)" in failure, failure
+    cells = {c["id"]: c["attempts"][0]["outcome"] for c in result.results()["cells"]}
+    assert cells["mode=data"]["signature"] == cells["mode=spin"]["signature"]
+    hung = cells["mode=data"]["hung_in"]
+    assert (Path(hung["path"]).name, hung["line"], hung["function"]) == (
+        "hangs.py",
+        5,
+        "wait_for_data",
+    )
+    assert cells["mode=spin"]["hung_in"]["function"] == "spin"
+
+
+def test_a_judged_report_with_no_pass_separates_the_failures_from_each_other(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """fx117: every cell hung as expected, one in each function; the report's section was
+    headed `What separates failing from passing cells` where no cell had passed, and held
+    one `hang`, so the matrix value that chose the place was said nowhere."""
+    spec = _hangs_in_two_places(tmp_path, "expect: {outcome: hang}\n")
+    result = cli("run", str(spec), "-j", "2")
+    assert result.code == 0, result.stdout + result.stderr
+    report = (result.latest_run() / "report.md").read_text()
+    assert "What separates failing from passing cells" not in report
+    separates = report.split("\n## What separates the failures\n", 1)[1].split("\n## ", 1)[0]
+    for mode, frame in (("data", "wait_for_data (hangs.py:5)"), ("spin", "spin (hangs.py:")):
+        headline = next(line for line in separates.splitlines() if f"hang in {frame}" in line)
+        assert f"in 1 of 2 cells: `mode={mode}`" in headline, separates
 
 
 def test_a_judged_report_names_each_crashed_child(cli: Cli, tmp_path: Path) -> None:

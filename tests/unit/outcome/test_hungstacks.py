@@ -12,6 +12,7 @@ from reprospec.outcome.classify import classify
 from reprospec.outcome.hungstacks import (
     WORKER_LABEL,
     Frame,
+    hung_frame,
     hung_processes,
     label_workers,
     pytest_hung_in,
@@ -113,7 +114,7 @@ def test_a_commands_hang_in_a_worker_is_where_worker_its_signature_unchanged(
         "; the DataLoader worker pid 6264 was fetching an item, in "
         "/work/proj/train.py:19 in __getitem__"
     )
-    assert outcome_phrase(outcome) == "hang (worker)"
+    assert outcome_phrase(outcome) == "hang (worker) in __getitem__ (train.py:19)"
     # Stacks with no worker stuck: the main process's hang, as before.
     (tmp_path / "stack.txt").write_text(DUMP.split("--- pid 6257", 1)[0])
     main = classify(hung)
@@ -296,6 +297,21 @@ def test_a_hang_sits_in_a_python_c_child_or_a_child_that_runs_no_python() -> Non
     assert process.frame == Frame("/work/proj/t.py", 9, "<module>")
 
 
+def test_a_hang_sits_in_the_first_joined_thread_and_never_in_the_harness() -> None:
+    # fx117: the frame a hang's outcome keeps (`hung_in`): a deadlock between threads sits
+    # in them, not in the main thread's join; a worker's in its __getitem__; an injected
+    # hang of the harness has no place of the user's (its phase and step say where).
+    assert hung_frame(THREADS) == Frame("/work/proj/threads.py", 13, "two")
+    assert hung_frame(DUMP) == Frame("/work/proj/train.py", 19, "__getitem__")
+    harness = (
+        "--- pid 5 (python -m reprospec_harness) ---\n"
+        "Current thread 0x1 (most recent call first):\n"
+        '  File "/opt/r/harness/reprospec_harness/faults.py", line 40 in hang\n'
+    )
+    assert hung_frame(harness) is None
+    assert hung_frame(None) is None
+
+
 def test_a_thread_deadlock_names_the_threads_the_main_thread_joins() -> None:
     stuck = where_stuck(THREADS)
     assert stuck is not None
@@ -334,7 +350,7 @@ def test_a_commands_hang_in_a_child_is_where_child_its_signature_unchanged(
         "; child pid 26185 was in /work/proj/childhang.py:7 in child, "
         "where the main process only waits for it"
     )
-    assert outcome_phrase(outcome) == "hang (child pid 26185)"
+    assert outcome_phrase(outcome) == "hang (child pid 26185) in child (childhang.py:7)"
 
 
 def test_a_header_of_a_python_c_program_is_one_line_every_runner_alike() -> None:
