@@ -21,6 +21,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+from reprospec.core.safepoint import SLICE_S
+
 _CHUNK = 1 << 16
 
 
@@ -175,30 +177,66 @@ def run(
     )
     outputs = {"stdout": HeadTail(limit, keep_tail), "stderr": HeadTail(limit, keep_tail)}
     deadline = time.monotonic() + timeout_s if timeout_s is not None else None
-    timed_out = False
+    try:
+        timed_out = _read_to_end(proc, outputs, deadline)
+    except BaseException:
+        # A Ctrl-C raised mid-read: the process has a session of its own, so the user's
+        # Ctrl-C never reached it, and it would run on, an orphan (gdb on a large core).
+        _kill_and_close(proc)
+        raise
+    _kill_and_close(proc, group=timed_out)
+    return Completed(
+        proc.returncode,
+        outputs["stdout"].value(),
+        outputs["stderr"].value(),
+        timed_out=timed_out,
+    )
+
+
+def _read_to_end(
+    proc: subprocess.Popen[bytes], outputs: Mapping[str, HeadTail], deadline: float | None
+) -> bool:
+    """Read `proc`'s pipes until both close and it exits; whether `deadline` came first.
+
+    Every wait is a slice of at most SLICE_S: a signal the kernel hands another thread of
+    the engine wakes no wait of the main thread, whose handler would otherwise run only
+    when the helper next wrote or ended (core/safepoint.py)."""
     with selectors.DefaultSelector() as selector:
         for name in ("stdout", "stderr"):
             pipe = getattr(proc, name)
             if pipe is not None:
                 selector.register(pipe, selectors.EVENT_READ, outputs[name])
         while selector.get_map():
-            wait = None if deadline is None else deadline - time.monotonic()
-            if wait is not None and wait <= 0:
-                timed_out = True
-                break
-            for key, _ in selector.select(wait):
+            left = _left(deadline)
+            if left <= 0:
+                return True
+            for key, _ in selector.select(left):
                 chunk = os.read(key.fd, _CHUNK)
                 if chunk:
                     key.data.write(chunk)
                 else:
                     selector.unregister(key.fileobj)
-    if not timed_out:
-        # Both pipes are closed; the process may still run (it closed them itself).
+    # Both pipes are closed; the process may still run (it closed them itself).
+    while (left := _left(deadline)) > 0:
         try:
-            proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            proc.wait(left)
+            return False
         except subprocess.TimeoutExpired:
-            timed_out = True
-    if timed_out:
+            continue
+    return proc.poll() is None
+
+
+def _left(deadline: float | None) -> float:
+    """The next wait: a slice, or less where the deadline is nearer."""
+    if deadline is None:
+        return SLICE_S
+    return min(SLICE_S, deadline - time.monotonic())
+
+
+def _kill_and_close(proc: subprocess.Popen[bytes], *, group: bool = True) -> None:
+    """Close `proc`'s pipes and reap it, its whole process group SIGKILLed first where
+    `group` (a timeout, a stop), and always where it still runs."""
+    if group or proc.poll() is None:
         with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
     for name in ("stdout", "stderr"):
@@ -206,12 +244,6 @@ def run(
         if pipe is not None:
             pipe.close()
     proc.wait()
-    return Completed(
-        proc.returncode,
-        outputs["stdout"].value(),
-        outputs["stderr"].value(),
-        timed_out=timed_out,
-    )
 
 
 __all__ = ["Completed", "head_tail", "join_head_tail", "lines", "omission", "run", "size"]

@@ -172,8 +172,8 @@ def unraisable(info: sys.UnraisableHookArgs) -> None:
     sys.__unraisablehook__(info)
 
 
-# How long the main thread waits for a worker's future at a time (`result`), in seconds.
-_SLICE_S = 0.1
+# How long the main thread waits at a time (`result`, `each`, capped.run), in seconds.
+SLICE_S = 0.1
 
 
 def result(future: Future[T]) -> T:
@@ -187,7 +187,7 @@ def result(future: Future[T]) -> T:
     stopped when they timed out, 50 s later, having run them to their end."""
     import concurrent.futures
 
-    while not concurrent.futures.wait([future], timeout=_SLICE_S).done:
+    while not concurrent.futures.wait([future], timeout=SLICE_S).done:
         pass
     return future.result()
 
@@ -216,7 +216,7 @@ def each(items: Iterable[T]) -> Iterator[T]:
     threading.Thread(target=pump, name="reprospec-each", daemon=True).start()
     while True:
         try:
-            message = got.get(timeout=_SLICE_S)
+            message = got.get(timeout=SLICE_S)
         except queue.Empty:
             continue
         if isinstance(message, tuple):
