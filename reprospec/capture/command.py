@@ -37,6 +37,7 @@ from reprospec.capture.footprint import (
     crash_frame,
     environment_lines,
     faulthandler_stack,
+    frame_name,
     hung_import,
     hydra_overrides,
     imported,
@@ -418,9 +419,24 @@ def _capture(
             for a in attempts
             if a.ran and a.ran.signature == observed.signature
         )
-        observed = replace(
-            observed, frame=next((f for s in stacks if (f := crash_frame(s, workdir))), None)
+        # A hang's own place, as the run's line and report name it (Outcome.hung_in: the
+        # thread a join waits for, a stuck child's frame), before its stacks' first frame:
+        # a deadlock between threads was titled by the main thread's join.
+        hung_in = next(
+            (
+                a.ran.hung_in
+                for a in attempts
+                if a.ran and a.ran.signature == observed.signature and a.ran.hung_in
+            ),
+            None,
         )
+        if hung_in is not None:
+            frame = frame_name(hung_in.function, hung_in.path, hung_in.line, workdir)
+        elif observed.outcome.kind == "hang" and observed.outcome.where in ("worker", "child"):
+            frame = None  # the stacks' first frame is the main process's, only waiting
+        else:
+            frame = next((f for s in stacks if (f := crash_frame(s, workdir))), None)
+        observed = replace(observed, frame=frame)
     beside = [w for a in attempts for w in a.warnings if w.startswith(PASSED_BESIDE_A_CRASH)]
     if beside and observed.outcome is not None and observed.outcome.kind == "pass":
         # Its expect could only say `pass`, which the crash does not change: a spec written
@@ -1221,11 +1237,10 @@ def _title(
         # `main.py: hang`, a report's headline that said nothing of the import. Not a
         # `where`: no other process's, so its phase is no "main loop" beside it.
         what += f" while importing {last_import}"
-    # A hang while importing is said by the import; after a child's death, by the child;
-    # in a worker, by the description (the frame read from the stacks is the main one's).
-    told = outcome.kind == "hang" and bool(
-        last_import or outcome.crashed_child is not None or outcome.where in ("worker", "child")
-    )
+    # A hang while importing is said by the import; after a child's death, by the child
+    # (the frame is the parent's, waiting). A worker's or a child's hang is named by its
+    # own frame (Outcome.hung_in), as a crash there is.
+    told = outcome.kind == "hang" and bool(last_import or outcome.crashed_child is not None)
     frame = f" in {observed.frame}" if observed.frame and not told else ""
     phase, step = expect.get("phase"), expect.get("step")
     if isinstance(phase, str) and is_test_id(phase):

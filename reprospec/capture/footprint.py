@@ -753,9 +753,15 @@ def crash_frame(stack: str | None, workdir: Path) -> str | None:
     if not candidates:
         return None
     chosen = candidates[0]
-    path = Path(chosen["file"])
-    shown = path.resolve().relative_to(workdir).as_posix() if own else path.name
-    return f"{chosen['function']} ({shown}:{chosen['line']})"
+    return frame_name(chosen["function"], chosen["file"], chosen["line"], workdir)
+
+
+def frame_name(function: str, file: str, line: int | str, workdir: Path) -> str:
+    """`__getitem__ (data/set.py:12)`: a frame as a spec names it, by its path from the
+    workdir, else by its file's name (the capturer's folders stay out of a spec to send)."""
+    path = Path(file)
+    shown = path.resolve().relative_to(workdir).as_posix() if _inside(file, workdir) else path.name
+    return f"{function} ({shown}:{line})"
 
 
 def _inside(file: str, workdir: Path) -> bool:

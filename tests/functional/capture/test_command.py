@@ -277,6 +277,59 @@ def test_a_hang_under_timeout_is_captured_as_the_hang_at_its_bound(
     assert document["expect"] == {"outcome": "error", "exit_code": 3}
 
 
+def test_a_hang_is_titled_where_the_run_says_it_hung(cli: Cli, tmp_path: Path) -> None:
+    """The title's frame is the run's (Outcome.hung_in): a deadlock between threads is the
+    joined thread's, a child's hang the child's. It read the stacks' first frame of the
+    program's own: the main thread's join (`hang in main (dl.py:15)`, where the run's line
+    said `hang in worker (dl.py:7)`), or nothing for a child."""
+    workdir = tmp_path / "w"
+    workdir.mkdir()
+    (workdir / "dl.py").write_text(
+        "import threading\n"
+        "\n"
+        "lock = threading.Lock()\n"
+        "\n"
+        "\n"
+        "def worker():\n"
+        "    with lock:\n"
+        "        pass\n"
+        "\n"
+        "\n"
+        "def main():\n"
+        "    lock.acquire()\n"
+        "    thread = threading.Thread(target=worker)\n"
+        "    thread.start()\n"
+        "    thread.join()\n"
+        "\n"
+        "\n"
+        "main()\n"
+    )
+    (workdir / "child.py").write_text(
+        "import multiprocessing\n"
+        "import time\n"
+        "\n"
+        "\n"
+        "def work():\n"
+        "    time.sleep(1000)\n"
+        "\n"
+        "\n"
+        "if __name__ == '__main__':\n"
+        "    child = multiprocessing.Process(target=work)\n"
+        "    child.start()\n"
+        "    child.join()\n"
+    )
+    options = ("--timeout", "3s", "--no-verify")
+    result = capture(cli, workdir, "python", "dl.py", options=options)
+    assert "hang in worker (dl.py:7)" in result.stderr, result.stderr
+    assert spec_document(workdir)["title"] == "dl.py: hang in worker (dl.py:7)"
+    workdir.joinpath("spec.yaml").unlink()
+    result = capture(cli, workdir, "python", "child.py", options=options)
+    assert "in work (child.py:6)" in result.stderr, result.stderr
+    document = spec_document(workdir)
+    assert document["expect"] == {"outcome": "hang", "where": "child"}
+    assert document["title"] == "child.py: hang in a child process in work (child.py:6)"
+
+
 def test_a_hang_stuck_in_a_dataloader_worker_is_expected_there(cli: Cli, tmp_path: Path) -> None:
     """A worker's crash was written `where: worker`; a hang stuck in a worker (its stacks
     show it fetching an item) wrote none, and the main process's own hang matched it."""
@@ -286,8 +339,12 @@ def test_a_hang_stuck_in_a_dataloader_worker_is_expected_there(cli: Cli, tmp_pat
     )
     spec = load_spec(str(workdir / "spec.yaml"))
     assert spec.document["expect"] == {"outcome": "hang", "where": "worker"}
-    # The worker's frame is the description's; the stacks' first is the main process's.
-    assert spec.document["title"] == "train.py: hang in a DataLoader worker"
+    # The worker's own frame, as a worker's crash is titled: the stacks' first frame is the
+    # main process's, waiting for the batch, which the title left out.
+    assert (
+        spec.document["title"]
+        == "train.py: hang in a DataLoader worker in __getitem__ (train.py:23)"
+    )
     text = (workdir / "spec.yaml").read_text()
     assert "where: worker  # the hang is stuck in a DataLoader worker fetching an item" in text
     # Its frame is named as the report names it: the description read `in
