@@ -5,7 +5,7 @@ files of a kind (a FIFO, /dev/zero, a folder, a file past the size bound), goes
 through `validate`, `plan` and `run` in one real child process. Each verb must
 exit 2 with every problem located (`FILE:LINE:COL: ...` or a file-level
 `FILE: ...`), no traceback; the child's peak RSS (wait4) stays under 200 MB and
-its CPU time under 5 s (CPU, not wall time: this machine is shared); and the
+its CPU time under 15 s (CPU, not wall time: this machine is shared); and the
 spec's command, `touch EXECUTED`, never ran.
 """
 
@@ -29,7 +29,10 @@ ROOT = HERE.parent.parent
 SPECS = HERE / "specs"
 DRIVER = HERE / "drive.py"
 MAX_RSS_BYTES = 200 * 2**20
-MAX_CPU_S = 5.0
+# A guard against a blow-up (a check quadratic in a spec's 5,000 keys takes minutes), not a
+# speed target: those are benchmarks/' to measure. 5 s failed on a slow day with no change
+# (many_unknown_keys.yaml: 5.5-7.3 s here, where CI's machine took under 5 s).
+MAX_CPU_S = 15.0
 # Only a hang reaches this: the child is killed and the test fails.
 WALL_LIMIT_S = 120.0
 
