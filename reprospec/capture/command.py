@@ -80,6 +80,7 @@ from reprospec.capture.writer import (
 from reprospec.core import environ
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.pythonargs import is_python
 from reprospec.core.rates import refuting_bound
 from reprospec.core.redact import mask_parts, secret_values
 from reprospec.core.results import AttemptResult, Outcome, RunResult
@@ -1049,12 +1050,12 @@ def chosen_interpreter(
         # not the run's, which puts --python's folder first: the interpreter keeps its path.
         return tuple(words), None
     program = words[at]
-    if "/" in program and _PYTHON_NAME.fullmatch(Path(program).name):
+    if "/" in program and is_python(program):
         words[at] = "python"
         return tuple(words), _not_ours(str((workdir / program).absolute()))
     found = shutil.which(program) if "/" not in program else str(workdir / program)
     line = shebang(Path(found), 512) if found else []
-    if line and line[0].startswith("/") and _PYTHON_NAME.fullmatch(Path(line[0]).name):
+    if line and line[0].startswith("/") and is_python(line[0]):
         return tuple(words), _not_ours(line[0])
     return tuple(words), None
 
@@ -1067,10 +1068,6 @@ def _not_ours(python: str) -> str | None:
     same_binary = Path(python).resolve() == Path(sys.executable).resolve()
     # Both: /usr/bin/python3.9 beside an engine of /usr/bin/python3.11 is another one.
     return None if same_folder and same_binary else python
-
-
-# An interpreter's file name: python, python3, python3.11.
-_PYTHON_NAME = re.compile(r"python[0-9.]*")
 
 
 def _draft(

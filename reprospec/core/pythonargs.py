@@ -3,7 +3,8 @@
 
 One reader for every place that asks: validate's missing script (plan/missing.py), capture's
 axes and footprint (capture/toggles.py, capture/footprint.py), the pytest a command runs
-(outcome/pytestreport.py) and the bundle's script reader (export/scriptpython.py). Each had
+(outcome/pytestreport.py) and the bundle's script reader (export/scriptpython.py); `is_python`
+also for capture's interpreter by path or shebang and its ticket reader. Each had
 its own, and each missed a different part of the interpreter's grammar: `-uc CODE` (flags
 joined), `-Wignore` and `-mpkg` (a value joined to its flag), `--check-hash-based-pycs
 always`, `python3.12` (a two-digit minor version) or Python 2's `-Q`.

@@ -41,7 +41,6 @@ from reprospec.plan.shellwords import (
 )
 from reprospec.plan.wrappers import program_start
 
-# A Python interpreter by its file name: python, python3, python3.11.
 # The characters of the shell's operators, newline among them (see _commands): a run of
 # them (`;\n`, `&&`, `|`) ends one command, bar a redirection's `<` and `>`.
 _OPERATOR = frozenset("();<>|&\n")
