@@ -128,22 +128,25 @@ def _resolve(schema: JsonValue) -> JsonValue:
     return schema
 
 
-def _homes(key: str, top: Mapping[str, JsonValue]) -> list[str]:
-    """The top-level sections whose own keys include `key` (`cases` -> `expect`)."""
+def _home_index(top: Mapping[str, JsonValue]) -> dict[str, list[str]]:
+    """Each key of a top-level section's own mapping, with the sections that take it
+    (`cases` -> [`expect`]): built once per error, where a file of 5,000 stray keys asked
+    the schema once per key."""
     properties = top.get("properties")
-    homes = []
+    index: dict[str, list[str]] = {}
     for name, section in properties.items() if isinstance(properties, dict) else ():
         resolved = _resolve(section)
         branches = [resolved]
         if isinstance(resolved, dict):
             branches += [_resolve(b) for b in _list(resolved.get("anyOf"))]
             branches += [_resolve(b) for b in _list(resolved.get("oneOf"))]
+        keys: set[str] = set()
         for branch in branches:
-            keys = branch.get("properties") if isinstance(branch, dict) else None
-            if isinstance(keys, dict) and key in keys:
-                homes.append(name)
-                break
-    return homes
+            own = branch.get("properties") if isinstance(branch, dict) else None
+            keys.update(own if isinstance(own, dict) else ())
+        for key in keys:
+            index.setdefault(key, []).append(name)
+    return index
 
 
 def _is_expr(schema: JsonValue) -> bool:
@@ -297,11 +300,13 @@ class _Translator:
 
     def _unknown_keys(self, path: JsonPath, error: ValidationError) -> list[Problem]:
         allowed = list(error.schema.get("properties", {}))
+        # A stray key at the top level may belong one level down (`cases:` under `expect`).
+        homes_of = _home_index(error.schema) if not path else {}
         out = []
         for key in error.instance:
             if key in allowed:
                 continue
-            homes = _homes(str(key), error.schema) if not path else []
+            homes = homes_of.get(str(key), [])
             hint = (
                 f" (did you mean {' or '.join(f'`{h}.{key}`' for h in homes)}?"
                 " It belongs under that section)"

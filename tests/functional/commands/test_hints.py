@@ -65,13 +65,15 @@ def test_a_key_of_another_section_at_the_top_says_where_it_belongs(
     spec = tmp_path / "spec.yaml"
     spec.write_text(
         "reprospec: 1\nname: x\ncommand: echo\nexpect: {outcome: pass}\n"
-        "cases:\n  - when: {a: 1}\n    outcome: pass\ntimeout: 3s\n"
+        "cases:\n  - when: {a: 1}\n    outcome: pass\ntimeout: 3s\ndevice: cpu\n"
     )
     result = cli("validate", str(spec))
     assert result.code == 2
     text = result.stdout + result.stderr
     assert "spec.yaml:5:1: (top level): unknown key 'cases' (did you mean `expect.cases`?" in text
     assert "unknown key 'timeout' (did you mean `run.timeout`?" in text
+    # A key two sections take names both.
+    assert "unknown key 'device' (did you mean `environment.device` or `workload.device`?" in text
 
 
 def test_running_a_run_folders_spec_copy_points_at_the_report(cli: Cli, tmp_path: Path) -> None:
