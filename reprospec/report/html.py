@@ -246,6 +246,7 @@ def context(run: RunResult) -> dict[str, object]:
     axes = axes_of(run.cells)
     standalone = run.standalone
     large = len(run.cells) > LARGE_RUN_CELLS
+    separated = None if run.observes else separators(run)
     differs = cell_environments(run.cells)
     one_cell = run_one_cell_fields(run)
     return {
@@ -277,8 +278,8 @@ def context(run: RunResult) -> dict[str, object]:
         "large": large,
         "groups": result_groups(run, differs) if large else [],
         "heatmap": heatmap(run.cells),
-        "separators": None if run.observes else separators(run),
-        "separators_heading": heading(run),
+        "separators": separated,
+        "separators_heading": heading(run) if separated is not None else "",
         # An observed run's outcomes, each with what explains it (report.md's Outcomes):
         # the HTML page left out the explanation `--observe` exists for.
         "outcomes": outcome_rows(run),
