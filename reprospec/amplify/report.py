@@ -270,6 +270,11 @@ def text(found: AmplifyReport) -> str:
         lines.append(budget_continues("amplification", result.used))
     if found.amplified_spec is not None:
         lines.append(f"amplified spec: {found.amplified_spec}")
+        # Said here too, not in amplify.md alone: a plain `run` of the amplified spec read
+        # `not-reproduced` (exit 1) of a failure amplified to 17/18, and the terminal,
+        # where the user looks, said nothing of why.
+        if note := _rate_note(found):
+            lines.append(f"note: {note}")
     if next_step := go_on(found):
         lines.append(f"next: {next_step}")
     return "\n".join(lines)

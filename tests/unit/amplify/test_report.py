@@ -89,6 +89,19 @@ def test_the_amplified_spec_without_a_rate_is_said_to_need_one_to_judge_a_run_by
     assert "has no `rate`" not in markdown(_found(tmp_path, Expectation("error"), 80))
 
 
+def test_the_terminal_says_the_amplified_spec_needs_a_rate_too(tmp_path: Path) -> None:
+    """A user who ran `reprospec run amplified.yaml` on the terminal's word read
+    `not-reproduced` of a failure amplified to 17/18: the note was in amplify.md alone."""
+    said = answer(_found(tmp_path, Expectation("error"), 41)).splitlines()
+    assert said[-1].startswith("note: The cell's `expect` has no `rate`"), said
+    assert "give the failing cell `rate: '>0'` in its `expect`" in said[-1]
+    assert said[-2] == f"amplified spec: {tmp_path / 'amplified.yaml'}"
+    # With a rate of its own, or failing in every attempt, it needs none.
+    rated = Expectation("error", rate=parse_rate(">0"))
+    assert "note:" not in answer(_found(tmp_path, rated, 41))
+    assert "note:" not in answer(_found(tmp_path, Expectation("error"), 80))
+
+
 def _not_amplified(tmp_path: Path, base: Rate, expectation: Expectation) -> AmplifyReport:
     arms = (
         ArmResult(Arm(), base, Tally(matched=base.matched, passed=base.attempts - base.matched)),
