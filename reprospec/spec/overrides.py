@@ -115,7 +115,8 @@ _BRACKETS = r"\[([^\]]*)\]"
 def _no_brackets(override: str, dotted: str) -> None:
     """`matrix.mode[9]=x` is a natural guess; say the dotted spelling instead of 'not found'."""
     if re.search(_BRACKETS, dotted):
-        fixed = override.replace(dotted, re.sub(_BRACKETS, r".\1", dotted), 1)
+        # `mode[0]` and `mode.[0]` both mean `mode.0` (the second read `mode..0`).
+        fixed = override.replace(dotted, re.sub(r"\.?" + _BRACKETS, r".\1", dotted), 1)
         raise UsageError(f"{_set()} {override}: use dots for list indexes, like {fixed}")
 
 

@@ -468,6 +468,11 @@ def test_a_problem_above_an_override_names_it_when_the_override_caused_it(
             "~expect.cases[0]",
             "--set ~expect.cases[0]: use dots for list indexes, like ~expect.cases.0",
         ),
+        # A dot before the bracket too: one dot in the fix, not `matrix.mode..0`.
+        (
+            "matrix.mode.[0]=x",
+            "--set matrix.mode.[0]=x: use dots for list indexes, like matrix.mode.0=x",
+        ),
     ],
 )
 def test_brackets_in_set_paths_are_a_usage_error(override: str, message: str) -> None:
