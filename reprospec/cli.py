@@ -147,7 +147,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         for flag, dest in (("-o", "output"), ("--out", "out")):
             path = getattr(args, dest, None)
             if isinstance(path, Path):
-                opt.check_writable(flag, path)
+                folder = dest == "out" or getattr(args, "output_is_folder", True)
+                opt.check_writable(flag, path, folder=folder)
     module = importlib.import_module(f"reprospec.commands.{args.command}")
     result: int = module.run(args)
     return result

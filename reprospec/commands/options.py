@@ -303,6 +303,8 @@ def output(
         metavar=metavar,
         help=help,
     )
+    # What cli._dispatch probes before the verb runs: a folder to make, or a file to open.
+    p.set_defaults(output_is_folder=metavar == "DIR")
 
 
 def file_path(text: str) -> Path:
@@ -523,9 +525,12 @@ WRITING_VERBS = (
 )
 
 
-def check_writable(flag: str, path: Path) -> None:
+def check_writable(flag: str, path: Path, *, folder: bool = True) -> None:
     """Refuse, before a verb runs anything, a `flag` path it could not be written at: one
     under a file (`-o existing_file/sub`) or in a folder nothing can be made in (`/proc`).
+    A file's path (not `folder`: capture's spec, bundle's archive) whose folder exists is
+    probed by opening the file, not by making a folder of its name: `capture -o
+    /proc/x.yaml` said `mkdir /proc/x.yaml`, a call nothing was to make.
     `minimize -o /proc/min-out` ran its whole search, then exited 2 saying only `No such
     file or directory: /proc/min-out`, naming no option. A path that exists is left to
     the verb, which says what it may be (a folder, not a file: `-o /dev/null`). The probe
@@ -543,6 +548,16 @@ def check_writable(flag: str, path: Path) -> None:
     first = path
     while not first.parent.exists() and first.parent != first.parent.parent:
         first = first.parent
+    if first == path and not folder:
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+        except FileExistsError:
+            return  # made meanwhile: the verb finds it there
+        except OSError as exc:
+            raise unwritable(flag, path, "write", exc) from None
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return
     try:
         first.mkdir()
     except FileExistsError:

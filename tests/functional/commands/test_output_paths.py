@@ -102,6 +102,31 @@ def test_an_output_file_in_proc_names_the_mkdir_that_failed(tmp_path: Path) -> N
     )
 
 
+def test_a_file_output_whose_folder_exists_is_probed_as_that_file(tmp_path: Path) -> None:
+    """capture's spec and bundle's archive are files: `capture -o /proc/x.yaml` said `mkdir
+    /proc/x.yaml`, naming the file as a folder it tried to make; now the write that fails."""
+    (tmp_path / "a_file").write_text("not a folder\n", encoding="utf-8")
+    for argv in (["capture", "--from-log", "-"], ["bundle", "latest"]):
+        said = _said(tmp_path, *argv, "-o", "/proc/x.yaml")
+        assert said == (
+            "reprospec: -o /proc/x.yaml: cannot write there: write /proc/x.yaml: "
+            "No such file or directory (/proc exists, but nothing can be made in it)"
+        ), argv
+        bad = tmp_path / "a_file" / "x.yaml"
+        said = _said(tmp_path, *argv, "-o", str(bad))
+        assert said == (
+            f"reprospec: -o {bad}: cannot write there: write {bad}: "
+            f"Not a directory ({tmp_path / 'a_file'} is a file)"
+        ), argv
+    # The probe's file is gone again; a folder output is still probed as a folder.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
+    said = _said(tmp_path, "minimize", SPEC, "-o", "/proc/x.yaml")
+    assert said == (
+        "reprospec: -o /proc/x.yaml: cannot write there: mkdir /proc/x.yaml: "
+        "No such file or directory (/proc exists, but nothing can be made in it)"
+    )
+
+
 def test_out_under_a_file_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "a_file").write_text("not a folder\n", encoding="utf-8")
     bad = tmp_path / "a_file" / "sub" / "deeper"
