@@ -44,7 +44,7 @@ from reprospec.core.results import (
 )
 from reprospec.core.units import parse_rate, parse_step
 from reprospec.errors import FatalError, UsageError
-from reprospec.store.runfolder import RUNS, RunFolder
+from reprospec.store.runfolder import CELLS, ENGINE_JSON, RUNS, SPEC_YAML, RunFolder
 
 if TYPE_CHECKING:
     from reprospec.core.resumed import Resumed
@@ -572,10 +572,25 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
     if unreadable is not None:
         raise UsageError(unreadable)
     if path.is_dir():
-        raise UsageError(f"{path} has no results.json (the run may still be going, or was killed)")
+        raise UsageError(_not_a_run(path))
     # No run found: where --out is a file, that is why, said as history says it.
     RunFolder.check_out(out_root)
     raise UsageError(f"no run {name!r}: not a run folder, a results.json, or a run id under {runs}")
+
+
+def _not_a_run(folder: Path) -> str:
+    """Why a folder given as a run has none to read. One a run made (its engine.json, its
+    cells/) is still running or was killed; any other folder is not a run's, and said so:
+    `report /tmp` read "/tmp has no results.json (the run may still be going ...)". A store
+    (`--out`, its runs/ folder) is said to be one, with how to name a run in it."""
+    if any((folder / name).exists() for name in (ENGINE_JSON, CELLS, SPEC_YAML)):
+        return f"{folder} has no results.json (the run may still be going, or was killed)"
+    if (folder / RUNS).is_dir():
+        return (
+            f"{folder} is a store, not a run folder: name one of its runs, by id or as "
+            f"latest, with --out {folder}"
+        )
+    return f"{folder} is not a run folder: it has no results.json, nor anything a run writes"
 
 
 def _unreadable(path: Path, out_root: Path) -> str | None:

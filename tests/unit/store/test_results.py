@@ -233,6 +233,34 @@ def test_load_run_errors(tmp_path: Path) -> None:
         find_run("20261121-x", tmp_path)
 
 
+def test_a_folder_without_results_says_whether_it_is_a_run_at_all(tmp_path: Path) -> None:
+    """`report /tmp` read "/tmp has no results.json (the run may still be going, or was
+    killed)", as if /tmp were a run."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(UsageError) as caught:
+        find_run(plain, tmp_path / "store")
+    assert str(caught.value) == (
+        f"{plain} is not a run folder: it has no results.json, nor anything a run writes"
+    )
+    # A run's folder whose engine was killed before results.json (its engine.json, cells/).
+    killed = tmp_path / "store" / "runs" / "20261205-120000-x-0000"
+    (killed / "cells").mkdir(parents=True)
+    with pytest.raises(UsageError) as caught:
+        find_run(killed, tmp_path / "elsewhere")
+    assert str(caught.value) == (
+        f"{killed} has no results.json (the run may still be going, or was killed)"
+    )
+    # The store itself: a run in it is named by id or `latest`, with --out.
+    store = tmp_path / "store"
+    with pytest.raises(UsageError) as caught:
+        find_run(store, tmp_path / "elsewhere")
+    assert str(caught.value) == (
+        f"{store} is a store, not a run folder: name one of its runs, by id or as latest, "
+        f"with --out {store}"
+    )
+
+
 def test_new_run_id_sorts_by_time_and_is_unique() -> None:
     first = new_run_id("val-segfault", datetime(2026, 11, 21, 21, 45, 12))
     assert re.fullmatch(r"20261121-214512-val-segfault-[0-9a-f]{4}", first)
