@@ -12,11 +12,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reprospec.core.expr import ExprError, names_used
 from reprospec.core.inputs import Spec
 from reprospec.core.words import plural
 from reprospec.errors import SpecError
-from reprospec.spec.checks.cells import NOT_INTERPOLATED
+from reprospec.spec.checks.cells import unread_axes, unread_axis_message
 from reprospec.spec.files import spec_files
 from reprospec.spec.load import load_spec
 from reprospec.spec.todo import todo_block, unfilled
@@ -85,37 +84,11 @@ def validate(
 
 
 def _unread_axes(file: str, spec: Spec) -> list[str]:
-    """A note for each matrix axis that nothing reads (no `${{ matrix.AXIS }}`, no
-    `${{ cell.id }}` or whole `${{ matrix }}`, no `expect.cases` `when` naming it): its
-    cells run the same program, judged alike, and a user who wanted repeats of one
-    (`matrix: {seed: [1, 2, 3]}` with a command that never reads it) got N identical cells
-    with nothing said (nu44)."""
-    matrix = spec.document.get("matrix")
-    if not isinstance(matrix, dict):
-        return []
-    # The sections a cell's values reach (never the matrix itself, the title, ...).
-    evaluated = {k: v for k, v in spec.document.items() if k not in NOT_INTERPOLATED}
-    try:
-        names = names_used(evaluated)
-    except ExprError:
-        return []  # validation said so
-    if "matrix" in names or any(name.startswith("cell.") for name in names):
-        return []  # the cell's id (or the whole matrix) reads every axis
-    read = {name.removeprefix("matrix.") for name in names if name.startswith("matrix.")}
-    expect = spec.document.get("expect")
-    cases = expect.get("cases") if isinstance(expect, dict) else None
-    for case in cases if isinstance(cases, list) else ():
-        when = case.get("when") if isinstance(case, dict) else None
-        read |= set(when) if isinstance(when, dict) else set()
+    """A note, at its place, for each matrix axis that nothing reads (`unread_axes`)."""
     notes = []
-    for axis in matrix:
-        if axis not in read and axis not in ("include", "exclude"):
-            line, column = locate(spec.locations, ("matrix", axis))
-            notes.append(
-                f"{file}:{line}:{column}: matrix axis '{axis}' is read by nothing (no "
-                f"${{{{ matrix.{axis} }}}}, no expect.cases when): its cells run the same "
-                "program; for more attempts of one, use run.repeat"
-            )
+    for axis in unread_axes(spec.document):
+        line, column = locate(spec.locations, ("matrix", axis))
+        notes.append(f"{file}:{line}:{column}: {unread_axis_message(axis)}")
     return notes
 
 

@@ -60,6 +60,43 @@ NOT_INTERPOLATED = (
     "name",
     "files",
 )
+
+
+def unread_axes(document: Mapping[str, JsonValue]) -> list[str]:
+    """The matrix axes nothing reads (no `${{ matrix.AXIS }}`, no `${{ cell.id }}` or whole
+    `${{ matrix }}`, no `expect.cases` `when` naming it): their cells run the same program,
+    judged alike. A user who wanted repeats of one (`matrix: {seed: [1, 2, 3]}` with a
+    command that never reads it) got N identical cells with nothing said (nu44); `validate`
+    notes them, and a run warns (an axis given by `--set` is never validated)."""
+    matrix = document.get("matrix")
+    if not isinstance(matrix, dict):
+        return []
+    # The sections a cell's values reach (never the matrix itself, the title, ...).
+    evaluated = {k: v for k, v in document.items() if k not in NOT_INTERPOLATED}
+    try:
+        names = expr.names_used(evaluated)
+    except expr.ExprError:
+        return []  # validation says so
+    if "matrix" in names or any(name.startswith("cell.") for name in names):
+        return []  # the cell's id (or the whole matrix) reads every axis
+    read = {name.removeprefix("matrix.") for name in names if name.startswith("matrix.")}
+    expect = document.get("expect")
+    cases = expect.get("cases") if isinstance(expect, dict) else None
+    for case in cases if isinstance(cases, list) else ():
+        when = case.get("when") if isinstance(case, dict) else None
+        read |= set(when) if isinstance(when, dict) else set()
+    return [axis for axis in matrix if axis not in read and axis not in ("include", "exclude")]
+
+
+def unread_axis_message(axis: str) -> str:
+    """What `validate` notes (after the axis's place) and a run warns of an unread axis."""
+    return (
+        f"matrix axis '{axis}' is read by nothing (no ${{{{ matrix.{axis} }}}}, no "
+        "expect.cases when): its cells run the same program; for more attempts of one, use "
+        "run.repeat"
+    )
+
+
 # Cells named in one aggregated problem before "and N more".
 SHOWN_CELLS = 3
 # What `spec.name` reads in an expression: every check that evaluates one may read it.

@@ -129,3 +129,27 @@ def test_every_spec_the_readme_runs_needs_no_packages_the_local_runner_lacks() -
         plan = api.plan_run(api.load_spec(path))
         declared = {p for a in plan.attempts for p in a.environment.packages}
         assert not declared, f"{path.relative_to(SPECS.parent)} declares {sorted(declared)}"
+
+
+def test_a_run_warns_of_an_axis_nothing_reads(cli: Cli, tmp_path: Path) -> None:
+    """`run --observe --set 'matrix.name=[x, y]'` of a spec that never reads `name` ran two
+    cells alike and reported `error in every cell`, as if `name` had been tried: an axis
+    given by `--set` is never validated, and a run said nothing of it."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: axes\nmatrix: {b: [x, y]}\n"
+        "command: echo ${{ matrix.b }}\nexpect: {outcome: pass}\n"
+    )
+    read = cli("run", str(spec))
+    assert read.code == 0, read.stderr
+    assert "read by nothing" not in read.stderr
+    assert read.results()["warnings"] == []
+    result = cli("run", str(spec), "--observe", "--set", "matrix.name=[1, 2]")
+    assert result.code == 0, result.stderr
+    said = (
+        "matrix axis 'name' is read by nothing (no ${{ matrix.name }}, no expect.cases "
+        "when): its cells run the same program; for more attempts of one, use run.repeat"
+    )
+    assert f"reprospec: warning: {said}" in result.stderr, result.stderr
+    assert result.results()["warnings"] == [said]
+    assert said in (result.latest_run() / "report.md").read_text()
