@@ -64,7 +64,8 @@ NOT_INTERPOLATED = (
 
 def unread_axes(document: Mapping[str, JsonValue]) -> list[str]:
     """The matrix axes nothing reads (no `${{ matrix.AXIS }}`, no `${{ cell.id }}` or whole
-    `${{ matrix }}`, no `expect.cases` `when` naming it): their cells run the same program,
+    `${{ matrix }}`, no `expect.cases` `when` naming it, no `include` entry matching on it
+    that brings a key read): their cells run the same program,
     judged alike. A user who wanted repeats of one (`matrix: {seed: [1, 2, 3]}` with a
     command that never reads it) got N identical cells with nothing said (nu44); `validate`
     notes them, and a run warns (an axis given by `--set` is never validated)."""
@@ -85,7 +86,23 @@ def unread_axes(document: Mapping[str, JsonValue]) -> list[str]:
     for case in cases if isinstance(cases, list) else ():
         when = case.get("when") if isinstance(case, dict) else None
         read |= set(when) if isinstance(when, dict) else set()
+    # An `include` entry that brings a key read makes the keys it matches on read too:
+    # `{setup: full, workers: 2}` gives the cells of setup=full their workers, so `setup`
+    # changes what runs though no expression names it (it was noted as read by nothing).
+    entries = [e for e in _list(matrix.get("include")) if isinstance(e, dict)]
+    grew = True
+    while grew:
+        grew = False
+        for entry in entries:
+            if read.isdisjoint(entry) or read.issuperset(entry):
+                continue
+            read |= set(entry)
+            grew = True
     return [axis for axis in matrix if axis not in read and axis not in ("include", "exclude")]
+
+
+def _list(value: JsonValue) -> list[JsonValue]:
+    return value if isinstance(value, list) else []
 
 
 def unread_axis_message(axis: str) -> str:

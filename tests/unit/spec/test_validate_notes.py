@@ -21,6 +21,19 @@ HEAD = "reprospec: 1\nname: axes\nmatrix:\n  seed: [1, 2, 3]\n  b: [x, y]\n"
         # The cell's id, or the whole matrix, reads every axis.
         ("command: echo ${{ cell.id }}\nexpect: {outcome: pass}\n", []),
         ("command: echo '${{ matrix }}'\nexpect: {outcome: pass}\n", []),
+        # An axis an `include` entry matches on to bring a key that is read changes what
+        # runs: `seed` gives its cells their `x` (and `b` is read), though nothing names it.
+        (
+            "  include:\n    - {seed: 1, x: a}\n    - {seed: 2, x: b}\n"
+            "command: echo ${{ matrix.x }} ${{ matrix.b }}\nexpect: {outcome: pass}\n",
+            [],
+        ),
+        # One that brings only keys nothing reads does not.
+        (
+            "  include:\n    - {seed: 1, x: a}\n"
+            "command: echo ${{ matrix.b }}\nexpect: {outcome: pass}\n",
+            ["seed"],
+        ),
         # An axis the expectation reads changes what is judged, if not what runs.
         (
             "command: echo ${{ matrix.b }}\nexpect:\n  outcome: pass\n"
