@@ -237,12 +237,33 @@ def interrupt_when(
                 another_thread.touch()
             else:
                 child.send_signal(signum)
-        stdout, stderr = child.communicate(timeout=wait_s)
+        try:
+            stdout, stderr = child.communicate(timeout=wait_s)
+        except subprocess.TimeoutExpired as exc:
+            # Where it stood, read before it is killed: a stop that never ended (a minimize
+            # still running 120 s after its Ctrl-C, once in a suite) said nothing of why.
+            said = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""
+            raise AssertionError(
+                f"still running {wait_s:g}s after the signal; its stderr:\n{said}\n"
+                f"its threads:\n{_python_stacks(child.pid)}"
+            ) from None
     finally:
         if child.poll() is None:
             child.kill()
             child.communicate()
     return CliResult(child.returncode, stdout, stderr, ROOT)
+
+
+def _python_stacks(pid: int) -> str:
+    """py-spy's dump of `pid`'s threads (the dev extra installs it), or why there is none."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    try:
+        dumped = subprocess.run(
+            [spy, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"(py-spy dump failed: {exc})"
+    return dumped.stdout + dumped.stderr
 
 
 def is_workload_example(name: str) -> bool:
