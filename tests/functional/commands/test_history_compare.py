@@ -729,7 +729,8 @@ def test_a_results_json_cell_edited_by_hand_is_said_and_left_out_alone(
     spec = tmp_path / "four.yaml"
     spec.write_text(
         "reprospec: 1\nname: four\nmatrix: {n: [1, 2, 3, 4, 5, 6]}\n"
-        f"command: [{sys.executable}, -c, 'import sys; sys.exit(3)']\n"
+        # The cell's n an argument: an axis nothing reads is a run warning of its own.
+        f"command: [{sys.executable}, -c, 'import sys; sys.exit(3)', '${{{{ matrix.n }}}}']\n"
         "expect: {outcome: error, exit_code: 3}\n"
     )
     out = tmp_path / "store"
