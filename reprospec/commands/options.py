@@ -548,21 +548,20 @@ def check_writable(flag: str, path: Path, *, folder: bool = True) -> None:
     first = path
     while not first.parent.exists() and first.parent != first.parent.parent:
         first = first.parent
+    # What writing would make first, made and removed again: the file itself where its
+    # folder exists and it names a file, else the first missing folder.
+    make: Callable[[], object]
+    undo: Callable[[], object]
     if first == path and not folder:
-        try:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
-        except FileExistsError:
-            return  # made meanwhile: the verb finds it there
-        except OSError as exc:
-            raise unwritable(flag, path, "write", exc) from None
-        with contextlib.suppress(OSError):
-            path.unlink()
-        return
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        make, undo, doing = (lambda: os.close(os.open(path, flags, 0o600))), path.unlink, "write"
+    else:
+        make, undo, doing = first.mkdir, first.rmdir, "mkdir"
     try:
-        first.mkdir()
+        make()
     except FileExistsError:
         return  # made meanwhile: the verb finds it there
     except OSError as exc:
-        raise unwritable(flag, path, "mkdir", exc) from None
+        raise unwritable(flag, path, doing, exc) from None
     with contextlib.suppress(OSError):
-        first.rmdir()
+        undo()
