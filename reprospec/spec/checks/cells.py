@@ -89,7 +89,8 @@ def unread_axes(document: Mapping[str, JsonValue]) -> list[str]:
     # An `include` entry that brings a key read makes the keys it matches on read too:
     # `{setup: full, workers: 2}` gives the cells of setup=full their workers, so `setup`
     # changes what runs though no expression names it (it was noted as read by nothing).
-    entries = [e for e in _list(matrix.get("include")) if isinstance(e, dict)]
+    include = matrix.get("include")
+    entries = [e for e in include if isinstance(e, dict)] if isinstance(include, list) else []
     grew = True
     while grew:
         grew = False
@@ -99,10 +100,6 @@ def unread_axes(document: Mapping[str, JsonValue]) -> list[str]:
             read |= set(entry)
             grew = True
     return [axis for axis in matrix if axis not in read and axis not in ("include", "exclude")]
-
-
-def _list(value: JsonValue) -> list[JsonValue]:
-    return value if isinstance(value, list) else []
 
 
 def unread_axis_message(axis: str) -> str:
