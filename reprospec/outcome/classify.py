@@ -167,18 +167,15 @@ def classify(
     execution: Execution,
     evidence: Evidence | None = None,
     *,
-    packages: Sequence[str] = (),
     pytest: bool = False,
 ) -> Outcome | NotRun:
     """What happened in one attempt, or why it never ran.
 
     `evidence` is what `Evidence.read(execution)` gives; it is read here when not given.
-    `packages`: the cell's `environment.packages` (a ModuleNotFoundError for one of
-    them before any progress means the environment lacks it: `NotRun`). `pytest`: the
-    command runs pytest, whose report names a failing test's exception.
+    `pytest`: the command runs pytest, whose report names a failing test's exception.
     """
     evidence = evidence if evidence is not None else Evidence.read(execution)
-    not_run = _not_run(execution, evidence) or setup_failure(execution, evidence, packages)
+    not_run = _not_run(execution, evidence) or setup_failure(execution, evidence)
     if not_run is not None:
         return not_run
     stderr = evidence.stderr

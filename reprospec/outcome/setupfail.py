@@ -9,17 +9,21 @@ reported no progress yet (no event with a phase or step):
     127  `sh: 1: trainer: not found`, `bash: line 1: trainer: command not found`
     126  `sh: 1: ./run.sh: Permission denied`, `cannot execute binary file`
     2    `python: can't open file '/w/train.py': [Errno 2] No such file or directory`
-    any  `ModuleNotFoundError: No module named 'wandb'` when the spec's
-         `environment.packages` declares that package: it is not installed where
-         the attempt ran; or when `python` in the command ran an interpreter the
-         person did not choose (`Execution.unchosen_python`: reprospec's own, as
-         pipx or `uv tool` installs it): `--python` names theirs
+    any  `ModuleNotFoundError` when `python` in the command ran an interpreter
+         the person did not choose (`Execution.unchosen_python`: reprospec's own,
+         as pipx or `uv tool` installs it): `--python` names theirs
+
+A `ModuleNotFoundError` of a package `environment.packages` declares is no setup
+failure: every runner checked those packages where the attempt runs before it
+started (environment/packages.py), so the module is one the installed version
+lacks (`packaging.__about__` gone in 23.0, `import attrs` before attrs 21.3), which
+is the very failure a version bisect looks for. Read as "not installed", such a
+cell was infra-error and bisect refused its bad end.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import Execution, NotRun
@@ -36,33 +40,9 @@ _CANT_OPEN = Lazy(
     r"\[Errno \d+\] (?P<why>[^\n]+)$",
     re.M,
 )
-_NO_MODULE = Lazy(r"^No module named '(?P<module>[^'.]+)(?:\.[^']*)?'")
-_REQUIREMENT_NAME = Lazy(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)")
-# Distributions whose import name is not their project name (the usual suspects).
-_IMPORT_NAMES = {
-    "pillow": "pil",
-    "scikit_learn": "sklearn",
-    "scikit_image": "skimage",
-    "opencv_python": "cv2",
-    "opencv_python_headless": "cv2",
-    "opencv_contrib_python": "cv2",
-    "pyyaml": "yaml",
-    "beautifulsoup4": "bs4",
-    "python_dateutil": "dateutil",
-    "protobuf": "google",
-    "pytorch_lightning": "pytorch_lightning",
-    "lightning": "lightning",
-    "faiss_cpu": "faiss",
-    "faiss_gpu": "faiss",
-    "msgpack_python": "msgpack",
-    "pyzmq": "zmq",
-    "attrs": "attr",
-}
 
 
-def setup_failure(
-    execution: Execution, evidence: Evidence, packages: Sequence[str] = ()
-) -> NotRun | None:
+def setup_failure(execution: Execution, evidence: Evidence) -> NotRun | None:
     """Why the command never got to run, when stderr says so before any progress; else None."""
     if execution.timed_out or execution.returncode in (None, 0):
         return None
@@ -82,38 +62,17 @@ def setup_failure(
     from reprospec.outcome.tracebacks import parse_exception  # an attempt that failed to start
 
     exception = parse_exception(evidence.raised or "") or parse_exception(stderr)
-    if exception is not None and exception.type.rpartition(".")[2] == "ModuleNotFoundError":
-        missing = _NO_MODULE.match(exception.message or "")
-        declared = _declaring(packages, missing["module"]) if missing else None
-        if declared is not None:
-            return NotRun(
-                f"package {declared} (environment.packages) is not installed where the "
-                f"attempt ran: ModuleNotFoundError: {exception.message}"
-            )
-        if execution.unchosen_python is not None:
-            return NotRun(
-                f"ModuleNotFoundError: {exception.message} before any progress: "
-                f"{execution.unchosen_python}; pass --python PATH (the interpreter that has "
-                "what the command imports)"
-            )
+    if (
+        exception is not None
+        and exception.type.rpartition(".")[2] == "ModuleNotFoundError"
+        and execution.unchosen_python is not None
+    ):
+        return NotRun(
+            f"ModuleNotFoundError: {exception.message} before any progress: "
+            f"{execution.unchosen_python}; pass --python PATH (the interpreter that has "
+            "what the command imports)"
+        )
     return None
-
-
-def _declaring(packages: Sequence[str], module: str) -> str | None:
-    """The requirement of `packages` that provides top-level module `module`, if any."""
-    wanted = _normalize(module)
-    for requirement in packages:
-        match = _REQUIREMENT_NAME.match(requirement)
-        if match is None:
-            continue
-        name = _normalize(match["name"])
-        if wanted in (name, _IMPORT_NAMES.get(name)):
-            return requirement.strip()
-    return None
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
 
 
 __all__ = ["setup_failure"]

@@ -115,7 +115,7 @@ def attempt_result(
     """Classify and judge one finished execution from its evidence."""
     pytest = execution.returncode not in (0, None) and _runs_pytest(plan)
     outcome = with_native_and_ranks(
-        classify(execution, evidence, packages=plan.environment.packages, pytest=pytest),
+        classify(execution, evidence, pytest=pytest),
         evidence,
     )
     verdict = judge_attempt(outcome, plan.expectation, evidence)

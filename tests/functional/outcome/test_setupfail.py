@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -10,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.core.inputs import Expectation
-from reprospec.core.results import AttemptResult, Execution, NotRun, Outcome
-from reprospec.outcome.classify import classify
+from reprospec.core.results import AttemptResult, NotRun, Outcome
 from reprospec.outcome.evidence import Evidence
 from reprospec.outcome.judge import judge_cell
 from reprospec.pipeline.attempt import attempt_result
@@ -95,24 +93,18 @@ def test_declared_package_missing(runner: LocalRunner, tmp_path: Path) -> None:
     assert "reprospec-absent-pkg" in not_run(result)
 
 
-def test_declared_package_missing_at_import_is_not_run(tmp_path: Path) -> None:
-    # Where no runner checked (or its check was fooled, as by a distribution whose files
-    # are gone), the child's own ModuleNotFoundError before any progress tells the same.
-    events, stdout, stderr = (tmp_path / n for n in ("events.jsonl", "stdout.log", "stderr.log"))
-    with stdout.open("wb") as out, stderr.open("wb") as err:
-        code = subprocess.call(
-            [PY, "-c", "import reprospec_absent_pkg.sub"], stdout=out, stderr=err
-        )
-    events.write_text("")
-    execution = Execution("c", 1, tmp_path, code, False, 0.1, "", "", stdout, stderr, events)
-    declared = ("numpy>=1", "reprospec-absent-pkg==1.2")
-    outcome = classify(execution, Evidence.read(execution), packages=declared)
-    assert outcome == NotRun(
-        "package reprospec-absent-pkg==1.2 (environment.packages) is not installed where the "
-        "attempt ran: ModuleNotFoundError: No module named 'reprospec_absent_pkg'"
-    )
-    # Not declared: the program's own error.
-    assert isinstance(classify(execution, Evidence.read(execution), packages=("numpy",)), Outcome)
+@pytest.mark.parametrize("code", ["import yaml.reprospec_absent_sub", "import pyyaml"])
+def test_a_module_a_declared_installed_package_lacks_is_the_programs_error(
+    runner: LocalRunner, tmp_path: Path, code: str
+) -> None:
+    # pyyaml is installed here, and the runner checked it before the start: a module its
+    # version lacks (a submodule, or its project name, which is not its import name) is
+    # the program's failure, as `packaging.__about__` gone in packaging 23 is the one a
+    # version bisect looks for. It read "not installed where the attempt ran" (infra-error)
+    # and bisect refused the bad end.
+    result = run_attempt(runner, [PY, "-c", code], tmp_path, packages=("pyyaml",))
+    assert isinstance(result.outcome, Outcome), result.outcome
+    assert (result.outcome.kind, result.outcome.exception) == ("error", "ModuleNotFoundError")
 
 
 def test_undeclared_module_missing_is_the_programs_error(
