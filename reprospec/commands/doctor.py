@@ -7,7 +7,7 @@ import json
 import resource
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -15,6 +15,7 @@ from reprospec.commands import options as opt
 from reprospec.core.jsontypes import JsonValue
 
 if TYPE_CHECKING:
+    from reprospec.core.sections import Environment
     from reprospec.doctor import Check, Needs
 
 
@@ -43,7 +44,9 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.environment.probe import probe_environment
     from reprospec.process import starter
 
-    needs = _needs(args.spec, args.runner) if getattr(args, "spec", None) else None
+    needs, environments = (
+        _needs(args.spec, args.runner) if getattr(args, "spec", None) else (None, ())
+    )
     python, whose, base = _interpreter(getattr(args, "python", None), needs)
     if needs is not None and base is not None:
         needs = replace(needs, python=None)  # no interpreter of it to compare: said by `base`
@@ -61,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
             native.pyspy_path(),
         ),
         *_cuda_checks(python, env),
+        *(_docker_checks(environments, args.spec) if environments else ()),
     ]
     if args.format == "json":
         json.dump([check.to_dict() for check in checks], sys.stdout, indent=2)
@@ -151,8 +155,9 @@ def _cuda_checks(python: str, env: Mapping[str, JsonValue]) -> list[Check]:
     ]
 
 
-def _needs(path: str, runner: str) -> Needs:
-    """What the spec's cells need, resolved through the engine's own planning (nothing runs)."""
+def _needs(path: str, runner: str) -> tuple[Needs, tuple[Environment, ...]]:
+    """What the spec's cells need, resolved through the engine's own planning (nothing runs),
+    and, for the docker runner, each distinct environment its cells run in."""
     from reprospec import doctor
     from reprospec.core.runoptions import RunOptions
     from reprospec.plan.run import plan_run
@@ -163,6 +168,70 @@ def _needs(path: str, runner: str) -> Needs:
     firsts = [plan for plan in planned.attempts if plan.attempt == 1]
     cells = [(plan.workload or {}, plan.environment) for plan in firsts]
     needs = replace(doctor.needs_of(cells, [plan.cell.id for plan in firsts]), runner=runner)
-    if needs.shm_size is not None:
+    if needs.shm_size is not None and runner != "docker":
+        # (docker mounts the container's /dev/shm of that size itself)
         needs = replace(needs, shm_refused=rlimits.namespaces_permitted())
-    return needs
+    distinct: dict[str, Environment] = {}
+    for plan in firsts if runner == "docker" else ():
+        # (keyed as the docker runner keys its images: the section as JSON)
+        distinct.setdefault(
+            json.dumps(plan.environment.to_json(), sort_keys=True), plan.environment
+        )
+    return needs, tuple(distinct.values())
+
+
+def _docker_checks(environments: Sequence[Environment], spec: str) -> list[Check]:
+    """The docker runner's needs: an engine that answers, and each cell's image there or
+    buildable (its FROM images there: reprospec never pulls). `doctor --runner docker`
+    checked none of it, and passed a spec whose every cell was `infra-error: docker image
+    ... is missing`."""
+    from pathlib import Path
+
+    from reprospec.doctor import Check
+    from reprospec.errors import InfraError
+    from reprospec.runners.docker import image
+    from reprospec.runners.docker.engine import connect
+
+    try:
+        client = connect(timeout_s=30)
+    except InfraError as exc:
+        return [Check("docker", "fail", str(exc), "start dockerd, or set DOCKER_HOST")]
+    checks = [Check("docker", "pass", "a Docker engine answered")]
+    for environment in environments:
+        try:
+            recipe = image.recipe_for(environment, spec_dir=Path(spec).resolve().parent)
+        except InfraError as exc:
+            checks.append(Check("docker-image", "fail", str(exc)))
+            continue
+        if image.image_present(client, recipe.tag):
+            checks.append(Check("docker-image", "pass", f"image {recipe.tag} is here"))
+        elif recipe.build is None:
+            checks.append(
+                Check(
+                    "docker-image",
+                    "fail",
+                    f"image {recipe.tag} is missing (reprospec never pulls implicitly): "
+                    "every cell that runs in it is an infra error, not run",
+                    recipe.hint or image.how_to_get(recipe.tag),
+                )
+            )
+        elif missing := [b for b in recipe.build.bases if not image.image_present(client, b)]:
+            checks.append(
+                Check(
+                    "docker-image",
+                    "fail",
+                    f"image {recipe.tag} is built from the spec's {recipe.source}, whose base "
+                    f"{', '.join(missing)} is missing (reprospec never pulls implicitly)",
+                    image.how_to_get(missing[0]),
+                )
+            )
+        else:
+            checks.append(
+                Check(
+                    "docker-image",
+                    "pass",
+                    f"image {recipe.tag} is built from the spec's {recipe.source} at the first "
+                    "run (its base is here)",
+                )
+            )
+    return checks

@@ -110,7 +110,7 @@ def _check_ref(ref: str, what: str) -> str:
     return ref
 
 
-def _how_to_get(image: str) -> str:
+def how_to_get(image: str) -> str:
     if image in (DEFAULT_IMAGE, BASE_IMAGE):
         return "build it with `reprospec docker setup` (no registry needed)"
     return f"run `docker pull {image}` or build it"
@@ -132,7 +132,7 @@ def recipe_for(
     image = _check_ref(environment.image or DEFAULT_IMAGE, "environment.image")
     packages = list(environment.packages)
     if not packages:
-        return ImageRecipe(tag=image, source="image", hint=_how_to_get(image))
+        return ImageRecipe(tag=image, source="image", hint=how_to_get(image))
     return _rendered(image, packages, find_links)
 
 
@@ -379,13 +379,13 @@ def ensure_image(
     if recipe.build is None:
         raise InfraError(
             f"docker image {recipe.tag} is missing (reprospec never pulls implicitly): "
-            f"{recipe.hint or _how_to_get(recipe.tag)}"
+            f"{recipe.hint or how_to_get(recipe.tag)}"
         )
     for base in recipe.build.bases:
         if not image_present(client, base):
             raise InfraError(
                 f"docker image {base} (the base of the {recipe.source} build) is missing "
-                f"(reprospec never pulls implicitly): {_how_to_get(base)}"
+                f"(reprospec never pulls implicitly): {how_to_get(base)}"
             )
     if say is not None:
         if rebuild:

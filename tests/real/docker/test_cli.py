@@ -381,3 +381,34 @@ def test_a_death_by_sigusr1_and_an_exit_138_read_as_the_local_runner_reads_them(
     exited = outcomes["docker"]["end=sys.exit(138)"]
     assert [(o["kind"], o["signal"], o["where"]) for o in died] == [("crash", "SIGUSR1", "main")]
     assert [(o["kind"], o["exit_code"]) for o in exited] == [("error", 138)]
+
+
+@needs_engine
+def test_doctor_for_the_docker_runner_checks_the_engine_and_each_cells_image(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `doctor --runner docker` passed a spec whose every cell was then `infra-error: docker
+    # image ... is missing`, and judged /dev/shm by this machine's, not the container's.
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: images\n"
+        "matrix: {img: [reprospec-runner:latest, reprospec-test-absent:never]}\n"
+        "environment: {image: '${{ matrix.img }}'}\n"
+        "command: 'true'\nexpect: {outcome: pass}\n"
+    )
+    result = cli("doctor", str(spec), "--runner", "docker", "--format", "json")
+    assert result.code == 1, result.stderr
+    checks = json.loads(result.stdout)
+    images = [(c["status"], c["why"]) for c in checks if c["name"] == "docker-image"]
+    assert images == [
+        ("pass", f"image {image.DEFAULT_IMAGE} is here"),
+        (
+            "fail",
+            "image reprospec-test-absent:never is missing (reprospec never pulls implicitly): "
+            "every cell that runs in it is an infra error, not run",
+        ),
+    ]
+    assert [c["status"] for c in checks if c["name"] == "docker"] == ["pass"]
+    (shm,) = (c for c in checks if c["name"] == "shm")
+    assert shm["why"].startswith("the container's /dev/shm (docker's default; ")

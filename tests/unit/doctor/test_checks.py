@@ -202,6 +202,14 @@ def test_shm_against_workers_and_batches() -> None:
     # the spec's own shm_size is what the attempt gets, if it can be mounted
     own = doctor.Needs(num_workers=2, batch_bytes=24 * 2**20, shm_size=64 * 2**20)
     assert "the spec's shm_size" in by_name(machine(), own)["shm"].why
+    # Under docker the attempts get the container's /dev/shm, docker's 64 MiB unless the
+    # spec sets shm_size: doctor said this machine's (a roomy host passed a spec whose
+    # workers' batches the container cannot hold).
+    in_docker = by_name(machine(), replace(needs, runner="docker"))["shm"]
+    assert in_docker.status == "fail"
+    assert in_docker.why.startswith("the container's /dev/shm (docker's default; ")
+    sized = replace(needs, runner="docker", shm_size=2**30)
+    assert by_name(machine(), sized)["shm"].status == "pass"
 
 
 def test_wsl_and_nvcc() -> None:
@@ -245,6 +253,19 @@ def test_spec_needs() -> None:
         "spec names 3.10)"
     )
     assert "--runner venv" in checks["spec-environment"].todo
+
+
+def test_a_memory_limit_under_torchs_floor_fails_only_where_torch_runs_under_rlimit_as() -> None:
+    # A spec of commands ran and passed under 100m; doctor failed it for torch's floor, and
+    # under docker, whose limit is the container's (a cgroup), not RLIMIT_AS.
+    env = machine()
+    small = doctor.Needs(memory=100 * 2**20, torch=False)
+    assert by_name(env, small)["memory"].status == "pass"
+    assert "RLIMIT_AS" in by_name(env, small)["memory"].why
+    torch_docker = replace(small, torch=True, runner="docker")
+    assert by_name(env, torch_docker)["memory"].status == "pass"
+    assert "the container's memory limit" in by_name(env, torch_docker)["memory"].why
+    assert by_name(env, replace(small, torch=True))["memory"].status == "fail"
 
 
 def test_spec_packages_the_runner_installs_are_no_failure() -> None:
