@@ -206,7 +206,10 @@ def _candidates(request: BisectRequest) -> tuple[str, ...]:
         return releases.days_between(request.good, request.bad)
     assert request.package is not None
     index = venvs.user_index_config((request.find_links,) if request.find_links else ())
-    listed = releases.list_versions(request.package, index, pre=request.pre)
+    # An end that is a pre-release is listed only with pre-releases: it was asked for, so
+    # they are listed (`between` still leaves out those in between, unless --pre).
+    ends_pre = releases.prerelease(request.good) or releases.prerelease(request.bad)
+    listed = releases.list_versions(request.package, index, pre=request.pre or ends_pre)
     return releases.between(
         listed, request.good, request.bad, pre=request.pre, name=request.package
     )

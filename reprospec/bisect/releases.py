@@ -71,6 +71,17 @@ def list_versions(name: str, index: IndexConfig, *, pre: bool = False) -> tuple[
     return tuple(text for _, text in sorted(parsed))
 
 
+def prerelease(text: str) -> bool:
+    """Whether `text` names a pre-release (`26.0rc1`); False for what is no version, which
+    `between` refuses with its own words."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(text).is_prerelease
+    except InvalidVersion:
+        return False
+
+
 def between(
     versions: Sequence[str], good: str, bad: str, *, pre: bool = False, name: str = "the package"
 ) -> tuple[str, ...]:

@@ -651,3 +651,25 @@ def test_a_spec_without_expect_is_bad_usage_before_anything_runs(cli: Cli, tmp_p
         "version, bisect finds the release that fixed it)\n"
     )
     assert not (tmp_path / "out").exists()  # refused before anything was built or ran
+
+
+def test_a_pre_release_end_is_bisected_to_without_pre(cli: Cli, tmp_path: Path) -> None:
+    """`--bad 26.0rc1` was "not a released version of packaging on the configured
+    index": the index lists pre-releases only when asked, and an end named is asked for.
+    The pre-releases in between stay out unless --pre."""
+    wheels = make_releases(tmp_path / "wheels", DEMO, 4, regressed_from_1_2)
+    make_wheel(wheels, DEMO, "1.1rc1", regressed_from_1_2(1))
+    make_wheel(wheels, DEMO, "1.4rc1", regressed_from_1_2(4))
+    (tmp_path / "code").write_text("bad")
+    spec = tmp_path / "x.yaml"
+    spec.write_text(READS_CODE)
+    done = cli(
+        *demo_bisect(spec, wheels, tmp_path / "out", "--format", "json", bad="1.4rc1"),
+        env=own_envs(tmp_path),
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert done.code == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["versions"] == ["1.0", "1.1", "1.2", "1.3", "1.4rc1"]
+    assert (found["first_bad"], found["last_good"]) == ("1.2", "1.1")
