@@ -14,7 +14,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Sequence
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta, timezone
 
 from reprospec.core.caller import said
 from reprospec.errors import InfraError, UsageError
@@ -146,6 +146,15 @@ def days_between(start: str, end: str) -> tuple[str, ...]:
         raise UsageError(f"{_by_date()} expects START..END as YYYY-MM-DD: {exc}") from None
     if first == last:
         raise UsageError(f"{_by_date()}: START and END are the same day")
+    # Each day is the index as it stood at its end (UTC): a day to come is today's index,
+    # so a range past today tested the same environment again and again (a range wholly
+    # to come answered "the good end reproduces too" after building one per day).
+    today = datetime.now(timezone.utc).date()
+    if (later := max(first, last)) > today:
+        raise UsageError(
+            f"{_by_date()}: {later.isoformat()} is after today ({today.isoformat()}, UTC): "
+            "the index of a day to come is today's; end the range at today at the latest"
+        )
     step = 1 if first < last else -1
     days = [first + timedelta(days=i * step) for i in range(abs((last - first).days) + 1)]
     return tuple(d.isoformat() for d in days)
