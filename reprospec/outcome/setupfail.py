@@ -23,23 +23,9 @@ cell was infra-error and bisect refused its bad end.
 
 from __future__ import annotations
 
-import re
-
-from reprospec.core.lazyre import Lazy
+from reprospec.core.notstarted import not_started
 from reprospec.core.results import Execution, NotRun
 from reprospec.outcome.evidence import Evidence
-
-_NOT_FOUND = Lazy(r"^(?:[^\n]*?: )?(?P<cmd>[^\s:][^:\n]*): (?:command )?not found\s*$", re.M)
-_NOT_EXECUTABLE = Lazy(
-    r"^(?:[^\n]*?: )?(?P<cmd>[^\s:][^:\n]*): (?P<why>Permission denied|cannot execute[^\n]*)\s*$",
-    re.M,
-)
-# Python quotes the name as repr() does: in double quotes where it holds a single quote.
-_CANT_OPEN = Lazy(
-    r"^(?P<exe>\S+): can't open file (?P<file>'[^'\n]*'|\"[^\"\n]*\"|\S+): "
-    r"\[Errno \d+\] (?P<why>[^\n]+)$",
-    re.M,
-)
 
 
 def setup_failure(execution: Execution, evidence: Evidence) -> NotRun | None:
@@ -50,15 +36,9 @@ def setup_failure(execution: Execution, evidence: Evidence) -> NotRun | None:
     if events.phase is not None or events.step is not None:
         return None  # it made progress: whatever ended it is the program's doing
     stderr = evidence.stderr
-    code = execution.returncode
-    if code == 127 and (found := _NOT_FOUND.search(stderr)) is not None:
-        return NotRun(f"command not found: {found['cmd'].strip()} (exit 127)")
-    if code == 126 and (found := _NOT_EXECUTABLE.search(stderr)) is not None:
-        return NotRun(f"not executable: {found['cmd'].strip()}: {found['why'].strip()} (exit 126)")
-    if code == 2 and (found := _CANT_OPEN.search(stderr)) is not None:
-        return NotRun(
-            f"{found['exe']} can't open file {found['file']}: {found['why'].strip()} (exit 2)"
-        )
+    said = not_started(execution.returncode, stderr)
+    if said is not None:
+        return NotRun(said)
     from reprospec.outcome.tracebacks import parse_exception  # an attempt that failed to start
 
     exception = parse_exception(evidence.raised or "") or parse_exception(stderr)

@@ -29,6 +29,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.logtext import printable
+from reprospec.core.notstarted import not_started
 from reprospec.core.results import Execution
 from reprospec.core.units import format_size
 from reprospec.core.words import oom_killed
@@ -607,9 +608,11 @@ class DockerRunner:
             oom_said = f"{oom_killed()}: the container's memory limit, {format_size(limit)}"
         infra_error = None
         if raw in DOCKER_START_FAILURES and not timed_out and not interrupted:
-            infra_error = (
-                f"the container could not run {program!r} "
-                f"(exit {raw}: {_last_line(base['stderr_path'])})"
+            last = _last_line(base["stderr_path"])
+            # A shell command's program not found is said as the local runner says it, not
+            # as `/bin/sh` that could not run (it ran, and said why).
+            infra_error = not_started(raw, last) or (
+                f"the container could not run {program!r} (exit {raw}: {last})"
             )
         env_json = log_dir / "env.json"
         return Execution(

@@ -87,6 +87,22 @@ def test_exit_code(runner: DockerRunner, tmp_path: Path) -> None:
 
 @needs_engine
 @pytest.mark.usefixtures("no_leftovers")
+def test_a_program_the_containers_shell_cannot_find_is_named(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    # It read `the container could not run '/bin/sh' (exit 127: /bin/sh: 1: ...: not
+    # found)`: the shell ran, and said which program it could not find.
+    argv = ["/bin/sh", "-c", "reprospec-absent-tool --flag"]
+    execution = runner.run(make_plan(argv, tmp_path), tmp_path / "a")
+    assert execution.infra_error == "command not found: reprospec-absent-tool (exit 127)"
+    # A program the container cannot start with no shell's words keeps the runner's.
+    execution = runner.run(make_plan(["/reprospec-absent"], tmp_path), tmp_path / "b")
+    assert execution.infra_error is not None
+    assert execution.infra_error.startswith("the container could not run '/reprospec-absent'")
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
 def test_real_segfault_is_signal_11(runner: DockerRunner, tmp_path: Path) -> None:
     execution = runner.run(
         make_plan(py("import ctypes; ctypes.string_at(0)"), tmp_path), tmp_path / "a"
