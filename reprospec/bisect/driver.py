@@ -49,7 +49,22 @@ from reprospec.store.runfolder import RunFolder
 
 
 class BisectInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a bisect: what ran is saved; the same command resumes."""
+    """Ctrl-C during a bisect: what ran is saved; the same command resumes.
+
+    `tested`: each version's attempts so far, oldest first, which the verb prints as its
+    partial answer (it printed nothing, where cli.md promised it as isolate's)."""
+
+    def __init__(
+        self,
+        message: str,
+        bisect_id: str = "",
+        folder: Path | None = None,
+        tested: Sequence[Trial] = (),
+    ) -> None:
+        super().__init__(message)
+        self.bisect_id = bisect_id
+        self.folder = folder
+        self.tested = tuple(tested)
 
 
 Progress = Callable[[str], None]
@@ -144,12 +159,21 @@ def bisect_spec(
 
     trials: dict[str, Trial] = dict(known)
 
+    def stopped() -> BisectInterrupted:
+        order = {version: n for n, version in enumerate(versions)}
+        return BisectInterrupted(
+            f"interrupted; rerun the same command to resume {bisect_id}",
+            bisect_id,
+            folder,
+            sorted(trials.values(), key=lambda t: order.get(t.version, len(order))),
+        )
+
     def save(result: BisectResult | None = None) -> None:
         write_state(folder / "state.json", request, versions, trials, result)
 
     def oracle(version: str, attempts: int) -> Trial:
         if cancel is not None and cancel.is_set():  # stopped between two candidates
-            raise BisectInterrupted(f"interrupted; rerun the same command to resume {bisect_id}")
+            raise stopped()
         trial, interrupted = _run_candidate(
             request, filters, environment.packages, version, attempts, cancel, deferral, say
         )
@@ -159,7 +183,7 @@ def bisect_spec(
             save()
             say(_describe(trial))
         if interrupted:
-            raise BisectInterrupted(f"interrupted; rerun the same command to resume {bisect_id}")
+            raise stopped()
         return trial
 
     try:
@@ -174,9 +198,7 @@ def bisect_spec(
     except BisectInterrupted:
         raise
     except KeyboardInterrupt:  # while an environment was being built, say
-        raise BisectInterrupted(
-            f"interrupted; rerun the same command to resume {bisect_id}"
-        ) from None
+        raise stopped() from None
     save(result)
     changed = _changed(request, environment.packages, result) if request.by_date else ()
     report = redactor.value(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import field
 from datetime import datetime, timezone
@@ -295,6 +296,34 @@ def text(report: BisectReport) -> str:
         lines.append(budget_continues("bisect", result.attempts))
     lines.append(f"{plural(result.attempts, 'attempt')}; report: {report.folder / 'bisect.md'}")
     return "\n".join(lines)
+
+
+def interrupted_text(tested: Sequence[Trial], folder: Path | None) -> str:
+    """A stopped bisect's partial answer: each version tried so far, as the answer's table
+    lists it (without the states, which the search gives only at its end)."""
+    attempts = sum(trial.attempts for trial in tested)
+    if not tested:
+        return "bisect stopped before any version was tried"
+    lines = [f"bisect stopped after {plural(attempts, 'attempt')}; tried so far:"]
+    for trial in tested:
+        counts = Counter(trial.signatures)
+        detail = trial.infra_error or ", ".join(f"{s} x{n}" for s, n in counts.items())
+        lines.append(f"  {trial.version:<14} {trial.matched}/{trial.attempts:<4} {detail}")
+    if folder is not None:
+        lines.append(f"state: {folder / 'state.json'}")
+    return "\n".join(lines)
+
+
+def interrupted_json(bisect_id: str, tested: Sequence[Trial], folder: Path | None) -> str:
+    """The partial answer as JSON: `status` interrupted, and each version tried so far."""
+    data: JsonObject = {
+        "status": "interrupted",
+        "id": bisect_id,
+        "folder": str(folder) if folder is not None else None,
+        "attempts": sum(trial.attempts for trial in tested),
+        "tried": [trial.to_dict() for trial in tested],
+    }
+    return json.dumps(data, indent=2)
 
 
 def exit_code(report: BisectReport) -> int:

@@ -178,6 +178,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = bisect_spec(request, progress=say, cancel=cancel, deferral=deferral)
     except BisectInterrupted as exc:
+        from reprospec.bisect.state import interrupted_json, interrupted_text
+
+        # The partial answer, as isolate's, minimize's and amplify's: what was tried so far.
+        if args.format == "json":
+            print(interrupted_json(exc.bisect_id, exc.tested, exc.folder))
+        else:
+            print(printable(interrupted_text(exc.tested, exc.folder)))
         print(f"reprospec: {exc}", file=sys.stderr)
         return EXIT_INTERRUPTED
     print(report.render("json") if args.format == "json" else printable(report.render("text")))

@@ -310,6 +310,13 @@ def test_an_interrupted_bisect_resumes_where_it_stopped(tmp_path: Path) -> None:
     assert "rerun the same command to resume" in first.stderr
     (saved,) = states.glob("*/state.json")
     before = json.loads(saved.read_text())["trials"]
+    # Its partial answer on stdout, as a stopped isolate's: what was tried so far (it
+    # printed nothing).
+    partial = json.loads(first.stdout)
+    assert partial["status"] == "interrupted"
+    assert partial["folder"] == str(saved.parent)
+    assert {t["version"]: t for t in partial["tried"]} == before
+    assert partial["attempts"] == sum(t["attempts"] for t in before.values())
 
     second = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr
