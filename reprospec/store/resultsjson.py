@@ -413,6 +413,18 @@ def resumed_of(path: Path) -> Resumed | None:
     return _resumed(resumed) if isinstance(resumed, dict) else None
 
 
+def spec_path_of(path: Path) -> str | None:
+    """The spec's path the results.json at `path` records (as the run's command line gave
+    it); None where it has none or cannot be read."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    spec = data.get("spec") if isinstance(data, dict) else None
+    found = spec.get("path") if isinstance(spec, dict) else None
+    return found if isinstance(found, str) and found else None
+
+
 # What a reader makes of a part of results.json it cannot read (one edited by hand): left
 # out, and said, where it was dropped without a word (a cell's attempts not a list read as
 # no attempts, a cell that was not an object as no cell) or refused the whole run (a cell's

@@ -544,3 +544,33 @@ def test_resume_refuses_the_programs_files_changed_since_the_run_began(
     data = json.loads((out / "runs" / run_id / "results.json").read_text())
     assert [a["attempt"] for a in data["cells"][0]["attempts"]] == [1, 2]
     assert {a["outcome"]["kind"] for a in data["cells"][0]["attempts"]} == {"pass"}
+
+
+def test_a_resumed_run_records_the_spec_path_as_the_run_was_given_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The resume loads the spec from the store's absolute path, and its results.json and
+    # report.md said that one (the sender's home, in a report meant to be shared) where
+    # the run had recorded the path as typed.
+    import os
+    import sys
+
+    from tests.support.cli import ROOT, interrupt_when
+
+    gate = tmp_path / "gate"
+    spec = _four_cells(tmp_path / "four.yaml", f"pathlib.Path({str(gate)!r})")
+    typed = os.path.relpath(spec, ROOT)
+    out = tmp_path / "out"
+    stopped = interrupt_when(
+        [sys.executable, "-m", "reprospec", "run", typed, "-j", "1", "--out", str(out)],
+        lambda: bool(list(out.glob("runs/*/cells/n=2/1"))),
+    )
+    assert stopped.code == 130, stopped.stderr
+    (folder,) = (out / "runs").iterdir()
+    assert json.loads((folder / "results.json").read_text())["spec"]["path"] == typed
+    gate.touch()
+    resumed = cli("run", "--resume", folder.name, "--out", str(out), timeout=300)
+    assert resumed.code == 0, resumed.stderr
+    assert json.loads((folder / "results.json").read_text())["spec"]["path"] == typed
+    first = (folder / "report.md").read_text().splitlines()[0]
+    assert f'path="{typed}"' in first, first
