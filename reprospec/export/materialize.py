@@ -338,7 +338,10 @@ def write_bundle(
         )
     # Refused before anything is written: a bundle that cannot carry a perturbation is none.
     perturbs = [_perturbed(spec, plan, number) for number, plan in enumerate(plans, start=1)]
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if out.exists() and not out.is_dir():
+        # (an empty file was said to be "not empty")
+        raise UsageError(f"{out} is a file, not a folder: materialize into a new folder")
+    if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} exists and is not empty: materialize into a new folder")
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(LAUNCH, out / LAUNCH_PY)

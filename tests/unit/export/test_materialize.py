@@ -52,6 +52,22 @@ def test_a_bundle_inside_its_workdir_does_not_copy_itself(tmp_path: Path) -> Non
     assert list(copied.iterdir()) == []
 
 
+def test_an_output_that_is_a_file_is_refused_as_a_file(tmp_path: Path) -> None:
+    # An empty file was refused as "exists and is not empty".
+    import pytest
+
+    from reprospec.errors import UsageError
+
+    (tmp_path / "bundle").touch()
+    with pytest.raises(UsageError, match=r"bundle is a file, not a folder: materialize into"):
+        _warnings(tmp_path, SPEC)
+    (tmp_path / "bundle").unlink()
+    (tmp_path / "bundle").mkdir()
+    (tmp_path / "bundle" / "x").touch()
+    with pytest.raises(UsageError, match=r"bundle exists and is not empty: materialize into"):
+        _warnings(tmp_path, SPEC)
+
+
 def _requirements(
     tmp_path: Path, spec: str, files: dict[str, str], torch_version: str | None = None
 ) -> tuple[str, str]:
