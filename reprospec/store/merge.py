@@ -79,14 +79,17 @@ def merge(
     if not runs:
         raise UsageError("merge needs at least one run")
     first = runs[0]
+    # Specs of other names first: a shard of one and a run of another was "sharded and
+    # unsharded runs of a spec", as if only the sharding kept them apart. The text is
+    # compared after the options, which name a `--set` that made it differ.
+    for run in runs[1:]:
+        if run.spec_name != first.spec_name:
+            raise _different(run, first)
     _check_shards(runs)
     _check_options(runs)
     for run in runs[1:]:
-        if run.spec_name != first.spec_name or _spec_of(run) != _spec_of(first):
-            raise UsageError(
-                f"cannot merge {run.run_id} into {first.run_id}: they ran different specs "
-                f"({run.spec_name!r} and {first.spec_name!r}, or the same name with other text)"
-            )
+        if _spec_of(run) != _spec_of(first):
+            raise _different(run, first)
     parts: dict[str, list[CellResult]] = {}
     for run in runs:
         for cell in run.cells:
@@ -169,6 +172,13 @@ def _merged_standalone(runs: Sequence[RunResult], cells: Sequence[CellResult]) -
     if found:
         return min(found, key=lambda pair: pair[0])[1]
     return next((run.standalone for run in runs if run.standalone is not None), None)
+
+
+def _different(run: RunResult, first: RunResult) -> UsageError:
+    return UsageError(
+        f"cannot merge {run.run_id} into {first.run_id}: they ran different specs "
+        f"({run.spec_name!r} and {first.spec_name!r}, or the same name with other text)"
+    )
 
 
 def _check_shards(runs: Sequence[RunResult]) -> None:

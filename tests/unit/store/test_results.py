@@ -443,6 +443,9 @@ def test_merged_runs_of_other_cells_name_every_cell_in_their_filters() -> None:
 def test_merge_refuses_different_specs_and_duplicate_attempts() -> None:
     with pytest.raises(UsageError, match="different specs"):
         merge([segfault_matrix(), hang_run()])
+    # A shard of one spec and a run of another: other specs, not "sharded and unsharded".
+    with pytest.raises(UsageError, match="different specs"):
+        merge([replace(segfault_matrix(), shard="1/2"), hang_run()])
     with pytest.raises(UsageError, match="more than one shard"):
         merge([hang_run(), hang_run()], judge_cell=_count_judge)
     with pytest.raises(UsageError, match="at least one run"):
