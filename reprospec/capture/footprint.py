@@ -21,6 +21,7 @@ from pathlib import Path
 
 from reprospec.capture.toggles import Proposal
 from reprospec.capture.writer import EnvLine
+from reprospec.core.expr import literal_text
 from reprospec.core.frozen import frozen
 from reprospec.core.pythonargs import is_python, python_program
 from reprospec.core.redact import holds_secret
@@ -350,7 +351,8 @@ def with_import_roots(
     comment = f"{', '.join(names)}: your editable install's modules, from the workdir"
     given = next((line for line in lines if line.name == "PYTHONPATH" and not line.commented), None)
     theirs = str(given.value).split(os.pathsep) if given is not None and given.value else []
-    value = os.pathsep.join(dict.fromkeys([*roots, *theirs]))
+    # `theirs` is the line's value as written, a literal `${{` already escaped (`literal_text`).
+    value = os.pathsep.join(dict.fromkeys([*map(literal_text, roots), *theirs]))
     line = EnvLine("PYTHONPATH", value, comment + (f"; {given.comment}" if given else ""))
     kept = [other for other in lines if other is not given]
     return (line, *kept)
@@ -368,7 +370,7 @@ def environment_lines(
         lines[name] = (
             _read_back(name)
             if name in proposal.secrets
-            else EnvLine(name, value, "set on the command line")
+            else EnvLine(name, literal_text(value), "set on the command line")
         )
     for name in sorted(environ):
         if name in lines or name in ENV_SKIPPED or name.startswith("REPROSPEC"):
@@ -383,7 +385,9 @@ def environment_lines(
         if name not in lines and locale and not _UTF8.search(locale):
             # The verify keeps the locale as this machine's own, so a failure that needs a
             # non-UTF-8 one verified here and passed in a reader's UTF-8 shell: written.
-            lines[name] = EnvLine(name, locale, "your shell's locale, not UTF-8: kept")
+            lines[name] = EnvLine(
+                name, literal_text(locale), "your shell's locale, not UTF-8: kept"
+            )
     if uses_torch and "CUDA_LAUNCH_BLOCKING" not in lines:
         lines["CUDA_LAUNCH_BLOCKING"] = EnvLine(
             "CUDA_LAUNCH_BLOCKING",
@@ -462,8 +466,12 @@ def needed_comment(minimal: bool, count: int, subject: str = "the failure") -> s
 
 
 def _env_line(name: str, value: str, comment: str) -> EnvLine:
-    """A variable of this shell: a secret-looking one (`holds_secret`) is read back."""
-    return _read_back(name) if holds_secret(name, value) else EnvLine(name, value, comment)
+    """A variable of this shell: a secret-looking one (`holds_secret`) is read back; another
+    is written as its value, a `${{` in it escaped (`literal_text`): environment.env's
+    values are expanded, and a shell's `PS1='${{ x }}'` failed the spec's validation."""
+    if holds_secret(name, value):
+        return _read_back(name)
+    return EnvLine(name, literal_text(value), comment)
 
 
 def _read_back(name: str) -> EnvLine:

@@ -40,6 +40,7 @@ from reprospec.capture.writer import (
     sigkill_note,
     slug,
 )
+from reprospec.core.expr import literal_text
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import mask_parts, secret_values, sets_secret
 from reprospec.outcome.pytestreport import is_pytest, pytest_verbose
@@ -144,7 +145,9 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
     env = [
         EnvLine(name, f"${{{{ env.{name} }}}}", "the ticket's command set it: set it in yours")
         if proposal is not None and name in proposal.secrets
-        else EnvLine(name, value, "set on the command line")
+        # Written as the ticket's text: a `${{` in it escaped, since environment.env's
+        # values are expanded (`FOO='a${{ b }}'` failed validation: unknown name 'b').
+        else EnvLine(name, literal_text(value), "set on the command line")
         for name, value in (proposal.env if proposal else ())
     ]
     if ticket.cuda_error:

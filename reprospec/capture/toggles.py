@@ -21,7 +21,7 @@ import shlex
 from dataclasses import replace
 
 from reprospec.capture.optionarity import MANY, Arity, ParserOptions
-from reprospec.core.expr import render
+from reprospec.core.expr import literal_text, render
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.pythonargs import is_python, python_program
@@ -269,7 +269,7 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
     # An `env` among them is kept as the leading one with options is: a secret it assigns
     # read back from the environment (`timeout 5 env -i HF_TOKEN="$HF_TOKEN" python`).
     out = [_kept_env_word(word, env, secrets) for word in (*kept, *wrappers)]
-    out += [shlex.quote(word) for word in words[len(wrappers) : start]]
+    out += [_word(word) for word in words[len(wrappers) : start]]
     # pytest's one-letter switches take no value: `pytest -q tests/x.py` made `q` an axis
     # holding the test file (a new user's trial).
     pytest = is_pytest(words)
@@ -302,7 +302,7 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
             # pytest's own setup (`-p no:flaky`, `-c ci.ini`, `--rootdir .`, `-o key=value`):
             # part of the command as written, never a setting of the failure to vary.
             taken_here = 1 if "=" in word and word.startswith("--") else 2
-            out += [shlex.quote(w) for w in words[index : index + taken_here]]
+            out += [_word(w) for w in words[index : index + taken_here]]
             index += taken_here
             continue
         if flag and "${{" not in word + (following or ""):
@@ -310,7 +310,7 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
             # environment, never an axis (`_secret`).
             inline = long_flag["value"] if long_flag else None
             if inline is not None and (name := _secret_name(flag["name"], inline)):
-                out.append(shlex.quote(f"--{flag['name']}=") + _secret(name, inline, env, secrets))
+                out.append(_word(f"--{flag['name']}=") + _secret(name, inline, env, secrets))
                 index += 1
                 continue
             if (
@@ -320,12 +320,12 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
                 and _is_value(following)
                 and (name := _secret_name(flag["name"], following))
             ):
-                out.append(shlex.quote(word) + " " + _secret(name, following, env, secrets))
+                out.append(_word(word) + " " + _secret(name, following, env, secrets))
                 index += 2
                 continue
         if any("'" in w or "${{" in w for w in (word, following or "")):
             # A value the command could not read back through a quoted expression.
-            out.append(shlex.quote(word))
+            out.append(_word(word))
             index += 1
             continue
         if long_flag and long_flag["value"] is not None:
@@ -345,7 +345,7 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
                 # arguments; which, only the program's parser knows. Kept as written, said so.
                 alike = _alike_run(words, index + 1)
                 kept_words.append(shlex.join([word, *alike]))
-                out += [shlex.quote(w) for w in (word, *alike)]
+                out += [_word(w) for w in (word, *alike)]
                 index += 1 + len(alike)
                 continue
             if taken_words > 1:
@@ -355,12 +355,12 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
                 text = " ".join(values)
                 axis = _unique_axis(name, taken)
                 toggle = Toggle(axis, text, "values", f"{word} {text}", name)
-                out.append(shlex.quote(word) + f" ${{{{ matrix.{axis} }}}}")
+                out.append(_word(word) + f" ${{{{ matrix.{axis} }}}}")
                 toggles.append(toggle)
                 index += 1 + taken_words
                 continue
             toggle = _toggle(name, following, "flag", f"{word} {following}", taken)
-            out.append(shlex.quote(word) + " " + _with_value("", toggle, following))
+            out.append(_word(word) + " " + _with_value("", toggle, following))
             index += 1
         elif long_flag:
             toggle = _toggle(long_flag["name"], None, "switch", word, taken)
@@ -377,7 +377,7 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
         ):
             hydra = True
             read = _secret(name, override["value"], env, secrets)
-            out.append(shlex.quote((override["prefix"] or "") + override["key"] + "=") + read)
+            out.append(_word((override["prefix"] or "") + override["key"] + "=") + read)
             index += 1
             continue
         elif override:
@@ -391,7 +391,7 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
             index += 1
             continue
         else:
-            out.append(shlex.quote(word))
+            out.append(_word(word))
             index += 1
             continue
         if toggle.axis:
@@ -545,9 +545,9 @@ def _kept_env_word(word: str, env: list[tuple[str, str]], secrets: set[str]) -> 
     empties the environment."""
     assigned = _ASSIGNMENT.match(word)
     if assigned is None or not sets_secret(*assigned.groups()):
-        return shlex.quote(word)
+        return _word(word)
     name, value = assigned.groups()
-    return shlex.quote(f"{name}=") + _secret(name, value, env, secrets)
+    return _word(f"{name}=") + _secret(name, value, env, secrets)
 
 
 def _wrappers_end(words: list[str]) -> int | None:
@@ -857,9 +857,17 @@ def _secret(name: str, value: str, env: list[tuple[str, str]], secrets: set[str]
     return f'"${variable}"'
 
 
+def _word(word: str) -> str:
+    """A word of the command as written, quoted for the shell, and each `${{` in it written
+    so that the spec's expansion gives it back (`literal_text`): `--msg '${{ oops }}'` was
+    copied as an expression of the spec's, which failed validation (`unknown name
+    'oops'`) or, `"${{ env.USER }}"`, read the reader's environment."""
+    return literal_text(shlex.quote(word))
+
+
 def _with_value(prefix: str, toggle: Toggle, text: str) -> str:
     """`--lr=` + the axis, quoted for the shell when the observed value needs it."""
     expression = f"${{{{ matrix.{toggle.axis} }}}}"
     if _SHELL_SAFE.match(text):
-        return shlex.quote(prefix) + expression if prefix else expression
-    return shlex.quote(prefix) + "'" + expression + "'" if prefix else "'" + expression + "'"
+        return _word(prefix) + expression if prefix else expression
+    return _word(prefix) + "'" + expression + "'" if prefix else "'" + expression + "'"

@@ -513,6 +513,19 @@ def _closing(value: str, pos: int) -> int:
     return -1
 
 
+# What a literal `${{` is written as in a string the expressions are expanded in: an
+# expression whose value is that text (a string literal holds no `${{` to expand).
+ESCAPED_OPEN = "${{ '${{' }}"
+
+
+def literal_text(text: str) -> str:
+    """`text` as a string whose expansion is `text` itself: each `${{` in it written as
+    ESCAPED_OPEN. A ticket's `--msg '${{ oops }}'` copied into a spec's command as it was
+    failed validation (`unknown name 'oops'`), and its `--template "${{ env.USER }}"` read
+    the reader's environment where the program got the text."""
+    return text.replace(OPEN, ESCAPED_OPEN)
+
+
 def interpolate_string(value: str, context: Mapping[str, JsonValue]) -> JsonValue:
     """Evaluate the `${{ }}` in a string: alone, it keeps its type; else render as text."""
     found = find_expressions(value)

@@ -3047,3 +3047,19 @@ def test_a_module_only_a_plugin_imports_is_not_said_as_the_programs(
         environment = spec_document(workdir)["environment"]
         assert isinstance(environment, dict)
         assert pin in environment["packages"], environment  # type: ignore[operator]
+
+
+def test_a_literal_expression_opener_in_the_command_reaches_the_program_as_written(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A new user's trial: `capture -- python app.py --msg '${{ oops }}'` exited 2 with an
+    # error located in its own spec (`unknown name 'oops'`): the word was copied into
+    # `command:` as an expression. Written escaped, the verify's rerun gets the text itself.
+    workdir = tmp_path / "app"
+    workdir.mkdir()
+    (workdir / "app.py").write_text(
+        "import sys\nsys.exit(3 if sys.argv[1:] == ['--msg', '${{ oops }}'] else 0)\n"
+    )
+    result = capture(cli, workdir, "python", "app.py", "--msg", "${{ oops }}")
+    assert "came back in 1/1 attempt" in result.stdout, result.stdout
+    assert spec_document(workdir)["expect"] == {"outcome": "error", "exit_code": 3}

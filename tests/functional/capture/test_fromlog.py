@@ -652,3 +652,20 @@ def test_a_hangs_timeout_wrapper_becomes_the_runs_timeout(cli: Cli, tmp_path: Pa
     )
     assert str(error["command"]).startswith("timeout 3 python train.py --lr")
     assert "run" not in error
+
+
+def test_a_literal_expression_opener_in_the_tickets_command_validates_and_plans_as_written(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A new user's trial: the skeleton's `command:` held the ticket's `${{ oops }}` as an
+    # expression (`unknown name 'oops'`), and `"${{ env.USER }}-run"` read the reader's
+    # environment where the ticket's program got the text.
+    command = "python train.py --msg '${{ oops }}' --template '${{ env.USER }}-run'"
+    text = f"```\n$ {command}\nSegmentation fault (core dumped)\n```\n"
+    (tmp_path / "train.py").write_text("")
+    result = cli("capture", "--from-log", "-", "-o", "t.yaml", cwd=tmp_path, stdin=text)
+    assert result.code == 0, result.stderr
+    validated = cli("validate", "t.yaml", cwd=tmp_path)
+    assert validated.code == 0, validated.stdout + validated.stderr
+    planned = cli("plan", "t.yaml", cwd=tmp_path)
+    assert f"  command: {command}\n" in planned.stdout

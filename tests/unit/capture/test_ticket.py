@@ -1476,3 +1476,20 @@ def test_a_quoted_rank_traceback_and_prompt_are_read() -> None:
     assert read_ticket(_quote(QUOTED[1], 1)).command == "python x.py --lr 0.1"
     repl = read_ticket(_quote(QUOTED[3], 2))
     assert repl.failure.exception == "ModuleNotFoundError"
+
+
+def test_a_literal_expression_opener_in_the_tickets_command_is_written_so_the_spec_runs_it(
+    tmp_path: Path,
+) -> None:
+    # A new user's trial: `--msg '${{ oops }}'` was copied into `command:` as an expression
+    # of the spec's, and `reprospec validate` of the skeleton said `unknown name 'oops'`.
+    text = (
+        "```\n$ FOO='a${{ b }}' python train.py --msg '${{ oops }}'\n"
+        "Segmentation fault (core dumped)\n```\n"
+    )
+    draft = skeleton(read_ticket(text), "ticket.md")
+    spec = tmp_path / "t.yaml"
+    spec.write_text(render_spec(draft))
+    (tmp_path / "train.py").write_text("")
+    checked = reprospec.validate(spec)
+    assert not [p for p in checked.problems if "expression" in str(p)], checked.problems

@@ -757,3 +757,15 @@ def test_a_wrappers_unknown_word_makes_no_axis(argv: list[str], unsure: str) -> 
     assert proposal.toggles == ()
     assert render(proposal.command, {}) == shlex.join(argv)
     assert proposal.unsure == unsure
+
+
+def test_a_literal_expression_opener_in_the_command_is_written_so_the_spec_runs_its_text() -> None:
+    # A new user's trial: `--msg '${{ oops }}'` was copied as is, an expression of the
+    # spec's (`unknown name 'oops'`), and `"${{ env.USER }}-run"` silently read the reader's
+    # environment where the program got the text.
+    argv = ["python", "train.py", "--msg", "${{ oops }}", "--template", "${{ env.USER }}-run"]
+    proposal = propose(argv)
+    rendered = expr.interpolate(proposal.command, {"matrix": {}, "env": {"USER": "reader"}})
+    assert isinstance(rendered, str)
+    assert shlex.split(rendered) == argv
+    assert expr.names_used(proposal.command) == []

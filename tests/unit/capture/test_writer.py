@@ -34,6 +34,8 @@ from reprospec.capture.writer import (
     script_stem,
     show_value,
 )
+from reprospec.core import expr
+from reprospec.core.jsontypes import JsonValue
 from reprospec.spec.yamlsource import load_yaml
 from tests.support.secretnames import named_secrets
 
@@ -493,3 +495,15 @@ def test_a_dataloader_is_named_in_a_workers_hint_only_for_a_program_importing_to
     # A hint that holds for any program is the same either way.
     (pinned,) = propose(["python", "app.py", "--pin-memory"]).toggles
     assert axis_for(pinned, uses_torch=False).comment == axis_for(pinned).comment
+
+
+def test_a_literal_expression_opener_in_a_variables_value_is_written_so_the_spec_sets_it() -> None:
+    # environment.env's values are expanded: `FOO='a${{ b }}'` of the command line, or a
+    # shell's `PS1`, written as is failed the spec's validation (`unknown name 'b'`).
+    environ = {"NCCL_DEBUG_FILE": "${{ env.USER }}-run", "LC_ALL": "${{x}}"}
+    proposal = propose(["FOO=a${{ b }}", "python", "a.py"])
+    lines = {line.name: line for line in environment_lines(environ, proposal, uses_torch=False)}
+    context: dict[str, JsonValue] = {"matrix": {}, "env": {"USER": "reader"}}
+    assert expr.interpolate(lines["FOO"].value, context) == "a${{ b }}"
+    assert expr.interpolate(lines["NCCL_DEBUG_FILE"].value, context) == "${{ env.USER }}-run"
+    assert expr.interpolate(lines["LC_ALL"].value, context) == "${{x}}"
