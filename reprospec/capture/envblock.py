@@ -104,6 +104,18 @@ _PROSE_LIBRARY = re.compile(
     + r")[ =v:]+(?P<version>\d+\.\d+(?:\.\d+)?(?:\+\w+)?)\b(?![.-]\d)",
     re.IGNORECASE,
 )
+# A version said after a library's, in the same sentence, with no name of its own: "worked
+# with numpy 1.26, fails with 2.0", "Fails with numpy 2.0.1 but works with 1.26.4", "numpy
+# 1.26 -> 2.0". It is the same library's other version, so the ticket says two of it: read as
+# one, the pin was the version that worked. A version after a name ("numpy 1.26 and torch
+# 2.1", "with Python 3.10") is that name's: the word before it here is a joining one.
+_LATER_VERSION = re.compile(
+    r"(?:\b(?:with|to|on|in|and|or|but|vs\.?|versus|from|after|before|than|under|until)\s+v?"
+    r"|(?:->|=>|→|/)\s*v?)(?P<version>\d+\.\d+(?:\.\d+)?(?:\+\w+)?)\b(?![.-]\d)",
+    re.IGNORECASE,
+)
+# Where a sentence ends: a line's end, or `.`, `!`, `?`, `;` before a space (not a version's dot).
+_SENTENCE_END = re.compile(r"\n|[.!?;](?=\s|$)")
 # A GPU model said in prose ("one RTX 4090", "8x A100 80GB": 8 of them), where no collect_env
 # names one.
 _PROSE_GPU = re.compile(
@@ -395,8 +407,10 @@ def parse_machine(text: str) -> Machine:
     if torch is None:
         pinned = next((p for p in listed if normalize(p.name) == "torch"), None)
         # One version said in prose is the one; "worked with 2.0.1, after upgrading to 2.1.0
-        # it segfaults" says two, and the first was the one that worked (review).
-        torch = pinned.version if pinned else _said_once(_PROSE_TORCH, "version", text)
+        # it segfaults" says two, and the first was the one that worked (review): so does
+        # "torch 2.0.1 works, fails with 2.1.0", its second with no name (`_versions_said`).
+        said = {v for m in _PROSE_TORCH.finditer(text) for v in _versions_said(m, text)}
+        torch = pinned.version if pinned else said.pop() if len(said) == 1 else None
     if python is None:
         prose = _PROSE_PYTHON.search(text) or _PATH_PYTHON.search(text)
         python = prose["version"] if prose else None
@@ -442,11 +456,25 @@ def _add_prose_libraries(packages: dict[tuple[str, str], Package], text: str) ->
     fails with numpy 2.0" says two, and which failed is the reader's call."""
     said: dict[str, set[str]] = {}
     for match in _PROSE_LIBRARY.finditer(text):
-        said.setdefault(normalize(match["name"]), set()).add(match["version"])
+        said.setdefault(normalize(match["name"]), set()).update(_versions_said(match, text))
     listed = {name for name, _ in packages}
     for name, versions in said.items():
         if name not in listed and len(versions) == 1:
             _add(packages, Package(name, versions.pop(), "prose"))
+
+
+def _versions_said(match: re.Match[str], text: str) -> set[str]:
+    """The version `match` (a name and its version in prose) says, and the versions its
+    sentence goes on to say without a name (`_LATER_VERSION`): "worked with numpy 1.26,
+    fails with 2.0" says 1.26 and 2.0 of numpy, and pinned 1.26, the one that worked."""
+    rest = text[match.end() :]
+    end = _SENTENCE_END.search(rest)
+    sentence = rest[: end.start()] if end else rest
+    # The words up to the next name of a library, torch or Python are this name's.
+    other = _PROSE_LIBRARY.search(sentence) or _PROSE_TORCH.search(sentence)
+    other = other or _PROSE_PYTHON.search(sentence)
+    sentence = sentence[: other.start()] if other else sentence
+    return {match["version"], *(m["version"] for m in _LATER_VERSION.finditer(sentence))}
 
 
 def _pytest_header(line: str) -> tuple[Package, ...]:

@@ -1493,3 +1493,34 @@ def test_a_literal_expression_opener_in_the_tickets_command_is_written_so_the_sp
     (tmp_path / "train.py").write_text("")
     checked = reprospec.validate(spec)
     assert not [p for p in checked.problems if "expression" in str(p)], checked.problems
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "worked with numpy 1.26, fails with 2.0",
+        "It worked with numpy 1.26, fails with 2.0.",
+        "Fails with numpy 2.0.1 but works with 1.26.4",
+        "upgraded numpy 1.26 -> 2.0 and now it crashes",
+    ],
+)
+def test_prose_naming_a_working_and_a_failing_version_of_a_library_pins_neither(
+    prose: str,
+) -> None:
+    # A new user's trial, against the docs' own example: the second version has no name of
+    # its own, so the ticket read as saying one, and the pin was the one that worked.
+    text = f"{prose}\n\n```\n$ python app.py\nSegmentation fault (core dumped)\n```\n"
+    draft = skeleton(read_ticket(text), "np.md")
+    assert not [p for p in draft.packages if p.startswith("numpy")]
+
+
+def test_prose_naming_a_working_and_a_failing_version_of_torch_says_no_torch() -> None:
+    # The torch the ticket is about, pinned where the spec leaves it: not the one that worked.
+    assert parse_machine("torch 2.0.1 works, fails with 2.1.0").torch is None
+    assert parse_machine("Fails with torch 2.1.0 but works with 2.0.1").torch is None
+
+
+def test_a_version_after_another_name_in_the_sentence_is_that_names() -> None:
+    machine = parse_machine("numpy 1.26.2 and torch 2.1.0 on Python 3.10, with 4 workers")
+    assert machine.requirements == ("numpy==1.26.2", "torch==2.1.0")
+    assert machine.python == "3.10"
