@@ -21,6 +21,7 @@ from reprospec.capture.envblock import Machine, parse_machine
 from reprospec.core.frozen import frozen
 from reprospec.core.pythonargs import is_python
 from reprospec.core.signals import (
+    CRASH_SIGNALS,
     canonical_signal,
     exit_status_signal,
     signal_from_description,
@@ -77,6 +78,27 @@ _SHELL_SIGNAL = re.compile(
     r"|Illegal instruction|Floating point exception|Killed|Trace/breakpoint trap)"
     r"(?: +\(core dumped\))?(?P<rest> +.*)?\s*$"
 )
+# zsh's words for a job a signal ended (macOS's default shell): `zsh: segmentation fault
+# python bench.py`, `zsh: abort ...`, and its job report, `[1]    12345 segmentation fault
+# (core dumped)  python ...` (`[1]  + 12345 ...`). Its own texts, not strsignal's: bash's
+# `Segmentation fault` alone was read, and such a ticket said `no failure found`.
+_ZSH_SIGNAL = re.compile(
+    r"^(?:zsh: |\[\d+\]\s+(?:[-+]\s+)?\d+\s+)(?P<desc>segmentation fault|bus error|abort"
+    r"|illegal hardware instruction|floating point exception|killed|trace trap)"
+    r"(?: \(core dumped\))?(?:\s+\S.*)?$"
+)
+_ZSH_SIGNALS = {
+    "segmentation fault": "SIGSEGV",
+    "bus error": "SIGBUS",
+    "abort": "SIGABRT",
+    "illegal hardware instruction": "SIGILL",
+    "floating point exception": "SIGFPE",
+    "killed": "SIGKILL",
+    "trace trap": "SIGTRAP",
+}
+# fish's: `fish: Job 1, 'python bench.py' terminated by signal SIGSEGV (Address boundary
+# error)` (an older fish: `fish: "python bench.py" terminated by signal SIGSEGV (...)`).
+_FISH_SIGNAL = re.compile(r"^fish: .*\bterminated by signal (?P<signal>SIG[A-Z0-9]+)\b")
 # torchrun's (torch.distributed.elastic's) report of a rank that failed: its `exitcode: -6`
 # is the rank's, a child of the launcher, which a live run reports as `where: child`.
 _ELASTIC_RANK = re.compile(
@@ -281,6 +303,19 @@ def _cuda_error(clean: str) -> re.Match[str] | None:
     return _CUDA_ERROR.search(clean)
 
 
+def _other_shell_signal(line: str) -> str | None:
+    """The signal zsh's or fish's report of a job it ended names (`zsh: segmentation fault
+    python x.py`, `fish: Job 1, 'python x.py' terminated by signal SIGSEGV (...)`), as
+    bash's `Segmentation fault` is read; None for another line, and for a signal that is no
+    crash (fish's `SIGTERM`, `SIGINT`: how a job is stopped)."""
+    zsh = _ZSH_SIGNAL.match(line)
+    if zsh is not None:
+        return _ZSH_SIGNALS[zsh["desc"]]
+    fish = _FISH_SIGNAL.match(line)
+    named = canonical_signal(fish["signal"]) if fish is not None else None
+    return named if named in CRASH_SIGNALS else None
+
+
 def read_ticket(text: str) -> Ticket:
     """Read everything `text` says about one failure (the last one, when it shows several)."""
     # Quoted (GitHub's quote reply, `> ` and `> > `) is read as written: every reader
@@ -337,6 +372,10 @@ def read_ticket(text: str) -> Ticket:
             evidence.append(f"the shell: {line.strip()}")
             if shell["pid"] and shell["rest"] and not _is_python(shell["rest"].split()):
                 where = where or "child"
+        elif signal is None and (other := _other_shell_signal(line.strip())) is not None:
+            # The job the shell ran, the command itself: where stays the main process.
+            signal = other
+            evidence.append(f"the shell: {line.strip()}")
     elastic = _ELASTIC_RANK.search(clean) is not None
     for match in _EXIT_CODE.finditer(clean):
         code = int(match["code"])
@@ -781,7 +820,15 @@ def _command(text: str) -> str | None:
     quoted: list[str] = []
     bare: list[str] = []
     lines = text.split("\n")
-    failed_at = next((i for i, line in enumerate(lines) if _FAILURE_START.search(line)), None)
+    failed_at = next(
+        (
+            i
+            for i, line in enumerate(lines)
+            # zsh's and fish's report of the crash too (`zsh: segmentation fault  python ...`).
+            if _FAILURE_START.search(line) or _other_shell_signal(line.strip()) is not None
+        ),
+        None,
+    )
     for index, line in enumerate(lines):
         windows = _WINDOWS_PROMPT.match(line)
         if windows is not None:

@@ -1524,3 +1524,38 @@ def test_a_version_after_another_name_in_the_sentence_is_that_names() -> None:
     machine = parse_machine("numpy 1.26.2 and torch 2.1.0 on Python 3.10, with 4 workers")
     assert machine.requirements == ("numpy==1.26.2", "torch==2.1.0")
     assert machine.python == "3.10"
+
+
+@pytest.mark.parametrize(
+    ("line", "signal"),
+    [
+        ("zsh: segmentation fault  python bench.py --n 4", "SIGSEGV"),
+        ("zsh: segmentation fault (core dumped)  python bench.py --n 4", "SIGSEGV"),
+        ("zsh: abort      python bench.py --n 4", "SIGABRT"),
+        ("zsh: bus error  python bench.py --n 4", "SIGBUS"),
+        ("zsh: killed     python bench.py --n 4", "SIGKILL"),
+        ("zsh: illegal hardware instruction  python bench.py --n 4", "SIGILL"),
+        ("[1]    12345 segmentation fault (core dumped)  python bench.py --n 4", "SIGSEGV"),
+        ("[2]  + 12345 abort      python bench.py --n 4", "SIGABRT"),
+        (
+            "fish: Job 1, 'python bench.py --n 4' terminated by signal SIGSEGV (Address"
+            " boundary error)",
+            "SIGSEGV",
+        ),
+        ('fish: "python bench.py --n 4" terminated by signal SIGABRT (Abort)', "SIGABRT"),
+    ],
+)
+def test_zsh_and_fish_crash_lines_read_as_bashs_do(line: str, signal: str) -> None:
+    # A new user's trial on macOS, whose shell is zsh: `zsh: segmentation fault  python
+    # ...` gave `no failure found`, where bash's `Segmentation fault` gives the crash.
+    read = read_ticket(f"```\n$ python bench.py --n 4\n{line}\n```\n")
+    failure = read.failure
+    assert (failure.outcome, failure.signal, failure.where) == ("crash", signal, "main")
+    assert f"the shell: {line}" in read.evidence
+    assert read.command == "python bench.py --n 4"
+
+
+def test_a_job_fish_stopped_with_sigterm_is_no_crash() -> None:
+    # How a job is stopped (`kill %1`), as a child's SIGTERM is no crash (CRASH_SIGNALS).
+    line = "fish: Job 1, 'python bench.py' terminated by signal SIGTERM (Polite quit request)"
+    assert read_ticket(f"$ python bench.py\n{line}\n").failure.outcome is None
