@@ -301,6 +301,9 @@ def parse_machine(text: str) -> Machine:
     lines = text.splitlines()
     in_conda_table = False
     pip_list: str | None = None  # the header of the `pip list` table being read
+    # Python's own row of a `conda list` (`python  3.10.14  h955ad1f_1`): no distribution
+    # to pin, but the environment's Python, which the spec said the log did not say.
+    conda_python: str | None = None
     under: str | None = None  # the collect_env key whose value continues on the next lines
     for line in lines:
         line = _unmarked(line)
@@ -336,6 +339,8 @@ def parse_machine(text: str) -> Machine:
             _add_conda(
                 packages, conda_tagged["name"], conda_tagged["version"], conda_tagged["build"]
             )
+            if normalize(conda_tagged["name"]) == "python":
+                conda_python = conda_python or conda_tagged["version"]
         else:
             editable = _FREEZE_EDITABLE.match(line)
             if editable:
@@ -366,6 +371,8 @@ def parse_machine(text: str) -> Machine:
                 row = _CONDA_ROW.match(line)
                 if row:
                     _add_conda(packages, row["name"], row["version"], row["build"])
+                    if normalize(row["name"]) == "python":
+                        conda_python = conda_python or row["version"]
                     continue
                 if stripped:
                     in_conda_table = False
@@ -386,7 +393,7 @@ def parse_machine(text: str) -> Machine:
                 continue
             if stripped:
                 under = under if under == "cudnn" else None
-    python_full = _known(_field(fields, "Python version"))
+    python_full = _known(_field(fields, "Python version")) or conda_python
     python = None
     if python_full:
         found = _PYTHON_VERSION.match(python_full)

@@ -1559,3 +1559,20 @@ def test_a_job_fish_stopped_with_sigterm_is_no_crash() -> None:
     # How a job is stopped (`kill %1`), as a child's SIGTERM is no crash (CRASH_SIGNALS).
     line = "fish: Job 1, 'python bench.py' terminated by signal SIGTERM (Polite quit request)"
     assert read_ticket(f"$ python bench.py\n{line}\n").failure.outcome is None
+
+
+def test_conda_lists_python_row_gives_the_python_version() -> None:
+    # A new user's trial: the row was left out as no index's distribution (rightly), and the
+    # spec said `environment.python: the Python version (the log does not say it)`.
+    text = (
+        "```\n$ conda list\n# packages in environment at /home/me/miniconda3/envs/x:\n#\n"
+        "# Name                    Version                   Build  Channel\n"
+        "_libgcc_mutex             0.1                        main\n"
+        "numpy                     1.26.4          py310h5f9d8c6_0\n"
+        "python                    3.10.14              h955ad1f_1\n```\n\n"
+        "```\n$ python app.py\nSegmentation fault (core dumped)\n```\n"
+    )
+    draft = skeleton(read_ticket(text), "conda.md")
+    assert draft.python == "3.10"
+    assert not [item for item in draft.todo if item.startswith("environment.python")]
+    assert draft.packages == ("numpy==1.26.4",)
