@@ -10,6 +10,7 @@ differs is the first thing to know before running the skeleton here.
 
 from __future__ import annotations
 
+import codecs
 import shlex
 import sys
 from collections import Counter
@@ -58,6 +59,25 @@ SHOWN_FRAMES = 6
 OUTER_FRAMES = 3
 # How many threads of a dump with no current thread the description quotes, each whole.
 SHOWN_THREADS = 8
+
+
+# The byte order marks a log's encoding is told by, longest first: UTF-32's LE mark starts
+# with UTF-16's. Windows PowerShell 5's `>` writes UTF-16 LE with its mark, which read as
+# UTF-8 held a NUL after every letter and was refused as "not text".
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def log_text(data: bytes) -> str:
+    """A log file's bytes as text: by its byte order mark where it has one (UTF-16 or
+    UTF-32, either order, or UTF-8's), else UTF-8; a byte that is none is replaced."""
+    encoding = next((name for bom, name in _BOMS if data.startswith(bom)), "utf-8")
+    return data.decode(encoding, errors="replace")
 
 
 def capture_log(text: str, source: str, output: Path) -> list[str]:

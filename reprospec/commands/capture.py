@@ -201,13 +201,15 @@ def _run_spec(
 
 
 def _from_log(args: argparse.Namespace) -> int:
-    from reprospec.capture.fromlog import capture_log
+    from reprospec.capture.fromlog import capture_log, log_text
     from reprospec.capture.writer import check_output
     from reprospec.errors import EXIT_INTERRUPTED, UsageError
 
     if args.from_log == "-":
         try:
-            text = sys.stdin.read()
+            # Its bytes, decoded as a file's are (`log_text`): a UTF-16 log piped in.
+            stdin = getattr(sys.stdin, "buffer", None)
+            text = log_text(stdin.read()) if stdin is not None else sys.stdin.read()
         except KeyboardInterrupt:
             # Nothing is written before the log is read: no draft to speak of (the generic
             # capture message said "the spec is still the first draft" of no file at all).
@@ -216,7 +218,7 @@ def _from_log(args: argparse.Namespace) -> int:
         source = "stdin"
     else:
         try:
-            text = Path(args.from_log).read_text(encoding="utf-8", errors="replace")
+            text = log_text(Path(args.from_log).read_bytes())
         except OSError as exc:
             raise UsageError(f"--from-log: {args.from_log}: {exc.strerror or exc}") from None
         source = args.from_log

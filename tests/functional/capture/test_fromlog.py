@@ -669,3 +669,17 @@ def test_a_literal_expression_opener_in_the_tickets_command_validates_and_plans_
     assert validated.code == 0, validated.stdout + validated.stderr
     planned = cli("plan", "t.yaml", cwd=tmp_path)
     assert f"  command: {command}\n" in planned.stdout
+
+
+def test_a_utf_16_log_as_windows_powershell_writes_it_is_read(cli: Cli, tmp_path: Path) -> None:
+    # A new user's trial: PowerShell 5's `>` writes UTF-16 LE with a byte order mark, and
+    # capture refused the ticket as "not text (it holds NUL bytes)".
+    text = (
+        "It crashes:\r\n\r\n```\r\n$ python app.py --n 4\r\n"
+        "Segmentation fault (core dumped)\r\n```\r\n"
+    )
+    (tmp_path / "u16.txt").write_bytes(text.encode("utf-16"))
+    result = cli("capture", "--from-log", "u16.txt", "-o", "u.yaml", cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    assert "wrote u.yaml: crash SIGSEGV" in result.stdout
+    assert "the command: python app.py --n 4" in result.stdout

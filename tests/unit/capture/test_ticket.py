@@ -15,7 +15,7 @@ import yaml
 
 import reprospec
 from reprospec.capture.envblock import parse_machine
-from reprospec.capture.fromlog import compare_machine, skeleton
+from reprospec.capture.fromlog import compare_machine, log_text, skeleton
 from reprospec.capture.ticket import Ticket, read_ticket
 from reprospec.capture.writer import render_spec
 from reprospec.core.jsontypes import JsonValue
@@ -1576,3 +1576,19 @@ def test_conda_lists_python_row_gives_the_python_version() -> None:
     assert draft.python == "3.10"
     assert not [item for item in draft.todo if item.startswith("environment.python")]
     assert draft.packages == ("numpy==1.26.4",)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-8-sig"])
+def test_a_log_with_a_byte_order_mark_is_read_as_its_text(encoding: str) -> None:
+    # Windows PowerShell 5's `>` writes UTF-16 LE with its mark: read as UTF-8 it held a NUL
+    # after every letter, and capture refused it as "not text".
+    text = "$ python app.py\r\nSegmentation fault (core dumped)\r\n"
+    data = text.encode(encoding)
+    if encoding in ("utf-16-le", "utf-16-be"):  # these codecs write no mark: add it
+        data = ("\ufeff" + text).encode(encoding)
+    assert log_text(data) == text
+
+
+def test_a_log_without_a_mark_is_utf_8_and_a_bad_byte_is_replaced() -> None:
+    assert log_text("Ünïcode\n".encode()) == "Ünïcode\n"
+    assert log_text(b"a\xffb\x00") == "a\ufffdb\x00"  # the NUL is the CLI's to refuse
