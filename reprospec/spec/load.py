@@ -38,8 +38,10 @@ def load_spec(path: str | Path, overrides: Sequence[str] = (), *, files: bool = 
     yaml_text, offset, hint = read_spec_text(Path(path))
     report = Path(path).suffix.lower() == ".md"
     origin = report_origin(hint, Path(path)) if report else None
-    # A report without its original spec has no folder to resolve relative paths against.
-    base_dir = (origin.parent if origin else None) if report else Path(path).parent
+    # A report without its original spec resolves relative paths against its own folder
+    # (Spec.base_dir), so they are checked there too: unchecked, a missing workdir validated
+    # and every cell of its run was infra-error, where the same spec as .yaml was refused.
+    base_dir = origin.parent if origin else Path(path).parent
     try:
         source = load_yaml(yaml_text, line_offset=offset)
     except YamlSourceError as exc:

@@ -367,8 +367,14 @@ def test_workdir_of_a_report_resolves_against_its_origin(
     fenced = "# s\n\n```yaml\n" + body + "```\n"
     report.write_text(marker_line(body, "specs/s.yaml") + "\n" + fenced)
     assert load_spec(report).base_dir == Path("specs")
-    # Without its origin, relative paths resolve against the report's own folder.
+    # Without its origin, relative paths resolve against the report's own folder, and are
+    # checked there (unchecked, a missing workdir validated and every cell was infra-error,
+    # where the same spec as .yaml was refused).
     report.write_text(marker_line(body, "gone.yaml") + "\n" + fenced)
+    assert problems_of(report) == [
+        f"{report}:9:24: environment.workdir: folder not found: {report.parent / 'fixtures'}"
+    ]
+    (report.parent / "fixtures").mkdir()
     assert load_spec(report).origin is None
     assert load_spec(report).base_dir == report.parent
     # With an origin whose folder lacks the workdir, the problem is reported.
