@@ -170,7 +170,9 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         else EnvLine(name, literal_text(value), "set on the command line")
         for name, value in (proposal.env if proposal else ())
     ]
-    if ticket.cuda_error:
+    if ticket.cuda_error and "CUDA_LAUNCH_BLOCKING" not in {line.name for line in env}:
+        # Not where the ticket's command sets it (`CUDA_LAUNCH_BLOCKING=1 torchrun ...`):
+        # the spec sets it already, and the suggestion right below said to set it again.
         env.append(
             EnvLine("CUDA_LAUNCH_BLOCKING", "1", "the error is a CUDA one: name the op", True)
         )

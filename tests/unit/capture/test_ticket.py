@@ -1592,3 +1592,16 @@ def test_a_log_with_a_byte_order_mark_is_read_as_its_text(encoding: str) -> None
 def test_a_log_without_a_mark_is_utf_8_and_a_bad_byte_is_replaced() -> None:
     assert log_text("Ünïcode\n".encode()) == "Ünïcode\n"
     assert log_text(b"a\xffb\x00") == "a\ufffdb\x00"  # the NUL is the CLI's to refuse
+
+
+def test_a_cuda_error_of_a_command_that_sets_cuda_launch_blocking_suggests_it_no_more() -> None:
+    # A new user's trial: `CUDA_LAUNCH_BLOCKING: '1'  # set on the command line`, and right
+    # below it `# worth a try, in env: CUDA_LAUNCH_BLOCKING: '1'`.
+    text = (
+        "```\n$ CUDA_LAUNCH_BLOCKING=1 torchrun --nproc_per_node=2 train.py --bs 8\n"
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n```\n"
+    )
+    draft = skeleton(read_ticket(text), "tr.md")
+    blocking = [line for line in draft.env if line.name == "CUDA_LAUNCH_BLOCKING"]
+    assert [(line.value, line.commented) for line in blocking] == [("1", False)]
+    assert "worth a try" not in render_spec(draft)
