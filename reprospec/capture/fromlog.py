@@ -27,7 +27,7 @@ from reprospec.capture.ticket import (
     split_at_operator,
 )
 from reprospec.capture.timebound import HANG_TIMEOUT, Bound, unbound
-from reprospec.capture.toggles import Proposal, kept_note, propose
+from reprospec.capture.toggles import Proposal, kept_note, propose, read_from
 from reprospec.capture.writer import (
     Draft,
     EnvLine,
@@ -107,7 +107,11 @@ def capture_log(text: str, source: str, output: Path) -> list[str]:
 def _secrets(ticket: Ticket) -> tuple[str, ...]:
     """The values the ticket's command sets under secret-looking names, and this
     environment's: what neither the spec nor what capture prints may show."""
-    proposal = _proposal(ticket.command, hang=False)[0] if ticket.command is not None else None
+    proposal = (
+        _proposal(ticket.command, hang=False, settings=ticket.settings)[0]
+        if ticket.command is not None
+        else None
+    )
     return secret_values(proposal.secret_env if proposal is not None else ())
 
 
@@ -121,7 +125,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
     bounded: Bound | None = None
     if ticket.command is not None:
         hang = failure.outcome == "hang"
-        proposal, pytest, bounded = _proposal(ticket.command, hang=hang)
+        proposal, pytest, bounded = _proposal(ticket.command, hang=hang, settings=ticket.settings)
     presets = ticket.presets
     if pytest and "pytest" not in presets:
         # pytest -v's `path::test PASSED` lines: the test running when it crashed or hung.
@@ -163,7 +167,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
             f"pass, so the spec runs {FLAKY_REPEAT} and a match is enough"
         )
     env = [
-        EnvLine(name, f"${{{{ env.{name} }}}}", "the ticket's command set it: set it in yours")
+        EnvLine(name, f"${{{{ env.{name} }}}}", _secret_comment(name, proposal, ticket))
         if proposal is not None and name in proposal.secrets
         # Written as the ticket's text: a `${{` in it escaped, since environment.env's
         # values are expanded (`FOO='a${{ b }}'` failed validation: unknown name 'b').
@@ -224,6 +228,17 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         ),
         todo=tuple(todo),
     )
+
+
+def _secret_comment(name: str, proposal: Proposal, ticket: Ticket) -> str:
+    """Why the spec reads the secret `name` from the reader's environment, as true of the
+    ticket as it was: "the ticket's command set it" was said of `--token hf_...`'s TOKEN,
+    which no word set (a Windows ticket's `$env:HF_TOKEN="hf_..."` had)."""
+    if name in proposal.passed:
+        return "the ticket's command passed this secret as an option's value: set it in yours"
+    if name in dict(ticket.settings):
+        return "the ticket set it, and its command passes it: set it in yours"
+    return "the ticket's command set it: set it in yours"
 
 
 def _gpus(ticket: Ticket) -> tuple[int, str]:
@@ -452,7 +467,9 @@ def _text(value: JsonValue) -> str | None:
     return str(value) if value not in (None, "") else None
 
 
-def _proposal(command: str, *, hang: bool) -> tuple[Proposal | None, bool, Bound | None]:
+def _proposal(
+    command: str, *, hang: bool, settings: Sequence[tuple[str, str]] = ()
+) -> tuple[Proposal | None, bool, Bound | None]:
     """The command's axes, whether it is pytest, and (`hang`: a hang's) the `timeout`
     wrapper taken out of it (capture/timebound.py). A line with shell operators keeps
     them as written (`python app.py < data.txt`: quoted, `<` became an argument and the
@@ -460,7 +477,8 @@ def _proposal(command: str, *, hang: bool) -> tuple[Proposal | None, bool, Bound
     when it is the program; else (`cat data.txt | python app.py`) the line is the command
     as it is, without axes. Wrappers (`timeout 300`, `nice -n 5`, `env X=1`) are read by
     plan/wrappers.py, as a live capture reads them, and kept as written: the program ran
-    under them."""
+    under them. A secret the command passes (`--token hf_...`) that the ticket's prose
+    `settings` set a variable to (`$env:HF_TOKEN="hf_..."`) is read from that variable."""
     head, tail = split_at_operator(command)
     try:
         argv = shlex.split(head)
@@ -473,6 +491,11 @@ def _proposal(command: str, *, hang: bool) -> tuple[Proposal | None, bool, Bound
         argv, bounded = unbound(argv, hang=True)
     pytest = is_pytest(argv)
     proposal = propose(pytest_verbose(argv) if pytest else argv)
+    held = dict(proposal.env)
+    for variable, value in settings:
+        passed = next((n for n in sorted(proposal.passed) if held[n] == value), None)
+        if passed is not None:
+            proposal = read_from(proposal, passed, variable)
     if tail:
         proposal = replace(proposal, command=f"{proposal.command} {tail}")
     return proposal, pytest, bounded

@@ -119,6 +119,10 @@ class Proposal:
     # The wrapper (`numactl`) a word of which its grammar does not know (plan/wrappers.py):
     # where the program starts is not sure, so the command is kept as written, no axis.
     unsure: str = ""
+    # The names of `secrets` no word of the command set (`--token hf_...`: TOKEN, which the
+    # command reads as `"$TOKEN"`): a spec that said "the ticket's command set it" of one
+    # was wrong, the command only passed its value.
+    passed: frozenset[str] = frozenset()
 
     def reaches(self, name: str) -> bool:
         """Whether the variable `name` of the spec's environment.env reaches the program:
@@ -251,6 +255,8 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
         env.append((match["name"], match["value"]))
         words.pop(0)
     secrets = {name for name, value in env if sets_secret(name, value)}
+    # What the command's words set: the leading `VAR=value` words and an `env`'s (below).
+    assigned = {name for name, _ in env}
     start = _program_args_start(words)
     # The wrappers' words (`timeout 5 env -i`), kept as written; all of them where
     # the program starts is not sure.
@@ -401,6 +407,7 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
     for at in envs:  # `timeout 5 env -i python x.py` empties it as well
         inner = _env_wipes(wrappers[at:])
         cleared, unset = cleared or inner[0], unset | inner[1]
+    assigned |= {m["name"] for w in (*kept, *wrappers) if (m := _ASSIGNMENT.match(w))}
     proposal = Proposal(
         " ".join(out),
         tuple(toggles),
@@ -411,8 +418,28 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
         cleared,
         unset,
         unsure_wrapper(words),
+        frozenset(secrets - assigned),
     )
     return _without_secret_values(proposal)
+
+
+def read_from(proposal: Proposal, passed: str, variable: str) -> Proposal:
+    """`proposal` with the secret it passes as `"$PASSED"` (`Proposal.passed`) read from
+    `variable` instead, a variable the ticket set to that value (PowerShell's
+    `$env:HF_TOKEN="hf_..."`, then `--token hf_...`): the command reads the variable the
+    reader sets, where `"$TOKEN"` read one nothing set, and the same secret was asked for
+    twice. Unchanged where `passed` is no such name or `variable` is taken by another value."""
+    held = dict(proposal.env)
+    if passed not in proposal.passed or held.get(variable, held.get(passed)) != held.get(passed):
+        return proposal
+    env = tuple((variable if name == passed else name, value) for name, value in proposal.env)
+    return replace(
+        proposal,
+        command=proposal.command.replace(f'"${passed}"', f'"${variable}"'),
+        env=tuple(dict.fromkeys(env)),
+        secrets=(proposal.secrets - {passed}) | {variable},
+        passed=proposal.passed - {passed},
+    )
 
 
 def kept_note(kept: str) -> str:

@@ -1605,3 +1605,31 @@ def test_a_cuda_error_of_a_command_that_sets_cuda_launch_blocking_suggests_it_no
     blocking = [line for line in draft.env if line.name == "CUDA_LAUNCH_BLOCKING"]
     assert [(line.value, line.commented) for line in blocking] == [("1", False)]
     assert "worth a try" not in render_spec(draft)
+
+
+_WINDOWS_TICKET = (
+    "```\nPS C:\\proj> python .\\train.py --token hf_abcdefghijklmnopqrstuvwx --bs 8\n"
+    'Traceback (most recent call last):\n  File "C:\\proj\\train.py", line 3, in <module>\n'
+    "RuntimeError: boom\n```\n"
+)
+
+
+def test_a_secret_the_command_passes_is_read_from_the_variable_the_ticket_set_it_in() -> None:
+    # A new user's trial: `$env:HF_TOKEN="hf_..."`, then `--token hf_...`, gave `TOKEN: ${{
+    # env.TOKEN }}  # the ticket's command set it` (no word set TOKEN), `--token "$TOKEN"`,
+    # and the same secret asked for again as an HF_TOKEN TODO.
+    prose = 'I set $env:HF_TOKEN="hf_abcdefghijklmnopqrstuvwx" in PowerShell first.\n\n'
+    draft = skeleton(read_ticket(prose + _WINDOWS_TICKET), "win.md")
+    assert [(line.name, line.value) for line in draft.env] == [("HF_TOKEN", "${{ env.HF_TOKEN }}")]
+    assert draft.env[0].comment == "the ticket set it, and its command passes it: set it in yours"
+    assert '--token "$HF_TOKEN"' in draft.command
+    assert not [item for item in draft.todo if "HF_TOKEN" in item]
+    assert "hf_abcdefghijklmnopqrstuvwx" not in render_spec(draft)
+
+
+def test_a_secret_the_command_passes_and_no_variable_held_is_not_said_set_by_it() -> None:
+    draft = skeleton(read_ticket(_WINDOWS_TICKET), "win.md")
+    assert [line.name for line in draft.env] == ["TOKEN"]
+    assert "command set it" not in draft.env[0].comment
+    assert "passed this secret as an option's value" in draft.env[0].comment
+    assert '--token "$TOKEN"' in draft.command

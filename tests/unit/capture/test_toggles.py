@@ -769,3 +769,12 @@ def test_a_literal_expression_opener_in_the_command_is_written_so_the_spec_runs_
     assert isinstance(rendered, str)
     assert shlex.split(rendered) == argv
     assert expr.names_used(proposal.command) == []
+
+
+def test_a_secret_the_command_passes_is_told_from_one_its_words_set() -> None:
+    # `--token hf_...` sets no TOKEN: the spec said "the ticket's command set it" of it.
+    token = "hf_abcdefghijklmnopqrstuvwx"
+    passed = propose(["python", "x.py", "--token", token])
+    assert passed.passed == {"TOKEN"}
+    assert propose([f"HF_TOKEN={token}", "python", "x.py"]).passed == frozenset()
+    assert propose(["env", "-i", f"HF_TOKEN={token}", "python", "x.py"]).passed == frozenset()
