@@ -376,6 +376,7 @@ def _checked(
         values = section[axis]
         if not isinstance(values, list) or not values:
             raise MatrixError(f"axis '{axis}' must be a non-empty list of values", ("matrix", axis))
+        _one_number_once(axis, values)
         lists.append(values)
     include = _entries(section, "include")
     exclude = _entries(section, "exclude")
@@ -392,6 +393,30 @@ def _checked(
                     f"exclude key '{key}' is not a matrix axis", ("matrix", "exclude", index, key)
                 )
     return original, lists, include, exclude
+
+
+def _one_number_once(axis: str, values: Sequence[JsonValue]) -> None:
+    """MatrixError for two values of one axis that are one number written two ways (2 and
+    2.0): they ran as two cells (`echo 2`, `echo 2.0`), but `-m w=2`, `when: {w: 2}` and
+    `${{ matrix.w == 2 }}` compare numbers and took both, so a GitHub job's `-mw=2` ran
+    both cells and a case meant for one judged the other."""
+    seen: dict[Hashable, int] = {}
+    for index, value in enumerate(values):
+        if not _is_number_value(value):
+            continue
+        first = seen.setdefault(canonical(value), index)
+        if first != index and render_value(values[first]) != render_value(value):
+            raise MatrixError(
+                f"axis '{axis}' holds {render_value(values[first])} and "
+                f"{render_value(value)}, one number to -m, when: and expressions but two "
+                f"cells; keep one, or quote both ('{render_value(values[first])}', "
+                f"'{render_value(value)}') to run them as two strings",
+                ("matrix", axis, index),
+            )
+
+
+def _is_number_value(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class _Plan:
