@@ -62,7 +62,7 @@ from reprospec.core.signals import (
 from reprospec.core.words import shorten_command
 from reprospec.native import NativeStacks
 from reprospec.outcome.evidence import Evidence
-from reprospec.outcome.tracebacks import FatalError, fatal_errors
+from reprospec.outcome.tracebacks import FatalError, PythonException, fatal_errors, parse_chain
 
 _SHELL_DESCRIPTIONS = "|".join(
     re.escape(describe_signal(name)) for name in sorted(CRASH_SIGNALS, key=len, reverse=True)
@@ -318,3 +318,45 @@ def _short(text: str) -> str:
 
 
 __all__ = ["ChildCrash", "child_crash", "killed_by_a_process", "names_a_death", "printed_only"]
+
+
+# torch.distributed.elastic's line for a rank that failed, torchrun's log of it before its
+# own ChildFailedError: `... api.py:1002] failed (exitcode: 1) local_rank: 1 (pid: 20916)
+# of binary: /usr/bin/python3`.
+_RANK_FAILED = Lazy(r"\bfailed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<rank>\d+)\b")
+# A rank's output line as torchrun prefixes it (`--log-line-prefix-template`, `--tee`).
+_RANK_PREFIX = Lazy(r"^\[(?:rank|default)\d+\]:\s?", re.M)
+CHILD_FAILED = "ChildFailedError"
+
+
+@frozen
+class RankException:
+    """The exception a rank torchrun started raised, for a launcher that ended with
+    torch.distributed.elastic's ChildFailedError: the launcher's own exception says only
+    that a rank failed, and the rank's (`RuntimeError: CUDA error: ...`) is the failure a
+    ticket reports and a spec expects."""
+
+    local_rank: int
+    chain: tuple[PythonException, ...]
+
+    def describe(self) -> str:
+        return (
+            f"local rank {self.local_rank} raised it (torchrun ended with {CHILD_FAILED}, "
+            "its report of a failed rank)"
+        )
+
+
+def rank_exception(stderr: str) -> RankException | None:
+    """The failed rank's exception chain: the last uncaught traceback printed before
+    torchrun's `failed (exitcode: N) local_rank: R` line, its `[rankR]:` prefixes read past;
+    None where there is no such line, its exit code is a signal's (a crash, said as such),
+    or no traceback precedes it."""
+    failed = _RANK_FAILED.search(stderr)
+    if failed is None or int(failed["code"]) <= 0:
+        return None
+    # (up to the start of the line: torchrun's log header, `E1205 ... api.py:1002] `)
+    before = _RANK_PREFIX.sub("", stderr[: stderr.rfind("\n", 0, failed.start()) + 1])
+    chain = parse_chain(before)
+    if not chain:
+        return None
+    return RankException(int(failed["rank"]), chain)

@@ -361,6 +361,16 @@ def classify(
             if worker is not None:
                 where = "worker"
                 detail += f"; {_describe_worker(worker)}"
+            elif exception is not None and exception.type.endswith(".ChildFailedError"):
+                from reprospec.outcome.children import rank_exception
+
+                # torchrun's own exception says a rank failed; the rank's is the failure
+                # (a ticket's `RuntimeError: CUDA error`), which read as ChildFailedError
+                # never matched the spec capture wrote from that ticket.
+                rank = rank_exception(stderr)
+                if rank is not None:
+                    chain, exception, where = rank.chain, rank.chain[-1], "child"
+                    detail += f"; {rank.describe()}"
             if exception is None and pytest:
                 from reprospec.outcome.pytestreport import first_failure, is_test_id
                 from reprospec.outcome.tracebacks import PythonException

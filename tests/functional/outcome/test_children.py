@@ -983,3 +983,25 @@ def test_the_sitecustomizes_deaths_are_the_crash_signals() -> None:
         check=True,
     )
     assert set(done.stdout.split()) == set(CRASH_SIGNALS)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_a_torchrun_rank_s_exception_is_the_failure_not_torchruns(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """A real torchrun of two ranks, rank 1 raising: the launcher ends with its own
+    ChildFailedError, which read as the outcome, so `exception: RuntimeError` (what capture
+    writes from the ticket, what the reporter saw) never matched."""
+    script = tmp_path / "work" / "train.py"
+    script.parent.mkdir()
+    script.write_text(
+        "import os\n"
+        "if os.environ['RANK'] == '1':\n"
+        "    raise RuntimeError('CUDA error: device-side assert triggered')\n"
+    )
+    torchrun = str(Path(sys.executable).with_name("torchrun"))
+    expect = Expectation("error", exception="RuntimeError", message="device-side assert")
+    argv = [torchrun, "--nproc_per_node=2", "train.py"]
+    result, _ = run_attempt(runner, argv, tmp_path, expect, timeout_s=120)
+    outcome = judged(result, "error", None, "child")
+    assert "local rank 1 raised it (torchrun ended with ChildFailedError" in (outcome.detail or "")

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+from reprospec.core.results import Outcome
+from reprospec.outcome.children import rank_exception
 
 
 @pytest.mark.parametrize(
@@ -40,3 +45,55 @@ def test_terminated_children_are_no_crash() -> None:
 
     # A parent stopping its child with SIGTERM (`kill %1`, a pool's terminate()) is no crash.
     assert _reported("bash: line 1:  4242 Terminated              sleep 100\n") is None
+
+
+def test_a_rank_torchrun_started_raised_the_failure_not_torchrun(tmp_path: Path) -> None:
+    # Recorded: torch 2.13's torchrun of two ranks, rank 1 raising RuntimeError. The
+    # launcher ends with its own ChildFailedError, which a live run read as the failure, so
+    # the spec capture wrote from the ticket (`exception: RuntimeError`) never matched.
+    from reprospec.outcome.classify import classify
+    from reprospec.outcome.tracebacks import PythonException
+    from tests.support.paths import DATA
+    from tests.support.plans import execution_in
+
+    recorded = (DATA / "children" / "torchrun-rank-error.stderr.log").read_bytes()
+    for name, stderr in (
+        ("as printed", recorded),
+        # torchrun's `--log-line-prefix-template` / `--tee` prefix on each rank line.
+        ("prefixed", _prefixed(recorded)),
+    ):
+        (tmp_path / "stderr.log").write_bytes(stderr)
+        (tmp_path / "stdout.log").write_bytes(b"")
+        (tmp_path / "events.jsonl").write_text("")
+        outcome = classify(execution_in(tmp_path, 1, harness=False))
+        assert isinstance(outcome, Outcome), name
+        assert (outcome.kind, outcome.exception, outcome.where) == (
+            "error",
+            "RuntimeError",
+            "child",
+        ), name
+        assert outcome.message == "CUDA error: device-side assert triggered", name
+        assert "local rank 1 raised it (torchrun ended with ChildFailedError" in (
+            outcome.detail or ""
+        ), name
+    # A rank killed by a signal is a crash, said by its exit code: no exception to read.
+    signalled = recorded.replace(b"(exitcode: 1)", b"(exitcode: -6)")
+    assert rank_exception(signalled.decode()) is None
+    # Without torchrun's line, nothing is a rank's.
+    assert rank_exception("Traceback (most recent call last):\nValueError: x\n") is None
+    rank = rank_exception(recorded.decode())
+    assert rank is not None
+    assert rank.local_rank == 1
+    assert rank.chain == (
+        PythonException("RuntimeError", "CUDA error: device-side assert triggered"),
+    )
+
+
+def _prefixed(stderr: bytes) -> bytes:
+    """The rank's traceback lines as torchrun prefixes them (`[rank1]: ...`)."""
+    lines = stderr.decode().split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith("Traceback"))
+    end = next(i for i, line in enumerate(lines) if line.startswith("RuntimeError"))
+    for index in range(start, end + 1):
+        lines[index] = "[rank1]: " + lines[index]
+    return "\n".join(lines).encode()
