@@ -107,7 +107,7 @@ def execute(
     result is read back from results.json, whole, as the Python API returns it.
     """
     from reprospec.store.cellspool import CellSpool
-    from reprospec.store.resultsjson import load_run, resumed_of, spec_path_of
+    from reprospec.store.resultsjson import kept_on_resume, load_run
 
     spec = plan.spec
     # Checked first: `--gpus` ids this machine lacks are a usage error before anything runs.
@@ -165,11 +165,14 @@ def execute(
         # Read before anything writes it: a resumed run whose results.json is missing has its
         # folder written again from the store, and one that had finished keeps its record.
         had_results = folder.results_json.is_file()
-        previous = resumed_of(folder.results_json) if resume is not None and had_results else None
         # The spec's path as the run recorded it (as typed, `sl.yaml`): a resumed run loads
         # it from the store's absolute path, and its report and results.json said that one,
         # the sender's home in a report meant to be shared.
-        recorded = spec_path_of(folder.results_json) if resume is not None and had_results else None
+        previous, recorded = (
+            kept_on_resume(folder.results_json)
+            if resume is not None and had_results
+            else (None, None)
+        )
         # A resumed run's dead engine may have left attempts running: they end first.
         reaped = leftovers.reap(folder.path) if resume is not None else ()
         # Started as soon as the runner and the folder are there (a resumed run's leftovers

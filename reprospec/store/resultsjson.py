@@ -402,27 +402,22 @@ def run_to_dict(run: RunResult, *, cells: bool = True) -> JsonObject:
     }
 
 
-def resumed_of(path: Path) -> Resumed | None:
-    """The `resumed` record of the results.json at `path`: None where it has none, or
-    cannot be read (a run resumed again keeps it where nothing ran now)."""
+def kept_on_resume(path: Path) -> tuple[Resumed | None, str | None]:
+    """What a resumed run keeps of the results.json at `path`: its `resumed` record (a run
+    resumed again keeps it where nothing ran now) and the spec's path as the run's command
+    line gave it (the resume loads the spec from the store's absolute path); each None where
+    it has none, and both where it cannot be read."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    resumed = data.get("resumed") if isinstance(data, dict) else None
-    return _resumed(resumed) if isinstance(resumed, dict) else None
-
-
-def spec_path_of(path: Path) -> str | None:
-    """The spec's path the results.json at `path` records (as the run's command line gave
-    it); None where it has none or cannot be read."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    spec = data.get("spec") if isinstance(data, dict) else None
+        return None, None
+    data = data if isinstance(data, dict) else {}
+    resumed, spec = data.get("resumed"), data.get("spec")
     found = spec.get("path") if isinstance(spec, dict) else None
-    return found if isinstance(found, str) and found else None
+    return (
+        _resumed(resumed) if isinstance(resumed, dict) else None,
+        found if isinstance(found, str) and found else None,
+    )
 
 
 # What a reader makes of a part of results.json it cannot read (one edited by hand): left
