@@ -203,28 +203,13 @@ def _docker_checks(environments: Sequence[Environment], spec: str) -> list[Check
         except InfraError as exc:
             checks.append(Check("docker-image", "fail", str(exc)))
             continue
-        if image.image_present(client, recipe.tag):
+        reason = image.unavailable(client, recipe)
+        if reason is not None:
+            # The run's own words for it, as each of its cells' infra-error would say them.
+            why = f"{reason}; every cell that runs in it is an infra error, not run"
+            checks.append(Check("docker-image", "fail", why))
+        elif image.image_present(client, recipe.tag):
             checks.append(Check("docker-image", "pass", f"image {recipe.tag} is here"))
-        elif recipe.build is None:
-            checks.append(
-                Check(
-                    "docker-image",
-                    "fail",
-                    f"image {recipe.tag} is missing (reprospec never pulls implicitly): "
-                    "every cell that runs in it is an infra error, not run",
-                    recipe.hint or image.how_to_get(recipe.tag),
-                )
-            )
-        elif missing := [b for b in recipe.build.bases if not image.image_present(client, b)]:
-            checks.append(
-                Check(
-                    "docker-image",
-                    "fail",
-                    f"image {recipe.tag} is built from the spec's {recipe.source}, whose base "
-                    f"{', '.join(missing)} is missing (reprospec never pulls implicitly)",
-                    image.how_to_get(missing[0]),
-                )
-            )
         else:
             checks.append(
                 Check(

@@ -110,7 +110,7 @@ def _check_ref(ref: str, what: str) -> str:
     return ref
 
 
-def how_to_get(image: str) -> str:
+def _how_to_get(image: str) -> str:
     if image in (DEFAULT_IMAGE, BASE_IMAGE):
         return "build it with `reprospec docker setup` (no registry needed)"
     return f"run `docker pull {image}` or build it"
@@ -132,7 +132,7 @@ def recipe_for(
     image = _check_ref(environment.image or DEFAULT_IMAGE, "environment.image")
     packages = list(environment.packages)
     if not packages:
-        return ImageRecipe(tag=image, source="image", hint=how_to_get(image))
+        return ImageRecipe(tag=image, source="image", hint=_how_to_get(image))
     return _rendered(image, packages, find_links)
 
 
@@ -376,17 +376,11 @@ def ensure_image(
             _mark_used(client, recipe.tag)
             return recipe.tag
         rebuild = True
-    if recipe.build is None:
-        raise InfraError(
-            f"docker image {recipe.tag} is missing (reprospec never pulls implicitly): "
-            f"{recipe.hint or how_to_get(recipe.tag)}"
-        )
-    for base in recipe.build.bases:
-        if not image_present(client, base):
-            raise InfraError(
-                f"docker image {base} (the base of the {recipe.source} build) is missing "
-                f"(reprospec never pulls implicitly): {how_to_get(base)}"
-            )
+    # (a rebuild's bases are all here: `_built_on_its_bases` read them)
+    reason = None if rebuild else unavailable(client, recipe)
+    if reason is not None:
+        raise InfraError(reason)
+    assert recipe.build is not None  # (one without a build is here, or unavailable)
     if say is not None:
         if rebuild:
             say(f"image {recipe.tag}: its base image changed since it was built; building again")
@@ -397,6 +391,26 @@ def ensure_image(
     if say is not None:
         say(f"image {recipe.tag}: built in {time.monotonic() - started:.0f}s")
     return recipe.tag
+
+
+def unavailable(client: DockerClient, recipe: ImageRecipe) -> str | None:
+    """Why `recipe`'s image can be neither used nor built here, as `ensure_image` refuses it
+    (reprospec never pulls): missing, or its build's FROM image missing; None where it is
+    here or its build can start. `doctor --runner docker` says the same before a run."""
+    if image_present(client, recipe.tag):
+        return None
+    if recipe.build is None:
+        return (
+            f"docker image {recipe.tag} is missing (reprospec never pulls implicitly): "
+            f"{recipe.hint or _how_to_get(recipe.tag)}"
+        )
+    for base in recipe.build.bases:
+        if not image_present(client, base):
+            return (
+                f"docker image {base} (the base of the {recipe.source} build) is missing "
+                f"(reprospec never pulls implicitly): {_how_to_get(base)}"
+            )
+    return None
 
 
 def _mark_used(client: DockerClient, tag: str) -> None:
