@@ -171,12 +171,12 @@ def _needs(path: str, runner: str) -> tuple[Needs, tuple[Environment, ...]]:
     if needs.shm_size is not None and runner != "docker":
         # (docker mounts the container's /dev/shm of that size itself)
         needs = replace(needs, shm_refused=rlimits.namespaces_permitted())
-    distinct: dict[str, Environment] = {}
-    for plan in firsts if runner == "docker" else ():
-        # (keyed as the docker runner keys its images: the section as JSON)
-        distinct.setdefault(
-            json.dumps(plan.environment.to_json(), sort_keys=True), plan.environment
-        )
+    if runner != "docker":
+        return needs, ()
+    from reprospec.runners.docker.image import environment_key
+
+    # One per image, keyed as the docker runner keys them.
+    distinct = {environment_key(plan.environment): plan.environment for plan in firsts}
     return needs, tuple(distinct.values())
 
 

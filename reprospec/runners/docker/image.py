@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -391,6 +392,12 @@ def ensure_image(
     if say is not None:
         say(f"image {recipe.tag}: built in {time.monotonic() - started:.0f}s")
     return recipe.tag
+
+
+def environment_key(environment: Environment) -> str:
+    """One text per distinct `environment` section: the runner finds or builds one image per
+    key, and `doctor --runner docker` checks one per key."""
+    return json.dumps(environment.to_json(), sort_keys=True)
 
 
 def unavailable(client: DockerClient, recipe: ImageRecipe) -> str | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import sys
 import threading
@@ -236,7 +235,7 @@ class DockerRunner:
 
     @staticmethod
     def _environment_key(plan: AttemptPlan) -> str:
-        return json.dumps(plan.environment.to_json(), sort_keys=True)
+        return dockerimage.environment_key(plan.environment)
 
     def _image_for(self, client: DockerClient, plan: AttemptPlan) -> str:
         environment = plan.environment
