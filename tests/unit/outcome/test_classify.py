@@ -598,6 +598,36 @@ def test_a_threads_exception_line_last_is_no_message_of_the_process(tmp_path: Pa
     assert outcome.message == "could not finish: 2 workers failed"
 
 
+@pytest.mark.parametrize(
+    ("recorded", "last"),
+    [
+        ("threads-interleaved-message-alone", "worker failed"),
+        ("threads-interleaved-types-run-together", "TypeErrorworker failed: worker failed"),
+    ],
+)
+def test_a_threads_exception_line_cut_past_reading_is_no_message_of_the_process(
+    tmp_path: Path, recorded: str, last: str
+) -> None:
+    # Recorded stderr of eight threads that died as the main thread exited 1 itself
+    # (tests/support/threadexc.py `exit1`), in about 1 attempt in 70: the last line a
+    # thread's message with its type cut away or run into another's. Other lines print
+    # that message too: the threads', not a `sys.exit` message (which prints once).
+    stderr = (RECORDED / f"{recorded}.stderr.log").read_bytes()
+    assert stderr.decode().strip().splitlines()[-1] == last
+    (tmp_path / "raised.txt").write_text("4242\n")
+    outcome = classify(recorded_execution(tmp_path, stderr, 1, harness=False))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exception, outcome.message) == ("error", None, None)
+    assert (outcome.detail or "").startswith("exit code 1; 8 threads died of an exception ("), (
+        outcome.detail
+    )
+    # The same with a message of the program's own after it: that one is read.
+    said = stderr + b"worker pool failed\n"
+    outcome = classify(recorded_execution(tmp_path, said, 1, harness=False))
+    assert isinstance(outcome, Outcome)
+    assert outcome.message == "worker pool failed"
+
+
 def test_interleaved_output_is_not_an_exception() -> None:
     text = 'Traceback (most recent call last):\n  File "t.py"\n>>> progress 50%\n'
     assert parse_exception(text) is None
