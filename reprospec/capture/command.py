@@ -31,12 +31,15 @@ from reprospec import native
 from reprospec.capture.alsoseen import as_often, by_chance, matched_by, set_expect
 from reprospec.capture.datafiles import MAX_READ_FILE, MAX_READ_FOLDER_FILES, WorkdirFiles
 from reprospec.capture.footprint import (
+    ANOTHER_INTERPRETER,
     RECORD_IMPORTS_VAR,
     LocalInstall,
+    Pins,
     attempt_output,
     crash_frame,
     environment_lines,
     faulthandler_stack,
+    foreign_packages,
     frame_name,
     hung_import,
     hydra_overrides,
@@ -46,6 +49,7 @@ from reprospec.capture.footprint import (
     pins,
     program_imports,
     reaching,
+    searched,
     traceback_stack,
     wiped_note,
     with_import_roots,
@@ -486,6 +490,9 @@ def _capture(
     # Which of them its own code imports: the rest are its libraries' and plugins' (fx112 3).
     own = program_imports(run_dir, attempts, workdir, request.argv)
     pinned = pins((*modules, *installed), interpreter, request.argv, own)
+    elsewhere = None if request.python is not None else _elsewhere(run_dir, attempts)
+    if elsewhere is not None:
+        pinned = Pins("", error=ANOTHER_INTERPRETER.format(folder=elsewhere))
     packages = pinned.packages
     # An editable install of the workdir's project: its modules are the workdir's files,
     # carried, and what the spec imports (a reader has no such install).
@@ -522,7 +529,7 @@ def _capture(
         files=files,
         packages=packages,
         # Unknown where another interpreter could not be read: left out, not ours.
-        python=pinned.python or (None if request.python is None else ""),
+        python=pinned.python or (None if request.python is None and elsewhere is None else ""),
         observed=observed,
         hydra=hydra,
         last_import=last_import,
@@ -1058,6 +1065,18 @@ def chosen_interpreter(
     if line and line[0].startswith("/") and is_python(line[0]):
         return tuple(words), _not_ours(line[0])
     return tuple(words), None
+
+
+def _elsewhere(run_dir: Path, attempts: Sequence[AttemptResult]) -> Path | None:
+    """The installed-packages folder the program's Python ran with, where it is not the
+    engine's own, whose versions capture pins where neither --python nor the command
+    names another (a shell script that activates a venv): see foreign_packages."""
+    import site
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    own = (*site.getsitepackages(), paths["purelib"], paths["platlib"])
+    return foreign_packages(searched(run_dir, attempts), (Path(p) for p in own))
 
 
 def _not_ours(python: str) -> str | None:

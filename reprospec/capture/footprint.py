@@ -586,6 +586,29 @@ def searched(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[Path, ..
     return tuple(dict.fromkeys(folders))
 
 
+# Why `environment.packages` is left out where the program ran another interpreter than
+# the one capture reads its versions from (foreign_packages).
+ANOTHER_INTERPRETER = (
+    "its Python ran with the packages of {folder}, not of the interpreter capture reads "
+    "versions from: pass that environment's python as --python"
+)
+
+
+def foreign_packages(searched: Iterable[Path], own: Iterable[Path]) -> Path | None:
+    """The first installed-packages folder the attempts' processes searched (`searched`),
+    where none of them searched one of `own`, the folders of the interpreter whose
+    packages capture pins; else None. A shell script that activated another environment
+    (`source .venv/bin/activate; python check.py`) ran its Python there, and the
+    engine's own versions were pinned for it (`packaging==26.4` where 26.2 raised) and
+    the packages only that one had (numpy) left out. A process with no such folder on
+    its path (`python -S`) tells nothing either way."""
+    own = {Path(folder).resolve() for folder in own}
+    found = [f for f in searched if f.name in ("site-packages", "dist-packages")]
+    if not found or any(f.resolve() in own for f in found):
+        return None
+    return found[0]
+
+
 def scripts(run_dir: Path, attempts: Iterable[AttemptResult], workdir: Path) -> tuple[str, ...]:
     """The workdir's Python scripts the attempts' processes ran as their main program (one
     `main-<pid>.txt` each, written by the child as it starts importing), relative to the

@@ -534,6 +534,44 @@ def test_the_packages_are_read_in_the_interpreter_that_ran_the_command(
     }  # fmt: skip
 
 
+def test_no_packages_are_pinned_of_the_engine_for_a_script_that_runs_another_python(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `capture -- sh run.sh`, run.sh running another environment's python: the engine's
+    # own versions were pinned (`rich==14...` where the program imported that env's rich
+    # 0.0.1), and its `python` written, for a program that ran neither.
+    from uv import find_uv_bin
+
+    from tests.support.envs import make_wheel, uv_environment
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    wheel = make_wheel(tmp_path / "wheels", "rich", "0.0.1", "VERSION = '0.0.1'\n")
+    install = [str(find_uv_bin()), "pip", "install", "--python", str(venv / "bin" / "python")]
+    subprocess.run(
+        [*install, "--no-index", str(wheel)], check=True, capture_output=True,
+        env={**os.environ, **uv_environment()},
+    )  # fmt: skip
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "t.py").write_text("import rich\nraise ValueError(rich.VERSION)\n")
+    (workdir / "run.sh").write_text(f"exec {shlex.quote(str(venv / 'bin' / 'python'))} t.py\n")
+    result = capture(cli, workdir, "sh", "run.sh", options=("--no-verify",))
+    assert "environment.packages left out" in result.stdout, result.stdout
+    assert f"the packages of {venv / 'lib'}" in result.stdout
+    environment = spec_document(workdir)["environment"]
+    assert isinstance(environment, dict)
+    assert "packages" not in environment
+    assert "python" not in environment
+    # With that environment's python given, its versions are read and pinned.
+    (workdir / "spec.yaml").unlink()
+    given = ("--no-verify", "--python", str(venv / "bin" / "python"))
+    capture(cli, workdir, "sh", "run.sh", options=given)
+    environment = spec_document(workdir)["environment"]
+    assert isinstance(environment, dict)
+    assert environment["packages"] == ["rich==0.0.1"]
+
+
 def test_a_workers_exception_is_expected_by_its_own_message(cli: Cli, tmp_path: Path) -> None:
     # torch raises it again as `Caught ValueError in DataLoader worker process 0.`: that
     # was the message expected, which any ValueError of any worker matches.

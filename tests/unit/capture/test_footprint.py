@@ -3,7 +3,9 @@ the machine's (a rerun elsewhere has its own PATH, terminal and module system)."
 
 from __future__ import annotations
 
-from reprospec.capture.footprint import Pins, _command_code, shell_only
+from pathlib import Path
+
+from reprospec.capture.footprint import Pins, _command_code, foreign_packages, shell_only
 
 
 def test_the_verify_leaves_out_the_shells_own_variables_and_keeps_the_machines() -> None:
@@ -65,3 +67,16 @@ def test_a_package_only_its_libraries_imported_is_said_apart() -> None:
     unknown = Pins("3.11", pins.packages, program="pytest==9", plugins=("hypothesis==6",))
     assert unknown.imported() == ("typing_extensions==4", "numpy==2")
     assert unknown.pulled_in() == ()
+
+
+def test_packages_are_foreign_only_where_no_process_searched_the_pinning_interpreters() -> None:
+    own = (Path("/engine/lib/python3.11/site-packages"),)
+    other = Path("/proj/.venv/lib/python3.11/site-packages")
+    stdlib = Path("/usr/lib/python3.11")
+    # A shell script that activated another venv: only its site-packages was searched.
+    assert foreign_packages((stdlib, other), own) == other
+    # The engine's own python among the processes: its versions are the right ones.
+    assert foreign_packages((stdlib, other, own[0]), own) is None
+    # `python -S`, or no Python at all: nothing tells either way.
+    assert foreign_packages((stdlib,), own) is None
+    assert foreign_packages((), own) is None
