@@ -95,7 +95,7 @@ from reprospec.core.words import (
     PASSED_BESIDE_A_CRASH,
     plural,
 )
-from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, UsageError
+from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, InfraError, UsageError
 from reprospec.outcome.pytestreport import (
     first_failure,
     ini_quiet,
@@ -394,8 +394,14 @@ def _capture(
     )
     spec_path.parent.mkdir(parents=True, exist_ok=True)
     spec_path.write_text(render_spec(first), encoding="utf-8")
-    with environ.changed({RECORD_IMPORTS_VAR: "1"}):
-        result = run_spec(spec_path, request.repeat, True, None)
+    try:
+        with environ.changed({RECORD_IMPORTS_VAR: "1"}):
+            result = run_spec(spec_path, request.repeat, True, None)
+    except InfraError:
+        # The run could not start (`--python /nope`: interpreter not found): its draft, which
+        # says it is rewritten when the run ends, stayed, and the next capture needed --force.
+        spec_path.unlink(missing_ok=True)
+        raise
     run_dir = request.out.resolve() / "runs" / result.run_id
     attempts = [a for cell in result.cells for a in cell.attempts]
     observed = observe(attempts)

@@ -249,3 +249,24 @@ def test_a_descriptions_process_ids_are_left_out_and_the_sentence_still_reads() 
         "childhang.py:7 in child, where the main process only waits for it"
     )
     assert without_pids("worker 1 (pid 42) died") == "worker 1 died"
+
+
+def test_a_run_that_could_not_start_leaves_no_draft(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `capture --python /nope -- python t.py`: the draft ("rewritten when the run ends")
+    # stayed, and the next capture, with the interpreter corrected, needed --force.
+    from reprospec.capture.command import capture, command_request
+    from reprospec.errors import InfraError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.py").write_text("raise SystemExit(1)\n")
+    request = command_request(["python", "t.py"], output=tmp_path / "spec.yaml", verify=False)
+
+    def run_spec(path: Path, *_: object) -> None:
+        assert path.is_file()  # the draft the run would read
+        raise InfraError("interpreter not found: /nope")
+
+    with pytest.raises(InfraError, match="interpreter not found"):
+        capture(request, run_spec)  # type: ignore[arg-type]
+    assert not (tmp_path / "spec.yaml").exists()
