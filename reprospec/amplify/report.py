@@ -175,9 +175,9 @@ def go_on(found: AmplifyReport) -> str:
     # infra-error (the spec's packages missing from reprospec's own interpreter).
     cell += found.rerun_tail
     if rate.low >= least:
-        # isolate needs a passing side: another cell (a spec without a matrix has none, and
-        # is refused without --passing-set).
-        isolate = f" (or reprospec isolate {spec}{cell})" if found.cell.matrix else ""
+        # isolate needs a passing side: another cell (a spec of one cell has none, and is
+        # refused without --passing-set; a matrix of one value is one cell too).
+        isolate = f" (or reprospec isolate {spec}{cell})" if found.cells > 1 else ""
         # Its lower bound as the interval beside it prints it (rounded down): 12/16's
         # 0.505 read `(95% CI 0.50–0.90)` in the answer and `at least 0.51` here.
         low = interval_bounds(rate.low, rate.high)[0]
@@ -193,7 +193,9 @@ def go_on(found: AmplifyReport) -> str:
     rare = f" --min-rate {floor:g}"
     isolate = rare + (f" --budget {budget}" if budget > IsolateSettings().budget else "")
     minimize = rare + (f" --budget {budget}" if budget > MinimizeSettings().budget else "")
-    passing = "" if found.cell.matrix else " --passing-set PATH=VALUE"
+    # By the cells, not the matrix: `threads: [900]` is one cell, and isolate refused the
+    # command suggested without --passing-set (exit 2).
+    passing = "" if found.cells > 1 else " --passing-set PATH=VALUE"
     return (
         f"the base fails in {rate.matched}/{rate.attempts} (at least {floor:g}), below "
         f"isolate's and minimize's minimum rate ({least:g}): go on without a perturbation "

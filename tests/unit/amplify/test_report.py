@@ -119,6 +119,7 @@ def _not_amplified(tmp_path: Path, base: Rate, expectation: Expectation) -> Ampl
         reused=0,
         interrupted=False,
         budget=300,
+        cells=4,
     )
 
 
@@ -151,7 +152,7 @@ def test_not_amplified_says_when_the_base_is_frequent_enough_to_go_on(
         assert "often enough" not in quiet.render("text")
         assert "--min-rate" in quiet.render("text")
     # A spec of one cell has no passing side for isolate: minimize alone is named.
-    alone = replace(found, cell=Cell(id="default", index=0, matrix={}))
+    alone = replace(found, cell=Cell(id="default", index=0, matrix={}), cells=1)
     assert (
         alone.render("text")
         .splitlines()[-1]
@@ -315,6 +316,7 @@ def test_not_amplified_with_a_rare_base_suggests_isolate_and_minimize_at_its_rat
     one = replace(
         found,
         cell=Cell(id="default", index=0, matrix={}),
+        cells=1,
         result=replace(
             found.result,
             arms=(
@@ -328,6 +330,13 @@ def test_not_amplified_with_a_rare_base_suggests_isolate_and_minimize_at_its_rat
     assert alone.startswith("next: the base fails in 1/60 (at least 0.003), below")
     assert "minimize race.yaml --python .venv/bin/python --min-rate 0.003 --budget 2100" in alone
     assert "--passing-set PATH=VALUE" in alone  # one cell: isolate needs its passing side
+    # A matrix of one value is one cell too: isolate refused `isolate rare.yaml -m n=900
+    # --min-rate 0.015` without --passing-set (exit 2), the command this line gave (nu-a).
+    single = replace(found, cell=Cell(id="n=900", index=0, matrix={"n": 900}), cells=1)
+    assert "--budget 210 --passing-set PATH=VALUE)" in single.render("text").splitlines()[-1]
+    frequent = _not_amplified(tmp_path, Rate(21, 40, 0.37, 0.67), Expectation("error"))
+    frequent = replace(frequent, cell=Cell(id="n=900", index=0, matrix={"n": 900}), cells=1)
+    assert "reprospec isolate" not in frequent.render("text").splitlines()[-1]
     for line_ in (line, alone):
         for verb in ("minimize", "isolate"):
             parsed = build_parser().parse_args(_suggested(line_, verb))

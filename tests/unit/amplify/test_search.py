@@ -544,3 +544,17 @@ def test_a_search_whose_base_fails_most_often_says_so_in_its_note() -> None:
     )  # fmt: skip
     assert result.status == "not-amplified"
     assert result.note == "no perturbation failed more often than the base"
+
+
+def test_a_base_that_failed_where_no_perturbation_ever_did_says_so_in_its_note() -> None:
+    # nu-a: "base 2/35 (0.01–0.19); best malloc=perturb: 0/22 (0.00–0.15): not amplified"
+    # named as best an arm that never failed and gave no reason: the note was said only
+    # where some perturbation had failed too.
+    result, _ = simulate(
+        [MALLOC, GC], fixed({"base": 0.15, "malloc=perturb": 0.0, "gc=aggressive": 0.0}),
+        seed=1, settings=Settings(budget=80),
+    )  # fmt: skip
+    assert result.status == "not-amplified"
+    assert result.base.tally.matched > 0
+    assert not any(a.tally.matched for a in result.arms if a.arm.settings)
+    assert result.note == "no perturbation failed more often than the base"
