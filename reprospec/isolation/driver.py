@@ -46,6 +46,7 @@ from reprospec.isolation.differences import (
     differences,
     farthest,
     key,
+    lookup,
     mix,
     overrides,
 )
@@ -147,6 +148,8 @@ def _isolate(
     passing_sets = _parse_sets(options.passing_sets, passing_set)
     _check_axes(options.failing_sets, failing_set, plan.cells)
     _check_axes(options.passing_sets, passing_set, plan.cells)
+    _check_unsets(failing_sets, passing_sets, spec.document, failing_set)
+    _check_unsets(passing_sets, failing_sets, spec.document, passing_set)
     if any(e.observes for e in plan.expectations.distinct):
         raise UsageError(
             "isolate needs the spec's expect: it says how the failing cell fails (the same "
@@ -385,6 +388,21 @@ def _parse_sets(items: Sequence[str], option: str) -> dict[str, Setting]:
             raise UsageError(f"{option} {item}: expected PATH=VALUE, like run.timeout=5m")
         out[path] = option_value(option, item, path, raw)
     return out
+
+
+def _check_unsets(
+    sets: Config, other: Config, document: Mapping[str, JsonValue], option: str
+) -> None:
+    """Refuse `~PATH` for a field neither the spec nor the other side has, as `run --set
+    ~PATH` does: it unset nothing, no difference came of it, and isolate ran as without
+    it, saying nothing of the option it dropped."""
+    for path, value in sets.items():
+        if value is not MISSING or path.startswith(MATRIX) or path in other:
+            continue
+        if lookup(document, path) is MISSING:
+            raise UsageError(
+                f"{option} ~{path}: '{path}' is not in the spec, so unsetting it changes nothing"
+            )
 
 
 def _check_axes(items: Sequence[str], option: str, cells: Sequence[Cell]) -> None:
