@@ -335,7 +335,8 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
             index += 1
             continue
         if long_flag and long_flag["value"] is not None:
-            toggle = _toggle(long_flag["name"], long_flag["value"], "flag", word, taken)
+            # As the shell reads it back (`'--name=my run'`), where the axis's comment says it.
+            toggle = _toggle(long_flag["name"], long_flag["value"], "flag", _typed(word), taken)
             out.append(_with_value(f"--{long_flag['name']}=", toggle, long_flag["value"]))
         elif (
             (long_flag or short_flag)
@@ -365,7 +366,7 @@ def propose(argv: list[str], options: ParserOptions | None = None) -> Proposal:
                 toggles.append(toggle)
                 index += 1 + taken_words
                 continue
-            toggle = _toggle(name, following, "flag", f"{word} {following}", taken)
+            toggle = _toggle(name, following, "flag", _typed(word, following), taken)
             out.append(_word(word) + " " + _with_value("", toggle, following))
             index += 1
         elif long_flag:
@@ -708,6 +709,12 @@ def _shape(word: str) -> str:
     if _NUMBER.match(word):
         return "number"
     return "path" if _PATH.search(word) else "word"
+
+
+def _typed(*words: str) -> str:
+    """`words` as the command typed them, for the axis's `# from ...` comment: `--name my
+    run` named three words where the command had two (`--name 'my run'`)."""
+    return shlex.join(words)
 
 
 def _literal(text: str) -> str:

@@ -778,3 +778,10 @@ def test_a_secret_the_command_passes_is_told_from_one_its_words_set() -> None:
     assert passed.passed == {"TOKEN"}
     assert propose([f"HF_TOKEN={token}", "python", "x.py"]).passed == frozenset()
     assert propose(["env", "-i", f"HF_TOKEN={token}", "python", "x.py"]).passed == frozenset()
+
+
+def test_an_axis_is_said_to_come_from_its_words_as_the_shell_reads_them() -> None:
+    # `# from `--name my run`` named three words where the command had two.
+    argv = ["python", "t.py", "--name", "my run", "--tag=a b", "--lr", "0.1"]
+    said = {t.axis: t.text for t in propose(argv).toggles}
+    assert said == {"name": "--name 'my run'", "tag": "'--tag=a b'", "lr": "--lr 0.1"}
