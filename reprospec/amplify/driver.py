@@ -260,10 +260,16 @@ def _amplify(
         raise UsageError(f"amplify runs one cell: {len(plan.cells)} cells are alike ({cell.id})")
     expectation = plan.expectation(cell)
     if expectation.observes or expectation.outcome == "pass":
+        # A spec with no expect read "default is expected to be observed": the mode's name,
+        # where the user needs to hear that the spec says nothing of the failure.
+        said = (
+            "is expected to pass"
+            if expectation.outcome == "pass"
+            else "has no expect (any outcome): `run --observe` shows what it does"
+        )
         raise UsageError(
             f"amplify needs the cell's expect to say how it fails (the spec's own signature, "
-            f"not any failure); {cell.id} is expected to "
-            f"{'pass' if expectation.outcome == 'pass' else 'be observed'}"
+            f"not any failure); cell {cell.id} {said}"
         )
     current = plan.attempts[0].environment.perturb.settings() if plan.attempts else ()
     fresh: dict[str, str] | None = None  # None: no run.preload

@@ -227,6 +227,12 @@ def test_usage_errors_say_what_is_wrong(cli: Cli, tmp_path: Path) -> None:
     )
     assert result.code == 2, result.stderr
     assert "amplify needs the cell's expect to say how it fails" in result.stderr
+    assert "cell default is expected to pass" in result.stderr
+    # No expect at all read "default is expected to be observed" (nu-a).
+    result = cli("amplify", str(spec), "--out", str(tmp_path), "--set", "~expect")
+    assert result.code == 2, result.stderr
+    assert "cell default has no expect (any outcome): `run --observe`" in result.stderr
+    assert "be observed" not in result.stderr
 
 
 def test_isolate_under_an_amplification_says_it_was_amplified(cli: Cli, tmp_path: Path) -> None:
