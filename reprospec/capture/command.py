@@ -551,6 +551,12 @@ def _capture(
     )
     spec_path.write_text(render_spec(final), encoding="utf-8")
     lines = [f"wrote {_shown(spec_path)}: {_summary(observed)}"]
+    if observed.outcome is None:
+        # The reason's way on (`pass --python PATH`) was refused next: the spec is there.
+        lines.append(
+            f"{_shown(spec_path)} expects nothing, as nothing ran: capture again with --force "
+            "to write over it, once the command runs"
+        )
     if narrowing:
         lines.append(narrowing)
     lines += _also_seen(observed, f"reprospec run {shlex.quote(_shown(spec_path))}")

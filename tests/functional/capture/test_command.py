@@ -417,6 +417,19 @@ def test_a_script_importing_local_modules_from_its_folder(cli: Cli, tmp_path: Pa
     assert cells["precision=32,steps=5"] == {"pass"}
 
 
+def test_a_command_that_did_not_run_says_the_spec_it_wrote_needs_force(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Its reason's way on (`pass --python PATH`, a typo fixed) was refused next: "spec.yaml
+    # exists; pass --force to overwrite it".
+    result = cli("capture", "-o", "spec.yaml", "--", "nosuchprog", "--x", cwd=tmp_path)
+    assert result.code == 3, result.stdout + result.stderr
+    assert "wrote spec.yaml: nothing ran (command not found: nosuchprog" in result.stdout
+    assert "spec.yaml expects nothing, as nothing ran: capture again with --force" in (
+        result.stdout
+    )
+
+
 def test_capture_refuses_to_overwrite_and_needs_a_command(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "spec.yaml").write_text("x")
     refused = cli("capture", "-o", "spec.yaml", "--", "true", cwd=tmp_path)
