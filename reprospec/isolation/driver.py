@@ -16,6 +16,7 @@ isolation run again replays them and runs only what is new.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -148,8 +149,11 @@ def _isolate(
     passing_sets = _parse_sets(options.passing_sets, passing_set)
     _check_axes(options.failing_sets, failing_set, plan.cells)
     _check_axes(options.passing_sets, passing_set, plan.cells)
-    _check_unsets(failing_sets, passing_sets, spec.document, failing_set)
-    _check_unsets(passing_sets, failing_sets, spec.document, passing_set)
+    # A container gets the spec's variables, not the engine's; the other runners' attempts
+    # inherit the engine's environment (spec-format.md, environment.env).
+    inherited = {} if run_options.runner == "docker" else os.environ
+    _check_unsets(failing_sets, passing_sets, spec.document, failing_set, inherited)
+    _check_unsets(passing_sets, failing_sets, spec.document, passing_set, inherited)
     if any(e.observes for e in plan.expectations.distinct):
         raise UsageError(
             "isolate needs the spec's expect: it says how the failing cell fails (the same "
@@ -390,16 +394,35 @@ def _parse_sets(items: Sequence[str], option: str) -> dict[str, Setting]:
     return out
 
 
+# The spec's variables for an attempt: `~environment.env.NAME` unsets one on a side.
+ENV_PREFIX = "environment.env."
+
+
 def _check_unsets(
-    sets: Config, other: Config, document: Mapping[str, JsonValue], option: str
+    sets: Config,
+    other: Config,
+    document: Mapping[str, JsonValue],
+    option: str,
+    inherited: Mapping[str, str],
 ) -> None:
     """Refuse `~PATH` for a field neither the spec nor the other side has, as `run --set
     ~PATH` does: it unset nothing, no difference came of it, and isolate ran as without
-    it, saying nothing of the option it dropped."""
+    it, saying nothing of the option it dropped. And `~environment.env.NAME` where NAME
+    is in `inherited`, the environment the attempts inherit: that side still had it
+    (`FAST_KERNEL=1 reprospec isolate s.yaml --passing-set ~environment.env.FAST_KERNEL`,
+    the shell a capture ran in, said "the passing configuration fails the same way")."""
     for path, value in sets.items():
-        if value is not MISSING or path.startswith(MATRIX) or path in other:
+        if value is not MISSING or path.startswith(MATRIX):
             continue
-        if lookup(document, path) is MISSING:
+        name = path.removeprefix(ENV_PREFIX)
+        if path.startswith(ENV_PREFIX) and "." not in name and name in inherited:
+            raise UsageError(
+                f"{option} ~{path}: {name} is set in the environment isolate runs in, which "
+                "every attempt inherits, so that side still has it; unset it where isolate "
+                f"runs (env -u {name} reprospec isolate ...), or give that side a value "
+                f"({option} {path}=VALUE; '' for an empty one)"
+            )
+        if path not in other and lookup(document, path) is MISSING:
             raise UsageError(
                 f"{option} ~{path}: '{path}' is not in the spec, so unsetting it changes nothing"
             )

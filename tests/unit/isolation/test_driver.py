@@ -20,15 +20,30 @@ def test_unsetting_a_field_the_spec_lacks_is_refused_not_dropped() -> None:
     # `isolate --failing-set ~run.tmeout`: no difference came of it, and isolate ran and
     # answered as without it, never saying the option had done nothing.
     with pytest.raises(UsageError, match=r"--failing-set ~run\.tmeout: 'run\.tmeout' is not in"):
-        _check_unsets({"run.tmeout": MISSING}, {}, DOCUMENT, "--failing-set")
+        _check_unsets({"run.tmeout": MISSING}, {}, DOCUMENT, "--failing-set", {})
     with pytest.raises(UsageError, match=r"'nope\.x' is not in the spec"):
-        _check_unsets({"nope.x": MISSING}, {}, DOCUMENT, "--passing-set")
+        _check_unsets({"nope.x": MISSING}, {}, DOCUMENT, "--passing-set", {})
 
 
 def test_unsetting_a_field_the_spec_or_the_other_side_has_is_a_difference() -> None:
-    _check_unsets({"run.timeout": MISSING}, {}, DOCUMENT, "--failing-set")
+    _check_unsets({"run.timeout": MISSING}, {}, DOCUMENT, "--failing-set", {})
     # The other side sets it: unsetting it here is that difference, said explicitly.
-    _check_unsets({"run.stall": MISSING}, {"run.stall": "10s"}, DOCUMENT, "--passing-set")
+    _check_unsets({"run.stall": MISSING}, {"run.stall": "10s"}, DOCUMENT, "--passing-set", {})
     # A matrix axis is _check_axes's to refuse, by the axes the cells have.
-    _check_unsets({"matrix.fast": MISSING}, {}, DOCUMENT, "--failing-set")
-    _check_unsets({"run.stall": "10s"}, {}, DOCUMENT, "--failing-set")
+    _check_unsets({"matrix.fast": MISSING}, {}, DOCUMENT, "--failing-set", {})
+    _check_unsets({"run.stall": "10s"}, {}, DOCUMENT, "--failing-set", {})
+
+
+def test_unsetting_a_variable_the_attempts_inherit_is_refused() -> None:
+    # `FAST_KERNEL=1 reprospec isolate s.yaml --passing-set ~environment.env.FAST_KERNEL`,
+    # in the shell the capture ran in: the passing side still had FAST_KERNEL=1, and
+    # isolate said "the passing configuration fails the same way".
+    document: dict[str, JsonValue] = {"environment": {"env": {"FAST_KERNEL": "1"}}}
+    unset = {"environment.env.FAST_KERNEL": MISSING}
+    with pytest.raises(UsageError, match=r"FAST_KERNEL is set in the environment isolate runs"):
+        _check_unsets(unset, {}, document, "--passing-set", {"FAST_KERNEL": "1"})
+    # Not inherited (unset in the shell, or a container's runner): a real difference.
+    _check_unsets(unset, {}, document, "--passing-set", {"OTHER": "1"})
+    # A value given for that side is one whatever the shell has.
+    given = {"environment.env.FAST_KERNEL": ""}
+    _check_unsets(given, {}, document, "--passing-set", {"FAST_KERNEL": "1"})
