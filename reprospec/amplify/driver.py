@@ -305,6 +305,11 @@ def _amplify(
     state = StateFile(
         folder, {"spec": spec.name, "cell": cell.id, "tries": [a.label for a in singles]}
     )
+    if state.could_not_run:
+        say(
+            f"amplification {ident}: its earlier run's attempts could not run "
+            f"({state.could_not_run}): run again, not replayed"
+        )
     if state.stored:
         say(
             f"continuing amplification {ident}: {plural(state.stored, 'probe')} from an earlier "

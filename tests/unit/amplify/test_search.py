@@ -558,3 +558,25 @@ def test_a_base_that_failed_where_no_perturbation_ever_did_says_so_in_its_note()
     assert result.base.tally.matched > 0
     assert not any(a.tally.matched for a in result.arms if a.arm.settings)
     assert result.note == "no perturbation failed more often than the base"
+
+
+def test_a_state_whose_every_attempt_could_not_run_is_run_again(tmp_path: Path) -> None:
+    # nu-a: a base whose command was not on PATH ended infra-error (exit 3); once it was,
+    # the same command replayed "command not found" and never ran it again.
+    from reprospec.amplify.state import StateFile, StoredProbe
+    from reprospec.core.jsontypes import JsonValue
+
+    header: dict[str, JsonValue] = {"spec": "s", "cell": "c", "tries": [SI.label]}
+    state = StateFile(tmp_path, header)
+    state.add(StoredProbe("base", ("infra",) * 4, (), "run-1", "command not found: x"))
+    again = StateFile(tmp_path, header)
+    assert again.stored == 0
+    assert again.could_not_run == "command not found: x"
+    # Where any attempt ran, an arm that could not (a perturbation this machine cannot
+    # apply) is the answer's, replayed as it was.
+    state = StateFile(tmp_path / "mixed", header)
+    state.add(StoredProbe("base", ("pass",) * 4, (), "run-1"))
+    state.add(StoredProbe(SI.label, ("infra",) * 4, (), "run-2", "cannot apply"))
+    mixed = StateFile(tmp_path / "mixed", header)
+    assert mixed.stored == 2
+    assert mixed.could_not_run == ""
