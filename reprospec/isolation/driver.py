@@ -35,7 +35,7 @@ from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions, Words, WordSet, check_options
 from reprospec.core.words import plural
 from reprospec.environment.probe import shared_captures
-from reprospec.errors import UsageError
+from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import AttemptKind, IsolationResult, Probe, Settings
 from reprospec.isolation.differences import (
     MATRIX,
@@ -154,6 +154,22 @@ def _isolate(
     inherited = {} if run_options.runner == "docker" else os.environ
     _check_unsets(failing_sets, passing_sets, spec.document, failing_set, inherited)
     _check_unsets(passing_sets, failing_sets, spec.document, passing_set, inherited)
+    for sets, option in ((failing_sets, failing_set), (passing_sets, passing_set)):
+        # Validated as each side's runs load it, before any runs: a mistyped value
+        # (`--passing-set run.timeout=abc`) was refused when that side's first probe
+        # loaded it, after the matrix run and the failing side's attempts, and named
+        # `--set`, which the user had not typed.
+        words = _set_overrides(sets, spec.document)
+        try:
+            api.load_spec(spec.path, (*run_options.overrides, *words))
+        except SpecError as exc:
+            typed = said("--set", "overrides")
+            problems = exc.problems
+            for word in words:
+                problems = [
+                    p.replace(f"(from {typed} {word})", f"(from {option} {word})") for p in problems
+                ]
+            raise SpecError(problems) from None
     if any(e.observes for e in plan.expectations.distinct):
         raise UsageError(
             "isolate needs the spec's expect: it says how the failing cell fails (the same "
@@ -392,6 +408,20 @@ def _parse_sets(items: Sequence[str], option: str) -> dict[str, Setting]:
             raise UsageError(f"{option} {item}: expected PATH=VALUE, like run.timeout=5m")
         out[path] = option_value(option, item, path, raw)
     return out
+
+
+def _set_overrides(sets: Config, document: Mapping[str, JsonValue]) -> tuple[str, ...]:
+    """The `--set` words of one side's fields but its matrix axes (its cell, not yet
+    chosen), as `overrides` writes them for each of its runs."""
+    out = []
+    for path, value in sets.items():
+        if path.startswith(MATRIX):
+            continue
+        if value is not MISSING:
+            out.append(f"{path}={json.dumps(value)}")
+        elif lookup(document, path) is not MISSING:
+            out.append(f"~{path}")
+    return tuple(out)
 
 
 # The spec's variables for an attempt: `~environment.env.NAME` unsets one on a side.
