@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reprospec.core.jsontypes import JsonObject
 from reprospec.minimize.driver import _program
 from tests.support.files import written
 
@@ -55,3 +56,26 @@ def test_dirs_check_of_a_deterministic_failure_runs_what_cli_md_says() -> None:
     assert "one for a deterministic failure" not in text
     assert f"5 failures in 5 ({with_original} attempts)" in text
     assert f"20 in 20 alone ({alone})" in text
+
+
+def test_a_state_none_of_whose_attempts_could_run_is_forgotten(tmp_path: Path) -> None:
+    """nu-a: the original's command not on PATH ended infra-error (exit 3); once it was,
+    the same command replayed "command not found" and never ran it again."""
+    from reprospec.isolation.state import StateFile, StoredProbe
+    from reprospec.minimize.driver import forget_could_not_run
+
+    header: JsonObject = {"spec": "s", "cell": "default"}
+    state = StateFile(tmp_path / "a", header)
+    for run in ("r1", "r2", "r3"):
+        state.add(StoredProbe("k", (), "failing", ("infra",), run, "command not found: segpy"))
+    assert forget_could_not_run(tmp_path / "a" / "state.json", header) == (
+        "command not found: segpy"
+    )
+    assert StateFile(tmp_path / "a", header).stored == 0
+    # Where any attempt ran, the search's own answer: replayed as it was.
+    state = StateFile(tmp_path / "b", header)
+    state.add(StoredProbe("k", (), "failing", ("match",), "r1"))
+    state.add(StoredProbe("c", (0,), "search", ("infra",), "r2", "can't open file"))
+    assert forget_could_not_run(tmp_path / "b" / "state.json", header) == ""
+    assert StateFile(tmp_path / "b", header).stored == 2
+    assert forget_could_not_run(tmp_path / "none" / "state.json", header) == ""
