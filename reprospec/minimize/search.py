@@ -575,9 +575,12 @@ class Minimization:
                 # `-c`): ask the original, which ran, before calling the machine broken.
                 judging.recheck = True
                 return
+            # The original itself, before any candidate (its command not on PATH): "a
+            # candidate" blamed one that was never made.
+            which = "the original" if judging.program.key == self.original.key else "a candidate"
             self._finish(
                 "infra-error",
-                f"a candidate could not run ({plural(streak, 'attempt')} in a row): "
+                f"{which} could not run ({plural(streak, 'attempt')} in a row): "
                 f"{self._infra_reason or 'infra error'}",
             )
 

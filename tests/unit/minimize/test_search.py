@@ -371,6 +371,13 @@ def test_a_machine_that_can_run_nothing_more_ends_the_search_as_an_infra_error()
         result.message
     )
     assert "can't open file" in result.message
+    # nu-a: where the original itself never ran (its command not on PATH), the message
+    # blamed "a candidate", where none had been made yet.
+    executor = CannotStart(1.0, seed=0, broken_after=0)
+    result = minimize(program(), executor, Settings(passing=len(PASSING)))
+    assert result.status == "infra-error"
+    assert result.message.startswith("the original could not run (3 attempts in a row): ")
+    assert "candidate" not in result.message
 
 
 class LuckyOnce(InProcess):
