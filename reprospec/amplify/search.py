@@ -567,6 +567,16 @@ class Amplification:
                 t.attempts for t, a in zip(self.tallies, self.arms, strict=True) if a.settings
             )
         ):
+            measured = self.rate(0)
+            if measured.attempts and measured.matched == measured.attempts:
+                # It fails every time: a larger budget measures the base alone on to 35 and
+                # ends "amplify is for a rarer failure", never trying a perturbation; "raise
+                # --budget" sent the user there beside `next:`'s "go on without one" (nu-a).
+                return (
+                    f"the budget of {plural(self.settings.budget, 'attempt')} ran out on the "
+                    f"base, which failed in every one ({measured.matched}/{measured.attempts}): "
+                    "amplify is for a rarer failure"
+                )
             return (
                 f"the budget of {plural(self.settings.budget, 'attempt')} ran out before any "
                 f"perturbation was tried: raise {argument('--budget', 'budget')}"

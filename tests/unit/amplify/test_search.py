@@ -249,6 +249,14 @@ def test_a_budget_spent_on_the_base_alone_says_so() -> None:
     assert result.note == (
         "the budget of 3 attempts ran out before any perturbation was tried: raise --budget"
     )
+    # nu-a: a base failing every time (20/20) was told to raise --budget, where a larger one
+    # only measures it on to 35/35 and ends "amplify is for a rarer failure".
+    result, _ = simulate([SI], fixed({"base": 1.0}), seed=3, settings=Settings(budget=20))
+    assert result.status == "not-amplified"
+    assert result.note == (
+        "the budget of 20 attempts ran out on the base, which failed in every one (20/20): "
+        "amplify is for a rarer failure"
+    )
 
 
 def test_a_search_the_budget_ended_says_so() -> None:
