@@ -401,7 +401,20 @@ def amplified_overrides(path: Path, spec_path: Path | None = None) -> tuple[str,
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise UsageError(f"--amplify {path}: not an amplify result ({exc})") from None
+        # The reader's words, not the decoder's ("Expecting value: line 1 column 1"), and
+        # the folder where the file given sits in one: amplified.yaml, the spec amplify
+        # wrote, was the likely mistake.
+        why = "not JSON" if isinstance(exc, ValueError) else (exc.strerror or str(exc))
+        beside = file.parent / "amplify.json"
+        hint = (
+            f"; its folder is one: --amplify {file.parent}"
+            if file.is_file() and file != beside and beside.is_file()
+            else ""
+        )
+        raise UsageError(
+            f"--amplify {path}: not an amplify result, an amplify folder or its amplify.json "
+            f"({why}){hint}"
+        ) from None
     if isinstance(data, dict) and spec_path is not None:
         _check_amplified_spec(path, data, spec_path)
     settings = data.get("settings") if isinstance(data, dict) else None

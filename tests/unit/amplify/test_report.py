@@ -441,3 +441,21 @@ def test_a_fresh_winner_is_said_against_the_fresh_base_everywhere(tmp_path: Path
         "  rate: '>0'  # observed 30/40 with malloc=perturb (amplify), 1/16 without it (both "
         "started fresh)"
     ) in written.amplified_spec.read_text()
+
+
+def test_amplify_given_the_amplified_spec_names_its_folder(tmp_path: Path) -> None:
+    # nu-a: `minimize race.yaml --amplify .../amplified.yaml` read "not an amplify result
+    # (Expecting value: line 1 column 1 (char 0))", the JSON decoder's words.
+    from reprospec.amplify.driver import amplified_overrides
+    from reprospec.errors import UsageError
+
+    (tmp_path / "amplify.json").write_text('{"settings": {"gc": "aggressive"}}')
+    (tmp_path / "amplified.yaml").write_text("reprospec: 1\n")
+    with pytest.raises(UsageError) as caught:
+        amplified_overrides(tmp_path / "amplified.yaml")
+    said = str(caught.value)
+    assert "Expecting value" not in said
+    assert said.endswith(f"(not JSON); its folder is one: --amplify {tmp_path}")
+    with pytest.raises(UsageError) as caught:
+        amplified_overrides(tmp_path / "nowhere")
+    assert str(caught.value).endswith("its amplify.json (No such file or directory)")
