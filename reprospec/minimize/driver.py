@@ -920,7 +920,13 @@ def _env(document: Mapping[str, JsonValue]) -> bool:
 
 def _size(program: Program) -> str:
     if program.workload:
-        sizes = [f"{path.rsplit('.', 1)[-1]}={value}" for path, value in program.fields]
+        # Each by its last word, but where two share it: the progress read "steps=4,
+        # steps=10" of two phases.
+        names = [path.rsplit(".", 1)[-1] for path, _ in program.fields]
+        sizes = [
+            f"{name if names.count(name) == 1 else path.removeprefix('workload.')}={value}"
+            for name, (path, value) in zip(names, program.fields, strict=True)
+        ]
         return ", ".join([*sizes, *([plural(len(program.env), "variable")] if program.env else [])])
     return f"{program.lines} lines"
 

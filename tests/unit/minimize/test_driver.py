@@ -79,3 +79,21 @@ def test_a_state_none_of_whose_attempts_could_run_is_forgotten(tmp_path: Path) -
     assert forget_could_not_run(tmp_path / "b" / "state.json", header) == ""
     assert StateFile(tmp_path / "b", header).stored == 2
     assert forget_could_not_run(tmp_path / "none" / "state.json", header) == ""
+
+
+def test_the_progress_names_two_phases_steps_apart() -> None:
+    # nu-a: "smallest steps=4, steps=10, batch_size=16" of specs/segfault.yaml's two phases.
+    from reprospec.minimize.driver import _size
+    from reprospec.minimize.program import Program
+
+    program = Program(
+        (),
+        (),
+        fields=(
+            ("workload.phases.0.steps", 4),
+            ("workload.phases.1.steps", 10),
+            ("workload.data.loader.batch_size", 16),
+        ),
+        workload=True,
+    )
+    assert _size(program) == "phases.0.steps=4, phases.1.steps=10, batch_size=16"
