@@ -335,8 +335,10 @@ def markdown(found: AmplifyReport) -> str:
     lines += [
         "",
         f"{plural(result.used, 'attempt')} of a budget of {found.budget}"
-        f"{replayed_phrase(found.replayed, found.reused)}."
-        + (f" {budget_continues('amplification', result.used)}." if result.budget_spent else ""),
+        f"{replayed_phrase(found.replayed, found.reused)}"
+        # One sentence, as minimize.md's: after a full stop it read "... of 40. a larger".
+        + (f"; {budget_continues('amplification', result.used)}" if result.budget_spent else "")
+        + ".",
     ]
     if next_step := go_on(found):
         lines += ["", f"Next: {next_step}."]

@@ -459,3 +459,13 @@ def test_amplify_given_the_amplified_spec_names_its_folder(tmp_path: Path) -> No
     with pytest.raises(UsageError) as caught:
         amplified_overrides(tmp_path / "nowhere")
     assert str(caught.value).endswith("its amplify.json (No such file or directory)")
+
+
+def test_amplify_md_says_the_budget_continues_in_one_sentence(tmp_path: Path) -> None:
+    # nu-a: "40 attempts of a budget of 40. a larger --budget continues ..." in amplify.md.
+    found = _not_amplified(tmp_path, Rate(3, 40, 0.03, 0.20), Expectation("error"))
+    found = replace(found, result=replace(found.result, budget_spent=True))
+    assert (
+        "60 attempts of a budget of 300; a larger --budget continues this amplification: its "
+        "60 attempts are replayed, not run again."
+    ) in markdown(found)
