@@ -59,6 +59,7 @@ from reprospec.capture.hangwait import (
     VerifyWait,
     alone_timeout,
     moving_at_bound,
+    still_moving,
     verify_wait,
 )
 from reprospec.capture.optionarity import ParserOptions, script_options
@@ -471,6 +472,9 @@ def _capture(
         )
     # Judged by the expect written for it (their signatures, before progress is read in).
     observed = _judged(observed, attempts)
+    moving = still_moving(observed.signature, run_dir, attempts, presets)
+    if moving is not None and observed.outcome is not None:
+        observed = replace(observed, outcome=replace(observed.outcome, step=None), steps=())
     # The failures the spec does not expect are read as its own is: their `expect` is said.
     observed = replace(
         observed,
@@ -551,6 +555,8 @@ def _capture(
     )
     spec_path.write_text(render_spec(final), encoding="utf-8")
     lines = [f"wrote {_shown(spec_path)}: {_summary(observed)}"]
+    if moving is not None:
+        lines.append(moving.said(request.timeout_s))
     if observed.outcome is None:
         # The reason's way on (`pass --python PATH`) was refused next: the spec is there.
         lines.append(

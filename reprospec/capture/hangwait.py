@@ -127,6 +127,21 @@ def verify_wait(
     fits one line, and its hang was read as one without progress)."""
     if not signature.startswith("hang"):
         return None
+    quiet, gap = _quiet(signature, run_dir, attempts, presets)
+    if not quiet:
+        return VerifyWait(timeout_s)
+    stall = float(math.ceil(max(MIN_STALL_S, GAP_FACTOR * (gap or 0.0))))
+    if 2 * stall > min(quiet):
+        return VerifyWait(timeout_s)  # the timeout is about as soon
+    return VerifyWait(timeout_s, stall, min(quiet), gap)
+
+
+def _quiet(
+    signature: str, run_dir: Path, attempts: Sequence[AttemptResult], presets: Sequence[str]
+) -> tuple[list[float], float | None]:
+    """How long each attempt of the captured hang `signature` went without progress to its
+    end (of those with progress before it), and the longest gap between its progress
+    before that (None: none had two progress events)."""
     wanted = [re.compile(m.pattern) for name in presets for m in PRESETS[name].markers]
     quiet: list[float] = []
     gap: float | None = None
@@ -145,12 +160,40 @@ def verify_wait(
         quiet.append(end - times[-1])
         gaps = [b - a for a, b in itertools.pairwise(times)]
         gap = max([gap, *gaps]) if gap is not None else max(gaps, default=None)
-    if not quiet:
-        return VerifyWait(timeout_s)
-    stall = float(math.ceil(max(MIN_STALL_S, GAP_FACTOR * (gap or 0.0))))
-    if 2 * stall > min(quiet):
-        return VerifyWait(timeout_s)  # the timeout is about as soon
-    return VerifyWait(timeout_s, stall, min(quiet), gap)
+    return quiet, gap
+
+
+@frozen
+class StillMoving:
+    """A captured hang whose every attempt made progress, at its pace, up to its timeout:
+    its last progress at most `quiet_s` before the end, after progress at most `gap_s`
+    apart. The step it was at is where the timeout found it, not where it stuck."""
+
+    quiet_s: float
+    gap_s: float
+
+    def said(self, timeout_s: float) -> str:
+        return (
+            f"the hang was still making progress when the {format_duration(timeout_s)} "
+            f"timeout ended it (its last progress {self.quiet_s:.1f} s before, after progress "
+            f"at most {self.gap_s:.1f} s apart): it may be a slow run, not a stuck one, so the "
+            "spec expects no step; capture again with a longer --timeout to tell"
+        )
+
+
+def still_moving(
+    signature: str, run_dir: Path, attempts: Sequence[AttemptResult], presets: Sequence[str]
+) -> StillMoving | None:
+    """Whether the captured hang `signature` was still making progress at its timeout: each
+    attempt's last progress came within twice the longest gap between its progress before.
+    A slow run cut by `--timeout 4s` (`step N` every 0.5 s) was written `expect: {outcome:
+    hang, step: 7}`, the step the timeout found, which a slower machine does not reach."""
+    if not signature.startswith("hang"):
+        return None
+    quiet, gap = _quiet(signature, run_dir, attempts, presets)
+    if not quiet or not gap or max(quiet) > 2 * gap:
+        return None
+    return StillMoving(max(quiet), gap)
 
 
 def _is_progress(event: JsonObject, wanted: Sequence[re.Pattern[str]] | None) -> bool:

@@ -14,6 +14,7 @@ from reprospec.capture.hangwait import (
     alone_timeout,
     cpu_moved,
     moving_at_bound,
+    still_moving,
     verify_wait,
 )
 from reprospec.core.results import AttemptResult, Outcome
@@ -210,3 +211,28 @@ def test_the_reruns_start_up_before_its_test_began_is_no_move(tmp_path: Path) ->
     assert not moving_at_bound(start_up, [attempt], 6.0, tmp_path)
     # Still working after its line began: moving.
     assert moving_at_bound(_trail(500, 8), [attempt], 6.0, tmp_path)
+
+
+def test_a_hang_still_making_progress_at_its_timeout_is_said_to_be_one(tmp_path: Path) -> None:
+    # `--timeout 4s` of a run printing `step N` every 0.5 s: written `expect: {outcome: hang,
+    # step: 7}`, the step the timeout found it at (step 8 in the next attempt here).
+    steps = [0.1 + 0.5 * i for i in range(8)]
+    moving = still_moving("hang", tmp_path, [hung(tmp_path, 1, steps, 4.0)], ("steps",))
+    assert moving is not None
+    assert round(moving.gap_s, 2) == 0.5
+    assert round(moving.quiet_s, 2) == 0.4
+    said = moving.said(4.0)
+    assert said.startswith("the hang was still making progress when the 4s timeout ended it")
+    assert "so the spec expects no step" in said
+
+
+def test_a_hang_that_stopped_progressing_is_stuck_where_it_stopped(tmp_path: Path) -> None:
+    # Steps 0.1 s apart, then 300 s of nothing: its step is where it stuck.
+    assert still_moving("hang", tmp_path, [hung(tmp_path, 1, [0.1, 0.2], 300.3)], ()) is None
+    # One progress event: no pace to tell it by; no progress at all, or no hang: nothing.
+    assert still_moving("hang", tmp_path, [hung(tmp_path, 2, [3.9], 4.0)], ()) is None
+    assert still_moving("hang", tmp_path, [hung(tmp_path, 3, [], 4.0)], ()) is None
+    assert still_moving("crash:SIGSEGV", tmp_path, [], ()) is None
+    # Every attempt must still have been moving: one stuck long before its end is a hang.
+    attempts = [hung(tmp_path, 4, [0.1, 0.6, 1.1], 1.3), hung(tmp_path, 5, [0.1, 0.6], 30)]
+    assert still_moving("hang", tmp_path, attempts, ("steps",)) is None
