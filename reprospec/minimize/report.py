@@ -816,8 +816,17 @@ def text(found: Minimized) -> str:
         + sentence(found)
         + (f"\n{figures}{replayed_phrase(found.replayed, found.reused)}" if found.reused else "")
         + (f"\n{_continues(found)}" if found.result.budget_spent else "")
-        + f"\nminimized: {found.output}\nrepro: {found.output / 'repro.sh'}"
+        + _where(found)
     )
+
+
+def _where(found: Minimized) -> str:
+    """The answer's last lines: DIR and its repro.sh. A refused or infra-error search shrank
+    nothing: DIR holds the original as it ran, whose repro.sh did not fail (or could not
+    run), and "minimized: DIR" and "repro: DIR/repro.sh" named them as the answer."""
+    if found.result.status in ("refused", "infra-error"):
+        return f"\nnot minimized: {found.output} holds the original program as it ran"
+    return f"\nminimized: {found.output}\nrepro: {found.output / 'repro.sh'}"
 
 
 def _unperturbed_warning(found: Minimized) -> str:

@@ -170,3 +170,18 @@ def test_the_lines_as_they_were_say_what_shrank() -> None:
     # Nothing shrank: the lines alone, as before.
     same = answer(replace(result, original=original, program=original), stopped=False)
     assert text(same).startswith(f"{lines} -> {lines} lines in "), text(same)
+
+
+def test_a_refused_search_names_no_minimized_program_nor_repro() -> None:
+    # nu-a: "not minimized (refused): the original program did not fail ..." then
+    # "minimized: DIR" and "repro: DIR/repro.sh", a repro.sh of a program that passed.
+    found = answer(interrupted_at_once(program(), 0), stopped=False)
+    for status in ("refused", "infra-error"):
+        said = text(replace(found, result=replace(found.result, status=status)))
+        assert "\nminimized: " not in said
+        assert "\nrepro: " not in said
+        assert said.endswith(
+            "\nnot minimized: /out/minimize/crash-1234/result holds the original program as it ran"
+        )
+    budget = text(replace(found, result=replace(found.result, status="budget")))
+    assert budget.endswith("repro: /out/minimize/crash-1234/result/repro.sh")
