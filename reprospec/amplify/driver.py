@@ -272,6 +272,14 @@ def _amplify(
             f"not any failure); cell {cell.id} {said}"
         )
     current = plan.attempts[0].environment.perturb.settings() if plan.attempts else ()
+    if options.tries and all(try_ in current for try_ in tries):
+        # Each already set (amplify of amplified.yaml with its own winner): no arm is left,
+        # and the search spent its budget on the base to say "not amplified" of nothing tried.
+        labels = ", ".join(Arm((try_,), "single").label for try_ in tries)
+        raise UsageError(
+            f"--try {labels}: cell {cell.id} already runs under it (environment.perturb), so "
+            "there is nothing to try: give another --try, or amplify the spec without it"
+        )
     fresh: dict[str, str] | None = None  # None: no run.preload
     # Whether the base's attempts fork is known once the first of them ran (a command no fork
     # runs, the docker runner, a server that could not import its modules run it fresh): the

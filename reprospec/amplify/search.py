@@ -590,7 +590,8 @@ class Amplification:
                 f"{self.arms[leader].label} fails most often{its}, but its interval still "
                 f"overlaps the {base}"
             )
-        if leader == 0 and any(t.matched for t in self.tallies):
+        tried = any(t.attempts for t, a in zip(self.tallies, self.arms, strict=True) if a.settings)
+        if leader == 0 and tried and any(t.matched for t in self.tallies):
             # The answer names the best perturbation's rate beside the base's: without
             # this, "best cpus=1: 10/14: not amplified" gave no reason (nu43), and nor did
             # "base 2/35; best malloc=perturb: 0/22: not amplified", where no perturbation

@@ -233,6 +233,15 @@ def test_usage_errors_say_what_is_wrong(cli: Cli, tmp_path: Path) -> None:
     assert result.code == 2, result.stderr
     assert "cell default has no expect (any outcome): `run --observe`" in result.stderr
     assert "be observed" not in result.stderr
+    # Every --try already the spec's own perturbation: nothing to try, refused before any
+    # attempt, where 20 attempts of the base ended "no perturbation failed more often".
+    result = cli(
+        "amplify", str(spec), "--out", str(tmp_path), "--set",
+        "environment.perturb={switch_interval: 1e-06}", "--try", "switch_interval=1e-6",
+    )  # fmt: skip
+    assert result.code == 2, result.stderr
+    assert "--try switch_interval=1e-06: cell default already runs under it" in result.stderr
+    assert not list(tmp_path.glob("runs/*"))
 
 
 def test_isolate_under_an_amplification_says_it_was_amplified(cli: Cli, tmp_path: Path) -> None:

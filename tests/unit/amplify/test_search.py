@@ -588,3 +588,11 @@ def test_a_state_whose_every_attempt_could_not_run_is_run_again(tmp_path: Path) 
     mixed = StateFile(tmp_path / "mixed", header)
     assert mixed.stored == 2
     assert mixed.could_not_run == ""
+
+
+def test_a_search_with_no_perturbation_to_try_does_not_say_none_failed_more_often() -> None:
+    # Where every --try was the spec's own perturbation, no arm ran: "no perturbation failed
+    # more often than the base" spoke of perturbations never tried (the driver now refuses).
+    result, _ = simulate([], fixed({"base": 0.5}), seed=0, settings=Settings(budget=20))
+    assert result.status == "not-amplified"
+    assert "no perturbation failed more often" not in result.note
