@@ -10,8 +10,9 @@ meant, no more (a free axis ranges over the values the run has).
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from reprospec.core.lazysequence import LazySequence
 from reprospec.core.results import CellResult
@@ -103,17 +104,19 @@ def separating_patterns(
     if not axes or not all(axis in c.cell.matrix for c in every for axis in axes):
         return []
     universe = [frozenset(_key(c.cell.matrix[a]) for c in every) for a in axes]
-    items = _merge(
-        {tuple(frozenset({_key(c.cell.matrix[a])}) for a in axes) for c in inside}, len(axes)
-    )
-    if len(items) > 2:
-        return []
+    inside_keys = [tuple(_key(c.cell.matrix[a]) for a in axes) for c in inside]
     outside_keys = [tuple(_key(c.cell.matrix[a]) for a in axes) for c in outside]
 
     def holds_outside(item: tuple[frozenset[str], ...]) -> bool:
         return any(all(k in s for k, s in zip(key, item, strict=True)) for key in outside_keys)
 
-    if any(holds_outside(item) for item in items):
+    items = _merge({tuple(frozenset({k}) for k in key) for key in inside_keys}, len(axes))
+    if len(items) > 2:
+        # The merge joins in one order of the axes and can miss a pair another order finds:
+        # `a=1, b=1 or a=0, c=1` merged on `a` first joins (1,1,1) with (0,1,1), and no
+        # two patterns were left (nu-b o2).
+        items = _two_patterns(inside_keys, universe, holds_outside, len(outside_keys)) or items
+    if len(items) > 2 or any(holds_outside(item) for item in items):
         return []
     widened = []
     for item in items:
@@ -147,6 +150,41 @@ def separating_patterns(
                 parts.append(f"{axis}={'|'.join(name for _, name in names)}")
         patterns.append(", ".join(parts))
     return [p for p in dict.fromkeys(patterns) if p]
+
+
+# The most patterns times cells outside `_two_patterns` checks: past it, a large matrix's
+# report would wait seconds for an explanation the merge did not find.
+_TWO_PATTERNS_WORK = 200_000
+
+
+def _two_patterns(
+    inside: Sequence[tuple[str, ...]],
+    universe: Sequence[frozenset[str]],
+    holds_outside: Callable[[tuple[frozenset[str], ...]], bool],
+    outside: int,
+) -> set[tuple[frozenset[str], ...]] | None:
+    """At most two patterns that hold every cell of `inside` and none outside, or None.
+
+    The first cell inside lies in one of them: a pattern that fixes some axes to its values
+    and leaves the rest free (the widest first). The cells it leaves out must lie in the
+    other, and any pattern that holds them holds the smallest one that does (each axis the
+    values they have): where that one holds a cell outside, no pattern holding them does.
+    """
+    width = len(universe)
+    if not inside or (2**width) * max(outside, 1) > _TWO_PATTERNS_WORK:
+        return None
+    first = inside[0]
+    for free in sorted(itertools.product((False, True), repeat=width), key=sum, reverse=True):
+        one = tuple(universe[i] if free[i] else frozenset({first[i]}) for i in range(width))
+        if holds_outside(one):
+            continue
+        rest = [key for key in inside if not all(k in s for k, s in zip(key, one, strict=True))]
+        if not rest:
+            return {one}
+        other = tuple(frozenset(key[i] for key in rest) for i in range(width))
+        if not holds_outside(other):
+            return {one, other}
+    return None
 
 
 def patterns_line(patterns: Sequence[str], every: str, none: str, code: bool = True) -> str:

@@ -124,6 +124,23 @@ def test_patterns_explain_what_no_value_nor_pair_does() -> None:
     ) in text.split("## Outcomes", 1)[1]
 
 
+def test_two_disjoint_patterns_are_found_whatever_order_the_axes_merge_in() -> None:
+    """A crash of `(a and b) or (not a and c)`: merged on `a` first, (a, b, c) = (1, 1, 1)
+    and (0, 1, 1) joined, and no two patterns were left; the run said nothing of why its
+    four cells crashed (nu-b o2)."""
+    run = grid(lambda m: (m["a"] and m["b"]) or (not m["a"] and m["c"]))
+    (group,) = [g for g in outcome_groups(run) if g.failure]
+    assert group.lines(code=False) == [
+        "(a=false, c=true) or (a=true, b=true): every cell with this outcome is one or the "
+        "other, no other cell is either"
+    ]
+    # A crash of odd parity needs four patterns (no pattern holds two of its cells and no
+    # passing one): still nothing said.
+    odd = grid(lambda m: (m["a"] + m["b"] + m["c"]) % 2 == 1)
+    (group,) = [g for g in outcome_groups(odd) if g.failure]
+    assert group.lines(code=False) == []
+
+
 def test_each_signature_is_its_own_group_and_flaky_cells_count_in_each() -> None:
     run = observed_run(
         [
