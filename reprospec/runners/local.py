@@ -75,7 +75,8 @@ def resolve_python(python: str | None) -> str:
 
 
 def _unchosen(python: str) -> str | None:
-    """`python` here runs X, not the Y of your PATH: why a missing module may be ours.
+    """`ran reprospec's own interpreter X, not Y of your PATH`, of the `python` or
+    `python3` a command names (`_ran_unchosen`): why a missing module may be ours.
 
     None when the PATH's `python3` (or `python`) is in the same folder as `python`:
     the person's own interpreter (an activated venv, the system's).
@@ -84,7 +85,16 @@ def _unchosen(python: str) -> str | None:
     if theirs is not None and os.path.dirname(os.path.abspath(theirs)) == os.path.dirname(python):  # noqa: PTH100, PTH120
         return None
     yours = f", not {theirs} of your PATH" if theirs else " (no python on your PATH)"
-    return f"`python` in the command ran reprospec's own interpreter {python}{yours}"
+    return f"ran reprospec's own interpreter {python}{yours}"
+
+
+def _ran_unchosen(argv: Sequence[str] | None, unchosen: str | None) -> str | None:
+    """`` `python3` in the command ran reprospec's own interpreter ... ``, named as the
+    command names it (it said `python` of a command that ran `python3`)."""
+    if unchosen is None or not argv:
+        return None
+    found = _BARE_PYTHON.search(" ".join(argv))
+    return None if found is None else f"`{found['name']}` in the command {unchosen}"
 
 
 # The command's program as the attempt's PATH finds it, for a moment (programs.py): every
@@ -92,7 +102,7 @@ def _unchosen(python: str) -> str | None:
 _FOREIGN: Recent[tuple[str, str], tuple[programs.Foreign | None]] = Recent()
 
 # A command that runs `python` or `python3` by name (the shims resolve it to ours).
-_BARE_PYTHON = Lazy(r"(?:^|[\s;&|(`])python3?(?=\s|$)")
+_BARE_PYTHON = Lazy(r"(?:^|[\s;&|(`])(?P<name>python3?)(?=\s|$)")
 
 
 class _Outer:
@@ -626,9 +636,7 @@ class LocalRunner:
             launch_note=launcher.note if launcher is not None else launch_note,
             perturbed=applied.notes,
             ended_at=result.ended_at,
-            unchosen_python=(
-                self.unchosen if plan.argv and _BARE_PYTHON.search(" ".join(plan.argv)) else None
-            ),
+            unchosen_python=_ran_unchosen(plan.argv, self.unchosen),
             **base,
         )
 

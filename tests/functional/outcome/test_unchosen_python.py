@@ -47,6 +47,13 @@ def test_missing_module_under_reprospecs_own_python_is_infra_error(
     assert "No module named 'userpkg_only_theirs'" in reason
     assert "pass --python PATH" in reason
     assert f"not {theirs} of your PATH" in reason
+    assert "`python` in the command ran reprospec's own interpreter" in reason
+    # Named as the command names it: `python3`, not the `python` it said of every command.
+    spec.write_text(spec.read_text().replace("command: python ", "command: python3 "))
+    result = cli("run", str(spec), env=env)
+    assert result.code == 3, result.stdout + result.stderr
+    reason = result.results()["cells"][0]["reason"]
+    assert "`python3` in the command ran reprospec's own interpreter" in reason, reason
 
 
 def test_with_their_python_it_runs(cli: Cli, tmp_path: Path) -> None:
