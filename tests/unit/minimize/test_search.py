@@ -296,9 +296,17 @@ def test_a_failure_read_as_deterministic_accepts_a_candidate_by_p_alone(
 def test_a_failure_that_never_happens_is_refused() -> None:
     result = run(0.0, seed=0)
     assert result.status == "refused"
-    assert "did not fail as expected in 20 attempts (0/20)" in result.message
+    assert "did not fail as expected in 20 attempts (0/20: 20 passed)" in result.message
     assert result.attempts == 20
     assert not result.budget_spent  # a larger budget would not help: it never failed
+
+
+def test_an_original_that_fails_otherwise_is_refused_saying_so() -> None:
+    # nu-a: at `--timeout 1ms` every attempt hung, and the refusal read "(0/20)" as of a
+    # program that passed.
+    result = minimize(program(), lambda _program, probe: (["other"] * probe.attempts, ""))
+    assert result.status == "refused"
+    assert "did not fail as expected in 20 attempts (0/20: 20 failed otherwise)" in result.message
 
 
 def test_a_rare_failure_is_refused_for_a_small_budget_with_the_figure() -> None:
