@@ -29,7 +29,12 @@ from typing import TYPE_CHECKING
 
 from reprospec import native
 from reprospec.capture.alsoseen import as_often, by_chance, matched_by, set_expect
-from reprospec.capture.datafiles import MAX_READ_FILE, MAX_READ_FOLDER_FILES, WorkdirFiles
+from reprospec.capture.datafiles import (
+    MAX_READ_FILE,
+    MAX_READ_FOLDER_FILES,
+    WorkdirFiles,
+    written_since,
+)
 from reprospec.capture.footprint import (
     ANOTHER_INTERPRETER,
     RECORD_IMPORTS_VAR,
@@ -653,6 +658,7 @@ def _capture(
                 wait=verify_wait(observed.signature, run_dir, attempts, presets, request.timeout_s),
                 again=_again(request, spec_path),
                 say=say,
+                written=lambda: written_since(workdir, started, (request.out, spec_path)),
             )
         except KeyboardInterrupt:
             raise VerifyInterrupted(tuple(lines)) from None

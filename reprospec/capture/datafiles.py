@@ -11,6 +11,7 @@ footprint.py's, kept apart from it: imports and data are judged by different rul
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 import sys
@@ -320,3 +321,42 @@ def named_in(text: str, folder: Path) -> list[str]:
 
 
 _SKIPPED_FOLDERS = frozenset({"__pycache__", "site-packages", "dist-packages", "node_modules"})
+# The most entries `written_since` looks at: a workdir of a dataset's million files is not
+# walked to word one message.
+MAX_WALKED = 20_000
+
+
+def written_since(
+    workdir: Path, before: float, leave_out: Iterable[Path] = (), most: int = 3
+) -> tuple[str, ...]:
+    """Up to `most` files under `workdir` (relative, sorted) written since `before` (a
+    time.time()): what a run left there (a checkpoint, a lock, a cache of its own), which
+    the next run reads and the first did not. Caches, hidden folders, virtual environments
+    and what lies under `leave_out` (the store, the spec) are not looked in."""
+    skipped = {p.resolve() for p in leave_out}
+    found: list[str] = []
+    walked = 0
+    for folder, folders, names in os.walk(workdir):
+        here = Path(folder)
+        folders[:] = [
+            f
+            for f in folders
+            if f not in _SKIPPED_FOLDERS
+            and not f.startswith(".")
+            and (here / f).resolve() not in skipped
+            and not in_environment(here / f, workdir)
+        ]
+        for name in names:
+            walked += 1
+            path = here / name
+            if name.endswith((".pyc", ".pyo")) or path.resolve() in skipped:
+                continue
+            try:
+                changed = path.stat().st_mtime
+            except OSError:
+                continue
+            if changed >= before:
+                found.append(path.relative_to(workdir).as_posix())
+        if walked > MAX_WALKED:
+            break
+    return tuple(sorted(found)[:most])

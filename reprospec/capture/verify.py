@@ -91,6 +91,7 @@ def verify(
     wait: VerifyWait | None = None,
     again: str = "",
     say: Callable[[str], None] | None = None,
+    written: Callable[[], Sequence[str]] = tuple,
 ) -> tuple[tuple[str, ...], bool]:
     """Rerun the spec at `spec_path` (written from `draft`, run in `workdir`) in a copy of
     its tree without the shell's own variables; rewritten with the variables and the files
@@ -100,7 +101,10 @@ def verify(
     long a verify attempt waits for a captured hang (hangwait.py), said after. `again`: the
     capture command with more attempts, given where the failure may be flaky. `say`: where
     a line of progress goes before the reruns that narrow the shell's variables (the CLI's
-    stderr), since each is a whole rerun and they can take minutes.
+    stderr), since each is a whole rerun and they can take minutes. `written`: the
+    workdir's files the runs wrote (datafiles.written_since), named where the failure did
+    not come back in the workdir: a program that fails only without what an earlier run
+    left (a checkpoint it resumes from) did not fail again there.
 
     A cause is written only where a rerun as the first run ran (the workdir, the shell's
     variables) brought the failure back: one that missed there is a failure that comes and
@@ -139,7 +143,7 @@ def verify(
         if not settled and check().verified:
             after.append(_flaky_pass(again))
         elif not as_first.verified:
-            after.append(_flaky(as_first, again))
+            after.append(_flaky(as_first, again, written()))
         elif not came_back_here:
             named = named_in(own, _program_files(draft, workdir, spec_path.parent))
             if say is not None:
@@ -580,10 +584,13 @@ def _capture_again(again: str, more: str = "more attempts") -> str:
     return f"capture again with {more}" + (f": {again}" if again else "")
 
 
-def _flaky(rerun: Rerun, again: str) -> str:
+def _flaky(rerun: Rerun, again: str, written: Sequence[str] = ()) -> str:
     """That the failure did not come back in a rerun as the first run ran (the workdir, the
     shell's variables): it comes and goes, or something outside the spec changed; no
-    variable or file is named as its cause (nu21 HIGH-2)."""
+    variable or file is named as its cause (nu21 HIGH-2). `written`: the workdir's files
+    the runs wrote, which each rerun found there and the first run did not: "may be flaky,
+    capture with --repeat 20" sent a person after a rate, where the program fails only
+    without the checkpoint its first run left (nu-b ck)."""
     n = len(rerun.attempts)
     if rerun.same:
         # The failure came back; what missed is the written expect (a step, a message). "It
@@ -596,11 +603,20 @@ def _flaky(rerun: Rerun, again: str) -> str:
             "spec's expect to what the failure does each time; no variable or file is named "
             "as its cause"
         )
+    left = ""
+    if written:
+        shown = ", ".join(written)
+        left = (
+            f"; the runs wrote {shown} in the workdir, which every rerun found there and the "
+            "first run did not: where the failure needs them absent, capture a command "
+            "that removes them first"
+        )
     return (
         f"it did not come back in the workdir either, run as the first run ran "
         f"(0/{plural(n, 'attempt')}, run {rerun.result.run_id}): the failure may be flaky, "
         "coming back only sometimes, so no variable or file is named as its cause; "
         + _capture_again(again)
+        + left
     )
 
 

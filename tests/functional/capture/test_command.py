@@ -2089,7 +2089,39 @@ def test_a_flaky_crash_that_misses_a_rerun_as_it_first_ran_names_no_cause(
     assert f"reprospec capture --repeat 20 --out {out} --force -o spec.yaml" in result.stdout
     assert "the failure needs" not in result.stdout
     assert "needs more of the workdir" not in result.stdout
+    assert "the runs wrote" not in result.stdout  # its count is outside the workdir
     _writes_no_shell_variable(work, "the failure needs it")
+
+
+def test_a_crash_only_without_what_its_first_run_left_names_the_files_left(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The program crashes unless a checkpoint its first run wrote is there: every rerun in
+    # the workdir passes, and "may be flaky, capture with --repeat 20" sent a person after
+    # a rate; the file the runs wrote is named (nu-b ck). The store and the spec, written in
+    # the workdir too, are not.
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "train.py").write_text(
+        "import ctypes, os\n"
+        "resumed = os.path.exists('out/ckpt.txt')\n"
+        "os.makedirs('out', exist_ok=True)\n"
+        "open('out/ckpt.txt', 'w').write('2')\n"
+        "if not resumed and os.environ.get('FAST_KERNEL') == '1':\n"
+        "    ctypes.string_at(0)\n"
+    )
+    # FAST_KERNEL from the shell: the copy's rerun, without it, passes too (a copy of the
+    # tree has no checkpoint, and would have crashed with it).
+    result = cli(
+        "capture", "-o", "spec.yaml", "--", "python", "train.py",
+        cwd=work, env={**_SHELL, "FAST_KERNEL": "1"},
+    )  # fmt: skip
+    assert result.code == 1, result.stdout + result.stderr
+    assert "the failure may be flaky" in result.stdout, result.stdout
+    assert (
+        "the runs wrote out/ckpt.txt in the workdir, which every rerun found there and the "
+        "first run did not"
+    ) in result.stdout, result.stdout
 
 
 def test_variables_a_flaky_crash_did_not_come_back_with_are_not_written_as_needed(

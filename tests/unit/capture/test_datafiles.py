@@ -77,3 +77,31 @@ def test_code_an_in_memory_loader_made_is_no_file_of_the_workdir(tmp_path: Path)
     attempt = AttemptResult(1, 0.1, Outcome(kind="pass"), True, (), logs="a")
     files = WorkdirFiles(workdir, workdir, tmp_path / "out", leave_out=(), before=0.0)
     assert files.read(run, [attempt]).listed == ("train.py",)
+
+
+def test_written_since_names_what_a_run_left_but_caches_environments_and_the_store(
+    tmp_path: Path,
+) -> None:
+    import os
+    import time
+
+    from reprospec.capture.datafiles import written_since
+
+    old = tmp_path / "data.csv"
+    old.write_text("1\n")
+    os.utime(old, (time.time() - 60, time.time() - 60))
+    before = time.time() - 1
+    for name in ("out/ckpt.txt", "out/__pycache__/m.pyc", ".cache/x", "venv/lib/y.py", "s/a.txt"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    (tmp_path / "venv" / "pyvenv.cfg").write_text("home = /usr\n")
+    (tmp_path / "spec.yaml").write_text("x")
+    store = tmp_path / "store"
+    assert written_since(tmp_path, before, (store, tmp_path / "spec.yaml")) == (
+        "out/ckpt.txt",
+        "s/a.txt",
+    )
+    (store / "runs").mkdir(parents=True)
+    (store / "runs" / "r.json").write_text("{}")
+    assert written_since(tmp_path, before, (store,), most=1) == ("out/ckpt.txt",)
+    assert "store/runs/r.json" not in written_since(tmp_path, before, (store,), most=9)
