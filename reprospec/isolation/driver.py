@@ -58,6 +58,7 @@ from reprospec.plan.failingcell import choose_failing_cell, fails
 from reprospec.runners import kept_servers
 
 if TYPE_CHECKING:
+    from reprospec.pipeline import stages
     from reprospec.plan.run import CellExpectations
 
 Progress = Callable[[str], None]
@@ -596,14 +597,27 @@ def _observe(
     from reprospec import api
 
     once = plural(len(cells), "cell")
-    say(f"running the matrix once ({once}) to find a failing and a passing cell")
-    # `cancel` too: once the run is stored the CLI's stop is that event alone
-    # (RunOptions.deferral), and a run without it went on to its end (rv85 1).
-    result = api.run(
-        spec,
-        options.run.with_changes(repeat=1, matrix_filters=(), purpose="isolate"),
-        cancel=cancel,
+    matrix_run = options.run.with_changes(
+        repeat=1, matrix_filters=(), purpose="isolate", probe=MATRIX_ONCE
     )
+    stopped = _stopped_matrix_run(spec, matrix_run)
+    if stopped is None:
+        say(f"running the matrix once ({once}) to find a failing and a passing cell")
+        # `cancel` too: once the run is stored the CLI's stop is that event alone
+        # (RunOptions.deferral), and a run without it went on to its end (rv85 1).
+        result = api.run(spec, matrix_run, cancel=cancel)
+    else:
+        from reprospec.pipeline import stages
+
+        say(
+            f"continuing the matrix run {stopped.run_id} ({once}) an earlier isolate began: "
+            f"{plural(len(stopped.done), 'attempt')} kept"
+        )
+        try:
+            result = stages.run(spec, matrix_run, cancel=cancel, resume=stopped)
+        finally:
+            if matrix_run.deferral is not None:
+                matrix_run.deferral.end()  # as api.run ends it (nu68 2)
     if result.interrupted:
         raise KeyboardInterrupt
     passed: list[Cell] = []
@@ -652,6 +666,43 @@ def _observe(
             f"{said('--passing-set', 'passing_sets')}"
         )
     return failing, passing
+
+
+# What `history --searches` says the matrix run tried: its probe's name (RunOptions.probe),
+# and how an isolate stopped in it finds it again.
+MATRIX_ONCE = "the matrix once"
+
+
+def _stopped_matrix_run(spec: Spec, options: RunOptions) -> stages.Resume | None:
+    """The matrix run an isolate of this spec with these options began and was stopped in
+    (Ctrl-C), the newest of its matrix runs, to continue: "run the same command again to
+    resume" ran every cell again, where each probe after it resumed. None where there is
+    none, a later one finished, or it cannot be resumed as it is (the spec changed since:
+    resumption.load refuses it), and a fresh run is made."""
+    from reprospec.pipeline import resume as resumption
+    from reprospec.pipeline import stages
+    from reprospec.store.db import Store
+
+    out = options.out
+    if spec.path is None or not (out / "results.db").is_file():
+        return None
+    given = Path(str(spec.origin or spec.path))
+    paths = tuple(dict.fromkeys([str(given), str(given.absolute()), str(given.resolve())]))
+    with Store(out) as store:
+        rows = store.runs(spec.name, 50, spec_paths=paths)
+    earlier = next(
+        (r for r in rows if r["purpose"] == "isolate" and r["probe"] == MATRIX_ONCE), None
+    )
+    if earlier is None or earlier["status"] != "interrupted":
+        return None
+    run_id = str(earlier["run_id"])
+    try:
+        _spec, stored, done = resumption.load(run_id, out, spec_path=given)
+    except UsageError:
+        return None
+    if stored.with_changes(jobs=options.jobs) != options:
+        return None  # other options (a --set, a runner): another question's run
+    return stages.Resume(run_id, done)
 
 
 def _select(cells: Sequence[Cell], text: str, option: str) -> Cell:

@@ -20,6 +20,19 @@ from tests.support.cli import CLI_WITH_A_CTRL_C_TO_ANOTHER_THREAD, interrupt_whe
 ROOT = Path(__file__).resolve().parents[3]
 
 
+def stored_attempts(out: Path) -> int:
+    """How many attempts the store under `out` holds (0 before it is made)."""
+    import sqlite3
+
+    if not (out / "results.db").is_file():
+        return 0
+    with contextlib.closing(sqlite3.connect(out / "results.db", timeout=10)) as db:
+        try:
+            return int(db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0])
+        except sqlite3.OperationalError:
+            return 0  # its tables not made yet
+
+
 def stored_status(out: Path, run_id: str) -> str:
     """The store's status of a run the command made (`running` is history's `killed`)."""
     from reprospec.store.db import Store
@@ -423,21 +436,36 @@ def test_a_ctrl_c_while_isolate_runs_the_matrix_once_stops_that_run(tmp_path: Pa
     # SIGKILL after it leaving the run `killed` (rv85 1).
     from reprospec.store.db import Store
 
-    started = tmp_path / "started"
+    started, go = tmp_path / "started", tmp_path / "go"
     spec = tmp_path / "s.yaml"
     spec.write_text(
         "reprospec: 1\nname: s\nmatrix: {a: [0, 1]}\n"
-        f"command: \"sh -c 'test ${{{{ matrix.a }}}} = 1 && exit 3; touch {started}; sleep 60'\"\n"
+        f"command: \"sh -c 'test ${{{{ matrix.a }}}} = 1 && exit 3; touch {started}; "
+        f"test -e {go} || sleep 60'\"\n"
         "expect: {outcome: error, exit_code: 3}\n"
     )
     out = tmp_path / "out"
     began = time.monotonic()
     argv = [sys.executable, "-m", "reprospec", "isolate", str(spec), "--out", str(out), "-j", "2"]
-    done = interrupt_when(argv, started.exists, wait_s=60)
+    done = interrupt_when(argv, lambda: started.exists() and stored_attempts(out) == 1, wait_s=60)
     assert done.code == 130, done.stdout + done.stderr
     assert time.monotonic() - began < 50, "the run went on to its sleeping cell's end"
     (run,) = Store(out).run_ids()
     assert stored_status(out, run) == "interrupted"
+    # The same command again continues that run, its a=1 attempt kept: "run the same
+    # command again to resume" ran every cell again, where each probe after it resumed.
+    go.touch()
+    again = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (
+        f"continuing the matrix run {run} (2 cells) an earlier isolate began: 1 attempt kept"
+        in (again.stderr)
+    ), again.stderr
+    assert "running the matrix once" not in again.stderr
+    assert stored_status(out, run) == "finished"
+    matrix_runs = [r for r in Store(out).runs(searches=True) if r["probe"] == "the matrix once"]
+    assert [r["run_id"] for r in matrix_runs] == [run]
+    assert matrix_runs[0]["attempts"] == 2
 
 
 def test_an_isolate_stopped_before_any_attempt_ended_claims_no_guess(tmp_path: Path) -> None:
