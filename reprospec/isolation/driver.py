@@ -28,7 +28,7 @@ from reprospec.core import safepoint
 from reprospec.core.caller import said
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Spec
-from reprospec.core.jsontypes import JsonValue
+from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
@@ -53,7 +53,7 @@ from reprospec.isolation.differences import (
 )
 from reprospec.isolation.report import IsolateResult, Side, set_in_words, write
 from reprospec.isolation.search import Isolation
-from reprospec.isolation.state import StateFile, StoredProbe, search_id
+from reprospec.isolation.state import StateFile, StoredProbe, forget_could_not_run, search_id
 from reprospec.plan.failingcell import choose_failing_cell, fails
 from reprospec.runners import kept_servers
 
@@ -218,10 +218,17 @@ def _isolate(
         [key(failing.config), key(passing.config), json.dumps(expect, sort_keys=True)],
     )
     folder = run_options.out / "isolate" / ident
-    state = StateFile(
-        folder,
-        {"spec": spec.name, "failing": key(failing.config), "passing": key(passing.config)},
-    )
+    header: JsonObject = {
+        "spec": spec.name,
+        "failing": key(failing.config),
+        "passing": key(passing.config),
+    }
+    if gone := forget_could_not_run(folder / "state.json", header):
+        say(
+            f"isolation {ident}: its earlier run's attempts could not run ({gone}): run "
+            "again, not replayed"
+        )
+    state = StateFile(folder, header)
     if state.stored:
         say(
             f"continuing isolation {ident}: {plural(state.stored, 'probe')} from an earlier run "

@@ -183,6 +183,20 @@ def search_id(
     )
 
 
+def forget_could_not_run(path: Path, header: JsonObject) -> str:
+    """Remove a stored state none of whose attempts could run, and give the last reason
+    ("" where any ran, or none is stored). Such a search (isolate's, minimize's) ended
+    `infra-error` (exit 3) and learned nothing of the program: replayed, the same command
+    answered "could not run" again once the machine was fixed (the command put on PATH)."""
+    if not path.exists():
+        return ""
+    probes = read_probes(path, header, StoredProbe.from_dict, FORMAT, "isolate", "isolation")
+    if not probes or not all(p.kinds and set(p.kinds) == {"infra"} for p in probes):
+        return ""
+    path.unlink()
+    return probes[-1].infra_reason or "could not run"
+
+
 P = TypeVar("P")
 
 

@@ -56,7 +56,7 @@ from reprospec.environment.probe import shared_captures
 from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import Tally
 from reprospec.isolation.differences import MISSING, same_setting
-from reprospec.isolation.state import FORMAT, StateFile, StoredProbe, read_probes, search_id
+from reprospec.isolation.state import StateFile, forget_could_not_run, search_id
 from reprospec.minimize.named import unread_listed
 from reprospec.minimize.preloadhint import preload_hint
 from reprospec.minimize.probes import RAISED_FROM, ProbeRunner, only_cell, reread
@@ -434,20 +434,6 @@ def _minimize(
     if found.perturbed and dir_checked(found) and not found.unconfirmed:
         found = _unperturbed(found, run_options, reduced, spec, runner.parallel, cancel)
     return redactor.value(found)
-
-
-def forget_could_not_run(path: Path, header: JsonObject) -> str:
-    """Remove a stored state none of whose attempts could run, and give the last reason
-    ("" where any ran, or none is stored). Such a search ended `infra-error` (exit 3) and
-    learned nothing of the program: replayed, the same command answered "could not run"
-    again once the machine was fixed (the command put on PATH)."""
-    if not path.exists():
-        return ""
-    probes = read_probes(path, header, StoredProbe.from_dict, FORMAT, "isolate", "isolation")
-    if not probes or not all(p.kinds and set(p.kinds) == {"infra"} for p in probes):
-        return ""
-    path.unlink()
-    return probes[-1].infra_reason or "could not run"
 
 
 def held_a_result(output: Path) -> bool:

@@ -61,8 +61,7 @@ def test_dirs_check_of_a_deterministic_failure_runs_what_cli_md_says() -> None:
 def test_a_state_none_of_whose_attempts_could_run_is_forgotten(tmp_path: Path) -> None:
     """nu-a: the original's command not on PATH ended infra-error (exit 3); once it was,
     the same command replayed "command not found" and never ran it again."""
-    from reprospec.isolation.state import StateFile, StoredProbe
-    from reprospec.minimize.driver import forget_could_not_run
+    from reprospec.isolation.state import StateFile, StoredProbe, forget_could_not_run
 
     header: JsonObject = {"spec": "s", "cell": "default"}
     state = StateFile(tmp_path / "a", header)
