@@ -283,12 +283,18 @@ def classify(
             # processes left waiting for the work it took with it.
             crashed = CrashedChild(dead.signal, dead.pid, dead.cmdline, dead.evidence)
             detail = f"{dead.describe()}, before the hang: {LOST_WORK}; {detail}"
-        elif evidence.stack and not pytest:
-            # Where it sat: two hangs in different places share the signature `hang`, and
-            # read as one (fx117). Not after a child's death, the hang's likely cause, which
-            # names it (its stacks show only the wait for the lost work), nor pytest's, said
-            # by its test (the phase, the detail).
-            hung_in = _hung_frame(evidence.stack)
+        else:
+            if worker is None and (sent := _killed_by_a_process(execution, evidence)):
+                # A SIGKILL no OOM kill explains is no crash, but a pool whose worker it
+                # killed waits forever all the same: unsaid, the hang's stacks show only
+                # the wait, and nothing tells a maintainer that a worker was lost.
+                detail += f"; before the hang, {sent.describe()}, {SENT_BY_A_PROCESS}; {LOST_WORK}"
+            if evidence.stack and not pytest:
+                # Where it sat: two hangs in different places share the signature `hang`,
+                # and read as one (fx117). Not after a child's death, the hang's likely
+                # cause, which names it (its stacks show only the wait for the lost work),
+                # nor pytest's, said by its test (the phase, the detail).
+                hung_in = _hung_frame(evidence.stack)
     elif returncode is not None and returncode < 0:
         kind, signal, where = "crash", signal_name(-returncode), "main"
         detail = f"killed by {signal} ({describe_signal(signal)})"

@@ -1192,3 +1192,31 @@ def test_a_dataloader_worker_the_oom_killer_killed_is_named(tmp_path: Path) -> N
     assert outcome.detail is not None
     assert outcome.detail.endswith(f"; {OOM_SAID}")
     assert "DataLoader worker pid 22829 died of SIGKILL" in outcome.detail
+
+
+def test_hang_after_a_pool_worker_was_sigkilled_by_a_process_says_so(tmp_path: Path) -> None:
+    """nu-c: a Pool worker SIGKILLed with no OOM kill counted is no crash, but the pool's
+    map then waits forever: the hang's detail names the lost worker, where it said only
+    'no exit within the timeout' and the stacks showed the wait."""
+    from reprospec.core.childexit import ChildExit
+
+    hung = dataclasses.replace(
+        execution_in_with(tmp_path, b"", None, timed_out=True),
+        child_exits=(ChildExit(4242, "python pool.py", signal="SIGKILL"),),
+        descendants=True,
+        no_oom_kill=True,
+    )
+    outcome = classify(hung)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.crashed_child) == ("hang", None, None)
+    assert outcome.signature == "hang"
+    detail = outcome.detail or ""
+    assert detail.startswith("no exit within the timeout"), detail
+    assert (
+        "; before the hang, child pid 4242 (python pool.py) died of SIGKILL (Killed), reaped "
+        f"by the engine, {SENT_BY_A_PROCESS}; whatever waited for its work"
+    ) in detail
+    # Where an OOM kill may have been its death, it is the hang's likely cause, as before.
+    oom = classify(dataclasses.replace(hung, no_oom_kill=False))
+    assert isinstance(oom, Outcome)
+    assert oom.signature == "hang:after-child-SIGKILL"
