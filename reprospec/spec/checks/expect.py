@@ -86,6 +86,7 @@ class ExpectChecks:
 
     def run(self) -> None:
         """Every check of this module."""
+        self.exclude_values()
         self.expect()
         self.faults()
         self.exception_names()
@@ -178,7 +179,23 @@ class ExpectChecks:
 
     def when_value(self, path: JsonPath, axis: str, value: JsonValue) -> None:
         """A `when` value no cell can have makes its case dead: compared as the matrix does."""
-        values = self.axis_values(axis)
+        self.axis_value(path, axis, value, self.axis_values(axis))
+
+    def exclude_values(self) -> None:
+        """An exclude value the axis does not hold removes no cell, silently: `python: 3.10`
+        unquoted is the number 3.1, and every cell it was written to remove still ran. Only
+        the axis's own list counts: exclude applies before include adds its cells."""
+        exclude = self.matrix.get("exclude") if self.matrix else None
+        for index, entry in enumerate(exclude if isinstance(exclude, list) else ()):
+            for axis, value in entry.items() if isinstance(entry, dict) else ():
+                listed = self.matrix.get(axis) if self.matrix and axis in self.axes else None
+                if isinstance(listed, list):
+                    self.axis_value(("matrix", "exclude", index, axis), axis, value, listed)
+
+    def axis_value(
+        self, path: JsonPath, axis: str, value: JsonValue, values: list[JsonValue] | None
+    ) -> None:
+        """A problem at `path` when `value` is none of `values`, the ones `axis` can take."""
         if not values or any(same(value, v) for v in values):
             return
         # Strings bare ("values: ok, crash") unless a number or boolean could be mistaken for one.
