@@ -280,7 +280,8 @@ class _Translator:
         if kind in ("anyOf", "oneOf"):
             return self._alternatives(path, error)
         if kind == "enum" and isinstance(value, str):
-            hint = suggest(value, [v for v in error.validator_value if isinstance(v, str)])
+            hint = _NO_EXPRESSION if "${{" in value else ""
+            hint = hint or suggest(value, [v for v in error.validator_value if isinstance(v, str)])
             return [
                 self._at(
                     path, f"expected {describe(error.schema)}, got {render_instance(value)}{hint}"
@@ -293,9 +294,8 @@ class _Translator:
         if kind == "minProperties":
             return [self._at(path, f"expected {describe(error.schema)} with at least one key")]
         if kind in _EXPECTED_KINDS:
-            return [
-                self._at(path, f"expected {describe(error.schema)}, got {render_instance(value)}")
-            ]
+            message = f"expected {describe(error.schema)}, got {render_instance(value)}"
+            return [self._at(path, message + _no_expression(value))]
         return [self._at(path, error.message)]
 
     def _unknown_keys(self, path: JsonPath, error: ValidationError) -> list[Problem]:
@@ -325,13 +325,16 @@ class _Translator:
         relevant = [
             i for i, b in enumerate(branches) if not _is_expr(b) and _accepts_type(b, value)
         ]
+        # A `${{` that is not the whole value fails the one string branch too (a duration's
+        # pattern): its words alone hid that one whole expression was the fix.
+        spliced = isinstance(value, str) and "${{" in value and any(_is_expr(b) for b in branches)
         # A lone literal branch ('auto') would hide the others: describe them all instead.
-        if len(relevant) == 1 and "const" not in _keys(branches[relevant[0]]):
+        if len(relevant) == 1 and "const" not in _keys(branches[relevant[0]]) and not spliced:
             suberrors = [e for e in error.context or () if e.relative_schema_path[0] == relevant[0]]
             problems = [p for e in suberrors for p in self.translate(e)]
             if problems:
                 return problems
-        if isinstance(value, str) and any(_is_expr(b) for b in branches) and "${{" in value:
+        if spliced:
             return [
                 self._at(
                     path,
@@ -339,7 +342,8 @@ class _Translator:
                     f" got {render_instance(value)}",
                 )
             ]
-        return [self._at(path, f"expected {describe(error.schema)}, got {render_instance(value)}")]
+        message = f"expected {describe(error.schema)}, got {render_instance(value)}"
+        return [self._at(path, message + _no_expression(value))]
 
     def _exactly_one(self, path: JsonPath, error: ValidationError) -> Problem:
         keys = [str(k) for b in error.validator_value for k in _list(_required(b))]
@@ -351,6 +355,16 @@ class _Translator:
             last = max(given, key=lambda k: self.key_locations.get((*path, k), (0, 0)))
             return self._at((*path, last), f"{both} are both given; expected exactly one", key=True)
         return self._at(path, f"missing {names} (exactly one is required)")
+
+
+# A field that fails on a `${{ }}` has no expression alternative (those that do are said
+# above): `run.repeat: ${{ matrix.n }}` read "expected an integer >= 1 or 'auto'", and the
+# reference's promise of expressions "in every section" seemed broken rather than the field.
+_NO_EXPRESSION = " (this field takes no ${{ }} expression: it is read as written)"
+
+
+def _no_expression(value: JsonValue) -> str:
+    return _NO_EXPRESSION if isinstance(value, str) and "${{" in value else ""
 
 
 _EXPECTED_KINDS = frozenset(
