@@ -327,6 +327,11 @@ A_SHELLS_SIGKILL_SENT_BY_A_PROCESS = (
 # (`python app.py | tee log`: the pipeline's status is tee's), then the signal.
 PASSED_BESIDE_A_CRASH = "passed, but a process of the attempt died of"
 
+# The start of the warning of a pass whose stderr holds a Python traceback (a program that
+# caught its failure, printed it and exited 0), then the exception: the pass is what its
+# status says, the traceback must not go unseen.
+PASSED_AFTER_A_TRACEBACK = "passed (exit status 0), but printed a traceback:"
+
 
 def build_log_phrase(reason: str, log: object) -> str:
     """An environment's infra-error reason with the file that keeps uv's whole output of its

@@ -209,6 +209,16 @@ def _crash_report(lines: list[str]) -> int:
 _WORKER_DEATH = Lazy(r"^ERROR: Unexpected .* encountered in worker")
 
 
+def last_printed(stderr: str) -> str | None:
+    """`ZeroDivisionError: division by zero`, the last traceback `stderr` printed; None: none.
+    (A pass's warning: the program printed its failure and exited 0.)"""
+    chain = parse_chain(stderr) if "Traceback (most recent call last):" in stderr else ()
+    if not chain:
+        return None
+    last = went_on(chain[-1])
+    return f"{last.type}: {last.message}" if last.message else last.type
+
+
 def went_on(exception: PythonException) -> PythonException:
     """A traceback the process went on from, its message cut to the exception's own lines.
 

@@ -25,7 +25,7 @@ from reprospec.core.inputs import AttemptPlan
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import AttemptResult, Execution, InstanceResult, NotRun, Outcome
 from reprospec.core.sections import Command
-from reprospec.core.words import PASSED_BESIDE_A_CRASH
+from reprospec.core.words import PASSED_AFTER_A_TRACEBACK, PASSED_BESIDE_A_CRASH
 from reprospec.errors import InfraError
 from reprospec.outcome.classify import classify, crash_stack, worker_stack
 from reprospec.outcome.evidence import Evidence
@@ -166,6 +166,7 @@ def attempt_result(
             *_oom_unexplained(execution, outcome),
             *preload_hint(evidence),
             *passed_over_a_crash(plan, outcome, evidence),
+            *passed_after_a_traceback(outcome, evidence),
         ),
         stack=stack,
         dead_child_stack=dead_child_stack,
@@ -238,6 +239,16 @@ def passed_over_a_crash(
             else ""
         ),
     )
+
+
+def passed_after_a_traceback(outcome: Outcome | NotRun, evidence: Evidence) -> tuple[str, ...]:
+    """A pass that printed a traceback (`print_exc()`, exit 0): a bare pass would hide it."""
+    if not isinstance(outcome, Outcome) or outcome.kind != "pass":
+        return ()
+    from reprospec.outcome.tracebacks import last_printed
+
+    said = last_printed(evidence.stderr)
+    return (f"{PASSED_AFTER_A_TRACEBACK} {said}",) if said else ()
 
 
 def preload_hint(evidence: Evidence) -> tuple[str, ...]:

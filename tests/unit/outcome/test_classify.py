@@ -1220,3 +1220,19 @@ def test_hang_after_a_pool_worker_was_sigkilled_by_a_process_says_so(tmp_path: P
     oom = classify(dataclasses.replace(hung, no_oom_kill=False))
     assert isinstance(oom, Outcome)
     assert oom.signature == "hang:after-child-SIGKILL"
+
+
+def test_last_printed_names_the_last_traceback_a_program_went_on_from() -> None:
+    """nu-c: what a pass's warning quotes of a traceback it printed and exited 0 after."""
+    from reprospec.outcome.tracebacks import last_printed
+
+    stderr = (
+        "Traceback (most recent call last):\n"
+        '  File "tb0.py", line 3, in <module>\n'
+        "    1 / 0\n"
+        "ZeroDivisionError: division by zero\n"
+        "done\n"
+    )
+    assert last_printed(stderr) == "ZeroDivisionError: division by zero"
+    assert last_printed("all good\n") is None
+    assert last_printed("") is None
