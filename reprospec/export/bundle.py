@@ -567,8 +567,15 @@ def _quoted_mask(override: str) -> str:
 
 def _spec_place(run: RunResult, sources: _Sources) -> str:
     if sources.spec_gone:
-        return Path(run.spec_path).name or "spec.yaml"
-    return sources.tree.place(sources.tree.spec)
+        place = Path(run.spec_path).name or "spec.yaml"
+    else:
+        place = sources.tree.place(sources.tree.spec)
+    # The bundle holds the spec's YAML (run.spec_text), not the markdown a run of an issue.md
+    # or a report.md read it from: under the .md name the rerun looked for a fenced block
+    # in it and refused the bundle ("no ```yaml block").
+    if PurePosixPath(place).suffix.lower() == ".md":
+        place += ".yaml"
+    return place
 
 
 def _log_files(cells: Path) -> Iterator[Path]:
