@@ -249,3 +249,10 @@ def test_no_expected_phrase_names_an_alternative_twice() -> None:
         ):
             doubled.append(f"{path}: {describe(node)}")  # type: ignore[arg-type]
     assert doubled == []
+
+
+def test_a_bad_device_names_every_device_the_schema_accepts() -> None:
+    # The pattern takes mps; the words left it out, so `device: gpu` never suggested it.
+    for where in ("environment: {device: gpu}\ncommand: x\n", "workload: {device: gpu}\n"):
+        (problem,) = problems(BASE + where)
+        assert problem.endswith("device: expected cpu, cuda, cuda:N, mps or auto, got 'gpu'")
