@@ -122,7 +122,18 @@ def child_crash(
         return seen
     if execution.descendants is False:
         return None
-    return _printed(evidence, fatal, sent)
+    printed = _printed(evidence, fatal, sent)
+    # concurrent.futures' "terminated abruptly" names no signal: where the engine saw a
+    # SIGKILL (the only death `_seen_crash` passed over), that kill, a process's, is the
+    # death it reports, no crash (nu-c: a worker's own os.kill read `crash (child)`).
+    if (
+        printed is not None
+        and printed.signal is None
+        and sent
+        and _seen_crash(execution, evidence, fatal, kills_sent=False) is not None
+    ):
+        return None
+    return printed
 
 
 def killed_by_a_process(execution: Execution, evidence: Evidence) -> ChildCrash | None:

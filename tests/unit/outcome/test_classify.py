@@ -1270,3 +1270,39 @@ def test_a_childs_traceback_is_not_the_exception_of_a_main_that_recorded_none(
     unrecorded = classify(recorded_execution(tmp_path, stderr, 1, harness=False))
     assert isinstance(unrecorded, Outcome)
     assert unrecorded.exception == "MemoryError"
+
+
+def test_a_process_pool_broken_by_a_sigkill_a_process_sent_is_no_crash(tmp_path: Path) -> None:
+    """nu-c: a ProcessPoolExecutor worker SIGKILLed with no OOM kill counted read `crash
+    (child)` from concurrent.futures' 'terminated abruptly', where a Pool's or a reaped
+    child's SIGKILL is the main process's doing: its error, the kill in the detail."""
+    stderr = (
+        b"Traceback (most recent call last):\n"
+        b'  File "ppe.py", line 9, in <module>\n'
+        b"    print(list(ex.map(work, range(8))))\n"
+        b"concurrent.futures.process.BrokenProcessPool: A process in the process pool was "
+        b"terminated abruptly while the future was running or pending.\n"
+    )
+    event = {"event": "child_exit", "pid": 4242, "signal": "SIGKILL", "name": "ForkProcess-1"}
+    execution = dataclasses.replace(
+        recorded_execution(tmp_path, stderr, 1, json.dumps(event) + "\n", harness=False),
+        descendants=True,
+        no_oom_kill=True,
+    )
+    outcome = classify(execution)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code, outcome.where) == ("error", 1, "main")
+    assert outcome.exception == "concurrent.futures.process.BrokenProcessPool"
+    assert (
+        "child pid 4242 (ForkProcess-1) died of SIGKILL (Killed), reaped by its parent, "
+        f"{SENT_BY_A_PROCESS}"
+    ) in (outcome.detail or "")
+    # Where an OOM kill may have been its death, a crash of the child, as before.
+    crashed = classify(dataclasses.replace(execution, no_oom_kill=False))
+    assert isinstance(crashed, Outcome)
+    assert (crashed.kind, crashed.signal, crashed.where) == ("crash", "SIGKILL", "child")
+    # No kill the engine saw: the text alone is the death, as before.
+    (tmp_path / "events.jsonl").write_text("")
+    text = classify(execution)
+    assert isinstance(text, Outcome)
+    assert (text.kind, text.where) == ("crash", "child")
