@@ -599,6 +599,11 @@ def noun(n: int, word: str, many: str = "") -> str:
 # started and waits for): named there, with no stack, so a hang can sit in it.
 NOT_PYTHON = "[not Python]"
 
+# The tag of a process in a stacks file that had left the attempt's tree (a daemon that
+# forked away, its parent gone): still running, but not what the program waits for, so no
+# hang sits in it (`python daemon.py; sleep 100` hangs in the shell's sleep).
+LEFT_THE_TREE = "[left the tree]"
+
 
 def stacks_omitted(count: int) -> str:
     """The line a stacks file ends in where its size budget ran out with `count` processes

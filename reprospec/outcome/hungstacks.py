@@ -24,7 +24,7 @@ from collections.abc import Callable
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import PythonFrame as Frame
-from reprospec.core.words import NOT_PYTHON
+from reprospec.core.words import LEFT_THE_TREE, NOT_PYTHON
 
 # `Frame`: one frame as the dump names it, the type an outcome keeps of a hang
 # (`Outcome.hung_in`), so the place read here is the place stored.
@@ -209,6 +209,8 @@ def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
         fetching = worker and any(f.path.endswith(_FETCH) for f in main)
         string = _runs_a_string(main)
         frame = next((f for f in main if _is_user(f, string)), None)
+        if LEFT_THE_TREE in tags:
+            frame = None  # a daemon away from the tree: no hang sits in it
         waiting = _waiting(main, string)
         child = frame is not None and any(_WAITS_FOR_A_CHILD.search(f.path) for f in waiting)
         joined: tuple[Frame, ...] = ()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from reprospec.core import capped
 from reprospec.core.signals import STACK_DUMP_SIGNAL
-from reprospec.core.words import NOT_PYTHON, stack_header, stacks_omitted
+from reprospec.core.words import LEFT_THE_TREE, NOT_PYTHON, stack_header, stacks_omitted
 from reprospec.process.childprotocol import RAISED
 from reprospec.process.tree import ProcInfo, read_proc, shell_of_one_program
 
@@ -228,6 +228,7 @@ def collect_stacks(
         for pid in sorted(alive, key=lambda pid: (pid != root_pid, pid))
         if pid in python or pid in started
     ]
+    left = _left_the_tree(alive, root_pid)
     parts: list[str] = []
     budget = STACKS_TOTAL_BYTES
     for index, pid in enumerate(shown):
@@ -235,11 +236,12 @@ def collect_stacks(
             parts.append(stacks_omitted(len(shown) - index))
             break
         cmd = alive[pid].cmdline
+        tags = (LEFT_THE_TREE,) if pid in left else ()
         if pid in dumps:
-            parts.append(f"{stack_header(pid, cmd)}\n{dumps[pid].rstrip()}\n")
+            parts.append(f"{stack_header(pid, cmd, *tags)}\n{dumps[pid].rstrip()}\n")
         elif pid in spied:
             spy = without_our_frames(spied[pid]).rstrip()
-            parts.append(f"{stack_header(pid, cmd, '[py-spy]')}\n{spy}\n")
+            parts.append(f"{stack_header(pid, cmd, '[py-spy]', *tags)}\n{spy}\n")
         elif pid in started:
             parts.append(f"{stack_header(pid, cmd, NOT_PYTHON)}\n(no Python stack)\n")
         else:
@@ -252,6 +254,23 @@ def collect_stacks(
         budget -= len(parts[-1])
     out_path.write_text("\n".join(parts), encoding="utf-8")
     return out_path
+
+
+def _left_the_tree(alive: Mapping[int, ProcInfo], root_pid: int | None) -> set[int]:
+    """The processes whose parents lead to no live root: a daemon that forked away and was
+    reparented (its stack is no hang's place while the root waits on something else). None
+    where the root is not among them (no tree to leave)."""
+    if root_pid is None or root_pid not in alive:
+        return set()
+    left = set()
+    for pid in alive:
+        seen, at = {pid}, pid
+        while at != root_pid and (parent := alive[at].ppid) in alive and parent not in seen:
+            seen.add(parent)
+            at = parent
+        if at != root_pid:
+            left.add(pid)
+    return left
 
 
 def remove_stack_dumps(folder: Path) -> None:

@@ -122,3 +122,33 @@ def test_the_programs_record_of_its_end_is_kept_and_no_other(tmp_path: Path) -> 
     (tmp_path / "raised.txt").write_text("1\nTraceback (an earlier attempt's)\n")
     records(p501="1\nTraceback ...\n")
     assert kept(["python", "x.py"], None) is None
+
+
+def test_a_daemon_that_left_the_tree_is_tagged_so_no_hang_sits_in_it() -> None:
+    """nu-c: `python daemon.py; sleep 100` hung in the shell's sleep, but the phrase read
+    `hang in <module> (daemon.py:6)`: the daemon's grandchild, reparented away from the
+    root, was the only Python stack. Its block is tagged, and the hang has no frame."""
+    from reprospec.core.words import LEFT_THE_TREE
+    from reprospec.outcome.hungstacks import hung_frame
+    from reprospec.process.stacks import _left_the_tree
+    from reprospec.process.tree import ProcInfo
+
+    alive = {
+        100: ProcInfo(100, 1, 100, "S", "/bin/sh -c python daemon.py; sleep 100"),
+        101: ProcInfo(101, 100, 100, "S", "sleep 100"),
+        102: ProcInfo(102, 101, 100, "S", "sleep 1"),
+        200: ProcInfo(200, 1, 199, "S", "python3 daemon.py"),  # reparented to the engine
+        201: ProcInfo(201, 200, 199, "S", "python3 daemon.py"),
+    }
+    assert _left_the_tree(alive, 100) == {200, 201}
+    assert _left_the_tree(alive, None) == set()
+    assert _left_the_tree(alive, 999) == set()  # no live root: no tree to leave
+    stack = (
+        f"--- pid 200 (python3 daemon.py) {LEFT_THE_TREE} ---\n"
+        "Current thread 0x00007f (most recent call first):\n"
+        '  File "/w/daemon.py", line 6 in <module>\n'
+    )
+    assert hung_frame(stack) is None
+    frame = hung_frame(stack.replace(f" {LEFT_THE_TREE}", ""))
+    assert frame is not None
+    assert (frame.path, frame.line) == ("/w/daemon.py", 6)
