@@ -502,24 +502,31 @@ def test_a_command_that_passed_is_said_to_have_passed(cli: Cli, tmp_path: Path) 
     assert "capture again with --repeat above 3, or edit its expect" in more.stdout
 
 
-def test_the_packages_are_read_in_the_interpreter_that_ran_the_command(
-    cli: Cli, tmp_path: Path
-) -> None:
-    # A command run by another environment's interpreter got the engine's versions pinned
-    # (or none, for what the engine lacks); and `capture --python` did not exist, though
-    # capture's own advice for a bare `python` that ran the engine's named it.
+def _venv_with(tmp_path: Path, name: str, version: str) -> Path:
+    """A real venv at tmp_path/venv (no pip) with one wheel made here installed by uv: a
+    package `name` of `version` whose module holds VERSION."""
     from uv import find_uv_bin
 
     from tests.support.envs import make_wheel, uv_environment
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    wheel = make_wheel(tmp_path / "wheels", "nu-only-pkg", "1.2.3", "VERSION = '1.2.3'\n")
+    wheel = make_wheel(tmp_path / "wheels", name, version, f"VERSION = {version!r}\n")
     install = [str(find_uv_bin()), "pip", "install", "--python", str(venv / "bin" / "python")]
     subprocess.run(
         [*install, "--no-index", str(wheel)], check=True, capture_output=True,
         env={**os.environ, **uv_environment()},
     )  # fmt: skip
+    return venv
+
+
+def test_the_packages_are_read_in_the_interpreter_that_ran_the_command(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A command run by another environment's interpreter got the engine's versions pinned
+    # (or none, for what the engine lacks); and `capture --python` did not exist, though
+    # capture's own advice for a bare `python` that ran the engine's named it.
+    venv = _venv_with(tmp_path, "nu-only-pkg", "1.2.3")
     workdir = tmp_path / "work"
     workdir.mkdir()
     (workdir / "t.py").write_text("import nu_only_pkg\nraise ValueError(nu_only_pkg.VERSION)\n")
@@ -553,18 +560,7 @@ def test_no_packages_are_pinned_of_the_engine_for_a_script_that_runs_another_pyt
     # `capture -- sh run.sh`, run.sh running another environment's python: the engine's
     # own versions were pinned (`rich==14...` where the program imported that env's rich
     # 0.0.1), and its `python` written, for a program that ran neither.
-    from uv import find_uv_bin
-
-    from tests.support.envs import make_wheel, uv_environment
-
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    wheel = make_wheel(tmp_path / "wheels", "rich", "0.0.1", "VERSION = '0.0.1'\n")
-    install = [str(find_uv_bin()), "pip", "install", "--python", str(venv / "bin" / "python")]
-    subprocess.run(
-        [*install, "--no-index", str(wheel)], check=True, capture_output=True,
-        env={**os.environ, **uv_environment()},
-    )  # fmt: skip
+    venv = _venv_with(tmp_path, "rich", "0.0.1")
     workdir = tmp_path / "work"
     workdir.mkdir()
     (workdir / "t.py").write_text("import rich\nraise ValueError(rich.VERSION)\n")
