@@ -159,7 +159,8 @@ def annotate(
     where a problem of that mapping is; never at the override's key. A
     problem at or below the path an override wrote is that override's. A problem
     at a path above it (`matrix: cells 1 and 3 have the same id` after `--set
-    matrix.a=[1, 1]`) is the override's only when the document without it has no
+    matrix.a=[1, 1]`), or elsewhere (an `exclude` value `--set matrix.python=["3.11"]`
+    took away from its axis), is the override's only when the document without it has no
     problem at that path (`without`): the file may have had it anyway, and then
     "from --set" would send the reader to the wrong place. The path, not the message,
     is compared: a message that quotes values (a cell id) changes with the override
@@ -201,6 +202,16 @@ def annotate(
                 if above and absent_without(index, problem):
                     cause = overrides[index]
                     break
+            else:
+                # Elsewhere in the document: a value checked against what the override
+                # changed (an `exclude` entry or a `when` naming a value `--set
+                # matrix.python=["3.11"]` took away from its axis) is its problem where the
+                # document without it has none there; the file's line alone sent the reader
+                # to a spec that validates as written.
+                for index in reversed(range(len(overrides))):
+                    if written[index] is not None and absent_without(index, problem):
+                        cause = overrides[index]
+                        break
         if cause is not None:
             problem = Problem(
                 problem.line, problem.col, path, f"{problem.message} (from {_set()} {cause})"

@@ -458,6 +458,34 @@ def test_a_problem_above_an_override_names_it_when_the_override_caused_it(
     ]
 
 
+def test_a_problem_elsewhere_an_override_caused_names_it(tmp_path: Path) -> None:
+    """`--set 'matrix.python=["3.11"]'` leaves the exclude entry and the `when` that name
+    3.10 with no such value: located at the file's lines, which validate as written, they
+    did not say the override made them problems."""
+    spec = write(
+        tmp_path / "narrowed.yaml",
+        "reprospec: 1\nname: n\n"
+        'matrix:\n  python: ["3.10", "3.11"]\n  workers: [0, 2]\n'
+        '  exclude:\n    - {python: "3.10", workers: 2}\n'
+        "command: echo ${{ matrix.python }} ${{ matrix.workers }}\n"
+        'expect:\n  outcome: pass\n  cases:\n    - when: {python: "3.10"}\n'
+        "      outcome: pass\n",
+    )
+    load_spec(spec, [])  # valid as written
+    narrowed = 'matrix.python=["3.11"]'
+    found = problems_of(spec, [narrowed])
+    assert [p.split(": ", 2)[1] for p in found] == [
+        "matrix.exclude[0].python",
+        "expect.cases[0].when.python",
+    ], found
+    assert all(p.endswith(f"(from --set {narrowed})") for p in found), found
+    # A value the file itself gets wrong is the file's, an override beside it not blamed.
+    typo = write(
+        tmp_path / "typo.yaml", spec.read_text().replace('{python: "3.10"}', "{python: 3.1}")
+    )
+    assert not any("(from --set" in p for p in problems_of(typo, ["run.repeat=2"]))
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [
