@@ -267,7 +267,7 @@ class ProbeRunner:
                 self.say(
                     f"candidates run at a timeout of {format_duration(cap)}, "
                     f"{CANDIDATE_FACTOR}x the longest attempt that ended "
-                    f"({self.longest[_side(probe.role)]:.1f}s), not the attempt's "
+                    f"({self.longest[_side(probe.role)]:.2f}s), not the attempt's "
                     f"{format_duration(self.timeout_s or 0)}: one that runs longer is not "
                     "the failure"
                 )
