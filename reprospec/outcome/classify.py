@@ -204,10 +204,7 @@ def classify(
         # threads' blocks it can tell.
         chain = (parse_chain(recorded) if recorded else ()) or parse_chain(stderr)
     last_traceback: PythonException | None = None
-    # A record that its main thread died of none (`raise SystemExit(1)` after a
-    # multiprocessing child's MemoryError) makes stderr's traceback another process's: the
-    # last one printed, never the exception the program ended with (nu-c).
-    if chain and (recorded == "" or not _ended_by(chain[-1], execution, evidence)):
+    if chain and not _ended_by(chain[-1], execution, evidence):
         from reprospec.outcome.tracebacks import went_on
 
         last_traceback, chain = went_on(chain[-1]), ()
@@ -366,7 +363,7 @@ def classify(
                     # A SIGKILL with no OOM kill anywhere: `timeout -s KILL` in the script.
                     detail += f"; {sent.describe()}, {SENT_BY_A_PROCESS}"
             if last_traceback is not None:
-                detail += f"; {_went_on(last_traceback, recorded == '')}"
+                detail += f"; {_went_on(last_traceback)}"
             if worker is not None:
                 where = "worker"
                 detail += f"; {_describe_worker(worker)}"
@@ -524,15 +521,12 @@ def _a_threads(line: str, threads: Sequence[PythonException], stderr: str) -> bo
     return said > 1
 
 
-def _went_on(exception: PythonException, recorded_none: bool = False) -> str:
-    """`the last traceback printed (KeyError) did not end the process (...)`; why: its exit
-    status, or (`recorded_none`) its main thread's own record, where the status was 1."""
-    why = (
-        "its main thread recorded no uncaught exception (another process's traceback)"
-        if recorded_none
-        else f"Python exits {PYTHON_UNCAUGHT_EXIT} on an uncaught exception"
+def _went_on(exception: PythonException) -> str:
+    """`the last traceback printed (KeyError) did not end the process (...)`."""
+    return (
+        f"the last traceback printed ({exception.type}) did not end the process: Python "
+        f"exits {PYTHON_UNCAUGHT_EXIT} on an uncaught exception"
     )
-    return f"the last traceback printed ({exception.type}) did not end the process: {why}"
 
 
 def _xdist_running(stdout: str) -> tuple[str, ...] | None:

@@ -245,6 +245,8 @@ def passed_after_a_traceback(outcome: Outcome | NotRun, evidence: Evidence) -> t
     """A pass that printed a traceback (`print_exc()`, exit 0): a bare pass would hide it."""
     if not isinstance(outcome, Outcome) or outcome.kind != "pass":
         return ()
+    if "Traceback (most recent call last):" not in evidence.stderr:
+        return ()  # a pass imports no reader of tracebacks (issue 30, item 4)
     from reprospec.outcome.tracebacks import last_printed
 
     said = last_printed(evidence.stderr)
