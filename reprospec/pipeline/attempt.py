@@ -243,10 +243,10 @@ def passed_over_a_crash(
 
 def passed_after_a_traceback(outcome: Outcome | NotRun, evidence: Evidence) -> tuple[str, ...]:
     """A pass that printed a traceback (`print_exc()`, exit 0): a bare pass would hide it."""
-    if not isinstance(outcome, Outcome) or outcome.kind != "pass":
+    # A pass imports no reader of tracebacks unless it printed one (issue 30, item 4).
+    traceback = "Traceback (most recent call last):" in evidence.stderr
+    if not isinstance(outcome, Outcome) or outcome.kind != "pass" or not traceback:
         return ()
-    if "Traceback (most recent call last):" not in evidence.stderr:
-        return ()  # a pass imports no reader of tracebacks (issue 30, item 4)
     from reprospec.outcome.tracebacks import last_printed
 
     said = last_printed(evidence.stderr)
