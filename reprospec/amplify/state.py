@@ -31,7 +31,7 @@ from reprospec.core.atomicfile import write_atomic
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.isolation.candidates import AttemptKind
-from reprospec.isolation.state import read_probes, stored_kinds
+from reprospec.isolation.state import could_not_run, read_probes, stored_kinds
 
 FORMAT = 1
 
@@ -85,12 +85,11 @@ class StateFile:
             # An interrupted probe is run again: it holds fewer attempts than asked.
             self._probes = [p for p in stored if not p.interrupted]
         # The reason an earlier run's attempts all could not run ("" where any ran).
-        self.could_not_run = ""
-        if self._probes and all(p.kinds and set(p.kinds) == {"infra"} for p in self._probes):
-            # It learned nothing of the program (the search ended `infra-error`, exit 3):
-            # replayed, the same command answered "could not run" again once the machine
-            # was fixed (the command put on PATH), and only removing the folder ran it.
-            self.could_not_run = self._probes[-1].infra_reason or "could not run"
+        # It learned nothing of the program (the search ended `infra-error`, exit 3):
+        # replayed, the same command answered "could not run" again once the machine was
+        # fixed (the command put on PATH), and only removing the folder ran it.
+        self.could_not_run = could_not_run(self._probes)
+        if self.could_not_run:
             self._probes = []
         self._replay: dict[str, deque[StoredProbe]] = {}
         for probe in self._probes:

@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from reprospec.core.atomicfile import write_atomic
 from reprospec.core.frozen import frozen
@@ -191,9 +191,27 @@ def forget_could_not_run(path: Path, header: JsonObject) -> str:
     if not path.exists():
         return ""
     probes = read_probes(path, header, StoredProbe.from_dict, FORMAT, "isolate", "isolation")
+    reason = could_not_run(probes)
+    if reason:
+        path.unlink()
+    return reason
+
+
+class _Ran(Protocol):
+    """What `could_not_run` reads of a stored probe (isolate's, minimize's, amplify's)."""
+
+    @property
+    def kinds(self) -> tuple[AttemptKind, ...]: ...
+
+    @property
+    def infra_reason(self) -> str: ...
+
+
+def could_not_run(probes: Sequence[_Ran]) -> str:
+    """The last reason where no attempt of `probes` could run ("" where any ran, or none is
+    stored): a search that learned nothing of the program, not to be replayed."""
     if not probes or not all(p.kinds and set(p.kinds) == {"infra"} for p in probes):
         return ""
-    path.unlink()
     return probes[-1].infra_reason or "could not run"
 
 
