@@ -280,8 +280,9 @@ class _Translator:
         if kind in ("anyOf", "oneOf"):
             return self._alternatives(path, error)
         if kind == "enum" and isinstance(value, str):
-            hint = _NO_EXPRESSION if "${{" in value else ""
-            hint = hint or suggest(value, [v for v in error.validator_value if isinstance(v, str)])
+            hint = _no_expression(value) or suggest(
+                value, [v for v in error.validator_value if isinstance(v, str)]
+            )
             return [
                 self._at(
                     path, f"expected {describe(error.schema)}, got {render_instance(value)}{hint}"
