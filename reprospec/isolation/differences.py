@@ -167,12 +167,15 @@ def mix(passing: Config, diffs: Sequence[Difference], chosen: Iterable[int]) -> 
     return config
 
 
-def overrides(config: Config, document: Mapping[str, JsonValue]) -> tuple[str, ...]:
+def overrides(
+    config: Config, document: Mapping[str, JsonValue], *, cell: bool = True
+) -> tuple[str, ...]:
     """The `--set` list that makes `document` run `config` as one cell.
 
     Fields are set (or `~`-deleted) where they differ from the document; the
     matrix becomes one axis value per key, so the spec expands to exactly one
-    cell whose id and `${{ matrix.* }}` values are the configuration's.
+    cell whose id and `${{ matrix.* }}` values are the configuration's. `cell=False`:
+    the fields only, the matrix left as it is (a side's fields, its cell not yet chosen).
     """
     out: list[str] = []
     for path, value in config.items():
@@ -184,6 +187,8 @@ def overrides(config: Config, document: Mapping[str, JsonValue]) -> tuple[str, .
                 out.append(f"~{path}")
         elif present is MISSING or not same_setting(present, value):
             out.append(f"{path}={json.dumps(value)}")
+    if not cell:
+        return tuple(out)
     axes = {p[len(MATRIX) :]: v for p, v in config.items() if p.startswith(MATRIX)}
     if axes:
         out.append("matrix=" + json.dumps({axis: [value] for axis, value in axes.items()}))

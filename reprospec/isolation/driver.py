@@ -160,7 +160,7 @@ def _isolate(
         # (`--passing-set run.timeout=abc`) was refused when that side's first probe
         # loaded it, after the matrix run and the failing side's attempts, and named
         # `--set`, which the user had not typed.
-        words = _set_overrides(sets, spec.document)
+        words = overrides(sets, spec.document, cell=False)
         try:
             api.load_spec(spec.path, (*run_options.overrides, *words))
         except SpecError as exc:
@@ -416,20 +416,6 @@ def _parse_sets(items: Sequence[str], option: str) -> dict[str, Setting]:
             raise UsageError(f"{option} {item}: expected PATH=VALUE, like run.timeout=5m")
         out[path] = option_value(option, item, path, raw)
     return out
-
-
-def _set_overrides(sets: Config, document: Mapping[str, JsonValue]) -> tuple[str, ...]:
-    """The `--set` words of one side's fields but its matrix axes (its cell, not yet
-    chosen), as `overrides` writes them for each of its runs."""
-    out = []
-    for path, value in sets.items():
-        if path.startswith(MATRIX):
-            continue
-        if value is not MISSING:
-            out.append(f"{path}={json.dumps(value)}")
-        elif lookup(document, path) is not MISSING:
-            out.append(f"~{path}")
-    return tuple(out)
 
 
 # The spec's variables for an attempt: `~environment.env.NAME` unsets one on a side.
