@@ -44,7 +44,12 @@ from reprospec.process import leftovers
 from reprospec.report import warm_up
 from reprospec.runners import create_runner
 from reprospec.runners.base import Runner, first_runnable, pins_of
-from reprospec.spec.checks.cells import unread_axes, unread_axis_message
+from reprospec.spec.checks.cells import (
+    silent_fault_message,
+    silent_faults,
+    unread_axes,
+    unread_axis_message,
+)
 from reprospec.store.db import Store, StoreError
 from reprospec.store.digests import FILES_FIELD, RunKey
 from reprospec.store.runfolder import RunFolder
@@ -357,6 +362,11 @@ def execute(
             # An axis of `--set matrix.X=[...]` is never validated: an observed run of two
             # cells alike read as if X had been tried and changed nothing.
             *(unread_axis_message(axis) for axis in unread_axes(spec.document)),
+            # A fault no cell of this run injects: its not-reproduced said nothing of it.
+            *(
+                silent_fault_message(index, len(plan.cells))
+                for index in silent_faults(spec.document, plan.cells)
+            ),
             *files_warnings,
             *warnings,
             *store.warnings,

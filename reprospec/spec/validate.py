@@ -15,9 +15,15 @@ from pathlib import Path
 from reprospec.core.inputs import Spec
 from reprospec.core.words import plural
 from reprospec.errors import SpecError
-from reprospec.spec.checks.cells import unread_axes, unread_axis_message
+from reprospec.spec.checks.cells import (
+    silent_fault_message,
+    silent_faults,
+    unread_axes,
+    unread_axis_message,
+)
 from reprospec.spec.files import spec_files
 from reprospec.spec.load import load_spec
+from reprospec.spec.matrix import expand
 from reprospec.spec.todo import todo_block, unfilled
 from reprospec.spec.yamlsource import locate
 
@@ -79,6 +85,7 @@ def validate(
             if note:
                 found.notes.append(note)
             found.notes += _unread_axes(file, spec)
+            found.notes += _silent_faults(file, spec)
             found.notes += notes_of(file, spec)
     return found
 
@@ -89,6 +96,16 @@ def _unread_axes(file: str, spec: Spec) -> list[str]:
     for axis in unread_axes(spec.document):
         line, column = locate(spec.locations, ("matrix", axis))
         notes.append(f"{file}:{line}:{column}: {unread_axis_message(axis)}")
+    return notes
+
+
+def _silent_faults(file: str, spec: Spec) -> list[str]:
+    """A note, at its `when`, for each fault left out of every cell (`silent_faults`)."""
+    cells = expand(spec)  # a spec that loaded has a matrix that expands
+    notes = []
+    for index in silent_faults(spec.document, cells):
+        line, column = locate(spec.locations, ("workload", "faults", index, "when"))
+        notes.append(f"{file}:{line}:{column}: {silent_fault_message(index, len(cells))}")
     return notes
 
 

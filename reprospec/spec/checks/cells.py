@@ -102,6 +102,55 @@ def unread_axes(document: Mapping[str, JsonValue]) -> list[str]:
     return [axis for axis in matrix if axis not in read and axis not in ("include", "exclude")]
 
 
+def silent_faults(document: Mapping[str, JsonValue], cells: Iterable[Cell]) -> list[int]:
+    """The indexes of the workload faults whose `when` leaves them out of every cell.
+
+    Such a fault is a spec that says an injection it never makes: `when: ${{ matrix.workers
+    > 2 }}` over workers [0, 2] ran every cell as a plain program, judged `not-reproduced`
+    with no word of the fault. Not refused, only noted (validate) and warned (run): a run
+    narrowed to its control cells (`--set matrix.num_workers=[0]`, isolate's passing side)
+    leaves the fault out on purpose. A `when` that reads `attempt` or `env` is not judged:
+    its value is per attempt, or the machine's where the run happens."""
+    workload = document.get("workload")
+    faults = workload.get("faults") if isinstance(workload, Mapping) else None
+    if not isinstance(faults, list):
+        return []
+    # Which faults could be judged, and those still left out in every cell seen so far.
+    judged: dict[int, JsonValue] = {}
+    for index, fault in enumerate(faults):
+        when = fault.get("when") if isinstance(fault, Mapping) else None
+        if when is None:
+            continue
+        try:
+            names = expr.names_used(when)
+        except expr.ExprError:
+            continue  # validation says so
+        if not any(name == "attempt" or name.split(".")[0] == "env" for name in names):
+            judged[index] = when
+    name = document.get("name")
+    for cell in cells:
+        if not judged:
+            break
+        ctx = context(name, cell, 1, {})
+        for index, when in list(judged.items()):
+            try:
+                armed = fault_armed(_evaluated(when, ctx))
+            except (expr.ExprError, RecursionError, OverflowError, ValueError, TypeError):
+                armed = True  # the value checks report it
+            if armed:
+                del judged[index]
+    return list(judged)
+
+
+def silent_fault_message(index: int, cells: int) -> str:
+    """What `validate` notes (at the fault's `when`) and a run warns of a silent fault."""
+    every = "the one cell" if cells == 1 else f"every one of the {cells} cells"
+    return (
+        f"workload.faults[{index}]'s when is false in {every}: the fault is never injected, "
+        "and a run judges the program without it"
+    )
+
+
 def unread_axis_message(axis: str) -> str:
     """What `validate` notes (after the axis's place) and a run warns of an unread axis."""
     return (
