@@ -53,7 +53,7 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import Redactor, env_names_read, public_env, sets_secret
 from reprospec.core.results import RunResult
 from reprospec.core.units import positive_duration
-from reprospec.core.words import plural
+from reprospec.core.words import interrupted_of, plural
 from reprospec.errors import UsageError
 from reprospec.export.carry import carried_bytes
 from reprospec.export.tree import SpecTree, spec_tree
@@ -300,20 +300,42 @@ def pack(
 def _unfinished(run: RunResult) -> str | None:
     """What an interrupted run's bundle lacks, or None: cells it never ran have no outcome a
     maintainer could read. A run stopped before any attempt ended was packed with only
-    `wrote ...; rerun it with ...` said, an archive whose report shows nothing that failed."""
-    not_run = _not_run(run)
-    if not not_run:
+    `wrote ...; rerun it with ...` said, an archive whose report shows nothing that failed;
+    one stopped after 7 of a cell's 20 attempts, with nothing said at all, though its report
+    judged the cell (its rate) on those 7 alone."""
+    lacks = _lacks(run)
+    if not lacks:
         return None
     again = f"finish it first (reprospec run --resume {run.run_id}), then bundle it again"
-    if not_run == len(run.cells):
+    if _not_run(run) == len(run.cells):
         return (
             "the run was interrupted before any attempt ended: the bundle holds its spec and "
             f"files, but no outcome to show; {again}"
         )
-    return (
-        f"the run was interrupted with {not_run} of {plural(len(run.cells), 'cell')} not run: "
-        f"the bundle's report shows only what ran; {again}"
-    )
+    return f"the run was interrupted with {lacks}: the bundle's report shows only what ran; {again}"
+
+
+def _lacks(run: RunResult) -> str:
+    """`1 of 2 cells not run`, `1 of 1 cell cut short (interrupted after 7 of 20 attempts)`,
+    or both: what of an interrupted run never ran ("" for one that lacks nothing)."""
+    if not run.interrupted:
+        return ""
+    total = plural(len(run.cells), "cell")
+    said: list[str] = []
+    not_run = _not_run(run)
+    if not_run:
+        said.append(f"{not_run} of {total} not run")
+    short = [
+        interrupted_of(cell.reason)
+        for cell in run.cells
+        if cell.verdict != "not-run" and interrupted_of(cell.reason)
+    ]
+    if short:
+        # The one cell's own count (`interrupted after 7 of 20 attempts`); several cells'
+        # counts differ, each in the report's table.
+        how = f" ({short[0]})" if len(short) == 1 else ""
+        said.append(f"{len(short)} of {total} cut short{how}")
+    return " and ".join(said)
 
 
 def _not_run(run: RunResult) -> int:
@@ -776,17 +798,16 @@ def _readme(
         f"Or unpack it and run the spec yourself: `{rerun}`.",
         "`report.md` is the bug report; `logs/cells/CELL/N/` holds attempt N of each cell.",
     ]
-    not_run = _not_run(run)
-    if not_run:
-        # The recipient reads report.md first: that it shows no outcome is the run's, not
-        # the program's (a stop before any attempt ended).
+    lacks = _lacks(run)
+    if lacks:
+        # The recipient reads report.md first: that it shows no outcome, or judged a cell on
+        # some of its attempts only, is the run's doing, not the program's.
         lines.append(
             "The run was interrupted before it ended: "
             + (
                 "no attempt had ended, so report.md shows no outcome"
-                if not_run == len(run.cells)
-                else f"{not_run} of {plural(len(run.cells), 'cell')} were not run, "
-                "and report.md shows only what ran"
+                if _not_run(run) == len(run.cells)
+                else f"{lacks}, and report.md shows only what ran"
             )
             + "; `reprospec run` of the bundle runs its cells again."
         )

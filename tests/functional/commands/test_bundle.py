@@ -1030,4 +1030,42 @@ def test_the_bundle_of_a_run_interrupted_midway_says_its_report_is_partial(
     ) in packed.stderr, packed.stderr
     with tarfile.open(tmp_path / "half.tar.gz") as tar:
         readme = _read(tar, f"{tar.getnames()[0].split('/')[0]}/README.md")
-    assert "1 of 2 cells were not run, and report.md shows only what ran" in readme
+    assert "1 of 2 cells not run, and report.md shows only what ran" in readme
+
+
+def test_the_bundle_of_a_run_interrupted_within_a_cell_says_its_report_is_partial(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A Ctrl-C after 1 of a cell's 3 attempts: every cell has an outcome, so the bundle was
+    packed with nothing said, though its report judged the cell on 1 attempt of 3."""
+    import sys
+
+    from tests.support.cli import interrupt_when
+
+    started = tmp_path / "started"
+    code = (
+        "import sys, time; n = int(sys.argv[1]); "
+        f"n == 2 and open({str(started)!r}, 'w'); time.sleep(60 if n == 2 else 0); "
+        "sys.exit(3)"
+    )
+    (tmp_path / "cut.yaml").write_text(
+        "reprospec: 1\nname: cut\n"
+        f"command: [python, -c, {json.dumps(code)}, '${{{{ attempt }}}}']\n"
+        "run: {timeout: 90s, repeat: 3}\nexpect: {outcome: error}\n"
+    )
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "reprospec", "run", str(tmp_path / "cut.yaml"), "-j", "1"]
+    stopped = interrupt_when([*argv, "--out", str(out)], started.exists)
+    assert stopped.code == 130, stopped.stderr
+    packed = _bundle(cli, tmp_path / "cut.tar.gz", out)
+    assert packed.code == 0, packed.stderr
+    assert (
+        "the run was interrupted with 1 of 1 cell cut short (interrupted after 1 of 3 "
+        "attempts): the bundle's report shows only what ran; finish it first"
+    ) in packed.stderr, packed.stderr
+    with tarfile.open(tmp_path / "cut.tar.gz") as tar:
+        readme = _read(tar, f"{tar.getnames()[0].split('/')[0]}/README.md")
+    assert (
+        "1 of 1 cell cut short (interrupted after 1 of 3 attempts), and report.md shows "
+        "only what ran"
+    ) in readme
