@@ -151,7 +151,9 @@ def decode_spec(path: Path, data: bytes) -> str:
 
 
 # Patterns as strings, compiled on first use (re caches them): only markdown needs them.
-_FENCE = r"^ {0,3}(`{3,}|~{3,})\s*([A-Za-z0-9_+-]*)"
+# Any indentation: a ticket's steps put the spec's block in a list item ("1. Save this:"
+# and the fence indented under it), where a 3-space limit found no spec in it.
+_FENCE = r"^ *(`{3,}|~{3,})\s*([A-Za-z0-9_+-]*)"
 _SPEC_KEY = r"^reprospec\s*:"
 
 
@@ -188,7 +190,11 @@ def _first_spec_block(text: str) -> tuple[str, int] | None:
             index += 1
         body = lines[start:index]
         index += 1
-        if info in ("yaml", "yml") and any(spec_key.match(line) for line in body):
+        # The block is given whole, as indented as it is: YAML reads a document whose lines
+        # all share an indentation as if they had none, and its columns stay the file's.
+        # `reprospec:` is top-level at the body's least indentation.
+        base = min((len(line) - len(line.lstrip(" ")) for line in body if line.strip()), default=0)
+        if info in ("yaml", "yml") and any(spec_key.match(line[base:]) for line in body):
             return "".join(body), start
     return None
 

@@ -195,6 +195,26 @@ def test_extract_markdown_ignores_non_yaml_fences() -> None:
     assert extract_markdown_spec(text) == ("reprospec: 1\n", 4)
 
 
+def test_a_spec_block_indented_in_a_list_item_is_found_and_located(tmp_path: Path) -> None:
+    # A ticket's steps: the fence and the spec indented under "1." (past CommonMark's
+    # 3 spaces for a fence outside a list): no spec was found in it.
+    ticket = tmp_path / "ticket.md"
+    ticket.write_text(
+        "Steps:\n\n1. Save this spec:\n\n    ```yaml\n    reprospec: 1\n    name: listed\n"
+        "    command: exit 3\n    run: {timeoutt: 5s}\n    ```\n\n2. Run it.\n"
+    )
+    with pytest.raises(SpecError) as caught:
+        load_spec(ticket)
+    # Line and column as the file has them, indentation and all.
+    assert caught.value.problems[0].startswith(f"{ticket}:9:11: run: unknown key 'timeoutt'")
+    ticket.write_text(ticket.read_text().replace("timeoutt", "timeout"))
+    spec = load_spec(ticket)
+    assert (spec.name, spec.document["command"]) == ("listed", "exit 3")
+    assert spec.locations[("command",)] == (8, 14)
+    # A block whose `reprospec:` is nested under another key is not a spec.
+    assert extract_markdown_spec("  ```yaml\n  x:\n    reprospec: 1\n  ```\n") is None
+
+
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as caught:
         load_spec(tmp_path / "nope.yaml")
