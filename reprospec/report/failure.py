@@ -214,11 +214,11 @@ def failure_signatures(run: RunResult) -> list[tuple[str, int, str | None]]:
     """
     if not any(a.failed for c, _ in alike(run.cells) for a in c.attempts):
         return []  # nothing failed: no signature to name (nor their module to import)
-    from reprospec.report.signatures import group_key, signatures_of, told_apart
+    from reprospec.report.signatures import group_key, shared_phrase, signatures_of, told_apart
 
     first = first_failure(run)
     cells: dict[GroupKey, set[str]] = {}
-    phrases: dict[GroupKey, tuple[str, str | None]] = {}
+    grouped: dict[GroupKey, list[Outcome]] = {}
     signature_of = signatures_of(run.cells)
     outcomes = [
         (c.cell.id, a.ran, signature_of(a)) for c in run.cells for a in c.attempts if a.failed
@@ -228,13 +228,17 @@ def failure_signatures(run: RunResult) -> list[tuple[str, int, str | None]]:
     for cell_id, outcome, signature in outcomes:
         assert outcome is not None
         key = group_key(signature or outcome_phrase(outcome, pid=False), outcome)
-        plain = replace(outcome, injected=None)
-        phrases.setdefault(key, (outcome_phrase(plain, pid=False), outcome.injected))
+        grouped.setdefault(key, []).append(outcome)
         cells.setdefault(key, set()).add(cell_id)
     order = list(cells)
     ranked = sorted(order, key=lambda key: (-len(cells[key]), order.index(key)))
-    told = told_apart({key: phrase for key, (phrase, _) in phrases.items()})
-    return [(told[key], len(cells[key]), phrases[key][1]) for key in ranked]
+    told = told_apart(
+        {
+            key: shared_phrase([replace(o, injected=None) for o in outcomes])
+            for key, outcomes in grouped.items()
+        }
+    )
+    return [(told[key], len(cells[key]), grouped[key][0].injected) for key in ranked]
 
 
 def _observed_line(run: RunResult) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from itertools import combinations
 
 from reprospec import native
@@ -109,19 +110,20 @@ def outcome_groups(run: RunResult) -> list[OutcomeGroup]:
     """The run's outcome signatures, failures first (most cells first), `pass` last."""
     ran = [c for c in run.cells if _outcomes(c)]
     signature_of = signatures_of(ran)
-    found: dict[GroupKey, tuple[str, list[CellResult], int]] = {}
+    found: dict[GroupKey, tuple[list[Outcome], list[CellResult], int]] = {}
     for cell in ran:
         for attempt in cell.attempts:
             outcome = attempt.ran
             if outcome is None:
                 continue
             key = group_key(signature_of(attempt), outcome)
-            first: tuple[str, list[CellResult], int] = (outcome_phrase(outcome, pid=False), [], 0)
-            phrase, cells, count = found.get(key, first)
+            first: tuple[list[Outcome], list[CellResult], int] = ([], [], 0)
+            outcomes, cells, count = found.get(key, first)
+            outcomes.append(outcome)
             if cell not in cells:
                 cells.append(cell)
-            found[key] = (phrase, cells, count + 1)
-    told = told_apart({key: phrase for key, (phrase, _, _) in found.items()})
+            found[key] = (outcomes, cells, count + 1)
+    told = told_apart({key: shared_phrase(outcomes) for key, (outcomes, _, _) in found.items()})
     groups = [
         _group(key[0], told[key], cells, count, ran, len(run.cells))
         for key, (_, cells, count) in found.items()
@@ -145,6 +147,21 @@ def group_key(signature: str, outcome: Outcome) -> GroupKey:
     hung = outcome.hung_in if outcome.kind == "hang" else None
     place = f" in {hung.function} ({hung.path})" if hung is not None else ""
     return (signature, child_named(outcome) + place)
+
+
+def shared_phrase(outcomes: Sequence[Outcome]) -> str:
+    """The words of a group's outcomes (the first's), its step left out where they differ.
+
+    A signature leaves the step out (`error:ValueError:train`), so a cell that raised at
+    train:3 and one at train:2 are one group; worded by its first attempt, the headline
+    read `error exit 1 ValueError @ train:3 in 2 of 3 cells`, a step one of them never
+    reached. The phase, which the signature keeps, stays: `... @ train in 2 of 3 cells`.
+    """
+    first = outcome_phrase(outcomes[0], pid=False)
+    if all(outcome_phrase(o, pid=False) == first for o in outcomes[1:]):
+        return first
+    stepless = {outcome_phrase(replace(o, step=None, stage=None), pid=False) for o in outcomes}
+    return stepless.pop() if len(stepless) == 1 else first
 
 
 def told_apart(phrases: dict[GroupKey, str]) -> dict[GroupKey, str]:

@@ -30,6 +30,7 @@ from reprospec.report.failure import MAX_OTHER_FAILURES, summary_line
 from reprospec.report.markup import fence_for, inline_code, table_cell
 from reprospec.report.progress import results_table
 from reprospec.report.separation import separators
+from reprospec.report.signatures import outcome_groups
 from reprospec.spec.load import load_spec
 from reprospec.store.resultsjson import run_to_dict
 from tests.support.paths import DATA, GOLDEN
@@ -149,6 +150,26 @@ def test_summary_line_names_failure_and_counts() -> None:
     assert summary_line(infra_run()) == (
         "Could not run; as expected in 0 of 1 cell (0/0 attempts, 1 could not run), 1 infra-error"
     )
+
+
+def test_the_headline_names_no_step_that_only_some_cells_of_a_signature_reached() -> None:
+    # The signature leaves the step out (`error:RuntimeError:train`): the lr=0.1 cell raising
+    # at train:2 is in lr=1.0's group (train:3), and the headline read `@ train:3 in 2 of 2
+    # cells`, a step the lr=0.1 cell never reached. Its phase, which both share, stays.
+    run = error_run()
+    first, second = run.cells
+    attempt = second.attempts[0]
+    assert isinstance(attempt.outcome, Outcome)
+    earlier = replace(first, attempts=(replace(attempt, outcome=replace(attempt.outcome, step=2)),))
+    both = replace(run, cells=(earlier, second))
+    assert summary_line(both).startswith(
+        "error exit 1 RuntimeError @ train in 2 of 2 cells; as expected in 1 of 2 cells"
+    )
+    # So does an observe run's Outcomes section, which groups attempts the same way.
+    failed = outcome_groups(both)[0]
+    assert failed.headline() == "`error exit 1 RuntimeError @ train` in every cell (2 attempts)"
+    # One step shared by every attempt is still named.
+    assert summary_line(run).startswith("error exit 1 RuntimeError @ train:3 in 1 of 2 cells")
 
 
 def test_summary_line_counts_the_attempts_that_ran_as_the_results_table_does() -> None:
