@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT, count_within
+from reprospec.core.lazyre import Lazy
 from reprospec.core.runoptions import DEFAULT_OUT as DEFAULT_OUT
 
 if TYPE_CHECKING:
@@ -327,9 +328,19 @@ def force_output(p: argparse.ArgumentParser) -> None:
     )
 
 
-# Every file a `-o FILE` writes names reprospec near its top (a report's spec comment, its
-# title or generator line, the schema's $id): what an earlier `-o` wrote is recognised there.
+# Every file a `-o FILE` writes carries a mark of its own near its top, by which what an
+# earlier `-o` wrote is recognised. Any mention of reprospec was taken for one: a spec
+# (`reprospec: 1`), a README or a pyproject.toml naming the tool, so that `schema -o
+# specs/a.yaml` wrote the schema over the spec it was asked beside, without a word.
 _OWN_OUTPUT_HEAD = 4096
+_OWN_OUTPUT_MARKS = Lazy(
+    # report.md's first line (core/reportspec.marker_line), the GitHub summary's heading,
+    # results.json's first keys (store/resultsjson.run_to_dict): at the file's start.
+    r'\A(?:<!-- reprospec:spec sha256=|### reprospec: |\{\s*"format": \d+,\s*"run_id": )'
+    # The HTML report's generator, the JUnit report's <testsuites>, the schema's $id.
+    r'|<meta name="generator" content="reprospec">|<testsuites name="reprospec"'
+    r'|/schemas/reprospec\.schema\.json"',
+)
 
 
 def write_output(target: Path, text: str, *, force: bool = False) -> None:
@@ -347,9 +358,8 @@ def write_output(target: Path, text: str, *, force: bool = False) -> None:
         raise UsageError(f"-o {target}: it is a folder: name the file to write")
     if not force and target.exists() and not _written_by_reprospec(target):
         raise UsageError(
-            f"-o {target}: it exists and is not a file reprospec wrote (its first "
-            f"{_OWN_OUTPUT_HEAD // 1024} KiB never name reprospec): pass --force to replace "
-            "it, or name another file"
+            f"-o {target}: it exists and is not a file reprospec wrote (a report or the "
+            "schema, whose first lines say so): pass --force to replace it, or name another file"
         )
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -362,13 +372,15 @@ def write_output(target: Path, text: str, *, force: bool = False) -> None:
 
 
 def _written_by_reprospec(path: Path) -> bool:
-    """Whether the file at `path` names reprospec in its head, as every `-o` output does; an
-    unreadable one is not known to be ours (the write then says why it cannot be written)."""
+    """Whether the file at `path` carries in its head the mark of a `-o` output (a report,
+    the schema); an unreadable one is not known to be ours (the write then says why it
+    cannot be written)."""
     try:
         with path.open("rb") as file:
-            return b"reprospec" in file.read(_OWN_OUTPUT_HEAD).lower()
+            head = file.read(_OWN_OUTPUT_HEAD).decode("utf-8", errors="replace")
     except OSError:
         return False
+    return _OWN_OUTPUT_MARKS.search(head) is not None
 
 
 def unwritable(flag: str, path: Path, doing: str, exc: OSError) -> UsageError | InfraError:

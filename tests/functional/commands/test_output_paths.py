@@ -183,13 +183,28 @@ def test_an_output_file_reprospec_did_not_write_is_kept(tmp_path: Path) -> None:
     for argv in (["schema"], ["report", "latest", "--out", store]):
         said = _said(tmp_path, *argv, "-o", str(theirs))
         assert said == (
-            f"reprospec: -o {theirs}: it exists and is not a file reprospec wrote (its first "
-            "4 KiB never name reprospec): pass --force to replace it, or name another file"
+            f"reprospec: -o {theirs}: it exists and is not a file reprospec wrote (a report "
+            "or the schema, whose first lines say so): pass --force to replace it, or name "
+            "another file"
         ), argv
         assert theirs.read_text(encoding="utf-8") == "root:x:0:0:root:/root:/bin/bash\n"
-    report = tmp_path / "report.html"
-    for _ in range(2):
-        assert run_cli(tmp_path, "report", "latest", "--out", store, "-o", str(report)).code == 0
+    # Files that name reprospec are not its outputs: any mention was taken for one, and
+    # `schema -o ok.yaml` wrote the schema over the spec beside it.
+    readme = tmp_path / "README.md"
+    readme.write_text("# demo\n\n    pip install reprospec\n", encoding="utf-8")
+    for file in (spec, readme):
+        kept = file.read_text(encoding="utf-8")
+        for argv in (["schema"], ["report", "latest", "--out", store]):
+            said = _said(tmp_path, *argv, "-o", str(file))
+            assert "it exists and is not a file reprospec wrote" in said, argv
+            assert file.read_text(encoding="utf-8") == kept
+    # Each report format replaces what it wrote before.
+    for fmt in ("md", "html", "junit", "json", "github"):
+        report = tmp_path / f"report.{fmt}"
+        for _ in range(2):
+            argv = ["report", "latest", "--format", fmt, "--out", store, "-o", str(report)]
+            done = run_cli(tmp_path, *argv)
+            assert done.code == 0, (fmt, done.stderr)
     said = _said(tmp_path, "schema", "-o", str(tmp_path))
     assert said == f"reprospec: -o {tmp_path}: it is a folder: name the file to write"
     # What an earlier -o wrote is replaced, as --force replaces theirs.
