@@ -39,6 +39,8 @@ MAX_ATTEMPTS = 100_000
 MAX_PARALLEL = 256
 # Copies of one attempt started together at a start barrier (run.instances).
 MAX_INSTANCES = 256
+# Ranks of a distributed workload (workload.distributed.world_size): one process each.
+MAX_WORLD_SIZE = 256
 
 # Characters of one output line that markers are matched against, and the time one
 # marker may spend on one line before it is abandoned for the rest of the attempt.

@@ -23,7 +23,13 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from reprospec.core import expr, patterns, requirements
-from reprospec.core.bounds import MAX_ATTEMPTS, MAX_INSTANCES, MAX_PARALLEL, MAX_REPEAT
+from reprospec.core.bounds import (
+    MAX_ATTEMPTS,
+    MAX_INSTANCES,
+    MAX_PARALLEL,
+    MAX_REPEAT,
+    MAX_WORLD_SIZE,
+)
 from reprospec.core.frozen import frozen
 from reprospec.core.gpudebug import GpuDebug, GpuDebugError, conflicts
 from reprospec.core.inputs import Cell
@@ -371,24 +377,28 @@ def attempts_per_cell(data: Mapping[str, JsonValue]) -> int:
     return repeat if is_int(repeat) else 1
 
 
+# The ranks of a distributed workload, bounded as the instances of an attempt are.
+WORLD_SIZE: JsonPath = ("workload", "distributed", "world_size")
+
+
 def run_value_problems(
     data: Mapping[str, JsonValue], locations: Mapping[JsonPath, Location]
 ) -> list[Problem]:
-    """`run.repeat`, `run.max_repeat`, `run.parallel` and `run.instances` within the bounds."""
+    """`run.repeat`, `run.max_repeat`, `run.parallel`, `run.instances` and
+    `workload.distributed.world_size` within the bounds."""
     found: list[Problem] = []
-    run = data.get("run")
-    run = run if isinstance(run, Mapping) else {}
-    for key, most, what in (
-        ("repeat", MAX_REPEAT, "attempts per cell"),
-        ("max_repeat", MAX_REPEAT, "attempts per cell"),
-        ("parallel", MAX_PARALLEL, "parallel attempts"),
-        ("instances", MAX_INSTANCES, "instances"),
+    for path, most, what in (
+        (("run", "repeat"), MAX_REPEAT, "attempts per cell"),
+        (("run", "max_repeat"), MAX_REPEAT, "attempts per cell"),
+        (("run", "parallel"), MAX_PARALLEL, "parallel attempts"),
+        (("run", "instances"), MAX_INSTANCES, "instances"),
+        (WORLD_SIZE, MAX_WORLD_SIZE, "ranks"),
     ):
-        value = run.get(key)
+        value = _lookup(data, ".".join(str(key) for key in path))
         if is_int(value) and value > most:
-            line, col = locate(locations, ("run", key))
+            line, col = locate(locations, path)
             message = f"{value} {what}; at most {most} are allowed (docs/limits.md)"
-            found.append(Problem(line, col, ("run", key), message))
+            found.append(Problem(line, col, path, message))
     return found
 
 
@@ -471,6 +481,12 @@ def _semantic_problems(path: JsonPath, value: JsonValue) -> list[str]:
         # The schema saw `${{ }}` text; the evaluated count is bounded like a literal one.
         if is_int(value) and value > MAX_INSTANCES:
             return [f"{value} instances; at most {MAX_INSTANCES} are allowed (docs/limits.md)"]
+    elif path == WORLD_SIZE:
+        # Each rank is a process of its own: a stranger's `world_size: 100000` would fork
+        # until the attempt's process limit, each fork a torch process, past the machine's
+        # memory. Evaluated counts are bounded like literal ones.
+        if is_int(value) and value > MAX_WORLD_SIZE:
+            return [f"{value} ranks; at most {MAX_WORLD_SIZE} are allowed (docs/limits.md)"]
     elif path in (("environment", "memory"), ("environment", "shm_size")) and value is not None:
         # null: no limit for this cell (the schema allows it), as when the key is left out.
         try:

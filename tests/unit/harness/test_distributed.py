@@ -84,3 +84,35 @@ def test_an_armed_fault_of_a_rank_the_cell_lacks_is_still_refused() -> None:
     workload = {"distributed": {"world_size": 2}, "faults": [{"kind": "hang", "rank": 2}]}
     with pytest.raises(distributed.ConfigError, match=r"faults\[0\]\.rank: rank 2 does not"):
         distributed.settings(workload)
+
+
+@pytest.mark.parametrize(
+    ("world_size", "matrix", "message"),
+    [
+        ("1000000000000", "", "s.yaml:8:29: workload.distributed.world_size: 1000000000000 ranks"),
+        (
+            "'${{ matrix.n }}'",
+            "matrix:\n  n: [2, 300]\n",
+            "300 ranks; at most 256 are allowed (docs/limits.md) (in cell n=300)",
+        ),
+    ],
+)
+def test_a_world_size_past_the_bound_is_a_located_spec_error(
+    tmp_path: Path, world_size: str, matrix: str, message: str
+) -> None:
+    # Every rank is a process: a stranger's world_size of 10**12 was valid, and its run
+    # forked torch processes until the attempt's process limit, past the machine's memory.
+    import reprospec
+    from reprospec.errors import SpecError
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: s\n{matrix}environment: {{device: cpu}}\nworkload:\n"
+        "  model: {builtin: mlp}\n"
+        "  data: {dataset: {builtin: synthetic, size: 64, shape: [16], classes: 4}}\n"
+        "  phases: [{name: train, steps: 2}]\n"
+        f"  distributed: {{world_size: {world_size}}}\n"
+    )
+    with pytest.raises(SpecError) as error:
+        reprospec.load_spec(spec)
+    assert any(message in problem for problem in error.value.problems), error.value.problems
