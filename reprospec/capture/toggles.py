@@ -29,8 +29,7 @@ from reprospec.core.redact import (
     looks_like_credential,
     looks_secret,
     maskable,
-    name_words,
-    names_password,
+    secret_option,
     sets_secret,
 )
 from reprospec.outcome.pytestreport import is_pytest, takes_value
@@ -728,39 +727,8 @@ def _toggle(key: str, text: str | None, kind: str, written: str, taken: set[str]
     return Toggle(axis, value, kind, written, key, suggestion_for(axis, value))
 
 
-# The last word of an option's name that makes it a secret's: `--api-key`, `--hf-token`,
-# `db.password`, `--password2`, `--apiKey`, `--auth`; not `--max-tokens`, `--tokenizer`,
-# `--key-frames` or `--token-file` (a path), which a substring match of the secret names
-# hid from the spec, unrerunnable. An option's name only: a variable's (`GITHUB_TOKEN_RO`)
-# is judged by redact.sets_secret, where the secret word may come anywhere.
-_SECRET_WORDS = frozenset(
-    {"token", "key", "secret", "password", "passwd", "passphrase", "credential", "credentials",
-     "auth"}
-)  # fmt: skip
-# A last word written together (`--apikey`, `--hftoken`): these endings; of words ending
-# in `key`, only the keys known to be secrets (not `--hotkey`, `--monkey`).
-_SECRET_ENDINGS = ("token", "secret", "password", "passwd", "passphrase")
-_SECRET_KEYS = frozenset({"apikey", "secretkey", "accesskey", "privatekey", "authkey", "sshkey"})
 # Hydra's interpolation (`db.password=${oc.env:DB_PASS}`): a reference, no secret.
 _HYDRA_REFERENCE = re.compile(r"\$\{[^{}]+\}")
-
-
-def _secret_option(name: str) -> bool:
-    """Whether an option's name (`--api-key`, a Hydra key `db.password`) says its value is a
-    secret, by its last word (the words redact.name_words reads a variable's name by:
-    camelCase, then at any other character than a letter or a digit; a trailing number
-    dropped): `--password2`, `--aws-access-key-id`, `--db-pass`, `--pgpass`; not
-    `--max-tokens`, `--token-file`, `--password-file`, `--num-passes`, `--pass-rate` or
-    `--first-pass` (redact.names_password)."""
-    words = [w for w in name_words(name) if not w.isdigit()]  # apiKey -> api key
-    if not words:
-        return False
-    last = words[-1].rstrip("0123456789")  # password2
-    if len(words) > 1 and last == "id" and words[-2] == "key":  # --aws-access-key-id
-        return True
-    if names_password(tuple(words)):  # --db-pass, --mysql-pwd, --pgpass; not --first-pass
-        return True
-    return last in _SECRET_WORDS or last in _SECRET_KEYS or last.endswith(_SECRET_ENDINGS)
 
 
 def _secret_name(option: str, value: str) -> str | None:
@@ -770,7 +738,7 @@ def _secret_name(option: str, value: str) -> str | None:
     gives its own name (`Authorization: ...` -> AUTHORIZATION); otherwise the option's,
     made to look secret (`DB_URL_SECRET`), as the writer and the Redactor know secrets by
     their variable's name. None: an ordinary value."""
-    if _secret_option(option):
+    if secret_option(option):
         return option
     if not looks_like_credential(value):
         return None

@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shlex
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -243,6 +244,84 @@ def sets_secret(name: str, value: str) -> bool:
     `API_TOKEN="$API_TOKEN"`, empty in the reader's shell (review). A number of 4 digits or
     more is a secret's (`DB_PASSWORD: "48213"`)."""
     return holds_secret(name, value) and maskable(value)
+
+
+# The last word of an option's name that makes it a secret's: `--api-key`, `--hf-token`,
+# `db.password`, `--password2`, `--apiKey`, `--auth`; not `--max-tokens`, `--tokenizer`,
+# `--key-frames` or `--token-file` (a path), which a substring match of the secret names
+# hid from the spec, unrerunnable (capture reads such a value back from the environment).
+# An option's name only: a variable's (`GITHUB_TOKEN_RO`) is judged by sets_secret, where
+# the secret word may come anywhere.
+_SECRET_WORDS = frozenset(
+    {"token", "key", "secret", "password", "passwd", "passphrase", "credential", "credentials",
+     "auth"}
+)  # fmt: skip
+# A last word written together (`--apikey`, `--hftoken`): these endings; of words ending
+# in `key`, only the keys known to be secrets (not `--hotkey`, `--monkey`).
+_SECRET_ENDINGS = ("token", "secret", "password", "passwd", "passphrase")
+_SECRET_KEYS = frozenset({"apikey", "secretkey", "accesskey", "privatekey", "authkey", "sshkey"})
+
+
+def secret_option(name: str) -> bool:
+    """Whether an option's name (`--api-key`, a Hydra key `db.password`) says its value is a
+    secret, by its last word (the words redact.name_words reads a variable's name by:
+    camelCase, then at any other character than a letter or a digit; a trailing number
+    dropped): `--password2`, `--aws-access-key-id`, `--db-pass`, `--pgpass`; not
+    `--max-tokens`, `--token-file`, `--password-file`, `--num-passes`, `--pass-rate` or
+    `--first-pass` (redact.names_password)."""
+    words = [w for w in name_words(name) if not w.isdigit()]  # apiKey -> api key
+    if not words:
+        return False
+    last = words[-1].rstrip("0123456789")  # password2
+    if len(words) > 1 and last == "id" and words[-2] == "key":  # --aws-access-key-id
+        return True
+    if names_password(tuple(words)):  # --db-pass, --mysql-pwd, --pgpass; not --first-pass
+        return True
+    return last in _SECRET_WORDS or last in _SECRET_KEYS or last.endswith(_SECRET_ENDINGS)
+
+
+# A command's leading `NAME=value` (also after `env`), and a long option with its value in
+# one word or the next: `--api-key=x`, `--password x`.
+_ASSIGNMENT = Lazy(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)", re.S)
+_OPTION = Lazy(r"--(?P<name>[A-Za-z][\w.-]*)(?:=(?P<value>.*))?", re.S)
+
+
+def command_secrets(command: object) -> list[tuple[str, str]]:
+    """(NAME, value) of each secret a spec's `command` writes in itself, by the rules capture
+    reads one back from the environment by (so never in a captured spec): a leading
+    `API_TOKEN=... python x.py` by `sets_secret`, an option's value by `secret_option`
+    (`--api-key=...`, `--password ...`), named as capture names it (`API_KEY`). A
+    hand-written spec's were shown in its report, results.json and a bundle's README and
+    spec, which are made to be shared; only `environment.env`'s were masked. A value that
+    is an expression (`${{ env.X }}`: masked by X's own rule) or a path, or too short to be
+    masked (`maskable`), is not one; nor is a command the shell cannot split."""
+    if isinstance(command, str):
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            return []
+    elif isinstance(command, list):
+        words = [str(w) for w in command]
+    else:
+        return []
+    found: list[tuple[str, str]] = []
+    leading = True
+    for index, word in enumerate(words):
+        assignment = _ASSIGNMENT.fullmatch(word) if leading else None
+        if assignment is not None:
+            if sets_secret(assignment["name"], assignment["value"]):
+                found.append((assignment["name"], assignment["value"]))
+            continue
+        leading = leading and word == "env"
+        option = _OPTION.fullmatch(word)
+        if option is None or not secret_option(option["name"]):
+            continue
+        value = option["value"]
+        if value is None and index + 1 < len(words) and not words[index + 1].startswith("-"):
+            value = words[index + 1]
+        if value and "${{" not in value and maskable(value) and not _PATH_OR_PHRASE.search(value):
+            found.append((re.sub(r"\W", "_", option["name"]).strip("_").upper(), value))
+    return found
 
 
 # A count or a limit (`_counts`): a number, with an optional multiplier (`4096`, `64k`, `1e6`).
@@ -495,6 +574,8 @@ class Redactor:
                 # (`MAX_TOKENS: 2048` is a setting; `GITHUB_TOKEN_RO: ...` a secret).
                 if sets_secret(str(key), str(item)):
                     named.setdefault(str(item), str(key))
+        for key, item in command_secrets(document.get("command")):
+            named.setdefault(item, key)
         # A value read from a public name is still a secret when a secret name holds it too.
         return cls(named, names=named)
 

@@ -867,14 +867,20 @@ def _readme(
         # The spec had these secrets written in, so no `${{ env.X }}` read them and the
         # sentence above left them out: the rerun passed on empty values, with no word of
         # which to set (fx96 1).
+        # One sentence for them all: each name's own read `Export A first (...): Export B
+        # first (...): ...`, a sentence cut off after each.
+        one = len(replaced) == 1
         lines += [
             "",
-            " ".join(
-                f"Export `{name}` first (the spec had it written in; the bundle leaves it out):"
-                for name in replaced
+            "Export "
+            + ", ".join(f"`{name}`" for name in replaced)
+            + (
+                " first (the spec had it written in; the bundle leaves it out): "
+                "the bundle's spec reads it"
+                if one
+                else " first (the spec had them written in; the bundle leaves them out): "
+                "the bundle's spec reads them"
             )
-            + " the bundle's spec reads "
-            + ("it" if len(replaced) == 1 else "them")
             + " from the environment reprospec runs in.",
         ]
     if files:

@@ -387,3 +387,35 @@ def test_a_secret_inside_a_longer_flow_value_bundles_to_valid_yaml_and_verifies(
         "DB_TARGET": "u:${{ env.DB_PASSWORD }}@h/db",
         "DB_PASSWORD": "${{ env.DB_PASSWORD }}",
     }
+
+
+def test_a_secret_the_command_writes_in_is_in_no_report_and_no_bundle(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # `--api-key=...` and a leading `API_TOKEN=...` of a hand-written command were shown in
+    # report.md (its spec and standalone repro), results.json and the bundle's README and
+    # spec, where only environment.env's secrets were masked; its rerun reads them again.
+    spec = tmp_path / "cmd.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: cmd\n"
+        'command: >-\n  API_TOKEN=abcd1234xyzq python -c "import sys; print(sys.argv);'
+        ' sys.exit(3)" --api-key=s3cr3tlit77\n'
+        "expect: {outcome: error}\n"
+    )
+    store = tmp_path / "store"
+    ran = cli("run", str(spec), "--out", str(store))
+    assert ran.code == 0, ran.stdout + ran.stderr
+    report = (ran.latest_run() / "report.md").read_text()
+    assert "API_TOKEN=${{ env.API_TOKEN }} python" in report
+    assert "--api-key=${{ env.API_KEY }}" in report
+    archive = tmp_path / "cmd.tgz"
+    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(store))
+    assert packed.code == 0, packed.stdout + packed.stderr
+    members = _members(archive)
+    leaked = [n for n, data in members.items() if b"s3cr3tlit77" in data or b"abcd1234xyzq" in data]
+    assert not leaked
+    (readme,) = [data for name, data in members.items() if name.endswith("README.md")]
+    assert (
+        b"Export `API_TOKEN`, `API_KEY` first (the spec had them written in; the bundle leaves "
+        b"them out): the bundle's spec reads them from the environment reprospec runs in."
+    ) in readme

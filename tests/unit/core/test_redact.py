@@ -17,6 +17,7 @@ from reprospec.core.redact import (
     MASK,
     Redactor,
     _no_mapping_in,
+    command_secrets,
     env_names_read,
     holds_secret,
     looks_like_credential,
@@ -511,3 +512,43 @@ def test_a_spec_masked_loads_to_its_values_with_the_secret_read_again(
     masked = Redactor(["hunter2-pw-x"], names={"hunter2-pw-x": "PW"}).spec_text(text)
     assert "hunter2-pw-x" not in masked, shape
     assert yaml.safe_load(masked) == read_again(yaml.safe_load(text)), (shape, masked)
+
+
+@pytest.mark.parametrize(
+    ("command", "found"),
+    [
+        # A hand-written spec's own: a leading assignment, an option's value in its word or
+        # the next, after `env` too; named as capture names the variable it reads one from.
+        (
+            "API_TOKEN=abcd1234xyzq python x.py --password literalpw77 --api-key=s3cr3tlit",
+            [("API_TOKEN", "abcd1234xyzq"), ("PASSWORD", "literalpw77"), ("API_KEY", "s3cr3tlit")],
+        ),
+        (["env", "DB_PASSWORD=48213", "python", "x.py"], [("DB_PASSWORD", "48213")]),
+        # Not a secret's: a count, a path, an expression, a short or yes/no value, a flag
+        # with no value, an assignment after the program (its argument, not its variable).
+        (
+            "MAX_TOKENS=2048 python x.py --max-tokens 4096 --token-file /run/t --api-key tok "
+            "--password ${{ env.PW }} --auth none --token --steps 3 python x.py A_TOKEN=abcd9876",
+            [],
+        ),
+        ("python x.py --password 'unclosed", []),
+    ],
+)
+def test_the_secrets_a_command_writes_in_itself(
+    command: str | list[str], found: list[tuple[str, str]]
+) -> None:
+    assert command_secrets(command) == found
+
+
+def test_a_secret_the_command_writes_in_is_masked_and_its_spec_reads_it_again() -> None:
+    # Only environment.env's were: `--api-key=...` in a hand-written command was in the
+    # report's spec, its standalone repro and results.json, and a bundle's README and tree.
+    document: dict[str, JsonValue] = {
+        "command": "API_TOKEN=abcd1234xyzq python x.py --api-key=s3cr3tlit --steps 3"
+    }
+    redactor = Redactor.for_spec(document, environ={})
+    assert redactor.text("python x.py --api-key=s3cr3tlit") == "python x.py --api-key=***"
+    spec = "reprospec: 1\ncommand: API_TOKEN=abcd1234xyzq python x.py --api-key=s3cr3tlit\n"
+    assert redactor.spec_text(spec).splitlines()[1] == (
+        "command: API_TOKEN=${{ env.API_TOKEN }} python x.py --api-key=${{ env.API_KEY }}"
+    )
