@@ -57,6 +57,9 @@ def load_spec(path: str | Path, overrides: Words = (), *, files: bool = True) ->
     from reprospec.spec import load as spec
 
     _path("path", path)
+    if not isinstance(files, bool):
+        # A true str ("no") read as True, as RunOptions' flags refuse one (runoptions.py).
+        raise UsageError(f"files takes True or False, got {files!r}")
     return spec.load_spec(path, string_sequence("overrides", overrides), files=files)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from reprospec.capture.toggles import Toggle
+from reprospec.core.caller import said
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
@@ -532,11 +533,12 @@ def check_output(output: Path, *, force: bool, reads: Iterable[str | Path] = ())
                 "name another file"
             )
     if target.exists() and not force:
-        raise UsageError(f"{output} exists; pass --force to overwrite it")
+        # Named as the caller gave it: `force=True` to capture_command's.
+        raise UsageError(f"{output} exists; pass {said('--force', 'force=True')} to overwrite it")
     if target.exists() and not _is_spec(target):
         raise UsageError(
             f"{output} exists and is not a reprospec spec (a YAML mapping with a `reprospec` "
-            "key): --force overwrites only a spec; name another file"
+            f"key): {said('--force', 'force=True')} overwrites only a spec; name another file"
         )
 
 

@@ -77,6 +77,13 @@ def said(option: str, argument: str) -> str:
     return argument if _FROM_API.get() and not _CLI_RUNNING else option
 
 
+def made(option: str, argument: str) -> str:
+    """`said` of a value checked where the caller's own constructor makes it (`Shard(0, 8)`,
+    `RunOptions(shard="9/8")`), outside any call of the API: the CLI's `option` while its
+    `main` runs, else the API's `argument`, the one a constructor's caller passed."""
+    return option if _CLI_RUNNING else argument
+
+
 def argument(option: str, field: str, value: str = "...") -> str:
     """`said` of an option its search's options class holds as `field`: the CLI's
     `option` (`--budget`), or the API's `AmplifyOptions(budget=...)` (`field=...` where

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Set as AbstractSet
 
 from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT
+from reprospec.core.caller import made
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.safepoint import Deferral
@@ -123,10 +124,12 @@ class Shard:
     def __post_init__(self) -> None:
         # Checked here, not only in `parse`: the Python API builds Shard(K, N) itself, and
         # Shard(0, N) would select no attempt yet run, store and exit 0 as if all passed.
+        # Named as the caller gave it: `shard` to the Python API's (RunOptions(shard=...)).
+        shard = f"{made('--shard', 'shard')} {self}"
         if self.count < 1:
-            raise UsageError(f"--shard {self}: N, the number of shards, must be at least 1")
+            raise UsageError(f"{shard}: N, the number of shards, must be at least 1")
         if not 1 <= self.index <= self.count:
-            raise UsageError(f"--shard {self}: K must be between 1 and N")
+            raise UsageError(f"{shard}: K must be between 1 and N")
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
@@ -138,7 +141,9 @@ class Shard:
             k_text, n_text = text.split("/")
             k, n = int(k_text), int(n_text)
         except ValueError:
-            raise UsageError(f"--shard expects K/N like 2/8, got {text!r}") from None
+            raise UsageError(
+                f"{made('--shard', 'shard')} expects K/N like 2/8, got {text!r}"
+            ) from None
         return cls(k, n)
 
 

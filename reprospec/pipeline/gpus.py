@@ -48,10 +48,11 @@ def visible_gpus(
         slots = machinegpus.parse_gpu_list(cli_value)
         bad = [slot for slot in slots if not _GPU_ID.match(slot)]
         if bad:
+            from reprospec.core.caller import said
             from reprospec.errors import UsageError
 
             raise UsageError(
-                f"--gpus {cli_value}: {bad[0]!r} is not a GPU id "
+                f"{said('--gpus', 'gpus')} {cli_value}: {bad[0]!r} is not a GPU id "
                 "(expected indexes like 0,1,3 or UUIDs like GPU-8f3c...)"
             )
         if slots:

@@ -111,24 +111,26 @@ def machine_gpus(environ: Mapping[str, str] = os.environ) -> MachineGpus:
 
 def check_gpu_ids(option: str, slots: Sequence[str], machine: MachineGpus) -> None:
     """UsageError (exit 2) unless every id of `--gpus` names a distinct GPU of `machine`."""
+    from reprospec.core.caller import said
     from reprospec.errors import UsageError
 
     if not slots:
         return
+    # Named as the caller gave it: `gpus` to the Python API's (RunOptions(gpus=...)).
+    gpus = f"{said('--gpus', 'gpus')} {option}"
     if not machine.gpus:
-        raise UsageError(f"--gpus {option}: this machine has no GPU ({machine.source})")
+        raise UsageError(f"{gpus}: this machine has no GPU ({machine.source})")
     unknown = [slot for slot in slots if not machine.known(slot)]
     if unknown:
         raise UsageError(
-            f"--gpus {option}: no GPU {', '.join(unknown)} on this machine; "
-            f"it has {machine.listing()}"
+            f"{gpus}: no GPU {', '.join(unknown)} on this machine; it has {machine.listing()}"
         )
     # Two ids of one device (its index and its UUID) would give two attempts one GPU.
     seen: dict[str, str] = {}
     for slot in slots:
         device = machine.device_of(slot)
         if device in seen:
-            raise UsageError(f"--gpus {option}: {seen[device]} and {slot} are the same GPU")
+            raise UsageError(f"{gpus}: {seen[device]} and {slot} are the same GPU")
         seen[device] = slot
 
 

@@ -149,15 +149,19 @@ class RunFolder:
         """Refuse an `out` that is a file, or on a file's path, and one whose `runs` is a
         file: the user's path, exit 2, where a run said only "File exists: OUT/runs" and
         `history --out FILE` "no runs recorded in FILE yet", exit 0."""
+        from reprospec.core.caller import said
+
+        # Named as the caller gave it: `out` to the Python API's (RunOptions(out=...)).
+        option = said("--out", "out")
         for each in (out, *out.parents):
             if each.exists() and not each.is_dir():
                 where = "a file is there" if each == out else f"{each} on its path is a file"
-                raise UsageError(f"--out {out}: not a folder ({where}); give a folder")
+                raise UsageError(f"{option} {out}: not a folder ({where}); give a folder")
         runs = cls.runs_under(out)
         if runs.exists() and not runs.is_dir():
             raise UsageError(
-                f"--out {out}: {runs} is a file, not the folder of its runs; move it aside, "
-                "or give another --out"
+                f"{option} {out}: {runs} is a file, not the folder of its runs; move it "
+                f"aside, or give another {option}"
             )
 
     @staticmethod

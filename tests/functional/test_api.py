@@ -170,6 +170,25 @@ def test_a_refused_resume_names_the_call_not_the_command_line(tmp_path: Path) ->
     assert "--resume nosuch: no such run in " in typed.stderr
 
 
+def test_a_refused_argument_is_named_as_the_call_took_it(tmp_path: Path) -> None:
+    """The errors of `gpus`, `out` and capture_command's `force` named the CLI's `--gpus`,
+    `--out` and `--force`, options the caller never typed (docs/python-api.md: an error of
+    what you passed names the argument)."""
+    spec = write(tmp_path)
+    (tmp_path / "a-file").write_text("")
+    for options, says in [
+        (reprospec.RunOptions(gpus="a,b"), "^gpus a,b: 'a' is not a GPU id"),
+        (reprospec.RunOptions(out=tmp_path / "a-file"), "^out .*a-file: not a folder"),
+    ]:
+        with pytest.raises(UsageError, match=says):
+            reprospec.run(spec, options)
+    with pytest.raises(UsageError, match=r"^out .*a-file: not a folder"):
+        reprospec.load_result("latest", tmp_path / "a-file")
+    with pytest.raises(UsageError, match=r"api\.yaml exists; pass force=True to overwrite it"):
+        reprospec.capture_command(["true"], output=spec, out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def test_compare_says_what_reprospec_compare_prints(tmp_path: Path) -> None:
     """`reprospec.compare` is the verb's comparison, not printed: its text is the verb's
     output, its JSON the verb's `--format json`, and a run may be given by id under `out`."""

@@ -53,6 +53,9 @@ def test_bad_options_are_usage_errors() -> None:
         reprospec.Shard(0, 8)
     with pytest.raises(UsageError, match="K must be between 1 and N"):
         reprospec.Shard(9, 8)
+    # Named as given, `shard`: the caller of RunOptions typed no `--shard`.
+    with pytest.raises(UsageError, match=r"^shard 9/8: K must be between 1 and N"):
+        reprospec.RunOptions(shard="9/8")
     # `--shard 1/0` said K was out of range, where N is what cannot be.
     with pytest.raises(UsageError, match="1/0: N, the number of shards, must be at least 1"):
         reprospec.Shard(1, 0)
@@ -101,7 +104,7 @@ def test_options_of_the_wrong_type_are_usage_errors() -> None:
         ({"timeout_s": "5m"}, r"timeout_s takes seconds as a number \(300.0, not '5m'\)"),
         ({"timeout_s": True}, "timeout_s takes seconds as a number"),
         ({"shard": (2, 8)}, r"shard takes Shard\(K, N\) or 'K/N', got \(2, 8\)"),
-        ({"shard": "2-8"}, "--shard expects K/N like 2/8, got '2-8'"),
+        ({"shard": "2-8"}, "^shard expects K/N like 2/8, got '2-8'"),
         ({"gpus": [0, 1]}, r"gpus takes a string of GPU indices like '0,1', got \[0, 1\]"),
         # nu42: these were kept: `out=3` raised AttributeError from the run, `python=3` a
         # TypeError, and `observe="no"` (a true str) observed every cell, its expect ignored.
@@ -214,8 +217,12 @@ def test_the_functions_refuse_arguments_of_the_wrong_type_before_anything_runs(
     three: Any = 3  # what a caller without a type checker passes
     mapping: Any = {"repeat": 2}
     yes: Any = True
+    no: Any = "no"
     calls: list[tuple[Callable[[], object], str]] = [
         (lambda: reprospec.load_spec(three), "path takes a path"),
+        # A true str read files=True: "no" looked for the files it asked not to.
+        (lambda: reprospec.load_spec(path, files=three), "files takes True or False, got 3"),
+        (lambda: reprospec.load_spec(path, files=no), "files takes True or False, got 'no'"),
         (lambda: reprospec.validate(three), "validate takes a path or paths, got 3"),
         (lambda: reprospec.validate([path, three]), "validate takes a path"),
         (lambda: reprospec.plan_run(path, mapping), "options takes a reprospec.RunOptions"),
