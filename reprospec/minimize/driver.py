@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -288,25 +289,40 @@ def _minimize(
         unperturbed_base=attempts_for(None) if perturbed and base is None else 0,
         recorded_base=base.rate if base is not None else None,
     )
+
     # Keyed on what a probe's outcome depends on and the question (the failing cell and
     # the one step 1 reduced it to, the program, the passing cells run with each
     # candidate, what counts as the same failure), not on --budget, --error, --min-rate or
     # -j (isolation.state.search_id): a larger budget continues the minimization.
-    ident = search_id(
-        spec,
-        plan.attempts,
-        run_options,
-        [
-            failing.id,
-            reduced.cell.id,
-            original.key,
-            json.dumps([c.id for c in passing]),
-            json.dumps(options.same_signature),
-        ],
-    )
+    def ident_of(cell: Cell, checked: Sequence[Cell]) -> str:
+        return search_id(
+            spec,
+            plan.attempts,
+            run_options,
+            [
+                failing.id,
+                cell.id,
+                original.key,
+                json.dumps([c.id for c in checked]),
+                json.dumps(options.same_signature),
+            ],
+        )
+
+    ident = ident_of(reduced.cell, passing)
     # Absolute: the candidates' folders below it become `--set environment.workdir=`, which
     # a spec resolves from its own folder, not from where the user typed the command.
-    folder = run_options.out.resolve() / "minimize" / ident
+    minimizations = run_options.out.resolve() / "minimize"
+    folder = minimizations / ident
+    if reduced.cell.id != failing.id:
+        # A run stopped in step 1 wrote its answer (the original, nothing cut) under the
+        # unreduced cell's id, which this run, reduced, does not use: it would stay beside
+        # this one's as a second, stale answer.
+        _forget_stopped_in_settings(minimizations / ident_of(failing, _sample(all_passing)))
+    if reduced.interrupted:
+        say(
+            f"settings: interrupted after {plural(reduced.attempts, 'attempt')} of step 1 "
+            "(isolate), before the program's search: nothing is minimized yet"
+        )
     header: JsonObject = {"spec": spec.name, "cell": failing.id}
     if gone := forget_could_not_run(folder / "state.json", header):
         say(
@@ -332,10 +348,11 @@ def _minimize(
         if workload
         else f"{original.lines} lines ({files})"
     )
-    say(
-        f"minimizing {what} for cell {reduced.cell.id}; "
-        f"passing cells checked: {', '.join(c.id for c in passing) or 'none'}"
-    )
+    if not reduced.interrupted:
+        say(
+            f"minimizing {what} for cell {reduced.cell.id}; "
+            f"passing cells checked: {', '.join(c.id for c in passing) or 'none'}"
+        )
     runner = ProbeRunner(
         spec_path=Path(spec.path),
         overrides=run_options.overrides,
@@ -434,6 +451,20 @@ def _minimize(
     if found.perturbed and dir_checked(found) and not found.unconfirmed:
         found = _unperturbed(found, run_options, reduced, spec, runner.parallel, cancel)
     return redactor.value(found)
+
+
+def _forget_stopped_in_settings(folder: Path) -> None:
+    """Remove a minimization's folder that holds only the answer of a run stopped in step 1:
+    no probe of the program's search (no state.json), its minimize.json `interrupted`.
+    Anything else there (a probe stored, another status) is a search's work, and stays."""
+    if (folder / "state.json").exists():
+        return
+    try:
+        written = json.loads((folder / "minimize.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(written, dict) and written.get("status") == "interrupted":
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def held_a_result(output: Path) -> bool:

@@ -826,7 +826,20 @@ def _where(found: Minimized) -> str:
     run), and "minimized: DIR" and "repro: DIR/repro.sh" named them as the answer."""
     if found.result.status in ("refused", "infra-error"):
         return f"\nnot minimized: {found.output} holds the original program as it ran"
+    if found.interrupted and not _cut_anything(found):
+        # Stopped before a first smaller candidate (in the original's runs, or step 1's
+        # isolate): "minimized: DIR" named the whole original program as the answer.
+        return (
+            f"\nnot minimized (interrupted before anything was cut): {found.output} holds "
+            "the original program as it ran"
+        )
     return f"\nminimized: {found.output}\nrepro: {found.output / 'repro.sh'}"
+
+
+def _cut_anything(found: Minimized) -> bool:
+    """Whether the answer differs from the original: a program cut, or settings reset."""
+    reset = found.settings is not None and bool(found.settings.reset)
+    return reset or found.result.program != found.result.original
 
 
 def _unperturbed_warning(found: Minimized) -> str:

@@ -155,6 +155,42 @@ def test_a_setting_that_does_not_matter_goes_back_to_the_passing_value(tmp_path:
     assert repro.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV)
 
 
+def test_stopped_in_step_1_it_says_nothing_was_cut_and_leaves_no_stale_answer(
+    tmp_path: Path,
+) -> None:
+    # Stopped in isolate's search (step 1), the program's search never began: the answer
+    # read "minimizing 14 lines for cell ...log=verbose" and "minimized: DIR" of the whole
+    # original, written under the unreduced cell's id, which the resumed run (reduced to
+    # log=quiet) does not use: a second, stale answer stayed beside the real one.
+    out = tmp_path / "out"
+    command = [
+        sys.executable, "-m", "reprospec", "minimize", str(SETTINGS), "--out", str(out),
+        "--budget", "200", *DETERMINISTIC,
+    ]  # fmt: skip
+
+    def isolate_probed() -> bool:
+        return any(
+            json.loads(p.read_text()).get("probes") for p in out.glob("isolate/*/state.json")
+        )
+
+    stopped = interrupt_when(command, isolate_probed)
+    assert stopped.code == 130, stopped.stderr
+    assert "of step 1 (isolate), before the program's search: nothing is minimized" in (
+        stopped.stderr
+    )
+    assert "minimizing " not in stopped.stderr
+    assert "not minimized (interrupted before anything was cut): " in stopped.stdout
+    assert "\nminimized: " not in stopped.stdout
+    (answer,) = (out / "minimize").iterdir()
+    resumed = subprocess.run(
+        [*command, "--format", "json"], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    data = json.loads(resumed.stdout)
+    assert data["cell"] == "workers=2,pinned=true,log=quiet"
+    assert [p.name for p in (out / "minimize").iterdir()] == [data["id"]] != [answer.name]
+
+
 def test_a_reduced_cell_the_spec_expects_otherwise_is_not_the_one_minimized(
     tmp_path: Path,
 ) -> None:
