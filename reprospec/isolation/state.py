@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -162,13 +163,22 @@ def search_id(
     replays what the smaller one ran and goes on (keyed on them, it started over and ran
     every probe again).
     """
-    run = [
+    run: list[JsonValue] = [
         options.timeout_s,
         options.python,
         str(options.find_links or ""),
         options.gpus,
         None if options.preload is None else list(options.preload),
     ]
+    read = _variables_read(spec.document)
+    if read:
+        # The values of the variables the spec reads (`${{ env.MODE }}`), which its text
+        # does not hold: `MODE=b reprospec isolate` replayed the probes of MODE=a. Digested
+        # under the store's key, not hashed plainly into the folder's name: a token's
+        # value could be tested against a plain hash (store/digests.py).
+        from reprospec.store.digests import store_key, variable_digests
+
+        run.append(variable_digests(store_key(options.out), os.environ, read)["of"])
     return isolation_id(
         spec.name,
         [
@@ -181,6 +191,19 @@ def search_id(
             *question,
         ],
     )
+
+
+def _variables_read(document: Mapping[str, JsonValue]) -> list[str]:
+    """The names of the variables a spec reads with `${{ env.NAME }}`, where it interpolates."""
+    from reprospec.core import expr
+    from reprospec.spec.checks.cells import NOT_INTERPOLATED
+
+    evaluated = {k: v for k, v in document.items() if k not in NOT_INTERPOLATED}
+    try:
+        names = expr.names_used(evaluated)
+    except expr.ExprError:
+        return []  # validation refused it before any search
+    return sorted({n.split(".", 1)[1] for n in names if n.startswith("env.") and "." in n})
 
 
 def forget_could_not_run(path: Path, header: JsonObject) -> str:

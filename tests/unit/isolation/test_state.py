@@ -107,6 +107,38 @@ def test_a_search_is_keyed_on_what_decides_a_probe_not_on_its_settings(tmp_path:
     )
 
 
+def test_a_search_is_keyed_on_the_values_of_the_variables_its_spec_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `MODE=b reprospec isolate` replayed the probes `MODE=a` ran: the spec's text, which
+    # the key holds, reads ${{ env.MODE }} but not its value. Keyed under the store's key,
+    # as compare's digests of secrets are; a variable the spec does not read is no key.
+    from reprospec.api import load_spec, plan_run
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.isolation.state import search_id
+
+    (tmp_path / "s.yaml").write_text(
+        "reprospec: 1\nname: s\ncommand: sh -c 'exit ${{ env.CODE }}'\nexpect: {outcome: error}\n"
+    )
+    spec = load_spec(tmp_path / "s.yaml")
+    options = RunOptions(out=tmp_path / "out")
+
+    def ident() -> str:
+        return search_id(spec, plan_run(spec, options).attempts, options, ["q"])
+
+    monkeypatch.setenv("CODE", "3")
+    three = ident()
+    monkeypatch.setenv("UNREAD", "x")
+    assert ident() == three
+    monkeypatch.setenv("CODE", "0")
+    zero = ident()
+    monkeypatch.delenv("CODE")
+    assert len({three, zero, ident()}) == 3
+    monkeypatch.setenv("CODE", "3")
+    assert ident() == three
+    assert (tmp_path / "out" / "digest.key").is_file()
+
+
 # A command with no file of the workdir to digest: what it does depends on the folder it
 # runs in (the file `code` there), which the program's digest cannot tell.
 NO_PROGRAM = """\
