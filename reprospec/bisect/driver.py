@@ -137,6 +137,11 @@ def bisect_spec(
     if chosen.total > 1:
         say(chosen.said())
     environment = plan.attempts[0].environment
+    # Each candidate's run judges its attempts by the cell's expect without its rate, as
+    # isolate's and minimize's probes do: with `expect.rate` the run's first-reproduction
+    # stop waited for the rate's interval, not the first matching failure, and a flaky
+    # bad end ran all its attempts (20 where the third matched).
+    expect = "expect=" + json.dumps({k: v for k, v in expectation.to_dict().items() if k != "rate"})
     versions = _candidates(request)
     bisect_id = request.key(spec, program_digest(plan.attempts.variants().attempts))
     folder = request.out / "bisect" / bisect_id
@@ -175,7 +180,15 @@ def bisect_spec(
         if cancel is not None and cancel.is_set():  # stopped between two candidates
             raise stopped()
         trial, interrupted = _run_candidate(
-            request, filters, environment.packages, version, attempts, cancel, deferral, say
+            request,
+            filters,
+            expect,
+            environment.packages,
+            version,
+            attempts,
+            cancel,
+            deferral,
+            say,
         )
         if trial.attempts or not interrupted:
             # What ran counts, even in an interrupted candidate; nothing else is kept.
@@ -267,6 +280,7 @@ def candidate_packages(
 def _run_candidate(
     request: BisectRequest,
     filters: Sequence[str],
+    expect: str,
     current: Sequence[str],
     version: str,
     attempts: int,
@@ -277,13 +291,14 @@ def _run_candidate(
     """Up to `attempts` attempts of the cell at `version`, stopping at the first match; the
     runner's lines (the candidate's venv or image build) said as the bisect's own are.
 
+    `expect`: the `expect=` override the attempts are judged by (the cell's, no rate).
     Returns what ran and whether the run was interrupted (Ctrl-C, `cancel`).
     """
     from reprospec import api
 
     pinned = candidate_packages(current, request.package, version, request.by_date)
     override = "environment.packages=" + json.dumps(list(pinned))
-    candidate = api.load_spec(request.spec, (*request.overrides, override))
+    candidate = api.load_spec(request.spec, (*request.overrides, override, expect))
     options = RunOptions(
         runner=request.runner,
         jobs=request.jobs,

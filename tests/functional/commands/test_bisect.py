@@ -415,6 +415,29 @@ def test_another_spec_file_of_the_same_text_is_another_bisect(cli: Cli, tmp_path
     assert data["reason"].startswith("the bad end 1.3 did not reproduce")
 
 
+def test_a_spec_with_a_rate_stops_each_version_at_its_first_matching_failure(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """With `expect.rate`, a candidate's run stopped on the rate's interval, not on the
+    first matching failure cli.md promises: the bad end ran all its 20 attempts however
+    early it failed (9/20 in a flaky run whose third attempt matched)."""
+    wheels = make_releases(tmp_path / "wheels", DEMO, 4, regressed_from_1_2)
+    spec = tmp_path / "rate.yaml"
+    spec.write_text(READS_CODE.replace("exit_code: 3}", 'exit_code: 3, rate: ">=0.3"}'))
+    (tmp_path / "code").write_text("bad")
+    args = demo_bisect(spec, wheels, tmp_path / "out", "--format", "json", bad="1.3")
+    done = cli(*args, env=own_envs(tmp_path), cwd=tmp_path, timeout=600)
+    assert done.code == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["first_bad"], result["last_good"]) == ("1.2", "1.1")
+    tested = {t["version"]: t for t in result["tested"]}
+    assert tested["1.3"]["attempts"] == tested["1.3"]["matched"] == 1
+    # Every bad version stopped at its first match: one call, one attempt, each.
+    for trial in tested.values():
+        if trial["matched"]:
+            assert trial["matched"] == len(trial["runs"]), trial
+
+
 def test_envs_list_and_prune(cli: Cli, tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     make_wheel(wheels, DEMO, "1.0", "VERSION = '1.0'\n")
