@@ -430,7 +430,8 @@ def _watch(ranks: _Ranks, report_dir: str) -> int:
 
 
 def _report_stuck(ranks: _Ranks, seconds: float) -> None:
-    """`ranks_stuck`: where each rank is; the earliest (phase, step) is where the hang is."""
+    """`ranks_stuck`: where each rank is; the earliest (phase, step), at the earliest stage of
+    the ranks there, is where the hang is."""
     positions = [ranks.position(rank) for rank in range(len(ranks.processes))]
 
     def order(position: _Position) -> tuple[int, int]:
@@ -438,14 +439,23 @@ def _report_stuck(ranks: _Ranks, seconds: float) -> None:
         index = ranks.phases.index(phase) if phase in ranks.phases else -1
         return index, position["step"] if position["step"] is not None else -1
 
+    def stage(position: _Position) -> int:
+        name = position["stage"]
+        return STAGES.index(name) if name is not None and name in STAGES else len(STAGES)
+
     earliest = min(order(p) for p in positions)
     waiting = [p for p in positions if order(p) == earliest]
     diverged = [p["rank"] for p in positions if order(p) != earliest]
+    # Of the ranks at that step, the one at its earliest stage is where it stopped: the
+    # others went on to the step's next collective and wait there for it (a rank whose
+    # DataLoader worker hangs sits in `data` while its peer waits in `backward`). The
+    # first rank's stage located the hang in its peer's all-reduce.
+    behind = min(waiting, key=stage)
     events.emit(
         "ranks_stuck",
-        phase=waiting[0]["phase"],
-        step=waiting[0]["step"],
-        stage=waiting[0]["stage"],
+        phase=behind["phase"],
+        step=behind["step"],
+        stage=behind["stage"],
         seconds=round(seconds, 2),
         diverged=diverged,
         ranks=positions,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -116,3 +117,51 @@ def test_a_world_size_past_the_bound_is_a_located_spec_error(
     with pytest.raises(SpecError) as error:
         reprospec.load_spec(spec)
     assert any(message in problem for problem in error.value.problems), error.value.problems
+
+
+class Started:
+    """A rank as `_report_stuck` reads it: a pid only."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+
+def stuck_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: list[tuple[int, str]]
+) -> dict[str, object]:
+    """The `ranks_stuck` event of ranks each at (train step, stage)."""
+    import json
+
+    from reprospec_harness import events
+
+    path = tmp_path / "events.jsonl"
+    monkeypatch.setenv("REPROSPEC_EVENTS", str(path))
+    monkeypatch.setattr(events, "_fd", None)
+    slots = [0] * (distributed.SLOT * len(where))
+    for rank, (step, stage) in enumerate(where):
+        base = rank * distributed.SLOT
+        slots[base + distributed._SEQ] = 1
+        slots[base + distributed._PHASE] = 0
+        slots[base + distributed._STEP] = step
+        slots[base + distributed._STAGE] = distributed.STAGES.index(stage)
+    processes = cast(list[BaseProcess], [Started(100 + r) for r in range(len(where))])
+    distributed._report_stuck(distributed._Ranks(processes, slots, ["train"]), 2.0)
+    with contextlib.suppress(OSError):
+        os.close(cast(int, events._fd))
+    event: dict[str, object] = json.loads(path.read_text().splitlines()[-1])
+    return event
+
+
+def test_a_hang_is_located_at_the_stage_of_the_rank_that_stopped_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Rank 1's DataLoader worker hangs at train step 3: rank 1 sits in `data` while rank 0
+    # went on to the step's gradient all-reduce and waits there. The hang was located at
+    # rank 0's stage, `train:3 (backward)`, where nothing but the wait happened.
+    event = stuck_event(tmp_path, monkeypatch, [(3, "backward"), (3, "data")])
+    assert (event["phase"], event["step"], event["stage"]) == ("train", 3, "data")
+    assert event["diverged"] == []
+    # A rank a step ahead (it left out a collective) is out of step; the hang is at the
+    # step of the rank behind, as before.
+    event = stuck_event(tmp_path, monkeypatch, [(3, "backward"), (4, "sync")])
+    assert (event["step"], event["stage"], event["diverged"]) == (3, "backward", [1])
