@@ -217,6 +217,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if repeat is not None and repeat < 1:
         raise pytest.UsageError(f"--reprospec-repeat must be at least 1, got {repeat}")
     out = config.getoption("reprospec_out")
+    if out:
+        _check_out(Path(out))
     here = config.invocation_params.dir
     if config.args_source == pytest.Config.ArgsSource.ARGS:
         # `pytest --reprospec a.yaml b.yaml`: the option took a.yaml, the command line b.yaml;
@@ -252,6 +254,19 @@ def pytest_configure(config: pytest.Config) -> None:
     if folders and config.args_source != pytest.Config.ArgsSource.ARGS:
         # `pytest --reprospec specs/` means "the specs in specs/", not also `testpaths`.
         config.args = [str(f) for f in folders]
+
+
+def _check_out(out: Path) -> None:
+    """`--reprospec-out` that is a file, or on a file's path, refused as pytest refuses a bad
+    option: each cell failed alone, saying `could not run: out FILE: not a folder`, an
+    option the user never typed."""
+    from reprospec.errors import UsageError
+    from reprospec.store.runfolder import RunFolder
+
+    try:
+        RunFolder.check_out(out, "--reprospec-out")
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _loaded_explicitly(config: pytest.Config) -> bool:

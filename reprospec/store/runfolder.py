@@ -145,14 +145,15 @@ class RunFolder:
         raise InfraError(f"{runs}: {_ID_DRAWS} new run ids were all taken")
 
     @classmethod
-    def check_out(cls, out: Path) -> None:
+    def check_out(cls, out: Path, option: str = "") -> None:
         """Refuse an `out` that is a file, or on a file's path, and one whose `runs` is a
         file: the user's path, exit 2, where a run said only "File exists: OUT/runs" and
-        `history --out FILE` "no runs recorded in FILE yet", exit 0."""
+        `history --out FILE` "no runs recorded in FILE yet", exit 0. `option` names it
+        where the caller typed another (the pytest plugin's `--reprospec-out`)."""
         from reprospec.core.caller import said
 
         # Named as the caller gave it: `out` to the Python API's (RunOptions(out=...)).
-        option = said("--out", "out")
+        option = option or said("--out", "out")
         for each in (out, *out.parents):
             if each.exists() and not each.is_dir():
                 where = "a file is there" if each == out else f"{each} on its path is a file"

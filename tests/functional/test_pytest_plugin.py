@@ -355,6 +355,19 @@ def test_a_cell_that_cannot_run_fails_with_its_reason_not_a_traceback(tmp_path: 
     assert len(run.output.splitlines()) < 30, run.output
 
 
+def test_a_reprospec_out_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    """Each cell failed alone, saying `could not run: --out FILE: not a folder`, an option
+    the user never typed; now pytest refuses the option, as it does `--reprospec nosuch`."""
+    write(tmp_path / "ok.repro.yaml", GPU_SPEC.replace("environment: {gpus: 1}\n", ""))
+    write(tmp_path / "a-file", "")
+    for out, where in [("a-file", "a file is there"), ("a-file/x", "a-file on its path")]:
+        run = run_pytest(tmp_path, "--reprospec", "--reprospec-out", out)
+        assert run.code == 4, run.output
+        assert f"ERROR: --reprospec-out {out}: not a folder ({where}" in run.output
+        assert not run.cases
+    assert not (tmp_path / "out").exists()
+
+
 ONCE_SPEC = """\
 reprospec: 1
 name: fails-once
