@@ -237,7 +237,7 @@ def pack(
                 if path.is_file():
                     shown: PathNames | _ReportNames | None = named
                     if path == run_folder.report_md:
-                        shown = _ReportNames(named)
+                        shown = _ReportNames(named, f"tree/{spec_rel}")
                     elif path in (run_folder.spec_yaml, run_folder.repro_py):
                         shown = None  # what a rerun runs, as it ran
                     _add_file(tar, top / path.name, path, redactor, shown)
@@ -635,13 +635,17 @@ def _add_folder(tar: tarfile.TarFile, name: PurePosixPath) -> None:
 class _ReportNames:
     """report.md's paths named as `names` does, but for the spec it embeds: the block its
     first line's digest is of, which `reprospec run report.md` reruns (named, it no longer
-    matched, and the packed report did not rerun)."""
+    matched, and the packed report did not rerun). Its first line names `spec`, the packed
+    spec beside it (`tree/s.yaml`): the sender's `s.yaml` named a file the unpacked folder
+    lacks, so the spec's workdir was looked for beside report.md, where no tree/ file is,
+    and `reprospec run RUN_ID/report.md` was refused (`workdir: folder not found`)."""
 
-    def __init__(self, names: PathNames) -> None:
+    def __init__(self, names: PathNames, spec: str) -> None:
         self._names = names
+        self._spec = spec
 
     def data(self, data: bytes) -> bytes:
-        from reprospec.core.reportspec import MarkerError, find_marked_spec
+        from reprospec.core.reportspec import MarkerError, find_marked_spec, marker_line
 
         text = data.decode("utf-8", "surrogateescape")
         try:
@@ -652,6 +656,8 @@ class _ReportNames:
         start = marked.line_offset if marked else 0
         kept = range(start, start + marked.text.count("\n")) if marked else range(0)
         shown = [line if at in kept else self._names.shorten(line) for at, line in enumerate(lines)]
+        if marked is not None and shown[0].startswith("<!-- reprospec:spec "):
+            shown[0] = marker_line(marked.text, self._spec)
         return "\n".join(shown).encode("utf-8", "surrogateescape")
 
 

@@ -209,11 +209,15 @@ def report_origin(hint: str | None, report: Path) -> Path | None:
     """
     if not hint:
         return None
-    origin = Path(hint)
-    try:
-        resolved = origin.resolve()
-        roots = (Path.cwd().resolve(), report.resolve().parent)
-        inside = any(resolved.is_relative_to(root) for root in roots)
-        return origin if inside and resolved.is_file() else None
-    except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL in the path
-        return None
+    # As given to `run` (from its folder), else from the report's own folder: a bundle's
+    # report.md names its packed spec so (`tree/s.yaml`), wherever the bundle is unpacked.
+    for origin in (Path(hint), report.parent / hint):
+        try:
+            resolved = origin.resolve()
+            roots = (Path.cwd().resolve(), report.resolve().parent)
+            inside = any(resolved.is_relative_to(root) for root in roots)
+            if inside and resolved.is_file():
+                return origin
+        except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL in the path
+            return None
+    return None

@@ -72,11 +72,12 @@ def test_a_bundle_names_the_senders_home_and_user_as_report_md_does(
     report_lines = (copy / "report.md").read_text().splitlines()
     spec_line = f'  env: {{DATA: "{scratch}/data.csv"}}'
     assert [line for line in report_lines if USER in line] == [spec_line]
-    assert report_lines[0].endswith('path="<home>/proj/s.yaml" -->')
+    # Its first line names the packed spec beside it, not the sender's file: the report
+    # reruns where it was unpacked, its workdir in tree/ (it named `<home>/proj/s.yaml`,
+    # and `run report.md` looked for the workdir beside report.md: `folder not found`).
+    assert report_lines[0].endswith('path="tree/s.yaml" -->')
     again = tmp_path / "again"
-    beside = copy / "tree" / "report.md"  # the report beside the program it runs
-    beside.write_bytes((copy / "report.md").read_bytes())
-    for rerun in (beside, archive):
+    for rerun in (copy / "report.md", archive):
         reran = cli("run", str(rerun), "--yes", "--out", str(again), env=env, cwd=tmp_path)
         assert reran.code == 0, reran.stderr
         assert "1/1 cell reproduced" in reran.stdout + reran.stderr

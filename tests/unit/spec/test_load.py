@@ -413,6 +413,25 @@ def test_workdir_of_a_report_resolves_against_its_origin(
         assert load_spec(report).base_dir == report.parent
 
 
+def test_a_reports_origin_is_found_from_its_own_folder_as_a_bundle_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bundle unpacked anywhere: RUN/report.md names its packed spec `tree/s.yaml`, from
+    # the report's folder. Read from the folder `run` starts in alone, it was not found,
+    # the workdir was looked for beside report.md, and the report did not rerun.
+    body = (
+        "reprospec: 1\nname: s\ncommand: echo hi\nexpect: {outcome: pass}\n"
+        "environment: {workdir: fixtures}\n"
+    )
+    run = tmp_path / "unpacked" / "RUN"
+    (run / "tree" / "fixtures").mkdir(parents=True)
+    write(run / "tree" / "s.yaml", body)
+    report = run / "report.md"
+    report.write_text(marker_line(body, "tree/s.yaml") + "\n# s\n\n```yaml\n" + body + "```\n")
+    monkeypatch.chdir(tmp_path)
+    assert load_spec(report).base_dir == run / "tree"
+
+
 def test_a_report_runs_the_block_its_marker_names(tmp_path: Path) -> None:
     body = "reprospec: 1\nname: real\ncommand: echo real\nexpect: {outcome: pass}\n"
     forged = "reprospec: 1\nname: forged\ncommand: echo forged\nexpect: {outcome: pass}\n"
