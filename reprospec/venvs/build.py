@@ -135,9 +135,7 @@ def find_interpreter(request: str | None = None) -> Interpreter:
     else:
         done = _uv(["python", "find", request], timeout=120)
         if done.returncode != 0:
-            raise EnvBuildError(
-                f"no Python {request} on this machine (uv python find: {_uv_error(done.stderr)})"
-            )
+            raise EnvBuildError(not_found(request, done.stderr))
         path = done.stdout.strip().splitlines()[-1]
     try:
         done = subprocess.run(
@@ -231,6 +229,27 @@ def _uv_error(stderr: str, lines: int = 4) -> str:
     chosen = report.causes or report.errors or report.text
     said = [f"(the build said: {' / '.join(report.built[-2:])})"] if report.built else []
     return " ".join([*chosen[-lines:], *said, *report.hints[:1]]) or "no output"
+
+
+def not_found(request: str, stderr: str) -> str:
+    """Why `uv python find REQUEST` found no interpreter, from its stderr.
+
+    uv stops at the first interpreter of the search path it cannot run: a pyenv shim of a
+    version pyenv has but does not have active (`pyenv: python3.10: command not found`).
+    That said "no Python 3.10 on this machine" with one in ~/.pyenv/versions, and the shim's
+    note as "the build said": it is said as what it is, with its path and first word, and
+    the way past it (the interpreter's path)."""
+    report = _UvReport.read(stderr)
+    stuck = next((e for e in report.errors if e.startswith("Failed to inspect Python")), None)
+    if stuck is None:
+        return f"no Python {request} on this machine (uv python find: {_uv_error(stderr)})"
+    at = stuck.rsplit(" at ", 1)[-1].strip("`") if " at " in stuck else "an interpreter"
+    why = report.built[0] if report.built else (report.causes or ("it does not run",))[-1]
+    return (
+        f"uv python find {request} stopped at {at}, which does not run ({why}); a Python "
+        f"{request} may still be installed: give its path (--python PATH, or "
+        "environment.python: PATH)"
+    )
 
 
 def build_failure_line(output: str) -> str:

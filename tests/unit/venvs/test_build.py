@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reprospec.venvs.build import _uv_error, build_failure_line
+from reprospec.venvs.build import _uv_error, build_failure_line, not_found
 
 # uv 0.x `pip install nu9akit==1.3` of an sdist whose setup.py exits with a message
 # (recorded on this machine, NO_COLOR=1).
@@ -71,3 +71,46 @@ def test_the_one_line_is_a_line_the_stored_reason_says() -> None:
         UNSATISFIABLE + "\n".join(f"  cause: reason {n}" for n in range(6)),
     ):
         assert build_failure_line(output) in _uv_error(output), output
+
+
+# `uv python find 3.10` where pyenv's shims come first in PATH and 3.10 is not active.
+PYENV_SHIM = (
+    (
+        "error: Failed to inspect Python interpreter from first executable in the search path at "
+        "`/root/.pyenv/shims/python3.10`\n"
+    )
+    + """\
+  cause: Querying Python at `/root/.pyenv/shims/python3.10` failed with exit status exit status: 127
+
+         [stderr]
+         pyenv: python3.10: command not found
+
+         The `python3.10' command exists in these Python versions:
+           3.10.13
+
+         Note: See 'pyenv help global' for tips on allowing multiple
+               Python versions to be found at the same time.
+"""
+)
+
+
+def test_an_interpreter_uv_could_not_run_is_not_no_python_on_this_machine() -> None:
+    """It said `no Python 3.10 on this machine (... (the build said: Note: See 'pyenv help
+    global' ...))` with a 3.10 under ~/.pyenv/versions: uv had stopped at a shim."""
+    said = not_found("3.10", PYENV_SHIM)
+    assert said == (
+        "uv python find 3.10 stopped at /root/.pyenv/shims/python3.10, which does not run "
+        "(pyenv: python3.10: command not found); a Python 3.10 may still be installed: give "
+        "its path (--python PATH, or environment.python: PATH)"
+    )
+    assert "build said" not in said
+
+
+def test_no_interpreter_at_all_is_said_so() -> None:
+    said = not_found(
+        "3.99", "error: No interpreter found for Python 3.99 in managed installations\n"
+    )
+    assert said == (
+        "no Python 3.99 on this machine (uv python find: No interpreter found for Python 3.99 "
+        "in managed installations)"
+    )
