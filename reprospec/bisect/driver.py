@@ -261,20 +261,39 @@ def _rate_floor(rate: object) -> float | None:
 def candidate_packages(
     current: Sequence[str], package: str | None, version: str, by_date: bool
 ) -> tuple[str, ...]:
-    """The cell's packages with `package` pinned to `version` (unpinned when by date)."""
+    """The cell's packages with `package` pinned to `version` (unpinned when by date).
+
+    The spec's entry keeps its extras and marker: `requests[socks]==2.31.0` becomes
+    `requests[socks]==2.28.0`, where it became `requests==2.28.0` and every version lost
+    PySocks (`ModuleNotFoundError` at the bad end, refused though `run` reproduced it)."""
     wanted = packages.normalize(package) if package else None
     pin = (package if by_date else f"{package}=={version}") if package else None
     out: list[str] = []
     for requirement in current:
         names = packages.requirement_names([requirement])
-        if wanted and names and names[0] == wanted:
-            if pin and pin not in out:
-                out.append(pin)
+        if pin and wanted and names and names[0] == wanted:
+            kept = _with_extras_and_marker(pin, requirement)
+            if kept not in out:
+                out.append(kept)
             continue
         out.append(requirement)
-    if pin and pin not in out:
+    if pin and not any(packages.requirement_names([r]) == (wanted,) for r in out):
         out.append(pin)
     return tuple(out)
+
+
+def _with_extras_and_marker(pin: str, requirement: str) -> str:
+    """`pin` (`NAME==V`, or `NAME` by date) with the extras and marker `requirement` has."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        written = Requirement(requirement)
+    except InvalidRequirement:  # a wheel file: it names a version, and nothing more
+        return pin
+    name, sep, rest = pin.partition("==")
+    extras = f"[{','.join(sorted(written.extras))}]" if written.extras else ""
+    marker = f"; {written.marker}" if written.marker else ""
+    return f"{name}{extras}{sep}{rest}{marker}"
 
 
 def _run_candidate(

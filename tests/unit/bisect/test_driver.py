@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reprospec.bisect.driver import _describe
+from reprospec.bisect.driver import _describe, candidate_packages
 from reprospec.bisect.search import Trial
 from tests.unit.venvs.test_build import BUILD_FAILED
 
@@ -48,3 +48,23 @@ def test_a_trial_keeps_its_build_log_through_the_saved_state() -> None:
     # A state saved before the field was kept still reads.
     old = {k: v for k, v in trial.to_dict().items() if k != "build_log"}
     assert Trial.from_dict(old).build_log is None
+
+
+def test_a_candidate_keeps_the_specs_extras_and_marker() -> None:
+    """`requests[socks]==2.31.0` became `requests==2.28.0`: PySocks was never installed, and
+    the bad end failed with ModuleNotFoundError instead of the bug (refused)."""
+    spec = ("Requests[socks,security]==2.31.0 ; python_version >= '3.8'", "six")
+    assert candidate_packages(spec, "requests", "2.28.0", False) == (
+        'requests[security,socks]==2.28.0; python_version >= "3.8"',
+        "six",
+    )
+    assert candidate_packages(spec, "requests", "2024-03-01", True) == (
+        'requests[security,socks]; python_version >= "3.8"',
+        "six",
+    )
+    # A package the spec does not name is added, once; one it names plainly is replaced.
+    assert candidate_packages(("six==1.16.0",), "idna", "3.4", False) == (
+        "six==1.16.0",
+        "idna==3.4",
+    )
+    assert candidate_packages(("six==1.16.0", "six"), "six", "1.15.0", False) == ("six==1.15.0",)
