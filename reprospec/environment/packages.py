@@ -30,7 +30,8 @@ from reprospec.core.lazyre import Lazy
 from reprospec.errors import InfraError
 
 # Runs in the target interpreter: stdlib only, Python 3.6+ (pkg_resources when
-# importlib.metadata is missing). argv[1] is a JSON list of normalized names.
+# importlib.metadata is missing, else the metadata files on sys.path). argv[1] is a JSON
+# list of normalized names.
 PROBE_CODE = r"""
 import json, os, platform, re, sys
 def norm(name):
@@ -46,9 +47,39 @@ try:
         if name:
             found.setdefault(norm(name), dist.version)
 except ImportError:
-    import pkg_resources
-    for dist in pkg_resources.working_set:
-        found.setdefault(norm(dist.project_name), dist.version)
+    try:
+        import pkg_resources
+        for dist in pkg_resources.working_set:
+            found.setdefault(norm(dist.project_name), dist.version)
+    except ImportError:
+        # Python < 3.8 in a venv uv made: no importlib.metadata, no setuptools. The
+        # metadata files on sys.path say the same, in path order as importlib's.
+        for folder in sys.path:
+            try:
+                entries = sorted(os.listdir(folder or "."))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.endswith(".dist-info"):
+                    meta = os.path.join(folder, entry, "METADATA")
+                elif entry.endswith(".egg-info"):
+                    meta = os.path.join(folder, entry)
+                    if os.path.isdir(meta):
+                        meta = os.path.join(meta, "PKG-INFO")
+                else:
+                    continue
+                head = {}
+                try:
+                    with open(meta, encoding="utf-8", errors="replace") as lines:
+                        for line in lines:
+                            if not line.strip():
+                                break
+                            key, _, value = line.partition(":")
+                            head.setdefault(key.strip().lower(), value.strip())
+                except OSError:
+                    continue
+                if head.get("name") and head.get("version"):
+                    found.setdefault(norm(head["name"]), head["version"])
 def full(info):
     text = "%d.%d.%d" % (info.major, info.minor, info.micro)
     if info.releaselevel != "final":

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-from reprospec.environment.packages import PackageCheck, probe_installed
+from reprospec.environment.packages import PROBE_CODE, PackageCheck, parse_probe, probe_installed
 from tests.support.cli import Cli
 
 PYYAML = importlib.metadata.version("pyyaml")
@@ -18,6 +20,43 @@ def test_probe_reports_what_the_interpreter_has() -> None:
     assert seen.versions == {"pyyaml": PYYAML, "surely-not-installed-reprospec": None}
     assert seen.markers["python_version"] == "{}.{}".format(*sys.version_info[:2])
     assert seen.prefix == sys.prefix
+
+
+def test_probe_reads_the_metadata_files_where_python_has_no_importlib_metadata(
+    tmp_path: Path,
+) -> None:
+    """A venv uv made on Python 3.7 has neither importlib.metadata nor pkg_resources: the
+    probe raised ModuleNotFoundError and every `--runner venv` cell on 3.7 was infra-error
+    (`package check ... failed: No module named 'pkg_resources'`). Such a Python is this
+    one with those modules unimportable (sys.modules[name] = None)."""
+    site = tmp_path / "site"
+    (site / "Old_Pkg-1.2.dist-info").mkdir(parents=True)
+    (site / "Old_Pkg-1.2.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: Old_Pkg\nVersion: 1.2\n\nName: not-this\n"
+    )
+    (site / "egg_pkg-0.3.egg-info").write_text(
+        "Metadata-Version: 1.0\nName: egg-pkg\nVersion: 0.3\n"
+    )
+    old_python = (
+        "import sys\n"
+        "for name in ('importlib.metadata', 'importlib_metadata', 'pkg_resources'):\n"
+        "    sys.modules[name] = None\n"
+        f"sys.path.insert(0, {str(site)!r})\n"
+        "sys.argv[1:] = [sys.argv[-1]]\n"
+        f"exec(compile({PROBE_CODE!r}, 'probe', 'exec'))\n"
+    )
+    names = json.dumps(["old-pkg", "egg-pkg", "pyyaml", "absent-here"])
+    done = subprocess.run(
+        [sys.executable, "-c", old_python, names], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    seen = parse_probe(done.stdout, sys.executable)
+    assert seen.versions == {
+        "old-pkg": "1.2",
+        "egg-pkg": "0.3",
+        "pyyaml": PYYAML,
+        "absent-here": None,
+    }
 
 
 def test_check_is_cached_per_key(tmp_path: Path) -> None:
