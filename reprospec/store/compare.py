@@ -561,7 +561,12 @@ def _cell_change(a: CellResult, b: CellResult) -> CellChange | None:
     # The outcomes seen, not how many times: `--repeat 3` against one attempt made every
     # cell "outcome changed" (pass x1 -> pass x3) and buried the one that changed; but a
     # flaky failure's rate is its news (4/30 -> 16/30), told where it clearly moved.
-    if outcomes[0].keys() != outcomes[1].keys():
+    stopped = [v == "not-run" for v in verdict]
+    if stopped[0] != stopped[1]:
+        # A cell an interrupted run never reached has no outcome: `reproduced -> not-run
+        # (outcome changed)` read as the code's change, where the run was stopped first.
+        change = f"the {'first' if stopped[0] else 'second'} run was interrupted before it"
+    elif outcomes[0].keys() != outcomes[1].keys():
         change = "outcome changed"
     elif expected[0] != expected[1]:
         change = "same outcome, different expectation"

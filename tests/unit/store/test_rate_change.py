@@ -25,3 +25,22 @@ def test_a_rate_changed_only_where_the_intervals_are_apart(
     a: tuple[int, int], b: tuple[int, int], apart: bool
 ) -> None:
     assert rate_apart(a, b) is apart
+
+
+def test_a_cell_an_interrupted_run_never_reached_is_not_said_to_have_changed_outcome() -> None:
+    # `reproduced -> not-run (outcome changed)`: read as the code's change, where the second
+    # run was stopped before the cell ran.
+    from dataclasses import replace
+
+    from reprospec.store.compare import _cell_change
+    from tests.support.runs import error_run
+
+    cell = error_run().cells[1]
+    stopped = replace(cell, verdict="not-run", attempts=())
+    change = _cell_change(cell, stopped)
+    assert change is not None
+    assert change["change"] == "the second run was interrupted before it"
+    back = _cell_change(stopped, cell)
+    assert back is not None
+    assert back["change"] == "the first run was interrupted before it"
+    assert _cell_change(stopped, stopped) is None
