@@ -348,7 +348,7 @@ class SpecFile(pytest.File):
         from reprospec import api
         from reprospec.errors import SpecError, UsageError
         from reprospec.spec.lines import cell_lines
-        from reprospec.spec.matrix import expand
+        from reprospec.spec.matrix import expand, known_axes
 
         try:
             spec = api.load_spec(self.path)
@@ -364,9 +364,10 @@ class SpecFile(pytest.File):
         markers = list(dict.fromkeys(marker_name(label) for label in labels))
         _register_markers(self.config, markers)
         lines = cell_lines(spec, cells)
+        axes = tuple(known_axes(cells))
         for cell in cells:
             item: SpecItem = SpecItem.from_parent(
-                self, name=cell.id, spec=spec, cell=cell, line=lines.get(cell.id)
+                self, name=cell.id, spec=spec, cell=cell, line=lines.get(cell.id), axes=axes
             )
             item.add_marker("reprospec")
             for name in markers:
@@ -404,12 +405,14 @@ class SpecItem(pytest.Item):
         spec: Spec,
         cell: Cell,
         line: int | None = None,
+        axes: Sequence[str] = (),
         **kwargs: Any,  # noqa: ANN401
     ) -> None:
         super().__init__(**kwargs)
         self.spec = spec
         self.cell = cell
         self.line = line
+        self.axes = tuple(axes) or tuple(cell.matrix)  # every axis of the spec's cells
         self.result: CellResult | None = None
         self.report_path: Path | None = None
         self.tries = 0  # more than 1 when pytest-rerunfailures or flaky ran the item again
@@ -424,13 +427,11 @@ class SpecItem(pytest.Item):
 
     def _options(self, settings: Settings) -> RunOptions:
         from reprospec import api
-        from reprospec.spec.matrix import render_value
 
-        filters = tuple(f"{axis}={render_value(v)}" for axis, v in self.cell.matrix.items())
         return api.RunOptions(
             runner=settings.runner,
             repeat=settings.repeat,
-            matrix_filters=filters,
+            matrix_filters=cell_alone(self.cell, self.axes),
             out=settings.out,
             python=settings.python,
             gpus=settings.gpus,
@@ -538,6 +539,17 @@ class SpecItem(pytest.Item):
         if isinstance(excinfo.value, (NotReproduced, CouldNotRun)):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)
+
+
+def cell_alone(cell: Cell, axes: Sequence[str]) -> tuple[str, ...]:
+    """The matrix filters that keep `cell` alone: every axis of the spec's cells (`axes`),
+    each at the cell's value as only that value reads (`exact_filter`; an axis the cell
+    lacks, null). Its own values as its id shows them kept others too, which the item ran
+    over again for each of them: `x=7` of the cell {x: 7} kept the cell {x: 7, d: 1} an
+    `include` adds, and `v=3.10` of the string "3.10" the number 3.1."""
+    from reprospec.spec.matrix import exact_filter
+
+    return tuple(exact_filter(axis, cell.matrix.get(axis)) for axis in axes)
 
 
 def _told(actual: str, reason: str) -> bool:

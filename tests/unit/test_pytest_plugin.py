@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.pytest_plugin import recorded_command_line, worker_gpus
+from reprospec.pytest_plugin import cell_alone, recorded_command_line, worker_gpus
 from reprospec.spec.lines import cell_lines
 
 
@@ -49,6 +49,35 @@ expect: {outcome: pass}
     assert cell_lines(spec, cells) == {"workers=0": 5, "workers=2": 6, "workers=4,extra=x": 8}
     one = api.load_spec(write(tmp_path / "one.yaml", GPU_SPEC))
     assert cell_lines(one, api.plan_run(one).cells) == {"default": 4}
+
+
+def test_each_item_runs_its_own_cell_alone(tmp_path: Path) -> None:
+    """The filters of an item's run keep its cell alone: `x=7` of {x: 7} also kept the
+    cell {x: 7, d: 1} an include adds, and `x=3.10` of "3.10" the number 3.1."""
+    from reprospec import api
+    from reprospec.spec.matrix import expand, known_axes, select
+
+    spec = api.load_spec(
+        write(
+            tmp_path / "alone.yaml",
+            """\
+reprospec: 1
+name: alone
+matrix:
+  x: ["3.10", 3.1, "a,b", 7]
+  include:
+    - {x: 8}
+    - {x: 8, d: 1}
+command: "true"
+expect: {outcome: pass}
+""",
+        )
+    )
+    cells = expand(spec)
+    axes = known_axes(cells)
+    assert len(cells) == 6
+    for cell in cells:
+        assert list(select(cells, cell_alone(cell, axes))) == [cell], cell.id
 
 
 def test_xdist_workers_split_the_outer_gpu_ids() -> None:
