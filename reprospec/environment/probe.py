@@ -180,8 +180,39 @@ def _capture(
 ) -> JsonObject:
     done = _run(python, args, harness_root, extra_env)
     if done.returncode != 0:
-        raise InfraError(f"environment capture with {python} failed: {_died(done)}")
+        raise InfraError(f"environment capture with {python} failed: {_too_old(python, done)}")
     return _parse(done.stdout, python, harness_root)
+
+
+# The oldest Python the capture (the harness's envinfo) runs on: pyproject's requires-python.
+HARNESS_PYTHON = (3, 10)
+
+
+def _too_old(python: str, done: subprocess.CompletedProcess[str]) -> str:
+    """Why the capture died, saying so where the interpreter is older than the harness: a
+    Python 3.7 (a venv runner's `environment.python`, whose cells run) said only `SyntaxError:
+    invalid syntax`, the harness's line, as if the interpreter were broken."""
+    said = _died(done)
+    if done.returncode < 0 or not said.startswith(("SyntaxError", "ImportError")):
+        return said
+    try:
+        asked = subprocess.run(
+            [python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+        version = tuple(int(part) for part in asked.stdout.split("."))
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return said
+    if version[:2] >= HARNESS_PYTHON:
+        return said
+    return (
+        f"it is Python {'.'.join(map(str, version))}, and the capture runs reprospec's harness, "
+        f"which needs Python {'.'.join(map(str, HARNESS_PYTHON))} or later ({said}); "
+        "give --python an interpreter that new"
+    )
 
 
 def _torch_key(

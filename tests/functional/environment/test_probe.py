@@ -92,6 +92,36 @@ def test_probe_with_a_missing_interpreter() -> None:
         probe_environment("/nonexistent/python")
 
 
+def _older_python() -> str | None:
+    """An interpreter here older than the harness needs (pyenv's, or one on PATH)."""
+    import shutil
+
+    found = [shutil.which(f"python3.{minor}") for minor in (9, 8, 7, 6)]
+    found += sorted(str(p) for p in Path.home().glob(".pyenv/versions/3.[6-9].*/bin/python"))
+    for python in found:
+        if python is None:
+            continue
+        done = subprocess.run([python, "-c", "pass"], capture_output=True, timeout=30)
+        if done.returncode == 0:
+            return python
+    return None
+
+
+def test_an_interpreter_older_than_the_harness_is_said_so() -> None:
+    """`doctor --runner venv` of a spec on Python 3.7 (whose cells the venv runner runs)
+    said `environment capture with .../python3.7 failed: SyntaxError: invalid syntax`: the
+    harness's line, as if that interpreter were broken."""
+    python = _older_python()
+    if python is None:
+        pytest.skip("no Python older than 3.10 here")
+    with pytest.raises(InfraError) as raised:
+        probe_environment(python)
+    said = str(raised.value)
+    assert f"environment capture with {python} failed: it is Python 3." in said
+    assert "which needs Python 3.10 or later" in said
+    assert said.endswith("give --python an interpreter that new")
+
+
 def test_pip_list_reads_each_distributions_name_and_version_as_its_metadata_says() -> None:
     """envinfo reads Name and Version from the metadata's header lines (no email parser):
     the same list as importlib.metadata's own parse, for every distribution installed here."""
