@@ -75,6 +75,9 @@ class RankExit:
     exit_code: int | None
     position: RankPosition
     exception: str | None = None
+    # Ranks that had exited 0 before the job's final barrier: they left their peers, whose
+    # errors about a lost peer are then the failure.
+    left: tuple[RankPosition, ...] = ()
 
 
 @frozen
@@ -152,11 +155,17 @@ def from_events(events: Iterable[Mapping[str, JsonValue]]) -> RankReport | None:
             stuck = event
             continue
         if name == "rank_exit" and rank is not None and exited is None:
+            listed = event.get("left")
             exited = RankExit(
                 rank,
                 _str(event.get("signal")),
                 _int(event.get("exit_code")),
                 _position(event, rank),
+                left=tuple(
+                    _position(p, other)
+                    for p in (listed[:MAX_RANKS] if isinstance(listed, list) else ())
+                    if isinstance(p, dict) and (other := _int(p.get("rank"))) is not None
+                ),
             )
             stuck = None
             continue
@@ -182,7 +191,12 @@ def from_events(events: Iterable[Mapping[str, JsonValue]]) -> RankReport | None:
         return None
     if exited is not None and exited.rank in errors:
         exited = RankExit(
-            exited.rank, exited.signal, exited.exit_code, exited.position, errors[exited.rank]
+            exited.rank,
+            exited.signal,
+            exited.exit_code,
+            exited.position,
+            errors[exited.rank],
+            exited.left,
         )
     diverged: tuple[int, ...] = ()
     positions = tuple(last[r] for r in sorted(last))
@@ -221,6 +235,10 @@ def describe(report: RankReport) -> str:
             else f"exited with code {died.exit_code}"
         )
         parts.append(f"rank {died.rank} {how} first, at {died.position.describe()}")
+        parts.extend(
+            f"rank {p.rank} had exited with code 0 before the job ended, at {p.describe()}"
+            for p in died.left
+        )
     elif report.stuck:
         where = ", ".join(f"rank {p.rank} at {p.describe()}" for p in report.positions)
         if report.diverged:

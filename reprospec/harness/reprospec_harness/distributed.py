@@ -488,9 +488,19 @@ def _first_failure(ranks: _Ranks, failed: list[tuple[int, int]], report_dir: str
 
     rank, code = min(failed, key=when)
     position = ranks.position(rank)
-    detail: dict[str, int | str | None] = {"rank": rank, "pid": ranks.processes[rank].pid}
+    detail: dict[str, object] = {"rank": rank, "pid": ranks.processes[rank].pid}
     where = (("phase", position["phase"]), ("step", position["step"]), ("stage", position["stage"]))
     detail.update({key: value for key, value in where if value is not None})
+    # A rank that exited 0 before the final barrier left the job under its peers (a
+    # `return` or `sys.exit(0)` in one rank): their errors about a lost peer are what
+    # fails, and without this the rank that left was named nowhere.
+    left = [
+        ranks.position(other)
+        for other, process in enumerate(ranks.processes)
+        if process.exitcode == 0 and ranks.position(other)["stage"] != "finish"
+    ]
+    if left:
+        detail["left"] = [dict(p) for p in left]
     if code < 0:
         name = signal.Signals(-code).name
         events.emit("rank_exit", signal=name, **detail)

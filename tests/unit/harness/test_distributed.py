@@ -165,3 +165,40 @@ def test_a_hang_is_located_at_the_stage_of_the_rank_that_stopped_first(
     # step of the rank behind, as before.
     event = stuck_event(tmp_path, monkeypatch, [(3, "backward"), (4, "sync")])
     assert (event["step"], event["stage"], event["diverged"]) == (3, "backward", [1])
+
+
+def test_a_rank_that_exited_0_under_its_peers_is_named_with_the_first_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sentinels: list[int]
+) -> None:
+    # Rank 1 returned (exit 0) at train step 3; rank 0 then raised gloo's "Connection reset
+    # by peer". The outcome named rank 0's RuntimeError only: the rank that left was
+    # nowhere in it. A rank that reached the final barrier did not leave anyone.
+    import json
+
+    from reprospec_harness import events
+
+    from reprospec.outcome import ranks as outcome_ranks
+
+    path = tmp_path / "events.jsonl"
+    monkeypatch.setenv("REPROSPEC_EVENTS", str(path))
+    monkeypatch.setattr(events, "_fd", None)
+    where = [(3, "sync", 1), (3, "start", 0), (6, "finish", 0)]
+    slots = [0] * (distributed.SLOT * len(where))
+    for rank, (step, stage, _) in enumerate(where):
+        base = rank * distributed.SLOT
+        slots[base + distributed._STEP] = step
+        slots[base + distributed._STAGE] = distributed.STAGES.index(stage)
+    slots[distributed._FAILED] = 1000
+    processes = [Rank([code], sentinels[0]) for _, _, code in where]
+    watched = distributed._Ranks(cast(list[BaseProcess], processes), slots, ["train"])
+    assert distributed._first_failure(watched, [(0, 1)], str(tmp_path)) == 1
+    with contextlib.suppress(OSError):
+        os.close(cast(int, events._fd))
+    event = json.loads(path.read_text().splitlines()[-1])
+    assert [p["rank"] for p in event["left"]] == [1]
+    report = outcome_ranks.from_events([{"event": "distributed", "world_size": 3}, event])
+    assert report is not None
+    assert outcome_ranks.describe(report) == (
+        "rank 0 exited with code 1 first, at train step 3 (step agreement); rank 1 had "
+        "exited with code 0 before the job ended, at train step 3 (step start)"
+    )
