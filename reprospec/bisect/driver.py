@@ -137,6 +137,8 @@ def bisect_spec(
     if chosen.total > 1:
         say(chosen.said())
     environment = plan.attempts[0].environment
+    if (added := _added_package(request, environment.packages)) is not None:
+        say(added)
     # Each candidate's run judges its attempts by the cell's expect without its rate, as
     # isolate's and minimize's probes do: with `expect.rate` the run's first-reproduction
     # stop waited for the rate's interval, not the first matching failure, and a flaky
@@ -247,6 +249,24 @@ def _candidates(request: BisectRequest) -> tuple[str, ...]:
     listed = releases.list_versions(request.package, index, pre=request.pre or ends_pre)
     return releases.between(
         listed, request.good, request.bad, pre=request.pre, name=request.package
+    )
+
+
+def _added_package(request: BisectRequest, current: Sequence[str]) -> str | None:
+    """The line that says `--package` is none of the cell's packages, or None.
+
+    Each candidate then adds it (a dependency the spec leaves unpinned is bisected so), but
+    a misspelt name that is on the index (`--package six` for a spec of `packaging`) built
+    an environment per version and ended `the good end reproduces too`, said nowhere why."""
+    if request.package is None:
+        return None
+    if packages.normalize(request.package) in packages.requirement_names(current):
+        return None
+    listed = " ".join(current) if current else "none"
+    pin = request.package if request.by_date else f"{request.package}==VERSION"
+    return (
+        f"{request.package} is not among the cell's packages ({listed}): each candidate "
+        f"adds {pin} to them"
     )
 
 

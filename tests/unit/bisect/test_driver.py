@@ -1,11 +1,13 @@
-"""What a bisect says of a release it could not install: one line, where the log is."""
+"""What a bisect says and pins per candidate: a release it could not install, the package
+as the spec wrote it, one the spec does not name."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from reprospec.bisect.driver import _describe, candidate_packages
+from reprospec.bisect.driver import _added_package, _describe, candidate_packages
 from reprospec.bisect.search import Trial
+from reprospec.bisect.state import BisectRequest
 from tests.unit.venvs.test_build import BUILD_FAILED
 
 REASON = (
@@ -68,3 +70,18 @@ def test_a_candidate_keeps_the_specs_extras_and_marker() -> None:
         "idna==3.4",
     )
     assert candidate_packages(("six==1.16.0", "six"), "six", "1.15.0", False) == ("six==1.15.0",)
+
+
+def test_a_package_the_cell_does_not_name_is_said_to_be_added(tmp_path: Path) -> None:
+    """`--package six` for a spec of `packaging==23.0` built an environment per six release
+    and ended `the good end reproduces too`, never saying six was none of the spec's."""
+    request = BisectRequest(spec=tmp_path / "s.yaml", package="six", good="1.15.0", bad="1.16.0")
+    assert _added_package(request, ("packaging==23.0",)) == (
+        "six is not among the cell's packages (packaging==23.0): each candidate adds "
+        "six==VERSION to them"
+    )
+    assert _added_package(request, ()) == (
+        "six is not among the cell's packages (none): each candidate adds six==VERSION to them"
+    )
+    # Named in any spelling, it is the cell's.
+    assert _added_package(request, ("Six>=1.10",)) is None
