@@ -284,6 +284,10 @@ def secret_option(name: str) -> bool:
 # one word or the next: `--api-key=x`, `--password x`.
 _ASSIGNMENT = Lazy(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)", re.S)
 _OPTION = Lazy(r"--(?P<name>[A-Za-z][\w.-]*)(?:=(?P<value>.*))?", re.S)
+# A value that reads one: `${{ env.X }}`, the shell's `"$API_KEY"` (a captured spec's),
+# `$(cat key)`, Hydra's `${oc.env:X}`. Masked as a value, the spec's report read
+# `--api-key ${{ env.API_KEY }}` where its command had `"$API_KEY"`.
+_REFERENCE = Lazy(r"\$[({A-Za-z_]")
 
 
 def command_secrets(command: object) -> list[tuple[str, str]]:
@@ -294,7 +298,8 @@ def command_secrets(command: object) -> list[tuple[str, str]]:
     hand-written spec's were shown in its report, results.json and a bundle's README and
     spec, which are made to be shared; only `environment.env`'s were masked. A value that
     is an expression (`${{ env.X }}`: masked by X's own rule) or a path, or too short to be
-    masked (`maskable`), is not one; nor is a command the shell cannot split."""
+    masked (`maskable`), is not one, nor one that reads another (`"$API_KEY"`, a captured
+    spec's); nor is a command the shell cannot split."""
     if isinstance(command, str):
         try:
             words = shlex.split(command)
@@ -319,7 +324,12 @@ def command_secrets(command: object) -> list[tuple[str, str]]:
         value = option["value"]
         if value is None and index + 1 < len(words) and not words[index + 1].startswith("-"):
             value = words[index + 1]
-        if value and "${{" not in value and maskable(value) and not _PATH_OR_PHRASE.search(value):
+        if (
+            value
+            and not _REFERENCE.search(value)
+            and maskable(value)
+            and not _PATH_OR_PHRASE.search(value)
+        ):
             found.append((re.sub(r"\W", "_", option["name"]).strip("_").upper(), value))
     return found
 

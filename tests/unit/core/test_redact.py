@@ -532,6 +532,8 @@ def test_a_spec_masked_loads_to_its_values_with_the_secret_read_again(
             [],
         ),
         ("python x.py --password 'unclosed", []),
+        # A captured spec's command reads its secret from the shell: no value of its own.
+        ('python x.py --api-key "$API_KEY" --token=$(cat tok) db.password=${oc.env:PW}', []),
     ],
 )
 def test_the_secrets_a_command_writes_in_itself(
