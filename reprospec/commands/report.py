@@ -58,9 +58,16 @@ def relinked(text: str, run_dir: Path, output: Path) -> str:
     import os
     from urllib.parse import quote
 
+    # An unpacked bundle holds its attempts under logs/cells/ (export/bundle.py), not cells/.
+    cells = (
+        "logs/cells"
+        if not (run_dir / "cells").is_dir() and (run_dir / "logs" / "cells").is_dir()
+        else "cells"
+    )
     rel = Path(os.path.relpath(run_dir.resolve(), output.resolve().parent)).as_posix()
-    if rel == ".":
+    if rel == "." and cells == "cells":
         return text
-    way = quote(rel)  # `/` kept; a space, `(`, `)`, `"`, `&`, `<` and `%` encoded
-    text = text.replace("](cells/", f"]({way}/cells/")
-    return text.replace('href="cells/', f'href="{way}/cells/')
+    # `/` kept; a space, `(`, `)`, `"`, `&`, `<` and `%` encoded
+    way = "" if rel == "." else quote(rel) + "/"
+    text = text.replace("](cells/", f"]({way}{cells}/")
+    return text.replace('href="cells/', f'href="{way}{cells}/')

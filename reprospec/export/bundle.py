@@ -655,10 +655,20 @@ class _ReportNames:
         lines = text.split("\n")
         start = marked.line_offset if marked else 0
         kept = range(start, start + marked.text.count("\n")) if marked else range(0)
-        shown = [line if at in kept else self._names.shorten(line) for at, line in enumerate(lines)]
+        shown = [
+            line if at in kept else _logs_linked(self._names.shorten(line))
+            for at, line in enumerate(lines)
+        ]
         if marked is not None and shown[0].startswith("<!-- reprospec:spec "):
             shown[0] = marker_line(marked.text, self._spec)
         return "\n".join(shown).encode("utf-8", "surrogateescape")
+
+
+def _logs_linked(line: str) -> str:
+    """A line of report.md with its links into the run folder's `cells/` (`Full native
+    stacks: [cells/x/1/native-stacks.txt](...)`) made the bundle's `logs/cells/`, where the
+    archive packs them: the packed report's links pointed at no file."""
+    return line.replace("](cells/", "](logs/cells/")
 
 
 def _add_file(

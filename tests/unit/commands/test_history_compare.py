@@ -238,3 +238,23 @@ def _finished_runs(out: Path, runs: list[tuple[str, RunOptions]], runner: str) -
             store.begin_run(run_id, "s", "/s.yaml", "x", runner, options.stored(), {})
             store.finish_run(run_id, "finished")
             (out / "runs" / run_id).mkdir(parents=True)
+
+
+def test_a_report_of_an_unpacked_bundle_links_its_logs_where_the_bundle_holds_them(
+    tmp_path: Path,
+) -> None:
+    # A bundle packs the run folder's cells/ as logs/cells/: `report RUN -o FILE` of its
+    # unpacked folder linked FILE to RUN/cells/..., which it does not have.
+    from reprospec.commands.report import relinked
+
+    run = tmp_path / "RUN"
+    (run / "logs" / "cells" / "default" / "1").mkdir(parents=True)
+    link = "[cells/default/1/native-stacks.txt](cells/default/1/native-stacks.txt)"
+    assert relinked(link, run, tmp_path / "r.md") == (
+        "[cells/default/1/native-stacks.txt](RUN/logs/cells/default/1/native-stacks.txt)"
+    )
+    assert relinked(link, run, run / "r.md") == (
+        "[cells/default/1/native-stacks.txt](logs/cells/default/1/native-stacks.txt)"
+    )
+    (run / "cells").mkdir()  # a run folder: as it was
+    assert relinked(link, run, run / "r.md") == link

@@ -92,3 +92,28 @@ def test_an_absolute_workdir_points_into_a_tree_unpacked_under_a_relative_out(
     workdir = Path(str(loaded.document["environment"]["workdir"]))  # type: ignore[index,call-overload]
     assert workdir.is_absolute()
     assert workdir.resolve() == (tmp_path / unpacked.root / "tree" / "app").resolve()
+
+
+def test_the_packed_reports_links_reach_the_logs_where_the_archive_packs_them() -> None:
+    # The run folder's `cells/` is the archive's `logs/cells/`: report.md's "Full native
+    # stacks" link pointed at no file; its first line names the packed spec; the spec block
+    # (which its digest is of) is left as written.
+    from reprospec.core.reportspec import find_marked_spec, marker_line
+    from reprospec.report.paths import PathNames
+
+    spec = "reprospec: 1\nname: s\ncommand: cat cells/x\n"
+    text = (
+        marker_line(spec, "s.yaml")
+        + "\n# s\n\nFull native stacks: [cells/default/1/native-stacks.txt]"
+        "(cells/default/1/native-stacks.txt)\n\n```yaml\n" + spec + "```\n"
+    )
+    packed = bundle._ReportNames(PathNames.for_bundle({}), "tree/s.yaml").data(text.encode())
+    lines = packed.decode().splitlines()
+    assert lines[0] == marker_line(spec, "tree/s.yaml")
+    assert lines[3] == (
+        "Full native stacks: [cells/default/1/native-stacks.txt]"
+        "(logs/cells/default/1/native-stacks.txt)"
+    )
+    marked = find_marked_spec(packed.decode())
+    assert marked is not None
+    assert marked.text == spec
