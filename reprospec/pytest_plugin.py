@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 DEFAULT_PATTERN = "*.repro.yaml"
 PLUGIN_NAME = "reprospec.pytest_plugin"
 SKIP_PREFIX = "skipped: needs"
+# The attribute of a teardown report that holds a failed try no call report said (flaky's).
+FAILED_TRY = "reprospec_failed_try"
 # A failure lists its attempts one a line when they did different things, up to this many
 # (more are counted: `3× hang, 2× pass`; the report lists each).
 _ATTEMPT_LINES = 10
@@ -287,21 +289,39 @@ def _loaded_explicitly(config: pytest.Config) -> bool:
 class RerunRecorder:
     """Says in JUnit XML what a rerun did to a cell.
 
-    pytest-rerunfailures reports a failed try as `rerun`, which pytest's JUnit writer
-    records as a testcase with no failure: a CI page would count the try that failed as a
-    pass. Its testcase gets a `rerunFailure` (the element Maven Surefire's format has for
-    a failed try, which junitparser and CI readers know), with the same text as a failure;
-    the final try's testcase has a `tries` property. `--reprospec-repeat N` is the way to
+    pytest-rerunfailures reports a failed try as `rerun`, and flaky reports no call of it
+    (its setup and teardown only), which pytest's JUnit writer records as a testcase with
+    no failure: a CI page would count the try that failed as a pass. Its testcase gets a
+    `rerunFailure` (the element Maven Surefire's format has for a failed try, which
+    junitparser and CI readers know), with the same text as a failure; the final try's
+    testcase has a `tries` property. `--reprospec-repeat N` is the way to
     repeat a cell (docs/pytest.md): its attempts are judged together, with a rate."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        # The items whose call this try was reported (flaky reports none of a failed try).
+        self.calls_reported: set[str] = set()
 
+    # Before the JUnit writer's: at a teardown it closes the testcase this adds to.
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if "reprospec" not in report.keywords:
+            return
+        if report.when == "setup":
+            self.calls_reported.discard(report.nodeid)
+        if report.when == "call":
+            self.calls_reported.add(report.nodeid)
         # `rerun` is pytest-rerunfailures' own outcome, outside pytest's Literal.
         outcome: str = report.outcome
-        if outcome != "rerun" or report.when != "call" or "reprospec" not in report.keywords:
-            return
+        if outcome == "rerun" and report.when == "call":
+            self._record(report, str(report.longrepr))
+        # flaky's failed try: its call is not reported, only its setup and teardown, a
+        # testcase with no failure; the teardown carries it (pytest_runtest_makereport).
+        failed_try = getattr(report, FAILED_TRY, "")
+        if report.when == "teardown" and failed_try and report.nodeid not in self.calls_reported:
+            self._record(report, failed_try)
+
+    def _record(self, report: pytest.TestReport, text: str) -> None:
         from _pytest.junitxml import xml_key  # pytest's JUnit writer, where --junitxml is on
 
         xml = self.config.stash.get(xml_key, None)
@@ -309,7 +329,6 @@ class RerunRecorder:
             return
         import xml.etree.ElementTree as ET
 
-        text = str(report.longrepr)
         first = text.splitlines()[0] if text else "failed"
         element = ET.Element("rerunFailure", message=f"{first} (a failed try, run again)")
         element.text = text
@@ -331,6 +350,12 @@ def pytest_runtest_makereport(
     item: pytest.Item,
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report: pytest.TestReport = yield
+    if isinstance(item, SpecItem) and report.when == "teardown" and item.failed_try:
+        # A try that failed: its teardown, with which the JUnit writer closes the testcase,
+        # carries the failure, for RerunRecorder where no call said it (flaky runs a failed
+        # try again and reports only the last try's call). An attribute: xdist carries it
+        # from the worker with the report.
+        setattr(report, FAILED_TRY, item.failed_try)
     # A skip raised by the plugin points at the cell's line in the spec, not at this file.
     if isinstance(item, SpecItem) and report.skipped and isinstance(report.longrepr, tuple):
         _, _, reason = report.longrepr
@@ -416,6 +441,7 @@ class SpecItem(pytest.Item):
         self.result: CellResult | None = None
         self.report_path: Path | None = None
         self.tries = 0  # more than 1 when pytest-rerunfailures or flaky ran the item again
+        self.failed_try = ""  # this try's failure, for a rerun that reports none (flaky's)
         from reprospec.spec.matrix import render_value
 
         # `-k num_workers:2` (`=` and `,` are not allowed in -k expressions).
@@ -444,12 +470,20 @@ class SpecItem(pytest.Item):
         call's exception through `repr_failure`, so a cell that could not run reads as
         concisely as one that failed (raised in setup, it was hundreds of lines of pytest's
         own traceback)."""
+        self.tries += 1
+        self.failed_try = ""
+        try:
+            self._judge()
+        except (NotReproduced, CouldNotRun) as exc:
+            self.failed_try = str(exc)  # RerunRecorder's, where flaky reports no call
+            raise
+
+    def _judge(self) -> None:
         from reprospec import api
         from reprospec.errors import FatalError
         from reprospec.store.runfolder import RunFolder
 
         settings = self.config.stash[SETTINGS]
-        self.tries += 1
         try:
             result: RunResult = api.run(self.spec, self._options(settings))
         except FatalError as exc:  # no runner, no interpreter, bad options: nothing ran
