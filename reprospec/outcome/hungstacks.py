@@ -44,6 +44,9 @@ _HARNESS = re.compile(r"/reprospec_harness/")
 # A process's frames of waiting for another process: multiprocessing's join, a queue or
 # pipe a child writes to, a pool's result; subprocess's wait and communicate.
 _WAITS_FOR_A_CHILD = re.compile(r"/multiprocessing/[\w/]+\.py$|/subprocess\.py$")
+# A process's frames of waiting for its peers: a torch.distributed collective (all_reduce,
+# barrier) returns when every rank has called it, so a rank in one waits for another.
+_WAITS_FOR_PEERS = re.compile(r"/torch/distributed/distributed_c10d\.py$")
 # A thread's frames of waiting for other threads: threading's join, a thread pool's result.
 _JOINS = (
     ("threading.py", ("join", "_wait_for_tstate_lock")),
@@ -78,6 +81,9 @@ class HungProcess:
     # names it, `[not Python]`, for a hang that sits in it (nu63 MED-2). Its command line.
     python: bool = True
     command: str = ""
+    # The main thread waits in a torch.distributed collective: for a peer rank, where the
+    # hang is when a peer sits elsewhere (torchrun's rank 1 asleep, rank 0 in all_reduce).
+    waits_for_peers: bool = False
 
     def describe(self, frame: Callable[[str], str] = str) -> str:
         """`the DataLoader worker pid 4242 was fetching an item, in train.py:19 in
@@ -223,7 +229,20 @@ def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
             joined = tuple(f for f in others if f is not None)
         forked = next((i for i, f in enumerate(main) if _is(f, _FORKED)), len(main))
         own = frame is not None and main.index(frame) < forked
-        out.append(HungProcess(pid, worker, fetching, frame, child, own, joined, command=command))
+        peers = frame is not None and any(_WAITS_FOR_PEERS.search(f.path) for f in waiting)
+        out.append(
+            HungProcess(
+                pid,
+                worker,
+                fetching,
+                frame,
+                child,
+                own,
+                joined,
+                command=command,
+                waits_for_peers=peers,
+            )
+        )
     return tuple(out)
 
 
@@ -242,10 +261,13 @@ def stuck_child(stack: str | None) -> HungProcess | None:
     if not processes or not processes[0].waits_for_a_child:
         return None
     children = [p for p in processes[1:] if p.frame and p.own_frame and not p.worker]
-    # A child that itself only waits for its own child is not where the hang sits; one
-    # with no Python stack (`subprocess.run(["sleep", "100"])`) is where no Python child is.
+    # A child that itself only waits for its own child is not where the hang sits, nor one
+    # that waits in a collective for a peer that sits elsewhere (a launcher's ranks: the
+    # first rank's all_reduce was named, where rank 1 slept); one with no Python stack
+    # (`subprocess.run(["sleep", "100"])`) is where no Python child is.
     return (
-        next((p for p in children if not p.waits_for_a_child), None)
+        next((p for p in children if not p.waits_for_a_child and not p.waits_for_peers), None)
+        or next((p for p in children if not p.waits_for_a_child), None)
         or next(iter(children), None)
         or next((p for p in every if not p.python), None)
     )

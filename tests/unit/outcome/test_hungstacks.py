@@ -368,3 +368,47 @@ def test_a_header_of_a_python_c_program_is_one_line_every_runner_alike() -> None
         "--- pid 41 (python -c 'import time\\nwhile True:\\n    time.sleep(1)') [in container] ---"
     )
     assert [p.pid for p in hung_processes(stack)] == [41, 42]
+
+
+# A real torchrun hang (trimmed): rank 1 sleeps at tr.py:12 while rank 0 waits for it in
+# the step's all_reduce (tr.py:13); torchrun's agent waits for both.
+TORCHRUN = """\
+--- pid 4826 (/venv/bin/python3 /venv/bin/torchrun --nproc_per_node 2 tr.py) ---
+Thread 0x00007f89a91c4b80 (most recent call first):
+  File "/venv/lib/python3.11/site-packages/torch/distributed/elastic/agent/server/api.py", \
+line 923 in _invoke_run
+  File "/venv/lib/python3.11/site-packages/torch/distributed/run.py", line 1028 in main
+  File "/venv/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/errors/\
+__init__.py", line 367 in wrapper
+  File "/venv/bin/torchrun", line 8 in <module>
+
+--- pid 5209 (/venv/bin/python3 -u tr.py) ---
+Current thread 0x00007ff73f433b80 (most recent call first):
+  File "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", \
+line 3252 in all_reduce
+  File "/venv/lib/python3.11/site-packages/torch/distributed/c10d_logger.py", line 83 in wrapper
+  File "/work/proj/tr.py", line 13 in <module>
+
+--- pid 5210 (/venv/bin/python3 -u tr.py) ---
+Thread 0x00007f13f728cb80 (most recent call first):
+  File "/work/proj/tr.py", line 12 in <module>
+"""
+
+
+def test_a_launchers_hang_sits_in_the_rank_its_peers_wait_for_in_a_collective() -> None:
+    # The first rank was named (`pid 5209 was in tr.py:13`): its all_reduce, which only
+    # waits for rank 1, asleep at tr.py:12.
+    stuck = stuck_child(TORCHRUN)
+    assert stuck is not None
+    assert (stuck.pid, stuck.frame) == (5210, Frame("/work/proj/tr.py", 12, "<module>"))
+    assert where_stuck(TORCHRUN) == stuck
+    # Ranks that all wait in collectives (one left one out): the first, as before.
+    both = TORCHRUN.replace(
+        '  File "/work/proj/tr.py", line 12 in <module>\n',
+        '  File "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", '
+        "line 4900 in barrier\n"
+        '  File "/work/proj/tr.py", line 12 in <module>\n',
+    )
+    stuck = stuck_child(both)
+    assert stuck is not None
+    assert stuck.pid == 5209
