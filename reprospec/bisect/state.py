@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import field
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 from reprospec.bisect import search
 from reprospec.bisect.search import BisectResult, Trial
 from reprospec.core.answers import rendered
+from reprospec.core.caller import said
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.runoptions import PathArg, RunOptions, Words, WordSet, check_options
@@ -35,6 +37,27 @@ STATE_FORMAT = 1
 INSTALLING_RUNNERS = ("venv", "docker")
 # The `spec` not given: its own object, told apart by identity from any path passed.
 _NO_SPEC = Path()
+
+
+def _bare_name(package: str) -> None:
+    """Refuse a `--package` that is more than a distribution's name: `requests[socks]` and
+    `requests==2.31.0` were said to be "not on the configured package index" (pip was asked
+    for versions of that text), and would have been added to each candidate beside the
+    spec's own entry. The spec's entry keeps its extras and marker (candidate_packages)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    if re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?", package):
+        return
+    try:
+        name = Requirement(package).name
+    except InvalidRequirement:
+        name = ""
+    hint = f" ({name})" if name else ""
+    raise UsageError(
+        f"{said('--package', 'package')} takes a distribution's name alone{hint}, got "
+        f"{package!r}: the versions are the search's, and the extras and marker of the "
+        "spec's entry are kept"
+    )
 
 
 @frozen
@@ -127,6 +150,8 @@ class BisectRequest:
             )
         if self.package is None and not self.by_date:
             raise UsageError("package takes a package's name (None only with by_date=True)")
+        if self.package is not None:
+            _bare_name(self.package)
         # Each candidate is one run: -j, the timeout and the paths are checked as a run's.
         each = RunOptions(
             jobs=self.jobs,

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reprospec.bisect.search import bisect
 from reprospec.bisect.state import BisectReport, BisectRequest
+from reprospec.errors import UsageError
 
 
 def report(good: str, bad: str, first_bad: int) -> BisectReport:
@@ -86,3 +89,16 @@ def test_the_answer_renders_and_exits_as_the_verb_prints_and_exits() -> None:
     assert _refused(0, "cannot install pkg==0.0").exit_code() == 3  # nothing could run
     assert _refused(3, "cannot install pkg==0.0").exit_code() == 1
     assert _refused(0, None).exit_code() == 1
+
+
+@pytest.mark.parametrize("package", ["requests[socks]", "requests==2.31.0", "re quests"])
+def test_a_package_is_a_distribution_name_alone(package: str) -> None:
+    """`--package 'requests[socks]'` was said to be "not on the configured package index"
+    (pip asked for versions of that text), and would have been added to each candidate."""
+    with pytest.raises(UsageError, match="takes a distribution's name alone"):
+        BisectRequest(Path("s.yaml"), package, "1.0", "2.0")
+
+
+def test_a_name_in_any_spelling_is_a_package() -> None:
+    for package in ("Requests", "typing_extensions", "zope.interface", "a"):
+        assert BisectRequest(Path("s.yaml"), package, "1.0", "2.0").package == package
