@@ -153,3 +153,42 @@ def test_a_run_warns_of_an_axis_nothing_reads(cli: Cli, tmp_path: Path) -> None:
     assert f"reprospec: warning: {said}" in result.stderr, result.stderr
     assert result.results()["warnings"] == [said]
     assert said in (result.latest_run() / "report.md").read_text()
+
+
+FAULTED = """\
+reprospec: 1
+name: faulted
+matrix: {x: [0, 1]}
+workload:
+  model: {builtin: mlp}
+  data:
+    dataset: {builtin: synthetic, size: 8, shape: [4], classes: 2}
+    loader: {batch_size: 4}
+  phases: [{name: train, steps: 1}]
+  faults:
+    - {kind: exit, code: 3, at: {phase: train, step: 1}, when: "${{ matrix.x > LIMIT }}"}
+expect:
+  outcome: error
+  exit_code: 3
+  cases: [{when: {x: 0}, outcome: pass}]
+"""
+
+
+def test_a_run_warns_of_a_fault_no_cell_of_its_matrix_injects(cli: Cli, tmp_path: Path) -> None:
+    """A `when` no value meets (`x > 1` over [0, 1]) ran as a plain program, judged
+    not-reproduced with no word of the fault. Judged over the matrix, not the cells `-m`
+    keeps: one cell of a matrix over which fault to inject leaves the others out by design."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(FAULTED.replace("LIMIT", "1"))
+    silent = cli("run", str(spec), "-m", "x=1")
+    said = (
+        "workload.faults[0]'s when is false in every one of the 2 cells: the fault is never "
+        "injected, and a run judges the program without it"
+    )
+    assert silent.code == 1, silent.stderr
+    assert silent.results()["warnings"] == [said]
+    spec.write_text(FAULTED.replace("LIMIT", "0"))
+    kept = cli("run", str(spec), "-m", "x=0")
+    assert kept.code == 0, kept.stderr
+    assert "never injected" not in kept.stderr
+    assert kept.results()["warnings"] == []
