@@ -780,9 +780,21 @@ def resume_command(run_id: str, out: Path | None) -> str:
     from reprospec.core.runoptions import DEFAULT_OUT
 
     words = ["reprospec", "run", "--resume", run_id]
-    if out is not None and out != DEFAULT_OUT:
+    if out is not None and not _is_default_out(out, DEFAULT_OUT):
         words += ["--out", str(out)]
     return shlex.join(words)
+
+
+def _is_default_out(out: Path, default: Path) -> bool:
+    """Whether `out` is the default store of the folder the command is typed in: a report
+    or a bundle read the store as an absolute path (`/home/u/proj/.reprospec`), and the
+    command they gave named `--out` for the store it would find without one."""
+    if out == default:
+        return True
+    try:
+        return out.resolve() == default.resolve()
+    except (OSError, RuntimeError):
+        return False
 
 
 def interrupted_before_run(resume_id: str | None, out: Path | None) -> str:

@@ -730,10 +730,11 @@ def _run_redactor(
     unknown = sorted(read - set(named.values()) - unset - {n for n, v in os.environ.items() if v})
     if unknown:
         # What the child was given from them may be in its logs: unmaskable, so not packed.
+        their, them = ("its value", "it") if len(unknown) == 1 else ("their values", "them")
         raise UsageError(
             f"the run read {', '.join(unknown)} from its environment, which this one does "
-            "not hold: the bundle cannot mask their values in the logs; set them as the run "
-            "had them and bundle again"
+            f"not hold: the bundle cannot mask {their} in the logs; set {them} as the run "
+            f"had {them} and bundle again"
         )
     # A secret as a JSON file writes it (a quote or a backslash escaped) is masked too.
     for value, key in list(named.items()):

@@ -954,8 +954,9 @@ def test_every_report_gives_the_resume_command_with_the_runs_own_store() -> None
     assert f"(<code>{command.replace(chr(39), '&#39;')}</code>)" in render(again, "html")
     assert f"Resumed ({command})" in render(again, "junit").replace("&#39;", "'")
     assert f"(`{command}`)" in render(again, "github")
-    # The default store, or one not known: no --out, as before.
-    for store in (Path(".reprospec"), None):
+    # The default store (also as the absolute path a store read from disk gives), or one
+    # not known: no --out, as before.
+    for store in (Path(".reprospec"), Path.cwd() / ".reprospec", None):
         plain = replace(error_run(), interrupted=True, store=store)
         assert f"(`reprospec run --resume {plain.run_id}` finishes it)" in render(plain, "md")
 
