@@ -92,6 +92,14 @@ def compare_runs(
     from reprospec.store.compare import compare
 
     a, b = (_run(run, Path(out), name) for run, name in ((run_a, "run_a"), (run_b, "run_b")))
+    given = not isinstance(run_a, RunResult) and not isinstance(run_b, RunResult)
+    if given and a.run_id == b.run_id and a.store == b.store:
+        # `compare latest latest` (meant `latest~1 latest`) said "no cell changed", as if
+        # two runs had been compared and agreed.
+        raise UsageError(
+            f"both runs given are run {a.run_id}: compare two runs (`compare latest~1 "
+            "latest`: the run before the latest, then the latest)"
+        )
     if shared(a.paths) or shared(b.paths):
         # A bundle's copy names the sender's paths `<home>/...` (report/paths.py): each
         # run is read so, or every path of its spec, cells and logs was a difference.

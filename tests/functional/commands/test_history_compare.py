@@ -135,6 +135,10 @@ def test_latest_is_accepted_wherever_a_run_id_is(cli: Cli, tmp_path: Path) -> No
     compared = cli("compare", "latest~1", "latest")
     assert compared.code == 0
     assert f"{old_id} -> {new_id}" in compared.stdout
+    # One run twice (`latest latest`, for `latest~1 latest`) said "no cell changed".
+    itself = cli("compare", "latest", new_id)
+    assert itself.code == 2, itself.stdout
+    assert f"both runs given are run {new_id}: compare two runs" in itself.stderr
     merged = cli("merge", "latest")
     assert merged.code == 0, merged.stderr
     # The merged run has a folder and no store row of its own: it is the latest now.
