@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.store.runfolder import RunFolder
 
     spec_name = None  # the runs of specs of this name
+    named = None  # a spec file's name, when the file is given
     spec_paths: tuple[str, ...] = ()  # the runs of the spec file at one of these paths
     shown_as = args.spec
     if args.spec:
@@ -89,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
             )
             if not given.exists():
                 raise UsageError(_no_such_file(args.spec, Path(args.out), spec_paths))
-            load_spec(args.spec, files=False)  # a bad file: said, exit 2
+            # A bad file: said, exit 2. Its name finds the runs of its copies (below).
+            named = load_spec(args.spec, files=False).name
         else:
             spec_name = args.spec
     out = Path(args.out)
@@ -119,6 +121,18 @@ def run(args: argparse.Namespace) -> int:
             probes = 0 if searches else store.run_count(spec_name, spec_paths=spec_paths) - shown
             if spec_name is None and not spec_paths:
                 unlisted = _unlisted(out, store.run_ids())
+            elif named is not None and not shown:
+                # A copy of a spec (`cp exc.yaml exc2.yaml`) has no runs of its own file,
+                # and "no runs recorded yet" hid the runs of its name, made from the other.
+                others = store.run_count(named, searches=searches)
+                if others:
+                    words = ["reprospec", "history", named]
+                    if out != opt.DEFAULT_OUT:
+                        words += ["--out", str(args.out)]
+                    unlisted = (
+                        f"{plural(others, 'run')} of a spec named {named!r} from another file: "
+                        f"`{shlex.join(words)}` lists {'it' if others == 1 else 'them'}"
+                    )
     if merged:
         # Stable: the store's runs keep its order among themselves.
         runs = sorted([*runs, *merged], key=lambda run: str(run["started"]), reverse=True)

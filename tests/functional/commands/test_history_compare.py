@@ -87,6 +87,16 @@ def test_history_of_a_spec_file_lists_its_runs_and_not_another_files_of_that_nam
     missing = cli("history", str(tmp_path / "nosuch.yaml"))
     assert missing.code == 2
     assert "nosuch.yaml: no such file" in missing.stderr
+    # A copy never run: "no runs recorded yet" hid the runs of its name, from the others.
+    third = tmp_path / "third.yaml"
+    third.write_text(copy.read_text())
+    unrun = cli("history", str(third))
+    assert unrun.code == 0, unrun.stderr
+    assert f"no runs recorded yet for {third}" in unrun.stdout
+    assert (
+        "2 runs of a spec named 'exits' from another file: `reprospec history exits --out "
+        f"{unrun.out}` lists them"
+    ) in unrun.stdout
 
 
 def test_history_of_a_spec_whose_listed_file_is_gone_since_lists_its_runs(
