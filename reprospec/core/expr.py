@@ -116,6 +116,13 @@ _TOKEN = Lazy(
 
 # Operators people bring from GitHub Actions or C: say what to write instead.
 _FOREIGN = {"&&": "and", "||": "or", "!": "not", "=": "=="}
+_ARITHMETIC = frozenset("+-*/%")
+# GitHub Actions' functions a user may bring, and what this grammar writes instead.
+_FUNCTIONS = {
+    "contains": "; contains(a, b) is written 'b in a'",
+    "format": "; write the text around the ${{ }}",
+    "tojson": "; a list or mapping inside a longer text renders as JSON",
+}
 
 
 def tokenize(text: str) -> list[Token]:
@@ -128,7 +135,9 @@ def tokenize(text: str) -> list[Token]:
             for foreign, ours in _FOREIGN.items():
                 if text.startswith(foreign, pos):
                     raise ExprError(f"unknown operator '{foreign}'; write '{ours}'", text, pos)
-            raise ExprError(f"unexpected character '{text[pos]}'", text, pos)
+            char = text[pos]
+            why = " (an expression has no arithmetic)" if char in _ARITHMETIC else ""
+            raise ExprError(f"unexpected character '{char}'{why}", text, pos)
         kind = match.lastgroup or ""
         if kind == "quote":
             value, end = _read_string(text, pos)
@@ -297,6 +306,17 @@ class _Parser:
             if field.kind != "name":
                 raise self.error(f"expected a field name after '.', got {_describe(field)}", field)
             parts.append(str(field.value))
+        name = ".".join(parts)
+        # Said before the name is checked: `contains(...)` is not an unknown name to look
+        # up but a construct the grammar has not, and `matrix.cfg[0]` names a real axis.
+        if self.at("op", "("):
+            hint = _FUNCTIONS.get(name.lower(), "")
+            raise self.error(f"'{name}(...)': an expression has no function calls{hint}", token)
+        if self.at("op", "["):
+            raise self.error(
+                f"'{name}[...]': an expression has no indexing; read a field by its name "
+                f"({name}.FIELD)"
+            )
         _check_name(parts, self.text, token.offset)
         return Name(tuple(parts), token.offset)
 
@@ -417,8 +437,8 @@ class _Evaluator:
         if isinstance(left, str) and isinstance(right, str):
             return _ordered(op, left, right)
         raise ExprError(
-            f"cannot compare {render(left)!r} {op} {render(right)!r} "
-            "(only two numbers or two strings)",
+            f"cannot compare {shown(left)} {op} {shown(right)} "
+            f"({_kinds(left, right)}; only two numbers or two strings)",
             self.text,
             node.offset,
         )
@@ -433,7 +453,7 @@ class _Evaluator:
         if container is None:
             return False
         raise ExprError(
-            f"'in' needs a string, list or mapping on its right, got {render(container)!r}",
+            f"'in' needs a string, list or mapping on its right, got {shown(container)}",
             self.text,
             node.offset,
         )
@@ -475,6 +495,36 @@ def render(value: object) -> str:
     return str(value)
 
 
+def shown(value: object) -> str:
+    """A value as an expression would write it, for a message: `'2'` is a string and `2` a
+    number, where render()'s text would show both as `2` and hide the very type mismatch
+    the message is about."""
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if value is None:
+        return "null"
+    return render(value)
+
+
+def _kinds(left: object, right: object) -> str:
+    kinds = (_kind(left), _kind(right))
+    if kinds[0] == kinds[1]:
+        return "two " + ("nulls" if kinds[0] == "null" else kinds[0].split()[1] + "s")
+    return " and ".join(kinds)
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if _is_number(value):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    return "a list" if isinstance(value, list) else "a mapping"
+
+
 # ---------------------------------------------------------------- templates
 
 
@@ -492,6 +542,14 @@ def find_expressions(value: str) -> list[Expression]:
     pos = value.find(OPEN)
     while pos != -1:
         end = _closing(value, pos + len(OPEN))
+        if end < -1:
+            # A `}}` inside an open quote is text, so the `${{` looks unclosed: the quote
+            # is the mistake to point at (`${{ 'x }}`).
+            raise ExprError(
+                "a quoted string is never closed, so the '}}' after it is part of it",
+                value,
+                -end - 2,
+            )
         if end == -1:
             raise ExprError("'${{' is never closed with '}}'", value, pos)
         found.append(Expression(value[pos + len(OPEN) : end].strip(), pos, end + len(CLOSE)))
@@ -500,17 +558,23 @@ def find_expressions(value: str) -> list[Expression]:
 
 
 def _closing(value: str, pos: int) -> int:
+    """The offset of the `}}` that closes an expression; -1 when there is none, and
+    -2 - OFFSET when there is none because the quote at OFFSET is never closed and a `}}`
+    was read as part of the string it opens."""
     quote = ""
+    opened = 0
+    swallowed = False
     while pos < len(value):
         char = value[pos]
         if quote:
+            swallowed = swallowed or value.startswith(CLOSE, pos)
             quote = "" if char == quote else quote
         elif char in "'\"":
-            quote = char
+            quote, opened, swallowed = char, pos, False
         elif value.startswith(CLOSE, pos):
             return pos
         pos += 1
-    return -1
+    return -2 - opened if quote and swallowed else -1
 
 
 # What a literal `${{` is written as in a string the expressions are expanded in: an

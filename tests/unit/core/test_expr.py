@@ -123,10 +123,20 @@ def test_operators_and_precedence(text: str, value: object) -> None:
         ("cell.name", "unknown name 'cell.name' (did you mean cell.id?)", 1),
         ("attempt.n", "'attempt' is a number and has no fields", 1),
         ("matrix.", "expected a field name after '.', got the end of the expression", 8),
-        ("1 + 2", "unexpected character '+'", 3),
+        ("1 + 2", "unexpected character '+' (an expression has no arithmetic)", 3),
+        # GitHub Actions' functions and indexing were 'unknown name' or 'unexpected': said
+        # as the constructs the grammar has not, with what to write instead.
+        (
+            "contains(cell.id, 'x')",
+            "'contains(...)': an expression has no function calls; "
+            "contains(a, b) is written 'b in a'",
+            1,
+        ),
+        ("len(matrix.a)", "'len(...)': an expression has no function calls", 1),
+        ("matrix.a[0]", "'matrix.a[...]': an expression has no indexing", 9),
         ("[1, 2", "expected ']', got the end of the expression", 6),
         ("and", "expected a value, got 'and'", 1),
-        ("__import__('os')", "unknown name '__import__'", 1),
+        ("__import__('os')", "'__import__(...)': an expression has no function calls", 1),
     ],
 )
 def test_parse_errors_say_what_and_where(text: str, message: str, column: int) -> None:
@@ -140,9 +150,21 @@ def test_parse_errors_say_what_and_where(text: str, message: str, column: int) -
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("matrix.trainer < 2", "cannot compare 'ddp' < '2' (only two numbers or two strings)"),
-        ("true > false", "cannot compare 'true' > 'false' (only two numbers or two strings)"),
-        ("1 in 2", "'in' needs a string, list or mapping on its right, got '2'"),
+        # The operands as an expression writes them: the number 2 was shown '2', a string,
+        # so the message denied its own reason.
+        (
+            "matrix.trainer < 2",
+            "cannot compare 'ddp' < 2 (a string and a number; only two numbers or two strings)",
+        ),
+        (
+            "true > false",
+            "cannot compare true > false (two booleans; only two numbers or two strings)",
+        ),
+        (
+            "env.UNSET < 1",
+            "cannot compare null < 1 (null and a number; only two numbers or two strings)",
+        ),
+        ("1 in 2", "'in' needs a string, list or mapping on its right, got 2"),
     ],
 )
 def test_evaluation_errors(text: str, message: str) -> None:
@@ -202,6 +224,14 @@ def test_unclosed_expression() -> None:
         find_expressions("x ${{ matrix.a")
     assert caught.value.message == "'${{' is never closed with '}}'"
     assert caught.value.offset == 2
+
+
+def test_unclosed_quote_is_said_at_the_quote() -> None:
+    # The quote swallows the `}}`: said at the quote, where it was "'${{' is never closed".
+    with pytest.raises(ExprError) as caught:
+        find_expressions("x ${{ 'abc }} y")
+    assert caught.value.message.startswith("a quoted string is never closed")
+    assert caught.value.offset == 6
 
 
 def test_names_used_walks_everything_in_order() -> None:

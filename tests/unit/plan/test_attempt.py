@@ -222,7 +222,8 @@ def test_evaluation_error_is_located(tmp_path: Path) -> None:
         load_spec(path)
     assert caught.value.problems == [
         f"{path}:5:10: command: cannot evaluate 'matrix.n > 1' at column 10: "
-        "cannot compare 'x' > '1' (only two numbers or two strings) (in cell n=x)"
+        "cannot compare 'x' > 1 (a string and a number; only two numbers or two strings) "
+        "(in cell n=x)"
     ]
 
 

@@ -65,7 +65,8 @@ def problems_of(tmp_path: Path, body: str, env: dict[str, str] | None = None) ->
         (
             "matrix: {n: [1, x]}\nenvironment: {env: {X: '${{ matrix.n > 0 }}'}}\n",
             "5:24: environment.env.X: cannot evaluate 'matrix.n > 0' at column 10: cannot"
-            " compare 'x' > '0' (only two numbers or two strings) (in cell n=x)",
+            " compare 'x' > 0 (a string and a number; only two numbers or two strings)"
+            " (in cell n=x)",
         ),
         (
             # Not PEP 508: the local runner could name nothing to check, and passed the cell.
