@@ -248,14 +248,30 @@ _NO_PERTURB = Perturb()
 
 # A docker image reference as the docker runner takes one (`pytorch/pytorch:2.4.0`,
 # `name@sha256:...`): it lands in a FROM line, where a newline would smuggle in instructions.
-IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
+# Docker's own reference grammar (distribution/reference): a registry host (any case, an
+# optional port), lowercase path components, a tag and/or a digest. A looser pattern let
+# `Reprospec-Base:bookworm` or `img:a:b` validate, and the engine's refusal came mid-run as
+# a raw HTTP error ("400 Client Error for http+docker://...") naming no spec line.
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN = rf"{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*(?::[0-9]+)?"
+_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
+_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+IMAGE_REF = re.compile(
+    rf"^(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*(?::{_TAG})?(?:@{_DIGEST})?$"
+)
 
 
 def image_problem(image: str) -> str | None:
     """Why `image` is no image reference the docker runner takes (None: it is one)."""
     if IMAGE_REF.match(image):
         return None
-    return f"{image!r} is not a docker image reference (like pytorch/pytorch:2.4.0)"
+    why = ""
+    if IMAGE_REF.match(image.lower()):
+        why = ": a repository name is lowercase"
+    elif "@" in image:
+        why = ": a digest is ALGORITHM:HEX, at least 32 hex digits (@sha256:...)"
+    return f"{image!r} is not a docker image reference (like pytorch/pytorch:2.4.0){why}"
 
 
 @frozen

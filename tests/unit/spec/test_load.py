@@ -819,6 +819,29 @@ def test_a_docker_image_and_dockerfile_are_checked_when_the_spec_is_read(tmp_pat
     }
 
 
+def test_an_image_reference_docker_refuses_is_a_validation_error(tmp_path: Path) -> None:
+    # An uppercase repository, a second tag or a short digest passed a looser pattern: the
+    # engine then refused it mid-run with a raw "400 Client Error for http+docker://..."
+    # naming no spec line.
+    head = "reprospec: 1\nname: d\ncommand: [ls]\n"
+    spec = write(tmp_path / "s.yaml", head + "environment: {image: 'Reprospec-Base:bookworm'}\n")
+    assert problems_of(spec) == [
+        f"{spec}:4:22: environment.image: 'Reprospec-Base:bookworm' is not a docker image "
+        "reference (like pytorch/pytorch:2.4.0): a repository name is lowercase",
+    ]
+    for bad in ("img:a:b", "img@sha256:zz", "a//b", "img:"):
+        spec.write_text(head + f"environment: {{image: '{bad}'}}\n")
+        assert len(problems_of(spec)) == 1, bad
+    for good in (
+        "localhost:5000/team/img:v1",
+        "MyRegistry.io:443/a/b_c__d:1.0-rc",
+        "python:3.11-slim",
+        "img:v1@sha256:" + "0" * 64,
+    ):
+        spec.write_text(head + f"environment: {{image: '{good}'}}\n")
+        assert load_spec(spec).document["environment"] == {"image": good}
+
+
 def test_a_key_given_twice_is_said_with_the_files_other_problems(tmp_path: Path) -> None:
     """nu42: a duplicate key was reported alone, hiding the file's other problems, where
     spec-format.md says every problem of a file is reported at once. Nothing is judged
