@@ -105,6 +105,16 @@ def suggest(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+def _unquoted(value: object, error: ValidationError) -> str:
+    """Why a number stands where text was wanted: YAML read it unquoted, and a version
+    loses its trailing zero on the way (`python: 3.10` is 3.1), so `got 3.1` alone showed
+    the user a value they never wrote."""
+    wants_text = error.validator == "type" and error.validator_value == "string"
+    if not wants_text or not isinstance(value, float):
+        return ""
+    return " (an unquoted number to YAML, which reads 3.10 as 3.1: write it quoted)"
+
+
 def render_instance(value: object) -> str:
     """A short, YAML-flavoured rendering of a bad value for a message."""
     if isinstance(value, bool):
@@ -296,7 +306,7 @@ class _Translator:
             return [self._at(path, f"expected {describe(error.schema)} with at least one key")]
         if kind in _EXPECTED_KINDS:
             message = f"expected {describe(error.schema)}, got {render_instance(value)}"
-            return [self._at(path, message + _no_expression(value))]
+            return [self._at(path, message + (_unquoted(value, error) or _no_expression(value)))]
         return [self._at(path, error.message)]
 
     def _unknown_keys(self, path: JsonPath, error: ValidationError) -> list[Problem]:

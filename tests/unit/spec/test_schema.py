@@ -256,3 +256,13 @@ def test_a_bad_device_names_every_device_the_schema_accepts() -> None:
     for where in ("environment: {device: gpu}\ncommand: x\n", "workload: {device: gpu}\n"):
         (problem,) = problems(BASE + where)
         assert problem.endswith("device: expected cpu, cuda, cuda:N, mps or auto, got 'gpu'")
+
+
+def test_an_unquoted_version_says_yaml_read_it_as_a_number() -> None:
+    # `python: 3.10` is the float 3.1 to YAML: "got 3.1" alone showed a value never written.
+    assert problems(BASE + "command: x\nenvironment: {python: 3.10}\n") == [
+        's.yaml:5:23: environment.python: expected a quoted version string like "3.11", '
+        "got 3.1 (an unquoted number to YAML, which reads 3.10 as 3.1: write it quoted)"
+    ]
+    # An integer where text is wanted loses nothing: no such note.
+    assert "unquoted" not in " ".join(problems(BASE + "command: x\nenvironment: {python: 3}\n"))
