@@ -161,6 +161,27 @@ def undecidable_rate(bound: RateBound) -> str | None:
     return None
 
 
+_MEANT_RATE = r"^\s*(>=|>|<=|<|==|=|\u2265|\u2264)?\s*(\d*\.?\d+)\s*(%?)\s*$"
+
+
+def rate_meant(value: object) -> str | None:
+    """The rate bound a malformed `rate` most likely meant: a bare fraction or a percentage
+    is a lower bound (`0.3`, `'30%'` -> `'>=0.3'`), `=` is `==`, `≥` is `>=`; None when
+    there is no one reading (a fraction past 1)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    match = re.match(_MEANT_RATE, str(value))
+    if match is None:
+        return None
+    op = {None: ">=", "=": "==", "\u2265": ">=", "\u2264": "<="}.get(match[1], match[1])
+    fraction = float(match[2]) / (100 if match[3] else 1)
+    if not 0.0 <= fraction <= 1.0:
+        return None
+    if fraction in (0.0, 1.0) and op in (">=", "<="):
+        op = "=="  # (`>=1` and `<=0` are refused: no interval decides them)
+    return f"{op}{fraction:g}"
+
+
 def parse_rate(value: object) -> RateBound:
     """`'>=0.3'` -> RateBound('>=', 0.3); the fraction must be within 0..1."""
     match = re.match(_RATE, value) if isinstance(value, str) else None

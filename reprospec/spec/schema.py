@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
+from reprospec.core.units import rate_meant
 from reprospec.spec import schemafast
 from reprospec.spec.yamlsource import Location, Problem, locate, shorten
 
@@ -279,6 +280,15 @@ class _Translator:
         return Problem(line, col, path[:-1] if key else path, message)
 
     def translate(self, error: ValidationError) -> list[Problem]:
+        problems = self._translate(error)
+        # A rate is the one field whose likely meaning can be written back for the user:
+        # `30%` and `0.3` are `>=0.3`.
+        meant = rate_meant(error.instance) if error.absolute_path else None
+        if meant is None or not error.absolute_path or error.absolute_path[-1] != "rate":
+            return problems
+        return [p._replace(message=f"{p.message} (did you mean '{meant}'?)") for p in problems]
+
+    def _translate(self, error: ValidationError) -> list[Problem]:
         path = tuple(error.absolute_path)
         kind = error.validator
         value = error.instance
@@ -342,7 +352,7 @@ class _Translator:
         # A lone literal branch ('auto') would hide the others: describe them all instead.
         if len(relevant) == 1 and "const" not in _keys(branches[relevant[0]]) and not spliced:
             suberrors = [e for e in error.context or () if e.relative_schema_path[0] == relevant[0]]
-            problems = [p for e in suberrors for p in self.translate(e)]
+            problems = [p for e in suberrors for p in self._translate(e)]
             if problems:
                 return problems
         if spliced:
@@ -468,7 +478,9 @@ def value_problems(path: JsonPath, value: JsonValue) -> list[tuple[JsonPath, str
         return []
     translator = _Translator({}, {})
     out: list[tuple[JsonPath, str]] = []
+    meant = rate_meant(value) if tuple(path)[-1:] == ("rate",) else None
+    hint = f" (did you mean '{meant}'?)" if meant else ""
     for error in validator.iter_errors(value):
         for problem in translator.translate(error):
-            out.append(((*path, *(problem.path or ())), problem.message))
+            out.append(((*path, *(problem.path or ())), problem.message + hint))
     return out

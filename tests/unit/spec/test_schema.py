@@ -266,3 +266,30 @@ def test_an_unquoted_version_says_yaml_read_it_as_a_number() -> None:
     ]
     # An integer where text is wanted loses nothing: no such note.
     assert "unquoted" not in " ".join(problems(BASE + "command: x\nenvironment: {python: 3}\n"))
+
+
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [
+        ("'30%'", ">=0.3"),  # a percentage: a fraction, and a bare bound is a lower one
+        ("0.3", ">=0.3"),
+        ("'>=30%'", ">=0.3"),
+        ("'=1'", "==1"),
+        ("'1'", "==1"),  # not '>=1', which no interval decides and is refused
+        ("0", "==0"),
+        ("'\u22650.3'", ">=0.3"),
+    ],
+)
+def test_a_malformed_rate_says_the_bound_it_meant(written: str, meant: str) -> None:
+    # "expected a rate bound like '>=0.3', got '30%'" left the user to translate.
+    (problem,) = problems(
+        f"reprospec: 1\nname: s\ncommand: x\nexpect: {{outcome: crash, rate: {written}}}\n"
+    )
+    assert problem.endswith(f"(did you mean '{meant}'?)"), problem
+
+
+def test_a_rate_with_no_one_reading_gets_no_suggestion() -> None:
+    for written in ("'150%'", "often", "[1]"):
+        text = f"reprospec: 1\nname: s\ncommand: x\nexpect: {{outcome: crash, rate: {written}}}\n"
+        (problem,) = problems(text)
+        assert "did you mean" not in problem, problem
