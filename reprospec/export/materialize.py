@@ -409,8 +409,9 @@ def write_bundle(
         if (perturbed.cpu_load or perturbed.io_load) and not (out / LOAD_PY).exists():
             shutil.copyfile(LOAD, out / LOAD_PY)
         cell = _cell_function(
-            number, plan, image, images[key], workdirs[plan.workdir], redactor, perturbed
-        )
+            number, plan, (image, key[:16]), images[key], workdirs[plan.workdir], redactor,
+            perturbed,
+        )  # fmt: skip
         script.append(cell.script)
         warnings.extend(cell.warnings)
         passed.extend(cell.passed)
@@ -589,12 +590,13 @@ class _Cell:
 def _cell_function(
     number: int,
     plan: AttemptPlan,
-    image: str,
+    tagged: tuple[str, str],  # the image's tag, and the content hash run.sh labels it with
     image_key: int,
     workdir_key: int,
     redactor: Redactor,
     perturbed: _Perturbed,
 ) -> _Cell:
+    image, content = tagged
     argv = [*perturbed.prefix, *(attempt_argv(plan) or ["true"])]
     shown, inside, outside = _command_words(argv, redactor)
     warnings = []
@@ -682,7 +684,7 @@ def _cell_function(
         f"cell_{number}() {{",
         *checks,
         f'    RUNNING="{" ".join(running)}"',
-        f'    build_image {shlex.quote(image)} "$HERE/images/{image_key}"',
+        f'    build_image {shlex.quote(image)} "$HERE/images/{image_key}" {content}',
         "    case $? in",
         "        0) ;;",
         f"        1) {head} {failed}; return 125 ;;",
