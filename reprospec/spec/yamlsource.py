@@ -450,8 +450,19 @@ class _Walk:
                 self.visit(value_node, path, stack)
                 continue
             if not isinstance(key_node, yaml.ScalarNode):
+                # `timeout: {{ matrix.t }}`, the `$` forgotten, is a flow mapping whose key
+                # is another: say the expression it was meant to be, not only the YAML.
+                forgot = (
+                    isinstance(key_node, yaml.MappingNode)
+                    and node.flow_style
+                    and key_node.flow_style
+                    and node.start_mark.index + 1 == key_node.start_mark.index
+                )
+                hint = (
+                    " ('{{ }}' is a mapping to YAML: an expression is '${{ }}')" if forgot else ""
+                )
                 self._problem(
-                    key_node, path, "a mapping key must be a plain value, not a collection"
+                    key_node, path, "a mapping key must be a plain value, not a collection" + hint
                 )
                 continue
             try:

@@ -156,6 +156,19 @@ def test_boolean_and_collection_keys() -> None:
     ]
 
 
+def test_an_expression_without_its_dollar_says_so() -> None:
+    # `{{ matrix.t }}` is a flow mapping whose key is a mapping: the YAML words alone did
+    # not say that the `$` of `${{ }}` was what was missing.
+    assert problems("run:\n  timeout: {{ matrix.t }}\n") == [
+        "f.yaml:2:13: run.timeout: a mapping key must be a plain value, not a collection"
+        " ('{{ }}' is a mapping to YAML: an expression is '${{ }}')"
+    ]
+    # A mapping key written in a flow mapping, not at its start, is no such slip.
+    assert problems("a: {x: 1, {b: 1}: 2}\n") == [
+        "f.yaml:1:11: a: a mapping key must be a plain value, not a collection"
+    ]
+
+
 def test_anchors_and_merge_keys() -> None:
     doc = load_yaml("base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  y: 3\n")
     assert at(doc.data, "other") == {"x": 1, "y": 3}
