@@ -206,15 +206,23 @@ class ExpectChecks:
             self.add(path, f"expected one value of axis '{axis}' ({shown}), got {got}")
             return
         alike = [v for v in values if render_value(v) == render_value(value)]
+        if not alike and isinstance(value, float):
+            # `python: 3.10` unquoted is the number 3.1, which renders unlike '3.10': the
+            # value written is the string whose number it is.
+            alike = [v for v in values if isinstance(v, str) and _number(v) == value]
         if alike:
             fix = (
                 f"write {render_value(alike[0])} without quotes"
                 if isinstance(value, str)
                 else f"quote it: {_show(alike[0])}"
             )
-            self.add(
-                path, f"{_show(value)} is {_kind(value)}, but axis '{axis}' holds {shown} ({fix})"
+            read = render_value(alike[0])
+            what = (
+                f"{read} unquoted is the number {_show(value)}"
+                if render_value(value) != read
+                else f"{_show(value)} is {_kind(value)}"
             )
+            self.add(path, f"{what}, but axis '{axis}' holds {shown} ({fix})")
             return
         import difflib  # only to word a mistake
 
@@ -391,3 +399,11 @@ def _kind(value: JsonValue) -> str:
 def _show(value: JsonValue) -> str:
     """A matrix value in a message: strings quoted, others as a cell id shows them."""
     return repr(value) if isinstance(value, str) else render_value(value)
+
+
+def _number(text: str) -> float | None:
+    """The number YAML would read `text` as, unquoted; None when it is no number."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
