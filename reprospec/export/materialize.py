@@ -527,7 +527,7 @@ def _docker_run_args(
     # (launch.py's, or docker's) and the name are run_container's: these are pairs, a line each.
     args: list[str] = []
     for option, value in run_options(plan.environment).items():
-        if option == "memory" and "--memory" in perturbed.options:
+        if option in ("memory", "memory_swap") and "--memory" in perturbed.options:
             continue  # perturb.memory_limit's, the smaller of the two (perturb/container.py)
         args += [f"--{option.replace('_', '-')}", str(value)]
     args += list(perturbed.options)

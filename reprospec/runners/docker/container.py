@@ -69,7 +69,9 @@ def run_options(environment: Environment) -> dict[str, object]:
     if environment.shm_size is not None:
         options["shm_size"] = environment.shm_size
     if environment.memory is not None:
-        options["memory"] = environment.memory
+        # The swap limit too: docker's default (twice the memory) let a container of a host
+        # with swap use as much again, swapping, before the OOM kill the limit stands for.
+        options["memory"] = options["memory_swap"] = environment.memory
     if environment.gpus:
         options["gpus"] = environment.gpus
     return options

@@ -313,7 +313,9 @@ def container_config(
     if environment.shm_size is not None:
         config["shm_size"] = environment.shm_size
     if environment.memory is not None:
-        config["mem_limit"] = environment.memory
+        # Swap included, as `docker run` gets it (container.run_options): the default swap
+        # limit, twice the memory, let an attempt swap where it should be OOM-killed.
+        config["mem_limit"] = config["memswap_limit"] = environment.memory
     if device_requests:
         config["device_requests"] = device_requests
     if os.getuid() != 0:

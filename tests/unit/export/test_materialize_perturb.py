@@ -79,7 +79,16 @@ def test_cpus_memory_and_nice_are_docker_options_and_a_prefix(tmp_path: Path) ->
     assert words.count("--memory") == 1
     assert words[words.index("--memory") + 1] == str(256 << 20)
     assert words[words.index("--memory-swap") + 1] == str(256 << 20)
+    assert words.count("--memory-swap") == 1
     assert words[-6:] == ["nice", "-n", "5", "/bin/sh", "-c", "python app.py"]
+
+
+def test_a_memory_limit_has_no_swap_beyond_it(tmp_path: Path) -> None:
+    # `--memory` alone: docker's default swap limit, twice the memory, let the cell swap
+    # as much again on a host with swap, where the docker runner's limit is the OOM kill.
+    words = _docker_run(_bundle(tmp_path, "  memory: 1g"))
+    assert words[words.index("--memory") + 1] == str(1 << 30)
+    assert words[words.index("--memory-swap") + 1] == str(1 << 30)
 
 
 def test_listed_cpus_are_the_cpuset(tmp_path: Path) -> None:
