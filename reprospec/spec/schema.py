@@ -311,6 +311,8 @@ class _Translator:
         if "propertyNames" in error.absolute_schema_path and isinstance(value, str):
             # The error is about a key: point at that key, not at its mapping.
             message = f"expected {describe(error.schema)}, got {render_instance(value)}"
+            if "${{" in value:
+                message += " (a mapping key is never evaluated: a ${{ }} goes in a value)"
             return [self._at((*path, value), message, key=True)]
         if kind == "minProperties":
             return [self._at(path, f"expected {describe(error.schema)} with at least one key")]

@@ -293,3 +293,12 @@ def test_a_rate_with_no_one_reading_gets_no_suggestion() -> None:
         text = f"reprospec: 1\nname: s\ncommand: x\nexpect: {{outcome: crash, rate: {written}}}\n"
         (problem,) = problems(text)
         assert "did you mean" not in problem, problem
+
+
+def test_an_expression_in_a_mapping_key_says_keys_are_never_evaluated() -> None:
+    # A variable named by the matrix was "expected an environment variable name", no more.
+    text = BASE + "command: x\nenvironment:\n  env:\n    '${{ matrix.x }}': 1\n"
+    assert problems(text) == [
+        "s.yaml:7:5: environment.env: expected an environment variable name, got "
+        "'${{ matrix.x }}' (a mapping key is never evaluated: a ${{ }} goes in a value)"
+    ]
