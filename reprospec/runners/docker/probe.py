@@ -92,7 +92,9 @@ def packages_refused(runner: ProbeHost, plan: AttemptPlan, log_dir: Path) -> str
             else:
                 installed = packages.parse_probe(out, image)
                 problems = packages.mismatches(requirements, installed)
-                reason = packages.describe(image, problems) if problems else None
+                reason = (
+                    packages.describe(image, problems) + dockerfile_note(plan) if problems else None
+                )
                 runner._package_versions[key] = {
                     name: version for name, version in installed.versions.items() if version
                 }
@@ -100,6 +102,21 @@ def packages_refused(runner: ProbeHost, plan: AttemptPlan, log_dir: Path) -> str
             reason = f"cannot check the cell's packages in {image}: {exc}"
         runner._package_checks[key] = reason
         return reason
+
+
+def dockerfile_note(plan: AttemptPlan) -> str:
+    """What a cell whose image is its spec's Dockerfile's is told of its missing packages.
+
+    Such an image is built as the Dockerfile says, `packages` not installed into it (they
+    are checked against it): "six is not installed" alone read as a failed install.
+    """
+    dockerfile = plan.environment.dockerfile
+    if dockerfile is None:
+        return ""
+    return (
+        f"; an image built from environment.dockerfile ({dockerfile}) gets no `packages` "
+        "installed: install them in the Dockerfile, or leave them out of the spec"
+    )
 
 
 def _no_attempt_files(config: ContainerConfig) -> None:

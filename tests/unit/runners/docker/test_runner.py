@@ -198,3 +198,19 @@ def test_container_config_gpus_network_limits(tmp_path: Path) -> None:
         )["network_mode"]
         == "bridge"
     )
+
+
+def test_missing_packages_of_a_dockerfile_image_say_they_are_not_installed_into_it(
+    tmp_path: Path,
+) -> None:
+    # `dockerfile` with `packages`: every cell was "six is not installed", which read as a
+    # failed install, where a Dockerfile's image gets none (they are only checked).
+    from reprospec.runners.docker.probe import dockerfile_note
+
+    (tmp_path / "Dockerfile").write_text("FROM reprospec-base:bookworm\n")
+    plan = make_plan(["true"], tmp_path, environment={"dockerfile": "Dockerfile"})
+    assert dockerfile_note(plan) == (
+        "; an image built from environment.dockerfile (Dockerfile) gets no `packages` "
+        "installed: install them in the Dockerfile, or leave them out of the spec"
+    )
+    assert dockerfile_note(make_plan(["true"], tmp_path)) == ""
