@@ -22,12 +22,12 @@ from reprospec.bisect.search import BisectResult, Trial
 from reprospec.core.answers import rendered
 from reprospec.core.caller import said
 from reprospec.core.frozen import frozen
-from reprospec.core.jsontypes import JsonObject
+from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.runoptions import PathArg, RunOptions, Words, WordSet, check_options
 from reprospec.core.words import budget_continues, perturbed_phrase, plural
 from reprospec.environment import packages
 from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, UsageError
-from reprospec.isolation.state import spec_identity
+from reprospec.isolation.state import spec_identity, variables_read
 
 if TYPE_CHECKING:
     from reprospec.core.inputs import Spec
@@ -176,7 +176,7 @@ class BisectRequest:
         the same text, whose program has no files to digest (a `python -c` that reads the
         workdir), was answered with the first file's first bad version, which never ran
         there (fx93 2)."""
-        parts = [
+        parts: list[JsonValue] = [
             *spec_identity(spec),
             spec.source_text,
             program,
@@ -192,6 +192,9 @@ class BisectRequest:
             str(self.find_links or ""),
             self.timeout_s,
         ]
+        variables = variables_read(spec, Path(self.out))
+        if variables:  # a spec that reads none keeps the key it had
+            parts.append(variables)
         digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:10]
         what = self.package or "environment"
         return f"{packages.normalize(what)}-{self.good}-{self.bad}-{digest}".replace("/", "_")

@@ -170,15 +170,9 @@ def search_id(
         options.gpus,
         None if options.preload is None else list(options.preload),
     ]
-    read = _variables_read(spec.document)
-    if read:
-        # The values of the variables the spec reads (`${{ env.MODE }}`), which its text
-        # does not hold: `MODE=b reprospec isolate` replayed the probes of MODE=a. Digested
-        # under the store's key, not hashed plainly into the folder's name: a token's
-        # value could be tested against a plain hash (store/digests.py).
-        from reprospec.store.digests import store_key, variable_digests
-
-        run.append(variable_digests(store_key(options.out), os.environ, read)["of"])
+    variables = variables_read(spec, options.out)
+    if variables:
+        run.append(variables)
     return isolation_id(
         spec.name,
         [
@@ -193,17 +187,23 @@ def search_id(
     )
 
 
-def _variables_read(document: Mapping[str, JsonValue]) -> list[str]:
-    """The names of the variables a spec reads with `${{ env.NAME }}`, where it interpolates."""
+def variables_read(spec: Spec, out: Path) -> JsonValue:
+    """The values of the variables the spec reads (`${{ env.MODE }}`) as a search's key holds
+    them ([] where it reads none): its text does not hold them, and `MODE=b reprospec
+    isolate` replayed the probes of MODE=a. Digested under the store's key, not hashed
+    plainly into a folder's name: a token's value could be tested against a plain hash
+    (store/digests.py). isolate's, amplify's, minimize's and bisect's."""
     from reprospec.core import expr
     from reprospec.spec.checks.cells import NOT_INTERPOLATED
+    from reprospec.store.digests import store_key, variable_digests
 
-    evaluated = {k: v for k, v in document.items() if k not in NOT_INTERPOLATED}
+    evaluated = {k: v for k, v in spec.document.items() if k not in NOT_INTERPOLATED}
     try:
         names = expr.names_used(evaluated)
     except expr.ExprError:
         return []  # validation refused it before any search
-    return sorted({n.split(".", 1)[1] for n in names if n.startswith("env.") and "." in n})
+    read = sorted({n.split(".", 1)[1] for n in names if n.startswith("env.") and "." in n})
+    return variable_digests(store_key(out), os.environ, read)["of"] if read else []
 
 
 def forget_could_not_run(path: Path, header: JsonObject) -> str:

@@ -114,6 +114,7 @@ def test_a_search_is_keyed_on_the_values_of_the_variables_its_spec_reads(
     # the key holds, reads ${{ env.MODE }} but not its value. Keyed under the store's key,
     # as compare's digests of secrets are; a variable the spec does not read is no key.
     from reprospec.api import load_spec, plan_run
+    from reprospec.bisect.state import BisectRequest
     from reprospec.core.runoptions import RunOptions
     from reprospec.isolation.state import search_id
 
@@ -122,9 +123,11 @@ def test_a_search_is_keyed_on_the_values_of_the_variables_its_spec_reads(
     )
     spec = load_spec(tmp_path / "s.yaml")
     options = RunOptions(out=tmp_path / "out")
+    bisect = BisectRequest(Path("s.yaml"), "pkg", "1.0", "2.0", out=tmp_path / "out")
 
-    def ident() -> str:
-        return search_id(spec, plan_run(spec, options).attempts, options, ["q"])
+    def ident() -> tuple[str, str]:
+        """isolate's id and bisect's."""
+        return search_id(spec, plan_run(spec, options).attempts, options, ["q"]), bisect.key(spec)
 
     monkeypatch.setenv("CODE", "3")
     three = ident()
@@ -133,7 +136,9 @@ def test_a_search_is_keyed_on_the_values_of_the_variables_its_spec_reads(
     monkeypatch.setenv("CODE", "0")
     zero = ident()
     monkeypatch.delenv("CODE")
-    assert len({three, zero, ident()}) == 3
+    unset = ident()
+    # Each moves: isolate's and bisect's.
+    assert len({three[0], zero[0], unset[0]}) == len({three[1], zero[1], unset[1]}) == 3
     monkeypatch.setenv("CODE", "3")
     assert ident() == three
     assert (tmp_path / "out" / "digest.key").is_file()
