@@ -777,7 +777,7 @@ def unknown_axis(given: str, axis: str, known: Sequence[str], prefix: str = "") 
     """The refusal of an axis no cell holds: `given` (the option and its item), the axes,
     and a did-you-mean, each axis written with `prefix` (`matrix.`) as the caller's option
     names one."""
-    names = ", ".join(known) if known else "none (the spec has no matrix)"
+    names = ", ".join(known) if known else "none (the spec has no matrix axes)"
     near = suggest(axis, known)
     hint = f"; did you mean {' or '.join(prefix + n for n in near)}?" if near else ""
     return UsageError(f"{given}: unknown axis '{axis}' (axes: {names}){hint}")

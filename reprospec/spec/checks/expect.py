@@ -54,7 +54,7 @@ class AddProblem(Protocol):
 def unknown_axis(name: str, choices: list[str]) -> str:
     """The message for an axis name the matrix does not have, with the closest one."""
     if not choices:
-        return f"unknown matrix axis '{shorten(name)}' (the spec has no matrix)"
+        return f"unknown matrix axis '{shorten(name)}' (the spec has no matrix axes)"
     hint = schema.suggest(name, choices) or f" (axes: {', '.join(choices)})"
     return f"unknown matrix axis '{shorten(name)}'{hint}"
 

@@ -268,9 +268,14 @@ def test_no_matrix_axis_reference_without_matrix(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as caught:
         load_spec(path)
     assert caught.value.problems == [
-        f"{path}:3:10: command: unknown matrix axis 'x' (the spec has no matrix)"
+        f"{path}:3:10: command: unknown matrix axis 'x' (the spec has no matrix axes)"
         " in '${{ matrix.x }}'"
     ]
+    # A matrix of an `exclude` alone has no axes, where "the spec has no matrix" denied it.
+    path.write_text(path.read_text().replace("name: s\n", "name: s\nmatrix: {exclude: []}\n"))
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert any("(the spec has no matrix axes)" in p for p in caught.value.problems), caught
 
 
 # ---------------------------------------------------------------- semantic checks
