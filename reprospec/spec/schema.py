@@ -99,10 +99,16 @@ def sort_problems(problems: Iterable[Problem]) -> list[Problem]:
 
 
 def suggest(word: str, choices: Iterable[str]) -> str:
-    """` (did you mean 'x'?)` for the closest choice, or an empty string."""
+    """` (did you mean 'x'?)` for the closest choice, or an empty string; every choice the
+    word begins, where it begins several (`stop_on: first` is as likely `first-reproduction`
+    as the `first-miss` the closest match alone named)."""
     import difflib  # only to word a mistake
 
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    choices = list(choices)
+    begun = [c for c in choices if len(word) > 1 and c.startswith(word)]
+    if len(begun) > 1:
+        return f" (did you mean {' or '.join(repr(c) for c in begun)}?)"
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 

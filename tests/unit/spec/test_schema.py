@@ -184,6 +184,10 @@ def test_describe_plain_words() -> None:
     assert describe({"type": ["string", "null"]}) == "a string or null"
     assert suggest("timout", ["timeout", "repeat"]) == " (did you mean 'timeout'?)"
     assert suggest("zzz", ["timeout"]) == ""
+    # A word several choices begin: each, where the closest alone named `first-miss`.
+    stops = ["never", "first-reproduction", "first-miss"]
+    assert suggest("first", stops) == " (did you mean 'first-reproduction' or 'first-miss'?)"
+    assert suggest("first-mis", stops) == " (did you mean 'first-miss'?)"
 
 
 def test_unknown_key_without_close_match_lists_allowed_keys() -> None:
