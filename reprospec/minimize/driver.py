@@ -457,24 +457,23 @@ def _forget_stopped_in_settings(folder: Path) -> None:
     """Remove a minimization's folder that holds only the answer of a run stopped in step 1:
     no probe of the program's search (no state.json), its minimize.json `interrupted`.
     Anything else there (a probe stored, another status) is a search's work, and stays."""
-    if (folder / "state.json").exists():
-        return
-    try:
-        written = json.loads((folder / "minimize.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
-    if isinstance(written, dict) and written.get("status") == "interrupted":
+    if not (folder / "state.json").exists() and _answer_status(folder) == "interrupted":
         shutil.rmtree(folder, ignore_errors=True)
 
 
 def held_a_result(output: Path) -> bool:
     """Whether -o DIR holds an earlier search's answer (its minimize.json, not a refusal):
     a refused search wrote the original program over it (nu67 3)."""
+    return _answer_status(output) not in (None, "refused")
+
+
+def _answer_status(folder: Path) -> JsonValue:
+    """The `status` of the minimize.json in `folder`; None where there is none to read."""
     try:
-        earlier = json.loads((output / "minimize.json").read_text(encoding="utf-8"))
+        written = json.loads((folder / "minimize.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return isinstance(earlier, dict) and earlier.get("status") not in (None, "refused")
+        return None
+    return written.get("status") if isinstance(written, dict) else None
 
 
 def _baseline(
