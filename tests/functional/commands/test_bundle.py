@@ -1001,9 +1001,12 @@ def test_the_bundle_of_an_interrupted_run_says_what_it_lacks(cli: Cli, tmp_path:
     assert "no attempt had ended, so report.md shows no outcome" in readme
 
 
-def test_the_bundle_of_a_run_interrupted_midway_says_its_report_is_partial(
-    cli: Cli, tmp_path: Path
-) -> None:
+def _stopped_and_bundled(
+    cli: Cli, tmp_path: Path, name: str, argument: str, spec: str, then: str = ""
+) -> tuple[str, str]:
+    """Run a spec whose command sleeps where its `argument` is 2 (`then` after it), stop it
+    there with Ctrl-C, bundle it: (the bundle's stderr, its README). `spec`: the spec's
+    lines after its name and command."""
     import sys
 
     from tests.support.cli import interrupt_when
@@ -1011,25 +1014,37 @@ def test_the_bundle_of_a_run_interrupted_midway_says_its_report_is_partial(
     started = tmp_path / "started"
     code = (
         "import sys, time; n = int(sys.argv[1]); "
-        f"n == 2 and open({str(started)!r}, 'w'); time.sleep(60 if n == 2 else 0)"
+        f"n == 2 and open({str(started)!r}, 'w'); time.sleep(60 if n == 2 else 0){then}"
     )
-    (tmp_path / "half.yaml").write_text(
-        "reprospec: 1\nname: half\nmatrix: {n: [1, 2]}\n"
-        f"command: [python, -c, {json.dumps(code)}, '${{{{ matrix.n }}}}']\n"
-        "run: {timeout: 90s}\nexpect: {outcome: hang}\n"
+    (tmp_path / f"{name}.yaml").write_text(
+        f"reprospec: 1\nname: {name}\n"
+        f"command: [python, -c, {json.dumps(code)}, '${{{{ {argument} }}}}']\n{spec}"
     )
     out = tmp_path / "out"
-    argv = [sys.executable, "-m", "reprospec", "run", str(tmp_path / "half.yaml"), "-j", "1"]
+    argv = [sys.executable, "-m", "reprospec", "run", str(tmp_path / f"{name}.yaml"), "-j", "1"]
     stopped = interrupt_when([*argv, "--out", str(out)], started.exists)
     assert stopped.code == 130, stopped.stderr
-    packed = _bundle(cli, tmp_path / "half.tar.gz", out)
+    packed = _bundle(cli, tmp_path / f"{name}.tar.gz", out)
     assert packed.code == 0, packed.stderr
+    with tarfile.open(tmp_path / f"{name}.tar.gz") as tar:
+        readme = _read(tar, f"{tar.getnames()[0].split('/')[0]}/README.md")
+    return packed.stderr, readme
+
+
+def test_the_bundle_of_a_run_interrupted_midway_says_its_report_is_partial(
+    cli: Cli, tmp_path: Path
+) -> None:
+    stderr, readme = _stopped_and_bundled(
+        cli,
+        tmp_path,
+        "half",
+        "matrix.n",
+        "matrix: {n: [1, 2]}\nrun: {timeout: 90s}\nexpect: {outcome: hang}\n",
+    )
     assert (
         "the run was interrupted with 1 of 2 cells not run: the bundle's report shows only "
         "what ran; finish it first"
-    ) in packed.stderr, packed.stderr
-    with tarfile.open(tmp_path / "half.tar.gz") as tar:
-        readme = _read(tar, f"{tar.getnames()[0].split('/')[0]}/README.md")
+    ) in stderr, stderr
     assert "1 of 2 cells not run, and report.md shows only what ran" in readme
 
 
@@ -1038,33 +1053,18 @@ def test_the_bundle_of_a_run_interrupted_within_a_cell_says_its_report_is_partia
 ) -> None:
     """A Ctrl-C after 1 of a cell's 3 attempts: every cell has an outcome, so the bundle was
     packed with nothing said, though its report judged the cell on 1 attempt of 3."""
-    import sys
-
-    from tests.support.cli import interrupt_when
-
-    started = tmp_path / "started"
-    code = (
-        "import sys, time; n = int(sys.argv[1]); "
-        f"n == 2 and open({str(started)!r}, 'w'); time.sleep(60 if n == 2 else 0); "
-        "sys.exit(3)"
+    stderr, readme = _stopped_and_bundled(
+        cli,
+        tmp_path,
+        "cut",
+        "attempt",
+        "run: {timeout: 90s, repeat: 3}\nexpect: {outcome: error}\n",
+        then="; sys.exit(3)",
     )
-    (tmp_path / "cut.yaml").write_text(
-        "reprospec: 1\nname: cut\n"
-        f"command: [python, -c, {json.dumps(code)}, '${{{{ attempt }}}}']\n"
-        "run: {timeout: 90s, repeat: 3}\nexpect: {outcome: error}\n"
-    )
-    out = tmp_path / "out"
-    argv = [sys.executable, "-m", "reprospec", "run", str(tmp_path / "cut.yaml"), "-j", "1"]
-    stopped = interrupt_when([*argv, "--out", str(out)], started.exists)
-    assert stopped.code == 130, stopped.stderr
-    packed = _bundle(cli, tmp_path / "cut.tar.gz", out)
-    assert packed.code == 0, packed.stderr
     assert (
         "the run was interrupted with 1 of 1 cell cut short (interrupted after 1 of 3 "
         "attempts): the bundle's report shows only what ran; finish it first"
-    ) in packed.stderr, packed.stderr
-    with tarfile.open(tmp_path / "cut.tar.gz") as tar:
-        readme = _read(tar, f"{tar.getnames()[0].split('/')[0]}/README.md")
+    ) in stderr, stderr
     assert (
         "1 of 1 cell cut short (interrupted after 1 of 3 attempts), and report.md shows "
         "only what ran"
