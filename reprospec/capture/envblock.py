@@ -417,7 +417,7 @@ def parse_machine(text: str) -> Machine:
         # it segfaults" says two, and the first was the one that worked (review): so does
         # "torch 2.0.1 works, fails with 2.1.0", its second with no name (`_versions_said`).
         said = {v for m in _PROSE_TORCH.finditer(text) for v in _versions_said(m, text)}
-        torch = pinned.version if pinned else said.pop() if len(said) == 1 else None
+        torch = pinned.version if pinned else _one_version(said)
     if python is None:
         prose = _PROSE_PYTHON.search(text) or _PATH_PYTHON.search(text)
         python = prose["version"] if prose else None
@@ -466,8 +466,22 @@ def _add_prose_libraries(packages: dict[tuple[str, str], Package], text: str) ->
         said.setdefault(normalize(match["name"]), set()).update(_versions_said(match, text))
     listed = {name for name, _ in packages}
     for name, versions in said.items():
-        if name not in listed and len(versions) == 1:
-            _add(packages, Package(name, versions.pop(), "prose"))
+        one = _one_version(versions)
+        if name not in listed and one is not None:
+            _add(packages, Package(name, one, "prose"))
+
+
+def _one_version(said: set[str]) -> str | None:
+    """The one release `said` names, or None where it names two. A ticket says its torch
+    twice as often as once, once bare and once with its build's label ("since upgrading to
+    torch 2.4.0 ...", then "Env: torch 2.4.0+cu121"): one release, which read as two pinned
+    neither, and the comparison lost torch and its CUDA. The labelled spelling is kept, as it
+    says more (the CUDA it was built with); two labels (`+cu121`, `+cpu`) are two builds."""
+    releases = {version.partition("+")[0] for version in said}
+    labelled = {version for version in said if "+" in version}
+    if len(releases) != 1 or len(labelled) > 1:
+        return None
+    return labelled.pop() if labelled else said.pop()
 
 
 def _versions_said(match: re.Match[str], text: str) -> set[str]:

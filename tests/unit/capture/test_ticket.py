@@ -1514,6 +1514,20 @@ def test_prose_naming_a_working_and_a_failing_version_of_a_library_pins_neither(
     assert not [p for p in draft.packages if p.startswith("numpy")]
 
 
+@pytest.mark.parametrize("name", ["torch", "numpy"])
+def test_a_release_said_bare_and_with_its_build_label_is_one_version(name: str) -> None:
+    # A new user's ticket: "since upgrading to torch 2.4.0", then "Env: ..., torch
+    # 2.4.0+cu121": read as two versions, neither was pinned, and the comparison lost torch.
+    text = (
+        f"Since upgrading to {name} 2.4.0 it crashes.\n\n"
+        f"Env: Python 3.11.4, {name} 2.4.0+cu121, Ubuntu 22.04\n"
+    )
+    assert parse_machine(text).requirements == (f"{name}==2.4.0+cu121",)
+    # Two builds of the release are two things said: which failed is the reader's call.
+    two = parse_machine(f"{name} 2.4.0+cpu works, {name} 2.4.0+cu121 crashes\n")
+    assert two.requirements == ()
+
+
 def test_prose_naming_a_working_and_a_failing_version_of_torch_says_no_torch() -> None:
     # The torch the ticket is about, pinned where the spec leaves it: not the one that worked.
     assert parse_machine("torch 2.0.1 works, fails with 2.1.0").torch is None
