@@ -260,3 +260,14 @@ def test_each_ranks_share_of_the_data_sets_its_batches(tmp_path: Path) -> None:
     ]
     path.write_text(text.replace("step: 5", "step: 4"))
     assert load_spec(path).name == "s"
+
+
+@pytest.mark.parametrize("where", ["main", "worker"])
+def test_a_fault_at_step_0_is_a_located_error(tmp_path: Path, where: str) -> None:
+    # Steps count from 1: `at.step: 0` was accepted (minimum 0) and the fault never fired,
+    # so the run passed, `not-reproduced`, without a word of the fault.
+    path = spec(tmp_path, f"{{kind: segfault, where: {where}, at: {{phase: train, step: 0}}}}")
+    column = 62 if where == "main" else 64
+    assert problems_of(path) == [
+        f"10:{column}: workload.faults[0].at.step: expected an integer >= 1, got 0"
+    ]
