@@ -25,7 +25,7 @@ class CoreInfo:
     """What an ELF core file says about the process that left it."""
 
     path: Path
-    pid: int | None
+    pid: int | None  # the process's (NT_PRPSINFO's pr_pid: its thread group), as ps shows it
     signal: str | None
     executable: str | None  # the mapped file holding the entry point
     # The command line as /proc/PID/cmdline reads, from the stack's argv (coreargv.py);
@@ -34,6 +34,10 @@ class CoreInfo:
     files: tuple[tuple[int, int, str], ...]  # (start, end, path) of every mapped file
     ppid: int | None = None  # the parent's pid (in a container: 1 for the attempt's root)
     file: FileId | None = None  # (device, inode), from find_cores: which file it was
+    # The thread that took the signal (the first NT_PRSTATUS's pr_pid, an LWP): the pid where
+    # the main thread crashed, another number where a thread it started did (an OpenMP
+    # worker in a torch op, a decoder's pool in a DataLoader worker).
+    lwp: int | None = None
 
 
 _ELF_MAGIC = b"\x7fELF"
@@ -89,6 +93,8 @@ def _core_info(
     """What the notes say; the command line read from the stack where it adds up."""
     pid: int | None = None
     ppid: int | None = None
+    lwp: int | None = None
+    thread_ppid: int | None = None
     sig: str | None = None
     psargs = b""
     auxv = b""
@@ -96,12 +102,15 @@ def _core_info(
     execfn: int | None = None
     files: list[tuple[int, int, str]] = []
     for kind, desc in notes:
-        if kind == _NT_PRSTATUS and pid is None and len(desc) >= 48:
-            # The first NT_PRSTATUS is the thread that took the signal.
+        if kind == _NT_PRSTATUS and lwp is None and len(desc) >= 48:
+            # The first NT_PRSTATUS is the thread that took the signal; its pr_pid is that
+            # thread's id, the process's only where the main thread crashed.
             cursig = struct.unpack_from("<h", desc, 12)[0]
             sig = canonical_signal(cursig)
-            pid, ppid = struct.unpack_from("<II", desc, 32)
+            lwp, thread_ppid = struct.unpack_from("<II", desc, 32)
         elif kind == _NT_PRPSINFO and len(desc) >= 136:
+            # pr_pid and pr_ppid are the thread group's (fs/binfmt_elf.c fill_psinfo).
+            pid, ppid = struct.unpack_from("<II", desc, 24)
             psargs = desc[56:136]
         elif kind == _NT_AUXV:
             auxv = desc
@@ -125,7 +134,9 @@ def _core_info(
         command = argv_command(handle, segments, auxv, execfn, psargs)
     if command is None:
         command = _psargs_command(psargs)
-    return CoreInfo(path, pid, sig, executable, command, tuple(files), ppid)
+    if pid is None:  # no NT_PRPSINFO: the crashed thread's numbers are all there are
+        pid, ppid = lwp, thread_ppid
+    return CoreInfo(path, pid, sig, executable, command, tuple(files), ppid, lwp=lwp)
 
 
 # pr_psargs: the kernel copies the command line's first 79 bytes and a NUL (ELF_PRARGSZ).

@@ -176,7 +176,7 @@ def core_eustack_stacks(
         source="core",
         command=info.command,
         signal=info.signal,
-        crashed_lwp=info.pid,  # the first NT_PRSTATUS: the thread that took the signal
+        crashed_lwp=info.lwp,  # the first NT_PRSTATUS: the thread that took the signal
         threads=threads,
         python=python,
         error=error,

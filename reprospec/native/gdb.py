@@ -159,7 +159,7 @@ def core_gdb_stacks(
         source="core",
         command=info.command,
         signal=info.signal,
-        crashed_lwp=int(crashed.group(1)) if crashed else info.pid,
+        crashed_lwp=int(crashed.group(1)) if crashed else info.lwp,
         threads=threads,
         python=python_text(parts.get("py-bt", "")),
         error=error,

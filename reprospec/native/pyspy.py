@@ -61,7 +61,7 @@ def core_python(info: CoreInfo, timeout_s: float) -> str:
         return ""
     if done.timed_out or done.returncode != 0:
         return ""
-    return python_text_of(done.stdout.decode("utf-8", "replace"), info.pid)
+    return python_text_of(done.stdout.decode("utf-8", "replace"), info.lwp)
 
 
 def python_text_of(text: str, crashed: int | None) -> str:

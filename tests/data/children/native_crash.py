@@ -3,6 +3,8 @@
 strlen, memmove: libc's own functions called through ctypes on a bad pointer.
 torch: a torch reduction over a tensor whose data pointer is unmapped memory.
 child: a forked child dies inside strlen; the parent sees it and exits 1 (no core of its own).
+thread: a thread the program started dies inside strlen while the main thread waits for it
+(its pid and LWP printed first, so that a test can tell the process from the thread).
 """
 
 import ctypes
@@ -34,6 +36,11 @@ if __name__ == "__main__":
     threading.Thread(target=time.sleep, args=(60,), name="sleeper", daemon=True).start()
     kind = sys.argv[1]
     print(f"crashing in {kind}", flush=True)
+    if kind == "thread":
+        print(f"pid {os.getpid()}", flush=True)
+        crasher = threading.Thread(target=crash, args=("strlen",), name="decoder")
+        crasher.start()
+        crasher.join()
     if kind == "child":
         pid = os.fork()
         if pid == 0:

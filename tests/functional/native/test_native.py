@@ -122,6 +122,28 @@ def test_a_crashed_child_process_is_read_from_its_own_core(
 
 @needs_gdb
 @needs_plain_cores
+def test_a_crash_in_a_thread_is_the_process_s_with_that_thread_marked(tmp_path: Path) -> None:
+    # The core's first NT_PRSTATUS is the thread that took the signal, its pr_pid that
+    # thread's LWP; the process is NT_PRPSINFO's. Read as the process, the LWP named a pid
+    # nothing ran as, a child rather than the main process, and lost a DataLoader worker's
+    # Python stack (its pid no longer the one the main process reported).
+    stacks, _, logs = crash(LocalRunner(keep_cores=True), tmp_path, "thread")
+    pid = int((logs / "stdout.log").read_text().split("pid ")[1].split()[0])
+    (process,) = stacks.processes
+    assert (process.pid, process.root) == (pid, True)
+    assert process.core == str(logs / f"core.{pid}")
+    thread = process.crashing_thread
+    assert thread is not None
+    assert thread.lwp != pid
+    assert native.crashed_process(stacks, pid) is process
+    assert (native.top_frames(stacks, pid=pid) or "").startswith("strlen (libc.so")
+    if process.python:  # py-spy's (or py-bt's) Python stacks: the crashed thread's first
+        assert f"LWP {thread.lwp})" in process.python.split("\n\n")[0]
+        assert "in crash" in process.python.split("\n\n")[0]
+
+
+@needs_gdb
+@needs_plain_cores
 def test_keep_cores_keeps_the_core_in_the_attempt_folder(tmp_path: Path) -> None:
     keeper = LocalRunner(keep_cores=True)
     stacks, workdir, logs = crash(keeper, tmp_path, "strlen")
