@@ -9,11 +9,13 @@ reprospec slurm resume RUN [--time T]        (also: reprospec slurm RUN --resume
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
 import shutil
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
@@ -22,7 +24,6 @@ from reprospec.errors import EXIT_INFRA, EXIT_OK, FatalError, InfraError, UsageE
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from pathlib import Path
 
     from reprospec.core.inputs import AttemptPlan, Spec
     from reprospec.core.runoptions import RunOptions
@@ -100,6 +101,14 @@ def run(args: argparse.Namespace) -> int:
     ref: str | None = args.run_ref
     if target in ("status", "resume") and ref is not None:
         return _status(args, ref) if target == "status" else _resume(args, ref)
+    if target in ("status", "resume") and not Path(target).exists():
+        # Read as a SPEC named `status`, it said `slurm SPEC needs --shards N`, or with
+        # --shards `status: no such file`: neither named the RUN it lacked.
+        raise UsageError(
+            f"slurm {target} needs RUN: the run folder under SHARED/slurm/, or its id "
+            f"(`reprospec slurm {target} RUN --out SHARED`; the ids are the folders of "
+            f"{args.out / 'slurm'})"
+        )
     if ref is not None:
         raise UsageError(
             f"slurm takes one SPEC, or `status RUN`, or `resume RUN` (got {target} {ref})"
@@ -195,6 +204,9 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
         print("#   " + " ".join(array_argv(run)))
         print("#   " + " ".join(merge_argv(run, "<array job>")))
         return EXIT_OK
+    # The folders above the run's that it makes (`--out new/shared`, SHARED/slurm): a run
+    # sbatch refuses leaves none of them, where an empty SHARED/slurm stayed.
+    made = [path for path in reversed(run.run_dir.parents) if not path.exists()]
     write_scripts(run)
     save(run)
     try:
@@ -204,6 +216,9 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
         # cancelled): the folder stayed, `slurm status` listed it `never submitted`, and its
         # `resume` submitted the same refused options again, the only ones it keeps.
         shutil.rmtree(run.run_dir, ignore_errors=True)
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                path.rmdir()
         raise
     sub = run.submissions[-1]
     print(

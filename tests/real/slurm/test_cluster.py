@@ -154,6 +154,14 @@ def test_slurm_refuses_bad_input_with_exit_2(cli: Cli, tmp_path: Path) -> None:
     unknown = cli("slurm", "status", "no-such-run", "--out", str(tmp_path))
     assert unknown.code == 2
     assert "no Slurm run 'no-such-run'" in unknown.stderr
+    # `slurm status` without its RUN said `slurm SPEC needs --shards N`, reading `status`
+    # as a spec (and, with --shards, `status: no such file`).
+    for verb, extra in (("status", []), ("resume", []), ("status", ["--shards", "2"])):
+        no_run = cli("slurm", verb, *extra, "--out", str(tmp_path))
+        assert no_run.code == 2, no_run.stderr
+        assert f"slurm {verb} needs RUN" in no_run.stderr
+        assert "--shards" not in no_run.stderr
+        assert "Traceback" not in no_run.stderr
 
 
 # -- on the cluster ------------------------------------------------------------------------
@@ -342,6 +350,7 @@ def test_options_sbatch_refuses_leave_no_run_folder(cli: Cli, tmp_path: Path) ->
     # refused options again, the one set it keeps.
     require_cluster()
     shared = tmp_path / "shared"
+    shared.mkdir()
     spec = str(SPECS / "segfault-command.yaml")
     # (A --time sbatch cannot read is exit 2 before planning now: an option sbatch does not
     # know is one it alone refuses.)
@@ -349,7 +358,10 @@ def test_options_sbatch_refuses_leave_no_run_folder(cli: Cli, tmp_path: Path) ->
         refused = cli("slurm", spec, "--shards", "2", *bad, "--out", str(shared))
         assert refused.code == 3, refused.stdout + refused.stderr
         assert "sbatch refused the job" in refused.stderr
-        assert not list(shared.glob("slurm/*")), "no folder of a run never submitted"
+        # Nor the folder above it that it made: an empty SHARED/slurm stayed. SHARED,
+        # there before, stays.
+        assert not (shared / "slurm").exists(), "no folder of a run never submitted"
+        assert shared.is_dir()
 
 
 SILENT_SPEC = """\
