@@ -49,9 +49,16 @@ def load_spec(path: str | Path, overrides: Sequence[str] = (), *, files: bool = 
             raise SpecError([p.format(file) for p in exc.problems]) from None
         # Keys given twice, and nothing else wrong with the YAML: the rest of the file's
         # problems are said with them (every problem at once), but none under those keys,
-        # whose value the user has yet to choose. (With --set, annotate's reading of which
-        # override a problem came from wants a document as given: the YAML's alone.)
+        # whose value the user has yet to choose, nor one that holds of one of its values
+        # only: the file is checked with each key's first value too, and a problem is said
+        # where both readings have it (`run.stall` is not below a `timeout` given twice as
+        # 5m then 10m, or a marker "does nothing" with its `pattern` given twice, judged the
+        # last value alone). (With --set, annotate's reading of which override a problem
+        # came from wants a document as given: the YAML's alone.)
         rest = _checked(exc.document, overrides, base_dir, files=files)[2]
+        if exc.first is not None:
+            both = set(_checked(exc.first, overrides, base_dir, files=files)[2])
+            rest = [p for p in rest if p in both]
         twice = exc.duplicated
         rest = [p for p in rest if not any(p.path and p.path[: len(d)] == d for d in twice)]
         found = sorted([*exc.problems, *rest], key=lambda p: (p.line, p.col))

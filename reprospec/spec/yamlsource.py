@@ -17,6 +17,7 @@ characters) is a located problem, never an internal error.
 
 from __future__ import annotations
 
+import copy
 import io
 import re
 from collections.abc import Mapping
@@ -61,7 +62,10 @@ class YamlSourceError(Exception):
     `document`: where every problem is a key given twice or a key that is not a string,
     the document as YAML reads it anyway (the last value kept, the other keys left out),
     so a reader can report the rest of its problems at once; `duplicated`, the paths it
-    should not judge: the keys given twice, and the mappings that lost their only keys.
+    should not judge: the keys given twice, and the mappings that lost their only keys;
+    `first`, the same document with each key given twice holding its first value: a problem
+    of the rest that depends on which value the user means (`run.stall` against a `timeout`
+    given twice) is one only one reading has.
     """
 
     def __init__(
@@ -69,10 +73,12 @@ class YamlSourceError(Exception):
         problems: list[Problem],
         document: Document | None = None,
         duplicated: tuple[JsonPath, ...] = (),
+        first: Document | None = None,
     ) -> None:
         self.problems = problems
         self.document = document
         self.duplicated = duplicated
+        self.first = first
         super().__init__("; ".join(p.message for p in problems))
 
 
@@ -334,7 +340,10 @@ def load_yaml(text: str, *, line_offset: int = 0) -> Document:
         emptied = _drop_keys_not_strings(data) if walk.not_strings else []
         document = Document(data, walk.locations, walk.key_locations)
         if walk.problems:
-            raise YamlSourceError(walk.problems, document, (*walk.duplicated, *emptied))
+            first = None
+            if walk.firsts:
+                first = document._replace(data=_with_firsts(loader, data, walk.firsts))
+            raise YamlSourceError(walk.problems, document, (*walk.duplicated, *emptied), first)
         return document
     finally:
         loader.dispose()
@@ -401,6 +410,8 @@ class _Walk:
         self.key_locations: dict[JsonPath, Location] = {}
         self.problems: list[Problem] = []
         self.duplicated: list[JsonPath] = []  # keys given twice: problems, yet plain data
+        # The first value node of each key given twice (the data holds the last).
+        self.firsts: dict[JsonPath, yaml.Node] = {}
         # Keys that are not strings (`1: x`, `true: 1`): problems, left out of the data so
         # that the rest of the document is still judged (every problem at once).
         self.not_strings = 0
@@ -444,6 +455,7 @@ class _Walk:
         self, node: yaml.MappingNode, path: JsonPath, stack: tuple[int, ...]
     ) -> None:
         seen: dict[str, yaml.Node] = {}
+        values: dict[str, yaml.Node] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 # `<<: *defaults` legitimately repeats keys; pyyaml resolves it on construction.
@@ -481,10 +493,36 @@ class _Walk:
                     key_node, path, f"duplicate key '{shorten(key)}' (first given on line {first})"
                 )
                 self.duplicated.append(child)
+                self.firsts.setdefault(child, values[key])
                 continue
             seen[key] = key_node
+            values[key] = value_node
             self.key_locations.setdefault(child, self._loc(key_node))
             self.visit(value_node, child, stack)
+
+
+def _with_firsts(
+    loader: _SpecLoader, data: JsonValue, firsts: Mapping[JsonPath, yaml.Node]
+) -> JsonValue:
+    """A copy of `data` whose keys given twice hold their first value. A key given twice
+    under another one given twice is in neither reading's data where its mapping is not."""
+    copied = copy.deepcopy(data)
+    for path, node in sorted(firsts.items(), key=lambda item: len(item[0])):
+        holder: object = copied
+        for part in path[:-1]:
+            if isinstance(holder, dict) and part in holder:  # noqa: SIM114 (two types)
+                holder = holder[part]
+            elif isinstance(holder, list) and isinstance(part, int) and part < len(holder):
+                holder = holder[part]
+            else:
+                holder = None
+                break
+        if isinstance(holder, dict):
+            try:
+                holder[path[-1]] = loader.construct_object(node, deep=True)
+            except yaml.YAMLError:
+                continue  # (what the data reading constructed too, or it had raised)
+    return copied
 
 
 def _drop_keys_not_strings(data: object) -> list[JsonPath]:

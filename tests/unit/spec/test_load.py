@@ -867,6 +867,26 @@ def test_a_key_given_twice_is_said_with_the_files_other_problems(tmp_path: Path)
     ]
 
 
+def test_a_problem_that_holds_of_one_value_of_a_key_given_twice_is_not_said(
+    tmp_path: Path,
+) -> None:
+    """A check beside a key given twice judged its last value: `run.stall` was "not below
+    run.timeout (10m)" of a timeout given as 5m then 10m, and a marker whose `pattern` was
+    given twice "does nothing" for the last one. Neither is said now (the user has yet to
+    choose the value); a problem of both readings still is."""
+    spec = write(
+        tmp_path / "twice.yaml",
+        "reprospec: 1\nname: e\ncommand: echo\nexpect: {outcome: pass}\n"
+        "run:\n  timeout: 5m\n  timeout: 10m\n  stall: 6m\n  repeat: 0\n"
+        "markers:\n  - {pattern: 'x (?P<step>\\d+)', pattern: 'y'}\n",
+    )
+    assert problems_of(spec) == [
+        f"{spec}:7:3: run: duplicate key 'timeout' (first given on line 6)",
+        f"{spec}:9:11: run.repeat: expected an integer >= 1, got 0",
+        f"{spec}:11:34: markers[0]: duplicate key 'pattern' (first given on line 11)",
+    ]
+
+
 def test_a_key_that_is_no_string_is_said_with_the_files_other_problems(
     tmp_path: Path,
 ) -> None:
