@@ -23,6 +23,7 @@ from reprospec.core.expr import same
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell
 from reprospec.core.jsontypes import JsonValue
+from reprospec.spec.matrix import all_axes
 
 MATRIX = "matrix."
 
@@ -189,8 +190,18 @@ def overrides(
             out.append(f"{path}={json.dumps(value)}")
     if not cell:
         return tuple(out)
-    axes = {p[len(MATRIX) :]: v for p, v in config.items() if p.startswith(MATRIX)}
-    if axes:
+    axes: dict[str, JsonValue] = {
+        p[len(MATRIX) :]: v for p, v in config.items() if p.startswith(MATRIX) and v is not MISSING
+    }
+    if any(p.startswith(MATRIX) for p in config):
+        # A key only some `include` entries bring is null in the cells without it (what
+        # `${{ matrix.note }}` and `when: {note: null}` read there). Left out of the one
+        # cell, it was an unknown axis: a mix without the failing cell's `note` was
+        # refused as a spec error (exit 2) halfway through the search, and a side given
+        # `~matrix.note` ended in an internal error (MISSING is no JSON value).
+        section = document.get("matrix")
+        for name in all_axes(section if isinstance(section, Mapping) else None):
+            axes.setdefault(name, None)
         out.append("matrix=" + json.dumps({axis: [value] for axis, value in axes.items()}))
     elif "matrix" in document:
         out.append("~matrix")

@@ -471,6 +471,15 @@ def _check_axes(items: Sequence[str], option: str, cells: Sequence[Cell]) -> Non
     for item, axis in asked:
         if axis not in known:
             raise unknown_axis(f"{option} {item}", axis, known, MATRIX)
+        # Only a key that `include` brings to some cells can be absent from one (null
+        # there); an axis every cell holds, unset, ran as a cell no spec can have, and
+        # `~matrix.x` was refused halfway through the search as an error of the spec's
+        # command, under a `--set matrix=...` the user had not typed.
+        if item.startswith("~") and all(axis in cell.matrix for cell in cells):
+            raise UsageError(
+                f"{option} {item}: every cell has a value of axis '{axis}', so no side can "
+                f"be without it; give that side one ({option} {MATRIX}{axis}=VALUE)"
+            )
 
 
 def _choose_cells(

@@ -94,6 +94,22 @@ def test_overrides_make_one_cell_with_the_mixed_values() -> None:
     assert json.loads(sets[-1].partition("=")[2]) == {"num_workers": [2], "pin_memory": [False]}
 
 
+def test_a_key_only_include_brings_is_null_in_a_cell_without_it() -> None:
+    # The failing cell has `note` (an include entry brings it), the passing one has not:
+    # a mix without it ran a one-cell matrix with no `note`, where `${{ matrix.note }}` is
+    # an unknown axis (a spec error halfway through the search), and a side given
+    # `~matrix.note` (MISSING) was no JSON value (an internal error).
+    document: dict[str, JsonValue] = {
+        "matrix": {"fused": [0, 1], "include": [{"fused": 1, "note": "extra"}]},
+        "command": "run ${{ matrix.fused }} ${{ matrix.note }}",
+    }
+    matrix = json.dumps({"fused": [0], "note": [None]})
+    assert overrides({"matrix.fused": 0}, document) == (f"matrix={matrix}",)
+    assert overrides({"matrix.fused": 0, "matrix.note": MISSING}, document) == (f"matrix={matrix}",)
+    kept = json.dumps({"fused": [1], "note": ["extra"]})
+    assert overrides({"matrix.fused": 1, "matrix.note": "extra"}, document) == (f"matrix={kept}",)
+
+
 def test_an_unset_field_is_deleted() -> None:
     assert overrides({"workload.data.loader.batch_size": MISSING}, DOCUMENT) == (
         "~workload.data.loader.batch_size",

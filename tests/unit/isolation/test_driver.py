@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from reprospec.core.inputs import Cell
 from reprospec.core.jsontypes import JsonValue
 from reprospec.errors import UsageError
 from reprospec.isolation.differences import MISSING
-from reprospec.isolation.driver import _check_unsets
+from reprospec.isolation.driver import _check_axes, _check_unsets
 
 DOCUMENT: dict[str, JsonValue] = {
     "command": "python train.py",
@@ -47,3 +48,18 @@ def test_unsetting_a_variable_the_attempts_inherit_is_refused() -> None:
     # A value given for that side is one whatever the shell has.
     given = {"environment.env.FAST_KERNEL": ""}
     _check_unsets(given, {}, document, "--passing-set", {"FAST_KERNEL": "1"})
+
+
+def test_unsetting_an_axis_every_cell_has_is_refused() -> None:
+    # `--failing-set ~matrix.x` for an axis every cell holds: no cell is without it. It
+    # ran, and was refused halfway through the search as an error of the spec's command,
+    # under a `--set matrix=...` the user had not typed.
+    cells = [
+        Cell("x=0", 0, {"x": 0}),
+        Cell("x=1,note=extra", 1, {"x": 1, "note": "extra"}),
+    ]
+    with pytest.raises(UsageError, match=r"--failing-set ~matrix\.x: every cell has a value of"):
+        _check_axes(["~matrix.x"], "--failing-set", cells)
+    # A key only an include entry brings is absent (null) in the other cells: a difference.
+    _check_axes(["~matrix.note"], "--passing-set", cells)
+    _check_axes(["matrix.x=2"], "--passing-set", cells)

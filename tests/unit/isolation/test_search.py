@@ -265,6 +265,16 @@ def test_a_failing_configuration_that_never_fails_is_refused() -> None:
     assert result.status == "refused"
     assert "0/20" in result.message
     assert oracle.attempts == 20  # the rate phase only: nothing else ran
+    assert "(0/20: 20 passed)" in result.message
+
+
+def test_a_failing_configuration_that_fails_otherwise_says_so() -> None:
+    # Every attempt crashes, with another signal than expect names: not "it does not
+    # reproduce here", as a bare 0/20 read (a wrong expect, not a missing bug).
+    oracle = Oracle(needs(1), rate=0.0, seed=0, other=1.0)
+    result = run(10, oracle)
+    assert result.status == "refused"
+    assert "(0/20: 20 failed otherwise)" in result.message
 
 
 def _one_match_at(
