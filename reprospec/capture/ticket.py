@@ -38,6 +38,16 @@ from reprospec.outcome.tracebacks import (
 from reprospec.plan.wrappers import program_start
 from reprospec.spec.presets import PRESETS, PYTEST_NODE_ID, detect, output_lines
 
+# What a CI log adds to the lines it shows, that no program printed: colours (ANSI CSI and
+# OSC escapes: pytest's red `FAILED`, the bold of its header) and the clock of each line
+# (GitHub Actions' `2026-12-01T10:00:02.1234567Z `, Jenkins' `[2026-12-01T10:00:02.123Z] `,
+# a logger's `2026-12-01 10:00:02,123 `). Read with them, a pasted CI log lost its pytest
+# report (`FAILED tests/t.py::\x1b[1mtest_x\x1b[0m`), its header's pins and its command.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)")
+_CI_CLOCK = re.compile(
+    r"^\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?[ \t]?",
+    re.MULTILINE,
+)
 # Prefixes loggers and launchers put before every line of a child's output.
 _LINE_PREFIXES = re.compile(
     r"^(?:\[rank\d+\]:\s?|\[default\d+\]:\s?|\d+: |E   ?(?=\S| )|>\s?(?=Traceback|\s|\w)"
@@ -323,7 +333,7 @@ def read_ticket(text: str) -> Ticket:
     """Read everything `text` says about one failure (the last one, when it shows several)."""
     # Quoted (GitHub's quote reply, `> ` and `> > `) is read as written: every reader
     # below, the command's and the machine's too, sees the lines without their markers.
-    text = _unquoted(text.replace("\r\n", "\n"))
+    text = _unquoted(_plain(text.replace("\r\n", "\n")))
     clean = "\n".join(_unprefixed(line) for line in text.split("\n"))
     clean = _FATAL_RUN_ON.sub(r"\g<progress>\n", clean)
     evidence: list[str] = []
@@ -556,6 +566,12 @@ def _unquoted(text: str) -> str:
         for index in runs:
             lines[index] = _QUOTE_MARK.sub("", lines[index], count=1)
         text = "\n".join(lines)
+
+
+def _plain(text: str) -> str:
+    """`text` as the programs of a pasted CI log printed it: without the log's colours
+    and the clock before each line (`_ESCAPES`, `_CI_CLOCK`)."""
+    return _CI_CLOCK.sub("", _ESCAPES.sub("", text))
 
 
 def _unprefixed(line: str) -> str:

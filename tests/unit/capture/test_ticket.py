@@ -756,6 +756,37 @@ def test_a_ticket_that_says_it_fails_only_sometimes_gives_a_repeated_spec_with_a
     )
 
 
+@pytest.mark.parametrize(
+    "clock",
+    [
+        "",
+        "2026-12-01T10:00:02.1234567Z ",
+        "[2026-12-01T10:00:02.123Z] ",
+        "2026-12-01 10:00:02,123 ",
+    ],
+)
+def test_a_ci_log_is_read_without_its_colours_and_the_clock_of_each_line(clock: str) -> None:
+    # A new user's paste of a GitHub Actions log: pytest's colours and the runner's clock on
+    # every line lost the failing test, pytest's header's pins and the command, and the
+    # skeleton expected `error` of `TODO-the-command-that-failed`.
+    lines = [
+        "\x1b[36;1mpytest -x tests/test_io.py\x1b[0m",
+        "platform linux -- Python 3.10.14, pytest-8.2.0, pluggy-1.5.0",
+        "\x1b[1m\x1b[31mE       AssertionError: assert 1 == 2\x1b[0m",
+        "\x1b[31mFAILED\x1b[0m tests/test_io.py::\x1b[1mtest_read\x1b[0m"
+        " - AssertionError: assert 1 == 2",
+        "\x1b]8;;https://example.com\x1b\\link\x1b]8;;\x1b\\ done",
+    ]
+    read = read_ticket("".join(f"{clock}{line}\n" for line in lines))
+    assert read.command is not None
+    assert read.command.startswith("pytest -x tests/test_io.py")
+    assert (read.failure.exception, read.failure.phase) == (
+        "AssertionError",
+        "tests/test_io.py::test_read",
+    )
+    assert read.machine.requirements == ("pluggy==1.5.0", "pytest==8.2.0")
+
+
 def test_a_flaky_ticket_whose_failure_the_reader_does_not_know_still_repeats(
     tmp_path: Path,
 ) -> None:
