@@ -304,8 +304,10 @@ class StateFile:
     @property
     def stored(self) -> int:
         """Probes found from an earlier run of this isolation (interrupted, out of budget,
-        or finished), not replayed yet."""
-        return sum(len(q) for q in self._replay.values())
+        or finished), not replayed yet. One cut short before any attempt ended replays
+        nothing (its probe runs again): counted, the rerun said "5 probes ... to replay"
+        and its answer "4 of them replayed"."""
+        return sum(1 for queue in self._replay.values() for probe in queue if probe.kinds)
 
     def reread(self, again: Callable[[StoredProbe], StoredProbe]) -> int:
         """Each stored probe as `again` gives it (what an earlier version stored, read again

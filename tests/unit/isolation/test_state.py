@@ -42,6 +42,16 @@ def test_a_probe_replays_at_most_the_attempts_asked_and_keeps_the_rest(tmp_path:
     assert state.runs() == ["run-1", "run-2", "run-3"]
 
 
+def test_a_probe_stopped_before_any_attempt_is_not_counted_to_replay(tmp_path: Path) -> None:
+    # Ctrl-C during a probe's first attempt stores it with no attempts: it replays nothing
+    # (the search runs it again), so "continuing isolation ID: N probes to replay" must not
+    # count it, where the answer said one fewer "replayed".
+    state = StateFile(tmp_path, HEADER)
+    state.add(StoredProbe("full", (0, 1), "failing", ("match",), "run-1"))
+    state.add(StoredProbe("half", (0,), "search", (), "run-2", interrupted=True))
+    assert StateFile(tmp_path, HEADER).stored == 1
+
+
 def test_a_header_that_names_another_search_replays_nothing(tmp_path: Path) -> None:
     stored(tmp_path)
     other = StateFile(tmp_path, {**HEADER, "failing": "g"})
