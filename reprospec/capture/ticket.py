@@ -155,10 +155,13 @@ _PROSE_SETTING = re.compile(
 )
 # A program's advice to set one (torch's `For debugging consider passing
 # CUDA_LAUNCH_BLOCKING=1.`, Hydra's `Set the environment variable HYDRA_FULL_ERROR=1 for a
-# complete stack trace.`): the run had it unset, so it is no setting of the reporter's.
+# complete stack trace.`, dynamo's `Set TORCH_LOGS="+dynamo" and TORCHDYNAMO_VERBOSE=1 for
+# more information`, NCCL's `run with NCCL_DEBUG=INFO for details`): the run had it unset,
+# so it is no setting of the reporter's.
 _ADVICE = re.compile(
     r"\bconsider (?:passing|setting|using)\b|\bset the environment variable\b"
-    r"|\b(?:try|you (?:can|could|may|might|should)) (?:set|pass|export|rerun|run)",
+    r"|\b(?:try|you (?:can|could|may|might|should)) (?:set|pass|export|rerun|run)"
+    r"|\bfor (?:more |further )?(?:information|info|details)\b",
     re.IGNORECASE,
 )
 # faulthandler's header run on after pytest's progress on the same line, as a terminal

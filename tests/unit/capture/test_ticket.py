@@ -856,6 +856,26 @@ def test_a_traceback_s_own_words_are_not_the_reporter_s() -> None:
     assert skeleton(ticket, "issue.md").repeat is None
 
 
+@pytest.mark.parametrize(
+    "advice",
+    [
+        'Set TORCH_LOGS="+dynamo" and TORCHDYNAMO_VERBOSE=1 for more information',
+        "NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+    ],
+)
+def test_a_programs_advice_for_more_information_is_no_setting(advice: str) -> None:
+    # A new user's torch.compile ticket: dynamo's advice after the traceback became two
+    # TODO items, "the ticket's prose sets TORCH_LOGS=+dynamo", which the reporter never set.
+    text = (
+        "```\n$ python repro.py\nTraceback (most recent call last):\n"
+        '  File "repro.py", line 7, in <module>\n'
+        "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+        f"AssertionError: freezing requires no_grad\n\n{advice}\n```\n"
+        "I have OMP_NUM_THREADS=8 exported.\n"
+    )
+    assert read_ticket(text).settings == (("OMP_NUM_THREADS", "8"),)
+
+
 def test_a_variable_the_prose_sets_is_a_todo_of_the_skeleton() -> None:
     """`MALLOC_ARENA_MAX=2 exported in my shell` got no word in the skeleton, so its
     reader never learnt the repro may need it (lo37). Not a variable the command line
