@@ -98,6 +98,10 @@ def sort_problems(problems: Iterable[Problem]) -> list[Problem]:
     return [unique[k] for k in sorted(unique, key=lambda k: (k[0], k[1], k[3]))]
 
 
+# Other names a user writes for a key (another tool's word for it), for `suggest`.
+_OTHER_NAMES = {"regex": "pattern", "regexp": "pattern", "re": "pattern"}
+
+
 def suggest(word: str, choices: Iterable[str]) -> str:
     """` (did you mean 'x'?)` for the closest choice, or an empty string; every choice the
     word begins, where it begins several (`stop_on: first` is as likely `first-reproduction`
@@ -105,6 +109,11 @@ def suggest(word: str, choices: Iterable[str]) -> str:
     import difflib  # only to word a mistake
 
     choices = list(choices)
+    named = _OTHER_NAMES.get(word.lower())
+    if named in choices:
+        # `regex:` for a marker's `pattern`: too unlike it for a close match, and without
+        # it the user read the list of keys for the one that means the same.
+        return f" (did you mean '{named}'?)"
     begun = [c for c in choices if len(word) > 1 and c.startswith(word)]
     if len(begun) > 1:
         return f" (did you mean {' or '.join(repr(c) for c in begun)}?)"

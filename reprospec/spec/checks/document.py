@@ -279,7 +279,10 @@ class _Semantics:
                     )
                 continue
             if isinstance(marker, dict) and "pattern" not in marker:
-                self.add(("markers", index), "a marker needs a 'pattern' (or a 'preset')")
+                # A key the schema does not know (`regex:`) is said there, with the key meant:
+                # "needs a 'pattern'" beside it was the same mistake said twice.
+                if not set(marker) - _MARKER_KEYS:
+                    self.add(("markers", index), "a marker needs a 'pattern' (or a 'preset')")
                 continue
             pattern = marker.get("pattern") if isinstance(marker, dict) else None
             if not isinstance(pattern, str) or expr.OPEN in pattern:
@@ -478,3 +481,5 @@ def _file_problem(folder: str, entry: str) -> str | None:
 
 
 _MARKER_GROUPS = ("phase", "step")
+# The keys a marker has (the schema's): one beside them is the schema's problem to say.
+_MARKER_KEYS = frozenset({"pattern", "phase", "step", "preset"})

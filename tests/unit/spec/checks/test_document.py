@@ -210,3 +210,18 @@ def test_a_top_level_problem_troubles_the_keys_it_is_about() -> None:
     assert not in_run.touches([("expect",)])
     # Nothing known of where it lies: everything.
     assert Troubled.of(data, [Problem(1, 1, None, "...")]).touches([("title",)])
+
+
+def test_a_marker_with_another_tools_key_for_its_pattern_is_one_problem_naming_it(
+    tmp_path: Path,
+) -> None:
+    """`markers: [{regex: ...}]` said two problems, "needs a 'pattern'" and "unknown key
+    'regex' (expected one of ...)", and neither named the key meant. A marker with only
+    known keys and no pattern is still told it needs one."""
+    found = problems_of(
+        tmp_path, HEAD + COMMAND + "markers: [{regex: 'step (?P<step>\\d+)'}, {phase: x}]\n"
+    )
+    assert found == [
+        "4:12: markers[0]: unknown key 'regex' (did you mean 'pattern'?)",
+        "4:42: markers[1]: a marker needs a 'pattern' (or a 'preset')",
+    ], found
