@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from . import config, events
-from .faults import TRIGGERS
+from .faults import TRIGGERS, exception_class
 from .values import JsonValue, obj
 
 STAGES = ("start", "data", "forward", "loss", "backward", "optimizer")
@@ -84,6 +84,19 @@ def decide(
         return Fault(
             number, spec, False, f"probability {probability:g}: not this attempt ({coin:.3f})"
         )
+    if kind == "raise":
+        # Resolved up front, as every workload setting is: a class that is not there made
+        # the fault raise a ValueError of its own when it fired, judged an `error` like the
+        # incident's; a mistake in the spec is infra-error.
+        name = str(spec.get("exception") or "RuntimeError")
+        try:
+            exception_class(name)
+        except ImportError as exc:
+            raise config.ConfigError(
+                f"{field}.exception", f"{name!r} names no exception class: {exc}"
+            ) from exc
+        except ValueError as exc:
+            raise config.ConfigError(f"{field}.exception", str(exc)) from exc
     return Fault(number, spec, True, "armed")
 
 

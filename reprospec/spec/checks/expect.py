@@ -11,6 +11,7 @@ nothing can meet.
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Mapping
 from typing import Protocol
@@ -111,6 +112,23 @@ class ExpectChecks:
             if isinstance(fault, dict):
                 named.append((("workload", "faults", index, "exception"), fault.get("exception")))
         for path, name in named:
+            if (
+                path[0] == "workload"
+                and isinstance(name, str)
+                and _EXCEPTION_NAME.fullmatch(name)
+                and "." not in name
+                and not _is_builtin_exception(name)
+            ):
+                # The harness looks an undotted name up among the builtins; one that is not
+                # there made the fault raise a ValueError of its own, judged an `error`.
+                builtin = [known for known in dir(builtins) if _is_builtin_exception(known)]
+                self.add(
+                    path,
+                    f"{_show(name)} is not a builtin exception class"
+                    f"{schema.suggest(name, builtin)}: give a builtin like "
+                    "ValueError or a dotted importable name like torch.OutOfMemoryError",
+                )
+                continue
             if not isinstance(name, str) or expr.OPEN in name or _EXCEPTION_NAME.fullmatch(name):
                 continue  # (an empty one: the schema's minLength says so)
             # An expected one is compared, never searched: its message is `message`'s to match.
@@ -355,6 +373,13 @@ class ExpectChecks:
 _OUTCOMES = ("pass", "error", "crash", "hang", "fail")
 # A class's name as a traceback prints it: `ValueError`, `torch.OutOfMemoryError`.
 _EXCEPTION_NAME = Lazy(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
+
+
+def _is_builtin_exception(name: str) -> bool:
+    found = getattr(builtins, name, None)
+    return isinstance(found, type) and issubclass(found, BaseException)
+
+
 # expect keys that only some outcomes can have, and what to say otherwise.
 _DETAIL_OUTCOMES: Mapping[str, tuple[tuple[str, ...], str]] = {
     "signal": (("crash", "fail"), "a signal only happens with outcome crash (or fail)"),

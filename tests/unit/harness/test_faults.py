@@ -61,6 +61,24 @@ def test_when_of_another_word_is_refused_not_read_as_true() -> None:
         plan({"kind": "abort", "when": "flase"})
 
 
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("NotAnError", "not an exception class"),
+        ("os.path", "not an exception class"),
+        ("reprospec_no_such_module.Error", "No module named 'reprospec_no_such_module'"),
+    ],
+)
+def test_a_raise_fault_of_no_class_is_refused_up_front(name: str, why: str) -> None:
+    # It was refused only when the fault fired, by a ValueError of its own, which the run
+    # judged an `error` as if the incident's: a typo reproduced `outcome: error`.
+    with pytest.raises(ConfigError, match=why) as caught:
+        plan({"kind": "raise", "exception": name})
+    assert caught.value.field == "workload.faults[0].exception"
+    # A fault this cell leaves out is not this cell's to judge.
+    assert not plan({"kind": "raise", "exception": name, "when": False}).faults[0].armed
+
+
 def test_unknown_kind_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"^workload.faults\[0\].kind: unknown fault kind 'boom'"):
         plan({"kind": "boom"})
