@@ -70,7 +70,7 @@ from reprospec.capture.hangwait import (
 from reprospec.capture.optionarity import ParserOptions, script_options
 from reprospec.capture.timebound import Bound, unbound
 from reprospec.capture.toggles import Proposal, kept_note, propose, unsure_note
-from reprospec.capture.verify import Runner, verify
+from reprospec.capture.verify import Runner, Stopped, verify
 from reprospec.capture.writer import (
     Draft,
     axis_for,
@@ -660,8 +660,10 @@ def _capture(
                 say=say,
                 written=lambda: written_since(workdir, started, (request.out, spec_path)),
             )
-        except KeyboardInterrupt:
-            raise VerifyInterrupted(tuple(lines)) from None
+        except KeyboardInterrupt as stop:
+            # What the reruns had shown before the stop is said too (Stopped.lines).
+            known = stop.lines if isinstance(stop, Stopped) else ()
+            raise VerifyInterrupted((*lines, *known)) from None
         lines += said
     return Captured(spec_path, observed, tuple(lines), verified)
 

@@ -57,6 +57,17 @@ Runner = Callable[[Path, int, bool, VerifyWait | None], RunResult]
 Reads = Callable[[RunResult, Path], tuple[str, ...]]
 
 
+class Stopped(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM in the verify's reruns, with what they had shown (`lines`): a stop
+    while narrowing the shell's variables left a spec that sets none of them, and said only
+    that it was "not verified", though the failure had not come back without them (in a
+    copy, then in the workdir): sent on, the spec missed everywhere but this shell."""
+
+    def __init__(self, lines: tuple[str, ...]) -> None:
+        super().__init__()
+        self.lines = lines
+
+
 @frozen
 class Rerun:
     """One rerun of the written spec: did the observed failure come back, as `expect` says."""
@@ -159,13 +170,17 @@ def verify(
                     say(rerun_line(reruns[0], most, kept, len(own)))
                 return check(kept).verified
 
-            found = narrow(own, trial, named=named)
-            # Needed only if it does not come back without them: made once more without
-            # them (the others set, the spec not yet setting them), a failure that comes
-            # back (or a pass that still passes) is a flaky program's chance that narrowing
-            # took for their need; so is a rerun that kept them all and missed (nu21 HIGH-2,
-            # c13; nu65 HIGH-1: four CA-path variables "needed" by a 50% crash).
-            why = _not_shown_needed(found, own, signature, lambda kept: check(kept).verified)
+            try:
+                found = narrow(own, trial, named=named)
+                # Needed only if it does not come back without them: made once more without
+                # them (the others set, the spec not yet setting them), a failure that comes
+                # back (or a pass that still passes) is a flaky program's chance that
+                # narrowing took for their need; so is a rerun that kept them all and missed
+                # (nu21 HIGH-2, c13; nu65 HIGH-1: four CA-path variables "needed" by a 50%
+                # crash).
+                why = _not_shown_needed(found, own, signature, lambda kept: check(kept).verified)
+            except KeyboardInterrupt:
+                raise Stopped((_stopped_narrowing(len(own), signature),)) from None
             if why:
                 after.append(
                     _passed_without(found, again)
@@ -544,6 +559,19 @@ def same_as(attempt: AttemptResult, signature: str) -> bool:
     if not native.attempt_agrees(attempt, signature):
         return False
     return signature != "pass" or crash_beside_pass(attempt) is None
+
+
+def _stopped_narrowing(count: int, signature: str) -> str:
+    """What a stop while narrowing the shell's variables leaves known (`Stopped`)."""
+    them, which = ("variable", "it") if count == 1 else (f"{count} variables", "some of them")
+    return (
+        f"{_subject(signature)} came back with your shell's {them} set and not without"
+        f" {'it' if count == 1 else 'them'}, so it needs {which}; the narrowing that finds"
+        f" which was stopped, and the spec sets none: it may reproduce only in a shell that"
+        f" sets {'it' if count == 1 else 'them'} as yours does; capture again to find"
+        f" {'it' if count == 1 else 'them'}, or set {'it' if count == 1 else 'them'} in"
+        " environment.env"
+    )
 
 
 def _subject(signature: str) -> str:

@@ -1538,6 +1538,48 @@ def test_a_ctrl_c_in_the_relevant_variables_reruns_leaves_the_spec_whole(
     assert "MKL_NUM_THREADS: '2'" in text, text
 
 
+def test_a_ctrl_c_while_narrowing_the_shells_variables_says_the_spec_needs_some(
+    tmp_path: Path,
+) -> None:
+    # A new user's trial: stopped while the reruns narrowed the shell's variables, capture
+    # said only that the spec was "not verified, `reprospec run` checks it" (which in that
+    # shell reproduces), though the failure had not come back without them and the spec
+    # sets none: sent on, it missed everywhere else.
+    started = tmp_path / "narrowing"
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "needs.py").write_text(
+        "import os, sys, time\n"
+        "if os.environ.get('USE_FAST_PATH') != '1':\n"
+        "    sys.exit(0)\n"
+        "if os.environ.get('OTHER_MARK') != '1':  # only in a narrowing rerun\n"
+        f"    open({str(started)!r}, 'w').close()\n"
+        "    time.sleep(600)\n"
+        "sys.exit('fast path broke')\n"
+    )
+    spec = workdir / "spec.yaml"
+    argv = [sys.executable, "-m", "reprospec", "capture", "-o", str(spec)]
+    argv += ["--out", str(tmp_path / "out"), "--timeout", "10m", "--", "python", "needs.py"]
+    stopped = interrupt_when(
+        ["sh", "-c", f'cd "{workdir}" && exec "$@"', "sh", *argv],
+        started.exists,
+        env={"USE_FAST_PATH": "1", "OTHER_MARK": "1"},
+        wait_s=120,
+    )
+    assert stopped.code == 130, stopped.stdout + stopped.stderr
+    assert "reprospec: narrowing, rerun " in stopped.stderr, stopped.stderr
+    assert "Traceback" not in stopped.stderr, stopped.stderr
+    said = re.search(
+        r"^the failure came back with your shell's \d+ variables set and not without them, "
+        r"so it needs some of them; the narrowing that finds which was stopped, and the spec "
+        r"sets none",
+        stopped.stdout,
+        re.M,
+    )
+    assert said, stopped.stdout
+    assert "USE_FAST_PATH" not in spec.read_text()
+
+
 def test_relevant_variables_the_failure_came_back_without_are_said_so(
     cli: Cli, tmp_path: Path
 ) -> None:
