@@ -8,8 +8,8 @@ costs about a tenth of that and a plain Python one a few hundredths
 
 The frames are gdb's: the same separate debug info (libc6-dbg's `/usr/lib/debug`), so
 libc's internal functions have the same names; of a core, inlined frames (`-i`) and
-file:line (`-s`) where DWARF is there, and of a live process neither (gdb attaches with
-`--readnever`); raw names (`-r`) demangled by c++filt as gdb's are
+file:line (`-s`) where DWARF is there, and of a live process neither (which gdb, reading
+the DWARF, adds); raw names (`-r`) demangled by c++filt as gdb's are
 (backtrace.demangled); the symbol version eu-stack appends and gdb drops
 (`__pthread_mutex_lock@GLIBC_2.2.5`) dropped. libc's signal trampoline (`__restore_rt`)
 is gdb's `<signal handler called>`, which render.fault_frames looks for. The thread
@@ -55,7 +55,7 @@ def _env() -> dict[str, str]:
 def _base(eustack: str, *, dwarf: bool) -> list[str]:
     # -m the module of each frame, -r raw names for c++filt, -n gdb's frame limit. With
     # `dwarf` (a core, as gdb reads one) -s file:line and -i inlined frames; without it (a
-    # live process, as gdb reads one at a hang with --readnever) the symbol tables only.
+    # live process at a hang, whose deadline is short) the symbol tables only.
     return [eustack, "-m", "-r", "-n", str(MAX_FRAMES), *(("-s", "-i") if dwarf else ())]
 
 

@@ -183,9 +183,12 @@ def attach_stacks(pids: Mapping[int, str], budget_s: float = HANG_DEADLINE_S) ->
 
 def attach_gdb_argv(pids: Sequence[int], *, gdb: str = "gdb") -> list[str]:
     """The command line of one gdb that attaches to each of `pids` in turn (the order given)."""
-    # --readnever: no DWARF, so no file:line or inlined frames, but a third of the time
-    # (function names come from the symbol tables; unwinding from .eh_frame).
-    argv = [*_gdb_base(gdb), "--readnever"]
+    # Not --readnever, though it took a third of the time: with it gdb reads no unwind
+    # tables either (.eh_frame included: "backtraces may become incomplete or inaccurate",
+    # its manual says), and below a thread's first frames it guessed, naming a mutex's
+    # address in its library, or libpython's _PyRuntime, as the caller of a lock wait.
+    # eu-stack, where installed, reads a hang from .eh_frame in a fraction of either.
+    argv = _gdb_base(gdb)
     for setting in _GDB_SETTINGS:
         argv += ["-ex", setting]
     for number, pid in enumerate(pids, start=1):
