@@ -237,7 +237,7 @@ def pack(
                 if path.is_file():
                     shown: PathNames | _ReportNames | None = named
                     if path == run_folder.report_md:
-                        shown = _ReportNames(named, f"tree/{spec_rel}")
+                        shown = _ReportNames(named, f"tree/{spec_rel}", output.name)
                     elif path in (run_folder.spec_yaml, run_folder.repro_py):
                         shown = None  # what a rerun runs, as it ran
                     _add_file(tar, top / path.name, path, redactor, shown)
@@ -638,11 +638,13 @@ class _ReportNames:
     matched, and the packed report did not rerun). Its first line names `spec`, the packed
     spec beside it (`tree/s.yaml`): the sender's `s.yaml` named a file the unpacked folder
     lacks, so the spec's workdir was looked for beside report.md, where no tree/ file is,
-    and `reprospec run RUN_ID/report.md` was refused (`workdir: folder not found`)."""
+    and `reprospec run RUN_ID/report.md` was refused (`workdir: folder not found`).
+    An interrupted run's `--resume` is its sender's (`archive`: what the recipient reruns)."""
 
-    def __init__(self, names: PathNames, spec: str) -> None:
+    def __init__(self, names: PathNames, spec: str, archive: str = "THIS-FILE.tar.gz") -> None:
         self._names = names
         self._spec = spec
+        self._archive = archive
 
     def data(self, data: bytes) -> bytes:
         from reprospec.core.reportspec import MarkerError, find_marked_spec, marker_line
@@ -656,12 +658,35 @@ class _ReportNames:
         start = marked.line_offset if marked else 0
         kept = range(start, start + marked.text.count("\n")) if marked else range(0)
         shown = [
-            line if at in kept else _logs_linked(self._names.shorten(line))
+            line
+            if at in kept
+            else _for_recipient(_logs_linked(self._names.shorten(line)), self._archive)
             for at, line in enumerate(lines)
         ]
         if marked is not None and shown[0].startswith("<!-- reprospec:spec "):
             shown[0] = marker_line(marked.text, self._spec)
         return "\n".join(shown).encode("utf-8", "surrogateescape")
+
+
+# An interrupted run's report tells its reader to `--resume` it: the banner's command and
+# each cell's "--resume finishes it". A bundle's recipient has no store to resume from.
+_RESUME_BANNER = re.compile(r"(`reprospec run --resume [^`]+`) finishes it")
+_RESUME_CELL = re.compile(r"(?<![\w`-])--resume finishes it")
+
+
+def _for_recipient(line: str, archive: str) -> str:
+    """A line of an interrupted run's report as its bundle's recipient may act on it: the
+    `--resume` that finishes the run is its sender's, whose store the run is in (the packed
+    report told the recipient to run a command that says "no results store" there), and
+    `reprospec run ARCHIVE` runs it again whole."""
+    line = _RESUME_BANNER.sub(
+        lambda found: (
+            f"its sender's {found.group(1)} finishes it, from the run's store; "
+            f"`reprospec run {archive}` runs it again whole"
+        ),
+        line,
+    )
+    return _RESUME_CELL.sub("its sender's --resume finishes it", line)
 
 
 def _logs_linked(line: str) -> str:

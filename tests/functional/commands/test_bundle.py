@@ -1046,6 +1046,13 @@ def test_the_bundle_of_a_run_interrupted_midway_says_its_report_is_partial(
         "what ran; finish it first"
     ) in stderr, stderr
     assert "1 of 2 cells not run, and report.md shows only what ran" in readme
+    # The packed report told its recipient to `--resume` a run whose store they lack.
+    with tarfile.open(tmp_path / "half.tar.gz") as tar:
+        report = _read(tar, f"{tar.getnames()[0].split('/')[0]}/report.md")
+    assert "` finishes it, from the run's store; `reprospec run half.tar.gz` runs it" in report
+    assert ": its sender's --resume finishes it" in report, report
+    assert "): --resume" not in report, report
+    assert "` finishes it)" not in report, report
 
 
 def test_the_bundle_of_a_run_interrupted_within_a_cell_says_its_report_is_partial(
