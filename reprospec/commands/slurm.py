@@ -327,10 +327,26 @@ def _print_status(status: RunStatus) -> None:
     if status.missing:
         shards = ", ".join(str(k) for k in status.missing)
         have = "has" if len(status.missing) == 1 else "have"
-        print(
-            f"{noun(len(status.missing), 'shard')} {shards} {have} no complete results: "
-            f"reprospec slurm resume {run.run_dir}"
-        )
+        # A spec changed since: resume sends tasks that each refuse it (it said resume).
+        again = _resume_refusal(run) or f"reprospec slurm resume {shlex.quote(str(run.run_dir))}"
+        print(f"{noun(len(status.missing), 'shard')} {shards} {have} no complete results: {again}")
+
+
+def _resume_refusal(run: SlurmRun) -> str | None:
+    """Why resending this run's shards cannot work, said with what to do instead: its spec
+    file changed or was removed since it was planned, which every task sent again refuses
+    (exit 2 in each task's log, and the merge then finds them missing again)."""
+    from reprospec.slurm import spec_changed
+
+    changed = spec_changed(run)
+    if changed is None:
+        return None
+    return (
+        f"{run.spec} {changed} since reprospec slurm planned run {run.run_id}: every shard "
+        f"sent again would refuse it; submit the spec again (reprospec slurm SPEC --shards "
+        f"{run.shards} --out {shlex.quote(str(run.run_dir.parent.parent))}), or put it back "
+        "as it was, then resume"
+    )
 
 
 def _resume(args: argparse.Namespace, ref: str) -> int:
@@ -353,6 +369,8 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
             "(or scancel), then resume"
         )
     missing = status.missing
+    if missing and (refusal := _resume_refusal(run)) is not None:
+        raise UsageError(f"not resubmitted: {refusal}")
     if not missing:
         if status.merge.state == "done":
             print(f"nothing to resume: every shard finished and merged: {status.merge.report}")

@@ -48,6 +48,7 @@ from reprospec.slurm.plan import (
     run_from_dict,
     run_to_dict,
     save,
+    spec_changed,
 )
 from reprospec.slurm.queue import ACTIVE_STATES, QueueEntry, query_queue
 from reprospec.slurm.resume import KILL_SIGNALS, forget_killed_attempts, set_aside_unresumable
@@ -106,6 +107,7 @@ __all__ = [
     "save",
     "set_aside_unresumable",
     "shard_status",
+    "spec_changed",
     "status_to_dict",
     "submit",
     "write_scripts",

@@ -180,6 +180,22 @@ def _sha256(path: Path) -> str | None:
         return None
 
 
+def spec_changed(run: SlurmRun) -> str | None:
+    """Why the spec file is no longer the one this run planned (`changed`, `removed`), or
+    None where it is (or no digest was kept). Every task sent again would refuse it: a
+    fresh one by its digest (scripts.py), a resumed one as `run --resume` refuses a spec
+    changed since its run began."""
+    if run.spec_sha256 is None:
+        return None
+    path = Path(run.spec)
+    if not path.exists():
+        return "removed"
+    digest = _sha256(path)
+    if digest is None:
+        return None  # unreadable here: the node may read it; its task says what it finds
+    return None if digest == run.spec_sha256 else "changed"
+
+
 def attempts_per_shard(total: int, shards: int) -> tuple[int, ...]:
     """How `--shard K/N` splits `total` attempts: round-robin, so the first ones get one more."""
     return tuple(len(range(k - 1, total, shards)) for k in range(1, shards + 1))

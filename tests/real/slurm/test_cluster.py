@@ -476,6 +476,25 @@ def test_a_spec_edited_while_its_tasks_wait_is_refused_by_the_tasks(
             "spec; submit it again"
         )
     assert status.merge.state == "failed", status
+    # Neither status nor resume sends it again: each task sent would refuse it once more
+    # (resume submitted both, which failed the same way, and status said to resume).
+    said = cli("slurm", "status", str(run_dir))
+    assert said.code == 3, said.stderr
+    hint = said.stdout.splitlines()[-1]
+    assert "reprospec slurm resume" not in hint
+    assert f"{spec} changed since reprospec slurm planned run {run_dir.name}" in hint
+    refused = cli("slurm", "resume", str(run_dir))
+    assert refused.code == 2, refused.stdout + refused.stderr
+    assert "not resubmitted" in refused.stderr
+    assert "submit the spec again" in refused.stderr
+    assert len(load(run_dir).submissions) == 1
+    spec.write_text(SILENT_SPEC)  # put back as it was: resume sends the shards again
+    resumed = cli("slurm", "resume", str(run_dir))
+    assert resumed.code == 0, resumed.stderr
+    sub = load(run_dir).submissions[-1]  # held as the first (its --sbatch-arg is kept)
+    subprocess.run(["scontrol", "release", sub.array_job, sub.merge_job], check=True)
+    status = wait_settled(run_dir)
+    assert [s.state for s in status.shards] == ["done", "done"], status
 
 
 GRES_SPEC = """\

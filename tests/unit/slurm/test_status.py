@@ -171,3 +171,17 @@ def test_slurmstepds_stop_is_read_at_the_nodes_offset(tmp_path: Path) -> None:
         log.read_text().replace("on vm\n", "on vm CUDA_VISIBLE_DEVICES=unset utc-0500\n")
     )
     assert run_status(whole, ask_queue=False).shards[0].state == "done"
+
+
+def test_a_spec_changed_or_removed_since_its_plan_is_said(tmp_path: Path) -> None:
+    """What `slurm resume` refuses to send again: every task would refuse that spec."""
+    from reprospec.slurm import spec_changed
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text((SPECS / "segfault-command.yaml").read_text())
+    run = new_run(spec, "x", tmp_path, SlurmOptions(shards=1), ShardArgs(), (4,), chdir=ROOT)
+    assert spec_changed(run) is None
+    spec.write_text(spec.read_text() + "# edited\n")
+    assert spec_changed(run) == "changed"
+    spec.unlink()
+    assert spec_changed(run) == "removed"
