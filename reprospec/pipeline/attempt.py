@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from reprospec import native
 from reprospec.core.inputs import AttemptPlan
+from reprospec.core.jsontypes import is_int
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import AttemptResult, Execution, InstanceResult, NotRun, Outcome
 from reprospec.core.sections import Command
@@ -167,6 +168,7 @@ def attempt_result(
             *preload_hint(evidence),
             *passed_over_a_crash(plan, outcome, evidence),
             *passed_after_a_traceback(outcome, evidence),
+            *passed_beside_a_worker_fault(outcome, evidence),
         ),
         stack=stack,
         dead_child_stack=dead_child_stack,
@@ -251,6 +253,43 @@ def passed_after_a_traceback(outcome: Outcome | NotRun, evidence: Evidence) -> t
 
     said = last_printed(evidence.stderr)
     return (f"{PASSED_AFTER_A_TRACEBACK} {said}",) if said else ()
+
+
+# A phase's name as a fault event carries it (the spec's, short and printable).
+_PHASE = Lazy(r"[\w.:-]{1,64}")
+
+
+def passed_beside_a_worker_fault(outcome: Outcome | NotRun, evidence: Evidence) -> tuple[str, ...]:
+    """A pass in which a worker fault of the spec fired: said, once per fault.
+
+    Workers fetch batches ahead of the loop, past the last step of a phase; a fault on an
+    item of such a batch fires (its `fault` event) in a batch the loop never takes, so the
+    attempt passes. A bare `pass` read as if the fault had never come.
+    """
+    if not isinstance(outcome, Outcome) or outcome.kind != "pass":
+        return ()
+    said: dict[int, str] = {}
+    for event in evidence.events.faults:
+        number = event.get("number")
+        if event.get("where") != "worker" or not is_int(number) or number in said:
+            continue
+        kind, worker, index = event.get("kind"), event.get("worker"), event.get("index")
+        phase, step = event.get("phase"), event.get("step")
+        # Written inside the attempt: only names and numbers are worded.
+        what = f" ({kind})" if isinstance(kind, str) and _MODULE.fullmatch(kind) else ""
+        who = f" {worker}" if is_int(worker) else ""
+        item = f" on item {index}" if is_int(index) else ""
+        at = (
+            f" ({phase} step {step})"
+            if isinstance(phase, str) and _PHASE.fullmatch(phase) and is_int(step)
+            else ""
+        )
+        said[number] = (
+            f"passed, but workload.faults[{number}]{what} fired in DataLoader worker{who}"
+            f"{item}{at}: the loop never took that batch (workers fetch batches ahead of "
+            "the loop, past the last step of a phase)"
+        )
+    return tuple(said.values())
 
 
 def preload_hint(evidence: Evidence) -> tuple[str, ...]:
