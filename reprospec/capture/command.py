@@ -654,6 +654,7 @@ def _capture(
                 workdir=workdir,
                 reads=footprint.reads,
                 linked=data.left_out,
+                outside=data.outside,
                 hidden=editable,
                 wait=verify_wait(observed.signature, run_dir, attempts, presets, request.timeout_s),
                 again=_again(request, spec_path),

@@ -98,6 +98,7 @@ def verify(
     workdir: Path,
     reads: Reads,
     linked: Sequence[str] = (),
+    outside: Sequence[str] = (),
     hidden: Sequence[LocalInstall] = (),
     wait: VerifyWait | None = None,
     again: str = "",
@@ -109,7 +110,9 @@ def verify(
     the failure needs when it comes back in the workdir itself and not so. What to say, and
     whether the failure came back as `expect` says. `hidden`: the editable installs of the
     workdir's project, which the copy's runs do not see (`HIDE_INSTALLS_VAR`). `wait`: how
-    long a verify attempt waits for a captured hang (hangwait.py), said after. `again`: the
+    long a verify attempt waits for a captured hang (hangwait.py), said after. `outside`:
+    the files the first run read outside the workdir (absolute paths), named where the
+    failure came back in the workdir and not in the copy. `again`: the
     capture command with more attempts, given where the failure may be flaky. `say`: where
     a line of progress goes before the reruns that narrow the shell's variables (the CLI's
     stderr), since each is a whole rerun and they can take minutes. `written`: the
@@ -254,6 +257,22 @@ def verify(
                     "lacked no file capture saw the command read, and not in the workdir "
                     "again: the failure may be flaky, coming back only sometimes, so no file "
                     "is named as its cause; " + _capture_again(again)
+                )
+            elif not done.verified and outside:
+                # Read by a path relative to the workdir (`../shared/data.csv`): the copy,
+                # elsewhere, lacks it there, and no `files` entry may leave the workdir. An
+                # absolute path reaches the same file from the copy. "capture did not see
+                # it read; name it in files" sent a person looking for a file it had named.
+                places = [os.path.relpath(path, workdir) for path in outside]
+                them = "it" if len(places) == 1 else "them"
+                after.append(
+                    "it came back in the workdir, but not in a copy of the spec and the "
+                    f"{plural(done.copied or 0, 'file')} it carries: the command read "
+                    f"{_names(places)} outside the workdir, which no spec or bundle carries, "
+                    f"and a copy elsewhere lacks {them} where a path relative to the workdir "
+                    f"reaches {them}: move {them} into the workdir (and `files`), or have the "
+                    f"program read {them} by {'its' if len(places) == 1 else 'their'} "
+                    "absolute path"
                 )
             elif not done.verified:
                 after.append(

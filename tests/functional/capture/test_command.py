@@ -1194,6 +1194,32 @@ def test_the_verify_runs_in_a_copy_and_adds_a_file_only_another_program_read(
     assert sorted(p.name for p in work.iterdir()) == ["app.py", "conf", "spec.yaml"]
 
 
+def test_a_file_read_outside_the_workdir_by_a_relative_path_is_named_as_what_the_copy_lacks(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A new user's trial: the program read ../shared/data.csv, which capture named as read
+    # outside the workdir, yet the verify said "the command needs more of the workdir than
+    # capture saw it read; name it in the spec's files" (which may not leave the workdir).
+    written(tmp_path / "shared", {"data.csv": "a,b\n"})
+    work = written(
+        tmp_path / "app",
+        {"app.py": "with open('../shared/data.csv') as f:\n    raise KeyError(f.readline())\n"},
+    )
+    out = tmp_path / "out"
+    result = cli(
+        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "app.py", cwd=work
+    )
+    assert result.code == 1, result.stdout + result.stderr
+    assert (
+        "it came back in the workdir, but not in a copy of the spec and the 1 file it carries: "
+        "the command read ../shared/data.csv outside the workdir, which no spec or bundle "
+        "carries, and a copy elsewhere lacks it where a path relative to the workdir reaches "
+        "it: move it into the workdir (and `files`), or have the program read it by its "
+        "absolute path"
+    ) in result.stdout, result.stdout
+    assert "capture saw it read" not in result.stdout, result.stdout
+
+
 def test_a_failure_needing_a_file_capture_cannot_see_is_not_called_reproduced(
     cli: Cli, tmp_path: Path
 ) -> None:
