@@ -330,6 +330,12 @@ def _print_status(status: RunStatus) -> None:
         # A spec changed since: resume sends tasks that each refuse it (it said resume).
         again = _resume_refusal(run) or f"reprospec slurm resume {shlex.quote(str(run.run_dir))}"
         print(f"{noun(len(status.missing), 'shard')} {shards} {have} no complete results: {again}")
+    elif merge.state == "failed" and status.all_done:
+        # Exit 3 with every shard done and no next step said (a merge job cancelled).
+        print(
+            "every shard has its results, the merge failed: reprospec slurm resume "
+            f"{shlex.quote(str(run.run_dir))} submits it again"
+        )
 
 
 def _resume_refusal(run: SlurmRun) -> str | None:
