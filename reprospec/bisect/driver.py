@@ -144,7 +144,17 @@ def bisect_spec(
     # stop waited for the rate's interval, not the first matching failure, and a flaky
     # bad end ran all its attempts (20 where the third matched).
     expect = "expect=" + json.dumps({k: v for k, v in expectation.to_dict().items() if k != "rate"})
-    versions = _candidates(request)
+    try:
+        versions = _candidates(request)
+    except KeyboardInterrupt:
+        # Listing the index's versions can take a while: stopped there, nothing is saved
+        # (the CLI's word for a search stopped early, "run the same command again to
+        # resume", promised what no state held).
+        what = f"{request.package}'s versions" if request.package else "the days to try"
+        raise BisectInterrupted(
+            f"interrupted while listing {what}, before any version was tried: nothing was "
+            "saved (the same command starts over)"
+        ) from None
     bisect_id = request.key(spec, program_digest(plan.attempts.variants().attempts))
     folder = request.out / "bisect" / bisect_id
     known, resumed = load_state(folder / "state.json", versions, request.fresh)
@@ -168,8 +178,15 @@ def bisect_spec(
 
     def stopped() -> BisectInterrupted:
         order = {version: n for n, version in enumerate(versions)}
+        # Resumed from what it saved: nothing, before a version had an attempt end.
+        again = (
+            f"rerun the same command to resume {bisect_id}"
+            if trials
+            else "no version had an attempt end, so nothing was saved (the same command "
+            "starts over)"
+        )
         return BisectInterrupted(
-            f"interrupted; rerun the same command to resume {bisect_id}",
+            f"interrupted; {again}",
             bisect_id,
             folder,
             sorted(trials.values(), key=lambda t: order.get(t.version, len(order))),

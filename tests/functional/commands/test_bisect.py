@@ -703,3 +703,35 @@ def test_a_pre_release_end_is_bisected_to_without_pre(cli: Cli, tmp_path: Path) 
     found = json.loads(done.stdout)
     assert found["versions"] == ["1.0", "1.1", "1.2", "1.3", "1.4rc1"]
     assert (found["first_bad"], found["last_good"]) == ("1.2", "1.1")
+
+
+def test_a_bisect_stopped_while_listing_versions_says_nothing_was_saved(tmp_path: Path) -> None:
+    """Ctrl-C while `pip index versions` waits on the index said "run the same command
+    again to resume", where nothing had been saved to resume. The index here is a socket
+    that takes the connection and never answers: the listing is under way once it has."""
+    import select
+    import socket
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: s\ncommand: [python, -c, 'raise SystemExit(1)']\n"
+        "expect: {outcome: error}\n"
+    )
+    with socket.create_server(("127.0.0.1", 0)) as index:
+        port = index.getsockname()[1]
+        argv = [
+            sys.executable, "-m", "reprospec", "bisect", str(spec), "--package", "sqlparse",
+            "--good", "0.4.0", "--bad", "0.4.4", "--out", str(tmp_path / "out"),
+        ]  # fmt: skip
+        url = f"http://127.0.0.1:{port}/simple"
+        env = {"UV_DEFAULT_INDEX": url, "UV_INDEX_URL": url, "PIP_RETRIES": "0"}
+        stopped = interrupt_when(
+            argv, lambda: bool(select.select([index], [], [], 0)[0]), env=env, wait_s=60
+        )
+    assert stopped.code == 130, stopped.stderr
+    assert "resume" not in stopped.stderr, stopped.stderr
+    assert (
+        "reprospec: interrupted while listing sqlparse's versions, before any version was "
+        "tried: nothing was saved (the same command starts over)"
+    ) in stopped.stderr, stopped.stderr
+    assert stopped.stdout.strip() == "bisect stopped before any version was tried"
