@@ -456,6 +456,13 @@ class Isolation:
 
     def _finish(self, status: Status, culprits: tuple[int, ...], message: str) -> None:
         matched, ran = self._known()
+        if not ran:
+            # No set seen failing (refused in the rate phase): the failing configuration
+            # holds every difference, so whatever the culprits are its attempts are of a
+            # set holding them. Left out, a refusal after 20 clean attempts said
+            # "rate 0/0 (0%)", as if none had run.
+            full = self.tallies.get(self.full, Tally())
+            matched, ran = full.matched, full.ran
         rate = self._rate_used()
         belief = self.model.belief(rate)
         top, probability = belief.top

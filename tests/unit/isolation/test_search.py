@@ -266,6 +266,9 @@ def test_a_failing_configuration_that_never_fails_is_refused() -> None:
     assert "0/20" in result.message
     assert oracle.attempts == 20  # the rate phase only: nothing else ran
     assert "(0/20: 20 passed)" in result.message
+    # The rate is the failing configuration's, which holds whatever the culprits are: 0/20,
+    # where it read 0/0 beside twenty attempts.
+    assert (result.rate.matched, result.rate.attempts) == (0, 20)
 
 
 def test_a_failing_configuration_that_fails_otherwise_says_so() -> None:
