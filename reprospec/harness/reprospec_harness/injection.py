@@ -52,6 +52,13 @@ def decide(
     where = config.choice(
         spec.get("where") or "main", f"{field}.where", "fault place", ("main", "worker")
     )
+    # `when` is usually an expression, and `${{ env.X }}` or a matrix value is text: the
+    # words config.boolean knows count ("no", "off", "0", "" are false); the engine's
+    # schema accepts exactly these, so a typo is refused, never read as true. It comes
+    # before `rank` and skip_allreduce's needs: a fault left out of this cell says nothing of
+    # this cell's ranks.
+    if "when" in spec and not config.boolean(spec["when"], f"{field}.when"):
+        return Fault(number, spec, False, "when is false")
     if kind == SKIP_ALLREDUCE:
         if rank is None:
             raise config.ConfigError(f"{field}.kind", "skip_allreduce needs workload.distributed")
@@ -61,12 +68,6 @@ def decide(
                 "skip_allreduce happens in a rank's main process at a step: "
                 "give at: {phase, step} and no where: worker",
             )
-    # `when` is usually an expression, and `${{ env.X }}` or a matrix value is text: the
-    # words config.boolean knows count ("no", "off", "0", "" are false); the engine's
-    # schema accepts exactly these, so a typo is refused, never read as true. It comes
-    # before `rank`: a fault left out of this cell says nothing of this cell's ranks.
-    if "when" in spec and not config.boolean(spec["when"], f"{field}.when"):
-        return Fault(number, spec, False, "when is false")
     if "rank" in spec:
         wanted = config.integer(spec["rank"], f"{field}.rank", 0)
         if rank is None:

@@ -820,8 +820,9 @@ def fault_problems(
     # (fault index) -> (reason -> the armed cells that cannot fire it), and the ones that can.
     never: dict[int, dict[str, list[str]]] = {}
     fires: set[int] = set()
-    # (fault index) -> (reason -> cells): a `rank` the cell that arms the fault lacks.
-    no_rank: dict[int, dict[str, list[str]]] = {}
+    # (fault index, key) -> (reason -> cells): a `rank` the cell that arms the fault lacks,
+    # a `skip_allreduce` in a cell without ranks.
+    no_rank: dict[tuple[int, str], dict[str, list[str]]] = {}
     for cell in cells:
         ctx = context(data.get("name"), cell, 1, base_env)
         try:
@@ -834,9 +835,10 @@ def fault_problems(
         for index, fault in enumerate(armed if isinstance(armed, list) else ()):
             if not isinstance(fault, Mapping) or not fault_armed(fault.get("when", True)):
                 continue
-            bad_rank = _missing_rank(section, fault)
-            if bad_rank is not None:
-                no_rank.setdefault(index, {}).setdefault(bad_rank, []).append(cell.id)
+            refused = _missing_rank(section, fault) or _skip_without_ranks(section, fault)
+            if refused is not None:
+                key, bad = refused
+                no_rank.setdefault((index, key), {}).setdefault(bad, []).append(cell.id)
                 continue
             if index in fires:
                 continue
@@ -848,8 +850,8 @@ def fault_problems(
     out: list[Problem] = []
     # Per cell, unlike `never`: the harness stops such a cell as a config error (infra-error
     # after its torch import), so each cell that arms a fault of a rank it lacks is refused.
-    for index, reasons in no_rank.items():
-        rank_path: JsonPath = ("workload", "faults", index, "rank")
+    for (index, key), reasons in no_rank.items():
+        rank_path: JsonPath = ("workload", "faults", index, key)
         line, col = locate(locations, rank_path)
         for why, labels in reasons.items():
             out.append(Problem(line, col, rank_path, f"{why} {in_cells(labels)}"))
@@ -877,8 +879,11 @@ def _evaluated_deep(value: JsonValue, ctx: Mapping[str, JsonValue]) -> JsonValue
     return _evaluated(value, ctx)
 
 
-def _missing_rank(workload: Mapping[str, JsonValue], fault: Mapping[str, JsonValue]) -> str | None:
-    """Why an armed fault's `rank` is not a rank of this cell (None: it is, or none is named).
+def _missing_rank(
+    workload: Mapping[str, JsonValue], fault: Mapping[str, JsonValue]
+) -> tuple[str, str] | None:
+    """(`rank`, why) an armed fault's `rank` is not a rank of this cell (None: it is, or none
+    is named).
 
     The harness refuses the same (reprospec_harness/distributed.py `settings`,
     injection.py `decide`), but only in the attempt, after importing torch.
@@ -888,11 +893,32 @@ def _missing_rank(workload: Mapping[str, JsonValue], fault: Mapping[str, JsonVal
         return None  # no rank, or a wrong type the value checks report
     section = workload.get("distributed")
     if section is None:
-        return "rank needs workload.distributed; this cell has none"
+        return "rank", "rank needs workload.distributed; this cell has none"
     world = section.get("world_size") if isinstance(section, Mapping) else None
     if not is_int(world) or rank < world:
         return None
-    return f"rank {rank} does not exist: world_size is {world} (ranks 0..{world - 1})"
+    return "rank", f"rank {rank} does not exist: world_size is {world} (ranks 0..{world - 1})"
+
+
+def _skip_without_ranks(
+    workload: Mapping[str, JsonValue], fault: Mapping[str, JsonValue]
+) -> tuple[str, str] | None:
+    """(`kind` or `at`, why) an armed `skip_allreduce` cannot be this cell's: it leaves out a
+    rank's all-reduce at a step, and a cell without `distributed` has no ranks, a worker or
+    an `at` without a step no step's all-reduce. The harness refuses the same
+    (injection.py `decide`), but only in the attempt, as infra-error after its torch import.
+    """
+    if fault.get("kind") != "skip_allreduce":
+        return None
+    if workload.get("distributed") is None:
+        return "kind", "skip_allreduce needs workload.distributed; this cell has none"
+    at = fault.get("at")
+    if fault.get("where", "main") != "main" or not isinstance(at, Mapping) or "step" not in at:
+        return "at", (
+            "skip_allreduce happens in a rank's main process at a step: "
+            "give at: {phase, step} and no where: worker"
+        )
+    return None
 
 
 def _cannot_fire(workload: Mapping[str, JsonValue], fault: Mapping[str, JsonValue]) -> str | None:

@@ -79,6 +79,14 @@ def test_a_raise_fault_of_no_class_is_refused_up_front(name: str, why: str) -> N
     assert not plan({"kind": "raise", "exception": name, "when": False}).faults[0].armed
 
 
+def test_a_skip_allreduce_left_out_of_a_cell_without_ranks_is_no_error() -> None:
+    # `when` comes first, as for `rank`: a matrix whose other cells are distributed.
+    fault = plan({"kind": "skip_allreduce", "when": False}).faults[0]
+    assert (fault.armed, fault.reason) == (False, "when is false")
+    with pytest.raises(ConfigError, match=r"skip_allreduce needs workload\.distributed"):
+        plan({"kind": "skip_allreduce", "at": {"step": 2}})
+
+
 def test_unknown_kind_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"^workload.faults\[0\].kind: unknown fault kind 'boom'"):
         plan({"kind": "boom"})

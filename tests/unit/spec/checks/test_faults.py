@@ -271,3 +271,30 @@ def test_a_fault_at_step_0_is_a_located_error(tmp_path: Path, where: str) -> Non
     assert problems_of(path) == [
         f"10:{column}: workload.faults[0].at.step: expected an integer >= 1, got 0"
     ]
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected"),
+    [
+        (
+            "{kind: skip_allreduce, at: {phase: train, step: 2}}",
+            "10:14: workload.faults[0].kind: skip_allreduce needs workload.distributed; "
+            "this cell has none (in cell default)",
+        ),
+        (
+            "{kind: skip_allreduce, at: {phase: train}}",
+            "10:34: workload.faults[0].at: skip_allreduce happens in a rank's main process at a "
+            "step: give at: {phase, step} and no where: worker (in cell default)",
+        ),
+    ],
+)
+def test_a_skip_allreduce_no_rank_can_do_is_a_located_error(
+    tmp_path: Path, fault: str, expected: str
+) -> None:
+    # The harness refused both only in the attempt, after its torch import: infra-error.
+    path = spec(tmp_path, fault)
+    if "step: 2" not in fault:
+        text = path.read_text().replace("  faults:", "  distributed: {world_size: 2}\n  faults:")
+        path.write_text(text)
+        expected = expected.replace("10:", "11:", 1)
+    assert problems_of(path) == [expected]
