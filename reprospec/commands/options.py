@@ -464,8 +464,12 @@ def preload(text: str | None) -> tuple[str, ...] | None:
 
     if text is None:
         return None
-    if text.strip().lower() in ("", "none"):
+    if text.strip().lower() == "none":
         return ()
+    if not text.strip():
+        # `--preload "$MODS"` with MODS unset read as `none`: every attempt ran fresh, the
+        # spec's run.preload turned off, without a word.
+        raise UsageError(f"--preload {text!r} names no module: give MOD,... or none")
     names = tuple(name.strip() for name in text.split(","))
     if not all(names):
         # `--preload ,,` read as off ran every attempt fresh without a word (nu42), and

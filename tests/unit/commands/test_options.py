@@ -189,6 +189,11 @@ def test_preload_is_one_option_whichever_verb_takes_it(verb: str) -> None:
         args = build_parser(verb).parse_args([verb, "s.yaml", "--preload", empty])
         with pytest.raises(UsageError, match=f"--preload '{empty}' names an empty module"):
             opt.run_options(args, purpose=verb)
+    # And no name at all: `--preload "$MODS"` with MODS unset was read as `none`.
+    for blank in ("", " "):
+        args = build_parser(verb).parse_args([verb, "s.yaml", "--preload", blank])
+        with pytest.raises(UsageError, match=f"--preload '{blank}' names no module"):
+            opt.run_options(args, purpose=verb)
 
 
 def test_bisect_takes_preload_as_the_specs_run_preload_given_last() -> None:
