@@ -119,8 +119,12 @@ def _py_spy_dumps(pids: Sequence[int], budget_s: float, out_dir: Path) -> dict[i
     running: dict[int, subprocess.Popen[bytes]] = {}
     for pid in pids:
         with contextlib.suppress(OSError), (out_dir / f"py-spy-{pid}.txt").open("wb") as out:
+            # --full-filenames: py-spy otherwise names a file by its package part alone
+            # (`threading.py`, `subprocess.py`), and a hang read by it was placed in the
+            # standard library's frame (`Condition.wait (threading.py:327)`), where
+            # faulthandler's full paths place it in the user's code that called it.
             running[pid] = subprocess.Popen(
-                [exe, "dump", "--pid", str(pid)],
+                [exe, "dump", "--full-filenames", "--pid", str(pid)],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.DEVNULL,

@@ -22,6 +22,7 @@ import pytest
 
 from reprospec.core.inputs import AttemptPlan, Expectation, Marker
 from reprospec.outcome.evidence import Evidence
+from reprospec.outcome.hungstacks import hung_frame
 from reprospec.pipeline.attempt import attempt_result
 from reprospec.process.tree import TOKEN_VAR
 from reprospec.runners import local
@@ -368,11 +369,11 @@ def test_a_hang_s_stacks_are_asked_for_without_the_program_s_own_sigusr1_handler
 
 # A hang in a process that ignores the asking signal: only py-spy can read its stack.
 IGNORES_THE_ASK = """
-import pathlib, signal, sys, time
+import pathlib, signal, sys, threading
 signal.signal(signal.SIGURG, signal.SIG_IGN)
 def deaf_here():
     (pathlib.Path(sys.argv[1]) / "ready").touch()
-    time.sleep(60)
+    threading.Event().wait(60)
 deaf_here()
 """
 
@@ -404,6 +405,12 @@ def test_a_hang_that_does_not_answer_is_read_by_the_py_spy_beside_the_interprete
     stack = ex.stack_path.read_text()
     assert "[py-spy] ---" in stack, stack
     assert "deaf_here" in stack, stack
+    # Where it hangs is the user's frame that waits, as faulthandler's stack places it, not
+    # threading's: py-spy named its files by their package part (`threading.py:327`), which
+    # no rule could tell from the user's own files.
+    frame = hung_frame(stack)
+    assert frame is not None
+    assert frame.function == "deaf_here", stack
 
 
 @pytest.mark.parametrize("mode", ["exit", "hang"])
