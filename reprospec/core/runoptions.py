@@ -24,6 +24,7 @@ from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT
 from reprospec.core.caller import made
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.lazyre import Lazy
 from reprospec.core.safepoint import Deferral
 from reprospec.core.units import format_duration, parse_duration
 from reprospec.errors import UsageError
@@ -49,6 +50,29 @@ STOP_ON = ("never", "first-reproduction", "first-miss")
 RUNNER_NAMES = ("local", "docker", "venv")
 # The results store a run goes to where no `--out` is given (the CLI's default too).
 DEFAULT_OUT = Path(".reprospec")
+
+# What CUDA_VISIBLE_DEVICES accepts: an index, or a GPU/MIG UUID.
+_GPU_ID = Lazy(r"^(\d+|(GPU|MIG)-[0-9A-Za-z/-]+)$")
+
+
+def parse_gpu_list(text: str) -> tuple[str, ...]:
+    """`"0,1,3"` -> ("0", "1", "3"); blanks dropped; "" or "none" -> ()."""
+    if text.strip().lower() in ("", "none", "-1"):
+        return ()
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def gpu_ids(text: str) -> tuple[str, ...]:
+    """`--gpus`' ids (`gpus`' to the Python API); a UsageError for one that is no GPU id.
+    Whether this machine has them is the run's to check (pipeline/gpus.py)."""
+    slots = parse_gpu_list(text)
+    bad = [slot for slot in slots if not _GPU_ID.match(slot)]
+    if bad:
+        raise UsageError(
+            f"{made('--gpus', 'gpus')} {text}: {bad[0]!r} is not a GPU id "
+            "(expected indexes like 0,1,3 or UUIDs like GPU-8f3c...)"
+        )
+    return slots
 
 
 def without_options(
@@ -274,6 +298,10 @@ class RunOptions:
             raise UsageError(f"deferral takes a safepoint.Deferral, got {self.deferral!r}")
         if self.gpus is not None and not isinstance(self.gpus, str):
             raise UsageError(f"gpus takes a string of GPU indices like '0,1', got {self.gpus!r}")
+        if self.gpus is not None:
+            # Here, not only as the run hands out GPUs: `plan_run(gpus="a,b")` planned what
+            # `run` with the same options refused.
+            gpu_ids(self.gpus)
         # A number of the wrong type would raise a TypeError of Python's below or in the
         # scheduler (`repeat="3"`: "'<' not supported between 'str' and 'int'"), or plan a
         # run no CLI can ask for (`repeat=2.5`, `timeout_s=True`); refused as the CLI's are.

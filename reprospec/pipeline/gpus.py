@@ -16,13 +16,10 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from reprospec.core.lazyre import Lazy
+from reprospec.core.runoptions import gpu_ids, parse_gpu_list
 
 if TYPE_CHECKING:
     from reprospec.pipeline.machinegpus import MachineGpus
-
-# What CUDA_VISIBLE_DEVICES accepts: an index, or a GPU/MIG UUID.
-_GPU_ID = Lazy(r"^(\d+|(GPU|MIG)-[0-9A-Za-z/-]+)$")
 
 
 def visible_gpus(
@@ -45,23 +42,14 @@ def visible_gpus(
     from reprospec.pipeline import machinegpus
 
     if cli_value is not None:
-        slots = machinegpus.parse_gpu_list(cli_value)
-        bad = [slot for slot in slots if not _GPU_ID.match(slot)]
-        if bad:
-            from reprospec.core.caller import said
-            from reprospec.errors import UsageError
-
-            raise UsageError(
-                f"{said('--gpus', 'gpus')} {cli_value}: {bad[0]!r} is not a GPU id "
-                "(expected indexes like 0,1,3 or UUIDs like GPU-8f3c...)"
-            )
+        slots = gpu_ids(cli_value)
         if slots:
             machinegpus.check_gpu_ids(
                 cli_value, slots, machine or machinegpus.machine_gpus(environ)
             )
         return slots
     if "CUDA_VISIBLE_DEVICES" in environ:
-        return machinegpus.parse_gpu_list(environ["CUDA_VISIBLE_DEVICES"])
+        return parse_gpu_list(environ["CUDA_VISIBLE_DEVICES"])
     return tuple(gpu.index for gpu in machinegpus.nvidia_smi_list()[0])
 
 

@@ -14,13 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
-
-
-def parse_gpu_list(text: str) -> tuple[str, ...]:
-    """`"0,1,3"` -> ("0", "1", "3"); blanks dropped; "" or "none" -> ()."""
-    if text.strip().lower() in ("", "none", "-1"):
-        return ()
-    return tuple(part.strip() for part in text.split(",") if part.strip())
+from reprospec.core.runoptions import parse_gpu_list
 
 
 @frozen

@@ -106,6 +106,8 @@ def test_options_of_the_wrong_type_are_usage_errors() -> None:
         ({"shard": (2, 8)}, r"shard takes Shard\(K, N\) or 'K/N', got \(2, 8\)"),
         ({"shard": "2-8"}, "^shard expects K/N like 2/8, got '2-8'"),
         ({"gpus": [0, 1]}, r"gpus takes a string of GPU indices like '0,1', got \[0, 1\]"),
+        # A string of ids that are none: plan_run planned it, where run refused it.
+        ({"gpus": "a,b"}, r"^gpus a,b: 'a' is not a GPU id \(expected indexes like 0,1,3"),
         # nu42: these were kept: `out=3` raised AttributeError from the run, `python=3` a
         # TypeError, and `observe="no"` (a true str) observed every cell, its expect ignored.
         ({"out": 3}, "out takes a path, got 3"),
