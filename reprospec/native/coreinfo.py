@@ -150,10 +150,13 @@ def _psargs_command(psargs: bytes) -> str:
 
     The kernel makes each NUL a space, the last too where the command fits: 79 bytes
     ending in a space were cut between two arguments (or are a command of exactly that
-    length, which cannot be told apart), so the last is whole and kept."""
+    length, which cannot be told apart), so the last is whole and kept. Ending in two
+    spaces or more, they end in the NULs a process padded its rewritten command line with
+    (the preload server's forked attempts, setproctitle): that command is whole, where
+    `...` said it was cut (`python train.py ...`)."""
     shown = psargs.split(b"\0", 1)[0]
     text = shown.decode("utf-8", "replace").strip()
-    if len(shown) < _PSARGS_CHARS:
+    if len(shown) < _PSARGS_CHARS or shown.endswith(b"  "):
         return text
     if shown.endswith(b" "):
         return text + MORE

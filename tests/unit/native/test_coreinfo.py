@@ -30,3 +30,12 @@ def _psargs(argv: list[str]) -> bytes:
 )
 def test_pr_psargs_shows_whole_arguments_only(argv: list[str], command: str) -> None:
     assert _psargs_command(_psargs(argv)) == command
+
+
+def test_a_command_line_rewritten_over_padding_is_whole() -> None:
+    # The preload server's forked attempt writes its command over the server's, padded
+    # with NULs (harness/reprospec_forkserver.py `_write_argv`); the stack's argv pointers
+    # still point into the server's, so pr_psargs is what is shown: whole, not cut.
+    area = b"python\0train.py\0--seed\0" + b"7" + b"\0" * 2048
+    psargs = area[:79].replace(b"\0", b" ") + b"\0"
+    assert _psargs_command(psargs) == "python train.py --seed 7"
