@@ -47,7 +47,6 @@ from reprospec.core import safepoint
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.pysource import UNREADABLE
 from reprospec.core.rates import rate_floor, rate_of
 from reprospec.core.redact import Redactor
 from reprospec.core.results import Rate, RunResult
@@ -990,22 +989,31 @@ def _program(
     command: str | list[JsonValue], workdir: Path, document: Mapping[str, JsonValue]
 ) -> Program:
     """The original program: the command's words, the environment variables, the Python files."""
+    from reprospec.plan.workfiles import local_imports, module_files
+
     words = split_words(command) if isinstance(command, str) else tuple(str(w) for w in command)
     head_end = 1
-    script: Path | None = None
+    root = workdir.resolve()
+    start: list[Path] = []
     for i, word in enumerate(words):
         if word.endswith(".py") and "${{" not in word:
             head_end, script = i + 1, workdir / word
+            if script.is_file() and _inside(script, workdir):
+                start.append(script.resolve())
             break
         if word == "-m" and i + 1 < len(words):
-            head_end, script = i + 2, workdir / (words[i + 1].replace(".", "/") + ".py")
+            # `-m pkg.tool` runs pkg/__init__.py and pkg/tool.py (or a package's __main__.py).
+            head_end = i + 2
+            start.extend(module_files(words[i + 1], root))
             break
+    start.extend(path.resolve() for path in _behind(words, workdir, document))
     files: dict[str, str] = {}
-    seen: set[str] = set()
-    if script is not None and script.is_file() and _inside(script, workdir):
-        _collect(script, workdir, files, seen)
-    for path in _behind(words, workdir, document):
-        _collect(path, workdir, files, seen)
+    # The modules they import as Python finds them (plan.workfiles, which a bundle's files
+    # come from too): a package's __init__.py, a relative import (`from .core import f`),
+    # a module beside a script in a subfolder. Looking for `name.py` at the workdir's root
+    # alone left `from mylib import f`'s whole package unminimized ("6 -> 6 lines").
+    for path in local_imports(dict.fromkeys(start), root):
+        _read_source(path, root, files)
     environment = document.get("environment")
     env_section = environment.get("env") if isinstance(environment, dict) else None
     env = (
@@ -1034,46 +1042,24 @@ def _behind(words: Sequence[str], workdir: Path, document: Mapping[str, JsonValu
     return [workdir / p.relative_to(root) for p in behind]
 
 
-def _collect(
-    path: Path, workdir: Path, files: dict[str, str], seen: set[str] | None = None
-) -> None:
-    """`path` and the local modules it imports from the workdir, transitively (`seen`:
-    every file read, those left whole too: two that import each other recursed forever)."""
-    import ast
+def _read_source(path: Path, workdir: Path, files: dict[str, str]) -> None:
+    """`path`'s text into `files` under its workdir path, where it is Python to minimize."""
     import codecs
     import io
     import tokenize
 
-    relative = str(path.relative_to(workdir))
-    seen = set() if seen is None else seen
-    if relative in seen:
-        return
-    seen.add(relative)
-    data = path.read_bytes()
+    relative = path.relative_to(workdir).as_posix()
     try:
+        data = path.read_bytes()
         # As Python reads source (PEP 263): a `coding:` line may name another encoding.
         # Candidates are written back as UTF-8, so only a UTF-8 file is minimized; one
-        # in another encoding stays whole, but its imports are still followed.
+        # in another encoding stays whole (local_imports still follows its imports).
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         text = data.decode(encoding)
-    except (SyntaxError, LookupError, UnicodeDecodeError):
-        return  # not Python source Python could read: nothing to minimize or follow
+    except (OSError, SyntaxError, LookupError, UnicodeDecodeError):
+        return  # not Python source Python could read: nothing to minimize
     if codecs.lookup(encoding).name in ("utf-8", "utf-8-sig"):
         files[relative] = text
-    try:
-        tree = ast.parse(text)
-    except UNREADABLE:
-        return
-    for node in ast.walk(tree):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-        for name in names:
-            module = workdir / (name.replace(".", "/") + ".py")
-            if module.is_file() and _inside(module, workdir):
-                _collect(module, workdir, files, seen)
 
 
 def _live(preload: Sequence[str], program: Program) -> bool:

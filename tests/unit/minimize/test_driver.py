@@ -96,3 +96,43 @@ def test_the_progress_names_two_phases_steps_apart() -> None:
         workload=True,
     )
     assert _size(program) == "phases.0.steps=4, phases.1.steps=10, batch_size=16"
+
+
+def test_a_package_its_relative_imports_and_a_scripts_neighbours_are_the_program(
+    tmp_path: Path,
+) -> None:
+    """`from mylib import run_kernel` imports mylib/__init__.py, whose `from .core import
+    run_kernel` imports mylib/core.py: only `mylib.py` at the workdir's root was looked
+    for, so the package was never minimized (`3 -> 3 lines` of the script alone, the
+    segfault's code left whole in DIR). A module beside a script in a subfolder is one
+    Python imports (its folder is first on sys.path): it was looked for at the root alone."""
+    written(
+        tmp_path,
+        {
+            "run.py": "import sys\nfrom mylib import run_kernel\nrun_kernel(sys.argv[1])\n",
+            "mylib/__init__.py": "from .core import run_kernel\n",
+            "mylib/core.py": "from . import util\n\ndef run_kernel(k):\n    util.log(k)\n",
+            "mylib/util.py": "def log(m):\n    print(m)\n",
+            "mylib/unused.py": "X = 1\n",
+            "tools/go.py": "import near\nnear.go()\n",
+            "tools/near.py": "def go():\n    pass\n",
+            "near.py": "NOT_IMPORTED = 1\n",
+        },
+    )
+
+    package = _program("python run.py vec", tmp_path, {})
+    in_subfolder = _program("python tools/go.py", tmp_path, {})
+    as_module = _program("python -m mylib.core", tmp_path, {})
+
+    assert sorted(dict(package.files)) == [
+        "mylib/__init__.py",
+        "mylib/core.py",
+        "mylib/util.py",
+        "run.py",
+    ]
+    assert package.args == ("vec",)
+    # (near.py at the root too, as a bundle carries it: plan.workfiles' rule, which a
+    # PYTHONPATH=. would make right; emptied and unused, it leaves DIR.)
+    assert {"tools/go.py", "tools/near.py"} <= set(dict(in_subfolder.files))
+    assert sorted(dict(as_module.files)) == ["mylib/__init__.py", "mylib/core.py", "mylib/util.py"]
+    assert as_module.head == ("python", "-m", "mylib.core")
