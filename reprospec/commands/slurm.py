@@ -96,10 +96,43 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     opt.find_links(p, help="venv and docker runners: a wheelhouse, as `run`")
 
 
+# What `status` and `resume` read of the options: a resubmitted shard keeps the rest as
+# slurm.json holds them (the spec's split, its run options, sbatch's).
+_TAKES = {"status": ("out", "format"), "resume": ("out", "time")}
+
+
+def _refuse_unused(args: argparse.Namespace, verb: str) -> None:
+    """Refuse, exit 2, the options `slurm status` or `slurm resume` would not use: they
+    were dropped without a word, `resume RUN --dry-run` submitted, `resume RUN --timeout
+    10m` sent its shards with the old timeout."""
+    verbs = argparse.ArgumentParser().add_subparsers()
+    add_parser(verbs)
+    own = verbs.choices["slurm"]
+    defaults = own.parse_args(["x"])
+    given = {
+        action.dest: "/".join(action.option_strings)
+        for action in own._actions
+        if action.option_strings
+        and action.dest not in (*_TAKES[verb], "help", "resume")
+        and getattr(args, action.dest, None) != getattr(defaults, action.dest)
+    }
+    if not given:
+        return
+    takes = " and ".join(f"--{dest}" for dest in _TAKES[verb])
+    why = (
+        "its shards are sent again with the options the run was submitted with (slurm.json): "
+        "submit the spec again for others; `slurm status RUN` says which shards it would send"
+        if verb == "resume"
+        else "it reads the run as it is"
+    )
+    raise UsageError(f"slurm {verb} takes only {takes}, not {', '.join(given.values())}: {why}")
+
+
 def run(args: argparse.Namespace) -> int:
     target: str = args.target
     ref: str | None = args.run_ref
     if target in ("status", "resume") and ref is not None:
+        _refuse_unused(args, target)
         return _status(args, ref) if target == "status" else _resume(args, ref)
     if target in ("status", "resume") and not Path(target).exists():
         # Read as a SPEC named `status`, it said `slurm SPEC needs --shards N`, or with
@@ -114,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
             f"slurm takes one SPEC, or `status RUN`, or `resume RUN` (got {target} {ref})"
         )
     if args.resume:
+        _refuse_unused(args, "resume")
         return _resume(args, target)
     return _submit(args, target)
 

@@ -36,3 +36,41 @@ def test_a_failed_merge_of_done_shards_names_resume(
         "every shard has its results, the merge failed: reprospec slurm resume "
         f"{run.run_dir} submits it again"
     )
+
+
+@pytest.mark.parametrize(
+    ("words", "named"),
+    [
+        (["resume", "RUN", "--dry-run"], "not --dry-run:"),
+        (["RUN", "--resume", "--dry-run"], "not --dry-run:"),
+        (["resume", "RUN", "--timeout", "10m", "-j", "2"], "not --timeout, -j/--jobs:"),
+        (
+            ["resume", "RUN", "--partition", "gpu", "--set", "run.repeat=2"],
+            "not --set, --partition",
+        ),
+        (["status", "RUN", "--time", "5"], "not --time:"),
+    ],
+)
+def test_status_and_resume_refuse_the_options_they_would_drop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], words: list[str], named: str
+) -> None:
+    # `slurm resume RUN --dry-run` submitted the shards; `--timeout 10m` sent them with the
+    # run's old timeout, without a word. Refused before the run is even looked up.
+    from reprospec.cli import main
+
+    code = main(["slurm", *words, "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert named in err, err
+    assert "Traceback" not in err
+    assert not (tmp_path / "slurm").exists()
+
+
+def test_resume_takes_time_and_status_takes_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reprospec.cli import main
+
+    for words in (["resume", "RUN", "--time", "5"], ["status", "RUN", "--format", "json"]):
+        assert main(["slurm", *words, "--out", str(tmp_path)]) == 2
+        assert "no Slurm run 'RUN'" in capsys.readouterr().err
