@@ -761,8 +761,25 @@ def select(cells: Sequence[Cell], filters: Sequence[str], said: str = "") -> Seq
     if not kept:
         raise UsageError(
             f"no cell matches {said or filters_said(filters)}: {_no_match(cells, wanted)}"
+            + ("" if said else _as_cell_id(filters, known))
         )
     return kept
+
+
+def _as_cell_id(filters: Sequence[str], known: Sequence[str]) -> str:
+    """A hint where a filter is written as a cell id (`-m kind=segv,x=1`, as the table shows
+    cells and isolate's `--failing` takes them): one filter is one AXIS=VALUE, so its value
+    was `segv,x=1` and the refusal named only the first axis's values."""
+    split: list[str] = []
+    for text in filters:
+        parts = text.split(",")
+        if len(parts) > 1 and all(p.partition("=")[0].strip() in known for p in parts):
+            split += [p.strip() for p in parts]
+        else:
+            split.append(text)
+    if len(split) == len(filters):
+        return ""
+    return f"; one filter is one AXIS=VALUE: {filters_said(split)}"
 
 
 def known_axes(cells: Sequence[Cell]) -> list[str]:

@@ -249,6 +249,23 @@ def test_a_no_match_lists_each_value_as_m_takes_it() -> None:
         assert len(select(cells, [f"opt={value}"])) == 1
 
 
+def test_a_filter_written_as_a_cell_id_is_answered_with_the_filters_it_meant() -> None:
+    # `-m kind=segv,x=1`, the cell as the table shows it (and as isolate's --failing takes
+    # it): one filter, whose value `segv,x=1` no cell has; the refusal named kind's values
+    # alone, not that -m takes one AXIS=VALUE.
+    cells = expand_matrix({"kind": ["segv", "abort"], "x": [0, 1]})
+    with pytest.raises(UsageError) as refused:
+        select(cells, ["kind=segv,x=1"])
+    assert str(refused.value) == (
+        "no cell matches -m kind=segv,x=1: axis 'kind' holds segv, abort; "
+        "one filter is one AXIS=VALUE: -m kind=segv -m x=1"
+    )
+    # A value with a comma that names no axis gets no such hint.
+    with pytest.raises(UsageError) as plain:
+        select(cells, ["kind=segv,abort"])
+    assert "one filter" not in str(plain.value)
+
+
 def test_select_without_filters_keeps_everything() -> None:
     assert select(CELLS, []) == CELLS
 
