@@ -306,13 +306,15 @@ def run_captured(
 
 
 class VerifyInterrupted(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM in the verify rerun. The first run ended, so the spec written from
-    it is the finished one, not the first draft: only its check was stopped, and `lines`
-    say what was written (the CLI had told the user to throw it away and capture again)."""
+    """Ctrl-C or SIGTERM in the verify rerun, or in the rerun of a pytest test alone before
+    it (`rerun`: which). The first run ended, so the spec written from it is the finished
+    one, not the first draft: only its check was stopped, and `lines` say what was written
+    (the CLI had told the user to throw it away and capture again)."""
 
-    def __init__(self, lines: tuple[str, ...]) -> None:
+    def __init__(self, lines: tuple[str, ...], rerun: str = "the verify rerun") -> None:
         super().__init__()
         self.lines = lines
+        self.rerun = rerun
 
 
 def capture(
@@ -496,7 +498,7 @@ def _capture(
     )
     # How long a rerun of a captured pytest hang's test alone may take: the bound it hung to.
     alone = alone_timeout(observed.signature, run_dir, attempts, presets, request.timeout_s)
-    proposal, ran, narrowing = _narrowed(
+    proposal, ran, narrowing, stopped = _narrowed(
         request, proposal, options, observed, workdir, spec_path, presets, run_spec, say, alone
     )
     modules = imported(run_dir, attempts)
@@ -642,6 +644,10 @@ def _capture(
             f"environment.packages left out: the packages it imported could not be read "
             f"({pinned.error})"
         )
+    if stopped is not None:
+        # Stopped in the rerun of the test alone: the spec is the whole command's, written
+        # from the first run, which ended (a pytest hang's whole timeout, lost before).
+        raise VerifyInterrupted(tuple(lines), rerun=stopped)
     verified: bool | None = None
     if request.verify and observed.outcome is not None:
         try:
@@ -693,7 +699,7 @@ def _narrowed(
     run_spec: Runner,
     say: Callable[[str], None] | None,
     alone: float | None = None,
-) -> tuple[Proposal, tuple[str, ...], str | None]:
+) -> tuple[Proposal, tuple[str, ...], str | None, str | None]:
     """A pytest command whose test crashed, failed or hung, narrowed to that test (its node
     id in place of the command's test paths, every option kept) where a rerun of it alone
     ends the same way at least as often; else the command as it was, and why, for a
@@ -705,7 +711,8 @@ def _narrowed(
     The line says which; None where there was nothing to narrow (no pytest, no test named,
     a command that runs the test alone already or whose test paths are not sure, or
     `--no-verify`, which reruns nothing). Also the words of the command the spec runs,
-    before its axes (what `files` leaves out)."""
+    before its axes (what `files` leaves out), and, where Ctrl-C or SIGTERM stopped the
+    rerun, which rerun it was: the command is then the whole one, as it ran."""
     outcome = observed.outcome
     if (
         outcome is None
@@ -715,12 +722,11 @@ def _narrowed(
         or not is_pytest(request.argv)
         or not request.verify  # --no-verify: the spec runs only what ran
     ):
-        return proposal, request.argv, None
+        return proposal, request.argv, None, None
     test = outcome.phase
-    did = _DID[outcome.kind]
     argv = narrowed_to(_verbose(request.argv), test, workdir)
     if argv is None:
-        return proposal, request.argv, None
+        return proposal, request.argv, None, None
     narrowed = propose(argv, options)
 
     def write(timeout_s: float | None) -> None:
@@ -755,6 +761,49 @@ def _narrowed(
         if outcome.kind == "hang" and alone is not None and alone < request.timeout_s
         else None
     )
+    try:
+        return _alone(
+            request,
+            proposal,
+            narrowed,
+            argv,
+            observed,
+            trail,
+            alone,
+            spec_path,
+            run_spec,
+            write,
+            say,
+        )
+    except KeyboardInterrupt:
+        return (
+            proposal,
+            request.argv,
+            f"the spec runs the whole command: the rerun of {test} alone was stopped",
+            f"the rerun of {test} alone",
+        )
+
+
+def _alone(
+    request: Request,
+    proposal: Proposal,
+    narrowed: Proposal,
+    argv: Sequence[str],
+    observed: Observed,
+    trail: CpuTrail | None,
+    alone: float | None,
+    spec_path: Path,
+    run_spec: Runner,
+    write: Callable[[float | None], None],
+    say: Callable[[str], None] | None,
+) -> tuple[Proposal, tuple[str, ...], str | None, str | None]:
+    """_narrowed's reruns of its test alone (the spec at `spec_path`, which `write`
+    writes), and what they tell."""
+    outcome = observed.outcome
+    assert outcome is not None
+    assert outcome.phase is not None
+    test = outcome.phase
+    did = _DID[outcome.kind]
     began = time.monotonic()
     with trail or contextlib.nullcontext():
         result = run_spec(spec_path, request.repeat, True, None)
@@ -804,6 +853,7 @@ def _narrowed(
                 f"narrowed to the test that {did}: {test} alone {did} the same way "
                 f"({counted}), so the spec runs it alone"
             ),
+            None,
         )
     ended = Counter(o.signature for o in ran).most_common(1)
     how = f"; it ended {ended[0][0]}" if ended and not same else ""
@@ -821,6 +871,7 @@ def _narrowed(
             + f": the {_NOUN[outcome.kind]} may need the tests run before it, "
             "or come only sometimes"
         ),
+        None,
     )
 
 

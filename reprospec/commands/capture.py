@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         output = shlex.quote(str(request.output))
         print(
-            f"reprospec: interrupted in the verify rerun; {request.output} is written from the "
+            f"reprospec: interrupted in {stopped.rerun}; {request.output} is written from the "
             f"run that ended, but not verified: `reprospec run {output}` checks it",
             file=sys.stderr,
         )

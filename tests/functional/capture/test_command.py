@@ -1531,6 +1531,47 @@ def test_a_relevant_variable_of_the_shell_is_tested_and_said_as_found(
     assert rerun.code == 0, rerun.stdout + rerun.stderr
 
 
+def test_a_ctrl_c_in_the_rerun_of_a_pytest_test_alone_keeps_the_spec_of_the_first_run(
+    tmp_path: Path,
+) -> None:
+    # A new user's trial: a pytest hang waited its whole timeout in the first run, then
+    # Ctrl-C in the rerun of the test alone left the first draft ("capture again"): the
+    # first run's wait was lost. Now the spec is the whole command's, from that run.
+    starts = tmp_path / "starts"
+    workdir = tmp_path / "work"
+    (workdir / "tests").mkdir(parents=True)
+    (workdir / "tests" / "test_hang.py").write_text(
+        "import threading\n"
+        "def test_fast():\n    pass\n"
+        "def test_deadlock():\n"
+        f"    with open({str(starts)!r}, 'a') as f:\n        f.write('x')\n"
+        "    lock = threading.Lock()\n    lock.acquire()\n    lock.acquire()\n"
+    )
+    spec = workdir / "spec.yaml"
+    argv = [sys.executable, "-m", "reprospec", "capture", "-o", str(spec)]
+    argv += ["--out", str(tmp_path / "out"), "--timeout", "5s", "--"]
+    argv += [sys.executable, "-m", "pytest", "tests/test_hang.py"]
+    stopped = interrupt_when(
+        ["sh", "-c", f'cd "{workdir}" && exec "$@"', "sh", *argv],
+        lambda: starts.exists() and len(starts.read_text()) >= 2,
+        wait_s=120,
+    )
+    assert stopped.code == 130, stopped.stdout + stopped.stderr
+    assert "Traceback" not in stopped.stderr, stopped.stderr
+    assert (
+        "reprospec: interrupted in the rerun of tests/test_hang.py::test_deadlock alone; "
+    ) in stopped.stderr, stopped.stderr
+    assert (
+        "the spec runs the whole command: the rerun of tests/test_hang.py::test_deadlock "
+        "alone was stopped"
+    ) in stopped.stdout, stopped.stdout
+    document = spec_document(workdir)
+    assert document["expect"] == {"outcome": "hang", "phase": "tests/test_hang.py::test_deadlock"}
+    command = document["command"]
+    assert isinstance(command, str)
+    assert command.endswith("-m pytest tests/test_hang.py -v"), command
+
+
 def test_a_ctrl_c_in_the_relevant_variables_reruns_leaves_the_spec_whole(
     tmp_path: Path,
 ) -> None:
