@@ -151,7 +151,8 @@ def capture_command(
     `reprospec capture -- CMD` does (in this process's working directory): `output`
     (default NAME-capture.yaml, NAME the script's stem), verified by a rerun unless
     `verify=False`. `progress` gets the verify's lines; `cancel` (or Ctrl-C) raises
-    KeyboardInterrupt (`VerifyInterrupted`, with its `lines`, in the verify rerun).
+    KeyboardInterrupt (`VerifyInterrupted`, with its `lines`, in the verify rerun or in the
+    rerun of a pytest test alone before it: the spec written from the first run).
     """
     from reprospec.capture import command
 
