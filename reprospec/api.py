@@ -188,7 +188,15 @@ def load_result(run: str | Path, out: str | Path = Path(".reprospec")) -> RunRes
     from reprospec.store.resultsjson import load_run
 
     _path("run", run)
-    return load_run(run, _path("out", out))
+    result = load_run(run, _path("out", out))
+    if result.store is None:
+        return result
+    # Absolute, as `run` returns its store (its run read back from its absolute folder):
+    # load_result(ID, out=".repro") gave `.repro`, and the one run's two stores differed.
+    # (The CLI's readers keep the store as typed, for the commands they print.)
+    from dataclasses import replace
+
+    return replace(result, store=result.store.resolve())
 
 
 @from_api
