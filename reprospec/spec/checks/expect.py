@@ -148,6 +148,7 @@ class ExpectChecks:
         if not isinstance(expect, dict):
             return
         self.step(("expect", "step"), expect.get("step"))
+        self.expected_step(("expect", "step"), expect.get("step"), expect.get("phase"))
         outcome = expect.get("outcome")
         self.contradictions(("expect",), expect, outcome)
         self.expected_phase(("expect", "phase"), expect.get("phase"))
@@ -158,6 +159,9 @@ class ExpectChecks:
                 continue
             path = ("expect", "cases", index)
             self.step((*path, "step"), case.get("step"))
+            # Merged as below: a case with its own outcome keeps none of the base's phase.
+            phase = case.get("phase", None if "outcome" in case else expect.get("phase"))
+            self.expected_step((*path, "step"), case.get("step"), phase)
             # Merged as plan.expectation_for does: a case with its own outcome drops the
             # base's details, one without keeps them (those are checked with the base).
             if "outcome" in case:
@@ -336,6 +340,30 @@ class ExpectChecks:
             except ValueError as exc:
                 if "reversed" in str(exc):
                     self.add(path, str(exc))
+
+    def expected_step(self, path: JsonPath, value: JsonValue, phase: JsonValue) -> None:
+        """`expect.step` of a workload without markers: a step its phases run. Steps count
+        from 1 to a phase's `steps`; an expectation past them is one nothing can meet, as a
+        fault's step past them (`faults`) is one that never fires. A phase without `steps`
+        (one pass of the data), or with a `${{ }}`, is not counted here."""
+        phases = self.workload_phases()
+        if phases is None or value is None or self.data.get("markers"):
+            return
+        try:
+            low = parse_step(value).low
+        except ValueError:
+            return  # the schema, or `step`, says so
+        if low < 1:
+            self.add(path, f"step {low} never comes: a workload's steps count from 1")
+            return
+        if isinstance(phase, str) and (expr.OPEN in phase or phase in _HARNESS_PHASES):
+            return
+        counts = [steps for name, steps in phases if phase is None or name == phase]
+        whole = [n for n in counts if is_int(n)]
+        if not counts or len(whole) != len(counts) or low <= max(whole):
+            return
+        where = f"phase '{phase}' has" if phase is not None else "no phase has more than"
+        self.add(path, f"step {low} never comes: {where} {max(whole)} steps")
 
     def faults(self) -> None:
         workload = self.data.get("workload")
