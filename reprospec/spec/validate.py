@@ -8,6 +8,7 @@ that issue 15 holds to 2x `python -c "import yaml"`).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +86,7 @@ def validate(
             if note:
                 found.notes.append(note)
             found.notes += _unread_axes(file, spec)
+            found.notes += _numbers_written_as_versions(file, spec)
             found.notes += _silent_faults(file, spec)
             found.notes += notes_of(file, spec)
     return found
@@ -97,6 +99,45 @@ def _unread_axes(file: str, spec: Spec) -> list[str]:
         line, column = locate(spec.locations, ("matrix", axis))
         notes.append(f"{file}:{line}:{column}: {unread_axis_message(axis)}")
     return notes
+
+
+def _numbers_written_as_versions(file: str, spec: Spec) -> list[str]:
+    """A note, at its place, for each matrix value written like a version that YAML reads
+    as another number (`python: [3.9, 3.10]`: 3.10 is 3.1, its cell `python=3.1`). It was
+    said only where a text field read it, and not at all where none did (an axis only
+    `expect.cases` or a cell id names)."""
+    matrix = spec.document.get("matrix")
+    if not isinstance(matrix, dict):
+        return []
+    # The file's own lines, which its locations count (a report.md's YAML block's included).
+    try:
+        lines = Path(file).read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError):
+        return []
+    notes = []
+    for axis, values in matrix.items():
+        if axis in ("include", "exclude") or not isinstance(values, list):
+            continue
+        for index, value in enumerate(values):
+            if not isinstance(value, float):
+                continue
+            line, column = locate(spec.locations, ("matrix", axis, index))
+            text = lines[line - 1] if 0 < line <= len(lines) else ""
+            written = _VERSION_LIKE.match(text[column - 1 :])
+            if written is None or float(written.group()) != value:
+                continue
+            shown = written.group()
+            if shown != repr(value):
+                notes.append(
+                    f"{file}:{line}:{column}: matrix.{axis}[{index}]: {shown} is the number "
+                    f"{value!r} to YAML (its cell is {axis}={value!r}): quote it, "
+                    f"'{shown}', if it is a version"
+                )
+    return notes
+
+
+# A number written like a version: digits, a point, digits that end in 0 (3.10, 11.0).
+_VERSION_LIKE = re.compile(r"[1-9]\d*\.\d*0(?![\w.])")
 
 
 def _silent_faults(file: str, spec: Spec) -> list[str]:

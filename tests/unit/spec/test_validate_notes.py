@@ -101,3 +101,26 @@ def test_a_fault_no_cell_injects_is_noted(tmp_path: Path, when: str, silent: boo
         f"{spec}:15:14: workload.faults[0]'s when is false in every one of the 4 cells: "
         "the fault is never injected, and a run judges the program without it"
     ]
+
+
+def test_a_matrix_value_written_like_a_version_that_yaml_reads_as_another_number(
+    tmp_path: Path,
+) -> None:
+    """`python: [3.9, 3.10]`: 3.10 is the number 3.1, its cell `python=3.1`, and it was said
+    only where a text field read it (here, where `expect.cases` reads it, not at all). Said
+    at the value now; a number written as it reads (`3.9`, `1.0`, `0.10` is no version) is not."""
+    spec = tmp_path / "v.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: v\n# the versions\nmatrix:\n  python: [3.9, 3.10, '3.11']\n"
+        "  lr: [0.10, 1.0]\n  torch:\n    - 2.10\n"
+        "command: echo ${{ matrix.lr }} ${{ matrix.torch }}\n"
+        "expect:\n  outcome: pass\n  cases: [{when: {python: 3.1}, outcome: pass}]\n"
+    )
+    found = validate([spec])
+    assert not found.problems, found.problems
+    assert [note for note in found.notes if "to YAML" in note] == [
+        f"{spec}:5:17: matrix.python[1]: 3.10 is the number 3.1 to YAML (its cell is "
+        "python=3.1): quote it, '3.10', if it is a version",
+        f"{spec}:8:7: matrix.torch[0]: 2.10 is the number 2.1 to YAML (its cell is "
+        "torch=2.1): quote it, '2.10', if it is a version",
+    ], found.notes
