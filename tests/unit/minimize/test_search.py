@@ -301,6 +301,17 @@ def test_a_failure_that_never_happens_is_refused() -> None:
     assert not result.budget_spent  # a larger budget would not help: it never failed
 
 
+def test_a_budget_too_small_for_a_failure_that_always_matched_is_said_so() -> None:
+    # `--budget 30` on a crash that failed 6/6 said "the original program fails too rarely
+    # to minimize", of a failure that never missed: the budget is short, not the rate.
+    result = run(1.0, seed=0, budget=30)
+    assert result.status == "refused"
+    assert result.message.startswith("the budget is too small to minimize: 5/5 attempts")
+    assert "rarely" not in result.message
+    assert result.message.endswith("(--budget 45 at the least)")
+    assert result.budget_spent
+
+
 def test_an_original_that_fails_otherwise_is_refused_saying_so() -> None:
     # nu-a: at `--timeout 1ms` every attempt hung, and the refusal read "(0/20)" as of a
     # program that passed.
