@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
         ),
         *_cuda_checks(python, env),
         *(_docker_checks(environments, args.spec) if environments else ()),
+        *(_runner_checks(args.runner) if needs is None else ()),
     ]
     if args.format == "json":
         json.dump([check.to_dict() for check in checks], sys.stdout, indent=2)
@@ -178,6 +179,34 @@ def _needs(path: str, runner: str) -> tuple[Needs, tuple[Environment, ...]]:
     # One per image, keyed as the docker runner keys them.
     distinct = {environment_key(plan.environment): plan.environment for plan in firsts}
     return needs, tuple(distinct.values())
+
+
+def _runner_checks(runner: str) -> list[Check]:
+    """Without a SPEC, what `--runner` itself needs here (`doctor --runner venv` checked the
+    local runner's machine alone, the runner ignored): venv, uv to build each cell's venv
+    with; docker, an engine that answers. The images and venvs a spec's cells need are its
+    own checks (with SPEC)."""
+    from reprospec.doctor import Check
+
+    if runner == "docker":
+        return _docker_checks((), "")
+    if runner != "venv":
+        return []
+    from reprospec.venvs.build import EnvBuildError, uv_binary
+
+    try:
+        found = uv_binary()
+    except EnvBuildError as exc:
+        return [
+            Check(
+                "uv",
+                "fail",
+                f"{exc}: the venv runner builds each cell's venv with it, so every cell "
+                "would be an infra error, not run",
+                "pip install uv",
+            )
+        ]
+    return [Check("uv", "pass", f"uv at {found} builds each cell's venv")]
 
 
 def _docker_checks(environments: Sequence[Environment], spec: str) -> list[Check]:

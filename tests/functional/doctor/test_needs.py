@@ -58,3 +58,17 @@ def test_a_spec_needing_a_gpu_fails_where_none_is_visible(cli: Cli, tmp_path: Pa
     result = cli("doctor", str(spec))
     assert result.code == 1, result.stdout + result.stderr
     assert "FAIL  device            the spec needs 1 GPU (environment.gpus)" in result.stdout
+
+
+def test_runner_venv_without_a_spec_checks_what_the_venv_runner_needs(cli: Cli) -> None:
+    """`doctor --runner venv` without SPEC printed the same checks as `doctor`, the runner
+    ignored: it checks now that uv, which builds each cell's venv, is here."""
+    import json
+
+    checked = cli("doctor", "--runner", "venv", "--format", "json")
+    assert checked.code == 0, checked.stdout + checked.stderr
+    (uv,) = [c for c in json.loads(checked.stdout) if c["name"] == "uv"]
+    assert uv["status"] == "pass"
+    assert uv["why"].endswith(" builds each cell's venv"), uv
+    plain = cli("doctor", "--format", "json")
+    assert "uv" not in [c["name"] for c in json.loads(plain.stdout)]
