@@ -87,6 +87,7 @@ def validate(
                 found.notes.append(note)
             found.notes += _unread_axes(file, spec)
             found.notes += _numbers_written_as_versions(file, spec)
+            found.notes += _secret_public_env(file, spec)
             found.notes += _silent_faults(file, spec)
             found.notes += notes_of(file, spec)
     return found
@@ -138,6 +139,27 @@ def _numbers_written_as_versions(file: str, spec: Spec) -> list[str]:
 
 # A number written like a version: digits, a point, digits that end in 0 (3.10, 11.0).
 _VERSION_LIKE = re.compile(r"[1-9]\d*\.\d*0(?![\w.])")
+
+
+def _secret_public_env(file: str, spec: Spec) -> list[str]:
+    """A note, at its place, for each `public_env` name that looks secret: public_env
+    cannot unmask such a name (a stranger's spec must not publish your token), so listing
+    it changed nothing, and nothing said so (its value stayed `***` in every output)."""
+    from reprospec.core.redact import holds_secret
+
+    section = spec.document.get("environment")
+    names = section.get("public_env") if isinstance(section, dict) else None
+    notes = []
+    for index, name in enumerate(names if isinstance(names, list) else ()):
+        # (A count's name, `MAX_TOKENS`, shows a number: public or not, it is no secret.)
+        if isinstance(name, str) and holds_secret(name, "2048"):
+            line, column = locate(spec.locations, ("environment", "public_env", index))
+            notes.append(
+                f"{file}:{line}:{column}: environment.public_env[{index}]: {name} looks "
+                "secret, and public_env cannot unmask such a name: its value stays *** in "
+                "every output"
+            )
+    return notes
 
 
 def _silent_faults(file: str, spec: Spec) -> list[str]:

@@ -124,3 +124,21 @@ def test_a_matrix_value_written_like_a_version_that_yaml_reads_as_another_number
         f"{spec}:8:7: matrix.torch[0]: 2.10 is the number 2.1 to YAML (its cell is "
         "torch=2.1): quote it, '2.10', if it is a version",
     ], found.notes
+
+
+def test_a_public_env_name_that_looks_secret_is_noted_as_still_masked(tmp_path: Path) -> None:
+    """`public_env: [API_TOKEN]` changed nothing (public_env cannot unmask a secret's name),
+    and nothing said so. A count's name (`MAX_TOKENS`, whose number is shown) and a plain
+    one are not noted."""
+    spec = tmp_path / "p.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: p\n"
+        "command: echo ${{ env.API_TOKEN }} ${{ env.MAX_TOKENS }} ${{ env.MODE }}\n"
+        "environment:\n  public_env: [API_TOKEN, MAX_TOKENS, MODE]\nexpect: {outcome: pass}\n"
+    )
+    found = validate([spec])
+    assert not found.problems, found.problems
+    assert found.notes == [
+        f"{spec}:5:16: environment.public_env[0]: API_TOKEN looks secret, and public_env "
+        "cannot unmask such a name: its value stays *** in every output"
+    ], found.notes
