@@ -53,7 +53,7 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import Redactor, env_names_read, public_env, sets_secret
 from reprospec.core.results import RunResult
 from reprospec.core.units import positive_duration
-from reprospec.core.words import interrupted_of, plural
+from reprospec.core.words import interrupted_of, plural, resume_command
 from reprospec.errors import UsageError
 from reprospec.export.carry import carried_bytes
 from reprospec.export.tree import SpecTree, spec_tree
@@ -306,7 +306,9 @@ def _unfinished(run: RunResult) -> str | None:
     lacks = _lacks(run)
     if not lacks:
         return None
-    again = f"finish it first (reprospec run --resume {run.run_id}), then bundle it again"
+    # The run's own store named (`--out DIR` where it is not the default one): without it
+    # the command looked in `.reprospec` and said "no results store".
+    again = f"finish it first ({resume_command(run.run_id, run.store)}), then bundle it again"
     if _not_run(run) == len(run.cells):
         return (
             "the run was interrupted before any attempt ended: the bundle holds its spec and "

@@ -994,8 +994,8 @@ def test_the_bundle_of_an_interrupted_run_says_what_it_lacks(cli: Cli, tmp_path:
     assert (
         "reprospec: warning: the run was interrupted before any attempt ended: the bundle "
         "holds its spec and files, but no outcome to show; finish it first (reprospec run "
-        f"--resume {run_id}), then bundle it again"
-    ) in packed.stderr
+        f"--resume {run_id} --out {out}), then bundle it again"
+    ) in packed.stderr  # (its store named: without --out it looked in .reprospec)
     with tarfile.open(archive) as tar:
         readme = _read(tar, f"{run_id}/README.md")
     assert "no attempt had ended, so report.md shows no outcome" in readme
