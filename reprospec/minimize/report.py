@@ -215,8 +215,11 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
         repro, waits = _repro(spec_path, found)
         found = replace(found, repro=repro, repro_waits=waits)
     said = "".join(f"# {line}\n" for line in textwrap.wrap(found.repro_waits, 86))
+    # Its header says what the answer says of DIR (`_where`): a refused or interrupted
+    # search's repro.sh runs the original program, which its header called "minimized".
+    state = "not minimized, the original program as it ran" if _original(found) else "minimized"
     (out / "repro.sh").write_text(
-        f"#!/bin/sh\n# {found.cell.id} of {found.spec_name}, minimized\n{said}"
+        f"#!/bin/sh\n# {found.cell.id} of {found.spec_name}, {state}\n{said}"
         f'cd "$(dirname "$0")" && {found.repro}\n',
         encoding="utf-8",
     )
@@ -826,7 +829,7 @@ def _where(found: Minimized) -> str:
     run), and "minimized: DIR" and "repro: DIR/repro.sh" named them as the answer."""
     if found.result.status in ("refused", "infra-error"):
         return f"\nnot minimized: {found.output} holds the original program as it ran"
-    if found.interrupted and not _cut_anything(found):
+    if _original(found):
         # Stopped before a first smaller candidate (in the original's runs, or step 1's
         # isolate): "minimized: DIR" named the whole original program as the answer.
         return (
@@ -834,6 +837,14 @@ def _where(found: Minimized) -> str:
             "the original program as it ran"
         )
     return f"\nminimized: {found.output}\nrepro: {found.output / 'repro.sh'}"
+
+
+def _original(found: Minimized) -> bool:
+    """Whether DIR holds the original program as it ran: refused, could not run, or
+    interrupted before anything was cut."""
+    if found.result.status in ("refused", "infra-error"):
+        return True
+    return found.interrupted and not _cut_anything(found)
 
 
 def _cut_anything(found: Minimized) -> bool:

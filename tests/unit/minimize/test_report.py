@@ -185,3 +185,32 @@ def test_a_refused_search_names_no_minimized_program_nor_repro() -> None:
         )
     budget = text(replace(found, result=replace(found.result, status="budget")))
     assert budget.endswith("repro: /out/minimize/crash-1234/result/repro.sh")
+
+
+def test_the_repro_sh_of_a_search_that_cut_nothing_does_not_call_it_minimized(
+    tmp_path: Path,
+) -> None:
+    # Ctrl-C in step 1 said "not minimized (interrupted before anything was cut): DIR holds
+    # the original program as it ran", and DIR's repro.sh began `# default of crash, minimized`.
+    from reprospec.minimize.report import write
+    from reprospec.spec.load import load_spec
+
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "loop.py").write_text(program().source("loop.py"))
+    (specs / "crash.yaml").write_text(
+        "reprospec: 1\nname: crash\ncommand: python loop.py\n"
+        "expect:\n  outcome: crash\n  signal: SIGSEGV\n"
+    )
+    spec = load_spec(specs / "crash.yaml")
+    stopped = answer(interrupted_at_once(program(), 0), stopped=True)
+    done = answer(minimize(program(), InProcess(1.0, seed=0), Settings(passing=0)), stopped=False)
+    headers = []
+    for found, out in ((stopped, tmp_path / "stopped"), (done, tmp_path / "done")):
+        write(replace(found, folder=tmp_path / "state", output=out), spec, specs)
+        headers.append((out / "repro.sh").read_text().splitlines()[1])
+
+    assert headers == [
+        "# default of crash, not minimized, the original program as it ran",
+        "# default of crash, minimized",
+    ]
