@@ -784,6 +784,10 @@ def _before_stop(found: Minimized) -> str:
 def _fails_as(found: Minimized) -> str:
     """`fails as SIGNATURE in 3/20 (5%-36%)`, or what was seen of it before it stopped."""
     rate = found.result.rate
+    if not found.signature and found.settings is not None and found.settings.interrupted:
+        # Stopped in step 1: isolate's attempts of the failing cell failed (its line says
+        # so), and "no failure seen" denied them; the program's own were never run.
+        return "its failure not read: interrupted in step 1 (isolate), before the program ran"
     if not found.signature:
         return f"no failure seen and no rate measured{_before_stop(found)}"
     if not rate.attempts:

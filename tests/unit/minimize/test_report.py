@@ -214,3 +214,20 @@ def test_the_repro_sh_of_a_search_that_cut_nothing_does_not_call_it_minimized(
         "# default of crash, not minimized, the original program as it ran",
         "# default of crash, minimized",
     ]
+
+
+def test_stopped_in_step_1_it_does_not_say_no_failure_was_seen() -> None:
+    # Ctrl-C in step 1, after isolate's attempts of the failing cell had failed, said "no
+    # failure seen and no rate measured before the interruption".
+    from reprospec.minimize.settings import Reduced
+
+    cell = Cell(id="mode=fast", index=1, matrix={"mode": "fast"})
+    reduced = Reduced(cell=cell, original=cell, passing=None, interrupted=True, attempts=7)
+    found = replace(
+        answer(interrupted_at_once(program(), 1), signature="", passing=1, stopped=True),
+        settings=reduced,
+    )
+
+    said = text(found)
+    assert "no failure seen" not in said
+    assert "its failure not read: interrupted in step 1 (isolate), before the program ran" in said
