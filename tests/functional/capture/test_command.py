@@ -1549,7 +1549,9 @@ def test_a_ctrl_c_in_the_rerun_of_a_pytest_test_alone_keeps_the_spec_of_the_firs
     )
     spec = workdir / "spec.yaml"
     argv = [sys.executable, "-m", "reprospec", "capture", "-o", str(spec)]
-    argv += ["--out", str(tmp_path / "out"), "--timeout", "5s", "--"]
+    # 10s: the rerun alone is bounded by how long the test went unended in the first run,
+    # less the rerun's own start; a loaded machine left 5s's window too short to stop it in.
+    argv += ["--out", str(tmp_path / "out"), "--timeout", "10s", "--"]
     argv += [sys.executable, "-m", "pytest", "tests/test_hang.py"]
     stopped = interrupt_when(
         ["sh", "-c", f'cd "{workdir}" && exec "$@"', "sh", *argv],
