@@ -129,7 +129,7 @@ def run(
         if options.deferral is not None:
             # The caller goes on past its probe, stoppable there again: a stop raised into
             # this run's writing left it `killed` with no report; one raised after it, as
-            # the search writes its own state, is the search's to take (nu68 2).
+            # the search writes its own state, is the search's to take.
             options.deferral.end()
 
 

@@ -95,7 +95,7 @@ class CellCheck:
     missing: tuple[Missing, ...] = ()
     unlike: tuple[str, ...] = ()
     # A rate cell the run reproduced whose rerun failed the run's way, but too few times to
-    # decide its rate at this many attempts: the bundle reproduces it (nu68 8).
+    # decide its rate at this many attempts: the bundle reproduces it.
     rate_undecided: bool = False
 
     @property
@@ -289,7 +289,7 @@ def _compare(original: CellResult, again: CellResult, ran_in: Path, places: _Pla
     if same and original.verdict != "reproduced":
         same = common.most_common(1)[0][0] in seen
     # A rate is a count of chances: 3 of 4 in the run and 2 of 4 again is the same failure,
-    # its rate undecided at 4 attempts, not a bundle that lacks something (nu68 8).
+    # its rate undecided at 4 attempts, not a bundle that lacks something.
     rate_undecided = (
         not same
         and original.expected.rate is not None

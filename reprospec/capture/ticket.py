@@ -892,7 +892,7 @@ def _launched_as(started: str, quoted: list[str]) -> str:
     """`started` (gdb's program, py-spy's process), or the command quoted in prose that
     launches its script: py-spy's `Process 4242: python train.py` beside "I ran `torchrun
     --nproc_per_node=2 train.py --epochs 10`" is that launch's worker, and the launcher and
-    its arguments were lost (nu66 8). Only a launch: "`python train.py --no-amp` works
+    its arguments were lost. Only a launch: "`python train.py --no-amp` works
     fine" is the same program run another way, the one that did not fail (review)."""
     words = _words(started)
     script = next((word for word in words[1:] if word.endswith(".py")), None)

@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     # bisect ran on to its end, exit 0, after the user pressed Ctrl-C (seen in a full run).
     cancel = threading.Event()
     # A stop while a candidate's run is written is `cancel` alone, as in a search's probe's
-    # (drive_search): the run is written whole, not left `killed` (nu68 2).
+    # (drive_search): the run is written whole, not left `killed`.
     deferral = Deferral()
     install_stop_handlers(cancel, deferral)
     try:

@@ -128,7 +128,7 @@ def _executor(cancel: threading.Event) -> Callable[[RunPlan], RunResult]:
     Once a run is stored, a stop is not raised but set in `cancel` (commands/run.execute
     writes the run whole), one event for every run of the verify: a stop after a run's
     last attempt, or between two runs, stops the verify, where the next run went on as if
-    no Ctrl-C had come (nu68 2)."""
+    no Ctrl-C had come."""
     from reprospec.commands.run import execute
 
     def run(plan: RunPlan) -> RunResult:

@@ -175,7 +175,7 @@ def _run_spec(
     # a run it did not finish: exit 130, as `run`.
     cancel = threading.Event()
     # Once the run is stored a stop is `cancel` alone, so the run is written whole, where
-    # one after its last attempt left it `killed` with no report (nu68 2); raised again
+    # one after its last attempt left it `killed` with no report; raised again
     # once the engine has returned, for capture's own writing.
     deferral = Deferral()
     install_stop_handlers(cancel, deferral)

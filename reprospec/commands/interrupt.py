@@ -32,7 +32,7 @@ def install_stop_handlers(
 
     Once `deferral` has begun (the engine's run is stored: pipeline/stages.py), the stop is
     `cancel` alone, not raised: the engine stops its attempts on it and then writes all it
-    has, where a KeyboardInterrupt raised in that writing lost it (nu68 2).
+    has, where a KeyboardInterrupt raised in that writing lost it.
 
     SIGHUP is a closed terminal (or an ssh session that dropped): its default action killed
     the engine where it stood, so a run stopped so had no results.json, no report and read
@@ -149,7 +149,7 @@ def answered_though_stopped() -> int:
     """Say that a search stopped in the writing of its last probe's run (the stop deferred,
     `install_stop_handlers`) has its whole answer, and give the exit code of a stop: it is
     obeyed, as `run` obeys one after its last attempt, for a script that chains the next
-    step (nu68 2)."""
+    step."""
     from reprospec.errors import EXIT_INTERRUPTED
 
     print(

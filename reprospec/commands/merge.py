@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         from reprospec.errors import UsageError
 
         # Resumed from the shard's own store (OUT of its OUT/runs/ID), where the merge's
-        # --out, which holds no such run, was named (nu68 4).
+        # --out, which holds no such run, was named.
         first = stopped[0]
         raise UsageError(
             f"cannot merge {first.run_id}: it was interrupted before it ran all its attempts; "

@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         print(request.report_note, file=sys.stderr)
     if cancel.is_set() and not result.interrupted:
         # Stopped once every attempt had ended: the run is complete and written, and the
-        # stop is still obeyed, as a script that chains the next step expects (nu68 2).
+        # stop is still obeyed, as a script that chains the next step expects.
         from reprospec.errors import EXIT_INTERRUPTED
 
         print(
@@ -173,7 +173,7 @@ def execute(
 
     Once the run is in the store, a stop is not raised but set in `cancel` (the caller's,
     to read after its own output) for the rest of the command: the engine writes what ran,
-    and the caller prints its table and resume command, whole (nu68 2). A stop after the
+    and the caller prints its table and resume command, whole. A stop after the
     last attempt leaves the result complete, `cancel` set."""
     from reprospec.commands.interrupt import install_stop_handlers
     from reprospec.core.safepoint import Deferral

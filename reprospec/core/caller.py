@@ -112,7 +112,7 @@ def filters_said(filters: Sequence[str]) -> str:
 def resuming(run_id: str) -> str:
     """How an error names the resume asked for: the CLI's `--resume RUN`, or the API's
     `resume('RUN')`, where a caller of `reprospec.resume` was told of an option it never
-    typed (nu68 7)."""
+    typed."""
     return said(f"--resume {run_id}", f"resume({run_id!r})")
 
 

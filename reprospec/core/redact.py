@@ -624,7 +624,7 @@ class Redactor:
         inside double quotes, `'"$HF_TOKEN"'` inside single ones), and the variables it
         reads, to export; a secret of no known variable is MASK. A secret the spec read
         through `${{ env.HF_TOKEN }}` in its command was a bare `***`, which the shell
-        expanded as a glob: `--token ***` passed the folder's file names (nu69 3)."""
+        expanded as a glob: `--token ***` passed the folder's file names."""
         if self._pattern is None or not text:
             return text, ()
         out: list[str] = []
@@ -662,8 +662,8 @@ class Redactor:
         """`text`, a reprospec command line (`reprospec run s.yaml --set PATH=VALUE`), with
         each secret of a `--set` written as `spec_text` writes it, `${{ env.NAME }}`, and
         the word quoted: it still runs, with NAME exported. A `--set
-        environment.env.MY_API_TOKEN=***` pasted was `the value is not valid YAML`, exit 2
-        (nu69 4). A secret elsewhere, or of no known variable, is MASK."""
+        environment.env.MY_API_TOKEN=***` pasted was `the value is not valid YAML`, exit 2.
+        A secret elsewhere, or of no known variable, is MASK."""
         if self._pattern is None or not text or self.text(text) == text:
             return text
         import shlex

@@ -220,7 +220,7 @@ class RunOptions:
     say: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
     # How the CLI's stop handler (commands/interrupt.py) reaches the run once it is stored
     # (core/safepoint.py): begun there, a stop is the run's `cancel` alone, so what ran is
-    # written whole (nu68 2). `run`, `capture` and the search verbs give it, the searches
+    # written whole. `run`, `capture` and the search verbs give it, the searches
     # in the options their probes' runs are made from, so that each probe's run has it
     # (bisect in each candidate's); None: a stop is raised where it lands, as a Python
     # caller's Ctrl-C is. Not stored: it changes nothing that runs.
@@ -330,7 +330,7 @@ class RunOptions:
             if value is not None and value > most:
                 raise UsageError(f"{name} must be at most {most}, got {value} (docs/limits.md)")
         if self.timeout_s is not None and not 0 < self.timeout_s < math.inf:
-            # inf passed where nan did not: the CLI's --timeout refuses both (nu68 7).
+            # inf passed where nan did not: the CLI's --timeout refuses both.
             raise UsageError(f"timeout_s must be > 0 seconds, and finite, got {self.timeout_s}")
         if self.stop_on is not None and self.stop_on not in STOP_ON:
             raise UsageError(f"stop_on must be one of {', '.join(STOP_ON)}, got {self.stop_on!r}")
@@ -403,7 +403,7 @@ class RunOptions:
     def with_changes(self, **changes: object) -> RunOptions:
         """A copy with some options changed (`dataclasses.replace`, typed for callers); a
         name no option has is a UsageError naming the options, as any bad option is, where
-        it was dataclasses' TypeError (nu68 7)."""
+        it was dataclasses' TypeError."""
         unknown = sorted(set(changes) - {f.name for f in fields(self)})
         if unknown:
             known = ", ".join(f.name for f in fields(self))

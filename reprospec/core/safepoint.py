@@ -98,7 +98,7 @@ class Deferral:
     the store's `interrupted`) and the verb's table and resume command after them. A
     KeyboardInterrupt raised there cut the writing short: a Ctrl-C in the moment after the
     last attempt left no report and a run `killed`, or results.json and a store that
-    disagreed (nu68 2). From `begin` on, the verb's handler (commands/interrupt.py) sets the
+    disagreed. From `begin` on, the verb's handler (commands/interrupt.py) sets the
     cancel event and returns; the verb reads the event once the engine has returned. `run`
     never ends it (what comes after is its own output); a verb that goes on after the
     engine (`capture`) does (`end`), and then reads the event. A search's (isolate,

@@ -61,7 +61,7 @@ CRASH_SIGNALS = SHELL_FATAL_SIGNALS - {"SIGINT", "SIGPIPE", "SIGTERM"}
 # runner send it at a hang). SIGURG, whose default action is to ignore: registering on it
 # changes nothing a program sees. SIGUSR1 was taken over in every Python process, so a
 # program that died of it outside reprospec survived it, and a program's own SIGUSR1
-# handler ran when the engine asked (nu68 1). The stdlib-only sitecustomize, harness and
+# handler ran when the engine asked. The stdlib-only sitecustomize, harness and
 # fork server name it themselves.
 STACK_DUMP_SIGNAL = signal.SIGURG
 

@@ -159,7 +159,7 @@ def check_shm(env: Captured, needs: Needs) -> Check:
 def check_device(env: Captured, needs: Needs) -> Check:
     visible = len(gpus(env)) or whole(section(env, "torch").get("device_count"), 0)
     if needs.gpus > visible:
-        # The run refuses such a cell (`needs 1 GPU, none visible`): doctor passed it (nu68 5).
+        # The run refuses such a cell (`needs 1 GPU, none visible`): doctor passed it.
         have = f"{visible} visible" if visible else NO_GPU
         return Check(
             "device",

@@ -562,7 +562,7 @@ def _docker_run_args(
             read = redactor.reading_assignment(name, value)
             if read is not None:
                 # `MY_TOK: ${{ env.HF_TOKEN }}` is HF_TOKEN's value: run.sh reads HF_TOKEN,
-                # the variable the spec reads, where it asked for MY_TOK (nu69 3).
+                # the variable the spec reads, where it asked for MY_TOK.
                 args += ["-e", read[0]]
                 passed.extend(read[1])
                 continue
@@ -724,7 +724,7 @@ def _command_words(
     A secret of a known variable (`${{ env.HF_TOKEN }}`) is that variable's expansion
     (Redactor.shell_text): in a shell's `-c` line, `"$HF_TOKEN"` for the container's shell
     (docker passes HF_TOKEN in), in any other word, run.sh's own. It was `***` in the
-    line, which the container's shell expanded as a glob: `--token secret.py` (nu69 3).
+    line, which the container's shell expanded as a glob: `--token secret.py`.
     """
     words: list[str] = []
     inside: list[str] = []

@@ -460,7 +460,7 @@ def _stack_dump() -> None:
     """SIGURG -> every thread's stack into $REPROSPEC_STACK_DIR/stack-<pid>.txt.
 
     SIGURG: the engine's asking signal (core/signals.py's STACK_DUMP_SIGNAL), ignored by
-    default, so a program's own SIGUSR1 stays its own (nu68 1).
+    default, so a program's own SIGUSR1 stays its own.
     """
     import faulthandler
     import signal

@@ -619,7 +619,7 @@ def _observe(
             result = stages.run(spec, matrix_run, cancel=cancel, resume=stopped)
         finally:
             if matrix_run.deferral is not None:
-                matrix_run.deferral.end()  # as api.run ends it (nu68 2)
+                matrix_run.deferral.end()  # as api.run ends it
     if result.interrupted:
         raise KeyboardInterrupt
     passed: list[Cell] = []

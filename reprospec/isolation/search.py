@@ -406,7 +406,7 @@ class Isolation:
         left = s.budget - self.used
         if projected <= left:
             return ""
-        # Every attempt failed as expected: the budget is short, not the rate (nu67 2).
+        # Every attempt failed as expected: the budget is short, not the rate.
         why = (
             "the budget is too small to isolate"
             if tally.matched == tally.ran
@@ -470,7 +470,7 @@ class Isolation:
         isolated = status == "isolated"
         # A guess is the posterior's, said only where attempts back it: with none ended (a
         # stop in the first seconds), the top set's probability is the prior's, and an
-        # interrupted search said `best guess: X (99%)` beside a table of 0 attempts (nu74 2).
+        # interrupted search said `best guess: X (99%)` beside a table of 0 attempts.
         guessed = not isolated and self.used > 0
         one_smaller: list[Candidate] = []
         for x in culprits if isolated else ():

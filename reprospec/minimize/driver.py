@@ -462,7 +462,7 @@ def _forget_stopped_in_settings(folder: Path) -> None:
 
 def held_a_result(output: Path) -> bool:
     """Whether -o DIR holds an earlier search's answer (its minimize.json, not a refusal):
-    a refused search wrote the original program over it (nu67 3)."""
+    a refused search wrote the original program over it."""
     return _answer_status(output) not in (None, "refused")
 
 

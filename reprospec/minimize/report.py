@@ -123,7 +123,7 @@ class Minimized:
     search_preload: tuple[str, ...] | None = None
     spec_preload: tuple[str, ...] = ()
     # The -o DIR a refusal left alone, as it held an earlier search's result ("" where
-    # none did): `output` is then the search folder's (driver.held_a_result, nu67 3).
+    # none did): `output` is then the search folder's (driver.held_a_result).
     kept_output: str = ""
     # The failure messages side by side: the original's first matching attempt's (the
     # search's) and DIR's check's; a reader sees a value that changed its shape (nu18 N9:

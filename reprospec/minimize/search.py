@@ -1218,7 +1218,7 @@ class Minimization:
         if projected <= left:
             return ""
         # Every attempt failed as expected: the budget is short, not the rate. `--budget 30`
-        # on a crash that failed 6/6 said it "fails too rarely" (isolate's nu67 2).
+        # on a crash that failed 6/6 said it "fails too rarely".
         why = (
             "the budget is too small to minimize"
             if tally.matched == tally.ran

@@ -92,7 +92,7 @@ def reduce(program: Program) -> Reducer:
         start = current
         # An option and its value go together first (`--seed 7`): one word alone leaves
         # the other, which argparse refuses, so one word at a time removed no pair, and
-        # ddmin's halves (3 words of 6, then 1) cut across them (nu67 1).
+        # ddmin's halves (3 words of 6, then 1) cut across them.
         groups = option_groups(current.args)
         if any(len(group) > 1 for group in groups):
             kept_groups = yield from ddmin(list(range(len(groups))), _words(current, groups))

@@ -815,7 +815,7 @@ def _shell_signal(returncode: int, stderr: str, stdout: str) -> str | None:
 
     # The proof: a faulthandler report of that signal, a shell's "4242 Segmentation fault"
     # (bash's), or the description alone on a line of stderr, as dash (/bin/sh here, the
-    # engine's own shell for a string command) prints it: `Hangup`, `Alarm clock` (nu68 3).
+    # engine's own shell for a string command) prints it: `Hangup`, `Alarm clock`.
     described = re.escape(describe_signal(candidate))
     shell = re.compile(rf"\b\d+ {described}\b")
     if re.search(rf"^{described}$", stderr, re.MULTILINE):

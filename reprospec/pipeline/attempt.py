@@ -127,7 +127,7 @@ def attempt_result(
     dead_child_stack: str | None = None
     # A dead child's own stack is its faulthandler report on stderr: a forked worker's
     # holds the frame of the sitecustomize's wrapper of Popen.__init__ it was started
-    # through, reprospec's and not the program's, left out as stack.txt leaves it (nu69 6).
+    # through, reprospec's and not the program's, left out as stack.txt leaves it.
     if isinstance(outcome, Outcome) and outcome.where == "child":
         # A child's crash: its own stack, which the main process's traceback is not.
         child = crash_stack(execution, evidence)

@@ -308,7 +308,7 @@ class Scheduler:
 
     def complete(self) -> bool:
         """Whether every attempt the run holds has ended (the progress's `[N/N]`): none left
-        to take, none cut short. A run cancelled after that is complete (nu68 2)."""
+        to take, none cut short. A run cancelled after that is complete."""
         with self._lock:
             return self.finished >= self.total
 

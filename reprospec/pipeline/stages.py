@@ -103,7 +103,7 @@ def execute(
     `options.deferral`: begun once the run is about to be in the store, from where the
     caller's stop (Ctrl-C) is `cancel` alone, never raised (core/safepoint.py): the attempts
     stop on it, and what ran is judged and written whole. A stop once every attempt had
-    ended stops nothing: the run is complete, not interrupted (nu68 2). Never ended here:
+    ended stops nothing: the run is complete, not interrupted. Never ended here:
     the caller goes on under it as it needs (`run` to its table, api.run to its return).
 
     `whole=False`: the result's `cells` are a `JudgedRun`, each made when it is read, and a
@@ -220,7 +220,7 @@ def execute(
     with opened, CellSpool(folder.results_spool, len(plan.cells)) as spool:
         if options.deferral is not None:
             # From the store's row to the last output, a stop is `cancel`: raised after
-            # the last attempt, it lost the writing of the run (nu68 2).
+            # the last attempt, it lost the writing of the run.
             options.deferral.begin()
         if resume is not None:
             # A resumed run began when it first did: its report and results.json say so
@@ -312,8 +312,8 @@ def execute(
         try:
             scheduler.run()
             # A stop that came once every attempt had ended (the progress said [N/N]) cut
-            # nothing short: the run is complete, not `interrupted` with nothing to resume
-            # (nu68 2). A store that failed stops it all the same.
+            # nothing short: the run is complete, not `interrupted` with nothing to resume.
+            # A store that failed stops it all the same.
             interrupted = scheduler.cancel.is_set() and (
                 keeper.failure is not None or not scheduler.complete()
             )
@@ -385,7 +385,7 @@ def execute(
             finished=ended if ended is not None and keeper.stored == stored_before else _now(),
             environment=environment,
             cells=cells,
-            # A secret of a --set as the expression that reads it, which runs (nu69 4).
+            # A secret of a --set as the expression that reads it, which runs.
             command_line=redactor.command_line(options.command_line),
             title=spec.title,
             description=spec.description,
@@ -689,7 +689,7 @@ class EnvironmentCapture:
     ) -> tuple[JsonObject, tuple[str, ...]]:
         """(environment, warnings); waits up to `timeout` seconds for the capture, or, with
         none, until it ends or `cancel` is set, and then 5 seconds more: a stop is no longer
-        raised there (nu68 2), and a capture that hung held the run's end with it."""
+        raised there, and a capture that hung held the run's end with it."""
         if timeout is None and cancel is not None:
             while self._thread.is_alive() and not cancel.is_set():
                 self._thread.join(0.1)  # returns as the thread ends: no wait added

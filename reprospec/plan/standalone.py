@@ -377,7 +377,7 @@ def _assignments(
 
     A value holding a secret of a variable the `redactor` knows, `URL: https://me:${{
     env.PW }}@db`, reads it from that variable, `URL='https://me:'"$PW"'@db'`, where the
-    repro wrote `URL="$URL"`, a variable no note named (nu69 3)."""
+    repro wrote `URL="$URL"`, a variable no note named."""
     if not env:
         return [], ()
     from reprospec.plan.reproscript import shell_assignment

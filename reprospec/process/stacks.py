@@ -1,7 +1,7 @@
 """Ask every Python process of a live attempt for its stacks, and gather them into stack.txt.
 
 Each Python process of an attempt has faulthandler armed on STACK_DUMP_SIGNAL (SIGURG,
-ignored by default: nu68 1) by the stackdump sitecustomize (STACKDUMP_DIR on its
+ignored by default) by the stackdump sitecustomize (STACKDUMP_DIR on its
 PYTHONPATH) and writes `stack-PID.txt` into the attempt's folder (STACK_DIR_VAR) when
 asked; py-spy, when installed, covers the ones that do not answer. Done at a timeout or
 a cancel, before the tree is killed (run.py).
@@ -109,7 +109,7 @@ def _py_spy_dumps(pids: Sequence[int], budget_s: float, out_dir: Path) -> dict[i
     """
     # Beside the engine's interpreter first, then PATH: `.venv/bin/reprospec` run without
     # the venv activated has py-spy in .venv/bin, which shutil.which never looked in, and a
-    # hang's silent processes went without stacks (nu69 5). doctor finds it the same way.
+    # hang's silent processes went without stacks. doctor finds it the same way.
     # Imported at a hang only: the native readers are no passing run's (test_imports).
     from reprospec.native.pyspy import pyspy_path
 

@@ -152,8 +152,8 @@ def with_short_commands(run: RunResult) -> RunResult:
     """`run` with the command lines its outcomes name (`crash SIGSEGV (child: CMD)`, a hang
     after a child died) shortened as the report's paths are: every view of the run names
     them alike. report.md's headline said `<venv>/bin/python3` where its standalone line,
-    the HTML page, the GitHub summary and the JUnit properties said the absolute path
-    (nu68 6). results.json keeps them as they were."""
+    the HTML page, the GitHub summary and the JUnit properties said the absolute path.
+    results.json keeps them as they were."""
     if not run.paths:
         return run
     names = PathNames(run.paths)

@@ -168,7 +168,7 @@ def told_apart(phrases: dict[GroupKey, str]) -> dict[GroupKey, str]:
     """Each group's phrase, those two signatures share made apart by what differs: the
     native frame the crash was in (`crash SIGSEGV at strlen@libc`), else the signature
     itself. A headline read `crash SIGSEGV in 1, crash SIGSEGV in 1` where the two cells'
-    crashes were in different frames, which nothing on the page named (nu69 7)."""
+    crashes were in different frames, which nothing on the page named."""
     shared = Counter(phrases.values())
     out = {}
     for key, phrase in phrases.items():

@@ -812,7 +812,7 @@ def _no_match(cells: Sequence[Cell], wanted: Mapping[str, list[tuple[JsonValue, 
 
 def _listed(axis: str, value: JsonValue) -> str:
     """`value` as `-m` takes it, in a list joined by `, `: a string holding a comma in
-    quotes, where `holds a,b, x=1` hid where one value ended (nu66 7)."""
+    quotes, where `holds a,b, x=1` hid where one value ended."""
     text = exact_filter(axis, value).partition("=")[2]
     if text == value and ("," in text or text.startswith('"')):  # not quoted by exact_filter
         return json.dumps(value)

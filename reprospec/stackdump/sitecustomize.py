@@ -30,7 +30,7 @@ def _register() -> None:
 
     SIGURG (core/signals.py's STACK_DUMP_SIGNAL, named here: this module imports nothing of
     reprospec) is ignored by default, so taking it over changes nothing a program sees;
-    SIGUSR1 kept alive a program that died of it outside reprospec (nu68 1).
+    SIGUSR1 kept alive a program that died of it outside reprospec.
     """
     # Built into the interpreter (as _signal, imported at the top): `signal` would build
     # its enums, a third of this module's cost in every Python process of every attempt.
@@ -697,7 +697,7 @@ def _report_perturb(exc: BaseException) -> None:
 # along sys.path, which the first chains to (an image's own, after the one the docker
 # runner mounts), installs nothing. Both wrapped multiprocessing's Popen, so a dead worker's
 # stack showed `sitecustomize.py ... in __init__` twice, os.kill and sys.exit were
-# wrapped twice, and every import was recorded twice (nu69 6).
+# wrapped twice, and every import was recorded twice.
 _INSTALLED = "_reprospec_stackdump_installed"
 
 

@@ -146,7 +146,7 @@ def test_resume_takes_what_run_resume_takes(tmp_path: Path) -> None:
 
 
 def test_a_refused_resume_names_the_call_not_the_command_line(tmp_path: Path) -> None:
-    """nu68 7: `reprospec.resume("nosuch")` said `--resume nosuch: ...`, an option its
+    """`reprospec.resume("nosuch")` said `--resume nosuch: ...`, an option its
     caller never typed; the command line's own words stay the command line's."""
     import subprocess
     import sys

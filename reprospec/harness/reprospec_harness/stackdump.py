@@ -2,7 +2,7 @@
 
 SIGURG is the engine's asking signal (core/signals.py's STACK_DUMP_SIGNAL, named here: the
 harness imports nothing of the engine); ignored by default, taking it over changes nothing
-a program sees, where SIGUSR1 kept alive a program that died of it (nu68 1).
+a program sees, where SIGUSR1 kept alive a program that died of it.
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ FATAL_SIGNALS = frozenset(
     )
 )
 # Runs inside the container at a timeout, given the asking signal's number ($1: core/
-# signals.py's STACK_DUMP_SIGNAL, SIGURG, nu68 1): that signal to every Python process that
+# signals.py's STACK_DUMP_SIGNAL, SIGURG): that signal to every Python process that
 # catches it (our sitecustomize registered faulthandler there); prints "P PID PPID CMDLINE"
 # for those and "N PID PPID CMDLINE" for every other live process (a `sleep 600` a Python
 # one started, named in stack.txt as the local runner names it), none of its own commands.
@@ -262,7 +262,7 @@ def container_config(
     # The engine renumbers the GPUs it hands over from 0; our PYTHONPATH replaces the
     # image's, so the image's entries are kept after ours. All but the image's own copy of
     # the stackdump sitecustomize: ours, mounted first, chains to it, and a copy from an
-    # image built before nu68 1 installed its hooks again, SIGUSR1 taken over with them.
+    # older image that installed its hooks again, SIGUSR1 taken over with them.
     theirs = ":".join(
         entry
         for entry in image_pythonpath.split(":")
@@ -307,7 +307,7 @@ def container_config(
         # The daemon keeps a copy of the output too: bound it (we read the stream live).
         "log_config": LogConfig(type="json-file", config={"max-size": "16m", "max-file": "2"}),
         # The attempt's process limit (docs/limits.md), as the local runner's pids cgroup
-        # sets it: a fork bomb in a container filled the host's pid table (nu69 1).
+        # sets it: a fork bomb in a container filled the host's pid table.
         "pids_limit": pidlimit.max_processes(),
     }
     if environment.shm_size is not None:

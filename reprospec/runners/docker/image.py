@@ -564,7 +564,7 @@ def layers(log: Sequence[str]) -> list[str]:
 def _remove_layers(client: DockerClient, log: Sequence[str]) -> bool:
     """After a failed build, the untagged images its steps left: nothing names or lists
     them (`envs` lists tagged images), and a bisect whose releases fail to build left two
-    per release (nu69 9). One with a tag (the base) or a child (another build's cached
+    per release. One with a tag (the base) or a child (another build's cached
     step) stays: the engine refuses to remove it without force, which is not asked.
 
     Returns whether one was refused as used by a container (one going away may hold it);

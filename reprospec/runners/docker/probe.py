@@ -122,7 +122,7 @@ def dockerfile_note(plan: AttemptPlan) -> str:
 def _no_attempt_files(config: ContainerConfig) -> None:
     """A probe is no attempt: no cell, and no stack or end records of its processes, which
     the sitecustomize wrote into the run folder it was given (`stack-7.txt`, `ended-7.txt`
-    beside results.json after every docker run: nu69 8)."""
+    beside results.json after every docker run)."""
     for name in ("REPROSPEC_CELL", STACK_DIR_VAR):
         config["environment"].pop(name, None)
 

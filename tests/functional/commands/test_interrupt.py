@@ -226,7 +226,7 @@ def test_a_ctrl_c_python_dropped_with_the_import_lock_held_stops_the_command(
 
 # `reprospec run` with a Ctrl-C (a real SIGINT to itself) at one instant after its last
 # attempt has ended: os.kill returns once the handler has run, at the next bytecode, so the
-# stop lands inside the phase named (nu68 2).
+# stop lands inside the phase named.
 CLI_WITH_A_CTRL_C_AFTER_THE_LAST_ATTEMPT = """
 import os, signal, sys
 import reprospec.outcome.judgedcells as judgedcells
@@ -307,7 +307,7 @@ def test_a_ctrl_c_after_the_last_attempt_ends_the_run_complete_and_written(
 def test_a_ctrl_c_after_the_last_attempt_of_a_bundle_verify_stops_the_verify(
     tmp_path: Path,
 ) -> None:
-    # Not raised once the verify's run is stored (nu68 2), the stop must still end the
+    # Not raised once the verify's run is stored, the stop must still end the
     # verify: it exited 0, as if no Ctrl-C had come.
     spec = tmp_path / "m.yaml"
     spec.write_text(
@@ -342,7 +342,7 @@ def test_a_ctrl_c_after_the_last_attempt_of_captures_run_leaves_the_run_stored_w
     tmp_path: Path,
 ) -> None:
     # capture's run, stopped as the store was told it finished: the run stayed `running`
-    # (history: killed) with no report, and capture said it was interrupted (nu68 2). Now
+    # (history: killed) with no report, and capture said it was interrupted. Now
     # the run is stored and written whole, and capture still stops, writing no spec.
 
     out = tmp_path / "out"
@@ -387,7 +387,7 @@ def test_a_ctrl_c_in_a_search_leaves_its_runs_written_whole(
     verb: str, phase: str, tmp_path: Path
 ) -> None:
     # The search verbs deferred no stop: raised while a probe's run was judged or written,
-    # it left that run `killed` in history with no results.json or report.md (nu68 2, as
+    # it left that run `killed` in history with no results.json or report.md (as
     # `run`'s). Now each run is finished or interrupted, written whole, and the search
     # still stops at its next probe, says how to resume, exits 130, and the same command
     # resumes.
@@ -469,7 +469,7 @@ def test_a_ctrl_c_while_isolate_runs_the_matrix_once_stops_that_run(tmp_path: Pa
 
 
 def test_an_isolate_stopped_before_any_attempt_ended_claims_no_guess(tmp_path: Path) -> None:
-    # nu74 2: stopped while its first attempts hung, isolate said `best guess: ... (99%)` and
+    # stopped while its first attempts hung, isolate said `best guess: ... (99%)` and
     # `confidence 0.990 in the best guess` beside a table of 0 attempts: the prior's
     # probability of its one difference, said as a finding.
     started = tmp_path / "started"
@@ -520,7 +520,7 @@ def test_a_ctrl_c_in_a_searchs_last_probe_gives_its_whole_answer_and_exit_130(
 ) -> None:
     # Deferred in the writing of the search's last probe (its budget of 4 spent by it), the
     # stop stops nothing that is left: the answer is whole, and the stop still obeyed, as
-    # `run` obeys one after its last attempt (nu68 2).
+    # `run` obeys one after its last attempt.
     from reprospec.store.db import Store
 
     spec = tmp_path / "s.yaml"

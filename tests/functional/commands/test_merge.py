@@ -50,7 +50,7 @@ def test_a_refused_merge_leaves_no_store_it_made(tmp_path: Path) -> None:
 
 
 def test_an_interrupted_shard_is_finished_by_the_command_merge_gives(tmp_path: Path) -> None:
-    # nu68 4: the refusal named the merge's own --out (or, without one, none), which holds
+    # the refusal named the merge's own --out (or, without one, none), which holds
     # no such run: the command it gave could not resume the shard.
     gate, started = tmp_path / "gate", tmp_path / "started"
     (tmp_path / "sh.yaml").write_text(

@@ -111,7 +111,7 @@ def test_the_program_shrinks_and_keeps_the_condition(tmp_path: Path) -> None:
     assert second["reused"] > 0
     assert sorted((tmp_path / "out" / "runs").iterdir()) == runs_before  # no new run
     # A refusal (another store, nothing replayed, a budget too small) wrote the original
-    # program over DIR's answer (nu67 3): DIR keeps it, and the refusal says where it went.
+    # program over DIR's answer: DIR keeps it, and the refusal says where it went.
     small = (result / "crash.py").read_text()
     code, refused, _ = minimize(tmp_path, "--budget", "2", "--out", str(tmp_path / "other"))
     assert (code, refused["status"]) == (1, "refused"), refused["message"]

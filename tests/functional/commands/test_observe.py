@@ -127,7 +127,7 @@ elif sys.argv[1] == "read":
 def test_two_crashes_of_one_signal_in_different_frames_are_told_apart(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """nu69 7: the headline read `crash SIGSEGV in 1, crash SIGSEGV in 1` and each group's
+    """the headline read `crash SIGSEGV in 1, crash SIGSEGV in 1` and each group's
     explanation claimed its cell alone, where the two crashes were in different native
     frames, which nothing on the page named. Each outcome names its frame."""
     from reprospec import native

@@ -49,7 +49,7 @@ def test_a_command_spec_that_declares_torch_still_does(cli: Cli, tmp_path: Path)
 
 
 def test_a_spec_needing_a_gpu_fails_where_none_is_visible(cli: Cli, tmp_path: Path) -> None:
-    """nu68 5: `environment.gpus: 1` passed doctor here (no GPU), where its run is an
+    """`environment.gpus: 1` passed doctor here (no GPU), where its run is an
     infra-error (`needs 1 GPU, none visible`)."""
     spec = tmp_path / "g.yaml"
     spec.write_text("reprospec: 1\nname: g\nenvironment: {gpus: 1}\ncommand: 'true'\n")

@@ -39,7 +39,7 @@ def test_a_secret_the_spec_reads_from_the_environment_is_asked_for_and_passed_by
     # `MY_TOK: ${{ env.HF_TOKEN }}` and `--token ${{ env.HF_TOKEN }}`: run.sh stopped with
     # "MY_TOK is unset: export it first" where HF_TOKEN, the variable the spec reads, was
     # exported, and with MY_TOK set the container's shell ran `--token ***`, a glob: the
-    # program got `--token secret.py` (nu69 3). A `docker` of this test's own records what
+    # program got `--token secret.py`. A `docker` of this test's own records what
     # run.sh asks it to run, which runs here as the container would run it.
     from reprospec.core.runoptions import RunOptions
     from reprospec.export.materialize import write_bundle

@@ -518,7 +518,7 @@ def test_pool_worker_segfault_then_hang_names_the_dead_worker(
     assert "in crash" in dead
     assert "in run_pool_hang" in dead
     # The pool started the worker through the sitecustomize's wrapper of Popen.__init__:
-    # its frame is reprospec's, left out as stack.txt leaves it out (nu69 6).
+    # its frame is reprospec's, left out as stack.txt leaves it out.
     assert "sitecustomize.py" not in dead, dead
     assert "in _launch" in dead  # multiprocessing's own frames below it stay
     assert hung.startswith("--- pid "), hung[:300]
@@ -596,7 +596,7 @@ def test_run_reports_the_pool_worker_that_died_before_the_hang(cli: Cli, tmp_pat
     hung_at = failure.index("The Python stacks of the hung processes")
     assert dead_at < hung_at
     assert "in crash" in failure[dead_at:hung_at]
-    assert "sitecustomize.py" not in failure, failure  # reprospec's own frames (nu69 6)
+    assert "sitecustomize.py" not in failure, failure  # reprospec's own frames
     assert "in map" in failure[hung_at:]
     assert "in crash" not in failure[hung_at:]
     # Stored apart in results.json, which a later `reprospec report` reads.

@@ -297,7 +297,7 @@ def test_shell_wrapper_139_is_sigsegv(tmp_path: Path) -> None:
 def test_a_death_dash_reports_by_its_description_alone_is_a_crash(
     tmp_path: Path, name: str
 ) -> None:
-    """nu68 3: dash says `Hangup` (no pid, as bash's `4242 Hangup` has) for a program dead
+    """dash says `Hangup` (no pid, as bash's `4242 Hangup` has) for a program dead
     of a signal outside the conventional crash set: that is the proof, and 129 was read as
     `error exit 129`."""
     code = f"import os, signal; os.kill(os.getpid(), signal.{name})"

@@ -257,7 +257,7 @@ def test_the_variables_of_a_shell_line_reach_every_command_of_it(
 ) -> None:
     # `CRASH=1 cd sub && python3 envcrash.py` set CRASH for the `cd` alone: pasted, it said
     # "no crash"; `MODE=bad test "$MODE" = bad` expanded $MODE before the assignment, and
-    # printed "fine" (nu69 2). The runner runs the line as `/bin/sh -c LINE`: so does the repro.
+    # printed "fine". The runner runs the line as `/bin/sh -c LINE`: so does the repro.
     import reprospec
     from reprospec.core.runoptions import RunOptions
 
@@ -288,7 +288,7 @@ def test_a_secret_the_command_reads_from_the_environment_is_read_so_by_the_repro
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # `--token ${{ env.HF_TOKEN }}` was `--token ***` in the repro, which the shell expanded
-    # as a glob: the program got the folder's file names (nu69 3).
+    # as a glob: the program got the folder's file names.
     import reprospec
     from reprospec.core.runoptions import RunOptions
 
@@ -321,7 +321,7 @@ def test_a_secret_inside_a_variables_value_is_read_from_the_variable_it_came_fro
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # `URL: https://me:${{ env.HF_TOKEN }}@db/x` was `URL="$URL"`: a variable the reader
-    # was never told to export, empty in their shell, so the repro passed (nu69 3).
+    # was never told to export, empty in their shell, so the repro passed.
     import reprospec
     from reprospec.core.runoptions import RunOptions
 

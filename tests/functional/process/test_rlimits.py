@@ -218,7 +218,7 @@ def test_a_memory_limit_for_some_cells_only(cli: Cli, tmp_path: Path) -> None:
 def test_a_small_memory_warns_of_torchs_import_only_where_the_spec_uses_torch(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """nu69 10: `memory: 300m` on a command that says nothing of torch warned at every
+    """`memory: 300m` on a command that says nothing of torch warned at every
     attempt that `import torch` would likely fail. Said where the spec uses torch."""
     plain = tmp_path / "plain.yaml"
     plain.write_text(

@@ -76,7 +76,7 @@ process.start(); process.join()
 def test_a_second_copy_of_the_sitecustomize_installs_nothing(tmp_path: Path) -> None:
     """The docker runner's PYTHONPATH holds the mounted stackdump/ before the image's own
     copy, which the first chains to: both wrapped multiprocessing's Popen, so a dead
-    worker's stack showed `sitecustomize.py ... in __init__` twice (nu69 6). Once now."""
+    worker's stack showed `sitecustomize.py ... in __init__` twice. Once now."""
     copy = tmp_path / "image" / "stackdump"
     copy.mkdir(parents=True)
     (copy / "sitecustomize.py").write_bytes(

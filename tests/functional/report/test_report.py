@@ -178,7 +178,7 @@ def test_the_reproduce_command_of_a_run_whose_set_held_a_secret_runs(
     cli: Cli, tmp_path: Path
 ) -> None:
     # `--set environment.env.MY_API_TOKEN=***` pasted was `the value is not valid YAML`,
-    # exit 2 (nu69 4): the secret is read back from the reader's environment, as the
+    # exit 2: the secret is read back from the reader's environment, as the
     # embedded spec reads it.
     import os
     import subprocess

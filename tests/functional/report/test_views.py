@@ -20,7 +20,7 @@ subprocess.run([sys.executable, "-c", "import ctypes; ctypes.string_at(0)"], che
 def test_a_crashed_childs_command_is_named_short_in_every_view(
     cli: Cli, tmp_path: Path, fmt: str
 ) -> None:
-    """nu68 6: the child's command line (`crash SIGSEGV (child: CMD)`) named the venv
+    """the child's command line (`crash SIGSEGV (child: CMD)`) named the venv
     `<venv>` in report.md's headline, and by its absolute path in report.md's standalone
     line, the HTML page's summary and table, the GitHub summary and the JUnit properties."""
     (tmp_path / "modes.py").write_text(CHILD_SEGFAULT)

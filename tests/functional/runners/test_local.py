@@ -301,7 +301,7 @@ def test_forked_multiprocessing_worker_gets_its_own_stack(
     assert "parent_hang" in stack.split(f"--- pid {parent} (")[1].split("--- pid")[0]
 
 
-# Kills itself with a user signal and prints if it lived on: the spec of nu68 1.
+# Kills itself with a user signal and prints if it lived on (SIGUSR1 left to the program).
 KILLS_ITSELF = (
     "import os, signal, sys, time; os.kill(os.getpid(), getattr(signal, sys.argv[1]));"
     " time.sleep(0.2); print('still alive')"
@@ -314,7 +314,7 @@ def test_a_program_that_kills_itself_with_a_user_signal_dies_of_it(
 ) -> None:
     """The stack dump's signal was SIGUSR1, registered in every Python process of an
     attempt: a program that dies of SIGUSR1 outside reprospec (status 138) lived on, and
-    `expect: {outcome: crash, signal: SIGUSR1}` read `pass` (nu68 1). SIGUSR2 never was."""
+    `expect: {outcome: crash, signal: SIGUSR1}` read `pass`. SIGUSR2 never was."""
     plan = replace(
         make_plan([PY, "-c", KILLS_ITSELF, name], workdir=tmp_path),
         expectation=Expectation("crash", signal=name),
@@ -346,8 +346,8 @@ def test_a_hang_s_stacks_are_asked_for_without_the_program_s_own_sigusr1_handler
     runner: LocalRunner, tmp_path: Path
 ) -> None:
     """The engine asked for a hang's Python stacks with SIGUSR1: a program's own handler of
-    it ran (its "save a checkpoint" at every timeout), and its stack was py-spy's or none
-    (nu68 1). The asking signal is SIGURG, ignored by default: the stack is faulthandler's,
+    it ran (its "save a checkpoint" at every timeout), and its stack was py-spy's or none.
+    The asking signal is SIGURG, ignored by default: the stack is faulthandler's,
     the program's handler never runs."""
     last = until_reached(
         lambda timeout_s, folder: runner.run(
@@ -386,7 +386,7 @@ def test_a_hang_that_does_not_answer_is_read_by_the_py_spy_beside_the_interprete
     runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`.venv/bin/reprospec` run without the venv activated: py-spy is in .venv/bin, not on
-    PATH, and the stacks were looked for on PATH alone (nu69 5): a process that did not
+    PATH, and the stacks were looked for on PATH alone: a process that did not
     answer had no stack. It is looked for beside the engine's interpreter first."""
     monkeypatch.setenv("PATH", os.defpath)
     assert shutil.which("py-spy") is None

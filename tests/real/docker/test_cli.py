@@ -78,7 +78,7 @@ def test_same_verdicts_local_and_docker(cli: Cli, example_run: ExampleRun, spec:
     assert docker_cells == local_cells
     assert docker.results()["runner"] == "docker"
     assert all(verdict == "reproduced" for verdict, _ in docker_cells.values())
-    # The environment's probe is no attempt: no records of its processes (nu69 8).
+    # The environment's probe is no attempt: no records of its processes.
     left = [p.name for p in docker.latest_run().glob("*.txt")]
     assert not left, left
 

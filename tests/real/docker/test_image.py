@@ -120,7 +120,7 @@ class _RecordedApi:
 
 @needs_engine
 def test_a_failed_build_leaves_no_untagged_images(tmp_path: Path) -> None:
-    """nu69 9: the steps a failed build had made stayed as `<none>` images that nothing
+    """the steps a failed build had made stayed as `<none>` images that nothing
     listed or pruned (two per release a bisect could not build). The base stays."""
     import docker.errors
 

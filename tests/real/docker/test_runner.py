@@ -123,7 +123,7 @@ def test_abort_is_signal_6(runner: DockerRunner, tmp_path: Path) -> None:
 def test_a_container_has_the_attempts_process_limit(
     runner: DockerRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """nu69 1: a container had no process limit, so a fork bomb under --runner docker
+    """a container had no process limit, so a fork bomb under --runner docker
     could fill the host's pid table where the local runner's stopped at 4,096. 60 sleeps
     (a bounded loop, no bomb) under a limit of 24: the forks past it fail."""
     from reprospec.process import pidlimit
@@ -153,7 +153,7 @@ def test_a_program_that_kills_itself_with_sigusr1_dies_of_it(
     runner: DockerRunner, tmp_path: Path
 ) -> None:
     """The image's own copy of the stackdump sitecustomize ran after the mounted one, and
-    one from an image built before nu68 1 took SIGUSR1 over again: the program lived on.
+    one from an older image took SIGUSR1 over again: the program lived on.
     It died of SIGUSR1, as subprocess says it (-10), where the container's status, 128 + 10,
     read as an `exit 138`: the container's init records the true wait status."""
     code = "import os, signal, time; os.kill(os.getpid(), signal.SIGUSR1); time.sleep(0.2)"

@@ -123,7 +123,7 @@ def test_a_flaky_cells_rerun_may_end_in_any_of_the_runs_ways_and_in_no_other() -
 
 
 def test_a_rate_cells_failure_that_came_back_too_rarely_to_decide_is_the_runs() -> None:
-    # nu68 8: `rate: ">=0.2"` reproduced at 3/4 in the run, undecided at 2/4 in the rerun:
+    # `rate: ">=0.2"` reproduced at 3/4 in the run, undecided at 2/4 in the rerun:
     # verify said "not as in the run" and exited 1, where the failure came back.
     cell = next(c for c in segfault_matrix().cells if c.verdict == "reproduced")
     crash = cell.attempts[0].outcome

@@ -930,8 +930,8 @@ Current thread 0x00007f181da94b80 (most recent call first):
   File "/src/tests/test_x.py", line 7 in test_y
 [gw0] node down: Not properly terminated
 F
-replacing crashed worker gw0
-.                                                                        [100%]
+replacing crashed worker gw0.
+                                                                       [100%]
 =================================== FAILURES ===================================
 __________________________________ tests/test_x.py ___________________________________
 [gw0] linux -- Python 3.11.7 /usr/bin/python
@@ -1310,7 +1310,7 @@ def test_a_py_spy_dump_is_a_hang_of_the_command_it_names() -> None:
 
 
 def test_a_py_spy_process_of_a_quoted_launch_is_that_launch() -> None:
-    # nu66 8: py-spy's header names the worker torchrun started; the reporter's quoted
+    # py-spy's header names the worker torchrun started; the reporter's quoted
     # command, which runs that script with more words, was lost (the spec ran the worker
     # alone, without torchrun and its arguments).
     ticket = (

@@ -347,7 +347,7 @@ def test_a_relative_python_or_wheel_folder_is_recorded_absolute(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The run records them, and `--resume` pasted in another folder read `wh` and
-    `../env/bin/python` against that one: every cell an infra-error (nu66 3). A name PATH
+    `../env/bin/python` against that one: every cell an infra-error. A name PATH
     finds stays a name; a venv's python keeps its link (resolved, it leaves the venv)."""
     (tmp_path / "wh").mkdir()
     (tmp_path / "env" / "bin").mkdir(parents=True)

@@ -414,7 +414,7 @@ def test_a_generated_secrets_printed_beginning_is_masked_a_words_is_not() -> Non
 
 def test_a_secret_in_a_shell_line_is_its_variables_expansion_quoted_for_where_it_stands() -> None:
     # A bare `***` in a runnable line is a glob: `--token ***` passed the folder's file
-    # names (nu69 3). Each secret of a known variable is read from it, in every quote.
+    # names. Each secret of a known variable is read from it, in every quote.
     token = "hf_" + "Ab1" * 12
     redactor = Redactor([token], names={token: "HF_TOKEN"})
     line = f"""run --token {token} 'a {token}' "b {token}c" --other"""
@@ -430,7 +430,7 @@ def test_a_secret_in_a_shell_line_is_its_variables_expansion_quoted_for_where_it
 
 def test_a_secret_of_a_set_in_a_command_line_is_the_expression_that_reads_it_again() -> None:
     # `--set environment.env.MY_API_TOKEN=***` pasted was `the value is not valid YAML`,
-    # exit 2 (nu69 4).
+    # exit 2.
     redactor = Redactor(["zzsecret999"], names={"zzsecret999": "MY_API_TOKEN"})
     line = "reprospec run s.yaml --set environment.env.MY_API_TOKEN=zzsecret999 -m a=zzsecret999"
     assert redactor.command_line(line) == (

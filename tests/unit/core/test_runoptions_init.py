@@ -130,13 +130,13 @@ def test_the_sequences_take_any_iterable_of_str_and_a_set_where_order_does_not_c
 
 @pytest.mark.parametrize("timeout", [float("inf"), float("nan"), 0.0])
 def test_a_timeout_that_is_no_finite_positive_number_is_refused(timeout: float) -> None:
-    """nu68 7: `timeout_s=inf` was taken where the CLI's --timeout and the spec refuse it."""
+    """`timeout_s=inf` was taken where the CLI's --timeout and the spec refuse it."""
     with pytest.raises(UsageError, match="timeout_s must be > 0 seconds, and finite"):
         RunOptions(timeout_s=timeout)
 
 
 def test_a_change_to_an_option_that_does_not_exist_is_a_usage_error() -> None:
-    """nu68 7: `with_changes(bogus=1)` raised dataclasses' TypeError."""
+    """`with_changes(bogus=1)` raised dataclasses' TypeError."""
     with pytest.raises(UsageError, match=r"RunOptions has no option bogus \(it has runner, "):
         RunOptions().with_changes(bogus=1)
     assert RunOptions().with_changes(repeat=3).repeat == 3

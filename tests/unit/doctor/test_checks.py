@@ -419,7 +419,7 @@ def test_native_stacks_check_names_eu_stack_the_faster_reader() -> None:
 
 
 def test_environment_gpus_beyond_the_visible_ones_fail() -> None:
-    """nu68 5: `environment.gpus: 1` passed `doctor` on a machine with none (its device
+    """`environment.gpus: 1` passed `doctor` on a machine with none (its device
     check read only `device: cuda`), and every cell of the run was an infra-error."""
     none = by_name(machine(), doctor.Needs(gpus=1))["device"]
     assert none.status == "fail"

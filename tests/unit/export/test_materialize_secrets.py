@@ -44,7 +44,7 @@ def test_secret_variables_are_passed_by_name_and_the_reader_is_told(
     script = (root / "run.sh").read_text()
     assert script.count("-e HF_TOKEN \\") == 2
     # A secret the spec reads (`${{ env.DB_PASS }}`) is read from that variable: a reader
-    # exports DB_PASS, as the spec says, not DATASET_URL (nu69 3).
+    # exports DB_PASS, as the spec says, not DATASET_URL.
     assert script.count('-e DATASET_URL=https://user:"$DB_PASS"@example.org/data \\') == 2
     assert "-e WORKERS=2 \\" in script
     readme = (root / "README.md").read_text()

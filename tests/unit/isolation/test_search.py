@@ -311,7 +311,7 @@ def test_a_rare_failure_is_refused_with_its_rate() -> None:
 
 
 def test_a_budget_too_small_for_a_failure_that_always_matched_is_said_so() -> None:
-    # `--budget 1` on a deterministic crash said "reproduces too rarely", of 1/1 (nu67 2).
+    # `--budget 1` on a deterministic crash said "reproduces too rarely", of 1/1.
     result = run(8, Oracle(needs(2), rate=1.0, seed=1), budget=1)
     assert result.status == "refused"
     assert result.message.startswith("the budget is too small to isolate: 1/1 attempts")

@@ -1140,7 +1140,7 @@ def test_a_rare_result_is_not_unconfirmed_before_the_clean_attempts_that_drop_a_
 def test_an_option_and_its_value_go_together() -> None:
     """`--log-level debug --seed 7` stayed: one word alone leaves its partner, which
     argparse refuses (another failure), and ddmin's halves of 6 words (3, then 1) cut
-    across the pairs (nu67 1). The failure needs `--workers 4`; the program parses like
+    across the pairs. The failure needs `--workers 4`; the program parses like
     argparse: an option without its value, or a stray value, is an error."""
     args = ("--workers", "4", "--log-level", "debug", "--seed", "7", "-v")
 

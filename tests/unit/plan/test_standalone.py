@@ -320,7 +320,7 @@ def test_a_venv_cells_notes_pin_what_its_ranges_resolved_to(tmp_path: Path) -> N
 
 def test_each_instance_gets_its_variables_in_a_shell_line_it_runs_whole(tmp_path: Path) -> None:
     # `RANK=$i cd sub && python x.py --rank $RANK &` gave RANK to the `cd` alone, and $RANK
-    # was expanded by the loop's shell before it (nu69 2): each copy is `sh -c LINE`.
+    # was expanded by the loop's shell before it: each copy is `sh -c LINE`.
     (tmp_path / "spec.yaml").write_text(
         "reprospec: 1\nname: ranks\ncommand: cd . && python x.py --rank $RANK\n"
         "run: {instances: 2}\nexpect: {outcome: error}\n"

@@ -916,7 +916,7 @@ def test_a_key_that_is_no_string_is_said_with_the_files_other_problems(
 
 def test_cells_of_one_id_are_said_with_the_files_other_problems(tmp_path: Path) -> None:
     """The matrix was expanded only in a file without any other problem: a bad
-    `run.timeout` hid the two cells of one id until it was fixed (nu66 5)."""
+    `run.timeout` hid the two cells of one id until it was fixed."""
     spec = write(
         tmp_path / "ids.yaml",
         "reprospec: 1\nname: x\ncommand: python a.py ${{ matrix.n }}\n"

@@ -238,7 +238,7 @@ def test_select_reads_an_axis_a_cell_lacks_as_null() -> None:
 
 
 def test_a_no_match_lists_each_value_as_m_takes_it() -> None:
-    # `holds a,b, x=1, plain` hid where one value ended (nu66 7): a comma's string quoted,
+    # `holds a,b, x=1, plain` hid where one value ended: a comma's string quoted,
     # and each listed value selects its cell as written.
     cells = expand_matrix({"opt": ["a,b", " x=1", "plain", "3.10", 7, '"x", y']})
     with pytest.raises(UsageError) as refused:

@@ -162,7 +162,7 @@ def test_container_config_gpus_network_limits(tmp_path: Path) -> None:
         log_dir=tmp_path,
         token="t" * 32,
         gpu_slot=("3", "5"),
-        # The image's own copy of the stackdump is left out: ours is mounted (nu68 1).
+        # The image's own copy of the stackdump is left out: ours is mounted.
         image_pythonpath="/opt/reprospec/harness:/img:/opt/reprospec/stackdump/",
     )
     assert config["init"] is True
