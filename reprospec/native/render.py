@@ -9,6 +9,7 @@ landed there); `full_text` is native-stacks.txt, written beside native-stacks.js
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -74,6 +75,48 @@ def top_frames(stacks: NativeStacks, limit: int = TOP_FRAMES, pid: int | None = 
         return None
     frames = [f for f in fault_frames(thread) if f.function or f.library][:limit]
     return " <- ".join(frame.describe() for frame in frames) or None
+
+
+# gdb's `py-bt` and py-spy's dump of a core, each thread a block (`Thread 1 (Thread 0x7f..
+# (LWP 5412)):`), its frames faulthandler's lines with a comma (`File "t.py", line 9, in f`).
+_PYTHON_THREAD = Lazy(r"^Thread \d+ \(.*?\(LWP (?P<lwp>\d+)\).*$", re.M)
+_PYTHON_FRAME = Lazy(
+    r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+),? in (?P<function>\S.*)$', re.M
+)
+
+
+def python_caller(
+    stacks: NativeStacks, pid: int | None = None, limit: int = TOP_FRAMES
+) -> str | None:
+    """`reduce (torchop.py:9) <- <module> (torchop.py:12)`: where the crashed process's Python
+    code was, when the thread that took the signal runs none (an OpenMP worker of a torch op,
+    a library's own thread), read from its core; None otherwise.
+
+    faulthandler prints nothing for a thread with no Python state, so such a crash's report
+    named only native frames, and the line of the user's code that called the op (the main
+    thread, waiting in it) was in native-stacks.txt alone.
+    """
+    process = crashed_process(stacks, pid)
+    if process is None or not process.python or process.crashed_lwp is None:
+        return None
+    text = process.python
+    heads = list(_PYTHON_THREAD.finditer(text))
+    blocks = {
+        int(head["lwp"]): text[head.end() : heads[n + 1].start() if n + 1 < len(heads) else None]
+        for n, head in enumerate(heads)
+    }
+    if _PYTHON_FRAME.search(blocks.get(process.crashed_lwp, "")):
+        return None  # the crashed thread's own Python stack, which faulthandler prints
+    # The main thread's (its LWP is the pid), else the first thread that runs Python.
+    order = sorted(blocks, key=lambda lwp: lwp != process.pid)
+    for lwp in order:
+        frames = [
+            f"{m['function'].strip()} ({Path(m['path']).name}:{m['line']})"
+            for m in _PYTHON_FRAME.finditer(blocks[lwp])
+        ][:limit]
+        if frames:
+            return " <- ".join(frames)
+    return None
 
 
 def signature_frame(stacks: NativeStacks, pid: int | None = None) -> str | None:
@@ -279,6 +322,12 @@ def render_markdown(
     top = top_frames(stacks, pid=pid)
     if top:
         lines.append(f"Native frames of the crashing thread: `{top}`")
+        caller = python_caller(stacks, pid=pid)
+        if caller:
+            lines.append(
+                "The crashing thread ran no Python code; the process's Python frames (read "
+                f"from its core): `{caller}`"
+            )
     else:
         tops = thread_tops(stacks, stuck=stuck)
         heading = "Native frames of every thread"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reprospec.core.words import STUCK_MARK, STUCK_UNREAD
-from reprospec.native.render import full_text, render_markdown, thread_tops
+from reprospec.native.render import full_text, python_caller, render_markdown, thread_tops
 from reprospec.native.stacks import Frame, NativeStacks, ProcessStacks, Thread
 
 
@@ -112,3 +112,50 @@ def test_the_full_text_lists_and_marks_the_stuck_worker_as_the_report_does() -> 
     assert unread.startswith(
         f"--- pid 30 () [native, attached]{STUCK_UNREAD} ---\n(ptrace: Operation not permitted)\n"
     )
+
+
+# py-spy's dump of a torch op's core (`torch.frombuffer(...).sum()` over unmapped memory):
+# the fault is in an OpenMP worker (LWP 5417), which runs no Python; the main thread waits
+# in the op its Python called.
+_OP_PYTHON = (
+    "Thread 1 (Thread 0x7f0e04c07b80 (LWP 5412)):\n"
+    "Traceback (most recent call first):\n"
+    '  File "/tmp/try/torchop.py", line 9, in reduce\n'
+    '  File "/tmp/try/torchop.py", line 12, in <module>'
+)
+
+
+def _cored(crashed: int, python: str) -> NativeStacks:
+    threads = (
+        _thread(5412, "futex_wait", "gomp_team_barrier_wait_end"),
+        _thread(5417, "vectorized_inner_sum", "gomp_thread_start"),
+    )
+    process = ProcessStacks(
+        5412, "core", signal="SIGSEGV", crashed_lwp=crashed, threads=threads, python=python
+    )
+    return NativeStacks(processes=(process,))
+
+
+def test_a_crash_in_a_thread_without_python_names_the_processs_python_frames() -> None:
+    """faulthandler prints nothing for a thread with no Python state: the report named the
+    OpenMP worker's native frames alone, and the user's line that called the op was in
+    native-stacks.txt only."""
+    stacks = _cored(5417, _OP_PYTHON)
+    assert python_caller(stacks) == "reduce (torchop.py:9) <- <module> (torchop.py:12)"
+    said = render_markdown(stacks, link="cells/default/1/native-stacks.txt")
+    assert "Native frames of the crashing thread: `vectorized_inner_sum (libc.so.6)" in said
+    assert "Python frames (read from its core): `reduce (torchop.py:9) <- <module>" in said
+
+
+def test_a_crash_in_a_thread_running_python_adds_no_other_threads_frames() -> None:
+    # The main thread crashed: its own stack is faulthandler's, in the log excerpt.
+    assert python_caller(_cored(5412, _OP_PYTHON)) is None
+    # gdb's py-bt names the thread too (`"python3"`), the crashed thread's frames its own.
+    gdb = _OP_PYTHON + (
+        '\nThread 2 (Thread 0x7f0e (LWP 5417) "python3"):\nTraceback (most recent call first):\n'
+        '  File "/tmp/try/worker.py", line 3, in work\n'
+    )
+    assert python_caller(_cored(5417, gdb)) is None
+    # No Python stacks read from the core: nothing to add.
+    assert python_caller(_cored(5417, "")) is None
+    assert "Python frames" not in render_markdown(_cored(5417, ""), link="x.txt")
