@@ -48,8 +48,11 @@ def _collapse_repeats(lines: list[str]) -> list[str]:
         while j + 1 < len(lines) and lines[j + 1] == lines[i]:
             j += 1
         out.append(lines[i])
-        if j > i:
-            out.append(f"[previous line repeated {j - i} more times]")
+        # Blank lines are one blank line: faulthandler's report of a thread with no Python
+        # state is two, which read "[previous line repeated 1 more times]" under nothing.
+        if j > i and lines[i].strip():
+            times = "time" if j - i == 1 else "times"
+            out.append(f"[previous line repeated {j - i} more {times}]")
         i = j + 1
     return out
 

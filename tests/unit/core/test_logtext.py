@@ -26,3 +26,12 @@ def test_an_excerpt_of_a_log_read_as_head_and_tail_does_not_undercount_what_it_l
     ]
     # Read whole, the count is every line left out.
     assert excerpt(read_log(log), max_lines=10).split("\n")[0] == "… (4990 earlier lines omitted)"
+
+
+def test_blank_lines_in_a_row_are_one_blank_line_and_one_repeat_is_one_time() -> None:
+    # faulthandler's report of a crash in a thread with no Python state (an OpenMP worker
+    # of a torch op): "Fatal Python error" and two blank lines, which read as a line
+    # "[previous line repeated 1 more times]" under nothing.
+    text = "Fatal Python error: Segmentation fault\n\n\nExtension modules: torch._C\n"
+    assert excerpt(text) == "Fatal Python error: Segmentation fault\n\nExtension modules: torch._C"
+    assert excerpt("x\nx\n") == "x\n[previous line repeated 1 more time]"
