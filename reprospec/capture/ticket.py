@@ -337,7 +337,9 @@ def read_ticket(text: str) -> Ticket:
     # Quoted (GitHub's quote reply, `> ` and `> > `) is read as written: every reader
     # below, the command's and the machine's too, sees the lines without their markers.
     text = _unquoted(_plain(text.replace("\r\n", "\n")))
-    clean = "\n".join(_unprefixed(line) for line in text.split("\n"))
+    # A terminal echoes Ctrl-C as `^C` where the cursor was: glued to the `Traceback` line
+    # Python prints next, which no traceback reader then knew.
+    clean = "\n".join(_unprefixed(_CTRL_C.sub("", line)) for line in text.split("\n"))
     clean = _FATAL_RUN_ON.sub(r"\g<progress>\n", clean)
     evidence: list[str] = []
     # A traceback pasted in a fenced block: its last message ran on into the closing
@@ -424,6 +426,15 @@ def read_ticket(text: str) -> Ticket:
         if reported is not None and reported.exception
         else None
     )
+    # A traceback that ends in KeyboardInterrupt is how a hang is usually pasted: its
+    # reporter stopped the program where it waited (Ctrl-C, its `^C` echoed before the
+    # `Traceback` line). Its frames say where; the exception is the reporter's, not the
+    # program's, and an error expected of it ("no failure found", before) missed a hang.
+    stopped = bool(chain) and all(e.type == "KeyboardInterrupt" for e in chain)
+    if chain and not stopped:
+        chain = chain[: max(n for n, e in enumerate(chain) if e.type != "KeyboardInterrupt") + 1]
+    elif stopped:
+        chain = ()
     if pytest_failure is not None and (not chain or not _same_type(chain[-1], pytest_failure)):
         # pytest's first failing test, as a live run of the command reports it; a
         # traceback of another test (pasted after it) is not that test's exception.
@@ -443,6 +454,12 @@ def read_ticket(text: str) -> Ticket:
     elif pyspy is not None and signal is None and not chain and xdist is None:
         outcome = "hang"
         evidence.append("py-spy dump of the running process: the program hung")
+    elif stopped and signal is None and xdist is None and pytest_failure is None:
+        outcome = "hang"
+        evidence.append(
+            "a traceback that ends in KeyboardInterrupt: the program was stopped by hand "
+            "(Ctrl-C) where it waited, read as a hang"
+        )
     elif signal is not None or xdist is not None:
         outcome = "crash"
     elif chain or exit_code is not None:
@@ -575,6 +592,9 @@ def _plain(text: str) -> str:
     """`text` as the programs of a pasted CI log printed it: without the log's colours
     and the clock before each line (`_ESCAPES`, `_CI_CLOCK`)."""
     return _CI_CLOCK.sub("", _ESCAPES.sub("", text))
+
+
+_CTRL_C = re.compile(r"^\^C(?=\S)")
 
 
 def _unprefixed(line: str) -> str:
