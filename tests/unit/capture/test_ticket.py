@@ -964,8 +964,8 @@ Current thread 0x00007f181da94b80 (most recent call first):
   File "/src/tests/test_x.py", line 7 in test_y
 [gw0] node down: Not properly terminated
 F
-replacing crashed worker gw0.
-                                                                       [100%]
+replacing crashed worker gw0
+.                                                                        [100%]
 =================================== FAILURES ===================================
 __________________________________ tests/test_x.py ___________________________________
 [gw0] linux -- Python 3.11.7 /usr/bin/python
