@@ -386,7 +386,12 @@ def _rerun_copied(
     with tempfile.TemporaryDirectory(
         prefix="reprospec-verify-", ignore_cleanup_errors=True
     ) as scratch:
-        dest = Path(scratch)
+        # A few empty folders above the copy: a path the program reads relative to the
+        # workdir and out of it (`../shared/data.csv`) reaches nothing in the copy, where at
+        # the scratch folder's top it reached the temporary folder's own neighbours
+        # (`/tmp/shared/data.csv`), another program's file.
+        dest = Path(scratch, *_ABOVE_THE_COPY)
+        dest.mkdir(parents=True)
         copied_spec = copy_tree(tree, dest, linked=links)
         copied_workdir = dest / tree.place(workdir)
         with environ.changed({RECORD_IMPORTS_VAR: "1", HIDE_INSTALLS_VAR: hide or None}):
@@ -395,6 +400,10 @@ def _rerun_copied(
             f for f in reads(rerun.result, copied_workdir) if not (copied_workdir / f).exists()
         )
     return replace(rerun, copied=len(tree.files), lacking=lacking, linked=tuple(names))
+
+
+# How deep the copy sits in its scratch folder: `../` as many times stays inside it.
+_ABOVE_THE_COPY = ("outside",) * 6 + ("copy",)
 
 
 def _rerun(

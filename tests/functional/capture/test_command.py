@@ -1220,6 +1220,28 @@ def test_a_file_read_outside_the_workdir_by_a_relative_path_is_named_as_what_the
     assert "capture saw it read" not in result.stdout, result.stdout
 
 
+def test_the_verify_copy_reaches_no_neighbour_of_its_temporary_folder(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The same program, and a `shared/data.csv` beside the verify's temporary folder (its
+    # TMPDIR's, where another program's file may be): the copy, at the scratch folder's
+    # top, read that one by `../shared/data.csv`, and its failure "came back" from a file
+    # that was not the program's.
+    written(tmp_path / "shared", {"data.csv": "a,b\n"})
+    temp = tmp_path / "tmp"
+    written(temp / "shared", {"data.csv": "a,b\n"})
+    work = written(
+        tmp_path / "app",
+        {"app.py": "with open('../shared/data.csv') as f:\n    raise KeyError(f.readline())\n"},
+    )
+    result = cli(
+        "capture", "-o", "spec.yaml", "--out", str(tmp_path / "out"), "--", "python", "app.py",
+        cwd=work, env={"TMPDIR": str(temp)},
+    )  # fmt: skip
+    assert result.code == 1, result.stdout + result.stderr
+    assert "the command read ../shared/data.csv outside the workdir" in result.stdout, result.stdout
+
+
 def test_a_failure_needing_a_file_capture_cannot_see_is_not_called_reproduced(
     cli: Cli, tmp_path: Path
 ) -> None:
