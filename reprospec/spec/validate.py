@@ -108,32 +108,34 @@ def _numbers_written_as_versions(file: str, spec: Spec) -> list[str]:
     said only where a text field read it, and not at all where none did (an axis only
     `expect.cases` or a cell id names)."""
     matrix = spec.document.get("matrix")
-    if not isinstance(matrix, dict):
-        return []
+    floats = [
+        (axis, index, value)
+        for axis, values in (matrix.items() if isinstance(matrix, dict) else ())
+        if axis not in ("include", "exclude") and isinstance(values, list)
+        for index, value in enumerate(values)
+        if isinstance(value, float)
+    ]
+    if not floats:
+        return []  # no number to read as written: the file is not read again
     # The file's own lines, which its locations count (a report.md's YAML block's included).
     try:
         lines = Path(file).read_text(encoding="utf-8").split("\n")
     except (OSError, UnicodeDecodeError):
         return []
     notes = []
-    for axis, values in matrix.items():
-        if axis in ("include", "exclude") or not isinstance(values, list):
+    for axis, index, value in floats:
+        line, column = locate(spec.locations, ("matrix", axis, index))
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        written = _VERSION_LIKE.match(text[column - 1 :])
+        if written is None or float(written.group()) != value:
             continue
-        for index, value in enumerate(values):
-            if not isinstance(value, float):
-                continue
-            line, column = locate(spec.locations, ("matrix", axis, index))
-            text = lines[line - 1] if 0 < line <= len(lines) else ""
-            written = _VERSION_LIKE.match(text[column - 1 :])
-            if written is None or float(written.group()) != value:
-                continue
-            shown = written.group()
-            if shown != repr(value):
-                notes.append(
-                    f"{file}:{line}:{column}: matrix.{axis}[{index}]: {shown} is the number "
-                    f"{value!r} to YAML (its cell is {axis}={value!r}): quote it, "
-                    f"'{shown}', if it is a version"
-                )
+        shown = written.group()
+        if shown != repr(value):
+            notes.append(
+                f"{file}:{line}:{column}: matrix.{axis}[{index}]: {shown} is the number "
+                f"{value!r} to YAML (its cell is {axis}={value!r}): quote it, "
+                f"'{shown}', if it is a version"
+            )
     return notes
 
 
