@@ -22,7 +22,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -1553,6 +1553,23 @@ def test_a_relevant_variable_of_the_shell_is_tested_and_said_as_found(
     assert rerun.code == 0, rerun.stdout + rerun.stderr
 
 
+def _capture_stopped(
+    workdir: Path,
+    timeout: str,
+    command: list[str],
+    ready: Callable[[], bool],
+    env: dict[str, str] | None = None,
+) -> tuple[CliResult, Path]:
+    """`reprospec capture -o spec.yaml --timeout TIMEOUT -- COMMAND` run in `workdir` (its
+    store beside it, in `out`), Ctrl-C'd once `ready()` holds: how it stopped, and the
+    spec's path."""
+    spec = workdir / "spec.yaml"
+    argv = [sys.executable, "-m", "reprospec", "capture", "-o", str(spec)]
+    argv += ["--out", str(workdir.parent / "out"), "--timeout", timeout, "--", *command]
+    shell = ["sh", "-c", f'cd "{workdir}" && exec "$@"', "sh", *argv]
+    return interrupt_when(shell, ready, env=env, wait_s=120), spec
+
+
 def test_a_ctrl_c_in_the_rerun_of_a_pytest_test_alone_keeps_the_spec_of_the_first_run(
     tmp_path: Path,
 ) -> None:
@@ -1569,16 +1586,13 @@ def test_a_ctrl_c_in_the_rerun_of_a_pytest_test_alone_keeps_the_spec_of_the_firs
         f"    with open({str(starts)!r}, 'a') as f:\n        f.write('x')\n"
         "    lock = threading.Lock()\n    lock.acquire()\n    lock.acquire()\n"
     )
-    spec = workdir / "spec.yaml"
-    argv = [sys.executable, "-m", "reprospec", "capture", "-o", str(spec)]
     # 10s: the rerun alone is bounded by how long the test went unended in the first run,
     # less the rerun's own start; a loaded machine left 5s's window too short to stop it in.
-    argv += ["--out", str(tmp_path / "out"), "--timeout", "10s", "--"]
-    argv += [sys.executable, "-m", "pytest", "tests/test_hang.py"]
-    stopped = interrupt_when(
-        ["sh", "-c", f'cd "{workdir}" && exec "$@"', "sh", *argv],
+    stopped, _ = _capture_stopped(
+        workdir,
+        "10s",
+        [sys.executable, "-m", "pytest", "tests/test_hang.py"],
         lambda: starts.exists() and len(starts.read_text()) >= 2,
-        wait_s=120,
     )
     assert stopped.code == 130, stopped.stdout + stopped.stderr
     assert "Traceback" not in stopped.stderr, stopped.stderr
@@ -1612,14 +1626,12 @@ def test_a_ctrl_c_in_the_relevant_variables_reruns_leaves_the_spec_whole(
         f"open({str(started)!r}, 'w').close()\n"
         "time.sleep(600)\n"
     )
-    spec = workdir / "spec.yaml"
-    argv = [sys.executable, "-m", "reprospec", "capture", "-o", str(spec)]
-    argv += ["--out", str(tmp_path / "out"), "--timeout", "10m", "--", "python", "omp.py"]
-    stopped = interrupt_when(
-        ["sh", "-c", f'cd "{workdir}" && exec "$@"', "sh", *argv],
+    stopped, spec = _capture_stopped(
+        workdir,
+        "10m",
+        ["python", "omp.py"],
         started.exists,
         env={"OMP_NUM_THREADS": "4", "MKL_NUM_THREADS": "2"},
-        wait_s=120,
     )
     assert stopped.code == 130, stopped.stdout + stopped.stderr
     assert "testing your shell's relevant variables, rerun 1" in stopped.stderr
@@ -1648,14 +1660,12 @@ def test_a_ctrl_c_while_narrowing_the_shells_variables_says_the_spec_needs_some(
         "    time.sleep(600)\n"
         "sys.exit('fast path broke')\n"
     )
-    spec = workdir / "spec.yaml"
-    argv = [sys.executable, "-m", "reprospec", "capture", "-o", str(spec)]
-    argv += ["--out", str(tmp_path / "out"), "--timeout", "10m", "--", "python", "needs.py"]
-    stopped = interrupt_when(
-        ["sh", "-c", f'cd "{workdir}" && exec "$@"', "sh", *argv],
+    stopped, spec = _capture_stopped(
+        workdir,
+        "10m",
+        ["python", "needs.py"],
         started.exists,
         env={"USE_FAST_PATH": "1", "OTHER_MARK": "1"},
-        wait_s=120,
     )
     assert stopped.code == 130, stopped.stdout + stopped.stderr
     assert "reprospec: narrowing, rerun " in stopped.stderr, stopped.stderr
