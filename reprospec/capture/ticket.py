@@ -19,6 +19,7 @@ from dataclasses import field, replace
 
 from reprospec.capture.envblock import Machine, parse_machine
 from reprospec.core.frozen import frozen
+from reprospec.core.logtext import without_escapes
 from reprospec.core.pythonargs import is_python
 from reprospec.core.signals import (
     CRASH_SIGNALS,
@@ -38,12 +39,12 @@ from reprospec.outcome.tracebacks import (
 from reprospec.plan.wrappers import program_start
 from reprospec.spec.presets import PRESETS, PYTEST_NODE_ID, detect, output_lines
 
-# What a CI log adds to the lines it shows, that no program printed: colours (ANSI CSI and
-# OSC escapes: pytest's red `FAILED`, the bold of its header) and the clock of each line
-# (GitHub Actions' `2026-12-01T10:00:02.1234567Z `, Jenkins' `[2026-12-01T10:00:02.123Z] `,
-# a logger's `2026-12-01 10:00:02,123 `). Read with them, a pasted CI log lost its pytest
-# report (`FAILED tests/t.py::\x1b[1mtest_x\x1b[0m`), its header's pins and its command.
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)")
+# What a CI log adds to the lines it shows, that no program printed: colours (terminal
+# escapes, logtext.without_escapes: pytest's red `FAILED`, the bold of its header) and the
+# clock of each line (GitHub Actions' `2026-12-01T10:00:02.1234567Z `, Jenkins'
+# `[2026-12-01T10:00:02.123Z] `, a logger's `2026-12-01 10:00:02,123 `). Read with them, a
+# pasted CI log lost its pytest report (`FAILED tests/t.py::\x1b[1mtest_x\x1b[0m`), its
+# header's pins and its command.
 _CI_CLOCK = re.compile(
     r"^\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?[ \t]?",
     re.MULTILINE,
@@ -590,8 +591,8 @@ def _unquoted(text: str) -> str:
 
 def _plain(text: str) -> str:
     """`text` as the programs of a pasted CI log printed it: without the log's colours
-    and the clock before each line (`_ESCAPES`, `_CI_CLOCK`)."""
-    return _CI_CLOCK.sub("", _ESCAPES.sub("", text))
+    and the clock before each line (`_CI_CLOCK`)."""
+    return _CI_CLOCK.sub("", without_escapes(text))
 
 
 _CTRL_C = re.compile(r"^\^C(?=\S)")

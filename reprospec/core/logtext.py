@@ -19,10 +19,16 @@ _CONTROL = r"[\x00-\x08\x0b-\x1f\x7f]"
 _ANCHORS = ("Traceback (most recent call last):", "Fatal Python error:")
 
 
+def without_escapes(text: str) -> str:
+    """`text` without its terminal escapes (colours, cursor moves, titles): as a program's
+    words read, in a log a CI service or a terminal coloured."""
+    return re.sub(_ANSI, "", text)
+
+
 def clean_log(text: str) -> str:
     """Drop ANSI escapes, NUL and control bytes; collapse `\\r` redraws to their final state."""
     control = re.compile(_CONTROL)  # (once per log: re's cache is looked up here, not per line)
-    text = re.sub(_ANSI, "", text.replace("\r\n", "\n"))
+    text = without_escapes(text.replace("\r\n", "\n"))
     lines = []
     for line in text.split("\n"):
         if "\r" in line:
