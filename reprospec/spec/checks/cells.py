@@ -822,7 +822,7 @@ def fault_problems(
     fires: set[int] = set()
     # (fault index, key) -> (reason -> cells): a `rank` the cell that arms the fault lacks,
     # a `skip_allreduce` in a cell without ranks.
-    no_rank: dict[tuple[int, str], dict[str, list[str]]] = {}
+    cannot_do: dict[tuple[int, str], dict[str, list[str]]] = {}
     for cell in cells:
         ctx = context(data.get("name"), cell, 1, base_env)
         try:
@@ -838,7 +838,7 @@ def fault_problems(
             refused = _missing_rank(section, fault) or _skip_without_ranks(section, fault)
             if refused is not None:
                 key, bad = refused
-                no_rank.setdefault((index, key), {}).setdefault(bad, []).append(cell.id)
+                cannot_do.setdefault((index, key), {}).setdefault(bad, []).append(cell.id)
                 continue
             if index in fires:
                 continue
@@ -849,12 +849,13 @@ def fault_problems(
                 never.setdefault(index, {}).setdefault(why, []).append(cell.id)
     out: list[Problem] = []
     # Per cell, unlike `never`: the harness stops such a cell as a config error (infra-error
-    # after its torch import), so each cell that arms a fault of a rank it lacks is refused.
-    for (index, key), reasons in no_rank.items():
-        rank_path: JsonPath = ("workload", "faults", index, key)
-        line, col = locate(locations, rank_path)
+    # after its torch import), so each cell that arms a fault it cannot do (a rank it lacks,
+    # a skip_allreduce without ranks) is refused.
+    for (index, key), reasons in cannot_do.items():
+        at: JsonPath = ("workload", "faults", index, key)
+        line, col = locate(locations, at)
         for why, labels in reasons.items():
-            out.append(Problem(line, col, rank_path, f"{why} {in_cells(labels)}"))
+            out.append(Problem(line, col, at, f"{why} {in_cells(labels)}"))
     for index, reasons in never.items():
         if index in fires:
             continue
