@@ -167,18 +167,23 @@ def carried_bytes(path: Path, redactor: Redactor) -> CarriedFile:
     """The bytes of `path` as a bundle carries them (see the module's rule)."""
     with path.open("rb") as handle:
         raw = handle.read()
+    # The literal secrets are found in the file as written, before the run's secrets are
+    # masked in it: a run's secret of the same shape (`PIP_INDEX_URL=https://bob:pw@...`)
+    # masked the printed beginning of the file's own (`index-url = ***XYZ77@pypi.corp`),
+    # which the key rule then took for a value already masked, and the rest of the
+    # password was carried as it was.
+    keys: tuple[KeyedSecret, ...] = ()
+    if len(raw) <= MAX_SCANNED_BYTES and b"\0" not in raw[:8192]:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            masked, keys = mask_keyed_secrets(text, code=path.suffix in _CODE_SUFFIXES)
+            if keys:
+                raw = masked.encode("utf-8")
     data = in_files(redactor).data(raw)
-    masked_values = data != raw
-    if len(data) > MAX_SCANNED_BYTES or b"\0" in data[:8192]:
-        return CarriedFile(data, masked_values)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return CarriedFile(data, masked_values)
-    masked, keys = mask_keyed_secrets(text, code=path.suffix in _CODE_SUFFIXES)
-    if not keys:
-        return CarriedFile(data, masked_values)
-    return CarriedFile(masked.encode("utf-8"), masked_values, keys)
+    return CarriedFile(data, data != raw, keys)
 
 
 @functools.lru_cache(maxsize=4)  # one per bundle, not one per file it carries

@@ -97,3 +97,16 @@ def test_a_plain_value_the_spec_reads_is_kept_in_a_carried_file(tmp_path: Path) 
     redactor = Redactor(["1000", "s3cr3t-value"], {"1000": "STEPS", "s3cr3t-value": "API_KEY"})
     carried = carried_bytes(program, redactor)
     assert carried.data == b"for i in range(1000):\n    pass\nKEY = '***'\n"
+
+
+def test_a_run_secret_of_the_same_shape_leaves_no_part_of_the_files_own(tmp_path: Path) -> None:
+    # The run's PIP_INDEX_URL holds a URL credential; the carried pip.conf another. Masking
+    # the run's first left `index-url = ***XYZ77@pypi.corp/simple` (its printed beginning,
+    # `https://bob:pipsecret`, matched), which the key rule took for a value already
+    # masked: the rest of the file's own password was carried.
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = https://bob:pipsecretXYZ77@pypi.corp/simple\n")
+    redactor = Redactor(["https://bob:pipsecret99@pypi.corp/simple"])
+    carried = carried_bytes(conf, redactor)
+    assert carried.data == b"[global]\nindex-url = ***\n"
+    assert carried.keys == (KeyedSecret(2, "index-url"),)
