@@ -157,6 +157,11 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
     expect, comments = _expect(ticket, secrets, pytest=pytest)
     if failure.outcome is None:
         todo.append("expect.outcome: the log shows no failure this reader knows")
+    if ticket.cut_traceback:
+        todo.append(
+            "expect.exception: the log's traceback is cut before its exception line (ask "
+            "for the rest of it); `outcome: error` matches any exception until then"
+        )
     repeat = None
     if ticket.flaky is not None:
         # One attempt of a failure that comes and goes passes by chance: not-reproduced.
@@ -512,6 +517,8 @@ def _found(ticket: Ticket) -> str:
     # name beside its outcome: the outcome once stood in for it ("hang hang at train").
     named = failure.signal or failure.exception
     what = f" {named}" if named else ""
+    if ticket.cut_traceback:
+        what = " (its traceback cut before the exception line)"
     where = f" in a {failure.where}" if failure.where in ("worker", "child") else ""
     if failure.where == "child" and ticket.xdist_crash is not None:
         where = " in a pytest-xdist worker"

@@ -209,6 +209,7 @@ _OOM_KILLED = (
     re.compile(r"\boom-kill:\S{0,60}|\bOOMKilled\b"),
 )
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+,? in (?P<function>\S+)')
+_TRACEBACK_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
 _PYTEST_FAILED = re.compile(
     rf"^FAILED (?P<test>{PYTEST_NODE_ID})(?: - (?P<type>[A-Za-z_][\w.]*)(?:: (?P<message>.*))?)?$"
 )
@@ -305,6 +306,25 @@ class Ticket:
     # Whether the log shows torch (a frame of it, its name, a DataLoader, a version of
     # it): only then does an axis's comment speak of a DataLoader's workers.
     shows_torch: bool = False
+    # The frames of a traceback the log cuts before its exception line (a paste that ends
+    # at `    step()`): a failure whose exception is not shown, which "no failure found"
+    # denied. Empty where the log's last traceback ends in its exception.
+    cut_traceback: tuple[str, ...] = ()
+
+
+def _cut_traceback(clean: str) -> tuple[str, ...]:
+    """`file:function` of the log's last traceback where nothing but its frames follows
+    it: the paste ended before its exception line. () where it has an exception line, or
+    something else (prose, a prompt) comes after its frames."""
+    lines = clean.rstrip().split("\n")
+    headers = [i for i, line in enumerate(lines) if _TRACEBACK_HEADER.match(line)]
+    if not headers:
+        return ()
+    block = lines[headers[-1] + 1 :]
+    # A frame's lines are indented (its `File` line, its source, CPython's `^^^` marks).
+    if not block or not all(not line.strip() or line[:1].isspace() for line in block):
+        return ()
+    return tuple(f"{m['file']}:{m['function']}" for m in map(_FRAME.match, block) if m)
 
 
 def _cuda_error(clean: str) -> re.Match[str] | None:
@@ -465,6 +485,15 @@ def read_ticket(text: str) -> Ticket:
         outcome = "crash"
     elif chain or exit_code is not None:
         outcome = "error"
+    cut = _cut_traceback(clean) if outcome is None else ()
+    if cut:
+        # Python printed a traceback, so the program raised: an error, whose exception
+        # the paste lost. Its frames still say where.
+        outcome = "error"
+        evidence.append(
+            "a traceback cut before its exception line (the log ends in its frames): "
+            "an error, its exception not shown"
+        )
 
     last = chain[-1] if chain else None
     frames, threads = _python_frames(clean, real_fatal[-1].stack if real_fatal else None)
@@ -539,6 +568,7 @@ def read_ticket(text: str) -> Ticket:
         oom_killed=oom.group(0) if oom is not None else None,
         threads=threads,
         shows_torch=machine.torch is not None or _TORCH.search(clean) is not None,
+        cut_traceback=cut,
     )
 
 

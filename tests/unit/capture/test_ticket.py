@@ -1753,3 +1753,29 @@ def test_a_secret_the_command_passes_and_no_variable_held_is_not_said_set_by_it(
     assert "command set it" not in draft.env[0].comment
     assert "passed this secret as an option's value" in draft.env[0].comment
     assert '--token "$TOKEN"' in draft.command
+
+
+def test_a_traceback_cut_before_its_exception_line_is_an_error_whose_exception_is_a_todo() -> None:
+    # A paste that ends in the traceback's frames read "no failure found": Python printed
+    # a traceback, so the program raised; only its exception line was lost.
+    text = "Traceback (most recent call last):\n"
+    text += '  File "train.py", line 12, in <module>\n    step()\n'
+    read = read_ticket(text)
+    assert (read.failure.outcome, read.failure.exception) == ("error", None)
+    assert read.cut_traceback == ("train.py:<module>",)
+    assert any("cut before its exception line" in line for line in read.evidence)
+    draft = skeleton(read, "t.log")
+    cut_todo = "expect.exception: the log's traceback is cut"
+    assert any(item.startswith(cut_todo) for item in draft.todo)
+    spec = yaml.safe_load(render_spec(draft))
+    assert spec["expect"] == {"outcome": "error"}
+    assert "cut before the exception line" in spec["title"]
+
+
+def test_a_traceback_with_its_exception_line_or_prose_after_it_is_not_cut() -> None:
+    header = "Traceback (most recent call last):\n"
+    whole = header + '  File "t.py", line 1, in <module>\nValueError: x\n'
+    assert read_ticket(whole).cut_traceback == ()
+    # Prose after the frames: the reporter's words, not a traceback ended by the paste.
+    prose = header + '  File "t.py", line 1, in <module>\nany ideas?\n'
+    assert read_ticket(prose).failure.outcome is None
