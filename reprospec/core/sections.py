@@ -274,6 +274,13 @@ def image_problem(image: str) -> str | None:
     return f"{image!r} is not a docker image reference (like pytorch/pytorch:2.4.0){why}"
 
 
+# The image the docker runner runs a cell in when the spec names no `image` nor `dockerfile`
+# (and builds a cell's `packages` on): built on this machine by `reprospec docker setup`.
+# Here, where an Environment is, so that what says which image a cell ran in (the
+# standalone repro's notes, the runner, materialize) names the same one.
+DEFAULT_IMAGE = "reprospec-runner:latest"
+
+
 @frozen
 class Environment:
     """The resolved `environment` section of one cell."""

@@ -30,7 +30,7 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import MASK, Redactor, sets_secret
 from reprospec.core.results import CellResult, Standalone
-from reprospec.core.sections import Command, fault_armed, same_python
+from reprospec.core.sections import DEFAULT_IMAGE, Command, fault_armed, same_python
 from reprospec.core.units import format_duration, format_size
 from reprospec.core.words import attempts_phrase
 from reprospec.plan.run import RunPlan
@@ -484,8 +484,16 @@ def _unapplied(
         )
     settings = []
     docker = runner == "docker"
-    if docker and (environment.image or environment.dockerfile):
-        settings.append(f"the image {environment.image or environment.dockerfile}")
+    if docker:
+        # Every docker cell ran in an image: the default one too, which a reader without
+        # it does not have (the one-line repro under the headline named none, and read as
+        # if it ran on the reader's own Python).
+        image = environment.image or environment.dockerfile
+        settings.append(
+            f"the image {image}"
+            if image
+            else f"the image {DEFAULT_IMAGE} (the default: `reprospec docker setup` builds it)"
+        )
     if environment.shm_size and (plan.copies > 1 or docker):
         settings.append(f"/dev/shm of {format_size(environment.shm_size)}")
     elif environment.shm_size:

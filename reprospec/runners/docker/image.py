@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from reprospec.core import safepoint
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.sections import DEFAULT_IMAGE as DEFAULT_IMAGE  # the runner's, named here too
 from reprospec.core.sections import IMAGE_REF, Environment
 from reprospec.environment.packages import requirement_name, requirement_names
 from reprospec.errors import InfraError
@@ -48,7 +49,6 @@ CA_DIR = Path("/usr/local/share/ca-certificates")
 IMAGE_HARNESS = "/opt/reprospec/harness"
 IMAGE_STACKDUMP = "/opt/reprospec/stackdump"
 
-DEFAULT_IMAGE = "reprospec-runner:latest"
 BASE_IMAGE = "reprospec-base:bookworm"
 # Both are built on this machine (`reprospec docker setup`); a bundle for another machine
 # rebuilds their content from this public base and these packages instead.

@@ -297,6 +297,33 @@ def test_notes_say_given_only_of_what_the_runner_gave(
     assert notes == expected
 
 
+DEFAULT = "the image reprospec-runner:latest (the default: `reprospec docker setup` builds it)"
+
+
+@pytest.mark.parametrize(
+    ("environment", "given"),
+    [
+        ("{}", DEFAULT),
+        ("{packages: [six==1.16.0]}", f"{DEFAULT}, packages six==1.16.0"),
+        ("{image: 'python:3.11-slim'}", "the image python:3.11-slim"),
+    ],
+)
+def test_a_docker_cell_names_the_image_it_ran_in_the_default_too(
+    tmp_path: Path, environment: str, given: str
+) -> None:
+    """A docker run of a spec that names no image ran in reprospec-runner:latest: its repro
+    said nothing of an image (no note, so the bare line under the headline read as if it ran
+    on the reader's own Python), where a spec's own `image` was named."""
+    (tmp_path / "spec.yaml").write_text(
+        "reprospec: 1\nname: img\ncommand: python app.py\nexpect: {outcome: error}\n"
+        f"environment: {environment}\n"
+    )
+    plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
+    notes = standalone_of(plan, tmp_path, runner="docker").notes
+    assert notes == (f"the run gave the cell {given}; a plain command line does not",)
+    assert not any("image" in n for n in standalone_of(plan, tmp_path, runner="local").notes)
+
+
 def test_a_venv_cells_notes_pin_what_its_ranges_resolved_to(tmp_path: Path) -> None:
     """`six<1.17` installed as six 1.16.0: the note says so and the pip line to get it;
     extras are kept and a wheel's entry, whose freeze line is a URL, is pinned by the spec's
