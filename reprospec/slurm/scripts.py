@@ -146,9 +146,14 @@ def merge_script(run: SlurmRun) -> str:
 # ended (afterany), however it ended; merges only when every shard has its results.
 set -u
 RUN={shlex.quote(str(run.run_dir))}
-if ! {status}; then
-    echo "reprospec-slurm: not merging: some shard has no complete results;" \\
-         "resubmit the missing ones with: reprospec slurm resume $RUN" >&2
+# What to do next is status's last line, said when the job ends, not when it was written:
+# a fixed "resume" here was wrong advice where the spec changed since (resume refuses it).
+said=$({status})
+code=$?
+printf '%s\\n' "$said"
+if [ $code -ne 0 ]; then
+    last=${{said##*$'\\n'}}
+    echo "reprospec-slurm: not merging: ${{last:-reprospec slurm status exited $code}}" >&2
     echo "reprospec-slurm: exit 3"
     exit 3
 fi

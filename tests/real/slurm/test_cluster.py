@@ -476,6 +476,13 @@ def test_a_spec_edited_while_its_tasks_wait_is_refused_by_the_tasks(
             "spec; submit it again"
         )
     assert status.merge.state == "failed", status
+    # The merge job's advice is status's, said when it ran: it had said to resume, which
+    # is refused below.
+    assert status.merge.log is not None
+    not_merging = status.merge.log.read_text().splitlines()[-2]
+    assert not_merging.startswith("reprospec-slurm: not merging: shards 1, 2 have no"), not_merging
+    assert "slurm resume" not in not_merging
+    assert f"{spec} changed since reprospec slurm planned run" in status.merge.detail
     # Neither status nor resume sends it again: each task sent would refuse it once more
     # (resume submitted both, which failed the same way, and status said to resume).
     said = cli("slurm", "status", str(run_dir))
