@@ -138,6 +138,13 @@ _PROSE_OS = re.compile(
 _TORCH_CUDA_LABEL = re.compile(r"\+cu(?P<major>\d+)(?P<minor>\d)$")
 # py-spy's dump says `Python v3.10.13 (/usr/bin/python3.10)`.
 _PROSE_PYTHON = re.compile(r"(?<![\w/.-])[Pp]ython v?(?P<version>3\.\d+)(?:\.\d+)?\b")
+# GitHub Actions' env dump under a step's `Run` header, as actions/setup-python sets it:
+# `pythonLocation: /opt/hostedtoolcache/Python/3.10.14/x64` (`Python_ROOT_DIR` the same).
+_GHA_PYTHON = re.compile(
+    r"^\s*(?:pythonLocation|Python_ROOT_DIR|Python3_ROOT_DIR): \S*/Python/"
+    r"(?P<full>3\.\d+\.\d+)/",
+    re.MULTILINE,
+)
 # A traceback's paths name the interpreter's version: `/lib/python3.11/site-packages/`,
 # and the standard library's own frames, `/usr/lib/python3.11/ctypes/__init__.py`.
 _PATH_PYTHON = re.compile(r"/lib(?:64)?/python(?P<version>3\.\d+)/")
@@ -393,7 +400,12 @@ def parse_machine(text: str) -> Machine:
                 continue
             if stripped:
                 under = under if under == "cudnn" else None
-    python_full = _known(_field(fields, "Python version")) or conda_python
+    gha_python = _GHA_PYTHON.search(text)
+    python_full = (
+        _known(_field(fields, "Python version"))
+        or conda_python
+        or (gha_python["full"] if gha_python else None)
+    )
     python = None
     if python_full:
         found = _PYTHON_VERSION.match(python_full)

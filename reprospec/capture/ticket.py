@@ -239,6 +239,12 @@ _MAY_RUN = re.compile(r"\b(?:" + "|".join(_PROGRAMS) + r")")
 # `C:\proj>python train.py`: their paths' backslashes are the reader's slashes (shlex took
 # `.\train.py` for `.train.py`).
 _WINDOWS_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:PS )?[A-Za-z]:\\[^>\n]*> *(?P<command>.+)$")
+# GitHub Actions' header of a step (`Run python train.py --lr 1e-3`, in a raw log after
+# `##[group]`), which then echoes the step's script and its `shell: /usr/bin/bash -e {0}`.
+_GHA_RUN = re.compile(r"^(?P<group>##\[group\])?Run (?P<command>\S.*)$")
+_GHA_SHELL = re.compile(r"^\s*shell: \S")
+# How far below its header GitHub's `shell:` line may be: the script it echoes comes between.
+_GHA_SCRIPT_LINES = 40
 _VERSIONED_PYTHON = re.compile(r"^python(?P<version>3\.\d+)$")
 # Where a frame's function or file says what a training program was doing.
 _PHASE_FRAMES = (
@@ -902,6 +908,9 @@ def _command(text: str) -> str | None:
         ),
         None,
     )
+    for index, command in _gha_steps(lines):
+        if _prompted_runs(command) and not _shows_machine(command):
+            prompted.append((index, command))
     for index, line in enumerate(lines):
         windows = _WINDOWS_PROMPT.match(line)
         if windows is not None:
@@ -937,6 +946,30 @@ def _command(text: str) -> str | None:
     ran = [*_nearest_before(prompted, failed_at), *_nearest_before(scripts, failed_at)]
     started = [_launched_as(command, quoted) for command in started]
     return next(iter(ran + started + quoted + bare), None)
+
+
+def _gha_steps(lines: list[str]) -> list[tuple[int, str]]:
+    """The commands of GitHub Actions' steps, as a prompt line's (line, command): the
+    lines of the script a step's `Run` header echoes before its `shell:`, each at its line,
+    or, where it echoes none (a copy of the web page's header alone), the header's. A
+    `Run ...` line is a step's only after `##[group]` or with a `shell:` line below it:
+    "Run python train.py and it crashes" is prose."""
+    steps: list[tuple[int, str]] = []
+    for index, line in enumerate(lines):
+        header = _GHA_RUN.match(line.strip())
+        if header is None:
+            continue
+        below = lines[index + 1 : index + 1 + _GHA_SCRIPT_LINES]
+        shell = next((n for n, text in enumerate(below) if _GHA_SHELL.match(text)), None)
+        if shell is None and not header["group"]:
+            continue
+        script = [
+            (index + 1 + n, text.strip())
+            for n, text in enumerate(below[: shell or 0])
+            if text.strip()
+        ]
+        steps += script or [(index, header["command"].strip())]
+    return steps
 
 
 def _launched_as(started: str, quoted: list[str]) -> str:

@@ -1779,3 +1779,36 @@ def test_a_traceback_with_its_exception_line_or_prose_after_it_is_not_cut() -> N
     # Prose after the frames: the reporter's words, not a traceback ended by the paste.
     prose = header + '  File "t.py", line 1, in <module>\nany ideas?\n'
     assert read_ticket(prose).failure.outcome is None
+
+
+_GHA_STEP = (
+    "2026-12-01T10:00:01.1234567Z ##[group]Run python train.py --lr 1e-3\n"
+    "2026-12-01T10:00:01.1234567Z shell: /usr/bin/bash -e {0}\n"
+    "2026-12-01T10:00:01.1234567Z env:\n"
+    "2026-12-01T10:00:01.1234567Z   pythonLocation: /opt/hostedtoolcache/Python/3.10.14/x64\n"
+    "2026-12-01T10:00:01.1234567Z ##[endgroup]\n"
+    "2026-12-01T10:00:02.1234567Z Traceback (most recent call last):\n"
+    '2026-12-01T10:00:02.1234567Z   File "train.py", line 12, in <module>\n'
+    "2026-12-01T10:00:02.1234567Z RuntimeError: boom\n"
+)
+
+
+def test_a_github_actions_step_header_is_the_command_and_its_python_location_the_version() -> None:
+    # GitHub's `Run ...` header with no script echoed under it left the command a TODO,
+    # and setup-python's `pythonLocation:` (its env dump) said no Python version.
+    read = read_ticket(_GHA_STEP)
+    assert read.command == "python train.py --lr 1e-3"
+    assert (read.machine.python, read.machine.python_full) == ("3.10", "3.10.14")
+
+
+def test_a_github_actions_step_gives_the_last_line_of_its_echoed_script() -> None:
+    # A `run: |` of several lines: the header shows its first, the echo all of them.
+    step = (
+        "##[group]Run python prepare.py\npython prepare.py\npython train.py --bs 8\n"
+        "shell: /usr/bin/bash -e {0}\n##[endgroup]\n"
+        'Traceback (most recent call last):\n  File "train.py", line 1, in <module>\n'
+        "ValueError: x\n"
+    )
+    assert read_ticket(step).command == "python train.py --bs 8"
+    # `Run ...` in prose (no `##[group]`, no `shell:` under it) is no step.
+    assert read_ticket("Run python a.py and it fails.\nValueError: x\n").command is None
