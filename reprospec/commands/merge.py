@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
 from reprospec.core.formats import REPORT_FORMATS
-from reprospec.core.words import plural
 
 if TYPE_CHECKING:
     from reprospec.core.inputs import Spec
@@ -43,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.outcome.judge import exit_code_for
     from reprospec.pipeline.stages import write_outputs
     from reprospec.report.progress import print_outcome
-    from reprospec.store.merge import merge
+    from reprospec.store.merge import merge, named
     from reprospec.store.resultsjson import load_run, new_run_id, run_dir_of
     from reprospec.store.runfolder import RunFolder
 
@@ -63,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         # --out, which holds no such run, was named.
         first = stopped[0]
         raise UsageError(
-            f"cannot merge {first.run_id}: it was interrupted before it ran all its attempts; "
+            f"cannot merge {named(first)}: it was interrupted before it ran all its attempts; "
             f"finish it first with `{resume_command(first.run_id, first.store)}`, then merge"
         )
     # The folders this merge makes for its store (OUT's own parents too, `--out new/store`):
@@ -86,7 +85,12 @@ def run(args: argparse.Namespace) -> int:
         if cells.is_dir():
             shutil.copytree(cells, folder.cells, dirs_exist_ok=True)
     write_outputs(folder, merged)
-    print(f"merged {plural(len(shards), 'run')} into {folder.path}", file=sys.stderr)
+    # Which run is the new, merged one and which are the runs it was made of.
+    given = ", ".join(
+        f"{'shard ' + shard.shard if shard.shard else 'run'} {ref}"
+        for shard, ref in zip(shards, refs, strict=True)
+    )
+    print(f"merged {given} into the merged run {folder.path}", file=sys.stderr)
     print_outcome(merged, args.format, out)
     write_github_outputs(merged)
     return exit_code_for(merged)

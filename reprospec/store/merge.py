@@ -174,9 +174,20 @@ def _merged_standalone(runs: Sequence[RunResult], cells: Sequence[CellResult]) -
     return next((run.standalone for run in runs if run.standalone is not None), None)
 
 
+def named(run: RunResult) -> str:
+    """A run given to merge as its message names it: a shard with its K/N, so no message
+    reads as if a shard were the merged run (`cannot merge B into A` named the first shard
+    as the run merged into, which the merge makes new)."""
+    return f"shard {run.shard} ({run.run_id})" if run.shard else f"run {run.run_id}"
+
+
+def _not_with(run: RunResult, first: RunResult) -> str:
+    return f"cannot merge {named(run)} with {named(first)}, the first run given"
+
+
 def _different(run: RunResult, first: RunResult) -> UsageError:
     return UsageError(
-        f"cannot merge {run.run_id} into {first.run_id}: they ran different specs "
+        f"{_not_with(run, first)}: they ran different specs "
         f"({run.spec_name!r} and {first.spec_name!r}, or the same name with other text)"
     )
 
@@ -187,7 +198,10 @@ def _check_shards(runs: Sequence[RunResult]) -> None:
     if not shards:
         return
     if len(shards) != len(runs):
-        raise UsageError("cannot merge sharded and unsharded runs of a spec")
+        unsharded = ", ".join(run.run_id for run in runs if not run.shard)
+        raise UsageError(
+            f"cannot merge sharded and unsharded runs of a spec (unsharded: {unsharded})"
+        )
     totals = {int(shard.split("/")[1]) for shard in shards}
     if len(totals) != 1:
         raise UsageError(f"these runs come from different splits: {', '.join(shards)}")
@@ -195,12 +209,15 @@ def _check_shards(runs: Sequence[RunResult]) -> None:
     seen = [int(shard.split("/")[0]) for shard in shards]
     duplicated = sorted({k for k in seen if seen.count(k) > 1})
     if duplicated:
-        raise UsageError(f"shard {duplicated[0]}/{total} is given more than once")
+        twice = [run.run_id for run in runs if run.shard == f"{duplicated[0]}/{total}"]
+        raise UsageError(
+            f"shard {duplicated[0]}/{total} is given more than once ({', '.join(twice)})"
+        )
     missing = [f"{k}/{total}" for k in range(1, total + 1) if k not in seen]
     if missing:
         raise UsageError(
             f"missing {noun(len(missing), 'shard')} {', '.join(missing)}: merge all {total} "
-            "shards of the run"
+            f"shards of the run (given: {', '.join(named(run) for run in runs)})"
         )
 
 
@@ -239,7 +256,7 @@ def _check_options(runs: Sequence[RunResult]) -> None:
                 same = mine == theirs
             if not same:
                 raise UsageError(
-                    f"cannot merge {run.run_id} into {first.run_id}: they ran with other "
+                    f"{_not_with(run, first)}: they ran with other "
                     f"{name} ({_shown_in(first, key)} and {_shown_in(run, key)}); "
                     "merge the runs (or shards) of one "
                     "command"
