@@ -60,6 +60,20 @@ def _bare_name(package: str) -> None:
     )
 
 
+def _version(text: str, label: str) -> None:
+    """Refuse an end that is no PEP 440 version, naming the option: `--bad banana` said
+    "not a version: Invalid version: 'banana'" (which of the two?), and only after the
+    index had been asked for every release of the package."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(text)
+    except InvalidVersion:
+        raise UsageError(
+            f"{label} takes a version as the index lists it (1.2.0, 26.0rc1), got {text!r}"
+        ) from None
+
+
 @frozen
 class BisectRequest:
     """What `reprospec bisect` was asked."""
@@ -152,6 +166,9 @@ class BisectRequest:
             raise UsageError("package takes a package's name (None only with by_date=True)")
         if self.package is not None:
             _bare_name(self.package)
+        if not self.by_date:
+            for name in ("good", "bad"):
+                _version(getattr(self, name), said(f"--{name}", name))
         # Each candidate is one run: -j, the timeout and the paths are checked as a run's.
         each = RunOptions(
             jobs=self.jobs,

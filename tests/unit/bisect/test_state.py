@@ -102,3 +102,22 @@ def test_a_package_is_a_distribution_name_alone(package: str) -> None:
 def test_a_name_in_any_spelling_is_a_package() -> None:
     for package in ("Requests", "typing_extensions", "zope.interface", "a"):
         assert BisectRequest(Path("s.yaml"), package, "1.0", "2.0").package == package
+
+
+@pytest.mark.parametrize(
+    ("good", "bad", "refusal"),
+    [("1.0", "banana", "--bad takes a version"), ("1,0", "2.0", "--good takes a version")],
+)
+def test_an_end_that_is_no_version_is_refused_by_name(good: str, bad: str, refusal: str) -> None:
+    """`--bad banana` said "not a version: Invalid version: 'banana'", naming neither end,
+    and only after the index had listed every release of the package."""
+    with pytest.raises(UsageError) as refused:
+        BisectRequest(Path("s.yaml"), "pkg", good, bad)
+    wrong = bad if refusal.startswith("--bad") else good
+    assert str(refused.value).startswith(refusal)
+    assert str(refused.value).endswith(f"got {wrong!r}")
+
+
+def test_days_are_not_read_as_versions() -> None:
+    request = BisectRequest(Path("s.yaml"), "pkg", "2024-03-01", "2024-03-20", by_date=True)
+    assert (request.good, request.bad) == ("2024-03-01", "2024-03-20")
