@@ -32,6 +32,7 @@ secret (letters and digits, 12 characters or more); a credential's shape (`ghp_.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -165,23 +166,17 @@ def is_hidden(relative: str | PurePosixPath) -> bool:
 
 def carried_bytes(path: Path, redactor: Redactor) -> CarriedFile:
     """The bytes of `path` as a bundle carries them (see the module's rule)."""
-    with path.open("rb") as handle:
-        raw = handle.read()
-    # The literal secrets are found in the file as written, before the run's secrets are
-    # masked in it: a run's secret of the same shape (`PIP_INDEX_URL=https://bob:pw@...`)
-    # masked the printed beginning of the file's own (`index-url = ***XYZ77@pypi.corp`),
-    # which the key rule then took for a value already masked, and the rest of the
-    # password was carried as it was.
+    raw = path.read_bytes()
+    # Literals first: a run's secret of their shape (a URL's user:pass@) masked only their
+    # beginning (`index-url = ***XYZ77@h`), which the key rule took as masked already.
     keys: tuple[KeyedSecret, ...] = ()
+    text = None
     if len(raw) <= MAX_SCANNED_BYTES and b"\0" not in raw[:8192]:
-        try:
+        with contextlib.suppress(UnicodeDecodeError):  # UTF-8 text only
             text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-        else:
-            masked, keys = mask_keyed_secrets(text, code=path.suffix in _CODE_SUFFIXES)
-            if keys:
-                raw = masked.encode("utf-8")
+    if text is not None:
+        masked, keys = mask_keyed_secrets(text, code=path.suffix in _CODE_SUFFIXES)
+        raw = masked.encode("utf-8") if keys else raw
     data = in_files(redactor).data(raw)
     return CarriedFile(data, data != raw, keys)
 
