@@ -311,6 +311,7 @@ def command_secrets(command: object) -> list[tuple[str, str]]:
         return []
     found: list[tuple[str, str]] = []
     leading = True
+    taken: set[int] = set()  # the words read as an option's value
     for index, word in enumerate(words):
         assignment = _ASSIGNMENT.fullmatch(word) if leading else None
         if assignment is not None:
@@ -319,19 +320,45 @@ def command_secrets(command: object) -> list[tuple[str, str]]:
             continue
         leading = leading and word == "env"
         option = _OPTION.fullmatch(word)
-        if option is None or not secret_option(option["name"]):
+        if option is None:
+            # A credential by its shape, under no option's name (curl's `-H
+            # 'Authorization: Bearer ...'`, a bare `https://me:pw@host/x`), as capture reads
+            # one back: it was in every report and bundle of a hand-written spec.
+            if index not in taken and looks_like_credential(word):
+                found.append((_credential_name(word, "secret", found), word))
             continue
         value = option["value"]
         if value is None and index + 1 < len(words) and not words[index + 1].startswith("-"):
             value = words[index + 1]
-        if (
-            value
-            and not _REFERENCE.search(value)
-            and maskable(value)
-            and not _PATH_OR_PHRASE.search(value)
-        ):
-            found.append((re.sub(r"\W", "_", option["name"]).strip("_").upper(), value))
+            taken.add(index + 1)
+        if not value or _REFERENCE.search(value):
+            continue
+        name = re.sub(r"\W", "_", option["name"]).strip("_")
+        if secret_option(option["name"]):
+            if maskable(value) and not _PATH_OR_PHRASE.search(value):
+                found.append((name.upper(), value))
+        elif looks_like_credential(value):  # `--db postgres://me:pw@db/x`, capture's rule
+            fallback = name if looks_secret(name) else f"{name}_secret"
+            found.append((_credential_name(value, fallback, found), value))
     return found
+
+
+# An HTTP header as one word (`Authorization: Bearer ...`): its name.
+_HEADER_NAME = Lazy(r"^\s*(?P<name>[A-Za-z][\w-]*)\s*:\s")
+
+
+def _credential_name(value: str, fallback: str, found: list[tuple[str, str]]) -> str:
+    """The variable a credential-shaped word of a command is read from again, as capture
+    names it: a header's own name (`Authorization: ...` -> AUTHORIZATION), else `fallback`
+    (`--db` -> DB_SECRET), numbered where an earlier secret of the command has it."""
+    header = _HEADER_NAME.match(value)
+    base = header["name"] if header and looks_secret(header["name"]) else fallback
+    base = re.sub(r"\W", "_", base).strip("_").upper()
+    names = {name for name, _ in found}
+    name, number = base, 2
+    while name in names:
+        name, number = f"{base}_{number}", number + 1
+    return name
 
 
 # A count or a limit (`_counts`): a number, with an optional multiplier (`4096`, `64k`, `1e6`).

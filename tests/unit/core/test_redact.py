@@ -534,6 +534,23 @@ def test_a_spec_masked_loads_to_its_values_with_the_secret_read_again(
         ("python x.py --password 'unclosed", []),
         # A captured spec's command reads its secret from the shell: no value of its own.
         ('python x.py --api-key "$API_KEY" --token=$(cat tok) db.password=${oc.env:PW}', []),
+        # A credential by its shape under an option that says nothing, or none, named as
+        # capture names it: it was in every report, results.json and bundle of the spec.
+        (
+            "python x.py --db postgres://alice:hunter2pw@db/x --mirror=https://u:pw12@h/s",
+            [
+                ("DB_SECRET", "postgres://alice:hunter2pw@db/x"),
+                ("MIRROR_SECRET", "https://u:pw12@h/s"),
+            ],
+        ),
+        (
+            ["curl", "-H", "Authorization: Bearer abcDEF123456789xyz", "https://u:pw12@h/x"],
+            [
+                ("AUTHORIZATION", "Authorization: Bearer abcDEF123456789xyz"),
+                ("SECRET", "https://u:pw12@h/x"),
+            ],
+        ),
+        ("python x.py --db-url https://h/x --image docker://python:3.11@sha256:abcdef12", []),
     ],
 )
 def test_the_secrets_a_command_writes_in_itself(
