@@ -3,7 +3,8 @@
 One environment = one interpreter + one list of requirements + where packages
 come from (`index.py`). Its content hash names its folder, `<root>/<hash>` (root:
 `.reprospec/envs`), so a second run, or another cell asking for the same thing,
-reuses it: a warm switch costs one `stat`.
+reuses it: a warm switch costs a `stat` and one listing of its site-packages (a venv
+changed by hand since, a package uninstalled or upgraded in it, is built again).
 
 Building is atomic and happens once: under a per-hash file lock, the venv is
 made in `<root>/.tmp/`, filled with `uv pip install`, checked (every requirement
@@ -358,6 +359,55 @@ def read_meta(folder: Path) -> JsonObject | None:
     return data if isinstance(data, dict) and (folder / "bin" / "python").exists() else None
 
 
+def _intact_meta(folder: Path, say: Callable[[str, str], None] | None = None) -> JsonObject | None:
+    """The environment's description where it still holds what it was built with, else None
+    (then it is built again, in place): a cached venv whose package was uninstalled or
+    changed by hand was reused as it was, and every run of its cells was infra-error ("six
+    is not installed") until its folder was removed, which nothing said. A folder this user
+    cannot write (another's, shared) is reused as it is: it cannot be built again there.
+    `say`: where the rebuild is said (once: under the build lock, not in the look before it)."""
+    meta = read_meta(folder)
+    if meta is None:
+        return None
+    changed = _changed_since_built(folder, installed(meta))
+    if not changed or not os.access(folder, os.W_OK):
+        return meta
+    if say is not None:
+        say(
+            "check",
+            f"{folder} no longer holds what it was built with ({changed}): building it again",
+        )
+    return None
+
+
+def _changed_since_built(folder: Path, built: Mapping[str, str]) -> str:
+    """What of `built` ({name: version} from its reprospec-env.json) the venv's site-packages
+    no longer holds, as words ("" when all is there): one listing of the folder, from its
+    `*.dist-info` names, so that a reuse stays about as cheap as a `stat`."""
+    from packaging.version import InvalidVersion, Version
+
+    present: dict[str, str] = {}
+    for site in folder.glob("lib/python*/site-packages"):
+        with contextlib.suppress(OSError):
+            for entry in site.iterdir():
+                if entry.name.endswith(".dist-info"):
+                    name, _, version = entry.name.removesuffix(".dist-info").partition("-")
+                    present[packages.normalize(name)] = version
+    problems: list[str] = []
+    for name, version in sorted(built.items()):
+        now = present.get(name)
+        if now is None:
+            problems.append(f"{name} is gone")
+            continue
+        try:
+            same = Version(now) == Version(version)
+        except InvalidVersion:  # a direct reference (`@ file://...`): its presence is all
+            same = True
+        if not same:
+            problems.append(f"{name} is {now}, built with {version}")
+    return "; ".join(problems)
+
+
 def _mark_used(folder: Path, user: str | None) -> None:
     used = folder / USED_BY
     with contextlib.suppress(OSError):
@@ -393,11 +443,11 @@ def ensure_env(
         if progress is not None:
             progress(EnvProgress(key, stage, message, time.monotonic() - started))
 
-    meta = read_meta(final)
+    meta = _intact_meta(final)
     if meta is None:
         lock = build_lock(root, key)
         with locked(lock, lambda: say("waiting", "another run is building it; waiting")) as fd:
-            meta = read_meta(final)  # built by someone else while we waited
+            meta = _intact_meta(final, say)  # built by someone else while we waited
             if meta is None:
                 # What killed builds left in TMP goes first: nothing else would remove it
                 # but a prune, and a killed build of a large environment is hundreds of MB.

@@ -121,6 +121,38 @@ def test_two_builders_of_one_environment_build_it_once(tmp_path: Path, wheelhous
     assert {env.path for env in results} == {root / request.key()}
 
 
+def test_an_environment_changed_after_its_build_is_built_again(
+    tmp_path: Path, wheelhouse: Path
+) -> None:
+    """A cached venv whose package was uninstalled (or replaced by another version) by hand
+    was reused as it was: each run of its cells was infra-error, "is not installed", until
+    its folder was removed, which nothing said. It is built again, in place, and says why."""
+    root = tmp_path / "envs"
+    request = request_for([f"{DEMO}==1.0"], wheelhouse)
+    first = venvs.ensure_env(request, root)
+    uv = venvs.uv_binary()
+    subprocess.run([uv, "pip", "uninstall", "-q", "--python", str(first.python), DEMO], check=True)
+    events: list[venvs.EnvProgress] = []
+    again = venvs.ensure_env(request, root, progress=events.append)
+    assert not again.reused
+    assert run_in(again, "import reprospec_envdemo; print(reprospec_envdemo.VERSION)") == "1.0"
+    said = [e.message for e in events if e.stage == "check"]
+    assert said[0] == (
+        f"{first.path} no longer holds what it was built with ({DEMO} is gone): building it again"
+    )
+    subprocess.run(
+        [uv, "pip", "install", "-q", "--python", str(first.python), "--no-index",
+         "--find-links", str(wheelhouse), f"{DEMO}==1.1"],
+        check=True,
+    )  # fmt: skip
+    events.clear()
+    third = venvs.ensure_env(request, root, progress=events.append)
+    assert not third.reused
+    assert f"({DEMO} is 1.1, built with 1.0)" in events[0].message
+    # Intact, it is reused as before.
+    assert venvs.ensure_env(request, root).reused
+
+
 def test_a_resolver_that_picks_another_version_is_refused(
     tmp_path: Path, wheelhouse: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
