@@ -61,7 +61,7 @@ MASK = "***"
 MIN_MASKED_CHARS = 4
 # The comment a masked spec ends with (Redactor.spec_text), naming what a rerun must set.
 _MASKED_NOTE = "# reprospec: secrets masked; to rerun this spec, set in your environment: "
-_MASKED_NAMES = Lazy("^" + re.escape(_MASKED_NOTE) + "(.*)$", re.MULTILINE)
+_MASKED_NAMES = Lazy("^" + re.escape(_MASKED_NOTE) + "(.*)$\n?", re.MULTILINE)
 _ENV_NAME = Lazy(r"[A-Za-z_][A-Za-z0-9_]*")
 _PLAIN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null"})
 # A release number (PEP 440's public part, a local label allowed): `2.13.0+cpu`, `3.0.4`,
@@ -642,7 +642,12 @@ class Redactor:
 
         masked = _yaml_rewritten(text, self._pattern, mask)
         if used and "\n" in text.strip():
-            masked = masked.rstrip("\n") + "\n" + _MASKED_NOTE + " ".join(used) + "\n"
+            # One note, with the names of a text masked before (a bundle's spec, a run an
+            # older reprospec stored): a second one went unread, and the report said to set
+            # API_KEY alone where its spec read DB_SECRET too.
+            names = dict.fromkeys([*Redactor.masked_names(masked), *used])
+            masked = _MASKED_NAMES.sub("", masked).rstrip("\n")
+            masked += "\n" + _MASKED_NOTE + " ".join(names) + "\n"
         return masked
 
     def shell_text(self, text: str) -> tuple[str, tuple[str, ...]]:
@@ -719,8 +724,8 @@ class Redactor:
     def masked_names(spec_text: str) -> tuple[str, ...]:
         """The variables a spec masked by `spec_text` names in its closing comment: those a
         rerun reads its secrets from, whose values no report or bundle holds."""
-        found = _MASKED_NAMES.search(spec_text)
-        return tuple(found[1].split()) if found else ()
+        found = _MASKED_NAMES.compiled.findall(spec_text)  # one masked twice: two notes
+        return tuple(dict.fromkeys(name for names in found for name in names.split()))
 
     def text(self, text: str) -> str:
         """`text` with every secret value replaced by MASK."""

@@ -571,3 +571,21 @@ def test_a_secret_the_command_writes_in_is_masked_and_its_spec_reads_it_again() 
     assert redactor.spec_text(spec).splitlines()[1] == (
         "command: API_TOKEN=${{ env.API_TOKEN }} python x.py --api-key=${{ env.API_KEY }}"
     )
+
+
+def test_a_spec_masked_again_keeps_one_note_with_every_name() -> None:
+    # A bundle's spec (or a run an older reprospec stored) already ends with the note; a
+    # secret found in it now added a second note, which went unread: the report said to
+    # set API_KEY alone where its spec read DB_SECRET too, and bundle --verify left it unset.
+    earlier = (
+        "reprospec: 1\ncommand: python x.py --api-key=${{ env.API_KEY }} --db postgres://u:pw12@h/x\n"
+        "# reprospec: secrets masked; to rerun this spec, set in your environment: API_KEY\n"
+    )
+    redactor = Redactor.for_spec({"command": "python x.py --db postgres://u:pw12@h/x"}, environ={})
+    masked = redactor.spec_text(earlier)
+    assert masked.count("# reprospec: secrets masked") == 1
+    assert Redactor.masked_names(masked) == ("API_KEY", "DB_SECRET")
+    doubled = (
+        earlier + "# reprospec: secrets masked; to rerun this spec, set in your environment: B\n"
+    )
+    assert Redactor.masked_names(doubled) == ("API_KEY", "B")
