@@ -6,12 +6,12 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from reprospec.core.inputs import Expectation
+from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone, Verdict
 from reprospec.core.sections import DEFAULT_TIMEOUT_S
 from reprospec.core.units import parse_duration
-from reprospec.core.words import RESOLVED_SPEC, noun, stopped_counts, stopped_phrase
+from reprospec.core.words import RESOLVED_SPEC, noun, plural, stopped_counts, stopped_phrase
 from reprospec.errors import UsageError
 from reprospec.store.compare import environment_change, files_change
 
@@ -90,6 +90,7 @@ def merge(
     for run in runs[1:]:
         if _spec_of(run) != _spec_of(first):
             raise _different(run, first)
+    _check_given(runs)
     parts: dict[str, list[CellResult]] = {}
     for run in runs:
         for cell in run.cells:
@@ -219,6 +220,63 @@ def _check_shards(runs: Sequence[RunResult]) -> None:
             f"missing {noun(len(missing), 'shard')} {', '.join(missing)}: merge all {total} "
             f"shards of the run (given: {', '.join(named(run) for run in runs)})"
         )
+
+
+def _check_given(runs: Sequence[RunResult]) -> None:
+    """Each shard holds the attempts its `--shard K/N` was given (plan/run.py's stride over
+    the spec's cells, as the shard stored the spec and its `-m`), no other, and lacks one
+    only where `run.stop_on` says it stopped that cell: a results.json cut short or edited
+    to drop a cell merged without it (`2/2 cells reproduced` of a 3-cell spec), and a cell
+    left with no attempt kept its stored verdict, `reproduced` on nothing. A stored spec
+    whose cells cannot be planned again here is not checked."""
+    shards = [run for run in runs if run.shard]
+    if not shards or len(shards) != len(runs):
+        return
+    cells = _planned_cells(shards[0])
+    repeat = _effective(shards[0], "repeat")
+    if cells is None or not isinstance(repeat, int) or isinstance(repeat, bool):
+        return
+    ids = [cell.id for cell in cells]
+    for run in shards:
+        index, count = (int(n) for n in run.shard.split("/"))
+        given = {
+            (ids[g % len(ids)], g // len(ids) + 1)
+            for g in range(index - 1, repeat * len(ids), count)
+        }
+        held = {(cell.cell.id, a.attempt) for cell in run.cells for a in cell.attempts}
+        stopped = {cell.cell.id for cell in run.cells if stopped_counts(cell.reason)}
+        extra = sorted(held - given)
+        lost = sorted((cell, n) for cell, n in given - held if cell not in stopped)
+        if not extra and not lost:
+            continue
+        cell, number = (extra or lost)[0]
+        which = "holds" if extra else "has no result of"
+        more = len(extra or lost) - 1
+        raise UsageError(
+            f"cannot merge {named(run)}: it {which} cell {cell!r} attempt {number}"
+            + (f" and {more} more" if more else "")
+            + f", where --shard {run.shard} of this spec was given "
+            f"{plural(len(given), 'attempt')}: its results.json was cut short or edited; "
+            f"run that shard again (reprospec run SPEC --shard {run.shard})"
+        )
+
+
+def _planned_cells(run: RunResult) -> Sequence[Cell] | None:
+    """The cells a run's attempts were planned over: its stored spec's matrix, less its
+    `-m`; None where they cannot be made again (the text no longer parses as a matrix)."""
+    from reprospec.spec.matrix import MatrixError, matrix_cells, select
+    from reprospec.spec.yamlsource import YamlSourceError, load_value
+
+    filters = run.options.get("matrix_filters")
+    try:
+        document = load_value(run.spec_text)
+        if not isinstance(document, dict):
+            return None  # no spec stored to plan from
+        section = document.get("matrix")
+        cells = matrix_cells(section if isinstance(section, dict) else None)
+        return select(cells, [str(f) for f in filters] if isinstance(filters, list) else [])
+    except (YamlSourceError, MatrixError, UsageError):
+        return None
 
 
 # The options that change what a run's attempts are or how they are judged, as the CLI

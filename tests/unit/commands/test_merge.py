@@ -51,8 +51,9 @@ def test_merge_says_which_runs_are_shards_and_which_run_is_the_merged_one(
 
     whole = segfault_matrix()
     out = tmp_path / "out"
-    first = replace(whole, run_id="20261121-214500-s-0001", cells=whole.cells[:2], shard="1/2")
-    second = replace(whole, run_id="20261121-214500-s-0002", cells=whole.cells[2:], shard="2/2")
+    # Shard K of N holds every N-th attempt from the K-th (plan/run.py).
+    first = replace(whole, run_id="20261121-214500-s-0001", cells=whole.cells[0::2], shard="1/2")
+    second = replace(whole, run_id="20261121-214500-s-0002", cells=whole.cells[1::2], shard="2/2")
     other = replace(second, run_id="20261121-214500-s-0003", options={"repeat": 2})
     for run in (first, second, other):
         write_run(out / "runs" / run.run_id, run)

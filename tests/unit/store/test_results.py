@@ -344,6 +344,31 @@ def test_merge_shards_gives_the_unsharded_run() -> None:
     assert merge(halves).cells == matrix.cells
 
 
+def test_a_shard_without_the_attempts_it_was_given_is_refused_never_judged() -> None:
+    # A shard's results.json edited to drop a cell merged without it (`3/3 cells
+    # reproduced` of a 4-cell spec), and a cell left with no attempt kept its stored
+    # verdict, `reproduced` on nothing. Shard K of N holds every N-th attempt from the K-th.
+    whole = segfault_matrix()
+    first = replace(whole, run_id="s1", cells=whole.cells[0::2], shard="1/2")
+    second = replace(whole, run_id="s2", cells=whole.cells[1::2], shard="2/2")
+    assert [c.cell.id for c in merge([first, second]).cells] == [c.cell.id for c in whole.cells]
+    dropped = replace(second, cells=second.cells[1:])
+    with pytest.raises(UsageError) as refused:
+        merge([first, dropped])
+    assert str(refused.value).startswith(
+        "cannot merge shard 2/2 (s2): it has no result of cell "
+        "'num_workers=0,pin_memory=true' attempt 1, where --shard 2/2 of this spec was "
+        "given 2 attempts: its results.json was cut short or edited"
+    )
+    emptied = replace(second, cells=(replace(second.cells[0], attempts=()), second.cells[1]))
+    with pytest.raises(UsageError, match="it has no result of cell"):
+        merge([first, emptied])
+    # A cell in the other shard's share: not its own attempt.
+    swapped = replace(first, cells=whole.cells[0:2])
+    with pytest.raises(UsageError, match=r"shard 1/2 \(s1\): it holds cell"):
+        merge([swapped, second])
+
+
 def test_a_shards_resume_is_not_the_merged_runs() -> None:
     # nu32 F9: the merged run kept the first shard's `resumed`: its report said "Resumed
     # (`reprospec run --resume MERGED-ID`)", an id no store holds, and only in that order.
