@@ -175,7 +175,7 @@ def classify(
     `pytest`: the command runs pytest, whose report names a failing test's exception.
     """
     evidence = evidence if evidence is not None else Evidence.read(execution)
-    not_run = _not_run(execution, evidence) or setup_failure(execution, evidence)
+    not_run = _not_run(execution, evidence) or setup_failure(execution, evidence, pytest=pytest)
     if not_run is not None:
         return not_run
     stderr = evidence.stderr

@@ -186,6 +186,37 @@ def crashed_test(text: str) -> str | None:
     return (found["single"] or found["double"]) if found is not None else None
 
 
+# pytest's exit statuses of a run that ran no test (_pytest.config.ExitCode): 4, a usage
+# error it words on stderr as `ERROR: ...`, and 5, no test collected or selected.
+PYTEST_USAGE_ERROR = 4
+PYTEST_NO_TESTS = 5
+# The usage errors that say the command line named nothing to run: a test id or a path that
+# is not there (a typo), or an option it does not know (argparse's `PROG: error: ...` line
+# after the usage). Other usage errors (`ImportError while loading conftest`, a plugin that
+# fails to import) are the program's own failure, which a spec may well be about.
+_NOT_FOUND = Lazy(r"^ERROR: (?P<what>(?:file or directory )?not found: [^\n]+)$", re.MULTILINE)
+_BAD_OPTION = Lazy(r"^ERROR: usage: [^\n]*\n[^\n]*?: error: (?P<what>[^\n]+)$", re.MULTILINE)
+_COLLECTED = Lazy(r"\bcollected \d+ items?[^\n]*?(?= in [\d.]+s\b|\s*$)", re.MULTILINE)
+
+
+def ran_no_test(code: int | None, stderr: str, stdout: str) -> str | None:
+    """Why a pytest command ran no test at all, as an infra-error's reason: a node id or a
+    path it did not find, an option it does not know (exit 4), nothing collected or
+    selected (exit 5, `-k` that matched nothing); else None. Such a run did not run the
+    test the spec is about, so its `error exit 4` must not meet an `expect: error` (a
+    typo in the test id read as reproduced) nor read as the test's failure."""
+    if code == PYTEST_USAGE_ERROR:
+        found = _NOT_FOUND.search(stderr) or _BAD_OPTION.search(stderr)
+        if found is None:
+            return None
+        return f"pytest ran no test: {found['what'].strip()} (exit 4)"
+    if code == PYTEST_NO_TESTS:
+        collected = _COLLECTED.search(stdout)
+        said = f": {collected[0].strip()}" if collected is not None else ""
+        return f"pytest ran no test, none collected or selected{said} (exit 5)"
+    return None
+
+
 # pytest-xdist's `-v` lines: `tests/test_x.py::test_y ` as a worker starts a test (its own
 # line: the workers' reports interleave), `[gw0] [ 25%] PASSED tests/test_x.py::test_y` as
 # it ends. RERUN (pytest-rerunfailures) is no end: the test runs again.

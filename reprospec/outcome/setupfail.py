@@ -12,6 +12,9 @@ reported no progress yet (no event with a phase or step):
     any  `ModuleNotFoundError` when `python` in the command ran an interpreter
          the person did not choose (`Execution.unchosen_python`: reprospec's own,
          as pipx or `uv tool` installs it): `--python` names theirs
+    4    pytest's `ERROR: not found: t.py::test_typo`, `file or directory not found`,
+         an option it does not know; 5, no test collected or selected (a command that
+         is pytest: pytestreport.ran_no_test). It ran no test, so no `expect` is met
 
 A `ModuleNotFoundError` of a package `environment.packages` declares is no setup
 failure: every runner checked those packages where the attempt runs before it
@@ -28,8 +31,11 @@ from reprospec.core.results import Execution, NotRun
 from reprospec.outcome.evidence import Evidence
 
 
-def setup_failure(execution: Execution, evidence: Evidence) -> NotRun | None:
-    """Why the command never got to run, when stderr says so before any progress; else None."""
+def setup_failure(
+    execution: Execution, evidence: Evidence, *, pytest: bool = False
+) -> NotRun | None:
+    """Why the command never got to run, when stderr says so before any progress; else None.
+    `pytest`: the command runs pytest, which says so of a test id it did not find."""
     if execution.timed_out or execution.returncode in (None, 0):
         return None
     events = evidence.events
@@ -39,6 +45,12 @@ def setup_failure(execution: Execution, evidence: Evidence) -> NotRun | None:
     said = not_started(execution.returncode, stderr)
     if said is not None:
         return NotRun(said)
+    if pytest:
+        from reprospec.outcome.pytestreport import ran_no_test
+
+        said = ran_no_test(execution.returncode, stderr, evidence.stdout)
+        if said is not None:
+            return NotRun(said)
     from reprospec.outcome.tracebacks import parse_exception  # an attempt that failed to start
 
     exception = parse_exception(evidence.raised or "") or parse_exception(stderr)

@@ -85,6 +85,49 @@ def test_python_cannot_open_a_script_whose_name_holds_a_quote(
     assert reason.endswith("No such file or directory (exit 2)")
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["t.py::test_typo"], "pytest ran no test: not found: "),
+        (["no_such_test.py"], "pytest ran no test: file or directory not found: no_such_test.py"),
+        (
+            ["t.py", "--no-such-option"],
+            "pytest ran no test: unrecognized arguments: --no-such-option",
+        ),
+        (
+            ["t.py", "-k", "typo"],
+            "pytest ran no test, none collected or selected: collected 1 item",
+        ),
+    ],
+)
+def test_a_pytest_command_that_ran_no_test_is_infra_error(
+    runner: LocalRunner, tmp_path: Path, args: list[str], said: str
+) -> None:
+    # A typo in the test id (pytest's exit 4) or a `-k` that selects nothing (exit 5) ran
+    # no test: it read `error exit 4`, which met a spec's `expect: {outcome: error}` as
+    # reproduced, and named only `(no match in any of [<Module t.py>])`.
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "t.py").write_text("def test_fails():\n    assert False\n")
+    argv = [PY, "-m", "pytest", *args, "-p", "no:cacheprovider", "-v"]
+    reason = not_run(run_attempt(runner, argv, tmp_path))
+    assert reason.startswith(said), reason
+    assert reason.endswith(f"(exit {5 if '-k' in args else 4})"), reason
+
+
+def test_a_conftest_that_fails_to_import_is_the_programs_error(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    # pytest's exit 4 too, but the program's own failure (an import a version lacks),
+    # which a spec or a bisect may be about: not read as a test id it did not find.
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "conftest.py").write_text("import reprospec_absent_pkg\n")
+    (work / "t.py").write_text("def test_passes():\n    pass\n")
+    result = run_attempt(runner, [PY, "-m", "pytest", "t.py", "-p", "no:cacheprovider"], tmp_path)
+    assert isinstance(result.outcome, Outcome), result.outcome
+    assert (result.outcome.kind, result.outcome.exit_code) == ("error", 4)
+
+
 def test_declared_package_missing(runner: LocalRunner, tmp_path: Path) -> None:
     # The local runner checks the cell's packages before it starts anything; whichever
     # layer notices, the attempt did not run what the spec asks.

@@ -15,6 +15,7 @@ from reprospec.outcome.pytestreport import (
     is_pytest,
     narrowed_to,
     pytest_verbose,
+    ran_no_test,
     xdist_running,
 )
 from reprospec.spec.presets import PRESETS
@@ -332,3 +333,59 @@ def test_the_tests_xdists_workers_had_started_and_not_ended() -> None:
         "t.py::test_one",
     )
     assert xdist_running("t.py::test_a PASSED [100%]\n") is None  # no xdist
+
+
+# pytest 9's own words for a run of no test: a node id or a path it did not find, an option
+# it does not know (exit 4, on stderr), nothing collected or selected (exit 5, on stdout).
+@pytest.mark.parametrize(
+    ("code", "stderr", "stdout", "said"),
+    [
+        (
+            4,
+            "ERROR: not found: /w/t.py::test_typo\n(no match in any of [<Module t.py>])\n",
+            "",
+            "pytest ran no test: not found: /w/t.py::test_typo (exit 4)",
+        ),
+        (
+            4,
+            "ERROR: file or directory not found: nosuch.py\n\n",
+            "",
+            "pytest ran no test: file or directory not found: nosuch.py (exit 4)",
+        ),
+        (
+            4,
+            "ERROR: usage: python -m pytest [options] [file_or_dir] [file_or_dir] [...]\n"
+            "python -m pytest: error: unrecognized arguments: --badopt\n"
+            "  inifile: None\n  rootdir: /w\n",
+            "",
+            "pytest ran no test: unrecognized arguments: --badopt (exit 4)",
+        ),
+        (
+            5,
+            "",
+            "collecting ... collected 10 items / 10 deselected / 0 selected\n\n"
+            "============================ 10 deselected in 0.31s ============================\n",
+            "pytest ran no test, none collected or selected: "
+            "collected 10 items / 10 deselected / 0 selected (exit 5)",
+        ),
+        (
+            5,
+            "",
+            "\nno tests ran in 0.01s\n",
+            "pytest ran no test, none collected or selected (exit 5)",
+        ),
+        # The program's own exit 4s: a conftest that fails to import, a plugin.
+        (
+            4,
+            "ImportError while loading conftest '/w/conftest.py'.\nE   ModuleNotFoundError: x\n",
+            "",
+            None,
+        ),
+        (4, "ERROR: Error importing plugin \"nosuch\": No module named 'nosuch'\n", "", None),
+        (1, "ERROR: not found: /w/t.py::test_typo\n", "", None),
+    ],
+)
+def test_a_pytest_run_of_no_test_says_why(
+    code: int, stderr: str, stdout: str, said: str | None
+) -> None:
+    assert ran_no_test(code, stderr, stdout) == said
