@@ -319,6 +319,13 @@ def execute(
             )
         except KeyboardInterrupt:
             interrupted = True
+        except BrokenPipeError as exc:
+            # The reader of the progress lines went away (`run SPEC 2>&1 | head`): the
+            # caller's stream, not an attempt's folder. Raised again once the run is stored
+            # interrupted, it ends the command as a closed pipe does (exit 141), where it was
+            # a store failure (`InfraError: Broken pipe`) whose message then broke the same
+            # pipe and left Python's exit 1, a not-reproduced run's code.
+            interrupted, raised = True, exc
         except OSError as exc:
             interrupted, broke = True, exc
         except BaseException as exc:

@@ -339,6 +339,40 @@ def test_a_closed_terminal_stops_a_run_as_ctrl_c_does(tmp_path: Path) -> None:
     assert [r["status"] for r in json.loads(history.stdout)] == ["interrupted"]
 
 
+def test_a_run_whose_progress_reader_went_away_ends_as_a_closed_pipe(tmp_path: Path) -> None:
+    # `run SPEC 2>&1 | head -1`: the progress line after head had gone raised EPIPE, taken
+    # for a store failure (`InfraError: Broken pipe`), whose message broke the same pipe:
+    # Python's exit 1, a not-reproduced run's code, with the run stopped and nothing said.
+    spec = write(
+        tmp_path / "s.yaml",
+        "reprospec: 1\nname: s\nmatrix:\n  n: [1, 2, 3]\ncommand: sleep 1\n"
+        "run: {repeat: 3}\nexpect: {outcome: pass}\n",
+    )
+    out = tmp_path / "store"
+    reader, writer = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=writer,
+    )  # fmt: skip
+    os.close(writer)
+    try:
+        assert os.read(reader, 200).startswith(b"[1/9] n=1 #1: pass")
+    finally:
+        os.close(reader)
+    assert child.wait(timeout=120) == 141
+    history = subprocess.run(
+        [sys.executable, "-m", "reprospec", "history", "--out", str(out), "--format", "json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    [stored] = json.loads(history.stdout)
+    assert stored["status"] == "interrupted"
+    resumed = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", "--resume", "latest", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+
+
 def test_a_run_under_nohup_outlives_its_terminal(tmp_path: Path) -> None:
     # `nohup reprospec run`: the SIGHUP it ignores stays ignored, the run goes on.
     spec = write(tmp_path / "one.yaml", SLOW_SPEC.format(tmp=tmp_path).replace("1, 2, 3", "1"))
