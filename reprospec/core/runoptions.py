@@ -278,6 +278,16 @@ class RunOptions:
         if self.runner not in RUNNER_NAMES:
             names = ", ".join(repr(name) for name in RUNNER_NAMES)
             raise UsageError(f"unknown runner {self.runner!r}: expected one of {names}")
+        if self.runner == "docker" and self.python is not None:
+            # The docker runner runs each cell in its image's python3: an interpreter of this
+            # machine was dropped without a word, and the report called it "the interpreter
+            # this run's attempts ran in" and put it in the command to rerun.
+            raise UsageError(
+                f"{made('--python', 'python')} {self.python}: the docker runner runs each cell "
+                "in its image's python3, not an interpreter of this machine; name the image "
+                "with environment.image (or environment.dockerfile), or run with --runner "
+                "local or venv"
+            )
         # `matrix_filters="w=2"` would be read a character at a time ("-m w: expected
         # AXIS=VALUE"); a list is kept as the tuple the frozen value needs.
         for name in ("matrix_filters", "overrides", "preload"):
@@ -376,8 +386,9 @@ class RunOptions:
         shard = data.get("shard")
         find_links = data.get("find_links")
         timeout = data.get("timeout")
+        runner = str(data.get("runner") or "local")
         return cls(
-            runner=str(data.get("runner") or "local"),
+            runner=runner,
             jobs=_int_or_none(data.get("jobs")),
             repeat=_int_or_none(data.get("repeat")),
             timeout_s=parse_duration(timeout) if isinstance(timeout, (str, int, float)) else None,
@@ -385,7 +396,9 @@ class RunOptions:
             matrix_filters=tuple(str(f) for f in _list(data.get("matrix_filters"))),
             overrides=tuple(str(o) for o in _list(data.get("overrides"))),
             out=out,
-            python=str(data["python"]) if data.get("python") else None,
+            # A docker run stored before `--python` was refused there had it unused: its
+            # cells ran in the image's python3 (and the options would not be made again).
+            python=str(data["python"]) if data.get("python") and runner != "docker" else None,
             gpus=str(data["gpus"]) if data.get("gpus") else None,
             shard=Shard(*(int(str(x)) for x in _list(shard))) if shard else None,
             find_links=Path(str(find_links)) if find_links else None,

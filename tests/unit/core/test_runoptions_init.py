@@ -140,3 +140,14 @@ def test_a_change_to_an_option_that_does_not_exist_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match=r"RunOptions has no option bogus \(it has runner, "):
         RunOptions().with_changes(bogus=1)
     assert RunOptions().with_changes(repeat=3).repeat == 3
+
+
+def test_an_interpreter_for_the_docker_runner_is_refused() -> None:
+    """`--runner docker --python PATH` ran every cell in the image's python3 all the same,
+    and the report called PATH "the interpreter this run's attempts ran in"."""
+    with pytest.raises(UsageError, match=r"python /usr/bin/python3: the docker runner runs"):
+        RunOptions(runner="docker", python="/usr/bin/python3")
+    assert RunOptions(runner="venv", python="/usr/bin/python3").python == "/usr/bin/python3"
+    # A docker run stored with one before it was refused reads back without it: unused.
+    stored = {"runner": "docker", "python": "/usr/bin/python3"}
+    assert RunOptions.from_dict(stored, Path(".reprospec")).python is None
