@@ -250,6 +250,7 @@ def command_request(
         # `capture -- ""` (an unset variable's `$CMD`): the shell's exit 127 was captured
         # and verified as the failure, exit 0.
         raise UsageError("capture: the command's first word is empty: nothing to run")
+    _not_a_folder(words)
     repeat = whole_number("repeat" if api else "--repeat", repeat)
     output = optional_path("output", output)
     python = optional_text("python", str(python) if isinstance(python, os.PathLike) else python)
@@ -266,6 +267,23 @@ def command_request(
         force=bool(force),
         python=chosen,
     )
+
+
+def _not_a_folder(words: Sequence[str]) -> None:
+    """Refuse a command whose program, named by a path, is a folder (`capture -- /tmp`):
+    the shell's words for it, `Permission denied` (exit 126), were captured as an
+    infra-error of a spec that ran nothing, and said nothing of a folder. A program word
+    without a slash is looked up on PATH, where a folder of the same name is not met."""
+    at = program_start(list(words))
+    if at is None or at >= len(words):
+        return
+    program = words[at]
+    if "/" in program and (Path.cwd() / program).is_dir():
+        position = "first word" if at == 0 else f"program (word {at + 1})"
+        raise UsageError(
+            f"capture: the command's {position}, {program}, is a folder, not a program: "
+            "name the program in it to run"
+        )
 
 
 def run_captured(

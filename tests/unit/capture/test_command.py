@@ -270,3 +270,22 @@ def test_a_run_that_could_not_start_leaves_no_draft(
     with pytest.raises(InfraError, match="interpreter not found"):
         capture(request, run_spec)  # type: ignore[arg-type]
     assert not (tmp_path / "spec.yaml").exists()
+
+
+def test_a_command_whose_program_is_a_folder_is_refused_before_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `capture -- /tmp` ran, and captured dash's `Permission denied` (exit 126) as a spec
+    # that expected nothing: the words said nothing of a folder.
+    from reprospec.capture.command import command_request
+    from reprospec.errors import EXIT_USAGE, UsageError
+
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match=r"first word, /tmp, is a folder, not a program") as e:
+        command_request(["/tmp"])
+    assert e.value.exit_code == EXIT_USAGE
+    with pytest.raises(UsageError, match=r"program \(word 3\), \./sub, is a folder"):
+        command_request(["timeout", "5", "./sub", "x"])
+    # Without a slash the shell looks the word up on PATH, not in the folder it runs in.
+    assert command_request(["sub", "x"]).argv == ("sub", "x")
