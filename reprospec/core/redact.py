@@ -209,6 +209,36 @@ def _credential_kind(found: re.Match[str]) -> bool:
     return not token.startswith("sk-") or looks_generated(token[3:])
 
 
+# A credential by its shape inside a longer text (`credential_spans`): the URL's password, a
+# scheme's credential, a provider's token; a header is found by its scheme (`Bearer ...`),
+# not read to the line's end, which in a program is code (`"})`).
+_CREDENTIAL_IN_TEXT = Lazy(
+    r"(?<![\w-])(?:(?P<scheme>Bearer|bearer|Basic|Token|Bot)\s+(?P<credential>[A-Za-z0-9._~+/=-]{8,})"
+    r"|[A-Za-z][A-Za-z0-9+.-]*://(?P<user>[^\s/:@\"'{}$%<>]*):(?P<password>[^\s/@\"'{}$%<>]+)"
+    r"@(?!sha\d+:)(?P<host>[A-Za-z0-9.-]*[A-Za-z][A-Za-z0-9.-]*)|(?P<token>"
+    + _TOKENS
+    + r"))(?![\w-])",
+    re.ASCII,
+)
+
+
+def credential_spans(text: str) -> list[tuple[int, int, str]]:
+    """The spans of `text` that are a credential by its shape alone (`looks_like_credential`'s
+    kinds, a header by its scheme), each with what it is, in words that show none of it: a
+    URL's password, a `Bearer`'s token, an `hf_...`. A carried file held them where no key
+    named them: `login("hf_...")` in a program, curl's `-H "Authorization: Bearer ..."`."""
+    spans = []
+    for found in _CREDENTIAL_IN_TEXT.finditer(text):
+        if found["password"] is not None:
+            spans.append((*found.span("password"), "URL password"))
+        elif found["scheme"] is not None:
+            if looks_generated(found["credential"]):
+                spans.append((*found.span("credential"), f"{found['scheme']} credential"))
+        elif not found["token"].startswith("sk-") or looks_generated(found["token"][3:]):
+            spans.append((*found.span("token"), f"{found['token'][:3]}... token"))
+    return spans
+
+
 def looks_generated(text: str) -> bool:
     """Digits among letters of both cases, or 16 characters or more of digits and letters:
     a generated string, not words (`embeddings`, `resnet50-imagenet-finetuned`)."""

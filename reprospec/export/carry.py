@@ -47,6 +47,7 @@ from reprospec.core.redact import (
     MASK,
     MIN_MASKED_CHARS,
     Redactor,
+    credential_spans,
     holds_secret,
     looks_generated,
     looks_like_credential,
@@ -232,7 +233,14 @@ def mask_keyed_secrets(text: str, *, code: bool = False) -> tuple[str, tuple[Key
         out += [text[at:start], MASK]
         at = end
         found.append(KeyedSecret(text.count("\n", 0, start) + 1, match["key"]))
-    return "".join([*out, text[at:]]), tuple(found)
+    text, out, at = "".join([*out, text[at:]]), [], 0
+    # A credential by its shape under no key (`login("hf_...")`, curl's `-H "Authorization:
+    # Bearer ..."`, a URL's password), named by its kind.
+    for start, end, kind in credential_spans(text):
+        found.append(KeyedSecret(text.count("\n", 0, start) + 1, kind))
+        out += [text[at:start], MASK]
+        at = end
+    return "".join([*out, text[at:]]), tuple(sorted(found, key=lambda k: k.line))
 
 
 def _secret(key: str, value: str) -> bool:

@@ -110,3 +110,42 @@ def test_a_run_secret_of_the_same_shape_leaves_no_part_of_the_files_own(tmp_path
     carried = carried_bytes(conf, redactor)
     assert carried.data == b"[global]\nindex-url = ***\n"
     assert carried.keys == (KeyedSecret(2, "index-url"),)
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "carried", "kind"),
+    [
+        # No key names these: a program's positional literal, a script's header and option.
+        ('login("hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456")\n', True, 'login("***")\n', "hf_... token"),
+        (
+            'curl -H "Authorization: Bearer abcDEF123456789xyz" https://x\n',
+            False,
+            'curl -H "Authorization: Bearer ***" https://x\n',
+            "Bearer credential",
+        ),
+        (
+            'engine = create_engine("postgres://me:pw12xyz@db/x")\n',
+            True,
+            'engine = create_engine("postgres://me:***@db/x")\n',
+            "URL password",
+        ),
+    ],
+)
+def test_a_credential_by_its_shape_under_no_key_is_masked(
+    text: str, code: bool, carried: str, kind: str
+) -> None:
+    assert mask_keyed_secrets(text, code=code) == (carried, (KeyedSecret(1, kind),))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'url = f"{scheme}://{user}:{password}@{host}/db"\n',
+        'URL = "%s://%s:%s@%s" % parts\n',
+        "FROM docker://python:3.11@sha256:0123abcd\n",
+        "Token classification with a basic training loop\n",
+        'model = "sk-learn-classifier"\n',
+    ],
+)
+def test_a_text_shaped_like_no_credential_is_carried_as_it_is(text: str) -> None:
+    assert mask_keyed_secrets(text, code=True) == (text, ())
