@@ -112,15 +112,13 @@ def run(args: argparse.Namespace) -> int:
             )
         return _from_log(args)
     from reprospec.capture.command import VerifyInterrupted, capture, command_request
-    from reprospec.core.units import parse_duration
+    from reprospec.commands.options import timeout_seconds
+    from reprospec.core.units import positive_duration
 
-    timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT
-    try:
-        timeout_s = parse_duration(timeout)
-    except ValueError as exc:
-        raise UsageError(f"--timeout: {exc}") from None
-    if not timeout_s > 0:
-        raise UsageError(f"--timeout: expected a duration > 0, got {timeout!r}")
+    # The --timeout of every verb, read by one function (run's, bisect's, minimize's).
+    timeout_s = timeout_seconds(args.timeout)
+    if timeout_s is None:
+        timeout_s = positive_duration(DEFAULT_TIMEOUT)
     request = command_request(
         argv,
         output=args.output,

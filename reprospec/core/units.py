@@ -18,7 +18,9 @@ RateOp = Literal[">=", ">", "<=", "<", "=="]
 
 # Patterns as strings, compiled on first use (re caches them): a start-up that parses none
 # of these values (`validate` of most specs) compiles none.
-_DURATION = r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)?\s*$"
+# A number as Python and YAML write one, an exponent too (`--timeout 1e9`, a number of
+# seconds as the docs say, and `1e+09s`, which format_duration writes of it), then its unit.
+_DURATION = r"^\s*((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(ms|s|m|h)?\s*$"
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 _SIZE = r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*"
 _SIZE_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
@@ -66,7 +68,9 @@ class RateBound:
 
 
 def parse_duration(value: object) -> float:
-    """`'90s'`, `'5m'`, `'1h'`, `'1.5s'`, `'250ms'` or a number of seconds -> seconds (> 0)."""
+    """`'90s'`, `'5m'`, `'1h'`, `'1.5s'`, `'250ms'` or a number of seconds (`'600'`,
+    `'1e9'`, an int or a float) -> seconds (>= 0). The one parser of every duration, the
+    spec's and the verbs' (`--timeout`, options.timeout_seconds)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         seconds = float(value)
     else:

@@ -37,13 +37,19 @@ def write(tmp_path: Path, text: str) -> Path:
         (7, 7.0),
         (0.5, 0.5),
         (" 2m ", 120.0),
+        # A number of seconds as Python writes one: `--timeout 1e9` was refused, and a
+        # spec capture wrote of it (`timeout: 1e+09s`, format_duration's) could not load.
+        ("1e9", 1e9),
+        ("1e+09s", 1e9),
+        ("2.5e-1s", 0.25),
+        ("1.5e1m", 900.0),
     ],
 )
 def test_parse_duration(value: str | float, seconds: float) -> None:
     assert parse_duration(value) == seconds
 
 
-@pytest.mark.parametrize("value", ["", "5 minutes", "m", "-1s", "1d", True, None])
+@pytest.mark.parametrize("value", ["", "5 minutes", "m", "-1s", "1d", "1e", "e9", True, None])
 def test_parse_duration_rejects(value: object) -> None:
     with pytest.raises(ValueError, match="expected a duration like 90s, 5m or 1h"):
         parse_duration(value)
