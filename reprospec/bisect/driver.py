@@ -157,7 +157,7 @@ def bisect_spec(
         ) from None
     bisect_id = request.key(spec, program_digest(plan.attempts.variants().attempts))
     folder = request.out / "bisect" / bisect_id
-    known, resumed = load_state(folder / "state.json", versions, request.fresh)
+    known, resumed, again = load_state(folder / "state.json", versions, request.fresh)
     if resumed:
         # Evidence by version, weighed whole (search.bisect's `known`), whatever the budget.
         say(
@@ -165,6 +165,11 @@ def bisect_spec(
             f"{plural(sum(t.attempts for t in known.values()), 'attempt')} "
             f"from an earlier run, counted in the budget of {request.budget} "
             f"({said('--fresh', 'BisectRequest(fresh=True)')} starts over)"
+        )
+    if again:
+        say(
+            f"trying to install {', '.join(again)} again, where an earlier run of this bisect "
+            "could not"
         )
     min_rate = request.min_rate
     if min_rate is None:

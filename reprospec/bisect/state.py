@@ -386,9 +386,16 @@ def exit_code(report: BisectReport) -> int:
     return EXIT_NOT_REPRODUCED
 
 
-def load_state(path: Path, versions: Sequence[str], fresh: bool) -> tuple[dict[str, Trial], bool]:
+def load_state(
+    path: Path, versions: Sequence[str], fresh: bool
+) -> tuple[dict[str, Trial], bool, tuple[str, ...]]:
+    """The trials a resume starts from, whether there are any, and the versions it tries to
+    install again: a version that could not be installed ran no attempt, and why it could
+    not may have passed (the network, a wheelhouse mended). Kept, a skip was answered again on
+    every rerun (`1.3 could not be tested`), and only `--fresh`, which throws away every
+    attempt, asked the index again."""
     if fresh or not path.is_file():
-        return {}, False
+        return {}, False, ()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         stored = data.get("trials") if isinstance(data, dict) else None
@@ -398,10 +405,11 @@ def load_state(path: Path, versions: Sequence[str], fresh: bool) -> tuple[dict[s
             for k, v in (stored if isinstance(stored, dict) else {}).items()
         }
     except (OSError, ValueError, KeyError, TypeError, RecursionError):  # deep JSON too
-        return {}, False
+        return {}, False, ()
     # Keyed by version: a version no longer between the ends is simply not asked about.
-    kept = {v: t for v, t in trials.items() if v in versions}
-    return kept, bool(kept)
+    kept = {v: t for v, t in trials.items() if v in versions and t.attempts}
+    again = tuple(v for v in versions if v in trials and not trials[v].attempts)
+    return kept, bool(kept), again
 
 
 def write_state(

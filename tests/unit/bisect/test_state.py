@@ -121,3 +121,25 @@ def test_an_end_that_is_no_version_is_refused_by_name(good: str, bad: str, refus
 def test_days_are_not_read_as_versions() -> None:
     request = BisectRequest(Path("s.yaml"), "pkg", "2024-03-01", "2024-03-20", by_date=True)
     assert (request.good, request.bad) == ("2024-03-01", "2024-03-20")
+
+
+def test_a_resume_tries_again_the_versions_that_could_not_be_installed(tmp_path: Path) -> None:
+    """A skip ran no attempt, and why the version could not be installed may have passed (the
+    network, a mended wheelhouse): kept, every rerun answered `1.3 could not be tested` again,
+    and only --fresh, which throws away every attempt, asked the index again."""
+    from reprospec.bisect.search import Trial
+    from reprospec.bisect.state import load_state, write_state
+
+    path = tmp_path / "state.json"
+    versions = ("1.0", "1.1", "1.2", "1.3")
+    trials = {
+        "1.3": Trial("1.3", 1, 1, runs=("r1",)),
+        "1.1": Trial("1.1", infra_error="cannot install pkg==1.1: failed to fetch"),
+        "1.2": Trial("1.2", 2, 0, runs=("r2",)),
+    }
+    write_state(path, BisectRequest(Path("s.yaml"), "pkg", "1.0", "1.3"), versions, trials, None)
+    known, resumed, again = load_state(path, versions, fresh=False)
+    assert known == {"1.3": trials["1.3"], "1.2": trials["1.2"]}
+    assert resumed
+    assert again == ("1.1",)
+    assert load_state(path, versions, fresh=True) == ({}, False, ())
