@@ -278,6 +278,28 @@ def _accepts_type(schema: JsonValue, value: object) -> bool:
     return bool(wanted & _json_types(value))
 
 
+# The keys of `expect` a case with an `outcome` of its own drops (spec-format.md, cases).
+_DROPPED_BY_AN_OUTCOME = frozenset(
+    ("signal", "exit_code", "exception", "message", "phase", "step", "stage", "module", "where")
+)
+
+
+def _case_unset(path: JsonPath, value: object) -> str | None:
+    """What to write instead of a case's `KEY: null` (`expect.cases[1]: {exception:
+    null}`), meant to unset the base's key: "null is not a string" said nothing of how a
+    case says "no exception". None for any other value or place."""
+    if value is not None or len(path) != 4 or path[:2] != ("expect", "cases"):
+        return None
+    key = path[3]
+    if key not in _DROPPED_BY_AN_OUTCOME:
+        return None
+    return (
+        f"a case cannot unset the base's {key} with null: it overrides keys of the base, or, "
+        f"with an outcome of its own, starts afresh without the base's {key}: write this "
+        f"case's outcome (`outcome: error`) and leave {key} out"
+    )
+
+
 class _Translator:
     """Turns jsonschema errors into Problems; one instance per document."""
 
@@ -296,6 +318,9 @@ class _Translator:
 
     def translate(self, error: ValidationError) -> list[Problem]:
         problems = self._translate(error)
+        unset = _case_unset(tuple(error.absolute_path), error.instance)
+        if unset is not None:
+            return [p._replace(message=f"{p.message} ({unset})") for p in problems]
         # A rate is the one field whose likely meaning can be written back for the user:
         # `30%` and `0.3` are `>=0.3`.
         meant = rate_meant(error.instance) if error.absolute_path else None

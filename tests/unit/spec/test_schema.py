@@ -306,3 +306,19 @@ def test_an_expression_in_a_mapping_key_says_keys_are_never_evaluated() -> None:
         "s.yaml:7:5: environment.env: expected an environment variable name, got "
         "'${{ matrix.x }}' (a mapping key is never evaluated: a ${{ }} goes in a value)"
     ]
+
+
+def test_a_case_that_sets_a_key_of_the_base_to_null_is_told_how_a_case_drops_it() -> None:
+    # `{exception: null}` in a case, meant as "no exception here", said only "expected a
+    # non-empty string, got null": nothing of how a case with its own outcome starts afresh.
+    found = problems(
+        "reprospec: 1\nname: n\ncommand: c\nmatrix: {x: [1, 2]}\nexpect:\n"
+        "  outcome: error\n  exception: ValueError\n  cases:\n"
+        "    - when: {x: 2}\n      exception: null\n"
+    )
+    assert found == [
+        "s.yaml:10:18: expect.cases[0].exception: expected a non-empty string, got null (a case"
+        " cannot unset the base's exception with null: it overrides keys of the base, or, with"
+        " an outcome of its own, starts afresh without the base's exception: write this case's"
+        " outcome (`outcome: error`) and leave exception out)"
+    ]
