@@ -248,19 +248,26 @@ def public_build(
 
 
 def _rendered(base: str, packages: Sequence[str], find_links: Path | None) -> ImageRecipe:
+    from reprospec.runners.docker.wheelhouse import needed_wheels
+
     files: list[tuple[str, Path]] = [("harness", HARNESS_DIR), ("stackdump", STACKDUMP_DIR)]
     for cert in ca_certificates():
         files.append((f"certs/{cert.name}", cert))
     if find_links is not None:
         if not find_links.is_dir():
             raise InfraError(f"--find-links folder not found: {find_links}")
-        files.append(("wheels", find_links.resolve()))
+        # The wheels the packages need, not the folder: the COPY's layer keeps them all.
+        wheels = needed_wheels(find_links.resolve(), packages)
+        if wheels is None:
+            files.append(("wheels", find_links.resolve()))
+        else:
+            files += [(f"wheels/{wheel.name}", wheel) for wheel in wheels]
     build = BuildRecipe(
         dockerfile=render_dockerfile(base, packages=True, wheels=find_links is not None),
         files=tuple(files),
         texts=(("requirements.txt", "".join(f"{p}\n" for p in packages)),),
         bases=(base,),
-        folders=("certs", "harness", "stackdump"),
+        folders=("certs", "harness", "stackdump", *(("wheels",) if find_links else ())),
         labels=(
             (SOURCE_LABEL, "packages"),
             (PACKAGES_LABEL, "\n".join(packages)),

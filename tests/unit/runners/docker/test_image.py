@@ -52,10 +52,11 @@ def test_packages_render_a_build_tagged_by_content(tmp_path: Path) -> None:
 
 
 def test_a_new_wheel_changes_the_hash(tmp_path: Path) -> None:
+    # A new wheel of a package the cell installs (one of another is left out: test_wheelhouse).
     make_wheel(tmp_path / "wh", version="0.1")
-    before = recipe_for({"packages": ["x"]}, find_links=tmp_path / "wh").tag
+    before = recipe_for({"packages": ["reprospec_probe"]}, find_links=tmp_path / "wh").tag
     make_wheel(tmp_path / "wh", version="0.2")
-    assert recipe_for({"packages": ["x"]}, find_links=tmp_path / "wh").tag != before
+    assert recipe_for({"packages": ["reprospec_probe"]}, find_links=tmp_path / "wh").tag != before
 
 
 def test_image_reference_cannot_inject_instructions() -> None:

@@ -1,0 +1,79 @@
+"""The wheels of a `--find-links` wheelhouse that a packages image's build needs.
+
+The build COPYs its wheels into a layer of its own, and the `rm` after pip's install
+cannot take them out of it: with the whole folder, every image built for a cell's
+`packages` kept a copy of the wheelhouse (torch's 200 MB in an image of one small
+package), and a wheel added to the folder for another spec made every such image
+outdated. Only the requirements' wheels and those of what they require, read from each
+wheel's METADATA, go into the build; a folder with anything but wheels (an sdist, whose
+requirements are read only by building it), or a requirement that names no distribution
+(a URL), keeps the whole folder, as before.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Sequence
+from email.parser import HeaderParser
+from pathlib import Path
+
+from reprospec.environment.packages import requirement_name
+
+
+def _canonical(name: str) -> str:
+    from packaging.utils import canonicalize_name
+
+    return str(canonicalize_name(name))
+
+
+def _requires(wheel: Path) -> list[str]:
+    """The distributions `wheel`'s METADATA requires (Requires-Dist, whatever its markers:
+    one wheel too many costs a copy, one too few the build)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            name = next(
+                (
+                    n
+                    for n in archive.namelist()
+                    if n.count("/") == 1 and n.endswith(".dist-info/METADATA")
+                ),
+                None,
+            )
+            text = archive.read(name).decode("utf-8", "replace") if name else ""
+    except (OSError, zipfile.BadZipFile, KeyError):
+        return []
+    names = []
+    for line in HeaderParser().parsestr(text).get_all("Requires-Dist") or []:
+        try:
+            names.append(_canonical(Requirement(line).name))
+        except InvalidRequirement:
+            continue
+    return names
+
+
+def needed_wheels(folder: Path, requirements: Sequence[str]) -> tuple[Path, ...] | None:
+    """The wheels of `folder` that installing `requirements` can use; None: the whole
+    folder (it holds more than wheels, or a requirement names no distribution)."""
+    files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    if any(p.suffix != ".whl" for p in files):
+        return None
+    by_name: dict[str, list[Path]] = {}
+    for wheel in files:
+        by_name.setdefault(_canonical(wheel.name.split("-", 1)[0]), []).append(wheel)
+    wanted = [requirement_name(r) for r in requirements]
+    if any(name is None for name in wanted):
+        return None
+    seen: set[str] = set()
+    todo = [name for name in wanted if name is not None]
+    chosen: list[Path] = []
+    while todo:
+        name = _canonical(todo.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        for wheel in by_name.get(name, ()):
+            chosen.append(wheel)
+            todo += _requires(wheel)
+    return tuple(sorted(chosen))
