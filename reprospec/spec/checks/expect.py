@@ -404,6 +404,8 @@ _EXCEPTION_NAME = Lazy(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
 
 
 def _is_builtin_exception(name: str) -> bool:
+    """Whether the harness raises `name` as a fault's undotted exception: the twin of its
+    `faults.builtin_exception` (which cannot import this), held to it by a test."""
     found = getattr(builtins, name, None)
     return isinstance(found, type) and issubclass(found, BaseException)
 

@@ -12,13 +12,30 @@ from reprospec.harness import HARNESS_ROOT
 sys.path.insert(0, str(HARNESS_ROOT))
 from reprospec_harness import injection
 from reprospec_harness.config import ConfigError
-from reprospec_harness.faults import exception_class
+from reprospec_harness.faults import builtin_exception, exception_class
 
 
 def test_exception_class_refuses_non_exceptions() -> None:
     assert exception_class("ValueError") is ValueError
     with pytest.raises(ValueError, match="not an exception class"):
         exception_class("os.path")
+
+
+def test_the_spec_refuses_the_undotted_fault_exceptions_the_harness_refuses() -> None:
+    """Twins: the harness (stdlib only, it cannot import the engine) looks an undotted fault
+    `exception` up among the builtins, and the spec's validation refuses, before a run, a
+    name it would not find. Drifted apart, a spec validates and its fault fails at start,
+    or a fault the harness raises is refused. Every name `builtins` holds, and a few it
+    does not, get one answer from both."""
+    import builtins
+
+    from reprospec.spec.checks.expect import _is_builtin_exception
+
+    names = [*dir(builtins), "NotAnError", "", "os", "Warning", "BaseExceptionGroup"]
+    differ = [n for n in names if _is_builtin_exception(n) != (builtin_exception(n) is not None)]
+    assert differ == []
+    assert builtin_exception("KeyError") is KeyError
+    assert builtin_exception("print") is None
 
 
 # ---- which faults fire where (pure) --------------------------------------------------------
