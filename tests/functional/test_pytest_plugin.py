@@ -368,6 +368,20 @@ def test_a_reprospec_out_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None
     assert not (tmp_path / "out").exists()
 
 
+def test_an_interpreter_for_the_docker_runner_is_a_usage_error(tmp_path: Path) -> None:
+    """The run's options refuse it (the docker runner runs the image's python3), but each
+    cell failed alone saying so, in the API's words (`python PATH`), not the option's."""
+    write(tmp_path / "ok.repro.yaml", GPU_SPEC.replace("environment: {gpus: 1}\n", ""))
+    run = run_pytest(
+        tmp_path, "--reprospec", "--reprospec-runner", "docker", "--reprospec-python", "python3"
+    )
+    assert run.code == 4, run.output
+    assert "ERROR: --reprospec-python: the docker runner runs each cell in its image's" in (
+        run.output
+    )
+    assert not run.cases
+
+
 ONCE_SPEC = """\
 reprospec: 1
 name: fails-once
