@@ -335,8 +335,17 @@ __all__ = ["ChildCrash", "child_crash", "killed_by_a_process", "names_a_death", 
 # own ChildFailedError: `... api.py:1002] failed (exitcode: 1) local_rank: 1 (pid: 20916)
 # of binary: /usr/bin/python3`.
 _RANK_FAILED = Lazy(r"\bfailed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<rank>\d+)\b")
-# A rank's output line as torchrun prefixes it (`--log-line-prefix-template`, `--tee`).
+# A rank's output line as torchrun prefixes it (`--log-line-prefix-template`, `--tee`:
+# `[default1]:`, the local rank) or as torch's own excepthook in a rank prints an uncaught
+# exception (`[rank1]:`, the global rank).
 _RANK_PREFIX = Lazy(r"^\[(?:rank|default)\d+\]:\s?", re.M)
+_RANK_LINE = Lazy(r"^\[(?P<kind>rank|default)(?P<rank>\d+)\]:")
+# torchrun's summary of the first failure: `rank      : 1 (local_rank: 1)`.
+_ROOT_CAUSE = Lazy(
+    r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(?P<rank>\d+)\s*"
+    r"\(local_rank:\s*(?P<local>\d+)\)",
+    re.S,
+)
 CHILD_FAILED = "ChildFailedError"
 
 
@@ -345,29 +354,65 @@ class RankException:
     """The exception a rank torchrun started raised, for a launcher that ended with
     torch.distributed.elastic's ChildFailedError: the launcher's own exception says only
     that a rank failed, and the rank's (`RuntimeError: CUDA error: ...`) is the failure a
-    ticket reports and a spec expects."""
+    ticket reports and a spec expects. `chain` is empty where the rank that failed first
+    printed no traceback of its own (`sys.exit(3)`): then `peers` are the other ranks'
+    exceptions (a collective's `Connection closed by peer`), its consequences."""
 
     local_rank: int
     chain: tuple[PythonException, ...]
+    exit_code: int = 1
+    peers: tuple[tuple[int, str], ...] = ()
 
     def describe(self) -> str:
+        if self.chain:
+            return (
+                f"local rank {self.local_rank} raised it (torchrun ended with {CHILD_FAILED}, "
+                "its report of a failed rank)"
+            )
+        after = "".join(
+            f"; rank {rank}'s {name} came after it (its peer had gone)" for rank, name in self.peers
+        )
         return (
-            f"local rank {self.local_rank} raised it (torchrun ended with {CHILD_FAILED}, "
-            "its report of a failed rank)"
+            f"local rank {self.local_rank} failed first: it exited with code "
+            f"{self.exit_code}, with no traceback (torchrun's root cause, its "
+            f"{CHILD_FAILED}){after}"
         )
 
 
 def rank_exception(stderr: str) -> RankException | None:
-    """The failed rank's exception chain: the last uncaught traceback printed before
+    """The failed rank's exception chain: the last uncaught traceback it printed before
     torchrun's `failed (exitcode: N) local_rank: R` line, its `[rankR]:` prefixes read past;
-    None where there is no such line, its exit code is a signal's (a crash, said as such),
-    or no traceback precedes it."""
+    None where there is no such line or its exit code is a signal's (a crash, said as such).
+
+    Where the ranks' lines are prefixed, only the failed rank's own are read: the last
+    traceback before torchrun's line was another rank's (rank 1 `sys.exit(3)`, rank 0's
+    all-reduce then `RuntimeError: Connection closed by peer`), and read as rank 1's it
+    made the consequence the cause. Where the failed rank printed none, the chain is empty
+    and the other ranks' exceptions are said as what followed it."""
     failed = _RANK_FAILED.search(stderr)
     if failed is None or int(failed["code"]) <= 0:
         return None
+    local = int(failed["rank"])
+    root = _ROOT_CAUSE.search(stderr, failed.end())
+    ranks = {"default": local, "rank": local}
+    if root is not None and int(root["local"]) == local:
+        ranks["rank"] = int(root["rank"])
     # (up to the start of the line: torchrun's log header, `E1205 ... api.py:1002] `)
-    before = _RANK_PREFIX.sub("", stderr[: stderr.rfind("\n", 0, failed.start()) + 1])
-    chain = parse_chain(before)
-    if not chain:
-        return None
-    return RankException(int(failed["rank"]), chain)
+    before = stderr[: stderr.rfind("\n", 0, failed.start()) + 1]
+    own: list[str] = []
+    others: dict[int, list[str]] = {}
+    for line in before.splitlines(keepends=True):
+        prefix = _RANK_LINE.match(line)
+        if prefix is None or int(prefix["rank"]) == ranks[prefix["kind"]]:
+            own.append(line)
+        else:
+            others.setdefault(int(prefix["rank"]), []).append(line)
+    chain = parse_chain(_RANK_PREFIX.sub("", "".join(own)))
+    if chain:
+        return RankException(local, chain, int(failed["code"]))
+    peers = tuple(
+        (rank, found[-1].type)
+        for rank, lines in sorted(others.items())
+        if (found := parse_chain(_RANK_PREFIX.sub("", "".join(lines))))
+    )
+    return RankException(local, (), int(failed["code"]), peers)

@@ -374,8 +374,13 @@ def classify(
                 # (a ticket's `RuntimeError: CUDA error`), which read as ChildFailedError
                 # never matched the spec capture wrote from that ticket.
                 rank = rank_exception(stderr)
-                if rank is not None:
+                if rank is not None and rank.chain:
                     chain, exception, where = rank.chain, rank.chain[-1], "child"
+                    detail += f"; {rank.describe()}"
+                elif rank is not None:
+                    # The rank that failed first raised nothing (`sys.exit(3)`): torchrun's
+                    # own error stands, and the peers' errors are said as its consequences.
+                    where = "child"
                     detail += f"; {rank.describe()}"
             if exception is None and pytest:
                 from reprospec.outcome.pytestreport import first_failure, is_test_id

@@ -1005,3 +1005,34 @@ def test_a_torchrun_rank_s_exception_is_the_failure_not_torchruns(
     result, _ = run_attempt(runner, argv, tmp_path, expect, timeout_s=120)
     outcome = judged(result, "error", None, "child")
     assert "local rank 1 raised it (torchrun ended with ChildFailedError" in (outcome.detail or "")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_a_torchrun_rank_that_exits_first_is_the_cause_not_its_peers_error(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """A real torchrun of two ranks (gloo): rank 1 `sys.exit(3)`, rank 0's next all-reduce
+    then `RuntimeError: Connection closed by peer`, printed before torchrun saw rank 1's
+    exit. That traceback read as rank 1's: `RuntimeError (child)`, "local rank 1 raised it"."""
+    script = tmp_path / "work" / "train.py"
+    script.parent.mkdir()
+    script.write_text(
+        "import sys, time, torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "t = torch.ones(2)\n"
+        "dist.all_reduce(t)\n"
+        "if dist.get_rank() == 1:\n"
+        "    sys.exit(3)\n"
+        "dist.all_reduce(t)\n"
+        "time.sleep(30)\n"
+    )
+    torchrun = str(Path(sys.executable).with_name("torchrun"))
+    expect = Expectation("error", exit_code=1)
+    argv = [torchrun, "--nproc_per_node=2", "train.py"]
+    result, _ = run_attempt(runner, argv, tmp_path, expect, timeout_s=120)
+    outcome = judged(result, "error", None, "child")
+    assert outcome.exception is not None
+    assert outcome.exception.endswith("ChildFailedError"), outcome
+    assert "local rank 1 failed first: it exited with code 3" in (outcome.detail or "")
+    # Rank 0's error, where it raised one before torchrun ended it, is said as what followed.
+    assert "raised it" not in (outcome.detail or ""), outcome.detail

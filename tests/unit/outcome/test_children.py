@@ -89,6 +89,43 @@ def test_a_rank_torchrun_started_raised_the_failure_not_torchrun(tmp_path: Path)
     )
 
 
+def test_a_rank_that_exits_first_is_the_cause_its_peers_errors_the_consequence(
+    tmp_path: Path,
+) -> None:
+    # Recorded: torch 2.13's torchrun of two ranks (gloo), rank 1 `sys.exit(3)` after an
+    # all-reduce, rank 0's next all-reduce then `RuntimeError: Connection closed by peer`.
+    # The last traceback before torchrun's `failed (exitcode: 3) local_rank: 1` was rank
+    # 0's, read as rank 1's: `RuntimeError (child)`, "local rank 1 raised it".
+    from reprospec.outcome.classify import classify
+    from tests.support.paths import DATA
+    from tests.support.plans import execution_in
+
+    recorded = (DATA / "children" / "torchrun-rank-exit3.stderr.log").read_bytes()
+    rank = rank_exception(recorded.decode())
+    assert rank is not None
+    assert (rank.local_rank, rank.chain, rank.exit_code, rank.peers) == (
+        1,
+        (),
+        3,
+        ((0, "RuntimeError"),),
+    )
+    (tmp_path / "stderr.log").write_bytes(recorded)
+    (tmp_path / "stdout.log").write_bytes(b"")
+    (tmp_path / "events.jsonl").write_text("")
+    outcome = classify(execution_in(tmp_path, 1, harness=False))
+    assert isinstance(outcome, Outcome)
+    assert outcome.exception is not None
+    assert (outcome.kind, outcome.exception.rsplit(".")[-1], outcome.where) == (
+        "error",
+        "ChildFailedError",
+        "child",
+    )
+    assert (outcome.detail or "").endswith(
+        "local rank 1 failed first: it exited with code 3, with no traceback (torchrun's root "
+        "cause, its ChildFailedError); rank 0's RuntimeError came after it (its peer had gone)"
+    )
+
+
 def _prefixed(stderr: bytes) -> bytes:
     """The rank's traceback lines as torchrun prefixes them (`[rank1]: ...`)."""
     lines = stderr.decode().split("\n")
