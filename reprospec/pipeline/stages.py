@@ -28,7 +28,7 @@ from reprospec.core.caller import resuming, said
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Cell, Spec
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.redact import MASK, Redactor, looks_secret, unset_env
+from reprospec.core.redact import MASK, Redactor, holds_secret, unset_env
 from reprospec.core.results import AttemptResult, CellResult, RunResult, SetAside, Standalone
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.sections import same_python
@@ -659,7 +659,13 @@ class EnvironmentCapture:
         table = env.get("env")
         if self._key is None or not isinstance(table, dict):
             return
-        masked = [name for name, value in table.items() if value == MASK and looks_secret(name)]
+        # A secret by its name (the capture's `***`) or by its value's shape (`HF_ENDPOINT=
+        # https://u:pw@h`, masked later): compare told no change of one, `***` either way.
+        masked = [
+            name
+            for name, value in table.items()
+            if value == MASK or (isinstance(value, str) and holds_secret(name, value))
+        ]
         outer: dict[str, str] = {}
         if self._inherits:
             from reprospec.runners.local import outer_environ

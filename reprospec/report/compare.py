@@ -16,7 +16,7 @@ from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.redact import looks_secret
+from reprospec.core.redact import MASK, looks_secret
 from reprospec.core.results import RunResult
 from reprospec.environment.facts import NOT_CAPTURED, Difference
 from reprospec.errors import EXIT_OK, UsageError
@@ -288,7 +288,7 @@ def _variable(row: VariableChange) -> str:
     """`OMP_NUM_THREADS: '1' -> '8' (cell mode=b)`; a secret's by its change alone,
     `HF_TOKEN: unset -> set (secret: values not shown)`, and so one the shell gave every
     attempt that the capture shows no value of, `MYAPP_MODE: changed (inherited ...)`."""
-    if looks_secret(row["name"]):
+    if looks_secret(row["name"]) or MASK in (row["a"], row["b"]):  # by name or value's shape
         said = f"{row['change']} (secret: values not shown)"
     elif row["a"] is None and row["b"] is None:
         # Inherited from the engine's shell, recorded by digest only (store/digests.py).

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TypedDict
 
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.redact import looks_secret
+from reprospec.core.redact import MASK, looks_secret
 from reprospec.core.results import (
     CellResult,
     RunResult,
@@ -268,9 +268,12 @@ def variable_changes(
             named.add(name)
             rows.append({"name": name, "a": row[1], "b": row[2], "change": row[3], "cells": []})
     rows += [
-        {"name": name, "a": None, "b": None, "change": change, "cells": []}
+        # A secret by its value's shape alone (`HF_ENDPOINT=https://u:pw@h`) is `***`, as
+        # its capture shows it: a value of None reads as one the shell gave, not recorded.
+        {"name": name, "a": shown, "b": shown, "change": change, "cells": []}
         for name, change in _changed_secrets(run_a.environment, run_b.environment)
         if name not in named
+        for shown in [None if looks_secret(name) else MASK]
     ]
     named = {row["name"] for row in rows}
     # The variables the spec reads (`${{ env.CODE }}`), as each run read them: CODE=0 and
@@ -469,12 +472,18 @@ def _change(
     unset TOKEN is recorded empty, and was no token."""
     if a == b:
         return None
-    if looks_secret(name):
+    if looks_secret(name) or MASK in (a, b):  # a secret by its name, or by its value's shape
         was, now = bool(a), bool(b)
         if was == now:
             # Both set: `***` alike; the digests tell whether it changed.
             return None
-        return (name, None, None, "unset -> set" if now else "set -> unset")
+        shown = None if looks_secret(name) else MASK
+        return (
+            name,
+            shown if was else None,
+            shown if now else None,
+            "unset -> set" if now else "set -> unset",
+        )
     if a is None or b is None:
         return (name, a, b, "unset -> set" if a is None else "set -> unset")
     return (name, a, b, "changed")

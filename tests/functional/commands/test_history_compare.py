@@ -338,6 +338,24 @@ def test_compare_names_the_environment_variables_that_differ(cli: Cli, tmp_path:
         assert secret[::-1] not in text
 
 
+def test_compare_tells_a_credential_of_a_plain_name_changed(cli: Cli, tmp_path: Path) -> None:
+    # HF_ENDPOINT is no secret's name, but a URL with a password is masked by its shape:
+    # `***` in both runs, undigested, and compare said "same environment" across the change.
+    name = "HF_FX_ENDPOINT"
+    spec = tmp_path / "env.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: env\ncommand: [{sys.executable}, -c, 'print(1)']\n"
+        "expect: {outcome: pass}\n"
+    )
+    urls = ["https://u:firstpw111@hf.corp", "https://u:secondpw222@hf.corp"]
+    runs = [cli("run", str(spec), env={name: url}) for url in urls]
+    assert [r.code for r in runs] == [0, 0], runs[0].stderr
+    said = cli("compare", *(r.latest_run().name for r in runs)).stdout
+    assert f"  {name}: changed (secret: values not shown)" in said.splitlines(), said
+    assert "firstpw111" not in said
+    assert "secondpw222" not in said
+
+
 def test_compare_names_a_variable_of_the_shell_the_capture_does_not_show(
     cli: Cli, tmp_path: Path
 ) -> None:

@@ -35,6 +35,9 @@ def test_a_variable_says_its_values_and_a_secret_only_its_change() -> None:
     assert _change("HF_TOKEN", "***", "") == ("HF_TOKEN", None, None, "set -> unset")
     assert _change("HF_TOKEN", "***", "***") is None  # alike masked: the digests tell
     assert _change("OMP_NUM_THREADS", "1", "1") is None
+    # A secret by its value's shape alone (HF_ENDPOINT=https://u:pw@h) is `***` too.
+    assert _change("HF_ENDPOINT", None, "***") == ("HF_ENDPOINT", None, "***", "unset -> set")
+    assert _change("HF_ENDPOINT", "***", "***") is None
 
 
 def test_digests_compare_under_one_stores_key_only(tmp_path: Path) -> None:
