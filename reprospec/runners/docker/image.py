@@ -416,15 +416,40 @@ def unavailable(client: DockerClient, recipe: ImageRecipe) -> str | None:
     if recipe.build is None:
         return (
             f"docker image {recipe.tag} is missing (reprospec never pulls implicitly): "
-            f"{recipe.hint or _how_to_get(recipe.tag)}"
+            f"{recipe.hint or _how_to_get(recipe.tag)}{_near(client, recipe.tag)}"
         )
     for base in recipe.build.bases:
         if not image_present(client, base):
             return (
                 f"docker image {base} (the base of the {recipe.source} build) is missing "
-                f"(reprospec never pulls implicitly): {_how_to_get(base)}"
+                f"(reprospec never pulls implicitly): {_how_to_get(base)}{_near(client, base)}"
             )
     return None
+
+
+def _near(client: DockerClient, ref: str) -> str:
+    """`; this engine has NAME (a typo?)` for a missing image named like one of the engine's
+    (`reprospec-runer:latest`), else "": the pull the message offers fails for a name that
+    no registry has, and the image meant was here all along."""
+    import difflib
+
+    import docker.errors
+
+    try:
+        listed = client.api.images()
+    except docker.errors.APIError:
+        return ""
+    tags = [
+        tag
+        for entry in listed
+        if isinstance(repo_tags := entry.get("RepoTags"), list)
+        for tag in repo_tags
+        if isinstance(tag, str) and tag != "<none>:<none>"
+    ]
+    # `name` is `name:latest` to docker: compared both ways, so a bare name finds its tag.
+    names = {tag: tag for tag in tags} | {tag.removesuffix(":latest"): tag for tag in tags}
+    close = difflib.get_close_matches(ref, list(names), n=1, cutoff=0.85)
+    return f"; this engine has {names[close[0]]} (a typo?)" if close else ""
 
 
 def _mark_used(client: DockerClient, tag: str) -> None:

@@ -130,6 +130,8 @@ class Api(Protocol):
 
     def containers(self, *, all: bool) -> list[JsonObject]: ...
 
+    def images(self) -> list[JsonObject]: ...
+
     def build(
         self,
         *,

@@ -14,7 +14,7 @@ pytest.importorskip("docker", reason="skipped: the docker package is not install
 from reprospec.core.sections import Environment
 from reprospec.errors import InfraError
 from reprospec.runners.docker import image
-from tests.support.docker import make_wheel
+from tests.support.docker import CLIENT, make_wheel, needs_engine, require_image
 from tests.support.paths import ROOT
 
 
@@ -159,3 +159,21 @@ def test_a_missing_image_reads_as_it_is() -> None:
     )
     assert image.build_failure_reason(message) == message
     assert image.without_colour("\x1b[91merror\x1b[0m") == "error"
+
+
+@needs_engine
+def test_a_missing_image_named_like_one_here_says_which(tmp_path: Path) -> None:
+    """`image: reprospec-runer:latest` (or a Dockerfile's `FROM reprospec-runer`) was told
+    only to `docker pull` a name no registry has, the image meant being here all along."""
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    typo = recipe_for({"image": "reprospec-runer:latest"})
+    said = image.unavailable(CLIENT, typo)
+    assert said is not None
+    assert said.endswith(f"; this engine has {image.DEFAULT_IMAGE} (a typo?)")
+    (tmp_path / "Dockerfile").write_text("FROM reprospec-runer\n")
+    built = recipe_for({"dockerfile": "Dockerfile"}, spec_dir=tmp_path)
+    assert (image.unavailable(CLIENT, built) or "").endswith(f"has {image.DEFAULT_IMAGE} (a typo?)")
+    # Nothing like it here: the pull alone, as before.
+    far = image.unavailable(CLIENT, recipe_for({"image": "zz-nothing-like-it/qq:9"}))
+    assert far is not None
+    assert "this engine has" not in far
