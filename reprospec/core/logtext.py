@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from reprospec.core.lazyre import Lazy
+
 # The patterns are strings, compiled on first use (re caches them): `validate` and `plan`
 # start without compiling those only a run's logs need.
 
@@ -14,6 +16,12 @@ _ANSI = (
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
     r"|\x1b[@-Z\\-_]"
 )
+# The one pattern of a terminal escape: the output scanner (a line for the markers), preset
+# detection, the classifier's messages, a docker build's log and a pasted ticket all take
+# them out with it, so no two of them read one line two ways (a title escape left in a
+# line by one copy, a `\x1b[<u` by another). Compiled at its first use, as `Lazy` is:
+# the output scanner calls it on every line an attempt prints.
+_ESCAPES = Lazy(_ANSI)
 # C0 controls other than tab and newline; \r is handled before this runs.
 _CONTROL = r"[\x00-\x08\x0b-\x1f\x7f]"
 _ANCHORS = ("Traceback (most recent call last):", "Fatal Python error:")
@@ -22,7 +30,7 @@ _ANCHORS = ("Traceback (most recent call last):", "Fatal Python error:")
 def without_escapes(text: str) -> str:
     """`text` without its terminal escapes (colours, cursor moves, titles): as a program's
     words read, in a log a CI service or a terminal coloured."""
-    return re.sub(_ANSI, "", text)
+    return _ESCAPES.sub("", text)
 
 
 def clean_log(text: str) -> str:

@@ -87,6 +87,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from reprospec import native
 from reprospec.core.lazyre import Lazy
+from reprospec.core.logtext import without_escapes
 from reprospec.core.results import (
     ChainLink,
     CrashedChild,
@@ -140,7 +141,6 @@ _WORKER_EXITED = Lazy(
     r"(?: with exit code (?P<code>-?\d+))?"
 )
 
-_ANSI = Lazy(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _UUID = Lazy(r"\b[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\b")
 _HEX = Lazy(r"\b0x[0-9a-fA-F]+\b")
 _PATH = Lazy(r"(?<![\w.])(?:~|\.{1,2})?/[^\s'\"()\[\]{}<>,;:]+")
@@ -753,7 +753,7 @@ def failure_signature(
 
 def normalize_message(text: str) -> str:
     """A message with what varies between runs and machines replaced (pids, paths, addresses)."""
-    text = _ANSI.sub("", text)
+    text = without_escapes(text)
     text = _UUID.sub("<uuid>", text)
     text = _HEX.sub("<hex>", text)
     text = _PATH.sub("<path>", text)

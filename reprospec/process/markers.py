@@ -22,7 +22,7 @@ from reprospec.core import patterns
 from reprospec.core.bounds import MARKER_MATCH_TIMEOUT_S, MAX_MARKER_LINE_CHARS
 from reprospec.core.inputs import Marker
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.lazyre import Lazy
+from reprospec.core.logtext import without_escapes
 from reprospec.core.words import plural
 
 if TYPE_CHECKING:
@@ -42,8 +42,6 @@ class EventSink(Protocol):
 MAX_LINE_BYTES = 64 << 10
 # Events are read back whole by the classifier and the report; a line excerpt is enough.
 MAX_EVENT_LINE_CHARS = 1000
-
-_ANSI = Lazy(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
 
 # (named here: the marker's field `regex` would hide the module in the class body; a
@@ -378,4 +376,4 @@ class MarkerScanner:
         self._pending_cr = False
         if not raw:
             return
-        self._matcher.submit(_ANSI.sub("", raw.decode("utf-8", "replace")), seen)
+        self._matcher.submit(without_escapes(raw.decode("utf-8", "replace")), seen)

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Marker
-from reprospec.core.lazyre import Lazy
+from reprospec.core.logtext import without_escapes
 
 # A pytest node id as pytest prints it (`tests/test_x.py::TestA::test_b[1-foo bar]`): its
 # parameters' id may hold spaces (a parametrized string), so `\S+` cut it at the first. The
@@ -136,7 +136,6 @@ MIN_DETECTED_LINES = 2
 _DETECTION_ORDER = ("lightning", "hf-trainer", "gtest", "pytest", "tqdm", "steps")
 # A preset that a more specific detected one already covers.
 _COVERED_BY = {"tqdm": ("lightning", "hf-trainer"), "steps": ("lightning", "hf-trainer")}
-_ANSI = Lazy(r"\x1b\[[0-?]*[ -/]*[@-~]")
 
 
 def output_lines(text: str) -> list[str]:
@@ -146,7 +145,7 @@ def output_lines(text: str) -> list[str]:
     twenty times on one line is twenty lines of evidence).
     """
     lines: list[str] = []
-    for line in _ANSI.sub("", text).split("\n"):
+    for line in without_escapes(text).split("\n"):
         lines.extend(segment for segment in line.split("\r") if segment.strip())
     return lines
 

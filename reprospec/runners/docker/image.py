@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from reprospec.core import safepoint
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.logtext import without_escapes
 from reprospec.core.sections import DEFAULT_IMAGE as DEFAULT_IMAGE  # the runner's, named here too
 from reprospec.core.sections import IMAGE_REF, Environment
 from reprospec.environment.packages import requirement_name, requirement_names
@@ -621,8 +622,6 @@ def _build_failure(tag: str, log: Sequence[str]) -> str:
     return f"docker build of {tag} failed; build log tail:\n{tail}"
 
 
-# pip in a build colours its errors; the tail is shown as text, where they are noise.
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # The lines of a build log that say why it failed: pip's `ERROR: No matching distribution
 # ...`, a build backend's `AttributeError: ...`, the engine's closing `The command ...
 # returned a non-zero code: 1` says only that a step failed (the fallback, when none does).
@@ -631,7 +630,7 @@ _BUILD_ERROR_LINE = re.compile(r"^(?:ERROR:|error:|[A-Za-z_][\w.]*(?:Error|Excep
 
 def without_colour(text: str) -> str:
     """`text` without the terminal colour codes a build's pip wrote (`\\x1b[91m`)."""
-    return _ANSI.sub("", text)
+    return without_escapes(text)
 
 
 def build_failure_reason(message: str) -> str:

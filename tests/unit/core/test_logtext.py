@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from reprospec.core.logtext import excerpt
+import reprospec
+from reprospec.core.logtext import excerpt, without_escapes
 from reprospec.outcome.evidence import read_log
 
 
@@ -35,3 +36,27 @@ def test_blank_lines_in_a_row_are_one_blank_line_and_one_repeat_is_one_time() ->
     text = "Fatal Python error: Segmentation fault\n\n\nExtension modules: torch._C\n"
     assert excerpt(text) == "Fatal Python error: Segmentation fault\n\nExtension modules: torch._C"
     assert excerpt("x\nx\n") == "x\n[previous line repeated 1 more time]"
+
+
+def test_one_escape_pattern_reads_a_line_one_way_everywhere() -> None:
+    """Four modules held their own copy of the escape pattern, each narrower: preset
+    detection and a docker build's log kept an OSC title or hyperlink (`\\x1b]8;;URL`),
+    the output scanner a two-byte escape (`\\x1bM`), the classifier a `\\x1b[<u`; so one
+    line read one way for the markers and another for detection. Every reader takes
+    core.logtext's `without_escapes`, and no other module writes the pattern again."""
+    from reprospec.outcome.classify import normalize_message
+    from reprospec.runners.docker.image import without_colour
+    from reprospec.spec.presets import output_lines
+
+    line = "\x1b]0;title\x07\x1b[1mEpoch 1\x1b[0m \x1b]8;;https://x\x1b\\link\x1b]8;;\x1b\\\x1bM"
+    assert without_escapes(line) == "Epoch 1 link"
+    assert output_lines(line) == ["Epoch 1 link"]
+    assert without_colour(line) == "Epoch 1 link"
+    assert normalize_message(line + "\x1b[<u") == normalize_message("Epoch 1 link")
+    package = Path(reprospec.__file__).parent
+    copies = [
+        str(path.relative_to(package))
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "logtext.py" and re.search(r"\\x1b\\\[|\\033\\\[", path.read_text())
+    ]
+    assert copies == []
