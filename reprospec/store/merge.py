@@ -237,6 +237,10 @@ def _check_given(runs: Sequence[RunResult]) -> None:
     if cells is None or not isinstance(repeat, int) or isinstance(repeat, bool):
         return
     ids = [cell.id for cell in cells]
+    if not {cell.cell.id for run in shards for cell in run.cells} <= set(ids):
+        # Cells the stored text does not plan: it is not what ran as written (a value of
+        # the matrix masked as a secret when stored changes a cell's id). Not checked.
+        return
     for run in shards:
         index, count = (int(n) for n in run.shard.split("/"))
         given = {
