@@ -158,3 +158,25 @@ def test_a_run_recorded_with_relative_paths_resumes_with_them_given_again(
     other = RunOptions(python=str(tmp_path / "other/bin/python"), find_links=tmp_path / "wheels")
     with pytest.raises(UsageError, match="--python given"):
         refuse_changes("r1", began, other, {"python", "find_links"})
+
+
+def test_a_spec_stored_under_an_older_masking_rule_is_the_spec_that_ran(tmp_path: Path) -> None:
+    # A run stored before a credential in the command was masked (`--db postgres://...` as
+    # written, API_KEY masked alone) read as another spec once that rule came: --resume
+    # refused it ("changed since the run started") and bundle said its files were today's.
+    from reprospec.pipeline.stages import ran_as_stored
+    from reprospec.spec.load import load_spec
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "reprospec: 1\nname: s\n"
+        "command: python x.py --api-key=sk-abcdef1234567890XYZ --db postgres://u:pw12xyz@db/x\n"
+    )
+    older = (
+        "reprospec: 1\nname: s\n"
+        "command: python x.py --api-key=${{ env.API_KEY }} --db postgres://u:pw12xyz@db/x\n"
+        "# reprospec: secrets masked; to rerun this spec, set in your environment: API_KEY\n"
+    )
+    spec = load_spec(path)
+    assert ran_as_stored(spec, older)
+    assert not ran_as_stored(spec, older.replace("x.py", "y.py"))
