@@ -373,6 +373,29 @@ def test_a_run_whose_progress_reader_went_away_ends_as_a_closed_pipe(tmp_path: P
     assert resumed.returncode == 0, resumed.stderr
 
 
+@pytest.mark.parametrize("closed", [">&-", "2>&-", "<&- >&- 2>&-"])
+def test_a_run_started_without_stdout_or_stderr_runs_whole(tmp_path: Path, closed: str) -> None:
+    # `reprospec run SPEC >&- 2>&-`: Python's sys.stdout or sys.stderr was None, and the
+    # first progress line (or the table) was `internal error: AttributeError: 'NoneType'
+    # object has no attribute 'write'`, exit 3, the run stored interrupted.
+    spec = write(
+        tmp_path / "s.yaml",
+        "reprospec: 1\nname: s\nmatrix:\n  n: [1, 2]\ncommand: 'true'\nexpect: {outcome: pass}\n",
+    )
+    out = tmp_path / "store"
+    done = subprocess.run(
+        ["sh", "-c", f'exec "$0" -m reprospec run "$1" --out "$2" {closed}',
+         sys.executable, str(spec), str(out)],
+        cwd=ROOT, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0
+    history = subprocess.run(
+        [sys.executable, "-m", "reprospec", "history", "--out", str(out), "--format", "json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert [(r["status"], r["cells"]) for r in json.loads(history.stdout)] == [("finished", 2)]
+
+
 def test_a_run_under_nohup_outlives_its_terminal(tmp_path: Path) -> None:
     # `nohup reprospec run`: the SIGHUP it ignores stays ignored, the run goes on.
     spec = write(tmp_path / "one.yaml", SLOW_SPEC.format(tmp=tmp_path).replace("1, 2, 3", "1"))
