@@ -229,23 +229,36 @@ def _minimize(
     hint = preload_hint(attempt, original, run_options, options.command_line, str(spec.path))
     if hint is not None:
         say(hint)
-    # Step 1, the settings, by isolate: its attempts come out of the budget.
-    reduced = (
-        reduce_settings(
-            Path(spec.path),
-            spec.document,
-            failing,
-            all_passing,
-            expectation,
-            run_options,
-            budget=options.budget,
-            min_rate=options.min_rate,
-            progress=say,
-            cancel=cancel,
+    # Step 1, the settings, by isolate: its attempts come out of the budget. A stop raised
+    # anywhere in it (past isolate's own search: reading its probes back) or in the setup
+    # of step 2 after it escaped as a bare KeyboardInterrupt, and no answer was printed
+    # (exit 130, about 1 Ctrl-C in 7 in step 1). From step 1's return to the program's
+    # search, a stop is `cancel` alone (the deferral, as in a probe's run), read below.
+    deferral = run_options.deferral
+    try:
+        reduced = (
+            reduce_settings(
+                Path(spec.path),
+                spec.document,
+                failing,
+                all_passing,
+                expectation,
+                run_options,
+                budget=options.budget,
+                min_rate=options.min_rate,
+                progress=say,
+                cancel=cancel,
+            )
+            if options.settings and options.passing_cells
+            else Reduced(failing, failing, None, message="not asked")
         )
-        if options.settings and options.passing_cells
-        else Reduced(failing, failing, None, message="not asked")
-    )
+        if deferral is not None:
+            deferral.begin()
+    except KeyboardInterrupt:
+        cancel.set()
+        reduced = Reduced(failing, failing, None, message="interrupted", interrupted=True)
+        if deferral is not None:
+            deferral.begin()
     why_not = (
         not_the_reduced_cell(spec, original, reduced, expectation, workdir) if reduced.reset else ""
     )
@@ -380,7 +393,8 @@ def _minimize(
         settings,
         (lambda program: reduce_workload(program, floors, steps)) if workload else reduce,
     )
-    interrupted = reduced.interrupted
+    # A stop that came while the setup above ran: the search runs nothing, and says so.
+    interrupted = reduced.interrupted or cancel.is_set()
     last = 0.0
     # Probes run in a worker thread: Ctrl-C reaches the main thread only, which stops the
     # run (`cancel`) and keeps what it did; the probe cut short is not stored.
@@ -390,6 +404,10 @@ def _minimize(
                 search.interrupt()
                 break
             try:
+                if deferral is not None:
+                    # A stop is raised again, here, where the search catches it (and each
+                    # probe's run defers it again while it writes).
+                    deferral.end()
                 for probe in search.next_probes():
                     future = pool.submit(runner.run, search.program(probe.key), probe)
                     try:

@@ -191,6 +191,54 @@ def test_stopped_in_step_1_it_says_nothing_was_cut_and_leaves_no_stale_answer(
     assert [p.name for p in (out / "minimize").iterdir()] == [data["id"]] != [answer.name]
 
 
+# Run at start-up of the `reprospec minimize` below (sitecustomize): the first call of
+# the driver's `_sample`, once step 1 (isolate) has returned and before the program's
+# search begins, sends a real Ctrl-C (SIGINT) to the process group, at that point always.
+_CTRL_C_AFTER_STEP_1 = """
+import os, signal
+import reprospec.minimize.driver as driver
+
+_sample = driver._sample
+_sent = []
+
+def stopped_here(cells):
+    if not _sent:
+        _sent.append(True)
+        os.killpg(os.getpgid(0), signal.SIGINT)
+    return _sample(cells)
+
+driver._sample = stopped_here
+"""
+
+
+def test_a_ctrl_c_as_step_1_returns_still_prints_the_answer(tmp_path: Path) -> None:
+    # A stop raised between step 1's return and the program's search escaped as a bare
+    # KeyboardInterrupt: no answer, exit 130, about 1 Ctrl-C in 7 during step 1.
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(_CTRL_C_AFTER_STEP_1)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'hook'}{os.pathsep}{ROOT}"}
+    command = [
+        sys.executable, "-m", "reprospec", "minimize", str(SETTINGS), "--out",
+        str(tmp_path / "out"), "--budget", "200", *DETERMINISTIC,
+    ]  # fmt: skip
+    stopped = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,  # its own group: the SIGINT reaches it, not pytest
+    )
+    assert stopped.returncode == 130, stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    # The best answer so far: step 1's, the settings it reset, nothing of the program cut.
+    assert "report: " in stopped.stdout, stopped.stdout + stopped.stderr
+    assert "settings: log=verbose -> quiet" in stopped.stdout
+    assert "9 -> 9 lines in 8 attempts (interrupted)" in stopped.stdout
+    assert "run the same command again to resume" in stopped.stderr
+
+
 def test_a_reduced_cell_the_spec_expects_otherwise_is_not_the_one_minimized(
     tmp_path: Path,
 ) -> None:
