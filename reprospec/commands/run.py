@@ -185,7 +185,10 @@ def execute(
     install_stop_handlers(cancel, deferral)
     observes = plan.expectations.of
     with Progress(
-        len(plan.attempts), stream=sys.stderr, observes=lambda cell: observes(cell).observes
+        len(plan.attempts),
+        stream=sys.stderr,
+        observes=lambda cell: observes(cell).observes,
+        gone=cancel.set,
     ) as progress:
         return stages.execute(
             plan,

@@ -49,8 +49,13 @@ class Progress:
         total: int,
         stream: IO[str] | None = None,
         observes: Callable[[Cell], bool] = lambda _cell: False,
+        gone: Callable[[], None] | None = None,
     ) -> None:
         self.stream = stream or sys.stderr
+        # Called once the reader of `stream` has gone (`run SPEC 2>&1 | head`) as the quiet
+        # line finds it: `run` stops then (its cancel), where it ran on to the next
+        # attempt's end (a hang's timeout) with the reader's pipeline waiting on it.
+        self.gone = gone
         # Whether a cell is observed (`--observe`): its attempts match "anything", and a
         # line per attempt that said `match` read as the expected failure.
         self.observes = observes
@@ -116,8 +121,14 @@ class Progress:
                     f"longest ({cell}) for {coarse(now - oldest)}",
                     one_line=True,
                 )
-                self.stream.write(line + "\n")
-                self.stream.flush()
+                try:
+                    self.stream.write(line + "\n")
+                    self.stream.flush()
+                except BrokenPipeError:
+                    # The next attempt's line raises it again in the engine: exit 141.
+                    if self.gone is not None:
+                        self.gone()
+                    return
                 self._written = now
 
     def __exit__(

@@ -72,3 +72,22 @@ def test_off_a_terminal_the_longest_is_the_attempt_still_running(
             time.sleep(0.02)
     last = stream.getvalue().splitlines()[-1]
     assert last == "reprospec: still running: 1 attempt, the longest (flaky) for 5m00s"
+
+
+def test_off_a_terminal_a_reader_gone_is_said_by_the_quiet_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `run SPEC 2>&1 | head`: while a long attempt ran, the quiet line's EPIPE ended the
+    # watching thread and nothing else, and the run went on to the attempt's end (a hang's
+    # timeout) with the reader's pipeline waiting on it. The run is told (its cancel).
+    monkeypatch.setattr(progress, "QUIET_S", 0.05)
+
+    class Gone(io.StringIO):
+        def write(self, _text: str) -> int:
+            raise BrokenPipeError
+
+    told = threading.Event()
+    cell = Cell(id="default", index=0, matrix={})
+    with progress.Progress(1, stream=Gone(), gone=told.set) as shown:
+        shown.update("start", cell, None, 0, 1)
+        assert told.wait(10), "the reader's going was not told"
