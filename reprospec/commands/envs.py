@@ -67,6 +67,12 @@ def _seconds(text: str) -> float:
 
     if text.endswith("d") and text[:-1].replace(".", "", 1).isdigit():
         return float(text[:-1]) * 86400
+    if text.replace(".", "", 1).isdigit():
+        # A duration's bare number is seconds: `prune --older-than 7`, meant as a week,
+        # removed every environment and image older than 7 seconds, each in use a moment ago.
+        raise UsageError(
+            f"--older-than {text}: give its unit ({text}d for days, {text}h, {text}m or {text}s)"
+        )
     try:
         return parse_duration(text)
     except ValueError as exc:

@@ -24,6 +24,8 @@ from reprospec.venvs.build import in_use_lock
         (["list", "--all", "--dry-run"], "--all, --dry-run: for `envs prune` only"),
         # ...and `prune --all --older-than 1d` removed every one, however new.
         (["prune", "--all", "--older-than", "1d"], "--all and --older-than: give one"),
+        # `--older-than 7`, meant as days, was 7 seconds: every environment and image went.
+        (["prune", "--older-than", "7"], "--older-than 7: give its unit (7d for days, 7h, "),
     ],
 )
 def test_options_envs_would_drop_are_refused(
