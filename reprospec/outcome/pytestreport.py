@@ -197,14 +197,35 @@ PYTEST_NO_TESTS = 5
 _NOT_FOUND = Lazy(r"^ERROR: (?P<what>(?:file or directory )?not found: [^\n]+)$", re.MULTILINE)
 _BAD_OPTION = Lazy(r"^ERROR: usage: [^\n]*\n[^\n]*?: error: (?P<what>[^\n]+)$", re.MULTILINE)
 _COLLECTED = Lazy(r"\bcollected \d+ items?[^\n]*?(?= in [\d.]+s\b|\s*$)", re.MULTILINE)
+# The counts of pytest's last line (`==== 1 skipped, 2 deselected in 0.03s ====`, bare under
+# -q), and what a test that ran counts as: a skip, a deselection, a warning are none.
+_COUNTS = Lazy(r"^=*\s*(?P<counts>\d+ [a-z]+(?:, \d+ [a-z]+)*) in [\d.]+s\b", re.MULTILINE)
+_RAN = frozenset({"passed", "failed", "xfailed", "xpassed", "error", "errors", "rerun"})
+# Why: `-v`'s `t.py::test_x SKIPPED (no GPU)  [100%]`, `-rs`'s `SKIPPED [1] t.py:3: no GPU`.
+_SKIP_WHY = Lazy(
+    r"\bSKIPPED (?:\((?P<verbose>[^\n]*)\)(?=[ \t]*(?:\[ *\d+%\])?[ \t]*$)"
+    r"|\[\d+\] \S+?:\d+: (?P<summary>[^\n]+))",
+    re.MULTILINE,
+)
 
 
 def ran_no_test(code: int | None, stderr: str, stdout: str) -> str | None:
     """Why a pytest command ran no test at all, as an infra-error's reason: a node id or a
     path it did not find, an option it does not know (exit 4), nothing collected or
-    selected (exit 5, `-k` that matched nothing); else None. Such a run did not run the
-    test the spec is about, so its `error exit 4` must not meet an `expect: error` (a
-    typo in the test id read as reproduced) nor read as the test's failure."""
+    selected (exit 5, `-k` that matched nothing), every test it selected skipped (exit 0:
+    a `skipif` no GPU, on this machine); else None. Such a run did not run the test the
+    spec is about, so its `error exit 4` must not meet an `expect: error` (a typo in the
+    test id read as reproduced), nor its exit 0 an `expect: pass` (a skipped test read as
+    one that passed), nor read as the test's failure or its not failing."""
+    if code == 0:
+        counts = [found["counts"] for found in _COUNTS.finditer(stdout)]
+        said = counts[-1] if counts else ""
+        kinds = {count.partition(" ")[2] for count in said.split(", ")}
+        if "skipped" not in kinds or kinds & _RAN:
+            return None
+        why = _SKIP_WHY.search(stdout)
+        reason = f": {why['verbose'] or why['summary']}".rstrip() if why is not None else ""
+        return f"pytest ran no test: {said}{reason} (exit 0)"
     if code == PYTEST_USAGE_ERROR:
         found = _NOT_FOUND.search(stderr) or _BAD_OPTION.search(stderr)
         if found is None:

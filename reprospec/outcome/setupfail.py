@@ -13,8 +13,9 @@ reported no progress yet (no event with a phase or step):
          the person did not choose (`Execution.unchosen_python`: reprospec's own,
          as pipx or `uv tool` installs it): `--python` names theirs
     4    pytest's `ERROR: not found: t.py::test_typo`, `file or directory not found`,
-         an option it does not know; 5, no test collected or selected (a command that
-         is pytest: pytestreport.ran_no_test). It ran no test, so no `expect` is met
+         an option it does not know; 5, no test collected or selected; 0, every test
+         it selected skipped, whatever its `-v` lines named (a command that is pytest:
+         pytestreport.ran_no_test). It ran no test, so no `expect` is met
 
 A `ModuleNotFoundError` of a package `environment.packages` declares is no setup
 failure: every runner checked those packages where the attempt runs before it
@@ -36,8 +37,16 @@ def setup_failure(
 ) -> NotRun | None:
     """Why the command never got to run, when stderr says so before any progress; else None.
     `pytest`: the command runs pytest, which says so of a test id it did not find."""
-    if execution.timed_out or execution.returncode in (None, 0):
+    if execution.timed_out or execution.returncode is None:
         return None
+    if execution.returncode == 0:
+        if not pytest:
+            return None
+        # Each test it selected was skipped: its `-v` lines name them, no progress of theirs.
+        from reprospec.outcome.pytestreport import ran_no_test
+
+        said = ran_no_test(0, evidence.stderr, evidence.stdout)
+        return NotRun(said) if said is not None else None
     events = evidence.events
     if events.phase is not None or events.step is not None:
         return None  # it made progress: whatever ended it is the program's doing

@@ -114,7 +114,12 @@ def attempt_result(
     plan: AttemptPlan, execution: Execution, evidence: Evidence, logs: str = ""
 ) -> AttemptResult:
     """Classify and judge one finished execution from its evidence."""
-    pytest = execution.returncode not in (0, None) and _runs_pytest(plan)
+    # An exit 0 is pytest's only where its report counts skips (each test skipped: no test ran).
+    pytest = (
+        execution.returncode is not None
+        and (execution.returncode != 0 or " skipped" in evidence.stdout)
+        and _runs_pytest(plan)
+    )
     outcome = with_native_and_ranks(
         classify(execution, evidence, pytest=pytest),
         evidence,

@@ -114,6 +114,34 @@ def test_a_pytest_command_that_ran_no_test_is_infra_error(
     assert reason.endswith(f"(exit {5 if '-k' in args else 4})"), reason
 
 
+@pytest.mark.parametrize(
+    ("test", "expected"),
+    [
+        ("test_gpu", "pytest ran no test: 1 skipped, 1 deselected: no GPU here (exit 0)"),
+        ("test_gpu or test_cpu", None),  # one ran and passed: the run's pass
+    ],
+)
+def test_a_pytest_command_whose_tests_were_all_skipped_ran_no_test(
+    runner: LocalRunner, tmp_path: Path, test: str, expected: str | None
+) -> None:
+    # A `skipif` this machine meets: pytest exits 0 having run nothing, which read `pass @
+    # t.py::test_gpu` and met `expect: pass` as reproduced (or missed a crash as "got pass").
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "t.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.skip(reason='no GPU here')\ndef test_gpu():\n    pass\n\n"
+        "def test_cpu():\n    pass\n"
+    )
+    argv = [PY, "-m", "pytest", "t.py", "-k", test, "-p", "no:cacheprovider", "-v"]
+    result = run_attempt(runner, argv, tmp_path)
+    if expected is None:
+        assert isinstance(result.outcome, Outcome), result.outcome
+        assert result.outcome.kind == "pass"
+    else:
+        assert not_run(result) == expected
+
+
 def test_a_conftest_that_fails_to_import_is_the_programs_error(
     runner: LocalRunner, tmp_path: Path
 ) -> None:

@@ -374,6 +374,30 @@ def test_the_tests_xdists_workers_had_started_and_not_ended() -> None:
             "\nno tests ran in 0.01s\n",
             "pytest ran no test, none collected or selected (exit 5)",
         ),
+        # Each test it selected skipped (exit 0): `-v`'s reason, or `-rs`'s under -q.
+        (
+            0,
+            "",
+            "t.py::test_gpu SKIPPED (needs a GPU (cuda))                        [100%]\n\n"
+            "============================== 1 skipped in 0.01s ==============================\n",
+            "pytest ran no test: 1 skipped: needs a GPU (cuda) (exit 0)",
+        ),
+        (
+            0,
+            "",
+            "s\n=========================== short test summary info ============================\n"
+            "SKIPPED [1] t.py:3: no GPU\n1 skipped, 9 deselected, 1 warning in 0.02s\n",
+            "pytest ran no test: 1 skipped, 9 deselected, 1 warning: no GPU (exit 0)",
+        ),
+        # A test that ran beside the skipped ones (an xfail ran too): the run's own pass.
+        (
+            0,
+            "",
+            "t.py::test_a PASSED\nt.py::test_b SKIPPED (x)\n=== 1 passed, 1 skipped in 0.01s ===\n",
+            None,
+        ),
+        (0, "", "=== 1 skipped, 1 xfailed in 0.01s ===\n", None),
+        (0, "", "=== 2 passed in 0.01s ===\n", None),
         # The program's own exit 4s: a conftest that fails to import, a plugin.
         (
             4,
