@@ -482,6 +482,37 @@ def _check_axes(items: Sequence[str], option: str, cells: Sequence[Cell]) -> Non
             )
 
 
+def _passing_expected_to_fail(
+    options: IsolateOptions,
+    failing: Cell | None,
+    passing: Cell | None,
+    expectations: CellExpectations,
+    expected_to_pass: list[Cell],
+) -> None:
+    """Refuse a --passing cell the spec expects to fail as the failing cell does, where the
+    spec expects some cell to pass: it says which cells pass, and this is none of them. Run,
+    it spent its attempts on the passing side to end `base-reproduces`. A spec that expects
+    every cell to fail (no case of a pass) says nothing of which passes: the named one is
+    the user's word, and runs. With --passing-set the passing side is another config."""
+    if not options.passing or passing is None or failing is None or options.passing_sets:
+        return
+    if passing == failing or not expected_to_pass:
+        return
+    expected = expectations.of(passing)
+    if not fails(expected) or expected != expectations.of(failing):
+        return
+    shown = ", ".join(c.id for c in expected_to_pass[:4]) + (
+        ", ..." if len(expected_to_pass) > 4 else ""
+    )
+    raise UsageError(
+        f"the passing cell {passing.id} is expected to fail as the failing cell "
+        f"{failing.id} is (its expect is the same): isolate needs a passing side; nothing "
+        f"ran: name a cell the spec expects to pass ({shown}) with "
+        f"{said('--passing', 'passing')}, or give the fields that make the passing side "
+        f"with {said('--passing-set', 'passing_sets')}"
+    )
+
+
 def _choose_cells(
     spec: Spec,
     cells: Sequence[Cell],
@@ -565,6 +596,7 @@ def _choose_cells(
             "environment.env.NAME=VALUE, ~environment.env.NAME; repeatable), or widen an "
             "axis of its matrix and expect the new cell to pass (expect.cases)"
         )
+    _passing_expected_to_fail(options, failing, passing, expectations, expected_to_pass)
     if failing is None or passing is None:
         failing, passing = _observe(spec, cells, eligible, options, failing, passing, say, cancel)
     if expectations.of(failing).outcome == "pass":

@@ -699,3 +699,27 @@ def test_preload_forks_every_candidate_from_one_server(tmp_path: Path) -> None:
     assert code == 0, stderr
     assert again["isolate"] != data["isolate"]
     assert again["reused"] == 0
+
+
+def test_a_passing_cell_the_spec_expects_to_fail_the_same_way_is_refused_before_it_runs(
+    tmp_path: Path,
+) -> None:
+    # The spec says which cell passes (a=0,b=0); --passing named one it expects to fail as
+    # the failing cell does, which ran its attempts to end `base-reproduces`.
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: s\nmatrix: {a: [0, 1], b: [0, 1]}\n"
+        'command: python -c "import sys; sys.exit(3 if ${{ matrix.a }} or ${{ matrix.b }} '
+        'else 0)"\n'
+        "expect:\n  outcome: error\n  exit_code: 3\n"
+        "  cases:\n    - when: {a: 0, b: 0}\n      outcome: pass\n"
+    )
+    code, _, stderr = isolate(tmp_path, "--failing", "a=1,b=1", "--passing", "a=0,b=1", spec=spec)
+    assert code == 2, stderr
+    assert (
+        "the passing cell a=0,b=1 is expected to fail as the failing cell a=1,b=1 is (its "
+        "expect is the same): isolate needs a passing side; nothing ran: name a cell the spec "
+        "expects to pass (a=0,b=0) with --passing"
+    ) in stderr
+    assert "Traceback" not in stderr
+    assert not (tmp_path / "out" / "runs").exists()
