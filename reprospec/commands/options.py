@@ -207,7 +207,7 @@ def out(
     metavar: str = "DIR",
 ) -> None:
     """`--out DIR`: the results store every verb reads or writes."""
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar=metavar, help=help)
+    p.add_argument("--out", type=given_path, default=DEFAULT_OUT, metavar=metavar, help=help)
 
 
 def python(
@@ -298,7 +298,7 @@ def output(
     p.add_argument(
         "-o",
         "--output",
-        type=file_path if names_file else Path,
+        type=file_path if names_file else given_path,
         required=required,
         default=None,
         metavar=metavar,
@@ -308,10 +308,20 @@ def output(
     p.set_defaults(output_is_folder=metavar == "DIR")
 
 
+def given_path(text: str) -> Path:
+    """`--out`'s and `-o`'s value, for argparse: an empty one (`--out "$OUT"`, OUT unset) was
+    `Path('')`, the current folder, where `run` wrote its store and run folders (and
+    `materialize -o ''` its bundle) among the user's own files, as `--python ''` is refused."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, got ''")
+    return Path(text)
+
+
 def file_path(text: str) -> Path:
     """A path that names a file, for argparse: `report latest -o out/` wrote the report as
     a file named `out`, since `Path` drops the trailing slash that said a folder was meant
     (one already there is refused by `write_output`; this one did not exist yet)."""
+    given_path(text)
     if text.endswith(("/", os.sep)) or (os.altsep is not None and text.endswith(os.altsep)):
         raise argparse.ArgumentTypeError(
             f"{text} names a folder (the trailing /): name the file to write"

@@ -122,6 +122,36 @@ def test_an_empty_python_is_refused_before_anything_runs(
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--out"],
+        ["isolate", "--out"],
+        ["materialize", "-o"],
+        ["minimize", "-o"],
+        ["history", "--out"],
+        ["report", "-o"],
+    ],
+)
+def test_an_empty_out_or_output_is_refused_before_anything_runs(
+    argv: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `--out "$OUT"` with OUT unset was `Path('')`, the current folder: `run` wrote its
+    # results.db and runs/ there, among the user's files, as `--python ''` is refused.
+    monkeypatch.chdir(tmp_path)
+    verb, flag = argv
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(SPEC)
+    line = _refusal(capsys, verb, "latest" if verb == "report" else str(spec), flag, "")
+    assert line.endswith(
+        f"argument {'-o/--output' if flag == '-o' else flag}: expected a path, got ''"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.yaml"]
+
+
 @pytest.mark.parametrize("verb", ["run", "slurm"])
 def test_repeat_is_bounded_as_run_repeat_is(verb: str, capsys: pytest.CaptureFixture[str]) -> None:
     line = _refusal(capsys, verb, "x.yaml", "--repeat", str(MAX_REPEAT + 1))
