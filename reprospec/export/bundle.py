@@ -52,7 +52,7 @@ from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import Redactor, env_names_read, public_env, sets_secret
 from reprospec.core.results import RunResult
-from reprospec.core.units import positive_duration
+from reprospec.core.units import format_duration, positive_duration
 from reprospec.core.words import interrupted_of, plural, resume_command
 from reprospec.errors import UsageError
 from reprospec.export.carry import carried_bytes
@@ -804,6 +804,19 @@ def _readme(
     if isinstance(preload, list):
         # The run's attempts forked from a server that imported these (`--preload`).
         flags += f" --preload {','.join(str(m) for m in preload) or 'none'}"
+    if isinstance(options, dict):
+        # What `reprospec run ARCHIVE` gives the spec from the manifest: without them, the
+        # spec run by hand ran every cell once (a `-m` run of 1 cell of 4 ran all 4).
+        filters = options.get("matrix_filters")
+        for given in filters if isinstance(filters, list) else ():
+            flags += f" -m {shlex.quote(str(given))}"
+        repeat, timeout = options.get("repeat"), options.get("timeout_s")
+        if isinstance(repeat, int) and not isinstance(repeat, bool):
+            flags += f" --repeat {repeat}"
+        if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+            flags += f" --timeout {format_duration(float(timeout))}"
+        if options.get("observe") is True:
+            flags += " --observe"
     rerun = f"reprospec run {run.run_id}/{spec}{flags}"
     if manifest.get("workdir") is not None:
         # The spec names the sender's absolute workdir: run as it is, it looks there.

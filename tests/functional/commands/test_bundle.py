@@ -1076,3 +1076,32 @@ def test_the_bundle_of_a_run_interrupted_within_a_cell_says_its_report_is_partia
         "1 of 1 cell cut short (interrupted after 1 of 3 attempts), and report.md shows "
         "only what ran"
     ) in readme
+
+
+def test_the_readmes_spec_run_by_hand_keeps_the_runs_filters(tmp_path: Path, cli: Cli) -> None:
+    """`reprospec run ARCHIVE` runs the run's `-m` cells, `--repeat` and `--timeout`; the
+    README's "run the spec yourself" line gave the spec alone, which ran every cell once."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: filtered\nmatrix: {code: [0, 3]}\n"
+        "command: python -c 'import sys; sys.exit(${{ matrix.code }})'\n"
+        "expect: {outcome: error, cases: [{when: {code: 0}, outcome: pass}]}\n"
+    )
+    store = tmp_path / "store"
+    ran = cli(
+        "run", str(spec), "-m", "code=3", "--repeat", "2", "--timeout", "90s", "--out", str(store)
+    )
+    assert ran.code == 0, ran.stderr
+    archive = tmp_path / "f.tar.gz"
+    assert _bundle(cli, archive, store).code == 0
+    unpacked = tmp_path / "unpacked"
+    with tarfile.open(archive) as tar:
+        tar.extractall(unpacked, filter="data")
+    (top,) = unpacked.iterdir()
+    readme = (top / "README.md").read_text()
+    rerun = re.search(r"run the spec yourself: `reprospec (run [^`]+)`", readme)
+    assert rerun is not None, readme
+    assert rerun.group(1).endswith("spec.yaml -m code=3 --repeat 2 --timeout 90s"), readme
+    mine = cli(*shlex.split(rerun.group(1)), "--out", str(tmp_path / "mine"), cwd=unpacked)
+    assert mine.code == 0, mine.stderr
+    assert "1/1 cell reproduced" in mine.stdout, mine.stdout
