@@ -94,6 +94,10 @@ def bisect_spec(
         if progress is not None:
             progress(redactor.text(line))
 
+    # An --out that is a file: refused at once, as `run` refuses it, where the index was
+    # asked for every release and the first environment's lock said "Not a directory:
+    # OUT/envs/.locks".
+    RunFolder.check_out(request.out)
     spec = api.load_spec(request.spec, request.overrides)
     # Every candidate run is masked by the pipeline; what bisect itself says and writes is
     # masked the same way (redact.py).

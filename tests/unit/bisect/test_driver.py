@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reprospec.bisect.driver import _added_package, _describe, candidate_packages
+import pytest
+
+from reprospec.bisect.driver import _added_package, _describe, bisect_spec, candidate_packages
 from reprospec.bisect.search import Trial
 from reprospec.bisect.state import BisectRequest
+from reprospec.errors import UsageError
 from tests.unit.venvs.test_build import BUILD_FAILED
 
 REASON = (
@@ -85,3 +88,14 @@ def test_a_package_the_cell_does_not_name_is_said_to_be_added(tmp_path: Path) ->
     )
     # Named in any spelling, it is the cell's.
     assert _added_package(request, ("Six>=1.10",)) is None
+
+
+def test_an_out_that_is_a_file_is_refused_before_anything_is_asked(tmp_path: Path) -> None:
+    """`bisect --out FILE` asked the index for every release, then stopped on the first
+    environment's lock, "Not a directory: FILE/envs/.locks"; `run` refuses it, naming --out."""
+    out = tmp_path / "afile"
+    out.write_text("")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("reprospec: 1\nname: s\ncommand: python -c pass\n")
+    with pytest.raises(UsageError, match=r"^--out .*afile: not a folder \(a file is there\)"):
+        bisect_spec(BisectRequest(spec, "pkg", "1.0", "2.0", out=out))
