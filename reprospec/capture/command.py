@@ -64,6 +64,7 @@ from reprospec.capture.hangwait import (
     VerifyWait,
     alone_timeout,
     moving_at_bound,
+    read_hang,
     still_moving,
     verify_wait,
 )
@@ -497,7 +498,10 @@ def _capture(
         )
     # Judged by the expect written for it (their signatures, before progress is read in).
     observed = _judged(observed, attempts)
-    moving = still_moving(observed.signature, run_dir, attempts, presets)
+    # The hang's progress, read once: whether it still moved, the bound of its test's rerun
+    # alone and the verify's wait are each asked of it (each read every attempt's events).
+    hang = read_hang(observed.signature, run_dir, attempts, presets)
+    moving = still_moving(hang)
     if moving is not None and observed.outcome is not None:
         observed = replace(observed, outcome=replace(observed.outcome, step=None), steps=())
     # The failures the spec does not expect are read as its own is: their `expect` is said.
@@ -515,7 +519,7 @@ def _capture(
         ),
     )
     # How long a rerun of a captured pytest hang's test alone may take: the bound it hung to.
-    alone = alone_timeout(observed.signature, run_dir, attempts, presets, request.timeout_s)
+    alone = alone_timeout(hang, request.timeout_s)
     proposal, ran, narrowing, stopped = _narrowed(
         request, proposal, options, observed, workdir, spec_path, presets, run_spec, say, alone
     )
@@ -680,7 +684,7 @@ def _capture(
                 linked=data.left_out,
                 outside=data.outside,
                 hidden=editable,
-                wait=verify_wait(observed.signature, run_dir, attempts, presets, request.timeout_s),
+                wait=verify_wait(hang, request.timeout_s),
                 again=_again(request, spec_path),
                 say=say,
                 written=lambda: written_since(workdir, started, (request.out, spec_path)),

@@ -109,14 +109,32 @@ class VerifyWait:
         )
 
 
-def verify_wait(
-    signature: str,
-    run_dir: Path,
-    attempts: Sequence[AttemptResult],
-    presets: Sequence[str],
-    timeout_s: float,
-) -> VerifyWait | None:
-    """The verify's wait for the captured failure `signature`: None unless it is a hang.
+@frozen
+class HungAttempt:
+    """One attempt of a captured hang, as its progress says: when it started and ended (the
+    events' clock; `started` None where its start cannot be read), the times of its progress
+    events, sorted, and whether pytest-xdist's workers ran its tests side by side."""
+
+    started: float | None
+    ended: float
+    times: tuple[float, ...]
+    xdist: bool
+
+
+@frozen
+class HangRead:
+    """The progress of a captured hang's attempts, read once (`read_hang`): the verify's
+    wait, whether it was still moving and the bound of a test's rerun alone are each asked
+    of it, where each read every attempt's events.jsonl again (and the output, for xdist)."""
+
+    attempts: tuple[HungAttempt, ...]
+
+
+def read_hang(
+    signature: str, run_dir: Path, attempts: Sequence[AttemptResult], presets: Sequence[str]
+) -> HangRead | None:
+    """The attempts of the captured hang `signature` and their progress; None for a
+    signature that is no hang.
 
     Progress is what the verify's own runs count as progress (progress.py): events of a
     progress kind, and of the markers only those of the spec's `presets` (the first run
@@ -127,7 +145,34 @@ def verify_wait(
     fits one line, and its hang was read as one without progress)."""
     if not signature.startswith("hang"):
         return None
-    quiet, gap = _quiet(signature, run_dir, attempts, presets)
+    wanted = [re.compile(m.pattern) for name in presets for m in PRESETS[name].markers]
+    read: list[HungAttempt] = []
+    for attempt in attempts:
+        if attempt.ran is None or attempt.ran.signature != signature:
+            continue
+        end = _ended(attempt)
+        if end is None:
+            continue
+        try:
+            started: float | None = datetime.fromisoformat(attempt.started).timestamp()
+        except ValueError:
+            started = None
+        times = sorted(
+            t
+            for event in iter_events(run_dir / attempt.logs / "events.jsonl")
+            if _is_progress(event, wanted if presets else None)
+            if isinstance(t := event.get("t"), (int, float))
+        )
+        xdist = xdist_running(attempt_output(run_dir, attempt)) is not None
+        read.append(HungAttempt(started, end, tuple(float(t) for t in times), xdist))
+    return HangRead(tuple(read))
+
+
+def verify_wait(hang: HangRead | None, timeout_s: float) -> VerifyWait | None:
+    """The verify's wait for the captured failure: None unless it is a hang (`hang`)."""
+    if hang is None:
+        return None
+    quiet, gap = _quiet(hang)
     if not quiet:
         return VerifyWait(timeout_s)
     stall = float(math.ceil(max(MIN_STALL_S, GAP_FACTOR * (gap or 0.0))))
@@ -136,29 +181,17 @@ def verify_wait(
     return VerifyWait(timeout_s, stall, min(quiet), gap)
 
 
-def _quiet(
-    signature: str, run_dir: Path, attempts: Sequence[AttemptResult], presets: Sequence[str]
-) -> tuple[list[float], float | None]:
-    """How long each attempt of the captured hang `signature` went without progress to its
-    end (of those with progress before it), and the longest gap between its progress
-    before that (None: none had two progress events)."""
-    wanted = [re.compile(m.pattern) for name in presets for m in PRESETS[name].markers]
+def _quiet(hang: HangRead) -> tuple[list[float], float | None]:
+    """How long each attempt of the captured hang went without progress to its end (of
+    those with progress before it), and the longest gap between its progress before that
+    (None: none had two progress events)."""
     quiet: list[float] = []
     gap: float | None = None
-    for attempt in attempts:
-        if attempt.ran is None or attempt.ran.signature != signature:
-            continue
-        times = sorted(
-            t
-            for event in iter_events(run_dir / attempt.logs / "events.jsonl")
-            if _is_progress(event, wanted if presets else None)
-            if isinstance(t := event.get("t"), (int, float))
-        )
-        end = _ended(attempt)
-        if not times or end is None:
+    for attempt in hang.attempts:
+        if not attempt.times:
             continue  # no progress before this hang: nothing says when it stopped
-        quiet.append(end - times[-1])
-        gaps = [b - a for a, b in itertools.pairwise(times)]
+        quiet.append(attempt.ended - attempt.times[-1])
+        gaps = [b - a for a, b in itertools.pairwise(attempt.times)]
         gap = max([gap, *gaps]) if gap is not None else max(gaps, default=None)
     return quiet, gap
 
@@ -181,16 +214,14 @@ class StillMoving:
         )
 
 
-def still_moving(
-    signature: str, run_dir: Path, attempts: Sequence[AttemptResult], presets: Sequence[str]
-) -> StillMoving | None:
+def still_moving(hang: HangRead | None) -> StillMoving | None:
     """Whether the captured hang `signature` was still making progress at its timeout: each
     attempt's last progress came within twice the longest gap between its progress before.
     A slow run cut by `--timeout 4s` (`step N` every 0.5 s) was written `expect: {outcome:
     hang, step: 7}`, the step the timeout found, which a slower machine does not reach."""
-    if not signature.startswith("hang"):
+    if hang is None:
         return None
-    quiet, gap = _quiet(signature, run_dir, attempts, presets)
+    quiet, gap = _quiet(hang)
     if not quiet or not gap or max(quiet) > 2 * gap:
         return None
     return StillMoving(max(quiet), gap)
@@ -220,13 +251,7 @@ def _ended(attempt: AttemptResult) -> float | None:
 _CLOSED_S = 0.25
 
 
-def alone_timeout(
-    signature: str,
-    run_dir: Path,
-    attempts: Sequence[AttemptResult],
-    presets: Sequence[str],
-    timeout_s: float,
-) -> float | None:
+def alone_timeout(hang: HangRead | None, timeout_s: float) -> float | None:
     """How long a rerun of a captured pytest hang's test alone may take before it is called
     the same hang (None for a signature that is no hang): as long as the first run went
     with that test unended, at most the timeout. That is the first run's start-up (to its
@@ -243,32 +268,19 @@ def alone_timeout(
     does not end within as long, and a test that alone ends sooner, slow or not, is none.
     One that reaches this bound still using CPU (`moving_at_bound`) is rerun at the
     timeout: the bound is shorter than the first run's wait, and work may end between."""
-    if not signature.startswith("hang"):
+    if hang is None:
         return None
-    wanted = [re.compile(m.pattern) for name in presets for m in PRESETS[name].markers]
     bound = 0.0
-    for attempt in attempts:
-        if attempt.ran is None or attempt.ran.signature != signature:
+    for attempt in hang.attempts:
+        if attempt.started is None:
             continue
-        end = _ended(attempt)
-        try:
-            start = datetime.fromisoformat(attempt.started).timestamp()
-        except ValueError:
-            continue
-        if end is None:
-            continue
-        times = sorted(
-            t
-            for event in iter_events(run_dir / attempt.logs / "events.jsonl")
-            if _is_progress(event, wanted if presets else None)
-            if isinstance(t := event.get("t"), (int, float)) and t < end - _CLOSED_S
-        )
-        if not times or xdist_running(attempt_output(run_dir, attempt)) is not None:
+        times = [t for t in attempt.times if t < attempt.ended - _CLOSED_S]
+        if not times or attempt.xdist:
             # No progress before it, or pytest-xdist's workers, whose tests run beside the
             # hung one: another worker's test ending says nothing of when it began.
-            unended = end - start
+            unended = attempt.ended - attempt.started
         else:
-            unended = (times[0] - start) + (end - times[-1])
+            unended = (times[0] - attempt.started) + (attempt.ended - times[-1])
         bound = max(bound, unended)
     if bound <= 0:
         return timeout_s

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -14,6 +15,7 @@ from reprospec.capture.hangwait import (
     alone_timeout,
     cpu_moved,
     moving_at_bound,
+    read_hang,
     still_moving,
     verify_wait,
 )
@@ -56,7 +58,7 @@ def test_a_hang_long_after_its_last_step_is_called_at_a_stall(tmp_path: Path) ->
     # nu18 N12: a deadlock after steps 0.1 s apart, seen at the 300 s timeout; every verify
     # waited 300 s again.
     attempts = [hung(tmp_path, 1, [0.1, 0.2], 300.3)]
-    wait = verify_wait("hang", tmp_path, attempts, ("steps",), 300.0)
+    wait = verify_wait(read_hang("hang", tmp_path, attempts, ("steps",)), 300.0)
     assert wait is not None
     assert (wait.timeout_s, wait.stall_s) == (300.0, MIN_STALL_S)
     assert round(wait.quiet_s or 0, 2) == 300.1
@@ -68,21 +70,25 @@ def test_a_hang_long_after_its_last_step_is_called_at_a_stall(tmp_path: Path) ->
 
 def test_the_stall_is_ten_times_the_longest_gap_between_progress(tmp_path: Path) -> None:
     attempts = [hung(tmp_path, 1, [1, 3.2, 4], 300), hung(tmp_path, 2, [1, 5.5], 300)]
-    wait = verify_wait("hang", tmp_path, attempts, ("steps",), 300.0)
+    wait = verify_wait(read_hang("hang", tmp_path, attempts, ("steps",)), 300.0)
     assert wait is not None
     assert wait.stall_s == 45.0  # 4.5 s apart at most: 45 s
 
 
 def test_a_stall_not_well_below_the_quiet_the_hang_showed_is_not_used(tmp_path: Path) -> None:
     # 5 s timeout, last progress at 0.1 s: a 10 s stall would call nothing sooner.
-    wait = verify_wait("hang", tmp_path, [hung(tmp_path, 1, [0.1], 5.2)], ("steps",), 5.0)
+    wait = verify_wait(
+        read_hang("hang", tmp_path, [hung(tmp_path, 1, [0.1], 5.2)], ("steps",)), 5.0
+    )
     assert wait == VerifyWait(5.0)
     assert wait.overrides == ()
     assert wait.note() == (
         "a hang waits the spec's timeout, 5s, in each attempt: capture --timeout D shortens it"
     )
     # Quiet 19 s: twice a 10 s stall is more.
-    wait = verify_wait("hang", tmp_path, [hung(tmp_path, 2, [1.0], 20.0)], ("steps",), 20.0)
+    wait = verify_wait(
+        read_hang("hang", tmp_path, [hung(tmp_path, 2, [1.0], 20.0)], ("steps",)), 20.0
+    )
     assert wait == VerifyWait(20.0)
 
 
@@ -92,25 +98,29 @@ def test_a_spec_without_markers_counts_the_lines_a_preset_matched_as_output(
     # nu18's dl2.py printed one `step 1` and deadlocked: no preset fits one line, so its
     # spec has no markers and its output is progress; the line's marker event is its time.
     attempts = [hung(tmp_path, 1, [0.1], 300.2)]
-    wait = verify_wait("hang", tmp_path, attempts, (), 300.0)
+    wait = verify_wait(read_hang("hang", tmp_path, attempts, ()), 300.0)
     assert wait is not None
     assert (wait.stall_s, wait.gap_s) == (MIN_STALL_S, None)
     assert "went 300.1 s without progress to the timeout, after its only progress;" in wait.said()
 
 
 def test_a_hang_without_progress_waits_the_timeout(tmp_path: Path) -> None:
-    wait = verify_wait("hang", tmp_path, [hung(tmp_path, 1, [], 300)], ("steps",), 300.0)
+    wait = verify_wait(read_hang("hang", tmp_path, [hung(tmp_path, 1, [], 300)], ("steps",)), 300.0)
     assert wait == VerifyWait(300.0)
     # Markers of a preset the spec does not keep are no progress of its verify.
     attempts = [hung(tmp_path, 2, [0.1, 0.2], 300, lines="[ RUN      ] Suite.test")]
-    assert verify_wait("hang", tmp_path, attempts, ("steps",), 300.0) == VerifyWait(300.0)
+    assert verify_wait(read_hang("hang", tmp_path, attempts, ("steps",)), 300.0) == VerifyWait(
+        300.0
+    )
 
 
 def test_only_a_hang_gets_a_wait(tmp_path: Path) -> None:
     attempts = [hung(tmp_path, 1, [0.1], 300)]
-    assert verify_wait("error:ValueError", tmp_path, attempts, ("steps",), 300.0) is None
+    assert verify_wait(read_hang("error:ValueError", tmp_path, attempts, ("steps",)), 300.0) is None
     # The attempts of another signature say nothing of this one's hang.
-    assert verify_wait("hang:phase", tmp_path, attempts, ("steps",), 300.0) == VerifyWait(300.0)
+    assert verify_wait(
+        read_hang("hang:phase", tmp_path, attempts, ("steps",)), 300.0
+    ) == VerifyWait(300.0)
 
 
 def test_a_rerun_alone_waits_as_long_as_the_test_went_unended_with_the_others(
@@ -121,20 +131,26 @@ def test_a_rerun_alone_waits_as_long_as_the_test_went_unended_with_the_others(
     # 27.9 s (1 s of start-up, then 26.9 s after the test before it ended): that long, and
     # a margin for the rerun's start-up.
     attempts = [hung(tmp_path, 1, [1.0, 1.1], 28.0, signature="hang:t.py::test_x")]
-    bound = alone_timeout("hang:t.py::test_x", tmp_path, attempts, ("steps",), 30.0)
+    bound = alone_timeout(read_hang("hang:t.py::test_x", tmp_path, attempts, ("steps",)), 30.0)
     assert bound == 30.0
     attempts = [hung(tmp_path, 2, [1.0, 1.1], 28.0, signature="hang:t.py::test_x")]
-    assert alone_timeout("hang:t.py::test_x", tmp_path, attempts, ("steps",), 60.0) == 31.0
+    assert (
+        alone_timeout(read_hang("hang:t.py::test_x", tmp_path, attempts, ("steps",)), 60.0) == 31.0
+    )
     # A long test before the hung one is not waited for again.
     attempts = [hung(tmp_path, 3, [1.0, 40.0], 60.0, signature="hang:t.py::test_x")]
-    assert alone_timeout("hang:t.py::test_x", tmp_path, attempts, ("steps",), 60.0) == 24.0
+    assert (
+        alone_timeout(read_hang("hang:t.py::test_x", tmp_path, attempts, ("steps",)), 60.0) == 24.0
+    )
 
 
 def test_a_first_test_that_hung_is_rerun_alone_within_the_timeout(tmp_path: Path) -> None:
     # pt40: no progress before the hang (the first test): it was not narrowed at all.
     attempts = [hung(tmp_path, 1, [], 10.2, signature="hang:t.py::test_x")]
-    assert alone_timeout("hang:t.py::test_x", tmp_path, attempts, ("pytest",), 10.0) == 10.0
-    assert alone_timeout("crash:SIGSEGV", tmp_path, attempts, ("pytest",), 10.0) is None
+    assert (
+        alone_timeout(read_hang("hang:t.py::test_x", tmp_path, attempts, ("pytest",)), 10.0) == 10.0
+    )
+    assert alone_timeout(read_hang("crash:SIGSEGV", tmp_path, attempts, ("pytest",)), 10.0) is None
 
 
 def test_under_xdist_a_rerun_alone_waits_the_whole_first_run(tmp_path: Path) -> None:
@@ -146,7 +162,9 @@ def test_under_xdist_a_rerun_alone_waits_the_whole_first_run(tmp_path: Path) -> 
         "created: 2/2 workers\n2 workers [3 items]\n\nt.py::test_x \nt.py::test_a \n"
         "[gw1] [ 33%] PASSED t.py::test_a \n"
     )
-    assert alone_timeout("hang:t.py::test_x", tmp_path, attempts, ("steps",), 60.0) == 31.0
+    assert (
+        alone_timeout(read_hang("hang:t.py::test_x", tmp_path, attempts, ("steps",)), 60.0) == 31.0
+    )
 
 
 def _trail(cpu_ms_per_s: float, seconds: int, *, threads: int = 1) -> list[CpuReading]:
@@ -217,7 +235,7 @@ def test_a_hang_still_making_progress_at_its_timeout_is_said_to_be_one(tmp_path:
     # `--timeout 4s` of a run printing `step N` every 0.5 s: written `expect: {outcome: hang,
     # step: 7}`, the step the timeout found it at (step 8 in the next attempt here).
     steps = [0.1 + 0.5 * i for i in range(8)]
-    moving = still_moving("hang", tmp_path, [hung(tmp_path, 1, steps, 4.0)], ("steps",))
+    moving = still_moving(read_hang("hang", tmp_path, [hung(tmp_path, 1, steps, 4.0)], ("steps",)))
     assert moving is not None
     assert round(moving.gap_s, 2) == 0.5
     assert round(moving.quiet_s, 2) == 0.4
@@ -228,11 +246,26 @@ def test_a_hang_still_making_progress_at_its_timeout_is_said_to_be_one(tmp_path:
 
 def test_a_hang_that_stopped_progressing_is_stuck_where_it_stopped(tmp_path: Path) -> None:
     # Steps 0.1 s apart, then 300 s of nothing: its step is where it stuck.
-    assert still_moving("hang", tmp_path, [hung(tmp_path, 1, [0.1, 0.2], 300.3)], ()) is None
+    assert (
+        still_moving(read_hang("hang", tmp_path, [hung(tmp_path, 1, [0.1, 0.2], 300.3)], ()))
+        is None
+    )
     # One progress event: no pace to tell it by; no progress at all, or no hang: nothing.
-    assert still_moving("hang", tmp_path, [hung(tmp_path, 2, [3.9], 4.0)], ()) is None
-    assert still_moving("hang", tmp_path, [hung(tmp_path, 3, [], 4.0)], ()) is None
-    assert still_moving("crash:SIGSEGV", tmp_path, [], ()) is None
+    assert still_moving(read_hang("hang", tmp_path, [hung(tmp_path, 2, [3.9], 4.0)], ())) is None
+    assert still_moving(read_hang("hang", tmp_path, [hung(tmp_path, 3, [], 4.0)], ())) is None
+    assert still_moving(read_hang("crash:SIGSEGV", tmp_path, [], ())) is None
     # Every attempt must still have been moving: one stuck long before its end is a hang.
     attempts = [hung(tmp_path, 4, [0.1, 0.6, 1.1], 1.3), hung(tmp_path, 5, [0.1, 0.6], 30)]
-    assert still_moving("hang", tmp_path, attempts, ("steps",)) is None
+    assert still_moving(read_hang("hang", tmp_path, attempts, ("steps",))) is None
+
+
+def test_a_hangs_progress_is_read_once_for_every_question_asked_of_it(tmp_path: Path) -> None:
+    # Whether it still moved, its test's bound alone and the verify's wait each read every
+    # attempt's events.jsonl again (three reads of one run's progress in one capture).
+    attempts = [hung(tmp_path, 1, [0.1 + 0.5 * i for i in range(8)], 4.0)]
+    hang = read_hang("hang", tmp_path, attempts, ("steps",))
+    assert hang is not None
+    shutil.rmtree(tmp_path / "cells")  # asked after this, nothing is read again
+    assert still_moving(hang) is not None
+    assert alone_timeout(hang, 60.0) == 3.0
+    assert verify_wait(hang, 300.0) == VerifyWait(300.0)
