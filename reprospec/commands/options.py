@@ -89,7 +89,8 @@ def folder(text: str) -> Path:
     """A folder that is there (`--find-links DIR`), for argparse: a mistyped one made every
     cell of the run an infra-error (`--find-links folder not found`), exit 3, where any other
     mistake in an option is exit 2 before anything runs."""
-    path = Path(text).expanduser()
+    # `--find-links "$WHEELS"` with WHEELS unset: '' was the current folder, a wheelhouse.
+    path = given_path(text).expanduser()
     if not path.is_dir():
         what = "not a folder" if path.exists() else "folder not found"
         raise argparse.ArgumentTypeError(f"{what}: {text}")
@@ -308,6 +309,17 @@ def output(
     p.set_defaults(output_is_folder=metavar == "DIR")
 
 
+def nonempty(what: str) -> Callable[[str], str]:
+    """A value that must not be empty (`--resume "$RUN"`, RUN unset), for argparse."""
+
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"expected {what}, got ''")
+        return text
+
+    return parse
+
+
 def given_path(text: str) -> Path:
     """`--out`'s and `-o`'s value, for argparse: an empty one (`--out "$OUT"`, OUT unset) was
     `Path('')`, the current folder, where `run` wrote its store and run folders (and
@@ -519,7 +531,8 @@ def run_options(
         out=Path(given.get("out") or DEFAULT_OUT),
         python=given.get("python"),
         gpus=given.get("gpus"),
-        shard=Shard.parse(shard) if shard else None,
+        # `--shard "$SHARD"` with SHARD unset is refused, where '' ran every attempt.
+        shard=Shard.parse(shard) if shard is not None else None,
         find_links=given.get("find_links"),
         keep_cores=bool(given.get("keep_cores", False)),
         observe=bool(given.get("observe", False)),

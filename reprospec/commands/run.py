@@ -65,6 +65,8 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     p.add_argument(
         "--resume",
         default=None,
+        # `--resume "$RUN"` with RUN unset: '' was read as the current folder's name.
+        type=opt.nonempty("a run id, `latest` or a run folder"),
         metavar="RUN",
         help="finish an interrupted run without redoing finished attempts "
         "(its id, `latest` or `latest~N`)",

@@ -392,3 +392,28 @@ def test_a_relative_python_or_wheel_folder_is_recorded_absolute(
     assert options.python == str(tmp_path / "env" / "bin" / "python")
     named = opt.run_options(parser.parse_args(["run", "s.yaml", "--python", "python3"]))
     assert named.python == "python3"
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        ("--shard", "--shard expects K/N like 2/8, got ''"),
+        ("--resume", "argument --resume: expected a run id, `latest` or a run folder, got ''"),
+        ("--find-links", "argument --find-links: expected a path, got ''"),
+    ],
+)
+def test_an_empty_shard_resume_or_find_links_is_refused(
+    option: str,
+    said: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A variable left unset: `--shard ''` ran every attempt unsharded, `--find-links ''`
+    # took the current folder for a wheelhouse, `--resume ''` looked for a run named after
+    # the current folder (`--resume run-try: no results store at /results.db`).
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(SPEC)
+    assert _refusal(capsys, "run", str(spec), option, "").endswith(said)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.yaml"]
