@@ -258,6 +258,8 @@ def _shown(options: RunOptions, name: str) -> str:
     value = _value(options, name)
     if isinstance(value, bool):
         return "on" if value else "off"
+    if value is None and name == "python" and options.runner == "docker":
+        return "none: each image's python3"  # not this interpreter: none of it ran
     if value is None or value == () or value == frozenset():
         return _UNSET.get(name, "none")
     if name == "timeout_s" and isinstance(value, float):

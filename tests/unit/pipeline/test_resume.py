@@ -40,6 +40,14 @@ def test_a_changed_option_is_refused_naming_it_and_the_value_kept() -> None:
     refuse_changes("R", began, RunOptions(repeat=1), set())
 
 
+def test_a_docker_run_resumed_with_python_says_its_images_ran_the_cells() -> None:
+    """The value a docker run kept read `--python none: this interpreter`, which ran none
+    of its cells: each ran in its image's python3."""
+    with pytest.raises(UsageError) as caught:
+        refuse_changes("R", RunOptions(runner="docker"), RunOptions(python="py"), {"python"})
+    assert "(--python none: each image's python3)" in str(caught.value)
+
+
 def test_the_run_s_own_filters_in_another_order_are_no_change() -> None:
     """nu27 N3: `-m a=3 -m a=1 -m b=y` after a run of `-m a=1 -m a=3 -m b=y` (the same
     cells) was refused, quoting the filters as `(-m a=1 a=3 b=y)`, no spelling -m takes."""
