@@ -103,8 +103,15 @@ def folder(text: str) -> Path:
 
 
 def spec(p: argparse.ArgumentParser, *, help: str = SPEC_HELP, optional: bool = False) -> None:
-    """The SPEC positional."""
-    p.add_argument("spec", metavar="SPEC", nargs="?" if optional else None, help=help)
+    """The SPEC positional. An empty one (`run "$SPEC"`, SPEC unset) was the current folder:
+    `.: is a folder, not a spec file`, naming neither the argument nor the empty value."""
+    p.add_argument(
+        "spec",
+        metavar="SPEC",
+        nargs="?" if optional else None,
+        type=nonempty("a spec file"),
+        help=help,
+    )
 
 
 def matrix(

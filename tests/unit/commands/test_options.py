@@ -417,3 +417,11 @@ def test_an_empty_shard_resume_or_find_links_is_refused(
     spec.write_text(SPEC)
     assert _refusal(capsys, "run", str(spec), option, "").endswith(said)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.yaml"]
+
+
+@pytest.mark.parametrize("verb", ["run", "plan", "doctor", "isolate"])
+def test_an_empty_spec_is_refused_as_the_argument_it_is(
+    verb: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `run "$SPEC"`, SPEC unset, said `.: is a folder, not a spec file`.
+    assert _refusal(capsys, verb, "").endswith("argument SPEC: expected a spec file, got ''")
