@@ -512,8 +512,12 @@ class SpecItem(pytest.Item):
         self.user_properties[:] = [p for p in self.user_properties if p[0] not in names]
         self.user_properties.extend(properties)
         if cell.verdict == "infra-error":
+            from reprospec.outcome.pytestreport import skipped_each
+
             reasons = [a.infra_error or "" for a in cell.attempts]
-            if reasons and all(r.startswith(SKIP_PREFIX) for r in reasons):
+            # No GPU for the cell, or a cell's own pytest that skipped each of its tests (a
+            # skipif this machine meets): nothing was tested here, as pytest's own skip says.
+            if reasons and all(r.startswith(SKIP_PREFIX) or skipped_each(r) for r in reasons):
                 pytest.skip(reasons[0])
             raise CouldNotRun(self._explain("infra-error"))
         if cell.verdict == "not-reproduced":

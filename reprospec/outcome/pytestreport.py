@@ -209,6 +209,15 @@ _SKIP_WHY = Lazy(
 )
 
 
+RAN_NO_TEST = "pytest ran no test"
+
+
+def skipped_each(reason: str) -> bool:
+    """Whether an infra-error's `reason` is `ran_no_test`'s of a run whose every test pytest
+    skipped (exit 0): the pytest plugin's item is then a skip, as pytest's own was."""
+    return reason.startswith(f"{RAN_NO_TEST}: ") and reason.endswith("(exit 0)")
+
+
 def ran_no_test(code: int | None, stderr: str, stdout: str) -> str | None:
     """Why a pytest command ran no test at all, as an infra-error's reason: a node id or a
     path it did not find, an option it does not know (exit 4), nothing collected or
@@ -225,16 +234,16 @@ def ran_no_test(code: int | None, stderr: str, stdout: str) -> str | None:
             return None
         why = _SKIP_WHY.search(stdout)
         reason = f": {why['verbose'] or why['summary']}".rstrip() if why is not None else ""
-        return f"pytest ran no test: {said}{reason} (exit 0)"
+        return f"{RAN_NO_TEST}: {said}{reason} (exit 0)"
     if code == PYTEST_USAGE_ERROR:
         found = _NOT_FOUND.search(stderr) or _BAD_OPTION.search(stderr)
         if found is None:
             return None
-        return f"pytest ran no test: {found['what'].strip()} (exit 4)"
+        return f"{RAN_NO_TEST}: {found['what'].strip()} (exit 4)"
     if code == PYTEST_NO_TESTS:
         collected = _COLLECTED.search(stdout)
         said = f": {collected[0].strip()}" if collected is not None else ""
-        return f"pytest ran no test, none collected or selected{said} (exit 5)"
+        return f"{RAN_NO_TEST}, none collected or selected{said} (exit 5)"
     return None
 
 

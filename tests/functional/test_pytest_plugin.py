@@ -314,6 +314,33 @@ def test_with_flaky_and_rerunfailures_loaded_the_verdicts_hold(tmp_path: Path) -
     assert "1 failed, 3 passed, 1 rerun" in run.output
 
 
+def test_a_cell_whose_own_pytest_skipped_each_test_is_a_skip_and_a_typo_fails(
+    tmp_path: Path,
+) -> None:
+    # The cell's command is pytest: where it skipped each test (a skipif this machine
+    # meets), nothing was tested, and the item is a skip as the GPU's is; a test id it did
+    # not find is the cell's infra-error, a failure.
+    write(
+        tmp_path / "inner" / "check_inner.py",
+        "import pytest\n\n@pytest.mark.skip(reason='no GPU here')\ndef test_gpu():\n    pass\n",
+    )
+    write(
+        tmp_path / "x.repro.yaml",
+        "reprospec: 1\nname: inner\nmatrix:\n  test: [test_gpu, test_typo]\n"
+        "environment: {workdir: inner}\n"
+        "command: python -m pytest -p no:cacheprovider -v check_inner.py::${{ matrix.test }}\n"
+        "expect: {outcome: pass}\n",
+    )
+    run = run_pytest(tmp_path, "--reprospec")
+    assert run.code == 1, run.output
+    skipped = run.cases["x.repro.yaml::test=test_gpu"]
+    assert skipped[0] == "skipped", run.output
+    assert "pytest ran no test: 1 skipped: no GPU here (exit 0)" in run.output
+    failed = run.cases["x.repro.yaml::test=test_typo"]
+    assert failed[0] == "failed", run.output
+    assert "pytest ran no test: not found: " in failed[2], failed[2]
+
+
 def test_missing_gpu_skips_infra_error_fails_and_repeat_is_the_plugins(tmp_path: Path) -> None:
     write(tmp_path / "gpu.repro.yaml", GPU_SPEC)
     write(
