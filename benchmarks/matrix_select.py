@@ -1,8 +1,8 @@
-"""`-m` on a large matrix, and `plan | head`, against another checkout (nu18 N18).
+"""`-m` on a large matrix, and `plan | head`, against another checkout.
 
     python benchmarks/matrix_select.py --before /path/to/another/checkout [--pairs 3]
 
-The matrix is four axes of 16 values (65,536 cells of `true`), as nu18's huge.yaml. Each
+The matrix is four axes of 16 values (65,536 cells of `true`), as a user's huge.yaml. Each
 workload is run from the command line in a child process, as a user runs it:
 
     run -m        reprospec run huge.yaml -m a=1 -m b=2 -m c=3 -j 2   (16 cells)

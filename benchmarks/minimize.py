@@ -19,7 +19,7 @@ Cases (each a command spec whose passing cells hold the bug's condition):
   where one statement (`if not shared: view = cache.copy()`) keeps the passing cell
   passing: a reducer that drops it still sees the failing cell fail, and the passing cell
   fails only 30% of the time, so a one-attempt look at it passes 70% of the time.
-- `pipeline`: benchmarks/data/minimize/pipeline, nu25's 57-line data pipeline whose
+- `pipeline`: benchmarks/data/minimize/pipeline, a user's 57-line data pipeline whose
   `math.log` of a zero value raises ValueError (math domain error) with `--log-scale 1`,
   every time: a deterministic failure, the cost of a clean candidate at its plainest.
 

@@ -256,7 +256,7 @@ def _callbacks(progress: object, cancel: object) -> None:
 
 def _result(result: object, name: str) -> RunResult:
     """`result` when it is a RunResult; a run's id or folder is refused naming load_result,
-    where it raised AttributeError from deep inside the report (nu30)."""
+    where it raised AttributeError from deep inside the report."""
     if isinstance(result, RunResult):
         return result
     if isinstance(result, (str, PathLike)):

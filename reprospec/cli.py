@@ -114,7 +114,7 @@ class _Parser(argparse.ArgumentParser):
         for word in message[len(prefix) :].split():
             name = word.split("=", 1)[0]
             if word.startswith("-") and os.path.lexists(word):
-                # A file whose name begins with a dash reads as an option (nu28 F5).
+                # A file whose name begins with a dash reads as an option.
                 hints.append(f"./{word} or -- {word} (a file of that name)")
             elif name.startswith("--"):
                 hints += suggest(name, known)[:1]
@@ -234,7 +234,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except OSError as exc:
         if exc.errno == errno.ENOENT and not exc.filename and _cwd_gone():
             # The cwd asked for (a relative --out, the default .reprospec, made absolute) said
-            # only "No such file or directory", naming nothing (nu28 F7).
+            # only "No such file or directory", naming nothing.
             print(
                 "reprospec: the current folder no longer exists (removed after the shell "
                 "entered it): cd into one that does",
@@ -337,7 +337,7 @@ def _parse(
         return parser.parse_args(words)
     if "--" in words[1:]:
         # `--` ends the options (a spec named `-x.yaml`): intermixed, Python 3.11's argparse
-        # dropped what follows it, "unrecognized arguments: -x.yaml" (nu28 F5). Options
+        # dropped what follows it, "unrecognized arguments: -x.yaml". Options
         # then come before it, as POSIX has them.
         args = own.parse_args(words[1:])
         args.command = verb
@@ -354,7 +354,7 @@ _NEGATIVE = re.compile(r"-\.?\d")
 def _negative_durations(own: argparse.ArgumentParser, words: list[str], rest: bool) -> list[str]:
     """`--timeout -5s` as `--timeout=-5s`, for every option whose value is a DURATION:
     argparse takes `-5s` for an option and said "expected one argument", where the value's
-    own check says what is wrong with it (nu40). Up to `--`, and for a verb whose positional
+    own check says what is wrong with it. Up to `--`, and for a verb whose positional
     takes the rest (`capture CMD ...`) up to its first word: the command's own words are
     not touched."""
     out: list[str] = []

@@ -58,8 +58,8 @@ class InfraError(FatalError):
 class InterruptedBeforeRun(KeyboardInterrupt):
     """A stop (Ctrl-C, SIGTERM) while the runner got the cells' environments ready (a venv
     runner's builds, a docker runner's images): the run was not in the store yet, so no
-    attempt ran and nothing of the run was stored, and there is nothing to resume (fx109:
-    exit 130 read as `--resume RUN` would finish it, with no RUN). The environments already
+    attempt ran and nothing of the run was stored, and there is nothing to resume
+    (exit 130 read as `--resume RUN` would finish it, with no RUN). The environments already
     built are kept: the same command reuses them. `resume_id` and `out`: the run a
     `--resume` was to finish (still as it was) and its store, else None."""
 

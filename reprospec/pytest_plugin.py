@@ -198,7 +198,7 @@ def recorded_command_line(args: Sequence[str]) -> str:
 
     `args` are pytest's own arguments (`config.invocation_params.args`: an xdist worker gets
     its controller's; `pytest.main(ARGS)` gives ARGS). A synthetic `reprospec run SPEC -m ...`
-    was recorded before, and `compare` showed it as though someone had typed it (nu19 A6).
+    was recorded before, and `compare` showed it as though someone had typed it.
     Not named `pytest_...`: pluggy takes a plugin's function of that name for a hook.
     """
     from reprospec.core.runoptions import without_options

@@ -108,7 +108,7 @@ class AmplifyOptions:
             runs=("run",),
         )
         # Each try checked when made, as the fields above are: `tries=("nosuch=1",)` was
-        # refused only once amplify_spec ran (fx102 1). In the API's words (`tries`) but
+        # refused only once amplify_spec ran. In the API's words (`tries`) but
         # where the CLI made it from `--try`.
         from_api(parse_tries)(self.tries)
 
@@ -287,7 +287,7 @@ def _amplify(
     forks_unknown = False
     if plan.attempts and plan.attempts[0].preload:
         # Which arms fork and which pay a whole interpreter start (and torch's import) per
-        # attempt, said before a search of hundreds of attempts (nu24 LOW-3: 14 minutes,
+        # attempt, said before a search of hundreds of attempts (14 minutes,
         # nothing said).
         perturb = plan.attempts[0].environment.perturb
         fresh = fresh_tries(perturb, tries)
@@ -464,7 +464,7 @@ def _unforked(state: StateFile, out: Path, fresh: Mapping[str, str]) -> str:
     """Of the attempts meant to fork (the base's and the forked arms', not `base (fresh)`'s
     nor a fresh arm's), how many ran fresh and why (the first one's `launch_note`): a
     server that could not import a module, or refused to fork, runs every attempt fresh,
-    and amplify.md said "the base's attempts forked" (nu43). "" where all forked."""
+    and amplify.md said "the base's attempts forked". "" where all forked."""
     meant_to_fork = [
         probe.run_id
         for probe in state.probes()

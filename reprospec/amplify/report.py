@@ -509,7 +509,7 @@ def amplified_document(
 def _rate_comment(found: AmplifyReport) -> Callable[[JsonPath, str | None], str | None]:
     """The comment after `expect.rate` in the amplified spec: capture's `# observed 1/10;
     ... run with --repeat 74` was of the spec before its perturbation, beside one that
-    fails at 16/30 (nu40); the rate amplified, with the base's, is said in its place, and
+    fails at 16/30; the rate amplified, with the base's, is said in its place, and
     where the bound is `>0` the bound and clean attempts that tell a fix at that rate. An
     `# observed` comment at another case's rate (a list of `expect`s) is dropped: it was
     measured unperturbed, and amplify measured only this cell."""

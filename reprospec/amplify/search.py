@@ -593,7 +593,7 @@ class Amplification:
         tried = any(t.attempts for t, a in zip(self.tallies, self.arms, strict=True) if a.settings)
         if leader == 0 and tried and any(t.matched for t in self.tallies):
             # The answer names the best perturbation's rate beside the base's: without
-            # this, "best cpus=1: 10/14: not amplified" gave no reason (nu43), and nor did
+            # this, "best cpus=1: 10/14: not amplified" gave no reason, and nor did
             # "base 2/35; best malloc=perturb: 0/22: not amplified", where no perturbation
             # failed at all (nu-a).
             return "no perturbation failed more often than " + ("its base" if two else "the base")

@@ -122,7 +122,7 @@ def bisect_spec(
     if not fails(expectation):
         # Every version would "not reproduce" a pass: refused before anything is built, as
         # isolate and amplify refuse it (it ran 20 attempts, then blamed the bad end).
-        # A spec without expect too (nu45: every outcome matched, so a pass was "1 matching
+        # A spec without expect too (every outcome matched, so a pass was "1 matching
         # failure" and the good end "reproduces too", exit 1 after 23 attempts).
         # `-m` chooses among cells: a spec of one has none to choose (the hint read
         # `-m AXIS=VALUE` for a spec without a matrix).

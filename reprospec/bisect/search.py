@@ -560,7 +560,7 @@ def bisect(
             # and a stretch that reaches the good end (`--by-date` over years: the days
             # before the package's build requirements were released) is thousands of failed
             # installs with no attempt to spend the budget on; one attempt here refuses it
-            # at once, and otherwise counts, clean, against "the good end is bad too" (nu23).
+            # at once, and otherwise counts, clean, against "the good end is bad too".
             ask(good, 1)
             continue
         alive = [v for v in versions if not (trials[v].attempts == 0 and trials[v].infra_error)]

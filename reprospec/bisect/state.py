@@ -81,7 +81,7 @@ class BisectRequest:
     # Each with a default, refused below where it is missing: the docs' `package` (None
     # with `by_date`) was a required argument, and `BisectRequest(spec=..., by_date=True,
     # good=..., bad=...)` raised a TypeError where every other options class says a
-    # UsageError (fx102 2). The order is kept: `BisectRequest(SPEC, PKG, GOOD, BAD)` reads so.
+    # UsageError. The order is kept: `BisectRequest(SPEC, PKG, GOOD, BAD)` reads so.
     spec: Path = _NO_SPEC
     package: str | None = None  # None: --by-date over the whole environment
     good: str = ""
@@ -192,7 +192,7 @@ class BisectRequest:
         spelled, from any folder) and its text. Keyed on the text alone, another file of
         the same text, whose program has no files to digest (a `python -c` that reads the
         workdir), was answered with the first file's first bad version, which never ran
-        there (fx93 2)."""
+        there."""
         parts: list[JsonValue] = [
             *spec_identity(spec),
             spec.source_text,

@@ -11,7 +11,7 @@ could have swapped are said to be so. The verify says what else came back too.
 Another signature is one the written `expect` does not match, as the run judges it
 (`matched_by`), not one that differs: `expect: {outcome: hang}` matches a hang at any
 phase, and capture said a DataLoader's `hang:epoch` was "also seen, which the spec's expect
-does not match" and counted 3/4 where `reprospec run` of that spec counted 4/4 (nu21 MED-3).
+does not match" and counted 3/4 where `reprospec run` of that spec counted 4/4.
 """
 
 from __future__ import annotations

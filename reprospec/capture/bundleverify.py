@@ -154,7 +154,7 @@ def _verify(
     changes: dict[str, str | None] = {RECORD_IMPORTS_VAR: "1"}  # the child records its opens
     # A secret the run's spec had written in is read from the environment by the archive's
     # spec: the values are known here, and the rerun had them empty and passed, `not as in
-    # the run` with no cause (fx96 1). One already set here is the engine's own to give.
+    # the run` with no cause. One already set here is the engine's own to give.
     changes.update({name: value for name, value in packed.replaced if name not in os.environ})
     if options.runner == "venv":
         from reprospec.venvs import ENVS_VARIABLE
@@ -282,7 +282,7 @@ def _compare(original: CellResult, again: CellResult, ran_in: Path, places: _Pla
     files are read whatever came back: a program may log one and end alike without it."""
     common = Counter(a.ran.signature for a in original.attempts if a.ran is not None)
     seen = {a.ran.signature for a in again.attempts if a.ran is not None}
-    # Failures alone: a pass where the run never had one is its verdict's to judge (rv21 F2).
+    # Failures alone: a pass where the run never had one is its verdict's to judge.
     failed = {a.ran.signature for a in again.attempts if a.ran is not None and a.failed}
     unlike = tuple(sorted(failed - set(common)))
     same = again.verdict == original.verdict and bool(seen) and not unlike

@@ -348,7 +348,7 @@ def capture(
     tidied = tidied_paths(request.argv, Path.cwd())
     if tidied != request.argv:
         request = replace(request, argv=tidied, typed=request.as_typed, tidied=True)
-    # How many values each option takes, where the script's own parser says (rv19 F6).
+    # How many values each option takes, where the script's own parser says.
     options = script_options(script_of(request.argv), Path.cwd().resolve())
     # pytest -v's `path::test` lines name the test a crash or a hang happened in (the
     # pytest preset's phase); -q printed a dot per test.
@@ -526,7 +526,7 @@ def _capture(
     modules = imported(run_dir, attempts)
     # With the installed modules whose code ran: pytest's entry-point plugins among them.
     installed = installed_modules(run_dir, attempts, workdir)
-    # Which of them its own code imports: the rest are its libraries' and plugins' (fx112 3).
+    # Which of them its own code imports: the rest are its libraries' and plugins'.
     own = program_imports(run_dir, attempts, workdir, request.argv)
     pinned = pins((*modules, *installed), interpreter, request.argv, own)
     elsewhere = None if request.python is not None else _elsewhere(run_dir, attempts)
@@ -975,7 +975,7 @@ def refusal(argv: Sequence[str], workdir: Path) -> str:
 def _judged(observed: Observed, attempts: Sequence[AttemptResult]) -> Observed:
     """`observed` with the attempts of another signature that its `expect` matches counted
     as its own (alsoseen.matched_by): they are what a run of the spec counts, and neither
-    another failure nor missing from the rate (nu21 MED-3)."""
+    another failure nor missing from the rate."""
     if observed.outcome is None or not observed.others:
         return observed
     expect = expectation(observed)[0]
@@ -1376,7 +1376,7 @@ _PID = re.compile(r" \(pid \d+\)|\b(?:(child) )?pid \d+ ?")
 def without_pids(detail: str) -> str:
     """`detail` without the ids of the capture's own processes: `a DataLoader worker pid
     23263 died of SIGSEGV` read in a spec written to be rerun, and every report of its
-    runs showed that pid of one past process above its own failure's (nu40)."""
+    runs showed that pid of one past process above its own failure's."""
 
     def said(match: re.Match[str]) -> str:
         return "a child process " if match.group(1) else ""

@@ -527,7 +527,7 @@ def _pytest_header(line: str) -> tuple[Package, ...]:
         name = pair["name"]
         if normalize(name) == "reprospec":
             # Our own plugin: every rerun loads the engine's, and a pin of the sender's
-            # version made any other reprospec's rerun an infra-error (nu44 LOW-2).
+            # version made any other reprospec's rerun an infra-error.
             continue
         if platform is None and not normalize(name).startswith("pytest"):
             if normalize(name) in _PREFIXED_PLUGINS:

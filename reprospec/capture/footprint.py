@@ -405,7 +405,7 @@ def reaching(lines: Iterable[EnvLine], proposal: Proposal) -> tuple[EnvLine, ...
     """`environment.env`'s lines that reach the program past `env` with options of its own
     (`Proposal.reaches`): under `env -i` only what the command reads back (`"$HF_TOKEN"`),
     under `env -u NAME` all but NAME. A line it wipes set nothing: the spec said the program
-    had `PYTHONUNBUFFERED=1` where it had an empty environment (rv17 F11)."""
+    had `PYTHONUNBUFFERED=1` where it had an empty environment."""
     return tuple(line for line in lines if proposal.reaches(line.name))
 
 
@@ -544,7 +544,7 @@ def installed_modules(
     makes a module's name: `imported` misses those importlib.import_module loads, which
     raises no `import` event. pytest loads its entry-point plugins so: hypothesis's
     `_hypothesis_pytestplugin`, which no import recorded, so hypothesis (its plugin's own
-    import) was said as a package the program imported, not as a plugin (fx104). The
+    import) was said as a package the program imported, not as a plugin. The
     workdir's own modules are read from its files (datafiles.py), not named here."""
     workdir = workdir.resolve()
     roots = sorted(searched(run_dir, attempts), key=lambda p: len(p.parts), reverse=True)
@@ -634,7 +634,7 @@ def program_imports(
     a virtualenv's in the workdir), each process's main script, and the command's `-c`
     code. A module any process looked for counts only where one of them imports it: the
     record of imports holds what a plugin or a library imported too (hypothesis's
-    `typing_extensions`, said as the program's, fx112 3). Read from the sources, not from
+    `typing_extensions`, said as the program's). Read from the sources, not from
     which import loaded it first, since a module a plugin loaded first is one the test's
     own `import` finds loaded, and it is still the program's.
 
@@ -728,7 +728,7 @@ def faulthandler_stack(output: str) -> str | None:
     `Stack (most recent call first):`), for `crash_frame`: a main process's crash has no
     `AttemptResult.stack`, and its dump lists the other threads first (pytest enables
     faulthandler: a test's segfault was titled `tests/test_format.py: SIGSEGV`, where it
-    died said nowhere in the spec, nu33). None without a dump."""
+    died said nowhere in the spec). None without a dump."""
     start = output.rfind("Fatal Python error:")
     if start < 0:
         return None
@@ -745,7 +745,7 @@ def traceback_stack(output: str) -> str | None:
     """The last Python traceback in an attempt's output, from its `Traceback (most recent
     call last):` on (of chained ones, the exception that ended the process), for
     `crash_frame`: an error's title named no frame (`pkg.run: IndexError`) where a crash's
-    named the one it died in (nu40). None without one."""
+    named the one it died in. None without one."""
     start = output.rfind("Traceback (most recent call last):")
     return output[start:] if start >= 0 else None
 

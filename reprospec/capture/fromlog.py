@@ -92,7 +92,7 @@ def capture_log(text: str, source: str, output: Path) -> list[str]:
         lines.append(f"left to fill in ({len(draft.todo)}), marked TODO in {output}:")
         lines += [f"  - {item}" for item in draft.todo]
     lines += compare_machine(ticket.machine, _this_machine(ticket.machine))
-    # The step after a skeleton, as `capture -- CMD` names its own (nu31: none was said).
+    # The step after a skeleton, as `capture -- CMD` names its own (none was said).
     lines.append(
         f"next: fill in the TODOs, then `reprospec run {shlex.quote(str(output))}`"
         if draft.todo
@@ -192,7 +192,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
     if failure.phase is not None and not _phase_reported(ticket, pytest=pytest):
         # Only a frame's name (`training_step`) or pytest's report of a command that is no
         # pytest says it: no run of the spec reports a phase, and an expected one made
-        # every attempt not-reproduced (`@ train` against an unreported phase, nu46).
+        # every attempt not-reproduced (`@ train` against an unreported phase).
         todo.append(
             f"expect.phase: the log places the failure at {failure.phase}, which nothing in"
             " this spec reports: add markers or events that report it, then set phase:"
@@ -212,7 +212,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         gpus=_gpus(ticket) if ticket.cuda_error else None,
         env=tuple(env),
         # A DataLoader is named only where the log shows torch: `--workers 4` of a server
-        # said "for a DataLoader, 0 loads the data..." (fx108).
+        # said "for a DataLoader, 0 loads the data...".
         matrix=tuple(
             axis_for(t, uses_torch=ticket.shows_torch)
             for t in (proposal.toggles if proposal else ())
@@ -443,7 +443,7 @@ def _outer_and_inner(frames: Sequence[str]) -> list[str]:
 def _thread_stacks(threads: Sequence[ThreadStack]) -> list[str]:
     """The description's lines of a dump's threads, one stack each (the main one first,
     named where its frames tell it), up to SHOWN_THREADS of them: joined into one stack,
-    a thread's `join` read as the caller of another thread's `_worker` (fx108)."""
+    a thread's `join` read as the caller of another thread's `_worker`."""
     told = threads[0].main
     lines = [
         f"Python stacks of {len(threads)} threads (the dump names no current thread), "
@@ -527,8 +527,8 @@ def _found(ticket: Ticket) -> str:
     at = f" at {position}" if position else ""
     if failure.where == "worker" and position:
         # The step is the main loop's, which a worker runs ahead of: `expect` has none
-        # (process_keys), and the title said `in a worker at train step 7` (nu17); progress
-        # lines with a step and no phase (`step 1: ...`) said `in a worker step 1` (nu34).
+        # (process_keys), and the title said `in a worker at train step 7`; progress
+        # lines with a step and no phase (`step 1: ...`) said `in a worker step 1`.
         at = f", main loop at {position}"
     return f"{failure.outcome}{what}{where}{at}"
 

@@ -141,7 +141,7 @@ def read_hang(
     matched every preset). A spec without markers counts its output as progress: each
     marker event of the first run is a line of its output (whatever preset matched it),
     and the lines no preset matched are not seen, so the gaps read are never shorter than
-    its output's, nor the stall found (nu18's deadlock printed one `step 1`: no preset
+    its output's, nor the stall found (a user's deadlock printed one `step 1`: no preset
     fits one line, and its hang was read as one without progress)."""
     if not signature.startswith("hang"):
         return None

@@ -6,7 +6,7 @@ can need two together (`ZETA_A=1` and `ALPHA_B=2`). The search before this split
 in halves and kept a half that brought the failure back; two needed variables in
 different halves stopped it at the first split, and the spec got every one of the
 shell's 17 variables (a container's name, CA paths), each commented "the failure needs
-it", 15 of them falsely (nu20 MED-3).
+it", 15 of them falsely.
 
 This is ddmin's complement step (Zeller and Hildebrandt, TSE 2002) with a chunk that
 halves: a chunk of the kept variables is left out, and where the failure still comes back
@@ -65,7 +65,7 @@ class Needed:
     reruns: int
     # A rerun that kept every one of `names` (and more) did not bring the failure back:
     # a failure they bring back deterministically would have come back, so the reruns
-    # that "showed" them needed came back or missed by chance (nu65 HIGH-1).
+    # that "showed" them needed came back or missed by chance.
     contradicted: bool = False
 
 
@@ -83,7 +83,7 @@ def narrow(
     `named`: those of `names` the program's own files name (`os.environ.get("TINYQ_FAST")`).
     The first rerun keeps them alone; where the failure comes back, the search goes on
     among them, as after any rerun it came back in. One such variable among 17 cost 16
-    reruns of 10 attempts each, 6 minutes of a capture, where one rerun shows it (nu33)."""
+    reruns of 10 attempts each, 6 minutes of a capture, where one rerun shows it."""
     kept = list(names)
     # The empty set is known: the failure did not come back without the shell's own.
     tried: dict[frozenset[str], bool] = {frozenset(): False, frozenset(kept): True}

@@ -2,7 +2,7 @@
 
 capture reads a command's words into axes without running the program's parser, and
 `--batch-size 32 5` is `--batch-size 32` and a positional 5 (an epoch count) or an option
-of two numbers (`nargs='+'`): the words alone cannot tell (rv19 F6; an axis `[32 5]`
+of two numbers (`nargs='+'`): the words alone cannot tell (an axis `[32 5]`
 widened to 64 ran argparse's usage error). The script's own `add_argument` calls can:
 this reads them from its syntax tree, running nothing (a script without a parser would
 run its whole job under `--help`).
@@ -37,7 +37,7 @@ Arity = int | Literal["many"]
 
 # The actions that store the values they are given (argparse's default is "store").
 _STORING = frozenset({"store", "append", "extend"})
-# The actions that take no value: `--amp 5` is the switch and a positional 5 (rv20 F5).
+# The actions that take no value: `--amp 5` is the switch and a positional 5.
 _NO_VALUE = frozenset(
     {"store_true", "store_false", "store_const", "append_const", "count", "help", "version"}
 )
@@ -68,7 +68,7 @@ class ParserOptions:
             return None
         # argparse matches a prefix against every option string of its parser, and
         # refuses two matches as ambiguous; one the calls define without saying its
-        # values is as unknown here as the word itself (rv20 F3).
+        # values is as unknown here as the word itself.
         names = [name for name in (*self.arities, *self.unknown) if name.startswith(word)]
         return self.arities.get(names[0]) if len(names) == 1 else None
 

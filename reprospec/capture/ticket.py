@@ -276,7 +276,7 @@ class ThreadStack:
     """One thread of a faulthandler dump that names no current thread (`Timeout (0:05:00)!`,
     dump_traceback_later's, which its watchdog thread writes): each thread's own stack,
     `file:function` innermost last. Joined into one, a thread's `join` read as the caller
-    of another thread's `_worker` (fx108)."""
+    of another thread's `_worker`."""
 
     thread: str  # its id as the dump says it, `0x00007f1a2c9ff740`
     frames: tuple[str, ...]
@@ -510,7 +510,7 @@ def read_ticket(text: str) -> Ticket:
     presets = _presets(pasted)
     phase, step = _progress(pasted, presets)
     if phase is not None or step is not None:
-        # `step 1: ...` lines have a step and no phase; step 0 is a step too (nu34).
+        # `step 1: ...` lines have a step and no phase; step 0 is a step too.
         reached = " ".join(p for p in (phase, None if step is None else f"step {step}") if p)
         evidence.append(f"the progress lines: {reached}")
     if test is None and outcome in ("crash", "hang") and "pytest" in presets:
@@ -704,7 +704,7 @@ def _pasted(text: str) -> str:
     """The lines of the ticket's fenced code blocks, where it has any: the program's output
     pasted, not the reporter's prose around it. A title `training crashes at step 3`
     matched the steps preset and made the skeleton expect `phase: training`, which the
-    program, printing only `step 3`, never reports: every attempt missed (nu65 HIGH-2).
+    program, printing only `step 3`, never reports: every attempt missed.
     A ticket with no fence is all output as far as this reader can tell."""
     inside: list[str] = []
     fenced = False

@@ -4,7 +4,7 @@ GNU timeout ends its program at DURATION and exits 124 (137 with `-s KILL`; the 
 own status with `--preserve-status`): a run reads that as the program's own end, `error
 exit 124`, with no stacks, so a hang captured
 under `timeout 300` was written as an exit code, and a ticket's skeleton of a hang under
-it was not-reproduced by every attempt (fx112). The engine's own timeout is the same bound
+it was not-reproduced by every attempt. The engine's own timeout is the same bound
 and reads a hang as one, with its stacks: DURATION becomes the run's timeout, the command
 runs without the wrapper. Used by `capture -- CMD` (capture/command.py) and, for a hang,
 by `capture --from-log` (capture/fromlog.py).

@@ -160,7 +160,7 @@ _KNOWN: tuple[tuple[re.Pattern[str], JsonValue, str], ...] = (
 
 
 # The why of a `_KNOWN` knob said for a program that never imports torch: `--workers 2`
-# of a ctypes program got "for a DataLoader, ..." (nu20 LOW-8).
+# of a ctypes program got "for a DataLoader, ...".
 _WITHOUT_TORCH = {
     _KNOWN[0][2]: "0 usually means no worker processes: no worker to die",
 }
@@ -639,13 +639,13 @@ def _option_values(words: list[str], first: int, arity: Arity | None = None) -> 
     - numbers after the first number, up to the next other word, are the option's too
       (`--layers 64 128 256 --lr 0.1`: 3, `--bias -1 -0.5`: 2): several numbers are the
       shape of a list of sizes, seeds or ids; but after a decimal a whole number is the
-      program's own (`--lr 0.1 5`: 1, the 5 an epoch count left in the command, rv18 F7):
+      program's own (`--lr 0.1 5`: 1, the 5 an epoch count left in the command):
       a rate's list is of rates;
     - several numbers that end the command (`--seeds 1 2 100`, `--batch-size 32 5`,
       `--lr 0.1 0.01`): the option's all, or some and the program's positional argument
-      last: None, kept as written. Reading the last as the program's (rv19 F6) labelled
+      last: None, kept as written. Reading the last as the program's labelled
       `--layers 64 128 256` of `nargs='+'` `[64 128]` and `--gpus 0 1` `0`, values the
-      program never had, and widened the axis to `--layers 32 256` (rv20 F4);
+      program never had, and widened the axis to `--layers 32 256`;
     - a first value followed by a bare word of another shape (a number, a path, a plain
       word: `--lr 0.1 data.csv`, `-a resnet18 /data/imagenet`) is the option's alone (1):
       a list's values are alike;

@@ -123,7 +123,7 @@ def verify(
     A cause is written only where a rerun as the first run ran (the workdir, the shell's
     variables) brought the failure back: one that missed there is a failure that comes and
     goes, and narrowing by reruns that mostly miss by chance "found" six of the shell's
-    variables (a container's name, CA paths) a 25% crash was said to need (nu21 HIGH-2).
+    variables (a container's name, CA paths) a 25% crash was said to need.
     Likewise a set narrowing ended on must bring it back when set: where it does not, in
     the copy nor in the workdir, none of it is shown needed and the spec sets none."""
     own = shell_only(os.environ, (line.name for line in draft.env))
@@ -150,7 +150,7 @@ def verify(
         as_first = here if not own or came_back_here else check(own)
         # A pass: the reruns without the shell's variables crashed or erred. A flaky
         # program does that by chance, and narrowing by its one-attempt reruns then wrote
-        # a variable "the failure needs" that the pass never needed (nu21 HIGH-2, c13): a
+        # a variable "the failure needs" that the pass never needed: a
         # variable the pass needs fails it without, every time, so the rerun without
         # them is made once more and must miss again before any is narrowed to.
         settled = signature != "pass" or came_back_here or not as_first.verified
@@ -167,7 +167,7 @@ def verify(
 
             def trial(kept: Sequence[str]) -> bool:
                 # Each rerun said with what it keeps: 16 of them read `verifying spec.yaml
-                # (10 attempts)` alike, over 6 minutes, nothing telling them apart (nu33).
+                # (10 attempts)` alike, over 6 minutes, nothing telling them apart.
                 reruns[0] += 1
                 if say is not None:
                     say(rerun_line(reruns[0], most, kept, len(own)))
@@ -179,7 +179,7 @@ def verify(
                 # them (the others set, the spec not yet setting them), a failure that comes
                 # back (or a pass that still passes) is a flaky program's chance that
                 # narrowing took for their need; so is a rerun that kept them all and missed
-                # (nu21 HIGH-2, c13; nu65 HIGH-1: four CA-path variables "needed" by a 50%
+                # (four CA-path variables "needed" by a 50%
                 # crash).
                 why = _not_shown_needed(found, own, signature, lambda kept: check(kept).verified)
             except KeyboardInterrupt:
@@ -426,11 +426,11 @@ def _rerun(
 
 
 def narrowing_line(count: int, repeat: int, passed: bool = False, named: Sequence[str] = ()) -> str:
-    """What the narrowing is about to do, said before it (nu25 LOW-5: 13 variables at
+    """What the narrowing is about to do, said before it (13 variables at
     --repeat 6 took 9 minutes with nothing but each rerun's attempts said). After it, the
     spec reruns with those it ends on, in the copy and then the workdir, and a pass once
-    more without them first (`passed`): up to 3, where the line said "one or two" (rv25
-    LOW-5). One variable needs no narrowing: without it is the empty set, known."""
+    more without them first (`passed`): up to 3, where the line said "one or two". One variable
+    needs no narrowing: without it is the empty set, known."""
     most = most_reruns(count, named=len(named))
     after = 3 if passed else 2
     if not most:
@@ -643,7 +643,7 @@ def _capture_again(again: str, more: str = "more attempts") -> str:
 def _flaky(rerun: Rerun, again: str, written: Sequence[str] = ()) -> str:
     """That the failure did not come back in a rerun as the first run ran (the workdir, the
     shell's variables): it comes and goes, or something outside the spec changed; no
-    variable or file is named as its cause (nu21 HIGH-2). `written`: the workdir's files
+    variable or file is named as its cause. `written`: the workdir's files
     the runs wrote, which each rerun found there and the first run did not: "may be flaky,
     capture with --repeat 20" sent a person after a rate, where the program fails only
     without the checkpoint its first run left (nu-b ck)."""
@@ -679,7 +679,7 @@ def _flaky(rerun: Rerun, again: str, written: Sequence[str] = ()) -> str:
 def _flaky_pass(again: str) -> str:
     """That a pass capture saw failed in reruns without the shell's variables, then passed
     in one made again without them: the program fails only sometimes, whatever the shell
-    sets, so no variable is named as what the pass needs (nu21 HIGH-2)."""
+    sets, so no variable is named as what the pass needs."""
     return (
         "the command passed, but failed in reruns without your shell's variables, then "
         "passed in one made again without them: it may be flaky, failing only sometimes, so "
@@ -689,7 +689,7 @@ def _flaky_pass(again: str) -> str:
 
 def _passed_without(found: Needed, again: str) -> str:
     """That the variables narrowing ended on for a pass did not fail it when left out once
-    more: the reruns that "showed" them needed crashed by chance (nu21 HIGH-2, c13)."""
+    more: the reruns that "showed" them needed crashed by chance."""
     names = found.names
     return (
         f"narrowing your shell's variables by reruns ended on {_names(names)} ({len(names)}) "
@@ -707,7 +707,7 @@ def _not_shown_needed(
     it, and a failure's each variable only if it does not come back with that one left out,
     every time; nor may a rerun the narrowing made that kept them all have missed. One miss
     of a 50% crash with only the variable it reads kept three CA paths "the failure needs"
-    beside it (nu65 HIGH-1). A variable needed misses again: it cannot come back."""
+    beside it. A variable needed misses again: it cannot come back."""
     if found.contradicted:
         return "a rerun that kept them all did not bring it back"
     if comes_back([n for n in own if n not in found.names]):

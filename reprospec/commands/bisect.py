@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.by_date:
         # START and END are the good and bad days: a --good or --bad beside them was dropped
-        # without a word (nu45 F5), read as if it chose the versions.
+        # without a word, read as if it chose the versions.
         given = [flag for flag, value in (("--good", args.good), ("--bad", args.bad)) if value]
         if given:
             raise UsageError(

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         # A file the program opens by a name the cells never give is not carried: the
         # recipient's rerun is the first to miss it, unless this one reruns it first.
         # The command as given, with --verify: its --out too, without which the run id
-        # was looked for in .reprospec (nu28 F10).
+        # was looked for in .reprospec.
         # The run by its id: `latest` names another run once one more has run.
         again = ["reprospec", "bundle", run.run_id, "-o", str(args.output)]
         again += ["--out", str(args.out)] if args.out != opt.DEFAULT_OUT else []
@@ -103,7 +103,7 @@ def _verify(packed: Packed, run: RunResult, run_dir: Path) -> int:
     )
     if packed.replaced:
         # The values are known here, not to the recipient: said, so a pass here is not
-        # read as a bundle that reruns without them (fx96 1).
+        # read as a bundle that reruns without them.
         names = ", ".join(name for name, _ in packed.replaced)
         them = "it" if len(packed.replaced) == 1 else "them"
         print(

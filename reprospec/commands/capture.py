@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             f"{flag} ({why})" for flag, dest, why in _RUN_ONLY if getattr(args, dest) is not None
         ]
         if given:
-            # Taken and dropped without a word, `--repeat 5` wrote a one-attempt spec (fx108).
+            # Taken and dropped without a word, `--repeat 5` wrote a one-attempt spec.
             raise UsageError(
                 f"capture --from-log runs nothing, so it takes no {'; '.join(given)}: "
                 "those are for `capture -- CMD`"

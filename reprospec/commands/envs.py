@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.runners.docker import cache as images
     from reprospec.venvs.cache import human_size
 
-    # Options that would be dropped without a word (nu45 F11): `list --older-than 1d` listed
+    # Options that would be dropped without a word: `list --older-than 1d` listed
     # everything, and `prune --all --older-than 1d` removed everything.
     given = [name for name, on in _PRUNE_ONLY if getattr(args, on)]
     if args.action == "list" and given:
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         root, older_than_s=older, dry_run=args.dry_run, now=now, listed=listed
     )
     # What killed builds left goes whatever --older-than says: it is no environment, and
-    # nothing will ever use it (fx109: prune removed it without a word, 0.0 MB).
+    # nothing will ever use it (prune removed it without a word, 0.0 MB).
     swept = venvs.sweep_unfinished(root, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for env in removed:

@@ -192,7 +192,7 @@ def _status(run: Mapping[str, object], out: Path) -> Mapping[str, object]:
 def _no_such_file(spec: str, out: Path, spec_paths: Sequence[str]) -> str:
     """A spec file that is not there (exit 2), with what lists its runs: the store keeps each
     run's spec by its name, so `history NAME` does, named where the store has runs of a spec
-    read from that path (a deleted file's history was only "no such file", nu40)."""
+    read from that path (a deleted file's history was only "no such file")."""
     from reprospec.core.runoptions import DEFAULT_OUT
     from reprospec.store.db import Store, StoreError
 
@@ -264,7 +264,7 @@ def _unlisted(out: Path, listed: set[str] | frozenset[str] = frozenset()) -> str
     store), where "no runs recorded" alone sent a CI merge job's reader away from the
     merged run beside it; beside a store (`listed`: its run ids), those and the runs of a
     store moved aside (damaged, or removed), which `latest~N` counts and history did not
-    say (nu32 F6)."""
+    say."""
     from reprospec.store.runfolder import RunFolder
 
     found = [
@@ -413,7 +413,7 @@ def _table(
             str(row["status"])
             + (f": {row['stopped']}" if row.get("stopped") else "")
             + (", folder missing" if row.get("folder_missing") else "")
-            # A shard's verdicts are of its share of each cell's attempts (nu29 L2).
+            # A shard's verdicts are of its share of each cell's attempts.
             + (f", shard {row['shard']}" if row.get("shard") else ""),
             _cells(row),
             verdicts or "—",

@@ -36,7 +36,7 @@ def install_stop_handlers(
 
     SIGHUP is a closed terminal (or an ssh session that dropped): its default action killed
     the engine where it stood, so a run stopped so had no results.json, no report and read
-    `killed` in history, where a Ctrl-C's wrote them and said `interrupted` (nu28 F2).
+    `killed` in history, where a Ctrl-C's wrote them and said `interrupted`.
     A SIGHUP already ignored (`nohup reprospec run ...`) stays ignored: the run was asked
     to outlive its terminal.
 

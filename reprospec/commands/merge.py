@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if stopped:
         # Its cells hold only the attempts it ran: merged, they read as the cell's (1/1
         # where 2 were asked), and the merged report said `reprospec run --resume ID` of
-        # the merged run, which no store holds (nu32 F7).
+        # the merged run, which no store holds.
         from reprospec.core.words import resume_command
         from reprospec.errors import UsageError
 
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         merged = merge(shards, run_id=folder.run_id)
     except BaseException:
-        # No empty run for `latest`, and no empty store where there was none (nu45 F10).
+        # No empty run for `latest`, and no empty store where there was none.
         for path in (folder.path, *reversed(made)):
             with contextlib.suppress(OSError):
                 path.rmdir()

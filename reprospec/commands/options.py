@@ -375,7 +375,7 @@ _OWN_OUTPUT_MARKS = Lazy(
 def write_output(target: Path, text: str, *, force: bool = False) -> None:
     """Write `text` to `-o`'s `target` (its folder made), or refuse naming `-o`: the OSError
     said only "No such file or directory: /proc/nope", not which of the command's paths it
-    was (nu22 LOW-13). A path that cannot be written is the user's input (exit 2); a disk
+    was. A path that cannot be written is the user's input (exit 2); a disk
     that failed them, full or broken, is the machine's (exit 3).
 
     An existing file is replaced only where reprospec wrote it (an earlier report, the
@@ -416,7 +416,7 @@ def unwritable(flag: str, path: Path, doing: str, exc: OSError) -> UsageError | 
     """`flag path: cannot write there: mkdir /proc/x: No such file or directory (...)`: the
     call that failed, on the path it failed on, with its errno's words. It named the nearest
     folder that exists with the errno of a folder made inside it, which read as if that
-    folder were missing (`No such file or directory: /proc` of `--out /proc/x`, fx103 2).
+    folder were missing (`No such file or directory: /proc` of `--out /proc/x`).
     A hint where the errno alone misleads: the file on the path, the folder that exists
     but makes nothing (/proc, /sys). A path that
     cannot be written is the user's input (UsageError, exit 2); a disk that failed them,
@@ -501,8 +501,8 @@ def preload(text: str | None) -> tuple[str, ...] | None:
         raise UsageError(f"--preload {text!r} names no module: give MOD,... or none")
     names = tuple(name.strip() for name in text.split(","))
     if not all(names):
-        # `--preload ,,` read as off ran every attempt fresh without a word (nu42), and
-        # `torch,,x` dropped what may have been a module mistyped away (nu43).
+        # `--preload ,,` read as off ran every attempt fresh without a word, and
+        # `torch,,x` dropped what may have been a module mistyped away.
         raise UsageError(f"--preload {text!r} names an empty module: give MOD,... or none")
     return names
 
@@ -582,7 +582,7 @@ def check_writable(flag: str, path: Path, *, folder: bool = True) -> None:
     the verb, which says what it may be (a folder, not a file: `-o /dev/null`). The probe
     makes and removes the first folder writing would make, the missing one nearest the
     root, as writing will: permissions alone do not tell /proc (root may, and cannot),
-    and its error is that mkdir's, on that path (fx103 2)."""
+    and its error is that mkdir's, on that path."""
     import contextlib
 
     # A relative path in a removed folder: os.getcwd's ENOENT, which the command line says

@@ -172,7 +172,7 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
         raise UsageError("slurm SPEC needs --shards N (the number of array tasks)")
     if not args.dry_run:
         # Its scripts and the shards' runs go under --out: one that cannot be made said
-        # `No such file or directory: /proc/x`, naming no option (fx103 2). A dry run
+        # `No such file or directory: /proc/x`, naming no option. A dry run
         # writes nothing there.
         opt.check_writable("--out", args.out)
     if args.gpus_per_shard < 0:
@@ -311,7 +311,7 @@ def _preflight(
 
 def _print_follow(run: SlurmRun, array_job: str, merge_job: str) -> None:
     first = min(run.submissions[-1].shards or (1,))
-    # Commands to paste: a path with a space or a quote quoted (nu45 F8).
+    # Commands to paste: a path with a space or a quote quoted.
     quoted = shlex.quote
     print(f"run folder: {run.run_dir}")
     print("follow it:")

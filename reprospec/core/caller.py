@@ -30,7 +30,7 @@ _FROM_API: ContextVar[bool] = ContextVar("reprospec_from_api", default=False)
 _CLI_RUNNING: list[bool] = []
 # The API call's options class and its field of matrix filters, for `filters_said` and
 # `argument`: `reprospec.run`'s caller passed `matrix_filters=(...)`, minimize_spec's
-# `MinimizeOptions(cell=(...))`, where each error said `-m` (fx102 1). Set by `naming`.
+# `MinimizeOptions(cell=(...))`, where each error said `-m`. Set by `naming`.
 _OPTIONS: ContextVar[tuple[str, str]] = ContextVar(
     "reprospec_options", default=("", "matrix_filters")
 )

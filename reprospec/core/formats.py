@@ -1,7 +1,7 @@
 """The formats a run's report is rendered in, declared once: what `report.render` (and the
 Python API's `reprospec.render`) renders, and what `--format` of `run`, `merge` and `report`
 accept. Each verb listed its own, and `report --format github` was refused although the API
-rendered it (nu22 LOW-7). A module of its own: the parsers are built at every start of the
+rendered it. A module of its own: the parsers are built at every start of the
 CLI, which must not import the report's modules to build them."""
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ class Cell:
 
     Hashed by its id and index alone (`matrix`, a dict, still counts for equality): a cell
     is a key, `{cell.cell: cell.verdict for cell in result.cells}`, where its hash raised
-    "unhashable type: 'dict'" (nu30 F7). Equal cells have equal ids, so equal hashes.
+    "unhashable type: 'dict'". Equal cells have equal ids, so equal hashes.
     """
 
     id: str

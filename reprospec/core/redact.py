@@ -107,7 +107,7 @@ def name_words(name: str) -> tuple[str, ...]:
 # setting of a pass (`TEST_PASS_RATE: 0.95`, `MLIR_PASS_PIPELINE`, `PASS_COUNT`); and after an
 # ordinal or a compiler's word it is a pass over a program (`FIRST_PASS`, `LLVM_PASS`,
 # `INDUCTOR_POST_GRAD_PASS`). As secrets, their values were masked in every text: every
-# 0.95 of a report was `***` (rv17 F5).
+# 0.95 of a report was `***`.
 _PASSWORD_WORDS = frozenset({"pass", "pwd"})
 _GLUED_PASSWORD = Lazy(
     r"(?:pg|db|sql|mysql|redis|mongo|ldap|smtp|ftp|amqp|rabbit|admin|root|user)(?:pass|pwd)"
@@ -423,11 +423,11 @@ def unset_env(document: Mapping[str, JsonValue], written: Iterable[str] = ()) ->
     null, which a text (a value of `environment.env`, the command) gets as the empty
     string, and a bundle rerun elsewhere without `API_TOKEN` said `not-reproduced: pass`
     with no word of why. It said "null where it was read" where the child got
-    `DB_PASSWORD=""` (fx96 2): it names the variables the child gets empty.
+    `DB_PASSWORD=""`: it names the variables the child gets empty.
 
     `written`: the names a masked spec's closing note gives (`Redactor.masked_names`), whose
     secret the spec it was made from had written in, not read: "export it as the spec's
-    author had" sent its reader after a variable the author never exported (fx96 1)."""
+    author had" sent its reader after a variable the author never exported."""
     names = [
         n
         for n in dict.fromkeys(env_names_read(document))
@@ -562,7 +562,7 @@ def maskable(value: str) -> bool:
     MIN_MASKED_CHARS or more and no yes/no word. Masking every `1` or `true` of a report
     hid the report, not the secret. A number is masked as any other value: a PIN or a
     numeric password is 4 to 6 digits (`DB_PASSWORD=48213`), and exempting numbers shorter
-    than SECRET_PART_CHARS showed it in report.md, results.json and the store (rv18 F2).
+    than SECRET_PART_CHARS showed it in report.md, results.json and the store.
     The `accuracy *** reached` that exemption was made for came from `TEST_PASS_RATE=0.95`,
     which the name rule no longer takes for a password (`names_password`)."""
     return len(value) >= MIN_MASKED_CHARS and value.strip().lower() not in _PLAIN_WORDS
@@ -658,7 +658,7 @@ class Redactor:
         and wherever it stands. `${{ env.NAME }}` in place of a plain scalar's part inside
         a flow collection (`{DB_URL: postgres://u:hunter2@h/db}`) opened a mapping there,
         and the masked spec was invalid YAML; quoting only a whole such scalar left a
-        secret inside a longer one so (fx98 4)."""
+        secret inside a longer one so."""
         if self._pattern is None or not text:
             return text
         used: dict[str, None] = {}
@@ -712,7 +712,7 @@ class Redactor:
         from (`URL=https://me:"$PW"@db`, `MY_TOKEN='Bearer '"$MY_TOKEN"`), and their names;
         None where a secret has no known variable (MASK) or the value is NAME's own whole
         (`NAME="$NAME"`: passed by name). The standalone repro's variables and run.sh's
-        `docker run -e` both: each had its own test, and run.sh's lost `Bearer ` (rv74 2)."""
+        `docker run -e` both: each had its own test, and run.sh's lost `Bearer `."""
         import shlex
 
         word, names = self.shell_text(f"{name}={shlex.quote(value)}")

@@ -62,7 +62,7 @@ def rerun_command(options: Mapping[str, object]) -> str:
     (`--runner`, `--preload`, `--observe`, `-m`, `--repeat`, `--timeout`; its `--set`s are
     in its text): a report of an observed run reran its spec judged, and called cells that
     only observed a crash not reproduced; one of a venv run reran it on the local runner,
-    every cell infra-error for the packages it did not install (nu64 MED-5)."""
+    every cell infra-error for the packages it did not install."""
     words = ["reprospec", "run", "report.md"]
     runner = options.get("runner")
     if isinstance(runner, str) and runner and runner != "local":

@@ -4,7 +4,7 @@ An entry is a PEP 508 requirement (`six==1.2`, `torch>=2; python_version < "3.12
 `pkg @ https://...`) or a location pip installs from (a wheel or sdist file, a folder, a
 URL). Anything else (`six=1.2`, `torch>>2`) is a typo: the venv runner fails to install it,
 and the local runner, which only compares names and versions, could name no distribution to
-compare and judged the cell as if the spec had asked for nothing (nu17 D1: `reproduced`).
+compare and judged the cell as if the spec had asked for nothing (`reproduced`).
 So `validate` refuses it where it is written, and the local runner refuses a cell with one
 (environment/packages.py) in case it comes from somewhere validation did not see.
 

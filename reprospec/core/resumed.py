@@ -122,7 +122,7 @@ def earlier_parts(
     (`stored` is what the parts hold) and kept its end. Both, not the end alone: a retry
     that stored attempts and finished within the second the run did (infra-error cells
     retry in milliseconds) was taken for such a resume, and its part merged into the
-    run's (rv24 F4).
+    run's.
     """
     if (
         stopped == "finished"

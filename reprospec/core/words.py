@@ -75,7 +75,7 @@ def stopped_phrase(stop_on: str, ran: int, planned: int, missed: int = 0) -> str
 
     `missed`: of a cell without `expect.rate` that first-reproduction stopped, the attempts
     that missed before its first match. One miss already made it not-reproduced, so the
-    bare phrase on a `not-reproduced` cell read as if it had reproduced (fx96 4): it says
+    bare phrase on a `not-reproduced` cell read as if it had reproduced: it says
     it stopped at its first match, and what the misses made of the verdict."""
     phrase = f"{STOPPED_BY_STOP_ON}: {stop_on} after {ran} of {planned} attempts"
     if missed and stop_on == "first-reproduction":
@@ -202,7 +202,7 @@ def outcome_phrase(
         # Printed, but the process went on (a handled exception it logged, a child's) and
         # exited its own way. Not a hang's: `hang (last traceback: PermissionError)` named a
         # child's error, ended long before, as the hang, where its process slept on in its
-        # own code (nu74); the report says where it hung and quotes the traceback apart.
+        # own code; the report says where it hung and quotes the traceback apart.
         parts.append(f"(last traceback: {outcome.last_traceback.type})")
     if message:
         parts.append(repr(shorten(outcome.message.splitlines()[0], 60)) if outcome.message else "")
@@ -211,7 +211,7 @@ def outcome_phrase(
     elif outcome.where == "child":
         parts.append(_child(outcome, pid=pid and where))
     if where and outcome.kind == "hang" and outcome.hung_in is not None:
-        # Where it sat: hangs in two places share the signature `hang` (fx117).
+        # Where it sat: hangs in two places share the signature `hang`.
         parts.append(f"in {outcome.hung_in.short()}")
     spot = location(outcome.phase, outcome.step, outcome.stage, outcome.module) if where else ""
     if spot:
@@ -233,7 +233,7 @@ def child_named(outcome: Outcome) -> str:
     `(child: python3 a_child.py)`, `after a child died of SIGSEGV (python pool.py)`; ""
     where it names none. The signature leaves the child out (`crash:SIGSEGV:child:...`),
     so attempts whose children differ count apart by this too: an observe run grouped
-    two children's crashes under the first one's command line (fx93 1)."""
+    two children's crashes under the first one's command line."""
     if outcome.where == "child":
         return _child(outcome, pid=False)
     if outcome.kind == "hang" and outcome.crashed_child is not None:
@@ -547,7 +547,7 @@ def launch_summary(attempts: Iterable[AttemptResult]) -> str | None:
     fresh = len(attempts) - len(forked)
     if fresh:
         # One reason for every fresh attempt is counted once: `2 ran fresh: why (2)` said
-        # the count twice (nu43).
+        # the count twice.
         if len(reasons) == 1 and sum(reasons.values()) == fresh:
             why = next(iter(reasons))
         else:
@@ -627,7 +627,7 @@ def shorten(text: str, width: int) -> str:
 
 # multiprocessing's bootstrap of a child it spawned (or of its fork server, its resource
 # tracker): `python -B -c from multiprocessing.spawn import spawn_main; spawn_main(...)
-# --multiprocessing-fork`, which cut read `python -B -c from ...` (nu63 LOW-5).
+# --multiprocessing-fork`, which cut read `python -B -c from ...`.
 _MULTIPROCESSING_CHILD = re.compile(
     r"(?P<exe>\S+)(?: -\S+)*? -c from multiprocessing\.(?P<kind>spawn|forkserver|resource_tracker)"
     r" import .*"

@@ -63,7 +63,7 @@ def environment_diff(a: Mapping[str, JsonValue], b: Mapping[str, JsonValue]) -> 
     keys = [k for k in dict.fromkeys([*flat_a, *flat_b]) if k not in VOLATILE_ENV_FIELDS]
     # A part one side did not capture (`"torch": {"captured": false}`: a spec that does not
     # say it uses torch) is one row, captured or not, not a row for each of the other side's
-    # fields (nu42: a docker run beside a local one listed 15 rows of torch's build).
+    # fields (a docker run beside a local one listed 15 rows of torch's build).
     sides = {
         part: (_captured(flat_a, part), _captured(flat_b, part))
         for part in (k.removesuffix(NOT_CAPTURED) for k in keys if k.endswith(NOT_CAPTURED))

@@ -170,7 +170,7 @@ def pins(requirements: Sequence[str], versions: Mapping[str, str]) -> tuple[str,
     at the version `versions` (normalized name -> what `pip freeze` says) holds, extras
     kept; one installed from a wheel or a URL (its freeze line holds no version) is left
     out, since the spec's own entry names what to install. What a venv's range resolved to,
-    for the standalone repro (nu64 MED-4)."""
+    for the standalone repro."""
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.version import InvalidVersion, Version
 
@@ -268,7 +268,7 @@ def _unchecked(requirements: Sequence[str]) -> str | None:
     The local runner installs nothing: it compares what each entry names with what the
     interpreter has. An entry that names nothing (`six=1.2`, a folder, a URL) cannot be
     compared, and left out it made the cell run as if the spec asked for nothing: judged
-    `reproduced` without six (nu17 D1). Validation refuses the typos; this holds for a
+    `reproduced` without six. Validation refuses the typos; this holds for a
     spec that reached the runner another way (the Python API, a stored plan).
     """
     reasons = []

@@ -370,7 +370,7 @@ def _replaced(
 def _removed(run: RunResult, run_dir: Path) -> UsageError:
     """The run folder went while it was packed (removed by hand, a cleanup): nothing is
     written, where a bundle without its results.json, report and logs was said to be
-    written, exit 0 (nu28 F4). Exit 2, as `bundle` of a folder already gone."""
+    written, exit 0. Exit 2, as `bundle` of a folder already gone."""
     return UsageError(
         f"run {run.run_id}: its folder {run_dir} was removed while it was packed; "
         f"nothing was written"
@@ -478,7 +478,7 @@ def _sources(run: RunResult, run_dir: Path, *, as_now: bool = False) -> _Sources
         # Its cells' packages were an interpreter of this machine's (`--python PATH`, a
         # capture's): a recipient has no such path, and the archive's `reprospec run FILE`
         # on reprospec's own interpreter was an infra-error (sqlparse is not installed), as
-        # was `bundle --verify`'s, "not verified", exit 1 (nu33). The venv runner builds
+        # was `bundle --verify`'s, "not verified", exit 1. The venv runner builds
         # an environment with the packages the run checked its interpreter had.
         kept["runner"] = "venv"
     if not ran_as_stored(spec, run.spec_text):
@@ -906,7 +906,7 @@ def _readme(
         # Read from the rerunning engine's environment, never carried: unset, they read as
         # null, and the rerun passed with no word of why. Each as the run read it (its
         # record, store/specvariables.py): the bare name `CODE` let a recipient export
-        # CODE=0 and rerun another program than the run's CODE=3 (nu27 N25).
+        # CODE=0 and rerun another program than the run's CODE=3.
         ran = read_as(run.environment.get(VARIABLES))
         # "Export them first" after "leave it unset" told the recipient both of one name.
         unset = sum(name in ran and ran[name].kind == "unset" for name in read)
@@ -923,7 +923,7 @@ def _readme(
     if replaced:
         # The spec had these secrets written in, so no `${{ env.X }}` read them and the
         # sentence above left them out: the rerun passed on empty values, with no word of
-        # which to set (fx96 1).
+        # which to set.
         # One sentence for them all: each name's own read `Export A first (...): Export B
         # first (...): ...`, a sentence cut off after each.
         one = len(replaced) == 1

@@ -329,7 +329,7 @@ def write_bundle(
         # One `docker run` per cell would stand in for N copies released together: refused.
         more = f" and {len(several) - 3} more" if len(several) > 3 else ""
         shown = ", ".join(several[:3]) + more
-        # Located, as every refusal of what the spec says (nu45 F9).
+        # Located, as every refusal of what the spec says.
         line, col = locate(spec.locations, ("run", "instances"))
         raise UsageError(
             f"{spec.path}:{line}:{col}: run.instances: a bundle runs one container per cell "
@@ -433,7 +433,7 @@ class _Perturbed:
     (perturb/container.py); its variables are `variables`', added with the cell's.
 
     A bundle that dropped them ran the plain program under a spec that said it was
-    perturbed: nu20's use-after-free crashed 8/8 under `malloc: perturb` and its bundle
+    perturbed: a user's use-after-free crashed 8/8 under `malloc: perturb` and its bundle
     printed exit 0, which reads as the perturbation not reproducing it.
     """
 
@@ -538,7 +538,7 @@ def _docker_run_args(
     # docker runner puts it (engine.py, `pythonpath_after`), after the stack dumper (and a
     # workload's harness) at their place in the image: its sitecustomize must be the one
     # Python imports (it chains to the project's), or REPROSPEC_PERTURB and the stack
-    # dumps are lost. `-e PYTHONPATH=src` replaced the image's and lost them (rv19 F4).
+    # dumps are lost. `-e PYTHONPATH=src` replaced the image's and lost them.
     env = child_env(plan, _IMAGE_PATHS)
     pythonpath = env.pop("PYTHONPATH")
     if plan.workload is not None:

@@ -36,7 +36,7 @@ interpreter (`materialize --python`, else reprospec's own: the local runner's) h
 runner's torch as a PyTorch index's build, `2.13.0+cpu`, the image pins
 `torch==2.13.0+cpu` from that index. `torch==2.13.0` from PyPI is the CUDA build on
 x86_64: a CPU run's bundle pulled gigabytes of CUDA libraries to rerun it, and failed on a
-full disk (nu22 MED-5).
+full disk.
 """
 
 from __future__ import annotations

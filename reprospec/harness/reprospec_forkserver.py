@@ -302,7 +302,7 @@ def _reap(sock: socket.socket) -> None:
     attempt's /proc/PID/stat read while it was still a zombie: its count of the children it
     reaped, which the engine reads of a root it waits for itself (process/tree.py
     `waited_for_children`), is gone with the wait. Read by the engine instead, it raced
-    this reaping: the same program's attempts were judged two ways (rv18 F3)."""
+    this reaping: the same program's attempts were judged two ways."""
     while True:
         try:
             # WNOWAIT: which attempt ended, left a zombie to read.

@@ -456,7 +456,7 @@ def _check_axes(items: Sequence[str], option: str, cells: Sequence[Cell]) -> Non
     """Refuse `matrix.AXIS` for an axis the spec does not have, as `-m` does.
 
     Set, it became a difference of its own that nothing reads: a flaky failure then
-    blamed it (nu21 HIGH-1), where `-m nope=1` is refused.
+    blamed it, where `-m nope=1` is refused.
     """
     from reprospec.spec.matrix import known_axes, unknown_axis
 
@@ -638,7 +638,7 @@ def _observe(
     if stopped is None:
         say(f"running the matrix once ({once}) to find a failing and a passing cell")
         # `cancel` too: once the run is stored the CLI's stop is that event alone
-        # (RunOptions.deferral), and a run without it went on to its end (rv85 1).
+        # (RunOptions.deferral), and a run without it went on to its end.
         result = api.run(spec, matrix_run, cancel=cancel)
     else:
         from reprospec.pipeline import stages

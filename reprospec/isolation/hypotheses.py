@@ -194,7 +194,7 @@ class Hypotheses:
         `EMPTY_PRIOR`, cheap to rule out among many sets, but with one difference it is
         the only rival, and that prior alone named the difference after a clean attempt
         or two of the passing side, which a failure of 25% gives half the time by
-        chance (nu21 HIGH-1). And at the rate most favourable to it, any rate at or
+        chance. And at the rate most favourable to it, any rate at or
         above `floor` (the rate the search uses: the assumed minimum, raised by what
         was measured): a flaky base at 0.5 can fail five times in a row, which the
         search's lower rate would call a 1-in-400 run. While `answer` has a clean

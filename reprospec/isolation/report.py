@@ -341,7 +341,7 @@ def _verdict(evidence: Candidate) -> str:
     tested sets that hold it and never failed (its own, and larger sets'), which a set that
     never ran itself rests on alone. "(0/2 on the sets holding it)" read as if the failing
     cell, which holds every set and failed 10/10, were not among them, and the passing cell
-    "passes" with 0 attempts of its own said nothing of why (nu22 LOW-9)."""
+    "passes" with 0 attempts of its own said nothing of why."""
     if evidence.reproduces:
         return "fails"
     if evidence.reproduces is False:
@@ -358,7 +358,7 @@ def _verdict(evidence: Candidate) -> str:
 
 def _counts(evidence: Candidate) -> tuple[int, int]:
     """A set's own attempts and those that failed as expected: the table's two columns and
-    the headline's figure, one source (nu25 LOW-2: the headline's `either alone passes
+    the headline's figure, one source (the headline's `either alone passes
     (0/20, 0/20)` counted the clean attempts of the sets holding it, beside the table's
     `fused=1 alone | 19 | 0`)."""
     return evidence.tally.attempts, evidence.tally.matched

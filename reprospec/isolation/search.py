@@ -45,7 +45,7 @@ The search is Bayesian adaptive group testing, the same rule as `bisect`'s
    side fails too" needs odds of at most `error` against the answer on the
    attempts alone (even prior, the rate most favourable to it; see
    `Hypotheses.base_odds`). With one difference the posterior is near 1 from
-   the start and only this check decides (nu21 HIGH-1: an irrelevant
+   the start and only this check decides (an irrelevant
    difference was named after two clean attempts of a 30% crash). If the
    passing side fails as expected meanwhile, the answer is base-reproduces.
    Out of budget, the answer is undecided: the most probable set with its

@@ -138,7 +138,7 @@ def spec_identity(spec: Spec) -> list[str]:
     The folder is `Spec.base_dir`, the folder of the path as given, its link not followed:
     a link to the spec from another folder runs it there, in that folder's workdir. Keyed
     on the file alone, such a run replayed the target's probes and answered its culprits
-    though the failing cell never failed in the link's folder (fx93 2). Only then is the
+    though the failing cell never failed in the link's folder. Only then is the
     folder a part of its own, so a search of a spec named without a link keeps its id.
     """
     file = Path(spec.path).resolve()

@@ -523,7 +523,7 @@ def _unperturbed(
     cancel: threading.Event,
 ) -> Minimized:
     """A result minimized under environment.perturb, checked without it against the
-    original (unperturbed.py): nu18's use-after-free became a program with no `free` that
+    original (unperturbed.py): a user's use-after-free became a program with no `free` that
     failed in every attempt unperturbed, and the answer said nothing of it. The search
     rejects such candidates where the original's base is 0 of n (search.py's point 6);
     this is the safety net for one that fails so only sometimes, and for a base above 0."""
@@ -689,9 +689,9 @@ def _drop_unread(
 ) -> tuple[Minimized, bool]:
     """DIR without the program's files the passes emptied that its rerun (`reads`: what
     it imported, ran or read) did not use, and whether a check was interrupted: a module
-    the minimized program no longer imports (nu18's stats.py and utils.py, emptied, were
+    the minimized program no longer imports (a user's stats.py and utils.py, emptied, were
     still written and listed in `files`). Then without the spec's other `files` the rerun
-    did not read and nothing names (named.unread_listed: nu20's conf/settings.json, which
+    did not read and nothing names (named.unread_listed: a user's conf/settings.json, which
     the minimized app.py no longer opened), checked on their own: a file read by a path
     the record does not show leaves the emptied ones out all the same.
 

@@ -95,7 +95,7 @@ def copy_named(
         except (OSError, RuntimeError, ValueError):
             # A symlink loop, a NUL, a name the file system refuses: any string of the
             # spec is looked up, and a from-log description's paragraph ("File name too
-            # long") ended a whole search with no result written (nu31).
+            # long") ended a whole search with no result written.
             continue
         if real == root or _under(real, skip) or (is_dir and left_out(real)):
             continue  # the workdir itself (a "."), DIR, the minimize folder or a store
@@ -136,7 +136,7 @@ def unread_listed(program: Program, spec: Spec, reads: Sequence[str], out: Path)
     check (`reads`: what its rerun imported, ran, opened or printed the name of), and
     named by neither the result (a string of its Python, a word of its command or
     variables) nor another field of the spec the program runs with (a requirements file
-    the environment reads, which no attempt opens). nu20's capture listed
+    the environment reads, which no attempt opens). A user's capture listed
     conf/settings.json, which its minimized 3-line app.py never opened, and DIR carried it."""
     written = {path for path, _ in program.files}
     named = _named(program, spec, listed=False)
@@ -204,7 +204,7 @@ def _named(program: Program, spec: Spec, *, listed: bool = True) -> set[str]:
     # requirements file, a Dockerfile), and the `files` listed. Its words about the program
     # (name, title, description, labels, links, expect's message, markers) name no file it
     # reads: a description's "see notes.txt" copied notes.txt into DIR and minimized.yaml
-    # listed it (nu31).
+    # listed it.
     kept = PROGRAM_FIELDS if listed else tuple(k for k in PROGRAM_FIELDS if k != "files")
     document = {k: v for k, v in spec.document.items() if k in kept}
     environment = document.get("environment")

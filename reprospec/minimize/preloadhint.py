@@ -1,7 +1,7 @@
 """Whether `minimize` should say that `--preload torch` would make its search cheaper.
 
 A minimization is hundreds of small runs, and a small torch program spends most of each
-attempt in `import torch`: nu17's 28-line DataLoader script took 9 min 35 s for 200
+attempt in `import torch`: a user's 28-line DataLoader script took 9 min 35 s for 200
 attempts, where `run.preload` made the same spec's attempts about 3x cheaper. minimize
 does not turn preload on by itself: a forked attempt differs from a fresh one in ways the
 spec cannot show (docs/spec-format.md#preload-forked-attempts: one hash seed for every

@@ -215,7 +215,7 @@ class ProbeRunner:
         attempt seen to end (not by a timeout), at least `CANDIDATE_FLOOR_S`, where that
         is below the attempt's own. A candidate that lost the code stopping a thread (a
         `finally: stop.set()`) hangs; at capture's 300 s timeout each of its attempts held
-        a 2 s pytest suite's minimize still for 5 minutes (nu33). Never for a hang, whose
+        a 2 s pytest suite's minimize still for 5 minutes. Never for a hang, whose
         timeout is what it is judged by; None until an attempt of `side` has ended."""
         longest = self.longest.get(side, 0.0)
         if self.hang or self.timeout_s is None or not longest:

@@ -4,7 +4,7 @@ The search accepts a candidate at its first failure that matches the expect with
 original's signature; where the original is flaky, a few more attempts then reject one
 that fails clearly more often (search.py's point 7), and this check of the result is the
 safety net for what they miss (a rate only somewhat higher, each step adding a little).
-nu20's race (two threads losing updates, 6 failures in 20) was cut down to
+a user's race (two threads losing updates, 6 failures in 20) was cut down to
 `raise RuntimeError(...)`, which fails every time: 5/5 read as "minimized", the threads
 gone; a spec with no passing cell lets
 the passes keep any program that fails so. The other way, a variable that made a race
@@ -15,7 +15,7 @@ original's: where their Wilson 95% intervals do not overlap, the answer says so.
 "Clearly" is the rule unperturbed.py compares the result with the original by, and
 amplify a perturbation with its base: one's lower bound above the other's upper bound.
 It cannot tell a race at 80% from a program failing every time: 20 of 20 (84%-100%)
-overlaps 16 of 20 (58%-92%), and fx107's race, whose `--lock false` branch the passes
+overlaps 16 of 20 (58%-92%), and a user's race, whose `--lock false` branch the passes
 cut out, read 20/20 against the original's 4/5 as nothing. So a flaky original (it came
 back clean at times) whose result failed in every final attempt is said too (`every`):
 where the original's measured rate r makes that many failures in a row unlikely,

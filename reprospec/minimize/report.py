@@ -107,7 +107,7 @@ class Minimized:
     # minimized.yaml's `files`, DIR checked again without them (driver.confirm_dir).
     dropped: tuple[str, ...] = ()
     # The spec's `files` that DIR's rerun neither opened nor imported and that neither the
-    # result nor the rest of the spec names (nu20's conf/settings.json, which the 3-line
+    # result nor the rest of the spec names (a user's conf/settings.json, which the 3-line
     # result never opened): left out of DIR and of minimized.yaml's `files`, DIR checked
     # again without them (named.unread_listed, driver._drop_unread).
     unlisted: tuple[str, ...] = ()
@@ -126,8 +126,8 @@ class Minimized:
     # none did): `output` is then the search folder's (driver.held_a_result).
     kept_output: str = ""
     # The failure messages side by side: the original's first matching attempt's (the
-    # search's) and DIR's check's; a reader sees a value that changed its shape (nu18 N9:
-    # b'UUUUUUUU' at step 3 became b'ZZZZ...' at step 0, the bug gone). "" where unknown.
+    # search's) and DIR's check's; a reader sees a value that changed its shape
+    # (b'UUUUUUUU' at step 3 became b'ZZZZ...' at step 0, the bug gone). "" where unknown.
     message_before: str = ""
     message_after: str = ""
     # Found under environment.perturb: the result and the original without it
@@ -445,7 +445,7 @@ def _repro(spec_path: Path, found: Minimized) -> tuple[str, str]:
     """The failing cell's command line, as `sh` runs it in DIR: the run report's standalone
     repro of it (its variables as `NAME=value` words: the bare command of a failure that
     needs `MY_FLAG=1` passed, and repro.sh with it); and for a hang, as the run report
-    says, that it never stops by itself (nu44: a maintainer's `sh repro.sh` waited on)."""
+    says, that it never stops by itself (a maintainer's `sh repro.sh` waited on)."""
     from reprospec.plan.standalone import hang_note
 
     standalone, _, attempt = _standalone(spec_path, found)
@@ -706,7 +706,7 @@ def _size_change(result: MinimizeResult) -> str:
     said = f"{counted[0]} -> {counted[1]} lines"
     if counted[0] != counted[1]:
         return said
-    # The lines as they were: what shrank, where something did (nu40's `7 -> 7 lines ...
+    # The lines as they were: what shrank, where something did (a user's `7 -> 7 lines ...
     # (minimized)`, whose arguments were cut, read as nothing done).
     original, program = result.original, result.program
     shrank = [
@@ -885,7 +885,7 @@ def _answered(found: Minimized) -> bool:
 
 def _no_passing_warning(found: Minimized) -> str:
     """A command spec minimized with no passing cell checked (what `capture` writes: one
-    cell): the oracle is only "fails with the same signature", which nu20's race met as
+    cell): the oracle is only "fails with the same signature", which a user's race met as
     `raise RuntimeError(...)` and its segfault as `ctypes.string_at(0)`, the condition
     that is the bug gone. Said so that the reader does not take the result for the bug."""
     if found.passing or found.result.program.workload or not _answered(found):

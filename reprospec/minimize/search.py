@@ -39,7 +39,7 @@ or `infra` (could not run).
    with "flaky at 0.9" and "flaky at the original's lower bound", and the chance
    of n clean attempts is summed over them: after the original's 5 failures in 5
    one clean attempt drops a candidate (p alone needed 3, then 2 until some 35
-   candidates had failed: nu25's 57-line program ran out of its 1000 attempts, two
+   candidates had failed: a user's 57-line program ran out of its 1000 attempts, two
    of them per candidate, where the passes need about 850). That reading drops
    candidates only: the passes that accept one keep p alone (point 3). The original's
    attempts are the evidence, not the candidates': a candidate's first match, at
@@ -66,7 +66,7 @@ or `infra` (could not run).
    simulated runs ended `unconfirmed` (2 of 14), where p alone asks 6 at first.
    q, the rate a broken passing cell fails at, is not p where the original came back
    clean: p is the failing cell's rate, and a cell a candidate broke fails at its own
-   (fx110: a race at 85% asked 5 passes; 39 candidates failed its `lock=true` cell, and
+   (a race at 85% asked 5 passes; 39 candidates failed its `lock=true` cell, and
    one that cut its `with lk:`, failing there about 60% of the time, passed all 5 (0.4^5
    = 1% each, over tens of candidates), in two runs of two). There q is `min_rate` (13
    passes at 0.3); a failure that never flaked keeps p, its cost unchanged, with point 5's
@@ -89,10 +89,10 @@ or `infra` (could not run).
    never accepted again), and every other removal that came after it is tried anew.
    It ends as always, in the final check, which may step back again: a program only
    shrinks and each step back rejects one more candidate, so this ends, and the budget
-   bounds it (fx113: tests/unit/minimize's loop stepped back to 27 lines where 13 do).
+   bounds it (tests/unit/minimize's loop stepped back to 27 lines where 13 do).
 6. **Still needs the perturbation.** Where the failing cell runs under
    environment.perturb, the oracle asks nothing of the program without it, and
-   the passes can drop what made the failure need it (nu18's use-after-free lost
+   the passes can drop what made the failure need it (a user's use-after-free lost
    its `free` and kept an assert that a fresh block's bytes fail every time).
    Where the original fails in 0 of n attempts without it (`Settings.keep_perturbed`:
    amplify's recorded base; or `unperturbed_base` attempts of the original run
@@ -101,7 +101,7 @@ or `infra` (could not run).
    where that attempt fails as the expect says: a rejection only makes the result
    larger. One attempt catches a candidate that fails so every time, not one that
    does only sometimes: the driver's check of the result stays the safety net.
-   Where the original fails without it rarely but not never (nu21's use-after-free,
+   Where the original fails without it rarely but not never (a user's use-after-free,
    2 of 12), a candidate the search would accept runs without it until it fails there
    clearly more often than the original (`clearly_more`: its Wilson 95% interval above
    the base's; rejected, `fails-unperturbed`) or can no longer do so within
@@ -113,7 +113,7 @@ or `infra` (could not run).
    search would accept:
    - an exception the original never printed (`record`'s `raised`: any thread, any
      chain, read from every attempt of the original) in an attempt of the candidate
-     that failed as the bug (`new-exception`; free, at its first match): nu21's
+     that failed as the bug (`new-exception`; free, at its first match): a user's
      minimize dropped `add_argument("--gap")`, the evictor thread died of
      AttributeError after its free, and the race became a crash in every attempt. An
      exception in a clean attempt only ends that attempt otherwise, as before;
@@ -123,7 +123,7 @@ or `infra` (could not run).
      no longer get there, as point 6's rare base. A deterministic original never
      pays: nothing fails clearly more often than every time;
    - failing every time where the original came back clean (`fails-every-time`), where
-     the interval cannot reach (fx107's race at 80%, 4 of 5, lost its `--lock false`
+     the interval cannot reach (a user's race at 80%, 4 of 5, lost its `--lock false`
      branch and failed 20/20; 8 of 8 is never above 16 of 20's 92%): the candidate runs
      until its first clean attempt (kept) or `every_time_most` failures in a row
      (rejected), the fewest that one at the original's rate fails in a row with at most
@@ -709,7 +709,7 @@ class Minimization:
         passing cells still hold, when the budget allows a step and the final check after
         it. True when the search steps back (phase `passing-back`).
 
-        A reduction only removes, so a candidate that broke a passing cell (fx110's race
+        A reduction only removes, so a candidate that broke a passing cell (a user's race
         lost its `with lk:` and its passing cell, run under the perturbation, failed 60% of
         the time) hands the break to every program accepted after it: the chain is held up
         to some point and broken after it, which is what a bisection finds, in about
@@ -769,7 +769,7 @@ class Minimization:
         those accepted after that one rejected, where the break was seen and the budget
         leaves more than the final check.
 
-        Without this every removal accepted after the break was lost with it (fx113: a
+        Without this every removal accepted after the break was lost with it (a
         loop whose guard's cut passed its first passes stepped back to 27 lines where 13
         do; a real race to its 11 where 7 do). They are rejected as
         `breaks-passing` by content, so the cache never accepts them again: the first
@@ -1152,7 +1152,7 @@ class Minimization:
     def deterministic(self) -> float:
         """The posterior weight of "the failure is deterministic" (0 once it flaked): of
         every reading at rate 1, where `--min-rate 1` makes the third reading one too (the
-        first's alone was reported, its prior's share of the certainty; rv25 LOW-4)."""
+        first's alone was reported, its prior's share of the certainty)."""
         return sum(w for w, rate in self.readings() if rate >= 1.0)
 
     def clean_needed(self) -> int:
@@ -1173,7 +1173,7 @@ class Minimization:
         even while the failure reads as deterministic (point 3).
 
         Not p where the program is flaky: p is the failing cell's rate, and a passing cell
-        a candidate broke fails at its own, which nothing measured says. fx110's race (p =
+        a candidate broke fails at its own, which nothing measured says. A user's race (p =
         0.64, 17 of 20) asked 5 passes; 39 of its candidates failed the `lock=true` cell,
         and one that cut its `with lk:` (failing there some 60% of the time: 0.4^5 = 1%
         each, over tens of candidates) was accepted in two runs of two (its successors

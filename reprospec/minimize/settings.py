@@ -79,7 +79,7 @@ class Reduced:
         """A caveat ('' for none) where isolate found the failure needs values together
         and no passing cell sets some of them without the rest: the program's candidates
         are checked against those cells only, so a candidate that lost one condition (`b`
-        no longer read: it crashes with `d=1` alone) passed them all (nu65 MED-3)."""
+        no longer read: it crashes with `d=1` alone) passed them all."""
         axes = [d for d in self.needed if d.is_axis]
         if len(axes) < 2 or len(axes) != len(self.needed):
             return ""

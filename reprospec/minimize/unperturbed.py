@@ -4,7 +4,7 @@
 every candidate perturbed, and the oracle asks only that a candidate fail as the expect
 says with the original's signature. What amplify established, that the program fails
 rarely or never without the perturbation and often with it, is asked of no candidate:
-nu18's use-after-free (`malloc(4096)`, `free(p)` on half the steps, read the block back)
+a user's use-after-free (`malloc(4096)`, `free(p)` on half the steps, read the block back)
 was minimized to `malloc()` without a size and no `free` at all, which fails in every
 attempt without MALLOC_PERTURB_ (the assert now compares a fresh block's bytes), still
 an AssertionError with "corrupted buffer" in its message. The bug was gone and the
@@ -12,8 +12,8 @@ answer said "fails as error:AssertionError in 6/6".
 
 The search now rejects a candidate that fails so where the original's base is 0 of n
 (search.py's point 6: one attempt without the perturbation per candidate it would
-accept), which catches one that fails unperturbed every time, as nu18's did; and where
-the base is above 0 but low (nu21's 2 of 12), one that fails there clearly more often
+accept), which catches one that fails unperturbed every time, as a user's did; and where
+the base is above 0 but low (a user's 2 of 12), one that fails there clearly more often
 than the base (up to 8 attempts, stopping once clear either way). This is the safety
 net for the rest: once DIR is checked, its minimized.yaml runs without the
 perturbation (`environment.perturb={}`), as many attempts as the original's unperturbed

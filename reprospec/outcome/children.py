@@ -259,7 +259,7 @@ def _sent(
     """Whether a process of the attempt sent `pid` the `signal` it died of: a SIGKILL of
     the harness's teardown (`killed`), or the program's own `os.kill` or `os.killpg` of
     its `group` (`signalled`, a group as its negative number: a test's teardown SIGKILLs
-    the server it started, then fails; rv70 3). That death is its doing, not the failure."""
+    the server it started, then fails). That death is its doing, not the failure."""
     return (
         (signal == "SIGKILL" and pid in killed)
         or (pid, signal) in signalled

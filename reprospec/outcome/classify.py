@@ -291,7 +291,7 @@ def classify(
                 detail += f"; before the hang, {sent.describe()}, {SENT_BY_A_PROCESS}; {LOST_WORK}"
             if evidence.stack and not pytest:
                 # Where it sat: two hangs in different places share the signature `hang`,
-                # and read as one (fx117). Not after a child's death, the hang's likely
+                # and read as one. Not after a child's death, the hang's likely
                 # cause, which names it (its stacks show only the wait for the lost work),
                 # nor pytest's, said by its test (the phase, the detail).
                 hung_in = _hung_frame(evidence.stack)

@@ -7,7 +7,7 @@ in f`) or as py-spy does (`f (x.py:19)`). The processes of a DataLoader share on
 line: a worker is told by its stack, which runs torch's `_worker_loop` (a forked worker's
 also holds its parent's frames, below that loop). A worker with torch's `fetch` on its
 stack was fetching an item when the engine asked: the hang sits there, in the user's
-`__getitem__`, not in the main process, which only waits for the item (nu22 MED-3: the
+`__getitem__`, not in the main process, which only waits for the item (the
 report said `hang`, `where: main`, and the worker's frame showed only in the folded
 Stacks block, under the same command line as the two other processes).
 
@@ -78,7 +78,7 @@ class HungProcess:
     # code. A deadlock between two threads sits there, not in the join (nu62b).
     joined: tuple[Frame, ...] = ()
     # A process with no Python stack to read (`sleep 100` a Python program started): stack.txt
-    # names it, `[not Python]`, for a hang that sits in it (nu63 MED-2). Its command line.
+    # names it, `[not Python]`, for a hang that sits in it. Its command line.
     python: bool = True
     command: str = ""
     # The main thread waits in a torch.distributed collective: for a peer rank, where the
@@ -122,7 +122,7 @@ def _is_user(frame: Frame, command_string: bool = False) -> bool:
 def _runs_a_string(main: list[Frame]) -> bool:
     """The main thread runs a program given as a string: `python -c "..."` (its outermost
     frame `<string>`'s `<module>`). Elsewhere `<string>` is generated code (a dataclass's
-    `__init__`), no place of the user's (nu63 MED-2: a hung `python -c` child had none)."""
+    `__init__`), no place of the user's (a hung `python -c` child had none)."""
     return bool(main) and main[-1].path == "<string>" and main[-1].function == "<module>"
 
 
@@ -367,7 +367,7 @@ def pytest_hung_in(stack: str | None, named: str | None = None) -> str | None:
 def _names(node: str, frame: Frame) -> bool:
     """Whether a pytest node id names the test `frame` runs: its function, and its file
     (`tests/t.py::TestC::test_one[1-a]` names test_one of .../tests/t.py), so a test of the
-    same name in another module is still named (rv42)."""
+    same name in another module is still named."""
     file, _, rest = node.partition("::")
     function = rest.rsplit("::", 1)[-1].split("[", 1)[0]
     path = frame.path

@@ -192,7 +192,7 @@ def _missed_alike(usable: Sequence[AttemptResult]) -> bool:
     """Whether no attempt matched and every one missed the same keys the same way with the
     outcome's kind right (`phase: expected training, got none` in 20 of 20 crashes): the
     failure happens and the expect does not describe it, so more attempts change nothing,
-    where the reason of an undecided `>0` said to run them (nu65 HIGH-2)."""
+    where the reason of an undecided `>0` said to run them."""
     if len(usable) < ALIKE_MISSES or any(a.matched or _kind_differs(a) for a in usable):
         return False
     return len({a.mismatches for a in usable}) == 1 and bool(usable[0].mismatches)

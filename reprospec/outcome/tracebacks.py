@@ -161,7 +161,7 @@ def raised_types(text: str) -> tuple[str, ...]:
     report, in any thread and in any chain, each once in the order first printed;
     shutdown noise ("Exception ignored in ...") left out. minimize asks it of each
     attempt: a candidate whose failure comes with an exception the original never
-    printed (an evictor thread dead of AttributeError before the crash, nu21 MED-4)
+    printed (an evictor thread dead of AttributeError before the crash)
     fails for another reason, though with the same signature.
 
     What a crash leaves behind it is its consequence, not its cause, and varies with

@@ -86,7 +86,7 @@ def refuse_other_files(
     """Refuse (exit 2) a resume whose program's files are not those the run began with
     (the user edited the script between the interrupt and the resume), naming each. Taken
     with a warning, a cell's attempts ran two programs: `1x pass, 1x error exit 3` read
-    as a flaky failure, a loop repro in its report and `flaky` in its JUnit (nu64 HIGH-2),
+    as a flaky failure, a loop repro in its report and `flaky` in its JUnit,
     as a changed variable would (pipeline/resume.py). A file the run lacked and that is
     there now is a warning only: no attempt ran it, and adding it is how the attempts that
     could not run (`can't open file`) are fixed before they are retried."""

@@ -47,7 +47,7 @@ def resolve(reference: str | Path, out: Path) -> tuple[str, Path]:
     """(run id, store folder) of what `--resume` and the API's `resume` are given: a run id
     or a unique prefix of one under `out`, `latest` (`latest~N`), or the run's folder (which
     names its own store). The API took an exact id alone, where `load_result` takes all
-    of these: `resume("latest")` said 'no such run' (nu30 F10)."""
+    of these: `resume("latest")` said 'no such run'."""
     from reprospec.store.refs import is_latest, resolve_run_id, run_id_named
 
     reference = str(reference)
@@ -131,7 +131,7 @@ def load(
     stored_path = Path(info.spec_path)
     if not stored_path.is_file():
         # "PATH: no such file" alone, and the moved file given was refused as another spec
-        # ("leave the spec out"): no way on was said (nu32 F8).
+        # ("leave the spec out"): no way on was said.
         raise UsageError(
             f"{resuming(run_id)}: its spec {stored_path} is gone (moved or removed?); a "
             "resumed run reads it there: put it back, unchanged, or run the spec again"

@@ -121,7 +121,7 @@ class _CellState:
     # Its attempts went to `on_cell` (stop_on stopped it): what is left only skips the rest.
     handed_over: bool = False
     # Its extra attempts in the scheduler's queue, not yet taken: counted here, where every
-    # finished attempt walked the whole queue, every cell's, under the lock (rv26 LOW-7).
+    # finished attempt walked the whole queue, every cell's, under the lock.
     queued: int = 0
 
 

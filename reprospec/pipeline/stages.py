@@ -133,7 +133,7 @@ def execute(
     # Opened before a new run's folder is made: a store that cannot be used (damaged, on a
     # full disk) refused the run after it had left a folder of an engine.json alone, which
     # `latest` then named, so `report latest` and `run --resume latest` said "no run"
-    # though the run before it was whole (nu28 F1).
+    # though the run before it was whole.
     # The store, and the run folder this engine holds (`RunFolder.hold`): released at the
     # run's end, or as anything before it fails (a resume refused by `reap`).
     opened = contextlib.ExitStack()
@@ -186,7 +186,7 @@ def execute(
         capture = EnvironmentCapture(
             runner,
             # The first attempt whose environment could be built: a first cell whose venv or
-            # image failed would leave the report only its error (nu23).
+            # image failed would leave the report only its error.
             # An empty shard (fewer attempts than shards) runs none: the first cell's first
             # attempt stands for the machine the shard ran on, which its record still says.
             first_runnable(runner, plan.attempts) if plan.attempts else plan.attempts.planned(0, 1),
@@ -251,7 +251,7 @@ def execute(
                     started=started,  # the same second as results.json's, which a resume keeps
                 )
             except StoreError:
-                # Not begun (a full disk): no run the store lists, so no folder (nu28 F1);
+                # Not begun (a full disk): no run the store lists, so no folder;
                 # the capture's child, which writes in it, ends first.
                 capture.result(timeout=5)
                 _discard(folder)
@@ -306,7 +306,7 @@ def execute(
         # An exception of the caller's own code, a `progress` callback's (or an engine bug):
         # the attempts in flight are stopped as for Ctrl-C, and the run is stored as
         # interrupted before it is raised again, where it left the run `running` in the
-        # store while the caller lived, 'still running' to report and resume (nu30 F6). Any
+        # store while the caller lived, 'still running' to report and resume. Any
         # BaseException: a callback that calls sys.exit raises SystemExit, no Exception.
         raised: BaseException | None = None
         try:
@@ -461,7 +461,7 @@ def _silent_faults(spec: Spec) -> list[str]:
 
 def _claim(folder: RunFolder, cells: int) -> None:
     """Claim a resumed run's folder; one that cannot be written is said of the folder, where
-    the error named the temporary file of its engine.json (`engine.json.tmp1234`, nu28 F13):
+    the error named the temporary file of its engine.json (`engine.json.tmp1234`):
     exit 3 for a full disk, 2 for a folder this user cannot write."""
     try:
         folder.claim(cells)
@@ -474,7 +474,7 @@ def _claim(folder: RunFolder, cells: int) -> None:
 
 def _new_folder(out: Path, name: str, cells: int) -> RunFolder:
     """A new run's folder, claimed by this engine; one that cannot be (a full disk: its
-    engine.json) is removed, and the run refused, exit 3, saying where (nu28 F1)."""
+    engine.json) is removed, and the run refused, exit 3, saying where."""
     from reprospec.store.resultsjson import new_run_id
 
     folder = RunFolder.new(out, lambda: new_run_id(name))
@@ -655,7 +655,7 @@ class EnvironmentCapture:
         engine gave the attempt (its own environment, then the spec's `environment.env`);
         and of every other variable the attempts inherited that the capture's table does
         not show, so that `MYAPP_MODE=1` in one shell and not the other is not "same
-        environment" (nu64 MED-3)."""
+        environment"."""
         table = env.get("env")
         if self._key is None or not isinstance(table, dict):
             return
@@ -876,9 +876,9 @@ def _resumed(
     resumed with its folder whole, nothing run (no attempt had failed to run), keeps the
     record it had (`previous`: none for a run that went straight through), where it was
     called resumed from a run "finished ... (its folder written again)" that was neither
-    stopped nor written again (rv23 F4). Not one `interrupted`: its retry of the attempts
+    stopped nor written again. Not one `interrupted`: its retry of the attempts
     that could not run was stopped before it stored one, and read as the finished run
-    itself, stopped, with no word of the part it carried over (rv24 F2)."""
+    itself, stopped, with no word of the part it carried over."""
     if resumed.stopped == "finished" and not resumed.rewritten and ran == 0 and not interrupted:
         return previous
     return replace(resumed, ran=ran)

@@ -139,22 +139,22 @@ _SUBSHELLS = frozenset({"&", "|", "|&"})
 
 def located_words(words: list[str]) -> list[Located]:
     """`command_words`' words by the folder each runs in, the `cd` commands themselves
-    left out: `cd sub && python x.py data.csv` runs x.py in sub/, where it opens data.csv,
-    and a finder that read them in the working directory found neither, so a bundle went
-    without sub/x.py and its rerun failed on "can't open file".
+     left out: `cd sub && python x.py data.csv` runs x.py in sub/, where it opens data.csv,
+     and a finder that read them in the working directory found neither, so a bundle went
+     without sub/x.py and its rerun failed on "can't open file".
 
-    A `cd` is followed where it starts the line or a command after `&&` or `;`, to one
-    plain folder (quoted or not, relative or absolute, `~` expanded), several in sequence
-    joined (`cd a && cd b`: a/b). One whose folder cannot be told (`cd` alone: the home,
-    `cd -`, `cd "$DIR"`, a glob, a `cd` that may not run) ends the following: the words
-    after it are read in the line's own working directory again, as they were before any
-    `cd` was followed, and nothing is said (the shell knows; this reading does not).
+     A `cd` is followed where it starts the line or a command after `&&` or `;`, to one
+     plain folder (quoted or not, relative or absolute, `~` expanded), several in sequence
+     joined (`cd a && cd b`: a/b). One whose folder cannot be told (`cd` alone: the home,
+     `cd -`, `cd "$DIR"`, a glob, a `cd` that may not run) ends the following: the words
+     after it are read in the line's own working directory again, as they were before any
+     `cd` was followed, and nothing is said (the shell knows; this reading does not).
 
-    A line with a background job, a pipeline or a subshell (`&`, `|`, parentheses) is read
-    whole in the working directory, as before any `cd` was followed: a `cd` there changes
-    the folder of its own subshell alone, and `cd server && python3 serve.py & python3
-    client.py` runs client.py in the working directory, which a bundle then went without
-    (rv85 2)."""
+     A line with a background job, a pipeline or a subshell (`&`, `|`, parentheses) is read
+     whole in the working directory, as before any `cd` was followed: a `cd` there changes
+     the folder of its own subshell alone, and `cd server && python3 serve.py & python3
+     client.py` runs client.py in the working directory, which a bundle then went without
+    ."""
     if any(w in _SUBSHELLS or w.startswith("(") or w.endswith(")") for w in words):
         return [Located("", tuple(words))] if words else []
     located: list[Located] = []

@@ -256,8 +256,8 @@ def _shell_line(
     The runner runs a string command as `/bin/sh -c LINE` in the cell's environment. Before
     a list or a pipeline, `CRASH=1 cd sub && python3 envcrash.py` set CRASH for the `cd`
     alone, and `MODE=bad test "$MODE" = bad && exit 3` expanded $MODE in the reader's shell,
-    before the assignment: neither reproduced, and an `exit` closed the reader's shell (nu69
-    2). With no variables a list runs as it ran, but for one that leaves the shell.
+    before the assignment: neither reproduced, and an `exit` closed the reader's shell. With no
+    variables a list runs as it ran, but for one that leaves the shell.
 
     With the names of the reader's variables it reads a secret from (`redactor`).
     """
@@ -294,7 +294,7 @@ def _leaves_shell(line: str) -> bool:
     """Whether the `/bin/sh -c` line `line` runs a builtin that ends or replaces the shell
     (`exit 3`, `exec python x.py`), which closes the shell of a reader who pastes it."""
     # Any such word outside quotes, wherever it stands: after `then`, `do`, `!` or `else`
-    # it is a command too (rv74 1), and a line wrapped in `sh -c` needlessly still runs as
+    # it is a command too, and a line wrapped in `sh -c` needlessly still runs as
     # it ran. A line the skeleton cannot read is read by its words.
     skeleton = shellline.skeleton(line)
     words = _WORD_ENDS.split(skeleton if skeleton is not None else line)
@@ -421,7 +421,7 @@ def _exports(
 ) -> tuple[str, ...]:
     """The notes on what the reader must export, as the spec read it: a public variable
     with the value the run read (the bare name `CODE` let a reader export CODE=0 and run
-    another program than the run's CODE=3; nu27 N25), a secret by name; apart, as the
+    another program than the run's CODE=3), a secret by name; apart, as the
     bundle's README, what the run read unset, to leave unset (not "export it"). `also`: the
     variables the command line reads a secret from; `written`: those whose secret the spec
     writes in, which the reader's shell must hold too (not "the spec reads" them)."""
@@ -473,7 +473,7 @@ def _unapplied(
     Only what `runner` gave the cell is said to be given: the local runner installs no
     packages and chooses no interpreter (it checks them), and only docker uses an image.
     The notes said "the run gave the cell Python 3.10" of a local run on 3.11.7, and of
-    a Dockerfile that was never built (nu17 D4)."""
+    a Dockerfile that was never built."""
     environment = plan.environment
     notes = []
     if plan.copies > 1:
@@ -509,7 +509,7 @@ def _unapplied(
     same = bool(ran_python and wanted and same_python(ran_python, wanted))
     if environment.packages and installs:
         # What a range resolved to (`six<1.17`: six 1.16.0): today's resolver may pick a
-        # newer release, and the repro should run what the failing run ran (nu64 MED-4).
+        # newer release, and the repro should run what the failing run ran.
         line = " ".join(shlex.quote(p) for p in pins)
         resolved = f" (installed as {line}: `pip install {line}`)" if line else ""
         settings.append(f"packages {', '.join(environment.packages)}{resolved}")

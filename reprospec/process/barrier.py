@@ -117,7 +117,7 @@ def bound_now(port: int) -> bool:
     """Whether a live socket holds `port` now, on any address: one a store's bind (with
     SO_REUSEADDR, as torch's TCPStore binds) would fail on. A connection of the port's
     own server that it closed first stays in TIME_WAIT on the port for a minute: no
-    process holds it, and a bind of a store is not refused by it (rv42)."""
+    process holds it, and a bind of a store is not refused by it."""
     return not _unbound(port, reuse=True)
 
 

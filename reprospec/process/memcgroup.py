@@ -107,7 +107,7 @@ def own_counter() -> Path | None:
 
 
 # The watches of the attempts running now: a kill counted in the engine's cgroup while two
-# ran is either's (rv70 4: one attempt's OOM kill was every parallel attempt's).
+# ran is either's (one attempt's OOM kill was every parallel attempt's).
 # Weak: a watch dropped without its `said()` (an error on the way) leaves with its owner.
 _watching: weakref.WeakSet[OomWatch] = weakref.WeakSet()
 _watching_lock = threading.Lock()

@@ -238,7 +238,7 @@ def user_limit(limit: Limit) -> int | None:
     """Without a cgroup, not as root: the RLIMIT_NPROC the root gets, what the user runs now
     plus the limit; None where a cgroup limits it, or as root (whom RLIMIT_NPROC does not
     bind). The kernel counts the user's threads, not processes: a user with a process of
-    4,000 threads had every attempt's threads refused at a limit sized by processes (rv70 1).
+    4,000 threads had every attempt's threads refused at a limit sized by processes.
     """
     if limit.cgroup is not None or os.geteuid() == 0:
         return None

@@ -281,7 +281,7 @@ def _root_waited(proc: ChildHandle, own_root: bool) -> bool | None:
     reaps it, where the engine started it; for an attempt a preload server forked, what the
     server read of its zombie before reaping it, known once it ended (waited for here). Read
     by the engine, a forked root was a zombie or already reaped as the race went, and one
-    program's attempts were judged two ways (rv18 F3)."""
+    program's attempts were judged two ways."""
     if own_root:
         return tree.waited_for_children(proc.pid)
     # Imported here: a run without run.preload never imports the fork server's client.

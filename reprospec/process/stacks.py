@@ -40,14 +40,14 @@ STACKS_TOTAL_BYTES = 4 << 20
 # in __init__`: a stack read from a core) or py-spy's: it wraps multiprocessing's Popen (its
 # __init__, its poll), so a program's stacks showed `sitecustomize.py:450 in watched`
 # between multiprocessing's frames (nu62b), and a forked DataLoader worker's stack read from
-# its core still did (nu74). Not the program's: left out of stack.txt and the report.
+# its core still did. Not the program's: left out of stack.txt and the report.
 _OUR_FRAME = re.compile(
     r'^\s+(?:File "[^"]*/stackdump/sitecustomize\.py", line \d+,? in .*'
     r"|\S.*? \([^()]*/stackdump/sitecustomize\.py:\d+\))$"
 )
 # A frame of the preload fork server, which runs the program's main in the attempt it
 # forked: `_run_main`, `_become` and its `<module>` under every frame of the program where
-# `python prog.py` has none (nu63 MED-1). Left out only below a frame of the program's, so
+# `python prog.py` has none. Left out only below a frame of the program's, so
 # a process stopped in the server's own code still shows where.
 _LAUNCHER_FRAME = re.compile(
     r'^\s+(?:File "[^"]*/reprospec_forkserver\.py", line \d+,? in .*'

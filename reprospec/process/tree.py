@@ -267,7 +267,7 @@ def exec_target(argv: Sequence[str]) -> Sequence[str]:
     exec the rest, `nice -n N` (the docker runner's perturbation, perturb/container.py) and
     launch.py with its options (rlimits.wrap_argv: the local runner's limits, perturbations
     and barrier). launch.py's `--init` runs its command as a child instead: not looked past.
-    Without this, a perturbed attempt's root read as no `/bin/sh -c` (fx111: `perturb:
+    Without this, a perturbed attempt's root read as no `/bin/sh -c` (`perturb:
     {nice: 5}` kept no record of the program's exception, and stderr decided)."""
     while True:
         if len(argv) > 3 and argv[0] == "nice" and argv[1] == "-n":
@@ -339,7 +339,7 @@ def ran_alone_with(asked: int | None, returncode: int) -> bool:
     for the shell's `returncode`: where the shell reports 128 + N that the program did not
     ask for, it died after its record, in its shutdown (a `__del__`, a native library's
     destructor, with no faulthandler left to report it), and the shell's status is that
-    death's (rv19 F1)."""
+    death's."""
     return asked is not None and (returncode == asked or not 128 < returncode < 256)
 
 

@@ -210,7 +210,7 @@ def lines(diff: Comparison, spec_name: str) -> list[str]:
 
 # pip's list of each interpreter's packages (collect_env): two runners' interpreters (a
 # venv and a container) differ in nearly all of them, which buried the few rows above
-# (nu23: 117 lines). The first few are shown; JSON has them all.
+# (117 lines). The first few are shown; JSON has them all.
 _PIP = "collect_env.pip."
 _PIP_SHOWN = 8
 

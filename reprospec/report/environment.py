@@ -324,7 +324,7 @@ def _capture_rows(env: Mapping[str, JsonValue]) -> list[tuple[str, str]]:
         ("Driver", env_value(nvidia.get("driver_version"))),
         ("nvcc", env_value(nvcc.get("version"))),
         # multiprocessing's default in the interpreter, not what a DataLoader used: one with
-        # `multiprocessing_context: spawn` ran its workers so beside a `fork` here (nu24).
+        # `multiprocessing_context: spawn` ran its workers so beside a `fork` here.
         (
             "Default start method",
             env_value(_section(env, "multiprocessing").get("start_method")),

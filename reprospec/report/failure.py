@@ -172,7 +172,7 @@ def summary_line(run: RunResult) -> str:
         head = "Could not run"
     elif not ran:
         # Every cell cut short before an attempt ended: "as expected in 0 of 3 cells (0/0
-        # attempts)" after it would count what never ran (nu42).
+        # attempts)" after it would count what never ran.
         return f"{NOTHING_KEPT}: {plural(not_run, 'cell')} {NOT_RUN}" if not_run else "Nothing ran"
     else:
         head = "No failure"
@@ -270,7 +270,7 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
     cell, attempt, outcome = found
     # By signature, and hangs apart by where they sat, each line saying where: `hang` (2
     # attempts) named the first cell's frame alone, where the other hung in another
-    # function (fx117). Crashed children stay one line: nothing on it would tell them apart.
+    # function. Crashed children stay one line: nothing on it would tell them apart.
     counts: Counter[GroupKey] = Counter()
     injected: dict[GroupKey, str | None] = {}
     stuck: dict[GroupKey, str] = {}
@@ -406,7 +406,7 @@ def _hang_where(cell: CellResult, attempt: AttemptResult, short: Callable[[str],
     """`the DataLoader worker pid 4242 was fetching an item, in `train.py:19 in __getitem__`
     (cell `w=2`, attempt 1)`: where a hang sits as its stacks show ('' where they show no
     frame of the user's code). A hang the first failure was not got only `hang` (2
-    attempts), its stuck frame in the folded Stacks block (nu22 MED-3)."""
+    attempts), its stuck frame in the folded Stacks block."""
     from reprospec.outcome.hungstacks import where_stuck
 
     found = where_stuck(attempt.stack)

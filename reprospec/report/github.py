@@ -41,7 +41,7 @@ def render_github_summary(run: RunResult) -> str:
         lines += [f"> **Resumed** (`{command}`): {_cell(resumed_phrase(run.resumed))}.", ""]
     # As report.md's table: what was expected beside what happened (a not-reproduced row
     # read `crash SIGSEGV ❌` with no word of why), and a cell a Ctrl-C or run.stop_on cut
-    # short said so beside its rate (nu64 MED-7).
+    # short said so beside its rate.
     from reprospec.report.tables import rate_said
 
     lines += [

@@ -222,7 +222,7 @@ def results_table(run: RunResult) -> Table:
     from reprospec.report.tables import LARGE_RUN_CELLS, rate_said
 
     # The command lines the outcomes name shortened before they are worded: a phrase cuts
-    # a command to its width first, and a venv's whole path was all it kept (fx103 1).
+    # a command to its width first, and a venv's whole path was all it kept.
     run = with_short_commands(run)
     short = console_names(run)
     table = Table(title=text(f"{run.spec_name}: {run.run_id}"), title_justify="left")
@@ -302,7 +302,7 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
         from reprospec.report.paths import with_short_commands
         from reprospec.report.signatures import outcome_groups, outcome_lines
 
-        # As the table's: the command lines shortened, then worded (fx103 1).
+        # As the table's: the command lines shortened, then worded.
         groups = outcome_groups(with_short_commands(result))
         # The cells observed of the cells: one that could not run was not ("1 cell
         # observed, 0 outcomes, 1 infra-error" of a spec whose only cell never started).
@@ -339,7 +339,7 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
         )
     if (unforked := _preload_unused(result)) is not None:
         # Said here, not only in report.md: a user who asked for run.preload reads the
-        # attempts' times as a fork's (nu21 LOW-5: a perturbed spec runs every attempt fresh).
+        # attempts' times as a fork's (a perturbed spec runs every attempt fresh).
         console.print(printable(f"preload: {unforked}"), markup=False, highlight=False)
     console.print(f"report: {folder.report_md}", markup=False, highlight=False)
     # What went wrong around the run (the store deleted under it, the environment capture).

@@ -45,7 +45,7 @@ class Explanation:
 
         A value that prevents the outcome leads with where it is not: "in every other
         cell, in none with this outcome" read as the value being in every other cell of
-        the outcome's (nu22 LOW-10).
+        the outcome's.
         """
         if self.present:
             return self.worded("every cell with this outcome", "no other", code)
@@ -74,7 +74,7 @@ class OutcomeGroup:
     # its cells (cellsets.separating_patterns), as the judged report's fallback has them.
     patterns: tuple[str, ...] = ()
     # The run's cells, those that did not run too (an infra-error's): "in every cell" of a
-    # run where one could not run read as the run's every cell (nu27 N12). 0: as of_cells.
+    # run where one could not run read as the run's every cell. 0: as of_cells.
     all_cells: int = 0
 
     @property
@@ -137,11 +137,11 @@ def group_key(signature: str, outcome: Outcome) -> GroupKey:
     Two cells whose attempts crashed in different children (`python3 a_child.py`,
     `python3 b_child.py`) have one signature, `crash:SIGSEGV:child:...`; keyed on it
     alone they were one group, worded by its first attempt's phrase, which named the
-    first child for both (fx93 1). The child is named as the phrase names it (without
+    first child for both. The child is named as the phrase names it (without
     a pid, its command line shortened), so a group is exactly the attempts it names.
 
     Hangs alike: `hang` in `work` of hangkid.py and `hang` in `<module>` of hang.py were one
-    group, worded by the first's place (fx117). Keyed on the function and file, not the
+    group, worded by the first's place. Keyed on the function and file, not the
     line, so a busy loop caught at two of its lines stays one hang.
     """
     hung = outcome.hung_in if outcome.kind == "hang" else None
@@ -194,7 +194,7 @@ def _group(
     """One outcome's group: its values, else the patterns that hold its cells and no other.
 
     `--observe` gave no explanation of a crash of `a=1 and (b=1 or c=1)`, which the judged
-    report explained by two patterns (nu22 MED-4).
+    report explained by two patterns.
     """
     others = [c for c in ran if c not in cells]
     explanations = tuple(explain(cells, others))

@@ -43,7 +43,7 @@ def _checklist(standalone: Standalone) -> list[str]:
     return [*lines, "", found_files(inline_code)]
 
 
-# What the checklist is made from, said under it (nu22 MED 6): the files are found from the
+# What the checklist is made from, said under it: the files are found from the
 # command's words and the imports (never by running it), so a data file the program opens by
 # a name in its code is not there, and a reader who copies the list should know to look.
 FOUND_FILES = (

@@ -156,7 +156,7 @@ class LocalRunner:
     # A ticket's pins (`capture --from-log`: torch==2.3.1 of a CUDA machine) are rarely
     # this machine's, and installing them is not always what the reader wants.
     # `--python PATH` first: a captured spec pins the packages of the interpreter it ran
-    # with (its header says so), and a bare `reprospec run` of it named only these two (nu33).
+    # with (its header says so), and a bare `reprospec run` of it named only these two.
     packages_hint = (
         "; `--python PATH` runs it with an interpreter that has them (a captured spec's "
         "header names the one it was captured with), `--runner venv` builds an environment "

@@ -5,7 +5,7 @@ a command such as `pytest` or `torchrun` is a console script: it runs whatever P
 its `#!` line names, with that environment's packages. Found on the caller's PATH (an
 activated venv, as the README recommends) when the cell's environment lacks it, it
 would run the caller's packages while the cell is judged as if it ran its own: a
-verdict on the wrong version (new user nu15, D2). So a runner that owns the cell's
+verdict on the wrong version. So a runner that owns the cell's
 environment (the venv runner; the local runner of a cell with `packages`) refuses such
 a program as the attempt's infra-error, naming it:
 

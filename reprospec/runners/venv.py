@@ -106,7 +106,7 @@ class VenvRunner:
         self._runners: dict[str, LocalRunner] = {}
         self._envs: dict[str, venvs.Env] = {}
         # Each environment this runner uses, held (venvs.hold) until it closes: a prune
-        # meanwhile leaves it in place, where it removed it under the attempts (nu45 F7).
+        # meanwhile leaves it in place, where it removed it under the attempts.
         self._holds: dict[str, IO[str] | None] = {}
         self._build_lock = threading.Lock()
 

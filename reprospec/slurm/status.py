@@ -128,7 +128,7 @@ def _last_error_line(log_text: str) -> str:
 def cancel_time(log_text: str) -> datetime | None:
     """When slurmstepd ended the task: its node's local time, as Slurm prints it, read at
     the node's offset where the shard's first line gave it (a reader in another zone read
-    it hours off: rv85 4), else at this machine's."""
+    it hours off), else at this machine's."""
     matches = list(CANCELLED_LINE.finditer(log_text))
     if not matches:
         return None
@@ -217,7 +217,7 @@ def _attempts_started(run: SlurmRun, shard: int, folder: Path | None, results: o
     if folder is None:
         return 0
     # An interrupted run's results.json holds what it had when it stopped: read while a
-    # resume of it runs, it said `running 0/1 attempts` throughout (nu45 F4); the store
+    # resume of it runs, it said `running 0/1 attempts` throughout; the store
     # has those attempts and the resumed ones.
     if (
         isinstance(results, dict)

@@ -93,7 +93,7 @@ def _record_end() -> None:
     `__del__` or a native library's destructor may still die of a signal (a C++ global's,
     torch's at teardown): the shell then reports 128 + N. The status asked for (`sys.exit`'s,
     0 for a program that ran to its end) tells that death from a `sys.exit(139)` of its
-    own: the engine believes the record only of the status it asked for (rv19 F1).
+    own: the engine believes the record only of the status it asked for.
     """
     folder = os.environ.get("REPROSPEC_STACK_DIR")
     if not folder:
@@ -134,7 +134,7 @@ def _record_end() -> None:
     atexit.register(_ended)
 
     # os._exit skips atexit: `os._exit(139)` read as the shell's word of a SIGSEGV under
-    # `sh -c` (nu64 HIGH-1). Its status is recorded as sys.exit's is, by this process only:
+    # `sh -c`. Its status is recorded as sys.exit's is, by this process only:
     # a fork child's os._exit (multiprocessing's, after its target) is no program's end.
     os_exit = os._exit
     importer = os.getpid()
@@ -165,7 +165,7 @@ def _record_raised() -> None:
     "Exception in thread ...:" blocks) print on the same stream at the same moment, and
     interleave with it a line or a character at a time: read from stderr, the exception
     that ended the process was a thread's TypeError, or none at all, in up to 16 attempts
-    of 20 of a program whose four threads raised as its main thread did (fx106). This
+    of 20 of a program whose four threads raised as its main thread did. This
     record is written by the thread that dies of it, before the hook prints, so the engine
     reads the ending exception whole (outcome/classify.py prefers it to stderr); and a
     program whose main thread died of none says so, where its threads' interleaved
@@ -583,7 +583,7 @@ def _watch_popen(module: ModuleType) -> None:
 def _worker_id(process_obj: object) -> int | None:
     """A DataLoader worker's index, as torch gives it to its worker loop (`worker_id`): the
     `child_exit` event of its death names it, `DataLoader worker 1 (pid N) died of SIGSEGV`,
-    where it read `a DataLoader worker pid N` (fx93 4). Read through the loop's signature,
+    where it read `a DataLoader worker pid N`. Read through the loop's signature,
     not by position (the 11th argument in torch 2.x): a torch that moves it still names it,
     one that renames it names none. Only a DataLoader worker's start gets here, in a process
     that imported torch, which imported inspect long before. None where it cannot tell."""

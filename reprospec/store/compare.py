@@ -277,7 +277,7 @@ def variable_changes(
     ]
     named = {row["name"] for row in rows}
     # The variables the spec reads (`${{ env.CODE }}`), as each run read them: CODE=0 and
-    # CODE=3 ran `exit 0` and `exit 3`, and compare said "same environment" (nu27 N24).
+    # CODE=3 ran `exit 0` and `exit 3`, and compare said "same environment".
     rows += [
         {"name": name, "a": a, "b": b, "change": change, "cells": []}
         for name, a, b, change in read_changes(

@@ -319,7 +319,7 @@ class Store:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError) as exc:
-            # The path the user gave (`--out FILE`), not the disk: exit 2 (nu28 F12).
+            # The path the user gave (`--out FILE`), not the disk: exit 2.
             raise UsageError(
                 f"--out {self.path.parent}: not a folder (a file is there, or on its path)"
             ) from exc
@@ -412,7 +412,7 @@ class Store:
         """The store opened only to be read, as it is: on a read-only disk (an archived or
         mounted `--out`) opening it to write fails, and a reader of a WAL store makes its
         -shm file, which such a folder refuses too, so `history` and `bundle` said "the
-        file or its disk failed" of a whole store (nu28 F6). Read as immutable where the
+        file or its disk failed" of a whole store. Read as immutable where the
         plain read-only open fails: nothing writes a store there. Not created, not migrated
         (`_as_it_is`)."""
         from reprospec.store.refs import has_wal, read_only_uris
@@ -476,7 +476,7 @@ class Store:
         reprospec"), for every user of the `--out`. An older store's attempts lack the
         columns later schemas added; a temporary view of the same name (sqlite looks in
         `temp` first) gives them as NULL, as a migration would have: a read-only one of
-        schema 7 said "no such column: a.perturbed", exit 3 (nu32 F4, F5).
+        schema 7 said "no such column: a.perturbed", exit 3.
         """
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         if not version or version > SCHEMA_VERSION:

@@ -90,7 +90,7 @@ class RunKey:
     (pipeline/programfiles.py), the secret variables its spec reads (store/specvariables.py)
     and those its environment capture saw (pipeline/stages.py, on the capture's thread,
     hence the lock). Each called `store_key` for itself, and the file was read up to three
-    times per run (fx93 3). Read at the first use, not as the run begins: a run with
+    times per run. Read at the first use, not as the run begins: a run with
     nothing to digest (`true`, no secret, a docker capture that inherits nothing) makes no
     key, as before. A store that cannot keep one raises the same OSError to each user,
     which each says in its own way, as when each read it.

@@ -49,7 +49,7 @@ def _merge_cell(parts: Sequence[CellResult], judge_cell: JudgeCell) -> CellResul
     verdict = judge_cell(first.expected, attempts)
     # run.stop_on stops each shard's share of a cell on its own (a shard sees only its
     # attempts): a share it stopped is said of the merged cell too, where judged again it
-    # read `1/2 not-reproduced` with its unrun attempts looking lost (rv26 LOW-3).
+    # read `1/2 not-reproduced` with its unrun attempts looking lost.
     stops = [(part, stopped_counts(part.reason)) for part in parts]
     stop_on = next((counts[0] for _, counts in stops if counts is not None), None)
     if stop_on is not None:

@@ -88,9 +88,9 @@ def _recent(out_root: Path, under: str, slurm_merged: bool) -> tuple[list[str], 
     if under == RUNS and listed:
         # A folder the store does not list and without a results.json is no run: one a run
         # refused before it began left (a damaged store, a full disk), or one still being
-        # begun. Named `latest`, it was "no run" where the run before it was whole (nu28 F1).
+        # begun. Named `latest`, it was "no run" where the run before it was whole.
         # Only of a store that was read: of one that could not be, a killed run's folder (no
-        # results.json) is all that says it ran, where `latest` named the run before (rv28).
+        # results.json) is all that says it ran, where `latest` named the run before.
         folders = [
             name for name in folders if name in begun or (runs / name / RESULTS_JSON).is_file()
         ]
@@ -160,7 +160,7 @@ def read_only_uris(db: Path) -> list[str]:
     Another user's store (a shared `--out`) with no -shm is read immutable first: opened
     read-only, sqlite made its -wal and -shm there as this user's, 0644, and the store's
     owner then could not write it ("attempt to write a readonly database", exit 3) until
-    they were removed (nu32 F10)."""
+    they were removed."""
     uri = f"file:{quote(str(db))}?mode=ro"
     if has_wal(db):
         return [uri]

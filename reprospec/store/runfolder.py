@@ -321,7 +321,7 @@ class RunFolder:
                 # A folder of files: the attempt a killed engine left, which a resumed run
                 # runs again. Its files are set aside, kept for whoever reads them, not run
                 # into: its events.jsonl's lines read as the new attempt's (a step it never
-                # reached), its core file beside the new one's (rv21 F1).
+                # reached), its core file beside the new one's.
                 _set_aside(folder)
                 os.mkdir(folder)  # noqa: PTH102
         return folder
@@ -391,7 +391,7 @@ class RunFolder:
         engine's `hold` is refused (UsageError, exit 2). Two `run --resume` of one run
         started together both passed the check of a live engine (it reads the in-flight
         records, which neither had written yet) and both ran the run's rest, into the same
-        attempt folders (nu28 F11). The lock is the returned descriptor's: closed at the
+        attempt folders. The lock is the returned descriptor's: closed at the
         run's end, or with the engine however it ends (SIGKILL too). A filesystem without
         flock goes without."""
         import fcntl

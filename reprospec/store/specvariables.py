@@ -116,7 +116,7 @@ def changes(before: JsonValue, after: JsonValue) -> list[tuple[str, str | None, 
             continue
         b = state_b[name]
         # Two secrets the stores could not digest (None) are alike only on paper: whether
-        # the value changed is unknown, and said so (rv26 LOW-5).
+        # the value changed is unknown, and said so.
         if b == a and a != ("secret", None):
             continue
         (kind_a, value_a), (kind_b, value_b) = a, b

@@ -336,7 +336,7 @@ def in_use_lock(root: Path, key: str) -> Path:
 def hold(root: Path, key: str) -> IO[str] | None:
     """A shared lock on environment `key` for as long as the file returned stays open: a
     run's attempts use it, and a prune meanwhile removed it under them (an attempt ended
-    infra-error, "not installed where the attempt ran"; nu45 F7). Waits while a prune is
+    infra-error, "not installed where the attempt ran"). Waits while a prune is
     removing it (then the run builds it again). None where its lock file cannot be made (a
     folder of environments this user cannot write, another's, shared): a run reuses such an
     environment as it did before it was held, where the run stopped on the OSError."""
@@ -583,7 +583,7 @@ def _install(
         except BaseException:
             # A Ctrl-C (or SIGTERM) the engine alone received (`kill -INT`, a CI's cancel):
             # Popen's exit waits 0.25 s for uv and leaves it running, and uv went on to
-            # install into the venv after `_build` had removed it (fx109: 116 MB left).
+            # install into the venv after `_build` had removed it (116 MB left).
             _stop(proc)
             raise
     if code != 0:

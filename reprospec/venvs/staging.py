@@ -4,7 +4,7 @@ Each build fills a folder `.tmp/KEY-*` under its environment's build lock (`buil
 which the uv it runs inherits: while any process of the build lives, the lock is held.
 A folder whose lock is free is a dead build's (its engine SIGKILLed, the machine gone down,
 a second Ctrl-C as the first removed it): nothing uses it, and `sweep_unfinished` removes
-it, as the next build begins and as `envs prune` runs; `envs list` names each (fx109: 116 MB
+it, as the next build begins and as `envs prune` runs; `envs list` names each (116 MB
 left, named by no listing and removed by `prune` as "0 environments, 0.0 MB").
 """
 

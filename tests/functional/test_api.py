@@ -84,7 +84,7 @@ def test_cancel_stops_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
 def test_a_raising_progress_callback_stops_the_run_and_stores_it(
     tmp_path: Path, kind: type[BaseException]
 ) -> None:
-    """nu30 F6: the callback's exception left the run `running` in the store (no
+    """The callback's exception left the run `running` in the store (no
     results.json) while the caller lived, 'still running' to load_result and resume; a
     SystemExit (a callback that calls sys.exit) too, which is no Exception."""
     spec_text = SPEC.replace("run: {timeout: 60s}", "run: {timeout: 60s, repeat: 10}")
@@ -128,7 +128,7 @@ def test_progress_is_called_one_call_at_a_time(tmp_path: Path) -> None:
 
 
 def test_resume_takes_what_run_resume_takes(tmp_path: Path) -> None:
-    """nu30 F10: resume took an exact id alone ('--resume latest: no such run'), where
+    """Resume took an exact id alone ('--resume latest: no such run'), where
     `run --resume` and load_result take `latest`, a unique prefix and the run's folder."""
     spec_text = SPEC.replace("run: {timeout: 60s}", "run: {timeout: 60s, repeat: 3}")
     out = tmp_path / "out"

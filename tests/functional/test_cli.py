@@ -169,7 +169,7 @@ def test_validate_folder_reports_every_file(cli: Cli) -> None:
 def test_validate_says_what_capture_s_todo_block_still_asks_and_exits_0(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu34: a --from-log skeleton says `reprospec validate` checks the rest; it said
+    # A --from-log skeleton says `reprospec validate` checks the rest; it said
     # "valid" and nothing of the TODO block, before and after its keys were filled.
     ticket = tmp_path / "issue.md"
     ticket.write_text(

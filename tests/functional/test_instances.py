@@ -358,7 +358,7 @@ def test_a_master_port_left_in_time_wait_by_the_program_is_its_own_error(
     """The program's own store closed its connection first, so the port is in TIME_WAIT
     when the attempt ends: no process holds it, and a rank that failed saying the address
     was in use failed by the program's own doing (an error as it ran), where the port's
-    reading took TIME_WAIT for another process's bind and called it infra-error (rv42)."""
+    reading took TIME_WAIT for another process's bind and called it infra-error."""
     (tmp_path / "rebinds.py").write_text(_REBINDS)
     folder = RunFolder(tmp_path / "run").create()
     plan = _plan(tmp_path, ["python", "rebinds.py"], 2, timeout_s=60.0)
@@ -375,7 +375,7 @@ def test_a_master_port_left_in_time_wait_by_the_program_is_its_own_error(
 def test_materialize_refuses_more_than_one_instance(cli: Cli, tmp_path: Path) -> None:
     result = cli("materialize", str(EXAMPLE), "-o", str(tmp_path / "bundle"))
     assert result.code == 2
-    # Located at the spec's own line, as every refusal of what a spec says (nu45 F9).
+    # Located at the spec's own line, as every refusal of what a spec says.
     line = EXAMPLE.read_text().splitlines().index("  instances: ${{ matrix.instances }}") + 1
     assert f"{EXAMPLE}:{line}:" in result.stderr
     assert "run.instances: a bundle runs one container per cell" in result.stderr

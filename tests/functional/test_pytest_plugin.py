@@ -591,7 +591,7 @@ def test_a_failure_says_each_fact_once(tmp_path: Path) -> None:
 
 
 def test_a_run_records_the_pytest_command_that_made_it(tmp_path: Path) -> None:
-    # nu19 A6: results.json said `reprospec run /abs/x.repro.yaml`, which nobody typed, and
+    # results.json said `reprospec run /abs/x.repro.yaml`, which nobody typed, and
     # `compare` showed it beside the next run's command as though it had been.
     write(
         tmp_path / "x.repro.yaml",

@@ -353,7 +353,7 @@ def test_a_printed_beginning_of_a_token_is_masked_too(tmp_path: Path) -> None:
 
 
 def test_a_numeric_password_is_masked_and_a_settings_number_is_not(tmp_path: Path) -> None:
-    # rv18 F2: a number shorter than 6 characters was masked under its name only, so a
+    # A number shorter than 6 characters was masked under its name only, so a
     # PIN or a numeric database password the program printed was in every output.
     spec = write_spec(
         tmp_path,

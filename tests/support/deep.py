@@ -1,4 +1,4 @@
-"""A Python source nested deeper than this interpreter's parser reads (rv20 F2)."""
+"""A Python source nested deeper than this interpreter's parser reads."""
 
 from __future__ import annotations
 

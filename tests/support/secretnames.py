@@ -1,4 +1,4 @@
-"""Variable names that hold a secret's word somewhere but last (rv16) or a password's short
+"""Variable names that hold a secret's word somewhere but last or a password's short
 word (`DB_PASS`, `PGPASS`, `MYSQL_PWD`), and settings whose names hold one: the cases every
 output's rule for a written `NAME=value` is checked on (redact.sets_secret), by the
 Redactor's, capture's, the standalone repro's and the bundles' tests alike.
@@ -53,7 +53,7 @@ COUNTS = {
     "PASSES": "2",
 }
 # Settings whose names hold `pass` or `pwd` inside a word, first, before a setting's word or
-# after an ordinal or a compiler's word: no password's (rv17 F5: as secrets, every 0.95 of a
+# after an ordinal or a compiler's word: no password's (as secrets, every 0.95 of a
 # report was `***`).
 LOOKALIKES = {
     "BYPASS_CACHE": "always",

@@ -1,4 +1,4 @@
-"""A program whose threads die of an exception as its main thread does (fx106, fx111).
+"""A program whose threads die of an exception as its main thread does.
 
 Theirs and the main thread's tracebacks print on one stderr at one moment, interleaved:
 what the local runner's (tests/functional/outcome/test_thread_exceptions.py) and the docker

@@ -64,7 +64,7 @@ def test_bad_options_are_usage_errors() -> None:
 
 
 def test_options_from_python_are_checked_and_kept_as_the_engine_reads_them() -> None:
-    """nu22 LOW 8: the API's callers get the CLI's checks when the options are made."""
+    """The API's callers get the CLI's checks when the options are made."""
     # A runner the engine has not is refused now, not at run().
     with pytest.raises(UsageError, match="unknown runner 'podman': expected one of 'local'"):
         reprospec.RunOptions(runner="podman")
@@ -73,7 +73,7 @@ def test_options_from_python_are_checked_and_kept_as_the_engine_reads_them() -> 
         reprospec.RunOptions(matrix_filters="workers=2")  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="overrides takes a sequence of strings"):
         reprospec.RunOptions(overrides="run.repeat=2")  # type: ignore[arg-type]
-    # rv20 F6: preload too, and a value that is no sequence at all.
+    # Preload too, and a value that is no sequence at all.
     with pytest.raises(UsageError, match="preload takes a sequence of strings, got 'torch'"):
         reprospec.RunOptions(preload="torch")  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="matrix_filters takes a sequence of strings, got None"):
@@ -94,7 +94,7 @@ def test_options_from_python_are_checked_and_kept_as_the_engine_reads_them() -> 
 
 
 def test_options_of_the_wrong_type_are_usage_errors() -> None:
-    """nu30 F2: a wrong type raised Python's TypeError (`repeat="3"`, `timeout_s="5m"`) or
+    """A wrong type raised Python's TypeError (`repeat="3"`, `timeout_s="5m"`) or
     was kept and failed later (`shard="2/8"` in plan_run) or planned what no CLI can ask."""
     for changes, says in [
         ({"repeat": "3"}, "repeat takes a whole number, got '3'"),
@@ -108,7 +108,7 @@ def test_options_of_the_wrong_type_are_usage_errors() -> None:
         ({"gpus": [0, 1]}, r"gpus takes a string of GPU indices like '0,1', got \[0, 1\]"),
         # A string of ids that are none: plan_run planned it, where run refused it.
         ({"gpus": "a,b"}, r"^gpus a,b: 'a' is not a GPU id \(expected indexes like 0,1,3"),
-        # nu42: these were kept: `out=3` raised AttributeError from the run, `python=3` a
+        # These were kept: `out=3` raised AttributeError from the run, `python=3` a
         # TypeError, and `observe="no"` (a true str) observed every cell, its expect ignored.
         ({"out": 3}, "out takes a path, got 3"),
         ({"out": None}, "out takes a path, got None"),
@@ -146,7 +146,7 @@ Integral.register(_Count)
 
 
 def test_validate_takes_one_path(tmp_path: Path) -> None:
-    """nu30 F3: `validate("/x/a.yaml")` read the str a character at a time, "/" among them,
+    """`validate("/x/a.yaml")` read the str a character at a time, "/" among them,
     and so validated every YAML file under the root folder ('a: no such file', ...)."""
     path = write(tmp_path)
     for one in (str(path), path):
@@ -155,7 +155,7 @@ def test_validate_takes_one_path(tmp_path: Path) -> None:
 
 
 def test_out_may_be_a_str(tmp_path: Path) -> None:
-    """nu30 F4: `load_result`/`resume` with `out` a str, as RunOptions takes it, raised
+    """`load_result`/`resume` with `out` a str, as RunOptions takes it, raised
     "unsupported operand type(s) for /: 'str' and 'str'"."""
     run = error_run()
     write_run(tmp_path / "runs" / run.run_id, run)
@@ -167,7 +167,7 @@ def test_out_may_be_a_str(tmp_path: Path) -> None:
 
 
 def test_plan_run_takes_a_path_as_run_does(tmp_path: Path) -> None:
-    """nu30 F9: plan_run(path) raised "'str' object has no attribute 'document'", and one
+    """plan_run(path) raised "'str' object has no attribute 'document'", and one
     overrides string was read a character at a time ("--set r: expected PATH=VALUE")."""
     path = write(tmp_path)
     options = reprospec.RunOptions(overrides=("run.timeout=5s",))
@@ -180,7 +180,7 @@ def test_plan_run_takes_a_path_as_run_does(tmp_path: Path) -> None:
 
 
 def test_render_and_exit_code_refuse_what_is_no_result(tmp_path: Path) -> None:
-    # nu30: render("latest") and exit_code("latest") raised AttributeError from inside the
+    # render("latest") and exit_code("latest") raised AttributeError from inside the
     # report; a run's id or folder is refused naming load_result, which reads it.
     result = error_run()
     assert reprospec.exit_code(result) == 1
@@ -211,7 +211,7 @@ def test_compare_takes_results_and_refuses_what_is_no_run() -> None:
 def test_the_functions_refuse_arguments_of_the_wrong_type_before_anything_runs(
     tmp_path: Path,
 ) -> None:
-    """nu42: each raised Python's own error from deep inside (`out=3`: "expected str, bytes
+    """Each raised Python's own error from deep inside (`out=3`: "expected str, bytes
     or os.PathLike object, not int"; `options={}`: "'dict' object has no attribute
     'overrides'"), and `cancel=True` an AttributeError in the scheduler's threads, a
     traceback on stderr, once the run had begun."""

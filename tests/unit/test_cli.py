@@ -56,7 +56,7 @@ def test_a_ctrl_c_that_breaks_argparse_s_cleanup_is_an_interruption(
 def test_a_negative_duration_after_a_space_reaches_its_own_check(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """nu40: `run x.yaml --timeout -5s` said argparse's "expected one argument" (it reads
+    """`run x.yaml --timeout -5s` said argparse's "expected one argument" (it reads
     `-5s` as an option); only `--timeout=-5s` said what is wrong with the value."""
     assert main(["run", "x.yaml", "--timeout", "-5s"]) == 2
     err = capsys.readouterr().err

@@ -93,7 +93,7 @@ def test_xdist_workers_split_the_outer_gpu_ids() -> None:
 
 
 def test_a_run_records_the_pytest_command_line_less_the_machines_paths() -> None:
-    # nu19 A6: the record was a synthetic `reprospec run /abs/flaky.yaml -m ...` nobody typed.
+    # The record was a synthetic `reprospec run /abs/flaky.yaml -m ...` nobody typed.
     assert recorded_command_line(["--reprospec", "flaky.yaml"]) == "pytest --reprospec flaky.yaml"
     args = ["--reprospec-out", "/tmp/o", "-k", "a and b", "--reprospec-python=/v/bin/python", "-n2"]
     assert recorded_command_line(args) == "pytest -k 'a and b' -n2"
@@ -103,7 +103,7 @@ def test_a_run_records_the_pytest_command_line_less_the_machines_paths() -> None
 def test_every_runner_of_reprospec_run_is_an_option(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """nu30 F8: `--reprospec-runner venv` was refused ('invalid choice'), as was every
+    """`--reprospec-runner venv` was refused ('invalid choice'), as was every
     runner besides local and docker. Collected in-process: nothing runs."""
     from reprospec.core.runoptions import RUNNER_NAMES
 

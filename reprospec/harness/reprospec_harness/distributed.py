@@ -505,7 +505,7 @@ def _first_failure(ranks: _Ranks, failed: list[tuple[int, int]], report_dir: str
         name = signal.Signals(-code).name
         events.emit("rank_exit", signal=name, **detail)
         sys.stderr.write(f"reprospec harness: rank {rank} (pid {detail['pid']}) died of {name}\n")
-        # The signal ends this process inside supervise's try: its finally never runs (rv70 7).
+        # The signal ends this process inside supervise's try: its finally never runs.
         _remove_reports(report_dir)
         _die_of(-code)
     events.emit("rank_exit", exit_code=code, **detail)

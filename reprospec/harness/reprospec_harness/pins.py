@@ -47,7 +47,7 @@ def read(modules: Iterable[str], program: str = "") -> tuple[list[str], list[dic
 
     `program`: the distribution of the program the command runs (`program_distribution`),
     always pinned: the rule above dropped pytest, which pytest-xdist requires, and the
-    spec pinned the plugin but not the program (fx102 3)."""
+    spec pinned the plugin but not the program."""
     tops = {name.split(".", 1)[0] for name in modules}
     tops -= _standard_library() | OWN_MODULES
     tops = {name for name in tops if name and not name.startswith("_") and name.isidentifier()}
@@ -122,7 +122,7 @@ def plugins(pins: Iterable[str], modules: Iterable[str], program: str) -> list[s
     `_hypothesis_pytestplugin`). Said as such: `packages it imported: pytest-xdist` read as
     if the program imported it itself. By its top-level package alone, a test importing
     torch made torch a plugin (its `torchrun.logs_specs` entry point names a torch module),
-    and hypothesis, whose plugin is a top-level module of its own, was none (fx104)."""
+    and hypothesis, whose plugin is a top-level module of its own, was none."""
     if not program:
         return []
     names = set(modules)

@@ -73,7 +73,7 @@ def unread_axes(document: Mapping[str, JsonValue]) -> list[str]:
     `${{ matrix }}`, no `expect.cases` `when` naming it, no `include` entry matching on it
     that brings a key read): their cells run the same program,
     judged alike. A user who wanted repeats of one (`matrix: {seed: [1, 2, 3]}` with a
-    command that never reads it) got N identical cells with nothing said (nu44); `validate`
+    command that never reads it) got N identical cells with nothing said; `validate`
     notes them, and a run warns (an axis given by `--set` is never validated)."""
     matrix = document.get("matrix")
     if not isinstance(matrix, dict):
@@ -466,7 +466,7 @@ def _semantic_problems(path: JsonPath, value: JsonValue) -> list[str]:
     if path == ("run", "stall") and value is None:
         # null: no stall limit for this cell (the timeout only), as `stall: null` written
         # literally and the key left out are; an include-only axis is null in the other
-        # cells, and `stall: ${{ matrix.t }}` was refused there (nu27 N17).
+        # cells, and `stall: ${{ matrix.t }}` was refused there.
         return []
     if path in (("run", "timeout"), ("run", "stall")):
         try:
@@ -749,7 +749,7 @@ def never_passes_problems(
     expression (two literals: checks/expect.py), located at the rate, naming the cells.
     A rate counts the attempts that end as the expectation's outcome: `==0` of a pass says
     the cell never passes, and `outcome: ${{ matrix.n == 0 and 'pass' or 'error' }}` with
-    `rate: '==0'` validated and judged `pass 10/10 ... not-reproduced` (rv25 LOW-7)."""
+    `rate: '==0'` validated and judged `pass 10/10 ... not-reproduced`."""
     expect = data.get("expect")
     cases = expect.get("cases") if isinstance(expect, Mapping) else None
     written = [expect, *(cases if isinstance(cases, list) else ())]
@@ -804,12 +804,12 @@ def fault_problems(
     some of its cells can fire is no problem: the others are the spec's controls (a matrix
     over `num_workers` whose 0-worker cells pass), so only a fault no cell can fire is refused.
     That covers data the cell does not have too: a worker fault's `at.index` past the
-    synthetic dataset, an `at.step` past the batches of a phase's one pass (nu19 A2).
+    synthetic dataset, an `at.step` past the batches of a phase's one pass.
 
     A fault's `rank` is held to each cell that arms it, one by one: the harness refuses a
     rank the cell lacks as a config error, so such a cell is refused here, at spec load,
     not as infra-error after its torch import; a cell whose `when` leaves the fault out is
-    not asked (nu19 A9: a matrix over `world_size` with a fault of the larger cells' rank).
+    not asked (a matrix over `world_size` with a fault of the larger cells' rank).
     """
     workload = data.get("workload")
     if not isinstance(workload, Mapping):

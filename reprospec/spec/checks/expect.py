@@ -313,8 +313,8 @@ class ExpectChecks:
         """A bound the Wilson interval can decide (`>=1` never is: `==1` is meant), and one
         that does not say "never passes" of a pass: a rate counts the attempts that end as
         the expectation's own outcome, so `{outcome: pass, rate: '==0'}`, meant as "never
-        crashes", was valid and read `pass 10/10 ... not-reproduced` (nu25 LOW-3); one that
-        did mean "never passes" is told `outcome: fail` says so (rv25 LOW-8). `base`:
+        crashes", was valid and read `pass 10/10 ... not-reproduced`; one that
+        did mean "never passes" is told `outcome: fail` says so. `base`:
         expect's own outcome, which a case without `outcome` keeps."""
         try:
             bound = parse_rate(value)

@@ -106,8 +106,8 @@ def test_a_base_that_always_fails_is_measured_alone(cli: Cli, tmp_path: Path) ->
         line.endswith(": not tried (the search ended before it)") for line in arm_lines[1:]
     ), arm_lines
     assert "run.preload" not in result.stderr
-    # With run.preload, the console says which arms fork and which run fresh (nu24 LOW-3:
-    # a 14-minute search of fresh perturbed arms said nothing of it).
+    # With run.preload, the console says which arms fork and which run fresh
+    # (a 14-minute search of fresh perturbed arms said nothing of it).
     more = ("--budget", "60", "--set", "run.preload=[ctypes]")
     preloaded, data = _amplify(cli, spec, tmp_path / "out", *more)
     # The default tries: each forks but malloc's, which only a process's start applies.
@@ -355,7 +355,7 @@ def test_the_one_cell_the_spec_expects_to_fail_is_amplified_without_m(
         "choose one with -m: -m b=1 (cell a=1,b=1); -m b=2 (cell a=1,b=2)\n"
     )
     assert not (tmp_path / "two" / "runs").exists()
-    # rv20 F7: a --try typo is said first, not after the -m it asked for was typed.
+    # A --try typo is said first, not after the -m it asked for was typed.
     typo = cli("amplify", str(spec), "--out", str(tmp_path / "two"), "--try", "switch_intervl=1e-6")
     assert typo.code == 2, typo.stderr
     assert typo.stderr.startswith(
@@ -564,7 +564,7 @@ def test_preload_judges_a_fresh_arm_against_a_base_run_fresh_too(cli: Cli, tmp_p
 def test_preload_that_could_not_fork_says_its_attempts_ran_fresh(cli: Cli, tmp_path: Path) -> None:
     """`amplify --preload MOD` where the server cannot import MOD: every attempt runs fresh,
     and amplify.md said "Under run.preload the base's attempts forked from the preloaded
-    server" (nu43). The answer, amplify.md and amplify.json say how many ran fresh and why."""
+    server". The answer, amplify.md and amplify.json say how many ran fresh and why."""
     spec = _copy(tmp_path, "race.yaml", "race.py")
     out = tmp_path / "out"
     more = ("--budget", "24", "--try", "switch_interval=1e-6", "--try", "malloc=perturb")

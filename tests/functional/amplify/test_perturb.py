@@ -357,7 +357,7 @@ def _children_of(pid: int) -> list[str]:
 def test_a_preload_the_perturbation_turns_off_is_said_on_the_console(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu21 LOW-5: every attempt ran fresh (a perturbation only a process's start applies),
+    # Every attempt ran fresh (a perturbation only a process's start applies),
     # which only report.md said: the console read as a forked run's.
     spec = tmp_path / "p.yaml"
     spec.write_text(

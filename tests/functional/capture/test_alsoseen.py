@@ -30,7 +30,7 @@ elif kind == "error":
 def test_a_second_failure_mode_is_said_and_its_spec_is_one_command_away(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu18 N14: ValueError 5/10 and SIGSEGV 4/10; the spec was about the ValueError, and
+    # ValueError 5/10 and SIGSEGV 4/10; the spec was about the ValueError, and
     # nothing said that 4 attempts segfaulted, nor that the verify saw them again.
     (tmp_path / "t.py").write_text(_PROGRAM.format(count=str(tmp_path / "count")))
     argv = ["capture", "--repeat", "6", "-o", "spec.yaml", "--out", str(tmp_path / "out")]
@@ -79,7 +79,7 @@ def test_a_second_failure_mode_is_said_and_its_spec_is_one_command_away(
 def test_a_hang_at_a_phase_the_written_expect_matches_is_no_other_failure(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu21 MED-3: 3 hangs before any progress and one after "epoch 0" (hang:epoch); the spec
+    # 3 hangs before any progress and one after "epoch 0" (hang:epoch); the spec
     # expects {outcome: hang}, which matches a hang at any phase, as `run` counts it, yet
     # capture said hang:epoch was "also seen, which the spec's expect does not match" and
     # wrote 3/4. Each attempt hangs for real, on a lock it already holds.

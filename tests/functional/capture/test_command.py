@@ -259,7 +259,7 @@ def test_a_hang_under_timeout_is_captured_as_the_hang_at_its_bound(
     assert document["command"] == "python hang.py"
     assert document["run"] == {"timeout": "2s"}
     assert document["expect"] == {"outcome": "hang"}
-    # Where it hung, as a crash's title names its frame: it read `hang.py: hang` (nu74).
+    # Where it hung, as a crash's title names its frame: it read `hang.py: hang`.
     assert document["title"] == "hang.py: hang in <module> (hang.py:4)"
     text = (workdir / "spec.yaml").read_text()
     assert "# Written by `reprospec capture -- timeout -k 1 2 python hang.py`" in text
@@ -494,7 +494,7 @@ def test_a_command_that_passed_is_said_to_have_passed(cli: Cli, tmp_path: Path) 
     assert "capture again with --repeat N" in result.stdout
     document = spec_document(tmp_path)
     assert document["expect"] == {"outcome": "pass"}
-    # nu31: a capture given --repeat 20 that passed 20 times was told "--repeat N" again.
+    # A capture given --repeat 20 that passed 20 times was told "--repeat N" again.
     more = capture(
         cli, tmp_path, "python", "-c", "print('fine')", options=("--force", "--repeat", "3")
     )
@@ -826,7 +826,7 @@ def test_secrets_on_the_command_line_are_run_with_and_never_written(
 def test_a_secret_the_command_line_sets_under_any_name_is_run_with_and_never_written(
     cli: Cli, tmp_path: Path, program: tuple[str, ...]
 ) -> None:
-    # rv16: `GITHUB_TOKEN_RO=... python x.py` was judged by its name's last word (`ro`): the
+    # `GITHUB_TOKEN_RO=... python x.py` was judged by its name's last word (`ro`): the
     # spec wrote the token `# set on the command line`, and its message quoted it. With the
     # `env` program, each assignment was an axis: the secret in the cells' names and reports.
     workdir = tmp_path / "work"
@@ -880,7 +880,7 @@ def test_env_i_is_kept_so_the_spec_runs_its_program_in_an_empty_environment(
     # Under `-i` env finds the program on its default path: the interpreter by its path.
     python = sys.executable
     argv = ["env", "-i", "A=1", f"GITHUB_TOKEN_RO={token}", python, "x.py"]
-    # rv17 F11: the shell's settings were written into environment.env, which `-i` wipes.
+    # The shell's settings were written into environment.env, which `-i` wipes.
     shell = {**os.environ, "NCCL_DEBUG": "INFO", "PYTHONUNBUFFERED": "1"}
     result = capture(cli, workdir, *argv, env=shell)
     assert "verdict reproduced" in result.stdout
@@ -1341,7 +1341,7 @@ def test_a_shell_script_the_command_runs_brings_the_files_it_names(
 def test_a_pipeline_that_passed_over_a_segfault_is_no_pass_to_capture(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu18 N1: parse.py segfaults mid-pipeline, and the pipeline exits 0 (sort's status, no
+    # parse.py segfaults mid-pipeline, and the pipeline exits 0 (sort's status, no
     # pipefail). capture wrote `expect: {outcome: pass}`, exited 0, and its verify said
     # "the same signature (pass) came back ... reproduced" of a copy that lacked data.txt,
     # where nothing died at all.
@@ -1387,7 +1387,7 @@ def test_a_pipeline_that_passed_over_a_segfault_is_no_pass_to_capture(
 def test_a_config_the_command_names_is_listed_so_compare_tells_its_edit(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu18 N2: capture saw the child read config.json, but the command names it, so it
+    # Capture saw the child read config.json, but the command names it, so it
     # was left out of `files`; a named file is never compared (the command may write it),
     # and `compare` of a run before and after an edit of it said "same program files".
     app = (
@@ -1512,7 +1512,7 @@ def test_a_relevant_variable_of_the_shell_is_tested_and_said_as_found(
 ) -> None:
     # The variables capture writes as relevant (OMP_*, CUDA_*, PYTHON*...) were in every
     # rerun: OMP_NUM_THREADS=4, the whole cause of a hang, was written `# your shell set it;
-    # not shown needed`, beside PYTHONUNBUFFERED's same words (nu74). Now the verify reruns
+    # not shown needed`, beside PYTHONUNBUFFERED's same words. Now the verify reruns
     # without them, narrows to those the failure needs, and says each as it found it.
     workdir = tmp_path / "work"
     workdir.mkdir()
@@ -1698,7 +1698,7 @@ def test_two_variables_of_the_shell_needed_together_are_narrowed_to_the_pair(
     cli: Cli, tmp_path: Path
 ) -> None:
     # ZETA_A and ALPHA_B sort into different halves of the shell's variables: the halves
-    # search gave up and wrote every one of them, each "the failure needs it" (nu20 MED-3).
+    # search gave up and wrote every one of them, each "the failure needs it".
     workdir = tmp_path / "work"
     workdir.mkdir()
     (workdir / "e.py").write_text(
@@ -1714,7 +1714,7 @@ def test_two_variables_of_the_shell_needed_together_are_narrowed_to_the_pair(
     result = capture(cli, workdir, "python", "e.py", env=shell)
     assert "the failure needs ALPHA_B, ZETA_A together as your shell sets them" in result.stdout
     # Said first, on stderr with the reruns' progress: what the narrowing is about to do
-    # (nu25 LOW-5: minutes of reruns with nothing said of why).
+    # (minutes of reruns with nothing said of why).
     said = re.search(
         r"^reprospec: the failure came back with your shell's (\d+) variables set and not "
         r"without them: finding which it needs, by at most (\d+) reruns of the spec "
@@ -1724,8 +1724,8 @@ def test_two_variables_of_the_shell_needed_together_are_narrowed_to_the_pair(
         re.M,
     )
     assert said, result.stderr
-    assert said[3], said[0]  # e.py reads them by name: tried alone first (nu33)
-    # Each rerun says what it keeps, before its `verifying` line (nu33: 16 alike, 6 min).
+    assert said[3], said[0]  # e.py reads them by name: tried alone first
+    # Each rerun says what it keeps, before its `verifying` line (16 alike, 6 min).
     first = "reprospec: narrowing, rerun 1 of at most "
     assert f": with 2 of your shell's {said[1]} variables (ALPHA_B, ZETA_A)\n" in result.stderr
     assert result.stderr.index(first) < result.stderr.index("reprospec: verifying", said.end())
@@ -1758,7 +1758,7 @@ def test_a_workers_flag_of_a_program_without_torch_is_hinted_without_a_dataloade
     cli: Cli, tmp_path: Path
 ) -> None:
     # app.py imports ctypes and argparse only: its `workers` axis was hinted "for a
-    # DataLoader, 0 loads the data in the main process" (nu20 LOW-8).
+    # DataLoader, 0 loads the data in the main process".
     workdir = tmp_path / "work"
     workdir.mkdir()
     (workdir / "app.py").write_text(
@@ -1782,7 +1782,7 @@ def test_a_dataloader_worker_crash_seen_once_in_three_attempts_expects_no_step(
 ) -> None:
     # `--repeat 5` with one worker crash in five wrote the main loop's step, which moves
     # with how far ahead the worker ran; capture.md leaves out the step of a worker crash
-    # seen once (nu20 LOW-7). The worker segfaults loading item 20 in the first attempt
+    # seen once. The worker segfaults loading item 20 in the first attempt
     # only (the one that makes the marker file, outside the workdir).
     workdir = tmp_path / "work"
     workdir.mkdir()
@@ -1928,7 +1928,7 @@ def test_a_pytest_runs_conftest_is_carried(cli: Cli, tmp_path: Path) -> None:
 def test_a_pytest_module_that_fails_to_collect_is_captured_with_its_import_error(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu17 D6: `pytest tests/test_fetch.py` failing at collection (exit 2) was captured as
+    # `pytest tests/test_fetch.py` failing at collection (exit 2) was captured as
     # `error:exit-2` expecting only `exit_code: 2`, which any usage error meets; pytest's
     # `ERROR tests/test_fetch.py` and its `E   ModuleNotFoundError` were not read.
     (tmp_path / "tests").mkdir()
@@ -1954,7 +1954,7 @@ def test_a_pytest_module_that_fails_to_collect_is_captured_with_its_import_error
 def test_a_module_looked_for_and_never_found_is_no_file_it_imported(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu17 D6: the pytest console script does not put the rootdir on sys.path, so the test
+    # The pytest console script does not put the rootdir on sys.path, so the test
     # module's `from mylib import fetch` failed at collection; capture still said "files it
     # imported or read from the workdir: mylib/__init__.py" and listed it in `files`: the
     # import was recorded as looked for, and mylib/ found in the workdir by name.
@@ -2045,7 +2045,7 @@ def test_an_option_of_several_numbers_is_one_axis_a_reader_can_widen(
 def test_an_options_one_number_before_a_positional_number_is_its_axis_alone(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # rv19 F6: `--batch-size 32 5` (5 the positional epochs) was the axis `batch_size: [32
+    # `--batch-size 32 5` (5 the positional epochs) was the axis `batch_size: [32
     # 5]`; widened, argparse refused `--batch-size 64 5` with no epochs. The script's own
     # add_argument calls say --batch-size takes one value and --layers several.
     workdir = tmp_path / "work"
@@ -2078,9 +2078,9 @@ def test_an_options_one_number_before_a_positional_number_is_its_axis_alone(
 def test_a_prefix_is_its_option_and_an_imported_parsers_numbers_are_never_split(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # rv20 F3: argparse reads `--batch` as --batch-size (allow_abbrev), which takes one value;
+    # Argparse reads `--batch` as --batch-size (allow_abbrev), which takes one value;
     # looked up by its exact word it was the axis `batch: [32 5]` and a widened cell ran
-    # argparse's usage error. rv20 F4: net.py's parser is in cfg.py, unread: `--layers 64
+    # argparse's usage error. And net.py's parser is in cfg.py, unread: `--layers 64
     # 128 256` (nargs='+') was `layers: [64 128]` with 256 left in the command, a label of
     # a value the program never had; then kept as written; now cfg.py's parser is read
     # (net.py imports it): one axis of the three words.
@@ -2219,7 +2219,7 @@ def test_a_flaky_crash_that_misses_a_rerun_as_it_first_ran_names_no_cause(
     # Attempt 1 (the first run) crashes; the copy's, the workdir's without the shell's
     # variables and the workdir's with them (as the first run ran) pass: a failure that
     # comes and goes, said so with the command to capture it again, and no variable or
-    # file written as its cause (nu21 HIGH-2).
+    # file written as its cause.
     work, _count = _flaky_crash(tmp_path, (1,))
     result, out = _capture_flaky(cli, tmp_path, work, _SHELL)
     assert result.code == 1, result.stdout + result.stderr
@@ -2270,7 +2270,7 @@ def test_variables_a_flaky_crash_did_not_come_back_with_are_not_written_as_neede
     # narrowing runs; its reruns all pass, so it ends on every variable, and the copy's and
     # the workdir's reruns with them set pass too: none is shown needed, none written, and
     # no file blamed (the old verify wrote each "the failure needs it", then said the
-    # command needs more of the workdir) (nu21 HIGH-2).
+    # command needs more of the workdir).
     work, count = _flaky_crash(tmp_path, (1, 4))
     result, _out = _capture_flaky(cli, tmp_path, work, _SHELL)
     assert result.code == 1, result.stdout + result.stderr
@@ -2288,8 +2288,8 @@ def test_a_pass_that_a_flaky_crash_failed_in_reruns_names_no_variable_it_needs(
     # Attempt 1 (the first run) passes; 2 (the copy's) and 3 (the workdir's, both without
     # the shell's variables) crash, 4 (with them, as the first run ran) passes. The old
     # verify narrowed on one-attempt reruns (5 passed without AWS_CA_BUNDLE, 7 with the
-    # other passed) and wrote "the failure needs CONTAINER_NAME" for a pass (nu21 HIGH-2,
-    # c13). The rerun without them, made once more (5), passes: flaky, no variable named.
+    # other passed) and wrote "the failure needs CONTAINER_NAME" for a pass. The rerun without
+    # them, made once more (5), passes: flaky, no variable named.
     work, count = _flaky_crash(tmp_path, (2, 3, 6))
     result, out = _capture_flaky(cli, tmp_path, work, _SHELL)
     assert result.code == 1, result.stdout + result.stderr
@@ -2375,7 +2375,7 @@ def _observed(cli: Cli, workdir: Path, setting: str) -> dict[str, object]:
 def test_a_pytest_tests_segfault_is_titled_with_the_frame_it_died_in(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """nu33: a test's segfault under pytest (which enables faulthandler) with a second
+    """A test's segfault under pytest (which enables faulthandler) with a second
     thread alive was titled `test_x.py: SIGSEGV`: a main process's crash has no stack of
     its own, and the dump lists the other thread first. The crashed thread's block names
     the frame, in the title and the spec's `signal` comment."""
@@ -2848,7 +2848,7 @@ def test_a_hang_whose_short_bound_holds_its_reruns_start_up_is_narrowed_at_it(
     its process) is rerun alone within a bound of a few seconds, which pytest's own start-up
     (its imports, the collection) takes much of: that CPU is no work of the test's, and the
     still hang is narrowed at its bound, where before the start-up read as moving and the
-    rerun waited the spec's whole timeout again (rv42)."""
+    rerun waited the spec's whole timeout again."""
     _, result, node = _captured_hang(
         cli,
         tmp_path,
@@ -2993,7 +2993,7 @@ def test_a_pytest_xdist_hang_names_the_test_its_workers_had_not_ended(
 
 
 def test_an_error_is_titled_with_the_frame_that_raised_it(cli: Cli, tmp_path: Path) -> None:
-    """nu40: a live capture titled an error `pkg.run: IndexError`, where a crash's title
+    """A live capture titled an error `pkg.run: IndexError`, where a crash's title
     names the frame it died in (`SIGSEGV in read (app.py:30)`). Its traceback's innermost
     frame of the workdir's code names it; of chained exceptions, the one that ended it."""
     workdir = tmp_path / "work"
@@ -3016,7 +3016,7 @@ def test_an_error_is_titled_with_the_frame_that_raised_it(cli: Cli, tmp_path: Pa
 def test_a_137_a_timeout_gave_is_captured_as_the_error_a_rerun_reads(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """fx99: a launcher's 137 for a SIGKILL it sent (`timeout --foreground -s KILL`), with
+    """A launcher's 137 for a SIGKILL it sent (`timeout --foreground -s KILL`), with
     no OOM kill counted on the machine, is `error` exit 137 (rule 4): capture wrote
     `crash SIGKILL`, now the error's exit code, a comment saying why and when a run reads
     it otherwise, and the verify rerun reads the same. The suite's real OOM kills may run
@@ -3057,7 +3057,7 @@ def test_a_137_a_timeout_gave_is_captured_as_the_error_a_rerun_reads(
 def test_a_wrappers_options_and_the_interpreters_code_are_no_axes(cli: Cli, tmp_path: Path) -> None:
     # Before: `timeout --foreground -s KILL 1 python3 -c CODE` wrote the axes
     # `foreground: [true]`, `s: [KILL]` and `c: [CODE]`: the wrapper's options and the
-    # interpreter's code read as the program's settings (fx102 4).
+    # interpreter's code read as the program's settings.
     workdir = tmp_path / "wrapped"
     workdir.mkdir()
     sleep = "import time; time.sleep(30)"
@@ -3091,7 +3091,7 @@ def test_a_wrappers_options_and_the_interpreters_code_are_no_axes(cli: Cli, tmp_
 
 def test_a_pytest_command_pins_pytest_and_says_its_plugins(cli: Cli, tmp_path: Path) -> None:
     # Before: `packages it imported: pytest-xdist==...`, and only that was pinned: pytest,
-    # the program the command runs, was dropped as a requirement of the plugin (fx102 3).
+    # the program the command runs, was dropped as a requirement of the plugin.
     from importlib.metadata import version
 
     workdir = tmp_path / "work"
@@ -3123,7 +3123,7 @@ def test_a_pytest_command_pins_pytest_and_says_its_plugins(cli: Cli, tmp_path: P
 
 def _wrapped_workdir(tmp_path: Path) -> Path:
     """A program failing by its `--lr`, a test failing beside one passing, a shell script
-    running the program: the commands fx104 captures wrapped and unwrapped."""
+    running the program: the commands captured wrapped and unwrapped."""
     workdir = tmp_path / "work"
     (workdir / "tests").mkdir(parents=True)
     (workdir / "helper.py").write_text("X = 1\n")
@@ -3146,7 +3146,7 @@ def test_an_env_inside_a_wrapper_is_read_past_to_the_programs_own_axes(
 ) -> None:
     # Before: `timeout 5 env -i python3 prog.py --lr 0.1` wrote the axes `i: [python3]` and
     # `lr`, its command `timeout 5 env -i ${{ matrix.i }} prog.py ...`: the env after the
-    # wrapper was read as its program, its `-i` as the program's option (fx104 1).
+    # wrapper was read as its program, its `-i` as the program's option.
     workdir = _wrapped_workdir(tmp_path)
     plain = ("env", "-i", "python3", "prog.py", "--lr", "0.1")
     capture(cli, workdir, *plain, options=("-o", "plain.yaml"))
@@ -3162,7 +3162,7 @@ def test_an_env_inside_a_wrapper_is_read_past_to_the_programs_own_axes(
     assert wrapped["expect"] == unwrapped["expect"]
 
 
-# The commands whose capture fx104 compares wrapped and unwrapped: a pytest run (its test's
+# The commands whose capture is compared wrapped and unwrapped: a pytest run (its test's
 # node id, pins and plugins), a Python script by the interpreter's path (run as `python`),
 # and a shell script (the spec's name and title are the script's).
 _UNWRAPPED = (
@@ -3180,7 +3180,7 @@ def test_a_wrapped_command_is_captured_as_without_its_wrapper(
     # Before: `timeout 60 python3 -m pytest tests/test_x.py` was no pytest run (expect
     # `exit_code: 1`, no test's node id, not narrowed to it), `timeout 60 /venv/bin/python
     # prog.py` kept the path of this machine, `timeout 60 sh run.sh` was named `timeout`:
-    # each reader looked at the command's first word (fx104 2).
+    # each reader looked at the command's first word.
     workdir = _wrapped_workdir(tmp_path)
     env = venv_first()
     said = capture(cli, workdir, *plain, options=("-o", "plain.yaml"), env=env).stdout
@@ -3212,7 +3212,7 @@ def test_hypothesis_pytest_plugin_is_no_package_a_test_imported(cli: Cli, tmp_pa
     # Before: `packages it imported: hypothesis==...` for a test that never imports it: its
     # pytest plugin, `_hypothesis_pytestplugin` (a top-level module of its own, loaded by
     # pytest through importlib, which no import records), imports hypothesis at the
-    # terminal summary, so hypothesis was pinned as the program's own import (fx104 3).
+    # terminal summary, so hypothesis was pinned as the program's own import.
     pytest.importorskip("hypothesis")
     from importlib.metadata import version
 
@@ -3242,7 +3242,7 @@ def test_a_module_only_a_plugin_imports_is_not_said_as_the_programs(
 ) -> None:
     # Before: `packages it imported: typing_extensions==...` for a test that imports only
     # hypothesis, whose modules import typing_extensions: every module any process looked
-    # for was said as the program's import (fx112 3). Now what its own code imports (its
+    # for was said as the program's import. Now what its own code imports (its
     # test module read with the one reader of imports) is said apart from what its
     # libraries did; both stay pinned, as they ran. A direct import is kept.
     pytest.importorskip("hypothesis")

@@ -64,7 +64,7 @@ def test_a_pytorch_ticket_becomes_a_spec_that_validates_with_the_machine_compare
 def test_a_worker_crash_ticket_gives_a_spec_that_the_same_worker_crash_reproduces(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu17 D2: the ticket's main-process RuntimeError and main-loop step 7 went into
+    # The ticket's main-process RuntimeError and main-loop step 7 went into
     # expect; the live program's worker died of the same SIGSEGV every time and the main
     # process raised ConnectionResetError, or the loop was at another step: 0/3, not
     # reproduced. The program is tests/data/capture/worker/, the ticket its crash's log.
@@ -298,7 +298,7 @@ def test_a_setting_on_the_tickets_command_line_is_printed_and_written(
 
 def test_a_faulthandler_timeout_ticket_is_titled_a_hang_once(cli: Cli, tmp_path: Path) -> None:
     # A hang has no signal or exception to name: the outcome stood in for it, and the
-    # skeleton was titled "hang hang at train step 120" (nu20 LOW-5).
+    # skeleton was titled "hang hang at train step 120".
     (tmp_path / "hang-ticket.txt").write_text(
         "Running `torchrun --nproc_per_node 2 train.py --bs 32 --compile` hangs at step 120.\n\n"
         "[rank0]: train step 119 loss=1.2\n[rank0]: train step 120 loss=1.1\n"
@@ -426,7 +426,7 @@ pool[0].join()
 def test_a_real_timeout_dump_of_threads_gives_one_stack_per_thread(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # fx108: the threads of a `Timeout` dump were joined into one made-up chain (the main
+    # The threads of a `Timeout` dump were joined into one made-up chain (the main
     # thread's `join` the caller of a worker thread's `_worker`), and the `workers` axis
     # of a program that shows no torch spoke of a DataLoader.
     (tmp_path / "serve.py").write_text(THREADED_HANG)
@@ -473,7 +473,7 @@ def _quoted(text: str, depth: int) -> str:
 
 @pytest.mark.parametrize("rank", [False, True])
 def test_a_quoted_log_is_read_as_the_log_itself(cli: Cli, tmp_path: Path, rank: bool) -> None:
-    # fx108: quoted (`> `), a rank's traceback (`[rank1]:` behind the quote) read as no
+    # Quoted (`> `), a rank's traceback (`[rank1]:` behind the quote) read as no
     # failure, and the command (`> $ python x.py --lr 0.1`) as none.
     (tmp_path / "x.py").write_text("import sys\nraise ValueError('bad shape')\n")
     raised = subprocess.run(
@@ -520,7 +520,7 @@ def test_a_quoted_log_is_read_as_the_log_itself(cli: Cli, tmp_path: Path, rank: 
 def test_an_option_of_a_command_capture_is_refused_with_from_log(
     cli: Cli, tmp_path: Path, given: tuple[str, ...], named: str
 ) -> None:
-    # fx108: `--from-log i3.md --repeat 5` exited 0 and wrote one attempt's spec: the
+    # `--from-log i3.md --repeat 5` exited 0 and wrote one attempt's spec: the
     # option was dropped without a word.
     (tmp_path / "t.md").write_text("$ python x.py\nSegmentation fault (core dumped)\n")
     result = cli("capture", "--from-log", "t.md", *given, "-o", "t.yaml", cwd=tmp_path)
@@ -584,7 +584,7 @@ def _skeleton(cli: Cli, folder: Path, log: str) -> tuple[dict[str, object], str]
 def test_a_logs_wrapped_command_gives_the_spec_its_bare_command_gives(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """fx112 2: the log's command line was read by its first word past `VAR=value` and a
+    """The log's command line was read by its first word past `VAR=value` and a
     word `env`: `timeout 300 python train.py --lr 0.1` and `nice -n 5 ...` ran `timeout` and
     `nice`, no program a ticket runs, so the command was a TODO; `env -i X=1 pytest ...` ran
     `-i`. Read by plan/wrappers.py, each gives the bare command's spec (script, axes,
@@ -617,7 +617,7 @@ def test_a_logs_wrapped_command_gives_the_spec_its_bare_command_gives(
 
 
 def test_a_hangs_timeout_wrapper_becomes_the_runs_timeout(cli: Cli, tmp_path: Path) -> None:
-    """fx112 2: a `timeout` in a hang's log is the reporter's bound: kept in the command, it
+    """A `timeout` in a hang's log is the reporter's bound: kept in the command, it
     ends the hung program by SIGTERM, which a run reads as `error exit 124`, never the hang
     (not-reproduced). Its duration becomes the run's timeout, and the header says so."""
     log = (

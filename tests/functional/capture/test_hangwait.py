@@ -31,7 +31,7 @@ lock.acquire()
 def test_a_hang_after_progress_is_verified_at_a_stall_not_the_timeout(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu18 N12: every verify of a hang waited the whole --timeout (300 s by default: about
+    # Every verify of a hang waited the whole --timeout (300 s by default: about
     # 30 minutes for a hang needing a variable of the shell), saying only "verifying".
     (tmp_path / "dl.py").write_text(_DEADLOCK)
     out = tmp_path / "out"
@@ -90,7 +90,7 @@ def test_a_hang_without_progress_says_each_verify_waits_the_timeout(
 
 
 def test_the_cpu_of_short_children_a_test_waits_for_is_counted(tmp_path: Path) -> None:
-    """rv42: a test that works in short commands it runs one after another (a CLI's tests,
+    """A test that works in short commands it runs one after another (a CLI's tests,
     `subprocess.run` in a loop) uses next to no CPU itself, waiting, and each command has
     ended between two readings: the CPU time of the threads read alone stayed flat, and a
     rerun alone still at work was "hung alone" at its bound. The CPU of the children a

@@ -384,7 +384,7 @@ expect: {{outcome: error, exit_code: 3}}
 
 
 def test_another_spec_file_of_the_same_text_is_another_bisect(cli: Cli, tmp_path: Path) -> None:
-    """fx93 2: the bisect's id was keyed on the spec's text, not its file: a copy in
+    """The bisect's id was keyed on the spec's text, not its file: a copy in
     another folder, where no version fails, found the first's state and answered `first
     bad: 1.2`, nothing run. The same file by another path, from another folder, resumes."""
     wheels = make_releases(tmp_path / "wheels", DEMO, 4, regressed_from_1_2)
@@ -524,7 +524,7 @@ def test_nothing_that_can_run_is_exit_3_and_a_passing_cell_is_bad_usage(
 def test_a_tool_the_candidates_lack_is_refused_not_run_from_the_callers_venv(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """nu15 D2: the spec's command is a console script its packages do not bring; the
+    """The spec's command is a console script its packages do not bring; the
     caller's activated venv has it (and the bad version). Each candidate ran the caller's
     tool and packages, and bisect refused with a false "the good end reproduces too"."""
     wheels = make_releases(tmp_path / "wheels", DEMO, 4, regressed_from_1_2)
@@ -653,7 +653,7 @@ def test_preload_forks_each_version_from_a_server_of_its_own(cli: Cli, tmp_path:
 
 
 def test_a_spec_without_expect_is_bad_usage_before_anything_runs(cli: Cli, tmp_path: Path) -> None:
-    # nu45: a one-cell spec without `expect` (observe mode) matched every outcome: a pass
+    # A one-cell spec without `expect` (observe mode) matched every outcome: a pass
     # was "1 matching failure", and the bisect refused after 23 attempts with "the good end
     # 20.0 reproduces too ... seen: pass x1", exit 1, where a spec expected to pass is
     # refused at once, exit 2.

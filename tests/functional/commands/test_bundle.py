@@ -388,7 +388,7 @@ def test_a_gone_spec_whose_program_is_still_there_is_refused_saying_so(
     tmp_path: Path, cli: Cli
 ) -> None:
     # The program lives outside the spec's folder: it is not gone with it, and the refusal
-    # said it was (review rv17 F7).
+    # said it was.
     code = tmp_path / "code"
     code.mkdir()
     (code / "app.py").write_text("raise SystemExit(3)\n")
@@ -432,7 +432,7 @@ def _reads_unnamed(root: Path, *, listed: bool) -> Path:
 
 
 def test_verify_names_the_file_a_bundle_lacks_and_exits_1(tmp_path: Path, cli: Cli) -> None:
-    # nu18 N11: the archive looked complete; its recipient learnt otherwise from a
+    # The archive looked complete; its recipient learnt otherwise from a
     # FileNotFoundError and `not-reproduced`. --verify reruns it away from the tree first.
     spec = _reads_unnamed(tmp_path / "project", listed=False)
     # The config moved into the workdir: only data.txt is missing from the bundle.
@@ -468,7 +468,7 @@ def test_verify_names_the_file_a_bundle_lacks_and_exits_1(tmp_path: Path, cli: C
 def test_verify_of_a_rerun_that_fails_otherwise_with_the_same_verdict_exits_1(
     tmp_path: Path, cli: Cli
 ) -> None:
-    # rv20 F1: `expect: {outcome: error}` names no exception, so the rerun's
+    # `expect: {outcome: error}` names no exception, so the rerun's
     # FileNotFoundError (the bundle lacks data/cfg.json) is `reproduced` as the run's
     # RuntimeError was: the verdicts alone said "as in the run" and "verified", exit 0.
     project = tmp_path / "project"
@@ -553,7 +553,7 @@ def test_a_complete_bundle_verifies_exit_0_and_names_a_read_by_absolute_path(
     assert refused.stderr == f"reprospec: {archive} exists; pass --force to overwrite it\n"
     assert archive.read_bytes() == before
     # Without --verify, a line says it was not verified and how to verify it: the command as
-    # given, its --out kept (nu28 F10: without it, the run id was looked for in .reprospec),
+    # given, its --out kept (without it, the run id was looked for in .reprospec),
     # and --force, without which the archive it wrote refused it; the run by its id, which
     # `latest` stops naming once another run has run.
     plain = _bundle(cli, archive, out, "--force")
@@ -596,7 +596,7 @@ def _packed(archive: Path, name: str) -> str:
 def test_a_run_whose_program_changed_since_is_refused_not_packed_as_it_is_now(
     tmp_path: Path, cli: Cli
 ) -> None:
-    # nu20 HIGH-2: a passing run (config `unsafe: false`), the config edited back to `true`:
+    # A passing run (config `unsafe: false`), the config edited back to `true`:
     # bundle packed today's config, exit 0, no word, and the bundle of a `pass` crashed
     # wherever it was rerun. The run recorded its files' digests; they are checked now.
     project = tmp_path / "project"
@@ -637,7 +637,7 @@ def test_a_run_whose_program_changed_since_is_refused_not_packed_as_it_is_now(
 def test_a_program_that_writes_its_own_input_can_be_bundled_with_as_now(
     tmp_path: Path, cli: Cli
 ) -> None:
-    # rv19 F2: a program that resumes from state.json and saves it back changes it in
+    # A program that resumes from state.json and saves it back changes it in
     # every run; every run was refused, and the advice (run again, bundle that run) looped.
     project = tmp_path / "project"
     project.mkdir()
@@ -728,7 +728,7 @@ def test_a_run_that_recorded_no_digest_of_a_file_packs_it_as_it_is(
 def test_a_run_of_capture_is_refused_its_shell_variables_are_in_no_bundle(
     tmp_path: Path, cli: Cli
 ) -> None:
-    # nu20 MED-2: capture's own first run crashed with APP_MODE from the capturing shell;
+    # capture's own first run crashed with APP_MODE from the capturing shell;
     # its spec is the draft without it (capture writes it into the spec after), so its
     # bundle, exit 0, passed wherever it was rerun while its report said SIGSEGV.
     workdir = tmp_path / "work"
@@ -770,7 +770,7 @@ def test_a_run_of_capture_is_refused_its_shell_variables_are_in_no_bundle(
 
 
 def test_each_cells_own_script_goes_along_and_reruns(tmp_path: Path, cli: Cli) -> None:
-    # nu29 N4: the files of a workdir were read from its first cell alone, so the bundle of
+    # The files of a workdir were read from its first cell alone, so the bundle of
     # `python ${{ matrix.prog }}.py` carried ok.py and not crash.py, whose cell's rerun was
     # infra-error (can't open file); materialize's workdir copy lacked it the same way.
     project = tmp_path / "project"

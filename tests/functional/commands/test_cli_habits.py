@@ -44,7 +44,7 @@ def test_a_mistyped_verb_or_option_gets_the_nearest(cli: Cli) -> None:
 def test_a_double_dash_ends_the_options_for_a_spec_named_with_a_dash(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu28 F5: `run -- -x.yaml` was "unrecognized arguments: -x.yaml" (Python 3.11's
+    # `run -- -x.yaml` was "unrecognized arguments: -x.yaml" (Python 3.11's
     # intermixed parsing dropped what follows `--`), and `run -x.yaml` said nothing of
     # the file of that name.
     write(tmp_path / "-x.yaml", "reprospec: 1\nname: dash\ncommand: 'true'\n")
@@ -61,7 +61,7 @@ def test_a_double_dash_ends_the_options_for_a_spec_named_with_a_dash(
 
 
 def test_a_run_from_a_removed_folder_says_so(tmp_path: Path) -> None:
-    # nu28 F7: `cd gone; rmdir ../gone; reprospec run /abs/spec.yaml` said only "reprospec:
+    # `cd gone; rmdir ../gone; reprospec run /abs/spec.yaml` said only "reprospec:
     # No such file or directory" (the default --out made absolute from the cwd).
     spec = write(tmp_path / "ok.yaml", "reprospec: 1\nname: ok\ncommand: 'true'\n")
     gone = tmp_path / "gone"
@@ -79,7 +79,7 @@ def test_a_run_from_a_removed_folder_says_so(tmp_path: Path) -> None:
 
 
 def test_an_out_that_is_no_folder_is_refused_as_the_users_path(cli: Cli, tmp_path: Path) -> None:
-    # nu28 F12: `--out FILE` was "the results store FILE/results.db: cannot create its
+    # `--out FILE` was "the results store FILE/results.db: cannot create its
     # folder: File exists" and a folder where results.db belongs "the file or its disk
     # failed (unable to open database file)", both exit 3, an infrastructure error.
     spec = write(tmp_path / "ok.yaml", "reprospec: 1\nname: ok\ncommand: 'true'\n")
@@ -145,13 +145,13 @@ def test_an_out_whose_runs_is_a_file_and_history_of_a_file_are_refused(
 
 
 def test_an_output_that_cannot_be_written_is_named_by_its_option(cli: Cli, tmp_path: Path) -> None:
-    # nu22 LOW-13: `report latest -o /proc/nope` said "No such file or directory:
+    # `report latest -o /proc/nope` said "No such file or directory:
     # /proc/nope", which names none of the command's options.
     spec = write(tmp_path / "ok.yaml", "reprospec: 1\nname: ok\ncommand: 'true'\n")
     assert cli("run", str(spec)).code == 0
     said = cli("report", "latest", "-o", "/proc/nope")
     assert said.code == 2
-    # The call that failed and its path, and why /proc, which exists, said no (fx103 2).
+    # The call that failed and its path, and why /proc, which exists, said no.
     assert said.stderr == (
         "reprospec: -o /proc/nope: cannot write there: write /proc/nope: "
         "No such file or directory (/proc exists, but nothing can be made in it)\n"
@@ -317,7 +317,7 @@ def test_a_second_ctrl_c_does_not_cut_short_what_the_first_writes(tmp_path: Path
 
 
 def test_a_closed_terminal_stops_a_run_as_ctrl_c_does(tmp_path: Path) -> None:
-    # nu28 F2: SIGHUP's default action killed the engine where it stood: no results.json,
+    # SIGHUP's default action killed the engine where it stood: no results.json,
     # no report, and history said `killed`, where Ctrl-C writes them and says `interrupted`.
     spec = write(tmp_path / "slow.yaml", SLOW_SPEC.format(tmp=tmp_path))
     out = tmp_path / "store"

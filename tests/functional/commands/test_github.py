@@ -75,7 +75,7 @@ def test_failing_cells_annotate_their_spec_line_and_the_summary_table_holds(
     rows = [line for line in summary.read_text().splitlines() if line.startswith("|")]
     assert len(rows) == 2 + 14, summary.read_text()
     assert all(row.count(" | ") == 5 for row in rows[2:]), rows
-    # What was expected, beside what happened (nu64 MED-7).
+    # What was expected, beside what happened.
     assert rows[0].startswith("| | cell | expected | actual |"), rows[0]
     assert all(" | `pass` | " in row or " | pass | " in row for row in rows[2:]), rows
     assert "`v=a\\|b,n=2`" in summary.read_text()
@@ -90,7 +90,7 @@ def test_no_annotations_outside_github_actions(cli: Cli, tmp_path: Path) -> None
 
 
 def test_report_renders_a_stored_run_as_the_step_summary(cli: Cli, tmp_path: Path) -> None:
-    # nu22 LOW-7: `report RUN --format github` was refused (argparse's invalid choice)
+    # `report RUN --format github` was refused (argparse's invalid choice)
     # though `reprospec.render(result, "github")` renders it: one list of formats now.
     spec = tmp_path / "gh.yaml"
     spec.write_text(SPEC.replace("[1, 2, 3, 4, 5, 6, 7]", "[1, 2]"), encoding="utf-8")
@@ -162,7 +162,7 @@ def _job_cells(cli: Cli, spec: Path, job: dict[str, str]) -> list[str]:
 def test_plan_github_each_job_runs_exactly_its_cell_whatever_yaml_reads_its_value(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu29 N2: the job of the string "0x10" had `-mv=0x10`, which YAML reads as 16 and so
+    # The job of the string "0x10" had `-mv=0x10`, which YAML reads as 16 and so
     # also kept the cell of 16 (two jobs ran it, and their merge was refused); that of " a"
     # had `-mv= a`, which matches no cell (the job exited 2).
     spec = tmp_path / "values.yaml"
@@ -182,7 +182,7 @@ def test_plan_github_each_job_runs_exactly_its_cell_whatever_yaml_reads_its_valu
 
 
 def test_plan_github_keeps_its_own_keys_over_axes_named_like_them(cli: Cli, tmp_path: Path) -> None:
-    # nu29 N1: an axis named `args` wrote its value over the job's filters, so each job ran
+    # An axis named `args` wrote its value over the job's filters, so each job ran
     # `reprospec run SPEC x` (and `cell` over the cell's id).
     spec = tmp_path / "names.yaml"
     spec.write_text(
@@ -206,7 +206,7 @@ def test_plan_github_keeps_its_own_keys_over_axes_named_like_them(cli: Cli, tmp_
 def test_merge_of_shards_writes_the_step_summary_and_annotates_the_failing_cells(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu29 N3: the merge job of a sharded workflow, the one that judges each cell on all of
+    # The merge job of a sharded workflow, the one that judges each cell on all of
     # its attempts, wrote no job summary and no annotation: only the shards did, of their
     # share each.
     spec = tmp_path / "ci" / "gh.yaml"
@@ -244,7 +244,7 @@ def test_merge_of_shards_writes_the_step_summary_and_annotates_the_failing_cells
 def test_plan_github_filters_an_include_only_axis_as_null_in_the_cells_without_it(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu29 N5: the job of `{a: 1}` had `-ma=1`, which kept `{a: 1, c: 3}` too: that cell
+    # The job of `{a: 1}` had `-ma=1`, which kept `{a: 1, c: 3}` too: that cell
     # ran in two jobs.
     spec = tmp_path / "inc.yaml"
     spec.write_text(
@@ -262,7 +262,7 @@ def test_plan_github_filters_an_include_only_axis_as_null_in_the_cells_without_i
 def test_a_shards_summary_and_annotations_say_they_judge_its_share(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu29 N7: a shard's job summary and annotations read as the cell's verdict (a rate
+    # A shard's job summary and annotations read as the cell's verdict (a rate
     # cell's 1 of 4 attempts `undecided`, "run more attempts"), where merge judges it whole.
     spec = tmp_path / "gh.yaml"
     spec.write_text(SPEC.replace("[1, 2, 3, 4, 5, 6, 7]", "[2]"), encoding="utf-8")

@@ -27,10 +27,10 @@ def test_missing_packages_on_the_local_runner_name_the_venv_runner(
     reason = result.results()["cells"][0]["reason"]
     assert "reprospec-absent-pkg" in reason
     assert "`--runner venv` builds an environment that has them" in reason
-    # nu33: a captured spec pins the packages of the interpreter it ran with, its header
+    # A captured spec pins the packages of the interpreter it ran with, its header
     # saying so; the reason named neither that interpreter's flag nor the header.
     assert "; `--python PATH` runs it with an interpreter that has them (a captured" in reason
-    # nu31: a ticket's pins (torch==2.3.1+cu121 on a CPU machine) said only --runner venv;
+    # A ticket's pins (torch==2.3.1+cu121 on a CPU machine) said only --runner venv;
     # the other way on, said too, runs the cell as it is here.
     assert "or `--set 'environment.packages=[]'` runs the cell with this interpreter's" in reason
     as_here = cli("run", str(spec), "--set", "environment.packages=[]")

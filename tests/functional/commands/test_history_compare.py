@@ -361,7 +361,7 @@ def test_compare_names_a_variable_of_the_shell_the_capture_does_not_show(
 ) -> None:
     """`FX_APP_MODE=fast reprospec run ...` fails where the plain run passed: compare said
     "same environment" beside the flipped verdict, the variable being none the capture
-    shows by value (nu64 MED-3). It is recorded by digest only: its value is in no file."""
+    shows by value. It is recorded by digest only: its value is in no file."""
     spec = tmp_path / "mode.yaml"
     spec.write_text(
         "reprospec: 1\nname: mode\nexpect: {outcome: pass}\n"
@@ -731,7 +731,7 @@ def test_compare_and_resume_leave_out_a_file_the_command_writes(cli: Cli, tmp_pa
 def test_history_of_a_merge_jobs_out_names_the_merged_run_no_store_lists(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu29 N6: a CI merge job's `history --out merged` said only "no runs recorded in merged
+    # A CI merge job's `history --out merged` said only "no runs recorded in merged
     # yet", where the merged run (merge keeps no store) was there for report and bundle.
     spec = _exit_spec(tmp_path, 0)
     shards = [tmp_path / f"shard{k}" for k in (1, 2)]

@@ -134,7 +134,7 @@ expect:
 def test_bundle_of_a_merged_slurm_run_checks_its_files_by_its_shards_key(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # rv19 F10: a merged run's folder is in no store, so the since-run check looked for
+    # A merged run's folder is in no store, so the since-run check looked for
     # the digest key in SHARED/slurm/<id>/merged, found none, packed today's files and
     # warned that the run folder had been moved from its store (it had not).
     shared = tmp_path / "shared"
@@ -169,7 +169,7 @@ def test_bundle_of_a_merged_slurm_run_checks_its_files_by_its_shards_key(
 def test_slurm_refuses_the_adaptive_rate_spec_every_shard_would_refuse(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu27 N23: `slurm --shards 2` wrote and would submit an array whose every task's
+    # `slurm --shards 2` wrote and would submit an array whose every task's
     # `run --shard K/2` exits 2 on a `repeat: auto` spec with an `expect.rate`.
     spec = tmp_path / "auto.yaml"
     spec.write_text(

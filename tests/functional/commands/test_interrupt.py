@@ -433,7 +433,7 @@ def test_a_ctrl_c_in_a_search_leaves_its_runs_written_whole(
 def test_a_ctrl_c_while_isolate_runs_the_matrix_once_stops_that_run(tmp_path: Path) -> None:
     # Its run of the matrix once took the CLI's deferral but not its cancel event: once the
     # run was stored a stop only set that event, and the run went on to its end, a Slurm
-    # SIGKILL after it leaving the run `killed` (rv85 1).
+    # SIGKILL after it leaving the run `killed`.
     from reprospec.store.db import Store
 
     started, go = tmp_path / "started", tmp_path / "go"
@@ -824,7 +824,7 @@ def test_amplify_stopped_before_any_attempt_ended_says_its_arms_are_not_tried_ye
 ) -> None:
     # Stopped in its first round, every arm read `not tried (the search ended before it)`
     # beside `interrupted; run the same command again to resume`: the search had not
-    # ended, and the rerun tries them (nu74).
+    # ended, and the rerun tries them.
     started = tmp_path / "started"
     spec = tmp_path / "s.yaml"
     spec.write_text(

@@ -239,7 +239,7 @@ def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
     code, _, stderr = isolate(tmp_path, "--passing-set", "novalue")
     assert code == 2
     assert "expected PATH=VALUE" in stderr
-    # An axis the spec does not have was a difference nothing reads, then blamed (nu21).
+    # An axis the spec does not have was a difference nothing reads, then blamed.
     code, _, stderr = isolate(tmp_path, "--passing-set", "matrix.setpu=full")
     assert code == 2
     assert (
@@ -316,7 +316,7 @@ expect:
 
 
 def test_a_link_to_the_spec_from_another_folder_is_not_its_search(tmp_path: Path) -> None:
-    """fx93 2: the search was keyed on the spec file resolved, so a link to it from another
+    """The search was keyed on the spec file resolved, so a link to it from another
     folder found the target's state and answered its culprits (`a=1` and `b=1`, every
     attempt replayed), though in the link's folder, where the spec runs, the failing
     cell never fails. The same file by another path still resumes."""
@@ -379,7 +379,7 @@ def test_a_one_cell_spec_isolates_between_the_cell_and_its_passing_set(tmp_path:
 
 @pytest.mark.parametrize("seed", range(1, 9))
 def test_a_flaky_crash_is_not_blamed_on_a_difference_it_ignores(tmp_path: Path, seed: int) -> None:
-    # nu21 HIGH-1: a crash in about 30% of runs, the passing side set a variable nothing
+    # A crash in about 30% of runs, the passing side set a variable nothing
     # reads, and isolate named the variable "confidence 0.995" after one or two clean
     # attempts of the passing side (0.7^2 = 49% by chance). The passing side must be shown
     # to pass first; here it crashes too. flaky.py's crashes follow SEED's stream, so each
@@ -410,7 +410,7 @@ def test_a_flaky_crash_is_not_blamed_on_a_difference_it_ignores(tmp_path: Path, 
 def test_a_one_cell_spec_without_a_passing_set_is_refused_before_anything_runs(
     tmp_path: Path,
 ) -> None:
-    # nu31: the one cell of a captured spec (a crash in 1 of 4 runs) ran once to find a
+    # The one cell of a captured spec (a crash in 1 of 4 runs) ran once to find a
     # passing cell no one-cell spec has; it passed, and the answer sent a rare failure to
     # `amplify` ("did not fail as expected in one attempt"), which found nothing to raise.
     spec = tmp_path / "rare.yaml"
@@ -555,7 +555,7 @@ def test_m_refusals_and_misspelled_options_are_usage_errors(tmp_path: Path) -> N
     refusals = [
         (["-m", "setup=minimal"], "no cell kept by -m setup=minimal is expected to fail"),
         (["-m", "setup=nope"], "no cell matches -m setup=nope"),
-        # It named `-m setup=nope`, an option the user did not give (fx96 5).
+        # It named `-m setup=nope`, an option the user did not give.
         (["--failing", "setup=nope"], "no cell matches --failing setup=nope: axis 'setup'"),
         (["--passing", "zz=1"], "--passing zz=1: unknown axis 'zz'"),
         (["-m", "setup=full", "--failing", "setup=abort"], "-m and --failing both choose"),

@@ -27,7 +27,7 @@ def _reprospec(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_refused_merge_leaves_no_store_it_made(tmp_path: Path) -> None:
-    # nu45 F10: a merge refused for a missing shard removed its run folder but left the empty
+    # A merge refused for a missing shard removed its run folder but left the empty
     # `OUT/runs/` (and OUT) it had made for it, a store with nothing in it.
     (tmp_path / "sh.yaml").write_text(SPEC)
     shard = _reprospec("run", "sh.yaml", "--shard", "1/2", "--out", "s1", cwd=tmp_path)

@@ -331,7 +331,7 @@ def test_a_torch_program_minimizes_as_forks_of_one_preloaded_server(tmp_path: Pa
 def test_a_torch_spec_without_preload_is_told_of_it_and_minimizes_with_the_option(
     tmp_path: Path,
 ) -> None:
-    # nu17 D10: a 28-line DataLoader script's minimize took 9 min 35 s, nearly all of it
+    # A 28-line DataLoader script's minimize took 9 min 35 s, nearly all of it
     # `import torch` in every attempt, and neither used nor named run.preload, which made
     # the same spec's attempts about 3x cheaper; minimize had no --preload.
     work = tmp_path / "work"
@@ -359,7 +359,7 @@ def test_a_torch_spec_without_preload_is_told_of_it_and_minimizes_with_the_optio
     # The search's attempts forked; the two refused attempts of the first command ran fresh.
     assert {_launch(r) for r in searched} == {"forked"}
     assert sum(len(cell["attempts"]) for r in searched for cell in r["cells"]) > 20
-    # rv17 F6: DIR's final check ran forked too, where minimized.yaml (no run.preload) and
+    # DIR's final check ran forked too, where minimized.yaml (no run.preload) and
     # repro.sh run fresh: it verified what a reader's rerun does not. Now it runs fresh, and
     # minimize.md says which ran how.
     assert checks
@@ -602,7 +602,7 @@ def test_a_file_dirs_rerun_reads_under_a_built_name_is_added_to_dir_and_its_file
 def test_an_emptied_file_nothing_uses_leaves_dir_and_the_cell_is_named_by_its_own_axes(
     tmp_path: Path,
 ) -> None:
-    # nu18 N3: util.py, emptied once main.py no longer imported it, was still written to DIR
+    # util.py, emptied once main.py no longer imported it, was still written to DIR
     # and listed in minimized.yaml's files; and the table's failing cell named, after the
     # minimization, the `limit` axis that minimized.yaml no longer has. An emptied file
     # the program still needs stays: pkg/__init__.py (imported) and conf.py (opened; its
@@ -742,7 +742,7 @@ def test_listed_files_over_the_copy_limit_or_linked_from_outside_are_in_dir_and_
 
 
 # Fails in every 4th run, exactly (a counter outside the workdir, -j 1): a stand-in for
-# nu20's race, a real lost-update race failing in 6 of 20 runs, which minimize cut down to
+# A user's race, a real lost-update race failing in 6 of 20 runs, which minimize cut down to
 # `raise RuntimeError(...)`, failing in every run. The count is the file's length, which
 # no candidate can make unreadable (one writing `str()` would, to a number).
 EVERY_FOURTH = """\
@@ -759,10 +759,10 @@ if n % 4 == 3:
 def test_a_spec_without_a_passing_cell_is_said_and_a_candidate_failing_every_time_rejected(
     tmp_path: Path,
 ) -> None:
-    # nu20 MED-1: capture writes one cell, so the oracle is only "fails the same way"; the
+    # Capture writes one cell, so the oracle is only "fails the same way"; the
     # rare failure became certain (6/20 -> 5/5, `raise RuntimeError` alone) and the
     # console said only "passing cells pass 0/0". The warning stays; the candidate that
-    # fails every time is now rejected in the search (point 7, nu21 MED-4's rate): its
+    # fails every time is now rejected in the search (point 7, a user's race's rate): its
     # fair attempts, 4 of 4, are clearly above the original's 5 of 20 (11%-47%).
     work = written(
         tmp_path / "work",
@@ -818,7 +818,7 @@ def test_a_spec_without_a_passing_cell_is_said_and_a_candidate_failing_every_tim
     ) in md
 
 
-# fx107: a race at 80% (`switch_interval` 1e-6, 4 of 5) lost its `--lock false` branch and
+# A race at 80% (`switch_interval` 1e-6, 4 of 5) lost its `--lock false` branch and
 # failed 20/20 (`balance 0`): the interval rule cannot tell 80% from every time. The race
 # here is a counter outside the workdir (-j 1), clean at every 5th run: 80%, exactly, so
 # that the original's first 5 attempts come back clean once (at random, 1 run in 3 would
@@ -874,7 +874,7 @@ def test_a_flaky_original_measured_enough_rejects_a_candidate_failing_every_time
     assert f"{same['every_time_rejected']} of {same['rate_checked']} rejected" in md
 
 
-# fx110: a race's `lock=true` cell (`with lk:`, under switch_interval 1e-6) must pass; a
+# A race's `lock=true` cell (`with lk:`, under switch_interval 1e-6) must pass; a
 # candidate that cut the `with lk:` failed there some 60% of the time, yet passed the 5
 # passes that p = 0.64 (the failing cell's rate) asked, 1% each, 39 candidates failing there,
 # and the answer was `unconfirmed`. Here each cell counts its own runs outside the workdir
@@ -928,7 +928,7 @@ def test_a_candidate_that_breaks_a_passing_cell_at_its_own_rate_is_not_accepted(
     assert "accepted after 13 passes of each passing cell" in md
 
 
-# fx113: a removal that breaks the passing cell, seen only in the final check. `lock=true`
+# A removal that breaks the passing cell, seen only in the final check. `lock=true`
 # without its guard passes its first 6 runs (TALLY counts them outside the workdir, on its
 # PYTHONPATH, so minimize cannot cut the rule; -j 1), then fails: the candidate that cuts
 # the guard passes its 2 passes, and so do those accepted after it until the 6 are spent;
@@ -1001,7 +1001,7 @@ def test_a_step_back_resumes_reducing_without_the_candidate_that_broke_the_passi
     assert "resumed reducing from there" in md
 
 
-# nu21 MED-4: an evictor thread frees a block the reader still holds and then clears
+# An evictor thread frees a block the reader still holds and then clears
 # `alive`; the reader reads the block while it is alive. The race the reader loses is
 # lost one time in four (a counter, so that the test knows which), and the read is a real
 # use after free (an mmap'd block, unmapped by free: SIGSEGV). Without
@@ -1088,7 +1088,7 @@ def test_a_candidate_whose_thread_dies_of_a_new_exception_before_the_crash_is_re
 def test_a_listed_file_the_result_no_longer_reads_leaves_dir_and_its_files(
     tmp_path: Path,
 ) -> None:
-    # nu20 LOW-3: capture listed conf/settings.json, which the 3-line result never opened;
+    # Capture listed conf/settings.json, which the 3-line result never opened;
     # minimized.yaml still listed it and DIR carried it. data.txt, listed too, is read
     # under a name the program builds, and its words are the message: it stays.
     work = written(
@@ -1342,7 +1342,7 @@ def test_an_amplified_failures_repro_reruns_the_spec(tmp_path: Path) -> None:
     )
 
 
-# nu18's use-after-free, its free on every other step (the user's on a coin's toss): glibc
+# A user's use-after-free, its free on every other step (the user's on a coin's toss): glibc
 # leaves a freed 4096-byte block's middle as it was, so the read-back passes, unless
 # MALLOC_PERTURB_ (reprospec's malloc=perturb) fills the block as free() takes it.
 USE_AFTER_FREE = """\
@@ -1404,7 +1404,7 @@ def _amplified_then_minimized(
 def test_a_result_minimized_under_the_amplified_perturbation_still_needs_it(
     tmp_path: Path,
 ) -> None:
-    # nu18 N9: the passes dropped the free and the malloc's size, and the result failed
+    # The passes dropped the free and the malloc's size, and the result failed
     # without MALLOC_PERTURB_ too (a fresh block's bytes against b''), the bug gone; a
     # warning after the search said so. Now a candidate that fails without it as the
     # expect says is rejected, where the original never did (amplify's base, 0 of 8).
@@ -1445,7 +1445,7 @@ def test_a_result_minimized_under_the_amplified_perturbation_still_needs_it(
     assert "| the result | `corrupted buffer at step " in messages, messages
 
 
-# nu21 MED-1: a use after free that MALLOC_PERTURB_ shows every time, and without it one
+# A use after free that MALLOC_PERTURB_ shows every time, and without it one
 # run in four, where another allocation takes the freed block (a counter, so that the
 # test knows which): amplify's base is 2 of 8, not 0 of n. A candidate without the
 # memset reads a fresh block's zeros and fails without the perturbation every time.
@@ -1548,7 +1548,7 @@ def test_a_matrix_of_include_entries_alone_is_kept(tmp_path: Path) -> None:
     # Every attempt, the settings step's (isolate's) too: nothing ran.
     assert second["replayed"] == second["attempts"] == data["attempts"]
     assert f"; {data['attempts']} of them replayed from an earlier run (" in report.read_text()
-    # nu31: "Time: 1s" of a search whose first run took 29 minutes: the time is this run's.
+    # "Time: 1s" of a search whose first run took 29 minutes: the time is this run's.
     assert " this run, not counting the earlier run's replayed attempts" in report.read_text()
 
 
@@ -1673,7 +1673,7 @@ ctypes.string_at(box[0])
 def test_a_candidate_that_hangs_times_out_at_a_multiple_of_the_attempts_not_the_specs(
     tmp_path: Path,
 ) -> None:
-    """nu33: a candidate that lost the code stopping a thread hangs, and ran to the spec's
+    """A candidate that lost the code stopping a thread hangs, and ran to the spec's
     timeout (capture's 300 s) where the original's attempts took 2 s, holding minimize of a
     pytest suite still for 5 minutes a candidate. Here a candidate without the thread, or
     without its `done.set()`, waits forever: at the spec's 200 s the search outlasts the
@@ -1698,7 +1698,7 @@ def test_a_candidate_that_hangs_times_out_at_a_multiple_of_the_attempts_not_the_
 
 
 def test_a_hang_s_repro_says_it_never_stops_by_itself(tmp_path: Path) -> None:
-    """nu44: minimize's repro.sh of an expected hang was the bare command: `sh repro.sh`
+    """minimize's repro.sh of an expected hang was the bare command: `sh repro.sh`
     waited forever with nothing said, where the run report's standalone repro says when
     the run stopped waiting. A hang whose loop keeps a line that is not needed."""
     work = written(

@@ -173,7 +173,7 @@ def _two_children(tmp_path: Path, expect: str = "", scripts: str = "a, b") -> Pa
 def test_crashes_of_two_children_are_two_outcomes_each_naming_its_own(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """fx93 1: the two cells' crashes have one signature (`crash:SIGSEGV:child:...`), so
+    """The two cells' crashes have one signature (`crash:SIGSEGV:child:...`), so
     observe mode made them one group, `crash SIGSEGV (child: ... a_child.py) in every
     cell`, worded by the first attempt: b's crash read as a_child.py's."""
     result = cli("run", str(_two_children(tmp_path)), "-j", "2")
@@ -190,7 +190,7 @@ def test_crashes_of_two_children_are_two_outcomes_each_naming_its_own(
     assert "a_child.py) in 1, " in headline, headline
     assert "b_child.py) in 1" in headline, headline
     # Observed, nothing was expected: the other crash is `Also seen` (it read `Expected as
-    # well`, since an observed attempt matches anything: nu74).
+    # well`, since an observed attempt matches anything).
     assert "\n### Also seen: `crash SIGSEGV (child: " in report, report
     assert "Expected as well" not in report
 
@@ -205,7 +205,7 @@ time.sleep(600)
 def test_a_hang_is_not_named_by_a_traceback_a_finished_child_printed(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """nu74: every observed cell read `hang (last traceback: PermissionError)`, a child's
+    """Every observed cell read `hang (last traceback: PermissionError)`, a child's
     error that ended long before, while the program slept on at its line 3; the user took
     the child's error for the cause. The hang is `hang`; the report says where it hung and
     quotes the traceback apart, as one the process went on from."""
@@ -264,7 +264,7 @@ def _hangs_in_two_places(tmp_path: Path, expect: str = "") -> Path:
 def test_hangs_in_two_places_are_two_outcomes_each_naming_its_frame(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """fx117: two cells hung in different functions read `hang` alike, one outcome `in
+    """Two cells hung in different functions read `hang` alike, one outcome `in
     every cell`, so nothing said that the matrix value chose where the program hung. The
     frame each sat in is the outcome's (`hung_in` in results.json), in its words, and
     counts its cells apart; a busy loop caught at two of its lines would stay one."""
@@ -296,7 +296,7 @@ def test_hangs_in_two_places_are_two_outcomes_each_naming_its_frame(
 def test_a_judged_report_with_no_pass_separates_the_failures_from_each_other(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """fx117: every cell hung as expected, one in each function; the report's section was
+    """Every cell hung as expected, one in each function; the report's section was
     headed `What separates failing from passing cells` where no cell had passed, and held
     one `hang`, so the matrix value that chose the place was said nowhere."""
     spec = _hangs_in_two_places(tmp_path, "expect: {outcome: hang}\n")
@@ -311,7 +311,7 @@ def test_a_judged_report_with_no_pass_separates_the_failures_from_each_other(
 
 
 def test_a_judged_report_names_each_crashed_child(cli: Cli, tmp_path: Path) -> None:
-    """fx93 1: the judged report counted the two children's crashes as one, in its headline
+    """The judged report counted the two children's crashes as one, in its headline
     (`crash SIGSEGV (child: ... a_child.py) in 2 of 3 cells`), in what separates the
     failing cells (one failure, of `script=a` and `script=b` alike), and in the other
     failures shown with their logs (none)."""
@@ -357,7 +357,7 @@ def test_observe_lines_name_a_venv_path_as_the_table_does(cli: Cli, tmp_path: Pa
     )
     # The crash is read from its core. The envs live in a folder so long that the core's
     # first 80 bytes of the command line (pr_psargs) end inside the interpreter's path:
-    # the whole argv is read from the core's stack (fx103 1).
+    # the whole argv is read from the core's stack.
     top = Path(tempfile.mkdtemp(prefix="rs-envs-"))
     envs = top / ("a-long-folder-of-environments-" + "e" * 60)
     env = {venvs.ENVS_VARIABLE: str(envs), **uv_environment()}

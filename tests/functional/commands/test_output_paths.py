@@ -58,7 +58,7 @@ def test_an_unwritable_output_is_refused_before_anything_runs(tmp_path: Path, in
     assert not (tmp_path / ".reprospec").exists()
 
 
-# fx103 2: the probe made a folder in the nearest one that exists and named that one with
+# The probe made a folder in the nearest one that exists and named that one with
 # the errno of the folder made inside it: `--out /proc/x` said `No such file or directory:
 # /proc`, as if /proc were missing. The mkdir that failed is named now, on its own path.
 PROC = "/proc/reprospec-out"

@@ -127,7 +127,7 @@ def test_matrix_over_versions_on_the_local_runner(cli: Cli, tmp_path: Path) -> N
 def test_a_package_the_local_runner_cannot_check_is_infra_error(cli: Cli, tmp_path: Path) -> None:
     """A folder to install from passes validation but names no distribution: the local
     runner, which installs nothing, cannot tell whether the interpreter has it. It ran the
-    cell and judged it `reproduced` (nu17 D1); now the cell is infra-error and never runs."""
+    cell and judged it `reproduced`; now the cell is infra-error and never runs."""
     spec = tmp_path / "folder.yaml"
     spec.write_text(
         textwrap.dedent("""\

@@ -160,7 +160,7 @@ def test_two_engines_unpacking_one_bundle_keep_each_others_tree(tmp_path: Path) 
 def test_a_run_folder_removed_while_it_is_packed_writes_no_bundle(
     tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch, when: str
 ) -> None:
-    # nu28 F4: a run folder removed while `bundle` read it (before its results.json and
+    # A run folder removed while `bundle` read it (before its results.json and
     # report were packed, or after them, before its logs) gave a bundle of the spec and
     # the README alone, "wrote ...: 4 files", exit 0; removed after its logs were listed
     # (`_readme`), it said "No such file or directory" of one log.

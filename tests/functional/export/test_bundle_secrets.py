@@ -171,7 +171,7 @@ def test_a_variable_the_spec_reads_is_named_in_the_bundle_and_warned_of_when_uns
 def test_a_secret_the_run_read_unset_is_no_reason_to_refuse_its_bundle(
     tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # rv27 LOW-7: HF_TOKEN unset in the run and unset now: "set them as the run had them"
+    # HF_TOKEN unset in the run and unset now: "set them as the run had them"
     # asked for a value the run's child never had, and no bundle could be made.
     monkeypatch.delenv("HF_TOKEN", raising=False)
     spec = tmp_path / "reads.yaml"
@@ -203,7 +203,7 @@ expect: {outcome: error, exit_code: 3}
 def test_a_bundles_readme_gives_a_public_variables_value_as_the_run_read_it(
     tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # nu27 N25: the README said "`CODE`; export them first", and a recipient who exported
+    # The README said "`CODE`; export them first", and a recipient who exported
     # CODE=0 reran `exit 0` (a pass) where the run ran `exit 3`. A secret is still only set.
     monkeypatch.delenv("NOT_SET", raising=False)
     spec = tmp_path / "reads.yaml"
@@ -229,7 +229,7 @@ def test_a_bundles_readme_gives_a_public_variables_value_as_the_run_read_it(
 def test_a_secret_the_spec_writes_under_any_name_is_in_no_output_and_no_bundle(
     tmp_path: Path, cli: Cli, length: str
 ) -> None:
-    # rv16: judged by their last word (`ro`, `base`, `v2`, `live`, `prod`), these values were
+    # Judged by their last word (`ro`, `base`, `v2`, `live`, `prod`), these values were
     # in clear in report.md (the spec, the standalone command, the exception), results.json,
     # the store, the run folder's spec.yaml and every file of the bundle; and the bundle
     # warned that the spec had changed since the run (it compared the masked spec to today's).
@@ -284,7 +284,7 @@ def test_a_secret_the_spec_writes_under_any_name_is_in_no_output_and_no_bundle(
         assert leaked == [], value
 
 
-# fx96 1: a secret written in the spec, in a flow mapping, and a program that fails only
+# A secret written in the spec, in a flow mapping, and a program that fails only
 # with it: the bundle reads it from the environment instead.
 WRITTEN_IN_FLOW = """\
 reprospec: 1
@@ -350,7 +350,7 @@ def test_a_secret_the_spec_wrote_in_is_named_to_export_and_verified_with_its_val
     assert mine.code == 0, mine.stdout + mine.stderr
 
 
-# fx98 4: the secret inside a longer plain value of a flow mapping, where `${{ env.X }}`
+# The secret inside a longer plain value of a flow mapping, where `${{ env.X }}`
 # in its place opened a mapping inside the flow (invalid YAML), and a program that fails
 # only with the whole value: the bundle's spec must load to it again, the secret read back.
 # (A whole URL with a password in it is a secret of its own name, DB_URL, written whole.)

@@ -1,6 +1,6 @@
 """What `materialize` and `bundle` carry of a project that keeps secrets beside its code.
 
-A real project (as new user nu15's): a `.env` with a service key, `secrets/creds.json` with
+A real project (as new user a user's): a `.env` with a service key, `secrets/creds.json` with
 a GitHub token, a `config.yaml` the program reads with a W&B key in it, another spec of
 the project. Both outputs are made to be shared, and both follow one rule (export/carry.py):
 only the files the cells name, never a hidden one, every secret written as `***` and named.
@@ -122,7 +122,7 @@ def test_bundle_masks_and_names_a_secret_in_a_carried_config(tmp_path: Path, cli
 
 
 def test_bundle_names_each_workdir_whose_dot_file_it_leaves_out(tmp_path: Path, cli: Cli) -> None:
-    # rv28: with every attempt of a workdir read together (nu29 N4), the warning named each
+    # With every attempt of a workdir read together, the warning named each
     # left-out file in the last attempt's workdir: `.secret (in .../b)` alone, where a's
     # was left out too and never said.
     project = tmp_path / "proj"

@@ -3,7 +3,7 @@
 A worker's death is no exit status of the main process (torch raises, Python exits 1): run.sh
 said `exit 1` of a worker's SIGSEGV that `reprospec run` calls `crash SIGSEGV (worker)`, and by
 the README's rule (a crash is exit status 128 + the signal) the cell was not reproduced
-(nu19 A10). Here `reprospec run` makes the deaths for real; their events.jsonl and output go
+. Here `reprospec run` makes the deaths for real; their events.jsonl and output go
 where run.sh's containers write them, and the bundle's own `report` reads them. Docker is not
 needed for that: tests/real/docker/test_materialize.py runs a whole bundle.
 """
@@ -149,7 +149,7 @@ def test_a_worker_segfault_is_a_crash_in_a_worker_not_exit_1(
 def test_run_sh_judges_what_a_cell_did_against_its_expectation(
     ran: tuple[Path, dict[str, dict[str, object]]],
 ) -> None:
-    # nu20 HIGH-1: run.sh printed `exit 0; expected: crash ...` and exited 0 whatever the
+    # run.sh printed `exit 0; expected: crash ...` and exited 0 whatever the
     # cells did. Now each cell's line ends with its verdict, which run.sh's exit status sums.
     bundle, _ = ran
     cases = [
@@ -321,7 +321,7 @@ def _said(bundle: Path, cell: int, expect: str) -> str:
 def test_a_childs_death_is_a_crash_in_a_child_as_reprospec_run_says(
     children: tuple[Path, dict[str, dict[str, object]]],
 ) -> None:
-    # rv19 F12: the parent's CalledProcessError (exit 1) of a child's SIGSEGV, which
+    # The parent's CalledProcessError (exit 1) of a child's SIGSEGV, which
     # `reprospec run` reproduces, was `exit 1; ...; NOT reproduced` in run.sh.
     bundle, outcomes = children
     for cell, signal in ((1, "SIGSEGV"), (2, "SIGSEGV"), (3, "SIGABRT")):
@@ -353,7 +353,7 @@ def test_a_childs_death_is_a_crash_in_a_child_as_reprospec_run_says(
 def test_a_128_plus_n_the_output_reports_no_death_of_is_not_judged(
     children: tuple[Path, dict[str, dict[str, object]]],
 ) -> None:
-    # rv19 F12's converse: sys.exit(139), `error exit 139` to reprospec run, was "killed by
+    # A user's converse: sys.exit(139), `error exit 139` to reprospec run, was "killed by
     # SIGSEGV". With no report of a death, 139 reads both ways: run.sh says so, and states a
     # verdict only where both readings give it.
     bundle, outcomes = children
@@ -380,7 +380,7 @@ def test_a_128_plus_n_the_output_reports_no_death_of_is_not_judged(
 def test_the_inits_record_says_which_reading_of_a_128_plus_n_is_true(
     children: tuple[Path, dict[str, dict[str, object]]],
 ) -> None:
-    # fx91 2: the container's init (launch.py) recorded how the command ended, as the docker
+    # The container's init (launch.py) recorded how the command ended, as the docker
     # runner reads it: a record of a death (-10) is that death, with or without a report of
     # it in output.log, and where the command exited 128+N itself (cell 4's results report no
     # death), the status is its own unless N is a death reprospec reads with no report.

@@ -138,7 +138,7 @@ def test_a_rank_that_dies_ends_the_job_as_it_died(cli: Cli, tmp_path: Path) -> N
 def test_a_rank_dead_of_a_signal_leaves_no_report_folder_in_a_shared_tmp(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """rv70 7: the supervisor ends itself with the rank's signal inside the try whose
+    """The supervisor ends itself with the rank's signal inside the try whose
     finally removes the ranks' report folder, so each such attempt left one in TMPDIR,
     the machine's under `environment.shared_tmp`."""
     shared = tmp_path / "tmp"
@@ -228,7 +228,7 @@ def test_a_rank_that_fails_with_dataloader_workers_ends_the_job_as_it_failed(
     cli: Cli, tmp_path: Path
 ) -> None:
     """The supervisor's SIGKILL of the other rank and of every rank's DataLoader workers is
-    its own teardown, no crash: the job is the failed rank's error (nu19 A1). It was
+    its own teardown, no crash: the job is the failed rank's error. It was
     `crash SIGKILL (child: [pt_data_worker])`; a `raise` in a worker also a hang under the
     10 s `run.stall`, the rank waiting 10 s for a worker to die that had only raised."""
     spec = tmp_path / "workers.yaml"

@@ -30,7 +30,7 @@ expect: {outcome: error, exception: RuntimeError}
 
 def test_a_worker_that_exits_with_0_is_an_error_of_the_worker(cli: Cli, tmp_path: Path) -> None:
     """spec-format.md: `exit` in a worker is `error` `RuntimeError`, `where: worker`, whatever
-    its code (nu19 A3). Code 0 was `crash (worker)` with no signal, since the harness named
+    its code. Code 0 was `crash (worker)` with no signal, since the harness named
     only non-zero exits; and under a 10 s `run.stall` a hang, the harness waiting its whole
     10 s grace for a worker to die that torch had already seen dead (at its 5 s check)."""
     spec = tmp_path / "exit0.yaml"

@@ -210,7 +210,7 @@ def command(how: str, words: tuple[str, ...], folder: Path) -> list[str]:
 def test_crash_text_a_program_printed_is_no_childs_death(
     runner: LocalRunner, tmp_path: Path, mode: str, how: str
 ) -> None:
-    """nu18 N8: a program that printed a shell's, faulthandler's or subprocess's report of a
+    """A program that printed a shell's, faulthandler's or subprocess's report of a
     segfault (an old CI log it triages) and raised ValueError, with no child at all, was
     `crash SIGSEGV (child pid 4242: ./test_ops)`. The engine knows no child ran: the root
     (or the one program a root shell ran) never reaped one, and it found none."""
@@ -270,9 +270,9 @@ def test_a_child_death_the_program_raised_for_stays_a_crash_under_a_root_shell(
 def test_an_exit_status_139_of_its_own_is_an_error(
     runner: LocalRunner, tmp_path: Path, how: str, mode: str
 ) -> None:
-    """nu18 N4: `sys.exit(139)`, no signal anywhere, was `crash SIGSEGV` by the shell's
-    128+N rule, and `expect: {outcome: error, exit_code: 139}` could never match; nu64
-    HIGH-1: so was `os._exit(139)` under a shell, which skips the interpreter's exit."""
+    """`sys.exit(139)`, no signal anywhere, was `crash SIGSEGV` by the shell's
+    128+N rule, and `expect: {outcome: error, exit_code: 139}` could never match; so was
+    `os._exit(139)` under a shell, which skips the interpreter's exit."""
     argv = command(how, (PY, PRINTED, mode), tmp_path)
     result, execution = run_attempt(runner, argv, tmp_path, Expectation("error", exit_code=139))
     assert (execution.returncode, execution.descendants) == (139, False)
@@ -290,7 +290,7 @@ def test_an_exit_status_139_of_its_own_is_an_error(
 def test_a_python_c_snippets_own_139_is_an_error(
     runner: LocalRunner, tmp_path: Path, code: str
 ) -> None:
-    """rv70 5: a `python -c "..."` string command whose snippet held a `(` or a `;` was read
+    """A `python -c "..."` string command whose snippet held a `(` or a `;` was read
     as a line that may fork more than one program, so its own record was not asked, and its
     `sys.exit(139)` was `crash SIGSEGV` by the shell's 128+N rule."""
     line = f'{shlex.quote(PY)} -c "{code}"'  # as a spec writes it: the snippet in double quotes
@@ -335,7 +335,7 @@ DESTRUCTOR = "__attribute__((destructor)) static void bye(void) { *(volatile int
 def test_a_death_in_the_shutdown_after_the_exit_record_is_a_crash(
     runner: LocalRunner, tmp_path: Path, death: str, line: str
 ) -> None:
-    """rv18 F1, rv19 F1: the program's ended-PID record said it ended normally and reaped
+    """the program's ended-PID record said it ended normally and reaped
     no child, so the shell's 128+N was called its own exit status (`error exit 139`). No
     core is read here (native stacks off, as where core_pattern pipes cores away): the
     record's asked-for status (0) against the shell's is the evidence."""
@@ -363,7 +363,7 @@ def test_a_death_in_the_shutdown_after_the_exit_record_is_a_crash(
 def test_expect_where_tells_a_childs_segfault_from_the_main_processs(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """nu24 LOW-1: `expect` could not say which process must crash; a child's SIGSEGV met
+    """`expect` could not say which process must crash; a child's SIGSEGV met
     an expectation written for the main process's. `where`, per cell from the matrix."""
     (tmp_path / "prog.py").write_text(
         "import subprocess, sys\n"
@@ -393,7 +393,7 @@ def test_expect_where_tells_a_childs_segfault_from_the_main_processs(
 
 
 def test_forked_attempts_of_one_program_are_judged_alike(cli: Cli, tmp_path: Path) -> None:
-    """rv18 F3: under run.preload the engine read the forked root's /proc/PID/stat while
+    """Under run.preload the engine read the forked root's /proc/PID/stat while
     its preload server reaped it: a zombie still (ran no other process: `error exit 139`)
     or gone (unknown: `crash SIGSEGV` by the shell's rule), about 3 attempts in 4 one way.
     The server now reads it before its wait and sends it with the exit status."""
@@ -442,7 +442,7 @@ def test_a_core_names_the_crashed_child(tmp_path: Path) -> None:
     reason="needs gdb and cores written to the working directory",
 )
 def test_a_core_names_a_child_with_a_long_command_line_whole(tmp_path: Path) -> None:
-    """fx103 1: the child's core kept its command line's first 80 bytes (pr_psargs), cut
+    """The child's core kept its command line's first 80 bytes (pr_psargs), cut
     inside a venv's long path: the script and its arguments were lost, the venv could not
     be named `<venv>`. The whole argv is read from the core's stack now."""
     runner = LocalRunner(native_stacks=True)
@@ -682,7 +682,7 @@ def test_a_child_its_parent_killed_itself_is_no_crash(
 def test_a_child_the_program_killed_is_no_crash_where_the_engine_reaps_it(
     runner: LocalRunner, tmp_path: Path, mode: str
 ) -> None:
-    """rv70 3: a child of os.fork(), or a daemon, SIGKILLed by the program's own os.kill (a
+    """A child of os.fork(), or a daemon, SIGKILLed by the program's own os.kill (a
     test's teardown of the server it started), then reaped by the engine (no Python parent
     polled it), was `crash SIGKILL (child ...)` where the program's RuntimeError is the
     outcome: its sitecustomize now writes the kill it sent (a `signalled` event)."""
@@ -745,7 +745,7 @@ raise ValueError("the step timed out")
 def test_a_child_a_timeout_in_the_program_sigkilled_is_no_crash(
     runner: LocalRunner, tmp_path: Path, how: str
 ) -> None:
-    """fx94: `timeout -s KILL` in a CI script, or in a Python program's subprocess.run,
+    """`timeout -s KILL` in a CI script, or in a Python program's subprocess.run,
     kills a step that outlived its deadline, and the program fails its own way (exit 1, a
     ValueError). No sitecustomize sees timeout's kill, and the engine reaped the step dead
     of SIGKILL: before, `crash SIGKILL (child: [python3])`. With no OOM kill counted on the
@@ -783,7 +783,7 @@ EXIT_137 = Expectation("error", exit_code=137)
 def test_a_137_for_a_sigkill_a_timeout_sent_is_no_crash(
     runner: LocalRunner, tmp_path: Path, form: str
 ) -> None:
-    """fx99: `timeout -s KILL 1 python3 ...` as the command read `crash SIGKILL` (the
+    """`timeout -s KILL 1 python3 ...` as the command read `crash SIGKILL` (the
     shell's 137, rule 4), where the same kill followed by `exit 1` read `error exit 1` (rule
     6: no OOM kill counted on the machine, so a process sent it). The status that reports a
     SIGKILL a process sent is the program's: `error` exit 137, saying why."""
@@ -805,8 +805,8 @@ def test_a_137_is_a_crash_where_the_oom_killer_killed(
 ) -> None:
     """The shell's 137 for its program's SIGKILL: by the OOM killer (a real one, in a 128
     MiB memory cgroup), it stays rule 4's `crash SIGKILL`; the same program killing itself
-    with no OOM kill counted on the machine is a process's doing, `error` exit 137 (fx99:
-    before, a crash too). The OOM count is all that tells the two apart."""
+    with no OOM kill counted on the machine is a process's doing, `error` exit 137
+    (before, a crash too). The OOM count is all that tells the two apart."""
     command = f"{shlex.quote(PY)} {shlex.quote(CHILD_CRASH)} killed"
     (tmp_path / "oom").mkdir()
     oom, execution = run_attempt(runner, command, tmp_path / "oom", KILLED, env=memory_limit)
@@ -861,7 +861,7 @@ def test_a_dataloader_worker_sigkilled_is_the_workers_crash_whatever_torch_says(
     stderr = execution.stderr_path.read_text()
     assert re.search(r"DataLoader worker \(pid\(s\) (\d+)\) exited unexpectedly", stderr), stderr
     assert "killed by signal" not in stderr  # torch's words named no signal
-    # Which worker too (fx93 4): item 9 is batch 2's, which torch gives worker 0 of 2.
+    # Which worker too: item 9 is batch 2's, which torch gives worker 0 of 2.
     assert re.match(
         rf"DataLoader worker 0 \(pid {outcome.pid}\) died of SIGKILL \(Killed\); the main "
         r"process exited 1$",
@@ -875,7 +875,7 @@ def test_a_dataloader_worker_sigkilled_is_the_workers_crash_whatever_torch_says(
 def test_a_dataloader_worker_segfault_names_the_worker_by_its_index(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """fx93 4: a program's own DataLoader (no harness, so no `worker_exit` event): the
+    """A program's own DataLoader (no harness, so no `worker_exit` event): the
     `child_exit` event its main process's reaping wrote named the pid only, and the crash
     read `a DataLoader worker pid N died of SIGSEGV`, though the worker's start says which
     worker it is (torch's `worker_id`). The event and the report's line now name it."""
@@ -913,9 +913,9 @@ CHILD_HANG = str(CHILDREN / "child_hang.py")
         ("mp-spawn", "child_hang.py:27 in stuck"),
         ("pool", "child_hang.py:27 in stuck"),
         ("subprocess", "child_hang.py:68 in main"),
-        # Its code is `<string>`, its only frames: they are the program's (nu63 MED-2).
+        # Its code is `<string>`, its only frames: they are the program's.
         ("string", "<string>:2 in <module>"),
-        # No Python stack at all: named by its command (nu63 MED-2).
+        # No Python stack at all: named by its command.
         ("sleep", "(sleep 600, not a Python program)"),
     ],
 )
@@ -970,7 +970,7 @@ def test_the_sitecustomizes_deaths_are_the_crash_signals() -> None:
     """The sitecustomize (stdlib only) names the signals whose death of a child is a crash
     itself, to write a `signalled` event of each it sends another process: they must be
     core/signals.py's CRASH_SIGNALS, or a kill the program sent would read as a crash, or a
-    crash as its doing (rv74). Read in a child: importing it installs its hooks."""
+    crash as its doing. Read in a child: importing it installs its hooks."""
     from reprospec.core.signals import CRASH_SIGNALS
     from reprospec.process.stacks import STACKDUMP_DIR
 

@@ -1,4 +1,4 @@
-"""fx106: the exception that ended the process decides the verdict, not a thread's traceback.
+"""The exception that ended the process decides the verdict, not a thread's traceback.
 
 A program whose threads die of an exception as its main thread does prints their
 tracebacks (threading.excepthook's `Exception in thread ...:` blocks) and the main

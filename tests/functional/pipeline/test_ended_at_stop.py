@@ -1,4 +1,4 @@
-"""fx101: a stop (Ctrl-C, the API's `cancel`) keeps the attempts whose program had ended, or
+"""A stop (Ctrl-C, the API's `cancel`) keeps the attempts whose program had ended, or
 was ending of its own, as it came; only those still running are cut short and not kept.
 
 The end caught is a real one: a root that segfaults with a few hundred MiB of memory takes

@@ -15,7 +15,7 @@ PYYAML = importlib.metadata.version("pyyaml")
 def test_a_local_run_on_another_python_warns_and_its_report_says_checked(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """nu17 D4: a local run on 3.11.7 of a spec naming 3.10 said nothing on the console, and
+    """A local run on 3.11.7 of a spec naming 3.10 said nothing on the console, and
     its report said "the run gave the cell Python 3.10, packages ..." (it gave neither)."""
     ran = platform.python_version()
     wanted = "3.1" if not ran.startswith("3.1.") else "3.2"  # never the version that runs

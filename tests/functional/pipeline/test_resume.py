@@ -159,7 +159,7 @@ def test_a_run_whose_engine_was_killed_is_resumed_and_says_so(cli: Cli, tmp_path
 def test_a_run_resumed_twice_names_each_part_and_a_finished_one_keeps_its_record(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """rv23 F4: Ctrl-C, `--resume`, Ctrl-C again, `--resume`: the report said `carried over
+    """Ctrl-C, `--resume`, Ctrl-C again, `--resume`: the report said `carried over
     from the run interrupted at` the second interruption alone, and that the first part was
     interrupted too was lost. Then `--resume` of the finished run, its folder whole, ran
     nothing and said `carried over from the run finished at X (its folder written again
@@ -244,7 +244,7 @@ def test_a_run_that_went_straight_through_is_not_called_resumed_by_a_resume(
 def test_a_cell_stop_on_stopped_stays_stopped_when_its_run_is_resumed(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """nu26 F10: each `run --resume` of a finished run ran one more attempt of a cell that
+    """Each `run --resume` of a finished run ran one more attempt of a cell that
     `stop_on: first-reproduction` had stopped (1/1, then 2/2, 3/3)."""
     spec = tmp_path / "stop.yaml"
     spec.write_text(
@@ -374,7 +374,7 @@ def test_a_finished_runs_retry_stopped_before_it_stored_an_attempt_says_it_was_r
 
 
 def test_resuming_a_merged_run_says_it_is_not_resumed(cli: Cli, tmp_path: Path) -> None:
-    """nu27 N10: `run --resume latest` after `merge` named the merged run, which no store
+    """`run --resume latest` after `merge` named the merged run, which no store
     holds, and said `no such run`, as if the run folder beside it did not exist."""
     spec = tmp_path / "two.yaml"
     spec.write_text(
@@ -396,7 +396,7 @@ def test_resume_refuses_other_values_of_the_variables_the_spec_reads(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Begun with CODE=0 and resumed with CODE=3, a cell ran `exit 0` then `exit 3` and read
-    `1x pass, 1x error exit 3` as flaky, without a word (nu27 N13): the values the spec
+    `1x pass, 1x error exit 3` as flaky, without a word: the values the spec
     read are the run's inputs as its text is."""
     gate = tmp_path / "gate"
     spec = gated_spec(tmp_path / "gated.yaml", gate)
@@ -431,7 +431,7 @@ def test_resume_refuses_other_values_of_the_variables_the_spec_reads(
 
 
 def test_two_resumes_of_one_run_started_together_run_its_rest_once(tmp_path: Path) -> None:
-    """nu28 F11: both passed the check of a live engine (the in-flight records neither had
+    """Both passed the check of a live engine (the in-flight records neither had
     written yet) and both ran the run's rest, into the same attempt folders."""
     gate = tmp_path / "gate"
     spec = gated_spec(tmp_path / "gated.yaml", gate)
@@ -507,7 +507,7 @@ def test_resume_refuses_the_programs_files_changed_since_the_run_began(
     cli: Cli, tmp_path: Path
 ) -> None:
     """Interrupted, its script edited, resumed: a cell ran the old script then the new one
-    and read `1x pass, 1x error exit 3` as flaky, a warning on stderr alone (nu64 HIGH-2).
+    and read `1x pass, 1x error exit 3` as flaky, a warning on stderr alone.
     Refused as a changed variable is, before anything runs; put back, it resumes."""
     gate = tmp_path / "gate"
     script = tmp_path / "gated.py"

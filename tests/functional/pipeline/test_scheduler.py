@@ -149,7 +149,7 @@ expect:
 def test_a_shard_without_attempts_records_an_empty_run_that_merges(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu27 N16: one attempt over two shards: shard 2/2 exited 2 ("holds no attempts") and
+    # One attempt over two shards: shard 2/2 exited 2 ("holds no attempts") and
     # recorded no run, so merge refused "missing shard 2/2" and no command could make it.
     spec = write_spec(
         tmp_path / "one.yaml",

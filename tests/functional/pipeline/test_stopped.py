@@ -64,7 +64,7 @@ def _gated_run(
 def test_an_attempt_that_cannot_make_its_folder_stops_the_run_to_resume(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # rv18 F5: the attempt's OSError ended the run as one line, exit 2 ("bad usage"), with
+    # The attempt's OSError ended the run as one line, exit 2 ("bad usage"), with
     # nothing on what was stored or how to go on, and `history` said the run was killed.
     # The tests run as root, whom a read-only folder does not stop: the third cell's folder
     # is made a file while the first cell runs, so its attempt's mkdir fails for real

@@ -240,7 +240,7 @@ def test_raising_model_repro_raises_and_names_the_file_it_imports(tmp_path: Path
     assert "Files it needs, from the spec's folder:" in report
     assert "- [ ] `helper.py`" in report
     # The list says what it is made from: a data file opened by a name in the code is not
-    # found (nu22 MED 6), and the reader is told where to look.
+    # found, and the reader is told where to look.
     assert "listed only where the spec's `files` names it (`reprospec bundle --verify`" in report
     from reprospec.report import render
 

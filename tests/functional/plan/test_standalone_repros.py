@@ -175,7 +175,7 @@ def test_the_note_on_what_to_export_gives_a_public_variable_with_the_value_the_r
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The note named NU9A_MODE alone: a reader who exported NU9A_MODE=lax ran another
-    # program than the run's, which passes (nu27 N25, as the bundle's README). A secret
+    # program than the run's, which passes (as the bundle's README). A secret
     # stays a name.
     monkeypatch.setenv("NU9A_MODE", "very strict")
     monkeypatch.setenv("NU9A_TOKEN", "tok-123")
@@ -352,7 +352,7 @@ def test_a_secret_a_variable_of_its_own_name_wraps_is_read_with_its_prefix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # `MY_TOKEN: 'Bearer ${{ env.MY_TOKEN }}'` was `MY_TOKEN="$MY_TOKEN"`: the prefix lost,
-    # no note to export it, and the pasted repro passed (rv74 2).
+    # no note to export it, and the pasted repro passed.
     import reprospec
     from reprospec.core.runoptions import RunOptions
 
@@ -383,7 +383,7 @@ def test_a_secret_a_variable_of_its_own_name_wraps_is_read_with_its_prefix(
     ["if [ -f x.txt ]; then exit 3; fi", "while true; do exit 3; done", "true; ! exit 3"],
 )
 def test_an_exit_after_a_reserved_word_is_wrapped_too(tmp_path: Path, line: str) -> None:
-    # `then exit 3` was pasted as it is: it closed the reader's shell (rv74 1).
+    # `then exit 3` was pasted as it is: it closed the reader's shell.
     import reprospec
     from reprospec.core.runoptions import RunOptions
 

@@ -443,7 +443,7 @@ def test_resume_refuses_while_the_engine_still_runs(tmp_path: Path, kill_after: 
             capture_output=True, text=True, timeout=300, cwd=ROOT, env=ENV,
         )  # fmt: skip
         assert resumed.returncode == 2, resumed.stderr
-        # The engine holds its run folder (nu28 F11): the first guard a resume meets names it.
+        # The engine holds its run folder: the first guard a resume meets names it.
         assert f"another engine is running this run now (engine pid {engine.pid})" in (
             resumed.stderr
         )

@@ -625,7 +625,7 @@ def test_an_attempt_whose_server_dies_under_it_is_an_infra_error(
 
 
 def test_more_keys_than_servers_in_parallel_all_pass(tmp_path: Path) -> None:
-    # rv19 F8: six values of a variable are six servers' keys; with -j 6 all six attempts
+    # Six values of a variable are six servers' keys; with -j 6 all six attempts
     # are in flight at once, past MAX_SERVERS (2 of 6 passing cells were crash SIGKILL).
     import reprospec
 

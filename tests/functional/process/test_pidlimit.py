@@ -10,7 +10,7 @@ from reprospec.process import pidlimit
 
 
 def test_the_users_count_is_of_threads_as_the_kernel_counts_them() -> None:
-    """rv70 1: the count the limit adds to was of processes, where the kernel counts every
+    """The count the limit adds to was of processes, where the kernel counts every
     thread against RLIMIT_NPROC: a user with a process of 4,000 threads had each attempt's
     new threads refused. 40 threads held here are all in the count."""
     release = threading.Event()

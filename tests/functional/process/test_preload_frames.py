@@ -1,6 +1,6 @@
 """A preloaded attempt's stacks are the program's: the fork server runs its main, so every
 faulthandler dump of one ended in the server's `_run_main`, `_become` and `<module>`, where
-`python prog.py` has no frame under the program's (nu63 MED-1). A real server, a real
+`python prog.py` has no frame under the program's. A real server, a real
 SIGSEGV, a real deadlock."""
 
 from __future__ import annotations

@@ -158,7 +158,7 @@ while True:  # stuck at 7/10; the bar keeps redrawing its clock, as a refresh ti
 
 
 def test_a_bar_redrawn_at_the_step_it_reached_stalls(cli: Cli, tmp_path: Path) -> None:
-    # nu27 N22: the tqdm preset saw a bar drawn with "\r" only once the attempt ended (no
+    # The tqdm preset saw a bar drawn with "\r" only once the attempt ended (no
     # newline), so nothing was progress and only the timeout ended it, its detail "last
     # progress 0.0 s before the timeout: still progressing?"; each redraw a line, a redraw
     # at 7/10 must not be progress either.

@@ -258,7 +258,7 @@ def test_the_root_joins_the_cgroup_it_is_given(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("way")
 def test_the_roots_first_child_has_the_process_limit(tmp_path: Path) -> None:
-    """rv70 2: without a cgroup the limit was the root's RLIMIT_NPROC set after it started,
+    """Without a cgroup the limit was the root's RLIMIT_NPROC set after it started,
     and a /bin/sh -c root had forked its program by then, which ran unlimited. Now the
     starter (or the preexec_fn) sets it before the exec: the shell's child has it."""
     line = "cat /proc/self/limits"

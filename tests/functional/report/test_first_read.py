@@ -175,9 +175,9 @@ def test_the_html_report_links_the_full_native_stacks() -> None:
 
 def test_a_report_written_elsewhere_links_the_run_folders_files(cli: Cli, tmp_path: Path) -> None:
     # `report RUN -o out/r.html` kept `cells/...` links relative to the run folder: opened
-    # from out/, every "Full native stacks" link pointed nowhere (nu19 A5). The way to the
+    # from out/, every "Full native stacks" link pointed nowhere. The way to the
     # run folder is percent-encoded: under `--out "my runs (1)"` a markdown link's bare
-    # destination ended at the space and the link was text (rv18 F4).
+    # destination ended at the space and the link was text.
     if not (shutil.which("eu-stack") or shutil.which("gdb")):
         pytest.skip("no native stack reader: no link to follow (CI installs both)")
     result, folder = _hang(cli, tmp_path, _DEADLOCK, out="my runs (1)")

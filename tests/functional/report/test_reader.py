@@ -92,7 +92,7 @@ def test_a_real_worker_crash_report(example_run: ExampleRun, cli: Cli, tmp_path:
     assert outcome is not None
     assert outcome.where == "worker"
     # The worker's index, as the harness's `worker_exit` names it, in the `child_exit` event
-    # of the main process's reaping too (fx93 4: that event named the pid only).
+    # of the main process's reaping too (that event named the pid only).
     events = result.latest_run() / crashed.attempts[0].logs / "events.jsonl"
     written = [json.loads(line) for line in events.read_text().splitlines()]
     (harness,) = [e for e in written if e["event"] == "worker_exit"]
@@ -317,8 +317,8 @@ def test_a_hang_in_a_worker_of_the_users_own_script_says_where_it_sits(
     cli: Cli, tmp_path: Path
 ) -> None:
     """No harness in the worker, no event: the hang's stacks show which of three processes of
-    one command line is the worker stuck in `__getitem__`, and the report says so (nu22
-    MED-3: `hang`, `where: main`, three alike headers). The signature stays `hang`."""
+    one command line is the worker stuck in `__getitem__`, and the report says so (it read
+    `hang`, `where: main`, three alike headers). The signature stays `hang`."""
     result = _run_hung_loader(cli, tmp_path, HUNG_WORKER_SCRIPT, "hung-loader")
     assert result.code == 0, result.stdout + result.stderr
     run = load_run(result.latest_run())
@@ -432,7 +432,7 @@ def test_a_worker_of_the_users_own_script_shows_its_stack_from_its_core(
     assert attempt.stack is not None
     assert "in __getitem__" in attempt.stack
     # A forked worker's stack holds its parent's start of it: the sitecustomize's wrapper of
-    # Popen.__init__, reprospec's frame, is left out in gdb's words too (nu74).
+    # Popen.__init__, reprospec's frame, is left out in gdb's words too.
     assert "popen_fork.py" in attempt.stack
     assert "sitecustomize.py" not in attempt.stack
     failure = _section(render(run, "md"), "Failure")

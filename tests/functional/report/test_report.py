@@ -96,7 +96,7 @@ def test_environment_a_toggle_changes_is_shown_per_cell_not_run_wide(
     assert "| | threads | environment | expected | actual | rate |" in results
     assert "| ✅ | 1 | `OMP_NUM_THREADS=1` | `pass` | `pass` | 1/1 |" in results
     assert "| ✅ | 2 | `OMP_NUM_THREADS=2` | `pass` | `pass` | 1/1 |" in results
-    # The HTML page's table too: it had no environment column (nu64 MED-7).
+    # The HTML page's table too: it had no environment column.
     page = cli("report", result.latest_run().name, "--format", "html").stdout
     headers = re.findall(r'<th scope="col"[^>]*>([^<]*)</th>', page.split('id="cells"')[1])
     assert headers[:4] == ["verdict", "threads", "environment", "expected"]

@@ -171,7 +171,7 @@ def test_the_environment_is_captured_in_a_cell_whose_env_was_built(
 ) -> None:
     """The first cell's environment cannot be built: the run's environment (the report's
     Environment section) is the next cell's, which ran, where it was only the first
-    cell's build error (nu23)."""
+    cell's build error."""
     wheels = tmp_path / "wheels"
     make_broken_sdist(wheels, DEMO, "1.2")
     make_wheel(wheels, DEMO, "1.0", "VERSION_SEEN = '1.0'\n")
@@ -286,7 +286,7 @@ def test_a_bundle_of_a_venv_run_reruns_on_the_venv_runner(cli: Cli, tmp_path: Pa
 def test_the_repro_and_the_bundle_name_what_a_range_resolved_to(cli: Cli, tmp_path: Path) -> None:
     """`demo<1.1` installed 1.0: the standalone repro's note and the bundle's README name
     `demo==1.0` and how to install it, where they said only the range, which today's index
-    may resolve otherwise (nu64 MED-4); the README's rerun names the archive as written."""
+    may resolve otherwise; the README's rerun names the archive as written."""
     wheels = tmp_path / "wheels"
     for version in ("1.0", "1.1"):
         make_wheel(wheels, DEMO, version, f"VERSION_SEEN = {version!r}\n")
@@ -325,7 +325,7 @@ def test_the_repro_and_the_bundle_name_what_a_range_resolved_to(cli: Cli, tmp_pa
 def test_a_program_the_cells_venv_lacks_never_runs_from_the_callers_venv(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """nu15 D2: with the caller's venv activated, `pytest` (not in the cell's packages) ran
+    """With the caller's venv activated, `pytest` (not in the cell's packages) ran
     from it, and the cell was judged on the caller's package version. Now the venv's own
     scripts run, another environment's Python script is the cell's infra-error naming it
     (run directly, from a shell line, or started by the program), and system programs
@@ -432,7 +432,7 @@ def test_the_apis_say_takes_the_build_lines_off_stderr(
 def test_a_bundle_of_a_run_with_another_interpreters_packages_reruns_on_the_venv_runner(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """nu33: a captured spec pins the packages of the interpreter that ran it, and its run
+    """A captured spec pins the packages of the interpreter that ran it, and its run
     was made with `--python PATH`. Its bundle's `reprospec run FILE` ran on reprospec's
     own interpreter: infra-error (the package not installed), and `bundle --verify` said
     "not verified", exit 1, of a run that reproduced (its package here is in a wheelhouse
@@ -459,7 +459,7 @@ def test_an_environment_whose_lock_cannot_be_made_is_reused_unheld(
     cli: Cli, tmp_path: Path
 ) -> None:
     """A folder of environments this user cannot write (another's, shared) was reused as it
-    is; holding each one (nu45 F7) made its lock file there first, and the run stopped on
+    is; holding each one made its lock file there first, and the run stopped on
     the OSError. (As root no mode denies it: the locks' folder is a file here.)"""
     wheels = tmp_path / "wheels"
     make_wheel(wheels, DEMO, "1.0", "VERSION_SEEN = '1.0'\n")
@@ -478,7 +478,7 @@ def test_an_environment_whose_lock_cannot_be_made_is_reused_unheld(
 
 
 def test_a_prune_while_a_run_uses_its_environment_leaves_it(tmp_path: Path) -> None:
-    """nu45 F7: `envs prune --all` while an attempt ran in its cell's venv removed the venv
+    """`envs prune --all` while an attempt ran in its cell's venv removed the venv
     under it: the attempt, importing its package after that, ended infra-error ("not
     installed where the attempt ran"). The run holds its environments until it ends; the
     prune leaves a held one and says so, and removes it once the run is over."""

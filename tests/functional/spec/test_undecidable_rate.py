@@ -61,7 +61,7 @@ def test_the_exact_form_runs(cli: Cli, tmp_path: Path) -> None:
 def test_a_pass_case_that_says_never_passes_is_refused_with_what_to_write(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """nu25 LOW-3: `{outcome: pass, rate: "==0"}`, meant as "never crashes", validated and
+    """`{outcome: pass, rate: "==0"}`, meant as "never crashes", validated and
     ran `pass 10/10 ... not-reproduced`: a rate counts the case's own outcome."""
     spec = tmp_path / "cache.yaml"
     spec.write_text(

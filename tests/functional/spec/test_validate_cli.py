@@ -61,7 +61,7 @@ def test_a_file_two_paths_reach_is_checked_and_counted_once(tmp_path: Path) -> N
 
 
 def test_validate_refuses_a_fault_that_can_never_fire(tmp_path: Path) -> None:
-    # nu17 D3: a worker fault with num_workers 0 was valid, and its run a plain not-reproduced.
+    # A worker fault with num_workers 0 was valid, and its run a plain not-reproduced.
     (tmp_path / "wl.yaml").write_text(
         "reprospec: 1\nname: wl\nworkload:\n"
         "  model: {builtin: mlp, params: {hidden: 8}}\n"
@@ -81,7 +81,7 @@ def test_validate_refuses_a_fault_that_can_never_fire(tmp_path: Path) -> None:
 
 
 def test_validate_refuses_a_fault_past_the_data_and_a_rank_its_cell_lacks(tmp_path: Path) -> None:
-    # nu19 A2 and A9: wf2.yaml's index past 32 items and step past val's one pass of 8
+    # wf2.yaml's index past 32 items and step past val's one pass of 8
     # batches were valid; dd6.yaml's rank-2 fault armed in its 2-rank cell was infra-error
     # there only after the attempt's torch import, and its 3-rank cell alone is fine.
     (tmp_path / "wl.yaml").write_text(
@@ -112,7 +112,7 @@ def test_validate_refuses_a_fault_past_the_data_and_a_rank_its_cell_lacks(tmp_pa
 
 
 def test_validate_says_a_cell_value_beside_an_unrelated_typo(tmp_path: Path) -> None:
-    # fx105: the per-cell checks waited for a file free of every other problem, so the typo
+    # The per-cell checks waited for a file free of every other problem, so the typo
     # came first and the timeout only at a second `validate`, once the typo was fixed.
     (tmp_path / "wl.yaml").write_text(
         "reprospec: 1\nname: wl\ncommand: [python3, -c, pass]\n"

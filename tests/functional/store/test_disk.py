@@ -185,7 +185,7 @@ def test_a_damaged_store_is_refused_before_anything_runs_and_says_how_to_recover
         assert f"mv {db} {db}.damaged" in result.stderr
         assert ".recover" in result.stderr
     assert not list(tmp_path.glob("RAN-*")), "an attempt ran against a damaged store"
-    # nu28 F1: the refused run leaves no folder (of an engine.json alone), which `latest`
+    # The refused run leaves no folder (of an engine.json alone), which `latest`
     # named: `report latest` said "no run" with the whole run before it there.
     assert [p.name for p in (out / "runs").iterdir()] == runs
     # The advice works: the damaged store set aside, the next run starts a new one.
@@ -235,7 +235,7 @@ def read_only_view(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
 def test_a_store_on_a_read_only_disk_is_read_by_history_and_bundle(
     tmp_path: Path, read_only_view: tuple[Path, Path]
 ) -> None:
-    # nu28 F6: history and bundle opened the store to write; on a read-only disk they said
+    # History and bundle opened the store to write; on a read-only disk they said
     # "cannot open it: the file or its disk failed (unable to open database file)", exit 3.
     source, view = read_only_view
     spec = _spec(tmp_path, "reprospec: 1\nname: ro\ncommand: 'true'\nexpect: {outcome: pass}\n")
@@ -264,7 +264,7 @@ def test_a_store_on_a_read_only_disk_is_read_by_history_and_bundle(
 def test_an_older_store_on_a_read_only_disk_is_read_by_history_and_bundle(
     tmp_path: Path, read_only_view: tuple[Path, Path]
 ) -> None:
-    # nu32 F5: read as it is, a store of schema 7 (before attempts.perturbed) made history
+    # Read as it is, a store of schema 7 (before attempts.perturbed) made history
     # ask for the column it lacks: "cannot read it: no such column: a.perturbed", exit 3.
     source, view = read_only_view
     spec = _spec(tmp_path, "reprospec: 1\nname: ro\ncommand: 'true'\nexpect: {outcome: pass}\n")
@@ -289,7 +289,7 @@ def test_an_older_store_on_a_read_only_disk_is_read_by_history_and_bundle(
 def test_latest_on_a_read_only_disk_is_the_killed_run_the_store_lists(
     tmp_path: Path, read_only_view: tuple[Path, Path]
 ) -> None:
-    # rv28: latest counts a folder without results.json only where the store lists it, and
+    # Latest counts a folder without results.json only where the store lists it, and
     # refs read the store read-only alone, which a WAL store on a read-only disk refuses
     # (no -shm can be made): the killed run, history's newest, was passed over and `report
     # latest` reported the run before it, exit 0, or alone said "OUT has no runs".
@@ -344,7 +344,7 @@ def _as_another_user(shared_out: Path, *args: str) -> subprocess.CompletedProces
 def test_another_user_reading_a_shared_store_leaves_no_wal_files_its_owner_cannot_write(
     shared_out: Path,
 ) -> None:
-    # nu32 F10: a teammate's `history` (or `report latest`) made results.db-wal and -shm
+    # A teammate's `history` (or `report latest`) made results.db-wal and -shm
     # there, theirs, 0644, and the store's owner's next run said "cannot open it: the file
     # or its disk failed (attempt to write a readonly database)", exit 3, until removed.
     spec = _spec(shared_out, "reprospec: 1\nname: t\ncommand: 'true'\nexpect: {outcome: pass}\n")
@@ -393,7 +393,7 @@ def test_a_read_only_store_whose_last_writes_are_in_its_wal_is_refused_not_read_
 
 
 def test_a_resume_into_a_read_only_run_folder_names_the_folder(tmp_path: Path) -> None:
-    # nu28 F13: it said "Read-only file system: .../engine.json.tmp1234", a temporary file.
+    # It said "Read-only file system: .../engine.json.tmp1234", a temporary file.
     gate = tmp_path / "gate"
     out = tmp_path / "out"
     run_id = killed_run(gated_spec(tmp_path / "gated.yaml", gate), out)

@@ -169,7 +169,7 @@ def test_report_of_a_killed_run_says_it_was_killed_and_how_to_finish_it(
 
 
 def test_a_resumed_attempt_reads_none_of_what_its_killed_run_left(cli: Cli, tmp_path: Path) -> None:
-    """rv21 F1: the attempt a killed engine left is run again by --resume in the same
+    """The attempt a killed engine left is run again by --resume in the same
     folder, whose events.jsonl still held the killed attempt's line: the rerun's error,
     which reached no step, read `@ step 57`. Its files are now set aside, and kept."""
     flag = tmp_path / "first-ran"
@@ -212,7 +212,7 @@ def test_a_resumed_attempt_reads_none_of_what_its_killed_run_left(cli: Cli, tmp_
     cell = run / "cells" / "default"
     assert '"step": 57' in (cell / "1.interrupted" / "events.jsonl").read_text()
     assert "57" not in (cell / "1" / "events.jsonl").read_text()
-    # A bundle packs them too, and its README says what they are (rv22 F8).
+    # A bundle packs them too, and its README says what they are.
     archive = tmp_path / "stale.tar.gz"
     packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out), timeout=120)
     assert packed.code == 0, packed.stderr

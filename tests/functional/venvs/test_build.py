@@ -81,7 +81,7 @@ def test_build_once_then_reuse_list_and_prune(tmp_path: Path, wheelhouse: Path) 
     assert listed.used_by == ("spec-b", "spec-a")
     assert listed.size_bytes > 0
     assert venvs.prune_envs(root, older_than_s=3600) == []
-    # nu45 F7: a run using it (its attempts in it) holds it, and a prune leaves it; it
+    # A run using it (its attempts in it) holds it, and a prune leaves it; it
     # removed it under the attempt, which ended infra-error ("not installed where it ran").
     held = venvs.hold(root, listed.key)
     assert held is not None

@@ -71,7 +71,7 @@ def _left(root: Path) -> list[Path]:
 def test_a_ctrl_c_during_a_build_removes_its_folder_and_says_no_run_was_stored(
     tmp_path: Path,
 ) -> None:
-    """fx109: the engine's uv went on after a Ctrl-C the engine alone received, and filled
+    """The engine's uv went on after a Ctrl-C the engine alone received, and filled
     the half-built venv after the engine had removed it (116 MB left in `.tmp`, which no
     listing named); and the 130 read as `--resume RUN` would finish a run never stored."""
     argv, env, root, started = _setup(tmp_path)

@@ -112,7 +112,7 @@ def _remove_images(holds: str) -> None:
 @needs_engine
 def test_an_image_that_cannot_be_built_is_its_cells_infra_error(cli: Cli, tmp_path: Path) -> None:
     """One cell's image fails to build (a release with no wheel that will not build, as
-    pyyaml 5.4.1 under Cython 3, nu23): that cell is `infra-error` naming why, and the cell
+    pyyaml 5.4.1 under Cython 3): that cell is `infra-error` naming why, and the cell
     beside it still runs, as under the venv runner; the run was once ended at the build,
     exit 3 with no table and no run folder, and `bisect --runner docker` with it."""
     reason = _pipeline_ready()
@@ -153,7 +153,7 @@ def test_an_image_that_cannot_be_built_is_its_cells_infra_error(cli: Cli, tmp_pa
 def test_a_bundle_of_a_specs_dockerfile_reruns_its_image_away_from_here(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """nu42: the archive of a run of a spec with `environment.dockerfile` lacked the
+    """The archive of a run of a spec with `environment.dockerfile` lacked the
     Dockerfile and what it COPYs: `bundle --verify`'s rerun was infra-error
     (`environment.dockerfile not found`), and a recipient's every cell."""
     reason = _pipeline_ready()

@@ -189,7 +189,7 @@ def test_a_host_process_on_master_ports_number_is_not_the_pods(
     """The instances share their pod's network, not the machine's: a process of the machine
     bound to MASTER_PORT's number takes nothing from them, and rank 0 that binds the port
     twice itself fails by its own doing (an error as it ran), where the reading of the
-    machine's port after it called it infra-error ('taken by another process', rv42)."""
+    machine's port after it called it infra-error ('taken by another process')."""
     code = (
         "import os, socket, sys, time\n"
         "if os.environ['RANK'] == '1':\n"

@@ -184,7 +184,7 @@ def test_named_images_are_the_readers_to_get(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "FROM ${BASE}" in (out / "images" / "1" / "Dockerfile").read_text()
     # The spec's packages go in whatever its program imports, and with packages of its own
-    # the runner's stay too (rv17 F4: what they need is not known offline), the spec's
+    # the runner's stay too (what they need is not known offline), the spec's
     # torch pin in place of the runner's.
     wanted = "numpy\ntorch==2.12.0\nsix\n"
     assert (out / "images" / "1" / "requirements.txt").read_text() == wanted
@@ -283,7 +283,7 @@ expect: {outcome: pass}
 
 @needs_engine
 def test_a_specs_dockerfile_is_built_from_what_it_copies_alone(tmp_path: Path) -> None:
-    # nu42: images/K/ was the Dockerfile's whole folder, its .env with a token in clear
+    # images/K/ was the Dockerfile's whole folder, its .env with a token in clear
     # included; now the files its COPY takes, masked, and the build still runs the cell.
     docker = tmp_path / "docker"
     (docker / "conf").mkdir(parents=True)
@@ -314,7 +314,7 @@ def test_a_stopped_container_a_killed_run_sh_left_under_its_pid_is_removed(tmp_p
     """A cell's container has no --rm (keep_logs reads it after): a run.sh killed by
     SIGKILL left it stopped, and the next run.sh with its pid (a CI job's container, a PID
     namespace: pid 1 each time) had the cell `not run`, exit 3, docker run refusing the
-    name (rv22)."""
+    name."""
     base = public_base(CLIENT)
     out, tag = _materialized(tmp_path, SPEC, "bundle-demo")
     gate = tmp_path / "left"
@@ -417,7 +417,7 @@ expect: {outcome: crash, signal: SIGSEGV}
 
 @needs_engine
 def test_a_dataloader_workers_segfault_is_reported_as_a_crash_in_a_worker(tmp_path: Path) -> None:
-    # nu19 A10: the main process exits 1 when a worker dies; run.sh said `exit 1`, which its
+    # The main process exits 1 when a worker dies; run.sh said `exit 1`, which its
     # README's rule (a crash is exit status 128 + the signal) read as not reproduced.
     base = public_base(CLIENT)
     out, tag = _materialized(tmp_path, WORKER_SEGFAULT_SPEC, "bundle-worker")
@@ -468,7 +468,7 @@ print(ctypes.string_at(stale, 5).decode(), flush=True)
 
 @needs_engine
 def test_an_amplified_use_after_free_reproduces_from_its_bundle(tmp_path: Path) -> None:
-    # nu20 HIGH-1: run.sh dropped environment.perturb, so the amplified spec's bundle ran
+    # run.sh dropped environment.perturb, so the amplified spec's bundle ran
     # the program plain and printed `exit 0` where `reprospec run` crashed 8/8. Cell 2
     # (MALLOC_CHECK_ only, no perturbing) does not crash: run.sh says so and exits 1.
     base = public_base(CLIENT)
@@ -567,7 +567,7 @@ subprocess.run([sys.executable, "-c", "import ctypes; ctypes.string_at(0)"], che
 
 @needs_engine
 def test_a_childs_segfault_reproduces_and_an_exit_139_is_not_judged(tmp_path: Path) -> None:
-    # rv19 F12: the parent's CalledProcessError of its child's SIGSEGV (exit 1), which
+    # The parent's CalledProcessError of its child's SIGSEGV (exit 1), which
     # `reprospec run` reproduces, was "exit 1 ... NOT reproduced", run.sh exit 1; a program's
     # own sys.exit(139) was "killed by SIGSEGV". The init's record says the command (its
     # shell, `python3 parent.py exit139`) exited 139: a shell's report of a SIGSEGV, or the
@@ -620,7 +620,7 @@ sys.exit(138)
 
 @needs_engine
 def test_a_death_by_sigusr1_and_an_exit_138_read_apart(tmp_path: Path) -> None:
-    # fx91 2: run.sh ran each cell under docker's --init, whose status is 128 + N for a death
+    # run.sh ran each cell under docker's --init, whose status is 128 + N for a death
     # by signal N: both cells read "exit 138 = 128 + SIGUSR1 ... not judged here". It runs
     # them under launch.py, the docker runner's init, which records how the command ended.
     (tmp_path / "app").mkdir()
@@ -721,7 +721,7 @@ print("seen", sys.getswitchinterval(), gc.get_threshold(), faulthandler.is_enabl
 
 @needs_engine
 def test_a_cells_pythonpath_keeps_the_images_sitecustomize(tmp_path: Path) -> None:
-    # rv19 F4: `-e PYTHONPATH=src` replaced the image's PYTHONPATH: the sitecustomize that
+    # `-e PYTHONPATH=src` replaced the image's PYTHONPATH: the sitecustomize that
     # applies switch_interval and gc (and arms faulthandler) was never imported.
     base = public_base(CLIENT)
     (tmp_path / "app" / "src").mkdir(parents=True)
@@ -752,9 +752,9 @@ expect: {outcome: pass}
 def test_ctrl_c_stops_the_cell_and_judges_nothing(
     tmp_path: Path, sent: signal.Signals, status: int
 ) -> None:
-    # rv19 F11: a Ctrl-C never reached the cell (`timeout`'s own process group): it ran to
+    # A Ctrl-C never reached the cell (`timeout`'s own process group): it ran to
     # its end, and run.sh judged the SIGPIPE its `tee` left it "NOT reproduced", exit 1.
-    # rv22 F5: a closed terminal's HUP was not trapped, and run.sh left its containers.
+    # A closed terminal's HUP was not trapped, and run.sh left its containers.
     base = public_base(CLIENT)
     out, tag = _materialized(tmp_path, SLEEP_SPEC, "bundle-sleep")
     try:
@@ -796,7 +796,7 @@ def test_ctrl_c_stops_the_cell_and_judges_nothing(
 def test_an_image_that_does_not_build_is_built_once_and_its_cells_are_not_run(
     tmp_path: Path,
 ) -> None:
-    # nu22 MED-2: a failed build returned from the cell before its report, so no cell said
+    # A failed build returned from the cell before its report, so no cell said
     # `not run` (run.sh exited 3 in silence), and the next cell built the image again.
     spec, tag = _own(SPEC, "bundle-demo")
     done, out = materialize(tmp_path, spec)

@@ -340,10 +340,10 @@ def _dumping_with(token: str) -> bool:
 def test_a_command_writing_its_core_as_the_stop_comes_is_finished_not_cut_short(
     runner: DockerRunner, tmp_path: Path
 ) -> None:
-    # fx101: a stop (Ctrl-C) while the container's command was still writing its core, a
+    # A stop (Ctrl-C) while the container's command was still writing its core, a
     # crash that had happened, killed the container: the attempt was dropped as cut short,
     # the crash the user hunted with it. Its end is its own: finished, SIGSEGV, kept.
-    token = f"fx101-{os.getpid()}-{time.monotonic_ns()}"
+    token = f"core-stop-{os.getpid()}-{time.monotonic_ns()}"
     code = (
         "import ctypes\n"
         "block = bytearray(200 << 20)\n"
@@ -442,7 +442,7 @@ def test_missing_image_is_never_pulled(tmp_path: Path) -> None:
     assert execution.infra_error is not None
     assert "reprospec-absent:nope is missing" in execution.infra_error
     assert "docker pull reprospec-absent:nope" in execution.infra_error
-    # Not the run's end: the cells of that image are infra-errors, the others run (nu23).
+    # Not the run's end: the cells of that image are infra-errors, the others run.
     runner = DockerRunner(client=CLIENT)
     runner.prepare([plan])
     again = runner.run(plan, tmp_path / "b")

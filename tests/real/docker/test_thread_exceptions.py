@@ -1,4 +1,4 @@
-"""fx111: in a container, too, the exception that ended the process decides the verdict.
+"""In a container, too, the exception that ended the process decides the verdict.
 
 A program whose threads die of an exception as its main thread does prints their
 tracebacks and the main thread's on one stderr at once, interleaved. The local runner keeps

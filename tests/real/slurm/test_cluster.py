@@ -345,7 +345,7 @@ def test_a_cancelled_shard_is_reported_the_merge_says_so_and_resume_finishes_it(
 
 @needs_cluster
 def test_options_sbatch_refuses_leave_no_run_folder(cli: Cli, tmp_path: Path) -> None:
-    # nu42: the run's folder stayed when sbatch refused the job (`--partition nosuch`):
+    # The run's folder stayed when sbatch refused the job (`--partition nosuch`):
     # `slurm status` listed it `never submitted`, and its `resume` only submitted the same
     # refused options again, the one set it keeps.
     require_cluster()
@@ -408,7 +408,7 @@ def test_status_counts_silent_passes_and_says_why_a_shard_failed(cli: Cli, tmp_p
 def test_a_shared_folder_and_a_workdir_with_spaces_and_quotes_submit_and_merge(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu45: `--out "/shared/sl 9"` (or a spec's folder with a space, the task's --chdir)
+    # `--out "/shared/sl 9"` (or a spec's folder with a space, the task's --chdir)
     # was `sbatch refused the job: ... Invalid directive found in batch script: 9/slurm/...`,
     # exit 3, nothing submitted: the #SBATCH word ended at the space.
     require_cluster()
@@ -418,7 +418,7 @@ def test_a_shared_folder_and_a_workdir_with_spaces_and_quotes_submit_and_merge(
     shared = tmp_path / "sl 9" / 'it\'s "q"'
     done = cli("slurm", spec.name, "--shards", "2", "--out", str(shared), cwd=workdir)
     assert done.code == 0, done.stderr
-    # The commands it prints to follow the run paste into a shell as they read (nu45 F8).
+    # The commands it prints to follow the run paste into a shell as they read.
     lines = [line.strip() for line in done.stdout.splitlines()]
     follow = shlex.split(next(line for line in lines if line.startswith("reprospec slurm")))
     assert follow == ["reprospec", "slurm", "status", str(only_run(shared))]
@@ -455,7 +455,7 @@ def test_a_shared_folder_and_a_workdir_with_a_hash_submit_and_merge(
 def test_a_spec_edited_while_its_tasks_wait_is_refused_by_the_tasks(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # nu45: the tasks ran the spec file as it was when each started: edited while they
+    # The tasks ran the spec file as it was when each started: edited while they
     # waited in the queue, they ran the edited spec (output v2, exit 1 where v1 passed),
     # never the one `reprospec slurm` validated and split.
     require_cluster()

@@ -59,7 +59,7 @@ def test_the_amplified_spec_without_a_rate_is_said_to_need_one_to_judge_a_run_by
 ) -> None:
     """amplify.md suggests `reprospec run amplified.yaml --repeat 20`; with no `expect.rate`
     every attempt must fail, and at the amplified 41/80 that run read `not-reproduced`, exit
-    1, of a failure it reproduced in half its attempts (nu25)."""
+    1, of a failure it reproduced in half its attempts."""
     text = markdown(_found(tmp_path, Expectation("error", exception="AssertionError"), 41))
     assert (
         "The cell's `expect` has no `rate`, so a run judges every attempt and reads "
@@ -171,7 +171,7 @@ def test_the_suggested_commands_carry_the_options_the_attempts_ran_with(tmp_path
     """A spec captured with `--python .venv/bin/python` was amplified under it, and
     amplify.md suggested a bare `reprospec run amplified.yaml --repeat 20`: an infra-error,
     its packages missing from reprospec's interpreter; and `reprospec isolate
-    amplified.yaml` of its one cell, refused (exit 2) without `--passing-set` (nu33)."""
+    amplified.yaml` of its one cell, refused (exit 2) without `--passing-set`."""
     from dataclasses import replace
 
     from reprospec.core.runoptions import RunOptions, rerun_words
@@ -242,7 +242,7 @@ def test_the_amplified_spec_keeps_the_source_spec_s_comments(tmp_path: Path) -> 
 def test_the_amplified_spec_keeps_capture_s_todo_block_only_while_a_key_is_unfilled(
     tmp_path: Path,
 ) -> None:
-    # nu34: a filled skeleton's TODO block came into amplified.yaml, a stale "left to fill
+    # A filled skeleton's TODO block came into amplified.yaml, a stale "left to fill
     # in"; one still asking for a key stays.
     head = (
         "# A skeleton written by `reprospec capture --from-log issue.md`.\n"
@@ -366,7 +366,7 @@ def test_amplify_md_folds_a_long_list_of_runs(tmp_path: Path) -> None:
 
 
 def test_the_amplified_spec_s_rate_comment_says_the_amplified_rate(tmp_path: Path) -> None:
-    # nu40: amplified.yaml kept capture's `# observed 1/10; ... run with --repeat 74` beside
+    # amplified.yaml kept capture's `# observed 1/10; ... run with --repeat 74` beside
     # `switch_interval: 1e-06`, which fails in half its attempts: the comment and its
     # advice were of the spec before its perturbation.
     source = (

@@ -544,7 +544,7 @@ def test_a_fresh_challenger_of_a_forked_leader_has_its_base_measured_too() -> No
 
 
 def test_a_search_whose_base_fails_most_often_says_so_in_its_note() -> None:
-    # nu43: "base 12/16; best cpus=1: 10/14 (0.45–0.89): not amplified" gave no reason
+    # "base 12/16; best cpus=1: 10/14 (0.45–0.89): not amplified" gave no reason
     # where no perturbation failed more often than the base and the budget ran out.
     result, _ = simulate(
         [CPUS, GC], fixed({"base": 0.6, "cpus=1": 0.3, "gc=aggressive": 0.2}), seed=1,

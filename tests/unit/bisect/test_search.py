@@ -120,7 +120,7 @@ def test_untestable_versions_are_skipped_and_reported() -> None:
 
 
 def test_an_untestable_stretch_from_the_good_end_is_refused_at_once() -> None:
-    # `bisect --by-date 2005-01-01..2024-09-01` (nu23): no day before the package's build
+    # `bisect --by-date 2005-01-01..2024-09-01`: no day before the package's build
     # requirements existed can be installed, and the search skipped them one by one from
     # the middle outwards: 5 minutes of failed installs and no answer, the budget (which
     # counts attempts) never touched. Here 1.0..1.14 cannot be installed.

@@ -31,8 +31,8 @@ def segv(signature: str = SEGV) -> Outcome:
     return Outcome("crash", signal="SIGSEGV", where="main", step=2, signature=signature)
 
 
-def nu18() -> list[AttemptResult]:
-    """nu18's t.py over 10 attempts: 5 ValueError, 4 SIGSEGV, 1 pass."""
+def mixed_attempts() -> list[AttemptResult]:
+    """A user's t.py over 10 attempts: 5 ValueError, 4 SIGSEGV, 1 pass."""
     kinds = [value_error()] * 5 + [segv()] * 4 + [Outcome("pass", signature="pass")]
     return [attempt(n, o) for n, o in enumerate(kinds, 1)]
 
@@ -77,9 +77,9 @@ def test_what_else_came_back_is_counted_most_common_first() -> None:
 
 
 def test_the_failure_the_spec_does_not_expect_is_said_with_how_to_target_it() -> None:
-    # nu18 N14: 4 of 10 attempts crashed with SIGSEGV and neither the console nor the spec
+    # 4 of 10 attempts crashed with SIGSEGV and neither the console nor the spec
     # said so; the spec was about the ValueError, 5 to 4 by chance.
-    observed = observe(nu18())
+    observed = observe(mixed_attempts())
     assert (observed.signature, observed.matched, observed.attempts) == ("error:ValueError", 5, 10)
     (other,) = observed.others
     assert (other.signature, other.matched, other.attempts) == (SEGV, 4, 10)
@@ -138,7 +138,7 @@ def test_two_failures_as_common_are_said_to_be_so() -> None:
 
 
 def test_a_hang_at_a_phase_that_the_written_expect_matches_is_counted_as_its_own() -> None:
-    # nu21 MED-3: `expect: {outcome: hang}` matches a hang at any phase, as the run judges:
+    # `expect: {outcome: hang}` matches a hang at any phase, as the run judges:
     # 3 hangs and 1 hang:epoch are 4/4 of the spec's failure, no "also seen".
     hangs = [Outcome("hang", signature="hang")] * 3
     kinds = [*hangs, Outcome("hang", phase="epoch", step=0, signature="hang:epoch")]
@@ -152,13 +152,13 @@ def test_a_hang_at_a_phase_that_the_written_expect_matches_is_counted_as_its_own
 
 
 def test_a_failure_the_written_expect_does_not_match_stays_another_one() -> None:
-    attempts = nu18()
+    attempts = mixed_attempts()
     judged = _judged(observe(attempts), attempts)
     assert (judged.matched, [(o.signature, o.matched) for o in judged.others]) == (5, [(SEGV, 4)])
 
 
 def test_the_description_names_no_pid_of_the_capture_s_own_processes() -> None:
-    # nu40: `a DataLoader worker pid 23263 died of SIGSEGV` went into the spec, and every
+    # `a DataLoader worker pid 23263 died of SIGSEGV` went into the spec, and every
     # report of its runs showed that stale pid above its own failure's.
     worker = Outcome(
         "crash",

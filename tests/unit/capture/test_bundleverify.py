@@ -85,7 +85,7 @@ def _compared(original: CellResult, again: CellResult) -> CellCheck:
 
 
 def test_a_rerun_that_fails_otherwise_is_not_the_runs_though_its_verdict_is() -> None:
-    # rv20 F1: `expect: {outcome: error}` is `reproduced` by the rerun's FileNotFoundError
+    # `expect: {outcome: error}` is `reproduced` by the rerun's FileNotFoundError
     # (the bundle lacks data/cfg.json) as by the run's RuntimeError.
     cell = next(c for c in segfault_matrix().cells if c.verdict == "reproduced")
     run = _ended(cell, _RUNTIME)
@@ -105,7 +105,7 @@ def test_a_flaky_cells_rerun_may_end_in_any_of_the_runs_ways_and_in_no_other() -
     assert _compared(run, _ended(cell, crash, _PASSED, _PASSED)).reproduced
     assert _compared(run, _ended(cell, crash, crash, crash)).reproduced
     # A pass where every attempt of the run crashed is no other failure: the verdict says
-    # whether the rate came back (rv21 F2: a 90% crash's rerun failed verify half the time).
+    # whether the rate came back (a 90% crash's rerun failed verify half the time).
     always = _ended(cell, crash, crash, crash)
     assert _compared(always, _ended(cell, crash, crash, _PASSED)).reproduced
     assert _compared(always, _ended(cell, crash, crash, _PASSED)).unlike == ()
@@ -181,7 +181,7 @@ def test_a_cell_that_did_not_come_back_is_not_verified_and_names_its_file() -> N
 
 
 def test_a_file_several_cells_looked_for_is_counted_once() -> None:
-    """Three cells missing one data.txt: the bundle lacks 1 file, not 3 (nu64 LOW)."""
+    """Three cells missing one data.txt: the bundle lacks 1 file, not 3."""
     cells = tuple(_check(cell=f"n={n}") for n in (1, 2, 3))
     other = _check(cell="n=4", missing=(Missing(Path("/proj/app/cfg.json"), "cfg.json"),))
     check = BundleCheck((*cells, other), (), (), Path("/tmp/v"), ())
@@ -283,7 +283,7 @@ def test_only_what_a_line_says_was_missing_and_the_tree_holds_is_named(tmp_path:
 def test_a_missing_file_outside_the_packed_tree_is_named_by_the_workdir_it_was_made_from(
     tmp_path: Path,
 ) -> None:
-    # rv19 F3: the spec beside the program (the workdir is the packed tree's root) and the
+    # The spec beside the program (the workdir is the packed tree's root) and the
     # program reading ../shared/cfg.json: the rerun's FileNotFoundError names a path out of
     # the unpacked tree, which was never looked for where the run found it.
     from reprospec.capture.bundleverify import _missing, _Places

@@ -107,7 +107,7 @@ def test_why_a_worker_crash_expects_no_step_is_said_where_no_phase_is_expected()
 def test_a_worker_crash_seen_once_in_several_attempts_expects_no_step() -> None:
     # `capture --repeat 5` with one worker crash in five wrote `step: 8`: the rule counted
     # the attempts that ran, not those that saw the crash, and capture.md says the step of
-    # a worker crash seen once is left out (nu20 LOW-7).
+    # a worker crash seen once is left out.
     from reprospec.capture.command import Observed, expectation
     from reprospec.core.results import Outcome
 
@@ -151,7 +151,7 @@ def test_a_main_process_crash_is_expected_where_it_happened_and_a_hang_names_no_
 def test_data_the_command_names_and_the_program_read_is_listed_its_code_is_not(
     tmp_path: Path,
 ) -> None:
-    # nu18 N2: config.json, named by `--config config.json` and read by the program, was
+    # config.json, named by `--config config.json` and read by the program, was
     # left out of `files` as named; a run digests only `files` of what the command names
     # (compare said "same program files" across an edit of it). The script itself, code
     # the command names, is compared as code without being listed.
@@ -168,7 +168,7 @@ def test_data_the_command_names_and_the_program_read_is_listed_its_code_is_not(
 
 
 def test_a_pass_over_a_crash_says_what_to_capture_instead(tmp_path: Path) -> None:
-    # nu18 N1: a pipeline's status is its last command's; under `bash -o pipefail` it is
+    # A pipeline's status is its last command's; under `bash -o pipefail` it is
     # the crash's. A script file with a pipeline likewise; a program that went on over its
     # child's death has no such switch.
     from reprospec.capture.command import refusal

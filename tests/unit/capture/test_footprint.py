@@ -42,7 +42,7 @@ def test_the_verify_leaves_out_the_shells_own_variables_and_keeps_the_machines()
 
 
 def test_the_commands_own_code_is_its_dash_c_past_wrappers_and_options() -> None:
-    # fx112 3: the code whose imports are the program's own, where no file holds it.
+    # The code whose imports are the program's own, where no file holds it.
     assert _command_code(["python3", "-c", "import numpy"]) == "import numpy"
     assert _command_code(["timeout", "5", "python", "-X", "dev", "-uc", "import os"]) == (
         "import os"

@@ -55,7 +55,7 @@ def hung(
 
 
 def test_a_hang_long_after_its_last_step_is_called_at_a_stall(tmp_path: Path) -> None:
-    # nu18 N12: a deadlock after steps 0.1 s apart, seen at the 300 s timeout; every verify
+    # A deadlock after steps 0.1 s apart, seen at the 300 s timeout; every verify
     # waited 300 s again.
     attempts = [hung(tmp_path, 1, [0.1, 0.2], 300.3)]
     wait = verify_wait(read_hang("hang", tmp_path, attempts, ("steps",)), 300.0)
@@ -95,7 +95,7 @@ def test_a_stall_not_well_below_the_quiet_the_hang_showed_is_not_used(tmp_path: 
 def test_a_spec_without_markers_counts_the_lines_a_preset_matched_as_output(
     tmp_path: Path,
 ) -> None:
-    # nu18's dl2.py printed one `step 1` and deadlocked: no preset fits one line, so its
+    # A user's dl2.py printed one `step 1` and deadlocked: no preset fits one line, so its
     # spec has no markers and its output is progress; the line's marker event is its time.
     attempts = [hung(tmp_path, 1, [0.1], 300.2)]
     wait = verify_wait(read_hang("hang", tmp_path, attempts, ()), 300.0)
@@ -214,7 +214,7 @@ def test_too_few_readings_say_nothing(tmp_path: Path) -> None:
 
 
 def test_the_reruns_start_up_before_its_test_began_is_no_move(tmp_path: Path) -> None:
-    # rv42: a bound of 6 s whose first 4 were pytest's start-up (its imports, the
+    # A bound of 6 s whose first 4 were pytest's start-up (its imports, the
     # collection: CPU), then the test's `-v` line and a still hang. The window begins at
     # that line, not 5 s before the bound.
     attempt = replace(

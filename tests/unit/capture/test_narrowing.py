@@ -9,7 +9,7 @@ from reprospec.capture.footprint import needed_lines
 from reprospec.capture.narrowing import RERUNS, Needed, most_reruns, narrow
 from reprospec.capture.verify import _not_shown_needed, named_in, narrowing_line, rerun_line
 
-# The 17 variables of nu20's shell, sorted as shell_only hands them: the two the failure
+# The 17 variables of a user's shell, sorted as shell_only hands them: the two the failure
 # needs sort into different halves.
 SHELL = (
     "ALPHA_B", "AWS_CA_BUNDLE", "BAR_X", "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE",
@@ -65,7 +65,7 @@ def test_a_search_out_of_reruns_keeps_what_came_back_and_says_it_is_not_minimal(
 
 def test_a_rerun_that_missed_keeps_a_variable_never_drops_a_needed_one() -> None:
     # A flaky failure: one rerun that leaves out a variable the failure does not need
-    # happens to miss. rv19 F7: the set this test made flaky before (all but
+    # happens to miss. The set this test made flaky before (all but
     # CONTAINER_NAME) is one the search never tries, so nothing flaky was tested. Here it is
     # the set a clean search last came back with: the pair, after leaving out one variable
     # alone from the three it kept then.
@@ -95,7 +95,7 @@ def test_a_set_that_held_the_answer_and_missed_contradicts_it() -> None:
     """A crash that needs FOO_UNRELATED and misses one rerun by chance, the one that kept
     the half holding it: the search still ends on FOO_UNRELATED, and says a set holding it
     missed (`contradicted`), which capture takes for a failure that comes and goes rather
-    than write a cause (nu65 HIGH-1)."""
+    than write a cause."""
     calls: list[frozenset[str]] = []
 
     def comes_back(kept: Sequence[str]) -> bool:
@@ -131,7 +131,7 @@ def test_the_lines_of_a_set_not_narrowed_say_one_or_more_is_needed() -> None:
 
 
 def test_the_reruns_said_before_the_narrowing_bound_those_it_makes() -> None:
-    """nu25 LOW-5: 13 variables at --repeat 6 took 9 minutes, nothing said of why; the
+    """13 variables at --repeat 6 took 9 minutes, nothing said of why; the
     line said first names the variables, the reruns at most and each rerun's attempts."""
     for count in range(1, len(SHELL) + 1):
         names = SHELL[:count]
@@ -160,7 +160,7 @@ def test_the_reruns_said_before_the_narrowing_bound_those_it_makes() -> None:
 
 
 def test_a_variable_the_programs_files_name_is_tried_alone_first(tmp_path: Path) -> None:
-    """nu33: the failure needed TINYQ_FAST, which tinyq/core.py reads by name, and the
+    """The failure needed TINYQ_FAST, which tinyq/core.py reads by name, and the
     narrowing over the shell's 17 variables made 16 reruns of 10 attempts (6 minutes) to
     find it; the rerun with only the named ones first shows it in one."""
     names = tuple(sorted((*SHELL[:16], "TINYQ_FAST")))
@@ -190,7 +190,7 @@ def test_a_variable_the_programs_files_name_is_tried_alone_first(tmp_path: Path)
 
 
 def test_each_rerun_of_the_narrowing_says_what_it_keeps() -> None:
-    """nu33: 16 reruns read `verifying flaky.yaml (10 attempts)` alike, 6 minutes."""
+    """16 reruns read `verifying flaky.yaml (10 attempts)` alike, 6 minutes."""
     assert rerun_line(3, 24, ("A", "B", "C", "D", "E", "F"), 17) == (
         "reprospec: narrowing, rerun 3 of at most 24: with 6 of your shell's 17 variables "
         "(A, B, C, D and 2 more)"
@@ -204,7 +204,7 @@ def test_a_set_narrowed_to_by_chance_is_not_shown_needed() -> None:
     """The checks capture makes once more of the set narrowing ended on (verify.py): a 50%
     crash that needs only FLAKY_ON, narrowed by one-attempt reruns to FLAKY_ON and
     AWS_CA_BUNDLE, comes back without AWS_CA_BUNDLE when asked again: not shown needed, and
-    capture writes no cause (nu65 HIGH-1). A deterministic need passes every check."""
+    capture writes no cause. A deterministic need passes every check."""
     own = ("AWS_CA_BUNDLE", "CONTAINER_NAME", "FLAKY_ON")
     found = Needed(("AWS_CA_BUNDLE", "FLAKY_ON"), True, 3)
     asked: list[tuple[str, ...]] = []

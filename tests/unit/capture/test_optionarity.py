@@ -1,4 +1,4 @@
-"""How many values a script's argparse options take, read from its source (rv19 F6)."""
+"""How many values a script's argparse options take, read from its source."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_each_option_has_the_values_its_add_argument_call_says() -> None:
         "--tags": MANY,
         "--resume": 1,
         "--seed": 1,
-        # A switch takes none (rv20 F5: `--amp 5` was the axis `amp: [5]`).
+        # A switch takes none (`--amp 5` was the axis `amp: [5]`).
         "--fp16": 0,
         # The same in both parsers: one value either way.
         "--lr": 1,
@@ -50,7 +50,7 @@ def test_each_option_has_the_values_its_add_argument_call_says() -> None:
 
 
 def test_an_action_that_takes_no_value_is_a_switch_of_none() -> None:
-    # rv20 F5: these were left out as unknown, so `--amp 5` (5 the positional epochs)
+    # These were left out as unknown, so `--amp 5` (5 the positional epochs)
     # became the axis `amp: [5]` and widening it changed the epoch count.
     source = """
 import argparse
@@ -82,7 +82,7 @@ p.add_argument("--custom", action=Custom)
 
 
 def test_a_unique_prefix_of_a_long_option_is_that_option() -> None:
-    # rv20 F3: argparse's allow_abbrev (its default) reads `--batch 32 5` as --batch-size
+    # argparse's allow_abbrev (its default) reads `--batch 32 5` as --batch-size
     # 32 and the positional 5; looked up by its exact word, it was the axis `[32 5]`.
     options = parser_options(SOURCE)
     assert options.arity("--batch") == 1
@@ -125,7 +125,7 @@ def test_abbreviations_are_off_where_a_parser_or_an_option_is_not_written_out() 
 def test_no_python_says_nothing() -> None:
     assert parser_options("def (:\n") == ParserOptions()
     assert parser_options("x = 1\0") == ParserOptions()
-    # Nested deeper than the parser goes (rv20 F2: capture's internal error).
+    # Nested deeper than the parser goes (capture's internal error).
     assert parser_options(f"import argparse\n{too_deep()}") == ParserOptions()
 
 

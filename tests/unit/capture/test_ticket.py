@@ -73,7 +73,7 @@ def test_prose_says_the_libraries_the_gpus_the_driver_and_torchs_cuda() -> None:
     assert two.requirements == ("numpy==2.0.1",)
     assert parse_machine("worked with numpy 1.26.4, fails with numpy 2.0.1").requirements == ()
     # A short model name is one only after NVIDIA or Tesla; "8x A100 80GB" is 8 of them, each
-    # with its memory, and is said so (nu61: the count was lost, "where there is a A100").
+    # with its memory, and is said so (the count was lost, "where there is a A100").
     gpus = parse_machine("the L4 cache; on an NVIDIA T4 and 8x A100 80GB, Pillow 10.2.0")
     assert gpus.gpus == ("NVIDIA T4", *["A100 80GB"] * 8)
     assert gpus.requirements == ("pillow==10.2.0",)
@@ -306,7 +306,7 @@ def test_a_conda_list_table_and_a_bare_freeze_are_packages() -> None:
 
 def test_a_whole_conda_list_pins_its_python_distributions_only() -> None:
     # A real `conda list` starts with `_libgcc_mutex`, whose `_` ended the table before any
-    # row was read (nu46): nothing was pinned but torch, from the `pytorch 2.1.0` words.
+    # row was read: nothing was pinned but torch, from the `pytorch 2.1.0` words.
     # Python itself and conda's own packages (blas, ffmpeg, pytorch-cuda) are no index's
     # distributions, which every cell then lacked (infra-error).
     machine = parse_machine(
@@ -375,7 +375,7 @@ def test_transformers_cli_envs_libraries_are_pinned() -> None:
 def test_a_pip_list_table_is_packages_but_an_editable_install() -> None:
     # `pip list`, as often pasted as `pip freeze`: only torch was pinned (its row read as
     # prose, `torch 2.2.0`), and torchvision, whose import the ticket said crashed, was not,
-    # nor was a TODO left for the packages (nu46).
+    # nor was a TODO left for the packages.
     machine = parse_machine(
         "Package            Version      Editable project location\n"
         "------------------ ------------ -------------------------\n"
@@ -390,7 +390,7 @@ def test_a_pip_list_table_is_packages_but_an_editable_install() -> None:
 
 def test_an_environment_written_as_a_markdown_list_is_read() -> None:
     # `transformers-cli env`'s output, pasted in most Hugging Face issues, and an issue
-    # template's own list (nu23): capture said "the log does not say" the Python version and
+    # template's own list: capture said "the log does not say" the Python version and
     # "the log says nothing about its machine", and pinned nothing.
     machine = parse_machine(
         "### System Info\n\n"
@@ -438,7 +438,7 @@ def test_a_ticket_that_says_nothing_says_nothing() -> None:
 def test_a_phase_is_expected_only_where_the_spec_gets_markers_that_report_it() -> None:
     # pytest's report names the failing test, but the command is no pytest: no pytest
     # preset goes into the spec, and "reported by the markers below" named none; then an
-    # expected phase no run reports made every attempt not-reproduced (nu46): a TODO item.
+    # expected phase no run reports made every attempt not-reproduced: a TODO item.
     text = (
         "$ python run_suite.py\n____ test_x ____\nE   ValueError: bad\n"
         "FAILED tests/test_io.py::test_x - ValueError: bad\n"
@@ -452,7 +452,7 @@ def test_a_phase_is_expected_only_where_the_spec_gets_markers_that_report_it() -
 
 
 def test_the_markers_a_phase_comes_from_are_above_it_in_the_spec() -> None:
-    # nu31: `phase: epoch  # reported by the markers below`, under the markers: line.
+    # `phase: epoch  # reported by the markers below`, under the markers: line.
     text = (DATA / "tickets" / "pytorch-issue-collect-env.md").read_text()
     written = render_spec(skeleton(read_ticket(text), "issue.md"))
     markers = written.index("\nmarkers: [{preset: lightning}]")
@@ -470,7 +470,7 @@ def test_a_setup_script_before_the_program_is_not_the_command() -> None:
 
 
 def test_the_command_is_the_prompt_that_ran_the_failure_not_one_that_showed_the_machine() -> None:
-    # nu61: the first prompt, "the windows box where it works", was taken, and the spec
+    # The first prompt, "the windows box where it works", was taken, and the spec
     # lost `--bs 128`; a quoted `python -m torch.utils.collect_env` (it passes) was the
     # command of another ticket.
     windows_first = (
@@ -539,7 +539,7 @@ def test_one_pasted_lightning_bar_gives_the_phase_and_step_a_lone_step_line_does
 
 
 def test_what_no_index_serves_is_a_todo_naming_it_not_left_out_without_a_word() -> None:
-    # nu61: a wheel from the sender's disk, an editable install from git and an older pip
+    # A wheel from the sender's disk, an editable install from git and an older pip
     # list's row with its folder were left out silently (the last pinned, myproj==0.1.0,
     # which no index has), though the crash was in libmyop.so.
     read = read_ticket(
@@ -561,7 +561,7 @@ def test_what_no_index_serves_is_a_todo_naming_it_not_left_out_without_a_word() 
 
 
 def test_the_os_said_in_prose_is_compared_and_windows_spawn_is_said() -> None:
-    # nu61: "On Windows 11" was neither read nor compared, and a pickling failure of the
+    # "On Windows 11" was neither read nor compared, and a pickling failure of the
     # DataLoader's spawned workers gave no hint that Linux starts them otherwise.
     read = read_ticket("On Windows 11, Python 3.11.5, torch 2.1.0+cpu.\nAttributeError: x\n")
     assert read.machine.os == "Windows 11"
@@ -622,7 +622,7 @@ def test_a_worker_crash_ticket_expects_the_signal_and_where_not_the_main_process
 ):
     # The main process's RuntimeError ("DataLoader worker ... is killed by signal") and the
     # main loop's step 7 went into expect: a rerun of the same worker SIGSEGV raised
-    # ConnectionResetError and was not-reproduced in 3/3 (nu17 D2). The live capture's rule.
+    # ConnectionResetError and was not-reproduced in 3/3. The live capture's rule.
     text = (
         "$ python train.py --workers 2 --decoder native\n"
         "train step 1\ntrain step 7\n"
@@ -684,7 +684,7 @@ def test_a_wheel_pip_freeze_installed_from_a_url_is_read_with_its_version() -> N
         "linux_x86_64.whl\nnumpy==1.26.0\n"
         "mylib @ git+https://github.com/me/mylib@abc123\n"
         "other @ https://example.com/wheels/notother-1.0-py3-none-any.whl\n"
-        # nu44: a wheel from the sender's disk was pinned (some_pkg==0.1), which no index has.
+        # A wheel from the sender's disk was pinned (some_pkg==0.1), which no index has.
         "some_pkg @ file:///home/bob/wheels/some_pkg-0.1-py3-none-any.whl\n"
     )
     assert machine.torch == "2.1.0+cu121"
@@ -732,7 +732,7 @@ def test_a_tickets_option_of_several_values_is_one_axis_or_kept_and_said_so() ->
             "From a ticket: hang at train step 120",
         ),
         ("$ python app.py\nSegmentation fault (core dumped)\n", "From a ticket: crash SIGSEGV"),
-        # nu34: progress lines with a step and no phase read `crash SIGSEGV in a worker step
+        # Progress lines with a step and no phase read `crash SIGSEGV in a worker step
         # 1`, as if the worker crashed at that step, and `crash SIGSEGV step 3`.
         (
             "$ python run.py --num-workers 2\nstep 0: batch (8, 16)\nstep 1: batch (8, 16)\n"
@@ -752,7 +752,7 @@ def test_the_title_names_the_outcome_once(text: str, title: str) -> None:
 
 
 def test_progress_lines_with_a_step_and_no_phase_are_evidence_step_0_too() -> None:
-    # nu34: `step 0: ...` lines before a crash were not listed among what the ticket said
+    # `step 0: ...` lines before a crash were not listed among what the ticket said
     # (only a phase was), and a step 0 lost its number.
     for steps, said in (((0, 1), "step 1"), ((0, 0), "step 0"), ((2, 0), "step 0")):
         lines = "".join(f"step {n}: batch (8, 16)\n" for n in steps)
@@ -775,7 +775,7 @@ def test_a_ticket_that_says_it_fails_only_sometimes_gives_a_repeated_spec_with_a
     prose: str, said: str
 ) -> None:
     """A spec of a ticket that says `1 in 3 runs` ran one attempt, which passed by chance
-    two times in three and read `not-reproduced` (nu25)."""
+    two times in three and read `not-reproduced`."""
     text = (
         f"{prose}\n\n"
         "$ python train.py --workers 4\n"
@@ -853,7 +853,7 @@ def test_a_flaky_ticket_whose_failure_the_reader_does_not_know_still_repeats(
 )
 def test_a_ticket_that_denies_it_is_flaky_gives_a_spec_of_one_attempt(prose: str) -> None:
     """A ticket's "Not flaky", "not just sometimes" or later "No, every time" read as the claim
-    that it fails only sometimes: a 20-attempt spec expecting `rate: '>0'` (fx96)."""
+    that it fails only sometimes: a 20-attempt spec expecting `rate: '>0'`."""
     text = f"{prose}\n\n$ python loader.py\nTypeError: lr must be a float, got str\n"
     ticket = read_ticket(text)
     assert ticket.flaky is None
@@ -1080,7 +1080,7 @@ def test_a_pasted_parametrized_tests_id_with_spaces_is_read_whole() -> None:
 
 @pytest.mark.parametrize("before", [" ", "\x00"])
 def test_a_worker_s_traceback_after_torch_s_error_line_keeps_its_cause(before: str) -> None:
-    # nu34: torch ends `ERROR: Unexpected segmentation fault encountered in worker.` with a
+    # Torch ends `ERROR: Unexpected segmentation fault encountered in worker.` with a
     # NUL, which a paste from a terminal shows as a space before `Traceback`: that block
     # was not read, and the chain lost its cause, `... is killed by signal: ...`.
     text = (
@@ -1126,7 +1126,7 @@ def test_a_fenced_traceback_s_message_leaves_its_closing_fence_out(fence: str) -
 
 def test_pytest_s_header_pins_pytest_and_its_plugins() -> None:
     """`platform linux -- Python 3.11.7, pytest-9.2.0, pluggy-1.7.0` and `plugins: ...`
-    said the versions, yet the skeleton asked for environment.packages as a TODO (nu40).
+    said the versions, yet the skeleton asked for environment.packages as a TODO.
     A plugin is named without its `pytest-`, put back where the plugin is known to be
     pytest-X; one known to be its own distribution stays so, and one of neither is left
     out: a live log's `reprospec-0.1.0` was pinned as `pytest-reprospec`, which nothing has."""
@@ -1157,7 +1157,7 @@ def test_pytest_s_header_pins_pytest_and_its_plugins() -> None:
     )
     assert parse_machine("plugins: see the list below\n").requirements == ()
     # Our own plugin is the engine's in every rerun: a pin of the sender's reprospec made any
-    # other version's rerun an infra-error (nu44).
+    # other version's rerun an infra-error.
     ours = parse_machine("plugins: xdist-3.8.0, reprospec-0.1.0\n").requirements
     assert ours == ("pytest-xdist==3.8.0",)
 
@@ -1165,7 +1165,7 @@ def test_pytest_s_header_pins_pytest_and_its_plugins() -> None:
 def test_a_phase_only_a_frame_names_is_a_todo_item_not_an_expected_phase() -> None:
     # No marker of the spec reports `train` (only the frame `training_step` says it): the
     # skeleton expected phase: train, and with its TODOs filled every attempt was
-    # not-reproduced, `@ train` against an unreported phase (nu46).
+    # not-reproduced, `@ train` against an unreported phase.
     read = read_ticket(
         "`python run_clm.py`\n\n"
         "Traceback (most recent call last):\n"
@@ -1188,7 +1188,7 @@ def test_a_phase_only_a_frame_names_is_a_todo_item_not_an_expected_phase() -> No
 def test_torchruns_report_of_a_rank_killed_by_a_signal_is_a_childs_crash() -> None:
     # The NCCL watchdog aborts rank 1; torchrun says `exitcode: -6` twice and raises
     # ChildFailedError. The skeleton said `# in the main process` (torchrun's) and kept
-    # ChildFailedError, where a live run of the command reports a child's SIGABRT (nu46).
+    # ChildFailedError, where a live run of the command reports a child's SIGABRT.
     text = (
         "$ torchrun --nproc_per_node 2 train_ddp.py\n"
         "[2024-03-11 14:02:17,502] torch.distributed.elastic.multiprocessing.api: [ERROR]"
@@ -1217,7 +1217,7 @@ def test_torchruns_report_of_a_rank_killed_by_a_signal_is_a_childs_crash() -> No
 
 def test_subprocess_saying_a_child_died_of_a_signal_is_a_childs_crash() -> None:
     # `CalledProcessError: ... died with <Signals.SIGSEGV: 11>` was read as an error of
-    # CalledProcessError, which a live run (crash SIGSEGV in a child) never matched (nu46).
+    # CalledProcessError, which a live run (crash SIGSEGV in a child) never matched.
     read = read_ticket(
         "Traceback (most recent call last):\n"
         '  File "/w/run_ops.py", line 3, in <module>\n'
@@ -1271,7 +1271,7 @@ def test_a_command_run_by_a_path_or_a_version_of_python_runs_the_specs_python(
 @pytest.mark.parametrize(
     ("log", "command", "python"),
     [
-        # fx112 2: the program past its wrappers, each read by its own options: the first
+        # The program past its wrappers, each read by its own options: the first
         # word that was no `VAR=value` or `env` was taken (`timeout`, `nice`, `-i`), no
         # program a ticket runs, so the command was a TODO.
         (
@@ -1297,7 +1297,7 @@ def test_a_wrapped_command_is_read_as_the_program_it_runs(
 
 
 def test_a_long_python_stack_is_described_by_its_outermost_frames_too() -> None:
-    # nu61: the description kept the innermost six (torch's, queue's, threading's), and the
+    # The description kept the innermost six (torch's, queue's, threading's), and the
     # program's own frames, where it hung (train.py:evaluate), were cut.
     inner = "".join(f"    f{n} (torch/lib{n}.py:{n})\n" for n in range(8))
     read = read_ticket(
@@ -1314,7 +1314,7 @@ def test_a_long_python_stack_is_described_by_its_outermost_frames_too() -> None:
 
 
 def test_a_py_spy_dump_is_a_hang_of_the_command_it_names() -> None:
-    # What a hang's ticket pastes (nu46): it read "no failure found", the command a TODO,
+    # What a hang's ticket pastes: it read "no failure found", the command a TODO,
     # though py-spy's first line names it and its Python.
     read = read_ticket(
         "Training hangs at the start of epoch 2. `py-spy dump --pid 5512`:\n\n```\n"
@@ -1383,14 +1383,14 @@ def test_a_py_spy_process_of_a_quoted_launch_is_that_launch() -> None:
 def test_a_windows_prompt_line_is_the_command_with_its_paths_slashed(
     line: str, command: str
 ) -> None:
-    # PowerShell's and cmd's prompts were no prompt: the command was a TODO (nu46), and
+    # PowerShell's and cmd's prompts were no prompt: the command was a TODO, and
     # shlex read `.\train.py` as `.train.py`. Pasted with CRLF line ends, as Windows' are.
     text = f"On Windows 11:\r\n\r\n```\r\n{line}\r\nSegmentation fault\r\n```\r\n"
     assert read_ticket(text).command == command
 
 
 def test_a_cuda_error_of_torchrun_ranks_needs_a_gpu_per_rank() -> None:
-    # NCCL's ranks each take a GPU: `gpus: 1` ran 4 ranks on one (nu46).
+    # NCCL's ranks each take a GPU: `gpus: 1` ran 4 ranks on one.
     text = (
         "[rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970,"
         " unhandled cuda error\n\nLaunched with `torchrun --nproc_per_node=4 train.py`.\n"
@@ -1409,7 +1409,7 @@ def test_a_cuda_error_of_torchrun_ranks_needs_a_gpu_per_rank() -> None:
 def test_progress_is_read_from_the_pasted_output_not_the_tickets_title() -> None:
     """The title `training crashes at step 3` matched the steps preset: the skeleton expected
     `phase: training`, which the program, printing only `step N`, never reports, and 20 of 20
-    crashes missed (nu65 HIGH-2). With a fence, only its lines are the program's."""
+    crashes missed. With a fence, only its lines are the program's."""
     text = (
         "Title: training crashes at step 3 with segfault\n\n"
         "It happens roughly 1 in 3 runs.\n\n"
@@ -1441,7 +1441,7 @@ def test_a_cuda_error_is_read_from_the_exception_line_not_the_raise_above_it() -
     assert any(e.endswith("was encountered") for e in read.evidence)
 
 
-# fx108: a `Timeout (0:05:00)!` dump of a server's threads, as the report pasted it.
+# A `Timeout (0:05:00)!` dump of a server's threads, as the report pasted it.
 THREADS_TIMEOUT = """\
 ```
 $ python -m mytool.serve --port 8080 --workers 4
@@ -1459,7 +1459,7 @@ Thread 0x00007f1a2c9ff740 (most recent call first):
 
 
 def test_a_timeout_dump_gives_each_thread_its_own_stack_the_main_one_first() -> None:
-    # fx108: the threads were joined into one made-up chain, serve.py:<module> -> join ->
+    # The threads were joined into one made-up chain, serve.py:<module> -> join ->
     # pool.py:_worker -> wait, as if join called _worker.
     read = read_ticket(THREADS_TIMEOUT)
     assert read.failure.outcome == "hang"
@@ -1530,7 +1530,7 @@ def test_a_fraction_of_a_second_timeout_is_a_hang() -> None:
 @pytest.mark.parametrize(
     ("text", "torch"),
     [
-        # fx108: a server's `--workers 4` was told "for a DataLoader, 0 loads the data ...".
+        # A server's `--workers 4` was told "for a DataLoader, 0 loads the data ...".
         (THREADS_TIMEOUT, False),
         (
             "$ python train.py --workers 4\nTraceback (most recent call last):\n"
@@ -1549,7 +1549,7 @@ def test_a_workers_axis_names_a_dataloader_only_where_the_log_shows_torch(
     assert ("DataLoader" in axis.comment) is torch
 
 
-# fx108: GitHub's quote reply (`> ` on every line, `>` on a blank one) lost a rank's
+# GitHub's quote reply (`> ` on every line, `>` on a blank one) lost a rank's
 # traceback (`[rank1]:` behind `> ` kept its prefix) and the command (`> $ python ...`
 # read as a prompt `>` running `$`).
 QUOTED = [

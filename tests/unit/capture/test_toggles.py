@@ -117,7 +117,7 @@ def test_a_value_with_a_quote_stays_literal() -> None:
             {"s": "0 1 2", "seed": 3},
             "python t.py -s ${{ matrix.s }} +trainer.seed=${{ matrix.seed }}",
         ),
-        # rv18 F7: after a decimal, a whole number is the program's (an epoch count), where
+        # After a decimal, a whole number is the program's (an epoch count), where
         # it went into the axis (`lr: [0.1 5]`), and widening it ran argparse's usage error.
         (
             "python t.py --lr 0.1 5",
@@ -130,9 +130,9 @@ def test_a_value_with_a_quote_stays_literal() -> None:
             "python t.py --lrs ${{ matrix.lrs }} 5",
         ),
         # Several numbers that end the command: the option's all (`nargs='+'`), or some
-        # and a positional epoch count; kept as written (rv20 F4: `--seeds 1 2 100` was
+        # and a positional epoch count; kept as written (`--seeds 1 2 100` was
         # `seeds: [1 2]`, `--gpus 0 1` `gpus: 0`, values a nargs='+' program never had;
-        # rv19 F6: `--batch-size 32 5` was `[32 5]`, where argparse read 32 and epochs 5).
+        # `--batch-size 32 5` was `[32 5]`, where argparse read 32 and epochs 5).
         ("python t.py --batch-size 32 5", {}, "python t.py --batch-size 32 5"),
         ("python t.py --epochs 5 0.1", {}, "python t.py --epochs 5 0.1"),
         ("python t.py --seeds 1 2 100", {}, "python t.py --seeds 1 2 100"),
@@ -217,7 +217,7 @@ def test_an_option_followed_by_several_values_is_one_axis_or_kept_as_written(
             {"config": "c.yaml"},
             "python t.py --config ${{ matrix.config }} data.csv",
         ),
-        # rv20 F3: argparse reads a unique prefix as its option (allow_abbrev): --batch is
+        # Argparse reads a unique prefix as its option (allow_abbrev): --batch is
         # --batch-size, of one value, where the words made it the axis `[32 5]`.
         (
             "python t.py --batch 32 5 --lr 0.1",
@@ -225,7 +225,7 @@ def test_an_option_followed_by_several_values_is_one_axis_or_kept_as_written(
             {"batch": 32, "lr": 0.1},
             "python t.py --batch ${{ matrix.batch }} 5 --lr ${{ matrix.lr }}",
         ),
-        # rv20 F5: a switch (store_true, count, ...) takes no value: the 5 after it is the
+        # A switch (store_true, count, ...) takes no value: the 5 after it is the
         # program's own, where it was the axis `amp: [5]`; a short one is kept as written.
         (
             "python t.py --amp 5",
@@ -269,7 +269,7 @@ def test_a_prefix_argparse_would_not_read_as_the_option_is_read_by_the_words(
 
 
 def test_several_numbers_that_end_the_command_are_kept_as_written_and_said_so() -> None:
-    # rv20 F4: by the words alone, `--layers 64 128 256` of an imported nargs='+' parser
+    # By the words alone, `--layers 64 128 256` of an imported nargs='+' parser
     # was `layers: [64 128]` with 256 left in the command (widened: `--layers 32 256`).
     proposal = propose(["python", "net.py", "--layers", "64", "128", "256"])
     assert proposal.toggles == ()
@@ -508,7 +508,7 @@ def test_a_leading_setting_is_written_and_a_leading_secret_is_read_back() -> Non
 def test_a_leading_variable_whose_name_holds_a_secrets_word_anywhere_is_read_back(
     length: str,
 ) -> None:
-    # rv16: `GITHUB_TOKEN_RO=... python x.py` was judged by its last word (`ro`), and the
+    # `GITHUB_TOKEN_RO=... python x.py` was judged by its last word (`ro`), and the
     # captured spec wrote the token under `# set on the command line`.
     secrets = named_secrets(length)
     settings = {**COUNTS, **LOOKALIKES, "API_TOKEN": "tok", "AUTH_ENABLED": "true"}
@@ -581,7 +581,7 @@ def test_env_with_options_of_its_own_is_kept_and_the_program_read_past_it() -> N
 
 
 def test_env_says_what_it_takes_from_the_programs_environment() -> None:
-    # rv17 F11: environment.env past `env -i` reaches nothing but what the command reads
+    # environment.env past `env -i` reaches nothing but what the command reads
     # back (the shell expands `"$NAME"` before env runs), past `-u NAME` all but NAME.
     cases: tuple[tuple[list[str], bool, frozenset[str]], ...] = (
         (["env", "-i", "A=1", "python", "x.py"], True, frozenset()),
@@ -678,7 +678,7 @@ def test_pytests_own_setup_options_stay_in_the_command(setup: list[str]) -> None
 def test_a_wrappers_words_and_the_interpreters_are_no_axes(
     argv: list[str], axes: dict[str, JsonValue]
 ) -> None:
-    # fx102 4: `timeout --foreground -s KILL 1 python3 -c CODE` made `foreground`, `s` and
+    # `timeout --foreground -s KILL 1 python3 -c CODE` made `foreground`, `s` and
     # `c` axes; only the program's own options past the wrappers are.
     proposal = propose(argv)
     assert {t.axis: t.value for t in proposal.toggles} == axes
@@ -696,7 +696,7 @@ def test_a_wrappers_words_and_the_interpreters_are_no_axes(
     ],
 )
 def test_the_program_a_command_runs_is_named_for_its_pin(argv: list[str], words: list[str]) -> None:
-    # fx102 3: the distribution of the program is always pinned (the harness finds it).
+    # The distribution of the program is always pinned (the harness finds it).
     from reprospec.capture.footprint import _program_words
 
     assert _program_words(argv) == words
@@ -718,7 +718,7 @@ def test_the_program_a_command_runs_is_named_for_its_pin(argv: list[str], words:
 def test_env_and_wrappers_inside_one_another_are_no_axes(
     argv: list[str], axes: dict[str, JsonValue]
 ) -> None:
-    # fx104 1: `timeout 5 env -i python3 prog.py --lr 0.1` made `-i python3` an axis (i:
+    # `timeout 5 env -i python3 prog.py --lr 0.1` made `-i python3` an axis (i:
     # [python3], the interpreter), as the env after the wrapper was read as its program.
     proposal = propose(argv)
     assert {t.axis: t.value for t in proposal.toggles} == axes
@@ -752,7 +752,7 @@ def test_an_env_after_a_wrapper_empties_the_programs_environment_and_reads_its_s
     ],
 )
 def test_a_wrappers_unknown_word_makes_no_axis(argv: list[str], unsure: str) -> None:
-    # fx104 1: where the program starts is not sure: no axis is better than a wrong one.
+    # Where the program starts is not sure: no axis is better than a wrong one.
     proposal = propose(argv)
     assert proposal.toggles == ()
     assert render(proposal.command, {}) == shlex.join(argv)

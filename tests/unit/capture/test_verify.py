@@ -22,7 +22,7 @@ def _attempt(outcome: Outcome, *warnings: str) -> AttemptResult:
 
 def test_a_pass_over_a_crash_is_not_the_clean_pass_capture_saw() -> None:
     # A rerun's pass beside a process's SIGSEGV was "the same signature (pass)": the
-    # verify compared the root's status alone (nu18 N1).
+    # verify compared the root's status alone.
     assert same_as(_attempt(PASS), "pass")
     assert not same_as(_attempt(PASS, DIED), "pass")
     assert _beside([_attempt(PASS, DIED), _attempt(PASS)], "pass") == (
@@ -38,7 +38,7 @@ def test_a_rerun_whose_failure_came_back_but_missed_the_expect_is_not_called_fla
     """A worker crash came back in 5 of 6 attempts of the rerun as the first run ran, each
     at a step the written `expect.step` did not hold: the line said "it did not come back in
     the workdir either (0/6 attempts)", the failure "may be flaky", and the variable it
-    needed went unwritten (nu25)."""
+    needed went unwritten."""
     crashed = replace(_attempt(SEGV), matched=False, mismatches=("step: expected 9..11, got 7",))
     passed = replace(_attempt(PASS), matched=False, mismatches=("outcome: expected crash",))
     attempts = (crashed,) * 5 + (passed,)

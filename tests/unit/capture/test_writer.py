@@ -87,7 +87,7 @@ def test_a_setting_the_command_line_sets_is_written_as_its_value() -> None:
 
 @pytest.mark.parametrize("length", ["short", "long"])
 def test_a_secret_the_command_line_sets_under_any_name_is_read_back(length: str) -> None:
-    # rv16: `GITHUB_TOKEN_RO=abcd... python x.py` was written `GITHUB_TOKEN_RO: abcd...
+    # `GITHUB_TOKEN_RO=abcd... python x.py` was written `GITHUB_TOKEN_RO: abcd...
     # # set on the command line`, judged by its name's last word.
     secrets = named_secrets(length)
     words = [f"{name}={value}" for name, value in secrets.items()]
@@ -99,7 +99,7 @@ def test_a_secret_the_command_line_sets_under_any_name_is_read_back(length: str)
 
 
 def test_env_i_keeps_only_what_the_command_reads_back_and_says_what_it_wipes() -> None:
-    # rv17 F11: `env -i A=1 python3 x.py` kept `env -i`, yet the spec's environment.env
+    # `env -i A=1 python3 x.py` kept `env -i`, yet the spec's environment.env
     # said the program had PYTHONUNBUFFERED=1 and the shell's settings, which `-i` wipes.
     environ = {
         "PYTHONUNBUFFERED": "1",
@@ -398,7 +398,7 @@ def test_a_crashs_exception_is_expected_only_of_the_main_process(
     where: str, exception: str | None
 ) -> None:
     # A worker's death surfaces in the main process as RuntimeError one time and
-    # ConnectionResetError the next: a spec expecting it never reproduced (nu17 D2).
+    # ConnectionResetError the next: a spec expecting it never reproduced.
     keys = process_keys(crash=True, where=where, exception="RuntimeError", step=None)
     assert keys.exception == exception
 
@@ -455,7 +455,7 @@ def test_a_step_is_a_range_where_it_varied_and_exact_where_it_did_not() -> None:
 def test_a_workers_step_that_varied_is_not_expected_and_says_where_the_main_loop_was() -> None:
     """The main loop notices a worker's death some steps late, by timing: 5 crashes noticed
     at steps 9..11 wrote `step: 9..11`, and the verify's 5 crashes, at 7, 8 and 12, all
-    missed it (nu25)."""
+    missed it."""
     varied = process_keys(
         crash=True, where="worker", exception=None, step=9, steps=(9, 9, 11, 10), seen=4
     )
@@ -482,7 +482,7 @@ def test_an_axis_of_several_words_says_so_and_is_named_quoted() -> None:
 
 def test_a_dataloader_is_named_in_a_workers_hint_only_for_a_program_importing_torch() -> None:
     # `--workers 2` of a program importing only ctypes was told "for a DataLoader, 0 loads
-    # the data in the main process" (nu20 LOW-8).
+    # the data in the main process".
     (workers,) = propose(["python", "app.py", "--workers", "2"]).toggles
     with_torch = axis_for(workers, uses_torch=True).comment
     assert with_torch == (

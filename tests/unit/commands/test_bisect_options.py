@@ -13,7 +13,7 @@ from reprospec.cli import main
 def test_by_date_refuses_a_version_it_would_not_use(
     extra: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # nu45 F5: `--by-date A..B --good X` bisected the days A..B, X dropped without a word.
+    # `--by-date A..B --good X` bisected the days A..B, X dropped without a word.
     spec = tmp_path / "s.yaml"
     spec.write_text("reprospec: 1\nname: s\ncommand: 'true'\nexpect: {outcome: error}\n")
     words = ["bisect", str(spec), "--package", "x", "--by-date", "2024-01-01..2024-02-01"]

@@ -19,7 +19,7 @@ from reprospec.venvs.build import in_use_lock
 @pytest.mark.parametrize(
     ("words", "said"),
     [
-        # nu45 F11: `list --older-than 1d` listed every environment, the option unread.
+        # `list --older-than 1d` listed every environment, the option unread.
         (["list", "--older-than", "1d"], "--older-than: for `envs prune` only"),
         (["list", "--all", "--dry-run"], "--all, --dry-run: for `envs prune` only"),
         # ...and `prune --all --older-than 1d` removed every one, however new.

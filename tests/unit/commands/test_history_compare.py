@@ -29,7 +29,7 @@ def test_recent_run_ids_order_runs_of_one_second_as_begun(tmp_path: Path) -> Non
     for merged in ("20261121-214513-x-merged", "20261121-214512-x-1111"):
         (tmp_path / "runs" / merged).mkdir(parents=True)
         (tmp_path / "runs" / merged / "results.json").write_text("{}")
-    # nu28 F1: what a run refused before it began left (its engine.json alone; the store
+    # What a run refused before it began left (its engine.json alone; the store
     # does not list it) is no run, newest as it is.
     (tmp_path / "runs" / "20261121-214600-x-2222").mkdir(parents=True)
     (tmp_path / "runs" / "20261121-214600-x-2222" / "engine.json").write_text("{}")
@@ -56,7 +56,7 @@ def test_slurm_runs_take_latest_too(tmp_path: Path) -> None:
 
 
 def test_latest_beyond_a_persons_runs_says_the_probes_it_did_not_count(tmp_path: Path) -> None:
-    # nu22 LOW-11: `report latest~2` said ".reprospec has only 2 runs" of a folder of 14
+    # `report latest~2` said ".reprospec has only 2 runs" of a folder of 14
     # runs, 12 of them isolate's probes, which `history` says it leaves out.
     db = tmp_path / "results.db"
     conn = sqlite3.connect(db)
@@ -76,7 +76,7 @@ def test_latest_beyond_a_persons_runs_says_the_probes_it_did_not_count(tmp_path:
 
 
 def test_compare_shows_the_first_few_of_pips_packages_and_counts_the_rest() -> None:
-    """nu23: a local run against a docker run printed 117 lines, most of them pip's
+    """A local run against a docker run printed 117 lines, most of them pip's
     package list (two interpreters differ in nearly all), burying python and torch."""
     from dataclasses import replace
 
@@ -102,7 +102,7 @@ def test_compare_shows_the_first_few_of_pips_packages_and_counts_the_rest() -> N
 def test_history_says_a_shard_run_is_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """nu29 L2: a shard's verdicts are of its share of each cell's attempts; listed as a
+    """A shard's verdicts are of its share of each cell's attempts; listed as a
     plain run, `1 undecided` read as the cell's verdict, where the merge reproduced it."""
     import json
 
@@ -131,7 +131,7 @@ def test_history_says_a_shard_run_is_one(
 def test_history_limit_past_sqlites_integers_lists_every_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """nu32 F2: `--limit 100000000000000000000` (past sqlite's 64-bit LIMIT) said "the
+    """`--limit 100000000000000000000` (past sqlite's 64-bit LIMIT) said "the
     results store ...: cannot read it: datatype mismatch", exit 3: the store blamed."""
     import json
 
@@ -148,7 +148,7 @@ def test_history_limit_past_sqlites_integers_lists_every_run(
 def test_history_beside_a_store_counts_the_run_folders_it_does_not_list(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """nu32 F6: a store moved aside (damaged, as its message advises) left its runs' folders,
+    """A store moved aside (damaged, as its message advises) left its runs' folders,
     which `latest~N` counts; beside the next run's store, history listed that run alone and
     said nothing of them (it said so only where there was no store)."""
     from reprospec.cli import main
@@ -210,7 +210,7 @@ def test_history_searches_names_what_each_probe_ran(
 def test_history_of_a_deleted_spec_file_names_the_spec_s_name_its_runs_are_under(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """nu40: `history g.yaml` after the file was deleted said "no such file", exit 2, where
+    """`history g.yaml` after the file was deleted said "no such file", exit 2, where
     `history NAME` (the spec's name, which the store keeps) lists its runs."""
     from reprospec.cli import main
 

@@ -14,7 +14,7 @@ from tests.support.runs import segfault_matrix
 def test_an_interrupted_run_is_not_merged_and_the_message_says_how_to_finish_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # nu32 F7: its cells held only the attempts it ran, merged as the cells' own (1/1 where
+    # Its cells held only the attempts it ran, merged as the cells' own (1/1 where
     # 2 were asked), and the merged report said `reprospec run --resume MERGED-ID`, which
     # no store holds ("a run the store does not hold ... is not resumed").
     from reprospec.cli import main

@@ -60,7 +60,7 @@ def test_every_verb_declares_its_own_parser_and_only_the_one_run_is_built() -> N
 
 @pytest.mark.parametrize("verb", ["run", "merge", "report"])
 def test_every_verb_that_prints_a_report_takes_every_format_render_renders(verb: str) -> None:
-    # nu22 LOW-7: report took md, html, junit, json; `render` renders github too.
+    # Report took md, html, junit, json; `render` renders github too.
     parser = build_parser(verb)
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     fmt = next(a for a in sub.choices[verb]._actions if a.dest == "format")
@@ -97,7 +97,7 @@ def test_a_bad_count_is_refused_in_one_wording_by_every_verb(
 def test_a_find_links_folder_that_is_not_there_is_refused_before_anything_runs(
     verb: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # nu42: it was taken, and every cell of the run was an infra-error (`--find-links folder
+    # It was taken, and every cell of the run was an infra-error (`--find-links folder
     # not found`), exit 3; under the local runner, which uses none, not a word.
     out = [] if verb == "materialize" else ["--out", str(tmp_path)]
     argv = [*_verb_and_spec(verb, tmp_path), *out]
@@ -114,7 +114,7 @@ def test_a_find_links_folder_that_is_not_there_is_refused_before_anything_runs(
 def test_an_empty_python_is_refused_before_anything_runs(
     verb: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # nu42: `--python ''` (`--python "$PY"` with PY unset) was `interpreter not found: `,
+    # `--python ''` (`--python "$PY"` with PY unset) was `interpreter not found: `,
     # exit 3, after the run was set up.
     argv = [*_verb_and_spec(verb, tmp_path), "--out", str(tmp_path), "--python", ""]
     line = _refusal(capsys, *argv)
@@ -176,7 +176,7 @@ def test_fractions_are_refused_in_one_wording(
 
 def test_run_options_are_the_same_whichever_verb_parsed_them(tmp_path: Path) -> None:
     shared = ["--timeout", "90s", "-j", "3", "--python", "py", "--out", str(tmp_path)]
-    (tmp_path / "wheels").mkdir()  # a --find-links folder must be there (nu42)
+    (tmp_path / "wheels").mkdir()  # a --find-links folder must be there
     shared += ["--find-links", str(tmp_path / "wheels"), "--set", "run.repeat=2"]
     seen = {}
     for verb, extra in (
@@ -213,8 +213,8 @@ def test_preload_is_one_option_whichever_verb_takes_it(verb: str) -> None:
         assert opt.run_options(args, purpose=verb).preload == modules
     args = build_parser(verb).parse_args([verb, "s.yaml"])
     assert opt.run_options(args, purpose=verb).preload is None
-    # An empty name is refused: `,,` ran every attempt fresh without a word (nu42), and
-    # `json,,os` dropped what may be a mistyped module (nu43).
+    # An empty name is refused: `,,` ran every attempt fresh without a word, and
+    # `json,,os` dropped what may be a mistyped module.
     for empty in (",,", "json,,os", "json,"):
         args = build_parser(verb).parse_args([verb, "s.yaml", "--preload", empty])
         with pytest.raises(UsageError, match=f"--preload '{empty}' names an empty module"):
@@ -312,7 +312,7 @@ def test_bisects_help_says_the_defaults_the_search_uses() -> None:
 def test_slurm_time_takes_sbatchs_formats_and_refuses_another_before_anything_runs(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """nu42: `slurm --time 2:00:xx` was found by sbatch only, exit 3 ("sbatch refused")
+    """`slurm --time 2:00:xx` was found by sbatch only, exit 3 ("sbatch refused")
     after the run was planned; it is a usage error, exit 2, as every other option's."""
     parser = build_parser("slurm")
     for given in ("90", "90:30", "2:00:00", "1-12", "1-12:30", "1-12:30:00", "UNLIMITED"):

@@ -19,7 +19,7 @@ def test_the_cli_is_told_of_its_options() -> None:
 
 
 def test_a_search_of_the_api_names_its_options_class() -> None:
-    # fx102 1: `AmplifyReport.sentence()` said "raise --budget" to a caller of amplify_spec,
+    # `AmplifyReport.sentence()` said "raise --budget" to a caller of amplify_spec,
     # and a refusal `choose one with -m: -m verbose=false`.
     with naming("AmplifyOptions"):
         assert from_api(_words)() == (

@@ -6,7 +6,7 @@ from reprospec.core.inputs import Cell
 
 
 def test_a_cell_is_a_key() -> None:
-    """nu30 F7: `{cell: ...}` raised "unhashable type: 'dict'" (its matrix)."""
+    """`{cell: ...}` raised "unhashable type: 'dict'" (its matrix)."""
     a, same = (Cell("w=2", 1, {"w": 2}) for _ in range(2))
     verdicts = {a: "reproduced", Cell("w=0", 0, {"w": 0}): "not-reproduced"}
     assert verdicts[same] == "reproduced"

@@ -110,7 +110,7 @@ def test_what_a_spec_reads_is_masked_unless_public() -> None:
 def test_a_variable_whose_name_holds_a_secrets_word_anywhere_is_masked(
     name: str, length: str
 ) -> None:
-    # rv16: judged by the last word alone, these were in clear in every output.
+    # Judged by the last word alone, these were in clear in every output.
     value = named_secrets(length)[name]
     assert sets_secret(name, value)
     assert holds_secret(name, value)
@@ -163,7 +163,7 @@ def test_a_value_too_short_to_be_masked_sets_no_secret_but_a_credential_does() -
 
 
 def test_a_pass_rate_or_a_compilers_pass_is_no_secret_and_its_number_stays_in_the_report() -> None:
-    # rv17 F5: `pass` after any word was a password's, so `TEST_PASS_RATE: "0.95"` was a
+    # `pass` after any word was a password's, so `TEST_PASS_RATE: "0.95"` was a
     # secret, masked by value: every 0.95 of every output read `***`.
     document: dict[str, JsonValue] = {
         "environment": {"env": {"TEST_PASS_RATE": "0.95", "MLIR_PASS_PIPELINE": "cse,dce"}}
@@ -180,7 +180,7 @@ def test_a_pass_rate_or_a_compilers_pass_is_no_secret_and_its_number_stays_in_th
 
 
 def test_a_secret_names_number_is_masked_wherever_it_appears_a_settings_is_not() -> None:
-    # rv18 F2: numbers shorter than 6 characters were masked by their name only, whatever
+    # Numbers shorter than 6 characters were masked by their name only, whatever
     # name held them, so a PIN or a numeric password (`DB_PASSWORD=48213`) was in report.md,
     # results.json and the store. A setting's number stays out by its name.
     for value in ("4821", "48213", "0.95", "1e-4", "123456"):
@@ -309,10 +309,10 @@ def test_an_unset_variable_the_spec_reads_is_warned_of_unless_it_gives_a_default
     bare: dict[str, JsonValue] = {"environment": {"env": {"TOKEN": "${{ env.RV_UNSET_X }}"}}}
     (warning,) = unset_env(bare)
     assert "${{ env.RV_UNSET_X }}, not set in this environment" in warning
-    # It said "null where it was read" where the child got TOKEN="" (fx96 2).
+    # It said "null where it was read" where the child got TOKEN="".
     assert "null, which a text gets as the empty string (TOKEN='' in the child)" in warning
     assert warning.endswith("export it as the spec's author had")
-    # A name a masked spec's note gives: its author wrote the value in (fx96 1).
+    # A name a masked spec's note gives: its author wrote the value in.
     (written,) = unset_env(bare, ("RV_UNSET_X",))
     assert "the spec it was made from had its value written in" in written
     assert "spec's author had" not in written
@@ -445,7 +445,7 @@ def test_a_secret_of_a_set_in_a_command_line_is_the_expression_that_reads_it_aga
 
 def test_an_assignment_reads_its_secret_from_its_variable_only_where_it_says_more() -> None:
     # One rule for the standalone repro's variables and run.sh's `docker run -e`: run.sh
-    # passed `MY_TOKEN: 'Bearer ${{ env.MY_TOKEN }}'` by name, its `Bearer ` lost (rv74 2).
+    # passed `MY_TOKEN: 'Bearer ${{ env.MY_TOKEN }}'` by name, its `Bearer ` lost.
     token = "hf_" + "Zq9" * 12
     redactor = Redactor([token], names={token: "MY_TOKEN"})
     assert redactor.reading_assignment("MY_TOKEN", f"Bearer {token}") == (
@@ -460,7 +460,7 @@ def test_an_assignment_reads_its_secret_from_its_variable_only_where_it_says_mor
 
 def test_a_secret_written_whole_in_a_flow_mapping_is_read_again_quoted() -> None:
     # `{env: {DB_PASSWORD: ${{ env.DB_PASSWORD }}}}` was invalid YAML: the bundle's spec
-    # did not load (fx96 1). A block scalar, a quoted one, or one inside a longer plain
+    # did not load. A block scalar, a quoted one, or one inside a longer plain
     # scalar is written as it was.
     secret = "hunter2-literal-pw"
     redactor = Redactor({secret: "DB_PASSWORD"}, names={secret: "DB_PASSWORD"})
@@ -496,7 +496,7 @@ def test_a_spec_masked_loads_to_its_values_with_the_secret_read_again(
 ) -> None:
     """spec_text writes `${{ env.PW }}` for a secret wherever it is: every shape still
     loads, to the values the spec had with the secret's place reading PW. Inside a longer
-    plain value of a flow collection it opened a mapping there (invalid YAML; fx98 4), and
+    plain value of a flow collection it opened a mapping there (invalid YAML), and
     one written escaped or folded across lines was not seen at all."""
     import yaml
 

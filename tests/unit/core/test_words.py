@@ -19,7 +19,7 @@ from reprospec.core.words import (
 
 
 def test_a_lower_bound_under_the_bound_is_printed_under_it() -> None:
-    # nu22: 2/6 is 0.0968-0.7000, undecided against >=0.1; rounded to the nearest it
+    # 2/6 is 0.0968-0.7000, undecided against >=0.1; rounded to the nearest it
     # read 0.10-0.70, an interval that does not straddle 0.1.
     rate = rate_of(2, 6)
     assert judge_rate(rate, RateBound(">=", 0.1)) == "undecided"
@@ -35,7 +35,7 @@ def test_an_exact_bound_stays_where_it_is() -> None:
 
 
 def test_minimize_and_isolate_print_an_interval_in_one_spelling() -> None:
-    """rv23 F9: minimize's PrintedInterval spelled `low-high` itself beside this module's
+    """minimize's PrintedInterval spelled `low-high` itself beside this module's
     percent_interval, isolate's: a change to one left the other's report on the old one."""
     from reprospec.minimize.ratechange import interval_text, printed_interval
 
@@ -65,7 +65,7 @@ def test_a_shard_phrase_says_a_share_and_the_merge_that_judges_on_all() -> None:
         "shard 2/3: each cell judged on this shard's share of its attempts; "
         "`reprospec merge` of the 3 shards judges them on all"
     )
-    # rv28 LOW-3: the one shard of 1/1 holds every attempt ("the merge of the 1 shards").
+    # The one shard of 1/1 holds every attempt ("the merge of the 1 shards").
     assert shard_phrase("1/1") == "shard 1/1: the only shard, every attempt of each cell"
 
 
@@ -103,7 +103,7 @@ def test_no_count_is_worded_with_a_parenthesised_plural() -> None:
 
 
 def test_a_launch_summary_counts_a_reason_only_where_the_fresh_attempts_had_several() -> None:
-    """nu43: `preload: 2 ran fresh: ... only as a process starts (2)` said the count twice."""
+    """`preload: 2 ran fresh: ... only as a process starts (2)` said the count twice."""
     from dataclasses import replace
 
     from reprospec.core.results import AttemptResult, Outcome
@@ -122,7 +122,7 @@ def test_a_launch_summary_counts_a_reason_only_where_the_fresh_attempts_had_seve
 
 def test_a_multiprocessing_childs_bootstrap_is_named_for_what_it_is() -> None:
     """A spawned child's command line is multiprocessing's bootstrap: a crash's headline read
-    `crash SIGSEGV (child: <venv>/bin/python3 -B -c from ...)` (nu63 LOW-5)."""
+    `crash SIGSEGV (child: <venv>/bin/python3 -B -c from ...)`."""
     spawned = (
         "<venv>/bin/python3 -B -c from multiprocessing.spawn import spawn_main; "
         "spawn_main(tracker_fd=6, pipe_handle=8) --multiprocessing-fork"

@@ -310,7 +310,7 @@ def test_packages_are_compared_by_the_runs_rule(installed: str, requirement: str
 
 
 def test_a_requirement_whose_marker_is_false_is_not_needed() -> None:
-    # nu17 D11: `run` skips `six; python_version<'3'` on 3.11 (the package check evaluates
+    # `run` skips `six; python_version<'3'` on 3.11 (the package check evaluates
     # the marker) and the cell passes; doctor failed it: "six is not installed; the spec
     # needs six; python_version<'3'". The report's Environment mismatch said the same.
     markers: JsonObject = {"python_version": "3.11", "python_full_version": "3.11.7"}
@@ -328,7 +328,7 @@ def test_a_requirement_whose_marker_is_false_is_not_needed() -> None:
 
 
 def test_each_cells_packages_are_checked_and_named() -> None:
-    # nu17 D11: a matrix over six==1.11.0 / six==1.16.0 named only the last cell's 1.16.0.
+    # A matrix over six==1.11.0 / six==1.16.0 named only the last cell's 1.16.0.
     cells: list[tuple[JsonObject, Environment]] = [
         ({}, Environment(workdir=Path.cwd(), packages=(f"six=={version}",)))
         for version in ("1.11.0", "1.16.0", "1.11.0")

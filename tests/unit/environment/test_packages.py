@@ -26,7 +26,7 @@ def test_mismatches_name_both_sides() -> None:
 
 def test_an_entry_naming_no_distribution_is_a_reason_not_a_pass() -> None:
     """`six=1.2` names nothing the probe can look for: left out, the cell ran as if the spec
-    asked for no packages and passed without six (nu17 D1). Refused before any probe runs."""
+    asked for no packages and passed without six. Refused before any probe runs."""
     reason = PackageCheck().reason("/no/such/python", ["six=1.2", "torch>>2"])
     assert reason == (
         "cannot check the cell's packages: 'six=1.2' is not a valid requirement (did you"

@@ -92,7 +92,7 @@ COMMAND = "reprospec: 1\nname: c\ncommand: {command}\nexpect: {{outcome: hang}}\
 def test_a_pure_python_programs_image_installs_none_of_the_runners_packages(
     tmp_path: Path,
 ) -> None:
-    # nu17 D10: a lock-order deadlock's bundle pinned torch==2.13.0 and numpy (the runner
+    # A lock-order deadlock's bundle pinned torch==2.13.0 and numpy (the runner
     # image's), gigabytes to download for a program that imports neither.
     wanted, line = _requirements(
         tmp_path,
@@ -135,7 +135,7 @@ def test_a_program_importing_torch_gets_torch_and_numpy(tmp_path: Path) -> None:
 
 
 def test_the_torch_build_that_ran_is_pinned_from_its_pytorch_index(tmp_path: Path) -> None:
-    # nu22 MED-5: a run on torch 2.13.0+cpu got `torch==2.13.0`, PyPI's CUDA build on
+    # A run on torch 2.13.0+cpu got `torch==2.13.0`, PyPI's CUDA build on
     # x86_64: gigabytes of CUDA libraries, and a build that filled the disk.
     spec = COMMAND.format(command="python -c 'import torch'")
     wanted, line = _requirements(tmp_path, spec, {}, "2.13.0+cpu")
@@ -200,7 +200,7 @@ def test_the_python_a_shell_script_starts_is_read_as_the_commands_own(tmp_path: 
 
 
 def test_a_wrapped_command_is_read_as_the_program_it_runs(tmp_path: Path) -> None:
-    """fx112 1: the command's `torchrun` was looked for only as its first word, and any word
+    """The command's `torchrun` was looked for only as its first word, and any word
     after a `-m` was a module: `timeout 60 torchrun app.py` got an image without torch, and
     `numactl -m 0 python3 app.py` kept both for a module named `0`. Each wrapped command
     gets what its bare command gets, read past its wrappers by plan/wrappers.py."""
@@ -265,7 +265,7 @@ def test_a_workload_image_installs_torch_for_the_harness(tmp_path: Path) -> None
 def test_a_program_importing_torch_through_another_package_keeps_the_runners_packages(
     tmp_path: Path,
 ) -> None:
-    # rv17 F4: `import torchvision` with `packages: [torchvision]` got requirements.txt
+    # `import torchvision` with `packages: [torchvision]` got requirements.txt
     # `torchvision` alone, and pip picked whatever torch torchvision's newest release asks for,
     # not the torch==2.13.0 the cell ran with; the README said it imports neither.
     spec = COMMAND.format(command="python app.py").replace(
@@ -293,7 +293,7 @@ def test_a_program_importing_torch_through_another_package_keeps_the_runners_pac
 
 
 def test_a_program_file_not_read_as_python_keeps_the_runners_packages(tmp_path: Path) -> None:
-    # rv17 F4 addendum: a carried .py the reader could not parse (a syntax the host's Python
+    # A carried .py the reader could not parse (a syntax the host's Python
     # lacks, a file over the 1 MiB limit) counted as importing nothing: its `import torch`
     # was lost and the image installed neither, where a `-c` program's failure kept both.
     files = {"app.py": "import helper\n", "helper.py": "import torch\ndef f(:\n    pass\n"}
@@ -307,7 +307,7 @@ def test_a_program_file_not_read_as_python_keeps_the_runners_packages(tmp_path: 
 
 
 def test_the_readme_says_how_a_dataloader_workers_crash_shows(tmp_path: Path) -> None:
-    # nu19 A10: the README said a crash is exit status 128 + the signal, which a worker's
+    # The README said a crash is exit status 128 + the signal, which a worker's
     # never gives (the main process exits 1): its recipient read the cell as not reproduced.
     _warnings(tmp_path, SPEC)
     readme = " ".join((tmp_path / "bundle" / "README.md").read_text().split())
@@ -334,7 +334,7 @@ def test_the_bundle_s_spec_names_the_editor_s_schema_from_the_bundle(tmp_path: P
 
 
 def test_a_specs_dockerfile_carries_what_it_copies_not_its_whole_folder(tmp_path: Path) -> None:
-    # nu42: the Dockerfile's folder (the build context) was copied whole into images/K/:
+    # The Dockerfile's folder (the build context) was copied whole into images/K/:
     # its `.env`, a hidden file with a token, in clear, and every unrelated file beside it.
     docker = tmp_path / "docker"
     (docker / "conf").mkdir(parents=True)

@@ -1,7 +1,7 @@
 """`materialize` of a perturbed spec: run.sh applies `environment.perturb` as the docker
 runner does, or materialize refuses the spec; and run.sh's exit status is its verdict.
 
-nu20 HIGH-1: the bundle of an amplified spec (`malloc: perturb`) ran the program plain, and
+the bundle of an amplified spec (`malloc: perturb`) ran the program plain, and
 the use-after-free that `reprospec run` crashed 8/8 printed `exit 0` (run.sh exit 0).
 """
 

@@ -1,5 +1,5 @@
 """run.sh's text where it composes a cell's PYTHONPATH, stops on Ctrl-C, and states what it
-cannot judge (rv19 F4, F11, F12); tests/functional/export/test_materialize_report.py runs its
+cannot judge; tests/functional/export/test_materialize_report.py runs its
 `report` on real results, tests/real/docker/test_materialize.py whole bundles."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def _pythonpath(script: str) -> list[str]:
 def test_a_cells_pythonpath_goes_before_the_images_and_keeps_its_sitecustomize(
     tmp_path: Path,
 ) -> None:
-    # rv19 F4: `-e PYTHONPATH=src` replaced the image's, so its sitecustomize (switch_interval,
+    # `-e PYTHONPATH=src` replaced the image's, so its sitecustomize (switch_interval,
     # gc, torch.*, the stack dumper) never ran. The stack dumper comes first, as the docker
     # runner puts it, then the cell's, then whatever the image sets, read from the image.
     script = _script(
@@ -84,7 +84,7 @@ def test_the_images_carry_the_harness_where_run_sh_names_it(tmp_path: Path) -> N
 
 
 def test_ctrl_c_stops_the_cell_and_run_sh_exits_130_judging_nothing(tmp_path: Path) -> None:
-    # rv19 F11: `timeout` runs the cell in its own process group, which a terminal's Ctrl-C
+    # `timeout` runs the cell in its own process group, which a terminal's Ctrl-C
     # never reaches: the cell ran on, and its `tee`'s SIGPIPE was judged "NOT reproduced".
     script = _script(tmp_path, "  network: false")
     assert "trap 'stop_cell 130' INT\ntrap 'stop_cell 143' TERM\n" in script
@@ -107,7 +107,7 @@ def test_the_load_container_is_stopped_with_the_cell(tmp_path: Path) -> None:
 
 
 def test_what_run_sh_cannot_tell_is_not_judged_and_exits_4(tmp_path: Path) -> None:
-    # rv19 F12: a 128+N status run.sh read as a death whatever the output said, and an
+    # A 128+N status run.sh read as a death whatever the output said, and an
     # exit 1 after a child's death as the program's own error.
     script = _script(tmp_path, "  network: false")
     assert '[ "$NOT_RUN" = 0 ] || exit 3\n[ "$MISSED" = 0 ] || exit 1\n' in script

@@ -61,7 +61,7 @@ def test_secret_variables_are_passed_by_name_and_the_reader_is_told(
 def test_a_secret_the_spec_writes_under_any_name_is_passed_by_name(
     tmp_path: Path, length: str
 ) -> None:
-    # rv16: `GITHUB_TOKEN_RO: ...` (last word `ro`) was written into run.sh as `-e NAME=value`.
+    # `GITHUB_TOKEN_RO: ...` (last word `ro`) was written into run.sh as `-e NAME=value`.
     # A setting the report shows (`MAX_TOKENS: 2048`, `API_TOKEN: tok`) is written as it is.
     secrets = named_secrets(length)
     settings = {"MAX_TOKENS": "2048", "API_TOKEN": "tok"}

@@ -46,7 +46,7 @@ def test_a_script_it_runs_is_read_where_carried(tmp_path: Path) -> None:
 
 
 def test_a_lines_program_is_read_past_its_wrappers(tmp_path: Path) -> None:
-    # fx112 1: a line's first word decided `$PY`, `eval` and `echo`; past a wrapper
+    # A line's first word decided `$PY`, `eval` and `echo`; past a wrapper
     # (`nice -n 5 $PY app.py`) a program named at run time went unsaid.
     made = _read(tmp_path / "made", "nice -n 5 $PY app.py\n", "app.py")
     assert made.unsure == "runs a program named at run time (`$PY`)"

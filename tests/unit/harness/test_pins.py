@@ -76,7 +76,7 @@ def test_a_develop_install_is_named_by_its_egg_link_or_pth_and_a_release_is_not(
 
 
 def test_a_plugin_is_a_distribution_whose_entry_point_module_was_loaded_by_its_name() -> None:
-    # fx104 3: by the top-level package alone, a test importing torch made torch one of
+    # By the top-level package alone, a test importing torch made torch one of
     # pytest's plugins (its `torchrun.logs_specs` entry point names a torch module), and
     # hypothesis, whose pytest11 module `_hypothesis_pytestplugin` is no hypothesis module,
     # never was one.

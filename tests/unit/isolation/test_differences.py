@@ -139,7 +139,7 @@ def test_keys_are_stable_and_tell_unset_apart() -> None:
 
 def test_the_passing_side_of_a_variable_unset_when_it_fails_is_named() -> None:
     # isolate said "crashes when LOG_LEVEL unset; without it, it passes", where it passes
-    # with LOG_LEVEL=debug (nu19 A8).
+    # with LOG_LEVEL=debug.
     from reprospec.isolation.differences import MISSING, Difference
 
     unset = Difference("environment.env.LOG_LEVEL", "debug", MISSING)
@@ -152,7 +152,7 @@ def test_the_passing_side_of_a_variable_unset_when_it_fails_is_named() -> None:
 
 def test_an_empty_or_spaced_string_value_is_quoted_as_one_types_it() -> None:
     # isolate said "with par=, it passes" of an empty string, as if the value were left out
-    # (fx96 5).
+    # .
     from reprospec.isolation.differences import Difference, render
 
     assert Difference("matrix.par", "", "x").describe_base() == "par=''"

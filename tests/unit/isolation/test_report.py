@@ -23,7 +23,7 @@ from reprospec.isolation.report import (
 
 
 def test_a_passing_row_names_the_clean_attempts_it_rests_on_not_every_set_holding_it() -> None:
-    """nu22 LOW-9: `workers=2 alone`, 2 clean attempts, read "passes (0/2 on the sets holding
+    """`workers=2 alone`, 2 clean attempts, read "passes (0/2 on the sets holding
     it)", where the failing cell (10/10) holds it too; the passing cell, never run itself,
     read "passes" beside its 0 attempts."""
     alone = Candidate((0,), "one-smaller", Tally(passed=2), False, clean_evidence=2)
@@ -39,7 +39,7 @@ def test_a_passing_row_names_the_clean_attempts_it_rests_on_not_every_set_holdin
 
 
 def _pair(alone_fused: Candidate, alone_cache: Candidate) -> IsolateResult:
-    """nu25's isolation: a crash that needs fused AND cache (4 differences)."""
+    """A user's isolation: a crash that needs fused AND cache (4 differences)."""
     differences = tuple(
         Difference(f"matrix.{name}", 0, 1) for name in ("fused", "amp", "cache", "compile")
     )
@@ -80,7 +80,7 @@ def _pair(alone_fused: Candidate, alone_cache: Candidate) -> IsolateResult:
 
 
 def test_the_headline_counts_a_set_s_attempts_as_the_table_beside_it_does() -> None:
-    """nu25 LOW-2: `either alone passes (0/20, 0/20)` beside the table's `fused=1 alone | 19
+    """`either alone passes (0/20, 0/20)` beside the table's `fused=1 alone | 19
     | 0`: the headline counted the clean attempts of the sets holding it (its own 19 and a
     larger set's 1); the table, its own. Both now say its own; a set never run itself says
     what it rests on."""
@@ -99,7 +99,7 @@ def test_the_headline_counts_a_set_s_attempts_as_the_table_beside_it_does() -> N
 
 
 def test_a_pair_of_cells_one_difference_apart_is_worded_in_the_singular() -> None:
-    # nu31: `failing cell (all 1 differences) (culprits)` in isolate's table.
+    # `failing cell (all 1 differences) (culprits)` in isolate's table.
     (one,) = [Difference("matrix.num_workers", 0, 4)]
     assert set_in_words([one], [0]) == "failing cell (the 1 difference)"
     assert set_in_words([one], []) == "passing cell (without the 1 difference)"

@@ -160,7 +160,7 @@ def test_one_difference_needs_no_search() -> None:
 
 
 def test_one_difference_is_named_only_once_the_passing_side_is_shown_to_pass() -> None:
-    # nu21 HIGH-1: with one difference the posterior of that difference was 0.995 after
+    # With one difference the posterior of that difference was 0.995 after
     # two clean attempts of the passing side (the empty set's prior is 1%), which a
     # failure of 30% gives half the time when the difference plays no part. At even odds
     # the passing side must pass (1 - p)^n <= error: 15 attempts at the assumed 0.3.

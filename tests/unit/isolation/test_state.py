@@ -167,7 +167,7 @@ expect: {outcome: error, exit_code: 3}
 def test_a_search_is_keyed_on_the_spec_file_however_its_path_is_spelled(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """fx93 2: one spec file is one key (isolate's, amplify's, minimize's and bisect's) from
+    """One spec file is one key (isolate's, amplify's, minimize's and bisect's) from
     any folder, by any path; a copy of its text elsewhere, or a link to it from another
     folder (which runs it in that folder), is another. Isolate keyed on the file resolved
     alone shared its state with the link, bisect on the text alone with the copy."""

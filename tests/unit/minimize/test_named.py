@@ -10,7 +10,7 @@ from reprospec.spec.load import load_spec
 
 
 def test_a_spec_string_no_file_system_takes_as_a_name_is_not_a_file(tmp_path: Path) -> None:
-    # nu31: a `capture --from-log` spec's description (a paragraph of the ticket, a line
+    # A `capture --from-log` spec's description (a paragraph of the ticket, a line
     # over 255 bytes) was looked up as a file of the workdir, and its "File name too long"
     # ended a 200-attempt minimize with exit 2 and no result written; so did a Python
     # file's docstring of over 255 bytes.
@@ -36,7 +36,7 @@ def test_a_spec_string_no_file_system_takes_as_a_name_is_not_a_file(tmp_path: Pa
 
 
 def test_only_the_spec_fields_the_program_runs_with_name_its_files(tmp_path: Path) -> None:
-    # nu31: a spec whose description said "see notes.txt" got notes.txt copied into DIR
+    # A spec whose description said "see notes.txt" got notes.txt copied into DIR
     # (and listed in minimized.yaml's files), though the program never reads it; a matrix
     # value the command takes still names its config, and the program's own strings theirs.
     work = tmp_path / "work"

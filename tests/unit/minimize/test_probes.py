@@ -93,7 +93,7 @@ def test_an_earlier_versions_probe_has_its_exceptions_read_again_from_its_run(
 
 
 def test_candidates_time_out_at_ten_times_the_longest_attempt_that_ended(tmp_path: Path) -> None:
-    """nu33: a candidate that lost the code stopping a thread hung to the spec's 300 s,
+    """A candidate that lost the code stopping a thread hung to the spec's 300 s,
     where the original's attempts took 2 s; and a resumed search's first new probe (the
     hanging candidate Ctrl-C stopped) ran at 300 s again, its replayed probes unread."""
     import threading

@@ -13,7 +13,7 @@ from reprospec.minimize.search import MinimizeResult
 from reprospec.minimize.source import apply, numbered
 from tests.support.deep import too_deep
 
-# nu17's DataLoader script, in its own layout: no blank line between methods, a comment.
+# A user's DataLoader script, in its own layout: no blank line between methods, a comment.
 TRAIN = """import argparse
 import ctypes
 import torch
@@ -108,7 +108,7 @@ def test_the_report_counts_each_file_in_the_layout_dir_holds_it_in() -> None:
 
 
 def test_a_file_nested_deeper_than_python_reads_is_counted_as_no_python() -> None:
-    """rv20 F2: minimize of a program whose file Python's parser refuses for its depth (as
+    """Minimize of a program whose file Python's parser refuses for its depth (as
     Python itself does when it runs it) stopped on the engine's RecursionError."""
     from reprospec.minimize.program import ast_nodes
 

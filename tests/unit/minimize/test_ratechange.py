@@ -13,7 +13,7 @@ from reprospec.minimize.ratechange import (
 
 
 def test_a_rare_failure_become_certain_is_clearly_more_and_says_both_rates() -> None:
-    # nu20 MED-1: the race failed in 6 of 20 runs (15%-52%), its result in 5 of 5 (57%-100%).
+    # The race failed in 6 of 20 runs (15%-52%), its result in 5 of 5 (57%-100%).
     change = rate_change(rate_of(6, 20), rate_of(5, 5))
     assert change is not None
     assert change.direction == "more"
@@ -36,7 +36,7 @@ def test_a_frequent_failure_become_rare_is_clearly_less() -> None:
 
 
 def test_a_flaky_failure_become_one_failing_every_time_is_said() -> None:
-    # fx107: the race at 80% (16 of 20, 58%-92%) and its result 20/20 (84%-100%): the
+    # The race at 80% (16 of 20, 58%-92%) and its result 20/20 (84%-100%): the
     # intervals overlap, yet 20 failures in a row happen 1% of the time at 80%.
     change = rate_change(rate_of(16, 20), rate_of(20, 20))
     assert change is not None
@@ -56,7 +56,7 @@ def test_a_flaky_failure_become_one_failing_every_time_is_said() -> None:
 
 
 def test_overlapping_intervals_or_a_side_that_ran_nothing_say_nothing() -> None:
-    # nu20 MED-4's 5/6 (44%-97%) -> 1/5 (4%-62%): the intervals overlap.
+    # A user's 5/6 (44%-97%) -> 1/5 (4%-62%): the intervals overlap.
     assert rate_change(rate_of(5, 6), rate_of(1, 5)) is None
     assert rate_change(rate_of(5, 5), rate_of(5, 5)) is None
     assert rate_change(rate_of(0, 0), rate_of(5, 5)) is None

@@ -114,7 +114,7 @@ def _minimized_yaml(specs: Path, spec_text: str, out: Path) -> str:
 def test_the_minimized_spec_keeps_the_source_spec_s_comments_and_its_schema_line(
     tmp_path: Path,
 ) -> None:
-    # nu34: a new user's minimized.yaml of a captured spec lost capture's header, the
+    # A new user's minimized.yaml of a captured spec lost capture's header, the
     # reasons beside `expect` and the editor's `$schema=` line (dumped from the data
     # alone), where amplified.yaml keeps them.
     (tmp_path / "schemas").mkdir()
@@ -138,7 +138,7 @@ def test_the_minimized_spec_keeps_the_source_spec_s_comments_and_its_schema_line
 def test_the_minimized_spec_of_a_filled_skeleton_drops_capture_s_todo_block(
     tmp_path: Path,
 ) -> None:
-    # nu34: the --from-log skeleton's TODO block, its keys long filled, came into
+    # The --from-log skeleton's TODO block, its keys long filled, came into
     # minimized.yaml, which sets `workdir` itself: a stale "left to fill in".
     text = _minimized_yaml(
         tmp_path / "specs",
@@ -156,7 +156,7 @@ def test_the_minimized_spec_of_a_filled_skeleton_drops_capture_s_todo_block(
 
 
 def test_the_lines_as_they_were_say_what_shrank() -> None:
-    # nu40: `7 -> 7 lines in 40 attempts (minimized)` where the command's arguments were
+    # `7 -> 7 lines in 40 attempts (minimized)` where the command's arguments were
     # cut: read as nothing done.
     result = interrupted_at_once(program(), 0)
     original = replace(result.original, args=("5", "--verbose", "--extra", "3"))

@@ -212,7 +212,7 @@ def test_an_accepted_candidate_passes_its_passing_cells_to_the_smaller_error() -
 
 
 def test_a_failure_that_never_flaked_drops_a_clean_candidate_after_one_attempt() -> None:
-    """nu25 LOW-4: a deterministic failure paid 2-3 clean attempts per dropped candidate
+    """A deterministic failure paid 2-3 clean attempts per dropped candidate
     (p the 95% lower bound of 5 in 5, 0.57, rising slowly) and 2-6 passes per accepted
     one, and a 57-line program ran out of its 1000 attempts. Read as deterministic
     beside the flaky readings (as bisect and isolate learn the rate), one clean attempt
@@ -261,7 +261,7 @@ def test_a_candidate_s_first_match_is_no_evidence_that_the_failure_is_determinis
 
 
 def test_with_min_rate_1_every_reading_at_rate_1_is_the_deterministic_weight() -> None:
-    """rv25 LOW-4: `--min-rate 1` makes the third reading (the original's lower bound, at
+    """`--min-rate 1` makes the third reading (the original's lower bound, at
     least min_rate) a rate of 1 too; the weight reported was the first reading's alone."""
     from reprospec.isolation.hypotheses import DETERMINISTIC_PRIOR
     from reprospec.minimize.search import HIGH_PRIOR, HIGH_RATE
@@ -276,7 +276,7 @@ def test_with_min_rate_1_every_reading_at_rate_1_is_the_deterministic_weight() -
 def test_a_failure_read_as_deterministic_accepts_a_candidate_by_p_alone(
     rate: float, seed: int
 ) -> None:
-    """rv25: the original's 5 attempts are all a failure at 80% or 90% fails a third or
+    """The original's 5 attempts are all a failure at 80% or 90% fails a third or
     more of the time, and the deterministic reading then had each passing cell pass twice
     to accept a candidate: one that lost the condition passed there 4 times in 100 at 80%,
     and these runs ended `unconfirmed` (a passing cell failed with the 20-line result in
@@ -438,7 +438,7 @@ class BreaksLater(InProcess):
     """A program without `keep_guard()` broke its passing cells, but they fail only after
     the passes that accepted it: the first `held` attempts of the passing cells of programs
     without it pass, all the later ones fail (a break rarer than the rule assumed, passing
-    by luck until the luck runs out), as fx110's race without its `with lk:`."""
+    by luck until the luck runs out), as a user's race without its `with lk:`."""
 
     def __init__(self, held: int) -> None:
         super().__init__(1.0, 0)
@@ -460,8 +460,8 @@ class BreaksLater(InProcess):
 def test_a_result_whose_passing_cell_fails_steps_back_and_reduces_on_from_there(
     held: int,
 ) -> None:
-    # fx110: the final check saw a passing cell fail with the result and answered
-    # `unconfirmed`, where an earlier program accepted held: bisect back to it. fx113: and
+    # The final check saw a passing cell fail with the result and answered
+    # `unconfirmed`, where an earlier program accepted held: bisect back to it. And
     # then reduce on from it, the candidate that broke the cell rejected: every removal
     # accepted after that one was lost with it (27 lines where 13 do, at either `held`).
     text = PROGRAM.replace("    total = 0\n", "    keep_guard()\n    total = 0\n")
@@ -497,7 +497,7 @@ def test_a_result_whose_passing_cell_fails_steps_back_and_reduces_on_from_there(
 
 def test_a_step_back_the_budget_cannot_resume_from_is_the_result() -> None:
     """Where the budget leaves only the final check after the bisection, the program
-    stepped back to is the result, as before fx113, and the message says no resumption."""
+    stepped back to is the result, as before, and the message says no resumption."""
     text = PROGRAM.replace("    total = 0\n", "    keep_guard()\n    total = 0\n")
     # 340: the passes' 275 attempts, the final check's 20 and 2, the bisection's 24, and
     # 19 left: less than a final check (30), let alone the passes and another step back.
@@ -528,7 +528,7 @@ def test_stopped_while_stepping_back_the_result_is_the_last_known_to_hold() -> N
 
 
 def test_a_flaky_failure_s_passing_cells_pass_at_the_assumed_minimum_rate() -> None:
-    """fx110: p is the failing cell's rate; a passing cell a candidate broke fails at its
+    """P is the failing cell's rate; a passing cell a candidate broke fails at its
     own. Where the original came back clean, q is `min_rate` (13 passes at 0.3), not p."""
     search = Minimization(program(), Settings(passing=len(PASSING), min_rate=0.3))
     search._original_failing = search._fair = search._known = Tally(17, 3)
@@ -543,7 +543,7 @@ def test_a_flaky_failure_s_passing_cells_pass_at_the_assumed_minimum_rate() -> N
     assert search.passing_rate() == search.rate_used()
 
 
-# The bug fires only under the perturbation (PERTURBED, as MALLOC_PERTURB_ is for nu18's
+# The bug fires only under the perturbation (PERTURBED, as MALLOC_PERTURB_ is for a user's
 # use-after-free): `and PERTURBED` is what a candidate drops to fail without it too.
 NEEDS_PERTURBATION = PROGRAM.replace(
     "            if step == 7:\n                race()",
@@ -580,7 +580,7 @@ class Perturbed(InProcess):
 
 
 def test_without_the_rule_the_result_fails_without_the_perturbation() -> None:
-    # What nu18 N9 minimized to: `and CELL['perturbed']` dropped, the race fires unperturbed.
+    # What a user's race minimized to: `and CELL['perturbed']` dropped, the race fires unperturbed.
     result = minimize(program(NEEDS_PERTURBATION), Perturbed(), Settings(passing=2))
     assert result.status == "minimized", result.message
     assert "perturbed" not in result.program.source("loop.py")
@@ -825,7 +825,7 @@ def test_what_the_deletions_left_unreferenced_goes_in_the_same_round() -> None:
     assert "Tokenizer" not in after_one_round.source("loop.py")
 
 
-# nu21 MED-4 in miniature: the evictor frees the block, waits `cache.gap`, then clears
+# A user's use-after-free in miniature: the evictor frees the block, waits `cache.gap`, then clears
 # `alive`; the reader crashes where it reads the freed block because it saw it alive,
 # which it does where it lost the race (`lost()`, at the executor's rate). A candidate
 # without `self.gap = ...` kills the evictor thread of AttributeError after its free:
@@ -968,7 +968,7 @@ def test_an_exception_in_a_clean_attempt_or_one_the_original_printed_rejects_not
 
 
 def test_a_candidate_failing_clearly_more_often_than_a_flaky_original_is_rejected() -> None:
-    # nu21 MED-4's rate: the race at 0.3; a candidate without `cache.alive = False` (or
+    # A user's rate: the race at 0.3; a candidate without `cache.alive = False` (or
     # whose evictor dies before it) crashes in every attempt, with the same signature.
     executor = Threads(0.3, seed=0)
     settings = Settings(passing=len(PASSING), budget=2500)
@@ -997,7 +997,7 @@ def test_a_candidate_failing_clearly_more_often_than_a_flaky_original_is_rejecte
 
 
 def test_a_candidate_failing_every_time_where_a_flaky_original_did_not_is_rejected() -> None:
-    # fx107: a race at 80% (4 of 5, 38%-96%) lost its condition and failed 20/20: no
+    # A race at 80% (4 of 5, 38%-96%) lost its condition and failed 20/20: no
     # interval of 8 attempts reaches above 4/5's. The original, clean at times, now runs
     # all 20 of its rate attempts (14 of 20 here), and a candidate failing `every_time_most`
     # times in a row (0.7^7 <= 0.1) after its first match is rejected: race() at every
@@ -1030,7 +1030,7 @@ def test_an_original_failing_its_first_five_asks_nothing_more() -> None:
     assert "fails-every-time" not in {j.verdict for j in result.judged}
 
 
-# nu21 MED-1 in miniature: the bug fires under the perturbation, and without it rarely
+# A user's rare bug in miniature: the bug fires under the perturbation, and without it rarely
 # (`rare()`, 15%): amplify's base was 2 of 12, not 0 of n.
 RARELY_WITHOUT = PROGRAM.replace(
     "            if step == 7:\n                race()",

@@ -16,7 +16,7 @@ PAIR = (Difference("matrix.b", 0, 1), Difference("matrix.d", 0, 1))
 
 def test_an_and_no_passing_cell_guards_is_a_caveat() -> None:
     """isolate: b=1 AND d=1; the passing cells set neither, so a candidate that stops
-    reading `b` (crashing with d=1 alone) passes every check (nu65 MED-3)."""
+    reading `b` (crashing with d=1 alone) passes every check."""
     reduced = Reduced(FAILING, FAILING, NONE_SET, needed=PAIR)
     caveat = reduced.unguarded([NONE_SET])
     assert caveat.startswith(

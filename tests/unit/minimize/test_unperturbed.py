@@ -27,7 +27,7 @@ def check(original: tuple[int, int], minimized: tuple[int, int]) -> Unperturbed:
 
 
 def test_a_result_failing_every_time_where_the_original_never_did_is_said() -> None:
-    # nu18 N9: the original 0/8 without MALLOC_PERTURB_, the result 8/8.
+    # The original 0/8 without MALLOC_PERTURB_, the result 8/8.
     found = check((0, 8), (8, 8))
     assert found.clearly_more
     assert found.warning() == (

@@ -186,7 +186,7 @@ def test_world_size_keeps_the_rank_a_fault_names() -> None:
 
 
 def test_the_dataset_keeps_the_batches_of_a_fault_in_a_phase_without_steps() -> None:
-    # Validation refuses a step one pass never reaches (nu19 A2): 8 steps of 4 items need 29,
+    # Validation refuses a step one pass never reaches: 8 steps of 4 items need 29,
     # 2 ranks twice that; with drop_last every batch whole.
     def one_pass(loader: dict[str, JsonValue], world: int | None = None) -> dict[str, JsonValue]:
         section: dict[str, JsonValue] = {

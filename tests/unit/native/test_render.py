@@ -68,7 +68,7 @@ def test_a_stuck_worker_that_was_not_read_is_said_so() -> None:
 def test_a_stuck_worker_whose_stacks_could_not_be_read_is_listed_first_with_its_error() -> None:
     # Its process was read with an attach error and no threads: the heading said "(the stuck
     # DataLoader worker, pid 30, is not among them)" above a list that then showed
-    # `pid 30: ptrace: ...` last, unmarked (rv23 F6).
+    # `pid 30: ptrace: ...` last, unmarked.
     refused = ProcessStacks(30, "attach", error="ptrace: Operation not permitted")
     stacks = NativeStacks(processes=(*HUNG.processes[:2], refused))
     lines = thread_tops(stacks, stuck=30)

@@ -477,7 +477,7 @@ def test_a_traceback_the_process_went_on_from_is_only_the_last_one_printed(
     assert (hang.kind, hang.exception, hang.message) == ("hang", None, None)
     assert hang.last_traceback == ChainLink("KeyError", "'missing'")
     # Not in its words: a traceback the process went on from says nothing of where it hung
-    # (`hang (last traceback: PermissionError)` named a child's, ended long before: nu74).
+    # (`hang (last traceback: PermissionError)` named a child's, ended long before).
     assert outcome_phrase(hang) == "hang"
     uncaught = b"Traceback (most recent call last):\n  File \"u.py\", line 1\nKeyError: 'missing'\n"
     ended = classify(recorded_execution(tmp_path, uncaught, 1, harness=False))
@@ -497,7 +497,7 @@ def test_a_traceback_went_on_from_keeps_its_indented_lines() -> None:
 
 
 def test_a_threads_exception_is_never_what_ended_the_process() -> None:
-    # fx106: a thread's exception ends its thread; the process goes on (or exits its own
+    # A thread's exception ends its thread; the process goes on (or exits its own
     # way). It is the threads' to show (thread_exceptions), not the process's.
     thread = (
         "Exception in thread Thread-1:\nTraceback (most recent call last):\n"
@@ -534,7 +534,7 @@ def test_a_threads_traceback_cut_from_its_header_is_still_the_threads() -> None:
 
 
 def test_the_programs_record_of_its_exception_is_read_before_stderr(tmp_path: Path) -> None:
-    # fx106: raised.txt (the sitecustomize's record, kept by the engine) holds the main
+    # raised.txt (the sitecustomize's record, kept by the engine) holds the main
     # thread's traceback whole; stderr's copy is cut by the threads' interleaved reports.
     stderr = (
         b"Exception in thread Thread-1 (work):\nTraceback (most recent call last):\n"
@@ -653,7 +653,7 @@ def test_exit_128_plus_n_rule(tmp_path: Path) -> None:
 
 
 def test_exit_128_plus_n_of_a_program_that_ran_alone_is_its_own_status(tmp_path: Path) -> None:
-    # nu18 N4: `sys.exit(139)`, where the runner knows no process besides the program ran
+    # `sys.exit(139)`, where the runner knows no process besides the program ran
     # (and, exiting 139, it was not killed): an error, expectable by its exit code.
     ran = recorded_execution(tmp_path, b"", 139, harness=False)
     alone = dataclasses.replace(ran, descendants=False)
@@ -700,7 +700,7 @@ RAISED = (
 def test_a_childs_death_the_output_reports_is_none_where_no_child_ran(
     tmp_path: Path, printed: str, pid: int | None
 ) -> None:
-    """nu18 N8: a triage script printed an old CI log's crash report, then raised
+    """A triage script printed an old CI log's crash report, then raised
     ValueError, with no child at all: it was `crash SIGSEGV (child pid 4242: ./test_ops)`."""
     ran = recorded_execution(tmp_path, printed.encode() + RAISED, 1, harness=False)
     outcome = classify(dataclasses.replace(ran, descendants=False))
@@ -935,7 +935,7 @@ def test_hang_after_a_broken_process_pool_says_terminated_abruptly(tmp_path: Pat
     assert outcome_phrase(outcome) == "hang after a child terminated abruptly"
 
 
-# --- a worker's exit 0 (nu19 A3) ----------------------------------------------------
+# --- a worker's exit 0 ----------------------------------------------------
 
 
 def test_a_worker_that_exited_with_0_is_an_error_of_the_worker(tmp_path: Path) -> None:
@@ -961,7 +961,7 @@ def test_a_worker_that_exited_with_0_is_an_error_of_the_worker(tmp_path: Path) -
     assert "DataLoader worker 0 (pid 4250) exited with code 0" in (outcome.detail or "")
 
 
-# --- the harness's own teardown (nu19 A1) -----------------------------------------------
+# --- the harness's own teardown -----------------------------------------------
 
 _RANK_FAILED = (
     b"DataLoader worker (pid 4250) is killed by signal: Killed.\n"
@@ -1017,7 +1017,7 @@ def test_the_harness_teardown_kills_are_no_crash_the_failed_rank_decides(
 
 
 def test_a_sigkill_with_no_oom_kill_counted_is_a_process_doing(tmp_path: Path) -> None:
-    """fx94: a SIGKILL is a crash as the OOM killer's; where the kernel counted no OOM kill
+    """A SIGKILL is a crash as the OOM killer's; where the kernel counted no OOM kill
     on the machine while the attempt ran, a process sent it (a script's `timeout -s KILL`,
     a shell's `Killed` line of it), and the main process's exit is the outcome."""
     from reprospec.core.childexit import ChildExit
@@ -1054,7 +1054,7 @@ def test_a_sigkill_with_no_oom_kill_counted_is_a_process_doing(tmp_path: Path) -
 
 
 def test_a_137_with_no_oom_kill_counted_reports_a_sigkill_a_process_sent(tmp_path: Path) -> None:
-    """fx99: a shell's (or `timeout --foreground`'s) 137 = 128 + SIGKILL where the kernel
+    """A shell's (or `timeout --foreground`'s) 137 = 128 + SIGKILL where the kernel
     counted no OOM kill on the machine while the attempt ran reports a SIGKILL a process
     sent (`timeout -s KILL` of the step), as a child's is under rule 6: the status is the
     program's, `error` exit 137. Counted, or not read, it stays rule 4's crash."""
@@ -1107,7 +1107,7 @@ def test_a_137_with_no_oom_kill_counted_reports_a_sigkill_a_process_sent(tmp_pat
 
 
 def test_the_types_an_attempt_printed_before_its_crash_are_every_threads_and_chains() -> None:
-    # minimize's point 7: nu21 MED-4's evictor thread died of AttributeError before the
+    # minimize's point 7: a user's evictor thread died of AttributeError before the
     # main thread's SIGSEGV; a chain counts whole; shutdown noise and what follows the
     # crash report (a DataLoader's EOFError once its worker died) do not.
     text = (

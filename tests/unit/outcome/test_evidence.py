@@ -122,7 +122,7 @@ def test_what_the_folder_lacks_is_not_opened(
 
 
 def test_a_marker_redrawn_at_its_step_is_no_later_sign_of_progress() -> None:
-    # nu27 N22: a bar stuck at 7/10 redrawing its clock made the timeout's detail "last
+    # A bar stuck at 7/10 redrawing its clock made the timeout's detail "last
     # progress 0.0 s before the timeout: still progressing?" and advise a longer timeout.
     def bar(t: float, step: int | None, phase: str | None = None) -> Event:
         return {"t": t, "event": "marker", "phase": phase, "step": step, "line": "bar"}

@@ -23,7 +23,7 @@ from reprospec.outcome.hungstacks import (
 from tests.support.paths import DATA
 from tests.support.plans import execution_in
 
-# A real dump (nu22's dl2, workers=2, mode=hang: a worker deadlocked on a lock it holds,
+# A real dump (a user's dl2, workers=2, mode=hang: a worker deadlocked on a lock it holds,
 # train.py:19), its interpreter and workdir paths renamed: the main process waits in
 # torch's queue, worker 6257 waits for an index, worker 6264 is stuck in __getitem__.
 DUMP = (DATA / "stacks" / "dataloader-worker-hang.stack.txt").read_text()
@@ -93,8 +93,8 @@ def test_a_commands_hang_in_a_worker_is_where_worker_its_signature_unchanged(
     tmp_path: Path,
 ) -> None:
     """No harness wrote events (a command's own DataLoader): the stacks name the worker. The
-    signature stays `hang`, so expect, compare and history match it as before (nu22 MED-3:
-    `where: main`, no word of the worker)."""
+    signature stays `hang`, so expect, compare and history match it as before
+    (`where: main`, no word of the worker)."""
     for log in ("stdout.log", "stderr.log", "events.jsonl"):
         (tmp_path / log).write_text("")
     (tmp_path / "stack.txt").write_text(DUMP)
@@ -182,7 +182,7 @@ def test_a_test_the_phase_names_is_not_named_again() -> None:
     assert pytest_hung_in(_PYTEST_RUNNING, "test_h.py::test_two") == (
         "pytest was running test_one (test_h.py:4)"
     )
-    # A test of the same name in another module (rv42): the stack's is named.
+    # A test of the same name in another module: the stack's is named.
     assert pytest_hung_in(_PYTEST_RUNNING, "other/test_h.py::test_one") == (
         "pytest was running test_one (test_h.py:4)"
     )
@@ -263,7 +263,7 @@ def test_a_hang_sits_in_the_child_the_main_process_only_waits_for() -> None:
     assert stuck_child(THREADS) is None
 
 
-# Real dumps (nu63 MED-2, `where: main` before): a `python -c` child blocked on an event
+# Real dumps (`where: main` before): a `python -c` child blocked on an event
 # while the main process waits in Popen.wait(), its only frames `<string>`'s; a
 # subprocess.run child that runs no Python (`sleep 600`), named `[not Python]`.
 STRING = (DATA / "stacks" / "string-child-hang.stack.txt").read_text()
@@ -298,7 +298,7 @@ def test_a_hang_sits_in_a_python_c_child_or_a_child_that_runs_no_python() -> Non
 
 
 def test_a_hang_sits_in_the_first_joined_thread_and_never_in_the_harness() -> None:
-    # fx117: the frame a hang's outcome keeps (`hung_in`): a deadlock between threads sits
+    # The frame a hang's outcome keeps (`hung_in`): a deadlock between threads sits
     # in them, not in the main thread's join; a worker's in its __getitem__; an injected
     # hang of the harness has no place of the user's (its phase and step say where).
     assert hung_frame(THREADS) == Frame("/work/proj/threads.py", 13, "two")

@@ -89,7 +89,7 @@ def test_signal() -> None:
 
 
 def test_where_names_the_process_the_failure_happened_in() -> None:
-    """nu24 LOW-1: a spec could not ask for a worker's SIGSEGV; the main process's matched."""
+    """A spec could not ask for a worker's SIGSEGV; the main process's matched."""
     in_worker = Expectation("crash", signal="SIGSEGV", where="worker")
     assert judge_attempt(SEGV_WORKER, in_worker) == AttemptVerdict(True)
     assert judge_attempt(replace(SEGV_WORKER, where="main"), in_worker) == AttemptVerdict(
@@ -246,7 +246,7 @@ def test_cell_one_miss_out_of_three_is_not_reproduced_without_a_rate() -> None:
 
 
 def test_the_key_every_attempt_missed_leads_before_the_private_tmp_hint() -> None:
-    # nu17 D2: a worker's SIGSEGV is worded without the main process's exception, so
+    # A worker's SIGSEGV is worded without the main process's exception, so
     # "expected crash SIGSEGV RuntimeError @ train:7, got crash SIGSEGV (worker) @ train:7"
     # hid the one key that missed, and the only explanation left was the TMPDIR hint.
     expectation = Expectation(
@@ -363,7 +363,7 @@ def test_rate_straddling_threshold_is_undecided_whatever_the_point_estimate() ->
 def test_every_attempt_missing_one_key_alike_says_the_expect_is_what_misses() -> None:
     """20 of 20 attempts crashed with SIGSEGV in the worker, against `rate: >0` and a
     `where: main` no attempt had: "straddles >0; run more attempts" where no number of them
-    settles it (nu65 HIGH-2); a mix of misses still says to run more."""
+    settles it; a mix of misses still says to run more."""
     expectation = Expectation("crash", signal="SIGSEGV", where="main", rate=RateBound(">", 0))
     alike = [attempt(SEGV_WORKER, expectation, i) for i in range(20)]
     verdict = judge_cell(expectation, alike)
@@ -383,7 +383,7 @@ def test_one_in_three_is_no_proof_of_a_30_percent_rate() -> None:
 
 
 def test_a_straddle_reads_as_one_in_the_printed_interval() -> None:
-    # nu22: 2/6's interval is 0.0968-0.7000; rounded to the nearest it read 0.10-0.70
+    # 2/6's interval is 0.0968-0.7000; rounded to the nearest it read 0.10-0.70
     # beside "straddles >=0.1". Its bounds are printed rounded outward.
     verdict, reason = _rate_cell(2, 6, ">=0.1")
     assert verdict == "undecided"

@@ -109,7 +109,7 @@ ERROR tests/test_fetch.py
 
 def test_a_module_that_failed_to_collect_gives_its_import_error() -> None:
     # `pytest tests/test_fetch.py` exiting 2 at collection was `error exit 2`, no exception:
-    # the summary's `ERROR tests/test_fetch.py` names no `::test` (nu17 D6).
+    # the summary's `ERROR tests/test_fetch.py` names no `::test`.
     assert first_failure(COLLECTION_ERROR) == FailedTest(
         "tests/test_fetch.py", "ModuleNotFoundError", "No module named 'mylib'"
     )
@@ -155,7 +155,7 @@ def test_a_module_that_failed_to_collect_gives_its_import_error() -> None:
         (("python", "run.py", "-m", "pytest"), False),  # a script, given `-m pytest`
         (("python", "-c", "import pytest"), False),
         (("bash", "-c", "pytest"), False),
-        # fx104 2: a wrapper's words first (`timeout 60`) made the command no pytest run.
+        # A wrapper's words first (`timeout 60`) made the command no pytest run.
         (("timeout", "60", "python3", "-m", "pytest", "t.py"), True),
         (("timeout", "-s", "KILL", "60", "nice", "-n", "5", "pytest", "-x"), True),
         (("env", "-u", "HOME", "pytest"), True),

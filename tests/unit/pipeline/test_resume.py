@@ -15,7 +15,7 @@ from reprospec.pipeline.resume import KEPT, refuse_changes
 
 
 def test_every_option_that_changes_what_runs_is_seen_given(tmp_path: Path) -> None:
-    wheels = str(tmp_path)  # a --find-links folder must be there (nu42)
+    wheels = str(tmp_path)  # a --find-links folder must be there
     args = build_parser().parse_args(
         ["run", "--resume", "R", "-m", "a=1", "--set", "x=1", "--observe", "--runner", "local",
          "--repeat", "2", "--timeout", "3s", "--python", "py", "--gpus", "0", "--shard", "1/2",
@@ -49,7 +49,7 @@ def test_a_docker_run_resumed_with_python_says_its_images_ran_the_cells() -> Non
 
 
 def test_the_run_s_own_filters_in_another_order_are_no_change() -> None:
-    """nu27 N3: `-m a=3 -m a=1 -m b=y` after a run of `-m a=1 -m a=3 -m b=y` (the same
+    """`-m a=3 -m a=1 -m b=y` after a run of `-m a=1 -m a=3 -m b=y` (the same
     cells) was refused, quoting the filters as `(-m a=1 a=3 b=y)`, no spelling -m takes."""
     began = RunOptions(matrix_filters=("a=1", "a=3", "b=y"))
     given = {"matrix_filters"}
@@ -63,7 +63,7 @@ def test_the_run_s_own_filters_in_another_order_are_no_change() -> None:
 
 
 def test_a_finished_run_resumed_whole_keeps_the_record_it_had() -> None:
-    """rv23 F4: `--resume` of a run that had finished, its folder whole, ran nothing and
+    """`--resume` of a run that had finished, its folder whole, ran nothing and
     called it resumed from `the run finished at X (its folder written again from the
     store)`: neither was true. It keeps what it had (none, or an earlier resume's record);
     written again, or its failed attempts run now, it says so."""
@@ -81,13 +81,13 @@ def test_a_finished_run_resumed_whole_keeps_the_record_it_had() -> None:
     # An interrupted part is said whatever ran now.
     interrupted = Resumed(2, 0, "interrupted", before=(ResumedPart(1, "killed"),))
     assert _resumed(0, interrupted, None, False) == interrupted
-    # A finished run's retry stopped before it stored an attempt (rv24 F2): resumed all the
+    # A finished run's retry stopped before it stored an attempt: resumed all the
     # same, where it read as the finished run itself, stopped.
     assert _resumed(0, finished, None, True) == finished
 
 
 def test_a_retry_that_finished_within_the_second_of_its_run_is_a_part_of_its_own() -> None:
-    """rv24 F4: the part a resume continues was dropped as the duplicate a resume that ran
+    """The part a resume continues was dropped as the duplicate a resume that ran
     nothing writes (it keeps its run's end) by its end alone, to the second: a retry that
     stored attempts and finished within the second its run did was merged into the run's."""
     from reprospec.core.resumed import ResumedPart, earlier_parts
@@ -109,7 +109,7 @@ def test_a_retry_that_finished_within_the_second_of_its_run_is_a_part_of_its_own
 def test_a_secret_whose_change_cannot_be_told_is_refused_with_advice_the_user_can_act_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # rv27 LOW-8: a store that could not keep the key of its digests cannot tell whether a
+    # A store that could not keep the key of its digests cannot tell whether a
     # secret changed; "set them as they were" asked for what no one can check.
     from reprospec.api import load_spec
     from reprospec.core.jsontypes import JsonObject
@@ -134,7 +134,7 @@ def test_a_secret_whose_change_cannot_be_told_is_refused_with_advice_the_user_ca
 
 
 def test_a_run_whose_spec_was_moved_says_where_it_must_be_put_back(tmp_path: Path) -> None:
-    # nu32 F8: `--resume` said only "PATH: no such file", and the moved file given was
+    # `--resume` said only "PATH: no such file", and the moved file given was
     # refused as another spec ("leave the spec out to resume it"): no way on was said.
     from reprospec.pipeline.resume import load
     from reprospec.store.db import Store

@@ -110,7 +110,7 @@ def test_resume_runs_only_the_missing_attempts(tmp_path: Path) -> None:
 def test_a_resumed_cell_that_stop_on_stopped_runs_nothing_more(
     tmp_path: Path, stop_on: str, crashed: bool
 ) -> None:
-    # The run stopped n=1 at its first attempt (nu26 F10: a resume ran its attempt 2, and
+    # The run stopped n=1 at its first attempt (a resume ran its attempt 2, and
     # each later resume one more); n=2 was interrupted after one attempt that did not stop it.
     plan = make_plan(
         tmp_path,
@@ -130,7 +130,7 @@ def test_a_resumed_cell_that_stop_on_stopped_runs_nothing_more(
 
 
 def test_an_observed_cell_runs_its_repeats_whatever_stop_on_says(tmp_path: Path) -> None:
-    # nu26 F12: an observed attempt counts as a match, so first-reproduction stopped every
+    # An observed attempt counts as a match, so first-reproduction stopped every
     # observed cell at one attempt: no rate to observe.
     body = "matrix: {n: [1, 2]}\nrun: {repeat: 4, stop_on: first-reproduction}\n"
     judged = make_plan(tmp_path, body + "expect: {outcome: pass}\n")
@@ -177,7 +177,7 @@ def test_a_resumed_adaptive_cell_still_undecided_gets_more_attempts(tmp_path: Pa
 def test_stop_on_with_a_rate_stops_where_the_cell_s_interval_decides(
     tmp_path: Path, stop_on: str, crashes: Callable[[int], bool], attempts: int
 ) -> None:
-    """nu27 N1: stop_on stopped a rate cell at its first matching (or missing) attempt,
+    """stop_on stopped a rate cell at its first matching (or missing) attempt,
     and a flaky cell stayed `1/1 undecided` with no way to run more."""
     plan = make_plan(
         tmp_path,
@@ -190,7 +190,7 @@ def test_stop_on_with_a_rate_stops_where_the_cell_s_interval_decides(
 def test_an_attempt_waiting_for_its_places_when_stop_on_stops_its_cell_never_starts(
     tmp_path: Path,
 ) -> None:
-    """nu27 N4: with run.instances, each attempt takes its instances' places: the attempts
+    """With run.instances, each attempt takes its instances' places: the attempts
     other jobs had taken waited for them, and then ran, one after another, after stop_on
     had stopped their cell (-j 3: 3/3 where -j 1 gave 1/1)."""
     plan = make_plan(
@@ -210,7 +210,7 @@ def test_an_attempt_waiting_for_its_places_when_stop_on_stops_its_cell_never_sta
 
 
 def test_ctrl_c_returns_only_once_every_job_is_done(tmp_path: Path) -> None:
-    """nu27 N8: a join that Ctrl-C interrupts can mark a thread that still runs as stopped
+    """A join that Ctrl-C interrupts can mark a thread that still runs as stopped
     (CPython 3.11's _wait_for_tstate_lock), and the join after it returned at once: the run
     ended while a job still stored its attempt and judged its cell, and the end judged the
     cell as never run (an IndexError in the report, exit 3; a stored attempt lost)."""
@@ -243,7 +243,7 @@ def test_ctrl_c_returns_only_once_every_job_is_done(tmp_path: Path) -> None:
 
 
 def test_the_progress_count_drops_the_attempts_stop_on_will_not_run(tmp_path: Path) -> None:
-    """nu27 N9: `[2/4]` at the end of a run whose cell stop_on stopped: the count (and the
+    """`[2/4]` at the end of a run whose cell stop_on stopped: the count (and the
     eta made from it) kept the attempts it skipped."""
     body = (
         "matrix: {n: [1, 2]}\nrun: {repeat: 4, stop_on: first-reproduction}\n"
@@ -268,7 +268,7 @@ def test_the_progress_count_drops_the_attempts_stop_on_will_not_run(tmp_path: Pa
 def test_attempts_that_could_not_run_neither_stop_a_cell_nor_decide_its_rate(
     tmp_path: Path,
 ) -> None:
-    """nu27 N14, N21: an infra-error counted as a miss: first-miss stopped the cell at an
+    """An infra-error counted as a miss: first-miss stopped the cell at an
     attempt that could not run, and `repeat: auto` decided `0/9` (at -j 2 `0/10`) on
     attempts none of which ran, where the judge calls the cell 0/0."""
 
@@ -286,7 +286,7 @@ def test_attempts_that_could_not_run_neither_stop_a_cell_nor_decide_its_rate(
 
 
 def test_a_resumed_rate_cell_is_read_on_all_its_stored_attempts(tmp_path: Path) -> None:
-    """rv26 MED-2: the stored attempts were replayed in attempt order, and a cell the run
+    """The stored attempts were replayed in attempt order, and a cell the run
     never stopped (attempt 3 passed first, then 1 and 2 crashed: 0/1, 1/2, 2/3) read as
     `2/2`, met, at attempt 2: the resume ran nothing more."""
     plan = make_plan(
@@ -304,7 +304,7 @@ def test_a_resumed_rate_cell_is_read_on_all_its_stored_attempts(tmp_path: Path) 
 
 
 def test_a_resumed_adaptive_cell_runs_its_extra_attempts_on_every_job(tmp_path: Path) -> None:
-    """rv26 MED-1: the jobs were as many as the attempts planned, none on a resume of a
+    """The jobs were as many as the attempts planned, none on a resume of a
     cell whose planned attempts were all stored: its extra attempts ran one at a time."""
     plan = make_plan(
         tmp_path,
@@ -485,7 +485,7 @@ class _GuardingLock:
 
 
 def test_the_start_of_an_attempt_reads_the_counts_under_the_lock(tmp_path: Path) -> None:
-    """rv26 LOW-1: the "start" progress call read `finished` and `total` without the lock,
+    """The "start" progress call read `finished` and `total` without the lock,
     and could show a torn pair (`[5/4]`) while another job counted its attempt."""
     plan = make_plan(
         tmp_path, "matrix: {n: [1, 2]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n", jobs=2
@@ -584,7 +584,7 @@ def test_a_stopped_cell_is_handed_over_and_its_later_attempts_never_run(tmp_path
 def test_a_cell_stopped_while_its_attempts_waited_is_handed_over_as_they_give_up(
     tmp_path: Path,
 ) -> None:
-    """rv26 LOW-2: the attempts taken before stop_on stopped their cell, which waited for
+    """The attempts taken before stop_on stopped their cell, which waited for
     their places and never started, did not give the cell to `on_cell`: it was held (and
     judged) only at the end of the run."""
     plan = make_plan(
@@ -618,7 +618,7 @@ def test_a_cell_stopped_while_its_attempts_waited_is_handed_over_as_they_give_up
 def test_a_cell_stopped_with_extra_attempts_queued_is_handed_over_as_it_stops(
     tmp_path: Path,
 ) -> None:
-    """rv26 LOW-2: a `repeat: auto` cell stop_on stopped while an extra attempt was queued
+    """A `repeat: auto` cell stop_on stopped while an extra attempt was queued
     (its job was still storing the attempt before) waited for that attempt, which is only
     skipped, and went to `on_cell` never: it was held to the end of the run."""
     from reprospec.core.rates import judge_rate, rate_of
@@ -670,7 +670,7 @@ class _UnwalkedQueue(deque[AttemptPlan]):
 
 
 def test_a_finished_attempt_does_not_walk_the_queue_of_extra_attempts(tmp_path: Path) -> None:
-    """rv26 LOW-7: each finished attempt walked every cell's queued extra attempts under
+    """Each finished attempt walked every cell's queued extra attempts under
     the lock (three times: whether its cell is complete, what stop_on drops, how many to
     add): O(cells x -j) per attempt of a run of many `repeat: auto` cells."""
     plan = make_plan(

@@ -29,7 +29,7 @@ def _first(tmp_path: Path, command: str) -> AttemptPlan:
         ("python gone.py --lr 1", "gone.py"),
         ("python3.11 -u -X dev -W error gone.py", "gone.py"),
         ("MODE=1 env OTHER=2 python gone.py", "gone.py"),
-        # fx104 2: a wrapper's words first were read as the program: no note.
+        # A wrapper's words first were read as the program: no note.
         ("timeout 60 python3 gone.py", "gone.py"),
         ("timeout -s KILL 60 env -u HOME nice -n 5 ./gone.sh", "./gone.sh"),
         ("bash -o pipefail gone.sh", "gone.sh"),

@@ -28,7 +28,7 @@ def test_imports_at_any_depth_and_relative_ones_resolved(tmp_path: Path) -> None
 
 
 def test_a_source_not_read_is_none_never_importing_nothing(tmp_path: Path) -> None:
-    # rv17 F4/F12: three readers took this as "imports nothing", "everything" or "not torch".
+    # Three readers took this as "imports nothing", "everything" or "not torch".
     assert parse_imports("import torch\ntype Alias = int if True else (\n") is None
     assert parse_imports(b"import torch\x00\n") is None
     big = tmp_path / "big.py"
@@ -37,7 +37,7 @@ def test_a_source_not_read_is_none_never_importing_nothing(tmp_path: Path) -> No
     assert read_imports(tmp_path / "gone.py") is None
     # A source with no import in it at all needs no parse to say so.
     assert parse_imports("x = (\n") == Imports(())
-    # Nested deeper than the parser goes: Python itself refuses it (rv20 F2: the engine's
+    # Nested deeper than the parser goes: Python itself refuses it (the engine's
     # RecursionError was an internal error of `run`).
     assert parse_imports(f"import torch\n{too_deep()}") is None
 

@@ -159,8 +159,8 @@ def test_first_reproduction_without_a_rate_says_it_stopped_at_its_first_match(
     tmp_path: Path,
 ) -> None:
     """`not-reproduced ... (stopped by run.stop_on: first-reproduction after 3 of 5
-    attempts)` read as if it reproduced: the misses before the match settled the verdict
-    (fx96 4). The counts still read back (a merge adds them up over shards)."""
+     attempts)` read as if it reproduced: the misses before the match settled the verdict
+    . The counts still read back (a merge adds them up over shards)."""
     from reprospec.core.words import stopped_counts
 
     plan = make_plan(
@@ -190,7 +190,7 @@ def test_a_cell_stop_on_stopped_says_so_in_its_reason_rate_column_and_junit(
     tmp_path: Path,
 ) -> None:
     """A stopped cell read `1/2 not-reproduced` in results.json, report.md and the JUnit
-    report, as if its third attempt were lost (nu27 N20)."""
+    report, as if its third attempt were lost."""
     from reprospec.core.results import RunResult
     from reprospec.report import render
 
@@ -209,7 +209,7 @@ def test_a_cell_stop_on_stopped_says_so_in_its_reason_rate_column_and_junit(
     # An interrupted cell is said interrupted, not stopped.
     assert "stopped" not in judge.judge(one, (ran,), interrupted=True).reason
     # A stopped one in an interrupted run is said stopped: a resume keeps it stopped, and
-    # "--resume finishes it" promised what would not happen (rv26 MED-3).
+    # "--resume finishes it" promised what would not happen.
     stopped_then = judge.judge(one, (ran, missed), interrupted=True).reason
     assert stopped_then.endswith("(stopped by run.stop_on: first-miss after 2 of 3 attempts)")
     assert "--resume" not in stopped_then

@@ -191,7 +191,7 @@ def test_a_setting_the_spec_writes_is_in_the_command_line_and_a_secret_is_not(
 def test_the_repro_takes_a_secret_from_the_readers_environment_by_the_reports_rule(
     tmp_path: Path, length: str
 ) -> None:
-    # rv16: `GITHUB_TOKEN_RO` (last word `ro`) was written in clear in the command line, and
+    # `GITHUB_TOKEN_RO` (last word `ro`) was written in clear in the command line, and
     # `API_TOKEN: tok`, which the report's spec shows, read `API_TOKEN="$API_TOKEN"`: empty.
     secrets = named_secrets(length)
     settings = {**COUNTS, **LOOKALIKES}
@@ -228,7 +228,7 @@ def test_the_repro_takes_a_secret_from_the_readers_environment_by_the_reports_ru
 
 
 def test_a_value_the_reports_spec_shows_is_written_in_the_repro(tmp_path: Path) -> None:
-    # rv16: `API_TOKEN: tok`, too short to mask in a text, was kept in the report's spec,
+    # `API_TOKEN: tok`, too short to mask in a text, was kept in the report's spec,
     # while the repro read `API_TOKEN="$API_TOKEN"`: empty in the reader's shell.
     env = {**COUNTS, "API_TOKEN": "tok", "AUTH_ENABLED": "true"}
     lines = "".join(f"    {name}: {json.dumps(value)}\n" for name, value in env.items())
@@ -255,7 +255,7 @@ ENV_SPEC = (
     ("runner", "ran", "expected"),
     [
         (
-            # nu17 D4: "the run gave the cell the image nosuch/Dockerfile, packages
+            # "the run gave the cell the image nosuch/Dockerfile, packages
             # six==1.16.0, Python 3.10" of a local run on 3.11.7 that only checked them.
             "local",
             "3.11.7",
@@ -290,7 +290,7 @@ def test_notes_say_given_only_of_what_the_runner_gave(
     tmp_path: Path, runner: str, ran: str, expected: tuple[str, ...]
 ) -> None:
     (tmp_path / "spec.yaml").write_text(ENV_SPEC)
-    (tmp_path / "docker").mkdir()  # a spec's dockerfile must be there (nu42)
+    (tmp_path / "docker").mkdir()  # a spec's dockerfile must be there
     (tmp_path / "docker" / "Dockerfile").write_text("FROM reprospec-runner:latest\n")
     plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
     notes = standalone_of(plan, tmp_path, runner=runner, ran_python=ran).notes

@@ -63,7 +63,7 @@ def test_a_shell_run_by_a_string_command_names_the_files_of_its_own_script(
 ) -> None:
     # `sh -c 'cat data.txt | python parse.py'` as a string command runs under /bin/sh -c:
     # its words were sh, -c and the inner script whole, so capture's verify copy (and a
-    # bundle) lacked data.txt, the pipeline read nothing, and the crash did not come (nu18).
+    # bundle) lacked data.txt, the pipeline read nothing, and the crash did not come.
     app = tmp_path / "app"
     app.mkdir()
     for name in ("parse.py", "data.txt", "sorted.txt"):
@@ -123,7 +123,7 @@ def test_the_programs_files_are_its_sources_and_inputs_not_the_files_its_words_n
 
 
 def test_a_wrapped_programs_file_is_its_source(tmp_path: Path) -> None:
-    # fx104 2: `timeout 60 ./tool` read `timeout` as the program, and the workdir's tool,
+    # `timeout 60 ./tool` read `timeout` as the program, and the workdir's tool,
     # a binary no suffix or `#!` line says is code, was no source of the program's.
     app = tmp_path / "app"
     app.mkdir()
@@ -177,7 +177,7 @@ def test_a_cd_whose_folder_cannot_be_told_ends_the_following() -> None:
     ]
     # A line with a background job, a pipeline or a subshell is read whole in the line's
     # own folder, as before any `cd` was followed: in the first three client.py runs
-    # there, not in server/ (rv85 2); the last is read so too, for one rule.
+    # there, not in server/; the last is read so too, for one rule.
     for line in (
         "cd server && python3 serve.py & python3 client.py",
         "cd server & python3 client.py",

@@ -48,7 +48,7 @@ def test_a_watch_says_the_kills_counted_since_it_began(
 def test_a_kill_while_attempts_ran_at_once_is_no_ones_for_certain(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """rv70 4: under -j the attempts share the engine's cgroup, and one attempt's OOM kill
+    """Under -j the attempts share the engine's cgroup, and one attempt's OOM kill
     was every other's too (a passing one got the warning, a self-SIGKILL was "by the OOM
     killer"). Watches that overlapped say the kill is not known to be theirs."""
     path = tmp_path / "memory.oom_control"
@@ -101,7 +101,7 @@ def test_this_engines_counter_is_its_own_cgroups() -> None:
 def test_no_oom_kill_anywhere_is_read_from_the_machines_count(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """fx94: /proc/vmstat's `oom_kill` counts every OOM kill of the machine, whatever its
+    """/proc/vmstat's `oom_kill` counts every OOM kill of the machine, whatever its
     cgroup. Unchanged while the attempt ran: no process of it was the OOM killer's, so a
     SIGKILL was a process's doing. A kill counted (anyone's), or no count to read, says
     nothing of the kind."""

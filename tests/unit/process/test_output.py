@@ -113,7 +113,7 @@ def test_markers_see_the_text_after_the_last_carriage_return(tmp_path: Path) -> 
 
 
 def test_a_bar_redrawn_in_place_is_a_line_at_each_redraw(tmp_path: Path) -> None:
-    # nu27 N22: a bar drawn with "\r" and no newline was matched only as the attempt
+    # A bar drawn with "\r" and no newline was matched only as the attempt
     # ended, so `run.stall` saw no progress from it; each redraw is a line of what was drawn
     # before it (within one chunk, the last drawn), "\r\n" still one line end.
     events = scan(
@@ -125,7 +125,7 @@ def test_a_bar_redrawn_in_place_is_a_line_at_each_redraw(tmp_path: Path) -> None
 
 
 def test_a_chunk_ending_in_a_redraw_ends_its_bar(tmp_path: Path) -> None:
-    # rv26 MED-4: after a chunk whose last "\r" followed a redraw inside it, the next bar was
+    # After a chunk whose last "\r" followed a redraw inside it, the next bar was
     # glued to the one before ("step 7step 8") and neither step was seen.
     events = scan([b"step 6\rstep 7\r", b"step 8\r", b"step 9\r"], [STEP], tmp_path)
     assert [e["step"] for e in events] == [6, 7, 8, 9]

@@ -388,7 +388,7 @@ def test_the_hang_says_which_limit_fired(tmp_path: Path) -> None:
 
 
 def test_a_marker_at_the_position_it_reported_is_a_redraw_not_progress(tmp_path: Path) -> None:
-    # nu27 N22: a bar stuck at 7/10 that keeps redrawing its clock matched at every redraw,
+    # A bar stuck at 7/10 that keeps redrawing its clock matched at every redraw,
     # each match counted, and the stall never fired.
     events = tmp_path / "events.jsonl"
     events.write_bytes(b"")

@@ -40,7 +40,7 @@ def test_the_sitecustomizes_own_frames_are_left_out_and_every_other_line_kept() 
 
 # A real stack read from a core by gdb (`line 577, in __init__`, a comma where faulthandler
 # has none): a forked DataLoader worker's, which holds the frames of its parent's start of
-# it, the sitecustomize's wrapper of Popen.__init__ among them (nu74).
+# it, the sitecustomize's wrapper of Popen.__init__ among them.
 FROM_CORE = (DATA / "stacks" / "dataloader-worker-from-core.stack.txt").read_text()
 
 
@@ -94,7 +94,7 @@ def test_a_process_stopped_in_the_fork_servers_own_code_still_shows_where() -> N
 
 
 def test_the_programs_record_of_its_end_is_kept_and_no_other(tmp_path: Path) -> None:
-    # fx106: every Python process writes raised-PID.txt (its parent's pid first); only the
+    # Every Python process writes raised-PID.txt (its parent's pid first); only the
     # program's, the root's or a root shell's one child's, says how the attempt ended.
     def records(**texts: str) -> None:
         for pid, text in texts.items():

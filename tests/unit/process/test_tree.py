@@ -118,7 +118,7 @@ def test_the_one_programs_record_says_whether_it_ran_alone(tmp_path: Path) -> No
 
 
 def test_the_record_holds_only_for_the_status_the_program_asked_for() -> None:
-    # rv19 F1: a program that ran to its end (asked 0) and then died of SIGSEGV in a native
+    # A program that ran to its end (asked 0) and then died of SIGSEGV in a native
     # library's destructor, after its record, leaves the shell's 139: that is its death.
     assert tree.ran_alone_with(0, 0)
     assert tree.ran_alone_with(0, 1)  # an uncaught exception: not a signal's number
@@ -137,7 +137,7 @@ def _stat(comm: bytes, state: bytes, cminflt: int, sigignore: int) -> bytes:
 
 
 def test_one_parser_reads_a_stat_line_for_the_scan_and_for_an_ended_root() -> None:
-    # rv18 F6: the scan's _proc_info and waited_in split /proc/PID/stat each their own way.
+    # The scan's _proc_info and waited_in split /proc/PID/stat each their own way.
     # A command name with spaces and parentheses ends at the last `)`.
     comm = b"we ird) (name"
     assert tree.waited_in(_stat(comm, b"Z", 12, 0)) is True

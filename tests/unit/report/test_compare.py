@@ -41,7 +41,7 @@ def test_a_comparison_made_of_its_mapping_keeps_it_as_its_text() -> None:
 
 
 def test_torch_captured_by_one_run_only_is_one_line() -> None:
-    # nu42: a docker run (torch captured) beside a local one (the spec names no torch) listed
+    # A docker run (torch captured) beside a local one (the spec names no torch) listed
     # torch's build field by field, 15 lines of "None -> ...".
     a = segfault_matrix()
     captured: JsonObject = {

@@ -77,7 +77,7 @@ def test_the_job_summary_of_a_resumed_run_says_so_as_report_md_does() -> None:
 
 def test_an_undecided_cell_is_named_undecided_once_with_its_interval() -> None:
     # "p=0.5: undecided: undecided: 1/1 = 1.00 straddles >=0.3 ..." and `1/1` alone, where
-    # the reason says the interval straddles the bound (nu27 N7).
+    # the reason says the interval straddles the bound.
     from reprospec.core.results import AttemptResult, CellResult, Outcome
     from reprospec.core.units import parse_rate
     from reprospec.outcome.judge import judge_cell

@@ -100,7 +100,7 @@ def test_an_attempt_of_n_instances_takes_n_of_the_j_places(tmp_path: Path) -> No
 
 
 def test_instances_that_failed_two_ways_are_named_by_how_each_failed() -> None:
-    # nu42: one instance crashed and the other hung until the timeout: the detail read
+    # One instance crashed and the other hung until the timeout: the detail read
     # `instances 0, 1 failed`, which said neither which hung nor that one did.
     from reprospec.core.results import InstanceResult, Outcome
     from reprospec.report.instances import first_failure

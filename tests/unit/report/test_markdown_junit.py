@@ -265,7 +265,7 @@ def test_a_hang_says_where_it_sits_and_labels_the_dataloader_workers() -> None:
     """A command's DataLoader worker deadlocked in __getitem__ (a real dump): each hang
     signature says where it sits, and the workers' stacks, under their parent's command
     line, are labelled, in the Failure section and in the Stacks section of a later hang
-    (nu22 MED-3: a bare `hang`, three alike headers, the frame only in the folded block)."""
+    (a bare `hang`, three alike headers, the frame only in the folded block)."""
     dump = (DATA / "stacks" / "dataloader-worker-hang.stack.txt").read_text()
     base = hang_run()
     cell = base.cells[0]
@@ -447,7 +447,7 @@ def test_separators_name_the_one_passing_value_and_pairs() -> None:
 def test_separators_word_two_patterns_as_one_statement() -> None:
     """A crash of `a=1 and (b=1 or c=1)`: no value nor pair holds its cells, two patterns
     do together. One line says so; each pattern on its own line read as holding every
-    failing cell alone, which neither does (nu22 MED-4)."""
+    failing cell alone, which neither does."""
     base = error_run()
     crashed = next(c for c in base.cells if c.verdict == "reproduced")
     passing = next(c for c in base.cells if c is not crashed)
@@ -519,7 +519,7 @@ def test_each_unexpected_failure_shows_its_excerpt_up_to_a_bound() -> None:
 def test_a_second_expected_failure_shows_its_excerpt_after_the_unexpected_ones() -> None:
     """A spec expecting a crash in one cell and a ValueError in another: the ValueError's
     message and log follow the first failure, marked expected, after a failure no attempt
-    expected (the ValueError got only its signature line: nu64 MED-6)."""
+    expected (the ValueError got only its signature line)."""
     base = error_run()
     expected_cell = next(c for c in base.cells if c.verdict == "reproduced")
 
@@ -675,7 +675,7 @@ def test_a_missed_attempts_progress_line_names_the_keys_it_missed() -> None:
     from reprospec.report.progress import Progress
 
     # A worker's crash is worded without the main process's exception: "miss" alone left
-    # the user to guess which of the spec's expect keys the attempt went against (nu17 D2).
+    # the user to guess which of the spec's expect keys the attempt went against.
     crash = Outcome(kind="crash", signal="SIGSEGV", where="worker", exception="OSError")
     verdict = judge_attempt(crash, Expectation("crash", exception="RuntimeError"))
     missed = AttemptResult(1, 1.5, crash, verdict.matched, verdict.mismatches, logs="")
@@ -796,7 +796,7 @@ def test_an_interrupted_run_names_the_cells_it_cut_short() -> None:
     make_console(stream).print(results_table(run))
     assert "1/1 (interrupted after 1 of 2 attempts)" in stream.getvalue()
     assert stream.getvalue().count("interrupted after") == 1
-    # And the GitHub job summary's, and JUnit's test case (nu64 MED-7).
+    # And the GitHub job summary's, and JUnit's test case.
     assert "| 1/1 (interrupted after 1 of 2 attempts) |" in render(run, "github")
     root = ET.fromstring(render(run, "junit"))
     (case,) = [c for c in root.iter("testcase") if c.get("name") == first.cell.id]
@@ -849,7 +849,7 @@ def test_how_the_earlier_part_of_a_resumed_run_stopped_is_worded() -> None:
     assert resumed_phrase(Resumed(0, 2, "killed")) == (
         "0 attempts carried over from the run whose engine was killed, 2 run now"
     )
-    # Written again only where its folder was (rv23 F4: said of a folder left whole).
+    # Written again only where its folder was (said of a folder left whole).
     assert resumed_phrase(Resumed(4, 0, "finished", "2026-12-01T09:00:00+00:00")) == (
         "4 attempts carried over from the run finished at 2026-12-01 09:00:00 UTC, 0 run now"
     )
@@ -862,7 +862,7 @@ def test_how_the_earlier_part_of_a_resumed_run_stopped_is_worded() -> None:
 
 
 def test_a_run_resumed_twice_names_each_earlier_part() -> None:
-    """rv23 F4: interrupted, resumed and interrupted again, then resumed: the second resume
+    """Interrupted, resumed and interrupted again, then resumed: the second resume
     wrote `carried over from the run interrupted at (the second time)`, and that its first
     part was interrupted too was lost."""
     from reprospec.core.resumed import Resumed, ResumedPart
@@ -1029,7 +1029,7 @@ def test_a_venv_run_from_a_wheel_folder_is_reproduced_with_it_on_this_machine() 
     ("options", "offered"),
     [
         # A venv run's report offered `reprospec run report.md`: the local runner, every
-        # cell infra-error for the packages it does not install (nu64 MED-5).
+        # cell infra-error for the packages it does not install.
         (RunOptions(runner="venv"), "reprospec run report.md --runner venv"),
         (
             RunOptions(runner="docker", repeat=3),
@@ -1048,7 +1048,7 @@ def test_the_reports_rerun_keeps_the_runner_and_the_preload(
 
 
 def test_a_run_interrupted_before_any_attempt_ended_says_nothing_finished_and_no_count() -> None:
-    """nu42: three cells of `sleep 60` under -j 3, SIGTERM after 3 s, read "Nothing ran; as
+    """Three cells of `sleep 60` under -j 3, SIGTERM after 3 s, read "Nothing ran; as
     expected in 0 of 3 cells (0/0 attempts), 3 not run (interrupted)": counts of what never
     ran."""
     from reprospec.report.failure import summary_line
@@ -1057,7 +1057,7 @@ def test_a_run_interrupted_before_any_attempt_ended_says_nothing_finished_and_no
     cut = tuple(replace(c, verdict="not-run", attempts=()) for c in whole.cells)
     run = replace(whole, cells=cut, interrupted=True)
     count = len(cut)
-    # fx101: not "Nothing ran": the attempts in flight ran, and may have run to their end
+    # Not "Nothing ran": the attempts in flight ran, and may have run to their end
     # after the stop, their logs whole.
     said = f"Nothing finished before the stop: {count} cells not run (interrupted)"
     assert summary_line(run) == said

@@ -109,7 +109,7 @@ def test_a_protective_value_is_found_from_the_other_side() -> None:
 def test_patterns_explain_what_no_value_nor_pair_does() -> None:
     """A crash of `a and (b or c)`: no value nor pair is in its cells alone; the two
     patterns that hold them are, and observe says so as the judged report does, in one
-    statement (nu22 MED-4: --observe explained nothing)."""
+    statement (--observe explained nothing)."""
     run = grid(lambda m: m["a"] and (m["b"] or m["c"]))
     (group,) = [g for g in outcome_groups(run) if g.failure]
     assert group.explanations == ()
@@ -163,7 +163,7 @@ def test_each_signature_is_its_own_group_and_flaky_cells_count_in_each() -> None
 
 def test_an_outcome_of_every_cell_that_ran_is_not_said_of_every_cell() -> None:
     # A cell that could not run (command not found) and one that passed: "pass in every cell
-    # (2 attempts)", though the infra-error cell never passed (nu27 N12).
+    # (2 attempts)", though the infra-error cell never passed.
     run = observed_run([({"p": "a"}, [PASS, PASS]), ({"p": "b"}, [NotRun("command not found")])])
     (group,) = outcome_groups(run)
     assert group.headline(code=False) == "pass in every cell that ran, 1 of 2 (2 attempts)"

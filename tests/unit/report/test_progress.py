@@ -18,7 +18,7 @@ from reprospec.report import progress
 def test_off_a_terminal_a_long_attempt_is_said_to_be_running(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # nu44: a hang waits for its timeout (5 minutes by default) and a CI log said nothing
+    # A hang waits for its timeout (5 minutes by default) and a CI log said nothing
     # after "running X (1 attempt)" all that time.
     monkeypatch.setattr(progress, "QUIET_S", 0.1)
     stream = io.StringIO()

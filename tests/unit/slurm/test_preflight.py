@@ -6,7 +6,7 @@ from reprospec.slurm.preflight import Refused, describe
 
 
 def test_a_reason_that_ends_a_sentence_is_described_without_its_full_stop() -> None:
-    # rv19 F9: uv's reason ends in "." and the refusal's hint follows ". ": the message
+    # uv's reason ends in "." and the refusal's hint follows ". ": the message
     # read "... are unsatisfiable.. Fix the packages".
     reason = (
         "Because nothingthere was not found and you require it, requirements are unsatisfiable."

@@ -45,7 +45,7 @@ def test_a_local_run_and_an_older_slurm_json_have_no_envs(tmp_path: Path) -> Non
 def test_a_path_with_a_space_or_a_quote_is_one_word_of_its_sbatch_directive(
     tmp_path: Path,
 ) -> None:
-    """nu45: `--out "/shared/sl 9"` (or a spec's folder with a space, the `--chdir`) ended
+    """`--out "/shared/sl 9"` (or a spec's folder with a space, the `--chdir`) ended
     the `#SBATCH --output=` word at the space: sbatch refused the script (`Invalid directive
     found in batch script: 9/slurm/...`), exit 3, nothing submitted. sbatch groups a quoted
     value and reads `\\` as an escape (src/sbatch/opt.c, `_get_argument`)."""
@@ -90,7 +90,7 @@ def test_a_path_with_a_hash_is_quoted_where_sbatch_read_the_rest_as_a_comment(
 def test_slurm_json_keeps_the_specs_digest_and_the_task_checks_it_before_it_runs(
     tmp_path: Path,
 ) -> None:
-    """nu45: a task runs when the queue lets it; the spec, edited since `reprospec slurm`
+    """A task runs when the queue lets it; the spec, edited since `reprospec slurm`
     planned it, ran as edited in every task that started after (two specs in one run)."""
     import hashlib
 

@@ -84,7 +84,7 @@ def test_a_shard_folder_the_store_never_heard_of_is_set_aside(tmp_path: Path) ->
 
 
 def test_a_resumed_shard_counts_its_attempts_not_the_interrupted_results(tmp_path: Path) -> None:
-    """nu45 F4: while a resume of an interrupted shard ran, status read the results.json
+    """While a resume of an interrupted shard ran, status read the results.json
     the interruption wrote (what it had then: no attempt) and said `running 0/2
     attempts` throughout; the attempts under way are read from the run folder."""
     import json
@@ -153,7 +153,7 @@ def test_an_attempt_that_ended_as_the_time_limit_came_leaves_its_shard_to_resume
 
 
 def test_slurmstepds_stop_is_read_at_the_nodes_offset(tmp_path: Path) -> None:
-    """rv85 4: `CANCELLED AT` is the node's local time; read at the reader's own zone, an
+    """`CANCELLED AT` is the node's local time; read at the reader's own zone, an
     attempt the stop cut short on a node at UTC-5 read as ended 5 hours before it."""
     line = "reprospec-slurm: shard 1/2 job 13_1 on vm CUDA_VISIBLE_DEVICES=unset utc-0500"
     stopped = cancel_time(f"{line}\n{TIME_LIMIT_LINE}\n")

@@ -457,7 +457,7 @@ def test_a_report_runs_the_block_its_marker_names(tmp_path: Path) -> None:
 
 def test_problem_at_a_key_an_override_created_names_the_override_and_where_it_landed() -> None:
     # The key has no line in the file; the mapping it landed in has (`run:` is line 45,
-    # its mapping 46:3, where a problem of `run` is): it was `FILE: run: ...` (nu17 D11).
+    # its mapping 46:3, where a problem of `run` is): it was `FILE: run: ...`.
     assert problems_of(EXAMPLE, ["runn.timeout=3s"]) == [
         f"{EXAMPLE}:2:1: (top level): unknown key 'runn' (did you mean 'run'?)"
         " (from --set runn.timeout=3s)"
@@ -717,7 +717,7 @@ def test_a_faults_when_takes_the_words_the_harness_reads_as_a_boolean(tmp_path: 
 
 
 def test_files_are_files_of_the_workdir(tmp_path: Path) -> None:
-    # nu17 D11: `files: [nosuch.txt, ../../etc/passwd]` was valid; only `bundle` said, later,
+    # `files: [nosuch.txt, ../../etc/passwd]` was valid; only `bundle` said, later,
     # that it carried nothing of them. spec-format.md: files of the workdir, relative to it.
     work = tmp_path / "app"
     (work / "conf").mkdir(parents=True)
@@ -749,7 +749,7 @@ def test_files_are_files_of_the_workdir(tmp_path: Path) -> None:
 
 
 def test_an_expression_workdir_and_its_files_are_checked_per_cell(tmp_path: Path) -> None:
-    # nu27 N11: `workdir: ${{ matrix.w }}` went unchecked: a cell naming no folder ended an
+    # `workdir: ${{ matrix.w }}` went unchecked: a cell naming no folder ended an
     # infra-error mid-run (exit 3) and `files` missing from every cell's folder validated.
     for name in ("w1", "w2"):
         (tmp_path / name).mkdir()
@@ -788,7 +788,7 @@ def test_a_set_runs_spec_stored_before_literal_blocks_is_the_same_spec() -> None
 
 
 def test_a_docker_image_and_dockerfile_are_checked_when_the_spec_is_read(tmp_path: Path) -> None:
-    # nu42: `image: ""` ran the default image without a word, and an image that is no
+    # `image: ""` ran the default image without a word, and an image that is no
     # reference or a dockerfile that is not there validated: each docker cell was then an
     # infra-error mid-run, exit 3, where every other spec mistake is exit 2, located.
     (tmp_path / "docker").mkdir()
@@ -848,7 +848,7 @@ def test_an_image_reference_docker_refuses_is_a_validation_error(tmp_path: Path)
 
 
 def test_a_key_given_twice_is_said_with_the_files_other_problems(tmp_path: Path) -> None:
-    """nu42: a duplicate key was reported alone, hiding the file's other problems, where
+    """A duplicate key was reported alone, hiding the file's other problems, where
     spec-format.md says every problem of a file is reported at once. Nothing is judged
     under the key given twice (the value the user meant is not known); with `--set`, the
     YAML's problems stay alone (which override made a problem is read on a whole file)."""

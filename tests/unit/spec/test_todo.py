@@ -67,7 +67,7 @@ def test_a_key_is_filled_when_set_to_more_than_capture_s_stand_in_or_its_todo_co
 
 
 def test_a_spec_written_again_drops_the_block_once_every_key_is_filled() -> None:
-    # nu34: a filled spec's block went on into amplified.yaml and minimized.yaml, telling
+    # A filled spec's block went on into amplified.yaml and minimized.yaml, telling
     # a maintainer that keys the file sets were still to fill in.
     filled = _filled(_skeleton())
     written = without_filled_todo(filled, filled)

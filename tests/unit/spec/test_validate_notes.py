@@ -14,7 +14,7 @@ HEAD = "reprospec: 1\nname: axes\nmatrix:\n  seed: [1, 2, 3]\n  b: [x, y]\n"
 @pytest.mark.parametrize(
     ("rest", "unread"),
     [
-        # nu44: three cells of `seed` that nothing read ran the same command, nothing said.
+        # Three cells of `seed` that nothing read ran the same command, nothing said.
         ("command: echo ${{ matrix.b }}\nexpect: {outcome: pass}\n", ["seed"]),
         ("command: 'true'\nexpect: {outcome: pass}\n", ["seed", "b"]),
         ("command: echo ${{ matrix.b }} ${{ matrix.seed }}\nexpect: {outcome: pass}\n", []),

@@ -12,7 +12,7 @@ from reprospec.store.compare import rate_apart
 @pytest.mark.parametrize(
     ("a", "b", "apart"),
     [
-        ((4, 30), (16, 30), True),  # 0.05-0.30 against 0.36-0.70: nu20's race, amplified
+        ((4, 30), (16, 30), True),  # 0.05-0.30 against 0.36-0.70: a user's race, amplified
         ((16, 30), (4, 30), True),
         ((2, 20), (4, 20), False),  # within chance
         ((0, 1), (3, 3), False),  # one attempt against three: nothing to tell

@@ -370,7 +370,7 @@ def test_a_shard_without_the_attempts_it_was_given_is_refused_never_judged() -> 
 
 
 def test_a_shards_resume_is_not_the_merged_runs() -> None:
-    # nu32 F9: the merged run kept the first shard's `resumed`: its report said "Resumed
+    # The merged run kept the first shard's `resumed`: its report said "Resumed
     # (`reprospec run --resume MERGED-ID`)", an id no store holds, and only in that order.
     from reprospec.core.resumed import Resumed
 
@@ -385,7 +385,7 @@ def test_a_shards_resume_is_not_the_merged_runs() -> None:
 
 
 def test_a_cell_stop_on_stopped_in_a_shard_says_so_merged() -> None:
-    """rv26 LOW-3: merge judged a cell again on all its shards' attempts without the note a
+    """Merge judged a cell again on all its shards' attempts without the note a
     shard's cell had (`stopped by run.stop_on ...`): its unrun attempts looked lost."""
     whole = hang_run()
     cell_id = whole.cells[0].cell.id
@@ -478,7 +478,7 @@ def test_merge_refuses_different_specs_and_duplicate_attempts() -> None:
 
 
 def test_merge_refuses_runs_one_command_did_not_make() -> None:
-    """nu27 N5: shards of `-m p=0` and `-m p=1` merged into half of each cell's attempts,
+    """Shards of `-m p=0` and `-m p=1` merged into half of each cell's attempts,
     and runs of `--repeat 2` and `--repeat 4` into a `--repeat 4` run, both silently."""
     whole = replace(hang_run(), options={"matrix_filters": [], "shard": None, "repeat": 3})
     cell_id = whole.cells[0].cell.id
@@ -515,7 +515,7 @@ def test_merge_refuses_runs_one_command_did_not_make() -> None:
 
 
 def test_merge_compares_what_the_options_set_not_how_they_were_written() -> None:
-    """rv26 LOW-4: `--set` lists compared as sets, where a later `--set` of a path overrides
+    """`--set` lists compared as sets, where a later `--set` of a path overrides
     an earlier one; `--repeat 3` refused against a spec's own `repeat: 3` (the same
     attempts); and the same settings in another order refused as "different specs" (the
     stored text begins with the command's `--set`s, in its order)."""

@@ -64,7 +64,7 @@ def test_a_silent_pass_hands_its_empty_folder_to_the_cells_next_attempt(tmp_path
     assert folder.prune("a=1", 3)
     assert spare.is_dir()
     # A folder of files already there (a resumed attempt's) is set aside, kept, and the
-    # attempt gets an empty one of its name (rv21 F1).
+    # attempt gets an empty one of its name.
     assert folder.attempt_dir("a=1", 2) == second
     assert list(second.iterdir()) == []
     assert (folder.cells / "a=1" / "2.interrupted" / "stdout.log").read_text() == "hello\n"
@@ -191,7 +191,7 @@ def test_merged_slurm_runs_are_found_under_a_shared_out_and_counted_by_latest_on
 def test_a_run_id_prefix_shared_with_a_merged_slurm_run_is_ambiguous_for_a_reader(
     tmp_path: Path,
 ) -> None:
-    # rv19 F5: `report 20261201-011307` named the store's run without a word, though a
+    # `report 20261201-011307` named the store's run without a word, though a
     # merged Slurm run under the same --out begins with it too (history lists both).
     import pytest
 
@@ -222,7 +222,7 @@ def test_a_run_id_prefix_shared_with_a_merged_slurm_run_is_ambiguous_for_a_reade
 def test_a_merged_slurm_run_was_made_under_the_shared_out_not_its_merge_folder(
     tmp_path: Path,
 ) -> None:
-    # rv19 F10: bundle --verify of a venv run found the run's environments in
+    # Bundle --verify of a venv run found the run's environments in
     # run_dir.parent.parent/envs: for a merged Slurm run, SHARED/slurm/<id>/merged/envs,
     # where none are; slurm builds them in SHARED/envs.
     slurm = tmp_path / "slurm" / "20261201-000002-s-bbbb"
@@ -298,7 +298,7 @@ def test_a_new_run_never_gets_a_folder_another_run_has(tmp_path: Path) -> None:
 
 
 def test_an_attempt_folder_of_files_is_set_aside_not_run_into(tmp_path: Path) -> None:
-    """rv21 F1: a resumed run's attempt, run again where its killed run left files."""
+    """A resumed run's attempt, run again where its killed run left files."""
     folder = RunFolder(tmp_path / "run")
     first = folder.attempt_dir("default", 1)
     (first / "events.jsonl").write_text('{"step": 57}\n')
@@ -320,7 +320,7 @@ def test_an_attempt_folder_of_files_is_set_aside_not_run_into(tmp_path: Path) ->
     ]
     assert folder.attempt_folders() == [again]
     # Killed before it wrote: the empty files the runner made as it started (events.jsonl,
-    # a stack file, its private tmp/) are no attempt's evidence; they go (rv22).
+    # a stack file, its private tmp/) are no attempt's evidence; they go.
     (again / "events.jsonl").write_text("")
     (again / "stack-7341.txt").write_text("")
     (again / "tmp").mkdir()

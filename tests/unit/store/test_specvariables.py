@@ -31,7 +31,7 @@ def test_a_public_value_is_kept_a_secret_only_digested_an_unset_one_null(tmp_pat
 def test_read_as_gives_a_public_value_and_of_a_secret_only_that_it_was_set(
     tmp_path: Path,
 ) -> None:
-    # What a bundle's README tells a recipient to export (nu27 N25).
+    # What a bundle's README tells a recipient to export.
     kept = record(SPEC, RunKey(tmp_path), {"CODE": "3", "API_TOKEN": "tok-1a2b3c"})
     assert read_as(kept) == {
         "CODE": ReadAs("CODE", "value", "3"),
@@ -68,7 +68,7 @@ def test_changes_name_each_variable_with_both_values_a_secret_without(tmp_path: 
 
 
 def test_two_secrets_no_store_could_digest_are_told_unknown_not_alike(tmp_path: Path) -> None:
-    # rv26 LOW-5: both held as ("secret", None), they compared equal, and a resume went on
+    # Both held as ("secret", None), they compared equal, and a resume went on
     # without the row that says whether the secret changed is unknown.
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("")  # a store that cannot keep a key under it
@@ -82,7 +82,7 @@ def test_two_secrets_no_store_could_digest_are_told_unknown_not_alike(tmp_path: 
 
 
 def test_compare_tells_the_spec_variables_that_differ(tmp_path: Path) -> None:
-    # CODE=0 then CODE=3 ran `exit 0` and `exit 3`; compare said "same environment" (nu27 N24).
+    # CODE=0 then CODE=3 ran `exit 0` and `exit 3`; compare said "same environment".
     run = error_run()
     a = replace(
         run, environment={**run.environment, FIELD: record(SPEC, RunKey(tmp_path), {"CODE": "0"})}

@@ -184,7 +184,7 @@ def test_a_version_1_store_is_migrated_and_keeps_its_attempts(tmp_path: Path) ->
 
 
 def test_a_reader_reads_an_older_store_as_it_is_and_never_migrates_it(tmp_path: Path) -> None:
-    # nu32 F4: `history` (a reader) migrated a schema-8 store to 9, and the reprospec that
+    # `history` (a reader) migrated a schema-8 store to 9, and the reprospec that
     # made it, still used by others of the --out, then refused it ("written by a newer
     # reprospec"). A reader reads the columns a later schema added as NULL.
     run = segfault_matrix()

@@ -70,7 +70,7 @@ def test_a_key_file_that_holds_no_key_gives_no_digests(tmp_path: Path) -> None:
 
 
 def test_a_runs_key_is_read_at_its_first_use_and_kept(tmp_path: Path) -> None:
-    # fx93 3: the program's files, the spec's secrets and the capture's variables each read
+    # The program's files, the spec's secrets and the capture's variables each read
     # the key's file; a run reads it once (RunKey), and makes none before something asks.
     store = tmp_path / "a"
     key = RunKey(store)
@@ -166,8 +166,8 @@ def test_variables_no_record_could_tell_are_said_not_compared(tmp_path: Path) ->
 
 def test_a_run_whose_environment_was_not_captured_is_said_so_not_diffed() -> None:
     """A capture that failed (`{"error": ...}`) or is missing was diffed field by field: a
-    row with an empty key, `torch: missing -> not captured` and 40 `None -> value` rows (nu66
-    6). One line says why instead, and "same environment" is not said."""
+    row with an empty key, `torch: missing -> not captured` and 40 `None -> value` rows. One
+    line says why instead, and "same environment" is not said."""
     captured: dict[str, JsonValue] = {
         "python": {"version": "3.11.7"},
         "os": {"system": "Linux"},

@@ -1,7 +1,7 @@
 """A small data pipeline: loads records, normalises, batches, and 'trains'."""
 
 # ruff: noqa: ANN001, ANN201
-# nu25's program as its user wrote it (untyped): minimize's input, not the project's code.
+# A user's program as its user wrote it (untyped): minimize's input, not the project's code.
 import argparse
 import json
 import math

@@ -125,7 +125,7 @@ class _TlsSocket:
 
 
 def test_bytes_a_tls_socket_holds_decrypted_are_waiting() -> None:
-    # rv42: the SSL object had read the frame off the descriptor; poll said nothing waits.
+    # The SSL object had read the frame off the descriptor; poll said nothing waits.
     ours, theirs = socket.socketpair()
     with ours, theirs:
         tls = _TlsSocket(ours)

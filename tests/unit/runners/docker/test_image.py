@@ -109,7 +109,7 @@ def test_the_top_level_dockerfile_is_the_one_the_package_ships() -> None:
 
 # -- a failed build, as its cells' infra-error -------------------------------------------------
 
-# The tail `_build_failure` kept of pyyaml 5.4.1's sdist under Cython 3 (nu23), pip's colours
+# The tail `_build_failure` kept of pyyaml 5.4.1's sdist under Cython 3, pip's colours
 # and all: what a cell that needed the image is told, in one line.
 PIP_BUILD_TAIL = (
     "docker build of reprospec-env:be8966baa8299d30 failed; build log tail:\n"

@@ -128,7 +128,7 @@ def test_good_values_pass_and_sites_are_found(tmp_path: Path) -> None:
 
 def test_a_stall_an_include_only_axis_leaves_null_is_no_stall(tmp_path: Path) -> None:
     # `stall: null` is the default (the timeout only); from an axis only `include` sets it
-    # was refused in the other cells: "expected a duration like 90s, got null" (nu27 N17).
+    # was refused in the other cells: "expected a duration like 90s, got null".
     from reprospec.plan.run import plan_run
 
     path = tmp_path / "s.yaml"
@@ -239,7 +239,7 @@ def test_exit_codes_and_marker_steps_take_one_whole_expression_checked_per_cell(
     tmp_path: Path,
 ) -> None:
     # spec-format.md "Where.": a number field accepts one whole `${{ }}`; expect.exit_code
-    # (a case's too) and a marker's step were refused as text (nu27 N6).
+    # (a case's too) and a marker's step were refused as text.
     from reprospec.plan.attempt import expectation_for, plan_attempt
 
     path = tmp_path / "s.yaml"
@@ -306,7 +306,7 @@ def test_an_expect_field_is_checked_only_in_the_cells_whose_expectation_reads_it
 def test_a_pass_with_a_never_rate_is_refused_in_the_cells_an_expression_makes_it(
     tmp_path: Path,
 ) -> None:
-    # rv25 LOW-7: `outcome: pass` with `rate: '==0'` is refused written literally (it says
+    # `outcome: pass` with `rate: '==0'` is refused written literally (it says
     # the cell never passes), but an expression outcome giving pass validated and judged
     # `pass 3/3 ... not-reproduced` in that cell.
     path = tmp_path / "s.yaml"

@@ -2,7 +2,7 @@
 
 A rate counts the attempts that end as the expectation's own outcome: `{when: {fast: 0},
 outcome: pass, rate: "==0"}`, meant as "never crashes", said "never passes", validated, and
-its run read `pass 10/10 ... not-reproduced` (nu25 LOW-3).
+its run read `pass 10/10 ... not-reproduced`.
 """
 
 from __future__ import annotations

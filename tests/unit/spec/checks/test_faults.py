@@ -1,7 +1,7 @@
 """Faults that can never fire: a located validation error naming the cells, in-process.
 
 A `where: worker` fault without workers or a `backward` fault in an eval phase made the run
-a plain pass judged `not-reproduced`, with no word of the fault (nu17 D3).
+a plain pass judged `not-reproduced`, with no word of the fault.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def test_an_eval_phase_by_mode_and_a_train_phase_by_mode(tmp_path: Path) -> None
     ]
 
 
-# nu19 A9: dd6.yaml's shape, a matrix over world_size with a fault of each cell's own rank.
+# dd6.yaml's shape, a matrix over world_size with a fault of each cell's own rank.
 DISTRIBUTED = """reprospec: 1
 name: s
 matrix:
@@ -154,7 +154,7 @@ def distributed_spec(tmp_path: Path, when1: str, when2: str) -> Path:
 
 def test_a_rank_fault_is_checked_only_in_the_cells_that_arm_it(tmp_path: Path) -> None:
     # The rank-2 fault is off where world_size is 2: valid, where the harness said
-    # infra-error in that cell after its torch import (nu19 A9).
+    # infra-error in that cell after its torch import.
     path = distributed_spec(
         tmp_path, "\"${{ matrix.f == 'exit-rank1' }}\"", "\"${{ matrix.f == 'hang-rank2' }}\""
     )
@@ -178,7 +178,7 @@ def test_a_rank_fault_in_a_cell_without_distributed_is_a_located_error(tmp_path:
     ]
 
 
-# nu19 A2: wf2.yaml's shape, 32 items in batches of 4 and a val phase without steps (8 batches).
+# wf2.yaml's shape, 32 items in batches of 4 and a val phase without steps (8 batches).
 def one_pass_spec(tmp_path: Path, fault: str, *, size: str = "32", extra: str = "") -> Path:
     path = spec(tmp_path, fault, workers="2")
     text = path.read_text().replace("{name: val, steps: 2}", "{name: val}")
