@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -492,5 +491,4 @@ def _changed(
 
 
 def _envs_root(request: BisectRequest) -> Path:
-    shared = os.environ.get(venvs.ENVS_VARIABLE)
-    return Path(shared).resolve() if shared else (request.out / "envs").resolve()
+    return venvs.shared_envs() or (request.out / "envs").resolve()

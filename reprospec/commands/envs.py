@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -55,10 +54,9 @@ _PRUNE_ONLY = (("--older-than", "older_than"), ("--all", "all"), ("--dry-run", "
 
 
 def _root(out: Path) -> Path:
-    from reprospec.venvs import ENVS_VARIABLE
+    from reprospec.venvs import shared_envs
 
-    shared = os.environ.get(ENVS_VARIABLE)
-    return (Path(shared) if shared else out / "envs").resolve()
+    return shared_envs() or (out / "envs").resolve()
 
 
 def _seconds(text: str) -> float:

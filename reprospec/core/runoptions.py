@@ -112,6 +112,17 @@ def absolute_folder(path: Path) -> Path:
     return path.expanduser().resolve()
 
 
+def refuse_file_on_path(path: Path, shown: str) -> None:
+    """Refuse a folder to be made, `path`, that is a file or has a file on its path, as the
+    user's mistake (exit 2) named as they gave it (`shown`: `--out OUT`,
+    `REPROSPEC_ENVS=DIR`): making a folder under it failed later as `Not a directory:
+    PATH/.locks`, naming neither the option nor the variable."""
+    for each in (path, *path.parents):
+        if each.exists() and not each.is_dir():
+            where = "a file is there" if each == path else f"{each} on its path is a file"
+            raise UsageError(f"{shown}: not a folder ({where}); give a folder")
+
+
 def rerun_words(options: RunOptions) -> tuple[str, ...]:
     """The options a search ran its attempts with, as the words that give them to another
     verb on this machine (`--runner venv`, `--python PATH`, `--out DIR`, ...): the next

@@ -15,7 +15,6 @@ do not bring it) is the attempt's infra-error, never run (runners/programs.py).
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -77,10 +76,9 @@ class VenvRunner:
         self.base_python = python
         self.cache_dir = cache_dir
         # $REPROSPEC_ENVS, else .reprospec/envs next to .reprospec/cache.
-        shared = os.environ.get(venvs.ENVS_VARIABLE)
         self.envs_dir = (
             envs_dir
-            or (Path(shared) if shared else None)
+            or venvs.shared_envs()
             or (cache_dir.parent / "envs" if cache_dir is not None else Path(".reprospec/envs"))
         ).resolve()
         self.find_links = find_links

@@ -50,10 +50,9 @@ def envs_folder(shared: Path) -> Path:
     """Where the venv runner's environments go: `$REPROSPEC_ENVS` when set (a folder the
     user already shares), else `SHARED/envs`, beside the Slurm runs, so a later run of the
     same packages reuses them. Absolute: the array script names it to every node."""
-    from reprospec.venvs import ENVS_VARIABLE
+    from reprospec.venvs import shared_envs
 
-    given = os.environ.get(ENVS_VARIABLE)
-    return (Path(given) if given else shared / "envs").resolve()
+    return shared_envs() or (shared / "envs").resolve()
 
 
 def _grouped(refusals: dict[str, str]) -> tuple[Refused, ...]:

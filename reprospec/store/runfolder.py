@@ -154,10 +154,9 @@ class RunFolder:
 
         # Named as the caller gave it: `out` to the Python API's (RunOptions(out=...)).
         option = option or said("--out", "out")
-        for each in (out, *out.parents):
-            if each.exists() and not each.is_dir():
-                where = "a file is there" if each == out else f"{each} on its path is a file"
-                raise UsageError(f"{option} {out}: not a folder ({where}); give a folder")
+        from reprospec.core.runoptions import refuse_file_on_path
+
+        refuse_file_on_path(out, f"{option} {out}")
         runs = cls.runs_under(out)
         if runs.exists() and not runs.is_dir():
             raise UsageError(

@@ -30,6 +30,7 @@ from reprospec.venvs.build import (
     hold,
     installed,
     read_meta,
+    shared_envs,
     uv_binary,
 )
 from reprospec.venvs.cache import EnvInfo, kept_in_use, list_envs, prune_envs, summarize
@@ -67,6 +68,7 @@ __all__ = [
     "list_unfinished",
     "prune_envs",
     "read_meta",
+    "shared_envs",
     "summarize",
     "sweep_unfinished",
     "user_index_config",

@@ -47,6 +47,23 @@ FORMAT = 1
 # Where environments are kept when a runner is not told: a folder shared by projects.
 ENVS_VARIABLE = "REPROSPEC_ENVS"
 META = "reprospec-env.json"
+
+
+def shared_envs() -> Path | None:
+    """The folder `$REPROSPEC_ENVS` names (absolute), None where it is unset or empty. One
+    that is a file, or has a file on its path, is the user's mistake named as theirs
+    (exit 2): a venv run said only `Not a directory: FILE/.locks`, and `envs list` "no
+    environments in FILE"."""
+    from reprospec.core.runoptions import refuse_file_on_path
+
+    given = os.environ.get(ENVS_VARIABLE)
+    if not given:
+        return None
+    path = Path(given).expanduser()
+    refuse_file_on_path(path, f"{ENVS_VARIABLE}={given}")
+    return path.resolve()
+
+
 USED_BY = ".used-by"
 UV_TIMEOUT_S = 3600.0
 
