@@ -357,7 +357,7 @@ class RunOptions:
             raise UsageError(f"stop_on must be one of {', '.join(STOP_ON)}, got {self.stop_on!r}")
         for name in self.preload or ():
             if not name or not all(part.isidentifier() for part in name.split(".")):
-                raise UsageError(f"preload: {name!r} is not a module name")
+                raise UsageError(f"{made('--preload', 'preload')}: {name!r} is not a module name")
 
     @property
     def cache_dir(self) -> Path:

@@ -151,3 +151,14 @@ def test_an_interpreter_for_the_docker_runner_is_refused() -> None:
     # A docker run stored with one before it was refused reads back without it: unused.
     stored = {"runner": "docker", "python": "/usr/bin/python3"}
     assert RunOptions.from_dict(stored, Path(".reprospec")).python is None
+
+
+def test_a_bad_preload_names_the_option_the_user_gave() -> None:
+    """`run --preload no-such-mod` said `preload: ...`, an option no user typed; the API's
+    caller passed `preload=`, and is told so."""
+    from reprospec.core.caller import from_cli
+
+    with from_cli(), pytest.raises(UsageError, match=r"^--preload: 'no-such-mod' is not a"):
+        RunOptions(preload=["no-such-mod"])
+    with pytest.raises(UsageError, match=r"^preload: 'no-such-mod' is not a module name"):
+        RunOptions(preload=["no-such-mod"])
