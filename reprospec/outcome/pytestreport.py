@@ -431,6 +431,35 @@ def pytest_verbose(argv: Sequence[str], quiet: int = 0) -> list[str]:
     return [*words[:start], *kept[:end], *["-v"] * (1 + quiet), *kept[end:]]
 
 
+def prints_test_ids(argv: Sequence[str]) -> bool | None:
+    """Whether a pytest command prints each test's id as the test starts, the line the
+    pytest preset reads (`tests/test_x.py::test_y ` ended by its status): only a verbosity
+    above pytest's default does (`-v`, `-sv`, `--verbose`, `--verbosity=1`, less each
+    `-q`); `-rA`'s summary names the tests only once they all ended, each after its status
+    word, which no hang or crash reaches. None for a command that is no plain pytest (`sh
+    -c '...'`). What its ini file's `addopts` or `PYTEST_ADDOPTS` add is not read here."""
+    words = list(argv)
+    start = pytest_args_start(words)
+    if start is None:
+        return None
+    verbosity = 0
+    own = words[start:]
+    for index, word in enumerate(own):
+        if word == "--":  # the rest are test paths
+            break
+        if word == "--verbose":
+            verbosity += 1
+        elif word == "--quiet":
+            verbosity -= 1
+        elif word.startswith("--verbosity"):
+            value = word.partition("=")[2] if "=" in word else "".join(own[index + 1 : index + 2])
+            if value.isdigit():  # pytest sets it, and a later -v or -q moves it
+                verbosity = int(value)
+        elif _short_switches(word):
+            verbosity += word.count("v") - word.count("q")
+    return verbosity > 0
+
+
 def ini_quiet(folder: Path, environ: Mapping[str, str]) -> int:
     """How much quieter pytest run in `folder` is made than its default by what no
     command line shows: its ini file's `addopts` (the first of pytest.ini, .pytest.ini,

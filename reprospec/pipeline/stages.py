@@ -371,6 +371,7 @@ def execute(
             # cells alike read as if X had been tried and changed nothing.
             *(unread_axis_message(axis) for axis in unread_axes(spec.document)),
             *_silent_faults(spec),
+            *_quiet_pytest(spec),
             *files_warnings,
             *warnings,
             *store.warnings,
@@ -457,6 +458,18 @@ def _silent_faults(spec: Spec) -> list[str]:
         return []
     cells = expand(spec)
     return [silent_fault_message(i, len(cells)) for i in silent_faults(spec.document, cells)]
+
+
+def _quiet_pytest(spec: Spec) -> list[str]:
+    """A warning for each test a hang or crash expects as its phase that the command, a
+    pytest without `-v`, never prints (pipeline/quietpytest.py): every attempt of it was
+    not-reproduced, with no word why."""
+    from reprospec.pipeline.quietpytest import quiet_pytest_phases
+
+    return [
+        f"{'.'.join(map(str, path))}: {message}"
+        for path, message in quiet_pytest_phases(spec.document)
+    ]
 
 
 def _claim(folder: RunFolder, cells: int) -> None:

@@ -14,6 +14,7 @@ from reprospec.outcome.pytestreport import (
     ini_quiet,
     is_pytest,
     narrowed_to,
+    prints_test_ids,
     pytest_verbose,
     ran_no_test,
     xdist_running,
@@ -413,3 +414,27 @@ def test_a_pytest_run_of_no_test_says_why(
     code: int, stderr: str, stdout: str, said: str | None
 ) -> None:
     assert ran_no_test(code, stderr, stdout) == said
+
+
+@pytest.mark.parametrize(
+    ("command", "prints"),
+    [
+        ("python -m pytest test_fx.py", False),
+        ("pytest -q test_fx.py", False),
+        ("py.test -rA test_fx.py", False),  # the summary names tests only once all ended
+        ("pytest -v test_fx.py", True),
+        ("pytest -xsv test_fx.py", True),
+        ("python -m pytest --verbose test_fx.py", True),
+        ("pytest --verbosity=2 test_fx.py", True),
+        ("pytest --verbosity 1 test_fx.py", True),
+        ("pytest -v -q test_fx.py", False),  # -q cancels it
+        ("pytest -vv -q test_fx.py", True),
+        ("pytest -k v test_fx.py", False),  # -k's value, no switch
+        ("pytest -- -v", False),  # a test path
+        ("python train.py -v", None),
+    ],
+)
+def test_a_pytest_command_prints_test_ids_with_a_verbosity_above_the_default(
+    command: str, prints: bool | None
+) -> None:
+    assert prints_test_ids(command.split()) is prints
