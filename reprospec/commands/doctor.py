@@ -47,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
     needs, environments = (
         _needs(args.spec, args.runner) if getattr(args, "spec", None) else (None, ())
     )
-    python, whose, base = _interpreter(getattr(args, "python", None), needs)
+    from reprospec.runners.local import checked_python
+
+    given = getattr(args, "python", None)
+    python, whose, base = _interpreter(None if given is None else checked_python(given), needs)
     if needs is not None and base is not None:
         needs = replace(needs, python=None)  # no interpreter of it to compare: said by `base`
     env = probe_environment(python, needs.packages if needs else (), cuda=True)

@@ -20,8 +20,9 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from reprospec.environment.probe import probe_environment
+    from reprospec.runners.local import checked_python
 
-    env = probe_environment(getattr(args, "python", None) or sys.executable, cuda=True)
+    env = probe_environment(checked_python(getattr(args, "python", None)), cuda=True)
     if args.format == "json":
         json.dump(env, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.export.materialize import write_bundle
     from reprospec.export.runnerpackages import installed_torch
     from reprospec.plan.run import plan_run
-    from reprospec.runners.local import resolve_python
+    from reprospec.runners.local import checked_python
     from reprospec.spec.load import load_spec
 
     options = RunOptions(
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         args.output,
         find_links=getattr(args, "find_links", None),
         # The local runner's cells ran on --python, else on reprospec's own interpreter.
-        torch_version=installed_torch(resolve_python(getattr(args, "python", None))),
+        torch_version=installed_torch(checked_python(getattr(args, "python", None))),
     )
     for warning in bundle.warnings:
         print(f"warning: {warning}", file=sys.stderr)

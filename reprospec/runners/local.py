@@ -74,6 +74,48 @@ def resolve_python(python: str | None) -> str:
     return os.path.abspath(os.path.expanduser(python))  # noqa: PTH100, PTH111
 
 
+def interpreter_version(path: str) -> str:
+    """The Python version (`3.11.7`) the interpreter at `path` says it is; InfraError (exit
+    3) where it is missing, not executable, or runs but is no Python 3. The one check of
+    `--python` for every verb that takes it: `env`, `doctor` and `materialize` asked a
+    script that printed "hello" for its environment and said only `printed no JSON:
+    Expecting value: line 1 column 1 (char 0)`, where `run` said what was wrong."""
+    if path == sys.executable:
+        # The engine's own interpreter runs (this is it): no child to ask.
+        return ".".join(str(part) for part in sys.version_info[:3])
+    # os.path's exists/isfile say False where Path's raise (EACCES): InfraError, not a
+    # traceback.
+    if not os.path.exists(path):  # noqa: PTH110
+        raise InfraError(f"interpreter not found: {path}")
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):  # noqa: PTH113
+        raise InfraError(f"not an executable interpreter: {path}")
+    try:
+        # Bounded: the interpreter may print on its own (a .pth file, a wrapper).
+        done = capped.run([path, "-c", _VERSION_CODE], limit=64 << 10, timeout_s=60)
+    except OSError as exc:
+        raise InfraError(f"not a Python interpreter: {path} (does not run: {exc})") from exc
+    if done.timed_out:
+        raise InfraError(f"not a Python interpreter: {path} (no answer within 60s)")
+    if done.returncode != 0:
+        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        raise InfraError(
+            f"not a Python 3 interpreter: {path} (exit {done.returncode}: {detail[0]})"
+        )
+    # The last thing printed is ours (what the interpreter printed first may not be).
+    found = re.search(rb"(\d+\.\d+\.\d+)\s*$", done.stdout)
+    if found is None:
+        raise InfraError(f"not a Python 3 interpreter: {path} (no version printed)")
+    return found.group(1).decode()
+
+
+def checked_python(python: str | None) -> str:
+    """`--python`'s interpreter (`resolve_python`), checked by `interpreter_version` before
+    a verb asks it anything."""
+    path = resolve_python(python)
+    interpreter_version(path)
+    return path
+
+
 def _unchosen(python: str) -> str | None:
     """`ran reprospec's own interpreter X, not Y of your PATH`, of the `python` or
     `python3` a command names (`_ran_unchosen`): why a missing module may be ours.
@@ -243,36 +285,8 @@ class LocalRunner:
 
     def _check_interpreter(self) -> str:
         with self._lock:
-            if self._version is not None:
-                return self._version
-            path = self.python
-            if path == sys.executable:
-                # The engine's own interpreter runs (this is it): no child to ask.
-                self._version = ".".join(str(part) for part in sys.version_info[:3])
-                return self._version
-            # os.path's exists/isfile say False where Path's raise (EACCES): InfraError, not a
-            # traceback.
-            if not os.path.exists(path):  # noqa: PTH110
-                raise InfraError(f"interpreter not found: {path}")
-            if not (os.path.isfile(path) and os.access(path, os.X_OK)):  # noqa: PTH113
-                raise InfraError(f"not an executable interpreter: {path}")
-            try:
-                # Bounded: the interpreter may print on its own (a .pth file, a wrapper).
-                done = capped.run([path, "-c", _VERSION_CODE], limit=64 << 10, timeout_s=60)
-            except OSError as exc:
-                raise InfraError(f"not a Python interpreter: {path} (does not run: {exc})") from exc
-            if done.timed_out:
-                raise InfraError(f"not a Python interpreter: {path} (no answer within 60s)")
-            if done.returncode != 0:
-                detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-                raise InfraError(
-                    f"not a Python 3 interpreter: {path} (exit {done.returncode}: {detail[0]})"
-                )
-            # The last thing printed is ours (what the interpreter printed first may not be).
-            found = re.search(rb"(\d+\.\d+\.\d+)\s*$", done.stdout)
-            if found is None:
-                raise InfraError(f"not a Python 3 interpreter: {path} (no version printed)")
-            self._version = found.group(1).decode()
+            if self._version is None:
+                self._version = interpreter_version(self.python)
             return self._version
 
     def _shims(self) -> Path:
