@@ -32,8 +32,12 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         metavar="ACTION",
         help="list (the default): show them; prune: remove unused ones",
     )
+    # The docker runner's images are the engine's, which no --out scopes: a user who pruned
+    # with `--out ./scratch` to spare another project's cache removed its images too.
     opt.out(
-        p, help="environments are in DIR/envs (or $REPROSPEC_ENVS when set; default: .reprospec)"
+        p,
+        help="environments are in DIR/envs (or $REPROSPEC_ENVS when set; default: .reprospec); "
+        "the docker runner's images are listed and pruned whatever the folder (the engine's)",
     )
     opt.text_or_json(p, help="list: text (default) or json")
     p.add_argument(

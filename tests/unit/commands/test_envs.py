@@ -97,3 +97,16 @@ def test_list_reads_an_environment_whose_lock_it_cannot_take(
     assert main(["envs", "list", "--format", "json", "--out", str(tmp_path / "o")]) == 0
     (listed,) = json.loads(capsys.readouterr().out)
     assert (listed["key"], listed["in_use"]) == ("theirs", False)
+
+
+def test_the_help_of_out_says_images_are_pruned_whatever_the_folder() -> None:
+    # --out read as scoping all of it (docs/cli.md: the images are the engine's, whatever the
+    # folder); `prune --out ./scratch` removes another project's images too.
+    import argparse
+
+    from reprospec.cli import build_parser
+
+    parser = build_parser("envs")
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    out = next(a for a in sub.choices["envs"]._actions if a.dest == "out")
+    assert "images are listed and pruned whatever the folder" in (out.help or "")
