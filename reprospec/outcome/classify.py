@@ -389,7 +389,7 @@ def classify(
                 test = first_failure(evidence.stdout) or first_failure(stderr)
                 if test is not None:
                     exception = PythonException(test.exception or "", test.message)
-                    detail += f"; pytest reports {test.test} failed"
+                    detail += f"; pytest reports {test.reported()}"
                     if phase is None or is_test_id(phase):
                         phase, step, stage, module = test.test, None, None, None
             if exception is None:

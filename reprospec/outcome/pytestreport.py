@@ -47,7 +47,7 @@ _RAISED_AT = Lazy(r"^\S+:\d+: (?P<type>[A-Za-z_][\w.]*)\s*$")
 _E_LINE = Lazy(r"^E(?: +|$)")
 # `ValueError: message`, `torch.OutOfMemoryError: ...`: a class name (capitalised) and a colon.
 _TYPED = Lazy(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*): (?P<message>.*)$")
-_ERROR_TITLE = Lazy(r"^ERROR at (?:setup|teardown) of ")
+_ERROR_TITLE = Lazy(r"^ERROR at (?P<at>setup|teardown) of ")
 # Runners that start the program named after them.
 _WRAPPERS = ("uv", "poetry", "pdm", "pipenv", "hatch", "rye", "pipx")
 
@@ -59,6 +59,21 @@ class FailedTest:
     test: str
     exception: str | None
     message: str | None
+    # pytest's word for it: `FAILED` (the test failed) or `ERROR` (a module it could not
+    # collect, or the setup or teardown of a test: no failure of the test itself), and for
+    # a test's ERROR which of the two (`ERROR at setup of test_x`), where its section says.
+    kind: str = "FAILED"
+    at: str | None = None
+
+    def reported(self) -> str:
+        """What pytest said of it, in its words: `t.py::test_x failed`, `ERROR collecting
+        t.py`, `ERROR at setup of t.py::test_x` (a collection error read as a test that
+        failed)."""
+        if self.kind == "FAILED":
+            return f"{self.test} failed"
+        if "::" not in self.test:
+            return f"ERROR collecting {self.test}"
+        return f"ERROR at {self.at} of {self.test}" if self.at else f"ERROR {self.test}"
 
 
 def is_pytest(argv: Sequence[str]) -> bool:
@@ -93,7 +108,7 @@ def first_failure(text: str) -> FailedTest | None:
     test = summary["test"]
     summary_type, summary_message = _typed(summary["rest"])
     exception = message = None
-    section = _section(text, test)
+    section, at = _section(text, test)
     if section:
         raised = [m["type"] for line in section if (m := _RAISED_AT.match(line))]
         block = _last_e_block(section)
@@ -109,7 +124,7 @@ def first_failure(text: str) -> FailedTest | None:
         exception = summary_type
     if message is None:
         message = summary_message
-    return FailedTest(test, exception, message or None)
+    return FailedTest(test, exception, message or None, summary["kind"], at)
 
 
 def _typed(rest: str | None) -> tuple[str | None, str | None]:
@@ -121,8 +136,9 @@ def _typed(rest: str | None) -> tuple[str | None, str | None]:
     return None, rest.strip()
 
 
-def _section(text: str, test: str) -> list[str]:
-    """The lines of `test`'s section of the FAILURES (or ERRORS), its title left out.
+def _section(text: str, test: str) -> tuple[list[str], str | None]:
+    """The lines of `test`'s section of the FAILURES (or ERRORS), its title left out, and
+    for an ERROR's the step it was in (`setup`, `teardown`; None for any other).
 
     A section runs from its `____ title ____` line to the next title or `====` rule; a
     ticket may paste one without the `==== FAILURES ====` line above it.
@@ -130,16 +146,19 @@ def _section(text: str, test: str) -> list[str]:
     # A module that failed to collect has no test: its section is `ERROR collecting PATH`.
     name = ".".join(test.split("::")[1:]) if "::" in test else f"ERROR collecting {test}"
     found: list[str] | None = None
+    at: str | None = None
     for line in text.split("\n"):
         title = _SECTION_TITLE.match(line)
         if title is not None or _RULE.match(line):
             if found is not None:
-                return found
+                return found, at
             if title is not None and _ERROR_TITLE.sub("", title["title"]) == name:
                 found = []
+                step = _ERROR_TITLE.match(title["title"])
+                at = step["at"] if step is not None else None
         elif found is not None:
             found.append(line)
-    return found or []
+    return found or [], at
 
 
 def _last_e_block(section: Sequence[str]) -> list[str]:

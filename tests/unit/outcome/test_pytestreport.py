@@ -82,7 +82,7 @@ def test_a_summary_alone_gives_its_type_and_message_and_no_failure_gives_none() 
     line = "FAILED tests/t.py::test_x[a-1] - ValueError: bad value 3\n"
     assert first_failure(line) == FailedTest("tests/t.py::test_x[a-1]", "ValueError", "bad value 3")
     assert first_failure("ERROR tests/t.py::test_y - RuntimeError: fixture\n") == FailedTest(
-        "tests/t.py::test_y", "RuntimeError", "fixture"
+        "tests/t.py::test_y", "RuntimeError", "fixture", "ERROR"
     )
     assert first_failure("tests/t.py ... [100%]\n3 passed in 0.1s\n") is None
     assert first_failure("FAILED to open the file\n") is None
@@ -112,8 +112,39 @@ def test_a_module_that_failed_to_collect_gives_its_import_error() -> None:
     # `pytest tests/test_fetch.py` exiting 2 at collection was `error exit 2`, no exception:
     # the summary's `ERROR tests/test_fetch.py` names no `::test`.
     assert first_failure(COLLECTION_ERROR) == FailedTest(
-        "tests/test_fetch.py", "ModuleNotFoundError", "No module named 'mylib'"
+        "tests/test_fetch.py", "ModuleNotFoundError", "No module named 'mylib'", "ERROR"
     )
+
+
+SETUP_ERROR = """\
+==================================== ERRORS ====================================
+_________________________ ERROR at setup of test_uses __________________________
+    @pytest.fixture
+    def db():
+>       raise RuntimeError("no db")
+E       RuntimeError: no db
+
+t.py:5: RuntimeError
+=========================== short test summary info ============================
+ERROR t.py::test_uses - RuntimeError: no db
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        # A collection error read as `pytest reports tests/test_fetch.py failed`: no test
+        # failed, pytest could not import the module.
+        (COLLECTION_ERROR, "ERROR collecting tests/test_fetch.py"),
+        (SETUP_ERROR, "ERROR at setup of t.py::test_uses"),
+        ("ERROR t.py::test_y - RuntimeError: x\n", "ERROR t.py::test_y"),
+        ("FAILED t.py::test_x - ValueError: bad\n", "t.py::test_x failed"),
+    ],
+)
+def test_what_pytest_reported_is_said_in_its_words(text: str, said: str) -> None:
+    failed = first_failure(text)
+    assert failed is not None
+    assert failed.reported() == said
 
 
 @pytest.mark.parametrize(
