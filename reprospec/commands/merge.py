@@ -43,12 +43,12 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.pipeline.stages import write_outputs
     from reprospec.report.progress import print_outcome
     from reprospec.store.merge import merge, named
-    from reprospec.store.resultsjson import load_run, new_run_id, run_dir_of
+    from reprospec.store.resultsjson import load_run, new_run_id
     from reprospec.store.runfolder import RunFolder
 
     out = Path(args.out)
     # Resolved once: `latest` names another run as soon as the merged one's folder exists.
-    refs = [run_dir_of(ref, out) for ref in args.runs]
+    refs = [_shard_dir(ref, index, len(args.runs), out) for index, ref in enumerate(args.runs)]
     shards = [load_run(ref, out) for ref in refs]
     stopped = [shard for shard in shards if shard.interrupted]
     if stopped:
@@ -94,6 +94,19 @@ def run(args: argparse.Namespace) -> int:
     print_outcome(merged, args.format, out)
     write_github_outputs(merged)
     return exit_code_for(merged)
+
+
+def _shard_dir(ref: str, index: int, count: int, out: Path) -> Path:
+    """The run folder of the shard run `ref`, the RUN at `index` of `count`: one not found
+    is said as the shard run it was to be (`no run 'nothere'` alone did not say which
+    argument, nor that it named a shard run of the spec)."""
+    from reprospec.errors import UsageError
+    from reprospec.store.resultsjson import run_dir_of
+
+    try:
+        return run_dir_of(ref, out)
+    except UsageError as exc:
+        raise UsageError(f"RUN {index + 1} of {count} (a shard run to merge): {exc}") from exc
 
 
 def write_github_outputs(merged: RunResult) -> None:

@@ -77,3 +77,20 @@ def test_merge_says_which_runs_are_shards_and_which_run_is_the_merged_one(
         f"merged shard 1/2 {out / 'runs' / a}, shard 2/2 {out / 'runs' / b} "
         f"into the merged run {merged}"
     ) in said
+
+
+def test_a_shard_run_not_found_is_said_as_the_shard_run_it_was_to_be(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `no run 'nothere'` alone said neither which argument nor that it was to be a shard run.
+    from reprospec.cli import main
+
+    whole = segfault_matrix()
+    out = tmp_path / "out"
+    first = replace(whole, run_id="20261121-214500-s-0001", cells=whole.cells[:2], shard="1/2")
+    write_run(out / "runs" / first.run_id, first)
+    assert main(["merge", first.run_id, "nothere", "--out", str(out)]) == 2
+    said = capsys.readouterr().err
+    assert "RUN 2 of 2 (a shard run to merge): no run 'nothere': not a run folder" in said
+    assert "Traceback" not in said
+    assert sorted(p.name for p in (out / "runs").iterdir()) == [first.run_id]
