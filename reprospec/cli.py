@@ -169,6 +169,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     before the verb's own handler too (the completion hook's and the collector's imports),
     where that one printed a traceback."""
     try:
+        # First, before any import of its own: the collector's state is the verb's from
+        # here on, not whatever count of young objects the process came in with (a
+        # collection in from_cli's import, or not, by a few allocations of any change).
+        _hold_collector(argv)
         # Imported here, inside the guard: a Ctrl-C in its import exits as any other.
         from reprospec.core.caller import from_cli
 
@@ -177,6 +181,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("reprospec: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _hold_collector(argv: Sequence[str] | None) -> None:
+    """The cyclic garbage collector off for the command line's verbs that only import and
+    set up before they end or run attempts: it would only walk the freshly imported
+    modules, again and again. The Python API's caller (`argv` given) keeps its own."""
+    if argv is not None or len(sys.argv) < 2:
+        return
+    verb = sys.argv[1]
+    if verb in _SHORT_VERBS or verb in _ENGINE_VERBS:
+        # Off before the import below, which may itself be what collects.
+        import gc
+
+        gc.disable()
+    if verb in _ENGINE_VERBS:
+        # Until the first attempt: the engine turns the collector back on then, for a long
+        # run's garbage (core/collector.py). A short verb (docs/limits.md) keeps it off.
+        from reprospec.core import collector
+
+        collector.hold()
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -200,18 +224,6 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"reprospec: error: unknown command {words[0]!r}{hint}", file=sys.stderr)
         print("reprospec: the commands are listed by `reprospec --help`", file=sys.stderr)
         return 2
-    if verb in _SHORT_VERBS and argv is None:
-        # A short-lived process with bounded input (docs/limits.md): the cyclic garbage
-        # collector would only walk the freshly imported modules, again and again.
-        import gc
-
-        gc.disable()
-    elif verb in _ENGINE_VERBS and argv is None:
-        # The same for the imports and setup before the first attempt; the engine turns
-        # the collector back on then, for a long run's garbage (core/collector.py).
-        from reprospec.core import collector
-
-        collector.hold()
     try:
         # argparse's own exits (--help, a bad option: exit 2 with its usage) pass through.
         parser = build_parser(verb)
