@@ -176,10 +176,14 @@ def repro_line(run: RunResult, looped: tuple[str, str] | None) -> str:
     A maintainer's first question is "how do I see it myself": when the failing cell's
     standalone repro is one command line (a minimized spec's is), it comes first; a
     longer one (a workload's repro.py) stays in its section, linked from the failure.
+    A run where no cell failed has no failure to reproduce: its headline says "No failure",
+    and a "Repro without reprospec" under it read as if there were one (the section still
+    shows how the cell ran, with its outcome).
     """
     standalone = run.standalone
     if (
         standalone is None
+        or _never_failed(run, standalone.cell)
         or perturbed_cells(run)  # the plain command runs without the perturbation
         or standalone.unavailable
         or standalone.notes  # a caveat goes with it: the section, not a bare line
@@ -197,6 +201,13 @@ def repro_line(run: RunResult, looped: tuple[str, str] | None) -> str:
         f"**Repro without reprospec** ({cell}, from the spec's folder{flaky}; "
         f"[more](#standalone-repro)): {inline_code(line)}"
     )
+
+
+def _never_failed(run: RunResult, cell_id: str) -> bool:
+    """Whether the repro's cell ran and no attempt of it failed: it is the first that ran
+    because none failed (plan/standalone.choose_cell), so there is nothing to reproduce."""
+    cell = next((c for c in run.cells if c.cell.id == cell_id), None)
+    return cell is not None and bool(cell.attempts) and not any(a.failed for a in cell.attempts)
 
 
 def _under_diagnostics(run: RunResult, cell_id: str) -> bool:

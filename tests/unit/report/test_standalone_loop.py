@@ -106,3 +106,14 @@ def test_report_md_reads_a_flaky_cell_s_loop_once(monkeypatch: pytest.MonkeyPatc
     assert "**Repro without reprospec**" in text
     assert "It failed in 3 of 10 attempts here" in text
     assert len(calls) == 1
+
+
+def test_a_run_where_nothing_failed_offers_no_repro_line() -> None:
+    """A run whose every attempt passed showed "**Repro without reprospec** ... `sleep 3`"
+    under its "No failure" headline, as if there were a failure to reproduce."""
+    run = _run(0, 2)
+    assert repro_line(run, flaky_loop(run)) == ""
+    text = render_markdown(run)
+    assert "Repro without reprospec" not in text
+    # The section still shows how the cell ran, without claiming a failure.
+    assert "## Standalone repro" in text
