@@ -368,8 +368,10 @@ def execute(
             *reaped,
             *unset_env(spec.document, Redactor.masked_names(spec.source_text)),
             # An axis of `--set matrix.X=[...]` is never validated: an observed run of two
-            # cells alike read as if X had been tried and changed nothing.
-            *(unread_axis_message(axis) for axis in unread_axes(spec.document)),
+            # cells alike read as if X had been tried and changed nothing. Of the cells that
+            # run: a probe's one cell runs no two alike (bisect's, whose override left unread
+            # the axis that fed the user's package version).
+            *(unread_axis_message(axis) for axis in unread_axes(spec.document, plan.cells)),
             *_silent_faults(spec),
             *_quiet_pytest(spec),
             *files_warnings,

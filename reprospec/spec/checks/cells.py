@@ -68,13 +68,28 @@ NOT_INTERPOLATED = (
 )
 
 
-def unread_axes(document: Mapping[str, JsonValue]) -> list[str]:
+def unread_axes(
+    document: Mapping[str, JsonValue], cells: Iterable[Cell] | None = None
+) -> list[str]:
     """The matrix axes nothing reads (no `${{ matrix.AXIS }}`, no `${{ cell.id }}` or whole
     `${{ matrix }}`, no `expect.cases` `when` naming it, no `include` entry matching on it
     that brings a key read): their cells run the same program,
     judged alike. A user who wanted repeats of one (`matrix: {seed: [1, 2, 3]}` with a
     command that never reads it) got N identical cells with nothing said; `validate`
-    notes them, and a run warns (an axis given by `--set` is never validated)."""
+    notes them, and a run warns (an axis given by `--set` is never validated).
+
+    `cells`: the cells a run runs; an axis that takes one value in them runs no two cells
+    alike, so it is no axis of theirs to warn of. A search's probe (bisect's candidate run)
+    is one cell of a spec whose `environment.packages` and `expect` the search replaced:
+    the axis that fed the user's package version was read by nothing there, and every
+    candidate's report told the user to use run.repeat instead of a matrix that was right."""
+    if cells is not None:
+        values: dict[str, set[Hashable]] = {}
+        for cell in cells:
+            for axis, value in cell.matrix.items():
+                values.setdefault(axis, set()).add(canonical(value))
+        varied = {axis for axis, seen in values.items() if len(seen) > 1}
+        return [axis for axis in unread_axes(document) if axis in varied]
     matrix = document.get("matrix")
     if not isinstance(matrix, dict):
         return []

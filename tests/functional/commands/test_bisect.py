@@ -630,6 +630,44 @@ def test_the_one_cell_the_spec_expects_to_fail_is_bisected_without_m(
     assert not (tmp_path / "two").exists()
 
 
+def test_an_axis_that_feeds_the_package_version_is_not_warned_of_in_a_candidate_run(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The candidate runs replace the spec's packages and expect: the axis `v` that fed the
+    package's version was read by nothing there, and every candidate's report.md told the
+    user "matrix axis 'v' is read by nothing ... use run.repeat" of a spec that was right."""
+    wheels = make_releases(tmp_path / "wheels", DEMO, 4, regressed_from_1_2)
+    (tmp_path / "check.py").write_text(
+        "import reprospec_bisectdemo as demo\nif demo.REGRESSED:\n    raise ValueError('r')\n"
+    )
+    spec = tmp_path / "demo.yaml"
+    spec.write_text(
+        textwrap.dedent(f"""\
+            reprospec: 1
+            name: bisect-axis
+            matrix: {{v: ["1.0", "1.3"]}}
+            environment:
+              packages: ["{DEMO}==${{{{ matrix.v }}}}"]
+            command: python check.py
+            expect:
+              outcome: error
+              exception: ValueError
+              cases:
+                - {{when: {{v: "1.0"}}, outcome: pass}}
+            """)
+    )
+    found = cli(
+        *demo_bisect(spec, wheels, tmp_path / "out", bad="1.3"), env=own_envs(tmp_path), timeout=600
+    )
+    assert found.code == 0, found.stdout + found.stderr
+    assert found.stdout.splitlines()[0] == f"first bad: {DEMO} 1.2 (last good 1.1)"
+    assert "read by nothing" not in found.stderr
+    runs = list((tmp_path / "out" / "runs").iterdir())
+    assert runs
+    for run in runs:
+        assert "read by nothing" not in (run / "report.md").read_text()
+
+
 def test_preload_forks_each_version_from_a_server_of_its_own(cli: Cli, tmp_path: Path) -> None:
     # `bisect --preload MOD`, as run's: bisect had no --preload. Preloading the very package
     # bisected is the case to get right: each version's attempts fork from a server of that

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from reprospec.core.inputs import Cell
+from reprospec.core.jsontypes import JsonObject
+from reprospec.spec.checks.cells import unread_axes
 from reprospec.spec.validate import validate
 
 HEAD = "reprospec: 1\nname: axes\nmatrix:\n  seed: [1, 2, 3]\n  b: [x, y]\n"
@@ -52,6 +55,21 @@ def test_an_axis_nothing_reads_is_noted(tmp_path: Path, rest: str, unread: list[
     lines = {"seed": 4, "b": 5}
     assert all(n.startswith(f"{spec}:{lines[n.split(chr(39))[1]]}:") for n in noted)
     assert all("run.repeat" in n for n in noted)
+
+
+def test_an_unread_axis_of_one_value_in_the_run_s_cells_is_no_axis_of_theirs() -> None:
+    """A run of one cell (bisect's candidate, whose override replaced the packages that read
+    the axis) runs no two cells alike: it was told to use run.repeat instead of its matrix."""
+    document: JsonObject = {
+        "name": "axes",
+        "matrix": {"seed": [1, 2], "b": ["x", "y"]},
+        "command": "true",
+    }
+    one = [Cell(id="seed=1,b=x", index=0, matrix={"seed": 1, "b": "x"})]
+    assert unread_axes(document) == ["seed", "b"]
+    assert unread_axes(document, one) == []
+    both = [*one, Cell(id="seed=2,b=x", index=1, matrix={"seed": 2, "b": "x"})]
+    assert unread_axes(document, both) == ["seed"]
 
 
 WORKLOAD = """reprospec: 1
