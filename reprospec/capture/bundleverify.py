@@ -157,14 +157,15 @@ def _verify(
     # the run` with no cause. One already set here is the engine's own to give.
     changes.update({name: value for name, value in packed.replaced if name not in os.environ})
     if options.runner == "venv":
-        from reprospec.venvs import ENVS_VARIABLE
+        from reprospec.venvs import ENVS_VARIABLE, shared_envs
 
         # The environments the run was made in, found by content hash: the temporary
         # store's own folder would build each again.
         # A merged Slurm run's are SHARED's (slurm preflight builds them there), not
-        # its merge folder's.
-        changes[ENVS_VARIABLE] = os.environ.get(ENVS_VARIABLE) or str(
-            RunFolder(run_dir).made_under.resolve() / "envs"
+        # its merge folder's. $REPROSPEC_ENVS is read (and a file there refused) by the
+        # venvs' one reader of it, as the runner reads it.
+        changes[ENVS_VARIABLE] = str(
+            shared_envs() or RunFolder(run_dir).made_under.resolve() / "envs"
         )
     before = time.time()
     checked: list[CellCheck] = []
