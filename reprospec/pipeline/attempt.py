@@ -200,8 +200,9 @@ _MODULE = Lazy(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 def _runs_pytest(plan: AttemptPlan) -> bool:
     """Whether the attempt's command is pytest, whose report names a failure the
-    tracebacks' reader cannot see; asked of an attempt that did not exit 0 (a pass, the
-    common case, imports no reader of pytest's report)."""
+    tracebacks' reader cannot see, or that skipped every test it selected; asked of an
+    attempt that did not exit 0, or exited 0 with ` skipped` in its output (a plain pass,
+    the common case, imports no reader of pytest's report)."""
     if not isinstance(plan.job, Command):
         return False
     from reprospec.outcome.pytestreport import is_pytest
