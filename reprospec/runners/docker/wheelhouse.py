@@ -17,13 +17,7 @@ from collections.abc import Sequence
 from email.parser import HeaderParser
 from pathlib import Path
 
-from reprospec.environment.packages import requirement_name
-
-
-def _canonical(name: str) -> str:
-    from packaging.utils import canonicalize_name
-
-    return str(canonicalize_name(name))
+from reprospec.environment.packages import normalize, requirement_name
 
 
 def _requires(wheel: Path) -> list[str]:
@@ -47,7 +41,7 @@ def _requires(wheel: Path) -> list[str]:
     names = []
     for line in HeaderParser().parsestr(text).get_all("Requires-Dist") or []:
         try:
-            names.append(_canonical(Requirement(line).name))
+            names.append(normalize(Requirement(line).name))
         except InvalidRequirement:
             continue
     return names
@@ -61,7 +55,7 @@ def needed_wheels(folder: Path, requirements: Sequence[str]) -> tuple[Path, ...]
         return None
     by_name: dict[str, list[Path]] = {}
     for wheel in files:
-        by_name.setdefault(_canonical(wheel.name.split("-", 1)[0]), []).append(wheel)
+        by_name.setdefault(normalize(wheel.name.split("-", 1)[0]), []).append(wheel)
     wanted = [requirement_name(r) for r in requirements]
     if any(name is None for name in wanted):
         return None
@@ -69,7 +63,7 @@ def needed_wheels(folder: Path, requirements: Sequence[str]) -> tuple[Path, ...]
     todo = [name for name in wanted if name is not None]
     chosen: list[Path] = []
     while todo:
-        name = _canonical(todo.pop())
+        name = normalize(todo.pop())
         if name in seen:
             continue
         seen.add(name)
