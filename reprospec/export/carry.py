@@ -121,6 +121,19 @@ _PLAIN = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "
 _GENERATED = Lazy(r"(?=.*[A-Za-z])(?=.*\d)[A-Za-z0-9_+/=.:-]{12,}")
 _RELEASE = Lazy(r"v?\d+(?:\.\d+)+\S*")
 _CODE_SUFFIXES = frozenset({".py", ".pyi"})
+# A netrc entry (`machine HOST login ME password X`, one line or several): its tokens are
+# separated by whitespace, with no `:` or `=` for `_KEYED`, so a carried `netrc`, `authinfo`
+# or `creds.txt` kept its password verbatim where a `password: X` was masked. Read only
+# from a line's `machine HOST` or `default`, netrc's own start of an entry, and where the
+# entry has a `login`: "the password is" in prose, or a program's `password = ...`, is none.
+_NETRC_ENTRY = Lazy(
+    r"^[ \t]*(?:machine[ \t\r\n]+\S+|default)"
+    r"(?:[ \t\r\n]+(?:login|password|passwd|account|port)[ \t\r\n]+\S+)+",
+    re.MULTILINE,
+)
+_NETRC_LOGIN = Lazy(r"(?<!\S)login[ \t\r\n]")
+# Inside an entry: the tokens whose value is a secret (`account` is netrc's second password).
+_NETRC_SECRET = Lazy(r"(?<!\S)(?P<key>password|passwd|account)[ \t\r\n]+(?P<value>\S+)")
 
 
 @frozen
@@ -233,6 +246,17 @@ def mask_keyed_secrets(text: str, *, code: bool = False) -> tuple[str, tuple[Key
         out += [text[at:start], MASK]
         at = end
         found.append(KeyedSecret(text.count("\n", 0, start) + 1, match["key"]))
+    text, out, at = "".join([*out, text[at:]]), [], 0
+    for entry in _NETRC_ENTRY.finditer(text):
+        if _NETRC_LOGIN.search(entry[0]) is None:
+            continue
+        for token in _NETRC_SECRET.finditer(entry[0]):
+            if token["value"] == MASK:  # masked already (by the run's own value)
+                continue
+            start = entry.start() + token.start("value")
+            out += [text[at:start], MASK]
+            at = start + len(token["value"])
+            found.append(KeyedSecret(text.count("\n", 0, start) + 1, f"netrc {token['key']}"))
     text, out, at = "".join([*out, text[at:]]), [], 0
     # A credential by its shape under no key (`login("hf_...")`, curl's `-H "Authorization:
     # Bearer ..."`, a URL's password), named by its kind.

@@ -149,3 +149,43 @@ def test_a_credential_by_its_shape_under_no_key_is_masked(
 )
 def test_a_text_shaped_like_no_credential_is_carried_as_it_is(text: str) -> None:
     assert mask_keyed_secrets(text, code=True) == (text, ())
+
+
+@pytest.mark.parametrize(
+    ("text", "carried", "keys"),
+    [
+        (
+            "machine example.com login me password Hunter2Secret\nother line\n",
+            "machine example.com login me password ***\nother line\n",
+            (KeyedSecret(1, "netrc password"),),
+        ),
+        (
+            "machine a.b\n  login me\n  password s3cr3t\n  account acct9\n"
+            "default login x password y\n",
+            "machine a.b\n  login me\n  password ***\n  account ***\n"
+            "default login x password ***\n",
+            (
+                KeyedSecret(3, "netrc password"),
+                KeyedSecret(4, "netrc account"),
+                KeyedSecret(5, "netrc password"),
+            ),
+        ),
+    ],
+)
+def test_a_netrc_entrys_password_is_masked(
+    text: str, carried: str, keys: tuple[KeyedSecret, ...]
+) -> None:
+    # Its tokens have no `:` or `=` between them: a carried netrc-style file kept its
+    # password verbatim where `password: X` was masked.
+    assert mask_keyed_secrets(text) == (carried, keys)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password is easy\nmachine learning password tips\n",
+        "Set the password with --password after login.\n",
+    ],
+)
+def test_prose_about_a_password_is_no_netrc_entry(text: str) -> None:
+    assert mask_keyed_secrets(text) == (text, ())
