@@ -224,7 +224,7 @@ def public_build(
     if find_links is not None:
         if not find_links.is_dir():
             raise InfraError(f"--find-links folder not found: {find_links}")
-        files.append(("wheels", find_links.resolve()))
+        files += _wheel_files(find_links, kept + list(packages))
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
         autoescape=False,  # a Dockerfile; the base is a constant, packages go to a file
@@ -248,21 +248,28 @@ def public_build(
     )
 
 
-def _rendered(base: str, packages: Sequence[str], find_links: Path | None) -> ImageRecipe:
+def _wheel_files(find_links: Path, requirements: Sequence[str]) -> list[tuple[str, Path]]:
+    """The build context's `wheels/` entries: the wheels `requirements` need, not the folder.
+
+    The COPY's layer keeps every wheel it takes, and a bundle carries its context: with the
+    whole folder, materialize's image of a standard-library program carried torch's 200 MB
+    of wheels it never installs (and each of its images its own copy of them)."""
     from reprospec.runners.docker.wheelhouse import needed_wheels
 
+    wheels = needed_wheels(find_links.resolve(), requirements)
+    if wheels is None:
+        return [("wheels", find_links.resolve())]
+    return [(f"wheels/{wheel.name}", wheel) for wheel in wheels]
+
+
+def _rendered(base: str, packages: Sequence[str], find_links: Path | None) -> ImageRecipe:
     files: list[tuple[str, Path]] = [("harness", HARNESS_DIR), ("stackdump", STACKDUMP_DIR)]
     for cert in ca_certificates():
         files.append((f"certs/{cert.name}", cert))
     if find_links is not None:
         if not find_links.is_dir():
             raise InfraError(f"--find-links folder not found: {find_links}")
-        # The wheels the packages need, not the folder: the COPY's layer keeps them all.
-        wheels = needed_wheels(find_links.resolve(), packages)
-        if wheels is None:
-            files.append(("wheels", find_links.resolve()))
-        else:
-            files += [(f"wheels/{wheel.name}", wheel) for wheel in wheels]
+        files += _wheel_files(find_links, packages)
     build = BuildRecipe(
         dockerfile=render_dockerfile(base, packages=True, wheels=find_links is not None),
         files=tuple(files),

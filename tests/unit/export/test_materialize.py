@@ -360,3 +360,47 @@ def test_a_specs_dockerfile_carries_what_it_copies_not_its_whole_folder(tmp_path
     assert "sk-0123456789abcdefXYZ" in (docker / "conf" / "app.cfg").read_text()
     assert any("images/1/conf/app.cfg held a literal secret under api_key" in w for w in warnings)
     assert any("not carried, hidden" in w and "conf/.netrc" in w for w in warnings)
+
+
+def _wheel(folder: Path, filename: str, requires: tuple[str, ...] = ()) -> None:
+    """A wheel whose METADATA requires `requires` (all the wheelhouse reader opens)."""
+    import zipfile
+
+    name, version = filename.split("-")[:2]
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(
+        f"Requires-Dist: {r}\n" for r in requires
+    )
+    with zipfile.ZipFile(folder / filename, "w") as archive:
+        archive.writestr(f"{name}-{version}.dist-info/METADATA", metadata)
+
+
+def test_a_wheelhouse_gives_each_image_only_the_wheels_it_installs(tmp_path: Path) -> None:
+    # `--find-links ~/wheelhouse` put the whole folder into every image's context: torch's
+    # 200 MB of wheels in the bundle of a standard-library program that installs nothing.
+    wheels = tmp_path / "wheelhouse"
+    wheels.mkdir()
+    _wheel(wheels, "torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl", ("sympy>=1", "filelock"))
+    _wheel(wheels, "sympy-1.14.0-py3-none-any.whl", ("mpmath",))
+    _wheel(wheels, "mpmath-1.3.0-py3-none-any.whl")
+    _wheel(wheels, "filelock-4.3.2-py3-none-any.whl")
+    _wheel(wheels, "numpy-2.4.6-cp311-cp311-linux_x86_64.whl")
+    _wheel(wheels, "pandas-3.0.0-cp311-cp311-linux_x86_64.whl", ("numpy",))
+
+    def carried(folder: Path, command: str, files: dict[str, str]) -> list[str]:
+        folder.mkdir()
+        for name, text in files.items():
+            (folder / name).write_text(text)
+        (folder / "s.yaml").write_text(COMMAND.format(command=command))
+        spec = load_spec(folder / "s.yaml")
+        plans = [plan for plan in plan_run(spec, RunOptions()).attempts if plan.attempt == 1]
+        write_bundle(spec, plans, folder / "bundle", find_links=wheels)
+        return sorted(p.name for p in (folder / "bundle/images/1/wheels").iterdir())
+
+    assert carried(tmp_path / "plain", "python app.py", {"app.py": "import os\n"}) == []
+    assert carried(tmp_path / "torch", "python app.py", {"app.py": "import torch\n"}) == [
+        "filelock-4.3.2-py3-none-any.whl",
+        "mpmath-1.3.0-py3-none-any.whl",
+        "numpy-2.4.6-cp311-cp311-linux_x86_64.whl",
+        "sympy-1.14.0-py3-none-any.whl",
+        "torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl",
+    ]
