@@ -586,6 +586,25 @@ def _has_parts(value: str) -> bool:
     )
 
 
+def _secret_core(value: str) -> str:
+    """The part of `value` whose printed beginning gives the secret away: a credential's
+    own secret (a URL's password, or its user where that is a token; a scheme's or a
+    header's token), else the whole value. The beginning of a URL holding a password is
+    its scheme (`https://`), which every other URL of a log begins with: all of them were
+    masked to `***pytorch.org/docs`, hiding the text a reader needed and none of the secret."""
+    found = _CREDENTIAL.fullmatch(value.strip())
+    if found is None:
+        return value
+    for group in ("password", "alone", "credential"):
+        if found[group]:
+            return str(found[group])
+    if found["header"]:
+        # `Authorization: Bearer TOKEN`: the last word is the token (its name and scheme
+        # begin every such header).
+        return str(found["header"]).split(":", 1)[1].split()[-1]
+    return value
+
+
 def _beginning(value: str) -> str:
     """The pattern of `value`'s first SECRET_BEGINNING_CHARS characters or more, as far as
     the text goes on with it (`hf_abcde(?:f(?:g)?)?`), ASCII, so its bytes are the same."""
@@ -609,7 +628,8 @@ class Redactor:
         }
         # Longest first, so a secret that contains another is masked whole; then the
         # printed beginnings of the generated ones (`_beginnings`).
-        self._beginnings = tuple(_beginning(v) for v in found if _has_parts(v))
+        cores = (_secret_core(v) for v in found)
+        self._beginnings = tuple(dict.fromkeys(_beginning(c) for c in cores if _has_parts(c)))
         alternatives = [*map(re.escape, found), *self._beginnings]
         self._pattern = re.compile("|".join(alternatives)) if found else None
         self._bytes: re.Pattern[bytes] | None = None

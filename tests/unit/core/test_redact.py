@@ -412,6 +412,20 @@ def test_a_generated_secrets_printed_beginning_is_masked_a_words_is_not() -> Non
     assert redactor.data(f"x {token[:9]} y".encode()) == b"x *** y"
 
 
+def test_a_credentials_beginning_is_its_secrets_not_the_urls_every_url_begins_with() -> None:
+    # The beginning of a URL holding a password is `https://`: every other URL of a log was
+    # masked to `***pytorch.org/docs` by it, hiding useful text and none of the secret.
+    url = "https://me:S3cretPw9xyz@pypi.example.com/simple"
+    header = "Authorization: Bearer abcDEF123456789xyz"
+    redactor = Redactor([url, header])
+    assert redactor.text("see https://pytorch.org/docs") == "see https://pytorch.org/docs"
+    assert redactor.text("Authorization: Bearer other") == "Authorization: Bearer other"
+    assert redactor.text(f"index {url} failed") == "index *** failed"
+    # The secret's own beginning printed alone is still masked.
+    assert redactor.text("https://me:S3cretPw9 timed out") == "https://me:*** timed out"
+    assert redactor.text("token abcDEF1234 rejected") == "token *** rejected"
+
+
 def test_a_secret_in_a_shell_line_is_its_variables_expansion_quoted_for_where_it_stands() -> None:
     # A bare `***` in a runnable line is a glob: `--token ***` passed the folder's file
     # names. Each secret of a known variable is read from it, in every quote.
