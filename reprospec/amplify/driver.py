@@ -174,6 +174,7 @@ def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
 
     option = said("--try", "tries")  # what the user gave, in their words
     out: list[tuple[str, JsonValue]] = []
+    given: dict[str, str] = {}  # each arm's label: the item that made it
     for item in items:
         name, sep, raw = item.partition("=")
         name = name.strip().removeprefix("environment.perturb.").removeprefix("perturb.")
@@ -202,6 +203,16 @@ def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
             Perturb.from_section(section)
         except SectionError as exc:
             raise UsageError(f"{option} {item}: {exc}") from None
+        # One arm per perturbation: the same one twice (`gc=aggressive` again, or
+        # `switch_interval=0.000001` beside `1e-6`) made two arms of one label, and the
+        # search refused them with an internal error and a traceback.
+        label = Arm(((name, value),), "single").label
+        if label in given:
+            raise UsageError(
+                f"{option} {item}: the same perturbation as {option} {given[label]} "
+                f"({label}): give each once"
+            )
+        given[label] = item
         out.append((name, value))
     return tuple(out)
 

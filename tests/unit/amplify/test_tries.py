@@ -43,3 +43,31 @@ def test_good_values_are_read_as_yaml() -> None:
         ("malloc", 7),
         ("torch.num_threads", 2),
     )
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        (
+            ["gc=aggressive", "gc=aggressive"],
+            "--try gc=aggressive: the same perturbation as --try gc=aggressive "
+            "(gc=aggressive): give each once",
+        ),
+        # Spelled another way, the same value: one arm's label.
+        (
+            ["switch_interval=1e-6", "cpus=1", "perturb.switch_interval=0.000001"],
+            "--try perturb.switch_interval=0.000001: the same perturbation as "
+            "--try switch_interval=1e-6 (switch_interval=1e-06): give each once",
+        ),
+    ],
+)
+def test_the_same_perturbation_twice_is_refused(items: list[str], message: str) -> None:
+    # It reached the search, which raised ValueError: an internal error with a traceback.
+    with pytest.raises(UsageError) as caught:
+        parse_tries(items)
+    assert str(caught.value) == message
+    assert caught.value.exit_code == 2
+
+
+def test_one_field_with_two_values_is_two_arms() -> None:
+    assert parse_tries(["gc=aggressive", "gc=5"]) == (("gc", "aggressive"), ("gc", 5))
