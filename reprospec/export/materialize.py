@@ -374,6 +374,8 @@ def write_bundle(
             images[key] = len(images) + 1
             needs[images[key]] = image_of.needs
             dockerimage.write_context(build, out / "images" / str(images[key]))
+            if find_links is not None:
+                warnings += _unmet_wheels(build, find_links, out, images[key])
             if image_of.context is not None:
                 warnings += _mask_context(
                     build, image_of.context, out / "images" / str(images[key]), redactor
@@ -425,6 +427,30 @@ def write_bundle(
         images=tuple(f"images/{k}" for k in images.values()),
         warnings=tuple(warnings),
     )
+
+
+def _unmet_wheels(
+    build: dockerimage.BuildRecipe, find_links: Path, out: Path, number: int
+) -> list[str]:
+    """A warning where the wheelhouse lacks a requirement of image `number`'s build.
+
+    Its build installs with `--no-index`: a bundle written over a wheelhouse without the
+    torch build it pins (`torch==2.13.0+cpu`) was written without a word, and its reader's
+    build failed on pip's "No matching distribution"."""
+    from reprospec.runners.docker.wheelhouse import unmet
+
+    text = dict(build.texts).get("requirements.txt", "")
+    missing = unmet(find_links.resolve(), text.splitlines())
+    if not missing:
+        return []
+    return [
+        f"images/{number}: the --find-links folder {find_links} has no wheel of "
+        f"{', '.join(missing)}, and the image's build installs from the bundle's wheels "
+        f"alone (--no-index), so it fails there: add them to the folder (pip download -d "
+        f"{shlex.quote(str(find_links))} -r "
+        f"{shlex.quote(str(out / 'images' / str(number) / 'requirements.txt'))}) and "
+        "materialize again (into a new folder)"
+    ]
 
 
 @frozen

@@ -71,3 +71,38 @@ def needed_wheels(folder: Path, requirements: Sequence[str]) -> tuple[Path, ...]
             chosen.append(wheel)
             todo += _requires(wheel)
     return tuple(sorted(chosen))
+
+
+def unmet(folder: Path, requirements: Sequence[str]) -> tuple[str, ...]:
+    """The requirements of `requirements` that no wheel of `folder` can satisfy, by name and
+    version (a build with `--no-index --find-links` fails on each); () where that cannot be
+    told offline: a folder with anything but wheels (an sdist's version is its build's), a
+    line that is an option (`--extra-index-url`) or names no distribution (a URL)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+    from packaging.version import Version
+
+    files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    if any(p.suffix != ".whl" for p in files):
+        return ()
+    versions: dict[str, list[Version]] = {}
+    for wheel in files:
+        try:
+            name, version, _, _ = parse_wheel_filename(wheel.name)
+        except InvalidWheelFilename:
+            return ()
+        versions.setdefault(normalize(name), []).append(version)
+    out = []
+    for line in requirements:
+        if line.startswith("-"):
+            continue
+        try:
+            wanted = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if wanted.url:
+            continue
+        have = versions.get(normalize(wanted.name), [])
+        if not any(wanted.specifier.contains(v, prereleases=True) for v in have):
+            out.append(line)
+    return tuple(out)

@@ -404,3 +404,32 @@ def test_a_wheelhouse_gives_each_image_only_the_wheels_it_installs(tmp_path: Pat
         "sympy-1.14.0-py3-none-any.whl",
         "torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl",
     ]
+
+
+def test_a_wheelhouse_without_an_images_requirement_is_warned_about(tmp_path: Path) -> None:
+    # The image's build installs with --no-index: a bundle written over a wheelhouse
+    # without the torch it pins was written without a word, and failed at its reader's.
+    wheels = tmp_path / "wheelhouse"
+    wheels.mkdir()
+    _wheel(wheels, "torch-2.12.0+cpu-cp311-cp311-linux_x86_64.whl")
+    (tmp_path / "app.py").write_text("import torch\n")
+    (tmp_path / "s.yaml").write_text(COMMAND.format(command="python app.py"))
+    spec = load_spec(tmp_path / "s.yaml")
+    plans = [plan for plan in plan_run(spec, RunOptions()).attempts if plan.attempt == 1]
+    bundle = write_bundle(
+        spec, plans, tmp_path / "bundle", find_links=wheels, torch_version="2.13.0+cpu"
+    )
+    assert bundle.warnings == (
+        f"images/1: the --find-links folder {wheels} has no wheel of torch==2.13.0+cpu, "
+        "numpy, and the image's build installs from the bundle's wheels alone (--no-index), "
+        f"so it fails there: add them to the folder (pip download -d {wheels} -r "
+        f"{tmp_path}/bundle/images/1/requirements.txt) and materialize again (into a new "
+        "folder)",
+    )
+    # Every requirement met (the version too): nothing to say.
+    _wheel(wheels, "torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl")
+    _wheel(wheels, "numpy-2.4.6-cp311-cp311-linux_x86_64.whl")
+    bundle = write_bundle(
+        spec, plans, tmp_path / "again", find_links=wheels, torch_version="2.13.0+cpu"
+    )
+    assert bundle.warnings == ()
