@@ -561,6 +561,11 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
     if path.is_dir() and RunFolder(path).results_json.is_file():
         return RunFolder(path).results_json
     if path.is_file():
+        beside = RunFolder(path.parent)
+        if path.name != beside.results_json.name and _a_run_folder(path.parent):
+            # Another file of a run folder (its report.md, the one a user has open; its
+            # spec.yaml): the run's. Read as results, report.md was refused as "not JSON".
+            return beside.results_json
         return path
     runs = RunFolder.runs_under(out_root)
     name = str(path_or_id)
@@ -583,6 +588,14 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
     # No run found: where --out is a file, that is why, said as history says it.
     RunFolder.check_out(out_root)
     raise UsageError(f"no run {name!r}: not a run folder, a results.json, or a run id under {runs}")
+
+
+def _a_run_folder(folder: Path) -> bool:
+    """Whether `folder` is a run's: its results.json, and what a run writes beside it (a
+    results.json alone may be any folder's copy of one, whose other files are no run's)."""
+    return RunFolder(folder).results_json.is_file() and any(
+        (folder / name).exists() for name in (ENGINE_JSON, CELLS, SPEC_YAML)
+    )
 
 
 def _not_a_run(folder: Path) -> str:
@@ -676,9 +689,15 @@ def load_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Run
     except json.JSONDecodeError as exc:
         # Most often a spec or a report given where a run is meant (`report spec.yaml`):
         # say where the JSON broke and what a RUN is, not json's "(char 0)".
+        what = (
+            " (a report away from its run folder: name the run's folder or id)"
+            if path.suffix.lower() in (".md", ".html")
+            else ""
+        )
         raise FatalError(
-            f"{path}:{exc.lineno}:{exc.colno}: cannot read results: not JSON ({exc.msg}); "
-            "a RUN is a run folder, its results.json, a run id, `latest` or `latest~N`"
+            f"{path}:{exc.lineno}:{exc.colno}: cannot read results: not JSON ({exc.msg}){what}; "
+            "a RUN is a run folder, its results.json or another file of it (its report.md), "
+            "a run id, `latest` or `latest~N`"
         ) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise FatalError(f"{path}: cannot read results: {exc}") from exc

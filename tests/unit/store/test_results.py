@@ -205,6 +205,21 @@ def test_load_run_falls_back_to_spec_yaml(tmp_path: Path) -> None:
     assert load_run(tmp_path).spec_text == run.spec_text
 
 
+def test_another_file_of_a_run_folder_names_its_run(tmp_path: Path) -> None:
+    """`report RUN/report.md`, the file a user has open, was refused as "not JSON"."""
+    run = hang_run()
+    run_dir = tmp_path / "runs" / run.run_id
+    write_run(run_dir, run)
+    (run_dir / "report.md").write_text("<!-- reprospec:spec -->\n# hang\n")
+    assert find_run(run_dir / "report.md", tmp_path) == run_dir / "results.json"
+    assert load_run(run_dir / "report.md", tmp_path) == load_run(run_dir, tmp_path)
+    # The same report away from its run folder names no run: said so, located.
+    away = tmp_path / "report.md"
+    away.write_text((run_dir / "report.md").read_text())
+    with pytest.raises(FatalError, match=r"report\.md:1:1: .*a report away from its run folder"):
+        load_run(away, tmp_path)
+
+
 def test_load_run_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no run 'nope'"):
         load_run("nope", tmp_path)
