@@ -229,12 +229,20 @@ def _docker_checks(environments: Sequence[Environment], spec: str) -> list[Check
     except InfraError as exc:
         return [Check("docker", "fail", str(exc), "start dockerd, or set DOCKER_HOST")]
     checks = [Check("docker", "pass", "a Docker engine answered")]
+    # One line per image: the cells of a matrix over anything but the image (an `env`
+    # variable) share theirs, and its line came once per cell.
+    seen: set[str] = set()
     for environment in environments:
         try:
             recipe = image.recipe_for(environment, spec_dir=Path(spec).resolve().parent)
         except InfraError as exc:
-            checks.append(Check("docker-image", "fail", str(exc)))
+            if str(exc) not in seen:
+                seen.add(str(exc))
+                checks.append(Check("docker-image", "fail", str(exc)))
             continue
+        if recipe.tag in seen:
+            continue
+        seen.add(recipe.tag)
         reason = image.unavailable(client, recipe)
         if reason is not None:
             # The run's own words for it, as each of its cells' infra-error would say them.

@@ -389,12 +389,13 @@ def test_doctor_for_the_docker_runner_checks_the_engine_and_each_cells_image(
 ) -> None:
     # `doctor --runner docker` passed a spec whose every cell was then `infra-error: docker
     # image ... is missing`, and judged /dev/shm by this machine's, not the container's.
+    # One line per image, however many cells run in it (the `mode` cells gave two each).
     require_image(CLIENT, image.DEFAULT_IMAGE)
     spec = tmp_path / "spec.yaml"
     spec.write_text(
         "reprospec: 1\nname: images\n"
-        "matrix: {img: [reprospec-runner:latest, reprospec-test-absent:never]}\n"
-        "environment: {image: '${{ matrix.img }}'}\n"
+        "matrix: {img: [reprospec-runner:latest, reprospec-test-absent:never], mode: [a, b]}\n"
+        "environment: {image: '${{ matrix.img }}', env: {MODE: '${{ matrix.mode }}'}}\n"
         "command: 'true'\nexpect: {outcome: pass}\n"
     )
     result = cli("doctor", str(spec), "--runner", "docker", "--format", "json")
