@@ -42,6 +42,13 @@ MAX_INSTANCES = 256
 # Ranks of a distributed workload (workload.distributed.world_size): one process each.
 MAX_WORLD_SIZE = 256
 
+# The smallest `environment.memory`: docker's own minimum for a container. Below it nothing
+# starts: under about 1 MiB of address space the kernel kills the exec of the attempt's
+# shell with SIGSEGV, under about 3 MiB the shell cannot map libc (exit 127), and those read
+# as the program's own crash or error (`memory: 4096`, meant as MiB, judged a reproduced
+# `crash SIGSEGV` of a program that never ran).
+MIN_MEMORY = 6 << 20
+
 # Characters of one output line that markers are matched against, and the time one
 # marker may spend on one line before it is abandoned for the rest of the attempt.
 MAX_MARKER_LINE_CHARS = 4096

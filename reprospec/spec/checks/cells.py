@@ -29,6 +29,7 @@ from reprospec.core.bounds import (
     MAX_PARALLEL,
     MAX_REPEAT,
     MAX_WORLD_SIZE,
+    MIN_MEMORY,
 )
 from reprospec.core.frozen import frozen
 from reprospec.core.gpudebug import GpuDebug, GpuDebugError, conflicts
@@ -43,6 +44,7 @@ from reprospec.core.sections import (
     stall_seconds,
 )
 from reprospec.core.units import (
+    format_size,
     parse_duration,
     parse_rate,
     parse_size,
@@ -417,6 +419,34 @@ def run_value_problems(
     return found
 
 
+def memory_floor_message(size: int) -> str:
+    """Why a memory limit of `size` bytes (below MIN_MEMORY) is refused."""
+    return (
+        f"a memory limit of {format_size(size)} is below the {format_size(MIN_MEMORY)} an "
+        "attempt needs to start a program (the shell that runs it maps about 3 MiB; docker "
+        "refuses less too); a number without a unit is bytes: 4096m is 4 GiB (docs/limits.md)"
+    )
+
+
+def memory_problems(
+    data: Mapping[str, JsonValue], locations: Mapping[JsonPath, Location]
+) -> list[Problem]:
+    """A literal `environment.memory` below MIN_MEMORY (a `${{ }}` one is checked per cell)."""
+    value = _lookup(data, "environment.memory")
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return []
+    if isinstance(value, str) and "${{" in value:
+        return []  # checked per cell, or a broken expression the other checks say
+    try:
+        size = parse_size(value)
+    except (ValueError, TypeError, OverflowError):
+        return []  # the schema's problem
+    if not 1 <= size < MIN_MEMORY:
+        return []
+    line, col = locate(locations, ("environment", "memory"))
+    return [Problem(line, col, ("environment", "memory"), memory_floor_message(size))]
+
+
 # What run_size_problems reads, besides the matrix's size (attempts_per_cell).
 RUN_SIZE_READS: tuple[JsonPath, ...] = (("run", "repeat"), ("run", "max_repeat"))
 
@@ -510,6 +540,8 @@ def _semantic_problems(path: JsonPath, value: JsonValue) -> list[str]:
             return [f"expected a size like 64m or 4g, got {got}"]
         if size < 1:
             return [f"expected a size of at least 1 byte, got {got}"]
+        if path == ("environment", "memory") and size < MIN_MEMORY:
+            return [memory_floor_message(size)]
     elif path == ("environment", "image") and isinstance(value, str) and value:
         # `image: ${{ matrix.img }}`: each value as a literal one is checked (document.py).
         return [wrong] if (wrong := image_problem(value)) else []

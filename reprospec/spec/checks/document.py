@@ -56,6 +56,7 @@ def check(
     semantics = _Semantics(data, locations, key_locations, base_dir, files=files)
     problems.extend(semantics.problems())
     problems.extend(cells.run_value_problems(data, locations))
+    problems.extend(cells.memory_problems(data, locations))
     if not cells.Troubled.of(data, problems).touches([("matrix",)]):
         # Only a well-formed matrix can be expanded; its errors (no cells, ids that collide,
         # too many cells: counted, never expanded) belong in `validate` too, not just in `run`,

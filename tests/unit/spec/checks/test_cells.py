@@ -376,3 +376,31 @@ def test_literal_packages_that_are_not_requirements_are_located(tmp_path: Path) 
         "5:35: environment.packages[2]: 'foo bar' is not a valid requirement: expected a"
         " PEP 508 requirement such as 'six==1.2' or 'torch>=2'",
     ]
+
+
+@pytest.mark.parametrize(
+    ("memory", "shown"),
+    [
+        ("4096", "4.0 KiB"),  # meant as MiB: the exec of the shell died of SIGSEGV
+        ("'2m'", "2.0 MiB"),  # the shell could not map libc: exit 127
+        ("5m", "5.0 MiB"),
+        ("'${{ 1024 }}'", "1.0 KiB"),
+    ],
+)
+def test_a_memory_limit_no_program_can_start_under_is_refused(
+    tmp_path: Path, memory: str, shown: str
+) -> None:
+    """Under about 1 MiB of address space the attempt's `/bin/sh` died of SIGSEGV in its
+    exec, and the cell was judged a reproduced `crash SIGSEGV` of a program that never ran."""
+    (line,) = problems_of(tmp_path, f"environment: {{memory: {memory}}}\n")
+    assert line.startswith(
+        f"4:23: environment.memory: a memory limit of {shown} is below the 6.0 MiB an attempt"
+        " needs to start a program"
+    ), line
+    assert "4096m is 4 GiB (docs/limits.md)" in line
+
+
+def test_a_memory_limit_at_the_floor_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(HEAD + "environment: {memory: 6m}\nexpect: {outcome: pass}\n")
+    assert load_spec(path).document["environment"] == {"memory": "6m"}
