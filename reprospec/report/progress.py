@@ -64,10 +64,12 @@ class Progress:
         self._lock = threading.Lock()
         self._bar: RichProgress | None = None
         self._task: TaskID | None = None
-        # Attempts this process finished and since when: the ETA's rate (a resumed run's
-        # earlier attempts took no time here).
+        # Attempts this process finished (a resumed run's earlier attempts took no time
+        # here), the seconds they took, and the most that ran at once (-j, as the run
+        # scheduled them): the ETA's time per attempt and how many go at a time.
         self._done = 0
-        self._since = time.monotonic()
+        self._took = 0.0
+        self._most = 1
         # Off a terminal: when each running attempt started and its cell, and when a line
         # was last written. Not by the thread that said "start": a command line's run says
         # an attempt's end a moment later, from another thread (pipeline/slack.py).
@@ -149,6 +151,7 @@ class Progress:
         with self._lock:
             if event == "start":
                 self._started.append((time.monotonic(), cell.id))
+                self._most = max(self._most, len(self._started))
                 if self._bar is not None and self._task is not None:
                     from rich.markup import escape
 
@@ -169,6 +172,7 @@ class Progress:
             # The phrase quotes the child (an exception message, an event's phase): one line
             # of text, whatever it holds.
             self._done += 1
+            self._took += max(result.duration_s, 0.0)
             line = printable(
                 f"[{finished}/{total}] {cell.id} #{result.attempt}: {attempt_phrase(result)} "
                 f"({mark}, {seconds(result.duration_s)}{self._eta(finished, total)})",
@@ -192,12 +196,20 @@ class Progress:
             del self._started[min(starts, key=lambda i: abs(self._started[i][0] - began))]
 
     def _eta(self, finished: int, total: int) -> str:
-        """`, eta 3m10s` for a log line while attempts are left: the time per attempt so far
-        (with -j, attempts finish in parallel, so this is wall time per finished one)."""
+        """`, eta 3m10s` for a log line while attempts are left: the attempts' time left (of
+        each running one, what the mean attempt has left of it; of each yet to start, the
+        mean attempt), shared among the attempts that run at once, and never less than the
+        running attempt furthest from its end. The wall time per finished attempt, times
+        the attempts left, said at `-j 4` on its first line four times the time: the other
+        three, as long, were ending with it, and counted whole, then three more times."""
         if finished >= total or self._done == 0:
             return ""
-        per_attempt = (time.monotonic() - self._since) / self._done
-        return f", {time_left(per_attempt * (total - finished))}"
+        per_attempt = self._took / self._done
+        now = time.monotonic()
+        running = [max(per_attempt - (now - start), 0.0) for start, _cell in self._started]
+        waiting = max(total - finished - len(running), 0)
+        left = (sum(running) + waiting * per_attempt) / self._most
+        return f", {time_left(max(left, *running, 0.0))}"
 
 
 def console_names(run: RunResult) -> Callable[[str], str]:

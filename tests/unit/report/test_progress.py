@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import threading
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -91,3 +92,31 @@ def test_off_a_terminal_a_reader_gone_is_said_by_the_quiet_line(
     with progress.Progress(1, stream=Gone(), gone=told.set) as shown:
         shown.update("start", cell, None, 0, 1)
         assert told.wait(10), "the reader's going was not told"
+
+
+def test_the_first_lines_eta_at_j_n_counts_the_attempts_ending_with_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # -j 4, 8 attempts of 10s each: the first ends at 10s with three more ending with it,
+    # then four more to go, 10s. Wall time per finished attempt times the 7 left said 70s.
+    clock = [1000.0]
+    monkeypatch.setattr(progress, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    stream = io.StringIO()
+    cells = [Cell(id=f"c={n}", index=n, matrix={"c": n}) for n in range(8)]
+    ten = replace(AttemptResult.not_run(1, "ran"), duration_s=10.0)
+    with progress.Progress(8, stream=stream) as shown:
+        for cell in cells[:4]:
+            shown.update("start", cell, None, 0, 8)
+        clock[0] = 1010.0
+        shown.update("attempt", cells[0], ten, 1, 8)
+        first = stream.getvalue().splitlines()[-1]
+        for finished, cell in enumerate(cells[1:4], start=2):
+            shown.update("attempt", cell, ten, finished, 8)
+        for cell in cells[4:]:
+            shown.update("start", cell, None, 4, 8)
+        clock[0] = 1015.0
+        shown.update("attempt", cells[4], replace(ten, duration_s=5.0), 5, 8)
+        later = stream.getvalue().splitlines()[-1]
+    assert first.endswith(", eta 10s)"), first
+    # Mean 9s an attempt; the three running 5s in have 4s left each.
+    assert later.endswith(", eta 4s)"), later
