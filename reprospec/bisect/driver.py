@@ -35,13 +35,14 @@ from reprospec.bisect.state import (
 )
 from reprospec.core import environ
 from reprospec.core.caller import said
+from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import Redactor
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.safepoint import Deferral
 from reprospec.core.words import build_log_phrase, plural
 from reprospec.environment import packages
 from reprospec.environment.probe import shared_captures
-from reprospec.errors import UsageError
+from reprospec.errors import InfraError, UsageError
 from reprospec.export.tree import program_digest
 from reprospec.plan.failingcell import cell_filters, choose_failing_cell, fails
 from reprospec.store.runfolder import RunFolder
@@ -97,6 +98,7 @@ def bisect_spec(
     # asked for every release and the first environment's lock said "Not a directory:
     # OUT/envs/.locks".
     RunFolder.check_out(request.out)
+    _check_python(request)
     spec = api.load_spec(request.spec, request.overrides)
     # Every candidate run is masked by the pipeline; what bisect itself says and writes is
     # masked the same way (redact.py).
@@ -488,6 +490,25 @@ def _changed(
         for n in names
         if installed[0].get(n) != installed[1].get(n)
     )
+
+
+def _check_python(request: BisectRequest) -> None:
+    """`--python` checked as `run --python` checks it (`interpreter_version`: exit 3 where
+    it is missing, does not run, or is no Python 3), before anything is built. Unchecked,
+    every version's environment failed on it and the bisect was refused as "the bad end
+    cannot be tested", after asking the index for every release. A version (`3.12`),
+    which the venv runner has uv find, is uv's to find."""
+    if request.python is None or request.runner == "docker" or _VERSION.fullmatch(request.python):
+        return
+    from reprospec.runners.local import interpreter_version, resolve_python
+
+    try:
+        interpreter_version(resolve_python(request.python))
+    except InfraError as exc:
+        raise InfraError(f"{exc} ({said('--python', 'python')})") from exc
+
+
+_VERSION = Lazy(r"\d+(?:\.\d+)*")
 
 
 def _envs_root(request: BisectRequest) -> Path:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import shlex
 import shutil
 import sys
@@ -269,17 +268,21 @@ def _preflight(
     """Refuse a spec no cell of which the shards' runner could run (its packages), and say
     which cells of another it could not: each would only be an infra-error in a task log.
     `firsts`: attempt 1 of every cell."""
-    from reprospec.runners.local import resolve_python
+    from reprospec.runners.local import interpreter_version, resolve_python
     from reprospec.slurm.preflight import build_venvs, check_local, describe, envs_folder
 
     python = resolve_python(options.python)
-    if options.runner != "docker" and not os.path.exists(python):  # noqa: PTH110
-        # As `run --python` refuses it (exit 3), before N tasks each exit 3 with it.
-        raise InfraError(
-            f"not submitted: interpreter not found: {python} (--python): every shard "
-            "would exit 3 with it. Give the path of an interpreter the nodes see at the "
-            "same path as this one"
-        )
+    if options.runner != "docker":
+        # As `run --python` refuses it (exit 3), before N tasks each exit 3 with it: one
+        # missing, and one there that does not run or is no Python 3 (a file that was
+        # there passed, and every shard was infra-error with it).
+        try:
+            interpreter_version(python)
+        except InfraError as exc:
+            raise InfraError(
+                f"not submitted: {exc} (--python): every shard would exit 3 with it. Give "
+                "the path of an interpreter the nodes see at the same path as this one"
+            ) from exc
     if options.runner == "local":
         found = check_local(firsts, options)
         hint = (

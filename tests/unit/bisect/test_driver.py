@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+import reprospec
 from reprospec.bisect.driver import _added_package, _describe, bisect_spec, candidate_packages
 from reprospec.bisect.search import Trial
 from reprospec.bisect.state import BisectRequest
-from reprospec.errors import UsageError
+from reprospec.errors import InfraError, UsageError
 from tests.unit.venvs.test_build import BUILD_FAILED
 
 REASON = (
@@ -99,3 +100,23 @@ def test_an_out_that_is_a_file_is_refused_before_anything_is_asked(tmp_path: Pat
     spec.write_text("reprospec: 1\nname: s\ncommand: python -c pass\n")
     with pytest.raises(UsageError, match=r"^--out .*afile: not a folder \(a file is there\)"):
         bisect_spec(BisectRequest(spec, "pkg", "1.0", "2.0", out=out))
+
+
+def test_a_python_that_is_not_there_is_refused_before_anything_is_built(tmp_path: Path) -> None:
+    # As `run --python` refuses it (interpreter_version, exit 3): unchecked, every version's
+    # environment failed on it, after the index was asked for every release, and the bisect
+    # was "refused: the bad end cannot be tested".
+    missing = tmp_path / "nope" / "python"
+    request = BisectRequest(
+        spec=tmp_path / "s.yaml",
+        package="six",
+        good="1.15.0",
+        bad="1.16.0",
+        python=str(missing),
+        out=tmp_path / "out",
+    )
+    with pytest.raises(InfraError, match=f"interpreter not found: {missing} \\(--python\\)"):
+        bisect_spec(request)
+    # Named as the caller gave it: the API's argument.
+    with pytest.raises(InfraError, match=f"interpreter not found: {missing} \\(python\\)"):
+        reprospec.bisect_spec(request)
