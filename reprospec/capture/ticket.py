@@ -28,6 +28,7 @@ from reprospec.core.signals import (
     signal_from_description,
     signal_name,
 )
+from reprospec.outcome.children import CHILD_FAILED, RankException, rank_exception
 from reprospec.outcome.pytestreport import crashed_test, first_failure
 from reprospec.outcome.tracebacks import (
     FATAL_HEADER,
@@ -114,6 +115,19 @@ _FISH_SIGNAL = re.compile(r"^fish: .*\bterminated by signal (?P<signal>SIG[A-Z0-
 # is the rank's, a child of the launcher, which a live run reports as `where: child`.
 _ELASTIC_RANK = re.compile(
     r"\bChildFailedError\b|Root Cause \(first observed failure\)|local_rank: \d+ \(pid: \d+\)"
+)
+# A rank's output line as torchrun (`[default1]:`) or torch's excepthook (`[rank1]:`)
+# prefixes it.
+_RANK_OF_LINE = re.compile(r"^\[(?:rank|default)(?P<rank>\d+)\]:")
+# The exit code of the rank that failed first: torchrun's log line of it (`failed (exitcode:
+# 1) local_rank: 1`), else its report's `Root Cause (first observed failure)` entry. The
+# other ranks' codes in its report (`exitcode : -15 (pid: 3158) (SIGTERM)`) are torchrun's
+# own doing: it ends the ranks left once one failed, and that SIGTERM read as the crash
+# where a live run of the command reports the failed rank's error.
+_ELASTIC_ROOT_CODE = re.compile(
+    r"\bfailed \(exitcode: (?P<code>-?\d+)\) local_rank: \d+"
+    r"|Root Cause \(first observed failure\):(?:(?!={20}).)*?\bexitcode\s*:\s*(?P<root>-?\d+)",
+    re.S,
 )
 # subprocess's word of a child's death: `CalledProcessError: Command '['./op']' died with
 # <Signals.SIGSEGV: 11>.`, a crash in a child as a live run reports it (outcome/children.py).
@@ -422,8 +436,12 @@ def read_ticket(text: str) -> Ticket:
             signal = other
             evidence.append(f"the shell: {line.strip()}")
     elastic = _ELASTIC_RANK.search(clean) is not None
+    root = _ELASTIC_ROOT_CODE.search(clean) if elastic else None
+    root_code = int(root["code"] or root["root"]) if root is not None else None
     for match in _EXIT_CODE.finditer(clean):
         code = int(match["code"])
+        if root_code is not None and code != root_code:
+            continue  # another rank's, ended by torchrun after the first one failed
         if code < 0:
             named = signal_name(-code)
             signal = signal or named
@@ -462,6 +480,19 @@ def read_ticket(text: str) -> Ticket:
         chain = chain[: max(n for n, e in enumerate(chain) if e.type != "KeyboardInterrupt") + 1]
     elif stopped:
         chain = ()
+    failed_rank: RankException | None = None
+    if chain and chain[-1].type.endswith(CHILD_FAILED) and signal is None:
+        # torchrun's own exception says only that a rank failed: the rank's exception is
+        # the failure, as a live run of the command reads it (outcome/classify.py), which
+        # never matched a skeleton that expected ChildFailedError. Read with the ranks'
+        # `[rankN]:` prefixes, which say whose traceback is whose.
+        rank = rank_exception(text)
+        failed_rank = rank
+        if rank is not None:
+            where = "child"
+            evidence.append(rank.describe())
+            if rank.chain:
+                chain = tuple(replace(e, message=_unfenced(e.message)) for e in rank.chain)
     if pytest_failure is not None and (not chain or not _same_type(chain[-1], pytest_failure)):
         # pytest's first failing test, as a live run of the command reports it; a
         # traceback of another test (pasted after it) is not that test's exception.
@@ -502,7 +533,10 @@ def read_ticket(text: str) -> Ticket:
         )
 
     last = chain[-1] if chain else None
-    frames, threads = _python_frames(clean, real_fatal[-1].stack if real_fatal else None)
+    frames, threads = _python_frames(
+        _ranks_own(text, failed_rank.local_rank) if failed_rank and failed_rank.chain else clean,
+        real_fatal[-1].stack if real_fatal else None,
+    )
     if not frames and outcome == "hang" and pyspy:
         frames = pyspy
     # Read once: the progress, the running test and the Ticket all ask which presets fit.
@@ -576,6 +610,21 @@ def read_ticket(text: str) -> Ticket:
         shows_torch=machine.torch is not None or _TORCH.search(clean) is not None,
         cut_traceback=cut,
     )
+
+
+def _ranks_own(text: str, rank: int) -> str:
+    """The lines of `text` up to torchrun's report of the failed `rank`, without the other
+    ranks' (`[rank0]: Traceback ...`, a consequence printed after it) and without the
+    prefixes: the stack of the exception the rank raised, not torchrun's own, which the
+    description quoted under the rank's exception."""
+    cut = _ELASTIC_ROOT_CODE.search(text)
+    before = text[: cut.start()] if cut is not None else text
+    own = []
+    for line in before.split("\n"):
+        prefix = _RANK_OF_LINE.match(line)
+        if prefix is None or int(prefix["rank"]) == rank:
+            own.append(_unprefixed(line))
+    return "\n".join(own)
 
 
 def _prose_settings(prose: str, chain: tuple[PythonException, ...]) -> tuple[tuple[str, str], ...]:

@@ -1215,6 +1215,72 @@ def test_torchruns_report_of_a_rank_killed_by_a_signal_is_a_childs_crash() -> No
     }
 
 
+def test_torchruns_report_of_a_rank_that_raised_is_that_ranks_error() -> None:
+    # torchrun's real stderr of a rank that raised (tests/data/children/): the skeleton
+    # expected torchrun's own ChildFailedError, which a live run of the command (error
+    # RuntimeError in a child) never matched.
+    text = "$ torchrun --nproc_per_node 2 train.py\n" + (
+        DATA / "children" / "torchrun-rank-error.stderr.log"
+    ).read_text(encoding="utf-8")
+    read = read_ticket(text)
+    failure = read.failure
+    assert (failure.outcome, failure.exception, failure.where) == ("error", "RuntimeError", "child")
+    assert skeleton(read, "t.md").expect["exception"] == "RuntimeError"
+    # The stack quoted is the rank's, not torchrun's launcher's.
+    assert list(read.python_frames) == ["/work/train.py:<module>", "/work/train.py:main"]
+
+
+def test_the_ranks_torchrun_ended_after_one_failed_are_not_the_crash() -> None:
+    # Rank 1 raised; torchrun then sent SIGTERM to rank 0, and its report lists that rank's
+    # `exitcode : -15` beside the root cause's 1 (a real `torchrun --nproc_per_node=2` of
+    # gloo ranks, trimmed). The skeleton expected `crash SIGTERM in a child`; a live run
+    # of the command reads `error ValueError (child)`.
+    text = (
+        "$ torchrun --nproc_per_node=2 ddp.py\n"
+        "step 2 rank 1 sum [1.0, 1.0]\n"
+        "[rank1]: Traceback (most recent call last):\n"
+        '[rank1]:   File "/tmp/w/ddp.py", line 17, in <module>\n'
+        "[rank1]:     main()\n"
+        '[rank1]:   File "/tmp/w/ddp.py", line 13, in main\n'
+        '[rank1]:     raise ValueError(f"bad batch on rank {rank} at step {step}")\n'
+        "[rank1]: ValueError: bad batch on rank 1 at step 2\n"
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "/tmp/w/ddp.py", line 10, in main\n'
+        "[rank0]:     dist.all_reduce(t)\n"
+        "[rank0]: RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:61643.\n"
+        "W1206 11:55:02.797000 514 torch/distributed/elastic/multiprocessing/api.py:1028]"
+        " Sending process 3158 closing signal SIGTERM\n"
+        "E1206 11:55:02.879000 514 torch/distributed/elastic/multiprocessing/api.py:1002]"
+        " failed (exitcode: 1) local_rank: 1 (pid: 3159) of binary: /venv/bin/python3\n"
+        "Traceback (most recent call last):\n"
+        '  File "/venv/bin/torchrun", line 8, in <module>\n'
+        "    sys.exit(main())\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        "============================================================\n"
+        "ddp.py FAILED\n"
+        "------------------------------------------------------------\n"
+        "Failures:\n"
+        "[1]:\n"
+        "  rank      : 0 (local_rank: 0)\n"
+        "  exitcode  : -15 (pid: 3158)  (SIGTERM)\n"
+        "------------------------------------------------------------\n"
+        "Root Cause (first observed failure):\n"
+        "[0]:\n"
+        "  rank      : 1 (local_rank: 1)\n"
+        "  exitcode  : 1 (pid: 3159) \n"
+        "============================================================\n"
+    )
+    read = read_ticket(text)
+    failure = read.failure
+    assert (failure.outcome, failure.signal) == ("error", None)
+    assert (failure.exception, failure.message) == ("ValueError", "bad batch on rank 1 at step 2")
+    assert not any("SIGTERM" in line for line in read.evidence)
+    assert list(read.python_frames) == ["/tmp/w/ddp.py:<module>", "/tmp/w/ddp.py:main"]
+    expect = skeleton(read, "t.md").expect
+    assert (expect["outcome"], expect["exception"]) == ("error", "ValueError")
+    assert "signal" not in expect
+
+
 def test_subprocess_saying_a_child_died_of_a_signal_is_a_childs_crash() -> None:
     # `CalledProcessError: ... died with <Signals.SIGSEGV: 11>` was read as an error of
     # CalledProcessError, which a live run (crash SIGSEGV in a child) never matched.
