@@ -591,6 +591,18 @@ class Amplification:
                 f"overlaps the {base}"
             )
         tried = any(t.attempts for t, a in zip(self.tallies, self.arms, strict=True) if a.settings)
+        if tried and not any(t.matched for t in self.tallies):
+            # "base 0/14; best switch_interval=1e-06: 0/10: not amplified" gave no reason
+            # where the failure never came at all, and where every attempt failed, but
+            # another way than the cell's expect says (a wrong `exception:`).
+            other = sum(t.other for t in self.tallies)
+            said = "no attempt failed as expected, with a perturbation or without"
+            if other:
+                said += (
+                    f"; {plural(other, 'attempt')} failed another way (each arm says how): "
+                    "is that the failure the cell's expect should say?"
+                )
+            return said
         if leader == 0 and tried and any(t.matched for t in self.tallies):
             # The answer names the best perturbation's rate beside the base's: without
             # this, "best cpus=1: 10/14: not amplified" gave no reason, and nor did

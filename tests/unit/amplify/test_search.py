@@ -596,3 +596,28 @@ def test_a_search_with_no_perturbation_to_try_does_not_say_none_failed_more_ofte
     result, _ = simulate([], fixed({"base": 0.5}), seed=0, settings=Settings(budget=20))
     assert result.status == "not-amplified"
     assert "no perturbation failed more often" not in result.note
+
+
+def test_a_search_where_nothing_failed_as_expected_says_so_in_its_note() -> None:
+    # "base 0/14 (0.00-0.22); best switch_interval=1e-06: 0/10 (0.00-0.28): not amplified"
+    # gave no reason where the failure never came, with a perturbation or without.
+    result, _ = simulate(
+        [SI, GC], fixed({"base": 0.0, SI.label: 0.0, "gc=aggressive": 0.0}), seed=1,
+        settings=Settings(budget=40),
+    )  # fmt: skip
+    assert result.status == "not-amplified"
+    assert result.note == "no attempt failed as expected, with a perturbation or without"
+
+
+def test_a_search_where_every_failure_was_another_says_so_in_its_note() -> None:
+    # A wrong `expect.exception`: every arm failed, each "another way", and the answer read
+    # "not amplified" with no reason to look at the expect.
+    result, _ = simulate(
+        [SI, GC], fixed({"base": 0.0, SI.label: 0.0, "gc=aggressive": 0.0}, {"base": 1.0,
+        SI.label: 1.0, "gc=aggressive": 1.0}), seed=1, settings=Settings(budget=24),
+    )  # fmt: skip
+    assert result.status == "not-amplified"
+    assert result.note == (
+        "no attempt failed as expected, with a perturbation or without; 24 attempts failed "
+        "another way (each arm says how): is that the failure the cell's expect should say?"
+    )
