@@ -201,11 +201,14 @@ def returncode_from_status(
     The command's init's `record` says which of the two a 128 + N was, where the container
     ended with the status it gives (not killed past it); without one, 128 + N is a death
     only for the signals of FATAL_SIGNALS (`exit 138` and a SIGUSR1 read alike, as an exit).
+    `oom_killed` (docker's `OOMKilled`: the OOM killer killed some process of the container)
+    makes it SIGKILL only where no such record says how the command itself ended: a command
+    that exited 0 after the kernel killed its workers did not die of SIGKILL.
     """
-    if oom_killed:
-        return -int(signal.SIGKILL)
     if record is not None and record.status == status:
         return record.returncode
+    if oom_killed:
+        return -int(signal.SIGKILL)
     if status > 128 and status - 128 in FATAL_SIGNALS:
         return -(status - 128)
     return status

@@ -121,6 +121,36 @@ def test_the_memory_limit_makes_an_oom_kill_a_crash(runner: DockerRunner, tmp_pa
 
 
 @needs_engine
+def test_an_oom_kill_of_a_child_is_no_death_of_a_command_that_exits_0(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    """docker's OOMKilled says some process of the container was killed: the command that
+    waited for its killed child and exited 0 read `crash SIGKILL by the OOM killer`."""
+    code = (
+        "import os\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    b = bytearray(400 << 20)\n"
+        "    b[::4096] = b'x' * (len(b) // 4096)\n"
+        "    os._exit(0)\n"
+        "print('child', os.waitpid(pid, 0)[1], flush=True)"
+    )
+    plan = make_plan(py(code), tmp_path, environment={"perturb": {"memory_limit": "64m"}})
+    execution = runner.run(plan, tmp_path / "a")
+    assert execution.infra_error is None, execution.infra_error
+    assert execution.stdout_path.read_text() == "child 9\n"  # SIGKILL, as waitpid says it
+    assert execution.returncode == 0
+    assert execution.oom is None
+    assert (
+        "the kernel's OOM killer killed a process of the container at its memory limit,"
+        " 64.0 MiB; the command itself did not die of it"
+    ) in execution.warnings
+    outcome = classify(execution)
+    assert isinstance(outcome, Outcome)
+    assert outcome_phrase(outcome) == "pass"
+
+
+@needs_engine
 def test_a_perturbation_the_container_cannot_get_is_an_infra_error(
     runner: DockerRunner, tmp_path: Path
 ) -> None:

@@ -97,6 +97,23 @@ def test_the_inits_record_says_what_a_status_was(status: int, recorded: int, exp
     assert returncode_from_status(status, False, ExitRecord(pid=7, returncode=recorded)) == expected
 
 
+@pytest.mark.parametrize(
+    ("status", "recorded", "expected"),
+    [
+        (0, 0, 0),  # its worker was killed, the command exited 0: no SIGKILL of its own
+        (1, 1, 1),
+        (137, -9, -9),
+        (137, 137, 137),  # a shell's report of its program's SIGKILL, read as that
+        (0, -10, -9),  # no record of this end (the init was killed): the container's word
+    ],
+)
+def test_an_oom_kill_is_the_commands_death_only_where_its_record_does_not_say_otherwise(
+    status: int, recorded: int, expected: int
+) -> None:
+    record = ExitRecord(pid=7, returncode=recorded)
+    assert returncode_from_status(status, True, record) == expected
+
+
 def test_an_exit_record_is_taken_whole_or_not_at_all(tmp_path: Path) -> None:
     assert ExitRecord.take(tmp_path) is None
     record = tmp_path / EXIT_JSON
