@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import signal
 import sys
 import threading
 import time
@@ -606,15 +605,6 @@ class DockerRunner:
         if oom:
             limit = config.get("mem_limit", plan.environment.memory)
             oom_said = f"{oom_killed()}: the container's memory limit, {format_size(limit)}"
-            if returncode not in (-int(signal.SIGKILL), 128 + int(signal.SIGKILL)):
-                # Another process of the container was killed, and the command ended on its
-                # own (its init's record): a warning, never the command's death. (137: a
-                # shell's word for its program's SIGKILL, which classify reads as that.)
-                warnings.append(
-                    "the kernel's OOM killer killed a process of the container at its memory "
-                    f"limit, {format_size(limit)}; the command itself did not die of it"
-                )
-                oom_said = None
         infra_error = None
         if raw in DOCKER_START_FAILURES and not timed_out and not interrupted:
             last = _last_line(base["stderr_path"])
