@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from reprospec.commands import options as opt
@@ -39,6 +40,10 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec, options.overrides)
     planned = plan_run(spec, options)
     plans = [plan for plan in planned.attempts if plan.attempt == 1]
+    # Each cell's second attempt, whatever the spec's repeat: a cell whose first differs
+    # from it reads the attempt number, which the bundle fixes at 1.
+    again = plan_run(spec, dataclasses.replace(options, repeat=2))
+    later = [plan for plan in again.attempts if plan.attempt == 2]
     bundle = write_bundle(
         spec,
         plans,
@@ -46,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         find_links=getattr(args, "find_links", None),
         # The local runner's cells ran on --python, else on reprospec's own interpreter.
         torch_version=installed_torch(checked_python(getattr(args, "python", None))),
+        later=later,
     )
     for warning in bundle.warnings:
         print(f"warning: {warning}", file=sys.stderr)

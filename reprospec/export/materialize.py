@@ -319,11 +319,13 @@ def write_bundle(
     *,
     find_links: Path | None = None,
     torch_version: str | None = None,
+    later: Sequence[AttemptPlan] = (),
 ) -> Bundle:
     """Write the bundle of `plans` (one per cell) into the new or empty folder `out`.
 
     `torch_version`: the torch the cells ran with (runnerpackages.installed_torch), whose
-    build (`2.13.0+cpu`) the images install where it is the runner's release."""
+    build (`2.13.0+cpu`) the images install where it is the runner's release. `later`: the
+    cells' second attempts, against which a cell that reads its attempt number is told."""
     several = [plan.cell.id for plan in plans if plan.copies > 1]
     if several:
         # One `docker run` per cell would stand in for N copies released together: refused.
@@ -416,6 +418,13 @@ def write_bundle(
         )  # fmt: skip
         script.append(cell.script)
         warnings.extend(cell.warnings)
+        reads = _reads_attempt(plan, {p.cell.id: p for p in later}.get(plan.cell.id))
+        if reads:
+            warnings.append(
+                f"cell {number} ({plan.cell.id}): it reads its attempt "
+                f"number ({reads}), and the bundle runs attempt 1's: `./run.sh {number}` "
+                "again does what it did, where reprospec's attempts 2, 3, ... do otherwise"
+            )
         passed.extend(cell.passed)
     _write_run_sh(out / "run.sh", spec, plans, script)
     _write_readme(
@@ -427,6 +436,34 @@ def write_bundle(
         images=tuple(f"images/{k}" for k in images.values()),
         warnings=tuple(warnings),
     )
+
+
+def _reads_attempt(plan: AttemptPlan, second: AttemptPlan | None) -> str:
+    """How `plan` (attempt 1) depends on its attempt number, in a few words; "" where not.
+
+    The bundle resolves each cell's first attempt: a `--seed ${{ attempt }}` or a workload
+    fault's `probability` (one coin per attempt) is the same in every run of run.sh, so a
+    cell expected to fail in some of its runs never does otherwise there, however often it
+    is run again, as the README said it might."""
+    from reprospec.plan.attempt import describe
+
+    if plan.workload is not None:
+        faults = plan.workload.get("faults")
+        for number, fault in enumerate(faults if isinstance(faults, Sequence) else ()):
+            chance = fault.get("probability") if isinstance(fault, Mapping) else None
+            if isinstance(chance, (int, float)) and chance < 1:
+                return f"workload.faults[{number}].probability {chance:g}, drawn per attempt"
+        return ""
+    if second is None:
+        return ""
+    first, other = describe(plan), describe(second)
+    first.pop("attempt")
+    other.pop("attempt")
+    if first == other:
+        return ""
+    # Named, not shown: a value may hold a secret the bundle passes by name.
+    fields = [key for key in first if key != "argv" and first[key] != other.get(key)]
+    return "`${{ attempt }}` in its " + ", ".join(fields or ["argv"])
 
 
 def _unmet_wheels(
@@ -932,7 +969,9 @@ expected to, 1 when one did not (`NOT reproduced`), 3 when docker could not run
 one, 4 when one was `not judged here` (the others reproduced), in that order of
 precedence; the expectation's other fields (exception, message, phase, step,
 where, rate) are yours to check in `results/N/`. Each cell runs once: a cell expected
-to fail in only some of its runs (`rate`) may need `./run.sh N` again. Ctrl-C
+to fail in only some of its runs (`rate`) may need `./run.sh N` again, unless it
+reads its attempt number (a `${{{{ attempt }}}}` seed, a workload fault's `probability`):
+the bundle runs attempt 1 of each cell, which does the same every time. Ctrl-C
 stops the cell that runs (its containers are removed), judges nothing of it,
 runs no other, and exits 130.
 {_perturb_section(perturbs)}{secrets}

@@ -433,3 +433,44 @@ def test_a_wheelhouse_without_an_images_requirement_is_warned_about(tmp_path: Pa
         spec, plans, tmp_path / "again", find_links=wheels, torch_version="2.13.0+cpu"
     )
     assert bundle.warnings == ()
+
+
+def test_a_cell_that_reads_its_attempt_number_is_named(tmp_path: Path) -> None:
+    # The bundle fixes each cell at attempt 1: specs/intermittent.yaml's `--seed ${{ attempt
+    # }}` crashed in every run.sh, and one whose attempt 1 passed would never crash there,
+    # while the README told its reader to run the cell again.
+    import dataclasses
+
+    def warnings(name: str, text: str) -> tuple[str, ...]:
+        (tmp_path / f"{name}.yaml").write_text(text)
+        spec = load_spec(tmp_path / f"{name}.yaml")
+        planned = plan_run(spec, RunOptions()).attempts
+        again = plan_run(spec, dataclasses.replace(RunOptions(), repeat=2)).attempts
+        return write_bundle(
+            spec,
+            [p for p in planned if p.attempt == 1],
+            tmp_path / name,
+            later=[p for p in again if p.attempt == 2],
+        ).warnings
+
+    seeded = COMMAND.format(command="python app.py --seed ${{ attempt }}")
+    assert warnings("seeded", seeded) == (
+        "cell 1 (default): it reads its attempt number (`${{ attempt }}` in its "
+        "command), and the bundle runs attempt 1's: `./run.sh 1` again does what it did, "
+        "where reprospec's attempts 2, 3, ... do otherwise",
+    )
+    assert "reads its attempt number" in (tmp_path / "seeded" / "README.md").read_text()
+    assert warnings("plain", COMMAND.format(command="python app.py --seed 1")) == ()
+    workload = (
+        "reprospec: 1\nname: w\nworkload:\n  model: {builtin: mlp}\n"
+        "  data: {dataset: {builtin: synthetic, size: 8, shape: [4], classes: 2}}\n"
+        "  phases: [{name: train, steps: 1}]\n"
+        "  faults: [{kind: segfault, at: {step: 1}, probability: 0.5}]\n"
+        "expect: {outcome: crash}\n"
+    )
+    assert warnings("coin", workload) == (
+        "cell 1 (default): it reads its attempt number (workload.faults[0].probability "
+        "0.5, drawn per attempt), and the bundle runs attempt 1's: `./run.sh 1` again does "
+        "what it did, where reprospec's attempts 2, 3, ... do otherwise",
+    )
+    assert warnings("sure", workload.replace(", probability: 0.5", "")) == ()
