@@ -80,6 +80,23 @@ def log_text(data: bytes) -> str:
     return data.decode(encoding, errors="replace")
 
 
+# The share of a log's characters that may be NULs while it is still text. A program's
+# stray NUL is its words: torch's `ERROR: Unexpected segmentation fault encountered in
+# worker.` ends in one, which a log redirected to a file (`python train.py > out.log 2>&1`)
+# keeps, and such a log, of the very crash the reader knows, was refused as "not text". A
+# binary file (a core, an archive, a `.pyc`) holds NULs, and bytes no encoding decodes
+# (read as U+FFFD), throughout.
+_BINARY_SHARE = 0.01
+
+
+def is_binary(text: str) -> bool:
+    """Whether decoded `text` is no log at all: it holds NULs, and they and the bytes that
+    decoded to nothing are more than 1% of it (a log in another encoding, with no NUL, is
+    still read)."""
+    nuls = text.count("\x00")
+    return nuls > 0 and nuls + text.count("\ufffd") > len(text) * _BINARY_SHARE
+
+
 def capture_log(text: str, source: str, output: Path) -> list[str]:
     """Write the skeleton of `text` to `output`; the lines to print (what is left, what differs)."""
     ticket = read_ticket(text)

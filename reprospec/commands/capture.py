@@ -199,7 +199,7 @@ def _run_spec(
 
 
 def _from_log(args: argparse.Namespace) -> int:
-    from reprospec.capture.fromlog import capture_log, log_text
+    from reprospec.capture.fromlog import capture_log, is_binary, log_text
     from reprospec.capture.writer import check_output
     from reprospec.errors import EXIT_INTERRUPTED, UsageError
 
@@ -223,10 +223,10 @@ def _from_log(args: argparse.Namespace) -> int:
     if not text.strip():
         # An empty log (a failed copy, a wrong file) was written up as a skeleton, exit 0.
         raise UsageError(f"--from-log: {source} is empty: no log to read")
-    if "\x00" in text:
+    if is_binary(text):
         raise UsageError(
-            f"--from-log: {source} is not text (it holds NUL bytes): give the ticket's pasted "
-            "log, not a binary file"
+            f"--from-log: {source} is not text (NUL and undecodable bytes throughout): give "
+            "the ticket's pasted log, not a binary file"
         )
     output: Path = args.output or Path("ticket.yaml")
     check_output(output, force=args.force, reads=() if source == "stdin" else (source,))

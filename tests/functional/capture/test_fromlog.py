@@ -671,6 +671,34 @@ def test_a_literal_expression_opener_in_the_tickets_command_validates_and_plans_
     assert f"  command: {command}\n" in planned.stdout
 
 
+def test_a_worker_crashs_log_redirected_to_a_file_is_read_with_torchs_nul(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A new user's trial: torch's `ERROR: Unexpected segmentation fault encountered in
+    # worker.` ends in a NUL, which `python train.py > out.log 2>&1` keeps, and capture
+    # refused the log of the very crash it knows as "not text (it holds NUL bytes)".
+    program = ROOT / "tests" / "data" / "capture" / "worker" / "train.py"
+    command = [sys.executable, str(program), "--workers", "2", "--pin-memory"]
+    ran = subprocess.run(command, capture_output=True, check=False, timeout=300)
+    assert ran.returncode != 0
+    log = b"$ python train.py --workers 2 --pin-memory\n" + ran.stdout + ran.stderr
+    assert b"\x00" in log  # torch's own, as the real program printed it
+    (tmp_path / "out.log").write_bytes(log)
+    result = cli("capture", "--from-log", "out.log", "-o", "t.yaml", cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    assert "wrote t.yaml: crash SIGSEGV in a worker" in result.stdout
+    assert "\x00" not in (tmp_path / "t.yaml").read_text(encoding="utf-8")
+
+
+def test_a_binary_file_is_refused_as_no_log(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "core").write_bytes(bytes(range(256)) * 16)
+    result = cli("capture", "--from-log", "core", "-o", "t.yaml", cwd=tmp_path)
+    assert result.code == 2
+    assert "--from-log: core is not text" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "t.yaml").exists()
+
+
 def test_a_utf_16_log_as_windows_powershell_writes_it_is_read(cli: Cli, tmp_path: Path) -> None:
     # A new user's trial: PowerShell 5's `>` writes UTF-16 LE with a byte order mark, and
     # capture refused the ticket as "not text (it holds NUL bytes)".
