@@ -78,7 +78,8 @@ def summary(env: Mapping[str, JsonValue]) -> list[tuple[str, str]]:
         ),
         ("/dev/shm", f"{_size(shm.get('size'))}" if shm.get("present", True) else "missing"),
         ("torch", torch_line),
-        ("cpu capability", str(torch.get("cpu_capability"))),
+        # torch's, where it imports: without it the line said `None`.
+        ("cpu capability", str(torch.get("cpu_capability") or "none")),
         ("cuda arch list", " ".join(strings(torch.get("arch_list"))) or "none"),
         (
             "gpus",
