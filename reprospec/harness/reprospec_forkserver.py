@@ -63,7 +63,7 @@ import time
 # it has imported, every attempt starts with). Type checkers read the block below.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import TypedDict
 
     class _EntryBase(TypedDict):
@@ -381,6 +381,35 @@ def _fork_attempt(
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
+# The environment variables the preloaded modules' Python code read while they were
+# imported (torch reads TORCH_LOGS, PYTORCH_JIT, TORCH_COMPILE_DEBUG, ... then): a program
+# that sets one before its own `import torch` changes what a fresh interpreter's import does,
+# and nothing in a fork, whose torch was imported by the server (see `_watch_environ`).
+READ_AT_IMPORT: set[str] = set()
+# Read with getenv by native libraries as they are loaded, which no Python code sees:
+# OpenMP's and the BLAS libraries' thread settings (OMP_NUM_THREADS sizes torch's pool).
+NATIVE_AT_LOAD = ("OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_")
+
+
+@contextlib.contextmanager
+def _reading_environ() -> Iterator[None]:
+    """Record in READ_AT_IMPORT each variable read through os.environ meanwhile (a variable
+    unset counts: setting it is what a program does before its import)."""
+    environ = type(os.environ)
+    read = environ.__getitem__
+
+    def getitem(self: object, key: str) -> str:
+        if self is os.environ and isinstance(key, str):
+            READ_AT_IMPORT.add(key)
+        return read(self, key)  # type: ignore[arg-type]
+
+    environ.__getitem__ = getitem  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        environ.__getitem__ = read  # type: ignore[method-assign]
+
+
 def serve(fd: int, modules: list[str]) -> Job | None:
     """Import `modules`, say ready, then fork on request until the engine goes; None then."""
     sock = socket.socket(fileno=fd)
@@ -389,12 +418,13 @@ def serve(fd: int, modules: list[str]) -> Job | None:
         del sys.path[0]
     import importlib
 
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except BaseException as exc:  # the attempt would see the same: the engine runs it fresh
-            _send(sock, {"error": f"import {name} failed: {type(exc).__name__}: {exc}"})
-            return None
+    with _reading_environ():
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except BaseException as exc:  # the attempt would see the same: it runs fresh
+                _send(sock, {"error": f"import {name} failed: {type(exc).__name__}: {exc}"})
+                return None
     slot = _token_slot()
     argv_slot = _argv_slot()
     # What every fork does before the attempt runs, done here once instead (each fork
@@ -568,6 +598,7 @@ def _become(job: Job) -> None:
     _arm_fatal()
     _stack_dump()
     _reseed(int(request["seed"]))
+    _watch_environ()
     entry = request["entry"]
     if "-B" in entry.get("options", ()):
         sys.dont_write_bytecode = True
@@ -805,6 +836,61 @@ def _exit_status(exc: SystemExit) -> int:
     return 1
 
 
+def _watch_environ() -> None:
+    """An event when the program sets or removes a variable the preloaded modules read as
+    they were imported (READ_AT_IMPORT, NATIVE_AT_LOAD), once per variable.
+
+    `os.environ["OMP_NUM_THREADS"] = "1"` before `import torch` gives a fresh interpreter's
+    torch one thread; in a fork `import torch` is the server's module, which read the
+    variable before the program ran, so the attempt may pass or fail where a fresh one would
+    not. The engine turns the event into a warning of the attempt that names the variable
+    (never its value: it may be a secret). Set at the attempt's start (the spec's
+    `environment.env`), a variable is the server's own: its key holds it.
+    """
+    environ = type(os.environ)
+    setitem, delitem = environ.__setitem__, environ.__delitem__
+    start = dict(os.environ)
+    said: set[str] = set()
+
+    def changed(key: object, value: str | None) -> None:
+        if (
+            not isinstance(key, str)
+            or key in said
+            or start.get(key) == value
+            or not (key in READ_AT_IMPORT or key.startswith(NATIVE_AT_LOAD))
+        ):
+            return
+        said.add(key)
+        _event({"event": "preload_environ", "name": key})
+
+    def watched_set(self: object, key: str, value: str) -> None:
+        setitem(self, key, value)  # type: ignore[arg-type]
+        if self is os.environ:
+            changed(key, value)
+
+    def watched_del(self: object, key: str) -> None:
+        delitem(self, key)  # type: ignore[arg-type]
+        if self is os.environ:
+            changed(key, None)
+
+    environ.__setitem__ = watched_set  # type: ignore[method-assign]
+    environ.__delitem__ = watched_del  # type: ignore[method-assign]
+
+
+def _event(event: dict[str, object]) -> None:
+    """One event appended to the attempt's $REPROSPEC_EVENTS (none without it)."""
+    path = os.environ.get("REPROSPEC_EVENTS")
+    if not path:
+        return
+    event = {"t": time.time(), **event}
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (json.dumps(event) + "\n").encode())
+        finally:
+            os.close(fd)
+
+
 # An attempt that imported this many modules the server had not is told which.
 MISSED_MODULES = 100
 
@@ -817,8 +903,7 @@ def _say_missed(preloaded: frozenset[str]) -> None:
     into a warning of the attempt.
     """
     new = [name for name in list(sys.modules) if name not in preloaded]
-    path = os.environ.get("REPROSPEC_EVENTS")
-    if len(new) < MISSED_MODULES or not path:
+    if len(new) < MISSED_MODULES:
         return
     roots = {name.split(".", 1)[0] for name in preloaded}
     counts: dict[str, int] = {}
@@ -828,18 +913,13 @@ def _say_missed(preloaded: frozenset[str]) -> None:
         key = ".".join(parts[:2]) if parts[0] in roots and len(parts) > 1 else parts[0]
         counts[key] = counts.get(key, 0) + 1
     biggest = sorted(counts.items(), key=lambda item: -item[1])[:3]
-    event = {
-        "t": time.time(),
-        "event": "preload_missed",
-        "modules": len(new),
-        "packages": [{"name": name, "modules": n} for name, n in biggest],
-    }
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, (json.dumps(event) + "\n").encode())
-        finally:
-            os.close(fd)
+    _event(
+        {
+            "event": "preload_missed",
+            "modules": len(new),
+            "packages": [{"name": name, "modules": n} for name, n in biggest],
+        }
+    )
 
 
 def _finish(status: int, interrupted: bool) -> None:

@@ -62,6 +62,10 @@ MAX_KILLED = 4096
 # The `child_exit` events kept: the first deaths are the ones that matter (a pool that
 # replaces each dead worker can write one a second until its timeout).
 MAX_CHILD_EXITS = 64
+# The variables a forked attempt set that its preload server had read at import, kept up
+# to here (the fork server writes each once); each an environment variable's name.
+MAX_PRELOAD_ENVIRON = 16
+_VARIABLE = Lazy(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 Event = Mapping[str, JsonValue]
 
@@ -107,7 +111,7 @@ HARNESS_EVENTS = frozenset(
 
 # What the fork server's code writes in a forked attempt (forkserver.py): believed only
 # from a forked attempt, and only ever worded as a warning of it.
-FORKED_EVENTS = frozenset({"preload_missed"})
+FORKED_EVENTS = frozenset({"preload_missed", "preload_environ"})
 
 # What the engine's sitecustomize writes in every Python process of any attempt
 # (stackdump/sitecustomize.py, `_watch_children`): a child its multiprocessing reaped dead
@@ -168,6 +172,9 @@ class Events:
     module: str | None = None
     # A forked attempt's `preload_missed` event: what it imported that its server had not.
     preload_missed: Event | None = None
+    # A forked attempt's `preload_environ` events: the variables it set that the preloaded
+    # modules had read at their import (a fresh attempt's import would read its values).
+    preload_environ: tuple[str, ...] = ()
     faults: tuple[Event, ...] = ()
     done: bool = False
     last_t: float | None = None
@@ -189,6 +196,7 @@ class Events:
         infra_error: str | None = None
         busy: dict[tuple[object, object], Event] = {}
         preload_missed: Event | None = None
+        preload_environ: dict[str, None] = {}
         faults: list[Event] = []
         done = False
         last_t: float | None = None
@@ -214,6 +222,15 @@ class Events:
                 untimed = True
             if name == "preload_missed":
                 preload_missed = event
+            elif name == "preload_environ":
+                variable = event.get("name")
+                # Written inside the attempt: only a variable's name is believed.
+                if (
+                    isinstance(variable, str)
+                    and _VARIABLE.fullmatch(variable)
+                    and len(preload_environ) < MAX_PRELOAD_ENVIRON
+                ):
+                    preload_environ[variable] = None
             elif name == "fault":
                 faults.append(event)
             elif name == "worker_exit" and event.get("signal"):
@@ -273,6 +290,7 @@ class Events:
             stage=stage,
             module=module[0] if module is not None and module[1] == phase else None,
             preload_missed=preload_missed,
+            preload_environ=tuple(preload_environ),
             faults=tuple(faults),
             done=done,
             last_t=last_t,

@@ -299,10 +299,12 @@ def passed_beside_a_worker_fault(outcome: Outcome | NotRun, evidence: Evidence) 
 
 
 def preload_hint(evidence: Evidence) -> tuple[str, ...]:
-    """A forked attempt that imported many modules its preload server had not: which."""
+    """What a forked attempt did that its preload server's imports make differ from a fresh
+    one: variables it set that they had read, many modules they had not imported."""
+    environ = _preload_environ(evidence.events.preload_environ)
     missed = evidence.events.preload_missed
     if missed is None:
-        return ()
+        return environ
     listed, count = missed.get("packages"), missed.get("modules")
     # Written inside the attempt: only module names and numbers are worded.
     packages = [
@@ -314,10 +316,28 @@ def preload_hint(evidence: Evidence) -> tuple[str, ...]:
         and isinstance(n := p.get("modules"), int)
     ]
     if not isinstance(count, int) or not packages:
-        return ()
+        return environ
     return (
+        *environ,
         f"forked, then imported {count} modules its preload server had not "
         f"({', '.join(packages)}): add them to run.preload to import them once",
+    )
+
+
+def _preload_environ(names: tuple[str, ...]) -> tuple[str, ...]:
+    """`forked, then set OMP_NUM_THREADS, which ...`: a fork cannot do what a fresh start
+    does when a program sets a variable before its own import of a preloaded module."""
+    if not names:
+        return ()
+    listed = ", ".join(names)
+    return (
+        f"forked, then set {listed}, which the preloaded modules (or the libraries they "
+        f"load) had read when the preload server imported them, before the program ran: "
+        f"where the program sets {'it' if len(names) == 1 else 'them'} before its own "
+        f"import, a fresh attempt's import reads the program's "
+        f"{'value' if len(names) == 1 else 'values'} and this forked one did not "
+        f"(--preload none runs it fresh; environment.env sets a variable before the import "
+        f"in both)",
     )
 
 

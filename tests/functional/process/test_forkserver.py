@@ -399,6 +399,43 @@ def test_an_attempt_that_imports_much_more_is_told_what_to_preload(tmp_path: Pat
     assert "asyncio" in hint or "email" in hint or "xml" in hint
 
 
+def test_a_variable_the_preload_read_set_by_the_program_is_a_warning(tmp_path: Path) -> None:
+    # The program sets PRELOAD_MARK, then imports `marked`, which reads it at import: fresh,
+    # MARK is "mine"; forked, `marked` is the server's, imported before the program ran
+    # (MARK unset). The attempt must say so, naming the variable, and not for a variable no
+    # preloaded module read (SOME_SETTING), nor for the same value set again (PYTHONPATH).
+    from reprospec.pipeline.attempt import AttemptExecutor
+    from reprospec.store.runfolder import RunFolder
+
+    code = (
+        "import os; os.environ['PRELOAD_MARK'] = 'mine'; os.environ['SOME_SETTING'] = '1'; "
+        "os.environ['PYTHONPATH'] = os.environ['PYTHONPATH']; "
+        "import marked; print('mark', marked.MARK)"
+    )
+    runner = LocalRunner(python=PY, native_stacks=False)
+    try:
+        folder = RunFolder.of(tmp_path, "run").create()
+        forked = AttemptExecutor(runner, folder)(
+            preload_plan(["python", "-c", code]), (), threading.Event()
+        )
+        fresh = AttemptExecutor(runner, folder)(
+            preload_plan(["python", "-c", code], preload=(), attempt=2), (), threading.Event()
+        )
+    finally:
+        runner.close()
+    assert forked is not None
+    assert fresh is not None
+    assert (forked.launch, fresh.launch) == ("forked", "fresh")
+    outputs = [(folder.path / r.logs / "stdout.log").read_text() for r in (forked, fresh)]
+    assert outputs == ["mark None\n", "mark mine\n"]  # what the warning is about
+    (said,) = [w for w in forked.warnings if "preload server imported them" in w]
+    assert said.startswith("forked, then set PRELOAD_MARK, which the preloaded modules")
+    assert "SOME_SETTING" not in said
+    assert "PYTHONPATH" not in said
+    assert "--preload none" in said
+    assert not [w for w in fresh.warnings if "preload" in w]
+
+
 def test_a_shadowed_preload_runs_fresh(runner: LocalRunner, tmp_path: Path) -> None:
     (tmp_path / "marked.py").write_text("MARK = 'the script folder own'\n")
     (tmp_path / "show.py").write_text("import marked\nprint(marked.MARK)\n")
