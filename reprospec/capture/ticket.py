@@ -18,6 +18,7 @@ import shlex
 from dataclasses import field, replace
 
 from reprospec.capture.envblock import Machine, parse_machine
+from reprospec.capture.timebound import unbound
 from reprospec.core.frozen import frozen
 from reprospec.core.logtext import without_escapes
 from reprospec.core.pythonargs import is_python
@@ -116,6 +117,8 @@ _FISH_SIGNAL = re.compile(r"^fish: .*\bterminated by signal (?P<signal>SIG[A-Z0-
 _ELASTIC_RANK = re.compile(
     r"\bChildFailedError\b|Root Cause \(first observed failure\)|local_rank: \d+ \(pid: \d+\)"
 )
+# GNU timeout's status when it ended its program at the bound.
+_TIMED_OUT = 124
 # A rank's output line as torchrun (`[default1]:`) or torch's excepthook (`[rank1]:`)
 # prefixes it.
 _RANK_OF_LINE = re.compile(r"^\[(?:rank|default)(?P<rank>\d+)\]:")
@@ -571,6 +574,16 @@ def read_ticket(text: str) -> Ticket:
             machine = replace(machine, python=version)
             evidence.append(f"the command's interpreter: Python {version}")
         evidence.append(f"the command: {command}")
+        if outcome == "error" and not chain and exit_code == _TIMED_OUT and _bounded(command):
+            # timeout's own status: it ended the program at its bound, which a live capture
+            # of the command reads as the hang it is (capture/timebound.py); the skeleton
+            # expected `error exit 124`, which the doc and a live capture call no failure
+            # of the program's, and kept `timeout` in its command.
+            outcome, exit_code = "hang", None
+            evidence.append(
+                f"exit status {_TIMED_OUT}: timeout's own, the command ran under it and did "
+                "not end before its bound: a hang"
+            )
     # Read in the prose, not in the pasted logs' lines: a traceback's own words are code.
     # pytest's header names its plugins (`plugins: xdist-3.8.0, flaky-3.8.1`): not prose.
     prose = "\n".join(
@@ -1077,6 +1090,16 @@ def _runs_a_script(line: str) -> bool:
     words = _words(split_at_operator(line)[0])
     at = _program_at(words)  # `$ timeout 600 ./run.sh` runs run.sh
     return at is not None and (words[at].startswith("./") or words[at].endswith(".sh"))
+
+
+def _bounded(command: str) -> bool:
+    """Whether `command` runs its program under a `timeout DURATION` whose end is its own
+    exit (not `--preserve-status`, whose exit is the program's)."""
+    try:
+        argv = shlex.split(split_at_operator(command)[0])
+    except ValueError:
+        return False
+    return unbound(argv)[1] is not None
 
 
 def split_at_operator(line: str) -> tuple[str, str]:

@@ -1584,6 +1584,30 @@ def test_a_fatal_error_dump_with_no_current_thread_is_read_thread_by_thread() ->
     assert [t.thread for t in read.threads] == ["0x00007f0000000001", "0x00007f0000000002"]
 
 
+def test_timeouts_exit_124_of_a_command_under_it_is_a_hang() -> None:
+    # A GitHub Actions step of `timeout 5 python hang2.py` that printed `step 3` and hung:
+    # the skeleton expected `error exit 124` and kept `timeout 5`, where a live capture of
+    # the same command writes a hang, the bound the run's timeout.
+    text = (
+        "2026-12-06T10:00:01.1234567Z ##[group]Run timeout 5 python hang2.py\n"
+        "2026-12-06T10:00:01.1234567Z timeout 5 python hang2.py\n"
+        "2026-12-06T10:00:01.1234567Z shell: /usr/bin/bash -e {0}\n"
+        "2026-12-06T10:00:01.1234567Z ##[endgroup]\n"
+        "2026-12-06T10:00:02.0000000Z step 2\n"
+        "2026-12-06T10:00:02.0000000Z step 3\n"
+        "2026-12-06T10:00:07.0000000Z ##[error]Process completed with exit code 124.\n"
+    )
+    read = read_ticket(text)
+    assert (read.failure.outcome, read.failure.exit_code) == ("hang", None)
+    draft = skeleton(read, "t.md")
+    assert draft.expect == {"outcome": "hang", "step": 3}
+    assert draft.command == "python hang2.py"
+    # Without the wrapper, 124 is the program's own status; with --preserve-status too.
+    for command in ("python hang2.py", "timeout --preserve-status 5 python hang2.py"):
+        plain = read_ticket(text.replace("timeout 5 python hang2.py", command))
+        assert (plain.failure.outcome, plain.failure.exit_code) == ("error", 124)
+
+
 def test_a_fraction_of_a_second_timeout_is_a_hang() -> None:
     # dump_traceback_later(0.5) writes `Timeout (0:00:00.500000)!`: read as no failure.
     text = (
