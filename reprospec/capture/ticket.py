@@ -91,6 +91,19 @@ _SHELL_SIGNAL = re.compile(
     r"|Illegal instruction|Floating point exception|Killed|Trace/breakpoint trap)"
     r"(?: +\(core dumped\))?(?P<rest> +.*)?\s*$"
 )
+# Slurm's srun, of a task a signal ended (`srun: error: gpu-node-07: task 0: Segmentation
+# fault (core dumped)`, in a job's `slurm-4242.out`): strsignal's words, as bash's. A Slurm
+# log of a segfault said `no failure found`.
+_SRUN_SIGNAL = re.compile(
+    r"^srun: error: \S+: tasks? [\d,\-]+: (?P<desc>Segmentation fault|Bus error|Aborted"
+    r"|Illegal instruction|Floating point exception|Killed|Trace/breakpoint trap)"
+    r"(?: \(core dumped\))?\s*$"
+)
+# slurmstepd's words when the job's time limit ended it: the program had not ended, a hang
+# (`*** JOB 4243 ON gpu-node-07 CANCELLED AT 2026-12-06T10:15:02 DUE TO TIME LIMIT ***`).
+_SLURM_TIME_LIMIT = re.compile(
+    r"\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT \S+ DUE TO TIME LIMIT \*\*\*"
+)
 # zsh's words for a job a signal ended (macOS's default shell): `zsh: segmentation fault
 # python bench.py`, `zsh: abort ...`, and its job report, `[1]    12345 segmentation fault
 # (core dumped)  python ...` (`[1]  + 12345 ...`). Its own texts, not strsignal's: bash's
@@ -434,6 +447,10 @@ def read_ticket(text: str) -> Ticket:
             evidence.append(f"the shell: {line.strip()}")
             if shell["pid"] and shell["rest"] and not _is_python(shell["rest"].split()):
                 where = where or "child"
+        elif signal is None and (srun := _SRUN_SIGNAL.match(line.strip())) is not None:
+            # The task srun ran, the command's program: where stays the main process.
+            signal = signal_from_description(srun["desc"])
+            evidence.append(f"srun's report of its task: {line.strip()}")
         elif signal is None and (other := _other_shell_signal(line.strip())) is not None:
             # The job the shell ran, the command itself: where stays the main process.
             signal = other
@@ -462,6 +479,7 @@ def read_ticket(text: str) -> Ticket:
         elif code > 0:
             exit_code = code
     hang = any(_FAULTHANDLER_TIMEOUT.match(line) for line in clean.split("\n"))
+    time_limit = _SLURM_TIME_LIMIT.search(clean)
     # A py-spy dump is of a process still running, taken because it made no progress: a
     # hang, where nothing else (a signal) says the process died.
     pyspy = _pyspy_frames(clean)
@@ -512,6 +530,9 @@ def read_ticket(text: str) -> Ticket:
     if hang and signal is None:
         outcome = "hang"
         evidence.append("faulthandler's `Timeout (h:mm:ss)!` dump: the program hung")
+    elif time_limit is not None and signal is None and not chain and xdist is None:
+        outcome = "hang"
+        evidence.append(f"Slurm ended the job at its time limit: {time_limit.group(0)}")
     elif pyspy is not None and signal is None and not chain and xdist is None:
         outcome = "hang"
         evidence.append("py-spy dump of the running process: the program hung")

@@ -1608,6 +1608,32 @@ def test_timeouts_exit_124_of_a_command_under_it_is_a_hang() -> None:
         assert (plain.failure.outcome, plain.failure.exit_code) == ("error", 124)
 
 
+def test_a_slurm_jobs_output_of_a_task_srun_saw_segfault_is_a_crash() -> None:
+    # A job's slurm-4242.out: srun's word of its task's signal was read as no failure.
+    read = read_ticket(
+        "$ python seg.py --n 5\nstep 1\nstep 2\n"
+        "srun: error: gpu-node-07: task 0: Segmentation fault (core dumped)\n"
+        "srun: launch/slurm: _step_signal: Terminating StepId=4242.0\n"
+    )
+    assert (read.failure.outcome, read.failure.signal) == ("crash", "SIGSEGV")
+    assert skeleton(read, "t.md").expect == {"outcome": "crash", "signal": "SIGSEGV", "step": 2}
+
+
+def test_a_slurm_job_ended_at_its_time_limit_is_a_hang() -> None:
+    read = read_ticket(
+        "$ python hang2.py\nstep 2\nstep 3\nslurmstepd: error: *** JOB 4243 ON gpu-node-07"
+        " CANCELLED AT 2026-12-06T10:15:02 DUE TO TIME LIMIT ***\n"
+    )
+    assert read.failure.outcome == "hang"
+    assert skeleton(read, "t.md").expect == {"outcome": "hang", "step": 3}
+    # A person's scancel is no hang of the program's.
+    cancelled = read_ticket(
+        "$ python hang2.py\nstep 3\nslurmstepd: error: *** JOB 4243 ON gpu-node-07"
+        " CANCELLED AT 2026-12-06T10:15:02 ***\n"
+    )
+    assert cancelled.failure.outcome is None
+
+
 def test_a_fraction_of_a_second_timeout_is_a_hang() -> None:
     # dump_traceback_later(0.5) writes `Timeout (0:00:00.500000)!`: read as no failure.
     text = (
