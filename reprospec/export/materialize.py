@@ -49,7 +49,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import MASK, Redactor, sets_secret
-from reprospec.core.sections import Environment
+from reprospec.core.sections import Environment, same_python
 from reprospec.core.signals import (
     CRASH_SIGNALS,
     SHELL_FATAL_SIGNALS,
@@ -367,7 +367,11 @@ def write_bundle(
     of_workdir: dict[Path, list[AttemptPlan]] = {}
     for plan in plans:
         of_workdir.setdefault(plan.workdir, []).append(plan)
+    other_python: dict[str, list[str]] = {}
     for number, plan in enumerate(plans, start=1):
+        wanted = _other_python(plan.environment)
+        if wanted:
+            other_python.setdefault(wanted, []).append(f"{number} ({plan.cell.id})")
         runner = recorded_build(runner_packages(plan), torch_version)
         image_of = _bundle_image(plan.environment, spec_dir, find_links, runner)
         build = _without_certs(image_of.build)
@@ -426,6 +430,13 @@ def write_bundle(
                 "again does what it did, where reprospec's attempts 2, 3, ... do otherwise"
             )
         passed.extend(cell.passed)
+    for wanted, numbers in other_python.items():
+        warnings.append(
+            f"{'cell' if len(numbers) == 1 else 'cells'} {', '.join(numbers)}: the spec "
+            f"names Python {wanted}, and the image runs Debian bookworm's python3 "
+            f"({dockerimage.PUBLIC_PYTHON}): the bundle does not rerun it on the Python the "
+            f"incident was seen on (an `environment.image` with Python {wanted} would)"
+        )
     _write_run_sh(out / "run.sh", spec, plans, script)
     _write_readme(
         out / "README.md", spec, plans, needs, redactor, sorted(set(passed)), copies, perturbs
@@ -436,6 +447,20 @@ def write_bundle(
         images=tuple(f"images/{k}" for k in images.values()),
         warnings=tuple(warnings),
     )
+
+
+def _other_python(environment: Environment) -> str:
+    """The spec's `python` where the bundle's image runs another ("" where not, or unknown).
+
+    The runner's own image is rebuilt from Debian bookworm, whose python3 is 3.11: a spec
+    that names 3.12 ran there without a word, where `reprospec run` warns of it."""
+    wanted = environment.python
+    if not wanted or environment.dockerfile:
+        return ""
+    if (environment.image or dockerimage.DEFAULT_IMAGE) not in dockerimage.LOCAL_IMAGES:
+        return ""  # the spec's own image: its python is not known here
+    have = dockerimage.PUBLIC_PYTHON
+    return "" if same_python(have, wanted) or same_python(wanted, have) else wanted
 
 
 def _reads_attempt(plan: AttemptPlan, second: AttemptPlan | None) -> str:

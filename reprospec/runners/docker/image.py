@@ -55,6 +55,8 @@ BASE_IMAGE = "reprospec-base:bookworm"
 # rebuilds their content from this public base and these packages instead.
 LOCAL_IMAGES = (DEFAULT_IMAGE, BASE_IMAGE)
 PUBLIC_BASE = "debian:bookworm-slim"
+# The python3 of every Debian bookworm image (PUBLIC_BASE's, and a `BASE=` one's).
+PUBLIC_PYTHON = "3.11"
 # What `reprospec docker setup` installs into the runner image (REPROSPEC_PACKAGES' default).
 RUNNER_PACKAGES = ("torch==2.13.0", "numpy")
 BUILT_REPOSITORY = "reprospec-env"

@@ -474,3 +474,24 @@ def test_a_cell_that_reads_its_attempt_number_is_named(tmp_path: Path) -> None:
         "what it did, where reprospec's attempts 2, 3, ... do otherwise",
     )
     assert warnings("sure", workload.replace(", probability: 0.5", "")) == ()
+
+
+def test_a_spec_naming_another_python_than_the_images_is_warned_about(tmp_path: Path) -> None:
+    # The bundle's image is Debian bookworm's python3, 3.11: a spec that names 3.12 ran there
+    # without a word, where `reprospec run` warns of another Python than the spec's.
+    def warnings(name: str, python: str) -> tuple[str, ...]:
+        text = COMMAND.format(command="python3 app.py").replace(
+            "command:", f"environment: {{python: '{python}'}}\ncommand:"
+        )
+        (tmp_path / f"{name}.yaml").write_text(text)
+        spec = load_spec(tmp_path / f"{name}.yaml")
+        plans = [p for p in plan_run(spec, RunOptions()).attempts if p.attempt == 1]
+        return write_bundle(spec, plans, tmp_path / name).warnings
+
+    assert warnings("new", "3.12") == (
+        "cell 1 (default): the spec names Python 3.12, and the image runs Debian bookworm's "
+        "python3 (3.11): the bundle does not rerun it on the Python the incident was seen on "
+        "(an `environment.image` with Python 3.12 would)",
+    )
+    assert warnings("same", "3.11") == ()
+    assert warnings("patch", "3.11.7") == ()
