@@ -337,6 +337,10 @@ def _amplify(
     search = Amplification(singles, settings)
     reused = 0  # stored probes (or parts of them) answered from the state
     replayed = 0  # their attempts: counted in the budget as if run again
+    # The probes (stored or run now) whose attempts the answer counts: its runs. A smaller
+    # --budget than the stored search's answered from 5 probes and listed all 21 runs, so
+    # the attempts counted in them were 60 where the answer said 20.
+    answered: list[StoredProbe] = []
     interrupted = False
     rounds = 0
     while search.result is None and not interrupted:
@@ -367,6 +371,7 @@ def _amplify(
                 pieces.append(ran)
             if probe.arm == 0:
                 base_pieces = pieces
+            answered.extend(pieces)
             search.record(
                 probe,
                 tuple(k for p in pieces for k in p.kinds),
@@ -394,7 +399,7 @@ def _amplify(
         cell=cell,
         expectation=expectation,
         result=search.result,
-        runs=tuple(state.runs()),
+        runs=tuple(dict.fromkeys(p.run_id for p in answered if p.run_id)),
         reused=reused,
         replayed=replayed,
         interrupted=interrupted,
@@ -403,7 +408,7 @@ def _amplify(
         chosen=chosen.reason if chosen.total > 1 else "",
         rerun_options=rerun_words(options.run),
         cells=chosen.total,
-        unforked=_unforked(state, run_options.out, fresh) if fresh is not None else "",
+        unforked=_unforked(answered, run_options.out, fresh) if fresh is not None else "",
         budget_said=argument("--budget", "budget"),
     )
     from reprospec.amplify.report import write
@@ -471,14 +476,14 @@ def overrides_for(arm: Arm) -> tuple[str, ...]:
     return tuple(f"environment.perturb.{name}={json.dumps(value)}" for name, value in arm.settings)
 
 
-def _unforked(state: StateFile, out: Path, fresh: Mapping[str, str]) -> str:
+def _unforked(probes: Sequence[StoredProbe], out: Path, fresh: Mapping[str, str]) -> str:
     """Of the attempts meant to fork (the base's and the forked arms', not `base (fresh)`'s
     nor a fresh arm's), how many ran fresh and why (the first one's `launch_note`): a
     server that could not import a module, or refused to fork, runs every attempt fresh,
     and amplify.md said "the base's attempts forked". "" where all forked."""
     meant_to_fork = [
         probe.run_id
-        for probe in state.probes()
+        for probe in probes
         if probe.arm != Arm((), "base", fresh=True).label
         and not any(label in fresh for label in probe.arm.split(" + "))
     ]

@@ -453,6 +453,9 @@ def test_a_larger_budget_continues_the_amplification_a_smaller_one_ran_out_in(
     assert (smaller["used"], smaller["replayed"]) == (6, 6)
     assert _rate(smaller["base"])["attempts"] == 6
     assert _runs(out) == second
+    # Its runs are the two that hold those six attempts, not every stored one: counted,
+    # the runs it named held 24 attempts where it said 6.
+    assert smaller["runs"] == longer["runs"][:2]
 
     # What decides a probe's outcome changed: the per-attempt timeout starts a new search.
     result, timed = amplify(10, "--timeout", "20s")
