@@ -1242,7 +1242,15 @@ class Minimization:
         self._phase = "done"
         warnings: list[str] = []
         measured = self.measured()
-        if measured.ran and wilson(measured.matched, measured.ran)[1] < self.settings.min_rate:
+        # Advice for a search that ran candidates at too high a rate: a refused one ran
+        # none, and one whose original never failed as expected (0/20) has no rate a lower
+        # --min-rate would fit; it said "rerun with a lower --min-rate for a smaller result"
+        # of a program that failed otherwise in every attempt.
+        if (
+            status != "refused"
+            and measured.matched
+            and wilson(measured.matched, measured.ran)[1] < self.settings.min_rate
+        ):
             warnings.append(
                 f"the original reproduced in {measured.matched}/{measured.ran} attempts "
                 f"(counted without the failure they stopped at; the candidates' attempts, "

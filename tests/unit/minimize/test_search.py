@@ -318,6 +318,16 @@ def test_an_original_that_fails_otherwise_is_refused_saying_so() -> None:
     result = minimize(program(), lambda _program, probe: (["other"] * probe.attempts, ""))
     assert result.status == "refused"
     assert "did not fail as expected in 20 attempts (0/20: 20 failed otherwise)" in result.message
+    # Its warning advised "rerun with a lower --min-rate for a smaller result" of a program
+    # that never failed as expected, no candidate run: no rate would have helped.
+    assert not any("--min-rate" in warning for warning in result.warnings)
+
+
+def test_a_rare_failure_refused_for_the_budget_gets_no_min_rate_advice() -> None:
+    # No candidate ran, so none "may have been dropped that still fail".
+    result = run(0.05, seed=3, budget=60)
+    assert result.status == "refused"
+    assert result.warnings == ()
 
 
 def test_a_rare_failure_is_refused_for_a_small_budget_with_the_figure() -> None:
