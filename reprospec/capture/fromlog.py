@@ -129,7 +129,10 @@ def _secrets(ticket: Ticket) -> tuple[str, ...]:
         if ticket.command is not None
         else None
     )
-    return secret_values(proposal.secret_env if proposal is not None else ())
+    return (
+        *secret_values(proposal.secret_env if proposal is not None else ()),
+        *ticket.credentials,
+    )
 
 
 def skeleton(ticket: Ticket, source: str) -> Draft:
@@ -170,7 +173,10 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
             + "; ".join(machine.not_pinned)
         )
     # Read once: what the title, the description and the expected message must not show.
-    secrets = secret_values(proposal.secret_env if proposal is not None else ())
+    secrets = (
+        *secret_values(proposal.secret_env if proposal is not None else ()),
+        *ticket.credentials,
+    )
     expect, comments = _expect(ticket, secrets, pytest=pytest)
     if failure.outcome is None:
         todo.append("expect.outcome: the log shows no failure this reader knows")

@@ -22,6 +22,7 @@ from reprospec.capture.timebound import unbound
 from reprospec.core.frozen import frozen
 from reprospec.core.logtext import without_escapes
 from reprospec.core.pythonargs import is_python
+from reprospec.core.redact import credential_spans
 from reprospec.core.signals import (
     CRASH_SIGNALS,
     canonical_signal,
@@ -346,6 +347,10 @@ class Ticket:
     # at `    step()`): a failure whose exception is not shown, which "no failure found"
     # denied. Empty where the log's last traceback ends in its exception.
     cut_traceback: tuple[str, ...] = ()
+    # The credentials the log shows by their shape alone (a URL's password, a `Bearer`'s
+    # token, a provider's `ghp_...`), whatever names them: in an exception's message they
+    # went into the spec's description and expected message, for anyone to read.
+    credentials: tuple[str, ...] = ()
 
 
 def _cut_traceback(clean: str) -> tuple[str, ...]:
@@ -643,6 +648,7 @@ def read_ticket(text: str) -> Ticket:
         threads=threads,
         shows_torch=machine.torch is not None or _TORCH.search(clean) is not None,
         cut_traceback=cut,
+        credentials=tuple(dict.fromkeys(text[a:b] for a, b, _ in credential_spans(text))),
     )
 
 

@@ -1634,6 +1634,26 @@ def test_a_slurm_job_ended_at_its_time_limit_is_a_hang() -> None:
     assert cancelled.failure.outcome is None
 
 
+def test_credentials_a_message_shows_by_their_shape_are_not_written() -> None:
+    # An HTTPError's message held the URL's password and a Bearer token: the skeleton's
+    # description quoted both, and its expected message held the password as a pattern.
+    password, token = "s3cr3tPassw0rd", "ghp_R4nd0mT0k3nW1thM1x3dCaseAbCdEf1234567"
+    text = (
+        "$ python train.py --lr 0.1\n"
+        "Traceback (most recent call last):\n"
+        '  File "/home/bob/train.py", line 9, in <module>\n'
+        "    login()\n"
+        "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: "
+        f"https://bob:{password}@huggingface.co/api/whoami (Authorization: Bearer {token})\n"
+    )
+    draft = skeleton(read_ticket(text), "t.md")
+    written = render_spec(draft)
+    for secret in (password, token, "s\\d+cr\\d+tPassw", token[:8]):
+        assert secret not in written
+    assert "https://bob:***@huggingface.co" in written
+    assert yaml.safe_load(written)["expect"]["exception"] == "requests.exceptions.HTTPError"
+
+
 def test_a_fraction_of_a_second_timeout_is_a_hang() -> None:
     # dump_traceback_later(0.5) writes `Timeout (0:00:00.500000)!`: read as no failure.
     text = (
