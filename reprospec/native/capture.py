@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.frozen import frozen
+from reprospec.core.words import plural
 from reprospec.native.cores import (
     REPLACED,
     CorePattern,
@@ -33,6 +34,7 @@ from reprospec.native.cores import (
     dumped_signal,
     find_cores,
     move_cores,
+    moved_to,
 )
 from reprospec.native.corewatch import WATCH
 from reprospec.native.readers import (
@@ -188,7 +190,9 @@ def say_once(message: str) -> bool:
         return True
 
 
-def _no_core(returncode: int | None, workdir: Path, started: float, pattern: CorePattern) -> str:
+def _no_core(
+    returncode: int | None, workdir: Path, started: float, pattern: CorePattern, moved: int = 0
+) -> str:
     """Why an attempt whose process died of a core-dumping signal left no core to read."""
     signal = dumped_signal(returncode)
     died = f"a process died of {signal}"
@@ -207,9 +211,10 @@ def _no_core(returncode: int | None, workdir: Path, started: float, pattern: Cor
             f"most likely replaced it (kernel.core_pattern={pattern.raw!r} gives every core "
             "there the same name; `sysctl kernel.core_uses_pid=1` gives each process its own)"
         )
+    also = f" and the {plural(moved, 'folder')} its processes moved to" if moved else ""
     return (
-        f"{said} (kernel.core_pattern={pattern.raw!r}, looked in {workdir}; the folder must "
-        "be writable and the hard RLIMIT_CORE above 0)"
+        f"{said} (kernel.core_pattern={pattern.raw!r}, looked in {workdir}{also}; the folder "
+        "must be writable and the hard RLIMIT_CORE above 0)"
     )
 
 
@@ -235,7 +240,9 @@ def collect_crash_stacks(
     root_signal = dumped_signal(returncode)
     dumped = root_signal is not None
     unreadable = (not can_read() and not keep_cores) or pattern.piped
-    cores = [] if unreadable else find_cores(token, workdir, root_pid, started, pattern)
+    # Where its processes moved (os.chdir): a relative core_pattern's core lies there.
+    elsewhere = moved_to(out_dir, workdir)
+    cores = [] if unreadable else find_cores(token, workdir, root_pid, started, pattern, elsewhere)
     if not cores and not dumped:
         return None
     # A crash from here on: its stacks' classes are created now (a pass never gets here).
@@ -244,7 +251,9 @@ def collect_crash_stacks(
     if unreadable:
         return NativeStacks(unavailable=unavailable_reason())
     if not cores:
-        return NativeStacks(unavailable=_no_core(returncode, workdir, started, pattern))
+        return NativeStacks(
+            unavailable=_no_core(returncode, workdir, started, pattern, len(elsewhere))
+        )
     processes: list[ProcessStacks] = []
     notes: list[str] = []
     for index, (info, kept) in enumerate(move_cores(cores, out_dir)):

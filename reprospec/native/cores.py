@@ -29,6 +29,8 @@ from reprospec.core.frozen import frozen
 from reprospec.native.corewatch import WATCH, FileId, file_id
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from reprospec.native.coreinfo import CoreInfo
 
 # Signals whose default action dumps core (signal(7)).
@@ -183,27 +185,62 @@ def core_holds(path: Path, needle: bytes) -> bool:
         return False
 
 
+# The attempt folder's list of the folders its Python processes moved to with os.chdir, one
+# a line (stackdump/sitecustomize.py's _record_chdir writes it): a relative core_pattern puts
+# a crash's core in the crashing process's working directory, which is then one of them.
+MOVED_TO = "cwds.txt"
+# Folders of that list looked in at most: a program that moves at every step lists many.
+MAX_MOVED_TO = 16
+
+
+def moved_to(attempt_dir: Path, workdir: Path) -> list[Path]:
+    """The folders the attempt's processes moved to (MOVED_TO, removed once read), the
+    workdir left out, each once, the last MAX_MOVED_TO (a crash comes after its move)."""
+    path = attempt_dir / MOVED_TO
+    try:
+        text = path.read_bytes()
+        path.unlink()
+    except OSError:
+        return []
+    folders: dict[Path, None] = {}
+    for line in text.splitlines():
+        folder = Path(os.fsdecode(line))
+        if folder.is_absolute() and folder != workdir:
+            folders.pop(folder, None)
+            folders[folder] = None
+    return list(folders)[-MAX_MOVED_TO:]
+
+
 def find_cores(
-    token: str, workdir: Path, root_pid: int | None, started: float, pattern: CorePattern
+    token: str,
+    workdir: Path,
+    root_pid: int | None,
+    started: float,
+    pattern: CorePattern,
+    elsewhere: Sequence[Path] = (),
 ) -> list[CoreInfo]:
     """The cores this attempt left (its token in their memory, or the root's pid), oldest first.
 
-    Those lying where core_pattern puts them, then those a later crash unlinked that the
-    watch holds (corewatch.py), each file once."""
+    Those lying where core_pattern puts them, for the workdir and for each folder of
+    `elsewhere` (where its processes moved: `moved_to`), then those a later crash unlinked
+    that the watch holds (corewatch.py), each file once."""
     needle = f"REPROSPEC_ATTEMPT_TOKEN={token}\0".encode()
     found: list[tuple[float, CoreInfo]] = []
     seen: set[FileId] = set()
     watched = pattern.watched(workdir)
     names = [Path(n) for g in pattern.globs(workdir) for n in _matches(g)]
+    # Another folder's cores are not noted as seen (_note_seen): that is the workdir's.
+    moved = [Path(n) for folder in elsewhere for g in pattern.globs(folder) for n in _matches(g)]
     # After the glob: a core replaced meanwhile is in this list, if not in that one.
     names += [held.path for held in WATCH.replaced(watched[0])] if watched else []
     newest = 0.0
-    for path in names:
+    for path, in_workdir in [*((n, True) for n in names), *((n, False) for n in moved)]:
         try:
             stat = path.stat()
         except OSError:
             continue
-        newest = max(newest, stat.st_mtime)
+        if in_workdir:
+            newest = max(newest, stat.st_mtime)
         file = file_id(stat)
         if file in seen:
             continue

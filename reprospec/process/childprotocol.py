@@ -16,7 +16,9 @@ that builds those variables and names those files.
                           as its main thread dies of an uncaught exception (the traceback
                           the default hook prints), or at exit where it died of none (the
                           program's is kept as raised.txt, process/stacks.py's
-                          keep_program_raised; the rest removed)
+                          keep_program_raised; the rest removed), and cwds.txt: each folder
+                          a process moved to with os.chdir, where a relative core_pattern
+                          puts its core (native/cores.py's moved_to reads it, then removed)
     REPROSPEC_CELL        cell.json: the cell a workload runs (workloads only)
     REPROSPEC_ATTEMPT_TOKEN  a uuid every descendant inherits (finds escaped processes)
     PYTHONPATH            stackdump/ (and the harness for a workload) first: its sitecustomize

@@ -148,6 +148,38 @@ def _record_end() -> None:
     os._exit = _os_exit
 
 
+def _record_chdir() -> None:
+    """Each folder a process moves to with os.chdir -> a line of cwds.txt in the attempt folder.
+
+    The kernel writes a crash's `core` (kernel.core_pattern `core`, `core.%p`) in the
+    crashing process's working directory: a program that moved (hydra's outputs/DATE/TIME,
+    `os.chdir(run_dir)`) left its core there, where the engine, looking in the workdir, said
+    it left none and the core stayed in the user's folder. native/cores.py's MOVED_TO names
+    the file, and the engine looks in each folder it lists too. The folder is read at each
+    move: a preload server's attempt gets its REPROSPEC_STACK_DIR after the fork.
+    """
+    chdir = os.chdir
+
+    def _chdir(path: object) -> None:  # os.chdir's own parameter name: chdir(path=...)
+        chdir(path)  # type: ignore[arg-type]
+        folder = os.environ.get("REPROSPEC_STACK_DIR")
+        if not folder:
+            return
+        try:
+            path = os.path.join(folder, "cwds.txt")
+            line = os.getcwd().encode(errors="surrogateescape") + b"\n"
+            # O_APPEND: one small write per line, whole, however many processes move.
+            out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            try:
+                os.write(out, line)
+            finally:
+                os.close(out)
+        except Exception:
+            pass
+
+    os.chdir = _chdir
+
+
 # The name of an uncaught exception's record: process/tree.py's `keep_program_raised` reads
 # it (the same prefix there), keeps the program's and removes the rest.
 _RAISED_PREFIX = "raised-"
@@ -719,6 +751,10 @@ def _install() -> None:
         pass
     try:  # noqa: SIM105
         _record_raised()
+    except Exception:
+        pass
+    try:  # noqa: SIM105
+        _record_chdir()
     except Exception:
         pass
     try:  # noqa: SIM105

@@ -200,6 +200,34 @@ def test_a_crash_that_cannot_leave_a_core_says_why(runner: LocalRunner, tmp_path
     assert str(workdir) in stacks.unavailable
 
 
+@needs_gdb
+@needs_plain_cores
+def test_the_core_of_a_process_that_moved_is_claimed_where_it_moved(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """A relative core_pattern puts the core in the crashing process's working directory:
+    a program that moved (hydra's outputs/DATE/TIME) left its core there, where the runner
+    said it left none and the core stayed in the user's folder."""
+    if native.core_pattern().raw.startswith("/"):
+        pytest.skip("kernel.core_pattern is an absolute path: no core lands where it moved")
+    workdir, moved = tmp_path / "work", tmp_path / "outputs" / "run"
+    workdir.mkdir()
+    moved.mkdir(parents=True)
+    code = f"import ctypes, os; os.chdir({str(moved)!r}); ctypes.string_at(8)"
+    ex = runner.run(make_plan([sys.executable, "-c", code], workdir=workdir), tmp_path / "a")
+    assert ex.returncode == -11
+    stacks = native.read(tmp_path / "a")
+    assert stacks is not None
+    assert stacks.unavailable is None, stacks.unavailable
+    (process,) = stacks.processes
+    assert process.signal == "SIGSEGV"
+    assert (native.top_frames(stacks) or "").startswith("strlen (libc.so")
+    # Claimed and deleted there; the record of the move is read and gone.
+    assert list(moved.iterdir()) == []
+    assert list(workdir.iterdir()) == []
+    assert not (tmp_path / "a" / "cwds.txt").exists()
+
+
 def _crash_in(workdir: Path) -> None:
     """A real SIGSEGV of a process that is not the attempt's, dumping its core in `workdir`."""
     subprocess.run(

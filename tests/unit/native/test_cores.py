@@ -5,7 +5,7 @@ from __future__ import annotations
 import glob
 from pathlib import Path
 
-from reprospec.native.cores import _matches
+from reprospec.native.cores import MAX_MOVED_TO, MOVED_TO, _matches, moved_to
 
 
 def test_a_pattern_without_a_wildcard_is_found_as_glob_finds_it(tmp_path: Path) -> None:
@@ -25,3 +25,25 @@ def test_a_pattern_without_a_wildcard_is_found_as_glob_finds_it(tmp_path: Path) 
         assert sorted(_matches(pattern)) == sorted(glob.glob(pattern)), pattern  # noqa: PTH207
     assert _matches(f"{tmp_path}/core") == [f"{tmp_path}/core"]
     assert _matches(f"{glob.escape(str(weird))}/core") == [f"{weird}/core"]
+
+
+def test_the_folders_an_attempt_moved_to_are_read_once_each_without_the_workdir(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    lines = [str(tmp_path / "a"), str(work), "relative", str(tmp_path / "b"), str(tmp_path / "a")]
+    (tmp_path / MOVED_TO).write_text("\n".join(lines) + "\n")
+    # The last move last: a crash comes after the move that put its core there.
+    assert moved_to(tmp_path, work) == [tmp_path / "b", tmp_path / "a"]
+    assert not (tmp_path / MOVED_TO).exists()  # read once: removed
+    assert moved_to(tmp_path, work) == []
+
+
+def test_a_program_that_moves_at_every_step_has_its_last_folders_looked_in(
+    tmp_path: Path,
+) -> None:
+    moves = [str(tmp_path / f"step{n}") for n in range(100)]
+    (tmp_path / MOVED_TO).write_text("\n".join(moves) + "\n")
+    found = moved_to(tmp_path, tmp_path)
+    assert len(found) == MAX_MOVED_TO
+    assert found[-1] == tmp_path / "step99"
