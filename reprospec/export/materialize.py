@@ -171,7 +171,17 @@ def _bundle_image(
             recipe.build,
             files=tuple((p.relative_to(context.folder).as_posix(), p) for p in taken),
         )
-        return _Image(build, f"the spec's own Dockerfile; it builds FROM {bases}", context)
+        needs = f"the spec's own Dockerfile; it builds FROM {bases}"
+        # The README said no image of the writer's machine was needed, and the reader's
+        # build then failed on `pull access denied` for an image no registry has.
+        local = [f"`{b}`" for b in recipe.build.bases if b in dockerimage.LOCAL_IMAGES]
+        if local:
+            needs += (
+                f"; {', '.join(local)} is in no registry: it was built on the machine that "
+                "wrote this bundle by `reprospec docker setup`, which builds it here too, or "
+                "edit the Dockerfile's FROM to a Debian bookworm image"
+            )
+        return _Image(build, needs, context)
     image = environment.image or dockerimage.DEFAULT_IMAGE
     if image in dockerimage.LOCAL_IMAGES:
         build = dockerimage.public_build(
@@ -941,7 +951,8 @@ cell with plain `docker run`. reprospec itself is not needed.
 
 Images are built from `images/K/` (`Dockerfile`, the reprospec harness, any
 wheels). Nothing is pulled except the base images those Dockerfiles name; no image
-of the machine that wrote this bundle is needed. What each build starts from:
+of the machine that wrote this bundle is needed, unless its line below says so. What
+each build starts from:
 
 {chr(10).join(f"- `images/{k}/`: {text}" for k, text in needs.items())}
 

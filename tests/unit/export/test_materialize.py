@@ -495,3 +495,30 @@ def test_a_spec_naming_another_python_than_the_images_is_warned_about(tmp_path: 
     )
     assert warnings("same", "3.11") == ()
     assert warnings("patch", "3.11.7") == ()
+
+
+def test_a_dockerfile_from_a_local_image_says_the_reader_must_build_it(tmp_path: Path) -> None:
+    # The README said no image of the writer's machine was needed, and the reader's build
+    # of a Dockerfile FROM reprospec-runner:latest failed on `pull access denied`.
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker" / "Dockerfile").write_text("FROM reprospec-runner:latest\n")
+    (tmp_path / "docker" / "Dockerfile.public").write_text("FROM debian:bookworm-slim\n")
+
+    def line(name: str) -> str:
+        spec = COMMAND.format(command="'true'") + f"environment: {{dockerfile: docker/{name}}}\n"
+        (tmp_path / f"{name}.yaml").write_text(spec)
+        loaded = load_spec(tmp_path / f"{name}.yaml")
+        plans = [p for p in plan_run(loaded, RunOptions()).attempts if p.attempt == 1]
+        write_bundle(loaded, plans, tmp_path / f"{name}-bundle")
+        readme = (tmp_path / f"{name}-bundle" / "README.md").read_text()
+        return next(line for line in readme.splitlines() if line.startswith("- `images/1/`"))
+
+    assert line("Dockerfile") == (
+        "- `images/1/`: the spec's own Dockerfile; it builds FROM `reprospec-runner:latest`; "
+        "`reprospec-runner:latest` is in no registry: it was built on the machine that wrote "
+        "this bundle by `reprospec docker setup`, which builds it here too, or edit the "
+        "Dockerfile's FROM to a Debian bookworm image"
+    )
+    assert line("Dockerfile.public") == (
+        "- `images/1/`: the spec's own Dockerfile; it builds FROM `debian:bookworm-slim`"
+    )
