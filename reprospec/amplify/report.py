@@ -167,10 +167,7 @@ def go_on(found: AmplifyReport) -> str:
     if not rate.attempts or not rate.matched:
         return ""
     spec = shlex.quote(_shown(found.spec_path))
-    cell = "".join(
-        f" -m {shlex.quote(f'{axis}={render_value(value)}')}"
-        for axis, value in found.cell.matrix.items()
-    )
+    cell = _cell_filters(found)
     # The options the attempts ran with: under `--python PATH` a bare command is an
     # infra-error (the spec's packages missing from reprospec's own interpreter).
     cell += found.rerun_tail
@@ -380,13 +377,25 @@ def _runs(runs: tuple[str, ...]) -> list[str]:
     ]
 
 
+def _cell_filters(found: AmplifyReport) -> str:
+    """` -m AXIS=VALUE` for each axis of the cell amplified: the cell a command given it
+    takes as its failing side."""
+    return "".join(
+        f" -m {shlex.quote(f'{axis}={render_value(value)}')}"
+        for axis, value in found.cell.matrix.items()
+    )
+
+
 def _suggestions(found: AmplifyReport, spec: Path) -> list[str]:
     """`run` and `isolate` of the amplified spec, with the options the attempts ran with (a
     bare `reprospec run` of a spec amplified under `--python PATH` was an infra-error), and
-    for a one-cell spec the `--passing-set` isolate refuses to run without (exit 2)."""
+    for a one-cell spec the `--passing-set` isolate refuses to run without (exit 2). isolate's
+    names the cell amplified (`-m`): without it isolate takes the first cell expected to
+    fail, another than the one measured where several are (`amplify -m mode=c`'s isolate
+    ran on mode=b, and said it amplified)."""
     options = found.rerun_tail
     quoted = shlex.quote(str(spec))
-    isolate = f"    reprospec isolate {quoted}{options}"
+    isolate = f"    reprospec isolate {quoted}{_cell_filters(found)}{options}"
     if found.cells == 1:
         isolate += (
             " --passing-set PATH=VALUE  # one cell: the fields that make it pass "

@@ -199,6 +199,11 @@ def test_the_suggested_commands_carry_the_options_the_attempts_ran_with(tmp_path
     # A spec of several cells has its passing side: no --passing-set is asked for.
     several = markdown(replace(found, cells=4))
     assert f"    reprospec isolate {spec} --python .venv/bin/python\n" in several
+    # isolate names the cell amplified: bare, it took the first cell expected to fail, and
+    # `amplify -m mode=c`'s isolate ran on mode=b, saying the failure was amplified there.
+    cell_c = Cell(id="mode=c", index=2, matrix={"mode": "c"})
+    matrix = markdown(replace(found, cells=3, cell=cell_c))
+    assert f"    reprospec isolate {spec} -m mode=c --python .venv/bin/python\n" in matrix
 
 
 def test_the_amplified_spec_keeps_the_source_spec_s_comments(tmp_path: Path) -> None:
