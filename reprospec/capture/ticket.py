@@ -97,7 +97,8 @@ _SHELL_SIGNAL = re.compile(
 # log of a segfault said `no failure found`.
 _SRUN_SIGNAL = re.compile(
     r"^srun: error: \S+: tasks? [\d,\-]+: (?P<desc>Segmentation fault|Bus error|Aborted"
-    r"|Illegal instruction|Floating point exception|Killed|Trace/breakpoint trap)"
+    r"|Illegal instruction|Floating point exception|Killed|Trace/breakpoint trap"
+    r"|Out Of Memory)"
     r"(?: \(core dumped\))?\s*$"
 )
 # slurmstepd's words when the job's time limit ended it: the program had not ended, a hang
@@ -238,6 +239,8 @@ _CUDA_ERROR = re.compile(
 _OOM_KILLED = (
     re.compile(r"(?:Memory cgroup )?[Oo]ut of memory: Kill(?:ed)? process \d+ \([^)\n]*\)"),
     re.compile(r"\boom-kill:\S{0,60}|\bOOMKilled\b"),
+    # slurmstepd's, of the job's cgroup: `Detected 1 oom_kill event in StepId=4244.0`.
+    re.compile(r"\bDetected \d+ oom_kill events? in StepId=\w+(?:\.\w+)*"),
 )
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+,? in (?P<function>\S+)')
 _TRACEBACK_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
@@ -454,7 +457,9 @@ def read_ticket(text: str) -> Ticket:
                 where = where or "child"
         elif signal is None and (srun := _SRUN_SIGNAL.match(line.strip())) is not None:
             # The task srun ran, the command's program: where stays the main process.
-            signal = signal_from_description(srun["desc"])
+            # `Out Of Memory`: the job's cgroup's OOM killer's SIGKILL.
+            desc = "Killed" if srun["desc"] == "Out Of Memory" else srun["desc"]
+            signal = signal_from_description(desc)
             evidence.append(f"srun's report of its task: {line.strip()}")
         elif signal is None and (other := _other_shell_signal(line.strip())) is not None:
             # The job the shell ran, the command itself: where stays the main process.

@@ -1619,6 +1619,16 @@ def test_a_slurm_jobs_output_of_a_task_srun_saw_segfault_is_a_crash() -> None:
     assert skeleton(read, "t.md").expect == {"outcome": "crash", "signal": "SIGSEGV", "step": 2}
 
 
+def test_a_slurm_task_out_of_memory_is_the_oom_killers_sigkill() -> None:
+    read = read_ticket(
+        "$ python train.py\nstep 1\nstep 2\nslurmstepd: error: Detected 1 oom_kill event in"
+        " StepId=4244.0. Some of the step tasks have been OOM Killed.\n"
+        "srun: error: gpu-node-07: task 0: Out Of Memory\n"
+    )
+    assert (read.failure.outcome, read.failure.signal) == ("crash", "SIGKILL")
+    assert read.oom_killed == "Detected 1 oom_kill event in StepId=4244.0"
+
+
 def test_a_slurm_job_ended_at_its_time_limit_is_a_hang() -> None:
     read = read_ticket(
         "$ python hang2.py\nstep 2\nstep 3\nslurmstepd: error: *** JOB 4243 ON gpu-node-07"
