@@ -17,7 +17,8 @@ that builds those variables and names those files.
                           the default hook prints), or at exit where it died of none (the
                           program's is kept as raised.txt, process/stacks.py's
                           keep_program_raised; the rest removed), and cwds.txt: each folder
-                          a process moved to with os.chdir, where a relative core_pattern
+                          a process moved to (os.chdir) or started a child in (subprocess's
+                          cwd=), where a relative core_pattern
                           puts its core (native/cores.py's moved_to reads it, then removed)
     REPROSPEC_CELL        cell.json: the cell a workload runs (workloads only)
     REPROSPEC_ATTEMPT_TOKEN  a uuid every descendant inherits (finds escaped processes)

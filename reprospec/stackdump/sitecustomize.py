@@ -149,35 +149,63 @@ def _record_end() -> None:
 
 
 def _record_chdir() -> None:
-    """Each folder a process moves to with os.chdir -> a line of cwds.txt in the attempt folder.
+    """Each folder a process moves to (os.chdir), or starts a child in (subprocess's `cwd=`)
+    -> a line of cwds.txt in the attempt folder.
 
     The kernel writes a crash's `core` (kernel.core_pattern `core`, `core.%p`) in the
     crashing process's working directory: a program that moved (hydra's outputs/DATE/TIME,
-    `os.chdir(run_dir)`) left its core there, where the engine, looking in the workdir, said
-    it left none and the core stayed in the user's folder. native/cores.py's MOVED_TO names
-    the file, and the engine looks in each folder it lists too. The folder is read at each
-    move: a preload server's attempt gets its REPROSPEC_STACK_DIR after the fork.
+    `os.chdir(run_dir)`), or ran a test binary in its build folder, left its core there,
+    where the engine, looking in the workdir, said it left none and the core stayed in the
+    user's folder. native/cores.py's MOVED_TO names the file, and the engine looks in each
+    folder it lists too. The folder is read at each move: a preload server's attempt gets
+    its REPROSPEC_STACK_DIR after the fork.
     """
     chdir = os.chdir
 
     def _chdir(path: object) -> None:  # os.chdir's own parameter name: chdir(path=...)
         chdir(path)  # type: ignore[arg-type]
-        folder = os.environ.get("REPROSPEC_STACK_DIR")
-        if not folder:
-            return
-        try:
-            path = os.path.join(folder, "cwds.txt")
-            line = os.getcwd().encode(errors="surrogateescape") + b"\n"
-            # O_APPEND: one small write per line, whole, however many processes move.
-            out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            try:
-                os.write(out, line)
-            finally:
-                os.close(out)
-        except Exception:
-            pass
+        _moved_to(os.getcwd())
 
     os.chdir = _chdir
+
+    def _watch_cwd(module: ModuleType) -> None:
+        popen = module.Popen
+        init = popen.__init__
+
+        def __init__(self: object, *args: object, **kwargs: object) -> None:
+            cwd = kwargs.get("cwd")
+            if cwd is not None:
+                try:  # noqa: SIM105 (no contextlib: imported by every Python process)
+                    _moved_to(os.path.abspath(os.fsdecode(cwd)))  # type: ignore[arg-type]
+                except Exception:
+                    pass
+            init(self, *args, **kwargs)
+
+        popen.__init__ = __init__
+
+    if "subprocess" in sys.modules:  # imported before this module (a site hook's import)
+        _watch_cwd(sys.modules["subprocess"])
+    else:
+        _when_imported("subprocess", _watch_cwd)
+
+
+def _moved_to(folder: str) -> None:
+    """`folder` as a line of the attempt folder's cwds.txt (never raises)."""
+    stack_dir = os.environ.get("REPROSPEC_STACK_DIR")
+    if not stack_dir:
+        return
+    try:
+        line = folder.encode(errors="surrogateescape") + b"\n"
+        # O_APPEND: one small write per line, whole, however many processes move.
+        out = os.open(
+            os.path.join(stack_dir, "cwds.txt"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644
+        )
+        try:
+            os.write(out, line)
+        finally:
+            os.close(out)
+    except Exception:
+        pass
 
 
 # The name of an uncaught exception's record: process/tree.py's `keep_program_raised` reads
