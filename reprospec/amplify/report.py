@@ -299,7 +299,7 @@ def markdown(found: AmplifyReport) -> str:
         if not result.established:
             lines += [
                 "The best setting is not established: "
-                + ", ".join(f"`{a.arm.label}` {interval(a.rate)}" for a in result.undecided_with)
+                + ", ".join(_undecided(a) for a in result.undecided_with)
                 + " may be as good.",
                 "",
             ]
@@ -375,6 +375,14 @@ def _runs(runs: tuple[str, ...]) -> list[str]:
         "",
         "</details>",
     ]
+
+
+def _undecided(arm: ArmResult) -> str:
+    """An arm the winner is not established over: its rate, or that it was never tried (an
+    arm the budget ended before read `0/0 (0.00–1.00)`, a rate of nothing)."""
+    if not arm.rate.attempts:
+        return f"`{arm.arm.label}` (not tried)"
+    return f"`{arm.arm.label}` {interval(arm.rate)}"
 
 
 def _cell_filters(found: AmplifyReport) -> str:

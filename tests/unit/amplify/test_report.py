@@ -474,3 +474,15 @@ def test_amplify_md_says_the_budget_continues_in_one_sentence(tmp_path: Path) ->
         "60 attempts of a budget of 300; a larger --budget continues this amplification: its "
         "60 attempts are replayed, not run again."
     ) in markdown(found)
+
+
+def test_an_arm_never_tried_is_not_given_a_rate_where_the_best_is_not_established(
+    tmp_path: Path,
+) -> None:
+    # The budget ended before cpu_load=2 ran: amplify.md said "`cpu_load=2` 0/0 (0.00–1.00)
+    # may be as good", a rate of no attempt.
+    found = _found(tmp_path, Expectation("crash"), 41)
+    untried = ArmResult(Arm((("cpu_load", 2),), "single"), Rate(0, 0, 0.0, 1.0), Tally())
+    result = replace(found.result, arms=(*found.result.arms, untried), established=False)
+    text = markdown(replace(found, result=result))
+    assert "The best setting is not established: `cpu_load=2` (not tried) may be as good." in text
