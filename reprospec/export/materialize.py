@@ -788,7 +788,8 @@ def _cell_function(
         f"        1) {head} {failed}; return 125 ;;",
         f"        *) {head} {failed_before}; return 125 ;;",
         "    esac",
-        f"    mkdir -p {' '.join(folders)}",
+        f"    fresh_results {folders[0]}",
+        *([f"    mkdir -p {' '.join(folders[1:])}"] if folders[1:] else []),
         *pythonpath,
         *load_start,
         # Under launch.py's init where the image can run it, which records how the command
@@ -963,7 +964,8 @@ where one is, is the CUDA build), and a torch pinned as the build that ran
 the PyTorch index its requirements.txt names (`--extra-index-url`). A machine
 without an index: rewrite the bundle with `reprospec materialize ...
 --find-links WHEELHOUSE` (which then holds that torch build).
-Results land in `results/N/` (`output.log`, `events.jsonl`, `env.json`).
+Results land in `results/N/` (`output.log`, `events.jsonl`, `env.json`), which
+each run of cell N empties first: what it judges is that run's alone.
 Each cell's container gets its own TMPDIR and XDG_CACHE_HOME in `results/N/tmp`
 and `results/N/cache`, removed after it (unless the spec says
 `environment.shared_tmp: true`).

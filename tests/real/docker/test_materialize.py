@@ -814,3 +814,51 @@ def test_an_image_that_does_not_build_is_built_once_and_its_cells_are_not_run(
     # One build: its error once, from the first cell's.
     assert (ran.stdout + ran.stderr).count("connection refused") == 1, ran.stderr
     assert not (out / "results").exists()
+
+
+RERUN_SPEC = """\
+reprospec: 1
+name: bundle-rerun
+environment:
+  workdir: app
+files: [mode.txt]
+command: python3 pool.py
+run: {timeout: 60s}
+expect: {outcome: crash, signal: SIGSEGV}
+"""
+
+POOL = """\
+import ctypes, multiprocessing, sys
+def boom():
+    ctypes.string_at(0)
+if __name__ == "__main__":
+    if open("mode.txt").read().strip() == "crash":
+        p = multiprocessing.Process(target=boom)
+        p.start(); p.join()
+        sys.exit(f"worker died: {p.exitcode}")
+    raise ValueError("another failure")
+"""
+
+
+@needs_engine
+def test_a_cell_run_again_is_judged_on_its_own_run_not_the_earlier_ones(tmp_path: Path) -> None:
+    # results/N/events.jsonl is appended to: a rerun (the README's advice for a flaky cell)
+    # that raised a ValueError was read as the earlier run's child_exit SIGSEGV, reproduced.
+    base = public_base(CLIENT)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "pool.py").write_text(POOL)
+    (tmp_path / "app" / "mode.txt").write_text("crash\n")
+    out, tag = _materialized(tmp_path, RERUN_SPEC, "bundle-rerun")
+    first = _run_bundle(out, tag, base, tmp_path)
+    assert _cell_lines(first.stdout)[0].startswith(
+        "== cell 1 [default]: crash SIGSEGV (child): child pid "
+    ), first.stdout[-3000:] + first.stderr[-3000:]
+    (out / "workdirs" / "1" / "mode.txt").write_text("other\n")
+    again = _run_bundle(out, tag, base, tmp_path)
+    assert _cell_lines(again.stdout) == [
+        '== cell 1 [default]: exit 1; expected: {"outcome": "crash", "signal": "SIGSEGV"}; '
+        "NOT reproduced"
+    ], again.stdout[-3000:]
+    assert again.returncode == 1
+    assert not _left_by(first)
+    assert not _left_by(again)
