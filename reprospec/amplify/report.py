@@ -583,6 +583,11 @@ def write(
         body = schema_moved(body, base_dir, found.folder)
         path.write_text(header + body, encoding="utf-8")
         found = replace(found, amplified_spec=path)
+    else:
+        # No winner this time (a smaller --budget than the answer that wrote it, an interrupted
+        # rerun): an amplified.yaml left from then said "with cpus=1: 8/12" beside the
+        # amplify.md and amplify.json that say not amplified. A larger --budget writes it again.
+        (found.folder / "amplified.yaml").unlink(missing_ok=True)
     (found.folder / "amplify.json").write_text(
         json.dumps(to_dict(found), indent=2) + "\n", encoding="utf-8"
     )

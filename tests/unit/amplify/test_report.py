@@ -486,3 +486,19 @@ def test_an_arm_never_tried_is_not_given_a_rate_where_the_best_is_not_establishe
     result = replace(found.result, arms=(*found.result.arms, untried), established=False)
     text = markdown(replace(found, result=result))
     assert "The best setting is not established: `cpu_load=2` (not tried) may be as good." in text
+
+
+def test_an_answer_without_a_winner_leaves_no_amplified_spec_of_an_earlier_one(
+    tmp_path: Path,
+) -> None:
+    # The same amplification under a smaller --budget answered "not amplified", and the
+    # amplified.yaml its larger budget wrote stayed beside it, naming a winner.
+    document: JsonObject = {"reprospec": 1, "name": "race", "command": "python race.py"}
+    written = write(_found(tmp_path, Expectation("error"), 41), document, tmp_path)
+    assert written.amplified_spec is not None
+    assert written.amplified_spec.is_file()
+    not_amplified = _not_amplified(tmp_path, Rate(1, 8, 0.02, 0.47), Expectation("error"))
+    again = write(not_amplified, document, tmp_path)
+    assert again.amplified_spec is None
+    assert not (tmp_path / "amplified.yaml").exists()
+    assert json.loads((tmp_path / "amplify.json").read_text())["amplified_spec"] is None
