@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         find_cores,
         move_core,
         move_cores,
+        moved_to,
     )
     from reprospec.native.corewatch import WATCH
     from reprospec.native.eustack import (
@@ -147,6 +148,7 @@ _WHERE = {
     "eustack_path": "readers",
     "fault_frames": "render",
     "find_cores": "cores",
+    "moved_to": "cores",
     "full_text": "render",
     "gdb_path": "readers",
     "live_stacks": "capture",
@@ -229,6 +231,7 @@ __all__ = [
     "merge",
     "move_core",
     "move_cores",
+    "moved_to",
     "parse_backtrace",
     "parse_eustack",
     "parse_maps",

@@ -192,6 +192,10 @@ class ContainerNative:
         """
         image = str(config["image"])
         pattern = native.core_pattern()
+        # Where its processes moved (os.chdir, subprocess's cwd=), read (and removed) first,
+        # whatever is found: only the workdir's folders, bind-mounted at their own path, are
+        # the host's too; a core elsewhere in the container went with it.
+        elsewhere = [f for f in native.moved_to(log_dir, workdir) if f.is_relative_to(workdir)]
         root_signal = native.dumped_signal(returncode)
         dumped = root_signal is not None
         if pattern.piped:
@@ -201,7 +205,7 @@ class ContainerNative:
         missing = self.gdb_missing(client, image)
         if missing is not None and not self.keep_cores:
             return native.NativeStacks(unavailable=missing) if dumped else None
-        cores = native.find_cores(token, workdir, None, started, pattern)
+        cores = native.find_cores(token, workdir, None, started, pattern, elsewhere)
         if not cores:
             if not dumped:
                 return None

@@ -147,6 +147,27 @@ def test_a_crashed_child_in_a_container_is_not_the_main_process(
 
 @needs_engine
 @needs_plain_cores
+def test_the_core_of_a_process_that_moved_inside_the_workdir_is_claimed_there(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    """A relative core_pattern puts the core where the crashing process moved: the runner
+    said it left none, the core stayed in the user's folder, and cwds.txt in the attempt's."""
+    workdir, logs = tmp_path / "work", tmp_path / "logs"
+    (workdir / "outputs").mkdir(parents=True)
+    code = "import ctypes, os; os.chdir('outputs'); ctypes.string_at(8)"
+    execution = runner.run(make_plan(["python3", "-c", code], workdir), logs)
+    assert execution.returncode == -11, execution.stderr_path.read_text()
+    stacks = native.read(logs)
+    assert stacks is not None
+    assert stacks.unavailable is None, stacks.unavailable
+    assert [p.signal for p in stacks.processes] == ["SIGSEGV"]
+    assert (native.top_frames(stacks) or "").startswith("strlen (libc.so")
+    assert list((workdir / "outputs").iterdir()) == []
+    assert not (logs / "cwds.txt").exists()
+
+
+@needs_engine
+@needs_plain_cores
 def test_keep_cores_keeps_the_container_core_in_the_attempt_folder(tmp_path: Path) -> None:
     require_image(CLIENT, image.DEFAULT_IMAGE)
     keeper = DockerRunner(client=CLIENT, keep_cores=True)
