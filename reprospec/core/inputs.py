@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from reprospec.core.frozen import frozen
+from reprospec.core.frozenjson import freeze_mapping
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.sections import Command, Environment, Job, Workload
 from reprospec.core.units import RateBound, StepRange
@@ -50,6 +51,13 @@ class Spec:
     origin: Path | None = None
     # The `--set PATH=VALUE` overrides applied to the file, in order.
     overrides: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Read-only, deep (core/frozenjson.py): the document is the one `load_spec`
+        # checked, and a caller's edit of it after (`spec.document["command"] = ...`) was
+        # planned and run unchecked; frozen, the spec hashes as every value at a seam does.
+        object.__setattr__(self, "document", freeze_mapping(self.document))
+        object.__setattr__(self, "locations", freeze_mapping(self.locations))
 
     @property
     def title(self) -> str:

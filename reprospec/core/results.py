@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from reprospec.core.frozen import frozen
+from reprospec.core.frozenjson import FrozenDict, freeze_mapping
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.inputs import Where as Where  # outcome.where's type, named here too
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -584,8 +585,15 @@ class RunResult:
     # and not compared: where a run lies is not what it is.
     store: Path | None = field(default=None, compare=False)
 
+    def __post_init__(self) -> None:
+        # Read-only, deep, as every value at a seam (core/frozenjson.py): a caller's edit of
+        # a result's options or environment changed what its report and compare read.
+        for name in ("environment", "options", "paths"):
+            object.__setattr__(self, name, freeze_mapping(getattr(self, name)))
+
     @property
-    def summary(self) -> dict[str, int]:
+    def summary(self) -> Mapping[str, int]:
+        """The count of cells by verdict (read-only: made again at each read)."""
         verdicts: dict[str, int] = {}
         for cell, count in alike(self.cells):
             verdicts[cell.verdict] = verdicts.get(cell.verdict, 0) + count
@@ -600,7 +608,7 @@ class RunResult:
             counts["observed"] = verdicts["observed"]
         if verdicts.get("not-run"):  # only interrupted runs have the key
             counts["not_run"] = verdicts["not-run"]
-        return counts
+        return FrozenDict(counts)
 
     @property
     def observes(self) -> bool:
