@@ -30,6 +30,10 @@ from reprospec.spec.files import STORE_DB
 from reprospec.store.runfolder import RunFolder
 
 _EXPR = re.compile(r"\$\{\{.*?\}\}", re.S)
+# What the shell reads as syntax, not as a word's letters: a word whose value holds one is
+# kept as written (`split_words`), so a value never holds one and `join_words` tells the
+# two apart by it (a plain value is quoted again, shell text left as it was).
+_SHELL = frozenset("|&;<>()$`\\\"'*?[#~{}!")
 # Folders of a workdir that no candidate needs (caches, version control, the results store).
 SKIPPED = frozenset(
     {".git", ".hg", ".reprospec", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache"}
@@ -154,7 +158,12 @@ def split_words(command: str) -> tuple[str, ...]:
     words: list[str] = []
     for raw in _shell_words(_EXPR.sub(hold, command)):
         values = shlex.split(raw)  # also refuses an unclosed quote, as the shell does
-        words.extend([restore(raw)] if "\0" in raw else values)
+        # A word with shell syntax in its value (`|`, `2>&1`, `$HOME`, `*.csv`, or a quoted
+        # `'a|b'`) stays as written too: as a value, `join_words` quoted it, and the
+        # original itself ran `python gen.py 8 '|' python consume.py` (it passed 20 of 20
+        # where `reprospec run` failed: "refused").
+        held = "\0" in raw or any(_SHELL.intersection(value) for value in values)
+        words.extend([restore(raw)] if held else values)
     return tuple(words)
 
 
@@ -192,4 +201,7 @@ def _shell_words(text: str) -> list[str]:
 def join_words(words: tuple[str, ...]) -> str:
     """The inverse of `split_words`: plain words quoted for the shell, a word with an
     expression left as written (its quotes are the spec's, and the command's meaning)."""
-    return " ".join(word if _EXPR.search(word) else shlex.quote(word) for word in words)
+    return " ".join(
+        word if _EXPR.search(word) or _SHELL.intersection(word) else shlex.quote(word)
+        for word in words
+    )

@@ -442,6 +442,41 @@ def test_a_quoted_expression_keeps_its_quotes(tmp_path: Path) -> None:
     assert b"ValueError: bad greeting" in repro.stderr
 
 
+def test_a_command_s_pipe_and_redirection_run_as_the_shell_reads_them(tmp_path: Path) -> None:
+    # `command: python gen.py N 2>/dev/null | python consume.py` runs under /bin/sh -c: the
+    # words were read as values and quoted back, so every attempt, the original's too, ran
+    # `python gen.py 8 '2>/dev/null' '|' python consume.py`, and minimize refused (0/20)
+    # a spec that `reprospec run` reproduced.
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "gen.py").write_text("import sys\nfor i in range(int(sys.argv[1])):\n    print(i)\n")
+    (work / "consume.py").write_text(
+        "import sys\n"
+        "def unused():\n    return 1\n"
+        "total = 0\n"
+        "for line in sys.stdin:\n    total += 10 // (5 - int(line))\n"
+        "print(total)\n"
+    )
+    (work / "pipe.yaml").write_text(
+        "reprospec: 1\nname: pipe\nmatrix:\n  n: [3, 8]\n"
+        "command: python gen.py ${{ matrix.n }} 2>/dev/null | python consume.py\n"
+        "expect:\n  outcome: error\n  exception: ZeroDivisionError\n"
+        "  cases: [{when: {n: 3}, outcome: pass}]\n"
+    )
+    code, data, stderr = minimize(
+        tmp_path, "--budget", "60", *DETERMINISTIC, spec=work / "pipe.yaml"
+    )
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    # The redirection the failure does not need goes, as a word; the pipe stays.
+    assert data["command_after"] == "python gen.py ${{ matrix.n }} | python consume.py"
+    result = tmp_path / "result"
+    assert "def unused" not in (result / "consume.py").read_text()
+    assert "python gen.py 8 | python consume.py" in (result / "repro.sh").read_text()
+    repro = subprocess.run(["sh", str(result / "repro.sh")], capture_output=True, timeout=30)
+    assert repro.returncode == 1
+    assert b"ZeroDivisionError" in repro.stderr
+
+
 def test_a_candidate_that_cannot_start_is_dropped_and_the_search_goes_on(tmp_path: Path) -> None:
     # `python -c CODE true`: the candidate that drops `-c CODE` runs `python true`, which
     # cannot open its file, read as a command that never started (`true` is a program on

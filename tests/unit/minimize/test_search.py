@@ -765,6 +765,20 @@ def test_a_quoted_expression_keeps_its_quotes() -> None:
     assert split_words(join_words(words)) == words
 
 
+def test_shell_syntax_in_a_command_stays_shell_syntax() -> None:
+    # A string command runs under /bin/sh -c: `|` read as a value was quoted back as `'|'`,
+    # and the original itself ran another command (no pipe, no redirection).
+    command = "python gen.py ${{ matrix.n }} | python c.py > log.txt 2>&1 $HOME 'a|b' \"x y\""
+    words = split_words(command)
+    assert words[3:] == ("|", "python", "c.py", ">", "log.txt", "2>&1", "$HOME", "'a|b'", "x y")
+    assert join_words(words) == command.replace('"x y"', "'x y'")
+    assert split_words(join_words(words)) == words
+    # Dropping a word leaves the others as the shell read them.
+    assert join_words((*words[:3], *words[6:])) == "python gen.py ${{ matrix.n }} > log.txt " + (
+        "2>&1 $HOME 'a|b' 'x y'"
+    )
+
+
 def test_the_passes_shrink_command_words_in_pairs() -> None:
     start = Program(("python", "t.py"), ("--a", "1", "--b", "2", "--c"), files=())
     needed = {"--b", "2"}
