@@ -48,7 +48,7 @@ from pathlib import Path
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.redact import MASK, Redactor, sets_secret
+from reprospec.core.redact import MASK, Redactor, sets_secret, unset_env
 from reprospec.core.sections import Environment, same_python
 from reprospec.core.signals import (
     CRASH_SIGNALS,
@@ -358,7 +358,12 @@ def write_bundle(
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(LAUNCH, out / LAUNCH_PY)
     spec_dir = Path(spec.path).resolve().parent
-    warnings: list[str] = []
+    # As `run` warns of them: the bundle bakes what they read as here (`-e MODE=`), and
+    # its reader's export cannot put the author's value back.
+    warnings = [
+        f"{warning}, and materialize again: the bundle holds the value it read here"
+        for warning in unset_env(spec.document, Redactor.masked_names(spec.source_text))
+    ]
     redactor = Redactor.for_spec(spec.document)
     passed: list[str] = []
     # The spec as `bundle` packs it: a secret it writes itself (`GITHUB_TOKEN_RO: ...`) was

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reprospec.core.runoptions import RunOptions
 from reprospec.export.materialize import write_bundle
 from reprospec.plan.run import plan_run
@@ -522,3 +524,25 @@ def test_a_dockerfile_from_a_local_image_says_the_reader_must_build_it(tmp_path:
     assert line("Dockerfile.public") == (
         "- `images/1/`: the spec's own Dockerfile; it builds FROM `debian:bookworm-slim`"
     )
+
+
+def test_a_variable_the_spec_reads_and_this_environment_lacks_is_warned_about(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `run` warns of it; materialize baked `-e MODE=` into run.sh without a word, which
+    # no export of its reader's could change.
+    monkeypatch.delenv("REPROSPEC_TEST_MODE", raising=False)
+    text = COMMAND.format(command="python3 app.py").replace(
+        "command:", "environment: {env: {MODE: '${{ env.REPROSPEC_TEST_MODE }}'}}\ncommand:"
+    )
+    (tmp_path / "s.yaml").write_text(text)
+    spec = load_spec(tmp_path / "s.yaml")
+    plans = [p for p in plan_run(spec, RunOptions()).attempts if p.attempt == 1]
+    assert write_bundle(spec, plans, tmp_path / "bundle").warnings == (
+        "the spec reads ${{ env.REPROSPEC_TEST_MODE }}, not set in this environment: null, "
+        "which a text gets as the empty string (MODE='' in the child); export it as the "
+        "spec's author had, and materialize again: the bundle holds the value it read here",
+    )
+    monkeypatch.setenv("REPROSPEC_TEST_MODE", "fast")
+    plans = [p for p in plan_run(spec, RunOptions()).attempts if p.attempt == 1]
+    assert write_bundle(spec, plans, tmp_path / "again").warnings == ()
