@@ -28,6 +28,7 @@ from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError
 
 from reprospec.core.bounds import MAX_YAML_CHARS, MAX_YAML_DEPTH, MAX_YAML_NODES
+from reprospec.core.frozenjson import FrozenDict, FrozenList
 from reprospec.core.jsontypes import JsonPath, JsonValue
 
 Location = tuple[int, int]
@@ -263,6 +264,11 @@ def _represent_str(dumper: _SpecDumper, data: str) -> yaml.Node:
 
 
 _SpecDumper.add_representer(str, _represent_str)
+# A loaded spec's document is read-only (core/frozenjson.py: dict and list subclasses), and
+# pyyaml finds representers by exact type: without these a part of it written as it is
+# (not thawed first) raised "cannot represent an object".
+_SpecDumper.add_representer(FrozenDict, yaml.representer.SafeRepresenter.represent_dict)
+_SpecDumper.add_representer(FrozenList, yaml.representer.SafeRepresenter.represent_list)
 
 
 def dump_yaml(data: JsonValue) -> str:

@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from reprospec.core.bounds import MAX_YAML_CHARS
+from reprospec.core.frozenjson import freeze
 from reprospec.core.jsontypes import JsonValue
 from reprospec.spec.yamlsource import (
     MAX_DEPTH,
@@ -287,6 +288,15 @@ def test_dump_yaml_quotes_by_the_core_schema() -> None:
     # pyyaml's own dumper quotes by YAML 1.1 and leaves these plain: read back as numbers.
     assert at(load_yaml(yaml.safe_dump(data)).data, "a", 0) == 1000.0
     assert at(load_yaml(yaml.safe_dump(data)).data, "a", 1) == 15
+
+
+def test_dump_yaml_writes_a_loaded_specs_read_only_document() -> None:
+    """A loaded spec's document is frozen (FrozenDict, FrozenList: dict and list subclasses),
+    which pyyaml's representers, found by exact type, refused: "cannot represent an object"."""
+    data: JsonValue = {"command": ["python", "x.py"], "matrix": {"a": [1, "1e3"]}}
+    text = dump_yaml(freeze(data))
+    assert text == dump_yaml(data)
+    assert load_yaml(text).data == data
 
 
 def test_dump_yaml_writes_a_multi_line_string_as_a_literal_block() -> None:
