@@ -341,12 +341,21 @@ def write_bundle(
         # One `docker run` per cell would stand in for N copies released together: refused.
         more = f" and {len(several) - 3} more" if len(several) > 3 else ""
         shown = ", ".join(several[:3]) + more
+        others = [plan.cell.id for plan in plans if plan.copies <= 1]
         # Located, as every refusal of what the spec says.
         line, col = locate(spec.locations, ("run", "instances"))
         raise UsageError(
             f"{spec.path}:{line}:{col}: run.instances: a bundle runs one container per cell "
             f"and cannot start several copies of an attempt together (cells {shown}); run "
             "them with reprospec (--runner local)"
+            # The refusal gave no way to the bundle of the cells it can carry.
+            + (
+                f"; a bundle of the others ({', '.join(others[:3])}"
+                f"{f' and {len(others) - 3} more' if len(others) > 3 else ''}) is written "
+                "where -m AXIS=VALUE selects them alone"
+                if others
+                else ""
+            )
         )
     # Refused before anything is written: a bundle that cannot carry a perturbation is none.
     perturbs = [_perturbed(spec, plan, number) for number, plan in enumerate(plans, start=1)]

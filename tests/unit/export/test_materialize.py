@@ -546,3 +546,24 @@ def test_a_variable_the_spec_reads_and_this_environment_lacks_is_warned_about(
     monkeypatch.setenv("REPROSPEC_TEST_MODE", "fast")
     plans = [p for p in plan_run(spec, RunOptions()).attempts if p.attempt == 1]
     assert write_bundle(spec, plans, tmp_path / "again").warnings == ()
+
+
+def test_a_refused_instances_cell_names_the_cells_a_bundle_can_carry(tmp_path: Path) -> None:
+    # The refusal named only what it could not carry, and its user had no way to the
+    # bundle of the other cells (`-m`).
+    from reprospec.errors import UsageError
+
+    text = (
+        "reprospec: 1\nname: i\nmatrix: {n: [1, 4]}\ncommand: 'true'\n"
+        "run: {instances: '${{ matrix.n }}'}\nexpect: {outcome: pass}\n"
+    )
+    (tmp_path / "i.yaml").write_text(text)
+    spec = load_spec(tmp_path / "i.yaml")
+    plans = [p for p in plan_run(spec, RunOptions()).attempts if p.attempt == 1]
+    with pytest.raises(UsageError) as refused:
+        write_bundle(spec, plans, tmp_path / "bundle")
+    assert str(refused.value).endswith(
+        "(cells n=4); run them with reprospec (--runner local); a bundle of the others (n=1) "
+        "is written where -m AXIS=VALUE selects them alone"
+    )
+    assert not (tmp_path / "bundle").exists()
