@@ -129,6 +129,14 @@ def exception_class(name: str) -> type[BaseException]:
         module_name, _, attribute = name.rpartition(".")
         found = getattr(importlib.import_module(module_name), attribute, None)
     if not (isinstance(found, type) and issubclass(found, BaseException)):
+        if "." not in name:
+            # The spec was validated by the engine's builtins, not this interpreter's: an
+            # ExceptionGroup (3.11) validates on a 3.11 engine and a 3.10 target has none.
+            version = ".".join(str(part) for part in sys.version_info[:3])
+            raise ValueError(
+                f"fault exception {name!r} is not an exception class: not a builtin of "
+                f"this attempt's Python {version}"
+            )
         raise ValueError(f"fault exception {name!r} is not an exception class")
     return found
 

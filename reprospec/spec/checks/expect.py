@@ -129,6 +129,8 @@ class ExpectChecks:
                     "ValueError or a dotted importable name like torch.OutOfMemoryError",
                 )
                 continue
+            if path[0] == "workload" and isinstance(name, str) and name in _NEWER_BUILTINS:
+                self.newer_builtin(path, name)
             if not isinstance(name, str) or expr.OPEN in name or _EXCEPTION_NAME.fullmatch(name):
                 continue  # (an empty one: the schema's minLength says so)
             # An expected one is compared, never searched: its message is `message`'s to match.
@@ -142,6 +144,26 @@ class ExpectChecks:
                 f"{_show(name)} names no exception class: give a class name like ValueError or "
                 f"a dotted one like torch.OutOfMemoryError{how}",
             )
+
+    def newer_builtin(self, path: JsonPath, name: str) -> None:
+        """A fault's builtin that `environment.python`, where the spec names one, lacks. The
+        builtins checked above are the engine's: `ExceptionGroup` validated on a 3.11 engine
+        for a spec of Python 3.10, whose harness found no such class and the cell was
+        infra-error. The one place the spec says its target's version; a `--python` given
+        to `run` is the harness's to say (`not a builtin of this attempt's Python 3.10.13`)."""
+        environment = self.data.get("environment")
+        python = environment.get("python") if isinstance(environment, dict) else None
+        found = _MINOR.match(python) if isinstance(python, str) else None
+        since = _NEWER_BUILTINS[name]
+        if found is None or (int(found[1]), int(found[2])) >= since:
+            return
+        self.add(
+            path,
+            f"{name} is a builtin from Python {since[0]}.{since[1]} on, and "
+            f"environment.python is {python}, which has none: the fault could not be raised. "
+            "Give a class that version has (a dotted importable one, as "
+            "exceptiongroup.ExceptionGroup of the backport), or the python it ran on",
+        )
 
     def expect(self) -> None:
         expect = self.data.get("expect")
@@ -401,6 +423,16 @@ class ExpectChecks:
 _OUTCOMES = ("pass", "error", "crash", "hang", "fail")
 # A class's name as a traceback prints it: `ValueError`, `torch.OutOfMemoryError`.
 _EXCEPTION_NAME = Lazy(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
+
+
+# The builtin exceptions newer than the oldest Python a spec names (environment.python, for
+# the harness's 3.10 and later), and the version each came in.
+_NEWER_BUILTINS: Mapping[str, tuple[int, int]] = {
+    "BaseExceptionGroup": (3, 11),
+    "ExceptionGroup": (3, 11),
+    "EncodingWarning": (3, 10),
+}
+_MINOR = Lazy(r"\s*(\d+)\.(\d+)")
 
 
 def _is_builtin_exception(name: str) -> bool:
