@@ -30,6 +30,7 @@ from reprospec.amplify.search import Amplification, Arm, Probe, Settings
 from reprospec.amplify.state import StateFile, StoredProbe
 from reprospec.core.caller import argument, from_api, said
 from reprospec.core.frozen import frozen
+from reprospec.core.inputs import Spec
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
@@ -282,6 +283,14 @@ def _amplify(
             f"amplify needs the cell's expect to say how it fails (the spec's own signature, "
             f"not any failure); cell {cell.id} {said}"
         )
+    reads = _reads_attempt(spec, run_options)
+    if reads:
+        say(
+            f"warning: cell {cell.id} reads its attempt number ({reads}): each probe is a run "
+            "of its own, its attempts numbered from 1, so an arm's probes repeat the same "
+            "attempt numbers and its rate counts their draws again (attempt 3 does what "
+            "attempt 3 did); the rates are of the first few attempt numbers only"
+        )
     current = plan.attempts[0].environment.perturb.settings() if plan.attempts else ()
     if options.tries and all(try_ in current for try_ in tries):
         # Each already set (amplify of amplified.yaml with its own winner): no arm is left,
@@ -529,6 +538,20 @@ def _stored_attempts(run_ids: Iterable[str], out: Path) -> Iterator[AttemptResul
             continue
         for cell in result.cells:
             yield from cell.attempts
+
+
+def _reads_attempt(spec: Spec, options: RunOptions) -> str:
+    """How the one cell's attempt depends on its number (a `--seed ${{ attempt }}`, a
+    workload fault's coin), as `materialize` words it; "" where not. Every probe numbers
+    its attempts from 1 (the engine's numbering), so such a cell's probes draw the same
+    few values again and again: said, not hidden behind an interval of repeated draws."""
+    from reprospec import api
+    from reprospec.export.materialize import _reads_attempt as reads_attempt
+
+    attempts = api.plan_run(spec, options.with_changes(repeat=2)).attempts
+    if not len(attempts):
+        return ""
+    return reads_attempt(attempts[0], attempts[1] if len(attempts) > 1 else None)
 
 
 def _run_probe(

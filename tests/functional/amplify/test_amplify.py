@@ -640,3 +640,29 @@ def test_preload_whose_base_runs_fresh_measures_no_fresh_base(cli: Cli, tmp_path
         assert runs
         assert all(run["options"]["preload"] for run in runs), name
         assert {a["launch"] for a in _attempts(out)} == {"fresh"}
+
+
+def test_a_cell_that_reads_its_attempt_number_is_warned_of(cli: Cli, tmp_path: Path) -> None:
+    """Each probe is a run numbered from attempt 1: a `--seed ${{ attempt }}` cell drew the
+    same seeds in every probe, and its rates (8/12, four seeds counted three times) said
+    nothing of it."""
+    seeded = tmp_path / "seeded.yaml"
+    seeded.write_text(
+        "reprospec: 1\nname: seeded\ncommand: python -c pass ${{ attempt }}\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(
+        "reprospec: 1\nname: plain\ncommand: python -c pass\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    out = str(tmp_path / "out")
+    result = cli("amplify", str(seeded), "--out", out, "--budget", "4", "--try", "gc=1")
+    assert result.code == 1, result.stderr
+    assert (
+        "warning: cell default reads its attempt number (`${{ attempt }}` in its command): "
+        "each probe is a run of its own, its attempts numbered from 1"
+    ) in result.stderr
+    result = cli("amplify", str(plain), "--out", out, "--budget", "4", "--try", "gc=1")
+    assert result.code == 1, result.stderr
+    assert "attempt number" not in result.stderr
