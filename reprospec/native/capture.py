@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -69,6 +69,9 @@ class Capture:
     keep_cores: bool = False
     hang_deadline_s: float = HANG_DEADLINE_S  # after the timeout, the reader is stopped
     core_timeout_s: float = CORE_GDB_TIMEOUT_S
+    # Folders the command's shell line moves to (`cd build && ./test`): a crash there leaves
+    # its core there, as one in a folder a Python process moved to (cores.moved_to).
+    elsewhere: tuple[Path, ...] = ()
 
     def dumps_cores(self) -> bool:
         """Whether the attempt's root gets RLIMIT_CORE raised (allow_cores) before its exec."""
@@ -121,6 +124,7 @@ class Capture:
             keep_cores=self.keep_cores,
             timeout_s=self.core_timeout_s,
             read_cores=read_cores,
+            elsewhere=self.elsewhere,
         )
 
 
@@ -229,6 +233,7 @@ def collect_crash_stacks(
     keep_cores: bool = False,
     timeout_s: float = CORE_GDB_TIMEOUT_S,
     read_cores: bool = True,
+    elsewhere: Sequence[Path] = (),
 ) -> NativeStacks | None:
     """Claim the attempt's cores, move them into `out_dir`, read them; None when there were none.
 
@@ -240,8 +245,9 @@ def collect_crash_stacks(
     root_signal = dumped_signal(returncode)
     dumped = root_signal is not None
     unreadable = (not can_read() and not keep_cores) or pattern.piped
-    # Where its processes moved (os.chdir): a relative core_pattern's core lies there.
-    elsewhere = moved_to(out_dir, workdir)
+    # Where its processes moved (os.chdir; `elsewhere`: its shell line's `cd`s): a relative
+    # core_pattern's core lies there.
+    elsewhere = list(dict.fromkeys([*elsewhere, *moved_to(out_dir, workdir)]))
     cores = [] if unreadable else find_cores(token, workdir, root_pid, started, pattern, elsewhere)
     if not cores and not dumped:
         return None

@@ -26,6 +26,7 @@ from reprospec.core.lazyre import Lazy
 from reprospec.core.recent import Recent
 from reprospec.core.results import Execution
 from reprospec.core.scoped import Scoped
+from reprospec.core.sections import Command
 from reprospec.environment.probe import probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.native import cudagdb
@@ -509,7 +510,9 @@ class LocalRunner:
                 perturbing.finish(applied)
                 return infra(refused, warnings)
         capture = (
-            native.Capture(log_dir, keep_cores=self.keep_cores) if self.native_stacks else None
+            native.Capture(log_dir, keep_cores=self.keep_cores, elsewhere=_cd_folders(plan))
+            if self.native_stacks
+            else None
         )
         launcher: forkserver.Launcher | None = None
         launch_note: str | None = None
@@ -826,3 +829,14 @@ def keep_servers() -> Iterator[None]:
     """
     with _KEPT.block():
         yield
+
+
+def _cd_folders(plan: AttemptPlan) -> tuple[Path, ...]:
+    """The folders the command's shell line moves to with `cd` (`cd build && ./test`), in
+    the workdir's terms: a crash there leaves its core there (native-stacks.md)."""
+    if not isinstance(plan.job, Command):
+        return ()
+    from reprospec.plan.shellwords import command_words, located_words
+
+    found = {loc.folder for loc in located_words(command_words(plan.job)) if loc.folder}
+    return tuple(sorted(plan.workdir / folder for folder in found))

@@ -238,6 +238,28 @@ def test_the_core_of_a_process_that_moved_is_claimed_where_it_moved(
     assert not (tmp_path / "a" / "cwds.txt").exists()
 
 
+@needs_gdb
+@needs_plain_cores
+def test_the_core_of_a_program_a_shell_line_cds_to_is_claimed_there(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """`cd build && ./test`: the shell's `cd` moves no Python process, and the crash's core
+    lay in build/ while the runner said it left none."""
+    if native.core_pattern().raw.startswith("/"):
+        pytest.skip("kernel.core_pattern is an absolute path: no core lands where it moved")
+    workdir = tmp_path / "work"
+    (workdir / "build").mkdir(parents=True)
+    (workdir / "build" / "crash.py").write_text("import ctypes\nctypes.string_at(8)\n")
+    line = f"cd build && {sys.executable} -S crash.py"
+    ex = runner.run(make_plan(line, workdir=workdir), tmp_path / "a")
+    assert ex.returncode in (-11, 139)
+    stacks = native.read(tmp_path / "a")
+    assert stacks is not None
+    assert stacks.unavailable is None, stacks.unavailable
+    assert [p.signal for p in stacks.processes] == ["SIGSEGV"]
+    assert [p.name for p in (workdir / "build").iterdir()] == ["crash.py"]
+
+
 def _crash_in(workdir: Path) -> None:
     """A real SIGSEGV of a process that is not the attempt's, dumping its core in `workdir`."""
     subprocess.run(
