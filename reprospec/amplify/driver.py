@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from reprospec.amplify.report import AmplifyReport
 from reprospec.amplify.search import Amplification, Arm, Probe, Settings
-from reprospec.amplify.state import StateFile, StoredProbe
+from reprospec.amplify.state import StateFile, StoredProbe, held
 from reprospec.core.caller import argument, from_api, said
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Spec
@@ -330,99 +330,102 @@ def _amplify(
         [cell.id, json.dumps([a.label for a in singles])],
     )
     folder = run_options.out / "amplify" / ident
-    state = StateFile(
-        folder, {"spec": spec.name, "cell": cell.id, "tries": [a.label for a in singles]}
-    )
-    if state.could_not_run:
-        say(
-            f"amplification {ident}: its earlier run's attempts could not run "
-            f"({state.could_not_run}): run again, not replayed"
+    # One search of this folder at a time: two (the same command in another terminal) each
+    # ran every probe, and the last to write state.json dropped the other's.
+    with held(folder, f"amplification {ident}"):
+        state = StateFile(
+            folder, {"spec": spec.name, "cell": cell.id, "tries": [a.label for a in singles]}
         )
-    if state.stored:
-        say(
-            f"continuing amplification {ident}: {plural(state.stored, 'probe')} from an earlier "
-            f"run to replay, counted in the budget of {options.budget}"
-        )
-    search = Amplification(singles, settings)
-    reused = 0  # stored probes (or parts of them) answered from the state
-    replayed = 0  # their attempts: counted in the budget as if run again
-    # The probes (stored or run now) whose attempts the answer counts: its runs. A smaller
-    # --budget than the stored search's answered from 5 probes and listed all 21 runs, so
-    # the attempts counted in them were 60 where the answer said 20.
-    answered: list[StoredProbe] = []
-    interrupted = False
-    rounds = 0
-    while search.result is None and not interrupted:
-        probes = search.next_probes()
-        if not probes:
-            break
-        rounds += 1
-        say(
-            f"round {rounds}: "
-            + ", ".join(f"{search.arms[p.arm].label} x{p.attempts}" for p in probes)
-            + f" ({search.used}/{settings.budget} attempts used)"
-        )
-        base_pieces: list[StoredProbe] = []
-        for probe in probes:
-            arm = search.arms[probe.arm]
-            pieces = state.take(arm.label, probe.attempts)
-            done = sum(len(p.kinds) for p in pieces)
-            reused += len(pieces)
-            replayed += done
-            if done < probe.attempts:
-                # The stored attempts ran out (or there were none): run the rest.
-                rest = Probe(probe.arm, probe.attempts - done)
-                ran = _run_probe(spec.path, run_options, arm, rest, cancel)
-                if ran.interrupted:
-                    interrupted = True
-                    break
-                state.add(ran)
-                pieces.append(ran)
-            if probe.arm == 0:
-                base_pieces = pieces
-            answered.extend(pieces)
-            search.record(
-                probe,
-                tuple(k for p in pieces for k in p.kinds),
-                tuple(o for p in pieces for o in p.others),
-                next((p.infra_reason for p in reversed(pieces) if p.infra_reason), ""),
+        if state.could_not_run:
+            say(
+                f"amplification {ident}: its earlier run's attempts could not run "
+                f"({state.could_not_run}): run again, not replayed"
             )
-        launch = _base_launch(base_pieces, run_options.out) if forks_unknown else None
-        if launch is not None:
-            # Between rounds: dropping `base (fresh)` renumbers the arms after it.
-            forks_unknown = False
-            forked, note = launch
-            if forked:
-                say(preload_said(plan.attempts[0].environment.perturb, tries))
-            else:
-                search.base_runs_fresh()
-                say(preload_unforked(note, bool(fresh)))
-    if search.result is None:
-        search.interrupt()
-    assert search.result is not None
-    found = AmplifyReport(
-        id=ident,
-        folder=folder,
-        spec_name=spec.name,
-        spec_path=str(Path(spec.path).absolute()),  # --amplify compares it from elsewhere
-        cell=cell,
-        expectation=expectation,
-        result=search.result,
-        runs=tuple(dict.fromkeys(p.run_id for p in answered if p.run_id)),
-        reused=reused,
-        replayed=replayed,
-        interrupted=interrupted,
-        budget=options.budget,
-        command_line=options.command_line,
-        chosen=chosen.reason if chosen.total > 1 else "",
-        rerun_options=rerun_words(options.run),
-        cells=chosen.total,
-        unforked=_unforked(answered, run_options.out, fresh) if fresh is not None else "",
-        budget_said=argument("--budget", "budget"),
-    )
-    from reprospec.amplify.report import write
+        if state.stored:
+            say(
+                f"continuing amplification {ident}: {plural(state.stored, 'probe')} from an "
+                f"earlier run to replay, counted in the budget of {options.budget}"
+            )
+        search = Amplification(singles, settings)
+        reused = 0  # stored probes (or parts of them) answered from the state
+        replayed = 0  # their attempts: counted in the budget as if run again
+        # The probes (stored or run now) whose attempts the answer counts: its runs. A smaller
+        # --budget than the stored search's answered from 5 probes and listed all 21 runs, so
+        # the attempts counted in them were 60 where the answer said 20.
+        answered: list[StoredProbe] = []
+        interrupted = False
+        rounds = 0
+        while search.result is None and not interrupted:
+            probes = search.next_probes()
+            if not probes:
+                break
+            rounds += 1
+            say(
+                f"round {rounds}: "
+                + ", ".join(f"{search.arms[p.arm].label} x{p.attempts}" for p in probes)
+                + f" ({search.used}/{settings.budget} attempts used)"
+            )
+            base_pieces: list[StoredProbe] = []
+            for probe in probes:
+                arm = search.arms[probe.arm]
+                pieces = state.take(arm.label, probe.attempts)
+                done = sum(len(p.kinds) for p in pieces)
+                reused += len(pieces)
+                replayed += done
+                if done < probe.attempts:
+                    # The stored attempts ran out (or there were none): run the rest.
+                    rest = Probe(probe.arm, probe.attempts - done)
+                    ran = _run_probe(spec.path, run_options, arm, rest, cancel)
+                    if ran.interrupted:
+                        interrupted = True
+                        break
+                    state.add(ran)
+                    pieces.append(ran)
+                if probe.arm == 0:
+                    base_pieces = pieces
+                answered.extend(pieces)
+                search.record(
+                    probe,
+                    tuple(k for p in pieces for k in p.kinds),
+                    tuple(o for p in pieces for o in p.others),
+                    next((p.infra_reason for p in reversed(pieces) if p.infra_reason), ""),
+                )
+            launch = _base_launch(base_pieces, run_options.out) if forks_unknown else None
+            if launch is not None:
+                # Between rounds: dropping `base (fresh)` renumbers the arms after it.
+                forks_unknown = False
+                forked, note = launch
+                if forked:
+                    say(preload_said(plan.attempts[0].environment.perturb, tries))
+                else:
+                    search.base_runs_fresh()
+                    say(preload_unforked(note, bool(fresh)))
+        if search.result is None:
+            search.interrupt()
+        assert search.result is not None
+        found = AmplifyReport(
+            id=ident,
+            folder=folder,
+            spec_name=spec.name,
+            spec_path=str(Path(spec.path).absolute()),  # --amplify compares it from elsewhere
+            cell=cell,
+            expectation=expectation,
+            result=search.result,
+            runs=tuple(dict.fromkeys(p.run_id for p in answered if p.run_id)),
+            reused=reused,
+            replayed=replayed,
+            interrupted=interrupted,
+            budget=options.budget,
+            command_line=options.command_line,
+            chosen=chosen.reason if chosen.total > 1 else "",
+            rerun_options=rerun_words(options.run),
+            cells=chosen.total,
+            unforked=_unforked(answered, run_options.out, fresh) if fresh is not None else "",
+            budget_said=argument("--budget", "budget"),
+        )
+        from reprospec.amplify.report import write
 
-    return write(redactor.value(found), spec.document, spec.base_dir, spec.source_text)
+        return write(redactor.value(found), spec.document, spec.base_dir, spec.source_text)
 
 
 def amplified_overrides(path: Path, spec_path: Path | None = None) -> tuple[str, ...]:

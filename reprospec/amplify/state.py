@@ -6,6 +6,7 @@
       amplify.json     the answer and its evidence (written at the end)
       amplify.md       the report
       amplified.yaml   the spec with the winning perturbation set
+      .lock            held (flock) while a search of this folder runs: `held`
 
 ID is the spec's name and a hash of what a probe's outcome depends on (the spec's
 text and program, the --set overrides, the runner, --timeout, --python: isolation.
@@ -21,15 +22,18 @@ fewer (a smaller budget) replays that many, the rest kept for the arm's next pro
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
 from reprospec.core.atomicfile import write_atomic
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.errors import UsageError
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import could_not_run, read_probes, stored_kinds
 
@@ -137,3 +141,25 @@ class StateFile:
 
     def runs(self) -> list[str]:
         return list(dict.fromkeys(p.run_id for p in self._probes if p.run_id))
+
+
+@contextlib.contextmanager
+def held(folder: Path, search: str) -> Iterator[None]:
+    """The folder's `.lock`, held while one search of it runs; a second is refused (exit 2).
+    Two of the same command (another terminal, a script run twice) each ran every probe,
+    and the last to write state.json dropped the other's probes. The kernel drops the
+    lock with the process, however it ends: a killed search never holds it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / ".lock").open("a") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(
+                f"{search} is running now in another reprospec ({folder} is held): wait for "
+                "it to end, then run the same command to be answered from it, or give "
+                "another --out"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

@@ -666,3 +666,30 @@ def test_a_cell_that_reads_its_attempt_number_is_warned_of(cli: Cli, tmp_path: P
     result = cli("amplify", str(plain), "--out", out, "--budget", "4", "--try", "gc=1")
     assert result.code == 1, result.stderr
     assert "attempt number" not in result.stderr
+
+
+def test_a_second_search_of_a_folder_in_use_is_refused(cli: Cli, tmp_path: Path) -> None:
+    """The same command in another terminal while the first ran: each ran every probe, and
+    the last to write state.json dropped the other's probes."""
+    from reprospec.amplify.state import held
+
+    spec = tmp_path / "plain.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: plain\ncommand: python -c pass\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    out = tmp_path / "out"
+    _, first = _amplify(cli, spec, out, "--budget", "4", "--try", "gc=1")
+    folder = Path(str(first["folder"]))
+    # Held as a running search holds it (the kernel's lock, as another process takes it).
+    with held(folder, "the first"):
+        result = cli("amplify", str(spec), "--out", str(out), "--budget", "8", "--try", "gc=1")
+    assert result.code == 2, result.stderr
+    assert (
+        f"reprospec: amplification {first['id']} is running now in another reprospec "
+        f"({folder} is held): wait for it to end"
+    ) in result.stderr
+    assert "Traceback" not in result.stderr
+    # Released, the same command goes on from the stored probes.
+    _, second = _amplify(cli, spec, out, "--budget", "8", "--try", "gc=1")
+    assert (second["reused"], second["replayed"]) == (1, 4)
