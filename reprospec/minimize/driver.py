@@ -433,6 +433,10 @@ def _minimize(
     if perturbed and result.kept_perturbed is None:
         # amplify's base above 0 of n: the rule did not apply, and minimize.md says why.
         result = replace(result, kept_perturbed=KeptPerturbed(False, Tally(), 0, 0, 0))
+    if result.status == "refused" and not result.original_rate.matched and runner.otherwise:
+        result = replace(
+            result, message=f"{result.message}; the first to fail otherwise: {runner.otherwise}"
+        )
     output = options.output or (folder / "result")
     found = Minimized(
         id=ident,

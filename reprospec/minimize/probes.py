@@ -197,6 +197,11 @@ class ProbeRunner:
         # minimize.md shows it beside the result's.
         said = folder / "message"
         self.message = said.read_text(encoding="utf-8") if said.is_file() else ""
+        # How the original failed where it failed otherwise before any attempt matched (a
+        # SyntaxError under another interpreter, a hang at a short --timeout): a refusal
+        # said "0/20: 20 failed otherwise" and no more, the reason left in the run folders.
+        other = folder / "otherwise"
+        self.otherwise = other.read_text(encoding="utf-8") if other.is_file() else ""
         self.signature_provisional = False
         self.reused = 0  # probes answered from the state
         self.replayed = 0  # their attempts: counted in the budget as if run again
@@ -321,6 +326,20 @@ class ProbeRunner:
         (self.folder / "signature").write_text(signature, encoding="utf-8")
         (self.folder / "message").write_text(message, encoding="utf-8")
 
+    def _learn_otherwise(self, attempt: AttemptResult, run_dir: Path) -> None:
+        """The first attempt of the original that failed otherwise, its signature, message
+        and folder, for the refusal where none matched; kept beside the state, as the
+        signature is, for the same command again."""
+        outcome = attempt.ran
+        if self.otherwise or outcome is None:
+            return
+        message = (outcome.message or "").strip().splitlines()
+        said = f" ({message[-1][:200]})" if message else ""
+        where = f", its logs in {run_dir / attempt.logs}" if attempt.logs else ""
+        self.otherwise = f"{outcome.signature}{said}{where}"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / "otherwise").write_text(self.otherwise, encoding="utf-8")
+
     def _stored(self, results: Sequence[RunResult], probe: Probe, key: str) -> StoredProbe:
         kinds: list[AttemptKind] = []
         raised: list[tuple[str, ...]] = []
@@ -339,6 +358,8 @@ class ProbeRunner:
                         side = _side(probe.role)
                         self.longest[side] = max(self.longest.get(side, 0.0), attempt.duration_s)
                     kinds.append(_kind(attempt, signature, probe.role))
+                    if kinds[-1] == "other" and probe.role == "failing" and not self.signature:
+                        self._learn_otherwise(attempt, run_dir)
                     raised.append(_raised(run_dir, attempt))
                     reason = attempt.infra_error or reason
         return StoredProbe(

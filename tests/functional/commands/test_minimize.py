@@ -477,6 +477,33 @@ def test_a_command_s_pipe_and_redirection_run_as_the_shell_reads_them(tmp_path: 
     assert b"ZeroDivisionError" in repro.stderr
 
 
+def test_a_refusal_of_an_original_that_failed_otherwise_says_how_and_where(
+    tmp_path: Path,
+) -> None:
+    # Syntax the interpreter does not read (a user's 3.12 `type X = ...` under 3.11; here
+    # syntax no version reads): the refusal said "0/20: 20 failed otherwise" and no more,
+    # the SyntaxError left in 20 run folders.
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "new.py").write_text("import sys\ndef pair(:\n    pass\nraise KeyError(1)\n")
+    (work / "new.yaml").write_text(
+        "reprospec: 1\nname: newer-syntax\ncommand: python new.py\n"
+        "expect: {outcome: error, exception: KeyError}\n"
+    )
+    code, data, stderr = minimize(tmp_path, "--budget", "40", spec=work / "new.yaml")
+    assert code == 1, (data.get("status"), data.get("message"), stderr)
+    assert data["status"] == "refused"
+    message = data["message"]
+    assert "(0/20: 20 failed otherwise); nothing to minimize; the first to fail otherwise: " in (
+        message
+    )
+    assert "(SyntaxError: invalid syntax), its logs in " in message
+    logs = Path(message.rpartition("its logs in ")[2])
+    assert b"SyntaxError" in (logs / "stderr.log").read_bytes()
+    # No min-rate advice for a program that never failed as expected (cb0d140a).
+    assert "--min-rate" not in json.dumps(data["search"]["warnings"])
+
+
 def test_a_candidate_that_cannot_start_is_dropped_and_the_search_goes_on(tmp_path: Path) -> None:
     # `python -c CODE true`: the candidate that drops `-c CODE` runs `python true`, which
     # cannot open its file, read as a command that never started (`true` is a program on
