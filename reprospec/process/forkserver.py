@@ -175,6 +175,7 @@ class ForkServer:
         folder: Path,
     ) -> None:
         self.modules = tuple(modules)
+        self.cwd = cwd
         self.log = folder / "server.log"
         self.openblas = False
         # Where the server imported each module from (its top-level package's file).
@@ -237,7 +238,7 @@ class ForkServer:
         if message is None:
             return f"the preload server exited before it was ready{self._log_tail()}"
         if "error" in message:
-            return f"the preload server could not start: {message['error']}"
+            return f"the preload server could not start: {message['error']}{self._local()}"
         self.openblas = bool(message.get("openblas"))
         files = message.get("files")
         if isinstance(files, dict):
@@ -252,6 +253,21 @@ class ForkServer:
         self._sock.settimeout(None)
         threading.Thread(target=self._listen, name="reprospec-preload", daemon=True).start()
         return None
+
+    def _local(self) -> str:
+        """Why a module of the workdir is not found: the server's sys.path is the
+        interpreter's, without the folder a fresh `python script.py` puts first (the server
+        serves every command of its key, whose scripts' folders differ)."""
+        for module in self.modules:
+            top = module.split(".", 1)[0]
+            for path in (self.cwd / f"{top}.py", self.cwd / top / "__init__.py"):
+                if path.is_file():
+                    return (
+                        f"; {path} is in the workdir, which is not on the preload server's "
+                        "sys.path (only the interpreter's and PYTHONPATH): set PYTHONPATH "
+                        "in environment.env to preload it, which the attempts get too"
+                    )
+        return ""
 
     def _listen(self) -> None:
         """The reader: replies go to the asking thread, wait statuses to their attempts."""

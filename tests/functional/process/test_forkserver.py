@@ -459,6 +459,25 @@ def test_an_import_that_fails_in_the_server_runs_fresh(runner: LocalRunner, tmp_
     assert "import no_such_module_here failed: ModuleNotFoundError" in (execution.launch_note or "")
 
 
+def test_a_workdir_module_the_server_cannot_import_says_why(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    # `python prog.py` imports mine.py beside it; the server, which has no script, does not
+    # see the workdir: the note must say so, not leave a bare "No module named 'mine'".
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "mine.py").write_text("VALUE = 1\n")
+    (work / "prog.py").write_text("import mine; print(mine.VALUE)\n")
+    plan = preload_plan(["python", "prog.py"], preload=("mine",), workdir=work)
+    execution = run(runner, plan, tmp_path)
+    assert execution.launch == "fresh"
+    assert execution.returncode == 0
+    note = execution.launch_note or ""
+    assert "import mine failed: ModuleNotFoundError" in note
+    assert f"{work / 'mine.py'} is in the workdir, which is not on the preload server" in note
+    assert "PYTHONPATH in environment.env" in note
+
+
 # -- the servers' lifetime ------------------------------------------------------------------
 
 
