@@ -364,7 +364,34 @@ def write_bundle(
         raise UsageError(f"{out} is a file, not a folder: materialize into a new folder")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} exists and is not empty: materialize into a new folder")
+    made = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        return _write_into(out, spec, plans, perturbs, find_links, torch_version, later)
+    except BaseException:
+        # Interrupted (Ctrl-C) or failed halfway, it left a bundle without run.sh that the
+        # same command then refused as "exists and is not empty": what it wrote goes.
+        if made:
+            shutil.rmtree(out, ignore_errors=True)
+        else:
+            for entry in list(out.iterdir()):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+        raise
+
+
+def _write_into(
+    out: Path,
+    spec: Spec,
+    plans: Sequence[AttemptPlan],
+    perturbs: Sequence[_Perturbed],
+    find_links: Path | None,
+    torch_version: str | None,
+    later: Sequence[AttemptPlan],
+) -> Bundle:
+    """write_bundle's writing, into the empty folder `out`."""
     shutil.copyfile(LAUNCH, out / LAUNCH_PY)
     spec_dir = Path(spec.path).resolve().parent
     # As `run` warns of them: the bundle bakes what they read as here (`-e MODE=`), and

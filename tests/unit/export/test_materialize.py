@@ -567,3 +567,28 @@ def test_a_refused_instances_cell_names_the_cells_a_bundle_can_carry(tmp_path: P
         "is written where -m AXIS=VALUE selects them alone"
     )
     assert not (tmp_path / "bundle").exists()
+
+
+def test_a_bundle_that_fails_halfway_leaves_nothing_to_refuse_the_next_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Stopped halfway (a Ctrl-C as the workdir's files were copied), materialize left a
+    # bundle without run.sh, and the same command then refused its folder: "exists and is
+    # not empty". The Ctrl-C comes here as the README is written, the last file.
+    from reprospec.export import materialize
+
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(materialize, "_write_readme", interrupted)
+    (tmp_path / "s.yaml").write_text(COMMAND.format(command="python3 app.py"))
+    spec = load_spec(tmp_path / "s.yaml")
+    plans = [p for p in plan_run(spec, RunOptions()).attempts if p.attempt == 1]
+    with pytest.raises(KeyboardInterrupt):
+        write_bundle(spec, plans, tmp_path / "bundle")
+    assert not (tmp_path / "bundle").exists()
+    # A folder that was there, empty, stays, emptied.
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        write_bundle(spec, plans, tmp_path / "kept")
+    assert list((tmp_path / "kept").iterdir()) == []
