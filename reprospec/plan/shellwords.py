@@ -155,7 +155,7 @@ def located_words(words: list[str]) -> list[Located]:
      the folder of its own subshell alone, and `cd server && python3 serve.py & python3
      client.py` runs client.py in the working directory, which a bundle then went without
     ."""
-    if any(w in _SUBSHELLS or w.startswith("(") or w.endswith(")") for w in words):
+    if any(w in _SUBSHELLS for w in words) or _opens_subshell(words):
         return [Located("", tuple(words))] if words else []
     located: list[Located] = []
     folder = ""
@@ -180,6 +180,22 @@ def located_words(words: list[str]) -> list[Located]:
     if current:
         located.append(Located(folder, tuple(current)))
     return located
+
+
+def _opens_subshell(words: list[str]) -> bool:
+    """Whether a word where a command starts opens a subshell: `(cd a && x)`, `a; (b)`.
+
+    Only there: the words come split, their quotes gone, so a quoted argument ending in a
+    parenthesis (`python -c 'import ctypes; ctypes.string_at(8)'`) is one word like a
+    subshell's last, and a line holding one was read whole, its `cd` not followed (the
+    core of `cd build && python -c '...'` was looked for in the wrong folder).
+    """
+    before = ";"
+    for word in words:
+        if word.startswith("(") and (before in _SEPARATORS or before.endswith(";")):
+            return True
+        before = word
+    return False
 
 
 def _cd_target(words: list[str], index: int) -> tuple[str | None, int]:

@@ -186,6 +186,13 @@ def test_a_cd_whose_folder_cannot_be_told_ends_the_following() -> None:
     ):
         words = line.split()
         assert located_words(words) == [Located("", tuple(words))], line
+    # A quoted argument holding parentheses is an argument, not a subshell: its `cd` is
+    # followed (the words come split, quotes gone, as command_words gives them).
+    words = ["cd", "build", "&&", "python", "-c", "import ctypes; ctypes.string_at(8)"]
+    assert located_words(words) == [Located("build", tuple(words[3:]))]
+    assert located_words(["a;", "(cd", "b", "&&", "x)"]) == [
+        Located("", ("a;", "(cd", "b", "&&", "x)"))
+    ]
     # A word `cd` that is an argument, or after an assignment, is a word.
     assert located_words(["A=1", "cd", "sub", "&&", "echo", "cd", "x"]) == [
         Located("", ("A=1", "cd", "sub", "&&", "echo", "cd", "x"))
