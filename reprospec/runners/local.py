@@ -27,7 +27,7 @@ from reprospec.core.recent import Recent
 from reprospec.core.results import Execution
 from reprospec.core.scoped import Scoped
 from reprospec.core.sections import Command
-from reprospec.environment.probe import probe_environment
+from reprospec.environment.probe import HARNESS_PYTHON, probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.native import cudagdb
 from reprospec.perturb import apply as perturbing
@@ -107,6 +107,12 @@ def interpreter_version(path: str) -> str:
     if found is None:
         raise InfraError(f"not a Python 3 interpreter: {path} (no version printed)")
     return found.group(1).decode()
+
+
+def _older_than_harness(version: str) -> bool:
+    """Whether an interpreter of `version` (`3.9.18`) is older than the harness runs on."""
+    parts = tuple(int(part) for part in version.split(".")[:2] if part.isdigit())
+    return parts < HARNESS_PYTHON
 
 
 def checked_python(python: str | None) -> str:
@@ -420,13 +426,21 @@ class LocalRunner:
             return infra_execution(base, reason, started=now, finished=now, warnings=warnings)
 
         try:
-            self._check_interpreter()
+            version = self._check_interpreter()
             shims = self._shims()
         except InfraError as exc:
             return infra(str(exc))
         if not plan.workdir.is_dir():
             return infra(f"workdir not found: {plan.workdir}")
         if plan.workload is not None:
+            if _older_than_harness(version):
+                # The harness failed to import there (`ImportError: cannot import name
+                # 'TypeAlias'`), an exit 1 judged an `error` as if it were the program's.
+                return infra(
+                    f"a workload runs reprospec's harness, which needs Python "
+                    f"{'.'.join(map(str, HARNESS_PYTHON))} or later; {self.python} is Python "
+                    f"{version}: give --python an interpreter that new"
+                )
             argv = [self.python, "-m", "reprospec_harness"]
             write_cell(plan, log_dir / "cell.json")
         elif plan.argv:

@@ -918,3 +918,20 @@ def test_a_user_script_of_another_python_is_refused_as_another_environments(
     # A user script of the cell's own Python runs.
     assert cells["own"]["verdict"] == "reproduced", cells["own"]
     assert (tmp_path / "ran-owntool").exists()
+
+
+def test_a_workload_on_a_python_older_than_the_harness_is_infra_error(tmp_path: Path) -> None:
+    # The harness failed to import there (`ImportError: cannot import name 'TypeAlias'`):
+    # an exit 1 judged `error ImportError`, as if the workload had raised it.
+    from tests.functional.environment.test_probe import _older_python
+
+    python = _older_python()
+    if python is None:
+        pytest.skip("no Python older than 3.10 here")
+    plan = make_plan(None, workload={"phases": [{"name": "train", "steps": 1}]})
+    execution = LocalRunner(python=python).run(plan, tmp_path)
+    assert execution.infra_error is not None, execution
+    assert execution.infra_error.startswith(
+        "a workload runs reprospec's harness, which needs Python 3.10 or later; "
+    ), execution.infra_error
+    assert execution.infra_error.endswith("give --python an interpreter that new")
