@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import threading
 import time
@@ -1048,6 +1049,11 @@ def _program(
     )
 
 
+# A name in a script's text: what the shell leaves of a word once its quotes and operators go.
+_SCRIPT_WORD = re.compile(r"[^\s'\"|&;<>()`$]+")
+_EXPRESSION = re.compile(r"\$\{\{.*?\}\}", re.S)
+
+
 def _behind(words: Sequence[str], workdir: Path, document: Mapping[str, JsonValue]) -> list[Path]:
     """The workdir's Python files the command runs by other means than its own words: the
     ones a shell script it runs names (`sh run.sh` with `cat data.txt | python app.py`),
@@ -1056,6 +1062,14 @@ def _behind(words: Sequence[str], workdir: Path, document: Mapping[str, JsonValu
 
     root = workdir.resolve()
     named = [w for w in words if "${{" not in w]
+    # The words of a script given whole (`sh -c "python gen.py ${{ matrix.n }} | python
+    # consume.py"`): its Python files were no word of the command's ("0 -> 0 lines").
+    named += [
+        inner
+        for w in words
+        if any(c.isspace() for c in w)
+        for inner in _SCRIPT_WORD.findall(_EXPRESSION.sub(" ", w))
+    ]
     listed = document.get("files")
     if isinstance(listed, list):
         named += [str(name) for name in listed]

@@ -136,3 +136,15 @@ def test_a_package_its_relative_imports_and_a_scripts_neighbours_are_the_program
     assert {"tools/go.py", "tools/near.py"} <= set(dict(in_subfolder.files))
     assert sorted(dict(as_module.files)) == ["mylib/__init__.py", "mylib/core.py", "mylib/util.py"]
     assert as_module.head == ("python", "-m", "mylib.core")
+
+
+def test_the_python_files_of_a_script_given_whole_to_sh_c_are_the_program(tmp_path: Path) -> None:
+    # `sh -c "python gen.py ${{ matrix.n }} | python consume.py"`: neither file was a word of
+    # the command, and minimize said "0 -> 0 lines (minimized)" of a program it never cut.
+    written(tmp_path, {"gen.py": "print(1)\n", "consume.py": "import helper\n", "helper.py": ""})
+
+    command = 'sh -c "python gen.py ${{ matrix.n }} 2>/dev/null | python consume.py"'
+    program = _program(command, tmp_path, {})
+
+    assert sorted(path for path, _ in program.files) == ["consume.py", "gen.py", "helper.py"]
+    assert program.head == ("sh",)
