@@ -127,6 +127,9 @@ def parse_chain(text: str) -> tuple[PythonException, ...]:
         found[context] = chain
     if "uncaught" in found:
         return tuple(found["uncaught"])
+    compile_error = _compile_error(lines)
+    if compile_error is not None:
+        return (compile_error,)
     # An exception in a thread ends its thread, never the process (`thread_exceptions`
     # reads them, for the report); "Exception ignored" reports never end it either.
     dumped = _OBJECT_DUMP_TYPE.search(text)
@@ -134,6 +137,31 @@ def parse_chain(text: str) -> tuple[PythonException, ...]:
         shown = _OBJECT_DUMP_REPR.search(text)
         return (PythonException(dumped["type"], shown["repr"].strip() if shown else None),)
     return ()
+
+
+# A compile error of the script Python was asked to run (`python bad.py`, `-c CODE`) has
+# no frame to show, so CPython prints it with no `Traceback` header: its location, the
+# source line and a caret, then `SyntaxError: ...`. Read only as what the script's
+# compile printed, a `File` line that is not a traceback's frame (those follow a header).
+_COMPILE_LOCATION = Lazy(r'^  File "[^"]*", line \d+\s*$')
+_COMPILE_ERROR = Lazy(r"^(?:SyntaxError|IndentationError|TabError)(?::|$)")
+
+
+def _compile_error(lines: list[str]) -> PythonException | None:
+    """The last headerless compile error in `lines`: the script itself did not compile."""
+    for index in range(len(lines) - 1, -1, -1):
+        if not _COMPILE_LOCATION.match(lines[index]):
+            continue
+        if index > 0 and (lines[index - 1][:1].isspace() or _TB_HEADER.match(lines[index - 1])):
+            continue  # a frame of a traceback (a module imported did not compile)
+        end = index + 1
+        while end < len(lines) and lines[end][:1].isspace():
+            end += 1
+        if end < len(lines) and _COMPILE_ERROR.match(lines[end]):
+            match = _EXC_LINE.match(lines[end].rstrip())
+            if match is not None:
+                return PythonException(match["type"], match["message"])
+    return None
 
 
 def thread_exceptions(text: str) -> tuple[PythonException, ...]:

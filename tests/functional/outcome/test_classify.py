@@ -100,6 +100,27 @@ def test_uncaught_exception(tmp_path: Path) -> None:
     assert outcome.signature == "error:Boom:validation"
 
 
+@pytest.mark.parametrize(
+    ("source", "exception"),
+    [("def f(:\n    pass\n", "SyntaxError"), ("if True:\nx = 1\n", "IndentationError")],
+)
+def test_a_script_that_does_not_compile_raised_its_syntax_error(
+    tmp_path: Path, source: str, exception: str
+) -> None:
+    """CPython prints the compile error of the script it was asked to run with no
+    `Traceback` header (there is no frame): read as no exception, `expect: {exception:
+    SyntaxError}` could never match, and minimize's refusal said only `error exit 1`."""
+    script = tmp_path / "bad.py"
+    script.write_text(source)
+    outcome = classify(run_child(tmp_path, [sys.executable, str(script)]))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code, outcome.exception) == ("error", 1, exception)
+    assert outcome.message is not None
+    assert outcome.message.startswith(
+        "invalid syntax" if exception == "SyntaxError" else "expected an indented block"
+    )
+
+
 def test_chained_exception_takes_the_last(tmp_path: Path) -> None:
     outcome = classify(behave(tmp_path, "chained"))
     assert isinstance(outcome, Outcome)

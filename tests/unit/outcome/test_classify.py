@@ -169,6 +169,22 @@ def test_recorded_stderr_has_the_nul_byte_and_still_parses() -> None:
     assert "exited unexpectedly" in exception.message
 
 
+def test_a_compile_error_is_read_only_where_no_traceback_holds_it() -> None:
+    """The script's own compile error has no header; a module's that an import did not
+    compile is a traceback's last frames, read as that traceback (its frames' `File`
+    lines follow a header or another frame, never read as a headerless error)."""
+    script = '  File "/w/bad.py", line 1\n    def f(:\n          ^\nSyntaxError: invalid syntax\n'
+    assert parse_exception(script) == PythonException("SyntaxError", "invalid syntax")
+    imported = (
+        "Traceback (most recent call last):\n"
+        '  File "/w/main.py", line 1, in <module>\n'
+        "    import bad\n" + script.replace("SyntaxError", "IndentationError")
+    )
+    assert parse_chain(imported) == (PythonException("IndentationError", "invalid syntax"),)
+    # A `File` line with no compile error under it (a program's own output) is none.
+    assert parse_chain('  File "/w/x.py", line 3\n    x = 1\nValueError: no\n') == ()
+
+
 def test_a_blank_source_line_inside_a_traceback_does_not_end_it() -> None:
     """Recorded (the suite, a loaded machine): torch's SIGCHLD handler ran on a `def` line,
     whose frame CPython printed with an empty line under it, and the traceback was read as
