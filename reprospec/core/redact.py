@@ -200,7 +200,7 @@ def _credential_kind(found: re.Match[str]) -> bool:
                 return b":" in base64.b64decode(credential, validate=True)
             except (binascii.Error, ValueError):
                 return False
-        return looks_generated(credential)
+        return _scheme_credential(credential)
     if found["alone"] is not None:
         return _TOKEN_ONLY.fullmatch(found["alone"]) is not None
     if found["password"] is not None:
@@ -232,11 +232,18 @@ def credential_spans(text: str) -> list[tuple[int, int, str]]:
         if found["password"] is not None:
             spans.append((*found.span("password"), "URL password"))
         elif found["scheme"] is not None:
-            if looks_generated(found["credential"]):
+            if _scheme_credential(found["credential"]):
                 spans.append((*found.span("credential"), f"{found['scheme']} credential"))
         elif not found["token"].startswith("sk-") or looks_generated(found["token"][3:]):
             spans.append((*found.span("token"), f"{found['token'][:3]}... token"))
     return spans
+
+
+def _scheme_credential(credential: str) -> bool:
+    """Whether a scheme's word (`Bearer WORD`) is a credential: a generated string, or a
+    provider's token, whose prefix's `_` no generated-string rule reads (`Bearer ghp_` and
+    36 lowercase letters and digits was kept whole, though `ghp_...` alone was masked)."""
+    return looks_generated(credential) or _TOKEN_ONLY.fullmatch(credential) is not None
 
 
 def looks_generated(text: str) -> bool:

@@ -18,6 +18,7 @@ from reprospec.core.redact import (
     Redactor,
     _no_mapping_in,
     command_secrets,
+    credential_spans,
     env_names_read,
     holds_secret,
     looks_like_credential,
@@ -358,6 +359,9 @@ def test_credentials_are_known_by_their_shape() -> None:
         "hf_" + "A1b" * 11,
         "sk-proj-" + "a1B" * 12,
         "ghp_" + "b1C" * 12,
+        # A provider's token after a scheme, lowercase and digits only: its `_` is no
+        # generated string's, and the scheme's rule kept it whole (review).
+        "Bearer ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789",
         "AKIA" + "C" * 16,
         "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4fwpM",
     ):
@@ -381,6 +385,8 @@ def test_credentials_are_known_by_their_shape() -> None:
         "0.001",
     ):
         assert not looks_like_credential(value), value
+    header = 'curl -H "Authorization: Bearer ghp_' + "a1" * 18 + '"'
+    assert credential_spans(header) == [(31, 71, "Bearer credential")]
     assert holds_secret("HF_TOKEN", "x")
     assert not holds_secret("LR", "0.1")
     assert secret_values([("DB", "postgres://me:pw1234@db/x")], {}) == (
