@@ -391,9 +391,11 @@ def test_status_counts_silent_passes_and_says_why_a_shard_failed(cli: Cli, tmp_p
     (shard,) = status.shards
     assert (shard.state, shard.attempts_started, shard.attempts_planned) == ("done", 2, 2)
     assert "2/2 attempts" in cli("slurm", "status", str(only_run(shared))).stdout
-    # There on the login node, so submitted; no Python, so the task's run exits 3.
+    # Python on the login node, so submitted (slurm checks --python before it submits,
+    # 0964e1b8); no Python on the node (a path the nodes see another way: here, within a
+    # Slurm job), so the task's run exits 3.
     fake = tmp_path / "fake-python"
-    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.write_text(f'#!/bin/sh\n[ -n "$SLURM_JOB_ID" ] && exit 1\nexec {sys.executable} "$@"\n')
     fake.chmod(0o755)
     broken = tmp_path / "broken"
     failed = cli("slurm", str(spec), "--shards", "1", "--python", str(fake), "--out", str(broken))
