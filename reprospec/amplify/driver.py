@@ -549,7 +549,7 @@ def _reads_attempt(spec: Spec, options: RunOptions) -> str:
     its attempts from 1 (the engine's numbering), so such a cell's probes draw the same
     few values again and again: said, not hidden behind an interval of repeated draws."""
     from reprospec import api
-    from reprospec.export.materialize import _reads_attempt as reads_attempt
+    from reprospec.plan.attempt import reads_attempt
 
     attempts = api.plan_run(spec, options.with_changes(repeat=2)).attempts
     if not len(attempts):

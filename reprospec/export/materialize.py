@@ -70,6 +70,7 @@ from reprospec.export.runnerpackages import RunnerPackages, recorded_build, runn
 from reprospec.perturb.apply import PerturbRefused, variables
 from reprospec.perturb.competitors import LOAD
 from reprospec.perturb.container import for_container
+from reprospec.plan.attempt import reads_attempt
 from reprospec.plan.shellwords import SHELLS
 from reprospec.process.childprotocol import (
     CACHE_DIR,
@@ -473,7 +474,7 @@ def _write_into(
         )  # fmt: skip
         script.append(cell.script)
         warnings.extend(cell.warnings)
-        reads = _reads_attempt(plan, {p.cell.id: p for p in later}.get(plan.cell.id))
+        reads = reads_attempt(plan, {p.cell.id: p for p in later}.get(plan.cell.id))
         if reads:
             warnings.append(
                 f"cell {number} ({plan.cell.id}): it reads its attempt "
@@ -512,34 +513,6 @@ def _other_python(environment: Environment) -> str:
         return ""  # the spec's own image: its python is not known here
     have = dockerimage.PUBLIC_PYTHON
     return "" if same_python(have, wanted) or same_python(wanted, have) else wanted
-
-
-def _reads_attempt(plan: AttemptPlan, second: AttemptPlan | None) -> str:
-    """How `plan` (attempt 1) depends on its attempt number, in a few words; "" where not.
-
-    The bundle resolves each cell's first attempt: a `--seed ${{ attempt }}` or a workload
-    fault's `probability` (one coin per attempt) is the same in every run of run.sh, so a
-    cell expected to fail in some of its runs never does otherwise there, however often it
-    is run again, as the README said it might."""
-    from reprospec.plan.attempt import describe
-
-    if plan.workload is not None:
-        faults = plan.workload.get("faults")
-        for number, fault in enumerate(faults if isinstance(faults, Sequence) else ()):
-            chance = fault.get("probability") if isinstance(fault, Mapping) else None
-            if isinstance(chance, (int, float)) and chance < 1:
-                return f"workload.faults[{number}].probability {chance:g}, drawn per attempt"
-        return ""
-    if second is None:
-        return ""
-    first, other = describe(plan), describe(second)
-    first.pop("attempt")
-    other.pop("attempt")
-    if first == other:
-        return ""
-    # Named, not shown: a value may hold a secret the bundle passes by name.
-    fields = [key for key in first if key != "argv" and first[key] != other.get(key)]
-    return "`${{ attempt }}` in its " + ", ".join(fields or ["argv"])
 
 
 def _unmet_wheels(

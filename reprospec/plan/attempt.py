@@ -277,6 +277,33 @@ def describe(plan: AttemptPlan) -> JsonObject:
     return out
 
 
+def reads_attempt(plan: AttemptPlan, second: AttemptPlan | None) -> str:
+    """How `plan` (an attempt) depends on its attempt number, in a few words; "" where not.
+
+    `second` is the same cell's next attempt (None: it has none, nothing to compare). A
+    `--seed ${{ attempt }}` or a workload fault's `probability` (one coin per attempt) make
+    an attempt's number part of what it runs: a bundle runs each cell's attempt 1 in every
+    run of run.sh, and each probe of a search numbers its attempts from 1 again, so either
+    draws the same few values again (`materialize` and `amplify` say so)."""
+    if plan.workload is not None:
+        faults = plan.workload.get("faults")
+        for number, fault in enumerate(faults if isinstance(faults, Sequence) else ()):
+            chance = fault.get("probability") if isinstance(fault, Mapping) else None
+            if isinstance(chance, (int, float)) and chance < 1:
+                return f"workload.faults[{number}].probability {chance:g}, drawn per attempt"
+        return ""
+    if second is None:
+        return ""
+    first, other = describe(plan), describe(second)
+    first.pop("attempt")
+    other.pop("attempt")
+    if first == other:
+        return ""
+    # Named, not shown: a value may hold a secret a bundle passes by name.
+    fields = [key for key in first if key != "argv" and first[key] != other.get(key)]
+    return "`${{ attempt }}` in its " + ", ".join(fields or ["argv"])
+
+
 def first_attempts(spec: Spec, cells: Sequence[Cell]) -> tuple[AttemptPlan, ...]:
     """Attempt 1 of each of `cells`: what `reprospec plan` shows.
 
