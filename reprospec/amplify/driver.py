@@ -30,7 +30,6 @@ from reprospec.amplify.search import Amplification, Arm, Probe, Settings
 from reprospec.amplify.state import StateFile, StoredProbe, held
 from reprospec.core.caller import argument, from_api, said
 from reprospec.core.frozen import frozen
-from reprospec.core.inputs import Spec
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
@@ -42,6 +41,7 @@ from reprospec.errors import FatalError, UsageError, suggest
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import search_id
 from reprospec.perturb.fork import unforkable
+from reprospec.plan.attempt import reads_attempt
 from reprospec.plan.failingcell import cell_filters, choose_failing_cell
 from reprospec.runners import kept_servers
 
@@ -283,7 +283,10 @@ def _amplify(
             f"amplify needs the cell's expect to say how it fails (the spec's own signature, "
             f"not any failure); cell {cell.id} {said}"
         )
-    reads = _reads_attempt(spec, run_options)
+    # How the cell's attempt depends on its number, as `materialize` words it: every probe
+    # numbers its attempts from 1 (the engine's numbering), so such a cell's probes draw the
+    # same few values again: said, not hidden behind an interval of repeated draws.
+    reads = reads_attempt(plan.attempts[0], plan.extra_attempt(cell, 2)) if plan.attempts else ""
     if reads:
         say(
             f"warning: cell {cell.id} reads its attempt number ({reads}): each probe is a run "
@@ -541,20 +544,6 @@ def _stored_attempts(run_ids: Iterable[str], out: Path) -> Iterator[AttemptResul
             continue
         for cell in result.cells:
             yield from cell.attempts
-
-
-def _reads_attempt(spec: Spec, options: RunOptions) -> str:
-    """How the one cell's attempt depends on its number (a `--seed ${{ attempt }}`, a
-    workload fault's coin), as `materialize` words it; "" where not. Every probe numbers
-    its attempts from 1 (the engine's numbering), so such a cell's probes draw the same
-    few values again and again: said, not hidden behind an interval of repeated draws."""
-    from reprospec import api
-    from reprospec.plan.attempt import reads_attempt
-
-    attempts = api.plan_run(spec, options.with_changes(repeat=2)).attempts
-    if not len(attempts):
-        return ""
-    return reads_attempt(attempts[0], attempts[1] if len(attempts) > 1 else None)
 
 
 def _run_probe(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 
 from reprospec.commands import options as opt
@@ -42,8 +41,7 @@ def run(args: argparse.Namespace) -> int:
     plans = [plan for plan in planned.attempts if plan.attempt == 1]
     # Each cell's second attempt, whatever the spec's repeat: a cell whose first differs
     # from it reads the attempt number, which the bundle fixes at 1.
-    again = plan_run(spec, dataclasses.replace(options, repeat=2))
-    later = [plan for plan in again.attempts if plan.attempt == 2]
+    later = [planned.extra_attempt(plan.cell, 2) for plan in plans]
     bundle = write_bundle(
         spec,
         plans,
