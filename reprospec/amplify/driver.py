@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from reprospec.amplify.report import AmplifyReport
 from reprospec.amplify.search import Amplification, Arm, Probe, Settings
-from reprospec.amplify.state import StateFile, StoredProbe, held
+from reprospec.amplify.state import StateFile, StoredProbe, held, run_ids
 from reprospec.core.caller import argument, from_api, said
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -414,7 +414,7 @@ def _amplify(
             cell=cell,
             expectation=expectation,
             result=search.result,
-            runs=tuple(dict.fromkeys(p.run_id for p in answered if p.run_id)),
+            runs=tuple(run_ids(answered)),
             reused=reused,
             replayed=replayed,
             interrupted=interrupted,

@@ -603,7 +603,7 @@ class Amplification:
                     "is that the failure the cell's expect should say?"
                 )
             return said
-        if leader == 0 and tried and any(t.matched for t in self.tallies):
+        if leader == 0 and tried:  # (and some attempt matched: said above where none did)
             # The answer names the best perturbation's rate beside the base's: without
             # this, "best cpus=1: 10/14: not amplified" gave no reason, and nor did
             # "base 2/35; best malloc=perturb: 0/22: not amplified", where no perturbation

@@ -26,7 +26,7 @@ import contextlib
 import fcntl
 import json
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -135,12 +135,13 @@ class StateFile:
         }
         write_atomic(self.path, json.dumps(data, indent=1))
 
-    def probes(self) -> list[StoredProbe]:
-        """Every probe stored, in the order they ran."""
-        return list(self._probes)
-
     def runs(self) -> list[str]:
-        return list(dict.fromkeys(p.run_id for p in self._probes if p.run_id))
+        return run_ids(self._probes)
+
+
+def run_ids(probes: Iterable[StoredProbe]) -> list[str]:
+    """The runs of `probes`, each once, in the order they ran."""
+    return list(dict.fromkeys(p.run_id for p in probes if p.run_id))
 
 
 @contextlib.contextmanager
