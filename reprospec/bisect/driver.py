@@ -500,10 +500,10 @@ def _check_python(request: BisectRequest) -> None:
     which the venv runner has uv find, is uv's to find."""
     if request.python is None or request.runner == "docker" or _VERSION.fullmatch(request.python):
         return
-    from reprospec.runners.local import interpreter_version, resolve_python
+    from reprospec.runners.local import checked_python
 
     try:
-        interpreter_version(resolve_python(request.python))
+        checked_python(request.python)
     except InfraError as exc:
         raise InfraError(f"{exc} ({said('--python', 'python')})") from exc
 
