@@ -419,6 +419,7 @@ def _write_into(
     of_workdir: dict[Path, list[AttemptPlan]] = {}
     for plan in plans:
         of_workdir.setdefault(plan.workdir, []).append(plan)
+    second = {p.cell.id: p for p in later}  # each cell's attempt 2, where given
     other_python: dict[str, list[str]] = {}
     for number, plan in enumerate(plans, start=1):
         wanted = _other_python(plan.environment)
@@ -474,7 +475,7 @@ def _write_into(
         )  # fmt: skip
         script.append(cell.script)
         warnings.extend(cell.warnings)
-        reads = reads_attempt(plan, {p.cell.id: p for p in later}.get(plan.cell.id))
+        reads = reads_attempt(plan, second.get(plan.cell.id))
         if reads:
             warnings.append(
                 f"cell {number} ({plan.cell.id}): it reads its attempt "
