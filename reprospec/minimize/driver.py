@@ -61,7 +61,7 @@ from reprospec.isolation.state import StateFile, forget_could_not_run, search_id
 from reprospec.minimize.named import unread_listed
 from reprospec.minimize.preloadhint import preload_hint
 from reprospec.minimize.probes import RAISED_FROM, ProbeRunner, only_cell, reread
-from reprospec.minimize.program import Program, split_words
+from reprospec.minimize.program import EXPRESSION, Program, split_words
 from reprospec.minimize.report import (
     Minimized,
     dir_checked,
@@ -1051,7 +1051,6 @@ def _program(
 
 # A name in a script's text: what the shell leaves of a word once its quotes and operators go.
 _SCRIPT_WORD = re.compile(r"[^\s'\"|&;<>()`$]+")
-_EXPRESSION = re.compile(r"\$\{\{.*?\}\}", re.S)
 
 
 def _behind(words: Sequence[str], workdir: Path, document: Mapping[str, JsonValue]) -> list[Path]:
@@ -1068,7 +1067,7 @@ def _behind(words: Sequence[str], workdir: Path, document: Mapping[str, JsonValu
         inner
         for w in words
         if any(c.isspace() for c in w)
-        for inner in _SCRIPT_WORD.findall(_EXPRESSION.sub(" ", w))
+        for inner in _SCRIPT_WORD.findall(EXPRESSION.sub(" ", w))
     ]
     listed = document.get("files")
     if isinstance(listed, list):

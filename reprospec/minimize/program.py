@@ -29,7 +29,8 @@ from reprospec.core.pysource import UNREADABLE
 from reprospec.spec.files import STORE_DB
 from reprospec.store.runfolder import RunFolder
 
-_EXPR = re.compile(r"\$\{\{.*?\}\}", re.S)
+# A `${{ }}` expression of a spec, kept whole where a command is read as words.
+EXPRESSION = re.compile(r"\$\{\{.*?\}\}", re.S)
 # What the shell reads as syntax, not as a word's letters: a word whose value holds one is
 # kept as written (`split_words`), so a value never holds one and `join_words` tells the
 # two apart by it (a plain value is quoted again, shell text left as it was).
@@ -156,7 +157,7 @@ def split_words(command: str) -> tuple[str, ...]:
         return re.sub(r"\0(\d+)\0", lambda m: found[int(m.group(1))], text)
 
     words: list[str] = []
-    for raw in _shell_words(_EXPR.sub(hold, command)):
+    for raw in _shell_words(EXPRESSION.sub(hold, command)):
         values = shlex.split(raw)  # also refuses an unclosed quote, as the shell does
         # A word with shell syntax in its value (`|`, `2>&1`, `$HOME`, `*.csv`, or a quoted
         # `'a|b'`) stays as written too: as a value, `join_words` quoted it, and the
@@ -202,6 +203,6 @@ def join_words(words: tuple[str, ...]) -> str:
     """The inverse of `split_words`: plain words quoted for the shell, a word with an
     expression left as written (its quotes are the spec's, and the command's meaning)."""
     return " ".join(
-        word if _EXPR.search(word) or _SHELL.intersection(word) else shlex.quote(word)
+        word if EXPRESSION.search(word) or _SHELL.intersection(word) else shlex.quote(word)
         for word in words
     )
