@@ -512,4 +512,4 @@ _VERSION = Lazy(r"\d+(?:\.\d+)*")
 
 
 def _envs_root(request: BisectRequest) -> Path:
-    return venvs.shared_envs() or (request.out / "envs").resolve()
+    return venvs.envs_folder(request.out)

@@ -58,9 +58,9 @@ _PRUNE_ONLY = (("--older-than", "older_than"), ("--all", "all"), ("--dry-run", "
 
 
 def _root(out: Path) -> Path:
-    from reprospec.venvs import shared_envs
+    from reprospec.venvs import envs_folder
 
-    return shared_envs() or (out / "envs").resolve()
+    return envs_folder(out)
 
 
 def _seconds(text: str) -> float:

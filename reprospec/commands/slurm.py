@@ -180,7 +180,7 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     # not N times in N task logs; and we know how many attempts each shard holds.
     options = opt.run_options(args, purpose="slurm")
     from reprospec.plan.run import refuse_adaptive_shards
-    from reprospec.slurm.preflight import envs_folder
+    from reprospec.venvs import envs_folder
 
     envs = envs_folder(args.out) if options.runner == "venv" else None
     # What every shard repeats, as given (a shard reads them as `run` does).
@@ -269,7 +269,8 @@ def _preflight(
     which cells of another it could not: each would only be an infra-error in a task log.
     `firsts`: attempt 1 of every cell."""
     from reprospec.runners.local import interpreter_version, resolve_python
-    from reprospec.slurm.preflight import build_venvs, check_local, describe, envs_folder
+    from reprospec.slurm.preflight import build_venvs, check_local, describe
+    from reprospec.venvs import envs_folder
 
     python = resolve_python(options.python)
     if options.runner != "docker":

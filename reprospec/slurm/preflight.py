@@ -46,15 +46,6 @@ class Preflight:
         return self.cells > 0 and sum(len(r.cells) for r in self.refused) >= self.cells
 
 
-def envs_folder(shared: Path) -> Path:
-    """Where the venv runner's environments go: `$REPROSPEC_ENVS` when set (a folder the
-    user already shares), else `SHARED/envs`, beside the Slurm runs, so a later run of the
-    same packages reuses them. Absolute: the array script names it to every node."""
-    from reprospec.venvs import shared_envs
-
-    return shared_envs() or (shared / "envs").resolve()
-
-
 def _grouped(refusals: dict[str, str]) -> tuple[Refused, ...]:
     by_reason: dict[str, list[str]] = {}
     for cell, reason in refusals.items():

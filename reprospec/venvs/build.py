@@ -64,6 +64,14 @@ def shared_envs() -> Path | None:
     return path.resolve()
 
 
+def envs_folder(out: Path) -> Path:
+    """Where the venv runner's environments are for a store at `out`: `$REPROSPEC_ENVS`
+    when set (a folder the user shares between projects, or Slurm's nodes), else
+    `OUT/envs`; absolute (slurm's array script names it to every node). What `envs`,
+    `bisect` and `slurm` list, prune and build into."""
+    return shared_envs() or (out / "envs").resolve()
+
+
 USED_BY = ".used-by"
 UV_TIMEOUT_S = 3600.0
 
