@@ -86,12 +86,19 @@ def unread_axes(
     the axis that fed the user's package version was read by nothing there, and every
     candidate's report told the user to use run.repeat instead of a matrix that was right."""
     if cells is not None:
-        values: dict[str, set[Hashable]] = {}
+        unread = unread_axes(document)
+        if not unread:
+            return []  # (the usual run: its cells, up to 10^5 of them, are not walked)
+        values: dict[str, set[Hashable]] = {axis: set() for axis in unread}
+        pending = set(unread)  # the axes not yet seen with two values
         for cell in cells:
-            for axis, value in cell.matrix.items():
-                values.setdefault(axis, set()).add(canonical(value))
-        varied = {axis for axis, seen in values.items() if len(seen) > 1}
-        return [axis for axis in unread_axes(document) if axis in varied]
+            for axis in [a for a in pending if a in cell.matrix]:
+                values[axis].add(canonical(cell.matrix[axis]))
+                if len(values[axis]) > 1:
+                    pending.discard(axis)
+            if not pending:
+                break
+        return [axis for axis in unread if len(values[axis]) > 1]
     matrix = document.get("matrix")
     if not isinstance(matrix, dict):
         return []
