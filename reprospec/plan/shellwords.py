@@ -164,7 +164,7 @@ def located_words(words: list[str]) -> list[Located]:
     while index < len(words):
         word = words[index]
         before = words[index - 1] if index else ";"
-        if word != "cd" or not (before in _SEPARATORS or before.endswith(";")):
+        if word != "cd" or not _starts_command(before):
             current.append(word)
             index += 1
             continue
@@ -182,6 +182,12 @@ def located_words(words: list[str]) -> list[Located]:
     return located
 
 
+def _starts_command(before: str) -> bool:
+    """Whether the word after `before` is where a command starts: after an operator, or a
+    word that ends one (`sub;`: shlex keeps the `;` on the word)."""
+    return before in _SEPARATORS or before.endswith(";")
+
+
 def _opens_subshell(words: list[str]) -> bool:
     """Whether a word where a command starts opens a subshell: `(cd a && x)`, `a; (b)`.
 
@@ -192,7 +198,7 @@ def _opens_subshell(words: list[str]) -> bool:
     """
     before = ";"
     for word in words:
-        if word.startswith("(") and (before in _SEPARATORS or before.endswith(";")):
+        if word.startswith("(") and _starts_command(before):
             return True
         before = word
     return False
