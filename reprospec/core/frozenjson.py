@@ -57,7 +57,7 @@ class FrozenDict(dict[_K, _V]):
         return dict(self)
 
     def __deepcopy__(self, memo: dict[int, object]) -> dict[_K, _V]:
-        return thaw(dict(self))
+        return thaw(self)
 
     def __repr__(self) -> str:
         return dict.__repr__(self)
@@ -91,7 +91,7 @@ class FrozenList(list[_T]):
         return list(self)
 
     def __deepcopy__(self, memo: dict[int, object]) -> list[_T]:
-        return thaw(list(self))
+        return thaw(self)
 
     def __repr__(self) -> str:
         return list.__repr__(self)
