@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 
 from reprospec.core.rates import rate_floor
-from reprospec.core.results import RunResult, Standalone
+from reprospec.core.results import CellResult, RunResult, Standalone
 from reprospec.core.words import attempts_phrase
 from reprospec.environment.facts import run_one_cell_fields
 from reprospec.report.environment import perturbed_cells
@@ -22,8 +22,13 @@ from reprospec.report.versions import captured_where, versions_text
 from reprospec.store.runfolder import REPRO_PY
 
 
+def _cell_of(run: RunResult, cell_id: str) -> CellResult | None:
+    """The result of the repro's cell (`Standalone.cell`), None where the run has none."""
+    return next((c for c in run.cells if c.cell.id == cell_id), None)
+
+
 def _cell_phrase(run: RunResult, standalone: Standalone) -> str:
-    cell = next((c for c in run.cells if c.cell.id == standalone.cell), None)
+    cell = _cell_of(run, standalone.cell)
     name = inline_code(standalone.cell) if standalone.cell else "the only cell"
     if cell is None or not cell.attempts:
         return f"cell {name}"
@@ -132,7 +137,7 @@ def flaky_loop(run: RunResult, code: Callable[[str], str] = inline_code) -> tupl
     standalone = run.standalone
     if standalone is None:
         return None
-    cell = next((c for c in run.cells if c.cell.id == standalone.cell), None)
+    cell = _cell_of(run, standalone.cell)
     if cell is None or not standalone.run.strip():
         return None
     ran = [a for a in cell.attempts if a.ran is not None]
@@ -181,14 +186,15 @@ def repro_line(run: RunResult, looped: tuple[str, str] | None) -> str:
     shows how the cell ran, with its outcome).
     """
     standalone = run.standalone
+    cell_result = _cell_of(run, standalone.cell) if standalone is not None else None
     if (
         standalone is None
-        or _never_failed(run, standalone.cell)
+        or _never_failed(cell_result)
         or perturbed_cells(run)  # the plain command runs without the perturbation
         or standalone.unavailable
         or standalone.notes  # a caveat goes with it: the section, not a bare line
         or standalone.kind != "command"
-        or _under_diagnostics(run, standalone.cell)
+        or _under_diagnostics(cell_result)
         or "\n" in standalone.run.strip()
         or len(standalone.run) > 200
     ):
@@ -203,17 +209,15 @@ def repro_line(run: RunResult, looped: tuple[str, str] | None) -> str:
     )
 
 
-def _never_failed(run: RunResult, cell_id: str) -> bool:
+def _never_failed(cell: CellResult | None) -> bool:
     """Whether the repro's cell ran and no attempt of it failed: it is the first that ran
     because none failed (plan/standalone.choose_cell), so there is nothing to reproduce."""
-    cell = next((c for c in run.cells if c.cell.id == cell_id), None)
     return cell is not None and bool(cell.attempts) and not any(a.failed for a in cell.attempts)
 
 
-def _under_diagnostics(run: RunResult, cell_id: str) -> bool:
+def _under_diagnostics(cell: CellResult | None) -> bool:
     """Whether the cell ran under `environment.debug` (compute-sanitizer, a CUDA core dump,
     ...): its plain command fails another way (no sanitizer's exit code, no core)."""
-    cell = next((c for c in run.cells if c.cell.id == cell_id), None)
     debug = cell.environment.get("debug") if cell is not None else None
     if not isinstance(debug, dict):
         return False
