@@ -562,7 +562,13 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
         return RunFolder(path).results_json
     if path.is_file():
         beside = RunFolder(path.parent)
-        if path.name != beside.results_json.name and _a_run_folder(path.parent):
+        # A results.json alone may be any folder's copy of one, whose other files are no
+        # run's: a run's folder holds what a run writes beside it too.
+        if (
+            path.name != beside.results_json.name
+            and beside.results_json.is_file()
+            and _run_wrote(path.parent)
+        ):
             # Another file of a run folder (its report.md, the one a user has open; its
             # spec.yaml): the run's. Read as results, report.md was refused as "not JSON".
             return beside.results_json
@@ -590,12 +596,10 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
     raise UsageError(f"no run {name!r}: not a run folder, a results.json, or a run id under {runs}")
 
 
-def _a_run_folder(folder: Path) -> bool:
-    """Whether `folder` is a run's: its results.json, and what a run writes beside it (a
-    results.json alone may be any folder's copy of one, whose other files are no run's)."""
-    return RunFolder(folder).results_json.is_file() and any(
-        (folder / name).exists() for name in (ENGINE_JSON, CELLS, SPEC_YAML)
-    )
+def _run_wrote(folder: Path) -> bool:
+    """Whether `folder` holds what a run writes as it begins (its engine.json, its cells/,
+    its spec.yaml), finished or not."""
+    return any((folder / name).exists() for name in (ENGINE_JSON, CELLS, SPEC_YAML))
 
 
 def _not_a_run(folder: Path) -> str:
@@ -603,7 +607,7 @@ def _not_a_run(folder: Path) -> str:
     cells/) is still running or was killed; any other folder is not a run's, and said so:
     `report /tmp` read "/tmp has no results.json (the run may still be going ...)". A store
     (`--out`, its runs/ folder) is said to be one, with how to name a run in it."""
-    if any((folder / name).exists() for name in (ENGINE_JSON, CELLS, SPEC_YAML)):
+    if _run_wrote(folder):
         return f"{folder} has no results.json (the run may still be going, or was killed)"
     if (folder / RUNS).is_dir():
         return (
