@@ -47,11 +47,19 @@ def _requires(wheel: Path) -> list[str]:
     return names
 
 
+def _wheels(folder: Path) -> list[Path] | None:
+    """The files of `folder`, sorted, where each is a wheel; None where one is not (an
+    sdist, whose name and requirements are its build's to say). Hidden files are no
+    distribution's."""
+    files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    return None if any(p.suffix != ".whl" for p in files) else files
+
+
 def needed_wheels(folder: Path, requirements: Sequence[str]) -> tuple[Path, ...] | None:
     """The wheels of `folder` that installing `requirements` can use; None: the whole
     folder (it holds more than wheels, or a requirement names no distribution)."""
-    files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
-    if any(p.suffix != ".whl" for p in files):
+    files = _wheels(folder)
+    if files is None:
         return None
     by_name: dict[str, list[Path]] = {}
     for wheel in files:
@@ -82,8 +90,8 @@ def unmet(folder: Path, requirements: Sequence[str]) -> tuple[str, ...]:
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
     from packaging.version import Version
 
-    files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
-    if any(p.suffix != ".whl" for p in files):
+    files = _wheels(folder)
+    if files is None:
         return ()
     versions: dict[str, list[Version]] = {}
     for wheel in files:
