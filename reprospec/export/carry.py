@@ -37,7 +37,7 @@ import functools
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
 from reprospec.core.frozen import frozen
@@ -229,9 +229,30 @@ _NUMBER = Lazy(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 def mask_keyed_secrets(text: str, *, code: bool = False) -> tuple[str, tuple[KeyedSecret, ...]]:
     """`text` with the literal value of each secret-looking key as MASK (quotes kept), and
     those keys; in Python source (`code`) only quoted values are literals."""
+    text, keyed = _masked(text, _keyed_spans(text, code))
+    text, netrc = _masked(text, _netrc_spans(text))
+    # A credential by its shape under no key (`login("hf_...")`, curl's `-H "Authorization:
+    # Bearer ..."`, a URL's password), named by its kind.
+    text, shaped = _masked(text, credential_spans(text))
+    return text, tuple(sorted([*keyed, *netrc, *shaped], key=lambda k: k.line))
+
+
+def _masked(text: str, spans: Iterable[tuple[int, int, str]]) -> tuple[str, list[KeyedSecret]]:
+    """`text` with each span (start, end, what it is; in order, apart) as MASK, and each
+    span's line and name. Each pass masks the text the one before it left."""
     out: list[str] = []
     found: list[KeyedSecret] = []
     at = 0
+    for start, end, name in spans:
+        out += [text[at:start], MASK]
+        at = end
+        found.append(KeyedSecret(text.count("\n", 0, start) + 1, name))
+    return "".join([*out, text[at:]]), found
+
+
+def _keyed_spans(text: str, code: bool) -> Iterator[tuple[int, int, str]]:
+    """The literal value of each secret-looking key (`password = "..."`), its quotes left
+    out; in Python source (`code`) only quoted values are literals."""
     for match in _KEYED.finditer(text):
         value = match["value"]
         quoted = value[:1] in "\"'" and len(value) >= 2
@@ -243,28 +264,20 @@ def mask_keyed_secrets(text: str, *, code: bool = False) -> tuple[str, tuple[Key
         start, end = match.span("value")
         if quoted:
             start, end = start + 1, end - 1
-        out += [text[at:start], MASK]
-        at = end
-        found.append(KeyedSecret(text.count("\n", 0, start) + 1, match["key"]))
-    text, out, at = "".join([*out, text[at:]]), [], 0
+        yield start, end, match["key"]
+
+
+def _netrc_spans(text: str) -> Iterator[tuple[int, int, str]]:
+    """The password and account of each netrc entry that has a login (`machine H login ME
+    password X`), not one masked already (by the run's own value)."""
     for entry in _NETRC_ENTRY.finditer(text):
         if _NETRC_LOGIN.search(entry[0]) is None:
             continue
         for token in _NETRC_SECRET.finditer(entry[0]):
-            if token["value"] == MASK:  # masked already (by the run's own value)
+            if token["value"] == MASK:
                 continue
             start = entry.start() + token.start("value")
-            out += [text[at:start], MASK]
-            at = start + len(token["value"])
-            found.append(KeyedSecret(text.count("\n", 0, start) + 1, f"netrc {token['key']}"))
-    text, out, at = "".join([*out, text[at:]]), [], 0
-    # A credential by its shape under no key (`login("hf_...")`, curl's `-H "Authorization:
-    # Bearer ..."`, a URL's password), named by its kind.
-    for start, end, kind in credential_spans(text):
-        found.append(KeyedSecret(text.count("\n", 0, start) + 1, kind))
-        out += [text[at:start], MASK]
-        at = end
-    return "".join([*out, text[at:]]), tuple(sorted(found, key=lambda k: k.line))
+            yield start, start + len(token["value"]), f"netrc {token['key']}"
 
 
 def _secret(key: str, value: str) -> bool:
