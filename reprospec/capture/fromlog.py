@@ -129,6 +129,12 @@ def _secrets(ticket: Ticket) -> tuple[str, ...]:
         if ticket.command is not None
         else None
     )
+    return _secrets_of(proposal, ticket)
+
+
+def _secrets_of(proposal: Proposal | None, ticket: Ticket) -> tuple[str, ...]:
+    """`_secrets`, of the command's proposal made already: the values it sets under
+    secret-looking names, and the credentials the log shows by their shape."""
     return (
         *secret_values(proposal.secret_env if proposal is not None else ()),
         *ticket.credentials,
@@ -173,10 +179,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
             + "; ".join(machine.not_pinned)
         )
     # Read once: what the title, the description and the expected message must not show.
-    secrets = (
-        *secret_values(proposal.secret_env if proposal is not None else ()),
-        *ticket.credentials,
-    )
+    secrets = _secrets_of(proposal, ticket)
     expect, comments = _expect(ticket, secrets, pytest=pytest)
     if failure.outcome is None:
         todo.append("expect.outcome: the log shows no failure this reader knows")
