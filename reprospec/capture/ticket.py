@@ -87,18 +87,20 @@ _MACHINE_REPORT = re.compile(
     r"|(?:^|[\s/])(?:transformers-cli|diffusers-cli|huggingface-cli|accelerate) +env\b"
     r"|nvidia-smi"
 )
+# strsignal's words for the signals that end a program, as a shell and srun print them.
+_SIGNAL_WORDS = (
+    r"Segmentation fault|Bus error|Aborted|Illegal instruction|Floating point exception"
+    r"|Killed|Trace/breakpoint trap"
+)
 _SHELL_SIGNAL = re.compile(
-    r"^(?:.*?: line \d+: +(?P<pid>\d+) +)?(?P<desc>Segmentation fault|Bus error|Aborted"
-    r"|Illegal instruction|Floating point exception|Killed|Trace/breakpoint trap)"
+    rf"^(?:.*?: line \d+: +(?P<pid>\d+) +)?(?P<desc>{_SIGNAL_WORDS})"
     r"(?: +\(core dumped\))?(?P<rest> +.*)?\s*$"
 )
 # Slurm's srun, of a task a signal ended (`srun: error: gpu-node-07: task 0: Segmentation
 # fault (core dumped)`, in a job's `slurm-4242.out`): strsignal's words, as bash's. A Slurm
 # log of a segfault said `no failure found`.
 _SRUN_SIGNAL = re.compile(
-    r"^srun: error: \S+: tasks? [\d,\-]+: (?P<desc>Segmentation fault|Bus error|Aborted"
-    r"|Illegal instruction|Floating point exception|Killed|Trace/breakpoint trap"
-    r"|Out Of Memory)"
+    rf"^srun: error: \S+: tasks? [\d,\-]+: (?P<desc>{_SIGNAL_WORDS}|Out Of Memory)"
     r"(?: \(core dumped\))?\s*$"
 )
 # slurmstepd's words when the job's time limit ended it: the program had not ended, a hang
