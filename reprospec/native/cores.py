@@ -228,9 +228,12 @@ def find_cores(
     found: list[tuple[float, CoreInfo]] = []
     seen: set[FileId] = set()
     watched = pattern.watched(workdir)
-    names = [Path(n) for g in pattern.globs(workdir) for n in _matches(g)]
-    # Another folder's cores are not noted as seen (_note_seen): that is the workdir's.
-    moved = [Path(n) for folder in elsewhere for g in pattern.globs(folder) for n in _matches(g)]
+    here = pattern.globs(workdir)
+    names = [Path(n) for g in here for n in _matches(g)]
+    # Another folder's cores are not noted as seen (_note_seen): that is the workdir's. Each
+    # glob once: an absolute core_pattern (/var/crash/core.%p) is one glob for every folder.
+    other = dict.fromkeys(g for folder in elsewhere for g in pattern.globs(folder))
+    moved = [Path(n) for g in other if g not in here for n in _matches(g)]
     # After the glob: a core replaced meanwhile is in this list, if not in that one.
     names += [held.path for held in WATCH.replaced(watched[0])] if watched else []
     newest = 0.0
