@@ -56,6 +56,7 @@ from reprospec.process.preload import (
     EntryPoint,
     entry_point,
     fresh_reason,
+    module_sources,
     server_key,
     shadowing,
 )
@@ -259,8 +260,7 @@ class ForkServer:
         interpreter's, without the folder a fresh `python script.py` puts first (the server
         serves every command of its key, whose scripts' folders differ)."""
         for module in self.modules:
-            top = module.split(".", 1)[0]
-            for path in (self.cwd / f"{top}.py", self.cwd / top / "__init__.py"):
+            for path in module_sources(module, self.cwd):
                 if path.is_file():
                     return (
                         f"; {path} is in the workdir, which is not on the preload server's "

@@ -141,11 +141,18 @@ def _path0(entry: EntryPoint, cwd: Path) -> Path:
     return cwd
 
 
+def module_sources(module: str, folder: Path) -> tuple[Path, Path]:
+    """The Python files of `folder` that `import module` finds first, `folder` on sys.path:
+    its top-level module's file or its package's `__init__.py`."""
+    top = module.split(".", 1)[0]
+    return folder / f"{top}.py", folder / top / "__init__.py"
+
+
 def _shadowed(module: str, folder: Path, imported: str | None) -> bool:
     """Whether `folder`, first on a fresh interpreter's sys.path, holds another `module`
     than the file the server imported."""
     top = module.split(".", 1)[0]
-    found = [folder / f"{top}.py", folder / top / "__init__.py"]
+    found = list(module_sources(module, folder))
     with contextlib.suppress(OSError):
         found += [
             path
