@@ -90,7 +90,10 @@ def run_checks(env: Captured, needs: Needs | None = None) -> list[Check]:
 
 
 # The checks about torch and what it runs on: a spec that imports no torch needs none.
-TORCH_CHECKS = frozenset({"torch", "cuda", "cuda-driver", "gpu-arch", "cpu-capability"})
+# `shm` is one: its advice is for DataLoader workers passing tensors through /dev/shm, and
+# `doctor` warned a spec of plain commands (`shm_size: 64m`, or `--runner docker`'s 64 MiB)
+# that its DataLoader workers would run out of shared memory.
+TORCH_CHECKS = frozenset({"torch", "cuda", "cuda-driver", "gpu-arch", "cpu-capability", "shm"})
 
 
 def _not_needed(check: Check) -> Check:

@@ -428,3 +428,16 @@ def test_environment_gpus_beyond_the_visible_ones_fail() -> None:
     assert by_name(two, doctor.Needs(gpus=3))["device"].status == "fail"
     assert "has 2 visible" in by_name(two, doctor.Needs(gpus=3))["device"].why
     assert by_name(two, doctor.Needs(gpus=2))["device"].status == "pass"
+
+
+def test_a_spec_without_torch_is_not_warned_of_dataloader_shared_memory() -> None:
+    """`shm`'s advice is for DataLoader workers: a spec of plain commands with
+    `shm_size: 64m` (or docker's 64 MiB) was warned its workers would run out of it."""
+    commands = doctor.Needs(shm_size=64 * 2**20, torch=False)
+    shm = by_name(machine(), commands)["shm"]
+    assert shm.status == "skipped"
+    assert shm.why.startswith("the spec needs no torch (")
+    in_docker = by_name(machine(), doctor.Needs(torch=False, runner="docker"))["shm"]
+    assert in_docker.status == "skipped"
+    # A workload (torch) is still told.
+    assert by_name(machine(), doctor.Needs(shm_size=64 * 2**20))["shm"].status == "warn"
