@@ -13,8 +13,9 @@ def main() -> int:
     where it left the import lock held and the run hung, nor dropped where Python cannot
     raise it (core/safepoint.py, the one module loaded under Python's default handler); one
     that Python's handler, before that, dropped with the import lock held is raised here."""
-    _fill_closed_stdio()
     try:
+        # Inside the try: its calls are where a Ctrl-C is raised, before cli.main's handler.
+        _fill_closed_stdio()
         from reprospec.core import safepoint
 
         safepoint.install()

@@ -270,8 +270,11 @@ def test_the_package_and_investigate_name_the_same_searches() -> None:
     import reprospec
     from reprospec import investigate
 
-    assert set(investigate.__all__) == reprospec._SEARCHES
-    assert reprospec._SEARCHES.issubset(reprospec.__all__)
+    assert set(investigate.__all__) == set(reprospec._SEARCHES)
+    assert set(reprospec._SEARCHES).issubset(reprospec.__all__)
+    # Every other name but __version__ is reprospec.api's, read on first use.
+    for name in reprospec.__all__:
+        assert getattr(reprospec, name) is not None, name
 
 
 def test_every_answer_renders_md_without_a_format() -> None:
