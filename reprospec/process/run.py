@@ -511,7 +511,8 @@ def run_process(
             )
         if reached:
             warnings.append(
-                f"the attempt reached its process limit ({limit.max_processes} processes): "
+                "the attempt reached its process limit "
+                f"({plural(limit.max_processes, 'process', 'processes')}): "
                 "forks failed (fork failed: process limit; docs/limits.md)"
             )
         tree.RUNNING_TAGS.discard(tag)

@@ -211,3 +211,35 @@ def test_the_cgroup_of_a_killed_engine_is_swept_by_the_next(tmp_path: Path, cage
     assert follower.returncode == 0, stderr
     assert not left.exists()
     assert list(cage.glob("reprospec-*")) == []
+
+
+def test_a_limit_of_one_process_is_worded_in_the_singular(tmp_path: Path, cage: Path) -> None:
+    """`REPROSPEC_MAX_PROCESSES=1`: the shell's one fork fails, and the warning said
+    "(1 processes)"; it says "(1 process)". No bomb: one fork, refused."""
+    spec = tmp_path / "one.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: one\ncommand: sh -c 'true; true'\nrun: {timeout: 10s}\n"
+        "expect: {outcome: error}\n"
+    )
+    procs = str(cage / "cgroup.procs")
+
+    def join_cage() -> None:
+        with open(procs, "w") as fh:  # noqa: PTH123 - between fork and exec
+            fh.write("0\n")
+
+    env = {**os.environ, "NO_COLOR": "1", pidlimit.MAX_PROCESSES_VAR: "1"}
+    out = tmp_path / "out"
+    engine = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=join_cage,
+    )
+    assert wait_until(lambda: not _pythons(cage)), _pythons(cage)
+    results = json.loads(next(out.glob("runs/*/results.json")).read_text())
+    text = json.dumps(results["cells"][0]["attempts"][0])
+    assert "process limit (1 process)" in text, (text, engine.stderr)
