@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -11,6 +12,7 @@ from typing import Protocol, TypedDict, runtime_checkable
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import Execution
+from reprospec.core.sections import Command
 from reprospec.process.childprotocol import EVENTS, STDERR, STDOUT
 from reprospec.process.progress import ProgressWatch
 
@@ -211,3 +213,22 @@ def stall_watch(plan: AttemptPlan, events_path: Path) -> ProgressWatch | None:
         return None
     output_counts = plan.workload is None and not plan.markers
     return ProgressWatch(events_path, plan.stall_s, output_counts=output_counts)
+
+
+def cd_folders(plan: AttemptPlan) -> tuple[Path, ...]:
+    """The folders the command's shell line moves to with `cd` (`cd build && ./test`), in
+    the workdir's terms: a crash there leaves its core there (native-stacks.md), on the
+    local runner as in a container, where the workdir is bind-mounted at its own path."""
+    if not isinstance(plan.job, Command):
+        return ()
+    return _cd_folders_of(plan.job, plan.workdir)
+
+
+@functools.lru_cache(maxsize=64)
+def _cd_folders_of(job: Command, workdir: Path) -> tuple[Path, ...]:
+    """`cd_folders`, once per command: every attempt of a cell asked it again, and reading a
+    shell line (shlex, then its `cd`s) took about 0.1 ms of an attempt's engine time."""
+    from reprospec.plan.shellwords import command_words, located_words
+
+    found = {loc.folder for loc in located_words(command_words(job)) if loc.folder}
+    return tuple(sorted(workdir / folder for folder in found))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import re
 import shlex
@@ -27,7 +26,6 @@ from reprospec.core.lazyre import Lazy
 from reprospec.core.recent import Recent
 from reprospec.core.results import Execution
 from reprospec.core.scoped import Scoped
-from reprospec.core.sections import Command
 from reprospec.environment.probe import HARNESS_PYTHON, probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.native import cudagdb
@@ -53,7 +51,13 @@ from reprospec.process.childprotocol import (
     write_cell,
 )
 from reprospec.process.output import EventWriter, MarkerMatcher, compile_markers, output_sink
-from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution, stall_watch
+from reprospec.runners.base import (
+    AttemptFiles,
+    attempt_files,
+    cd_folders,
+    infra_execution,
+    stall_watch,
+)
 
 if TYPE_CHECKING:  # imported when a spec asks for them (preload, packages): most runs never do
     from reprospec.environment.packages import PackageCheck
@@ -525,7 +529,7 @@ class LocalRunner:
                 perturbing.finish(applied)
                 return infra(refused, warnings)
         capture = (
-            native.Capture(log_dir, keep_cores=self.keep_cores, elsewhere=_cd_folders(plan))
+            native.Capture(log_dir, keep_cores=self.keep_cores, elsewhere=cd_folders(plan))
             if self.native_stacks
             else None
         )
@@ -844,21 +848,3 @@ def keep_servers() -> Iterator[None]:
     """
     with _KEPT.block():
         yield
-
-
-def _cd_folders(plan: AttemptPlan) -> tuple[Path, ...]:
-    """The folders the command's shell line moves to with `cd` (`cd build && ./test`), in
-    the workdir's terms: a crash there leaves its core there (native-stacks.md)."""
-    if not isinstance(plan.job, Command):
-        return ()
-    return _cd_folders_of(plan.job, plan.workdir)
-
-
-@functools.lru_cache(maxsize=64)
-def _cd_folders_of(job: Command, workdir: Path) -> tuple[Path, ...]:
-    """`_cd_folders`, once per command: every attempt of a cell asked it again, and reading a
-    shell line (shlex, then its `cd`s) took about 0.1 ms of an attempt's engine time."""
-    from reprospec.plan.shellwords import command_words, located_words
-
-    found = {loc.folder for loc in located_words(command_words(job)) if loc.folder}
-    return tuple(sorted(workdir / folder for folder in found))

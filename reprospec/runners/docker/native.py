@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec import native
+from reprospec.core.words import plural
 from reprospec.errors import FatalError
 from reprospec.process import leftovers
 from reprospec.runners.docker.attach import GDB_ENV, attach_all
@@ -181,10 +182,13 @@ class ContainerNative:
         returncode: int | None,
         read_cores: bool = True,
         shared: bool = False,
+        cd_folders: tuple[Path, ...] = (),
     ) -> native.NativeStacks | None:
         """Native stacks from the cores the container's processes left in `workdir`.
 
         `shared`: other containers (the attempt's other instances) share the workdir.
+        `cd_folders`: the folders the command's shell line moves to (`cd build && ./prog`,
+        runners.base.cd_folders), where a crash there leaves its core.
 
         `config` is the attempt container's (its image and mounts: gdb runs in a copy);
         `started` its time.time() at start. None when there were no cores and none were
@@ -192,10 +196,12 @@ class ContainerNative:
         """
         image = str(config["image"])
         pattern = native.core_pattern()
-        # Where its processes moved (os.chdir, subprocess's cwd=), read (and removed) first,
-        # whatever is found: only the workdir's folders, bind-mounted at their own path, are
-        # the host's too; a core elsewhere in the container went with it.
-        elsewhere = [f for f in native.moved_to(log_dir, workdir) if f.is_relative_to(workdir)]
+        # Where its processes moved (its shell line's `cd`s; os.chdir, subprocess's cwd=,
+        # read (and removed) first, whatever is found): only the workdir's folders,
+        # bind-mounted at their own path, are the host's too; a core elsewhere in the
+        # container went with it.
+        went = dict.fromkeys([*cd_folders, *native.moved_to(log_dir, workdir)])
+        elsewhere = [f for f in went if f != workdir and f.is_relative_to(workdir)]
         root_signal = native.dumped_signal(returncode)
         dumped = root_signal is not None
         if pattern.piped:
@@ -213,10 +219,16 @@ class ContainerNative:
             if shared:
                 # Each container numbers its pids from 1: `core.%p` collides as `core` does.
                 why = "another instance's core may have overwritten it, in the shared workdir"
+            also = (
+                f" and the {plural(len(elsewhere), 'folder')} its processes moved to"
+                if elsewhere
+                else ""
+            )
             return native.NativeStacks(
                 unavailable=(
                     f"native stacks unavailable: a process died of {root_signal} but left no "
-                    f"core (kernel.core_pattern={pattern.raw!r}, looked in {workdir}; {why})"
+                    f"core (kernel.core_pattern={pattern.raw!r}, looked in {workdir}{also}; "
+                    f"{why})"
                 )
             )
         processes: list[native.ProcessStacks] = []

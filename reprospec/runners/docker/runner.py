@@ -50,7 +50,13 @@ from reprospec.process.output import (
 )
 from reprospec.process.run import StallJudge, utc_now
 from reprospec.process.stacks import keep_program_raised, remove_stack_dumps
-from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution, stall_watch
+from reprospec.runners.base import (
+    AttemptFiles,
+    attempt_files,
+    cd_folders,
+    infra_execution,
+    stall_watch,
+)
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker import probe
 from reprospec.runners.docker.container import PATHS, attempt_argv
@@ -594,7 +600,7 @@ class DockerRunner:
                     client, config, log_dir=log_dir, workdir=plan.workdir,
                     token=str(config["labels"][LABEL]), started=started_wall,
                     returncode=returncode, read_cores=not interrupted,
-                    shared=shared,
+                    shared=shared, cd_folders=cd_folders(plan),
                 ),
             )  # fmt: skip
             if found is not None:

@@ -168,6 +168,27 @@ def test_the_core_of_a_process_that_moved_inside_the_workdir_is_claimed_there(
 
 @needs_engine
 @needs_plain_cores
+def test_the_core_of_a_program_a_shell_line_cds_to_is_claimed_there(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    """`cd build && ./prog`: the shell moves, no Python process records it, and the core
+    lands in build/. The runner said the crash left no core and left it in the user's
+    folder; it looks where the shell line's `cd`s go, as the local runner does."""
+    workdir, logs = tmp_path / "work", tmp_path / "logs"
+    (workdir / "build").mkdir(parents=True)
+    line = "cd build && python3 -c 'import ctypes; ctypes.string_at(8)'"
+    execution = runner.run(make_plan(line, workdir), logs)
+    assert execution.returncode == 139, execution.stderr_path.read_text()
+    stacks = native.read(logs)
+    assert stacks is not None
+    assert stacks.unavailable is None, stacks.unavailable
+    assert [p.signal for p in stacks.processes] == ["SIGSEGV"]
+    assert (native.top_frames(stacks) or "").startswith("strlen (libc.so")
+    assert list((workdir / "build").iterdir()) == []
+
+
+@needs_engine
+@needs_plain_cores
 def test_keep_cores_keeps_the_container_core_in_the_attempt_folder(tmp_path: Path) -> None:
     require_image(CLIENT, image.DEFAULT_IMAGE)
     keeper = DockerRunner(client=CLIENT, keep_cores=True)
