@@ -3,8 +3,8 @@
 Exit codes: the workload's own (0, 1 for an exception, a signal for a crash), and
 EXIT_INFRA (3) with an `infra_error` event when this machine cannot run the cell at all
 (no CUDA device, torch not installed) or the spec's built-in configuration is wrong
-(`config.ConfigError`: a bad model parameter, an unknown dtype, an entrypoint that does not
-exist): the engine turns that into an infra-error verdict.
+(`config.ConfigError`: a bad model parameter, an unknown dtype, an entrypoint or an entry
+of `imports` that does not exist): the engine turns that into an infra-error verdict.
 """
 
 from __future__ import annotations
@@ -78,18 +78,37 @@ def main() -> int:
 
 
 def import_modules(modules: list[str]) -> None:
-    """The spec's imports in order, each an event (locates an import hang); then torch."""
+    """The spec's imports in order, each an event (locates an import hang); then torch.
+
+    A listed module that is not there (a typo, a package not installed in this
+    interpreter) is a mistake of the spec or of this machine, never the incident: a
+    ConfigError naming the entry, so that `expect: {outcome: error}` cannot count it as
+    reproduced. A module that is there and fails (its own missing import included) is
+    the program failing, and stays an error, as an entry point's does (entrypoints.py).
+    """
     order = list(modules) + ([] if "torch" in modules else ["torch"])
     for name in order:
         events.emit("import", module=name, phase="import")
         cwd = str(Path.cwd())
         if cwd not in sys.path:
             sys.path.insert(0, cwd)
+        if not name or name.startswith("."):  # import_module's ValueError would read as the bug
+            raise ConfigError(
+                f"workload.imports[{modules.index(name)}]",
+                f"{name!r} is not an absolute module name",
+            )
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as exc:
             if name == "torch" and exc.name == "torch":
                 raise InfraError(f"torch is not installed in {sys.executable}") from exc
+            missing = exc.name or ""
+            if missing and (name == missing or name.startswith(missing + ".")):
+                raise ConfigError(
+                    f"workload.imports[{modules.index(name)}]",
+                    f"no module named {missing!r} in {sys.executable} "
+                    f"(working directory {Path.cwd()})",
+                ) from None
             raise
 
 

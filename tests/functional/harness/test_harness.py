@@ -310,6 +310,35 @@ def test_a_typo_in_a_builtin_is_an_infra_error_not_the_expected_error(tmp_path: 
     assert classify(execution) == NotRun(reason)  # the engine's cell verdict: infra-error
 
 
+def test_a_typo_in_imports_is_an_infra_error_but_a_listed_module_failing_is_an_error(
+    tmp_path: Path,
+) -> None:
+    """`imports: [jsonn]` is the spec's mistake (infra-error naming the entry), never an
+    expected ModuleNotFoundError reproduced; a listed module that is there and imports
+    something missing is the program's own failure, an error as before."""
+    typo = tmp_path / "typo"
+    typo.mkdir()
+    child = Child(typo, {"imports": ["json", "jsonn"], "data": TINY_DATA})
+    done = child.run()
+    assert done.returncode == 3
+    reason = child.last("infra_error")["reason"]
+    assert reason.startswith("workload.imports[1]: no module named 'jsonn' in ")
+    assert "Traceback" not in done.stderr
+    assert classify(_execution(typo, done.returncode, timed_out=False)) == NotRun(reason)
+
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "plugin.py").write_text("import not_installed_dependency\n")
+    child = Child(own, {"imports": ["plugin"], "data": TINY_DATA})
+    done = child.run()
+    assert done.returncode == 1
+    (own / "stderr.log").write_text(done.stderr)  # as the runner keeps it
+    outcome = classify(_execution(own, done.returncode, timed_out=False))
+    assert isinstance(outcome, Outcome)
+    assert outcome.exception == "ModuleNotFoundError"
+    assert outcome.phase == "import"
+
+
 def _execution(folder: Path, returncode: int | None, timed_out: bool) -> Execution:
     """The harness's attempt as a runner records it (a workload: its events are believed)."""
     (folder / "stdout.log").touch()
