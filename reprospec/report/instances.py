@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 
 from reprospec.core.frozen import frozen
 from reprospec.core.results import CellResult, InstanceResult
-from reprospec.core.words import noun, outcome_phrase, plural
+from reprospec.core.words import noun, outcome_phrase, plural, seconds
 from reprospec.report.slots import number_ranges, separation, slot_label
 
 _VERBS = {"crash": "crashes", "hang": "hangs", "error": "fails with an error"}
@@ -162,6 +162,31 @@ def first_failure(instances: Sequence[InstanceResult], first: int) -> str:
         parts += [
             f"{_numbers(alike)} {_PAST.get(kind, 'failed')}" for kind, alike in by_kind.items()
         ]
-    if passed:
-        parts.append(f"{_numbers(passed)} passed")
+    # An instance that passed before the first failure ended may be its cause (a rank
+    # that exits 0 under its peers, which then hang or fail on the lost connection): when
+    # each ended is said, where a bare `instance 1 passed` read as an instance that ran
+    # along with the others to their end.
+    end = chosen.end_s
+    early = [
+        i
+        for i in instances
+        if i.ran is not None and not i.failed and i.end_s is not None
+        if end is not None and i.end_s < end
+    ]
+    late = [n for n in passed if n not in {i.instance for i in early}]
+    if late:
+        parts.append(f"{_numbers(late)} passed")
+    if early and end is not None:
+        ended = ", ".join(_ended(i) for i in early)
+        parts.append(
+            f"{_numbers(i.instance for i in early)} passed but ended before it ({ended}; "
+            f"instance {first} at {seconds(end)}, from the start barrier's release)"
+        )
     return f"{text}; {', '.join(parts)}" if parts else text
+
+
+def _ended(instance: InstanceResult) -> str:
+    """`instance 1 exited with code 0 at 0.11s`: how and when a passed instance ended."""
+    code = instance.ran.exit_code if instance.ran is not None else None
+    how = f"exited with code {code}" if code is not None else "ended"
+    return f"instance {instance.instance} {how} at {seconds(instance.end_s or 0.0)}"

@@ -266,6 +266,25 @@ def test_the_first_failure_by_time_wins_over_a_later_hang(tmp_path: Path) -> Non
     assert _leftovers(str(folder.path)) == []
 
 
+def test_an_instance_that_exited_0_under_its_peers_is_said_with_when(tmp_path: Path) -> None:
+    # Instance 1 exits 0 at once; instance 0 fails once it is gone (a lost peer). The
+    # detail said `instance 1 passed`, as if it had run along to the end.
+    command = (
+        'python -c "import os, sys, time; '
+        "sys.exit(0) if os.environ['REPROSPEC_INSTANCE'] == '1' else "
+        '(time.sleep(0.5), sys.exit(3))"'
+    )
+    folder = RunFolder(tmp_path / "run").create()
+    plan = _plan(tmp_path, command, 2)
+    result = AttemptExecutor(LocalRunner(native_stacks=False), folder)(plan, (), threading.Event())
+    assert result is not None
+    assert result.ran is not None
+    assert (result.instance, result.ran.kind, result.ran.exit_code) == (0, "error", 3)
+    detail = result.ran.detail or ""
+    assert "instance 0 of 2 failed with an error first; instance 1 passed but ended " in detail
+    assert re.search(r"instance 1 exited with code 0 at \d+\.\d\ds; instance 0 at \d", detail)
+
+
 # Instance 0 says its MASTER_PORT (a file), waits until `go` is there, and binds the port
 # as a rank's store does; instance 1 passes. With `twice`, both bind it (the program's own
 # bug: two ranks as the store's server), instance 1 once instance 0 holds it.

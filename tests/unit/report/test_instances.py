@@ -117,3 +117,23 @@ def test_instances_that_failed_two_ways_are_named_by_how_each_failed() -> None:
         first_failure(alike, 2)
         == "instance 2 of 3 crashed first; instances 1, 2 crashed, instance 0 passed"
     )
+
+
+def test_an_instance_that_passed_before_the_first_failure_says_when_it_ended() -> None:
+    # Instance 1 exited 0 at once and its peers hung waiting for it: the detail read
+    # `instance 0 of 3 hung first; instances 0, 2 hung, instance 1 passed`, as if instance
+    # 1 had run with them to the end, where its early exit is the likely cause.
+    from reprospec.core.results import InstanceResult, Outcome
+    from reprospec.report.instances import first_failure
+
+    hung = [
+        InstanceResult(0, Outcome("hang"), matched=False, end_s=3.0),
+        InstanceResult(1, Outcome("pass", exit_code=0), matched=True, end_s=0.21),
+        InstanceResult(2, Outcome("hang"), matched=False, end_s=3.01),
+        InstanceResult(3, Outcome("pass", exit_code=0), matched=True, end_s=3.2),
+    ]
+    assert first_failure(hung, 0) == (
+        "instance 0 of 4 hung first; instances 0, 2 hung, instance 3 passed, instance 1 "
+        "passed but ended before it (instance 1 exited with code 0 at 0.21s; instance 0 at "
+        "3.00s, from the start barrier's release)"
+    )
