@@ -49,6 +49,8 @@ from reprospec.spec.presets import PRESETS
 MIN_STALL_S = 10.0
 # The stall is this many times the longest gap between the captured hang's progress events.
 GAP_FACTOR = 10.0
+# A hang whose every attempt ended before this share of the timeout ended itself.
+_SOONER = 0.5
 # The least margin a rerun alone is given over the time the first run left its test unended.
 _ALONE_MARGIN_S = 2.0
 
@@ -169,8 +171,9 @@ def read_hang(
 
 
 def verify_wait(hang: HangRead | None, timeout_s: float) -> VerifyWait | None:
-    """The verify's wait for the captured failure: None unless it is a hang (`hang`)."""
-    if hang is None:
+    """The verify's wait for the captured failure: None unless it is a hang (`hang`) the
+    timeout ended."""
+    if hang is None or _ended_itself(hang, timeout_s):
         return None
     quiet, gap = _quiet(hang)
     if not quiet:
@@ -179,6 +182,15 @@ def verify_wait(hang: HangRead | None, timeout_s: float) -> VerifyWait | None:
     if 2 * stall > min(quiet):
         return VerifyWait(timeout_s)  # the timeout is about as soon
     return VerifyWait(timeout_s, stall, min(quiet), gap)
+
+
+def _ended_itself(hang: HangRead, timeout_s: float) -> bool:
+    """Whether every attempt of the captured hang ended well before the timeout: the program
+    timed itself out (its faulthandler watchdog, outcome/watchdog.py), and a verify of it
+    waits for no timeout, where capture said its attempts "waited the spec's timeout, 5m"
+    after they ended in half a second."""
+    ended = [a.ended - a.started for a in hang.attempts if a.started is not None]
+    return bool(ended) and len(ended) == len(hang.attempts) and max(ended) < _SOONER * timeout_s
 
 
 def _quiet(hang: HangRead) -> tuple[list[float], float | None]:

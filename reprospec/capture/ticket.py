@@ -39,6 +39,7 @@ from reprospec.outcome.tracebacks import (
     headline,
     parse_chain,
 )
+from reprospec.outcome.watchdog import TIMEOUT_HEADER
 from reprospec.plan.wrappers import program_start
 from reprospec.spec.presets import PRESETS, PYTEST_NODE_ID, detect, output_lines
 
@@ -222,8 +223,9 @@ _PYSPY_FRAME = re.compile(r"^\s+(?P<function>\S+) \((?P<file>[^()\s]+?):\d+\)$")
 # A command quoted in prose: "I run `python train.py --x 1` and ...".
 _QUOTED = re.compile(r"`(?P<command>[^`\n]+)`")
 # faulthandler.dump_traceback_later's header: `Timeout (0:05:00)!`, a timeout of a fraction
-# of a second `Timeout (0:00:00.500000)!`, which was read as no failure at all.
-_FAULTHANDLER_TIMEOUT = re.compile(r"^Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!\s*$")
+# of a second `Timeout (0:00:00.500000)!`, which was read as no failure at all. The
+# classifier's own (outcome/watchdog.py), so a live run and a log of it read one hang.
+_FAULTHANDLER_TIMEOUT = TIMEOUT_HEADER
 # A thread's line of a faulthandler dump: `Thread 0x00007f1a2b3fe6c0 (most recent call
 # first):`, the one that took the signal `Current thread 0x...`; words between the id and
 # `(most recent ...` (a thread's name, where a Python writes one) are allowed.

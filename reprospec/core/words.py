@@ -306,6 +306,12 @@ def threads_died(count: int, types: Sequence[str]) -> str:
 THREADS_ARE_NOT_THE_END = "threading.excepthook's reports: a thread's exception ends no process"
 
 
+# A hang the program timed out itself (outcome/watchdog.py): classify.py's detail, and
+# capture/ticket.py's evidence of the same dump in a log.
+WATCHDOG_ENDED_IT = (
+    "its own faulthandler watchdog (dump_traceback_later with exit=True) ended it as hung"
+)
+
 KNOWN_FROM_THE_OUTPUT_ALONE = (
     "the death is known from the output alone (the engine saw no such process end)"
 )

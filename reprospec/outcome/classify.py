@@ -19,6 +19,9 @@ rules, in order:
    pool never notices, leaves its `map` waiting forever) is the hang's
    `crashed_child`, named first in its detail and in its signature
    (`hang:after-child-SIGSEGV`); the outcome stays a hang, as it was observed.
+   So is exit status 1 with no uncaught exception where faulthandler's watchdog dump
+   (`Timeout (0:00:05)!` and the threads' stacks, watchdog.py) ends stderr: the program
+   timed itself out (`dump_traceback_later(T, exit=True)`), as a ticket of it reads.
 2. returncode < 0 -> `crash` with that signal, `where: main` (an uncaught
    KeyboardInterrupt re-raises SIGINT, so it is a SIGINT crash too).
 3. returncode 0 -> `pass`.
@@ -113,6 +116,7 @@ from reprospec.core.words import (
     KNOWN_FROM_THE_OUTPUT_ALONE,
     NO_OTHER_PROCESS_RAN,
     SENT_BY_A_PROCESS,
+    WATCHDOG_ENDED_IT,
     plural,
     threads_died,
 )
@@ -123,6 +127,7 @@ if TYPE_CHECKING:
     from reprospec.outcome.children import ChildCrash
     from reprospec.outcome.hungstacks import HungProcess
     from reprospec.outcome.tracebacks import FatalError, PythonException
+    from reprospec.outcome.watchdog import WatchdogTimeout
 
 # The harness's exit status after an `infra_error` event (reprospec_harness.config.EXIT_INFRA).
 HARNESS_EXIT_INFRA = 3
@@ -295,6 +300,11 @@ def classify(
                 # cause, which names it (its stacks show only the wait for the lost work),
                 # nor pytest's, said by its test (the phase, the detail).
                 hung_in = _hung_frame(evidence.stack)
+    elif returncode == PYTHON_UNCAUGHT_EXIT and not chain and (watched := _watchdog(stderr)):
+        # It hung, and its own faulthandler watchdog ended it (`_exit(1)` after its dump),
+        # as a ticket of the same dump reads it (capture/ticket.py): not `error exit 1`.
+        kind, hung_in = "hang", _watchdog_frame(watched)
+        detail = f"{WATCHDOG_ENDED_IT} ({watched.header}), exit status 1"
     elif returncode is not None and returncode < 0:
         kind, signal, where = "crash", signal_name(-returncode), "main"
         detail = f"killed by {signal} ({describe_signal(signal)})"
@@ -663,6 +673,20 @@ def _stuck_child(stack: str) -> HungProcess | None:
     from reprospec.outcome.hungstacks import stuck_child
 
     return stuck_child(stack)
+
+
+def _watchdog(stderr: str) -> WatchdogTimeout | None:
+    if "Timeout (" not in stderr:
+        return None  # (an attempt with no watchdog's dump does not import its reader)
+    from reprospec.outcome.watchdog import watchdog_timeout
+
+    return watchdog_timeout(stderr)
+
+
+def _watchdog_frame(timeout: WatchdogTimeout) -> PythonFrame | None:
+    from reprospec.outcome.watchdog import hung_frame
+
+    return hung_frame(timeout)
 
 
 def _hung_frame(stack: str) -> PythonFrame | None:

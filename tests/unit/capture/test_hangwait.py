@@ -268,4 +268,14 @@ def test_a_hangs_progress_is_read_once_for_every_question_asked_of_it(tmp_path: 
     shutil.rmtree(tmp_path / "cells")  # asked after this, nothing is read again
     assert still_moving(hang) is not None
     assert alone_timeout(hang, 60.0) == 3.0
-    assert verify_wait(hang, 300.0) == VerifyWait(300.0)
+    assert verify_wait(hang, 4.0) == VerifyWait(4.0)
+
+
+def test_a_hang_that_ended_itself_long_before_the_timeout_waits_for_none(tmp_path: Path) -> None:
+    # Its faulthandler watchdog ended it at 0.5 s (outcome/watchdog.py): capture said its
+    # verify's attempts "waited the spec's timeout, 5m", which they never did.
+    attempts = [hung(tmp_path, 1, [], 0.5), hung(tmp_path, 2, [0.1], 0.6)]
+    assert verify_wait(read_hang("hang", tmp_path, attempts, ()), 300.0) is None
+    # One attempt the timeout ended: the verify may wait it.
+    attempts.append(hung(tmp_path, 3, [], 300))
+    assert verify_wait(read_hang("hang", tmp_path, attempts, ()), 300.0) == VerifyWait(300.0)

@@ -1,0 +1,60 @@
+"""A program that timed itself out: `faulthandler.dump_traceback_later(T, exit=True)`.
+
+A common hang watchdog: when the program has not cancelled it after T seconds, CPython's
+faulthandler thread writes `Timeout (0:00:05)!` and every thread's stack to stderr, then
+ends the process with `_exit(1)`. The program hung, and its own watchdog, not the
+engine's timeout, ended it: a live run read the exit status as `error exit 1` (its message
+the dump's last frame line), where a ticket or log of the same dump was read as the hang it
+is (capture/ticket.py). Both now read it as a hang.
+
+Only a dump that ends stderr is the watchdog's end: with `exit=False` the program goes on
+after the dump, and whatever ends it later is what ends it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from reprospec.core.frozen import frozen
+from reprospec.core.results import PythonFrame
+
+# faulthandler's header of a dump_traceback_later dump: `Timeout (0:05:00)!`, and for a
+# fraction of a second `Timeout (0:00:00.500000)!`.
+TIMEOUT_HEADER = re.compile(r"^Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!\s*$")
+# The lines a dump holds under its header: a thread's line, its frames, CPython's marks of
+# a stack it cut (`  ...`) or of a thread with no Python frame.
+_DUMP_LINE = re.compile(
+    r"^(?:(?:Current thread|Thread) 0x[0-9a-fA-F]+ .*\(most recent call first\):"
+    r"|\s+File \".*\", line \d+ in .*|\s+\.\.\.|\s+<no Python frame>|\s*)$"
+)
+
+
+@frozen
+class WatchdogTimeout:
+    """The dump a faulthandler watchdog wrote before it ended the program."""
+
+    header: str  # `Timeout (0:00:05)!`
+    dump: str  # the header and the threads' stacks under it, as written
+
+
+def watchdog_timeout(stderr: str) -> WatchdogTimeout | None:
+    """The watchdog's dump where it is the last thing on stderr, else None."""
+    lines = stderr.rstrip().split("\n")
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
+        if TIMEOUT_HEADER.match(line):
+            body = lines[index + 1 :]
+            if not any(_DUMP_LINE.match(b) and b.strip() for b in body):
+                return None  # a header with no stack under it is no dump
+            return WatchdogTimeout(line.strip(), "\n".join(lines[index:]))
+        if not _DUMP_LINE.match(line):
+            return None  # stderr goes on after any dump: the program went on
+    return None
+
+
+def hung_frame(timeout: WatchdogTimeout) -> PythonFrame | None:
+    """The frame of the user's code the hang sat in, as the dump shows it: the dump read as
+    the engine's stack dump of the one process (hungstacks.py)."""
+    from reprospec.outcome.hungstacks import hung_frame as frame_of
+
+    return frame_of(f"--- pid 0 (the program) ---\n{timeout.dump}")
