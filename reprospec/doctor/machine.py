@@ -57,7 +57,35 @@ def check_torch(env: Captured) -> Check:
     if not torch.get("version"):
         return Check("torch", "skipped", "torch was not captured")
     build = f"CUDA {torch['cuda']}" if torch.get("cuda") else "CPU-only"
-    return Check("torch", "pass", f"torch {torch['version']} ({build} build) imports")
+    imports = f"torch {torch['version']} ({build} build) imports"
+    bridge = numpy_bridge(env)
+    if bridge is None:
+        return Check("torch", "pass", imports)
+    numpy = section(env, "packages").get("numpy")
+    return Check(
+        "torch",
+        "warn",
+        f"{imports}, but not its numpy bridge ({bridge}"
+        + (f"; numpy {numpy} is installed" if numpy else "; numpy is not installed")
+        + "): Tensor.numpy(), torch.from_numpy and a DataLoader batching numpy arrays fail",
+        (
+            "install a numpy this torch was built against (a torch built for numpy 1.x needs "
+            "pip install 'numpy<2')"
+            if numpy
+            else "pip install numpy"
+        ),
+    )
+
+
+def numpy_bridge(env: Captured) -> str | None:
+    """Why torch's numpy bridge fails in the captured interpreter (`RuntimeError: Numpy is
+    not available`), or None where it works or was not captured (an older capture). torch
+    imports without numpy, or with a numpy of another ABI, and only warns `Failed to
+    initialize NumPy`: `doctor` passed it as fine."""
+    torch = section(env, "torch")
+    if torch.get("numpy") is not None or "numpy" not in section(torch, "errors"):
+        return None
+    return text(section(torch, "errors").get("numpy")) or "it fails"
 
 
 def check_cuda_available(env: Captured) -> Check:

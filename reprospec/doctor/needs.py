@@ -67,6 +67,9 @@ class Needs:
     # Whether any cell imports torch: a workload (the harness runs on torch), or torch among
     # its packages. A spec of commands only needs none: its torch checks are not failures.
     torch: bool = True
+    # Whether any cell may use torch's numpy bridge: a command, or a workload with an
+    # entrypoint (the user's code). The harness's builtin models and datasets never do.
+    numpy: bool = True
     # The runner it will run on (`doctor --runner`): `local` runs the checked interpreter as
     # it is; `venv` and `docker` install the spec's packages themselves.
     runner: str = "local"
@@ -311,7 +314,9 @@ def needs_of(
     python: str | None = None
     lists: dict[tuple[str, ...], list[str]] = {}
     torch = False
+    numpy = False
     for position, (workload, environment) in enumerate(cells):
+        numpy = numpy or not workload or _has_entrypoint(workload)
         if environment.packages:
             named = lists.setdefault(tuple(environment.packages), [])
             named.extend(ids[position : position + 1])
@@ -350,7 +355,17 @@ def needs_of(
         packages=packages,
         package_sets=tuple(CellPackages(each, tuple(named)) for each, named in lists.items()),
         torch=torch,
+        numpy=numpy,
     )
+
+
+def _has_entrypoint(value: JsonValue | Mapping[str, JsonValue]) -> bool:
+    """Whether a workload names the user's code anywhere (`entrypoint: module:callable`)."""
+    if isinstance(value, Mapping):
+        return "entrypoint" in value or any(_has_entrypoint(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_has_entrypoint(item) for item in value)
+    return False
 
 
 def batchformat_size(data: Mapping[str, JsonValue]) -> int | None:

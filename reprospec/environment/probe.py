@@ -28,7 +28,7 @@ TIMEOUT_S = 120.0
 # An environment's JSON is tens of kilobytes; more is an interpreter printing on its own.
 OUTPUT_BYTES = 4 << 20
 # Bumped when the torch part of a capture gains fields, so cached captures are retaken.
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 
 
 def _run(
@@ -228,8 +228,11 @@ def _torch_key(
     nvidia, packages = fresh.get("nvidia"), fresh.get("packages")
     gpus = nvidia.get("gpus") if isinstance(nvidia, dict) else None
     torch = packages.get("torch") if isinstance(packages, dict) else None
+    # numpy's version too: torch's numpy bridge (the part's `numpy`) works or not with it,
+    # and a numpy installed after the capture would go on reading as missing.
+    numpy = packages.get("numpy") if isinstance(packages, dict) else None
     # CACHE_FORMAT: a capture of an older reprospec lacks fields (torch's build config).
-    parts = [CACHE_FORMAT, os.path.realpath(python), torch, gpus, relevant]
+    parts = [CACHE_FORMAT, os.path.realpath(python), torch, numpy, gpus, relevant]
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
 
 

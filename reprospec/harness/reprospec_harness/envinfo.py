@@ -631,6 +631,10 @@ def capture_torch(init_cuda: bool = False, *, full: bool = False) -> JsonObject:
         "mkl": lambda: torch.backends.mkl.is_available(),
         "mkldnn": lambda: torch.backends.mkldnn.is_available(),
         "openmp": lambda: torch.backends.openmp.is_available(),
+        # torch's numpy bridge (Tensor.numpy, torch.from_numpy, a DataLoader collating numpy
+        # arrays): torch imports without numpy, or with a numpy of another ABI, and only
+        # warns "Failed to initialize NumPy"; the call then raises "Numpy is not available".
+        "numpy": lambda: torch.zeros(1).numpy() is not None,
     }
     if full:
         probes["config"] = lambda: torch.__config__.show()

@@ -87,6 +87,26 @@ def test_probe_with_torch_broken(
     assert env["python"]["version"]
 
 
+def test_torchs_numpy_bridge_is_captured_where_torch_imports_and_numpy_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch imports without numpy and only warns `Failed to initialize NumPy`;
+    `Tensor.numpy()` then raises. The capture says so, where `doctor` passed such a torch as
+    fine. (numpy is hidden as a missing module, whether or not this interpreter has one.)"""
+    pytest.importorskip("torch")
+    hidden = tmp_path / "numpy"
+    hidden.mkdir()
+    (hidden / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'numpy'\", name='numpy')\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    env: dict[str, Any] = probe_environment(sys.executable)
+    torch = env["torch"]
+    assert torch["version"]
+    assert torch["numpy"] is None
+    assert torch["errors"]["numpy"] == "RuntimeError: Numpy is not available"
+
+
 def test_probe_with_a_missing_interpreter() -> None:
     with pytest.raises(InfraError, match="interpreter not found: /nonexistent/python"):
         probe_environment("/nonexistent/python")

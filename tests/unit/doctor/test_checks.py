@@ -441,3 +441,33 @@ def test_a_spec_without_torch_is_not_warned_of_dataloader_shared_memory() -> Non
     assert in_docker.status == "skipped"
     # A workload (torch) is still told.
     assert by_name(machine(), doctor.Needs(shm_size=64 * 2**20))["shm"].status == "warn"
+
+
+def test_a_torch_whose_numpy_bridge_fails_warns_where_the_spec_may_use_it() -> None:
+    """torch imports without numpy (or with one of another ABI), warning only `Failed to
+    initialize NumPy`: `doctor` passed it. The harness's builtin workloads never touch
+    numpy, so only a spec that may (a command, an entrypoint) is warned."""
+    errors = {"errors": {"numpy": "RuntimeError: Numpy is not available"}}
+    missing = machine(torch={"numpy": None, **errors})
+    torch = by_name(missing)["torch"]
+    assert (torch.status, torch.todo) == ("warn", "pip install numpy")
+    assert "numpy is not installed" in torch.why
+    assert "Tensor.numpy()" in torch.why
+    abi = machine(torch={"numpy": None, **errors}, packages={"numpy": "2.1.0"})
+    assert "'numpy<2'" in by_name(abi)["torch"].todo
+    assert by_name(machine(torch={"numpy": True}))["torch"].status == "pass"
+    assert by_name(machine())["torch"].status == "pass"  # an older capture: not said
+    builtin: JsonObject = {
+        "model": {"builtin": "mlp"},
+        "data": {"dataset": {"builtin": "synthetic"}},
+    }
+    own: JsonObject = {"model": {"entrypoint": "mine:Net"}}
+    here = Environment(workdir=Path.cwd())
+    assert not doctor.needs_of([(builtin, here)]).numpy
+    assert doctor.needs_of([(own, here)]).numpy
+    assert doctor.needs_of([({}, Environment(workdir=Path.cwd(), packages=("torch",)))]).numpy
+    builtins_only = by_name(missing, doctor.needs_of([(builtin, here)]))["torch"]
+    assert builtins_only.status == "pass"
+    assert "builtin models and datasets do not use it" in builtins_only.why
+    entry = by_name(missing, doctor.needs_of([(own, here)]))["torch"]
+    assert entry.status == "warn"
