@@ -187,14 +187,17 @@ def infra_execution(
     started: str,
     finished: str,
     warnings: Sequence[str] = (),
+    duration_s: float = 0.0,
 ) -> Execution:
-    """An attempt that could not run at all: no exit status, only the reason."""
+    """An attempt that could not run at all, or whose end is no verdict on the program: no
+    exit status, only the reason. `duration_s`: how long it ran, where it did (a forked
+    attempt whose preload server died under it), so that it reads as what it took."""
     files["stdout_path"].touch()
     files["stderr_path"].touch()
     return Execution(
         returncode=None,
         timed_out=False,
-        duration_s=0.0,
+        duration_s=duration_s,
         started=started,
         finished=finished,
         infra_error=reason,

@@ -625,7 +625,12 @@ class LocalRunner:
             # Its server died under it (forkserver.py): its SIGKILL is no verdict on the
             # program. One that timed out was alive at its deadline: its hang is its own.
             lost_execution = infra_execution(
-                base, lost, started=result.started, finished=result.finished, warnings=warnings
+                base,
+                lost,
+                started=result.started,
+                finished=result.finished,
+                warnings=warnings,
+                duration_s=result.duration_s,
             )
             return replace(lost_execution, launch="forked", launch_note=launcher.note)
         if tool is not None and not result.timed_out:
@@ -633,7 +638,7 @@ class LocalRunner:
             if failed is not None:
                 return infra_execution(
                     base, failed, started=result.started, finished=result.finished,
-                    warnings=warnings,
+                    warnings=warnings, duration_s=result.duration_s,
                 )  # fmt: skip
         # Only launch.py writes the reason, and it runs only with the perturbation's options.
         not_perturbed = perturbing.refused_reason(refused_path) if refused_path else None

@@ -665,6 +665,7 @@ def test_an_attempt_whose_server_dies_under_it_is_an_infra_error(
     thread.start()
     try:
         wait_until(lambda: (tmp_path / "started-a").exists(), "the attempt's start")
+        time.sleep(0.3)
         (server,) = servers()
         server.kill()
     finally:
@@ -678,6 +679,8 @@ def test_an_attempt_whose_server_dies_under_it_is_an_infra_error(
     assert execution.infra_error.startswith(
         "its preload server was killed by SIGKILL while the attempt ran"
     )
+    # It ran until the kill: its duration is that, where it read 0.00s.
+    assert execution.duration_s >= 0.3
 
 
 def test_more_keys_than_servers_in_parallel_all_pass(tmp_path: Path) -> None:
