@@ -43,9 +43,11 @@ if TYPE_CHECKING:
         core_pattern,
         dumped_signal,
         find_cores,
+        looked_in,
         move_core,
         move_cores,
         moved_to,
+        walked_to,
     )
     from reprospec.native.corewatch import WATCH
     from reprospec.native.eustack import (
@@ -149,6 +151,8 @@ _WHERE = {
     "fault_frames": "render",
     "find_cores": "cores",
     "moved_to": "cores",
+    "looked_in": "cores",
+    "walked_to": "cores",
     "full_text": "render",
     "gdb_path": "readers",
     "live_stacks": "capture",
@@ -228,6 +232,7 @@ __all__ = [
     "gdb_path",
     "live_stacks",
     "load_stretch",
+    "looked_in",
     "merge",
     "move_core",
     "move_cores",
@@ -248,6 +253,7 @@ __all__ = [
     "thread_tops",
     "top_frames",
     "unavailable_reason",
+    "walked_to",
     "with_native_frame",
     "write",
     "write_text",

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.frozen import frozen
-from reprospec.core.words import plural
 from reprospec.native.cores import (
     REPLACED,
     CorePattern,
@@ -33,8 +32,10 @@ from reprospec.native.cores import (
     core_written_since,
     dumped_signal,
     find_cores,
+    looked_in,
     move_cores,
     moved_to,
+    walked_to,
 )
 from reprospec.native.corewatch import WATCH
 from reprospec.native.readers import (
@@ -215,10 +216,9 @@ def _no_core(
             f"most likely replaced it (kernel.core_pattern={pattern.raw!r} gives every core "
             "there the same name; `sysctl kernel.core_uses_pid=1` gives each process its own)"
         )
-    also = f" and the {plural(moved, 'folder')} its processes moved to" if moved else ""
     return (
-        f"{said} (kernel.core_pattern={pattern.raw!r}, looked in {workdir}{also}; the folder "
-        "must be writable and the hard RLIMIT_CORE above 0)"
+        f"{said} (kernel.core_pattern={pattern.raw!r}, {looked_in(workdir, pattern, moved)}; "
+        "the folder must be writable and the hard RLIMIT_CORE above 0)"
     )
 
 
@@ -249,6 +249,12 @@ def collect_crash_stacks(
     # core_pattern's core lies there.
     elsewhere = list(dict.fromkeys([*elsewhere, *moved_to(out_dir, workdir)]))
     cores = [] if unreadable else find_cores(token, workdir, root_pid, started, pattern, elsewhere)
+    if not cores and dumped and not unreadable:
+        # None where the records say: a process moved without one (a C program's chdir(),
+        # a child started in another folder), and its core lies under the workdir.
+        walked = [f for f in walked_to(workdir, started, pattern) if f not in elsewhere]
+        if walked:
+            cores = find_cores(token, workdir, root_pid, started, pattern, walked)
     if not cores and not dumped:
         return None
     # A crash from here on: its stacks' classes are created now (a pass never gets here).

@@ -11,6 +11,7 @@ carries it in its environment, which the core holds) or by the attempt's root pi
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import functools
 import glob
 import mmap
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.frozen import frozen
+from reprospec.core.words import plural
 from reprospec.native.corewatch import WATCH, FileId, file_id
 
 if TYPE_CHECKING:
@@ -209,6 +211,57 @@ def moved_to(attempt_dir: Path, workdir: Path) -> list[Path]:
             folders.pop(folder, None)
             folders[folder] = None
     return list(folders)[-MAX_MOVED_TO:]
+
+
+# A core where no record says its process moved (a C program's chdir(), posix_spawn's
+# addchdir): looked for under the workdir after a core-dumping death left none where the
+# records say; bounded (a workdir may be a repository), hidden folders (.git, .reprospec) left out.
+WALK_MAX_ENTRIES = 20_000
+WALK_MAX_DEPTH = 8
+
+
+def walked_to(workdir: Path, started: float, pattern: CorePattern) -> list[Path]:
+    """The folders under `workdir` (not itself) holding a file named as core_pattern names
+    cores, written since `started`: where a process that moved without a record crashed. No
+    link followed; [] for a pattern with a folder of its own (find_cores globs it) or a pipe."""
+    if pattern.piped or not pattern.raw or "/" in pattern.raw:
+        return []
+    names = re.compile(
+        "|".join(fnmatch.translate(n) for n in pattern._with_pid(_as_glob(pattern.raw)))
+    )
+    found: dict[Path, None] = {}
+    stack: list[tuple[str, int]] = [(str(workdir), 0)]
+    read = 0
+    while stack and read < WALK_MAX_ENTRIES:
+        folder, depth = stack.pop()
+        try:
+            listed = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in listed:
+            read += 1
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if depth < WALK_MAX_DEPTH and not entry.name.startswith("."):
+                        stack.append((entry.path, depth + 1))
+                elif (
+                    depth > 0
+                    and names.fullmatch(entry.name)
+                    and entry.stat(follow_symlinks=False).st_mtime >= started - 1
+                ):
+                    found[Path(folder)] = None
+            except OSError:
+                continue
+    return list(found)
+
+
+def looked_in(workdir: Path, pattern: CorePattern, moved: int = 0) -> str:
+    """Where find_cores and walked_to looked for an attempt's cores, for a reason that
+    says none was found: `moved` the folders its processes were known to move to."""
+    also = f", and the {plural(moved, 'folder')} its processes moved to" if moved else ""
+    if "/" in pattern.raw:  # a folder of its own, which walked_to does not walk
+        return f"looked in {pattern.folder(workdir)}{also}"
+    return f"looked in {workdir} and the folders under it{also}"
 
 
 def find_cores(

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec import native
-from reprospec.core.words import plural
 from reprospec.errors import FatalError
 from reprospec.process import leftovers
 from reprospec.runners.docker.attach import GDB_ENV, attach_all
@@ -212,6 +211,12 @@ class ContainerNative:
         if missing is not None and not self.keep_cores:
             return native.NativeStacks(unavailable=missing) if dumped else None
         cores = native.find_cores(token, workdir, None, started, pattern, elsewhere)
+        if not cores and dumped:
+            # None where the records say: a process moved without one (a C program's
+            # chdir(), a child started in another folder), its core under the workdir.
+            walked = [f for f in native.walked_to(workdir, started, pattern) if f not in elsewhere]
+            if walked:
+                cores = native.find_cores(token, workdir, None, started, pattern, walked)
         if not cores:
             if not dumped:
                 return None
@@ -219,16 +224,11 @@ class ContainerNative:
             if shared:
                 # Each container numbers its pids from 1: `core.%p` collides as `core` does.
                 why = "another instance's core may have overwritten it, in the shared workdir"
-            also = (
-                f" and the {plural(len(elsewhere), 'folder')} its processes moved to"
-                if elsewhere
-                else ""
-            )
             return native.NativeStacks(
                 unavailable=(
                     f"native stacks unavailable: a process died of {root_signal} but left no "
-                    f"core (kernel.core_pattern={pattern.raw!r}, looked in {workdir}{also}; "
-                    f"{why})"
+                    f"core (kernel.core_pattern={pattern.raw!r}, "
+                    f"{native.looked_in(workdir, pattern, len(elsewhere))}; {why})"
                 )
             )
         processes: list[native.ProcessStacks] = []

@@ -240,6 +240,55 @@ def test_the_core_of_a_process_that_moved_is_claimed_where_it_moved(
 
 @needs_gdb
 @needs_plain_cores
+@pytest.mark.parametrize(
+    "move",
+    [
+        # chdir() from native code, as a C program calls it: no record of the move.
+        "ctypes.CDLL(None).chdir(b'sub'); ctypes.string_at(8)",
+        # A child a shell starts in another folder, as posix_spawn's addchdir does.
+        'import subprocess; r = subprocess.run("cd sub/deeper && exec {python} -S -c'
+        " 'import ctypes; ctypes.string_at(8)'\", shell=True); sys.exit(128 - r.returncode)",
+    ],
+    ids=["native-chdir", "child-elsewhere"],
+)
+def test_the_core_of_a_process_that_moved_without_a_record_is_found_under_the_workdir(
+    runner: LocalRunner, tmp_path: Path, move: str
+) -> None:
+    """A C program's chdir() or a child started in another folder leaves no record of the
+    move (cwds.txt, the shell line): the crash's core lay in sub/ while the runner said
+    it left none. A crash with no core where the records say is looked for under the
+    workdir."""
+    if native.core_pattern().raw.startswith("/"):
+        pytest.skip("kernel.core_pattern is an absolute path: no core lands where it moved")
+    workdir = tmp_path / "work"
+    (workdir / "sub" / "deeper").mkdir(parents=True)
+    code = "import ctypes, os, sys; " + move.format(python=sys.executable)
+    ex = runner.run(make_plan([sys.executable, "-c", code], workdir=workdir), tmp_path / "a")
+    assert ex.returncode in (-11, 139), ex.stderr_path.read_text()
+    stacks = native.read(tmp_path / "a")
+    assert stacks is not None
+    assert stacks.unavailable is None, stacks.unavailable
+    assert [p.signal for p in stacks.processes] == ["SIGSEGV"]
+    assert "strlen" in (tmp_path / "a" / native.TEXT_NAME).read_text()
+    assert [str(p.relative_to(workdir)) for p in workdir.rglob("*")] == ["sub", "sub/deeper"]
+
+
+def test_the_walk_for_cores_is_bounded_and_leaves_hidden_folders_out(tmp_path: Path) -> None:
+    """walked_to finds a fresh core below the workdir, not one in a hidden folder (the run
+    store, .git) nor an older one, and reads at most WALK_MAX_ENTRIES entries."""
+    pattern = native.CorePattern("core")
+    started = time.time()
+    for folder in ("a/b", ".store/c", "old"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "core").write_bytes(b"")
+    os.utime(tmp_path / "old" / "core", (started - 60, started - 60))
+    (tmp_path / "core").write_bytes(b"")  # the workdir's own: find_cores looks there
+    assert native.walked_to(tmp_path, started, pattern) == [tmp_path / "a" / "b"]
+    assert native.walked_to(tmp_path, started, native.CorePattern("/var/crash/core")) == []
+
+
+@needs_gdb
+@needs_plain_cores
 def test_the_core_of_a_program_a_shell_line_cds_to_is_claimed_there(
     runner: LocalRunner, tmp_path: Path
 ) -> None:

@@ -189,6 +189,25 @@ def test_the_core_of_a_program_a_shell_line_cds_to_is_claimed_there(
 
 @needs_engine
 @needs_plain_cores
+def test_the_core_of_a_native_chdir_is_found_under_the_workdir(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    """chdir() from native code (a C program's) leaves no record of the move: the core lay
+    in sub/ and the runner said the crash left none. It is looked for under the workdir."""
+    workdir, logs = tmp_path / "work", tmp_path / "logs"
+    (workdir / "sub").mkdir(parents=True)
+    code = "import ctypes; ctypes.CDLL(None).chdir(b'sub'); ctypes.string_at(8)"
+    execution = runner.run(make_plan(["python3", "-c", code], workdir), logs)
+    assert execution.returncode == -11, execution.stderr_path.read_text()
+    stacks = native.read(logs)
+    assert stacks is not None
+    assert stacks.unavailable is None, stacks.unavailable
+    assert (native.top_frames(stacks) or "").startswith("strlen (libc.so")
+    assert list((workdir / "sub").iterdir()) == []
+
+
+@needs_engine
+@needs_plain_cores
 def test_keep_cores_keeps_the_container_core_in_the_attempt_folder(tmp_path: Path) -> None:
     require_image(CLIENT, image.DEFAULT_IMAGE)
     keeper = DockerRunner(client=CLIENT, keep_cores=True)
