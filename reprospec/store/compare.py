@@ -20,6 +20,7 @@ from reprospec.environment.facts import (
     varying_variables,
     within,
 )
+from reprospec.spec.matrix import render_value
 from reprospec.store.digests import FIELD as DIGESTS
 from reprospec.store.digests import FILES_FIELD, INHERITED_FIELD, UNDIGESTED, recorded
 from reprospec.store.specvariables import FIELD as READ
@@ -150,12 +151,12 @@ def compare(run_a: RunResult, run_b: RunResult) -> Comparison:
     different expectation is "same outcome, different expectation": the spec moved,
     the code under test did not.
     """
-    cells_a = {c.cell.id: c for c in run_a.cells}
-    cells_b = {c.cell.id: c for c in run_b.cells}
+    cells_a = {_cell_key(c): c for c in run_a.cells}
+    cells_b = {_cell_key(c): c for c in run_b.cells}
     cells = [
         row
-        for cell_id, a in cells_a.items()
-        if cell_id in cells_b and (row := _cell_change(a, cells_b[cell_id])) is not None
+        for key, a in cells_a.items()
+        if key in cells_b and (row := _cell_change(a, cells_b[key])) is not None
     ]
     return {
         "run_a": run_a.run_id,
@@ -173,12 +174,23 @@ def compare(run_a: RunResult, run_b: RunResult) -> Comparison:
             if row["verdict"][0] != row["verdict"][1]
         ],
         "cells": cells,
-        "only_a": [cell for cell in cells_a if cell not in cells_b],
-        "only_b": [cell for cell in cells_b if cell not in cells_a],
-        "in_both": sum(cell in cells_b for cell in cells_a),
+        "only_a": [a.cell.id for key, a in cells_a.items() if key not in cells_b],
+        "only_b": [b.cell.id for key, b in cells_b.items() if key not in cells_a],
+        "in_both": sum(key in cells_b for key in cells_a),
         **environment_change(run_a, run_b),
         "perturbed": [perturbations(run_a), perturbations(run_b)],
     }
+
+
+def _cell_key(cell: CellResult) -> tuple[tuple[str, str], ...]:
+    """A cell as both runs' cells are matched: its axes and values, in no order. The id
+    keeps the spec's axis order, so a spec whose `matrix` lists `b` before `a` named every
+    cell otherwise (`b=x,a=1` for `a=1,b=x`), and compare said "no cell in both runs" of two
+    runs of the same cells. Values are read as the id writes them (`1` and `"1"` alike, as
+    the id matched them). A cell stored without its matrix is matched by its id."""
+    if not cell.cell.matrix:
+        return (("", cell.cell.id),)
+    return tuple(sorted((axis, render_value(value)) for axis, value in cell.cell.matrix.items()))
 
 
 class EnvironmentChange(TypedDict):
@@ -240,8 +252,8 @@ def variable_changes(
     digests of them (`_changed_secrets`), for the engine's environment and the captured
     cell's; a secret a toggle sets per cell is told only unset or set.
     """
-    cells_b = {c.cell.id: c for c in run_b.cells}
-    common = [(a, cells_b[a.cell.id]) for a in run_a.cells if a.cell.id in cells_b]
+    cells_b = {_cell_key(c): c for c in run_b.cells}
+    common = [(a, cells_b[_cell_key(a)]) for a in run_a.cells if _cell_key(a) in cells_b]
     groups: dict[tuple[str, str | None, str | None, str], list[str]] = {}
     for cell_a, cell_b in common:
         env_a, env_b = _variables(cell_a.environment), _variables(cell_b.environment)

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from reprospec.core.inputs import Expectation
+from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.results import (
     AttemptResult,
+    CellResult,
     NotRun,
     Outcome,
     Rate,
@@ -321,6 +322,34 @@ def test_compare_reports_verdict_and_environment_changes() -> None:
     assert all(row["key"] != "memory.available" for row in diff["environment"])
     assert compare(a, a)["changed"] == []
     assert compare(a, a)["environment"] == []
+
+
+def test_compare_matches_cells_by_their_values_whatever_the_order_of_the_axes() -> None:
+    """The spec of the second run lists `pin_memory` before `num_workers`: its cell ids are
+    `pin_memory=true,num_workers=2`, and compare said "no cell in both runs"."""
+    a = segfault_matrix()
+
+    def swapped(result: CellResult, verdict: VerdictKind) -> CellResult:
+        matrix = dict(reversed(list(result.cell.matrix.items())))
+        cell = Cell(",".join(f"{k}={json.dumps(v)}" for k, v in matrix.items()), 0, matrix)
+        return replace(result, cell=replace(cell, index=result.cell.index), verdict=verdict)
+
+    b = replace(
+        a,
+        run_id="b",
+        cells=tuple(swapped(c, "undecided" if c.cell.index == 0 else c.verdict) for c in a.cells),
+    )
+    assert b.cells[3].cell.id == "pin_memory=true,num_workers=2"
+    diff = compare(a, b)
+    assert diff["in_both"] == 4
+    assert diff["only_a"] == diff["only_b"] == []
+    assert diff["changed"] == [
+        {
+            "cell": "num_workers=0,pin_memory=false",
+            "before": a.cells[0].verdict,
+            "after": "undecided",
+        }
+    ]
 
 
 def _count_judge(_expected: Expectation, attempts: Sequence[AttemptResult]) -> Verdict:
