@@ -99,6 +99,7 @@ def merge(
     cells = [_merge_cell(p, judge) if judge else p[0] for p in parts.values()]
     cells.sort(key=lambda c: c.cell.index)
     warnings = list(dict.fromkeys(w for run in runs for w in run.warnings))
+    warnings += [w for w in _unread_axes(first, cells) if w not in warnings]
     changes = [environment_change(first, run) for run in runs[1:]]
     # The captured variables (`env.OMP_NUM_THREADS`) are compare's rows of their own now;
     # a shard that ran under others is still said here (review).
@@ -361,6 +362,25 @@ def _effective(run: RunResult, key: str) -> JsonValue:
         except (TypeError, ValueError, OverflowError):
             return value
     return value
+
+
+def _unread_axes(run: RunResult, cells: Sequence[CellResult]) -> list[str]:
+    """The run's warning of each matrix axis read by nothing, judged over the merged cells.
+
+    A run warns of such an axis only where its cells ran two of its values (pipeline/
+    stages.py): each shard of `seed: [1, 2]` may hold one value, so no shard warned, and the
+    merged run, whose cells are copies of each other, was silent where the unsharded run
+    said so."""
+    from reprospec.spec.checks.cells import unread_axes, unread_axis_message
+    from reprospec.spec.yamlsource import YamlSourceError, load_value
+
+    try:
+        document = load_value(_spec_of(run))
+    except YamlSourceError:
+        return []
+    if not isinstance(document, dict):
+        return []
+    return [unread_axis_message(axis) for axis in unread_axes(document, [c.cell for c in cells])]
 
 
 def _spec_own(run: RunResult, key: str) -> JsonValue:

@@ -25,6 +25,7 @@ from reprospec.core.results import (
     VerdictKind,
 )
 from reprospec.errors import FatalError, UsageError
+from reprospec.spec.checks.cells import unread_axis_message
 from reprospec.store.compare import compare
 from reprospec.store.digests import FILES_FIELD as FILES
 from reprospec.store.merge import merge
@@ -40,6 +41,7 @@ from reprospec.store.resultsjson import (
 )
 from tests.support.runs import (
     RESULTS_JSON_KEYS,
+    SEGFAULT_SPEC,
     error_run,
     hang_run,
     infra_run,
@@ -595,6 +597,25 @@ def test_merge_compares_what_the_options_set_not_how_they_were_written() -> None
             [resolved(shards[0], ["x=1", "x=2"]), resolved(shards[1], ["x=2", "x=1"])],
             judge_cell=_count_judge,
         )
+
+
+def test_merged_shards_warn_of_an_axis_read_by_nothing_as_the_unsharded_run() -> None:
+    """`pin_memory` is read by nothing. Shard 1/2 ran its `false` cells and shard 2/2 its
+    `true` ones: neither ran two of its values, so neither warned, and the merged run of
+    copies of each other said nothing where `reprospec run` of the spec warns."""
+    text = SEGFAULT_SPEC.replace(" --pin ${{ matrix.pin_memory }}", "")
+    whole = replace(segfault_matrix(), spec_text=text)
+    first = replace(whole, run_id="s1", cells=whole.cells[0::2], shard="1/2", warnings=())
+    second = replace(whole, run_id="s2", cells=whole.cells[1::2], shard="2/2", warnings=())
+    assert {str(c.cell.matrix["pin_memory"]) for c in first.cells} == {"False"}
+    warned = [w for w in merge([first, second]).warnings if "read by nothing" in w]
+    assert warned == [unread_axis_message("pin_memory")]
+    # A warning a shard gave already is not given twice.
+    said = replace(first, warnings=(unread_axis_message("pin_memory"),))
+    assert merge([said, second]).warnings.count(unread_axis_message("pin_memory")) == 1
+    # Read by the command: no warning.
+    read = [replace(r, spec_text=SEGFAULT_SPEC) for r in (first, second)]
+    assert not [w for w in merge(read).warnings if "read by nothing" in w]
 
 
 def test_merge_warns_about_different_environments() -> None:
