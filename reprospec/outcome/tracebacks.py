@@ -403,9 +403,25 @@ def headline(message: str) -> str:
     return first
 
 
+# A frame line of a stack, as a traceback (`File "x.py", line 3, in f`) or a faulthandler
+# dump (`File "x.py", line 3 in f`) writes it.
+_STACK_FRAME = Lazy(r'^\s*File "[^"]*", line \d+,? in \S')
+
+
 def last_line(text: str) -> str | None:
-    """The last non-blank line of `text`, stripped (`sys.exit("msg")` prints only that)."""
-    for line in reversed(text.splitlines()):
-        if line.strip():
-            return line.strip()
-    return None
+    r"""The last non-blank line of `text`, stripped (`sys.exit("msg")` prints only that).
+
+    None where it is a stack's: a frame line or the source line under one (a dump printed
+    last, `faulthandler.dump_traceback()` or `traceback.print_stack()`, then `sys.exit(3)`).
+    It says where the program was, not what failed: capture wrote
+    `message: File "/tmp/w/job\.py", line \d+ in <module>` as the error's message, which a
+    verify in a copy of the spec, at another path, missed, and blamed on a file it lacked."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return None
+    last = lines[-1]
+    if _STACK_FRAME.match(last):
+        return None
+    if len(lines) > 1 and last[:1].isspace() and _STACK_FRAME.match(lines[-2]):
+        return None
+    return last.strip()

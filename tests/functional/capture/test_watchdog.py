@@ -46,3 +46,20 @@ def test_a_watchdogs_own_timeout_is_a_hang_live_and_from_its_log(cli: Cli, tmp_p
     rerun = cli("run", "log.yaml", cwd=tmp_path)
     assert rerun.code == 0, rerun.stdout + rerun.stderr
     assert "reproduced" in rerun.stdout
+
+
+def test_a_stack_dumped_before_an_exit_is_no_expected_message(cli: Cli, tmp_path: Path) -> None:
+    # Its message was the dump's last frame line, with the workdir's path in it: the verify
+    # in a copy (another path) missed it and blamed a file the copy lacked.
+    (tmp_path / "job.py").write_text(
+        "import faulthandler, sys\n"
+        "def check():\n"
+        "    faulthandler.dump_traceback()\n"
+        "    sys.exit(3)\n"
+        "check()\n"
+    )
+    made = cli("capture", "-o", "spec.yaml", "--", "python", "job.py", cwd=tmp_path)
+    assert made.code == 0, made.stdout + made.stderr
+    assert "verdict reproduced" in made.stdout
+    spec = load_spec(str(tmp_path / "spec.yaml")).document
+    assert spec["expect"] == {"outcome": "error", "exit_code": 3}
