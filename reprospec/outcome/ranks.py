@@ -222,6 +222,23 @@ def from_events(events: Iterable[Mapping[str, JsonValue]]) -> RankReport | None:
     )
 
 
+def rank_of(report: RankReport, pid: int | None) -> int | None:
+    """The rank whose process `pid` is (its events' pid); None when none is."""
+    if pid is None:
+        return None
+    positions = (*report.positions, *(report.exited.left if report.exited else ()))
+    return next((p.rank for p in positions if p.pid == pid), None)
+
+
+def named_child(detail: str, pid: int | None, report: RankReport) -> str:
+    """`child pid 569 was in ...` as `rank 0 (child pid 569) was in ...`: the supervisor's
+    children are its ranks, and the sentence after it names them by rank only."""
+    rank = rank_of(report, pid)
+    if rank is None:
+        return detail
+    return detail.replace(f"child pid {pid} ", f"rank {rank} (child pid {pid}) ", 1)
+
+
 def describe(report: RankReport) -> str:
     """One sentence for the report: who is out of step or died first, and where every rank is."""
     parts: list[str] = []

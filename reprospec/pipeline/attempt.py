@@ -358,6 +358,9 @@ def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outc
     if outcome.kind in ("hang", "crash", "error") and evidence.ranks is not None:
         from reprospec.outcome import ranks  # a distributed attempt's (evidence.py)
 
+        if outcome.where == "child" and outcome.detail:
+            named = ranks.named_child(outcome.detail, outcome.pid, evidence.ranks)
+            outcome = replace(outcome, detail=named)
         said = ranks.describe(evidence.ranks)
         if said and said not in (outcome.detail or ""):
             detail = f"{outcome.detail}; {said}" if outcome.detail else said
