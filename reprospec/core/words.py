@@ -322,6 +322,13 @@ SENT_BY_A_PROCESS = (
     "sent by a process (no OOM kill during the attempt): the main process's own doing, not a crash"
 )
 
+# The end of a DataLoader worker's death by SIGKILL where the kernel counted no OOM kill on
+# the machine while the attempt ran (classify.py, rule 5): a process sent it (a `kill -9`
+# from outside, the worker's own os.kill), whichever; not the main process's doing, no crash.
+A_WORKERS_SIGKILL_SENT_BY_A_PROCESS = (
+    "sent by a process (no OOM kill during the attempt: a kill -9, its own os.kill): not a crash"
+)
+
 # The end of an error's detail after `137 = 128 + SIGKILL` where the kernel counted no OOM
 # kill on the machine while the attempt ran (classify.py, rule 4): the death the status
 # reports (a script's `timeout -s KILL`, a `kill -9`) was sent by a process, no crash.

@@ -32,7 +32,7 @@ from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
-from reprospec.core.runoptions import RunOptions, Words, WordSet, check_options
+from reprospec.core.runoptions import PathArg, RunOptions, Words, WordSet, check_options
 from reprospec.core.words import plural
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import SpecError, UsageError
@@ -54,7 +54,7 @@ from reprospec.isolation.differences import (
 from reprospec.isolation.report import IsolateResult, Side, set_in_words, write
 from reprospec.isolation.search import Isolation
 from reprospec.isolation.state import StateFile, StoredProbe, forget_could_not_run, search_id
-from reprospec.plan.failingcell import choose_failing_cell, fails
+from reprospec.plan.failingcell import Amplified, choose_failing_cell, fails
 from reprospec.runners import kept_servers
 
 if TYPE_CHECKING:
@@ -81,6 +81,9 @@ class IsolateOptions:
     # Runner, -j, timeout, --out, --python, and the --set overrides of both sides.
     run: RunOptions = field(default_factory=lambda: RunOptions(purpose="isolate"))
     command_line: str = ""  # how a person reruns this isolation (for the report)
+    # `--amplify PATH` (an amplify folder or its amplify.json): the cell it measured is the
+    # failing cell (plan/failingcell.py); its perturbation comes in `run.overrides`.
+    amplified: Path | None = None
 
     if TYPE_CHECKING:  # any iterable of str for a tuple (core/runoptions.py's Words)
 
@@ -96,6 +99,7 @@ class IsolateOptions:
             min_rate: float | None = ...,
             run: RunOptions = ...,
             command_line: str = ...,
+            amplified: PathArg | None = ...,
         ) -> None: ...
 
     def __post_init__(self) -> None:
@@ -106,6 +110,7 @@ class IsolateOptions:
             counts=("budget",),
             fractions=("error", "min_rate"),
             texts=("failing", "passing"),
+            paths=("amplified",),
             runs=("run",),
         )
 
@@ -536,8 +541,10 @@ def _choose_cells(
             "to fail is the failing cell)"
         )
     # The rule amplify and bisect share (plan/failingcell.py): -m keeps cells, and the first
-    # of them expected to fail is the failing cell. Asked only where some cell is: where none
-    # is, the sides come from the sets, or the refusals below say what is missing.
+    # of them expected to fail is the failing cell (under --amplify, the cell amplify
+    # measured). Asked only where some cell is: where none is, the sides come from the
+    # sets, or the refusals below say what is missing.
+    amplified = Amplified.read(options.amplified) if options.amplified else None
     choice = (
         choose_failing_cell(
             cells,
@@ -546,15 +553,24 @@ def _choose_cells(
             verb="isolate",
             several="first",
             spec=str(spec.path),
+            amplified=amplified,
         )
         if options.failing is None
-        and (options.cell or any(fails(expectations.of(c)) for c in cells))
+        and (options.cell or amplified or any(fails(expectations.of(c)) for c in cells))
         else None
     )
     eligible = choice.candidates if choice is not None else cells
     failing = (
         _select(cells, options.failing, said("--failing", "failing")) if options.failing else None
     )
+    if failing is not None and amplified is not None and failing.id != amplified.cell:
+        # The perturbation raised the rate of amplify's cell: of another it is not known to.
+        raise UsageError(
+            f"{amplified.option}: the amplification measured cell {amplified.cell}, not "
+            f"{said('--failing', 'failing')} {failing.id}: its perturbation is known to raise "
+            f"the rate there only; drop {said('--failing', 'failing')} (isolate then works on "
+            f"cell {amplified.cell}), or amplify the cell meant"
+        )
     if failing is not None and expectations.of(failing).outcome == "pass":
         raise UsageError(
             f"the failing cell {failing.id} is expected to pass: isolate needs a cell "

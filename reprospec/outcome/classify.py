@@ -43,8 +43,10 @@ rules, in order:
    encountered in worker", or "exited unexpectedly" with no exit code) ->
    `crash`, `where: worker`, even though the main process exited 1.
    Where no process besides the program ran, no worker did: its output's words are
-   no death (rule 7). A worker that exited with a code (even 0: a worker exits only when
-   its loader shuts it down) is an `error`, `where: worker` (rule 7).
+   no death (rule 7). A worker's SIGKILL with no OOM kill counted (`no_oom_kill`) was a
+   process's, no crash, as a child's is not (rule 6): `error`, `where: worker` (rule 7).
+   A worker that exited with a code (even 0: a worker exits only when its loader shuts it
+   down) is an `error`, `where: worker` (rule 7).
 6. any other descendant crashed (children.py: a wait status the engine reaped,
    a shell's or subprocess's report, the child's faulthandler report, a broken
    process pool) -> `crash`, `where: child`, with its pid and command line when
@@ -111,6 +113,7 @@ from reprospec.core.signals import (
 )
 from reprospec.core.words import (
     A_SHELLS_SIGKILL_SENT_BY_A_PROCESS,
+    A_WORKERS_SIGKILL_SENT_BY_A_PROCESS,
     AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
     AS_A_SHELL_REPORTS_IT,
     KNOWN_FROM_THE_OUTPUT_ALONE,
@@ -219,6 +222,10 @@ def classify(
         # The harness's own teardown (a distributed supervisor ending the ranks that did not
         # fail, and their workers): the failure is the rank's that ended the job.
         worker = None
+    # A worker's SIGKILL where the kernel counted no OOM kill while the attempt ran was
+    # a process's (a `kill -9` from outside, the worker's own os.kill): no crash, as a
+    # child's is not (rule 6); the main process's exit is the outcome, the worker named.
+    worker_sent = worker is not None and worker.signal == "SIGKILL" and execution.no_oom_kill
     printed_worker: WorkerDeath | None = None
     if worker is not None and execution.descendants is False:
         # No process besides the program ran, so no DataLoader worker: it printed the words.
@@ -268,7 +275,7 @@ def classify(
         elif (late := _progress_before_timeout(execution, events)) is not None:
             detail += f"; {still_progressing(late)}"
         if worker is not None:
-            detail += f"; {_describe_worker(worker)}"
+            detail += f"; {_describe_worker(worker, worker_sent)}"
         elif events.busy:
             # The worker it names (the longest stuck): its pid marks its native threads.
             where, hung_pid = "worker", _int_or_none(_first_busy(events.busy).get("pid"))
@@ -309,7 +316,7 @@ def classify(
         kind, signal, where = "crash", signal_name(-returncode), "main"
         detail = f"killed by {signal} ({describe_signal(signal)})"
         if worker is not None:
-            detail += f"; {_describe_worker(worker)}"
+            detail += f"; {_describe_worker(worker, worker_sent)}"
     elif returncode == 0:
         kind, exit_code, detail = "pass", 0, None
         exception = None
@@ -332,7 +339,7 @@ def classify(
         if shell_signal is not None:
             kind, signal, where = "crash", shell_signal, "main"
             detail = f"exit status {returncode} = 128 + {shell_signal}{AS_A_SHELL_REPORTS_IT}"
-        elif worker is not None and worker.exit_code is None:
+        elif worker is not None and worker.exit_code is None and not worker_sent:
             kind, signal, where = "crash", worker.signal, "worker"
             detail = f"{_describe_worker(worker)}; the main process exited {returncode}"
             if worker.item_phase is not None and worker.item_step is not None:
@@ -376,7 +383,7 @@ def classify(
                 detail += f"; {_went_on(last_traceback)}"
             if worker is not None:
                 where = "worker"
-                detail += f"; {_describe_worker(worker)}"
+                detail += f"; {_describe_worker(worker, worker_sent)}"
             elif exception is not None and exception.type.endswith(".ChildFailedError"):
                 from reprospec.outcome.children import rank_exception
 
@@ -855,8 +862,9 @@ def _shell_signal(returncode: int, stderr: str, stdout: str) -> str | None:
     return None
 
 
-def _describe_worker(worker: WorkerDeath) -> str:
-    """`DataLoader worker 1 (pid 42) died of SIGSEGV (...) fetching item 37 (validation step 7)`."""
+def _describe_worker(worker: WorkerDeath, sent: bool = False) -> str:
+    """`DataLoader worker 1 (pid 42) died of SIGSEGV (...) fetching item 37 (validation step 7)`;
+    `sent`: its SIGKILL was a process's (no OOM kill counted), which the words say."""
     who = "a DataLoader worker" if worker.worker is None else f"DataLoader worker {worker.worker}"
     if worker.pid:
         who += f" (pid {worker.pid})" if worker.worker is not None else f" pid {worker.pid}"
@@ -870,6 +878,8 @@ def _describe_worker(worker: WorkerDeath) -> str:
         text += f" fetching item {worker.item}"
         if worker.item_phase and worker.item_step is not None:
             text += f" ({worker.item_phase} step {worker.item_step})"
+    if sent:
+        text += f", {A_WORKERS_SIGKILL_SENT_BY_A_PROCESS}"
     return text
 
 

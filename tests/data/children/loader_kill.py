@@ -9,6 +9,10 @@ unexpectedly" (no signal). This program takes the second way every time: it puts
 SIGCHLD action back once the loader's workers have started (as a library that sets its own
 handler does), so only the main process's check sees the death.
 
+The worker is SIGKILLed by the kernel's OOM killer where CHILD_CRASH_MEMCG names a memory
+cgroup (the test makes it, with a limit): it joins it and fills it. Without one it kills
+itself, a SIGKILL no OOM killer sent (as a `kill -9` from outside would be).
+
 Usage: python loader_kill.py
 """
 
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -27,6 +32,11 @@ class Items(Dataset[torch.Tensor]):
 
     def __getitem__(self, index: int) -> torch.Tensor:
         if index == 9:
+            folder = os.environ.get("CHILD_CRASH_MEMCG")
+            if folder:
+                Path(folder, "cgroup.procs").write_text("0")
+                hoard = [b"x" * (1 << 20) for _ in range(3072)]  # charged to the cgroup
+                print(f"not killed at {len(hoard)} MiB", flush=True)
             os.kill(os.getpid(), signal.SIGKILL)
         return torch.zeros(4)
 

@@ -27,6 +27,7 @@ from reprospec.core.inputs import Expectation
 from reprospec.core.results import AttemptResult, Execution, Outcome
 from reprospec.core.words import (
     A_SHELLS_SIGKILL_SENT_BY_A_PROCESS,
+    A_WORKERS_SIGKILL_SENT_BY_A_PROCESS,
     AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
     AS_A_SHELL_REPORTS_IT,
     KNOWN_FROM_THE_OUTPUT_ALONE,
@@ -844,18 +845,20 @@ def test_a_pool_worker_sigkilled_before_the_hang_is_named(
 @pytest.mark.torch
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
 def test_a_dataloader_worker_sigkilled_is_the_workers_crash_whatever_torch_says(
-    runner: LocalRunner, tmp_path: Path
+    runner: LocalRunner, tmp_path: Path, memory_limit: dict[str, str]
 ) -> None:
     """torch's words for a SIGKILLed worker race with the main process's own failure (a
     ConnectionResetError, 1 attempt in 6 of a worker killed just after it sent a batch;
     "exited unexpectedly", which names no signal). Before, those read as the main process's
     `error`, or as `crash (worker)` with no signal: a spec that expects `signal: SIGKILL,
     where: worker` read not-reproduced. The main process reaped the worker; the status it
-    reaped says SIGKILL, and which pid."""
+    reaped says SIGKILL, and which pid. (The OOM killer's, a real one under a memory limit:
+    a SIGKILL no OOM kill explains is a process's, the next test.)"""
     expect = Expectation("crash", signal="SIGKILL", where="worker")
     result, execution = run_attempt(
-        runner, [PY, str(CHILDREN / "loader_kill.py")], tmp_path, expect
+        runner, [PY, str(CHILDREN / "loader_kill.py")], tmp_path, expect, env=memory_limit
     )
+    assert not execution.no_oom_kill
     assert execution.returncode == 1
     outcome = judged(result, "crash", "SIGKILL", "worker")
     stderr = execution.stderr_path.read_text()
@@ -868,6 +871,28 @@ def test_a_dataloader_worker_sigkilled_is_the_workers_crash_whatever_torch_says(
         outcome.detail or "",
     ), outcome.detail
     assert result.matched, result.mismatches
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
+def test_a_dataloader_worker_sigkilled_with_no_oom_kill_is_no_crash(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """A worker that a process SIGKILLed (its own os.kill here; a `kill -9` from outside
+    alike) read `crash SIGKILL (worker)`, the words of an OOM kill, though the kernel
+    counted none: as a child's (rule 6), such a SIGKILL is no crash. The main process's
+    error is the outcome, `where: worker`, its detail naming the worker and who killed it."""
+    expect = Expectation("error", exception="RuntimeError", where="worker")
+    argv = [PY, str(CHILDREN / "loader_kill.py")]
+    result, execution = run_with_no_oom_kill(runner, argv, tmp_path, expect)
+    assert execution.returncode == 1
+    outcome = judged(result, "error", None, "worker")
+    assert re.match(
+        r"exit code 1; DataLoader worker 0 \(pid \d+\) died of SIGKILL \(Killed\), "
+        + re.escape(A_WORKERS_SIGKILL_SENT_BY_A_PROCESS)
+        + "$",
+        outcome.detail or "",
+    ), outcome.detail
 
 
 @pytest.mark.torch
