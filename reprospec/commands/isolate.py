@@ -27,6 +27,8 @@ def run(args: argparse.Namespace) -> int:
         min_rate=opt.fraction(args.min_rate, "--min-rate"),
         run=run_options.with_changes(matrix_filters=(), deferral=deferral),
         command_line=opt.invocation(),
+        # The cell it measured is the failing cell; its perturbation is in run's overrides.
+        amplified=args.amplify,
     )
     return drive_search(
         lambda progress, cancel: isolate_spec(args.spec, options, progress=progress, cancel=cancel),

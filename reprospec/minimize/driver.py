@@ -88,7 +88,7 @@ from reprospec.minimize.workload import (
     reduce_workload,
     workload_fields,
 )
-from reprospec.plan.failingcell import choose_failing_cell
+from reprospec.plan.failingcell import Amplified, choose_failing_cell
 from reprospec.plan.run import CellExpectations, RunPlan
 from reprospec.runners import kept_servers
 from reprospec.spec.yamlsource import Problem, locate
@@ -215,7 +215,10 @@ def _minimize(
         if progress is not None:
             progress(redactor.text(message))
 
-    failing, all_passing = _cells(plan.cells, plan.expectations, options.cell, str(spec.path))
+    amplified = Amplified.read(options.amplified) if options.amplified else None
+    failing, all_passing = _cells(
+        plan.cells, plan.expectations, options.cell, str(spec.path), amplified
+    )
     expectation = plan.expectation(failing)
     attempt = next(a for a in plan.attempts if a.cell.id == failing.id)
     workdir = attempt.workdir.resolve()
@@ -970,12 +973,22 @@ def _size(program: Program) -> str:
 
 
 def _cells(
-    cells: Sequence[Cell], expectations: CellExpectations, filters: Sequence[str], spec: str
+    cells: Sequence[Cell],
+    expectations: CellExpectations,
+    filters: Sequence[str],
+    spec: str,
+    amplified: Amplified | None = None,
 ) -> tuple[Cell, tuple[Cell, ...]]:
     """The failing cell (the first expected to fail that `-m` keeps: isolate's rule,
-    plan/failingcell.py) and the passing ones."""
+    plan/failingcell.py; under --amplify, the cell amplify measured) and the passing ones."""
     chosen = choose_failing_cell(
-        cells, expectations, filters, verb="minimize", several="first", spec=spec
+        cells,
+        expectations,
+        filters,
+        verb="minimize",
+        several="first",
+        spec=spec,
+        amplified=amplified,
     )
     if not chosen.candidates:  # the spec's only cell, expected to pass
         raise UsageError(

@@ -14,17 +14,25 @@ which cell that is (`expect.cases` or `include` entries make the others pass), s
    or one cell's first bad version, refuse, naming each candidate with the `-m` that
    picks it (the fewest filters that leave it the only candidate).
 
+Under `--amplify PATH` the cell is the one `reprospec amplify` measured (its amplify.json's
+`cell`): the perturbation, and "without it the failure is rarer", are that cell's. Where
+the spec as given has no such cell, `-m` leaves it out, or its expect is not a failure,
+the verb refuses (exit 2): `isolate --amplify` of a spec whose amplify ran `-m mode=b`
+took the first cell expected to fail, mode=a, and said it was amplified.
+
 Each verb had its own copy of this (amplify and bisect refused every matrix of more
 than one cell, even where the spec said one of them fails), so the rule is here once.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from itertools import combinations
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from reprospec.core.caller import filters_option, filters_said
+from reprospec.core.caller import filters_option, filters_said, said
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.errors import UsageError
@@ -58,6 +66,32 @@ class FailingCell:
         return f"cell {self.cell.id}: {self.reason}"
 
 
+@frozen
+class Amplified:
+    """The cell an amplification measured (amplify.json's `cell`, its id), and the
+    `--amplify PATH` it was read from, as the user gave it (named in a refusal)."""
+
+    cell: str
+    source: str
+
+    @classmethod
+    def read(cls, path: Path) -> Amplified | None:
+        """The cell of the amplify folder (or amplify.json) at `path`; None where it names
+        none (a file the CLI's `--amplify` check refuses first, with its reason)."""
+        file = path / "amplify.json" if path.is_dir() else path
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        cell = data.get("cell") if isinstance(data, dict) else None
+        return cls(cell, str(path)) if isinstance(cell, str) and cell else None
+
+    @property
+    def option(self) -> str:
+        """`--amplify PATH`, or the API's `amplified='PATH'`."""
+        return said(f"--amplify {self.source}", f"amplified={self.source!r}")
+
+
 def choose_failing_cell(
     cells: Sequence[Cell],
     expectations: CellExpectations,
@@ -66,10 +100,12 @@ def choose_failing_cell(
     verb: str,
     several: Several,
     spec: str = "",
+    amplified: Amplified | None = None,
 ) -> FailingCell:
     """The cell `verb` works on, by the rule above; refused (exit 2) where there is none.
 
-    `spec` names the spec in a refusal (its path as the user gave it).
+    `spec` names the spec in a refusal (its path as the user gave it); `amplified`, the
+    cell an amplification the search runs under measured, is the cell where given.
     """
     from reprospec.spec.matrix import select
 
@@ -77,6 +113,8 @@ def choose_failing_cell(
     # The filters and the option as the user gave them: `-m`, or the Python API's argument
     # (`AmplifyOptions(matrix_filters=(...))`, core/caller.py), whose caller typed no `-m`.
     shown = filters_said(filters)
+    if amplified is not None:
+        return _amplified_cell(cells, kept, expectations, amplified, verb, shown, spec)
     failing = tuple(c for c in kept if fails(expectations.of(c)))
     if len(failing) == 1:
         if len(cells) == 1:
@@ -117,6 +155,44 @@ def choose_failing_cell(
     raise UsageError(
         f"{verb} runs one cell, and {which}: choose one with {filters_option()}: {picks}{more}"
     )
+
+
+def _amplified_cell(
+    cells: Sequence[Cell],
+    kept: Sequence[Cell],
+    expectations: CellExpectations,
+    amplified: Amplified,
+    verb: str,
+    shown: str,
+    spec: str,
+) -> FailingCell:
+    """The cell `amplified` measured, where the spec as given has it, the filters keep it,
+    and its expect says how it fails; else refused, naming why and what to run instead."""
+    named = spec or "the spec"
+    measured = f"{amplified.option}: the amplification measured cell {amplified.cell}"
+    cell = next((c for c in cells if c.id == amplified.cell), None)
+    if cell is None:
+        ids = ", ".join(c.id for c in cells[:SHOWN]) + (", ..." if len(cells) > SHOWN else "")
+        raise UsageError(
+            f"{measured}, which {named} as given has not (its cells: {ids}): its perturbation "
+            f"is known to raise the rate there only; amplify the cell meant "
+            f"(reprospec amplify {named} {filters_option()} AXIS=VALUE)"
+        )
+    if cell not in kept:
+        raise UsageError(
+            f"{measured}, which {shown} leaves out: its perturbation is known to raise the "
+            f"rate there only; drop {filters_option()} ({verb} then works on cell "
+            f"{cell.id}), or amplify the cell meant (reprospec amplify {named} {shown})"
+        )
+    expectation = expectations.of(cell)
+    if not fails(expectation):
+        what = (
+            f"which {named} as given expects to pass"
+            if expectation.outcome == "pass"
+            else f"of which {named} as given expects nothing (no expect)"
+        )
+        raise UsageError(f"{measured}, {what}: {verb} needs a cell whose expect says how it fails")
+    return FailingCell(cell, (cell,), f"the cell {amplified.option} measured", len(cells))
 
 
 def fails(expectation: Expectation) -> bool:

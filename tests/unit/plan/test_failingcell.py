@@ -14,6 +14,7 @@ import pytest
 from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
 from reprospec.plan.failingcell import (
+    Amplified,
     FailingCell,
     Several,
     cell_filters,
@@ -71,6 +72,63 @@ def test_the_only_cell_expected_to_fail_is_taken_and_said(tmp_path: Path) -> Non
     # -m that keeps exactly one cell: that one.
     exact = choose(plan(tmp_path, ONE_FAILS), "a=1", "b=1")
     assert exact.reason == "the one cell -m a=1 -m b=1 keeps"
+
+
+def test_an_amplified_cell_is_the_cell_or_refused_where_the_spec_lacks_it(
+    tmp_path: Path,
+) -> None:
+    """`isolate --amplify DIR` of an amplification of a=1,b=2 took the first cell expected
+    to fail, a=1,b=1, and said it was amplified: the amplified cell is the failing cell,
+    and one the spec as given has not, or -m leaves out, is refused."""
+    found = plan(tmp_path, TWO_FAIL)
+    amplified = Amplified("a=1,b=2", "out/amplify/x")
+
+    def pick(*filters: str) -> FailingCell:
+        return choose_failing_cell(
+            found.cells,
+            found.expectations,
+            filters,
+            verb="isolate",
+            several="first",
+            spec="spec.yaml",
+            amplified=amplified,
+        )
+
+    chosen = pick()
+    assert chosen.cell.id == "a=1,b=2"
+    assert chosen.candidates == (chosen.cell,)
+    assert chosen.said() == "cell a=1,b=2: the cell --amplify out/amplify/x measured"
+    assert pick("a=1").cell.id == "a=1,b=2"  # -m keeps it among others
+    with pytest.raises(UsageError) as left_out:
+        pick("b=1")
+    assert str(left_out.value) == (
+        "--amplify out/amplify/x: the amplification measured cell a=1,b=2, which -m b=1 "
+        "leaves out: its perturbation is known to raise the rate there only; drop -m "
+        "(isolate then works on cell a=1,b=2), or amplify the cell meant "
+        "(reprospec amplify spec.yaml -m b=1)"
+    )
+    amplified = Amplified("a=1,b=9", "out/amplify/x")
+    with pytest.raises(UsageError) as missing:
+        pick()
+    assert "measured cell a=1,b=9, which spec.yaml as given has not (its cells: a=0,b=0, " in (
+        str(missing.value)
+    )
+    amplified = Amplified("a=0,b=1", "out/amplify/x")
+    with pytest.raises(UsageError) as passes:
+        pick()
+    assert "cell a=0,b=1, which spec.yaml as given expects to pass: isolate needs" in str(
+        passes.value
+    )
+
+
+def test_an_amplified_cell_is_read_from_its_folder_or_file(tmp_path: Path) -> None:
+    (tmp_path / "amplify.json").write_text('{"cell": "a=1,b=2", "settings": {"gc": 1}}')
+    assert Amplified.read(tmp_path) == Amplified("a=1,b=2", str(tmp_path))
+    file = tmp_path / "amplify.json"
+    assert Amplified.read(file) == Amplified("a=1,b=2", str(file))
+    assert Amplified.read(tmp_path / "missing") is None
+    (tmp_path / "amplify.json").write_text("[]")
+    assert Amplified.read(tmp_path) is None
 
 
 def test_several_are_refused_with_the_m_that_picks_each(tmp_path: Path) -> None:
