@@ -146,13 +146,17 @@ SESSION_VARIABLES = frozenset(
         "BUILD_URL", "BUILD_TAG", "NODE_NAME", "EXECUTOR_NUMBER", "WORKSPACE",
         "XAUTHORITY", "KRB5CCNAME", "SESSION_MANAGER", "VTE_VERSION",
         "GNOME_TERMINAL_SCREEN", "GNOME_TERMINAL_SERVICE", "DESKTOP_SESSION",
+        # pytest's name of the test now running: the plugin's runs, one per cell, inherit
+        # it, and each cell's was "changed" (merge: "shards ran in different environments").
+        "PYTEST_CURRENT_TEST",
     }
 )  # fmt: skip
-# (`SLURM`: SLURMD_NODENAME too; a scheduler's and MPI's per-job names differ by shard.)
+# (`SLURM`: SLURMD_NODENAME too; a scheduler's and MPI's per-job names differ by shard;
+# `PYTEST_XDIST_`: an xdist worker's name and its session's id, new in every session.)
 SESSION_PREFIXES = (
     "XDG_", "TERM_", "SSH_", "VSCODE_", "ITERM_", "KITTY_", "GITHUB_", "RUNNER_", "CI_",
     "GITLAB_", "JENKINS_", "BUILDKITE", "CIRCLE_", "TRAVIS_", "SLURM", "PBS_", "LSB_",
-    "PMI_", "PMIX_", "OMPI_", "REPROSPEC_",
+    "PMI_", "PMIX_", "OMPI_", "REPROSPEC_", "PYTEST_XDIST_",
 )  # fmt: skip
 
 

@@ -104,6 +104,21 @@ def test_inherited_variables_leave_out_the_shown_and_a_shells_bookkeeping() -> N
     assert inherited_names(environ, ["OMP_NUM_THREADS", "MODE"]) == ["DATABASE_URL", "MYAPP_MODE"]
 
 
+def test_inherited_variables_leave_out_pytests_bookkeeping() -> None:
+    """The pytest plugin's runs (one per cell) inherit pytest's name of the running test and
+    xdist's worker and session id: compare of two cells' runs said `PYTEST_CURRENT_TEST:
+    changed`, and their merge "shards ran in different environments". PYTEST_ADDOPTS is the
+    user's, and compared."""
+    environ = {
+        "PYTEST_CURRENT_TEST": "s.yaml::mode=ok (call)",
+        "PYTEST_XDIST_WORKER": "gw0",
+        "PYTEST_XDIST_WORKER_COUNT": "2",
+        "PYTEST_XDIST_TESTRUNUID": "5c2a",
+        "PYTEST_ADDOPTS": "-v",
+    }
+    assert inherited_names(environ, []) == ["PYTEST_ADDOPTS"]
+
+
 def test_inherited_changes_by_digest_set_unset_and_changed(tmp_path: Path) -> None:
     key = store_key(tmp_path / "a")
 
