@@ -148,7 +148,7 @@ def merge(
         # In no store: the first shard's is not the merged run's.
         store=None,
         shard="",
-        command_line=_merged_command_line(first, filters),
+        command_line=_merged_command_line(runs, filters),
         standalone=_merged_standalone(runs, cells),
         # The merged run is no shard, and holds every run's cells: what `compare` diffs
         # against an unsharded run must not read `shard: (none) -> [1, 3]`.
@@ -458,11 +458,23 @@ def _merged_filters(runs: Sequence[RunResult]) -> tuple[str, ...]:
     return tuple(f for values in by_axis.values() for f in values)
 
 
-def _merged_command_line(first: RunResult, filters: Sequence[str]) -> str:
+def _merged_command_line(runs: Sequence[RunResult], filters: Sequence[str]) -> str:
     """The first run's command without its `--shard`, and with the merged run's `-m`
-    filters in place of its own when the runs selected other cells."""
+    filters in place of its own when the runs selected other cells.
+
+    The pytest plugin's runs (one per cell) recorded the pytest command line, whose `-m` is
+    a marker expression: the merged run's filters were appended to it (`pytest --reprospec
+    s.yaml -m mode=a -m mode=b`, which pytest refuses) and a `-m segfault` of its own taken
+    out. The session's line is kept where every run was made by it, else `reprospec run`
+    of the spec with the filters."""
     import shlex
 
+    first = runs[0]
+    if first.options.get("purpose") == "pytest":
+        if all(run.command_line == first.command_line for run in runs):
+            return first.command_line
+        given = [word for f in filters for word in ("-m", f)]
+        return shlex.join(["reprospec", "run", first.spec_path, *given])
     command_line = _without_shard(first.command_line)
     if list(filters) == _filters_of(first):
         return command_line

@@ -511,6 +511,28 @@ def test_merged_runs_of_other_cells_name_every_cell_in_their_filters() -> None:
     assert both.command_line == "reprospec run s.yaml"
 
 
+def test_merged_pytest_runs_keep_pytests_command_line() -> None:
+    """The pytest plugin makes one run per cell, recording the pytest command line, whose
+    `-m` is a marker expression: their merge appended `-m num_workers=0 ...` to it, which
+    pytest refuses, and took the user's `-m segfault` out."""
+    matrix = segfault_matrix()
+    line = "pytest --reprospec specs/segfault.yaml -m segfault"
+    runs = [
+        replace(
+            _shard(matrix, {(cell.cell.id, 1)}, f"p{n}"),
+            command_line=line,
+            options={"purpose": "pytest", "matrix_filters": [cell.cell.id.split(",")[0]]},
+        )
+        for n, cell in enumerate(matrix.cells[:2])
+    ]
+    assert merge(runs).command_line == line
+    # Two pytest sessions (`-k` for each cell): the merged run's cells are no one's line.
+    other = replace(runs[1], command_line=line + " -k pin_memory:true")
+    assert merge([runs[0], other]).command_line == (
+        f"reprospec run {matrix.spec_path} -m num_workers=0"
+    )
+
+
 def test_merge_refuses_different_specs_and_duplicate_attempts() -> None:
     with pytest.raises(UsageError, match="different specs"):
         merge([segfault_matrix(), hang_run()])
