@@ -23,7 +23,6 @@ fewer (a smaller budget) replays that many, the rest kept for the arm's next pro
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
@@ -33,6 +32,7 @@ from pathlib import Path
 from reprospec.core.atomicfile import write_atomic
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.trylock import try_locked
 from reprospec.errors import UsageError
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import could_not_run, read_probes, stored_kinds
@@ -149,18 +149,16 @@ def held(folder: Path, search: str) -> Iterator[None]:
     """The folder's `.lock`, held while one search of it runs; a second is refused (exit 2).
     Two of the same command (another terminal, a script run twice) each ran every probe,
     and the last to write state.json dropped the other's probes. The kernel drops the
-    lock with the process, however it ends: a killed search never holds it."""
+    lock with the process, however it ends: a killed search never holds it. A lock that
+    cannot be opened or taken to tell (core/trylock.py: a `.lock` that is a folder, a file
+    system without flock) is the venv runner's rule too: the search runs, unguarded, where
+    it stopped on the OSError."""
     folder.mkdir(parents=True, exist_ok=True)
-    with (folder / ".lock").open("a") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    with try_locked(folder / ".lock") as free:
+        if free is False:
             raise UsageError(
                 f"{search} is running now in another reprospec ({folder} is held): wait for "
                 "it to end, then run the same command to be answered from it, or give "
                 "another --out"
-            ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            )
+        yield

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.trylock import try_locked
 from reprospec.venvs.build import META, USED_BY, in_use_lock, locked, read_meta
-from reprospec.venvs.staging import TMP, build_lock, folder_size, try_locked
+from reprospec.venvs.staging import TMP, build_lock, folder_size
 
 
 @frozen
@@ -150,7 +151,7 @@ def _due(env: EnvInfo, older_than_s: float | None, keys: Sequence[str], now: flo
 def _alone(root: Path, key: str) -> Iterator[bool | None]:
     """Whether no run holds environment `key` (build.hold), kept so while inside: a run that
     comes to use it meanwhile waits for the removal, then builds it again; None where its
-    lock cannot be opened to tell (staging.try_locked)."""
+    lock cannot be opened to tell (core/trylock.py)."""
     with try_locked(in_use_lock(root, key)) as alone:
         yield alone
 

@@ -11,7 +11,6 @@ left, named by no listing and removed by `prune` as "0 environments, 0.0 MB").
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.trylock import try_locked
 
 TMP = ".tmp"
 LOCKS = ".locks"
@@ -75,30 +75,6 @@ def _if_dead(root: Path, key: str) -> Iterator[bool]:
     a run that comes to build it meanwhile waits a moment (and says it waits)."""
     with try_locked(build_lock(root, key)) as free:
         yield free is True
-
-
-@contextlib.contextmanager
-def try_locked(path: Path) -> Iterator[bool | None]:
-    """Whether the lock `path` was free, taken without waiting and held while inside: the
-    one try of a build's lock (`_if_dead`) and of an environment's use lock (cache.py's
-    prune and list). None where it cannot be opened to tell (a folder this user cannot
-    lock: another's, shared): what it guards is left alone, and not listed as in use."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = path.open("a")
-    except OSError:
-        yield None
-        return
-    with handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _unfinished_folders(root: Path) -> list[Path]:
