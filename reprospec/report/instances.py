@@ -148,8 +148,12 @@ def first_failure(instances: Sequence[InstanceResult], first: int) -> str:
     count = len(instances)
     outcome = chosen.ran
     did = _PAST.get(outcome.kind, "failed") if outcome is not None else "did not run"
-    text = f"instance {first} of {count} {did} first"
     failed = [i for i in instances if i.failed]
+    # Instances that all hung were each killed at their own deadline: which was killed
+    # first says nothing of the program (`instance 2 of 3 hung first` read as if
+    # instance 0 had run on after it), so none is said to be first.
+    hung = all(i.ran is not None and i.ran.kind == "hang" for i in failed)
+    text = f"instance {first} of {count} {did}" + ("" if failed and hung else " first")
     passed = [i.instance for i in instances if i.ran is not None and not i.failed]
     parts = []
     if len(failed) > 1:
@@ -179,7 +183,8 @@ def first_failure(instances: Sequence[InstanceResult], first: int) -> str:
     if early and end is not None:
         ended = ", ".join(_ended(i) for i in early)
         parts.append(
-            f"{_numbers(i.instance for i in early)} passed but ended before it ({ended}; "
+            f"{_numbers(i.instance for i in early)} passed but ended before instance {first} "
+            f"({ended}; "
             f"instance {first} at {seconds(end)}, from the start barrier's release)"
         )
     return f"{text}; {', '.join(parts)}" if parts else text

@@ -281,7 +281,8 @@ def test_an_instance_that_exited_0_under_its_peers_is_said_with_when(tmp_path: P
     assert result.ran is not None
     assert (result.instance, result.ran.kind, result.ran.exit_code) == (0, "error", 3)
     detail = result.ran.detail or ""
-    assert "instance 0 of 2 failed with an error first; instance 1 passed but ended " in detail
+    said = "instance 0 of 2 failed with an error first; instance 1 passed but ended before "
+    assert f"{said}instance 0 (" in detail
     assert re.search(r"instance 1 exited with code 0 at \d+\.\d\ds; instance 0 at \d", detail)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
@@ -133,7 +134,11 @@ def test_an_instance_that_passed_before_the_first_failure_says_when_it_ended() -
         InstanceResult(3, Outcome("pass", exit_code=0), matched=True, end_s=3.2),
     ]
     assert first_failure(hung, 0) == (
-        "instance 0 of 4 hung first; instances 0, 2 hung, instance 3 passed, instance 1 "
-        "passed but ended before it (instance 1 exited with code 0 at 0.21s; instance 0 at "
+        "instance 0 of 4 hung; instances 0, 2 hung, instance 3 passed, instance 1 passed "
+        "but ended before instance 0 (instance 1 exited with code 0 at 0.21s; instance 0 at "
         "3.00s, from the start barrier's release)"
     )
+    # Instances that all hung were each killed at their deadline: none hung `first`; a
+    # crash ends when the program does, and is first.
+    crashed = [replace(hung[0], outcome=Outcome("crash", signal="SIGSEGV"), end_s=1.0), *hung[1:]]
+    assert first_failure(crashed, 0).startswith("instance 0 of 4 crashed first; ")
