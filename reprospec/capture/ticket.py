@@ -137,6 +137,21 @@ _ELASTIC_RANK = re.compile(
 )
 # GNU timeout's status when it ended its program at the bound.
 _TIMED_OUT = 124
+# The shell's status said by `echo $?` (`echo "exit: $?"`): a command of its own after the
+# failing one (`$ echo $?`, its output the next line), or run after it on one line
+# (`$ timeout 30 python x.py; echo $?`, its output the last line before the next prompt).
+_ECHO_STATUS = re.compile(r"^\s*(?:;|&&|\|\|)?\s*echo\b[^;&|]*\$\?[^;&|]*$")
+_STATUS_SAID = re.compile(r"(?<![\w.-])(?P<code>\d{1,3})\s*$")
+# A reporter's words that the program hangs, where the log shows no stack, signal or
+# exception of it: "it hangs forever", "gets stuck at Loading checkpoint", "freezes at
+# step 3", "never returns". Denied as _DENIED denies ("it no longer hangs").
+_HANGS = re.compile(
+    r"\b(?:hangs?|hanging|hung|freez(?:es|ing)|frozen|(?:gets?|got|is|was|stays?) stuck"
+    r"|stuck (?:at|in|on|forever)|deadlock(?:s|ed)?|never (?:returns|finishes|ends|exits"
+    r"|completes|terminates))\b",
+    re.IGNORECASE,
+)
+_NO_LONGER = re.compile(r"\b(?:no\s+longer|doesn'?t|does\s+not|didn'?t|did\s+not|won'?t)\s+$", re.I)
 # A rank's output line as torchrun (`[default1]:`) or torch's excepthook (`[rank1]:`)
 # prefixes it.
 _RANK_OF_LINE = re.compile(r"^\[(?:rank|default)(?P<rank>\d+)\]:")
@@ -492,6 +507,13 @@ def read_ticket(text: str) -> Ticket:
             evidence.append(f"exit status {code}: 128+{code - 128} ({named})")
         elif code > 0:
             exit_code = code
+    echoed = _echoed_status(clean) if signal is None and exit_code is None else None
+    if echoed is not None and echoed > 128 and exit_status_signal(echoed):
+        signal = exit_status_signal(echoed)
+        evidence.append(f"the shell's `echo $?`: {echoed} = 128+{echoed - 128} ({signal})")
+    elif echoed is not None and echoed > 0:
+        exit_code = echoed
+        evidence.append(f"the shell's `echo $?`: exit status {echoed}")
     hang = any(_FAULTHANDLER_TIMEOUT.match(line) for line in clean.split("\n"))
     time_limit = _SLURM_TIME_LIMIT.search(clean)
     # A py-spy dump is of a process still running, taken because it made no progress: a
@@ -601,7 +623,7 @@ def read_ticket(text: str) -> Ticket:
         phase = next(filter(None, map(_phase_from_frames, stacks)), None)
         if phase is not None:
             evidence.append(f"the stack: a frame of the {phase} loop")
-    command = _command(text)
+    command = _without_status_echo(_command(text))
     machine = parse_machine(text)
     if command is not None:
         command, version = _run_python(command, machine.python)
@@ -624,6 +646,11 @@ def read_ticket(text: str) -> Ticket:
     prose = "\n".join(
         line for line in clean.split("\n") if not line.startswith((" ", "\t", "File ", "plugins: "))
     )
+    if outcome is None and (hangs := _says_it_hangs(prose)) is not None:
+        # Nothing in the log says how it failed: the reporter's word that it hangs is what
+        # the skeleton expects, where it asked for the outcome (`fail`, a TODO).
+        outcome = "hang"
+        evidence.append(f"the ticket says it hangs: {hangs!r}")
     flaky = _fails_sometimes(prose)
     if flaky is not None:
         evidence.append(f"the ticket says it fails only sometimes: {flaky!r}")
@@ -927,6 +954,55 @@ def _pyspy_frames(text: str) -> list[str] | None:
             break
         frames.append(f"{match['file']}:{match['function']}")
     return frames[::-1]
+
+
+def _echoed_status(clean: str) -> int | None:
+    """The exit status the log's `echo $?` printed, or None where it shows none.
+
+    `$ echo $?` prints it on the next line; `$ cmd; echo "exit: $?"` on the last line of
+    its output, before the next prompt. Read nowhere before, a hang under `timeout 60`
+    that `echo $?` said ended 124 was no failure at all."""
+    lines = clean.split("\n")
+    said: int | None = None
+    for index, line in enumerate(lines):
+        prompt = _PROMPT.match(line)
+        if prompt is None:
+            continue
+        command = prompt["command"].strip()
+        first, rest = split_at_operator(command)
+        if _ECHO_STATUS.match(first) and not rest:
+            output = lines[index + 1 : index + 2]  # `$ echo $?`: its own line
+        elif rest and _ECHO_STATUS.match(rest):
+            output = []  # `cmd; echo $?`: the last line of the output, before the next prompt
+            for after in lines[index + 1 :]:
+                if _PROMPT.match(after):
+                    break
+                output.append(after)
+            output = [o for o in output if o.strip()][-1:]
+        else:
+            continue
+        found = _STATUS_SAID.search(output[0]) if output else None
+        if found is not None:
+            said = int(found["code"])
+    return said
+
+
+def _without_status_echo(command: str | None) -> str | None:
+    """`command` without the `; echo $?` its reporter ran after it, whose status (0) the
+    spec's command would have ended with, whatever the program did."""
+    if command is None:
+        return None
+    first, rest = split_at_operator(command)
+    return first if rest and _ECHO_STATUS.match(rest) else command
+
+
+def _says_it_hangs(prose: str) -> str | None:
+    """The reporter's first word that the program hangs (not denied), or None."""
+    for match in _HANGS.finditer(prose):
+        before = prose[max(0, match.start() - 24) : match.start()]
+        if _DENIED.search(before) is None and _NO_LONGER.search(before) is None:
+            return match.group(0)
+    return None
 
 
 def _fails_sometimes(prose: str) -> str | None:

@@ -827,13 +827,14 @@ def test_a_flaky_ticket_whose_failure_the_reader_does_not_know_still_repeats(
 ) -> None:
     # A new user's ticket: "it gets stuck ... maybe 1 in 5 runs", and a log that shows no
     # failure. capture said "the ticket says it fails only sometimes", yet wrote one
-    # attempt: the outcome filled in by hand (hang) then missed four runs in five.
+    # attempt: the outcome filled in by hand (hang) then missed four runs in five. The
+    # reporter's "gets stuck" is the hang the skeleton expects, where it asked for one.
     text = (
         "It gets stuck at validation, maybe 1 in 5 runs.\n\n"
         "```\n$ python train.py\nepoch 0 done\nvalidating\n```\n"
     )
     draft = skeleton(read_ticket(text), "issue.md")
-    assert "expect.outcome" in " ".join(draft.todo)
+    assert draft.expect["outcome"] == "hang"
     assert (draft.repeat, draft.expect["rate"]) == (20, ">0")
     spec = tmp_path / "issue.yaml"
     spec.write_text(render_spec(draft))
@@ -1958,3 +1959,44 @@ def test_a_github_actions_step_gives_the_last_line_of_its_echoed_script() -> Non
     assert read_ticket(step).command == "python train.py --bs 8"
     # `Run ...` in prose (no `##[group]`, no `shell:` under it) is no step.
     assert read_ticket("Run python a.py and it fails.\nValueError: x\n").command is None
+
+
+def test_a_hang_said_by_echo_status_after_timeout_is_a_hang_and_the_echo_no_command() -> None:
+    # `echo $?` printing 124 after `timeout N cmd` was read as nothing at all.
+    alone = read_ticket("$ timeout 60 python train.py\nepoch 1 step 10\n$ echo $?\n124\n")
+    assert alone.failure.outcome == "hang"
+    assert alone.command == "timeout 60 python train.py"
+    # On the command's own line: the echo's status (0) would have been the spec's command's.
+    inline = read_ticket('$ timeout 30s python train.py; echo "exit: $?"\nloading\nexit: 124\n')
+    assert inline.failure.outcome == "hang"
+    assert inline.command == "timeout 30s python train.py"
+    # Another status is the program's own exit; 139 a crash, as a shell reports it.
+    assert read_ticket("$ python t.py\n$ echo $?\n3\n").failure.exit_code == 3
+    crashed = read_ticket("$ python t.py\n$ echo $?\n139\n").failure
+    assert (crashed.outcome, crashed.signal) == ("crash", "SIGSEGV")
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "When I run `python train.py --workers 4`, it hangs forever after epoch 1.",
+        'Running `python train.py` gets stuck at "Loading checkpoint" and never returns.',
+        "`python train.py` freezes at step 3 (deadlock?).",
+    ],
+)
+def test_a_hang_said_in_prose_is_a_hang(prose: str) -> None:
+    ticket = read_ticket(prose)
+    assert ticket.failure.outcome == "hang"
+    assert any(e.startswith("the ticket says it hangs: ") for e in ticket.evidence)
+
+
+def test_a_denied_hang_or_a_failure_the_log_shows_is_not_read_from_prose() -> None:
+    assert read_ticket("`python train.py` no longer hangs; it just exits.").failure.outcome is None
+    assert read_ticket("`python train.py` does not hang at all.").failure.outcome is None
+    traceback = (
+        "It used to hang, now `python t.py` fails:\n"
+        "Traceback (most recent call last):\n"
+        '  File "t.py", line 1, in <module>\n'
+        "ValueError: bad\n"
+    )
+    assert read_ticket(traceback).failure.outcome == "error"
