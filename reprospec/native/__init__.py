@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         collect_crash_stacks,
         core_stacks_of,
         live_stacks,
+        main_core,
         merge,
         say_once,
     )
@@ -152,6 +153,7 @@ _WHERE = {
     "find_cores": "cores",
     "moved_to": "cores",
     "looked_in": "cores",
+    "main_core": "capture",
     "walked_to": "cores",
     "full_text": "render",
     "gdb_path": "readers",
@@ -233,6 +235,7 @@ __all__ = [
     "live_stacks",
     "load_stretch",
     "looked_in",
+    "main_core",
     "merge",
     "move_core",
     "move_cores",

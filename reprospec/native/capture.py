@@ -222,6 +222,22 @@ def _no_core(
     )
 
 
+def main_core(
+    cores: Sequence[CoreInfo], root_pid: int | None, returncode: int | None
+) -> int | None:
+    """The index of the core of the attempt's main program among `cores` (oldest first):
+    the root's own, else, where the root exited 128 + N (a `/bin/sh -c` root whose program
+    died of signal N, which the outcome takes for the main process's crash), the last core
+    of a child of the root dead of that signal: the header said the program the command
+    runs was "a child process". None where neither is among them."""
+    own = [i for i, info in enumerate(cores) if root_pid is not None and info.pid == root_pid]
+    if own:
+        return own[0]
+    said = dumped_signal(returncode) if returncode is not None and returncode > 0 else None
+    ran = [i for i, c in enumerate(cores) if said and c.ppid == root_pid and c.signal == said]
+    return ran[-1] if ran and root_pid is not None else None
+
+
 def collect_crash_stacks(
     out_dir: Path,
     *,
@@ -268,6 +284,7 @@ def collect_crash_stacks(
         )
     processes: list[ProcessStacks] = []
     notes: list[str] = []
+    main = main_core(cores, root_pid, returncode)
     for index, (info, kept) in enumerate(move_cores(cores, out_dir)):
         if kept is not None and read_cores and index < MAX_CORES and can_read():
             stacks, note = core_stacks_of(replace(info, path=kept), timeout_s)
@@ -283,7 +300,7 @@ def collect_crash_stacks(
             else:
                 why = f"not read: only the first {MAX_CORES} cores of an attempt are read"
             stacks = ProcessStacks(info.pid or 0, "core", info.command, info.signal, error=why)
-        stacks = replace(stacks, root=info.pid is not None and info.pid == root_pid)
+        stacks = replace(stacks, root=index == main)
         if kept is None:
             pass  # nothing of it to keep or delete
         elif keep_cores:

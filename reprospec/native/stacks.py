@@ -77,7 +77,9 @@ class ProcessStacks:
     python: str = ""  # `py-bt` of every thread, where the Python gdb extensions loaded
     error: str | None = None  # why there are no (or only some) stacks
     core: str | None = None  # the kept core's path (keep_cores)
-    root: bool = False  # the attempt's own process (not a worker or other descendant)
+    # The attempt's own process, or the program its `/bin/sh -c` root ran and reported the
+    # death of (cores.main_core): not a worker or other descendant.
+    root: bool = False
 
     @property
     def crashing_thread(self) -> Thread | None:

@@ -182,12 +182,14 @@ class ContainerNative:
         read_cores: bool = True,
         shared: bool = False,
         cd_folders: tuple[Path, ...] = (),
+        root_pid: int | None = None,
     ) -> native.NativeStacks | None:
         """Native stacks from the cores the container's processes left in `workdir`.
 
         `shared`: other containers (the attempt's other instances) share the workdir.
         `cd_folders`: the folders the command's shell line moves to (`cd build && ./prog`,
-        runners.base.cd_folders), where a crash there leaves its core.
+        runners.base.cd_folders), where a crash there leaves its core. `root_pid`: the
+        command's pid in the container, as its init recorded it (None: unknown).
 
         `config` is the attempt container's (its image and mounts: gdb runs in a copy);
         `started` its time.time() at start. None when there were no cores and none were
@@ -232,6 +234,7 @@ class ContainerNative:
                 )
             )
         processes: list[native.ProcessStacks] = []
+        main = native.main_core(cores, root_pid, returncode)
         # Into the attempt folder, every one before any is read: the gdb container sees it.
         for index, (info, kept) in enumerate(native.move_cores(cores, log_dir)):
             moved = kept is not None and kept.parent == log_dir
@@ -254,7 +257,7 @@ class ContainerNative:
                 stacks = native.ProcessStacks(
                     info.pid or 0, "core", info.command, info.signal, error=why
                 )
-            stacks = replace(stacks, root=is_root(info, root_signal))
+            stacks = replace(stacks, root=is_root(info, root_signal) or index == main)
             if kept is None:
                 pass  # nothing of it to keep or delete
             elif self.keep_cores:

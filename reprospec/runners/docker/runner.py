@@ -601,6 +601,7 @@ class DockerRunner:
                     token=str(config["labels"][LABEL]), started=started_wall,
                     returncode=returncode, read_cores=not interrupted,
                     shared=shared, cd_folders=cd_folders(plan),
+                    root_pid=record.pid if record is not None else None,
                 ),
             )  # fmt: skip
             if found is not None:

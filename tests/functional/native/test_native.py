@@ -289,6 +289,26 @@ def test_the_walk_for_cores_is_bounded_and_leaves_hidden_folders_out(tmp_path: P
 
 @needs_gdb
 @needs_plain_cores
+def test_the_program_a_shell_line_runs_is_the_main_process_in_the_header(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """A command runs under `/bin/sh -c`, which forks the program and exits 139 when it
+    dies of SIGSEGV: the outcome is the main process's crash, and the stacks' header said
+    "a child process" of the program the command runs."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "crash.py").write_text("import ctypes\nctypes.string_at(8)\n")
+    ex = runner.run(make_plan(f"X=1 {sys.executable} -S crash.py", workdir=workdir), tmp_path / "a")
+    assert ex.returncode == 139
+    stacks = native.read(tmp_path / "a")
+    assert stacks is not None
+    assert [(p.signal, p.root) for p in stacks.processes] == [("SIGSEGV", True)]
+    header = (tmp_path / "a" / native.TEXT_NAME).read_text().splitlines()[0]
+    assert "crash.py) [native, core, SIGSEGV, the attempt's main process]" in header, header
+
+
+@needs_gdb
+@needs_plain_cores
 def test_the_core_of_a_program_a_shell_line_cds_to_is_claimed_there(
     runner: LocalRunner, tmp_path: Path
 ) -> None:

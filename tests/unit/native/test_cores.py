@@ -47,3 +47,23 @@ def test_a_program_that_moves_at_every_step_has_its_last_folders_looked_in(
     found = moved_to(tmp_path, tmp_path)
     assert len(found) == MAX_MOVED_TO
     assert found[-1] == tmp_path / "step99"
+
+
+def test_the_program_a_shell_root_reported_the_death_of_is_the_main_process() -> None:
+    """`/bin/sh -c ./prog`: the shell (the root) forks prog, which dies of SIGSEGV, and
+    exits 139. The outcome takes it for the main process's crash; its core's header said
+    "a child process". The root's child dead of that signal, the last one, is the main
+    program's; a child dead of another signal, or any where the root exited 0, is not."""
+    from reprospec.native.capture import main_core
+    from reprospec.native.coreinfo import CoreInfo
+
+    def core(pid: int, ppid: int, signal: str) -> CoreInfo:
+        return CoreInfo(Path(f"core.{pid}"), pid, signal, "/p", "./p", (), ppid)
+
+    shell = 100
+    cores = [core(101, shell, "SIGSEGV"), core(102, 101, "SIGSEGV"), core(103, shell, "SIGSEGV")]
+    assert main_core(cores, shell, 139) == 2
+    assert main_core(cores, shell, 0) is None
+    assert main_core(cores, shell, 134) is None  # SIGABRT reported: none died of it
+    assert main_core(cores, None, 139) is None
+    assert main_core([*cores, core(shell, 1, "SIGSEGV")], shell, -11) == 3  # the root's own
