@@ -292,6 +292,10 @@ _MAY_RUN = re.compile(r"\b(?:" + "|".join(_PROGRAMS) + r")")
 # `C:\proj>python train.py`: their paths' backslashes are the reader's slashes (shlex took
 # `.\train.py` for `.train.py`).
 _WINDOWS_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:PS )?[A-Za-z]:\\[^>\n]*> *(?P<command>.+)$")
+# A line of a script's trace (`bash -x`, `set -x`): the command the shell ran, after PS4's
+# `+ ` (`++ ` in a command substitution), as a prompt line shows one typed: a job script's
+# `+ srun python train.py` was no command, and the skeleton's stood in a TODO.
+_XTRACE = re.compile(r"^\++ (?P<command>\S.*)$")
 # GitHub Actions' header of a step (`Run python train.py --lr 1e-3`, in a raw log after
 # `##[group]`), which then echoes the step's script and its `shell: /usr/bin/bash -e {0}`.
 _GHA_RUN = re.compile(r"^(?P<group>##\[group\])?Run (?P<command>\S.*)$")
@@ -1089,6 +1093,8 @@ def _command(text: str) -> str | None:
         windows = _WINDOWS_PROMPT.match(line)
         if windows is not None:
             line = "$ " + windows["command"].replace("\\", "/")
+        elif (traced := _XTRACE.match(line)) is not None:
+            line = "$ " + traced["command"]  # the command as the shell ran it
         prompt = _PROMPT.match(line)
         if prompt and _shows_machine(prompt["command"]):
             continue  # `$ python -m torch.utils.collect_env`: the machine, not the failure

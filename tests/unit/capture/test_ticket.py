@@ -2000,3 +2000,19 @@ def test_a_denied_hang_or_a_failure_the_log_shows_is_not_read_from_prose() -> No
         "ValueError: bad\n"
     )
     assert read_ticket(traceback).failure.outcome == "error"
+
+
+def test_a_bash_x_trace_line_is_the_command_the_shell_ran() -> None:
+    # A job script run under `set -x`: its `+ srun python train.py` was no command.
+    log = (
+        "+ module load cuda/12.1\n"
+        "+ export NCCL_DEBUG=INFO\n"
+        "++ hostname\n"
+        "+ HOST=node07\n"
+        "+ srun python train.py --epochs 3\n"
+        "epoch 0 step 1\n"
+        "srun: error: node07: task 0: Segmentation fault (core dumped)\n"
+    )
+    ticket = read_ticket(log)
+    assert ticket.command == "srun python train.py --epochs 3"
+    assert (ticket.failure.outcome, ticket.failure.signal) == ("crash", "SIGSEGV")
