@@ -551,7 +551,8 @@ def launch_summary(attempts: Iterable[AttemptResult]) -> str | None:
     parts: list[str] = []
     if forked:
         parts.append(
-            f"{len(forked)} of {plural(len(attempts), 'attempt')} were forked from a server "
+            f"{len(forked)} of {plural(len(attempts), 'attempt')} "
+            f"{'was' if len(forked) == 1 else 'were'} forked from a server "
             "that imported run.preload once: random, numpy and torch reseeded per attempt "
             "(each seed is in results.json), no interpreter teardown at exit"
         )

@@ -118,6 +118,9 @@ def test_a_launch_summary_counts_a_reason_only_where_the_fresh_attempts_had_seve
         "3 ran fresh: perturb.hash_seed: why (2); perturb.malloc: other (1)"
     )
     assert str(launch_summary([forked, seed])).endswith("; 1 ran fresh: perturb.hash_seed: why")
+    # One forked attempt `was` forked, where it read `1 of 1 attempt were forked`.
+    assert str(launch_summary([forked])).startswith("1 of 1 attempt was forked from a server ")
+    assert str(launch_summary([forked, forked])).startswith("2 of 2 attempts were forked ")
 
 
 def test_a_multiprocessing_childs_bootstrap_is_named_for_what_it_is() -> None:
