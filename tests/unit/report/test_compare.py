@@ -62,7 +62,8 @@ def test_runs_with_no_cell_in_common_say_none_was_compared() -> None:
     # compared and found the same (nu62a).
     a = segfault_matrix()
     renamed = tuple(
-        replace(c, cell=replace(c.cell, id=f"other-{n}")) for n, c in enumerate(a.cells)
+        replace(c, cell=replace(c.cell, id=f"other={n}", matrix={"other": n}))
+        for n, c in enumerate(a.cells)
     )
     b = replace(a, run_id="b", cells=renamed)
     found = reprospec.compare(a, b)
