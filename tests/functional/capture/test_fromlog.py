@@ -408,17 +408,23 @@ def test_a_pytest_v_log_of_a_crashing_test_gives_its_test_and_a_spec_a_live_run_
 
 # A server whose main thread joins a pool of threads that wait for ever: a real hang, and
 # faulthandler's dump of it after half a second (`Timeout (0:00:00.500000)!`).
+# The watchdog is armed once every thread is at its wait (the barrier): armed first, its
+# 0.5 s ran out on a loaded machine before a thread got there, and the dump showed it in
+# threading's start-up (`_bootstrap_inner`, no `_worker`), or the main thread in `start`.
 THREADED_HANG = """\
 import faulthandler, sys, threading
 
-def _worker(stop):
+def _worker(ready, stop):
+    ready.wait()
     stop.wait()
 
-faulthandler.dump_traceback_later(0.5, exit=True)
+ready = threading.Barrier(3)
 stop = threading.Event()
-pool = [threading.Thread(target=_worker, args=(stop,)) for _ in range(2)]
+pool = [threading.Thread(target=_worker, args=(ready, stop)) for _ in range(2)]
 for thread in pool:
     thread.start()
+ready.wait()
+faulthandler.dump_traceback_later(0.5, exit=True)
 pool[0].join()
 """
 
