@@ -106,6 +106,11 @@ class Execution:
     # program's (the main process's own -9 still is). False: a kill was
     # counted, or no count was read (another runner, an old kernel): a SIGKILL is a crash.
     no_oom_kill: bool = False
+    # The attempt's pids cgroup refused it a fork or a thread (process/pidlimit.py): its
+    # process limit, not the program alone, may have made it fail (`the attempt reached its
+    # process limit (10 processes): ...`). The classifier names it in a failure's detail;
+    # None: not reached, or not known (no cgroup: RLIMIT_NPROC counts no refusal).
+    process_limit: str | None = None
 
 
 @frozen

@@ -374,12 +374,30 @@ def crash_beside_pass(attempt: AttemptResult) -> str | None:
     return None
 
 
+# The start of the warning of an attempt that reached a limit on what it may use (the
+# process limit, `environment.memory`): attempt_phrase says it beside the outcome, where
+# a reader of the verdict alone did not learn that the attempt ran into its limit.
+LIMIT_REACHED = "the attempt reached its "
+
+
+def limit_reached(attempt: AttemptResult) -> str | None:
+    """`its process limit (1 process)`: the limit the attempt reached, as its warning
+    (LIMIT_REACHED) says it; None where it reached none."""
+    for warning in attempt.warnings:
+        if warning.startswith(LIMIT_REACHED):
+            return warning.removeprefix("the attempt reached ").split(":", 1)[0]
+    return None
+
+
 def attempt_phrase(attempt: AttemptResult, *, where: bool = True, pid: bool = True) -> str:
     """An attempt's outcome, or why it did not run; `pass, but a process died of SIGSEGV`
-    where its root passed over a crash beside it."""
+    where its root passed over a crash beside it; `error exit 2, at its process limit (1
+    process)` where it reached a limit (limit_reached)."""
     phrase = outcome_phrase(attempt.outcome, where=where, pid=pid)
     signal = crash_beside_pass(attempt) if attempt.warnings else None
-    return f"{phrase}, but a process died of {signal}" if signal else phrase
+    phrase = f"{phrase}, but a process died of {signal}" if signal else phrase
+    limit = limit_reached(attempt) if attempt.warnings else None
+    return f"{phrase}, at {limit}" if limit else phrase
 
 
 # Why an attempt that ended as its engine was stopped by a signal is not kept (SetAside).

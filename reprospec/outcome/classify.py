@@ -430,6 +430,12 @@ def classify(
     oom_killed = kind == "crash" and signal == "SIGKILL" and execution.oom is not None
     if oom_killed:
         detail = f"{detail}; {execution.oom}" if detail else execution.oom
+    limited = execution.process_limit
+    if limited is not None and kind != "pass":
+        # Its pids cgroup refused a fork or a thread: whatever failed next (a thread pool's
+        # abort, `can't start new thread`, a BlockingIOError) may be the limit's doing, not
+        # the program's alone; said with the failure, as an OOM kill is.
+        detail = f"{detail}; {limited}" if detail else limited
     if where is None and kind != "pass":
         where = "main"  # CLI.md: a failure happened in the main process or in a worker
     failed = kind != "pass"

@@ -26,7 +26,8 @@ from reprospec.core.jsontypes import is_int
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import AttemptResult, Execution, InstanceResult, NotRun, Outcome
 from reprospec.core.sections import Command
-from reprospec.core.words import PASSED_AFTER_A_TRACEBACK, PASSED_BESIDE_A_CRASH
+from reprospec.core.units import format_size
+from reprospec.core.words import LIMIT_REACHED, PASSED_AFTER_A_TRACEBACK, PASSED_BESIDE_A_CRASH
 from reprospec.errors import InfraError
 from reprospec.outcome.classify import classify, crash_stack, worker_stack
 from reprospec.outcome.evidence import Evidence
@@ -170,6 +171,7 @@ def attempt_result(
         warnings=(
             *execution.warnings,
             *_oom_unexplained(execution, outcome),
+            *reached_memory_limit(plan, outcome),
             *preload_hint(evidence),
             *passed_over_a_crash(plan, outcome, evidence),
             *passed_after_a_traceback(outcome, evidence),
@@ -216,6 +218,24 @@ def _oom_unexplained(execution: Execution, outcome: Outcome | NotRun) -> tuple[s
     if execution.oom is None or (isinstance(outcome, Outcome) and outcome.oom_killed):
         return ()
     return (execution.oom,)
+
+
+def reached_memory_limit(plan: AttemptPlan, outcome: Outcome | NotRun) -> tuple[str, ...]:
+    """A failure out of memory under `environment.memory` (a MemoryError, C++'s
+    std::bad_alloc) is the limit's doing: said (LIMIT_REACHED), so that the verdict's phrase
+    says it too, where the attempt's record alone did not tell that it ran into its limit.
+    The docker runner's OOM kill says so already (`crash SIGKILL by the OOM killer`)."""
+    memory = plan.environment.memory
+    if memory is None or not isinstance(outcome, Outcome) or outcome.kind == "pass":
+        return ()
+    said = [link.type for link in outcome.exceptions] + [outcome.message or ""]
+    found = next((w for w in ("MemoryError", "std::bad_alloc") if any(w in s for s in said)), None)
+    if found is None:
+        return ()
+    return (
+        f"{LIMIT_REACHED}memory limit ({format_size(memory)}, environment.memory): {found} "
+        "under it (docs/limits.md)",
+    )
 
 
 def passed_over_a_crash(

@@ -76,6 +76,9 @@ class ProcessResult:
     # Whether a process other than the root ran in the attempt (None: not known), from
     # the root's own count of the children it reaped and what the engine found and reaped.
     descendants: bool | None = None
+    # The attempt's pids cgroup refused a fork or a thread: the warning's words (also a
+    # warning), for the classifier to name in a failure's detail.
+    process_limit: str | None = None
 
 
 class AttemptLost(OSError):
@@ -367,6 +370,7 @@ def run_process(
     # Whether nothing of the attempt can be left: then no search, and no zombie to reap.
     nothing_left = False
     warnings: list[str] = []
+    process_limit: str | None = None
     timed_out = interrupted = stalled = False
     stack: Path | None = None
     hang_native: native_stacks.NativeStacks | None = None
@@ -510,11 +514,13 @@ def run_process(
                 "(found in its process-limit cgroup)"
             )
         if reached:
-            warnings.append(
+            process_limit = (
                 "the attempt reached its process limit "
                 f"({plural(limit.max_processes, 'process', 'processes')}): "
-                "forks failed (fork failed: process limit; docs/limits.md)"
+                "a fork or a new thread was refused (fork failed: process limit; "
+                "docs/limits.md)"
             )
+            warnings.append(process_limit)
         tree.RUNNING_TAGS.discard(tag)
         tree.RUNNING_ROOTS.discard(proc.pid)
         if not nothing_left:
@@ -560,4 +566,5 @@ def run_process(
         ended_at=begin + duration,
         stalled=stalled,
         descendants=descendants,
+        process_limit=process_limit,
     )

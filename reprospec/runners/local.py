@@ -671,6 +671,7 @@ class LocalRunner:
             warnings=(*warnings, *result.warnings),
             child_exits=result.child_exits,
             descendants=result.descendants,
+            process_limit=result.process_limit,
             oom=oom,
             no_oom_kill=no_oom_kill,
             launch="forked" if launcher is not None and launcher.forked else "fresh",

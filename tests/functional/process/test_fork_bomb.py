@@ -243,3 +243,5 @@ def test_a_limit_of_one_process_is_worded_in_the_singular(tmp_path: Path, cage: 
     results = json.loads(next(out.glob("runs/*/results.json")).read_text())
     text = json.dumps(results["cells"][0]["attempts"][0])
     assert "process limit (1 process)" in text, (text, engine.stderr)
+    # The verdict says it, where only the report's warnings did.
+    assert "error exit 2, at its process limit (1 process)" in engine.stdout, engine.stdout

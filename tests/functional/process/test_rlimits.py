@@ -213,6 +213,12 @@ def test_a_memory_limit_for_some_cells_only(cli: Cli, tmp_path: Path) -> None:
     assert done.code == 0, done.stdout + done.stderr
     verdicts = {c["id"]: c["verdict"] for c in done.results()["cells"]}
     assert verdicts == {"mem=200m": "reproduced", "mem=null": "reproduced"}
+    # The limited cell's verdict says the attempt ran into its limit (it was among the
+    # report's warnings alone); the unlimited cell's says nothing of one.
+    assert "MemoryError, at its memory limit (200.0 MiB, environment.memory)" in done.stdout
+    unlimited = [line for line in done.stdout.splitlines() if "mem=null" in line]
+    assert unlimited, done.stdout
+    assert not any("memory limit" in line for line in unlimited), done.stdout
 
 
 def test_a_small_memory_warns_of_torchs_import_only_where_the_spec_uses_torch(

@@ -136,3 +136,26 @@ def test_a_multiprocessing_childs_bootstrap_is_named_for_what_it_is() -> None:
     # A program of the user's that names the module is its own command line.
     own = "python -c import multiprocessing.spawn; print(1)"
     assert shorten_command(own, 80) == own
+
+
+def test_an_attempt_that_reached_its_limit_says_so_beside_its_outcome() -> None:
+    """A process limit or a memory limit reached was one of the report's warnings alone:
+    the verdict's phrase (console, table, junit) says it too; another warning adds nothing."""
+    from reprospec.core.results import AttemptResult, Outcome
+    from reprospec.core.words import LIMIT_REACHED, attempt_phrase, limit_reached
+
+    def attempt(*warnings: str) -> AttemptResult:
+        return AttemptResult(
+            attempt=1,
+            duration_s=0.1,
+            outcome=Outcome(kind="error", exit_code=2),
+            matched=True,
+            mismatches=(),
+            logs="",
+            warnings=warnings,
+        )
+
+    hit = attempt("leaked 2 files", f"{LIMIT_REACHED}process limit (1 process): refused")
+    assert limit_reached(hit) == "its process limit (1 process)"
+    assert attempt_phrase(hit) == "error exit 2, at its process limit (1 process)"
+    assert attempt_phrase(attempt("leaked 2 files")) == "error exit 2"
