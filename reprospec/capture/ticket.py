@@ -424,7 +424,7 @@ def read_ticket(text: str) -> Ticket:
     """Read everything `text` says about one failure (the last one, when it shows several)."""
     # Quoted (GitHub's quote reply, `> ` and `> > `) is read as written: every reader
     # below, the command's and the machine's too, sees the lines without their markers.
-    text = _unquoted(_plain(text.replace("\r\n", "\n")))
+    text = _dedented(_unquoted(_plain(text.replace("\r\n", "\n"))))
     # A terminal echoes Ctrl-C as `^C` where the cursor was: glued to the `Traceback` line
     # Python prints next, which no traceback reader then knew.
     clean = "\n".join(_unprefixed(_CTRL_C.sub("", line)) for line in text.split("\n"))
@@ -720,6 +720,31 @@ def _prose_settings(prose: str, chain: tuple[PythonException, ...]) -> tuple[tup
             value = value[1:-1] if value[0] in "'\"" else value.rstrip(".,;:!?)]")
             found.setdefault(match["name"], value)
     return tuple(found.items())
+
+
+# A traceback's header indented as a whole, as a Markdown code block of four spaces (or a
+# paste into a list item) writes it; not a group's (`  + Exception Group Traceback`, `  |`).
+_INDENTED_HEADER = re.compile(r"^(?P<indent>[ \t]+)Traceback \(most recent call last\):\s*$")
+
+
+def _dedented(text: str) -> str:
+    """`text` with each traceback indented as a whole (a Markdown code block of four
+    spaces: `    Traceback ...`, `      File ...`, `    ValueError: bad value`) taken back
+    to the margin, from its header to the first line that lacks its indent. Read as
+    written, its exception line is indented like a frame's, and the ticket's
+    `ValueError: bad value` read as a traceback cut before its exception line."""
+    lines = text.split("\n")
+    index = 0
+    while index < len(lines):
+        header = _INDENTED_HEADER.match(lines[index])
+        if header is None:
+            index += 1
+            continue
+        indent = header["indent"]
+        while index < len(lines) and (lines[index].startswith(indent) or not lines[index].strip()):
+            lines[index] = lines[index][len(indent) :]
+            index += 1
+    return "\n".join(lines)
 
 
 def _unquoted(text: str) -> str:

@@ -2016,3 +2016,28 @@ def test_a_bash_x_trace_line_is_the_command_the_shell_ran() -> None:
     ticket = read_ticket(log)
     assert ticket.command == "srun python train.py --epochs 3"
     assert (ticket.failure.outcome, ticket.failure.signal) == ("crash", "SIGSEGV")
+
+
+def test_a_traceback_in_an_indented_code_block_is_read_with_its_exception() -> None:
+    # Markdown's four-space code block: the exception line, indented like a frame's, read
+    # as a traceback cut before it (`expect.exception` a TODO, "ask for the rest of it").
+    block = (
+        "$ python train.py --lr 1\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 10, in <module>\n'
+        "    main()\n"
+        "KeyError: 'lr'\n"
+        "\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 12, in <module>\n'
+        '    raise ValueError("bad value")\n'
+        "ValueError: bad value\n"
+    )
+    indented = "\n".join("    " + line if line else "" for line in block.split("\n"))
+    ticket = read_ticket(f"It fails:\n\n{indented}\nThanks!\n")
+    assert ticket.cut_traceback == ()
+    assert [e.type for e in ticket.failure.chain] == ["KeyError", "ValueError"]
+    assert (ticket.failure.exception, ticket.failure.message) == ("ValueError", "bad value")
+    assert ticket.command == "python train.py --lr 1"
