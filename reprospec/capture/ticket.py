@@ -527,11 +527,11 @@ def read_ticket(text: str) -> Ticket:
     cuda = _cuda_error(clean)
     reported = first_failure(text)
     test = xdist or (reported.test if reported is not None else _test_name(clean))
-    pytest_failure = (
-        PythonException(reported.exception, _unfenced(reported.message))
-        if reported is not None and reported.exception
-        else None
-    )
+    pytest_failure: PythonException | None = None
+    if reported is not None and reported.exception:
+        summary = _unfenced(reported.message)
+        whole = _untruncated(clean, reported.exception, summary) if summary else summary
+        pytest_failure = PythonException(reported.exception, whole)
     # A traceback that ends in KeyboardInterrupt is how a hang is usually pasted: its
     # reporter stopped the program where it waited (Ctrl-C, its `^C` echoed before the
     # `Traceback` line). Its frames say where; the exception is the reporter's, not the
@@ -725,6 +725,23 @@ def _prose_settings(prose: str, chain: tuple[PythonException, ...]) -> tuple[tup
 # A traceback's header indented as a whole, as a Markdown code block of four spaces (or a
 # paste into a list item) writes it; not a group's (`  + Exception Group Traceback`, `  |`).
 _INDENTED_HEADER = re.compile(r"^(?P<indent>[ \t]+)Traceback \(most recent call last\):\s*$")
+
+
+def _untruncated(clean: str, exception: str, message: str) -> str:
+    """pytest's message of a failing test whole: its short summary cuts a line at the
+    terminal's width, ending it `...` (`FAILED t.py::test_sub - subprocess.CalledProcessError:
+    Command '['/work/...`), which, expected as written, matched no run (`\\.\\.\\.`). The
+    log's own line of that exception beginning with the rest is the message; else the rest
+    alone, which a message pattern matches as its beginning."""
+    if not message.endswith("..."):
+        return message
+    cut = message[:-3]
+    line = re.compile(rf"^(?:E\s+)?{re.escape(exception)}: (?P<message>.+)$")
+    for found in map(line.match, clean.split("\n")):
+        whole = found["message"].rstrip() if found is not None else ""
+        if whole.startswith(cut) and not whole.endswith("..."):
+            return whole
+    return cut.rstrip()
 
 
 def _dedented(text: str) -> str:

@@ -39,8 +39,9 @@ rules, in order:
 5. a DataLoader worker died (a `worker_exit` event with a signal, a `child_exit`
    event of a DataLoader worker dead of a crash signal (the status the main process
    reaped, where torch's words race with its own ConnectionResetError), "DataLoader
-   worker (pid N) is killed by signal: X", torch's "ERROR: Unexpected X
-   encountered in worker", or "exited unexpectedly" with no exit code) ->
+   worker (pid N) is killed by signal: X" (X a crash signal: not SIGTERM, which
+   multiprocessing's atexit sends the workers of a main process that failed), torch's
+   "ERROR: Unexpected X encountered in worker", or "exited unexpectedly" with no exit code) ->
    `crash`, `where: worker`, even though the main process exited 1.
    Where no process besides the program ran, no worker did: its output's words are
    no death (rule 7). A worker's SIGKILL with no OOM kill counted (`no_oom_kill`) was a
@@ -830,7 +831,14 @@ def worker_death(
             return WorkerDeath(signal, None, pid, "child_exit event", worker=worker)
     if not stderr:  # most attempts that pass: none of torch's messages to look for
         return None
-    kills = list(_WORKER_KILLED.finditer(stderr))
+    # A worker "killed by signal: Terminated" (SIGTERM, SIGINT, SIGPIPE) was stopped, as a
+    # reaped one is (above): multiprocessing's atexit terminate() of the workers of a main
+    # process that failed on its own, whose SIGCHLD handler then says so. Not the failure.
+    kills = [
+        killed
+        for killed in _WORKER_KILLED.finditer(stderr)
+        if (named := signal_from_description(killed["desc"])) is None or named in CRASH_SIGNALS
+    ]
     if kills:
         killed = kills[-1]
         signal = signal_from_description(killed["desc"])

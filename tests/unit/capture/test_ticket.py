@@ -2041,3 +2041,19 @@ def test_a_traceback_in_an_indented_code_block_is_read_with_its_exception() -> N
     assert [e.type for e in ticket.failure.chain] == ["KeyError", "ValueError"]
     assert (ticket.failure.exception, ticket.failure.message) == ("ValueError", "bad value")
     assert ticket.command == "python train.py --lr 1"
+
+
+def test_a_message_pytests_summary_cut_at_the_terminals_width_is_read_whole() -> None:
+    # `FAILED ... - CalledProcessError: Command '['/work/...`: expected as written, its
+    # `\.\.\.` matched no run. The log's own exception line gives the rest.
+    summary = (
+        "$ pytest test_x.py\n"
+        "=========================== short test summary info ============================\n"
+        "FAILED test_x.py::test_sub - subprocess.CalledProcessError: Command '['/work/...\n"
+        "============================== 1 failed in 0.31s ===============================\n"
+    )
+    whole = "Command '['/work/py', '-c', 'x']' returned non-zero exit status 1."
+    shown = f"E       subprocess.CalledProcessError: {whole}\n\ntest_x.py:7: CalledProcessError\n"
+    assert read_ticket(shown + summary).failure.message == whole
+    # Where no line gives the rest, its beginning, which a message pattern matches.
+    assert read_ticket(summary).failure.message == "Command '['/work/"

@@ -1288,3 +1288,38 @@ def test_a_process_pool_broken_by_a_sigkill_a_process_sent_is_no_crash(tmp_path:
     text = classify(execution)
     assert isinstance(text, Outcome)
     assert (text.kind, text.where) == ("crash", "child")
+
+
+# A real attempt's stderr (torch 2.x, a spawn DataLoader): the main process raised, and
+# multiprocessing's atexit terminate() of its daemonic workers made torch's SIGCHLD
+# handler raise in the atexit callback. 1 run in 2 read `crash SIGTERM (worker)`.
+ATEXIT_TERMINATED = b"""\
+Traceback (most recent call last):
+  File "/tmp/t.py", line 6, in <module>
+    raise ValueError("bad batch")
+ValueError: bad batch
+Exception ignored in atexit callback: <function _exit_function at 0x7f682279c860>
+Traceback (most recent call last):
+  File "/usr/lib/python3.11/multiprocessing/util.py", line 357, in _exit_function
+    p.join()
+  File "/venv/torch/utils/data/_utils/signal_handling.py", line 73, in handler
+    _error_if_any_worker_fails()
+RuntimeError: DataLoader worker (pid 9075) is killed by signal: Terminated.\x20
+"""
+
+
+def test_a_worker_its_main_process_terminated_at_exit_is_no_crash(tmp_path: Path) -> None:
+    """torch's "is killed by signal: Terminated." of a worker multiprocessing's atexit
+    stopped, after the main process's own ValueError, read `crash SIGTERM (worker)`: a
+    SIGTERM is how a parent stops a child (as a reaped one's is not counted), and the
+    outcome is the main process's error."""
+    assert worker_death(ATEXIT_TERMINATED.decode()) is None
+    outcome = classify(recorded_execution(tmp_path, ATEXIT_TERMINATED, 1, harness=False))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.where, outcome.exception) == ("error", "main", "ValueError")
+    assert outcome.message == "bad batch"
+    # A crash signal in the same words is still the worker's crash.
+    segv = ATEXIT_TERMINATED.replace(b"Terminated", b"Segmentation fault")
+    death = worker_death(segv.decode())
+    assert death is not None
+    assert (death.signal, death.pid) == ("SIGSEGV", 9075)
