@@ -139,14 +139,36 @@ def separators(run: RunResult) -> list[Separation] | None:
     more = [line for line in (slot_separation(run.cells), instance_separation(run.cells)) if line]
     has_axes = any(c.cell.matrix for c in run.cells)
     if len(failures) > 1 and has_axes:
-        return _each_way(failures, run) + ([Separation("", tuple(more))] if more else [])
+        groups = _each_way(failures, run) + ([Separation("", tuple(more))] if more else [])
+        return groups + _not_run(run)
     failing = list(failures[0].cells) if failures else []
     passing = any(_passed(c) for c in run.cells)
     if not (failing and passing and has_axes) and not more:
         return None
     lines = _one_way(failing, run) if failing and passing and has_axes else []
     # [] when nothing tells them apart: the report says so in words.
-    return [Separation("", tuple(lines + more))] if lines or more else []
+    return [Separation("", tuple(lines + more)), *_not_run(run)] if lines or more else []
+
+
+def _not_run(run: RunResult) -> list[Separation]:
+    """The cells an interrupted run never reached, named under the statements: those are
+    of the cells that ran. `n=1: in every passing cell, in no failing cell` of a run
+    stopped after `n=1` passed and `n=2` hung read as "only n=1 passes", where `n=3` and
+    `n=4` had not run at all."""
+    unrun = tuple(c for c in run.cells if c.verdict == "not-run")
+    if not unrun:
+        return []
+    ran = len(run.cells) - len(unrun)
+    return [
+        Separation(
+            "",
+            (
+                f"these are of the {plural(ran, 'cell')} that ran; {plural(len(unrun), 'cell')} "
+                f"{'was' if len(unrun) == 1 else 'were'} not run (interrupted): "
+                + _named(unrun, run.cells),
+            ),
+        )
+    ]
 
 
 __all__ = ["Separation", "separators"]

@@ -408,6 +408,28 @@ def test_separators_single_axis() -> None:
     ]
 
 
+def test_separators_of_an_interrupted_run_name_the_cells_it_never_ran() -> None:
+    """Stopped after `lr=0.1` passed and `lr=1.0` failed: "`lr=0.1`: in every passing cell"
+    read as "only lr=0.1 passes", where `lr=10` and `lr=100` had not run at all."""
+    base = error_run()
+    failing = next(c for c in base.cells if c.verdict == "reproduced")
+    passing = next(c for c in base.cells if c is not failing)
+
+    def unrun(lr: float, index: int) -> CellResult:
+        cell = Cell(id=f"lr={lr}", index=index, matrix={"lr": lr})
+        return replace(passing, cell=cell, verdict="not-run", attempts=())
+
+    run = replace(base, cells=(*base.cells, unrun(10.0, 2), unrun(100.0, 3)), interrupted=True)
+    assert _lines(run) == [
+        "`lr=1.0`: in every failing cell, in no passing cell",
+        "`lr=0.1`: in every passing cell, in no failing cell",
+        "these are of the 2 cells that ran; 2 cells were not run (interrupted): `lr=10.0|100.0`",
+    ]
+    assert "were not run (interrupted)" in render(run, "md")
+    # A run that ran every cell says nothing of the kind.
+    assert not any("not run" in line for line in _lines(base))
+
+
 def test_separators_name_the_one_passing_value_and_pairs() -> None:
     """`gpu=0` is the only passing cell: nothing is in every failing cell, its complement is."""
     base = error_run()
