@@ -223,7 +223,7 @@ def _minimize(
     attempt = next(a for a in plan.attempts if a.cell.id == failing.id)
     workdir = attempt.workdir.resolve()
     original = _program(command, workdir, spec.document)
-    _check_output(options.output, workdir, original)
+    _check_output(options.output, workdir, original, spec, failing)
     workload = not isinstance(spec.document.get("command"), (str, list))
     if workload:
         original = replace(
@@ -923,10 +923,14 @@ def _chance_text(chance: float) -> str:
     return f"{chance:.0%}" if chance >= 0.005 else "under 1%"
 
 
-def _check_output(output: Path | None, workdir: Path, original: Program) -> None:
+def _check_output(
+    output: Path | None, workdir: Path, original: Program, spec: Spec, failing: Cell
+) -> None:
     """Refuse, before any attempt, an `-o DIR` the result cannot be written to: a file, or
     the workdir itself, where the minimized files were written over the originals (the
-    user's program lost, `-o .` run from the workdir) once the whole budget was spent."""
+    user's program lost, `-o .` run from the workdir) once the whole budget was spent; or
+    one holding the answer of another spec's (or cell's) minimization, whose files stayed
+    beside the new answer's (its prog_a.py and helper_a.py beside spec-b's minimized.yaml)."""
     if output is None:
         return
     if output.exists() and not output.is_dir():
@@ -944,6 +948,14 @@ def _check_output(output: Path | None, workdir: Path, original: Program) -> None
             f"-o {output}: the folder holds files minimize did not write ({shown}), which "
             "the result would be written over: give an empty or new folder"
         )
+    other = _other_answer(output, spec, failing) if "minimize.json" in held else ""
+    if other:
+        raise UsageError(
+            f"-o {output}: the folder holds the answer of another minimization ({other}), not "
+            f"of {spec.name!r} ({spec.path}) in cell {failing.id}: this one's files would be "
+            "written among its files, and no reader could tell which are whose; give another "
+            "folder, or remove that one first"
+        )
     if output.resolve() == workdir and original.files:
         names = ", ".join(path for path, _ in original.files[:3])
         more = f" and {len(original.files) - 3} more" if len(original.files) > 3 else ""
@@ -951,6 +963,24 @@ def _check_output(output: Path | None, workdir: Path, original: Program) -> None
             f"-o {output}: that is the spec's workdir ({workdir}), and the minimized "
             f"{names}{more} would be written over the originals: give another folder"
         )
+
+
+def _other_answer(output: Path, spec: Spec, failing: Cell) -> str:
+    """What minimization DIR's minimize.json answers, where not this one's (another spec,
+    by its file where the answer names it, else by name; or another failing cell): "spec
+    'NAME' (PATH), cell ID". "" where it is this one's, or unreadable (then DIR's files
+    are a minimize's by their names alone, as before)."""
+    try:
+        written = json.loads((output / "minimize.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(written, dict):
+        return ""
+    name, path, cell = (str(written.get(key) or "") for key in ("spec", "spec_path", "cell"))
+    same_spec = Path(path).resolve() == Path(spec.path).resolve() if path else name == spec.name
+    if same_spec and cell == failing.id:
+        return ""
+    return f"spec {name!r}" + (f" ({path})" if path else "") + f", cell {cell}"
 
 
 def _env(document: Mapping[str, JsonValue]) -> bool:

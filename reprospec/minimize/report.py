@@ -518,6 +518,9 @@ def to_dict(found: Minimized) -> JsonObject:
         "message": r.message,
         "kept_output": found.kept_output,
         "spec": found.spec_name,
+        # The spec minimized, absolute: a later minimize -o DIR tells its own answer from
+        # another spec's of the same name by it (driver._check_output).
+        "spec_path": str(Path(found.spec_path).absolute()),
         "cell": found.cell.id,
         "cell_after": found.cell_after or found.cell.id,
         "passing_cells": [c.id for c in found.passing],
