@@ -15,14 +15,20 @@ the engine keeps none).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.util
+import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.trylock import try_locked
 from reprospec.errors import InfraError
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker.sdk import DockerClient, Image
@@ -220,6 +226,42 @@ def _shared_sizes(client: DockerClient) -> dict[str, int]:
     return out
 
 
+@contextlib.contextmanager
+def _cannot_tell() -> Iterator[bool | None]:
+    yield None
+
+
+def hold_lock(tag: str) -> Path | None:
+    """The file a run holds a shared lock on while it may start containers of the runner's
+    image `tag` (`hold_image`), which `prune_images` takes alone before it removes it; None
+    for an image that is not the runner's (prune never removes one). In this user's cache,
+    as the attempt starter is: the engine records no use of an image between two of a run's
+    containers, nor of one built at the start for a cell that runs later."""
+    repository, _, key = tag.partition(":")
+    if repository != dockerimage.BUILT_REPOSITORY or not key:
+        return None
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "reprospec" / "docker-holds" / f"{key}.use"
+
+
+def hold_image(tag: str) -> IO[str] | None:
+    """A shared lock on the runner's image `tag` for as long as the file returned stays
+    open, taken before the run finds or builds it: `envs prune` removed the image of a
+    matrix's later cell, built at the start, while an earlier cell ran, and the run stopped
+    on the engine's 404. Waits while a prune is removing it (then the run builds it again).
+    None for another image, or where the lock cannot be made (the run goes on unheld)."""
+    path = hold_lock(tag)
+    if path is None:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = path.open("a")
+        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+    except OSError:
+        return None
+    return handle
+
+
 def prune_images(
     client: DockerClient,
     *,
@@ -246,13 +288,20 @@ def prune_images(
         if info.used_by:
             kept.append((info, f"in use by container {', '.join(info.used_by)}"))
             continue
-        if not dry_run:
-            try:
-                client.images.remove(image=info.tag, force=False, noprune=False)
-            except docker.errors.NotFound:
-                continue  # gone meanwhile (another prune): nothing of ours to say
-            except docker.errors.APIError as exc:
-                kept.append((info, str(exc.explanation or exc)))
+        lock = hold_lock(info.tag)
+        # Held alone while it goes, so a run that comes to use it meanwhile waits, then
+        # builds it again; one that cannot be told (core/trylock.py) is pruned as before.
+        with try_locked(lock) if lock is not None else _cannot_tell() as alone:
+            if alone is False:
+                kept.append((info, "in use by a run now"))
                 continue
+            if not dry_run:
+                try:
+                    client.images.remove(image=info.tag, force=False, noprune=False)
+                except docker.errors.NotFound:
+                    continue  # gone meanwhile (another prune): nothing of ours to say
+                except docker.errors.APIError as exc:
+                    kept.append((info, str(exc.explanation or exc)))
+                    continue
         removed.append(info)
     return Pruned(tuple(removed), tuple(kept))

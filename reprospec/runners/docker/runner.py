@@ -20,7 +20,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from reprospec import native
 from reprospec.core import capped
@@ -59,6 +59,7 @@ from reprospec.runners.base import (
 )
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker import probe
+from reprospec.runners.docker.cache import hold_image
 from reprospec.runners.docker.container import PATHS, attempt_argv
 from reprospec.runners.docker.engine import (
     DOCKER_START_FAILURES,
@@ -197,6 +198,9 @@ class DockerRunner:
         self._client = client
         self._lock = threading.Lock()
         self._images: dict[str, str] = {}
+        # Each of the runner's images this run uses, held (cache.hold_image) until close: a
+        # prune meanwhile leaves it, where it removed a later cell's image under the run.
+        self._holds: dict[str, IO[str] | None] = {}
         # environment -> why its image could not be had: asked once, every attempt of it is
         # an infra-error with the reason (a failed build is not started again per attempt).
         self._image_errors: dict[str, str] = {}
@@ -257,6 +261,9 @@ class DockerRunner:
                         spec_dir=self.spec_dir,
                         find_links=self.find_links,
                     )
+                    if recipe.tag not in self._holds:
+                        # Before it is found or built: a prune then leaves it until close.
+                        self._holds[recipe.tag] = hold_image(recipe.tag)
                     self._images[key] = dockerimage.ensure_image(client, recipe, say=self.say)
                 except InfraError as exc:
                     message = str(exc)
@@ -660,7 +667,13 @@ class DockerRunner:
         return infra_execution(base, reason, started=started, finished=utc_now())
 
     def close(self) -> None:
-        """Nothing to stop: every container is removed when its attempt ends."""
+        """Let the images go (`_holds`); nothing to stop: every container is removed when
+        its attempt ends."""
+        with self._lock:
+            holds, self._holds = list(self._holds.values()), {}
+        for handle in holds:
+            if handle is not None:
+                handle.close()
 
     # -- environment -------------------------------------------------------------------
 

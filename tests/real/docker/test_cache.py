@@ -138,3 +138,24 @@ def test_envs_without_an_engine_says_so_in_one_line(cli: Cli, tmp_path: Path) ->
         "envs", "--format", "json", "--out", str(tmp_path / "out"), env={"DOCKER_HOST": gone}
     )
     assert (listed.code, json.loads(listed.stdout)) == (0, [])
+
+
+@needs_engine
+def test_a_prune_leaves_an_image_a_run_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, built: tuple[str, str]
+) -> None:
+    """A run holds each of its images from the start (cache.hold_image, as DockerRunner
+    does before it finds or builds one): `envs prune` removed the image of a matrix's later
+    cell, built at the start, while an earlier cell ran, and the run stopped on a 404."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    tag, _ = built
+    held = cache.hold_image(tag)
+    assert held is not None
+    try:
+        pruned = cache.prune_images(CLIENT, tags=[tag])
+        assert [(i.tag, why) for i, why in pruned.kept] == [(tag, "in use by a run now")]
+        assert image.image_present(CLIENT, tag)
+    finally:
+        held.close()
+    assert cache.hold_image(image.DEFAULT_IMAGE) is None  # not the runner's: never pruned
+    assert [i.tag for i in cache.prune_images(CLIENT, tags=[tag]).removed] == [tag]
