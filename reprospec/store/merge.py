@@ -91,6 +91,7 @@ def merge(
         if _spec_of(run) != _spec_of(first):
             raise _different(run, first)
     _check_given(runs)
+    _check_overlap(runs)
     parts: dict[str, list[CellResult]] = {}
     for run in runs:
         for cell in run.cells:
@@ -181,6 +182,28 @@ def named(run: RunResult) -> str:
     reads as if a shard were the merged run (`cannot merge B into A` named the first shard
     as the run merged into, which the merge makes new)."""
     return f"shard {run.shard} ({run.run_id})" if run.shard else f"run {run.run_id}"
+
+
+def _check_overlap(runs: Sequence[RunResult]) -> None:
+    """No attempt of a cell in two runs given, refused naming both. `merge OUT/runs/*` after
+    a first merge into that `--out` takes the merged run in beside the runs it holds, and
+    was told `attempt 1 is in more than one shard (the same shard given twice?)` of runs
+    that were no shards, with no word of which."""
+    held: dict[tuple[str, int], RunResult] = {}
+    for run in runs:
+        for cell in run.cells:
+            for attempt in cell.attempts:
+                other = held.setdefault((cell.cell.id, attempt.attempt), run)
+                if other is run:
+                    continue
+                if other.run_id == run.run_id:
+                    raise UsageError(f"cannot merge: {named(run)} is given more than once")
+                raise UsageError(
+                    f"cannot merge: cell {cell.cell.id!r} attempt {attempt.attempt} is in "
+                    f"both {named(other)} and {named(run)}: a run merge made, given beside "
+                    "the runs it holds (merge writes its run under --out's runs/, which a "
+                    "glob of that folder takes in)?"
+                )
 
 
 def _not_with(run: RunResult, first: RunResult) -> str:

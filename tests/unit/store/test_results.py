@@ -539,8 +539,15 @@ def test_merge_refuses_different_specs_and_duplicate_attempts() -> None:
     # A shard of one spec and a run of another: other specs, not "sharded and unsharded".
     with pytest.raises(UsageError, match="different specs"):
         merge([replace(segfault_matrix(), shard="1/2"), hang_run()])
-    with pytest.raises(UsageError, match="more than one shard"):
+    with pytest.raises(UsageError, match=r"run \S+ is given more than once"):
         merge([hang_run(), hang_run()], judge_cell=_count_judge)
+    # `merge OUT/runs/*` after a first merge there: the merged run beside its runs, named.
+    whole = segfault_matrix()
+    a = replace(whole, run_id="a", cells=whole.cells[:2])
+    b = replace(whole, run_id="b", cells=whole.cells[2:])
+    merged = merge([a, b], run_id="m")
+    with pytest.raises(UsageError, match="is in both run a and run m: a run merge made"):
+        merge([a, b, merged])
     with pytest.raises(UsageError, match="at least one run"):
         merge([])
 
