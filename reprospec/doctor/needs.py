@@ -360,12 +360,21 @@ def needs_of(
 
 
 def _has_entrypoint(value: JsonValue | Mapping[str, JsonValue]) -> bool:
-    """Whether a workload names the user's code anywhere (`entrypoint: module:callable`)."""
+    """Whether a workload runs the user's code anywhere: `imports`, an `entrypoint`, or a
+    `module:callable` string (`loss: "losses:finite_cross_entropy"`)."""
     if isinstance(value, Mapping):
-        return "entrypoint" in value or any(_has_entrypoint(item) for item in value.values())
+        return (
+            bool(value.get("imports"))
+            or "entrypoint" in value
+            or any(_has_entrypoint(item) for item in value.values())
+        )
     if isinstance(value, list):
         return any(_has_entrypoint(item) for item in value)
-    return False
+    return isinstance(value, str) and _CALLABLE.fullmatch(value) is not None
+
+
+# `module:callable`, as the harness resolves an entrypoint (entrypoints.py).
+_CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 
 def batchformat_size(data: Mapping[str, JsonValue]) -> int | None:

@@ -465,6 +465,10 @@ def test_a_torch_whose_numpy_bridge_fails_warns_where_the_spec_may_use_it() -> N
     here = Environment(workdir=Path.cwd())
     assert not doctor.needs_of([(builtin, here)]).numpy
     assert doctor.needs_of([(own, here)]).numpy
+    # User code by the other ways in: a `module:callable` loss, `imports`.
+    loss: JsonObject = {"model": {"builtin": "mlp", "loss": "losses:finite_cross_entropy"}}
+    assert doctor.needs_of([(loss, here)]).numpy
+    assert doctor.needs_of([({**builtin, "imports": ["mine"]}, here)]).numpy
     assert doctor.needs_of([({}, Environment(workdir=Path.cwd(), packages=("torch",)))]).numpy
     builtins_only = by_name(missing, doctor.needs_of([(builtin, here)]))["torch"]
     assert builtins_only.status == "pass"
