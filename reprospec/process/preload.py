@@ -115,6 +115,10 @@ def entry_point(plan: AttemptPlan, python: str) -> EntryPoint | str:
     # abspath, not Path.resolve: `python` keeps its symlinks (runners/local.py), so must this.
     if program not in _PYTHON_NAMES and os.path.abspath(program) != python:  # noqa: PTH100
         return f"the command runs {program}, not the run's Python interpreter"
+    # A bare `python` runs the runner's shim, which execs the interpreter by its path: a
+    # fresh attempt's sys.orig_argv[0] (and /proc/PID/cmdline) is that path, which a
+    # program that re-executes itself (`os.execv(sys.orig_argv[0], sys.orig_argv)`) needs.
+    argv0 = python if program in _PYTHON_NAMES else program
     options: list[str] = []
     rest = words[1:]
     while rest:
@@ -125,12 +129,12 @@ def entry_point(plan: AttemptPlan, python: str) -> EntryPoint | str:
         flags: tuple[tuple[str, EntryKind], ...] = (("-m", "module"), ("-c", "code"))
         for flag, kind in flags:
             if word == flag and len(rest) > 1:
-                return EntryPoint(kind, rest[1], tuple(rest[2:]), program, tuple(options))
+                return EntryPoint(kind, rest[1], tuple(rest[2:]), argv0, tuple(options))
             if word.startswith(flag) and len(word) > 2:
-                return EntryPoint(kind, word[2:], tuple(rest[1:]), program, tuple(options))
+                return EntryPoint(kind, word[2:], tuple(rest[1:]), argv0, tuple(options))
         if word.startswith("-"):
             return f"python option {word} takes effect when the interpreter starts"
-        return EntryPoint("script", word, tuple(rest[1:]), program, tuple(options))
+        return EntryPoint("script", word, tuple(rest[1:]), argv0, tuple(options))
     return "python without a script reads its program from stdin"
 
 

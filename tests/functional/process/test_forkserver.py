@@ -222,8 +222,9 @@ def test_a_hang_gets_its_stacks_and_its_whole_tree_is_killed(
     # Both processes (the escaped one too) dumped their own stacks, each under its own
     # command line (written over the server's), at the line that hangs.
     assert stacks.count("--- pid ") == 2
-    # (A program's newlines written as \\n: a header is one line.)
-    assert stacks.count("(python -c \\nimport os, threading") == 2
+    # (A program's newlines written as \\n: a header is one line.) A bare `python` is the
+    # interpreter the runner's shim execs, by its path, as in a fresh attempt's.
+    assert stacks.count(f"({runner.python} -c \\nimport os, threading") == 2
     assert stacks.count('File "<string>", line 7 in <module>') == 2
 
 

@@ -34,7 +34,8 @@ PY = sys.executable
     ],
 )
 def test_python_entry_points_are_recognised(command: str | list[str], expected: EntryPoint) -> None:
-    assert entry_point(preload_plan(command), PY) == expected
+    # Its argv0 is the interpreter a bare `python` runs (the runner's shim execs its path).
+    assert entry_point(preload_plan(command), PY) == replace(expected, argv0=PY)
 
 
 @pytest.mark.parametrize(
@@ -108,3 +109,13 @@ def test_the_key_is_every_variable_but_the_per_attempt_ones() -> None:
         assert server_key(PY, changed, PRELOAD, ("torch",)) != key
     assert server_key(PY, env, PRELOAD, ("torch", "numpy")) != key
     assert server_key("/other/python", env, PRELOAD, ("torch",)) != key
+
+
+def test_a_bare_python_is_the_interpreter_its_shim_execs() -> None:
+    # A fresh `python x.py` runs the runner's shim, which execs the interpreter by its
+    # path: sys.orig_argv[0] is that path. A forked attempt's read `python`, and a program
+    # that re-executes itself (os.execv(sys.orig_argv[0], sys.orig_argv)) failed there.
+    for command in ("python x.py", "python3 -u -m mod a", "python -c pass"):
+        entry = entry_point(preload_plan(command), PY)
+        assert isinstance(entry, EntryPoint)
+        assert entry.argv0 == PY, command
