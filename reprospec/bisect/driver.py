@@ -44,7 +44,7 @@ from reprospec.environment import packages
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import InfraError, UsageError
 from reprospec.export.tree import program_digest
-from reprospec.plan.failingcell import cell_filters, choose_failing_cell, fails
+from reprospec.plan.failingcell import Amplified, cell_filters, choose_failing_cell, fails
 from reprospec.store.runfolder import RunFolder
 
 
@@ -112,6 +112,7 @@ def bisect_spec(
         verb="bisect",
         several="refuse",
         spec=str(request.spec),
+        amplified=Amplified.read(request.amplified) if request.amplified else None,
     )
     cell = chosen.cell
     # Every candidate runs that one cell: the filters that keep exactly it.

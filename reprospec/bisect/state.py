@@ -28,6 +28,7 @@ from reprospec.core.words import budget_continues, perturbed_phrase, plural
 from reprospec.environment import packages
 from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, UsageError
 from reprospec.isolation.state import spec_identity, variables_read
+from reprospec.plan.failingcell import Amplified
 
 if TYPE_CHECKING:
     from reprospec.core.inputs import Spec
@@ -101,6 +102,9 @@ class BisectRequest:
     out: Path = Path(".reprospec")
     fresh: bool = False
     command_line: str = field(default="", compare=False)
+    # `--amplify PATH` (an amplify folder or its amplify.json): the cell it measured is the
+    # cell bisected (plan/failingcell.py); its perturbation comes in `overrides`.
+    amplified: Path | None = None
 
     if TYPE_CHECKING:  # a str for a Path, an iterable for a tuple, None for the default error
 
@@ -125,6 +129,7 @@ class BisectRequest:
             out: PathArg = ...,
             fresh: bool = ...,
             command_line: str = ...,
+            amplified: PathArg | None = ...,
         ) -> None: ...
 
     def __post_init__(self) -> None:
@@ -137,7 +142,7 @@ class BisectRequest:
             counts=("budget",),
             fractions=("error", "min_rate"),
             texts=("package",),
-            paths=("spec",),
+            paths=("spec", "amplified"),
         )
         if self.error is None:
             # The CLI's `--error` unset, and isolate's and minimize's `error=None`: the
@@ -212,6 +217,11 @@ class BisectRequest:
         variables = variables_read(spec, Path(self.out))
         if variables:  # a spec that reads none keeps the key it had
             parts.append(variables)
+        amplified = Amplified.read(self.amplified) if self.amplified else None
+        if amplified is not None:
+            # The cell bisected is amplify's, which -m and the spec do not decide: two
+            # amplifications of two cells under one perturbation are two questions.
+            parts.append({"amplified_cell": amplified.cell})
         digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:10]
         what = self.package or "environment"
         return f"{packages.normalize(what)}-{self.good}-{self.bad}-{digest}".replace("/", "_")

@@ -162,6 +162,8 @@ def run(args: argparse.Namespace) -> int:
         out=each.out,
         fresh=args.fresh,
         command_line=opt.invocation(skip=("--fresh",)),
+        # The cell it measured is the cell bisected; its perturbation is in the overrides.
+        amplified=args.amplify,
     )
 
     def say(line: str) -> None:

@@ -39,7 +39,8 @@ def test_isolate_and_minimize_under_an_amplification_take_its_cell(
 ) -> None:
     """`amplify -m mode=b`, then `isolate --amplify DIR` took mode=a (the first cell expected
     to fail) and said it was amplified, of a cell whose rate nobody measured; `-m mode=a`
-    did the same. The cell amplify measured is taken, and one left out is refused."""
+    did the same (minimize's and bisect's too). The cell amplify measured is taken, and one
+    left out is refused."""
     spec = tmp_path / "spec.yaml"
     spec.write_text(SWITCHED)
     out = tmp_path / "out"
@@ -67,6 +68,14 @@ def test_isolate_and_minimize_under_an_amplification_take_its_cell(
         assert refused.stderr.startswith(
             f"reprospec: --amplify {folder}: the amplification measured cell mode=b, "
         ), refused.stderr
+    # bisect too, before any environment is built or the index asked.
+    bisect = ("--package", "nosuchpkg", "--good", "1.0", "--bad", "2.0", "--runner", "venv")
+    refused = cli(
+        "bisect", str(spec), "--out", str(out), "--amplify", folder, "-m", "mode=a", *bisect
+    )
+    assert refused.code == 2, refused.stderr
+    assert "measured cell mode=b, which -m mode=a leaves out: " in refused.stderr
+    assert "(bisect then works on cell mode=b)" in refused.stderr
     # A --set that leaves the spec without the cell amplify measured.
     gone = cli(
         "isolate", str(spec), "--out", str(out), "--amplify", folder, "--set", "matrix.mode=[a, c]"
