@@ -36,6 +36,7 @@ from reprospec.store.digests import (
     read_key,
     recorded,
 )
+from reprospec.store.refs import listed_run
 from reprospec.store.runfolder import SHARDS, RunFolder
 
 # A digest the run could not take (`unreadable: why`): nothing to compare today's with.
@@ -95,8 +96,17 @@ def since_run(
             f"({folder.merged_of / SHARDS if folder.merged_of else run_dir}: a shard's "
             "folder was removed, or its digest.key)"
             if folder.merged_of is not None
-            else f"the key they were taken under is not in {run_dir.parent.parent} (the run "
-            "folder was moved from its store, or its digest.key was removed)"
+            else f"the key they were taken under is not in {run_dir.parent.parent} ("
+            + (
+                "the run folder was moved from its store, or its digest.key was removed"
+                if listed_run(run_dir.name, run_dir.parent.parent) is not None
+                # A run `reprospec merge` wrote is in no store: its digests are its first
+                # shard's, under that shard's store's key. "Moved from its store" sent the
+                # user looking for a store the run never had.
+                else "no store there lists the run: a run merge made, whose digests are its "
+                "first shard's, under that shard's store's key, or a folder moved from its store"
+            )
+            + ")"
         )
         return SinceRun(gone=gone, unchecked=why)
     carried = {path.resolve() for path in packed}
