@@ -226,6 +226,37 @@ def _printed(
     return None
 
 
+# One line of bash's report of a job whose processes ended, a pipeline's after its first:
+# `     4243 Segmentation fault      (core dumped) | python3 filter.py` (the `|` before
+# each later process's command).
+_PIPELINE_LINE = Lazy(r"^[ \t]+(?P<pid>\d+) [^\n|]*?[ \t]\| \S")
+_JOB_LINE = Lazy(r"^(?:[^\n]*?: )?(?:line \d+: )?[ \t]*(?P<pid>\d+) \S")
+
+
+def in_a_pipeline(text: str, pid: int) -> bool:
+    """Whether bash's report of `pid`'s death lists it as one process of a pipeline
+    (`set -o pipefail; a | b | c`, whose status is the last that failed): then the
+    shell's 128+N is that process's death, not the command's main one."""
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        found = _JOB_LINE.match(line)
+        if found is None or int(found["pid"]) != pid:
+            continue
+        # The job's block: its first line (the shell's `line N:` prefix), then one indented
+        # line per process; a pipeline's later processes each begin with `| `.
+        start = index
+        while (
+            start > 0 and _PIPELINE_LINE.match(lines[start]) and _JOB_LINE.match(lines[start - 1])
+        ):
+            start -= 1
+        end = index + 1
+        while end < len(lines) and _PIPELINE_LINE.match(lines[end]):
+            end += 1
+        if end - start > 1:
+            return True
+    return False
+
+
 def names_a_death(text: str) -> bool:
     """Whether `text` (an exception's message) is subprocess's "died with <Signals...>" or
     concurrent.futures' "terminated abruptly": the program's own word of a child's death."""
@@ -286,7 +317,9 @@ def _reported(text: str, kills_sent: bool = False) -> tuple[str, int | None, str
     for shell in _SHELL_REPORT.finditer(text):
         signal = signal_from_description(shell["desc"])
         if signal is not None and _counts(signal, kills_sent):
-            found.append((shell.start(), (signal, int(shell["pid"]), shell["cmd"], _BY_SHELL)))
+            # (A pipeline's later process: `| python3 filter.py`, its command after the bar.)
+            command = shell["cmd"].removeprefix("| ")
+            found.append((shell.start(), (signal, int(shell["pid"]), command, _BY_SHELL)))
             break
     for called in _CALLED_PROCESS.finditer(text):
         signal = canonical_signal(called["signal"])
@@ -328,7 +361,14 @@ def _short(text: str) -> str:
     return shorten_command(" ".join(text.split()), _CMDLINE_CHARS)
 
 
-__all__ = ["ChildCrash", "child_crash", "killed_by_a_process", "names_a_death", "printed_only"]
+__all__ = [
+    "ChildCrash",
+    "child_crash",
+    "in_a_pipeline",
+    "killed_by_a_process",
+    "names_a_death",
+    "printed_only",
+]
 
 
 # torch.distributed.elastic's line for a rank that failed, torchrun's log of it before its

@@ -113,6 +113,7 @@ from reprospec.core.signals import (
     signal_name,
 )
 from reprospec.core.words import (
+    A_PROCESS_OF_THE_PIPELINE,
     A_SHELLS_SIGKILL_SENT_BY_A_PROCESS,
     A_WORKERS_SIGKILL_SENT_BY_A_PROCESS,
     AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
@@ -340,6 +341,12 @@ def classify(
         if shell_signal is not None:
             kind, signal, where = "crash", shell_signal, "main"
             detail = f"exit status {returncode} = 128 + {shell_signal}{AS_A_SHELL_REPORTS_IT}"
+            member = _pipeline_member(execution, evidence, shell_signal)
+            if member is not None:
+                # `set -o pipefail; a | b | c`: the status is the pipeline's process that died
+                # (b), which bash's report lists as one of the pipeline: not the main one.
+                child, where = member, "child"
+                detail += f"; {member.describe()}, {A_PROCESS_OF_THE_PIPELINE}"
         elif worker is not None and worker.exit_code is None and not worker_sent:
             kind, signal, where = "crash", worker.signal, "worker"
             detail = f"{_describe_worker(worker)}; the main process exited {returncode}"
@@ -946,6 +953,20 @@ def _killed_by_a_process(execution: Execution, evidence: Evidence) -> ChildCrash
     from reprospec.outcome.children import killed_by_a_process
 
     return killed_by_a_process(execution, evidence)
+
+
+def _pipeline_member(execution: Execution, evidence: Evidence, signal: str) -> ChildCrash | None:
+    """The process of a shell's pipeline whose death by `signal` the root's 128+N reports,
+    where bash's report lists it in a pipeline; None otherwise (a script's last command,
+    `sh run.sh`'s python: the main program, as rule 4 reads it)."""
+    if "| " not in evidence.stderr:
+        return None  # (no pipeline in bash's words: its reader is not even imported)
+    from reprospec.outcome.children import in_a_pipeline
+
+    dead = _child_crash(execution, evidence)
+    if dead is None or dead.signal != signal or dead.pid is None:
+        return None
+    return dead if in_a_pipeline(evidence.stderr, dead.pid) else None
 
 
 def _child_crash(execution: Execution, evidence: Evidence) -> ChildCrash | None:

@@ -26,6 +26,7 @@ from reprospec import native
 from reprospec.core.inputs import Expectation
 from reprospec.core.results import AttemptResult, Execution, Outcome
 from reprospec.core.words import (
+    A_PROCESS_OF_THE_PIPELINE,
     A_SHELLS_SIGKILL_SENT_BY_A_PROCESS,
     A_WORKERS_SIGKILL_SENT_BY_A_PROCESS,
     AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
@@ -1061,3 +1062,43 @@ def test_a_torchrun_rank_that_exits_first_is_the_cause_not_its_peers_error(
     assert "local rank 1 failed first: it exited with code 3" in (outcome.detail or "")
     # Rank 0's error, where it raised one before torchrun ended it, is said as what followed.
     assert "raised it" not in (outcome.detail or ""), outcome.detail
+
+
+# The middle process of a pipeline crashes; pipefail makes the shell's status its 139.
+PIPELINE = (
+    "set -o pipefail; seq 1 100000 | {py} -c 'import ctypes, sys; sys.stdin.readline(); "
+    "ctypes.string_at(0)' | cat > /dev/null"
+)
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize("first", [False, True])
+def test_a_pipelines_process_that_crashed_is_the_child_not_the_main_one(
+    runner: LocalRunner, tmp_path: Path, first: bool
+) -> None:
+    """`set -o pipefail; a | b | c` where b segfaults: the shell exits 139, which read
+    `crash SIGSEGV` of the main program; bash's report lists b as one process of the
+    pipeline, with its pid and command: the crash is that child's."""
+    command = PIPELINE.format(py=shlex.quote(PY))
+    if first:  # the pipeline's first process: its report line has no `|` of its own
+        command = command.replace("seq 1 100000 | ", "").replace("sys.stdin.readline(); ", "")
+    result, execution = run_attempt(runner, ["bash", "-c", command], tmp_path)
+    assert execution.returncode == 139
+    outcome = crashed(result)
+    assert outcome.pid is not None
+    assert (outcome.cmdline or "").startswith(f"{PY} -c 'import ctypes, sys; "), outcome
+    assert (outcome.detail or "").startswith(
+        f"exit status 139 = 128 + SIGSEGV, as a shell reports it; child pid {outcome.pid} ("
+    ), outcome.detail
+    assert (outcome.detail or "").endswith(A_PROCESS_OF_THE_PIPELINE), outcome.detail
+
+
+def test_a_scripts_last_command_that_crashed_is_still_the_main_one(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """No pipeline: a script whose program crashed exits 139 as bash reports it, and that
+    program is the main one (rule 4), as before."""
+    command = f"{shlex.quote(PY)} -c 'import ctypes; ctypes.string_at(0)'; exit $?"
+    result, execution = run_attempt(runner, ["bash", "-c", command], tmp_path)
+    assert execution.returncode == 139
+    judged(result, "crash", "SIGSEGV", "main")
