@@ -424,7 +424,7 @@ def read_ticket(text: str) -> Ticket:
     """Read everything `text` says about one failure (the last one, when it shows several)."""
     # Quoted (GitHub's quote reply, `> ` and `> > `) is read as written: every reader
     # below, the command's and the machine's too, sees the lines without their markers.
-    text = _dedented(_unquoted(_plain(text.replace("\r\n", "\n"))))
+    text = _from_ipython(_dedented(_unquoted(_plain(text.replace("\r\n", "\n")))))
     # A terminal echoes Ctrl-C as `^C` where the cursor was: glued to the `Traceback` line
     # Python prints next, which no traceback reader then knew.
     clean = "\n".join(_unprefixed(_CTRL_C.sub("", line)) for line in text.split("\n"))
@@ -742,6 +742,51 @@ def _untruncated(clean: str, exception: str, message: str) -> str:
         if whole.startswith(cut) and not whole.endswith("..."):
             return whole
     return cut.rstrip()
+
+
+# IPython's and Jupyter's traceback: a header `ValueError    Traceback (most recent call
+# last)` (after a line of dashes), frames `Cell In[3], line 4`, `File ~/p/train.py:7, in
+# main()` (IPython 8) or `<ipython-input-3-5e5b> in <module>` (7), each over its numbered
+# source lines (`----> 4 f(1)`), and the exception line at the margin.
+_IPYTHON_HEADER = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)\s*$"
+)
+_IPYTHON_FRAME = re.compile(
+    r"^(?:(?P<cell>Cell In\[\d+\]), line (?P<line>\d+)"
+    r"|File (?P<file>\S+?):(?P<at>\d+))(?:, in (?P<function>[\w<>.]+)\(.*\))?\s*$"
+    r"|^(?P<old>\S+) in (?P<in>[\w<>.]+)(?:\(.*\))?\s*$"
+)
+
+
+def _from_ipython(text: str) -> str:
+    """`text` with each IPython (Jupyter) traceback written as CPython writes one: a
+    notebook's paste, the most common traceback of a GitHub issue, was read as no failure.
+    Its frames become `File` lines, its numbered source lines go; the exception line
+    after them, at the margin, ends it."""
+    lines = text.split("\n")
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        if _IPYTHON_HEADER.match(lines[index]) is None:
+            out.append(lines[index])
+            index += 1
+            continue
+        if out and set(out[-1].strip()) == {"-"}:
+            out.pop()  # its rule of dashes: between a chain's link line and its header
+        out.append("Traceback (most recent call last):")
+        index += 1
+        while index < len(lines):
+            line = lines[index]
+            frame = _IPYTHON_FRAME.match(line)
+            if frame is not None:
+                where = frame["cell"] or frame["file"] or frame["old"]
+                number = frame["line"] or frame["at"] or "1"
+                function = frame["function"] or frame["in"] or "<module>"
+                out.append(f'  File "{where}", line {number}, in {function}')
+            elif line.strip() and not line[:1].isspace() and not line.startswith("-"):
+                break  # the exception line: the traceback's end, copied as it is
+            index += 1
+    return "\n".join(out)
 
 
 def _dedented(text: str) -> str:

@@ -2057,3 +2057,50 @@ def test_a_message_pytests_summary_cut_at_the_terminals_width_is_read_whole() ->
     assert read_ticket(shown + summary).failure.message == whole
     # Where no line gives the rest, its beginning, which a message pattern matches.
     assert read_ticket(summary).failure.message == "Command '['/work/"
+
+
+IPYTHON_CHAIN = """\
+Running this in a notebook:
+
+```
+---------------------------------------------------------------------------
+KeyError                                  Traceback (most recent call last)
+Cell In[1], line 2
+      1 d = {}
+----> 2 d["x"]
+
+KeyError: 'x'
+
+During handling of the above exception, another exception occurred:
+
+---------------------------------------------------------------------------
+ValueError                                Traceback (most recent call last)
+Cell In[1], line 6
+----> 6 f(1)
+
+File ~/proj/model.py:7, in f(x)
+      6 def f(x):
+----> 7     raise ValueError(f"bad value {x}")
+
+ValueError: bad value 1
+```
+"""
+
+
+def test_an_ipython_traceback_is_read_as_pythons() -> None:
+    # A notebook's traceback, the most common in a GitHub issue, was no failure at all.
+    ticket = read_ticket(IPYTHON_CHAIN)
+    assert [(e.type, e.link) for e in ticket.failure.chain] == [
+        ("KeyError", "context"),
+        ("ValueError", None),
+    ]
+    assert (ticket.failure.exception, ticket.failure.message) == ("ValueError", "bad value 1")
+    assert ticket.python_frames == ("Cell In[1]:<module>", "~/proj/model.py:f")
+    # IPython 7's frame line.
+    old = (
+        "KeyError                                  Traceback (most recent call last)\n"
+        "<ipython-input-3-5e5b8d1> in <module>\n"
+        "----> 2 d['lr']\n\n"
+        "KeyError: 'lr'\n"
+    )
+    assert read_ticket(old).failure.exception == "KeyError"
