@@ -70,6 +70,9 @@ class Needs:
     # Whether any cell may use torch's numpy bridge: a command, or a workload with an
     # entrypoint (the user's code). The harness's builtin models and datasets never do.
     numpy: bool = True
+    # Whether every cell is a workload, whose `data.loader` says its DataLoader workers
+    # (`num_workers`); a command's are unknown, as where no spec is given.
+    workers_known: bool = False
     # The runner it will run on (`doctor --runner`): `local` runs the checked interpreter as
     # it is; `venv` and `docker` install the spec's packages themselves.
     runner: str = "local"
@@ -116,7 +119,10 @@ def check_shm(env: Captured, needs: Needs) -> Check:
         else "/dev/shm"
     )
     if needs.num_workers == 0:
-        if needs.batch_bytes is None and size < 1024 * MIB:
+        # Said of a machine or of commands, whose workers are unknown; a spec of workloads
+        # that start none passes nothing through /dev/shm (it warned of an entrypoint
+        # dataset's batches with num_workers: 0).
+        if not needs.workers_known and size < 1024 * MIB:
             return Check(
                 "shm",
                 "warn",
@@ -128,7 +134,7 @@ def check_shm(env: Captured, needs: Needs) -> Check:
             "shm",
             "pass",
             f"{where} is {human}"
-            + ("; the spec uses no DataLoader workers" if needs.batch_bytes is not None else ""),
+            + ("; the spec uses no DataLoader workers" if needs.workers_known else ""),
         )
     in_flight = needs.num_workers * needs.prefetch_factor
     if needs.batch_bytes is None:
@@ -315,7 +321,9 @@ def needs_of(
     lists: dict[tuple[str, ...], list[str]] = {}
     torch = False
     numpy = False
+    workloads = True
     for position, (workload, environment) in enumerate(cells):
+        workloads = workloads and bool(workload)
         numpy = numpy or not workload or _has_entrypoint(workload)
         if environment.packages:
             named = lists.setdefault(tuple(environment.packages), [])
@@ -356,6 +364,7 @@ def needs_of(
         package_sets=tuple(CellPackages(each, tuple(named)) for each, named in lists.items()),
         torch=torch,
         numpy=numpy,
+        workers_known=workloads and torch,  # (torch: some cell, a workload, was seen)
     )
 
 

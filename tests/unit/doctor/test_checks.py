@@ -475,3 +475,24 @@ def test_a_torch_whose_numpy_bridge_fails_warns_where_the_spec_may_use_it() -> N
     assert "builtin models and datasets do not use it" in builtins_only.why
     entry = by_name(missing, doctor.needs_of([(own, here)]))["torch"]
     assert entry.status == "warn"
+
+
+def test_a_spec_of_workloads_without_dataloader_workers_is_not_warned_of_dev_shm() -> None:
+    """An entrypoint dataset (its batch size unknown) with `num_workers: 0` was warned its
+    DataLoader workers would run out of a 64 MiB /dev/shm: it starts none."""
+    here = Environment(workdir=Path.cwd(), shm_size=64 * 2**20)
+    dataset: JsonObject = {
+        "model": {"builtin": "mlp"},
+        "data": {"dataset": {"entrypoint": "ds:DS"}, "loader": {"num_workers": 0}},
+    }
+    needs = doctor.needs_of([(dataset, here)])
+    assert needs.workers_known
+    shm = by_name(machine(), needs)["shm"]
+    assert shm.status == "pass"
+    assert shm.why.endswith("; the spec uses no DataLoader workers")
+    # A command's workers are unknown: still worth a word, as for the machine alone.
+    command = doctor.needs_of([({}, Environment(workdir=Path.cwd(), packages=("torch",)))])
+    assert not command.workers_known
+    small = machine(shm={"present": True, "size": 64 * 2**20})
+    assert by_name(small, command)["shm"].status == "warn"
+    assert by_name(small)["shm"].status == "warn"
