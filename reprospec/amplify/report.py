@@ -15,6 +15,7 @@ import copy
 import json
 import math
 import os
+import re
 import shlex
 from dataclasses import replace
 from pathlib import Path
@@ -505,8 +506,14 @@ def amplified_document(
     for key in ("workdir", "dockerfile"):
         value = env.get(key, "." if key == "workdir" else None)
         if isinstance(value, str) and "${{" not in value:
-            # normpath, not resolve: `../incidents/race` read as written, a link kept.
+            # normpath, not resolve: `../incidents/race` read as written, a link kept; a
+            # dockerfile's `~` expanded, as the spec's check reads it (not the workdir's).
+            value = str(Path(value).expanduser()) if key == "dockerfile" else value
             env[key] = os.path.normpath((base_dir / value).absolute())
+        elif isinstance(value, str) and _renders_relative(value, document):
+            # `${{ matrix.proj }}` kept as written, from the spec's folder: amplified.yaml
+            # read it from its own (`folder not found: OUT/amplify/ID/a`, every cell).
+            env[key] = os.path.join(base_dir.absolute(), value)  # noqa: PTH118
     existing = env.get("perturb")
     perturb: JsonObject = dict(existing) if isinstance(existing, dict) else {}
     for name, setting in settings:
@@ -521,6 +528,32 @@ def amplified_document(
     env["perturb"] = perturb
     out["environment"] = env
     return out
+
+
+_LEADING_AXIS = re.compile(r"\$\{\{\s*matrix\.([A-Za-z_][\w-]*)\s*\}\}")
+
+
+def _renders_relative(value: str, document: Mapping[str, JsonValue]) -> bool:
+    """Whether a path with `${{ }}` in it is relative in every cell, so that the spec's folder
+    put before it names the same path from elsewhere: one that starts with a word, not `/`
+    or `~`, or with `${{ matrix.AXIS }}` whose every value (the axis's and the `include`
+    entries') is such a string. Another leading expression (`${{ env.HOME }}`) may render
+    absolute: left as written."""
+    if not value.startswith("${{"):
+        return not value.startswith(("/", "~"))
+    found = _LEADING_AXIS.match(value)
+    matrix = document.get("matrix")
+    if found is None or not isinstance(matrix, dict):
+        return False
+    axis = found.group(1)
+    values: list[JsonValue] = list(v) if isinstance(v := matrix.get(axis), list) else []
+    include = matrix.get("include")
+    for entry in include if isinstance(include, list) else []:
+        if isinstance(entry, dict) and axis in entry:
+            values.append(entry[axis])
+    return bool(values) and all(
+        isinstance(v, str) and v and not v.startswith(("/", "~")) for v in values
+    )
 
 
 def _rate_comment(found: AmplifyReport) -> Callable[[JsonPath, str | None], str | None]:

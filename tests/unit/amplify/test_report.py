@@ -30,6 +30,36 @@ def test_the_amplified_workdir_is_absolute_without_dot_dots(tmp_path: Path) -> N
     assert environment["perturb"] == {"switch_interval": 1e-06}
 
 
+def test_an_amplified_workdir_of_a_matrix_value_is_named_from_the_specs_folder(
+    tmp_path: Path,
+) -> None:
+    """`workdir: ${{ matrix.proj }}` was kept as written, so amplified.yaml, in
+    OUT/amplify/ID, looked for OUT/amplify/ID/a (`folder not found`, every cell)."""
+    base = tmp_path / "repo"
+
+    def moved(workdir: str, matrix: JsonObject, dockerfile: str = "") -> JsonObject:
+        environment: JsonObject = {"workdir": workdir}
+        if dockerfile:
+            environment["dockerfile"] = dockerfile
+        document: JsonObject = {"reprospec": 1, "matrix": matrix, "environment": environment}
+        out = amplified_document(document, (("gc", 1),), base)["environment"]
+        assert isinstance(out, dict)
+        return out
+
+    relative: JsonObject = {"proj": ["a", "sub/b"], "include": [{"proj": "c"}]}
+    assert moved("${{ matrix.proj }}", relative)["workdir"] == f"{base}/${{{{ matrix.proj }}}}"
+    assert moved("src/${{ matrix.proj }}", {})["workdir"] == f"{base}/src/${{{{ matrix.proj }}}}"
+    # A value that may render absolute is left as written: the spec's folder before it
+    # would make `/abs` a folder under it.
+    absolute: JsonObject = {"proj": ["a", "/srv/b"]}
+    assert moved("${{ matrix.proj }}", absolute)["workdir"] == "${{ matrix.proj }}"
+    assert moved("${{ env.WORK }}", relative)["workdir"] == "${{ env.WORK }}"
+    assert moved("/srv/${{ matrix.proj }}", relative)["workdir"] == "/srv/${{ matrix.proj }}"
+    # A dockerfile's `~` is the home folder, as the spec's check reads it.
+    home = moved(".", {}, dockerfile="~/images/Dockerfile")["dockerfile"]
+    assert home == str(Path("~/images/Dockerfile").expanduser())
+
+
 def _found(tmp_path: Path, expectation: Expectation, matched: int) -> AmplifyReport:
     base = ArmResult(Arm(), Rate(3, 21, 0.04, 0.35), Tally(matched=3, passed=18))
     winner = ArmResult(
