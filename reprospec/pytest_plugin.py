@@ -105,7 +105,11 @@ def looks_like_spec(path: Path) -> bool:
 
 
 def worker_gpus(environ: Mapping[str, str]) -> str | None:
-    """Under xdist, worker gwK of N takes every N-th GPU id from the K-th; else None."""
+    """Under xdist, worker gwK of N takes every N-th GPU id from the K-th; else None.
+
+    None too where no GPU is visible at all: the engine's default finds none either, and an
+    xdist worker's runs recorded `--gpus ''` where the same cell's run without xdist had
+    none (`compare`: `gpus: (none) -> ''`, an option changed that changed nothing)."""
     worker = environ.get("PYTEST_XDIST_WORKER", "")
     count = environ.get("PYTEST_XDIST_WORKER_COUNT", "")
     if not worker.startswith("gw") or not worker[2:].isdigit() or not count.isdigit():
@@ -113,6 +117,8 @@ def worker_gpus(environ: Mapping[str, str]) -> str | None:
     from reprospec.pipeline.gpus import visible_gpus
 
     slots = visible_gpus(None, environ)
+    if not slots:
+        return None
     return ",".join(slots[int(worker[2:]) :: max(1, int(count))])
 
 

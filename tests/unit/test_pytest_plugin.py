@@ -92,6 +92,13 @@ def test_xdist_workers_split_the_outer_gpu_ids() -> None:
     assert worker_gpus({**lone, "PYTEST_XDIST_WORKER": "gw1"}) == ""
 
 
+def test_xdist_workers_of_a_machine_without_gpus_record_no_gpus_option() -> None:
+    """No GPU visible: each worker's share was `''`, recorded as `--gpus ''`, and compare of
+    a cell's run under xdist with its run without said `gpus: (none) -> ''`."""
+    none = {"CUDA_VISIBLE_DEVICES": "", "PYTEST_XDIST_WORKER_COUNT": "2"}
+    assert worker_gpus({**none, "PYTEST_XDIST_WORKER": "gw0"}) is None
+
+
 def test_a_run_records_the_pytest_command_line_less_the_machines_paths() -> None:
     # The record was a synthetic `reprospec run /abs/flaky.yaml -m ...` nobody typed.
     assert recorded_command_line(["--reprospec", "flaky.yaml"]) == "pytest --reprospec flaky.yaml"
