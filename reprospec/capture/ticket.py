@@ -655,6 +655,13 @@ def read_ticket(text: str) -> Ticket:
         # the skeleton expects, where it asked for the outcome (`fail`, a TODO).
         outcome = "hang"
         evidence.append(f"the ticket says it hangs: {hangs!r}")
+    if outcome == "hang" and test is None and "pytest" in presets:
+        # A hang known only now (timeout's 124, the prose's word): the test `-v`'s lines
+        # were running, as for a hang its dump tells (above), where the skeleton named none.
+        test = _running_test(clean)
+        if test is not None and phase is None:
+            phase = test
+            evidence.append(f"the test running when it hung: {test}")
     flaky = _fails_sometimes(prose)
     if flaky is not None:
         evidence.append(f"the ticket says it fails only sometimes: {flaky!r}")

@@ -2104,3 +2104,17 @@ def test_an_ipython_traceback_is_read_as_pythons() -> None:
         "KeyError: 'lr'\n"
     )
     assert read_ticket(old).failure.exception == "KeyError"
+
+
+def test_a_pytest_hang_that_timeout_ended_names_the_test_it_was_running() -> None:
+    # The prompt comes back on the line pytest -v left unended; the hang, known from
+    # timeout's 124 only after the running test was looked for, named no test.
+    log = (
+        "$ timeout 3 pytest -v test_h.py\n"
+        "collecting ... collected 2 items\n\n"
+        "test_h.py::test_ok PASSED                                                [ 50%]\n"
+        "test_h.py::test_hang $ echo $?\n"
+        "124\n"
+    )
+    ticket = read_ticket(log)
+    assert (ticket.failure.outcome, ticket.failure.phase) == ("hang", "test_h.py::test_hang")
