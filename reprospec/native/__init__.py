@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     )
     from reprospec.native.gdb import (
         attach_gdb_argv,
+        attach_gdb_script,
         attach_gdb_stacks,
         attach_stacks,
         core_gdb_argv,
@@ -134,6 +135,7 @@ _WHERE = {
     "allow_cores": "cores",
     "attach_eustack": "eustack",
     "attach_gdb_argv": "gdb",
+    "attach_gdb_script": "gdb",
     "attach_gdb_stacks": "gdb",
     "attach_stacks": "gdb",
     "can_read": "readers",
@@ -212,6 +214,7 @@ __all__ = [
     "allow_cores",
     "attach_eustack",
     "attach_gdb_argv",
+    "attach_gdb_script",
     "attach_gdb_stacks",
     "attach_stacks",
     "attempt_agrees",

@@ -11,6 +11,7 @@ its stacks. gdb never goes to the network (no debuginfod) and reads no gdbinit.
 from __future__ import annotations
 
 import os
+import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePosixPath
@@ -196,6 +197,25 @@ def attach_gdb_argv(pids: Sequence[int], *, gdb: str = "gdb") -> list[str]:
             argv += ["-ex", "add-inferior", "-ex", f"inferior {number}"]
         argv += [*_echo(f"pid:{pid}"), "-ex", f"attach {pid}", "-ex", f"thread apply {number}.* bt"]
     return [*argv, *_echo("end")]
+
+
+def attach_gdb_script(gdb: str = "gdb") -> str:
+    """A sh fragment that execs the gdb attach_gdb_argv(`$pids`) is, its stderr merged into
+    its stdout; `$pids`: the pids, in order, space-separated; nothing where there are none.
+    The docker runner lists a hung container's processes and attaches to them in one
+    `docker exec` (attach.py), where two execs cost a round trip through the engine more."""
+    head = [*_gdb_base(gdb), *(word for setting in _GDB_SETTINGS for word in ("-ex", setting))]
+    return (
+        "case $pids in *[0-9]*) ;; *) exit 0 ;; esac\n"
+        "set --; n=0\n"
+        "for pid in $pids; do\n"
+        "  n=$((n + 1))\n"
+        '  if [ "$n" -gt 1 ]; then set -- "$@" -ex add-inferior -ex "inferior $n"; fi\n'
+        f'  set -- "$@" -ex "echo \\n{_MARK}pid:$pid@@\\n" -ex "attach $pid"'
+        ' -ex "thread apply $n.* bt"\n'
+        "done\n"
+        f'exec {shlex.join(head)} "$@" {shlex.join(_echo("end"))} 2>&1\n'
+    )
 
 
 def attach_gdb_stacks(

@@ -1,10 +1,12 @@
 """gdb attached to every process of a running container, through `docker exec`.
 
 One `docker exec` lists the container's processes (their pids as the container sees
-them, and their maps, which name the libraries of addresses); a second runs one gdb
-that attaches to each in turn (native.attach_gdb_argv) and is stopped at a deadline
-(its output so far kept). The container is killed right after by the caller, which
-also ends a gdb cut short.
+them, and their maps, which name the libraries of addresses), then execs one gdb that
+attaches to each in turn (native.attach_gdb_script: native.attach_gdb_argv's gdb), and
+is stopped at a deadline (its output so far kept). One exec, not one to list and one for
+gdb: each costs a round trip through the engine, 0.1-0.3 s of a hang's report on a loaded
+machine (benchmarks/native_stacks.py --runner docker). The container is killed right
+after by the caller, which also ends a gdb cut short.
 
 Where Yama refuses the attach (gdb is no ancestor of the processes), gdb runs again
 in a privileged exec: it gets CAP_SYS_PTRACE, the attempt's own processes keep the
@@ -35,9 +37,13 @@ GDB_ENV = {"PYTHONPATH": "", "PYTHONFAULTHANDLER": "", "PYTHONSTARTUP": "",
 MIN_BUDGET_S = 0.5
 
 # Runs in the container at a hang: every live process but the init (pid 1) and this
-# shell, as `@ PID PPID CMDLINE`, then its file-backed maps as `START-END PATH` lines.
-# Shell builtins only, but for `tr`: the processes it starts are never in the list.
+# shell, as `@ PID PPID CMDLINE`, then its file-backed maps as `START-END PATH` lines,
+# then LISTED; `$pids` the listed, the init's children first (parse_listing's order), for
+# the gdb the script execs next. Shell builtins only, but for `tr`: the processes it
+# starts are never in the list.
+LISTED = "@@reprospec:listed@@"
 _LIST = r"""
+roots= others=
 for d in /proc/[0-9]*; do
   pid=${d#/proc/}
   case $pid in 1|$$) continue ;; esac
@@ -50,7 +56,10 @@ for d in /proc/[0-9]*; do
   while read -r range perms offset dev inode path; do
     case $path in /*) echo "$range $path" ;; esac
   done < "$d/maps" 2>/dev/null
+  if [ "$ppid" = 1 ]; then roots="$roots $pid"; else others="$others $pid"; fi
 done
+echo "@@reprospec:listed@@"
+pids="$roots $others"
 """
 
 
@@ -65,7 +74,8 @@ class ContainerProcess:
 
 
 def parse_listing(text: str) -> list[ContainerProcess]:
-    """The processes `_LIST` printed, the attempt's root (the init's child) first."""
+    """The processes `_LIST` printed, the attempt's root (the init's child) first, each
+    kind in the order listed: the order the script's gdb attaches in."""
     found: list[ContainerProcess] = []
     lines: list[str] = []
 
@@ -86,7 +96,7 @@ def parse_listing(text: str) -> list[ContainerProcess]:
             range_, _, path = line.partition(" ")
             lines.append(f"{range_} r--p 0 0:0 0 {path}")
     close()
-    return sorted(found, key=lambda p: (p.ppid != 1, p.pid))
+    return sorted(found, key=lambda p: p.ppid != 1)
 
 
 def attach_all(client: DockerClient, container: Container, deadline: float) -> native.NativeStacks:
@@ -94,21 +104,11 @@ def attach_all(client: DockerClient, container: Container, deadline: float) -> n
     `deadline` (time.monotonic()), or MIN_BUDGET_S from now if that is later."""
     import docker.errors
 
-    try:
-        listed = container.exec_run(["sh", "-c", _LIST], stdout=True, stderr=False)
-    except docker.errors.APIError as exc:
-        return native.NativeStacks(
-            unavailable=f"native stacks unavailable: the container's processes: {exc}"
-        )
-    processes = parse_listing(listed.output.decode("utf-8", "replace"))
-    if not processes:
-        return native.NativeStacks(notes=("no live process in the container to attach to",))
-    pids = {p.pid: p.command for p in processes}
-    maps = {p.pid: p.maps for p in processes}
     budget = max(MIN_BUDGET_S, deadline - time.monotonic())
     # gdb's errors (`ptrace: ...`) go to stderr, which the engine streams apart from stdout:
-    # merged at the source, each stays in the section of the process it is about.
-    argv = ["sh", "-c", 'exec "$0" "$@" 2>&1', *native.attach_gdb_argv(list(pids))]
+    # merged at the source (the script's `2>&1`), each stays in the section of the process
+    # it is about. The listing's own errors (a process gone meanwhile) are dropped.
+    argv = ["sh", "-c", f"exec 2>/dev/null\n{_LIST}{native.attach_gdb_script()}"]
     try:
         output, finished = _exec_bounded(client, container, argv, budget)
         left = deadline - time.monotonic()
@@ -127,6 +127,17 @@ def attach_all(client: DockerClient, container: Container, deadline: float) -> n
         return native.NativeStacks(
             unavailable=f"native stacks unavailable: {output.strip().splitlines()[0]}"
         )
+    listing, marked, output = output.partition(LISTED)
+    processes = parse_listing(listing)
+    if not marked and not finished:
+        return native.NativeStacks(
+            unavailable=f"native stacks unavailable: the container's processes were not "
+            f"listed within {budget:g}s"
+        )
+    if not processes:
+        return native.NativeStacks(notes=("no live process in the container to attach to",))
+    pids = {p.pid: p.command for p in processes}
+    maps = {p.pid: p.maps for p in processes}
     return native.attach_gdb_stacks(pids, maps, output, finished=finished, budget_s=budget)
 
 

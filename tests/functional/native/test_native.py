@@ -749,3 +749,22 @@ def test_a_pass_over_a_crashed_process_says_so(tmp_path: Path) -> None:
     )
     assert "capture `bash -o pipefail -c 'python segv.py | tee out.log'`" in captured.stdout
     assert not (tmp_path / "cap.yaml").exists()
+
+
+def test_the_attach_script_runs_the_gdb_attach_gdb_argv_is(tmp_path: Path) -> None:
+    """The docker runner lists a hung container's processes and runs gdb in one exec (two
+    cost an engine round trip more): the script's gdb gets attach_gdb_argv's words, for
+    several pids, one, and none (then no gdb runs)."""
+    fake = tmp_path / "gdb"
+    fake.write_text('#!/bin/sh\nfor word in "$@"; do printf "%s\\n" "$word"; done\n')
+    fake.chmod(0o755)
+    script = native.attach_gdb_script(gdb=str(fake))
+    for pids in ([7, 12, 8], [7], []):
+        ran = subprocess.run(
+            ["sh", "-c", f"pids=' {' '.join(map(str, pids))} '\n{script}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        expected = native.attach_gdb_argv(pids, gdb=str(fake))[1:] if pids else []
+        assert ran.stdout.splitlines() == expected, ran.stdout
