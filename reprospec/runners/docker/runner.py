@@ -276,9 +276,20 @@ class DockerRunner:
             return self._images[key]
 
     def _image_pythonpath(self, client: DockerClient, image: str) -> str:
+        import docker.errors
+
         with self._lock:
             if image not in self._pythonpaths:
-                config = client.images.get(image).attrs.get("Config")
+                try:
+                    config = client.images.get(image).attrs.get("Config")
+                except docker.errors.ImageNotFound as exc:
+                    # Removed since the run found it (`docker image rm`, a prune from
+                    # elsewhere): the attempt's infra-error, as when its container cannot be
+                    # made of it, where the engine's 404 stopped the whole run.
+                    raise InfraError(
+                        f"docker image missing: {exc.explanation or exc} (removed since "
+                        "this run found it)"
+                    ) from exc
                 env = config.get("Env") if isinstance(config, dict) else None
                 found = [
                     e.split("=", 1)[1]

@@ -500,3 +500,24 @@ def test_private_tmpdir_in_the_attempt_folder_removed_after(
     assert execution.warnings == (
         "removed what the attempt left in its private TMPDIR: 1 file, 19 B (cache.json)",
     )
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_an_image_removed_after_the_run_found_it_is_the_attempts_infra_error(
+    tmp_path: Path,
+) -> None:
+    """An image removed between the run's start (prepare) and a cell's first attempt (a
+    prune from elsewhere, `docker image rm`): the engine's 404 stopped the whole run."""
+    tag = f"reprospec-test/gone:{os.getpid()}-{tmp_path.name.lower()}"
+    repository, _, name = tag.partition(":")
+    CLIENT.images.get(public_base(CLIENT)).tag(repository, name)
+    runner = DockerRunner(client=CLIENT, native_stacks=False)
+    plan = make_plan(["sh", "-c", "exit 0"], tmp_path, environment={"image": tag})
+    try:
+        runner.prepare([plan])
+    finally:
+        CLIENT.images.remove(tag)
+    execution = runner.run(plan, tmp_path / "a1")
+    assert execution.infra_error is not None
+    assert execution.infra_error.startswith("docker image missing: "), execution.infra_error
