@@ -80,10 +80,18 @@ BUSY = (
 # A server that has not imported its modules by then is given up (an import that hangs).
 READY_TIMEOUT_S = 120.0
 REPLY_TIMEOUT_S = 60.0
+# A key's server that died (killed, out of memory) is started again for its next attempt,
+# this many times in a run: one death among hundreds of attempts no longer runs all the
+# rest fresh, while a program that kills its server each time does not restart it forever.
+MAX_RESTARTS = 3
 
 
 class Refused(Exception):
     """The server cannot fork this attempt now; the message says why."""
+
+
+class Gone(Refused):
+    """The server died: this attempt runs fresh, and a new server may serve the next."""
 
 
 class ForkedChild:
@@ -362,11 +370,8 @@ class ForkServer:
                             f"the attempt's environment and command ({len(data)} bytes) are "
                             "too large to send to the preload server"
                         ) from None
-                    code = self._proc.poll()
                     self._stop_locked(None)  # dead already: end() reads its status
-                    raise Refused(
-                        f"the preload server is gone ({exc.strerror or exc}; exit status {code})"
-                    ) from None
+                    raise Gone(f"{self.end()} ({exc.strerror or exc})") from None
                 try:
                     reply = self._replies.get(timeout=REPLY_TIMEOUT_S)
                 except queue.Empty:
@@ -376,9 +381,8 @@ class ForkServer:
                         f"the preload server did not answer in {REPLY_TIMEOUT_S:g}s"
                     ) from None
                 if reply is None:
-                    code = self._proc.poll()
                     self._stop_locked(None)  # dead already: end() reads its status
-                    raise Refused(f"the preload server is gone (exit status {code})")
+                    raise Gone(self.end())
         except BaseException:
             for fd in (out_r, err_r):
                 os.close(fd)
@@ -449,6 +453,8 @@ class Preloader:
         self._live: set[ForkServer] = set()
         self._folder: Path | None = None
         self.closed = False
+        # How often each key's server died and was started again (MAX_RESTARTS).
+        self._restarts: dict[str, int] = {}
 
     def _workspace(self) -> Path:
         if self._folder is None:
@@ -503,12 +509,31 @@ class Preloader:
         cancel: threading.Event | None,
     ) -> tuple[ForkServer | None, str | None]:
         """The key's server with a lease taken on it, or (None, why the attempt runs fresh)."""
+        dead: list[ForkServer] = []
+        try:
+            return self._take_server(key, plan, env, cancel, dead)
+        finally:
+            for server in dead:
+                server.stop("it died")  # reaped; its attempts were told (ForkedChild.lost)
+
+    def _take_server(
+        self,
+        key: str,
+        plan: AttemptPlan,
+        env: Mapping[str, str],
+        cancel: threading.Event | None,
+        dead: list[ForkServer],
+    ) -> tuple[ForkServer | None, str | None]:
         idle: ForkServer | None = None
         while True:
             with self._lock:
                 if self.closed:
                     return None, "the runner was closed"
                 entry = self._keys.get(key)
+                if entry is not None and entry.server is not None and not entry.server.alive:
+                    # Died since its last attempt: started again (within MAX_RESTARTS).
+                    dead.append(entry.server)
+                    entry = self._dead_locked(key, entry, entry.server.end())
                 if entry is not None:
                     self._keys.move_to_end(key)
                     if entry.server is not None:
@@ -531,6 +556,29 @@ class Preloader:
             with self._lock:
                 self._starting.pop(key).set()
         return entry.server, entry.refused
+
+    def _dead_locked(self, key: str, entry: _Entry, how: str) -> _Entry | None:
+        """The key's server died: None (start a new one) while it has restarts left, else
+        the key's entry refused for good, saying why."""
+        server = entry.server
+        if server is not None:
+            self._live.discard(server)
+        restarts = self._restarts.get(key, 0)
+        if restarts >= MAX_RESTARTS:
+            entry.server = None
+            entry.refused = f"{how}, and had been started again {restarts} times in this run"
+            return entry
+        self._restarts[key] = restarts + 1
+        del self._keys[key]
+        return None
+
+    def lost(self, key: str, server: ForkServer) -> None:
+        """`server` was found dead at a fork (that attempt runs fresh): the key's next attempt
+        starts a new one, while restarts are left."""
+        with self._lock:
+            entry = self._keys.get(key)
+            if entry is not None and entry.server is server:
+                self._dead_locked(key, entry, server.end())
 
     def _evict_locked(self) -> ForkServer | None:
         """Take the least recently used server with no attempt in flight out of the pool
@@ -673,7 +721,10 @@ class Launcher:
         try:
             child = self.server.fork(request)
         except Refused as exc:
-            self.preloader.refuse(self.key, str(exc))
+            if isinstance(exc, Gone):
+                self.preloader.lost(self.key, self.server)
+            else:
+                self.preloader.refuse(self.key, str(exc))
             self.release()  # this attempt runs fresh: the server may stop now
             self.note = f"ran fresh: {exc}"
             return start.popen_attempt(

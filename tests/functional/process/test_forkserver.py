@@ -684,6 +684,42 @@ def test_an_attempt_whose_server_dies_under_it_is_an_infra_error(
     assert execution.duration_s >= 0.3
 
 
+def test_a_server_that_died_is_started_again_a_few_times(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    # One death of the server (killed, out of memory) ran every later attempt of the run
+    # fresh ("the preload server is gone (Broken pipe; exit status -9)"): hundreds of
+    # attempts paid the import again. A program that kills it each time is not restarted
+    # forever.
+    plan = preload_plan(["python", "-c", "pass"])
+    tries = iter(range(100))
+
+    def attempt() -> Execution:
+        return run(runner, replace(plan, attempt=next(tries) + 1), tmp_path)
+
+    def dead(process: psutil.Process) -> bool:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            return process.status() == psutil.STATUS_ZOMBIE
+        return True
+
+    killed: list[int] = []
+    for _ in range(forkserver.MAX_RESTARTS + 1):
+        # The attempt after a death forks from a new server; the one at the death's moment
+        # (the reader not told yet) runs fresh, saying so.
+        ran = [attempt() for _ in range(2)]
+        assert ran[-1].launch == "forked", [e.launch_note for e in ran]
+        if ran[0].launch == "fresh":
+            assert "its preload server was killed by SIGKILL" in (ran[0].launch_note or "")
+        (server,) = servers()
+        assert server.pid not in killed
+        killed.append(server.pid)
+        server.kill()
+        wait_until(lambda: dead(server), "the server's end")  # noqa: B023 (called at once)
+    last = [attempt() for _ in range(2)][-1]
+    assert last.launch == "fresh"
+    assert "had been started again 3 times in this run" in (last.launch_note or "")
+
+
 def test_more_keys_than_servers_in_parallel_all_pass(tmp_path: Path) -> None:
     # Six values of a variable are six servers' keys; with -j 6 all six attempts
     # are in flight at once, past MAX_SERVERS (2 of 6 passing cells were crash SIGKILL).
