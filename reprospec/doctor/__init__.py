@@ -81,6 +81,8 @@ def run_checks(env: Captured, needs: Needs | None = None) -> list[Check]:
         checks = [_not_needed(check) for check in checks]
     elif needs is not None and not needs.numpy:
         checks = [_no_numpy_needed(check, env) for check in checks]
+    if needs is not None and needs.runner != "local":
+        checks = [_installed_by_runner(check, env, needs) for check in checks]
     if needs is not None:
         checks += [
             check_device(env, needs),
@@ -105,6 +107,29 @@ def _not_needed(check: Check) -> Check:
     if check.name not in TORCH_CHECKS or check.status not in ("fail", "warn"):
         return check
     return Check(check.name, "skipped", f"the spec needs no torch ({check.why})")
+
+
+def _installed_by_runner(check: Check, env: Captured, needs: Needs) -> Check:
+    """The torch check's `torch is not installed in this interpreter`, on a runner that
+    installs the spec's packages (venv, docker) where they name torch: skipped, saying so.
+    `doctor --runner venv` failed a spec of `torch==2.13.0` for the bare interpreter the
+    venv runner builds each cell's venv on."""
+    import re
+
+    from reprospec.doctor.check import Check
+    from reprospec.environment.captured import section
+
+    if check.name != "torch" or section(env, "torch").get("installed") is not False:
+        return check
+    named = [p for p in needs.packages if re.match(r"\s*torch(?![\w.-])", p, re.IGNORECASE)]
+    if not named:
+        return check
+    return Check(
+        "torch",
+        "skipped",
+        f"torch is not installed in this interpreter; the {needs.runner} runner installs the "
+        f"spec's {', '.join(named)} for each cell",
+    )
 
 
 def _no_numpy_needed(check: Check, env: Captured) -> Check:

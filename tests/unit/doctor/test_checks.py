@@ -496,3 +496,16 @@ def test_a_spec_of_workloads_without_dataloader_workers_is_not_warned_of_dev_shm
     small = machine(shm={"present": True, "size": 64 * 2**20})
     assert by_name(small, command)["shm"].status == "warn"
     assert by_name(small)["shm"].status == "warn"
+
+
+def test_torch_missing_where_the_runner_installs_the_specs_torch_is_not_a_failure() -> None:
+    """`doctor --runner venv` checks the bare interpreter the venv runner builds each cell's
+    venv on: it failed `torch is not installed` for a spec whose packages name torch."""
+    bare = machine(torch={"installed": False, "version": None})
+    spec = doctor.Needs(packages=("torch==2.13.0",), runner="venv")
+    torch = by_name(bare, spec)["torch"]
+    assert torch.status == "skipped"
+    assert torch.why.endswith("the venv runner installs the spec's torch==2.13.0 for each cell")
+    assert by_name(bare, replace(spec, runner="local"))["torch"].status == "fail"
+    assert by_name(bare, replace(spec, packages=("six",)))["torch"].status == "fail"
+    assert by_name(bare, replace(spec, packages=("torchvision",)))["torch"].status == "fail"
