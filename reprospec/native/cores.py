@@ -301,8 +301,9 @@ def find_cores(
         if file in seen:
             continue
         seen.add(file)
-        # A core older than the attempt is someone else's; so is one we cannot read.
-        if not path.is_file() or stat.st_mtime < started - 1 or stat.st_uid != os.getuid():
+        # Older than the attempt: someone else's; so is another user's, but root's (USER 1000)
+        foreign = os.getuid() not in (0, stat.st_uid)
+        if not path.is_file() or stat.st_mtime < started - 1 or foreign:
             continue
         from reprospec.native.coreinfo import read_core  # a file there: read it
 

@@ -8,6 +8,7 @@ by gdb through `docker exec` before the container is killed.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -204,6 +205,31 @@ def test_the_core_of_a_native_chdir_is_found_under_the_workdir(
     assert stacks.unavailable is None, stacks.unavailable
     assert (native.top_frames(stacks) or "").startswith("strlen (libc.so")
     assert list((workdir / "sub").iterdir()) == []
+
+
+@needs_engine
+@needs_plain_cores
+@pytest.mark.skipif(os.getuid() != 0, reason="a container runs as the engine's own user")
+def test_the_core_of_an_image_s_other_user_is_claimed_by_a_root_engine(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    """An image whose USER is 1000 under an engine run as root: its core in the workdir is
+    uid 1000's, and the engine took it for someone else's, said the crash left no core
+    ("the folder must be writable by the container's user", which it was) and left it."""
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text(f"FROM {image.DEFAULT_IMAGE}\nUSER 1000:1000\n")
+    workdir, logs = tmp_path / "work", tmp_path / "logs"
+    workdir.mkdir(mode=0o777)
+    workdir.chmod(0o777)  # the umask took bits off
+    code = "import ctypes; ctypes.string_at(8)"
+    plan = make_plan(["python3", "-c", code], workdir, environment={"dockerfile": str(dockerfile)})
+    execution = runner.run(plan, logs)
+    assert execution.returncode == -11, execution.stderr_path.read_text()
+    stacks = native.read(logs)
+    assert stacks is not None
+    assert stacks.unavailable is None, stacks.unavailable
+    assert (native.top_frames(stacks) or "").startswith("strlen (libc.so")
+    assert list(workdir.iterdir()) == []
 
 
 @needs_engine
