@@ -320,17 +320,13 @@ KNOWN_FROM_THE_OUTPUT_ALONE = (
     "the death is known from the output alone (the engine saw no such process end)"
 )
 
-# The end of an error's detail where a child died of a SIGKILL with no OOM kill counted on
-# the machine (classify.py, rule 6): a process sent it (`timeout -s KILL`), no crash.
+# The end of an error's detail where a child or a DataLoader worker died of a SIGKILL with
+# no OOM kill counted on the machine (classify.py, rules 5 and 6): a process sent it, which
+# one unknown (a script's `timeout -s KILL`, a `kill -9` from outside, its own os.kill), so
+# never said to be the main process's doing; no crash.
 SENT_BY_A_PROCESS = (
-    "sent by a process (no OOM kill during the attempt): the main process's own doing, not a crash"
-)
-
-# The end of a DataLoader worker's death by SIGKILL where the kernel counted no OOM kill on
-# the machine while the attempt ran (classify.py, rule 5): a process sent it (a `kill -9`
-# from outside, the worker's own os.kill), whichever; not the main process's doing, no crash.
-A_WORKERS_SIGKILL_SENT_BY_A_PROCESS = (
-    "sent by a process (no OOM kill during the attempt: a kill -9, its own os.kill): not a crash"
+    "sent by a process (no OOM kill during the attempt: a kill -9, a timeout -s KILL, "
+    "its own os.kill): not a crash"
 )
 
 # The end of an error's detail after `137 = 128 + SIGKILL` where the kernel counted no OOM

@@ -115,7 +115,6 @@ from reprospec.core.signals import (
 from reprospec.core.words import (
     A_PROCESS_OF_THE_PIPELINE,
     A_SHELLS_SIGKILL_SENT_BY_A_PROCESS,
-    A_WORKERS_SIGKILL_SENT_BY_A_PROCESS,
     AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
     AS_A_SHELL_REPORTS_IT,
     KNOWN_FROM_THE_OUTPUT_ALONE,
@@ -900,7 +899,7 @@ def _describe_worker(worker: WorkerDeath, sent: bool = False) -> str:
         if worker.item_phase and worker.item_step is not None:
             text += f" ({worker.item_phase} step {worker.item_step})"
     if sent:
-        text += f", {A_WORKERS_SIGKILL_SENT_BY_A_PROCESS}"
+        text += f", {SENT_BY_A_PROCESS}"
     return text
 
 

@@ -28,7 +28,6 @@ from reprospec.core.results import AttemptResult, Execution, Outcome
 from reprospec.core.words import (
     A_PROCESS_OF_THE_PIPELINE,
     A_SHELLS_SIGKILL_SENT_BY_A_PROCESS,
-    A_WORKERS_SIGKILL_SENT_BY_A_PROCESS,
     AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
     AS_A_SHELL_REPORTS_IT,
     KNOWN_FROM_THE_OUTPUT_ALONE,
@@ -890,7 +889,7 @@ def test_a_dataloader_worker_sigkilled_with_no_oom_kill_is_no_crash(
     outcome = judged(result, "error", None, "worker")
     assert re.match(
         r"exit code 1; DataLoader worker 0 \(pid \d+\) died of SIGKILL \(Killed\), "
-        + re.escape(A_WORKERS_SIGKILL_SENT_BY_A_PROCESS)
+        + re.escape(SENT_BY_A_PROCESS)
         + "$",
         outcome.detail or "",
     ), outcome.detail
