@@ -171,7 +171,7 @@ def attempt_result(
         warnings=(
             *execution.warnings,
             *_oom_unexplained(execution, outcome),
-            *reached_memory_limit(plan, outcome),
+            *reached_memory_limit(plan, outcome, evidence),
             *preload_hint(evidence),
             *passed_over_a_crash(plan, outcome, evidence),
             *passed_after_a_traceback(outcome, evidence),
@@ -220,16 +220,21 @@ def _oom_unexplained(execution: Execution, outcome: Outcome | NotRun) -> tuple[s
     return (execution.oom,)
 
 
-def reached_memory_limit(plan: AttemptPlan, outcome: Outcome | NotRun) -> tuple[str, ...]:
-    """A failure out of memory under `environment.memory` (a MemoryError, C++'s
-    std::bad_alloc) is the limit's doing: said (LIMIT_REACHED), so that the verdict's phrase
-    says it too, where the attempt's record alone did not tell that it ran into its limit.
-    The docker runner's OOM kill says so already (`crash SIGKILL by the OOM killer`)."""
+def reached_memory_limit(
+    plan: AttemptPlan, outcome: Outcome | NotRun, evidence: Evidence
+) -> tuple[str, ...]:
+    """A failure out of memory under `environment.memory` (a MemoryError; C++'s uncaught
+    std::bad_alloc, an abort whose words are on stderr) is the limit's doing: said
+    (LIMIT_REACHED), so that the verdict's phrase says it too, where the attempt's record
+    alone did not tell that it ran into its limit. The docker runner's OOM kill says so
+    already (`crash SIGKILL by the OOM killer`)."""
     memory = plan.environment.memory
     if memory is None or not isinstance(outcome, Outcome) or outcome.kind == "pass":
         return ()
     said = [link.type for link in outcome.exceptions] + [outcome.message or ""]
-    found = next((w for w in ("MemoryError", "std::bad_alloc") if any(w in s for s in said)), None)
+    found = "MemoryError" if any("MemoryError" in s for s in said) else None
+    if outcome.signal == "SIGABRT" and "std::bad_alloc" in evidence.stderr:
+        found = "std::bad_alloc"
     if found is None:
         return ()
     return (

@@ -239,3 +239,25 @@ def test_a_small_memory_warns_of_torchs_import_only_where_the_spec_uses_torch(
         ["true"], Environment.from_section({"memory": "300m"}, Path.cwd()), torch=True
     )
     assert any("`import torch` itself is likely to fail" in w for w in warnings)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
+def test_an_uncaught_bad_alloc_under_the_memory_limit_says_the_limit(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A C++ program's 400 MB vector under `memory: 100m`: std::bad_alloc, uncaught, aborts
+    it (a real SIGABRT). Its verdict said `crash SIGABRT` alone; it says the limit."""
+    source = tmp_path / "big.cpp"
+    source.write_text(
+        "#include <vector>\n#include <cstdio>\n"
+        'int main() { std::vector<char> v(size_t(400) << 20); std::printf("%d", v[5]); }\n'
+    )
+    subprocess.run(["g++", "-O0", "-o", str(tmp_path / "big"), str(source)], check=True)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: bad-alloc\nenvironment: {memory: 100m}\ncommand: ./big\n"
+        "expect: {outcome: crash, signal: SIGABRT}\n"
+    )
+    done = cli("run", str(spec), "--out", str(tmp_path / "out"))
+    assert done.code == 0, done.stdout + done.stderr
+    assert "crash SIGABRT, at its memory limit (100.0 MiB, environment.memory)" in done.stdout
