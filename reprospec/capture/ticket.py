@@ -424,7 +424,7 @@ def read_ticket(text: str) -> Ticket:
     """Read everything `text` says about one failure (the last one, when it shows several)."""
     # Quoted (GitHub's quote reply, `> ` and `> > `) is read as written: every reader
     # below, the command's and the machine's too, sees the lines without their markers.
-    text = _from_ipython(_dedented(_unquoted(_plain(text.replace("\r\n", "\n")))))
+    text = _reindented(_from_ipython(_dedented(_unquoted(_plain(text.replace("\r\n", "\n"))))))
     # A terminal echoes Ctrl-C as `^C` where the cursor was: glued to the `Traceback` line
     # Python prints next, which no traceback reader then knew.
     clean = "\n".join(_unprefixed(_CTRL_C.sub("", line)) for line in text.split("\n"))
@@ -794,6 +794,55 @@ def _from_ipython(text: str) -> str:
                 break  # the exception line: the traceback's end, copied as it is
             index += 1
     return "\n".join(out)
+
+
+# A traceback whose paste lost its indentation (a chat, an e-mail): its frames at the
+# margin, `File "x.py", line 3, in f`, its source lines too, and CPython's `^^^^` marks.
+_MARGIN_FRAME = re.compile(r'^File "[^"]*", line \d+')
+_MARGIN_MARKS = re.compile(r"^[\s~^]*\^[\s~^]*$")
+_LOOKS_RAISED = re.compile(r"^[A-Za-z_][\w.]*(?::(?: .*)?)?$")
+
+
+def _reindented(text: str) -> str:
+    """`text` with each traceback whose frames stand at the margin indented as CPython
+    prints it: its `File` lines by two spaces, the source line under each (and its `^^^`
+    marks) by four; the first line after a frame that is neither ends it, the exception
+    line. Read as pasted, the first frame line ended the traceback (`File` is no exception
+    line): no failure was found in it."""
+    lines = text.split("\n")
+    index = 0
+    while index < len(lines):
+        if not (
+            _TRACEBACK_HEADER.match(lines[index])
+            and index + 1 < len(lines)
+            and _MARGIN_FRAME.match(lines[index + 1])
+        ):
+            index += 1
+            continue
+        index += 1
+        while index < len(lines) and _MARGIN_FRAME.match(lines[index]):
+            lines[index] = "  " + lines[index]
+            index += 1
+            if index < len(lines) and _margin_source(lines, index):
+                lines[index] = "    " + lines[index]
+                index += 1
+                while index < len(lines) and _MARGIN_MARKS.match(lines[index]):
+                    lines[index] = "    " + lines[index]
+                    index += 1
+    return "\n".join(lines)
+
+
+def _margin_source(lines: list[str], index: int) -> bool:
+    """Whether the line after a frame at the margin is its source line: neither blank nor
+    a frame, and either no exception line in shape (`main()`, `x = f(1)`) or followed by
+    more of the traceback (a frame, `^^^` marks)."""
+    line = lines[index]
+    if not line.strip() or _MARGIN_FRAME.match(line):
+        return False
+    after = lines[index + 1] if index + 1 < len(lines) else ""
+    return not _LOOKS_RAISED.match(line) or bool(
+        _MARGIN_FRAME.match(after) or _MARGIN_MARKS.match(after)
+    )
 
 
 def _dedented(text: str) -> str:

@@ -2118,3 +2118,22 @@ def test_a_pytest_hang_that_timeout_ended_names_the_test_it_was_running() -> Non
     )
     ticket = read_ticket(log)
     assert (ticket.failure.outcome, ticket.failure.phase) == ("hang", "test_h.py::test_hang")
+
+
+def test_a_traceback_pasted_without_its_indentation_is_read() -> None:
+    # A chat or an e-mail took its indentation: its first `File` line ended it as
+    # no exception line, and the ticket showed no failure.
+    log = (
+        "$ python train.py\n"
+        "Traceback (most recent call last):\n"
+        'File "train.py", line 10, in <module>\n'
+        "main()\n"
+        'File "train.py", line 7, in main\n'
+        "x = compute(cfg)\n"
+        "^^^^^^^^^^^^^^^^\n"
+        'File "<stdin>", line 1, in compute\n'
+        "KeyError: 'lr'\n"
+    )
+    ticket = read_ticket(log)
+    assert (ticket.failure.exception, ticket.failure.message) == ("KeyError", "'lr'")
+    assert ticket.python_frames == ("train.py:<module>", "train.py:main", "<stdin>:compute")
