@@ -561,6 +561,15 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
     if path.is_dir() and RunFolder(path).results_json.is_file():
         return RunFolder(path).results_json
     if path.is_file():
+        if path.name.lower().endswith((".tar.gz", ".tgz")):
+            # A bundle handed on (`report b.tar.gz`, `compare b.tar.gz latest`): read as
+            # results it was "'utf-8' codec can't decode byte 0x8b", and `merge` said its
+            # folder was no run folder.
+            raise UsageError(
+                f"{path} is a bundle (the archive `reprospec bundle` writes), not a run: "
+                f"`reprospec run {path}` reruns it, and its run folder is the archive's top "
+                f"folder (`tar -xzf {path}`, then name that folder)"
+            )
         beside = RunFolder(path.parent)
         # A results.json alone may be any folder's copy of one, whose other files are no
         # run's: a run's folder holds what a run writes beside it too.

@@ -223,6 +223,21 @@ def test_another_file_of_a_run_folder_names_its_run(tmp_path: Path) -> None:
         load_run(away, tmp_path)
 
 
+def test_a_bundle_given_as_a_run_is_named_a_bundle(tmp_path: Path) -> None:
+    """`report b.tar.gz` said "'utf-8' codec can't decode byte 0x8b", and `merge` that the
+    archive's folder was no run folder: a bundle is said a bundle, with what reruns it."""
+    import gzip
+
+    archive = tmp_path / "b.tar.gz"
+    archive.write_bytes(gzip.compress(b"x"))
+    for ref in (archive, str(archive), tmp_path / "B.TGZ"):
+        Path(ref).write_bytes(archive.read_bytes())
+        with pytest.raises(UsageError, match=r"is a bundle .*: `reprospec run \S+` reruns it"):
+            load_run(ref, tmp_path)
+        with pytest.raises(UsageError, match="is a bundle"):
+            run_dir_of(ref, tmp_path)
+
+
 def test_load_run_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no run 'nope'"):
         load_run("nope", tmp_path)
