@@ -151,23 +151,29 @@ def separators(run: RunResult) -> list[Separation] | None:
 
 
 def _not_run(run: RunResult) -> list[Separation]:
-    """The cells an interrupted run never reached, named under the statements: those are
-    of the cells that ran. `n=1: in every passing cell, in no failing cell` of a run
-    stopped after `n=1` passed and `n=2` hung read as "only n=1 passes", where `n=3` and
-    `n=4` had not run at all."""
-    unrun = tuple(c for c in run.cells if c.verdict == "not-run")
-    if not unrun:
+    """The cells no attempt of which ran, named under the statements: those are of the
+    cells that ran. `n=1: in every passing cell, in no failing cell` of a run stopped after
+    `n=1` passed and `n=2` hung read as "only n=1 passes", where `n=3` and `n=4` had not run
+    at all (an interrupted run), or could not (infra-error: a command not found)."""
+    unrun = [c for c in run.cells if c.verdict == "not-run"]
+    could_not = [
+        c
+        for c in run.cells
+        if c.verdict != "not-run" and c.attempts and all(a.ran is None for a in c.attempts)
+    ]
+    if not unrun and not could_not:
         return []
-    ran = len(run.cells) - len(unrun)
-    return [
-        Separation(
-            "",
-            (
-                f"these are of the {plural(ran, 'cell')} that ran; {plural(len(unrun), 'cell')} "
-                f"{'was' if len(unrun) == 1 else 'were'} not run (interrupted): "
-                + _named(unrun, run.cells),
-            ),
+    ran = len(run.cells) - len(unrun) - len(could_not)
+    parts = [
+        f"{plural(len(cells), 'cell')} {verb}: {_named(tuple(cells), run.cells)}"
+        for cells, verb in (
+            (could_not, "could not run (infra-error)"),
+            (unrun, f"{'was' if len(unrun) == 1 else 'were'} not run (interrupted)"),
         )
+        if cells
+    ]
+    return [
+        Separation("", (f"these are of the {plural(ran, 'cell')} that ran; " + "; ".join(parts),))
     ]
 
 

@@ -428,6 +428,12 @@ def test_separators_of_an_interrupted_run_name_the_cells_it_never_ran() -> None:
     assert "were not run (interrupted)" in render(run, "md")
     # A run that ran every cell says nothing of the kind.
     assert not any("not run" in line for line in _lines(base))
+    # A cell that could not run (infra-error: no attempt ran) is named alike.
+    infra = next(c for c in infra_run().cells)
+    broken = replace(infra, cell=Cell(id="lr=10.0", index=2, matrix={"lr": 10.0}))
+    assert _lines(replace(base, cells=(*base.cells, broken)))[-1] == (
+        "these are of the 2 cells that ran; 1 cell could not run (infra-error): `lr=10.0`"
+    )
 
 
 def test_separators_name_the_one_passing_value_and_pairs() -> None:
