@@ -38,9 +38,9 @@ MIN_BUDGET_S = 0.5
 
 # Runs in the container at a hang: every live process but the init (pid 1) and this
 # shell, as `@ PID PPID CMDLINE`, then its file-backed maps as `START-END PATH` lines,
-# then LISTED; `$pids` the listed, the init's children first (parse_listing's order), for
-# the gdb the script execs next. Shell builtins only, but for `tr`: the processes it
-# starts are never in the list.
+# then LISTED; `$pids` the listed, the init's children first, then by pid (parse_listing's
+# order; unsorted in an image without `sort`), for the gdb the script execs next. Shell
+# builtins only, but for `tr` and `sort`: the processes they start are never in the list.
 LISTED = "@@reprospec:listed@@"
 _LIST = r"""
 roots= others=
@@ -59,7 +59,8 @@ for d in /proc/[0-9]*; do
   if [ "$ppid" = 1 ]; then roots="$roots $pid"; else others="$others $pid"; fi
 done
 echo "@@reprospec:listed@@"
-pids="$roots $others"
+pids="$(for p in $roots; do echo "$p"; done | sort -n || echo "$roots")
+$(for p in $others; do echo "$p"; done | sort -n || echo "$others")"
 """
 
 
@@ -74,8 +75,8 @@ class ContainerProcess:
 
 
 def parse_listing(text: str) -> list[ContainerProcess]:
-    """The processes `_LIST` printed, the attempt's root (the init's child) first, each
-    kind in the order listed: the order the script's gdb attaches in."""
+    """The processes `_LIST` printed, the attempt's root (the init's child) first, then by
+    pid: the order the script's gdb attaches in."""
     found: list[ContainerProcess] = []
     lines: list[str] = []
 
@@ -96,7 +97,7 @@ def parse_listing(text: str) -> list[ContainerProcess]:
             range_, _, path = line.partition(" ")
             lines.append(f"{range_} r--p 0 0:0 0 {path}")
     close()
-    return sorted(found, key=lambda p: p.ppid != 1)
+    return sorted(found, key=lambda p: (p.ppid != 1, p.pid))
 
 
 def attach_all(client: DockerClient, container: Container, deadline: float) -> native.NativeStacks:

@@ -768,3 +768,26 @@ def test_the_attach_script_runs_the_gdb_attach_gdb_argv_is(tmp_path: Path) -> No
         )
         expected = native.attach_gdb_argv(pids, gdb=str(fake))[1:] if pids else []
         assert ran.stdout.splitlines() == expected, ran.stdout
+
+
+def test_the_container_listing_attaches_in_the_order_it_is_read() -> None:
+    """The script that lists a hung container's processes hands its gdb `$pids` in
+    parse_listing's order (the init's children first, then by pid): the stacks are read
+    back in that order, and a gdb cut at the deadline is cut in the last one reached. Run
+    on this machine's own /proc; the listing folded into one exec with gdb had glob order
+    (pid 10 before pid 8)."""
+    from reprospec.runners.docker.attach import _LIST, LISTED, parse_listing
+
+    ran = subprocess.run(
+        ["sh", "-c", f'exec 2>/dev/null\n{_LIST}echo "@@pids" $pids'],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    listing, _, after = ran.stdout.partition(LISTED)
+    pids = [int(word) for word in after.split("@@pids", 1)[1].split()]
+    listed = parse_listing(listing)
+    assert len(pids) > 2
+    assert pids == [p.pid for p in listed]
+    assert pids == [p.pid for p in sorted(listed, key=lambda p: (p.ppid != 1, p.pid))]
