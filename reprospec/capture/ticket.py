@@ -137,6 +137,10 @@ _ELASTIC_RANK = re.compile(
 )
 # GNU timeout's status when it ended its program at the bound.
 _TIMED_OUT = 124
+# A timeout wrapper's words that send SIGKILL, so that its end is 137, not 124.
+_TIMEOUT_KILLS = re.compile(
+    r"(?:^|\s)(?:-s ?|--signal[= ])(?:SIG)?(?:KILL|9)\b|(?:^|\s)(?:-k|--kill-after)\b"
+)
 # The shell's status said by `echo $?` (`echo "exit: $?"`): a command of its own after the
 # failing one (`$ echo $?`, its output the next line), or run after it on one line
 # (`$ timeout 30 python x.py; echo $?`, its output the last line before the next prompt).
@@ -491,6 +495,9 @@ def read_ticket(text: str) -> Ticket:
     elastic = _ELASTIC_RANK.search(clean) is not None
     root = _ELASTIC_ROOT_CODE.search(clean) if elastic else None
     root_code = int(root["code"] or root["root"]) if root is not None else None
+    # The SIGKILL is known from an exit status 137 alone: `timeout -s KILL`'s own, where its
+    # command ran under one.
+    status_kill = False
     for match in _EXIT_CODE.finditer(clean):
         code = int(match["code"])
         if root_code is not None and code != root_code:
@@ -507,6 +514,7 @@ def read_ticket(text: str) -> Ticket:
                 evidence.append(said)
         elif code > 128 and exit_status_signal(code):
             named = exit_status_signal(code) or ""
+            status_kill = status_kill or (signal is None and named == "SIGKILL")
             signal = signal or named
             evidence.append(f"exit status {code}: 128+{code - 128} ({named})")
         elif code > 0:
@@ -514,6 +522,7 @@ def read_ticket(text: str) -> Ticket:
     echoed = _echoed_status(clean) if signal is None and exit_code is None else None
     if echoed is not None and echoed > 128 and exit_status_signal(echoed):
         signal = exit_status_signal(echoed)
+        status_kill = signal == "SIGKILL"
         evidence.append(f"the shell's `echo $?`: {echoed} = 128+{echoed - 128} ({signal})")
     elif echoed is not None and echoed > 0:
         exit_code = echoed
@@ -644,6 +653,20 @@ def read_ticket(text: str) -> Ticket:
             evidence.append(
                 f"exit status {_TIMED_OUT}: timeout's own, the command ran under it and did "
                 "not end before its bound: a hang"
+            )
+        elif (
+            outcome == "crash"
+            and status_kill
+            and not chain
+            and not any(pattern.search(clean) for pattern in _OOM_KILLED)
+            and _bounded(command, kill=True)
+        ):
+            # `timeout -s KILL 5` (or `-k`'s KILL after its signal) exits 137 at its bound:
+            # the hang a live capture of the command reads (timebound.py), not a crash.
+            outcome, signal = "hang", None
+            evidence.append(
+                "exit status 137: timeout's own after its SIGKILL, the command ran under it "
+                "and did not end before its bound: a hang"
             )
     # Read in the prose, not in the pasted logs' lines: a traceback's own words are code.
     # pytest's header names its plugins (`plugins: xdist-3.8.0, flaky-3.8.1`): not prose.
@@ -1353,14 +1376,16 @@ def _runs_a_script(line: str) -> bool:
     return at is not None and (words[at].startswith("./") or words[at].endswith(".sh"))
 
 
-def _bounded(command: str) -> bool:
+def _bounded(command: str, *, kill: bool = False) -> bool:
     """Whether `command` runs its program under a `timeout DURATION` whose end is its own
-    exit (not `--preserve-status`, whose exit is the program's)."""
+    exit (not `--preserve-status`, whose exit is the program's); `kill`: one that may send
+    SIGKILL (`-s KILL`, `--signal=9`, `-k 10`), whose end is 137."""
     try:
         argv = shlex.split(split_at_operator(command)[0])
     except ValueError:
         return False
-    return unbound(argv)[1] is not None
+    bound = unbound(argv)[1]
+    return bound is not None and (not kill or _TIMEOUT_KILLS.search(bound.words) is not None)
 
 
 def split_at_operator(line: str) -> tuple[str, str]:

@@ -2137,3 +2137,20 @@ def test_a_traceback_pasted_without_its_indentation_is_read() -> None:
     ticket = read_ticket(log)
     assert (ticket.failure.exception, ticket.failure.message) == ("KeyError", "'lr'")
     assert ticket.python_frames == ("train.py:<module>", "train.py:main", "<stdin>:compute")
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "$ timeout -s KILL 5 python train.py\nstep 1\n$ echo $?\n137\n",
+        "$ timeout -k 2 5 python train.py\nstep 1\nError: Process completed with exit code 137.\n",
+    ],
+)
+def test_a_timeout_that_sends_sigkill_ends_a_hang_with_137_not_a_crash(log: str) -> None:
+    # A live capture of the command reads the hang (timebound.py); the ticket's 137 was
+    # `crash SIGKILL`, which no run of the unwrapped command comes back as.
+    assert read_ticket(log).failure.outcome == "hang"
+    # Without such a timeout, or with the kernel's OOM kill said, 137 stays a SIGKILL.
+    assert read_ticket("$ python train.py\n$ echo $?\n137\n").failure.signal == "SIGKILL"
+    oom = log.replace("step 1\n", "step 1\nOut of memory: Killed process 4242 (python)\n")
+    assert read_ticket(oom).failure.signal == "SIGKILL"
