@@ -518,7 +518,12 @@ def fault_armed(when: JsonValue) -> bool:
 
 def same_python(ran: str, wanted: str) -> bool:
     """`3.11.7` is the `3.11` a spec's `environment.python` names (and `3.11.7`), not `3.1`
-    or `3.10`."""
+    or `3.10`. A path (`/opt/py/bin/python3.11`, which the venv runner builds each cell's
+    venv on) names an interpreter, not a version: no version of it to hold `ran` to, where
+    `doctor --runner venv` and the run warned `the spec names Python /opt/...; this run had
+    3.11.7` of the very interpreter it names."""
+    if "/" in wanted:
+        return True
     return ran == wanted or ran.startswith(f"{wanted}.")
 
 

@@ -509,3 +509,17 @@ def test_torch_missing_where_the_runner_installs_the_specs_torch_is_not_a_failur
     assert by_name(bare, replace(spec, runner="local"))["torch"].status == "fail"
     assert by_name(bare, replace(spec, packages=("six",)))["torch"].status == "fail"
     assert by_name(bare, replace(spec, packages=("torchvision",)))["torch"].status == "fail"
+
+
+def test_a_spec_python_that_is_a_path_names_no_version_to_hold_the_interpreter_to() -> None:
+    """`environment.python: /opt/py/bin/python3.11` (the venv runner builds on it): doctor
+    and the run warned `the interpreter is python 3.11.7; the spec names /opt/...`."""
+    from reprospec.core.sections import same_python
+
+    env = machine()
+    assert environment_mismatches(env, {"python": "/opt/py/bin/python3.11"}, ran=False) == []
+    assert same_python("3.11.7", "/opt/py/bin/python3.11")
+    assert environment_mismatches(env, {"python": "3.12"}, ran=False) == [
+        "the interpreter is python 3.11.7; the spec names 3.12"
+    ]
+    assert not same_python("3.11.7", "3.1")
