@@ -80,10 +80,19 @@ def run(args: argparse.Namespace) -> int:
         raise
     # Attempt logs keep their relative paths (cells/<cell>/<n>/): bring them along so
     # the merged report has its excerpts and stacks. Shards hold disjoint attempts.
-    for ref in refs:
+    lost = []
+    for ref, shard in zip(refs, shards, strict=True):
         cells = RunFolder(ref).cells
         if cells.is_dir():
             shutil.copytree(cells, folder.cells, dirs_exist_ok=True)
+        elif any(a.logs for c in shard.cells for a in c.attempts):
+            lost.append(f"{named(shard)} from {ref}")
+    if lost:
+        # A CI job that uploaded a shard's results.json alone: its attempts' logs, stacks and
+        # cores merged as if they were there, links to files the merged run lacks.
+        from dataclasses import replace
+
+        merged = replace(merged, warnings=(*merged.warnings, _logs_lost(lost)))
     write_outputs(folder, merged)
     # Which run is the new, merged one and which are the runs it was made of.
     given = ", ".join(
@@ -94,6 +103,16 @@ def run(args: argparse.Namespace) -> int:
     print_outcome(merged, args.format, out)
     write_github_outputs(merged)
     return exit_code_for(merged)
+
+
+def _logs_lost(shards: list[str]) -> str:
+    """The merged run's warning of the shards given without their `cells/` folder."""
+    its = "its" if len(shards) == 1 else "their"
+    return (
+        f"{', '.join(shards)}: no cells/ folder beside {its} results.json: {its} attempts' logs "
+        "(stdout, stderr, native stacks) are not in the merged run, only the excerpts "
+        "results.json holds; give each shard's whole run folder to merge them"
+    )
 
 
 def _shard_dir(ref: str, index: int, count: int, out: Path) -> Path:

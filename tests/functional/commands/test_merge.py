@@ -81,3 +81,29 @@ def test_an_interrupted_shard_is_finished_by_the_command_merge_gives(tmp_path: P
     assert finished.returncode == 0, finished.stderr
     merged = _reprospec("merge", *shards, "--out", "m", cwd=tmp_path)
     assert merged.returncode == 0, merged.stderr
+
+
+def test_a_shard_given_as_its_results_json_alone_is_said_to_lack_its_logs(
+    tmp_path: Path,
+) -> None:
+    """A CI job that uploaded a shard's results.json alone: merged silently, the merged
+    run's attempts pointing at logs it did not have."""
+    (tmp_path / "sh.yaml").write_text(SPEC)
+    for k in (1, 2):
+        shard = _reprospec("run", "sh.yaml", "--shard", f"{k}/2", "--out", f"s{k}", cwd=tmp_path)
+        assert shard.returncode == 0, shard.stderr
+    (first,) = (tmp_path / "s1" / "runs").iterdir()
+    (second,) = (tmp_path / "s2" / "runs").iterdir()
+    alone = tmp_path / "artifact"
+    alone.mkdir()
+    (alone / "results.json").write_bytes((first / "results.json").read_bytes())
+    merged = _reprospec("merge", "artifact/results.json", str(second), "--out", "m", cwd=tmp_path)
+    assert merged.returncode == 0, merged.stderr
+    said = f"shard 1/2 ({first.name}) from artifact: no cells/ folder beside its results.json"
+    assert said in merged.stderr
+    (run,) = (tmp_path / "m" / "runs").iterdir()
+    assert said in (run / "report.md").read_text()
+    # Whole run folders: nothing to say.
+    whole = _reprospec("merge", str(first), str(second), "--out", "m2", cwd=tmp_path)
+    assert whole.returncode == 0, whole.stderr
+    assert "no cells/ folder" not in whole.stderr
