@@ -17,6 +17,7 @@ attempt that neither crashes nor hangs needs no parser.
 from __future__ import annotations
 
 import contextlib
+import resource
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -208,6 +209,13 @@ def _no_core(
             "that died of it)"
         )
     said = f"native stacks unavailable: {died} but left no core"
+    if resource.getrlimit(resource.RLIMIT_CORE)[1] == 0:
+        # allow_cores raises the child's soft limit up to the hard one, which is then 0:
+        # no folder was at fault, and none is worth naming.
+        return (
+            f"{said}: the hard core size limit (ulimit -Hc) is 0, so no process of the "
+            "attempt could write one (raise it: limits.conf, or ulimit -Hc unlimited as root)"
+        )
     if pattern.shared_name and core_written_since(workdir, started, pattern):
         # Attempts at once (-j, instances) in one workdir: the kernel unlinks `core` before
         # it writes the next one, so the earlier crash's core is gone before it is claimed.

@@ -791,3 +791,32 @@ def test_the_container_listing_attaches_in_the_order_it_is_read() -> None:
     assert len(pids) > 2
     assert pids == [p.pid for p in listed]
     assert pids == [p.pid for p in sorted(listed, key=lambda p: (p.ppid != 1, p.pid))]
+
+
+@needs_gdb
+@needs_plain_cores
+def test_a_crash_under_a_hard_core_limit_of_zero_says_so(tmp_path: Path) -> None:
+    """`ulimit -Hc 0` before reprospec: no process can write a core, and the crash's reason
+    named a folder to look at ("must be writable and the hard RLIMIT_CORE above 0"); it
+    says the hard limit is 0. Run as a CLI under that limit (it cannot be raised again)."""
+    (tmp_path / "crash.py").write_text("import ctypes\nctypes.string_at(8)\n")
+    (tmp_path / "spec.yaml").write_text(
+        "reprospec: 1\nname: nocore\ncommand: [python3, -S, crash.py]\nexpect: {outcome: crash}\n"
+    )
+
+    def no_cores() -> None:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    ran = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", "spec.yaml", "--out", "out"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=no_cores,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    report = next((tmp_path / "out").glob("runs/*/report.md")).read_text()
+    assert "the hard core size limit (ulimit -Hc) is 0" in report, report
+    assert not list(tmp_path.glob("core*"))
