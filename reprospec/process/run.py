@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from reprospec import native as native_stacks
 from reprospec.core.frozen import frozen
-from reprospec.core.words import plural
+from reprospec.core.words import LIMIT_REACHED, plural
 from reprospec.process import leftovers, pidlimit, stacks, tree
 from reprospec.process.cpuwait import CpuWait
 from reprospec.process.output import Sink
@@ -515,7 +515,7 @@ def run_process(
             )
         if reached:
             process_limit = (
-                "the attempt reached its process limit "
+                f"{LIMIT_REACHED}process limit "
                 f"({plural(limit.max_processes, 'process', 'processes')}): "
                 "a fork or a new thread was refused (fork failed: process limit; "
                 "docs/limits.md)"
