@@ -223,12 +223,12 @@ def _minimize(
     attempt = next(a for a in plan.attempts if a.cell.id == failing.id)
     workdir = attempt.workdir.resolve()
     original = _program(command, workdir, spec.document)
-    _check_output(options.output, workdir, original, spec, failing)
     workload = not isinstance(spec.document.get("command"), (str, list))
     if workload:
         original = replace(
             original, head=(), fields=tuple((f.path, f.value) for f in fields), workload=True
         )
+    _check_output(options.output, workdir, original, spec, failing)
     # Said before step 1, whose attempts pay the same import.
     hint = preload_hint(attempt, original, run_options, options.command_line, str(spec.path))
     if hint is not None:
@@ -948,7 +948,7 @@ def _check_output(
             f"-o {output}: the folder holds files minimize did not write ({shown}), which "
             "the result would be written over: give an empty or new folder"
         )
-    other = _other_answer(output, spec, failing) if "minimize.json" in held else ""
+    other = _other_answer(output, spec, failing, original) if "minimize.json" in held else ""
     if other:
         raise UsageError(
             f"-o {output}: the folder holds the answer of another minimization ({other}), not "
@@ -965,22 +965,27 @@ def _check_output(
         )
 
 
-def _other_answer(output: Path, spec: Spec, failing: Cell) -> str:
+def _other_answer(output: Path, spec: Spec, failing: Cell, original: Program) -> str:
     """What minimization DIR's minimize.json answers, where not this one's (another spec,
-    by its file where the answer names it, else by name; or another failing cell): "spec
-    'NAME' (PATH), cell ID". "" where it is this one's, or unreadable (then DIR's files
-    are a minimize's by their names alone, as before)."""
+    by its file where the answer names it, else by name; another failing cell; or the same
+    spec's program since changed, whose answer's files the new one's may not write over,
+    its helper.py left beside a program that no longer imports it): "spec 'NAME' (PATH),
+    cell ID". "" where it is this one's, or unreadable (then DIR's files are a
+    minimize's by their names alone, as before)."""
     try:
         written = json.loads((output / "minimize.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return ""
     if not isinstance(written, dict):
         return ""
-    name, path, cell = (str(written.get(key) or "") for key in ("spec", "spec_path", "cell"))
+    name, path, cell, program = (
+        str(written.get(key) or "") for key in ("spec", "spec_path", "cell", "program")
+    )
     same_spec = Path(path).resolve() == Path(spec.path).resolve() if path else name == spec.name
-    if same_spec and cell == failing.id:
+    if same_spec and cell == failing.id and program in ("", original.key):
         return ""
-    return f"spec {name!r}" + (f" ({path})" if path else "") + f", cell {cell}"
+    changed = ", of its program before it changed" if same_spec and cell == failing.id else ""
+    return f"spec {name!r}" + (f" ({path})" if path else "") + f", cell {cell}{changed}"
 
 
 def _env(document: Mapping[str, JsonValue]) -> bool:

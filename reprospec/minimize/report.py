@@ -521,6 +521,9 @@ def to_dict(found: Minimized) -> JsonObject:
         # The spec minimized, absolute: a later minimize -o DIR tells its own answer from
         # another spec's of the same name by it (driver._check_output).
         "spec_path": str(Path(found.spec_path).absolute()),
+        # The original program's content hash (Program.key): the same spec's answer for
+        # a program since changed is another minimization's (driver._check_output).
+        "program": r.original.key,
         "cell": found.cell.id,
         "cell_after": found.cell_after or found.cell.id,
         "passing_cells": [c.id for c in found.passing],

@@ -1,7 +1,8 @@
 """`minimize -o DIR` where DIR holds an earlier minimize's answer: its own, or another's.
 
 A DIR that held spec-a's answer (prog_a.py, helper_a.py) took spec-b's over it: spec-b's
-minimized.yaml and minimize.md sat beside spec-a's program, and a reader saw a mix.
+minimized.yaml and minimize.md sat beside spec-a's program, and a reader saw a mix; so did
+spec-a's own answer after its program changed (helper_a.py left, named by nothing).
 """
 
 from __future__ import annotations
@@ -49,3 +50,14 @@ def test_a_dir_holding_another_specs_answer_is_refused_its_own_rewritten(tmp_pat
     assert len(list((tmp_path / "out" / "runs").iterdir())) == runs  # nothing ran
     again = _minimize(tmp_path, "a.yaml")  # its own answer: rewritten, as a rerun does
     assert again.returncode == 0, again.stderr
+    # The same spec's program changed (helper_a.py no longer imported): its answer would
+    # have left helper_a.py in DIR beside a program that no longer names it.
+    (tmp_path / "a" / "prog_a.py").write_text("raise ValueError('a')\n")
+    held = {p.name: p.read_bytes() for p in dir_.iterdir()}
+    changed = _minimize(tmp_path, "a.yaml")
+    assert changed.returncode == 2, changed.stderr
+    assert (
+        f"(spec 'spec-a' ({tmp_path / 'a.yaml'}), cell default, of its program before it "
+        "changed), not of 'spec-a' (a.yaml) in cell default"
+    ) in changed.stderr
+    assert {p.name: p.read_bytes() for p in dir_.iterdir()} == held
