@@ -283,16 +283,17 @@ def _amplify(
             f"amplify needs the cell's expect to say how it fails (the spec's own signature, "
             f"not any failure); cell {cell.id} {said}"
         )
-    # How the cell's attempt depends on its number, as `materialize` words it: every probe
-    # numbers its attempts from 1 (the engine's numbering), so such a cell's probes draw the
-    # same few values again: said, not hidden behind an interval of repeated draws.
+    # How the cell's attempt depends on its number, as `materialize` words it. An arm's
+    # probes are numbered after each other (`drawn` below), so its rate is of new draws;
+    # but every arm draws the same numbers, 1, 2, ...: its rate beside the base's is of the
+    # same seeds under another setting, said so that a difference is read as the setting's.
     reads = reads_attempt(plan.attempts[0], plan.extra_attempt(cell, 2)) if plan.attempts else ""
     if reads:
         say(
-            f"warning: cell {cell.id} reads its attempt number ({reads}): each probe is a run "
-            "of its own, its attempts numbered from 1, so an arm's probes repeat the same "
-            "attempt numbers and its rate counts their draws again (attempt 3 does what "
-            "attempt 3 did); the rates are of the first few attempt numbers only"
+            f"note: cell {cell.id} reads its attempt number ({reads}): each arm's attempts "
+            "are numbered 1, 2, ... across its probes, so every arm draws the same values "
+            "as the base (attempt 3 of each does what attempt 3 of the base did, but for the "
+            "arm's setting)"
         )
     current = plan.attempts[0].environment.perturb.settings() if plan.attempts else ()
     if options.tries and all(try_ in current for try_ in tries):
@@ -356,6 +357,10 @@ def _amplify(
         # --budget than the stored search's answered from 5 probes and listed all 21 runs, so
         # the attempts counted in them were 60 where the answer said 20.
         answered: list[StoredProbe] = []
+        # The highest attempt number each arm's probes used, replayed or run: its next probe
+        # is numbered after it, so that it draws new values of a cell that reads its
+        # attempt number, where every probe numbered from 1 drew the first few again.
+        drawn: dict[str, int] = {}
         interrupted = False
         rounds = 0
         while search.result is None and not interrupted:
@@ -375,10 +380,15 @@ def _amplify(
                 done = sum(len(p.kinds) for p in pieces)
                 reused += len(pieces)
                 replayed += done
+                for piece in pieces:
+                    last = piece.first_attempt + len(piece.kinds) - 1
+                    drawn[arm.label] = max(drawn.get(arm.label, 0), last)
                 if done < probe.attempts:
                     # The stored attempts ran out (or there were none): run the rest.
                     rest = Probe(probe.arm, probe.attempts - done)
-                    ran = _run_probe(spec.path, run_options, arm, rest, cancel)
+                    first = drawn.get(arm.label, 0) + 1
+                    drawn[arm.label] = first + rest.attempts - 1
+                    ran = _run_probe(spec.path, run_options, arm, rest, cancel, first)
                     if ran.interrupted:
                         interrupted = True
                         break
@@ -552,6 +562,7 @@ def _run_probe(
     arm: Arm,
     probe: Probe,
     cancel: threading.Event,
+    first_attempt: int,
 ) -> StoredProbe:
     from reprospec import api
 
@@ -560,7 +571,7 @@ def _run_probe(
         # `base (fresh)`: the spec as written, started as the fresh arms start (--preload none).
         options = options.with_changes(preload=())
     if cancel.is_set():
-        return StoredProbe(arm.label, (), (), "", interrupted=True)
+        return StoredProbe(arm.label, (), (), "", interrupted=True, first_attempt=first_attempt)
     result = api.run(
         spec,
         options.with_changes(
@@ -568,13 +579,14 @@ def _run_probe(
             stop_on="never",
             jobs=min(options.jobs or 1, probe.attempts),
             purpose="amplify",
+            first_attempt=first_attempt,
         ),
         cancel=cancel,
     )
-    return _stored(arm, result)
+    return _stored(arm, result, first_attempt)
 
 
-def _stored(arm: Arm, result: RunResult) -> StoredProbe:
+def _stored(arm: Arm, result: RunResult, first_attempt: int) -> StoredProbe:
     from reprospec.core.words import attempt_phrase
 
     kinds: list[AttemptKind] = []
@@ -594,6 +606,7 @@ def _stored(arm: Arm, result: RunResult) -> StoredProbe:
         run_id=result.run_id,
         infra_reason=reason,
         interrupted=result.interrupted,
+        first_attempt=first_attempt,
     )
 
 

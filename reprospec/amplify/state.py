@@ -35,7 +35,12 @@ from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.trylock import try_locked
 from reprospec.errors import UsageError
 from reprospec.isolation.candidates import AttemptKind
-from reprospec.isolation.state import could_not_run, read_probes, stored_kinds
+from reprospec.isolation.state import (
+    could_not_run,
+    read_probes,
+    stored_first_attempt,
+    stored_kinds,
+)
 
 FORMAT = 1
 
@@ -50,10 +55,15 @@ class StoredProbe:
     run_id: str
     infra_reason: str = ""
     interrupted: bool = False
+    # The number of its first attempt (the rest follow): an arm's probes are numbered after
+    # its earlier ones' (driver.py), so that each draws new values of a cell that reads its
+    # attempt number. 1 in a state stored before they were, whose probes all began at 1.
+    first_attempt: int = 1
 
     def to_dict(self) -> JsonObject:
         return {
             "arm": self.arm,
+            "first_attempt": self.first_attempt,
             "kinds": list(self.kinds),
             "others": list(self.others),
             "run_id": self.run_id,
@@ -71,6 +81,7 @@ class StoredProbe:
             run_id=str(data.get("run_id", "")),
             infra_reason=str(data.get("infra_reason", "")),
             interrupted=data.get("interrupted") is True,
+            first_attempt=stored_first_attempt(data),
         )
 
 
@@ -119,7 +130,12 @@ class StateFile:
                 # `others` holds a phrase per `other` attempt: cut where the kinds are.
                 split = stored.kinds[:need].count("other")
                 queue.appendleft(
-                    replace(stored, kinds=stored.kinds[need:], others=stored.others[split:])
+                    replace(
+                        stored,
+                        kinds=stored.kinds[need:],
+                        others=stored.others[split:],
+                        first_attempt=stored.first_attempt + need,
+                    )
                 )
                 stored = replace(stored, kinds=stored.kinds[:need], others=stored.others[:split])
             pieces.append(stored)

@@ -209,6 +209,10 @@ def bisect_spec(
     def oracle(version: str, attempts: int) -> Trial:
         if cancel is not None and cancel.is_set():  # stopped between two candidates
             raise stopped()
+        # Numbered after the attempts this version already ran (an earlier call, or the
+        # stored search's), so that a `${{ attempt }}` seed or a fault's `probability` coin
+        # draws new values where asking again numbered from 1 drew the same ones.
+        earlier = trials[version].attempts if version in trials else 0
         trial, interrupted = _run_candidate(
             request,
             filters,
@@ -219,6 +223,7 @@ def bisect_spec(
             cancel,
             deferral,
             say,
+            first_attempt=earlier + 1,
         )
         if trial.attempts or not interrupted:
             # What ran counts, even in an interrupted candidate; nothing else is kept.
@@ -354,9 +359,12 @@ def _run_candidate(
     cancel: threading.Event | None,
     deferral: Deferral | None,
     say: Progress,
+    *,
+    first_attempt: int = 1,
 ) -> tuple[Trial, bool]:
-    """Up to `attempts` attempts of the cell at `version`, stopping at the first match; the
-    runner's lines (the candidate's venv or image build) said as the bisect's own are.
+    """Up to `attempts` attempts of the cell at `version`, stopping at the first match,
+    numbered from `first_attempt`; the runner's lines (the candidate's venv or image build)
+    said as the bisect's own are.
 
     `expect`: the `expect=` override the attempts are judged by (the cell's, no rate).
     Returns what ran and whether the run was interrupted (Ctrl-C, `cancel`).
@@ -377,6 +385,7 @@ def _run_candidate(
         python=request.python,
         find_links=request.find_links,
         purpose="bisect",
+        first_attempt=first_attempt,
         command_line=request.command_line,
         probe=_probe(request, version),
         say=say,

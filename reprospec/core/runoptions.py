@@ -218,6 +218,12 @@ class RunOptions:
     # Modules to preload in a fork server (`--preload`), replacing the spec's run.preload;
     # None: the spec's; (): none.
     preload: tuple[str, ...] | None = None
+    # The number of each cell's first attempt (then first_attempt + 1, ...). 1 for a run a
+    # person started; a search's probe is numbered after the attempts the search already ran
+    # of that configuration, so that a `${{ attempt }}` seed and a workload fault's
+    # `probability` coin (seeded by the attempt number) draw new values in every probe, where
+    # each probe numbered from 1 drew the first few again and counted them as new samples.
+    first_attempt: int = 1
     # How a person reruns this (shown under "How to reproduce"); empty: derived from the spec.
     command_line: str = field(default="", compare=False)
     # A search's probe, in words: what this run of it tried (bisect: `pyyaml 5.4.1`; isolate:
@@ -257,6 +263,7 @@ class RunOptions:
             keep_cores: bool = ...,
             observe: bool = ...,
             preload: Words | None = ...,
+            first_attempt: int = ...,
             command_line: str = ...,
             probe: str = ...,
             say: Callable[[str], None] | None = ...,
@@ -328,7 +335,7 @@ class RunOptions:
         # run no CLI can ask for (`repeat=2.5`, `timeout_s=True`); refused as the CLI's are.
         # Any integer or real type is taken (numpy's, from a config) and kept as int or
         # float: the store writes the options as JSON, which has no numpy.int64.
-        for name in ("jobs", "repeat"):
+        for name in ("jobs", "repeat", "first_attempt"):
             value = getattr(self, name)
             if value is None:
                 continue
@@ -350,6 +357,8 @@ class RunOptions:
                 raise UsageError(f"{name} must be >= 1, got {value}")
             if value is not None and value > most:
                 raise UsageError(f"{name} must be at most {most}, got {value} (docs/limits.md)")
+        if self.first_attempt < 1:
+            raise UsageError(f"first_attempt must be >= 1, got {self.first_attempt}")
         if self.timeout_s is not None and not 0 < self.timeout_s < math.inf:
             # inf passed where nan did not: the CLI's --timeout refuses both.
             raise UsageError(f"timeout_s must be > 0 seconds, and finite, got {self.timeout_s}")
@@ -382,6 +391,8 @@ class RunOptions:
             "keep_cores": self.keep_cores,
             "observe": self.observe,
             "preload": list(self.preload) if self.preload is not None else None,
+            # Only where it is not 1 (a search's probe): a run's stored options are as before.
+            **({"first_attempt": self.first_attempt} if self.first_attempt != 1 else {}),
         }
 
     def stored(self) -> JsonObject:
@@ -419,6 +430,7 @@ class RunOptions:
             preload=tuple(str(m) for m in _list(data["preload"]))
             if data.get("preload") is not None
             else None,
+            first_attempt=_int_or_none(data.get("first_attempt")) or 1,
             # Kept by the store (`stored`), not by results.json's options.
             command_line=str(data.get("command_line") or ""),
             probe=str(data.get("probe") or ""),

@@ -363,23 +363,29 @@ class _CandidateRunner:
 
         sets = (*self.base_overrides, *overrides(config, self.document), "expect=" + self.expect)
         spec = api.load_spec(self.spec_path, sets)
+        # Numbered after the attempts this configuration's earlier probes used: each probe
+        # draws new values of a `${{ attempt }}` seed or a fault's `probability` coin.
+        first = self.state.first_attempt(key(config), max(1, probe.attempts))
         options = self.options.with_changes(
             repeat=max(1, probe.attempts),
             stop_on="first-reproduction" if probe.stop_after == 1 else "never",
             jobs=jobs,
             matrix_filters=(),
             purpose="isolate",
+            first_attempt=first,
             # `history --searches` names the probe by what it set, as the answer does.
             probe=set_in_words(self.diffs, probe.candidate),
         )
         if self.cancel.is_set():
-            return self._stored(probe, config, None)
+            return self._stored(probe, config, None, first)
         result = api.run(spec, options, cancel=self.cancel)
-        stored = self._stored(probe, config, result)
+        stored = self._stored(probe, config, result, first)
         self.state.add(stored)
         return stored
 
-    def _stored(self, probe: Probe, config: Config, result: RunResult | None) -> StoredProbe:
+    def _stored(
+        self, probe: Probe, config: Config, result: RunResult | None, first: int
+    ) -> StoredProbe:
         kinds: list[AttemptKind] = []
         reason = ""
         if result is not None:
@@ -394,6 +400,7 @@ class _CandidateRunner:
             run_id=result.run_id if result is not None else "",
             infra_reason=reason,
             interrupted=result is None or result.interrupted,
+            first_attempt=first,
         )
 
 

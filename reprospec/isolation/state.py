@@ -67,10 +67,16 @@ class StoredProbe:
     # stdout too: unknown): the reader reads those again rather than compare them as they
     # are with what it reads now.
     raised_from: str = ""
+    # The number of its first attempt (the rest follow): a configuration's probes are
+    # numbered after its earlier ones' (`StateFile.first_attempt`), so that each draws new
+    # values of a cell that reads its attempt number. 1 in a state stored before they were,
+    # whose probes all began at 1.
+    first_attempt: int = 1
 
     def to_dict(self) -> JsonObject:
         return {
             "key": self.key,
+            "first_attempt": self.first_attempt,
             "candidate": list(self.candidate),
             "role": self.role,
             "kinds": list(self.kinds),
@@ -100,7 +106,17 @@ class StoredProbe:
                 if isinstance(names, list)
             ),
             raised_from=str(data.get("raised_from") or ""),
+            first_attempt=stored_first_attempt(data),
         )
+
+
+def stored_first_attempt(data: Mapping[str, JsonValue]) -> int:
+    """A stored probe's first attempt number: 1 where a state stored before probes were
+    numbered after each other's does not say (all of its probes began at 1)."""
+    value = data.get("first_attempt", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"a probe's first attempt number is {value!r}, not a whole number >= 1")
+    return value
 
 
 def stored_kinds(data: Mapping[str, JsonValue]) -> tuple[AttemptKind, ...]:
@@ -294,6 +310,11 @@ class StateFile:
         self._lock = threading.Lock()
         self._probes: list[StoredProbe] = []
         self._replay: dict[str, deque[StoredProbe]] = {}
+        # The highest attempt number each configuration's probes used (replayed, or set
+        # aside for a probe that runs now): its next probe is numbered after it.
+        self._drawn: dict[str, int] = {}
+        # The last number set aside for each probe running now, by (configuration, first).
+        self._set_aside: dict[tuple[str, int], int] = {}
         if self.path.exists():
             self._probes = read_probes(
                 self.path, self.header, StoredProbe.from_dict, FORMAT, "isolate", "isolation"
@@ -338,13 +359,44 @@ class StateFile:
             if len(stored.kinds) > max(1, attempts):
                 cut = max(1, attempts)
                 rest, raised = stored.kinds[cut:], stored.raised[cut:]
-                queue.appendleft(replace(stored, kinds=rest, raised=raised))
+                later = stored.first_attempt + cut
+                queue.appendleft(replace(stored, kinds=rest, raised=raised, first_attempt=later))
                 stored = replace(stored, kinds=stored.kinds[:cut], raised=stored.raised[:cut])
+            last = stored.first_attempt + len(stored.kinds) - 1
+            drawn = self.drawn_as(key)
+            self._drawn[drawn] = max(self._drawn.get(drawn, 0), last)
             return stored
+
+    def first_attempt(self, key: str, attempts: int) -> int:
+        """The number of the first of `attempts` a probe of this configuration runs now,
+        after every attempt its earlier probes used (replayed, or running beside it), and
+        set aside for it. A `${{ attempt }}` seed or a workload fault's `probability` coin
+        then draws new values in each probe: numbered from 1, every probe drew the same
+        first few again, and the search counted them as new samples."""
+        with self._lock:
+            drawn = self.drawn_as(key)
+            first = self._drawn.get(drawn, 0) + 1
+            self._drawn[drawn] = self._set_aside[drawn, first] = first + max(1, attempts) - 1
+            return first
+
+    @staticmethod
+    def drawn_as(key: str) -> str:
+        """The configuration whose attempt numbers a probe of `key` draws from: its own,
+        but a minimize recheck's, which runs the failing probes' program again (the same
+        run, numbered after theirs)."""
+        role, sep, program = key.partition(":")
+        return f"failing:{program}" if sep and role == "recheck" else key
 
     def add(self, probe: StoredProbe) -> None:
         """Record a probe that just ran (written to disk at once)."""
         with self._lock:
+            drawn = self.drawn_as(probe.key)
+            aside = self._set_aside.pop((drawn, probe.first_attempt), None)
+            if aside is not None and self._drawn.get(drawn) == aside:
+                # It stopped early (its first reproduction), and no probe of it was numbered
+                # after it since: the next one goes on from its last attempt, so that the
+                # numbers are the draws made, as a replay of the stored probes counts them.
+                self._drawn[drawn] = probe.first_attempt + len(probe.kinds) - 1
             self._probes.append(probe)
             self._write()
 

@@ -252,6 +252,11 @@ class ProbeRunner:
 
         if self.cancel.is_set():
             return StoredProbe(key, (), probe.role, (), "", interrupted=True)
+        # Numbered after the attempts this candidate's earlier probes used (a recheck's after
+        # the failing probes' of the same program): each draws new values of a `${{ attempt
+        # }}` seed or a fault's `probability` coin. The passing side runs one attempt a cell.
+        failing_side = probe.role in ("failing", "unperturbed", "recheck")
+        first = self.state.first_attempt(key, max(1, probe.attempts) if failing_side else 1)
         if self.workload:
             sets = [*self.overrides, *field_overrides(program)]
         else:
@@ -289,12 +294,15 @@ class ProbeRunner:
                 jobs=self.parallel,
                 matrix_filters=() if self.failing_overrides else only_cell(self.failing),
                 purpose="minimize",
+                first_attempt=first,
             )
             results = [api.run(spec, options, cancel=self.cancel)]
         else:
             spec = api.load_spec(self.spec_path, sets)
             # One run per passing cell, at once: -m filters cannot name a set of cells.
-            options = base_options.with_changes(repeat=1, jobs=1, purpose="minimize")
+            options = base_options.with_changes(
+                repeat=1, jobs=1, purpose="minimize", first_attempt=first
+            )
             with ThreadPoolExecutor(max_workers=max(1, self.parallel)) as pool:
                 futures = [
                     pool.submit(
@@ -306,7 +314,7 @@ class ProbeRunner:
                     for cell in self.passing
                 ]
                 results = [f.result() for f in futures]
-        return self._stored(results, probe, key)
+        return replace(self._stored(results, probe, key), first_attempt=first)
 
     def _learn_signature(self, signature: str, native_text: str | None, message: str) -> None:
         """The original's first matching attempt names the signature every later one needs;

@@ -110,8 +110,9 @@ class _Values(ValuesView[Expectation]):
 class PlannedAttempts(LazySequence[AttemptPlan]):
     """The attempts of a run in the order they start, each planned when it is read.
 
-    Global attempt g (from 0) is attempt g // cells + 1 of cell g % cells: attempt 1 of
-    every cell, then attempt 2, ... (round-robin, so a flaky cell's repeats interleave with
+    Global attempt g (from 0) is attempt g // cells + F of cell g % cells, F being
+    `options.first_attempt` (1 but in a search's probe): attempt F of every cell, then
+    attempt F + 1, ... (round-robin, so a flaky cell's repeats interleave with
     the others). Shard K of N holds the globals K-1, K-1+N, ...; index i of this sequence
     is the shard's i-th. Reading an attempt twice plans it twice, to equal plans.
 
@@ -136,6 +137,8 @@ class PlannedAttempts(LazySequence[AttemptPlan]):
         self._options = options
         self._base_env = base_env
         self._total = repeat * len(cells)
+        # A search's probe numbers its attempts after those the search already ran (1 else).
+        self._number_of_first = options.first_attempt
         shard = options.shard
         self._first, self._stride = (shard.index - 1, shard.count) if shard else (0, 1)
         self._len = len(range(self._first, self._total, self._stride))
@@ -169,7 +172,7 @@ class PlannedAttempts(LazySequence[AttemptPlan]):
 
     def _plan(self, g: int) -> AttemptPlan:
         cell = self._cells[g % len(self._cells)]
-        number = g // len(self._cells) + 1
+        number = g // len(self._cells) + self._number_of_first
         if self._alike:
             kept = self._kept.get(cell.id)
             if kept is not None:
@@ -197,14 +200,16 @@ class PlannedAttempts(LazySequence[AttemptPlan]):
 
     def numbers_of(self, position: int) -> Iterator[int]:
         """The attempt numbers this sequence holds of `cells[position]`, in order."""
-        for number in range(1, self._total // max(1, len(self._cells)) + 1):
-            g = (number - 1) * len(self._cells) + position
+        first = self._number_of_first
+        for number in range(first, first + self._total // max(1, len(self._cells))):
+            g = (number - first) * len(self._cells) + position
             if g % self._stride == self._first:
                 yield number
 
     def firsts(self) -> tuple[AttemptPlan, ...]:
-        """Attempt 1 of every cell this sequence holds, in order, planning no other attempt:
-        the globals below one round of the cells are the attempts numbered 1."""
+        """The first attempt of every cell this sequence holds, in order, planning no other:
+        the globals below one round of the cells are the attempts numbered first (1 but in
+        a search's probe)."""
         return tuple(self._plan(g) for g in range(self._first, len(self._cells), self._stride))
 
     def variants(self) -> JobVariants:
@@ -216,7 +221,7 @@ class PlannedAttempts(LazySequence[AttemptPlan]):
         if not self._cells:
             return JobVariants((), 0)
         # Cell 0's as the run plans it: kept for its first attempt where the spec is alike.
-        first = self.planned(0, 1)
+        first = self.planned(0, self._number_of_first)
 
         def plan(cell: Cell) -> AttemptPlan:
             # Any cell of the matrix, or one of its values' combinations: what it would run.
@@ -228,7 +233,7 @@ class PlannedAttempts(LazySequence[AttemptPlan]):
 
     def planned(self, position: int, number: int) -> AttemptPlan:
         """Attempt `number` of `cells[position]`, planned (one of `numbers_of(position)`)."""
-        return self._plan((number - 1) * len(self._cells) + position)
+        return self._plan((number - self._number_of_first) * len(self._cells) + position)
 
 
 @frozen
@@ -259,12 +264,14 @@ class RunPlan:
         return self.expectations.of(cell)
 
     def first_attempts(self) -> tuple[AttemptPlan, ...]:
-        """Attempt 1 of every cell: what `reprospec plan` shows (plan.first_attempts)."""
+        """The first attempt of every cell (attempt 1 but in a search's probe): what
+        `reprospec plan` shows (plan.first_attempts)."""
         return self.attempts.firsts()
 
 
 def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
-    """Expand the matrix, apply -m filters, and plan attempt 1..repeat of every cell.
+    """Expand the matrix, apply -m filters, and plan attempt 1..repeat of every cell
+    (`options.first_attempt`..: a search's probe numbers its attempts after the last's).
 
     `options.repeat`, `timeout_s` and `stop_on` replace the spec's `run` values for
     this run; they are applied here, after validation, never written back as YAML.

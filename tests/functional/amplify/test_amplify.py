@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -642,27 +643,84 @@ def test_preload_whose_base_runs_fresh_measures_no_fresh_base(cli: Cli, tmp_path
         assert {a["launch"] for a in _attempts(out)} == {"fresh"}
 
 
-def test_a_cell_that_reads_its_attempt_number_is_warned_of(cli: Cli, tmp_path: Path) -> None:
-    """Each probe is a run numbered from attempt 1: a `--seed ${{ attempt }}` cell drew the
-    same seeds in every probe, and its rates (8/12, four seeds counted three times) said
-    nothing of it."""
+# A seeded fault at probability 0.5: the coin is the attempt number's, as a `--seed
+# ${{ attempt }}` program's or a workload fault's `probability` is, and the attempt says
+# which number it drew.
+SEEDED_COIN = (
+    'reprospec: 1\nname: seeded\ncommand: >-\n  python -c "import os, random; '
+    "n = ${{ attempt }}; print('attempt', n, flush=True); "
+    'os.abort() if random.Random(n).random() < 0.5 else None"\n'
+    "run: {timeout: 30s}\nexpect: {outcome: crash, signal: SIGABRT}\n"
+)
+
+
+def test_an_arms_probes_draw_new_attempt_numbers(cli: Cli, tmp_path: Path) -> None:
+    """Each probe is a run of its own, and each numbered its attempts from 1: the base's
+    second probe of 4 drew the first one's 4 coins again, and its rate (6/8 of a coin at
+    0.5) counted 4 draws twice. An arm's probes are numbered after each other now: the
+    runs of one arm hold 1, 2, ... once each, and each attempt drew the number it holds."""
     seeded = tmp_path / "seeded.yaml"
-    seeded.write_text(
-        "reprospec: 1\nname: seeded\ncommand: python -c pass ${{ attempt }}\n"
-        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    seeded.write_text(SEEDED_COIN)
+    out = tmp_path / "out"
+    result = cli(
+        "amplify", str(seeded), "--out", str(out), "--budget", "16", "--try", "gc=1", "-j", "2"
     )
+    assert result.code in (0, 1), result.stderr
+    assert (
+        "note: cell default reads its attempt number (`${{ attempt }}` in its command): "
+        "each arm's attempts are numbered 1, 2, ... across its probes"
+    ) in result.stderr
+    by_arm = _numbers_by_arm(out)
+    assert set(by_arm) == {"base", "gc=1"}
+    for path in (out / "runs").glob("*/results.json"):
+        for attempt in json.loads(path.read_text())["cells"][0]["attempts"]:
+            number = attempt["attempt"]
+            # The program drew the number the store gives the attempt.
+            log = (path.parent / attempt["logs"] / "stdout.log").read_text()
+            assert f"attempt {number}\n" in log, (number, log)
+            aborts = random.Random(number).random() < 0.5
+            assert (attempt["outcome"]["kind"] == "crash") == aborts, attempt
+    assert len(list((out / "runs").iterdir())) > 2, "an arm probed twice at least"
+    for arm, numbers in by_arm.items():
+        assert sorted(numbers) == list(range(1, len(numbers) + 1)), (arm, sorted(numbers))
+
+
+def _numbers_by_arm(out: Path) -> dict[str, list[int]]:
+    """The attempt numbers of each arm's runs, as the store holds them (state.json says
+    which run is which arm's, and where each began)."""
+    state = json.loads(next((out / "amplify").glob("*/state.json")).read_text())
+    numbers: dict[str, list[int]] = {}
+    for probe in state["probes"]:
+        run = json.loads((out / "runs" / probe["run_id"] / "results.json").read_text())
+        held = sorted(a["attempt"] for a in run["cells"][0]["attempts"])
+        assert held[0] == probe["first_attempt"], probe
+        numbers.setdefault(probe["arm"], []).extend(held)
+    return numbers
+
+
+def test_a_continued_search_numbers_after_the_replayed_attempts(cli: Cli, tmp_path: Path) -> None:
+    """A larger --budget replays the stored probes and runs more: those are numbered after
+    every attempt the arm ran before, not from 1 again."""
+    seeded = tmp_path / "seeded.yaml"
+    seeded.write_text(SEEDED_COIN)
+    out = tmp_path / "out"
+    common = ("amplify", str(seeded), "--out", str(out), "--try", "gc=1", "-j", "2")
+    assert cli(*common, "--budget", "8").code in (0, 1)
+    before = {p.name for p in (out / "runs").iterdir()}
+    result = cli(*common, "--budget", "16")
+    assert result.code in (0, 1), result.stderr
+    assert {p.name for p in (out / "runs").iterdir()} > before
+    for arm, drawn in _numbers_by_arm(out).items():
+        assert sorted(drawn) == list(range(1, len(drawn) + 1)), (arm, sorted(drawn))
+
+
+def test_a_cell_that_reads_no_attempt_number_is_not_told_of_it(cli: Cli, tmp_path: Path) -> None:
     plain = tmp_path / "plain.yaml"
     plain.write_text(
         "reprospec: 1\nname: plain\ncommand: python -c pass\n"
         "expect: {outcome: crash, signal: SIGSEGV}\n"
     )
     out = str(tmp_path / "out")
-    result = cli("amplify", str(seeded), "--out", out, "--budget", "4", "--try", "gc=1")
-    assert result.code == 1, result.stderr
-    assert (
-        "warning: cell default reads its attempt number (`${{ attempt }}` in its command): "
-        "each probe is a run of its own, its attempts numbered from 1"
-    ) in result.stderr
     result = cli("amplify", str(plain), "--out", out, "--budget", "4", "--try", "gc=1")
     assert result.code == 1, result.stderr
     assert "attempt number" not in result.stderr

@@ -362,6 +362,21 @@ def test_a_larger_budget_continues_a_bisect_and_another_timeout_starts_over(
     for version, trial in before.items():  # kept and counted, not run again
         assert set(trial["runs"]) <= set(tested[version]["runs"])
     assert result["attempts"] == sum(t["attempts"] for t in result["tested"])
+    # A version asked again (here, or in the continuation) numbers its attempts after those
+    # it ran: each probe numbered from 1 drew a `${{ attempt }}` seed's first values again.
+    again = 0
+    for version, trial in tested.items():
+        numbers = sorted(
+            attempt["attempt"]
+            for run in trial["runs"]
+            for cell in json.loads((tmp_path / "out" / "runs" / run / "results.json").read_text())[
+                "cells"
+            ]
+            for attempt in cell["attempts"]
+        )
+        assert numbers == list(range(1, len(numbers) + 1)), (version, numbers)
+        again += len(trial["runs"]) > 1
+    assert again, tested
 
     timed = cli(*args, "--budget", "3", "--timeout", "20s", "--format", "json", env=env)
     assert timed.code == 1, timed.stderr

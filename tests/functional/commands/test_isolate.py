@@ -723,3 +723,54 @@ def test_a_passing_cell_the_spec_expects_to_fail_the_same_way_is_refused_before_
     ) in stderr
     assert "Traceback" not in stderr
     assert not (tmp_path / "out" / "runs").exists()
+
+
+# A fault at probability 0.5 seeded by the attempt number (as a `--seed ${{ attempt }}`
+# program's, or a workload fault's `probability` coin), in the cells where `a` is on; each
+# attempt prints the number it drew.
+SEEDED = """\
+reprospec: 1
+name: iso-seeded
+matrix:
+  setup: [full, minimal]
+  include:
+    - {setup: full, a: true, b: true}
+    - {setup: minimal, a: false, b: false}
+command: >-
+  python -c "import os, random; n = ${{ attempt }}; print('attempt', n, flush=True);
+  os.abort() if '${{ matrix.a }}' == 'true' and random.Random(n).random() < 0.5 else None"
+run: {timeout: 30s}
+expect:
+  outcome: crash
+  signal: SIGABRT
+  cases:
+    - when: {setup: minimal}
+      outcome: pass
+"""
+
+
+def test_a_configurations_probes_draw_new_attempt_numbers(tmp_path: Path) -> None:
+    """Every probe is a run of its own, and each numbered its attempts from 1: the passing
+    cell's ten probes drew the same two coins ten times, counted as twenty clean attempts.
+    A configuration's probes are numbered after each other now: its runs hold 1, 2, ...
+    once each, and each attempt drew the number the store gives it."""
+    spec = tmp_path / "seeded.yaml"
+    spec.write_text(SEEDED)
+    code, data, stderr = isolate(tmp_path, "-j", "2", spec=spec)
+    assert code == 0, stderr
+    assert culprits(data) == [("matrix.a", True)]
+    out = tmp_path / "out"
+    state = json.loads(next((out / "isolate").glob("*/state.json")).read_text())
+    numbers: dict[str, list[int]] = {}
+    for probe in state["probes"]:
+        run = out / "runs" / probe["run_id"]
+        attempts = json.loads((run / "results.json").read_text())["cells"][0]["attempts"]
+        held = sorted(a["attempt"] for a in attempts)
+        assert held == list(range(probe["first_attempt"], probe["first_attempt"] + len(held)))
+        numbers.setdefault(probe["key"], []).extend(held)
+        for attempt in attempts:
+            log = (run / attempt["logs"] / "stdout.log").read_text()
+            assert f"attempt {attempt['attempt']}\n" in log, log
+    assert max(len(drawn) for drawn in numbers.values()) > 4, numbers  # probed again
+    for key, drawn in numbers.items():
+        assert sorted(drawn) == list(range(1, len(drawn) + 1)), (key, sorted(drawn))

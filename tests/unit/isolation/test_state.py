@@ -258,3 +258,49 @@ def test_an_earlier_versions_probes_are_read_again_before_they_replay(tmp_path: 
     kept = stored.take("b", 1)
     assert kept is not None
     assert kept.raised == (("ValueError",),)
+
+
+def test_a_configurations_probes_are_numbered_after_each_other(tmp_path: Path) -> None:
+    """Each probe's attempts follow the attempts the configuration's earlier probes used,
+    where every probe began at 1 and drew the same seeds again; a probe that stopped at its
+    first reproduction gives back the numbers it did not use."""
+    state = StateFile(tmp_path, HEADER)
+    assert state.first_attempt("full", 3) == 1
+    assert state.first_attempt("half", 2) == 1  # another configuration: its own numbers
+    state.add(StoredProbe("full", (0, 1), "failing", ("pass", "pass", "match"), "r1"))
+    assert state.first_attempt("full", 3) == 4
+    state.add(StoredProbe("full", (0, 1), "failing", ("match",), "r2", first_attempt=4))
+    assert state.first_attempt("full", 2) == 5  # 5 and 6 were not drawn
+    # Running beside another of the same configuration: each has numbers of its own.
+    assert state.first_attempt("full", 2) == 7
+    # A minimize recheck runs the failing probes' program again, numbered after them.
+    assert state.first_attempt("failing:abc", 2) == 1
+    assert state.first_attempt("recheck:abc", 2) == 3
+
+
+def test_a_continued_search_numbers_after_the_probes_it_replays(tmp_path: Path) -> None:
+    state = StateFile(tmp_path, HEADER)
+    state.add(StoredProbe("full", (0, 1), "failing", ("pass", "pass"), "r1"))
+    state.add(StoredProbe("full", (0, 1), "failing", ("match",) * 3, "r2", first_attempt=3))
+    again = StateFile(tmp_path, HEADER)
+    first = again.take("full", 1)
+    assert first is not None
+    assert (first.first_attempt, first.kinds) == (1, ("pass",))
+    rest = again.take("full", 5)
+    assert rest is not None
+    assert (rest.first_attempt, rest.kinds) == (2, ("pass",))
+    last = again.take("full", 5)
+    assert last is not None
+    assert last.first_attempt == 3
+    assert again.take("full", 5) is None
+    assert again.first_attempt("full", 4) == 6
+
+
+def test_a_stored_probe_without_a_first_attempt_began_at_1() -> None:
+    """A state stored before probes were numbered after each other: all began at 1."""
+    data = StoredProbe("full", (0,), "failing", ("pass",), "r1", first_attempt=4).to_dict()
+    assert StoredProbe.from_dict(data).first_attempt == 4
+    del data["first_attempt"]
+    assert StoredProbe.from_dict(data).first_attempt == 1
+    with pytest.raises(ValueError, match="first attempt"):
+        StoredProbe.from_dict({**data, "first_attempt": 0})

@@ -353,3 +353,41 @@ def test_plan_prints_each_cell_as_it_is_planned(
     assert planned == [c.id for c in cells]
     planned.clear()
     assert head + first + rest == plan_text(plan.spec, 3, first_attempts(plan.spec, cells))
+
+
+@pytest.mark.parametrize("alike", [False, True], ids=["expression", "constant"])
+def test_a_probe_numbers_its_attempts_from_its_first_attempt(tmp_path: Path, alike: bool) -> None:
+    """A search's probe (RunOptions.first_attempt) plans attempts 7, 8, 9 of each cell, each
+    evaluating `${{ attempt }}` as its own number; a run plans 1, 2, 3 as before. Every probe
+    planned 1..N, so a seed of the attempt number drew the same values in each."""
+    body = "matrix: {m: [a, b]}\nrun: {repeat: 3}\nexpect: {outcome: pass}\n"
+    spec_file = tmp_path / "spec.yaml"
+    command = "echo same" if alike else "echo ${{ attempt }}"
+    spec_file.write_text(f"reprospec: 1\nname: probe\ncommand: '{command}'\n{body}")
+    spec = load_spec(spec_file)
+    plan = plan_run(spec, RunOptions(out=tmp_path, first_attempt=7))
+    assert [(a.cell.id, a.attempt) for a in plan.attempts] == [
+        (cell, n) for n in (7, 8, 9) for cell in ("m=a", "m=b")
+    ]
+    if not alike:
+        assert [(a.argv or ("",))[-1].split()[-1] for a in plan.attempts][:3] == ["7", "7", "8"]
+    assert [a.attempt for a in plan.first_attempts()] == [7, 7]
+    assert list(plan.attempts.numbers_of(1)) == [7, 8, 9]
+    assert plan.attempts.planned(1, 8) == plan.attempts[3]
+    assert [a.attempt for a in plan_run(spec, RunOptions(out=tmp_path)).attempts] == [
+        1, 1, 2, 2, 3, 3,
+    ]  # fmt: skip
+
+
+def test_a_probes_first_attempt_is_stored_and_read_back() -> None:
+    """`--resume` of a probe's run plans the numbers it began with; a run's stored options
+    are as they were (no `first_attempt` where it is 1)."""
+    out = Path("/tmp/out")
+    probe = RunOptions(out=out, purpose="amplify", first_attempt=13)
+    assert probe.to_dict()["first_attempt"] == 13
+    assert RunOptions.from_dict(probe.stored(), out).first_attempt == 13
+    assert "first_attempt" not in RunOptions(out=out).to_dict()
+    assert RunOptions.from_dict(RunOptions(out=out).to_dict(), out).first_attempt == 1
+    for bad in (0, -2, 1.5, True, "3"):
+        with pytest.raises(UsageError, match="first_attempt"):
+            RunOptions(first_attempt=bad)  # type: ignore[arg-type]
