@@ -32,7 +32,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from reprospec.core.caller import filters_option, filters_said, said
+from reprospec.core.caller import argument, filters_option, filters_said, said
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.errors import UsageError
@@ -88,8 +88,10 @@ class Amplified:
 
     @property
     def option(self) -> str:
-        """`--amplify PATH`, or the API's `amplified='PATH'`."""
-        return said(f"--amplify {self.source}", f"amplified={self.source!r}")
+        """`--amplify PATH`, or the API's `IsolateOptions(amplified='PATH')`."""
+        return said(
+            f"--amplify {self.source}", argument("--amplify", "amplified", repr(self.source))
+        )
 
 
 def choose_failing_cell(
@@ -175,14 +177,15 @@ def _amplified_cell(
         ids = ", ".join(c.id for c in cells[:SHOWN]) + (", ..." if len(cells) > SHOWN else "")
         raise UsageError(
             f"{measured}, which {named} as given has not (its cells: {ids}): its perturbation "
-            f"is known to raise the rate there only; amplify the cell meant "
-            f"(reprospec amplify {named} {filters_option()} AXIS=VALUE)"
+            "is known to raise the rate there only; amplify the cell meant"
+            + said(f" (reprospec amplify {named} -m AXIS=VALUE)", " (amplify_spec)")
         )
     if cell not in kept:
         raise UsageError(
             f"{measured}, which {shown} leaves out: its perturbation is known to raise the "
             f"rate there only; drop {filters_option()} ({verb} then works on cell "
-            f"{cell.id}), or amplify the cell meant (reprospec amplify {named} {shown})"
+            f"{cell.id}), or amplify the cell meant"
+            + said(f" (reprospec amplify {named} {shown})", " (amplify_spec)")
         )
     expectation = expectations.of(cell)
     if not fails(expectation):
