@@ -267,8 +267,13 @@ def _check_given(runs: Sequence[RunResult]) -> None:
         return
     for run in shards:
         index, count = (int(n) for n in run.shard.split("/"))
+        # Numbered from the run's first attempt (RunOptions.first_attempt; 1 unless said):
+        # shards of `RunOptions(shard=..., first_attempt=5)` were refused as holding
+        # attempts they were not given.
+        first = run.options.get("first_attempt")
+        first = first if isinstance(first, int) and not isinstance(first, bool) else 1
         given = {
-            (ids[g % len(ids)], g // len(ids) + 1)
+            (ids[g % len(ids)], g // len(ids) + first)
             for g in range(index - 1, repeat * len(ids), count)
         }
         held = {(cell.cell.id, a.attempt) for cell in run.cells for a in cell.attempts}
@@ -318,6 +323,9 @@ _SAME_OPTIONS = (
     ("stop_on", "run.stop_on"),
     ("observe", "--observe"),
     ("preload", "--preload"),
+    # A search's probe numbers its attempts from this (RunOptions.first_attempt): shards
+    # of another first number are another run's draws, not this one's other attempts.
+    ("first_attempt", "first attempt numbers"),
 )
 
 
@@ -438,6 +446,8 @@ def _shown_in(run: RunResult, key: str) -> str:
     """`key`'s option in `run` as a person reads it, with the spec's own value where the
     command line gave none and the spec sets one (`none: the spec's 3`)."""
     value = run.options.get(key)
+    if value is None and key == "first_attempt":
+        return "1"  # stored only where it is not
     if value is None and key in _SPEC_OWN:
         own = _spec_own(run, key)
         if own is not None:

@@ -107,3 +107,30 @@ def test_a_shard_given_as_its_results_json_alone_is_said_to_lack_its_logs(
     whole = _reprospec("merge", str(first), str(second), "--out", "m2", cwd=tmp_path)
     assert whole.returncode == 0, whole.stderr
     assert "no cells/ folder" not in whole.stderr
+
+
+def test_shards_numbered_from_a_first_attempt_merge(tmp_path: Path) -> None:
+    """A search's probe numbers its attempts from RunOptions.first_attempt; shards of such
+    a run (the Python API's) merged to attempts 5 to 7 of each cell, where merge refused
+    them as holding attempts their shard was not given (it counted from 1). Shards of
+    another first number are another run's and refused."""
+    import json
+
+    import reprospec
+
+    (tmp_path / "sh.yaml").write_text(SPEC)
+    spec = reprospec.load_spec(tmp_path / "sh.yaml")
+    runs = []
+    for k, first in ((1, 5), (2, 5), (2, 1)):
+        options = reprospec.RunOptions(
+            out=tmp_path / f"s{k}-{first}", repeat=3, shard=f"{k}/2", first_attempt=first
+        )
+        runs.append(tmp_path / options.out / "runs" / reprospec.run(spec, options).run_id)
+    merged = _reprospec("merge", str(runs[0]), str(runs[1]), "--out", "m", cwd=tmp_path)
+    assert merged.returncode == 0, merged.stderr
+    (folder,) = (tmp_path / "m" / "runs").iterdir()
+    cells = json.loads((folder / "results.json").read_text())["cells"]
+    assert [[a["attempt"] for a in cell["attempts"]] for cell in cells] == [[5, 6, 7]] * 2
+    other = _reprospec("merge", str(runs[0]), str(runs[2]), "--out", "m2", cwd=tmp_path)
+    assert other.returncode == 2, other.stderr
+    assert "other first attempt numbers (5 and 1)" in other.stderr
