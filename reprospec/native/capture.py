@@ -81,17 +81,18 @@ class Capture:
             return False  # nothing could read a core: do not write one
         return not core_pattern().piped
 
-    def watch(self, workdir: Path) -> Path | None:
+    def watch(self, workdir: Path) -> tuple[Path, ...]:
         """Where every core of a folder has one name (CorePattern.shared_name), hold each
         core created there from its creation while the attempt runs (corewatch.py), so
-        that a later crash cannot take it away before it is claimed. The folder watched,
-        for WATCH.release once the attempt ended and claimed its cores; None when not
-        watched."""
+        that a later crash cannot take it away before it is claimed: in the workdir and in
+        the folders the shell line moves to (`elsewhere`: `run.instances` of `cd build &&
+        ./prog` crashing together in build/). The folders watched, each for WATCH.release
+        once the attempt ended and claimed its cores."""
         pattern = core_pattern()
-        watched = pattern.watched(workdir)
-        if watched is None or not pattern.shared_name or not self.dumps_cores():
-            return None
-        return watched[0] if WATCH.acquire(*watched) else None
+        if not pattern.shared_name or not self.dumps_cores():
+            return ()
+        found = [pattern.watched(folder) for folder in dict.fromkeys([workdir, *self.elsewhere])]
+        return tuple(w[0] for w in found if w is not None and WATCH.acquire(*w))
 
     def hang(self, pids: Mapping[int, str], timed_out_at: float) -> NativeStacks:
         """Native stacks of the live processes `{pid: command}` of a timed-out attempt.
@@ -197,9 +198,14 @@ def say_once(message: str) -> bool:
 
 
 def _no_core(
-    returncode: int | None, workdir: Path, started: float, pattern: CorePattern, moved: int = 0
+    returncode: int | None,
+    workdir: Path,
+    started: float,
+    pattern: CorePattern,
+    elsewhere: Sequence[Path] = (),
 ) -> str:
-    """Why an attempt whose process died of a core-dumping signal left no core to read."""
+    """Why an attempt whose process died of a core-dumping signal left no core to read;
+    `elsewhere` the folders its processes moved to, looked in too."""
     signal = dumped_signal(returncode)
     died = f"a process died of {signal}"
     if returncode is not None and returncode > 0:
@@ -216,16 +222,19 @@ def _no_core(
             f"{said}: the hard core size limit (ulimit -Hc) is 0, so no process of the "
             "attempt could write one (raise it: limits.conf, or ulimit -Hc unlimited as root)"
         )
-    if pattern.shared_name and core_written_since(workdir, started, pattern):
-        # Attempts at once (-j, instances) in one workdir: the kernel unlinks `core` before
-        # it writes the next one, so the earlier crash's core is gone before it is claimed.
+    # Attempts at once (-j, instances) in one workdir, or one folder its line `cd`s to: the
+    # kernel unlinks `core` before it writes the next one, so the earlier crash's core is
+    # gone before it is claimed (unless the watch held it: corewatch.py).
+    replaced = [f for f in [workdir, *elsewhere] if core_written_since(f, started, pattern)]
+    if pattern.shared_name and replaced:
         return (
-            f"{said}: another crash in {pattern.folder(workdir)} since this attempt started "
+            f"{said}: another crash in {pattern.folder(replaced[0])} since this attempt started "
             f"most likely replaced it (kernel.core_pattern={pattern.raw!r} gives every core "
             "there the same name; `sysctl kernel.core_uses_pid=1` gives each process its own)"
         )
     return (
-        f"{said} (kernel.core_pattern={pattern.raw!r}, {looked_in(workdir, pattern, moved)}; "
+        f"{said} (kernel.core_pattern={pattern.raw!r}, "
+        f"{looked_in(workdir, pattern, len(elsewhere))}; "
         "the folder must be writable and the hard RLIMIT_CORE above 0)"
     )
 
@@ -287,9 +296,7 @@ def collect_crash_stacks(
     if unreadable:
         return NativeStacks(unavailable=unavailable_reason())
     if not cores:
-        return NativeStacks(
-            unavailable=_no_core(returncode, workdir, started, pattern, len(elsewhere))
-        )
+        return NativeStacks(unavailable=_no_core(returncode, workdir, started, pattern, elsewhere))
     processes: list[ProcessStacks] = []
     notes: list[str] = []
     main = main_core(cores, root_pid, returncode)

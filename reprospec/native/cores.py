@@ -283,20 +283,20 @@ def find_cores(
     watched = pattern.watched(workdir)
     here = pattern.globs(workdir)
     names = [Path(n) for g in here for n in _matches(g)]
-    # Another folder's cores are not noted as seen (_note_seen): that is the workdir's. Each
-    # glob once: an absolute core_pattern (/var/crash/core.%p) is one glob for every folder.
+    # Each glob once: an absolute core_pattern (/var/crash/core.%p) is one for every folder.
     other = dict.fromkeys(g for folder in elsewhere for g in pattern.globs(folder))
     moved = [Path(n) for g in other if g not in here for n in _matches(g)]
     # After the glob: a core replaced meanwhile is in this list, if not in that one.
     names += [held.path for held in WATCH.replaced(watched[0])] if watched else []
-    newest = 0.0
-    for path, in_workdir in [*((n, True) for n in names), *((n, False) for n in moved)]:
+    moved += [h.path for f in elsewhere if (w := pattern.watched(f)) for h in WATCH.replaced(w[0])]
+    newest: dict[Path, float] = {}  # by folder (_note_seen); a held core's is none
+    for path in [*names, *moved]:
         try:
             stat = path.stat()
         except OSError:
             continue
-        if in_workdir:
-            newest = max(newest, stat.st_mtime)
+        if path.parts[:2] != ("/", "proc"):
+            newest[path.parent] = max(stat.st_mtime, newest.get(path.parent, 0.0))
         file = file_id(stat)
         if file in seen:
             continue
@@ -313,8 +313,8 @@ def find_cores(
         # The root's pid first: it needs no scan of the whole core.
         if (root_pid is not None and info.pid == root_pid) or core_holds(path, needle):
             found.append((stat.st_mtime, replace(info, file=file)))
-    if names:
-        _note_seen(pattern.folder(workdir), newest)
+    for folder, mtime in newest.items():
+        _note_seen(folder, mtime)
     return [info for _, info in sorted(found, key=lambda item: item[0])]
 
 

@@ -558,7 +558,7 @@ class LocalRunner:
             # Markers are matched on their own thread: a slow regex never delays the timeout.
             matcher = MarkerMatcher(markers, events) if events is not None else None
             # Cores held from their creation while the attempt runs (native/corewatch.py).
-            watched = capture.watch(plan.workdir) if capture is not None else None
+            watched = capture.watch(plan.workdir) if capture is not None else ()
             stall = stall_watch(plan, events_path)
         except BaseException:
             if launcher is not None:  # its server's lease: held, a server is never stopped
@@ -607,8 +607,8 @@ class LocalRunner:
             oom = own or engine_wide
             # Read once every process of the attempt is gone: none can be killed after.
             no_oom_kill = oom is None and oom_watch.none_anywhere()
-            if watched is not None:
-                native.WATCH.release(watched)
+            for folder in watched:
+                native.WATCH.release(folder)
             if matcher is not None:
                 warnings.extend(matcher.close())
             if events is not None:

@@ -138,18 +138,20 @@ class ContainerNative:
             return []  # nothing could read a core: write none
         return [Ulimit(name="core", soft=-1, hard=-1)]
 
-    def watch(self, workdir: Path, *, shared: bool) -> Path | None:
-        """Hold each core created in the bind-mounted `workdir` from its creation while the
-        container runs (corewatch.py): where every core there has one name, and for the
+    def watch(
+        self, workdir: Path, *, shared: bool, elsewhere: tuple[Path, ...] = ()
+    ) -> tuple[Path, ...]:
+        """Hold each core created in the bind-mounted `workdir`, and in the folders under it
+        the shell line moves to (`elsewhere`: `cd build && ./prog`), from its creation while
+        the container runs (corewatch.py): where every core there has one name, and for the
         instances of an attempt (`shared`) also with `core.%p`, since each container
-        numbers its processes from 1. The folder, for WATCH.release; else None."""
+        numbers its processes from 1. The folders watched, each for WATCH.release."""
         pattern = native.core_pattern()
-        watched = pattern.watched(workdir)
-        if watched is None or Path(pattern.raw).is_absolute():
-            return None
-        if not (pattern.shared_name or shared):
-            return None
-        return watched[0] if native.WATCH.acquire(*watched) else None
+        if Path(pattern.raw).is_absolute() or not (pattern.shared_name or shared):
+            return ()
+        inside = [f for f in elsewhere if f.is_relative_to(workdir)]
+        found = [pattern.watched(folder) for folder in dict.fromkeys([workdir, *inside])]
+        return tuple(w[0] for w in found if w is not None and native.WATCH.acquire(*w))
 
     # -- a hang --------------------------------------------------------------------------
 

@@ -434,9 +434,9 @@ class DockerRunner:
         streams = _Streams.open(base, markers)
         # Cores held from their creation while the container runs (native/corewatch.py).
         watched = (
-            self.native.watch(plan.workdir, shared=instance is not None)
+            self.native.watch(plan.workdir, shared=instance is not None, elsewhere=cd_folders(plan))
             if self.native is not None
-            else None
+            else ()
         )
         load = None
         try:
@@ -475,8 +475,8 @@ class DockerRunner:
             execution = infra(str(exc), warnings)
         finally:
             stop_load(load, log_dir)
-            if watched is not None:
-                native.WATCH.release(watched)
+            for folder in watched:
+                native.WATCH.release(folder)
             late = streams.close()
             remove_stack_dumps(log_dir)
         if late:

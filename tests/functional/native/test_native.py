@@ -493,7 +493,7 @@ def test_without_the_watch_a_replaced_core_says_so(
 ) -> None:
     # Where inotify cannot watch the folder (out of watches), the core is lost as before:
     # the attempt says why, and never shows the other crash's stack.
-    monkeypatch.setattr(native.Capture, "watch", lambda _self, _workdir: None)
+    monkeypatch.setattr(native.Capture, "watch", lambda _self, _workdir: ())
     crash = _crash_in if other == "process" else _another_attempt(runner, tmp_path / "b")
     workdir, _ = _crash_with_a_later_crash(runner, tmp_path, monkeypatch, crash, held=False)
     stacks = native.read(tmp_path / "a")
@@ -820,3 +820,40 @@ def test_a_crash_under_a_hard_core_limit_of_zero_says_so(tmp_path: Path) -> None
     report = next((tmp_path / "out").glob("runs/*/report.md")).read_text()
     assert "the hard core size limit (ulimit -Hc) is 0" in report, report
     assert not list(tmp_path.glob("core*"))
+
+
+@needs_gdb
+@needs_plain_cores
+def test_a_core_a_later_crash_replaced_in_a_cd_folder_is_read_all_the_same(
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cd build && ./prog` run as two instances (or -j 2) crashing together: the kernel
+    unlinks build/core to write the next one, and the watch held only the workdir's cores,
+    so one attempt said its crash left no core. build/ is watched too: a real crash there
+    between this attempt's end and its claim replaces the core, which is read from the
+    watch."""
+    _shared_name_or_skip()
+    workdir = tmp_path / "work"
+    build = workdir / "build"
+    build.mkdir(parents=True)
+    (build / "crash.py").write_text("import ctypes\nctypes.string_at(8)\n")
+    real_find = native.find_cores
+    later: list[bool] = []
+
+    def late_claim(token: str, folder: Path, *args: object) -> list[native.CoreInfo]:
+        if not later:
+            later.append(True)
+            assert until(lambda: bool(held_fds(build)))
+            _crash_in(build)
+        return real_find(token, folder, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(native.capture, "find_cores", late_claim)
+    line = f"cd build && {sys.executable} -S crash.py"
+    ex = runner.run(make_plan(line, workdir=workdir), tmp_path / "a")
+    assert ex.returncode in (-11, 139)
+    assert later
+    stacks = native.read(tmp_path / "a")
+    assert stacks is not None
+    assert stacks.unavailable is None, stacks.unavailable
+    assert [p.signal for p in stacks.processes] == ["SIGSEGV"]
+    assert "crash.py" in stacks.processes[0].command
