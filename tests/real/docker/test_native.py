@@ -228,7 +228,7 @@ def test_the_core_of_an_image_s_other_user_is_claimed_by_a_root_engine(
     stacks = native.read(logs)
     assert stacks is not None
     assert stacks.unavailable is None, stacks.unavailable
-    assert (native.top_frames(stacks) or "").startswith("strlen (libc.so")
+    assert "strlen" in (native.top_frames(stacks) or "")  # its library: not always named
     assert list(workdir.iterdir()) == []
 
 
