@@ -124,6 +124,10 @@ class Unpacked:
     # The original run's `--preload` where it was given (() for `--preload none`): its
     # attempts forked from a server that imported them, which the spec does not say.
     preload: tuple[str, ...] | None = None
+    # The number of the original run's first attempt where it was not 1 (a search's probe,
+    # RunOptions.first_attempt): a `${{ attempt }}` seed or a fault's `probability` coin
+    # draws what its attempts 5, 6, ... drew, where the rerun's 1, 2, ... drew otherwise.
+    first_attempt: int = 1
 
     def run_options(self, options: RunOptions, *, runner_given: bool = False) -> RunOptions:
         """The options this bundle's spec runs with: the original run's `-m` filters,
@@ -139,6 +143,9 @@ class Unpacked:
             timeout_s=options.timeout_s if options.timeout_s is not None else self.timeout_s,
             observe=options.observe or self.observe,
             overrides=(*self.overrides, *options.overrides),
+            first_attempt=(
+                options.first_attempt if options.first_attempt != 1 else self.first_attempt
+            ),
         )
 
 
@@ -151,6 +158,7 @@ class _BundledOptions(TypedDict, total=False):
     observe: bool
     runner: str
     preload: tuple[str, ...]
+    first_attempt: int
 
 
 def is_bundle(path: str | Path) -> bool:
@@ -421,6 +429,8 @@ def _sources(run: RunResult, run_dir: Path, *, as_now: bool = False) -> _Sources
         kept["runner"] = options.runner
     if options.preload is not None:
         kept["preload"] = list(options.preload)
+    if options.first_attempt != 1:
+        kept["first_attempt"] = options.first_attempt
     if not stored.is_file():
         from reprospec.store.digests import recorded_files
 
@@ -855,6 +865,14 @@ def _readme(
         f"Or unpack it and run the spec yourself: `{rerun}`.",
         "`report.md` is the bug report; `logs/cells/CELL/N/` holds attempt N of each cell.",
     ]
+    first = options.get("first_attempt") if isinstance(options, dict) else None
+    if isinstance(first, int) and not isinstance(first, bool) and first != 1:
+        # A search's probe: `reprospec run ARCHIVE` numbers from it too; by hand, from 1.
+        lines.append(
+            f"Its attempts were numbered from {first} (a search's probe): `reprospec run` "
+            f"of the archive numbers them so too; the spec run yourself numbers them from 1, "
+            "so a `${{ attempt }}` seed or a fault's `probability` draws other values."
+        )
     lacks = _lacks(run)
     if lacks:
         # The recipient reads report.md first: that it shows no outcome, or judged a cell on
@@ -1305,6 +1323,11 @@ def _run_options(options: Mapping[str, object], where: str) -> _BundledOptions:
         ):
             raise UsageError(f"{at}.preload: expected a list of module names, got {preload!r}")
         checked["preload"] = tuple(preload)
+    first = options.get("first_attempt")
+    if first is not None:
+        if isinstance(first, bool) or not isinstance(first, int) or first < 1:
+            raise UsageError(f"{at}.first_attempt: expected a whole number >= 1, got {first!r}")
+        checked["first_attempt"] = first
     return checked
 
 

@@ -1105,3 +1105,41 @@ def test_the_readmes_spec_run_by_hand_keeps_the_runs_filters(tmp_path: Path, cli
     mine = cli(*shlex.split(rerun.group(1)), "--out", str(tmp_path / "mine"), cwd=unpacked)
     assert mine.code == 0, mine.stderr
     assert "1/1 cell reproduced" in mine.stdout, mine.stdout
+
+
+def test_a_probes_bundle_reruns_the_attempt_numbers_it_ran(tmp_path: Path, cli: Cli) -> None:
+    """A search's probe ran attempts 5 and 6 (RunOptions.first_attempt); its bundle reran
+    attempts 1 and 2, whose `${{ attempt }}` seed (here a coin at 0.5) drew other values:
+    the archive did not rerun what the run did. It numbers from 5 now, and README.md says
+    that the spec run by hand numbers from 1."""
+    import random
+
+    import reprospec
+
+    spec_file = tmp_path / "coin.yaml"
+    spec_file.write_text(
+        'reprospec: 1\nname: coin\ncommand: >-\n  python -c "import os, random; '
+        "n = ${{ attempt }}; print('attempt', n, flush=True); "
+        'os.abort() if random.Random(n).random() < 0.5 else None"\n'
+        "run: {timeout: 30s}\nexpect: {outcome: crash, signal: SIGABRT}\n"
+    )
+    out = tmp_path / "out"
+    options = reprospec.RunOptions(out=out, repeat=2, first_attempt=5, purpose="amplify")
+    ran = reprospec.run(reprospec.load_spec(spec_file), options)
+    archive = tmp_path / "probe.tar.gz"
+    made = cli("bundle", ran.run_id, "--out", str(out), "-o", str(archive))
+    assert made.code == 0, made.stderr
+    with tarfile.open(archive) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith("/README.md"))
+        handle = tar.extractfile(member)
+        assert handle is not None
+        readme = handle.read().decode()
+    assert "Its attempts were numbered from 5 (a search's probe)" in readme
+    rerun = cli("run", str(archive), "--out", str(tmp_path / "again"), "--yes")
+    (folder,) = (tmp_path / "again" / "runs").iterdir()
+    attempts = json.loads((folder / "results.json").read_text())["cells"][0]["attempts"]
+    assert [a["attempt"] for a in attempts] == [5, 6], rerun.stderr
+    drawn = [random.Random(n).random() < 0.5 for n in (5, 6)]
+    assert [a["outcome"]["kind"] == "crash" for a in attempts] == drawn
+    before = [a.ran.kind == "crash" if a.ran else None for a in ran.cells[0].attempts]
+    assert before == drawn
