@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT, count_within
+from reprospec.core.bounds import MAX_FIRST_ATTEMPT, MAX_PARALLEL, MAX_REPEAT, count_within
 from reprospec.core.lazyre import Lazy
 from reprospec.core.runoptions import DEFAULT_OUT as DEFAULT_OUT
 
@@ -195,6 +195,21 @@ def repeat(
 ) -> None:
     """`--repeat N`: attempts per cell, within MAX_REPEAT as `run.repeat` is."""
     p.add_argument("--repeat", type=count(MAX_REPEAT), default=default, metavar="N", help=help)
+
+
+def first_attempt(p: argparse.ArgumentParser) -> None:
+    """`--first-attempt N`: number each cell's attempts from N (RunOptions.first_attempt), as a
+    search's probe numbered them: a report's `attempt 37`, seeded by `${{ attempt }}` or a
+    fault's `probability` coin, is rerun as itself by `--first-attempt 37 --repeat 1`, where
+    every run numbered from 1 and could not draw it again."""
+    p.add_argument(
+        "--first-attempt",
+        type=count(MAX_FIRST_ATTEMPT),
+        default=None,
+        metavar="N",
+        help="number each cell's attempts from N (default 1), as a search's probe did: "
+        "rerun a report's attempt N by its number",
+    )
 
 
 def timeout(
@@ -544,6 +559,7 @@ def run_options(
         keep_cores=bool(given.get("keep_cores", False)),
         observe=bool(given.get("observe", False)),
         preload=preload(given.get("preload")),
+        first_attempt=given.get("first_attempt") or 1,
         purpose=purpose,
         command_line=command_line,
     )

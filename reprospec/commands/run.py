@@ -46,6 +46,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     opt.runner(p, default=None)  # None: a bundle's own runner (a venv run's) applies
     opt.jobs(p)
     opt.repeat(p)
+    opt.first_attempt(p)
     opt.timeout(p)
     opt.out(p)
     opt.output_format(
@@ -319,6 +320,7 @@ def _given_kept(args: argparse.Namespace) -> frozenset[str]:
         "observe": args.observe,
         "runner": args.runner,
         "repeat": args.repeat,
+        "first_attempt": args.first_attempt,
         "timeout_s": args.timeout,
         "python": args.python,
         "gpus": args.gpus,

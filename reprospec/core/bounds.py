@@ -33,6 +33,9 @@ MAX_MATRIX_ENTRIES = 256
 MAX_MATRIX_STEPS = 200_000
 # Attempts per cell (run.repeat, run.max_repeat, --repeat).
 MAX_REPEAT = 10_000
+# The number of a run's first attempt (--first-attempt): a search's probes are numbered on
+# from one another (at most a search's budget apart), far below it.
+MAX_FIRST_ATTEMPT = 1_000_000
 # Attempts a run may plan: cells x repeat (max_repeat for `repeat: auto`).
 MAX_ATTEMPTS = 100_000
 # Attempts run at once (run.parallel, -j).

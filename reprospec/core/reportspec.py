@@ -59,10 +59,10 @@ class MarkerError(ValueError):
 
 def rerun_command(options: Mapping[str, object]) -> str:
     """`reprospec run report.md` with the run's options the embedded spec does not hold
-    (`--runner`, `--preload`, `--observe`, `-m`, `--repeat`, `--timeout`; its `--set`s are
-    in its text): a report of an observed run reran its spec judged, and called cells that
-    only observed a crash not reproduced; one of a venv run reran it on the local runner,
-    every cell infra-error for the packages it did not install."""
+    (`--runner`, `--preload`, `--observe`, `-m`, `--repeat`, `--first-attempt`, `--timeout`;
+    its `--set`s are in its text): a report of an observed run reran its spec judged, and
+    called cells that only observed a crash not reproduced; one of a venv run reran it on
+    the local runner, every cell infra-error for the packages it did not install."""
     words = ["reprospec", "run", "report.md"]
     runner = options.get("runner")
     if isinstance(runner, str) and runner and runner != "local":
@@ -78,7 +78,11 @@ def rerun_command(options: Mapping[str, object]) -> str:
         words += ["-m", str(selected)]
     # Not `--python` or `--find-links`: paths of the machine that ran it; report.md adds
     # them to the command it shows, with a line saying so (report.markdown.machine_note).
-    for flag, key in (("--repeat", "repeat"), ("--timeout", "timeout")):
+    for flag, key in (
+        ("--repeat", "repeat"),
+        ("--first-attempt", "first_attempt"),
+        ("--timeout", "timeout"),
+    ):
         if options.get(key) is not None:
             words += [flag, str(options[key])]
     return shlex.join(words)

@@ -33,6 +33,7 @@ KEPT: Mapping[str, str] = {
     "observe": "--observe",
     "runner": "--runner",
     "repeat": "--repeat",
+    "first_attempt": "--first-attempt",
     "timeout_s": "--timeout",
     "python": "--python",
     "gpus": "--gpus",

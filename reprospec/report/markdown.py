@@ -345,8 +345,18 @@ def reproduce_command(run: RunResult) -> str:
     wheel folder installed from the index, which may lack them (`machine_note` says why)."""
     line = run.command_line or (
         f"reprospec run {shlex.quote(run.spec_path or run.spec_name + '.yaml')}"
+        + _first_attempt(run)
     )
     return line + _this_machine(run)
+
+
+def _first_attempt(run: RunResult) -> str:
+    """` --first-attempt N` of a run numbered from N (a search's probe, made with no command
+    line): rerun from 1, a `${{ attempt }}` seed or a fault's coin draws other values."""
+    first = run.options.get("first_attempt")
+    if isinstance(first, int) and not isinstance(first, bool) and first != 1:
+        return f" --first-attempt {first}"
+    return ""
 
 
 def _this_machine(run: RunResult) -> str:

@@ -483,3 +483,33 @@ def test_ctrl_c_while_the_cli_loads_exits_130_without_a_traceback(
     # The later signals reached the CLI, which said so in one line: the sweep covered its
     # start-up, not only the interpreter's.
     assert quiet >= 4, quiet
+
+
+def test_first_attempt_numbers_the_attempts_from_n_and_reruns_one_by_its_number(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A search's probe numbers its attempts after the search's earlier ones (attempt 37 of a
+    # report, seeded by `${{ attempt }}`), and no `run` could number them so: rerun from 1,
+    # the seed drew other values. `--first-attempt N` numbers them N, N + 1, ...
+    spec = tmp_path / "seeded.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: seeded\n"
+        "command: [python, -c, 'print(\"seed\", ${{ attempt }})']\n"
+        "expect: {outcome: pass}\n"
+    )
+    result = cli("run", str(spec), "--first-attempt", "7", "--repeat", "2")
+    assert result.code == 0, result.stderr
+    run = result.latest_run()
+    attempts = result.results()["cells"][0]["attempts"]
+    assert [a["attempt"] for a in attempts] == [7, 8]
+    for number in (7, 8):
+        stdout = (run / "cells" / "default" / str(number) / "stdout.log").read_text()
+        assert f"seed {number}" in stdout, stdout
+    report = (run / "report.md").read_text()
+    assert "--first-attempt 7 --repeat 2" in report, report
+    # The report's own rerun line keeps it: its embedded spec numbers from 1.
+    assert "reprospec run report.md --repeat 2 --first-attempt 7" in report, report
+    refused = cli("run", str(spec), "--first-attempt", "0")
+    assert refused.code == 2, refused.stderr
+    assert "--first-attempt: expected a number >= 1, got 0" in refused.stderr
+    assert "Traceback" not in refused.stderr

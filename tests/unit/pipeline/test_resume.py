@@ -18,7 +18,8 @@ def test_every_option_that_changes_what_runs_is_seen_given(tmp_path: Path) -> No
     wheels = str(tmp_path)  # a --find-links folder must be there
     args = build_parser().parse_args(
         ["run", "--resume", "R", "-m", "a=1", "--set", "x=1", "--observe", "--runner", "local",
-         "--repeat", "2", "--timeout", "3s", "--python", "py", "--gpus", "0", "--shard", "1/2",
+         "--repeat", "2", "--first-attempt", "5", "--timeout", "3s", "--python", "py",
+         "--gpus", "0", "--shard", "1/2",
          "--find-links", wheels, "--keep-cores", "--preload", "none", "-j", "4", "--format", "json",
          "-y"]
     )  # fmt: skip
