@@ -59,6 +59,8 @@ OUTCOME_VERBS = {"crash": "crashes", "hang": "hangs", "error": "errors", "fail":
 # A cell an interrupted run never reached: nothing went wrong in it.
 NOT_RUN = "not run (interrupted)"
 NOT_RUN_LEGEND = f"⏸️ {NOT_RUN}"
+# A cell whose every attempt could not run (a command not found, no docker engine).
+COULD_NOT_RUN = "could not run (infra-error)"
 # The headline of an interrupted run that kept no attempt. Not "Nothing ran": the attempts
 # in flight ran, and one may have run to its end after the stop, as its stacks were asked
 # for (its logs say so); one that had ended before it is kept (unless a SIGTERM, which
@@ -689,6 +691,7 @@ def shorten_command(text: str, width: int) -> str:
 
 
 __all__ = [
+    "COULD_NOT_RUN",
     "NOTHING_KEPT",
     "NOT_PYTHON",
     "NOT_RUN",

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from reprospec.core.frozen import frozen
 from reprospec.core.results import CellResult, Outcome, RunResult
-from reprospec.core.words import outcome_phrase, plural
+from reprospec.core.words import COULD_NOT_RUN, NOT_RUN, outcome_phrase, plural
 from reprospec.report.cellsets import describe_cells, patterns_line, separating_patterns
 from reprospec.report.instances import instance_separation
 from reprospec.report.markup import inline_code
@@ -167,8 +167,8 @@ def _not_run(run: RunResult) -> list[Separation]:
     parts = [
         f"{plural(len(cells), 'cell')} {verb}: {_named(tuple(cells), run.cells)}"
         for cells, verb in (
-            (could_not, "could not run (infra-error)"),
-            (unrun, f"{'was' if len(unrun) == 1 else 'were'} not run (interrupted)"),
+            (could_not, COULD_NOT_RUN),
+            (unrun, f"{'was' if len(unrun) == 1 else 'were'} {NOT_RUN}"),
         )
         if cells
     ]
