@@ -234,4 +234,6 @@ def _cd_folders_of(job: Command, workdir: Path) -> tuple[Path, ...]:
     from reprospec.plan.shellwords import command_words, located_words
 
     found = {loc.folder for loc in located_words(command_words(job)) if loc.folder}
-    return tuple(sorted(workdir / folder for folder in found))
+    # A shell's `cd` is logical: `cd ../other` leaves the workdir, which `workdir / ".."`
+    # would still count as inside it (Path.is_relative_to does not resolve `..`).
+    return tuple(sorted({Path(os.path.normpath(workdir / folder)) for folder in found}))
