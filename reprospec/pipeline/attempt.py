@@ -223,7 +223,8 @@ def _oom_unexplained(execution: Execution, outcome: Outcome | NotRun) -> tuple[s
 def reached_memory_limit(
     plan: AttemptPlan, outcome: Outcome | NotRun, evidence: Evidence
 ) -> tuple[str, ...]:
-    """A failure out of memory under `environment.memory` (a MemoryError; C++'s uncaught
+    """A failure out of memory under `environment.memory` (a MemoryError, by type: never a
+    torch.OutOfMemoryError, GPU memory no `environment.memory` bounds; C++'s uncaught
     std::bad_alloc, an abort whose words are on stderr) is the limit's doing: said
     (LIMIT_REACHED), so that the verdict's phrase says it too, where the attempt's record
     alone did not tell that it ran into its limit. The docker runner's OOM kill says so
@@ -231,8 +232,12 @@ def reached_memory_limit(
     memory = plan.environment.memory
     if memory is None or not isinstance(outcome, Outcome) or outcome.kind == "pass":
         return ()
-    said = [link.type for link in outcome.exceptions] + [outcome.message or ""]
-    found = "MemoryError" if any("MemoryError" in s for s in said) else None
+    # The exception's type exactly (torch.OutOfMemoryError, a GPU's, is no host limit's),
+    # else, with no traceback that ended it, stderr's last line where it names the type.
+    said = [link.type for link in outcome.exceptions] or [
+        (outcome.message or "").partition("\n")[0].partition(":")[0].strip()
+    ]
+    found = "MemoryError" if any(s.rpartition(".")[2] == "MemoryError" for s in said) else None
     if outcome.signal == "SIGABRT" and "std::bad_alloc" in evidence.stderr:
         found = "std::bad_alloc"
     if found is None:
