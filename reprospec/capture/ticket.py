@@ -1145,7 +1145,9 @@ def _echoed_status(clean: str) -> int | None:
         elif rest and _ECHO_STATUS.match(rest):
             output = []  # `cmd; echo $?`: the last line of the output, before the next prompt
             for after in lines[index + 1 :]:
-                if _PROMPT.match(after):
+                # or before the fence that closes its paste (a fence line is markdown, no
+                # output: read as the last line, a fenced paste's status was never found).
+                if _PROMPT.match(after) or _FENCE_LINE.match(after):
                     break
                 output.append(after)
             output = [o for o in output if o.strip()][-1:]

@@ -1970,6 +1970,10 @@ def test_a_hang_said_by_echo_status_after_timeout_is_a_hang_and_the_echo_no_comm
     inline = read_ticket('$ timeout 30s python train.py; echo "exit: $?"\nloading\nexit: 124\n')
     assert inline.failure.outcome == "hang"
     assert inline.command == "timeout 30s python train.py"
+    # In a fenced paste, as most tickets are: its closing fence is no line of the output.
+    for fence in ("```", "~~~"):
+        paste = f"{fence}console\n$ timeout 60 pytest tests/ -v; echo $?\nstuff\n124\n{fence}\n"
+        assert read_ticket(f"Output:\n{paste}Any idea?\n").failure.outcome == "hang"
     # Another status is the program's own exit; 139 a crash, as a shell reports it.
     assert read_ticket("$ python t.py\n$ echo $?\n3\n").failure.exit_code == 3
     crashed = read_ticket("$ python t.py\n$ echo $?\n139\n").failure
