@@ -145,7 +145,9 @@ _TIMEOUT_KILLS = re.compile(
 # failing one (`$ echo $?`, its output the next line), or run after it on one line
 # (`$ timeout 30 python x.py; echo $?`, its output the last line before the next prompt).
 _ECHO_STATUS = re.compile(r"^\s*(?:;|&&|\|\|)?\s*echo\b[^;&|]*\$\?[^;&|]*$")
-_STATUS_SAID = re.compile(r"(?<![\w.-])(?P<code>\d{1,3})\s*$")
+# The status alone on its line (`124`), or after a word and `:`/`=` (`exit: 124`, `rc=124`):
+# any number that ends a line was one, the program's own `Processed 100` read as exit 100.
+_STATUS_SAID = re.compile(r"^\s*(?:[A-Za-z][\w ]{0,30}?\s*[:=]\s*)?(?P<code>\d{1,3})\s*$")
 # A reporter's words that the program hangs, where the log shows no stack, signal or
 # exception of it: "it hangs forever", "gets stuck at Loading checkpoint", "freezes at
 # step 3", "never returns". Denied as _DENIED denies ("it no longer hangs").
@@ -1153,7 +1155,7 @@ def _echoed_status(clean: str) -> int | None:
             output = [o for o in output if o.strip()][-1:]
         else:
             continue
-        found = _STATUS_SAID.search(output[0]) if output else None
+        found = _STATUS_SAID.match(output[0]) if output else None
         if found is not None:
             said = int(found["code"])
     return said

@@ -1974,6 +1974,11 @@ def test_a_hang_said_by_echo_status_after_timeout_is_a_hang_and_the_echo_no_comm
     for fence in ("```", "~~~"):
         paste = f"{fence}console\n$ timeout 60 pytest tests/ -v; echo $?\nstuff\n124\n{fence}\n"
         assert read_ticket(f"Output:\n{paste}Any idea?\n").failure.outcome == "hang"
+    # The status is a number alone on its line, or after `word:`/`word=`; a number that
+    # only ends the program's own last line (`Processed 100`) is no status.
+    said = read_ticket("$ python process.py; echo $?\nProcessed 100\n").failure
+    assert (said.outcome, said.exit_code) == (None, None)
+    assert read_ticket("$ python t.py; echo rc=$?\nrc=3\n").failure.exit_code == 3
     # Another status is the program's own exit; 139 a crash, as a shell reports it.
     assert read_ticket("$ python t.py\n$ echo $?\n3\n").failure.exit_code == 3
     crashed = read_ticket("$ python t.py\n$ echo $?\n139\n").failure
