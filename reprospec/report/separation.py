@@ -98,8 +98,10 @@ def _named(cells: tuple[CellResult, ...], every: Sequence[CellResult]) -> str:
     return shown
 
 
-def _one_way(failing: list[CellResult], run: RunResult) -> list[str]:
-    """A run that failed one way: its failing cells against its passing cells, both ways."""
+def _one_way(failing: list[CellResult], run: RunResult) -> tuple[list[str], bool]:
+    """A run that failed one way: its failing cells against its passing cells, both ways;
+    and whether the lines are of every cell (the patterns of the fallback), not only of
+    the cells that ran."""
     passing = [c for c in run.cells if _passed(c)]
     lines = [
         e.worded("every failing cell", "no passing cell")
@@ -108,24 +110,28 @@ def _one_way(failing: list[CellResult], run: RunResult) -> list[str]:
         for e in explain(failing, passing)
     ]
     if lines:
-        return lines
+        return lines, False
     # No one value, nor a pair: a few values of some axes may hold the failing cells, and
     # only them (every other cell, one that never ran included, is outside).
     others = [c for c in run.cells if c not in failing]
     none = "no passing cell" if len(others) == len(passing) else "no other cell"
     patterns = separating_patterns(failing, others, run.cells)
-    return [patterns_line(patterns, "every failing cell", none)] if patterns else []
+    return (
+        ([patterns_line(patterns, "every failing cell", none)], True) if patterns else ([], False)
+    )
 
 
 def _each_way(failures: list[_Failure], run: RunResult) -> list[Separation]:
-    """A run that failed several ways: each failure with exactly its cells, and its values."""
+    """A run that failed several ways: each failure with exactly its cells, and its values,
+    counted of the cells that ran (the line of those that did not says "of the N cells
+    that ran": "in 1 of 4 cells" above it counted two that never ran)."""
     ran = [c for c in run.cells if any(a.ran is not None for a in c.attempts)]
     out = []
     for failure in failures:
         others = [c for c in ran if c not in failure.cells]
         headline = (
             f"{inline_code(failure.phrase)} in {len(failure.cells)} of "
-            f"{plural(len(run.cells), 'cell')}{'' if failure.expected else ', not expected'}: "
+            f"{plural(len(ran), 'cell')}{'' if failure.expected else ', not expected'}: "
             + _named(failure.cells, run.cells)
         )
         lines = tuple(e.text() for e in explain(list(failure.cells), others))
@@ -145,16 +151,22 @@ def separators(run: RunResult) -> list[Separation] | None:
     passing = any(_passed(c) for c in run.cells)
     if not (failing and passing and has_axes) and not more:
         return None
-    lines = _one_way(failing, run) if failing and passing and has_axes else []
+    lines, of_every = _one_way(failing, run) if failing and passing and has_axes else ([], False)
     # [] when nothing tells them apart: the report says so in words.
-    return [Separation("", tuple(lines + more)), *_not_run(run)] if lines or more else []
+    if not (lines or more):
+        return []
+    return [Separation("", tuple(lines + more)), *_not_run(run, of_ran=not of_every)]
 
 
-def _not_run(run: RunResult) -> list[Separation]:
+def _not_run(run: RunResult, *, of_ran: bool = True) -> list[Separation]:
     """The cells no attempt of which ran, named under the statements: those are of the
     cells that ran. `n=1: in every passing cell, in no failing cell` of a run stopped after
     `n=1` passed and `n=2` hung read as "only n=1 passes", where `n=3` and `n=4` had not run
-    at all (an interrupted run), or could not (infra-error: a command not found)."""
+    at all (an interrupted run), or could not (infra-error: a command not found).
+
+    `of_ran` False: the statements are of every cell (patterns against "no other cell",
+    the cells that never ran included), and the cells are named without "these are of
+    the N cells that ran", which contradicted them."""
     unrun = [c for c in run.cells if c.verdict == "not-run"]
     could_not = [
         c
@@ -172,9 +184,8 @@ def _not_run(run: RunResult) -> list[Separation]:
         )
         if cells
     ]
-    return [
-        Separation("", (f"these are of the {plural(ran, 'cell')} that ran; " + "; ".join(parts),))
-    ]
+    lead = f"these are of the {plural(ran, 'cell')} that ran; " if of_ran else ""
+    return [Separation("", (lead + "; ".join(parts),))]
 
 
 __all__ = ["Separation", "separators"]

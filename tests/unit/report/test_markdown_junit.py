@@ -498,6 +498,49 @@ def test_separators_word_two_patterns_as_one_statement() -> None:
     ]
 
 
+def test_separators_of_an_interrupted_run_agree_with_the_line_of_its_cells_that_ran() -> None:
+    """The line "these are of the N cells that ran" under a headline "in 1 of M cells" that
+    counted the cells never run in M, or under patterns against "no other cell" (the cells
+    never run among them), contradicted them."""
+    base = error_run()
+    crashed = next(c for c in base.cells if c.verdict == "reproduced")
+    passing = next(c for c in base.cells if c is not crashed)
+
+    def at(template: CellResult, index: int, **matrix: JsonValue) -> CellResult:
+        cell_id = ",".join(f"{k}={v}" for k, v in matrix.items())
+        return replace(template, cell=Cell(id=cell_id, index=index, matrix=matrix))
+
+    never = replace(at(passing, 9, a=2, b=0, c=0), verdict="not-run", attempts=())
+    # Several ways: each failure is counted of the 3 cells that ran, not of 4.
+    several = replace(
+        base,
+        cells=(
+            _error_cell(crashed, "KeyError", 0, matched=True, excerpt="x"),
+            _error_cell(crashed, "ValueError", 1, matched=False, excerpt="y"),
+            at(passing, 3, k=2),
+            replace(at(passing, 4, k=3), verdict="not-run", attempts=()),
+        ),
+        interrupted=True,
+    )
+    groups = separators(several)
+    assert groups is not None
+    assert all(" in 1 of 3 cells" in g.headline for g in groups if g.headline), groups
+    assert groups[-1].lines == (
+        "these are of the 3 cells that ran; 1 cell was not run (interrupted): `k=3`",
+    )
+    # One way, patterns against every other cell: the cell never run is named, not
+    # "these are of the 8 cells that ran".
+    cells = [
+        at(crashed if a == 1 and (b == 1 or c == 1) else passing, 4 * a + 2 * b + c, a=a, b=b, c=c)
+        for a in (0, 1)
+        for b in (0, 1)
+        for c in (0, 1)
+    ]
+    lines = _lines(replace(base, cells=(*cells, never), interrupted=True))
+    assert lines[0].endswith("no other cell is either"), lines
+    assert lines[1:] == ["1 cell was not run (interrupted): `a=2,b=0,c=0`"]
+
+
 def _error_cell(base: CellResult, name: str, n: int, *, matched: bool, excerpt: str) -> CellResult:
     """Cell `k=N` of `base`, one attempt that raised `name` (`boom N`), matched or not."""
     attempt = replace(
