@@ -114,14 +114,13 @@ def _installed_by_runner(check: Check, env: Captured, needs: Needs) -> Check:
     installs the spec's packages (venv, docker) where they name torch: skipped, saying so.
     `doctor --runner venv` failed a spec of `torch==2.13.0` for the bare interpreter the
     venv runner builds each cell's venv on."""
-    import re
-
     from reprospec.doctor.check import Check
     from reprospec.environment.captured import section
+    from reprospec.environment.packages import requirements_naming
 
     if check.name != "torch" or section(env, "torch").get("installed") is not False:
         return check
-    named = [p for p in needs.packages if re.match(r"\s*torch(?![\w.-])", p, re.IGNORECASE)]
+    named = requirements_naming(needs.packages, "torch")
     if not named:
         return check
     return Check(

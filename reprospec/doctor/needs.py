@@ -315,6 +315,8 @@ def needs_of(
 ) -> Needs:
     """The most demanding of the resolved cells, each `(workload, environment)`; `ids`, the
     cells' ids in the same order, name the cells of each package list (`package_sets`)."""
+    from reprospec.environment.packages import requirements_naming
+
     device, workers, prefetch, batch, shm, memory = "cpu", 0, 2, None, None, None
     gpu_count = 0
     python: str | None = None
@@ -328,11 +330,7 @@ def needs_of(
         if environment.packages:
             named = lists.setdefault(tuple(environment.packages), [])
             named.extend(ids[position : position + 1])
-        torch = (
-            torch
-            or bool(workload)
-            or any(re.match(r"\s*torch(?![\w.-])", p) is not None for p in environment.packages)
-        )
+        torch = torch or bool(workload) or bool(requirements_naming(environment.packages, "torch"))
         wanted = str(workload.get("device") or environment.device or "cpu")
         if wanted.startswith("cuda"):
             device = wanted

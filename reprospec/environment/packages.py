@@ -19,7 +19,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
 
@@ -191,6 +191,12 @@ def requirement_names(requirements: Sequence[str]) -> tuple[str, ...]:
     """The normalized distribution names the requirements name (unparsable ones left out)."""
     names = (requirement_name(r) for r in requirements)
     return tuple(dict.fromkeys(n for n in names if n))
+
+
+def requirements_naming(requirements: Iterable[str], name: str) -> tuple[str, ...]:
+    """The requirements that name distribution `name`, by `requirement_name`: for torch,
+    `Torch==2.1`, `torch[cuda]`, `./wheels/torch-2.3.0-...whl`, never `torchvision`."""
+    return tuple(r for r in requirements if requirement_name(r) == normalize(name))
 
 
 def mismatches(requirements: Sequence[str], installed: Installed) -> tuple[str, ...]:

@@ -523,3 +523,32 @@ def test_a_spec_python_that_is_a_path_names_no_version_to_hold_the_interpreter_t
         "the interpreter is python 3.11.7; the spec names 3.12"
     ]
     assert not same_python("3.11.7", "3.1")
+
+
+@pytest.mark.parametrize(
+    ("package", "named"),
+    [
+        ("Torch==2.1", True),
+        ("torch[cuda]", True),
+        ("torch>=2; python_version >= '3'", True),
+        ("./wheels/torch-2.3.0-cp311-cp311-linux_x86_64.whl", True),
+        ("torchvision", False),
+        ("torch-audio", False),
+    ],
+)
+def test_a_package_list_names_torch_by_the_package_checks_own_reader(
+    package: str, named: bool
+) -> None:
+    """`needs_of` matched `torch` case-sensitively and the runner's skip did not: for
+    `Torch==2.1` doctor said the spec needs no torch and skipped every torch check."""
+    cells: list[tuple[JsonObject, Environment]] = [
+        ({}, Environment(workdir=Path.cwd(), packages=(package,)))
+    ]
+    needs = doctor.needs_of(cells)
+    assert needs.torch is named
+    bare = machine(torch={"installed": False, "version": None})
+    torch = by_name(bare, replace(needs, runner="venv"))["torch"]
+    assert torch.status == "skipped"
+    installs = f"the venv runner installs the spec's {package} for each cell"
+    assert torch.why.endswith(installs) is named
+    assert torch.why.startswith("the spec needs no torch") is not named
