@@ -134,3 +134,34 @@ def _prefixed(stderr: bytes) -> bytes:
     for index in range(start, end + 1):
         lines[index] = "[rank1]: " + lines[index]
     return "\n".join(lines).encode()
+
+
+# bash's report of a pipeline's job, as `bash -c 'set -o pipefail; echo hi | python3 -c
+# "..." | cat'` prints it where the middle process segfaulted: the job's first line carries
+# the shell's prefix, each later process's line begins with its `| `, and a process still
+# running when the report was made has no description at all.
+_PIPELINE_REPORT = (
+    "bash: 23352 Done                    echo hi\n"
+    "     23353 Segmentation fault      | python3 -c 'import ctypes; ctypes.string_at(0)'\n"
+    "     23354                       | cat\n"
+)
+
+
+def test_bashs_report_of_a_pipeline_lists_the_crashed_process_as_one_of_it() -> None:
+    from reprospec.outcome.children import _reported, in_a_pipeline
+
+    text = f"hi\n{_PIPELINE_REPORT}"
+    # The dead process and its command, the pipeline's `| ` cut from it.
+    assert _reported(text) == (
+        "SIGSEGV",
+        23353,
+        "python3 -c 'import ctypes; ctypes.string_at(0)'",
+        "as the shell reports it",
+    )
+    assert in_a_pipeline(text, 23353)
+    assert not in_a_pipeline(text, 4242)  # a pid the report does not name
+    # A process the shell ran alone: its report is one line, no pipeline.
+    alone = "bash: line 1: 23353 Segmentation fault      (core dumped) python3 x.py\n"
+    assert not in_a_pipeline(alone, 23353)
+    # Nor a lone report beside another job's line that is no pipeline's.
+    assert not in_a_pipeline(f"bash: 23350 Done  echo hi\n{alone}", 23353)
