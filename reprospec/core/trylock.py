@@ -9,6 +9,11 @@ that refuses `flock`, where `envs list` and `prune` read the first as "cannot te
 stopped on the second. Now both are `None`, "cannot tell", and each caller says what that
 means for it: `prune` leaves such an environment, a search runs unguarded, as before there
 was a lock.
+
+`hold_shared` is the other side of a prune's `try_locked`: a run's shared hold on what it
+uses (an environment, the docker runner's image), under the same rule: None where the lock
+cannot be made, the file closed (the venv runner's stopped on a file system without
+`flock`; the docker runner's left its file open).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import errno
 import fcntl
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 
 @contextlib.contextmanager
@@ -42,3 +48,20 @@ def try_locked(path: Path) -> Iterator[bool | None]:
             yield True
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def hold_shared(path: Path) -> IO[str] | None:
+    """A shared lock on `path` for as long as the file returned stays open (made with its
+    folder where missing), waiting while another holds it alone (a prune removing what it
+    guards); None, nothing left open, where it cannot be opened or locked."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = path.open("a")
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+    except OSError:
+        handle.close()
+        return None
+    return handle

@@ -38,6 +38,7 @@ from reprospec.core import safepoint
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.sections import Environment
+from reprospec.core.trylock import hold_shared
 from reprospec.environment import packages
 from reprospec.errors import InfraError
 from reprospec.venvs.index import IndexConfig, user_index_config
@@ -364,15 +365,9 @@ def hold(root: Path, key: str) -> IO[str] | None:
     infra-error, "not installed where the attempt ran"). Waits while a prune is
     removing it (then the run builds it again). None where its lock file cannot be made (a
     folder of environments this user cannot write, another's, shared): a run reuses such an
-    environment as it did before it was held, where the run stopped on the OSError."""
-    path = in_use_lock(root, key)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = path.open("a")
-    except OSError:
-        return None
-    fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
-    return handle
+    environment as it did before it was held, where the run stopped on the OSError; so too
+    where its file system refuses `flock` (core/trylock.py)."""
+    return hold_shared(in_use_lock(root, key))
 
 
 def read_meta(folder: Path) -> JsonObject | None:

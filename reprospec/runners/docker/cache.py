@@ -16,19 +16,18 @@ the engine keeps none).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib.util
 import os
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.trylock import try_locked
+from reprospec.core.trylock import hold_shared, try_locked
 from reprospec.errors import InfraError
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker.sdk import DockerClient, Image
@@ -226,11 +225,6 @@ def _shared_sizes(client: DockerClient) -> dict[str, int]:
     return out
 
 
-@contextlib.contextmanager
-def _cannot_tell() -> Iterator[bool | None]:
-    yield None
-
-
 def hold_lock(tag: str) -> Path | None:
     """The file a run holds a shared lock on while it may start containers of the runner's
     image `tag` (`hold_image`), which `prune_images` takes alone before it removes it; None
@@ -251,15 +245,7 @@ def hold_image(tag: str) -> IO[str] | None:
     on the engine's 404. Waits while a prune is removing it (then the run builds it again).
     None for another image, or where the lock cannot be made (the run goes on unheld)."""
     path = hold_lock(tag)
-    if path is None:
-        return None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = path.open("a")
-        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
-    except OSError:
-        return None
-    return handle
+    return None if path is None else hold_shared(path)
 
 
 def prune_images(
@@ -291,7 +277,7 @@ def prune_images(
         lock = hold_lock(info.tag)
         # Held alone while it goes, so a run that comes to use it meanwhile waits, then
         # builds it again; one that cannot be told (core/trylock.py) is pruned as before.
-        with try_locked(lock) if lock is not None else _cannot_tell() as alone:
+        with try_locked(lock) if lock is not None else contextlib.nullcontext() as alone:
             if alone is False:
                 kept.append((info, "in use by a run now"))
                 continue

@@ -4,15 +4,19 @@ of the same file here is another holder)."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 from pathlib import Path
+from typing import IO
 
 import pytest
 
 from reprospec.amplify.state import held
-from reprospec.core.trylock import try_locked
+from reprospec.core.trylock import hold_shared, try_locked
 from reprospec.errors import UsageError
-from reprospec.venvs.build import in_use_lock
+from reprospec.runners.docker.cache import hold_image
+from reprospec.runners.docker.image import BUILT_REPOSITORY
+from reprospec.venvs.build import hold, in_use_lock
 from reprospec.venvs.cache import _held
 
 
@@ -51,3 +55,38 @@ def test_a_held_search_folder_is_refused(tmp_path: Path) -> None:
             held(folder, "amplification x"),
         ):
             pass
+
+
+def test_a_shared_hold_blocks_a_prune_and_is_none_where_it_cannot_be_made(tmp_path: Path) -> None:
+    handle = hold_shared(tmp_path / "made" / "k.use")
+    assert handle is not None
+    with handle, try_locked(tmp_path / "made" / "k.use") as alone:
+        assert alone is False
+    (tmp_path / "dir.use").mkdir()
+    assert hold_shared(tmp_path / "dir.use") is None
+
+
+def test_a_hold_flock_refuses_is_none_and_leaves_no_file_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The venv runner's `hold` stopped on a file system without flock (ENOLCK), and the
+    docker runner's `hold_image` returned None with its file left open: one rule now,
+    None and closed, for both."""
+    opened: list[IO[str]] = []
+    real_open = Path.open
+
+    def tracked(self: Path, *args: object, **kwargs: object) -> IO[str]:
+        handle = real_open(self, *args, **kwargs)  # type: ignore[call-overload]
+        opened.append(handle)
+        return handle  # type: ignore[no-any-return]
+
+    def refused(*_: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(Path, "open", tracked)
+    monkeypatch.setattr(fcntl, "flock", refused)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert hold_image(f"{BUILT_REPOSITORY}:abc123") is None
+    assert hold(tmp_path / "envs", "k") is None
+    assert len(opened) == 2
+    assert all(handle.closed for handle in opened)
