@@ -529,7 +529,7 @@ def read_ticket(text: str) -> Ticket:
     elif echoed is not None and echoed > 0:
         exit_code = echoed
         evidence.append(f"the shell's `echo $?`: exit status {echoed}")
-    hang = any(_FAULTHANDLER_TIMEOUT.match(line) for line in clean.split("\n"))
+    hang = _watchdog_hang(clean)
     time_limit = _SLURM_TIME_LIMIT.search(clean)
     # A py-spy dump is of a process still running, taken because it made no progress: a
     # hang, where nothing else (a signal) says the process died.
@@ -1159,6 +1159,30 @@ def _echoed_status(clean: str) -> int | None:
         if found is not None:
             said = int(found["code"])
     return said
+
+
+def _watchdog_hang(clean: str) -> bool:
+    """Whether `clean` shows a faulthandler `Timeout (h:mm:ss)!` dump that ended its program:
+    one after which, up to the next prompt or closing fence, no traceback follows.
+
+    `dump_traceback_later(T, exit=False)` dumps and lets the program go on: a traceback
+    after the dump (`ValueError: late`) is how it ended, which a live run reads as that
+    error (outcome/watchdog.py reads a dump as the end only where it ends stderr); any
+    header at all read the ticket as a hang."""
+    lines = clean.split("\n")
+    for index, line in enumerate(lines):
+        if not _FAULTHANDLER_TIMEOUT.match(line):
+            continue
+        raised = False
+        for after in lines[index + 1 :]:
+            if _PROMPT.match(after) or _FENCE_LINE.match(after):
+                break
+            if _TRACEBACK_HEADER.match(after):
+                raised = True
+                break
+        if not raised:
+            return True
+    return False
 
 
 def _without_status_echo(command: str | None) -> str | None:

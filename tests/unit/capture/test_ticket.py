@@ -216,6 +216,21 @@ def test_a_faulthandler_timeout_dump_is_a_hang() -> None:
     assert (read.failure.outcome, read.failure.phase) == ("hang", "validation")
 
 
+def test_a_timeout_dump_the_program_went_on_after_is_how_it_later_ended() -> None:
+    # `dump_traceback_later(5, exit=False)`: the dump, then the program raised. A live run
+    # reads that error (outcome/watchdog.py: the dump does not end stderr); the ticket read
+    # a hang.
+    dump = (
+        "Timeout (0:00:05)!\nThread 0x00007f (most recent call first):\n"
+        '  File "/x/train.py", line 9 in validation_step\n'
+    )
+    late = 'Traceback (most recent call last):\n  File "/x/train.py", line 20, in <module>\n'
+    failure = read_ticket(f"{dump}{late}ValueError: late\n").failure
+    assert (failure.outcome, failure.exception) == ("error", "ValueError")
+    # The reporter's words after the dump are no sign the program went on.
+    assert read_ticket(f"```\n{dump}```\nAny idea why?\n").failure.outcome == "hang"
+
+
 _STOPPED = (
     "$ python train.py --epochs 3\nepoch 1 done\n"
     "^CTraceback (most recent call last):\n"
