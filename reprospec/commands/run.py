@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from reprospec.commands import options as opt
-from reprospec.core.formats import REPORT_FORMATS
+from reprospec.core.formats import BUNDLE_SUFFIXES, REPORT_FORMATS
 from reprospec.core.frozen import frozen
 from reprospec.core.logtext import printable
 from reprospec.errors import SpecError, UsageError
@@ -458,7 +458,7 @@ def write_github_annotations(result: RunResult, spec: Spec | None, file: Path) -
 
 def _is_bundle(path: str | Path) -> bool:
     # By name first: the bundle module (tarfile, hashlib) is imported only for an archive.
-    if not str(path).lower().endswith((".tar.gz", ".tgz")):
+    if not str(path).lower().endswith(BUNDLE_SUFFIXES):
         return False
     from reprospec.export.bundle import is_bundle
 

@@ -47,6 +47,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING, TypedDict
 
 from reprospec.core.bounds import MAX_REPEAT, count_within
+from reprospec.core.formats import BUNDLE_SUFFIXES
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonValue
@@ -164,7 +165,7 @@ class _BundledOptions(TypedDict, total=False):
 def is_bundle(path: str | Path) -> bool:
     """Whether `path` names an archive `run` should unpack (by name: .tar.gz, .tgz)."""
     name = str(path).lower()
-    return name.endswith((".tar.gz", ".tgz")) and Path(path).is_file()
+    return name.endswith(BUNDLE_SUFFIXES) and Path(path).is_file()
 
 
 # -- packing ---------------------------------------------------------------------------
@@ -192,7 +193,7 @@ def pack(
     (`bundle --force`): an `output` that exists is written over, where it is otherwise
     refused (exit 2, nothing written), as `capture -o` refuses one: a second bundle of
     another run to the same name replaced the first without a word."""
-    if not output.name.endswith((".tar.gz", ".tgz")):
+    if not output.name.endswith(BUNDLE_SUFFIXES):
         raise UsageError(f"-o {output}: a bundle is a .tar.gz (or .tgz) file")
     if output.is_dir():
         raise UsageError(f"-o {output} is a folder: name the archive to write")

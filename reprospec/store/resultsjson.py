@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from reprospec.core.atomicfile import write_atomic
+from reprospec.core.formats import BUNDLE_SUFFIXES
 from reprospec.core.inputs import WHERES, Cell, Expectation, ExpectedOutcome
 from reprospec.core.jsontypes import (
     JsonObject,
@@ -561,7 +562,7 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
     if path.is_dir() and RunFolder(path).results_json.is_file():
         return RunFolder(path).results_json
     if path.is_file():
-        if path.name.lower().endswith((".tar.gz", ".tgz")):
+        if path.name.lower().endswith(BUNDLE_SUFFIXES):
             # A bundle handed on (`report b.tar.gz`, `compare b.tar.gz latest`): read as
             # results it was "'utf-8' codec can't decode byte 0x8b", and `merge` said its
             # folder was no run folder.
