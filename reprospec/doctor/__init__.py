@@ -67,8 +67,11 @@ def run_checks(env: Captured, needs: Needs | None = None) -> list[Check]:
         check_spec_environment,
     )
 
+    # A spec of builtin workloads only never touches torch's numpy bridge (one that needs no
+    # torch at all has its torch checks skipped below).
+    numpy_used = needs is None or needs.numpy or not needs.torch
     checks = [
-        check_torch(env),
+        check_torch(env, numpy_used),
         check_cuda_available(env),
         check_driver(env),
         check_arch_list(env),
@@ -79,8 +82,6 @@ def run_checks(env: Captured, needs: Needs | None = None) -> list[Check]:
     ]
     if needs is not None and not needs.torch:
         checks = [_not_needed(check) for check in checks]
-    elif needs is not None and not needs.numpy:
-        checks = [_no_numpy_needed(check, env) for check in checks]
     if needs is not None and needs.runner != "local":
         checks = [_installed_by_runner(check, env, needs) for check in checks]
     if needs is not None:
@@ -128,25 +129,6 @@ def _installed_by_runner(check: Check, env: Captured, needs: Needs) -> Check:
         "skipped",
         f"torch is not installed in this interpreter; the {needs.runner} runner installs the "
         f"spec's {', '.join(named)} for each cell",
-    )
-
-
-def _no_numpy_needed(check: Check, env: Captured) -> Check:
-    """The torch check's warning of a failing numpy bridge, for a spec whose workloads are
-    the harness's builtins only: they never touch numpy, so it passes, saying so (a
-    workload with 2 DataLoader workers runs and passes without numpy)."""
-    from reprospec.doctor.check import Check
-    from reprospec.doctor.machine import numpy_bridge
-
-    if check.name != "torch" or check.status != "warn" or numpy_bridge(env) is None:
-        return check
-    return Check(
-        "torch",
-        "pass",
-        check.why.replace(
-            ": Tensor.numpy(), torch.from_numpy and a DataLoader batching numpy arrays fail",
-            ": the spec's builtin models and datasets do not use it",
-        ),
     )
 
 
