@@ -232,11 +232,22 @@ def rank_of(report: RankReport, pid: int | None) -> int | None:
 
 def named_child(detail: str, pid: int | None, report: RankReport) -> str:
     """`child pid 569 was in ...` as `rank 0 (child pid 569) was in ...`: the supervisor's
-    children are its ranks, and the sentence after it names them by rank only."""
+    children are its ranks, and the sentence after it names them by rank only. A crash's
+    child, its command in parentheses after the pid, is `rank 0's process, child pid 4242
+    (./train.py) died of ...`: not a second pair of parentheses beside the first."""
     rank = rank_of(report, pid)
     if rank is None:
         return detail
-    return detail.replace(f"child pid {pid} ", f"rank {rank} (child pid {pid}) ", 1)
+    said = f"child pid {pid} "
+    at = detail.find(said)
+    if at < 0:
+        return detail
+    named = (
+        f"rank {rank}'s process, {said}"
+        if detail.startswith("(", at + len(said))
+        else f"rank {rank} (child pid {pid}) "
+    )
+    return detail[:at] + named + detail[at + len(said) :]
 
 
 def describe(report: RankReport) -> str:
