@@ -8,7 +8,6 @@ the run's own rule (environment/captured.py `environment_mismatches`).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from reprospec.core.frozen import frozen
@@ -366,22 +365,12 @@ def needs_of(
     )
 
 
-def _has_entrypoint(value: JsonValue | Mapping[str, JsonValue]) -> bool:
-    """Whether a workload runs the user's code anywhere: `imports`, an `entrypoint`, or a
-    `module:callable` string (`loss: "losses:finite_cross_entropy"`)."""
-    if isinstance(value, Mapping):
-        return (
-            bool(value.get("imports"))
-            or "entrypoint" in value
-            or any(_has_entrypoint(item) for item in value.values())
-        )
-    if isinstance(value, list):
-        return any(_has_entrypoint(item) for item in value)
-    return isinstance(value, str) and _CALLABLE.fullmatch(value) is not None
+def _has_entrypoint(workload: Mapping[str, JsonValue]) -> bool:
+    """Whether a workload runs the user's code: its `imports`, or an entry point of its
+    dataset, model or loss (`loss: "losses:finite_cross_entropy"`), as the bundle reads them."""
+    from reprospec.plan.workfiles import entrypoints
 
-
-# `module:callable`, as the harness resolves an entrypoint (entrypoints.py).
-_CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+    return bool(workload.get("imports")) or bool(entrypoints(dict(workload)))
 
 
 def batchformat_size(data: Mapping[str, JsonValue]) -> int | None:

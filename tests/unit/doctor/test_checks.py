@@ -480,6 +480,19 @@ def test_a_torch_whose_numpy_bridge_fails_warns_where_the_spec_may_use_it() -> N
     assert entry.status == "warn"
 
 
+def test_a_builtin_workloads_module_colon_name_value_is_no_user_code() -> None:
+    """Every string of a workload shaped `a:b` (a builtin model's `s3:bucket` parameter)
+    counted as the user's entry point: the spec was said to use torch's numpy bridge."""
+    here = Environment(workdir=Path.cwd())
+    workload: JsonObject = {
+        "model": {"builtin": "mlp", "params": {"source": "s3:bucket"}},
+        "data": {"dataset": {"builtin": "synthetic", "name": "hf:mnist"}},
+    }
+    assert not doctor.needs_of([(workload, here)]).numpy
+    dataset: JsonObject = {**workload, "data": {"dataset": {"entrypoint": "ds:DS"}}}
+    assert doctor.needs_of([(dataset, here)]).numpy
+
+
 def test_a_spec_of_workloads_without_dataloader_workers_is_not_warned_of_dev_shm() -> None:
     """An entrypoint dataset (its batch size unknown) with `num_workers: 0` was warned its
     DataLoader workers would run out of a 64 MiB /dev/shm: it starts none."""
