@@ -36,7 +36,7 @@ from reprospec.store.digests import (
     read_key,
     recorded,
 )
-from reprospec.store.refs import listed_run
+from reprospec.store.refs import lists_run
 from reprospec.store.runfolder import SHARDS, RunFolder
 
 # A digest the run could not take (`unreadable: why`): nothing to compare today's with.
@@ -98,13 +98,14 @@ def since_run(
             if folder.merged_of is not None
             else f"the key they were taken under is not in {run_dir.parent.parent} ("
             + (
-                "the run folder was moved from its store, or its digest.key was removed"
-                if listed_run(run_dir.name, run_dir.parent.parent) is not None
                 # A run `reprospec merge` wrote is in no store: its digests are its first
                 # shard's, under that shard's store's key. "Moved from its store" sent the
-                # user looking for a store the run never had.
-                else "no store there lists the run: a run merge made, whose digests are its "
+                # user looking for a store the run never had. Only a store read to hold no
+                # run of this exact id says so: one that cannot be read may list it.
+                "no store there lists the run: a run merge made, whose digests are its "
                 "first shard's, under that shard's store's key, or a folder moved from its store"
+                if lists_run(run_dir.name, run_dir.parent.parent) is False
+                else "the run folder was moved from its store, or its digest.key was removed"
             )
             + ")"
         )

@@ -219,6 +219,17 @@ def listed_run(name: str, out_root: Path) -> ListedRun | None:
     return ListedRun(str(run_id), str(spec_path), str(command_line or ""), str(status or ""))
 
 
+def lists_run(run_id: str, out_root: Path) -> bool | None:
+    """Whether the store under `out_root` holds the run `run_id` by that exact id (False
+    where there is no store); None where its results.db cannot be read, so that a run it
+    may well list is not said to be in no store."""
+    db = out_root / "results.db"
+    if not run_id or not db.is_file():
+        return False
+    rows = _read(db, "SELECT 1 FROM runs WHERE run_id = ? LIMIT 1", (run_id,))
+    return None if rows is None else bool(rows)
+
+
 def stored_ids(prefix: str, out_root: Path, limit: int = 5) -> list[str]:
     """The ids of the runs the store under `out_root` holds that start with `prefix` (at
     most `limit`; none where it cannot be read): a prefix is unique among the runs, not
@@ -306,6 +317,7 @@ __all__ = [
     "ListedRun",
     "is_latest",
     "listed_run",
+    "lists_run",
     "recent_run_ids",
     "resolve_run_id",
     "run_id_named",
