@@ -282,9 +282,11 @@ def collect_crash_stacks(
     # core_pattern's core lies there.
     elsewhere = list(dict.fromkeys([*elsewhere, *moved_to(out_dir, workdir)]))
     cores = [] if unreadable else find_cores(token, workdir, root_pid, started, pattern, elsewhere)
-    if not cores and dumped and not unreadable:
+    walk = dumped and not unreadable and resource.getrlimit(resource.RLIMIT_CORE)[1] != 0
+    if not cores and walk:
         # None where the records say: a process moved without one (a C program's chdir(),
-        # a child started in another folder), and its core lies under the workdir.
+        # a child started in another folder), and its core lies under the workdir. Not where
+        # the hard core limit is 0 (`ulimit -Hc 0`): no process could write one (_no_core).
         walked = [f for f in walked_to(workdir, started, pattern) if f not in elsewhere]
         if walked:
             cores = find_cores(token, workdir, root_pid, started, pattern, walked)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from reprospec.core.frozen import frozen
 from reprospec.core.words import plural
 from reprospec.native.corewatch import WATCH, FileId, file_id
+from reprospec.spec.files import STORE_DB
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -215,7 +216,9 @@ def moved_to(attempt_dir: Path, workdir: Path) -> list[Path]:
 
 # A core where no record says its process moved (a C program's chdir(), posix_spawn's
 # addchdir): looked for under the workdir after a core-dumping death left none where the
-# records say; bounded (a workdir may be a repository), hidden folders (.git, .reprospec) left out.
+# records say; bounded (a workdir may be a repository), hidden folders (.git, .reprospec) left
+# out, and so is a run store (`--out out`: a folder holding STORE_DB), whose attempt folders
+# hold the cores moved there, other attempts' (-j) among them, each GBs to scan.
 WALK_MAX_ENTRIES = 20_000
 WALK_MAX_DEPTH = 8
 
@@ -237,6 +240,9 @@ def walked_to(workdir: Path, started: float, pattern: CorePattern) -> list[Path]
         try:
             listed = list(os.scandir(folder))
         except OSError:
+            continue
+        if depth > 0 and any(entry.name == STORE_DB for entry in listed):
+            read += len(listed)
             continue
         for entry in listed:
             read += 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 import glob
 from pathlib import Path
 
+import pytest
+
 from reprospec.native.cores import MAX_MOVED_TO, MOVED_TO, _matches, moved_to
 
 
@@ -67,3 +69,56 @@ def test_the_program_a_shell_root_reported_the_death_of_is_the_main_process() ->
     assert main_core(cores, shell, 134) is None  # SIGABRT reported: none died of it
     assert main_core(cores, None, 139) is None
     assert main_core([*cores, core(shell, 1, "SIGSEGV")], shell, -11) == 3  # the root's own
+
+
+def test_the_walk_for_cores_leaves_a_run_store_under_the_workdir_out(tmp_path: Path) -> None:
+    """`--out out` in the workdir: its attempt folders hold the cores moved there (another
+    attempt's, with -j), named as core_pattern names cores; the walk finds none of them."""
+    import time
+
+    from reprospec.native.cores import CorePattern, walked_to
+    from reprospec.spec.files import STORE_DB
+
+    started = time.time()
+    attempt = tmp_path / "out" / "runs" / "r1" / "cells" / "c" / "1"
+    attempt.mkdir(parents=True)
+    (tmp_path / "out" / STORE_DB).write_bytes(b"")
+    (attempt / "core.4242").write_bytes(b"")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "core.77").write_bytes(b"")
+    assert walked_to(tmp_path, started, CorePattern("core.%p")) == [tmp_path / "build"]
+
+
+def test_no_walk_for_a_core_where_the_hard_core_limit_is_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ulimit -Hc 0`: no process could write a core; a crash's reason says so at once,
+    without the walk of up to WALK_MAX_ENTRIES entries under the workdir first."""
+    import resource
+    import time
+
+    from reprospec.native import capture
+    from reprospec.native.cores import CorePattern
+
+    walks: list[Path] = []
+    real = resource.getrlimit
+    monkeypatch.setattr(
+        resource,
+        "getrlimit",
+        lambda which: (0, 0) if which == resource.RLIMIT_CORE else real(which),
+    )
+    monkeypatch.setattr(capture, "core_pattern", lambda: CorePattern("core"))
+
+    def walked_to(folder: Path, *_: object) -> list[Path]:
+        walks.append(folder)
+        return []
+
+    monkeypatch.setattr(capture, "walked_to", walked_to)
+    stacks = capture.collect_crash_stacks(
+        tmp_path / "attempt", token="t", workdir=tmp_path, root_pid=None, returncode=-11,
+        started=time.time(), keep_cores=True,
+    )  # fmt: skip
+    assert stacks is not None
+    assert stacks.unavailable is not None
+    assert "ulimit -Hc" in stacks.unavailable
+    assert walks == []
