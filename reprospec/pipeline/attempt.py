@@ -431,11 +431,28 @@ def _stuck(outcome: Outcome | NotRun) -> int | None:
     return None
 
 
+def chosen_instance(instances: Sequence[InstanceResult]) -> InstanceResult:
+    """The instance whose outcome and logs an attempt of instances reports: the first that
+    did not run, else the failure that ended first, else instance 0. Where every failure
+    hung, the lowest numbered: each was killed at its own deadline, and the engine's kill
+    order says nothing of the program (report/instances.first_failure says none first)."""
+    not_run = [i for i in instances if isinstance(i.outcome, NotRun)]
+    if not_run:
+        return not_run[0]
+    failed = [i for i in instances if i.failed]
+    if not failed:
+        return instances[0]
+    if all(i.ran is not None and i.ran.kind == "hang" for i in failed):
+        return min(failed, key=lambda i: i.instance)
+    return min(failed, key=lambda i: (math.inf if i.end_s is None else i.end_s, i.instance))
+
+
 def instances_result(
     plan: AttemptPlan, executions: Sequence[Execution], logs: Sequence[str]
 ) -> AttemptResult:
     """One attempt from its instances' executions: each classified and judged, the attempt's
-    outcome the first failure by time (else instance 0's), every instance recorded."""
+    outcome the first failure by time (`chosen_instance`; else instance 0's), every instance
+    recorded."""
     results = [
         attempt_result(plan, execution, Evidence.read(execution), folder)
         for execution, folder in zip(executions, logs, strict=True)
@@ -462,20 +479,12 @@ def instances_result(
         )
         for number, (execution, result) in enumerate(zip(executions, results, strict=True))
     )
-    not_run = [i for i in instances if isinstance(i.outcome, NotRun)]
-    failed = [i for i in instances if i.failed]
-    first = (
-        not_run[0]
-        if not_run
-        else min(failed, key=lambda i: (math.inf if i.end_s is None else i.end_s, i.instance))
-        if failed
-        else instances[0]
-    )
+    first = chosen_instance(instances)
     chosen = results[first.instance]
     outcome = chosen.outcome
     if isinstance(outcome, NotRun):
         outcome = NotRun(f"instance {first.instance} of {len(instances)}: {outcome.reason}")
-    elif len(instances) > 1 and failed:
+    elif len(instances) > 1 and any(i.failed for i in instances):
         from reprospec.report.instances import first_failure  # the report's words for it
 
         said = first_failure(instances, first.instance)

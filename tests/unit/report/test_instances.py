@@ -142,3 +142,25 @@ def test_an_instance_that_passed_before_the_first_failure_says_when_it_ended() -
     # crash ends when the program does, and is first.
     crashed = [replace(hung[0], outcome=Outcome("crash", signal="SIGSEGV"), end_s=1.0), *hung[1:]]
     assert first_failure(crashed, 0).startswith("instance 0 of 4 crashed first; ")
+
+
+def test_of_instances_that_all_hung_the_lowest_numbered_is_reported() -> None:
+    """Each hung instance was killed at its own deadline, so which was killed first is the
+    engine's order, not the program's: the attempt reported the hang killed first (instance
+    2 here) as its outcome and logs, only the word `first` dropped. The lowest numbered
+    now; a crash, which ends when the program does, is still chosen by time."""
+    from reprospec.core.results import InstanceResult, NotRun, Outcome
+    from reprospec.pipeline.attempt import chosen_instance
+
+    hung = [
+        InstanceResult(0, Outcome("pass", exit_code=0), matched=True, end_s=0.2),
+        InstanceResult(1, Outcome("hang"), matched=False, end_s=3.02),
+        InstanceResult(2, Outcome("hang"), matched=False, end_s=3.0),
+        InstanceResult(3, Outcome("hang"), matched=False, end_s=3.01),
+    ]
+    assert chosen_instance(hung).instance == 1
+    crashed = [*hung[:3], replace(hung[3], outcome=Outcome("crash", signal="SIGSEGV"), end_s=1.0)]
+    assert chosen_instance(crashed).instance == 3
+    assert chosen_instance(hung[:1]).instance == 0
+    not_run = [*hung[:2], replace(hung[2], outcome=NotRun("no GPU")), hung[3]]
+    assert chosen_instance(not_run).instance == 2
