@@ -379,7 +379,8 @@ def crash_beside_pass(attempt: AttemptResult) -> str | None:
 # The start of the warning of an attempt that reached a limit on what it may use (the
 # process limit, `environment.memory`): attempt_phrase says it beside the outcome, where
 # a reader of the verdict alone did not learn that the attempt ran into its limit.
-LIMIT_REACHED = "the attempt reached its "
+_REACHED = "the attempt reached "
+LIMIT_REACHED = _REACHED + "its "
 
 
 def limit_reached(attempt: AttemptResult) -> str | None:
@@ -387,7 +388,7 @@ def limit_reached(attempt: AttemptResult) -> str | None:
     (LIMIT_REACHED) says it; None where it reached none."""
     for warning in attempt.warnings:
         if warning.startswith(LIMIT_REACHED):
-            return warning.removeprefix("the attempt reached ").split(":", 1)[0]
+            return warning.removeprefix(_REACHED).split(":", 1)[0]
     return None
 
 
