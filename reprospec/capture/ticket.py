@@ -150,14 +150,36 @@ _ECHO_STATUS = re.compile(r"^\s*(?:;|&&|\|\|)?\s*echo\b[^;&|]*\$\?[^;&|]*$")
 _STATUS_SAID = re.compile(r"^\s*(?:[A-Za-z][\w ]{0,30}?\s*[:=]\s*)?(?P<code>\d{1,3})\s*$")
 # A reporter's words that the program hangs, where the log shows no stack, signal or
 # exception of it: "it hangs forever", "gets stuck at Loading checkpoint", "freezes at
-# step 3", "never returns". Denied as _DENIED denies ("it no longer hangs").
+# step 3", "never returns", "it hung at step 3". Verbs only: the adjective's "frozen
+# embeddings" (and debugpy's "frozen modules are being used"), the noun's "the DDP
+# deadlock fix" said a ticket with no failure hung; "deadlock(s|ed)" and a bare "hung"
+# count only after a subject ("it deadlocks", "the job hung", "is hung") or where a place
+# follows ("hung at"). Denied as _DENIED denies ("it no longer hangs"), and not where a
+# modal says it only might ("without the fix it would hang").
 _HANGS = re.compile(
-    r"\b(?:hangs?|hanging|hung|freez(?:es|ing)|frozen|(?:gets?|got|is|was|stays?) stuck"
-    r"|stuck (?:at|in|on|forever)|deadlock(?:s|ed)?|never (?:returns|finishes|ends|exits"
-    r"|completes|terminates))\b",
+    r"\b(?:hangs?|hanging|freez(?:es|ing)|(?:gets?|got|is|was|stays?) stuck"
+    r"|stuck (?:at|in|on|forever)|never (?:returns|finishes|ends|exits"
+    r"|completes|terminates)"
+    r"|(?:(?:it|which|that|process|program|job|script|training|run|code|everything"
+    r"|is|was|got|gets|`)\s+(?:\w+ly\s+)?)(?:hung|deadlock(?:s|ed))"
+    r"|hung (?:at|in|on|forever|for|after|during|until|indefinitely|there|here))\b",
+    re.IGNORECASE,
+)
+_HYPOTHETICAL = re.compile(
+    r"\b(?:would|could|might|may|should)(?:\s+(?:\w+ly|not|never|also|still|just))?"
+    r"(?:\s+have|'ve)?\s+$",
     re.IGNORECASE,
 )
 _NO_LONGER = re.compile(r"\b(?:no\s+longer|doesn'?t|does\s+not|didn'?t|did\s+not|won'?t)\s+$", re.I)
+# Lines that are no prose: a traceback's (indented, `File ...` at the margin as IPython's),
+# pytest's header naming its plugins (`plugins: xdist-3.8.0, flaky-3.8.1`).
+_NOT_PROSE = (" ", "\t", "File ", "plugins: ")
+# A program's log line (`0.00s - Debugger warning: ...`, `2026-12-06 10:15:02 INFO ...`,
+# `[INFO] ...`, `WARNING: ...`): its words are the program's, not the reporter's.
+_LOG_LINE = re.compile(
+    r"^\s*(?:\[?\d[\d:.,/T-]*s?\]?\s+(?:-|\||\[|\d|[A-Z]{4,}\b)"
+    r"|\[?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL)\b)"
+)
 # A rank's output line as torchrun (`[default1]:`) or torch's excepthook (`[rank1]:`)
 # prefixes it.
 _RANK_OF_LINE = re.compile(r"^\[(?:rank|default)(?P<rank>\d+)\]:")
@@ -672,10 +694,8 @@ def read_ticket(text: str) -> Ticket:
             )
     # Read in the prose, not in the pasted logs' lines: a traceback's own words are code.
     # pytest's header names its plugins (`plugins: xdist-3.8.0, flaky-3.8.1`): not prose.
-    prose = "\n".join(
-        line for line in clean.split("\n") if not line.startswith((" ", "\t", "File ", "plugins: "))
-    )
-    if outcome is None and (hangs := _says_it_hangs(prose)) is not None:
+    prose = "\n".join(line for line in clean.split("\n") if not line.startswith(_NOT_PROSE))
+    if outcome is None and (hangs := _says_it_hangs(clean)) is not None:
         # Nothing in the log says how it failed: the reporter's word that it hangs is what
         # the skeleton expects, where it asked for the outcome (`fail`, a TODO).
         outcome = "hang"
@@ -1194,11 +1214,21 @@ def _without_status_echo(command: str | None) -> str | None:
     return first if rest and _ECHO_STATUS.match(rest) else command
 
 
-def _says_it_hangs(prose: str) -> str | None:
-    """The reporter's first word that the program hangs (not denied), or None."""
-    for match in _HANGS.finditer(prose):
-        before = prose[max(0, match.start() - 24) : match.start()]
-        if _DENIED.search(before) is None and _NO_LONGER.search(before) is None:
+def _says_it_hangs(clean: str) -> str | None:
+    """The reporter's first word that the program hangs (not denied, not a modal's
+    hypothetical), or None. Read in the prose's lines outside fenced blocks, and not in a
+    program's log lines: the pasted output's words are the program's."""
+    said: list[str] = []
+    fenced = False
+    for line in clean.split("\n"):
+        if _FENCE_LINE.match(line):
+            fenced = not fenced
+        elif not fenced and not line.startswith(_NOT_PROSE) and not _LOG_LINE.match(line):
+            said.append(line)
+    words = "\n".join(said)
+    for match in _HANGS.finditer(words):
+        before = words[max(0, match.start() - 24) : match.start()]
+        if not any(p.search(before) for p in (_DENIED, _NO_LONGER, _HYPOTHETICAL)):
             return match.group(0)
     return None
 

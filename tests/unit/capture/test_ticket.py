@@ -2006,6 +2006,8 @@ def test_a_hang_said_by_echo_status_after_timeout_is_a_hang_and_the_echo_no_comm
         "When I run `python train.py --workers 4`, it hangs forever after epoch 1.",
         'Running `python train.py` gets stuck at "Loading checkpoint" and never returns.',
         "`python train.py` freezes at step 3 (deadlock?).",
+        "Running `python train.py`, the job hung at step 3.",
+        "With 4 ranks `torchrun train.py` deadlocks in the all_reduce.",
     ],
 )
 def test_a_hang_said_in_prose_is_a_hang(prose: str) -> None:
@@ -2024,6 +2026,23 @@ def test_a_denied_hang_or_a_failure_the_log_shows_is_not_read_from_prose() -> No
         "ValueError: bad\n"
     )
     assert read_ticket(traceback).failure.outcome == "error"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The adjective, the noun, a hypothetical, a program's log line: no hang said.
+        "I fine-tune with frozen embeddings (`python ft.py`) and the loss is NaN.",
+        "Since the DDP deadlock fix in 2.1, `python train.py` gives wrong results.",
+        "Without the fix it would hang; with it `python train.py` gives wrong results.",
+        "$ python -m debugpy train.py\n0.00s - Debugger warning: It seems that frozen modules"
+        " are being used, which may\nloss: nan\n",
+        # A hang word in a fenced paste is the program's output, not the reporter's word.
+        "The loss is NaN:\n```\n$ python train.py\nwatchdog: no step is stuck at 3\n```\n",
+    ],
+)
+def test_words_that_only_look_like_a_hang_are_no_hang(text: str) -> None:
+    assert read_ticket(text).failure.outcome is None
 
 
 def test_a_bash_x_trace_line_is_the_command_the_shell_ran() -> None:
