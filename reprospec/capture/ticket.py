@@ -803,10 +803,13 @@ def _untruncated(clean: str, exception: str, message: str) -> str:
 _IPYTHON_HEADER = re.compile(
     r"^(?P<type>[A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)\s*$"
 )
+# A path may hold spaces (Colab's `/content/drive/My Drive/...`, `~/my proj/x.py`): an
+# IPython 8 one runs to its `:LINE`, an IPython 7 one, at the margin, is a path (`~`, `/`,
+# a drive) that ends in `.py` before its ` in f(a)`; read as `\S+`, neither was a frame.
 _IPYTHON_FRAME = re.compile(
     r"^(?:(?P<cell>Cell In\[\d+\]), line (?P<line>\d+)"
-    r"|File (?P<file>\S+?):(?P<at>\d+))(?:, in (?P<function>[\w<>.]+)\(.*\))?\s*$"
-    r"|^(?P<old>\S+) in (?P<in>[\w<>.]+)(?:\(.*\))?\s*$"
+    r"|File (?P<file>.+?):(?P<at>\d+))(?:, in (?P<function>[\w<>.]+)\(.*\))?\s*$"
+    r"|^(?P<old>(?:~|/|[A-Za-z]:\\).*?\.pyx?|\S+) in (?P<in>[\w<>.]+)(?:\(.*\))?\s*$"
 )
 
 

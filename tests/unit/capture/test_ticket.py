@@ -2147,6 +2147,14 @@ def test_an_ipython_traceback_is_read_as_pythons() -> None:
         "KeyError: 'lr'\n"
     )
     assert read_ticket(old).failure.exception == "KeyError"
+    # A path with a space (Colab's Drive, `My Drive`), in IPython 8's and 7's frame lines.
+    for frame in ("File /content/drive/My Drive/x.py:7, in f()", "~/my proj/x.py in f(a)"):
+        spaced = read_ticket(
+            "ValueError                                Traceback (most recent call last)\n"
+            f"{frame}\n      5 def f(a):\n----> 7     raise ValueError(a)\n\nValueError: 1\n"
+        )
+        assert (spaced.failure.outcome, spaced.failure.exception) == ("error", "ValueError")
+        assert spaced.python_frames[-1] in ("/content/drive/My Drive/x.py:f", "~/my proj/x.py:f")
 
 
 def test_a_pytest_hang_that_timeout_ended_names_the_test_it_was_running() -> None:
