@@ -57,13 +57,20 @@ class MarkerError(ValueError):
     """A report has the marker but no block it names (edited, or cut short)."""
 
 
-def rerun_command(options: Mapping[str, object]) -> str:
+def rerun_command(
+    options: Mapping[str, object], target: str = "report.md", *, as_ran: bool = False
+) -> str:
     """`reprospec run report.md` with the run's options the embedded spec does not hold
     (`--runner`, `--preload`, `--observe`, `-m`, `--repeat`, `--first-attempt`, `--timeout`;
     its `--set`s are in its text): a report of an observed run reran its spec judged, and
     called cells that only observed a crash not reproduced; one of a venv run reran it on
-    the local runner, every cell infra-error for the packages it did not install."""
-    words = ["reprospec", "run", "report.md"]
+    the local runner, every cell infra-error for the packages it did not install.
+
+    `target`: what is run instead (a spec file). `as_ran`: the command as the run was made,
+    with its `--set`s (a spec file holds none) and this machine's `--python` and `--gpus`:
+    what `merge` records of the pytest plugin's runs of several sessions, whose line ran 1
+    attempt locally where 5 had run on venv."""
+    words = ["reprospec", "run", target]
     runner = options.get("runner")
     if isinstance(runner, str) and runner and runner != "local":
         words += ["--runner", runner]
@@ -85,6 +92,13 @@ def rerun_command(options: Mapping[str, object]) -> str:
     ):
         if options.get(key) is not None:
             words += [flag, str(options[key])]
+    if as_ran:
+        overrides = options.get("overrides")
+        for setting in overrides if isinstance(overrides, list) else ():
+            words += ["--set", str(setting)]
+        for flag, key in (("--python", "python"), ("--gpus", "gpus")):
+            if options.get(key):
+                words += [flag, str(options[key])]
     return shlex.join(words)
 
 

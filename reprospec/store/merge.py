@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.reportspec import rerun_command
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone, Verdict
 from reprospec.core.sections import DEFAULT_TIMEOUT_S
 from reprospec.core.units import parse_duration
@@ -499,15 +500,16 @@ def _merged_command_line(runs: Sequence[RunResult], filters: Sequence[str]) -> s
     a marker expression: the merged run's filters were appended to it (`pytest --reprospec
     s.yaml -m mode=a -m mode=b`, which pytest refuses) and a `-m segfault` of its own taken
     out. The session's line is kept where every run was made by it, else `reprospec run`
-    of the spec with the filters."""
+    of the spec with the filters and the options the runs ran under (their `--repeat`,
+    `--runner`, `--set`s: one `--repeat 5` on venv was recorded to run 1 attempt locally)."""
     import shlex
 
     first = runs[0]
     if first.options.get("purpose") == "pytest":
         if all(run.command_line == first.command_line for run in runs):
             return first.command_line
-        given = [word for f in filters for word in ("-m", f)]
-        return shlex.join(["reprospec", "run", first.spec_path, *given])
+        options = {**first.options, "matrix_filters": list(filters)}
+        return rerun_command(options, first.spec_path, as_ran=True)
     command_line = _without_shard(first.command_line)
     if list(filters) == _filters_of(first):
         return command_line

@@ -546,6 +546,20 @@ def test_merged_pytest_runs_keep_pytests_command_line() -> None:
     assert merge([runs[0], other]).command_line == (
         f"reprospec run {matrix.spec_path} -m num_workers=0"
     )
+    # Their options are the command's: 5 attempts on venv were recorded as 1 run locally.
+    ran: dict[str, JsonValue] = {
+        "purpose": "pytest",
+        "runner": "venv",
+        "repeat": 5,
+        "python": "/opt/py 3/bin/python",
+        "gpus": "0,1",
+        "overrides": ["run.timeout=90s"],
+    }
+    sessions = [replace(run, options={**run.options, **ran}) for run in (runs[0], other)]
+    assert merge(sessions).command_line == (
+        f"reprospec run {matrix.spec_path} --runner venv -m num_workers=0 --repeat 5 "
+        "--set run.timeout=90s --python '/opt/py 3/bin/python' --gpus 0,1"
+    )
 
 
 def test_merge_refuses_different_specs_and_duplicate_attempts() -> None:
