@@ -279,3 +279,18 @@ def test_a_hang_that_ended_itself_long_before_the_timeout_waits_for_none(tmp_pat
     # One attempt the timeout ended: the verify may wait it.
     attempts.append(hung(tmp_path, 3, [], 300))
     assert verify_wait(read_hang("hang", tmp_path, attempts, ()), 300.0) == VerifyWait(300.0)
+
+
+def test_a_hang_that_ran_near_the_timeout_still_waits_it_and_says_so(tmp_path: Path) -> None:
+    # Only attempts that all ended well before the timeout (under half of it) ended
+    # themselves: one that ran half of it or more may be the timeout's, and the verify
+    # waits the timeout and says so, as before the watchdog's hang was told apart.
+    for number, duration in enumerate((150.0, 290.0), 1):
+        hang = read_hang("hang", tmp_path, [hung(tmp_path, number, [], duration)], ())
+        wait = verify_wait(hang, 300.0)
+        assert wait == VerifyWait(300.0)
+        assert wait.note() == (
+            "a hang waits the spec's timeout, 5m, in each attempt: capture --timeout D shortens it"
+        )
+    sooner = read_hang("hang", tmp_path, [hung(tmp_path, 3, [], 149.0)], ())
+    assert verify_wait(sooner, 300.0) is None
