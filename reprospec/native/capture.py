@@ -203,9 +203,11 @@ def _no_core(
     started: float,
     pattern: CorePattern,
     elsewhere: Sequence[Path] = (),
+    cut: bool = False,
 ) -> str:
     """Why an attempt whose process died of a core-dumping signal left no core to read;
-    `elsewhere` the folders its processes moved to, looked in too."""
+    `elsewhere` the folders its processes moved to, looked in too; `cut` whether the walk
+    under the workdir stopped at its bound (walked_to)."""
     signal = dumped_signal(returncode)
     died = f"a process died of {signal}"
     if returncode is not None and returncode > 0:
@@ -234,7 +236,7 @@ def _no_core(
         )
     return (
         f"{said} (kernel.core_pattern={pattern.raw!r}, "
-        f"{looked_in(workdir, pattern, len(elsewhere))}; "
+        f"{looked_in(workdir, pattern, len(elsewhere), cut)}; "
         "the folder must be writable and the hard RLIMIT_CORE above 0)"
     )
 
@@ -282,12 +284,14 @@ def collect_crash_stacks(
     # core_pattern's core lies there.
     elsewhere = list(dict.fromkeys([*elsewhere, *moved_to(out_dir, workdir)]))
     cores = [] if unreadable else find_cores(token, workdir, root_pid, started, pattern, elsewhere)
+    cut = False  # whether the walk under the workdir stopped at its bound
     walk = dumped and not unreadable and resource.getrlimit(resource.RLIMIT_CORE)[1] != 0
     if not cores and walk:
         # None where the records say: a process moved without one (a C program's chdir(),
         # a child started in another folder), and its core lies under the workdir. Not where
         # the hard core limit is 0 (`ulimit -Hc 0`): no process could write one (_no_core).
-        walked = [f for f in walked_to(workdir, started, pattern) if f not in elsewhere]
+        walked, cut = walked_to(workdir, started, pattern)
+        walked = [f for f in walked if f not in elsewhere]
         if walked:
             cores = find_cores(token, workdir, root_pid, started, pattern, walked)
     if not cores and not dumped:
@@ -298,7 +302,8 @@ def collect_crash_stacks(
     if unreadable:
         return NativeStacks(unavailable=unavailable_reason())
     if not cores:
-        return NativeStacks(unavailable=_no_core(returncode, workdir, started, pattern, elsewhere))
+        why = _no_core(returncode, workdir, started, pattern, elsewhere, cut)
+        return NativeStacks(unavailable=why)
     processes: list[ProcessStacks] = []
     notes: list[str] = []
     main = main_core(cores, root_pid, returncode)

@@ -223,12 +223,13 @@ WALK_MAX_ENTRIES = 20_000
 WALK_MAX_DEPTH = 8
 
 
-def walked_to(workdir: Path, started: float, pattern: CorePattern) -> list[Path]:
+def walked_to(workdir: Path, started: float, pattern: CorePattern) -> tuple[list[Path], bool]:
     """The folders under `workdir` (not itself) holding a file named as core_pattern names
     cores, written since `started`: where a process that moved without a record crashed. No
-    link followed; [] for a pattern with a folder of its own (find_cores globs it) or a pipe."""
+    link followed; none for a pattern with a folder of its own (find_cores globs it) or a
+    pipe. And whether the walk stopped at WALK_MAX_ENTRIES with folders left unread."""
     if pattern.piped or not pattern.raw or "/" in pattern.raw:
-        return []
+        return [], False
     names = re.compile(
         "|".join(fnmatch.translate(n) for n in pattern._with_pid(_as_glob(pattern.raw)))
     )
@@ -258,16 +259,18 @@ def walked_to(workdir: Path, started: float, pattern: CorePattern) -> list[Path]
                     found[Path(folder)] = None
             except OSError:
                 continue
-    return list(found)
+    return list(found), bool(stack)
 
 
-def looked_in(workdir: Path, pattern: CorePattern, moved: int = 0) -> str:
+def looked_in(workdir: Path, pattern: CorePattern, moved: int = 0, cut: bool = False) -> str:
     """Where find_cores and walked_to looked for an attempt's cores, for a reason that
-    says none was found: `moved` the folders its processes were known to move to."""
+    says none was found: `moved` the folders its processes were known to move to, `cut`
+    whether the walk stopped at WALK_MAX_ENTRIES."""
     also = f", and the {plural(moved, 'folder')} its processes moved to" if moved else ""
     if "/" in pattern.raw:  # a folder of its own, which walked_to does not walk
         return f"looked in {pattern.folder(workdir)}{also}"
-    return f"looked in {workdir} and the folders under it{also}"
+    first = f" (the first {WALK_MAX_ENTRIES:,} entries)" if cut else ""
+    return f"looked in {workdir} and the folders under it{first}{also}"
 
 
 def find_cores(

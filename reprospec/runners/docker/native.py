@@ -215,10 +215,12 @@ class ContainerNative:
         if missing is not None and not self.keep_cores:
             return native.NativeStacks(unavailable=missing) if dumped else None
         cores = native.find_cores(token, workdir, None, started, pattern, elsewhere)
+        cut = False  # whether the walk under the workdir stopped at its bound
         if not cores and dumped:
             # None where the records say: a process moved without one (a C program's
             # chdir(), a child started in another folder), its core under the workdir.
-            walked = [f for f in native.walked_to(workdir, started, pattern) if f not in elsewhere]
+            walked, cut = native.walked_to(workdir, started, pattern)
+            walked = [f for f in walked if f not in elsewhere]
             if walked:
                 cores = native.find_cores(token, workdir, None, started, pattern, walked)
         if not cores:
@@ -232,7 +234,7 @@ class ContainerNative:
                 unavailable=(
                     f"native stacks unavailable: a process died of {root_signal} but left no "
                     f"core (kernel.core_pattern={pattern.raw!r}, "
-                    f"{native.looked_in(workdir, pattern, len(elsewhere))}; {why})"
+                    f"{native.looked_in(workdir, pattern, len(elsewhere), cut)}; {why})"
                 )
             )
         processes: list[native.ProcessStacks] = []

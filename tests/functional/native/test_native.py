@@ -283,8 +283,9 @@ def test_the_walk_for_cores_is_bounded_and_leaves_hidden_folders_out(tmp_path: P
         (tmp_path / folder / "core").write_bytes(b"")
     os.utime(tmp_path / "old" / "core", (started - 60, started - 60))
     (tmp_path / "core").write_bytes(b"")  # the workdir's own: find_cores looks there
-    assert native.walked_to(tmp_path, started, pattern) == [tmp_path / "a" / "b"]
-    assert native.walked_to(tmp_path, started, native.CorePattern("/var/crash/core")) == []
+    assert native.walked_to(tmp_path, started, pattern) == ([tmp_path / "a" / "b"], False)
+    crash = native.CorePattern("/var/crash/core")
+    assert native.walked_to(tmp_path, started, crash) == ([], False)
 
 
 @needs_gdb

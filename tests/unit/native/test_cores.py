@@ -86,7 +86,7 @@ def test_the_walk_for_cores_leaves_a_run_store_under_the_workdir_out(tmp_path: P
     (attempt / "core.4242").write_bytes(b"")
     (tmp_path / "build").mkdir()
     (tmp_path / "build" / "core.77").write_bytes(b"")
-    assert walked_to(tmp_path, started, CorePattern("core.%p")) == [tmp_path / "build"]
+    assert walked_to(tmp_path, started, CorePattern("core.%p")) == ([tmp_path / "build"], False)
 
 
 def test_no_walk_for_a_core_where_the_hard_core_limit_is_0(
@@ -109,9 +109,9 @@ def test_no_walk_for_a_core_where_the_hard_core_limit_is_0(
     )
     monkeypatch.setattr(capture, "core_pattern", lambda: CorePattern("core"))
 
-    def walked_to(folder: Path, *_: object) -> list[Path]:
+    def walked_to(folder: Path, *_: object) -> tuple[list[Path], bool]:
         walks.append(folder)
-        return []
+        return [], False
 
     monkeypatch.setattr(capture, "walked_to", walked_to)
     stacks = capture.collect_crash_stacks(
@@ -122,3 +122,32 @@ def test_no_walk_for_a_core_where_the_hard_core_limit_is_0(
     assert stacks.unavailable is not None
     assert "ulimit -Hc" in stacks.unavailable
     assert walks == []
+
+
+def test_a_walk_cut_at_its_bound_says_so_in_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workdir of more entries than the walk reads: the reason that no core was found
+    says that only the first WALK_MAX_ENTRIES of them were looked in, not all."""
+    import resource
+    import time
+
+    from reprospec.native import capture, cores
+
+    for n in range(6):
+        (tmp_path / f"d{n}" / "sub").mkdir(parents=True)
+    monkeypatch.setattr(cores, "WALK_MAX_ENTRIES", 4)
+    monkeypatch.setattr(capture, "core_pattern", lambda: cores.CorePattern("core"))
+    monkeypatch.setattr(resource, "getrlimit", lambda _which: (-1, -1))
+    assert cores.walked_to(tmp_path, time.time(), cores.CorePattern("core")) == ([], True)
+    stacks = capture.collect_crash_stacks(
+        tmp_path / "attempt", token="t", workdir=tmp_path, root_pid=None, returncode=-11,
+        started=time.time(), keep_cores=True,
+    )  # fmt: skip
+    assert stacks is not None
+    assert f"looked in {tmp_path} and the folders under it (the first 4 entries)" in str(
+        stacks.unavailable
+    )
+    monkeypatch.setattr(cores, "WALK_MAX_ENTRIES", 100)
+    assert cores.walked_to(tmp_path, time.time(), cores.CorePattern("core")) == ([], False)
+    assert "(the first" not in cores.looked_in(tmp_path, cores.CorePattern("core"))
