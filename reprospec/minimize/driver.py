@@ -494,11 +494,17 @@ def held_a_result(output: Path) -> bool:
 
 def _answer_status(folder: Path) -> JsonValue:
     """The `status` of the minimize.json in `folder`; None where there is none to read."""
+    written = _answer(folder)
+    return None if written is None else written.get("status")
+
+
+def _answer(folder: Path) -> dict[str, JsonValue] | None:
+    """The minimize.json in `folder`, an object; None where there is none to read."""
     try:
         written = json.loads((folder / "minimize.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return written.get("status") if isinstance(written, dict) else None
+    return written if isinstance(written, dict) else None
 
 
 def _baseline(
@@ -969,22 +975,21 @@ def _other_answer(output: Path, spec: Spec, failing: Cell, original: Program) ->
     """What minimization DIR's minimize.json answers, where not this one's (another spec,
     by its file where the answer names it, else by name; another failing cell; or the same
     spec's program since changed, whose answer's files the new one's may not write over,
-    its helper.py left beside a program that no longer imports it): "spec 'NAME' (PATH),
-    cell ID". "" where it is this one's, or unreadable (then DIR's files are a
-    minimize's by their names alone, as before)."""
-    try:
-        written = json.loads((output / "minimize.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return ""
-    if not isinstance(written, dict):
+    its helper.py left beside a program that no longer imports it, or its settings: the
+    program's key holds its environment variables, which `--set environment.env.X=...`
+    changes): "spec 'NAME' (PATH), cell ID". "" where it is this one's, or unreadable (then
+    DIR's files are a minimize's by their names alone, as before)."""
+    written = _answer(output)
+    if written is None:
         return ""
     name, path, cell, program = (
         str(written.get(key) or "") for key in ("spec", "spec_path", "cell", "program")
     )
     same_spec = Path(path).resolve() == Path(spec.path).resolve() if path else name == spec.name
-    if same_spec and cell == failing.id and program in ("", original.key):
+    same = same_spec and cell == failing.id
+    if same and program in ("", original.key):
         return ""
-    changed = ", of its program before it changed" if same_spec and cell == failing.id else ""
+    changed = ", before its program or its settings changed" if same else ""
     return f"spec {name!r}" + (f" ({path})" if path else "") + f", cell {cell}{changed}"
 
 

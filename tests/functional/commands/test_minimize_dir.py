@@ -57,7 +57,7 @@ def test_a_dir_holding_another_specs_answer_is_refused_its_own_rewritten(tmp_pat
     changed = _minimize(tmp_path, "a.yaml")
     assert changed.returncode == 2, changed.stderr
     assert (
-        f"(spec 'spec-a' ({tmp_path / 'a.yaml'}), cell default, of its program before it "
-        "changed), not of 'spec-a' (a.yaml) in cell default"
+        f"(spec 'spec-a' ({tmp_path / 'a.yaml'}), cell default, before its program or its "
+        "settings changed), not of 'spec-a' (a.yaml) in cell default"
     ) in changed.stderr
     assert {p.name: p.read_bytes() for p in dir_.iterdir()} == held

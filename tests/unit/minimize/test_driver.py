@@ -148,3 +148,41 @@ def test_the_python_files_of_a_script_given_whole_to_sh_c_are_the_program(tmp_pa
 
     assert sorted(path for path, _ in program.files) == ["consume.py", "gen.py", "helper.py"]
     assert program.head == ("sh",)
+
+
+def test_a_dir_answering_the_same_spec_before_its_settings_changed_says_so(
+    tmp_path: Path,
+) -> None:
+    """A rerun with another `--set environment.env.X=...` (the program's key holds its
+    variables) was refused as an answer "of its program before it changed": the program
+    had not changed."""
+    import json
+    from types import SimpleNamespace
+    from typing import cast
+
+    from reprospec.core.inputs import Cell
+    from reprospec.minimize.driver import _answer, _other_answer
+    from reprospec.spec.load import load_spec
+
+    written(tmp_path, {"app.py": "raise ValueError\n"})
+    (tmp_path / "s.yaml").write_text(
+        "reprospec: 1\nname: s\ncommand: python app.py\nenvironment: {env: {X: '1'}}\n"
+    )
+    spec = load_spec(tmp_path / "s.yaml")
+    failing = cast(Cell, SimpleNamespace(id="default"))
+    before = _program("python app.py", tmp_path, {"environment": {"env": {"X": "1"}}})
+    after = _program("python app.py", tmp_path, {"environment": {"env": {"X": "2"}}})
+    assert before.files == after.files
+    assert before.key != after.key
+    answer = {"spec": "s", "spec_path": str(tmp_path / "s.yaml"), "cell": "default"}
+    (tmp_path / "minimize.json").write_text(json.dumps({**answer, "program": before.key}))
+
+    assert _answer(tmp_path) == {**answer, "program": before.key}
+    assert _other_answer(tmp_path, spec, failing, before) == ""
+    assert _other_answer(tmp_path, spec, failing, after) == (
+        f"spec 's' ({tmp_path / 's.yaml'}), cell default, before its program or its settings "
+        "changed"
+    )
+    (tmp_path / "minimize.json").write_text("[]")
+    assert _answer(tmp_path) is None
+    assert _other_answer(tmp_path, spec, failing, after) == ""
