@@ -273,7 +273,9 @@ def test_the_core_of_a_process_that_moved_without_a_record_is_found_under_the_wo
     assert [str(p.relative_to(workdir)) for p in workdir.rglob("*")] == ["sub", "sub/deeper"]
 
 
-def test_the_walk_for_cores_is_bounded_and_leaves_hidden_folders_out(tmp_path: Path) -> None:
+def test_the_walk_for_cores_is_bounded_and_leaves_hidden_folders_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """walked_to finds a fresh core below the workdir, not one in a hidden folder (the run
     store, .git) nor an older one, and reads at most WALK_MAX_ENTRIES entries."""
     pattern = native.CorePattern("core")
@@ -286,6 +288,17 @@ def test_the_walk_for_cores_is_bounded_and_leaves_hidden_folders_out(tmp_path: P
     assert native.walked_to(tmp_path, started, pattern) == ([tmp_path / "a" / "b"], False)
     crash = native.CorePattern("/var/crash/core")
     assert native.walked_to(tmp_path, started, crash) == ([], False)
+    # A fresh core past the bound: `big` holds more entries than the walk reads, so the
+    # folder under it is never listed, whichever order the folders list theirs in.
+    bounded = tmp_path / "bounded"
+    (bounded / "big" / "deep").mkdir(parents=True)
+    for n in range(10):
+        (bounded / "big" / f"file{n}").write_bytes(b"")
+    (bounded / "big" / "deep" / "core").write_bytes(b"")
+    monkeypatch.setattr(native.cores, "WALK_MAX_ENTRIES", 5)
+    assert native.walked_to(bounded, started, pattern) == ([], True)
+    monkeypatch.setattr(native.cores, "WALK_MAX_ENTRIES", 100)
+    assert native.walked_to(bounded, started, pattern) == ([bounded / "big" / "deep"], False)
 
 
 @needs_gdb
