@@ -541,6 +541,12 @@ def _written_out(text: str) -> str | None:
     return written_again(text)
 
 
+# The option `merge` records of the run it makes: the ids of the runs it was made of. How
+# the run came to be, not how its attempts ran: merged shards compare with the unsharded
+# run they equal without a row of it.
+MERGED_FROM = "merged_from"
+
+
 def options_diff(run_a: RunResult, run_b: RunResult) -> list[OptionChange]:
     """Run options that differ (`jobs`, `overrides`, ...), and the command lines when they do.
 
@@ -552,7 +558,7 @@ def options_diff(run_a: RunResult, run_b: RunResult) -> list[OptionChange]:
         rows += [
             {"key": key, "a": run_a.options.get(key), "b": run_b.options.get(key)}
             for key in keys
-            if run_a.options.get(key) != run_b.options.get(key)
+            if key != MERGED_FROM and run_a.options.get(key) != run_b.options.get(key)
         ]
     if run_a.command_line != run_b.command_line:
         rows.append({"key": "command_line", "a": run_a.command_line, "b": run_b.command_line})

@@ -14,7 +14,7 @@ from reprospec.core.sections import DEFAULT_TIMEOUT_S
 from reprospec.core.units import parse_duration
 from reprospec.core.words import RESOLVED_SPEC, noun, plural, stopped_counts, stopped_phrase
 from reprospec.errors import UsageError
-from reprospec.store.compare import environment_change, files_change
+from reprospec.store.compare import MERGED_FROM, environment_change, files_change
 
 # An attempt number above any: a shard's part without attempts sorts last.
 _NONE = sys.maxsize
@@ -29,7 +29,8 @@ def _default_judge() -> JudgeCell:
 
 
 def _merge_cell(parts: Sequence[CellResult], judge_cell: JudgeCell) -> CellResult:
-    """One cell from its shards: attempts by number (a repeated number is an error), re-judged."""
+    """One cell from its shards: attempts by number (no number is in two: `_check_overlap`
+    refused those, naming the runs), re-judged."""
     if len(parts) == 1:
         return parts[0]
     # The cell's command and environment are its first attempt's, as an unsharded run's
@@ -40,11 +41,6 @@ def _merge_cell(parts: Sequence[CellResult], judge_cell: JudgeCell) -> CellResul
         if part.expected != first.expected:
             raise UsageError(f"cannot merge cell {first.cell.id!r}: shards expect different things")
         for attempt in part.attempts:
-            if attempt.attempt in by_number:
-                raise UsageError(
-                    f"cannot merge: cell {first.cell.id!r} attempt {attempt.attempt} "
-                    "is in more than one shard (the same shard given twice?)"
-                )
             by_number[attempt.attempt] = attempt
     attempts = tuple(by_number[n] for n in sorted(by_number))
     verdict = judge_cell(first.expected, attempts)
@@ -154,7 +150,14 @@ def merge(
         standalone=_merged_standalone(runs, cells),
         # The merged run is no shard, and holds every run's cells: what `compare` diffs
         # against an unsharded run must not read `shard: (none) -> [1, 3]`.
-        options={**first.options, "shard": None, "matrix_filters": list(filters)},
+        # `merged_from`: the runs it was made of, so that one given again beside them is
+        # told a merge's (`_check_overlap`), and two runs of the same attempts are not.
+        options={
+            **first.options,
+            "shard": None,
+            "matrix_filters": list(filters),
+            MERGED_FROM: [run.run_id for run in runs],
+        },
     )
 
 
@@ -189,7 +192,9 @@ def _check_overlap(runs: Sequence[RunResult]) -> None:
     """No attempt of a cell in two runs given, refused naming both. `merge OUT/runs/*` after
     a first merge into that `--out` takes the merged run in beside the runs it holds, and
     was told `attempt 1 is in more than one shard (the same shard given twice?)` of runs
-    that were no shards, with no word of which."""
+    that were no shards, with no word of which. The merged run is told so only where one
+    of the two is a merge's (its options' `merged_from`): two full runs of one spec were
+    told the same guess."""
     held: dict[tuple[str, int], RunResult] = {}
     for run in runs:
         for cell in run.cells:
@@ -199,12 +204,28 @@ def _check_overlap(runs: Sequence[RunResult]) -> None:
                     continue
                 if other.run_id == run.run_id:
                     raise UsageError(f"cannot merge: {named(run)} is given more than once")
-                raise UsageError(
+                both = (
                     f"cannot merge: cell {cell.cell.id!r} attempt {attempt.attempt} is in "
-                    f"both {named(other)} and {named(run)}: a run merge made, given beside "
-                    "the runs it holds (merge writes its run under --out's runs/, which a "
-                    "glob of that folder takes in)?"
+                    f"both {named(other)} and {named(run)}"
                 )
+                merged = next((r for r in (run, other) if _merged_from(r)), None)
+                if merged is None:
+                    raise UsageError(
+                        f"{both}: runs of the same cells' same attempts, which merge does "
+                        "not join (it joins the shards of one run, or runs of other cells)"
+                    )
+                raise UsageError(
+                    f"{both}: {named(merged)} is a run merge made (of "
+                    f"{', '.join(_merged_from(merged))}), given beside the runs it holds "
+                    "(merge writes its run under --out's runs/, which a glob of that folder "
+                    "takes in)"
+                )
+
+
+def _merged_from(run: RunResult) -> list[str]:
+    """The ids of the runs `run` was merged from ([] where merge did not make it)."""
+    made_of = run.options.get(MERGED_FROM)
+    return [str(run_id) for run_id in made_of] if isinstance(made_of, list) else []
 
 
 def _not_with(run: RunResult, first: RunResult) -> str:

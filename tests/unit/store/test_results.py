@@ -575,8 +575,16 @@ def test_merge_refuses_different_specs_and_duplicate_attempts() -> None:
     a = replace(whole, run_id="a", cells=whole.cells[:2])
     b = replace(whole, run_id="b", cells=whole.cells[2:])
     merged = merge([a, b], run_id="m")
-    with pytest.raises(UsageError, match="is in both run a and run m: a run merge made"):
+    assert merged.options["merged_from"] == ["a", "b"]
+    with pytest.raises(
+        UsageError, match=r"is in both run a and run m: run m is a run merge made \(of a, b\)"
+    ):
         merge([a, b, merged])
+    # Two full runs of one spec: no merge made either, and none is said to.
+    twice = [replace(whole, run_id="c"), replace(whole, run_id="d")]
+    with pytest.raises(UsageError, match="is in both run c and run d: runs of the same") as info:
+        merge(twice)
+    assert "merge made" not in str(info.value)
     with pytest.raises(UsageError, match="at least one run"):
         merge([])
 
