@@ -33,7 +33,10 @@ from reprospec.core.signals import (
 from reprospec.outcome.children import CHILD_FAILED, RankException, rank_exception
 from reprospec.outcome.pytestreport import crashed_test, first_failure
 from reprospec.outcome.tracebacks import (
+    EXCEPTION_LINE,
     FATAL_HEADER,
+    FRAME_AT,
+    STACK_FRAME,
     PythonException,
     fatal_errors,
     headline,
@@ -170,7 +173,6 @@ _HYPOTHETICAL = re.compile(
     r"(?:\s+have|'ve)?\s+$",
     re.IGNORECASE,
 )
-_NO_LONGER = re.compile(r"\b(?:no\s+longer|doesn'?t|does\s+not|didn'?t|did\s+not|won'?t)\s+$", re.I)
 # Lines that are no prose: a traceback's (indented, `File ...` at the margin as IPython's),
 # pytest's header naming its plugins (`plugins: xdist-3.8.0, flaky-3.8.1`).
 _NOT_PROSE = (" ", "\t", "File ", "plugins: ")
@@ -211,10 +213,12 @@ _FLAKY = re.compile(
     r"|non-?deterministic(?:ally)?|randomly)\b",
     re.IGNORECASE,
 )
-# Words just before a flaky word that deny it: "Not flaky", "not just sometimes", "it is
-# not only intermittent", "never randomly". Without them the denial read as the claim.
+# Words just before a flaky word (or a hang word) that deny it: "Not flaky", "not just
+# sometimes", "it is not only intermittent", "never randomly", "it no longer hangs", "it
+# doesn't hang". Without them the denial read as the claim.
 _DENIED = re.compile(
-    r"\b(?:not|no|never|isn'?t|wasn'?t|aren'?t|nor)\s+(?:just\s+|only\s+|merely\s+|even\s+"
+    r"\b(?:not|no(?:\s+longer)?|never|isn'?t|wasn'?t|aren'?t|nor|doesn'?t|didn'?t|won'?t)"
+    r"\s+(?:just\s+|only\s+|merely\s+|even\s+"
     r"|really\s+|at\s+all\s+|a\s+)?$",
     re.IGNORECASE,
 )
@@ -289,7 +293,7 @@ _OOM_KILLED = (
     # slurmstepd's, of the job's cgroup: `Detected 1 oom_kill event in StepId=4244.0`.
     re.compile(r"\bDetected \d+ oom_kill events? in StepId=\w+(?:\.\w+)*"),
 )
-_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+,? in (?P<function>\S+)')
+_FRAME = STACK_FRAME
 _TRACEBACK_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
 _PYTEST_FAILED = re.compile(
     rf"^FAILED (?P<test>{PYTEST_NODE_ID})(?: - (?P<type>[A-Za-z_][\w.]*)(?:: (?P<message>.*))?)?$"
@@ -846,9 +850,9 @@ def _from_ipython(text: str) -> str:
 
 # A traceback whose paste lost its indentation (a chat, an e-mail): its frames at the
 # margin, `File "x.py", line 3, in f`, its source lines too, and CPython's `^^^^` marks.
-_MARGIN_FRAME = re.compile(r'^File "[^"]*", line \d+')
+_MARGIN_FRAME = re.compile(rf"^{FRAME_AT}")
 _MARGIN_MARKS = re.compile(r"^[\s~^]*\^[\s~^]*$")
-_LOOKS_RAISED = re.compile(r"^[A-Za-z_][\w.]*(?::(?: .*)?)?$")
+_LOOKS_RAISED = EXCEPTION_LINE
 
 
 def _reindented(text: str) -> str:
@@ -1231,7 +1235,7 @@ def _says_it_hangs(clean: str) -> str | None:
     words = "\n".join(said)
     for match in _HANGS.finditer(words):
         before = words[max(0, match.start() - 24) : match.start()]
-        if not any(p.search(before) for p in (_DENIED, _NO_LONGER, _HYPOTHETICAL)):
+        if not any(p.search(before) for p in (_DENIED, _HYPOTHETICAL)):
             return match.group(0)
     return None
 

@@ -38,7 +38,9 @@ _RERAISED = Lazy(
 _MAX_RERAISED_LINES = 300
 
 _TB_HEADER = Lazy(r"^(?:\s*\+ )?(?:Exception Group )?Traceback \(most recent call last\):\s*$")
-_EXC_LINE = Lazy(r"^(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::(?: (?P<message>.*))?)?$")
+# An exception line, `Type: message` (`pkg.mod.Error`, `Error:`, `Error`): the one
+# definition, which capture's ticket reader imports too.
+EXCEPTION_LINE = Lazy(r"^(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::(?: (?P<message>.*))?)?$")
 _GROUP_PREFIX = Lazy(r"^\s*\| ?")
 # The first frame of every thread's traceback (threading.Thread._bootstrap_inner runs `run`).
 _THREAD_BOOTSTRAP = Lazy(r'^\s*File "[^"]*threading\.py", line \d+, in _bootstrap_inner\s*$')
@@ -61,8 +63,9 @@ _LINKS = {
 # (a report's signal: FatalError.signal).
 FATAL_HEADER = "Fatal Python error: "
 _FATAL = Lazy(rf"^{FATAL_HEADER}(?P<description>.+?)\s*$")
-# The lines of a faulthandler dump after its header: thread headers, frames, notes.
-_FATAL_BODY = Lazy(
+# The lines of a faulthandler dump after its header: thread headers, frames, notes (also
+# a `Timeout (h:mm:ss)!` dump's, outcome/watchdog.py).
+FATAL_BODY = Lazy(
     r"^(?:\s*$|(?:Current thread|Thread) 0x[0-9a-fA-F]+ |Stack \(most recent call first\):"
     r"|  File \"|  <no Python frame>"
     r"|  \.\.\.|  Garbage-collecting|Extension modules: |Python runtime state: )"
@@ -158,7 +161,7 @@ def _compile_error(lines: list[str]) -> PythonException | None:
         while end < len(lines) and lines[end][:1].isspace():
             end += 1
         if end < len(lines) and _COMPILE_ERROR.match(lines[end]):
-            match = _EXC_LINE.match(lines[end].rstrip())
+            match = EXCEPTION_LINE.match(lines[end].rstrip())
             if match is not None:
                 return PythonException(match["type"], match["message"])
     return None
@@ -279,7 +282,7 @@ def fatal_errors(text: str) -> list[FatalError]:
             index += 1
             continue
         end = index + 1
-        while end < len(lines) and _FATAL_BODY.match(lines[end]) and not _FATAL.match(lines[end]):
+        while end < len(lines) and FATAL_BODY.match(lines[end]) and not _FATAL.match(lines[end]):
             end += 1
         stack = "\n".join(lines[index:end]).rstrip()
         found.append(FatalError(match["description"], stack))
@@ -344,7 +347,7 @@ def _exception_after(lines: list[str], header: int) -> PythonException | None:
         if line[:1].isspace() or not line:
             index += 1
             continue
-        match = _EXC_LINE.match(line.rstrip())
+        match = EXCEPTION_LINE.match(line.rstrip())
         if match is None:
             return None  # interleaved output: not a traceback we can trust
         message_lines = [match["message"]] if match["message"] is not None else []
@@ -397,15 +400,17 @@ def headline(message: str) -> str:
         return first
     short = caught["type"].rsplit(".", 1)[-1]
     for line in reversed(lines[1:]):
-        found = _EXC_LINE.match(line.rstrip())
+        found = EXCEPTION_LINE.match(line.rstrip())
         if found and found["type"].rsplit(".", 1)[-1] == short and found["message"]:
             return found["message"].strip()
     return first
 
 
+# A frame's location, `File "x.py", line 3`, as CPython writes it (then `, in f`).
+FRAME_AT = r'File "(?P<file>[^"]+)", line \d+'
 # A frame line of a stack, as a traceback (`File "x.py", line 3, in f`) or a faulthandler
-# dump (`File "x.py", line 3 in f`) writes it.
-_STACK_FRAME = Lazy(r'^\s*File "[^"]*", line \d+,? in \S')
+# dump (`File "x.py", line 3 in f`) writes it: the one definition, capture's ticket's too.
+STACK_FRAME = Lazy(rf"^\s*{FRAME_AT},? in (?P<function>\S+)")
 
 
 def last_line(text: str) -> str | None:
@@ -420,8 +425,8 @@ def last_line(text: str) -> str | None:
     if not lines:
         return None
     last = lines[-1]
-    if _STACK_FRAME.match(last):
+    if STACK_FRAME.match(last):
         return None
-    if len(lines) > 1 and last[:1].isspace() and _STACK_FRAME.match(lines[-2]):
+    if len(lines) > 1 and last[:1].isspace() and STACK_FRAME.match(lines[-2]):
         return None
     return last.strip()

@@ -13,20 +13,17 @@ after the dump, and whatever ends it later is what ends it.
 
 from __future__ import annotations
 
-import re
-
 from reprospec.core.frozen import frozen
+from reprospec.core.lazyre import Lazy
 from reprospec.core.results import PythonFrame
+from reprospec.outcome.tracebacks import FATAL_BODY
 
 # faulthandler's header of a dump_traceback_later dump: `Timeout (0:05:00)!`, and for a
 # fraction of a second `Timeout (0:00:00.500000)!`.
-TIMEOUT_HEADER = re.compile(r"^Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!\s*$")
-# The lines a dump holds under its header: a thread's line, its frames, CPython's marks of
-# a stack it cut (`  ...`) or of a thread with no Python frame.
-_DUMP_LINE = re.compile(
-    r"^(?:(?:Current thread|Thread) 0x[0-9a-fA-F]+ .*\(most recent call first\):"
-    r"|\s+File \".*\", line \d+ in .*|\s+\.\.\.|\s+<no Python frame>|\s*)$"
-)
+TIMEOUT_HEADER = Lazy(r"^Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!\s*$")
+# The lines a dump holds under its header (a thread's line, its frames, CPython's marks of a
+# stack it cut, `  ...`, or of a thread with no Python frame): a faulthandler dump's body.
+_DUMP_LINE = FATAL_BODY
 
 
 @frozen
