@@ -339,6 +339,34 @@ def test_a_typo_in_imports_is_an_infra_error_but_a_listed_module_failing_is_an_e
     assert outcome.phase == "import"
 
 
+def test_a_submodule_an_installed_package_lacks_is_an_error_a_missing_package_is_not(
+    tmp_path: Path,
+) -> None:
+    """`imports: [pkg.sub]` where pkg is there and this version of it lacks `sub` is what a
+    bisect over versions seeks (an error); it read "could not run" (infra-error). Where
+    `pkg` itself is missing, the entry is the spec's or this machine's mistake, as before."""
+    lacks = tmp_path / "lacks"
+    (lacks / "pkg").mkdir(parents=True)
+    (lacks / "pkg" / "__init__.py").write_text("")
+    child = Child(lacks, {"imports": ["pkg.sub"], "data": TINY_DATA})
+    done = child.run()
+    assert done.returncode == 1, done.stderr
+    (lacks / "stderr.log").write_text(done.stderr)
+    outcome = classify(_execution(lacks, done.returncode, timed_out=False))
+    assert isinstance(outcome, Outcome)
+    assert outcome.exception == "ModuleNotFoundError"
+    assert outcome.phase == "import"
+
+    absent = tmp_path / "absent"
+    absent.mkdir()
+    child = Child(absent, {"imports": ["nopkg.sub"], "data": TINY_DATA})
+    done = child.run()
+    assert done.returncode == 3
+    assert child.last("infra_error")["reason"].startswith(
+        "workload.imports[0]: no module named 'nopkg' in "
+    )
+
+
 def _execution(folder: Path, returncode: int | None, timed_out: bool) -> Execution:
     """The harness's attempt as a runner records it (a workload: its events are believed)."""
     (folder / "stdout.log").touch()
