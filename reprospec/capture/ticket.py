@@ -30,7 +30,12 @@ from reprospec.core.signals import (
     signal_from_description,
     signal_name,
 )
-from reprospec.outcome.children import CHILD_FAILED, RankException, rank_exception
+from reprospec.outcome.children import (
+    CHILD_FAILED,
+    RankException,
+    pipeline_death,
+    rank_exception,
+)
 from reprospec.outcome.pytestreport import crashed_test, first_failure
 from reprospec.outcome.tracebacks import (
     EXCEPTION_LINE,
@@ -503,6 +508,19 @@ def read_ticket(text: str) -> Ticket:
     if signal is None and died:
         signal, where = canonical_signal(died["signal"]), where or "child"
         evidence.append(f"a child process died: {died.group(0)}")
+    piped = pipeline_death(clean) if signal is None and "| " in clean else None
+    if piped is not None:
+        # bash's report of a pipeline (`set -o pipefail; a | b | c`): a process after its
+        # first that died is a child the pipeline fed, its first the command's program,
+        # as a live run of the command reads it (outcome/classify.py, rule 4).
+        dead, stage = piped
+        signal = dead.signal
+        if stage > 0:
+            where = where or "child"
+        which = "first process (the command's program)" if stage == 0 else "later process"
+        evidence.append(
+            f"the shell, of a pipeline's {which}: pid {dead.pid} ({dead.cmdline}) died of {signal}"
+        )
     for line in clean.split("\n"):
         shell = _SHELL_SIGNAL.match(line.strip())
         if shell and signal is None:

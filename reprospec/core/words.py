@@ -281,9 +281,15 @@ RESOLVED_SPEC = "# resolved from "
 # (`sh run.sh`'s python), where a process besides the program ran (classify.py, rule 4).
 AS_A_SHELL_REPORTS_IT = ", as a shell reports it"
 
-# After it, where bash's report lists the dead process in a pipeline (`set -o pipefail;
-# a | b | c`, classify.py rule 4): the crash is that process's, not the main program's.
+# After it, where bash's report lists the dead process in a pipeline after its first
+# (`set -o pipefail; a | b | c`'s b, classify.py rule 4): the crash is that process's, not
+# the main program's.
 A_PROCESS_OF_THE_PIPELINE = "a process of the pipeline the shell ran, whose status it took"
+# The first process of a pipeline (`python train.py 2>&1 | tee log.txt`) is the command's
+# program: its death is the main process's crash (outcome/classify.py, rule 4).
+THE_PIPELINES_PROGRAM = (
+    "the first process of the pipeline the shell ran, the command's program, whose status it took"
+)
 
 # Where the runner knows no process besides the root ran (classify.py, rule 7): after
 # `139 = 128 + SIGSEGV`, why that status is no death; after the death its output reports,

@@ -233,10 +233,15 @@ _PIPELINE_LINE = Lazy(r"^[ \t]+(?P<pid>\d+) [^\n|]*?[ \t]\| \S")
 _JOB_LINE = Lazy(r"^(?:[^\n]*?: )?(?:line \d+: )?[ \t]*(?P<pid>\d+) \S")
 
 
-def in_a_pipeline(text: str, pid: int) -> bool:
-    """Whether bash's report of `pid`'s death lists it as one process of a pipeline
-    (`set -o pipefail; a | b | c`, whose status is the last that failed): then the
-    shell's 128+N is that process's death, not the command's main one."""
+def pipeline_stage(text: str, pid: int) -> int | None:
+    """Where bash's report of `pid`'s death lists it in a pipeline (`set -o pipefail; a | b
+    | c`, whose status is the last that failed): 0 its first process, 1 the next, ...; None
+    where the report lists it alone (no pipeline) or not at all.
+
+    The first process is the command's program (`python train.py 2>&1 | tee log.txt`): its
+    death is the main process's crash, as the shell's 128+N says. A later one (`seq 1 9 |
+    ./filter | cat`'s filter) is a child the pipeline fed, whose status the shell took: its
+    crash is that child's (docs/spec-format.md, rule 4; `a_pipelines_child`)."""
     lines = text.splitlines()
     for index, line in enumerate(lines):
         found = _JOB_LINE.match(line)
@@ -253,8 +258,32 @@ def in_a_pipeline(text: str, pid: int) -> bool:
         while end < len(lines) and _PIPELINE_LINE.match(lines[end]):
             end += 1
         if end - start > 1:
-            return True
-    return False
+            return index - start
+    return None
+
+
+def a_pipelines_child(text: str, pid: int) -> bool:
+    """Whether bash's report lists `pid`'s death as a pipeline's process after its first:
+    a child of the command, not its program (`pipeline_stage`)."""
+    stage = pipeline_stage(text, pid)
+    return stage is not None and stage > 0
+
+
+def pipeline_death(text: str) -> tuple[ChildCrash, int] | None:
+    """The first process bash's report of a pipeline says died of a crash signal, and its
+    stage there (`pipeline_stage`): a log's `run.sh: line 2: 25853 Done  seq 1 10` then
+    `     25854 Segmentation fault      | python3 crash.py`. None where no pipeline's
+    process died so (a process the shell ran alone: its report is one line)."""
+    for shell in _SHELL_REPORT.finditer(text):
+        signal = signal_from_description(shell["desc"])
+        if signal is None or not _counts(signal, kills_sent=False):
+            continue
+        pid = int(shell["pid"])
+        stage = pipeline_stage(text, pid)
+        if stage is not None:
+            command = _short(shell["cmd"].removeprefix("| "))
+            return ChildCrash(signal, pid, command, _BY_SHELL), stage
+    return None
 
 
 def names_a_death(text: str) -> bool:
@@ -363,10 +392,12 @@ def _short(text: str) -> str:
 
 __all__ = [
     "ChildCrash",
+    "a_pipelines_child",
     "child_crash",
-    "in_a_pipeline",
     "killed_by_a_process",
     "names_a_death",
+    "pipeline_death",
+    "pipeline_stage",
     "printed_only",
 ]
 

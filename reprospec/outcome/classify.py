@@ -120,6 +120,7 @@ from reprospec.core.words import (
     KNOWN_FROM_THE_OUTPUT_ALONE,
     NO_OTHER_PROCESS_RAN,
     SENT_BY_A_PROCESS,
+    THE_PIPELINES_PROGRAM,
     WATCHDOG_ENDED_IT,
     plural,
     threads_died,
@@ -341,11 +342,16 @@ def classify(
             kind, signal, where = "crash", shell_signal, "main"
             detail = f"exit status {returncode} = 128 + {shell_signal}{AS_A_SHELL_REPORTS_IT}"
             member = _pipeline_member(execution, evidence, shell_signal)
-            if member is not None:
+            if member is not None and member[1] > 0:
                 # `set -o pipefail; a | b | c`: the status is the pipeline's process that died
-                # (b), which bash's report lists as one of the pipeline: not the main one.
-                child, where = member, "child"
-                detail += f"; {member.describe()}, {A_PROCESS_OF_THE_PIPELINE}"
+                # (b), which bash's report lists after the first: a child, not the main one.
+                child, where = member[0], "child"
+                detail += f"; {member[0].describe()}, {A_PROCESS_OF_THE_PIPELINE}"
+            elif member is not None:
+                # `python train.py 2>&1 | tee log.txt`: its first process, the command's
+                # program, died: the main process's crash, said with its pid and command.
+                first = member[0]
+                detail += f"; pid {first.pid} ({first.cmdline}), {THE_PIPELINES_PROGRAM}"
         elif worker is not None and worker.exit_code is None and not worker_sent:
             kind, signal, where = "crash", worker.signal, "worker"
             detail = f"{_describe_worker(worker)}; the main process exited {returncode}"
@@ -954,18 +960,22 @@ def _killed_by_a_process(execution: Execution, evidence: Evidence) -> ChildCrash
     return killed_by_a_process(execution, evidence)
 
 
-def _pipeline_member(execution: Execution, evidence: Evidence, signal: str) -> ChildCrash | None:
+def _pipeline_member(
+    execution: Execution, evidence: Evidence, signal: str
+) -> tuple[ChildCrash, int] | None:
     """The process of a shell's pipeline whose death by `signal` the root's 128+N reports,
+    and its stage there (0: the first, the command's program; children.pipeline_stage),
     where bash's report lists it in a pipeline; None otherwise (a script's last command,
     `sh run.sh`'s python: the main program, as rule 4 reads it)."""
     if "| " not in evidence.stderr:
         return None  # (no pipeline in bash's words: its reader is not even imported)
-    from reprospec.outcome.children import in_a_pipeline
+    from reprospec.outcome.children import pipeline_stage
 
     dead = _child_crash(execution, evidence)
     if dead is None or dead.signal != signal or dead.pid is None:
         return None
-    return dead if in_a_pipeline(evidence.stderr, dead.pid) else None
+    stage = pipeline_stage(evidence.stderr, dead.pid)
+    return (dead, stage) if stage is not None else None
 
 
 def _child_crash(execution: Execution, evidence: Evidence) -> ChildCrash | None:

@@ -148,7 +148,12 @@ _PIPELINE_REPORT = (
 
 
 def test_bashs_report_of_a_pipeline_lists_the_crashed_process_as_one_of_it() -> None:
-    from reprospec.outcome.children import _reported, in_a_pipeline
+    from reprospec.outcome.children import (
+        _reported,
+        a_pipelines_child,
+        pipeline_death,
+        pipeline_stage,
+    )
 
     text = f"hi\n{_PIPELINE_REPORT}"
     # The dead process and its command, the pipeline's `| ` cut from it.
@@ -158,10 +163,34 @@ def test_bashs_report_of_a_pipeline_lists_the_crashed_process_as_one_of_it() -> 
         "python3 -c 'import ctypes; ctypes.string_at(0)'",
         "as the shell reports it",
     )
-    assert in_a_pipeline(text, 23353)
-    assert not in_a_pipeline(text, 4242)  # a pid the report does not name
+    assert [pipeline_stage(text, pid) for pid in (23352, 23353)] == [0, 1]
+    assert a_pipelines_child(text, 23353)
+    assert not a_pipelines_child(text, 23352)  # the first process: the command's program
+    assert pipeline_stage(text, 4242) is None  # a pid the report does not name
+    death = pipeline_death(text)
+    assert death is not None
+    assert (death[0].signal, death[0].pid, death[0].cmdline, death[1]) == (
+        "SIGSEGV",
+        23353,
+        "python3 -c 'import ctypes; ctypes.string_at(0)'",
+        1,
+    )
     # A process the shell ran alone: its report is one line, no pipeline.
     alone = "bash: line 1: 23353 Segmentation fault      (core dumped) python3 x.py\n"
-    assert not in_a_pipeline(alone, 23353)
+    assert pipeline_stage(alone, 23353) is None
+    assert pipeline_death(alone) is None
     # Nor a lone report beside another job's line that is no pipeline's.
-    assert not in_a_pipeline(f"bash: 23350 Done  echo hi\n{alone}", 23353)
+    assert pipeline_stage(f"bash: 23350 Done  echo hi\n{alone}", 23353) is None
+
+
+def test_a_pipelines_first_process_that_crashed_is_the_commands_program() -> None:
+    # `set -o pipefail; python3 crash.py 2>&1 | tee log.txt`, as bash 5.2 reports it.
+    from reprospec.outcome.children import pipeline_death
+
+    text = (
+        "run.sh: line 2: 25793 Segmentation fault      python3 crash.py 2>&1\n"
+        "     25794 Done                    | tee log.txt\n"
+    )
+    death = pipeline_death(text)
+    assert death is not None
+    assert (death[0].pid, death[0].cmdline, death[1]) == (25793, "python3 crash.py 2>&1", 0)
