@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.frozen import frozen
+from reprospec.core.jobreport import a_pipelines_child
 from reprospec.native.cores import (
     REPLACED,
     CorePattern,
@@ -74,6 +75,8 @@ class Capture:
     # Folders the command's shell line moves to (`cd build && ./test`): a crash there leaves
     # its core there, as one in a folder a Python process moved to (cores.moved_to).
     elsewhere: tuple[Path, ...] = ()
+    # The attempt's stderr log, where bash reports a pipeline's processes (main_core).
+    stderr: Path | None = None
 
     def dumps_cores(self) -> bool:
         """Whether the attempt's root gets RLIMIT_CORE raised (allow_cores) before its exec."""
@@ -128,6 +131,7 @@ class Capture:
             timeout_s=self.core_timeout_s,
             read_cores=read_cores,
             elsewhere=self.elsewhere,
+            stderr=self.stderr,
         )
 
 
@@ -242,19 +246,45 @@ def _no_core(
 
 
 def main_core(
-    cores: Sequence[CoreInfo], root_pid: int | None, returncode: int | None
+    cores: Sequence[CoreInfo],
+    root_pid: int | None,
+    returncode: int | None,
+    stderr: Path | None = None,
 ) -> int | None:
     """The index of the core of the attempt's main program among `cores` (oldest first):
     the root's own, else, where the root exited 128 + N (a `/bin/sh -c` root whose program
     died of signal N, which the outcome takes for the main process's crash), the last core
     of a child of the root dead of that signal: the header said the program the command
-    runs was "a child process". None where neither is among them."""
+    runs was "a child process". Not a pipeline's later process that bash's report in the
+    attempt's `stderr` lists (`set -o pipefail; a | b | c` whose b crashed): the outcome
+    reads its crash as a child's (core/jobreport.py). None where neither is among them."""
     own = [i for i, info in enumerate(cores) if root_pid is not None and info.pid == root_pid]
     if own:
         return own[0]
     said = dumped_signal(returncode) if returncode is not None and returncode > 0 else None
     ran = [i for i, c in enumerate(cores) if said and c.ppid == root_pid and c.signal == said]
-    return ran[-1] if ran and root_pid is not None else None
+    if not ran or root_pid is None:
+        return None
+    pid = cores[ran[-1]].pid
+    report = _tail(stderr) if stderr is not None and pid is not None else ""
+    if pid is not None and report and a_pipelines_child(report, pid):
+        return None
+    return ran[-1]
+
+
+# What of the attempt's stderr main_core reads for bash's report of a job: its end, as
+# much as the outcome's reader keeps of it (outcome/evidence.py TAIL_BYTES).
+_REPORT_TAIL_BYTES = 256 * 1024
+
+
+def _tail(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            size = handle.seek(0, 2)
+            handle.seek(max(0, size - _REPORT_TAIL_BYTES))
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def collect_crash_stacks(
@@ -269,6 +299,7 @@ def collect_crash_stacks(
     timeout_s: float = CORE_GDB_TIMEOUT_S,
     read_cores: bool = True,
     elsewhere: Sequence[Path] = (),
+    stderr: Path | None = None,
 ) -> NativeStacks | None:
     """Claim the attempt's cores, move them into `out_dir`, read them; None when there were none.
 
@@ -306,7 +337,7 @@ def collect_crash_stacks(
         return NativeStacks(unavailable=why)
     processes: list[ProcessStacks] = []
     notes: list[str] = []
-    main = main_core(cores, root_pid, returncode)
+    main = main_core(cores, root_pid, returncode, stderr)
     for index, (info, kept) in enumerate(move_cores(cores, out_dir)):
         if kept is not None and read_cores and index < MAX_CORES and can_read():
             stacks, note = core_stacks_of(replace(info, path=kept), timeout_s)

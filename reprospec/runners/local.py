@@ -529,7 +529,12 @@ class LocalRunner:
                 perturbing.finish(applied)
                 return infra(refused, warnings)
         capture = (
-            native.Capture(log_dir, keep_cores=self.keep_cores, elsewhere=cd_folders(plan))
+            native.Capture(
+                log_dir,
+                keep_cores=self.keep_cores,
+                elsewhere=cd_folders(plan),
+                stderr=base["stderr_path"],
+            )
             if self.native_stacks
             else None
         )

@@ -185,13 +185,15 @@ class ContainerNative:
         shared: bool = False,
         cd_folders: tuple[Path, ...] = (),
         root_pid: int | None = None,
+        stderr: Path | None = None,
     ) -> native.NativeStacks | None:
         """Native stacks from the cores the container's processes left in `workdir`.
 
         `shared`: other containers (the attempt's other instances) share the workdir.
         `cd_folders`: the folders the command's shell line moves to (`cd build && ./prog`,
         runners.base.cd_folders), where a crash there leaves its core. `root_pid`: the
-        command's pid in the container, as its init recorded it (None: unknown).
+        command's pid in the container, as its init recorded it (None: unknown). `stderr`:
+        the attempt's stderr log, where bash reports a pipeline's processes (main_core).
 
         `config` is the attempt container's (its image and mounts: gdb runs in a copy);
         `started` its time.time() at start. None when there were no cores and none were
@@ -238,7 +240,7 @@ class ContainerNative:
                 )
             )
         processes: list[native.ProcessStacks] = []
-        main = native.main_core(cores, root_pid, returncode)
+        main = native.main_core(cores, root_pid, returncode, stderr)
         # Into the attempt folder, every one before any is read: the gdb container sees it.
         for index, (info, kept) in enumerate(native.move_cores(cores, log_dir)):
             moved = kept is not None and kept.parent == log_dir

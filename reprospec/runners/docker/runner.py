@@ -620,6 +620,7 @@ class DockerRunner:
                     returncode=returncode, read_cores=not interrupted,
                     shared=shared, cd_folders=cd_folders(plan),
                     root_pid=record.pid if record is not None else None,
+                    stderr=base["stderr_path"],
                 ),
             )  # fmt: skip
             if found is not None:

@@ -871,3 +871,34 @@ def test_a_core_a_later_crash_replaced_in_a_cd_folder_is_read_all_the_same(
     assert stacks.unavailable is None, stacks.unavailable
     assert [p.signal for p in stacks.processes] == ["SIGSEGV"]
     assert "crash.py" in stacks.processes[0].command
+
+
+@needs_gdb
+@needs_plain_cores
+def test_a_pipelines_later_process_that_crashed_is_a_child_in_the_header(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """`set -o pipefail; a | b | c` whose b dies of SIGSEGV: bash exits 139 with b's status,
+    and its report lists b as a pipeline's later process, which the outcome reads as a
+    child's crash (where: child). b's core is a child's, not the main process's, in the
+    header, and the outcome's reader of children finds it there (`_cored`)."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "crash.py").write_text("import ctypes, sys\nsys.stdin.read()\nctypes.string_at(8)\n")
+    line = f"set -o pipefail; echo x | {sys.executable} -S crash.py | cat"
+    ex = runner.run(make_plan(["bash", "-c", line], workdir=workdir), tmp_path / "a")
+    assert ex.returncode == 139, ex.stderr_path.read_text()
+    assert "| " in ex.stderr_path.read_text()  # bash's report of the pipeline
+    stacks = native.read(tmp_path / "a")
+    assert stacks is not None
+    assert [(p.signal, p.root) for p in stacks.processes] == [("SIGSEGV", False)]
+    header = (tmp_path / "a" / native.TEXT_NAME).read_text().splitlines()[0]
+    assert "crash.py) [native, core, SIGSEGV, a child process]" in header, header
+    # The pipeline's first process is the command's program (`python train.py | tee log`):
+    # its crash is the main process's, as the outcome reads it.
+    line = f"set -o pipefail; {sys.executable} -S crash.py < /dev/null 2>&1 | cat"
+    ex = runner.run(make_plan(["bash", "-c", line], workdir=workdir), tmp_path / "b")
+    assert ex.returncode == 139, ex.stderr_path.read_text()
+    stacks = native.read(tmp_path / "b")
+    assert stacks is not None
+    assert [(p.signal, p.root) for p in stacks.processes] == [("SIGSEGV", True)]

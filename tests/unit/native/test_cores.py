@@ -71,6 +71,30 @@ def test_the_program_a_shell_root_reported_the_death_of_is_the_main_process() ->
     assert main_core([*cores, core(shell, 1, "SIGSEGV")], shell, -11) == 3  # the root's own
 
 
+def test_a_pipelines_later_process_is_not_the_main_process(tmp_path: Path) -> None:
+    """`set -o pipefail; a | b | c` whose b crashed: bash exits 139 and its report lists b
+    after the pipeline's first process, a child's crash to the outcome; its first process
+    (`python train.py | tee log`) is the command's program, the main one."""
+    from reprospec.native.capture import main_core
+    from reprospec.native.coreinfo import CoreInfo
+
+    stderr = tmp_path / "stderr.log"
+    stderr.write_text(
+        "bash: line 1:  201 Done                    echo x\n"
+        "      202 Segmentation fault      (core dumped) | ./b\n"
+        "      203                       | cat\n"
+    )
+    b = CoreInfo(Path("core.202"), 202, "SIGSEGV", "/b", "./b", (), 200)
+    assert main_core([b], 200, 139, stderr) is None
+    assert main_core([b], 200, 139) == 0  # no report read: the shell's program, as before
+    stderr.write_text(
+        "bash: line 1:  202 Segmentation fault      (core dumped) ./b 2>&1\n"
+        "      203 Done                    | tee log\n"
+    )
+    assert main_core([b], 200, 139, stderr) == 0
+    assert main_core([b], 200, 139, tmp_path / "missing.log") == 0
+
+
 def test_the_walk_for_cores_leaves_a_run_store_under_the_workdir_out(tmp_path: Path) -> None:
     """`--out out` in the workdir: its attempt folders hold the cores moved there (another
     attempt's, with -j), named as core_pattern names cores; the walk finds none of them."""
