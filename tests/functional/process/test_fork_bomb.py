@@ -103,20 +103,17 @@ def _pythons(folder: Path) -> list[int]:
     return found
 
 
-def test_a_fork_bomb_fills_its_own_limit_and_nothing_outlives_the_run(
-    tmp_path: Path, cage: Path
-) -> None:
-    spec = tmp_path / "bomb.yaml"
-    spec.write_text(BOMB)
+def _run_caged(spec: Path, out: Path, cage: Path, limit: int) -> subprocess.CompletedProcess[str]:
+    """`reprospec run SPEC` to its end, started in `cage` (the pids cgroup the test made, so
+    that whatever it leaves is found there) under the engine's process limit `limit`."""
     procs = str(cage / "cgroup.procs")
 
     def join_cage() -> None:
         with open(procs, "w") as fh:  # noqa: PTH123 - between fork and exec
             fh.write("0\n")
 
-    env = {**os.environ, "NO_COLOR": "1", pidlimit.MAX_PROCESSES_VAR: str(ATTEMPT_LIMIT)}
-    out = tmp_path / "out"
-    engine = subprocess.run(
+    env = {**os.environ, "NO_COLOR": "1", pidlimit.MAX_PROCESSES_VAR: str(limit)}
+    return subprocess.run(
         [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
         capture_output=True,
         text=True,
@@ -126,6 +123,15 @@ def test_a_fork_bomb_fills_its_own_limit_and_nothing_outlives_the_run(
         stdin=subprocess.DEVNULL,
         preexec_fn=join_cage,
     )
+
+
+def test_a_fork_bomb_fills_its_own_limit_and_nothing_outlives_the_run(
+    tmp_path: Path, cage: Path
+) -> None:
+    spec = tmp_path / "bomb.yaml"
+    spec.write_text(BOMB)
+    out = tmp_path / "out"
+    engine = _run_caged(spec, out, cage, ATTEMPT_LIMIT)
     # The engine has exited: nothing it started may be left in the cage. Its watchdog
     # leaves on its own once it reads the engine's end (its stdin closed), 0-50 ms later
     # here: waited for, where it was given 0.5 s, which a loaded machine need not keep
@@ -221,24 +227,8 @@ def test_a_limit_of_one_process_is_worded_in_the_singular(tmp_path: Path, cage: 
         "reprospec: 1\nname: one\ncommand: sh -c 'true; true'\nrun: {timeout: 10s}\n"
         "expect: {outcome: error}\n"
     )
-    procs = str(cage / "cgroup.procs")
-
-    def join_cage() -> None:
-        with open(procs, "w") as fh:  # noqa: PTH123 - between fork and exec
-            fh.write("0\n")
-
-    env = {**os.environ, "NO_COLOR": "1", pidlimit.MAX_PROCESSES_VAR: "1"}
     out = tmp_path / "out"
-    engine = subprocess.run(
-        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        preexec_fn=join_cage,
-    )
+    engine = _run_caged(spec, out, cage, 1)
     assert wait_until(lambda: not _pythons(cage)), _pythons(cage)
     results = json.loads(next(out.glob("runs/*/results.json")).read_text())
     text = json.dumps(results["cells"][0]["attempts"][0])
