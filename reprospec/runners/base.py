@@ -11,6 +11,7 @@ from typing import Protocol, TypedDict, runtime_checkable
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.lazyre import Lazy
 from reprospec.core.results import Execution
 from reprospec.core.sections import Command
 from reprospec.process.childprotocol import EVENTS, STDERR, STDOUT
@@ -216,6 +217,26 @@ def stall_watch(plan: AttemptPlan, events_path: Path) -> ProgressWatch | None:
         return None
     output_counts = plan.workload is None and not plan.markers
     return ProgressWatch(events_path, plan.stall_s, output_counts=output_counts)
+
+
+# A command that may run a pipeline bash reports (core/jobreport.py): a `|` in its line, or a
+# shell or shell script it starts (`bash run.sh`, `./train.sh`), whose pipelines it cannot see.
+_MAY_REPORT_A_PIPELINE = Lazy(r"\||\.sh\b|(?:^|[\s/])(?:ba|z|k)?sh(?:\s|$)")
+
+
+def pipeline_report(plan: AttemptPlan, stderr: Path) -> Path | None:
+    """`stderr`, where the attempt may have run a pipeline whose death bash reports there
+    (native.main_core reads its end to tell a pipeline's later process from the program);
+    None otherwise, so that a crash's stderr is read once, by the outcome's evidence (a
+    `python -c ...` segfault under `/bin/sh -c` read it a second time for no report)."""
+    if not isinstance(plan.job, Command):
+        return None
+    return stderr if _may_report_a_pipeline(plan.job) else None
+
+
+@functools.lru_cache(maxsize=64)
+def _may_report_a_pipeline(job: Command) -> bool:
+    return _MAY_REPORT_A_PIPELINE.search(job.text) is not None
 
 
 def cd_folders(plan: AttemptPlan) -> tuple[Path, ...]:

@@ -56,6 +56,7 @@ from reprospec.runners.base import (
     attempt_files,
     cd_folders,
     infra_execution,
+    pipeline_report,
     stall_watch,
 )
 
@@ -533,7 +534,7 @@ class LocalRunner:
                 log_dir,
                 keep_cores=self.keep_cores,
                 elsewhere=cd_folders(plan),
-                stderr=base["stderr_path"],
+                stderr=pipeline_report(plan, base["stderr_path"]),
             )
             if self.native_stacks
             else None

@@ -55,6 +55,7 @@ from reprospec.runners.base import (
     attempt_files,
     cd_folders,
     infra_execution,
+    pipeline_report,
     stall_watch,
 )
 from reprospec.runners.docker import image as dockerimage
@@ -620,7 +621,7 @@ class DockerRunner:
                     returncode=returncode, read_cores=not interrupted,
                     shared=shared, cd_folders=cd_folders(plan),
                     root_pid=record.pid if record is not None else None,
-                    stderr=base["stderr_path"],
+                    stderr=pipeline_report(plan, base["stderr_path"]),
                 ),
             )  # fmt: skip
             if found is not None:
