@@ -21,6 +21,12 @@ def _minimize(tmp_path: Path, spec: str, *args: str) -> subprocess.CompletedProc
     )  # fmt: skip
 
 
+def _files(folder: Path) -> dict[str, bytes]:
+    """The files of `folder` by name: not the __pycache__ its program's check run may leave
+    (the full suite writes bytecode; PYTHONDONTWRITEBYTECODE hid it where the test was made)."""
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
 def test_a_dir_holding_another_specs_answer_is_refused_its_own_rewritten(tmp_path: Path) -> None:
     for name, program, error in (("a", "import helper_a\nhelper_a.boom()\n", "ValueError"),
                                  ("b", "z = 3\nraise KeyError('b')\n", "KeyError")):  # fmt: skip
@@ -34,7 +40,7 @@ def test_a_dir_holding_another_specs_answer_is_refused_its_own_rewritten(tmp_pat
     first = _minimize(tmp_path, "a.yaml")
     assert first.returncode == 0, first.stderr
     dir_ = tmp_path / "D"
-    held = {p.name: p.read_bytes() for p in dir_.iterdir()}
+    held = _files(dir_)
     assert {"prog_a.py", "helper_a.py", "minimize.json"} <= set(held)
     assert json.loads(held["minimize.json"])["spec_path"] == str(tmp_path / "a.yaml")
     runs = len(list((tmp_path / "out" / "runs").iterdir()))
@@ -46,18 +52,18 @@ def test_a_dir_holding_another_specs_answer_is_refused_its_own_rewritten(tmp_pat
         "default: this one's files would be written among its files, and no reader could "
         "tell which are whose; give another folder, or remove that one first\n"
     )
-    assert {p.name: p.read_bytes() for p in dir_.iterdir()} == held  # nothing lost or mixed
+    assert _files(dir_) == held  # nothing lost or mixed
     assert len(list((tmp_path / "out" / "runs").iterdir())) == runs  # nothing ran
     again = _minimize(tmp_path, "a.yaml")  # its own answer: rewritten, as a rerun does
     assert again.returncode == 0, again.stderr
     # The same spec's program changed (helper_a.py no longer imported): its answer would
     # have left helper_a.py in DIR beside a program that no longer names it.
     (tmp_path / "a" / "prog_a.py").write_text("raise ValueError('a')\n")
-    held = {p.name: p.read_bytes() for p in dir_.iterdir()}
+    held = _files(dir_)
     changed = _minimize(tmp_path, "a.yaml")
     assert changed.returncode == 2, changed.stderr
     assert (
         f"(spec 'spec-a' ({tmp_path / 'a.yaml'}), cell default, before its program or its "
         "settings changed), not of 'spec-a' (a.yaml) in cell default"
     ) in changed.stderr
-    assert {p.name: p.read_bytes() for p in dir_.iterdir()} == held
+    assert _files(dir_) == held

@@ -208,7 +208,11 @@ def test_an_interrupted_run_says_which_cells_did_not_run(tmp_path: Path) -> None
         "reprospec: 1\n"
         "name: eight\n"
         "matrix: {n: [1, 2, 3, 4, 5, 6, 7, 8]}\n"
-        f"command: [{sys.executable}, -c, 'pass']\n"
+        # The cells after the fourth take a second each: the progress that sets `cancel` is
+        # told of an attempt after it ended, and under a load of 8 (the full suite) eight
+        # attempts of `pass` had all ended before it was.
+        f"command: [{sys.executable}, -c, 'import sys, time; time.sleep(int(sys.argv[1]) > 4)', "
+        "'${{ matrix.n }}']\n"
         "expect: {outcome: pass}\n"
     )
     cancel = threading.Event()
