@@ -190,7 +190,10 @@ def test_resume_latest(tmp_path: Path) -> None:
     spec = tmp_path / "four.yaml"
     spec.write_text(
         "reprospec: 1\nname: four\nmatrix: {n: [1, 2, 3, 4]}\n"
-        f"command: [{sys.executable}, -c, 'pass']\nexpect: {{outcome: pass}}\n"
+        # The cells after the first take a second each: progress is told of an attempt after
+        # it ended, and in the full suite the four attempts of `pass` had all ended first.
+        f"command: [{sys.executable}, -c, 'import sys, time; time.sleep(int(sys.argv[1]) > 1)', "
+        "'${{ matrix.n }}']\nexpect: {outcome: pass}\n"
     )
     cancel = threading.Event()
 
