@@ -789,13 +789,15 @@ def test_the_container_listing_attaches_in_the_order_it_is_read() -> None:
     parse_listing's order (the init's children first, then by pid): the stacks are read
     back in that order, and a gdb cut at the deadline is cut in the last one reached. Run
     on this machine's own /proc; the listing folded into one exec with gdb had glob order
-    (pid 10 before pid 8)."""
+    (pid 10 before pid 8). Read as attach reads it, undecodable bytes replaced: CI's
+    machine had a process whose command line was not UTF-8."""
     from reprospec.runners.docker.attach import _LIST, LISTED, parse_listing
 
     ran = subprocess.run(
         ["sh", "-c", f'exec 2>/dev/null\n{_LIST}echo "@@pids" $pids'],
         capture_output=True,
         text=True,
+        errors="replace",  # as attach reads it: a process's cmdline need not be UTF-8
         check=True,
         timeout=60,
     )
