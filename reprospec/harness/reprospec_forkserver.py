@@ -442,7 +442,7 @@ def serve(fd: int, modules: list[str]) -> Job | None:
     gc.freeze()
     maps = ""
     try:
-        with open("/proc/self/maps") as f:
+        with open("/proc/self/maps", errors="replace") as f:  # a path need not be UTF-8
             maps = f.read()
     except OSError:
         pass

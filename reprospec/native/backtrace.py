@@ -185,7 +185,7 @@ def gdb_error(text: str) -> str | None:
 
 def proc_maps(pid: int) -> tuple[tuple[int, int, str], ...]:
     try:
-        text = Path(f"/proc/{pid}/maps").read_text()
+        text = Path(f"/proc/{pid}/maps").read_text(errors="replace")  # a path need not be UTF-8
     except OSError:
         return ()
     return parse_maps(text)

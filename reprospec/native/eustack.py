@@ -361,7 +361,8 @@ def _thread_names(pid: int, threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
     named = []
     for thread in threads:
         try:
-            comm = Path(f"/proc/{pid}/task/{thread.lwp}/comm").read_text().strip()
+            # comm is the name cut at 15 bytes: perhaps in the middle of a character
+            comm = Path(f"/proc/{pid}/task/{thread.lwp}/comm").read_text(errors="replace").strip()
         except OSError:
             comm = ""
         named.append(Thread(thread.id, thread.lwp, comm or None, thread.frames))

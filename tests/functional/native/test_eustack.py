@@ -160,3 +160,46 @@ def test_eu_stack_stops_at_its_budget() -> None:
     assert all(p.error and "0s" in p.error for p in stacks.processes), stacks
     assert stacks.notes
     assert "0s" in stacks.notes[0]
+
+
+_ODD_BYTES = r"""
+import ctypes, mmap, os, sys, time
+folder = sys.argv[1].encode()
+path = os.path.join(folder, b"lib\x80odd.so")
+with open(path, "wb") as handle:
+    handle.write(b"\0" * 4096)
+with open(path, "rb") as handle:
+    mapped = mmap.mmap(handle.fileno(), 4096, prot=mmap.PROT_READ)
+# A thread name is cut at 15 bytes, here in the middle of a two-byte character.
+ctypes.CDLL(None).prctl(15, "ппппппппп".encode())  # PR_SET_NAME
+open(os.path.join(folder, b"ready"), "w").close()
+time.sleep(120)
+"""
+
+
+@needs_both
+def test_a_thread_name_cut_mid_character_and_an_undecodable_library_path_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread's `comm` is its name cut at 15 bytes, which may cut a UTF-8 character in
+    half, and a mapped file's path need not be UTF-8: both were read as strict UTF-8 and
+    the UnicodeDecodeError ended the stacks of every process. Read with the bytes replaced,
+    by eu-stack and by gdb."""
+    hung = subprocess.Popen([sys.executable, "-c", _ODD_BYTES, str(tmp_path)])
+    try:
+        for _ in range(1000):
+            if (tmp_path / "ready").exists():
+                break
+            time.sleep(0.02)
+        fast = native.live_stacks({hung.pid: "odd"}, budget_s=20)
+        monkeypatch.setenv("PATH", _gdb_only_path(tmp_path))
+        slow = native.live_stacks({hung.pid: "odd"}, budget_s=20)
+    finally:
+        hung.kill()
+        hung.wait()
+    for stacks in (fast, slow):
+        (process,) = stacks.processes
+        assert process.error is None, process.error
+        (thread,) = process.threads
+        assert str(thread.name).startswith("ппппппп"), thread.name
+        assert thread.frames, thread
