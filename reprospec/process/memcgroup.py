@@ -47,7 +47,7 @@ def mounts() -> list[tuple[str, str, str]]:
     """(mount point, filesystem type, super options) of each cgroup mount."""
     out: list[tuple[str, str, str]] = []
     try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+        lines = Path("/proc/self/mountinfo").read_text(errors="surrogateescape").splitlines()
     except OSError:
         return out
     for line in lines:
@@ -61,7 +61,7 @@ def mounts() -> list[tuple[str, str, str]]:
 def own_cgroup(controller: str | None) -> str:
     """This process's cgroup path for `controller` (None: the v2 hierarchy)."""
     try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        lines = Path("/proc/self/cgroup").read_text(errors="surrogateescape").splitlines()
     except OSError:
         return "/"
     for line in lines:

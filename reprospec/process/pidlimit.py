@@ -90,8 +90,8 @@ def _own_pids_root() -> Path | None:
         return _root_cache[0]
     found: Path | None = None
     try:
-        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
-        own = Path("/proc/self/cgroup").read_text().splitlines()
+        mounts = Path("/proc/self/mountinfo").read_text(errors="surrogateescape").splitlines()
+        own = Path("/proc/self/cgroup").read_text(errors="surrogateescape").splitlines()
     except OSError:
         mounts, own = [], []
     mount = next(
