@@ -67,7 +67,7 @@ def rerun_command(
     the local runner, every cell infra-error for the packages it did not install.
 
     `target`: what is run instead (a spec file). `as_ran`: the command as the run was made,
-    with its `--set`s (a spec file holds none) and this machine's `--python` and `--gpus`:
+    with its `--set`s (a spec file holds none) and this machine's `--gpus`:
     what `merge` records of the pytest plugin's runs of several sessions, whose line ran 1
     attempt locally where 5 had run on venv."""
     words = ["reprospec", "run", target]
@@ -96,9 +96,10 @@ def rerun_command(
         overrides = options.get("overrides")
         for setting in overrides if isinstance(overrides, list) else ():
             words += ["--set", str(setting)]
-        for flag, key in (("--python", "python"), ("--gpus", "gpus")):
-            if options.get(key):
-                words += [flag, str(options[key])]
+        # Not `--python`, as above: report.markdown.reproduce_command adds it to any
+        # command line, this one too (it was there twice).
+        if options.get("gpus"):
+            words += ["--gpus", str(options["gpus"])]
     return shlex.join(words)
 
 

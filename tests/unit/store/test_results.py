@@ -25,6 +25,7 @@ from reprospec.core.results import (
     VerdictKind,
 )
 from reprospec.errors import FatalError, UsageError
+from reprospec.report.markdown import reproduce_command
 from reprospec.spec.checks.cells import unread_axis_message
 from reprospec.store.compare import compare
 from reprospec.store.digests import FILES_FIELD as FILES
@@ -556,10 +557,13 @@ def test_merged_pytest_runs_keep_pytests_command_line() -> None:
         "overrides": ["run.timeout=90s"],
     }
     sessions = [replace(run, options={**run.options, **ran}) for run in (runs[0], other)]
-    assert merge(sessions).command_line == (
+    merged = merge(sessions)
+    assert merged.command_line == (
         f"reprospec run {matrix.spec_path} --runner venv -m num_workers=0 --repeat 5 "
-        "--set run.timeout=90s --python '/opt/py 3/bin/python' --gpus 0,1"
+        "--set run.timeout=90s --gpus 0,1"
     )
+    # `--python` is this machine's path: How to reproduce adds it, once.
+    assert reproduce_command(merged) == merged.command_line + " --python '/opt/py 3/bin/python'"
 
 
 def test_merge_refuses_different_specs_and_duplicate_attempts() -> None:
