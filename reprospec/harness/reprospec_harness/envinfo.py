@@ -682,11 +682,33 @@ def capture(
     return info
 
 
+def readable(value: JsonValue) -> JsonValue:
+    """`value` with each undecodable byte (a lone surrogate, as Python reads a non-UTF-8
+    variable, path or command line) shown as U+FFFD. json.dump writes such a surrogate as an
+    escape the engine reads back into a string no UTF-8 file takes: an `env TORCH_X=$'\\x80'`
+    (or a Python installed under a non-UTF-8 folder) ended the run with an internal
+    UnicodeEncodeError writing results.json, the run lost. The capture is shown, never run."""
+    if isinstance(value, str):
+        return _readable(value)
+    if isinstance(value, dict):
+        return {_readable(key): readable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [readable(item) for item in value]
+    return value
+
+
+def _readable(text: str) -> str:
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate no byte was read as (json's "\\ud800")
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def write(path: str, info: JsonObject) -> None:
     """Write atomically: a crash mid-write must not leave half a JSON document."""
     temporary = Path(f"{path}.tmp{os.getpid()}")
-    with temporary.open("w") as handle:
-        json.dump(info, handle, indent=2, default=str)
+    with temporary.open("w", encoding="utf-8") as handle:
+        json.dump(readable(info), handle, indent=2, default=str)
     temporary.replace(path)
 
 
@@ -717,7 +739,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.tool_cache:
         _save_tools(args.tool_cache)
-    print(json.dumps(info, indent=2, default=str))
+    print(json.dumps(readable(info), indent=2, default=str))
     return 0
 
 
