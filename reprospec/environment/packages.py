@@ -31,12 +31,54 @@ from reprospec.errors import InfraError
 
 # Runs in the target interpreter: stdlib only, Python 3.6+ (pkg_resources when
 # importlib.metadata is missing, else the metadata files on sys.path). argv[1] is a JSON
-# list of normalized names.
+# list of normalized names; argv[2], when given and "extras", asks for every distribution's
+# version and Requires-Dist lines too (`requires`, `everything`): what an extra
+# (`torch[opt-einsum]`) requires is only known from them, and the extra's requirements may
+# name extras in turn, so the whole closure is judged from one probe (`mismatches`).
 PROBE_CODE = r"""
 import json, os, platform, re, sys
 def norm(name):
     return re.sub(r"[-_.]+", "-", name).lower()
+def egg_requires(text):
+    # requires.txt of an egg-info: `[extra:marker]` sections, as importlib.metadata reads them.
+    out, section = [], ""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1]
+            continue
+        extra, _, marker = section.partition(":")
+        conditions = []
+        if marker:
+            conditions.append("(" + marker + ")")
+        if extra:
+            conditions.append('extra == "' + extra + '"')
+        out.append(line + ("; " + " and ".join(conditions) if conditions else ""))
+    return out
+def file_requires(folder, entry):
+    # Requires-Dist of a .dist-info/METADATA, or an egg-info's requires.txt.
+    path = os.path.join(folder, entry)
+    try:
+        if entry.endswith(".dist-info"):
+            out = []
+            with open(os.path.join(path, "METADATA"), encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    if not line.strip():
+                        break
+                    key, _, value = line.partition(":")
+                    if key.strip().lower() == "requires-dist":
+                        out.append(value.strip())
+            return out
+        if os.path.isdir(path):
+            with open(os.path.join(path, "requires.txt"), encoding="utf-8", errors="replace") as f:
+                return egg_requires(f.read())
+    except OSError:
+        pass
+    return []
 found = {}
+requires = {}
 try:
     try:
         import importlib.metadata as md
@@ -46,11 +88,17 @@ try:
         name = dist.metadata["Name"]
         if name:
             found.setdefault(norm(name), dist.version)
+            requires.setdefault(norm(name), list(dist.requires or []))
 except ImportError:
     try:
         import pkg_resources
         for dist in pkg_resources.working_set:
             found.setdefault(norm(dist.project_name), dist.version)
+            info = getattr(dist, "egg_info", None) or ""
+            requires.setdefault(
+                norm(dist.project_name),
+                file_requires(os.path.dirname(info), os.path.basename(info)) if info else [],
+            )
     except ImportError:
         # Python < 3.8 in a venv uv made: no importlib.metadata, no setuptools. The
         # metadata files on sys.path say the same, in path order as importlib's.
@@ -80,6 +128,7 @@ except ImportError:
                     continue
                 if head.get("name") and head.get("version"):
                     found.setdefault(norm(head["name"]), head["version"])
+                    requires.setdefault(norm(head["name"]), file_requires(folder, entry))
 def full(info):
     text = "%d.%d.%d" % (info.major, info.minor, info.micro)
     if info.releaselevel != "final":
@@ -100,8 +149,12 @@ markers = {
     "sys_platform": sys.platform,
 }
 names = json.loads(sys.argv[1])
-print(json.dumps({"python": sys.executable, "prefix": sys.prefix,
-                  "installed": dict((n, found.get(n)) for n in names), "markers": markers}))
+out = {"python": sys.executable, "prefix": sys.prefix,
+       "installed": dict((n, found.get(n)) for n in names), "markers": markers}
+if sys.argv[2:] == ["extras"]:
+    out["everything"] = found
+    out["requires"] = requires
+print(json.dumps(out))
 """
 
 PROBE_TIMEOUT_S = 60.0
@@ -127,6 +180,15 @@ class Installed:
     versions: Mapping[str, str | None]
     markers: Mapping[str, str] = field(default_factory=dict)
     prefix: str = ""
+    # Only from a probe asked for extras (`probe_args`): every distribution's version, and
+    # its Requires-Dist lines (normalized name -> lines); empty where it was not asked.
+    everything: Mapping[str, str] = field(default_factory=dict)
+    requires: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def version(self, name: str) -> str | None:
+        """The installed version of normalized `name` (None: not installed, or not seen)."""
+        have = self.versions.get(name)
+        return have if have is not None else self.everything.get(name)
 
 
 def normalize(name: str) -> str:
@@ -140,6 +202,7 @@ class _Wanted:
     name: str | None  # normalized; None when it names no distribution we can check
     specifier: str = ""
     marker: object | None = None  # packaging.markers.Marker
+    extras: tuple[str, ...] = ()  # normalized: `torch[opt_einsum]` -> ("opt-einsum",)
 
 
 def _parse(requirement: str) -> _Wanted:
@@ -154,7 +217,8 @@ def _parse(requirement: str) -> _Wanted:
         if match:
             return _Wanted(text, normalize(match["name"]), f"=={match['version']}")
         return _Wanted(text, None)
-    return _Wanted(text, normalize(req.name), str(req.specifier), req.marker)
+    extras = tuple(sorted(normalize(extra) for extra in req.extras))
+    return _Wanted(text, normalize(req.name), str(req.specifier), req.marker, extras)
 
 
 def requirement_name(requirement: str) -> str | None:
@@ -199,11 +263,39 @@ def requirements_naming(requirements: Iterable[str], name: str) -> tuple[str, ..
     return tuple(r for r in requirements if requirement_name(r) == normalize(name))
 
 
-def mismatches(requirements: Sequence[str], installed: Installed) -> tuple[str, ...]:
-    """One line per requirement the interpreter does not satisfy, naming both sides."""
+def probe_args(requirements: Sequence[str]) -> list[str]:
+    """The arguments `PROBE_CODE` takes for `requirements`: their names, and `extras` when
+    one names an extra (`torch[opt-einsum]`), so that the probe also says what each
+    distribution requires (every runner's probe is asked the same way)."""
+    args = [json.dumps(list(requirement_names(requirements)))]
+    if any(_parse(r).extras for r in requirements):
+        args.append("extras")
+    return args
+
+
+def _satisfied(specifier: str, have: str) -> bool:
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
 
+    if not specifier:
+        return True
+    try:
+        return SpecifierSet(specifier).contains(Version(have), prereleases=True)
+    except (InvalidVersion, InvalidSpecifier):
+        # Not PEP 440 on one side: only an exact textual pin can still be judged.
+        return specifier.lstrip("=") == have
+
+
+def mismatches(requirements: Sequence[str], installed: Installed) -> tuple[str, ...]:
+    """One line per requirement the interpreter does not satisfy, naming both sides.
+
+    A requirement with extras (`torch[opt-einsum]`) also needs what the extra requires
+    (torch's `opt-einsum>=3.3; extra == "opt-einsum"`): each such requirement missing or
+    at another version is a line naming the extra, and so on through extras those name.
+    pip installs them with the distribution, but an interpreter given (the local runner)
+    or an image may hold the distribution without them. Judged only where the probe was
+    asked for extras (`probe_args`); a captured environment has no Requires-Dist to judge by.
+    """
     out: list[str] = []
     for requirement in requirements:
         wanted = _parse(requirement)
@@ -212,20 +304,68 @@ def mismatches(requirements: Sequence[str], installed: Installed) -> tuple[str, 
         marker = wanted.marker
         if marker is not None and not marker.evaluate(dict(installed.markers)):  # type: ignore[attr-defined]
             continue  # `; python_version < "3.10"` and this is 3.11: not required here
-        have = installed.versions.get(wanted.name)
+        have = installed.version(wanted.name)
         if have is None:
             out.append(f"{wanted.name} is not installed (the cell needs {wanted.text})")
             continue
-        if not wanted.specifier:
-            continue
-        try:
-            ok = SpecifierSet(wanted.specifier).contains(Version(have), prereleases=True)
-        except (InvalidVersion, InvalidSpecifier):
-            # Not PEP 440 on one side: only an exact textual pin can still be judged.
-            ok = wanted.specifier.lstrip("=") == have
-        if not ok:
+        if not _satisfied(wanted.specifier, have):
             out.append(f"{wanted.name} {have} is installed (the cell needs {wanted.text})")
-    return tuple(out)
+            continue
+        if wanted.extras and installed.requires:
+            out.extend(_extra_problems(wanted.name, wanted.extras, wanted.text, installed, set()))
+    return tuple(dict.fromkeys(out))
+
+
+def _extra_problems(
+    name: str,
+    extras: Sequence[str],
+    needed_by: str,
+    installed: Installed,
+    seen: set[tuple[str, str]],
+    *,
+    nested: bool = False,
+) -> list[str]:
+    """What the `extras` of installed distribution `name` require and the interpreter lacks
+    (`nested`: an extra a requirement of the spec's extra names, not the spec's own)."""
+    from packaging.markers import InvalidMarker, UndefinedEnvironmentName
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    out: list[str] = []
+    markers = dict(installed.markers)
+    for extra in (normalize(e) for e in extras):
+        if (name, extra) in seen:
+            continue
+        seen.add((name, extra))
+        for line in installed.requires.get(name, ()):
+            try:
+                dependency = Requirement(line)
+                marker = dependency.marker
+                # Only what the extra adds: a line true without it is a plain dependency,
+                # which the check leaves to the installer, as for a requirement without extras.
+                if marker is None or marker.evaluate({**markers, "extra": ""}):
+                    continue
+                if not marker.evaluate({**markers, "extra": extra}):
+                    continue
+            except (InvalidRequirement, InvalidMarker, UndefinedEnvironmentName):
+                continue  # a line this interpreter's metadata holds that PEP 508 cannot read
+            wanted = normalize(dependency.name)
+            # `opt-einsum is not installed (torch[opt-einsum] requires opt-einsum>=3.3)`, and
+            # through a nested extra, which of the spec's requirements led there.
+            why = f"{name}[{extra}] requires {dependency.name}{dependency.specifier}"
+            if nested:
+                why += f"; the cell needs {needed_by}"
+            have = installed.version(wanted)
+            if have is None:
+                out.append(f"{wanted} is not installed ({why})")
+            elif not _satisfied(str(dependency.specifier), have):
+                out.append(f"{wanted} {have} is installed ({why})")
+            elif dependency.extras:
+                out.extend(
+                    _extra_problems(
+                        wanted, sorted(dependency.extras), needed_by, installed, seen, nested=True
+                    )
+                )
+    return out
 
 
 def parse_probe(stdout: str, python: str) -> Installed:
@@ -234,10 +374,19 @@ def parse_probe(stdout: str, python: str) -> Installed:
         data = json.loads(stdout.strip().splitlines()[-1])
         versions = {str(k): (None if v is None else str(v)) for k, v in data["installed"].items()}
         markers = {str(k): str(v) for k, v in data["markers"].items()}
+        everything = {str(k): str(v) for k, v in (data.get("everything") or {}).items() if v}
+        requires = {
+            str(k): tuple(str(line) for line in v) for k, v in (data.get("requires") or {}).items()
+        }
     except (ValueError, KeyError, IndexError, AttributeError, TypeError) as exc:
         raise InfraError(f"package check with {python} printed no usable JSON ({exc})") from exc
     return Installed(
-        str(data.get("python") or python), versions, markers, str(data.get("prefix") or "")
+        str(data.get("python") or python),
+        versions,
+        markers,
+        str(data.get("prefix") or ""),
+        everything,
+        requires,
     )
 
 
@@ -248,9 +397,13 @@ def probe_installed(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     timeout_s: float = PROBE_TIMEOUT_S,
+    extras: bool = False,
 ) -> Installed:
-    """Run `PROBE_CODE` with `python` (in `env`, `cwd`: what the attempt will see)."""
+    """Run `PROBE_CODE` with `python` (in `env`, `cwd`: what the attempt will see);
+    `extras`: also every distribution's version and requirements (`probe_args`)."""
     argv = [python, "-c", PROBE_CODE, json.dumps([normalize(n) for n in names])]
+    if extras:
+        argv.append("extras")
     try:
         # The interpreter is the spec's: what it prints is kept within a bound (capped.py).
         done = capped.run(argv, limit=OUTPUT_BYTES, timeout_s=timeout_s, env=env, cwd=cwd)
@@ -342,7 +495,11 @@ class PackageCheck:
                     return self._cache[key]
             try:
                 installed = probe_installed(
-                    python, requirement_names(requirements), env=env, cwd=cwd
+                    python,
+                    requirement_names(requirements),
+                    env=env,
+                    cwd=cwd,
+                    extras=len(probe_args(requirements)) > 1,
                 )
                 problems = mismatches(requirements, installed)
                 reason = describe(python, problems) if problems else None

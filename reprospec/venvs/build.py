@@ -529,7 +529,9 @@ def _build(
             _install(request, python, say, cwd, lock_fd)
         say("check", "checking the installed versions")
         names = packages.requirement_names(request.packages)
-        installed = packages.probe_installed(str(python), names)
+        installed = packages.probe_installed(
+            str(python), names, extras=len(packages.probe_args(request.packages)) > 1
+        )
         problems = packages.mismatches(request.packages, installed)
         if problems:
             raise EnvBuildError(

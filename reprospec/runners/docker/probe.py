@@ -67,7 +67,7 @@ def packages_refused(runner: ProbeHost, plan: AttemptPlan, log_dir: Path) -> str
     names = packages.requirement_names(requirements)
     if not names:
         return None
-    argv = ["python3", "-c", packages.PROBE_CODE, json.dumps(list(names))]
+    argv = ["python3", "-c", packages.PROBE_CODE, *packages.probe_args(requirements)]
     with runner._check_lock:
         try:
             client, image, config = runner._container_config(plan, argv, log_dir)

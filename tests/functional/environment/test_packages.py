@@ -9,7 +9,14 @@ import sys
 import textwrap
 from pathlib import Path
 
-from reprospec.environment.packages import PROBE_CODE, PackageCheck, parse_probe, probe_installed
+from reprospec.environment.packages import (
+    PROBE_CODE,
+    PackageCheck,
+    mismatches,
+    parse_probe,
+    probe_args,
+    probe_installed,
+)
 from tests.support.cli import Cli
 
 PYYAML = importlib.metadata.version("pyyaml")
@@ -165,3 +172,82 @@ def test_a_requirement_that_is_not_pep_508_is_refused_before_the_run(
             " (did you mean 'six==1.2'?)" in done.stderr + done.stdout
         )
         assert "Traceback" not in done.stderr
+
+
+def _kit_site(site: Path) -> Path:
+    """A folder with `kit` 1.0 (extras `fast`, needing `reprospec-absent-speedup`, and `yaml`,
+    needing PyYAML), as a dist-info, and `eggkit` 0.1 as an egg-info with a requires.txt."""
+    (site / "kit-1.0.dist-info").mkdir(parents=True)
+    (site / "kit-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: kit\nVersion: 1.0\nProvides-Extra: fast\n"
+        'Requires-Dist: reprospec-absent-speedup>=2; extra == "fast"\n'
+        'Requires-Dist: PyYAML>=1; extra == "yaml"\n\nbody\n'
+    )
+    (site / "eggkit-0.1.egg-info").mkdir()
+    (site / "eggkit-0.1.egg-info" / "PKG-INFO").write_text(
+        "Metadata-Version: 1.0\nName: eggkit\nVersion: 0.1\n"
+    )
+    (site / "eggkit-0.1.egg-info" / "requires.txt").write_text(
+        "pyyaml\n\n[fast]\nreprospec-absent-speedup\n"
+    )
+    return site
+
+
+def test_an_extras_requirements_are_checked(cli: Cli, tmp_path: Path) -> None:
+    """`kit[fast]` passed the check with what the extra requires missing, and the cell ran
+    without it; now it is infra-error naming the missing requirement, before it runs. An
+    extra whose requirements are installed (`kit[yaml]`) runs."""
+    site = _kit_site(tmp_path / "site")
+    spec = tmp_path / "extras.yaml"
+    spec.write_text(
+        textwrap.dedent("""\
+        reprospec: 1
+        name: extras
+        environment:
+          packages: ["kit[${{ matrix.extra }}]"]
+        matrix:
+          extra: [fast, yaml]
+        command: python -c "open('RAN-' + '${{ matrix.extra }}', 'w')"
+        expect: {outcome: pass}
+        """)
+    )
+    done = cli("run", str(spec), env={"PYTHONPATH": str(site)})
+    assert done.code == 3, done.stderr
+    cells = {c["id"]: c for c in done.results()["cells"]}
+    assert cells["extra=yaml"]["verdict"] == "reproduced"
+    fast = cells["extra=fast"]
+    assert fast["verdict"] == "infra-error"
+    assert (
+        "reprospec-absent-speedup is not installed (kit[fast] requires "
+        "reprospec-absent-speedup>=2)" in fast["attempts"][0]["infra_error"]
+    )
+    assert (tmp_path / "RAN-yaml").exists()
+    assert not (tmp_path / "RAN-fast").exists()
+
+
+def test_the_probe_reads_extras_where_python_has_no_importlib_metadata(tmp_path: Path) -> None:
+    """The metadata-file fallback (Python 3.6/3.7 venvs) says what extras require too:
+    Requires-Dist of a dist-info, the sections of an egg-info's requires.txt."""
+    site = _kit_site(tmp_path / "site")
+    old_python = (
+        "import sys\n"
+        "for name in ('importlib.metadata', 'importlib_metadata', 'pkg_resources'):\n"
+        "    sys.modules[name] = None\n"
+        f"sys.path.insert(0, {str(site)!r})\n"
+        "sys.argv[1:] = sys.argv[-2:]\n"
+        f"exec(compile({PROBE_CODE!r}, 'probe', 'exec'))\n"
+    )
+    args = probe_args(["kit[fast]", "eggkit[fast]"])
+    assert args == ['["kit", "eggkit"]', "extras"]
+    done = subprocess.run(
+        [sys.executable, "-c", old_python, *args], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    seen = parse_probe(done.stdout, sys.executable)
+    assert seen.requires["eggkit"] == ("pyyaml", 'reprospec-absent-speedup; extra == "fast"')
+    assert mismatches(["kit[yaml]", "eggkit[fast]", "kit[fast]"], seen) == (
+        "reprospec-absent-speedup is not installed (eggkit[fast] requires "
+        "reprospec-absent-speedup)",
+        "reprospec-absent-speedup is not installed (kit[fast] requires "
+        "reprospec-absent-speedup>=2)",
+    )

@@ -53,3 +53,35 @@ def test_pins_are_each_named_requirement_at_the_version_held() -> None:
         "Typing_Extensions==4.12.2",
         "requests[socks,use_chardet]==2.32.3",
     )
+
+
+def test_an_extra_needs_what_it_requires() -> None:
+    """`torch[opt-einsum]` passed the check with opt-einsum missing: only torch was looked
+    for, and the cell ran without what the spec asked. Each requirement the extra adds
+    (Requires-Dist `...; extra == "opt-einsum"`) is judged too, through nested extras, and
+    a missing or mismatched one names the extra that needs it."""
+    markers = {"python_version": "3.11", "sys_platform": "linux"}
+    requires = {
+        "torch": (
+            "filelock",  # a plain dependency: the installer's, not the extra's
+            'opt-einsum>=3.3; extra == "opt-einsum"',
+            'pyyaml; extra == "pyyaml"',
+            'optree>=0.13.0; extra == "optree"',
+            'old-thing; extra == "optree" and python_version < "3"',
+        ),
+        "kit": ('kit[b]; extra == "all"', 'dep-b[x]==2; extra == "b"'),
+        "dep-b": ('deep>=5; extra == "x"',),
+    }
+    everything = {"pyyaml": "6.0", "optree": "0.12.0", "kit": "1", "dep-b": "2", "deep": "4"}
+    have = Installed("py", {"torch": "2.13.0", "kit": "1"}, markers, "", everything, requires)
+    assert mismatches(["torch[pyyaml]", "torch"], have) == ()
+    assert mismatches(["torch[opt_einsum,optree]==2.13.0"], have) == (
+        "opt-einsum is not installed (torch[opt-einsum] requires opt-einsum>=3.3)",
+        "optree 0.12.0 is installed (torch[optree] requires optree>=0.13.0)",
+    )
+    assert mismatches(["kit[all]"], have) == (
+        "deep 4 is installed (dep-b[x] requires deep>=5; the cell needs kit[all])",
+    )
+    # A capture (no Requires-Dist) cannot judge an extra: the distribution alone is judged.
+    captured = Installed("py", {"torch": "2.13.0"}, markers)
+    assert mismatches(["torch[opt-einsum]"], captured) == ()
