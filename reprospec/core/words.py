@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from reprospec.core.inputs import Expectation
+from reprospec.core.lazyre import Lazy
 from reprospec.core.results import (
     AttemptResult,
     CrashedChild,
@@ -559,6 +560,35 @@ def attempts_phrase(attempts: Iterable[AttemptResult]) -> str:
 
 
 FRESH_PREFIX = "ran fresh: "
+# A forked attempt's note names its server (preload_note), which `launch_summary` counts.
+_FORKED_FROM = Lazy(r"^forked from preload server (\d+)( \(started again after server \d+ died\))?")
+
+
+def preload_note(number: int, replaces: int | None, modules: Sequence[str]) -> str:
+    """Where a forked attempt came from: `forked from preload server 2 (started again after
+    server 1 died), which preloaded torch`. Numbered per runner, as its servers start."""
+    again = f" (started again after server {replaces} died)" if replaces is not None else ""
+    return f"forked from preload server {number}{again}, which preloaded {', '.join(modules)}"
+
+
+def _servers_phrase(forked: Sequence[AttemptResult]) -> str:
+    """`a server that imported run.preload once`, or, where the attempts came from several
+    (a server died and was started again, an idle one stopped for another key's), how many,
+    and how many were restarts: each imported the modules again."""
+    servers: set[str] = set()
+    restarted: set[str] = set()
+    for attempt in forked:
+        match = _FORKED_FROM.match(attempt.launch_note or "")
+        if match:
+            servers.add(match[1])
+            if match[2]:
+                restarted.add(match[1])
+    if len(servers) <= 1 and not restarted:
+        return "a server that imported run.preload once"
+    again = f" ({plural(len(restarted), 'restart')} after a server died)" if restarted else ""
+    if len(servers) == 1:  # the others' attempts not among these
+        return "a server started again after another died, which imported run.preload once"
+    return f"{len(servers)} servers{again}, each of which imported run.preload once"
 
 
 def launch_summary(attempts: Iterable[AttemptResult]) -> str | None:
@@ -579,8 +609,8 @@ def launch_summary(attempts: Iterable[AttemptResult]) -> str | None:
     if forked:
         parts.append(
             f"{len(forked)} of {plural(len(attempts), 'attempt')} "
-            f"{'was' if len(forked) == 1 else 'were'} forked from a server "
-            "that imported run.preload once: random, numpy and torch reseeded per attempt "
+            f"{'was' if len(forked) == 1 else 'were'} forked from {_servers_phrase(forked)}"
+            ": random, numpy and torch reseeded per attempt "
             "(each seed is in results.json), no interpreter teardown at exit"
         )
         if any("OpenBLAS" in (a.launch_note or "") for a in forked):

@@ -48,6 +48,7 @@ from typing import IO
 from reprospec import native as native_stacks
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.signals import signal_name
+from reprospec.core.words import preload_note
 from reprospec.harness import HARNESS_ROOT
 from reprospec.process import start, tree
 from reprospec.process.childprotocol import TOKEN_VAR
@@ -205,6 +206,12 @@ class ForkServer:
         # Why the engine stopped it (None: it was not, or not yet), and its exit status.
         self.stopped: str | None = None
         self.returncode: int | None = None
+        # Which start of the runner's servers this is (1, 2, ...), and the number of the
+        # server of its key that died before it (None: none did): its attempts' notes say
+        # both (words.preload_note), so that the report does not say the modules were
+        # imported once where a server died and its successor imported them again.
+        self.number = 0
+        self.replaces: int | None = None
         server_env = {k: v for k, v in env.items() if k not in PER_ATTEMPT_VARS}
         server_env[TOKEN_VAR] = TOKEN_PLACEHOLDER
         # OpenBLAS starts its thread pool when it is loaded: one thread keeps the server
@@ -455,6 +462,10 @@ class Preloader:
         self.closed = False
         # How often each key's server died and was started again (MAX_RESTARTS).
         self._restarts: dict[str, int] = {}
+        # Servers started so far (ForkServer.number), and by key the number of the
+        # one that died, which its next server replaces.
+        self._started = 0
+        self._died: dict[str, int] = {}
 
     def _workspace(self) -> Path:
         if self._folder is None:
@@ -563,6 +574,8 @@ class Preloader:
         server = entry.server
         if server is not None:
             self._live.discard(server)
+        if server is not None:
+            self._died[key] = server.number
         restarts = self._restarts.get(key, 0)
         if restarts >= MAX_RESTARTS:
             entry.server = None
@@ -601,6 +614,10 @@ class Preloader:
         except OSError as exc:
             entry = _Entry(None, f"cannot start the preload server: {exc.strerror or exc}")
         else:
+            with self._lock:
+                self._started += 1
+                server.number = self._started
+                server.replaces = self._died.pop(key, None)
             # Bounded by the attempt's own timeout: an import that hangs must not hold the
             # attempt (and the run) past what the spec allowed it; it then runs fresh.
             bound = min(READY_TIMEOUT_S, plan.timeout_s) if plan.timeout_s else READY_TIMEOUT_S
@@ -732,9 +749,8 @@ class Launcher:
             )
         self.forked = True
         self.child = child
-        names = ", ".join(self.server.modules)
-        note = f"forked from a server that preloaded {names}; random, numpy and torch seeded "
-        note += f"with {self.seed}"
+        note = preload_note(self.server.number, self.server.replaces, self.server.modules)
+        note += f"; random, numpy and torch seeded with {self.seed}"
         if self.server.openblas and self.server.openblas_forced:
             note += (
                 "; OpenBLAS is single-threaded (OPENBLAS_NUM_THREADS=1 in the server: "

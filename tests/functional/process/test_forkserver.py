@@ -708,6 +708,13 @@ def test_a_server_that_died_is_started_again_a_few_times(
         # (the reader not told yet) runs fresh, saying so.
         ran = [attempt() for _ in range(2)]
         assert ran[-1].launch == "forked", [e.launch_note for e in ran]
+        # Its note names the server, and the one that died before it: the report's Preload
+        # line said "a server that imported run.preload once" after restarts.
+        number = len(killed) + 1
+        again = f" (started again after server {number - 1} died)" if killed else ""
+        assert (ran[-1].launch_note or "").startswith(
+            f"forked from preload server {number}{again}, which preloaded marked; "
+        )
         if ran[0].launch == "fresh":
             assert "its preload server was killed by SIGKILL" in (ran[0].launch_note or "")
         (server,) = servers()

@@ -159,3 +159,31 @@ def test_an_attempt_that_reached_its_limit_says_so_beside_its_outcome() -> None:
     assert limit_reached(hit) == "its process limit (1 process)"
     assert attempt_phrase(hit) == "error exit 2, at its process limit (1 process)"
     assert attempt_phrase(attempt("leaked 2 files")) == "error exit 2"
+
+
+def test_a_launch_summary_says_when_a_preload_server_was_started_again() -> None:
+    """The Preload line said "forked from a server that imported run.preload once" after
+    the server died and a new one imported the modules again: it counts the servers, and
+    the restarts among them, from the servers' numbers in the forked attempts' notes."""
+    from dataclasses import replace
+
+    from reprospec.core.results import AttemptResult, Outcome
+    from reprospec.core.words import launch_summary, preload_note
+
+    plain = AttemptResult(1, 0.1, Outcome(kind="pass"), True, (), "")
+    first = replace(plain, launch="forked", launch_note=preload_note(1, None, ["torch"]))
+    again = replace(plain, launch="forked", launch_note=preload_note(2, 1, ["torch"]))
+    assert again.launch_note == (
+        "forked from preload server 2 (started again after server 1 died), which preloaded torch"
+    )
+    assert str(launch_summary([first, first])).startswith(
+        "2 of 2 attempts were forked from a server that imported run.preload once: "
+    )
+    assert str(launch_summary([first, again, again])).startswith(
+        "3 of 3 attempts were forked from 2 servers (1 restart after a server died), each of "
+        "which imported run.preload once: "
+    )
+    assert str(launch_summary([again])).startswith(
+        "1 of 1 attempt was forked from a server started again after another died, which "
+        "imported run.preload once: "
+    )
