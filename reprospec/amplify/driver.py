@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from reprospec.amplify.report import AmplifyReport
 from reprospec.amplify.search import Amplification, Arm, Probe, Settings
-from reprospec.amplify.state import StateFile, StoredProbe, held, run_ids
+from reprospec.amplify.state import StateFile, StoredProbe, run_ids
 from reprospec.core.caller import argument, from_api, said
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -35,6 +35,7 @@ from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions, WordSet, check_options, rerun_words
 from reprospec.core.sections import Perturb, SectionError
+from reprospec.core.trylock import search_held
 from reprospec.core.words import FRESH_PREFIX, plural
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import FatalError, UsageError, suggest
@@ -336,7 +337,7 @@ def _amplify(
     folder = run_options.out / "amplify" / ident
     # One search of this folder at a time: two (the same command in another terminal) each
     # ran every probe, and the last to write state.json dropped the other's.
-    with held(folder, f"amplification {ident}"):
+    with search_held(folder, f"amplification {ident}"):
         state = StateFile(
             folder, {"spec": spec.name, "cell": cell.id, "tries": [a.label for a in singles]}
         )

@@ -6,7 +6,8 @@
       amplify.json     the answer and its evidence (written at the end)
       amplify.md       the report
       amplified.yaml   the spec with the winning perturbation set
-      .lock            held (flock) while a search of this folder runs: `held`
+      .lock            held (flock) while a search of this folder runs
+                       (core/trylock.py's `search_held`)
 
 ID is the spec's name and a hash of what a probe's outcome depends on (the spec's
 text and program, the --set overrides, the runner, --timeout, --python: isolation.
@@ -22,18 +23,15 @@ fewer (a smaller budget) replays that many, the rest kept for the arm's next pro
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
 from reprospec.core.atomicfile import write_atomic
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.trylock import try_locked
-from reprospec.errors import UsageError
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import (
     could_not_run,
@@ -158,23 +156,3 @@ class StateFile:
 def run_ids(probes: Iterable[StoredProbe]) -> list[str]:
     """The runs of `probes`, each once, in the order they ran."""
     return list(dict.fromkeys(p.run_id for p in probes if p.run_id))
-
-
-@contextlib.contextmanager
-def held(folder: Path, search: str) -> Iterator[None]:
-    """The folder's `.lock`, held while one search of it runs; a second is refused (exit 2).
-    Two of the same command (another terminal, a script run twice) each ran every probe,
-    and the last to write state.json dropped the other's probes. The kernel drops the
-    lock with the process, however it ends: a killed search never holds it. A lock that
-    cannot be opened or taken to tell (core/trylock.py: a `.lock` that is a folder, a file
-    system without flock) is the venv runner's rule too: the search runs, unguarded, where
-    it stopped on the OSError."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with try_locked(folder / ".lock") as free:
-        if free is False:
-            raise UsageError(
-                f"{search} is running now in another reprospec ({folder} is held): wait for "
-                "it to end, then run the same command to be answered from it, or give "
-                "another --out"
-            )
-        yield

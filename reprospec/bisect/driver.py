@@ -39,6 +39,7 @@ from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import Redactor
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.safepoint import Deferral
+from reprospec.core.trylock import search_held
 from reprospec.core.words import build_log_phrase, plural
 from reprospec.environment import packages
 from reprospec.environment.probe import shared_captures
@@ -163,109 +164,113 @@ def bisect_spec(
         ) from None
     bisect_id = request.key(spec, program_digest(plan.attempts.variants().attempts))
     folder = request.out / "bisect" / bisect_id
-    known, resumed, again = load_state(folder / "state.json", versions, request.fresh)
-    if resumed:
-        # Evidence by version, weighed whole (search.bisect's `known`), whatever the budget.
+    # One search of this folder at a time (core/trylock.py): two of the same command each
+    # ran every candidate, and the last to write state.json dropped the other's.
+    with search_held(folder, f"bisect {bisect_id}"):
+        known, resumed, again = load_state(folder / "state.json", versions, request.fresh)
+        if resumed:
+            # Evidence by version, weighed whole (search.bisect's `known`), whatever the budget.
+            say(
+                f"continuing bisect {bisect_id}: "
+                f"{plural(sum(t.attempts for t in known.values()), 'attempt')} "
+                f"from an earlier run, counted in the budget of {request.budget} "
+                f"({said('--fresh', 'BisectRequest(fresh=True)')} starts over)"
+            )
+        if again:
+            say(
+                f"trying to install {', '.join(again)} again, where an earlier run of this bisect "
+                "could not"
+            )
+        min_rate = request.min_rate
+        if min_rate is None:
+            min_rate = _rate_floor(plan.expectation(cell).rate) or search.DEFAULT_MIN_RATE
         say(
-            f"continuing bisect {bisect_id}: "
-            f"{plural(sum(t.attempts for t in known.values()), 'attempt')} "
-            f"from an earlier run, counted in the budget of {request.budget} "
-            f"({said('--fresh', 'BisectRequest(fresh=True)')} starts over)"
-        )
-    if again:
-        say(
-            f"trying to install {', '.join(again)} again, where an earlier run of this bisect "
-            "could not"
-        )
-    min_rate = request.min_rate
-    if min_rate is None:
-        min_rate = _rate_floor(plan.expectation(cell).rate) or search.DEFAULT_MIN_RATE
-    say(
-        f"bisecting {request.package or 'the environment'}: {plural(len(versions), 'candidate')} "
-        f"from {versions[0]} (good) to {versions[-1]} (bad), cell {cell.id or '(only)'}"
-    )
-
-    trials: dict[str, Trial] = dict(known)
-
-    def stopped() -> BisectInterrupted:
-        order = {version: n for n, version in enumerate(versions)}
-        # Resumed from what it saved: nothing, before a version had an attempt end.
-        again = (
-            f"rerun the same command to resume {bisect_id}"
-            if trials
-            else "no version had an attempt end, so nothing was saved (the same command "
-            "starts over)"
-        )
-        return BisectInterrupted(
-            f"interrupted; {again}",
-            bisect_id,
-            folder,
-            sorted(trials.values(), key=lambda t: order.get(t.version, len(order))),
+            f"bisecting {request.package or 'the environment'}: "
+            f"{plural(len(versions), 'candidate')} from {versions[0]} (good) to "
+            f"{versions[-1]} (bad), cell {cell.id or '(only)'}"
         )
 
-    def save(result: BisectResult | None = None) -> None:
-        write_state(folder / "state.json", request, versions, trials, result)
+        trials: dict[str, Trial] = dict(known)
 
-    def oracle(version: str, attempts: int) -> Trial:
-        if cancel is not None and cancel.is_set():  # stopped between two candidates
-            raise stopped()
-        # Numbered after the attempts this version already ran (an earlier call, or the
-        # stored search's), so that a `${{ attempt }}` seed or a fault's `probability` coin
-        # draws new values where asking again numbered from 1 drew the same ones.
-        earlier = trials[version].attempts if version in trials else 0
-        trial, interrupted = _run_candidate(
-            request,
-            filters,
-            expect,
-            environment.packages,
-            version,
-            attempts,
-            cancel,
-            deferral,
-            say,
-            first_attempt=earlier + 1,
-        )
-        if trial.attempts or not interrupted:
-            # What ran counts, even in an interrupted candidate; nothing else is kept.
-            trials[version] = trials[version].merged(trial) if version in trials else trial
-            save()
-            say(_describe(trial))
-        if interrupted:
-            raise stopped()
-        return trial
+        def stopped() -> BisectInterrupted:
+            order = {version: n for n, version in enumerate(versions)}
+            # Resumed from what it saved: nothing, before a version had an attempt end.
+            again = (
+                f"rerun the same command to resume {bisect_id}"
+                if trials
+                else "no version had an attempt end, so nothing was saved (the same command "
+                "starts over)"
+            )
+            return BisectInterrupted(
+                f"interrupted; {again}",
+                bisect_id,
+                folder,
+                sorted(trials.values(), key=lambda t: order.get(t.version, len(order))),
+            )
 
-    try:
-        result = search.bisect(
-            versions,
-            oracle,
-            error=request.error,
-            budget=request.budget,
-            min_rate=min_rate,
-            known=known,
+        def save(result: BisectResult | None = None) -> None:
+            write_state(folder / "state.json", request, versions, trials, result)
+
+        def oracle(version: str, attempts: int) -> Trial:
+            if cancel is not None and cancel.is_set():  # stopped between two candidates
+                raise stopped()
+            # Numbered after the attempts this version already ran (an earlier call, or the
+            # stored search's), so that a `${{ attempt }}` seed or a fault's `probability` coin
+            # draws new values where asking again numbered from 1 drew the same ones.
+            earlier = trials[version].attempts if version in trials else 0
+            trial, interrupted = _run_candidate(
+                request,
+                filters,
+                expect,
+                environment.packages,
+                version,
+                attempts,
+                cancel,
+                deferral,
+                say,
+                first_attempt=earlier + 1,
+            )
+            if trial.attempts or not interrupted:
+                # What ran counts, even in an interrupted candidate; nothing else is kept.
+                trials[version] = trials[version].merged(trial) if version in trials else trial
+                save()
+                say(_describe(trial))
+            if interrupted:
+                raise stopped()
+            return trial
+
+        try:
+            result = search.bisect(
+                versions,
+                oracle,
+                error=request.error,
+                budget=request.budget,
+                min_rate=min_rate,
+                known=known,
+            )
+        except BisectInterrupted:
+            raise
+        except KeyboardInterrupt:  # while an environment was being built, say
+            raise stopped() from None
+        save(result)
+        changed = _changed(request, environment.packages, result) if request.by_date else ()
+        report = redactor.value(
+            BisectReport(
+                request,
+                bisect_id,
+                folder,
+                spec.name,
+                cell.id,
+                versions,
+                result,
+                changed,
+                resumed,
+                environment.perturb.describe(),
+                chosen.reason if chosen.total > 1 else "",
+            )
         )
-    except BisectInterrupted:
-        raise
-    except KeyboardInterrupt:  # while an environment was being built, say
-        raise stopped() from None
-    save(result)
-    changed = _changed(request, environment.packages, result) if request.by_date else ()
-    report = redactor.value(
-        BisectReport(
-            request,
-            bisect_id,
-            folder,
-            spec.name,
-            cell.id,
-            versions,
-            result,
-            changed,
-            resumed,
-            environment.perturb.describe(),
-            chosen.reason if chosen.total > 1 else "",
-        )
-    )
-    write_reports(report)
-    return report
+        write_reports(report)
+        return report
 
 
 # ---- candidates ----------------------------------------------------------------------------

@@ -52,6 +52,7 @@ from reprospec.core.rates import rate_floor, rate_of
 from reprospec.core.redact import Redactor
 from reprospec.core.results import Rate, RunResult
 from reprospec.core.runoptions import PathArg, RunOptions, WordSet, check_options
+from reprospec.core.trylock import search_held
 from reprospec.core.words import interval_bounds, plural
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import SpecError, UsageError
@@ -340,142 +341,145 @@ def _minimize(
             "(isolate), before the program's search: nothing is minimized yet"
         )
     header: JsonObject = {"spec": spec.name, "cell": failing.id}
-    if gone := forget_could_not_run(folder / "state.json", header):
-        say(
-            f"minimization {ident}: its earlier run's attempts could not run ({gone}): run "
-            "again, not replayed"
+    # One search of this folder at a time (core/trylock.py): two of the same command each
+    # ran every probe, and the last to write state.json dropped the other's.
+    with search_held(folder, f"minimization {ident}"):
+        if gone := forget_could_not_run(folder / "state.json", header):
+            say(
+                f"minimization {ident}: its earlier run's attempts could not run ({gone}): run "
+                "again, not replayed"
+            )
+        state = StateFile(folder, header)
+        if state.reread(lambda probe: reread(probe, run_options.out.resolve() / "runs")):
+            say(
+                f"the state of minimization {ident} is an earlier version's: the exceptions its "
+                f"probes printed are read again from their runs' logs ({RAISED_FROM}), as this "
+                "one reads them (a run no longer there: the original's taken as unknown)"
+            )
+        if state.stored:
+            say(
+                f"continuing minimization {ident}: {plural(state.stored, 'probe')} from an "
+                f"earlier run to replay, counted in the budget of {options.budget}"
+            )
+        variables = [plural(len(original.env), "environment variable")] if original.env else []
+        files = ", ".join(p for p, _ in original.files) or "no Python files"
+        what = (
+            f"the workload's {', '.join([f'{f.path}={f.value}' for f in fields] + variables)}"
+            if workload
+            else f"{original.lines} lines ({files})"
         )
-    state = StateFile(folder, header)
-    if state.reread(lambda probe: reread(probe, run_options.out.resolve() / "runs")):
-        say(
-            f"the state of minimization {ident} is an earlier version's: the exceptions its "
-            f"probes printed are read again from their runs' logs ({RAISED_FROM}), as this "
-            "one reads them (a run no longer there: the original's taken as unknown)"
+        if not reduced.interrupted:
+            say(
+                f"minimizing {what} for cell {reduced.cell.id}; "
+                f"passing cells checked: {', '.join(c.id for c in passing) or 'none'}"
+            )
+        runner = ProbeRunner(
+            spec_path=Path(spec.path),
+            overrides=run_options.overrides,
+            options=run_options,
+            failing=reduced.cell,
+            failing_overrides=reduced.overrides,
+            passing=passing,
+            workdir=workdir,
+            folder=folder,
+            as_list=isinstance(command, list),
+            state=state,
+            cancel=cancel,
+            parallel=settings.step,
+            same_signature=options.same_signature,
+            live=_live(attempt.preload, original),
+            env=bool(original.env),
+            workload=workload,
+            timeout_s=attempt.timeout_s,
+            hang=expectation.outcome == "hang",
+            say=say,
         )
-    if state.stored:
-        say(
-            f"continuing minimization {ident}: {plural(state.stored, 'probe')} from an earlier run "
-            f"to replay, counted in the budget of {options.budget}"
+        floors = {f.path: f.floor for f in fields}
+        steps = {f.path: f.step for f in fields}
+        search = Minimization(
+            original,
+            settings,
+            (lambda program: reduce_workload(program, floors, steps)) if workload else reduce,
         )
-    variables = [plural(len(original.env), "environment variable")] if original.env else []
-    files = ", ".join(p for p, _ in original.files) or "no Python files"
-    what = (
-        f"the workload's {', '.join([f'{f.path}={f.value}' for f in fields] + variables)}"
-        if workload
-        else f"{original.lines} lines ({files})"
-    )
-    if not reduced.interrupted:
-        say(
-            f"minimizing {what} for cell {reduced.cell.id}; "
-            f"passing cells checked: {', '.join(c.id for c in passing) or 'none'}"
+        # A stop that came while the setup above ran: the search runs nothing, and says so.
+        interrupted = reduced.interrupted or cancel.is_set()
+        last = 0.0
+        # Probes run in a worker thread: Ctrl-C reaches the main thread only, which stops the
+        # run (`cancel`) and keeps what it did; the probe cut short is not stored.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="minimize") as pool:
+            while search.result is None:
+                if interrupted:
+                    search.interrupt()
+                    break
+                try:
+                    if deferral is not None:
+                        # A stop is raised again, here, where the search catches it (and each
+                        # probe's run defers it again while it writes).
+                        deferral.end()
+                    for probe in search.next_probes():
+                        future = pool.submit(runner.run, search.program(probe.key), probe)
+                        try:
+                            stored = safepoint.result(future)
+                        except KeyboardInterrupt:
+                            cancel.set()
+                            stored = replace(future.result(), interrupted=True)
+                        if stored.interrupted or cancel.is_set():
+                            interrupted = True
+                            break
+                        search.record(probe, stored.kinds, stored.infra_reason, stored.raised)
+                except KeyboardInterrupt:
+                    cancel.set()
+                    interrupted = True
+                if progress is not None and time.monotonic() - last > 5:
+                    last = time.monotonic()
+                    say(
+                        f"{search.used + settings.spent_before}/{options.budget} attempts, "
+                        f"{plural(len(search.judged), 'candidate')}, smallest {_size(search.best)}"
+                    )
+        result = search.result
+        assert result is not None
+        if perturbed and result.kept_perturbed is None:
+            # amplify's base above 0 of n: the rule did not apply, and minimize.md says why.
+            result = replace(result, kept_perturbed=KeptPerturbed(False, Tally(), 0, 0, 0))
+        if result.status == "refused" and not result.original_rate.matched and runner.otherwise:
+            result = replace(
+                result, message=f"{result.message}; the first to fail otherwise: {runner.otherwise}"
+            )
+        output = options.output or (folder / "result")
+        found = Minimized(
+            id=ident,
+            folder=folder,
+            output=output,
+            spec_name=spec.name,
+            spec_path=str(spec.path),
+            cell=reduced.cell,
+            passing=passing,
+            expectation=expectation,
+            signature=runner.signature,
+            result=result,
+            seconds=time.monotonic() - started,
+            reused=runner.reused + reduced.reused,
+            replayed=runner.replayed + reduced.replayed,
+            budget=options.budget,
+            interrupted=interrupted,
+            repro="",
+            command_line=options.command_line,
+            perturbed=attempt.environment.perturb.describe(),
+            settings=reduced,
+            search_preload=run_options.preload,
+            spec_preload=_spec_preload(spec),
         )
-    runner = ProbeRunner(
-        spec_path=Path(spec.path),
-        overrides=run_options.overrides,
-        options=run_options,
-        failing=reduced.cell,
-        failing_overrides=reduced.overrides,
-        passing=passing,
-        workdir=workdir,
-        folder=folder,
-        as_list=isinstance(command, list),
-        state=state,
-        cancel=cancel,
-        parallel=settings.step,
-        same_signature=options.same_signature,
-        live=_live(attempt.preload, original),
-        env=bool(original.env),
-        workload=workload,
-        timeout_s=attempt.timeout_s,
-        hang=expectation.outcome == "hang",
-        say=say,
-    )
-    floors = {f.path: f.floor for f in fields}
-    steps = {f.path: f.step for f in fields}
-    search = Minimization(
-        original,
-        settings,
-        (lambda program: reduce_workload(program, floors, steps)) if workload else reduce,
-    )
-    # A stop that came while the setup above ran: the search runs nothing, and says so.
-    interrupted = reduced.interrupted or cancel.is_set()
-    last = 0.0
-    # Probes run in a worker thread: Ctrl-C reaches the main thread only, which stops the
-    # run (`cancel`) and keeps what it did; the probe cut short is not stored.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="minimize") as pool:
-        while search.result is None:
-            if interrupted:
-                search.interrupt()
-                break
-            try:
-                if deferral is not None:
-                    # A stop is raised again, here, where the search catches it (and each
-                    # probe's run defers it again while it writes).
-                    deferral.end()
-                for probe in search.next_probes():
-                    future = pool.submit(runner.run, search.program(probe.key), probe)
-                    try:
-                        stored = safepoint.result(future)
-                    except KeyboardInterrupt:
-                        cancel.set()
-                        stored = replace(future.result(), interrupted=True)
-                    if stored.interrupted or cancel.is_set():
-                        interrupted = True
-                        break
-                    search.record(probe, stored.kinds, stored.infra_reason, stored.raised)
-            except KeyboardInterrupt:
-                cancel.set()
-                interrupted = True
-            if progress is not None and time.monotonic() - last > 5:
-                last = time.monotonic()
-                say(
-                    f"{search.used + settings.spent_before}/{options.budget} attempts, "
-                    f"{plural(len(search.judged), 'candidate')}, smallest {_size(search.best)}"
-                )
-    result = search.result
-    assert result is not None
-    if perturbed and result.kept_perturbed is None:
-        # amplify's base above 0 of n: the rule did not apply, and minimize.md says why.
-        result = replace(result, kept_perturbed=KeptPerturbed(False, Tally(), 0, 0, 0))
-    if result.status == "refused" and not result.original_rate.matched and runner.otherwise:
-        result = replace(
-            result, message=f"{result.message}; the first to fail otherwise: {runner.otherwise}"
+        found = replace(
+            found, message_before=runner.message, baseline=_measured(base, result, reduced.cell)
         )
-    output = options.output or (folder / "result")
-    found = Minimized(
-        id=ident,
-        folder=folder,
-        output=output,
-        spec_name=spec.name,
-        spec_path=str(spec.path),
-        cell=reduced.cell,
-        passing=passing,
-        expectation=expectation,
-        signature=runner.signature,
-        result=result,
-        seconds=time.monotonic() - started,
-        reused=runner.reused + reduced.reused,
-        replayed=runner.replayed + reduced.replayed,
-        budget=options.budget,
-        interrupted=interrupted,
-        repro="",
-        command_line=options.command_line,
-        perturbed=attempt.environment.perturb.describe(),
-        settings=reduced,
-        search_preload=run_options.preload,
-        spec_preload=_spec_preload(spec),
-    )
-    found = replace(
-        found, message_before=runner.message, baseline=_measured(base, result, reduced.cell)
-    )
-    if result.status == "refused" and held_a_result(output):
-        found = replace(found, output=folder / "result", kept_output=str(output))
-    found = write(found, spec, workdir)
-    if dir_checked(found):
-        found = confirm_dir(found, run_options, runner.parallel, cancel, spec, workdir)
-    if found.perturbed and dir_checked(found) and not found.unconfirmed:
-        found = _unperturbed(found, run_options, reduced, spec, runner.parallel, cancel)
-    return redactor.value(found)
+        if result.status == "refused" and held_a_result(output):
+            found = replace(found, output=folder / "result", kept_output=str(output))
+        found = write(found, spec, workdir)
+        if dir_checked(found):
+            found = confirm_dir(found, run_options, runner.parallel, cancel, spec, workdir)
+        if found.perturbed and dir_checked(found) and not found.unconfirmed:
+            found = _unperturbed(found, run_options, reduced, spec, runner.parallel, cancel)
+        return redactor.value(found)
 
 
 def _forget_stopped_in_settings(folder: Path) -> None:

@@ -729,7 +729,7 @@ def test_a_cell_that_reads_no_attempt_number_is_not_told_of_it(cli: Cli, tmp_pat
 def test_a_second_search_of_a_folder_in_use_is_refused(cli: Cli, tmp_path: Path) -> None:
     """The same command in another terminal while the first ran: each ran every probe, and
     the last to write state.json dropped the other's probes."""
-    from reprospec.amplify.state import held
+    from reprospec.core.trylock import search_held
 
     spec = tmp_path / "plain.yaml"
     spec.write_text(
@@ -740,12 +740,12 @@ def test_a_second_search_of_a_folder_in_use_is_refused(cli: Cli, tmp_path: Path)
     _, first = _amplify(cli, spec, out, "--budget", "4", "--try", "gc=1")
     folder = Path(str(first["folder"]))
     # Held as a running search holds it (the kernel's lock, as another process takes it).
-    with held(folder, "the first"):
+    with search_held(folder, "the first"):
         result = cli("amplify", str(spec), "--out", str(out), "--budget", "8", "--try", "gc=1")
     assert result.code == 2, result.stderr
     assert (
         f"reprospec: amplification {first['id']} is running now in another reprospec "
-        f"({folder} is held): wait for it to end"
+        f"({folder} is held by pid {os.getpid()}): wait for it to end"
     ) in result.stderr
     assert "Traceback" not in result.stderr
     # Released, the same command goes on from the stored probes.

@@ -788,3 +788,47 @@ def test_a_bisect_stopped_while_listing_versions_says_nothing_was_saved(tmp_path
         "tried: nothing was saved (the same command starts over)"
     ) in stopped.stderr, stopped.stderr
     assert stopped.stdout.strip() == "bisect stopped before any version was tried"
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from reprospec.core.trylock import search_held
+with search_held(Path(sys.argv[1]), "the first"):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_second_bisect_of_a_folder_in_use_is_refused(cli: Cli, tmp_path: Path) -> None:
+    """The same bisect started twice on one --out each tried every version, and the last
+    to write state.json dropped the other's trials: the second is refused, told the folder
+    and the pid that holds it; the holder killed, its lock is taken over."""
+    wheels = make_releases(tmp_path / "wheels", DEMO, 4, regressed_from_1_2)
+    (tmp_path / "code").write_text("bad")
+    (tmp_path / "x.yaml").write_text(READS_CODE)
+    env, out = own_envs(tmp_path), tmp_path / "out"
+    args = demo_bisect(tmp_path / "x.yaml", wheels, out, "--format", "json", bad="1.3")
+    first = cli(*args, env=env, timeout=600)
+    assert first.code == 0, first.stderr
+    found = json.loads(first.stdout)
+    folder = out / "bisect" / found["id"]
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(folder)], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
+        refused = cli(*args, env=env, timeout=600)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert refused.code == 2, refused.stderr
+    assert (
+        f"reprospec: bisect {found['id']} is running now in another reprospec ({folder} is "
+        f"held by pid {holder.pid}): wait for it to end"
+    ) in refused.stderr
+    assert "Traceback" not in refused.stderr
+    again = cli(*args, env=env, timeout=600)
+    assert again.code == 0, again.stderr
+    assert f"continuing bisect {found['id']}: " in again.stderr

@@ -11,8 +11,7 @@ from typing import IO
 
 import pytest
 
-from reprospec.amplify.state import held
-from reprospec.core.trylock import hold_shared, try_locked
+from reprospec.core.trylock import hold_shared, search_held, try_locked
 from reprospec.errors import UsageError
 from reprospec.runners.docker.cache import hold_image
 from reprospec.runners.docker.image import BUILT_REPOSITORY
@@ -39,7 +38,7 @@ def test_a_lock_that_cannot_be_opened_is_cannot_tell_for_every_caller(tmp_path: 
     (folder / ".lock").mkdir(parents=True)
     with try_locked(folder / ".lock") as free:
         assert free is None
-    with held(folder, "amplification x"):
+    with search_held(folder, "amplification x"):
         pass
     in_use_lock(tmp_path / "envs", "k").mkdir(parents=True)
     assert _held(tmp_path / "envs", "k") is False
@@ -52,7 +51,7 @@ def test_a_held_search_folder_is_refused(tmp_path: Path) -> None:
         fcntl.flock(other.fileno(), fcntl.LOCK_EX)
         with (
             pytest.raises(UsageError, match="is running now in another reprospec"),
-            held(folder, "amplification x"),
+            search_held(folder, "amplification x"),
         ):
             pass
 
