@@ -33,6 +33,7 @@ from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import PathArg, RunOptions, Words, WordSet, check_options
+from reprospec.core.trylock import search_held
 from reprospec.core.words import plural
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import SpecError, UsageError
@@ -228,70 +229,73 @@ def _isolate(
         "failing": key(failing.config),
         "passing": key(passing.config),
     }
-    if gone := forget_could_not_run(folder / "state.json", header):
-        say(
-            f"isolation {ident}: its earlier run's attempts could not run ({gone}): run "
-            "again, not replayed"
-        )
-    state = StateFile(folder, header)
-    if state.stored:
-        say(
-            f"continuing isolation {ident}: {plural(state.stored, 'probe')} from an earlier run "
-            f"to replay, counted in the budget of {options.budget}"
-        )
+    # One search of this folder at a time (core/trylock.py): two of the same command each
+    # ran every probe, and the last to write state.json dropped the other's.
+    with search_held(folder, f"isolation {ident}"):
+        if gone := forget_could_not_run(folder / "state.json", header):
+            say(
+                f"isolation {ident}: its earlier run's attempts could not run ({gone}): run "
+                "again, not replayed"
+            )
+        state = StateFile(folder, header)
+        if state.stored:
+            say(
+                f"continuing isolation {ident}: {plural(state.stored, 'probe')} from an "
+                f"earlier run to replay, counted in the budget of {options.budget}"
+            )
 
-    runner = _CandidateRunner(
-        spec_path=spec.path,
-        base_overrides=run_options.overrides,
-        document=document,
-        expect=expect,
-        passing=passing.config,
-        diffs=diffs,
-        options=run_options,
-        parallel=plan.parallel,
-        state=state,
-        cancel=cancel,
-    )
-    iso = Isolation(len(diffs), settings, lambda c: set_in_words(diffs, c))
-    interrupted = False
-    rounds = 0
-    while iso.result is None and not interrupted:
-        probes = iso.next_probes()
-        if not probes:
-            break
-        rounds += 1
-        say(
-            f"round {rounds}: {plural(len(probes), 'candidate')}, "
-            f"{iso.used}/{settings.budget} attempts used"
+        runner = _CandidateRunner(
+            spec_path=spec.path,
+            base_overrides=run_options.overrides,
+            document=document,
+            expect=expect,
+            passing=passing.config,
+            diffs=diffs,
+            options=run_options,
+            parallel=plan.parallel,
+            state=state,
+            cancel=cancel,
         )
-        for probe, stored in zip(probes, runner.run_round(probes), strict=True):
-            if iso.result is None:
-                iso.record(probe, stored.kinds, stored.infra_reason)
-            interrupted = interrupted or stored.interrupted
-    found = IsolateResult(
-        id=ident,
-        folder=folder,
-        spec_name=spec.name,
-        spec_path=str(spec.path),
-        expectation=expectation,
-        failing=failing,
-        passing=passing,
-        differences=diffs,
-        result=iso.result or _interrupted(iso),
-        runs=tuple(state.runs()),
-        reused=runner.reused,
-        replayed=runner.replayed,
-        interrupted=interrupted,
-        budget=options.budget,
-        command_line=options.command_line,
-        perturbed=next(
-            (a.environment.perturb.describe() for a in plan.attempts if a.cell == failing_cell),
-            (),
-        ),
-    )
-    found = redactor.value(found)
-    write(found)
-    return found
+        iso = Isolation(len(diffs), settings, lambda c: set_in_words(diffs, c))
+        interrupted = False
+        rounds = 0
+        while iso.result is None and not interrupted:
+            probes = iso.next_probes()
+            if not probes:
+                break
+            rounds += 1
+            say(
+                f"round {rounds}: {plural(len(probes), 'candidate')}, "
+                f"{iso.used}/{settings.budget} attempts used"
+            )
+            for probe, stored in zip(probes, runner.run_round(probes), strict=True):
+                if iso.result is None:
+                    iso.record(probe, stored.kinds, stored.infra_reason)
+                interrupted = interrupted or stored.interrupted
+        found = IsolateResult(
+            id=ident,
+            folder=folder,
+            spec_name=spec.name,
+            spec_path=str(spec.path),
+            expectation=expectation,
+            failing=failing,
+            passing=passing,
+            differences=diffs,
+            result=iso.result or _interrupted(iso),
+            runs=tuple(state.runs()),
+            reused=runner.reused,
+            replayed=runner.replayed,
+            interrupted=interrupted,
+            budget=options.budget,
+            command_line=options.command_line,
+            perturbed=next(
+                (a.environment.perturb.describe() for a in plan.attempts if a.cell == failing_cell),
+                (),
+            ),
+        )
+        found = redactor.value(found)
+        write(found)
+        return found
 
 
 class _CandidateRunner:
