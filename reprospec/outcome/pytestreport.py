@@ -47,6 +47,9 @@ _RAISED_AT = Lazy(r"^\S+:\d+: (?P<type>[A-Za-z_][\w.]*)\s*$")
 _E_LINE = Lazy(r"^E(?: +|$)")
 # `ValueError: message`, `torch.OutOfMemoryError: ...`: a class name (capitalised) and a colon.
 _TYPED = Lazy(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*): (?P<message>.*)$")
+# What pytest writes of an exception with no message (`raise RuntimeError()`): its type
+# alone, `FAILED t.py::test_x - RuntimeError`, which read as the message `RuntimeError`.
+_BARE_TYPE = Lazy(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*$")
 _ERROR_TITLE = Lazy(r"^ERROR at (?P<at>setup|teardown) of ")
 # Runners that start the program named after them.
 _WRAPPERS = ("uv", "poetry", "pdm", "pipenv", "hatch", "rye", "pipx")
@@ -133,6 +136,8 @@ def _typed(rest: str | None) -> tuple[str | None, str | None]:
     typed = _TYPED.match(rest.strip())
     if typed is not None:
         return typed["type"], typed["message"]
+    if _BARE_TYPE.match(rest.strip()):
+        return rest.strip(), None  # an exception with no message
     return None, rest.strip()
 
 

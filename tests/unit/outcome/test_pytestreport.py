@@ -88,6 +88,37 @@ def test_a_summary_alone_gives_its_type_and_message_and_no_failure_gives_none() 
     assert first_failure("FAILED to open the file\n") is None
 
 
+# pytest 9.0, `raise RuntimeError()`: an exception with no message is its type alone,
+# in its section and in the summary.
+NO_MESSAGE = """\
+=================================== FAILURES ===================================
+_______________________________ test_empty_error _______________________________
+
+    def test_empty_error():
+>       raise RuntimeError()
+E       RuntimeError
+
+test_hang.py:8: RuntimeError
+=========================== short test summary info ============================
+FAILED test_hang.py::test_empty_error - RuntimeError
+============================== 1 failed in 0.73s ===============================
+"""
+
+
+def test_an_exception_with_no_message_has_no_message_not_its_type() -> None:
+    expected = FailedTest("test_hang.py::test_empty_error", "RuntimeError", None)
+    assert first_failure(NO_MESSAGE) == expected
+    # The summary alone (a paste of its last lines) reads the same.
+    assert first_failure(NO_MESSAGE.split("short test summary info")[1]) == expected
+    assert first_failure("FAILED t.py::test_k - builtins.KeyError\n") == FailedTest(
+        "t.py::test_k", "builtins.KeyError", None
+    )
+    # A failed `assert`'s summary is its message, with no type.
+    assert first_failure("FAILED t.py::test_a - assert 1 == 2\n") == FailedTest(
+        "t.py::test_a", None, "assert 1 == 2"
+    )
+
+
 COLLECTION_ERROR = """\
 collected 0 items / 1 error
 
