@@ -121,18 +121,18 @@ def run(args: argparse.Namespace) -> int:
         root, older_than_s=older, dry_run=args.dry_run, now=now, listed=listed
     )
     # What killed builds left goes whatever --older-than says: it is no environment, and
-    # nothing will ever use it (prune removed it without a word, 0.0 MB).
+    # nothing will ever use it (prune removed it without a word, 0 B freed).
     swept = venvs.sweep_unfinished(root, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for env in removed:
         print(f"{verb} {env.key}  Python {env.python}  {' '.join(env.packages) or '(none)'}")
     for left in swept:
         print(f"{verb} unfinished build {left.path.name}  {human_size(left.size_bytes)}")
-    freed = (sum(e.size_bytes for e in removed) + sum(u.size_bytes for u in swept)) / 2**20
+    freed = sum(e.size_bytes for e in removed) + sum(u.size_bytes for u in swept)
     what = plural(len(removed), "environment")
     if swept:
         what += f" and {plural(len(swept), 'unfinished build')}"
-    print(f"{verb} {what}, {freed:.1f} MB", file=sys.stderr)
+    print(f"{verb} {what}, {human_size(freed)}", file=sys.stderr)
     for env in venvs.kept_in_use(listed, older_than_s=older, now=now):
         print(f"kept {env.key}: in use by a run now", file=sys.stderr)
     if client is None:
@@ -176,9 +176,11 @@ def _list_venvs(root: Path, found: list[venvs.EnvInfo]) -> None:
             row["used_by"],
         )
     make_console().print(table)
+    from reprospec.venvs.cache import human_size
+
     total = sum(e.size_bytes for e in found)
     print(
-        f"{plural(len(found), 'environment')}, {total / 2**20:.1f} MB (files hard-linked from "
+        f"{plural(len(found), 'environment')}, {human_size(total)} (files hard-linked from "
         f"uv's cache count in full)"
     )
 

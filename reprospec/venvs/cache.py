@@ -187,9 +187,12 @@ def summarize(envs: Sequence[EnvInfo], now: float | None = None) -> list[dict[st
 
 
 def human_size(size: float) -> str:
-    """A size as `envs` shows it (1.4 GB); the docker runner's images are shown alike."""
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
+    """A size as `envs` shows it (1.4 GB, 28.4 KB), in the unit that fits: the totals were
+    MB to one decimal, and a list of small environments read "0.0 MB". The docker runner's
+    images are shown alike. A size that rounds to 1024.0 of a unit is said in the next
+    (1.0 MB, not 1024.0 KB)."""
+    for unit in ("B", "KB", "MB"):
+        if round(size, 0 if unit == "B" else 1) < 1024:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} GB"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -473,12 +474,17 @@ def test_envs_list_and_prune(cli: Cli, tmp_path: Path) -> None:
     table = cli("envs", "list", env=variables)
     assert env.key in table.stdout
     assert "my-spec" in table.stdout
+    # A small environment's total in a unit that says something: it read "0.0 MB".
+    assert re.search(r"^1 environment, \d+\.\d KB \(files hard-linked", table.stdout, re.M), (
+        table.stdout
+    )
     kept = cli("envs", "prune", env=variables)  # default: unused for 30 days
     assert kept.code == 0
     assert env.path.exists()
     gone = cli("envs", "prune", "--all", env=variables)
     assert gone.code == 0
     assert f"removed {env.key}" in gone.stdout
+    assert re.search(r"^removed 1 environment, \d+\.\d KB$", gone.stderr, re.M), gone.stderr
     assert f"docker images: not listed (no Docker engine answered at {alone})" in gone.stderr
     assert not env.path.exists()
 

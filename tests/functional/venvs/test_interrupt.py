@@ -145,7 +145,7 @@ def test_a_killed_build_is_listed_counted_and_swept_once_nothing_builds_it(
     assert "being built now" in listed.stdout
     pruned = _envs(env, "prune", "--all")
     assert pruned.returncode == 0, pruned.stderr
-    assert "removed 0 environments, 0.0 MB" in pruned.stderr
+    assert "removed 0 environments, 0 B" in pruned.stderr
     assert venvs.sweep_unfinished(root) == []
     assert folder.exists()
 
