@@ -375,6 +375,15 @@ _ROOT_CAUSE = Lazy(
     r"\(local_rank:\s*(?P<local>\d+)\)",
     re.S,
 )
+# The entry of torchrun's report under its `Root Cause (first observed failure):` title, up
+# to the next rule: `rank : 1 (local_rank: 1)`, `exitcode : 1 (pid: 24927)`, and where the
+# rank's entry point is `@record`-decorated, `traceback : Traceback (most recent call
+# last):` and the traceback its error file holds, each line indented two spaces more.
+_ROOT_TITLE = Lazy(r"Root Cause \(first observed failure\):[ \t]*$", re.M)
+_RULE = Lazy(r"^\s*(?:={20,}|-{20,})\s*$")
+_ENTRY_FIELD = Lazy(r"^\s*(?P<name>rank|exitcode|traceback)\s*:\s?(?P<value>.*)$")
+_ENTRY_RANKS = Lazy(r"(?P<rank>\d+) \(local_rank: (?P<local>\d+)\)")
+_ENTRY_CODE = Lazy(r"(?P<code>-?\d+)")
 CHILD_FAILED = "ChildFailedError"
 
 
@@ -408,6 +417,45 @@ class RankException:
         )
 
 
+@frozen
+class _RootCause:
+    """torchrun's `Root Cause (first observed failure)` entry: the rank that failed first,
+    its exit code, and the traceback its error file recorded ('' where there is none)."""
+
+    local: int
+    code: int | None
+    traceback: str
+
+
+def _root_cause(stderr: str) -> _RootCause | None:
+    """The report's root-cause entry, or None where the text has none or it names no rank."""
+    found = _ROOT_TITLE.search(stderr)
+    if found is None:
+        return None
+    local: int | None = None
+    code: int | None = None
+    traceback: list[str] = []
+    for line in stderr[found.end() :].split("\n")[1:]:
+        if _RULE.match(line):
+            break
+        field = _ENTRY_FIELD.match(line)
+        if traceback:
+            if field is not None or not line.startswith("  "):
+                break  # the next field, or the entry's end
+            traceback.append(line[2:])
+        elif field is not None and field["name"] == "rank":
+            ranks = _ENTRY_RANKS.search(field["value"])
+            local = int(ranks["local"]) if ranks is not None else None
+        elif field is not None and field["name"] == "exitcode":
+            number = _ENTRY_CODE.match(field["value"].strip())
+            code = int(number["code"]) if number is not None else None
+        elif field is not None and field["name"] == "traceback":
+            traceback.append(field["value"])
+    if local is None:
+        return None
+    return _RootCause(local, code, "\n".join(traceback) + "\n")
+
+
 def rank_exception(stderr: str) -> RankException | None:
     """The failed rank's exception chain: the last uncaught traceback it printed before
     torchrun's `failed (exitcode: N) local_rank: R` line, its `[rankR]:` prefixes read past;
@@ -419,9 +467,22 @@ def rank_exception(stderr: str) -> RankException | None:
     made the consequence the cause. Where the failed rank printed none, the chain is empty
     and the other ranks' exceptions are said as what followed it."""
     failed = _RANK_FAILED.search(stderr)
-    if failed is None or int(failed["code"]) <= 0:
+    entry = _root_cause(stderr)
+    if failed is None:
+        # Only torchrun's report is pasted (the ranks' output went to its `--log-dir`, or
+        # the paste starts at its traceback): its root cause says which rank and how.
+        if entry is None or entry.code is None or entry.code <= 0:
+            return None
+        chain = parse_chain(entry.traceback)
+        return RankException(entry.local, chain, entry.code)
+    if int(failed["code"]) <= 0:
         return None
     local = int(failed["rank"])
+    if entry is not None and entry.local == local and (recorded := parse_chain(entry.traceback)):
+        # The rank's `@record` error file, copied into the report: its own traceback,
+        # whoever's lines the output interleaves (unprefixed, the last traceback before
+        # torchrun's line may be another rank's).
+        return RankException(local, recorded, int(failed["code"]))
     root = _ROOT_CAUSE.search(stderr, failed.end())
     ranks = {"default": local, "rank": local}
     if root is not None and int(root["local"]) == local:

@@ -2205,3 +2205,20 @@ def test_a_timeout_that_sends_sigkill_ends_a_hang_with_137_not_a_crash(log: str)
     assert read_ticket("$ python train.py\n$ echo $?\n137\n").failure.signal == "SIGKILL"
     oom = log.replace("step 1\n", "step 1\nOut of memory: Killed process 4242 (python)\n")
     assert read_ticket(oom).failure.signal == "SIGKILL"
+
+
+def test_a_pasted_torchrun_report_alone_expects_its_root_causes_exception() -> None:
+    # Recorded: torch 2.13's torchrun, rank 1's `@record` main raised ValueError. A ticket
+    # that pastes torchrun's traceback and report (not the ranks' own lines) expected
+    # torchrun's ChildFailedError, which a live run of the command never reports.
+    recorded = (DATA / "children" / "torchrun-rank-record.stderr.log").read_text()
+    report = recorded[recorded.index('Traceback (most recent call last):\n  File "/venv/bin') :]
+    failure = read_ticket(report).failure
+    assert (failure.outcome, failure.exception, failure.message, failure.where) == (
+        "error",
+        "ValueError",
+        "bad shard on rank 1",
+        "child",
+    )
+    expect = yaml.safe_load(render_spec(skeleton(read_ticket(report), "t.log")))["expect"]
+    assert expect["exception"] == "ValueError"

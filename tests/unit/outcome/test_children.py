@@ -194,3 +194,48 @@ def test_a_pipelines_first_process_that_crashed_is_the_commands_program() -> Non
     death = pipeline_death(text)
     assert death is not None
     assert (death[0].pid, death[0].cmdline, death[1]) == (25793, "python3 crash.py 2>&1", 0)
+
+
+def test_torchruns_root_cause_names_the_rank_and_its_recorded_traceback(tmp_path: Path) -> None:
+    # Recorded: torch 2.13's torchrun of two ranks (gloo), rank 1 raising ValueError in a
+    # `@record` main, rank 0's barrier then `RuntimeError: Connection closed by peer`.
+    # torchrun's report copies rank 1's error file under `Root Cause (first observed
+    # failure)`; a paste of the report alone (the ranks' output in its `--log-dir`, or the
+    # paste's start cut) read as torchrun's own ChildFailedError "with no traceback".
+    from reprospec.outcome.classify import classify
+    from reprospec.outcome.tracebacks import PythonException
+    from tests.support.paths import DATA
+    from tests.support.plans import execution_in
+
+    recorded = (DATA / "children" / "torchrun-rank-record.stderr.log").read_text()
+    raised = (PythonException("ValueError", "bad shard on rank 1"),)
+    start = recorded.index('Traceback (most recent call last):\n  File "/venv/bin/torchrun"')
+    # Unprefixed (an older torch, a `--log-line-prefix-template` of ''), the last traceback
+    # before torchrun's line is rank 0's: the error file says whose is the cause.
+    unprefixed = "".join(
+        line.split("]: ", 1)[-1] if line.startswith("[rank") else line
+        for line in recorded.splitlines(keepends=True)
+    )
+    for name, text in (
+        ("as printed", recorded),
+        ("the report alone", recorded[start:]),
+        ("with torchrun's log line", recorded[recorded.index("E1206") :]),
+        ("unprefixed", unprefixed),
+    ):
+        rank = rank_exception(text)
+        assert rank is not None, name
+        assert (rank.local_rank, rank.chain, rank.exit_code) == (1, raised, 1), name
+    (tmp_path / "stderr.log").write_text(recorded[start:])
+    (tmp_path / "stdout.log").write_bytes(b"")
+    (tmp_path / "events.jsonl").write_text("")
+    outcome = classify(execution_in(tmp_path, 1, harness=False))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exception, outcome.message, outcome.where) == (
+        "error",
+        "ValueError",
+        "bad shard on rank 1",
+        "child",
+    )
+    # A signal's root cause is a crash, said by its exit code: no exception to read.
+    signalled = recorded[start:].replace("exitcode  : 1 (pid", "exitcode  : -11 (pid")
+    assert rank_exception(signalled) is None
