@@ -182,8 +182,10 @@ def _isolate(
             "isolate needs the spec's expect: it says how the failing cell fails (the same "
             "signature, not any failure); `run --observe` shows what each cell does"
         )
+    # `drawn`: the attempt numbers the matrix run (when the sides came from one) used.
+    drawn: dict[str, int] = {}
     failing_cell, passing_cell = _choose_cells(
-        spec, plan.cells, plan.expectations, options, say, cancel
+        spec, plan.cells, plan.expectations, options, say, cancel, drawn
     )
     expectation = plan.expectation(failing_cell)
     document = spec.document
@@ -238,6 +240,13 @@ def _isolate(
                 "again, not replayed"
             )
         state = StateFile(folder, header)
+        for cell_id, last in drawn.items():
+            # The matrix run drew these numbers of each cell's configuration as it has no
+            # set: a probe of that configuration (a side's, or a candidate that is another
+            # cell) numbers its attempts after them.
+            cell = next(c for c in plan.cells if c.id == cell_id)
+            every_set = [*failing_sets, *passing_sets]
+            state.drew(key(configuration(document, cell.matrix, {}, paths=every_set)), last)
         if state.stored:
             say(
                 f"continuing isolation {ident}: {plural(state.stored, 'probe')} from an "
@@ -391,11 +400,15 @@ class _CandidateRunner:
         self, probe: Probe, config: Config, result: RunResult | None, first: int
     ) -> StoredProbe:
         kinds: list[AttemptKind] = []
+        numbers: list[int] = []
         reason = ""
         if result is not None:
             for attempt in sorted(result.cells[0].attempts, key=lambda a: a.attempt):
                 kinds.append(_kind(attempt))
+                numbers.append(attempt.attempt)
                 reason = attempt.infra_error or reason
+        # Stored only where they are not first, first + 1, ... (a stop set one aside).
+        contiguous = numbers == list(range(first, first + len(numbers)))
         return StoredProbe(
             key=key(config),
             candidate=tuple(sorted(probe.candidate)),
@@ -405,6 +418,7 @@ class _CandidateRunner:
             infra_reason=reason,
             interrupted=result is None or result.interrupted,
             first_attempt=first,
+            numbers=() if contiguous else tuple(numbers),
         )
 
 
@@ -536,8 +550,10 @@ def _choose_cells(
     options: IsolateOptions,
     say: Progress,
     cancel: threading.Event,
+    drawn: dict[str, int],
 ) -> tuple[Cell, Cell]:
-    """The failing and passing cells: as asked, else from `expect`, else by running the matrix.
+    """The failing and passing cells: as asked, else from `expect`, else by running the matrix
+    (then `drawn` holds the last attempt number it ran of each cell, by id).
 
     A named failing cell that its expect says passes is refused first, before a passing
     cell is looked for: where it was the only cell expected to pass, the matrix ran to find
@@ -625,7 +641,9 @@ def _choose_cells(
         )
     _passing_expected_to_fail(options, failing, passing, expectations, expected_to_pass)
     if failing is None or passing is None:
-        failing, passing = _observe(spec, cells, eligible, options, failing, passing, say, cancel)
+        failing, passing = _observe(
+            spec, cells, eligible, options, failing, passing, say, cancel, drawn
+        )
     if expectations.of(failing).outcome == "pass":
         # A side the sets made (a one-cell spec expected to pass, with --passing-set): the
         # search would take its passes for the failure ("fails when MODE=a", backwards).
@@ -651,10 +669,11 @@ def _observe(
     passing: Cell | None,
     say: Progress,
     cancel: threading.Event,
+    drawn: dict[str, int],
 ) -> tuple[Cell, Cell]:
-    """Run every cell once: the first of `eligible` (the cells `-m` keeps) that fails as
-    expected, and of the cells that passed the one that differs from it most
-    (`differences.farthest`)."""
+    """Run every cell once (each cell's attempt number noted in `drawn`): the first of
+    `eligible` (the cells `-m` keeps) that fails as expected, and of the cells that passed
+    the one that differs from it most (`differences.farthest`)."""
     from reprospec import api
 
     once = plural(len(cells), "cell")
@@ -684,6 +703,8 @@ def _observe(
     passed: list[Cell] = []
     chosen = {c.id for c in eligible}
     for cell in result.cells:
+        if cell.attempts:
+            drawn[cell.cell.id] = max(a.attempt for a in cell.attempts)
         ran = [a.ran for a in cell.attempts if a.ran is not None]
         if not ran:
             continue

@@ -72,11 +72,27 @@ class StoredProbe:
     # values of a cell that reads its attempt number. 1 in a state stored before they were,
     # whose probes all began at 1.
     first_attempt: int = 1
+    # The number of each attempt of `kinds`, where they are not first_attempt and the ones
+    # after it: a run stopped by Ctrl-C keeps the attempts that ended before the stop, and
+    # one that ended after it is set aside (attempts 5 and 7 kept, 6 not). Counted as 5
+    # and 6, the probe's next attempt was numbered 7 and drew 7's values again. () where
+    # they are (and in a state stored before this was).
+    numbers: tuple[int, ...] = ()
+
+    @property
+    def last_attempt(self) -> int:
+        """The highest attempt number this probe drew (first_attempt - 1 where none ran)."""
+        if self.numbers:
+            return max(self.numbers)
+        return self.first_attempt + len(self.kinds) - 1
 
     def to_dict(self) -> JsonObject:
+        numbers: list[JsonValue] = list(self.numbers)
+        contiguous = numbers == list(range(self.first_attempt, self.first_attempt + len(numbers)))
         return {
             "key": self.key,
             "first_attempt": self.first_attempt,
+            **({} if contiguous else {"numbers": numbers}),
             "candidate": list(self.candidate),
             "role": self.role,
             "kinds": list(self.kinds),
@@ -107,7 +123,21 @@ class StoredProbe:
             ),
             raised_from=str(data.get("raised_from") or ""),
             first_attempt=stored_first_attempt(data),
+            numbers=stored_numbers(data, len(kinds)),
         )
+
+
+def stored_numbers(data: Mapping[str, JsonValue], count: int) -> tuple[int, ...]:
+    """A stored probe's attempt numbers where they are not contiguous (() where the state
+    does not say: they are). One per kind, each a whole number >= 1, or ValueError."""
+    value = data.get("numbers")
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) != count:
+        raise ValueError("a probe's attempt numbers do not match its kinds")
+    if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in value):
+        raise ValueError(f"a probe's attempt numbers are {value!r}, not whole numbers >= 1")
+    return tuple(int(n) for n in value if isinstance(n, int))
 
 
 def stored_first_attempt(data: Mapping[str, JsonValue]) -> int:
@@ -359,10 +389,24 @@ class StateFile:
             if len(stored.kinds) > max(1, attempts):
                 cut = max(1, attempts)
                 rest, raised = stored.kinds[cut:], stored.raised[cut:]
-                later = stored.first_attempt + cut
-                queue.appendleft(replace(stored, kinds=rest, raised=raised, first_attempt=later))
-                stored = replace(stored, kinds=stored.kinds[:cut], raised=stored.raised[:cut])
-            last = stored.first_attempt + len(stored.kinds) - 1
+                numbers = stored.numbers
+                later = numbers[cut] if numbers else stored.first_attempt + cut
+                queue.appendleft(
+                    replace(
+                        stored,
+                        kinds=rest,
+                        raised=raised,
+                        first_attempt=later,
+                        numbers=numbers[cut:],
+                    )
+                )
+                stored = replace(
+                    stored,
+                    kinds=stored.kinds[:cut],
+                    raised=stored.raised[:cut],
+                    numbers=numbers[:cut],
+                )
+            last = stored.last_attempt
             drawn = self.drawn_as(key)
             self._drawn[drawn] = max(self._drawn.get(drawn, 0), last)
             return stored
@@ -378,6 +422,15 @@ class StateFile:
             first = self._drawn.get(drawn, 0) + 1
             self._drawn[drawn] = self._set_aside[drawn, first] = first + max(1, attempts) - 1
             return first
+
+    def drew(self, key: str, last: int) -> None:
+        """Attempts up to `last` of this configuration ran before any probe of it: isolate's
+        run of the matrix, which picked the sides (its attempt 1 of each cell). The first
+        probe of the failing side drew attempt 1 again, whose seed had just reproduced: a
+        sample the search counted as new."""
+        with self._lock:
+            drawn = self.drawn_as(key)
+            self._drawn[drawn] = max(self._drawn.get(drawn, 0), last)
 
     @staticmethod
     def drawn_as(key: str) -> str:
@@ -396,7 +449,7 @@ class StateFile:
                 # It stopped early (its first reproduction), and no probe of it was numbered
                 # after it since: the next one goes on from its last attempt, so that the
                 # numbers are the draws made, as a replay of the stored probes counts them.
-                self._drawn[drawn] = probe.first_attempt + len(probe.kinds) - 1
+                self._drawn[drawn] = probe.last_attempt
             self._probes.append(probe)
             self._write()
 

@@ -774,3 +774,28 @@ def test_a_configurations_probes_draw_new_attempt_numbers(tmp_path: Path) -> Non
     assert max(len(drawn) for drawn in numbers.values()) > 4, numbers  # probed again
     for key, drawn in numbers.items():
         assert sorted(drawn) == list(range(1, len(drawn) + 1)), (key, sorted(drawn))
+
+
+def test_the_matrix_runs_attempt_is_not_drawn_again_by_a_probe(tmp_path: Path) -> None:
+    """With no cell expected to pass, isolate runs the matrix once to pick the sides (each
+    cell's attempt 1), and the failing side's first probe then ran attempt 1 again: the coin
+    that had just come up abort, counted as a new sample. A side's probes are numbered
+    after the matrix run's attempt: each number drawn once per configuration."""
+    spec = tmp_path / "seeded.yaml"
+    spec.write_text(SEEDED.split("  cases:")[0])  # every cell expected to crash
+    code, data, stderr = isolate(tmp_path, "-j", "2", spec=spec)
+    assert code == 0, stderr
+    assert "running the matrix once" in stderr
+    assert culprits(data) == [("matrix.a", True)]
+    out = tmp_path / "out"
+    state = json.loads(next((out / "isolate").glob("*/state.json")).read_text())
+    sides = {state["header"]["failing"], state["header"]["passing"]}
+    numbers: dict[str, list[int]] = {}
+    for probe in state["probes"]:
+        run = out / "runs" / probe["run_id"]
+        attempts = json.loads((run / "results.json").read_text())["cells"][0]["attempts"]
+        numbers.setdefault(probe["key"], []).extend(a["attempt"] for a in attempts)
+    assert sides <= set(numbers), (sides, numbers)
+    for key, drawn in numbers.items():
+        first = 2 if key in sides else 1  # the matrix run drew 1 of each side's cell
+        assert sorted(drawn) == list(range(first, first + len(drawn))), (key, sorted(drawn))

@@ -304,3 +304,42 @@ def test_a_stored_probe_without_a_first_attempt_began_at_1() -> None:
     assert StoredProbe.from_dict(data).first_attempt == 1
     with pytest.raises(ValueError, match="first attempt"):
         StoredProbe.from_dict({**data, "first_attempt": 0})
+
+
+def test_a_probe_stopped_with_a_gap_in_its_attempts_numbers_after_the_last(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C keeps the attempts that ended before the stop and sets aside one that ended
+    after it: attempts 1 and 3 kept, 2 not. Stored as two attempts from 1, the next probe
+    of the configuration began at 3 and drew 3's values again; the numbers are stored where
+    they are not contiguous, and the next probe begins after the last one."""
+    state = StateFile(tmp_path, HEADER)
+    assert state.first_attempt("full", 3) == 1
+    gap = StoredProbe(
+        "full", (0, 1), "failing", ("pass", "match"), "r1", interrupted=True, numbers=(1, 3)
+    )
+    state.add(gap)
+    assert state.first_attempt("full", 2) == 4
+    assert StoredProbe.from_dict(gap.to_dict()) == gap
+    plain = StoredProbe("full", (0, 1), "failing", ("pass",), "r2", first_attempt=4)
+    assert "numbers" not in plain.to_dict()  # contiguous: the file says what it said
+    with pytest.raises(ValueError, match="attempt numbers"):
+        StoredProbe.from_dict({**gap.to_dict(), "numbers": [1]})
+    # Replayed in a later run, in parts: each part keeps its own numbers.
+    again = StateFile(tmp_path, HEADER)
+    head = again.take("full", 1)
+    assert head is not None
+    assert (head.first_attempt, head.numbers, head.kinds) == (1, (1,), ("pass",))
+    tail = again.take("full", 5)
+    assert tail is not None
+    assert (tail.first_attempt, tail.numbers, tail.kinds) == (3, (3,), ("match",))
+    assert again.first_attempt("full", 1) == 4
+
+
+def test_the_matrix_runs_attempts_are_not_drawn_again(tmp_path: Path) -> None:
+    """isolate's run of the matrix picks the sides with each cell's attempt 1: a probe of
+    a side's configuration begins after it."""
+    state = StateFile(tmp_path, HEADER)
+    state.drew("full", 1)
+    assert state.first_attempt("full", 2) == 2
+    assert state.first_attempt("half", 2) == 1
