@@ -475,11 +475,31 @@ def _minimize(
         if result.status == "refused" and held_a_result(output):
             found = replace(found, output=folder / "result", kept_output=str(output))
         found = write(found, spec, workdir)
-        if dir_checked(found):
-            found = confirm_dir(found, run_options, runner.parallel, cancel, spec, workdir)
-        if found.perturbed and dir_checked(found) and not found.unconfirmed:
-            found = _unperturbed(found, run_options, reduced, spec, runner.parallel, cancel)
+        try:
+            if dir_checked(found):
+                found = confirm_dir(found, run_options, runner.parallel, cancel, spec, workdir)
+            if found.perturbed and dir_checked(found) and not found.unconfirmed:
+                found = _unperturbed(found, run_options, reduced, spec, runner.parallel, cancel)
+        finally:
+            _drop_bytecode(found.output)
         return redactor.value(found)
+
+
+def _drop_bytecode(output: Path) -> None:
+    """Remove the `__pycache__` folders DIR's checks left there: each rerun of DIR imports
+    the minimized program's modules, and Python wrote their bytecode beside them, so the
+    folder handed to a maintainer held `__pycache__/helper.cpython-311.pyc` beside the
+    minimal program. DIR never holds one of its own (program.py leaves them out of the
+    program), so every one there is a check's; one with anything but bytecode in it is
+    left, as not Python's."""
+    for cache in sorted(output.rglob("__pycache__"), key=lambda p: len(p.parts), reverse=True):
+        if cache.is_symlink() or not cache.is_dir():
+            continue
+        try:
+            if all(f.suffix == ".pyc" and f.is_file() for f in cache.iterdir()):
+                shutil.rmtree(cache)
+        except OSError:
+            continue  # not ours to remove (read-only DIR): the answer is written all the same
 
 
 def _forget_stopped_in_settings(folder: Path) -> None:
