@@ -186,3 +186,26 @@ def printable(text: str, *, one_line: bool = False) -> str:
     if text.isascii():
         return text.translate(_ASCII_ESCAPES_OR_NEWLINE if one_line else _ASCII_ESCAPES)
     return re.sub(_UNPRINTABLE_OR_NEWLINE if one_line else _UNPRINTABLE, _escape, text)
+
+
+def undecodable_byte(text: str) -> int | None:
+    """The first byte of `text` that was not UTF-8 where it came from (a path, an argument or
+    a variable, which Python reads with each such byte as a lone surrogate), or None.
+
+    What a run records (results.json, the store, a spec) is UTF-8: a surrogate there ends
+    the writing with a UnicodeEncodeError, which the engine refuses ahead of instead."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        surrogate = ord(text[exc.start])
+        return surrogate - 0xDC00 if 0xDC80 <= surrogate <= 0xDCFF else surrogate
+    return None
+
+
+def with_bytes_written(text: str) -> str:
+    r"""`text` with each byte that was not UTF-8 written out as `\xff`, as a shell's $'...'
+    would give it: shown, where a lone surrogate reads `\udcff`."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no byte was read as
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")

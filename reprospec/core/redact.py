@@ -53,6 +53,7 @@ from typing import Literal, TypeVar, Union, cast
 from reprospec.core.expr import ExprError, find_expressions, names_used
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
+from reprospec.core.logtext import undecodable_byte
 
 SECRET_NAME = Lazy(
     r"TOKEN(?!IZER)|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|AUTH|CREDENTIAL", re.IGNORECASE
@@ -571,7 +572,12 @@ def maskable(value: str) -> bool:
     numeric password is 4 to 6 digits (`DB_PASSWORD=48213`), and exempting numbers shorter
     than SECRET_PART_CHARS showed it in report.md, results.json and the store.
     The `accuracy *** reached` that exemption was made for came from `TEST_PASS_RATE=0.95`,
-    which the name rule no longer takes for a password (`names_password`)."""
+    which the name rule no longer takes for a password (`names_password`).
+    A value that is not UTF-8 (`env X=$'\\x80'`, read by `${{ env.X }}`) is masked at any
+    length: no output (results.json, the store) can hold it as it is, where written it
+    ended the run with an internal UnicodeEncodeError; masked, a rerun reads it again."""
+    if not value.isascii() and undecodable_byte(value) is not None:
+        return True
     return len(value) >= MIN_MASKED_CHARS and value.strip().lower() not in _PLAIN_WORDS
 
 
@@ -650,7 +656,10 @@ class Redactor:
         public = public_env(document)
         named: dict[str, str] = {}
         for name in env_names_read(document):
-            if name in environ and name not in public:
+            # One that is not UTF-8 even where public: no output can hold it (maskable).
+            if name in environ and (
+                name not in public or undecodable_byte(environ[name]) is not None
+            ):
                 named.setdefault(environ[name], name)
         for name, value in environ.items():
             if holds_secret(name, value):

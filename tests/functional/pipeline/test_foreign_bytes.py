@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.support.cli import Cli
 
 SPEC = """\
@@ -30,3 +32,47 @@ def test_a_variable_of_the_engines_environment_that_is_not_utf8_is_shown_replace
     results = json.loads((folder / "results.json").read_bytes().decode("utf-8"))
     assert results["environment"]["env"]["TORCH_X"] == "a\ufffdb"
     assert "| TORCH_X | `a\ufffdb` |" in (folder / "report.md").read_bytes().decode("utf-8")
+
+
+def test_a_spec_or_store_whose_path_is_not_utf8_is_refused_before_anything_runs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A spec in a folder named d$'\xff'ir ran its attempts, then ended with "internal error:
+    # UnicodeEncodeError" storing its path, the run lost; --out in one did the same.
+    folder = tmp_path / "d\udcffir"
+    folder.mkdir()
+    (folder / "s.yaml").write_text(SPEC, encoding="utf-8")
+    refused = cli("run", str(folder / "s.yaml"), "--out", str(tmp_path / "o"))
+    assert refused.code == 2, refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert "internal error" not in refused.stderr
+    assert f"{tmp_path}/d\\xffir/s.yaml: the spec's path is not UTF-8 (byte 0xff)" in (
+        refused.stderr
+    )
+    assert not (tmp_path / "o").exists()
+    (tmp_path / "s.yaml").write_text(SPEC, encoding="utf-8")
+    out = cli("run", str(tmp_path / "s.yaml"), "--out", str(folder / "o"))
+    assert out.code == 2, out.stderr
+    assert "--out's path is not UTF-8 (byte 0xff)" in out.stderr
+    assert not (folder / "o").exists()
+
+
+@pytest.mark.parametrize("public", ["", "  public_env: [X]\n"])
+def test_a_value_read_by_env_that_is_not_utf8_reaches_the_program_and_is_masked(
+    cli: Cli, tmp_path: Path, public: str
+) -> None:
+    # `${{ env.X }}` of a short (or a public) value is shown in the outputs, and one not
+    # UTF-8 ended the run with an internal UnicodeEncodeError writing results.json once the
+    # attempts had run.
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: read\nenvironment:\n{public}  env:\n    X: ${{{{ env.X }}}}\n"
+        "command: python -c \"import os, sys; sys.exit(os.environb[b'X'] != b'\\\\x80z')\"\n",
+        encoding="utf-8",
+    )
+    ran = cli("run", str(spec), env={"X": "\udc80z"})
+    assert ran.code == 0, ran.stderr
+    folder = ran.latest_run()
+    results = (folder / "results.json").read_bytes().decode("utf-8")
+    assert '"X": "***"' in results
+    (folder / "report.md").read_bytes().decode("utf-8")
