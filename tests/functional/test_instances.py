@@ -216,12 +216,16 @@ def _plan(
 
 
 def _leftovers(marker: str) -> list[str]:
+    """The command lines on this machine that name `marker` (this test's run folder).
+    Every process's is read, and need not be UTF-8 (another's `exec -a $'sleep\\x80'`):
+    read with undecodable bytes replaced, as a strict decode failed the test on it."""
     found = []
     for pid in (entry.name for entry in Path("/proc").iterdir() if entry.name.isdigit()):
         try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
+        cmdline = raw.replace(b"\0", b" ").decode(errors="replace")
         if marker in cmdline:
             found.append(cmdline)
     return found

@@ -31,11 +31,13 @@ def _children() -> list[int]:
 
 
 def _is_zombie(pid: int) -> bool:
+    """Bytes: a child's name need not be UTF-8 (a program file named so, an adopted
+    orphan's), and a strict read failed the test it ran after."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return False
-    return stat[stat.rindex(")") + 2 :].split()[0] == "Z"
+    return stat[stat.rindex(b")") + 2 :].split()[0] == b"Z"
 
 
 def _still_awaited() -> set[int]:

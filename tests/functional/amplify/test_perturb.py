@@ -264,11 +264,13 @@ def _zombie_children(since: int) -> set[str]:
     """This process's children started at or after `since` (boot ticks) that ended and were
     not reaped, as "PID (COMM)". Only those: this process is a subreaper for every test the
     xdist worker runs, so an orphan another test left behind (started before this one)
-    becomes its child and may end, unreaped, while this test runs (CI, this stop's suite)."""
+    becomes its child and may end, unreaped, while this test runs (CI, this stop's suite).
+    Every process's stat is read, and its name need not be UTF-8 (a program file named
+    so): undecodable bytes replaced, where a strict read failed the test on it."""
     found = set()
     for folder in Path("/proc").iterdir():
         try:
-            stat = (folder / "stat").read_text()
+            stat = (folder / "stat").read_bytes().decode(errors="replace")
         except OSError:
             continue
         comm = stat[stat.index("(") + 1 : stat.rindex(")")]

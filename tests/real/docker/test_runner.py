@@ -327,10 +327,10 @@ def _dumping_with(token: str) -> bool:
         try:
             if token.encode() not in (entry / "cmdline").read_bytes():
                 continue
-            stat = (entry / "stat").read_text()
+            stat = (entry / "stat").read_bytes()  # its name need not be UTF-8
         except OSError:
             continue
-        if int(stat[stat.rfind(")") + 2 :].split()[6]) & 0x200:
+        if int(stat[stat.rfind(b")") + 2 :].split()[6]) & 0x200:
             return True
     return False
 
