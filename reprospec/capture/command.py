@@ -343,6 +343,7 @@ def capture(
     `say`: where the verify's progress lines go (the CLI's stderr)."""
     if not request.argv:
         raise UsageError("capture needs a command after `--` (or --from-log FILE)")
+    _refuse_undecodable(request)
     check_output(request.output, force=request.force, reads=request.argv)
     request = _unbound(request)
     tidied = tidied_paths(request.argv, Path.cwd())
@@ -360,6 +361,36 @@ def capture(
     # settings (`MAX_TOKENS=2048 python ...`) the spec writes, and sets itself.
     with environ.changed(dict(proposal.secret_env)):
         return _capture(request, run_spec, proposal, say, options)
+
+
+def _refuse_undecodable(request: Request) -> None:
+    """A usage error, before anything runs or is written, for what a spec cannot carry: a
+    word of the command, the folder it runs in or the spec's path that is not UTF-8. Each
+    was written into the spec as `\\uDC80`, a spec no run could record: an internal
+    UnicodeEncodeError once the command had run."""
+    from reprospec.core.logtext import undecodable_byte, with_bytes_written
+
+    def refuse(what: str, text: str, byte: int, instead: str) -> None:
+        raise UsageError(
+            f"capture: {what} {shlex.quote(with_bytes_written(text))} is not UTF-8 "
+            f"(byte 0x{byte:02x}): a spec is UTF-8 text and cannot hold it; {instead}"
+        )
+
+    for word in request.argv:
+        byte = undecodable_byte(word)
+        if byte is not None:
+            refuse(
+                "the command's word",
+                word,
+                byte,
+                "give the program those bytes another way (a file it reads, or a variable "
+                "of your shell it reads, which the spec reads back)",
+            )
+    for what, path in (("the folder it runs in,", Path.cwd()), ("-o", request.output)):
+        where = str(path.resolve())
+        byte = undecodable_byte(where)
+        if byte is not None:
+            refuse(what, where, byte, "rename the folder")
 
 
 def _unbound(request: Request) -> Request:

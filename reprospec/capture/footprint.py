@@ -23,6 +23,7 @@ from reprospec.capture.toggles import Proposal
 from reprospec.capture.writer import EnvLine
 from reprospec.core.expr import literal_text
 from reprospec.core.frozen import frozen
+from reprospec.core.logtext import undecodable_byte
 from reprospec.core.pythonargs import is_python, python_program
 from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult
@@ -471,6 +472,16 @@ def _env_line(name: str, value: str, comment: str) -> EnvLine:
     values are expanded, and a shell's `PS1='${{ x }}'` failed the spec's validation."""
     if holds_secret(name, value):
         return _read_back(name)
+    byte = undecodable_byte(value)
+    if byte is not None:
+        # A spec is UTF-8 text: written, `\uDC80` made a spec no run could record (an
+        # internal UnicodeEncodeError once the capture had run). Read back, it is the same
+        # bytes in the reruns, and masked in every output (redact.maskable).
+        return EnvLine(
+            name,
+            f"${{{{ env.{name} }}}}",
+            f"your shell's value is not UTF-8 (byte 0x{byte:02x}): read from your environment",
+        )
     return EnvLine(name, literal_text(value), comment)
 
 

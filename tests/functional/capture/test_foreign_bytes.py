@@ -1,0 +1,57 @@
+"""`reprospec capture -- CMD` where the command, its folder or the shell's variables hold bytes
+that are not UTF-8, which a spec (UTF-8 text) cannot: refused before anything runs, or read
+back from the environment; never an internal error after the command ran."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reprospec.spec.load import load_spec
+from tests.support.cli import Cli
+
+FAIL = "import sys; sys.exit(3)"
+
+
+def test_a_word_of_the_command_that_is_not_utf8_is_refused_before_it_runs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Written into the spec as "\uDC80", it ended the capture with "internal error:
+    # UnicodeEncodeError" once the command had run.
+    ran = cli("capture", "-o", "s.yaml", "--", "python", "-c", FAIL, "\udc80z", cwd=tmp_path)
+    assert ran.code == 2, ran.stderr
+    assert "capture: the command's word '\\x80z' is not UTF-8 (byte 0x80)" in ran.stderr
+    assert "Traceback" not in ran.stderr
+    assert not (tmp_path / "s.yaml").exists()
+    assert not (tmp_path / ".reprospec").exists()
+
+
+def test_a_folder_whose_path_is_not_utf8_is_refused_before_it_runs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    folder = tmp_path / "d\udcffir"
+    folder.mkdir()
+    ran = cli("capture", "-o", str(tmp_path / "s.yaml"), "--", "python", "-c", FAIL, cwd=folder)
+    assert ran.code == 2, ran.stderr
+    assert "the folder it runs in, " in ran.stderr
+    assert "d\\xffir' is not UTF-8 (byte 0xff)" in ran.stderr
+    assert not (tmp_path / "s.yaml").exists()
+
+
+def test_a_variable_of_the_shell_that_is_not_utf8_is_read_back_not_written(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # OMP_NUM_THREADS=$'\x80' was written `"\uDC80"` and the capture ended with an internal
+    # UnicodeEncodeError writing results.json.
+    check = "import os, sys; sys.exit(3 if os.environb[b'OMP_NUM_THREADS'] == b'\\x80' else 0)"
+    ran = cli(
+        "capture", "-o", "s.yaml", "--", "python", "-c", check,
+        cwd=tmp_path, env={"OMP_NUM_THREADS": "\udc80"},
+    )  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    text = (tmp_path / "s.yaml").read_bytes().decode("utf-8")
+    assert (
+        "OMP_NUM_THREADS: ${{ env.OMP_NUM_THREADS }}  # your shell's value is not UTF-8 "
+        "(byte 0x80): read from your environment"
+    ) in text
+    assert "verdict reproduced" in ran.stdout, ran.stdout
+    load_spec(str(tmp_path / "s.yaml"))
