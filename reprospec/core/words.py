@@ -396,6 +396,18 @@ def limit_reached(attempt: AttemptResult) -> str | None:
     for warning in attempt.warnings:
         if warning.startswith(LIMIT_REACHED):
             return warning.removeprefix(_REACHED).split(":", 1)[0]
+def process_limit_reached(max_processes: int) -> str:
+    """The warning of an attempt whose pids limit refused a fork or a thread: the local
+    runner's (its cgroup's count, process/run.py) and the docker runner's (its container's,
+    runners/docker/pidswatch.py) alike."""
+    return (
+        f"{LIMIT_REACHED}process limit "
+        f"({plural(max_processes, 'process', 'processes')}): "
+        "a fork or a new thread was refused (fork failed: process limit; "
+        "docs/limits.md)"
+    )
+
+
     return None
 
 

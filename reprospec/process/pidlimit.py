@@ -345,6 +345,47 @@ def _refused(limit: Limit) -> int:
         text = _read(_file(limit.cgroup, "pids.events"))
     except OSError:
         return 0
+    return _max_count(text)
+
+
+def events_of(pid: int) -> str | None:
+    """The pids.events file of the pids cgroup process `pid` is in (cgroup v1's pids
+    hierarchy, else v2's unified one), as this engine's mounts show it; None where there
+    is none to read (no such mount, the process gone). A container's: its engine removes
+    the cgroup as the container ends, so its count is read while it lives."""
+    try:
+        mounts = Path("/proc/self/mountinfo").read_text(errors="surrogateescape").splitlines()
+        groups = Path(f"/proc/{pid}/cgroup").read_text(errors="surrogateescape").splitlines()
+    except OSError:
+        return None
+    for line in groups:
+        _, controllers, relative = [*line.split(":", 2), "", ""][:3]
+        v1 = "pids" in controllers.split(",")
+        if not v1 and controllers:
+            continue
+        for mount in mounts:
+            fields = mount.split()
+            if " - " not in mount or len(fields) < 5:
+                continue
+            kind, _, rest = mount.partition(" - ")[2].partition(" ")
+            options = rest.rsplit(" ", 1)[-1].split(",")
+            if (v1 and kind == "cgroup" and "pids" in options) or (not v1 and kind == "cgroup2"):
+                path = Path(fields[4]) / relative.lstrip("/") / "pids.events"
+                if path.is_file():
+                    return str(path)
+    return None
+
+
+def refused_in(events: str) -> int:
+    """The count of forks refused in the cgroup whose pids.events is `events` (0 where it
+    cannot be read: gone)."""
+    try:
+        return _max_count(_read(events))
+    except OSError:
+        return 0
+
+
+def _max_count(text: str) -> int:
     for line in text.splitlines():
         words = line.split()
         if words[:1] == ["max"] and len(words) == 2 and words[1].isdigit():

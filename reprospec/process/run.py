@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from reprospec import native as native_stacks
 from reprospec.core.frozen import frozen
-from reprospec.core.words import LIMIT_REACHED, plural
+from reprospec.core.words import plural, process_limit_reached
 from reprospec.process import leftovers, pidlimit, stacks, tree
 from reprospec.process.cpuwait import CpuWait
 from reprospec.process.output import Sink
@@ -514,12 +514,7 @@ def run_process(
                 "(found in its process-limit cgroup)"
             )
         if reached:
-            process_limit = (
-                f"{LIMIT_REACHED}process limit "
-                f"({plural(limit.max_processes, 'process', 'processes')}): "
-                "a fork or a new thread was refused (fork failed: process limit; "
-                "docs/limits.md)"
-            )
+            process_limit = process_limit_reached(limit.max_processes)
             warnings.append(process_limit)
         tree.RUNNING_TAGS.discard(tag)
         tree.RUNNING_ROOTS.discard(proc.pid)

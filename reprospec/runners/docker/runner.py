@@ -20,18 +20,19 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from reprospec import native
 from reprospec.core import capped
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.trylock import SharedHold
 from reprospec.core.logtext import printable
 from reprospec.core.notstarted import not_started
 from reprospec.core.results import Execution
 from reprospec.core.units import format_size
-from reprospec.core.words import oom_killed
+from reprospec.core.words import oom_killed, process_limit_reached
 from reprospec.environment import packages
 from reprospec.errors import FatalError, InfraError
 from reprospec.perturb.apply import PerturbRefused
@@ -89,6 +90,7 @@ from reprospec.runners.docker.instances import (
     run_instances,
 )
 from reprospec.runners.docker.native import ContainerNative
+from reprospec.runners.docker.pidswatch import PidsWatch
 from reprospec.runners.together import InstanceStart
 
 if TYPE_CHECKING:
@@ -201,7 +203,7 @@ class DockerRunner:
         self._images: dict[str, str] = {}
         # Each of the runner's images this run uses, held (cache.hold_image) until close: a
         # prune meanwhile leaves it, where it removed a later cell's image under the run.
-        self._holds: dict[str, IO[str] | None] = {}
+        self._holds: dict[str, SharedHold | None] = {}
         # environment -> why its image could not be had: asked once, every attempt of it is
         # an infra-error with the reason (a failed build is not started again per attempt).
         self._image_errors: dict[str, str] = {}
@@ -526,7 +528,9 @@ class DockerRunner:
                 container.start()
                 begin = time.monotonic()
                 watch = stall_watch(plan, base["events_path"])
-                root = local_pid(container) if watch is not None else None
+                root = local_pid(container)
+                # Its pids limit's refusals, read while its cgroup is there (pidswatch.py).
+                pids = PidsWatch(root)
                 if watch is not None and root is not None:
                     # The container's init reaps its orphans: every process of the attempt
                     # is below it. A remote engine's container has no pid here: wall clock.
@@ -582,6 +586,7 @@ class DockerRunner:
                     warnings.append("the container's output was still open after it exited")
                 container.reload()
                 inspected = container.attrs.get("State")
+                refused = pids.stop()
                 state = inspected if isinstance(inspected, dict) else {}
                 oom = bool(state.get("OOMKilled"))
                 if status is None:
@@ -636,6 +641,12 @@ class DockerRunner:
         if raw in DOCKER_START_FAILURES and not timed_out and not interrupted:
             last = _last_line(base["stderr_path"])
             # A shell command's program not found is said as the local runner says it, not
+        process_limit = None
+        if refused:
+            # As the local runner says it (process/run.py): its warning, and the failure's
+            # detail names it (classify.py).
+            process_limit = process_limit_reached(config["pids_limit"])
+            warnings.append(process_limit)
             # as `/bin/sh` that could not run (it ran, and said why).
             infra_error = not_started(raw, last) or (
                 f"the container could not run {program!r} (exit {raw}: {last})"
@@ -660,6 +671,7 @@ class DockerRunner:
             if plan.preload
             else None,
             **base,
+            process_limit=process_limit,
         )
 
     def _packages_refused(self, plan: AttemptPlan, log_dir: Path) -> str | None:

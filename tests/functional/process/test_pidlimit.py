@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -19,18 +20,38 @@ def test_the_users_count_is_of_threads_as_the_kernel_counts_them() -> None:
         thread.start()
     try:
         uid = os.getuid()
-        processes = sum(
-            1 for p in Path("/proc").iterdir() if p.name.isdigit() and p.stat().st_uid == uid
-        )
-        counted = pidlimit.user_threads(uid)
         own = len(list(Path("/proc/self/task").iterdir()))
         assert own >= 41
-        # Ours alone holds 40 more threads than processes; others' may come and go meanwhile.
-        assert counted >= processes + own - 1 - 5, (counted, processes, own)
+        # Ours alone holds 40 more threads than processes. The user's other processes come
+        # and go meanwhile (another xdist worker's fork bomb: dozens in a burst), so the
+        # processes are counted on both sides of the count under test, and the fewer taken;
+        # a try that a burst straddled anyway is tried again. A count of processes, not
+        # threads, falls ~40 short on every try.
+        tries = []
+        for _ in range(5):
+            before = _processes_of(uid)
+            counted = pidlimit.user_threads(uid)
+            processes = min(before, _processes_of(uid))
+            tries.append((counted, processes))
+            if counted >= processes + own - 1 - 5:
+                break
+        else:
+            raise AssertionError(f"(counted, processes) {tries}; {own} threads here")
     finally:
         release.set()
         for thread in threads:
             thread.join()
+
+
+def _processes_of(uid: int) -> int:
+    """The machine's processes of `uid` now; one that ends while they are read is not one
+    (its /proc folder went between the listing and its stat: that raised, before)."""
+    count = 0
+    for folder in Path("/proc").iterdir():
+        if folder.name.isdigit():
+            with contextlib.suppress(OSError):
+                count += folder.stat().st_uid == uid
+    return count
 
 
 def test_a_cgroup_or_root_sets_no_rlimit() -> None:

@@ -24,6 +24,7 @@ pytest.importorskip("docker", reason="skipped: the docker package is not install
 
 
 from reprospec.core.inputs import Marker  # noqa: E402
+from reprospec.core.words import process_limit_reached  # noqa: E402
 from reprospec.runners.docker import image  # noqa: E402
 from reprospec.runners.docker.engine import (  # noqa: E402
     ENGINE_LABEL,
@@ -145,6 +146,45 @@ def test_a_container_has_the_attempts_process_limit(
     # The forks past the limit failed (the container's init and python hold two of 24).
     started = int(execution.stdout_path.read_text())
     assert 0 < started <= 22, (started, execution.stderr_path.read_text())
+    # And the attempt says so, as the local runner's does: the container's cgroup is read
+    # while it lives (read at its end, it was gone, and no warning came).
+    warning = process_limit_reached(24)
+    assert warning.startswith("the attempt reached its process limit (24 processes)")
+    assert execution.process_limit == warning
+    assert warning in execution.warnings
+    # Within the limit: no warning.
+    calm = runner.run(make_plan(py("import os; os.system('true')"), tmp_path), tmp_path / "b")
+    assert calm.process_limit is None
+    assert not [w for w in calm.warnings if "process limit" in w]
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_a_fork_refused_just_before_the_program_exits_is_warned_of(
+    runner: DockerRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program whose fork is refused and that exits at once (its error): the count is
+    read before the container and its cgroup are removed, and the failure's detail names
+    the limit, as a local attempt's does."""
+    from reprospec.core.results import Outcome
+    from reprospec.outcome.classify import classify
+    from reprospec.process import pidlimit
+
+    monkeypatch.setenv(pidlimit.MAX_PROCESSES_VAR, "8")
+    code = (
+        "import os, time\n"
+        "for _ in range(20):\n"
+        "    if os.fork() == 0:\n"
+        "        time.sleep(5)\n"
+        "        os._exit(0)\n"
+    )
+    plan = make_plan(py(code), tmp_path)
+    execution = runner.run(plan, tmp_path / "a")
+    assert execution.returncode == 1, execution.stderr_path.read_text()
+    assert execution.process_limit == process_limit_reached(8)
+    outcome = classify(execution)
+    assert isinstance(outcome, Outcome)
+    assert "the attempt reached its process limit (8 processes)" in (outcome.detail or "")
 
 
 @needs_engine
