@@ -19,6 +19,15 @@ the other's.
 uses (an environment, the docker runner's image), under the same rule: None where the lock
 cannot be made, the file closed (the venv runner's stopped on a file system without
 `flock`; the docker runner's left its file open).
+
+A lock file goes as its last holder lets it go: one per environment and image ever used
+piled up, empty, in `~/.cache/reprospec/docker-holds` and the environments' `.locks/`. The
+classic race of removing a lock file is closed from both sides: it is unlinked only by a
+process that holds it alone (a shared holder tries to take it alone as it lets go, and
+leaves it where another still holds it), and every locker, once it has its lock, checks
+that the file it locked is still the one at the path (`_still_there`), else opens the new
+one and locks again: a process that waited on the file just unlinked would otherwise hold
+a lock no one else can see.
 """
 
 from __future__ import annotations
@@ -27,9 +36,8 @@ import contextlib
 import errno
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
 
 from reprospec.errors import UsageError
 
@@ -48,26 +56,90 @@ def try_locked(path: Path) -> Iterator[bool | None]:
 @contextlib.contextmanager
 def _exclusive(path: Path) -> Iterator[int | bool | None]:
     """`try_locked`, with the locked file's descriptor where it was free (what a holder
-    writes into it): an int, else False (held) or None (cannot tell)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-    except OSError:
-        yield None
-        return
-    try:
+    writes into it): an int, else False (held) or None (cannot tell). The file is removed
+    as it is let go, while still held alone."""
+    while True:
+        fd = _open(path)
+        if fd is None:
+            yield None
+            return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
+            os.close(fd)
             # EWOULDBLOCK: held. Another (ENOLCK, EOPNOTSUPP: a file system without flock).
             yield False if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else None
             return
-        try:
-            yield fd
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        if _still_there(fd, path):
+            break
+        os.close(fd)  # unlinked by its last holder as we locked it: lock the new one
+    try:
+        yield fd
     finally:
+        _let_go(fd, path, alone=True)
+
+
+def locked_waiting(path: Path, on_wait: Callable[[], None] | None = None) -> int:
+    """An exclusive lock on `path`, waited for (`on_wait` called first where another holds
+    it): the descriptor, to be let go with `let_go`. Raises OSError where it cannot be
+    opened or locked (venvs.build's `locked`: a build does not go on unguarded)."""
+    while True:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None:
+                    on_wait()
+                    on_wait = None  # said once, however often the file was replaced
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _still_there(fd, path):
+            return fd
         os.close(fd)
+
+
+def let_go(fd: int, path: Path) -> None:
+    """`locked_waiting`'s lock let go, its file removed while still held alone."""
+    _let_go(fd, path, alone=True)
+
+
+def _open(path: Path) -> int | None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError:
+        return None
+
+
+def _still_there(fd: int, path: Path) -> bool:
+    """Whether the file `fd` locked is still the one at `path` (not unlinked by its last
+    holder meanwhile, nor replaced by a new one)."""
+    try:
+        here, held = path.stat(), os.fstat(fd)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _let_go(fd: int, path: Path, *, alone: bool) -> None:
+    """Close `fd`, its lock with it; the file unlinked first where this process holds it
+    alone (`alone`, or a shared hold that can be taken alone now: no one else holds it)
+    and it is still the one at `path`. A folder this user cannot write keeps it."""
+    try:
+        if not alone:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return  # another holds it still: the last to let go removes it
+        if _still_there(fd, path):
+            with contextlib.suppress(OSError):
+                path.unlink()
+    finally:
+        os.close(fd)  # the lock goes with the last descriptor of the file
 
 
 @contextlib.contextmanager
@@ -106,18 +178,43 @@ def _holder(lock: Path) -> str:
     return text if text.isdigit() else ""
 
 
-def hold_shared(path: Path) -> IO[str] | None:
-    """A shared lock on `path` for as long as the file returned stays open (made with its
-    folder where missing), waiting while another holds it alone (a prune removing what it
+class SharedHold:
+    """A shared lock held until `close` (or the end of a `with`): the file removed then
+    where no one else holds it."""
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self._fd: int | None = fd
+        self.path = path
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            _let_go(fd, self.path, alone=False)
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+    def __enter__(self) -> SharedHold:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def hold_shared(path: Path) -> SharedHold | None:
+    """A shared lock on `path` until the hold returned is closed (made with its folder
+    where missing), waiting while another holds it alone (a prune removing what it
     guards); None, nothing left open, where it cannot be opened or locked."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = path.open("a")
-    except OSError:
-        return None
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
-    except OSError:
-        handle.close()
-        return None
-    return handle
+    while True:
+        fd = _open(path)
+        if fd is None:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        except OSError:
+            os.close(fd)
+            return None
+        if _still_there(fd, path):
+            return SharedHold(fd, path)
+        os.close(fd)  # the prune it waited for removed the file: hold the new one

@@ -19,12 +19,13 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TextIO
+from typing import TextIO
 
 from reprospec import venvs
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import Execution
+from reprospec.core.trylock import SharedHold
 from reprospec.core.words import build_log_phrase
 from reprospec.environment import packages
 from reprospec.errors import InfraError
@@ -105,7 +106,7 @@ class VenvRunner:
         self._envs: dict[str, venvs.Env] = {}
         # Each environment this runner uses, held (venvs.hold) until it closes: a prune
         # meanwhile leaves it in place, where it removed it under the attempts.
-        self._holds: dict[str, IO[str] | None] = {}
+        self._holds: dict[str, SharedHold | None] = {}
         self._build_lock = threading.Lock()
 
     # -- environments ----------------------------------------------------------------

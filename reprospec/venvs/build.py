@@ -17,7 +17,6 @@ the rename breaks no script.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -32,13 +31,12 @@ from dataclasses import field
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import IO
 
 from reprospec.core import safepoint
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.sections import Environment
-from reprospec.core.trylock import hold_shared
+from reprospec.core.trylock import SharedHold, hold_shared, let_go, locked_waiting
 from reprospec.environment import packages
 from reprospec.errors import InfraError
 from reprospec.venvs.index import IndexConfig, user_index_config
@@ -339,18 +337,11 @@ def locked(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[in
     """An exclusive lock on `path` while inside; yields its descriptor, which a build passes
     to the uv it starts (`_build`), so that the lock outlives a killed engine for as long as
     its uv still writes the half-built venv."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if on_wait is not None:
-                on_wait()
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield fh.fileno()
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    fd = locked_waiting(path, on_wait)
+    try:
+        yield fd
+    finally:
+        let_go(fd, path)  # its file removed as it goes (core/trylock.py)
 
 
 def in_use_lock(root: Path, key: str) -> Path:
@@ -359,8 +350,8 @@ def in_use_lock(root: Path, key: str) -> Path:
     return root / LOCKS / f"{key}.use"
 
 
-def hold(root: Path, key: str) -> IO[str] | None:
-    """A shared lock on environment `key` for as long as the file returned stays open: a
+def hold(root: Path, key: str) -> SharedHold | None:
+    """A shared lock on environment `key` until the hold returned is closed: a
     run's attempts use it, and a prune meanwhile removed it under them (an attempt ended
     infra-error, "not installed where the attempt ran"). Waits while a prune is
     removing it (then the run builds it again). None where its lock file cannot be made (a

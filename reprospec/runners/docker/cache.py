@@ -23,11 +23,10 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.trylock import hold_shared, try_locked
+from reprospec.core.trylock import SharedHold, hold_shared, try_locked
 from reprospec.errors import InfraError
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker.sdk import DockerClient, Image
@@ -238,11 +237,11 @@ def hold_lock(tag: str) -> Path | None:
     return root / "reprospec" / "docker-holds" / f"{key}.use"
 
 
-def hold_image(tag: str) -> IO[str] | None:
-    """A shared lock on the runner's image `tag` for as long as the file returned stays
-    open, taken before the run finds or builds it: `envs prune` removed the image of a
-    matrix's later cell, built at the start, while an earlier cell ran, and the run stopped
-    on the engine's 404. Waits while a prune is removing it (then the run builds it again).
+def hold_image(tag: str) -> SharedHold | None:
+    """A shared lock on the runner's image `tag` until the hold returned is closed, taken
+    before the run finds or builds it: `envs prune` removed the image of a matrix's later
+    cell, built at the start, while an earlier cell ran, and the run stopped on the
+    engine's 404. Waits while a prune is removing it (then the run builds it again).
     None for another image, or where the lock cannot be made (the run goes on unheld)."""
     path = hold_lock(tag)
     return None if path is None else hold_shared(path)

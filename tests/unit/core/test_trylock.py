@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import os
+import threading
 from pathlib import Path
-from typing import IO
 
 import pytest
 
-from reprospec.core.trylock import hold_shared, search_held, try_locked
+from reprospec.core.trylock import SharedHold, hold_shared, search_held, try_locked
 from reprospec.errors import UsageError
 from reprospec.runners.docker.cache import hold_image
 from reprospec.runners.docker.image import BUILT_REPOSITORY
-from reprospec.venvs.build import hold, in_use_lock
+from reprospec.venvs.build import hold, in_use_lock, locked
 from reprospec.venvs.cache import _held
+from reprospec.venvs.staging import build_lock
 
 
 def test_a_lock_file_no_one_holds_is_free_and_a_held_one_is_not(tmp_path: Path) -> None:
@@ -25,8 +27,10 @@ def test_a_lock_file_no_one_holds_is_free_and_a_held_one_is_not(tmp_path: Path) 
         assert free is True
         with try_locked(lock) as again:
             assert again is False
-    # Left behind by whoever held it, and no longer held: free (flock dies with its holder).
-    assert lock.exists()
+    # Removed by its holder as it let go; one a killed holder left behind is free (flock
+    # dies with its holder), and taken over.
+    assert not lock.exists()
+    lock.write_text("4242\n")
     with try_locked(lock) as free:
         assert free is True
 
@@ -71,21 +75,76 @@ def test_a_hold_flock_refuses_is_none_and_leaves_no_file_open(
     """The venv runner's `hold` stopped on a file system without flock (ENOLCK), and the
     docker runner's `hold_image` returned None with its file left open: one rule now,
     None and closed, for both."""
-    opened: list[IO[str]] = []
-    real_open = Path.open
+    opened: list[int] = []
+    closed: list[int] = []
+    real_open, real_close = os.open, os.close
 
-    def tracked(self: Path, *args: object, **kwargs: object) -> IO[str]:
-        handle = real_open(self, *args, **kwargs)  # type: ignore[call-overload]
-        opened.append(handle)
-        return handle  # type: ignore[no-any-return]
+    def tracked(path: Path, flags: int, mode: int = 0o777) -> int:
+        fd = real_open(path, flags, mode)
+        opened.append(fd)
+        return fd
+
+    def untracked(fd: int) -> None:
+        closed.append(fd)
+        real_close(fd)
 
     def refused(*_: int) -> None:
         raise OSError(errno.ENOLCK, "No locks available")
 
-    monkeypatch.setattr(Path, "open", tracked)
+    monkeypatch.setattr(os, "open", tracked)
+    monkeypatch.setattr(os, "close", untracked)
     monkeypatch.setattr(fcntl, "flock", refused)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert hold_image(f"{BUILT_REPOSITORY}:abc123") is None
     assert hold(tmp_path / "envs", "k") is None
     assert len(opened) == 2
-    assert all(handle.closed for handle in opened)
+    assert closed == opened
+
+
+def test_lock_files_go_with_their_last_holder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One file per environment and image ever used piled up, empty, in the environments'
+    `.locks/` and `~/.cache/reprospec/docker-holds`: each goes as its last holder lets go."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    image = hold_image(f"{BUILT_REPOSITORY}:abc123")
+    assert image is not None
+    image.close()
+    assert list((tmp_path / "cache" / "reprospec" / "docker-holds").iterdir()) == []
+    root = tmp_path / "envs"
+    first, second = hold(root, "k"), hold(root, "k")
+    assert first is not None
+    assert second is not None
+    first.close()
+    assert in_use_lock(root, "k").exists()  # the second holds it still
+    assert _held(root, "k") is True
+    second.close()
+    assert not in_use_lock(root, "k").exists()
+    with locked(build_lock(root, "k")):
+        assert build_lock(root, "k").exists()
+    folder = tmp_path / "isolate" / "spec-0123456789"
+    with search_held(folder, "isolation x"):
+        assert (folder / ".lock").read_text() == f"{os.getpid()}\n"
+    assert sorted(p.name for p in folder.iterdir()) == []
+    assert list((root / ".locks").iterdir()) == []
+
+
+def test_a_waiter_on_a_lock_file_removed_under_it_locks_the_new_one(tmp_path: Path) -> None:
+    """The classic race of removing lock files: a run waiting for a prune's lock got it on
+    the file the prune unlinked as it let go, and a second prune, finding no file there,
+    made a new one and took it alone: both would have held "the" lock. The waiter locks
+    the file at the path again."""
+    lock = tmp_path / "k.use"
+    got: list[SharedHold | None] = []
+    with try_locked(lock) as alone:
+        assert alone is True
+        waiter = threading.Thread(target=lambda: got.append(hold_shared(lock)))
+        waiter.start()
+        waiter.join(0.3)
+        assert waiter.is_alive()  # waits while the prune holds it alone
+    waiter.join(10)
+    (held,) = got
+    assert held is not None
+    with held, try_locked(lock) as again:
+        assert again is False  # the new file, the one the waiter holds
+    assert not lock.exists()
