@@ -391,6 +391,10 @@ class DockerRunner:
                 "runners only"
             )
 
+        garbled = _garbled_by_the_api(argv, plan.environment.env)
+        if garbled is not None:
+            return infra(garbled)
+
         try:
             # Before anything starts: a perturbation the container cannot get is the
             # attempt's infra-error, never a plain run (perturb/container.py).
@@ -714,3 +718,25 @@ def _last_line(path: Path) -> str:
         return ""
     lines = data.decode("utf-8", "replace").strip().splitlines()
     return lines[-1] if lines else "no output"
+
+
+def _garbled_by_the_api(argv: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """Why the container cannot get the attempt's argv or variables as they are, or None.
+
+    The engine's API is JSON, UTF-8 text: a word or a value that is not UTF-8 (`${{ env.X }}`
+    of `X=$'\\x80'`) reached the program as U+FFFD's bytes, and a program that tested its
+    bytes failed in the container where it passed on the local runner, its verdict untrue
+    to what the spec asks."""
+    from reprospec.core.logtext import undecodable_byte
+
+    found = [(f"the command's word {i}", word) for i, word in enumerate(argv)]
+    found += [(f"environment.env.{name}", value) for name, value in env.items()]
+    for what, text in found:
+        byte = undecodable_byte(text)
+        if byte is not None:
+            return (
+                f"{what} is not UTF-8 (byte 0x{byte:02x}): the docker runner hands it to "
+                "the container through the engine's API, UTF-8 text, which would change "
+                "it; the local runner passes its bytes as they are"
+            )
+    return None
