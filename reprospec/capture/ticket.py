@@ -47,7 +47,12 @@ from reprospec.outcome.tracebacks import (
     headline,
     parse_chain,
 )
-from reprospec.outcome.watchdog import TIMEOUT_HEADER
+from reprospec.outcome.watchdog import (
+    TIMEOUT_HEADER,
+    PytestTimeout,
+    pytest_timeout_dump,
+    pytest_timeout_failure,
+)
 from reprospec.plan.wrappers import program_start
 from reprospec.spec.presets import PRESETS, PYTEST_NODE_ID, detect, output_lines
 
@@ -574,6 +579,9 @@ def read_ticket(text: str) -> Ticket:
         exit_code = echoed
         evidence.append(f"the shell's `echo $?`: exit status {echoed}")
     hang = _watchdog_hang(clean)
+    # pytest-timeout's `thread` dump (`+++ Timeout +++`, the threads' stacks, the rule
+    # again), after which it ends the run: read as no failure at all.
+    plugin_timeout = _pytest_timeout_hang(clean)
     time_limit = _SLURM_TIME_LIMIT.search(clean)
     # A py-spy dump is of a process still running, taken because it made no progress: a
     # hang, where nothing else (a signal) says the process died.
@@ -587,6 +595,13 @@ def read_ticket(text: str) -> Ticket:
         summary = _unfenced(reported.message)
         whole = _untruncated(clean, reported.exception, summary) if summary else summary
         pytest_failure = PythonException(reported.exception, whole)
+        if reported.exception.rsplit(".", 1)[-1] == "Failed":
+            # Its `signal` method fails the hung test instead (`Failed: Timeout (>2.0s)
+            # from pytest-timeout.`): a hang of that test, as a live run reads it, where
+            # the skeleton expected the error `Failed` and its message.
+            plugin_timeout = pytest_timeout_failure(whole) or plugin_timeout
+            if plugin_timeout is not None and plugin_timeout.method == "signal":
+                pytest_failure = None
     # A traceback that ends in KeyboardInterrupt is how a hang is usually pasted: its
     # reporter stopped the program where it waited (Ctrl-C, its `^C` echoed before the
     # `Traceback` line). Its frames say where; the exception is the reporter's, not the
@@ -622,7 +637,11 @@ def read_ticket(text: str) -> Ticket:
     if cuda is not None:
         # What gives the spec its `environment.gpus` and its CUDA_LAUNCH_BLOCKING line.
         evidence.append(f"a CUDA error (the spec asks for a GPU): {cuda.group(0).strip()}")
-    if hang and signal is None:
+    if plugin_timeout is not None and signal is None:
+        outcome, chain = "hang", ()
+        evidence.append(f"{plugin_timeout.describe()}: the test hung")
+        test = test or _timed_out_test(clean)
+    elif hang and signal is None:
         outcome = "hang"
         evidence.append("faulthandler's `Timeout (h:mm:ss)!` dump: the program hung")
     elif time_limit is not None and signal is None and not chain and xdist is None:
@@ -1228,6 +1247,56 @@ def _watchdog_hang(clean: str) -> bool:
         if not raised:
             return True
     return False
+
+
+# pytest's last line, `==== 1 failed in 2.77s ====`: the run ended its own way.
+_PYTEST_SESSION_END = re.compile(r"^=+ .*\bin \d+(?:\.\d+)?s\b.*=+\s*$")
+_PYTEST_TIMEOUT_RULE = re.compile(r"^(?P<before>.*?)\+{3,} Timeout \+{3,}\s*$")
+# The dump's frame of the test: `  File "/p/test_hang.py", line 5, in test_sleeps_forever`.
+_DUMP_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+, in (?P<function>\S+)')
+
+
+def _pytest_timeout_hang(clean: str) -> PytestTimeout | None:
+    """pytest-timeout's `thread` dump in `clean`, where the run ended with it: its closing
+    rule, up to the next prompt or closing fence, followed by no traceback and no pytest
+    summary (its `signal` method, with threads, dumps the same and the session goes on)."""
+    lines = clean.split("\n")
+    rules = [i for i, line in enumerate(lines) if _PYTEST_TIMEOUT_RULE.match(line)]
+    if len(rules) < 2:
+        return None
+    for after in lines[rules[-1] + 1 :]:
+        if _PROMPT.match(after) or _FENCE_LINE.match(after):
+            break
+        if _TRACEBACK_HEADER.match(after) or _PYTEST_SESSION_END.match(after):
+            return None
+    return pytest_timeout_dump("\n".join(lines[: rules[-1] + 1]))
+
+
+def _timed_out_test(clean: str) -> str | None:
+    """The test pytest-timeout's dump ended: `-v`'s line of it, run on into the dump's first
+    rule (`t.py::test_x +++ Timeout +++`), else the progress line's file there (`t.py `)
+    and the dump's innermost frame in that file (`in test_x`)."""
+    lines = clean.split("\n")
+    for index, line in enumerate(lines):
+        rule = _PYTEST_TIMEOUT_RULE.match(line)
+        if rule is None:
+            continue
+        before = rule["before"].strip()
+        named = re.match(rf"^(?P<test>{PYTEST_NODE_ID})(?: |$)", before)
+        if named is not None:
+            return named["test"]
+        progress = re.match(r"^(?P<file>\S+\.py)\b", before)
+        if progress is None:
+            return None
+        in_file: str | None = None
+        for frame in lines[index + 1 :]:
+            if _PYTEST_TIMEOUT_RULE.match(frame):
+                break
+            found = _DUMP_FRAME.match(frame)
+            if found is not None and found["file"].endswith("/" + progress["file"].lstrip("./")):
+                in_file = found["function"]
+        return f"{progress['file']}::{in_file}" if in_file else None
+    return None
 
 
 def _without_status_echo(command: str | None) -> str | None:

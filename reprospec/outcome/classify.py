@@ -21,7 +21,10 @@ rules, in order:
    (`hang:after-child-SIGSEGV`); the outcome stays a hang, as it was observed.
    So is exit status 1 with no uncaught exception where faulthandler's watchdog dump
    (`Timeout (0:00:05)!` and the threads' stacks, watchdog.py) ends stderr: the program
-   timed itself out (`dump_traceback_later(T, exit=True)`), as a ticket of it reads.
+   timed itself out (`dump_traceback_later(T, exit=True)`), as a ticket of it reads; and
+   where pytest-timeout ended a test (its thread method's `+++ Timeout +++` dump ends the
+   output, exit status 1; its signal method's `Failed: Timeout (>2.0s) from
+   pytest-timeout.` is pytest's first failure): the test hung (watchdog.py).
 2. returncode < 0 -> `crash` with that signal, `where: main` (an uncaught
    KeyboardInterrupt re-raises SIGINT, so it is a SIGINT crash too).
 3. returncode 0 -> `pass`.
@@ -132,7 +135,7 @@ if TYPE_CHECKING:
     from reprospec.outcome.children import ChildCrash
     from reprospec.outcome.hungstacks import HungProcess
     from reprospec.outcome.tracebacks import FatalError, PythonException
-    from reprospec.outcome.watchdog import WatchdogTimeout
+    from reprospec.outcome.watchdog import PytestTimeout, WatchdogTimeout
 
 # The harness's exit status after an `infra_error` event (reprospec_harness.config.EXIT_INFRA).
 HARNESS_EXIT_INFRA = 3
@@ -314,6 +317,10 @@ def classify(
         # as a ticket of the same dump reads it (capture/ticket.py): not `error exit 1`.
         kind, hung_in = "hang", _watchdog_frame(watched)
         detail = f"{WATCHDOG_ENDED_IT} ({watched.header}), exit status 1"
+    elif returncode == PYTHON_UNCAUGHT_EXIT and not chain and (ended := _pytest_timeout(evidence)):
+        # A test hung, and pytest-timeout's thread method ended the run (`os._exit(1)` after
+        # its `+++ Timeout +++` dump), as a ticket of it reads: not `error exit 1`.
+        kind, detail = "hang", ended.describe()
     elif returncode is not None and returncode < 0:
         kind, signal, where = "crash", signal_name(-returncode), "main"
         detail = f"killed by {signal} ({describe_signal(signal)})"
@@ -433,6 +440,14 @@ def classify(
                     last = None
                 exception = PythonException("", last) if last else None
 
+    if kind == "error" and pytest and exception is not None:
+        bound = _pytest_timeout_failed(exception)
+        if bound is not None:
+            # A test hung, and pytest-timeout's signal method failed it at its bound (`Failed:
+            # Timeout (>2.0s) from pytest-timeout.`): a hang of that test (the phase), as a
+            # ticket of it reads, not the test's error.
+            kind, exit_code, exception, chain = "hang", None, None, ()
+            detail = f"{bound.describe()}; {detail}" if detail else bound.describe()
     if dead_threads and kind != "pass":
         died = threads_died(dead_threads, list(dict.fromkeys(e.type for e in threads)))
         detail = f"{detail}; {died}" if detail else died
@@ -707,6 +722,24 @@ def _watchdog(stderr: str) -> WatchdogTimeout | None:
     from reprospec.outcome.watchdog import watchdog_timeout
 
     return watchdog_timeout(stderr)
+
+
+def _pytest_timeout(evidence: Evidence) -> PytestTimeout | None:
+    if "Timeout +" not in evidence.stdout and "Timeout +" not in evidence.stderr:
+        return None  # (an attempt with no pytest-timeout dump does not import its reader)
+    from reprospec.outcome.watchdog import pytest_timeout_dump
+
+    return pytest_timeout_dump(evidence.stdout) or pytest_timeout_dump(evidence.stderr)
+
+
+def _pytest_timeout_failed(exception: PythonException) -> PytestTimeout | None:
+    if exception.type.rsplit(".", 1)[-1] != "Failed" or "pytest-timeout" not in (
+        exception.message or ""
+    ):
+        return None
+    from reprospec.outcome.watchdog import pytest_timeout_failure
+
+    return pytest_timeout_failure(exception.message)
 
 
 def _watchdog_frame(timeout: WatchdogTimeout) -> PythonFrame | None:

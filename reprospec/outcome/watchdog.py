@@ -13,6 +13,8 @@ after the dump, and whatever ends it later is what ends it.
 
 from __future__ import annotations
 
+import re
+
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import PythonFrame
@@ -55,3 +57,56 @@ def hung_frame(timeout: WatchdogTimeout) -> PythonFrame | None:
     from reprospec.outcome.hungstacks import hung_frame as frame_of
 
     return frame_of(f"--- pid 0 (the program) ---\n{timeout.dump}")
+
+
+# pytest-timeout's rule around the stacks it dumps (`+++++ Timeout +++++`, pytest's
+# terminal width): with `timeout_method = thread` its timer thread writes it, each thread's
+# stack (`~~~ Stack of MainThread (140...) ~~~`), the rule again, then `os._exit(1)`; `-v`'s
+# line of the running test runs on into the first one (`t.py::test_x +++++ Timeout ++...`).
+_PYTEST_TIMEOUT_RULE = Lazy(r"^(?:.*\s)?\+{3,} Timeout \+{3,}\s*$")
+# Its `signal` method's failure of the test instead (`pytest.fail`): `Failed: Timeout
+# (>2.0s) from pytest-timeout.`, which pytest reports as the test's exception.
+PYTEST_TIMEOUT_FAILED = Lazy(r"^Timeout \(>(?P<seconds>\d+(?:\.\d+)?)s\) from pytest-timeout\.?")
+# The header line pytest-timeout adds to pytest's: `timeout: 2.0s`.
+_PYTEST_TIMEOUT_SETTING = Lazy(r"^timeout: (?P<seconds>\d+(?:\.\d+)?)s\s*$", re.M)
+
+
+@frozen
+class PytestTimeout:
+    """A test pytest-timeout ended at its bound: the test hung, and the plugin, not the
+    engine's timeout, ended it (its `thread` method the whole run with exit status 1, its
+    `signal` method the test alone, as pytest's failure `Failed: Timeout (>2.0s) ...`)."""
+
+    method: str  # "thread" or "signal"
+    seconds: float | None  # its timeout, where the output says it
+
+    def describe(self) -> str:
+        bound = f" ({self.seconds:g}s)" if self.seconds is not None else ""
+        ended = "the run" if self.method == "thread" else "the test"
+        status = ", exit status 1" if self.method == "thread" else ""
+        return f"pytest-timeout's {self.method} method ended {ended} at its timeout{bound}{status}"
+
+
+def pytest_timeout_dump(output: str) -> PytestTimeout | None:
+    """pytest-timeout's `thread` dump where it ends `output` (its closing rule last, an
+    opening one before it), else None: the plugin's `os._exit(1)` after it."""
+    lines = output.rstrip().split("\n")
+    if not _PYTEST_TIMEOUT_RULE.match(lines[-1]):
+        return None
+    if not any(_PYTEST_TIMEOUT_RULE.match(line) for line in lines[:-1]):
+        return None
+    return PytestTimeout("thread", _setting(output))
+
+
+def pytest_timeout_failure(message: str | None) -> PytestTimeout | None:
+    """pytest-timeout's `signal` failure where `message` (a test's, pytest's `Failed`) is
+    its `Timeout (>2.0s) from pytest-timeout.`, else None."""
+    found = PYTEST_TIMEOUT_FAILED.match(message or "")
+    if found is None:
+        return None
+    return PytestTimeout("signal", float(found["seconds"]))
+
+
+def _setting(output: str) -> float | None:
+    found = _PYTEST_TIMEOUT_SETTING.search(output)
+    return float(found["seconds"]) if found is not None else None

@@ -2222,3 +2222,32 @@ def test_a_pasted_torchrun_report_alone_expects_its_root_causes_exception() -> N
     )
     expect = yaml.safe_load(render_spec(skeleton(read_ticket(report), "t.log")))["expect"]
     assert expect["exception"] == "ValueError"
+
+
+@pytest.mark.parametrize(
+    ("name", "method"),
+    [
+        ("pytest-timeout-thread.txt", "thread"),
+        ("pytest-timeout-thread-v.txt", "thread"),
+        ("pytest-timeout-signal.txt", "signal"),
+        ("pytest-timeout-signal-threads.txt", "signal"),
+    ],
+)
+def test_a_test_pytest_timeout_ended_is_a_hang_of_that_test(name: str, method: str) -> None:
+    # Recorded: pytest 9 with pytest-timeout 2.4 (`--timeout 2`), a test that sleeps (or
+    # joins a thread that does). The thread method's dump and `os._exit(1)` read as "no
+    # failure found", the signal method's `Failed: Timeout (>2.0s) from pytest-timeout.`
+    # as the error `Failed`: each is the test's hang, as a live run of it reads.
+    read = read_ticket((DATA / "capture" / "pytesttimeout" / name).read_text())
+    test = read.test
+    assert (read.failure.outcome, read.failure.exception, read.failure.message) == (
+        "hang",
+        None,
+        None,
+    )
+    assert test in ("test_hang.py::test_sleeps_forever", "test_thr.py::test_waits_on_a_thread")
+    assert read.failure.phase == test
+    assert f"pytest-timeout's {method} method ended" in " ".join(read.evidence)
+    expect = yaml.safe_load(render_spec(skeleton(read, name)))
+    assert expect["expect"]["outcome"] == "hang"
+    assert expect["run"]["timeout"] == "10m"

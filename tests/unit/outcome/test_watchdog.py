@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from reprospec.core.results import PythonFrame
-from reprospec.outcome.watchdog import hung_frame, watchdog_timeout
+from pathlib import Path
+
+from reprospec.core.results import Outcome, PythonFrame
+from reprospec.outcome.watchdog import (
+    hung_frame,
+    pytest_timeout_dump,
+    pytest_timeout_failure,
+    watchdog_timeout,
+)
+from tests.support.paths import DATA
 
 DUMP = """\
 Timeout (0:00:00.500000)!
@@ -32,3 +40,47 @@ def test_a_dump_the_program_went_on_after_is_no_watchdogs_end() -> None:
     # A header alone, a program's own words, is no dump.
     assert watchdog_timeout("Timeout (0:00:05)!\n") is None
     assert watchdog_timeout("") is None
+
+
+def _classified(tmp_path: Path, stdout: str) -> Outcome:
+    from reprospec.outcome.classify import classify
+    from tests.support.plans import execution_in
+
+    (tmp_path / "stdout.log").write_text(stdout)
+    (tmp_path / "stderr.log").write_text("")
+    (tmp_path / "events.jsonl").write_text("")
+    outcome = classify(execution_in(tmp_path, 1), pytest=True)
+    assert isinstance(outcome, Outcome)
+    return outcome
+
+
+def test_a_test_pytest_timeout_ended_is_that_tests_hang(tmp_path: Path) -> None:
+    # Recorded: pytest 9, pytest-timeout 2.4 `--timeout 2`, a test that sleeps. Its thread
+    # method dumps the stacks on stdout and `os._exit(1)`s: read as `error exit 1`; its
+    # signal method fails the test, `Failed: Timeout (>2.0s) from pytest-timeout.`: read as
+    # the error `Failed`. A ticket of either reads the test's hang, and a live run now too.
+    recorded = DATA / "capture" / "pytesttimeout"
+    thread = _classified(tmp_path, (recorded / "pytest-timeout-thread-v.txt").read_text())
+    assert (thread.kind, thread.exit_code, thread.exception) == ("hang", None, None)
+    assert thread.detail == (
+        "pytest-timeout's thread method ended the run at its timeout (2s), exit status 1"
+    )
+    signal = _classified(tmp_path, (recorded / "pytest-timeout-signal.txt").read_text())
+    assert (signal.kind, signal.exception, signal.message, signal.phase) == (
+        "hang",
+        None,
+        None,
+        "test_hang.py::test_sleeps_forever",
+    )
+    assert (signal.detail or "").startswith(
+        "pytest-timeout's signal method ended the test at its timeout (2s); "
+    )
+    assert pytest_timeout_failure("Timeout (>0.5s) from pytest-timeout.") is not None
+    # The rule alone, or a dump the session went on after, is no end of the run.
+    assert pytest_timeout_dump("+++++ Timeout +++++\n") is None
+    went_on = (recorded / "pytest-timeout-signal-threads.txt").read_text()
+    assert pytest_timeout_dump(went_on) is None
+    assert _classified(tmp_path, went_on).kind == "hang"  # by its `Failed: Timeout`
+    # Another test's `Failed` stays an error.
+    failed = "FAILED t.py::test_x - Failed: Timeout waiting for the server\n"
+    assert _classified(tmp_path, failed).kind == "error"
