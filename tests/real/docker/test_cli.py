@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -101,12 +102,17 @@ def test_missing_image_is_exit_3(cli: Cli, tmp_path: Path) -> None:
 
 def _remove_images(holds: str) -> None:
     """Remove the images the docker runner built whose packages or Dockerfile label holds
-    `holds` (this test's own: a wheel or a folder no other test has)."""
-    for built in CLIENT.images.list(filters={"label": image.HASH_LABEL}):
-        labels = built.labels or {}
+    `holds` (this test's own: a wheel or a folder no other test has). The engine's list
+    alone, its labels in it: `images.list()` inspects each image it lists, and another
+    test's image removed between the two failed this one with a 404."""
+    import docker.errors
+
+    for built in CLIENT.api.images(filters={"label": image.HASH_LABEL}):
+        labels = built.get("Labels") or {}
         held = (labels.get(image.PACKAGES_LABEL, ""), labels.get(image.DOCKERFILE_LABEL, ""))
         if any(holds in value for value in held):
-            CLIENT.images.remove(built.id, force=True)
+            with contextlib.suppress(docker.errors.NotFound):  # another test's removal
+                CLIENT.images.remove(built["Id"], force=True)
 
 
 @needs_engine
