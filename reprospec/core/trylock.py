@@ -178,6 +178,20 @@ def _holder(lock: Path) -> str:
     return text if text.isdigit() else ""
 
 
+def sweep_free(folder: Path) -> None:
+    """Remove the lock files in `folder` no process holds: those a version that never
+    removed them left (one per environment or image ever used), or a killed holder's.
+    Each is taken alone first, so one held now stays (`try_locked` removes it as it lets
+    go); `envs prune` sweeps so."""
+    try:
+        found = [p for p in folder.iterdir() if p.is_file() and not p.is_symlink()]
+    except OSError:
+        return
+    for path in found:
+        with try_locked(path):
+            pass
+
+
 class SharedHold:
     """A shared lock held until `close` (or the end of a `with`): the file removed then
     where no one else holds it."""

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.trylock import try_locked
+from reprospec.core.trylock import sweep_free, try_locked
 from reprospec.venvs.build import META, USED_BY, in_use_lock, locked, read_meta
-from reprospec.venvs.staging import TMP, build_lock, folder_size
+from reprospec.venvs.staging import LOCKS, TMP, build_lock, folder_size
 
 
 @frozen
@@ -122,6 +122,10 @@ def prune_envs(
                 env.path.rename(trash)  # gone at once for readers; deleted after
                 shutil.rmtree(trash, ignore_errors=True)
         removed.append(env)
+    if not dry_run:
+        # The lock files no run holds: each goes with its last holder now, but an earlier
+        # version left one per environment ever built, and a killed run leaves its own.
+        sweep_free(root / LOCKS)
     return removed
 
 

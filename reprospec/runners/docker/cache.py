@@ -26,7 +26,7 @@ from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.trylock import SharedHold, hold_shared, try_locked
+from reprospec.core.trylock import SharedHold, hold_shared, sweep_free, try_locked
 from reprospec.errors import InfraError
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker.sdk import DockerClient, Image
@@ -233,8 +233,13 @@ def hold_lock(tag: str) -> Path | None:
     repository, _, key = tag.partition(":")
     if repository != dockerimage.BUILT_REPOSITORY or not key:
         return None
+    return holds_folder() / f"{key}.use"
+
+
+def holds_folder() -> Path:
+    """Where the runs' holds on the runner's images are (`hold_lock`)."""
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "reprospec" / "docker-holds" / f"{key}.use"
+    return root / "reprospec" / "docker-holds"
 
 
 def hold_image(tag: str) -> SharedHold | None:
@@ -289,4 +294,8 @@ def prune_images(
                     kept.append((info, str(exc.explanation or exc)))
                     continue
         removed.append(info)
+    if not dry_run:
+        # The hold files no run holds: each goes with its last holder now, but an earlier
+        # version left one per image ever used, and a killed run leaves its own.
+        sweep_free(holds_folder())
     return Pruned(tuple(removed), tuple(kept))

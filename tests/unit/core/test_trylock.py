@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.core.trylock import SharedHold, hold_shared, search_held, try_locked
+from reprospec.core.trylock import SharedHold, hold_shared, search_held, sweep_free, try_locked
 from reprospec.errors import UsageError
 from reprospec.runners.docker.cache import hold_image
 from reprospec.runners.docker.image import BUILT_REPOSITORY
@@ -148,3 +148,19 @@ def test_a_waiter_on_a_lock_file_removed_under_it_locks_the_new_one(tmp_path: Pa
     with held, try_locked(lock) as again:
         assert again is False  # the new file, the one the waiter holds
     assert not lock.exists()
+
+
+def test_a_sweep_removes_the_lock_files_no_one_holds(tmp_path: Path) -> None:
+    """An earlier version left one lock file per environment and image ever used; a prune
+    sweeps those no one holds, and leaves a held one."""
+    locks = tmp_path / ".locks"
+    locks.mkdir()
+    for name in ("old.use", "old.lock", "held.use"):
+        (locks / name).write_text("")
+    held = hold_shared(locks / "held.use")
+    assert held is not None
+    with held:
+        sweep_free(locks)
+        assert sorted(p.name for p in locks.iterdir()) == ["held.use"]
+    assert list(locks.iterdir()) == []
+    sweep_free(tmp_path / "missing")  # nothing there: nothing to do
