@@ -48,6 +48,7 @@ from reprospec.core import safepoint
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.lazyre import Lazy
 from reprospec.core.rates import rate_floor, rate_of
 from reprospec.core.redact import Redactor
 from reprospec.core.results import Rate, RunResult
@@ -1164,14 +1165,23 @@ def _read_source(path: Path, workdir: Path, files: dict[str, str]) -> None:
     try:
         data = path.read_bytes()
         # As Python reads source (PEP 263): a `coding:` line may name another encoding.
-        # Candidates are written back as UTF-8, so only a UTF-8 file is minimized; one
-        # in another encoding stays whole (local_imports still follows its imports).
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         text = data.decode(encoding)
     except (OSError, SyntaxError, LookupError, UnicodeDecodeError):
         return  # not Python source Python could read: nothing to minimize
-    if codecs.lookup(encoding).name in ("utf-8", "utf-8-sig"):
-        files[relative] = text
+    if codecs.lookup(encoding).name not in ("utf-8", "utf-8-sig"):
+        # Candidates are written as UTF-8: the file's `coding: latin-1` line says utf-8
+        # instead, the same program (its strings, its traceback's lines). Left whole, a
+        # latin-1 file was minimized "0 -> 0 lines" and the result said nothing of why.
+        lines = text.split("\n")
+        for i, line in enumerate(lines[:2]):
+            lines[i] = _CODING.sub(r"\g<1>utf-8", line, count=1)
+        text = "\n".join(lines)
+    files[relative] = text
+
+
+# PEP 263's declaration, as the tokenizer finds it on a file's first or second line.
+_CODING = Lazy(r"^([ \t\f]*#.*?coding[:=][ \t]*)[-\w.]+")
 
 
 def _live(preload: Sequence[str], program: Program) -> bool:

@@ -1782,3 +1782,27 @@ def test_a_hang_s_repro_says_it_never_stops_by_itself(tmp_path: Path) -> None:
     assert repro.rstrip().endswith("python spin.py")
     assert data["repro_waits"].startswith("the run called it a hang after 2s")
     assert "repro.sh: the run called it a hang" in (tmp_path / "result" / "minimize.md").read_text()
+
+
+def test_a_latin1_program_is_minimized_and_its_result_reruns(tmp_path: Path) -> None:
+    # A `coding: latin-1` script was left whole: "0 -> 0 lines (minimized)", nothing said.
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "lat.py").write_bytes(
+        b"# -*- coding: latin-1 -*-\nimport sys\nx = 'caf\xe9'\ny = 1\nz = y + 1\n"
+        b"print(x, z)\nraise ValueError(x + ' \xe9t\xe9')\n"
+    )
+    spec = work / "s.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: latin\ncommand: python lat.py\nexpect:\n  outcome: error\n"
+        "  exception: ValueError\n",
+        encoding="utf-8",
+    )
+    code, _, stderr = minimize(tmp_path, *DETERMINISTIC, spec=spec)
+    assert code == 0, stderr
+    result = tmp_path / "result"
+    text = (result / "lat.py").read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 6, text
+    assert "latin-1" not in text
+    rerun = _rerun_minimized(tmp_path, result, cwd=work)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr

@@ -9,12 +9,13 @@ from reprospec.minimize.driver import _program
 from tests.support.files import written
 
 
-def test_a_file_in_another_encoding_stays_whole_and_its_imports_are_followed(
+def test_a_file_in_another_encoding_is_minimized_as_utf8_and_its_imports_are_followed(
     tmp_path: Path,
 ) -> None:
     """A `coding: latin-1` file is Python source (PEP 263); reading it as UTF-8 raised
-    UnicodeDecodeError out of minimize. Candidates are written as UTF-8, so it is left
-    whole, and the module it imports is still minimized."""
+    UnicodeDecodeError out of minimize, and then it was left whole ("0 -> 0 lines", the
+    result saying nothing of why). Candidates are written as UTF-8: its coding line says
+    utf-8, the same program; the module it imports is minimized too."""
     written(tmp_path, {"helper.py": "X = 1\n", "bom.py": "\ufeffY = 2\n"})
     (tmp_path / "app.py").write_bytes(
         b"# -*- coding: latin-1 -*-\nimport helper\nimport bom\nprint('caf\xe9')\n"
@@ -22,7 +23,11 @@ def test_a_file_in_another_encoding_stays_whole_and_its_imports_are_followed(
 
     program = _program("python app.py", tmp_path, {})
 
-    assert dict(program.files) == {"helper.py": "X = 1\n", "bom.py": "Y = 2\n"}
+    assert dict(program.files) == {
+        "app.py": "# -*- coding: utf-8 -*-\nimport helper\nimport bom\nprint('caf\xe9')\n",
+        "helper.py": "X = 1\n",
+        "bom.py": "Y = 2\n",
+    }
     assert program.head == ("python", "app.py")
 
 
@@ -39,7 +44,11 @@ def test_files_in_another_encoding_that_import_each_other_are_read_once(tmp_path
     (tmp_path / "a.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport b\nA = '\xe9'\n")
     (tmp_path / "b.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport a\nB = '\xe9'\n")
 
-    assert _program("python a.py", tmp_path, {}).files == ()
+    files = dict(_program("python a.py", tmp_path, {}).files)
+    assert files == {
+        "a.py": "# -*- coding: utf-8 -*-\nimport b\nA = '\xe9'\n",
+        "b.py": "# -*- coding: utf-8 -*-\nimport a\nB = '\xe9'\n",
+    }
 
 
 def test_dirs_check_of_a_deterministic_failure_runs_what_cli_md_says() -> None:
