@@ -293,13 +293,28 @@ def _package_problems(env: Captured, needs: Needs) -> list[str]:
     sets = needs.package_sets or (CellPackages(needs.packages),)
     every = sum(len(each.cells) for each in sets)
     cells_of: dict[str, list[str]] = {}
+    extras = _extras_problems(env, sets) if needs.runner == "local" else {}
     for each in sets:
-        for problem in environment_mismatches(env, {"packages": [*each.packages]}, ran=False):
+        found = environment_mismatches(env, {"packages": [*each.packages]}, ran=False)
+        for problem in dict.fromkeys([*found, *extras.get(each.packages, ())]):
             cells_of.setdefault(problem, []).extend(each.cells)
     return [
         problem if not cells or len(cells) == every else f"{problem} in {_cells(cells)}"
         for problem, cells in cells_of.items()
     ]
+
+
+def _extras_problems(
+    env: Captured, sets: Sequence[CellPackages]
+) -> Mapping[tuple[str, ...], tuple[str, ...]]:
+    """What the extras the cells name (`torch[opt-einsum]`) require and the interpreter lacks,
+    asked of it: a capture holds no Requires-Dist, and `doctor` passed what a run refused."""
+    from reprospec.environment.packages import extras_mismatches
+
+    python = section(env, "python").get("executable")
+    if not isinstance(python, str) or not python:
+        return {}
+    return extras_mismatches(python, [each.packages for each in sets])
 
 
 def _cells(ids: list[str], shown: int = 3) -> str:

@@ -368,6 +368,26 @@ def _extra_problems(
     return out
 
 
+def extras_mismatches(
+    python: str, lists: Sequence[Sequence[str]]
+) -> dict[tuple[str, ...], tuple[str, ...]]:
+    """`mismatches` of the requirements naming an extra in each list, by the list, asked of
+    `python` itself in one probe (`doctor`, whose capture holds no Requires-Dist); {} where
+    none names one, and the reason where the probe failed."""
+    with_extras = {
+        tuple(each): [r for r in each if _parse(r).extras and _parse(r).name] for each in lists
+    }
+    wanted = [r for requirements in with_extras.values() for r in requirements]
+    if not wanted:
+        return {}
+    try:
+        installed = probe_installed(python, requirement_names(wanted), extras=True)
+    except InfraError as exc:
+        said = (f"cannot check what the extras require: {exc}",)
+        return {key: said for key, r in with_extras.items() if r}
+    return {key: mismatches(r, installed) for key, r in with_extras.items() if r}
+
+
 def parse_probe(stdout: str, python: str) -> Installed:
     """The probe's JSON line as an `Installed`; InfraError when it printed something else."""
     try:

@@ -87,6 +87,41 @@ def test_a_spec_package_the_interpreter_lacks_fails_on_the_local_runner_only(
     assert venv.code == (1 if others_failed else 0), venv.stdout + venv.stderr
 
 
+def test_a_missing_requirement_of_an_extra_fails_as_the_run_refuses_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """`packages: [torch[opt-einsum]]` without opt-einsum: `run` makes the cell infra-error
+    (the package check reads what the extra requires); doctor said "python and packages
+    match the spec's environment", the capture holding no Requires-Dist. A distribution
+    `kit` on PYTHONPATH whose extra `fast` requires one that is not installed."""
+    site = tmp_path / "site"
+    (site / "kit-1.0.dist-info").mkdir(parents=True)
+    (site / "kit-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: kit\nVersion: 1.0\nProvides-Extra: fast\n"
+        'Requires-Dist: reprospec-absent-speedup>=2; extra == "fast"\n'
+    )
+    env = {"PYTHONPATH": str(site)}
+    for extra, status in (("[fast]", "FAIL"), ("", "PASS")):
+        (tmp_path / "kit.yaml").write_text(
+            f"reprospec: 1\nname: kit\nenvironment:\n  packages: ['kit{extra}']\n"
+            "command: python -c 'pass'\nexpect: {outcome: pass}\n"
+        )
+        done = cli("doctor", "kit.yaml", "--python", sys.executable, cwd=tmp_path, env=env)
+        (line,) = [ln for ln in done.stdout.splitlines() if " spec-environment " in ln]
+        assert line.split()[:2] == [status, "spec-environment"], line
+        if status == "FAIL":
+            assert (
+                "reprospec-absent-speedup is not installed (kit[fast] requires "
+                "reprospec-absent-speedup>=2): on the local runner" in " ".join(line.split())
+            )
+            run = cli("run", "kit.yaml", "--python", sys.executable, cwd=tmp_path, env=env)
+            assert run.code == 3, run.stdout + run.stderr
+            (cell,) = run.results()["cells"]
+            assert (
+                "reprospec-absent-speedup is not installed" in (cell["attempts"][0]["infra_error"])
+            )
+
+
 def test_doctor_for_the_venv_runner_checks_the_interpreter_it_builds_on(
     cli: Cli, tmp_path: Path
 ) -> None:
