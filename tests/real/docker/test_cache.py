@@ -159,3 +159,5 @@ def test_a_prune_leaves_an_image_a_run_holds(
         held.close()
     assert cache.hold_image(image.DEFAULT_IMAGE) is None  # not the runner's: never pruned
     assert [i.tag for i in cache.prune_images(CLIENT, tags=[tag]).removed] == [tag]
+    # Its hold file went with the hold, and the prune's with the prune: none piles up.
+    assert list(cache.holds_folder().iterdir()) == []
