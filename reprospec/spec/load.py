@@ -27,6 +27,25 @@ from reprospec.spec.overrides import annotate, apply_override, override_target
 from reprospec.spec.yamlsource import Document, Problem, YamlSourceError, load_yaml
 
 
+def _refuse_undecodable(path: Path) -> None:
+    """SpecError for a spec whose path is not UTF-8 (a folder named `d$'\\xff'ir`): every
+    verb that runs it records the path (a run's store, a search's id, materialize's run.sh)
+    in UTF-8, which ended in an internal UnicodeEncodeError, a run's after its attempts had
+    run. Said by `validate` and `plan` too, so a spec they pass is one `run` takes."""
+    from reprospec.core.logtext import printable, undecodable_byte, with_bytes_written
+
+    where = str(path.resolve())
+    byte = undecodable_byte(where)
+    if byte is not None:
+        raise SpecError(
+            [
+                f"{printable(with_bytes_written(where))}: the spec's path is not UTF-8 "
+                f"(byte 0x{byte:02x}): reprospec records it in UTF-8 (a run's store, "
+                "results.json): rename the folder"
+            ]
+        )
+
+
 def load_spec(path: str | Path, overrides: Sequence[str] = (), *, files: bool = True) -> Spec:
     """Read, override, validate and complete one spec; raise SpecError with every problem.
 
@@ -36,6 +55,7 @@ def load_spec(path: str | Path, overrides: Sequence[str] = (), *, files: bool = 
     """
     file = str(path)
     yaml_text, offset, hint = read_spec_text(Path(path))
+    _refuse_undecodable(Path(path))
     report = Path(path).suffix.lower() == ".md"
     origin = report_origin(hint, Path(path)) if report else None
     # A report without its original spec resolves relative paths against its own folder

@@ -50,6 +50,13 @@ def test_a_spec_or_store_whose_path_is_not_utf8_is_refused_before_anything_runs(
         refused.stderr
     )
     assert not (tmp_path / "o").exists()
+    # Every verb: a search's id (amplify, isolate, minimize) and materialize's run.sh took
+    # it as the same internal error; validate passed the spec run then refused.
+    for verb in (["validate"], ["amplify"], ["materialize", "-o", "m"]):
+        said = cli(*verb, str(folder / "s.yaml"), cwd=tmp_path)
+        assert said.code == 2, (verb, said.stderr)
+        assert "the spec's path is not UTF-8 (byte 0xff)" in said.stdout + said.stderr, verb
+        assert "internal error" not in said.stderr, verb
     (tmp_path / "s.yaml").write_text(SPEC, encoding="utf-8")
     out = cli("run", str(tmp_path / "s.yaml"), "--out", str(folder / "o"))
     assert out.code == 2, out.stderr
