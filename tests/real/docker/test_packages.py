@@ -48,6 +48,27 @@ def test_a_dockerfile_without_the_cells_packages_is_an_infra_error(
 
 
 @needs_engine
+def test_an_extras_requirement_the_image_lacks_is_an_infra_error(cli: Cli, tmp_path: Path) -> None:
+    """`wheel[test]` in an image with wheel and no pytest passed the image's package check
+    (only wheel was looked for) and ran; the probe in the container says what the extra
+    requires now. The Dockerfile is the test above's: its image is built once."""
+    require_image(CLIENT, dockerimage.BASE_IMAGE)
+    (tmp_path / "Dockerfile").write_text(f"FROM {dockerimage.BASE_IMAGE}\n")
+    spec = tmp_path / "extras.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: docker-extras\nenvironment:\n  dockerfile: Dockerfile\n"
+        '  packages: ["wheel[test]"]\ncommand: python3 -c "print(1)"\nexpect: {outcome: pass}\n'
+    )
+    done = cli("run", str(spec), "--runner", "docker", timeout=600)
+    assert done.code == 3, done.stderr
+    (cell,) = done.results()["cells"]
+    assert (
+        "pytest is not installed (wheel[test] requires pytest>=3.0.0)"
+        in (cell["attempts"][0]["infra_error"])
+    )
+
+
+@needs_engine
 def test_each_cells_image_is_reported_next_to_the_cell(cli: Cli, tmp_path: Path) -> None:
     """Two images in the matrix: the report names each cell's, the run-wide table neither."""
     for image in (dockerimage.BASE_IMAGE, dockerimage.DEFAULT_IMAGE):
