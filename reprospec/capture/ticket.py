@@ -599,7 +599,10 @@ def read_ticket(text: str) -> Ticket:
             # Its `signal` method fails the hung test instead (`Failed: Timeout (>2.0s)
             # from pytest-timeout.`): a hang of that test, as a live run reads it, where
             # the skeleton expected the error `Failed` and its message.
-            plugin_timeout = pytest_timeout_failure(whole) or plugin_timeout
+            # (Its summary as cut, `... from pytes...`, where the log has no whole line.)
+            plugin_timeout = (
+                pytest_timeout_failure(whole) or pytest_timeout_failure(summary) or plugin_timeout
+            )
             if plugin_timeout is not None and plugin_timeout.method == "signal":
                 pytest_failure = None
     # A traceback that ends in KeyboardInterrupt is how a hang is usually pasted: its

@@ -733,10 +733,10 @@ def _pytest_timeout(evidence: Evidence) -> PytestTimeout | None:
 
 
 def _pytest_timeout_failed(exception: PythonException) -> PytestTimeout | None:
-    if exception.type.rsplit(".", 1)[-1] != "Failed" or "pytest-timeout" not in (
+    if exception.type.rsplit(".", 1)[-1] != "Failed" or "Timeout (>" not in (
         exception.message or ""
     ):
-        return None
+        return None  # (`--tb=no`'s summary may cut `from pytest-timeout.`)
     from reprospec.outcome.watchdog import pytest_timeout_failure
 
     return pytest_timeout_failure(exception.message)

@@ -65,8 +65,12 @@ def hung_frame(timeout: WatchdogTimeout) -> PythonFrame | None:
 # line of the running test runs on into the first one (`t.py::test_x +++++ Timeout ++...`).
 _PYTEST_TIMEOUT_RULE = Lazy(r"^(?:.*\s)?\+{3,} Timeout \+{3,}\s*$")
 # Its `signal` method's failure of the test instead (`pytest.fail`): `Failed: Timeout
-# (>2.0s) from pytest-timeout.`, which pytest reports as the test's exception.
-PYTEST_TIMEOUT_FAILED = Lazy(r"^Timeout \(>(?P<seconds>\d+(?:\.\d+)?)s\) from pytest-timeout\.?")
+# (>2.0s) from pytest-timeout.`, which pytest reports as the test's exception; its short
+# summary cuts it at the terminal's width (`Failed: Timeout (>2.0s) from pytes...`).
+PYTEST_TIMEOUT_FAILED = Lazy(
+    r"^Timeout \(>(?P<seconds>\d+(?:\.\d+)?)s\)"
+    r"(?: from pytest-timeout\.?$| from (?:p[\w-]*)?\.\.\.$| fr?o?\.\.\.$|\.\.\.$)"
+)
 # The header line pytest-timeout adds to pytest's: `timeout: 2.0s`.
 _PYTEST_TIMEOUT_SETTING = Lazy(r"^timeout: (?P<seconds>\d+(?:\.\d+)?)s\s*$", re.M)
 

@@ -2251,3 +2251,21 @@ def test_a_test_pytest_timeout_ended_is_a_hang_of_that_test(name: str, method: s
     expect = yaml.safe_load(render_spec(skeleton(read, name)))
     assert expect["expect"]["outcome"] == "hang"
     assert expect["run"]["timeout"] == "10m"
+
+
+def test_pytest_timeouts_failure_cut_by_the_short_summary_is_still_a_hang() -> None:
+    # The short summary alone (`--tb=no`, or a paste of the last lines) cuts its message at
+    # the terminal's width: read as the error `Failed`, message `Timeout ... from pytes`.
+    text = (
+        "FAILED test_hang.py::test_sleeps_forever - Failed: Timeout (>2.0s) from pytes...\n"
+        "============================== 1 failed in 2.77s ===============================\n"
+    )
+    read = read_ticket(text)
+    assert (read.failure.outcome, read.failure.exception, read.failure.phase) == (
+        "hang",
+        None,
+        "test_hang.py::test_sleeps_forever",
+    )
+    # A test's own `pytest.fail("Timeout ...")` is its error.
+    own = "FAILED t.py::test_x - Failed: Timeout waiting for the server\n"
+    assert read_ticket(own).failure.exception == "Failed"

@@ -76,6 +76,10 @@ def test_a_test_pytest_timeout_ended_is_that_tests_hang(tmp_path: Path) -> None:
         "pytest-timeout's signal method ended the test at its timeout (2s); "
     )
     assert pytest_timeout_failure("Timeout (>0.5s) from pytest-timeout.") is not None
+    # `--tb=no`: only the short summary, cut at the terminal's width.
+    cut = "FAILED test_hang.py::test_sleeps_forever - Failed: Timeout (>2.0s) from pytes...\n"
+    assert _classified(tmp_path, cut).kind == "hang"
+    assert pytest_timeout_failure("Timeout (>2.0s) from pytest-timeout and more") is None
     # The rule alone, or a dump the session went on after, is no end of the run.
     assert pytest_timeout_dump("+++++ Timeout +++++\n") is None
     went_on = (recorded / "pytest-timeout-signal-threads.txt").read_text()
