@@ -69,6 +69,11 @@ class Execution:
     # the program's words, and an exit status 128+N its own), None where the runner cannot
     # tell (a container's, a batch job's, a root reaped before it was read).
     descendants: bool | None = None
+    # The root is a `/bin/sh -c LINE` that forks one program, and the program's own record
+    # says it died of a signal (it asked for no status): the shell's 128 + N is the main
+    # process's death by N, as a list command's -N is (bash execs the program, dash forks
+    # it). False: not so, or not known (another runner, a program that is no Python).
+    program_died: bool = False
     # How the attempt's process was started, and (with preload) what to know about it:
     # why it ran fresh, or the seed its random generators got when forked.
     launch: Launch = "fresh"

@@ -338,6 +338,12 @@ SENT_BY_A_PROCESS = (
     "its own os.kill): not a crash"
 )
 
+# After it, where the shell's 128+N is its one program's death (classify.py rule 4,
+# process/tree.py `program_died`): the main process died of it, as a list command's does.
+THE_ONE_PROGRAM_DIED_OF_IT = (
+    "the one program the shell ran died of it (its own record: it asked for no exit status)"
+)
+
 # The end of an error's detail after `137 = 128 + SIGKILL` where the kernel counted no OOM
 # kill on the machine while the attempt ran (classify.py, rule 4): the death the status
 # reports (a script's `timeout -s KILL`, a `kill -9`) was sent by a process, no crash.

@@ -123,6 +123,7 @@ from reprospec.core.words import (
     KNOWN_FROM_THE_OUTPUT_ALONE,
     NO_OTHER_PROCESS_RAN,
     SENT_BY_A_PROCESS,
+    THE_ONE_PROGRAM_DIED_OF_IT,
     THE_PIPELINES_PROGRAM,
     WATCHDOG_ENDED_IT,
     plural,
@@ -334,6 +335,10 @@ def classify(
         # No process besides the root ran: its 128+N is its own exit status, no report of a
         # death (`sys.exit(139)`), whatever its output says. (A program's record of its end
         # vouches only for the status it asked for: process/tree.py `ran_alone_with`.)
+        # `sh -c 'python kill.py'`: the shell's 128+N is its one program's death by N, as
+        # that program's own record says (it asked for no status): the main process died of
+        # it, as under bash, which execs the program, and as a list command's -N reads.
+        died = execution.program_died and exit_status_signal(returncode, any_signal=True)
         shell_signal = (
             _shell_signal(returncode, stderr, evidence.stdout)
             if execution.descendants is not False
@@ -343,11 +348,18 @@ def classify(
         # death it reports was sent by a process (a script's `timeout -s KILL`, a `kill -9`),
         # as a child's SIGKILL is under rule 6; the status is the program's (rule 7).
         sent_kill = shell_signal == "SIGKILL" and execution.no_oom_kill
+        # Not the one program's own death, which is the main process's whatever the count
+        # (rule 2), and whatever N (the record says it died); said where it decided.
+        decided = bool(died) and (shell_signal is None or sent_kill)
+        if died:
+            shell_signal, sent_kill = died, False
         if sent_kill:
             shell_signal = None
         if shell_signal is not None:
             kind, signal, where = "crash", shell_signal, "main"
             detail = f"exit status {returncode} = 128 + {shell_signal}{AS_A_SHELL_REPORTS_IT}"
+            if decided:
+                detail += f"; {THE_ONE_PROGRAM_DIED_OF_IT}"
             member = _pipeline_member(execution, evidence, shell_signal)
             if member is not None and member[1] > 0:
                 # `set -o pipefail; a | b | c`: the status is the pipeline's process that died

@@ -76,6 +76,9 @@ class ProcessResult:
     # Whether a process other than the root ran in the attempt (None: not known), from
     # the root's own count of the children it reaped and what the engine found and reaped.
     descendants: bool | None = None
+    # The root `/bin/sh -c LINE`'s 128 + N reports its one program's death by signal N, as
+    # the program's own record tells (tree.program_died): the main process's death.
+    program_died: bool = False
     # The attempt's pids cgroup refused a fork or a thread: the warning's words (also a
     # warning), for the classifier to name in a failure's detail.
     process_limit: str | None = None
@@ -371,7 +374,7 @@ def run_process(
     nothing_left = False
     warnings: list[str] = []
     process_limit: str | None = None
-    timed_out = interrupted = stalled = False
+    timed_out = interrupted = stalled = program_died = False
     stack: Path | None = None
     hang_native: native_stacks.NativeStacks | None = None
     # Reaped while the attempt ran (re-parented to us, dead): their wait statuses.
@@ -461,6 +464,10 @@ def run_process(
                 # `/bin/sh -c 'python x.py'`: dash forks the one program it runs, and the
                 # program's own record says it reaped no child and asked for this status.
                 root_waited = False
+            # Read before the records are removed (keep_program_raised, remove_stack_dumps).
+            program_died = own_root and tree.program_died(
+                argv, proc.pid, stack_dir, proc.returncode
+            )
             duration = time.monotonic() - begin
             tree.RUNNING_ROOTS.discard(proc.pid)
             nothing_left = own_root and tree.only_known_children()
@@ -561,5 +568,6 @@ def run_process(
         ended_at=begin + duration,
         stalled=stalled,
         descendants=descendants,
+        program_died=program_died,
         process_limit=process_limit,
     )

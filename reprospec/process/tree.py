@@ -322,6 +322,43 @@ def program_ran_alone(argv: Sequence[str], root_pid: int, folder: Path) -> int |
     return mine[0][3]
 
 
+def program_died(argv: Sequence[str], root_pid: int, folder: Path, returncode: int | None) -> bool:
+    """Whether the shell's `returncode` 128 + N reports the death by a signal of the one
+    program a root `/bin/sh -c LINE` forks (`one_program`): a Python process whose record
+    (ended-PID.txt, its parent the root) was begun at its start and never ended, so it asked
+    for no status (sys.exit, os._exit and a run to its end all end it), or one whose ended
+    record asked for another status (it died in its shutdown, `ran_alone_with`).
+
+    dash forks the program and reports its SIGKILL as 137, where bash execs it and the
+    engine reads -9 itself, as it does of a list command: the shell's word is then the
+    main process's own death (rule 2), the same on every /bin/sh. False where it is not
+    known: a program that is no Python (`timeout -s KILL 60 python x.py`: the python is
+    timeout's child, and timeout's 137 may be its report of that child), a line that may
+    run more than one, no record or two.
+    """
+    if returncode is None or not 128 < returncode < 256 or not shell_of_one_program(argv):
+        return False
+    mine = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.startswith(_ENDED_PREFIX):
+                    with contextlib.suppress(OSError, ValueError):
+                        fields = read_proc(entry.path).split()
+                        if fields and int(fields[0]) == root_pid:
+                            mine.append(fields)
+    except OSError:
+        return False
+    if len(mine) != 1:
+        return False
+    record = mine[0]
+    if len(record) == 1:
+        return True  # begun, never ended: no status asked for
+    with contextlib.suppress(ValueError, IndexError):
+        return int(record[3]) != returncode
+    return False
+
+
 def program_ending(argv: Sequence[str], root_pid: int) -> bool:
     """Whether the attempt whose root `root_pid` runs `argv` has begun to end of its own: its
     root (`ending`), or the one program a root `/bin/sh -c LINE` forks (`one_program`), after

@@ -677,6 +677,7 @@ class LocalRunner:
             warnings=(*warnings, *result.warnings),
             child_exits=result.child_exits,
             descendants=result.descendants,
+            program_died=result.program_died,
             process_limit=result.process_limit,
             oom=oom,
             no_oom_kill=no_oom_kill,

@@ -133,6 +133,23 @@ def _record_end() -> None:
 
     atexit.register(_ended)
 
+    # Begun: the parent's pid alone, which `_ended` replaces. A record left so says the
+    # process died of a signal (it asked for no status: sys.exit, os._exit and a run to its
+    # end all rewrite it), where `sh -c 'python kill.py'` reports 137 of its one program's
+    # SIGKILL as it would a `sys.exit(137)`: the shell's status is that death
+    # (process/tree.py `program_died`), as a list command's -9 is.
+    began = os.path.join(folder, f"ended-{os.getpid()}.txt")
+    out = os.open(began, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(out, b"%d\n" % os.getppid())
+    finally:
+        os.close(out)
+
+    # An exec replaces this program (same pid) by one that may write no record of its own
+    # end: the begun record would call its exit status a death. A Python one writes its own.
+    for name in ("execv", "execve"):
+        _forget_begun_on(name, began, os.getpid())
+
     # os._exit skips atexit: `os._exit(139)` read as the shell's word of a SIGSEGV under
     # `sh -c`. Its status is recorded as sys.exit's is, by this process only:
     # a fork child's os._exit (multiprocessing's, after its target) is no program's end.
@@ -146,6 +163,24 @@ def _record_end() -> None:
         os_exit(status)
 
     os._exit = _os_exit
+
+
+def _forget_begun_on(name: str, began: str, importer: int) -> None:
+    """Wrap `os.<name>` (execv, execve: os.execl, execlp, execvp and the rest call them) to
+    remove this process's begun record before it execs another program (not a fork
+    child's exec: the record is its parent's)."""
+    original = getattr(os, name)
+
+    def _exec(*args: object, **kwargs: object) -> NoReturn:
+        if os.getpid() == importer:
+            try:  # noqa: SIM105
+                os.unlink(began)
+            except Exception:
+                pass
+        original(*args, **kwargs)
+        raise OSError("exec returned")  # unreachable: an exec that fails raises
+
+    setattr(os, name, _exec)
 
 
 def _record_chdir() -> None:

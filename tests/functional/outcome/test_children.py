@@ -33,6 +33,7 @@ from reprospec.core.words import (
     KNOWN_FROM_THE_OUTPUT_ALONE,
     NO_OTHER_PROCESS_RAN,
     SENT_BY_A_PROCESS,
+    THE_ONE_PROGRAM_DIED_OF_IT,
     THE_PIPELINES_PROGRAM,
     outcome_phrase,
 )
@@ -805,20 +806,65 @@ def test_a_137_for_a_sigkill_a_timeout_sent_is_no_crash(
 def test_a_137_is_a_crash_where_the_oom_killer_killed(
     runner: LocalRunner, tmp_path: Path, memory_limit: dict[str, str]
 ) -> None:
-    """The shell's 137 for its program's SIGKILL: by the OOM killer (a real one, in a 128
-    MiB memory cgroup), it stays rule 4's `crash SIGKILL`; the same program killing itself
-    with no OOM kill counted on the machine is a process's doing, `error` exit 137
-    (before, a crash too). The OOM count is all that tells the two apart."""
+    """The shell's 137 for its one program's SIGKILL: by the OOM killer (a real one, in a
+    128 MiB memory cgroup), rule 4's `crash SIGKILL`; the same program killing itself with
+    no OOM kill counted on the machine died of SIGKILL itself, the main process, a crash
+    whatever the count (rule 2), as its list form and bash, which execs it, read it (the
+    program's own record says it asked for no status). A shell that reports a death it did
+    not see die is test_a_137_for_a_sigkill_a_timeout_sent_is_no_crash."""
     command = f"{shlex.quote(PY)} {shlex.quote(CHILD_CRASH)} killed"
     (tmp_path / "oom").mkdir()
     oom, execution = run_attempt(runner, command, tmp_path / "oom", KILLED, env=memory_limit)
     assert execution.returncode == 137
     assert not execution.no_oom_kill
     outcome = judged(oom, "crash", "SIGKILL", "main")
-    assert outcome.detail == f"exit status 137 = 128 + SIGKILL{AS_A_SHELL_REPORTS_IT}"
+    said = f"exit status 137 = 128 + SIGKILL{AS_A_SHELL_REPORTS_IT}"
+    assert outcome.detail == said
     (tmp_path / "self").mkdir()
-    itself, _ = run_with_no_oom_kill(runner, command, tmp_path / "self", EXIT_137)
-    assert judged(itself, "error", None, "main").exit_code == 137
+    itself, _ = run_with_no_oom_kill(runner, command, tmp_path / "self", KILLED)
+    detail = judged(itself, "crash", "SIGKILL", "main").detail
+    assert detail == f"{said}; {THE_ONE_PROGRAM_DIED_OF_IT}"
+
+
+EXIT_137_ITSELF = "import sys; sys.exit(137)"
+
+
+@pytest.mark.parametrize(
+    "form", ["list", "string", "bash-list", "bash-string", "list-exit", "string-exit"]
+)
+def test_a_main_process_sigkill_reads_the_same_whatever_shell_ran_it(
+    runner: LocalRunner, tmp_path: Path, form: str
+) -> None:
+    """A program that SIGKILLs itself (no OOM kill counted) read `crash SIGKILL` as a list
+    command and where bash ran it (bash execs its last command, and the engine reads -9),
+    but `error exit 137` where dash forked it and reported 137: one spec, two verdicts by
+    the machine's /bin/sh. The program's own record (begun, never ended: it asked for no
+    status) says the 137 is its death: `crash SIGKILL` of the main process every way. Its
+    own `sys.exit(137)` stays `error` exit 137 both ways."""
+    program = [PY, CHILD_CRASH, "killed"]
+    expect = KILLED
+    if form.endswith("exit"):
+        program, expect = [PY, "-c", EXIT_137_ITSELF], EXIT_137
+    line = shlex.join(program)
+    forms: dict[str, list[str] | str] = {
+        "list": program,
+        "string": line,
+        "bash-list": ["bash", "-c", line],
+        "bash-string": f"bash -c {shlex.quote(line)}",
+        "list-exit": program,
+        "string-exit": line,
+    }
+    argv = forms[form]
+    result, execution = run_with_no_oom_kill(runner, argv, tmp_path, expect)
+    if expect is EXIT_137:
+        outcome = judged(result, "error", None, "main")
+        assert outcome.exit_code == 137
+        assert "its own exit status" in (outcome.detail or ""), outcome.detail
+    else:
+        judged(result, "crash", "SIGKILL", "main")
+        # The list form's root died of it; the string form's shell reported it (dash's 137).
+        assert execution.returncode in (-9, 137)
+        assert execution.program_died == (execution.returncode == 137)
 
 
 def test_a_pool_worker_sigkilled_before_the_hang_is_named(
