@@ -37,6 +37,7 @@ from reprospec.capture.footprint import RECORD_IMPORTS_VAR
 from reprospec.core import environ
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Spec
+from reprospec.core.logtext import shell_join
 from reprospec.core.results import AttemptResult, CellResult, NotRun, RunResult, VerdictKind
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.words import attempts_phrase, plural
@@ -148,7 +149,9 @@ def _verify(
         RunOptions(
             out=folder / "out",
             purpose="bundle",
-            command_line=f"reprospec run {packed.path} --yes",
+            # Quoted as a shell reads it: a path with a space, or bytes not UTF-8 (the
+            # store took `b$'\xfe'.tar.gz` as an internal UnicodeEncodeError).
+            command_line=shell_join(["reprospec", "run", str(packed.path), "--yes"]),
         )
     )
     changes: dict[str, str | None] = {RECORD_IMPORTS_VAR: "1"}  # the child records its opens

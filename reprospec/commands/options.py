@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import re
-import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -568,8 +567,10 @@ def run_options(
 def invocation(skip: Sequence[str] = ()) -> str:
     """`reprospec ARGS` as this process was started, words in `skip` left out (empty when
     started without arguments, e.g. from Python)."""
+    from reprospec.core.logtext import shell_join
+
     words = [word for word in sys.argv[1:] if word not in skip]
-    return "reprospec " + shlex.join(words) if words else ""
+    return "reprospec " + shell_join(words) if words else ""
 
 
 # The verbs that write a folder or file under `-o`/`--output` or a store under `--out`:

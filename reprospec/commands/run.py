@@ -7,7 +7,6 @@ frozen `RunRequest` before anything runs; the parsed arguments are never changed
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import threading
 from pathlib import Path
@@ -380,10 +379,11 @@ _LOCAL_FLAGS = ("--keep-cores",)
 
 def _command_line() -> str:
     """The command to show under "How to reproduce"."""
+    from reprospec.core.logtext import shell_join
     from reprospec.core.runoptions import without_options
 
     words = without_options(sys.argv[1:], _LOCAL_OPTIONS, _LOCAL_FLAGS)
-    return "reprospec " + shlex.join(words) if words else "reprospec run"
+    return "reprospec " + shell_join(words) if words else "reprospec run"
 
 
 def _github_summary_path() -> str | None:

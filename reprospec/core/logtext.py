@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from reprospec.core.lazyre import Lazy
 
@@ -209,3 +209,23 @@ def with_bytes_written(text: str) -> str:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a surrogate no byte was read as
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def shell_join(words: Sequence[str]) -> str:
+    r"""shlex.join, where a word holding bytes that are not UTF-8 (a lone surrogate each) is
+    written in bash's `$'...'` quoting (`$'b\xfe.tar.gz'`): a command line recorded in UTF-8
+    (results.json, the store) that a reader pastes into bash and runs on the same bytes;
+    shlex.join kept the surrogate, which ended `run` with an internal UnicodeEncodeError."""
+    return " ".join(_shell_word(word) for word in words)
+
+
+def _shell_word(word: str) -> str:
+    import shlex
+
+    if undecodable_byte(word) is None:
+        return shlex.quote(word)
+    data = word.encode("utf-8", "surrogateescape")
+    quoted = "".join(
+        chr(b) if 0x20 <= b < 0x7F and b not in (0x27, 0x5C) else f"\\x{b:02x}" for b in data
+    )
+    return f"$'{quoted}'"

@@ -51,6 +51,7 @@ from reprospec.core.formats import BUNDLE_SUFFIXES
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.logtext import with_bytes_written
 from reprospec.core.redact import Redactor, env_names_read, public_env, sets_secret
 from reprospec.core.results import RunResult
 from reprospec.core.units import format_duration, positive_duration
@@ -224,6 +225,10 @@ def pack(
     redactor = _run_redactor(run, run_dir, sources.document)
     count = 0
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    # The archive's name as its README and report say it: a byte of it that is not UTF-8
+    # written `\xfe` (-o b$'\xfe'.tar.gz ended the bundle with an internal
+    # UnicodeEncodeError writing README.md).
+    archive = with_bytes_written(output.name)
     run_folder = RunFolder(run_dir)
     try:
         with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
@@ -246,7 +251,7 @@ def pack(
                 if path.is_file():
                     shown: PathNames | _ReportNames | None = named
                     if path == run_folder.report_md:
-                        shown = _ReportNames(named, f"tree/{spec_rel}", output.name)
+                        shown = _ReportNames(named, f"tree/{spec_rel}", archive)
                     elif path in (run_folder.spec_yaml, run_folder.repro_py):
                         shown = None  # what a rerun runs, as it ran
                     _add_file(tar, top / path.name, path, redactor, shown)
@@ -280,7 +285,7 @@ def pack(
                 masked,
                 replaced=tuple(name for name, _ in replaced),
                 interrupted=interrupted,
-                archive=output.name,
+                archive=archive,
             )
             _add_text(tar, top / "README.md", named.shorten(readme))
             count += 1
