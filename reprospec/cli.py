@@ -149,6 +149,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             if isinstance(path, Path):
                 folder = dest == "out" or getattr(args, "output_is_folder", True)
                 opt.check_writable(flag, path, folder=folder)
+                if dest == "out" or args.command in opt.UTF8_OUTPUT_VERBS:
+                    opt.check_utf8(flag, path)
     module = importlib.import_module(f"reprospec.commands.{args.command}")
     result: int = module.run(args)
     return result

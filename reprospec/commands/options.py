@@ -588,6 +588,28 @@ WRITING_VERBS = (
 )
 
 
+# The verbs whose -o a run records or loads again (minimize's DIR holds the spec it reruns;
+# capture's spec is what runs): a path that is not UTF-8 is refused there, as --out's is.
+UTF8_OUTPUT_VERBS = ("minimize", "capture")
+
+
+def check_utf8(flag: str, path: Path) -> None:
+    """Refuse, before a verb runs anything, a `flag` path that is not UTF-8 (a folder named
+    `o$'\\xfe'ut`) where the verb records it: `minimize -o` of one ran its whole search,
+    then refused its own result's spec; `--out` of one ran a search's first round first."""
+    from reprospec.core.logtext import printable, undecodable_byte, with_bytes_written
+    from reprospec.errors import UsageError
+
+    where = str(path.absolute())
+    byte = undecodable_byte(where)
+    if byte is not None:
+        raise UsageError(
+            f"{flag} {printable(with_bytes_written(where))}: the path is not UTF-8 "
+            f"(byte 0x{byte:02x}): reprospec records it in UTF-8 (a run's store, "
+            "results.json, a spec): rename the folder"
+        )
+
+
 def check_writable(flag: str, path: Path, *, folder: bool = True) -> None:
     """Refuse, before a verb runs anything, a `flag` path it could not be written at: one
     under a file (`-o existing_file/sub`) or in a folder nothing can be made in (`/proc`).

@@ -58,10 +58,15 @@ def test_a_spec_or_store_whose_path_is_not_utf8_is_refused_before_anything_runs(
         assert "the spec's path is not UTF-8 (byte 0xff)" in said.stdout + said.stderr, verb
         assert "internal error" not in said.stderr, verb
     (tmp_path / "s.yaml").write_text(SPEC, encoding="utf-8")
-    out = cli("run", str(tmp_path / "s.yaml"), "--out", str(folder / "o"))
-    assert out.code == 2, out.stderr
-    assert "--out's path is not UTF-8 (byte 0xff)" in out.stderr
-    assert not (folder / "o").exists()
+    # Refused before a search's first round, or minimize's whole search that then
+    # refused its own DIR's spec.
+    for verb in (["run"], ["amplify"], ["minimize", "-o", str(folder / "m")]):
+        out = cli(*verb, str(tmp_path / "s.yaml"), "--out", str(folder / "o"))
+        assert out.code == 2, (verb, out.stderr)
+        assert "path is not UTF-8 (byte 0xff)" in out.stderr, verb
+        assert "round 1" not in out.stderr
+        assert not (folder / "o").exists()
+        assert not (folder / "m").exists()
 
 
 @pytest.mark.parametrize("public", ["", "  public_env: [X]\n"])
