@@ -615,7 +615,10 @@ def read_ticket(text: str) -> Ticket:
     elif stopped:
         chain = ()
     failed_rank: RankException | None = None
-    if chain and chain[-1].type.endswith(CHILD_FAILED) and signal is None:
+    # (Anywhere in the chain: the report's copy of a rank's chained traceback, indented
+    # under it, read as the launcher's exception's consequence, `ChildFailedError (cause)
+    # -> ValueError`, the rank's own cause lost and the failure not the child's.)
+    if any(e.type.endswith(CHILD_FAILED) for e in chain) and signal is None:
         # torchrun's own exception says only that a rank failed: the rank's exception is
         # the failure, as a live run of the command reads it (outcome/classify.py), which
         # never matched a skeleton that expected ChildFailedError. Read with the ranks'

@@ -384,6 +384,8 @@ _RULE = Lazy(r"^\s*(?:={20,}|-{20,})\s*$")
 _ENTRY_FIELD = Lazy(r"^\s*(?P<name>rank|exitcode|traceback)\s*:\s?(?P<value>.*)$")
 _ENTRY_RANKS = Lazy(r"(?P<rank>\d+) \(local_rank: (?P<local>\d+)\)")
 _ENTRY_CODE = Lazy(r"(?P<code>-?\d+)")
+_ENTRY_START = Lazy(r"^\[\d+\]:\s*$")
+TRACEBACK_HEADER = "Traceback (most recent call last):"
 CHILD_FAILED = "ChildFailedError"
 
 
@@ -435,14 +437,21 @@ def _root_cause(stderr: str) -> _RootCause | None:
     local: int | None = None
     code: int | None = None
     traceback: list[str] = []
+    indent = 2  # the field's lines are its value's, two spaces further in
     for line in stderr[found.end() :].split("\n")[1:]:
         if _RULE.match(line):
             break
         field = _ENTRY_FIELD.match(line)
         if traceback:
-            if field is not None or not line.startswith("  "):
-                break  # the next field, or the entry's end
-            traceback.append(line[2:])
+            # The entry's last field, to its rule (or another entry, `[1]:`): a chain's
+            # blank lines, and a paste's lines re-indented (capture's reader moves an
+            # indented `Traceback` to the margin), are the traceback's still.
+            if _ENTRY_START.match(line):
+                break
+            if line.strip() == TRACEBACK_HEADER:
+                indent = len(line) - len(line.lstrip())  # a chain's next traceback
+            cut = min(indent, len(line) - len(line.lstrip()))
+            traceback.append(line[cut:])
         elif field is not None and field["name"] == "rank":
             ranks = _ENTRY_RANKS.search(field["value"])
             local = int(ranks["local"]) if ranks is not None else None

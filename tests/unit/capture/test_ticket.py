@@ -2269,3 +2269,23 @@ def test_pytest_timeouts_failure_cut_by_the_short_summary_is_still_a_hang() -> N
     # A test's own `pytest.fail("Timeout ...")` is its error.
     own = "FAILED t.py::test_x - Failed: Timeout waiting for the server\n"
     assert read_ticket(own).failure.exception == "Failed"
+
+
+def test_a_pasted_torchrun_report_of_a_chained_rank_error_keeps_the_ranks_chain() -> None:
+    # Recorded: torch 2.13's torchrun, rank 1's `@record` main raised ValueError from a
+    # KeyError. The report's copy of that chain, indented under torchrun's own traceback,
+    # read as `ChildFailedError (cause) -> ValueError`: the rank's cause lost, the error
+    # not the child's; and the reader's re-indented lines cut the copy at its first part.
+    recorded = (DATA / "children" / "torchrun-rank-record-chained.stderr.log").read_text()
+    report = recorded[recorded.index('Traceback (most recent call last):\n  File "/venv/bin') :]
+    for text in (recorded, report):
+        failure = read_ticket(text).failure
+        assert [(e.type, e.link) for e in failure.chain] == [
+            ("KeyError", "cause"),
+            ("ValueError", None),
+        ]
+        assert (failure.exception, failure.message, failure.where) == (
+            "ValueError",
+            "bad shard on rank 1",
+            "child",
+        )
