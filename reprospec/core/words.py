@@ -338,6 +338,15 @@ SENT_BY_A_PROCESS = (
     "its own os.kill): not a crash"
 )
 
+# After an error's `exit code 1` where concurrent.futures' "terminated abruptly" names no
+# signal and the program's hooks wrote no worker's death by one (outcome/children.py
+# `pool_worker_no_crash`): the worker exited, or its parent terminated it.
+POOL_WORKER_NO_CRASH = (
+    "concurrent.futures reports that a process of its pool terminated abruptly, but no "
+    "worker died of a crash signal (the program's multiprocessing reaped none: an os._exit, "
+    "a SIGTERM, its own terminate()): not a crash"
+)
+
 # After it, where the shell's 128+N is its one program's death (classify.py rule 4,
 # process/tree.py `program_died`): the main process died of it, as a list command's does.
 THE_ONE_PROGRAM_DIED_OF_IT = (

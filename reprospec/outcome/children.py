@@ -19,7 +19,9 @@ the child's death, strongest first:
 3. the child's own faulthandler report, `Fatal Python error: Segmentation
    fault` with its Python stack (signal and stack, no pid);
 4. `concurrent.futures`' "A process in the process pool was terminated
-   abruptly" (a crash whose signal only a faulthandler report can tell).
+   abruptly" (a crash whose signal only a faulthandler report can tell; none where the
+   program's hooks, which write a worker's death by a signal, wrote none of a crash
+   signal: the worker exited or was terminated, `pool_worker_no_crash`).
 
 Evidence 2-4 is text, and a program may print it without any child: a triage
 script that prints an old CI log, a test of a crash handler, `tail` of a log.
@@ -134,7 +136,22 @@ def child_crash(
         and _seen_crash(execution, evidence, fatal, kills_sent=False) is not None
     ):
         return None
+    if printed is not None and printed.signal is None and pool_worker_no_crash(evidence):
+        return None
     return printed
+
+
+def pool_worker_no_crash(evidence: Evidence) -> bool:
+    """Whether concurrent.futures' "terminated abruptly", which names no signal, reports a
+    worker's end that was no crash: the program is a Python process that ran the engine's
+    sitecustomize (its own record of how it ended, `Evidence.raised`), whose
+    multiprocessing reaping writes each child dead of a signal it did not send itself as a
+    `child_exit` event, and no event names one (`child_crash` reads them first). The worker
+    exited (`os._exit(3)`) or died of a signal its parent sent (the pool's own terminate(),
+    which ends a worker a SIGTERM had already stopped): rule 6 counts only a death by a
+    crash signal. Where the program left no record (no Python, a container without the
+    engine's hooks) the words are all there is, and they stay a crash."""
+    return evidence.raised is not None and _POOL_BROKEN.search(evidence.stderr) is not None
 
 
 def killed_by_a_process(execution: Execution, evidence: Evidence) -> ChildCrash | None:

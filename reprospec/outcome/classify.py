@@ -122,6 +122,7 @@ from reprospec.core.words import (
     AS_A_SHELL_REPORTS_IT,
     KNOWN_FROM_THE_OUTPUT_ALONE,
     NO_OTHER_PROCESS_RAN,
+    POOL_WORKER_NO_CRASH,
     SENT_BY_A_PROCESS,
     THE_ONE_PROGRAM_DIED_OF_IT,
     THE_PIPELINES_PROGRAM,
@@ -411,6 +412,10 @@ def classify(
                 elif sent is not None:
                     # A SIGKILL with no OOM kill anywhere: `timeout -s KILL` in the script.
                     detail += f"; {sent.describe()}, {SENT_BY_A_PROCESS}"
+                elif worker is None and _pool_worker_no_crash(evidence):
+                    # "terminated abruptly" of a worker that exited or was terminated: no
+                    # crash signal, which the program's parent hooks would have written.
+                    detail += f"; {POOL_WORKER_NO_CRASH}"
             if last_traceback is not None:
                 detail += f"; {_went_on(last_traceback)}"
             if worker is not None:
@@ -994,6 +999,15 @@ def _number(value: object) -> float | None:
 
 def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _pool_worker_no_crash(evidence: Evidence) -> bool:
+    """children.pool_worker_no_crash, imported only where the pool's words were printed."""
+    if "terminated abruptly" not in evidence.stderr:
+        return False
+    from reprospec.outcome.children import pool_worker_no_crash
+
+    return pool_worker_no_crash(evidence)
 
 
 def _killed_by_a_process(execution: Execution, evidence: Evidence) -> ChildCrash | None:

@@ -32,6 +32,7 @@ from reprospec.core.words import (
     AS_A_SHELL_REPORTS_IT,
     KNOWN_FROM_THE_OUTPUT_ALONE,
     NO_OTHER_PROCESS_RAN,
+    POOL_WORKER_NO_CRASH,
     SENT_BY_A_PROCESS,
     THE_ONE_PROGRAM_DIED_OF_IT,
     THE_PIPELINES_PROGRAM,
@@ -134,6 +135,42 @@ def test_process_pool_worker_segfault_is_a_child_crash(runner: LocalRunner, tmp_
     assert outcome.exception == "concurrent.futures.process.BrokenProcessPool"
     assert result.stack is not None
     assert "_process_worker" in result.stack
+
+
+# A ProcessPoolExecutor worker that ends without a crash signal: concurrent.futures says
+# "terminated abruptly" all the same.
+POOL_END = """\
+import os, signal, sys
+from concurrent.futures import ProcessPoolExecutor
+def work(how):
+    if how == "sigterm":
+        os.kill(os.getpid(), signal.SIGTERM)
+    os._exit(3)
+if __name__ == "__main__":
+    with ProcessPoolExecutor(2) as pool:
+        print(pool.submit(work, sys.argv[1]).result())
+"""
+
+
+@pytest.mark.parametrize("how", ["sigterm", "exit"])
+@pytest.mark.parametrize("form", ["argv", "string"])
+def test_a_pool_worker_that_exited_or_was_terminated_is_no_crash(
+    runner: LocalRunner, tmp_path: Path, how: str, form: str
+) -> None:
+    """A ProcessPoolExecutor worker that got SIGTERM or called os._exit(3) read `crash
+    (child)` from "A process in the process pool was terminated abruptly" alone: rule 6
+    counts a death by a crash signal only, and the program's multiprocessing, which the
+    engine's hooks watch, reaped none (a SIGSEGV'd worker's is an event: the test above).
+    The main process's BrokenProcessPool is the outcome, the detail saying why."""
+    program = tmp_path / "pool_end.py"
+    program.write_text(POOL_END)
+    words = (PY, str(program), how)
+    argv = list(words) if form == "argv" else one_program(*words)
+    expect = Expectation("error", exception="concurrent.futures.process.BrokenProcessPool")
+    result, _ = run_attempt(runner, argv, tmp_path, expect)
+    outcome = judged(result, "error", None, "main")
+    assert outcome.exit_code == 1
+    assert outcome.detail == f"exit code 1; {POOL_WORKER_NO_CRASH}", outcome.detail
 
 
 def test_subprocess_child_is_named_by_its_command(runner: LocalRunner, tmp_path: Path) -> None:

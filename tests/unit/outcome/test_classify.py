@@ -24,6 +24,7 @@ from reprospec.core.words import (
     AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
     KNOWN_FROM_THE_OUTPUT_ALONE,
     NO_OTHER_PROCESS_RAN,
+    POOL_WORKER_NO_CRASH,
     SENT_BY_A_PROCESS,
     THREADS_ARE_NOT_THE_END,
     outcome_phrase,
@@ -1286,11 +1287,20 @@ def test_a_process_pool_broken_by_a_sigkill_a_process_sent_is_no_crash(tmp_path:
     crashed = classify(dataclasses.replace(execution, no_oom_kill=False))
     assert isinstance(crashed, Outcome)
     assert (crashed.kind, crashed.signal, crashed.where) == ("crash", "SIGKILL", "child")
-    # No kill the engine saw: the text alone is the death, as before.
+    # No kill the engine saw, and no record of the program's (no Python with the engine's
+    # hooks, a container's): the text alone is the death, as before.
     (tmp_path / "events.jsonl").write_text("")
     text = classify(execution)
     assert isinstance(text, Outcome)
     assert (text.kind, text.where) == ("crash", "child")
+    # The program's own record (a Python process whose multiprocessing reaping the hooks
+    # watch, and which would have written a worker's death by a crash signal): none was,
+    # so the worker exited (os._exit) or was terminated (SIGTERM): rule 6 counts no crash.
+    (tmp_path / "raised.txt").write_text("4242\n" + stderr.decode())
+    watched = classify(execution)
+    assert isinstance(watched, Outcome)
+    assert (watched.kind, watched.exit_code, watched.where) == ("error", 1, "main")
+    assert watched.detail == f"exit code 1; {POOL_WORKER_NO_CRASH}"
 
 
 # A real attempt's stderr (torch 2.x, a spawn DataLoader): the main process raised, and
