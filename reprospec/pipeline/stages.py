@@ -28,6 +28,7 @@ from reprospec.core.caller import resuming, said
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Cell, Spec
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.logtext import undecodable_byte
 from reprospec.core.redact import MASK, Redactor, holds_secret, unset_env
 from reprospec.core.results import AttemptResult, CellResult, RunResult, SetAside, Standalone
 from reprospec.core.runoptions import RunOptions
@@ -843,7 +844,14 @@ def path_labels(
         labels[str(HARNESS_DIR)] = "<harness>"
     labels[str(project_root(spec.base_dir))] = ""
     labels[str(Path.home())] = "<home>"
-    return {path: label for path, label in labels.items() if path not in ("", "/")}
+    # A path that is not UTF-8 (HOME=/home/$'\x80') is in no text a report reads (those
+    # are decoded with its bytes replaced), and results.json, which keeps these labels,
+    # took it as an internal UnicodeEncodeError once every attempt had run.
+    return {
+        path: label
+        for path, label in labels.items()
+        if path not in ("", "/") and undecodable_byte(path) is None
+    }
 
 
 # Installation prefixes other software shares: a distribution's Python lives in /usr, and

@@ -88,3 +88,18 @@ def test_a_value_read_by_env_that_is_not_utf8_reaches_the_program_and_is_masked(
     results = (folder / "results.json").read_bytes().decode("utf-8")
     assert '"X": "***"' in results
     (folder / "report.md").read_bytes().decode("utf-8")
+
+
+def test_a_home_whose_path_is_not_utf8_is_no_label_and_the_run_is_written(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # HOME=/tmp/h$'\x80' was kept as the `<home>` label in results.json's `paths`: an
+    # internal UnicodeEncodeError once the attempts had run, the run lost.
+    home = tmp_path / "h\udc80"
+    home.mkdir()
+    spec = tmp_path / "s.yaml"
+    spec.write_text(SPEC, encoding="utf-8")
+    ran = cli("run", str(spec), env={"HOME": str(home)})
+    assert ran.code == 0, ran.stderr
+    results = json.loads((ran.latest_run() / "results.json").read_bytes().decode("utf-8"))
+    assert "<home>" not in results["paths"].values()
