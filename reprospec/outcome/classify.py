@@ -39,6 +39,9 @@ rules, in order:
    attempt ran (`Execution.no_oom_kill`): a SIGKILL is a crash only as the OOM killer's,
    so the death it reports (a `timeout -s KILL` the shell ran) was sent by a process,
    as a child's is under rule 6; rules 5-7 read the rest, `error` exit 137 by default.
+   But where the root `/bin/sh -c LINE` forked one program whose own record says it died
+   of a signal (`Execution.program_died`: begun, never ended), its 128+N is that main
+   process's death by N, any N, as a list command's -N is and as under bash, which execs it.
 5. a DataLoader worker died (a `worker_exit` event with a signal, a `child_exit`
    event of a DataLoader worker dead of a crash signal (the status the main process
    reaped, where torch's words race with its own ConnectionResetError), "DataLoader
@@ -57,7 +60,9 @@ rules, in order:
    known. A report in the output is no death where no process besides the
    program ran (the program printed it: an old log, a test's output); where
    only text tells of it and the main process ended with its own uncaught
-   exception (not subprocess's "died with"), the detail says so. A process the
+   exception (not subprocess's "died with"), the detail says so. A pool's "terminated
+   abruptly", which names no signal, is no crash where the program's hooks (its own
+   record) wrote no worker's death by a crash signal (children.pool_worker_no_crash). A process the
    harness killed itself (its `teardown` events: a distributed supervisor ending the
    other ranks and their workers once one rank failed) is neither a dead worker nor a
    crashed child: the job ends as the rank that failed first did, as the supervisor's
