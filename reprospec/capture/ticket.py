@@ -52,6 +52,7 @@ from reprospec.outcome.watchdog import (
     PytestTimeout,
     pytest_timeout_dump,
     pytest_timeout_failure,
+    pytest_timeout_worker,
 )
 from reprospec.plan.wrappers import program_start
 from reprospec.spec.presets import PRESETS, PYTEST_NODE_ID, detect, output_lines
@@ -643,6 +644,13 @@ def read_ticket(text: str) -> Ticket:
     if cuda is not None:
         # What gives the spec its `environment.gpus` and its CUDA_LAUNCH_BLOCKING line.
         evidence.append(f"a CUDA error (the spec asks for a GPU): {cuda.group(0).strip()}")
+    if plugin_timeout is None and xdist is not None and signal is None and not chain:
+        # A pytest-xdist worker that died with no signal shown, where pytest-timeout's
+        # thread method is in force: its `os._exit(1)`, whose dump xdist does not show, as
+        # a live run of the command reads it (no crash: no signal killed the worker).
+        plugin_timeout = pytest_timeout_worker(clean)
+        if plugin_timeout is not None:
+            where, xdist = None, None
     if plugin_timeout is not None and signal is None:
         outcome, chain = "hang", ()
         evidence.append(f"{plugin_timeout.describe()}: the test hung")

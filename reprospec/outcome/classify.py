@@ -463,7 +463,7 @@ def classify(
                 exception = PythonException("", last) if last else None
 
     if kind == "error" and pytest and exception is not None:
-        bound = _pytest_timeout_failed(exception)
+        bound = _pytest_timeout_failed(exception) or _pytest_timeout_worker(evidence, where)
         if bound is not None:
             # A test hung, and pytest-timeout's signal method failed it at its bound (`Failed:
             # Timeout (>2.0s) from pytest-timeout.`): a hang of that test (the phase), as a
@@ -762,6 +762,19 @@ def _pytest_timeout_failed(exception: PythonException) -> PytestTimeout | None:
     from reprospec.outcome.watchdog import pytest_timeout_failure
 
     return pytest_timeout_failure(exception.message)
+
+
+def _pytest_timeout_worker(evidence: Evidence, where: str | None) -> PytestTimeout | None:
+    """pytest-timeout's thread method where a pytest-xdist worker exited with no signal
+    (`crashed while running`, this error's): its `os._exit(1)`, the test's hang, which
+    a ticket of the same output reads as such (capture/ticket.py)."""
+    from reprospec.outcome.pytestreport import crashed_test
+
+    if where not in (None, "main") or crashed_test(evidence.stdout) is None:
+        return None
+    from reprospec.outcome.watchdog import pytest_timeout_worker
+
+    return pytest_timeout_worker(evidence.stdout)
 
 
 def _watchdog_frame(timeout: WatchdogTimeout) -> PythonFrame | None:

@@ -83,11 +83,17 @@ class PytestTimeout:
 
     method: str  # "thread" or "signal"
     seconds: float | None  # its timeout, where the output says it
+    # Its thread method in a pytest-xdist worker: the worker's `os._exit(1)`, its dump on
+    # the worker's own output, which xdist does not show (`node down: Not properly
+    # terminated`, `worker 'gw0' crashed while running 't.py::test_x'`).
+    worker: bool = False
 
     def describe(self) -> str:
         bound = f" ({self.seconds:g}s)" if self.seconds is not None else ""
         ended = "the run" if self.method == "thread" else "the test"
         status = ", exit status 1" if self.method == "thread" else ""
+        if self.worker:
+            ended, status = "a pytest-xdist worker", " (it exited 1, no signal)"
         return f"pytest-timeout's {self.method} method ended {ended} at its timeout{bound}{status}"
 
 
@@ -114,3 +120,17 @@ def pytest_timeout_failure(message: str | None) -> PytestTimeout | None:
 def _setting(output: str) -> float | None:
     found = _PYTEST_TIMEOUT_SETTING.search(output)
     return float(found["seconds"]) if found is not None else None
+
+
+# pytest-timeout's header line of its method: `timeout method: thread`.
+_PYTEST_TIMEOUT_METHOD = Lazy(r"^timeout method: (?P<method>\w+)\s*$", re.M)
+
+
+def pytest_timeout_worker(output: str) -> PytestTimeout | None:
+    """pytest-timeout's thread method, where `output`'s header says it is the one in force
+    (`timeout method: thread`): what a pytest-xdist worker that exited with no signal, no
+    dump shown, ended of, else None."""
+    found = _PYTEST_TIMEOUT_METHOD.search(output)
+    if found is None or found["method"] != "thread":
+        return None
+    return PytestTimeout("thread", _setting(output), worker=True)

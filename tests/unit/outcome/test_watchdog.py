@@ -85,6 +85,17 @@ def test_a_test_pytest_timeout_ended_is_that_tests_hang(tmp_path: Path) -> None:
     went_on = (recorded / "pytest-timeout-signal-threads.txt").read_text()
     assert pytest_timeout_dump(went_on) is None
     assert _classified(tmp_path, went_on).kind == "hang"  # by its `Failed: Timeout`
+    # Under pytest-xdist, a worker that exited (no signal) while pytest-timeout's thread
+    # method is in force: read as `error exit 1`, message `worker 'gw0' crashed ...`.
+    xdist = _classified(tmp_path, (recorded / "pytest-timeout-thread-xdist.txt").read_text())
+    assert (xdist.kind, xdist.exception, xdist.phase) == (
+        "hang",
+        None,
+        "test_hang.py::test_sleeps_forever",
+    )
+    assert (xdist.detail or "").startswith(
+        "pytest-timeout's thread method ended a pytest-xdist worker at its timeout (2s)"
+    )
     # Another test's `Failed` stays an error.
     failed = "FAILED t.py::test_x - Failed: Timeout waiting for the server\n"
     assert _classified(tmp_path, failed).kind == "error"
