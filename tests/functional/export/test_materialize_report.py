@@ -348,6 +348,20 @@ def test_a_childs_death_is_a_crash_in_a_child_as_reprospec_run_says(
     said = _said(bundle, 3, "crash '' ''")
     assert said.startswith('== cell 3 [cell3]: crash (child): output.log says "A process in the')
     assert said.endswith("; reproduced\nMISSED=0 NOT_RUN=0\n")
+    # A worker that exited (os._exit(3)) or got a SIGTERM is "terminated abruptly" too: where
+    # the cell's Python processes ran the image's hooks (a process's record of how it ended)
+    # and events.jsonl names no death by a crash signal, no crash, as `reprospec run` reads it.
+    (bundle / "results" / "3" / "events.jsonl").write_text("")
+    (bundle / "results" / "3" / "raised-4242.txt").write_text("1\n")
+    said = _said(bundle, 3, "error '' ''")
+    assert said.startswith(
+        '== cell 3 [cell3]: no crash: output.log says "A process in the process pool was '
+        'terminated abruptly", but no worker died of a crash signal (events.jsonl names none); '
+        "the main process exited 1; expected: expected; reproduced\n"
+    ), said
+    assert "NOT reproduced" in _said(bundle, 3, "crash '' ''")
+    (bundle / "results" / "3" / "raised-4242.txt").unlink()
+    (bundle / "results" / "3" / "events.jsonl").unlink()
 
 
 def test_a_128_plus_n_the_output_reports_no_death_of_is_not_judged(
