@@ -23,10 +23,10 @@ from reprospec.capture.footprint import (
     imported,
     loaded,
     local_files,
-    recorded,
     scripts,
     searched,
 )
+from reprospec.capture.footprint import opened as read_paths
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import AttemptResult, RunResult
@@ -158,7 +158,7 @@ def read_files(
     skipped = [p.resolve() for p in leave_out]
     copy = ran_in.resolve() if ran_in is not None else None
     # Each path once: every attempt, and every process of one, records what it opened.
-    opened = dict.fromkeys([*recorded(run_dir, attempts, "opened"), *also])
+    opened = dict.fromkeys([*read_paths(run_dir, attempts), *also])
     sizes: dict[str, int] = {}
     hidden: set[str] = set()
     environments: dict[Path, bool] = {}  # per folder: a dataset's files share theirs
@@ -236,7 +236,7 @@ def read_outside(
     root = tree.resolve()
     skipped = [p.resolve() for p in leave_out]
     found: list[str] = []
-    for line in dict.fromkeys(recorded(run_dir, attempts, "opened")):
+    for line in read_paths(run_dir, attempts):
         path = Path(line).resolve()
         if path.is_relative_to(root) or any(path.is_relative_to(s) for s in skipped):
             continue

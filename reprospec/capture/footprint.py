@@ -542,6 +542,22 @@ def recorded(run_dir: Path, attempts: Iterable[AttemptResult], prefix: str) -> t
     return tuple(lines)
 
 
+def opened(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[str, ...]:
+    """The paths the attempts' processes opened for reading (opened-<pid>.txt), each once.
+    The sitecustomize escapes a newline in a name and the backslash: read as two lines,
+    `new\\nline.txt` the program had read was not in the spec's `files`, and the verify
+    in a copy failed with FileNotFoundError, said as a file capture never saw read."""
+    return tuple(
+        dict.fromkeys(
+            _ESCAPED.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), line)
+            for line in recorded(run_dir, attempts, "opened")
+        )
+    )
+
+
+_ESCAPED = re.compile(r"\\(.)")
+
+
 def imported(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[str, ...]:
     """The modules the attempts' processes looked for (imports-<pid>.txt), found or not."""
     return recorded(run_dir, attempts, "imports")

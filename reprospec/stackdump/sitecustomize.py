@@ -452,7 +452,9 @@ def _record_reads(folder: str) -> None:
                 name = os.path.abspath(os.fsdecode(path))
                 if name not in seen and not name.endswith(".pyc"):  # imports are recorded
                     seen.add(name)
-                    opened.write(name)
+                    # One path a line: a newline in a name (`new\nline.txt`) escaped, and
+                    # the backslash with it (capture/footprint.opened reads them back).
+                    opened.write(name.replace("\\", "\\\\").replace("\n", "\\n"))
         except Exception:
             pass
         finally:

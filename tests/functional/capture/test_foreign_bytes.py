@@ -55,3 +55,22 @@ def test_a_variable_of_the_shell_that_is_not_utf8_is_read_back_not_written(
     ) in text
     assert "verdict reproduced" in ran.stdout, ran.stdout
     load_spec(str(tmp_path / "s.yaml"))
+
+
+def test_a_file_read_whose_name_holds_a_newline_or_a_backslash_is_in_files(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # One path a line: `new\nline.txt` was recorded as two lines, left out of `files`, and
+    # the verify in a copy failed with FileNotFoundError ("more than capture saw it read").
+    (tmp_path / "new\nline.txt").write_text("x", encoding="utf-8")
+    (tmp_path / "back\\slash.txt").write_text("y", encoding="utf-8")
+    code = (
+        "import sys; open('new\\nline.txt').read(); open('back\\\\slash.txt').read(); sys.exit(3)"
+    )
+    ran = cli("capture", "-o", "s.yaml", "--", "python", "-c", code, cwd=tmp_path)
+    assert ran.code == 0, ran.stderr
+    spec = load_spec(str(tmp_path / "s.yaml"))
+    files = spec.document["files"]
+    assert isinstance(files, list)
+    assert set(map(str, files)) == {"new\nline.txt", "back\\slash.txt"}
+    assert "verdict reproduced" in ran.stdout, ran.stdout
