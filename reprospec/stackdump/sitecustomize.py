@@ -138,12 +138,16 @@ def _record_end() -> None:
     # end all rewrite it), where `sh -c 'python kill.py'` reports 137 of its one program's
     # SIGKILL as it would a `sys.exit(137)`: the shell's status is that death
     # (process/tree.py `program_died`), as a list command's -9 is.
+    # A folder it cannot write to loses this record only: os._exit's below is still noted.
     began = os.path.join(folder, f"ended-{os.getpid()}.txt")
-    out = os.open(began, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.write(out, b"%d\n" % os.getppid())
-    finally:
-        os.close(out)
+        out = os.open(began, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(out, b"%d\n" % os.getppid())
+        finally:
+            os.close(out)
+    except Exception:
+        pass
 
     # An exec replaces this program (same pid) by one that may write no record of its own
     # end: the begun record would call its exit status a death. A Python one writes its own.

@@ -116,6 +116,23 @@ def test_sitecustomize_is_harmless_without_a_usable_folder(tmp_path: Path) -> No
     assert (done.returncode, done.stdout, done.stderr) == (0, "True\n", "")
 
 
+def test_a_record_not_begun_leaves_the_other_hooks_in(tmp_path: Path) -> None:
+    """The record of a program's end is begun at its start (a record left begun: a death by
+    a signal); a folder it could not be written to left os._exit and os.execv unwrapped
+    (2bd34aba), where a failure there must cost that record only."""
+    check = "import os, sys; print(os._exit.__module__, os.execv.__module__)"
+    done = python_with_stackdump(check, stack_dir=str(tmp_path / "missing"))
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        "sitecustomize sitecustomize\n",
+        "",
+    )
+    done = python_with_stackdump("import os; os.kill(os.getpid(), 9)", stack_dir=str(tmp_path))
+    assert done.returncode == -9
+    (record,) = tmp_path.glob("ended-*.txt")
+    assert record.read_text() == f"{os.getpid()}\n"  # begun (its parent: this process)
+
+
 def test_forked_child_dumps_into_its_own_file(tmp_path: Path) -> None:
     code = (
         "import os, signal, time\n"
