@@ -149,6 +149,9 @@ def _build(compiler: list[str], flags: tuple[str, ...], folder: Path, path: Path
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
+            # A compiler's message in a latin-1 locale (`erreur \xe9`), or naming a path that
+            # is not UTF-8: read strictly, it ended every run with an internal error.
+            errors="replace",
             timeout=BUILD_TIMEOUT_S,
         )
         if done.returncode != 0:

@@ -150,6 +150,20 @@ def test_a_compiler_that_fails_is_reported_with_its_message(
     assert not list((tmp_path / "cache").iterdir())  # no half-built file kept
 
 
+def test_a_compilers_message_that_is_not_utf8_is_reported_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A compiler in a latin-1 locale (`erreur \xe9`) ended every run, and doctor, with an
+    # internal UnicodeDecodeError reading its message.
+    compiler = tmp_path / "cc"
+    compiler.write_bytes(b"#!/bin/sh\nprintf 'erreur \\351 fatale\\n' >&2\nexit 1\n")
+    compiler.chmod(0o755)
+    monkeypatch.setenv("CC", str(compiler))
+    found = starter.locate(tmp_path / "cache")
+    assert found.path is None
+    assert "exited 1: erreur \ufffd fatale" in found.how
+
+
 # -- starting, both ways -------------------------------------------------------------------
 
 
