@@ -167,6 +167,9 @@ def find_interpreter(request: str | None = None) -> Interpreter:
             [path, "-c", _VERSION_CODE],
             capture_output=True,
             text=True,
+            # The spec's interpreter, or a wrapper of it, may say why it fails in any bytes:
+            # read strictly, a latin-1 message was an internal UnicodeDecodeError.
+            errors="replace",
             timeout=60,
             stdin=subprocess.DEVNULL,
         )

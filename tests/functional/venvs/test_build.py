@@ -247,3 +247,14 @@ def test_index_configuration_is_the_users(tmp_path: Path, monkeypatch: pytest.Mo
         assert uv.to_dict() != pip.to_dict()
     finally:
         index.pip_config_cached.cache_clear()
+
+
+def test_an_interpreter_that_fails_in_bytes_not_utf8_is_said_so(tmp_path: Path) -> None:
+    # Its message read strictly: an internal UnicodeDecodeError, not the build's error.
+    from reprospec.venvs.build import find_interpreter
+
+    python = tmp_path / "python3"
+    python.write_bytes(b"#!/bin/sh\nprintf 'erreur \\351 fatale\\n' >&2\nexit 1\n")
+    python.chmod(0o755)
+    with pytest.raises(EnvBuildError, match="does not run: .*erreur \ufffd fatale"):
+        find_interpreter(str(python))
