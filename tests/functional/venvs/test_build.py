@@ -256,5 +256,5 @@ def test_an_interpreter_that_fails_in_bytes_not_utf8_is_said_so(tmp_path: Path) 
     python = tmp_path / "python3"
     python.write_bytes(b"#!/bin/sh\nprintf 'erreur \\351 fatale\\n' >&2\nexit 1\n")
     python.chmod(0o755)
-    with pytest.raises(EnvBuildError, match="does not run: .*erreur \ufffd fatale"):
+    with pytest.raises(EnvBuildError, match=r"does not run: .*erreur \ufffd fatale"):
         find_interpreter(str(python))
