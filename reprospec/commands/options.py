@@ -593,14 +593,14 @@ WRITING_VERBS = (
 UTF8_OUTPUT_VERBS = ("minimize", "capture")
 
 
-def check_utf8(flag: str, path: Path) -> None:
+def check_utf8(flag: str, path: Path, *, absolute: bool = True) -> None:
     """Refuse, before a verb runs anything, a `flag` path that is not UTF-8 (a folder named
     `o$'\\xfe'ut`) where the verb records it: `minimize -o` of one ran its whole search,
     then refused its own result's spec; `--out` of one ran a search's first round first."""
     from reprospec.core.logtext import printable, undecodable_byte, with_bytes_written
     from reprospec.errors import UsageError
 
-    where = str(path.absolute())
+    where = str(path.absolute() if absolute else path)  # `--python python3`: as given
     byte = undecodable_byte(where)
     if byte is not None:
         raise UsageError(

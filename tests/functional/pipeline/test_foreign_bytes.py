@@ -5,6 +5,7 @@ U+FFFD where it is shown."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,20 @@ def test_a_home_whose_path_is_not_utf8_is_no_label_and_the_run_is_written(
     assert ran.code == 0, ran.stderr
     results = json.loads((ran.latest_run() / "results.json").read_bytes().decode("utf-8"))
     assert "<home>" not in results["paths"].values()
+
+
+def test_a_python_whose_path_is_not_utf8_is_refused_before_anything_runs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # --python /tmp/py$'\x80'/python ended with an internal UnicodeEncodeError (the local
+    # runner's shims, then the run's recorded options).
+    folder = tmp_path / "py\udc80"
+    folder.mkdir()
+    (folder / "python").symlink_to(sys.executable)
+    spec = tmp_path / "s.yaml"
+    spec.write_text(SPEC, encoding="utf-8")
+    ran = cli("run", str(spec), "--python", str(folder / "python"))
+    assert ran.code == 2, ran.stderr
+    assert "--python " in ran.stderr
+    assert "py\\x80/python: the path is not UTF-8 (byte 0x80)" in ran.stderr
+    assert not (ran.out / "runs").exists()
