@@ -151,11 +151,12 @@ def _dispatch(args: argparse.Namespace) -> int:
                 opt.check_writable(flag, path, folder=folder)
                 if dest == "out" or args.command in opt.UTF8_OUTPUT_VERBS:
                     opt.check_utf8(flag, path)
-    python = getattr(args, "python", None)
-    if isinstance(python, str):
-        # The interpreter's path is recorded (the run's options, its report's How to
-        # reproduce): one not UTF-8 ended the run with an internal UnicodeEncodeError.
-        opt.check_utf8("--python", Path(python), absolute=False)
+    for flag, dest in (("--python", "python"), ("--find-links", "find_links")):
+        # Recorded (the run's options, its report's How to reproduce): a path that is not
+        # UTF-8 ended the run with an internal UnicodeEncodeError.
+        given = getattr(args, dest, None)
+        if isinstance(given, (str, Path)):
+            opt.check_utf8(flag, Path(given), absolute=False)
     module = importlib.import_module(f"reprospec.commands.{args.command}")
     result: int = module.run(args)
     return result

@@ -106,7 +106,7 @@ def test_a_home_whose_path_is_not_utf8_is_no_label_and_the_run_is_written(
     assert "<home>" not in results["paths"].values()
 
 
-def test_a_python_whose_path_is_not_utf8_is_refused_before_anything_runs(
+def test_a_python_or_wheelhouse_whose_path_is_not_utf8_is_refused_before_anything_runs(
     cli: Cli, tmp_path: Path
 ) -> None:
     # --python /tmp/py$'\x80'/python ended with an internal UnicodeEncodeError (the local
@@ -121,3 +121,7 @@ def test_a_python_whose_path_is_not_utf8_is_refused_before_anything_runs(
     assert "--python " in ran.stderr
     assert "py\\x80/python: the path is not UTF-8 (byte 0x80)" in ran.stderr
     assert not (ran.out / "runs").exists()
+    links = cli("run", str(spec), "--find-links", str(folder))
+    assert links.code == 2, links.stderr
+    assert "--find-links " in links.stderr
+    assert "py\\x80: the path is not UTF-8 (byte 0x80)" in links.stderr
