@@ -52,6 +52,7 @@ from reprospec.outcome.watchdog import (
     PytestTimeout,
     pytest_timeout_dump,
     pytest_timeout_failure,
+    pytest_timeout_seconds,
     pytest_timeout_worker,
 )
 from reprospec.plan.wrappers import program_start
@@ -1266,6 +1267,8 @@ def _watchdog_hang(clean: str) -> bool:
 # pytest's last line, `==== 1 failed in 2.77s ====`: the run ended its own way.
 _PYTEST_SESSION_END = re.compile(r"^=+ .*\bin \d+(?:\.\d+)?s\b.*=+\s*$")
 _PYTEST_TIMEOUT_RULE = re.compile(r"^(?P<before>.*?)\+{3,} Timeout \+{3,}\s*$")
+# Its title of a thread's stack: `~~~~~ Stack of MainThread (140369081383808) ~~~~~`.
+_DUMP_STACK = re.compile(r"^~{3,} Stack of .+ \(\d+\) ~{3,}\s*$")
 # The dump's frame of the test: `  File "/p/test_hang.py", line 5, in test_sleeps_forever`.
 _DUMP_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+, in (?P<function>\S+)')
 
@@ -1276,13 +1279,19 @@ def _pytest_timeout_hang(clean: str) -> PytestTimeout | None:
     summary (its `signal` method, with threads, dumps the same and the session goes on)."""
     lines = clean.split("\n")
     rules = [i for i, line in enumerate(lines) if _PYTEST_TIMEOUT_RULE.match(line)]
-    if len(rules) < 2:
+    if not rules:
         return None
     for after in lines[rules[-1] + 1 :]:
         if _PROMPT.match(after) or _FENCE_LINE.match(after):
             break
         if _TRACEBACK_HEADER.match(after) or _PYTEST_SESSION_END.match(after):
             return None
+    if len(rules) == 1:
+        # A paste cut inside the dump (its stacks' first lines, no closing rule): the
+        # dump's stacks under the rule say it is pytest-timeout's all the same.
+        if not any(_DUMP_STACK.match(line) for line in lines[rules[0] + 1 :]):
+            return None
+        return PytestTimeout("thread", pytest_timeout_seconds(clean))
     return pytest_timeout_dump("\n".join(lines[: rules[-1] + 1]))
 
 

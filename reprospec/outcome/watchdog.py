@@ -105,7 +105,7 @@ def pytest_timeout_dump(output: str) -> PytestTimeout | None:
         return None
     if not any(_PYTEST_TIMEOUT_RULE.match(line) for line in lines[:-1]):
         return None
-    return PytestTimeout("thread", _setting(output))
+    return PytestTimeout("thread", pytest_timeout_seconds(output))
 
 
 def pytest_timeout_failure(message: str | None) -> PytestTimeout | None:
@@ -117,7 +117,8 @@ def pytest_timeout_failure(message: str | None) -> PytestTimeout | None:
     return PytestTimeout("signal", float(found["seconds"]))
 
 
-def _setting(output: str) -> float | None:
+def pytest_timeout_seconds(output: str) -> float | None:
+    """pytest-timeout's timeout as its header line says it (`timeout: 2.0s`), or None."""
     found = _PYTEST_TIMEOUT_SETTING.search(output)
     return float(found["seconds"]) if found is not None else None
 
@@ -133,4 +134,4 @@ def pytest_timeout_worker(output: str) -> PytestTimeout | None:
     found = _PYTEST_TIMEOUT_METHOD.search(output)
     if found is None or found["method"] != "thread":
         return None
-    return PytestTimeout("thread", _setting(output), worker=True)
+    return PytestTimeout("thread", pytest_timeout_seconds(output), worker=True)

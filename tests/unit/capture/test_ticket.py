@@ -2293,3 +2293,12 @@ def test_a_pasted_torchrun_report_of_a_chained_rank_error_keeps_the_ranks_chain(
             "bad shard on rank 1",
             "child",
         )
+
+
+def test_a_paste_cut_inside_pytest_timeouts_dump_is_still_a_hang() -> None:
+    # A ticket's paste of the dump's first lines, no closing rule: "no failure found".
+    recorded = (DATA / "capture" / "pytesttimeout" / "pytest-timeout-thread.txt").read_text()
+    cut = "\n".join(recorded.split("\n")[:20]) + "\n"
+    assert read_ticket(cut).failure.outcome == "hang"
+    # The rule alone, a program's own words, is none.
+    assert read_ticket("+++++ Timeout +++++\ndone\n").failure.outcome is None
