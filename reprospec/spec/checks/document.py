@@ -368,6 +368,8 @@ class _Semantics:
         if not os.path.isdir(folder):  # noqa: PTH112
             what = "not a folder" if os.path.exists(folder) else "folder not found"  # noqa: PTH110
             self.add(("environment", "workdir"), f"{what}: {folder}")
+        elif wrong := _undecodable_folder(folder):
+            self.add(("environment", "workdir"), wrong)
 
     def docker(self) -> None:
         """A literal `environment.image` an image reference and a literal `dockerfile` a file
@@ -448,6 +450,8 @@ class _Semantics:
                 exists = os.path.exists(folder)  # noqa: PTH110
                 what = "not a folder" if exists else "folder not found"
                 wrong.append((("environment", "workdir"), f"{what}: {folder}"))
+            elif undecodable := _undecodable_folder(folder):
+                wrong.append((("environment", "workdir"), undecodable))
             else:
                 for index, entry in entries:
                     if problem := _file_problem(folder, entry):
@@ -484,3 +488,20 @@ def _file_problem(folder: str, entry: str) -> str | None:
 _MARKER_GROUPS = ("phase", "step")
 # The keys a marker has (the schema's): one beside them is the schema's problem to say.
 _MARKER_KEYS = frozenset({"pattern", "phase", "step", "preset"})
+
+
+def _undecodable_folder(folder: str) -> str | None:
+    """Why a workdir whose real path is not UTF-8 cannot run (a link to `d$'\\xff'ir`): a
+    run records it (its store, results.json), which ended with an internal
+    UnicodeEncodeError once every attempt had run; else None."""
+    from reprospec.core.logtext import printable, undecodable_byte, with_bytes_written
+
+    real = os.path.realpath(folder)
+    byte = undecodable_byte(real)
+    if byte is None:
+        return None
+    return (
+        f"{printable(with_bytes_written(real))}: the folder's path is not UTF-8 "
+        f"(byte 0x{byte:02x}): a run records it in UTF-8 (its store, results.json): "
+        "rename the folder"
+    )

@@ -125,3 +125,20 @@ def test_a_python_or_wheelhouse_whose_path_is_not_utf8_is_refused_before_anythin
     assert links.code == 2, links.stderr
     assert "--find-links " in links.stderr
     assert "py\\x80: the path is not UTF-8 (byte 0x80)" in links.stderr
+
+
+def test_a_workdir_linked_to_a_folder_whose_path_is_not_utf8_is_a_located_error(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `workdir: linked` to d$'\xff'ir ran every attempt, then ended with an internal
+    # UnicodeEncodeError recording its real path.
+    folder = tmp_path / "d\udcffir"
+    folder.mkdir()
+    (tmp_path / "linked").symlink_to(folder)
+    spec = tmp_path / "s.yaml"
+    spec.write_text(SPEC + "environment:\n  workdir: linked\n", encoding="utf-8")
+    ran = cli("run", str(spec))
+    assert ran.code == 2, ran.stderr
+    assert "s.yaml:5:12: environment.workdir: " in ran.stderr
+    assert "d\\xffir: the folder's path is not UTF-8 (byte 0xff)" in ran.stderr
+    assert not (ran.out / "runs").exists()
