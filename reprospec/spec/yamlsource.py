@@ -406,6 +406,9 @@ _INDENTATION_SIGNS = (
 )
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 class _Walk:
     """Walk the composed node graph: record locations, find duplicates and foreign tags."""
 
@@ -449,6 +452,17 @@ class _Walk:
         if node.tag not in _SpecLoader.yaml_constructors:
             tag = node.tag.replace("tag:yaml.org,2002:", "!!")
             self._problem(node, path, f"tag '{tag}' is not allowed: a spec is plain data")
+            return
+        if isinstance(node, yaml.ScalarNode) and (half := _SURROGATE.search(node.value)):
+            # `"a\\udc80b"` is a lone surrogate, no character: it validated, then ended a run
+            # with an internal UnicodeEncodeError once its attempts had run (nothing UTF-8
+            # holds it), and no bytes the program could be given are meant by it.
+            self._problem(
+                node,
+                path,
+                f"\\u{ord(half.group()):04x} is half of a UTF-16 surrogate pair, no character: "
+                "write the character itself (or its \\U escape)",
+            )
             return
         stack = (*stack, id(node))
         if isinstance(node, yaml.MappingNode):

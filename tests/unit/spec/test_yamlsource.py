@@ -315,3 +315,14 @@ def test_dump_yaml_writes_a_multi_line_string_as_a_literal_block() -> None:
         }, string
     assert dump_yaml({"s": "trail \nx"}) == 's: "trail \\nx"\n'
     assert "..." not in dump_yaml({"s": "a\n b\n\n"})  # no `|+`, which ends the document
+
+
+def test_a_lone_surrogate_escape_is_a_located_problem() -> None:
+    # `X: "a\udc80b"` validated, then a run of it ended with an internal UnicodeEncodeError
+    # once its attempts had run: no UTF-8 output holds a lone surrogate.
+    with pytest.raises(YamlSourceError) as caught:
+        load_yaml('env:\n  X: "a\\udc80b"\n')
+    (problem,) = caught.value.problems
+    assert (problem.line, problem.col, problem.path) == (2, 6, ("env", "X"))
+    assert "\\udc80 is half of a UTF-16 surrogate pair, no character" in problem.message
+    assert load_yaml('X: "\\U0001F600 \\u00e9"\n').data == {"X": "\U0001f600 \u00e9"}
