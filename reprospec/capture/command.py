@@ -91,6 +91,7 @@ from reprospec.capture.writer import (
 from reprospec.core import environ
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.logtext import printable
 from reprospec.core.pythonargs import is_python
 from reprospec.core.rates import refuting_bound
 from reprospec.core.redact import mask_parts, secret_values
@@ -650,7 +651,9 @@ def _capture(
     if presets:
         lines.append("progress markers: " + ", ".join(presets))
     if files:
-        lines.append(f"files it imported or read from the workdir: {', '.join(files)}")
+        # One line: a name's newline (`new\nline.txt`) written out, as a table's cell is.
+        named = ", ".join(printable(name, one_line=True) for name in files)
+        lines.append(f"files it imported or read from the workdir: {named}")
     if data.too_large:
         lines.append(
             f"read from the workdir but over {MAX_READ_FILE >> 20} MiB or "

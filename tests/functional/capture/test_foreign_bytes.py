@@ -73,4 +73,7 @@ def test_a_file_read_whose_name_holds_a_newline_or_a_backslash_is_in_files(
     files = spec.document["files"]
     assert isinstance(files, list)
     assert set(map(str, files)) == {"new\nline.txt", "back\\slash.txt"}
+    # Said on one line, the newline written out.
+    assert "new\\x0aline.txt" in ran.stdout
+    assert "new\nline.txt" not in ran.stdout
     assert "verdict reproduced" in ran.stdout, ran.stdout
