@@ -51,7 +51,7 @@ from reprospec.core.formats import BUNDLE_SUFFIXES
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.logtext import with_bytes_written
+from reprospec.core.logtext import printable, with_bytes_written
 from reprospec.core.redact import Redactor, env_names_read, public_env, sets_secret
 from reprospec.core.results import RunResult
 from reprospec.core.units import format_duration, positive_duration
@@ -965,7 +965,10 @@ def _readme(
             + " from the environment reprospec runs in.",
         ]
     if files:
-        lines += ["", "Files the cells name:", ""] + [f"- `tree/{name}`" for name in files]
+        lines += ["", "Files the cells name:", ""] + [
+            f"- `tree/{printable(name, one_line=True)}`"
+            for name in files  # a newline written out
+        ]
     lines += [
         "",
         "Only those are carried: not the rest of the workdir, and never a hidden file "

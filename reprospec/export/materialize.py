@@ -48,6 +48,7 @@ from pathlib import Path
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.logtext import printable
 from reprospec.core.redact import MASK, Redactor, sets_secret, unset_env
 from reprospec.core.sections import Environment, same_python
 from reprospec.core.signals import (
@@ -1071,7 +1072,8 @@ def _files_section(copy: _Workdir) -> str:
         "the local modules those import, the spec's `files`), not the rest of the workdir, "
         "and never a hidden file:",
         "",
-        *([f"- `{name}`" for name in copy.files] or ["- (none)"]),
+        # One line each: a name's newline written out (`new\x0aline.txt`), the list whole.
+        *([f"- `{printable(name, one_line=True)}`" for name in copy.files] or ["- (none)"]),
     ]
     supply = list(copy.left_out)
     if copy.hidden:

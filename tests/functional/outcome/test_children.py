@@ -746,7 +746,11 @@ def test_a_child_that_killed_itself_is_its_own_doing_where_no_oom_kill_was_count
 
 
 def run_with_no_oom_kill(
-    runner: LocalRunner, argv: list[str] | str, tmp_path: Path, expectation: Expectation
+    runner: LocalRunner,
+    argv: list[str] | str,
+    tmp_path: Path,
+    expectation: Expectation,
+    timeout_s: float = 30.0,
 ) -> tuple[AttemptResult, Execution]:
     """`run_attempt` while the kernel counts no OOM kill on the machine (this module's real
     OOM kills run beside it under -n 2): tried again a few times, else skipped."""
@@ -756,7 +760,7 @@ def run_with_no_oom_kill(
             pytest.skip("this kernel counts no OOM kills (/proc/vmstat)")
         folder = tmp_path / f"try-{again}"
         folder.mkdir()
-        done = run_attempt(runner, argv, folder, expectation)
+        done = run_attempt(runner, argv, folder, expectation, timeout_s=timeout_s)
         if machine_oom_kills() == before:
             assert done[1].no_oom_kill
             return done
@@ -926,6 +930,13 @@ def test_a_pool_worker_sigkilled_before_the_hang_is_named(
     assert (outcome.detail or "").startswith(f"child pid {child.pid} (ForkPoolWorker-1) died of")
 
 
+# A DataLoader program's attempt imports torch (about 2 s of CPU) and forks its workers: 15
+# to 23 s on a 2-core machine beside 12 busy processes, and past the 30 s timeout at about
+# 16 (a SIGKILLed `hang`, returncode -9, where the test meant a worker's death). Its end
+# comes with the death, so a long timeout costs nothing where it passes.
+TORCH_TIMEOUT_S = 120.0
+
+
 @pytest.mark.torch
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
 def test_a_dataloader_worker_sigkilled_is_the_workers_crash_whatever_torch_says(
@@ -940,7 +951,12 @@ def test_a_dataloader_worker_sigkilled_is_the_workers_crash_whatever_torch_says(
     a SIGKILL no OOM kill explains is a process's, the next test.)"""
     expect = Expectation("crash", signal="SIGKILL", where="worker")
     result, execution = run_attempt(
-        runner, [PY, str(CHILDREN / "loader_kill.py")], tmp_path, expect, env=memory_limit
+        runner,
+        [PY, str(CHILDREN / "loader_kill.py")],
+        tmp_path,
+        expect,
+        timeout_s=TORCH_TIMEOUT_S,
+        env=memory_limit,
     )
     assert not execution.no_oom_kill
     assert execution.returncode == 1
@@ -968,7 +984,7 @@ def test_a_dataloader_worker_sigkilled_with_no_oom_kill_is_no_crash(
     error is the outcome, `where: worker`, its detail naming the worker and who killed it."""
     expect = Expectation("error", exception="RuntimeError", where="worker")
     argv = [PY, str(CHILDREN / "loader_kill.py")]
-    result, execution = run_with_no_oom_kill(runner, argv, tmp_path, expect)
+    result, execution = run_with_no_oom_kill(runner, argv, tmp_path, expect, TORCH_TIMEOUT_S)
     assert execution.returncode == 1
     outcome = judged(result, "error", None, "worker")
     assert re.match(
