@@ -405,12 +405,6 @@ _REACHED = "the attempt reached "
 LIMIT_REACHED = _REACHED + "its "
 
 
-def limit_reached(attempt: AttemptResult) -> str | None:
-    """`its process limit (1 process)`: the limit the attempt reached, as its warning
-    (LIMIT_REACHED) says it; None where it reached none."""
-    for warning in attempt.warnings:
-        if warning.startswith(LIMIT_REACHED):
-            return warning.removeprefix(_REACHED).split(":", 1)[0]
 def process_limit_reached(max_processes: int) -> str:
     """The warning of an attempt whose pids limit refused a fork or a thread: the local
     runner's (its cgroup's count, process/run.py) and the docker runner's (its container's,
@@ -423,6 +417,12 @@ def process_limit_reached(max_processes: int) -> str:
     )
 
 
+def limit_reached(attempt: AttemptResult) -> str | None:
+    """`its process limit (1 process)`: the limit the attempt reached, as its warning
+    (LIMIT_REACHED) says it; None where it reached none."""
+    for warning in attempt.warnings:
+        if warning.startswith(LIMIT_REACHED):
+            return warning.removeprefix(_REACHED).split(":", 1)[0]
     return None
 
 

@@ -27,10 +27,10 @@ from reprospec.core import capped
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.trylock import SharedHold
 from reprospec.core.logtext import printable
 from reprospec.core.notstarted import not_started
 from reprospec.core.results import Execution
+from reprospec.core.trylock import SharedHold
 from reprospec.core.units import format_size
 from reprospec.core.words import oom_killed, process_limit_reached
 from reprospec.environment import packages
@@ -586,11 +586,11 @@ class DockerRunner:
                         container.kill()
                     status = wait_for_exit(container, 30.0, None)
                 duration = time.monotonic() - begin
+                refused = pids.stop()
                 if not pump.finish(DRAIN_WAIT_S):
                     warnings.append("the container's output was still open after it exited")
                 container.reload()
                 inspected = container.attrs.get("State")
-                refused = pids.stop()
                 state = inspected if isinstance(inspected, dict) else {}
                 oom = bool(state.get("OOMKilled"))
                 if status is None:
@@ -641,16 +641,16 @@ class DockerRunner:
         if oom:
             limit = config.get("mem_limit", plan.environment.memory)
             oom_said = f"{oom_killed()}: the container's memory limit, {format_size(limit)}"
-        infra_error = None
-        if raw in DOCKER_START_FAILURES and not timed_out and not interrupted:
-            last = _last_line(base["stderr_path"])
-            # A shell command's program not found is said as the local runner says it, not
         process_limit = None
         if refused:
             # As the local runner says it (process/run.py): its warning, and the failure's
             # detail names it (classify.py).
             process_limit = process_limit_reached(config["pids_limit"])
             warnings.append(process_limit)
+        infra_error = None
+        if raw in DOCKER_START_FAILURES and not timed_out and not interrupted:
+            last = _last_line(base["stderr_path"])
+            # A shell command's program not found is said as the local runner says it, not
             # as `/bin/sh` that could not run (it ran, and said why).
             infra_error = not_started(raw, last) or (
                 f"the container could not run {program!r} (exit {raw}: {last})"
@@ -671,11 +671,11 @@ class DockerRunner:
             interrupted=interrupted,
             warnings=tuple(warnings),
             oom=oom_said,
+            process_limit=process_limit,
             launch_note="ran fresh: the docker runner starts a new container for every attempt"
             if plan.preload
             else None,
             **base,
-            process_limit=process_limit,
         )
 
     def _packages_refused(self, plan: AttemptPlan, log_dir: Path) -> str | None:
