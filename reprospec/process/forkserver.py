@@ -574,7 +574,6 @@ class Preloader:
         server = entry.server
         if server is not None:
             self._live.discard(server)
-        if server is not None:
             self._died[key] = server.number
         restarts = self._restarts.get(key, 0)
         if restarts >= MAX_RESTARTS:
