@@ -492,15 +492,23 @@ def _drop_bytecode(output: Path) -> None:
     folder handed to a maintainer held `__pycache__/helper.cpython-311.pyc` beside the
     minimal program. DIR never holds one of its own (program.py leaves them out of the
     program), so every one there is a check's; one with anything but bytecode in it is
-    left, as not Python's."""
+    left, as not Python's. Bytecode includes the `NAME.pyc.<id>` temporary Python writes
+    before renaming it into place, left behind by a check killed mid-import."""
     for cache in sorted(output.rglob("__pycache__"), key=lambda p: len(p.parts), reverse=True):
         if cache.is_symlink() or not cache.is_dir():
             continue
         try:
-            if all(f.suffix == ".pyc" and f.is_file() for f in cache.iterdir()):
+            if all(_is_bytecode(f.name) and f.is_file() for f in cache.iterdir()):
                 shutil.rmtree(cache)
         except OSError:
             continue  # not ours to remove (read-only DIR): the answer is written all the same
+
+
+def _is_bytecode(name: str) -> bool:
+    """Whether `name` is a .pyc file, or the temporary one (`NAME.pyc.<digits>`, importlib's
+    `_write_atomic`) Python writes first."""
+    stem, dot, tail = name.rpartition(".")
+    return tail == "pyc" or (dot == "." and tail.isdigit() and stem.endswith(".pyc"))
 
 
 def _forget_stopped_in_settings(folder: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reprospec.core.jsontypes import JsonObject
-from reprospec.minimize.driver import _program
+from reprospec.minimize.driver import _drop_bytecode, _program
 from tests.support.files import written
 
 
@@ -195,3 +195,25 @@ def test_a_dir_answering_the_same_spec_before_its_settings_changed_says_so(
     (tmp_path / "minimize.json").write_text("[]")
     assert _answer(tmp_path) is None
     assert _other_answer(tmp_path, spec, failing, after) == ""
+
+
+def test_a_check_killed_mid_import_leaves_no_pycache_behind(tmp_path: Path) -> None:
+    """A check killed while Python wrote its bytecode leaves `NAME.pyc.<id>` (importlib's
+    temporary) beside the .pyc files: still Python's, so the folder goes; one with a file
+    of another kind stays."""
+    written(
+        tmp_path,
+        {
+            "__pycache__/helper.cpython-311.pyc": "",
+            "__pycache__/app.cpython-311.pyc.140234567890": "",
+            "sub/__pycache__/mine.txt": "",
+            "sub/__pycache__/x.cpython-311.pyc": "",
+            "other/__pycache__/x.pyc.notdigits": "",
+        },
+    )
+
+    _drop_bytecode(tmp_path)
+
+    assert not (tmp_path / "__pycache__").exists()
+    assert (tmp_path / "sub/__pycache__/x.cpython-311.pyc").exists()
+    assert (tmp_path / "other/__pycache__/x.pyc.notdigits").exists()
