@@ -53,7 +53,7 @@ from reprospec.core.rates import rate_floor, rate_of
 from reprospec.core.redact import Redactor
 from reprospec.core.results import Rate, RunResult
 from reprospec.core.runoptions import PathArg, RunOptions, WordSet, check_options
-from reprospec.core.trylock import search_held
+from reprospec.core.trylock import SEARCH_LOCK, search_held, try_locked
 from reprospec.core.words import interval_bounds, plural
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import SpecError, UsageError
@@ -514,9 +514,18 @@ def _is_bytecode(name: str) -> bool:
 def _forget_stopped_in_settings(folder: Path) -> None:
     """Remove a minimization's folder that holds only the answer of a run stopped in step 1:
     no probe of the program's search (no state.json), its minimize.json `interrupted`.
-    Anything else there (a probe stored, another status) is a search's work, and stays."""
-    if not (folder / "state.json").exists() and _answer_status(folder) == "interrupted":
-        shutil.rmtree(folder, ignore_errors=True)
+    Anything else there (a probe stored, another status) is a search's work, and stays.
+    A folder another minimize holds now (its search's `.lock`) stays too: removed under it,
+    its lock went with it and a third run could take a fresh one there."""
+    if not _stopped_in_settings(folder):
+        return
+    with try_locked(folder / SEARCH_LOCK) as free:
+        if free is not False and _stopped_in_settings(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _stopped_in_settings(folder: Path) -> bool:
+    return not (folder / "state.json").exists() and _answer_status(folder) == "interrupted"
 
 
 def held_a_result(output: Path) -> bool:

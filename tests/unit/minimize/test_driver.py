@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from reprospec.core.jsontypes import JsonObject
-from reprospec.minimize.driver import _drop_bytecode, _program
+from reprospec.core.trylock import SEARCH_LOCK, try_locked
+from reprospec.minimize.driver import _drop_bytecode, _forget_stopped_in_settings, _program
 from tests.support.files import written
 
 
@@ -217,3 +218,21 @@ def test_a_check_killed_mid_import_leaves_no_pycache_behind(tmp_path: Path) -> N
     assert not (tmp_path / "__pycache__").exists()
     assert (tmp_path / "sub/__pycache__/x.cpython-311.pyc").exists()
     assert (tmp_path / "other/__pycache__/x.pyc.notdigits").exists()
+
+
+def test_a_stopped_answer_is_forgotten_only_where_no_other_minimize_holds_its_folder(
+    tmp_path: Path,
+) -> None:
+    """A run stopped in step 1 left its answer under the unreduced id; a later run removes
+    it, but not from under a minimize that holds that folder now (its `.lock` would go
+    with it, and a third run could take a fresh one there)."""
+    folder = written(tmp_path / "m", {"minimize.json": '{"status": "interrupted"}'})
+
+    with try_locked(folder / SEARCH_LOCK) as free:
+        assert free is True
+        _forget_stopped_in_settings(folder)
+        assert (folder / "minimize.json").exists()
+        assert (folder / SEARCH_LOCK).exists()
+
+    _forget_stopped_in_settings(folder)
+    assert not folder.exists()
