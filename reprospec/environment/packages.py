@@ -263,12 +263,18 @@ def requirements_naming(requirements: Iterable[str], name: str) -> tuple[str, ..
     return tuple(r for r in requirements if requirement_name(r) == normalize(name))
 
 
+def wants_extras(requirements: Iterable[str]) -> bool:
+    """Whether a requirement names an extra (`torch[opt-einsum]`): the probe is then asked
+    what each distribution requires too (`probe_args`)."""
+    return any(_parse(r).extras for r in requirements)
+
+
 def probe_args(requirements: Sequence[str]) -> list[str]:
     """The arguments `PROBE_CODE` takes for `requirements`: their names, and `extras` when
-    one names an extra (`torch[opt-einsum]`), so that the probe also says what each
+    one names an extra (`wants_extras`), so that the probe also says what each
     distribution requires (every runner's probe is asked the same way)."""
     args = [json.dumps(list(requirement_names(requirements)))]
-    if any(_parse(r).extras for r in requirements):
+    if wants_extras(requirements):
         args.append("extras")
     return args
 
@@ -375,13 +381,14 @@ def extras_mismatches(
     `python` itself in one probe (`doctor`, whose capture holds no Requires-Dist); {} where
     none names one, and the reason where the probe failed."""
     with_extras = {
-        tuple(each): [r for r in each if _parse(r).extras and _parse(r).name] for each in lists
+        tuple(each): [r for r in each if (parsed := _parse(r)).extras and parsed.name]
+        for each in lists
     }
     wanted = [r for requirements in with_extras.values() for r in requirements]
     if not wanted:
         return {}
     try:
-        installed = probe_installed(python, requirement_names(wanted), extras=True)
+        installed = probe_installed(python, wanted)
     except InfraError as exc:
         said = (f"cannot check what the extras require: {exc}",)
         return {key: said for key, r in with_extras.items() if r}
@@ -412,18 +419,16 @@ def parse_probe(stdout: str, python: str) -> Installed:
 
 def probe_installed(
     python: str,
-    names: Sequence[str],
+    requirements: Sequence[str],
     *,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     timeout_s: float = PROBE_TIMEOUT_S,
-    extras: bool = False,
 ) -> Installed:
-    """Run `PROBE_CODE` with `python` (in `env`, `cwd`: what the attempt will see);
-    `extras`: also every distribution's version and requirements (`probe_args`)."""
-    argv = [python, "-c", PROBE_CODE, json.dumps([normalize(n) for n in names])]
-    if extras:
-        argv.append("extras")
+    """Run `PROBE_CODE` with `python` (in `env`, `cwd`: what the attempt will see) for what
+    `requirements` name (a bare name is one), asked as `probe_args` asks: where one names
+    an extra, also every distribution's version and requirements."""
+    argv = [python, "-c", PROBE_CODE, *probe_args(requirements)]
     try:
         # The interpreter is the spec's: what it prints is kept within a bound (capped.py).
         done = capped.run(argv, limit=OUTPUT_BYTES, timeout_s=timeout_s, env=env, cwd=cwd)
@@ -514,13 +519,7 @@ class PackageCheck:
                 if key in self._cache:
                     return self._cache[key]
             try:
-                installed = probe_installed(
-                    python,
-                    requirement_names(requirements),
-                    env=env,
-                    cwd=cwd,
-                    extras=len(probe_args(requirements)) > 1,
-                )
+                installed = probe_installed(python, requirements, env=env, cwd=cwd)
                 problems = mismatches(requirements, installed)
                 reason = describe(python, problems) if problems else None
             except InfraError as exc:

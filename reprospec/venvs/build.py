@@ -522,10 +522,7 @@ def _build(
             say("install", "installing " + " ".join(request.packages))
             _install(request, python, say, cwd, lock_fd)
         say("check", "checking the installed versions")
-        names = packages.requirement_names(request.packages)
-        installed = packages.probe_installed(
-            str(python), names, extras=len(packages.probe_args(request.packages)) > 1
-        )
+        installed = packages.probe_installed(str(python), request.packages)
         problems = packages.mismatches(request.packages, installed)
         if problems:
             raise EnvBuildError(
