@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Literal, cast
 
 from reprospec.core.frozen import frozen
@@ -116,16 +117,19 @@ def parse_size(value: object) -> int:
     return int(float(match.group(1)) * _SIZE_UNITS[match.group(2)])
 
 
-def format_size(n: object) -> str:
-    """Bytes for people: `512 B`, `64.0 MiB`, `1.5 GiB` (empty for anything not a number)."""
+def format_size(n: object, units: Sequence[str] = ("B", "KiB", "MiB", "GiB", "TiB")) -> str:
+    """Bytes for people: `512 B`, `64.0 MiB`, `1.5 GiB` (empty for anything not a number), in
+    the unit that fits: a size that rounds to 1024 of a unit is said in the next (1048575
+    is `1.0 MiB`, not `1024.0 KiB`). `units`: the labels, bytes first, each 1024 of the one
+    before (`envs` says `KB`, `MB`, `GB`: venvs/cache.human_size); the last has no bound."""
     if not isinstance(n, (int, float)) or isinstance(n, bool):
         return ""
     size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024:
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+    for unit in units[:-1]:
+        if round(size, 0 if unit == units[0] else 1) < 1024:
+            return f"{size:.0f} {unit}" if unit == units[0] else f"{size:.1f} {unit}"
         size /= 1024
-    return f"{size:.1f} TiB"
+    return f"{size:.1f} {units[-1]}"
 
 
 def parse_step(value: object) -> StepRange:

@@ -19,6 +19,7 @@ from pathlib import Path
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.trylock import sweep_free, try_locked
+from reprospec.core.units import format_size
 from reprospec.venvs.build import META, USED_BY, in_use_lock, locked, read_meta
 from reprospec.venvs.staging import LOCKS, TMP, build_lock, folder_size
 
@@ -194,12 +195,8 @@ def human_size(size: float) -> str:
     """A size as `envs` shows it (1.4 GB, 28.4 KB), in the unit that fits: the totals were
     MB to one decimal, and a list of small environments read "0.0 MB". The docker runner's
     images are shown alike. A size that rounds to 1024.0 of a unit is said in the next
-    (1.0 MB, not 1024.0 KB)."""
-    for unit in ("B", "KB", "MB"):
-        if round(size, 0 if unit == "B" else 1) < 1024:
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GB"
+    (1.0 MB, not 1024.0 KB): core/units.format_size, with these labels."""
+    return format_size(size, ("B", "KB", "MB", "GB"))
 
 
 def ago(seconds: float) -> str:
