@@ -647,8 +647,10 @@ def read_ticket(text: str) -> Ticket:
         evidence.append(f"a CUDA error (the spec asks for a GPU): {cuda.group(0).strip()}")
     if plugin_timeout is None and xdist is not None and signal is None and not chain:
         # A pytest-xdist worker that died with no signal shown, where pytest-timeout's
-        # thread method is in force: its `os._exit(1)`, whose dump xdist does not show, as
-        # a live run of the command reads it (no crash: no signal killed the worker).
+        # thread method is in force and fired (its rule shown, or a session at least its
+        # timeout): its `os._exit(1)`, whose dump xdist does not show, as a live run of the
+        # command reads it (no crash: no signal killed the worker). A worker ended sooner
+        # (the OOM killer's SIGKILL, not shown) stays the worker's crash.
         plugin_timeout = pytest_timeout_worker(clean)
         if plugin_timeout is not None:
             where, xdist = None, None

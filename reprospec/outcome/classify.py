@@ -766,15 +766,16 @@ def _pytest_timeout_failed(exception: PythonException) -> PytestTimeout | None:
 
 def _pytest_timeout_worker(evidence: Evidence, where: str | None) -> PytestTimeout | None:
     """pytest-timeout's thread method where a pytest-xdist worker exited with no signal
-    (`crashed while running`, this error's): its `os._exit(1)`, the test's hang, which
-    a ticket of the same output reads as such (capture/ticket.py)."""
+    (`crashed while running`, this error's) and the output shows the bound fired (its
+    rule, or a session at least that long): its `os._exit(1)`, the test's hang, which a
+    ticket of the same output reads as such (capture/ticket.py)."""
     from reprospec.outcome.pytestreport import crashed_test
 
     if where not in (None, "main") or crashed_test(evidence.stdout) is None:
         return None
     from reprospec.outcome.watchdog import pytest_timeout_worker
 
-    return pytest_timeout_worker(evidence.stdout)
+    return pytest_timeout_worker(f"{evidence.stdout}\n{evidence.stderr}")
 
 
 def _watchdog_frame(timeout: WatchdogTimeout) -> PythonFrame | None:

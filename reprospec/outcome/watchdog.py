@@ -127,11 +127,25 @@ def pytest_timeout_seconds(output: str) -> float | None:
 _PYTEST_TIMEOUT_METHOD = Lazy(r"^timeout method: (?P<method>\w+)\s*$", re.M)
 
 
+# pytest's last line, `==== 1 failed in 2.77s ====` (`in 62.31s (0:01:02)`): how long the
+# session ran.
+PYTEST_SESSION_END = Lazy(r"^=+ .*\bin (?P<seconds>\d+(?:\.\d+)?)s\b.*=+\s*$", re.M)
+
+
 def pytest_timeout_worker(output: str) -> PytestTimeout | None:
     """pytest-timeout's thread method, where `output`'s header says it is the one in force
-    (`timeout method: thread`): what a pytest-xdist worker that exited with no signal, no
-    dump shown, ended of, else None."""
+    (`timeout method: thread`) and the output shows it fired: what a pytest-xdist worker
+    that exited with no signal, no dump shown, ended of, else None.
+
+    The header alone is no evidence: a worker the OOM killer (or anything) ended early is
+    the same `crashed while running` line. Its dump's rule shown, or a session that ran at
+    least the timeout (`1 failed in 7.70s` of a 2s bound), is."""
     found = _PYTEST_TIMEOUT_METHOD.search(output)
     if found is None or found["method"] != "thread":
         return None
-    return PytestTimeout("thread", pytest_timeout_seconds(output), worker=True)
+    seconds = pytest_timeout_seconds(output)
+    ended = [float(m["seconds"]) for m in PYTEST_SESSION_END.finditer(output)]
+    ruled = any(_PYTEST_TIMEOUT_RULE.match(line) for line in output.split("\n"))
+    if not ruled and (seconds is None or not ended or ended[-1] < seconds):
+        return None
+    return PytestTimeout("thread", seconds, worker=True)

@@ -2257,6 +2257,17 @@ def test_a_test_pytest_timeout_ended_is_a_hang_of_that_test(name: str, method: s
     assert expect["run"]["timeout"] == "10m"
 
 
+def test_an_xdist_worker_killed_before_pytest_timeouts_bound_stays_a_crash() -> None:
+    # Recorded: pytest-xdist (`-n 1`), pytest-timeout's header (`timeout: 30.0s`, `timeout
+    # method: thread`), the test `os.kill(os.getpid(), 9)` (the OOM killer's case): read as
+    # the test's hang at the bound although the session says `1 failed in 4.48s`.
+    name = "pytest-timeout-thread-xdist-killed.txt"
+    read = read_ticket((DATA / "capture" / "pytesttimeout" / name).read_text())
+    assert (read.failure.outcome, read.failure.where) == ("crash", "child")
+    assert read.xdist_crash == "test_k.py::test_k"
+    assert "pytest-timeout" not in " ".join(read.evidence)
+
+
 def test_pytest_timeouts_failure_cut_by_the_short_summary_is_still_a_hang() -> None:
     # The short summary alone (`--tb=no`, or a paste of the last lines) cuts its message at
     # the terminal's width: read as the error `Failed`, message `Timeout ... from pytes`.

@@ -9,6 +9,7 @@ from reprospec.outcome.watchdog import (
     hung_frame,
     pytest_timeout_dump,
     pytest_timeout_failure,
+    pytest_timeout_worker,
     watchdog_timeout,
 )
 from tests.support.paths import DATA
@@ -96,6 +97,15 @@ def test_a_test_pytest_timeout_ended_is_that_tests_hang(tmp_path: Path) -> None:
     assert (xdist.detail or "").startswith(
         "pytest-timeout's thread method ended a pytest-xdist worker at its timeout (2s)"
     )
+    # Recorded: the same header (`--timeout 30`), the worker's test `os.kill(os.getpid(),
+    # 9)` (the OOM killer's case): `1 failed in 4.48s`, no bound reached, no rule shown.
+    killed = (recorded / "pytest-timeout-thread-xdist-killed.txt").read_text()
+    assert pytest_timeout_worker(killed) is None
+    assert _classified(tmp_path, killed).kind == "error"
+    # Its dump's rule shown is evidence enough, however long the session says it ran.
+    rule = "+" * 9 + " Timeout " + "+" * 9
+    ruled = killed.replace("\n[gw0] node down", f"\n{rule}\n[gw0] node down")
+    assert pytest_timeout_worker(ruled) is not None
     # Another test's `Failed` stays an error.
     failed = "FAILED t.py::test_x - Failed: Timeout waiting for the server\n"
     assert _classified(tmp_path, failed).kind == "error"
