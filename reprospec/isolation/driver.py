@@ -240,12 +240,12 @@ def _isolate(
                 "again, not replayed"
             )
         state = StateFile(folder, header)
+        every_set = [*failing_sets, *passing_sets]
         for cell_id, last in drawn.items():
             # The matrix run drew these numbers of each cell's configuration as it has no
             # set: a probe of that configuration (a side's, or a candidate that is another
             # cell) numbers its attempts after them.
             cell = next(c for c in plan.cells if c.id == cell_id)
-            every_set = [*failing_sets, *passing_sets]
             state.drew(key(configuration(document, cell.matrix, {}, paths=every_set)), last)
         if state.stored:
             say(
@@ -407,8 +407,8 @@ class _CandidateRunner:
                 kinds.append(_kind(attempt))
                 numbers.append(attempt.attempt)
                 reason = attempt.infra_error or reason
-        # Stored only where they are not first, first + 1, ... (a stop set one aside).
-        contiguous = numbers == list(range(first, first + len(numbers)))
+        # StoredProbe keeps them only where they are not first, first + 1, ... (a stop set
+        # one aside).
         return StoredProbe(
             key=key(config),
             candidate=tuple(sorted(probe.candidate)),
@@ -418,7 +418,7 @@ class _CandidateRunner:
             infra_reason=reason,
             interrupted=result is None or result.interrupted,
             first_attempt=first,
-            numbers=() if contiguous else tuple(numbers),
+            numbers=tuple(numbers),
         )
 
 

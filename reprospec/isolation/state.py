@@ -76,8 +76,14 @@ class StoredProbe:
     # after it: a run stopped by Ctrl-C keeps the attempts that ended before the stop, and
     # one that ended after it is set aside (attempts 5 and 7 kept, 6 not). Counted as 5
     # and 6, the probe's next attempt was numbered 7 and drew 7's values again. () where
-    # they are (and in a state stored before this was).
+    # they are (and in a state stored before this was): given contiguous, they are dropped
+    # here, the one place that decides it (the driver gives them always).
     numbers: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        first = self.first_attempt
+        if self.numbers == tuple(range(first, first + len(self.numbers))):
+            object.__setattr__(self, "numbers", ())
 
     @property
     def last_attempt(self) -> int:
@@ -88,11 +94,10 @@ class StoredProbe:
 
     def to_dict(self) -> JsonObject:
         numbers: list[JsonValue] = list(self.numbers)
-        contiguous = numbers == list(range(self.first_attempt, self.first_attempt + len(numbers)))
         return {
             "key": self.key,
             "first_attempt": self.first_attempt,
-            **({} if contiguous else {"numbers": numbers}),
+            **({"numbers": numbers} if numbers else {}),
             "candidate": list(self.candidate),
             "role": self.role,
             "kinds": list(self.kinds),

@@ -7,6 +7,7 @@ configuration."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -323,16 +324,21 @@ def test_a_probe_stopped_with_a_gap_in_its_attempts_numbers_after_the_last(
     assert StoredProbe.from_dict(gap.to_dict()) == gap
     plain = StoredProbe("full", (0, 1), "failing", ("pass",), "r2", first_attempt=4)
     assert "numbers" not in plain.to_dict()  # contiguous: the file says what it said
+    # Given contiguous (the driver gives them always), they are not kept: one rule.
+    given = replace(plain, numbers=(4,))
+    assert given.numbers == ()
+    assert given == plain
+    assert "numbers" not in given.to_dict()
     with pytest.raises(ValueError, match="attempt numbers"):
         StoredProbe.from_dict({**gap.to_dict(), "numbers": [1]})
     # Replayed in a later run, in parts: each part keeps its own numbers.
     again = StateFile(tmp_path, HEADER)
     head = again.take("full", 1)
     assert head is not None
-    assert (head.first_attempt, head.numbers, head.kinds) == (1, (1,), ("pass",))
+    assert (head.first_attempt, head.last_attempt, head.kinds) == (1, 1, ("pass",))
     tail = again.take("full", 5)
     assert tail is not None
-    assert (tail.first_attempt, tail.numbers, tail.kinds) == (3, (3,), ("match",))
+    assert (tail.first_attempt, tail.last_attempt, tail.kinds) == (3, 3, ("match",))
     assert again.first_attempt("full", 1) == 4
 
 
