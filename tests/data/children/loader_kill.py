@@ -42,8 +42,11 @@ class Items(Dataset[torch.Tensor]):
 
 
 def main() -> None:
-    # timeout: the main process checks its workers after 1 s without a batch, not 5.
-    batches = iter(DataLoader(Items(), batch_size=4, num_workers=2, timeout=1))
+    # No `timeout`: the main process checks its workers every 5 s without a batch (torch's
+    # MP_STATUS_CHECK_INTERVAL) and finds the dead one. A timeout of 1 s ended it with
+    # "DataLoader timed out after 1 seconds" where a loaded machine kept a live worker
+    # (the one filling its memory cgroup) from its batch that long.
+    batches = iter(DataLoader(Items(), batch_size=4, num_workers=2))
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     for _ in batches:
         pass
