@@ -326,8 +326,7 @@ def program_died(argv: Sequence[str], root_pid: int, folder: Path, returncode: i
     """Whether the shell's `returncode` 128 + N reports the death by a signal of the one
     program a root `/bin/sh -c LINE` forks (`one_program`): a Python process whose record
     (ended-PID.txt, its parent the root) was begun at its start and never ended, so it asked
-    for no status (sys.exit, os._exit and a run to its end all end it), or one whose ended
-    record asked for another status (it died in its shutdown, `ran_alone_with`).
+    for no status (sys.exit, os._exit, a SystemExit raised and a run to its end all end it).
 
     dash forks the program and reports its SIGKILL as 137, where bash execs it and the
     engine reads -9 itself, as it does of a list command: the shell's word is then the
@@ -349,14 +348,10 @@ def program_died(argv: Sequence[str], root_pid: int, folder: Path, returncode: i
                             mine.append(fields)
     except OSError:
         return False
-    if len(mine) != 1:
-        return False
-    record = mine[0]
-    if len(record) == 1:
-        return True  # begun, never ended: no status asked for
-    with contextlib.suppress(ValueError, IndexError):
-        return int(record[3]) != returncode
-    return False
+    # Begun, never ended: no status asked for. An ended record is no death, whatever status
+    # it asked: the status a SystemExit raised asks is not known to it, which says 0
+    # (`raise SystemExit(137)`, `exit()`, `raise SystemExit(main())`).
+    return len(mine) == 1 and len(mine[0]) == 1
 
 
 def program_ending(argv: Sequence[str], root_pid: int) -> bool:

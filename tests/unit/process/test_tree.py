@@ -117,6 +117,25 @@ def test_the_one_programs_record_says_whether_it_ran_alone(tmp_path: Path) -> No
     assert tree.program_ran_alone(argv, 500, tmp_path) is None
 
 
+def test_a_begun_record_alone_says_the_one_program_died(tmp_path: Path) -> None:
+    argv = ["/bin/sh", "-c", "python x.py"]
+    record = tmp_path / "ended-501.txt"
+    record.write_text("500\n")  # begun: its parent, the shell
+    assert tree.program_died(argv, 500, tmp_path, 137)
+    assert not tree.program_died(argv, 500, tmp_path, 1)  # no shell's 128+N
+    assert not tree.program_died(argv, 499, tmp_path, 137)  # another root's program
+    assert not tree.program_died(["/bin/sh", "-c", "a | b"], 500, tmp_path, 137)
+    # Ended, whatever status it asked: `raise SystemExit(137)` asks what the record cannot
+    # see (it says 0), where the shell's 137 read as the program's SIGKILL.
+    for asked in ("0", "137"):
+        record.write_text(f"500 0 0 {asked}\n")
+        assert not tree.program_died(argv, 500, tmp_path, 137)
+    # Two programs of the root: not known which the shell's status is.
+    record.write_text("500\n")
+    (tmp_path / "ended-502.txt").write_text("500 0 0 0\n")
+    assert not tree.program_died(argv, 500, tmp_path, 137)
+
+
 def test_the_record_holds_only_for_the_status_the_program_asked_for() -> None:
     # A program that ran to its end (asked 0) and then died of SIGSEGV in a native
     # library's destructor, after its record, leaves the shell's 139: that is its death.
