@@ -52,6 +52,7 @@ from reprospec.outcome.watchdog import (
     PytestTimeout,
     pytest_timeout_dump,
     pytest_timeout_failure,
+    pytest_timeout_method,
     pytest_timeout_seconds,
     pytest_timeout_worker,
 )
@@ -1276,9 +1277,11 @@ _DUMP_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+, in (?P<function
 
 
 def _pytest_timeout_hang(clean: str) -> PytestTimeout | None:
-    """pytest-timeout's `thread` dump in `clean`, where the run ended with it: its closing
-    rule, up to the next prompt or closing fence, followed by no traceback and no pytest
-    summary (its `signal` method, with threads, dumps the same and the session goes on)."""
+    """pytest-timeout's dump in `clean`, where the paste ends with it: its closing rule, up
+    to the next prompt or closing fence, followed by no traceback and no pytest summary.
+    Its `thread` method's ends the run; its `signal` method, with threads, dumps the same
+    and fails the test alone: which one, the header's `timeout method:` says (thread where
+    the paste has no header)."""
     lines = clean.split("\n")
     rules = [i for i, line in enumerate(lines) if _PYTEST_TIMEOUT_RULE.match(line)]
     if not rules:
@@ -1293,8 +1296,10 @@ def _pytest_timeout_hang(clean: str) -> PytestTimeout | None:
         # dump's stacks under the rule say it is pytest-timeout's all the same.
         if not any(_DUMP_STACK.match(line) for line in lines[rules[0] + 1 :]):
             return None
-        return PytestTimeout("thread", pytest_timeout_seconds(clean))
-    return pytest_timeout_dump("\n".join(lines[: rules[-1] + 1]))
+    elif pytest_timeout_dump("\n".join(lines[: rules[-1] + 1])) is None:
+        return None
+    method = pytest_timeout_method(clean) or "thread"
+    return PytestTimeout(method, pytest_timeout_seconds(clean))
 
 
 def _timed_out_test(clean: str) -> str | None:

@@ -124,7 +124,13 @@ def pytest_timeout_seconds(output: str) -> float | None:
 
 
 # pytest-timeout's header line of its method: `timeout method: thread`.
-_PYTEST_TIMEOUT_METHOD = Lazy(r"^timeout method: (?P<method>\w+)\s*$", re.M)
+PYTEST_TIMEOUT_METHOD = Lazy(r"^timeout method: (?P<method>\w+)\s*$", re.M)
+
+
+def pytest_timeout_method(output: str) -> str | None:
+    """pytest-timeout's method as its header line says it (`thread`, `signal`), or None."""
+    found = PYTEST_TIMEOUT_METHOD.search(output)
+    return found["method"] if found is not None else None
 
 
 # pytest's last line, `==== 1 failed in 2.77s ====` (`in 62.31s (0:01:02)`): how long the
@@ -140,8 +146,7 @@ def pytest_timeout_worker(output: str) -> PytestTimeout | None:
     The header alone is no evidence: a worker the OOM killer (or anything) ended early is
     the same `crashed while running` line. Its dump's rule shown, or a session that ran at
     least the timeout (`1 failed in 7.70s` of a 2s bound), is."""
-    found = _PYTEST_TIMEOUT_METHOD.search(output)
-    if found is None or found["method"] != "thread":
+    if pytest_timeout_method(output) != "thread":
         return None
     seconds = pytest_timeout_seconds(output)
     ended = [float(m["seconds"]) for m in PYTEST_SESSION_END.finditer(output)]

@@ -2257,6 +2257,23 @@ def test_a_test_pytest_timeout_ended_is_a_hang_of_that_test(name: str, method: s
     assert expect["run"]["timeout"] == "10m"
 
 
+@pytest.mark.parametrize("lines", [18, 13])
+def test_a_cut_pytest_timeout_dump_is_the_method_its_header_says(lines: int) -> None:
+    # Recorded: `pytest -s`, pytest-timeout's signal method (`timeout method: signal`), the
+    # test joins a thread: with other threads it dumps the same rule and stacks as the
+    # thread method, then fails the test alone. A paste cut after its closing rule (18
+    # lines) or inside its stacks (13) was called the thread method's end of the run.
+    name = "pytest-timeout-signal-threads-s-cut.txt"
+    text = (DATA / "capture" / "pytesttimeout" / name).read_text()
+    read = read_ticket("\n".join(text.split("\n")[:lines]) + "\n")
+    assert read.failure.outcome == "hang"
+    said = " ".join(read.evidence)
+    assert "pytest-timeout's signal method ended the test at its timeout (2s)" in said
+    # No header: the thread method, as before.
+    headless = "\n".join(text.split("\n")[9:lines]) + "\n"
+    assert "pytest-timeout's thread method" in " ".join(read_ticket(headless).evidence)
+
+
 def test_an_xdist_worker_killed_before_pytest_timeouts_bound_stays_a_crash() -> None:
     # Recorded: pytest-xdist (`-n 1`), pytest-timeout's header (`timeout: 30.0s`, `timeout
     # method: thread`), the test `os.kill(os.getpid(), 9)` (the OOM killer's case): read as
