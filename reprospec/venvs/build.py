@@ -339,12 +339,18 @@ class Env:
 def locked(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[int]:
     """An exclusive lock on `path` while inside; yields its descriptor, which a build passes
     to the uv it starts (`_build`), so that the lock outlives a killed engine for as long as
-    its uv still writes the half-built venv."""
+    its uv still writes the half-built venv. Its file is removed as it goes (core/trylock.py)
+    only where the body ended well: one that raised (a uv timed out, a failed build, a
+    Ctrl-C) may leave a uv or build backend alive that shares the lock through that
+    descriptor, and a file unlinked under it would read free to the next `try_locked`
+    while it still writes; the file stays, for `sweep_free` to remove once free."""
     fd = locked_waiting(path, on_wait)
     try:
         yield fd
-    finally:
-        let_go(fd, path)  # its file removed as it goes (core/trylock.py)
+    except BaseException:
+        os.close(fd)
+        raise
+    let_go(fd, path)
 
 
 def in_use_lock(root: Path, key: str) -> Path:
@@ -494,8 +500,10 @@ def _build(
 ) -> JsonObject:
     """Build `request` in a folder of its own under TMP and rename it to `final`; called
     under the key's build lock, whose descriptor `lock_fd` each uv inherits: a build whose
-    engine was killed keeps its folder locked until its uv has ended too, so that no sweep
-    (`sweep_unfinished`) removes a folder a live uv still fills."""
+    engine was killed, or that raised here (a uv timed out, Ctrl-C: `locked` leaves the
+    lock file then), keeps its folder locked until its uv and the build backends it started
+    have ended too, so that no sweep (`sweep_unfinished`) removes a folder a live uv still
+    fills."""
     (root / TMP).mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"{final.name}-", dir=root / TMP))
     try:

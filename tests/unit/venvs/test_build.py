@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from reprospec.venvs.build import _uv_error, build_failure_line, not_found
+import os
+from pathlib import Path
+
+import pytest
+
+from reprospec.core.trylock import try_locked
+from reprospec.venvs.build import EnvBuildError, _uv_error, build_failure_line, locked, not_found
 
 # uv 0.x `pip install nu9akit==1.3` of an sdist whose setup.py exits with a message
 # (recorded on this machine, NO_COLOR=1).
@@ -114,3 +120,32 @@ def test_no_interpreter_at_all_is_said_so() -> None:
         "no Python 3.99 on this machine (uv python find: No interpreter found for Python 3.99 "
         "in managed installations)"
     )
+
+
+def test_a_build_that_raised_leaves_its_lock_file_to_a_uv_that_outlived_it(
+    tmp_path: Path,
+) -> None:
+    """A build that raised (a uv timed out, Ctrl-C) may leave a uv or build backend alive
+    that shares the build lock through the descriptor it inherited (here a dup, the same
+    open file): its file unlinked, the next `try_locked` made a new one and read it free
+    while that uv still wrote. The file stays, held; a build that ended well removes it."""
+    lock = tmp_path / "locks" / "k.build"
+    inherited: list[int] = []
+
+    def build() -> None:
+        with locked(lock) as fd:
+            inherited.append(os.dup(fd))
+            raise EnvBuildError("uv venv timed out")
+
+    with pytest.raises(EnvBuildError):
+        build()
+    try:
+        assert lock.exists()
+        with try_locked(lock) as free:
+            assert free is False
+    finally:
+        os.close(inherited[0])
+
+    with locked(lock):
+        pass
+    assert not lock.exists()
