@@ -8,6 +8,7 @@ import errno
 import fcntl
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -140,14 +141,27 @@ def test_a_waiter_on_a_lock_file_removed_under_it_locks_the_new_one(tmp_path: Pa
         assert alone is True
         waiter = threading.Thread(target=lambda: got.append(hold_shared(lock)))
         waiter.start()
-        waiter.join(0.3)
-        assert waiter.is_alive()  # waits while the prune holds it alone
+        # Blocked on the file the prune is about to unlink, not merely not started yet:
+        # its wait is a `->` entry of /proc/locks on that file's inode.
+        assert _blocked_on(lock, waiter)
     waiter.join(10)
     (held,) = got
     assert held is not None
     with held, try_locked(lock) as again:
         assert again is False  # the new file, the one the waiter holds
     assert not lock.exists()
+
+
+def _blocked_on(lock: Path, waiter: threading.Thread) -> bool:
+    """Whether `waiter` comes to wait on `lock`'s flock (within 10 s, while alive)."""
+    inode = f":{lock.stat().st_ino} "
+    deadline = time.monotonic() + 10
+    while waiter.is_alive() and time.monotonic() < deadline:
+        locks = Path("/proc/locks").read_text(encoding="ascii").splitlines()
+        if any("->" in line and inode in line for line in locks):
+            return True
+        time.sleep(0.005)
+    return False
 
 
 def test_a_sweep_removes_the_lock_files_no_one_holds(tmp_path: Path) -> None:
