@@ -31,8 +31,8 @@ from reprospec.core.signals import (
     signal_name,
 )
 from reprospec.outcome.children import (
-    CHILD_FAILED,
     RankException,
+    launcher_failed,
     pipeline_death,
     rank_exception,
 )
@@ -621,7 +621,7 @@ def read_ticket(text: str) -> Ticket:
     # (Anywhere in the chain: the report's copy of a rank's chained traceback, indented
     # under it, read as the launcher's exception's consequence, `ChildFailedError (cause)
     # -> ValueError`, the rank's own cause lost and the failure not the child's.)
-    if any(e.type.endswith(CHILD_FAILED) for e in chain) and signal is None:
+    if launcher_failed(chain) and signal is None:
         # torchrun's own exception says only that a rank failed: the rank's exception is
         # the failure, as a live run of the command reads it (outcome/classify.py), which
         # never matched a skeleton that expected ChildFailedError. Read with the ranks'

@@ -406,6 +406,16 @@ TRACEBACK_HEADER = "Traceback (most recent call last):"
 CHILD_FAILED = "ChildFailedError"
 
 
+def launcher_failed(chain: tuple[PythonException, ...]) -> bool:
+    """Whether torch.distributed.elastic's ChildFailedError (torchrun's, a launcher's
+    `elastic_launch`) is anywhere in `chain`: the launcher's own exception, last; the cause
+    a wrapper re-raised (`raise RuntimeError("training failed") from e`); or before a
+    report's copy of the rank's traceback, read as chained after it. Each says only that a
+    rank failed: the rank's exception (rank_exception) is the failure, live and from a
+    ticket alike (outcome/classify.py, capture/ticket.py)."""
+    return any(e.type.rsplit(".", 1)[-1] == CHILD_FAILED for e in chain)
+
+
 @frozen
 class RankException:
     """The exception a rank torchrun started raised, for a launcher that ended with

@@ -426,12 +426,14 @@ def classify(
             if worker is not None:
                 where = "worker"
                 detail += f"; {_describe_worker(worker, worker_sent)}"
-            elif exception is not None and exception.type.endswith(".ChildFailedError"):
+            elif exception is not None and _launcher_failed(chain):
                 from reprospec.outcome.children import rank_exception
 
                 # torchrun's own exception says a rank failed; the rank's is the failure
                 # (a ticket's `RuntimeError: CUDA error`), which read as ChildFailedError
-                # never matched the spec capture wrote from that ticket.
+                # never matched the spec capture wrote from that ticket. So does a
+                # launcher's that wraps it (`raise RuntimeError(...) from e`): the ticket
+                # of it expects the rank's.
                 rank = rank_exception(stderr)
                 if rank is not None and rank.chain:
                     chain, exception, where = rank.chain, rank.chain[-1], "child"
@@ -762,6 +764,12 @@ def _pytest_timeout_failed(exception: PythonException) -> PytestTimeout | None:
     from reprospec.outcome.watchdog import pytest_timeout_failure
 
     return pytest_timeout_failure(exception.message)
+
+
+def _launcher_failed(chain: tuple[PythonException, ...]) -> bool:
+    from reprospec.outcome.children import launcher_failed
+
+    return launcher_failed(chain)
 
 
 def _pytest_timeout_worker(evidence: Evidence, where: str | None) -> PytestTimeout | None:

@@ -196,6 +196,36 @@ def test_a_pipelines_first_process_that_crashed_is_the_commands_program() -> Non
     assert (death[0].pid, death[0].cmdline, death[1]) == (25793, "python3 crash.py 2>&1", 0)
 
 
+def test_a_launcher_that_wraps_torchruns_failure_is_read_as_the_ranks_live_and_from_a_log(
+    tmp_path: Path,
+) -> None:
+    # A launcher that runs torchrun's main and re-raises its ChildFailedError (`raise
+    # RuntimeError("training failed") from e`): capture read the rank's ValueError (where:
+    # child), a live run the main process's RuntimeError, so the captured spec never held.
+    from reprospec.capture.ticket import read_ticket
+    from reprospec.outcome.classify import classify
+    from tests.support.paths import DATA
+    from tests.support.plans import execution_in
+
+    recorded = (DATA / "children" / "torchrun-rank-record.stderr.log").read_text()
+    wrapped = recorded.rstrip("\n") + (
+        "\n\nThe above exception was the direct cause of the following exception:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/work/launch.py", line 12, in <module>\n'
+        '    raise RuntimeError("training failed") from e\n'
+        "RuntimeError: training failed\n"
+    )
+    (tmp_path / "stderr.log").write_text(wrapped)
+    (tmp_path / "stdout.log").write_bytes(b"")
+    (tmp_path / "events.jsonl").write_text("")
+    live = classify(execution_in(tmp_path, 1, harness=False))
+    assert isinstance(live, Outcome)
+    ticket = read_ticket(wrapped).failure
+    read = ("error", "ValueError", "bad shard on rank 1", "child")
+    assert (live.kind, live.exception, live.message, live.where) == read
+    assert (ticket.outcome, ticket.exception, ticket.message, ticket.where) == read
+
+
 def test_torchruns_root_cause_names_the_rank_and_its_recorded_traceback(tmp_path: Path) -> None:
     # Recorded: torch 2.13's torchrun of two ranks (gloo), rank 1 raising ValueError in a
     # `@record` main, rank 0's barrier then `RuntimeError: Connection closed by peer`.
