@@ -14,7 +14,8 @@ that builds those variables and names those files.
                           child, the status it asked for: process/tree.py's
                           program_ran_alone reads it, then removed; begun at its start with
                           its parent's pid alone, which a death by a signal leaves:
-                          program_died), and raised-<pid>.txt
+                          program_died; each with the parent's executable as it began, a
+                          shell's where the root forked it), and raised-<pid>.txt
                           as its main thread dies of an uncaught exception (the traceback
                           the default hook prints), or at exit where it died of none (the
                           program's is kept as raised.txt, process/stacks.py's

@@ -292,6 +292,50 @@ def shell_of_one_program(argv: Sequence[str]) -> bool:
     return len(argv) == 3 and tuple(argv[:2]) == ("/bin/sh", "-c") and one_program(argv[2])
 
 
+# What a record's parent may be to be the shell that forked the program, by its executable's
+# name (/proc/PPID/exe, read by the program as it began: stackdump/sitecustomize.py).
+_SHELLS = frozenset(
+    {"sh", "ash", "dash", "bash", "ksh", "ksh93", "mksh", "lksh", "pdksh", "oksh", "zsh",
+     "yash", "posh", "busybox"}
+)  # fmt: skip
+
+
+def _is_shell(executable: bytes) -> bool:
+    name = os.path.basename(executable.removesuffix(b" (deleted)"))  # noqa: PTH119
+    return name.decode("utf-8", "replace") in _SHELLS
+
+
+def _programs_of(root_pid: int, folder: Path) -> list[list[str]] | None:
+    """The records (ended-PID.txt's first line, split) of the Python programs the root
+    forked as a shell; None where that is not known: the root is itself a Python program
+    (its own record: a shell that exec'd it, bash as /bin/sh, `exec python x.py`, whose
+    children's records name it their parent), or a record whose parent is the root was
+    begun under no shell (bash exec'd `timeout -s KILL 60 python x.py`, whose 137 is
+    timeout's report of its child), or the folder cannot be read.
+
+    A record is its fields (the parent's pid alone where begun, four where ended) on its
+    first line, and the parent's executable as the program began on its second."""
+    root_record = f"{_ENDED_PREFIX}{root_pid}.txt"
+    mine: list[list[str]] = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name == root_record:
+                    return None
+                if not entry.name.startswith(_ENDED_PREFIX):
+                    continue
+                with contextlib.suppress(OSError, ValueError):
+                    first, _, parent = read_proc(entry.path).partition(b"\n")
+                    fields = first.decode().split()
+                    if fields and int(fields[0]) == root_pid:
+                        if not _is_shell(parent.removesuffix(b"\n")):
+                            return None
+                        mine.append(fields)
+    except OSError:
+        return None
+    return mine
+
+
 def program_ran_alone(argv: Sequence[str], root_pid: int, folder: Path) -> int | None:
     """Where `argv`, a root `/bin/sh -c LINE` that forks one program (`one_program`), ran
     only that program, a Python process that ended normally and never reaped a child: the
@@ -300,58 +344,46 @@ def program_ran_alone(argv: Sequence[str], root_pid: int, folder: Path) -> int |
     The shell's own count (`waited_for_children`) includes its one child, the program;
     the program's count is what its ended-PID.txt says (the engine's sitecustomize writes
     it at a normal exit: stackdump/sitecustomize.py). A program that died of a signal, a
-    program that is no Python, or a line that may run more writes none or is not one
-    program: not known, None. The record is written before the interpreter's shutdown, so
-    it vouches for the status it asked for only (`ran_alone_with`).
+    program that is no Python, a line that may run more, or a root the shell exec'd
+    (`_programs_of`) writes none, is not one program or is not the shell: not known, None.
+    The record is written before the interpreter's shutdown, so it vouches for the status
+    it asked for only (`ran_alone_with`).
     """
     if not shell_of_one_program(argv):
         return None
-    records = []
+    mine = _programs_of(root_pid, folder)
+    if mine is None or len(mine) != 1 or len(mine[0]) != 4:
+        return None
     try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.name.startswith(_ENDED_PREFIX):
-                    with contextlib.suppress(OSError, ValueError):
-                        ppid, cminflt, ignored, asked = read_proc(entry.path).split()
-                        records.append((int(ppid), int(cminflt), int(ignored), int(asked)))
-    except OSError:
+        _, cminflt, ignored, asked = (int(field) for field in mine[0])
+    except ValueError:
         return None
-    mine = [r for r in records if r[0] == root_pid]
-    if len(mine) != 1 or mine[0][1] != 0 or mine[0][2] & (1 << (signal.SIGCHLD - 1)):
+    if cminflt != 0 or ignored & (1 << (signal.SIGCHLD - 1)):
         return None
-    return mine[0][3]
+    return asked
 
 
 def program_died(argv: Sequence[str], root_pid: int, folder: Path, returncode: int | None) -> bool:
     """Whether the shell's `returncode` 128 + N reports the death by a signal of the one
     program a root `/bin/sh -c LINE` forks (`one_program`): a Python process whose record
-    (ended-PID.txt, its parent the root) was begun at its start and never ended, so it asked
-    for no status (sys.exit, os._exit, a SystemExit raised and a run to its end all end it).
+    (ended-PID.txt, its parent the root, a shell as it began) was begun at its start and
+    never ended, so it asked for no status (sys.exit, os._exit, a SystemExit raised and a
+    run to its end all end it).
 
     dash forks the program and reports its SIGKILL as 137, where bash execs it and the
     engine reads -9 itself, as it does of a list command: the shell's word is then the
-    main process's own death (rule 2), the same on every /bin/sh. False where it is not
-    known: a program that is no Python (`timeout -s KILL 60 python x.py`: the python is
-    timeout's child, and timeout's 137 may be its report of that child), a line that may
-    run more than one, no record or two.
+    main process's own death (rule 2). False where it is not known (`_programs_of`): a
+    program that is no Python or started without the sitecustomize (`python -S`, `-I`,
+    `-E`), a root the shell exec'd (bash's `timeout -s KILL 60 python x.py`: timeout's 137
+    may be its report of its child; `bash -c 'python x.py'`: the root is the program, and
+    its own status no shell's word), a line that may run more than one, no record or two.
+    An ended record is no death, whatever status it asked: the status a SystemExit raised
+    asks is not known to the record, which says 0 (`raise SystemExit(137)`).
     """
     if returncode is None or not 128 < returncode < 256 or not shell_of_one_program(argv):
         return False
-    mine = []
-    try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.name.startswith(_ENDED_PREFIX):
-                    with contextlib.suppress(OSError, ValueError):
-                        fields = read_proc(entry.path).split()
-                        if fields and int(fields[0]) == root_pid:
-                            mine.append(fields)
-    except OSError:
-        return False
-    # Begun, never ended: no status asked for. An ended record is no death, whatever status
-    # it asked: the status a SystemExit raised asks is not known to it, which says 0
-    # (`raise SystemExit(137)`, `exit()`, `raise SystemExit(main())`).
-    return len(mine) == 1 and len(mine[0]) == 1
+    mine = _programs_of(root_pid, folder)
+    return mine is not None and len(mine) == 1 and len(mine[0]) == 1
 
 
 def program_ending(argv: Sequence[str], root_pid: int) -> bool:

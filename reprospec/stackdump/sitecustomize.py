@@ -102,6 +102,14 @@ def _record_end() -> None:
 
     asked = [0]
     sys_exit = sys.exit
+    # The parent's executable as this program begins, on each record's second line: the
+    # engine believes a record of the root's child only where its parent was a shell that
+    # forked it (`sh -c 'python x.py'`), not a program the shell exec'd (bash's
+    # `timeout -s KILL 60 python x.py`), or a Python root's child (process/tree.py).
+    try:
+        parent = os.fsencode(os.readlink(f"/proc/{os.getppid()}/exe"))
+    except Exception:
+        parent = b""
 
     def _exit(status: str | int | None = None) -> None:
         # As the interpreter turns SystemExit's code into a status: None 0, an int as the
@@ -125,7 +133,7 @@ def _record_end() -> None:
             try:
                 # ppid (field 4), cminflt (11), sigignore (33), counted from the state (3).
                 mine = (fields[1], fields[8], fields[30], str(asked[0]).encode())
-                os.write(out, b" ".join(mine) + b"\n")
+                os.write(out, b" ".join(mine) + b"\n" + parent + b"\n")
             finally:
                 os.close(out)
         except Exception:
@@ -133,17 +141,17 @@ def _record_end() -> None:
 
     atexit.register(_ended)
 
-    # Begun: the parent's pid alone, which `_ended` replaces. A record left so says the
-    # process died of a signal (it asked for no status: sys.exit, os._exit and a run to its
-    # end all rewrite it), where `sh -c 'python kill.py'` reports 137 of its one program's
-    # SIGKILL as it would a `sys.exit(137)`: the shell's status is that death
-    # (process/tree.py `program_died`), as a list command's -9 is.
+    # Begun: the parent's pid alone (and its executable), which `_ended` replaces. A record
+    # left so says the process died of a signal (it asked for no status: sys.exit, os._exit
+    # and a run to its end all rewrite it), where `sh -c 'python kill.py'` reports 137 of
+    # its one program's SIGKILL as it would a `sys.exit(137)`: the shell's status is that
+    # death (process/tree.py `program_died`), as a list command's -9 is.
     # A folder it cannot write to loses this record only: os._exit's below is still noted.
     began = os.path.join(folder, f"ended-{os.getpid()}.txt")
     try:
         out = os.open(began, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            os.write(out, b"%d\n" % os.getppid())
+            os.write(out, b"%d\n%s\n" % (os.getppid(), parent))
         finally:
             os.close(out)
     except Exception:

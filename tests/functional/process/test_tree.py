@@ -130,7 +130,8 @@ def test_a_record_not_begun_leaves_the_other_hooks_in(tmp_path: Path) -> None:
     done = python_with_stackdump("import os; os.kill(os.getpid(), 9)", stack_dir=str(tmp_path))
     assert done.returncode == -9
     (record,) = tmp_path.glob("ended-*.txt")
-    assert record.read_text() == f"{os.getpid()}\n"  # begun (its parent: this process)
+    # Begun: its parent (this process) and the parent's executable, as it began.
+    assert record.read_text() == f"{os.getpid()}\n{Path('/proc/self/exe').readlink()}\n"
 
 
 def test_forked_child_dumps_into_its_own_file(tmp_path: Path) -> None:

@@ -101,26 +101,26 @@ def test_the_one_programs_record_says_whether_it_ran_alone(tmp_path: Path) -> No
     argv = ["/bin/sh", "-c", "python x.py; exit $?"]
     # ended-PID.txt: the parent's pid, cminflt, sigignore, the status it asked for
     # (stackdump/sitecustomize.py).
-    (tmp_path / "ended-501.txt").write_text("500 0 4096 0\n")
+    (tmp_path / "ended-501.txt").write_text("500 0 4096 0\n/usr/bin/dash\n")
     assert tree.program_ran_alone(argv, 500, tmp_path) == 0
     assert tree.program_ran_alone(argv, 499, tmp_path) is None  # another root's program
     piped = ["/bin/sh", "-c", "python x.py | tee l"]
     assert tree.program_ran_alone(piped, 500, tmp_path) is None
     assert tree.program_ran_alone(["python", "x.py"], 500, tmp_path) is None
     # It reaped a child; it ignored SIGCHLD (its children uncounted); two programs of it.
-    for record in ("500 37 0 0\n", f"500 0 {1 << 16} 0\n"):
+    for record in ("500 37 0 0\n/bin/sh\n", f"500 0 {1 << 16} 0\n/bin/sh\n"):
         (tmp_path / "ended-501.txt").write_text(record)
         assert tree.program_ran_alone(argv, 500, tmp_path) is None
-    (tmp_path / "ended-501.txt").write_text("500 0 0 139\n")
+    (tmp_path / "ended-501.txt").write_text("500 0 0 139\n/bin/sh\n")
     assert tree.program_ran_alone(argv, 500, tmp_path) == 139
-    (tmp_path / "ended-502.txt").write_text("500 0 0 0\n")
+    (tmp_path / "ended-502.txt").write_text("500 0 0 0\n/bin/sh\n")
     assert tree.program_ran_alone(argv, 500, tmp_path) is None
 
 
 def test_a_begun_record_alone_says_the_one_program_died(tmp_path: Path) -> None:
     argv = ["/bin/sh", "-c", "python x.py"]
     record = tmp_path / "ended-501.txt"
-    record.write_text("500\n")  # begun: its parent, the shell
+    record.write_text("500\n/usr/bin/dash\n")  # begun: its parent, the shell, as it began
     assert tree.program_died(argv, 500, tmp_path, 137)
     assert not tree.program_died(argv, 500, tmp_path, 1)  # no shell's 128+N
     assert not tree.program_died(argv, 499, tmp_path, 137)  # another root's program
@@ -128,11 +128,40 @@ def test_a_begun_record_alone_says_the_one_program_died(tmp_path: Path) -> None:
     # Ended, whatever status it asked: `raise SystemExit(137)` asks what the record cannot
     # see (it says 0), where the shell's 137 read as the program's SIGKILL.
     for asked in ("0", "137"):
-        record.write_text(f"500 0 0 {asked}\n")
+        record.write_text(f"500 0 0 {asked}\n/usr/bin/dash\n")
         assert not tree.program_died(argv, 500, tmp_path, 137)
     # Two programs of the root: not known which the shell's status is.
-    record.write_text("500\n")
-    (tmp_path / "ended-502.txt").write_text("500 0 0 0\n")
+    record.write_text("500\n/usr/bin/dash\n")
+    (tmp_path / "ended-502.txt").write_text("500 0 0 0\n/usr/bin/dash\n")
+    assert not tree.program_died(argv, 500, tmp_path, 137)
+
+
+def test_a_record_is_the_shells_program_only_where_a_shell_forked_it(tmp_path: Path) -> None:
+    """bash execs what `sh -c` (or `bash -c`) runs: the root is then the program, and its
+    children's records name it their parent. A Python root's child, or the child of a
+    `timeout` bash exec'd, is no program the shell forked, whose status its 128+N is."""
+    argv = ["/bin/sh", "-c", "timeout -s KILL 60 python x.py"]
+    record = tmp_path / "ended-501.txt"
+    record.write_text("500\n/usr/bin/timeout\n")  # begun under timeout, the root
+    assert not tree.program_died(argv, 500, tmp_path, 137)
+    record.write_text("500 0 0 0\n/usr/bin/timeout\n")
+    assert tree.program_ran_alone(argv, 500, tmp_path) is None
+    # `bash -c 'python w.py'` exec'd: the root w.py has its own record; its child's names it.
+    argv = ["/bin/sh", "-c", "bash -c 'python w.py'"]
+    (tmp_path / "ended-500.txt").write_text("400 37 0 137\n/usr/bin/python3\n")
+    for child in ("500\n/usr/bin/python3\n", "500 0 0 0\n/usr/bin/python3\n"):
+        record.write_text(child)
+        assert not tree.program_died(argv, 500, tmp_path, 137)
+        assert tree.program_ran_alone(argv, 500, tmp_path) is None
+    (tmp_path / "ended-500.txt").unlink()
+    # Forked by a shell, bash, dash or a busybox sh: the shell's program.
+    for shell in ("/usr/bin/bash", "/bin/busybox", "/usr/bin/dash (deleted)"):
+        record.write_text(f"500\n{shell}\n")
+        assert tree.program_died(argv, 500, tmp_path, 138)
+        record.write_text(f"500 0 0 0\n{shell}\n")
+        assert tree.program_ran_alone(argv, 500, tmp_path) == 0
+    # A parent the program could not read: not known.
+    record.write_text("500\n\n")
     assert not tree.program_died(argv, 500, tmp_path, 137)
 
 
