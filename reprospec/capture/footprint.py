@@ -534,10 +534,14 @@ def recorded(run_dir: Path, attempts: Iterable[AttemptResult], prefix: str) -> t
     for attempt in attempts:
         for path in sorted((run_dir / attempt.logs).glob(f"{prefix}-*.txt")):
             try:
-                text = path.read_text(encoding="utf-8", errors="replace")
+                # newline="": universal newlines would make a name's \r a "\n".
+                with path.open(encoding="utf-8", errors="replace", newline="") as file:
+                    text = file.read()
             except OSError:
                 continue
-            lines.update(dict.fromkeys(text.splitlines()))
+            # Split at "\n" alone: the one separator the writer puts between records, where
+            # splitlines() also cut a name at \r, \x0c or U+2028 (valid in a file name).
+            lines.update(dict.fromkeys(text.split("\n")))
     lines.pop("", None)
     return tuple(lines)
 

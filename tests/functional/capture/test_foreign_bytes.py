@@ -64,15 +64,24 @@ def test_a_file_read_whose_name_holds_a_newline_or_a_backslash_is_in_files(
     # the verify in a copy failed with FileNotFoundError ("more than capture saw it read").
     (tmp_path / "new\nline.txt").write_text("x", encoding="utf-8")
     (tmp_path / "back\\slash.txt").write_text("y", encoding="utf-8")
+    # A line separator str.splitlines() also splits at (valid UTF-8 in a name).
+    (tmp_path / "line\u2028sep.txt").write_text("z", encoding="utf-8")
+    (tmp_path / "carriage\rreturn.txt").write_text("w", encoding="utf-8")
     code = (
-        "import sys; open('new\\nline.txt').read(); open('back\\\\slash.txt').read(); sys.exit(3)"
+        "import sys; open('new\\nline.txt').read(); open('back\\\\slash.txt').read(); "
+        "open('line\\u2028sep.txt').read(); open('carriage\\rreturn.txt').read(); sys.exit(3)"
     )
     ran = cli("capture", "-o", "s.yaml", "--", "python", "-c", code, cwd=tmp_path)
     assert ran.code == 0, ran.stderr
     spec = load_spec(str(tmp_path / "s.yaml"))
     files = spec.document["files"]
     assert isinstance(files, list)
-    assert set(map(str, files)) == {"new\nline.txt", "back\\slash.txt"}
+    assert set(map(str, files)) == {
+        "new\nline.txt",
+        "back\\slash.txt",
+        "line\u2028sep.txt",
+        "carriage\rreturn.txt",
+    }
     # Said on one line, the newline written out.
     assert "new\\x0aline.txt" in ran.stdout
     assert "new\nline.txt" not in ran.stdout
