@@ -21,7 +21,8 @@ the child's death, strongest first:
 4. `concurrent.futures`' "A process in the process pool was terminated
    abruptly" (a crash whose signal only a faulthandler report can tell; none where the
    program's hooks, which write a worker's death by a signal, wrote none of a crash
-   signal: the worker exited or was terminated, `pool_worker_no_crash`).
+   signal and the program died of its own pool's BrokenProcessPool: the worker exited or
+   was terminated, `pool_worker_no_crash`).
 
 Evidence 2-4 is text, and a program may print it without any child: a triage
 script that prints an old CI log, a test of a crash handler, `tail` of a log.
@@ -82,6 +83,13 @@ _CALLED_PROCESS = Lazy(
     r"Command (?P<cmd>'.*?'|\".*?\"|\[.*?\]) died with <Signals\.(?P<signal>SIG\w+): \d+>"
 )
 _POOL_BROKEN = Lazy(r"A (?:child )?process (?:in the process pool )?(?:was )?terminated abruptly")
+# The program's record of the BrokenProcessPool it died of (or chained), its pool's words:
+# `concurrent.futures.process.BrokenProcessPool: A process in the process pool was ...`.
+_POOL_RAISED = Lazy(
+    r"^[ |+-]*(?:concurrent\.futures\.process\.)?BrokenProcessPool: "
+    r"A (?:child )?process (?:in the process pool )?(?:was )?terminated abruptly",
+    re.M,
+)
 _CMDLINE_CHARS = 200
 
 
@@ -143,15 +151,24 @@ def child_crash(
 
 def pool_worker_no_crash(evidence: Evidence) -> bool:
     """Whether concurrent.futures' "terminated abruptly", which names no signal, reports a
-    worker's end that was no crash: the program is a Python process that ran the engine's
-    sitecustomize (its own record of how it ended, `Evidence.raised`), whose
+    worker's end that was no crash: the pool is the program's own, a Python process that
+    ran the engine's sitecustomize and died of the pool's BrokenProcessPool (its own record
+    of how it ended, `Evidence.raised`, holds it), whose
     multiprocessing reaping writes each child dead of a signal it did not send itself as a
     `child_exit` event, and no event names one (`child_crash` reads them first). The worker
     exited (`os._exit(3)`) or died of a signal its parent sent (the pool's own terminate(),
     which ends a worker a SIGTERM had already stopped): rule 6 counts only a death by a
     crash signal. Where the program left no record (no Python, a container without the
-    engine's hooks) the words are all there is, and they stay a crash."""
-    return evidence.raised is not None and _POOL_BROKEN.search(evidence.stderr) is not None
+    engine's hooks), or its record is of another exception than its pool's
+    BrokenProcessPool (a `CalledProcessError` of a child Python run with `-I`, `-S`, `-E`
+    or an env without the hooks, whose own pool it was and whose workers' deaths nobody
+    wrote), the words are all there is, and they stay a crash."""
+    raised = evidence.raised
+    return (
+        raised is not None
+        and _POOL_RAISED.search(raised) is not None
+        and _POOL_BROKEN.search(evidence.stderr) is not None
+    )
 
 
 def killed_by_a_process(execution: Execution, evidence: Evidence) -> ChildCrash | None:

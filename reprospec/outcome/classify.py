@@ -62,7 +62,8 @@ rules, in order:
    only text tells of it and the main process ended with its own uncaught
    exception (not subprocess's "died with"), the detail says so. A pool's "terminated
    abruptly", which names no signal, is no crash where the program's hooks (its own
-   record) wrote no worker's death by a crash signal (children.pool_worker_no_crash). A process the
+   record, of the pool's BrokenProcessPool) wrote no worker's death by a crash signal
+   (children.pool_worker_no_crash). A process the
    harness killed itself (its `teardown` events: a distributed supervisor ending the
    other ranks and their workers once one rank failed) is neither a dead worker nor a
    crashed child: the job ends as the rank that failed first did, as the supervisor's

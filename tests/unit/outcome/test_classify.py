@@ -1301,6 +1301,15 @@ def test_a_process_pool_broken_by_a_sigkill_a_process_sent_is_no_crash(tmp_path:
     assert isinstance(watched, Outcome)
     assert (watched.kind, watched.exit_code, watched.where) == ("error", 1, "main")
     assert watched.detail == f"exit code 1; {POOL_WORKER_NO_CRASH}"
+    # A record of another exception (the program's CalledProcessError: the pool was a child
+    # Python's, run without the hooks, whose workers' deaths nobody wrote): a crash.
+    (tmp_path / "raised.txt").write_text(
+        "4242\nsubprocess.CalledProcessError: Command '['python3', '-I', 'inner.py']' "
+        "returned non-zero exit status 1.\n"
+    )
+    other = classify(execution)
+    assert isinstance(other, Outcome)
+    assert (other.kind, other.where) == ("crash", "child"), other
 
 
 # A real attempt's stderr (torch 2.x, a spawn DataLoader): the main process raised, and
