@@ -407,6 +407,12 @@ _INDENTATION_SIGNS = (
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def _joined(pair: re.Match[str]) -> str:
+    """The character a high and a low surrogate escape stand for together."""
+    return pair.group().encode("utf-16-le", "surrogatepass").decode("utf-16-le")
 
 
 class _Walk:
@@ -453,6 +459,10 @@ class _Walk:
             tag = node.tag.replace("tag:yaml.org,2002:", "!!")
             self._problem(node, path, f"tag '{tag}' is not allowed: a spec is plain data")
             return
+        if isinstance(node, yaml.ScalarNode) and _SURROGATE.search(node.value):
+            # A pair of escapes (`"\\ud83d\\ude00"`, as JSON with ensure_ascii writes a
+            # character past U+FFFF) is that character: pyyaml leaves the halves apart.
+            node.value = _PAIR.sub(_joined, node.value)
         if isinstance(node, yaml.ScalarNode) and (half := _SURROGATE.search(node.value)):
             # `"a\\udc80b"` is a lone surrogate, no character: it validated, then ended a run
             # with an internal UnicodeEncodeError once its attempts had run (nothing UTF-8

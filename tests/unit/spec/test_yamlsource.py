@@ -326,3 +326,8 @@ def test_a_lone_surrogate_escape_is_a_located_problem() -> None:
     assert (problem.line, problem.col, problem.path) == (2, 6, ("env", "X"))
     assert "\\udc80 is half of a UTF-16 surrogate pair, no character" in problem.message
     assert load_yaml('X: "\\U0001F600 \\u00e9"\n').data == {"X": "\U0001f600 \u00e9"}
+    # A pair is the character past U+FFFF it encodes, as JSON's ensure_ascii writes it.
+    assert load_yaml('X: "caf\\u00e9 \\ud83d\\ude00"\n').data == {"X": "caf\u00e9 \U0001f600"}
+    # A lone half beside a pair is the one named.
+    with pytest.raises(YamlSourceError, match=r"\\udc80 is half"):
+        load_yaml('X: "\\ud83d\\ude00\\udc80"\n')
