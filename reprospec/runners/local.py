@@ -809,10 +809,12 @@ def _make_shims(python: str) -> Path:
     scratch.sweep_orphans(tempfile.gettempdir(), SHIM_PREFIX)
     folder = Path(tempfile.mkdtemp(prefix=f"{SHIM_PREFIX}{os.getpid()}-"))
     leftovers.watch_path(folder)
-    script = f'#!/bin/sh\nexec {shlex.quote(python)} "$@"\n'
+    # As bytes: an interpreter in a folder whose path is not UTF-8 (PATH's `python3`, the
+    # engine's own sys.executable) is named by its own bytes, not an UnicodeEncodeError.
+    script = f'#!/bin/sh\nexec {shlex.quote(python)} "$@"\n'.encode("utf-8", "surrogateescape")
     for name in ("python", "python3"):
         path = folder / name
-        path.write_text(script)
+        path.write_bytes(script)
         path.chmod(0o755)
     return folder
 
