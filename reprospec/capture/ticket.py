@@ -48,6 +48,8 @@ from reprospec.outcome.tracebacks import (
     parse_chain,
 )
 from reprospec.outcome.watchdog import (
+    PYTEST_SESSION_END,
+    PYTEST_TIMEOUT_RULE,
     TIMEOUT_HEADER,
     PytestTimeout,
     pytest_timeout_dump,
@@ -1267,9 +1269,8 @@ def _watchdog_hang(clean: str) -> bool:
     return False
 
 
-# pytest's last line, `==== 1 failed in 2.77s ====`: the run ended its own way.
-_PYTEST_SESSION_END = re.compile(r"^=+ .*\bin \d+(?:\.\d+)?s\b.*=+\s*$")
-_PYTEST_TIMEOUT_RULE = re.compile(r"^(?P<before>.*?)\+{3,} Timeout \+{3,}\s*$")
+# pytest's last line, `==== 1 failed in 2.77s ====` (watchdog.PYTEST_SESSION_END): the run
+# ended its own way; pytest-timeout's rule is watchdog.PYTEST_TIMEOUT_RULE.
 # Its title of a thread's stack: `~~~~~ Stack of MainThread (140369081383808) ~~~~~`.
 _DUMP_STACK = re.compile(r"^~{3,} Stack of .+ \(\d+\) ~{3,}\s*$")
 # The dump's frame of the test: `  File "/p/test_hang.py", line 5, in test_sleeps_forever`.
@@ -1283,13 +1284,13 @@ def _pytest_timeout_hang(clean: str) -> PytestTimeout | None:
     and fails the test alone: which one, the header's `timeout method:` says (thread where
     the paste has no header)."""
     lines = clean.split("\n")
-    rules = [i for i, line in enumerate(lines) if _PYTEST_TIMEOUT_RULE.match(line)]
+    rules = [i for i, line in enumerate(lines) if PYTEST_TIMEOUT_RULE.match(line)]
     if not rules:
         return None
     for after in lines[rules[-1] + 1 :]:
         if _PROMPT.match(after) or _FENCE_LINE.match(after):
             break
-        if _TRACEBACK_HEADER.match(after) or _PYTEST_SESSION_END.match(after):
+        if _TRACEBACK_HEADER.match(after) or PYTEST_SESSION_END.match(after):
             return None
     if len(rules) == 1:
         # A paste cut inside the dump (its stacks' first lines, no closing rule): the
@@ -1308,7 +1309,7 @@ def _timed_out_test(clean: str) -> str | None:
     and the dump's innermost frame in that file (`in test_x`)."""
     lines = clean.split("\n")
     for index, line in enumerate(lines):
-        rule = _PYTEST_TIMEOUT_RULE.match(line)
+        rule = PYTEST_TIMEOUT_RULE.match(line)
         if rule is None:
             continue
         before = rule["before"].strip()
@@ -1320,7 +1321,7 @@ def _timed_out_test(clean: str) -> str | None:
             return None
         in_file: str | None = None
         for frame in lines[index + 1 :]:
-            if _PYTEST_TIMEOUT_RULE.match(frame):
+            if PYTEST_TIMEOUT_RULE.match(frame):
                 break
             found = _DUMP_FRAME.match(frame)
             if found is not None and found["file"].endswith("/" + progress["file"].lstrip("./")):

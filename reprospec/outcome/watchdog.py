@@ -62,8 +62,10 @@ def hung_frame(timeout: WatchdogTimeout) -> PythonFrame | None:
 # pytest-timeout's rule around the stacks it dumps (`+++++ Timeout +++++`, pytest's
 # terminal width): with `timeout_method = thread` its timer thread writes it, each thread's
 # stack (`~~~ Stack of MainThread (140...) ~~~`), the rule again, then `os._exit(1)`; `-v`'s
-# line of the running test runs on into the first one (`t.py::test_x +++++ Timeout ++...`).
-_PYTEST_TIMEOUT_RULE = Lazy(r"^(?:.*\s)?\+{3,} Timeout \+{3,}\s*$")
+# line of the running test runs on into the first one (`t.py::test_x +++++ Timeout ++...`,
+# or with no space between, `before` the text it ran on into). A live run and a ticket
+# read it with this one pattern.
+PYTEST_TIMEOUT_RULE = Lazy(r"^(?P<before>.*?)\+{3,} Timeout \+{3,}\s*$")
 # Its `signal` method's failure of the test instead (`pytest.fail`): `Failed: Timeout
 # (>2.0s) from pytest-timeout.`, which pytest reports as the test's exception; its short
 # summary cuts it at the terminal's width (`Failed: Timeout (>2.0s) from pytes...`).
@@ -101,9 +103,9 @@ def pytest_timeout_dump(output: str) -> PytestTimeout | None:
     """pytest-timeout's `thread` dump where it ends `output` (its closing rule last, an
     opening one before it), else None: the plugin's `os._exit(1)` after it."""
     lines = output.rstrip().split("\n")
-    if not _PYTEST_TIMEOUT_RULE.match(lines[-1]):
+    if not PYTEST_TIMEOUT_RULE.match(lines[-1]):
         return None
-    if not any(_PYTEST_TIMEOUT_RULE.match(line) for line in lines[:-1]):
+    if not any(PYTEST_TIMEOUT_RULE.match(line) for line in lines[:-1]):
         return None
     return PytestTimeout("thread", pytest_timeout_seconds(output))
 
@@ -150,7 +152,7 @@ def pytest_timeout_worker(output: str) -> PytestTimeout | None:
         return None
     seconds = pytest_timeout_seconds(output)
     ended = [float(m["seconds"]) for m in PYTEST_SESSION_END.finditer(output)]
-    ruled = any(_PYTEST_TIMEOUT_RULE.match(line) for line in output.split("\n"))
+    ruled = any(PYTEST_TIMEOUT_RULE.match(line) for line in output.split("\n"))
     if not ruled and (seconds is None or not ended or ended[-1] < seconds):
         return None
     return PytestTimeout("thread", seconds, worker=True)

@@ -83,6 +83,12 @@ def test_a_test_pytest_timeout_ended_is_that_tests_hang(tmp_path: Path) -> None:
     assert pytest_timeout_failure("Timeout (>2.0s) from pytest-timeout and more") is None
     # The rule alone, or a dump the session went on after, is no end of the run.
     assert pytest_timeout_dump("+++++ Timeout +++++\n") is None
+    # `-v`'s line run on into the first rule with no space between: the rule all the same,
+    # as a ticket of it reads (one pattern, watchdog.PYTEST_TIMEOUT_RULE).
+    verbose = (recorded / "pytest-timeout-thread-v.txt").read_text()
+    joined = verbose.replace("test_sleeps_forever +++", "test_sleeps_forever+++", 1)
+    assert joined != verbose
+    assert pytest_timeout_dump(joined) is not None
     went_on = (recorded / "pytest-timeout-signal-threads.txt").read_text()
     assert pytest_timeout_dump(went_on) is None
     assert _classified(tmp_path, went_on).kind == "hang"  # by its `Failed: Timeout`
