@@ -620,6 +620,12 @@ class DockerRunner:
             # a broken one): its exit status is no verdict on a command that never ran.
             raise _InitFailed(raw)
         returncode = returncode_from_status(raw, oom, record)
+        # The one program of a string command died of a signal its shell reports as 128 + N
+        # (the image's dash forks it), as its own record says: the local runner's rule
+        # (process/tree.py), the records' pids and the init's the container's own.
+        program_died = record is not None and tree.program_died(
+            container_command(config), record.pid, log_dir, returncode
+        )
         if self.native is not None:
             # The container is gone: every core is complete, and the attempt's to claim.
             found = native.merge(
@@ -672,6 +678,7 @@ class DockerRunner:
             warnings=tuple(warnings),
             oom=oom_said,
             process_limit=process_limit,
+            program_died=program_died,
             launch_note="ran fresh: the docker runner starts a new container for every attempt"
             if plan.preload
             else None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import threading
 import time
 from collections.abc import Iterator
@@ -201,6 +202,26 @@ def test_a_program_that_kills_itself_with_sigusr1_dies_of_it(
     printed = execution.stdout_path.read_text() if execution.stdout_path.exists() else ""
     assert "still alive" not in printed
     assert execution.returncode == -10
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_a_string_commands_program_that_dies_of_sigusr1_is_its_death(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    """The image's /bin/sh forks the one program of a string command and reports its
+    SIGUSR1 as 138: the program's own record (begun, never ended) says it died of it, as the
+    local runner reads it, where the verdict depended on the shell's printed text. Its own
+    `sys.exit(138)` is no death."""
+    code = "import os, signal; os.kill(os.getpid(), signal.SIGUSR1)"
+    for program, died in ((code, True), ("import sys; sys.exit(138)", False)):
+        line = f"python3 -c {shlex.quote(program)}"
+        execution = runner.run(make_plan(["/bin/sh", "-c", line], tmp_path), tmp_path / str(died))
+        assert execution.infra_error is None, execution.infra_error
+        if execution.returncode == -10:
+            continue  # the image's /bin/sh exec'd it: the init saw its death itself
+        assert execution.returncode == 138
+        assert execution.program_died is died, program
 
 
 @needs_engine
