@@ -2,7 +2,9 @@
 
 `needs_of` takes the most demanding of the spec's resolved cells (planned by the
 engine itself, nothing run); the interpreter and packages are held against the spec by
-the run's own rule (environment/captured.py `environment_mismatches`).
+the run's own rule (environment/captured.py `environment_mismatches`; on the local runner
+the packages are asked of the interpreter itself, as its check asks them: in each cell's
+`environment.env` and workdir, extras included).
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ class CellPackages:
 
     packages: tuple[str, ...]
     cells: tuple[str, ...] = ()
+    # What the cells' check sees beside the list, as the local runner's check is asked it:
+    # their `environment.env` variables that change which distributions the interpreter
+    # sees (packages.site_variables: PYTHONPATH, PYTHONUSERBASE, ...), and their workdir
+    # ("": doctor's own folder).
+    env: tuple[tuple[str, str], ...] = ()
+    workdir: str = ""
 
 
 @frozen
@@ -293,10 +301,14 @@ def _package_problems(env: Captured, needs: Needs) -> list[str]:
     sets = needs.package_sets or (CellPackages(needs.packages),)
     every = sum(len(each.cells) for each in sets)
     cells_of: dict[str, list[str]] = {}
-    extras = _extras_problems(env, sets) if needs.runner == "local" else {}
+    asked = _asked_problems(env, sets) if needs.runner == "local" else None
     for each in sets:
-        found = environment_mismatches(env, {"packages": [*each.packages]}, ran=False)
-        for problem in dict.fromkeys([*found, *extras.get(each.packages, ())]):
+        found = (
+            asked[each]
+            if asked is not None
+            else environment_mismatches(env, {"packages": [*each.packages]}, ran=False)
+        )
+        for problem in dict.fromkeys(found):
             cells_of.setdefault(problem, []).extend(each.cells)
     return [
         problem if not cells or len(cells) == every else f"{problem} in {_cells(cells)}"
@@ -304,17 +316,35 @@ def _package_problems(env: Captured, needs: Needs) -> list[str]:
     ]
 
 
-def _extras_problems(
+def _asked_problems(
     env: Captured, sets: Sequence[CellPackages]
-) -> Mapping[tuple[str, ...], tuple[str, ...]]:
-    """What the extras the cells name (`torch[opt-einsum]`) require and the interpreter lacks,
-    asked of it: a capture holds no Requires-Dist, and `doctor` passed what a run refused."""
-    from reprospec.environment.packages import extras_mismatches
+) -> Mapping[CellPackages, tuple[str, ...]] | None:
+    """What the interpreter lacks of each set's packages, asked of it as the local runner's
+    check asks it: with the cells' `environment.env` and in their workdir (a spec whose env
+    sets PYTHONPATH passed doctor and was infra-error in run, or the reverse), and with what
+    the extras they name (`torch[opt-einsum]`) require, which a capture does not hold. One
+    probe per distinct env and workdir; None where the capture names no interpreter."""
+    import os
+    from pathlib import Path
+
+    from reprospec.environment.packages import lists_mismatches
 
     python = section(env, "python").get("executable")
     if not isinstance(python, str) or not python:
-        return {}
-    return extras_mismatches(python, [each.packages for each in sets])
+        return None
+    seen: dict[tuple[tuple[tuple[str, str], ...], str], list[CellPackages]] = {}
+    for each in sets:
+        seen.setdefault((each.env, each.workdir), []).append(each)
+    out: dict[CellPackages, tuple[str, ...]] = {}
+    for (variables, workdir), alike in seen.items():
+        found = lists_mismatches(
+            python,
+            [each.packages for each in alike],
+            env={**os.environ, **dict(variables)},
+            cwd=Path(workdir) if workdir else None,
+        )
+        out.update({each: found.get(each.packages, ()) for each in alike})
+    return out
 
 
 def _cells(ids: list[str], shown: int = 3) -> str:
@@ -329,12 +359,12 @@ def needs_of(
 ) -> Needs:
     """The most demanding of the resolved cells, each `(workload, environment)`; `ids`, the
     cells' ids in the same order, name the cells of each package list (`package_sets`)."""
-    from reprospec.environment.packages import requirements_naming
+    from reprospec.environment.packages import requirements_naming, site_variables
 
     device, workers, prefetch, batch, shm, memory = "cpu", 0, 2, None, None, None
     gpu_count = 0
     python: str | None = None
-    lists: dict[tuple[str, ...], list[str]] = {}
+    lists: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...], str], list[str]] = {}
     torch = False
     numpy = False
     workloads = True
@@ -342,7 +372,12 @@ def needs_of(
         workloads = workloads and bool(workload)
         numpy = numpy or not workload or _has_entrypoint(workload)
         if environment.packages:
-            named = lists.setdefault(tuple(environment.packages), [])
+            seen = (
+                tuple(environment.packages),
+                site_variables(environment.env),
+                str(environment.workdir),
+            )
+            named = lists.setdefault(seen, [])
             named.extend(ids[position : position + 1])
         torch = torch or bool(workload) or bool(requirements_naming(environment.packages, "torch"))
         wanted = str(workload.get("device") or environment.device or "cpu")
@@ -362,7 +397,7 @@ def needs_of(
         if environment.memory is not None:
             memory = environment.memory
         python = environment.python or python
-    packages = tuple(dict.fromkeys(p for each in lists for p in each))
+    packages = tuple(dict.fromkeys(p for each, _, _ in lists for p in each))
     return Needs(
         device=device,
         gpus=gpu_count,
@@ -373,7 +408,10 @@ def needs_of(
         memory=memory,
         python=python,
         packages=packages,
-        package_sets=tuple(CellPackages(each, tuple(named)) for each, named in lists.items()),
+        package_sets=tuple(
+            CellPackages(each, tuple(named), env, workdir)
+            for (each, env, workdir), named in lists.items()
+        ),
         torch=torch,
         numpy=numpy,
         workers_known=workloads and torch,  # (torch: some cell, a workload, was seen)

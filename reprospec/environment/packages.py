@@ -374,25 +374,33 @@ def _extra_problems(
     return out
 
 
-def extras_mismatches(
-    python: str, lists: Sequence[Sequence[str]]
+def lists_mismatches(
+    python: str,
+    lists: Sequence[Sequence[str]],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> dict[tuple[str, ...], tuple[str, ...]]:
-    """`mismatches` of the requirements naming an extra in each list, by the list, asked of
-    `python` itself in one probe (`doctor`, whose capture holds no Requires-Dist); {} where
-    none names one, and the reason where the probe failed."""
-    with_extras = {
-        tuple(each): [r for r in each if (parsed := _parse(r)).extras and parsed.name]
-        for each in lists
-    }
-    wanted = [r for requirements in with_extras.values() for r in requirements]
-    if not wanted:
+    """`mismatches` of each list, by the list, asked of `python` itself in one probe, in
+    `env` and `cwd` as the run's check asks it (`doctor`, on the local runner: a cell's
+    `environment.env` may set PYTHONPATH, and a capture holds no Requires-Dist); {} where
+    no list names a distribution, and the reason for each where the probe failed."""
+    named = {tuple(each): tuple(each) for each in lists if requirement_names(each)}
+    if not named:
         return {}
+    wanted = list(dict.fromkeys(r for each in named for r in each))
     try:
-        installed = probe_installed(python, wanted)
+        installed = probe_installed(python, wanted, env=env, cwd=cwd)
     except InfraError as exc:
-        said = (f"cannot check what the extras require: {exc}",)
-        return {key: said for key, r in with_extras.items() if r}
-    return {key: mismatches(r, installed) for key, r in with_extras.items() if r}
+        said = (f"cannot check the cell's packages: {exc}",)
+        return dict.fromkeys(named, said)
+    return {key: mismatches(key, installed) for key in named}
+
+
+def site_variables(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The variables of `env` that change which distributions an interpreter sees
+    (PYTHONPATH, PYTHONUSERBASE, ...): what keys a package check besides its folder."""
+    return tuple((name, env[name]) for name in _SITE_VARIABLES if name in env)
 
 
 def parse_probe(stdout: str, python: str) -> Installed:

@@ -122,6 +122,38 @@ def test_a_missing_requirement_of_an_extra_fails_as_the_run_refuses_it(
             )
 
 
+def test_packages_are_asked_in_the_cells_own_env_as_the_run_asks(cli: Cli, tmp_path: Path) -> None:
+    """The local runner's check runs the interpreter with the cell's `environment.env` and in
+    its workdir; doctor asked it with its own: a spec whose env sets PYTHONPATH to where
+    `kit` is failed doctor (`kit is not installed`) and ran, and one whose env hides the
+    caller's PYTHONPATH passed doctor and was infra-error in run."""
+    site = tmp_path / "site"
+    for name, version, requires in (
+        ("kit", "1.0", 'Requires-Dist: reprospec-speedup>=2; extra == "fast"\n'),
+        ("reprospec-speedup", "2.0", ""),
+    ):
+        (site / f"{name}-{version}.dist-info").mkdir(parents=True)
+        (site / f"{name}-{version}.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{requires}"
+        )
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for spec_path, outer, status in ((site, empty, "PASS"), (empty, site, "FAIL")):
+        (tmp_path / "kit.yaml").write_text(
+            "reprospec: 1\nname: kit\nenvironment:\n  packages: ['kit[fast]', 'kit']\n"
+            f"  env: {{PYTHONPATH: '{spec_path}'}}\n"
+            "command: python -c 'pass'\nexpect: {outcome: pass}\n"
+        )
+        env = {"PYTHONPATH": str(outer)}
+        done = cli("doctor", "kit.yaml", "--python", sys.executable, cwd=tmp_path, env=env)
+        (line,) = [ln for ln in done.stdout.splitlines() if " spec-environment " in ln]
+        assert line.split()[:2] == [status, "spec-environment"], line
+        run = cli("run", "kit.yaml", "--python", sys.executable, cwd=tmp_path, env=env)
+        assert run.code == (0 if status == "PASS" else 3), run.stdout + run.stderr
+        if status == "FAIL":
+            assert "kit is not installed (the cell needs kit[fast])" in line
+
+
 def test_doctor_for_the_venv_runner_checks_the_interpreter_it_builds_on(
     cli: Cli, tmp_path: Path
 ) -> None:
