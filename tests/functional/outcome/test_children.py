@@ -173,6 +173,41 @@ def test_a_pool_worker_that_exited_or_was_terminated_is_no_crash(
     assert outcome.detail == f"exit code 1; {POOL_WORKER_NO_CRASH}", outcome.detail
 
 
+# The pool is a child Python's, run without the engine's hooks (-I: no PYTHONPATH, so no
+# sitecustomize): its worker's SIGSEGV nobody wrote, and the program's own record is of its
+# CalledProcessError.
+INNER_POOL = """\
+import ctypes, resource
+from concurrent.futures import ProcessPoolExecutor
+def work():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    ctypes.string_at(0)
+if __name__ == "__main__":
+    with ProcessPoolExecutor(1) as pool:
+        pool.submit(work).result()
+"""
+OUTER = """\
+import subprocess, sys
+subprocess.run([sys.executable, "-I", sys.argv[1]], check=True)
+"""
+
+
+def test_a_pool_of_a_child_python_without_the_hooks_stays_a_crash(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """The program's record (a CalledProcessError) vouched for a pool that was not its own:
+    a child Python run with -I, whose worker died of SIGSEGV, read `error` with "no worker
+    died of a crash signal: not a crash". Only the program's own BrokenProcessPool says the
+    pool was one whose workers' deaths its hooks would have written."""
+    inner = tmp_path / "inner.py"
+    inner.write_text(INNER_POOL)
+    outer = tmp_path / "outer.py"
+    outer.write_text(OUTER)
+    result, _ = run_attempt(runner, [PY, str(outer), str(inner)], tmp_path, Expectation("crash"))
+    outcome = judged(result, "crash", None, "child")
+    assert POOL_WORKER_NO_CRASH not in (outcome.detail or "")
+
+
 def test_subprocess_child_is_named_by_its_command(runner: LocalRunner, tmp_path: Path) -> None:
     argv = [PY, CHILD_CRASH, "subprocess", PY, "-c", "import ctypes; ctypes.string_at(0)", "x"]
     result, _ = run_attempt(runner, argv, tmp_path)
