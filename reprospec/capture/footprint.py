@@ -23,7 +23,7 @@ from reprospec.capture.toggles import Proposal
 from reprospec.capture.writer import EnvLine
 from reprospec.core.expr import literal_text
 from reprospec.core.frozen import frozen
-from reprospec.core.logtext import undecodable_byte
+from reprospec.core.logtext import TRACEBACK_HEADER, undecodable_byte
 from reprospec.core.pythonargs import is_python, python_program
 from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult
@@ -777,7 +777,7 @@ def traceback_stack(output: str) -> str | None:
     call last):` on (of chained ones, the exception that ended the process), for
     `crash_frame`: an error's title named no frame (`pkg.run: IndexError`) where a crash's
     named the one it died in. None without one."""
-    start = output.rfind("Traceback (most recent call last):")
+    start = output.rfind(TRACEBACK_HEADER)
     return output[start:] if start >= 0 else None
 
 

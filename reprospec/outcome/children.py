@@ -56,6 +56,7 @@ from reprospec.core.childexit import ChildExit
 from reprospec.core.frozen import frozen
 from reprospec.core.jobreport import a_pipelines_child, pipeline_stage
 from reprospec.core.lazyre import Lazy
+from reprospec.core.logtext import TRACEBACK_HEADER
 from reprospec.core.results import Execution
 from reprospec.core.signals import (
     CRASH_SIGNALS,
@@ -419,7 +420,6 @@ _ENTRY_FIELD = Lazy(r"^\s*(?P<name>rank|exitcode|traceback)\s*:\s?(?P<value>.*)$
 _ENTRY_RANKS = Lazy(r"(?P<rank>\d+) \(local_rank: (?P<local>\d+)\)")
 _ENTRY_CODE = Lazy(r"(?P<code>-?\d+)")
 _ENTRY_START = Lazy(r"^\[\d+\]:\s*$")
-TRACEBACK_HEADER = "Traceback (most recent call last):"
 CHILD_FAILED = "ChildFailedError"
 
 

@@ -102,7 +102,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from reprospec import native
 from reprospec.core.lazyre import Lazy
-from reprospec.core.logtext import without_escapes
+from reprospec.core.logtext import TRACEBACK_HEADER, without_escapes
 from reprospec.core.results import (
     ChainLink,
     CrashedChild,
@@ -203,7 +203,7 @@ def classify(
     events = evidence.events
     # The threads that died of an exception: the report shows them as theirs (the detail).
     threads: tuple[PythonException, ...] = ()
-    if "Traceback (most recent call last):" in stderr:
+    if TRACEBACK_HEADER in stderr:
         from reprospec.outcome.tracebacks import thread_exceptions
 
         threads = thread_exceptions(stderr)

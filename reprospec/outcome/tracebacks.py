@@ -24,6 +24,7 @@ import re
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
+from reprospec.core.logtext import TRACEBACK_HEADER
 from reprospec.core.signals import signal_from_description
 
 _MAX_MESSAGE_LINES = 30
@@ -172,7 +173,7 @@ def thread_exceptions(text: str) -> tuple[PythonException, ...]:
     NAME:` blocks, or a block whose first frame is threading's `_bootstrap_inner`), in the
     order printed: what the report says of the threads, never what ended the process. A
     block cut by another's interleaved lines is left out."""
-    if not text or "Traceback (most recent call last):" not in text:
+    if not text or TRACEBACK_HEADER not in text:
         return ()
     lines = text.splitlines()
     found: list[PythonException] = []
@@ -243,7 +244,7 @@ _WORKER_DEATH = Lazy(r"^ERROR: Unexpected .* encountered in worker")
 def last_printed(stderr: str) -> str | None:
     """`ZeroDivisionError: division by zero`, the last traceback `stderr` printed; None: none.
     (A pass's warning: the program printed its failure and exited 0.)"""
-    chain = parse_chain(stderr) if "Traceback (most recent call last):" in stderr else ()
+    chain = parse_chain(stderr) if TRACEBACK_HEADER in stderr else ()
     if not chain:
         return None
     last = went_on(chain[-1])
