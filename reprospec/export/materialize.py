@@ -1017,9 +1017,10 @@ it from a `child_exit` event (the status a Python parent reaped), or from
 `output.log` as `reprospec run` reads a container's output, `crash SIGSEGV
 (child)` from subprocess's "died with <Signals.SIGSEGV: 11>", a shell's
 "4242 Segmentation fault", the child's faulthandler report, or `crash (child)`
-from a process pool's "terminated abruptly" (no crash where a Python process of the
-cell left its record of how it ended, `results/N/raised-PID.txt`, and no `child_exit`
-event names a crash signal: the worker exited or was terminated). `run.sh` judges the outcome, the
+from a process pool's "terminated abruptly" (no crash where the cell's program left its
+record of how it ended, `results/N/raised-PID.txt`, of its own pool's `BrokenProcessPool`,
+and no `child_exit` event names a crash signal: the worker exited or was terminated).
+`run.sh` judges the outcome, the
 signal and the exit code, and exits 0 when every cell it ran did what it was
 expected to, 1 when one did not (`NOT reproduced`), 3 when docker could not run
 one, 4 when one was `not judged here` (the others reproduced), in that order of

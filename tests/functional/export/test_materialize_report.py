@@ -55,15 +55,20 @@ expect:
 """
 
 
-def _report(bundle: Path, cell: int, status: int, expect: str = "crash SIGSEGV ''") -> str:
+def _report(
+    bundle: Path, cell: int, status: int, expect: str = "crash SIGSEGV ''", pid: int | None = None
+) -> str:
     """What the bundle's run.sh prints of cell `cell` ended with `status`: its functions (the
     script up to its first cell), then `report` as a cell's function calls it, expecting
     `expect` (outcome, signals, exit code), then the verdicts run.sh's exit status reads
-    (NOT_JUDGED where it is set)."""
+    (NOT_JUDGED where it is set). `pid`: the command's pid the init recorded
+    (run_container's PROGRAM_PID), none by default."""
     script = (bundle / "run.sh").read_text()
     head = script[: script.index("\n# cell 1:")]
+    program = f"PROGRAM_PID={pid}\n" if pid is not None else ""
     (bundle / "report.sh").write_text(
-        f"{head}\nreport {cell} {status} {shlex.quote(f'cell{cell}')} expected {expect}\n"
+        f"{head}\n{program}"
+        f"report {cell} {status} {shlex.quote(f'cell{cell}')} expected {expect}\n"
         'echo "MISSED=$MISSED NOT_RUN=$NOT_RUN'
         '$([ "${NOT_JUDGED:-0}" = 0 ] || echo " NOT_JUDGED=1")"\n'
     )
@@ -313,9 +318,9 @@ def children(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     return bundle, {str(number): outcome for number, (_, outcome) in enumerate(cells, start=1)}
 
 
-def _said(bundle: Path, cell: int, expect: str) -> str:
+def _said(bundle: Path, cell: int, expect: str, pid: int | None = None) -> str:
     prog = ["called", "shell", "pool", "exit139", "seg"][cell - 1]
-    return _report(bundle, cell, STATUS[prog], expect)
+    return _report(bundle, cell, STATUS[prog], expect, pid)
 
 
 def test_a_childs_death_is_a_crash_in_a_child_as_reprospec_run_says(
@@ -349,18 +354,39 @@ def test_a_childs_death_is_a_crash_in_a_child_as_reprospec_run_says(
     assert said.startswith('== cell 3 [cell3]: crash (child): output.log says "A process in the')
     assert said.endswith("; reproduced\nMISSED=0 NOT_RUN=0\n")
     # A worker that exited (os._exit(3)) or got a SIGTERM is "terminated abruptly" too: where
-    # the cell's Python processes ran the image's hooks (a process's record of how it ended)
-    # and events.jsonl names no death by a crash signal, no crash, as `reprospec run` reads it.
+    # the pool is the program's own (its record of how it ended, the image's hooks', holds
+    # its BrokenProcessPool) and events.jsonl names no death by a crash signal, no crash, as
+    # `reprospec run` reads it.
     (bundle / "results" / "3" / "events.jsonl").write_text("")
-    (bundle / "results" / "3" / "raised-4242.txt").write_text("1\n")
-    said = _said(bundle, 3, "error '' ''")
-    assert said.startswith(
-        '== cell 3 [cell3]: no crash: output.log says "A process in the process pool was '
-        'terminated abruptly", but no worker died of a crash signal (events.jsonl names none); '
-        "the main process exited 1; expected: expected; reproduced\n"
-    ), said
-    assert "NOT reproduced" in _said(bundle, 3, "crash '' ''")
-    (bundle / "results" / "3" / "raised-4242.txt").unlink()
+    raised = bundle / "results" / "3" / "raised-4242.txt"
+    raised.write_text(
+        "1\nTraceback (most recent call last):\n"
+        '  File "/work/prog.py", line 9, in <module>\n'
+        "concurrent.futures.process.BrokenProcessPool: A process in the process pool was "
+        "terminated abruptly while the future was running or pending.\n"
+    )
+    # The init's pid is the program's (4242), or the root shell's (1) whose one program it is.
+    for pid in (4242, 1):
+        said = _said(bundle, 3, "error '' ''", pid)
+        assert said.startswith(
+            '== cell 3 [cell3]: no crash: output.log says "A process in the process pool was '
+            'terminated abruptly", but no worker died of a crash signal (events.jsonl names '
+            "none); the main process exited 1; expected: expected; reproduced\n"
+        ), said
+        assert "NOT reproduced" in _said(bundle, 3, "crash '' ''", pid)
+    # A record that is not the program's (no pid recorded, or another's: a worker's, a child
+    # Python's), or the program's of another exception (the CalledProcessError of a child
+    # Python run without the hooks, whose pool it was, its worker's SIGSEGV unwritten),
+    # vouches for no pool: any Python process's record did.
+    crash = '== cell 3 [cell3]: crash (child): output.log says "A process in the'
+    assert _said(bundle, 3, "crash '' ''").startswith(crash)
+    assert _said(bundle, 3, "crash '' ''", 77).startswith(crash)
+    raised.write_text(
+        "1\nsubprocess.CalledProcessError: Command '['python3', '-I', 'inner.py']' returned "
+        "non-zero exit status 1.\n"
+    )
+    assert _said(bundle, 3, "crash '' ''", 4242).startswith(crash)
+    raised.unlink()
     (bundle / "results" / "3" / "events.jsonl").unlink()
 
 
