@@ -40,8 +40,10 @@ rules, in order:
    so the death it reports (a `timeout -s KILL` the shell ran) was sent by a process,
    as a child's is under rule 6; rules 5-7 read the rest, `error` exit 137 by default.
    But where the root `/bin/sh -c LINE` forked one program whose own record says it died
-   of a signal (`Execution.program_died`: begun, never ended), its 128+N is that main
-   process's death by N, any N, as a list command's -N is and as under bash, which execs it.
+   of a signal (`Execution.program_died`: begun, never ended, its parent the root and a
+   shell), its 128+N is that main process's death by N, any N, as a list command's -N is
+   and as under bash, which execs it. No record (no Python, `python -S`/`-I`/`-E`, a root
+   the shell exec'd: bash's `timeout -s KILL 60 python x.py`) leaves it to the rules here.
 5. a DataLoader worker died (a `worker_exit` event with a signal, a `child_exit`
    event of a DataLoader worker dead of a crash signal (the status the main process
    reaped, where torch's words race with its own ConnectionResetError), "DataLoader
