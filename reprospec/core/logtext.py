@@ -222,6 +222,112 @@ def shell_join(words: Sequence[str]) -> str:
     return " ".join(_shell_word(word) for word in words)
 
 
+def shell_split(line: str) -> list[str]:
+    r"""The words of `line`, the inverse of `shell_join`: shlex.split, where a `$'...'` word
+    (bash's quoting, `$'b\xfe.tar.gz'`) is read back to the bytes it names, those that are
+    not UTF-8 a lone surrogate each. shlex read it as `$` and a quoted `b\xfe.tar.gz`, so a
+    rejoined line named another file. ValueError where a quotation is not closed."""
+    words: list[str] = []
+    word: bytearray | None = None  # the word being read, as bytes (surrogateescape)
+    at, end = 0, len(line)
+
+    def add(text: str) -> bytearray:
+        data = word if word is not None else bytearray()
+        data += text.encode("utf-8", "surrogateescape")
+        return data
+
+    while at < end:
+        char = line[at]
+        if char in " \t\n\r\f\v":
+            if word is not None:
+                words.append(bytes(word).decode("utf-8", "surrogateescape"))
+                word = None
+            at += 1
+        elif char == "$" and line.startswith("$'", at):
+            close, data = _ansi_c(line, at + 2)
+            word = add("")
+            word += data
+            at = close + 1
+        elif char == "'":
+            close = line.find("'", at + 1)
+            if close < 0:
+                raise ValueError("No closing quotation")
+            word = add(line[at + 1 : close])
+            at = close + 1
+        elif char == '"':
+            at += 1
+            part: list[str] = []
+            while True:
+                if at >= end:
+                    raise ValueError("No closing quotation")
+                if line[at] == '"':
+                    break
+                if line[at] == "\\" and at + 1 < end and line[at + 1] in '"\\':
+                    at += 1
+                part.append(line[at])
+                at += 1
+            word = add("".join(part))
+            at += 1
+        elif char == "\\":
+            if at + 1 >= end:
+                raise ValueError("No escaped character")
+            word = add(line[at + 1])
+            at += 2
+        else:
+            word = add(char)
+            at += 1
+    if word is not None:
+        words.append(bytes(word).decode("utf-8", "surrogateescape"))
+    return words
+
+
+_ANSI_C = {"a": 7, "b": 8, "e": 27, "E": 27, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11}
+
+
+def _ansi_c(line: str, at: int) -> tuple[int, bytes]:
+    """The bytes of the `$'...'` word whose text starts at `at`, and where its `'` is."""
+    data = bytearray()
+    end = len(line)
+    while True:
+        if at >= end:
+            raise ValueError("No closing quotation")
+        char = line[at]
+        if char == "'":
+            return at, bytes(data)
+        if char != "\\" or at + 1 >= end:
+            data += char.encode("utf-8", "surrogateescape")
+            at += 1
+            continue
+        code = line[at + 1]
+        if code == "x":
+            digits = ""
+            while len(digits) < 2 and at + 2 + len(digits) < end:
+                if line[at + 2 + len(digits)] not in "0123456789abcdefABCDEF":
+                    break
+                digits += line[at + 2 + len(digits)]
+            if digits:
+                data.append(int(digits, 16))
+                at += 2 + len(digits)
+                continue
+            data += b"\\x"
+        elif code in "01234567":
+            digits = code
+            while len(digits) < 3 and at + 1 + len(digits) < end:
+                if line[at + 1 + len(digits)] not in "01234567":
+                    break
+                digits += line[at + 1 + len(digits)]
+            data.append(int(digits, 8) & 0xFF)
+            at += 1 + len(digits)
+            continue
+        elif code in _ANSI_C:
+            data.append(_ANSI_C[code])
+        elif code in "\\'\"?":
+            data += code.encode()
+        else:  # bash keeps an unknown escape as it is
+            data += ("\\" + code).encode("utf-8", "surrogateescape")
+        at += 2
+
+
 def _shell_word(word: str) -> str:
     import shlex
 

@@ -764,10 +764,10 @@ class Redactor:
         A secret elsewhere, or of no known variable, is MASK."""
         if self._pattern is None or not text or self.text(text) == text:
             return text
-        import shlex
+        from reprospec.core.logtext import shell_join, shell_split
 
         try:
-            words = shlex.split(text)
+            words = shell_split(text)  # shlex read a `$'b\xfe'` word as another
         except ValueError:
             return self.text(text)
         shown = []
@@ -778,7 +778,7 @@ class Redactor:
                 shown.append(self._override(word))
             else:
                 shown.append(self.text(word))
-        return shlex.join(shown)
+        return shell_join(shown)
 
     def _override(self, override: str) -> str:
         """A `--set PATH=VALUE` as `spec_text` writes a spec: its VALUE is the YAML, and

@@ -66,8 +66,8 @@ def _store_set_aside(run_id: str, out: Path) -> str:
     to) or removed. It was refused as a merged run ("such as one `reprospec merge` made"),
     where no merge was in it (lo32 item 3). "" for any other run."""
     import json
-    import shlex
 
+    from reprospec.core.logtext import shell_join, shell_split
     from reprospec.core.runoptions import without_options
     from reprospec.store.runfolder import ENGINE_JSON, RunFolder
 
@@ -82,7 +82,7 @@ def _store_set_aside(run_id: str, out: Path) -> str:
     try:
         ran = json.loads(folder.results_json.read_text(encoding="utf-8"))
         line = str(ran["command_line"]) or f"reprospec run {ran['spec']['path']}"
-        command = shlex.join(without_options(shlex.split(line), ("--out",)))
+        command = shell_join(without_options(shell_split(line), ("--out",)))
         report = f"; what it ran is in its folder: `reprospec report {run_id} --out {out}`"
     except (OSError, ValueError, KeyError, TypeError):
         pass  # killed before it wrote one

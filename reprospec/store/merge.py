@@ -523,7 +523,9 @@ def _merged_command_line(runs: Sequence[RunResult], filters: Sequence[str]) -> s
     out. The session's line is kept where every run was made by it, else `reprospec run`
     of the spec with the filters and the options the runs ran under (their `--repeat`,
     `--runner`, `--set`s: one `--repeat 5` on venv was recorded to run 1 attempt locally)."""
-    import shlex
+    # shell_split: shlex read a `$'b\xfe.tar.gz'` word (shell_join's) as `$` and another
+    # file's name.
+    from reprospec.core.logtext import shell_join, shell_split
 
     first = runs[0]
     if first.options.get("purpose") == "pytest":
@@ -535,7 +537,7 @@ def _merged_command_line(runs: Sequence[RunResult], filters: Sequence[str]) -> s
     if list(filters) == _filters_of(first):
         return command_line
     try:
-        words = shlex.split(command_line)
+        words = shell_split(command_line)
     except ValueError:
         return command_line  # not shell words: left as the run wrote it
     kept: list[str] = []
@@ -553,7 +555,7 @@ def _merged_command_line(runs: Sequence[RunResult], filters: Sequence[str]) -> s
         kept.append(word)
     at = len(kept) if at is None else at
     given = [word for f in filters for word in ("-m", f)]
-    return shlex.join(kept[:at] + given + kept[at:])
+    return shell_join(kept[:at] + given + kept[at:])
 
 
 def _without_shard(command_line: str) -> str:

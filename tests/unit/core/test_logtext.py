@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 import reprospec
 from reprospec.core.logtext import excerpt, without_escapes
 from reprospec.outcome.evidence import read_log
@@ -60,3 +62,26 @@ def test_one_escape_pattern_reads_a_line_one_way_everywhere() -> None:
         if path.name != "logtext.py" and re.search(r"\\x1b\\\[|\\033\\\[", path.read_text())
     ]
     assert copies == []
+
+
+def test_shell_split_reads_back_what_shell_join_wrote_odd_words_and_bytes_not_utf8() -> None:
+    # shlex.split read shell_join's `$'b\xfe.tar.gz'` as `$` and a quoted word: the
+    # rejoined line (resume's hint, merge's -m, a redacted --set) named another file.
+    from reprospec.core.logtext import shell_join, shell_split
+
+    odd = [
+        "b\udcfe.tar.gz", "", "a b", "it's", 'say "hi"', "back\\slash", "$HOME", "$'x'",
+        "new\nline", "tab\tx", "é\udc80", "\udcc3", "-m", "a=1", "\x01", "'", "\\",
+    ]  # fmt: skip
+    assert shell_split(shell_join(odd)) == odd
+    for word in odd:
+        assert shell_split(shell_join([word])) == [word]
+    line = "reprospec run $'/tmp/b\\xfe.tar.gz' -m a=1"
+    assert shell_split(line) == ["reprospec", "run", "/tmp/b\udcfe.tar.gz", "-m", "a=1"]
+    assert shell_join(shell_split(line)) == line
+    # Bash's other escapes, and shlex's reading of every other line.
+    assert shell_split("$'a\\tb\\'c\\\\d\\101\\x41\\q'") == ["a\tb'c\\dAA\\q"]
+    assert shell_split("""a 'b c' "d \\" e" f\\ g h$i""") == ["a", "b c", 'd " e', "f g", "h$i"]
+    for unclosed in ("a 'b", 'a "b', "a $'b"):
+        with pytest.raises(ValueError, match="No closing quotation"):
+            shell_split(unclosed)

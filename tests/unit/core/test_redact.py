@@ -609,3 +609,14 @@ def test_a_spec_masked_again_keeps_one_note_with_every_name() -> None:
         earlier + "# reprospec: secrets masked; to rerun this spec, set in your environment: B\n"
     )
     assert Redactor.masked_names(doubled) == ("API_KEY", "B")
+
+
+def test_a_redacted_command_line_keeps_a_word_of_bytes_not_utf8() -> None:
+    # shlex.split read `$'/tmp/b\xfe.tar.gz'` (shell_join's) as `$` and a quoted word:
+    # the line came back `'$/tmp/b\xfe.tar.gz'`, another file.
+    redactor = Redactor(["zzsecret999"], names={"zzsecret999": "MY_API_TOKEN"})
+    line = "reprospec run $'/tmp/b\\xfe.tar.gz' --set environment.env.MY_API_TOKEN=zzsecret999"
+    assert redactor.command_line(line) == (
+        "reprospec run $'/tmp/b\\xfe.tar.gz' "
+        "--set 'environment.env.MY_API_TOKEN=${{ env.MY_API_TOKEN }}'"
+    )

@@ -525,6 +525,11 @@ def test_merged_runs_of_other_cells_name_every_cell_in_their_filters() -> None:
     both = merge([a, b])
     assert both.options["matrix_filters"] == []
     assert both.command_line == "reprospec run s.yaml"
+    # A spec (a bundle) named with a byte not UTF-8, as shell_join records it: shlex read
+    # `$'b\xfe.tar.gz'` as `$` and a quoted word, `'$b\xfe.tar.gz'` rejoined.
+    a = replace(a, command_line="reprospec run $'b\\xfe.tar.gz' -m num_workers=0")
+    b = replace(b, command_line="reprospec run $'b\\xfe.tar.gz' --matrix pin_memory=true")
+    assert merge([a, b]).command_line == "reprospec run $'b\\xfe.tar.gz'"
 
 
 def test_merged_pytest_runs_keep_pytests_command_line() -> None:
