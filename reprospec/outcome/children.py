@@ -404,12 +404,6 @@ _RANK_FAILED = Lazy(r"\bfailed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<ran
 # exception (`[rank1]:`, the global rank).
 _RANK_PREFIX = Lazy(r"^\[(?:rank|default)\d+\]:\s?", re.M)
 _RANK_LINE = Lazy(r"^\[(?P<kind>rank|default)(?P<rank>\d+)\]:")
-# torchrun's summary of the first failure: `rank      : 1 (local_rank: 1)`.
-_ROOT_CAUSE = Lazy(
-    r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(?P<rank>\d+)\s*"
-    r"\(local_rank:\s*(?P<local>\d+)\)",
-    re.S,
-)
 # The entry of torchrun's report under its `Root Cause (first observed failure):` title, up
 # to the next rule: `rank : 1 (local_rank: 1)`, `exitcode : 1 (pid: 24927)`, and where the
 # rank's entry point is `@record`-decorated, `traceback : Traceback (most recent call
@@ -465,12 +459,14 @@ class RankException:
 
 @frozen
 class _RootCause:
-    """torchrun's `Root Cause (first observed failure)` entry: the rank that failed first,
-    its exit code, and the traceback its error file recorded ('' where there is none)."""
+    """torchrun's `Root Cause (first observed failure)` entry: the rank that failed first
+    (`rank : 1 (local_rank: 1)`, its global rank and its local one), its exit code, and the
+    traceback its error file recorded ('' where there is none)."""
 
     local: int
     code: int | None
     traceback: str
+    rank: int | None = None
 
 
 def _root_cause(stderr: str) -> _RootCause | None:
@@ -479,6 +475,7 @@ def _root_cause(stderr: str) -> _RootCause | None:
     if found is None:
         return None
     local: int | None = None
+    rank: int | None = None
     code: int | None = None
     traceback: list[str] = []
     indent = 2  # the field's lines are its value's, two spaces further in
@@ -499,6 +496,7 @@ def _root_cause(stderr: str) -> _RootCause | None:
         elif field is not None and field["name"] == "rank":
             ranks = _ENTRY_RANKS.search(field["value"])
             local = int(ranks["local"]) if ranks is not None else None
+            rank = int(ranks["rank"]) if ranks is not None else None
         elif field is not None and field["name"] == "exitcode":
             number = _ENTRY_CODE.match(field["value"].strip())
             code = int(number["code"]) if number is not None else None
@@ -506,7 +504,7 @@ def _root_cause(stderr: str) -> _RootCause | None:
             traceback.append(field["value"])
     if local is None:
         return None
-    return _RootCause(local, code, "\n".join(traceback) + "\n")
+    return _RootCause(local, code, "\n".join(traceback) + "\n", rank)
 
 
 def rank_exception(stderr: str) -> RankException | None:
@@ -536,10 +534,9 @@ def rank_exception(stderr: str) -> RankException | None:
         # whoever's lines the output interleaves (unprefixed, the last traceback before
         # torchrun's line may be another rank's).
         return RankException(local, recorded, int(failed["code"]))
-    root = _ROOT_CAUSE.search(stderr, failed.end())
     ranks = {"default": local, "rank": local}
-    if root is not None and int(root["local"]) == local:
-        ranks["rank"] = int(root["rank"])
+    if entry is not None and entry.local == local and entry.rank is not None:
+        ranks["rank"] = entry.rank  # `[rankN]:` prefixes name the global rank
     # (up to the start of the line: torchrun's log header, `E1205 ... api.py:1002] `)
     before = stderr[: stderr.rfind("\n", 0, failed.start()) + 1]
     own: list[str] = []

@@ -196,6 +196,43 @@ def test_a_pipelines_first_process_that_crashed_is_the_commands_program() -> Non
     assert (death[0].pid, death[0].cmdline, death[1]) == (25793, "python3 crash.py 2>&1", 0)
 
 
+def test_a_ranks_prefixes_name_its_global_rank_as_torchruns_root_cause_says() -> None:
+    # The second node of two (two ranks each): local rank 1 is global rank 3, and torch's
+    # excepthook prefixes its lines `[rank3]:`. The root cause entry says which is which;
+    # read as `[rank1]:`, rank 3's ValueError was another rank's and rank 2's a peer's.
+    text = (
+        "[rank3]: Traceback (most recent call last):\n"
+        '[rank3]:   File "/work/train.py", line 5, in <module>\n'
+        '[rank3]:     raise ValueError("bad shard")\n'
+        "[rank3]: ValueError: bad shard\n"
+        "[rank2]: Traceback (most recent call last):\n"
+        '[rank2]:   File "/work/train.py", line 7, in <module>\n'
+        "[rank2]:     dist.barrier()\n"
+        "[rank2]: RuntimeError: Connection closed by peer\n"
+        "E1206 09:14:31.551000 32431 torch/distributed/elastic/multiprocessing/api.py:1002] "
+        "failed (exitcode: 1) local_rank: 1 (pid: 32651) of binary: /usr/bin/python3\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        "============================================================\n"
+        "train.py FAILED\n"
+        "------------------------------------------------------------\n"
+        "Root Cause (first observed failure):\n"
+        "[0]:\n"
+        "  time      : 2026-12-06_09:14:31\n"
+        "  host      : node2\n"
+        "  rank      : 3 (local_rank: 1)\n"
+        "  exitcode  : 1 (pid: 32651)\n"
+        "  error_file: <N/A>\n"
+        "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n"
+        "============================================================\n"
+    )
+    rank = rank_exception(text)
+    assert rank is not None
+    assert (rank.local_rank, [(e.type, e.message) for e in rank.chain]) == (
+        1,
+        [("ValueError", "bad shard")],
+    )
+
+
 def test_a_launcher_that_wraps_torchruns_failure_is_read_as_the_ranks_live_and_from_a_log(
     tmp_path: Path,
 ) -> None:
