@@ -45,11 +45,13 @@ _SECTION_TITLE = Lazy(r"^_{3,} (?P<title>.+?) _{3,}\s*$")
 _RULE = Lazy(r"^={3,}")
 _RAISED_AT = Lazy(r"^\S+:\d+: (?P<type>[A-Za-z_][\w.]*)\s*$")
 _E_LINE = Lazy(r"^E(?: +|$)")
+# An exception type as pytest writes it, both with a message and without one.
+_TYPE = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*"
 # `ValueError: message`, `torch.OutOfMemoryError: ...`: a class name (capitalised) and a colon.
-_TYPED = Lazy(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*): (?P<message>.*)$")
+_TYPED = Lazy(rf"^(?P<type>{_TYPE}): (?P<message>.*)$")
 # What pytest writes of an exception with no message (`raise RuntimeError()`): its type
 # alone, `FAILED t.py::test_x - RuntimeError`, which read as the message `RuntimeError`.
-_BARE_TYPE = Lazy(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*$")
+_BARE_TYPE = Lazy(rf"^{_TYPE}$")
 _ERROR_TITLE = Lazy(r"^ERROR at (?P<at>setup|teardown) of ")
 # Runners that start the program named after them.
 _WRAPPERS = ("uv", "poetry", "pdm", "pipenv", "hatch", "rye", "pipx")
