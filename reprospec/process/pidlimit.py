@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from reprospec.core.lazyre import Lazy
+from reprospec.process import memcgroup
 
 # Processes (threads, for cgroup v1) one attempt may have at once.
 ATTEMPT_MAX_PROCESSES = 4096
@@ -89,25 +90,17 @@ def _own_pids_root() -> Path | None:
     if _root_cache:
         return _root_cache[0]
     found: Path | None = None
-    try:
-        mounts = Path("/proc/self/mountinfo").read_text(errors="surrogateescape").splitlines()
-        own = Path("/proc/self/cgroup").read_text(errors="surrogateescape").splitlines()
-    except OSError:
-        mounts, own = [], []
+    # memcgroup's reading of the mounts and of this process's cgroups, not one of its own.
     mount = next(
         (
-            line.split()[4]
-            for line in mounts
-            if " - cgroup " in line and "pids" in line.rsplit(" ", 1)[-1].split(",")
+            point
+            for point, kind, options in memcgroup.mounts()
+            if kind == "cgroup" and "pids" in options.split(",")
         ),
         None,
     )
-    relative = next(
-        (line.split(":", 2)[2] for line in own if "pids" in line.split(":", 2)[1].split(",")),
-        None,
-    )
-    if mount is not None and relative is not None:
-        folder = Path(mount) / relative.lstrip("/")
+    if mount is not None:
+        folder = Path(mount) / memcgroup.own_cgroup("pids").lstrip("/")
         if os.access(folder, os.W_OK) and (folder / "cgroup.procs").is_file():
             found = folder
     _root_cache.append(found)
@@ -352,12 +345,26 @@ def events_of(pid: int) -> str | None:
     """The pids.events file of the pids cgroup process `pid` is in (cgroup v1's pids
     hierarchy, else v2's unified one), as this engine's mounts show it; None where there
     is none to read (no such mount, the process gone). A container's: its engine removes
-    the cgroup as the container ends, so its count is read while it lives."""
+    the cgroup as the container ends, so its count is read while it lives. None too where
+    it is this engine's own cgroup's (the process's cgroup not seen from here, a
+    container's engine that does not put it in one of its own): that file outlives the
+    container, and its count is not the container's."""
     try:
-        mounts = Path("/proc/self/mountinfo").read_text(errors="surrogateescape").splitlines()
-        groups = Path(f"/proc/{pid}/cgroup").read_text(errors="surrogateescape").splitlines()
+        mounts = _proc_lines("self/mountinfo")
+        groups = _proc_lines(f"{pid}/cgroup")
+        own = _proc_lines("self/cgroup")
     except OSError:
         return None
+    found = _events_in(groups, mounts)
+    return None if found is None or found == _events_in(own, mounts) else found
+
+
+def _proc_lines(name: str) -> list[str]:
+    return Path("/proc", name).read_text(errors="surrogateescape").splitlines()
+
+
+def _events_in(groups: list[str], mounts: list[str]) -> str | None:
+    """The pids.events file of the cgroup `groups` (a /proc/PID/cgroup's lines) name."""
     for line in groups:
         _, controllers, relative = [*line.split(":", 2), "", ""][:3]
         v1 = "pids" in controllers.split(",")

@@ -23,6 +23,7 @@ class PidsWatch:
     process) every POLL_S until `stop()`; where there is none to read, it reads nothing."""
 
     def __init__(self, pid: int | None) -> None:
+        self.refused = 0
         self._events = pidlimit.events_of(pid) if pid is not None else None
         self.refused = self._read()
         self._done = threading.Event()
@@ -34,7 +35,7 @@ class PidsWatch:
     def _read(self) -> int:
         if self._events is None:
             return 0
-        return max(getattr(self, "refused", 0), pidlimit.refused_in(self._events))
+        return max(self.refused, pidlimit.refused_in(self._events))
 
     def _watch(self) -> None:
         assert self._events is not None
@@ -45,7 +46,9 @@ class PidsWatch:
 
     def stop(self) -> int:
         """The forks refused while the container lived (one last read now, while its cgroup
-        may still be there)."""
+        may still be there); called again, the count it said."""
+        if self._done.is_set():
+            return self.refused
         self._done.set()
         if self._thread is not None:
             self._thread.join()

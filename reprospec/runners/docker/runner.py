@@ -535,68 +535,73 @@ class DockerRunner:
                 root = local_pid(container)
                 # Its pids limit's refusals, read while its cgroup is there (pidswatch.py).
                 pids = PidsWatch(root)
-                if watch is not None and root is not None:
-                    # The container's init reaps its orphans: every process of the attempt
-                    # is below it. A remote engine's container has no pid here: wall clock.
-                    watch.count_cpu_wait(CpuWait(lambda: tree.descendants(root)))
-                stalled_at: list[float] = []
-                judge = StallJudge(watch, pump) if watch is not None else None
-
-                def stalled(now: float) -> bool:
-                    """`run.stall`, asked by wait_for_exit between its waits; a stall the
-                    watch sees is judged again once the output thread has caught up."""
-                    assert watch is not None
-                    assert judge is not None
-                    watch.output(now, pump.bytes_read)
-                    if judge.stalled(now):
-                        stalled_at.append(now)
-                    return bool(stalled_at)
-
                 try:
-                    status = wait_for_exit(
-                        container, plan.timeout_s, cancel, stalled if watch else None
-                    )
+                    if watch is not None and root is not None:
+                        # The container's init reaps its orphans: every process of the attempt
+                        # is below it. A remote engine's container has no pid here: wall clock.
+                        watch.count_cpu_wait(CpuWait(lambda: tree.descendants(root)))
+                    stalled_at: list[float] = []
+                    judge = StallJudge(watch, pump) if watch is not None else None
+
+                    def stalled(now: float) -> bool:
+                        """`run.stall`, asked by wait_for_exit between its waits; a stall the
+                        watch sees is judged again once the output thread has caught up."""
+                        assert watch is not None
+                        assert judge is not None
+                        watch.output(now, pump.bytes_read)
+                        if judge.stalled(now):
+                            stalled_at.append(now)
+                        return bool(stalled_at)
+
+                    try:
+                        status = wait_for_exit(
+                            container, plan.timeout_s, cancel, stalled if watch else None
+                        )
+                    finally:
+                        if watch is not None:
+                            watch.close()
+                    if status is None and cancel is not None and cancel.is_set():
+                        # Stopped: a command that had ended (or was ending) is finished, not
+                        # cut short; the container's stopping is no part of the program.
+                        status = ended_at_stop(container, log_dir, config)
+                    if status is None:
+                        timed_out = not (cancel is not None and cancel.is_set())
+                        interrupted = not timed_out
+                        stall = bool(stalled_at) and timed_out
+                        # Native stacks first, as the local runner reads them: the asking
+                        # signal's handler (SIGURG) ends a wait the kernel never restarts
+                        # (pause, sigsuspend, a C poll without an EINTR retry), and a process
+                        # read after it showed where it went next (native-stacks.md).
+                        if timed_out and self.native is not None:
+                            hang_native = self.native.hang(
+                                client, container, str(config["image"]),
+                                timed_out_at=stalled_at[0] if stall
+                                else begin + (plan.timeout_s or 0.0),
+                            )  # fmt: skip
+                        if timed_out or not init or init_started(log_dir):
+                            stack_path = collect_stacks(container, log_dir)
+                        # else stopped before its init started the command: nothing of the
+                        # program to ask, and the asking (a second or more) let the command
+                        # start and run after the stop, its output in a folder not kept.
+                        with contextlib.suppress(docker.errors.APIError):
+                            container.kill()
+                        status = wait_for_exit(container, 30.0, None)
+                    duration = time.monotonic() - begin
+                    refused = pids.stop()
+                    if not pump.finish(DRAIN_WAIT_S):
+                        warnings.append("the container's output was still open after it exited")
+                    container.reload()
+                    inspected = container.attrs.get("State")
+                    state = inspected if isinstance(inspected, dict) else {}
+                    oom = bool(state.get("OOMKilled"))
+                    if status is None:
+                        code = state.get("ExitCode")
+                        status = code if isinstance(code, int) else -1
+                    raw = status
                 finally:
-                    if watch is not None:
-                        watch.close()
-                if status is None and cancel is not None and cancel.is_set():
-                    # Stopped: a command that had ended (or was ending) is finished, not
-                    # cut short; the container's stopping is no part of the program.
-                    status = ended_at_stop(container, log_dir, config)
-                if status is None:
-                    timed_out = not (cancel is not None and cancel.is_set())
-                    interrupted = not timed_out
-                    stall = bool(stalled_at) and timed_out
-                    # Native stacks first, as the local runner reads them: the asking
-                    # signal's handler (SIGURG) ends a wait the kernel never restarts
-                    # (pause, sigsuspend, a C poll without an EINTR retry), and a process
-                    # read after it showed where it went next (native-stacks.md).
-                    if timed_out and self.native is not None:
-                        hang_native = self.native.hang(
-                            client, container, str(config["image"]),
-                            timed_out_at=stalled_at[0] if stall
-                            else begin + (plan.timeout_s or 0.0),
-                        )  # fmt: skip
-                    if timed_out or not init or init_started(log_dir):
-                        stack_path = collect_stacks(container, log_dir)
-                    # else stopped before its init started the command: nothing of the
-                    # program to ask, and the asking (a second or more) let the command
-                    # start and run after the stop, its output in a folder not kept.
-                    with contextlib.suppress(docker.errors.APIError):
-                        container.kill()
-                    status = wait_for_exit(container, 30.0, None)
-                duration = time.monotonic() - begin
-                refused = pids.stop()
-                if not pump.finish(DRAIN_WAIT_S):
-                    warnings.append("the container's output was still open after it exited")
-                container.reload()
-                inspected = container.attrs.get("State")
-                state = inspected if isinstance(inspected, dict) else {}
-                oom = bool(state.get("OOMKilled"))
-                if status is None:
-                    code = state.get("ExitCode")
-                    status = code if isinstance(code, int) else -1
-                raw = status
+                    # Also where the wait, the drain or the reload raised (an APIError, a Ctrl-C):
+                    # its thread would otherwise read on until the file went.
+                    pids.stop()
         except docker.errors.ImageNotFound as exc:
             return self._infra(base, started, f"docker image missing: {exc.explanation or exc}")
         except docker.errors.APIError as exc:

@@ -190,6 +190,32 @@ def test_a_fork_refused_just_before_the_program_exits_is_warned_of(
 
 @needs_engine
 @pytest.mark.usefixtures("no_leftovers")
+def test_the_pids_watch_stops_where_the_wait_for_the_container_raised(
+    runner: DockerRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An engine error (or a Ctrl-C) in the wait skipped the watch's stop(): its thread
+    read on until the file went, for good where that file outlives the container (a
+    cgroup not the container's own, here a file standing in for one)."""
+    import docker.errors
+
+    from reprospec.process import pidlimit
+    from reprospec.runners.docker import runner as docker_runner
+
+    events = tmp_path / "pids.events"
+    events.write_text("max 0\n")
+    monkeypatch.setattr(pidlimit, "events_of", lambda _pid: str(events))
+
+    def wait_failed(*_: object) -> None:
+        raise docker.errors.APIError("the engine went away")
+
+    monkeypatch.setattr(docker_runner, "wait_for_exit", wait_failed)
+    execution = runner.run(make_plan(py("import time; time.sleep(30)"), tmp_path), tmp_path / "a")
+    assert execution.infra_error is not None
+    assert not [t for t in threading.enumerate() if t.name == "pids-watch"]
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
 def test_a_program_that_kills_itself_with_sigusr1_dies_of_it(
     runner: DockerRunner, tmp_path: Path
 ) -> None:
