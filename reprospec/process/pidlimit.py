@@ -338,7 +338,7 @@ def _refused(limit: Limit) -> int:
         text = _read(_file(limit.cgroup, "pids.events"))
     except OSError:
         return 0
-    return _max_count(text)
+    return max_count(text)
 
 
 def events_of(pid: int) -> str | None:
@@ -361,6 +361,12 @@ def events_of(pid: int) -> str | None:
 
 def _proc_lines(name: str) -> list[str]:
     return Path("/proc", name).read_text(errors="surrogateescape").splitlines()
+
+
+def notifies(events: str) -> bool:
+    """Whether the kernel tells of a change of pids.events file `events` (POLLPRI on it):
+    cgroup v2's (its folder has cgroup.controllers); v1's does not."""
+    return (Path(events).parent / "cgroup.controllers").exists()
 
 
 def _events_in(groups: list[str], mounts: list[str]) -> str | None:
@@ -387,12 +393,12 @@ def refused_in(events: str) -> int:
     """The count of forks refused in the cgroup whose pids.events is `events` (0 where it
     cannot be read: gone)."""
     try:
-        return _max_count(_read(events))
+        return max_count(_read(events))
     except OSError:
         return 0
 
 
-def _max_count(text: str) -> int:
+def max_count(text: str) -> int:
     for line in text.splitlines():
         words = line.split()
         if words[:1] == ["max"] and len(words) == 2 and words[1].isdigit():

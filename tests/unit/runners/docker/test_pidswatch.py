@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.process import pidlimit
+from reprospec.runners.docker import pidswatch
 from reprospec.runners.docker.pidswatch import PidsWatch
 
 
@@ -37,6 +38,23 @@ def test_a_v1_count_is_read_as_it_grows_and_once_more_as_it_stops(
     events.write_text("max 7\n")
     assert watch.stop() == 7
     assert watch.stop() == 7  # again (the runner's finally): the count it said
+    assert not _alive()
+
+
+def test_a_v2_watch_ends_at_once_as_it_is_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under cgroup v2 the thread waits for the kernel's word of a change (POLLPRI), not
+    a clock; stop() wakes it at once, and its last read counts."""
+    (tmp_path / "cgroup.controllers").write_text("pids\n")
+    events = tmp_path / "pids.events"
+    events.write_text("max 0\n")
+    monkeypatch.setattr(pidswatch, "NOTIFIED_CHECK_S", 60.0)
+    watch = _watching(monkeypatch, events)
+    events.write_text("max 1\n")
+    began = time.monotonic()
+    assert watch.stop() == 1
+    assert time.monotonic() - began < 5
     assert not _alive()
 
 
