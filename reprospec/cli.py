@@ -156,7 +156,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         # UTF-8 ended the run with an internal UnicodeEncodeError.
         given = getattr(args, dest, None)
         if isinstance(given, (str, Path)):
-            opt.check_utf8(flag, Path(given), absolute=False)
+            opt.check_utf8(flag, Path(given), as_given=True)
     module = importlib.import_module(f"reprospec.commands.{args.command}")
     result: int = module.run(args)
     return result

@@ -368,30 +368,22 @@ def _refuse_undecodable(request: Request) -> None:
     """A usage error, before anything runs or is written, for what a spec cannot carry: a
     word of the command, the folder it runs in or the spec's path that is not UTF-8. Each
     was written into the spec as `\\uDC80`, a spec no run could record: an internal
-    UnicodeEncodeError once the command had run."""
-    from reprospec.core.logtext import undecodable_byte, with_bytes_written
+    UnicodeEncodeError once the command had run. (-o's the CLI refuses first, its real
+    path as here; `reprospec.investigate.capture` comes here without it.)"""
+    from reprospec.core.logtext import not_utf8
 
-    def refuse(what: str, text: str, byte: int, instead: str) -> None:
-        raise UsageError(
-            f"capture: {what} {shlex.quote(with_bytes_written(text))} is not UTF-8 "
-            f"(byte 0x{byte:02x}): a spec is UTF-8 text and cannot hold it; {instead}"
-        )
-
-    for word in request.argv:
-        byte = undecodable_byte(word)
-        if byte is not None:
-            refuse(
-                "the command's word",
-                word,
-                byte,
-                "give the program those bytes another way (a file it reads, or a variable "
-                "of your shell it reads, which the spec reads back)",
-            )
-    for what, path in (("the folder it runs in,", Path.cwd()), ("-o", request.output)):
-        where = str(path.resolve())
-        byte = undecodable_byte(where)
-        if byte is not None:
-            refuse(what, where, byte, "rename the folder")
+    cannot = "a spec is UTF-8 text and cannot hold it"
+    instead = (
+        "give the program those bytes another way (a file it reads, or a variable of your "
+        "shell it reads, which the spec reads back)"
+    )
+    found = [("the command's word", word, f"{cannot}; {instead}") for word in request.argv]
+    for what, path in (("the folder it runs in", Path.cwd()), ("-o's path", request.output)):
+        found.append((what, str(path.resolve()), f"{cannot}; rename the folder"))
+    for what, text, then in found:
+        wrong = not_utf8(what, text, then=then)
+        if wrong is not None:
+            raise UsageError(f"capture: {wrong}")
 
 
 def _unbound(request: Request) -> Request:

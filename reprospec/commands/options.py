@@ -593,21 +593,19 @@ WRITING_VERBS = (
 UTF8_OUTPUT_VERBS = ("minimize", "capture")
 
 
-def check_utf8(flag: str, path: Path, *, absolute: bool = True) -> None:
+def check_utf8(flag: str, path: Path, *, as_given: bool = False) -> None:
     """Refuse, before a verb runs anything, a `flag` path that is not UTF-8 (a folder named
     `o$'\\xfe'ut`) where the verb records it: `minimize -o` of one ran its whole search,
-    then refused its own result's spec; `--out` of one ran a search's first round first."""
-    from reprospec.core.logtext import printable, undecodable_byte, with_bytes_written
+    then refused its own result's spec; `--out` of one ran a search's first round first.
+    Its real path (links followed), as it is recorded (a run's --out, the spec capture and
+    minimize write, loaded again); `as_given`: the text (`--python python3`)."""
+    from reprospec.core.logtext import not_utf8
     from reprospec.errors import UsageError
 
-    where = str(path.absolute() if absolute else path)  # `--python python3`: as given
-    byte = undecodable_byte(where)
-    if byte is not None:
-        raise UsageError(
-            f"{flag} {printable(with_bytes_written(where))}: the path is not UTF-8 "
-            f"(byte 0x{byte:02x}): reprospec records it in UTF-8 (a run's store, "
-            "results.json, a spec): rename the folder"
-        )
+    # os.path.realpath: Path.resolve raises on a loop of links (check_writable's to say).
+    wrong = not_utf8("the path", str(path) if as_given else os.path.realpath(path))
+    if wrong is not None:
+        raise UsageError(f"{flag} {wrong}")
 
 
 def check_writable(flag: str, path: Path, *, folder: bool = True) -> None:

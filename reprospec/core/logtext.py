@@ -205,6 +205,23 @@ def undecodable_byte(text: str) -> int | None:
     return None
 
 
+# What a path that is not UTF-8 is refused with, where a run records it.
+_RECORDED = "reprospec records it in UTF-8 (a run's store, results.json): rename the folder"
+
+
+def not_utf8(what: str, text: str, *, shown: bool = True, then: str = _RECORDED) -> str | None:
+    r"""`TEXT: WHAT is not UTF-8 (byte 0xNN): THEN`, the one message for a path or a word
+    holding a byte that is not UTF-8 (its bytes written out, `d\xffir`); None where `text`
+    is UTF-8. `shown=False` leaves TEXT out (a variable's value, which may be a secret).
+    Each caller raises it as its own error (a usage error, a spec's problem, an attempt's
+    infra-error)."""
+    byte = undecodable_byte(text)
+    if byte is None:
+        return None
+    head = f"{printable(with_bytes_written(text))}: {what}" if shown else what
+    return f"{head} is not UTF-8 (byte 0x{byte:02x}): {then}"
+
+
 def with_bytes_written(text: str) -> str:
     r"""`text` with each byte that was not UTF-8 written out as `\xff`, as a shell's $'...'
     would give it: shown, where a lone surrogate reads `\udcff`."""

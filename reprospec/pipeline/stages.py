@@ -119,7 +119,7 @@ def execute(
     spec = plan.spec
     # Checked first: `--gpus` ids this machine lacks are a usage error before anything runs.
     gpu_pool = GpuPool(visible_gpus(options.gpus))
-    _refuse_undecodable_paths(spec, options.out)
+    _refuse_undecodable_out(options.out)
     # The spec carries the overrides it was loaded with: those are the ones that ran.
     options = options.with_changes(overrides=spec.overrides)
     runner = create_runner(options, spec_dir=spec.base_dir)
@@ -908,22 +908,17 @@ def _resumed(
     return replace(resumed, ran=ran)
 
 
-def _refuse_undecodable_paths(spec: Spec, out: Path) -> None:
-    """A usage error, before anything runs, where the spec's path or the store's is not
-    UTF-8 (a folder named `d$'\\xff'ir`): the run records both in its store and its
-    results.json, which took such a path as an internal UnicodeEncodeError once the
-    attempts had run, and the run was lost."""
-    from reprospec.core.logtext import printable, undecodable_byte, with_bytes_written
+def _refuse_undecodable_out(out: Path) -> None:
+    """A usage error, before anything runs, where the store's path is not UTF-8 (a folder
+    named `d$'\\xff'ir`): the run records it in its store and its results.json, which took
+    such a path as an internal UnicodeEncodeError once the attempts had run, and the run
+    was lost. The CLI refuses it first; run_spec's other callers (the pytest plugin) do
+    not. The spec's path load_spec refused already, for every caller."""
+    from reprospec.core.logtext import not_utf8
 
-    for what, path in (("the spec's", spec.origin or spec.path), ("--out's", out)):
-        where = str(path.resolve())  # as they are recorded
-        byte = undecodable_byte(where)
-        if byte is not None:
-            raise UsageError(
-                f"{printable(with_bytes_written(where))}: {what} path is not UTF-8 "
-                f"(byte 0x{byte:02x}): a run records it in UTF-8 (its store, results.json): "
-                "rename the folder"
-            )
+    wrong = not_utf8("--out's path", str(out.resolve()))  # as it is recorded
+    if wrong is not None:
+        raise UsageError(wrong)
 
 
 def _now() -> str:

@@ -32,18 +32,11 @@ def _refuse_undecodable(path: Path) -> None:
     verb that runs it records the path (a run's store, a search's id, materialize's run.sh)
     in UTF-8, which ended in an internal UnicodeEncodeError, a run's after its attempts had
     run. Said by `validate` and `plan` too, so a spec they pass is one `run` takes."""
-    from reprospec.core.logtext import printable, undecodable_byte, with_bytes_written
+    from reprospec.core.logtext import not_utf8
 
-    where = str(path.resolve())
-    byte = undecodable_byte(where)
-    if byte is not None:
-        raise SpecError(
-            [
-                f"{printable(with_bytes_written(where))}: the spec's path is not UTF-8 "
-                f"(byte 0x{byte:02x}): reprospec records it in UTF-8 (a run's store, "
-                "results.json): rename the folder"
-            ]
-        )
+    wrong = not_utf8("the spec's path", str(path.resolve()))
+    if wrong is not None:
+        raise SpecError([wrong])
 
 
 def load_spec(path: str | Path, overrides: Sequence[str] = (), *, files: bool = True) -> Spec:

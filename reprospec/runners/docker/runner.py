@@ -739,16 +739,14 @@ def _garbled_by_the_api(argv: Sequence[str], env: Mapping[str, str]) -> str | No
     of `X=$'\\x80'`) reached the program as U+FFFD's bytes, and a program that tested its
     bytes failed in the container where it passed on the local runner, its verdict untrue
     to what the spec asks."""
-    from reprospec.core.logtext import undecodable_byte
+    from reprospec.core.logtext import not_utf8
 
     found = [(f"the command's word {i}", word) for i, word in enumerate(argv)]
     found += [(f"environment.env.{name}", value) for name, value in env.items()]
-    for what, text in found:
-        byte = undecodable_byte(text)
-        if byte is not None:
-            return (
-                f"{what} is not UTF-8 (byte 0x{byte:02x}): the docker runner hands it to "
-                "the container through the engine's API, UTF-8 text, which would change "
-                "it; the local runner passes its bytes as they are"
-            )
-    return None
+    then = (
+        "the docker runner hands it to the container through the engine's API, UTF-8 "
+        "text, which would change it; the local runner passes its bytes as they are"
+    )
+    # Not shown: a variable's value may be a secret.
+    wrong = (not_utf8(what, text, shown=False, then=then) for what, text in found)
+    return next((w for w in wrong if w is not None), None)

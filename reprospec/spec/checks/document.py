@@ -494,14 +494,6 @@ def _undecodable_folder(folder: str) -> str | None:
     """Why a workdir whose real path is not UTF-8 cannot run (a link to `d$'\\xff'ir`): a
     run records it (its store, results.json), which ended with an internal
     UnicodeEncodeError once every attempt had run; else None."""
-    from reprospec.core.logtext import printable, undecodable_byte, with_bytes_written
+    from reprospec.core.logtext import not_utf8
 
-    real = os.path.realpath(folder)
-    byte = undecodable_byte(real)
-    if byte is None:
-        return None
-    return (
-        f"{printable(with_bytes_written(real))}: the folder's path is not UTF-8 "
-        f"(byte 0x{byte:02x}): a run records it in UTF-8 (its store, results.json): "
-        "rename the folder"
-    )
+    return not_utf8("the folder's path", os.path.realpath(folder))

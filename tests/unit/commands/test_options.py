@@ -425,3 +425,19 @@ def test_an_empty_spec_is_refused_as_the_argument_it_is(
 ) -> None:
     # `run "$SPEC"`, SPEC unset, said `.: is a folder, not a spec file`.
     assert _refusal(capsys, verb, "").endswith("argument SPEC: expected a spec file, got ''")
+
+
+def test_an_output_path_linked_to_a_folder_whose_path_is_not_utf8_is_refused(
+    tmp_path: Path,
+) -> None:
+    # The CLI checked -o/--out as absolute() (links kept), where the run records --out's
+    # real path and capture's spec is loaded by it: `-o linked/s.yaml`, linked to
+    # d$'\xff'ir, passed here. The real path is checked.
+    folder = tmp_path / "d\udcffir"
+    folder.mkdir()
+    (tmp_path / "linked").symlink_to(folder)
+    with pytest.raises(UsageError, match=r"^-o .*d\\xffir/s.yaml: the path is not UTF-8 "):
+        opt.check_utf8("-o", tmp_path / "linked" / "s.yaml")
+    opt.check_utf8("--python", Path("python3"), as_given=True)
+    with pytest.raises(UsageError, match=r"^--python py\\xff: the path is not UTF-8"):
+        opt.check_utf8("--python", Path("py\udcff"), as_given=True)

@@ -85,3 +85,17 @@ def test_shell_split_reads_back_what_shell_join_wrote_odd_words_and_bytes_not_ut
     for unclosed in ("a 'b", 'a "b', "a $'b"):
         with pytest.raises(ValueError, match="No closing quotation"):
             shell_split(unclosed)
+
+
+def test_not_utf8_names_the_byte_and_shows_the_text_unless_told_not_to() -> None:
+    from reprospec.core.logtext import not_utf8
+
+    assert not_utf8("the spec's path", "/tmp/é/s.yaml") is None
+    assert not_utf8("the spec's path", "/tmp/d\udcffir/s.yaml") == (
+        "/tmp/d\\xffir/s.yaml: the spec's path is not UTF-8 (byte 0xff): reprospec records "
+        "it in UTF-8 (a run's store, results.json): rename the folder"
+    )
+    # A variable's value may be a secret: left out.
+    assert not_utf8("environment.env.X", "k\udc80", shown=False, then="no") == (
+        "environment.env.X is not UTF-8 (byte 0x80): no"
+    )
