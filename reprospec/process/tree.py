@@ -363,6 +363,19 @@ def program_ran_alone(argv: Sequence[str], root_pid: int, folder: Path) -> int |
     return asked
 
 
+def _exits_with_a_status_of_its_own(line: str) -> bool:
+    """Whether the line's shell may exit with a status it was given, not its program's: an
+    `exit N` (`python3 segv.py; exit 137`, whose SIGSEGV read as the program's SIGKILL).
+    `exit` and `exit $?` pass the program's on; a quoted word (`exit "$?"`) is not read,
+    so not known."""
+    unquoted = shellline.skeleton(line) or ""
+    for part in _LIST.split(unquoted):
+        words = (part or "").split()
+        if len(words) > 1 and words[0] == "exit" and words[1] != "$?":
+            return True
+    return False
+
+
 def program_died(argv: Sequence[str], root_pid: int, folder: Path, returncode: int | None) -> bool:
     """Whether the shell's `returncode` 128 + N reports the death by a signal of the one
     program a root `/bin/sh -c LINE` forks (`one_program`): a Python process whose record
@@ -381,6 +394,8 @@ def program_died(argv: Sequence[str], root_pid: int, folder: Path, returncode: i
     asks is not known to the record, which says 0 (`raise SystemExit(137)`).
     """
     if returncode is None or not 128 < returncode < 256 or not shell_of_one_program(argv):
+        return False
+    if _exits_with_a_status_of_its_own(argv[2]):
         return False
     mine = _programs_of(root_pid, folder)
     return mine is not None and len(mine) == 1 and len(mine[0]) == 1

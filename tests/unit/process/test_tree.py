@@ -125,6 +125,12 @@ def test_a_begun_record_alone_says_the_one_program_died(tmp_path: Path) -> None:
     assert not tree.program_died(argv, 500, tmp_path, 1)  # no shell's 128+N
     assert not tree.program_died(argv, 499, tmp_path, 137)  # another root's program
     assert not tree.program_died(["/bin/sh", "-c", "a | b"], 500, tmp_path, 137)
+    # The shell's status the program's: passed on by `exit` or `exit $?`, not `exit 137`
+    # (`python3 segv.py; exit 137` read as the SIGSEGVed program's SIGKILL).
+    for line in ("python x.py; exit", "cd a && python x.py; exit $?"):
+        assert tree.program_died(["/bin/sh", "-c", line], 500, tmp_path, 137), line
+    for line in ("python x.py; exit 137", "python x.py || exit 137", 'python x.py; exit "$?"'):
+        assert not tree.program_died(["/bin/sh", "-c", line], 500, tmp_path, 137), line
     # Ended, whatever status it asked: `raise SystemExit(137)` asks what the record cannot
     # see (it says 0), where the shell's 137 read as the program's SIGKILL.
     for asked in ("0", "137"):
