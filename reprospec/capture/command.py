@@ -602,6 +602,7 @@ def _capture(
             *(f"{name} (hidden: it may hold secrets)" for name in data.hidden),
             *(f"{name} (too large to carry)" for name in data.too_large),
             *(f"{name} (outside the workdir)" for name in data.outside),
+            *(f"{name} (its name is not UTF-8)" for name in data.undecodable),
         ),
         local=pinned.local,
         notes=(narrowing,) if narrowing else (),
@@ -662,6 +663,14 @@ def _capture(
             "read outside the workdir by its path, which no spec or bundle carries (a reader "
             "needs it at the same path): " + ", ".join(data.outside)
         )
+    if data.undecodable:
+        # Its bytes are lost to the record (U+FFFD): verify's copy lacks the file, and
+        # "name it in the spec's files" could not be done.
+        lines.append(
+            "read from the workdir under a name that is not UTF-8, which no spec can name, not "
+            "in `files` (rename it, and the command's use of it, to carry it): "
+            + ", ".join(printable(name, one_line=True) for name in data.undecodable)
+        )
     if pinned.program:
         lines.append(f"the program it ran: {pinned.program}")
     if pinned.imported():
@@ -709,6 +718,7 @@ def _capture(
                 reads=footprint.reads,
                 linked=data.left_out,
                 outside=data.outside,
+                undecodable=data.undecodable,
                 hidden=editable,
                 wait=verify_wait(hang, request.timeout_s),
                 again=_again(request, spec_path),

@@ -59,6 +59,9 @@ class ReadFiles:
     # Files outside the workdir the program read by their absolute paths (a config under
     # /tmp or the home folder), not the machine's own: no spec or bundle carries them.
     outside: tuple[str, ...] = ()
+    # Files it read whose names are not UTF-8 (their bytes replaced in the record, U+FFFD):
+    # no spec can name them, and a copy of the spec's tree lacks them.
+    undecodable: tuple[str, ...] = ()
 
 
 @frozen
@@ -163,6 +166,7 @@ def read_files(
     hidden: set[str] = set()
     environments: dict[Path, bool] = {}  # per folder: a dataset's files share theirs
     outside: list[str] = []
+    undecodable: list[str] = []
     # The workdir's Python files read as files, not imported through the import system's
     # finders: pytest loads conftest.py and the test modules through its own (assertion
     # rewriting) hook, ahead of capture's recorder; a program may exec or runpy one. Code,
@@ -190,6 +194,8 @@ def read_files(
         try:
             found = path.stat()
         except OSError:
+            if "\ufffd" in relative.as_posix():
+                undecodable.append(relative.as_posix())
             continue
         if not stat.S_ISREG(found.st_mode) or found.st_mtime >= before:
             continue
@@ -216,7 +222,12 @@ def read_files(
             too_large.append(f"{top}/ ({len(names)} files, {format_size(total)})")
             left_out.append(top)
     return ReadFiles(
-        tuple(listed), tuple(too_large), tuple(sorted(hidden)), tuple(left_out), tuple(outside)
+        tuple(listed),
+        tuple(too_large),
+        tuple(sorted(hidden)),
+        tuple(left_out),
+        tuple(outside),
+        tuple(undecodable),
     )
 
 

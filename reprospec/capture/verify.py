@@ -46,6 +46,7 @@ from reprospec.capture.narrowing import Needed, most_reruns, narrow
 from reprospec.capture.writer import Draft, render_spec
 from reprospec.core import environ
 from reprospec.core.frozen import frozen
+from reprospec.core.logtext import printable
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.words import crash_beside_pass, plural
 
@@ -99,6 +100,7 @@ def verify(
     reads: Reads,
     linked: Sequence[str] = (),
     outside: Sequence[str] = (),
+    undecodable: Sequence[str] = (),
     hidden: Sequence[LocalInstall] = (),
     wait: VerifyWait | None = None,
     again: str = "",
@@ -112,7 +114,8 @@ def verify(
     workdir's project, which the copy's runs do not see (`HIDE_INSTALLS_VAR`). `wait`: how
     long a verify attempt waits for a captured hang (hangwait.py), said after. `outside`:
     the files the first run read outside the workdir (absolute paths), named where the
-    failure came back in the workdir and not in the copy. `again`: the
+    failure came back in the workdir and not in the copy; `undecodable`, the workdir's
+    files it read whose names are not UTF-8, likewise. `again`: the
     capture command with more attempts, given where the failure may be flaky. `say`: where
     a line of progress goes before the reruns that narrow the shell's variables (the CLI's
     stderr), since each is a whole rerun and they can take minutes. `written`: the
@@ -273,6 +276,15 @@ def verify(
                     f"reaches {them}: move {them} into the workdir (and `files`), or have the "
                     f"program read {them} by {'its' if len(places) == 1 else 'their'} "
                     "absolute path"
+                )
+            elif not done.verified and undecodable:
+                # "name it in the spec's files" could not be done: no spec holds the name.
+                names = ", ".join(printable(name, one_line=True) for name in undecodable)
+                after.append(
+                    "it came back in the workdir, but not in a copy of the spec and the "
+                    f"{plural(done.copied or 0, 'file')} it carries: the command read {names}, "
+                    "whose name is not UTF-8, which no spec can name or carry: rename it (and "
+                    "the command's use of it) and capture again"
                 )
             elif not done.verified:
                 after.append(

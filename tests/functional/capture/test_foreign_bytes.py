@@ -4,6 +4,7 @@ back from the environment; never an internal error after the command ran."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from reprospec.spec.load import load_spec
@@ -85,3 +86,16 @@ def test_a_file_read_whose_name_holds_a_newline_or_a_backslash_is_in_files(
     assert "new\\x0aline.txt" in ran.stdout
     assert "new\nline.txt" not in ran.stdout
     assert "verdict reproduced" in ran.stdout, ran.stdout
+
+
+def test_a_file_read_whose_name_is_not_utf8_is_said_not_carried(cli: Cli, tmp_path: Path) -> None:
+    # Its bytes are lost to the record: it was left out of `files` without a word, and the
+    # verify's miss said "name it in the spec's files", which no spec can.
+    (tmp_path / os.fsdecode(b"bad\x80.txt")).write_text("x", encoding="utf-8")
+    code = "open(b'bad\\x80.txt').read(); raise SystemExit(3)"
+    ran = cli("capture", "-o", "s.yaml", "--", "python3", "-c", code, cwd=tmp_path)
+    assert ran.code == 1, ran.stderr  # the copy's verify missed, as said
+    assert "under a name that is not UTF-8, which no spec can name" in ran.stdout, ran.stdout
+    assert "bad\ufffd.txt, whose name is not UTF-8, which no spec can name" in ran.stdout
+    assert "name it in the spec's `files`" not in ran.stdout
+    assert "bad\ufffd.txt (its name is not UTF-8)" in (tmp_path / "s.yaml").read_text("utf-8")
