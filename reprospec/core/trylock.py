@@ -58,21 +58,13 @@ def _exclusive(path: Path) -> Iterator[int | bool | None]:
     """`try_locked`, with the locked file's descriptor where it was free (what a holder
     writes into it): an int, else False (held) or None (cannot tell). The file is removed
     as it is let go, while still held alone."""
-    while True:
-        fd = _open(path)
-        if fd is None:
-            yield None
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            # EWOULDBLOCK: held. Another (ENOLCK, EOPNOTSUPP: a file system without flock).
-            yield False if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else None
-            return
-        if _still_there(fd, path):
-            break
-        os.close(fd)  # unlinked by its last holder as we locked it: lock the new one
+    try:
+        fd = _locked_at(path, lambda fd: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB))
+    except OSError as exc:
+        # EWOULDBLOCK: held. Another (ENOLCK, EOPNOTSUPP: a file system without flock; one
+        # that cannot be opened): cannot tell.
+        yield False if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else None
+        return
     try:
         yield fd
     finally:
@@ -83,23 +75,19 @@ def locked_waiting(path: Path, on_wait: Callable[[], None] | None = None) -> int
     """An exclusive lock on `path`, waited for (`on_wait` called first where another holds
     it): the descriptor, to be let go with `let_go`. Raises OSError where it cannot be
     opened or locked (venvs.build's `locked`: a build does not go on unguarded)."""
-    while True:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    told = on_wait is None
+
+    def waiting(fd: int) -> None:
+        nonlocal told
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if on_wait is not None:
-                    on_wait()
-                    on_wait = None  # said once, however often the file was replaced
-                fcntl.flock(fd, fcntl.LOCK_EX)
-        except BaseException:
-            os.close(fd)
-            raise
-        if _still_there(fd, path):
-            return fd
-        os.close(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not told and on_wait is not None:
+                on_wait()
+                told = True  # said once, however often the file was replaced
+            fcntl.flock(fd, fcntl.LOCK_EX)
+
+    return _locked_at(path, waiting)
 
 
 def let_go(fd: int, path: Path) -> None:
@@ -107,12 +95,22 @@ def let_go(fd: int, path: Path) -> None:
     _let_go(fd, path, alone=True)
 
 
-def _open(path: Path) -> int | None:
-    try:
+def _locked_at(path: Path, lock: Callable[[int], None]) -> int:
+    """The descriptor of the file at `path` (made with its folder where missing), `lock`ed
+    (flock), once the file it locked is still the one there: a lock taken on a file its
+    last holder unlinked meanwhile is no one else's to see, so the new file is locked
+    instead. Raises OSError where it cannot be opened or `lock` fails, nothing left open."""
+    while True:
         path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-    except OSError:
-        return None
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            lock(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _still_there(fd, path):
+            return fd
+        os.close(fd)  # unlinked by its last holder as we locked it: lock the new one
 
 
 def _still_there(fd: int, path: Path) -> bool:
@@ -220,15 +218,8 @@ def hold_shared(path: Path) -> SharedHold | None:
     """A shared lock on `path` until the hold returned is closed (made with its folder
     where missing), waiting while another holds it alone (a prune removing what it
     guards); None, nothing left open, where it cannot be opened or locked."""
-    while True:
-        fd = _open(path)
-        if fd is None:
-            return None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
-        except OSError:
-            os.close(fd)
-            return None
-        if _still_there(fd, path):
-            return SharedHold(fd, path)
-        os.close(fd)  # the prune it waited for removed the file: hold the new one
+    try:
+        # A prune it waited for removed the file: the new one is held (_locked_at).
+        return SharedHold(_locked_at(path, lambda fd: fcntl.flock(fd, fcntl.LOCK_SH)), path)
+    except OSError:
+        return None
