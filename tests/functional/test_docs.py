@@ -180,3 +180,42 @@ def test_the_run_folder_tree_names_every_file_a_run_writes(tmp_path: Path) -> No
     written = {p.name for p in folder.rglob("*") if p.is_file()}
     assert {"raised.txt", "native-stacks.txt", "results.json"} <= written  # it ran, and crashed
     assert sorted(name for name in written if name not in tree) == []
+
+
+# ---- results.json -----------------------------------------------------------------------
+
+
+def _documented_keys(table: str) -> set[str]:
+    """The keys a table of cli.md names in its first column (`a`, `b` in one cell too)."""
+    rows = re.findall(r"^\| ([^|]+) \|", table, flags=re.M)
+    return {key for row in rows for key in re.findall(r"`(\w+)`", row)}
+
+
+def test_results_json_environment_table_names_every_key_a_run_writes(tmp_path: Path) -> None:
+    """cli.md's table of results.json's `environment` left out what the engine adds to the
+    capture (`format`, `captured_in`, `inherited_digests`, `spec_variables`) though its keys
+    are "a contract": a real run of a spec that reads a variable writes no key the table
+    does not name."""
+    page = (DOCS / "cli.md").read_text(encoding="utf-8")
+    section = page.split("\n## results.json\n", 1)[1].split("\n## ", 1)[0]
+    table = section.split("\n**The environment**", 1)[1].split("\n\n", 2)[1]
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: env-keys\n"
+        "command: python -c 'import sys; sys.exit(int(sys.argv[1]))' ${{ env.DOCS_CODE }}\n"
+        "environment: {public_env: [DOCS_CODE]}\nexpect: {outcome: pass}\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "NO_COLOR": "1", "DOCS_CODE": "0", "DOCS_INHERITED": "x"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    (results,) = (tmp_path / "o" / "runs").glob("*/results.json")
+    environment = json.loads(results.read_text(encoding="utf-8"))["environment"]
+    assert {"captured_in", "spec_variables", "inherited_digests"} <= set(environment)
+    assert sorted(set(environment) - _documented_keys(table)) == []
