@@ -98,8 +98,9 @@ def is_binary(text: str) -> bool:
 
 
 def capture_log(text: str, source: str, output: Path) -> list[str]:
-    """Write the skeleton of `text` to `output`; the lines to print (what is left, what differs)."""
-    ticket = read_ticket(text)
+    """Write the skeleton of `text` to `output`; the lines to print (what is left, what differs).
+    The current folder is the ticket's project checked out (what names a hung test's class)."""
+    ticket = read_ticket(text, Path.cwd())
     draft = skeleton(ticket, source)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(render_spec(draft), encoding="utf-8")

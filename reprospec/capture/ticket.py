@@ -13,9 +13,11 @@ mark as a placeholder.
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 from dataclasses import field, replace
+from pathlib import Path
 
 from reprospec.capture.envblock import Machine, parse_machine
 from reprospec.capture.timebound import unbound
@@ -467,8 +469,11 @@ def _other_shell_signal(line: str) -> str | None:
     return named if named in CRASH_SIGNALS else None
 
 
-def read_ticket(text: str) -> Ticket:
-    """Read everything `text` says about one failure (the last one, when it shows several)."""
+def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
+    """Read everything `text` says about one failure (the last one, when it shows several).
+    `workdir`, where the ticket's project is checked out (capture's current folder), is read
+    only for what no line of the paste says: the class of a test a dump names by its
+    function alone (`_timed_out_test`); None reads the text alone."""
     # Quoted (GitHub's quote reply, `> ` and `> > `) is read as written: every reader
     # below, the command's and the machine's too, sees the lines without their markers.
     text = _reindented(_from_ipython(_dedented(_unquoted(_plain(text.replace("\r\n", "\n"))))))
@@ -660,7 +665,7 @@ def read_ticket(text: str) -> Ticket:
     if plugin_timeout is not None and signal is None:
         outcome, chain = "hang", ()
         evidence.append(f"{plugin_timeout.describe()}: the test hung")
-        test = test or _timed_out_test(clean)
+        test = test or _timed_out_test(clean, workdir)
     elif hang and signal is None:
         outcome = "hang"
         evidence.append("faulthandler's `Timeout (h:mm:ss)!` dump: the program hung")
@@ -1274,7 +1279,7 @@ def _watchdog_hang(clean: str) -> bool:
 # Its title of a thread's stack: `~~~~~ Stack of MainThread (140369081383808) ~~~~~`.
 _DUMP_STACK = re.compile(r"^~{3,} Stack of .+ \(\d+\) ~{3,}\s*$")
 # The dump's frame of the test: `  File "/p/test_hang.py", line 5, in test_sleeps_forever`.
-_DUMP_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+, in (?P<function>\S+)')
+_DUMP_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
 
 
 def _pytest_timeout_hang(clean: str) -> PytestTimeout | None:
@@ -1303,10 +1308,14 @@ def _pytest_timeout_hang(clean: str) -> PytestTimeout | None:
     return PytestTimeout(method, pytest_timeout_seconds(clean))
 
 
-def _timed_out_test(clean: str) -> str | None:
+def _timed_out_test(clean: str, workdir: Path | None = None) -> str | None:
     """The test pytest-timeout's dump ended: `-v`'s line of it, run on into the dump's first
     rule (`t.py::test_x +++ Timeout +++`), else the progress line's file there (`t.py `)
-    and the dump's innermost frame in that file (`in test_x`)."""
+    and the dump's innermost frame in that file (`in test_x`). The dump's frames name no
+    class: a test method's (`t.py::TestSlow::test_x`, the node id a run of the spec reads)
+    is the class enclosing the def at the frame's line, read from the file where the
+    frame's path, or the progress line's in `workdir`, finds it; `t.py::test_x` where
+    neither does."""
     lines = clean.split("\n")
     for index, line in enumerate(lines):
         rule = PYTEST_TIMEOUT_RULE.match(line)
@@ -1319,14 +1328,49 @@ def _timed_out_test(clean: str) -> str | None:
         progress = re.match(r"^(?P<file>\S+\.py)\b", before)
         if progress is None:
             return None
-        in_file: str | None = None
+        in_file: re.Match[str] | None = None
         for frame in lines[index + 1 :]:
             if PYTEST_TIMEOUT_RULE.match(frame):
                 break
             found = _DUMP_FRAME.match(frame)
             if found is not None and found["file"].endswith("/" + progress["file"].lstrip("./")):
-                in_file = found["function"]
-        return f"{progress['file']}::{in_file}" if in_file else None
+                in_file = found
+        if in_file is None:
+            return None
+        sources = [Path(in_file["file"])]
+        if workdir is not None:
+            sources.append(workdir / progress["file"])
+        classes = _enclosing_classes(sources, in_file["function"], int(in_file["line"]))
+        return "::".join([progress["file"], *classes, in_file["function"]])
+    return None
+
+
+def _enclosing_classes(sources: list[Path], function: str, line: int) -> list[str]:
+    """The classes, outermost first, around the def of `function` that holds `line`, in the
+    first of `sources` that is a Python file ast reads; [] where the def is a module's
+    (or no file is read: the node id then names the function alone)."""
+    for source in sources:
+        try:
+            tree = ast.parse(source.read_bytes(), filename=str(source))
+        except (OSError, SyntaxError, ValueError):
+            # Not there (the reporter's machine's path), not readable, or not Python.
+            continue
+        return _classes_around(tree.body, function, line, []) or []
+    return []
+
+
+def _classes_around(
+    body: list[ast.stmt], function: str, line: int, classes: list[str]
+) -> list[str] | None:
+    """`_enclosing_classes` in one body: the classes around the def, or None where no def
+    of `function` directly in a class or the module holds `line`."""
+    for node in body:
+        if not node.lineno <= line <= (node.end_lineno or node.lineno):
+            continue
+        if isinstance(node, ast.ClassDef):
+            return _classes_around(node.body, function, line, [*classes, node.name])
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function:
+            return classes
     return None
 
 

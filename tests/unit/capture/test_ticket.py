@@ -2330,3 +2330,24 @@ def test_a_paste_cut_inside_pytest_timeouts_dump_is_still_a_hang() -> None:
     assert read_ticket(cut).failure.outcome == "hang"
     # The rule alone, a program's own words, is none.
     assert read_ticket("+++++ Timeout +++++\ndone\n").failure.outcome is None
+
+
+def test_a_timed_out_test_method_without_v_is_named_with_its_class(tmp_path: Path) -> None:
+    # pytest-timeout's thread dump names the test's function alone (`in test_sleeps`), and
+    # without -v no line names its node id: the ticket read `test_cls.py::test_sleeps`, a
+    # phase no run of the spec (`test_cls.py::TestSlow::test_sleeps`) ever matched.
+    recorded = (DATA / "capture" / "pytesttimeout" / "pytest-timeout-thread.txt").read_text()
+    paste = recorded.replace("test_hang.py", "test_cls.py").replace(
+        "line 5, in test_sleeps_forever", "line 6, in test_sleeps"
+    )
+    (tmp_path / "test_cls.py").write_text(
+        "import time\n\n\nclass TestSlow:\n    def test_sleeps(self):\n        time.sleep(30)\n"
+        "\n\ndef test_sleeps():\n    pass\n"
+    )
+    assert read_ticket(paste, tmp_path).test == "test_cls.py::TestSlow::test_sleeps"
+    # The module's def of the same name, at its line, is the module's test.
+    module = paste.replace("line 6, in test_sleeps", "line 10, in test_sleeps")
+    assert read_ticket(module, tmp_path).test == "test_cls.py::test_sleeps"
+    # No file to read (another machine's checkout): the function alone, as before.
+    assert read_ticket(paste, tmp_path / "elsewhere").test == "test_cls.py::test_sleeps"
+    assert read_ticket(paste).test == "test_cls.py::test_sleeps"
