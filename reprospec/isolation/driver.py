@@ -33,7 +33,6 @@ from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import PathArg, RunOptions, Words, WordSet, check_options
-from reprospec.core.trylock import search_held
 from reprospec.core.words import plural
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import SpecError, UsageError
@@ -54,7 +53,7 @@ from reprospec.isolation.differences import (
 )
 from reprospec.isolation.report import IsolateResult, Side, set_in_words, write
 from reprospec.isolation.search import Isolation
-from reprospec.isolation.state import StateFile, StoredProbe, forget_could_not_run, search_id
+from reprospec.isolation.state import StateFile, StoredProbe, held_state, search_id
 from reprospec.plan.failingcell import Amplified, choose_failing_cell, fails
 from reprospec.runners import kept_servers
 
@@ -231,15 +230,7 @@ def _isolate(
         "failing": key(failing.config),
         "passing": key(passing.config),
     }
-    # One search of this folder at a time (core/trylock.py): two of the same command each
-    # ran every probe, and the last to write state.json dropped the other's.
-    with search_held(folder, f"isolation {ident}"):
-        if gone := forget_could_not_run(folder / "state.json", header):
-            say(
-                f"isolation {ident}: its earlier run's attempts could not run ({gone}): run "
-                "again, not replayed"
-            )
-        state = StateFile(folder, header)
+    with held_state(folder, header, f"isolation {ident}", say) as state:
         every_set = [*failing_sets, *passing_sets]
         for cell_id, last in drawn.items():
             # The matrix run drew these numbers of each cell's configuration as it has no

@@ -20,12 +20,13 @@ replays that many, and the rest answer its next probe of the same configuration.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from reprospec.core.atomicfile import write_atomic
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.trylock import search_held
 from reprospec.errors import UsageError
 from reprospec.export.tree import program_digest
 from reprospec.isolation.candidates import ATTEMPT_KINDS, AttemptKind
@@ -269,6 +271,23 @@ def forget_could_not_run(path: Path, header: JsonObject) -> str:
     if reason:
         path.unlink()
     return reason
+
+
+@contextlib.contextmanager
+def held_state(
+    folder: Path, header: JsonObject, search: str, say: Callable[[str], None]
+) -> Iterator[StateFile]:
+    """The state of search `search` (`isolation ID`, `minimization ID`) in `folder`, read
+    while the folder is held alone (core/trylock.py: two of the same command each ran every
+    probe, and the last to write state.json dropped the other's), less a stored state none
+    of whose attempts could run (`forget_could_not_run`, said)."""
+    with search_held(folder, search):
+        if gone := forget_could_not_run(folder / "state.json", header):
+            say(
+                f"{search}: its earlier run's attempts could not run ({gone}): run again, not "
+                "replayed"
+            )
+        yield StateFile(folder, header)
 
 
 class _Ran(Protocol):

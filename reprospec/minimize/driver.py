@@ -53,13 +53,13 @@ from reprospec.core.rates import rate_floor, rate_of
 from reprospec.core.redact import Redactor
 from reprospec.core.results import Rate, RunResult
 from reprospec.core.runoptions import PathArg, RunOptions, WordSet, check_options
-from reprospec.core.trylock import SEARCH_LOCK, search_held, try_locked
+from reprospec.core.trylock import SEARCH_LOCK, try_locked
 from reprospec.core.words import interval_bounds, plural
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import Tally
 from reprospec.isolation.differences import MISSING, same_setting
-from reprospec.isolation.state import StateFile, forget_could_not_run, search_id
+from reprospec.isolation.state import held_state, search_id
 from reprospec.minimize.named import unread_listed
 from reprospec.minimize.preloadhint import preload_hint
 from reprospec.minimize.probes import RAISED_FROM, ProbeRunner, only_cell, reread
@@ -342,15 +342,7 @@ def _minimize(
             "(isolate), before the program's search: nothing is minimized yet"
         )
     header: JsonObject = {"spec": spec.name, "cell": failing.id}
-    # One search of this folder at a time (core/trylock.py): two of the same command each
-    # ran every probe, and the last to write state.json dropped the other's.
-    with search_held(folder, f"minimization {ident}"):
-        if gone := forget_could_not_run(folder / "state.json", header):
-            say(
-                f"minimization {ident}: its earlier run's attempts could not run ({gone}): run "
-                "again, not replayed"
-            )
-        state = StateFile(folder, header)
+    with held_state(folder, header, f"minimization {ident}", say) as state:
         if state.reread(lambda probe: reread(probe, run_options.out.resolve() / "runs")):
             say(
                 f"the state of minimization {ident} is an earlier version's: the exceptions its "
