@@ -26,6 +26,7 @@ from tests.support.envs import (
     make_wheel,
     uv_environment,
 )
+from tests.support.searchlock import held_elsewhere, refused_as_held
 
 DEMO = "reprospec-bisectdemo"
 
@@ -796,16 +797,6 @@ def test_a_bisect_stopped_while_listing_versions_says_nothing_was_saved(tmp_path
     assert stopped.stdout.strip() == "bisect stopped before any version was tried"
 
 
-HOLDER = """
-import sys, time
-from pathlib import Path
-from reprospec.core.trylock import search_held
-with search_held(Path(sys.argv[1]), "the first"):
-    print("held", flush=True)
-    time.sleep(60)
-"""
-
-
 def test_a_second_bisect_of_a_folder_in_use_is_refused(cli: Cli, tmp_path: Path) -> None:
     """The same bisect started twice on one --out each tried every version, and the last
     to write state.json dropped the other's trials: the second is refused, told the folder
@@ -819,21 +810,10 @@ def test_a_second_bisect_of_a_folder_in_use_is_refused(cli: Cli, tmp_path: Path)
     assert first.code == 0, first.stderr
     found = json.loads(first.stdout)
     folder = out / "bisect" / found["id"]
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(folder)], stdout=subprocess.PIPE, text=True, cwd=ROOT
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline() == "held\n"
+    with held_elsewhere(folder) as pid:
         refused = cli(*args, env=env, timeout=600)
-    finally:
-        holder.kill()
-        holder.wait()
     assert refused.code == 2, refused.stderr
-    assert (
-        f"reprospec: bisect {found['id']} is running now in another reprospec ({folder} is "
-        f"held by pid {holder.pid}): wait for it to end"
-    ) in refused.stderr
+    assert refused_as_held(f"bisect {found['id']}", folder, pid) in refused.stderr
     assert "Traceback" not in refused.stderr
     again = cli(*args, env=env, timeout=600)
     assert again.code == 0, again.stderr

@@ -7,21 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from tests.support.cli import ROOT
-
-HOLDER = """
-import sys, time
-from pathlib import Path
-from reprospec.core.trylock import search_held
-with search_held(Path(sys.argv[1]), "the first"):
-    print("held", flush=True)
-    time.sleep(60)
-"""
+from tests.support.searchlock import held_elsewhere, refused_as_held
 
 ISOLATE = """reprospec: 1
 name: locked
@@ -48,21 +39,10 @@ def _refused_while_held_then_taken_over(argv: list[str], verb: str, key: str) ->
     assert first.returncode == 0, first.stderr
     ident = json.loads(first.stdout)[key]
     (folder,) = Path(argv[argv.index("--out") + 1]).glob(f"*/{ident}")
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(folder)], stdout=subprocess.PIPE, text=True, cwd=ROOT
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline() == "held\n"
+    with held_elsewhere(folder) as pid:
         refused = _search(argv)
-    finally:
-        holder.send_signal(signal.SIGKILL)
-        holder.wait()
     assert refused.returncode == 2, refused.stderr
-    assert (
-        f"reprospec: {verb} {ident} is running now in another reprospec "
-        f"({folder} is held by pid {holder.pid}): wait for it to end"
-    ) in refused.stderr
+    assert refused_as_held(f"{verb} {ident}", folder, pid) in refused.stderr
     assert "Traceback" not in refused.stderr
     # The killed holder's lock (its file left with its pid) is free: the next one goes on,
     # answered from the stored probes.
