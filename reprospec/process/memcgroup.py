@@ -44,12 +44,19 @@ _MACHINE_COUNTER = Path("/proc/vmstat")
 
 
 def mounts() -> list[tuple[str, str, str]]:
-    """(mount point, filesystem type, super options) of each cgroup mount."""
-    out: list[tuple[str, str, str]] = []
+    """(mount point, filesystem type, super options) of each cgroup mount this process
+    sees ([] where /proc/self/mountinfo cannot be read)."""
     try:
         lines = Path("/proc/self/mountinfo").read_text(errors="surrogateescape").splitlines()
     except OSError:
-        return out
+        return []
+    return cgroup_mounts(lines)
+
+
+def cgroup_mounts(lines: list[str]) -> list[tuple[str, str, str]]:
+    """`mounts` of a mountinfo's lines: the one reading of them (this memory cgroup's
+    counters, pidlimit's pids cgroups)."""
+    out: list[tuple[str, str, str]] = []
     for line in lines:
         left, _, right = line.partition(" - ")
         parts, kinds = left.split(), right.split()

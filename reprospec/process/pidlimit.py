@@ -349,8 +349,8 @@ def events_of(pid: int) -> str | None:
     it is this engine's own cgroup's (the process's cgroup not seen from here, a
     container's engine that does not put it in one of its own): that file outlives the
     container, and its count is not the container's."""
+    mounts = memcgroup.mounts()
     try:
-        mounts = _proc_lines("self/mountinfo")
         groups = _proc_lines(f"{pid}/cgroup")
         own = _proc_lines("self/cgroup")
     except OSError:
@@ -369,21 +369,18 @@ def notifies(events: str) -> bool:
     return (Path(events).parent / "cgroup.controllers").exists()
 
 
-def _events_in(groups: list[str], mounts: list[str]) -> str | None:
-    """The pids.events file of the cgroup `groups` (a /proc/PID/cgroup's lines) name."""
+def _events_in(groups: list[str], mounts: list[tuple[str, str, str]]) -> str | None:
+    """The pids.events file of the cgroup `groups` (a /proc/PID/cgroup's lines) name, in
+    `mounts` (memcgroup.mounts)."""
     for line in groups:
         _, controllers, relative = [*line.split(":", 2), "", ""][:3]
         v1 = "pids" in controllers.split(",")
         if not v1 and controllers:
             continue
-        for mount in mounts:
-            fields = mount.split()
-            if " - " not in mount or len(fields) < 5:
-                continue
-            kind, _, rest = mount.partition(" - ")[2].partition(" ")
-            options = rest.rsplit(" ", 1)[-1].split(",")
-            if (v1 and kind == "cgroup" and "pids" in options) or (not v1 and kind == "cgroup2"):
-                path = Path(fields[4]) / relative.lstrip("/") / "pids.events"
+        for point, kind, options in mounts:
+            pids = "pids" in options.split(",")
+            if (v1 and kind == "cgroup" and pids) or (not v1 and kind == "cgroup2"):
+                path = Path(point) / relative.lstrip("/") / "pids.events"
                 if path.is_file():
                     return str(path)
     return None

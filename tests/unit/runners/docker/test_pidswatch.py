@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.process import pidlimit
+from reprospec.process import memcgroup, pidlimit
 from reprospec.runners.docker import pidswatch
 from reprospec.runners.docker.pidswatch import PidsWatch
 
@@ -86,8 +86,9 @@ def test_a_process_in_this_engines_own_cgroup_is_not_watched(
     (tmp_path / "mine" / "pids.events").write_text("max 0\n")
     (tmp_path / "theirs").mkdir()
     (tmp_path / "theirs" / "pids.events").write_text("max 0\n")
+    mountinfo = [f"30 25 0:26 / {tmp_path} rw,relatime - cgroup cgroup rw,pids"]
+    monkeypatch.setattr(memcgroup, "mounts", lambda: memcgroup.cgroup_mounts(mountinfo))
     proc = {
-        "self/mountinfo": [f"30 25 0:26 / {tmp_path} rw,relatime - cgroup cgroup rw,pids"],
         "self/cgroup": ["8:pids:/mine"],
         "7/cgroup": ["8:pids:/mine"],
         "8/cgroup": ["8:pids:/theirs"],
