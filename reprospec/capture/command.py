@@ -98,6 +98,7 @@ from reprospec.core.redact import mask_parts, secret_values
 from reprospec.core.results import AttemptResult, Outcome, RunResult
 from reprospec.core.units import format_duration
 from reprospec.core.words import (
+    A_SHELLS_137_OR_AN_EXIT_STATUS,
     A_SHELLS_SIGKILL_SENT_BY_A_PROCESS,
     AS_A_SHELL_REPORTS_IT,
     PASSED_BESIDE_A_CRASH,
@@ -1111,13 +1112,20 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         expect["message"] = message_pattern(outcome.message, observed.volatile, observed.secrets)
     if outcome.kind == "error" and not outcome.exception and outcome.exit_code is not None:
         expect["exit_code"] = outcome.exit_code
-        if A_SHELLS_SIGKILL_SENT_BY_A_PROCESS in (outcome.detail or ""):
+        detail = outcome.detail or ""
+        if A_SHELLS_SIGKILL_SENT_BY_A_PROCESS in detail or A_SHELLS_137_OR_AN_EXIT_STATUS in detail:
             # 137 a `timeout -s KILL` gave: an error only where the machine counted no OOM
             # kill while it ran (rule 4), which a rerun beside another's OOM kill cannot say.
+            # A kill only where the run saw one; else as likely the program's own `exit 137`.
+            why = (
+                "128 + SIGKILL sent by a process"
+                if A_SHELLS_SIGKILL_SENT_BY_A_PROCESS in detail
+                else "128 + SIGKILL, or a program's own exit status"
+            )
             comments["exit_code"] = (
-                "128 + SIGKILL sent by a process (no OOM kill during the attempt): not a "
-                "crash; a crash SIGKILL where the machine counts an OOM kill as it runs, or "
-                "no count is read (the docker runner, a bundle's run.sh)"
+                f"{why} (no OOM kill during the attempt): not a crash; a crash SIGKILL where "
+                "the machine counts an OOM kill as it runs, or no count is read (the docker "
+                "runner, a bundle's run.sh)"
             )
     if outcome.phase is not None:
         expect["phase"] = outcome.phase

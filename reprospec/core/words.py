@@ -359,6 +359,14 @@ THE_ONE_PROGRAM_DIED_OF_IT = (
 A_SHELLS_SIGKILL_SENT_BY_A_PROCESS = (
     ", as a shell reports a death, sent by a process (no OOM kill during the attempt): not a crash"
 )
+# Its end instead where nothing the engine saw shows a death by SIGKILL (no process of the
+# attempt seen to die of it, no shell's `Killed`): the status is a SIGKILL's report only by
+# convention, as likely a program's own `exit 137` (`sh -c 'exit 137'`, a program a Python
+# one exec'd), which said `sent by a process` though no process had been killed.
+A_SHELLS_137_OR_AN_EXIT_STATUS = (
+    ", as a shell reports a death, or a program's own exit status (no process of the "
+    "attempt was seen to die of SIGKILL, and no OOM kill during the attempt): not a crash"
+)
 
 # The start of the warning of a pass whose tree held a process that died of a signal
 # (`python app.py | tee log`: the pipeline's status is tee's), then the signal.

@@ -125,6 +125,7 @@ from reprospec.core.signals import (
 )
 from reprospec.core.words import (
     A_PROCESS_OF_THE_PIPELINE,
+    A_SHELLS_137_OR_AN_EXIT_STATUS,
     A_SHELLS_SIGKILL_SENT_BY_A_PROCESS,
     AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
     AS_A_SHELL_REPORTS_IT,
@@ -414,8 +415,16 @@ def classify(
                 sent = _killed_by_a_process(execution, evidence) if worker is None else None
                 if sent_kill:
                     # Why 137 is no crash; then the child it reports, where one is named
-                    # (`timeout -s KILL`'s step, reaped by the engine), said once.
-                    detail += f"; {returncode} = 128 + SIGKILL{A_SHELLS_SIGKILL_SENT_BY_A_PROCESS}"
+                    # (`timeout -s KILL`'s step, reaped by the engine), said once. A kill is
+                    # said only where something shows one: the process the engine saw die
+                    # of it, or the shell's own report of the death (dash's `Killed`).
+                    seen = sent is not None or _signal_reported("SIGKILL", stderr, evidence.stdout)
+                    why = (
+                        A_SHELLS_SIGKILL_SENT_BY_A_PROCESS
+                        if seen
+                        else A_SHELLS_137_OR_AN_EXIT_STATUS
+                    )
+                    detail += f"; {returncode} = 128 + SIGKILL{why}"
                     detail += f"; {sent.describe()}" if sent is not None else ""
                 elif sent is not None:
                     # A SIGKILL with no OOM kill anywhere: `timeout -s KILL` in the script.
@@ -953,19 +962,24 @@ def _shell_signal(returncode: int, stderr: str, stdout: str) -> str | None:
     candidate = exit_status_signal(returncode, any_signal=True)
     if candidate is None:
         return None
+    return candidate if _signal_reported(candidate, stderr, stdout) else None
+
+
+def _signal_reported(signal: str, stderr: str, stdout: str) -> bool:
+    """Whether the output shows a death by `signal`: a faulthandler report of it, a shell's
+    "4242 Segmentation fault" (bash's), or the description alone on a line of stderr, as
+    dash (/bin/sh here, the engine's own shell for a string command) prints it: `Hangup`,
+    `Alarm clock`, `Killed`."""
     from reprospec.outcome.tracebacks import fatal_errors
 
-    # The proof: a faulthandler report of that signal, a shell's "4242 Segmentation fault"
-    # (bash's), or the description alone on a line of stderr, as dash (/bin/sh here, the
-    # engine's own shell for a string command) prints it: `Hangup`, `Alarm clock`.
-    described = re.escape(describe_signal(candidate))
+    described = re.escape(describe_signal(signal))
     shell = re.compile(rf"\b\d+ {described}\b")
     if re.search(rf"^{described}$", stderr, re.MULTILINE):
-        return candidate
-    for text in (stderr, stdout):
-        if shell.search(text) or any(f.signal == candidate for f in fatal_errors(text)):
-            return candidate
-    return None
+        return True
+    return any(
+        shell.search(text) or any(f.signal == signal for f in fatal_errors(text))
+        for text in (stderr, stdout)
+    )
 
 
 def _describe_worker(worker: WorkerDeath, sent: bool = False) -> str:

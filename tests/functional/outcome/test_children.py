@@ -27,6 +27,7 @@ from reprospec.core.inputs import Expectation
 from reprospec.core.results import AttemptResult, Execution, Outcome
 from reprospec.core.words import (
     A_PROCESS_OF_THE_PIPELINE,
+    A_SHELLS_137_OR_AN_EXIT_STATUS,
     A_SHELLS_SIGKILL_SENT_BY_A_PROCESS,
     AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
     AS_A_SHELL_REPORTS_IT,
@@ -874,8 +875,36 @@ def test_a_137_for_a_sigkill_a_timeout_sent_is_no_crash(
     assert execution.returncode == 137
     outcome = judged(result, "error", None, "main")
     assert outcome.exit_code == 137
-    said = f"exit code 137; 137 = 128 + SIGKILL{A_SHELLS_SIGKILL_SENT_BY_A_PROCESS}"
+    # The string form's step, killed with timeout's group, is reaped by the engine: a kill
+    # seen. `--foreground`'s timeout reaps its own step: the engine saw no process killed,
+    # and the status alone may as well be a program's own `exit 137`.
+    why = A_SHELLS_SIGKILL_SENT_BY_A_PROCESS if form == "string" else A_SHELLS_137_OR_AN_EXIT_STATUS
+    said = f"exit code 137; 137 = 128 + SIGKILL{why}"
     assert (outcome.detail or "").startswith(said), outcome.detail
+    assert result.matched, result.mismatches
+
+
+@pytest.mark.parametrize("form", ["string", "list"])
+def test_a_137_of_a_program_a_python_one_exec_d_is_said_to_be_maybe_its_own(
+    runner: LocalRunner, tmp_path: Path, form: str
+) -> None:
+    """A program that execs `sh -c 'exit 137'` read `error exit 137` in both forms, but the
+    string form's detail said the status was a SIGKILL `sent by a process` where no process
+    was killed: nothing the engine saw shows a kill, so the detail says the status may be
+    the program's own."""
+    code = "import os; os.execvp('sh', ['sh', '-c', 'exit 137'])"
+    argv: list[str] | str = (
+        f"{shlex.quote(PY)} -c {shlex.quote(code)}" if form == "string" else [PY, "-c", code]
+    )
+    result, execution = run_with_no_oom_kill(runner, argv, tmp_path, EXIT_137)
+    assert execution.returncode == 137
+    outcome = judged(result, "error", None, "main")
+    assert "sent by a process" not in (outcome.detail or ""), outcome.detail
+    if form == "string":
+        said = f"exit code 137; 137 = 128 + SIGKILL{A_SHELLS_137_OR_AN_EXIT_STATUS}"
+    else:
+        said = f"exit code 137; 137 = 128 + SIGKILL{AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN}"
+    assert outcome.detail == said, outcome.detail
     assert result.matched, result.mismatches
 
 

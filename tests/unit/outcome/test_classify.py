@@ -20,6 +20,7 @@ from reprospec.core.signals import (
     signal_number,
 )
 from reprospec.core.words import (
+    A_SHELLS_137_OR_AN_EXIT_STATUS,
     A_SHELLS_SIGKILL_SENT_BY_A_PROCESS,
     AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
     KNOWN_FROM_THE_OUTPUT_ALONE,
@@ -1104,6 +1105,14 @@ def test_a_137_with_no_oom_kill_counted_reports_a_sigkill_a_process_sent(tmp_pat
     alone = classify(dataclasses.replace(execution, child_exits=(), no_oom_kill=True))
     assert isinstance(alone, Outcome)
     assert alone.detail == f"exit code 137; 137 = 128 + SIGKILL{A_SHELLS_SIGKILL_SENT_BY_A_PROCESS}"
+    # Nor the shell's `Killed`: nothing shows a kill (`sh -c 'exit 137'`, a program a Python
+    # one exec'd), and the status may be a program's own; it said `sent by a process`.
+    (tmp_path / "quiet").mkdir()
+    quiet = recorded_execution(tmp_path / "quiet", b"", 137, harness=False)
+    unseen = classify(dataclasses.replace(quiet, descendants=True, no_oom_kill=True))
+    assert isinstance(unseen, Outcome)
+    assert (unseen.kind, unseen.exit_code) == ("error", 137)
+    assert unseen.detail == f"exit code 137; 137 = 128 + SIGKILL{A_SHELLS_137_OR_AN_EXIT_STATUS}"
     # The OOM killer's kill counted in the attempt's cgroup: no_oom_kill is then False.
     oom = "the kernel's OOM killer killed 1 process in the attempt's memory cgroup"
     killed = classify(dataclasses.replace(execution, oom=oom))
