@@ -63,7 +63,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="most attempts in all (default 150); the same command with a larger one "
         "continues the bisect, its attempts so far kept",
     )
-    opt.jobs(p, help="attempts of one version at once")
+    opt.jobs(p, help="attempts of one version at once (default: the spec's run.parallel, else 1)")
     # The defaults as search.py's DEFAULT_ERROR and DEFAULT_MIN_RATE (a test holds them
     # equal): written out, as this module is read for every `reprospec --help`.
     opt.fraction_option(p, "--error", help="stated error probability of the answer (default 0.005)")

@@ -91,7 +91,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     opt.timeout(
         p, help="per attempt, as `run --timeout` (not the Slurm time limit: that is --time)"
     )
-    opt.jobs(p, help="attempts at once in a shard")
+    opt.jobs(p, help="attempts at once in a shard (default: the spec's run.parallel, else 1)")
     opt.find_links(p, help="venv and docker runners: a wheelhouse, as `run`")
 
 

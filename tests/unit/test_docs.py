@@ -462,3 +462,25 @@ def test_every_module_dot_name_the_docs_give_is_defined_there() -> None:
                 wrong.append(f"{page.name}:{line}: {match[0]}")
     assert checked >= 20  # the pattern found the docs' dotted names
     assert wrong == []
+
+
+def test_every_verbs_j_states_its_default_in_help_and_cli_md() -> None:
+    """`isolate`, `minimize`, `amplify` and `bisect`'s `-j` rows of cli.md said no default
+    (nor did bisect's and slurm's help), though every one falls back, as `run -j` does, to
+    the spec's `run.parallel`, else 1."""
+    sections = _cli_sections()
+    wrong = []
+    for name, sub in _commands().items():
+        for action in _arguments(sub):
+            if "-j" not in action.option_strings:
+                continue
+            rows = [
+                line
+                for line in sections[name].splitlines()
+                if line.startswith("| ") and "`-j" in line.split(" | ")[0]
+            ]
+            if "run.parallel, else 1)" not in " ".join((action.help or "").split()):
+                wrong.append(f"{name} -j --help")
+            if name != "slurm" and not any("`run.parallel`, else 1" in row for row in rows):
+                wrong.append(f"docs/cli.md {name} -j")  # slurm's row: "as run's"
+    assert wrong == []
