@@ -69,6 +69,19 @@ class Tally:
     def clean(self) -> int:
         return self.passed + self.other
 
+    def never_matched(self, what: str, search: str) -> str:
+        """A search's refusal where `what` (its failing side) never failed as expected in
+        its attempts, with what they did instead: passing is "it does not reproduce here",
+        failing otherwise (a wrong `signal` in expect, a hang at a --timeout too short) is
+        not, and both read as a bare 0/20. Isolate's and minimize's."""
+        did = [f"{self.passed} passed"] if self.passed else []
+        did += [f"{self.other} failed otherwise"] if self.other else []
+        return (
+            f"{what} did not fail as expected in {plural(self.ran, 'attempt')} "
+            f"({self.matched}/{self.ran}{': ' + ', '.join(did) if did else ''}); "
+            f"nothing to {search}"
+        )
+
     def add(self, kinds: Iterable[AttemptKind]) -> Tally:
         """This tally plus some attempts."""
         counts = dict.fromkeys(ATTEMPT_KINDS, 0)

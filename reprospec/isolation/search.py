@@ -385,16 +385,7 @@ class Isolation:
         tally = self.tallies.get(self.full, Tally())
         figure = f"{tally.matched}/{tally.ran}"
         if tally.matched == 0:
-            # What it did instead, as minimize's refusal says: passing is "it does not
-            # reproduce here", failing otherwise (a wrong `signal` in expect, a hang at a
-            # --timeout too short) is not, and both read as a bare 0/20.
-            did = [f"{tally.passed} passed"] if tally.passed else []
-            did += [f"{tally.other} failed otherwise"] if tally.other else []
-            return (
-                f"the failing configuration did not fail as expected in "
-                f"{plural(tally.ran, 'attempt')} ({figure}{': ' + ', '.join(did) if did else ''}); "
-                "nothing to isolate"
-            )
+            return tally.never_matched("the failing configuration", "isolate")
         # A projection, not a verdict: the cheapest isolation finds one culprit (a
         # failure per halving, 1/p attempts each), then the clean attempts that make the
         # base unlikely. At the rate's optimistic end (95% upper bound): one early match

@@ -1199,15 +1199,7 @@ class Minimization:
         s = self.settings
         figure = f"{tally.matched}/{tally.ran}"
         if tally.matched == 0:
-            # What it did instead: passing is "it does not reproduce here"; failing some
-            # other way (a hang at a --timeout too short, another crash) is not, and read
-            # the same as a bare 0/20.
-            did = [f"{tally.passed} passed"] if tally.passed else []
-            did += [f"{tally.other} failed otherwise"] if tally.other else []
-            return (
-                f"the original program did not fail as expected in {plural(tally.ran, 'attempt')} "
-                f"({figure}{': ' + ', '.join(did) if did else ''}); nothing to minimize"
-            )
+            return tally.never_matched("the original program", "minimize")
         # A projection at the rate's optimistic end (95% upper bound): one pass over the
         # top-level units, each dropped after its clean attempts, plus the final check.
         low, high = wilson(tally.matched, tally.ran)

@@ -569,3 +569,19 @@ def test_one_attempt_left_of_the_budget_is_said_in_the_singular() -> None:
     result = isolate(16, _one_match_at(1), Settings(budget=2))
     assert result.status == "refused"
     assert result.message.endswith("and 1 of the budget of 2 is left (--budget 6 at the least)")
+
+
+def test_a_side_that_never_failed_as_expected_says_what_its_attempts_did_instead() -> None:
+    # One wording for isolate's and minimize's refusal (Tally.never_matched): passing is
+    # "it does not reproduce here", failing otherwise is not, and both read as a bare 0/20.
+    assert Tally(passed=3, other=17).never_matched("the failing configuration", "isolate") == (
+        "the failing configuration did not fail as expected in 20 attempts "
+        "(0/20: 3 passed, 17 failed otherwise); nothing to isolate"
+    )
+    assert Tally(other=1, infra=2).never_matched("the original program", "minimize") == (
+        "the original program did not fail as expected in 1 attempt "
+        "(0/1: 1 failed otherwise); nothing to minimize"
+    )
+    assert Tally().never_matched("it", "isolate") == (
+        "it did not fail as expected in 0 attempts (0/0); nothing to isolate"
+    )
