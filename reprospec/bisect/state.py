@@ -347,10 +347,30 @@ def text(report: BisectReport) -> str:
         lines += [
             f"  {n}: {before or '-'} -> {after or '-'}" for n, before, after in report.changed
         ]
+    if result.status == "found":
+        # How sure the answer is, as isolate's last line says it: bisect.md had it, the
+        # printed answer did not, and a flaky failure's answer is only as good as this.
+        lines.append(how_sure(result))
     if result.status == "undecided":  # out of budget: a larger one goes on
         lines.append(budget_continues("bisect", result.attempts))
     lines.append(f"{plural(result.attempts, 'attempt')}; report: {report.folder / 'bisect.md'}")
     return "\n".join(lines)
+
+
+def _probability(result: BisectResult) -> str:
+    return (
+        f"probability of this answer: {result.confidence:.3f} (stated error "
+        f"{result.error:g}, assuming a bad version reproduces in at least "
+        f"{result.min_rate:g} of attempts)"
+    )
+
+
+def how_sure(result: BisectResult) -> str:
+    """The printed answer's line of confidence: the probability bisect.md gives, and the
+    rate the bad versions showed (`2/3`), which says whether the assumed rate was met."""
+    matched, attempts = result.rate
+    rate = f"; reproduction rate at the bad versions: {matched}/{attempts}" if attempts else ""
+    return _probability(result) + rate
 
 
 def interrupted_text(tested: Sequence[Trial], folder: Path | None) -> str:
@@ -467,11 +487,8 @@ def render_markdown(report: BisectReport) -> str:
     if report.perturbed:
         lines += [f"**{perturbed_phrase(report.perturbed)}.**", ""]
     if result.status == "found":
-        lines.append(
-            f"Probability of this answer: {result.confidence:.3f} (stated error "
-            f"{result.error:g}, assuming a bad version reproduces in at least "
-            f"{result.min_rate:g} of attempts)."
-        )
+        sentence = _probability(result)
+        lines.append(f"{sentence[0].upper()}{sentence[1:]}.")
     if result.status == "found" and result.reason:
         lines.append(f"Note: {result.reason}.")
     matched, attempts = result.rate

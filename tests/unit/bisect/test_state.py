@@ -143,3 +143,19 @@ def test_a_resume_tries_again_the_versions_that_could_not_be_installed(tmp_path:
     assert resumed
     assert again == ("1.1",)
     assert load_state(path, versions, fresh=True) == ({}, False, ())
+
+
+def test_the_printed_answer_says_how_sure_it_is() -> None:
+    """The printed answer named the first bad version with no word of how sure it was (only
+    bisect.md said): for a flaky failure the answer is only as good as its probability and
+    the rate the bad versions showed, which isolate's printed answer gives too."""
+    found = report("0.0", "0.4", 2)
+    result = found.result
+    text = found.render("text").splitlines()
+    matched, attempts = result.rate
+    assert text[-2] == (
+        f"probability of this answer: {result.confidence:.3f} (stated error 0.005, assuming"
+        f" a bad version reproduces in at least 0.9 of attempts); reproduction rate at the"
+        f" bad versions: {matched}/{attempts}"
+    )
+    assert f"Probability of this answer: {result.confidence:.3f} (stated" in found.render("md")
