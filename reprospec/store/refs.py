@@ -301,7 +301,10 @@ def resolve_run_id(
         if not ids:
             # An --out that is a file holds no runs: said as history says it, exit 2.
             RunFolder.check_out(out_root)
-        have = f"only {plural(len(ids), 'run')}" if ids else "no runs"
+        # Of `slurm status latest`, the Slurm runs under OUT/slurm/: ".reprospec has no runs"
+        # was said of a store that holds plain runs, only no Slurm run.
+        noun = "run" if under == RUNS else "Slurm run"
+        have = f"only {plural(len(ids), noun)}" if ids else f"no {noun}s"
         # Said as `history` says it: a folder of a thousand runs read as having two.
         searches = (
             f" ({plural(probes, 'run')} of isolate, minimize, amplify or bisect not counted, one "

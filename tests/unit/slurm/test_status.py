@@ -185,3 +185,25 @@ def test_a_spec_changed_or_removed_since_its_plan_is_said(tmp_path: Path) -> Non
     assert spec_changed(run) == "changed"
     spec.unlink()
     assert spec_changed(run) == "removed"
+
+
+def test_latest_of_an_out_with_runs_but_no_slurm_run_says_no_slurm_runs(tmp_path: Path) -> None:
+    """`slurm status latest` under an --out of plain runs said `.reprospec has no runs`,
+    though `history` lists them: it is the Slurm runs under OUT/slurm/ it counts."""
+    import pytest
+
+    from reprospec.errors import UsageError
+    from reprospec.slurm.plan import find
+
+    run = tmp_path / "runs" / "20261201-000001-own-aaaa"
+    run.mkdir(parents=True)
+    (run / "results.json").write_text("{}")
+    with pytest.raises(UsageError) as no_slurm:
+        find("latest", tmp_path)
+    assert str(no_slurm.value) == f"latest: {tmp_path} has no Slurm runs"
+    (tmp_path / "slurm" / "20261201-000002-s-bbbb").mkdir(parents=True)
+    (tmp_path / "slurm" / "20261201-000002-s-bbbb" / "slurm.json").write_text("{}")
+    assert find("latest", tmp_path) == tmp_path / "slurm" / "20261201-000002-s-bbbb"
+    with pytest.raises(UsageError) as one:
+        find("latest~1", tmp_path)
+    assert str(one.value) == f"latest~1: {tmp_path} has only 1 Slurm run"
