@@ -243,59 +243,50 @@ def shell_split(line: str) -> list[str]:
     r"""The words of `line`, the inverse of `shell_join`: shlex.split, where a `$'...'` word
     (bash's quoting, `$'b\xfe.tar.gz'`) is read back to the bytes it names, those that are
     not UTF-8 a lone surrogate each. shlex read it as `$` and a quoted `b\xfe.tar.gz`, so a
-    rejoined line named another file. ValueError where a quotation is not closed."""
-    words: list[str] = []
-    word: bytearray | None = None  # the word being read, as bytes (surrogateescape)
-    at, end = 0, len(line)
+    rejoined line named another file: each such word is handed to shlex single-quoted, as
+    the text its bytes make. ValueError where a quotation is not closed."""
+    import shlex
 
-    def add(text: str) -> bytearray:
-        data = word if word is not None else bytearray()
-        data += text.encode("utf-8", "surrogateescape")
-        return data
+    lexer = shlex.shlex(_ansi_c_requoted(line), posix=True)
+    lexer.whitespace_split = True
+    lexer.whitespace = _BLANKS
+    lexer.commenters = ""
+    # A word's bytes as the program gets them: `$'\xc3'$'\xa9'` is one é.
+    return [
+        word.encode("utf-8", "surrogateescape").decode("utf-8", "surrogateescape") for word in lexer
+    ]
 
+
+# What separates words, as shell_split has always read them.
+_BLANKS = " \t\n\r\f\v"
+
+
+def _ansi_c_requoted(line: str) -> str:
+    """`line` with each `$'...'` outside other quotes written in shlex's single quotes."""
+    import shlex
+
+    parts: list[str] = []
+    at = start = 0
+    end = len(line)
     while at < end:
         char = line[at]
-        if char in " \t\n\r\f\v":
-            if word is not None:
-                words.append(bytes(word).decode("utf-8", "surrogateescape"))
-                word = None
-            at += 1
-        elif char == "$" and line.startswith("$'", at):
-            close, data = _ansi_c(line, at + 2)
-            word = add("")
-            word += data
-            at = close + 1
+        if char == "\\":
+            at += 2
         elif char == "'":
             close = line.find("'", at + 1)
-            if close < 0:
-                raise ValueError("No closing quotation")
-            word = add(line[at + 1 : close])
-            at = close + 1
+            at = end if close < 0 else close + 1  # unclosed: shlex says so
         elif char == '"':
             at += 1
-            part: list[str] = []
-            while True:
-                if at >= end:
-                    raise ValueError("No closing quotation")
-                if line[at] == '"':
-                    break
-                if line[at] == "\\" and at + 1 < end and line[at + 1] in '"\\':
-                    at += 1
-                part.append(line[at])
-                at += 1
-            word = add("".join(part))
+            while at < end and line[at] != '"':
+                at += 2 if line[at] == "\\" else 1
             at += 1
-        elif char == "\\":
-            if at + 1 >= end:
-                raise ValueError("No escaped character")
-            word = add(line[at + 1])
-            at += 2
+        elif line.startswith("$'", at):
+            close, data = _ansi_c(line, at + 2)
+            parts += [line[start:at], shlex.quote(data.decode("utf-8", "surrogateescape"))]
+            at = start = close + 1
         else:
-            word = add(char)
             at += 1
-    if word is not None:
-        words.append(bytes(word).decode("utf-8", "surrogateescape"))
-    return words
+    return "".join([*parts, line[start:]])
 
 
 _ANSI_C = {"a": 7, "b": 8, "e": 27, "E": 27, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11}

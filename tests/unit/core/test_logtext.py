@@ -82,6 +82,8 @@ def test_shell_split_reads_back_what_shell_join_wrote_odd_words_and_bytes_not_ut
     # Bash's other escapes, and shlex's reading of every other line.
     assert shell_split("$'a\\tb\\'c\\\\d\\101\\x41\\q'") == ["a\tb'c\\dAA\\q"]
     assert shell_split("""a 'b c' "d \\" e" f\\ g h$i""") == ["a", "b c", 'd " e', "f g", "h$i"]
+    # Two $'...' halves of one character are its bytes, one word; a `$'` quoted is text.
+    assert shell_split("$'\\xc3'$'\\xa9' \"$'a'\" '$'") == ["é", "$'a'", "$"]
     for unclosed in ("a 'b", 'a "b', "a $'b"):
         with pytest.raises(ValueError, match="No closing quotation"):
             shell_split(unclosed)
