@@ -35,6 +35,7 @@ from reprospec.core.atomicfile import write_atomic
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.trylock import search_held
+from reprospec.core.words import plural
 from reprospec.errors import UsageError
 from reprospec.export.tree import program_digest
 from reprospec.isolation.candidates import ATTEMPT_KINDS, AttemptKind
@@ -283,11 +284,23 @@ def held_state(
     of whose attempts could run (`forget_could_not_run`, said)."""
     with search_held(folder, search):
         if gone := forget_could_not_run(folder / "state.json", header):
-            say(
-                f"{search}: its earlier run's attempts could not run ({gone}): run again, not "
-                "replayed"
-            )
+            say(not_replayed(search, gone))
         yield StateFile(folder, header)
+
+
+def not_replayed(search: str, reason: str) -> str:
+    """What search `search` (`amplification ID`) says of an earlier run none of whose
+    attempts could run (`reason`, the last one's): isolate's, minimize's and amplify's."""
+    return f"{search}: its earlier run's attempts could not run ({reason}): run again, not replayed"
+
+
+def continuing(search: str, stored: int, budget: int) -> str:
+    """What search `search` says as it goes on from `stored` probes of an earlier run
+    (interrupted, out of budget, or finished): isolate's, minimize's and amplify's."""
+    return (
+        f"continuing {search}: {plural(stored, 'probe')} from an earlier run to replay, "
+        f"counted in the budget of {budget}"
+    )
 
 
 class _Ran(Protocol):
@@ -354,6 +367,28 @@ def stored_probes(folder: Path) -> list[StoredProbe]:
     return read_probes(path, header, StoredProbe.from_dict, FORMAT, "isolate", "isolation")
 
 
+def stored_cut(path: Path, header: Mapping[str, JsonValue]) -> dict[str, int]:
+    """The last attempt number of each configuration whose probes Ctrl-C cut short and that
+    were not stored (`StateFile.cut`: `"cut"` in state.json; {} in a state without it, or
+    another search's). A value that is not a whole number >= 1 is refused as damaged
+    (exit 2), as `read_probes` refuses a damaged probe."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}  # read_probes read it a moment ago: gone since, no cut numbers
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("header") != header:
+        return {}
+    cut = data.get("cut", {})
+    if isinstance(cut, dict) and all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in cut.values()
+    ):
+        return {str(key): int(n) for key, n in cut.items() if isinstance(n, int)}
+    raise UsageError(
+        f"{path}: a damaged isolate state file (its cut probes' numbers are {cut!r}, not "
+        "whole numbers >= 1); remove it to start this isolation over"
+    )
+
+
 class StateFile:
     """The probes of one isolation, replayed in order on restart; safe across threads."""
 
@@ -369,10 +404,15 @@ class StateFile:
         self._drawn: dict[str, int] = {}
         # The last number set aside for each probe running now, by (configuration, first).
         self._set_aside: dict[tuple[str, int], int] = {}
+        # The last number each configuration's probes that Ctrl-C cut short and that were
+        # not stored drew (`cut`), kept in the file: a resumed run numbers after them.
+        self._cut: dict[str, int] = {}
         if self.path.exists():
             self._probes = read_probes(
                 self.path, self.header, StoredProbe.from_dict, FORMAT, "isolate", "isolation"
             )
+            self._cut = stored_cut(self.path, self.header)
+            self._drawn.update(self._cut)
         for probe in self._probes:
             self._replay.setdefault(probe.key, deque()).append(probe)
 
@@ -456,6 +496,21 @@ class StateFile:
             drawn = self.drawn_as(key)
             self._drawn[drawn] = max(self._drawn.get(drawn, 0), last)
 
+    def cut(self, key: str, first: int) -> None:
+        """A probe of `key` numbered from `first` that Ctrl-C cut short and that is not
+        stored (minimize asks it again, whole, in the resumed run): the numbers set aside
+        for it stay drawn, in the file too. Forgotten, the resumed run numbered its probe
+        from `first` again: the cut run's attempts (`cells/CELL/2/`, kept or set aside)
+        and the new run's bore the same numbers, and a `${{ attempt }}` seed drew the
+        values the cut run had drawn."""
+        with self._lock:
+            drawn = self.drawn_as(key)
+            aside = self._set_aside.pop((drawn, first), None)
+            if aside is None:
+                return  # nothing was numbered for it: it never started
+            self._cut[drawn] = max(self._cut.get(drawn, 0), aside)
+            self._write()
+
     @staticmethod
     def drawn_as(key: str) -> str:
         """The configuration whose attempt numbers a probe of `key` draws from: its own,
@@ -487,5 +542,6 @@ class StateFile:
             "format": FORMAT,
             "header": self.header,
             "probes": [p.to_dict() for p in self._probes],
+            **({"cut": dict(sorted(self._cut.items()))} if self._cut else {}),
         }
         write_atomic(self.path, json.dumps(data, indent=1))

@@ -245,6 +245,10 @@ class ProbeRunner:
         stored = self._run(program, probe, key)
         if not stored.interrupted:
             self.state.add(stored)
+        elif stored.run_id:
+            # Cut short by Ctrl-C: not stored (the resumed search asks it again, whole), but
+            # the numbers it drew stay drawn, so its attempt folders are not numbered again.
+            self.state.cut(key, stored.first_attempt)
         return stored
 
     def _run(self, program: Program, probe: Probe, key: str) -> StoredProbe:
@@ -314,7 +318,7 @@ class ProbeRunner:
                     for cell in self.passing
                 ]
                 results = [f.result() for f in futures]
-        return replace(self._stored(results, probe, key), first_attempt=first)
+        return self._stored(results, probe, key, first)
 
     def _learn_signature(self, signature: str, native_text: str | None, message: str) -> None:
         """The original's first matching attempt names the signature every later one needs;
@@ -348,9 +352,12 @@ class ProbeRunner:
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / "otherwise").write_text(self.otherwise, encoding="utf-8")
 
-    def _stored(self, results: Sequence[RunResult], probe: Probe, key: str) -> StoredProbe:
+    def _stored(
+        self, results: Sequence[RunResult], probe: Probe, key: str, first: int
+    ) -> StoredProbe:
         kinds: list[AttemptKind] = []
         raised: list[tuple[str, ...]] = []
+        numbers: list[int] = []
         reason = ""
         for result in results:
             run_dir = self.options.out.resolve() / "runs" / result.run_id
@@ -369,6 +376,7 @@ class ProbeRunner:
                     if kinds[-1] == "other" and probe.role == "failing" and not self.signature:
                         self._learn_otherwise(attempt, run_dir)
                     raised.append(_raised(run_dir, attempt))
+                    numbers.append(attempt.attempt)
                     reason = attempt.infra_error or reason
         return StoredProbe(
             key=key,
@@ -380,6 +388,11 @@ class ProbeRunner:
             interrupted=any(r.interrupted for r in results),
             raised=tuple(raised),
             raised_from=RAISED_FROM,
+            first_attempt=first,
+            # The failing side's one run numbers its attempts as a configuration's (StoredProbe
+            # keeps them where not contiguous); the passing side's one attempt of each cell
+            # shares one number.
+            numbers=tuple(numbers) if len(results) == 1 else (),
         )
 
     def _skipped(self) -> set[Path]:

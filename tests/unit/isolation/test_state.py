@@ -7,11 +7,13 @@ configuration."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from reprospec.errors import UsageError
 from reprospec.isolation.state import StateFile, StoredProbe
 
 HEADER = {"spec": "s", "failing": "f", "passing": "p"}
@@ -349,3 +351,25 @@ def test_the_matrix_runs_attempts_are_not_drawn_again(tmp_path: Path) -> None:
     state.drew("full", 1)
     assert state.first_attempt("full", 2) == 2
     assert state.first_attempt("half", 2) == 1
+
+
+def test_a_probe_cut_short_and_not_stored_leaves_its_numbers_drawn(tmp_path: Path) -> None:
+    """minimize stores no probe Ctrl-C cut short (the resumed search asks it again, whole):
+    its numbers were forgotten, and the resumed probe numbered its attempts as the cut run
+    had. They stay drawn, in the file too; a probe that never started leaves none."""
+    state = StateFile(tmp_path, HEADER)
+    assert state.first_attempt("failing:p", 1) == 1
+    state.add(StoredProbe("failing:p", (), "failing", ("pass",), "r1"))
+    assert state.first_attempt("failing:p", 3) == 2
+    state.cut("failing:p", 2)
+    state.cut("failing:p", 9)  # never numbered: nothing to keep
+    again = StateFile(tmp_path, HEADER)
+    assert again.take("failing:p", 5) is not None
+    assert again.first_attempt("failing:p", 3) == 5
+    assert again.first_attempt("recheck:p", 1) == 8  # a recheck draws the failing side's
+    assert StateFile(tmp_path, {"other": "search"}).first_attempt("failing:p", 1) == 1
+    data = json.loads((tmp_path / "state.json").read_text())
+    assert data["cut"] == {"failing:p": 4}
+    (tmp_path / "state.json").write_text(json.dumps({**data, "cut": {"failing:p": 0}}))
+    with pytest.raises(UsageError, match="damaged"):
+        StateFile(tmp_path, HEADER)
