@@ -23,7 +23,7 @@ from reprospec.capture.toggles import Proposal
 from reprospec.capture.writer import EnvLine
 from reprospec.core.expr import literal_text
 from reprospec.core.frozen import frozen
-from reprospec.core.logtext import TRACEBACK_HEADER, undecodable_byte
+from reprospec.core.logtext import TRACEBACK_HEADER, undecodable_byte, unescaped_name
 from reprospec.core.pythonargs import is_python, python_program
 from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult
@@ -742,7 +742,8 @@ def hung_import(stack: str | None, workdir: Path) -> str | None:
                 shown = path.resolve().relative_to(workdir).as_posix()
             except ValueError:
                 shown = path.name
-            return f"{shown}:{inner['line']}"
+            # faulthandler's escapes (`w\udc80x.py`) as the report shows them (`w�x.py`).
+            return f"{unescaped_name(shown)}:{inner['line']}"
     return None
 
 
@@ -820,10 +821,12 @@ def crash_frame(stack: str | None, workdir: Path) -> str | None:
 
 def frame_name(function: str, file: str, line: int | str, workdir: Path) -> str:
     """`__getitem__ (data/set.py:12)`: a frame as a spec names it, by its path from the
-    workdir, else by its file's name (the capturer's folders stay out of a spec to send)."""
+    workdir, else by its file's name (the capturer's folders stay out of a spec to send).
+    A dump's escapes of what is not ASCII (faulthandler's `w\udc80x.py`, a traceback's
+    under backslashreplace) read as the report shows text: `w�x.py`."""
     path = Path(file)
     shown = path.resolve().relative_to(workdir).as_posix() if _inside(file, workdir) else path.name
-    return f"{function} ({shown}:{line})"
+    return f"{unescaped_name(function)} ({unescaped_name(shown)}:{line})"
 
 
 def _inside(file: str, workdir: Path) -> bool:

@@ -222,6 +222,25 @@ def not_utf8(what: str, text: str, *, shown: bool = True, then: str = _RECORDED)
     return f"{head} is not UTF-8 (byte 0x{byte:02x}): {then}"
 
 
+# faulthandler's (and a traceback's, under backslashreplace) escape of a character it does
+# not write as ASCII: `\xe9`, `\u4e2d`, `\U0001f600`; a byte that was not UTF-8 (a lone
+# surrogate, as Python reads such a file name) `\udc80`.
+_PYTHON_ESCAPE = Lazy(r"\\(?:x([0-9a-f]{2})|u([0-9a-f]{4})|U([0-9a-f]{8}))")
+
+
+def _character(match: re.Match[str]) -> str:
+    code = int(next(group for group in match.groups() if group is not None), 16)
+    return "\ufffd" if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF else chr(code)
+
+
+def unescaped_name(text: str) -> str:
+    r"""A file or function name as a stack dump escapes it (faulthandler writes every
+    character that is not ASCII as `\xe9`, `\u4e2d`): the characters themselves, and each
+    byte that was not UTF-8 (`\udc80`) as U+FFFD, as the report shows the output's other
+    undecodable bytes. The headline read `hang in <module> (w\udc80x.py:2)`."""
+    return _PYTHON_ESCAPE.sub(_character, text) if "\\" in text else text
+
+
 def with_bytes_written(text: str) -> str:
     r"""`text` with each byte that was not UTF-8 written out as `\xff`, as a shell's $'...'
     would give it: shown, where a lone surrogate reads `\udcff`."""

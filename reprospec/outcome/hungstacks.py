@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
+from reprospec.core.logtext import unescaped_name
 from reprospec.core.results import PythonFrame as Frame
 from reprospec.core.words import LEFT_THE_TREE, NOT_PYTHON
 
@@ -137,10 +138,27 @@ def _waiting(frames: list[Frame], command_string: bool = False) -> list[Frame]:
 
 
 def _frame(line: str) -> Frame | None:
-    found = _FAULTHANDLER_FRAME.match(line) or _PY_SPY_FRAME.match(line)
+    found = _FAULTHANDLER_FRAME.match(line)
+    if found is not None:
+        # faulthandler escapes what is not ASCII (`w\udc80x.py`, `caf\xe9.py`): the names
+        # as the report shows text, each byte that was not UTF-8 as U+FFFD.
+        path, function = unescaped_name(found["path"]), unescaped_name(found["function"])
+        return Frame(path, int(found["line"]), function.strip())
+    found = _PY_SPY_FRAME.match(line)
     if found is None:
         return None
     return Frame(found["path"], int(found["line"]), found["function"].strip())
+
+
+def readable_frames(stack: str) -> str:
+    """`stack` with each faulthandler frame's names as `_frame` reads them (`File "w�x.py"`,
+    not `File "w\udc80x.py"`): the report's Stacks block says a path as its headline does."""
+    if "\\" not in stack:
+        return stack
+    return "\n".join(
+        _FAULTHANDLER_FRAME.sub(lambda m: unescaped_name(m.group()), line) if "\\" in line else line
+        for line in stack.split("\n")
+    )
 
 
 def _main_thread(threads: list[tuple[bool, list[Frame]]]) -> list[Frame]:
@@ -393,6 +411,7 @@ __all__ = [
     "hung_processes",
     "label_workers",
     "pytest_hung_in",
+    "readable_frames",
     "stuck_child",
     "stuck_worker",
     "where_stuck",

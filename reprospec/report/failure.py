@@ -419,9 +419,9 @@ def _hang_where(cell: CellResult, attempt: AttemptResult, short: Callable[[str],
 def _stack_text(stack: str | None, short: Callable[[str], str]) -> str:
     """A stack dump for the report: paths named short, at most STACK_LINES lines; each
     DataLoader worker's stack labelled so (its command line is its parent's)."""
-    from reprospec.outcome.hungstacks import label_workers
+    from reprospec.outcome.hungstacks import label_workers, readable_frames
 
-    lines = short(clean_log(label_workers(stack or ""))).strip().split("\n")
+    lines = short(clean_log(label_workers(readable_frames(stack or "")))).strip().split("\n")
     if len(lines) > STACK_LINES:
         lines = [*lines[:STACK_LINES], f"… ({len(lines) - STACK_LINES} more lines)"]
     return "\n".join(lines).strip()

@@ -209,3 +209,31 @@ def test_the_reproduce_command_of_a_run_whose_set_held_a_secret_runs(
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     assert "1/1 cell reproduced" in ran.stdout
+
+
+def test_a_hang_in_a_file_named_with_a_byte_not_utf8_reads_it_as_a_replacement(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """faulthandler escapes a byte of a file's name that is not UTF-8 (`w\\udc80x.py`), and
+    the run's line, headline and Stacks block showed the escape raw: each now shows the
+    byte as the report shows other undecodable bytes, U+FFFD."""
+    (tmp_path / b"w\x80x.py".decode("utf-8", "surrogateescape")).write_text(
+        "import time\ntime.sleep(60)\n"
+    )
+    (tmp_path / "main.py").write_text(
+        "import importlib, sys\nsys.path.insert(0, '.')\n"
+        "importlib.import_module(b'w\\x80x'.decode('utf-8', 'surrogateescape'))\n"
+    )
+    spec = tmp_path / "hang.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: hang\ncommand: [python3, main.py]\nrun: {timeout: 2s}\n"
+        "expect: {outcome: hang}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    assert "hang in <module> (w\ufffdx.py:2)" in result.stdout, result.stdout
+    report = (result.latest_run() / "report.md").read_text()
+    assert "hang in <module> (w\ufffdx.py:2)" in report
+    assert 'File "w\ufffdx.py", line 2 in <module>' in report
+    assert "\\udc80" not in report
+    assert "\\udc80" not in result.stdout

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reprospec.capture.footprint import Pins, _command_code, foreign_packages, shell_only
+from reprospec.capture.footprint import (
+    Pins,
+    _command_code,
+    crash_frame,
+    foreign_packages,
+    hung_import,
+    shell_only,
+)
 
 
 def test_the_verify_leaves_out_the_shells_own_variables_and_keeps_the_machines() -> None:
@@ -80,3 +87,19 @@ def test_packages_are_foreign_only_where_no_process_searched_the_pinning_interpr
     # `python -S`, or no Python at all: nothing tells either way.
     assert foreign_packages((stdlib,), own) is None
     assert foreign_packages((), own) is None
+
+
+def test_a_spec_title_names_a_file_not_utf8_as_the_report_does(tmp_path: Path) -> None:
+    # faulthandler's `w\udc80y.py` (a byte not UTF-8 in the file's name) titled a capture's
+    # spec raw: `main.py: SIGSEGV in f (w\udc80y.py:3)`.
+    stack = (
+        "Stack (most recent call first):\n"
+        f'  File "{tmp_path}/w\\udc80y.py", line 3 in f\n'
+        f'  File "{tmp_path}/main.py", line 4 in <module>\n'
+    )
+    assert crash_frame(stack, tmp_path) == "f (w\ufffdy.py:3)"
+    hung = (
+        f'  File "{tmp_path}/w\\udc80x.py", line 2 in <module>\n'
+        '  File "<frozen importlib._bootstrap>", line 241 in _call_with_frames_removed\n'
+    )
+    assert hung_import(hung, tmp_path) == "w\ufffdx.py:2"

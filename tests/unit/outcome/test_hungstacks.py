@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from reprospec.core.logtext import unescaped_name
 from reprospec.core.results import Outcome
 from reprospec.core.words import outcome_phrase
 from reprospec.outcome.classify import classify
@@ -16,6 +17,7 @@ from reprospec.outcome.hungstacks import (
     hung_processes,
     label_workers,
     pytest_hung_in,
+    readable_frames,
     stuck_child,
     stuck_worker,
     where_stuck,
@@ -412,3 +414,20 @@ def test_a_launchers_hang_sits_in_the_rank_its_peers_wait_for_in_a_collective() 
     stuck = stuck_child(both)
     assert stuck is not None
     assert stuck.pid == 5209
+
+
+def test_a_dumps_escapes_of_a_name_read_as_the_report_shows_text() -> None:
+    # faulthandler writes what is not ASCII escaped, a byte that was not UTF-8 as a lone
+    # surrogate's `\udc80`: the hang's frame (its headline) read `w\udc80x.py` raw.
+    stack = (
+        "--- pid 42 (python3 main.py) ---\n"
+        "Current thread 0x00007f (most recent call first):\n"
+        '  File "/w/caf\\xe9/w\\udc80x.py", line 2 in f\\u00e9\n'
+        '  File "/w/main.py", line 3 in <module>\n'
+    )
+    frame = hung_frame(stack)
+    assert frame == Frame("/w/café/w\ufffdx.py", 2, "fé")
+    assert frame.short() == "fé (w\ufffdx.py:2)"
+    assert readable_frames(stack).split("\n")[2] == '  File "/w/café/w\ufffdx.py", line 2 in fé'
+    assert unescaped_name("a\\U0001f600b\\x41") == "a\U0001f600bA"
+    assert unescaped_name("no escape") == "no escape"
