@@ -22,6 +22,7 @@ from jsonschema import Draft202012Validator
 import reprospec
 from reprospec.api import load_spec, plan_run
 from reprospec.cli import build_parser
+from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import AttemptResult, CellResult, Outcome
 from reprospec.core.runoptions import RunOptions
@@ -416,6 +417,22 @@ def test_python_api_md_names_every_field_of_the_options_and_the_result() -> None
         for cls in classes
         for field in dataclasses.fields(cls)
         if f"`{field.name}`" not in page
+    ]
+    assert missing == []
+
+
+def test_python_api_md_planning_names_every_field_of_the_plan_and_its_attempts() -> None:
+    """The Planning section lists `RunPlan` and `AttemptPlan` field by field, and left out
+    `RunPlan.options` (the options the attempts were planned with, which `extra_attempt`
+    plans a `repeat: auto` cell's added attempts with) and `AttemptPlan.spec_name`: they
+    were named elsewhere on the page only, of other classes."""
+    page = (DOCS / "python-api.md").read_text(encoding="utf-8")
+    section = page.split("\n## Planning\n", 1)[1].split("\n## ", 1)[0]
+    missing = [
+        f"{cls.__name__}.{field.name}"
+        for cls in (reprospec.RunPlan, AttemptPlan)
+        for field in dataclasses.fields(cls)
+        if f"`{field.name}`" not in section
     ]
     assert missing == []
 
