@@ -24,7 +24,7 @@ from reprospec.api import load_spec, plan_run
 from reprospec.cli import build_parser
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.results import AttemptResult, CellResult, Outcome
+from reprospec.core.results import AttemptResult, CellResult, InstanceResult, Outcome
 from reprospec.core.runoptions import RunOptions
 from reprospec.plan.attempt import describe
 from tests.support.docexamples import (
@@ -407,11 +407,12 @@ _LISTED_FIELD_BY_FIELD = (
 
 def test_python_api_md_names_every_field_of_the_options_and_the_result() -> None:
     """The spec, the options (RunOptions and each search's) and the result down to an
-    outcome are listed field by field on the page: a field added to one is named there too
-    (`Spec.locations` was not)."""
+    outcome (and an instance's) are listed field by field on the page: a field added to one
+    is named there too (`Spec.locations` was not, nor `InstanceResult.ready_s`, `start_s`,
+    `end_s`)."""
     page = (DOCS / "python-api.md").read_text(encoding="utf-8")
     classes = [getattr(reprospec, name) for name in _LISTED_FIELD_BY_FIELD]
-    classes += [CellResult, AttemptResult, Outcome]
+    classes += [CellResult, AttemptResult, Outcome, InstanceResult]
     missing = [
         f"{cls.__name__}.{field.name}"
         for cls in classes
