@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from reprospec.capture.envblock import Machine
+from reprospec.capture.envblock import Machine, normalize
 from reprospec.capture.ticket import (
     ThreadStack,
     Ticket,
@@ -44,6 +44,7 @@ from reprospec.capture.writer import (
 from reprospec.core.expr import literal_text
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import mask_parts, secret_values, sets_secret
+from reprospec.core.words import plural
 from reprospec.outcome.pytestreport import is_pytest, pytest_verbose
 from reprospec.outcome.tracebacks import headline
 
@@ -109,13 +110,9 @@ def capture_log(text: str, source: str, output: Path) -> list[str]:
     if draft.todo:
         lines.append(f"left to fill in ({len(draft.todo)}), marked TODO in {output}:")
         lines += [f"  - {item}" for item in draft.todo]
-    lines += compare_machine(ticket.machine, _this_machine(ticket.machine))
-    # The step after a skeleton, as `capture -- CMD` names its own (none was said).
-    lines.append(
-        f"next: fill in the TODOs, then `reprospec run {shlex.quote(str(output))}`"
-        if draft.todo
-        else f"next: `reprospec run {shlex.quote(str(output))}`"
-    )
+    ours = _this_machine(ticket.machine)
+    lines += compare_machine(ticket.machine, ours)
+    lines.append(next_step(output, todo=bool(draft.todo), differ=other_pins(ticket.machine, ours)))
     # What it read is quoted (`the command: HF_TOKEN=hf_... torchrun ...`): the secrets
     # the spec reads back from the environment are not printed either.
     secrets = _secrets(ticket)
@@ -389,6 +386,88 @@ def _expect(
     return expect, comments
 
 
+def _pinned(requirement: str) -> tuple[str, str]:
+    """`packaging==23.2` as its name and version."""
+    name, _, version = requirement.partition("==")
+    return name, version
+
+
+def _same_release(their: str, our: str) -> bool:
+    """Whether the version here is the release the log's pin names: its local label
+    (`+cpu`, `+cu121`) aside, as the pin, written without it, matches every build."""
+    return their.split("+", 1)[0] == our.split("+", 1)[0]
+
+
+def other_pins(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> list[str]:
+    """The skeleton's pins (`environment.packages`, as written: the release) this
+    interpreter has another release of, or none of: `packaging==23.2` where 26.4 is
+    installed. Each makes a cell of the local runner `infra-error`; a package the probe
+    did not answer for is left out."""
+    here = _section(ours or {}, "packages")
+    differ = []
+    for requirement in theirs.requirements:
+        name, version = _pinned(requirement)
+        if name not in here:
+            continue
+        our = _text(here[name])
+        if our is None or not _same_release(version, our):
+            # As the spec pins it: the release, its build's label in a comment.
+            differ.append(f"{name}=={version.split('+', 1)[0]}")
+    return differ
+
+
+# How many pinned packages that differ the comparison names one by one.
+SHOWN_PINS = 5
+
+
+def _package_rows(theirs: Machine, ours: Mapping[str, JsonValue]) -> list[str]:
+    """The comparison's rows of the packages the skeleton pins, torch aside (its own row):
+    each that differs here (up to SHOWN_PINS), else one row saying they are all here."""
+    here = _section(ours, "packages")
+    known = [
+        r
+        for r in theirs.requirements
+        if _pinned(r)[0] in here and normalize(_pinned(r)[0]) not in _TORCH_NAMES
+    ]
+    if not known:
+        return []
+    released = {f"{_pinned(r)[0]}=={_pinned(r)[1].split('+', 1)[0]}": r for r in known}
+    differ = [released[r] for r in other_pins(theirs, ours) if r in released]
+    if not differ:
+        return [f"  {'same':7}  packages: the spec's {plural(len(known), 'pin')}, all here"]
+    rows = []
+    for requirement in differ[:SHOWN_PINS]:
+        name, version = _pinned(requirement)
+        our = _text(here[name]) or "not installed"
+        rows.append(f"  {'DIFFERS':7}  {name}: log {version}; here {our}")
+    if len(differ) > SHOWN_PINS:
+        rows.append(
+            f"  {'DIFFERS':7}  {len(differ) - SHOWN_PINS} more of the spec's "
+            f"{len(known)} pins (environment.packages)"
+        )
+    return rows
+
+
+_TORCH_NAMES = ("torch", "pytorch")
+
+
+def next_step(output: Path, *, todo: bool, differ: Sequence[str]) -> str:
+    """The step after a skeleton, as `capture -- CMD` names its own. Where this interpreter
+    lacks the log's versions, the local runner's cell is `infra-error` for certain, so the
+    command given builds them (`--runner venv`): a plain `reprospec run` was named first,
+    and ended where it could not run."""
+    command = f"reprospec run {shlex.quote(str(output))}"
+    why = ""
+    if differ:
+        command += " --runner venv"
+        named = ", ".join(differ[:3]) + (f" and {len(differ) - 3} more" if len(differ) > 3 else "")
+        why = (
+            f" (this interpreter lacks the spec's {named}: the venv runner builds an "
+            "environment that has them, where a plain `run` ends the cell infra-error)"
+        )
+    return (f"next: fill in the TODOs, then `{command}`" if todo else f"next: `{command}`") + why
+
+
 def compare_machine(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> list[str]:
     """What differs between the ticket's machine and this one (torch build, CUDA, GPUs, Python)."""
     if not theirs.said_anything:
@@ -421,6 +500,7 @@ def compare_machine(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> li
         )
         mark = "same" if same else "DIFFERS"
         lines.append(f"  {mark:7}  {label}: log {their}; here {our or 'unknown'}")
+    lines += _package_rows(theirs, ours)
     if len(lines) == 1 and not theirs.gpus:
         # Packages alone (a bare `pip freeze`): the spec pins them; the heading stood alone.
         return [
@@ -447,13 +527,15 @@ def compare_machine(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> li
 
 
 def _this_machine(theirs: Machine) -> Mapping[str, JsonValue] | None:
-    """This machine as the harness sees it (doctor's probe), or None when it cannot tell."""
+    """This machine as the harness sees it (doctor's probe, with the versions here of the
+    packages the skeleton pins), or None when it cannot tell."""
     if not theirs.said_anything:
         return None
     from reprospec.environment.probe import probe_environment
 
+    names = [_pinned(requirement)[0] for requirement in theirs.requirements]
     try:
-        return probe_environment(sys.executable, ("torch",), cuda=bool(theirs.gpus))
+        return probe_environment(sys.executable, ("torch", *names), cuda=bool(theirs.gpus))
     except Exception:  # a probe that fails must not lose the skeleton already written
         return None
 

@@ -31,7 +31,12 @@ def test_a_pytorch_ticket_becomes_a_spec_that_validates_with_the_machine_compare
     assert result.code == 0, result.stderr
     assert "wrote t.yaml: crash SIGSEGV in a worker, main loop at train" in result.stdout
     assert "left to fill in (2), marked TODO in t.yaml:" in result.stdout
-    assert result.stdout.rstrip().endswith("next: fill in the TODOs, then `reprospec run t.yaml`")
+    # Its pins are not this interpreter's: the next step builds them, named as pinned.
+    assert (
+        "next: fill in the TODOs, then `reprospec run t.yaml --runner venv` (this interpreter "
+        "lacks the spec's numpy==1.26.2, torch==2.1.0, torchvision==0.16.0 and 1 more"
+    ) in result.stdout
+    assert "DIFFERS  numpy: log 1.26.2; here not installed" in result.stdout
     # This machine has no GPU and a CPU torch build: both differ from the ticket's.
     assert "DIFFERS  GPUs: log 2x NVIDIA A100-SXM4-80GB; here none" in (result.stdout)
     assert "DIFFERS  CUDA (torch build): log 12.1; here none (CPU build)" in result.stdout

@@ -2351,3 +2351,34 @@ def test_a_timed_out_test_method_without_v_is_named_with_its_class(tmp_path: Pat
     # No file to read (another machine's checkout): the function alone, as before.
     assert read_ticket(paste, tmp_path / "elsewhere").test == "test_cls.py::test_sleeps"
     assert read_ticket(paste).test == "test_cls.py::test_sleeps"
+
+
+def test_the_pins_this_interpreter_lacks_are_compared_and_the_next_step_builds_them() -> None:
+    # A ticket's `pip list` with packaging 23.2, read where 26.4 is installed: the
+    # comparison named only Python and the OS, and `next:` said a plain `reprospec run`,
+    # whose cell ends infra-error for certain ("packaging 26.4 is installed").
+    from reprospec.capture.envblock import parse_machine
+    from reprospec.capture.fromlog import next_step, other_pins
+
+    theirs = parse_machine(
+        "Package    Version\n---------- -------\npackaging  23.2\nsix        1.16.0\n"
+        "Python 3.11.6\n"
+    )
+    ours: dict[str, JsonValue] = {
+        "python": {"version": "3.11.7"},
+        "packages": {"torch": "2.13.0+cpu", "packaging": "26.4", "six": "1.16.0"},
+    }
+    lines = compare_machine(theirs, ours)
+    assert "  DIFFERS  packaging: log 23.2; here 26.4" in lines
+    assert not any(line.lstrip().startswith(("DIFFERS  six", "same     six")) for line in lines)
+    assert other_pins(theirs, ours) == ["packaging==23.2"]
+    said = next_step(Path("t.yaml"), todo=True, differ=other_pins(theirs, ours))
+    assert said.startswith("next: fill in the TODOs, then `reprospec run t.yaml --runner venv`")
+    assert "lacks the spec's packaging==23.2" in said
+    # Every pin here (a local label aside): the plain command, and one row that says so.
+    ours["packages"] = {"packaging": "23.2", "six": "1.16.0+local"}
+    assert "  same     packages: the spec's 2 pins, all here" in compare_machine(theirs, ours)
+    assert other_pins(theirs, ours) == []
+    assert next_step(Path("t.yaml"), todo=False, differ=[]) == "next: `reprospec run t.yaml`"
+    # A package the probe did not answer for is not said to differ.
+    assert other_pins(theirs, {"packages": {}}) == []
