@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
         deferral=deferral,
         as_json=args.format == "json",
         report=lambda found: found.folder / "isolate.md",
+        unsaved=lambda found: found.unsaved,
     )
 
 

@@ -293,9 +293,7 @@ def _isolate(
                 (),
             ),
         )
-        found = redactor.value(found)
-        write(found)
-        return found
+        return write(redactor.value(found))
 
 
 class _CandidateRunner:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from reprospec.core.answers import rendered, search_exit_code
@@ -66,6 +67,10 @@ class IsolateResult:
     # environment.perturb of the failing cell: the search ran under it (amplify).
     perturbed: tuple[str, ...] = ()
     replayed: int = 0  # the attempts of the `reused` probes
+    # Why isolate.json and isolate.md could not be written ("" where they were): a rerun of
+    # a finished isolation in an --out made read-only since knows its answer from the
+    # replayed probes, and printed none (exit 2 on the write).
+    unsaved: str = ""
 
     @property
     def culprits(self) -> tuple[Difference, ...]:
@@ -263,6 +268,7 @@ def to_dict(found: IsolateResult) -> JsonObject:
         "reused": found.reused,
         "replayed": found.replayed,
         "interrupted": found.interrupted,
+        **({"unsaved": found.unsaved} if found.unsaved else {}),
     }
 
 
@@ -310,10 +316,23 @@ def markdown(found: IsolateResult) -> str:
     return "\n".join(out) + "\n"
 
 
-def write(found: IsolateResult) -> None:
-    """isolate.json and isolate.md into the isolate folder, each replaced atomically."""
-    write_atomic(found.folder / "isolate.json", json.dumps(to_dict(found), indent=2) + "\n")
-    write_atomic(found.folder / "isolate.md", markdown(found))
+def write(found: IsolateResult) -> IsolateResult:
+    """isolate.json and isolate.md into the isolate folder, each replaced atomically; the
+    answer with `unsaved` set where they could not be (a read-only --out, a full disk): the
+    answer stands, printed with a warning, not lost to the write's exit 2."""
+    try:
+        write_atomic(found.folder / "isolate.json", json.dumps(to_dict(found), indent=2) + "\n")
+        write_atomic(found.folder / "isolate.md", markdown(found))
+    except OSError as exc:
+        why = exc.strerror or str(exc)  # its file is a temporary one of write_atomic
+        return replace(
+            found,
+            unsaved=(
+                f"the answer could not be saved in {found.folder} ({why}): its isolate.json "
+                "and isolate.md are not this run's"
+            ),
+        )
+    return found
 
 
 def _key_evidence(found: IsolateResult) -> list[tuple[str, Candidate]]:
