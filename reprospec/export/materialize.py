@@ -750,8 +750,13 @@ def _cell_function(
         if plan.env.get("PYTHONPATH")
         else []
     )
-    # The Python processes' stack dump files (childprotocol): nobody asks for them here.
-    cleanup = [f'    rm -f "$OUT/{number}"/stack-*.txt']
+    # The Python processes' stack dump files (childprotocol), nobody asks for them here, and
+    # the sitecustomize's begun and ended records (ended-PID.txt), which only the engine
+    # reads: removed as process/stacks.py remove_stack_dumps removes them from an attempt's
+    # folder. Its records of how each main thread ended (raised-PID.txt) go after `report`,
+    # which reads the program's (run.sh.in program_raised).
+    cleanup = [f'    rm -f "$OUT/{number}"/stack-*.txt "$OUT/{number}"/ended-*.txt']
+    raised = f'rm -f "$OUT/{number}"/raised-*.txt'
     if not plan.environment.shared_tmp:
         # The container's TMPDIR and XDG_CACHE_HOME (childprotocol), removed after it
         # as the runners do: the next cell must not see this one's leftovers.
@@ -820,11 +825,15 @@ def _cell_function(
         *cleanup,
         '    RUNNING=""',
         '    if [ "$INTERRUPTED" != 0 ]; then',
+        f"        {raised}",
         f"        echo {shlex.quote(f'== cell {number} [{plan.cell.id}]: interrupted')}",
         "        return 0",
         "    fi",
         f'    report {number} "$status" {shlex.quote(plan.cell.id)} {shlex.quote(expect)} {judged} '
         '"$record"',
+        "    local verdict=$?",
+        f"    {raised}",
+        '    return "$verdict"',
         "}",
     ]
     return _Cell("\n".join(lines), tuple(warnings), tuple(passed))

@@ -640,6 +640,11 @@ def test_a_death_by_sigusr1_and_an_exit_138_read_apart(tmp_path: Path) -> None:
     assert (out / "results" / "1" / "output.log").read_text() == "about to usr1\n"
     # The init's record is read and removed: results/N keeps what reprospec's folders keep.
     assert not list((out / "results").glob("*/exit.json*"))
+    # So are the sitecustomize's records of each Python process (its begun or ended record,
+    # how its main thread ended, its stack dump): the engine's, read by run.sh, not the
+    # user's; they were left in results/N beside the program's output.
+    for record in ("ended", "raised", "stack"):
+        assert not list((out / "results").glob(f"*/{record}-*.txt")), record
     assert "cannot run launch.py" not in ran.stderr
     assert not _left_by(ran)
 
