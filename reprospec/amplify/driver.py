@@ -40,7 +40,7 @@ from reprospec.core.words import FRESH_PREFIX, plural
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import FatalError, UsageError, suggest
 from reprospec.isolation.candidates import AttemptKind
-from reprospec.isolation.state import search_id
+from reprospec.isolation.state import continuing, not_replayed, search_id
 from reprospec.perturb.fork import unforkable
 from reprospec.plan.attempt import reads_attempt
 from reprospec.plan.failingcell import cell_filters, choose_failing_cell
@@ -342,15 +342,9 @@ def _amplify(
             folder, {"spec": spec.name, "cell": cell.id, "tries": [a.label for a in singles]}
         )
         if state.could_not_run:
-            say(
-                f"amplification {ident}: its earlier run's attempts could not run "
-                f"({state.could_not_run}): run again, not replayed"
-            )
+            say(not_replayed(f"amplification {ident}", state.could_not_run))
         if state.stored:
-            say(
-                f"continuing amplification {ident}: {plural(state.stored, 'probe')} from an "
-                f"earlier run to replay, counted in the budget of {options.budget}"
-            )
+            say(continuing(f"amplification {ident}", state.stored, options.budget))
         search = Amplification(singles, settings)
         reused = 0  # stored probes (or parts of them) answered from the state
         replayed = 0  # their attempts: counted in the budget as if run again

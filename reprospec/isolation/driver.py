@@ -53,7 +53,7 @@ from reprospec.isolation.differences import (
 )
 from reprospec.isolation.report import IsolateResult, Side, set_in_words, write
 from reprospec.isolation.search import Isolation
-from reprospec.isolation.state import StateFile, StoredProbe, held_state, search_id
+from reprospec.isolation.state import StateFile, StoredProbe, continuing, held_state, search_id
 from reprospec.plan.failingcell import Amplified, choose_failing_cell, fails
 from reprospec.runners import kept_servers
 
@@ -239,10 +239,7 @@ def _isolate(
             cell = next(c for c in plan.cells if c.id == cell_id)
             state.drew(key(configuration(document, cell.matrix, {}, paths=every_set)), last)
         if state.stored:
-            say(
-                f"continuing isolation {ident}: {plural(state.stored, 'probe')} from an "
-                f"earlier run to replay, counted in the budget of {options.budget}"
-            )
+            say(continuing(f"isolation {ident}", state.stored, options.budget))
 
         runner = _CandidateRunner(
             spec_path=spec.path,

@@ -59,7 +59,7 @@ from reprospec.environment.probe import shared_captures
 from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import Tally
 from reprospec.isolation.differences import MISSING, same_setting
-from reprospec.isolation.state import held_state, search_id
+from reprospec.isolation.state import continuing, held_state, search_id
 from reprospec.minimize.named import unread_listed
 from reprospec.minimize.preloadhint import preload_hint
 from reprospec.minimize.probes import RAISED_FROM, ProbeRunner, only_cell, reread
@@ -350,10 +350,7 @@ def _minimize(
                 "one reads them (a run no longer there: the original's taken as unknown)"
             )
         if state.stored:
-            say(
-                f"continuing minimization {ident}: {plural(state.stored, 'probe')} from an "
-                f"earlier run to replay, counted in the budget of {options.budget}"
-            )
+            say(continuing(f"minimization {ident}", state.stored, options.budget))
         variables = [plural(len(original.env), "environment variable")] if original.env else []
         files = ", ".join(p for p, _ in original.files) or "no Python files"
         what = (
