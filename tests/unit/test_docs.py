@@ -438,6 +438,23 @@ def test_python_api_md_planning_names_every_field_of_the_plan_and_its_attempts()
     assert missing == []
 
 
+def test_minimize_output_row_and_api_name_every_file_minimize_writes_into_dir() -> None:
+    """cli.md's `minimize -o` row and python-api.md's `Minimized.output` named
+    `minimized.yaml`, `repro.sh` and `minimize.md` but not `minimize.json`, which
+    minimize/report.py writes into DIR beside them (write_reports)."""
+    report = (ROOT / "reprospec" / "minimize" / "report.py").read_text(encoding="utf-8")
+    written = re.findall(r'\(out / "([\w.]+)"\)|\("(minimize\.\w+)", ', report)
+    names = {a or b for a, b in written} | {"minimized.yaml"}
+    assert {"repro.sh", "minimize.json", "minimize.md"} <= names
+    row = next(
+        line for line in _cli_sections()["minimize"].splitlines() if line.startswith("| `-o DIR`")
+    )
+    api = (DOCS / "python-api.md").read_text(encoding="utf-8")
+    output = api.split("`Minimized`:", 1)[1].split("`output` (", 1)[1].split(")", 1)[0]
+    assert sorted(n for n in names if f"`{n}`" not in row) == []
+    assert sorted(n for n in names if f"`{n}`" not in output) == []
+
+
 @functools.cache
 def _defined(module: Path) -> frozenset[str]:
     """The names a module defines or imports at any level (classes, functions, variables)."""
