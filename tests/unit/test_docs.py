@@ -455,6 +455,25 @@ def test_minimize_output_row_and_api_name_every_file_minimize_writes_into_dir() 
     assert sorted(n for n in names if f"`{n}`" not in output) == []
 
 
+def test_cli_md_names_the_variables_of_the_child_protocol_as_architecture_md_does() -> None:
+    """cli.md said every attempt gets `REPROSPEC_CELL`, which only a workload's does
+    (ARCHITECTURE.md's table: "(workload only)"), and left out `TMPDIR` and
+    `XDG_CACHE_HOME`: its sentence names each variable of that table, a workload's own as
+    a workload's."""
+    architecture = (DOCS / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    table = architecture.split("Environment variables the runner gives every attempt:", 1)[1]
+    rows = re.findall(r"^\| (`[^|]+) \| ([^|]+) \|$", table.split("\n\n", 2)[1], flags=re.M)
+    page = " ".join((DOCS / "cli.md").read_text(encoding="utf-8").split())
+    sentence = page.split("What every attempt gets from the engine (", 1)[1].split(")", 1)[0]
+    common, _, workload = sentence.partition("a workload's attempt also")
+    assert len(rows) >= 6
+    wrong = []
+    for names, meaning in rows:
+        where = workload if meaning.startswith("(workload only)") else common
+        wrong += [name for name in re.findall(r"`(\w+)`", names) if f"`{name}" not in where]
+    assert wrong == []
+
+
 @functools.cache
 def _defined(module: Path) -> frozenset[str]:
     """The names a module defines or imports at any level (classes, functions, variables)."""
