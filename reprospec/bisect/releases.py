@@ -42,8 +42,14 @@ def list_versions(name: str, index: IndexConfig, *, pre: bool = False) -> tuple[
     if pre:
         argv.append("--pre")
     try:
+        # pip's error may quote an index's page or a path in any bytes: replaced.
         done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL
+            argv,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired as exc:
         raise InfraError(f"listing the versions of {name} timed out after {TIMEOUT_S:g}s") from exc

@@ -200,6 +200,8 @@ def _too_old(python: str, done: subprocess.CompletedProcess[str]) -> str:
             [python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
             capture_output=True,
             text=True,
+            # A wrapper of the interpreter may print anything: replaced, then not a version.
+            errors="replace",
             timeout=30,
             stdin=subprocess.DEVNULL,
         )

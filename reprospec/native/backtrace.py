@@ -52,6 +52,8 @@ def demangle(names: Iterable[str]) -> dict[str, str]:
             input="\n".join(mangled) + "\n",
             capture_output=True,
             text=True,
+            # What it demangles came from a binary's symbols, any bytes: replaced both ways.
+            errors="replace",
             timeout=30,
             check=False,
         )

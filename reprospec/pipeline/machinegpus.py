@@ -138,6 +138,8 @@ def nvidia_smi_list() -> tuple[tuple[Gpu, ...], str]:
             [exe, "-L"],
             capture_output=True,
             text=True,
+            # A GPU's name or a driver's message in any bytes: replaced, not a traceback.
+            errors="replace",
             timeout=10,
             check=False,
             stdin=subprocess.DEVNULL,

@@ -28,7 +28,8 @@ def namespaces_permitted() -> str | None:
         return f"private mount namespaces need Linux (this is {sys.platform})"
     probe = [sys.executable, "-S", "-E", str(LAUNCH), "--probe", "--shm-size", str(2**20)]
     try:
-        done = subprocess.run(probe, capture_output=True, text=True, timeout=30)
+        # Its refusal quotes the kernel's or mount's words (a path among them): replaced.
+        done = subprocess.run(probe, capture_output=True, text=True, errors="replace", timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
     if done.returncode == 0:

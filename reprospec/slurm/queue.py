@@ -64,6 +64,8 @@ def query_queue(jobs: Iterable[str]) -> dict[tuple[str, int | None], QueueEntry]
             ["squeue", "--noheader", "--array", "--states=all", "--format=%F|%K|%i|%T|%r"],
             capture_output=True,
             text=True,
+            # A reason or a job's field in any bytes (a site's plugin, a locale): replaced.
+            errors="replace",
             timeout=30,
             check=False,
         )
@@ -110,6 +112,7 @@ def _sacct(wanted: set[str]) -> dict[tuple[str, int | None], QueueEntry]:
             ],
             capture_output=True,
             text=True,
+            errors="replace",
             timeout=30,
             check=False,
         )

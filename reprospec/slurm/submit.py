@@ -40,7 +40,10 @@ def _sbatch(argv: Sequence[str]) -> str:
             "(or use --dry-run to see the scripts)"
         )
     try:
-        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=120, check=False)
+        # sbatch's refusal may name a path or a site's message in any bytes: replaced.
+        proc = subprocess.run(
+            list(argv), capture_output=True, text=True, errors="replace", timeout=120, check=False
+        )
     except subprocess.TimeoutExpired:
         raise InfraError(f"{argv[0]} did not answer within 120 s") from None
     if proc.returncode != 0:

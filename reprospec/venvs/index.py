@@ -109,6 +109,9 @@ def _pip_config() -> dict[str, str]:
             [sys.executable, "-m", "pip", "config", "list"],
             capture_output=True,
             text=True,
+            # A value of a config file's that is not UTF-8: replaced, not a traceback (the
+            # settings reach results.json, which holds UTF-8 only).
+            errors="replace",
             timeout=60,
             stdin=subprocess.DEVNULL,
         )

@@ -142,3 +142,22 @@ def test_a_workdir_linked_to_a_folder_whose_path_is_not_utf8_is_a_located_error(
     assert "s.yaml:5:12: environment.workdir: " in ran.stderr
     assert "d\\xffir: the folder's path is not UTF-8 (byte 0xff)" in ran.stderr
     assert not (ran.out / "runs").exists()
+
+
+def test_nvidia_smis_foreign_bytes_are_read_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A GPU's name in bytes that are not UTF-8 (`nvidia-smi -L`) ended every run's GPU
+    check with a UnicodeDecodeError. No GPU here: a fake nvidia-smi on PATH prints it."""
+    from reprospec.pipeline.machinegpus import nvidia_smi_list
+
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text(
+        "#!/bin/sh\n"
+        "printf 'GPU 0: NVIDIA H\\200 (UUID: GPU-0a1b2c3d-0000-0000-0000-000000000000)\\n'\n"
+    )
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    gpus, problem = nvidia_smi_list()
+    assert problem == ""
+    assert [gpu.name for gpu in gpus] == ["NVIDIA H\ufffd"]
