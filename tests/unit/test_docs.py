@@ -464,7 +464,8 @@ def test_cli_md_names_the_variables_of_the_child_protocol_as_architecture_md_doe
     table = architecture.split("Environment variables the runner gives every attempt:", 1)[1]
     rows = re.findall(r"^\| (`[^|]+) \| ([^|]+) \|$", table.split("\n\n", 2)[1], flags=re.M)
     page = " ".join((DOCS / "cli.md").read_text(encoding="utf-8").split())
-    sentence = page.split("What every attempt gets from the engine (", 1)[1].split(")", 1)[0]
+    sentence = page.split("What every attempt gets from the engine (", 1)[1]
+    sentence = sentence.split(") is described in", 1)[0]
     common, _, workload = sentence.partition("a workload's attempt also")
     assert len(rows) >= 6
     wrong = []
