@@ -139,13 +139,17 @@ def core_pattern() -> CorePattern:
     return pattern
 
 
-def _read_core_pattern() -> CorePattern:
+def _read_core_pattern(kernel: Path = Path("/proc/sys/kernel")) -> CorePattern:
+    """The machine's pattern, from `kernel` (/proc/sys/kernel). A path in it that is not
+    UTF-8 (an admin's folder in latin-1) is kept as its bytes (surrogateescape), a path
+    again for the cores' glob and shown by repr: read strictly, its UnicodeDecodeError
+    ended every run that looks for a core."""
     try:
-        raw = Path("/proc/sys/kernel/core_pattern").read_text().strip()
+        raw = (kernel / "core_pattern").read_bytes().decode("utf-8", "surrogateescape").strip()
     except OSError:
         raw = "core"
     try:
-        uses_pid = Path("/proc/sys/kernel/core_uses_pid").read_text().strip() == "1"
+        uses_pid = (kernel / "core_uses_pid").read_bytes().strip() == b"1"
     except OSError:
         uses_pid = False
     return CorePattern(raw, uses_pid)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import glob
+import os
 from pathlib import Path
 
 import pytest
 
-from reprospec.native.cores import MAX_MOVED_TO, MOVED_TO, _matches, moved_to
+from reprospec.native.cores import MAX_MOVED_TO, MOVED_TO, _matches, _read_core_pattern, moved_to
 
 
 def test_a_pattern_without_a_wildcard_is_found_as_glob_finds_it(tmp_path: Path) -> None:
@@ -175,3 +176,14 @@ def test_a_walk_cut_at_its_bound_says_so_in_the_reason(
     monkeypatch.setattr(cores, "WALK_MAX_ENTRIES", 100)
     assert cores.walked_to(tmp_path, time.time(), cores.CorePattern("core")) == ([], False)
     assert "(the first" not in cores.looked_in(tmp_path, cores.CorePattern("core"))
+
+
+def test_a_core_pattern_whose_path_is_not_utf8_is_kept_as_its_bytes(tmp_path: Path) -> None:
+    # `core_pattern` set to /var/cores-\xe9/core.%p (an admin's latin-1 folder): read as
+    # strict UTF-8, every run that looks for a core ended with a UnicodeDecodeError.
+    (tmp_path / "core_pattern").write_bytes(b"/var/cores-\xe9/core.%p\n")
+    (tmp_path / "core_uses_pid").write_bytes(b"0\n")
+    pattern = _read_core_pattern(tmp_path)
+    assert pattern.raw == "/var/cores-\udce9/core.%p"
+    assert os.fsencode(pattern.globs(tmp_path)[0]) == b"/var/cores-\xe9/core.*"
+    assert not pattern.uses_pid
