@@ -95,6 +95,20 @@ def _omitted(dropped: list[str], where: str) -> str:
     return f"… ({count} {where}lines and {sum(unread)} unread bytes omitted)"
 
 
+def _frame_start(lines: list[str], start: int) -> int:
+    """`start`, or the `File "..."` line just after it where `start` falls inside a
+    traceback's frame: a window of a log's last lines began on a frame's `^^^^` line (or its
+    source line), the `File` line that says where it is left out above it. At most the
+    frame's 3 indented lines are skipped, so a log indented as a whole keeps its start."""
+    for i in range(start, min(start + 4, len(lines))):
+        line = lines[i]
+        if line.startswith('  File "') and i > start:
+            return i
+        if not line.startswith("    "):
+            return start
+    return start
+
+
 def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
     """The most relevant lines of a log: the last traceback and the tail, cleaned and trimmed."""
     lines = clean_log(text).split("\n")
@@ -112,15 +126,16 @@ def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
     elif anchor is not None and len(lines) - anchor > max_lines:
         # A traceback longer than the budget: its start says where, its end says what.
         head = max_lines // 2
-        tail = max_lines - head
+        tail = _frame_start(lines, len(lines) - (max_lines - head))
         kept = [
             *(["…"] if anchor else []),
             *lines[anchor : anchor + head],
-            _omitted(lines[anchor + head : -tail], ""),
-            *lines[-tail:],
+            _omitted(lines[anchor + head : tail], ""),
+            *lines[tail:],
         ]
     else:
-        kept = [_omitted(lines[: len(lines) - max_lines], "earlier "), *lines[-max_lines:]]
+        start = _frame_start(lines, len(lines) - max_lines)
+        kept = [_omitted(lines[:start], "earlier "), *lines[start:]]
     # The one line a DataLoader worker prints as it dies says more than the main
     # process's varying last exception: keep it even when it is far above the window.
     missing = [line for line in lines if line.lstrip().startswith(_KEY_LINES) and line not in kept]

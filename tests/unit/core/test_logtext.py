@@ -101,3 +101,32 @@ def test_not_utf8_names_the_byte_and_shows_the_text_unless_told_not_to() -> None
     assert not_utf8("environment.env.X", "k\udc80", shown=False, then="no") == (
         "environment.env.X is not UTF-8 (byte 0x80): no"
     )
+
+
+def _frames(n: int, name: str) -> str:
+    return "".join(
+        f'  File "/venv/lib/python3.11/site-packages/{name}{i}.py", line {i}, in f{i}\n'
+        f"    value = call_{i}(x)\n"
+        f"            ^^^^^^^^^^^\n"
+        for i in range(n)
+    )
+
+
+def test_an_excerpt_of_a_logs_last_lines_begins_at_a_frame_not_on_its_carets() -> None:
+    # A worker's segfault: torch's chained traceback, its last one inside the window and
+    # the window beginning in the first one's frames: the excerpt began `            ^^^^`
+    # under "… (7 earlier lines omitted)", the File line it belongs to left out above it.
+    log = (
+        f"Traceback (most recent call last):\n{_frames(10, 'queue')}"
+        "RuntimeError: DataLoader worker (pid 7) is killed by signal: Segmentation fault.\n\n"
+        "The above exception was the direct cause of the following exception:\n\n"
+        f"Traceback (most recent call last):\n{_frames(3, 'loader')}"
+        "RuntimeError: DataLoader worker (pid(s) 7) exited unexpectedly\n"
+    )
+    lines = excerpt(log, max_lines=20).split("\n")
+    assert lines[0] == "… (28 earlier lines omitted)"
+    assert lines[1].startswith('  File "/venv/lib/python3.11/site-packages/queue9.py"')
+    assert lines[-1] == "RuntimeError: DataLoader worker (pid(s) 7) exited unexpectedly"
+    # Lines indented as a whole (a markdown code block's four spaces) keep their window.
+    indented = "\n".join(f"    line {i}" for i in range(30))
+    assert excerpt(indented, max_lines=10).split("\n")[1] == "    line 20"
