@@ -9,7 +9,9 @@ because every run needs it and none needs the doctor's checks (issue 30, item 4)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.sections import same_python
@@ -84,3 +86,35 @@ def environment_mismatches(
         )
         out.extend(checked.mismatches(looked_for, installed))
     return out
+
+
+def extra_mismatches(
+    env: Captured,
+    requirements: Sequence[str],
+    *,
+    variables: Mapping[str, str],
+    cwd: Path | None,
+) -> tuple[list[str], list[str]]:
+    """What the extras of `requirements` (`torch[opt-einsum]`) lack in the interpreter that
+    ran, and the requirements whose extras are left unjudged: (mismatches, unjudged).
+
+    A capture holds versions, not Requires-Dist, so `environment_mismatches` cannot say what
+    an extra requires: a run whose check refused every cell for a missing `opt-einsum`
+    reported an Environment section with no mismatch. On the local runner (`variables`:
+    the cell's environment.env, `cwd`: its workdir) the interpreter is asked as the run's
+    own check and `doctor` ask it (packages.lists_mismatches: the same probe, the same
+    rule, the same words); with no interpreter here to ask (`cwd` None: the docker
+    runner's, in its image), each such requirement is named as not judged.
+    """
+    from reprospec.environment import packages as checked
+
+    extras = [r for r in requirements if checked.wants_extras([r])]
+    if not extras:
+        return [], []
+    python = section(env, "python").get("executable")
+    if cwd is None or not isinstance(python, str) or not python:
+        return [], extras
+    found = checked.lists_mismatches(
+        python, [tuple(requirements)], env={**os.environ, **variables}, cwd=cwd
+    )
+    return list(found.get(tuple(requirements), ())), []

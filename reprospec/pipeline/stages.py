@@ -639,7 +639,7 @@ class EnvironmentCapture:
 
     def _capture(self, runner: Runner, attempt: AttemptPlan, run_dir: Path) -> None:
         # Imported here, in the capture's thread: a run waits for this thread at its end.
-        from reprospec.environment.captured import environment_mismatches
+        from reprospec.environment.captured import environment_mismatches, extra_mismatches
 
         try:
             env: JsonObject = dict(runner.capture_environment(attempt, run_dir))
@@ -649,8 +649,19 @@ class EnvironmentCapture:
             return
         # What the spec says the incident needs vs what actually ran here.
         mismatches = environment_mismatches(env, attempt.environment.to_json())
+        # An extra's requirements, which a capture cannot judge: asked of the interpreter
+        # as the run's own check asks it where it is this machine's, else named unjudged.
+        extras, unjudged = extra_mismatches(
+            env,
+            attempt.environment.packages,
+            variables=attempt.env,
+            cwd=attempt.workdir if self._inherits else None,
+        )
+        mismatches = list(dict.fromkeys([*mismatches, *extras]))
         if mismatches:
             env["environment_mismatch"] = list(mismatches)
+        if unjudged:
+            env["environment_unjudged"] = list(unjudged)
         ran, wanted = _ran_python(env), attempt.environment.python
         if ran and wanted and not same_python(ran, wanted):
             # Said on the console too: the report's Environment section was the only place,

@@ -34,6 +34,7 @@ _ENV_SECTIONS = frozenset(
         "packages",
         "env",
         "environment_mismatch",
+        "environment_unjudged",  # said below the mismatches (`unjudged`)
         "collect_env",  # its own folded block (report/versions.py)
         "captured_in",  # the cell whose interpreter it was: named by the Versions block
         "variable_digests",  # for compare only: digests tell a reader nothing
@@ -361,6 +362,14 @@ def mismatches(env: Mapping[str, JsonValue]) -> list[str]:
     if isinstance(found, (list, tuple)):
         return [env_value(item) for item in found]
     return [str(found)]
+
+
+def unjudged(env: Mapping[str, JsonValue]) -> list[str]:
+    """The spec's requirements whose extras the run's capture could not judge (the docker
+    runner's: no Requires-Dist in a capture, no interpreter here to ask), said as such
+    rather than passed over as if they matched."""
+    found = env.get("environment_unjudged")
+    return [env_value(item) for item in found] if isinstance(found, (list, tuple)) else []
 
 
 def _perturbed(cell: CellResult) -> bool:
