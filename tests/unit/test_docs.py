@@ -475,6 +475,38 @@ def test_cli_md_names_the_variables_of_the_child_protocol_as_architecture_md_doe
     assert wrong == []
 
 
+def _largest_dict_keys(module: Path, function: str) -> list[str]:
+    """The string keys of the largest dict literal in a module-level function: the JSON
+    object a search's `to_dict` makes."""
+    tree = ast.parse(module.read_text(encoding="utf-8"))
+    found: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Dict):
+                    keys = [
+                        k.value
+                        for k in sub.keys
+                        if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                    ]
+                    found = keys if len(keys) > len(found) else found
+    return found
+
+
+@pytest.mark.parametrize(
+    ("verb", "module"),
+    [("isolate", "isolation"), ("minimize", "minimize"), ("amplify", "amplify")],
+)
+def test_cli_md_json_object_of_each_search_names_every_key_it_has(verb: str, module: str) -> None:
+    """minimize's `--format json prints {...}` left out `kept_output`, which the object
+    has (and the -o row names): each search's listing names every key of its to_dict."""
+    keys = _largest_dict_keys(ROOT / "reprospec" / module / "report.py", "to_dict")
+    section = _cli_sections()[verb]
+    listed = " ".join(section.split("`--format json` prints `{", 1)[1].split("}`", 1)[0].split())
+    assert len(keys) >= 20
+    assert [key for key in keys if f'"{key}"' not in listed] == []
+
+
 @functools.cache
 def _defined(module: Path) -> frozenset[str]:
     """The names a module defines or imports at any level (classes, functions, variables)."""
