@@ -507,6 +507,33 @@ def test_cli_md_json_object_of_each_search_names_every_key_it_has(verb: str, mod
     assert [key for key in keys if f'"{key}"' not in listed] == []
 
 
+def _dict_keys_of(module: Path, function: str, cls: str | None = None) -> set[str]:
+    """The string keys of every dict literal in `function` (a method of `cls`, when given)."""
+    tree = ast.parse(module.read_text(encoding="utf-8"))
+    scope = next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls), tree)
+    (body,) = [n for n in ast.walk(scope) if isinstance(n, ast.FunctionDef) and n.name == function]
+    return {
+        key.value
+        for node in ast.walk(body)
+        if isinstance(node, ast.Dict)
+        for key in node.keys
+        if isinstance(key, ast.Constant) and isinstance(key.value, str)
+    }
+
+
+def test_cli_md_bisect_json_example_has_every_key_of_its_output() -> None:
+    """bisect's `--format json` example left out `reason`, `rate`, `perturbed`, `id`,
+    `spec`, `cell`, `good`, `bad`, `by_date`, `runner` and `changed`, which it prints:
+    BisectReport.to_json's own keys and those of the result's to_dict."""
+    bisect = ROOT / "reprospec" / "bisect"
+    keys = _dict_keys_of(bisect / "state.py", "to_json", "BisectReport")
+    keys |= _dict_keys_of(bisect / "search.py", "to_dict", "BisectResult")
+    section = _cli_sections()["bisect"]
+    example = section.split("`--format json`:\n", 1)[1].split("\n\n", 1)[0]
+    assert {"package", "first_bad", "status", "folder", "untestable_between"} <= keys
+    assert sorted(key for key in keys if f'"{key}"' not in example) == []
+
+
 @functools.cache
 def _defined(module: Path) -> frozenset[str]:
     """The names a module defines or imports at any level (classes, functions, variables)."""
