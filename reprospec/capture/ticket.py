@@ -34,6 +34,7 @@ from reprospec.core.signals import (
 )
 from reprospec.outcome.children import (
     RankException,
+    elastic_exit,
     launcher_failed,
     pipeline_death,
     rank_exception,
@@ -202,16 +203,6 @@ _LOG_LINE = re.compile(
 # A rank's output line as torchrun (`[default1]:`) or torch's excepthook (`[rank1]:`)
 # prefixes it.
 _RANK_OF_LINE = re.compile(r"^\[(?:rank|default)(?P<rank>\d+)\]:")
-# The exit code of the rank that failed first: torchrun's log line of it (`failed (exitcode:
-# 1) local_rank: 1`), else its report's `Root Cause (first observed failure)` entry. The
-# other ranks' codes in its report (`exitcode : -15 (pid: 3158) (SIGTERM)`) are torchrun's
-# own doing: it ends the ranks left once one failed, and that SIGTERM read as the crash
-# where a live run of the command reports the failed rank's error.
-_ELASTIC_ROOT_CODE = re.compile(
-    r"\bfailed \(exitcode: (?P<code>-?\d+)\) local_rank: \d+"
-    r"|Root Cause \(first observed failure\):(?:(?!={20}).)*?\bexitcode\s*:\s*(?P<root>-?\d+)",
-    re.S,
-)
 # subprocess's word of a child's death: `CalledProcessError: Command '['./op']' died with
 # <Signals.SIGSEGV: 11>.`, a crash in a child as a live run reports it (outcome/children.py).
 _DIED_WITH = re.compile(r"\bdied with <Signals\.(?P<signal>SIG[A-Z0-9]+): \d+>")
@@ -554,8 +545,13 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
             signal = other
             evidence.append(f"the shell: {line.strip()}")
     elastic = _ELASTIC_RANK.search(clean) is not None
-    root = _ELASTIC_ROOT_CODE.search(clean) if elastic else None
-    root_code = int(root["code"] or root["root"]) if root is not None else None
+    # The exit code of the rank that failed first (outcome/children.py reads torchrun's
+    # log line and report, for a live run too). The other ranks' codes in its report
+    # (`exitcode : -15 (pid: 3158) (SIGTERM)`) are torchrun's own doing: it ends the ranks
+    # left once one failed, and that SIGTERM read as the crash where a live run of the
+    # command reports the failed rank's error.
+    root = elastic_exit(clean) if elastic else None
+    root_code = root.code if root is not None else None
     # The SIGKILL is known from an exit status 137 alone: `timeout -s KILL`'s own, where its
     # command ran under one.
     status_kill = False
@@ -815,8 +811,8 @@ def _ranks_own(text: str, rank: int) -> str:
     ranks' (`[rank0]: Traceback ...`, a consequence printed after it) and without the
     prefixes: the stack of the exception the rank raised, not torchrun's own, which the
     description quoted under the rank's exception."""
-    cut = _ELASTIC_ROOT_CODE.search(text)
-    before = text[: cut.start()] if cut is not None else text
+    cut = elastic_exit(text)
+    before = text[: cut.start] if cut is not None else text
     own = []
     for line in before.split("\n"):
         prefix = _RANK_OF_LINE.match(line)

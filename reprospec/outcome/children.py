@@ -507,6 +507,34 @@ def _root_cause(stderr: str) -> _RootCause | None:
     return _RootCause(local, code, "\n".join(traceback) + "\n", rank)
 
 
+@frozen
+class ElasticExit:
+    """torchrun's word of the rank that failed first: its exit code, and where the word
+    begins in the text read (the ranks' own output is before it)."""
+
+    code: int
+    start: int
+
+
+def elastic_exit(text: str) -> ElasticExit | None:
+    """The exit code of the rank torchrun saw fail first, from the `failed (exitcode: N)
+    local_rank: R` line of its log or its report's `Root Cause (first observed failure)`
+    entry (from its title), whichever comes first; None where neither says one. A ticket's
+    reader (capture/ticket.py) takes it as the failure among the ranks' codes (the others'
+    `exitcode : -15 (SIGTERM)` are torchrun ending them) and cuts the ranks' lines there:
+    one reader of the block for a live run's rank_exception and a ticket, which kept a
+    regex of its own for it."""
+    failed = _RANK_FAILED.search(text)
+    title = _ROOT_TITLE.search(text)
+    if title is not None and (failed is None or title.start() < failed.start()):
+        entry = _root_cause(text[title.start() :])
+        if entry is not None and entry.code is not None:
+            return ElasticExit(entry.code, title.start())
+    if failed is not None:
+        return ElasticExit(int(failed["code"]), failed.start())
+    return None
+
+
 def rank_exception(stderr: str) -> RankException | None:
     """The failed rank's exception chain: the last uncaught traceback it printed before
     torchrun's `failed (exitcode: N) local_rank: R` line, its `[rankR]:` prefixes read past;

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.core.results import Outcome
-from reprospec.outcome.children import rank_exception
+from reprospec.outcome.children import elastic_exit, rank_exception
 
 
 @pytest.mark.parametrize(
@@ -306,3 +306,40 @@ def test_torchruns_root_cause_names_the_rank_and_its_recorded_traceback(tmp_path
     # A signal's root cause is a crash, said by its exit code: no exception to read.
     signalled = recorded[start:].replace("exitcode  : 1 (pid", "exitcode  : -11 (pid")
     assert rank_exception(signalled) is None
+
+
+# torchrun's report alone (the ranks' output went to its --log-dir): the other rank's entry,
+# ended by torchrun (SIGTERM), comes first, then the root cause, rank 1's exit 1.
+_REPORT = (
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+    "============================================================\n"
+    "train.py FAILED\n"
+    "------------------------------------------------------------\n"
+    "Failures:\n"
+    "[1]:\n"
+    "  rank      : 0 (local_rank: 0)\n"
+    "  exitcode  : -15 (pid: 3158)  (SIGTERM)\n"
+    "------------------------------------------------------------\n"
+    "Root Cause (first observed failure):\n"
+    "[0]:\n"
+    "  rank      : 1 (local_rank: 1)\n"
+    "  exitcode  : 1 (pid: 3159) \n"
+    "============================================================\n"
+)
+
+
+def test_torchruns_first_failed_exit_is_read_once_for_a_run_and_a_ticket() -> None:
+    """capture/ticket.py kept a regex of its own for torchrun's root-cause block beside this
+    module's reader; both read it here: the failed rank's code (not the -15 torchrun gave
+    the other rank) and where its word begins (the ranks' own lines are before it)."""
+    found = elastic_exit(_REPORT)
+    assert found is not None
+    assert (found.code, _REPORT[found.start :].split("\n")[0]) == (
+        1,
+        "Root Cause (first observed failure):",
+    )
+    line = "E1206 api.py:1002] failed (exitcode: -6) local_rank: 1 (pid: 9) of binary: python3\n"
+    found = elastic_exit("[rank1]: boom\n" + line + _REPORT.replace(": 1 (pid: 3159)", ": -6"))
+    assert found is not None
+    assert (found.code, found.start) == (-6, len("[rank1]: boom\nE1206 api.py:1002] "))
+    assert elastic_exit("Traceback (most recent call last):\nValueError: x\n") is None
