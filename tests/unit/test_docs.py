@@ -534,6 +534,21 @@ def test_cli_md_bisect_json_example_has_every_key_of_its_output() -> None:
     assert sorted(key for key in keys if f'"{key}"' not in example) == []
 
 
+_COUNTS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def test_capture_md_counts_the_ticket_fixtures_it_points_to() -> None:
+    """capture.md said "Six real-world-shaped tickets" of tests/data/tickets/, which holds
+    seven since dataloader-oom-killed.md was added: the count and the list are the folder's."""
+    tickets = sorted((ROOT / "tests" / "data" / "tickets").iterdir())
+    page = " ".join((DOCS / "capture.md").read_text(encoding="utf-8").split())
+    said = re.search(r"(\w+) real-world-shaped tickets are in", page)
+    assert said is not None
+    assert said[1].lower() == _COUNTS[len(tickets) - 1]
+    listing = page[said.end() :].split(". ", 1)[0]
+    assert listing.count(", ") + listing.count(" and ") >= len(tickets) - 1
+
+
 @functools.cache
 def _defined(module: Path) -> frozenset[str]:
     """The names a module defines or imports at any level (classes, functions, variables)."""
