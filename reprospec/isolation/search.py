@@ -18,7 +18,8 @@ The search is Bayesian adaptive group testing, the same rule as `bisect`'s
 (bisection.py) over a larger space of answers:
 
 1. **Rate.** The failing configuration runs until it fails as expected
-   (`rate_matches` times, at most `rate_attempts` attempts). No match refuses;
+   (`rate_matches` times, at most `rate_attempts` attempts, or as many as make a
+   miss at `min_rate` less likely than `error` where that is more). No match refuses;
    so does a rate that cannot finish within the budget even by the cheapest
    isolation (one culprit), with the figure (ClusterFuzz does the same before
    it minimizes: "crashes, but not consistently, 1/10").
@@ -160,11 +161,11 @@ class Isolation:
         if not self._searching:
             s = self.settings
             tally = self.tallies.get(self.full, Tally())
-            if tally.matched < s.rate_matches and tally.ran < s.rate_attempts:
+            if tally.matched < s.rate_matches and tally.ran < self._rate_attempts():
                 if left <= 0:
                     self._finish_budget()
                     return ()
-                want = min(s.rate_attempts - tally.ran, left)
+                want = min(self._rate_attempts() - tally.ran, left)
                 return self._issue([Probe(self.full, want, s.rate_matches - tally.matched)])
             refusal = self._refusal()
             if refusal:
@@ -379,13 +380,32 @@ class Isolation:
             t.clean for c, t in self.tallies.items() if c >= candidate and not self._reproduces(c)
         )
 
+    def _rate_attempts(self) -> int:
+        """How long the failing configuration runs before a miss is read as "it does not
+        fail here": `rate_attempts`, or more where `min_rate` is low, as many as make a miss
+        at that rate less likely than `error`. 20 attempts miss a 5% failure 36% of the
+        time, and refused one that `--min-rate 0.05` had said to look for."""
+        s = self.settings
+        return max(s.rate_attempts, clean_needed_at(s.min_rate, s.error))
+
     def _refusal(self) -> str:
         """Why the failing configuration reproduces too rarely to isolate within the budget."""
         s = self.settings
         tally = self.tallies.get(self.full, Tally())
         figure = f"{tally.matched}/{tally.ran}"
         if tally.matched == 0:
-            return tally.never_matched("the failing configuration", "isolate")
+            refused = tally.never_matched("the failing configuration", "isolate")
+            if not tally.passed:
+                return refused  # it failed, otherwise: the expect, not the rate, is the question
+            # It passed: either it does not fail here, or more rarely than assumed. Say
+            # how unlikely the miss was at the assumed rate, and the ways on for a rarer one.
+            missed = (1 - s.min_rate) ** tally.ran
+            return (
+                f"{refused}; at the assumed minimum rate {s.min_rate:g}, {tally.ran} clean "
+                f"attempts had a chance of {missed:.2g}: for a rarer failure, `reprospec "
+                f"amplify` it first (then isolate --amplify), or give a lower "
+                f"{argument('--min-rate', 'min_rate')}"
+            )
         # A projection, not a verdict: the cheapest isolation finds one culprit (a
         # failure per halving, 1/p attempts each), then the clean attempts that make the
         # base unlikely. At the rate's optimistic end (95% upper bound): one early match

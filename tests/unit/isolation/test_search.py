@@ -585,3 +585,36 @@ def test_a_side_that_never_failed_as_expected_says_what_its_attempts_did_instead
     assert Tally().never_matched("it", "isolate") == (
         "it did not fail as expected in 0 attempts (0/0); nothing to isolate"
     )
+
+
+def test_a_low_min_rate_runs_the_failing_side_long_enough_to_see_its_failure() -> None:
+    # A 4% failure (attempt 25 of the failing configuration fails, the others pass): with
+    # --min-rate 0.04 the user said to look for it, and the rate phase refused it after 20
+    # clean attempts ("did not fail as expected ... nothing to isolate"), a miss that a
+    # 4% failure makes 44% of the time. It runs until a miss at that rate is less likely
+    # than the stated error: 130 attempts.
+    full = frozenset(range(3))
+    iso = Isolation(3, Settings(min_rate=0.04, budget=400))
+    ran = 0
+    (probe,) = iso.next_probes()
+    assert probe.candidate == full
+    assert probe.attempts == clean_needed_at(0.04, 0.005) == 130
+    kinds: list[AttemptKind] = []
+    while len(kinds) < probe.attempts and "match" not in kinds:
+        ran += 1
+        kinds.append("match" if ran == 25 else "pass")
+    iso.record(probe, kinds)
+    assert iso.result is None or iso.result.status != "refused"
+    # The default rate keeps its 20: a miss at 0.3 in 20 is already below the error.
+    assert Isolation(3, Settings()).next_probes()[0].attempts == 20
+
+
+def test_a_refusal_of_a_side_that_only_passed_says_how_unlikely_and_the_ways_on() -> None:
+    result = isolate(3, lambda probes: [(["pass"] * p.attempts, "") for p in probes], Settings())
+    assert result.status == "refused"
+    assert result.message == (
+        "the failing configuration did not fail as expected in 20 attempts (0/20: 20 passed);"
+        " nothing to isolate; at the assumed minimum rate 0.3, 20 clean attempts had a chance"
+        " of 0.0008: for a rarer failure, `reprospec amplify` it first (then isolate"
+        " --amplify), or give a lower --min-rate"
+    )
