@@ -165,7 +165,9 @@ class Isolation:
                 if left <= 0:
                     self._finish_budget()
                     return ()
-                want = min(self._rate_attempts() - tally.ran, left)
+                # In probes of at most `rate_attempts`: a low min_rate's 130 attempts of a
+                # command that cannot run would all run before the infra streak is read.
+                want = min(self._rate_attempts() - tally.ran, s.rate_attempts, left)
                 return self._issue([Probe(self.full, want, s.rate_matches - tally.matched)])
             refusal = self._refusal()
             if refusal:

@@ -592,21 +592,32 @@ def test_a_low_min_rate_runs_the_failing_side_long_enough_to_see_its_failure() -
     # --min-rate 0.04 the user said to look for it, and the rate phase refused it after 20
     # clean attempts ("did not fail as expected ... nothing to isolate"), a miss that a
     # 4% failure makes 44% of the time. It runs until a miss at that rate is less likely
-    # than the stated error: 130 attempts.
+    # than the stated error (130 attempts), in probes of 20.
     full = frozenset(range(3))
     iso = Isolation(3, Settings(min_rate=0.04, budget=400))
     ran = 0
-    (probe,) = iso.next_probes()
-    assert probe.candidate == full
-    assert probe.attempts == clean_needed_at(0.04, 0.005) == 130
-    kinds: list[AttemptKind] = []
-    while len(kinds) < probe.attempts and "match" not in kinds:
-        ran += 1
-        kinds.append("match" if ran == 25 else "pass")
-    iso.record(probe, kinds)
-    assert iso.result is None or iso.result.status != "refused"
+    while ran < 25:
+        (probe,) = iso.next_probes()
+        assert probe.candidate == full
+        assert probe.attempts == 20
+        kinds: list[AttemptKind] = []
+        while len(kinds) < probe.attempts and "match" not in kinds:
+            ran += 1
+            kinds.append("match" if ran == 25 else "pass")
+        iso.record(probe, kinds)
+        assert iso.result is None
+    assert clean_needed_at(0.04, 0.005) == 130
     # The default rate keeps its 20: a miss at 0.3 in 20 is already below the error.
     assert Isolation(3, Settings()).next_probes()[0].attempts == 20
+    # A command that cannot run ends the search at its first probe's infra streak, not
+    # after the 130 attempts a low rate asks for.
+    result = isolate(
+        3,
+        lambda probes: [(["infra"] * p.attempts, "command not found") for p in probes],
+        Settings(min_rate=0.04, budget=400),
+    )
+    assert result.status == "infra-error"
+    assert result.attempts == 20
 
 
 def test_a_refusal_of_a_side_that_only_passed_says_how_unlikely_and_the_ways_on() -> None:
