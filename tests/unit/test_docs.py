@@ -549,6 +549,23 @@ def test_capture_md_counts_the_ticket_fixtures_it_points_to() -> None:
     assert listing.count(", ") + listing.count(" and ") >= len(tickets) - 1
 
 
+def test_cli_md_plan_text_row_names_each_field_the_json_row_lists() -> None:
+    """`plan --format text` prints every field of a cell `--format json` does (the same
+    dict, commands/plan.py), but its row left out the attempt: each json field is named
+    in the text row too, in its words (`timeout_s` as timeout, `expect` as expectation)."""
+    rows = {
+        row.split(" | ")[0]: row
+        for row in _cli_sections()["plan"].splitlines()
+        if row.startswith("| `--format ")
+    }
+    listed = rows["| `--format json`"].split("each cell with", 1)[1]
+    words = {"timeout_s": "timeout", "stall_s": "stall", "expect": "expectation", "id": ""}
+    text = rows["| `--format text`"]
+    fields = re.findall(r"`(\w+)`", listed.split("|", 1)[0])
+    assert len(fields) >= 10
+    assert [f for f in fields if words.get(f, f) not in text] == []
+
+
 @functools.cache
 def _defined(module: Path) -> frozenset[str]:
     """The names a module defines or imports at any level (classes, functions, variables)."""
