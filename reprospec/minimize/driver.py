@@ -356,7 +356,7 @@ def _minimize(
         what = (
             f"the workload's {', '.join([f'{f.path}={f.value}' for f in fields] + variables)}"
             if workload
-            else f"{original.lines} lines ({files})"
+            else f"{original.shown_lines(original)} lines ({files})"
         )
         if not reduced.interrupted:
             say(
@@ -424,7 +424,8 @@ def _minimize(
                     last = time.monotonic()
                     say(
                         f"{search.used + settings.spent_before}/{options.budget} attempts, "
-                        f"{plural(len(search.judged), 'candidate')}, smallest {_size(search.best)}"
+                        f"{plural(len(search.judged), 'candidate')}, "
+                        f"smallest {_size(search.best, search.original)}"
                     )
         result = search.result
         assert result is not None
@@ -1030,7 +1031,7 @@ def _env(document: Mapping[str, JsonValue]) -> bool:
     return isinstance(environment, dict) and bool(environment.get("env"))
 
 
-def _size(program: Program) -> str:
+def _size(program: Program, original: Program) -> str:
     if program.workload:
         # Each by its last word, but where two share it: the progress read "steps=4,
         # steps=10" of two phases.
@@ -1040,7 +1041,7 @@ def _size(program: Program) -> str:
             for name, (path, value) in zip(names, program.fields, strict=True)
         ]
         return ", ".join([*sizes, *([plural(len(program.env), "variable")] if program.env else [])])
-    return f"{program.lines} lines"
+    return f"{program.shown_lines(original)} lines"  # as the answer's `153 -> 143` counts
 
 
 def _cells(

@@ -105,7 +105,30 @@ def test_the_progress_names_two_phases_steps_apart() -> None:
         ),
         workload=True,
     )
-    assert _size(program) == "phases.0.steps=4, phases.1.steps=10, batch_size=16"
+    assert _size(program, program) == "phases.0.steps=4, phases.1.steps=10, batch_size=16"
+
+
+def test_the_progress_counts_lines_as_the_answer_does() -> None:
+    # A data.py left whole whose DataLoader call spans two lines: the progress said
+    # `minimizing 3 lines` and `smallest 2 lines` (every file as unparse writes it, the call
+    # on one line) of a search whose answer read `4 -> 3` (a file left whole as it is).
+    from reprospec.minimize.driver import _size
+    from reprospec.minimize.program import Program
+    from reprospec.minimize.report import sizes
+
+    data = "loader = make(batch_size=8,\n              workers=2)\n"
+    original = Program((), (), files=(("data.py", data), ("train.py", "import data\nx = 1\n")))
+    best = original.with_source("train.py", "import data\n")
+    assert (original.lines, best.lines) == (3, 2)  # unparse's count, which the search compares
+    assert (_size(original, original), _size(best, original)) == ("4 lines", "3 lines")
+    assert original.shown_lines(original) == original.given_lines[0] == 4
+
+    class Result:  # what report.sizes reads of a MinimizeResult
+        pass
+
+    result = Result()
+    result.program, result.original = best, original  # type: ignore[attr-defined]
+    assert sizes(result).lines == (4, 3)  # type: ignore[arg-type]
 
 
 def test_a_package_its_relative_imports_and_a_scripts_neighbours_are_the_program(
