@@ -532,6 +532,10 @@ def test_cli_md_bisect_json_example_has_every_key_of_its_output() -> None:
     example = section.split("`--format json`:\n", 1)[1].split("\n\n", 1)[0]
     assert {"package", "first_bad", "status", "folder", "untestable_between"} <= keys
     assert sorted(key for key in keys if f'"{key}"' not in example) == []
+    # investigating.md gives the first keys only, and must say that more follow.
+    page = " ".join((DOCS / "investigating.md").read_text(encoding="utf-8").split())
+    shown = page.split('`--format json` prints `{"package"', 1)[1].split("}`", 1)[0]
+    assert shown.endswith("...") or all(f'"{key}"' in shown for key in keys - {"package"})
 
 
 _COUNTS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
