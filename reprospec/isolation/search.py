@@ -98,7 +98,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from reprospec.core.caller import argument
+from reprospec.core.caller import argument, said
 from reprospec.core.rates import rate_of, wilson
 from reprospec.core.words import interval_bounds, plural
 from reprospec.isolation.candidates import (
@@ -404,9 +404,12 @@ class Isolation:
             missed = (1 - s.min_rate) ** tally.ran
             return (
                 f"{refused}; at the assumed minimum rate {s.min_rate:g}, {tally.ran} clean "
-                f"attempts had a chance of {missed:.2g}: for a rarer failure, `reprospec "
-                f"amplify` it first (then isolate --amplify), or give a lower "
-                f"{argument('--min-rate', 'min_rate')}"
+                f"attempts had a chance of {missed:.2g}: for a rarer failure, "
+                + said(
+                    "`reprospec amplify` it first (then isolate --amplify)",
+                    "amplify_spec it first (then IsolateOptions(amplified=...))",
+                )
+                + f", or give a lower {argument('--min-rate', 'min_rate')}"
             )
         # A projection, not a verdict: the cheapest isolation finds one culprit (a
         # failure per halving, 1/p attempts each), then the clean attempts that make the

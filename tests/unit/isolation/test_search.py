@@ -629,3 +629,17 @@ def test_a_refusal_of_a_side_that_only_passed_says_how_unlikely_and_the_ways_on(
         " of 0.0008: for a rarer failure, `reprospec amplify` it first (then isolate"
         " --amplify), or give a lower --min-rate"
     )
+    # A caller of the Python API is sent to what it calls, not to the CLI's options.
+    from reprospec.core.caller import from_api, naming
+
+    @from_api
+    def called() -> str:
+        with naming("IsolateOptions", "cell"):
+            return isolate(
+                3, lambda probes: [(["pass"] * p.attempts, "") for p in probes], Settings()
+            ).message
+
+    assert called().endswith(
+        "for a rarer failure, amplify_spec it first (then IsolateOptions(amplified=...)), or"
+        " give a lower IsolateOptions(min_rate=...)"
+    )
