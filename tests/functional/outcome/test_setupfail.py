@@ -156,6 +156,24 @@ def test_a_conftest_that_fails_to_import_is_the_programs_error(
     assert (result.outcome.kind, result.outcome.exit_code) == ("error", 4)
 
 
+def test_python_dash_m_of_a_module_the_interpreter_lacks(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    # `python -m pytest` in a cell's venv without pytest printed `python: No module named
+    # pytest` and exited 1: judged `error exit 1`, it met an `expect: {outcome: error}` of a
+    # test that never ran.
+    reason = not_run(run_attempt(runner, [PY, "-m", "reprospec_absent_mod", "-q"], tmp_path))
+    assert reason == (
+        f"{PY} -m reprospec_absent_mod: no module named reprospec_absent_mod in that "
+        "interpreter (exit 1); install it there, or add it to environment.packages"
+    )
+    # A submodule its installed package lacks is the program's failure (bisect's).
+    (tmp_path / "sub").mkdir()
+    result = run_attempt(runner, [PY, "-m", "json.reprospec_absent"], tmp_path / "sub")
+    assert isinstance(result.outcome, Outcome), result.outcome
+    assert (result.outcome.kind, result.outcome.exit_code) == ("error", 1)
+
+
 def test_declared_package_missing(runner: LocalRunner, tmp_path: Path) -> None:
     # The local runner checks the cell's packages before it starts anything; whichever
     # layer notices, the attempt did not run what the spec asks.

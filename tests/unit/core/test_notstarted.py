@@ -1,0 +1,51 @@
+"""Python's and the shell's words for a program they could not start (core/notstarted.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reprospec.core.notstarted import not_started
+
+PY = "/venv/bin/python"
+
+
+@pytest.mark.parametrize(
+    ("stderr", "module", "missing"),
+    [
+        (f"{PY}: No module named pytest\n", "pytest", "pytest"),
+        (
+            f"{PY}: Error while finding module specification for 'absentpkg.sub' "
+            "(ModuleNotFoundError: No module named 'absentpkg')\n",
+            "absentpkg.sub",
+            "absentpkg",
+        ),
+    ],
+)
+def test_python_dash_m_of_a_module_that_is_not_there_never_started(
+    stderr: str, module: str, missing: str
+) -> None:
+    # `python -m pytest` in a venv without pytest ran no test: it was judged `error exit 1`,
+    # and met an `expect: {outcome: error}` of a test that never ran.
+    assert not_started(1, stderr) == (
+        f"{PY} -m {module}: no module named {missing} in that interpreter (exit 1); "
+        "install it there, or add it to environment.packages"
+    )
+
+
+@pytest.mark.parametrize(
+    "stderr",
+    [
+        # Its package is there, the submodule is not: what the installed version lacks.
+        f"{PY}: No module named json.absent\n",
+        f"{PY}: Error while finding module specification for 'json.tool.x' "
+        "(ModuleNotFoundError: __path__ attribute not found on 'json.tool')\n",
+        # A traceback's own last line: an import inside a program that ran.
+        "ModuleNotFoundError: No module named 'absentpkg'\n",
+    ],
+)
+def test_a_module_the_program_or_its_version_lacks_is_no_setup_failure(stderr: str) -> None:
+    assert not_started(1, stderr) is None
+
+
+def test_the_words_count_only_with_their_exit_status() -> None:
+    assert not_started(2, f"{PY}: No module named pytest\n") is None
