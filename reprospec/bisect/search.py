@@ -534,9 +534,20 @@ def bisect(
     # 1. The bad end must reproduce.
     seen = trials[bad]
     if seen.matched == 0 and seen.infra_error is None and seen.attempts < end_attempts:
-        seen = ask(bad, end_attempts - seen.attempts)
+        # Within the budget: `--budget 3` ran the bad end's 20 attempts all the same.
+        left = budget - spent()
+        if left > 0:
+            seen = ask(bad, min(end_attempts - seen.attempts, left))
     if seen.attempts == 0 and seen.infra_error:
         return finish("refused", f"the bad end {bad} cannot be tested: {seen.infra_error}")
+    if seen.matched == 0 and seen.infra_error is None and seen.attempts < end_attempts:
+        # Out of budget before the bad end showed the failure, or ran enough attempts to
+        # say it does not: not a refusal, and a larger budget goes on from here.
+        return finish(
+            "undecided",
+            f"budget of {plural(budget, 'attempt')} spent before the bad end {bad} "
+            f"reproduced ({seen.matched}/{seen.attempts}; seen: {_seen(seen)})",
+        )
     if seen.matched == 0:
         return finish(
             "refused",

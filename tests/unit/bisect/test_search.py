@@ -178,6 +178,30 @@ def test_the_budget_gives_an_undecided_answer_with_its_best_guess() -> None:
     assert "budget of 25 attempts spent; best guess" in result.reason
 
 
+def test_the_bad_end_runs_within_the_budget_and_a_larger_one_goes_on() -> None:
+    # `--budget 3` ran the bad end's 20 attempts all the same, and refused it as not
+    # reproducing: the budget is the most attempts in all, and 3 clean attempts of a flaky
+    # failure are no evidence that the bad end does not reproduce.
+    calls: list[tuple[str, int]] = []
+    done: list[Trial] = []
+    short = bisect(VERSIONS, oracle_for(99, calls=calls), budget=3, on_trial=done.append)
+    assert calls == [("1.19", 3)]
+    assert short.status == "undecided"
+    assert short.attempts == 3
+    assert short.reason == (
+        "budget of 3 attempts spent before the bad end 1.19 reproduced (0/3; seen: pass x3)"
+    )
+    # The same search with a larger budget goes on from the 3 attempts, and refuses the bad
+    # end once it has run the attempts that tell.
+    known = {trial.version: trial for trial in done}
+    calls.clear()
+    full = bisect(VERSIONS, oracle_for(99, calls=calls), known=known)
+    expected = attempts_to_see(0.3, DEFAULT_ERROR / 5)
+    assert calls == [("1.19", expected - 3)]
+    assert full.status == "refused"
+    assert full.attempts == expected
+
+
 def test_a_rate_below_the_assumption_is_flagged() -> None:
     # The bad end needed 30 attempts for its one failure: far rarer than assumed.
     known = {"1.19": Trial("1.19", 30, 1)}
