@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from bisect import bisect_left, insort
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING
@@ -70,10 +72,14 @@ class Progress:
         self._done = 0
         self._took = 0.0
         self._most = 1
-        # Off a terminal: when each running attempt started and its cell, and when a line
-        # was last written. Not by the thread that said "start": a command line's run says
-        # an attempt's end a moment later, from another thread (pipeline/slack.py).
-        self._started: list[tuple[float, str]] = []
+        # When each attempt whose end is not said yet started, in order (time.monotonic()),
+        # and the same per cell, and when a line was last written. Not by the thread that
+        # said "start": a command line's run says an attempt's end STOPPED_SLACK_S later,
+        # from another thread (pipeline/slack.py), so at -j 1 of attempts of a few ms these
+        # hold a hundred that ended already: each line reads them in sorted order (bisect),
+        # where a walk of them all cost the engine a tenth of a millisecond per attempt.
+        self._starts: list[float] = []
+        self._cell_starts: dict[str, list[float]] = {}
         self._written = time.monotonic()
         self._stop = threading.Event()
         self._quiet: threading.Thread | None = None
@@ -114,12 +120,12 @@ class Progress:
         while not self._stop.wait(min(QUIET_S, 5.0)):
             now = time.monotonic()
             with self._lock:
-                running = list(self._started)
-                if not running or now - self._written < QUIET_S:
+                if not self._starts or now - self._written < QUIET_S:
                     continue
-                oldest, cell = min(running)
+                oldest = self._starts[0]
+                cell = min(self._cell_starts, key=lambda name: self._cell_starts[name][0])
                 line = printable(
-                    f"reprospec: still running: {plural(len(running), 'attempt')}, the "
+                    f"reprospec: still running: {plural(len(self._starts), 'attempt')}, the "
                     f"longest ({cell}) for {coarse(now - oldest)}",
                     one_line=True,
                 )
@@ -150,8 +156,9 @@ class Progress:
     ) -> None:
         with self._lock:
             if event == "start":
-                self._started.append((time.monotonic(), cell.id))
-                self._most = max(self._most, len(self._started))
+                now = time.monotonic()
+                insort(self._starts, now)
+                insort(self._cell_starts.setdefault(cell.id, []), now)
                 if self._bar is not None and self._task is not None:
                     from rich.markup import escape
 
@@ -160,7 +167,7 @@ class Progress:
                     self._bar.update(self._task, description=description)
                 return
             assert result is not None
-            self._ended(cell.id, result.duration_s)
+            self._ended(cell.id, result)
             mark = "match" if result.matched else ("infra" if result.infra_error else "miss")
             if mark == "miss" and result.mismatches:
                 # Which `expect` keys it missed: the phrase says what happened, not which of
@@ -187,13 +194,27 @@ class Progress:
                 self.stream.flush()
                 self._written = time.monotonic()
 
-    def _ended(self, cell_id: str, duration_s: float) -> None:
+    def _ended(self, cell_id: str, result: AttemptResult) -> None:
         """Forget the start of the attempt of `cell_id` that ended: of two of one cell running
-        at once (`-j` over `repeat`), the one that started `duration_s` ago, or nearest."""
-        began = time.monotonic() - duration_s
-        starts = [i for i, (_at, cell) in enumerate(self._started) if cell == cell_id]
-        if starts:
-            del self._started[min(starts, key=lambda i: abs(self._started[i][0] - began))]
+        at once (`-j` over `repeat`), the one that started `duration_s` before its end, or
+        nearest. Its end is `result.finished`, not now: a command line's run says an end
+        STOPPED_SLACK_S late, and at -j 1 the start `duration_s` before now was a later
+        attempt's. The attempts still here that started before its end ran with it: the
+        most at once is read at the ends, not at the starts (the attempts started while an
+        end waited to be said, a hundred at -j 1 of a few ms each, ran after it)."""
+        starts = self._cell_starts.get(cell_id)
+        if not starts:
+            return
+        ended = time.monotonic() - _said_late(result.finished)
+        began = ended - max(result.duration_s, 0.0)
+        i = bisect_left(starts, began)
+        if i == len(starts) or (i > 0 and began - starts[i - 1] <= starts[i] - began):
+            i -= 1
+        at = starts.pop(i)
+        if not starts:
+            del self._cell_starts[cell_id]
+        del self._starts[bisect_left(self._starts, at)]
+        self._most = max(self._most, 1 + bisect_left(self._starts, ended))
 
     def _eta(self, finished: int, total: int) -> str:
         """`, eta 3m10s` for a log line while attempts are left: the attempts' time left (of
@@ -206,10 +227,29 @@ class Progress:
             return ""
         per_attempt = self._took / self._done
         now = time.monotonic()
-        running = [max(per_attempt - (now - start), 0.0) for start, _cell in self._started]
-        waiting = max(total - finished - len(running), 0)
-        left = (sum(running) + waiting * per_attempt) / self._most
-        return f", {time_left(max(left, *running, 0.0))}"
+        # Newest first: only those that started less than `per_attempt` ago have time left.
+        left_running = longest = 0.0
+        for start in reversed(self._starts):
+            rest = per_attempt - (now - start)
+            if rest <= 0:
+                break
+            left_running += rest
+            longest = max(longest, rest)
+        waiting = max(total - finished - len(self._starts), 0)
+        left = (left_running + waiting * per_attempt) / self._most
+        return f", {time_left(max(left, longest))}"
+
+
+def _said_late(finished: str) -> float:
+    """How long ago an attempt that ended at `finished` (ISO-8601 UTC, as AttemptResult has
+    it) ended: 0 where it is not a time, or in the future (the wall clock moved)."""
+    try:
+        end = datetime.fromisoformat(finished)
+    except ValueError:
+        return 0.0
+    if end.tzinfo is None:
+        return 0.0
+    return max((datetime.now(timezone.utc) - end).total_seconds(), 0.0)
 
 
 def console_names(run: RunResult) -> Callable[[str], str]:

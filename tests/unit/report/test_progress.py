@@ -7,6 +7,7 @@ import io
 import threading
 import time
 from dataclasses import replace
+from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 
 import pytest
@@ -120,3 +121,36 @@ def test_the_first_lines_eta_at_j_n_counts_the_attempts_ending_with_it(
     assert first.endswith(", eta 10s)"), first
     # Mean 9s an attempt; the three running 5s in have 4s left each.
     assert later.endswith(", eta 4s)"), later
+
+
+def test_the_eta_at_j_1_is_not_shared_among_attempts_whose_ends_are_not_said_yet(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A command line's run says an end STOPPED_SLACK_S after it (pipeline/slack.py): at -j 1
+    # the attempts started meanwhile were counted as running at once with it, and 10
+    # attempts of 1s, each end said 3s late, had "eta 2s" on the first line where 6.5s
+    # were left (-j 1 of `sleep 0.02`, 299 left: "eta 1s").
+    clock = [1000.0]
+    monkeypatch.setattr(progress, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    stream = io.StringIO()
+    cell = Cell(id="default", index=0, matrix={})
+    second = replace(AttemptResult.not_run(1, "ran"), duration_s=1.0)
+
+    def ended(ago: float) -> str:
+        return (datetime.now(timezone.utc) - timedelta(seconds=ago)).isoformat()
+
+    with progress.Progress(10, stream=stream) as shown:
+        for start in range(4):  # one at a time, a second each
+            clock[0] = 1000.0 + start
+            shown.update("start", cell, None, 0, 10)
+        clock[0] = 1003.5  # the first attempt's end (1001.0), said now
+        shown.update("attempt", cell, replace(second, finished=ended(2.5)), 1, 10)
+        first = stream.getvalue().splitlines()[-1]
+        clock[0] = 1004.5  # the second's end (1002.0)
+        shown.update("attempt", cell, replace(second, attempt=2, finished=ended(2.5)), 2, 10)
+        later = stream.getvalue().splitlines()[-1]
+    # The fourth has 0.5s left, then six more of 1s; then 0.5s and five more. Each end is
+    # matched to its own start (1s before its end), not to a later attempt's (1s before
+    # now), which left the first attempt's start as the one still running.
+    assert first.endswith(", eta 6s)") or first.endswith(", eta 7s)"), first
+    assert later.endswith(", eta 5s)") or later.endswith(", eta 6s)"), later
