@@ -133,6 +133,13 @@ def choose_failing_cell(
             # The spec's one cell is the one meant: the verb says in its own words what
             # it needs of that cell's expect (a pass, or no expect at all).
             return FailingCell(cells[0], (), "the spec's only cell", 1)
+        if all(expectations.of(c).observes for c in kept):
+            # A spec without expect (as `--observe` runs one) fails in no cell: "no cell is
+            # expected to fail" sent its writer looking for a wrong expect, not a missing one.
+            raise UsageError(
+                f"{verb} needs the spec's expect: it says how the failing cell fails (the "
+                "same signature, not any failure); `run --observe` shows what each cell does"
+            )
         where = f"no cell kept by {shown}" if filters else f"no cell of {spec or 'the spec'}"
         raise UsageError(
             f"{where} is expected to fail: {verb} needs a cell whose expect says how it fails"

@@ -179,9 +179,9 @@ def test_none_expected_to_fail_is_refused_but_a_one_cell_spec_is_the_verbs_to_ju
     every = plan(tmp_path, "matrix: {a: [1, 2]}\nexpect: {outcome: pass}\n")
     with pytest.raises(UsageError, match=r"^no cell of spec\.yaml is expected to fail: amplify"):
         choose(every)
-    # No expect at all (observe mode) fails nothing either.
+    # No expect at all (observe mode) fails nothing either, and is told what it lacks.
     observed = plan(tmp_path, "matrix: {a: [1, 2]}\n")
-    with pytest.raises(UsageError, match=r"no cell of spec\.yaml is expected to fail"):
+    with pytest.raises(UsageError, match=r"^amplify needs the spec's expect"):
         choose(observed)
     # A one-cell spec: its cell, which the verb refuses in its own words if need be.
     alone = choose(plan(tmp_path, "expect: {outcome: pass}\n"))
@@ -197,3 +197,16 @@ def test_cell_filters_keep_the_cell_alone_among_include_cells(tmp_path: Path) ->
     assert [c.id for c in found.cells] == ["n=1", "n=1,pin=x"]
     for cell in found.cells:
         assert list(select(found.cells, cell_filters(cell, found.cells))) == [cell]
+
+
+@pytest.mark.parametrize("verb", ["amplify", "bisect", "minimize"])
+def test_a_spec_without_expect_is_told_it_needs_one(tmp_path: Path, verb: str) -> None:
+    # "no cell of spec.yaml is expected to fail" sent the writer of a spec without expect
+    # (one `run --observe` ran) looking for a wrong expect; isolate said what was missing.
+    found = plan(tmp_path, 'matrix: {a: ["0", "1"]}\n')
+    with pytest.raises(UsageError) as refused:
+        choose(found, verb=verb)
+    assert str(refused.value) == (
+        f"{verb} needs the spec's expect: it says how the failing cell fails (the same "
+        "signature, not any failure); `run --observe` shows what each cell does"
+    )
