@@ -262,6 +262,11 @@ def console_names(run: RunResult) -> Callable[[str], str]:
     return PathNames(run.paths).shorten
 
 
+# The length past which an infra-error's text, the same in several cells, is shown in the
+# first cell's row alone (the others name that cell): a short one reads as quickly again.
+SAID_ONCE = 60
+
+
 def results_table(run: RunResult) -> Table:
     """One row per cell: verdict mark, cell, expected, what happened, rate.
 
@@ -288,12 +293,19 @@ def results_table(run: RunResult) -> Table:
     table.add_column("actual", ratio=2)
     table.add_column("attempts", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
+    said: dict[str, str] = {}  # a long infra-error's text: the first cell that said it
     for cell in run.cells:
+        actual = short(attempts_phrase(cell.attempts))
+        if cell.verdict == "infra-error" and len(actual) > SAID_ONCE:
+            # Said once: a bundle rerun where torch is missing printed the same five-line
+            # reason, with its three ways on, in each of its cells' rows.
+            first = said.setdefault(actual, cell.cell.id)
+            actual = actual if first == cell.cell.id else f"infra-error: as for {first} above"
         table.add_row(
             VERDICT_MARKS[cell.verdict],
             text(cell.cell.id),
             text(expectation_phrase(cell.expected)),
-            text(short(attempts_phrase(cell.attempts))),
+            text(actual),
             text(
                 rate_said(cell_rate_phrase(cell.rate, cell.expected), cell.reason, run.interrupted)
             ),

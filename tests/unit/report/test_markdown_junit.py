@@ -19,7 +19,7 @@ from reprospec.core.inputs import Cell
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.logtext import clean_log, excerpt
 from reprospec.core.redact import Redactor
-from reprospec.core.results import CellResult, Outcome, RunResult, alike
+from reprospec.core.results import CellResult, NotRun, Outcome, RunResult, alike
 from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
 from reprospec.outcome.judge import judge_attempt, judge_cell
@@ -1132,3 +1132,36 @@ def test_a_run_interrupted_before_any_attempt_ended_says_nothing_finished_and_no
     # after the stop, their logs whole.
     said = f"Nothing finished before the stop: {count} cells not run (interrupted)"
     assert summary_line(run) == said
+
+
+def test_a_long_infra_error_the_same_in_several_cells_is_said_once_in_the_table() -> None:
+    # A bundle rerun where torch is missing: each of its 4 rows held the same five-line
+    # reason with its three ways on.
+    import io
+
+    from reprospec.report.console import make_console
+    from reprospec.report.progress import results_table
+
+    reason = (
+        "environment does not satisfy the cell's packages: torch is not installed (the cell "
+        "needs torch==2.13.0); `--runner venv` builds an environment that has them"
+    )
+    (one,) = infra_run().cells
+    attempt = replace(one.attempts[0], outcome=NotRun(reason))
+    cells = tuple(
+        replace(one, cell=replace(one.cell, id=f"workers={n}", index=n), attempts=(attempt,))
+        for n in range(3)
+    )
+    stream = io.StringIO()
+    console = make_console(stream)
+    console.width = 200
+    console.print(results_table(replace(infra_run(), cells=cells)))
+    table = stream.getvalue()
+    assert table.count("torch is not installed") == 1, table
+    assert table.count("infra-error: as for workers=0 above") == 2, table
+    # A short one is said in each row: as quick to read again as a name to look up.
+    short_attempt = replace(one.attempts[0], outcome=NotRun("docker engine not reachable"))
+    two = tuple(replace(c, attempts=(short_attempt,)) for c in cells[:2])
+    stream = io.StringIO()
+    make_console(stream).print(results_table(replace(infra_run(), cells=two)))
+    assert stream.getvalue().count("docker engine not reachable") == 2
