@@ -211,10 +211,12 @@ class LocalRunner:
     # A ticket's pins (`capture --from-log`: torch==2.3.1 of a CUDA machine) are rarely
     # this machine's, and installing them is not always what the reader wants.
     # `--python PATH` first: a captured spec pins the packages of the interpreter it ran
-    # with (its header says so), and a bare `reprospec run` of it named only these two.
+    # with, and a bare `reprospec run` of it named only these two. Its header names that
+    # interpreter only where capture was given --python (capture/command.py's _header):
+    # "a captured spec's header names the one" sent a bundle's reader to a header without it.
     packages_hint = (
-        "; `--python PATH` runs it with an interpreter that has them (a captured spec's "
-        "header names the one it was captured with), `--runner venv` builds an environment "
+        "; `--python PATH` runs it with an interpreter that has them (a spec captured with "
+        "--python names it in its header), `--runner venv` builds an environment "
         "that has them, or `--set 'environment.packages=[]'` runs the cell with this "
         "interpreter's as they are"
     )

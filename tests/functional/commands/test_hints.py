@@ -27,9 +27,14 @@ def test_missing_packages_on_the_local_runner_name_the_venv_runner(
     reason = result.results()["cells"][0]["reason"]
     assert "reprospec-absent-pkg" in reason
     assert "`--runner venv` builds an environment that has them" in reason
-    # A captured spec pins the packages of the interpreter it ran with, its header
-    # saying so; the reason named neither that interpreter's flag nor the header.
-    assert "; `--python PATH` runs it with an interpreter that has them (a captured" in reason
+    # A captured spec pins the packages of the interpreter it ran with; the reason named
+    # neither that interpreter's flag nor the header. The header names it only where capture
+    # was given --python: "a captured spec's header names the one it was captured with"
+    # sent a bundle's reader to a header that named none.
+    assert (
+        "; `--python PATH` runs it with an interpreter that has them (a spec captured with "
+        "--python names it in its header)"
+    ) in reason
     # A ticket's pins (torch==2.3.1+cu121 on a CPU machine) said only --runner venv;
     # the other way on, said too, runs the cell as it is here.
     assert "or `--set 'environment.packages=[]'` runs the cell with this interpreter's" in reason
