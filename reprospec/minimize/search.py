@@ -1210,7 +1210,9 @@ class Minimization:
         if projected <= left:
             return ""
         # Every attempt failed as expected: the budget is short, not the rate. `--budget 30`
-        # on a crash that failed 6/6 said it "fails too rarely".
+        # on a crash that failed 6/6 said it "fails too rarely". The figure says what it
+        # counts: "the budget is too small to minimize: 6/6 attempts (60%-100%)" read as
+        # six attempts of a budget.
         why = (
             "the budget is too small to minimize"
             if tally.matched == tally.ran
@@ -1218,7 +1220,8 @@ class Minimization:
         )
         least = s.spent_before + self.used + projected
         return (
-            f"{why}: {figure} attempts ({shown_low}-{shown_high}); even at {shown_high} one "
+            f"{why}: the original failed as expected in {figure} attempts ({shown_low}-"
+            f"{shown_high}); even at {shown_high} one "
             f"pass over its {units} top-level units takes about {plural(projected, 'attempt')}, "
             f"and {left} of the budget of {s.given} {'is' if left == 1 else 'are'} left "
             f"({argument('--budget', 'budget', str(least))} at the least)"

@@ -306,7 +306,9 @@ def test_a_budget_too_small_for_a_failure_that_always_matched_is_said_so() -> No
     # to minimize", of a failure that never missed: the budget is short, not the rate.
     result = run(1.0, seed=0, budget=30)
     assert result.status == "refused"
-    assert result.message.startswith("the budget is too small to minimize: 5/5 attempts")
+    assert result.message.startswith(
+        "the budget is too small to minimize: the original failed as expected in 5/5 attempts ("
+    )
     assert "rarely" not in result.message
     assert result.message.endswith("(--budget 45 at the least)")
     assert result.budget_spent
