@@ -66,6 +66,13 @@ def _merge_cell(parts: Sequence[CellResult], judge_cell: JudgeCell) -> CellResul
     )
 
 
+# The GPUs a shard was given (a Slurm task's GRES sets CUDA_VISIBLE_DEVICES, one GPU each
+# shard, `0` in one and `1` in the next): the run's GPU list, which merge takes as one
+# command's whatever `--gpus` each shard had, and which each attempt records as its own.
+# Said as "shards ran in different environments", every merge of a GPU job array warned.
+_HANDED_OUT = frozenset({"CUDA_VISIBLE_DEVICES"})
+
+
 def merge(
     runs: Sequence[RunResult],
     *,
@@ -105,7 +112,7 @@ def merge(
         f"env.{row['name']}"
         for change in changes
         for row in change["variables"]
-        if not row["cells"]
+        if not row["cells"] and row["name"] not in _HANDED_OUT
     }
     if differing:
         warnings.append(

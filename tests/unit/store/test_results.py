@@ -709,6 +709,13 @@ def test_merge_warns_about_different_environments() -> None:
     c = replace(b, environment={**whole.environment, "env": env})
     (said,) = [w for w in merge([a, c]).warnings if "different environments" in w]
     assert said.endswith(": env.OMP_NUM_THREADS")
+    # The GPUs each shard was given (a Slurm array's GRES: `0`, then `1`) are the run's GPU
+    # list, which shards may differ in: every merge of a GPU job array warned of them.
+    gpu_a = {**whole.environment["env"], "CUDA_VISIBLE_DEVICES": "0"}  # type: ignore[dict-item]
+    gpu_b = {**whole.environment["env"], "CUDA_VISIBLE_DEVICES": "1"}  # type: ignore[dict-item]
+    shard_a = replace(a, environment={**whole.environment, "env": gpu_a})
+    shard_b = replace(b, environment={**whole.environment, "env": gpu_b})
+    assert not [w for w in merge([shard_a, shard_b]).warnings if "CUDA_VISIBLE" in w]
     # A shard whose capture failed: said, where compare's one line left merge nothing to say.
     failed = replace(b, environment={"error": "environment capture did not finish"})
     (said,) = [w for w in merge([a, failed]).warnings if "not compared" in w]
