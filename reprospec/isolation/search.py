@@ -457,11 +457,22 @@ class Isolation:
         )
 
     def _finish_budget(self) -> None:
-        self._finish_undecided(
-            "budget",
-            f"the budget of {plural(self.settings.budget, 'attempt')} ran out before the "
-            "answer was sure",
-        )
+        budget = f"the budget of {plural(self.settings.budget, 'attempt')} ran out before"
+        full = self.tallies.get(self.full, Tally())
+        if not self._searching and not full.matched and full.ran:
+            # Spent in the rate phase (a low min_rate's long one) before any failure: no
+            # answer is near, and what the answer is was never the question yet.
+            did = ", ".join(
+                [f"{full.passed} passed"] * bool(full.passed)
+                + [f"{full.other} failed otherwise"] * bool(full.other)
+            )
+            self._finish_undecided(
+                "budget",
+                f"{budget} the failing configuration failed as expected "
+                f"({full.matched}/{full.ran}: {did})",
+            )
+            return
+        self._finish_undecided("budget", f"{budget} the answer was sure")
 
     def _finish_undecided(self, status: Status, why: str) -> None:
         reproducing = [c for c, t in self.tallies.items() if t.matched]
@@ -487,7 +498,9 @@ class Isolation:
         # A guess is the posterior's, said only where attempts back it: with none ended (a
         # stop in the first seconds), the top set's probability is the prior's, and an
         # interrupted search said `best guess: X (99%)` beside a table of 0 attempts.
-        guessed = not isolated and self.used > 0
+        # Nor where no attempt failed as expected: the clean attempts of the failing
+        # configuration weigh every set alike, and the prior's favourite was named.
+        guessed = not isolated and self.used > 0 and any(t.matched for t in self.tallies.values())
         one_smaller: list[Candidate] = []
         for x in culprits if isolated else ():
             evidence = self._evidence(chosen - {x}, belief, "one-smaller")

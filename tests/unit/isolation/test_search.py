@@ -643,3 +643,20 @@ def test_a_refusal_of_a_side_that_only_passed_says_how_unlikely_and_the_ways_on(
         "for a rarer failure, amplify_spec it first (then IsolateOptions(amplified=...)), or"
         " give a lower IsolateOptions(min_rate=...)"
     )
+
+
+def test_a_budget_spent_before_any_failure_says_so_and_guesses_nothing() -> None:
+    # --min-rate 0.01 --budget 30 on a side that only passed: "ran out before the answer
+    # was sure; best guess: setup=full (14%)", a guess no failure backed (the prior's).
+    result = isolate(
+        4,
+        lambda probes: [(["pass"] * p.attempts, "") for p in probes],
+        Settings(min_rate=0.01, budget=30),
+    )
+    assert result.status == "budget"
+    assert result.message == (
+        "the budget of 30 attempts ran out before the failing configuration failed as "
+        "expected (0/30: 30 passed)"
+    )
+    assert result.guess == ()
+    assert result.guess_probability == 0.0
