@@ -159,3 +159,21 @@ def test_the_printed_answer_says_how_sure_it_is() -> None:
         f" bad versions: {matched}/{attempts}"
     )
     assert f"Probability of this answer: {result.confidence:.3f} (stated" in found.render("md")
+
+
+def test_the_interrupted_json_is_the_one_cli_md_documents() -> None:
+    """A stopped bisect's `--format json` has none of the answer's keys; cli.md gave only
+    the answer's, so a script reading `first_bad` met a KeyError on a Ctrl-C."""
+    import json
+    import re
+
+    from reprospec.bisect.search import Trial
+    from reprospec.bisect.state import interrupted_json
+
+    data = json.loads(interrupted_json("id", [Trial("1.0", 2, 0, signatures=("pass",) * 2)], None))
+    docs = (Path(__file__).parents[3] / "docs" / "cli.md").read_text(encoding="utf-8")
+    shown = re.search(r'`\{"status": "interrupted", (.*?)\}`', docs, re.S)
+    assert shown is not None
+    text = " ".join(shown.group(1).split())
+    assert re.findall(r'"(\w+)"', text.split("[", 1)[0]) == list(data)[1:]
+    assert re.findall(r'"(\w+)"', text.split("[", 1)[1]) == list(data["tried"][0])
