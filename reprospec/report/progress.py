@@ -262,11 +262,6 @@ def console_names(run: RunResult) -> Callable[[str], str]:
     return PathNames(run.paths).shorten
 
 
-# The length past which an infra-error's text, the same in several cells, is shown in the
-# first cell's row alone (the others name that cell): a short one reads as quickly again.
-SAID_ONCE = 60
-
-
 def results_table(run: RunResult) -> Table:
     """One row per cell: verdict mark, cell, expected, what happened, rate.
 
@@ -276,7 +271,7 @@ def results_table(run: RunResult) -> Table:
     from rich.table import Table
 
     from reprospec.report.paths import with_short_commands
-    from reprospec.report.tables import LARGE_RUN_CELLS, rate_said
+    from reprospec.report.tables import LARGE_RUN_CELLS, rate_said, said_before
 
     # The command lines the outcomes name shortened before they are worded: a phrase cuts
     # a command to its width first, and a venv's whole path was all it kept.
@@ -296,11 +291,8 @@ def results_table(run: RunResult) -> Table:
     said: dict[str, str] = {}  # a long infra-error's text: the first cell that said it
     for cell in run.cells:
         actual = short(attempts_phrase(cell.attempts))
-        if cell.verdict == "infra-error" and len(actual) > SAID_ONCE:
-            # Said once: a bundle rerun where torch is missing printed the same five-line
-            # reason, with its three ways on, in each of its cells' rows.
-            first = said.setdefault(actual, cell.cell.id)
-            actual = actual if first == cell.cell.id else f"infra-error: as for {first} above"
+        first = said_before(cell.cell.id, cell.verdict, actual, said)
+        actual = actual if first is None else f"infra-error: as for {first} above"
         table.add_row(
             VERDICT_MARKS[cell.verdict],
             text(cell.cell.id),

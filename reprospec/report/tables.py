@@ -151,20 +151,47 @@ def result_rows(
 
     `short` names paths short (report/paths.py): an outcome or reason can hold one.
     """
-    return [
-        {
-            "mark": VERDICT_MARKS[c.verdict],
-            "id": c.cell.id,
-            "values": [show_value(c.cell.matrix[a]) if a in c.cell.matrix else "—" for a in axes],
-            "expected": expectation_phrase(c.expected),
-            "actual": short(attempts_phrase(c.attempts)),
-            "rate": rate_said(cell_rate_phrase(c.rate, c.expected), c.reason, run.interrupted),
-            "verdict": c.verdict,
-            "reason": short(c.reason),
-            "env": ", ".join(differs.per_cell.get(c.cell.id, ())),
-        }
-        for c in run.cells
-    ]
+    said: dict[str, str] = {}
+    rows: list[ResultRow] = []
+    for c in run.cells:
+        actual, reason = short(attempts_phrase(c.attempts)), short(c.reason)
+        # The row and the reason under the table alike: the cell names the first that
+        # said both (its reason, `could not run` of the same cause, says it too).
+        first = said_before(c.cell.id, c.verdict, f"{actual}\n{reason}", said)
+        if first is not None:
+            actual, reason = f"infra-error: as for {first} above", f"as for `{first}` above"
+        rows.append(
+            {
+                "mark": VERDICT_MARKS[c.verdict],
+                "id": c.cell.id,
+                "values": [
+                    show_value(c.cell.matrix[a]) if a in c.cell.matrix else "—" for a in axes
+                ],
+                "expected": expectation_phrase(c.expected),
+                "actual": actual,
+                "rate": rate_said(cell_rate_phrase(c.rate, c.expected), c.reason, run.interrupted),
+                "verdict": c.verdict,
+                "reason": reason,
+                "env": ", ".join(differs.per_cell.get(c.cell.id, ())),
+            }
+        )
+    return rows
+
+
+# The length past which an infra-error's text, the same in several cells, is shown with the
+# first cell alone (the others name that cell): a short one reads as quickly again. A
+# bundle rerun where torch is missing printed the same five-line reason, with its three
+# ways on, in each of its cells' rows (and report.md twice a cell).
+SAID_ONCE = 60
+
+
+def said_before(cell_id: str, verdict: str, actual: str, said: dict[str, str]) -> str | None:
+    """The cell that first showed this infra-error's long `actual`, where `cell_id` repeats
+    it (`said` remembers them across calls), else None: it is shown whole."""
+    if verdict != "infra-error" or len(actual) <= SAID_ONCE:
+        return None
+    first = said.setdefault(actual, cell_id)
+    return None if first == cell_id else first
 
 
 def result_groups(

@@ -1149,7 +1149,12 @@ def test_a_long_infra_error_the_same_in_several_cells_is_said_once_in_the_table(
     (one,) = infra_run().cells
     attempt = replace(one.attempts[0], outcome=NotRun(reason))
     cells = tuple(
-        replace(one, cell=replace(one.cell, id=f"workers={n}", index=n), attempts=(attempt,))
+        replace(
+            one,
+            cell=replace(one.cell, id=f"workers={n}", index=n),
+            attempts=(attempt,),
+            reason=reason,
+        )
         for n in range(3)
     )
     stream = io.StringIO()
@@ -1159,6 +1164,12 @@ def test_a_long_infra_error_the_same_in_several_cells_is_said_once_in_the_table(
     table = stream.getvalue()
     assert table.count("torch is not installed") == 1, table
     assert table.count("infra-error: as for workers=0 above") == 2, table
+    # report.md said it twice a cell, in the table and in the list of reasons under it.
+    results = render(replace(infra_run(), cells=cells), "md").split("## Results", 1)[1]
+    results = results.split("\n## ", 1)[0]
+    assert results.count("torch is not installed") == 2, results  # its row and its reason
+    assert results.count("`infra-error: as for workers=0 above`") == 2, results
+    assert "- ⚠️ `workers=2`: as for `workers=0` above" in results
     # A short one is said in each row: as quick to read again as a name to look up.
     short_attempt = replace(one.attempts[0], outcome=NotRun("docker engine not reachable"))
     two = tuple(replace(c, attempts=(short_attempt,)) for c in cells[:2])
