@@ -177,3 +177,12 @@ def test_the_interrupted_json_is_the_one_cli_md_documents() -> None:
     text = " ".join(shown.group(1).split())
     assert re.findall(r'"(\w+)"', text.split("[", 1)[0]) == list(data)[1:]
     assert re.findall(r'"(\w+)"', text.split("[", 1)[1]) == list(data["tried"][0])
+
+
+def test_bisect_md_says_what_unsure_means() -> None:
+    """A flaky regression's `20.9 unsure 0/1` past the first bad: the legend named bad and
+    good only, and a reader took `unsure` for doubt about the answer."""
+    found = report("0.0", "0.4", 2)
+    legend = found.render("md").strip().splitlines()[-1]
+    assert "unsure when it ran but is neither" in legend
+    assert "past the first bad, never seen failing" in legend
