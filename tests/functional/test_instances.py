@@ -244,6 +244,19 @@ def test_a_command_that_cannot_start_releases_no_instance(tmp_path: Path) -> Non
     assert _leftovers(str(folder.path)) == []
 
 
+def test_one_instance_that_cannot_start_is_said_as_one(tmp_path: Path) -> None:
+    # `instances: ${{ matrix.n }}` over [1, 4]: its one-instance cell said "the 1 instances
+    # were not started".
+    folder = RunFolder(tmp_path / "run").create()
+    plan = _plan(tmp_path, ["no-such-program-for-instances"], 1)
+    result = AttemptExecutor(LocalRunner(), folder)(plan, (), threading.Event())
+    assert result is not None
+    assert result.infra_error == (
+        "the instance was not started: "
+        "cannot start no-such-program-for-instances: No such file or directory"
+    )
+
+
 def test_the_first_failure_by_time_wins_over_a_later_hang(tmp_path: Path) -> None:
     # Instance 0 hangs until the timeout; instance 1 dies of SIGSEGV right away (it says
     # so in a file first). 2 s for it to get there, doubled while a loaded machine kept it
