@@ -31,7 +31,7 @@ from reprospec.runners.docker.engine import (  # noqa: E402
     ENGINE_LABEL,
     LABEL,
 )
-from reprospec.runners.docker.runner import DockerRunner  # noqa: E402
+from reprospec.runners.docker.runner import NO_GPU_RUNTIME_HINT, DockerRunner  # noqa: E402
 from tests.support.docker import (  # noqa: E402
     CLIENT,
     container_names,
@@ -85,6 +85,21 @@ def test_exit_code(runner: DockerRunner, tmp_path: Path) -> None:
     execution = runner.run(make_plan(["sh", "-c", "exit 3"], tmp_path), tmp_path / "a")
     assert execution.returncode == 3
     assert execution.infra_error is None
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_gpus_of_an_engine_without_a_gpu_runtime_say_what_is_missing(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    # It read only docker's `could not select device driver "" with capabilities: [[gpu]]`.
+    if "nvidia" in (CLIENT.info().get("Runtimes") or {}):
+        pytest.skip("skipped: this engine has the NVIDIA runtime")
+    plan = make_plan(py("print('never')"), tmp_path)
+    execution = runner.run(plan, tmp_path / "a", gpu_slot=("0",))
+    assert execution.infra_error is not None
+    assert execution.infra_error.startswith("the container could not start: could not select")
+    assert execution.infra_error.endswith(NO_GPU_RUNTIME_HINT)
 
 
 @needs_engine
