@@ -400,7 +400,11 @@ class Amplification:
             return []
         left = self.settings.budget - self.used
         if left <= 0:
-            self._finish(established=False, budget_spent=True)
+            # The last round may have established the leader: the rule's own stop, reached
+            # with the budget's last attempt. Read as spent, a winner clearly above the only
+            # other arm, the base, was "not established: (no arm) may be as good".
+            done = self.established()
+            self._finish(established=done, budget_spent=not done)
             return []
         base = self.rate(0)
         if base.low >= FREQUENT:

@@ -275,6 +275,25 @@ def test_a_search_the_budget_ended_says_so() -> None:
     assert not broken.budget_spent
 
 
+def test_a_leader_established_by_the_budgets_last_attempts_is_established() -> None:
+    # A real deadlock amplified with --try switch_interval=1e-6 --budget 24: base 1/12
+    # (0.01-0.36), the arm 8/12 (0.39-0.87), clear of the base, the only other arm. The
+    # budget's end was read before the rule, and the answer said "the best setting is not
+    # established: (no arm) may be as good" and "a larger --budget continues".
+    search = Amplification([SI], Settings(budget=24, step=2))  # -j 2
+    kinds: dict[str, AttemptKind] = {"m": "match", "p": "pass"}
+    outcomes = {0: list("m" + "p" * 11), 1: list("mmmpmpmpmpmm")}
+    while search.result is None:
+        for probe in search.next_probes():
+            search.record(probe, [kinds[outcomes[probe.arm].pop(0)] for _ in range(probe.attempts)])
+    result = search.result
+    assert (result.status, result.used) == ("amplified", 24)
+    assert (result.arms[0].tally.matched, result.arms[1].tally.matched) == (1, 8)
+    assert result.established
+    assert not result.budget_spent
+    assert result.undecided_with == ()
+
+
 def test_a_stored_arm_replays_at_most_the_attempts_asked_across_its_probes(
     tmp_path: Path,
 ) -> None:
