@@ -51,6 +51,39 @@ def test_packages_render_a_build_tagged_by_content(tmp_path: Path) -> None:
     assert offline.tag != recipe_for({"packages": ["six"]}).tag
 
 
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "./mypkg",
+        "/src/mypkg",
+        "wheels/mypkg-0.3-py3-none-any.whl",
+        "file:///src/mypkg",
+        "mypkg @ file:///src/mypkg",
+        "mypkg[extra] @ file:///src/mypkg ; python_version > '3'",
+    ],
+)
+def test_a_path_of_this_machine_is_refused_before_the_build(entry: str) -> None:
+    # pip in the build sees only its context: it said `Invalid requirement: './mypkg'` or
+    # `No such file or directory`, after a build, as if the package were broken.
+    with pytest.raises(InfraError, match="a path on this machine") as err:
+        recipe_for({"packages": ["six", entry]})
+    assert repr(entry) in str(err.value)
+    assert "--find-links DIR" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "six==1.16.0",
+        "requests[socks]>=2; python_version > '3.8'",
+        "mypkg @ https://example.invalid/mypkg-0.3.tar.gz",
+        "git+https://example.invalid/mypkg.git",
+    ],
+)
+def test_requirements_and_network_urls_are_built(entry: str) -> None:
+    assert recipe_for({"packages": [entry]}).build is not None
+
+
 def test_a_new_wheel_changes_the_hash(tmp_path: Path) -> None:
     # A new wheel of a package the cell installs (one of another is left out: test_wheelhouse).
     make_wheel(tmp_path / "wh", version="0.1")
