@@ -417,8 +417,13 @@ def classify(
                     # Why 137 is no crash; then the child it reports, where one is named
                     # (`timeout -s KILL`'s step, reaped by the engine), said once. A kill is
                     # said only where something shows one: the process the engine saw die
-                    # of it, or the shell's own report of the death (dash's `Killed`).
-                    seen = sent is not None or _signal_reported("SIGKILL", stderr, evidence.stdout)
+                    # of it (a DataLoader worker's too), or the shell's own report of the
+                    # death (dash's `Killed`).
+                    seen = (
+                        sent is not None
+                        or worker_sent
+                        or _signal_reported("SIGKILL", stderr, evidence.stdout)
+                    )
                     why = (
                         A_SHELLS_SIGKILL_SENT_BY_A_PROCESS
                         if seen

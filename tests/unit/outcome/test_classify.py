@@ -1113,6 +1113,18 @@ def test_a_137_with_no_oom_kill_counted_reports_a_sigkill_a_process_sent(tmp_pat
     assert isinstance(unseen, Outcome)
     assert (unseen.kind, unseen.exit_code) == ("error", 137)
     assert unseen.detail == f"exit code 137; 137 = 128 + SIGKILL{A_SHELLS_137_OR_AN_EXIT_STATUS}"
+    # A DataLoader worker's SIGKILL the engine reaped is a kill seen: the words said none
+    # was seen, then named the worker's death sent by a process.
+    (tmp_path / "worker").mkdir()
+    reaped = _reaped("SIGKILL", pid=77)
+    worker = recorded_execution(tmp_path / "worker", b"", 137, json.dumps(reaped) + "\n")
+    by_worker = classify(
+        dataclasses.replace(worker, harness=False, descendants=True, no_oom_kill=True)
+    )
+    assert isinstance(by_worker, Outcome)
+    assert (by_worker.kind, by_worker.exit_code, by_worker.where) == ("error", 137, "worker")
+    assert A_SHELLS_SIGKILL_SENT_BY_A_PROCESS in (by_worker.detail or "")
+    assert A_SHELLS_137_OR_AN_EXIT_STATUS not in (by_worker.detail or "")
     # The OOM killer's kill counted in the attempt's cgroup: no_oom_kill is then False.
     oom = "the kernel's OOM killer killed 1 process in the attempt's memory cgroup"
     killed = classify(dataclasses.replace(execution, oom=oom))
