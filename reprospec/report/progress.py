@@ -271,7 +271,7 @@ def results_table(run: RunResult) -> Table:
     from rich.table import Table
 
     from reprospec.report.paths import with_short_commands
-    from reprospec.report.tables import LARGE_RUN_CELLS, rate_said, said_before
+    from reprospec.report.tables import LARGE_RUN_CELLS, as_for, rate_said, said_before
 
     # The command lines the outcomes name shortened before they are worded: a phrase cuts
     # a command to its width first, and a venv's whole path was all it kept.
@@ -292,7 +292,7 @@ def results_table(run: RunResult) -> Table:
     for cell in run.cells:
         actual = short(attempts_phrase(cell.attempts))
         first = said_before(cell.cell.id, cell.verdict, actual, said)
-        actual = actual if first is None else f"infra-error: as for {first} above"
+        actual = actual if first is None else as_for(first)
         table.add_row(
             VERDICT_MARKS[cell.verdict],
             text(cell.cell.id),

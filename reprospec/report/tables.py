@@ -159,7 +159,7 @@ def result_rows(
         # said both (its reason, `could not run` of the same cause, says it too).
         first = said_before(c.cell.id, c.verdict, f"{actual}\n{reason}", said)
         if first is not None:
-            actual, reason = f"infra-error: as for {first} above", f"as for `{first}` above"
+            actual, reason = as_for(first), f"as for `{first}` above"
         rows.append(
             {
                 "mark": VERDICT_MARKS[c.verdict],
@@ -192,6 +192,11 @@ def said_before(cell_id: str, verdict: str, actual: str, said: dict[str, str]) -
         return None
     first = said.setdefault(actual, cell_id)
     return None if first == cell_id else first
+
+
+def as_for(first: str) -> str:
+    """What a row says in place of the infra-error `first` showed (said_before)."""
+    return f"infra-error: as for {first} above"
 
 
 def result_groups(
@@ -280,10 +285,13 @@ def rate_said(rate: str, reason: str, interrupted: bool) -> str:
 
 __all__ = [
     "LARGE_RUN_CELLS",
+    "SAID_ONCE",
+    "as_for",
     "attempt_rows",
     "durations",
     "ranges",
     "rate_said",
     "result_groups",
     "result_rows",
+    "said_before",
 ]
