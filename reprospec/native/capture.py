@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jobreport import a_pipelines_child
+from reprospec.core.logtext import with_bytes_written
 from reprospec.native.cores import (
     REPLACED,
     CorePattern,
@@ -234,7 +235,8 @@ def _no_core(
     replaced = [f for f in [workdir, *elsewhere] if core_written_since(f, started, pattern)]
     if pattern.shared_name and replaced:
         return (
-            f"{said}: another crash in {pattern.folder(replaced[0])} since this attempt started "
+            f"{said}: another crash in {with_bytes_written(str(pattern.folder(replaced[0])))} "
+            "since this attempt started "
             f"most likely replaced it (kernel.core_pattern={pattern.raw!r} gives every core "
             "there the same name; `sysctl kernel.core_uses_pid=1` gives each process its own)"
         )

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.frozen import frozen
+from reprospec.core.logtext import with_bytes_written
 from reprospec.core.words import plural
 from reprospec.native.corewatch import WATCH, FileId, file_id
 from reprospec.spec.files import STORE_DB
@@ -271,10 +272,12 @@ def looked_in(workdir: Path, pattern: CorePattern, moved: int = 0, cut: bool = F
     says none was found: `moved` the folders its processes were known to move to, `cut`
     whether the walk stopped at WALK_MAX_ENTRIES."""
     also = f", and the {plural(moved, 'folder')} its processes moved to" if moved else ""
+    # A folder that is not UTF-8 (core_pattern's, kept as its bytes) written `\xe9`: its
+    # lone surrogate ended results.json's UTF-8 write with a traceback.
     if "/" in pattern.raw:  # a folder of its own, which walked_to does not walk
-        return f"looked in {pattern.folder(workdir)}{also}"
+        return f"looked in {with_bytes_written(str(pattern.folder(workdir)))}{also}"
     first = f" (the first {WALK_MAX_ENTRIES:,} entries)" if cut else ""
-    return f"looked in {workdir} and the folders under it{first}{also}"
+    return f"looked in {with_bytes_written(str(workdir))} and the folders under it{first}{also}"
 
 
 def find_cores(

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.native.cores import MAX_MOVED_TO, MOVED_TO, _matches, _read_core_pattern, moved_to
+from reprospec.native.cores import (
+    MAX_MOVED_TO,
+    MOVED_TO,
+    CorePattern,
+    _matches,
+    _read_core_pattern,
+    looked_in,
+    moved_to,
+)
 
 
 def test_a_pattern_without_a_wildcard_is_found_as_glob_finds_it(tmp_path: Path) -> None:
@@ -187,3 +195,13 @@ def test_a_core_pattern_whose_path_is_not_utf8_is_kept_as_its_bytes(tmp_path: Pa
     assert pattern.raw == "/var/cores-\udce9/core.%p"
     assert os.fsencode(pattern.globs(tmp_path)[0]) == b"/var/cores-\xe9/core.*"
     assert not pattern.uses_pid
+    # The reason that says no core was found names the folder as its bytes, written out:
+    # its lone surrogate ended results.json's UTF-8 write with a traceback.
+    said = looked_in(tmp_path, pattern)
+    assert said.encode("utf-8") == b"looked in /var/cores-\\xe9"
+    workdir = Path(os.fsdecode(b"/work-\xe9"))
+    assert (
+        looked_in(workdir, CorePattern("core", False))
+        .encode("utf-8")
+        .startswith(b"looked in /work-\\xe9 and the folders under it")
+    )
