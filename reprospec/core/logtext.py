@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 
 from reprospec.core.lazyre import Lazy
@@ -279,8 +280,6 @@ def shell_split(line: str) -> list[str]:
     not UTF-8 a lone surrogate each. shlex read it as `$` and a quoted `b\xfe.tar.gz`, so a
     rejoined line named another file: each such word is handed to shlex single-quoted, as
     the text its bytes make. ValueError where a quotation is not closed."""
-    import shlex
-
     lexer = shlex.shlex(_ansi_c_requoted(line), posix=True)
     lexer.whitespace_split = True
     lexer.whitespace = _BLANKS
@@ -297,8 +296,6 @@ _BLANKS = " \t\n\r\f\v"
 
 def _ansi_c_requoted(line: str) -> str:
     """`line` with each `$'...'` outside other quotes written in shlex's single quotes."""
-    import shlex
-
     parts: list[str] = []
     at = start = 0
     end = len(line)
@@ -371,8 +368,6 @@ def _ansi_c(line: str, at: int) -> tuple[int, bytes]:
 
 
 def _shell_word(word: str) -> str:
-    import shlex
-
     if undecodable_byte(word) is None:
         return shlex.quote(word)
     data = word.encode("utf-8", "surrogateescape")
