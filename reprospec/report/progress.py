@@ -288,7 +288,7 @@ def results_table(run: RunResult) -> Table:
     table.add_column("actual", ratio=2)
     table.add_column("attempts", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
-    said: dict[str, str] = {}  # a long infra-error's text: the first cell that said it
+    said: dict[str | tuple[str, str], str] = {}  # a long infra-error: the first cell that said it
     for cell in run.cells:
         actual = short(attempts_phrase(cell.attempts))
         first = said_before(cell.cell.id, cell.verdict, actual, said)

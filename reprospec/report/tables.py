@@ -151,13 +151,15 @@ def result_rows(
 
     `short` names paths short (report/paths.py): an outcome or reason can hold one.
     """
-    said: dict[str, str] = {}
+    said: dict[str | tuple[str, str], str] = {}
     rows: list[ResultRow] = []
     for c in run.cells:
         actual, reason = short(attempts_phrase(c.attempts)), short(c.reason)
         # The row and the reason under the table alike: the cell names the first that
-        # said both (its reason, `could not run` of the same cause, says it too).
-        first = said_before(c.cell.id, c.verdict, f"{actual}\n{reason}", said)
+        # said both (its reason, `could not run` of the same cause, says it too). Long or
+        # not is the row's text alone, as in the console's table; the reason is part of
+        # the key, as the list under the table shows it (a different one is said whole).
+        first = said_before(c.cell.id, c.verdict, actual, said, key=(actual, reason))
         if first is not None:
             actual, reason = as_for(first), f"as for `{first}` above"
         rows.append(
@@ -185,12 +187,21 @@ def result_rows(
 SAID_ONCE = 60
 
 
-def said_before(cell_id: str, verdict: str, actual: str, said: dict[str, str]) -> str | None:
+def said_before(
+    cell_id: str,
+    verdict: str,
+    actual: str,
+    said: dict[str | tuple[str, str], str],
+    key: str | tuple[str, str] | None = None,
+) -> str | None:
     """The cell that first showed this infra-error's long `actual`, where `cell_id` repeats
-    it (`said` remembers them across calls), else None: it is shown whole."""
+    it (`said` remembers them across calls), else None: it is shown whole.
+
+    Long is `actual`'s length in every view; `key` (default `actual`) is what must be the
+    same: report.md's results, which list each cell's reason too, key on both."""
     if verdict != "infra-error" or len(actual) <= SAID_ONCE:
         return None
-    first = said.setdefault(actual, cell_id)
+    first = said.setdefault(actual if key is None else key, cell_id)
     return None if first == cell_id else first
 
 

@@ -1176,3 +1176,49 @@ def test_a_long_infra_error_the_same_in_several_cells_is_said_once_in_the_table(
     stream = io.StringIO()
     make_console(stream).print(results_table(replace(infra_run(), cells=two)))
     assert stream.getvalue().count("docker engine not reachable") == 2
+
+
+def _infra_cells(row: str, reasons: Sequence[str]) -> tuple[CellResult, ...]:
+    (one,) = infra_run().cells
+    attempt = replace(one.attempts[0], outcome=NotRun(row))
+    return tuple(
+        replace(
+            one,
+            cell=replace(one.cell, id=f"w={n}", index=n),
+            attempts=(attempt,),
+            reason=reason,
+        )
+        for n, reason in enumerate(reasons)
+    )
+
+
+def test_the_console_and_report_md_tell_a_long_infra_error_by_its_row_alone() -> None:
+    # report.md measured the row and the reason together: a short row whose reason made
+    # the pair past 60 characters read "as for w=0 above" there, whole in the console.
+    import io
+
+    from reprospec.report.console import make_console
+    from reprospec.report.tables import SAID_ONCE
+
+    row, reason = "docker engine not reachable", "is the docker daemon running?"
+    cells = _infra_cells(row, [reason] * 3)
+    run = replace(infra_run(), cells=cells)
+    results = render(run, "md").split("## Results", 1)[1].split("\n## ", 1)[0]
+    assert "as for" not in results, results
+    stream = io.StringIO()
+    make_console(stream).print(results_table(run))
+    assert "as for" not in stream.getvalue()
+    # A long row with another reason: the console (rows only) says it once; report.md,
+    # which lists each cell's reason, shows the cell whose reason differs whole.
+    long_row = "torch is not installed (the cell needs torch==2.13.0); try --runner venv"
+    assert len(long_row) > SAID_ONCE
+    cells = _infra_cells(long_row, ["no torch", "no torch", "no torch: another cause"])
+    run = replace(infra_run(), cells=cells)
+    stream = io.StringIO()
+    console = make_console(stream)
+    console.width = 200
+    console.print(results_table(run))
+    assert stream.getvalue().count("infra-error: as for w=0 above") == 2, stream.getvalue()
+    results = render(run, "md").split("## Results", 1)[1].split("\n## ", 1)[0]
+    assert results.count("`infra-error: as for w=0 above`") == 1, results
+    assert "no torch: another cause" in results
