@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+import warnings
 from dataclasses import field, replace
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from reprospec.capture.envblock import Machine, parse_machine
 from reprospec.capture.timebound import unbound
 from reprospec.core.frozen import frozen
 from reprospec.core.logtext import without_escapes
+from reprospec.core.pysource import UNREADABLE
 from reprospec.core.pythonargs import is_python
 from reprospec.core.redact import credential_spans
 from reprospec.core.signals import (
@@ -1347,9 +1349,12 @@ def _enclosing_classes(sources: list[Path], function: str, line: int) -> list[st
     (or no file is read: the node id then names the function alone)."""
     for source in sources:
         try:
-            tree = ast.parse(source.read_bytes(), filename=str(source))
-        except (OSError, SyntaxError, ValueError):
-            # Not there (the reporter's machine's path), not readable, or not Python.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # an invalid escape's SyntaxWarning (`"\d"`)
+                tree = ast.parse(source.read_bytes(), filename=str(source))
+        except (OSError, *UNREADABLE):
+            # Not there (the reporter's machine's path), not readable, or not Python the
+            # parser reads (nested past its depth: MemoryError, RecursionError).
             continue
         return _classes_around(tree.body, function, line, []) or []
     return []

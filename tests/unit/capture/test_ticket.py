@@ -8,6 +8,7 @@ exception or signal, the versions and the phase, or say nothing.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -2351,6 +2352,43 @@ def test_a_timed_out_test_method_without_v_is_named_with_its_class(tmp_path: Pat
     # No file to read (another machine's checkout): the function alone, as before.
     assert read_ticket(paste, tmp_path / "elsewhere").test == "test_cls.py::test_sleeps"
     assert read_ticket(paste).test == "test_cls.py::test_sleeps"
+
+
+def _timed_out_in(frame_file: str) -> str:
+    """pytest-timeout's dump of `test_cls.py`'s test_sleeps at line 6, its frame's file
+    `frame_file`."""
+    recorded = (DATA / "capture" / "pytesttimeout" / "pytest-timeout-thread.txt").read_text()
+    return recorded.replace("test_hang.py", "test_cls.py").replace(
+        '"/home/u/proj/test_cls.py", line 5, in test_sleeps_forever',
+        f'"{frame_file}", line 6, in test_sleeps',
+    )
+
+
+_IN_A_CLASS = (
+    "import time\n\n\nclass TestSlow:\n    def test_sleeps(self):\n        time.sleep(30)\n"
+)
+
+
+def test_a_timed_out_tests_class_is_read_past_a_file_ast_cannot_read(tmp_path: Path) -> None:
+    # The frame's file nested past what the parser goes (MemoryError, which ended
+    # capture --from-log), or one whose `"\d"` warns: the workdir's copy is read.
+    (tmp_path / "test_cls.py").write_text(_IN_A_CLASS)
+    deep = tmp_path / "deep" / "test_cls.py"
+    deep.parent.mkdir()
+    deep.write_bytes(b"x=" + b"-" * 100_000 + b"1\n")
+    assert (
+        read_ticket(_timed_out_in(str(deep)), tmp_path).test == "test_cls.py::TestSlow::test_sleeps"
+    )
+    # An invalid escape's warning (an error under -W error) is no reason to skip the file.
+    escape = tmp_path / "escape" / "test_cls.py"
+    escape.parent.mkdir()
+    escape.write_text(
+        'import re\n\n\nclass TestRe:\n    def test_sleeps(self):\n        re.compile("\\d")\n'
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        said = read_ticket(_timed_out_in(str(escape)), tmp_path / "elsewhere").test
+    assert said == "test_cls.py::TestRe::test_sleeps"
 
 
 def test_the_pins_this_interpreter_lacks_are_compared_and_the_next_step_builds_them() -> None:
