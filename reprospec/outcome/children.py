@@ -460,17 +460,20 @@ class RankException:
 @frozen
 class _RootCause:
     """torchrun's `Root Cause (first observed failure)` entry: the rank that failed first
-    (`rank : 1 (local_rank: 1)`, its global rank and its local one), its exit code, and the
-    traceback its error file recorded ('' where there is none)."""
+    (`rank : 1 (local_rank: 1)`, its global rank and its local one; None where the entry
+    names none so: `rank : 1`, or no rank line), its exit code, and the traceback its error
+    file recorded ('' where there is none)."""
 
-    local: int
+    local: int | None
     code: int | None
     traceback: str
     rank: int | None = None
 
 
 def _root_cause(stderr: str) -> _RootCause | None:
-    """The report's root-cause entry, or None where the text has none or it names no rank."""
+    """The report's root-cause entry, or None where the text has none. Its exit code is read
+    whether or not it names the rank: the code alone tells torchrun's SIGTERM of the ranks
+    left (elastic_exit) from the failure."""
     found = _ROOT_TITLE.search(stderr)
     if found is None:
         return None
@@ -502,8 +505,6 @@ def _root_cause(stderr: str) -> _RootCause | None:
             code = int(number["code"]) if number is not None else None
         elif field is not None and field["name"] == "traceback":
             traceback.append(field["value"])
-    if local is None:
-        return None
     return _RootCause(local, code, "\n".join(traceback) + "\n", rank)
 
 
@@ -550,7 +551,7 @@ def rank_exception(stderr: str) -> RankException | None:
     if failed is None:
         # Only torchrun's report is pasted (the ranks' output went to its `--log-dir`, or
         # the paste starts at its traceback): its root cause says which rank and how.
-        if entry is None or entry.code is None or entry.code <= 0:
+        if entry is None or entry.local is None or entry.code is None or entry.code <= 0:
             return None
         chain = parse_chain(entry.traceback)
         return RankException(entry.local, chain, entry.code)

@@ -1298,6 +1298,36 @@ def test_the_ranks_torchrun_ended_after_one_failed_are_not_the_crash() -> None:
     assert "signal" not in expect
 
 
+@pytest.mark.parametrize("rank_line", ["  rank      : 1\n", ""])
+def test_a_root_cause_naming_no_local_rank_still_sets_torchruns_sigterm_aside(
+    rank_line: str,
+) -> None:
+    # Only torchrun's report is pasted, its root cause's rank line without `(local_rank: 1)`
+    # or missing: elastic_exit read the root cause only where it named the local rank, so
+    # rank 0's `exitcode : -15 (SIGTERM)` (torchrun ending it) was read as the crash.
+    text = (
+        "$ torchrun --nproc_per_node=2 ddp.py\n"
+        "Traceback (most recent call last):\n"
+        '  File "/venv/bin/torchrun", line 8, in <module>\n'
+        "    sys.exit(main())\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        "============================================================\n"
+        "ddp.py FAILED\n"
+        "------------------------------------------------------------\n"
+        "Failures:\n"
+        "[1]:\n"
+        "  rank      : 0 (local_rank: 0)\n"
+        "  exitcode  : -15 (pid: 3158)  (SIGTERM)\n"
+        "------------------------------------------------------------\n"
+        "Root Cause (first observed failure):\n"
+        "[0]:\n" + rank_line + "  exitcode  : 1 (pid: 3159) \n"
+        "============================================================\n"
+    )
+    read = read_ticket(text)
+    assert (read.failure.outcome, read.failure.signal) == ("error", None)
+    assert not any("SIGTERM" in line for line in read.evidence)
+
+
 def test_subprocess_saying_a_child_died_of_a_signal_is_a_childs_crash() -> None:
     # `CalledProcessError: ... died with <Signals.SIGSEGV: 11>` was read as an error of
     # CalledProcessError, which a live run (crash SIGSEGV in a child) never matched.
