@@ -1335,9 +1335,9 @@ def _timed_out_test(clean: str, workdir: Path | None = None) -> str | None:
                 in_file = found
         if in_file is None:
             return None
-        sources = [Path(in_file["file"])]
-        if workdir is not None:
-            sources.append(workdir / progress["file"])
+        # Files are read only in `workdir` (None reads the text alone): the frame's (a
+        # relative path the workdir's, an absolute one as it is), then the progress line's.
+        sources = [] if workdir is None else [workdir / in_file["file"], workdir / progress["file"]]
         classes = _enclosing_classes(sources, in_file["function"], int(in_file["line"]))
         return "::".join([progress["file"], *classes, in_file["function"]])
     return None
@@ -1345,8 +1345,9 @@ def _timed_out_test(clean: str, workdir: Path | None = None) -> str | None:
 
 def _enclosing_classes(sources: list[Path], function: str, line: int) -> list[str]:
     """The classes, outermost first, around the def of `function` that holds `line`, in the
-    first of `sources` that is a Python file ast reads; [] where the def is a module's
-    (or no file is read: the node id then names the function alone)."""
+    first of `sources` that is a Python file ast reads and holds such a def (a stale copy,
+    its def elsewhere, is passed over); [] where the def is a module's (or no file holds
+    one: the node id then names the function alone)."""
     for source in sources:
         try:
             with warnings.catch_warnings():
@@ -1356,7 +1357,9 @@ def _enclosing_classes(sources: list[Path], function: str, line: int) -> list[st
             # Not there (the reporter's machine's path), not readable, or not Python the
             # parser reads (nested past its depth: MemoryError, RecursionError).
             continue
-        return _classes_around(tree.body, function, line, []) or []
+        found = _classes_around(tree.body, function, line, [])
+        if found is not None:
+            return found
     return []
 
 

@@ -2421,6 +2421,29 @@ def test_a_timed_out_tests_class_is_read_past_a_file_ast_cannot_read(tmp_path: P
     assert said == "test_cls.py::TestRe::test_sleeps"
 
 
+def test_a_timed_out_tests_class_is_read_only_in_the_workdir_and_past_a_stale_copy(
+    tmp_path: Path,
+) -> None:
+    # The frame's file is there, but no workdir was given: the text alone is read (it read
+    # the frame's path, a relative one against the current folder).
+    (tmp_path / "test_cls.py").write_text(_IN_A_CLASS)
+    paste = _timed_out_in(str(tmp_path / "test_cls.py"))
+    assert read_ticket(paste).test == "test_cls.py::test_sleeps"
+    assert read_ticket(paste, tmp_path).test == "test_cls.py::TestSlow::test_sleeps"
+    # A relative frame path is the workdir's.
+    assert read_ticket(_timed_out_in("./test_cls.py"), tmp_path).test == (
+        "test_cls.py::TestSlow::test_sleeps"
+    )
+    # The frame's file a stale copy (no def of the test at that line): the workdir's copy
+    # is read, where the first file that parsed was the answer.
+    stale = tmp_path / "stale" / "test_cls.py"
+    stale.parent.mkdir()
+    stale.write_text("import time\n\n\ndef test_sleeps():\n    time.sleep(30)\n")
+    assert read_ticket(_timed_out_in(str(stale)), tmp_path).test == (
+        "test_cls.py::TestSlow::test_sleeps"
+    )
+
+
 def test_the_pins_this_interpreter_lacks_are_compared_and_the_next_step_builds_them() -> None:
     # A ticket's `pip list` with packaging 23.2, read where 26.4 is installed: the
     # comparison named only Python and the OS, and `next:` said a plain `reprospec run`,
