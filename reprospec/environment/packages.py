@@ -479,6 +479,13 @@ def _unchecked(requirements: Sequence[str]) -> str | None:
     return "cannot check the cell's packages: " + "; ".join(reasons)
 
 
+def locations(requirements: Sequence[str]) -> tuple[str, ...]:
+    """The entries that name only where to install from (`./mypkg`, a bare URL): valid, but
+    no name says what to check. A runner that installed them itself (the venv runner's uv)
+    has them, and checks the rest."""
+    return tuple(r for r in requirements if _parse(r).name is None and req_words.problem(r) is None)
+
+
 def describe(python: str, problems: Sequence[str]) -> str:
     """The infra-error reason of an attempt whose environment does not satisfy its packages."""
     return f"environment does not satisfy the cell's packages ({python}): " + "; ".join(problems)

@@ -225,6 +225,11 @@ class LocalRunner:
     # cell to it only where the cell lists `packages` (then its verdict claims them); a
     # command of a cell without them runs as the person's shell would run it.
     own_programs = False
+    # Whether the cell's packages were installed into this interpreter for it (the venv
+    # runner's): an entry that names only a location (`./mypkg`) was installed from there,
+    # and is not refused as one no name can be checked for, which made every venv cell of a
+    # folder package infra-error after uv had installed it.
+    installed_here = False
 
     def __init__(
         self,
@@ -523,7 +528,13 @@ class LocalRunner:
             # Never a verdict on the wrong environment: a cell whose packages this
             # interpreter does not satisfy is not run (issue 9).
             check = self._package_check()
-            refused = check.reason(self.python, packages, env=env, cwd=plan.workdir)
+            wanted = tuple(packages)
+            if self.installed_here:
+                from reprospec.environment.packages import locations
+
+                installed = set(locations(wanted))
+                wanted = tuple(p for p in wanted if p not in installed)
+            refused = check.reason(self.python, wanted, env=env, cwd=plan.workdir)
             if refused and self.packages_hint:
                 refused += self.packages_hint
             if refused:

@@ -201,6 +201,7 @@ class VenvRunner:
                 return None, reason
             runner = LocalRunner(python=str(env.python), cache_dir=self.cache_dir)
             runner.packages_hint = ""  # installed here: a miss is the build's, not a choice
+            runner.installed_here = True
             # The cell's environment is this venv: a console script it lacks is refused,
             # never run from the caller's activated venv (runners/programs.py).
             runner.own_programs = True

@@ -227,6 +227,36 @@ def test_instances_run_in_the_cells_venv(cli: Cli, tmp_path: Path) -> None:
     assert Path(said[0][2]).parent == tmp_path / "envs"
 
 
+def test_a_folder_package_the_venv_installed_is_not_refused_as_unchecked(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """`packages: ["./mypkg"]`, a folder as spec-format.md allows: uv installed it, then the
+    package check refused it ("names no distribution this interpreter can be checked for"),
+    so every venv cell of a folder package was infra-error. The local runner, which installs
+    nothing, still refuses it."""
+    project = tmp_path / "mypkg"
+    (project / "src" / "mypkg").mkdir(parents=True)
+    (project / "src" / "mypkg" / "__init__.py").write_text("VALUE = 3\n")
+    (project / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "mypkg"\nversion = "0.3"\n'
+    )
+    spec = tmp_path / "folder.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: folder-package\nenvironment: {packages: [./mypkg]}\n"
+        'command: python -c "import mypkg, sys; sys.exit(mypkg.VALUE)"\n'
+        "expect: {outcome: error, exit_code: 3}\n"
+    )
+    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    done = cli("run", str(spec), "--runner", "venv", env=env)
+    assert done.code == 0, done.stdout + done.stderr
+    assert [c["verdict"] for c in cells_of(done).values()] == ["reproduced"]
+    local = cli("run", str(spec))
+    assert local.code == 3
+    (cell,) = cells_of(local).values()
+    assert "names no distribution" in cell["attempts"][0]["infra_error"]
+
+
 def test_a_failed_build_of_a_cell_of_instances_is_named_by_its_reason(
     cli: Cli, tmp_path: Path
 ) -> None:
