@@ -7,7 +7,7 @@ the other way round."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -175,13 +175,15 @@ def text(found: IsolateResult) -> str:
         attempts, matched = _counts(evidence)
         rows.append((label, str(attempts), str(matched), _verdict(evidence)))
     # The sets the search went through on its way: one row for all of them, so that the
-    # table's attempts add up to the total below it (each is in isolate.md and .json).
+    # table's attempts add up to the total below it (each is in isolate.md and .json, where
+    # they were saved: an unsaved answer's isolate.md is not this one's).
     shown = {evidence.applied for _, evidence in key}
     others = [e for e in result.tested if e.applied not in shown and e.tally.attempts]
     if others:
+        where = "" if found.unsaved else " (each in isolate.md)"
         rows.append(
             (
-                f"{plural(len(others), 'other set')} on the way (each in isolate.md)",
+                f"{plural(len(others), 'other set')} on the way{where}",
                 str(sum(e.tally.attempts for e in others)),
                 str(sum(e.tally.matched for e in others)),
                 "",
@@ -319,20 +321,31 @@ def markdown(found: IsolateResult) -> str:
 def write(found: IsolateResult) -> IsolateResult:
     """isolate.json and isolate.md into the isolate folder, each replaced atomically; the
     answer with `unsaved` set where they could not be (a read-only --out, a full disk): the
-    answer stands, printed with a warning, not lost to the write's exit 2."""
-    try:
-        write_atomic(found.folder / "isolate.json", json.dumps(to_dict(found), indent=2) + "\n")
-        write_atomic(found.folder / "isolate.md", markdown(found))
-    except OSError as exc:
-        why = exc.strerror or str(exc)  # its file is a temporary one of write_atomic
-        return replace(
-            found,
-            unsaved=(
-                f"the answer could not be saved in {found.folder} ({why}): its isolate.json "
-                "and isolate.md are not this run's"
-            ),
-        )
-    return found
+    answer stands, printed with a warning, not lost to the write's exit 2. Each file is tried
+    on its own, and the warning names those not written: the others are this run's."""
+    failed: list[str] = []
+    why = ""
+    contents: tuple[tuple[str, Callable[[], str]], ...] = (
+        ("isolate.json", lambda: json.dumps(to_dict(found), indent=2) + "\n"),
+        ("isolate.md", lambda: markdown(found)),
+    )
+    for name, content in contents:
+        try:
+            write_atomic(found.folder / name, content())
+        except OSError as exc:
+            failed.append(name)
+            why = why or exc.strerror or str(exc)  # its file is a temporary one of write_atomic
+    if not failed:
+        return found
+    files = " and ".join(failed)
+    verb = "is" if len(failed) == 1 else "are"
+    return replace(
+        found,
+        unsaved=(
+            f"the answer could not be saved in {found.folder} ({why}): its {files} {verb} "
+            "not this run's"
+        ),
+    )
 
 
 def _key_evidence(found: IsolateResult) -> list[tuple[str, Candidate]]:

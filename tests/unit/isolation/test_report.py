@@ -19,6 +19,7 @@ from reprospec.isolation.report import (
     sentence,
     set_in_words,
     text,
+    write,
 )
 
 
@@ -116,3 +117,26 @@ def test_one_attempt_of_a_budget_of_one_is_in_the_singular() -> None:
     )
     one = replace(found, result=replace(found.result, attempts=1), budget=1)
     assert "\n1 attempt of a budget of 1;" in text(one), text(one)
+
+
+def test_an_answer_whose_report_could_not_be_written_names_the_file_not_saved(
+    tmp_path: Path,
+) -> None:
+    """isolate.json written and isolate.md not: the warning said "its isolate.json and
+    isolate.md are not this run's" (the json was), and the printed table still sent the
+    reader to isolate.md for the sets on the way, a file that does not hold this answer."""
+    found = _pair(
+        Candidate((0,), "one-smaller", Tally(passed=3), False),
+        Candidate((2,), "one-smaller", Tally(passed=3), False),
+    )
+    on_the_way = Candidate((1,), "search", Tally(passed=2), False)
+    found = replace(found, folder=tmp_path, result=replace(found.result, tested=(on_the_way,)))
+    assert "1 other set on the way (each in isolate.md)" in text(found)
+    (tmp_path / "isolate.md").mkdir()  # a rename onto it fails
+    saved = write(found)
+    assert saved.unsaved.startswith(f"the answer could not be saved in {tmp_path} (")
+    assert saved.unsaved.endswith("): its isolate.md is not this run's"), saved.unsaved
+    assert (tmp_path / "isolate.json").is_file()
+    printed = text(saved)
+    assert "1 other set on the way" in printed
+    assert "(each in isolate.md)" not in printed
