@@ -103,14 +103,17 @@ def _split(value: str) -> tuple[str, ...]:
 
 
 def _pip_config() -> dict[str, str]:
-    """`pip config list` as {name: value}, later sources (env) winning over files."""
+    """`pip config list` as {name: value}, later sources (env) winning over files. A value
+    that is not UTF-8 (a latin-1 path in pip.conf, read replaced) is left out, and said: a
+    find-links `/srv/wh\ufffdeels` passed to uv was a folder that does not exist, a silent
+    wrong index and a misleading install failure."""
     try:
         done = subprocess.run(
             [sys.executable, "-m", "pip", "config", "list"],
             capture_output=True,
             text=True,
             # A value of a config file's that is not UTF-8: replaced, not a traceback (the
-            # settings reach results.json, which holds UTF-8 only).
+            # settings reach results.json, which holds UTF-8 only), then left out below.
             errors="replace",
             timeout=60,
             stdin=subprocess.DEVNULL,
@@ -119,7 +122,7 @@ def _pip_config() -> dict[str, str]:
         return {}
     if done.returncode != 0:
         return {}
-    ranked: dict[str, tuple[int, str]] = {}
+    ranked: dict[str, tuple[int, str, str]] = {}
     rank = {"global": 0, "install": 1, "download": 1, "index": 1, ":env:": 2}
     for line in done.stdout.splitlines():
         key, sep, value = line.partition("=")
@@ -131,8 +134,16 @@ def _pip_config() -> dict[str, str]:
             value = value[1:-1]
         level = rank.get(section, 0)
         if name not in ranked or level >= ranked[name][0]:
-            ranked[name] = (level, value)
-    return {name: value for name, (_, value) in ranked.items()}
+            ranked[name] = (level, value, key)
+    for name, (_, value, key) in list(ranked.items()):
+        if "\ufffd" in value:
+            del ranked[name]
+            print(
+                f"reprospec: warning: pip's {key} (pip config list) holds bytes that are not "
+                "UTF-8; not used, as if it were not set",
+                file=sys.stderr,
+            )
+    return {name: value for name, (_, value, _) in ranked.items()}
 
 
 def _uv_config_files() -> list[Path]:
