@@ -392,28 +392,26 @@ def _pinned(requirement: str) -> tuple[str, str]:
     return name, version
 
 
-def _same_release(their: str, our: str) -> bool:
-    """Whether the version here is the release the log's pin names: its local label
-    (`+cpu`, `+cu121`) aside, as the pin, written without it, matches every build."""
-    return their.split("+", 1)[0] == our.split("+", 1)[0]
-
-
 def other_pins(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> list[str]:
     """The skeleton's pins (`environment.packages`, as written: the release) this
-    interpreter has another release of, or none of: `packaging==23.2` where 26.4 is
-    installed. Each makes a cell of the local runner `infra-error`; a package the probe
-    did not answer for is left out."""
+    interpreter does not satisfy: `packaging==23.2` where 26.4 is installed, or none is.
+    Each makes a cell of the local runner `infra-error`, judged by its own check
+    (packages.mismatches: `numpy==1.26` is 1.26.0, a local label `+cpu` any build); a
+    package the probe did not answer for is left out."""
+    from reprospec.environment.packages import Installed, mismatches
+    from reprospec.environment.packages import normalize as distribution
+
     here = _section(ours or {}, "packages")
-    differ = []
-    for requirement in theirs.requirements:
-        name, version = _pinned(requirement)
-        if name not in here:
-            continue
-        our = _text(here[name])
-        if our is None or not _same_release(version, our):
-            # As the spec pins it: the release, its build's label in a comment.
-            differ.append(f"{name}=={version.split('+', 1)[0]}")
-    return differ
+    # As the spec pins it: the release, its build's label in a comment.
+    written = {
+        f"{name}=={version.split('+', 1)[0]}": name
+        for name, version in map(_pinned, theirs.requirements)
+        if name in here
+    }
+    installed = Installed(
+        sys.executable, {distribution(name): _text(here[name]) for name in written.values()}
+    )
+    return [pin for pin in written if mismatches([pin], installed)]
 
 
 # How many pinned packages that differ the comparison names one by one.

@@ -2473,3 +2473,19 @@ def test_the_pins_this_interpreter_lacks_are_compared_and_the_next_step_builds_t
     assert next_step(Path("t.yaml"), todo=False, differ=[]) == "next: `reprospec run t.yaml`"
     # A package the probe did not answer for is not said to differ.
     assert other_pins(theirs, {"packages": {}}) == []
+
+
+def test_a_pin_is_compared_by_the_rule_the_local_runner_checks_it_by() -> None:
+    # `numpy==1.26` in the log, 1.26.0 here: the comparison said "DIFFERS numpy: log
+    # 1.26; here 1.26.0" and next: sent to --runner venv, where the local runner's check
+    # (==1.26 contains 1.26.0) runs the cell.
+    from reprospec.capture.envblock import parse_machine
+    from reprospec.capture.fromlog import other_pins
+
+    theirs = parse_machine("numpy==1.26\nPython 3.11.6\n")
+    ours: dict[str, JsonValue] = {"python": {"version": "3.11.7"}, "packages": {"numpy": "1.26.0"}}
+    assert other_pins(theirs, ours) == []
+    assert "  same     packages: the spec's 1 pin, all here" in compare_machine(theirs, ours)
+    ours["packages"] = {"numpy": "1.26.1"}
+    assert other_pins(theirs, ours) == ["numpy==1.26"]
+    assert "  DIFFERS  numpy: log 1.26; here 1.26.1" in compare_machine(theirs, ours)
