@@ -246,14 +246,20 @@ _PYTHON_ESCAPE = Lazy(r"\\(?:x([0-9a-f]{2})|u([0-9a-f]{4})|U([0-9a-f]{8}))")
 
 def _character(match: re.Match[str]) -> str:
     code = int(next(group for group in match.groups() if group is not None), 16)
-    return "\ufffd" if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF else chr(code)
+    if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+        return "\ufffd"
+    # A control character (`\x0a`, `\x1b`, `\x85`, `\u2028`) stays escaped: a name holding
+    # it split the one-line `hang in ...` headline and a captured spec's title.
+    character = chr(code)
+    return character if character.isprintable() else match.group()
 
 
 def unescaped_name(text: str) -> str:
     r"""A file or function name as a stack dump escapes it (faulthandler writes every
     character that is not ASCII as `\xe9`, `\u4e2d`): the characters themselves, and each
     byte that was not UTF-8 (`\udc80`) as U+FFFD, as the report shows the output's other
-    undecodable bytes. The headline read `hang in <module> (w\udc80x.py:2)`."""
+    undecodable bytes; a character that is not printable as its escape. The headline read
+    `hang in <module> (w\udc80x.py:2)`."""
     return _PYTHON_ESCAPE.sub(_character, text) if "\\" in text else text
 
 

@@ -431,3 +431,7 @@ def test_a_dumps_escapes_of_a_name_read_as_the_report_shows_text() -> None:
     assert readable_frames(stack).split("\n")[2] == '  File "/w/café/w\ufffdx.py", line 2 in fé'
     assert unescaped_name("a\\U0001f600b\\x41") == "a\U0001f600bA"
     assert unescaped_name("no escape") == "no escape"
+    # A control character stays escaped: `\x0a` split the one-line `hang in ...` headline,
+    # hung_in and a captured spec's title; `\x1b[31m` coloured the terminal.
+    assert unescaped_name("a\\x1b[31mred\\x0ab.py") == "a\\x1b[31mred\\x0ab.py"
+    assert unescaped_name("\\x00\\x7f\\x85\\u2028") == "\\x00\\x7f\\x85\\u2028"
