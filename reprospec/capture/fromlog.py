@@ -467,7 +467,8 @@ def next_step(output: Path, *, todo: bool, differ: Sequence[str]) -> str:
 
 
 def compare_machine(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> list[str]:
-    """What differs between the ticket's machine and this one (torch build, CUDA, GPUs, Python)."""
+    """What differs between the ticket's machine and this one (torch build, CUDA, GPUs,
+    Python, OS), and the packages the skeleton pins (`_package_rows`)."""
     if not theirs.said_anything:
         return ["the log says nothing about its machine: nothing to compare"]
     if ours is None:
@@ -498,13 +499,15 @@ def compare_machine(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> li
         )
         mark = "same" if same else "DIFFERS"
         lines.append(f"  {mark:7}  {label}: log {their}; here {our or 'unknown'}")
-    lines += _package_rows(theirs, ours)
     if len(lines) == 1 and not theirs.gpus:
-        # Packages alone (a bare `pip freeze`): the spec pins them; the heading stood alone.
+        # Packages alone (a bare `pip freeze`): the spec pins them, and the probe answers
+        # for each (the rows under the sentence); the heading would stand over them alone.
         return [
             "the log names no torch, CUDA, GPU, driver, Python or OS of its machine: its "
-            "packages are in the spec's environment.packages"
+            "packages are in the spec's environment.packages",
+            *_package_rows(theirs, ours),
         ]
+    lines += _package_rows(theirs, ours)
     their_os = (theirs.os or "").split(" ", 1)[0]
     if their_os in ("Windows", "macOS") and _text(os_info.get("system")) in (None, "Linux"):
         # multiprocessing's default start is spawn there, not here: a failure of spawn

@@ -710,11 +710,26 @@ def test_a_wheel_pip_freeze_installed_from_a_url_is_read_with_its_version() -> N
 def test_a_log_that_lists_packages_only_says_so_under_the_machine_heading() -> None:
     from reprospec.capture.fromlog import compare_machine
 
+    # The probe always answers for the packages asked (torch and numpy by default): the
+    # sentence was only ever said to a probe without them, and a real one's read as the
+    # heading over the package rows alone.
     theirs = parse_machine("numpy==1.26.0\n")
-    said = compare_machine(theirs, {"python": {"version": "3.11.7"}})
-    assert said == [
+    ours: dict[str, JsonValue] = {
+        "python": {"version": "3.11.7"},
+        "packages": {"torch": None, "numpy": "1.26.0"},
+    }
+    sentence = (
         "the log names no torch, CUDA, GPU, driver, Python or OS of its machine: its "
         "packages are in the spec's environment.packages"
+    )
+    assert compare_machine(theirs, ours) == [
+        sentence,
+        "  same     packages: the spec's 1 pin, all here",
+    ]
+    ours["packages"] = {"torch": None, "numpy": None}
+    assert compare_machine(theirs, ours) == [
+        sentence,
+        "  DIFFERS  numpy: log 1.26.0; here not installed",
     ]
 
 
