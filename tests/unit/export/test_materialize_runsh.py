@@ -101,6 +101,28 @@ def test_ctrl_c_stops_the_cell_and_run_sh_exits_130_judging_nothing(tmp_path: Pa
     assert 'exit "$INTERRUPTED"' in script
 
 
+def test_a_cell_removes_its_records_once_report_has_read_them(tmp_path: Path) -> None:
+    # The engine's records of each Python process (stack-*, ended-*, raised-*) were left in
+    # results/N beside the user's output: ended-* go with stack-*, raised-* once `report`
+    # read the program's, the interrupted cell's too. Run whole only under a real docker
+    # (tests/real/docker/test_materialize.py).
+    script = _script(tmp_path, "  network: false")
+    cell = script[script.index("cell_1() {") :]
+    cell = cell[: cell.index("\n}\n") + 3]
+    clean = '    rm -f "$OUT/1"/stack-*.txt "$OUT/1"/ended-*.txt\n'
+    raised = '    rm -f "$OUT/1"/raised-*.txt\n'
+    assert cell.index("    local status=$? record=$RECORD\n") < cell.index(clean)
+    assert cell.index(clean) < cell.index("    report 1 ")
+    # Interrupted: the raised records go before the cell returns, judging nothing.
+    start = cell.index('    if [ "$INTERRUPTED" != 0 ]; then')
+    interrupted = cell[start : cell.index("    report 1 ")]
+    assert "    " + raised in interrupted
+    assert interrupted.index("    " + raised) < interrupted.index("        return 0\n")
+    # Judged: after `report` read them, and the cell returns report's verdict.
+    judged = cell[cell.index("    report 1 ") :]
+    assert "\n    local verdict=$?\n" + raised + '    return "$verdict"\n}\n' in judged
+
+
 def test_the_load_container_is_stopped_with_the_cell(tmp_path: Path) -> None:
     script = _script(tmp_path, "  perturb: {cpu_load: 1}")
     assert '    RUNNING="reprospec-bundle-1-$$ reprospec-bundle-load-1-$$"\n' in script
