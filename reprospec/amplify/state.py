@@ -92,7 +92,7 @@ class StateFile:
         self.header = dict(header)
         self._probes: list[StoredProbe] = []
         if self.path.exists():
-            stored = read_probes(
+            stored, _ = read_probes(
                 self.path, self.header, StoredProbe.from_dict, FORMAT, "amplify", "amplification"
             )
             # An interrupted probe is run again: it holds fewer attempts than asked.

@@ -267,7 +267,7 @@ def forget_could_not_run(path: Path, header: JsonObject) -> str:
     answered "could not run" again once the machine was fixed (the command put on PATH)."""
     if not path.exists():
         return ""
-    probes = read_probes(path, header, StoredProbe.from_dict, FORMAT, "isolate", "isolation")
+    probes, _ = read_probes(path, header, StoredProbe.from_dict, FORMAT, "isolate", "isolation")
     reason = could_not_run(probes)
     if reason:
         path.unlink()
@@ -331,10 +331,13 @@ def read_probes(
     fmt: int,
     verb: str,
     search: str,
-) -> list[P]:
-    """The stored probes of one search (isolate's, amplify's); a damaged file is refused,
-    named (exit 2): replaying half of one would give a wrong answer, and guessing would hide
-    it. A file of another search (its header differs) or an older format starts it over."""
+) -> tuple[list[P], dict[str, int]]:
+    """The stored probes of one search (isolate's, amplify's), and the last attempt number
+    of each configuration whose probes Ctrl-C cut short and that were not stored
+    (`StateFile.cut`: `"cut"` in state.json; {} in a state without it). A damaged file is
+    refused, named (exit 2): replaying half of one would give a wrong answer, and guessing
+    would hide it; a cut number that is not a whole number >= 1 is damage too. A file of
+    another search (its header differs) or an older format starts it over."""
     try:
         if path.stat().st_size > MAX_STATE_BYTES:
             raise ValueError(f"larger than {MAX_STATE_BYTES} bytes")
@@ -342,11 +345,19 @@ def read_probes(
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
         if data.get("format") != fmt or data.get("header") != header:
-            return []
+            return [], {}
         probes = data.get("probes", [])
         if not isinstance(probes, list) or not all(isinstance(p, dict) for p in probes):
             raise ValueError("its probes are not a list of objects")
-        return [parse(p) for p in probes]
+        cut = data.get("cut", {})
+        numbers = {
+            str(key): n
+            for key, n in (cut.items() if isinstance(cut, dict) else ())
+            if isinstance(n, int) and not isinstance(n, bool) and n >= 1
+        }
+        if not isinstance(cut, dict) or len(numbers) != len(cut):
+            raise ValueError(f"its cut probes' numbers are {cut!r}, not whole numbers >= 1")
+        return [parse(p) for p in probes], numbers
     except RecursionError:
         why = "JSON nested too deep"
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
@@ -364,29 +375,7 @@ def stored_probes(folder: Path) -> list[StoredProbe]:
         header = json.loads(path.read_text(encoding="utf-8")).get("header", {})
     except (OSError, ValueError, AttributeError):
         return []
-    return read_probes(path, header, StoredProbe.from_dict, FORMAT, "isolate", "isolation")
-
-
-def stored_cut(path: Path, header: Mapping[str, JsonValue]) -> dict[str, int]:
-    """The last attempt number of each configuration whose probes Ctrl-C cut short and that
-    were not stored (`StateFile.cut`: `"cut"` in state.json; {} in a state without it, or
-    another search's). A value that is not a whole number >= 1 is refused as damaged
-    (exit 2), as `read_probes` refuses a damaged probe."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return {}  # read_probes read it a moment ago: gone since, no cut numbers
-    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("header") != header:
-        return {}
-    cut = data.get("cut", {})
-    if isinstance(cut, dict) and all(
-        isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in cut.values()
-    ):
-        return {str(key): int(n) for key, n in cut.items() if isinstance(n, int)}
-    raise UsageError(
-        f"{path}: a damaged isolate state file (its cut probes' numbers are {cut!r}, not "
-        "whole numbers >= 1); remove it to start this isolation over"
-    )
+    return read_probes(path, header, StoredProbe.from_dict, FORMAT, "isolate", "isolation")[0]
 
 
 class StateFile:
@@ -408,10 +397,9 @@ class StateFile:
         # not stored drew (`cut`), kept in the file: a resumed run numbers after them.
         self._cut: dict[str, int] = {}
         if self.path.exists():
-            self._probes = read_probes(
+            self._probes, self._cut = read_probes(
                 self.path, self.header, StoredProbe.from_dict, FORMAT, "isolate", "isolation"
             )
-            self._cut = stored_cut(self.path, self.header)
             self._drawn.update(self._cut)
         for probe in self._probes:
             self._replay.setdefault(probe.key, deque()).append(probe)
