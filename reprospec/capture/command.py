@@ -102,6 +102,8 @@ from reprospec.core.words import (
     A_SHELLS_SIGKILL_SENT_BY_A_PROCESS,
     AS_A_SHELL_REPORTS_IT,
     PASSED_BESIDE_A_CRASH,
+    SIGKILL_OR_AN_EXIT_STATUS,
+    SIGKILL_SENT_BY_A_PROCESS,
     plural,
 )
 from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, InfraError, UsageError
@@ -1113,15 +1115,12 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
     if outcome.kind == "error" and not outcome.exception and outcome.exit_code is not None:
         expect["exit_code"] = outcome.exit_code
         detail = outcome.detail or ""
-        if A_SHELLS_SIGKILL_SENT_BY_A_PROCESS in detail or A_SHELLS_137_OR_AN_EXIT_STATUS in detail:
+        sent = A_SHELLS_SIGKILL_SENT_BY_A_PROCESS in detail
+        if sent or A_SHELLS_137_OR_AN_EXIT_STATUS in detail:
             # 137 a `timeout -s KILL` gave: an error only where the machine counted no OOM
             # kill while it ran (rule 4), which a rerun beside another's OOM kill cannot say.
             # A kill only where the run saw one; else as likely the program's own `exit 137`.
-            why = (
-                "128 + SIGKILL sent by a process"
-                if A_SHELLS_SIGKILL_SENT_BY_A_PROCESS in detail
-                else "128 + SIGKILL, or a program's own exit status"
-            )
+            why = SIGKILL_SENT_BY_A_PROCESS if sent else SIGKILL_OR_AN_EXIT_STATUS
             comments["exit_code"] = (
                 f"{why} (no OOM kill during the attempt): not a crash; a crash SIGKILL where "
                 "the machine counts an OOM kill as it runs, or no count is read (the docker "

@@ -367,6 +367,9 @@ A_SHELLS_137_OR_AN_EXIT_STATUS = (
     ", as a shell reports a death, or a program's own exit status (no process of the "
     "attempt was seen to die of SIGKILL, and no OOM kill during the attempt): not a crash"
 )
+# The head of capture's comment on a spec's `exit_code: 137` of either (capture/command.py).
+SIGKILL_SENT_BY_A_PROCESS = "128 + SIGKILL sent by a process"
+SIGKILL_OR_AN_EXIT_STATUS = "128 + SIGKILL, or a program's own exit status"
 
 # The start of the warning of a pass whose tree held a process that died of a signal
 # (`python app.py | tee log`: the pipeline's status is tee's), then the signal.
