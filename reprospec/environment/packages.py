@@ -19,6 +19,7 @@ import json
 import os
 import re
 import threading
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
@@ -477,6 +478,25 @@ def _unchecked(requirements: Sequence[str]) -> str | None:
     if not reasons:
         return None
     return "cannot check the cell's packages: " + "; ".join(reasons)
+
+
+def local_path(requirement: str) -> str | None:
+    """The path of this machine an entry installs from (`./mypkg`, `/src/pkg`, a wheel's
+    path, `file:///src/pkg`, `pkg @ file:...`), else None: a requirement, or a URL of the
+    network (`https://`, `git+https://`)."""
+    named = _NAMED_URL.match(requirement)
+    target = (named["url"] if named else requirement.split(";", 1)[0]).strip()
+    if target.startswith("file:"):
+        return urllib.parse.unquote(urllib.parse.urlsplit(target).path)
+    if "://" in target or named:
+        return None
+    if target.startswith((".", "/", "~")) or target.endswith((".whl", ".tar.gz", ".zip")):
+        return target
+    return None
+
+
+# `name @ url` (PEP 508), extras allowed: the URL is what the installer fetches.
+_NAMED_URL = re.compile(r"^\s*[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?\s*@\s*(?P<url>\S+)")
 
 
 def locations(requirements: Sequence[str]) -> tuple[str, ...]:

@@ -180,6 +180,7 @@ class VenvRunner:
                     python=self.base_python,
                     index=self._index_config(),
                     exclude_newer=self.exclude_newer,
+                    cwd=self.spec_dir,
                 )
                 say = self._labelled(label, request)
                 self._hold(request.key())

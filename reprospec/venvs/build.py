@@ -120,10 +120,14 @@ class EnvRequest:
     index: IndexConfig = field(default_factory=IndexConfig)
     # uv's --exclude-newer: only what was uploaded before this instant (bisect by date).
     exclude_newer: str | None = None
+    # (entry, where and what) of each entry that is a path of this machine (`./mypkg`, a
+    # wheel's path): `./mypkg` of two specs' folders, or one edited since, named one
+    # folder, and its first build ran the other program (`local_sources`).
+    sources: tuple[tuple[str, str], ...] = ()
 
     def key(self) -> str:
         """The content hash that names the environment's folder."""
-        parts = {
+        parts: dict[str, object] = {
             "format": FORMAT,
             "python": [self.python.path, self.python.version],
             # Order does not change what a resolver installs; duplicates neither.
@@ -131,6 +135,8 @@ class EnvRequest:
             "index": self.index.to_dict(),
             "exclude_newer": self.exclude_newer,
         }
+        if self.sources:  # (absent otherwise: every other environment keeps its key)
+            parts["sources"] = sorted(self.sources)
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
     def to_dict(self) -> JsonObject:
@@ -668,15 +674,47 @@ def env_request(
     python: str | None = None,
     index: IndexConfig | None = None,
     exclude_newer: str | None = None,
+    cwd: Path | None = None,
 ) -> EnvRequest:
     """The request for one cell's resolved `environment` section.
 
     The interpreter is `python` (the run's --python) when given, else the spec's
-    `environment.python` version found on this machine, else reprospec's own.
+    `environment.python` version found on this machine, else reprospec's own. `cwd`: where
+    uv runs, which a relative path entry is read from (`local_sources`).
     """
     return EnvRequest(
         python=find_interpreter(python or environment.python),
         packages=environment.packages,
         index=index if index is not None else user_index_config(),
         exclude_newer=exclude_newer,
+        sources=local_sources(environment.packages, cwd or Path.cwd()),
     )
+
+
+def local_sources(requirements: Sequence[str], cwd: Path) -> tuple[tuple[str, str], ...]:
+    """(entry, its absolute path and a digest of its files' names, sizes and times) of each
+    entry that is a path of this machine, read from `cwd`; one not there is left to uv."""
+    out = []
+    for requirement in requirements:
+        where = packages.local_path(requirement)
+        if where is None:
+            continue
+        path = (cwd / Path(where).expanduser()).resolve()
+        if not path.exists():
+            continue
+        digest = hashlib.sha256()
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        for file in files:
+            parts = file.relative_to(path).parts if file != path else ()
+            if any(part in _NOT_SOURCES or part.endswith(".egg-info") for part in parts):
+                continue
+            with contextlib.suppress(OSError):
+                stat = file.stat()
+                digest.update(f"{file}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+        out.append((requirement, f"{path} {digest.hexdigest()[:16]}"))
+    return tuple(out)
+
+
+# What a build of a folder writes into it (with `*.egg-info`, setuptools' on each build),
+# and a checkout's own: not the program.
+_NOT_SOURCES = frozenset({".git", "__pycache__", "build", ".tox", ".venv"})

@@ -33,7 +33,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.logtext import without_escapes
 from reprospec.core.sections import DEFAULT_IMAGE as DEFAULT_IMAGE  # the runner's, named here too
 from reprospec.core.sections import IMAGE_REF, Environment
-from reprospec.environment.packages import requirement_name, requirement_names
+from reprospec.environment.packages import local_path, requirement_name, requirement_names
 from reprospec.errors import InfraError
 from reprospec.runners.docker.removal import remove_container
 
@@ -137,7 +137,9 @@ def recipe_for(
     packages = list(environment.packages)
     if not packages:
         return ImageRecipe(tag=image, source="image", hint=_how_to_get(image))
-    paths = [p for p in packages if _host_path(p)]
+    # pip in the build sees only its context: it said `Invalid requirement: './mypkg'` or
+    # `No such file or directory`, after a build, as if the package were broken.
+    paths = [p for p in packages if local_path(p) is not None]
     if paths:
         raise InfraError(
             f"environment.packages {', '.join(repr(p) for p in paths)}: a path on this "
@@ -146,24 +148,6 @@ def recipe_for(
             "install it in an environment.dockerfile"
         )
     return _rendered(image, packages, find_links)
-
-
-# `name @ url` (PEP 508), extras allowed: the URL is what pip fetches.
-_NAMED_URL = re.compile(r"^\s*[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?\s*@\s*(?P<url>\S+)")
-
-
-def _host_path(requirement: str) -> bool:
-    """Whether an entry names a file or folder of this machine (`./mypkg`, a wheel's path,
-    `file:///src/pkg`, `pkg @ file:...`): pip in the image's build sees only its context,
-    and said `Invalid requirement: './mypkg'` or `No such file or directory`, as if the
-    package were broken. A URL of the network (`https://`, `git+https://`) is not one."""
-    named = _NAMED_URL.match(requirement)
-    target = (named["url"] if named else requirement.split(";", 1)[0]).strip()
-    if target.startswith("file:"):
-        return True
-    if "://" in target or named:
-        return False
-    return target.startswith((".", "/", "~")) or target.endswith((".whl", ".tar.gz", ".zip"))
 
 
 def _user_dockerfile(path: Path) -> ImageRecipe:

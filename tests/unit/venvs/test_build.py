@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 
 from reprospec.core.trylock import try_locked
-from reprospec.venvs.build import EnvBuildError, _uv_error, build_failure_line, locked, not_found
+from reprospec.venvs.build import (
+    EnvBuildError,
+    EnvRequest,
+    Interpreter,
+    _uv_error,
+    build_failure_line,
+    local_sources,
+    locked,
+    not_found,
+)
 
 # uv 0.x `pip install nu9akit==1.3` of an sdist whose setup.py exits with a message
 # (recorded on this machine, NO_COLOR=1).
@@ -149,3 +158,37 @@ def test_a_build_that_raised_leaves_its_lock_file_to_a_uv_that_outlived_it(
     with locked(lock):
         pass
     assert not lock.exists()
+
+
+def _request(packages: tuple[str, ...], cwd: Path) -> EnvRequest:
+    return EnvRequest(
+        python=Interpreter("/usr/bin/python3", "3.11.7"),
+        packages=packages,
+        sources=local_sources(packages, cwd),
+    )
+
+
+def test_a_folder_package_keys_its_environment_by_where_it_is_and_what_it_holds(
+    tmp_path: Path,
+) -> None:
+    # `./mypkg` was keyed by its text alone: the folder edited since, or another spec's
+    # `./mypkg`, reused the environment built of the first one, which ran its program.
+    one, other = tmp_path / "one", tmp_path / "other"
+    for folder in (one, other):
+        (folder / "mypkg" / "src").mkdir(parents=True)
+        (folder / "mypkg" / "src" / "m.py").write_text("VALUE = 3\n")
+    first = _request(("./mypkg",), one).key()
+    assert _request(("./mypkg",), one).key() == first
+    assert _request(("./mypkg",), other).key() != first
+    # What a build writes into the folder (setuptools' egg-info, build/) is not the program.
+    (one / "mypkg" / "src" / "mypkg.egg-info").mkdir()
+    (one / "mypkg" / "src" / "mypkg.egg-info" / "PKG-INFO").write_text("x")
+    (one / "mypkg" / "build").mkdir()
+    (one / "mypkg" / "build" / "lib.py").write_text("x")
+    assert _request(("./mypkg",), one).key() == first
+    (one / "mypkg" / "src" / "m.py").write_text("VALUE = 4\n")
+    assert _request(("./mypkg",), one).key() != first
+    # A requirement is keyed as before: no sources, the same key.
+    plain = _request(("six==1.16.0",), one)
+    assert plain.sources == ()
+    assert plain.key() == EnvRequest(plain.python, plain.packages).key()
