@@ -23,6 +23,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from reprospec.core.lazyre import Lazy
+from reprospec.core.results import alike
 
 if TYPE_CHECKING:
     from reprospec.core.results import AttemptResult, Outcome, RunResult
@@ -154,7 +155,13 @@ def with_short_commands(run: RunResult) -> RunResult:
     them alike. report.md's headline said `<venv>/bin/python3` where its standalone line,
     the HTML page, the GitHub summary and the JUnit properties said the absolute path.
     results.json keeps them as they were."""
-    if not run.paths:
+    # Each distinct result once (`alike`): a large run's cells are made as they are read
+    # (outcome/judgedcells.py), and a copy of them all, made to shorten nothing (no outcome
+    # of a passing run names a command line), held every one: 12 MiB of the engine's peak
+    # at 16,384 cells of `true`, and the report's passes then read every cell again.
+    if not run.paths or not any(
+        a.ran is not None and _named(a.ran) for cell, _n in alike(run.cells) for a in cell.attempts
+    ):
         return run
     names = PathNames(run.paths)
 

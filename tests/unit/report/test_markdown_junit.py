@@ -28,6 +28,7 @@ from reprospec.plan.run import plan_run
 from reprospec.report import render
 from reprospec.report.failure import MAX_OTHER_FAILURES, summary_line
 from reprospec.report.markup import fence_for, inline_code, table_cell
+from reprospec.report.paths import with_short_commands
 from reprospec.report.progress import results_table
 from reprospec.report.separation import separators
 from reprospec.report.signatures import outcome_groups
@@ -1222,3 +1223,19 @@ def test_the_console_and_report_md_tell_a_long_infra_error_by_its_row_alone() ->
     results = render(run, "md").split("## Results", 1)[1].split("\n## ", 1)[0]
     assert results.count("`infra-error: as for w=0 above`") == 1, results
     assert "no torch: another cause" in results
+
+
+def test_a_large_runs_cells_are_not_copied_whole_to_shorten_no_command_line(
+    tmp_path: Path,
+) -> None:
+    # report.md names a crashed child's command line the short way (report/paths.py): every
+    # cell was copied into a tuple for it, where no outcome names one. A large run's cells
+    # are made as they are read: at 16,384 cells of `true` the copy held them all, 12 MiB of
+    # the engine's peak (issue 30's 64 MiB at 65,536 cells read 78.5 MiB).
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("reprospec: 1\nname: any\ncommand: [true]\nexpect: {outcome: pass}\n")
+    judged = JudgedCells(plan_run(load_spec(spec), RunOptions(out=tmp_path)))
+    run = large_matrix()
+    light = replace(run, cells=tuple(judged.for_report(c) for c in run.cells))
+    made = replace(light, cells=as_made(light.cells), paths={str(tmp_path): ""})
+    assert with_short_commands(made).cells is made.cells
