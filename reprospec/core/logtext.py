@@ -97,10 +97,17 @@ def _omitted(dropped: list[str], where: str) -> str:
 
 
 def _frame_start(lines: list[str], start: int) -> int:
-    """`start`, or the `File "..."` line just after it where `start` falls inside a
-    traceback's frame: a window of a log's last lines began on a frame's `^^^^` line (or its
-    source line), the `File` line that says where it is left out above it. At most the
-    frame's 3 indented lines are skipped, so a log indented as a whole keeps its start."""
+    """`start`, or the `File "..."` line of the frame `start` falls inside: a window of a
+    log's last lines began on a frame's `^^^^` line (or its source line), the `File` line
+    that says where it is left out above it. That line is looked for above `start` (up to
+    3 lines: the window then grows by them), else just below it (the frame skipped); only
+    indented lines are walked, so a log indented as a whole keeps its start."""
+    if start < len(lines) and lines[start].startswith("    "):
+        for i in range(start - 1, max(start - 4, -1), -1):
+            if lines[i].startswith('  File "'):
+                return i
+            if not lines[i].startswith("    "):
+                break
     for i in range(start, min(start + 4, len(lines))):
         line = lines[i]
         if line.startswith('  File "') and i > start:
@@ -127,11 +134,12 @@ def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
     elif anchor is not None and len(lines) - anchor > max_lines:
         # A traceback longer than the budget: its start says where, its end says what.
         head = max_lines // 2
-        tail = _frame_start(lines, len(lines) - (max_lines - head))
+        # Its frame's `File` line above may reach back into the head: never before its end.
+        tail = max(anchor + head, _frame_start(lines, len(lines) - (max_lines - head)))
         kept = [
             *(["…"] if anchor else []),
             *lines[anchor : anchor + head],
-            _omitted(lines[anchor + head : tail], ""),
+            *([_omitted(lines[anchor + head : tail], "")] if tail > anchor + head else []),
             *lines[tail:],
         ]
     else:

@@ -124,9 +124,35 @@ def test_an_excerpt_of_a_logs_last_lines_begins_at_a_frame_not_on_its_carets() -
         "RuntimeError: DataLoader worker (pid(s) 7) exited unexpectedly\n"
     )
     lines = excerpt(log, max_lines=20).split("\n")
-    assert lines[0] == "… (28 earlier lines omitted)"
-    assert lines[1].startswith('  File "/venv/lib/python3.11/site-packages/queue9.py"')
+    # The frame the window began in, whole: its File line is looked for above first.
+    assert lines[0] == "… (25 earlier lines omitted)"
+    assert lines[1].startswith('  File "/venv/lib/python3.11/site-packages/queue8.py"')
     assert lines[-1] == "RuntimeError: DataLoader worker (pid(s) 7) exited unexpectedly"
     # Lines indented as a whole (a markdown code block's four spaces) keep their window.
     indented = "\n".join(f"    line {i}" for i in range(30))
     assert excerpt(indented, max_lines=10).split("\n")[1] == "    line 20"
+
+
+def test_a_window_beginning_on_the_last_frames_carets_begins_at_its_file_line() -> None:
+    # Only the lines below were looked at: the exception line came next, the start was
+    # kept, and the excerpt read "… (4 lines omitted)", "    ^^^^", "RuntimeError: ...".
+    log = f"Traceback (most recent call last):\n{_frames(12, 'm')}RuntimeError: boom\n"
+    lines = excerpt(log, max_lines=4).split("\n")
+    assert lines[-4:] == [
+        '  File "/venv/lib/python3.11/site-packages/m11.py", line 11, in f11',
+        "    value = call_11(x)",
+        "            ^^^^^^^^^^^",
+        "RuntimeError: boom",
+    ]
+    assert lines[-5] == "… (32 lines omitted)", lines
+    # Longer than its window (no anchor): the window's start goes back to the File line.
+    frames = _frames(3, "m").rstrip("\n").split("\n")
+    log = "\n".join([*(f"line {i}" for i in range(20)), *frames, "RuntimeError: boom"])
+    lines = excerpt(log, max_lines=2).split("\n")
+    assert lines == [
+        "… (26 earlier lines omitted)",
+        '  File "/venv/lib/python3.11/site-packages/m2.py", line 2, in f2',
+        "    value = call_2(x)",
+        "            ^^^^^^^^^^^",
+        "RuntimeError: boom",
+    ]
