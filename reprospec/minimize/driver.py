@@ -352,11 +352,10 @@ def _minimize(
         if state.stored:
             say(continuing(f"minimization {ident}", state.stored, options.budget))
         variables = [plural(len(original.env), "environment variable")] if original.env else []
-        files = ", ".join(p for p, _ in original.files) or "no Python files"
         what = (
             f"the workload's {', '.join([f'{f.path}={f.value}' for f in fields] + variables)}"
             if workload
-            else f"{original.shown_lines(original)} lines ({files})"
+            else _start_size(original)
         )
         if not reduced.interrupted:
             say(
@@ -1029,6 +1028,17 @@ def _env(document: Mapping[str, JsonValue]) -> bool:
     """Whether the spec sets environment variables (a workload's only other reducible part)."""
     environment = document.get("environment")
     return isinstance(environment, dict) and bool(environment.get("env"))
+
+
+def _start_size(original: Program) -> str:
+    """The program's size as the search starts, in its files' own layout: the answer's
+    `4 -> 3` counts a file minimize changes as it writes it (report.sizes), which is not
+    known yet. `minimizing 5 lines` was said of a search whose answer read `4 -> 3` (a call
+    split over two lines, in a file it changed)."""
+    files = ", ".join(p for p, _ in original.files)
+    if not files:
+        return "0 lines (no Python files)"
+    return f"{original.given_lines[0]} lines of Python in the files' own layout ({files})"
 
 
 def _size(program: Program, original: Program) -> str:

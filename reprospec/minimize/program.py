@@ -98,15 +98,12 @@ class Program:
         return sum(len(as_written(text).splitlines()) for _, text in self.files)
 
     def shown_lines(self, original: Program) -> int:
-        """Lines of Python as the result's report counts them (report.sizes): a file the
-        same as the original's in its own layout, a changed one as minimize writes it. The
-        progress said `minimizing 152 lines` and `smallest 142 lines` (`lines`: every file
-        as written, a long call on one line) of a search whose answer read `153 -> 143`."""
+        """Lines of Python as the result's report counts them (report.sizes, by
+        `counted_as`). The progress said `smallest 142 lines` (`lines`: every file as
+        minimize writes it, a long call on one line) of a search whose answer read
+        `153 -> 143`."""
         before = dict(original.files)
-        return sum(
-            source_lines(text if before.get(path) == text else as_written(text))
-            for path, text in self.files
-        )
+        return sum(source_lines(counted_as(text, before.get(path))) for path, text in self.files)
 
     @property
     def given_lines(self) -> tuple[int, int]:
@@ -118,6 +115,15 @@ class Program:
     def nodes(self) -> int:
         """AST nodes of every file (0 for one that does not parse)."""
         return sum(ast_nodes(text) for _, text in self.files)
+
+
+def counted_as(text: str, other: str | None) -> str:
+    """`text` in the layout a result's sizes count it in, beside `other`, the same file on
+    the other side (the original's, or the result's): as it is where the two are the same
+    (a file minimize left alone, as DIR holds it), else as minimize writes it
+    (`as_written`), so that a changed file and its original compare in one layout. The
+    one rule of the answer's `153 -> 143` (report.sizes) and the progress's `smallest`."""
+    return text if text == other else as_written(text)
 
 
 @functools.lru_cache(maxsize=64)

@@ -50,7 +50,7 @@ from reprospec.core.words import (
 )
 from reprospec.isolation.differences import MISSING, Difference
 from reprospec.minimize.named import Carried, copy_named
-from reprospec.minimize.program import Program, as_written, join_words, source_lines
+from reprospec.minimize.program import Program, counted_as, join_words, source_lines
 from reprospec.minimize.ratechange import (
     RateChange,
     interval_text,
@@ -666,7 +666,7 @@ def sizes(result: MinimizeResult) -> Sizes:
     counts = [0, 0, 0, 0]
     for path, text in result.original.files:
         now = after.get(path, text)
-        before = text if now == text else as_written(text)
+        before = counted_as(text, now)
         for index, value in enumerate(
             (
                 source_lines(before),

@@ -129,6 +129,18 @@ def test_the_progress_counts_lines_as_the_answer_does() -> None:
     result = Result()
     result.program, result.original = best, original  # type: ignore[attr-defined]
     assert sizes(result).lines == (4, 3)  # type: ignore[arg-type]
+    # The split call in a file minimize changes: the answer counts its original as
+    # unparse writes it (4 -> 3), which the start cannot know; it said `minimizing 5
+    # lines`, and now says in which layout it counts.
+    from reprospec.minimize.driver import _start_size
+
+    original = Program((), (), files=(("train.py", f"{data}import os\nx = 1\n"),))
+    best = original.with_source("train.py", "loader = make(batch_size=8, workers=2)\nx = 1\n")
+    result.program, result.original = best, original  # type: ignore[attr-defined]
+    assert sizes(result).lines == (3, 2)  # type: ignore[arg-type]
+    assert _size(best, original) == "2 lines"
+    assert _start_size(original) == "4 lines of Python in the files' own layout (train.py)"
+    assert _start_size(Program((), ())) == "0 lines (no Python files)"
 
 
 def test_a_package_its_relative_imports_and_a_scripts_neighbours_are_the_program(
