@@ -137,8 +137,15 @@ def recipe_for(
     packages = list(environment.packages)
     if not packages:
         return ImageRecipe(tag=image, source="image", hint=_how_to_get(image))
-    # pip in the build sees only its context: it said `Invalid requirement: './mypkg'` or
-    # `No such file or directory`, after a build, as if the package were broken.
+    _refuse_paths(packages)
+    return _rendered(image, packages, find_links)
+
+
+def _refuse_paths(packages: Sequence[str]) -> None:
+    """InfraError where an entry is a path of this machine: pip in the build sees only its
+    context, and said `Invalid requirement: './mypkg'` or `No such file or directory` after
+    a build (a materialized bundle's, on the reader's machine), as if the package were
+    broken."""
     paths = [p for p in packages if local_path(p) is not None]
     if paths:
         raise InfraError(
@@ -147,7 +154,6 @@ def recipe_for(
             "give its wheel with --find-links DIR and name the package (mypkg==1.0), or "
             "install it in an environment.dockerfile"
         )
-    return _rendered(image, packages, find_links)
 
 
 def _user_dockerfile(path: Path) -> ImageRecipe:
@@ -226,6 +232,7 @@ def public_build(
     requirements.txt while that pin is kept."""
     import jinja2
 
+    _refuse_paths(packages)
     # Named as the package check names them: a wheel file of torch replaces the runner's
     # torch too, where the first word of its path named none and pip got both.
     named = set(requirement_names(packages))

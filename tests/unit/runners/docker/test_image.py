@@ -69,6 +69,9 @@ def test_a_path_of_this_machine_is_refused_before_the_build(entry: str) -> None:
         recipe_for({"packages": ["six", entry]})
     assert repr(entry) in str(err.value)
     assert "--find-links DIR" in str(err.value)
+    # materialize's bundle build too, which failed so on the reader's machine.
+    with pytest.raises(InfraError, match="a path on this machine"):
+        image.public_build(["six", entry], None)
 
 
 @pytest.mark.parametrize(
