@@ -1213,14 +1213,16 @@ class Minimization:
         # on a crash that failed 6/6 said it "fails too rarely". The figure says what it
         # counts: "the budget is too small to minimize: 6/6 attempts (60%-100%)" read as
         # six attempts of a budget.
+        # The original named once: "the original program fails too rarely ...: the
+        # original failed as expected in 3/10 attempts" said it twice.
         why = (
-            "the budget is too small to minimize"
+            "the budget is too small to minimize: the original failed"
             if tally.matched == tally.ran
-            else "the original program fails too rarely to minimize within the budget"
+            else "the original program fails too rarely to minimize within the budget: it failed"
         )
         least = s.spent_before + self.used + projected
         return (
-            f"{why}: the original failed as expected in {figure} attempts ({shown_low}-"
+            f"{why} as expected in {figure} attempts ({shown_low}-"
             f"{shown_high}); even at {shown_high} one "
             f"pass over its {units} top-level units takes about {plural(projected, 'attempt')}, "
             f"and {left} of the budget of {s.given} {'is' if left == 1 else 'are'} left "
