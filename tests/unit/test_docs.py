@@ -572,7 +572,9 @@ def test_cli_md_plan_text_row_names_each_field_the_json_row_lists() -> None:
     text = rows["| `--format text`"]
     fields = re.findall(r"`(\w+)`", listed.split("|", 1)[0])
     assert len(fields) >= 10
-    assert [f for f in fields if words.get(f, f) not in text] == []
+    # Whole words: `env` was found inside `environment`.
+    said = [words.get(f, f) for f in fields]
+    assert [w for w in said if w and not re.search(rf"\b{re.escape(w)}\b", text)] == []
 
 
 @functools.cache
