@@ -80,6 +80,9 @@ class AmplifyReport:
     # to the Python API's caller (core/caller.py), who typed no `--budget`; set when made,
     # as `sentence()` is read after the call returned.
     budget_said: str = "--budget"
+    # Why amplify.json and amplify.md could not be written ("" where they were): a rerun of
+    # a finished amplification in an --out made read-only since (write()).
+    unsaved: str = ""
 
     @property
     def rerun_tail(self) -> str:
@@ -492,6 +495,7 @@ def to_dict(found: AmplifyReport) -> JsonObject:
         "interrupted": found.interrupted,
         "amplified_spec": None if found.amplified_spec is None else str(found.amplified_spec),
         "folder": str(found.folder),
+        **({"unsaved": found.unsaved} if found.unsaved else {}),
     }
 
 
@@ -600,10 +604,10 @@ def write(
     from reprospec.spec.todo import without_filled_todo
     from reprospec.spec.yamlsource import dump_yaml
 
-    found.folder.mkdir(parents=True, exist_ok=True)
     winner = found.result.winner
+    path = found.folder / "amplified.yaml"
+    content = ""
     if winner is not None:
-        path = found.folder / "amplified.yaml"
         header = (
             f"# Amplified by reprospec amplify from {found.spec_path} ({found.cell.id}):\n"
             f"# {sentence(found)}\n"
@@ -613,16 +617,45 @@ def write(
             body = without_filled_todo(
                 carry_comments(source_text, body, _rate_comment(found)), source_text
             )
-        body = schema_moved(body, base_dir, found.folder)
-        path.write_text(header + body, encoding="utf-8")
-        found = replace(found, amplified_spec=path)
-    else:
-        # No winner this time (a smaller --budget than the answer that wrote it, an interrupted
-        # rerun): an amplified.yaml left from then said "with cpus=1: 8/12" beside the
-        # amplify.md and amplify.json that say not amplified. A larger --budget writes it again.
-        (found.folder / "amplified.yaml").unlink(missing_ok=True)
-    (found.folder / "amplify.json").write_text(
-        json.dumps(to_dict(found), indent=2) + "\n", encoding="utf-8"
-    )
-    (found.folder / "amplify.md").write_text(markdown(found), encoding="utf-8")
+        content = header + schema_moved(body, base_dir, found.folder)
+    try:
+        found.folder.mkdir(parents=True, exist_ok=True)
+        if content:
+            if not _holds(path, content):  # a finished amplification run again: written then
+                path.write_text(content, encoding="utf-8")
+            found = replace(found, amplified_spec=path)
+        elif path.exists() or path.is_symlink():
+            # No winner this time (a smaller --budget than the answer that wrote it, an
+            # interrupted rerun): an amplified.yaml left from then said "with cpus=1: 8/12"
+            # beside the amplify.md and amplify.json that say not amplified. A larger
+            # --budget writes it again.
+            path.unlink()
+        (found.folder / "amplify.json").write_text(
+            json.dumps(to_dict(found), indent=2) + "\n", encoding="utf-8"
+        )
+        (found.folder / "amplify.md").write_text(markdown(found), encoding="utf-8")
+    except OSError as exc:
+        # An --out made read-only since (a full disk): a finished amplification run again
+        # knows its answer from the replayed probes and printed none (exit 2 on the write).
+        # The answer stands, printed with a warning; it names no amplified.yaml that is not
+        # this answer's.
+        held = bool(content) and _holds(path, content)
+        stale = not held and (path.exists() or path.is_symlink())
+        return replace(
+            found,
+            amplified_spec=path if held else None,
+            unsaved=(
+                f"the answer could not be saved in {found.folder} ({exc.strerror or exc}): its "
+                "amplify.json and amplify.md are not this run's"
+                + (", nor is its amplified.yaml" if stale else "")
+            ),
+        )
     return found
+
+
+def _holds(path: Path, text: str) -> bool:
+    """Whether the file at `path` reads `text` (False where it cannot be read)."""
+    try:
+        return path.read_text(encoding="utf-8") == text
+    except (OSError, ValueError):
+        return False

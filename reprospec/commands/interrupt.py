@@ -118,7 +118,7 @@ def drive_search(
     *,
     deferral: safepoint.Deferral,
     as_json: bool,
-    report: Callable[[S], Path],
+    report: Callable[[S], Path | None],
     unsaved: Callable[[S], str] | None = None,
 ) -> int:
     """Run one search verb to its end or its stop, print its answer (text and the report's
@@ -126,8 +126,9 @@ def drive_search(
     gives it): one shape for isolate, minimize and amplify.
 
     SIGTERM stops the search like Ctrl-C; its stored probes let the same command resume.
-    `unsaved`: why the answer's report could not be written ("" where it was), said as a
-    warning in place of the `report:` line; the exit code stays the answer's.
+    `unsaved`: why the answer could not be saved ("" where it was), said as a warning; the
+    exit code stays the answer's. `report`: None where no file holds this answer (then no
+    `report:` line; minimize's DIR holds it where its search folder could not).
     `deferral`: the one the search's probe runs are given (RunOptions.deferral): from each
     one's store row to its return a stop is `cancel` alone, so the probe run is written
     whole, never left `killed` with no report, and the search stops at its next probe."""
@@ -136,15 +137,15 @@ def drive_search(
     # Progress goes to stderr with --format json too: stdout stays one JSON value, and a
     # search of a minute said nothing at all while it ran.
     found = search(lambda message: print(printable(message), file=sys.stderr), cancel)
-    # Why its report could not be written ("" where it was): the answer is printed, no
+    # Why its answer could not be saved ("" where it was): the answer is printed, no
     # `report:` line names a file that is not this answer's, and a warning says so.
     why = unsaved(found) if unsaved is not None else ""
     if as_json:
         print(found.render("json"))
     else:
         print(printable(found.render("text")))
-        if not why:
-            print(f"report: {report(found)}")
+        if (where := report(found)) is not None:
+            print(f"report: {where}")
     if why:
         print(f"reprospec: warning: {printable(why)}", file=sys.stderr)
     if found.interrupted:

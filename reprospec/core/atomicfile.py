@@ -4,6 +4,7 @@ report, slurm.json, and the searches' state and reports (isolate, amplify, minim
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 from collections.abc import Iterable
@@ -31,3 +32,19 @@ def write_atomic(path: Path, text: str | Iterable[str]) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def unwritable(folder: Path) -> str:
+    """Why no file can be made in `folder` (or, not made yet, in the nearest folder above it
+    that is): "Read-only file system" (a read-only mount, which stops root too),
+    "Permission denied"; "" where one can. Asked before a search replays or runs anything,
+    so a folder its answer must go to is refused up front, not after the work."""
+    here = folder
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    try:
+        if os.statvfs(here).f_flag & os.ST_RDONLY:
+            return os.strerror(errno.EROFS)
+    except OSError:
+        return ""  # not a folder to ask: the write itself says what is wrong
+    return "" if os.access(here, os.W_OK | os.X_OK) else os.strerror(errno.EACCES)

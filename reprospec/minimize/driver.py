@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 
 from reprospec import native
 from reprospec.core import safepoint
+from reprospec.core.atomicfile import unwritable
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -230,7 +231,7 @@ def _minimize(
         original = replace(
             original, head=(), fields=tuple((f.path, f.value) for f in fields), workload=True
         )
-    _check_output(options.output, workdir, original, spec, failing)
+    _check_output(options.output, workdir, original, spec, failing, run_options.out)
     # Said before step 1, whose attempts pay the same import.
     hint = preload_hint(attempt, original, run_options, options.command_line, str(spec.path))
     if hint is not None:
@@ -603,9 +604,7 @@ def _unperturbed(
     if check is None:
         # Stopped in the check: said as an interruption (the same command checks again).
         return replace(found, interrupted=True)
-    found = replace(found, unperturbed=check)
-    write_reports(found)
-    return found
+    return write_reports(replace(found, unperturbed=check))
 
 
 # The chance of calling DIR short of a file when it only flaked clean: at most this,
@@ -657,8 +656,7 @@ def confirm_dir(
             unconfirmed=str(stored.get("unconfirmed") or ""),
             message_after=str(stored.get("message") or ""),
         )
-        write_reports(found)
-        return found
+        return write_reports(found)
     files = WorkdirFiles(
         workdir.resolve(),
         workdir.resolve(),
@@ -718,9 +716,7 @@ def confirm_dir(
         + "\n",
         encoding="utf-8",
     )
-    found = replace(found, unconfirmed=unconfirmed, message_after=message)
-    write_reports(found)
-    return found
+    return write_reports(replace(found, unconfirmed=unconfirmed, message_after=message))
 
 
 def _drop_unread(
@@ -961,15 +957,32 @@ def _chance_text(chance: float) -> str:
 
 
 def _check_output(
-    output: Path | None, workdir: Path, original: Program, spec: Spec, failing: Cell
+    output: Path | None, workdir: Path, original: Program, spec: Spec, failing: Cell, out: Path
 ) -> None:
     """Refuse, before any attempt, an `-o DIR` the result cannot be written to: a file, or
     the workdir itself, where the minimized files were written over the originals (the
     user's program lost, `-o .` run from the workdir) once the whole budget was spent; or
     one holding the answer of another spec's (or cell's) minimization, whose files stayed
-    beside the new answer's (its prog_a.py and helper_a.py beside spec-b's minimized.yaml)."""
+    beside the new answer's (its prog_a.py and helper_a.py beside spec-b's minimized.yaml);
+    or one that cannot be written (an --out made read-only since, where the default DIR
+    is), where a finished minimization replayed its probes, then stopped on DIR's first
+    file with `Read-only file system` and no answer."""
     if output is None:
+        # The default DIR, OUT/minimize/ID/result: its ID is known only after step 1.
+        why = unwritable(out / "minimize")
+        if why:
+            raise UsageError(
+                f"--out {out}: {out / 'minimize'} cannot be written ({why}), and the minimized "
+                "program goes there by default (OUT/minimize/ID/result): give -o a folder "
+                "that can be"
+            )
         return
+    why = unwritable(output)
+    if why:
+        raise UsageError(
+            f"-o {output}: cannot be written ({why}), and the minimized program goes there: "
+            "give a folder that can be"
+        )
     if output.exists() and not output.is_dir():
         raise UsageError(f"-o {output}: not a folder")
     # A minimize's DIR (an interrupted one's too: its spec and repro come before its

@@ -136,6 +136,10 @@ class Minimized:
     # The original's rate without the perturbation that search.py's point 6 rested on:
     # amplify's base, or measured before the passes; None where neither (not perturbed).
     baseline: Baseline | None = None
+    # Why minimize.json and minimize.md could not be written in `folder` ("" where they
+    # were): a rerun of a finished minimization in an --out made read-only since knows its
+    # answer from the replayed probes (DIR, -o elsewhere, holds it), and printed none.
+    unsaved: str = ""
 
     def render(self, fmt: str = "md") -> str:
         """minimize.md ("md"), what `minimize` prints ("text") or its `--format json`."""
@@ -224,19 +228,41 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
         encoding="utf-8",
     )
     (out / "repro.sh").chmod(0o755)
-    write_reports(found)
+    return write_reports(found)
+
+
+def write_reports(found: Minimized) -> Minimized:
+    """minimize.json and minimize.md, in the minimize folder and DIR: again once DIR's
+    check has said what it found (its `BUT`, the files it added). The answer with `unsaved`
+    set where the folder's could not be written (an --out made read-only since, a full
+    disk): DIR's copy says so, and the answer is printed with a warning, not lost to the
+    write's exit 2. DIR's own are the answer's product (driver._check_output refused an
+    unwritable one before any attempt): a failure there is raised."""
+    saved = replace(found, unsaved="")
+    try:
+        for name, content in _reports(saved):
+            write_atomic(found.folder / name, content)
+    except OSError as exc:
+        why = exc.strerror or str(exc)  # its file is a temporary one of write_atomic
+        found = replace(
+            saved,
+            unsaved=(
+                f"the answer could not be saved in {found.folder} ({why}): its minimize.json "
+                f"and minimize.md are not this run's; those in {found.output} are"
+            ),
+        )
+    else:
+        found = saved
+    for name, content in _reports(found):
+        write_atomic(found.output / name, content)
     return found
 
 
-def write_reports(found: Minimized) -> None:
-    """minimize.json and minimize.md, in DIR and the minimize folder: again once DIR's
-    check has said what it found (its `BUT`, the files it added)."""
-    for name, content in (
+def _reports(found: Minimized) -> tuple[tuple[str, str], ...]:
+    return (
         ("minimize.json", json.dumps(to_dict(found), indent=2) + "\n"),
         ("minimize.md", markdown(found)),
-    ):
-        for folder in (found.output, found.folder):
-            write_atomic(folder / name, content)
+    )
 
 
 def _spec_text(
@@ -555,6 +581,7 @@ def to_dict(found: Minimized) -> JsonObject:
         "kept_perturbed": _kept_dict(found),
         "no_passing_cell": bool(_no_passing_warning(found)),
         "rate_change": change.to_dict() if (change := _rate_change(found)) else None,
+        **({"unsaved": found.unsaved} if found.unsaved else {}),
     }
 
 

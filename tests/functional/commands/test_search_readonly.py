@@ -1,0 +1,154 @@
+"""`reprospec minimize` and `reprospec amplify` run again on a finished search whose --out was
+made read-only since: the probes replay from state.json and the answer is known, but the
+write of its reports (minimize.json, amplified.yaml) failed and the command exited 2 with
+`Read-only file system` and no answer. The answer is printed with a warning and the exit
+code is the answer's; minimize's -o DIR, where its minimized program goes, is refused
+before anything replays where it cannot be written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.functional.commands.test_isolate_readonly import _read_only
+from tests.support.cli import ROOT
+
+PROGRAM = """\
+import ctypes
+import sys
+
+unused = 1
+if sys.argv[1] == "a":
+    ctypes.string_at(0)
+print("ok")
+"""
+
+SPEC = """\
+reprospec: 1
+name: readonly
+matrix:
+  mode: [a, b]
+command: python prog.py ${{ matrix.mode }}
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  cases:
+    - when: {mode: b}
+      outcome: pass
+"""
+
+# Fails only on one CPU: amplify's `cpus=1` wins in every attempt.
+ONE_CPU = """\
+import ctypes
+import os
+
+if len(os.sched_getaffinity(0)) == 1:
+    ctypes.string_at(0)
+print("ok")
+"""
+
+ONE_CPU_SPEC = """\
+reprospec: 1
+name: onecpu
+command: python prog.py
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  rate: ">0"
+"""
+
+ENV = {**os.environ, "NO_COLOR": "1"}
+WARNING = "reprospec: warning: the answer could not be saved in "
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=120)
+
+
+def _writable(folder: Path) -> None:
+    for root, dirs, _ in os.walk(folder):
+        for name in dirs:
+            (Path(root) / name).chmod(0o755)
+    folder.chmod(0o755)
+
+
+def test_minimize_prints_its_replayed_answer_and_refuses_an_unwritable_dir(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    out, result = tmp_path / "out", tmp_path / "result"
+    argv = [
+        sys.executable, "-m", "reprospec", "minimize", str(tmp_path / "spec.yaml"), "--out",
+        str(out), "-j", "1", "--budget", "12", "--min-rate", "0.9", "--error", "0.5",
+    ]  # fmt: skip
+    first = _run([*argv, "-o", str(result)])
+    assert first.returncode in (0, 1), first.stderr  # minimized, or out of budget
+    answer = first.stdout.splitlines()[0]
+    try:
+        for fmt in ("text", "json"):
+            again = _run(_read_only(out, [*argv, "-o", str(result), "--format", fmt]))
+            assert again.returncode == first.returncode, again.stderr
+            assert "Traceback" not in again.stderr
+            assert "replay" in again.stderr  # nothing ran again
+            assert WARNING in again.stderr, again.stderr
+            assert f"those in {result} are" in again.stderr
+            if fmt == "text":
+                assert again.stdout.splitlines()[0] == answer
+                # DIR holds this answer: its minimize.md is named.
+                assert f"report: {result / 'minimize.md'}" in again.stdout
+            else:
+                assert json.loads(again.stdout)["unsaved"].startswith(
+                    "the answer could not be saved"
+                )
+            assert "unsaved" in json.loads((result / "minimize.json").read_text())
+        # The default DIR lies in the read-only --out: refused before anything replays.
+        default = _run(_read_only(out, argv))
+        assert default.returncode == 2, default.stderr
+        assert "replay" not in default.stderr
+        assert f"--out {out}: {out / 'minimize'} cannot be written (Read-only" in default.stderr
+    finally:
+        _writable(out)
+    try:
+        unwritable = _run(_read_only(result, [*argv, "-o", str(result)]))
+        assert unwritable.returncode == 2, unwritable.stderr
+        assert "replay" not in unwritable.stderr
+        assert f"-o {result}: cannot be written (" in unwritable.stderr
+        assert "Traceback" not in unwritable.stderr
+    finally:
+        _writable(result)
+
+
+def test_amplify_prints_its_replayed_answer_though_it_cannot_be_saved(tmp_path: Path) -> None:
+    (tmp_path / "prog.py").write_text(ONE_CPU)
+    (tmp_path / "spec.yaml").write_text(ONE_CPU_SPEC)
+    out = tmp_path / "out"
+    argv = [
+        sys.executable, "-m", "reprospec", "amplify", str(tmp_path / "spec.yaml"), "--out",
+        str(out), "-j", "2", "--budget", "16", "--try", "cpus=1",
+    ]  # fmt: skip
+    first = _run(argv)
+    assert first.returncode == 0, first.stdout + first.stderr
+    answer = first.stdout.splitlines()[0]
+    amplified = next(out.glob("amplify/*/amplified.yaml"))
+    try:
+        for fmt in ("text", "json"):
+            again = _run(_read_only(out, [*argv, "--format", fmt]))
+            assert again.returncode == 0, again.stderr
+            assert "Traceback" not in again.stderr
+            assert "replay" in again.stderr
+            assert WARNING in again.stderr, again.stderr
+            if fmt == "text":
+                assert again.stdout.splitlines()[0] == answer
+                assert "report: " not in again.stdout  # amplify.md is not this answer's
+                # The amplified spec there is this answer's, written by the first run.
+                assert f"amplified spec: {amplified}" in again.stdout
+            else:
+                data = json.loads(again.stdout)
+                assert data["unsaved"].startswith("the answer could not be saved")
+                assert data["amplified_spec"] == str(amplified)
+    finally:
+        _writable(out)
