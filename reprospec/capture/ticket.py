@@ -35,6 +35,8 @@ from reprospec.core.signals import (
     signal_name,
 )
 from reprospec.outcome.children import (
+    RANK_LINE,
+    RANK_PREFIX,
     RankException,
     elastic_exit,
     launcher_failed,
@@ -76,9 +78,10 @@ _CI_CLOCK = re.compile(
     r"^\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?[ \t]?",
     re.MULTILINE,
 )
-# Prefixes loggers and launchers put before every line of a child's output.
+# Prefixes loggers and launchers put before every line of a child's output (a rank's,
+# `[rank0]: `, read by the outcome's RANK_PREFIX in `_unprefixed`).
 _LINE_PREFIXES = re.compile(
-    r"^(?:\[rank\d+\]:\s?|\[default\d+\]:\s?|\d+: |E   ?(?=\S| )|>\s?(?=Traceback|\s|\w)"
+    r"^(?:\d+: |E   ?(?=\S| )|>\s?(?=Traceback|\s|\w)"
     # torch's `ERROR: Unexpected segmentation fault encountered in worker.` ends in a NUL,
     # pasted as a space before the next line's `Traceback`: the chain's cause was lost.
     r"|[ \x00](?=Traceback \(most recent call last\):))"
@@ -202,9 +205,6 @@ _LOG_LINE = re.compile(
     r"^\s*(?:\[?\d[\d:.,/T-]*s?\]?\s+(?:-|\||\[|\d|[A-Z]{4,}\b)"
     r"|\[?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL)\b)"
 )
-# A rank's output line as torchrun (`[default1]:`) or torch's excepthook (`[rank1]:`)
-# prefixes it.
-_RANK_OF_LINE = re.compile(r"^\[(?:rank|default)(?P<rank>\d+)\]:")
 # subprocess's word of a child's death: `CalledProcessError: Command '['./op']' died with
 # <Signals.SIGSEGV: 11>.`, a crash in a child as a live run reports it (outcome/children.py).
 _DIED_WITH = re.compile(r"\bdied with <Signals\.(?P<signal>SIG[A-Z0-9]+): \d+>")
@@ -817,7 +817,7 @@ def _ranks_own(text: str, rank: int) -> str:
     before = text[: cut.start] if cut is not None else text
     own = []
     for line in before.split("\n"):
-        prefix = _RANK_OF_LINE.match(line)
+        prefix = RANK_LINE.match(line)
         if prefix is None or int(prefix["rank"]) == rank:
             own.append(_unprefixed(line))
     return "\n".join(own)
@@ -1019,9 +1019,13 @@ _CTRL_C = re.compile(r"^\^C(?=\S)")
 
 
 def _unprefixed(line: str) -> str:
-    """A line without a launcher's or logger's prefix (`[rank0]: `, pytest's `E   `)."""
+    """A line without a launcher's or logger's prefix (`[rank0]: `, pytest's `E   `). A
+    rank's (torchrun's `[default1]:`, torch's excepthook's `[rank1]:`) by the outcome's own
+    rule (outcome/children.py), which reads the same lines of a live run."""
     if _PYTEST_E.match(line):
         return _PYTEST_E.sub("", line, count=1)
+    if RANK_LINE.match(line):
+        return RANK_PREFIX.sub("", line, count=1)
     return _LINE_PREFIXES.sub("", line, count=1)
 
 

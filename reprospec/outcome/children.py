@@ -402,8 +402,9 @@ _RANK_FAILED = Lazy(r"\bfailed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<ran
 # A rank's output line as torchrun prefixes it (`--log-line-prefix-template`, `--tee`:
 # `[default1]:`, the local rank) or as torch's own excepthook in a rank prints an uncaught
 # exception (`[rank1]:`, the global rank).
-_RANK_PREFIX = Lazy(r"^\[(?:rank|default)\d+\]:\s?", re.M)
-_RANK_LINE = Lazy(r"^\[(?P<kind>rank|default)(?P<rank>\d+)\]:")
+# One rule for the run's outcome and for capture's reading of a pasted log (ticket.py).
+RANK_PREFIX = Lazy(r"^\[(?:rank|default)\d+\]:\s?", re.M)
+RANK_LINE = Lazy(r"^\[(?P<kind>rank|default)(?P<rank>\d+)\]:")
 # The entry of torchrun's report under its `Root Cause (first observed failure):` title, up
 # to the next rule: `rank : 1 (local_rank: 1)`, `exitcode : 1 (pid: 24927)`, and where the
 # rank's entry point is `@record`-decorated, `traceback : Traceback (most recent call
@@ -571,17 +572,17 @@ def rank_exception(stderr: str) -> RankException | None:
     own: list[str] = []
     others: dict[int, list[str]] = {}
     for line in before.splitlines(keepends=True):
-        prefix = _RANK_LINE.match(line)
+        prefix = RANK_LINE.match(line)
         if prefix is None or int(prefix["rank"]) == ranks[prefix["kind"]]:
             own.append(line)
         else:
             others.setdefault(int(prefix["rank"]), []).append(line)
-    chain = parse_chain(_RANK_PREFIX.sub("", "".join(own)))
+    chain = parse_chain(RANK_PREFIX.sub("", "".join(own)))
     if chain:
         return RankException(local, chain, int(failed["code"]))
     peers = tuple(
         (rank, found[-1].type)
         for rank, lines in sorted(others.items())
-        if (found := parse_chain(_RANK_PREFIX.sub("", "".join(lines))))
+        if (found := parse_chain(RANK_PREFIX.sub("", "".join(lines))))
     )
     return RankException(local, (), int(failed["code"]), peers)
