@@ -327,7 +327,7 @@ def _asked_problems(
     import os
     from pathlib import Path
 
-    from reprospec.environment.packages import lists_mismatches
+    from reprospec.environment.packages import lists_mismatches, unchecked
 
     python = section(env, "python").get("executable")
     if not isinstance(python, str) or not python:
@@ -344,6 +344,11 @@ def _asked_problems(
             cwd=Path(workdir) if workdir else None,
         )
         out.update({each: found.get(each.packages, ()) for each in alike})
+    # An entry no name says what to check for (`./mypkg`): the local runner's check refuses
+    # the cell, where doctor, which asked only of the named ones, said "packages match".
+    for each in sets:
+        if (refused := unchecked(each.packages)) is not None:
+            out[each] = (refused, *out.get(each, ()))
     return out
 
 

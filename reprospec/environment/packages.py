@@ -455,7 +455,7 @@ def probe_installed(
     return parse_probe(stdout, python)
 
 
-def _unchecked(requirements: Sequence[str]) -> str | None:
+def unchecked(requirements: Sequence[str]) -> str | None:
     """The infra-error reason of entries no distribution can be compared for (None: none).
 
     The local runner installs nothing: it compares what each entry names with what the
@@ -533,9 +533,9 @@ class PackageCheck:
     ) -> str | None:
         """None when `python` satisfies every requirement, else the infra-error reason."""
         requirements = tuple(str(r) for r in requirements)
-        unchecked = _unchecked(requirements)
-        if unchecked:
-            return unchecked
+        refused = unchecked(requirements)
+        if refused:
+            return refused
         if not requirement_names(requirements):
             return None
         seen = env if env is not None else os.environ

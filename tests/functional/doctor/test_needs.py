@@ -72,3 +72,23 @@ def test_runner_venv_without_a_spec_checks_what_the_venv_runner_needs(cli: Cli) 
     assert uv["why"].endswith(" builds each cell's venv"), uv
     plain = cli("doctor", "--format", "json")
     assert "uv" not in [c["name"] for c in json.loads(plain.stdout)]
+
+
+def test_a_folder_package_fails_as_the_local_runners_check_refuses_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """`packages: [./mypkg]` passed doctor ("python and packages match the spec's
+    environment") where `run` on the local runner makes the cell infra-error: no name says
+    what to check the interpreter for."""
+    (tmp_path / "mypkg").mkdir()
+    spec = tmp_path / "f.yaml"
+    spec.write_text("reprospec: 1\nname: f\nenvironment: {packages: [./mypkg]}\ncommand: 'true'\n")
+    result = cli("doctor", str(spec))
+    assert result.code == 1, result.stdout + result.stderr
+    assert (
+        "FAIL  spec-environment  cannot check the cell's packages: './mypkg' names no "
+        "distribution" in result.stdout
+    )
+    # The venv runner installs it from there.
+    venv = cli("doctor", str(spec), "--runner", "venv")
+    assert "FAIL  spec-environment" not in venv.stdout
