@@ -355,6 +355,7 @@ def _parse(
     words = [verb, *_negative_durations(own, words[1:], rest)]
     if rest:
         return parser.parse_args(words)
+    _refuse_foreign_options(own, verb, words[1:])
     if "--" in words[1:]:
         # `--` ends the options (a spec named `-x.yaml`): intermixed, Python 3.11's argparse
         # dropped what follows it, "unrecognized arguments: -x.yaml". Options
@@ -365,6 +366,47 @@ def _parse(
     args = own.parse_intermixed_args(words[1:])
     args.command = verb
     return args
+
+
+def _refuse_foreign_options(own: argparse.ArgumentParser, verb: str, words: list[str]) -> None:
+    """Refuse an option of other verbs that this verb does not have, as typed, naming the
+    verbs that have it: `run --budget 0 x` read the 0 as the spec and said `unrecognized
+    arguments: --budget x; did you mean --set?`, of an option isolate, minimize, amplify and
+    bisect take. Up to `--`; an abbreviation of one of this verb's own options is its own
+    (argparse's allow_abbrev), and a name no verb has is left to argparse's did-you-mean."""
+    mine = list(own._option_string_actions)
+    if "-h" in words or "--help" in words:
+        return  # argparse's help comes first, as it would before its own refusal
+    parsers: list[tuple[str, argparse.ArgumentParser]] = []  # built at the first unknown
+    for at, word in enumerate(words):
+        if word == "--":
+            return
+        name, equals, _ = word.partition("=")
+        if not name.startswith("--") or any(option.startswith(name) for option in mine):
+            continue
+        parsers = parsers or _verb_parsers(verb)
+        others = [
+            (other, parser._option_string_actions[name])
+            for other, parser in parsers
+            if name in parser._option_string_actions
+        ]
+        if not others:
+            continue
+        action = others[0][1]
+        # Its value as typed, where the option takes one (`--budget 0`, `--budget=0`).
+        takes = not equals and action.nargs != 0 and at + 1 < len(words)
+        typed = " ".join(words[at : at + 2] if takes else [word])
+        names = [other for other, _ in others]
+        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        own.error(f"{typed}: {name} is an option of {listed}, not of {verb}")
+
+
+def _verb_parsers(verb: str) -> list[tuple[str, argparse.ArgumentParser]]:
+    """Every verb's parser but `verb`'s, in `reprospec --help`'s order (each verb's module
+    imported: only to word a refusal)."""
+    parser = build_parser()
+    verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return [(name, verbs.choices[name]) for name in COMMANDS if name != verb]
 
 
 # A negative duration's word (`-5s`, `-1.5m`): argparse reads one as an option, not a value.

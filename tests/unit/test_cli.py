@@ -85,3 +85,33 @@ def test_a_mistyped_choice_is_told_the_nearest_one(capsys: pytest.CaptureFixture
         last = capsys.readouterr().err.strip().split("\n")[-1]
         assert last.startswith(f"reprospec: error: argument --{words[2][2:]}: invalid choice: ")
         assert last.endswith(")" + hint), last
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        # The 0 was read as the spec: `unrecognized arguments: --budget x; did you mean
+        # --set?`, of an option four other verbs take.
+        (
+            ["run", "--budget", "0", "x"],
+            "--budget 0: --budget is an option of isolate, minimize, amplify and bisect, "
+            "not of run",
+        ),
+        (["run", "x", "--try=cpus=1"], "--try=cpus=1: --try is an option of amplify, not of run"),
+    ],
+)
+def test_another_verbs_option_names_the_verbs_that_have_it(
+    words: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(words)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: reprospec {words[0]} ")
+    assert err.endswith(f"reprospec: error: {said}\n")
+
+
+def test_an_abbreviation_of_the_verbs_own_option_is_its_own() -> None:
+    # `--rep` is run's `--repeat` (argparse's abbreviation), not bisect's or slurm's option.
+    args = _parse(build_parser("run"), "run", ["run", "--rep", "3", "x"])
+    assert args.repeat == 3
