@@ -354,8 +354,9 @@ def _amplify(
         answered: list[StoredProbe] = []
         # The highest attempt number each arm's probes used, replayed or run: its next probe
         # is numbered after it, so that it draws new values of a cell that reads its
-        # attempt number, where every probe numbered from 1 drew the first few again.
-        drawn: dict[str, int] = {}
+        # attempt number, where every probe numbered from 1 drew the first few again. A
+        # probe Ctrl-C cut short is not stored, but its numbers stay drawn (state's "cut").
+        drawn: dict[str, int] = state.cut_drawn
         interrupted = False
         rounds = 0
         while search.result is None and not interrupted:
@@ -385,6 +386,10 @@ def _amplify(
                     drawn[arm.label] = first + rest.attempts - 1
                     ran = _run_probe(spec.path, run_options, arm, rest, cancel, first)
                     if ran.interrupted:
+                        if ran.run_id:
+                            # Not stored (the resumed search asks it again, whole), but its
+                            # attempt folders are not numbered again.
+                            state.cut(arm.label, drawn[arm.label])
                         interrupted = True
                         break
                     state.add(ran)

@@ -2,7 +2,8 @@
 
     OUT/amplify/ID/
       state.json       every probe that ran: its arm, what its attempts did, the run
-                       that holds them (rewritten after each probe)
+                       that holds them (rewritten after each probe); "cut": the last
+                       attempt number of each arm's probes Ctrl-C cut short (not stored)
       amplify.json     the answer and its evidence (written at the end)
       amplify.md       the report
       amplified.yaml   the spec with the winning perturbation set
@@ -91,8 +92,11 @@ class StateFile:
         self.path = folder / "state.json"
         self.header = dict(header)
         self._probes: list[StoredProbe] = []
+        # The last attempt number of each arm's probes that Ctrl-C cut short and that were
+        # not stored (`cut`), kept in the file: a resumed run numbers after them.
+        self._cut: dict[str, int] = {}
         if self.path.exists():
-            stored, _ = read_probes(
+            stored, self._cut = read_probes(
                 self.path, self.header, StoredProbe.from_dict, FORMAT, "amplify", "amplification"
             )
             # An interrupted probe is run again: it holds fewer attempts than asked.
@@ -140,12 +144,31 @@ class StateFile:
             need -= len(stored.kinds)
         return pieces
 
+    @property
+    def cut_drawn(self) -> dict[str, int]:
+        """The last attempt number each arm's probes that Ctrl-C cut short drew (`cut`):
+        the arm's next probe is numbered after it."""
+        return dict(self._cut)
+
     def add(self, probe: StoredProbe) -> None:
         self._probes.append(probe)
+        self._write()
+
+    def cut(self, arm: str, last: int) -> None:
+        """A probe of `arm` that Ctrl-C cut short after its run began, numbered up to `last`,
+        and not stored (the resumed amplification asks it again, whole): its numbers stay
+        drawn, in the file too. Forgotten, the resumed run numbered the arm's probe as the
+        cut run had: two runs held the same `cells/CELL/N/`, and a `${{ attempt }}` seed drew
+        the values the cut run had drawn (isolation.state.StateFile.cut, minimize's)."""
+        self._cut[arm] = max(self._cut.get(arm, 0), last)
+        self._write()
+
+    def _write(self) -> None:
         data = {
             "format": FORMAT,
             "header": self.header,
             "probes": [p.to_dict() for p in self._probes],
+            **({"cut": dict(sorted(self._cut.items()))} if self._cut else {}),
         }
         write_atomic(self.path, json.dumps(data, indent=1))
 
