@@ -402,8 +402,13 @@ class Amplification:
         if left <= 0:
             # The last round may have established the leader: the rule's own stop, reached
             # with the budget's last attempt. Read as spent, a winner clearly above the only
-            # other arm, the base, was "not established: (no arm) may be as good".
-            done = self.established()
+            # other arm, the base, was "not established: (no arm) may be as good". Only
+            # where the rule itself reaches its stop: every arm measured (step 1) and the
+            # combination, if any, added (step 2); else 8/8 beside a 0/4 arm was
+            # "established" over an arm the rule had not yet compared.
+            pending = not self.combined and self._combination() is not None
+            done = not self._first_wants(self.settings.step) and not pending
+            done = done and self.established()
             self._finish(established=done, budget_spent=not done)
             return []
         base = self.rate(0)
@@ -418,28 +423,7 @@ class Amplification:
             return []
         step = min(self.settings.step, left)
         # 1. First attempts, the base first: every arm is measured before any is compared.
-        # A base that failed every one of them is measured on, while it keeps failing, to
-        # FREQUENT_ATTEMPTS (the fewest that show 90%): then nothing is left to amplify, and
-        # the first clean attempt sends the search on (a base at 80% does so by then, but
-        # for 0.8^35, one search in 2,500). `base (fresh)` likewise, for the fresh arms.
-        wants: dict[int, int] = {}
-        # `base (fresh)` last: a fresh arm that cannot run at all needs no base.
-        live = self.live()
-        order = [i for i in live if i != self.fresh_base] + [
-            i for i in live if i == self.fresh_base
-        ]
-        for i in order:
-            if i == self.fresh_base and 0 in wants:
-                break  # not in the base's first round (module docstring: two bases)
-            always = i in (0, self.fresh_base) and self._always(i)
-            first = FREQUENT_ATTEMPTS if always else self.settings.first
-            need = first - self.tallies[i].attempts
-            if need > 0:
-                wants[i] = min(need, step - sum(wants.values()))
-                # A base failing every attempt is measured alone: its last round's spare
-                # attempts went to an arm, whose 1/1 the answer then called "best".
-                if sum(wants.values()) >= step or always:
-                    break
+        wants = self._first_wants(step)
         if wants:
             return self._probes(wants)
         if self.tallies[0].ran == 0:
@@ -519,6 +503,34 @@ class Amplification:
             self._finish(established=False, interrupted=True)
 
     # -- internals -----------------------------------------------------------------
+
+    def _first_wants(self, step: int) -> dict[int, int]:
+        """Step 1's attempts for a round of `step` (empty once every arm has had them).
+
+        A base that failed every one of them is measured on, while it keeps failing, to
+        FREQUENT_ATTEMPTS (the fewest that show 90%): then nothing is left to amplify, and
+        the first clean attempt sends the search on (a base at 80% does so by then, but
+        for 0.8^35, one search in 2,500). `base (fresh)` likewise, for the fresh arms.
+        """
+        wants: dict[int, int] = {}
+        # `base (fresh)` last: a fresh arm that cannot run at all needs no base.
+        live = self.live()
+        order = [i for i in live if i != self.fresh_base] + [
+            i for i in live if i == self.fresh_base
+        ]
+        for i in order:
+            if i == self.fresh_base and 0 in wants:
+                break  # not in the base's first round (module docstring: two bases)
+            always = i in (0, self.fresh_base) and self._always(i)
+            first = FREQUENT_ATTEMPTS if always else self.settings.first
+            need = first - self.tallies[i].attempts
+            if need > 0:
+                wants[i] = min(need, step - sum(wants.values()))
+                # A base failing every attempt is measured alone: its last round's spare
+                # attempts went to an arm, whose 1/1 the answer then called "best".
+                if sum(wants.values()) >= step or always:
+                    break
+        return wants
 
     def _probes(self, wants: dict[int, int]) -> list[Probe]:
         return [Probe(arm, n) for arm, n in sorted(wants.items()) if n > 0]

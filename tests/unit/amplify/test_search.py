@@ -294,6 +294,37 @@ def test_a_leader_established_by_the_budgets_last_attempts_is_established() -> N
     assert result.undecided_with == ()
 
 
+def _played(search: Amplification, outcomes: dict[int, str]) -> AmplifyResult:
+    kinds: dict[str, AttemptKind] = {"m": "match", "p": "pass"}
+    left = {arm: list(text) for arm, text in outcomes.items()}
+    while search.result is None:
+        for probe in search.next_probes():
+            search.record(probe, [kinds[left[probe.arm].pop(0)] for _ in range(probe.attempts)])
+    assert search.result is not None
+    return search.result
+
+
+def test_the_budgets_end_is_no_stop_before_every_arm_is_measured_and_combined() -> None:
+    # Budget 20 spent with the second arm at 0/4 of its first 8: the rule (step 1: every
+    # arm measured before any is compared) never judged this state, yet it ended
+    # "established"; likewise with two arms above the base and their combination not
+    # yet added (step 2), or run once.
+    unmeasured = _played(
+        Amplification([SI, CPUS], Settings(budget=20, step=4)),
+        {0: "p" * 20, 1: "m" * 20, 2: "p" * 20},
+    )
+    assert [a.tally.ran for a in unmeasured.arms] == [8, 8, 4]
+    assert (unmeasured.status, unmeasured.established) == ("amplified", False)
+    assert unmeasured.budget_spent
+    for budget in (60, 61):
+        uncombined = _played(
+            Amplification([SI, CPUS], Settings(budget=budget, step=4, first=20)),
+            {0: "p" * 40, 1: "m" * 40, 2: "m" * 8 + "p" * 12 + "mp" * 10, 3: "m" * 40},
+        )
+        assert len(uncombined.arms) == (3 if budget == 60 else 4)
+        assert (uncombined.established, uncombined.budget_spent) == (False, True)
+
+
 def test_a_stored_arm_replays_at_most_the_attempts_asked_across_its_probes(
     tmp_path: Path,
 ) -> None:
