@@ -372,6 +372,19 @@ def unjudged(env: Mapping[str, JsonValue]) -> list[str]:
     return [env_value(item) for item in found] if isinstance(found, (list, tuple)) else []
 
 
+def unjudged_said(names: Sequence[str]) -> str:
+    """What the report says, under its Environment mismatch heading, of the requirements
+    `unjudged` names ("" where none)."""
+    if not names:
+        return ""
+    return (
+        f"Not judged here: what the extras of {', '.join(names)} require (a captured "
+        "environment holds no Requires-Dist); the run's own package check judged it in the "
+        "cell's environment before each attempt, and a cell it refused is an infra error "
+        "naming what is missing."
+    )
+
+
 def _perturbed(cell: CellResult) -> bool:
     """Whether `cell` ran under environment.perturb, or its spec asked it to."""
     asked = cell.environment.get("perturb")

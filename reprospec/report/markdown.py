@@ -27,6 +27,7 @@ from reprospec.report.environment import (
     mismatches,
     perturbed_cells,
     unjudged,
+    unjudged_said,
 )
 from reprospec.report.failure import failure_section, stack_sections, summary_line
 from reprospec.report.markup import fence_for, inline_code, plain_markdown, show_value, table_cell
@@ -477,7 +478,7 @@ def context(run: RunResult) -> dict[str, object]:
         "env_vars": [(name, short(value)) for name, value in env_vars(run.environment, differs)],
         "env_differs": _differs_note(differs),
         "env_mismatch": mismatches(run.environment),
-        "env_unjudged": unjudged(run.environment),
+        "env_unjudged": unjudged_said(unjudged(run.environment)),
         "command": reproduce_command(run),
         "machine_note": machine_note(run),
         "spec_name": Path(run.spec_path).name if run.spec_path else f"{run.spec_name}.yaml",

@@ -26,3 +26,30 @@ def test_an_extra_no_interpreter_here_can_judge_is_named_unjudged() -> None:
     )
     assert "Not judged here: what the extras of torch[opt-einsum] require" in said
     assert "Not judged here" not in render_markdown(run)
+
+
+def test_what_was_not_judged_stands_under_the_environment_mismatch_heading() -> None:
+    # With no mismatch, "Not judged here" was a paragraph with no heading after the
+    # environment's table; beside mismatches, outside their heading's list.
+    run = error_run()
+    alone = render_markdown(
+        replace(run, environment={**run.environment, "environment_unjudged": ["torch[opt-einsum]"]})
+    )
+    assert (
+        "**Environment mismatch** (none in what could be judged here):\n\n"
+        "- Not judged here: what the extras of torch[opt-einsum] require"
+    ) in alone
+    both = render_markdown(
+        replace(
+            run,
+            environment={
+                **run.environment,
+                "environment_mismatch": ["numpy: spec 1.26, ran 2.0.1"],
+                "environment_unjudged": ["torch[opt-einsum]"],
+            },
+        )
+    )
+    assert (
+        "**Environment mismatch** (the spec names a different environment than this run had):"
+        "\n\n- numpy: spec 1.26, ran 2.0.1\n- Not judged here: what the extras of"
+    ) in both
