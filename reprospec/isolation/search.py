@@ -462,14 +462,9 @@ class Isolation:
         if not self._searching and not full.matched and full.ran:
             # Spent in the rate phase (a low min_rate's long one) before any failure: no
             # answer is near, and what the answer is was never the question yet.
-            did = ", ".join(
-                [f"{full.passed} passed"] * bool(full.passed)
-                + [f"{full.other} failed otherwise"] * bool(full.other)
-            )
             self._finish_undecided(
                 "budget",
-                f"{budget} the failing configuration failed as expected "
-                f"({full.matched}/{full.ran}: {did})",
+                f"{budget} the failing configuration failed as expected ({full.figure()})",
             )
             return
         self._finish_undecided("budget", f"{budget} the answer was sure")
