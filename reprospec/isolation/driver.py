@@ -54,7 +54,7 @@ from reprospec.isolation.differences import (
 from reprospec.isolation.report import IsolateResult, Side, set_in_words, write
 from reprospec.isolation.search import Isolation
 from reprospec.isolation.state import StateFile, StoredProbe, continuing, held_state, search_id
-from reprospec.plan.failingcell import Amplified, choose_failing_cell, fails
+from reprospec.plan.failingcell import Amplified, choose_failing_cell, fails, needs_expect
 from reprospec.runners import kept_servers
 
 if TYPE_CHECKING:
@@ -177,10 +177,7 @@ def _isolate(
                 ]
             raise SpecError(problems) from None
     if any(e.observes for e in plan.expectations.distinct):
-        raise UsageError(
-            "isolate needs the spec's expect: it says how the failing cell fails (the same "
-            "signature, not any failure); `run --observe` shows what each cell does"
-        )
+        raise needs_expect("isolate")
     # `drawn`: the attempt numbers the matrix run (when the sides came from one) used.
     drawn: dict[str, int] = {}
     failing_cell, passing_cell = _choose_cells(

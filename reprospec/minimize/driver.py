@@ -91,7 +91,7 @@ from reprospec.minimize.workload import (
     reduce_workload,
     workload_fields,
 )
-from reprospec.plan.failingcell import Amplified, choose_failing_cell
+from reprospec.plan.failingcell import Amplified, choose_failing_cell, needs_expect
 from reprospec.plan.run import CellExpectations, RunPlan
 from reprospec.runners import kept_servers
 from reprospec.spec.yamlsource import Problem, locate
@@ -172,10 +172,7 @@ def minimize_spec(
     redactor = Redactor.for_spec(spec.document)
     plan = api.plan_run(spec, run_options)
     if any(e.observes for e in plan.expectations.distinct):
-        raise UsageError(
-            "minimize needs the spec's expect: it says how the failing cell fails (the same "
-            "signature, not any failure); `run --observe` shows what each cell does"
-        )
+        raise needs_expect("minimize")
     command = spec.document.get("command")
     fields: tuple[Field, ...] = ()
     if not isinstance(command, (str, list)):

@@ -136,10 +136,7 @@ def choose_failing_cell(
         if all(expectations.of(c).observes for c in kept):
             # A spec without expect (as `--observe` runs one) fails in no cell: "no cell is
             # expected to fail" sent its writer looking for a wrong expect, not a missing one.
-            raise UsageError(
-                f"{verb} needs the spec's expect: it says how the failing cell fails (the "
-                "same signature, not any failure); `run --observe` shows what each cell does"
-            )
+            raise needs_expect(verb)
         where = f"no cell kept by {shown}" if filters else f"no cell of {spec or 'the spec'}"
         raise UsageError(
             f"{where} is expected to fail: {verb} needs a cell whose expect says how it fails"
@@ -203,6 +200,15 @@ def _amplified_cell(
         )
         raise UsageError(f"{measured}, {what}: {verb} needs a cell whose expect says how it fails")
     return FailingCell(cell, (cell,), f"the cell {amplified.option} measured", len(cells))
+
+
+def needs_expect(verb: str) -> UsageError:
+    """The refusal of a spec without expect (as `run --observe` runs one), for `verb`:
+    raised by isolate and minimize, whose drivers look first, and by the choice above."""
+    return UsageError(
+        f"{verb} needs the spec's expect: it says how the failing cell fails (the same "
+        "signature, not any failure); `run --observe` shows what each cell does"
+    )
 
 
 def fails(expectation: Expectation) -> bool:

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.runoptions import RunOptions
 from reprospec.core.trylock import SEARCH_LOCK, try_locked
-from reprospec.minimize.driver import _drop_bytecode, _forget_stopped_in_settings, _program
+from reprospec.errors import UsageError
+from reprospec.minimize.driver import (
+    MinimizeOptions,
+    _drop_bytecode,
+    _forget_stopped_in_settings,
+    _program,
+    minimize_spec,
+)
 from tests.support.files import written
 
 
@@ -271,3 +281,20 @@ def test_a_stopped_answer_is_forgotten_only_where_no_other_minimize_holds_its_fo
 
     _forget_stopped_in_settings(folder)
     assert not folder.exists()
+
+
+@pytest.mark.parametrize("matrix", ["", 'matrix: {a: ["0", "1"]}\n'])
+def test_a_spec_without_expect_is_refused_before_anything_runs(tmp_path: Path, matrix: str) -> None:
+    # Minimize's own refusal, ahead of the failing cell's choice (whose words it shares,
+    # failingcell.needs_expect): nothing is run or written.
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("reprospec: 1\nname: cells\ncommand: 'exit 3'\n" + matrix)
+    out = tmp_path / "out"
+    options = MinimizeOptions(run=RunOptions(purpose="minimize", out=out))
+    with pytest.raises(UsageError) as refused:
+        minimize_spec(spec, options)
+    assert str(refused.value) == (
+        "minimize needs the spec's expect: it says how the failing cell fails (the same "
+        "signature, not any failure); `run --observe` shows what each cell does"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spec.yaml"]
