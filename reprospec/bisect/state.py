@@ -368,9 +368,15 @@ def _probability(result: BisectResult) -> str:
 def how_sure(result: BisectResult) -> str:
     """The printed answer's line of confidence: the probability bisect.md gives, and the
     rate the bad versions showed (`2/3`), which says whether the assumed rate was met."""
+    rate = _rate_phrase(result)
+    return _probability(result) + (f"; {rate}" if rate else "")
+
+
+def _rate_phrase(result: BisectResult) -> str:
+    """The rate the bad versions showed, as how_sure and bisect.md say it ("reproduction
+    rate at the bad versions: 2/3"); "" where no bad version ran."""
     matched, attempts = result.rate
-    rate = f"; reproduction rate at the bad versions: {matched}/{attempts}" if attempts else ""
-    return _probability(result) + rate
+    return f"reproduction rate at the bad versions: {matched}/{attempts}" if attempts else ""
 
 
 def interrupted_text(tested: Sequence[Trial], folder: Path | None) -> str:
@@ -491,9 +497,9 @@ def render_markdown(report: BisectReport) -> str:
         lines.append(f"{sentence[0].upper()}{sentence[1:]}.")
     if result.status == "found" and result.reason:
         lines.append(f"Note: {result.reason}.")
-    matched, attempts = result.rate
-    if attempts:
-        lines.append(f"Reproduction rate at the bad versions: {matched}/{attempts}.")
+    rate = _rate_phrase(result)
+    if rate:
+        lines.append(f"{rate[0].upper()}{rate[1:]}.")
     for warning in result.warnings:
         lines.append(f"Warning: {warning}.")
     lines += [
