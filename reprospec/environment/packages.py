@@ -520,7 +520,8 @@ class PackageCheck:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._cache: dict[tuple[object, ...], str | None] = {}
+        # (the reason, the mismatch lines it is made of) per key.
+        self._cache: dict[tuple[object, ...], tuple[str | None, tuple[str, ...]]] = {}
         self._key_locks: dict[tuple[object, ...], threading.Lock] = {}
 
     def reason(
@@ -532,12 +533,26 @@ class PackageCheck:
         cwd: Path | None = None,
     ) -> str | None:
         """None when `python` satisfies every requirement, else the infra-error reason."""
+        return self.checked(python, requirements, env=env, cwd=cwd)[0]
+
+    def checked(
+        self,
+        python: str,
+        requirements: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> tuple[str | None, tuple[str, ...] | None]:
+        """(`reason`, the lines it is made of: `mismatches`' words, as `lists_mismatches`
+        gives them, or the probe's failure; None where no probe was asked, an entry it
+        cannot check refused first). The run's environment capture reads the lines of its
+        cell (runners/local.py's `package_lines`) instead of asking the interpreter again."""
         requirements = tuple(str(r) for r in requirements)
         refused = unchecked(requirements)
         if refused:
-            return refused
+            return refused, None
         if not requirement_names(requirements):
-            return None
+            return None, ()
         seen = env if env is not None else os.environ
         key = (
             python,
@@ -559,6 +574,7 @@ class PackageCheck:
                 reason = describe(python, problems) if problems else None
             except InfraError as exc:
                 reason = f"cannot check the cell's packages: {exc}"
+                problems = (reason,)
             with self._lock:
-                self._cache[key] = reason
-            return reason
+                self._cache[key] = (reason, problems)
+            return reason, problems

@@ -632,6 +632,8 @@ class EnvironmentCapture:
         self._inherits = inherits
         self._environment: JsonObject = {}
         self._warnings: tuple[str, ...] = ()
+        self._runner, self._attempt = runner, attempt
+        self._extras_pending = False  # the capture ran, its extras not judged yet
         self._thread = threading.Thread(
             target=self._capture, args=(runner, attempt, run_dir), name="reprospec-env", daemon=True
         )
@@ -639,7 +641,7 @@ class EnvironmentCapture:
 
     def _capture(self, runner: Runner, attempt: AttemptPlan, run_dir: Path) -> None:
         # Imported here, in the capture's thread: a run waits for this thread at its end.
-        from reprospec.environment.captured import environment_mismatches, extra_mismatches
+        from reprospec.environment.captured import environment_mismatches
 
         try:
             env: JsonObject = dict(runner.capture_environment(attempt, run_dir))
@@ -649,19 +651,13 @@ class EnvironmentCapture:
             return
         # What the spec says the incident needs vs what actually ran here.
         mismatches = environment_mismatches(env, attempt.environment.to_json())
-        # An extra's requirements, which a capture cannot judge: asked of the interpreter
-        # as the run's own check asks it where it is this machine's, else named unjudged.
-        extras, unjudged = extra_mismatches(
-            env,
-            attempt.environment.packages,
-            variables=attempt.env,
-            cwd=attempt.workdir if self._inherits else None,
-        )
-        mismatches = list(dict.fromkeys([*mismatches, *extras]))
+        # An extra's requirements, which a capture cannot judge: the lines of the run's own
+        # check of this cell (`package_lines`, read once the attempts ran: `result`), else
+        # asked of the interpreter as that check asks it where it is this machine's, else
+        # named unjudged.
         if mismatches:
             env["environment_mismatch"] = list(mismatches)
-        if unjudged:
-            env["environment_unjudged"] = list(unjudged)
+        self._extras_pending = True
         ran, wanted = _ran_python(env), attempt.environment.python
         if ran and wanted and not same_python(ran, wanted):
             # Said on the console too: the report's Environment section was the only place,
@@ -738,7 +734,48 @@ class EnvironmentCapture:
         self._thread.join(timeout)
         if self._thread.is_alive():
             return {"error": "environment capture did not finish"}, ()
+        if self._extras_pending:
+            self._extras_pending = False
+            self._judge_extras(self._environment)
         return self._environment, self._warnings
+
+    def _judge_extras(self, env: JsonObject) -> None:
+        """What the extras of the cell's `environment.packages` (`torch[opt-einsum]`) lack,
+        added to the capture's mismatches: the lines the run's own check found for the cell,
+        where it checked it (a second probe of the interpreter made each run of such a spec
+        wait for it at its end, and asked it in another environment than the attempts'),
+        else asked of the interpreter as the check asks it (`extra_mismatches`)."""
+        attempt = self._attempt
+        packages = attempt.environment.packages
+        if not packages:
+            return  # nothing to check: the check's module is not imported
+        from reprospec.environment.captured import extra_mismatches
+        from reprospec.environment.packages import wants_extras
+        from reprospec.runners.base import CheckingRunner
+
+        if not wants_extras(packages):
+            return
+        checked = (
+            self._runner.package_lines(attempt)
+            if self._inherits and isinstance(self._runner, CheckingRunner)
+            else None
+        )
+        unjudged: list[str] = []
+        if checked is not None:
+            extras = list(checked)
+        else:
+            extras, unjudged = extra_mismatches(
+                env,
+                packages,
+                variables=attempt.env,
+                cwd=attempt.workdir if self._inherits else None,
+            )
+        found = env.get("environment_mismatch")
+        mismatches = list(dict.fromkeys([*(found if isinstance(found, list) else []), *extras]))
+        if mismatches:
+            env["environment_mismatch"] = mismatches
+        if unjudged:
+            env["environment_unjudged"] = list(unjudged)
 
 
 def write_outputs(

@@ -67,6 +67,17 @@ class BuildingRunner(Protocol):
 
 
 @runtime_checkable
+class CheckingRunner(Protocol):
+    """A runner that checks a cell's `environment.packages` in the interpreter that runs it
+    (local, venv), before each attempt."""
+
+    def package_lines(self, plan: AttemptPlan) -> tuple[str, ...] | None:
+        """What that check found wrong for the plan's cell, one line each (() where
+        nothing); None where it has not checked the cell."""
+        ...
+
+
+@runtime_checkable
 class InstallingRunner(Protocol):
     """A runner that installs a cell's `environment.packages` (venv; docker, in the image it
     builds), so the versions a range resolved to (`six<1.17`: six 1.16.0) are its to tell,

@@ -257,6 +257,9 @@ class LocalRunner:
         # The cell's `packages`, checked against what the interpreter has (once per key),
         # made at the first cell that lists some.
         self._packages: PackageCheck | None = None
+        # What that check found for each cell (its mismatch lines), for the environment
+        # capture: the same probe's words, not a second probe of the interpreter.
+        self._package_lines: dict[str, tuple[str, ...] | None] = {}
         # Fork servers for `run.preload`, started when an attempt first needs one.
         self._preloader: forkserver.Preloader | None = None
 
@@ -283,6 +286,12 @@ class LocalRunner:
                 # An API user who never calls close() still leaves no server behind.
                 weakref.finalize(self, self._preloader.close)
             return self._preloader
+
+    def package_lines(self, plan: AttemptPlan) -> tuple[str, ...] | None:
+        """What the run's own check of `environment.packages` found wrong for `plan`'s cell,
+        one line each (() where nothing); None where it has not checked the cell."""
+        with self._lock:
+            return self._package_lines.get(plan.cell.id)
 
     def _package_check(self) -> PackageCheck:
         """The run's one check of `environment.packages` (its cache is per run, shared by
@@ -534,7 +543,9 @@ class LocalRunner:
 
                 installed = set(locations(wanted))
                 wanted = tuple(p for p in wanted if p not in installed)
-            refused = check.reason(self.python, wanted, env=env, cwd=plan.workdir)
+            refused, lines = check.checked(self.python, wanted, env=env, cwd=plan.workdir)
+            with self._lock:
+                self._package_lines[plan.cell.id] = lines
             if refused and self.packages_hint:
                 refused += self.packages_hint
             if refused:

@@ -319,6 +319,11 @@ class VenvRunner:
             raise InfraError(self._with_cell_log(plan, log_dir, reason))
         return runner.run_instances(plan, log_dir, gpu_slots=gpu_slots, cancel=cancel)
 
+    def package_lines(self, plan: AttemptPlan) -> tuple[str, ...] | None:
+        """What the run's check of the plan's venv found wrong (LocalRunner.package_lines)."""
+        runner, _ = self._env_for(plan)
+        return runner.package_lines(plan) if runner is not None else None
+
     def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, JsonValue]:
         """The environment of the plan's venv as the harness sees it."""
         runner, reason = self._env_for(plan)

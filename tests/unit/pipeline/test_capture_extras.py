@@ -1,0 +1,74 @@
+"""The run's environment capture and a requirement's extra (`shop[fast]`): it reads what the
+run's own package check found for the cell, where that check ran, instead of asking the
+interpreter again (a second probe, which each run of such a spec waited for at its end,
+made in another environment than the attempts' own)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.jsontypes import JsonValue
+from reprospec.environment import packages
+from reprospec.pipeline.stages import EnvironmentCapture
+from tests.support.plans import attempt_plan
+
+LINE = "quickjson is not installed (shop[fast] requires quickjson>=2)"
+
+
+class _Checked:
+    """A runner whose capture names an interpreter, and whose own check of the cell found
+    `lines` (None: it never checked it)."""
+
+    name = "local"
+
+    def __init__(self, lines: tuple[str, ...] | None) -> None:
+        self.lines = lines
+
+    def capture_environment(self, _plan: AttemptPlan, _log_dir: Path) -> Mapping[str, JsonValue]:
+        return {"python": {"executable": "/nowhere/python3", "version": "3.11.7"}}
+
+    def package_lines(self, _plan: AttemptPlan) -> tuple[str, ...] | None:
+        return self.lines
+
+
+def _plan(tmp_path: Path) -> AttemptPlan:
+    return attempt_plan("true", tmp_path, environment={"packages": ["shop[fast]"]})
+
+
+def test_the_capture_reads_the_runs_own_check_and_asks_no_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+
+    def probe(python: str, *_args: object, **_kwargs: object) -> packages.Installed:
+        asked.append(python)
+        raise AssertionError("the interpreter was asked again")
+
+    monkeypatch.setattr(packages, "probe_installed", probe)
+    capture = EnvironmentCapture(_Checked((LINE,)), _plan(tmp_path), tmp_path)  # type: ignore[arg-type]
+    environment, _ = capture.result(timeout=10)
+    assert environment["environment_mismatch"] == [LINE]
+    assert "environment_unjudged" not in environment
+    assert asked == []
+
+
+def test_a_cell_the_check_never_reached_is_asked_of_its_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+
+    def lists(
+        python: str, *_args: object, **_kwargs: object
+    ) -> dict[tuple[str, ...], tuple[str, ...]]:
+        asked.append(python)
+        return {("shop[fast]",): (LINE,)}
+
+    monkeypatch.setattr(packages, "lists_mismatches", lists)
+    capture = EnvironmentCapture(_Checked(None), _plan(tmp_path), tmp_path)  # type: ignore[arg-type]
+    environment, _ = capture.result(timeout=10)
+    assert environment["environment_mismatch"] == [LINE]
+    assert asked == ["/nowhere/python3"]
