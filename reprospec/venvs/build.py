@@ -703,11 +703,7 @@ def local_sources(requirements: Sequence[str], cwd: Path) -> tuple[tuple[str, st
         if not path.exists():
             continue
         digest = hashlib.sha256()
-        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-        for file in files:
-            parts = file.relative_to(path).parts if file != path else ()
-            if any(part in _NOT_SOURCES or part.endswith(".egg-info") for part in parts):
-                continue
+        for file in [path] if path.is_file() else _source_files(requirement, path):
             with contextlib.suppress(OSError):
                 stat = file.stat()
                 digest.update(f"{file}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
@@ -715,6 +711,37 @@ def local_sources(requirements: Sequence[str], cwd: Path) -> tuple[tuple[str, st
     return tuple(out)
 
 
+def _source_files(requirement: str, folder: Path) -> list[Path]:
+    """The files of a folder entry, sorted: what a build writes and a checkout's own
+    folders pruned as the walk meets them (never entered: rglob walked .git and .venv whole
+    and filtered after), symlinked folders followed as the build follows them (each real
+    folder once: a link back up is no loop), an unreadable folder or more than
+    `SOURCE_FILES_CAP` files refused as an InfraError rather than keyed in part."""
+    files: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+
+    def unreadable(exc: OSError) -> None:
+        raise InfraError(f"{requirement!r}: cannot read {exc.filename}: {exc.strerror}")
+
+    for top, dirs, names in os.walk(folder, onerror=unreadable, followlinks=True):
+        stat = Path(top).stat()
+        if (stat.st_dev, stat.st_ino) in seen:
+            dirs[:] = []
+            continue
+        seen.add((stat.st_dev, stat.st_ino))
+        dirs[:] = [d for d in dirs if d not in _NOT_SOURCES and not d.endswith(".egg-info")]
+        files.extend(Path(top, name) for name in names)
+        if len(files) > SOURCE_FILES_CAP:
+            raise InfraError(
+                f"{requirement!r}: more than {SOURCE_FILES_CAP} files under {folder} (what "
+                "keys its environment): name the package's own folder, not one that holds "
+                "data or other checkouts"
+            )
+    return sorted(p for p in files if p.is_file())
+
+
 # What a build of a folder writes into it (with `*.egg-info`, setuptools' on each build),
 # and a checkout's own: not the program.
 _NOT_SOURCES = frozenset({".git", "__pycache__", "build", ".tox", ".venv"})
+# Past this many files a folder entry is refused: keying them would stall every build.
+SOURCE_FILES_CAP = 20_000

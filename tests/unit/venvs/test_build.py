@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from reprospec.core.trylock import try_locked
+from reprospec.errors import InfraError
 from reprospec.venvs.build import (
     EnvBuildError,
     EnvRequest,
@@ -192,3 +194,48 @@ def test_a_folder_package_keys_its_environment_by_where_it_is_and_what_it_holds(
     plain = _request(("six==1.16.0",), one)
     assert plain.sources == ()
     assert plain.key() == EnvRequest(plain.python, plain.packages).key()
+
+
+def test_a_folder_package_keys_the_folders_it_links_and_never_enters_a_checkouts_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # rglob (3.11) did not follow `src -> ../shared/src`: an edit there kept the stale
+    # environment; it walked .git and .venv whole before filtering (seconds on a big tree).
+    shared = tmp_path / "shared" / "src"
+    shared.mkdir(parents=True)
+    (shared / "m.py").write_text("VALUE = 3\n")
+    pkg = tmp_path / "spec" / "mypkg"
+    pkg.mkdir(parents=True)
+    (pkg / "src").symlink_to(shared, target_is_directory=True)
+    (pkg / "src" / "loop").symlink_to(pkg, target_is_directory=True)  # no endless walk
+    first = _request(("./mypkg",), tmp_path / "spec").key()
+    (shared / "m.py").write_text("VALUE = 40\n")
+    assert _request(("./mypkg",), tmp_path / "spec").key() != first
+
+    entered: list[str] = []
+    walk = os.walk
+
+    def spying(
+        top: Path, onerror: Callable[[OSError], None], followlinks: bool
+    ) -> Iterator[tuple[str, list[str], list[str]]]:
+        for item in walk(top, onerror=onerror, followlinks=followlinks):
+            entered.append(item[0])
+            yield item
+
+    (pkg / ".git" / "objects").mkdir(parents=True)
+    (pkg / ".venv" / "lib").mkdir(parents=True)
+    monkeypatch.setattr("reprospec.venvs.build.os.walk", spying)
+    _request(("./mypkg",), tmp_path / "spec")
+    assert entered
+    assert not [e for e in entered if ".git" in e or ".venv" in e]
+
+
+def test_a_folder_package_past_the_cap_is_refused_not_keyed_in_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("reprospec.venvs.build.SOURCE_FILES_CAP", 3)
+    (tmp_path / "mypkg").mkdir()
+    for n in range(5):
+        (tmp_path / "mypkg" / f"m{n}.py").write_text("")
+    with pytest.raises(InfraError, match=r"'./mypkg': more than 3 files under"):
+        local_sources(("./mypkg",), tmp_path)
