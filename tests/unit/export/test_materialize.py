@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.core.runoptions import RunOptions
+from reprospec.errors import InfraError
 from reprospec.export.materialize import write_bundle
 from reprospec.plan.run import plan_run
 from reprospec.spec.load import load_spec
@@ -256,12 +257,13 @@ def test_a_workload_image_installs_torch_for_the_harness(tmp_path: Path) -> None
     # The spec's own pin replaces the runner's, whatever the program imports.
     pinned = spec.replace("workload:", "environment: {packages: [torch==2.12.0]}\nworkload:")
     assert _requirements(tmp_path / "p", pinned, {})[0] == "numpy\ntorch==2.12.0\n"
-    # Named as the package check names it: a wheel file of torch is torch too
-    # (environment.packages.requirement_name), where the image's own reader took the first
-    # word of its path, named none, and gave pip torch==2.13.0 and the wheel both.
+    # A wheel file of this machine is refused before anything is written (the image's build
+    # cannot see it): the way to give a local torch is --find-links and a pin, as above.
     wheel = "./wheels/torch-2.12.0-cp311-cp311-manylinux_2_28_x86_64.whl"
     pinned = spec.replace("workload:", f"environment: {{packages: ['{wheel}']}}\nworkload:")
-    assert _requirements(tmp_path / "w", pinned, {})[0] == f"numpy\n{wheel}\n"
+    with pytest.raises(InfraError, match="--find-links"):
+        _requirements(tmp_path / "w", pinned, {})
+    assert not (tmp_path / "w" / "bundle").exists()
 
 
 def test_a_program_importing_torch_through_another_package_keeps_the_runners_packages(
