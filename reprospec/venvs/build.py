@@ -741,7 +741,23 @@ def _source_files(requirement: str, folder: Path) -> list[Path]:
 
 
 # What a build of a folder writes into it (with `*.egg-info`, setuptools' on each build),
-# and a checkout's own: not the program.
-_NOT_SOURCES = frozenset({".git", "__pycache__", "build", ".tox", ".venv"})
+# a checkout's own, a tool's caches and a run's default --out: not the program, and kept
+# they changed the key on every run of a spec whose folder is `.` (a fresh env each time,
+# and `slurm`'s shards keyed another than the login node built).
+_NOT_SOURCES = frozenset(
+    {
+        ".git",
+        "__pycache__",
+        "build",
+        "dist",
+        ".tox",
+        ".venv",
+        ".reprospec",
+        "node_modules",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+    }
+)
 # Past this many files a folder entry is refused: keying them would stall every build.
 SOURCE_FILES_CAP = 20_000

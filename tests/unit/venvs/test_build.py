@@ -188,6 +188,16 @@ def test_a_folder_package_keys_its_environment_by_where_it_is_and_what_it_holds(
     (one / "mypkg" / "build").mkdir()
     (one / "mypkg" / "build" / "lib.py").write_text("x")
     assert _request(("./mypkg",), one).key() == first
+    # Nor what a run of a spec whose package is its own folder writes there (`.`).
+    (one / "mypkg" / ".reprospec" / "runs" / "r1").mkdir(parents=True)
+    (one / "mypkg" / ".reprospec" / "runs" / "r1" / "results.json").write_text("{}")
+    (one / "mypkg" / "dist").mkdir()
+    (one / "mypkg" / "dist" / "x.tar.gz").write_text("x")
+    for cache in ("node_modules", ".pytest_cache", ".mypy_cache", ".ruff_cache"):
+        (one / "mypkg" / cache).mkdir()
+        (one / "mypkg" / cache / "f").write_text("x")
+    assert _request(("./mypkg",), one).key() == first
+    assert _request((".",), one / "mypkg").key() == _request((".",), one / "mypkg").key()
     (one / "mypkg" / "src" / "m.py").write_text("VALUE = 4\n")
     assert _request(("./mypkg",), one).key() != first
     # A requirement is keyed as before: no sources, the same key.
