@@ -699,7 +699,10 @@ def local_sources(requirements: Sequence[str], cwd: Path) -> tuple[tuple[str, st
         where = packages.local_path(requirement)
         if where is None:
             continue
-        path = (cwd / Path(where).expanduser()).resolve()
+        try:  # `~nobody/pkg` of a user this machine lacks raised RuntimeError: a traceback
+            path = (cwd / Path(where).expanduser()).resolve()
+        except RuntimeError as exc:
+            raise InfraError(f"{requirement!r}: {exc}") from exc
         if not path.exists():
             continue
         digest = hashlib.sha256()

@@ -249,3 +249,10 @@ def test_a_folder_package_past_the_cap_is_refused_not_keyed_in_part(
         (tmp_path / "mypkg" / f"m{n}.py").write_text("")
     with pytest.raises(InfraError, match=r"'./mypkg': more than 3 files under"):
         local_sources(("./mypkg",), tmp_path)
+
+
+def test_a_folder_package_of_a_user_this_machine_lacks_is_an_infra_error() -> None:
+    # Validation accepts `~nobody/pkg`; expanduser raised RuntimeError, which the venv
+    # runner (it catches InfraError: the cell's infra-error) let out as a traceback.
+    with pytest.raises(InfraError, match=r"'~nobodyxyz9/pkg': Could not determine home"):
+        local_sources(("~nobodyxyz9/pkg",), Path("/"))
