@@ -1,6 +1,7 @@
 """A program the shell or Python could not start, in their own words on stderr: `sh: 1:
 trainer: not found` (exit 127), `./run.sh: Permission denied` (126), `python: can't open
-file` (2), `python: No module named pytest` (1: `python -m` found no such module). Read by
+file` (2), `python: No module named pytest` (1: `python -m` found no such module, its
+last line). Read by
 the classifier (outcome/setupfail.py, where an attempt made no progress) and by the docker
 runner, which said `the container could not run '/bin/sh'` of a shell that ran and said
 which program it could not find (runners come before outcome, so the words are here, below
@@ -10,8 +11,10 @@ both).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from reprospec.core.lazyre import Lazy
+from reprospec.core.pythonargs import is_python, python_program
 
 _NOT_FOUND = Lazy(r"^(?:[^\n]*?: )?(?P<cmd>[^\s:][^:\n]*): (?:command )?not found\s*$", re.M)
 _NOT_EXECUTABLE = Lazy(
@@ -24,39 +27,73 @@ _CANT_OPEN = Lazy(
     r"\[Errno \d+\] (?P<why>[^\n]+)$",
     re.M,
 )
-# `python -m pytest` where the interpreter has no pytest: runpy's own line, exit 1. Only a
-# top-level module that is not there at all: `No module named json.absent` (its package is
-# there) is a module the installed version lacks, the program's failure as an import of it
-# would be (what a version bisect looks for), and is left to the classifier.
+# `python -m pytest` where the interpreter has no pytest: runpy's own line, exit 1, the last
+# one on stderr, said by an interpreter (`/venv/bin/python3.12: ...`). Only a top-level
+# module that is not there at all: `No module named json.absent` (its package is there) is
+# a module the installed version lacks, the program's failure as an import of it would be
+# (what a version bisect looks for), and is left to the classifier. The same line anywhere
+# else (a child `python -m` the program ran, before its own traceback) or said by anything
+# else (`ImportError: No module named yaml`, `warning: ...`) is the program's.
 _NO_MODULE = Lazy(
-    r"^(?P<exe>\S+): (?:No module named (?P<mod>[^\s.'\"]+)"
+    r"(?P<exe>\S*python[\d.]*(?:\.exe)?): (?:No module named (?P<mod>[^\s.'\"]+)"
     r"|Error while finding module specification for '(?P<dotted>[^'\n]+)' "
-    r"\(ModuleNotFoundError: No module named '(?P<root>[^'.\n]+)'\))\s*$",
-    re.M,
+    r"\(ModuleNotFoundError: No module named '(?P<root>[^'.\n]+)'\))\s*"
 )
 
 
-def not_started(code: int, stderr: str) -> str | None:
+def not_started(
+    code: int,
+    stderr: str,
+    *,
+    argv: Sequence[str] | None = None,
+) -> str | None:
     """What the shell or Python said of a program it could not start (exit 127, 126, 2, or 1
     of `python -m`, with its own words on `stderr`), as the reason of an infra-error; else
     None. The docker runner words a container's `sh: 1: python: not found` by it too, which
-    it named as `/bin/sh` that could not run."""
+    it named as `/bin/sh` that could not run.
+
+    `argv`, where known, is the command's: `python -m`'s words count only where it runs
+    `-m` of that module."""
     if code == 127 and (found := _NOT_FOUND.search(stderr)) is not None:
         return f"command not found: {found['cmd'].strip()} (exit 127)"
     if code == 126 and (found := _NOT_EXECUTABLE.search(stderr)) is not None:
         return f"not executable: {found['cmd'].strip()}: {found['why'].strip()} (exit 126)"
     if code == 2 and (found := _CANT_OPEN.search(stderr)) is not None:
         return f"{found['exe']} can't open file {found['file']}: {found['why'].strip()} (exit 2)"
-    if code == 1 and (found := _NO_MODULE.search(stderr)) is not None:
-        module = found["mod"] or found["dotted"]
-        missing = found["mod"] or found["root"]
-        if found["dotted"] is not None and not found["dotted"].startswith(f"{missing}."):
-            return None
-        return (
-            f"{found['exe']} -m {module}: no module named {missing} in that interpreter "
-            "(exit 1); install it there, or add it to environment.packages"
-        )
-    return None
+    if code != 1:
+        return None
+    last = stderr.rstrip().rsplit("\n", 1)[-1].strip()
+    if (found := _NO_MODULE.fullmatch(last)) is None:
+        return None
+    module = found["mod"] or found["dotted"]
+    missing = found["mod"] or found["root"]
+    if found["dotted"] is not None and not found["dotted"].startswith(f"{missing}."):
+        return None
+    if argv is not None and not _runs_module(argv, module):
+        return None
+    return (
+        f"{found['exe']} -m {module}: no module named {missing} in that interpreter "
+        "(exit 1); install it there, or add it to environment.packages"
+    )
+
+
+def _runs_module(argv: Sequence[str], module: str) -> bool:
+    """Whether a command (an argument vector, or a `/bin/sh -c` line read as words) runs a
+    Python interpreter with `-m module`."""
+    words: Sequence[str] = argv
+    if len(argv) == 3 and tuple(argv[:2]) == ("/bin/sh", "-c"):
+        import shlex
+
+        try:
+            words = shlex.split(argv[2])
+        except ValueError:
+            words = argv[2].split()
+    for at, word in enumerate(words):
+        if is_python(word):
+            program = python_program(words[at + 1 :])
+            if program.kind == "module" and program.target == module:
+                return True
+    return False
 
 
 __all__ = ["not_started"]

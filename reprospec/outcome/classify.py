@@ -192,14 +192,18 @@ def classify(
     evidence: Evidence | None = None,
     *,
     pytest: bool = False,
+    argv: Sequence[str] | None = None,
 ) -> Outcome | NotRun:
     """What happened in one attempt, or why it never ran.
 
     `evidence` is what `Evidence.read(execution)` gives; it is read here when not given.
     `pytest`: the command runs pytest, whose report names a failing test's exception.
+    `argv`: the command's, where the attempt runs one (what it started, setupfail.py).
     """
     evidence = evidence if evidence is not None else Evidence.read(execution)
-    not_run = _not_run(execution, evidence) or setup_failure(execution, evidence, pytest=pytest)
+    not_run = _not_run(execution, evidence) or setup_failure(
+        execution, evidence, pytest=pytest, argv=argv
+    )
     if not_run is not None:
         return not_run
     stderr = evidence.stderr

@@ -9,6 +9,8 @@ reported no progress yet (no event with a phase or step):
     127  `sh: 1: trainer: not found`, `bash: line 1: trainer: command not found`
     126  `sh: 1: ./run.sh: Permission denied`, `cannot execute binary file`
     2    `python: can't open file '/w/train.py': [Errno 2] No such file or directory`
+    1    `python: No module named pytest`, stderr's last line, of a command that runs
+         `python -m pytest` (core/notstarted.py)
     any  `ModuleNotFoundError` when `python` in the command ran an interpreter
          the person did not choose (`Execution.unchosen_python`: reprospec's own,
          as pipx or `uv tool` installs it): `--python` names theirs
@@ -27,16 +29,23 @@ cell was infra-error and bisect refused its bad end.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from reprospec.core.notstarted import not_started
 from reprospec.core.results import Execution, NotRun
 from reprospec.outcome.evidence import Evidence
 
 
 def setup_failure(
-    execution: Execution, evidence: Evidence, *, pytest: bool = False
+    execution: Execution,
+    evidence: Evidence,
+    *,
+    pytest: bool = False,
+    argv: Sequence[str] | None = None,
 ) -> NotRun | None:
     """Why the command never got to run, when stderr says so before any progress; else None.
-    `pytest`: the command runs pytest, which says so of a test id it did not find."""
+    `pytest`: the command runs pytest, which says so of a test id it did not find. `argv`:
+    the command's, where it is one (`python -m`'s words count only of its own `-m`)."""
     if execution.timed_out or execution.returncode is None:
         return None
     if execution.returncode == 0:
@@ -51,7 +60,7 @@ def setup_failure(
     if events.phase is not None or events.step is not None:
         return None  # it made progress: whatever ended it is the program's doing
     stderr = evidence.stderr
-    said = not_started(execution.returncode, stderr)
+    said = not_started(execution.returncode, stderr, argv=argv)
     if said is not None:
         return NotRun(said)
     if pytest:

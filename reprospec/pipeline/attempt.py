@@ -123,7 +123,12 @@ def attempt_result(
         and _runs_pytest(plan)
     )
     outcome = with_native_and_ranks(
-        classify(execution, evidence, pytest=pytest),
+        classify(
+            execution,
+            evidence,
+            pytest=pytest,
+            argv=plan.job.argv if isinstance(plan.job, Command) else None,
+        ),
         evidence,
     )
     verdict = judge_attempt(outcome, plan.expectation, evidence)

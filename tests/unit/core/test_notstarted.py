@@ -47,5 +47,38 @@ def test_a_module_the_program_or_its_version_lacks_is_no_setup_failure(stderr: s
     assert not_started(1, stderr) is None
 
 
+@pytest.mark.parametrize(
+    "stderr",
+    [
+        # A child `python -m` the program ran, then the program's own failure.
+        "/usr/bin/python3: No module named nosuch\nTraceback (most recent call last):\n"
+        '  File "t.py", line 3, in <module>\nRuntimeError: boom\n',
+        # Said by no interpreter: a program's own words.
+        "ImportError: No module named yaml\n",
+        "warning: No module named yaml\n",
+    ],
+)
+def test_only_an_interpreters_last_line_is_python_dash_m_that_never_started(
+    stderr: str,
+) -> None:
+    # Each was an infra-error ("ImportError -m yaml: ..."), a real failure never judged.
+    assert not_started(1, stderr) is None
+
+
+def test_the_words_count_only_of_a_command_that_runs_that_module() -> None:
+    stderr = f"{PY}: No module named black_tool\n"
+    # The program ran `python -m black_tool` itself, then exited 1: its failure.
+    assert not_started(1, stderr, argv=("python", "t.py")) is None
+    assert not_started(1, stderr, argv=("/bin/sh", "-c", "python3 t.py && echo ok")) is None
+    assert not_started(1, stderr, argv=("python", "-m", "other")) is None
+    said = f"{PY} -m black_tool: no module named black_tool"
+    for argv in (
+        ("python", "-m", "black_tool", "x"),
+        ("env", "python3.12", "-u", "-mblack_tool"),
+        ("/bin/sh", "-c", "cd w && python -X dev -m black_tool --check ."),
+    ):
+        assert (not_started(1, stderr, argv=argv) or "").startswith(said), argv
+
+
 def test_the_words_count_only_with_their_exit_status() -> None:
     assert not_started(2, f"{PY}: No module named pytest\n") is None

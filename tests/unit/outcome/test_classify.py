@@ -74,6 +74,18 @@ def test_infra_error_is_not_run(tmp_path: Path) -> None:
     assert classify(execution) == NotRun("interpreter /nope not found")
 
 
+def test_python_dash_m_never_started_only_where_the_command_runs_it(tmp_path: Path) -> None:
+    # A program that ran `python -m black_tool` itself, then exited 1, failed: no infra-error.
+    stderr = b"/usr/bin/python3: No module named black_tool\n"
+    execution = execution_in_with(tmp_path, stderr, 1)
+    outcome = classify(execution, argv=("python3", "t.py"))
+    assert isinstance(outcome, Outcome)
+    assert outcome.kind == "error"
+    said = classify(execution, argv=("python3", "-m", "black_tool"))
+    assert isinstance(said, NotRun)
+    assert said.reason.startswith("/usr/bin/python3 -m black_tool: no module named black_tool")
+
+
 def test_infra_error_event_is_not_run_when_the_harness_says_so(tmp_path: Path) -> None:
     event = {"event": "infra_error", "reason": "device cuda requested but no CUDA device"}
     execution = recorded_execution(tmp_path, b"", 3, json.dumps(event) + "\n")
