@@ -64,6 +64,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from reprospec.core import rates
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue, as_texts
 from reprospec.core.rates import log_sum, wilson
@@ -507,6 +508,10 @@ def bisect(
     models: dict[float, LearnedRate] = {}
     if end_attempts is None:
         # Cheap when the bad end fails early, as it should: only a passing end pays it.
+        # error / 5, where isolate's failing side (isolation/search.py `_rate_attempts`)
+        # asks the same question at its error itself: a bad end that does fail but was
+        # not seen to refuses the whole bisect, and the fifth costs a few attempts of an
+        # end that passes alone (at 0.3: 20 attempts, not 15).
         end_attempts = attempts_to_see(min_rate, error / 5)
 
     def finish(
@@ -621,12 +626,11 @@ def bisect(
 
 
 def attempts_to_see(rate: float, error: float = DEFAULT_ERROR) -> int:
-    """Attempts after which a version failing at `rate` has shown it with 1 - `error`."""
+    """Attempts after which a version failing at `rate` has shown it with 1 - `error`
+    (core.rates.attempts_to_see), at most 200; 30 for a rate of 0."""
     if rate <= 0.0:
         return 30
-    if rate >= 1.0:
-        return 1
-    return max(1, min(200, math.ceil(math.log(error) / math.log1p(-rate))))
+    return min(200, rates.attempts_to_see(rate, error))
 
 
 def wilson_lower(matched: int, attempts: int, z: float = 1.96) -> float:

@@ -107,3 +107,15 @@ def refuting_bound(matched: int, attempts: int) -> tuple[float, int]:
     beside the amplified spec's."""
     floor = max(0.01, int(matched / attempts * 50) / 100)
     return floor, math.ceil(3.84 * (1 - floor) / floor) + 1
+
+
+def attempts_to_see(rate: float, error: float) -> int:
+    """Attempts after which a failure at `rate` per attempt has shown itself with
+    probability 1 - `error`: the smallest n with (1 - rate)^n <= error, and so the clean
+    attempts that rule it out at that error. Isolate's, minimize's and bisect's (each its
+    own error); a rate of 0 is never seen (100,000, beyond any budget)."""
+    if rate >= 1:
+        return 1
+    if rate <= 0:
+        return 100_000
+    return max(1, math.ceil(math.log(error) / math.log(1 - rate) - 1e-9))

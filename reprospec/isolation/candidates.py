@@ -5,13 +5,12 @@ Plain frozen values and pure functions; the search that uses them is `search.py`
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Literal
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.rates import wilson
+from reprospec.core.rates import attempts_to_see, wilson
 from reprospec.core.results import Rate
 from reprospec.core.words import plural
 
@@ -201,12 +200,9 @@ class IsolationResult:
 
 
 def clean_needed_at(rate: float, alpha: float) -> int:
-    """Smallest n with (1 - rate)^n <= alpha."""
-    if rate >= 1:
-        return 1
-    if rate <= 0:
-        return 100_000
-    return max(1, math.ceil(math.log(alpha) / math.log(1 - rate) - 1e-9))
+    """Smallest n with (1 - rate)^n <= alpha: the clean attempts that rule out a failure at
+    `rate` (core.rates.attempts_to_see, the one formula)."""
+    return attempts_to_see(rate, alpha)
 
 
 def rule_text(error: float, min_rate: float, rate_used: float, max_culprits: int) -> str:

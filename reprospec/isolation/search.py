@@ -99,7 +99,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from reprospec.core.caller import argument, said
-from reprospec.core.rates import rate_of, wilson
+from reprospec.core.rates import attempts_to_see, rate_of, wilson
 from reprospec.core.words import interval_bounds, plural
 from reprospec.isolation.candidates import (
     RATE_Z,
@@ -386,9 +386,11 @@ class Isolation:
         """How long the failing configuration runs before a miss is read as "it does not
         fail here": `rate_attempts`, or more where `min_rate` is low, as many as make a miss
         at that rate less likely than `error`. 20 attempts miss a 5% failure 36% of the
-        time, and refused one that `--min-rate 0.05` had said to look for."""
+        time, and refused one that `--min-rate 0.05` had said to look for. The question
+        bisect asks of its bad end (core.rates.attempts_to_see), at isolate's error itself
+        (bisect's a fifth of it: bisect/search.py says why)."""
         s = self.settings
-        return max(s.rate_attempts, clean_needed_at(s.min_rate, s.error))
+        return max(s.rate_attempts, attempts_to_see(s.min_rate, s.error))
 
     def _refusal(self) -> str:
         """Why the failing configuration reproduces too rarely to isolate within the budget."""

@@ -18,6 +18,8 @@ from reprospec.bisect.search import (
     wilson_lower,
     wilson_upper,
 )
+from reprospec.core import rates
+from reprospec.isolation.candidates import clean_needed_at
 
 VERSIONS = [f"1.{i}" for i in range(20)]
 
@@ -222,6 +224,21 @@ def test_rate_model_and_helpers() -> None:
         bisect(["1.0"], oracle_for(0))
     with pytest.raises(ValueError, match="min_rate and error must be between 0 and 1"):
         bisect(VERSIONS, oracle_for(3), min_rate=0.0)
+
+
+def test_the_bad_ends_attempts_are_isolates_rule_at_a_fifth_of_the_error() -> None:
+    # One question (the attempts after which a failure at the assumed rate has shown),
+    # asked by isolate's failing side and bisect's bad end: it had two formulas, and
+    # bisect's asked 2 attempts where 1 already showed it ((1 - 0.95)^1 <= 0.05).
+    assert attempts_to_see(0.95, 0.05) == rates.attempts_to_see(0.95, 0.05) == 1
+    for rate in (0.05, 0.3, 0.5):
+        assert clean_needed_at(rate, 0.005) == rates.attempts_to_see(rate, 0.005)
+        assert attempts_to_see(rate, 0.001) == rates.attempts_to_see(rate, 0.001)
+    assert attempts_to_see(0.3, DEFAULT_ERROR / 5) == 20
+    assert clean_needed_at(0.3, DEFAULT_ERROR) == 15
+    assert attempts_to_see(0.01, DEFAULT_ERROR / 5) == 200  # bisect's cap
+    assert rates.attempts_to_see(0.01, DEFAULT_ERROR) == 528
+    assert attempts_to_see(0.0) == 30
 
 
 def test_a_deterministic_bug_needs_few_clean_attempts() -> None:
