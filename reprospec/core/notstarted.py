@@ -11,7 +11,7 @@ both).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from reprospec.core.lazyre import Lazy
 from reprospec.core.pythonargs import is_python, python_program
@@ -46,6 +46,7 @@ def not_started(
     stderr: str,
     *,
     argv: Sequence[str] | None = None,
+    declared: Collection[str] = (),
 ) -> str | None:
     """What the shell or Python said of a program it could not start (exit 127, 126, 2, or 1
     of `python -m`, with its own words on `stderr`), as the reason of an infra-error; else
@@ -53,7 +54,9 @@ def not_started(
     it named as `/bin/sh` that could not run.
 
     `argv`, where known, is the command's: `python -m`'s words count only where it runs
-    `-m` of that module."""
+    `-m` of that module. `declared`: the normalized names `environment.packages` requires,
+    whose module missing is one their installed version lacks (`python -m attrs.x` before
+    attrs 21.3): the program's failure, what a version bisect looks for."""
     if code == 127 and (found := _NOT_FOUND.search(stderr)) is not None:
         return f"command not found: {found['cmd'].strip()} (exit 127)"
     if code == 126 and (found := _NOT_EXECUTABLE.search(stderr)) is not None:
@@ -70,6 +73,8 @@ def not_started(
     if found["dotted"] is not None and not found["dotted"].startswith(f"{missing}."):
         return None
     if argv is not None and not _runs_module(argv, module):
+        return None
+    if re.sub(r"[-_.]+", "-", missing).lower() in declared:  # PEP 503's normal form
         return None
     return (
         f"{found['exe']} -m {module}: no module named {missing} in that interpreter "

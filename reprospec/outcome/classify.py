@@ -97,7 +97,7 @@ lists them), not -v's last line, which may be another worker's.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from signal import SIGINT
 from typing import TYPE_CHECKING, Literal, NamedTuple
@@ -193,16 +193,18 @@ def classify(
     *,
     pytest: bool = False,
     argv: Sequence[str] | None = None,
+    declared: Collection[str] = (),
 ) -> Outcome | NotRun:
     """What happened in one attempt, or why it never ran.
 
     `evidence` is what `Evidence.read(execution)` gives; it is read here when not given.
     `pytest`: the command runs pytest, whose report names a failing test's exception.
-    `argv`: the command's, where the attempt runs one (what it started, setupfail.py).
+    `argv`: the command's, where the attempt runs one (what it started, setupfail.py);
+    `declared`: the normalized names the cell's `environment.packages` requires.
     """
     evidence = evidence if evidence is not None else Evidence.read(execution)
     not_run = _not_run(execution, evidence) or setup_failure(
-        execution, evidence, pytest=pytest, argv=argv
+        execution, evidence, pytest=pytest, argv=argv, declared=declared
     )
     if not_run is not None:
         return not_run

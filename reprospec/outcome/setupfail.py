@@ -20,7 +20,8 @@ reported no progress yet (no event with a phase or step):
          pytestreport.ran_no_test). It ran no test, so no `expect` is met
 
 A `ModuleNotFoundError` of a package `environment.packages` declares is no setup
-failure: every runner checked those packages where the attempt runs before it
+failure, nor is `python -m` of one (`No module named 'attrs'` of `python -m attrs.x`, the
+caller's `declared`): every runner checked those packages where the attempt runs before it
 started (environment/packages.py), so the module is one the installed version
 lacks (`packaging.__about__` gone in 23.0, `import attrs` before attrs 21.3), which
 is the very failure a version bisect looks for. Read as "not installed", such a
@@ -29,7 +30,7 @@ cell was infra-error and bisect refused its bad end.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from reprospec.core.notstarted import not_started
 from reprospec.core.results import Execution, NotRun
@@ -42,10 +43,13 @@ def setup_failure(
     *,
     pytest: bool = False,
     argv: Sequence[str] | None = None,
+    declared: Collection[str] = (),
 ) -> NotRun | None:
     """Why the command never got to run, when stderr says so before any progress; else None.
     `pytest`: the command runs pytest, which says so of a test id it did not find. `argv`:
-    the command's, where it is one (`python -m`'s words count only of its own `-m`)."""
+    the command's, where it is one (`python -m`'s words count only of its own `-m`).
+    `declared`: the normalized names `environment.packages` requires (a module of theirs
+    missing is the program's failure, below)."""
     if execution.timed_out or execution.returncode is None:
         return None
     if execution.returncode == 0:
@@ -60,7 +64,7 @@ def setup_failure(
     if events.phase is not None or events.step is not None:
         return None  # it made progress: whatever ended it is the program's doing
     stderr = evidence.stderr
-    said = not_started(execution.returncode, stderr, argv=argv)
+    said = not_started(execution.returncode, stderr, argv=argv, declared=declared)
     if said is not None:
         return NotRun(said)
     if pytest:

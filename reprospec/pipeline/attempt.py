@@ -128,6 +128,7 @@ def attempt_result(
             evidence,
             pytest=pytest,
             argv=plan.job.argv if isinstance(plan.job, Command) else None,
+            declared=_declared(plan, execution),
         ),
         evidence,
     )
@@ -204,6 +205,17 @@ def attempt_result(
 
 
 _MODULE = Lazy(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _declared(plan: AttemptPlan, execution: Execution) -> tuple[str, ...]:
+    """The normalized names the cell's packages require, asked only of an exit 1 (where
+    `python -m` of one of theirs is the program's failure, outcome/setupfail.py)."""
+    packages = plan.environment.packages
+    if not packages or execution.returncode != 1:
+        return ()
+    from reprospec.environment.packages import requirement_names
+
+    return requirement_names(packages)
 
 
 def _runs_pytest(plan: AttemptPlan) -> bool:

@@ -80,5 +80,17 @@ def test_the_words_count_only_of_a_command_that_runs_that_module() -> None:
         assert (not_started(1, stderr, argv=argv) or "").startswith(said), argv
 
 
+def test_a_module_of_a_declared_package_is_no_setup_failure() -> None:
+    # `python -m attrs.x` under attrs 21.2 (no `attrs` module yet): the version's failure.
+    stderr = (
+        f"{PY}: Error while finding module specification for 'attrs.x' "
+        "(ModuleNotFoundError: No module named 'attrs')\n"
+    )
+    assert not_started(1, stderr, declared=("attrs",)) is None
+    assert not_started(1, stderr, declared=("six",)) is not None
+    typing = f"{PY}: No module named typing_extensions\n"
+    assert not_started(1, typing, declared=("typing-extensions",)) is None
+
+
 def test_the_words_count_only_with_their_exit_status() -> None:
     assert not_started(2, f"{PY}: No module named pytest\n") is None
