@@ -557,7 +557,8 @@ def render_markdown(report: BisectReport) -> str:
         "good when the clean attempts at it and above it leave the answer's probability "
         "above 1 - error; unsure when it ran but is neither (too few clean attempts to call "
         "it good, or, past the first bad, never seen failing: the answer holds it bad "
-        "without that). Versions that could not be installed are skipped, never judged.",
+        "without that, or the bad end, not yet run enough to tell). Versions that could not "
+        "be installed are skipped, never judged.",
         "",
     ]
     return "\n".join(lines)

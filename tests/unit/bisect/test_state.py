@@ -186,3 +186,18 @@ def test_bisect_md_says_what_unsure_means() -> None:
     legend = found.render("md").strip().splitlines()[-1]
     assert "unsure when it ran but is neither" in legend
     assert "past the first bad, never seen failing" in legend
+
+
+def test_bisect_md_says_what_an_unsure_bad_end_means() -> None:
+    """A budget spent before the bad end failed as expected lists it `0.4 unsure 0/3`:
+    "too few clean attempts to call it good" told of a version bisect never calls good."""
+    from reprospec.bisect.search import Trial
+
+    versions = [f"0.{n}" for n in range(5)]
+    result = bisect(versions, lambda v, n: Trial(v, n, 0, signatures=("pass",) * n), budget=3)
+    request = BisectRequest(Path("s.yaml"), "pkg", "0.0", "0.4")
+    found = BisectReport(request, "id", Path("f"), "s", "", tuple(versions), result)
+    text = found.render("md")
+    assert "| 0.4 | unsure | 0 / 3 |" in text
+    legend = text.strip().splitlines()[-1]
+    assert "or the bad end, not yet run enough to tell" in legend
