@@ -488,11 +488,18 @@ def local_path(requirement: str) -> str | None:
     target = (named["url"] if named else requirement.split(";", 1)[0]).strip()
     if target.startswith("file:"):
         return urllib.parse.unquote(urllib.parse.urlsplit(target).path)
-    if "://" in target or named:
+    if "://" in target:
         return None
+    # `pkg @ ./pkg`, `pkg @ /src/pkg`: a name and a path, which the build cannot see either.
+    if named:
+        return target if target.startswith((".", "/", "~")) else None
+    target = _EXTRAS.sub("", target)  # `./pkg[dev]` installs the folder ./pkg
     if target.startswith((".", "/", "~")) or target.endswith((".whl", ".tar.gz", ".zip")):
         return target
     return None
+
+
+_EXTRAS = re.compile(r"\s*\[[^\]]*\]$")
 
 
 # `name @ url` (PEP 508), extras allowed: the URL is what the installer fetches.

@@ -256,3 +256,16 @@ def test_a_folder_package_of_a_user_this_machine_lacks_is_an_infra_error() -> No
     # runner (it catches InfraError: the cell's infra-error) let out as a traceback.
     with pytest.raises(InfraError, match=r"'~nobodyxyz9/pkg': Could not determine home"):
         local_sources(("~nobodyxyz9/pkg",), Path("/"))
+
+
+@pytest.mark.parametrize("entry", ["mypkg @ ./mypkg", "./mypkg[dev]", "mypkg[dev] @ ./mypkg"])
+def test_a_named_or_extras_folder_package_is_keyed_by_its_files(entry: str, tmp_path: Path) -> None:
+    # `pkg @ ./pkg` was "not a path" and `./pkg[dev]` the folder './pkg[dev]', which is not
+    # there: neither was keyed, and an edit reused the env built of the old files.
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "m.py").write_text("VALUE = 3\n")
+    first = _request((entry,), tmp_path)
+    assert first.sources
+    assert first.sources[0][1].startswith(f"{tmp_path / 'mypkg'} ")
+    (tmp_path / "mypkg" / "m.py").write_text("VALUE = 40\n")
+    assert _request((entry,), tmp_path).key() != first.key()

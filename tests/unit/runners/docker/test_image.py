@@ -60,6 +60,9 @@ def test_packages_render_a_build_tagged_by_content(tmp_path: Path) -> None:
         "file:///src/mypkg",
         "mypkg @ file:///src/mypkg",
         "mypkg[extra] @ file:///src/mypkg ; python_version > '3'",
+        "mypkg @ ./mypkg",
+        "mypkg @ /src/mypkg",
+        "./mypkg[dev]",
     ],
 )
 def test_a_path_of_this_machine_is_refused_before_the_build(entry: str) -> None:
