@@ -132,9 +132,23 @@ def read_key(path: Path) -> bytes:
 # since such a variable may hold anything (`DATABASE_URL` with its password), so that
 # `compare` can say it was set, unset or changed where it said "same environment".
 INHERITED_FIELD = "inherited_digests"
+# The GPUs a scheduler handed a job (Slurm's GRES sets CUDA_VISIBLE_DEVICES and
+# GPU_DEVICE_ORDINAL, ROCm's and oneAPI's theirs): `0` in one shard and `1` in the next, as
+# another `--gpus` is one command's. CUDA_VISIBLE_DEVICES is a variable the capture shows
+# (merge passes over it: "shards ran in different environments"), the others are left out
+# of the digests below as a session's bookkeeping is.
+HANDED_OUT_GPUS = frozenset(
+    {
+        "CUDA_VISIBLE_DEVICES",
+        "GPU_DEVICE_ORDINAL",
+        "ROCR_VISIBLE_DEVICES",
+        "HIP_VISIBLE_DEVICES",
+        "ZE_AFFINITY_MASK",
+    }
+)
 # A shell's session and a CI job's bookkeeping: they differ between any two shells, and
 # would bury the variable that changed under noise (the prefixes end in `_`).
-SESSION_VARIABLES = frozenset(
+SESSION_VARIABLES = HANDED_OUT_GPUS | frozenset(
     {
         "_", "PWD", "OLDPWD", "SHLVL", "TERM", "COLORTERM", "LS_COLORS", "LSCOLORS", "PS1",
         "PS2", "PS4", "PROMPT_COMMAND", "HISTFILE", "HISTSIZE", "HISTFILESIZE",

@@ -15,6 +15,7 @@ from reprospec.core.units import parse_duration
 from reprospec.core.words import RESOLVED_SPEC, noun, plural, stopped_counts, stopped_phrase
 from reprospec.errors import UsageError
 from reprospec.store.compare import MERGED_FROM, environment_change, files_change
+from reprospec.store.digests import HANDED_OUT_GPUS
 
 # An attempt number above any: a shard's part without attempts sorts last.
 _NONE = sys.maxsize
@@ -66,13 +67,6 @@ def _merge_cell(parts: Sequence[CellResult], judge_cell: JudgeCell) -> CellResul
     )
 
 
-# The GPUs a shard was given (a Slurm task's GRES sets CUDA_VISIBLE_DEVICES, one GPU each
-# shard, `0` in one and `1` in the next): the run's GPU list, which merge takes as one
-# command's whatever `--gpus` each shard had, and which each attempt records as its own.
-# Said as "shards ran in different environments", every merge of a GPU job array warned.
-_HANDED_OUT = frozenset({"CUDA_VISIBLE_DEVICES"})
-
-
 def merge(
     runs: Sequence[RunResult],
     *,
@@ -112,7 +106,10 @@ def merge(
         f"env.{row['name']}"
         for change in changes
         for row in change["variables"]
-        if not row["cells"] and row["name"] not in _HANDED_OUT
+        # The GPUs a shard was given (a Slurm array's GRES: `0` in one, `1` in the next)
+        # are the run's GPU list, which merge takes as one command's whatever `--gpus`
+        # each shard had: every merge of a GPU job array warned of them.
+        if not row["cells"] and row["name"] not in HANDED_OUT_GPUS
     }
     if differing:
         warnings.append(

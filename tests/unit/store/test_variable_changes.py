@@ -117,6 +117,15 @@ def test_inherited_variables_leave_out_pytests_bookkeeping() -> None:
         "PYTEST_ADDOPTS": "-v",
     }
     assert inherited_names(environ, []) == ["PYTEST_ADDOPTS"]
+    # The GPUs a scheduler handed the job (Slurm's GRES, ROCm's, oneAPI's): one per shard.
+    gpus = {
+        "GPU_DEVICE_ORDINAL": "1",
+        "ROCR_VISIBLE_DEVICES": "1",
+        "HIP_VISIBLE_DEVICES": "1",
+        "ZE_AFFINITY_MASK": "1",
+        "MYAPP_MODE": "1",
+    }
+    assert inherited_names(gpus, []) == ["MYAPP_MODE"]
 
 
 def test_inherited_changes_by_digest_set_unset_and_changed(tmp_path: Path) -> None:
