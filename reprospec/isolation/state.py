@@ -260,16 +260,26 @@ def variables_read(spec: Spec, out: Path) -> JsonValue:
     return variable_digests(store_key(out), os.environ, read)["of"] if read else []
 
 
-def forget_could_not_run(path: Path, header: JsonObject) -> str:
+def forget_could_not_run(path: Path, header: Mapping[str, JsonValue]) -> str:
     """Remove a stored state none of whose attempts could run, and give the last reason
     ("" where any ran, or none is stored). Such a search (isolate's, minimize's) ended
     `infra-error` (exit 3) and learned nothing of the program: replayed, the same command
-    answered "could not run" again once the machine was fixed (the command put on PATH)."""
+    answered "could not run" again once the machine was fixed (the command put on PATH).
+    The numbers of probes Ctrl-C cut short (`"cut"`) stay, as amplify's state keeps them:
+    removed, the resumed search numbered its attempts from 1 again, as the cut run had."""
     if not path.exists():
         return ""
-    probes, _ = read_probes(path, header, StoredProbe.from_dict, FORMAT, "isolate", "isolation")
+    probes, cut = read_probes(path, header, StoredProbe.from_dict, FORMAT, "isolate", "isolation")
     reason = could_not_run(probes)
-    if reason:
+    if reason and cut:
+        kept = {
+            "format": FORMAT,
+            "header": dict(header),
+            "probes": [],
+            "cut": dict(sorted(cut.items())),
+        }
+        write_atomic(path, json.dumps(kept, indent=1))
+    elif reason:
         path.unlink()
     return reason
 

@@ -373,3 +373,19 @@ def test_a_probe_cut_short_and_not_stored_leaves_its_numbers_drawn(tmp_path: Pat
     (tmp_path / "state.json").write_text(json.dumps({**data, "cut": {"failing:p": 0}}))
     with pytest.raises(UsageError, match="damaged"):
         StateFile(tmp_path, HEADER)
+
+
+def test_a_state_that_could_not_run_keeps_its_cut_probes_numbers(tmp_path: Path) -> None:
+    """A state of could-not-run probes is forgotten (held_state), but the numbers of a
+    probe Ctrl-C cut short stay drawn: the whole file was removed, and the resumed search
+    numbered from 1 again, as the cut run had."""
+    from reprospec.isolation.state import forget_could_not_run
+
+    state = StateFile(tmp_path, HEADER)
+    assert state.first_attempt("failing:p", 3) == 1
+    state.cut("failing:p", 1)
+    state.add(StoredProbe("k", (), "failing", ("infra",), "r1", "command not found: segpy"))
+    assert forget_could_not_run(tmp_path / "state.json", HEADER) == "command not found: segpy"
+    again = StateFile(tmp_path, HEADER)
+    assert again.stored == 0
+    assert again.first_attempt("failing:p", 1) == 4
