@@ -61,6 +61,23 @@ ENVINFO_TIMEOUT_S = 120.0
 DRAIN_WAIT_S = 2.0
 # One wait() call per slice, so `cancel` is noticed within a slice.
 WAIT_SLICE_S = 0.5
+# docker's words for GPUs asked of an engine without a GPU runtime (`could not select device
+# driver "" with capabilities: [[gpu]]`), which say nothing of what is missing.
+_NO_GPU_RUNTIME = "could not select device driver"
+NO_GPU_RUNTIME_HINT = (
+    "; this docker engine has no GPU runtime for the attempt's GPUs (install the NVIDIA "
+    "Container Toolkit: `nvidia-ctk runtime configure --runtime=docker`, then restart docker)"
+)
+
+
+def engine_reason(exc: Exception) -> str:
+    """What the engine said of a container it would not make or start (an APIError's own
+    explanation), with what to install where it had no GPU runtime for the GPUs asked: the
+    attempt's container, the package check's and the environment capture's alike."""
+    said = str(getattr(exc, "explanation", None) or exc)
+    return said + NO_GPU_RUNTIME_HINT if _NO_GPU_RUNTIME in said else said
+
+
 # docker run's own failures: 125 the daemon, 126 not executable, 127 not found.
 DOCKER_START_FAILURES = (125, 126, 127)
 # 128+N from the init process means "killed by signal N" for these, where the command's

@@ -24,6 +24,7 @@ from reprospec.runners.docker.container import IN_HARNESS, IN_STACKDUMP
 from reprospec.runners.docker.engine import (
     ENVINFO_TIMEOUT_S,
     LABEL,
+    engine_reason,
     fresh_container,
     wait_for_exit,
 )
@@ -99,7 +100,7 @@ def packages_refused(runner: ProbeHost, plan: AttemptPlan, log_dir: Path) -> str
                     name: version for name, version in installed.versions.items() if version
                 }
         except (FatalError, docker.errors.APIError) as exc:
-            reason = f"cannot check the cell's packages in {image}: {exc}"
+            reason = f"cannot check the cell's packages in {image}: {engine_reason(exc)}"
         runner._package_checks[key] = reason
         return reason
 
@@ -161,7 +162,7 @@ def capture_environment(runner: ProbeHost, plan: AttemptPlan, log_dir: Path) -> 
             out = _logs(container, stdout=True)
             err = _logs(container, stdout=False)
     except (FatalError, docker.errors.APIError) as exc:
-        return {"error": f"environment capture failed: {exc}"}
+        return {"error": f"environment capture failed: {engine_reason(exc)}"}
     if status != 0:
         last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
         return {"error": f"environment capture exited with {status}: {last[0]}"}

@@ -74,6 +74,7 @@ from reprospec.runners.docker.engine import (
     container_command,
     container_config,
     ended_at_stop,
+    engine_reason,
     fresh_container,
     init_missing,
     init_started,
@@ -605,9 +606,7 @@ class DockerRunner:
         except docker.errors.ImageNotFound as exc:
             return self._infra(base, started, f"docker image missing: {exc.explanation or exc}")
         except docker.errors.APIError as exc:
-            reason = f"the container could not start: {exc.explanation or exc}"
-            if _NO_GPU_RUNTIME in reason:
-                reason += NO_GPU_RUNTIME_HINT
+            reason = f"the container could not start: {engine_reason(exc)}"
             if init and init_missing(reason):
                 raise _InitFailed(reason) from exc  # no python3 in the image to run it
             return self._infra(base, started, reason)
@@ -723,15 +722,6 @@ class DockerRunner:
     def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, JsonValue]:
         """`python3 -m reprospec_harness.envinfo` in a container of the plan's image."""
         return probe.capture_environment(self, plan, log_dir)
-
-
-# docker's words for GPUs asked of an engine without a GPU runtime (`could not select device
-# driver "" with capabilities: [[gpu]]`), which say nothing of what is missing.
-_NO_GPU_RUNTIME = "could not select device driver"
-NO_GPU_RUNTIME_HINT = (
-    "; this docker engine has no GPU runtime for the attempt's GPUs (install the NVIDIA "
-    "Container Toolkit: `nvidia-ctk runtime configure --runtime=docker`, then restart docker)"
-)
 
 
 def _last_line(path: Path) -> str:

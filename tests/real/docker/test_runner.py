@@ -30,8 +30,9 @@ from reprospec.runners.docker import image  # noqa: E402
 from reprospec.runners.docker.engine import (  # noqa: E402
     ENGINE_LABEL,
     LABEL,
+    NO_GPU_RUNTIME_HINT,
 )
-from reprospec.runners.docker.runner import NO_GPU_RUNTIME_HINT, DockerRunner  # noqa: E402
+from reprospec.runners.docker.runner import DockerRunner  # noqa: E402
 from tests.support.docker import (  # noqa: E402
     CLIENT,
     container_names,
