@@ -40,7 +40,9 @@ def unwritable(folder: Path) -> str:
     "Permission denied"; "" where one can. Asked before a search replays or runs anything,
     so a folder its answer must go to is refused up front, not after the work."""
     here = folder
-    while not here.exists() and here != here.parent:
+    while not here.is_dir():
+        if here.exists() or here == here.parent:
+            return ""  # a file on the path: making the folder says so (ENOTDIR)
         here = here.parent
     try:
         if os.statvfs(here).f_flag & os.ST_RDONLY:

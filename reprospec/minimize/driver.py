@@ -974,14 +974,14 @@ def _check_output(
                 "that can be"
             )
         return
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"-o {output}: not a folder")
     why = unwritable(output)
     if why:
         raise UsageError(
             f"-o {output}: cannot be written ({why}), and the minimized program goes there: "
             "give a folder that can be"
         )
-    if output.exists() and not output.is_dir():
-        raise UsageError(f"-o {output}: not a folder")
     # A minimize's DIR (an interrupted one's too: its spec and repro come before its
     # reports) is its own to write over; a folder with other work is not, but for the
     # files no one makes (`.DS_Store`, `.gitkeep`).
