@@ -12,7 +12,7 @@ import importlib
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reprospec import __version__
@@ -106,10 +106,8 @@ class _Parser(argparse.ArgumentParser):
         if not message.startswith(prefix):
             return ""
         known = list(self._option_string_actions)
-        for action in self._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for verb in action.choices.values():
-                    known.extend(verb._option_string_actions)
+        for verb in _verbs(self).values():
+            known.extend(verb._option_string_actions)
         hints = []
         for word in message[len(prefix) :].split():
             name = word.split("=", 1)[0]
@@ -348,8 +346,7 @@ def _parse(
     """
     if verb is None:
         return parser.parse_args(words)
-    verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    own: argparse.ArgumentParser = verbs.choices[verb]
+    own = _verbs(parser)[verb]
     takes_the_rest = (argparse.REMAINDER, argparse.PARSER)
     rest = any(action.nargs in takes_the_rest for action in own._get_positional_actions())
     words = [verb, *_negative_durations(own, words[1:], rest)]
@@ -404,9 +401,20 @@ def _refuse_foreign_options(own: argparse.ArgumentParser, verb: str, words: list
 def _verb_parsers(verb: str) -> list[tuple[str, argparse.ArgumentParser]]:
     """Every verb's parser but `verb`'s, in `reprospec --help`'s order (each verb's module
     imported: only to word a refusal)."""
-    parser = build_parser()
-    verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return [(name, verbs.choices[name]) for name in COMMANDS if name != verb]
+    # Built again, whole: the parser that read the words was built with `only=verb`
+    # (build_parser), and holds no other verb's parser.
+    verbs = _verbs(build_parser())
+    return [(name, verbs[name]) for name in COMMANDS if name != verb]
+
+
+def _verbs(parser: argparse.ArgumentParser) -> Mapping[str, argparse.ArgumentParser]:
+    """The verbs' parsers `parser` holds, by name ({} for a verb's own parser, which holds
+    none): the top parser's, as build_parser built them."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            choices: Mapping[str, argparse.ArgumentParser] = action.choices
+            return choices
+    return {}
 
 
 # A negative duration's word (`-5s`, `-1.5m`): argparse reads one as an option, not a value.
