@@ -18,6 +18,7 @@ interrupted bisect stopped.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -39,6 +40,7 @@ from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import Redactor
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.safepoint import Deferral
+from reprospec.core.sections import Environment
 from reprospec.core.trylock import search_held
 from reprospec.core.words import build_log_phrase, plural
 from reprospec.environment import packages
@@ -253,7 +255,7 @@ def bisect_spec(
         except KeyboardInterrupt:  # while an environment was being built, say
             raise stopped() from None
         save(result)
-        changed = _changed(request, environment.packages, result) if request.by_date else ()
+        changed = _changed(request, environment, spec.base_dir, result) if request.by_date else ()
         report = redactor.value(
             BisectReport(
                 request,
@@ -482,9 +484,12 @@ def _failure_line(trial: Trial) -> str:
 
 
 def _changed(
-    request: BisectRequest, current: Sequence[str], result: BisectResult
+    request: BisectRequest, environment: Environment, spec_dir: Path, result: BisectResult
 ) -> tuple[tuple[str, str | None, str | None], ...]:
-    """By date: the installed versions that differ between the last good and first bad day."""
+    """By date: the installed versions that differ between the last good and first bad day,
+    read from the environments the venv runner built: their keys as it made them
+    (`venvs.env_request`, a path entry's files and the spec's python too), where one built
+    by hand without a path entry's `sources` named none and `changed` was empty."""
     if result.status != "found" or result.last_good is None or result.first_bad is None:
         return ()
     installed: list[dict[str, str]] = []
@@ -492,10 +497,12 @@ def _changed(
     for day in (result.last_good, result.first_bad):
         with _exclude_newer(_end_of_day(day)):
             index = venvs.user_index_config((request.find_links,) if request.find_links else ())
-            env_request = venvs.EnvRequest(
-                venvs.find_interpreter(request.python),
-                candidate_packages(current, request.package, day, True),
-                index,
+            pinned = candidate_packages(environment.packages, request.package, day, True)
+            env_request = venvs.env_request(
+                dataclasses.replace(environment, packages=pinned),
+                python=request.python,
+                index=index,
+                cwd=spec_dir,
             )
         meta = venvs.read_meta(root / env_request.key())
         installed.append(venvs.installed(meta) if meta is not None else {})

@@ -140,12 +140,15 @@ class EnvRequest:
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
     def to_dict(self) -> JsonObject:
-        return {
+        out: JsonObject = {
             "python": {"path": self.python.path, "version": self.python.version},
             "packages": list(self.packages),
             "index": self.index.to_dict(),
             "exclude_newer": self.exclude_newer,
         }
+        if self.sources:  # where two `./mypkg` envs differ: meta.json and `envs list` say so
+            out["sources"] = [[entry, where] for entry, where in self.sources]
+        return out
 
 
 _VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"

@@ -37,6 +37,9 @@ class EnvInfo:
     last_used: float  # epoch seconds
     used_by: tuple[str, ...]
     in_use: bool = False  # a run holds it now (build.hold): prune leaves it
+    # Of each path entry (`./mypkg`), its absolute path and files' digest: what tells two
+    # environments of the same `packages` apart (EnvRequest.sources).
+    sources: tuple[str, ...] = ()
 
     def to_dict(self) -> JsonObject:
         return {
@@ -51,6 +54,7 @@ class EnvInfo:
             ),
             "used_by": list(self.used_by),
             "in_use": self.in_use,
+            "sources": list(self.sources),
         }
 
 
@@ -74,6 +78,7 @@ def list_envs(root: Path) -> list[EnvInfo]:
         last_used = max((t for t, _ in users), default=(folder / META).stat().st_mtime)
         python = request.get("python")
         wanted = request.get("packages")
+        sources = request.get("sources")
         out.append(
             EnvInfo(
                 key=folder.name,
@@ -85,6 +90,11 @@ def list_envs(root: Path) -> list[EnvInfo]:
                 last_used=last_used,
                 used_by=tuple(name for _, name in sorted(users, reverse=True) if name != "-"),
                 in_use=_held(root, folder.name),
+                sources=tuple(
+                    f"{pair[0]}: {pair[1]}"
+                    for pair in (sources if isinstance(sources, list) else ())
+                    if isinstance(pair, list) and len(pair) == 2
+                ),
             )
         )
     return sorted(out, key=lambda e: e.last_used, reverse=True)
@@ -181,7 +191,8 @@ def summarize(envs: Sequence[EnvInfo], now: float | None = None) -> list[dict[st
             {
                 "key": env.key,
                 "python": env.python,
-                "packages": " ".join(env.packages) or "(none)",
+                "packages": (" ".join(env.packages) or "(none)")
+                + "".join(f" ({source})" for source in env.sources),
                 "size": human_size(env.size_bytes),
                 "last_used": ago(now - env.last_used),
                 "used_by": (", ".join(env.used_by) or "-")

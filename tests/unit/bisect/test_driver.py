@@ -8,9 +8,20 @@ from pathlib import Path
 import pytest
 
 import reprospec
-from reprospec.bisect.driver import _added_package, _describe, bisect_spec, candidate_packages
-from reprospec.bisect.search import Trial
+from reprospec import venvs
+from reprospec.bisect.driver import (
+    _added_package,
+    _changed,
+    _describe,
+    _end_of_day,
+    _exclude_newer,
+    bisect_spec,
+    candidate_packages,
+)
+from reprospec.bisect.search import BisectResult, Trial
 from reprospec.bisect.state import BisectRequest
+from reprospec.core.jsontypes import JsonObject
+from reprospec.core.sections import Environment
 from reprospec.errors import InfraError, UsageError
 from tests.unit.venvs.test_build import BUILD_FAILED
 
@@ -120,3 +131,33 @@ def test_a_python_that_is_not_there_is_refused_before_anything_is_built(tmp_path
     # Named as the caller gave it: the API's argument.
     with pytest.raises(InfraError, match=f"interpreter not found: {missing} \\(python\\)"):
         reprospec.bisect_spec(request)
+
+
+def test_by_date_changed_reads_the_environments_the_venv_runner_keyed_with_a_path_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # _changed built its EnvRequest by hand, without a path entry's `sources`: its keys
+    # named no environment the runner built, and `changed` was silently empty.
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "m.py").write_text("VALUE = 3\n")
+    environment = Environment(workdir=tmp_path, packages=("./mypkg", "six"))
+    monkeypatch.setenv("UV_INDEX_URL", "https://example.invalid/simple")  # no pip config run
+    python = venvs.Interpreter("/usr/bin/python3", "3.11.7")  # none asked: no child process
+    monkeypatch.setattr("reprospec.venvs.build.find_interpreter", lambda _=None: python)
+    monkeypatch.setattr(venvs, "find_interpreter", lambda _=None: python)
+    metas: dict[str, JsonObject] = {}
+    for day, six in (("2024-01-01", "1.15.0"), ("2024-01-02", "1.16.0")):
+        with _exclude_newer(_end_of_day(day)):  # as the venv runner keys each candidate
+            built = venvs.env_request(environment, index=venvs.user_index_config(), cwd=tmp_path)
+        assert built.sources
+        metas[built.key()] = {"installed": {"six": six, "mypkg": "0.1"}}
+    monkeypatch.setattr(venvs, "read_meta", lambda folder: metas.get(folder.name))
+    request = BisectRequest(
+        spec=tmp_path / "s.yaml", by_date=True, good="2024-01-01", bad="2024-01-03",
+        out=tmp_path / "out",
+    )  # fmt: skip
+    result = BisectResult(
+        "found", first_bad="2024-01-02", last_good="2024-01-01", confidence=1.0,
+        attempts=2, reason="", versions=(),
+    )  # fmt: skip
+    assert _changed(request, environment, tmp_path, result) == (("six", "1.15.0", "1.16.0"),)

@@ -110,3 +110,21 @@ def test_the_help_of_out_says_images_are_pruned_whatever_the_folder() -> None:
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     out = next(a for a in sub.choices["envs"]._actions if a.dest == "out")
     assert "images are listed and pruned whatever the folder" in (out.help or "")
+
+
+def test_two_environments_of_one_folder_package_are_told_apart(envs_root: Path) -> None:
+    # EnvRequest.to_dict left its sources out: meta.json and `envs list` showed two
+    # `./mypkg` environments (two specs' folders, or one edited since) as the same.
+    request = venvs.EnvRequest(
+        venvs.Interpreter("/usr/bin/python3", "3.11.7"),
+        ("./mypkg",),
+        sources=(("./mypkg", "/a/mypkg 0123456789abcdef"),),
+    )
+    assert request.to_dict()["sources"] == [["./mypkg", "/a/mypkg 0123456789abcdef"]]
+    folder = _environment(envs_root, request.key(), time.time())
+    (folder / venvs.META).write_text(json.dumps({"request": request.to_dict()}))
+    (listed,) = venvs.list_envs(envs_root)
+    assert listed.sources == ("./mypkg: /a/mypkg 0123456789abcdef",)
+    assert listed.to_dict()["sources"] == ["./mypkg: /a/mypkg 0123456789abcdef"]
+    (row,) = venvs.summarize([listed])
+    assert row["packages"] == "./mypkg (./mypkg: /a/mypkg 0123456789abcdef)"
