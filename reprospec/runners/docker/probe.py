@@ -65,6 +65,13 @@ def packages_refused(runner: ProbeHost, plan: AttemptPlan, log_dir: Path) -> str
     import docker.errors
 
     requirements = plan.environment.packages
+    # A Dockerfile's image gets no `packages` installed, only checked: an entry that names
+    # nothing to check (`./mypkg`, which the refusal of a built image's path sends here) ran
+    # the cell unchecked. An image built of `packages` installed such an entry itself.
+    if plan.environment.dockerfile is not None:
+        refused = packages.unchecked(requirements)
+        if refused:
+            return refused + dockerfile_note(plan)
     names = packages.requirement_names(requirements)
     if not names:
         return None

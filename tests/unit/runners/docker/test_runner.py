@@ -4,6 +4,7 @@ engine."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -231,3 +232,21 @@ def test_missing_packages_of_a_dockerfile_image_say_they_are_not_installed_into_
         "installed: install them in the Dockerfile, or leave them out of the spec"
     )
     assert dockerfile_note(make_plan(["true"], tmp_path)) == ""
+
+
+def test_a_path_package_of_a_dockerfile_image_is_refused_not_run_unchecked(
+    tmp_path: Path,
+) -> None:
+    # The refusal of `./mypkg` in a built image says to install it in a Dockerfile; there
+    # it named no distribution, packages_refused returned None and the cell ran unchecked.
+    from reprospec.runners.docker.probe import ProbeHost, packages_refused
+
+    (tmp_path / "Dockerfile").write_text("FROM reprospec-base:bookworm\n")
+    plan = make_plan(
+        ["true"], tmp_path, environment={"dockerfile": "Dockerfile", "packages": ["./mypkg"]}
+    )
+    no_engine = cast("ProbeHost", None)  # refused before any container is asked for
+    reason = packages_refused(no_engine, plan, tmp_path)
+    assert reason is not None
+    assert reason.startswith("cannot check the cell's packages: './mypkg' names no distribution")
+    assert "environment.dockerfile (Dockerfile) gets no `packages` installed" in reason
