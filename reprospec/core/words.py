@@ -698,6 +698,22 @@ def plural(n: int, word: str, many: str = "") -> str:
     return f"{n} {noun(n, word, many)}"
 
 
+def plural_verb(
+    n: int,
+    word: str,
+    one: str = "was",
+    other: str = "were",
+    many: str = "",
+    *,
+    the: bool = False,
+) -> str:
+    """`1 cell was`, `4 cells were`: a count, its noun and a verb agreeing with it (`one`
+    for 1, `other` for any other count: `is`/`are`, `has`/`have`). `the`: `the instance was`,
+    `the 4 instances were`, a count of one said without its number."""
+    counted = f"the {word}" if the and n == 1 else f"{'the ' if the else ''}{plural(n, word, many)}"
+    return f"{counted} {one if n == 1 else other}"
+
+
 def noun(n: int, word: str, many: str = "") -> str:
     """`cell` for 1, `cells` for any other count: the word after a count written apart
     from it (`1/1 cell reproduced`, `3/4 attempts`, `0 other sets on the way`)."""
@@ -794,6 +810,7 @@ __all__ = [
     "percent_bounds",
     "percent_interval",
     "plural",
+    "plural_verb",
     "rate_phrase",
     "replayed_phrase",
     "resume_command",

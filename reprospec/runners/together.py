@@ -22,7 +22,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import Execution
-from reprospec.core.words import plural
+from reprospec.core.words import plural, plural_verb
 from reprospec.errors import InfraError
 from reprospec.process.barrier import StartBarrier, bound_now, free_port, release_port
 from reprospec.process.childprotocol import Instance
@@ -129,8 +129,7 @@ def run_together(
     executions = [execution for execution in done if execution is not None]
     if problem is not None and not cancel.is_set():
         # `instances: ${{ matrix.n }}` over [1, 4] runs one instance too: "the 1 instances".
-        which = "the instance was" if count == 1 else f"the {count} instances were"
-        raise InfraError(f"{which} not started: {problem}")
+        raise InfraError(f"{plural_verb(count, 'instance', the=True)} not started: {problem}")
     if len(executions) != count:
         raise InfraError(f"{count - len(executions)} of {plural(count, 'instance')} did not run")
     if clash is not None and not cancel.is_set():

@@ -13,9 +13,19 @@ from reprospec.core.words import (
     interval_phrase,
     percent_bounds,
     percent_interval,
+    plural_verb,
     rate_phrase,
     shorten_command,
 )
+
+
+def test_a_count_its_noun_and_its_verb_agree() -> None:
+    assert plural_verb(1, "cell") == "1 cell was"
+    assert plural_verb(4, "cell", "is", "are") == "4 cells are"
+    assert plural_verb(2, "process", many="processes") == "2 processes were"
+    # `instances: ${{ matrix.n }}` over [1, 4]: never "the 1 instances".
+    assert plural_verb(1, "instance", the=True) == "the instance was"
+    assert plural_verb(3, "instance", the=True) == "the 3 instances were"
 
 
 def test_a_lower_bound_under_the_bound_is_printed_under_it() -> None:
