@@ -469,7 +469,7 @@ def unchecked(requirements: Sequence[str]) -> str | None:
         if _parse(requirement).name is not None:
             continue
         wrong = req_words.problem(requirement)
-        if wrong is None:  # a location: installable, but nothing here says what it holds
+        if wrong is None:  # _is_location: installable, but nothing here says what it holds
             wrong = (
                 f"{requirement.strip()!r} names no distribution this interpreter can be "
                 "checked for (name @ url names one)"
@@ -506,11 +506,11 @@ _EXTRAS = re.compile(r"\s*\[[^\]]*\]$")
 _NAMED_URL = re.compile(r"^\s*[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?\s*@\s*(?P<url>\S+)")
 
 
-def locations(requirements: Sequence[str]) -> tuple[str, ...]:
-    """The entries that name only where to install from (`./mypkg`, a bare URL): valid, but
-    no name says what to check. A runner that installed them itself (the venv runner's uv)
-    has them, and checks the rest."""
-    return tuple(r for r in requirements if _parse(r).name is None and req_words.problem(r) is None)
+def _is_location(requirement: str) -> bool:
+    """An entry that names only where to install from (`./mypkg`, a bare URL): valid, but
+    no name says what to check; `unchecked` refuses it (with a typo's words for the rest),
+    `PackageCheck.named` leaves it out."""
+    return _parse(requirement).name is None and req_words.problem(requirement) is None
 
 
 def describe(python: str, problems: Sequence[str]) -> str:
@@ -541,6 +541,14 @@ class PackageCheck:
     ) -> str | None:
         """None when `python` satisfies every requirement, else the infra-error reason."""
         return self.checked(python, requirements, env=env, cwd=cwd)[0]
+
+    @staticmethod
+    def named(requirements: Sequence[str]) -> tuple[str, ...]:
+        """The entries but those that name only where to install from (`_is_location`):
+        what a runner that installed them itself (the venv runner's uv) checks. A method, so
+        that the local runner, which imports this module only when a spec asks for
+        packages, needs no import of its own per attempt."""
+        return tuple(r for r in requirements if not _is_location(r))
 
     def checked(
         self,

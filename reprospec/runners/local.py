@@ -539,10 +539,7 @@ class LocalRunner:
             check = self._package_check()
             wanted = tuple(packages)
             if self.installed_here:
-                from reprospec.environment.packages import locations
-
-                installed = set(locations(wanted))
-                wanted = tuple(p for p in wanted if p not in installed)
+                wanted = check.named(wanted)
             refused, lines = check.checked(self.python, wanted, env=env, cwd=plan.workdir)
             with self._lock:
                 self._package_lines[plan.cell.id] = lines
