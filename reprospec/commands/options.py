@@ -616,35 +616,17 @@ def check_writable(flag: str, path: Path, *, folder: bool = True) -> None:
     /proc/x.yaml` said `mkdir /proc/x.yaml`, a call nothing was to make.
     `minimize -o /proc/min-out` ran its whole search, then exited 2 saying only `No such
     file or directory: /proc/min-out`, naming no option. A path that exists is left to
-    the verb, which says what it may be (a folder, not a file: `-o /dev/null`). The probe
-    makes and removes the first folder writing would make, the missing one nearest the
-    root, as writing will: permissions alone do not tell /proc (root may, and cannot),
-    and its error is that mkdir's, on that path."""
-    import contextlib
+    the verb, which says what it may be (a folder, not a file: `-o /dev/null`; minimize's
+    DIR; a search's read-only --out, its answer printed unsaved). The probe is
+    core/atomicfile.write_probe's (what writing makes first, made and removed: permissions
+    alone do not tell /proc, where root may and cannot), its error that call's, on that
+    path."""
+    from reprospec.core.atomicfile import write_probe
 
     # A relative path in a removed folder: os.getcwd's ENOENT, which the command line says
     # as "the current folder no longer exists" (cli.main), before a probe would fail there.
     path.absolute()
     # The path as given: a relative one is named relative in the error, as it was typed.
-    if path.exists() or path.is_symlink():
-        return
-    first = path
-    while not first.parent.exists() and first.parent != first.parent.parent:
-        first = first.parent
-    # What writing would make first, made and removed again: the file itself where its
-    # folder exists and it names a file, else the first missing folder.
-    make: Callable[[], object]
-    undo: Callable[[], object]
-    if first == path and not folder:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-        make, undo, doing = (lambda: os.close(os.open(path, flags, 0o600))), path.unlink, "write"
-    else:
-        make, undo, doing = first.mkdir, first.rmdir, "mkdir"
-    try:
-        make()
-    except FileExistsError:
-        return  # made meanwhile: the verb finds it there
-    except OSError as exc:
-        raise unwritable(flag, path, doing, exc) from None
-    with contextlib.suppress(OSError):
-        undo()
+    failed = write_probe(path, folder=folder)
+    if failed is not None:
+        raise unwritable(flag, path, *failed) from None

@@ -1,13 +1,14 @@
 """One way to replace a file that others may be reading: the run folder's results.json and
 report, slurm.json, and the searches' state and reports (isolate, amplify, minimize), which
-`status`, a second search or a crashed one's `--resume` may read at any moment."""
+`status`, a second search or a crashed one's `--resume` may read at any moment; and the one
+probe of whether a path can be written at all (`write_probe`), asked before anything runs."""
 
 from __future__ import annotations
 
-import errno
+import contextlib
 import os
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 
@@ -34,19 +35,48 @@ def write_atomic(path: Path, text: str | Iterable[str]) -> None:
         raise
 
 
-def unwritable(folder: Path) -> str:
-    """Why no file can be made in `folder` (or, not made yet, in the nearest folder above it
-    that is): "Read-only file system" (a read-only mount, which stops root too),
-    "Permission denied"; "" where one can. Asked before a search replays or runs anything,
-    so a folder its answer must go to is refused up front, not after the work."""
-    here = folder
-    while not here.is_dir():
-        if here.exists() or here == here.parent:
-            return ""  # a file on the path: making the folder says so (ENOTDIR)
-        here = here.parent
+def write_probe(
+    path: Path, *, folder: bool = True, existing: bool = False
+) -> tuple[str, OSError] | None:
+    """Why nothing can be written at `path`: the call that failed (`mkdir`, `write`) and its
+    error, or None where it can. The one rule of `-o`/`--out` checked before a verb runs
+    anything (commands/options.check_writable) and of minimize's DIR (its driver, asked by
+    the Python API too).
+
+    The probe makes and removes what writing would make first, as writing will: the
+    missing folder nearest the root, or the file itself where its folder exists and it
+    names a file (not `folder`). Permissions alone do not tell: root may write anywhere by
+    them, yet nothing can be made in /proc, on a read-only mount, an NFS root_squash one or
+    in an immutable folder. A path that exists is left to the caller (a file where a folder
+    is wanted is its to say), but for a folder where `existing`: a file is made in it and
+    removed (named as write_atomic's are), its error given as writing in it."""
+    if path.exists() or path.is_symlink():
+        if not existing or not path.is_dir():
+            return None
+        probe = path / f".reprospec-probe.{os.getpid()}.{secrets.token_hex(4)}"
+        try:
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+        except OSError as exc:
+            return "write in", OSError(exc.errno, exc.strerror, str(path))
+        with contextlib.suppress(OSError):
+            probe.unlink()
+        return None
+    first = path
+    while not first.parent.exists() and first.parent != first.parent.parent:
+        first = first.parent
+    make: Callable[[], object]
+    undo: Callable[[], object]
+    if first == path and not folder:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        make, undo, doing = (lambda: os.close(os.open(path, flags, 0o600))), path.unlink, "write"
+    else:
+        make, undo, doing = first.mkdir, first.rmdir, "mkdir"
     try:
-        if os.statvfs(here).f_flag & os.ST_RDONLY:
-            return os.strerror(errno.EROFS)
-    except OSError:
-        return ""  # not a folder to ask: the write itself says what is wrong
-    return "" if os.access(here, os.W_OK | os.X_OK) else os.strerror(errno.EACCES)
+        make()
+    except FileExistsError:
+        return None  # made meanwhile: the caller finds it there
+    except OSError as exc:
+        return doing, exc
+    with contextlib.suppress(OSError):
+        undo()
+    return None

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 
 from reprospec import native
 from reprospec.core import safepoint
-from reprospec.core.atomicfile import unwritable
+from reprospec.core.atomicfile import write_probe
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -953,6 +953,15 @@ def _chance_text(chance: float) -> str:
     return f"{chance:.0%}" if chance >= 0.005 else "under 1%"
 
 
+def _unwritable(folder: Path) -> str:
+    """Why no file can be made in `folder` (`Read-only file system`, `Permission denied`,
+    `Not a directory` of a file on its path), "" where one can: core/atomicfile's probe,
+    the one the command line's -o and --out are checked with, asked of a folder that exists
+    too (an --out made read-only since)."""
+    failed = write_probe(folder, existing=True)
+    return "" if failed is None else str(failed[1].strerror or failed[1])
+
+
 def _check_output(
     output: Path | None, workdir: Path, original: Program, spec: Spec, failing: Cell, out: Path
 ) -> None:
@@ -966,7 +975,7 @@ def _check_output(
     file with `Read-only file system` and no answer."""
     if output is None:
         # The default DIR, OUT/minimize/ID/result: its ID is known only after step 1.
-        why = unwritable(out / "minimize")
+        why = _unwritable(out / "minimize")
         if why:
             raise UsageError(
                 f"--out {out}: {out / 'minimize'} cannot be written ({why}), and the minimized "
@@ -976,7 +985,7 @@ def _check_output(
         return
     if output.exists() and not output.is_dir():
         raise UsageError(f"-o {output}: not a folder")
-    why = unwritable(output)
+    why = _unwritable(output)
     if why:
         raise UsageError(
             f"-o {output}: cannot be written ({why}), and the minimized program goes there: "

@@ -63,3 +63,35 @@ def test_two_writers_of_one_file_never_rename_each_others_half(tmp_path: Path) -
     assert len(seen) == 100
     assert set(seen) <= set(texts)
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
+
+
+def test_write_probe_makes_what_writing_would_and_leaves_nothing(tmp_path: Path) -> None:
+    from reprospec.core.atomicfile import write_probe
+
+    (tmp_path / "notes.txt").write_text("mine\n")
+    assert write_probe(tmp_path / "new" / "deeper") is None
+    assert write_probe(tmp_path, existing=True) is None
+    # A file where a folder is asked for is the caller's to say; a folder under it is not.
+    assert write_probe(tmp_path / "notes.txt", existing=True) is None
+    failed = write_probe(tmp_path / "notes.txt" / "sub")
+    assert failed is not None
+    assert failed[0] == "mkdir"
+    assert isinstance(failed[1], NotADirectoryError)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_write_probe_asks_the_folder_not_its_permissions() -> None:
+    # os.access (and a read-only mount's flag) said root can write /proc/x and in /proc:
+    # minimize's DIR check, its own rule beside the command line's, let both through.
+    from reprospec.core.atomicfile import write_probe
+
+    failed = write_probe(Path("/proc/reprospec-nope"))
+    assert failed is not None
+    assert failed[0] == "mkdir"
+    inside = write_probe(Path("/proc"), existing=True)
+    assert inside is not None
+    assert inside[0] == "write in"
+    assert inside[1].filename == "/proc"
+    # An existing folder is probed only where asked: the command line leaves it to the verb.
+    assert write_probe(Path("/proc")) is None
