@@ -185,16 +185,21 @@ def execute(
         reaped = leftovers.reap(folder.path) if resume is not None else ()
         # Started as soon as the runner and the folder are there (a resumed run's leftovers
         # gone): a short run's end waits for it.
+        # The first attempt whose environment could be built: a first cell whose venv or
+        # image failed would leave the report only its error.
+        # An empty shard (fewer attempts than shards) runs none: the first cell's first
+        # attempt stands for the machine the shard ran on, which its record still says.
+        captured = (
+            first_runnable(runner, plan.attempts) if plan.attempts else plan.attempts.planned(0, 1)
+        )
         capture = EnvironmentCapture(
             runner,
-            # The first attempt whose environment could be built: a first cell whose venv or
-            # image failed would leave the report only its error.
-            # An empty shard (fewer attempts than shards) runs none: the first cell's first
-            # attempt stands for the machine the shard ran on, which its record still says.
-            first_runnable(runner, plan.attempts) if plan.attempts else plan.attempts.planned(0, 1),
+            captured,
             folder.path,
             key=key,
             inherits=options.runner != "docker",
+            # A resumed run's attempt that ran before is not checked again in this one.
+            checked=not (resume and (captured.cell.id, captured.attempt) in resume.done),
         )
         # The values of the variables the spec reads, as this run reads them: a resume under
         # other values is refused (pipeline/resume.py), compare tells them (store/specvariables.py).
@@ -625,11 +630,15 @@ class EnvironmentCapture:
         *,
         key: RunKey | None = None,
         inherits: bool = True,
+        checked: bool = True,
     ) -> None:
         """`key`: the run's store key, which digests the secret variables (none: no
-        digests); `inherits`: the attempts inherit the engine's environment (not docker's)."""
+        digests); `inherits`: the attempts inherit the engine's environment (not docker's);
+        `checked`: this run runs `attempt` (not a resumed run's that ran before), so that a
+        runner that checks its packages (`CheckingRunner`) checks it."""
         self._key = key
         self._inherits = inherits
+        self._checked = checked
         self._environment: JsonObject = {}
         self._warnings: tuple[str, ...] = ()
         self._runner, self._attempt = runner, attempt
@@ -651,13 +660,15 @@ class EnvironmentCapture:
             return
         # What the spec says the incident needs vs what actually ran here.
         mismatches = environment_mismatches(env, attempt.environment.to_json())
-        # An extra's requirements, which a capture cannot judge: the lines of the run's own
-        # check of this cell (`package_lines`, read once the attempts ran: `result`), else
-        # asked of the interpreter as that check asks it where it is this machine's, else
-        # named unjudged.
         if mismatches:
             env["environment_mismatch"] = list(mismatches)
-        self._extras_pending = True
+        # An extra's requirements, which a capture cannot judge: the lines of the run's own
+        # check of this attempt (`package_lines`, read once the attempts ran: `result`), or,
+        # where the run does not check it, asked here, in this thread (`_judge_extras`).
+        if self._by_the_check():
+            self._extras_pending = True
+        else:
+            self._judge_extras(env)
         ran, wanted = _ran_python(env), attempt.environment.python
         if ran and wanted and not same_python(ran, wanted):
             # Said on the console too: the report's Environment section was the only place,
@@ -739,31 +750,44 @@ class EnvironmentCapture:
             self._judge_extras(self._environment)
         return self._environment, self._warnings
 
+    def _by_the_check(self) -> bool:
+        """Whether the run's own package check judges the captured attempt's extras: a
+        runner that checks them in the attempts' interpreter, an attempt this run runs."""
+        from reprospec.runners.base import CheckingRunner
+
+        return self._inherits and self._checked and isinstance(self._runner, CheckingRunner)
+
     def _judge_extras(self, env: JsonObject) -> None:
         """What the extras of the cell's `environment.packages` (`torch[opt-einsum]`) lack,
-        added to the capture's mismatches: the lines the run's own check found for the cell,
-        where it checked it (a second probe of the interpreter made each run of such a spec
-        wait for it at its end, and asked it in another environment than the attempts'),
-        else asked of the interpreter as the check asks it (`extra_mismatches`)."""
+        added to the capture's mismatches. Where the run checks the captured attempt
+        (`_by_the_check`), the lines its check found, read once the attempts ran (a second
+        probe of the interpreter made each run of such a spec wait for it at its end, and
+        asked it in another environment than the attempts'); where that check never
+        reached it (the run stopped first, or it refused the cell before probing, `./pkg`)
+        they are named not judged: asked there, the probe held a stopped run's end past
+        its 5 seconds, on the main thread, after the runner had closed (a venv's holds
+        released). Else, in the capture's thread, asked of the interpreter as the check
+        asks it (`extra_mismatches`): docker's, named not judged, and a resumed run's
+        attempt that ran before."""
         attempt = self._attempt
         packages = attempt.environment.packages
         if not packages:
             return  # nothing to check: the check's module is not imported
-        from reprospec.environment.captured import extra_mismatches
         from reprospec.environment.packages import wants_extras
         from reprospec.runners.base import CheckingRunner
 
         if not wants_extras(packages):
             return
-        checked = (
-            self._runner.package_lines(attempt)
-            if self._inherits and isinstance(self._runner, CheckingRunner)
-            else None
-        )
         unjudged: list[str] = []
-        if checked is not None:
-            extras = list(checked)
+        runner = self._runner
+        if self._by_the_check() and isinstance(runner, CheckingRunner):
+            checked = runner.package_lines(attempt)
+            extras = list(checked or ())
+            if checked is None:
+                unjudged = [r for r in packages if wants_extras([r])]
         else:
+            from reprospec.environment.captured import extra_mismatches
+
             extras, unjudged = extra_mismatches(
                 env,
                 packages,

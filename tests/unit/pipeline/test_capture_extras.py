@@ -56,9 +56,11 @@ def test_the_capture_reads_the_runs_own_check_and_asks_no_probe(
     assert asked == []
 
 
-def test_a_cell_the_check_never_reached_is_asked_of_its_interpreter(
+def test_an_attempt_the_run_does_not_check_is_asked_of_its_interpreter_in_the_capture(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A resumed run's captured attempt that ran before (`checked=False`): its check is not
+    run again, so the capture's own thread asks the interpreter, as the check asks it."""
     asked: list[str] = []
 
     def lists(
@@ -68,7 +70,30 @@ def test_a_cell_the_check_never_reached_is_asked_of_its_interpreter(
         return {("shop[fast]",): (LINE,)}
 
     monkeypatch.setattr(packages, "lists_mismatches", lists)
-    capture = EnvironmentCapture(_Checked(None), _plan(tmp_path), tmp_path)  # type: ignore[arg-type]
+    capture = EnvironmentCapture(_Checked(None), _plan(tmp_path), tmp_path, checked=False)  # type: ignore[arg-type]
+    capture._thread.join(10)
+    assert asked == ["/nowhere/python3"]  # in the thread, before result()
     environment, _ = capture.result(timeout=10)
     assert environment["environment_mismatch"] == [LINE]
-    assert asked == ["/nowhere/python3"]
+
+
+def test_an_attempt_the_check_never_reached_is_not_judged_and_not_probed_at_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run stopped before the captured attempt's check (Ctrl-C before the first attempt),
+    or the check refused the cell before probing: result() probed the interpreter on the
+    main thread (up to a minute, past a stopped run's 5 seconds, after the runner closed
+    its venv's holds). Named not judged, asking nothing."""
+    asked: list[str] = []
+
+    def lists(python: str, *_args: object, **_kwargs: object) -> object:
+        asked.append(python)
+        raise AssertionError("the interpreter was asked at the run's end")
+
+    monkeypatch.setattr(packages, "lists_mismatches", lists)
+    capture = EnvironmentCapture(_Checked(None), _plan(tmp_path), tmp_path)  # type: ignore[arg-type]
+    capture._thread.join(10)
+    environment, _ = capture.result(timeout=0.1)
+    assert environment["environment_unjudged"] == ["shop[fast]"]
+    assert "environment_mismatch" not in environment
+    assert asked == []
