@@ -72,8 +72,8 @@ class CheckingRunner(Protocol):
     (local, venv), before each attempt."""
 
     def package_lines(self, plan: AttemptPlan) -> tuple[str, ...] | None:
-        """What that check found wrong for the plan's cell, one line each (() where
-        nothing); None where it has not checked the cell."""
+        """What that check found wrong for the attempt `plan` (its cell and attempt number),
+        one line each (() where nothing); None where it has not checked that attempt."""
         ...
 
 

@@ -257,9 +257,12 @@ class LocalRunner:
         # The cell's `packages`, checked against what the interpreter has (once per key),
         # made at the first cell that lists some.
         self._packages: PackageCheck | None = None
-        # What that check found for each cell (its mismatch lines), for the environment
-        # capture: the same probe's words, not a second probe of the interpreter.
-        self._package_lines: dict[str, tuple[str, ...] | None] = {}
+        # What that check found for each attempt (its mismatch lines), by (cell, attempt),
+        # for the environment capture: the same probe's words, not a second probe of the
+        # interpreter. By attempt, not by cell: the check's key holds the attempt's site
+        # variables (PYTHONPATH perturbed, a `${{ attempt }}` value), and under -j the
+        # attempt whose check ended last decided the captured attempt's lines.
+        self._package_lines: dict[tuple[str, int], tuple[str, ...] | None] = {}
         # Fork servers for `run.preload`, started when an attempt first needs one.
         self._preloader: forkserver.Preloader | None = None
 
@@ -288,10 +291,10 @@ class LocalRunner:
             return self._preloader
 
     def package_lines(self, plan: AttemptPlan) -> tuple[str, ...] | None:
-        """What the run's own check of `environment.packages` found wrong for `plan`'s cell,
-        one line each (() where nothing); None where it has not checked the cell."""
+        """What the run's own check of `environment.packages` found wrong for the attempt
+        `plan`, one line each (() where nothing); None where it has not checked it."""
         with self._lock:
-            return self._package_lines.get(plan.cell.id)
+            return self._package_lines.get((plan.cell.id, plan.attempt))
 
     def _package_check(self) -> PackageCheck:
         """The run's one check of `environment.packages` (its cache is per run, shared by
@@ -542,7 +545,7 @@ class LocalRunner:
                 wanted = check.named(wanted)
             refused, lines = check.checked(self.python, wanted, env=env, cwd=plan.workdir)
             with self._lock:
-                self._package_lines[plan.cell.id] = lines
+                self._package_lines[plan.cell.id, plan.attempt] = lines
             if refused and self.packages_hint:
                 refused += self.packages_hint
             if refused:

@@ -935,3 +935,33 @@ def test_a_workload_on_a_python_older_than_the_harness_is_infra_error(tmp_path: 
         "a workload runs reprospec's harness, which needs Python 3.10 or later; "
     ), execution.infra_error
     assert execution.infra_error.endswith("give --python an interpreter that new")
+
+
+def test_the_package_lines_are_the_checked_attempts_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keyed by cell, the attempt whose check ended last gave every attempt of the cell its
+    lines (the check's key holds each attempt's site variables: PYTHONPATH perturbed, a
+    `${{ attempt }}` value; -j decides the order): the capture's attempt read another's."""
+    from reprospec.environment.packages import PackageCheck
+    from tests.support.plans import attempt_plan
+
+    found = iter([("a lacks x",), ("b lacks y",)])
+
+    def checked(*_args: object, **_kwargs: object) -> tuple[str, tuple[str, ...]]:
+        lines = next(found)
+        return "refused: " + lines[0], lines  # refused: no process starts
+
+    monkeypatch.setattr(PackageCheck, "checked", checked)
+    runner = LocalRunner()
+    first = attempt_plan(
+        ["true"], tmp_path, environment={"device": "cpu", "packages": ["shop[fast]"]}
+    )
+    second = replace(first, attempt=2)
+    assert runner.package_lines(first) is None
+    refused = runner.run(first, tmp_path / "1").infra_error
+    assert str(refused).startswith("refused: a lacks x")
+    refused = runner.run(second, tmp_path / "2").infra_error
+    assert str(refused).startswith("refused: b lacks y")
+    assert runner.package_lines(first) == ("a lacks x",)
+    assert runner.package_lines(second) == ("b lacks y",)
