@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from reprospec.amplify.search import AmplifyResult, ArmResult
 from reprospec.core.answers import rendered, search_exit_code
+from reprospec.core.atomicfile import save_all, write_atomic
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
@@ -618,11 +619,11 @@ def write(
                 carry_comments(source_text, body, _rate_comment(found)), source_text
             )
         content = header + schema_moved(body, base_dir, found.folder)
+    failed: list[tuple[str, str]] = []
     try:
-        found.folder.mkdir(parents=True, exist_ok=True)
         if content:
             if not _holds(path, content):  # a finished amplification run again: written then
-                path.write_text(content, encoding="utf-8")
+                write_atomic(path, content)
             found = replace(found, amplified_spec=path)
         elif path.exists() or path.is_symlink():
             # No winner this time (a smaller --budget than the answer that wrote it, an
@@ -630,27 +631,26 @@ def write(
             # beside the amplify.md and amplify.json that say not amplified. A larger
             # --budget writes it again.
             path.unlink()
-        (found.folder / "amplify.json").write_text(
-            json.dumps(to_dict(found), indent=2) + "\n", encoding="utf-8"
-        )
-        (found.folder / "amplify.md").write_text(markdown(found), encoding="utf-8")
     except OSError as exc:
         # An --out made read-only since (a full disk): a finished amplification run again
         # knows its answer from the replayed probes and printed none (exit 2 on the write).
         # The answer stands, printed with a warning; it names no amplified.yaml that is not
-        # this answer's.
+        # this answer's, and says where one is left there.
         held = bool(content) and _holds(path, content)
-        stale = not held and (path.exists() or path.is_symlink())
-        return replace(
-            found,
-            amplified_spec=path if held else None,
-            unsaved=(
-                f"the answer could not be saved in {found.folder} ({exc.strerror or exc}): its "
-                "amplify.json and amplify.md are not this run's"
-                + (", nor is its amplified.yaml" if stale else "")
-            ),
-        )
-    return found
+        found = replace(found, amplified_spec=path if held else None)
+        if not held and (path.exists() or path.is_symlink()):
+            failed.append(("amplified.yaml", exc.strerror or str(exc)))
+    # Each file on its own (write_atomic: a full disk leaves no truncated amplify.json).
+    report = found
+    unsaved = save_all(
+        found.folder,
+        (
+            ("amplify.json", lambda: json.dumps(to_dict(report), indent=2) + "\n"),
+            ("amplify.md", lambda: markdown(report)),
+        ),
+        failed,
+    )
+    return replace(found, unsaved=unsaved) if unsaved else found
 
 
 def _holds(path: Path, text: str) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 
@@ -33,6 +33,37 @@ def write_atomic(path: Path, text: str | Iterable[str]) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def save_all(
+    folder: Path,
+    files: Iterable[tuple[str, Callable[[], str]]],
+    failed: Sequence[tuple[str, str]] = (),
+) -> str:
+    """Write each of a search's answer files into `folder` (`write_atomic`), each tried on
+    its own, its text made only then; the sentence a warning gives of those not written
+    ("" where all were: a full disk may take one and not the next, which one try said
+    were both not this run's). `failed`: files the caller could not write before these
+    (amplify's amplified.yaml), each with its error's words, named first."""
+    missed = [name for name, _ in failed]
+    why = next((said for _, said in failed if said), "")
+    for name, text in files:
+        try:
+            write_atomic(folder / name, text())
+        except OSError as exc:
+            missed.append(name)
+            why = why or exc.strerror or str(exc)  # its file is a temporary one of write_atomic
+    return unsaved_sentence(folder, missed, why)
+
+
+def unsaved_sentence(folder: Path, missed: Sequence[str], why: str) -> str:
+    """`the answer could not be saved in FOLDER (WHY): its a.json and a.md are not this
+    run's` ("" where `missed` is empty): isolate's, minimize's and amplify's warning."""
+    if not missed:
+        return ""
+    names = missed[0] if len(missed) == 1 else ", ".join(missed[:-1]) + " and " + missed[-1]
+    verb = "is" if len(missed) == 1 else "are"
+    return f"the answer could not be saved in {folder} ({why}): its {names} {verb} not this run's"
 
 
 def write_probe(

@@ -7,12 +7,12 @@ the other way round."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from reprospec.core.answers import rendered, search_exit_code
-from reprospec.core.atomicfile import write_atomic
+from reprospec.core.atomicfile import save_all
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -323,29 +323,14 @@ def write(found: IsolateResult) -> IsolateResult:
     answer with `unsaved` set where they could not be (a read-only --out, a full disk): the
     answer stands, printed with a warning, not lost to the write's exit 2. Each file is tried
     on its own, and the warning names those not written: the others are this run's."""
-    failed: list[str] = []
-    why = ""
-    contents: tuple[tuple[str, Callable[[], str]], ...] = (
-        ("isolate.json", lambda: json.dumps(to_dict(found), indent=2) + "\n"),
-        ("isolate.md", lambda: markdown(found)),
-    )
-    for name, content in contents:
-        try:
-            write_atomic(found.folder / name, content())
-        except OSError as exc:
-            failed.append(name)
-            why = why or exc.strerror or str(exc)  # its file is a temporary one of write_atomic
-    if not failed:
-        return found
-    files = " and ".join(failed)
-    verb = "is" if len(failed) == 1 else "are"
-    return replace(
-        found,
-        unsaved=(
-            f"the answer could not be saved in {found.folder} ({why}): its {files} {verb} "
-            "not this run's"
+    unsaved = save_all(
+        found.folder,
+        (
+            ("isolate.json", lambda: json.dumps(to_dict(found), indent=2) + "\n"),
+            ("isolate.md", lambda: markdown(found)),
         ),
     )
+    return replace(found, unsaved=unsaved) if unsaved else found
 
 
 def _key_evidence(found: IsolateResult) -> list[tuple[str, Candidate]]:

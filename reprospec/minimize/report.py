@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from reprospec.core.answers import rendered, search_exit_code
-from reprospec.core.atomicfile import write_atomic
+from reprospec.core.atomicfile import save_all, write_atomic
 from reprospec.core.expr import same
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Cell, Expectation, Spec
@@ -239,20 +239,14 @@ def write_reports(found: Minimized) -> Minimized:
     write's exit 2. DIR's own are the answer's product (driver._check_output refused an
     unwritable one before any attempt): a failure there is raised."""
     saved = replace(found, unsaved="")
-    try:
-        for name, content in _reports(saved):
-            write_atomic(found.folder / name, content)
-    except OSError as exc:
-        why = exc.strerror or str(exc)  # its file is a temporary one of write_atomic
-        found = replace(
-            saved,
-            unsaved=(
-                f"the answer could not be saved in {found.folder} ({why}): its minimize.json "
-                f"and minimize.md are not this run's; those in {found.output} are"
-            ),
-        )
-    else:
-        found = saved
+    unsaved = save_all(
+        found.folder,
+        (
+            ("minimize.json", lambda: json.dumps(to_dict(saved), indent=2) + "\n"),
+            ("minimize.md", lambda: markdown(saved)),
+        ),
+    )
+    found = replace(saved, unsaved=f"{unsaved}; those in {found.output} are") if unsaved else saved
     for name, content in _reports(found):
         write_atomic(found.output / name, content)
     return found

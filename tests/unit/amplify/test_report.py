@@ -532,3 +532,28 @@ def test_an_answer_without_a_winner_leaves_no_amplified_spec_of_an_earlier_one(
     assert again.amplified_spec is None
     assert not (tmp_path / "amplified.yaml").exists()
     assert json.loads((tmp_path / "amplify.json").read_text())["amplified_spec"] is None
+
+
+def test_an_answer_whose_report_could_not_be_written_names_the_file_not_saved(
+    tmp_path: Path,
+) -> None:
+    """amplify.json written and amplify.md not (a full disk between them): the warning said
+    both were not this run's. Each is tried on its own (write_atomic: a failed write
+    leaves no truncated amplify.json), and the warning names the one not written."""
+    document: JsonObject = {"reprospec": 1, "name": "race", "command": "python race.py"}
+    (tmp_path / "amplify.md").mkdir()  # a rename onto it fails
+    saved = write(_found(tmp_path, Expectation("error"), 41), document, tmp_path)
+    assert saved.unsaved.startswith(f"the answer could not be saved in {tmp_path} (")
+    assert saved.unsaved.endswith("): its amplify.md is not this run's"), saved.unsaved
+    assert json.loads((tmp_path / "amplify.json").read_text())["id"] == "a1"
+    assert saved.amplified_spec == tmp_path / "amplified.yaml"
+    # An earlier answer's amplified.yaml that cannot be replaced is named, with its error.
+    (tmp_path / "amplify.md").rmdir()
+    stale = tmp_path / "amplified.yaml"
+    stale.unlink()
+    stale.mkdir()
+    (stale / "x").write_text("")
+    again = write(_found(tmp_path, Expectation("error"), 41), document, tmp_path)
+    assert again.amplified_spec is None
+    assert again.unsaved.endswith("): its amplified.yaml is not this run's"), again.unsaved
+    assert "()" not in again.unsaved

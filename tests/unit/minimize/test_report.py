@@ -231,3 +231,20 @@ def test_stopped_in_step_1_it_does_not_say_no_failure_was_seen() -> None:
     said = text(found)
     assert "no failure seen" not in said
     assert "its failure not read: interrupted in step 1 (isolate), before the program ran" in said
+
+
+def test_an_answer_whose_report_could_not_be_written_names_the_file_not_saved(
+    tmp_path: Path,
+) -> None:
+    # minimize.json written in the minimize folder and minimize.md not (a full disk between
+    # them): the warning said both were not this run's.
+    from reprospec.minimize.report import write_reports
+
+    done = answer(minimize(program(), InProcess(1.0, seed=0), Settings(passing=0)), stopped=False)
+    state, out = tmp_path / "state", tmp_path / "out"
+    (state / "minimize.md").mkdir(parents=True)  # a rename onto it fails
+    saved = write_reports(replace(done, folder=state, output=out))
+    assert saved.unsaved.startswith(f"the answer could not be saved in {state} (")
+    assert saved.unsaved.endswith(f"): its minimize.md is not this run's; those in {out} are")
+    assert (state / "minimize.json").is_file()
+    assert (out / "minimize.md").is_file()
