@@ -963,3 +963,16 @@ def shard_phrase(shard: str) -> str:
         f"shard {shard}: each cell judged on this shard's share of its attempts; "
         f"`reprospec merge` of the {count} shards judges them on all"
     )
+
+
+def paths_refused(paths: Sequence[str]) -> str:
+    """Why a built image (the docker runner's, materialize's) refuses entries of
+    `environment.packages` that are paths of this machine: its build sees only its context.
+    One text for image.py's refusal and `doctor --runner docker`, which said "the docker
+    runner installs the spec's packages" of the same entries."""
+    return (
+        f"environment.packages {', '.join(repr(p) for p in paths)}: a path on this "
+        "machine, which the image's build cannot see (it installs from an index): "
+        "give its wheel with --find-links DIR and name the package (mypkg==1.0), or "
+        "install it in an environment.dockerfile"
+    )

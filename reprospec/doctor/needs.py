@@ -53,6 +53,9 @@ class CellPackages:
     # ("": doctor's own folder).
     env: tuple[tuple[str, str], ...] = ()
     workdir: str = ""
+    # Whether their image is built from an environment.dockerfile (the docker runner
+    # installs nothing into it, and checks the list against it).
+    dockerfile: bool = False
 
 
 @frozen
@@ -259,7 +262,16 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
         return Check("spec-environment", "skipped", "the spec names no python version or packages")
     # Nothing ran: the interpreter is only the one found (`ran=False`).
     python = environment_mismatches(env, {"python": needs.python}, ran=False)
-    packages = _package_problems(env, needs)
+    packages, refused = _package_problems(env, needs)
+    if refused:  # what the runner refuses whatever the interpreter has
+        return Check(
+            "spec-environment",
+            "fail",
+            "; ".join(refused)
+            + f": on the {needs.runner} runner every cell that names it is an infra error, "
+            "not run" + (f" (and {'; '.join(packages + python)})" if packages or python else ""),
+            _REFUSED_TODO.get(needs.runner, ""),
+        )
     if packages and needs.runner == "local":
         return Check(
             "spec-environment",
@@ -294,13 +306,24 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
     return Check("spec-environment", "pass", "python and packages match the spec's environment")
 
 
-def _package_problems(env: Captured, needs: Needs) -> list[str]:
+# What to do of entries the runner refuses (`_refused`), by runner.
+_REFUSED_TODO = {
+    "local": "name what each installs (mypkg @ file:///path/to/mypkg), which the "
+    "interpreter can be checked for, or run with --runner venv (it installs it from there)",
+    "docker": "in a Dockerfile's image, name the distribution it installs (mypkg==1.0) or "
+    "leave it out; or run with --runner venv (it installs it from there)",
+}
+
+
+def _package_problems(env: Captured, needs: Needs) -> tuple[list[str], list[str]]:
     """What the interpreter lacks of each cell's packages, the cells named where not all
     cells need it: `six is not installed (the cell needs six==1.11.0) in cells six=1.11.0`
-    beside the same of 1.16.0, where the last cell's list alone named only 1.16.0."""
+    beside the same of 1.16.0, where the last cell's list alone named only 1.16.0; and
+    what the runner refuses of them whatever it has (`_refused`), named so too."""
     sets = needs.package_sets or (CellPackages(needs.packages),)
     every = sum(len(each.cells) for each in sets)
     cells_of: dict[str, list[str]] = {}
+    refused_of: dict[str, list[str]] = {}
     asked = _asked_problems(env, sets) if needs.runner == "local" else None
     for each in sets:
         found = (
@@ -310,10 +333,36 @@ def _package_problems(env: Captured, needs: Needs) -> list[str]:
         )
         for problem in dict.fromkeys(found):
             cells_of.setdefault(problem, []).extend(each.cells)
-    return [
-        problem if not cells or len(cells) == every else f"{problem} in {_cells(cells)}"
-        for problem, cells in cells_of.items()
-    ]
+        refused = _refused(each, needs.runner)
+        if refused is not None:
+            refused_of.setdefault(refused, []).extend(each.cells)
+
+    def named(found: dict[str, list[str]]) -> list[str]:
+        return [
+            problem if not cells or len(cells) == every else f"{problem} in {_cells(cells)}"
+            for problem, cells in found.items()
+        ]
+
+    return named(cells_of), named(refused_of)
+
+
+def _refused(each: CellPackages, runner: str) -> str | None:
+    """Why the runner refuses the cells of `each` whatever the interpreter has (None: it
+    does not), in the runner's words: the local runner's check and a Dockerfile image's
+    refuse an entry no name says what to check for (`./mypkg`), a built image a path of
+    this machine. Doctor passed both ("packages match", "the docker runner installs the
+    spec's packages") where the capture named no interpreter or the runner was docker."""
+    from reprospec.environment.packages import local_path, unchecked
+
+    if runner == "local" or (runner == "docker" and each.dockerfile):
+        return unchecked(each.packages)
+    if runner == "docker":
+        paths = [p for p in each.packages if local_path(p) is not None]
+        if paths:
+            from reprospec.core.words import paths_refused
+
+            return paths_refused(paths)
+    return None
 
 
 def _asked_problems(
@@ -327,7 +376,7 @@ def _asked_problems(
     import os
     from pathlib import Path
 
-    from reprospec.environment.packages import lists_mismatches, unchecked
+    from reprospec.environment.packages import lists_mismatches
 
     python = section(env, "python").get("executable")
     if not isinstance(python, str) or not python:
@@ -344,11 +393,6 @@ def _asked_problems(
             cwd=Path(workdir) if workdir else None,
         )
         out.update({each: found.get(each.packages, ()) for each in alike})
-    # An entry no name says what to check for (`./mypkg`): the local runner's check refuses
-    # the cell, where doctor, which asked only of the named ones, said "packages match".
-    for each in sets:
-        if (refused := unchecked(each.packages)) is not None:
-            out[each] = (refused, *out.get(each, ()))
     return out
 
 
@@ -369,7 +413,7 @@ def needs_of(
     device, workers, prefetch, batch, shm, memory = "cpu", 0, 2, None, None, None
     gpu_count = 0
     python: str | None = None
-    lists: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...], str], list[str]] = {}
+    lists: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...], str, bool], list[str]] = {}
     torch = False
     numpy = False
     workloads = True
@@ -381,6 +425,7 @@ def needs_of(
                 tuple(environment.packages),
                 site_variables(environment.env),
                 str(environment.workdir),
+                environment.dockerfile is not None,
             )
             named = lists.setdefault(seen, [])
             named.extend(ids[position : position + 1])
@@ -402,7 +447,7 @@ def needs_of(
         if environment.memory is not None:
             memory = environment.memory
         python = environment.python or python
-    packages = tuple(dict.fromkeys(p for each, _, _ in lists for p in each))
+    packages = tuple(dict.fromkeys(p for each, _, _, _ in lists for p in each))
     return Needs(
         device=device,
         gpus=gpu_count,
@@ -414,8 +459,8 @@ def needs_of(
         python=python,
         packages=packages,
         package_sets=tuple(
-            CellPackages(each, tuple(named), env, workdir)
-            for (each, env, workdir), named in lists.items()
+            CellPackages(each, tuple(named), env, workdir, dockerfile)
+            for (each, env, workdir, dockerfile), named in lists.items()
         ),
         torch=torch,
         numpy=numpy,

@@ -148,12 +148,9 @@ def _refuse_paths(packages: Sequence[str]) -> None:
     broken."""
     paths = [p for p in packages if local_path(p) is not None]
     if paths:
-        raise InfraError(
-            f"environment.packages {', '.join(repr(p) for p in paths)}: a path on this "
-            "machine, which the image's build cannot see (it installs from an index): "
-            "give its wheel with --find-links DIR and name the package (mypkg==1.0), or "
-            "install it in an environment.dockerfile"
-        )
+        from reprospec.core.words import paths_refused  # (not read to import this module)
+
+        raise InfraError(paths_refused(paths))
 
 
 def _user_dockerfile(path: Path) -> ImageRecipe:

@@ -13,6 +13,7 @@ import pytest
 from reprospec import doctor
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.sections import Environment
+from reprospec.doctor.needs import CellPackages
 from reprospec.environment.captured import environment_mismatches
 from reprospec.harness import HARNESS_ROOT
 from reprospec.native import CorePattern
@@ -568,3 +569,36 @@ def test_a_package_list_names_torch_by_the_package_checks_own_reader(
     installs = f"the venv runner installs the spec's {package} for each cell"
     assert torch.why.endswith(installs) is named
     assert torch.why.startswith("the spec needs no torch") is not named
+
+
+def test_a_path_package_fails_where_the_runner_refuses_it_whatever_the_capture() -> None:
+    # `unchecked` held only where the capture named an interpreter: without one, doctor
+    # passed ./mypkg on the local runner, and with --runner docker said "the docker runner
+    # installs the spec's packages" where run refuses every cell.
+    env = machine(packages={"six": "1.16.0"})  # no python executable: nothing is asked
+    mine = CellPackages(("six", "./mypkg"), ("default",))
+    local = by_name(env, doctor.Needs(packages=mine.packages, package_sets=(mine,)))
+    check = local["spec-environment"]
+    assert check.status == "fail"
+    assert check.why.startswith(
+        "cannot check the cell's packages: './mypkg' names no distribution this interpreter "
+        "can be checked for (name @ url names one): on the local runner every cell that "
+        "names it is an infra error, not run"
+    )
+    assert "mypkg @ file:///path/to/mypkg" in check.todo
+    assert "install them into this interpreter" not in check.todo  # it cannot help
+    docker = doctor.Needs(packages=mine.packages, package_sets=(mine,), runner="docker")
+    check = by_name(env, docker)["spec-environment"]
+    assert check.status == "fail"
+    assert check.why.startswith(
+        "environment.packages './mypkg': a path on this machine, which the image's build cannot see"
+    )
+    assert "installs the spec's packages" not in check.why
+    # A Dockerfile's image is checked, as the local runner checks: refused so too.
+    built = replace(mine, dockerfile=True)
+    check = by_name(env, replace(docker, package_sets=(built,)))["spec-environment"]
+    assert check.status == "fail"
+    assert check.why.startswith("cannot check the cell's packages: './mypkg' names no")
+    # The venv runner installs it from there.
+    venv = replace(docker, runner="venv")
+    assert by_name(env, venv)["spec-environment"].status == "pass"
