@@ -735,7 +735,14 @@ def _source_files(requirement: str, folder: Path) -> list[Path]:
             dirs[:] = []
             continue
         seen.add((stat.st_dev, stat.st_ino))
-        dirs[:] = [d for d in dirs if d not in _NOT_SOURCES and not d.endswith(".egg-info")]
+        top_level = top == str(folder)
+        dirs[:] = [
+            d
+            for d in dirs
+            if d not in _NOT_SOURCES
+            and not d.endswith(".egg-info")
+            and not (top_level and d in _NOT_SOURCES_AT_TOP)
+        ]
         files.extend(Path(top, name) for name in names)
         if len(files) > SOURCE_FILES_CAP:
             raise InfraError(
@@ -746,24 +753,25 @@ def _source_files(requirement: str, folder: Path) -> list[Path]:
     return sorted(p for p in files if p.is_file())
 
 
-# What a build of a folder writes into it (with `*.egg-info`, setuptools' on each build),
-# a checkout's own, a tool's caches and a run's default --out: not the program, and kept
-# they changed the key on every run of a spec whose folder is `.` (a fresh env each time,
-# and `slurm`'s shards keyed another than the login node built).
+# A checkout's own folders, a tool's caches and setuptools' `*.egg-info` (written on each
+# build), at any depth: no package's source sits in them. Kept, they changed the key on
+# every run of a spec whose folder is `.` (a fresh env each time, and `slurm`'s shards
+# keyed another than the login node built).
 _NOT_SOURCES = frozenset(
     {
         ".git",
         "__pycache__",
-        "build",
-        "dist",
         ".tox",
         ".venv",
-        ".reprospec",
         "node_modules",
         ".pytest_cache",
         ".mypy_cache",
         ".ruff_cache",
     }
 )
+# What a build writes (`build`, `dist`) and a run's default --out, at the folder's top
+# only: deeper, `mypkg/dist/` or pip's `_internal/operations/build/` is source. (The venv
+# runner is not told a run's --out: one other than `.reprospec` inside the folder is keyed.)
+_NOT_SOURCES_AT_TOP = frozenset({"build", "dist", ".reprospec"})
 # Past this many files a folder entry is refused: keying them would stall every build.
 SOURCE_FILES_CAP = 20_000

@@ -206,6 +206,19 @@ def test_a_folder_package_keys_its_environment_by_where_it_is_and_what_it_holds(
     assert plain.key() == EnvRequest(plain.python, plain.packages).key()
 
 
+def test_a_folder_packages_own_build_and_dist_packages_are_keyed(tmp_path: Path) -> None:
+    # `build` and `dist` were pruned at every depth: an edit to mypkg/dist/__init__.py (or
+    # pip's _internal/operations/build/) reused the old environment, which ran old code.
+    for inner in ("dist", "build", ".reprospec"):
+        (tmp_path / "mypkg" / "mypkg" / inner).mkdir(parents=True)
+        (tmp_path / "mypkg" / "mypkg" / inner / "__init__.py").write_text("A = 1\n")
+    first = _request(("./mypkg",), tmp_path).key()
+    for inner in ("dist", "build", ".reprospec"):
+        (tmp_path / "mypkg" / "mypkg" / inner / "__init__.py").write_text("A = 22\n")
+        assert _request(("./mypkg",), tmp_path).key() != first
+        first = _request(("./mypkg",), tmp_path).key()
+
+
 def test_a_folder_package_keys_the_folders_it_links_and_never_enters_a_checkouts_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
