@@ -49,6 +49,8 @@ def said(say: Callable[[str], None]) -> venvs.EnvProgressCallback:
             if event.message.startswith("Using Python"):
                 return  # the temporary build folder: noise
             say(f"    {event.message}")
+        elif event.stage == "warning":
+            say(f"warning: {event.message}")
         elif event.stage != "reused":
             say(f"env {event.key}: {event.message}")
 
@@ -181,6 +183,7 @@ class VenvRunner:
                     index=self._index_config(),
                     exclude_newer=self.exclude_newer,
                     cwd=self.spec_dir,
+                    warn=lambda line: self.progress(venvs.EnvProgress("", "warning", line)),
                 )
                 say = self._labelled(label, request)
                 self._hold(request.key())

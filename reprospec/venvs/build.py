@@ -320,7 +320,8 @@ class EnvProgress:
     """One step of getting an environment, for a progress display."""
 
     key: str
-    stage: str  # "reused" | "waiting" | "create" | "install" | "output" | "check" | "done"
+    # "reused" | "waiting" | "create" | "install" | "output" | "check" | "done" | "warning"
+    stage: str
     message: str
     seconds: float = 0.0
 
@@ -678,25 +679,34 @@ def env_request(
     index: IndexConfig | None = None,
     exclude_newer: str | None = None,
     cwd: Path | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> EnvRequest:
     """The request for one cell's resolved `environment` section.
 
     The interpreter is `python` (the run's --python) when given, else the spec's
     `environment.python` version found on this machine, else reprospec's own. `cwd`: where
-    uv runs, which a relative path entry is read from (`local_sources`).
+    uv runs, which a relative path entry is read from (`local_sources`); `warn`: what it
+    says of a folder keyed in part (`local_sources`).
     """
     return EnvRequest(
         python=find_interpreter(python or environment.python),
         packages=environment.packages,
         index=index if index is not None else user_index_config(),
         exclude_newer=exclude_newer,
-        sources=local_sources(environment.packages, cwd or Path.cwd()),
+        sources=local_sources(environment.packages, cwd or Path.cwd(), warn),
     )
 
 
-def local_sources(requirements: Sequence[str], cwd: Path) -> tuple[tuple[str, str], ...]:
+def _warn_on_stderr(line: str) -> None:
+    print(f"reprospec: warning: {line}", file=sys.stderr, flush=True)
+
+
+def local_sources(
+    requirements: Sequence[str], cwd: Path, warn: Callable[[str], None] | None = None
+) -> tuple[tuple[str, str], ...]:
     """(entry, its absolute path and a digest of its files' names, sizes and times) of each
-    entry that is a path of this machine, read from `cwd`; one not there is left to uv."""
+    entry that is a path of this machine, read from `cwd`; one not there is left to uv.
+    `warn` (None: stderr) is told of a folder keyed in part (`_source_files`)."""
     out = []
     for requirement in requirements:
         where = packages.local_path(requirement)
@@ -709,7 +719,10 @@ def local_sources(requirements: Sequence[str], cwd: Path) -> tuple[tuple[str, st
         if not path.exists():
             continue
         digest = hashlib.sha256()
-        for file in [path] if path.is_file() else _source_files(requirement, path):
+        files = (
+            [path] if path.is_file() else _source_files(requirement, path, warn or _warn_on_stderr)
+        )
+        for file in files:
             with contextlib.suppress(OSError):
                 stat = file.stat()
                 digest.update(f"{file}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
@@ -717,39 +730,66 @@ def local_sources(requirements: Sequence[str], cwd: Path) -> tuple[tuple[str, st
     return tuple(out)
 
 
-def _source_files(requirement: str, folder: Path) -> list[Path]:
+def _source_files(requirement: str, folder: Path, warn: Callable[[str], None]) -> list[Path]:
     """The files of a folder entry, sorted: what a build writes and a checkout's own
     folders pruned as the walk meets them (never entered: rglob walked .git and .venv whole
-    and filtered after), symlinked folders followed as the build follows them (each real
-    folder once: a link back up is no loop), an unreadable folder or more than
-    `SOURCE_FILES_CAP` files refused as an InfraError rather than keyed in part."""
+    and filtered after), symlinked folders followed as the build follows them, after the
+    folder's own files (each real folder once: a link back up is no loop). Past
+    `SOURCE_FILES_CAP` files (`data -> /datasets`, `.` of a monorepo) the walk stops and
+    what it met is keyed, and a subfolder it cannot read (a container's root-owned output)
+    is left out, each said to `warn` once; only the folder itself unreadable is an
+    InfraError: it was refused whole, and every cell with it infra-error."""
     files: list[Path] = []
     seen: set[tuple[int, int]] = set()
+    links: list[Path] = [folder]
+    unread: list[str] = []
 
     def unreadable(exc: OSError) -> None:
-        raise InfraError(f"{requirement!r}: cannot read {exc.filename}: {exc.strerror}")
+        if exc.filename is None or Path(exc.filename) == folder:
+            raise InfraError(f"{requirement!r}: cannot read {folder}: {exc.strerror}")
+        unread.append(f"{exc.filename} ({exc.strerror})")
 
-    for top, dirs, names in os.walk(folder, onerror=unreadable, followlinks=True):
-        stat = Path(top).stat()
-        if (stat.st_dev, stat.st_ino) in seen:
-            dirs[:] = []
-            continue
-        seen.add((stat.st_dev, stat.st_ino))
-        top_level = top == str(folder)
-        dirs[:] = [
-            d
-            for d in dirs
-            if d not in _NOT_SOURCES
-            and not d.endswith(".egg-info")
-            and not (top_level and d in _NOT_SOURCES_AT_TOP)
-        ]
-        files.extend(Path(top, name) for name in names)
-        if len(files) > SOURCE_FILES_CAP:
-            raise InfraError(
-                f"{requirement!r}: more than {SOURCE_FILES_CAP} files under {folder} (what "
-                "keys its environment): name the package's own folder, not one that holds "
-                "data or other checkouts"
+    while links:
+        for top, dirs, names in os.walk(links.pop(0), onerror=unreadable):
+            try:
+                stat = Path(top).stat()
+            except OSError as exc:
+                unreadable(exc)
+                dirs[:] = []
+                continue
+            if (stat.st_dev, stat.st_ino) in seen:
+                dirs[:] = []
+                continue
+            seen.add((stat.st_dev, stat.st_ino))
+            top_level = top == str(folder)
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if d not in _NOT_SOURCES
+                and not d.endswith(".egg-info")
+                and not (top_level and d in _NOT_SOURCES_AT_TOP)
             )
+            linked = {d for d in dirs if Path(top, d).is_symlink()}
+            links.extend(Path(top, d) for d in dirs if d in linked)
+            dirs[:] = [d for d in dirs if d not in linked]
+            files.extend(Path(top, name) for name in sorted(names))
+            if len(files) > SOURCE_FILES_CAP:
+                break
+        if len(files) > SOURCE_FILES_CAP:
+            warn(
+                f"{requirement!r}: more than {SOURCE_FILES_CAP} files under {folder}: its "
+                f"environment is keyed by the first {SOURCE_FILES_CAP} only (its own before "
+                "linked folders), so an edit past them reuses it; name the package's own "
+                "folder, not one that holds data or other checkouts"
+            )
+            del files[SOURCE_FILES_CAP:]
+            break
+    if unread:
+        warn(
+            f"{requirement!r}: cannot read {', '.join(unread[:3])}"
+            f"{f' and {len(unread) - 3} more' if len(unread) > 3 else ''} under {folder}: "
+            "not keyed, so an edit there reuses its environment"
+        )
     return sorted(p for p in files if p.is_file())
 
 
@@ -773,5 +813,6 @@ _NOT_SOURCES = frozenset(
 # only: deeper, `mypkg/dist/` or pip's `_internal/operations/build/` is source. (The venv
 # runner is not told a run's --out: one other than `.reprospec` inside the folder is keyed.)
 _NOT_SOURCES_AT_TOP = frozenset({"build", "dist", ".reprospec"})
-# Past this many files a folder entry is refused: keying them would stall every build.
+# Past this many files a folder entry is keyed in part: keying them all would stall every
+# build.
 SOURCE_FILES_CAP = 20_000

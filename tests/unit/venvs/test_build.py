@@ -239,9 +239,9 @@ def test_a_folder_package_keys_the_folders_it_links_and_never_enters_a_checkouts
     walk = os.walk
 
     def spying(
-        top: Path, onerror: Callable[[OSError], None], followlinks: bool
+        top: Path, onerror: Callable[[OSError], None]
     ) -> Iterator[tuple[str, list[str], list[str]]]:
-        for item in walk(top, onerror=onerror, followlinks=followlinks):
+        for item in walk(top, onerror=onerror):
             entered.append(item[0])
             yield item
 
@@ -253,15 +253,79 @@ def test_a_folder_package_keys_the_folders_it_links_and_never_enters_a_checkouts
     assert not [e for e in entered if ".git" in e or ".venv" in e]
 
 
-def test_a_folder_package_past_the_cap_is_refused_not_keyed_in_part(
+def test_a_folder_package_past_the_cap_is_keyed_in_part_with_a_warning_not_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Past the cap the entry was refused: `data -> /datasets` in the package's folder, or
+    # `.` of a monorepo, made every cell infra-error. Its own files are keyed before links.
     monkeypatch.setattr("reprospec.venvs.build.SOURCE_FILES_CAP", 3)
-    (tmp_path / "mypkg").mkdir()
+    data = tmp_path / "datasets"
+    data.mkdir()
     for n in range(5):
-        (tmp_path / "mypkg" / f"m{n}.py").write_text("")
-    with pytest.raises(InfraError, match=r"'./mypkg': more than 3 files under"):
-        local_sources(("./mypkg",), tmp_path)
+        (data / f"d{n}").write_text("")
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "m.py").write_text("A = 1\n")
+    (tmp_path / "mypkg" / "data").symlink_to(data, target_is_directory=True)
+    said: list[str] = []
+    first = local_sources(("./mypkg",), tmp_path, said.append)
+    assert len(said) == 1
+    assert "'./mypkg': more than 3 files under" in said[0]
+    assert local_sources(("./mypkg",), tmp_path, said.append) == first
+    (tmp_path / "mypkg" / "m.py").write_text("A = 22\n")
+    assert local_sources(("./mypkg",), tmp_path, said.append) != first
+
+
+def test_a_folder_package_keys_around_a_subfolder_it_cannot_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A subfolder the walk could not read (a container's root-owned 0700 output) refused the
+    # entry, though the build never reads it; the folder itself unreadable still is refused.
+    (tmp_path / "mypkg" / "out").mkdir(parents=True)
+    (tmp_path / "mypkg" / "m.py").write_text("")
+    walk = os.walk
+
+    def failing(
+        top: Path, onerror: Callable[[OSError], None]
+    ) -> Iterator[tuple[str, list[str], list[str]]]:
+        for item in walk(top, onerror=onerror):
+            if item[0].endswith("out"):
+                onerror(PermissionError(13, "Permission denied", item[0]))
+                continue
+            yield item
+
+    monkeypatch.setattr("reprospec.venvs.build.os.walk", failing)
+    said: list[str] = []
+    assert local_sources(("./mypkg",), tmp_path, said.append)
+    assert len(said) == 1
+    assert "cannot read" in said[0]
+    assert "out (Permission denied)" in said[0]
+
+    def refusing(
+        top: Path, onerror: Callable[[OSError], None]
+    ) -> Iterator[tuple[str, list[str], list[str]]]:
+        onerror(PermissionError(13, "Permission denied", str(top)))
+        yield from ()
+
+    monkeypatch.setattr("reprospec.venvs.build.os.walk", refusing)
+    with pytest.raises(InfraError, match=r"'./mypkg': cannot read .*mypkg: Permission denied"):
+        local_sources(("./mypkg",), tmp_path, said.append)
+
+
+def test_a_folder_package_removed_during_the_walk_is_an_infra_error_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "mypkg").mkdir()
+
+    def gone(
+        top: Path, onerror: Callable[[OSError], None]
+    ) -> Iterator[tuple[str, list[str], list[str]]]:
+        del onerror
+        Path(top).rmdir()  # removed between the listing and its stat
+        yield str(top), [], []
+
+    monkeypatch.setattr("reprospec.venvs.build.os.walk", gone)
+    with pytest.raises(InfraError, match=r"'./mypkg': cannot read .*mypkg: No such file"):
+        local_sources(("./mypkg",), tmp_path, print)
 
 
 def test_a_folder_package_of_a_user_this_machine_lacks_is_an_infra_error() -> None:
