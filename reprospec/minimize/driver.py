@@ -31,6 +31,7 @@ isolation.state.search_id), replays the stored answers and runs only what is new
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -462,6 +463,8 @@ def _minimize(
         )
         if result.status == "refused" and held_a_result(output):
             found = replace(found, output=folder / "result", kept_output=str(output))
+        if dir_checked(found):
+            _check_out_for_dir(found, run_options.out)
         found = write(found, spec, workdir)
         try:
             if dir_checked(found):
@@ -635,11 +638,7 @@ def confirm_dir(
     # A finished minimization run again answers every probe from its state and writes the
     # same DIR: its check is the stored one, and the command runs nothing.
     record = found.folder / "dir-check.json"
-    checked = {"program": found.result.program.key, "output": str(found.output.resolve())}
-    try:
-        stored = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        stored = None
+    checked, stored = _stored_check(found)
     if isinstance(stored, dict) and all(stored.get(k) == v for k, v in checked.items()):
         added = tuple(str(name) for name in stored.get("added") or ())
         dropped = tuple(str(name) for name in stored.get("dropped") or ())
@@ -699,21 +698,62 @@ def confirm_dir(
         ),
         "",
     )
-    record.write_text(
-        json.dumps(
-            {
-                **checked,
-                "unconfirmed": unconfirmed,
-                "message": message,
-                "added": list(found.added),
-                "dropped": list(found.dropped),
-                "unlisted": list(found.unlisted),
-            }
+    with contextlib.suppress(OSError):
+        # Not kept (a full disk, the folder made read-only in the check): the answer stands,
+        # write_reports says what is not saved, and the next run checks DIR again.
+        record.write_text(
+            json.dumps(
+                {
+                    **checked,
+                    "unconfirmed": unconfirmed,
+                    "message": message,
+                    "added": list(found.added),
+                    "dropped": list(found.dropped),
+                    "unlisted": list(found.unlisted),
+                }
+            )
+            + "\n",
+            encoding="utf-8",
         )
-        + "\n",
-        encoding="utf-8",
-    )
     return write_reports(replace(found, unconfirmed=unconfirmed, message_after=message))
+
+
+def _stored_check(found: Minimized) -> tuple[dict[str, str], object]:
+    """What DIR's check is stored under (this program, this DIR), and what dir-check.json
+    holds (None where it cannot be read)."""
+    checked = {"program": found.result.program.key, "output": str(found.output.resolve())}
+    try:
+        stored = json.loads((found.folder / "dir-check.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        stored = None
+    return checked, stored
+
+
+def _check_out_for_dir(found: Minimized, out: Path) -> None:
+    """Refuse, before DIR is written and its check runs an attempt, an --out that cannot
+    be written where the check is not stored: its run goes there. A finished minimization
+    run again on an --out made read-only since replays its probes, and its DIR check only
+    where dir-check.json holds this -o's; another -o (or a check interrupted before) ran
+    attempts and stopped on the results store, exit 2 with no answer. The -o whose check
+    is stored is named: with it, nothing runs."""
+    checked, stored = _stored_check(found)
+    if not isinstance(stored, dict):
+        stored = {}
+    if all(stored.get(k) == v for k, v in checked.items()):
+        return  # replayed in confirm_dir: nothing runs
+    why = _unwritable(out)
+    if not why:
+        return
+    other = stored.get("output") if stored.get("program") == checked["program"] else None
+    again = (
+        f"give -o {other} again (its check is stored), or an --out that can be"
+        if isinstance(other, str) and other
+        else "give an --out that can be"
+    )
+    raise UsageError(
+        f"--out {out}: cannot be written ({why}), and the check of -o {found.output} runs "
+        f"its minimized.yaml, whose attempts are stored there: {again}"
+    )
 
 
 def _drop_unread(

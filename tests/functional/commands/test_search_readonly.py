@@ -152,3 +152,33 @@ def test_amplify_prints_its_replayed_answer_though_it_cannot_be_saved(tmp_path: 
                 assert data["amplified_spec"] == str(amplified)
     finally:
         _writable(out)
+
+
+def test_minimize_with_another_dir_on_a_read_only_out_is_refused_before_dir_is_written(
+    tmp_path: Path,
+) -> None:
+    """DIR's check is replayed only for the -o it was stored of: another -o ran its
+    attempts, which stopped on the read-only --out's results store, exit 2 after the
+    replay with no answer. It is refused before DIR is written, naming the -o whose check
+    is stored; that one is answered, unsaved, as ever."""
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    out, result, other = tmp_path / "out", tmp_path / "result", tmp_path / "other"
+    argv = [
+        sys.executable, "-m", "reprospec", "minimize", str(tmp_path / "spec.yaml"), "--out",
+        str(out), "-j", "1", "--budget", "40",
+    ]  # fmt: skip
+    first = _run([*argv, "-o", str(result)])
+    assert first.returncode == 0, first.stderr  # minimized: DIR's check ran
+    try:
+        again = _run(_read_only(out, [*argv, "-o", str(other)]))
+        assert again.returncode == 2, again.stderr
+        assert "Traceback" not in again.stderr
+        assert f"--out {out}: cannot be written (Read-only" in again.stderr, again.stderr
+        assert f"give -o {result} again (its check is stored)" in again.stderr
+        assert not other.exists()
+        same = _run(_read_only(out, [*argv, "-o", str(result)]))
+        assert same.returncode == 0, same.stderr
+        assert WARNING in same.stderr
+    finally:
+        _writable(out)
