@@ -134,9 +134,10 @@ def read_key(path: Path) -> bytes:
 INHERITED_FIELD = "inherited_digests"
 # The GPUs a scheduler handed a job (Slurm's GRES sets CUDA_VISIBLE_DEVICES and
 # GPU_DEVICE_ORDINAL, ROCm's and oneAPI's theirs): `0` in one shard and `1` in the next, as
-# another `--gpus` is one command's. CUDA_VISIBLE_DEVICES is a variable the capture shows
-# (merge passes over it: "shards ran in different environments"), the others are left out
-# of the digests below as a session's bookkeeping is.
+# another `--gpus` is one command's. merge passes over them all ("shards ran in different
+# environments"); CUDA_VISIBLE_DEVICES is a variable the capture shows, the others are
+# digested as any inherited variable is, so that `compare` of a failing and a passing
+# ROCm run still says `HIP_VISIBLE_DEVICES: changed`.
 HANDED_OUT_GPUS = frozenset(
     {
         "CUDA_VISIBLE_DEVICES",
@@ -148,7 +149,7 @@ HANDED_OUT_GPUS = frozenset(
 )
 # A shell's session and a CI job's bookkeeping: they differ between any two shells, and
 # would bury the variable that changed under noise (the prefixes end in `_`).
-SESSION_VARIABLES = HANDED_OUT_GPUS | frozenset(
+SESSION_VARIABLES = frozenset(
     {
         "_", "PWD", "OLDPWD", "SHLVL", "TERM", "COLORTERM", "LS_COLORS", "LSCOLORS", "PS1",
         "PS2", "PS4", "PROMPT_COMMAND", "HISTFILE", "HISTSIZE", "HISTFILESIZE",
