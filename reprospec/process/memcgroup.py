@@ -27,6 +27,7 @@ import contextlib
 import functools
 import os
 import threading
+import time
 import weakref
 from pathlib import Path
 
@@ -41,6 +42,16 @@ _LIMITS = {_V2_COUNTER: "memory.max", _V1_COUNTER: "memory.limit_in_bytes"}
 _NO_LIMIT = 2**60
 # Every OOM kill of the machine (the kernel's OOM_KILL event, counted wherever it killed).
 _MACHINE_COUNTER = Path("/proc/vmstat")
+# How old a read of the machine's count a watch takes as its count before (`_machine_before`):
+# the kernel sums every per-CPU counter of /proc/vmstat at each read (17 us of the engine's
+# CPU, a read at each attempt's start and end), and the end of the attempt before read it a
+# moment ago. A kill counted between that read and the watch's start counts as the attempt's
+# (a SIGKILL then stays a crash, as where a kill is counted): the attempt read as begun at
+# most this much earlier.
+MACHINE_FRESH_S = 0.1
+# The machine's count last read: (the moment before the read, time.monotonic(); the file;
+# the count), under _watching_lock.
+_machine_read: list[tuple[float, Path, int]] = []
 
 
 def mounts() -> list[tuple[str, str, str]]:
@@ -131,8 +142,7 @@ class OomWatch:
         self._path = own_counter()
         self._fd = _held(self._path) if self._path is not None else None
         self._before = _pread(self._fd) if self._fd is not None else None
-        machine = _held(_MACHINE_COUNTER)
-        self._machine_before = _pread(machine) if machine is not None else None
+        self._machine_before = _machine_before()
         self.shared = False
         if self._fd is not None:
             with _watching_lock:
@@ -154,10 +164,8 @@ class OomWatch:
         and a SIGKILL one died of was sent by a process. False where a kill was counted
         (anyone's: another attempt's, another user's) or the count cannot be read (a kernel
         before 4.13, no /proc): a SIGKILL then stays what it always read as, a crash."""
-        machine = _held(_MACHINE_COUNTER)
-        if machine is None or self._machine_before is None:
-            return False
-        return _pread(machine) == self._machine_before
+        after = _machine_count()
+        return after is not None and after == self._machine_before
 
     def said(self) -> str | None:
         """`the kernel's OOM killer killed 1 process in the attempt's memory cgroup (its
@@ -177,6 +185,33 @@ class OomWatch:
             )
         limit = _limit(self._path.parent / _LIMITS[self._path.name])
         return f"{said} (its limit: {format_size(limit)})" if limit is not None else said
+
+
+def _machine_before() -> int | None:
+    """The machine's OOM kills as a watch begins: the count read within MACHINE_FRESH_S,
+    else read now (None: no count to read)."""
+    now = time.monotonic()
+    with _watching_lock:
+        if _machine_read:
+            at, path, count = _machine_read[0]
+            if path == _MACHINE_COUNTER and now - at <= MACHINE_FRESH_S:
+                return count
+    return _machine_count()
+
+
+def _machine_count() -> int | None:
+    """The machine's OOM kills now (/proc/vmstat's `oom_kill`), kept for the next watch."""
+    path = _MACHINE_COUNTER
+    machine = _held(path)
+    if machine is None:
+        return None
+    at = time.monotonic()  # before the read: the count holds every kill up to `at`
+    count = _pread(machine)
+    if count is not None:
+        with _watching_lock:
+            if not _machine_read or _machine_read[0][0] <= at:
+                _machine_read[:] = [(at, path, count)]
+    return count
 
 
 def _limit(path: Path) -> int | None:

@@ -257,11 +257,14 @@ class LocalRunner:
         # The cell's `packages`, checked against what the interpreter has (once per key),
         # made at the first cell that lists some.
         self._packages: PackageCheck | None = None
-        # What that check found for each attempt (its mismatch lines), by (cell, attempt),
-        # for the environment capture: the same probe's words, not a second probe of the
-        # interpreter. By attempt, not by cell: the check's key holds the attempt's site
-        # variables (PYTHONPATH perturbed, a `${{ attempt }}` value), and under -j the
-        # attempt whose check ended last decided the captured attempt's lines.
+        # What that check found (its mismatch lines) for the attempts the environment
+        # capture asked for (`keep_package_lines`), by (cell, attempt): the same probe's
+        # words, not a second probe of the interpreter. By attempt, not by cell: the check's
+        # key holds the attempt's site variables (PYTHONPATH perturbed, a `${{ attempt }}`
+        # value), and under -j the attempt whose check ended last decided the captured
+        # attempt's lines. Only those asked for: one entry per attempt grew for the whole
+        # run (-j with a large repeat), where one is read.
+        self._keep_lines: set[tuple[str, int]] = set()
         self._package_lines: dict[tuple[str, int], tuple[str, ...] | None] = {}
         # Fork servers for `run.preload`, started when an attempt first needs one.
         self._preloader: forkserver.Preloader | None = None
@@ -290,9 +293,15 @@ class LocalRunner:
                 weakref.finalize(self, self._preloader.close)
             return self._preloader
 
+    def keep_package_lines(self, plan: AttemptPlan) -> None:
+        """Keep what the check finds for the attempt `plan` (the capture's): `package_lines`."""
+        with self._lock:
+            self._keep_lines.add((plan.cell.id, plan.attempt))
+
     def package_lines(self, plan: AttemptPlan) -> tuple[str, ...] | None:
         """What the run's own check of `environment.packages` found wrong for the attempt
-        `plan`, one line each (() where nothing); None where it has not checked it."""
+        `plan`, one line each (() where nothing); None where it has not checked it, or was
+        not asked to keep it (`keep_package_lines`)."""
         with self._lock:
             return self._package_lines.get((plan.cell.id, plan.attempt))
 
@@ -545,7 +554,8 @@ class LocalRunner:
                 wanted = check.named(wanted)
             refused, lines = check.checked(self.python, wanted, env=env, cwd=plan.workdir)
             with self._lock:
-                self._package_lines[plan.cell.id, plan.attempt] = lines
+                if (plan.cell.id, plan.attempt) in self._keep_lines:
+                    self._package_lines[plan.cell.id, plan.attempt] = lines
             if refused and self.packages_hint:
                 refused += self.packages_hint
             if refused:
@@ -636,7 +646,10 @@ class LocalRunner:
                 engine_wide = None
             oom = own or engine_wide
             # Read once every process of the attempt is gone: none can be killed after.
-            no_oom_kill = oom is None and oom_watch.none_anywhere()
+            # Read where a kill was named too: the next attempt's watch takes this count as
+            # its start's (memcgroup.MACHINE_FRESH_S), so it must hold that kill.
+            none_anywhere = oom_watch.none_anywhere()
+            no_oom_kill = oom is None and none_anywhere
             for folder in watched:
                 native.WATCH.release(folder)
             if matcher is not None:

@@ -118,6 +118,28 @@ def test_no_oom_kill_anywhere_is_read_from_the_machines_count(
     assert not memcgroup.OomWatch().none_anywhere()
 
 
+def test_a_watch_takes_the_machines_count_read_a_moment_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/proc/vmstat costs 17 us of CPU a read (the kernel sums every counter of it): a
+    watch that begins within MACHINE_FRESH_S of a read (the attempt before's end) takes that
+    count as its start's, one read per attempt where there were two; a kill counted since
+    that read counts as the attempt's, as another's kill while it ran does. An older read is
+    not taken: the count is read again."""
+    vmstat = tmp_path / "vmstat"
+    vmstat.write_text("oom_kill 7\n")
+    monkeypatch.setattr(memcgroup, "_MACHINE_COUNTER", vmstat)
+    first = memcgroup.OomWatch()
+    assert first.none_anywhere()  # read at its end: 7
+    vmstat.write_text("oom_kill 8\n")  # a kill after that read, before the next watch began
+    second = memcgroup.OomWatch()
+    assert not second.none_anywhere()  # 8 against 7: the kill may have been its
+    vmstat.write_text("oom_kill 9\n")
+    monkeypatch.setattr(memcgroup, "MACHINE_FRESH_S", -1.0)  # every read too old
+    third = memcgroup.OomWatch()  # reads 9 itself
+    assert third.none_anywhere()
+
+
 def test_this_machines_count_is_read() -> None:
     """The real /proc/vmstat (Linux 4.13+): an engine that runs nothing sees no kill."""
     if "oom_kill " not in Path("/proc/vmstat").read_text():
