@@ -643,6 +643,11 @@ class EnvironmentCapture:
         self._warnings: tuple[str, ...] = ()
         self._runner, self._attempt = runner, attempt
         self._extras_pending = False  # the capture ran, its extras not judged yet
+        from reprospec.runners.base import CheckingRunner
+
+        if self._by_the_check() and isinstance(runner, CheckingRunner):
+            # Before the attempts run: the runner keeps this attempt's check's lines only.
+            runner.keep_package_lines(attempt)
         self._thread = threading.Thread(
             target=self._capture, args=(runner, attempt, run_dir), name="reprospec-env", daemon=True
         )

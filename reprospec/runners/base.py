@@ -71,9 +71,15 @@ class CheckingRunner(Protocol):
     """A runner that checks a cell's `environment.packages` in the interpreter that runs it
     (local, venv), before each attempt."""
 
+    def keep_package_lines(self, plan: AttemptPlan) -> None:
+        """Keep what that check finds for the attempt `plan` (the environment capture's,
+        asked before the attempts run): only such an attempt's lines are kept."""
+        ...
+
     def package_lines(self, plan: AttemptPlan) -> tuple[str, ...] | None:
         """What that check found wrong for the attempt `plan` (its cell and attempt number),
-        one line each (() where nothing); None where it has not checked that attempt."""
+        one line each (() where nothing); None where it has not checked that attempt or
+        was not asked to keep it (`keep_package_lines`)."""
         ...
 
 

@@ -322,6 +322,12 @@ class VenvRunner:
             raise InfraError(self._with_cell_log(plan, log_dir, reason))
         return runner.run_instances(plan, log_dir, gpu_slots=gpu_slots, cancel=cancel)
 
+    def keep_package_lines(self, plan: AttemptPlan) -> None:
+        """Keep what the check of the plan's venv finds for it (LocalRunner's)."""
+        runner, _ = self._env_for(plan)
+        if runner is not None:
+            runner.keep_package_lines(plan)
+
     def package_lines(self, plan: AttemptPlan) -> tuple[str, ...] | None:
         """What the run's check of the plan's venv found wrong (LocalRunner.package_lines)."""
         runner, _ = self._env_for(plan)

@@ -958,6 +958,8 @@ def test_the_package_lines_are_the_checked_attempts_own(
         ["true"], tmp_path, environment={"device": "cpu", "packages": ["shop[fast]"]}
     )
     second = replace(first, attempt=2)
+    runner.keep_package_lines(first)
+    runner.keep_package_lines(second)
     assert runner.package_lines(first) is None
     refused = runner.run(first, tmp_path / "1").infra_error
     assert str(refused).startswith("refused: a lacks x")
@@ -965,3 +967,27 @@ def test_the_package_lines_are_the_checked_attempts_own(
     assert str(refused).startswith("refused: b lacks y")
     assert runner.package_lines(first) == ("a lacks x",)
     assert runner.package_lines(second) == ("b lacks y",)
+
+
+def test_only_the_captured_attempts_package_lines_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One entry per attempt grew for the whole run (-j with a large repeat: tens of MB),
+    where only the environment capture's attempt is read: only those asked for are kept."""
+    from reprospec.environment.packages import PackageCheck
+    from tests.support.plans import attempt_plan
+
+    def checked(*_args: object, **_kwargs: object) -> tuple[str, tuple[str, ...]]:
+        return "refused: lacks x", ("lacks x",)  # refused: no process starts
+
+    monkeypatch.setattr(PackageCheck, "checked", checked)
+    runner = LocalRunner()
+    first = attempt_plan(
+        ["true"], tmp_path, environment={"device": "cpu", "packages": ["shop[fast]"]}
+    )
+    runner.keep_package_lines(first)
+    for attempt in range(1, 6):
+        runner.run(replace(first, attempt=attempt), tmp_path / str(attempt))
+    assert runner.package_lines(first) == ("lacks x",)
+    assert runner.package_lines(replace(first, attempt=2)) is None
+    assert len(runner._package_lines) == 1

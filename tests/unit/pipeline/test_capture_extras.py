@@ -27,9 +27,13 @@ class _Checked:
 
     def __init__(self, lines: tuple[str, ...] | None) -> None:
         self.lines = lines
+        self.kept: AttemptPlan | None = None
 
     def capture_environment(self, _plan: AttemptPlan, _log_dir: Path) -> Mapping[str, JsonValue]:
         return {"python": {"executable": "/nowhere/python3", "version": "3.11.7"}}
+
+    def keep_package_lines(self, plan: AttemptPlan) -> None:
+        self.kept = plan
 
     def package_lines(self, _plan: AttemptPlan) -> tuple[str, ...] | None:
         return self.lines
@@ -49,7 +53,9 @@ def test_the_capture_reads_the_runs_own_check_and_asks_no_probe(
         raise AssertionError("the interpreter was asked again")
 
     monkeypatch.setattr(packages, "probe_installed", probe)
-    capture = EnvironmentCapture(_Checked((LINE,)), _plan(tmp_path), tmp_path)  # type: ignore[arg-type]
+    runner, plan = _Checked((LINE,)), _plan(tmp_path)
+    capture = EnvironmentCapture(runner, plan, tmp_path)  # type: ignore[arg-type]
+    assert runner.kept == plan  # asked to keep its attempt's lines, before any attempt ran
     environment, _ = capture.result(timeout=10)
     assert environment["environment_mismatch"] == [LINE]
     assert "environment_unjudged" not in environment
