@@ -198,8 +198,10 @@ def execute(
             folder.path,
             key=key,
             inherits=options.runner != "docker",
-            # A resumed run's attempt that ran before is not checked again in this one.
-            checked=not (resume and (captured.cell.id, captured.attempt) in resume.done),
+            # A resumed run's attempt that ran before is not checked again in this one, nor
+            # an empty shard's, which it never runs: their capture asks the interpreter.
+            checked=bool(plan.attempts)
+            and not (resume and (captured.cell.id, captured.attempt) in resume.done),
         )
         # The values of the variables the spec reads, as this run reads them: a resume under
         # other values is refused (pipeline/resume.py), compare tells them (store/specvariables.py).

@@ -169,6 +169,25 @@ def test_a_shard_without_attempts_records_an_empty_run_that_merges(
     assert (cell["id"], cell["verdict"], len(cell["attempts"])) == ("p=b", "reproduced", 1)
 
 
+def test_an_empty_shards_capture_judges_its_extras_by_asking_the_interpreter(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # An empty shard's captured attempt is one it never runs, yet the capture waited for
+    # the run's check of it: its extras were named unjudged, where it asked before.
+    spec = write_spec(
+        tmp_path / "extras.yaml",
+        "name: extras\nmatrix: {p: [a, b]}\ncommand: python -c pass\n"
+        "environment: {packages: ['pytest[dev]']}\nexpect: {outcome: pass}\n",
+    )
+    out = str(tmp_path / "o")
+    empty = cli("run", str(spec), "-m", "p=b", "--repeat", "1", "--shard", "2/2", "--out", out)
+    assert empty.code == 0, empty.stderr
+    assert "shard 2/2 holds no attempts" in empty.stderr
+    environment = empty.results()["environment"]
+    assert "python" in environment, environment
+    assert "environment_unjudged" not in environment, environment
+
+
 def test_merged_shards_name_the_command_and_repro_an_unsharded_run_names(
     cli: Cli, tmp_path: Path
 ) -> None:
