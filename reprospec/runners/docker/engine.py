@@ -70,11 +70,13 @@ NO_GPU_RUNTIME_HINT = (
 )
 
 
-def engine_reason(exc: Exception) -> str:
-    """What the engine said of a container it would not make or start (an APIError's own
-    explanation), with what to install where it had no GPU runtime for the GPUs asked: the
-    attempt's container, the package check's and the environment capture's alike."""
-    said = str(getattr(exc, "explanation", None) or exc)
+def engine_reason(exc: Exception, *, whole: bool = True) -> str:
+    """What the engine said of a container it would not make or start, with what to install
+    where it had no GPU runtime for the GPUs asked: the attempt's container, the package
+    check's and the environment capture's alike. `whole`: docker's whole text, its HTTP
+    status and endpoint with its explanation (the package check's and the capture's, as
+    they said it); else the explanation alone (the attempt's container, as it said it)."""
+    said = str(exc) if whole else str(getattr(exc, "explanation", None) or exc)
     return said + NO_GPU_RUNTIME_HINT if _NO_GPU_RUNTIME in said else said
 
 

@@ -606,7 +606,7 @@ class DockerRunner:
         except docker.errors.ImageNotFound as exc:
             return self._infra(base, started, f"docker image missing: {exc.explanation or exc}")
         except docker.errors.APIError as exc:
-            reason = f"the container could not start: {engine_reason(exc)}"
+            reason = f"the container could not start: {engine_reason(exc, whole=False)}"
             if init and init_missing(reason):
                 raise _InitFailed(reason) from exc  # no python3 in the image to run it
             return self._infra(base, started, reason)

@@ -27,9 +27,14 @@ NO_DRIVER = 'could not select device driver "" with capabilities: [[gpu]]'
 
 def test_a_gpu_request_without_a_runtime_says_what_to_install() -> None:
     exc = docker_errors.APIError("500 Server Error", explanation=NO_DRIVER)
-    assert engine_reason(exc) == NO_DRIVER + NO_GPU_RUNTIME_HINT
+    assert engine_reason(exc, whole=False) == NO_DRIVER + NO_GPU_RUNTIME_HINT
+    # The package check's and the capture's keep docker's HTTP status and endpoint, which
+    # they lost to the explanation alone (review).
+    assert engine_reason(exc) == f'500 Server Error ("{NO_DRIVER}")' + NO_GPU_RUNTIME_HINT
     # Any other refusal is the engine's words alone.
     assert engine_reason(docker_errors.APIError("no such image")) == "no such image"
+    refused = docker_errors.APIError("409 Client Error", explanation="Conflict")
+    assert engine_reason(refused) == '409 Client Error ("Conflict")'
 
 
 class _Engine:
@@ -69,5 +74,7 @@ def test_the_package_check_and_the_capture_say_it_too(
     assert refused is not None
     assert refused.startswith("cannot check the cell's packages in img: ")
     assert refused.endswith(NO_GPU_RUNTIME_HINT)
+    assert "500 Server Error" in refused
     captured = probe.capture_environment(_Engine(), plan, tmp_path)
     assert str(captured["error"]).endswith(NO_GPU_RUNTIME_HINT)
+    assert "500 Server Error" in str(captured["error"])
