@@ -15,6 +15,7 @@ from collections.abc import Collection, Sequence
 
 from reprospec.core.lazyre import Lazy
 from reprospec.core.pythonargs import is_python, python_program
+from reprospec.core.requirements import normalize
 
 _NOT_FOUND = Lazy(r"^(?:[^\n]*?: )?(?P<cmd>[^\s:][^:\n]*): (?:command )?not found\s*$", re.M)
 _NOT_EXECUTABLE = Lazy(
@@ -28,14 +29,15 @@ _CANT_OPEN = Lazy(
     re.M,
 )
 # `python -m pytest` where the interpreter has no pytest: runpy's own line, exit 1, the last
-# one on stderr, said by an interpreter (`/venv/bin/python3.12: ...`). Only a top-level
+# one on stderr, said by an interpreter (`/venv/bin/python3.12: ...`, pythonargs.is_python's
+# rule: `pypy3`, `python3.13t` too). Only a top-level
 # module that is not there at all: `No module named json.absent` (its package is there) is
 # a module the installed version lacks, the program's failure as an import of it would be
 # (what a version bisect looks for), and is left to the classifier. The same line anywhere
 # else (a child `python -m` the program ran, before its own traceback) or said by anything
 # else (`ImportError: No module named yaml`, `warning: ...`) is the program's.
 _NO_MODULE = Lazy(
-    r"(?P<exe>\S*python[\d.]*(?:\.exe)?): (?:No module named (?P<mod>[^\s.'\"]+)"
+    r"(?P<exe>\S+): (?:No module named (?P<mod>[^\s.'\"]+)"
     r"|Error while finding module specification for '(?P<dotted>[^'\n]+)' "
     r"\(ModuleNotFoundError: No module named '(?P<root>[^'.\n]+)'\))\s*"
 )
@@ -66,7 +68,7 @@ def not_started(
     if code != 1:
         return None
     last = stderr.rstrip().rsplit("\n", 1)[-1].strip()
-    if (found := _NO_MODULE.fullmatch(last)) is None:
+    if (found := _NO_MODULE.fullmatch(last)) is None or not is_python(found["exe"]):
         return None
     module = found["mod"] or found["dotted"]
     missing = found["mod"] or found["root"]
@@ -74,7 +76,7 @@ def not_started(
         return None
     if argv is not None and not _runs_module(argv, module):
         return None
-    if re.sub(r"[-_.]+", "-", missing).lower() in declared:  # PEP 503's normal form
+    if normalize(missing) in declared:
         return None
     return (
         f"{found['exe']} -m {module}: no module named {missing} in that interpreter "

@@ -18,8 +18,9 @@ from typing import Literal
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 
-# An interpreter's file name: python, python3, python3.12 (not python3-config, pythonw).
-_PYTHON_NAME = Lazy(r"python(?:\d+(?:\.\d+)*)?")
+# An interpreter's file name: python, python3, python3.12, PyPy's `pypy3`, a free-threaded
+# build's `python3.13t`, Windows' `python.exe` (not python3-config, pythonw).
+_PYTHON_NAME = Lazy(r"(?:python|pypy)(?:\d+(?:\.\d+)*t?)?(?:\.exe)?")
 # Short options whose value is the rest of the word or the next one (`-W ignore`, `-Xdev`).
 _VALUED = frozenset("WX")
 # Long options whose value is the next word.
@@ -45,7 +46,7 @@ class PythonProgram:
 
 def is_python(program: str) -> bool:
     """Whether a command's program word names a Python interpreter (`/usr/bin/python3.12`)."""
-    return _PYTHON_NAME.fullmatch(program.rsplit("/", 1)[-1]) is not None
+    return _PYTHON_NAME.fullmatch(program.replace("\\", "/").rsplit("/", 1)[-1]) is not None
 
 
 def python_program(args: Sequence[str]) -> PythonProgram:

@@ -20,6 +20,7 @@ from reprospec.core.lazyre import Lazy
 _LOCATION = Lazy(
     r"^(\.{1,2}[/\\]|[/\\~]|[A-Za-z][A-Za-z0-9+.-]*://)|\.(whl|tar\.gz|tgz|zip|tar\.bz2)$"
 )
+_SEPARATORS = Lazy(r"[-_.]+")
 # The usual slips, each with what was meant: `six=1.2`, `torch>>2`, `torch=>2`, `six=<2`.
 _FIXES = (
     (Lazy(r"=>"), ">="),
@@ -28,6 +29,12 @@ _FIXES = (
     (Lazy(r"<<"), "<"),
     (Lazy(r"(?<![=<>!~])=(?![=<>])"), "=="),
 )
+
+
+def normalize(name: str) -> str:
+    """PEP 503 name normalization: `Typing_Extensions` -> `typing-extensions` (the one rule:
+    environment/packages.py's, and core/notstarted.py's of a module `python -m` lacks)."""
+    return _SEPARATORS.sub("-", name).lower()
 
 
 def is_location(text: str) -> bool:

@@ -28,6 +28,7 @@ from reprospec.core import capped
 from reprospec.core import requirements as req_words
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
+from reprospec.core.requirements import normalize as normalize  # the one rule, re-exported
 from reprospec.errors import InfraError
 
 # Runs in the target interpreter: stdlib only, Python 3.6+ (pkg_resources when
@@ -190,11 +191,6 @@ class Installed:
         """The installed version of normalized `name` (None: not installed, or not seen)."""
         have = self.versions.get(name)
         return have if have is not None else self.everything.get(name)
-
-
-def normalize(name: str) -> str:
-    """PEP 503 name normalization: `Typing_Extensions` -> `typing-extensions`."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @frozen

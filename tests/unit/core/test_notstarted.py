@@ -65,6 +65,20 @@ def test_only_an_interpreters_last_line_is_python_dash_m_that_never_started(
     assert not_started(1, stderr) is None
 
 
+@pytest.mark.parametrize("exe", ["/opt/pypy/bin/pypy3", "/usr/bin/python3.13t", "python.exe"])
+def test_python_dash_m_is_read_of_every_interpreter_is_python_names(exe: str) -> None:
+    # Its own `\S*python[\d.]*` beside pythonargs.is_python missed pypy3 and python3.13t.
+    said = not_started(1, f"{exe}: No module named pytest\n")
+    assert (said or "").startswith(f"{exe} -m pytest: no module named pytest"), said
+    # ...and took names no interpreter has (`ipython`), which is_python does not.
+    assert not_started(1, "/usr/bin/ipython: No module named pytest\n") is None
+
+
+def test_a_module_of_a_declared_package_is_normalized_as_pep_503_says() -> None:
+    stderr = f"{PY}: No module named Typing_Extensions\n"
+    assert not_started(1, stderr, declared={"typing-extensions"}) is None
+
+
 def test_the_words_count_only_of_a_command_that_runs_that_module() -> None:
     stderr = f"{PY}: No module named black_tool\n"
     # The program ran `python -m black_tool` itself, then exited 1: its failure.

@@ -36,6 +36,15 @@ def test_what_an_interpreters_words_run(args: list[str], expected: PythonProgram
 def test_an_interpreter_is_named_by_its_file_and_version() -> None:
     for name in ("python", "python3", "python3.12", "/usr/bin/python3.9", "../.venv/bin/python"):
         assert is_python(name), name
+    # PyPy's, a free-threaded build's and Windows' (core/notstarted.py's rule took them).
+    for name in (
+        "pypy3",
+        "/opt/pypy/bin/pypy3.10",
+        "python3.13t",
+        "python.exe",
+        r"C:\Py\python.exe",
+    ):
+        assert is_python(name), name
     for name in ("python3-config", "pythonw", "ipython", "cpython", "pytest"):
         assert not is_python(name), name
 
