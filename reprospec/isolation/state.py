@@ -272,16 +272,25 @@ def forget_could_not_run(path: Path, header: Mapping[str, JsonValue]) -> str:
     probes, cut = read_probes(path, header, StoredProbe.from_dict, FORMAT, "isolate", "isolation")
     reason = could_not_run(probes)
     if reason and cut:
-        kept = {
-            "format": FORMAT,
-            "header": dict(header),
-            "probes": [],
-            "cut": dict(sorted(cut.items())),
-        }
-        write_atomic(path, json.dumps(kept, indent=1))
+        write_atomic(path, _state_json(dict(header), [], cut))
     elif reason:
         path.unlink()
     return reason
+
+
+def _state_json(
+    header: Mapping[str, JsonValue], probes: Sequence[StoredProbe], cut: Mapping[str, int]
+) -> str:
+    """state.json's text: the search's header, its probes, the numbers Ctrl-C cut short
+    (`"cut"`, left out where none): the one layout StateFile and `forget_could_not_run`
+    write."""
+    data = {
+        "format": FORMAT,
+        "header": header,
+        "probes": [p.to_dict() for p in probes],
+        **({"cut": dict(sorted(cut.items()))} if cut else {}),
+    }
+    return json.dumps(data, indent=1)
 
 
 @contextlib.contextmanager
@@ -536,10 +545,4 @@ class StateFile:
             return list(dict.fromkeys(p.run_id for p in self._probes if p.run_id))
 
     def _write(self) -> None:
-        data = {
-            "format": FORMAT,
-            "header": self.header,
-            "probes": [p.to_dict() for p in self._probes],
-            **({"cut": dict(sorted(self._cut.items()))} if self._cut else {}),
-        }
-        write_atomic(self.path, json.dumps(data, indent=1))
+        write_atomic(self.path, _state_json(self.header, self._probes, self._cut))
