@@ -464,13 +464,13 @@ def unchecked(requirements: Sequence[str]) -> str | None:
     for requirement in requirements:
         if _parse(requirement).name is not None:
             continue
-        wrong = req_words.problem(requirement)
-        if wrong is None:  # _is_location: installable, but nothing here says what it holds
-            wrong = (
+        if _is_location(requirement):  # installable, but nothing here says what it holds
+            reasons.append(
                 f"{requirement.strip()!r} names no distribution this interpreter can be "
                 "checked for (name @ url names one)"
             )
-        reasons.append(wrong)
+        else:
+            reasons.append(req_words.problem(requirement) or requirement.strip())
     if not reasons:
         return None
     return "cannot check the cell's packages: " + "; ".join(reasons)
