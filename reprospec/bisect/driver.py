@@ -255,7 +255,11 @@ def bisect_spec(
         except KeyboardInterrupt:  # while an environment was being built, say
             raise stopped() from None
         save(result)
-        changed = _changed(request, environment, spec.base_dir, result) if request.by_date else ()
+        changed, unknown = (
+            _changed(request, environment, spec.base_dir, result) if request.by_date else ((), "")
+        )
+        if unknown:
+            say(unknown)
         report = redactor.value(
             BisectReport(
                 request,
@@ -485,33 +489,50 @@ def _failure_line(trial: Trial) -> str:
 
 def _changed(
     request: BisectRequest, environment: Environment, spec_dir: Path, result: BisectResult
-) -> tuple[tuple[str, str | None, str | None], ...]:
+) -> tuple[tuple[tuple[str, str | None, str | None], ...], str]:
     """By date: the installed versions that differ between the last good and first bad day,
     read from the environments the venv runner built: their keys as it made them
     (`venvs.env_request`, a path entry's files and the spec's python too), where one built
-    by hand without a path entry's `sources` named none and `changed` was empty."""
+    by hand without a path entry's `sources` named none and `changed` was empty. With the
+    line that says why they are unknown ("" where known): a path entry's files walked
+    again (after the search) that raise, or changed since, so that a day's key names no
+    environment; either was an empty `changed` said nowhere, or a traceback after the
+    answer was saved."""
     if result.status != "found" or result.last_good is None or result.first_bad is None:
-        return ()
+        return (), ""
     installed: list[dict[str, str]] = []
     root = _envs_root(request)
     for day in (result.last_good, result.first_bad):
-        with _exclude_newer(_end_of_day(day)):
-            index = venvs.user_index_config((request.find_links,) if request.find_links else ())
-            pinned = candidate_packages(environment.packages, request.package, day, True)
-            env_request = venvs.env_request(
-                dataclasses.replace(environment, packages=pinned),
-                python=request.python,
-                index=index,
-                cwd=spec_dir,
+        try:
+            with _exclude_newer(_end_of_day(day)):
+                index = venvs.user_index_config((request.find_links,) if request.find_links else ())
+                pinned = candidate_packages(environment.packages, request.package, day, True)
+                env_request = venvs.env_request(
+                    dataclasses.replace(environment, packages=pinned),
+                    python=request.python,
+                    index=index,
+                    cwd=spec_dir,
+                    warn=lambda _line: None,  # said as the search built it
+                )
+        except InfraError as exc:
+            return (
+                (),
+                f"what changed from {result.last_good} to {result.first_bad} is unknown: {exc}",
             )
         meta = venvs.read_meta(root / env_request.key())
-        installed.append(venvs.installed(meta) if meta is not None else {})
+        if meta is None:
+            return (), (
+                f"what changed from {result.last_good} to {result.first_bad} is unknown: the "
+                f"environment of {day} is not found under {root} (pruned, or a path entry's "
+                "files changed since the search ran it)"
+            )
+        installed.append(venvs.installed(meta))
     names = sorted(set(installed[0]) | set(installed[1]))
     return tuple(
         (n, installed[0].get(n), installed[1].get(n))
         for n in names
         if installed[0].get(n) != installed[1].get(n)
-    )
+    ), ""
 
 
 def _check_python(request: BisectRequest) -> None:

@@ -160,4 +160,25 @@ def test_by_date_changed_reads_the_environments_the_venv_runner_keyed_with_a_pat
         "found", first_bad="2024-01-02", last_good="2024-01-01", confidence=1.0,
         attempts=2, reason="", versions=(),
     )  # fmt: skip
-    assert _changed(request, environment, tmp_path, result) == (("six", "1.15.0", "1.16.0"),)
+    assert _changed(request, environment, tmp_path, result) == (
+        (("six", "1.15.0", "1.16.0"),),
+        "",
+    )
+    # ./mypkg edited after the search ran its days: no key names an environment, and
+    # `changed` was silently empty; it is said unknown.
+    (tmp_path / "mypkg" / "m.py").write_text("VALUE = 33\n")
+    changed, unknown = _changed(request, environment, tmp_path, result)
+    assert changed == ()
+    assert unknown.startswith("what changed from 2024-01-01 to 2024-01-02 is unknown: the ")
+    assert "a path entry's files changed since the search ran it" in unknown
+
+    # Its walk raising (after the answer was saved) was a traceback: unknown, said why.
+    def raising(*_args: object, **_kwargs: object) -> venvs.EnvRequest:
+        raise InfraError("'./mypkg': cannot read mypkg: Permission denied")
+
+    monkeypatch.setattr(venvs, "env_request", raising)
+    assert _changed(request, environment, tmp_path, result) == (
+        (),
+        "what changed from 2024-01-01 to 2024-01-02 is unknown: "
+        "'./mypkg': cannot read mypkg: Permission denied",
+    )
