@@ -110,6 +110,7 @@ class VenvRunner:
         # meanwhile leaves it in place, where it removed it under the attempts.
         self._holds: dict[str, SharedHold | None] = {}
         self._build_lock = threading.Lock()
+        self._warned: set[str] = set()
 
     # -- environments ----------------------------------------------------------------
 
@@ -183,7 +184,7 @@ class VenvRunner:
                     index=self._index_config(),
                     exclude_newer=self.exclude_newer,
                     cwd=self.spec_dir,
-                    warn=lambda line: self.progress(venvs.EnvProgress("", "warning", line)),
+                    warn=self._warn,
                 )
                 say = self._labelled(label, request)
                 self._hold(request.key())
@@ -214,6 +215,15 @@ class VenvRunner:
                 self._envs[env.key] = env
                 self._runners.setdefault(env.key, runner)
                 return self._runners[env.key], ""
+
+    def _warn(self, line: str) -> None:
+        """Say a warning of an environment's request (a folder keyed in part) once a run:
+        each cell's section of the same folder walks it again."""
+        with self._lock:
+            if line in self._warned:
+                return
+            self._warned.add(line)
+        self.progress(venvs.EnvProgress("", "warning", line))
 
     def _hold(self, key: str) -> None:
         """Hold environment `key` (venvs.hold) before it is built or reused, once per runner:

@@ -52,6 +52,16 @@ def test_without_say_the_lines_are_on_stderr_as_the_cli_prints_them(
     ]
 
 
+def test_a_folder_keyed_in_part_is_warned_of_once_a_run(tmp_path: Path) -> None:
+    # Past the cap a folder entry was refused (every cell infra-error); keyed in part now,
+    # the run says so, once however many cells' sections walk it.
+    said: list[str] = []
+    runner = _runner(tmp_path, say=said.append)
+    runner._warn("'.': more than 20000 files under /w")
+    runner._warn("'.': more than 20000 files under /w")
+    assert said == ["warning: '.': more than 20000 files under /w"]
+
+
 def test_a_search_gives_its_runs_its_progress_or_nothing() -> None:
     said: list[str] = []
     run = reprospec.RunOptions()
