@@ -21,7 +21,7 @@ import contextlib
 import dataclasses
 import json
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from reprospec import venvs
@@ -36,6 +36,7 @@ from reprospec.bisect.state import (
 )
 from reprospec.core import environ
 from reprospec.core.caller import said
+from reprospec.core.jsontypes import JsonObject
 from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import Redactor
 from reprospec.core.runoptions import RunOptions
@@ -45,7 +46,7 @@ from reprospec.core.trylock import search_held
 from reprospec.core.words import build_log_phrase, plural
 from reprospec.environment import packages
 from reprospec.environment.probe import shared_captures
-from reprospec.errors import InfraError, UsageError
+from reprospec.errors import FatalError, InfraError, UsageError
 from reprospec.export.tree import program_digest
 from reprospec.plan.failingcell import Amplified, cell_filters, choose_failing_cell, fails
 from reprospec.store.runfolder import RunFolder
@@ -256,7 +257,9 @@ def bisect_spec(
             raise stopped() from None
         save(result)
         changed, unknown = (
-            _changed(request, environment, spec.base_dir, result) if request.by_date else ((), "")
+            _changed(request, environment, spec.base_dir, result, trials)
+            if request.by_date
+            else ((), "")
         )
         if unknown:
             say(unknown)
@@ -488,10 +491,15 @@ def _failure_line(trial: Trial) -> str:
 
 
 def _changed(
-    request: BisectRequest, environment: Environment, spec_dir: Path, result: BisectResult
+    request: BisectRequest,
+    environment: Environment,
+    spec_dir: Path,
+    result: BisectResult,
+    trials: Mapping[str, Trial] | None = None,
 ) -> tuple[tuple[tuple[str, str | None, str | None], ...], str]:
     """By date: the installed versions that differ between the last good and first bad day,
-    read from the environments the venv runner built: their keys as it made them
+    read from the environments the venv runner built: the one each day's last run ran in
+    (its captured interpreter's prefix, `_ran_in`), else their keys as the runner made them
     (`venvs.env_request`, a path entry's files and the spec's python too), where one built
     by hand without a path entry's `sources` named none and `changed` was empty. With the
     line that says why they are unknown ("" where known): a path entry's files walked
@@ -503,6 +511,10 @@ def _changed(
     installed: list[dict[str, str]] = []
     root = _envs_root(request)
     for day in (result.last_good, result.first_bad):
+        ran_in = _ran_in(request, (trials or {}).get(day))
+        if ran_in is not None:
+            installed.append(venvs.installed(ran_in))
+            continue
         try:
             with _exclude_newer(_end_of_day(day)):
                 index = venvs.user_index_config((request.find_links,) if request.find_links else ())
@@ -533,6 +545,23 @@ def _changed(
         for n in names
         if installed[0].get(n) != installed[1].get(n)
     ), ""
+
+
+def _ran_in(request: BisectRequest, trial: Trial | None) -> JsonObject | None:
+    """The description of the environment the trial's last run ran in, read from where its
+    environment capture saw the interpreter (`python.prefix`: the venv's folder), so that
+    nothing is walked again; None where it cannot be read (no run, no capture)."""
+    if trial is None or not trial.runs:
+        return None
+    from reprospec.store.resultsjson import load_run
+
+    try:
+        run = load_run(trial.runs[-1], request.out)
+    except (FatalError, OSError, ValueError):  # gone or damaged: keyed as the runner keyed it
+        return None
+    python = run.environment.get("python")
+    prefix = python.get("prefix") if isinstance(python, dict) else None
+    return venvs.read_meta(Path(prefix)) if isinstance(prefix, str) and prefix else None
 
 
 def _check_python(request: BisectRequest) -> None:

@@ -4,6 +4,7 @@ as the spec wrote it, one the spec does not name."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -171,6 +172,24 @@ def test_by_date_changed_reads_the_environments_the_venv_runner_keyed_with_a_pat
     assert changed == ()
     assert unknown.startswith("what changed from 2024-01-01 to 2024-01-02 is unknown: the ")
     assert "a path entry's files changed since the search ran it" in unknown
+
+    # Read from the environment each day's last run ran in (its capture's prefix), nothing
+    # is walked again: the edit changes nothing.
+    prefixes = {"r1": next(iter(metas)), "r2": list(metas)[1]}
+
+    def load_run(run_id: str, out: Path) -> SimpleNamespace:
+        assert out == request.out
+        return SimpleNamespace(environment={"python": {"prefix": f"/envs/{prefixes[run_id]}"}})
+
+    monkeypatch.setattr("reprospec.store.resultsjson.load_run", load_run)
+    trials = {
+        "2024-01-01": Trial("2024-01-01", attempts=1, runs=("r1",)),
+        "2024-01-02": Trial("2024-01-02", attempts=1, matched=1, runs=("r2",)),
+    }
+    assert _changed(request, environment, tmp_path, result, trials) == (
+        (("six", "1.15.0", "1.16.0"),),
+        "",
+    )
 
     # Its walk raising (after the answer was saved) was a traceback: unknown, said why.
     def raising(*_args: object, **_kwargs: object) -> venvs.EnvRequest:
