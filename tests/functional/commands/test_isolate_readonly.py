@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.support.cli import ROOT
+from tests.support.readonly import read_only
 
 PROGRAM = """\
 import ctypes
@@ -42,24 +40,6 @@ expect:
 """
 
 
-def _read_only(out: Path, argv: list[str]) -> list[str]:
-    """`argv` run with `out` read-only: chmod for a user, a read-only bind mount of its own
-    (unshare) for root, whom no mode stops."""
-    if os.geteuid() != 0:
-        for root, dirs, files in os.walk(out):
-            for name in [*dirs, *files]:
-                (Path(root) / name).chmod(0o555 if name in dirs else 0o444)
-        out.chmod(0o555)
-        return argv
-    if shutil.which("unshare") is None:
-        pytest.skip("root without unshare: no way to make --out read-only")
-    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
-    if probe.returncode != 0:
-        pytest.skip(f"unshare -m refused: {probe.stderr.decode(errors='replace').strip()}")
-    mount = f'mount --bind -o ro "{out}" "{out}" && exec "$0" "$@"'
-    return ["unshare", "-m", "sh", "-c", mount, *argv]
-
-
 def test_a_replayed_answer_is_printed_though_it_cannot_be_saved(tmp_path: Path) -> None:
     (tmp_path / "prog.py").write_text(PROGRAM)
     (tmp_path / "spec.yaml").write_text(SPEC)
@@ -77,7 +57,7 @@ def test_a_replayed_answer_is_printed_though_it_cannot_be_saved(tmp_path: Path) 
     try:
         for fmt in ("text", "json"):
             again = subprocess.run(
-                _read_only(out, [*argv, "--format", fmt]),
+                read_only(out, [*argv, "--format", fmt]),
                 capture_output=True,
                 text=True,
                 cwd=ROOT,

@@ -13,8 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.functional.commands.test_isolate_readonly import _read_only
 from tests.support.cli import ROOT
+from tests.support.readonly import read_only
 
 PROGRAM = """\
 import ctypes
@@ -90,7 +90,7 @@ def test_minimize_prints_its_replayed_answer_and_refuses_an_unwritable_dir(
     answer = first.stdout.splitlines()[0]
     try:
         for fmt in ("text", "json"):
-            again = _run(_read_only(out, [*argv, "-o", str(result), "--format", fmt]))
+            again = _run(read_only(out, [*argv, "-o", str(result), "--format", fmt]))
             assert again.returncode == first.returncode, again.stderr
             assert "Traceback" not in again.stderr
             assert "replay" in again.stderr  # nothing ran again
@@ -106,14 +106,14 @@ def test_minimize_prints_its_replayed_answer_and_refuses_an_unwritable_dir(
                 )
             assert "unsaved" in json.loads((result / "minimize.json").read_text())
         # The default DIR lies in the read-only --out: refused before anything replays.
-        default = _run(_read_only(out, argv))
+        default = _run(read_only(out, argv))
         assert default.returncode == 2, default.stderr
         assert "replay" not in default.stderr
         assert f"--out {out}: {out / 'minimize'} cannot be written (Read-only" in default.stderr
     finally:
         _writable(out)
     try:
-        unwritable = _run(_read_only(result, [*argv, "-o", str(result)]))
+        unwritable = _run(read_only(result, [*argv, "-o", str(result)]))
         assert unwritable.returncode == 2, unwritable.stderr
         assert "replay" not in unwritable.stderr
         assert f"-o {result}: cannot be written (" in unwritable.stderr
@@ -136,7 +136,7 @@ def test_amplify_prints_its_replayed_answer_though_it_cannot_be_saved(tmp_path: 
     amplified = next(out.glob("amplify/*/amplified.yaml"))
     try:
         for fmt in ("text", "json"):
-            again = _run(_read_only(out, [*argv, "--format", fmt]))
+            again = _run(read_only(out, [*argv, "--format", fmt]))
             assert again.returncode == 0, again.stderr
             assert "Traceback" not in again.stderr
             assert "replay" in again.stderr
@@ -171,13 +171,13 @@ def test_minimize_with_another_dir_on_a_read_only_out_is_refused_before_dir_is_w
     first = _run([*argv, "-o", str(result)])
     assert first.returncode == 0, first.stderr  # minimized: DIR's check ran
     try:
-        again = _run(_read_only(out, [*argv, "-o", str(other)]))
+        again = _run(read_only(out, [*argv, "-o", str(other)]))
         assert again.returncode == 2, again.stderr
         assert "Traceback" not in again.stderr
         assert f"--out {out}: cannot be written (Read-only" in again.stderr, again.stderr
         assert f"give -o {result} again (its check is stored)" in again.stderr
         assert not other.exists()
-        same = _run(_read_only(out, [*argv, "-o", str(result)]))
+        same = _run(read_only(out, [*argv, "-o", str(result)]))
         assert same.returncode == 0, same.stderr
         assert WARNING in same.stderr
     finally:
