@@ -606,8 +606,14 @@ def test_a_script_named_through_dot_dot_reproduces_in_the_copy(cli: Cli, tmp_pat
 
 
 def test_the_interpreters_path_in_a_message_is_a_wildcard(cli: Cli, tmp_path: Path) -> None:
-    # `/home/me/.venv/bin/python3: No module named nothere` matched no other machine.
-    capture(cli, tmp_path, "python", "-m", "nothere_of_reprospec")
+    # `/home/me/.venv/bin/python3: No module named nothere` matched no other machine. Said by
+    # a child the program runs: the cell's own `python -m nothere` never started (infra-error,
+    # nothing to capture), a program whose tool is missing failed.
+    (tmp_path / "run.py").write_text(
+        "import subprocess, sys\n"
+        "sys.exit(subprocess.run([sys.executable, '-m', 'nothere_of_reprospec']).returncode)\n"
+    )
+    capture(cli, tmp_path, "python", "run.py")
     expect = spec_document(tmp_path)["expect"]
     assert isinstance(expect, dict)
     assert expect["message"] == r"\S+: No module named nothere_of_reprospec"
