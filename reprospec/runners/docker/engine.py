@@ -554,7 +554,8 @@ def ended_at_stop(container: Container, log_dir: Path, config: ContainerConfig) 
     the container stopping after it (a second or more on a loaded engine): it is killed
     past it, and its status is the record's (the command's own). Ending: a core being
     written, an exit under way (`tree.program_ending` of the command `config` runs, where
-    its processes are this machine's): its record (or the container's end) is waited for
+    its processes are this machine's), or the command reaped by the init whose record is
+    not written yet: its record (or the container's end) is waited for
     ENDING_WAIT_S at most. A Ctrl-C never reaches a container's processes, so such an end
     is the program's; a SIGTERM that reached it too is the scheduler's to set aside
     (pipeline/slack.py)."""
@@ -566,8 +567,15 @@ def ended_at_stop(container: Container, log_dir: Path, config: ContainerConfig) 
     record = log_dir / EXIT_JSON
     if not record.exists():
         init = local_pid(container)
+        if init is None:
+            return None
+        kids = tree.children(init)
+        # The init reaped the command and is writing its record: its end is the command's
+        # own. Read as "running", a stop in that moment (a large core just written) cut a
+        # finished crash short.
+        reaped = not kids and init_started(log_dir)
         argv = container_command(config)
-        if init is None or not any(tree.program_ending(argv, pid) for pid in tree.children(init)):
+        if not reaped and not any(tree.program_ending(argv, pid) for pid in kids):
             return None
         # Its end comes as its record (an image without the init: the container's end).
         deadline = time.monotonic() + ENDING_WAIT_S
