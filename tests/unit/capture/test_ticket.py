@@ -21,6 +21,7 @@ from reprospec.capture.ticket import Ticket, read_ticket
 from reprospec.capture.writer import render_spec
 from reprospec.core.jsontypes import JsonValue
 from tests.support.paths import DATA
+from tests.support.torchrun import child_failed_report
 
 TICKETS = DATA / "tickets"
 
@@ -1286,21 +1287,7 @@ def test_the_ranks_torchrun_ended_after_one_failed_are_not_the_crash() -> None:
         " failed (exitcode: 1) local_rank: 1 (pid: 3159) of binary: /venv/bin/python3\n"
         "Traceback (most recent call last):\n"
         '  File "/venv/bin/torchrun", line 8, in <module>\n'
-        "    sys.exit(main())\n"
-        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
-        "============================================================\n"
-        "ddp.py FAILED\n"
-        "------------------------------------------------------------\n"
-        "Failures:\n"
-        "[1]:\n"
-        "  rank      : 0 (local_rank: 0)\n"
-        "  exitcode  : -15 (pid: 3158)  (SIGTERM)\n"
-        "------------------------------------------------------------\n"
-        "Root Cause (first observed failure):\n"
-        "[0]:\n"
-        "  rank      : 1 (local_rank: 1)\n"
-        "  exitcode  : 1 (pid: 3159) \n"
-        "============================================================\n"
+        "    sys.exit(main())\n" + child_failed_report("ddp.py")
     )
     read = read_ticket(text)
     failure = read.failure
@@ -1324,19 +1311,7 @@ def test_a_root_cause_naming_no_local_rank_still_sets_torchruns_sigterm_aside(
         "$ torchrun --nproc_per_node=2 ddp.py\n"
         "Traceback (most recent call last):\n"
         '  File "/venv/bin/torchrun", line 8, in <module>\n'
-        "    sys.exit(main())\n"
-        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
-        "============================================================\n"
-        "ddp.py FAILED\n"
-        "------------------------------------------------------------\n"
-        "Failures:\n"
-        "[1]:\n"
-        "  rank      : 0 (local_rank: 0)\n"
-        "  exitcode  : -15 (pid: 3158)  (SIGTERM)\n"
-        "------------------------------------------------------------\n"
-        "Root Cause (first observed failure):\n"
-        "[0]:\n" + rank_line + "  exitcode  : 1 (pid: 3159) \n"
-        "============================================================\n"
+        "    sys.exit(main())\n" + child_failed_report("ddp.py", root_rank=rank_line)
     )
     read = read_ticket(text)
     assert (read.failure.outcome, read.failure.signal) == ("error", None)

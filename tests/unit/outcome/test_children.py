@@ -8,6 +8,7 @@ import pytest
 
 from reprospec.core.results import Outcome
 from reprospec.outcome.children import elastic_exit, rank_exception
+from tests.support.torchrun import child_failed_report
 
 
 @pytest.mark.parametrize(
@@ -310,22 +311,7 @@ def test_torchruns_root_cause_names_the_rank_and_its_recorded_traceback(tmp_path
 
 # torchrun's report alone (the ranks' output went to its --log-dir): the other rank's entry,
 # ended by torchrun (SIGTERM), comes first, then the root cause, rank 1's exit 1.
-_REPORT = (
-    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
-    "============================================================\n"
-    "train.py FAILED\n"
-    "------------------------------------------------------------\n"
-    "Failures:\n"
-    "[1]:\n"
-    "  rank      : 0 (local_rank: 0)\n"
-    "  exitcode  : -15 (pid: 3158)  (SIGTERM)\n"
-    "------------------------------------------------------------\n"
-    "Root Cause (first observed failure):\n"
-    "[0]:\n"
-    "  rank      : 1 (local_rank: 1)\n"
-    "  exitcode  : 1 (pid: 3159) \n"
-    "============================================================\n"
-)
+_REPORT = child_failed_report()
 
 
 def test_torchruns_first_failed_exit_is_read_once_for_a_run_and_a_ticket() -> None:
