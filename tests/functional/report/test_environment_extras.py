@@ -12,30 +12,26 @@ from pathlib import Path
 
 from tests.support.cli import Cli
 
-METADATA = """\
-Metadata-Version: 2.1
-Name: shop
-Version: 1.0
-Requires-Dist: quickjson>=2; extra == "fast"
-Provides-Extra: fast
-"""
 
-
-def _site(tmp_path: Path) -> Path:
-    """A folder holding distribution shop 1.0, whose extra `fast` needs quickjson>=2 (not
-    there): put on PYTHONPATH by the spec, as a project's vendored packages are."""
-    site = tmp_path / "site"
-    info = site / "shop-1.0.dist-info"
+def _dist(site: Path, name: str, version: str, metadata: str = "") -> None:
+    """Distribution `name` `version` installed in `site` as an installer leaves it: its
+    dist-info's METADATA (`metadata`: the lines after Name and Version), its module."""
+    info = site / f"{name}-{version}.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text(METADATA)
-    (site / "shop.py").write_text("")
-    return site
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{metadata}"
+    )
+    (site / f"{name}.py").write_text("")
 
 
-def test_a_missing_extra_is_a_mismatch_in_the_report_as_in_runs_check(
-    tmp_path: Path, cli: Cli
-) -> None:
-    site = _site(tmp_path)
+def _spec(tmp_path: Path) -> Path:
+    """A folder holding distribution shop 1.0, whose extra `fast` needs quickjson>=2 (a test
+    adds it or not), put on PYTHONPATH by the spec, as a project's vendored packages are;
+    the spec asks for `shop[fast]`."""
+    site = tmp_path / "site"
+    _dist(
+        site, "shop", "1.0", 'Requires-Dist: quickjson>=2; extra == "fast"\nProvides-Extra: fast\n'
+    )
     spec = tmp_path / "spec.yaml"
     spec.write_text(
         "reprospec: 1\n"
@@ -45,7 +41,13 @@ def test_a_missing_extra_is_a_mismatch_in_the_report_as_in_runs_check(
         "  packages: ['shop[fast]']\n"
         f"  env: {{PYTHONPATH: '{site}'}}\n"
     )
-    result = cli("run", str(spec))
+    return spec
+
+
+def test_a_missing_extra_is_a_mismatch_in_the_report_as_in_runs_check(
+    tmp_path: Path, cli: Cli
+) -> None:
+    result = cli("run", str(_spec(tmp_path)))
     assert result.code == 3, result.stderr  # the run's own check refused the cell
     line = "quickjson is not installed (shop[fast] requires quickjson>=2)"
     data = result.results()
@@ -58,19 +60,8 @@ def test_a_missing_extra_is_a_mismatch_in_the_report_as_in_runs_check(
 
 
 def test_an_extra_that_is_there_is_no_mismatch(tmp_path: Path, cli: Cli) -> None:
-    site = _site(tmp_path)
-    dep = site / "quickjson-2.1.dist-info"
-    dep.mkdir()
-    (dep / "METADATA").write_text("Metadata-Version: 2.1\nName: quickjson\nVersion: 2.1\n")
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        "reprospec: 1\n"
-        "name: extras\n"
-        'command: python -c "import shop"\n'
-        "environment:\n"
-        "  packages: ['shop[fast]']\n"
-        f"  env: {{PYTHONPATH: '{site}'}}\n"
-    )
+    spec = _spec(tmp_path)
+    _dist(tmp_path / "site", "quickjson", "2.1")
     result = cli("run", str(spec))
     assert result.code == 0, result.stderr
     assert "Environment mismatch" not in (result.latest_run() / "report.md").read_text()
