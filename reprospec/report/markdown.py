@@ -344,21 +344,16 @@ def reproduce_command(run: RunResult) -> str:
     `--find-links`), with those again where the run had them: the command that reruns it
     on this machine, where `reprospec run flaky.yaml` alone ran the command in reprospec's
     own interpreter, an infra-error without the packages PATH's has, and a venv run from a
-    wheel folder installed from the index, which may lack them (`machine_note` says why)."""
-    line = run.command_line or (
-        f"reprospec run {shlex.quote(run.spec_path or run.spec_name + '.yaml')}"
-        + _first_attempt(run)
+    wheel folder installed from the index, which may lack them (`machine_note` says why).
+
+    A run made with no command line (`reprospec.run` from Python, a search's probe) is
+    given the command its options make, as it ran: `reprospec run t.yaml` alone reran an
+    API run of `RunOptions(runner="venv", matrix_filters=("mode=segv",), repeat=5)` on the
+    local runner, every cell once, without its `overrides`."""
+    line = run.command_line or rerun_command(
+        run.options, run.spec_path or run.spec_name + ".yaml", as_ran=True
     )
     return line + _this_machine(run)
-
-
-def _first_attempt(run: RunResult) -> str:
-    """` --first-attempt N` of a run numbered from N (a search's probe, made with no command
-    line): rerun from 1, a `${{ attempt }}` seed or a fault's coin draws other values."""
-    first = run.options.get("first_attempt")
-    if isinstance(first, int) and not isinstance(first, bool) and first != 1:
-        return f" --first-attempt {first}"
-    return ""
 
 
 def _this_machine(run: RunResult) -> str:

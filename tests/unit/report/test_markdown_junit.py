@@ -1097,6 +1097,31 @@ def test_a_venv_run_from_a_wheel_folder_is_reproduced_with_it_on_this_machine() 
     assert "--find-links" not in render(local, "md").split("## How to reproduce")[1]
 
 
+def test_a_run_made_from_python_is_reproduced_with_the_options_it_ran_with() -> None:
+    # `reprospec.run("t.yaml", RunOptions(runner="venv", matrix_filters=("mode=segv",),
+    # repeat=5, overrides=("run.timeout=2s",)))` records no command line: How to reproduce
+    # said `reprospec run t.yaml`, every cell once on the local runner, 3 s timeouts.
+    options = RunOptions(
+        runner="venv",
+        matrix_filters=("mode=segv",),
+        repeat=5,
+        timeout_s=7.0,
+        overrides=("run.timeout=2s",),
+    )
+    run = replace(error_run(), command_line="", spec_path="my t.yaml", options=options.to_dict())
+    reproduce = render(run, "md").split("## How to reproduce")[1]
+    assert (
+        "reprospec run 'my t.yaml' --runner venv -m mode=segv --repeat 5 --timeout 7s "
+        "--set run.timeout=2s\n" in reproduce
+    )
+    assert "--runner venv -m mode=segv --repeat 5 --timeout 7s --set" in render(run, "html")
+    # A probe numbered from 37 still says so; a plain run still says the plain command.
+    probe = replace(run, options=RunOptions(first_attempt=37).to_dict())
+    assert "reprospec run 'my t.yaml' --first-attempt 37\n" in render(probe, "md")
+    plain = replace(run, options=RunOptions().to_dict())
+    assert "```sh\nreprospec run 'my t.yaml'\n```" in render(plain, "md")
+
+
 @pytest.mark.parametrize(
     ("options", "offered"),
     [
