@@ -37,12 +37,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from reprospec.core.frozen import frozen
+from reprospec.core.pythonargs import is_python
 
 # Written by a guard into the attempt's folder ($REPROSPEC_STACK_DIR): the runner reads it
 # when the attempt ends and makes the attempt an infra-error with its first line.
 FOREIGN_FILE = "foreign-program.txt"
-# An interpreter's file name: python, python3, python3.11, pypy3.
-_PYTHON_NAME = re.compile(r"(?:python|pypy)[0-9.]*")
 # What uv and distlib write instead of a `#!` line longer than the kernel takes:
 #   #!/bin/sh
 #   '''exec' '/long/path/bin/python' "$0" "$@"
@@ -94,7 +93,7 @@ def script_interpreter(path: str) -> str | None:
     if not words:
         return None
     program = os.fsdecode(words[0])
-    if _PYTHON_NAME.fullmatch(os.path.basename(program)):  # noqa: PTH119
+    if is_python(program):  # the one rule for an interpreter's name (python3.13t, pypy3)
         return program if program.startswith("/") else None
     if os.path.basename(program) == "sh" and len(lines) > 1 and lines[1].startswith(_TRAMPOLINE):  # noqa: PTH119
         try:

@@ -55,6 +55,21 @@ def test_script_interpreter_reads_shebangs_and_uvs_trampoline(tmp_path: Path) ->
     assert programs.script_interpreter(str(tmp_path / "missing")) is None
 
 
+@pytest.mark.parametrize("name", ["python3.13t", "pypy3.10", "python3.12"])
+def test_script_interpreter_knows_every_interpreter_name_pythonargs_does(
+    tmp_path: Path, name: str
+) -> None:
+    # programs.py kept its own `(?:python|pypy)[0-9.]*` beside pythonargs.is_python: a
+    # free-threaded venv's console script (`#!/x/bin/python3.13t`) was read as no Python
+    # script, and ran as another environment's program unrefused.
+    script = write(tmp_path / "tool", f"#!/x/.venv/bin/{name}\n{_CONSOLE_SCRIPT}")
+    assert programs.script_interpreter(str(script)) == f"/x/.venv/bin/{name}"
+    assert (
+        programs.script_interpreter(str(write(tmp_path / "cfg", "#!/x/bin/python3-config\n")))
+        is None
+    )
+
+
 def test_command_program_is_the_bare_name_a_command_starts() -> None:
     assert programs.command_program(("pytest", "-q")) == "pytest"
     assert programs.command_program(("/bin/sh", "-c", "A=1 pytest -s t.py")) == "pytest"
