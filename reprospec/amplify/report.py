@@ -281,6 +281,10 @@ def text(found: AmplifyReport) -> str:
             lines.append(f"note: {note}")
     if next_step := go_on(found):
         lines.append(f"next: {next_step}")
+    # The report's path is part of the answer as printed (isolate's and bisect's say it
+    # too); an unsaved answer has no file of its own.
+    if not found.unsaved:
+        lines.append(f"report: {found.folder / 'amplify.md'}")
     return "\n".join(lines)
 
 

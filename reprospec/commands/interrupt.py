@@ -11,7 +11,6 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from types import FrameType
 from typing import Protocol, TypeVar
 
@@ -118,20 +117,19 @@ def drive_search(
     *,
     deferral: safepoint.Deferral,
     as_json: bool,
-    report: Callable[[S], Path | None],
     unsaved: Callable[[S], str] | None = None,
 ) -> int:
-    """Run one search verb to its end or its stop, print its answer (text and the report's
-    path, or JSON) and give its exit code (the answer's own, as `reprospec.exit_code`
-    gives it): one shape for isolate, minimize and amplify.
+    """Run one search verb to its end or its stop, print its answer (its text, which ends
+    with the report's `report:` line where a file holds it, or JSON) and give its exit code
+    (the answer's own, as `reprospec.exit_code` gives it): one shape for isolate, minimize
+    and amplify.
 
     SIGTERM stops the search like Ctrl-C; its stored probes let the same command resume.
     `unsaved`: why the answer could not be saved ("" where it was), said as a warning; the
-    exit code stays the answer's. `report`: None where no file holds this answer (then no
-    `report:` line; minimize's DIR holds it where its search folder could not).
-    `deferral`: the one the search's probe runs are given (RunOptions.deferral): from each
-    one's store row to its return a stop is `cancel` alone, so the probe run is written
-    whole, never left `killed` with no report, and the search stops at its next probe."""
+    exit code stays the answer's. `deferral`: the one the search's probe runs are given
+    (RunOptions.deferral): from each one's store row to its return a stop is `cancel`
+    alone, so the probe run is written whole, never left `killed` with no report, and the
+    search stops at its next probe."""
     cancel = threading.Event()
     install_stop_handlers(cancel, deferral)
     # Progress goes to stderr with --format json too: stdout stays one JSON value, and a
@@ -144,8 +142,6 @@ def drive_search(
         print(found.render("json"))
     else:
         print(printable(found.render("text")))
-        if (where := report(found)) is not None:
-            print(f"report: {where}")
     if why:
         print(f"reprospec: warning: {printable(why)}", file=sys.stderr)
     if found.interrupted:

@@ -34,7 +34,6 @@ def run(args: argparse.Namespace) -> int:
         lambda progress, cancel: isolate_spec(args.spec, options, progress=progress, cancel=cancel),
         deferral=deferral,
         as_json=args.format == "json",
-        report=lambda found: None if found.unsaved else found.folder / "isolate.md",
         unsaved=lambda found: found.unsaved,
     )
 

@@ -33,7 +33,6 @@ def run(args: argparse.Namespace) -> int:
         ),
         deferral=deferral,
         as_json=args.format == "json",
-        report=lambda found: found.output / "minimize.md",
         unsaved=lambda found: found.unsaved,
     )
 

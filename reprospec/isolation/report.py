@@ -216,6 +216,11 @@ def text(found: IsolateResult) -> str:
     if result.status == "budget":
         # The search is stored: a larger budget goes on from here (state.py).
         lines.append(budget_continues("isolation", result.attempts))
+    # The report's path is part of the answer as printed, as bisect's is: the API's
+    # render(found, "text") lacked the line the CLI added after it. An unsaved answer has
+    # no file of its own (the isolate.md there is another run's).
+    if not found.unsaved:
+        lines.append(f"report: {found.folder / 'isolate.md'}")
     return "\n".join(lines)
 
 

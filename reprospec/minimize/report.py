@@ -851,6 +851,7 @@ def text(found: Minimized) -> str:
         + (f"\n{figures}{replayed_phrase(found.replayed, found.reused)}" if found.reused else "")
         + (f"\n{_continues(found)}" if found.result.budget_spent else "")
         + _where(found)
+        + _report_line(found)
     )
 
 
@@ -868,6 +869,12 @@ def _where(found: Minimized) -> str:
             "the original program as it ran"
         )
     return f"\nminimized: {found.output}\nrepro: {found.output / 'repro.sh'}"
+
+
+def _report_line(found: Minimized) -> str:
+    """The report's path, part of the answer as printed (isolate's and bisect's say it too):
+    DIR's minimize.md, which holds the answer even where the search folder could not."""
+    return f"\nreport: {found.output / 'minimize.md'}"
 
 
 def _original(found: Minimized) -> bool:

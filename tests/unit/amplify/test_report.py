@@ -123,9 +123,11 @@ def test_the_terminal_says_the_amplified_spec_needs_a_rate_too(tmp_path: Path) -
     """A user who ran `reprospec run amplified.yaml` on the terminal's word read
     `not-reproduced` of a failure amplified to 17/18: the note was in amplify.md alone."""
     said = answer(_found(tmp_path, Expectation("error"), 41)).splitlines()
-    assert said[-1].startswith("note: The cell's `expect` has no `rate`"), said
-    assert "give the failing cell `rate: '>0'` in its `expect`" in said[-1]
-    assert said[-2] == f"amplified spec: {tmp_path / 'amplified.yaml'}"
+    # The last line names the report, as isolate's and bisect's do; the note is above it.
+    assert said[-1] == f"report: {tmp_path / 'amplify.md'}"
+    assert said[-2].startswith("note: The cell's `expect` has no `rate`"), said
+    assert "give the failing cell `rate: '>0'` in its `expect`" in said[-2]
+    assert said[-3] == f"amplified spec: {tmp_path / 'amplified.yaml'}"
     # With a rate of its own, or failing in every attempt, it needs none.
     rated = Expectation("error", rate=parse_rate(">0"))
     assert "note:" not in answer(_found(tmp_path, rated, 41))
@@ -185,14 +187,14 @@ def test_not_amplified_says_when_the_base_is_frequent_enough_to_go_on(
     alone = replace(found, cell=Cell(id="default", index=0, matrix={}), cells=1)
     assert (
         alone.render("text")
-        .splitlines()[-1]
+        .splitlines()[-2]
         .endswith("go on without a perturbation: reprospec minimize race.yaml")
     )
     # Amplified under `--python PATH`: the commands carry it (bare, an infra-error).
     under = replace(alone, rerun_options=("--python", ".venv/bin/python"))
     assert (
         under.render("text")
-        .splitlines()[-1]
+        .splitlines()[-2]
         .endswith("reprospec minimize race.yaml --python .venv/bin/python")
     )
 
@@ -339,7 +341,7 @@ def test_not_amplified_with_a_rare_base_suggests_isolate_and_minimize_at_its_rat
 
     monkeypatch.chdir(tmp_path)
     found = _not_amplified(tmp_path, Rate(3, 40, 0.03, 0.20), Expectation("error"))
-    line = found.render("text").splitlines()[-1]
+    line = found.render("text").splitlines()[-2]
     assert line == (
         "next: the base fails in 3/40 (at least 0.03), below isolate's and minimize's minimum "
         "rate (0.3): go on without a perturbation at that rate, with more attempts: reprospec "
@@ -361,17 +363,17 @@ def test_not_amplified_with_a_rare_base_suggests_isolate_and_minimize_at_its_rat
         ),
         rerun_options=("--python", ".venv/bin/python"),
     )
-    alone = one.render("text").splitlines()[-1]
+    alone = one.render("text").splitlines()[-2]
     assert alone.startswith("next: the base fails in 1/60 (at least 0.003), below")
     assert "minimize race.yaml --python .venv/bin/python --min-rate 0.003 --budget 2100" in alone
     assert "--passing-set PATH=VALUE" in alone  # one cell: isolate needs its passing side
     # A matrix of one value is one cell too: isolate refused `isolate rare.yaml -m n=900
     # --min-rate 0.015` without --passing-set (exit 2), the command this line gave (nu-a).
     single = replace(found, cell=Cell(id="n=900", index=0, matrix={"n": 900}), cells=1)
-    assert "--budget 210 --passing-set PATH=VALUE)" in single.render("text").splitlines()[-1]
+    assert "--budget 210 --passing-set PATH=VALUE)" in single.render("text").splitlines()[-2]
     frequent = _not_amplified(tmp_path, Rate(21, 40, 0.37, 0.67), Expectation("error"))
     frequent = replace(frequent, cell=Cell(id="n=900", index=0, matrix={"n": 900}), cells=1)
-    assert "reprospec isolate" not in frequent.render("text").splitlines()[-1]
+    assert "reprospec isolate" not in frequent.render("text").splitlines()[-2]
     for line_ in (line, alone):
         for verb in ("minimize", "isolate"):
             parsed = build_parser().parse_args(_suggested(line_, verb))

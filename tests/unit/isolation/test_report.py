@@ -140,3 +140,15 @@ def test_an_answer_whose_report_could_not_be_written_names_the_file_not_saved(
     printed = text(saved)
     assert "1 other set on the way" in printed
     assert "(each in isolate.md)" not in printed
+    assert "report: " not in printed  # no file holds this answer
+
+
+def test_the_api_text_ends_with_the_report_line_the_cli_prints() -> None:
+    """`reprospec isolate` printed `report: .../isolate.md` after the answer; the API's
+    render(found, "text"), documented as what the verb prints, had no such line (bisect's
+    text had it): a script that logged the text lost where the report was."""
+    found = _pair(
+        Candidate((0,), "one-smaller", Tally(passed=3), False),
+        Candidate((2,), "one-smaller", Tally(passed=3), False),
+    )
+    assert found.render("text").splitlines()[-1] == "report: iso/isolate.md"

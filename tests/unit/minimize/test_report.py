@@ -181,10 +181,14 @@ def test_a_refused_search_names_no_minimized_program_nor_repro() -> None:
         assert "\nminimized: " not in said
         assert "\nrepro: " not in said
         assert said.endswith(
-            "\nnot minimized: /out/minimize/crash-1234/result holds the original program as it ran"
+            "\nnot minimized: /out/minimize/crash-1234/result holds the original program as it "
+            "ran\nreport: /out/minimize/crash-1234/result/minimize.md"
         )
     budget = text(replace(found, result=replace(found.result, status="budget")))
-    assert budget.endswith("repro: /out/minimize/crash-1234/result/repro.sh")
+    assert budget.endswith(
+        "repro: /out/minimize/crash-1234/result/repro.sh\n"
+        "report: /out/minimize/crash-1234/result/minimize.md"
+    )
 
 
 def test_the_repro_sh_of_a_search_that_cut_nothing_does_not_call_it_minimized(
