@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from reprospec.core.frozen import frozen
+from reprospec.core.requirements import normalize
 
 _KEY_VALUE = re.compile(r"^\s*(?P<key>[A-Za-z][\w ./()?-]*?):[ \t]*(?P<value>.*?)\s*$")
 # What Markdown puts before a line of a pasted block: a quote (`> `, GitHub's "Quote reply")
@@ -286,11 +287,6 @@ class Machine:
         found = [p for p in self.packages if normalize(p.name) == wanted]
         found.sort(key=lambda p: p.source != "pip")
         return found[0] if found else None
-
-
-def normalize(name: str) -> str:
-    """A distribution name as PEP 503 compares them: `Torch_Vision` is `torch-vision`."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _known(value: str) -> str | None:

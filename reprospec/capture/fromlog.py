@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from reprospec.capture.envblock import Machine, normalize
+from reprospec.capture.envblock import Machine
 from reprospec.capture.ticket import (
     ThreadStack,
     Ticket,
@@ -44,6 +44,7 @@ from reprospec.capture.writer import (
 from reprospec.core.expr import literal_text
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import mask_parts, secret_values, sets_secret
+from reprospec.core.requirements import normalize
 from reprospec.core.words import plural
 from reprospec.outcome.pytestreport import is_pytest, pytest_verbose
 from reprospec.outcome.tracebacks import headline

@@ -33,7 +33,8 @@ _FIXES = (
 
 def normalize(name: str) -> str:
     """PEP 503 name normalization: `Typing_Extensions` -> `typing-extensions` (the one rule:
-    environment/packages.py's, and core/notstarted.py's of a module `python -m` lacks)."""
+    environment/packages.py's, environment/facts.py's, capture's machine block's
+    (capture/envblock.py), and core/notstarted.py's of a module `python -m` lacks)."""
     return _SEPARATORS.sub("-", name).lower()
 
 

@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import TypedDict
 
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
+from reprospec.core.requirements import normalize
 from reprospec.core.results import RunResult, alike
 
 # Fields that change from one run to the next on the same machine: differences there are noise.
@@ -103,7 +103,7 @@ def package_name(requirement: str) -> str:
     """`Torch_Vision>=0.1` -> `torch-vision`: a requirement's project, as PyPI normalizes it."""
     match = _REQUIREMENT_NAME.match(requirement)
     name = match.group(1) if match else requirement
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return normalize(name)
 
 
 def one_cell_fields(
