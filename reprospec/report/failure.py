@@ -246,8 +246,15 @@ def _observed_line(run: RunResult) -> str:
     from reprospec.report.signatures import outcome_groups
 
     s = run.summary
-    groups = ", ".join(f"{g.phrase} in {len(g.cells)}" for g in outcome_groups(run))
-    text = f"Observed {plural(s['cells'], 'cell')}" + (f": {groups}" if groups else "")
+    found = outcome_groups(run)
+    if s["cells"] == 1 and found and found[0].of_attempts:
+        # One cell: each outcome in it "in 1" said nothing; its share of the attempts does.
+        of = found[0].of_attempts
+        groups = ", ".join(f"{g.phrase} in {g.attempts}" for g in found)
+        text = f"Observed 1 cell, {plural(of, 'attempt')}" + (f": {groups}" if groups else "")
+    else:
+        groups = ", ".join(f"{g.phrase} in {len(g.cells)}" for g in found)
+        text = f"Observed {plural(s['cells'], 'cell')}" + (f": {groups}" if groups else "")
     if s["infra_error"]:
         text += f"; {s['infra_error']} infra-error"
     if run.interrupted:

@@ -76,6 +76,10 @@ class OutcomeGroup:
     # The run's cells, those that did not run too (an infra-error's): "in every cell" of a
     # run where one could not run read as the run's every cell. 0: as of_cells.
     all_cells: int = 0
+    # The attempts that ran in a run of one cell (0 in a larger run): there each outcome
+    # is a share of its attempts, and "in every cell" of each of two outcomes of the one
+    # cell read as if every cell had had both.
+    of_attempts: int = 0
 
     @property
     def failure(self) -> bool:
@@ -83,6 +87,10 @@ class OutcomeGroup:
 
     def headline(self, code: bool = True) -> str:
         phrase = f"`{self.phrase}`" if code else self.phrase
+        if self.of_attempts and self.of_cells == 1 and self.all_cells <= 1:
+            if self.attempts == self.of_attempts:
+                return f"{phrase} in every attempt ({plural(self.attempts, 'attempt')})"
+            return f"{phrase} in {self.attempts} of {plural(self.of_attempts, 'attempt')}"
         if self.all_cells <= self.of_cells:
             where = (
                 "in every cell"
@@ -207,6 +215,7 @@ def _group(
         explanations=explanations,
         patterns=() if explanations else tuple(separating_patterns(cells, others, ran)),
         all_cells=all_cells,
+        of_attempts=sum(1 for a in ran[0].attempts if a.ran is not None) if len(ran) == 1 else 0,
     )
 
 

@@ -179,7 +179,7 @@ def test_no_matrix_no_explanation() -> None:
     run = observed_run([({}, [SEGV, SEGV])])
     (group,) = outcome_groups(run)
     assert group.explanations == ()
-    assert group.headline(code=False).endswith("in every cell (2 attempts)")
+    assert group.headline(code=False).endswith("in every attempt (2 attempts)")
 
 
 def test_a_crash_whose_core_was_lost_joins_the_one_it_agrees_with() -> None:
@@ -221,3 +221,18 @@ def test_a_large_observed_runs_page_names_each_outcomes_cells_by_pattern_as_the_
     assert f"<code>{pattern}</code>" in outcomes
     assert "<code>x=1,y=1</code>" not in outcomes
     assert f"in 17 of 34 cells (17 attempts): `{pattern}`\n" in md
+
+
+def test_a_run_of_one_cell_says_each_outcome_s_share_of_its_attempts() -> None:
+    """`run --observe` of a spec of one cell, 4 crashes and 2 passes, printed "crash SIGABRT
+    in every cell (4 attempts)" and "pass in every cell (2 attempts)": two outcomes each
+    said of every cell. Its one cell's attempts are the measure."""
+    run = observed_run([({}, [ABRT, PASS, ABRT, ABRT, PASS, ABRT])])
+    said = {g.signature: g.headline(code=False) for g in outcome_groups(run)}
+    assert said["crash:SIGABRT:main"] == "crash SIGABRT in 4 of 6 attempts"
+    assert said["pass"] == "pass in 2 of 6 attempts"
+    (alone,) = outcome_groups(observed_run([({}, [ABRT, ABRT])]))
+    assert alone.headline(code=False) == "crash SIGABRT in every attempt (2 attempts)"
+    assert "`crash SIGABRT` in 4 of 6 attempts" in render(run, "md")
+    # The report's first line counted each outcome's cells: "crash SIGABRT in 1, pass in 1".
+    assert "**Observed 1 cell, 6 attempts: crash SIGABRT in 4, pass in 2**" in render(run, "md")
