@@ -36,6 +36,7 @@ from reprospec.core.words import (
     plural,
     rate_phrase,
     replayed_phrase,
+    verb,
 )
 from reprospec.isolation.candidates import DEFAULT_ERROR, DEFAULT_MIN_RATE, clean_needed_at
 from reprospec.isolation.candidates import Settings as IsolateSettings
@@ -335,7 +336,7 @@ def markdown(found: AmplifyReport) -> str:
             "",
             f"Under run.preload the base's attempts forked from the preloaded server; "
             f"{', '.join(fresh)} ran fresh (a perturbation only a process's start applies) and "
-            f"{'was' if len(fresh) == 1 else 'were'} judged against `base (fresh)`, the spec "
+            f"{verb(len(fresh))} judged against `base (fresh)`, the spec "
             "run fresh too; every other arm against `base`.",
         ]
     lines += [

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
-from reprospec.core.words import noun, plural
+from reprospec.core.words import noun, plural, verb
 from reprospec.errors import EXIT_INFRA, EXIT_OK, FatalError, InfraError, UsageError
 
 if TYPE_CHECKING:
@@ -364,7 +364,7 @@ def _print_status(status: RunStatus) -> None:
         print(f"warning: {warning}", file=sys.stderr)
     if status.missing:
         shards = ", ".join(str(k) for k in status.missing)
-        have = "has" if len(status.missing) == 1 else "have"
+        have = verb(len(status.missing), "has", "have")
         # A spec changed since: resume sends tasks that each refuse it (it said resume).
         again = _resume_refusal(run) or f"reprospec slurm resume {shlex.quote(str(run.run_dir))}"
         print(f"{noun(len(status.missing), 'shard')} {shards} {have} no complete results: {again}")
@@ -407,9 +407,10 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
     if status.active:
         active = [s for s in status.shards if s.shard in status.active]
         busy = ", ".join(f"{s.shard} ({s.state}, job {s.job})" for s in active)
-        are, them = ("is", "it") if len(active) == 1 else ("are", "them")
+        them = "it" if len(active) == 1 else "them"
         raise UsageError(
-            f"{noun(len(active), 'shard')} {busy} {are} still in Slurm: wait for {them} "
+            f"{noun(len(active), 'shard')} {busy} {verb(len(active), 'is', 'are')} still in "
+            f"Slurm: wait for {them} "
             "(or scancel), then resume"
         )
     missing = status.missing

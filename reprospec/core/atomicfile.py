@@ -11,6 +11,8 @@ import secrets
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from reprospec.core.words import verb
+
 
 def write_atomic(path: Path, text: str | Iterable[str]) -> None:
     """Write `text` (or its pieces) so readers see the old file or the new one, never half.
@@ -62,8 +64,8 @@ def unsaved_sentence(folder: Path, missed: Sequence[str], why: str) -> str:
     if not missed:
         return ""
     names = missed[0] if len(missed) == 1 else ", ".join(missed[:-1]) + " and " + missed[-1]
-    verb = "is" if len(missed) == 1 else "are"
-    return f"the answer could not be saved in {folder} ({why}): its {names} {verb} not this run's"
+    are = verb(len(missed), "is", "are")
+    return f"the answer could not be saved in {folder} ({why}): its {names} {are} not this run's"
 
 
 def write_probe(

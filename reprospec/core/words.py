@@ -647,7 +647,7 @@ def launch_summary(attempts: Iterable[AttemptResult]) -> str | None:
     if forked:
         parts.append(
             f"{len(forked)} of {plural(len(attempts), 'attempt')} "
-            f"{'was' if len(forked) == 1 else 'were'} forked from {_servers_phrase(forked)}"
+            f"{verb(len(forked))} forked from {_servers_phrase(forked)}"
             ": random, numpy and torch reseeded per attempt "
             "(each seed is in results.json), no interpreter teardown at exit"
         )
@@ -711,7 +711,14 @@ def plural_verb(
     for 1, `other` for any other count: `is`/`are`, `has`/`have`). `the`: `the instance was`,
     `the 4 instances were`, a count of one said without its number."""
     counted = f"the {word}" if the and n == 1 else f"{'the ' if the else ''}{plural(n, word, many)}"
-    return f"{counted} {one if n == 1 else other}"
+    return f"{counted} {verb(n, one, other)}"
+
+
+def verb(n: int, one: str = "was", other: str = "were") -> str:
+    """`was` for a count of 1, `were` for any other (`is`/`are`, `has`/`have`): the verb of a
+    count said apart from it (`its a.json and b.md are`, `rank 1, 3 are out of step`),
+    where `plural_verb`'s `4 cells were` does not fit the sentence."""
+    return one if n == 1 else other
 
 
 def noun(n: int, word: str, many: str = "") -> str:
@@ -826,6 +833,7 @@ __all__ = [
     "stopped_of",
     "stopped_phrase",
     "timestamp",
+    "verb",
     "verdict_legend",
 ]
 
@@ -859,7 +867,7 @@ def budget_continues(search: str, attempts: int, before: str = "") -> str:
     (minimize's `the final check`, of a program the longer search may not check)."""
     return (
         f"a larger --budget continues this {search}: its {plural(attempts, 'attempt')}"
-        f"{f' before {before}' if before else ''} {'is' if attempts == 1 else 'are'} "
+        f"{f' before {before}' if before else ''} {verb(attempts, 'is', 'are')} "
         f"replayed, not run again"
     )
 

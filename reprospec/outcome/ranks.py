@@ -20,6 +20,7 @@ from pathlib import Path
 from reprospec.core import capped
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.words import verb
 
 _MAX_LINE = 256 * 1024
 # The events file is the child's: what is kept of it stays bounded whatever it holds.
@@ -271,8 +272,9 @@ def describe(report: RankReport) -> str:
         where = ", ".join(f"rank {p.rank} at {p.describe()}" for p in report.positions)
         if report.diverged:
             who = ", ".join(str(r) for r in report.diverged)
-            verb = "is" if len(report.diverged) == 1 else "are"
-            parts.append(f"rank {who} {verb} out of step: {where}")
+            parts.append(
+                f"rank {who} {verb(len(report.diverged), 'is', 'are')} out of step: {where}"
+            )
         else:
             parts.append(f"every rank waits: {where}")
     for fault in report.faults:

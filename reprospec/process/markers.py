@@ -23,7 +23,7 @@ from reprospec.core.bounds import MARKER_MATCH_TIMEOUT_S, MAX_MARKER_LINE_CHARS
 from reprospec.core.inputs import Marker
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.logtext import without_escapes
-from reprospec.core.words import plural
+from reprospec.core.words import plural, plural_verb
 
 if TYPE_CHECKING:
     import regex
@@ -204,8 +204,7 @@ class MarkerMatcher:
             if self.skipped:
                 with self._lock:
                     self._warnings.append(
-                        f"markers: {plural(self.skipped, 'output line')} "
-                        f"{'was' if self.skipped == 1 else 'were'} not matched: "
+                        f"markers: {plural_verb(self.skipped, 'output line')} not matched: "
                         "matching fell behind the output"
                     )
             self._match_tail()
@@ -238,8 +237,8 @@ class MarkerMatcher:
                     found += 1
         if found:
             self._warn(
-                f"markers: the output's last {plural(len(self._tail), 'line')} "
-                f"{'was' if len(self._tail) == 1 else 'were'} matched after the attempt "
+                f"markers: the output's last {plural_verb(len(self._tail), 'line')} "
+                "matched after the attempt "
                 f"ended ({plural(found, 'event')}): the step and phase are where it ended"
             )
 

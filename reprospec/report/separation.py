@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from reprospec.core.frozen import frozen
 from reprospec.core.results import CellResult, Outcome, RunResult
-from reprospec.core.words import COULD_NOT_RUN, NOT_RUN, outcome_phrase, plural
+from reprospec.core.words import COULD_NOT_RUN, NOT_RUN, outcome_phrase, plural, verb
 from reprospec.report.cellsets import describe_cells, patterns_line, separating_patterns
 from reprospec.report.instances import instance_separation
 from reprospec.report.markup import inline_code
@@ -177,10 +177,10 @@ def _not_run(run: RunResult, *, of_ran: bool = True) -> list[Separation]:
         return []
     ran = len(run.cells) - len(unrun) - len(could_not)
     parts = [
-        f"{plural(len(cells), 'cell')} {verb}: {_named(tuple(cells), run.cells)}"
-        for cells, verb in (
+        f"{plural(len(cells), 'cell')} {said}: {_named(tuple(cells), run.cells)}"
+        for cells, said in (
             (could_not, COULD_NOT_RUN),
-            (unrun, f"{'was' if len(unrun) == 1 else 'were'} {NOT_RUN}"),
+            (unrun, f"{verb(len(unrun))} {NOT_RUN}"),
         )
         if cells
     ]

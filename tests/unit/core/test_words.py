@@ -16,6 +16,7 @@ from reprospec.core.words import (
     plural_verb,
     rate_phrase,
     shorten_command,
+    verb,
 )
 
 
@@ -26,6 +27,13 @@ def test_a_count_its_noun_and_its_verb_agree() -> None:
     # `instances: ${{ matrix.n }}` over [1, 4]: never "the 1 instances".
     assert plural_verb(1, "instance", the=True) == "the instance was"
     assert plural_verb(3, "instance", the=True) == "the 3 instances were"
+    # A verb said apart from its count: `the 2 ranks ... are`, `its a.json is`.
+    assert [verb(1), verb(0), verb(2, "is", "are"), verb(1, "has", "have")] == [
+        "was",
+        "were",
+        "are",
+        "has",
+    ]
 
 
 def test_a_lower_bound_under_the_bound_is_printed_under_it() -> None:
