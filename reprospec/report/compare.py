@@ -160,7 +160,8 @@ def lines(diff: Comparison, spec_name: str) -> list[str]:
     if diff["options"]:
         out.append("options that differ:")
         out += [
-            f"  {row['key']}: {_shown(row['a'])} -> {_shown(row['b'])}" for row in diff["options"]
+            f"  {row['key']}: {_option(row['key'], row['a'])} -> {_option(row['key'], row['b'])}"
+            for row in diff["options"]
         ]
     else:
         out.append("same options")
@@ -314,3 +315,27 @@ def _outcomes(counts: dict[str, int]) -> str:
 
 def _shown(value: object) -> str:
     return "(none)" if value is None or value == [] else repr(value)
+
+
+# The options whose None is no value of their own but the spec's: `--timeout 90s` against a
+# run without one read `timeout: '90s' -> (none)`, as if the second had no timeout at all.
+_THE_SPECS = {
+    "jobs": "run.parallel",
+    "repeat": "run.repeat",
+    "timeout": "run.timeout",
+    "stop_on": "run.stop_on",
+    "preload": "run.preload",
+}
+
+
+def _option(key: str, value: object) -> str:
+    """A run option's value as the CLI gives it: None of an option the spec sets says so,
+    `--preload none` (`[]`, fresh interpreters) is not the spec's preload (None: both read
+    `(none) -> (none)`), and a shard is `2/8`, not `[2, 8]`."""
+    if value is None and key in _THE_SPECS:
+        return f"(none: the spec's {_THE_SPECS[key]})"
+    if key == "preload" and value == []:
+        return "none (fresh interpreters)"
+    if key == "shard" and isinstance(value, list) and len(value) == 2:
+        return f"{value[0]}/{value[1]}"
+    return _shown(value)

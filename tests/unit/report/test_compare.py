@@ -74,3 +74,18 @@ def test_runs_with_no_cell_in_common_say_none_was_compared() -> None:
     same = reprospec.compare(a, replace(a, run_id="b"))
     assert same.diff["in_both"] == len(a.cells)
     assert "no cell changed" in same.render("text").splitlines()
+
+
+def test_options_say_what_a_runs_unset_option_is_and_a_shard_as_given() -> None:
+    # `run --timeout 90s` against `run --preload none --shard 1/2` read `timeout: '90s' ->
+    # (none)` (the second ran with the spec's timeout, not none), `preload: (none) ->
+    # (none)` (the spec's preload against none at all) and `shard: (none) -> [1, 2]`.
+    from reprospec.core.runoptions import RunOptions
+
+    a = segfault_matrix()
+    a = replace(a, options=RunOptions(timeout_s=90.0).to_dict())
+    b = replace(a, run_id="b", options=RunOptions(preload=(), shard="1/2").to_dict())
+    text = reprospec.compare(a, b).render("text").splitlines()
+    assert "  timeout: '90s' -> (none: the spec's run.timeout)" in text
+    assert "  preload: (none: the spec's run.preload) -> none (fresh interpreters)" in text
+    assert "  shard: (none) -> 1/2" in text
