@@ -262,6 +262,10 @@ class Machine:
     # What the lists name that no index serves, each with why (`myop: a wheel from the
     # sender's disk (myop-0.1-...whl)`): not pinned, but the reader has to get them.
     not_pinned: tuple[str, ...] = ()
+    # The packaging tools (PACKAGING_TOOLS) the log's failure itself names, as modules
+    # (`No module named 'pkg_resources'`, a frame in site-packages/setuptools/): pinned
+    # after all, the failure being theirs.
+    tools_in_failure: tuple[str, ...] = ()
 
     @property
     def said_anything(self) -> bool:
@@ -276,7 +280,10 @@ class Machine:
         the version the ticket is about, which the spec left unpinned."""
         seen: dict[str, str] = {}
         for package in sorted(self.packages, key=lambda p: p.source != "pip"):
-            seen.setdefault(normalize(package.name), package.requirement)
+            name = normalize(package.name)
+            if name in PACKAGING_TOOLS and name not in self.tools_in_failure:
+                continue
+            seen.setdefault(name, package.requirement)
         if self.torch and not seen.keys() & {"torch", "pytorch"}:  # conda calls it pytorch
             seen["torch"] = f"torch=={self.torch}"
         return tuple(sorted(seen.values(), key=str.lower))
@@ -287,6 +294,28 @@ class Machine:
         found = [p for p in self.packages if normalize(p.name) == wanted]
         found.sort(key=lambda p: p.source != "pip")
         return found[0] if found else None
+
+
+# The tools every environment is built with, which a `pip freeze` or `pip list` lists beside
+# the program's own packages: pinned from a pasted list they were noise (`pip==24.0`,
+# `setuptools==69.5.1`, `wheel==0.43.0` in the skeleton's environment.packages, and in the
+# comparison's DIFFERS rows), where the venv and docker runners build each environment with
+# their own; a pinned old pip or setuptools could even fail to install on a newer Python.
+PACKAGING_TOOLS = frozenset({"pip", "setuptools", "wheel"})
+# A traceback's or an import error's words that make the failure a packaging tool's: then
+# its version is the ticket's question, and it is pinned (`pkg_resources` is setuptools').
+_TOOL_IN_FAILURE = re.compile(
+    r"(?:site-packages[/\\]|No module named '|\bimport |\bfrom )"
+    r"(pip|setuptools|wheel|pkg_resources|_distutils_hack)\b"
+)
+_TOOL_OF_MODULE = {"pkg_resources": "setuptools", "_distutils_hack": "setuptools"}
+
+
+def _tools_in_failure(text: str) -> tuple[str, ...]:
+    """The PACKAGING_TOOLS whose modules `text` names as a failure would: a frame in their
+    folder, an import of them, `No module named` them."""
+    named = {_TOOL_OF_MODULE.get(m[1], m[1]) for m in _TOOL_IN_FAILURE.finditer(text)}
+    return tuple(sorted(named))
 
 
 def _known(value: str) -> str | None:
@@ -455,6 +484,7 @@ def parse_machine(text: str) -> Machine:
         cuda_available={"true": True, "false": False}.get(available),
         packages=tuple(listed),
         not_pinned=tuple(dict.fromkeys(not_pinned)),
+        tools_in_failure=_tools_in_failure(text),
     )
 
 
