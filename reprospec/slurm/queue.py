@@ -57,23 +57,12 @@ def query_queue(jobs: Iterable[str]) -> dict[tuple[str, int | None], QueueEntry]
     Keys are (array job id, task) for array tasks and (job id, None) for plain jobs.
     """
     wanted = {j for j in jobs if j}
-    if not wanted or shutil.which("squeue") is None:
+    if not wanted:
         return None
-    try:
-        proc = subprocess.run(
-            ["squeue", "--noheader", "--array", "--states=all", "--format=%F|%K|%i|%T|%r"],
-            capture_output=True,
-            text=True,
-            # A reason or a job's field in any bytes (a site's plugin, a locale): replaced.
-            errors="replace",
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+    said = _asked(["squeue", "--noheader", "--array", "--states=all", "--format=%F|%K|%i|%T|%r"])
+    if said is None:
         return None
-    if proc.returncode != 0:
-        return None
-    entries = _parse_squeue(proc.stdout, wanted)
+    entries = _parse_squeue(said, wanted)
     # sacct knows jobs squeue forgot (MinJobAge), but only with an accounting database.
     for key, entry in _sacct(wanted).items():
         entries.setdefault(key, entry)
@@ -98,30 +87,21 @@ def _parse_squeue(text: str, wanted: set[str]) -> dict[tuple[str, int | None], Q
 
 
 def _sacct(wanted: set[str]) -> dict[tuple[str, int | None], QueueEntry]:
-    if shutil.which("sacct") is None:
-        return {}
-    try:
-        proc = subprocess.run(
-            [
-                "sacct",
-                "--noheader",
-                "--parsable2",
-                "--allocations",
-                "--format=JobID,State",
-                "--jobs=" + ",".join(sorted(wanted)),
-            ],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    if proc.returncode != 0:  # "Slurm accounting storage is disabled": nothing to add
+    jobs = ",".join(sorted(wanted))
+    said = _asked(
+        [
+            "sacct",
+            "--noheader",
+            "--parsable2",
+            "--allocations",
+            "--format=JobID,State",
+            f"--jobs={jobs}",
+        ]
+    )
+    if said is None:  # "Slurm accounting storage is disabled": nothing to add
         return {}
     out: dict[tuple[str, int | None], QueueEntry] = {}
-    for line in proc.stdout.splitlines():
+    for line in said.splitlines():
         job_id, _, state = line.partition("|")
         state = state.split()[0] if state.strip() else ""
         job, _, task = job_id.partition("_")
@@ -129,3 +109,18 @@ def _sacct(wanted: set[str]) -> dict[tuple[str, int | None], QueueEntry]:
             key: tuple[str, int | None] = (job, int(task) if task.isdigit() else None)
             out[key] = QueueEntry(job=job, task=key[1], state=state)
     return out
+
+
+def _asked(argv: list[str]) -> str | None:
+    """What a Slurm client (squeue, sacct) printed; None where it is not installed, did not
+    answer within 30 s, or refused (sacct where the cluster keeps no accounting). A reason
+    or a job's field may be in any bytes (a site's plugin, a locale): replaced."""
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, errors="replace", timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
