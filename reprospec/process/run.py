@@ -534,8 +534,10 @@ def run_process(
             if pipe is not None:
                 pipe.close()
         # Every process is gone: the program's record of the exception it died of is whole.
-        stacks.keep_program_raised(argv, proc.pid, stack_dir)
-        stacks.remove_stack_dumps(stack_dir)
+        listed = stacks.listing(stack_dir)
+        if listed is not None:
+            stacks.keep_program_raised(argv, proc.pid, stack_dir, listed)
+            stacks.remove_stack_dumps(stack_dir, listed)
         _close_sinks(stdout, stderr)
     child_exits = (*reaped, *child_exits)
     descendants = True if others or child_exits else root_waited

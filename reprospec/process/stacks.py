@@ -277,27 +277,43 @@ def _left_the_tree(alive: Mapping[int, ProcInfo], root_pid: int | None) -> set[i
     return left
 
 
-def remove_stack_dumps(folder: Path) -> None:
+def remove_stack_dumps(folder: Path, names: Iterable[str] | None = None) -> None:
     """Remove the per-process dumps of an attempt from its folder: each Python process's
     `stack-PID.txt` (empty unless it was asked), `ended-PID.txt` (run.py read it) and
     `raised-PID.txt` (`keep_program_raised` kept the program's), and py-spy's
     `py-spy-PID.txt`. stack.txt holds what they said; the logs and the rest of the
-    folder stay."""
+    folder stay. `names`: the folder's listing (`listing`), where the caller has one."""
+    if names is None:
+        names = listing(folder)
+        if names is None:
+            return
+    for name in names:
+        kind, dash, pid = name.removesuffix(".txt").rpartition("-")
+        if dash and kind in ("stack", "py-spy", "ended", "raised") and pid.isdigit():
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, name))  # noqa: PTH108, PTH118 (per attempt)
+
+
+def listing(folder: Path) -> frozenset[str] | None:
+    """The names in an attempt's folder once its processes are gone, for
+    `keep_program_raised` and `remove_stack_dumps` both (None: it cannot be listed). One
+    listing where each looked for its files apart (an unlink, a stat, a scandir per
+    attempt, for records that only a Python process writes)."""
     try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                kind, dash, pid = entry.name.removesuffix(".txt").rpartition("-")
-                if dash and kind in ("stack", "py-spy", "ended", "raised") and pid.isdigit():
-                    with contextlib.suppress(OSError):
-                        os.unlink(entry.path)  # noqa: PTH108 (a DirEntry's path)
+        return frozenset(os.listdir(folder))  # noqa: PTH208 (names, not a Path each)
     except OSError:
-        return
+        return None
 
 
 _RAISED_PREFIX = "raised-"
 
 
-def keep_program_raised(argv: Sequence[str], root_pid: int | None, folder: Path) -> None:
+def keep_program_raised(
+    argv: Sequence[str],
+    root_pid: int | None,
+    folder: Path,
+    names: frozenset[str] | None = None,
+) -> None:
     """Keep the program's record of how its main thread ended as RAISED.
 
     Every Python process of an attempt writes `raised-PID.txt` (its parent's pid, then the
@@ -314,27 +330,32 @@ def keep_program_raised(argv: Sequence[str], root_pid: int | None, folder: Path)
     local runner, the container's for the docker runner (its init's ExitRecord), whose
     sitecustomize writes the container's pids; None where the root's is not known (a
     container without that init), and nothing is kept.
+
+    `names`: the folder's `listing` once the attempt's processes are gone, where the caller
+    has one: a folder no Python process wrote a record into (`true`, a C program) is then
+    not looked into again.
     """
-    kept = folder / RAISED
-    with contextlib.suppress(OSError):
-        kept.unlink()  # an earlier attempt's in this folder is not this one's
+    if names is None:
+        names = listing(folder)
+        if names is None:
+            return
+    if RAISED in names:
+        with contextlib.suppress(OSError):
+            (folder / RAISED).unlink()  # an earlier attempt's in this folder is not this one's
     if root_pid is None:
         return
-    own = folder / f"{_RAISED_PREFIX}{root_pid}.txt"
-    chosen: Path | None = own if own.exists() else None
+    own = f"{_RAISED_PREFIX}{root_pid}.txt"
+    chosen: Path | None = folder / own if own in names else None
     if chosen is None and shell_of_one_program(argv):
         children = []
-        try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    if entry.name.startswith(_RAISED_PREFIX):
-                        with contextlib.suppress(OSError, ValueError):
-                            head = capped.head_tail(entry.path, 32, 0).split(b"\n", 1)[0]
-                            if int(head) == root_pid:
-                                children.append(Path(entry.path))
-        except OSError:
-            return
+        for name in names:
+            if name.startswith(_RAISED_PREFIX):
+                path = folder / name
+                with contextlib.suppress(OSError, ValueError):
+                    head = capped.head_tail(path, 32, 0).split(b"\n", 1)[0]
+                    if int(head) == root_pid:
+                        children.append(path)
         chosen = children[0] if len(children) == 1 else None
     if chosen is not None:
         with contextlib.suppress(OSError):
-            chosen.rename(kept)
+            chosen.rename(folder / RAISED)
