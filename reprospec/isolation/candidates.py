@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
+from reprospec.core.caller import argument, said
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.rates import attempts_to_see, wilson
@@ -76,6 +77,27 @@ class Tally:
         return (
             f"{what} did not fail as expected in {plural(self.ran, 'attempt')} "
             f"({self.figure()}); nothing to {search}"
+        )
+
+    def missed_at(self, what: str, search: str, min_rate: float, options: str) -> str:
+        """`never_matched`, where `what` only passed adding how likely that miss was at the
+        assumed `min_rate` and the ways on for a rarer failure (amplify it first, or a lower
+        --min-rate): either it does not fail here or more rarely than assumed, and "nothing
+        to isolate" alone read as the former. One that failed otherwise is refused as
+        `never_matched` says: there the expect, not the rate, is the question. Isolate's
+        and minimize's (`options`: the API's options class, `IsolateOptions`)."""
+        refused = self.never_matched(what, search)
+        if not self.passed:
+            return refused
+        missed = (1 - min_rate) ** self.ran
+        return (
+            f"{refused}; at the assumed minimum rate {min_rate:g}, {self.ran} clean "
+            f"attempts had a chance of {missed:.2g}: for a rarer failure, "
+            + said(
+                f"`reprospec amplify` it first (then {search} --amplify)",
+                f"amplify_spec it first (then {options}(amplified=...))",
+            )
+            + f", or give a lower {argument('--min-rate', 'min_rate')}"
         )
 
     def figure(self) -> str:

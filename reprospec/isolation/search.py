@@ -98,7 +98,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from reprospec.core.caller import argument, said
+from reprospec.core.caller import argument
 from reprospec.core.rates import attempts_to_see, rate_of, wilson
 from reprospec.core.words import interval_bounds, plural
 from reprospec.isolation.candidates import (
@@ -398,20 +398,8 @@ class Isolation:
         tally = self.tallies.get(self.full, Tally())
         figure = f"{tally.matched}/{tally.ran}"
         if tally.matched == 0:
-            refused = tally.never_matched("the failing configuration", "isolate")
-            if not tally.passed:
-                return refused  # it failed, otherwise: the expect, not the rate, is the question
-            # It passed: either it does not fail here, or more rarely than assumed. Say
-            # how unlikely the miss was at the assumed rate, and the ways on for a rarer one.
-            missed = (1 - s.min_rate) ** tally.ran
-            return (
-                f"{refused}; at the assumed minimum rate {s.min_rate:g}, {tally.ran} clean "
-                f"attempts had a chance of {missed:.2g}: for a rarer failure, "
-                + said(
-                    "`reprospec amplify` it first (then isolate --amplify)",
-                    "amplify_spec it first (then IsolateOptions(amplified=...))",
-                )
-                + f", or give a lower {argument('--min-rate', 'min_rate')}"
+            return tally.missed_at(
+                "the failing configuration", "isolate", s.min_rate, "IsolateOptions"
             )
         # A projection, not a verdict: the cheapest isolation finds one culprit (a
         # failure per halving, 1/p attempts each), then the clean attempts that make the

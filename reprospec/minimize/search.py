@@ -19,7 +19,9 @@ or `infra` (could not run).
 1. **Rate.** The original runs until it fails as expected `rate_matches` times
    (at most `rate_attempts` attempts), all `rate_attempts` where one came back clean
    and the rate is too high for point 7's interval rule (its every-time rule needs the
-   rate), then its passing cells run once. No match,
+   rate); where none matched but some passed, on to its first match, up to as many as
+   make a miss at `min_rate` less likely than `RATE_MISS` (`seek_attempts`: 20 at 0.3,
+   130 at 0.04); then its passing cells run once. No match,
    or a passing cell that fails, refuses; so does a rate too low for the budget to
    judge even one pass over the program's top-level units (with the figure).
 2. **Verdict of a candidate.** A matching failure is proof that it still fails:
@@ -142,10 +144,10 @@ from reprospec.core.caller import argument
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.pysource import UNREADABLE
-from reprospec.core.rates import clearly_more, log_sum, rate_of, wilson
+from reprospec.core.rates import attempts_to_see, clearly_more, log_sum, rate_of, wilson
 from reprospec.core.results import Rate
 from reprospec.core.words import interval_bounds, plural
-from reprospec.isolation.candidates import AttemptKind, Tally, clean_needed_at
+from reprospec.isolation.candidates import DEFAULT_ERROR, AttemptKind, Tally, clean_needed_at
 from reprospec.isolation.hypotheses import DETERMINISTIC_PRIOR
 from reprospec.minimize.program import Program
 from reprospec.minimize.source import Reducer, reduce
@@ -157,6 +159,10 @@ Role = Literal["failing", "passing", "unperturbed", "recheck"]
 # (bisect's HIGH_RATE and HIGH_PRIOR): what keeps one clean attempt honest at first.
 HIGH_RATE = 0.9
 HIGH_PRIOR = 0.1
+# Point 1: the chance, at `min_rate`, that the original's attempts miss a failure that is
+# there, and the search is refused for it: isolate's default error. `error` is a
+# candidate's (a wrong drop only makes the result larger); a refusal ends the search.
+RATE_MISS = DEFAULT_ERROR
 Status = Literal[
     "minimized",  # the passes shrank all they could
     "budget",  # the budget ran out first: the smallest program seen failing
@@ -626,13 +632,19 @@ class Minimization:
             frequent = bool(tally.clean) and not self._reachable(
                 unbiased_rate(tally, s.rate_matches, s.rate_attempts)
             )
-            if tally.ran < s.rate_attempts and (tally.matched < s.rate_matches or frequent):
+            measuring = tally.ran < s.rate_attempts and (tally.matched < s.rate_matches or frequent)
+            # A failure rarer than `rate_attempts` see: on to its first match, up to as many
+            # attempts as make a miss at `min_rate` unlikely (`seek_attempts`). One that
+            # only failed otherwise is no rarer failure: its expect is the question.
+            seeking = tally.matched == 0 < tally.passed and tally.ran < self.seek_attempts()
+            if measuring or seeking:
                 if left <= 0:
                     self._budget_spent = True
                     self._finish("refused", "the budget ran out while measuring the rate")
                     return None
-                want = min(s.rate_attempts - tally.ran, left, max(s.step, 1))
-                return Probe(self.original.key, "failing", want, 0)
+                most = s.rate_attempts if measuring else self.seek_attempts()
+                want = min(most - tally.ran, left, max(s.step, 1))
+                return Probe(self.original.key, "failing", want, 0 if measuring else 1)
             self._original_failing = tally
             self._known = tally
             self._fair = fair(tally, s.rate_matches, s.rate_attempts)
@@ -1195,11 +1207,24 @@ class Minimization:
                 return n
         return most
 
+    def seek_attempts(self) -> int:
+        """How long the original runs before a miss reads as "it does not fail here":
+        `rate_attempts`, or more where `min_rate` is low, as many as make a miss at that
+        rate less likely than `RATE_MISS` (isolate's rule and its default error: 104 at
+        0.05). 20 attempts miss a 4% failure 44% of the time, and refused one that
+        `--min-rate 0.04` had said to look for. Past `rate_attempts` the original runs
+        only until its first match, which the rate then counts as it ran (`fair` leaves out
+        a 5th match only: a first's (k-1)/(n-1) is 0)."""
+        s = self.settings
+        return max(s.rate_attempts, attempts_to_see(s.min_rate, RATE_MISS))
+
     def _refusal(self, tally: Tally) -> str:
         s = self.settings
         figure = f"{tally.matched}/{tally.ran}"
         if tally.matched == 0:
-            return tally.never_matched("the original program", "minimize")
+            return tally.missed_at(
+                "the original program", "minimize", s.min_rate, "MinimizeOptions"
+            )
         # A projection at the rate's optimistic end (95% upper bound): one pass over the
         # top-level units, each dropped after its clean attempts, plus the final check.
         low, high = wilson(tally.matched, tally.ran)

@@ -302,6 +302,44 @@ def test_a_failure_that_never_happens_is_refused() -> None:
     assert not result.budget_spent  # a larger budget would not help: it never failed
 
 
+def test_a_low_min_rate_runs_the_original_long_enough_to_see_its_failure() -> None:
+    # `minimize --min-rate 0.04` of a real 4% failure was refused after 0/20 clean attempts
+    # ("did not fail as expected ... nothing to minimize"), a miss that a 4% failure makes 44%
+    # of the time: the user had said to look for it. The original runs on to its first
+    # match (its 25th attempt here), up to as many as make a miss at 0.04 less likely than
+    # isolate's error (130), and the search goes on from there.
+    search = Minimization(program(), Settings(min_rate=0.04, passing=len(PASSING), step=4))
+    assert search.seek_attempts() == clean_needed_at(0.04, 0.005) == 130
+    ran = 0
+    while True:
+        (probe,) = search.next_probes()
+        if probe.role != "failing":
+            break
+        assert probe.key == search.original.key
+        kinds: list[AttemptKind] = []
+        while len(kinds) < probe.attempts and not (kinds[-1:] == ["match"] and probe.stop_after):
+            ran += 1
+            kinds.append("match" if ran == 25 else "pass")
+        search.record(probe, kinds)
+    assert search.result is None  # not refused
+    assert ran == 25
+    assert probe.role == "passing"  # the rate phase ended at its first match
+    # The default rate keeps its 20: a miss at 0.3 in 20 is already below that error.
+    assert Minimization(program(), Settings()).seek_attempts() == 20
+
+
+def test_a_refusal_of_an_original_that_only_passed_says_how_unlikely_and_the_ways_on() -> None:
+    result = run(0.0, seed=0, min_rate=0.05)
+    assert result.status == "refused"
+    assert result.attempts == 104
+    assert result.message == (
+        "the original program did not fail as expected in 104 attempts (0/104: 104 passed);"
+        " nothing to minimize; at the assumed minimum rate 0.05, 104 clean attempts had a"
+        " chance of 0.0048: for a rarer failure, `reprospec amplify` it first (then minimize"
+        " --amplify), or give a lower --min-rate"
+    )
+
+
 def test_a_budget_too_small_for_a_failure_that_always_matched_is_said_so() -> None:
     # `--budget 30` on a crash that failed 6/6 said "the original program fails too rarely
     # to minimize", of a failure that never missed: the budget is short, not the rate.
