@@ -16,6 +16,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.sections import Environment
 from reprospec.core.units import format_size
+from reprospec.core.runoptions import parse_gpu_list
 from reprospec.doctor.check import NO_GPU, Check, Status, gpus
 from reprospec.environment.captured import (
     Captured,
@@ -175,15 +176,42 @@ def check_shm(env: Captured, needs: Needs) -> Check:
     return Check("shm", "pass", detail)
 
 
-def check_device(env: Captured, needs: Needs) -> Check:
+def check_device(env: Captured, needs: Needs, visible_devices: str | None = None) -> Check:
+    """The spec's device and GPUs against this machine. `visible_devices`: a set
+    CUDA_VISIBLE_DEVICES, whose ids `run` hands out as the GPU slots whatever the machine
+    has (pipeline/gpus.py): a cell of `gpus: 1` runs under `CUDA_VISIBLE_DEVICES=0,1` on
+    a machine without a GPU, where doctor said it would end infra-error."""
     visible = len(gpus(env)) or whole(section(env, "torch").get("device_count"), 0)
+    if visible_devices is not None and needs.gpus:
+        ids = parse_gpu_list(visible_devices)
+        shown = f"CUDA_VISIBLE_DEVICES={visible_devices}"
+        if needs.gpus > len(ids):
+            return Check(
+                "device",
+                "fail",
+                f"the spec needs {needs.gpus} GPU{'s' if needs.gpus > 1 else ''} "
+                f"(environment.gpus) but run has {len(ids)} GPU slot"
+                f"{'' if len(ids) == 1 else 's'} ({shown}): its cells will end as infra-error",
+                "give CUDA_VISIBLE_DEVICES enough ids, or lower environment.gpus",
+            )
+        if not visible:
+            return Check(
+                "device",
+                "warn",
+                f"the spec needs {needs.gpus} GPU{'s' if needs.gpus > 1 else ''}: run hands "
+                f"its cells ids of {shown}, but {NO_GPU} is seen here: they run, and a "
+                "program that uses CUDA finds no GPU",
+                "run it where these ids name GPUs",
+            )
     if needs.gpus > visible:
         # The run refuses such a cell (`needs 1 GPU, none visible`): doctor passed it.
         have = f"{visible} visible" if visible else NO_GPU
+        from reprospec.core.words import plural  # words is not read to import this module
+
         return Check(
             "device",
             "fail",
-            f"the spec needs {needs.gpus} GPU{'s' if needs.gpus > 1 else ''} "
+            f"the spec needs {plural(needs.gpus, 'GPU')} "
             f"(environment.gpus) but this machine has {have}: its cells will end as infra-error",
             "run it on a machine with enough GPUs, or lower environment.gpus",
         )

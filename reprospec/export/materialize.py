@@ -58,7 +58,7 @@ from reprospec.core.signals import (
     description_key,
 )
 from reprospec.core.units import format_duration
-from reprospec.core.words import plural
+from reprospec.core.words import noun, plural
 from reprospec.errors import UsageError
 from reprospec.export.carry import (
     DockerContext,
@@ -486,7 +486,7 @@ def _write_into(
         passed.extend(cell.passed)
     for wanted, numbers in other_python.items():
         warnings.append(
-            f"{'cell' if len(numbers) == 1 else 'cells'} {', '.join(numbers)}: the spec "
+            f"{noun(len(numbers), 'cell')} {', '.join(numbers)}: the spec "
             f"names Python {wanted}, and the image runs Debian bookworm's python3 "
             f"({dockerimage.PUBLIC_PYTHON}): the bundle does not rerun it on the Python the "
             f"incident was seen on (an `environment.image` with Python {wanted} would)"

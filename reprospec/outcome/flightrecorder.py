@@ -27,6 +27,7 @@ from pathlib import Path
 
 from reprospec.core import capped
 from reprospec.core.frozen import frozen
+from reprospec.core.words import noun
 
 MAX_BYTES = 64 * 1024 * 1024
 LAST = 3  # collectives shown per rank
@@ -160,7 +161,7 @@ def behind(traces: Sequence[RankTrace]) -> str | None:
             late = sorted(rank for rank, value in values.items() if value == low)
             ranks = ", ".join(str(r) for r in late)
             return (
-                f"rank{'s' if len(late) > 1 else ''} {ranks} behind: {verb} collective "
+                f"{noun(len(late), 'rank')} {ranks} behind: {verb} collective "
                 f"{_n(low)} while others {verb} {_n(high)}"
             )
     return None

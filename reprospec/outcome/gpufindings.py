@@ -25,6 +25,7 @@ from reprospec.core.gpudebug import (
     FLIGHT_RECORDER_PREFIX,
     SANITIZER_LOG,
 )
+from reprospec.core.words import noun
 
 # The readers are imported where a dump was found: every attempt of every run looks, and
 # almost none finds one (their patterns were a tenth of a one-attempt run's imports).
@@ -90,7 +91,7 @@ class GpuFindings:
                     lines.append(f"    - launched from: {' <- '.join(shown)}")
             more = len(self.sanitizer.records) - SHOWN_RECORDS
             if more > 0:
-                lines.append(f"  - and {more} more record{'s' if more > 1 else ''} in the log")
+                lines.append(f"  - and {more} more {noun(more, 'record')} in the log")
         if self.core is not None:
             text = f"- CUDA core dump ({self.core.source}): {self.core.describe()}"
             if self.core.kernel_name is None and self.core.warp == "exited":

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from os import PathLike
 from pathlib import Path
 
+from reprospec.core.caller import said
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import MASK, looks_secret
@@ -93,12 +94,15 @@ def compare_runs(
 
     a, b = (_run(run, Path(out), name) for run, name in ((run_a, "run_a"), (run_b, "run_b")))
     given = not isinstance(run_a, RunResult) and not isinstance(run_b, RunResult)
-    if given and a.run_id == b.run_id and a.store == b.store:
+    if a.run_id == b.run_id and a.store == b.store and (given or a == b):
         # `compare latest latest` (meant `latest~1 latest`) said "no cell changed", as if
-        # two runs had been compared and agreed.
+        # two runs had been compared and agreed; so did the API's `compare(result,
+        # "latest")` of the result just run, and `compare(result, result)`. Two results of
+        # one id that differ (one changed with dataclasses.replace) are compared.
+        example = said("`compare latest~1 latest`", "`reprospec.compare('latest~1', 'latest')`")
         raise UsageError(
-            f"both runs given are run {a.run_id}: compare two runs (`compare latest~1 "
-            "latest`: the run before the latest, then the latest)"
+            f"both runs given are run {a.run_id}: compare two runs ({example}: the run "
+            "before the latest, then the latest)"
         )
     if shared(a.paths) or shared(b.paths):
         # A bundle's copy names the sender's paths `<home>/...` (report/paths.py): each
@@ -289,6 +293,8 @@ def _variable(row: VariableChange) -> str:
     """`OMP_NUM_THREADS: '1' -> '8' (cell mode=b)`; a secret's by its change alone,
     `HF_TOKEN: unset -> set (secret: values not shown)`, and so one the shell gave every
     attempt that the capture shows no value of, `MYAPP_MODE: changed (inherited ...)`."""
+    from reprospec.core.words import noun
+
     if looks_secret(row["name"]) or MASK in (row["a"], row["b"]):  # by name or value's shape
         said = f"{row['change']} (secret: values not shown)"
     elif row["a"] is None and row["b"] is None:
@@ -296,7 +302,7 @@ def _variable(row: VariableChange) -> str:
         said = f"{row['change']} (inherited from the shell: values not recorded)"
     else:
         said = " -> ".join("unset" if v is None else repr(v) for v in (row["a"], row["b"]))
-    where = f" (cell{'s' if len(row['cells']) > 1 else ''} {', '.join(row['cells'])})"
+    where = f" ({noun(len(row['cells']), 'cell')} {', '.join(row['cells'])})"
     return f"{row['name']}: {said}{where if row['cells'] else ''}"
 
 
