@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import sys
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     env = probe_environment(python, needs.packages if needs else (), cuda=True)
     found = starter.find()
     checks = [
-        *doctor.run_checks(env, needs),
+        *doctor.run_checks(env, needs, os.environ.get("CUDA_VISIBLE_DEVICES")),
         *([base] if base is not None else []),
         doctor.check_starter(found.ready, found.how),
         doctor.check_native_stacks(

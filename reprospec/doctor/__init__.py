@@ -47,13 +47,18 @@ _SUBMODULES = frozenset(_WHERE.values()) | {"cuda"}
 __getattr__ = lazy_getattr(__name__, _WHERE, _SUBMODULES, globals())
 
 
-def run_checks(env: Captured, needs: Needs | None = None) -> list[Check]:
-    """Every check, machine first, then what the spec needs (when a spec was given)."""
+def run_checks(
+    env: Captured, needs: Needs | None = None, visible_devices: str | None = None
+) -> list[Check]:
+    """Every check, machine first, then what the spec needs (when a spec was given).
+    `visible_devices`: CUDA_VISIBLE_DEVICES where set, whose ids `run` hands out as GPU
+    slots (the `gpu-slots` check, and the spec's `device`)."""
     from reprospec.doctor.machine import (
         check_arch_list,
         check_cpu_capability,
         check_cuda_available,
         check_driver,
+        check_gpu_slots,
         check_nvcc,
         check_torch,
         check_wsl,
@@ -73,6 +78,7 @@ def run_checks(env: Captured, needs: Needs | None = None) -> list[Check]:
     checks = [
         check_torch(env, numpy_used),
         check_cuda_available(env),
+        *([check_gpu_slots(env, visible_devices)] if visible_devices is not None else []),
         check_driver(env),
         check_arch_list(env),
         check_cpu_capability(env),
@@ -86,7 +92,7 @@ def run_checks(env: Captured, needs: Needs | None = None) -> list[Check]:
         checks = [_installed_by_runner(check, env, needs) for check in checks]
     if needs is not None:
         checks += [
-            check_device(env, needs),
+            check_device(env, needs, visible_devices),
             check_memory(env, needs),
             check_limits(needs),
             check_spec_environment(env, needs),

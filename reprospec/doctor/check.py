@@ -46,6 +46,13 @@ def gpus(env: Captured) -> list[JsonObject]:
     return [gpu for gpu in found if isinstance(gpu, dict)] if isinstance(found, list) else []
 
 
+def seen_devices(env: Captured) -> int:
+    """The CUDA devices this machine shows: those torch or nvidia-smi listed, else torch's
+    count (0: none seen)."""
+    count = section(env, "torch").get("device_count")
+    return len(gpus(env)) or (count if isinstance(count, int) and count > 0 else 0)
+
+
 def torch_state(env: Captured) -> str:
     """torch when it brings no CUDA runtime: not installed, broken, not captured, or a CPU build."""
     torch = section(env, "torch")

@@ -9,8 +9,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from reprospec.core.runoptions import parse_gpu_list
 from reprospec.core.words import plural
-from reprospec.doctor.check import NO_GPU, Check, Status, gpus, torch_state, version_tuple
+from reprospec.doctor.check import (
+    NO_GPU,
+    Check,
+    Status,
+    gpus,
+    seen_devices,
+    torch_state,
+    version_tuple,
+)
 from reprospec.environment.captured import Captured, section, strings, text
 
 # Minimum Linux driver per CUDA toolkit (NVIDIA's CUDA release notes); used when
@@ -121,6 +130,33 @@ def check_cuda_available(env: Captured) -> Check:
         "cuda",
         "pass",
         f"torch sees {plural(count or len(found), 'CUDA device')}: {names}",
+    )
+
+
+def check_gpu_slots(env: Captured, visible: str) -> Check:
+    """What `run` does with a set CUDA_VISIBLE_DEVICES: it hands out its ids as the GPU
+    slots (pipeline/gpus.py), whatever this machine has. With `CUDA_VISIBLE_DEVICES=0,1`
+    and no GPU, doctor said only "no CUDA device" while `run` gave each attempt an id, and
+    its `device` check failed a spec of `gpus: 1` as "its cells will end as infra-error"
+    where run ran them."""
+    ids = parse_gpu_list(visible)
+    shown = f"CUDA_VISIBLE_DEVICES={visible}"
+    if not ids:
+        return Check(
+            "gpu-slots",
+            "pass",
+            f"CUDA_VISIBLE_DEVICES={visible!r} names no GPU: run hands out no GPU slots "
+            "(a cell with environment.gpus is infra-error, not run)",
+        )
+    slots = f"run hands out its {plural(len(ids), 'id')} ({', '.join(ids)}) as GPU slots"
+    if seen_devices(env):
+        return Check("gpu-slots", "pass", f"{shown}: {slots}, each attempt its own")
+    return Check(
+        "gpu-slots",
+        "warn",
+        f"{shown}: {slots}, each attempt its own, but {NO_GPU} is seen here (neither "
+        "nvidia-smi nor torch finds one): a cell's program finds no GPU behind its id",
+        "unset CUDA_VISIBLE_DEVICES on a machine without GPUs, or run where these ids name GPUs",
     )
 
 

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.runoptions import parse_gpu_list
 from reprospec.core.sections import Environment
 from reprospec.core.units import format_size
-from reprospec.core.runoptions import parse_gpu_list
 from reprospec.doctor.check import NO_GPU, Check, Status, gpus
 from reprospec.environment.captured import (
     Captured,
@@ -199,7 +199,7 @@ def check_device(env: Captured, needs: Needs, visible_devices: str | None = None
                 "device",
                 "warn",
                 f"the spec needs {needs.gpus} GPU{'s' if needs.gpus > 1 else ''}: run hands "
-                f"its cells ids of {shown}, but {NO_GPU} is seen here: they run, and a "
+                f"its cells the ids of {shown}, but {NO_GPU} is seen here: they run, and a "
                 "program that uses CUDA finds no GPU",
                 "run it where these ids name GPUs",
             )

@@ -602,3 +602,33 @@ def test_a_path_package_fails_where_the_runner_refuses_it_whatever_the_capture()
     # The venv runner installs it from there.
     venv = replace(docker, runner="venv")
     assert by_name(env, venv)["spec-environment"].status == "pass"
+
+
+def test_cuda_visible_devices_ids_are_said_as_the_slots_run_hands_out() -> None:
+    """`CUDA_VISIBLE_DEVICES=0,1 reprospec doctor` on a machine without a GPU said only
+    "no CUDA device", and failed a spec of `gpus: 1` as "its cells will end as
+    infra-error", while `run` handed the cells those ids and ran them (pipeline/gpus.py)."""
+
+    def checks(env: dict[str, Any], visible: str, gpus: int = 0) -> dict[str, doctor.Check]:
+        needs = doctor.Needs(gpus=gpus) if gpus else None
+        return {c.name: c for c in doctor.run_checks(env, needs, visible)}
+
+    bare = checks(machine(), "0,1", gpus=1)
+    assert bare["cuda"].why == "no CUDA device"  # true to the machine: none is seen
+    assert bare["gpu-slots"].status == "warn"
+    assert bare["gpu-slots"].why.startswith(
+        "CUDA_VISIBLE_DEVICES=0,1: run hands out its 2 ids (0, 1) as GPU slots"
+    )
+    assert "no CUDA device is seen here" in bare["gpu-slots"].why
+    assert bare["device"].status == "warn"  # the cells run: not "will end as infra-error"
+    assert "infra-error" not in bare["device"].why
+    # More GPUs than ids: run's cells are infra-error, as it says.
+    assert checks(machine(), "0", gpus=2)["device"].status == "fail"
+    assert "run has 1 GPU slot (CUDA_VISIBLE_DEVICES=0)" in checks(machine(), "0", 2)["device"].why
+    hidden = checks(machine(), "", gpus=1)
+    assert hidden["gpu-slots"].why.startswith("CUDA_VISIBLE_DEVICES='' names no GPU")
+    assert hidden["device"].status == "fail"
+    gpu = checks(machine(fields=ADA_FIELDS, csv=ADA), "1")
+    assert gpu["gpu-slots"].status == "pass"
+    # Unset: no such check, and the device check reads the machine as before.
+    assert "gpu-slots" not in by_name(machine())
