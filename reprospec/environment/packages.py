@@ -434,15 +434,10 @@ def probe_installed(
     `requirements` name (a bare name is one), asked as `probe_args` asks: where one names
     an extra, also every distribution's version and requirements."""
     argv = [python, "-c", PROBE_CODE, *probe_args(requirements)]
-    try:
-        # The interpreter is the spec's: what it prints is kept within a bound (capped.py).
-        done = capped.run(argv, limit=OUTPUT_BYTES, timeout_s=timeout_s, env=env, cwd=cwd)
-    except FileNotFoundError as exc:
-        raise InfraError(f"interpreter not found: {python}") from exc
-    except PermissionError as exc:
-        raise InfraError(f"interpreter not executable: {python}") from exc
-    if done.timed_out:
-        raise InfraError(f"package check with {python} timed out after {timeout_s:g}s")
+    # The interpreter is the spec's: what it prints is kept within a bound (capped.py).
+    done = capped.run_python(
+        argv, what="package check", limit=OUTPUT_BYTES, timeout_s=timeout_s, env=env, cwd=cwd
+    )
     stdout = done.stdout.decode("utf-8", "replace")
     stderr = done.stderr.decode("utf-8", "replace")
     if done.returncode != 0:

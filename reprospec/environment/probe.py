@@ -40,15 +40,10 @@ def _run(
     env = {**os.environ, **(extra_env or {})}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(harness_root), env.get("PYTHONPATH")) if p)
     argv = [python, "-m", "reprospec_harness.envinfo", *args]
-    try:
-        # The interpreter is the spec's: what it prints is kept within a bound (capped.py).
-        done = capped.run(argv, limit=OUTPUT_BYTES, timeout_s=TIMEOUT_S, env=env)
-    except FileNotFoundError as exc:
-        raise InfraError(f"interpreter not found: {python}") from exc
-    except PermissionError as exc:
-        raise InfraError(f"interpreter not executable: {python}") from exc
-    if done.timed_out:
-        raise InfraError(f"environment capture with {python} timed out after {TIMEOUT_S:g}s")
+    # The interpreter is the spec's: what it prints is kept within a bound (capped.py).
+    done = capped.run_python(
+        argv, what="environment capture", limit=OUTPUT_BYTES, timeout_s=TIMEOUT_S, env=env
+    )
     return subprocess.CompletedProcess(
         argv,
         done.returncode if done.returncode is not None else -9,
