@@ -183,22 +183,23 @@ def check_device(env: Captured, needs: Needs, visible_devices: str | None = None
     a machine without a GPU, where doctor said it would end infra-error."""
     visible = len(gpus(env)) or whole(section(env, "torch").get("device_count"), 0)
     if visible_devices is not None and needs.gpus:
+        from reprospec.core.words import plural  # words is not read to import this module
+
         ids = parse_gpu_list(visible_devices)
         shown = f"CUDA_VISIBLE_DEVICES={visible_devices}"
         if needs.gpus > len(ids):
             return Check(
                 "device",
                 "fail",
-                f"the spec needs {needs.gpus} GPU{'s' if needs.gpus > 1 else ''} "
-                f"(environment.gpus) but run has {len(ids)} GPU slot"
-                f"{'' if len(ids) == 1 else 's'} ({shown}): its cells will end as infra-error",
+                f"the spec needs {plural(needs.gpus, 'GPU')} (environment.gpus) but run has "
+                f"{plural(len(ids), 'GPU slot')} ({shown}): its cells will end as infra-error",
                 "give CUDA_VISIBLE_DEVICES enough ids, or lower environment.gpus",
             )
         if not visible:
             return Check(
                 "device",
                 "warn",
-                f"the spec needs {needs.gpus} GPU{'s' if needs.gpus > 1 else ''}: run hands "
+                f"the spec needs {plural(needs.gpus, 'GPU')}: run hands "
                 f"its cells the ids of {shown}, but {NO_GPU} is seen here: they run, and a "
                 "program that uses CUDA finds no GPU",
                 "run it where these ids name GPUs",
