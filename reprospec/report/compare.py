@@ -94,7 +94,7 @@ def compare_runs(
 
     a, b = (_run(run, Path(out), name) for run, name in ((run_a, "run_a"), (run_b, "run_b")))
     given = not isinstance(run_a, RunResult) and not isinstance(run_b, RunResult)
-    if a.run_id == b.run_id and a.store == b.store and (given or a == b):
+    if _one_run(a, b, given=given):
         # `compare latest latest` (meant `latest~1 latest`) said "no cell changed", as if
         # two runs had been compared and agreed; so did the API's `compare(result,
         # "latest")` of the result just run, and `compare(result, result)`. Two results of
@@ -109,6 +109,20 @@ def compare_runs(
         # run is read so, or every path of its spec, cells and logs was a difference.
         a, b = _as_shared(a), _as_shared(b)
     return RunComparison.of(a.run_id, b.run_id, a.spec_name, compare(a, b))
+
+
+def _one_run(a: RunResult, b: RunResult, *, given: bool) -> bool:
+    """Whether `a` and `b` are one stored run: one id in one store (`load_result`'s store is
+    absolute, the one read from an id here as `out` was typed), and, of a `RunResult`
+    passed, the same result: one changed since (`dataclasses.replace`) is another run, and
+    one made in memory (no store) is no stored run, compared as given."""
+    stores = [run.store.resolve() if run.store is not None else None for run in (a, b)]
+    if a.run_id != b.run_id or stores[0] != stores[1]:
+        return False
+    if given:
+        return True
+    same = dataclasses.replace(a, store=None) == dataclasses.replace(b, store=None)
+    return stores[0] is not None and same
 
 
 def _as_shared(run: RunResult) -> RunResult:

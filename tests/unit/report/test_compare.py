@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
+
+import pytest
 
 import reprospec
 from reprospec.core.jsontypes import JsonObject
+from reprospec.errors import UsageError
 from tests.support.runs import segfault_matrix
 
 
@@ -89,3 +93,28 @@ def test_options_say_what_a_runs_unset_option_is_and_a_shard_as_given() -> None:
     assert "  timeout: '90s' -> (none: the spec's run.timeout)" in text
     assert "  preload: (none: the spec's run.preload) -> none (fresh interpreters)" in text
     assert "  shard: (none) -> 1/2" in text
+
+
+def test_the_api_refuses_one_stored_run_given_twice_as_the_verb_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `reprospec.compare(result, "latest")` just after `result = reprospec.run(...)` (or
+    # `compare(result, result)`) said "no cell changed", as if two runs had agreed, where
+    # `reprospec compare latest latest` refuses (exit 2).
+    from reprospec.store.resultsjson import run_to_dict
+
+    run = segfault_matrix()
+    folder = tmp_path / "runs" / run.run_id
+    folder.mkdir(parents=True)
+    (folder / "results.json").write_text(json.dumps(run_to_dict(run)))
+    loaded = reprospec.load_result(folder)
+    for a, b in ((loaded, loaded), (loaded, str(folder)), (str(folder), str(folder))):
+        with pytest.raises(UsageError, match=r"both runs given are run .*reprospec\.compare"):
+            reprospec.compare(a, b)
+    # The id read under a relative `out`: the store as typed, the result's absolute.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match="both runs given"):
+        reprospec.compare(loaded, "latest", out=".")
+    # One of them changed since (a reader's replace) is another run to compare with.
+    changed = replace(loaded, cells=tuple(loaded.cells)[:3])
+    assert reprospec.compare(loaded, changed).diff["only_a"] == ["num_workers=2,pin_memory=true"]
