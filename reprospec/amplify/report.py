@@ -272,7 +272,7 @@ def text(found: AmplifyReport) -> str:
     )
     if result.budget_spent:
         # The search is stored: a larger budget goes on from here (state.py).
-        lines.append(budget_continues("amplification", result.used))
+        lines.append(budget_continues("amplification", result.used, said=found.budget_said))
     if found.amplified_spec is not None:
         lines.append(f"amplified spec: {found.amplified_spec}")
         # Said here too, not in amplify.md alone: a plain `run` of the amplified spec read
@@ -344,7 +344,11 @@ def markdown(found: AmplifyReport) -> str:
         f"{plural(result.used, 'attempt')} of a budget of {found.budget}"
         f"{replayed_phrase(found.replayed, found.reused)}"
         # One sentence, as minimize.md's: after a full stop it read "... of 40. a larger".
-        + (f"; {budget_continues('amplification', result.used)}" if result.budget_spent else "")
+        + (
+            f"; {budget_continues('amplification', result.used, said=found.budget_said)}"
+            if result.budget_spent
+            else ""
+        )
         + ".",
     ]
     if next_step := go_on(found):

@@ -35,7 +35,7 @@ from reprospec.bisect.state import (
     write_state,
 )
 from reprospec.core import environ
-from reprospec.core.caller import said
+from reprospec.core.caller import argument, said
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import Redactor
@@ -276,6 +276,7 @@ def bisect_spec(
                 resumed,
                 environment.perturb.describe(),
                 chosen.reason if chosen.total > 1 else "",
+                argument("--budget", "budget"),
             )
         )
         write_reports(report)

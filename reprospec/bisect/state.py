@@ -245,6 +245,9 @@ class BisectReport:
     perturbed: tuple[str, ...] = ()
     # Why this cell, where the spec has several (plan/failingcell.py); "" for one cell.
     chosen: str = ""
+    # How its answer names the search's budget: `--budget`, or `BisectRequest(budget=...)`
+    # to the Python API's caller (core/caller.py), set when made, as amplify's is.
+    budget_said: str = "--budget"
 
     @property
     def fixed(self) -> bool:
@@ -352,7 +355,7 @@ def text(report: BisectReport) -> str:
         # printed answer did not, and a flaky failure's answer is only as good as this.
         lines.append(how_sure(result))
     if result.status == "undecided":  # out of budget: a larger one goes on
-        lines.append(budget_continues("bisect", result.attempts))
+        lines.append(budget_continues("bisect", result.attempts, said=report.budget_said))
     lines.append(f"{plural(result.attempts, 'attempt')}; report: {report.folder / 'bisect.md'}")
     return "\n".join(lines)
 
@@ -511,7 +514,9 @@ def render_markdown(report: BisectReport) -> str:
         "",
     ]
     if result.status == "undecided":
-        lines += [f"{budget_continues('bisect', result.attempts).capitalize()}.", ""]
+        # The first letter up, not str.capitalize(): `BisectRequest(budget=...)` kept whole.
+        going_on = budget_continues("bisect", result.attempts, said=report.budget_said)
+        lines += [f"{going_on[0].upper()}{going_on[1:]}.", ""]
     if request.command_line:
         lines += ["Rerun (resumes from the saved state):", "", f"    {request.command_line}", ""]
     lines += [

@@ -860,13 +860,15 @@ def replayed_phrase(attempts: int, probes: int) -> str:
     return f" ({attempts} of them replayed from an earlier run: {plural(probes, 'probe')})"
 
 
-def budget_continues(search: str, attempts: int, before: str = "") -> str:
+def budget_continues(search: str, attempts: int, before: str = "", said: str = "--budget") -> str:
     """The line of a search that stopped at its `--budget`: the same command with a larger
     one goes on from here (the search's folder is not keyed on the budget), and what it
     ran so far is not run again; `before`: of what it ran, only what came before this
-    (minimize's `the final check`, of a program the longer search may not check)."""
+    (minimize's `the final check`, of a program the longer search may not check); `said`:
+    how the answer names its budget (`IsolateOptions(budget=...)` to the Python API's
+    caller, who typed no `--budget`: core/caller.argument)."""
     return (
-        f"a larger --budget continues this {search}: its {plural(attempts, 'attempt')}"
+        f"a larger {said} continues this {search}: its {plural(attempts, 'attempt')}"
         f"{f' before {before}' if before else ''} {verb(attempts, 'is', 'are')} "
         f"replayed, not run again"
     )

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core import safepoint
-from reprospec.core.caller import said
+from reprospec.core.caller import argument, said
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -282,6 +282,7 @@ def _isolate(
             interrupted=interrupted,
             budget=options.budget,
             command_line=options.command_line,
+            budget_said=argument("--budget", "budget"),
             perturbed=next(
                 (a.environment.perturb.describe() for a in plan.attempts if a.cell == failing_cell),
                 (),

@@ -71,6 +71,9 @@ class IsolateResult:
     # a finished isolation in an --out made read-only since knows its answer from the
     # replayed probes, and printed none (exit 2 on the write).
     unsaved: str = ""
+    # How its answer names the search's budget: `--budget`, or `IsolateOptions(budget=...)`
+    # to the Python API's caller (core/caller.py), set when made, as amplify's is.
+    budget_said: str = "--budget"
 
     @property
     def culprits(self) -> tuple[Difference, ...]:
@@ -215,7 +218,7 @@ def text(found: IsolateResult) -> str:
     lines += [f"warning: {w}" for w in result.warnings]
     if result.status == "budget":
         # The search is stored: a larger budget goes on from here (state.py).
-        lines.append(budget_continues("isolation", result.attempts))
+        lines.append(budget_continues("isolation", result.attempts, said=found.budget_said))
     # The report's path is part of the answer as printed, as bisect's is: the API's
     # render(found, "text") lacked the line the CLI added after it. An unsaved answer has
     # no file of its own (the isolate.md there is another run's).

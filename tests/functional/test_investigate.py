@@ -163,6 +163,19 @@ def test_minimize_shrinks_the_program_to_the_lines_that_crash(tmp_path: Path) ->
     assert reprospec.render(found, "md") == (found.output / "minimize.md").read_text()
 
 
+def test_an_isolation_out_of_budget_names_the_budget_as_its_caller_gave_it(
+    tmp_path: Path,
+) -> None:
+    # isolate_spec(..., IsolateOptions(budget=3)) said "a larger --budget continues this
+    # isolation" in its text, an option the caller never typed.
+    spec = _write(tmp_path, "toggles.yaml", TOGGLES)
+    options = reprospec.IsolateOptions(budget=3, run=reprospec.RunOptions(out=tmp_path / "out"))
+    found = reprospec.isolate_spec(spec, options)
+    assert found.result.status == "budget"
+    said = "a larger IsolateOptions(budget=...) continues this isolation"
+    assert said in reprospec.render(found, "text")
+
+
 def test_bisect_names_the_first_release_that_segfaults(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

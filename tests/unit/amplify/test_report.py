@@ -559,3 +559,18 @@ def test_an_answer_whose_report_could_not_be_written_names_the_file_not_saved(
     assert again.amplified_spec is None
     assert again.unsaved.endswith("): its amplified.yaml is not this run's"), again.unsaved
     assert "()" not in again.unsaved
+
+
+def test_the_budget_continues_as_the_api_names_the_budget(tmp_path: Path) -> None:
+    # amplify_spec(..., AmplifyOptions(budget=40)) out of budget said "a larger --budget
+    # continues" in amplify.md and its text, where its other advice said
+    # `AmplifyOptions(budget=...)`.
+    found = _not_amplified(tmp_path, Rate(3, 40, 0.03, 0.20), Expectation("error"))
+    found = replace(
+        found,
+        result=replace(found.result, budget_spent=True),
+        budget_said="AmplifyOptions(budget=...)",
+    )
+    said = "a larger AmplifyOptions(budget=...) continues this amplification"
+    assert said in markdown(found)
+    assert said in found.render("text")

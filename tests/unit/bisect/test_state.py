@@ -201,3 +201,24 @@ def test_bisect_md_says_what_an_unsure_bad_end_means() -> None:
     assert "| 0.4 | unsure | 0 / 3 |" in text
     legend = text.strip().splitlines()[-1]
     assert "or the bad end, not yet run enough to tell" in legend
+
+
+def test_an_undecided_answer_names_the_budget_as_its_caller_gave_it() -> None:
+    """`reprospec.bisect_spec(BisectRequest(..., budget=3))` out of budget said "a larger
+    --budget continues this bisect", an option its caller never typed; the API's answer
+    names `BisectRequest(budget=...)`, kept whole in bisect.md's sentence (str.capitalize()
+    lowered the rest of it)."""
+    from dataclasses import replace
+
+    from reprospec.bisect.search import Trial
+
+    versions = [f"0.{n}" for n in range(5)]
+    result = bisect(versions, lambda v, n: Trial(v, n, 0, signatures=("pass",) * n), budget=3)
+    request = BisectRequest(Path("s.yaml"), "pkg", "0.0", "0.4")
+    found = BisectReport(request, "id", Path("f"), "s", "", tuple(versions), result)
+    assert result.status == "undecided"
+    assert "a larger --budget continues this bisect" in found.render("text")
+    assert "A larger --budget continues this bisect" in found.render("md")
+    api = replace(found, budget_said="BisectRequest(budget=...)")
+    assert "a larger BisectRequest(budget=...) continues this bisect" in api.render("text")
+    assert "A larger BisectRequest(budget=...) continues this bisect" in api.render("md")
