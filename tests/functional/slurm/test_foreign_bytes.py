@@ -13,18 +13,13 @@ import pytest
 from reprospec.errors import InfraError
 from reprospec.slurm.queue import query_queue
 from reprospec.slurm.submit import _sbatch
-
-
-def _fake(folder: Path, name: str, script: str) -> None:
-    tool = folder / name
-    tool.write_text(f"#!/bin/sh\n{script}\n")
-    tool.chmod(0o755)
+from tests.support.fakeslurm import fake_tool
 
 
 def test_sbatchs_refusal_in_foreign_bytes_is_an_infra_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _fake(tmp_path, "sbatch", r"printf 'sbatch: error: r\351pertoire \200\n' >&2; exit 1")
+    fake_tool(tmp_path, "sbatch", r"printf 'sbatch: error: r\351pertoire \200\n' >&2; exit 1")
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     with pytest.raises(InfraError, match="sbatch refused the job: sbatch: error: r\ufffdpertoire"):
         _sbatch(["sbatch", "--parsable", "job.sh"])
@@ -33,8 +28,8 @@ def test_sbatchs_refusal_in_foreign_bytes_is_an_infra_error(
 def test_squeue_and_saccts_foreign_bytes_are_read_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _fake(tmp_path, "squeue", r"printf '42|1|43|PENDING|Priorit\351\200\n'")
-    _fake(tmp_path, "sacct", r"printf '44|FAILED \200\n'")
+    fake_tool(tmp_path, "squeue", r"printf '42|1|43|PENDING|Priorit\351\200\n'")
+    fake_tool(tmp_path, "sacct", r"printf '44|FAILED \200\n'")
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     entries = query_queue(["42", "44"])
     assert entries is not None

@@ -10,12 +10,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.slurm.queue import query_queue
-
-
-def _fake(folder: Path, name: str, script: str) -> None:
-    tool = folder / name
-    tool.write_text(f"#!/bin/sh\n{script}\n")
-    tool.chmod(0o755)
+from tests.support.fakeslurm import fake_tool
 
 
 def test_a_refusing_sacct_leaves_squeues_entries_and_a_refusing_squeue_is_no_answer(
@@ -23,11 +18,11 @@ def test_a_refusing_sacct_leaves_squeues_entries_and_a_refusing_squeue_is_no_ans
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     assert query_queue(["42"]) is None  # neither tool on PATH
-    _fake(tmp_path, "squeue", "printf '42|1|43|RUNNING|None\\n'")
-    _fake(tmp_path, "sacct", "echo 'Slurm accounting storage is disabled' >&2; exit 1")
+    fake_tool(tmp_path, "squeue", "printf '42|1|43|RUNNING|None\\n'")
+    fake_tool(tmp_path, "sacct", "echo 'Slurm accounting storage is disabled' >&2; exit 1")
     entries = query_queue(["42", "44"])
     assert entries is not None
     assert [(key, entry.state) for key, entry in entries.items()] == [(("42", 1), "RUNNING")]
-    _fake(tmp_path, "squeue", "echo 'slurm_load_jobs error: timeout' >&2; exit 1")
+    fake_tool(tmp_path, "squeue", "echo 'slurm_load_jobs error: timeout' >&2; exit 1")
     assert query_queue(["42"]) is None
     assert query_queue([""]) is None  # no job asked of
