@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.lazyre import Lazy
+from reprospec.core.pythonargs import is_python
 from reprospec.core.words import STUCK_MARK, STUCK_UNREAD, stack_header
 
 if TYPE_CHECKING:
@@ -29,11 +30,12 @@ JSON_NAME = "native-stacks.json"
 
 TOP_FRAMES = 5
 
-# The C/C++ runtime and the Python interpreter: a frame there says where a fault landed,
-# the first frame outside says whose code it was.
+# The C/C++ runtime (and the Python interpreter, by pythonargs.is_python's rule: its
+# executable, its libpython): a frame there says where a fault landed, the first frame
+# outside says whose code it was.
 _RUNTIME = Lazy(
     r"^(libc|libm|libdl|librt|libpthread|ld-linux[-\w]*|ld64|libgcc_s|libstdc\+\+|libffi"
-    r"|libpython[\d.]*|python[\d.]*|linux-vdso|libutil)$"
+    r"|linux-vdso|libutil)$"
 )
 # Frames that only deliver the signal: the crash itself is below them.
 _DELIVERY = frozenset(
@@ -145,8 +147,10 @@ def _is_runtime(frame: Frame) -> bool:
     from reprospec.native.symbols import short_library
 
     lib = short_library(frame.library)
+    if lib is None or _RUNTIME.match(lib) or is_python(lib.removeprefix("lib")):
+        return True  # python3.13t and libpython3.13t (a free-threaded build's) too
     # The standard library's extension modules (_ctypes, _struct, ...) are the interpreter's.
-    return lib is None or bool(_RUNTIME.match(lib)) or lib in sys.stdlib_module_names
+    return lib in sys.stdlib_module_names
 
 
 def _signature_part(frame: Frame) -> str:

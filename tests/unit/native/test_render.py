@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from reprospec.core.words import STUCK_MARK, STUCK_UNREAD
-from reprospec.native.render import full_text, python_caller, render_markdown, thread_tops
+from reprospec.native.render import (
+    full_text,
+    python_caller,
+    render_markdown,
+    signature_frame,
+    thread_tops,
+)
 from reprospec.native.stacks import Frame, NativeStacks, ProcessStacks, Thread
 
 
@@ -159,3 +167,24 @@ def test_a_crash_in_a_thread_running_python_adds_no_other_threads_frames() -> No
     # No Python stacks read from the core: nothing to add.
     assert python_caller(_cored(5417, "")) is None
     assert "Python frames" not in render_markdown(_cored(5417, ""), link="x.txt")
+
+
+@pytest.mark.parametrize(
+    "interpreter", ["libpython3.11.so.1.0", "libpython3.13t.so.1.0", "python3.13t", "python3"]
+)
+def test_the_signatures_caller_is_past_the_interpreter_whatever_its_build(
+    interpreter: str,
+) -> None:
+    # A fault in libc called by the interpreter called by the user's library: the caller
+    # the signature names is the user's. render.py's own `libpython[\d.]*|python[\d.]*`
+    # beside pythonargs.is_python read a free-threaded build's libpython3.13t as the
+    # user's code: the same crash signed `memcpy@libc<-_PyEval_EvalFrameDefault@...`.
+    frames = (
+        Frame(0, "memcpy", "libc.so.6"),
+        Frame(1, "_PyEval_EvalFrameDefault", interpreter),
+        Frame(2, "fill", "libfoo.so"),
+    )
+    process = ProcessStacks(
+        7, "core", signal="SIGSEGV", crashed_lwp=7, threads=(Thread("7", 7, None, frames),)
+    )
+    assert signature_frame(NativeStacks(processes=(process,))) == "memcpy@libc<-fill@libfoo"
