@@ -29,6 +29,7 @@ from reprospec.capture.footprint import (
 from reprospec.capture.footprint import opened as read_paths
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
+from reprospec.core.pythonargs import INTERPRETER_LIB
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.units import format_size
 from reprospec.outcome.evidence import read_log
@@ -272,7 +273,7 @@ _SYSTEM = (
 )
 
 
-_INTERPRETER_LIB = Lazy(r"/lib(?:64)?/python\d+(?:\.\d+)?/")
+_INTERPRETER_LIB = Lazy(INTERPRETER_LIB)
 
 
 def _the_programs(path: Path, before: float) -> bool:

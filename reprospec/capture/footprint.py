@@ -24,7 +24,7 @@ from reprospec.capture.writer import EnvLine
 from reprospec.core.expr import literal_text
 from reprospec.core.frozen import frozen
 from reprospec.core.logtext import TRACEBACK_HEADER, undecodable_byte, unescaped_name
-from reprospec.core.pythonargs import is_python, python_program
+from reprospec.core.pythonargs import LIBRARY_CODE, is_python, python_program
 from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult
 from reprospec.plan.pyimports import parse_imports, read_imports
@@ -751,7 +751,7 @@ def hung_import(stack: str | None, workdir: Path) -> str | None:
 # in work`) print it.
 _ANY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<function>\S+)')
 # Where a library's or the interpreter's own code lies: not the frame a title names.
-_LIBRARY_PATH = re.compile(r"/(?:site|dist)-packages/|/lib(?:64)?/python\d+(?:\.\d+)?/|^<")
+_LIBRARY_PATH = re.compile(LIBRARY_CODE + "|^<")
 
 
 def faulthandler_stack(output: str) -> str | None:

@@ -7,7 +7,10 @@ axes and footprint (capture/toggles.py, capture/footprint.py), the pytest a comm
 also for capture's interpreter by path or shebang and its ticket reader. Each had
 its own, and each missed a different part of the interpreter's grammar: `-uc CODE` (flags
 joined), `-Wignore` and `-mpkg` (a value joined to its flag), `--check-hash-based-pycs
-always`, `python3.12` (a two-digit minor version) or Python 2's `-Q`.
+always`, `python3.12` (a two-digit minor version) or Python 2's `-Q`. `INTERPRETER_LIB`
+and `LIBRARY_CODE`, where an interpreter's and a package's code lies, by the same name rule,
+serve the stacks' user frames (outcome/hungstacks.py), the capture's crash frame and its
+data files (capture/footprint.py, capture/datafiles.py), each of which had its own.
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ from reprospec.core.lazyre import Lazy
 # An interpreter's file name: python, python3, python3.12, PyPy's `pypy3`, a free-threaded
 # build's `python3.13t`, Windows' `python.exe` (not python3-config, pythonw).
 _PYTHON_NAME = Lazy(r"(?:python|pypy)(?:\d+(?:\.\d+)*t?)?(?:\.exe)?")
+# Where an interpreter's standard library lies (`/usr/lib/python3.11/`, a free-threaded
+# build's `lib/python3.13t/`, PyPy's `lib/pypy3.10/`), by the name rule above: no user's
+# code, and no data of a program's (capture's data files, the stacks' user frames).
+INTERPRETER_LIB = r"/lib(?:64)?/(?:python|pypy)\d+(?:\.\d+)*t?/"
+# And an installed distribution's (site-packages, Debian's dist-packages): a library's code.
+LIBRARY_CODE = INTERPRETER_LIB + r"|/(?:site|dist)-packages/"
 # Short options whose value is the rest of the word or the next one (`-W ignore`, `-Xdev`).
 _VALUED = frozenset("WX")
 # Long options whose value is the next word.
@@ -81,4 +90,11 @@ def python_program(args: Sequence[str]) -> PythonProgram:
     return PythonProgram("stdin", None, len(args))
 
 
-__all__ = ["ProgramKind", "PythonProgram", "is_python", "python_program"]
+__all__ = [
+    "INTERPRETER_LIB",
+    "LIBRARY_CODE",
+    "ProgramKind",
+    "PythonProgram",
+    "is_python",
+    "python_program",
+]

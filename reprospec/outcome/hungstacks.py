@@ -24,6 +24,7 @@ from collections.abc import Callable
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import unescaped_name
+from reprospec.core.pythonargs import LIBRARY_CODE
 from reprospec.core.results import PythonFrame as Frame
 from reprospec.core.words import LEFT_THE_TREE, NOT_PYTHON
 
@@ -35,7 +36,7 @@ _THREAD = Lazy(r"^(?:(?P<current>Current thread)|Thread) (?P<id>\S+)")
 _FAULTHANDLER_FRAME = Lazy(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>.+)$')
 _PY_SPY_FRAME = Lazy(r"^\s+(?P<function>\S.*?) \((?P<path>[^()]+):(?P<line>\d+)\)$")
 # The interpreter's own files and the installed packages': not the user's code.
-_LIBRARY = re.compile(r"/lib(?:64)?/python\d[\d.]*/|/site-packages/|/dist-packages/")
+_LIBRARY = re.compile(LIBRARY_CODE)
 # reprospec's own frames in a program's stacks (the stackdump sitecustomize wraps
 # multiprocessing's Popen; the preload fork server runs the program's main): never the
 # user's code, nor where a hang sits.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reprospec.capture.datafiles import WorkdirFiles, named_in
+from reprospec.capture.datafiles import WorkdirFiles, _the_programs, named_in
 from reprospec.core.results import AttemptResult, Outcome
 
 
@@ -105,3 +105,20 @@ def test_written_since_names_what_a_run_left_but_caches_environments_and_the_sto
     (store / "runs" / "r.json").write_text("{}")
     assert written_since(tmp_path, before, (store,), most=1) == ("out/ckpt.txt",)
     assert "store/runs/r.json" not in written_since(tmp_path, before, (store,), most=9)
+
+
+def test_a_free_threaded_or_pypy_standard_librarys_file_is_no_data_of_the_programs(
+    tmp_path: Path,
+) -> None:
+    # datafiles' own `/lib/python\d+(\.\d+)?/` beside the stacks' missed another
+    # interpreter's lib/python3.13t/ (and lib/pypy3.10/): a file it opened there was taken
+    # for the program's input.
+    for folder in ("python3.13t", "pypy3.10", "python3.11"):
+        read = tmp_path / "other" / "lib" / folder / "encodings" / "aliases.txt"
+        read.parent.mkdir(parents=True)
+        read.write_text("x")
+        assert not _the_programs(read, before=read.stat().st_mtime + 10), folder
+    data = tmp_path / "data" / "train.csv"
+    data.parent.mkdir()
+    data.write_text("1,2\n")
+    assert _the_programs(data, before=data.stat().st_mtime + 10)

@@ -103,3 +103,15 @@ def test_a_spec_title_names_a_file_not_utf8_as_the_report_does(tmp_path: Path) -
         '  File "<frozen importlib._bootstrap>", line 241 in _call_with_frames_removed\n'
     )
     assert hung_import(hung, tmp_path) == "w\ufffdx.py:2"
+
+
+def test_a_crash_frame_is_past_a_free_threaded_builds_standard_library(tmp_path: Path) -> None:
+    # footprint's own `/lib/python\d+(\.\d+)?/` took lib/python3.13t/ for the program's:
+    # a crash in ctypes, called from the user's code outside the workdir, was titled by
+    # the interpreter's ctypes/__init__.py.
+    stack = (
+        "Stack (most recent call first):\n"
+        '  File "/usr/lib/python3.13t/ctypes/__init__.py", line 519 in string_at\n'
+        '  File "/opt/tools/crash.py", line 3 in boom\n'
+    )
+    assert crash_frame(stack, tmp_path) == "boom (crash.py:3)"

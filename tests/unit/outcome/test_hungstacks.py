@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from reprospec.core.logtext import unescaped_name
 from reprospec.core.results import Outcome
 from reprospec.core.words import outcome_phrase
@@ -81,6 +83,20 @@ def test_py_spy_dumps_are_read_too() -> None:
     assert stuck is not None
     assert (stuck.pid, stuck.frame) == (77, Frame("/work/proj/train.py", 19, "__getitem__"))
     assert "--- pid 77 (python train.py) [py-spy] [DataLoader worker] ---" in label_workers(PY_SPY)
+
+
+@pytest.mark.parametrize("stdlib", ["/usr/lib/python3.13t", "/opt/pypy/lib/pypy3.10"])
+def test_a_free_threaded_or_pypy_standard_library_is_no_user_code(stdlib: str) -> None:
+    # hungstacks' own `/lib/python\d[\d.]*/` beside capture's took a free-threaded
+    # build's lib/python3.13t/ (and PyPy's lib/pypy3.10/) for the user's code: the hang
+    # sat in threading.py's wait, not in the user's train.py that called it.
+    dump = (
+        "--- pid 77 (python train.py) [py-spy] ---\n"
+        'Thread 77 (idle): "MainThread"\n'
+        f"    wait ({stdlib}/threading.py:320)\n"
+        "    main (/work/proj/train.py:9)\n"
+    )
+    assert hung_frame(dump) == Frame("/work/proj/train.py", 9, "main")
 
 
 def test_only_the_workers_headers_are_labelled() -> None:
