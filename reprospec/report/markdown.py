@@ -353,13 +353,23 @@ def reproduce_command(run: RunResult) -> str:
     line = run.command_line or rerun_command(
         run.options, run.spec_path or run.spec_name + ".yaml", as_ran=True
     )
-    return line + _this_machine(run)
+    return line + _this_machine(run, pytest=_by_pytest(run))
 
 
-def _this_machine(run: RunResult) -> str:
-    """` --python PATH --find-links DIR`: the run's options that name this machine's paths."""
+def _by_pytest(run: RunResult) -> bool:
+    """Whether the run's command line is the pytest plugin's (`pytest --reprospec ...`),
+    whose options are its own: `--reprospec-python`, where `reprospec run` has `--python`."""
+    return run.command_line.startswith("pytest")
+
+
+def _this_machine(run: RunResult, *, pytest: bool = False) -> str:
+    """` --python PATH --find-links DIR`: the run's options that name this machine's paths;
+    `pytest`: as the plugin takes them (` --reprospec-python PATH`: `pytest ... --python
+    PATH` is refused, `unrecognized arguments`; the plugin has no `--find-links`, and a run
+    it made has none)."""
+    python = "--reprospec-python" if pytest else "--python"
     words = []
-    for flag, value in (("--python", _python(run)), ("--find-links", _wheels(run))):
+    for flag, value in ((python, _python(run)), ("--find-links", _wheels(run))):
         if value:
             words += [flag, shlex.quote(value)]
     return "".join(f" {word}" for word in words)
@@ -397,7 +407,14 @@ def machine_note(run: RunResult) -> str:
             f"report holds {'it' if one else 'them'})"
         )
     python = _python(run)
-    if python:
+    if python and _by_pytest(run):
+        # The command above is pytest's; the report.md rerun below it is `reprospec run`'s.
+        notes.append(
+            f"`--reprospec-python {python}` (`--python` to `reprospec run`): the interpreter "
+            "this run's attempts ran in, whose packages the spec needs; on another machine "
+            "give its own interpreter, or `--reprospec-runner venv`"
+        )
+    elif python:
         notes.append(
             f"`--python {python}`: the interpreter this run's attempts ran in, whose packages "
             "the spec needs; on another machine give its own interpreter, or `--runner venv`"

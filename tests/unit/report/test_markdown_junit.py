@@ -1074,6 +1074,26 @@ def test_a_run_made_with_python_path_is_reproduced_with_it_on_this_machine() -> 
     assert "--python" not in plain
 
 
+def test_a_pytest_run_with_its_python_is_reproduced_with_the_plugins_option() -> None:
+    # `pytest --reprospec specs/b.yaml --reprospec-python .venv/bin/python`: How to
+    # reproduce said `pytest --reprospec specs/b.yaml --python ...`, which pytest refuses
+    # (unrecognized arguments: --python).
+    python = "/home/u/env/bin/python"
+    run = replace(
+        error_run(),
+        command_line="pytest --reprospec specs/b.yaml -q",
+        options={**RunOptions(python=python, purpose="pytest").to_dict()},
+    )
+    reproduce = render(run, "md").split("## How to reproduce")[1]
+    assert f"pytest --reprospec specs/b.yaml -q --reprospec-python {python}\n" in reproduce
+    assert " --python" not in reproduce.split("```")[1]
+    assert f"`--reprospec-python {python}` (`--python` to `reprospec run`)" in reproduce
+    assert "or `--reprospec-runner venv`" in reproduce
+    # The report.md rerun beside it is reprospec's own command, with reprospec's option.
+    assert f"`reprospec run report.md --python {python}`" in reproduce
+    assert f"-q --reprospec-python {python}</pre>" in render(run, "html")
+
+
 def test_a_venv_run_from_a_wheel_folder_is_reproduced_with_it_on_this_machine() -> None:
     # `reprospec run s.yaml --runner venv --find-links ./wheels`: both of the report's
     # commands left the folder out, and a machine with no index (or an index without the
