@@ -354,6 +354,9 @@ def _option(key: str, value: object) -> str:
     `(none) -> (none)`), and a shard is `2/8`, not `[2, 8]`."""
     if value is None and key in _THE_SPECS:
         return f"(none: the spec's {_THE_SPECS[key]})"
+    if key == "python" and value is None:
+        # Not no interpreter: the one reprospec itself ran in (the venv runner's base).
+        return "(none: reprospec's own interpreter)"
     if key == "preload" and value == []:
         return "none (fresh interpreters)"
     if key == "shard" and isinstance(value, list) and len(value) == 2:

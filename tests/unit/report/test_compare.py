@@ -93,6 +93,10 @@ def test_options_say_what_a_runs_unset_option_is_and_a_shard_as_given() -> None:
     assert "  timeout: '90s' -> (none: the spec's run.timeout)" in text
     assert "  preload: (none: the spec's run.preload) -> none (fresh interpreters)" in text
     assert "  shard: (none) -> 1/2" in text
+    # A pytest plugin run with --reprospec-python against a plain `reprospec run`.
+    c = replace(a, run_id="c", options=RunOptions(python="/v/bin/python").to_dict())
+    text = reprospec.compare(c, a).render("text").splitlines()
+    assert "  python: '/v/bin/python' -> (none: reprospec's own interpreter)" in text
 
 
 def test_the_api_refuses_one_stored_run_given_twice_as_the_verb_does(
