@@ -61,10 +61,11 @@ def rerun_command(
     options: Mapping[str, object], target: str = "report.md", *, as_ran: bool = False
 ) -> str:
     """`reprospec run report.md` with the run's options the embedded spec does not hold
-    (`--runner`, `--preload`, `--observe`, `-m`, `--repeat`, `--first-attempt`, `--timeout`;
-    its `--set`s are in its text): a report of an observed run reran its spec judged, and
-    called cells that only observed a crash not reproduced; one of a venv run reran it on
-    the local runner, every cell infra-error for the packages it did not install.
+    (`--runner`, `--preload`, `--observe`, `-m`, `--repeat`, `--first-attempt`, `--timeout`,
+    the API's `stop_on` as `--set run.stop_on=...`; its `--set`s are in its text): a report
+    of an observed run reran its spec judged, and called cells that only observed a crash
+    not reproduced; one of a venv run reran it on the local runner, every cell infra-error
+    for the packages it did not install.
 
     `target`: what is run instead (a spec file). `as_ran`: the command as the run was made,
     with its `--set`s (a spec file holds none) and this machine's `--gpus`:
@@ -92,6 +93,11 @@ def rerun_command(
     ):
         if options.get(key) is not None:
             words += [flag, str(options[key])]
+    stop_on = options.get("stop_on")
+    if isinstance(stop_on, str):
+        # `RunOptions(stop_on=...)` (the API's, a search's probe) has no flag: without it the
+        # rerun ran every attempt where the run had stopped its cell at the first.
+        words += ["--set", f"run.stop_on={stop_on}"]
     if as_ran:
         overrides = options.get("overrides")
         for setting in overrides if isinstance(overrides, list) else ():

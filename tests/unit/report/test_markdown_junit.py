@@ -1155,6 +1155,11 @@ def test_a_run_made_from_python_is_reproduced_with_the_options_it_ran_with() -> 
         (RunOptions(preload=("torch", "numpy")), "reprospec run report.md --preload torch,numpy"),
         (RunOptions(preload=()), "reprospec run report.md --preload none"),
         (RunOptions(), "reprospec run report.md"),
+        # The API's stop_on has no flag: the rerun ran every attempt of a stopped cell.
+        (
+            RunOptions(repeat=4, stop_on="first-reproduction"),
+            "reprospec run report.md --repeat 4 --set run.stop_on=first-reproduction",
+        ),
     ],
 )
 def test_the_reports_rerun_keeps_the_runner_and_the_preload(
