@@ -88,6 +88,8 @@ class OutcomeGroup:
     def headline(self, code: bool = True) -> str:
         phrase = f"`{self.phrase}`" if code else self.phrase
         if self.of_attempts and self.of_cells == 1 and self.all_cells <= 1:
+            if self.of_attempts == 1:
+                return f"{phrase} in its one attempt"  # "in every attempt (1 attempt)"
             if self.attempts == self.of_attempts:
                 return f"{phrase} in every attempt ({plural(self.attempts, 'attempt')})"
             return f"{phrase} in {self.attempts} of {plural(self.of_attempts, 'attempt')}"

@@ -236,3 +236,5 @@ def test_a_run_of_one_cell_says_each_outcome_s_share_of_its_attempts() -> None:
     assert "`crash SIGABRT` in 4 of 6 attempts" in render(run, "md")
     # The report's first line counted each outcome's cells: "crash SIGABRT in 1, pass in 1".
     assert "**Observed 1 cell, 6 attempts: crash SIGABRT in 4, pass in 2**" in render(run, "md")
+    (once,) = outcome_groups(observed_run([({}, [ABRT])]))
+    assert once.headline(code=False) == "crash SIGABRT in its one attempt"
