@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         for note in notes:
             print(note, file=sys.stderr)  # stdout stays one JSON value
         return 0
-    return _table(shown_runs, args.out, shown_as, notes)
+    return _table(shown_runs, args.out, shown_as, notes, probes=probes)
 
 
 def _status(run: Mapping[str, object], out: Path) -> Mapping[str, object]:
@@ -362,7 +362,12 @@ def _cells(row: Mapping[str, object]) -> str:
 
 
 def _table(
-    runs: Sequence[Mapping[str, object]], out: Path, spec_name: str | None, notes: Sequence[str]
+    runs: Sequence[Mapping[str, object]],
+    out: Path,
+    spec_name: str | None,
+    notes: Sequence[str],
+    *,
+    probes: int = 0,
 ) -> int:
     from rich.table import Table
 
@@ -371,7 +376,10 @@ def _table(
 
     console = make_console()
     if not runs:
-        console.print("no runs recorded yet" + (f" for {spec_name}" if spec_name else ""))
+        # A store of a search's probes alone (`isolate` run first) said "no runs recorded
+        # yet" over the line counting its 85 runs: none is a person's run, all are recorded.
+        besides = " besides the searches' probes" if probes else ""
+        console.print("no runs recorded yet" + (f" for {spec_name}" if spec_name else "") + besides)
         for note in notes:
             console.print(note)
         return 0

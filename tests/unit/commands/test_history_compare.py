@@ -258,3 +258,26 @@ def test_a_report_of_an_unpacked_bundle_links_its_logs_where_the_bundle_holds_th
     )
     (run / "cells").mkdir()  # a run folder: as it was
     assert relinked(link, run, run / "r.md") == link
+
+
+def test_history_of_a_store_of_probes_alone_does_not_call_it_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`reprospec isolate` (or `reprospec.isolate_spec`) first, then `history`: "no runs
+    recorded yet", then "85 runs of isolate, ... left out": the store held 85 runs."""
+    from reprospec.cli import main
+
+    probes = [(f"20261121-2145{n:02d}-s-000{n}", RunOptions(purpose="isolate")) for n in range(3)]
+    _finished_runs(tmp_path, probes, "local")
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["history", "--out", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "no runs recorded yet besides the searches' probes"
+    assert lines[1].startswith("3 runs of isolate, minimize, amplify or bisect left out")
+    assert main(["history", "--out", str(tmp_path), "s"]) == 0
+    assert capsys.readouterr().out.startswith(
+        "no runs recorded yet for s besides the searches' probes\n"
+    )
+    # A store with none at all still says so plainly.
+    assert main(["history", "--out", str(tmp_path), "other"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "no runs recorded yet for other"
