@@ -277,7 +277,7 @@ def _left_the_tree(alive: Mapping[int, ProcInfo], root_pid: int | None) -> set[i
     return left
 
 
-def remove_stack_dumps(folder: Path, names: Iterable[str] | None = None) -> None:
+def remove_stack_dumps(folder: Path, names: frozenset[str] | None = None) -> None:
     """Remove the per-process dumps of an attempt from its folder: each Python process's
     `stack-PID.txt` (empty unless it was asked), `ended-PID.txt` (run.py read it) and
     `raised-PID.txt` (`keep_program_raised` kept the program's), and py-spy's
@@ -298,7 +298,9 @@ def listing(folder: Path) -> frozenset[str] | None:
     """The names in an attempt's folder once its processes are gone, for
     `keep_program_raised` and `remove_stack_dumps` both (None: it cannot be listed). One
     listing where each looked for its files apart (an unlink, a stat, a scandir per
-    attempt, for records that only a Python process writes)."""
+    attempt, for records that only a Python process writes). The docker runner keeps the
+    record as the container ends and removes the dumps once its streams are closed, two
+    moments apart: it lists the folder at each."""
     try:
         return frozenset(os.listdir(folder))  # noqa: PTH208 (names, not a Path each)
     except OSError:

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reprospec.outcome.hungstacks import hung_processes
-from reprospec.process.stacks import keep_program_raised, remove_stack_dumps, without_our_frames
+from reprospec.process.stacks import (
+    keep_program_raised,
+    listing,
+    remove_stack_dumps,
+    without_our_frames,
+)
 from tests.support.paths import DATA
 
 # A real dump: a multiprocessing child hung, its parent joining it (an editable install's
@@ -93,16 +100,19 @@ def test_a_process_stopped_in_the_fork_servers_own_code_still_shows_where() -> N
     )
 
 
-def test_the_programs_record_of_its_end_is_kept_and_no_other(tmp_path: Path) -> None:
+@pytest.mark.parametrize("listed", [False, True], ids=["each-lists", "one-listing"])
+def test_the_programs_record_of_its_end_is_kept_and_no_other(tmp_path: Path, listed: bool) -> None:
     # Every Python process writes raised-PID.txt (its parent's pid first); only the
     # program's, the root's or a root shell's one child's, says how the attempt ended.
+    # The same with one listing of the folder given to both (run.py's way).
     def records(**texts: str) -> None:
         for pid, text in texts.items():
             (tmp_path / f"raised-{pid.removeprefix('p')}.txt").write_text(text)
 
     def kept(argv: list[str], root: int | None) -> str | None:
-        keep_program_raised(argv, root, tmp_path)
-        remove_stack_dumps(tmp_path)
+        names = listing(tmp_path) if listed else None
+        keep_program_raised(argv, root, tmp_path, names)
+        remove_stack_dumps(tmp_path, names)
         path = tmp_path / "raised.txt"
         return path.read_text() if path.exists() else None
 
