@@ -183,7 +183,7 @@ def check_device(env: Captured, needs: Needs, visible_devices: str | None = None
     a machine without a GPU, where doctor said it would end infra-error."""
     visible = len(gpus(env)) or whole(section(env, "torch").get("device_count"), 0)
     if visible_devices is not None and needs.gpus:
-        from reprospec.core.words import plural  # words is not read to import this module
+        from reprospec.core.words import plural, plural_verb  # not read to import this module
 
         ids = parse_gpu_list(visible_devices)
         shown = f"CUDA_VISIBLE_DEVICES={visible_devices}"
@@ -195,6 +195,9 @@ def check_device(env: Captured, needs: Needs, visible_devices: str | None = None
                 f"{plural(len(ids), 'GPU slot')} ({shown}): its cells will end as infra-error",
                 "give CUDA_VISIBLE_DEVICES enough ids, or lower environment.gpus",
             )
+        # run hands out these ids whatever this machine has: its cells run, never the
+        # machine's count below (which failed CVD=0,1,2,3 on 2 GPUs for gpus: 3 as
+        # "will end as infra-error" beside a passing gpu-slots check).
         if not visible:
             return Check(
                 "device",
@@ -204,6 +207,20 @@ def check_device(env: Captured, needs: Needs, visible_devices: str | None = None
                 "program that uses CUDA finds no GPU",
                 "run it where these ids name GPUs",
             )
+        if visible < needs.gpus:
+            return Check(
+                "device",
+                "warn",
+                f"the spec needs {plural(needs.gpus, 'GPU')}: run hands its cells the ids "
+                f"of {shown}, but {plural_verb(visible, 'CUDA device', 'is', 'are')} seen here: "
+                "they run, and a program finds fewer GPUs than its ids",
+                "run it where these ids name GPUs",
+            )
+        return Check(
+            "device",
+            "pass",
+            f"the spec needs {plural(needs.gpus, 'GPU')}: run hands its cells the ids of {shown}",
+        )
     if needs.gpus > visible:
         # The run refuses such a cell (`needs 1 GPU, none visible`): doctor passed it.
         have = f"{visible} visible" if visible else NO_GPU

@@ -630,5 +630,18 @@ def test_cuda_visible_devices_ids_are_said_as_the_slots_run_hands_out() -> None:
     assert hidden["device"].status == "fail"
     gpu = checks(machine(fields=ADA_FIELDS, csv=ADA), "1")
     assert gpu["gpu-slots"].status == "pass"
+    # Ids enough and a device seen: run hands them out whatever the machine counts, so
+    # the machine's own count (2 GPUs here) never fails the cells as infra-error.
+    two = machine(fields=ADA_FIELDS, csv=ADA)
+    more = checks(two, "0,1,2,3", gpus=3)
+    assert more["gpu-slots"].status == "pass"
+    assert more["device"].status == "warn"
+    assert more["device"].why == (
+        "the spec needs 3 GPUs: run hands its cells the ids of CUDA_VISIBLE_DEVICES=0,1,2,3, "
+        "but 2 CUDA devices are seen here: they run, and a program finds fewer GPUs than its ids"
+    )
+    enough = checks(two, "0,1,2,3", gpus=2)["device"]
+    assert enough.status == "pass"
+    assert enough.why.endswith("run hands its cells the ids of CUDA_VISIBLE_DEVICES=0,1,2,3")
     # Unset: no such check, and the device check reads the machine as before.
     assert "gpu-slots" not in by_name(machine())
