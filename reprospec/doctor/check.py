@@ -13,7 +13,7 @@ from typing import Literal
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.environment.captured import Captured, section
+from reprospec.environment.captured import Captured, section, whole
 
 Status = Literal["pass", "warn", "fail", "skipped"]
 NO_GPU = "no CUDA device"
@@ -48,9 +48,15 @@ def gpus(env: Captured) -> list[JsonObject]:
 
 def seen_devices(env: Captured) -> int:
     """The CUDA devices this machine shows: those torch or nvidia-smi listed, else torch's
-    count (0: none seen)."""
-    count = section(env, "torch").get("device_count")
-    return len(gpus(env)) or (count if isinstance(count, int) and count > 0 else 0)
+    count read as `whole` reads counts (`2`, `2.0`, `"2"`; 0: none seen). One rule for
+    `gpu-slots` and `device`: gpu-slots took only an int, and warned "no CUDA device is
+    seen here" of a count of 2.0 that `device` counted as 2."""
+    return len(gpus(env)) or max(whole(section(env, "torch").get("device_count"), 0), 0)
+
+
+def slots_said(visible_devices: str) -> str:
+    """A set CUDA_VISIBLE_DEVICES as the checks say it: `CUDA_VISIBLE_DEVICES=0,1`."""
+    return f"CUDA_VISIBLE_DEVICES={visible_devices}"
 
 
 def torch_state(env: Captured) -> str:

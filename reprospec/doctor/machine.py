@@ -17,6 +17,7 @@ from reprospec.doctor.check import (
     Status,
     gpus,
     seen_devices,
+    slots_said,
     torch_state,
     version_tuple,
 )
@@ -140,7 +141,7 @@ def check_gpu_slots(env: Captured, visible: str) -> Check:
     its `device` check failed a spec of `gpus: 1` as "its cells will end as infra-error"
     where run ran them."""
     ids = parse_gpu_list(visible)
-    shown = f"CUDA_VISIBLE_DEVICES={visible}"
+    shown = slots_said(visible)
     if not ids:
         return Check(
             "gpu-slots",

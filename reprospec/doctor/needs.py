@@ -17,7 +17,7 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.runoptions import parse_gpu_list
 from reprospec.core.sections import Environment
 from reprospec.core.units import format_size
-from reprospec.doctor.check import NO_GPU, Check, Status, gpus
+from reprospec.doctor.check import NO_GPU, Check, Status, seen_devices, slots_said
 from reprospec.environment.captured import (
     Captured,
     environment_mismatches,
@@ -181,12 +181,12 @@ def check_device(env: Captured, needs: Needs, visible_devices: str | None = None
     CUDA_VISIBLE_DEVICES, whose ids `run` hands out as the GPU slots whatever the machine
     has (pipeline/gpus.py): a cell of `gpus: 1` runs under `CUDA_VISIBLE_DEVICES=0,1` on
     a machine without a GPU, where doctor said it would end infra-error."""
-    visible = len(gpus(env)) or whole(section(env, "torch").get("device_count"), 0)
+    visible = seen_devices(env)
     if visible_devices is not None and needs.gpus:
         from reprospec.core.words import plural, plural_verb  # not read to import this module
 
         ids = parse_gpu_list(visible_devices)
-        shown = f"CUDA_VISIBLE_DEVICES={visible_devices}"
+        shown = slots_said(visible_devices)
         if needs.gpus > len(ids):
             return Check(
                 "device",

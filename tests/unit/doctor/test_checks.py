@@ -645,3 +645,13 @@ def test_cuda_visible_devices_ids_are_said_as_the_slots_run_hands_out() -> None:
     assert enough.why.endswith("run hands its cells the ids of CUDA_VISIBLE_DEVICES=0,1,2,3")
     # Unset: no such check, and the device check reads the machine as before.
     assert "gpu-slots" not in by_name(machine())
+
+
+@pytest.mark.parametrize("count", [2, 2.0, "2"])
+def test_gpu_slots_and_device_count_the_devices_seen_by_one_rule(count: JsonValue) -> None:
+    """gpu-slots took torch's device_count only as an int: a capture of 2.0 or "2" warned
+    "no CUDA device is seen here" while `device` counted 2 of it."""
+    env = machine(torch={"device_count": count})
+    found = {c.name: c for c in doctor.run_checks(env, doctor.Needs(gpus=2), "0,1")}
+    assert found["gpu-slots"].status == "pass"
+    assert found["device"].status == "pass"
