@@ -29,7 +29,8 @@ _PYTHON_NAME = Lazy(r"(?:python|pypy)(?:\d+(?:\.\d+)*t?)?(?:\.exe)?")
 # code, and no data of a program's (capture's data files, the stacks' user frames).
 INTERPRETER_LIB = r"/lib(?:64)?/(?:python|pypy)\d+(?:\.\d+)*t?/"
 # And an installed distribution's (site-packages, Debian's dist-packages): a library's code.
-LIBRARY_CODE = INTERPRETER_LIB + r"|/(?:site|dist)-packages/"
+# One group, so that a pattern written around it (`"^.*" + LIBRARY_CODE`) keeps its meaning.
+LIBRARY_CODE = r"(?:" + INTERPRETER_LIB + r"|/(?:site|dist)-packages/)"
 # Short options whose value is the rest of the word or the next one (`-W ignore`, `-Xdev`).
 _VALUED = frozenset("WX")
 # Long options whose value is the next word.

@@ -3,9 +3,11 @@ readers that now ask it: each had its own, and each missed part of the grammar."
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from reprospec.core.pythonargs import PythonProgram, is_python, python_program
+from reprospec.core.pythonargs import LIBRARY_CODE, PythonProgram, is_python, python_program
 
 
 @pytest.mark.parametrize(
@@ -61,3 +63,13 @@ def test_the_readers_that_ask_it_read_the_joined_forms() -> None:
     assert _program_words(["python", "-mpkg.cli", "--flag"]) == ["--module", "pkg.cli"]
     assert _command_code(["timeout", "5", "python3", "-uc", "import x"]) == "import x"
     assert pytest_args_start(["python3.12", "-X", "dev", "-m", "pytest", "-x"]) == 5
+
+
+def test_library_code_keeps_its_meaning_inside_a_longer_pattern() -> None:
+    # A bare top-level alternation: `".*" + LIBRARY_CODE + ".*"` split into `.*/lib/...`
+    # or `/site-packages/.*`, and a prefix bound only the interpreter's library.
+    around = re.compile(".*" + LIBRARY_CODE + ".*")
+    assert around.fullmatch("/x/site-packages/y")
+    assert around.fullmatch("/usr/lib/python3.13t/threading.py")
+    assert not re.search("^/opt" + LIBRARY_CODE, "/home/u/site-packages/y")
+    assert re.search("^/opt" + LIBRARY_CODE, "/opt/dist-packages/y")
