@@ -42,11 +42,12 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from reprospec import native
 from reprospec.core import safepoint
 from reprospec.core.atomicfile import write_probe
+from reprospec.core.caller import argument
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -86,6 +87,7 @@ from reprospec.minimize.unperturbed import (
     Side,
     attempts_for,
     check_unperturbed,
+    stored_unperturbed,
 )
 from reprospec.minimize.workload import (
     Field,
@@ -340,6 +342,7 @@ def _minimize(
             f"settings: interrupted after {plural(reduced.attempts, 'attempt')} of step 1 "
             "(isolate), before the program's search: nothing is minimized yet"
         )
+    _check_out_before_replay(folder, options.output, run_options.out)
     header: JsonObject = {"spec": spec.name, "cell": failing.id}
     with held_state(folder, header, f"minimization {ident}", say) as state:
         if state.reread(lambda probe: reread(probe, run_options.out.resolve() / "runs")):
@@ -453,6 +456,7 @@ def _minimize(
             interrupted=interrupted,
             repro="",
             command_line=options.command_line,
+            budget_said=argument("--budget", "budget"),
             perturbed=attempt.environment.perturb.describe(),
             settings=reduced,
             search_preload=run_options.preload,
@@ -586,14 +590,9 @@ def _unperturbed(
     )
     path = found.output / SPEC_NAME
     minimized = Side(path, (), cell_filters(api.load_spec(path, files=False), found))
-    key = {
-        "program": found.result.program.key,
-        "output": str(found.output.resolve()),
-        "base": base.phrase if base else "",
-    }
     check = check_unperturbed(
-        found.folder / "unperturbed.json",
-        key,
+        found.folder / UNPERTURBED_JSON,
+        _unperturbed_key(found),
         found.perturbed,
         original,
         minimized,
@@ -605,6 +604,25 @@ def _unperturbed(
         # Stopped in the check: said as an interruption (the same command checks again).
         return replace(found, interrupted=True)
     return write_reports(replace(found, unperturbed=check))
+
+
+def _unperturbed_key(found: Minimized) -> dict[str, str]:
+    """What the check without the perturbation depends on (unperturbed.json's key)."""
+    base = found.baseline
+    return {
+        "program": found.result.program.key,
+        "output": str(found.output.resolve()),
+        "base": base.phrase if base else "",
+    }
+
+
+def _unperturbed_stored(found: Minimized) -> bool:
+    """Whether the check without the perturbation is stored for this answer: _unperturbed
+    replays it, running nothing."""
+    return stored_unperturbed(found.folder / UNPERTURBED_JSON, _unperturbed_key(found)) is not None
+
+
+UNPERTURBED_JSON = "unperturbed.json"  # the check without the perturbation, in the folder
 
 
 # The chance of calling DIR short of a file when it only flaked clean: at most this,
@@ -735,23 +753,59 @@ def _check_out_for_dir(found: Minimized, out: Path) -> None:
     run again on an --out made read-only since replays its probes, and its DIR check only
     where dir-check.json holds this -o's; another -o (or a check interrupted before) ran
     attempts and stopped on the results store, exit 2 with no answer. The -o whose check
-    is stored is named: with it, nothing runs."""
+    is stored is named: with it, nothing runs. So is the check without the perturbation
+    (`_unperturbed`) that follows a confirmed DIR: one stopped before its unperturbed.json
+    was written ran again there and stopped on the store the same way."""
     checked, stored = _stored_check(found)
     if not isinstance(stored, dict):
         stored = {}
     if all(stored.get(k) == v for k, v in checked.items()):
-        return  # replayed in confirm_dir: nothing runs
-    why = _unwritable(out)
-    if not why:
+        if not found.perturbed or stored.get("unconfirmed") or _unperturbed_stored(found):
+            return  # replayed in confirm_dir (and _unperturbed): nothing runs
+        why = _unwritable(out)
+        if why:
+            raise UsageError(
+                f"--out {out}: cannot be written ({why}), and the check of -o {found.output} "
+                "without the perturbation runs its minimized.yaml, whose attempts are stored "
+                "there: give an --out that can be"
+            )
         return
-    other = stored.get("output") if stored.get("program") == checked["program"] else None
+    why = _unwritable(out)
+    if why:
+        other = stored.get("output") if stored.get("program") == checked["program"] else None
+        _refuse_dir_check(out, why, found.output, other)
+
+
+def _check_out_before_replay(folder: Path, output: Path | None, out: Path) -> None:
+    """`_check_out_for_dir` before anything replays, where it can tell: the check of a
+    finished minimization's DIR is stored (dir-check.json) of another -o than this one,
+    and --out cannot be written. Which check applies is known only once the answer is,
+    after the replay; but a replay of the same probes reaches the same answer, so this -o
+    would be refused there, after the whole replay (seconds of a large search's state)."""
+    if output is None:
+        return  # the default DIR lies in --out: _check_output refused it already
+    try:
+        stored = json.loads((folder / "dir-check.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    other = stored.get("output") if isinstance(stored, dict) else None
+    if not isinstance(other, str) or not other or other == str(output.resolve()):
+        return
+    why = _unwritable(out)
+    if why:
+        _refuse_dir_check(out, why, output, other)
+
+
+def _refuse_dir_check(out: Path, why: str, output: Path, other: object) -> NoReturn:
+    """The refusal of DIR's check on an --out that cannot be written, naming the -o whose
+    check is stored (`other`), where one is."""
     again = (
         f"give -o {other} again (its check is stored), or an --out that can be"
         if isinstance(other, str) and other
         else "give an --out that can be"
     )
     raise UsageError(
-        f"--out {out}: cannot be written ({why}), and the check of -o {found.output} runs "
+        f"--out {out}: cannot be written ({why}), and the check of -o {output} runs "
         f"its minimized.yaml, whose attempts are stored there: {again}"
     )
 

@@ -244,6 +244,18 @@ class Side:
     filters: tuple[str, ...]
 
 
+def stored_unperturbed(record: Path, key: Mapping[str, str]) -> Unperturbed | None:
+    """The check stored in `record` under `key`; None where none is (another answer's,
+    another DIR's, or not written: a check stopped before its end)."""
+    try:
+        stored = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(stored, dict) and stored.get("key") == dict(key):
+        return Unperturbed.from_dict(stored.get("check"))
+    return None
+
+
 def check_unperturbed(
     record: Path,
     key: Mapping[str, str],
@@ -258,14 +270,9 @@ def check_unperturbed(
     without it (amplify's `Baseline` where it measured this cell, else run here as often);
     None where a run was interrupted. Stored in `record` under `key` (what the answer
     depends on) so that the same command again runs nothing."""
-    try:
-        stored = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        stored = None
-    if isinstance(stored, dict) and stored.get("key") == dict(key):
-        check = Unperturbed.from_dict(stored.get("check"))
-        if check is not None:
-            return check
+    check = stored_unperturbed(record, key)
+    if check is not None:
+        return check
     base = original.rate if isinstance(original, Baseline) else None
     attempts = attempts_for(base)
     runs: list[RunResult] = []

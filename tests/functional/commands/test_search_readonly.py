@@ -174,11 +174,86 @@ def test_minimize_with_another_dir_on_a_read_only_out_is_refused_before_dir_is_w
         again = _run(read_only(out, [*argv, "-o", str(other)]))
         assert again.returncode == 2, again.stderr
         assert "Traceback" not in again.stderr
+        # Refused before the replay: the stored check names its -o already.
+        assert "replay" not in again.stderr, again.stderr
         assert f"--out {out}: cannot be written (Read-only" in again.stderr, again.stderr
         assert f"give -o {result} again (its check is stored)" in again.stderr
         assert not other.exists()
         same = _run(read_only(out, [*argv, "-o", str(result)]))
         assert same.returncode == 0, same.stderr
         assert WARNING in same.stderr
+    finally:
+        _writable(out)
+
+
+PERTURBED_SPEC = """\
+reprospec: 1
+name: perturbed
+matrix:
+  mode: [a, b]
+command: python prog.py ${{ matrix.mode }}
+environment:
+  perturb:
+    cpus: [0]
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  cases:
+    - when: {mode: b}
+      outcome: pass
+"""
+
+# Fails only on one CPU: the perturbation is what makes it fail.
+PERTURBED = """\
+import ctypes
+import os
+import sys
+
+unused = 1
+if sys.argv[1] == "a" and len(os.sched_getaffinity(0)) == 1:
+    ctypes.string_at(0)
+print("ok")
+"""
+
+
+def test_minimize_refuses_an_unstored_unperturbed_check_on_a_read_only_out(
+    tmp_path: Path,
+) -> None:
+    """The check of DIR without the perturbation follows DIR's own check; one stopped
+    before its unperturbed.json was written ran again on the read-only --out, after the
+    replay and DIR's write, and stopped on the results store: exit 2, `out is read-only to
+    this user`, no answer. It is refused before DIR is written, saying which check runs;
+    with the check stored, the answer is printed unsaved as ever."""
+    (tmp_path / "prog.py").write_text(PERTURBED)
+    (tmp_path / "spec.yaml").write_text(PERTURBED_SPEC)
+    out, result = tmp_path / "out", tmp_path / "result"
+    argv = [
+        sys.executable, "-m", "reprospec", "minimize", str(tmp_path / "spec.yaml"), "--out",
+        str(out), "-j", "1", "--budget", "20", "--min-rate", "0.9", "--error", "0.5",
+        "-o", str(result),
+    ]  # fmt: skip
+    first = _run(argv)
+    assert first.returncode in (0, 1), first.stdout + first.stderr
+    (record,) = out.glob("minimize/*/unperturbed.json")  # the check ran: DIR was confirmed
+    kept = record.read_bytes()
+    record.unlink()  # as a check stopped before its end leaves it
+    answer = (result / "minimize.json").read_bytes()
+    try:
+        again = _run(read_only(out, argv))
+        assert again.returncode == 2, again.stderr
+        assert "Traceback" not in again.stderr
+        assert (
+            f"--out {out}: cannot be written (Read-only file system), and the check of -o "
+            f"{result} without the perturbation runs its minimized.yaml" in again.stderr
+        ), again.stderr
+        assert (result / "minimize.json").read_bytes() == answer  # DIR left as it was
+    finally:
+        _writable(out)
+    record.write_bytes(kept)
+    try:
+        stored = _run(read_only(out, argv))
+        assert stored.returncode == first.returncode, stored.stderr
+        assert WARNING in stored.stderr, stored.stderr
+        assert stored.stdout.splitlines()[0] == first.stdout.splitlines()[0]
     finally:
         _writable(out)
