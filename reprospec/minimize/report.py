@@ -130,6 +130,9 @@ class Minimized:
     # (b'UUUUUUUU' at step 3 became b'ZZZZ...' at step 0, the bug gone). "" where unknown.
     message_before: str = ""
     message_after: str = ""
+    # How its answer names the search's budget: `--budget`, or `MinimizeOptions(budget=...)`
+    # to the Python API's caller (core/caller.py), set when made, as amplify's is.
+    budget_said: str = "--budget"
     # Found under environment.perturb: the result and the original without it
     # (unperturbed.py); None where nothing was perturbed or DIR was not checked.
     unperturbed: Unperturbed | None = None
@@ -981,7 +984,10 @@ def _continues(found: Minimized) -> str:
     r = found.result
     final = r.rate.attempts + r.passing_checked.ran
     return budget_continues(
-        "minimization", attempts(found) - final, "the final check" if final else ""
+        "minimization",
+        attempts(found) - final,
+        "the final check" if final else "",
+        said=found.budget_said,
     )
 
 

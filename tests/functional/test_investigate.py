@@ -176,6 +176,31 @@ def test_an_isolation_out_of_budget_names_the_budget_as_its_caller_gave_it(
     assert said in reprospec.render(found, "text")
 
 
+def test_a_minimization_out_of_budget_names_the_budget_as_its_caller_gave_it(
+    tmp_path: Path,
+) -> None:
+    # minimize_spec(..., MinimizeOptions(budget=20)) said "a larger --budget continues this
+    # minimization" in its text and minimize.md, an option the caller never typed.
+    _write(
+        tmp_path,
+        "crash.py",
+        "import os, signal\na = 1\nb = 2\nc = a + b\nd = c * 2\n"
+        "os.kill(os.getpid(), signal.SIGSEGV)\n",
+    )
+    spec = _write(
+        tmp_path,
+        "crash.yaml",
+        "reprospec: 1\nname: crash\ncommand: python crash.py\nrun: {timeout: 30s}\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n",
+    )
+    options = reprospec.MinimizeOptions(budget=20, run=reprospec.RunOptions(out=tmp_path / "out"))
+    found = reprospec.minimize_spec(spec, options)
+    assert found.result.status == "budget"
+    said = "a larger MinimizeOptions(budget=...) continues this minimization"
+    assert said in reprospec.render(found, "text")
+    assert said in (found.output / "minimize.md").read_text()
+
+
 def test_bisect_names_the_first_release_that_segfaults(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
