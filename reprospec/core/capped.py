@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from reprospec.core.safepoint import SLICE_S
-from reprospec.errors import InfraError
 
 _CHUNK = 1 << 16
 
@@ -192,30 +191,6 @@ def run(
         outputs["stderr"].value(),
         timed_out=timed_out,
     )
-
-
-def run_python(
-    argv: Sequence[str],
-    *,
-    what: str,
-    limit: int,
-    timeout_s: float,
-    env: Mapping[str, str] | None = None,
-    cwd: Path | str | None = None,
-) -> Completed:
-    """`run` of a spec's interpreter (`argv[0]`) asked a question of (`what`: `package
-    check`, `environment capture`): one that cannot start or runs past `timeout_s` is the
-    InfraError every such question words alike (`interpreter not found: PATH`)."""
-    python = argv[0]
-    try:
-        done = run(argv, limit=limit, timeout_s=timeout_s, env=env, cwd=cwd)
-    except FileNotFoundError as exc:
-        raise InfraError(f"interpreter not found: {python}") from exc
-    except PermissionError as exc:
-        raise InfraError(f"interpreter not executable: {python}") from exc
-    if done.timed_out:
-        raise InfraError(f"{what} with {python} timed out after {timeout_s:g}s")
-    return done
 
 
 def _read_to_end(

@@ -24,11 +24,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
 
-from reprospec.core import capped
 from reprospec.core import requirements as req_words
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.requirements import normalize as normalize  # the one rule, re-exported
+from reprospec.environment.interpreter import run_python
 from reprospec.errors import InfraError
 
 # Runs in the target interpreter: stdlib only, Python 3.6+ (pkg_resources when
@@ -435,7 +435,7 @@ def probe_installed(
     an extra, also every distribution's version and requirements."""
     argv = [python, "-c", PROBE_CODE, *probe_args(requirements)]
     # The interpreter is the spec's: what it prints is kept within a bound (capped.py).
-    done = capped.run_python(
+    done = run_python(
         argv, what="package check", limit=OUTPUT_BYTES, timeout_s=timeout_s, env=env, cwd=cwd
     )
     stdout = done.stdout.decode("utf-8", "replace")

@@ -15,9 +15,9 @@ import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from reprospec.core import capped
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.scoped import Scoped
+from reprospec.environment.interpreter import run_python
 from reprospec.errors import InfraError
 from reprospec.harness import HARNESS_ROOT
 
@@ -41,7 +41,7 @@ def _run(
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(harness_root), env.get("PYTHONPATH")) if p)
     argv = [python, "-m", "reprospec_harness.envinfo", *args]
     # The interpreter is the spec's: what it prints is kept within a bound (capped.py).
-    done = capped.run_python(
+    done = run_python(
         argv, what="environment capture", limit=OUTPUT_BYTES, timeout_s=TIMEOUT_S, env=env
     )
     return subprocess.CompletedProcess(

@@ -26,6 +26,7 @@ from reprospec.core.lazyre import Lazy
 from reprospec.core.recent import Recent
 from reprospec.core.results import Execution
 from reprospec.core.scoped import Scoped
+from reprospec.environment.interpreter import unusable
 from reprospec.environment.probe import HARNESS_PYTHON, probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.native import cudagdb
@@ -93,9 +94,9 @@ def interpreter_version(path: str) -> str:
     # os.path's exists/isfile say False where Path's raise (EACCES): InfraError, not a
     # traceback.
     if not os.path.exists(path):  # noqa: PTH110
-        raise InfraError(f"interpreter not found: {path}")
+        raise InfraError(unusable(path, found=False))
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):  # noqa: PTH113
-        raise InfraError(f"not an executable interpreter: {path}")
+        raise InfraError(unusable(path, found=True))
     try:
         # Bounded: the interpreter may print on its own (a .pth file, a wrapper).
         done = capped.run([path, "-c", _VERSION_CODE], limit=64 << 10, timeout_s=60)

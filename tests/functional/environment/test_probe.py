@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from reprospec.environment.packages import probe_installed
 from reprospec.environment.probe import probe_environment
 from reprospec.errors import InfraError
 from reprospec.harness import HARNESS_ROOT
@@ -110,6 +111,20 @@ def test_torchs_numpy_bridge_is_captured_where_torch_imports_and_numpy_does_not(
 def test_probe_with_a_missing_interpreter() -> None:
     with pytest.raises(InfraError, match="interpreter not found: /nonexistent/python"):
         probe_environment("/nonexistent/python")
+
+
+def test_a_non_executable_interpreter_is_worded_alike_by_every_question(tmp_path: Path) -> None:
+    # environment/interpreter.py: the capture and the package check say it as the local
+    # runner's check of --python does (tests/unit/runners/test_local.py).
+    script = tmp_path / "python9"
+    script.write_text("#!/bin/sh\n")
+    said = f"interpreter not executable: {script}"
+    with pytest.raises(InfraError) as captured:
+        probe_environment(str(script))
+    assert str(captured.value) == said
+    with pytest.raises(InfraError) as checked:
+        probe_installed(str(script), ["six"])
+    assert str(checked.value) == said
 
 
 def _older_python() -> str | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from reprospec.environment.interpreter import unusable
 from reprospec.errors import InfraError
 from reprospec.process.childprotocol import CELL_VAR
 from reprospec.runners.local import LocalRunner, outer_environ
@@ -31,6 +32,19 @@ def test_missing_interpreter(tmp_path: Path) -> None:
     env = runner.capture_environment(make_plan(["true"]), tmp_path / "env")
     assert env["python"] is None
     assert "error" in env
+
+
+def test_a_non_executable_interpreter_is_worded_as_every_question_asked_of_one(
+    tmp_path: Path,
+) -> None:
+    # The local runner said `not an executable interpreter: PATH` where the package check
+    # and the environment capture say `interpreter not executable: PATH`.
+    script = tmp_path / "python9"
+    script.write_text("#!/bin/sh\n")
+    with pytest.raises(InfraError) as raised:
+        LocalRunner(python=str(script)).prepare([])
+    assert str(raised.value) == f"interpreter not executable: {script}"
+    assert str(raised.value) == unusable(str(script), found=True)
 
 
 def test_the_engines_environment_is_read_again_once_changed(
