@@ -30,13 +30,13 @@ from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
 from reprospec.core.rates import rate_floor, refuting_bound
 from reprospec.core.results import Rate
 from reprospec.core.words import (
+    agree,
     budget_continues,
     interval_bounds,
     interval_phrase,
     plural,
     rate_phrase,
     replayed_phrase,
-    verb,
 )
 from reprospec.isolation.candidates import DEFAULT_ERROR, DEFAULT_MIN_RATE, clean_needed_at
 from reprospec.isolation.candidates import Settings as IsolateSettings
@@ -336,7 +336,7 @@ def markdown(found: AmplifyReport) -> str:
             "",
             f"Under run.preload the base's attempts forked from the preloaded server; "
             f"{', '.join(fresh)} ran fresh (a perturbation only a process's start applies) and "
-            f"{verb(len(fresh))} judged against `base (fresh)`, the spec "
+            f"{agree(len(fresh))} judged against `base (fresh)`, the spec "
             "run fresh too; every other arm against `base`.",
         ]
     lines += [

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
-from reprospec.core.words import noun, plural, verb
+from reprospec.core.words import agree, noun, plural
 from reprospec.errors import EXIT_INFRA, EXIT_OK, FatalError, InfraError, UsageError
 
 if TYPE_CHECKING:
@@ -364,7 +364,7 @@ def _print_status(status: RunStatus) -> None:
         print(f"warning: {warning}", file=sys.stderr)
     if status.missing:
         shards = ", ".join(str(k) for k in status.missing)
-        have = verb(len(status.missing), "has", "have")
+        have = agree(len(status.missing), "has", "have")
         # A spec changed since: resume sends tasks that each refuse it (it said resume).
         again = _resume_refusal(run) or f"reprospec slurm resume {shlex.quote(str(run.run_dir))}"
         print(f"{noun(len(status.missing), 'shard')} {shards} {have} no complete results: {again}")
@@ -409,7 +409,7 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
         busy = ", ".join(f"{s.shard} ({s.state}, job {s.job})" for s in active)
         them = "it" if len(active) == 1 else "them"
         raise UsageError(
-            f"{noun(len(active), 'shard')} {busy} {verb(len(active), 'is', 'are')} still in "
+            f"{noun(len(active), 'shard')} {busy} {agree(len(active), 'is', 'are')} still in "
             f"Slurm: wait for {them} "
             "(or scancel), then resume"
         )

@@ -61,10 +61,10 @@ def unsaved_sentence(folder: Path, missed: Sequence[str], why: str) -> str:
     run's` ("" where `missed` is empty): isolate's, minimize's and amplify's warning."""
     if not missed:
         return ""
-    from reprospec.core.words import verb  # only for this warning: the writer imports none
+    from reprospec.core.words import agree  # only for this warning: the writer imports none
 
     names = missed[0] if len(missed) == 1 else ", ".join(missed[:-1]) + " and " + missed[-1]
-    are = verb(len(missed), "is", "are")
+    are = agree(len(missed), "is", "are")
     return f"the answer could not be saved in {folder} ({why}): its {names} {are} not this run's"
 
 

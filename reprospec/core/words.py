@@ -654,7 +654,7 @@ def launch_summary(attempts: Iterable[AttemptResult]) -> str | None:
     if forked:
         parts.append(
             f"{len(forked)} of {plural(len(attempts), 'attempt')} "
-            f"{verb(len(forked))} forked from {_servers_phrase(forked)}"
+            f"{agree(len(forked))} forked from {_servers_phrase(forked)}"
             ": random, numpy and torch reseeded per attempt "
             "(each seed is in results.json), no interpreter teardown at exit"
         )
@@ -718,13 +718,15 @@ def plural_verb(
     for 1, `other` for any other count: `is`/`are`, `has`/`have`). `the`: `the instance was`,
     `the 4 instances were`, a count of one said without its number."""
     counted = f"the {word}" if the and n == 1 else f"{'the ' if the else ''}{plural(n, word, many)}"
-    return f"{counted} {verb(n, one, other)}"
+    return f"{counted} {agree(n, one, other)}"
 
 
-def verb(n: int, one: str = "was", other: str = "were") -> str:
+def agree(n: int, one: str = "was", other: str = "were") -> str:
     """`was` for a count of 1, `were` for any other (`is`/`are`, `has`/`have`): the verb of a
     count said apart from it (`its a.json and b.md are`, `rank 1, 3 are out of step`),
-    where `plural_verb`'s `4 cells were` does not fit the sentence."""
+    where `plural_verb`'s `4 cells were` does not fit the sentence. Named `agree`, not
+    `verb`: a verb is also a command's subcommand here, a local name in the modules that
+    import this (slurm's `_refuse_unused(args, verb)`), whose call it would shadow."""
     return one if n == 1 else other
 
 
@@ -808,6 +810,7 @@ __all__ = [
     "VERDICT_LEGEND",
     "VERDICT_MARKS",
     "PrintedInterval",
+    "agree",
     "attempt_phrase",
     "attempts_phrase",
     "budget_continues",
@@ -840,7 +843,6 @@ __all__ = [
     "stopped_of",
     "stopped_phrase",
     "timestamp",
-    "verb",
     "verdict_legend",
 ]
 
@@ -876,7 +878,7 @@ def budget_continues(search: str, attempts: int, before: str = "", said: str = "
     caller, who typed no `--budget`: core/caller.argument)."""
     return (
         f"a larger {said} continues this {search}: its {plural(attempts, 'attempt')}"
-        f"{f' before {before}' if before else ''} {verb(attempts, 'is', 'are')} "
+        f"{f' before {before}' if before else ''} {agree(attempts, 'is', 'are')} "
         f"replayed, not run again"
     )
 

@@ -100,7 +100,7 @@ from dataclasses import dataclass, field
 
 from reprospec.core.caller import argument
 from reprospec.core.rates import attempts_to_see, rate_of, wilson
-from reprospec.core.words import interval_bounds, plural, verb
+from reprospec.core.words import agree, interval_bounds, plural
 from reprospec.isolation.candidates import (
     RATE_Z,
     AttemptKind,
@@ -422,7 +422,7 @@ class Isolation:
             f"{why}: {figure} attempts ({shown_low}-{shown_high}); even at {shown_high} "
             f"isolating one of {plural(self.count, 'difference')} "
             f"takes about {plural(projected, 'attempt')}, and {left} of the budget of "
-            f"{s.budget} {verb(left, 'is', 'are')} left "
+            f"{s.budget} {agree(left, 'is', 'are')} left "
             f"({argument('--budget', 'budget', str(self.used + projected))} at the least)"
         )
 

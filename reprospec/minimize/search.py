@@ -146,7 +146,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.pysource import UNREADABLE
 from reprospec.core.rates import attempts_to_see, clearly_more, log_sum, rate_of, wilson
 from reprospec.core.results import Rate
-from reprospec.core.words import interval_bounds, plural, verb
+from reprospec.core.words import agree, interval_bounds, plural
 from reprospec.isolation.candidates import DEFAULT_ERROR, AttemptKind, Tally, clean_needed_at
 from reprospec.isolation.hypotheses import DETERMINISTIC_PRIOR
 from reprospec.minimize.program import Program
@@ -1250,7 +1250,7 @@ class Minimization:
             f"{why} as expected in {figure} attempts ({shown_low}-"
             f"{shown_high}); even at {shown_high} one "
             f"pass over its {units} top-level units takes about {plural(projected, 'attempt')}, "
-            f"and {left} of the budget of {s.given} {verb(left, 'is', 'are')} left "
+            f"and {left} of the budget of {s.given} {agree(left, 'is', 'are')} left "
             f"({argument('--budget', 'budget', str(least))} at the least)"
         )
 

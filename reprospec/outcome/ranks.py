@@ -20,7 +20,7 @@ from pathlib import Path
 from reprospec.core import capped
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.words import verb
+from reprospec.core.words import agree
 
 _MAX_LINE = 256 * 1024
 # The events file is the child's: what is kept of it stays bounded whatever it holds.
@@ -273,7 +273,7 @@ def describe(report: RankReport) -> str:
         if report.diverged:
             who = ", ".join(str(r) for r in report.diverged)
             parts.append(
-                f"rank {who} {verb(len(report.diverged), 'is', 'are')} out of step: {where}"
+                f"rank {who} {agree(len(report.diverged), 'is', 'are')} out of step: {where}"
             )
         else:
             parts.append(f"every rank waits: {where}")

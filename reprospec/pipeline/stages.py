@@ -33,7 +33,7 @@ from reprospec.core.redact import MASK, Redactor, holds_secret, unset_env
 from reprospec.core.results import AttemptResult, CellResult, RunResult, SetAside, Standalone
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.sections import same_python
-from reprospec.core.words import RESOLVED_SPEC, plural, set_aside_warning, verb
+from reprospec.core.words import RESOLVED_SPEC, agree, plural, set_aside_warning
 from reprospec.errors import InfraError, InterruptedBeforeRun, UsageError
 from reprospec.outcome.judgedcells import JudgedCells
 from reprospec.pipeline.attempt import AttemptExecutor
@@ -607,7 +607,7 @@ class _Keeper:
             f"{failure or self.failure}\n"
             + (f"reprospec: {removed}\n" if removed else "")
             + f"reprospec: the run stopped; {plural(self.stored, 'attempt')} of it "
-            + f"{verb(self.stored)} stored"
+            + f"{agree(self.stored)} stored"
             + (f", and {folder.path} holds its results so far" if written else "")
             + ".\nreprospec: once the problem is solved, continue it with: "
             + said(

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from reprospec.core.frozen import frozen
 from reprospec.core.results import CellResult, Outcome, RunResult
-from reprospec.core.words import COULD_NOT_RUN, NOT_RUN, outcome_phrase, plural, verb
+from reprospec.core.words import COULD_NOT_RUN, NOT_RUN, agree, outcome_phrase, plural
 from reprospec.report.cellsets import describe_cells, patterns_line, separating_patterns
 from reprospec.report.instances import instance_separation
 from reprospec.report.markup import inline_code
@@ -180,7 +180,7 @@ def _not_run(run: RunResult, *, of_ran: bool = True) -> list[Separation]:
         f"{plural(len(cells), 'cell')} {said}: {_named(tuple(cells), run.cells)}"
         for cells, said in (
             (could_not, COULD_NOT_RUN),
-            (unrun, f"{verb(len(unrun))} {NOT_RUN}"),
+            (unrun, f"{agree(len(unrun))} {NOT_RUN}"),
         )
         if cells
     ]

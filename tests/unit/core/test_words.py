@@ -9,6 +9,7 @@ from reprospec.core.rates import judge_rate, rate_of, wilson
 from reprospec.core.units import RateBound
 from reprospec.core.words import (
     PrintedInterval,
+    agree,
     interval_bounds,
     interval_phrase,
     percent_bounds,
@@ -16,7 +17,6 @@ from reprospec.core.words import (
     plural_verb,
     rate_phrase,
     shorten_command,
-    verb,
 )
 
 
@@ -28,7 +28,7 @@ def test_a_count_its_noun_and_its_verb_agree() -> None:
     assert plural_verb(1, "instance", the=True) == "the instance was"
     assert plural_verb(3, "instance", the=True) == "the 3 instances were"
     # A verb said apart from its count: `the 2 ranks ... are`, `its a.json is`.
-    assert [verb(1), verb(0), verb(2, "is", "are"), verb(1, "has", "have")] == [
+    assert [agree(1), agree(0), agree(2, "is", "are"), agree(1, "has", "have")] == [
         "was",
         "were",
         "are",
