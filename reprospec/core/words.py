@@ -299,13 +299,6 @@ AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN = (
     ", as a shell reports a death, but no process besides the main one ran and it was not "
     "killed: its own exit status"
 )
-# After `139 = 128 + SIGSEGV` where the command runs shells and their builtins alone
-# (`sh -c 'exit 139'`, outcome/shellexit.py): no program ran to die of the signal, and the
-# shells that did run report a death they see, which the output does not hold.
-AS_A_SHELL_REPORTS_A_DEATH_BUT_SHELLS_ALONE = (
-    ", as a shell reports a death, but the command runs shells and their builtins alone "
-    "and none reported one: a shell's own `exit`"
-)
 NO_OTHER_PROCESS_RAN = (
     "but the attempt ran no process besides the main one: it is the program's output"
 )

@@ -35,8 +35,6 @@ rules, in order:
    process besides the program ran (`Execution.descendants` False): the program
    was not killed (it exited 139), and no child's death can be what it reports, so
    139 is its own exit status (`sys.exit(139)`): rule 7, its detail saying so. Nor
-   where the command runs shells and their builtins alone (`sh -c 'exit 139'`,
-   shellexit.py) and no shell reported a death: rule 7 too. Nor
    137 (128 + SIGKILL) where the kernel counted no OOM kill on the machine while the
    attempt ran (`Execution.no_oom_kill`): a SIGKILL is a crash only as the OOM killer's,
    so the death it reports (a `timeout -s KILL` the shell ran) was sent by a process,
@@ -130,7 +128,6 @@ from reprospec.core.words import (
     A_SHELLS_137_OR_AN_EXIT_STATUS,
     A_SHELLS_SIGKILL_SENT_BY_A_PROCESS,
     AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
-    AS_A_SHELL_REPORTS_A_DEATH_BUT_SHELLS_ALONE,
     AS_A_SHELL_REPORTS_IT,
     KNOWN_FROM_THE_OUTPUT_ALONE,
     NO_OTHER_PROCESS_RAN,
@@ -363,17 +360,6 @@ def classify(
             if execution.descendants is not False
             else None
         )
-        # `sh -c 'exit 139'`: the processes besides the root were shells running builtins,
-        # and none reported a death (a shell that reaps a child killed by a signal says so):
-        # no process died of it, and 139 is a shell's `exit` (rule 7; shellexit.py).
-        shells_alone = (
-            shell_signal is not None
-            and not died
-            and argv is not None
-            and _shells_alone(argv, shell_signal, stderr, evidence.stdout)
-        )
-        if shells_alone:
-            shell_signal = None
         # 128 + SIGKILL with no OOM kill counted on the machine while the attempt ran: the
         # death it reports was sent by a process (a script's `timeout -s KILL`, a `kill -9`),
         # as a child's SIGKILL is under rule 6; the status is the program's (rule 7).
@@ -431,11 +417,6 @@ def classify(
             detail = f"exit code {returncode}"
             if execution.descendants is False:
                 detail += _no_other_process(returncode, execution, evidence, printed_worker)
-            elif shells_alone:
-                said = exit_status_signal(returncode, any_signal=True)
-                detail += (
-                    f"; {returncode} = 128 + {said}{AS_A_SHELL_REPORTS_A_DEATH_BUT_SHELLS_ALONE}"
-                )
             else:
                 sent = _killed_by_a_process(execution, evidence) if worker is None else None
                 if sent_kill:
@@ -993,15 +974,6 @@ def _shell_signal(returncode: int, stderr: str, stdout: str) -> str | None:
     if candidate is None:
         return None
     return candidate if _signal_reported(candidate, stderr, stdout) else None
-
-
-def _shells_alone(argv: Sequence[str], signal: str, stderr: str, stdout: str) -> bool:
-    """Whether the command runs shells and their builtins alone (shellexit.py) and the
-    output reports no death by `signal`: a shell of it that died of one is reported by the
-    shell that reaped it."""
-    from reprospec.outcome.shellexit import runs_shells_alone
-
-    return runs_shells_alone(argv) and not _signal_reported(signal, stderr, stdout)
 
 
 def _signal_reported(signal: str, stderr: str, stdout: str) -> bool:

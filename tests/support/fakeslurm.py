@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def fake_tool(folder: Path, name: str, script: str) -> None:
-    """`folder/name`, a shell script running `script`; `folder` goes first on PATH."""
+    """`folder/name`, a shell script running `script`; the caller puts `folder` on PATH."""
     tool = folder / name
     tool.write_text(f"#!/bin/sh\n{script}\n")
     tool.chmod(0o755)

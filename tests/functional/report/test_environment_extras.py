@@ -24,10 +24,10 @@ def _dist(site: Path, name: str, version: str, metadata: str = "") -> None:
     (site / f"{name}.py").write_text("")
 
 
-def _spec(tmp_path: Path) -> Path:
-    """A folder holding distribution shop 1.0, whose extra `fast` needs quickjson>=2 (a test
-    adds it or not), put on PYTHONPATH by the spec, as a project's vendored packages are;
-    the spec asks for `shop[fast]`."""
+def _spec(tmp_path: Path) -> tuple[Path, Path]:
+    """The spec, which asks for `shop[fast]`, and the folder it puts on PYTHONPATH, as a
+    project's vendored packages are: it holds distribution shop 1.0, whose extra `fast`
+    needs quickjson>=2 (a test adds it there or not)."""
     site = tmp_path / "site"
     _dist(
         site, "shop", "1.0", 'Requires-Dist: quickjson>=2; extra == "fast"\nProvides-Extra: fast\n'
@@ -41,13 +41,14 @@ def _spec(tmp_path: Path) -> Path:
         "  packages: ['shop[fast]']\n"
         f"  env: {{PYTHONPATH: '{site}'}}\n"
     )
-    return spec
+    return spec, site
 
 
 def test_a_missing_extra_is_a_mismatch_in_the_report_as_in_runs_check(
     tmp_path: Path, cli: Cli
 ) -> None:
-    result = cli("run", str(_spec(tmp_path)))
+    spec, _site = _spec(tmp_path)
+    result = cli("run", str(spec))
     assert result.code == 3, result.stderr  # the run's own check refused the cell
     line = "quickjson is not installed (shop[fast] requires quickjson>=2)"
     data = result.results()
@@ -60,8 +61,8 @@ def test_a_missing_extra_is_a_mismatch_in_the_report_as_in_runs_check(
 
 
 def test_an_extra_that_is_there_is_no_mismatch(tmp_path: Path, cli: Cli) -> None:
-    spec = _spec(tmp_path)
-    _dist(tmp_path / "site", "quickjson", "2.1")
+    spec, site = _spec(tmp_path)
+    _dist(site, "quickjson", "2.1")
     result = cli("run", str(spec))
     assert result.code == 0, result.stderr
     assert "Environment mismatch" not in (result.latest_run() / "report.md").read_text()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reprospec.capture.datafiles import WorkdirFiles, _the_programs, named_in
+from reprospec.capture.datafiles import WorkdirFiles, named_in, read_files
 from reprospec.core.results import AttemptResult, Outcome
 
 
@@ -112,13 +112,18 @@ def test_a_free_threaded_or_pypy_standard_librarys_file_is_no_data_of_the_progra
 ) -> None:
     # datafiles' own `/lib/python\d+(\.\d+)?/` beside the stacks' missed another
     # interpreter's lib/python3.13t/ (and lib/pypy3.10/): a file it opened there was taken
-    # for the program's input.
+    # for the program's input. Judged as read_files judges a path opened outside the workdir.
+    def outside(path: Path) -> tuple[str, ...]:
+        before = path.stat().st_mtime + 10
+        found = read_files(tmp_path, (), tmp_path / "work", before=before, also=[str(path)])
+        return found.outside
+
     for folder in ("python3.13t", "pypy3.10", "python3.11"):
         read = tmp_path / "other" / "lib" / folder / "encodings" / "aliases.txt"
         read.parent.mkdir(parents=True)
         read.write_text("x")
-        assert not _the_programs(read, before=read.stat().st_mtime + 10), folder
+        assert outside(read) == (), folder
     data = tmp_path / "data" / "train.csv"
     data.parent.mkdir()
     data.write_text("1,2\n")
-    assert _the_programs(data, before=data.stat().st_mtime + 10)
+    assert outside(data) == (str(data.resolve()),)
