@@ -125,6 +125,14 @@ class EnvRequest:
     # folder, and its first build ran the other program (`local_sources`).
     sources: tuple[tuple[str, str], ...] = ()
 
+    @property
+    def cutoff(self) -> str | None:
+        """The upload cutoff the build resolves under: `exclude_newer`, else a
+        UV_EXCLUDE_NEWER of uv's settings (how `bisect --by-date` sets each day's, or the
+        user's own shell): what tells one day's environment of unpinned `packages` from
+        another's in the build's line and in `envs list`."""
+        return self.exclude_newer or dict(self.index.uv_settings).get("UV_EXCLUDE_NEWER")
+
     def key(self) -> str:
         """The content hash that names the environment's folder."""
         parts: dict[str, object] = {
@@ -668,7 +676,7 @@ def _uv_version() -> str:
 def describe_request(request: EnvRequest) -> str:
     """One line for messages: `Python 3.11.7 + sqlparse==0.4.0`."""
     packages = " ".join(request.packages) or "no packages"
-    extra = f" (uploaded before {request.exclude_newer})" if request.exclude_newer else ""
+    extra = f" (uploaded before {request.cutoff})" if request.cutoff else ""
     return f"Python {request.python.version} + {packages}{extra}"
 
 

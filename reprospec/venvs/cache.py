@@ -40,6 +40,9 @@ class EnvInfo:
     # Of each path entry (`./mypkg`), its absolute path and files' digest: what tells two
     # environments of the same `packages` apart (EnvRequest.sources).
     sources: tuple[str, ...] = ()
+    # The upload cutoff it was resolved under (EnvRequest.cutoff): `bisect --by-date` builds
+    # one environment of the same unpinned `packages` per day, which read alike without it.
+    exclude_newer: str = ""
 
     def to_dict(self) -> JsonObject:
         return {
@@ -55,7 +58,14 @@ class EnvInfo:
             "used_by": list(self.used_by),
             "in_use": self.in_use,
             "sources": list(self.sources),
+            "exclude_newer": self.exclude_newer or None,
         }
+
+    def holds(self) -> str:
+        """Its packages as a listing says them, with the upload cutoff it was resolved under:
+        `packaging (uploaded before 2022-12-06T23:59:59Z)`."""
+        cutoff = f" (uploaded before {self.exclude_newer})" if self.exclude_newer else ""
+        return (" ".join(self.packages) or "(none)") + cutoff
 
 
 def list_envs(root: Path) -> list[EnvInfo]:
@@ -79,6 +89,11 @@ def list_envs(root: Path) -> list[EnvInfo]:
         python = request.get("python")
         wanted = request.get("packages")
         sources = request.get("sources")
+        index = request.get("index")
+        settings = index.get("uv_settings") if isinstance(index, dict) else None
+        cutoff = request.get("exclude_newer") or (
+            settings.get("UV_EXCLUDE_NEWER") if isinstance(settings, dict) else None
+        )
         out.append(
             EnvInfo(
                 key=folder.name,
@@ -95,6 +110,7 @@ def list_envs(root: Path) -> list[EnvInfo]:
                     for pair in (sources if isinstance(sources, list) else ())
                     if isinstance(pair, list) and len(pair) == 2
                 ),
+                exclude_newer=str(cutoff or ""),
             )
         )
     return sorted(out, key=lambda e: e.last_used, reverse=True)
@@ -191,8 +207,7 @@ def summarize(envs: Sequence[EnvInfo], now: float | None = None) -> list[dict[st
             {
                 "key": env.key,
                 "python": env.python,
-                "packages": (" ".join(env.packages) or "(none)")
-                + "".join(f" ({source})" for source in env.sources),
+                "packages": env.holds() + "".join(f" ({source})" for source in env.sources),
                 "size": human_size(env.size_bytes),
                 "last_used": ago(now - env.last_used),
                 "used_by": (", ".join(env.used_by) or "-")

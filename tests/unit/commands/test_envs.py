@@ -128,3 +128,28 @@ def test_two_environments_of_one_folder_package_are_told_apart(envs_root: Path) 
     assert listed.to_dict()["sources"] == ["./mypkg: /a/mypkg 0123456789abcdef"]
     (row,) = venvs.summarize([listed])
     assert row["packages"] == "./mypkg (./mypkg: /a/mypkg 0123456789abcdef)"
+
+
+def test_environments_of_two_days_of_a_bisect_by_date_are_told_apart(envs_root: Path) -> None:
+    # `bisect --by-date` builds one environment of the same unpinned `packages` per day, its
+    # cutoff in uv's settings (UV_EXCLUDE_NEWER): `envs list` showed ten rows reading
+    # `packaging`, and the build's line `Python 3.11.7 + packaging`, whichever day each was.
+    python = venvs.Interpreter("/usr/bin/python3", "3.11.7")
+    for day in ("2022-12-06", "2022-12-07"):
+        index = venvs.IndexConfig(uv_settings=(("UV_EXCLUDE_NEWER", f"{day}T23:59:59Z"),))
+        request = venvs.EnvRequest(python, ("packaging",), index=index)
+        assert venvs.describe_request(request) == (
+            f"Python 3.11.7 + packaging (uploaded before {day}T23:59:59Z)"
+        )
+        folder = _environment(envs_root, request.key(), time.time())
+        (folder / venvs.META).write_text(json.dumps({"request": request.to_dict()}))
+    listed = sorted(venvs.list_envs(envs_root), key=lambda env: env.exclude_newer)
+    assert [env.to_dict()["exclude_newer"] for env in listed] == [
+        "2022-12-06T23:59:59Z",
+        "2022-12-07T23:59:59Z",
+    ]
+    rows = [row["packages"] for row in venvs.summarize(listed)]
+    assert rows == [
+        "packaging (uploaded before 2022-12-06T23:59:59Z)",
+        "packaging (uploaded before 2022-12-07T23:59:59Z)",
+    ]
