@@ -980,12 +980,13 @@ def _signal_reported(signal: str, stderr: str, stdout: str) -> bool:
     """Whether the output shows a death by `signal`: a faulthandler report of it, a shell's
     "4242 Segmentation fault" (bash's), or the description alone on a line of stderr, as
     dash (/bin/sh here, the engine's own shell for a string command) prints it: `Hangup`,
-    `Alarm clock`, `Killed`."""
+    `Alarm clock`, `Killed`, and `File size limit exceeded (core dumped)` where the death
+    wrote a core."""
     from reprospec.outcome.tracebacks import fatal_errors
 
     described = re.escape(describe_signal(signal))
     shell = re.compile(rf"\b\d+ {described}\b")
-    if re.search(rf"^{described}$", stderr, re.MULTILINE):
+    if re.search(rf"^{described}(?: \(core dumped\))?$", stderr, re.MULTILINE):
         return True
     return any(
         shell.search(text) or any(f.signal == signal for f in fatal_errors(text))

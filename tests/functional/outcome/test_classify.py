@@ -328,6 +328,22 @@ def test_a_death_dash_reports_by_its_description_alone_is_a_crash(
     assert (outcome.kind, outcome.signal) == ("crash", name), outcome
 
 
+def test_a_death_dash_reports_with_its_core_is_a_crash(tmp_path: Path) -> None:
+    """dash says `File size limit exceeded (core dumped)` for a program dead of SIGXFSZ (a
+    signal outside the conventional crash set whose default writes a core): the words
+    with their `(core dumped)` are the proof too, and 153 was read as `error exit 153`."""
+    # (Python ignores SIGXFSZ from its start: its default is given back first.)
+    code = (
+        "import os, signal; signal.signal(signal.SIGXFSZ, signal.SIG_DFL); "
+        "os.kill(os.getpid(), signal.SIGXFSZ)"
+    )
+    line = f'cd {tmp_path} && ulimit -c unlimited; {sys.executable} -c "{code}"; exit $?'
+    execution = run_child(tmp_path, ["/bin/sh", "-c", line])
+    outcome = classify(execution)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal) == ("crash", "SIGXFSZ"), outcome
+
+
 def test_a_description_the_program_printed_mid_line_is_no_proof(tmp_path: Path) -> None:
     """Only a line that is the description alone is dash's word: `got Hangup from the
     modem` and exit 129 stay the program's own status."""
