@@ -139,7 +139,10 @@ def one_cell_fields(
         for key in table
         if package_name(str(key)) in varying
     ]
-    return (*spelled, *(("torch",) if "torch" in varying else ()))
+    # The docker runner builds one image per cell's packages: the capture's tag is one cell's.
+    container = captured.get("container")
+    image = ("container.image",) if isinstance(container, Mapping) and "image" in container else ()
+    return (*spelled, *(("torch",) if "torch" in varying else ()), *image)
 
 
 def run_one_cell_fields(run: RunResult) -> tuple[str, ...]:

@@ -38,10 +38,17 @@ def _text(value: object, default: str = NOT_COLLECTED) -> str:
 
 def captured_where(run: RunResult, one_cell: Sequence[str]) -> str:
     """Where the Versions block's facts come from, for its heading."""
+    cell = run.environment.get("captured_in")
     if not within("python", one_cell):
+        if cell and any(f.startswith("collect_env.pip.") for f in one_cell):
+            # A toggle chose a package's version: what that version pulls in (packaging 21.3's
+            # pyparsing, which 22.0 has not) is listed too, and is that cell's, not the run's.
+            return (
+                f"captured in the environment of cell {cell}; the cells' packages differ, so "
+                "the others it lists (what those pull in) may too"
+            )
         return "captured in the run's interpreter"
     # The cells ran several interpreters (a python, image or dockerfile a toggle chose).
-    cell = run.environment.get("captured_in")
     return (
         f"captured in the interpreter of cell {cell} only"
         if cell

@@ -145,3 +145,28 @@ def test_the_versions_heading_escapes_as_html_escape_does_without_quotes() -> No
 
     for text in ("a & b < c > d", "&amp; 'single' \"double\"", "<<&&>>", "plain", ""):
         assert html_text(text) == html.escape(text, quote=False)
+
+
+def test_a_chosen_package_version_names_the_cell_whose_dependencies_are_listed() -> None:
+    # packaging==${{ matrix.v }} over 21.3 and 22.0: the capture ran in the 21.3 cell, whose
+    # pyparsing (22.0 has none) read as the whole run's in the Versions block, and on the
+    # docker runner `compare` set that cell's image tag against another run's as the run's.
+    collect: JsonObject = {"pip": {"packaging": "21.3", "pyparsing": "3.3.3"}}
+    env: JsonObject = {
+        **ENV,
+        "collect_env": collect,
+        "packages": {"packaging": "21.3"},
+        "container": {"runtime": "docker", "image": "reprospec-env:f2a3f41e0604f123"},
+        "captured_in": "packaging=21.3",
+    }
+    cells = (_cell(0, packages=["packaging==21.3"]), _cell(1, packages=["packaging==22.0"]))
+    one_cell = one_cell_fields((c.environment for c in cells), env)
+    assert "container.image" in one_cell
+    heading = versions_markdown(_run(env, *cells)).splitlines()[0]
+    assert "captured in the environment of cell packaging=21.3;" in heading
+    assert "the others it lists (what those pull in) may too" in heading
+    # The same packages in every cell: the run's own, as before.
+    same = (_cell(0, packages=["packaging==21.3"]), _cell(1, packages=["packaging==21.3"]))
+    assert (
+        "captured in the run's interpreter" in versions_markdown(_run(env, *same)).splitlines()[0]
+    )
