@@ -147,8 +147,11 @@ _GHA_PYTHON = re.compile(
     re.MULTILINE,
 )
 # A traceback's paths name the interpreter's version: `/lib/python3.11/site-packages/`,
-# and the standard library's own frames, `/usr/lib/python3.11/ctypes/__init__.py`.
-_PATH_PYTHON = re.compile(r"/lib(?:64)?/python(?P<version>3\.\d+)/")
+# and the standard library's own frames, `/usr/lib/python3.11/ctypes/__init__.py`; a
+# free-threaded build's `lib/python3.13t/` (pythonargs.INTERPRETER_LIB's rule) says 3.13
+# too, the build left unsaid: a spec's environment.python is a version alone. PyPy's
+# `lib/pypy3.10/` is left out: the version is its language's, and 3.10 is a CPython's.
+_PATH_PYTHON = re.compile(r"/lib(?:64)?/python(?P<version>3\.\d+)t?/")
 # pytest's header: `platform linux -- Python 3.11.9, pytest-8.2.0, pluggy-1.5.0` (then, with
 # -v, ` -- /usr/bin/python3`) and `plugins: xdist-3.6.1, anyio-4.3.0`, each a distribution
 # and its version, a plugin's without the `pytest-` its name starts with.
@@ -304,9 +307,15 @@ class Machine:
 PACKAGING_TOOLS = frozenset({"pip", "setuptools", "wheel"})
 # A traceback's or an import error's words that make the failure a packaging tool's: then
 # its version is the ticket's question, and it is pinned (`pkg_resources` is setuptools').
+# An import counts as Python's statement alone, on a line of its own (a traceback's source
+# line, pytest's `>` marking it): prose's "installed everything from pip" or "numpy built
+# from wheel" named no module, and pinned the tool again.
+_TOOL_MODULES = r"(pip|setuptools|wheel|pkg_resources|_distutils_hack)"
 _TOOL_IN_FAILURE = re.compile(
-    r"(?:site-packages[/\\]|No module named '|\bimport |\bfrom )"
-    r"(pip|setuptools|wheel|pkg_resources|_distutils_hack)\b"
+    rf"(?:site-packages[/\\]|No module named '){_TOOL_MODULES}\b"
+    rf"|^[ \t>]*from {_TOOL_MODULES}(?:\.\w+)* import\b"
+    rf"|^[ \t>]*import {_TOOL_MODULES}(?:\.\w+)*(?: as \w+)?[ \t]*(?:[,;#\r]|$)",
+    re.MULTILINE,
 )
 _TOOL_OF_MODULE = {"pkg_resources": "setuptools", "_distutils_hack": "setuptools"}
 
@@ -314,7 +323,8 @@ _TOOL_OF_MODULE = {"pkg_resources": "setuptools", "_distutils_hack": "setuptools
 def _tools_in_failure(text: str) -> tuple[str, ...]:
     """The PACKAGING_TOOLS whose modules `text` names as a failure would: a frame in their
     folder, an import of them, `No module named` them."""
-    named = {_TOOL_OF_MODULE.get(m[1], m[1]) for m in _TOOL_IN_FAILURE.finditer(text)}
+    modules = (next(g for g in m.groups() if g) for m in _TOOL_IN_FAILURE.finditer(text))
+    named = {_TOOL_OF_MODULE.get(module, module) for module in modules}
     return tuple(sorted(named))
 
 

@@ -7,7 +7,11 @@ axes and footprint (capture/toggles.py, capture/footprint.py), the pytest a comm
 also for capture's interpreter by path or shebang and its ticket reader. Each had
 its own, and each missed a different part of the interpreter's grammar: `-uc CODE` (flags
 joined), `-Wignore` and `-mpkg` (a value joined to its flag), `--check-hash-based-pycs
-always`, `python3.12` (a two-digit minor version) or Python 2's `-Q`. `INTERPRETER_LIB`
+always`, `python3.12` (a two-digit minor version) or Python 2's `-Q`. `is_interpreter_file`,
+by the same name rule, is an interpreter's executable or shared library as the stacks see
+them: a hang's processes to ask py-spy about (process/stacks.py), a core's mapped files
+whose gdb helper to load (native/gdb.py), the frames that are no user's code
+(native/render.py). `INTERPRETER_LIB`
 and `LIBRARY_CODE`, where an interpreter's and a package's code lies, by the same name rule,
 serve the stacks' user frames (outcome/hungstacks.py), the capture's crash frame and its
 data files (capture/footprint.py, capture/datafiles.py), each of which had its own.
@@ -21,9 +25,15 @@ from typing import Literal
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 
-# An interpreter's file name: python, python3, python3.12, PyPy's `pypy3`, a free-threaded
-# build's `python3.13t`, Windows' `python.exe` (not python3-config, pythonw).
-_PYTHON_NAME = Lazy(r"(?:python|pypy)(?:\d+(?:\.\d+)*t?)?(?:\.exe)?")
+# An interpreter's file name: python, python3, python3.12, PyPy's `pypy3`, a build's ABI
+# flags after its version (free-threaded `python3.13t`, debug `python3.11d` and
+# `python3.13td`, Python 3.7's `python3.7m`), Windows' `python.exe` (not python3-config,
+# pythonw).
+_PYTHON_NAME = Lazy(r"(?:python|pypy)(?:\d+(?:\.\d+)*(?:td|dm|[tdm])?)?(?:\.exe)?")
+# An interpreter's shared library: `libpython3.11.so.1.0`, `libpython3.13t.so`, PyPy's
+# `libpypy3.10-c.so`, macOS' `.dylib`, or as native/symbols.short_library shortens one
+# (`libpython3.11`); `name` is then an interpreter's name by the rule above.
+_PYTHON_LIBRARY = Lazy(r"lib(?P<name>.+?)(?:-c)?(?:\.so(?:\.\d+)*|\.dylib)?")
 # Where an interpreter's standard library lies (`/usr/lib/python3.11/`, a free-threaded
 # build's `lib/python3.13t/`, PyPy's `lib/pypy3.10/`), by the name rule above: no user's
 # code, and no data of a program's (capture's data files, the stacks' user frames).
@@ -57,6 +67,14 @@ class PythonProgram:
 def is_python(program: str) -> bool:
     """Whether a command's program word names a Python interpreter (`/usr/bin/python3.12`)."""
     return _PYTHON_NAME.fullmatch(program.replace("\\", "/").rsplit("/", 1)[-1]) is not None
+
+
+def is_interpreter_file(name: str) -> bool:
+    """Whether a file, by its name or path, is an interpreter's executable (`python3.11d`)
+    or its shared library (`libpython3.13t.so.1.0`, `libpypy3.10-c.so`)."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    library = _PYTHON_LIBRARY.fullmatch(base)
+    return is_python(library["name"] if library else base)
 
 
 def python_program(args: Sequence[str]) -> PythonProgram:
@@ -96,6 +114,7 @@ __all__ = [
     "LIBRARY_CODE",
     "ProgramKind",
     "PythonProgram",
+    "is_interpreter_file",
     "is_python",
     "python_program",
 ]

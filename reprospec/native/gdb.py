@@ -14,10 +14,10 @@ import os
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import PurePosixPath
 
 from reprospec.core import capped
 from reprospec.core.frozen import frozen
+from reprospec.core.pythonargs import is_interpreter_file
 from reprospec.native.backtrace import (
     CURRENT,
     LWP,
@@ -127,9 +127,10 @@ def core_gdb_argv(
     """
     argv = _gdb_base(gdb)
     for _start, _end, name in info.files:
-        # CPython's gdb extension (py-bt) sits next to the interpreter: python3.11-gdb.py.
+        # CPython's gdb extension (py-bt) sits next to the interpreter: python3.11-gdb.py,
+        # or its library's: libpython3.13t.so.1.0-gdb.py (pythonargs' one name rule).
         helper = f"{name}-gdb.py"
-        if PurePosixPath(name).name.startswith(("python", "libpython")) and exists(helper):
+        if is_interpreter_file(name) and exists(helper):
             argv += ["-iex", f"add-auto-load-safe-path {helper}"]
     for setting in _GDB_SETTINGS:
         argv += ["-ex", setting]

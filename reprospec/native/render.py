@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.lazyre import Lazy
-from reprospec.core.pythonargs import is_python
+from reprospec.core.pythonargs import is_interpreter_file
 from reprospec.core.words import STUCK_MARK, STUCK_UNREAD, stack_header
 
 if TYPE_CHECKING:
@@ -30,9 +30,9 @@ JSON_NAME = "native-stacks.json"
 
 TOP_FRAMES = 5
 
-# The C/C++ runtime (and the Python interpreter, by pythonargs.is_python's rule: its
-# executable, its libpython): a frame there says where a fault landed, the first frame
-# outside says whose code it was.
+# The C/C++ runtime (and the Python interpreter, by pythonargs.is_interpreter_file's rule:
+# its executable, its libpython, PyPy's libpypy3.10-c): a frame there says where a fault
+# landed, the first frame outside says whose code it was.
 _RUNTIME = Lazy(
     r"^(libc|libm|libdl|librt|libpthread|ld-linux[-\w]*|ld64|libgcc_s|libstdc\+\+|libffi"
     r"|linux-vdso|libutil)$"
@@ -147,8 +147,8 @@ def _is_runtime(frame: Frame) -> bool:
     from reprospec.native.symbols import short_library
 
     lib = short_library(frame.library)
-    if lib is None or _RUNTIME.match(lib) or is_python(lib.removeprefix("lib")):
-        return True  # python3.13t and libpython3.13t (a free-threaded build's) too
+    if lib is None or _RUNTIME.match(lib) or is_interpreter_file(lib):
+        return True  # python3.13t, libpython3.11d, PyPy's libpypy3.10-c too
     # The standard library's extension modules (_ctypes, _struct, ...) are the interpreter's.
     return lib in sys.stdlib_module_names
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from reprospec.core import capped
+from reprospec.core.pythonargs import is_python
 from reprospec.core.signals import STACK_DUMP_SIGNAL
 from reprospec.core.words import LEFT_THE_TREE, NOT_PYTHON, stack_header, stacks_omitted
 from reprospec.process.childprotocol import RAISED
@@ -94,11 +95,13 @@ def _catches_dump_signal(pid: int) -> bool:
 
 
 def _looks_like_python(info: ProcInfo) -> bool:
+    """Whether a process's executable is an interpreter's, by pythonargs' one name rule
+    (`python3.13t`, `python3.11d`, `pypy3`; not `python3-config`)."""
     try:
         exe = os.path.basename(os.readlink(f"/proc/{info.pid}/exe"))  # noqa: PTH115, PTH119
     except OSError:
         exe = os.path.basename(info.cmdline.split(" ", 1)[0])  # noqa: PTH119
-    return exe.startswith("python") or exe.startswith("pypy")
+    return is_python(exe)
 
 
 def _py_spy_dumps(pids: Sequence[int], budget_s: float, out_dir: Path) -> dict[int, str]:

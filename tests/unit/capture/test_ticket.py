@@ -607,6 +607,10 @@ def test_a_standard_library_frames_path_gives_the_python_version() -> None:
         '  File "/home/bob/segv/crash.py", line 8 in <module>\n'
     )
     assert read_ticket(text).machine.python == "3.11"
+    # A free-threaded build's lib/python3.13t/ (pythonargs.INTERPRETER_LIB's rule): its
+    # version was missed, and --from-log read none.
+    free = text.replace("python3.11", "python3.13t")
+    assert parse_machine(free).python == read_ticket(free).machine.python == "3.13"
 
 
 def test_torch_versions_said_in_prose_are_pinned_only_when_one_is_said() -> None:

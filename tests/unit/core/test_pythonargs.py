@@ -7,7 +7,13 @@ import re
 
 import pytest
 
-from reprospec.core.pythonargs import LIBRARY_CODE, PythonProgram, is_python, python_program
+from reprospec.core.pythonargs import (
+    LIBRARY_CODE,
+    PythonProgram,
+    is_interpreter_file,
+    is_python,
+    python_program,
+)
 
 
 @pytest.mark.parametrize(
@@ -49,6 +55,28 @@ def test_an_interpreter_is_named_by_its_file_and_version() -> None:
         assert is_python(name), name
     for name in ("python3-config", "pythonw", "ipython", "cpython", "pytest"):
         assert not is_python(name), name
+    # A build's ABI flags: debug (`d`), free-threaded debug (`td`), Python 3.7's `m`.
+    for name in ("python3.11d", "/usr/bin/python3.13td", "python3.7m", "python3.7dm"):
+        assert is_python(name), name
+
+
+def test_an_interpreters_file_is_its_executable_or_its_library() -> None:
+    # The stacks' own rules beside is_python: `startswith("python")` (a hang's py-spy, a
+    # core's gdb helper), and render's, which read PyPy's libpypy3.10-c as user code.
+    for name in (
+        "/usr/bin/python3.11",
+        "python3.11d",
+        "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0",
+        "libpython3.13t.so.1.0",
+        "libpython3.11d.so",
+        "/opt/pypy/bin/libpypy3.10-c.so",
+        "libpypy3-c.so",
+        "libpython3.12.dylib",
+        "libpython3.11",  # as native/symbols.short_library shortens one
+    ):
+        assert is_interpreter_file(name), name
+    for name in ("python3-config", "libfoo.so", "libpythonw.so", "/x/libc.so.6", "pytest"):
+        assert not is_interpreter_file(name), name
 
 
 def test_the_readers_that_ask_it_read_the_joined_forms() -> None:
@@ -73,3 +101,32 @@ def test_library_code_keeps_its_meaning_inside_a_longer_pattern() -> None:
     assert around.fullmatch("/usr/lib/python3.13t/threading.py")
     assert not re.search("^/opt" + LIBRARY_CODE, "/home/u/site-packages/y")
     assert re.search("^/opt" + LIBRARY_CODE, "/opt/dist-packages/y")
+
+
+def test_the_stacks_readers_ask_it_of_a_process_and_a_cores_files() -> None:
+    # Each had its own `startswith("python")`: a hang's py-spy was asked about
+    # python3-config, and a core's PyPy library never had its helper looked for.
+    from pathlib import Path
+
+    from reprospec.native.coreinfo import CoreInfo
+    from reprospec.native.gdb import core_gdb_argv
+    from reprospec.process.stacks import _looks_like_python
+    from reprospec.process.tree import ProcInfo
+
+    def looks(command: str) -> bool:  # no such pid: its command line's first word is read
+        return _looks_like_python(ProcInfo(-1, 1, 1, "S", command))
+
+    for command in ("/usr/bin/python3.13t train.py", "python3.11d -X dev t.py", "pypy3.10 t"):
+        assert looks(command), command
+    for command in ("/usr/bin/python3-config --libs", "sleep 100"):
+        assert not looks(command), command
+    files = (
+        "/opt/py/lib/libpython3.13t.so.1.0",
+        "/opt/pypy/bin/libpypy3.10-c.so",
+        "/opt/tools/python-wrapper.so",
+    )
+    info = CoreInfo(Path("/c/core"), 7, "SIGSEGV", None, "x", tuple((0, 1, f) for f in files))
+    argv = core_gdb_argv(info, "/c/core", exists=lambda path: path.endswith("-gdb.py"))
+    loaded = [argv[at + 1] for at, word in enumerate(argv) if word == "-iex"]
+    assert [f"add-auto-load-safe-path {f}-gdb.py" for f in files[:2]] == loaded[-2:]
+    assert not any("python-wrapper" in line for line in loaded)

@@ -170,7 +170,17 @@ def test_a_crash_in_a_thread_running_python_adds_no_other_threads_frames() -> No
 
 
 @pytest.mark.parametrize(
-    "interpreter", ["libpython3.11.so.1.0", "libpython3.13t.so.1.0", "python3.13t", "python3"]
+    "interpreter",
+    [
+        "libpython3.11.so.1.0",
+        "libpython3.13t.so.1.0",
+        "python3.13t",
+        "python3",
+        # PyPy's and a debug build's (pythonargs.is_interpreter_file): read as user code.
+        "libpypy3.10-c.so",
+        "libpython3.11d.so.1.0",
+        "python3.11d",
+    ],
 )
 def test_the_signatures_caller_is_past_the_interpreter_whatever_its_build(
     interpreter: str,
