@@ -37,3 +37,23 @@ def test_a_tool_the_failure_names_is_pinned() -> None:
     )
     framed = '  File "/venv/lib/python3.11/site-packages/pip/_internal/main.py", line 9\n'
     assert "pip==24.0" in parse_machine(framed + FREEZE).requirements
+
+
+def test_prose_naming_a_tool_does_not_pin_it() -> None:
+    """Only Python's import statement names a tool's module: "from pip" in a sentence pinned
+    pip==24.0 again, "built from wheel" wheel==0.43.0."""
+    for prose in (
+        "I installed everything from pip\n",
+        "numpy built from wheel\n",
+        "we import pip's resolver output below\n",
+        "import setuptools-scm failed to build\n",
+    ):
+        machine = parse_machine(prose + FREEZE)
+        assert machine.tools_in_failure == (), prose
+        assert machine.requirements == ("numpy==1.26.4", "pandas==2.1.0"), prose
+    for source in (
+        "    from pip._internal.cli.main import main\n",
+        ">       import wheel.bdist_wheel as bw\n",
+        "    import setuptools, os\n",
+    ):
+        assert parse_machine(source + FREEZE).tools_in_failure != (), source
