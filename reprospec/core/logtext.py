@@ -117,6 +117,35 @@ def _frame_start(lines: list[str], start: int) -> int:
     return start
 
 
+def _prefix(dropped: list[str], *, counted: bool) -> list[str]:
+    """The lines above the window: omission marks, with the key lines kept in their places.
+
+    The one line a DataLoader worker prints as it dies says more than the main process's
+    varying last exception, so it is kept even far above the window. It stands where it
+    was, between the marks of the lines left out above and below it: put on top of one
+    `… (3 earlier lines omitted)` that counted it, torch's `ERROR: Unexpected segmentation
+    fault` read as if three lines had come between it and the traceback right under it.
+    `counted`: the marks give the count (a log's tail), else they are a bare `…` (the lines
+    above a long traceback, as that window has always marked them).
+    """
+    pieces: list[str] = []
+    seen: set[str] = set()
+    gap_start = 0
+
+    def mark(gap: list[str]) -> None:
+        if gap:
+            pieces.append(_omitted(gap, "" if pieces else "earlier ") if counted else "…")
+
+    for i, line in enumerate(dropped):
+        if line.lstrip().startswith(_KEY_LINES) and line not in seen and len(seen) < 3:
+            mark(dropped[gap_start:i])
+            pieces.append(line)
+            seen.add(line)
+            gap_start = i + 1
+    mark(dropped[gap_start:])
+    return pieces
+
+
 def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
     """The most relevant lines of a log: the last traceback and the tail, cleaned and trimmed."""
     lines = clean_log(text).split("\n")
@@ -137,16 +166,15 @@ def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
         # Its frame's `File` line above may reach back into the head: never before its end.
         tail = max(anchor + head, _frame_start(lines, len(lines) - (max_lines - head)))
         kept = [
-            *(["…"] if anchor else []),
+            *_prefix(lines[:anchor], counted=False),
             *lines[anchor : anchor + head],
             *([_omitted(lines[anchor + head : tail], "")] if tail > anchor + head else []),
             *lines[tail:],
         ]
     else:
         start = _frame_start(lines, len(lines) - max_lines)
-        kept = [_omitted(lines[:start], "earlier "), *lines[start:]]
-    # The one line a DataLoader worker prints as it dies says more than the main
-    # process's varying last exception: keep it even when it is far above the window.
+        kept = [*_prefix(lines[:start], counted=True), *lines[start:]]
+    # A key line left out of the middle of a long traceback (rare) goes on top, as before.
     missing = [line for line in lines if line.lstrip().startswith(_KEY_LINES) and line not in kept]
     if missing:
         kept = [*dict.fromkeys(missing[:3]), *kept]

@@ -156,3 +156,33 @@ def test_a_window_beginning_on_the_last_frames_carets_begins_at_its_file_line() 
         "            ^^^^^^^^^^^",
         "RuntimeError: boom",
     ]
+
+
+def test_a_dying_workers_line_stands_where_it_was_among_the_marks() -> None:
+    # torch's last words in a worker come right above the main process's traceback, after
+    # a warning: put on top of one `… (3 earlier lines omitted)` that counted it, the line
+    # read as if three lines had come between it and the traceback under it.
+    frames = [f'  File "m{i}.py", line {i}, in f' for i in range(45)]
+    text = "\n".join(
+        [
+            "warn.py:1: UserWarning: numpy",
+            "  x = y",
+            "ERROR: Unexpected segmentation fault encountered in worker.",
+            "Traceback (most recent call last):",
+            *frames,
+            "RuntimeError: DataLoader worker (pid 7) is killed by signal: Segmentation fault.",
+        ]
+    )
+    lines = excerpt(text, max_lines=10).split("\n")
+    assert lines[:3] == [
+        "…",
+        "ERROR: Unexpected segmentation fault encountered in worker.",
+        "Traceback (most recent call last):",
+    ]
+    # Within the window's tail, the lines between the key line and the window are counted.
+    tail = excerpt("\n".join(["a", "ERROR: Unexpected x", "b", "c", *frames[:20]]), max_lines=5)
+    assert tail.split("\n")[:3] == [
+        "… (1 earlier lines omitted)",
+        "ERROR: Unexpected x",
+        "… (17 lines omitted)",
+    ]
