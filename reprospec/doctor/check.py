@@ -54,6 +54,36 @@ def seen_devices(env: Captured) -> int:
     return len(gpus(env)) or max(whole(section(env, "torch").get("device_count"), 0), 0)
 
 
+def unseen_ids(env: Captured, ids: tuple[str, ...]) -> tuple[str, ...]:
+    """The ids of a set CUDA_VISIBLE_DEVICES that name no device seen here: an index no
+    nvidia-smi row has (nvidia-smi lists the machine's GPUs whatever the mask); without
+    its rows, those past the devices torch counted (CUDA counts a mask's ids up to the
+    first that names nothing). `seen_devices` alone passed `2,3` on a 2-GPU machine, whose
+    every cell finds no GPU, and `0,1,2,3` there for `gpus: 2`, whose second attempt at a
+    time is handed `2,3`. A UUID (`GPU-...`, `MIG-...`) is not judged by nvidia-smi's rows:
+    the capture keeps no UUIDs."""
+    rows = section(env, "nvidia").get("gpus")
+    indexes = {
+        str(row["index"]).strip()
+        for row in (rows if isinstance(rows, list) else [])
+        if isinstance(row, dict) and isinstance(row.get("index"), (int, str))
+    }
+    if indexes:
+        return tuple(i for i in ids if i.isdigit() and str(int(i)) not in indexes)
+    torch = section(env, "torch")
+    listed = torch.get("gpus")
+    counted = len(listed) if isinstance(listed, list) and listed else None
+    if counted is None:
+        counted = whole(torch.get("device_count"), -1)
+    return ids[counted:] if counted >= 0 else ()
+
+
+def unseen_said(unseen: tuple[str, ...]) -> str:
+    """`unseen_ids`' ids as the checks say them: `ids 2, 3 name no GPU seen here`."""
+    which = f"id {unseen[0]} names" if len(unseen) == 1 else f"ids {', '.join(unseen)} name"
+    return f"{which} no GPU seen here"
+
+
 def slots_said(visible_devices: str) -> str:
     """A set CUDA_VISIBLE_DEVICES as the checks say it: `CUDA_VISIBLE_DEVICES=0,1`."""
     return f"CUDA_VISIBLE_DEVICES={visible_devices}"

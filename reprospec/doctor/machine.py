@@ -19,6 +19,8 @@ from reprospec.doctor.check import (
     seen_devices,
     slots_said,
     torch_state,
+    unseen_ids,
+    unseen_said,
     version_tuple,
 )
 from reprospec.environment.captured import Captured, section, strings, text
@@ -151,6 +153,15 @@ def check_gpu_slots(env: Captured, visible: str) -> Check:
         )
     slots = f"run hands out its {plural(len(ids), 'id')} ({', '.join(ids)}) as GPU slots"
     if seen_devices(env):
+        unseen = unseen_ids(env, ids)
+        if unseen:
+            return Check(
+                "gpu-slots",
+                "warn",
+                f"{shown}: {slots}, each attempt its own, but {unseen_said(unseen)}: "
+                "an attempt handed one finds no GPU behind it",
+                "give CUDA_VISIBLE_DEVICES the ids of this machine's GPUs (nvidia-smi -L)",
+            )
         return Check("gpu-slots", "pass", f"{shown}: {slots}, each attempt its own")
     return Check(
         "gpu-slots",

@@ -17,7 +17,15 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.runoptions import parse_gpu_list
 from reprospec.core.sections import Environment
 from reprospec.core.units import format_size
-from reprospec.doctor.check import NO_GPU, Check, Status, seen_devices, slots_said
+from reprospec.doctor.check import (
+    NO_GPU,
+    Check,
+    Status,
+    seen_devices,
+    slots_said,
+    unseen_ids,
+    unseen_said,
+)
 from reprospec.environment.captured import (
     Captured,
     environment_mismatches,
@@ -207,6 +215,16 @@ def check_device(env: Captured, needs: Needs, visible_devices: str | None = None
                 "program that uses CUDA finds no GPU",
                 "run it where these ids name GPUs",
             )
+        unseen = unseen_ids(env, ids)
+        if unseen:
+            return Check(
+                "device",
+                "warn",
+                f"the spec needs {plural(needs.gpus, 'GPU')}: run hands its cells the ids "
+                f"of {shown}, but {unseen_said(unseen)}: a cell handed one runs, and its "
+                "program finds no GPU behind it",
+                "give CUDA_VISIBLE_DEVICES the ids of this machine's GPUs (nvidia-smi -L)",
+            )
         if visible < needs.gpus:
             return Check(
                 "device",
@@ -318,6 +336,16 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
             "not run" + (f" (and {'; '.join(packages + python)})" if packages or python else ""),
             _REFUSED_TODO.get(needs.runner, ""),
         )
+    shadowed = _shadowed(needs) if needs.runner == "venv" else []
+    if shadowed:
+        return Check(
+            "spec-environment",
+            "fail",
+            "; ".join(shadowed)
+            + ": the venv runner's attempts inherit PYTHONPATH, which comes before the cell's "
+            "venv, so every cell that names it is an infra error, not run",
+            "unset PYTHONPATH for the run, or leave that folder out of it",
+        )
     if packages and needs.runner == "local":
         return Check(
             "spec-environment",
@@ -350,6 +378,44 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
             f"{'; '.join(packages)})",
         )
     return Check("spec-environment", "pass", "python and packages match the spec's environment")
+
+
+def _shadowed(needs: Needs) -> list[str]:
+    """What a folder on PYTHONPATH holds of each cell's packages at a version the cell does
+    not allow (`packaging 26.4 is installed (the cell needs packaging==21.3) on PYTHONPATH
+    (/src/.venv/lib/python3.11/site-packages)`). The venv runner builds the packages into
+    each cell's venv, but its attempts inherit this shell's PYTHONPATH (or take the cell's
+    `environment.env` one), whose folders Python puts first: the run's check then refuses
+    every such cell, where doctor had said the runner installs them."""
+    import os
+    import re
+    from pathlib import Path
+
+    from reprospec.environment.packages import Installed, mismatches, normalize, requirement_name
+
+    dist = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-[^-]*)?\.(dist|egg)-info$")
+    found: dict[str, list[str]] = {}
+    for each in needs.package_sets or (CellPackages(needs.packages),):
+        path = dict(each.env).get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+        for folder in (f for f in path.split(os.pathsep) if f):
+            where = Path(each.workdir or ".") / folder
+            try:
+                names = sorted(p.name for p in where.iterdir())
+            except OSError:
+                continue
+            versions: dict[str, str | None] = {}
+            for name in names:
+                match = dist.match(name)
+                if match:
+                    versions.setdefault(normalize(match["name"]), match["version"])
+            named = [r for r in each.packages if requirement_name(r) in versions]
+            for problem in mismatches(named, Installed(str(where), versions)):
+                found.setdefault(f"{problem} on PYTHONPATH ({folder})", []).extend(each.cells)
+    every = sum(len(each.cells) for each in needs.package_sets)
+    return [
+        problem if not cells or len(cells) == every else f"{problem} in {_cells(cells)}"
+        for problem, cells in found.items()
+    ]
 
 
 # What to do of entries the runner refuses (`_refused`), by runner.

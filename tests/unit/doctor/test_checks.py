@@ -288,6 +288,40 @@ def test_spec_packages_the_runner_installs_are_no_failure() -> None:
     assert by_name(env, replace(needs, runner="local"))["spec-environment"].status == "fail"
 
 
+def test_a_version_on_pythonpath_that_the_venv_runner_cannot_override_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `PYTHONPATH=/src/.venv/lib/python3.11/site-packages reprospec doctor --runner venv` said
+    # PASS, "the venv runner installs the spec's packages", and the run then refused every
+    # cell: its attempts inherit PYTHONPATH, whose packaging 26.4 comes before the venv's.
+    site = tmp_path / "site-packages"
+    (site / "packaging-26.4.dist-info").mkdir(parents=True)
+    (site / "six-1.17.0.dist-info").mkdir()
+    env = machine(packages={"packaging": "26.4"})
+    sets = (
+        CellPackages(("packaging==21.3",), ("packaging=21.3",)),
+        CellPackages(("packaging==26.4",), ("packaging=26.4",)),
+    )
+    needs = doctor.Needs(
+        packages=("packaging==21.3", "packaging==26.4"), package_sets=sets, runner="venv"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    check = by_name(env, needs)["spec-environment"]
+    assert check.status == "fail"
+    assert check.why == (
+        f"packaging 26.4 is installed (the cell needs packaging==21.3) on PYTHONPATH ({site}) "
+        "in cell packaging=21.3: the venv runner's attempts inherit PYTHONPATH, which comes "
+        "before the cell's venv, so every cell that names it is an infra error, not run"
+    )
+    assert check.todo == "unset PYTHONPATH for the run, or leave that folder out of it"
+    # A cell's own PYTHONPATH is the one its attempts get; the docker runner's inherit none.
+    own = tuple(replace(each, env=(("PYTHONPATH", str(tmp_path)),)) for each in sets)
+    assert by_name(env, replace(needs, package_sets=own))["spec-environment"].status == "pass"
+    assert by_name(env, replace(needs, runner="docker"))["spec-environment"].status == "pass"
+    monkeypatch.delenv("PYTHONPATH")
+    assert by_name(env, needs)["spec-environment"].status == "pass"
+
+
 @pytest.mark.parametrize(
     ("installed", "requirement", "ok"),
     [
@@ -634,17 +668,53 @@ def test_cuda_visible_devices_ids_are_said_as_the_slots_run_hands_out() -> None:
     # the machine's own count (2 GPUs here) never fails the cells as infra-error.
     two = machine(fields=ADA_FIELDS, csv=ADA)
     more = checks(two, "0,1,2,3", gpus=3)
-    assert more["gpu-slots"].status == "pass"
+    assert more["gpu-slots"].status == "warn"
     assert more["device"].status == "warn"
     assert more["device"].why == (
         "the spec needs 3 GPUs: run hands its cells the ids of CUDA_VISIBLE_DEVICES=0,1,2,3, "
-        "but 2 CUDA devices are seen here: they run, and a program finds fewer GPUs than its ids"
+        "but ids 2, 3 name no GPU seen here: a cell handed one runs, and its program finds "
+        "no GPU behind it"
     )
-    enough = checks(two, "0,1,2,3", gpus=2)["device"]
+    enough = checks(two, "0,1", gpus=2)["device"]
     assert enough.status == "pass"
-    assert enough.why.endswith("run hands its cells the ids of CUDA_VISIBLE_DEVICES=0,1,2,3")
+    assert enough.why.endswith("run hands its cells the ids of CUDA_VISIBLE_DEVICES=0,1")
     # Unset: no such check, and the device check reads the machine as before.
     assert "gpu-slots" not in by_name(machine())
+
+
+def test_cuda_visible_devices_ids_that_name_no_gpu_here_warn() -> None:
+    """gpu-slots and device passed ids that name no device as long as the machine had one:
+    `2,3` on a 2-GPU machine (every cell finds no GPU), and `0,1,2,3` there for `gpus: 2`
+    (the second attempt at a time is handed `2,3`). nvidia-smi's rows name the machine's
+    indexes whatever the mask; without them, torch's count under the mask does."""
+
+    def checks(env: dict[str, Any], visible: str, gpus: int) -> dict[str, doctor.Check]:
+        return {c.name: c for c in doctor.run_checks(env, doctor.Needs(gpus=gpus), visible)}
+
+    two = machine(fields=ADA_FIELDS, csv=ADA)  # GPUs 0 and 1; torch (CPU build) sees none
+    past = checks(two, "2,3", gpus=1)
+    assert past["gpu-slots"].status == "warn"
+    assert past["gpu-slots"].why == (
+        "CUDA_VISIBLE_DEVICES=2,3: run hands out its 2 ids (2, 3) as GPU slots, each attempt "
+        "its own, but ids 2, 3 name no GPU seen here: an attempt handed one finds no GPU "
+        "behind it"
+    )
+    assert past["device"].status == "warn"
+    assert "ids 2, 3 name no GPU seen here" in past["device"].why
+    four = checks(two, "0,1,2,3", gpus=2)
+    assert four["gpu-slots"].status == four["device"].status == "warn"
+    assert "ids 2, 3 name no GPU" in four["device"].why
+    one = checks(two, "1,3", gpus=1)["device"]
+    assert one.status == "warn"
+    assert "but id 3 names no GPU seen here" in one.why
+    # A UUID is not judged (the capture keeps none); an index the machine has passes.
+    assert checks(two, "GPU-8f3c,1", gpus=1)["gpu-slots"].status == "pass"
+    # Without nvidia-smi's rows: torch counted 2 under the mask, so a third id is past them.
+    counted = machine(torch={"device_count": 2})
+    third = checks(counted, "0,1,2", gpus=1)
+    assert third["gpu-slots"].status == "warn"
+    assert "id 2 names no GPU seen here" in third["gpu-slots"].why
+    assert checks(counted, "0,1", gpus=2)["device"].status == "pass"
 
 
 @pytest.mark.parametrize("count", [2, 2.0, "2"])
