@@ -249,9 +249,12 @@ def _observed_line(run: RunResult) -> str:
     found = outcome_groups(run)
     if s["cells"] == 1 and found and found[0].of_attempts:
         # One cell: each outcome in it "in 1" said nothing; its share of the attempts does.
-        of = found[0].of_attempts
+        # An attempt that did not run (a NotRun's) is in no group: said, not left out.
+        of, every = found[0].of_attempts, found[0].all_attempts
         groups = ", ".join(f"{g.phrase} in {g.attempts}" for g in found)
-        text = f"Observed 1 cell, {plural(of, 'attempt')}" + (f": {groups}" if groups else "")
+        attempts = plural(max(of, every), "attempt")
+        text = f"Observed 1 cell, {attempts}" + (f" ({every - of} not run)" if every > of else "")
+        text += f": {groups}" if groups else ""
     else:
         groups = ", ".join(f"{g.phrase} in {len(g.cells)}" for g in found)
         text = f"Observed {plural(s['cells'], 'cell')}" + (f": {groups}" if groups else "")

@@ -80,6 +80,10 @@ class OutcomeGroup:
     # is a share of its attempts, and "in every cell" of each of two outcomes of the one
     # cell read as if every cell had had both.
     of_attempts: int = 0
+    # That cell's attempts, those that did not run too (a NotRun's): "in every attempt
+    # (5 attempts)" of a cell with a sixth that could not run read as all six. 0: as
+    # of_attempts.
+    all_attempts: int = 0
 
     @property
     def failure(self) -> bool:
@@ -88,6 +92,18 @@ class OutcomeGroup:
     def headline(self, code: bool = True) -> str:
         phrase = f"`{self.phrase}`" if code else self.phrase
         if self.of_attempts and self.of_cells == 1 and self.all_cells <= 1:
+            if self.all_attempts > self.of_attempts:
+                if self.attempts == self.of_attempts == 1:
+                    return f"{phrase} in the one attempt that ran, of {self.all_attempts}"
+                if self.attempts == self.of_attempts:
+                    return (
+                        f"{phrase} in every attempt that ran, "
+                        f"{self.of_attempts} of {self.all_attempts}"
+                    )
+                return (
+                    f"{phrase} in {self.attempts} of the {self.of_attempts} attempts that ran, "
+                    f"of {self.all_attempts}"
+                )
             if self.of_attempts == 1:
                 return f"{phrase} in its one attempt"  # "in every attempt (1 attempt)"
             if self.attempts == self.of_attempts:
@@ -218,6 +234,7 @@ def _group(
         patterns=() if explanations else tuple(separating_patterns(cells, others, ran)),
         all_cells=all_cells,
         of_attempts=sum(1 for a in ran[0].attempts if a.ran is not None) if len(ran) == 1 else 0,
+        all_attempts=len(ran[0].attempts) if len(ran) == 1 else 0,
     )
 
 

@@ -238,3 +238,21 @@ def test_a_run_of_one_cell_says_each_outcome_s_share_of_its_attempts() -> None:
     assert "**Observed 1 cell, 6 attempts: crash SIGABRT in 4, pass in 2**" in render(run, "md")
     (once,) = outcome_groups(observed_run([({}, [ABRT])]))
     assert once.headline(code=False) == "crash SIGABRT in its one attempt"
+
+
+def test_a_run_of_one_cell_says_the_attempts_that_did_not_run() -> None:
+    """A cell of 5 passes and 1 attempt that could not run read `pass in every attempt
+    (5 attempts)` and `Observed 1 cell, 5 attempts`: the sixth was in no word."""
+    missing = NotRun("no GPU")
+    run = observed_run([({}, [PASS] * 5 + [missing])])
+    (passed,) = outcome_groups(run)
+    assert passed.headline(code=False) == "pass in every attempt that ran, 5 of 6"
+    assert "**Observed 1 cell, 6 attempts (1 not run): pass in 5**" in render(run, "md")
+    mixed = observed_run([({}, [PASS, ABRT, missing])])
+    said = {g.signature: g.headline(code=False) for g in outcome_groups(mixed)}
+    assert said["pass"] == "pass in 1 of the 2 attempts that ran, of 3"
+    assert "**Observed 1 cell, 3 attempts (1 not run): crash SIGABRT in 1, pass in 1**" in (
+        render(mixed, "md")
+    )
+    (alone,) = outcome_groups(observed_run([({}, [ABRT, missing])]))
+    assert alone.headline(code=False) == "crash SIGABRT in the one attempt that ran, of 2"
