@@ -153,6 +153,21 @@ markers = {
 names = json.loads(sys.argv[1])
 out = {"python": sys.executable, "prefix": sys.prefix,
        "installed": dict((n, found.get(n)) for n in names), "markers": markers}
+# Which of them a PYTHONPATH folder holds: Python puts those before the environment's own.
+paths = [os.path.realpath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+if paths:
+    shadowed = {}
+    for folder in paths:
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.endswith((".dist-info", ".egg-info")):
+                name = norm(entry.rsplit(".", 1)[0].split("-", 1)[0])
+                if name in names and found.get(name) is not None:
+                    shadowed.setdefault(name, folder)
+    out["pythonpath"] = shadowed
 if sys.argv[2:] == ["extras"]:
     out["everything"] = found
     out["requires"] = requires
@@ -186,6 +201,10 @@ class Installed:
     # its Requires-Dist lines (normalized name -> lines); empty where it was not asked.
     everything: Mapping[str, str] = field(default_factory=dict)
     requires: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Normalized name -> the PYTHONPATH folder that holds it (the first), which Python puts
+    # before the environment's own: the mismatch line names it, since a venv built for the
+    # cell's version otherwise read as holding another.
+    pythonpath: Mapping[str, str] = field(default_factory=dict)
 
     def version(self, name: str) -> str | None:
         """The installed version of normalized `name` (None: not installed, or not seen)."""
@@ -312,7 +331,9 @@ def mismatches(requirements: Sequence[str], installed: Installed) -> tuple[str, 
             out.append(f"{wanted.name} is not installed (the cell needs {wanted.text})")
             continue
         if not _satisfied(wanted.specifier, have):
-            out.append(f"{wanted.name} {have} is installed (the cell needs {wanted.text})")
+            folder = installed.pythonpath.get(wanted.name)
+            where = f", from {folder} on PYTHONPATH, which comes first" if folder else ""
+            out.append(f"{wanted.name} {have} is installed (the cell needs {wanted.text}){where}")
             continue
         if wanted.extras and installed.requires:
             out.extend(_extra_problems(wanted.name, wanted.extras, wanted.text, installed, set()))
@@ -410,6 +431,7 @@ def parse_probe(stdout: str, python: str) -> Installed:
         requires = {
             str(k): tuple(str(line) for line in v) for k, v in (data.get("requires") or {}).items()
         }
+        pythonpath = {str(k): str(v) for k, v in (data.get("pythonpath") or {}).items()}
     except (ValueError, KeyError, IndexError, AttributeError, TypeError) as exc:
         raise InfraError(f"package check with {python} printed no usable JSON ({exc})") from exc
     return Installed(
@@ -419,6 +441,7 @@ def parse_probe(stdout: str, python: str) -> Installed:
         str(data.get("prefix") or ""),
         everything,
         requires,
+        pythonpath,
     )
 
 

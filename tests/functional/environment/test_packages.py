@@ -29,6 +29,29 @@ def test_probe_reports_what_the_interpreter_has() -> None:
     assert seen.prefix == sys.prefix
 
 
+def test_a_version_a_pythonpath_folder_brings_is_named_with_its_folder(tmp_path: Path) -> None:
+    # A venv built for packaging==21.3, run from a shell whose PYTHONPATH held another
+    # environment's site-packages: the cell was refused with "packaging 26.4 is installed
+    # (the cell needs packaging==21.3)", which read as a venv built wrong.
+    site = tmp_path / "site-packages"
+    meta = site / "packaging-26.4.dist-info"
+    meta.mkdir(parents=True)
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: packaging\nVersion: 26.4\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)}
+    seen = probe_installed(sys.executable, ["packaging==21.3"], env=env)
+    assert seen.pythonpath == {"packaging": str(site)}
+    assert mismatches(["packaging==21.3"], seen) == (
+        "packaging 26.4 is installed (the cell needs packaging==21.3), "
+        f"from {site} on PYTHONPATH, which comes first",
+    )
+    # The environment's own version is named as before.
+    plain = probe_installed(sys.executable, ["pyyaml==0.0.1"])
+    assert plain.pythonpath == {}
+    assert mismatches(["pyyaml==0.0.1"], plain) == (
+        f"pyyaml {PYYAML} is installed (the cell needs pyyaml==0.0.1)",
+    )
+
+
 def test_probe_reads_the_metadata_files_where_python_has_no_importlib_metadata(
     tmp_path: Path,
 ) -> None:
