@@ -35,6 +35,7 @@ from reprospec.bisect.state import (
     write_state,
 )
 from reprospec.core import environ
+from reprospec.core.atomicfile import write_probe
 from reprospec.core.caller import argument, said
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.lazyre import Lazy
@@ -217,6 +218,7 @@ def bisect_spec(
         def oracle(version: str, attempts: int) -> Trial:
             if cancel is not None and cancel.is_set():  # stopped between two candidates
                 raise stopped()
+            _check_out(request.out, version)
             # Numbered after the attempts this version already ran (an earlier call, or the
             # stored search's), so that a `${{ attempt }}` seed or a fault's `probability` coin
             # draws new values where asking again numbered from 1 drew the same ones.
@@ -255,7 +257,16 @@ def bisect_spec(
             raise
         except KeyboardInterrupt:  # while an environment was being built, say
             raise stopped() from None
-        save(result)
+        # A finished bisect run again on an --out made read-only since: every trial is
+        # stored (a new one stops on the results store first, `_check_out`), so the answer
+        # is known and printed, with a warning that its files are not this run's; state.json
+        # is named only where it lacks what this run added.
+        failed: list[tuple[str, str]] = []
+        try:
+            save(result)
+        except OSError as exc:
+            if trials != known:
+                failed.append(("state.json", exc.strerror or str(exc)))
         changed, unknown = (
             _changed(request, environment, spec.base_dir, result, trials)
             if request.by_date
@@ -279,8 +290,21 @@ def bisect_spec(
                 argument("--budget", "budget"),
             )
         )
-        write_reports(report)
-        return report
+        return write_reports(report, failed)
+
+
+def _check_out(out: Path, version: str) -> None:
+    """Refuse, before its environment is built, a version's attempts where --out cannot be
+    written (made read-only since an earlier run: the stored trials replay, and only a
+    version they do not answer gets here); its run stopped on the results store after the
+    build, `out is read-only to this user`, with no word of what it was for."""
+    failed = write_probe(out, existing=True)
+    if failed is not None:
+        raise UsageError(
+            f"--out {out}: cannot be written ({failed[1].strerror or failed[1]}), and "
+            f"{version} needs attempts, whose runs are stored there: give an --out that can be, "
+            "or make this one writable again"
+        )
 
 
 # ---- candidates ----------------------------------------------------------------------------

@@ -6,6 +6,7 @@ driver.py imports this module and never the other way round."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 from reprospec.bisect import search
 from reprospec.bisect.search import BisectResult, Trial
 from reprospec.core.answers import rendered
+from reprospec.core.atomicfile import save_all, write_atomic
 from reprospec.core.caller import said
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -248,6 +250,10 @@ class BisectReport:
     # How its answer names the search's budget: `--budget`, or `BisectRequest(budget=...)`
     # to the Python API's caller (core/caller.py), set when made, as amplify's is.
     budget_said: str = "--budget"
+    # Why bisect.json or bisect.md (or state.json) could not be written, naming those not
+    # written; "" where they were: an --out made read-only since a finished bisect, whose
+    # trials are all stored, answers all the same (core/atomicfile.save_all).
+    unsaved: str = ""
 
     @property
     def fixed(self) -> bool:
@@ -319,6 +325,7 @@ class BisectReport:
                     {"package": n, "last_good": a, "first_bad": b} for n, a, b in self.changed
                 ],
                 "folder": str(self.folder),
+                **({"unsaved": self.unsaved} if self.unsaved else {}),
             }
         )
         return out
@@ -356,7 +363,9 @@ def text(report: BisectReport) -> str:
         lines.append(how_sure(result))
     if result.status == "undecided":  # out of budget: a larger one goes on
         lines.append(budget_continues("bisect", result.attempts, said=report.budget_said))
-    lines.append(f"{plural(result.attempts, 'attempt')}; report: {report.folder / 'bisect.md'}")
+    # An unsaved answer has no file of its own: bisect.md there is not this answer's.
+    where = "" if report.unsaved else f"; report: {report.folder / 'bisect.md'}"
+    lines.append(f"{plural(result.attempts, 'attempt')}{where}")
     return "\n".join(lines)
 
 
@@ -458,7 +467,9 @@ def write_state(
     trials: Mapping[str, Trial],
     result: BisectResult | None,
 ) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """state.json, written whole or not at all (`write_atomic`): an OSError leaves the one
+    before. Its temporary file was `state.tmpPID`, which two bisects of one question (the
+    lock aside) and a write that failed halfway left behind."""
     data: JsonObject = {
         "format": STATE_FORMAT,
         "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -470,17 +481,22 @@ def write_state(
         "trials": {v: t.to_dict() for v, t in trials.items()},
         "result": result.to_dict() if result is not None else None,
     }
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, json.dumps(data, indent=2))
 
 
-def write_reports(report: BisectReport) -> None:
-    report.folder.mkdir(parents=True, exist_ok=True)
-    (report.folder / "bisect.json").write_text(
-        json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8"
+def write_reports(report: BisectReport, failed: Sequence[tuple[str, str]] = ()) -> BisectReport:
+    """Write bisect.json and bisect.md into the bisect's folder, each on its own; the report
+    with `unsaved` set where one could not be (`failed`: state.json's, where its last write
+    failed and it lacks what this run added), as isolate's, minimize's and amplify's."""
+    unsaved = save_all(
+        report.folder,
+        [
+            ("bisect.json", lambda: json.dumps(report.to_json(), indent=2) + "\n"),
+            ("bisect.md", lambda: render_markdown(report)),
+        ],
+        failed,
     )
-    (report.folder / "bisect.md").write_text(render_markdown(report), encoding="utf-8")
+    return dataclasses.replace(report, unsaved=unsaved) if unsaved else report
 
 
 def render_markdown(report: BisectReport) -> str:

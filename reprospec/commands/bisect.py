@@ -190,6 +190,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"reprospec: {exc}", file=sys.stderr)
         return EXIT_INTERRUPTED
     print(report.render("json") if args.format == "json" else printable(report.render("text")))
+    if report.unsaved:
+        # As isolate's, minimize's and amplify's (drive_search): the exit code stays the answer's.
+        print(f"reprospec: warning: {printable(report.unsaved)}", file=sys.stderr)
     if cancel.is_set():
         return answered_though_stopped()
     return report.exit_code()

@@ -257,3 +257,62 @@ def test_minimize_refuses_an_unstored_unperturbed_check_on_a_read_only_out(
         assert stored.stdout.splitlines()[0] == first.stdout.splitlines()[0]
     finally:
         _writable(out)
+
+
+def test_bisect_prints_its_answer_on_a_read_only_out_and_refuses_new_attempts(
+    tmp_path: Path,
+) -> None:
+    """A finished bisect run again on an --out made read-only since knew its answer from
+    state.json, then exited 2 on its write (`Read-only file system: .../state.tmp8929`), no
+    answer. It prints the answer with the warning isolate's, minimize's and amplify's give,
+    exit code the answer's; where a version needs attempts (--fresh), it is refused before
+    that version's environment is built, saying why."""
+    from reprospec import venvs
+    from tests.support.envs import make_releases, uv_environment
+
+    wheels = make_releases(
+        tmp_path / "wheels", "reprospec-rodemo", 4, lambda m: f"REGRESSED = {m >= 2}\n"
+    )
+    (tmp_path / "prog.py").write_text(
+        "import reprospec_rodemo\nassert not reprospec_rodemo.REGRESSED\n"
+    )
+    (tmp_path / "spec.yaml").write_text(
+        "reprospec: 1\nname: rodemo\nenvironment:\n  packages: [reprospec-rodemo==1.3]\n"
+        "command: python prog.py\nexpect:\n  outcome: error\n  exception: AssertionError\n"
+    )
+    out = tmp_path / "out"
+    argv = [
+        sys.executable, "-m", "reprospec", "bisect", str(tmp_path / "spec.yaml"), "--package",
+        "reprospec-rodemo", "--good", "1.0", "--bad", "1.3", "--find-links", str(wheels),
+        "--out", str(out),
+    ]  # fmt: skip
+    env = {**ENV, venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+
+    def run(args: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+
+    first = run(argv)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert first.stdout.startswith("first bad: reprospec-rodemo 1.2 (last good 1.1)")
+    try:
+        for fmt in ("text", "json"):
+            again = run(read_only(out, [*argv, "--format", fmt]))
+            assert again.returncode == 0, again.stderr
+            assert "Traceback" not in again.stderr
+            assert WARNING in again.stderr, again.stderr
+            assert "its bisect.json and bisect.md are not this run's" in again.stderr
+            if fmt == "text":
+                assert again.stdout.splitlines()[0] == first.stdout.splitlines()[0]
+                assert "report: " not in again.stdout  # bisect.md is not this answer's
+            else:
+                data = json.loads(again.stdout)
+                assert data["first_bad"] == "1.2"
+                assert data["unsaved"].startswith("the answer could not be saved")
+        fresh = run(read_only(out, [*argv, "--fresh"]))
+        assert fresh.returncode == 2, fresh.stderr
+        assert "Traceback" not in fresh.stderr
+        assert f"--out {out}: cannot be written (Read-only file system), and 1.3 needs" in (
+            fresh.stderr
+        )
+    finally:
+        _writable(out)
