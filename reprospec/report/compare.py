@@ -310,14 +310,14 @@ def _variable(row: VariableChange) -> str:
     from reprospec.core.words import noun
 
     if looks_secret(row["name"]) or MASK in (row["a"], row["b"]):  # by name or value's shape
-        said = f"{row['change']} (secret: values not shown)"
+        shown = f"{row['change']} (secret: values not shown)"
     elif row["a"] is None and row["b"] is None:
         # Inherited from the engine's shell, recorded by digest only (store/digests.py).
-        said = f"{row['change']} (inherited from the shell: values not recorded)"
+        shown = f"{row['change']} (inherited from the shell: values not recorded)"
     else:
-        said = " -> ".join("unset" if v is None else repr(v) for v in (row["a"], row["b"]))
+        shown = " -> ".join("unset" if v is None else repr(v) for v in (row["a"], row["b"]))
     where = f" ({noun(len(row['cells']), 'cell')} {', '.join(row['cells'])})"
-    return f"{row['name']}: {said}{where if row['cells'] else ''}"
+    return f"{row['name']}: {shown}{where if row['cells'] else ''}"
 
 
 def _failure_rate(failed: int, ran: int) -> str:
