@@ -135,6 +135,35 @@ def test_the_minimized_spec_keeps_the_source_spec_s_comments_and_its_schema_line
     assert "  signal: SIGSEGV  # in a DataLoader worker" in lines
 
 
+def test_the_minimized_spec_keeps_capture_s_note_on_axes_only_where_it_is_true(
+    tmp_path: Path,
+) -> None:
+    # A new user's minimized hang, its command without the captured `--batch 4`, kept
+    # capture's "Each matrix axis is one of the command's own settings ... reprospec run
+    # hang.yaml --observe" over a spec with no matrix, naming the original's file.
+    header = (
+        "# Written by `reprospec capture -- python loop.py --batch 4`.\n"
+        "# Each matrix axis is one of the command's own settings, at the value it ran with.\n"
+        "# To see which of them matter, widen an axis as its comment says and observe:\n"
+        "#   reprospec run crash.yaml --observe --set 'matrix.AXIS=[OLD, NEW]'\n"
+    )
+    text = _minimized_yaml(
+        tmp_path / "specs",
+        header + "reprospec: 1\nname: crash\ncommand: python loop.py\n"
+        "expect:\n  outcome: crash\n  signal: SIGSEGV\n",
+        tmp_path / "min",
+    )
+    assert text.startswith("# Written by `reprospec capture -- python loop.py --batch 4`.\n")
+    assert "matrix axis" not in text
+    assert "--observe" not in text
+    # Where axes remain, the command names the minimized spec.
+    from reprospec.minimize.report import _axes_note_of
+
+    kept = _axes_note_of(header + "matrix:\n  batch: [4]\n", "matrix:\n  batch: [4]\n", tmp_path)
+    assert f"#   reprospec run {tmp_path / 'minimized.yaml'} --observe --set" in kept
+    assert "Each matrix axis is one of" in kept
+
+
 def test_the_minimized_spec_of_a_filled_skeleton_drops_capture_s_todo_block(
     tmp_path: Path,
 ) -> None:
