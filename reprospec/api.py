@@ -123,6 +123,15 @@ def run(
     _callbacks(progress, cancel)
     if not isinstance(spec, Spec):
         spec = load_spec(spec, options.overrides)
+    if not options.command_line and spec.origin is not None:
+        # A spec read from a report: the run records the spec file the report was made from
+        # (its `spec_path`), whose text is not the report's (a run's `--set`s, resolved in
+        # it), and How to reproduce said `reprospec run t.yaml`; it names the report, as
+        # the CLI's typed `reprospec run report.md` does.
+        from reprospec.core.reportspec import rerun_command
+
+        ran = options.with_changes(overrides=spec.overrides).to_dict()
+        options = options.with_changes(command_line=rerun_command(ran, str(spec.path), as_ran=True))
     try:
         return stages.run(spec, options, progress=progress, cancel=cancel)
     finally:

@@ -235,3 +235,29 @@ def test_a_runs_store_is_one_absolute_path_from_run_and_from_load_result(
         reprospec.load_result(Path(".repro") / "runs" / result.run_id),
     ):
         assert loaded.store == result.store
+
+
+def test_a_run_of_a_spec_read_from_a_report_is_reproduced_from_that_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `reprospec.run(reprospec.load_spec("report.md"))` of a run made with a `--set`:
+    # How to reproduce said `reprospec run api.yaml`, the file the report was made from,
+    # whose text lacks the run's `--set` the report's spec holds resolved.
+    monkeypatch.chdir(tmp_path)  # the spec file the report names is found from here
+    out = tmp_path / "out"
+    first = reprospec.run(
+        write(tmp_path),
+        reprospec.RunOptions(
+            out=out, overrides=("run.timeout=5s",), matrix_filters=("crash=true",)
+        ),
+    )
+    report = out / "runs" / first.run_id / "report.md"
+    spec = reprospec.load_spec(report)
+    assert spec.origin is not None
+    again = reprospec.run(spec, reprospec.RunOptions(out=out, matrix_filters=("crash=true",)))
+    assert again.command_line == f"reprospec run {report} -m crash=true"
+    shown = reprospec.render(again, "md").split("## How to reproduce")[1]
+    assert f"reprospec run {report} -m crash=true\n" in shown
+    # A spec read from its own file still records no command line (the report makes one).
+    plain = reprospec.run(write(tmp_path), reprospec.RunOptions(out=out, repeat=1))
+    assert plain.command_line == ""
