@@ -148,6 +148,16 @@ def bisect_spec(
     if chosen.total > 1:
         say(chosen.said())
     environment = plan.attempts[0].environment
+    if request.runner == "docker" and environment.dockerfile:
+        # Its image gets no `packages` installed, only checked: every version but the one the
+        # Dockerfile installs was "skipped", and the answer a refusal after the bad end's
+        # image was built and run, saying to "leave them out of the spec".
+        raise UsageError(
+            f"bisect --runner docker cannot vary {request.package or 'the packages'}: the "
+            f"cell's image is built from environment.dockerfile ({environment.dockerfile}), "
+            "which gets no `packages` installed, only checked against them; bisect with "
+            "--runner venv, or give the cell an environment.image instead of the Dockerfile"
+        )
     if (added := _added_package(request, environment.packages)) is not None:
         say(added)
     # Each candidate's run judges its attempts by the cell's expect without its rate, as

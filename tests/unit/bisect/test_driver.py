@@ -114,6 +114,32 @@ def test_an_out_that_is_a_file_is_refused_before_anything_is_asked(tmp_path: Pat
         bisect_spec(BisectRequest(spec, "pkg", "1.0", "2.0", out=out))
 
 
+def test_a_dockerfile_cell_is_refused_on_the_docker_runner_before_anything_is_built(
+    tmp_path: Path,
+) -> None:
+    # An image built from environment.dockerfile gets no `packages` installed, only checked:
+    # the bisect built it, ran the bad end, skipped every other version as "packaging 22.0 is
+    # installed (the cell needs packaging==21.1) ... leave them out of the spec", and ended
+    # "refused: the good end 21.0 cannot be tested", exit 1.
+    (tmp_path / "Dockerfile").write_text("FROM reprospec-runner:latest\n")
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: s\nenvironment:\n  dockerfile: Dockerfile\n"
+        '  packages: ["packaging==22.0"]\ncommand: python -c pass\n'
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    request = BisectRequest(spec, "packaging", "21.0", "22.0", runner="docker", out=tmp_path)
+    with pytest.raises(UsageError) as refused:
+        bisect_spec(request)
+    assert str(refused.value) == (
+        "bisect --runner docker cannot vary packaging: the cell's image is built from "
+        "environment.dockerfile (Dockerfile), which gets no `packages` installed, only checked "
+        "against them; bisect with --runner venv, or give the cell an environment.image "
+        "instead of the Dockerfile"
+    )
+    assert not (tmp_path / "bisect").exists()
+
+
 def test_a_python_that_is_not_there_is_refused_before_anything_is_built(tmp_path: Path) -> None:
     # As `run --python` refuses it (interpreter_version, exit 3): unchecked, every version's
     # environment failed on it, after the index was asked for every release, and the bisect
