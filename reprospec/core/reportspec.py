@@ -93,19 +93,22 @@ def rerun_command(
     ):
         if options.get(key) is not None:
             words += [flag, str(options[key])]
-    stop_on = options.get("stop_on")
-    if isinstance(stop_on, str):
-        # `RunOptions(stop_on=...)` (the API's, a search's probe) has no flag: without it the
-        # rerun ran every attempt where the run had stopped its cell at the first.
-        words += ["--set", f"run.stop_on={stop_on}"]
     if as_ran:
         overrides = options.get("overrides")
         for setting in overrides if isinstance(overrides, list) else ():
             words += ["--set", str(setting)]
-        # Not `--python`, as above: report.markdown.reproduce_command adds it to any
-        # command line, this one too (it was there twice).
-        if options.get("gpus"):
-            words += ["--gpus", str(options["gpus"])]
+    stop_on = options.get("stop_on")
+    if isinstance(stop_on, str):
+        # `RunOptions(stop_on=...)` (the API's, a search's probe) has no flag: without it the
+        # rerun ran every attempt where the run had stopped its cell at the first. After the
+        # run's own `--set`s: the option won over them as it ran, and the last `--set` wins
+        # on a command line (`--set run.stop_on=never --set run.stop_on=first-reproduction`
+        # stopped each cell at 1 of the 3 attempts the run had).
+        words += ["--set", f"run.stop_on={stop_on}"]
+    # Not `--python`, as above: report.markdown.reproduce_command adds it to any
+    # command line, this one too (it was there twice).
+    if as_ran and options.get("gpus"):
+        words += ["--gpus", str(options["gpus"])]
     return shlex.join(words)
 
 

@@ -1147,6 +1147,20 @@ def test_a_run_made_from_python_is_reproduced_with_the_options_it_ran_with() -> 
     assert "```sh\nreprospec run 'my t.yaml'\n```" in render(plain, "md")
 
 
+def test_an_api_runs_stop_on_comes_after_its_own_sets_in_how_to_reproduce() -> None:
+    # `RunOptions(repeat=3, stop_on="never", overrides=("run.stop_on=first-reproduction",))`
+    # ran 3 attempts a cell (the option wins over every --set); the command said
+    # `--set run.stop_on=never --set run.stop_on=first-reproduction`, where the last wins,
+    # and its rerun stopped each cell at 1 attempt.
+    options = RunOptions(repeat=3, stop_on="never", overrides=("run.stop_on=first-reproduction",))
+    run = replace(error_run(), command_line="", spec_path="t.yaml", options=options.to_dict())
+    reproduce = render(run, "md").split("## How to reproduce")[1]
+    assert (
+        "reprospec run t.yaml --repeat 3 --set run.stop_on=first-reproduction "
+        "--set run.stop_on=never\n" in reproduce
+    )
+
+
 @pytest.mark.parametrize(
     ("options", "offered"),
     [
