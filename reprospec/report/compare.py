@@ -357,6 +357,10 @@ def _option(key: str, value: object) -> str:
     if key == "python" and value is None:
         # Not no interpreter: the one reprospec itself ran in (the venv runner's base).
         return "(none: reprospec's own interpreter)"
+    if key == "first_attempt" and value is None:
+        # Stored only where it is not 1 (RunOptions.to_dict): a probe numbered from 37
+        # against a plain run read `first_attempt: (none) -> 37`.
+        return "1"
     if key == "preload" and value == []:
         return "none (fresh interpreters)"
     if key == "shard" and isinstance(value, list) and len(value) == 2:

@@ -97,6 +97,11 @@ def test_options_say_what_a_runs_unset_option_is_and_a_shard_as_given() -> None:
     c = replace(a, run_id="c", options=RunOptions(python="/v/bin/python").to_dict())
     text = reprospec.compare(c, a).render("text").splitlines()
     assert "  python: '/v/bin/python' -> (none: reprospec's own interpreter)" in text
+    # A probe numbered from 37 (RunOptions.first_attempt) against a plain run, which
+    # stores no first_attempt: attempt 1 is its first, not none.
+    d = replace(a, run_id="d", options=RunOptions(first_attempt=37).to_dict())
+    text = reprospec.compare(a, d).render("text").splitlines()
+    assert "  first_attempt: 1 -> 37" in text
 
 
 def test_the_api_refuses_one_stored_run_given_twice_as_the_verb_does(
