@@ -101,19 +101,25 @@ def sentence(found: IsolateResult) -> str:
     names = [d.describe() for d in found.culprits]
     # one_smaller[i] leaves out culprit i; "X alone" is the set that leaves out the other.
     figures = [_figure(e) for e in result.one_smaller]
+    # "Passes" only where the one-smaller sets' attempts passed: a clean attempt may also be
+    # another failure, and a user's `prefetch=4 alone`, a ValueError in each of its 17
+    # attempts, read "either alone passes (0/17, 0/17)". Else the clause says they did not
+    # fail so, each figure with its other failures, the figures apart by `;`.
+    otherwise = any(e.tally.other for e in result.one_smaller)
+    joined = "; ".join if otherwise else ", ".join
     if len(names) == 1:
         # The passing side named, not "without it": of an unset variable that read as
         # "crashes when LOG_LEVEL unset; without it, it passes" where it passes set to debug.
         passing = found.culprits[0].describe_base()
-        return f"{verb} when {names[0]}; with {passing}, it passes ({figures[0]})"
+        clause = "it does not" if otherwise else "it passes"
+        return f"{verb} when {names[0]}; with {passing}, {clause} ({figures[0]})"
     if len(names) == 2:
+        clause = "neither alone does" if otherwise else "either alone passes"
         return (
-            f"{verb} when {names[0]} AND {names[1]}; either alone passes "
-            f"({figures[1]}, {figures[0]})"
+            f"{verb} when {names[0]} AND {names[1]}; {clause} ({joined((figures[1], figures[0]))})"
         )
-    return (
-        f"{verb} when {' AND '.join(names)}; leaving out any one, it passes ({', '.join(figures)})"
-    )
+    clause = "it does not" if otherwise else "it passes"
+    return f"{verb} when {' AND '.join(names)}; leaving out any one, {clause} ({joined(figures)})"
 
 
 def _undecided(found: IsolateResult) -> str:
@@ -371,13 +377,23 @@ def _verdict(evidence: Candidate) -> str:
         return "fails"
     if evidence.reproduces is False:
         clean = evidence.clean_evidence
+        # A clean attempt is a pass or another failure: a set whose own attempts all
+        # failed otherwise does not pass.
+        tally = evidence.tally
+        word = (
+            "passes"
+            if not tally.other
+            else "fails otherwise"
+            if not tally.passed
+            else f"passes, or fails otherwise ({tally.other} of {tally.ran})"
+        )
         if evidence.role in ("one-smaller", "base") and clean:
             itself = "not run itself: " if not evidence.tally.attempts else ""
             return (
-                f"passes ({itself}{plural(clean, 'clean attempt')} "
+                f"{word} ({itself}{plural(clean, 'clean attempt')} "
                 "on the sets that hold it and never failed)"
             )
-        return "passes"
+        return word
     return "undecided"
 
 
@@ -394,7 +410,8 @@ def _figure(evidence: Candidate) -> str:
     run itself rests on the clean attempts of the sets that hold it, and says so."""
     attempts, matched = _counts(evidence)
     if attempts:
-        return f"{matched}/{attempts}"
+        other = evidence.tally.other
+        return f"{matched}/{attempts}" + (f", {other} failing otherwise" if other else "")
     return f"0/{evidence.clean_evidence} on the sets that hold it"
 
 

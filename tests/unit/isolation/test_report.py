@@ -34,7 +34,9 @@ def test_a_passing_row_names_the_clean_attempts_it_rests_on_not_every_set_holdin
         "passes (not run itself: 5 clean attempts on the sets that hold it and never failed)"
     )
     one = Candidate((1,), "one-smaller", Tally(other=1), False, clean_evidence=1)
-    assert _verdict(one) == "passes (1 clean attempt on the sets that hold it and never failed)"
+    assert _verdict(one) == (
+        "fails otherwise (1 clean attempt on the sets that hold it and never failed)"
+    )
     assert _verdict(Candidate((0, 1), "minimal", Tally(matched=9), True)) == "fails"
     assert _verdict(Candidate((0,), "one-smaller", Tally(passed=1), None)) == "undecided"
 
@@ -88,14 +90,42 @@ def test_the_headline_counts_a_set_s_attempts_as_the_table_beside_it_does() -> N
     fused = Candidate((0,), "one-smaller", Tally(passed=19), False, clean_evidence=20)
     cache = Candidate((2,), "one-smaller", Tally(passed=18, other=2), False, clean_evidence=20)
     found = _pair(fused, cache)
-    assert sentence(found) == ("crashes when fused=1 AND cache=1; either alone passes (0/19, 0/20)")
+    assert sentence(found) == (
+        "crashes when fused=1 AND cache=1; neither alone does (0/19; 0/20, 2 failing otherwise)"
+    )
     table = text(found)
     assert re.search(r"^ *fused=1 alone +19 +0 +passes \(20 clean attempts", table, re.M), table
-    assert re.search(r"^ *cache=1 alone +20 +0 +passes", table, re.M), table
+    assert re.search(
+        r"^ *cache=1 alone +20 +0 +passes, or fails otherwise \(2 of 20\)", table, re.M
+    )
     assert "| fused=1 alone | 19 | 0 |" in markdown(found)
     unrun = Candidate((0,), "one-smaller", Tally(), False, clean_evidence=7)
-    assert sentence(_pair(unrun, cache)) == (
+    clean = replace(cache, tally=Tally(passed=20))
+    assert sentence(_pair(unrun, clean)) == (
         "crashes when fused=1 AND cache=1; either alone passes (0/7 on the sets that hold it, 0/20)"
+    )
+
+
+def test_a_set_whose_attempts_failed_otherwise_is_not_said_to_pass() -> None:
+    """A user's DataLoader crash: `prefetch=4 alone` (workers=0) raised ValueError in each
+    of its 17 attempts, and isolate said "either alone passes (0/17, 0/17)", the table
+    `passes`: a clean attempt is a pass or another failure, and these were all the latter."""
+    workers = Candidate((0,), "one-smaller", Tally(passed=17), False, clean_evidence=17)
+    prefetch = Candidate((2,), "one-smaller", Tally(other=17), False, clean_evidence=17)
+    found = _pair(workers, prefetch)
+    assert sentence(found) == (
+        "crashes when fused=1 AND cache=1; neither alone does (0/17; 0/17, 17 failing otherwise)"
+    )
+    assert re.search(r"^ *cache=1 alone +17 +0 +fails otherwise \(17 clean", text(found), re.M)
+    assert "| cache=1 alone | 17 | 0 | fails otherwise (17 clean" in markdown(found)
+    # One culprit: its passing side "does not", rather than "passes".
+    one = replace(
+        found,
+        result=replace(found.result, culprits=(0,), one_smaller=(prefetch,)),
+    )
+    assert (
+        sentence(one)
+        == "crashes when fused=1; with fused=0, it does not (0/17, 17 failing otherwise)"
     )
 
 
