@@ -68,7 +68,7 @@ def rerun_command(
     for the packages it did not install.
 
     `target`: what is run instead (a spec file). `as_ran`: the command as the run was made,
-    with its `--set`s (a spec file holds none) and this machine's `--gpus`:
+    with its `--set`s (a spec file holds none), its `--shard` and this machine's `--gpus`:
     what `merge` records of the pytest plugin's runs of several sessions, whose line ran 1
     attempt locally where 5 had run on venv."""
     words = ["reprospec", "run", target]
@@ -105,10 +105,17 @@ def rerun_command(
         # on a command line (`--set run.stop_on=never --set run.stop_on=first-reproduction`
         # stopped each cell at 1 of the 3 attempts the run had).
         words += ["--set", f"run.stop_on={stop_on}"]
-    # Not `--python`, as above: report.markdown.reproduce_command adds it to any
-    # command line, this one too (it was there twice).
-    if as_ran and options.get("gpus"):
-        words += ["--gpus", str(options["gpus"])]
+    if as_ran:
+        # Its shard, as the CLI's typed line keeps it: `RunOptions(shard="2/2", repeat=2)`
+        # was reproduced by `--repeat 2` alone, every cell where the run had half of them.
+        # (A merged run's options have none.)
+        shard = options.get("shard")
+        if isinstance(shard, list) and len(shard) == 2:
+            words += ["--shard", f"{shard[0]}/{shard[1]}"]
+        # Not `--python`, as above: report.markdown.reproduce_command adds it to any
+        # command line, this one too (it was there twice).
+        if options.get("gpus"):
+            words += ["--gpus", str(options["gpus"])]
     return shlex.join(words)
 
 

@@ -1161,6 +1161,17 @@ def test_an_api_runs_stop_on_comes_after_its_own_sets_in_how_to_reproduce() -> N
     )
 
 
+def test_an_api_runs_shard_is_in_how_to_reproduce_and_not_in_the_reports_rerun() -> None:
+    # `RunOptions(shard="2/2", repeat=2)` ran half the cells; How to reproduce said
+    # `reprospec run t.yaml --repeat 2`, which runs them all.
+    options = RunOptions(shard="2/2", repeat=2)
+    run = replace(error_run(), command_line="", spec_path="t.yaml", options=options.to_dict())
+    reproduce = render(run, "md").split("## How to reproduce")[1]
+    assert "```sh\nreprospec run t.yaml --repeat 2 --shard 2/2\n```" in reproduce
+    # The report's own rerun is of its spec, as a CLI run's is.
+    assert "from this report with `reprospec run report.md --repeat 2`" in reproduce
+
+
 @pytest.mark.parametrize(
     ("options", "offered"),
     [
