@@ -240,6 +240,9 @@ def test_bisect_names_the_first_release_that_segfaults(
         "first bad: reprospec-apidemo 1.2 (last good 1.1)"
     )
     assert said[0].startswith("bisecting reprospec-apidemo: 4 candidates")
+    # The driver fills the report's budget wording (not set by hand, as unit tests do): the
+    # API's caller is told of `BisectRequest(budget=...)`, never of `--budget`.
+    assert report.budget_said == "BisectRequest(budget=...)"
     # The answer goes nowhere unasked (the venv runner's build lines are its own, on stderr).
     assert capsys.readouterr().out == ""
 
