@@ -111,11 +111,21 @@ class Reduced:
             return f"{self.cell.id} kept as it is ({self.message or self.status})"
         shown = ", ".join(f"{d.name}={_shown(d.value)} -> {_shown(d.base)}" for d in self.reset)
         needed = " AND ".join(d.describe() for d in self.kept) or "none of the differences"
-        return (
-            f"{shown} (does not matter; the failure needs {needed}, isolate "
-            f"against {self.passing.id if self.passing else '-'}, "
-            f"{plural(self.attempts, 'attempt')})"
+        against = (
+            f"isolate against {self.passing.id if self.passing else '-'}, "
+            f"{plural(self.attempts, 'attempt')}"
         )
+        if self.status == "budget":
+            # Out of its budget, isolate has a best guess, not an answer: the configuration
+            # was seen failing the same way (so the program is minimized in a failing cell),
+            # but "does not matter" and "needs" were said of a 4% failure's guess at 98.6%
+            # as if isolate had answered them.
+            return (
+                f"{shown} (seen failing without {'it' if len(self.reset) == 1 else 'them'}; "
+                f"isolate's best guess, its budget spent before it was sure: the failure "
+                f"needs {needed}, {against})"
+            )
+        return f"{shown} (does not matter; the failure needs {needed}, {against})"
 
     def to_dict(self) -> JsonObject:
         return {

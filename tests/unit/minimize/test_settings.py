@@ -31,3 +31,28 @@ def test_an_and_no_passing_cell_guards_is_a_caveat() -> None:
     # One needed value, or none found, is no AND to lose.
     assert Reduced(FAILING, FAILING, NONE_SET, needed=PAIR[:1]).unguarded([NONE_SET]) == ""
     assert Reduced(FAILING, FAILING, NONE_SET).unguarded([NONE_SET]) == ""
+
+
+def test_a_settings_step_out_of_budget_says_its_answer_is_a_guess() -> None:
+    """isolate ran out of its share of the budget (a 4% failure, 40 attempts) with setup=full
+    at 98.6%, short of its 99.5%: the line said `log=quiet -> loud (does not matter; the
+    failure needs setup=full, ...)` as of an answer. It says what is known: seen failing
+    without log=quiet, and the rest is isolate's best guess."""
+    setup, log = Difference("matrix.setup", "none", "full"), Difference("matrix.log", "a", "b")
+    failing = Cell("setup=full,log=b", 0, {"setup": "full", "log": "b"})
+    reduced_cell = Cell("setup=full,log=a", 0, {"setup": "full", "log": "a"})
+    passing = Cell("setup=none,log=a", 1, {"setup": "none", "log": "a"})
+    guess = Reduced(
+        reduced_cell, failing, passing, kept=(setup,), reset=(log,), status="budget", attempts=40
+    )
+    assert guess.sentence() == (
+        "log=b -> a (seen failing without it; isolate's best guess, its budget spent before "
+        "it was sure: the failure needs setup=full, isolate against setup=none,log=a, 40 attempts)"
+    )
+    answer = Reduced(
+        reduced_cell, failing, passing, kept=(setup,), reset=(log,), status="isolated", attempts=9
+    )
+    assert answer.sentence() == (
+        "log=b -> a (does not matter; the failure needs setup=full, isolate against "
+        "setup=none,log=a, 9 attempts)"
+    )
