@@ -61,7 +61,7 @@ def rerun_command(
     options: Mapping[str, object], target: str = "report.md", *, as_ran: bool = False
 ) -> str:
     """`reprospec run report.md` with the run's options the embedded spec does not hold
-    (`--runner`, `--preload`, `--observe`, `-m`, `--repeat`, `--first-attempt`, `--timeout`,
+    (`--runner`, `--preload`, `--observe`, `-m`, `-j`, `--repeat`, `--first-attempt`, `--timeout`,
     the API's `stop_on` as `--set run.stop_on=...`; its `--set`s are in its text): a report
     of an observed run reran its spec judged, and called cells that only observed a crash
     not reproduced; one of a venv run reran it on the local runner, every cell infra-error
@@ -86,7 +86,10 @@ def rerun_command(
         words += ["-m", str(selected)]
     # Not `--python` or `--find-links`: paths of the machine that ran it; report.md adds
     # them to the command it shows, with a line saying so (report.markdown.machine_note).
+    # `-j`: as `--repeat` over the spec's `run.repeat`, it overrides `run.parallel`, and a
+    # race or a contention bug reproduces at another rate without it.
     for flag, key in (
+        ("-j", "jobs"),
         ("--repeat", "repeat"),
         ("--first-attempt", "first_attempt"),
         ("--timeout", "timeout"),

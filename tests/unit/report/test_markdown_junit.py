@@ -1143,6 +1143,9 @@ def test_a_run_made_from_python_is_reproduced_with_the_options_it_ran_with() -> 
     # A probe numbered from 37 still says so; a plain run still says the plain command.
     probe = replace(run, options=RunOptions(first_attempt=37).to_dict())
     assert "reprospec run 'my t.yaml' --first-attempt 37\n" in render(probe, "md")
+    # -j overrides run.parallel: a race reproduces at another rate without it.
+    jobs = replace(run, options=RunOptions(jobs=2).to_dict())
+    assert "```sh\nreprospec run 'my t.yaml' -j 2\n```" in render(jobs, "md")
     plain = replace(run, options=RunOptions().to_dict())
     assert "```sh\nreprospec run 'my t.yaml'\n```" in render(plain, "md")
 
@@ -1185,6 +1188,8 @@ def test_an_api_runs_shard_is_in_how_to_reproduce_and_not_in_the_reports_rerun()
         (RunOptions(preload=("torch", "numpy")), "reprospec run report.md --preload torch,numpy"),
         (RunOptions(preload=()), "reprospec run report.md --preload none"),
         (RunOptions(), "reprospec run report.md"),
+        # -j overrides the spec's run.parallel, which the embedded spec holds.
+        (RunOptions(jobs=2, repeat=3), "reprospec run report.md -j 2 --repeat 3"),
         # The API's stop_on has no flag: the rerun ran every attempt of a stopped cell.
         (
             RunOptions(repeat=4, stop_on="first-reproduction"),
