@@ -431,9 +431,14 @@ def machine_note(run: RunResult) -> str:
 
 
 def _differs_note(differs: CellEnvironments) -> str:
-    """`OMP_NUM_THREADS, torch`: the settings the cells did not share, for the note."""
+    """`` `OMP_NUM_THREADS`, `torch` differ``: the settings the cells did not share, for the
+    note, with its verb (one read "`packaging` differ from cell to cell")."""
     names = sorted(key.partition(":")[2] or key for key in differs.varying)
-    return ", ".join(inline_code(name) for name in names)
+    if not names:
+        return ""
+    return ", ".join(inline_code(name) for name in names) + (
+        " differs" if len(names) == 1 else " differ"
+    )
 
 
 def _secrets_to_set(spec_text: str) -> str:

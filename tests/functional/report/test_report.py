@@ -91,7 +91,10 @@ def test_environment_a_toggle_changes_is_shown_per_cell_not_run_wide(
     assert "OMP_NUM_THREADS" not in environment.split("Not every cell")[0]
     assert "| CUDA_LAUNCH_BLOCKING | `1` |" in environment
     assert "threads)" not in environment  # torch's thread count follows OMP_NUM_THREADS
-    assert "Not every cell ran with the same environment: `OMP_NUM_THREADS` differ" in environment
+    assert (
+        "Not every cell ran with the same environment: `OMP_NUM_THREADS` differs from cell to cell"
+        in environment
+    )
     results = report.split("## Results")[1].split("## How to reproduce")[0]
     assert "| | threads | environment | expected | actual | rate |" in results
     assert "| ✅ | 1 | `OMP_NUM_THREADS=1` | `pass` | `pass` | 1/1 |" in results
