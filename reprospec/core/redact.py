@@ -773,16 +773,20 @@ class Redactor:
         shown = []
         for index, word in enumerate(words):
             if word.startswith("--set="):
-                shown.append("--set=" + self._override(word[len("--set=") :]))
+                shown.append("--set=" + self.override(word[len("--set=") :]))
             elif index and words[index - 1] == "--set":
-                shown.append(self._override(word))
+                shown.append(self.override(word))
             else:
                 shown.append(self.text(word))
         return shell_join(shown)
 
-    def _override(self, override: str) -> str:
+    def override(self, override: str) -> str:
         """A `--set PATH=VALUE` as `spec_text` writes a spec: its VALUE is the YAML, and
-        a secret in it is written so (a whole one quoted), PATH as it is."""
+        a secret in it is written so (a whole one quoted), PATH as it is. Also the run's
+        options' `overrides` as results.json keeps them, from which a run made with no
+        command line (`reprospec.run`) is given one: `***` there was refused as YAML."""
+        if self.text(override) == override:
+            return override  # no secret in it: not parsed as YAML for nothing
         path, equals, value = override.partition("=")
         return path + equals + self.spec_text(value) if equals else self.spec_text(override)
 

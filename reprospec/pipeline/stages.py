@@ -419,7 +419,12 @@ def execute(
                 pins_of(runner),
                 redactor,
             ),
-            options=options.to_dict(),
+            # Its --set secrets as command_line has them, `${{ env.NAME }}`: How to reproduce
+            # of a run made from Python is built from these, and `***` is no YAML.
+            options={
+                **options.to_dict(),
+                "overrides": [redactor.override(setting) for setting in options.overrides],
+            },
             paths=path_labels(spec, environment, docker=options.runner == "docker"),
             resumed=record,
             store=options.out,

@@ -392,11 +392,11 @@ def machine_note(run: RunResult) -> str:
     """What the report says under How to reproduce of a run made with `--python PATH` or
     `--find-links DIR`: paths of this machine, which another machine gives its own of."""
     notes = []
-    # A --set's secret, read back as `${{ env.NAME }}` (redact.Redactor.command_line).
+    # A --set's secret, read back as `${{ env.NAME }}` (redact.Redactor.command_line): in
+    # the command shown, which a run made from Python (no command line) is given too.
+    shown = reproduce_command(run)
     secrets = [
-        name
-        for name in Redactor.masked_names(run.spec_text)
-        if "${{ env." + name + " }}" in run.command_line
+        name for name in Redactor.masked_names(run.spec_text) if "${{ env." + name + " }}" in shown
     ]
     if secrets:
         said = ", ".join(inline_code(name) for name in secrets)

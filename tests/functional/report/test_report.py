@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.results import AttemptResult, CellResult, RunResult
 from reprospec.outcome.classify import classify
@@ -212,6 +214,33 @@ def test_the_reproduce_command_of_a_run_whose_set_held_a_secret_runs(
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     assert "1/1 cell reproduced" in ran.stdout
+
+
+def test_the_reproduce_command_of_an_api_run_whose_set_held_a_secret_reads_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `reprospec.run(spec, RunOptions(overrides=("environment.env.MY_API_TOKEN=...",)))`
+    # records no command line: the one its report built from its options said
+    # `--set 'environment.env.MY_API_TOKEN=***'`, refused as YAML, with no line to export.
+    import reprospec
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MY_API_TOKEN", "zzsecret999")
+    (tmp_path / "s.yaml").write_text(
+        "reprospec: 1\nname: setsecret\ncommand: python3 -c 'pass'\nexpect: {outcome: pass}\n"
+    )
+    options = reprospec.RunOptions(
+        out=tmp_path / "out", overrides=("environment.env.MY_API_TOKEN=zzsecret999",)
+    )
+    result = reprospec.run(tmp_path / "s.yaml", options, progress=None)
+    report = reprospec.render(result, "md")
+    assert "zzsecret999" not in report
+    command = report.split("## How to reproduce\n\n```sh\n", 1)[1].split("\n```", 1)[0]
+    assert command.endswith(
+        "s.yaml --set 'environment.env.MY_API_TOKEN=${{ env.MY_API_TOKEN }}'"
+    ), command
+    assert "Export `MY_API_TOKEN` first: the command reads it from your environment" in report
+    assert result.options["overrides"] == ["environment.env.MY_API_TOKEN=${{ env.MY_API_TOKEN }}"]
 
 
 def test_a_hang_in_a_file_named_with_a_byte_not_utf8_reads_it_as_a_replacement(
