@@ -53,6 +53,7 @@ from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.logtext import printable, with_bytes_written
 from reprospec.core.redact import Redactor, env_names_read, public_env, sets_secret
+from reprospec.core.reportspec import rerun_command
 from reprospec.core.results import RunResult
 from reprospec.core.units import format_duration, positive_duration
 from reprospec.core.words import interrupted_of, plural, resume_command
@@ -130,13 +131,19 @@ class Unpacked:
     # RunOptions.first_attempt): a `${{ attempt }}` seed or a fault's `probability` coin
     # draws what its attempts 5, 6, ... drew, where the rerun's 1, 2, ... drew otherwise.
     first_attempt: int = 1
+    # The original run's `stop_on` where it gave one (`RunOptions(stop_on=...)`, a search's
+    # probe): without it the rerun ran every attempt where the run stopped each cell at its
+    # first reproduction.
+    stop_on: str | None = None
 
     def run_options(self, options: RunOptions, *, runner_given: bool = False) -> RunOptions:
         """The options this bundle's spec runs with: the original run's `-m` filters,
         `--repeat`, `--timeout`, `--preload`, observe mode and runner (not local) unless
         `options` gives them (the manifest was checked as the CLI's options are, when it
-        was read); its overrides first, then `options`'. `run FILE` and `bundle --verify`
-        alike."""
+        was read); its overrides first (its `stop_on` as `run.stop_on=...`, which a `--set`
+        or `options.stop_on` given still overrides), then `options`'. `run FILE` and
+        `bundle --verify` alike."""
+        stop = (f"run.stop_on={self.stop_on}",) if self.stop_on else ()
         return options.with_changes(
             preload=options.preload if options.preload is not None else self.preload,
             runner=options.runner if runner_given or not self.runner else self.runner,
@@ -144,7 +151,7 @@ class Unpacked:
             repeat=options.repeat if options.repeat is not None else self.repeat,
             timeout_s=options.timeout_s if options.timeout_s is not None else self.timeout_s,
             observe=options.observe or self.observe,
-            overrides=(*self.overrides, *options.overrides),
+            overrides=(*self.overrides, *stop, *options.overrides),
             first_attempt=(
                 options.first_attempt if options.first_attempt != 1 else self.first_attempt
             ),
@@ -161,6 +168,7 @@ class _BundledOptions(TypedDict, total=False):
     runner: str
     preload: tuple[str, ...]
     first_attempt: int
+    stop_on: str
 
 
 def is_bundle(path: str | Path) -> bool:
@@ -437,6 +445,8 @@ def _sources(run: RunResult, run_dir: Path, *, as_now: bool = False) -> _Sources
         kept["preload"] = list(options.preload)
     if options.first_attempt != 1:
         kept["first_attempt"] = options.first_attempt
+    if options.stop_on is not None:
+        kept["stop_on"] = options.stop_on
     if not stored.is_file():
         from reprospec.store.digests import recorded_files
 
@@ -814,26 +824,22 @@ def _readme(
 ) -> str:
     spec = manifest["spec"]
     options = manifest.get("options")
-    runner = options.get("runner") if isinstance(options, dict) else None
-    flags = f" --runner {runner}" if runner else ""
-    preload = options.get("preload") if isinstance(options, dict) else None
-    if isinstance(preload, list):
-        # The run's attempts forked from a server that imported these (`--preload`).
-        flags += f" --preload {','.join(str(m) for m in preload) or 'none'}"
-    if isinstance(options, dict):
-        # What `reprospec run ARCHIVE` gives the spec from the manifest: without them, the
-        # spec run by hand ran every cell once (a `-m` run of 1 cell of 4 ran all 4).
-        filters = options.get("matrix_filters")
-        for given in filters if isinstance(filters, list) else ():
-            flags += f" -m {shlex.quote(str(given))}"
-        repeat, timeout = options.get("repeat"), options.get("timeout_s")
-        if isinstance(repeat, int) and not isinstance(repeat, bool):
-            flags += f" --repeat {repeat}"
-        if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
-            flags += f" --timeout {format_duration(float(timeout))}"
-        if options.get("observe") is True:
-            flags += " --observe"
-    rerun = f"reprospec run {run.run_id}/{spec}{flags}"
+    if not isinstance(options, dict):
+        options = {}
+    runner = options.get("runner")
+    # What `reprospec run ARCHIVE` gives the spec from the manifest (`--runner`,
+    # `--preload`, `-m`, `--repeat`, `--first-attempt`, `--timeout`, `--observe`, stop_on),
+    # by the rule a report's rerun is written by: without them, the spec run by hand ran
+    # every cell once (a `-m` run of 1 cell of 4 ran all 4). The manifest keeps the timeout
+    # in seconds; the rule reads it as the store does.
+    timeout = options.get("timeout_s")
+    stored = {
+        **options,
+        "timeout": format_duration(float(timeout))
+        if isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+        else None,
+    }
+    rerun = rerun_command(stored, f"{run.run_id}/{spec}")
     if manifest.get("workdir") is not None:
         # The spec names the sender's absolute workdir: run as it is, it looks there.
         moved = PurePosixPath(run.run_id, str(manifest["workdir"]))
@@ -845,7 +851,7 @@ def _readme(
         "the report, the logs of every attempt, and the files of the workdir its cells name.",
         "",
         "Rerun it (reprospec unpacks it safely under `.reprospec/bundles/` and runs the spec",
-        "with the run's `-m` filters, `--repeat`, `--timeout` and `--preload`"
+        "with the run's `-m` filters, `--repeat`, `--timeout`, `--preload` and `stop_on`"
         + (
             f", on the {runner} runner it ran on):"
             if runner and runner == run.runner
@@ -871,13 +877,14 @@ def _readme(
         f"Or unpack it and run the spec yourself: `{rerun}`.",
         "`report.md` is the bug report; `logs/cells/CELL/N/` holds attempt N of each cell.",
     ]
-    first = options.get("first_attempt") if isinstance(options, dict) else None
+    first = options.get("first_attempt")
     if isinstance(first, int) and not isinstance(first, bool) and first != 1:
-        # A search's probe: `reprospec run ARCHIVE` numbers from it too; by hand, from 1.
+        # A search's probe: `reprospec run ARCHIVE` and the command above number from it.
         lines.append(
             f"Its attempts were numbered from {first} (a search's probe): `reprospec run` "
-            f"of the archive numbers them so too; the spec run yourself numbers them from 1, "
-            "so a `${{ attempt }}` seed or a fault's `probability` draws other values."
+            f"of the archive and the command above (`--first-attempt {first}`) number them "
+            "so too; without it they are numbered from 1, so a `${{ attempt }}` seed or a "
+            "fault's `probability` draws other values."
         )
     lacks = _lacks(run)
     if lacks:
@@ -1337,6 +1344,13 @@ def _run_options(options: Mapping[str, object], where: str) -> _BundledOptions:
         if isinstance(first, bool) or not isinstance(first, int) or first < 1:
             raise UsageError(f"{at}.first_attempt: expected a whole number >= 1, got {first!r}")
         checked["first_attempt"] = first
+    stop_on = options.get("stop_on")
+    if stop_on is not None:
+        from reprospec.core.runoptions import STOP_ON
+
+        if stop_on not in STOP_ON:
+            raise UsageError(f"{at}.stop_on: expected one of {', '.join(STOP_ON)}, got {stop_on!r}")
+        checked["stop_on"] = str(stop_on)
     return checked
 
 

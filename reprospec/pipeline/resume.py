@@ -68,6 +68,7 @@ def _store_set_aside(run_id: str, out: Path) -> str:
     import json
 
     from reprospec.core.logtext import shell_join, shell_split
+    from reprospec.core.reportspec import rerun_command
     from reprospec.core.runoptions import without_options
     from reprospec.store.runfolder import ENGINE_JSON, RunFolder
 
@@ -81,7 +82,11 @@ def _store_set_aside(run_id: str, out: Path) -> str:
     command, report = "reprospec run SPEC", ""
     try:
         ran = json.loads(folder.results_json.read_text(encoding="utf-8"))
-        line = str(ran["command_line"]) or f"reprospec run {ran['spec']['path']}"
+        # A run made from Python has no command line: its options make one, as its
+        # report's does (`reprospec run SPEC` alone dropped its `-m`, `--repeat`, ...).
+        line = str(ran["command_line"]) or rerun_command(
+            ran["options"], str(ran["spec"]["path"]), as_ran=True
+        )
         command = shell_join(without_options(shell_split(line), ("--out",)))
         report = f"; what it ran is in its folder: `reprospec report {run_id} --out {out}`"
     except (OSError, ValueError, KeyError, TypeError):

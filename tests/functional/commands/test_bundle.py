@@ -1143,3 +1143,43 @@ def test_a_probes_bundle_reruns_the_attempt_numbers_it_ran(tmp_path: Path, cli: 
     assert [a["outcome"]["kind"] == "crash" for a in attempts] == drawn
     before = [a.ran.kind == "crash" if a.ran else None for a in ran.cells[0].attempts]
     assert before == drawn
+
+
+def test_a_bundle_of_an_api_run_stops_its_cells_as_the_run_did(tmp_path: Path, cli: Cli) -> None:
+    """`RunOptions(stop_on="first-reproduction")` stopped each cell at its first crash; its
+    bundle, run, ran all 3 attempts, and README.md's spec run by hand did too: the manifest
+    kept no stop_on. Both stop now, and a `--set run.stop_on` given still wins."""
+    import reprospec
+
+    spec_file = tmp_path / "stop.yaml"
+    spec_file.write_text(
+        "reprospec: 1\nname: stop\n"
+        "command: python -c 'import os; os.abort()'\n"
+        "run: {timeout: 30s}\nexpect: {outcome: crash, signal: SIGABRT}\n"
+    )
+    out = tmp_path / "out"
+    options = reprospec.RunOptions(out=out, repeat=3, stop_on="first-reproduction")
+    ran = reprospec.run(reprospec.load_spec(spec_file), options)
+    assert len(ran.cells[0].attempts) == 1
+    archive = tmp_path / "stop.tar.gz"
+    made = cli("bundle", ran.run_id, "--out", str(out), "-o", str(archive))
+    assert made.code == 0, made.stderr
+    with tarfile.open(archive) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith("/README.md"))
+        handle = tar.extractfile(member)
+        assert handle is not None
+        readme = handle.read().decode()
+    rerun = re.search(r"run the spec yourself: `reprospec (run [^`]+)`", readme)
+    assert rerun is not None, readme
+    assert rerun.group(1).endswith("stop.yaml --repeat 3 --set run.stop_on=first-reproduction")
+
+    def attempts(*given: str) -> int:
+        again = tmp_path / f"again{len(given)}"
+        done = cli("run", str(archive), *given, "--out", str(again), "--yes")
+        (folder,) = (again / "runs").iterdir()
+        cells = json.loads((folder / "results.json").read_text())["cells"]
+        assert cells, done.stderr
+        return len(cells[0]["attempts"])
+
+    assert attempts() == 1
+    assert attempts("--set", "run.stop_on=never") == 3

@@ -189,3 +189,27 @@ def test_a_spec_stored_under_an_older_masking_rule_is_the_spec_that_ran(tmp_path
     spec = load_spec(path)
     assert ran_as_stored(spec, older)
     assert not ran_as_stored(spec, older.replace("x.py", "y.py"))
+
+
+def test_a_python_runs_store_set_aside_is_run_again_with_its_options(tmp_path: Path) -> None:
+    # A run made from Python has no command line: `--resume` of it after its store was set
+    # aside said "Run its spec again, `reprospec run api.yaml --out OUT`", without the
+    # `-m`, `--repeat` and `stop_on` it ran with.
+    import json
+
+    from reprospec.pipeline.resume import load
+    from reprospec.store.runfolder import ENGINE_JSON, RunFolder
+
+    out = tmp_path / "out"
+    folder = RunFolder.of(out, "r1").path
+    folder.mkdir(parents=True)
+    (folder / ENGINE_JSON).write_text("{}")
+    options = RunOptions(out=out, repeat=3, stop_on="never", matrix_filters=("crash=true",))
+    ran = {"command_line": "", "options": options.to_dict(), "spec": {"path": "api.yaml"}}
+    (folder / "results.json").write_text(json.dumps(ran))
+    with pytest.raises(UsageError) as caught:
+        load("r1", out)
+    assert (
+        "Run its spec again, `reprospec run api.yaml -m crash=true --repeat 3 "
+        f"--set run.stop_on=never --out {out}`"
+    ) in caught.value.args[0]
