@@ -526,7 +526,8 @@ def _merged_command_line(runs: Sequence[RunResult], filters: Sequence[str]) -> s
     s.yaml -m mode=a -m mode=b`, which pytest refuses) and a `-m segfault` of its own taken
     out. The session's line is kept where every run was made by it, else `reprospec run`
     of the spec with the filters and the options the runs ran under (their `--repeat`,
-    `--runner`, `--set`s: one `--repeat 5` on venv was recorded to run 1 attempt locally)."""
+    `--runner`, `--set`s: one `--repeat 5` on venv was recorded to run 1 attempt locally).
+    Runs that recorded none (made from Python) give none."""
     # shell_split: shlex read a `$'b\xfe.tar.gz'` word (shell_join's) as `$` and another
     # file's name.
     from reprospec.core.logtext import shell_join, shell_split
@@ -537,6 +538,11 @@ def _merged_command_line(runs: Sequence[RunResult], filters: Sequence[str]) -> s
             return first.command_line
         options = {**first.options, "matrix_filters": list(filters)}
         return rerun_command(options, first.spec_path, as_ran=True)
+    if not first.command_line:
+        # Runs made from Python (`reprospec.run`, a search's probe) record none: the merged
+        # run has none either, and How to reproduce builds it from the merged options (their
+        # filters). Split, "" gave the merged `-m`s alone, `-m crash=true -m crash=false`.
+        return ""
     command_line = _without_shard(first.command_line)
     if list(filters) == _filters_of(first):
         return command_line

@@ -572,6 +572,25 @@ def test_merged_pytest_runs_keep_pytests_command_line() -> None:
     assert reproduce_command(merged) == merged.command_line + " --python '/opt/py 3/bin/python'"
 
 
+def test_merged_runs_made_from_python_are_reproduced_from_the_merged_options() -> None:
+    """Two API runs (no command line) of other cells: the merged run's command was their
+    merged `-m`s alone, `-m num_workers=0 -m num_workers=2`, not a command at all."""
+    matrix = segfault_matrix()
+    runs = [
+        replace(
+            _shard(matrix, {(cell.cell.id, 1)}, f"p{n}"),
+            command_line="",
+            options={"repeat": 2, "matrix_filters": [cell.cell.id.split(",")[1]]},
+        )
+        for n, cell in enumerate(matrix.cells[:2])
+    ]
+    merged = merge(runs)
+    assert merged.command_line == ""
+    assert reproduce_command(merged) == (
+        f"reprospec run {matrix.spec_path} -m pin_memory=false -m pin_memory=true --repeat 2"
+    )
+
+
 def test_merge_refuses_different_specs_and_duplicate_attempts() -> None:
     with pytest.raises(UsageError, match="different specs"):
         merge([segfault_matrix(), hang_run()])
