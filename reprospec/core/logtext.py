@@ -117,24 +117,25 @@ def _frame_start(lines: list[str], start: int) -> int:
     return start
 
 
-def _prefix(dropped: list[str], *, counted: bool) -> list[str]:
-    """The lines above the window: omission marks, with the key lines kept in their places.
+def _stretch(dropped: list[str], where: str, seen: set[str], *, counted: bool) -> list[str]:
+    """A stretch of lines left out: its omission marks, with the key lines kept in their places.
 
     The one line a DataLoader worker prints as it dies says more than the main process's
     varying last exception, so it is kept even far above the window. It stands where it
     was, between the marks of the lines left out above and below it: put on top of one
     `… (3 earlier lines omitted)` that counted it, torch's `ERROR: Unexpected segmentation
     fault` read as if three lines had come between it and the traceback right under it.
-    `counted`: the marks give the count (a log's tail), else they are a bare `…` (the lines
+    The stretches of one excerpt (the lines above its window, a long traceback's middle)
+    share `seen`: 3 distinct key lines in all, each once. `where` words the first mark
+    (`earlier `); `counted`: the marks give the count, else they are a bare `…` (the lines
     above a long traceback, as that window has always marked them).
     """
     pieces: list[str] = []
-    seen: set[str] = set()
     gap_start = 0
 
     def mark(gap: list[str]) -> None:
         if gap:
-            pieces.append(_omitted(gap, "" if pieces else "earlier ") if counted else "…")
+            pieces.append(_omitted(gap, "" if pieces else where) if counted else "…")
 
     for i, line in enumerate(dropped):
         if line.lstrip().startswith(_KEY_LINES) and line not in seen and len(seen) < 3:
@@ -158,6 +159,7 @@ def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
     anchor = max(
         (i for i, line in enumerate(lines) if line.lstrip().startswith(_ANCHORS)), default=None
     )
+    seen: set[str] = set()  # the key lines kept out of the stretches left out
     if len(lines) <= max_lines:
         kept = lines
     elif anchor is not None and len(lines) - anchor > max_lines:
@@ -166,18 +168,15 @@ def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
         # Its frame's `File` line above may reach back into the head: never before its end.
         tail = max(anchor + head, _frame_start(lines, len(lines) - (max_lines - head)))
         kept = [
-            *_prefix(lines[:anchor], counted=False),
+            *_stretch(lines[:anchor], "earlier ", seen, counted=False),
             *lines[anchor : anchor + head],
-            *([_omitted(lines[anchor + head : tail], "")] if tail > anchor + head else []),
+            # A key line in the traceback's middle (rare) stands in its place there too.
+            *_stretch(lines[anchor + head : tail], "", seen, counted=True),
             *lines[tail:],
         ]
     else:
         start = _frame_start(lines, len(lines) - max_lines)
-        kept = [*_prefix(lines[:start], counted=True), *lines[start:]]
-    # A key line left out of the middle of a long traceback (rare) goes on top, as before.
-    missing = [line for line in lines if line.lstrip().startswith(_KEY_LINES) and line not in kept]
-    if missing:
-        kept = [*dict.fromkeys(missing[:3]), *kept]
+        kept = [*_stretch(lines[:start], "earlier ", seen, counted=True), *lines[start:]]
     return "\n".join(_trim(line, width) for line in kept)
 
 

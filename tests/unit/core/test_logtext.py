@@ -186,3 +186,31 @@ def test_a_dying_workers_line_stands_where_it_was_among_the_marks() -> None:
         "ERROR: Unexpected x",
         "… (17 lines omitted)",
     ]
+
+
+def test_key_lines_left_out_stay_in_order_three_in_all() -> None:
+    # A fourth distinct key line above the window, or one in a long traceback's omitted
+    # middle, went on top of the excerpt: above the lines it had come after.
+    keys = [f"ERROR: Unexpected {name}" for name in "abcd"]
+    text = "\n".join([*(f"{key}\nx" for key in keys), *(f"t{i}" for i in range(10))])
+    lines = excerpt(text, max_lines=10).split("\n")
+    assert [line for line in lines if line.startswith("ERROR")] == keys[:3]
+    assert lines[lines.index(keys[2]) + 1 :][:2] == ["… (3 lines omitted)", "t0"]
+    frames = [f'  File "m{i}.py", line {i}, in f' for i in range(45)]
+    text = "\n".join(
+        [
+            "w",
+            "ERROR: Unexpected segmentation fault",
+            "Traceback (most recent call last):",
+            *frames[:20],
+            "ERROR: Unexpected bus error",
+            *frames[20:],
+            "RuntimeError: x",
+        ]
+    )
+    lines = excerpt(text, max_lines=10).split("\n")
+    assert lines[:3] == ["…", "ERROR: Unexpected segmentation fault", lines[2]]
+    assert lines[2] == "Traceback (most recent call last):"
+    at = lines.index("ERROR: Unexpected bus error")
+    assert lines[at - 1 : at + 2] == ["… (16 lines omitted)", lines[at], "… (21 lines omitted)"]
+    assert lines[-1] == "RuntimeError: x"
