@@ -103,9 +103,15 @@ class Tally:
     def figure(self) -> str:
         """The rate with what the clean attempts did: "0/32: 30 passed, 2 failed
         otherwise" ("3/3" where every one failed as expected)."""
+        did = self.did()
+        return f"{self.matched}/{self.ran}{': ' + did if did else ''}"
+
+    def did(self) -> str:
+        """What the clean attempts did, "30 passed, 2 failed otherwise" ("" for none):
+        `figure`'s words, which isolate's sentence and table say a set's tally in."""
         did = [f"{self.passed} passed"] if self.passed else []
         did += [f"{self.other} failed otherwise"] if self.other else []
-        return f"{self.matched}/{self.ran}{': ' + ', '.join(did) if did else ''}"
+        return ", ".join(did)
 
     def add(self, kinds: Iterable[AttemptKind]) -> Tally:
         """This tally plus some attempts."""

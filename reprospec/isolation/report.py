@@ -385,7 +385,7 @@ def _verdict(evidence: Candidate) -> str:
             if not tally.other
             else "fails otherwise"
             if not tally.passed
-            else f"passes, or fails otherwise ({tally.other} of {tally.ran})"
+            else f"passes, or fails otherwise ({tally.did()})"
         )
         if evidence.role in ("one-smaller", "base") and clean:
             itself = "not run itself: " if not evidence.tally.attempts else ""
@@ -406,12 +406,15 @@ def _counts(evidence: Candidate) -> tuple[int, int]:
 
 
 def _figure(evidence: Candidate) -> str:
-    """The headline's `failed/attempts` of a set, as the table's row says them; a set never
-    run itself rests on the clean attempts of the sets that hold it, and says so."""
+    """The headline's `failed/attempts` of a set, as the table's row says them; where some
+    failed otherwise, the tally's own `figure` ("0/20: 18 passed, 2 failed otherwise", as
+    isolate's refusal says it); a set never run itself rests on the clean attempts of the
+    sets that hold it, and says so."""
     attempts, matched = _counts(evidence)
+    if evidence.tally.other:
+        return evidence.tally.figure()
     if attempts:
-        other = evidence.tally.other
-        return f"{matched}/{attempts}" + (f", {other} failing otherwise" if other else "")
+        return f"{matched}/{attempts}"
     return f"0/{evidence.clean_evidence} on the sets that hold it"
 
 

@@ -91,12 +91,15 @@ def test_the_headline_counts_a_set_s_attempts_as_the_table_beside_it_does() -> N
     cache = Candidate((2,), "one-smaller", Tally(passed=18, other=2), False, clean_evidence=20)
     found = _pair(fused, cache)
     assert sentence(found) == (
-        "crashes when fused=1 AND cache=1; neither alone does (0/19; 0/20, 2 failing otherwise)"
+        "crashes when fused=1 AND cache=1; neither alone does "
+        "(0/19; 0/20: 18 passed, 2 failed otherwise)"
     )
     table = text(found)
     assert re.search(r"^ *fused=1 alone +19 +0 +passes \(20 clean attempts", table, re.M), table
     assert re.search(
-        r"^ *cache=1 alone +20 +0 +passes, or fails otherwise \(2 of 20\)", table, re.M
+        r"^ *cache=1 alone +20 +0 +passes, or fails otherwise \(18 passed, 2 failed otherwise\)",
+        table,
+        re.M,
     )
     assert "| fused=1 alone | 19 | 0 |" in markdown(found)
     unrun = Candidate((0,), "one-smaller", Tally(), False, clean_evidence=7)
@@ -114,7 +117,7 @@ def test_a_set_whose_attempts_failed_otherwise_is_not_said_to_pass() -> None:
     prefetch = Candidate((2,), "one-smaller", Tally(other=17), False, clean_evidence=17)
     found = _pair(workers, prefetch)
     assert sentence(found) == (
-        "crashes when fused=1 AND cache=1; neither alone does (0/17; 0/17, 17 failing otherwise)"
+        "crashes when fused=1 AND cache=1; neither alone does (0/17; 0/17: 17 failed otherwise)"
     )
     assert re.search(r"^ *cache=1 alone +17 +0 +fails otherwise \(17 clean", text(found), re.M)
     assert "| cache=1 alone | 17 | 0 | fails otherwise (17 clean" in markdown(found)
@@ -125,8 +128,23 @@ def test_a_set_whose_attempts_failed_otherwise_is_not_said_to_pass() -> None:
     )
     assert (
         sentence(one)
-        == "crashes when fused=1; with fused=0, it does not (0/17, 17 failing otherwise)"
+        == "crashes when fused=1; with fused=0, it does not (0/17: 17 failed otherwise)"
     )
+
+
+def test_a_set_that_failed_otherwise_is_counted_in_the_tally_s_own_words() -> None:
+    """The sentence said "0/20, 2 failing otherwise" where isolate's refusal says "0/20: 18
+    passed, 2 failed otherwise", and the row's "(2 of 20)" counted the attempts that ran
+    beside an attempts column of 21 (one infra error): both say the tally's `figure`."""
+    fused = Candidate((0,), "one-smaller", Tally(passed=19), False, clean_evidence=19)
+    cache = Candidate(
+        (2,), "one-smaller", Tally(passed=18, other=2, infra=1), False, clean_evidence=20
+    )
+    found = _pair(fused, cache)
+    assert "(0/19; 0/20: 18 passed, 2 failed otherwise)" in sentence(found)
+    row = next(line for line in text(found).splitlines() if "cache=1 alone" in line)
+    assert re.search(r" 21 +0 +passes, or fails otherwise \(18 passed, 2 failed otherwise\)", row)
+    assert "2 of 20" not in row
 
 
 def test_a_pair_of_cells_one_difference_apart_is_worded_in_the_singular() -> None:
