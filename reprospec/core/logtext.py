@@ -117,7 +117,9 @@ def _frame_start(lines: list[str], start: int) -> int:
     return start
 
 
-def _stretch(dropped: list[str], where: str, seen: set[str], *, counted: bool) -> list[str]:
+def _stretch(
+    dropped: list[str], where: str, seen: set[str], shown: set[str], *, counted: bool
+) -> list[str]:
     """A stretch of lines left out: its omission marks, with the key lines kept in their places.
 
     The one line a DataLoader worker prints as it dies says more than the main process's
@@ -126,9 +128,10 @@ def _stretch(dropped: list[str], where: str, seen: set[str], *, counted: bool) -
     `… (3 earlier lines omitted)` that counted it, torch's `ERROR: Unexpected segmentation
     fault` read as if three lines had come between it and the traceback right under it.
     The stretches of one excerpt (the lines above its window, a long traceback's middle)
-    share `seen`: 3 distinct key lines in all, each once. `where` words the first mark
-    (`earlier `); `counted`: the marks give the count, else they are a bare `…` (the lines
-    above a long traceback, as that window has always marked them).
+    share `seen`: 3 distinct key lines in all, each once, and none the excerpt's `shown`
+    lines hold already (several workers dying print the same line). `where` words the
+    first mark (`earlier `); `counted`: the marks give the count, else they are a bare `…`
+    (the lines above a long traceback, as that window has always marked them).
     """
     pieces: list[str] = []
     gap_start = 0
@@ -138,7 +141,8 @@ def _stretch(dropped: list[str], where: str, seen: set[str], *, counted: bool) -
             pieces.append(_omitted(gap, "" if pieces else where) if counted else "…")
 
     for i, line in enumerate(dropped):
-        if line.lstrip().startswith(_KEY_LINES) and line not in seen and len(seen) < 3:
+        key = line.lstrip().startswith(_KEY_LINES)
+        if key and line not in shown and line not in seen and len(seen) < 3:
             mark(dropped[gap_start:i])
             pieces.append(line)
             seen.add(line)
@@ -167,16 +171,18 @@ def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
         head = max_lines // 2
         # Its frame's `File` line above may reach back into the head: never before its end.
         tail = max(anchor + head, _frame_start(lines, len(lines) - (max_lines - head)))
+        shown = {*lines[anchor : anchor + head], *lines[tail:]}
         kept = [
-            *_stretch(lines[:anchor], "earlier ", seen, counted=False),
+            *_stretch(lines[:anchor], "earlier ", seen, shown, counted=False),
             *lines[anchor : anchor + head],
             # A key line in the traceback's middle (rare) stands in its place there too.
-            *_stretch(lines[anchor + head : tail], "", seen, counted=True),
+            *_stretch(lines[anchor + head : tail], "", seen, shown, counted=True),
             *lines[tail:],
         ]
     else:
         start = _frame_start(lines, len(lines) - max_lines)
-        kept = [*_stretch(lines[:start], "earlier ", seen, counted=True), *lines[start:]]
+        shown = set(lines[start:])
+        kept = [*_stretch(lines[:start], "earlier ", seen, shown, counted=True), *lines[start:]]
     return "\n".join(_trim(line, width) for line in kept)
 
 

@@ -214,3 +214,16 @@ def test_key_lines_left_out_stay_in_order_three_in_all() -> None:
     at = lines.index("ERROR: Unexpected bus error")
     assert lines[at - 1 : at + 2] == ["… (16 lines omitted)", lines[at], "… (21 lines omitted)"]
     assert lines[-1] == "RuntimeError: x"
+
+
+def test_a_key_line_the_window_holds_is_not_kept_above_it_too() -> None:
+    # Several DataLoader workers dying print the same line: one above the window and one
+    # in it read twice, the excerpt spending its lines on the repeat.
+    key = "ERROR: Unexpected segmentation fault encountered in worker."
+    text = "\n".join(["a", key, "b", "c", "d", "e", "f", "g", key, "h", "i"])
+    lines = excerpt(text, max_lines=5).split("\n")
+    assert lines.count(key) == 1
+    assert lines[-3:] == [key, "h", "i"]
+    frames = [f'  File "m{i}.py", line {i}, in f' for i in range(45)]
+    text = "\n".join([key, "Traceback (most recent call last):", *frames, key, "EOFError"])
+    assert excerpt(text, max_lines=10).split("\n").count(key) == 1
