@@ -369,31 +369,34 @@ def _key_evidence(found: IsolateResult) -> list[tuple[str, Candidate]]:
 
 def _verdict(evidence: Candidate) -> str:
     """`fails`, `undecided`, or `passes` with the clean attempts it rests on: those of the
-    tested sets that hold it and never failed (its own, and larger sets'), which a set that
-    never ran itself rests on alone. "(0/2 on the sets holding it)" read as if the failing
-    cell, which holds every set and failed 10/10, were not among them, and the passing cell
-    "passes" with 0 attempts of its own said nothing of why."""
+    tested sets that hold it and never failed as expected (its own, and larger sets'), which
+    a set that never ran itself rests on alone. "(0/2 on the sets holding it)" read as if the
+    failing cell, which holds every set and failed 10/10, were not among them, and the
+    passing cell "passes" with 0 attempts of its own said nothing of why."""
     if evidence.reproduces:
         return "fails"
     if evidence.reproduces is False:
         clean = evidence.clean_evidence
         # A clean attempt is a pass or another failure: a set whose own attempts all
         # failed otherwise does not pass.
+        # One parenthetical, and "never failed as expected": "fails otherwise (...
+        # never failed)" contradicted itself, and two parentheticals followed each other.
         tally = evidence.tally
         word = (
             "passes"
             if not tally.other
             else "fails otherwise"
             if not tally.passed
-            else f"passes, or fails otherwise ({tally.did()})"
+            else "passes or fails otherwise"
         )
+        said = [tally.did()] if tally.other and tally.passed else []
         if evidence.role in ("one-smaller", "base") and clean:
             itself = "not run itself: " if not evidence.tally.attempts else ""
-            return (
-                f"{word} ({itself}{plural(clean, 'clean attempt')} "
-                "on the sets that hold it and never failed)"
+            said.append(
+                f"{itself}{plural(clean, 'clean attempt')} "
+                "on the sets that hold it and never failed as expected"
             )
-        return word
+        return word + (f" ({'; '.join(said)})" if said else "")
     return "undecided"
 
 
