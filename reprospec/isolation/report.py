@@ -104,21 +104,23 @@ def sentence(found: IsolateResult) -> str:
     # "Passes" only where the one-smaller sets' attempts passed: a clean attempt may also be
     # another failure, and a user's `prefetch=4 alone`, a ValueError in each of its 17
     # attempts, read "either alone passes (0/17, 0/17)". Else the clause says they did not
-    # fail so, each figure with its other failures, the figures apart by `;`.
+    # fail as expected, each figure with its other failures, the figures apart by `;`: not
+    # "it does not" (fail, error, crash), which an attempt that failed otherwise may well do
+    # ("errors when fused=1; with fused=0, it does not (0/5, 5 failing otherwise)").
     otherwise = any(e.tally.other for e in result.one_smaller)
     joined = "; ".join if otherwise else ", ".join
     if len(names) == 1:
         # The passing side named, not "without it": of an unset variable that read as
         # "crashes when LOG_LEVEL unset; without it, it passes" where it passes set to debug.
         passing = found.culprits[0].describe_base()
-        clause = "it does not" if otherwise else "it passes"
+        clause = "it does not fail as expected" if otherwise else "it passes"
         return f"{verb} when {names[0]}; with {passing}, {clause} ({figures[0]})"
     if len(names) == 2:
-        clause = "neither alone does" if otherwise else "either alone passes"
+        clause = "neither alone fails as expected" if otherwise else "either alone passes"
         return (
             f"{verb} when {names[0]} AND {names[1]}; {clause} ({joined((figures[1], figures[0]))})"
         )
-    clause = "it does not" if otherwise else "it passes"
+    clause = "it does not fail as expected" if otherwise else "it passes"
     return f"{verb} when {' AND '.join(names)}; leaving out any one, {clause} ({joined(figures)})"
 
 

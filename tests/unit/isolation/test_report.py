@@ -94,7 +94,7 @@ def test_the_headline_counts_a_set_s_attempts_as_the_table_beside_it_does() -> N
     cache = Candidate((2,), "one-smaller", Tally(passed=18, other=2), False, clean_evidence=20)
     found = _pair(fused, cache)
     assert sentence(found) == (
-        "crashes when fused=1 AND cache=1; neither alone does "
+        "crashes when fused=1 AND cache=1; neither alone fails as expected "
         "(0/19; 0/20: 18 passed, 2 failed otherwise)"
     )
     table = text(found)
@@ -121,7 +121,8 @@ def test_a_set_whose_attempts_failed_otherwise_is_not_said_to_pass() -> None:
     prefetch = Candidate((2,), "one-smaller", Tally(other=17), False, clean_evidence=17)
     found = _pair(workers, prefetch)
     assert sentence(found) == (
-        "crashes when fused=1 AND cache=1; neither alone does (0/17; 0/17: 17 failed otherwise)"
+        "crashes when fused=1 AND cache=1; neither alone fails as expected "
+        "(0/17; 0/17: 17 failed otherwise)"
     )
     assert re.search(r"^ *cache=1 alone +17 +0 +fails otherwise \(17 clean", text(found), re.M)
     assert "| cache=1 alone | 17 | 0 | fails otherwise (17 clean" in markdown(found)
@@ -131,8 +132,8 @@ def test_a_set_whose_attempts_failed_otherwise_is_not_said_to_pass() -> None:
         result=replace(found.result, culprits=(0,), one_smaller=(prefetch,)),
     )
     assert (
-        sentence(one)
-        == "crashes when fused=1; with fused=0, it does not (0/17: 17 failed otherwise)"
+        sentence(one) == "crashes when fused=1; with fused=0, it does not fail as expected "
+        "(0/17: 17 failed otherwise)"
     )
 
 
@@ -149,6 +150,24 @@ def test_a_set_that_failed_otherwise_is_counted_in_the_tally_s_own_words() -> No
     row = next(line for line in text(found).splitlines() if "cache=1 alone" in line)
     assert re.search(r" 21 +0 +passes or fails otherwise \(18 passed, 2 failed otherwise; 20 ", row)
     assert "2 of 20" not in row
+
+
+def test_a_set_that_failed_otherwise_does_not_fail_as_expected_whatever_the_verb() -> None:
+    """With `expect.outcome: error` the sentence read "errors when fused=1; with fused=0, it
+    does not (0/5, 5 failing otherwise)": its 5 attempts did error, otherwise. Each form says
+    they did not fail as expected, the table's column."""
+    other = Candidate((1,), "one-smaller", Tally(other=5), False, clean_evidence=5)
+    clean = Candidate((0,), "one-smaller", Tally(passed=19), False, clean_evidence=19)
+    found = replace(_pair(clean, other), expectation=Expectation(outcome="error"))
+    assert sentence(found).startswith("errors when fused=1 AND cache=1; neither alone fails as")
+    one = replace(found, result=replace(found.result, culprits=(0,), one_smaller=(other,)))
+    assert sentence(one) == (
+        "errors when fused=1; with fused=0, it does not fail as expected (0/5: 5 failed otherwise)"
+    )
+    three = replace(
+        found, result=replace(found.result, culprits=(0, 1, 2), one_smaller=(clean, clean, other))
+    )
+    assert "; leaving out any one, it does not fail as expected (0/19; " in sentence(three)
 
 
 def test_a_pair_of_cells_one_difference_apart_is_worded_in_the_singular() -> None:
