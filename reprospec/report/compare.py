@@ -177,8 +177,14 @@ def lines(diff: Comparison, spec_name: str) -> list[str]:
     out += _files(diff["files"])
     if diff["options"]:
         out.append("options that differ:")
+        # A comparison kept before it named the runners reads as both local.
+        runners = diff.get("runners") or ["local", "local"]
         out += [
-            f"  {row['key']}: {_option(row['key'], row['a'])} -> {_option(row['key'], row['b'])}"
+            f"  {row['key']}: "
+            + " -> ".join(
+                _option(row["key"], value, runner)
+                for value, runner in zip((row["a"], row["b"]), runners, strict=False)
+            )
             for row in diff["options"]
         ]
     else:
@@ -348,15 +354,25 @@ _THE_SPECS = {
 }
 
 
-def _option(key: str, value: object) -> str:
+# What a run without `--python` ran its cells in, by its runner: not no interpreter.
+_NO_PYTHON = {
+    "local": "reprospec's own interpreter",
+    "venv": "a venv on the spec's environment.python, else on reprospec's own interpreter",
+    "docker": "the image's python3",
+}
+
+
+def _option(key: str, value: object, runner: str = "local") -> str:
     """A run option's value as the CLI gives it: None of an option the spec sets says so,
     `--preload none` (`[]`, fresh interpreters) is not the spec's preload (None: both read
-    `(none) -> (none)`), and a shard is `2/8`, not `[2, 8]`."""
+    `(none) -> (none)`), no `--python` is the interpreter the run's `runner` gives, and a
+    shard is `2/8`, not `[2, 8]`."""
     if value is None and key in _THE_SPECS:
         return f"(none: the spec's {_THE_SPECS[key]})"
     if key == "python" and value is None:
-        # Not no interpreter: the one reprospec itself ran in (the venv runner's base).
-        return "(none: reprospec's own interpreter)"
+        # Docker never has one (refused with it) and runs the image's python3; the venv
+        # runner builds on the spec's environment.python, found by uv.
+        return f"(none: {_NO_PYTHON.get(runner, _NO_PYTHON['local'])})"
     if key == "first_attempt" and value is None:
         # Stored only where it is not 1 (RunOptions.to_dict): a probe numbered from 37
         # against a plain run read `first_attempt: (none) -> 37`.

@@ -140,6 +140,9 @@ class Comparison(TypedDict):
     # Each run's perturbations (environment.perturb as applied; [] for a plain run): an
     # amplified run's rates are not the plain program's, so a change of rate may be that.
     perturbed: list[list[str]]
+    # Each run's runner (`local` where its options do not say): which interpreter a run
+    # without `--python` had is the runner's to say (compare's `python: (none: ...)`).
+    runners: list[str]
 
 
 def compare(run_a: RunResult, run_b: RunResult) -> Comparison:
@@ -179,7 +182,14 @@ def compare(run_a: RunResult, run_b: RunResult) -> Comparison:
         "in_both": sum(key in cells_b for key in cells_a),
         **environment_change(run_a, run_b),
         "perturbed": [perturbations(run_a), perturbations(run_b)],
+        "runners": [_runner(run_a), _runner(run_b)],
     }
+
+
+def _runner(run: RunResult) -> str:
+    """The runner the run's options name (`local` where they name none, as `--resume`
+    reads them)."""
+    return str(run.options.get("runner") or "local")
 
 
 def _cell_key(cell: CellResult) -> tuple[tuple[str, str], ...]:

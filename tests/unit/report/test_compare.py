@@ -97,6 +97,19 @@ def test_options_say_what_a_runs_unset_option_is_and_a_shard_as_given() -> None:
     c = replace(a, run_id="c", options=RunOptions(python="/v/bin/python").to_dict())
     text = reprospec.compare(c, a).render("text").splitlines()
     assert "  python: '/v/bin/python' -> (none: reprospec's own interpreter)" in text
+    # The interpreter a run without --python had is its runner's: a docker run's is the
+    # image's python3 (it never has --python), a venv run's built on the spec's Python.
+    docker = replace(a, run_id="e", options=RunOptions(runner="docker").to_dict())
+    venv = replace(a, run_id="f", options=RunOptions(runner="venv").to_dict())
+    pinned = replace(c, options=RunOptions(runner="venv", python="/v/bin/python").to_dict())
+    text = reprospec.compare(pinned, docker).render("text").splitlines()
+    assert "  python: '/v/bin/python' -> (none: the image's python3)" in text
+    assert reprospec.compare(pinned, docker).diff["runners"] == ["venv", "docker"]
+    text = reprospec.compare(venv, pinned).render("text").splitlines()
+    assert (
+        "  python: (none: a venv on the spec's environment.python, else on reprospec's own "
+        "interpreter) -> '/v/bin/python'"
+    ) in text
     # A probe numbered from 37 (RunOptions.first_attempt) against a plain run, which
     # stores no first_attempt: attempt 1 is its first, not none.
     d = replace(a, run_id="d", options=RunOptions(first_attempt=37).to_dict())
