@@ -7,6 +7,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 
 from reprospec.core.lazyre import Lazy
+from reprospec.core.words import plural
 
 # The patterns are strings, compiled on first use (re caches them): `validate` and `plan`
 # start without compiling those only a run's logs need.
@@ -82,7 +83,8 @@ _UNREAD = r"^\[\.\.\. (\d+) bytes omitted \.\.\.\]$"
 
 
 def _omitted(dropped: list[str], where: str) -> str:
-    """`… (N earlier lines omitted)`, true also when the dropped lines hold an unread middle.
+    """`… (N earlier lines omitted)` (`1 earlier line`), true also when the dropped lines hold
+    an unread middle.
 
     Counting the lines read would undercount: a 5,000-line log read as its head and
     tail said "4725 earlier lines omitted" where 4961 were. The unread bytes are
@@ -91,9 +93,10 @@ def _omitted(dropped: list[str], where: str) -> str:
     marks = (line for line in dropped if line.startswith("[... "))
     unread = [int(m[1]) for line in marks if (m := re.match(_UNREAD, line))]
     count = len(dropped) - len(unread)
+    lines = plural(count, f"{where}line")
     if not unread:
-        return f"… ({count} {where}lines omitted)"
-    return f"… ({count} {where}lines and {sum(unread)} unread bytes omitted)"
+        return f"… ({lines} omitted)"
+    return f"… ({lines} and {plural(sum(unread), 'unread byte')} omitted)"
 
 
 def _frame_start(lines: list[str], start: int) -> int:
@@ -137,7 +140,9 @@ def _stretch(
     gap_start = 0
 
     def mark(gap: list[str]) -> None:
-        if gap:
+        if len(gap) == 1 and not re.match(_UNREAD, gap[0]):
+            pieces.append(gap[0])  # its mark would take its place: the line says more
+        elif gap:
             pieces.append(_omitted(gap, "" if pieces else where) if counted else "…")
 
     for i, line in enumerate(dropped):

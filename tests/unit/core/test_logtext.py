@@ -180,12 +180,36 @@ def test_a_dying_workers_line_stands_where_it_was_among_the_marks() -> None:
         "Traceback (most recent call last):",
     ]
     # Within the window's tail, the lines between the key line and the window are counted.
-    tail = excerpt("\n".join(["a", "ERROR: Unexpected x", "b", "c", *frames[:20]]), max_lines=5)
-    assert tail.split("\n")[:3] == [
-        "… (1 earlier lines omitted)",
+    text = "\n".join(["a", "a2", "ERROR: Unexpected x", "b", "c", *frames[:20]])
+    assert excerpt(text, max_lines=5).split("\n")[:3] == [
+        "… (2 earlier lines omitted)",
         "ERROR: Unexpected x",
         "… (17 lines omitted)",
     ]
+
+
+def test_a_gap_of_one_line_shows_the_line() -> None:
+    # The key line is most often 1-2 lines above the window: its one-line gaps read
+    # "… (1 earlier lines omitted)", a mark as long as the line it stood for.
+    frames = [f'  File "m{i}.py", line {i}, in f' for i in range(45)]
+    text = "\n".join(["a", "ERROR: Unexpected x", "b", *frames[:20]])
+    assert excerpt(text, max_lines=5).split("\n")[:4] == [
+        "a",
+        "ERROR: Unexpected x",
+        "… (16 lines omitted)",
+        frames[15],
+    ]
+    # Above a long traceback too, where the marks are a bare `…`.
+    text = "\n".join(["w", "ERROR: Unexpected x", "Traceback (most recent call last):", *frames])
+    assert excerpt(text, max_lines=10).split("\n")[:2] == ["w", "ERROR: Unexpected x"]
+    # A count of one is worded as one; an unread middle is a mark even alone.
+    tail = [f"t{i}" for i in range(5)]
+    text = "\n".join(["a", "[... 1 bytes omitted ...]", *tail])
+    said = "… (1 earlier line and 1 unread byte omitted)"
+    assert excerpt(text, max_lines=5).split("\n")[0] == said
+    text = "\n".join(["[... 9 bytes omitted ...]", *tail])
+    said = "… (0 earlier lines and 9 unread bytes omitted)"
+    assert excerpt(text, max_lines=5).split("\n")[0] == said
 
 
 def test_key_lines_left_out_stay_in_order_three_in_all() -> None:
@@ -200,6 +224,7 @@ def test_key_lines_left_out_stay_in_order_three_in_all() -> None:
     text = "\n".join(
         [
             "w",
+            "w2",
             "ERROR: Unexpected segmentation fault",
             "Traceback (most recent call last):",
             *frames[:20],
@@ -225,5 +250,5 @@ def test_a_key_line_the_window_holds_is_not_kept_above_it_too() -> None:
     assert lines.count(key) == 1
     assert lines[-3:] == [key, "h", "i"]
     frames = [f'  File "m{i}.py", line {i}, in f' for i in range(45)]
-    text = "\n".join([key, "Traceback (most recent call last):", *frames, key, "EOFError"])
+    text = "\n".join(["w", "w2", key, "Traceback (most recent call last):", *frames, key, "X"])
     assert excerpt(text, max_lines=10).split("\n").count(key) == 1

@@ -706,9 +706,9 @@ def test_excerpt_keeps_the_dying_workers_line_far_above_the_window() -> None:
         + ["Traceback (most recent call last):", '  File "x.py", line 1', "EOFError"]
     )
     lines = excerpt(text, max_lines=10).split("\n")
-    # In its place: the one line above it and the noise below it are each marked left out.
+    # In its place: the one line above it as it is, the noise below it marked left out.
     assert lines[:3] == [
-        "… (1 earlier lines omitted)",
+        "epoch 1",
         "ERROR: Unexpected segmentation fault encountered in worker.",
         "… (93 lines omitted)",
     ]
