@@ -162,6 +162,16 @@ class Candidate:
     def to_dict(self) -> JsonObject:
         return {
             "applied": list(self.applied),
+    clean_other: int = 0  # those of them that failed otherwise
+
+    def rests_on(self) -> Tally:
+        """What its verdict rests on: its own attempts, or, never run itself, the clean
+        attempts of the sets that hold it (`clean_evidence`, of which `clean_other` failed
+        otherwise)."""
+        if self.tally.attempts:
+            return self.tally
+        other = self.clean_other
+        return Tally(passed=self.clean_evidence - other, other=other)
             "role": self.role,
             "reproduces": self.reproduces,
             "clean_evidence": self.clean_evidence,
@@ -169,6 +179,7 @@ class Candidate:
         }
 
 
+            "clean_other": self.clean_other,
 @frozen
 class IsolationResult:
     """The answer and everything it rests on."""

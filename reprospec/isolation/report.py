@@ -107,7 +107,7 @@ def sentence(found: IsolateResult) -> str:
     # fail as expected, each figure with its other failures, the figures apart by `;`: not
     # "it does not" (fail, error, crash), which an attempt that failed otherwise may well do
     # ("errors when fused=1; with fused=0, it does not (0/5, 5 failing otherwise)").
-    otherwise = any(e.tally.other for e in result.one_smaller)
+    otherwise = any(e.rests_on().other for e in result.one_smaller)
     joined = "; ".join if otherwise else ", ".join
     if len(names) == 1:
         # The passing side named, not "without it": of an unset variable that read as
@@ -383,7 +383,9 @@ def _verdict(evidence: Candidate) -> str:
         # failed otherwise does not pass.
         # One parenthetical, and "never failed as expected": "fails otherwise (...
         # never failed)" contradicted itself, and two parentheticals followed each other.
-        tally = evidence.tally
+        # A set never run itself rests on the clean attempts of the sets that hold it,
+        # which may have failed otherwise as well.
+        tally = evidence.rests_on()
         word = (
             "passes"
             if not tally.other
@@ -391,12 +393,14 @@ def _verdict(evidence: Candidate) -> str:
             if not tally.passed
             else "passes or fails otherwise"
         )
-        said = [tally.did()] if tally.other and tally.passed else []
+        run = bool(evidence.tally.attempts)
+        said = [tally.did()] if run and tally.other and tally.passed else []
         if evidence.role in ("one-smaller", "base") and clean:
-            itself = "not run itself: " if not evidence.tally.attempts else ""
+            itself = "" if run else "not run itself: "
+            did = "" if run or not tally.other else f": {tally.did()}"
             said.append(
                 f"{itself}{plural(clean, 'clean attempt')} "
-                "on the sets that hold it and never failed as expected"
+                f"on the sets that hold it and never failed as expected{did}"
             )
         return word + (f" ({'; '.join(said)})" if said else "")
     return "undecided"
@@ -420,7 +424,9 @@ def _figure(evidence: Candidate) -> str:
         return evidence.tally.figure()
     if attempts:
         return f"{matched}/{attempts}"
-    return f"0/{evidence.clean_evidence} on the sets that hold it"
+    held = evidence.rests_on()
+    did = f": {held.did()}" if held.other else ""
+    return f"0/{evidence.clean_evidence} on the sets that hold it{did}"
 
 
 def _expected(found: IsolateResult) -> str:

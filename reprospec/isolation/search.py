@@ -373,14 +373,15 @@ class Isolation:
         """Seen failing as expected, itself or a set it holds (differences act together)."""
         return any(t.matched and c <= candidate for c, t in self.tallies.items())
 
-    def _clean_evidence(self, candidate: frozenset[int]) -> int:
-        """Clean attempts of every tested set that holds `candidate` and is not known to fail.
+    def _clean_evidence(self, candidate: frozenset[int]) -> Tally:
+        """The clean attempts of every tested set that holds `candidate` and is not known to
+        fail, summed (passes and other failures apart: a set never run itself whose holders
+        all failed otherwise does not pass).
 
         Had `candidate` reproduced, so would each of them.
         """
-        return sum(
-            t.clean for c, t in self.tallies.items() if c >= candidate and not self._reproduces(c)
-        )
+        held = [t for c, t in self.tallies.items() if c >= candidate and not self._reproduces(c)]
+        return Tally(passed=sum(t.passed for t in held), other=sum(t.other for t in held))
 
     def _rate_attempts(self) -> int:
         """How long the failing configuration runs before a miss is read as "it does not
@@ -438,12 +439,14 @@ class Isolation:
         if not self._reproduces(candidate):
             inside = self.model.inside(belief, mask_of(candidate))
             decided = False if inside <= self.settings.error else None
+        clean = self._clean_evidence(candidate)
         return Candidate(
             tuple(sorted(candidate)),
             role or self.roles.get(candidate, "search"),
             tally or Tally(),
             decided,
-            self._clean_evidence(candidate),
+            clean.clean,
+            clean.other,
         )
 
     def _finish_budget(self) -> None:

@@ -170,6 +170,28 @@ def test_a_set_that_failed_otherwise_does_not_fail_as_expected_whatever_the_verb
     assert "; leaving out any one, it does not fail as expected (0/19; " in sentence(three)
 
 
+def test_a_set_never_run_itself_whose_holders_failed_otherwise_is_not_said_to_pass() -> None:
+    """A one-smaller set never run itself rests on the clean attempts of the sets that hold
+    it; where those all failed otherwise, it read "either alone passes (0/7 on the sets that
+    hold it, ...)" and its row "passes (not run itself: 7 clean attempts ...)"."""
+    unrun = Candidate((0,), "one-smaller", Tally(), False, clean_evidence=7, clean_other=7)
+    clean = Candidate((2,), "one-smaller", Tally(passed=20), False, clean_evidence=20)
+    found = _pair(unrun, clean)
+    assert sentence(found) == (
+        "crashes when fused=1 AND cache=1; neither alone fails as expected "
+        "(0/7 on the sets that hold it: 7 failed otherwise; 0/20)"
+    )
+    row = next(line for line in text(found).splitlines() if "fused=1 alone" in line)
+    assert row.split(" 0  ")[-1] == (
+        "fails otherwise (not run itself: 7 clean attempts on the sets that hold it and never "
+        "failed as expected: 7 failed otherwise)"
+    )
+    some = replace(unrun, clean_other=2)
+    assert _verdict(some).startswith("passes or fails otherwise (not run itself: 7 clean")
+    assert _verdict(some).endswith(": 5 passed, 2 failed otherwise)")
+    assert some.to_dict()["clean_other"] == 2
+
+
 def test_a_pair_of_cells_one_difference_apart_is_worded_in_the_singular() -> None:
     # `failing cell (all 1 differences) (culprits)` in isolate's table.
     (one,) = [Difference("matrix.num_workers", 0, 4)]
