@@ -35,6 +35,11 @@ def _section(report: str, heading: str) -> str:
 
 def test_worker_crash_golden() -> None:
     """The recorded real run: injected fault, a warning nullifying a toggle, the worker's stack."""
+    # Its attempt's excerpt is results.json's, made as it was recorded, and the report quotes
+    # it as stored: the key line on top of `… (14 earlier lines omitted)` that counted it,
+    # and a window beginning on a frame's source line. Today's excerpt keeps that line in
+    # its place among the marks and begins at the frame's `File` line (tests/unit/core/
+    # test_logtext.py); the log it was made of was not kept, so it cannot be made again.
     _check_golden("worker-crash.md", render(recorded.load("worker-crash"), "md"))
 
 
