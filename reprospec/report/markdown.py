@@ -353,7 +353,25 @@ def reproduce_command(run: RunResult) -> str:
     line = run.command_line or rerun_command(
         run.options, run.spec_path or run.spec_name + ".yaml", as_ran=True
     )
-    return line + _this_machine(run, pytest=_by_pytest(run))
+    return _before_end_of_options(line, _this_machine(run, pytest=_by_pytest(run)))
+
+
+def _before_end_of_options(line: str, extra: str) -> str:
+    """`line` with the words `extra` adds: at its end, or before its lone `--` (`pytest
+    --reprospec s.yaml -- tests/x`), after which pytest (and argparse) read every word as
+    a path: `--reprospec-python PATH` appended there was 'file or directory not found'."""
+    from reprospec.core.logtext import shell_join, shell_split
+
+    if not extra:
+        return line
+    try:
+        words = shell_split(line)
+    except ValueError:  # a quotation not closed: no word of it is read
+        return line + extra
+    if "--" not in words:
+        return line + extra
+    at = words.index("--")
+    return shell_join([*words[:at], *shell_split(extra), *words[at:]])
 
 
 def _by_pytest(run: RunResult) -> bool:

@@ -1097,6 +1097,10 @@ def test_a_pytest_run_with_its_python_is_reproduced_with_the_plugins_option() ->
     # The report.md rerun beside it is reprospec's own command, with reprospec's option.
     assert f"`reprospec run report.md --python {python}`" in reproduce
     assert f"-q --reprospec-python {python}</pre>" in render(run, "html")
+    # After a lone `--` pytest reads every word as a path: the option goes before it.
+    ended = replace(run, command_line="pytest --reprospec specs/b.yaml -- tests/x")
+    reproduce = render(ended, "md").split("## How to reproduce")[1]
+    assert f"pytest --reprospec specs/b.yaml --reprospec-python {python} -- tests/x\n" in reproduce
 
 
 def test_a_venv_run_from_a_wheel_folder_is_reproduced_with_it_on_this_machine() -> None:
