@@ -119,6 +119,7 @@ from reprospec.outcome.pytestreport import (
 )
 from reprospec.plan.wrappers import ENV_PROGRAM, program_start, program_words
 from reprospec.report.paths import PathNames
+from reprospec.spec.comments import AXES_NOTE, observe_line
 from reprospec.spec.presets import PRESETS, detect
 
 if TYPE_CHECKING:
@@ -1329,12 +1330,7 @@ def _header(
             f"rerun it with the same, or with --runner venv."
         )
     if proposal.toggles:  # a command without settings of its own has no axis to widen
-        lines += [
-            "Each matrix axis is one of the command's own settings, at the value it ran with.",
-            "To see which of them matter, widen an axis as its comment says and observe:",
-            f"  reprospec run {shlex.quote(_shown(request.output))} --observe "
-            "--set 'matrix.AXIS=[OLD, NEW]'",
-        ]
+        lines += [*AXES_NOTE, observe_line(shlex.quote(_shown(request.output)))]
     lines += [kept_note(kept) for kept in proposal.kept]
     if proposal.unsure:
         lines.append(unsure_note(Path(proposal.unsure).name))

@@ -336,33 +336,25 @@ def _commented(spec: Spec, text: str, out: Path) -> str:
     return schema_moved(text, spec.base_dir, out)
 
 
-# capture's header lines that tell how to widen the spec's matrix axes (capture/command.py
-# writes them), the last naming the captured spec file.
-_AXES_NOTE = (
-    "# Each matrix axis is one of the command's own settings, at the value it ran with.\n",
-    "# To see which of them matter, widen an axis as its comment says and observe:\n",
-)
-_OBSERVE = re.compile(
-    r"^#   reprospec run (.+) --observe --set 'matrix\.AXIS=\[OLD, NEW\]'\n", re.M
-)
-
-
 def _axes_note_of(commented: str, dumped: str, out: Path) -> str:
     """capture's note on widening the axes, true of the minimized spec: gone with its matrix,
     else its command naming minimized.yaml. Carried as it was, a minimized hang whose
     command lost every axis said "Each matrix axis is one of the command's own settings"
     over a spec with none, and named the original spec's file to observe."""
-    if _OBSERVE.search(commented) is None:
-        return commented
+    from reprospec.spec.comments import AXES_NOTE, OBSERVE_COMMENT
     from reprospec.spec.yamlsource import load_yaml
 
+    if OBSERVE_COMMENT.search(commented) is None:
+        return commented
     data = load_yaml(dumped).data
     if not (isinstance(data, dict) and isinstance(data.get("matrix"), dict)):
-        for line in _AXES_NOTE:
-            commented = commented.replace(line, "", 1)
-        return _OBSERVE.sub("", commented, count=1)
+        for line in AXES_NOTE:
+            commented = commented.replace(f"# {line}\n", "", 1)
+        return OBSERVE_COMMENT.sub("", commented, count=1)
     shown = shlex.quote(str(out / SPEC_NAME))
-    return _OBSERVE.sub(lambda m: m.group(0).replace(m.group(1), shown, 1), commented, count=1)
+    return OBSERVE_COMMENT.sub(
+        lambda m: m.group(0).replace(m.group(1), shown, 1), commented, count=1
+    )
 
 
 def _set_env(environment: dict[str, Any], program: Program) -> None:

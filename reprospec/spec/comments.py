@@ -28,6 +28,28 @@ from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonPath
 from reprospec.spec.yamlsource import Document, YamlSourceError, load_yaml
 
+# capture's note, in a captured spec's header, on widening its matrix axes (capture/command.py
+# writes it; minimize and amplify, which carry the header onto the spec they write, find it
+# by these same lines and keep it true of that spec): one text, so that a rewording of it
+# cannot leave the carried note stale with no test failing.
+AXES_NOTE = (
+    "Each matrix axis is one of the command's own settings, at the value it ran with.",
+    "To see which of them matter, widen an axis as its comment says and observe:",
+)
+_OBSERVE_HEAD = "  reprospec run "
+_OBSERVE_TAIL = " --observe --set 'matrix.AXIS=[OLD, NEW]'"
+# The note's last line as a header comment, its spec's path (as typed) the group.
+OBSERVE_COMMENT = re.compile(
+    rf"^# {re.escape(_OBSERVE_HEAD)}(.+){re.escape(_OBSERVE_TAIL)}\n", re.MULTILINE
+)
+
+
+def observe_line(spec: str) -> str:
+    """The note's last line: the command that observes `spec` (a path, quoted as typed)
+    with an axis widened."""
+    return f"{_OBSERVE_HEAD}{spec}{_OBSERVE_TAIL}"
+
+
 # An editor's schema line (docs/spec-format.md#editors), as the YAML language server reads
 # it: `$schema=` then the path or URL, up to the first space.
 _SCHEMA_LINE = re.compile(r"^([ \t]*#[ \t]*yaml-language-server:.*?\$schema=)(\S+)", re.MULTILINE)

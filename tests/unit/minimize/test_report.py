@@ -14,6 +14,7 @@ from reprospec.core.inputs import Cell, Expectation
 from reprospec.minimize.program import Program
 from reprospec.minimize.report import Minimized, markdown, text
 from reprospec.minimize.search import Minimization, MinimizeResult, Settings, minimize
+from reprospec.spec.comments import AXES_NOTE, observe_line
 from tests.unit.minimize.test_search import InProcess, program
 
 SIGNATURE = "crash:SIGSEGV:main:strlen@libc"
@@ -141,11 +142,10 @@ def test_the_minimized_spec_keeps_capture_s_note_on_axes_only_where_it_is_true(
     # A new user's minimized hang, its command without the captured `--batch 4`, kept
     # capture's "Each matrix axis is one of the command's own settings ... reprospec run
     # hang.yaml --observe" over a spec with no matrix, naming the original's file.
-    header = (
-        "# Written by `reprospec capture -- python loop.py --batch 4`.\n"
-        "# Each matrix axis is one of the command's own settings, at the value it ran with.\n"
-        "# To see which of them matter, widen an axis as its comment says and observe:\n"
-        "#   reprospec run crash.yaml --observe --set 'matrix.AXIS=[OLD, NEW]'\n"
+    # The header as capture writes it (its lines, from the one text capture's _header uses).
+    note = (*AXES_NOTE, observe_line("crash.yaml"))
+    header = "# Written by `reprospec capture -- python loop.py --batch 4`.\n" + "".join(
+        f"# {line}\n" for line in note
     )
     text = _minimized_yaml(
         tmp_path / "specs",
