@@ -158,10 +158,6 @@ class Candidate:
     tally: Tally
     reproduces: bool | None  # None: not decided
     clean_evidence: int = 0  # clean attempts its passing verdict rests on (see Isolation)
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "applied": list(self.applied),
     clean_other: int = 0  # those of them that failed otherwise
 
     def rests_on(self) -> Tally:
@@ -172,14 +168,18 @@ class Candidate:
             return self.tally
         other = self.clean_other
         return Tally(passed=self.clean_evidence - other, other=other)
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "applied": list(self.applied),
             "role": self.role,
             "reproduces": self.reproduces,
             "clean_evidence": self.clean_evidence,
+            "clean_other": self.clean_other,
             **self.tally.to_dict(),
         }
 
 
-            "clean_other": self.clean_other,
 @frozen
 class IsolationResult:
     """The answer and everything it rests on."""

@@ -342,7 +342,7 @@ def _minimize(
             f"settings: interrupted after {plural(reduced.attempts, 'attempt')} of step 1 "
             "(isolate), before the program's search: nothing is minimized yet"
         )
-    _check_out_before_replay(folder, options.output, run_options.out)
+    _check_out_before_replay(folder, options.output, run_options.out, repr(settings))
     header: JsonObject = {"spec": spec.name, "cell": failing.id}
     with held_state(folder, header, f"minimization {ident}", say) as state:
         if state.reread(lambda probe: reread(probe, run_options.out.resolve() / "runs")):
@@ -472,7 +472,9 @@ def _minimize(
         found = write(found, spec, workdir)
         try:
             if dir_checked(found):
-                found = confirm_dir(found, run_options, runner.parallel, cancel, spec, workdir)
+                found = confirm_dir(
+                    found, run_options, runner.parallel, cancel, spec, workdir, repr(settings)
+                )
             if found.perturbed and dir_checked(found) and not found.unconfirmed:
                 found = _unperturbed(found, run_options, reduced, spec, runner.parallel, cancel)
         finally:
@@ -638,6 +640,7 @@ def confirm_dir(
     cancel: threading.Event,
     spec: Spec,
     workdir: Path,
+    asked: str = "",
 ) -> Minimized:
     """Rerun DIR's minimized.yaml (its failing cell) until it fails the same way, as the
     user will run it. The search's candidates ran where every file of the workdir was
@@ -647,7 +650,8 @@ def confirm_dir(
     that DIR lacks are copied in, listed in minimized.yaml's `files`, and DIR is checked
     again, up to FILE_ROUNDS times while each rerun finds more. As many attempts as make a
     clean streak of a failure at the rate's low end unlikely. Where it fails so, the
-    files the passes emptied that it neither imported nor read leave DIR (_drop_unread)."""
+    files the passes emptied that it neither imported nor read leave DIR (_drop_unread).
+    `asked`, the search's settings, is stored beside the check (_check_out_before_replay)."""
     from reprospec.capture.datafiles import WorkdirFiles
     from reprospec.capture.footprint import RECORD_IMPORTS_VAR
     from reprospec.capture.verify import FILE_ROUNDS
@@ -728,6 +732,7 @@ def confirm_dir(
                     "added": list(found.added),
                     "dropped": list(found.dropped),
                     "unlisted": list(found.unlisted),
+                    "asked": asked,
                 }
             )
             + "\n",
@@ -776,19 +781,24 @@ def _check_out_for_dir(found: Minimized, out: Path) -> None:
         _refuse_dir_check(out, why, found.output, other)
 
 
-def _check_out_before_replay(folder: Path, output: Path | None, out: Path) -> None:
+def _check_out_before_replay(folder: Path, output: Path | None, out: Path, asked: str) -> None:
     """`_check_out_for_dir` before anything replays, where it can tell: the check of a
     finished minimization's DIR is stored (dir-check.json) of another -o than this one,
     and --out cannot be written. Which check applies is known only once the answer is,
-    after the replay; but a replay of the same probes reaches the same answer, so this -o
-    would be refused there, after the whole replay (seconds of a large search's state)."""
+    after the replay; but a replay of the same probes under the same settings (`asked`:
+    --budget, --min-rate, --error, -j) reaches the same answer, so this -o would be
+    refused there, after the whole replay (seconds of a large search's state). Under other
+    settings the replay may reach another answer (a smaller --budget's refusal, which runs
+    no check and was refused here with `give -o DIR again`): it is left to the replay."""
     if output is None:
         return  # the default DIR lies in --out: _check_output refused it already
     try:
         stored = json.loads((folder / "dir-check.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return
-    other = stored.get("output") if isinstance(stored, dict) else None
+    if not isinstance(stored, dict) or stored.get("asked") != asked:
+        return
+    other = stored.get("output")
     if not isinstance(other, str) or not other or other == str(output.resolve()):
         return
     why = _unwritable(out)

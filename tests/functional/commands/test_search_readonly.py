@@ -182,6 +182,13 @@ def test_minimize_with_another_dir_on_a_read_only_out_is_refused_before_dir_is_w
         same = _run(read_only(out, [*argv, "-o", str(result)]))
         assert same.returncode == 0, same.stderr
         assert WARNING in same.stderr
+        # A smaller --budget replays to another answer, a refusal, which runs no check:
+        # answered from the stored probes (exit 1), not refused naming the -o stored.
+        smaller = _run(read_only(out, [*argv, "--budget", "8", "-o", str(tmp_path / "small")]))
+        assert smaller.returncode == 1, smaller.stderr
+        assert smaller.stdout.startswith("not minimized (refused): the budget is too small")
+        assert "give -o" not in smaller.stderr, smaller.stderr
+        assert WARNING in smaller.stderr
     finally:
         _writable(out)
 
