@@ -80,19 +80,23 @@ class Tally:
         )
 
     def missed_at(self, what: str, search: str, min_rate: float, options: str) -> str:
-        """`never_matched`, where `what` only passed adding how likely that miss was at the
-        assumed `min_rate` and the ways on for a rarer failure (amplify it first, or a lower
-        --min-rate): either it does not fail here or more rarely than assumed, and "nothing
-        to isolate" alone read as the former. One that failed otherwise is refused as
-        `never_matched` says: there the expect, not the rate, is the question. Isolate's
-        and minimize's (`options`: the API's options class, `IsolateOptions`)."""
+        """`never_matched`, where `what` mostly passed adding how likely that miss was at
+        the assumed `min_rate` and the ways on for a rarer failure (amplify it first, or a
+        lower --min-rate): either it does not fail here or more rarely than assumed, and
+        "nothing to isolate" alone read as the former. One that failed otherwise as often
+        as it passed is refused as `never_matched` says: there the expect, not the rate, is
+        the question. The chance counts the passes alone: an attempt that failed otherwise
+        could not have shown the expected failure (1 pass among 129 such read "130 clean
+        attempts had a chance of 0.005"). Isolate's and minimize's (`options`: the API's
+        options class, `IsolateOptions`)."""
         refused = self.never_matched(what, search)
-        if not self.passed:
+        if self.passed <= self.other:
             return refused
-        missed = (1 - min_rate) ** self.ran
+        missed = (1 - min_rate) ** self.passed
         return (
-            f"{refused}; at the assumed minimum rate {min_rate:g}, {self.ran} clean "
-            f"attempts had a chance of {missed:.2g}: for a rarer failure, "
+            f"{refused}; at the assumed minimum rate {min_rate:g}, "
+            f"{plural(self.passed, 'passing attempt')} had a chance of {missed:.2g}: "
+            "for a rarer failure, "
             + said(
                 f"`reprospec amplify` it first (then {search} --amplify)",
                 f"amplify_spec it first (then {options}(amplified=...))",

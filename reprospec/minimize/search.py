@@ -19,9 +19,9 @@ or `infra` (could not run).
 1. **Rate.** The original runs until it fails as expected `rate_matches` times
    (at most `rate_attempts` attempts), all `rate_attempts` where one came back clean
    and the rate is too high for point 7's interval rule (its every-time rule needs the
-   rate); where none matched but some passed, on to its first match, up to as many as
-   make a miss at `min_rate` less likely than `RATE_MISS` (`seek_attempts`: 20 at 0.3,
-   130 at 0.04); then its passing cells run once. No match,
+   rate); where none matched and more passed than failed otherwise, on to its first
+   match, up to as many as make a miss at `min_rate` less likely than `RATE_MISS`
+   (`seek_attempts`: 20 at 0.3, 130 at 0.04); then its passing cells run once. No match,
    or a passing cell that fails, refuses; so does a rate too low for the budget to
    judge even one pass over the program's top-level units (with the figure).
 2. **Verdict of a candidate.** A matching failure is proof that it still fails:
@@ -635,8 +635,13 @@ class Minimization:
             measuring = tally.ran < s.rate_attempts and (tally.matched < s.rate_matches or frequent)
             # A failure rarer than `rate_attempts` see: on to its first match, up to as many
             # attempts as make a miss at `min_rate` unlikely (`seek_attempts`). One that
-            # only failed otherwise is no rarer failure: its expect is the question.
-            seeking = tally.matched == 0 < tally.passed and tally.ran < self.seek_attempts()
+            # failed otherwise as often as it passed is no rarer failure: its expect is the
+            # question (1 pass among 19 such ran on to 130, and was then told to amplify).
+            seeking = (
+                tally.matched == 0
+                and tally.passed > tally.other
+                and tally.ran < self.seek_attempts()
+            )
             if measuring or seeking:
                 if left <= 0:
                     self._budget_spent = True

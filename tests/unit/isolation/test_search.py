@@ -587,6 +587,26 @@ def test_a_side_that_never_failed_as_expected_says_what_its_attempts_did_instead
     )
 
 
+def test_a_miss_counts_the_passes_alone_and_a_side_failing_otherwise_as_often_gets_no_advice() -> (
+    None
+):
+    # 1 pass among 129 attempts that failed otherwise read "130 clean attempts had a chance
+    # of 0.005: for a rarer failure, `reprospec amplify` it first": those could not have
+    # shown the expected failure, and the expect, not the rate, is the question there.
+    assert Tally(passed=1, other=129).missed_at("it", "minimize", 0.04, "MinimizeOptions") == (
+        Tally(passed=1, other=129).never_matched("it", "minimize")
+    )
+    assert Tally(passed=10, other=10).missed_at("it", "isolate", 0.3, "IsolateOptions") == (
+        Tally(passed=10, other=10).never_matched("it", "isolate")
+    )
+    assert Tally(passed=15, other=5).missed_at("it", "isolate", 0.3, "IsolateOptions") == (
+        "it did not fail as expected in 20 attempts (0/20: 15 passed, 5 failed otherwise);"
+        " nothing to isolate; at the assumed minimum rate 0.3, 15 passing attempts had a"
+        " chance of 0.0047: for a rarer failure, `reprospec amplify` it first (then isolate"
+        " --amplify), or give a lower --min-rate"
+    )
+
+
 def test_a_low_min_rate_runs_the_failing_side_long_enough_to_see_its_failure() -> None:
     # A 4% failure (attempt 25 of the failing configuration fails, the others pass): with
     # --min-rate 0.04 the user said to look for it, and the rate phase refused it after 20
@@ -625,7 +645,7 @@ def test_a_refusal_of_a_side_that_only_passed_says_how_unlikely_and_the_ways_on(
     assert result.status == "refused"
     assert result.message == (
         "the failing configuration did not fail as expected in 20 attempts (0/20: 20 passed);"
-        " nothing to isolate; at the assumed minimum rate 0.3, 20 clean attempts had a chance"
+        " nothing to isolate; at the assumed minimum rate 0.3, 20 passing attempts had a chance"
         " of 0.0008: for a rarer failure, `reprospec amplify` it first (then isolate"
         " --amplify), or give a lower --min-rate"
     )

@@ -328,13 +328,36 @@ def test_a_low_min_rate_runs_the_original_long_enough_to_see_its_failure() -> No
     assert Minimization(program(), Settings()).seek_attempts() == 20
 
 
+def test_an_original_failing_otherwise_as_often_as_it_passes_does_not_seek_its_failure() -> None:
+    # 1 pass among attempts that failed otherwise at --min-rate 0.04 ran on to 130 attempts
+    # and was then told that "130 clean attempts had a chance of 0.005: for a rarer
+    # failure, `reprospec amplify` it first": its expect, not the rate, is the question.
+    executor_ran = 0
+
+    def once(_program: Program, probe: Probe) -> tuple[list[AttemptKind], str]:
+        nonlocal executor_ran
+        kinds: list[AttemptKind] = []
+        for _ in range(probe.attempts):
+            executor_ran += 1
+            kinds.append("pass" if executor_ran == 1 else "other")
+        return kinds, ""
+
+    result = minimize(program(), once, Settings(min_rate=0.04, passing=len(PASSING)))
+    assert result.status == "refused"
+    assert result.attempts == executor_ran == 20
+    assert result.message == (
+        "the original program did not fail as expected in 20 attempts (0/20: 1 passed, 19"
+        " failed otherwise); nothing to minimize"
+    )
+
+
 def test_a_refusal_of_an_original_that_only_passed_says_how_unlikely_and_the_ways_on() -> None:
     result = run(0.0, seed=0, min_rate=0.05)
     assert result.status == "refused"
     assert result.attempts == 104
     assert result.message == (
         "the original program did not fail as expected in 104 attempts (0/104: 104 passed);"
-        " nothing to minimize; at the assumed minimum rate 0.05, 104 clean attempts had a"
+        " nothing to minimize; at the assumed minimum rate 0.05, 104 passing attempts had a"
         " chance of 0.0048: for a rarer failure, `reprospec amplify` it first (then minimize"
         " --amplify), or give a lower --min-rate"
     )
