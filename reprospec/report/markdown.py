@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 from reprospec.core.words import (
     OBSERVE_LEGEND,
     VERDICT_MARKS,
+    agree,
     attempt_phrase,
     launch_summary,
     plural,
@@ -448,15 +449,15 @@ def machine_note(run: RunResult) -> str:
     return "; ".join(notes)
 
 
-def _differs_note(differs: CellEnvironments) -> str:
-    """`` `OMP_NUM_THREADS`, `torch` differ``: the settings the cells did not share, for the
-    note, with its verb (one read "`packaging` differ from cell to cell")."""
+def _differs_note(differs: CellEnvironments) -> tuple[str, str]:
+    """`` `OMP_NUM_THREADS`, `torch` differ`` and `them`: the settings the cells did not
+    share, for the note, with its verb and the pronoun the note's "leave ... out" takes (one
+    read "`packaging` differ from cell to cell, so the tables above leave them out")."""
     names = sorted(key.partition(":")[2] or key for key in differs.varying)
     if not names:
-        return ""
-    return ", ".join(inline_code(name) for name in names) + (
-        " differs" if len(names) == 1 else " differ"
-    )
+        return "", ""
+    said = ", ".join(inline_code(name) for name in names)
+    return f"{said} {agree(len(names), 'differs', 'differ')}", agree(len(names), "it", "them")
 
 
 def _secrets_to_set(spec_text: str) -> str:
@@ -484,6 +485,7 @@ def context(run: RunResult) -> dict[str, object]:
     short = paths.shorten
     axes = axes_of(run.cells)
     differs = cell_environments(run.cells)
+    differs_note, differs_them = _differs_note(differs)
     large = len(run.cells) > LARGE_RUN_CELLS
     cells = [] if large else result_rows(run, axes, differs, short)
     spec_text = run.spec_text.rstrip("\n")
@@ -511,7 +513,8 @@ def context(run: RunResult) -> dict[str, object]:
             (label, short(value)) for label, value in environment_rows(run.environment, differs)
         ],
         "env_vars": [(name, short(value)) for name, value in env_vars(run.environment, differs)],
-        "env_differs": _differs_note(differs),
+        "env_differs": differs_note,
+        "env_differs_them": differs_them,
         "env_mismatch": mismatches(run.environment),
         "env_unjudged": unjudged_said(unjudged(run.environment)),
         "command": reproduce_command(run),

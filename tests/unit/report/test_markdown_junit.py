@@ -36,8 +36,10 @@ from reprospec.spec.load import load_spec
 from reprospec.store.resultsjson import run_to_dict
 from tests.support.paths import DATA, GOLDEN
 from tests.support.runs import (
+    ENV,
     ERROR_SPEC,
     SEGFAULT_SPEC,
+    environment_cell,
     error_run,
     hang_run,
     infra_run,
@@ -216,6 +218,30 @@ def test_markdown_sections() -> None:
     assert " 50%|" not in text
     assert "```sh\nreprospec run specs/segfault.yaml\n```" in text
     assert f"```yaml\n{SEGFAULT_SPEC}```" in text
+
+
+def test_the_note_of_what_differs_from_cell_to_cell_agrees_with_its_count() -> None:
+    # One varying setting read "`packaging` differ from cell to cell, so the tables above
+    # leave them out".
+    def note(*cells: CellResult) -> str:
+        text = render(replace(error_run(), environment=ENV, cells=cells), "md")
+        return next(line for line in text.splitlines() if line.startswith("Not every cell"))
+
+    one = note(
+        environment_cell(0, packages=["packaging==21.3"]),
+        environment_cell(1, packages=["packaging==26.4"]),
+    )
+    assert "`packaging` differs from cell to cell, so the tables above leave it out and" in one
+    two = note(
+        environment_cell(0, packages=["packaging==21.3"], env={"OMP_NUM_THREADS": "1"}),
+        environment_cell(1, packages=["packaging==26.4"], env={"OMP_NUM_THREADS": "2"}),
+    )
+    assert (
+        "`OMP_NUM_THREADS`, `packaging` differ from cell to cell, so the tables above leave them"
+        " out and"
+    ) in two
+    same = (environment_cell(0), environment_cell(1))
+    assert "Not every cell" not in render(replace(error_run(), environment=ENV, cells=same), "md")
 
 
 def test_report_embeds_the_whole_spec_behind_a_fence_it_cannot_close() -> None:

@@ -170,16 +170,3 @@ def test_a_chosen_package_version_names_the_cell_whose_dependencies_are_listed()
     assert (
         "captured in the run's interpreter" in versions_markdown(_run(env, *same)).splitlines()[0]
     )
-
-
-def test_the_note_of_what_differs_from_cell_to_cell_agrees_with_its_count() -> None:
-    # One varying setting read "`packaging` differ from cell to cell".
-    from reprospec.report.environment import CellEnvironments
-    from reprospec.report.markdown import _differs_note
-
-    assert _differs_note(CellEnvironments(frozenset({"package:packaging"}))) == (
-        "`packaging` differs"
-    )
-    both = CellEnvironments(frozenset({"package:packaging", "env:OMP_NUM_THREADS"}))
-    assert _differs_note(both) == "`OMP_NUM_THREADS`, `packaging` differ"
-    assert _differs_note(CellEnvironments()) == ""
