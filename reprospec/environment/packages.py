@@ -154,7 +154,10 @@ names = json.loads(sys.argv[1])
 out = {"python": sys.executable, "prefix": sys.prefix,
        "installed": dict((n, found.get(n)) for n in names), "markers": markers}
 # Which of them a PYTHONPATH folder holds: Python puts those before the environment's own.
-paths = [os.path.realpath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+# An empty entry (`:/x`, `/x:`) is the current directory, as Python reads it; an empty
+# PYTHONPATH is none.
+pythonpath = os.environ.get("PYTHONPATH", "")
+paths = [os.path.realpath(p or os.getcwd()) for p in pythonpath.split(os.pathsep) if pythonpath]
 if paths:
     shadowed = {}
     for folder in paths:

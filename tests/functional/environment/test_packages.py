@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -50,6 +51,28 @@ def test_a_version_a_pythonpath_folder_brings_is_named_with_its_folder(tmp_path:
     assert mismatches(["pyyaml==0.0.1"], plain) == (
         f"pyyaml {PYYAML} is installed (the cell needs pyyaml==0.0.1)",
     )
+
+
+def test_an_empty_pythonpath_entry_is_the_current_directory(tmp_path: Path) -> None:
+    # `PYTHONPATH=:/x` puts the current directory first, as Python reads it; the probe left
+    # the empty entry out, so a workdir's metadata was named as the environment's own.
+    site = tmp_path / "wd"
+    meta = site / "packaging.egg-info"
+    meta.mkdir(parents=True)
+    (meta / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: packaging\nVersion: 26.4\n")
+    folder = os.path.realpath(site)
+    for entries in (":/nonexistent", "/nonexistent:"):
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": entries}
+        seen = probe_installed(sys.executable, ["packaging==21.3"], env=env, cwd=site)
+        assert seen.pythonpath == {"packaging": folder}
+        assert mismatches(["packaging==21.3"], seen) == (
+            "packaging 26.4 is installed (the cell needs packaging==21.3), "
+            f"from {folder} on PYTHONPATH, which comes first",
+        )
+    # No empty entry, or an empty PYTHONPATH: no folder of PYTHONPATH holds it.
+    for entries in ("/nonexistent", ""):
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": entries}
+        assert probe_installed(sys.executable, ["packaging"], env=env, cwd=site).pythonpath == {}
 
 
 def test_probe_reads_the_metadata_files_where_python_has_no_importlib_metadata(
