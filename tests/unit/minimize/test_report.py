@@ -156,11 +156,17 @@ def test_the_minimized_spec_keeps_capture_s_note_on_axes_only_where_it_is_true(
     assert text.startswith("# Written by `reprospec capture -- python loop.py --batch 4`.\n")
     assert "matrix axis" not in text
     assert "--observe" not in text
-    # Where axes remain, the command names the minimized spec.
-    from reprospec.minimize.report import _axes_note_of
-
-    kept = _axes_note_of(header + "matrix:\n  batch: [4]\n", "matrix:\n  batch: [4]\n", tmp_path)
-    assert f"#   reprospec run {tmp_path / 'minimized.yaml'} --observe --set" in kept
+    # Where axes remain (one an `exclude` names stays), the command names the minimized spec:
+    # the same public `write`, not its private helper.
+    kept = _minimized_yaml(
+        tmp_path / "kept",
+        header + "reprospec: 1\nname: crash\ncommand: python loop.py\n"
+        "matrix:\n  batch: [4, 8]\n  exclude:\n    - batch: 8\n"
+        "expect:\n  outcome: crash\n  signal: SIGSEGV\n",
+        tmp_path / "min2",
+    )
+    assert "\nmatrix:\n" in kept
+    assert f"#   reprospec run {tmp_path / 'min2' / 'minimized.yaml'} --observe --set" in kept
     assert "Each matrix axis is one of" in kept
 
 
