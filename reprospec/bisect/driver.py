@@ -35,7 +35,7 @@ from reprospec.bisect.state import (
     write_state,
 )
 from reprospec.core import environ
-from reprospec.core.atomicfile import write_probe
+from reprospec.core.atomicfile import unwritable
 from reprospec.core.caller import argument, said
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.lazyre import Lazy
@@ -310,10 +310,10 @@ def _check_out(out: Path, version: str) -> None:
     written (made read-only since an earlier run: the stored trials replay, and only a
     version they do not answer gets here); its run stopped on the results store after the
     build, `out is read-only to this user`, with no word of what it was for."""
-    failed = write_probe(out, existing=True)
-    if failed is not None:
+    why = unwritable(out)
+    if why:
         raise UsageError(
-            f"--out {out}: cannot be written ({failed[1].strerror or failed[1]}), and "
+            f"--out {out}: cannot be written ({why}), and "
             f"{version} needs attempts, whose runs are stored there: give an --out that can be, "
             "or make this one writable again"
         )

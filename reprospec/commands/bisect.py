@@ -111,7 +111,11 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.bisect import search
     from reprospec.bisect.driver import BisectInterrupted, bisect_spec
     from reprospec.bisect.state import BisectRequest
-    from reprospec.commands.interrupt import answered_though_stopped, install_stop_handlers
+    from reprospec.commands.interrupt import (
+        answered_though_stopped,
+        install_stop_handlers,
+        warn_unsaved,
+    )
     from reprospec.core.safepoint import Deferral
     from reprospec.errors import UsageError
 
@@ -190,9 +194,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"reprospec: {exc}", file=sys.stderr)
         return EXIT_INTERRUPTED
     print(report.render("json") if args.format == "json" else printable(report.render("text")))
-    if report.unsaved:
-        # As isolate's, minimize's and amplify's (drive_search): the exit code stays the answer's.
-        print(f"reprospec: warning: {printable(report.unsaved)}", file=sys.stderr)
+    # As isolate's, minimize's and amplify's (drive_search): the exit code stays the answer's.
+    warn_unsaved(report.unsaved)
     if cancel.is_set():
         return answered_though_stopped()
     return report.exit_code()

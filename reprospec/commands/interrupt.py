@@ -142,13 +142,19 @@ def drive_search(
         print(found.render("json"))
     else:
         print(printable(found.render("text")))
-    if why:
-        print(f"reprospec: warning: {printable(why)}", file=sys.stderr)
+    warn_unsaved(why)
     if found.interrupted:
         print("reprospec: interrupted; run the same command again to resume", file=sys.stderr)
     elif cancel.is_set():
         return answered_though_stopped()
     return found.exit_code()
+
+
+def warn_unsaved(why: str) -> None:
+    """Say why a search's answer could not be saved (`why`, "" where it was: nothing is
+    said): the one wording of isolate's, minimize's, amplify's and bisect's warning."""
+    if why:
+        print(f"reprospec: warning: {printable(why)}", file=sys.stderr)
 
 
 def answered_though_stopped() -> int:

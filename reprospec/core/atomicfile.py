@@ -113,3 +113,12 @@ def write_probe(
     with contextlib.suppress(OSError):
         undo()
     return None
+
+
+def unwritable(folder: Path) -> str:
+    """Why no file can be made in `folder` (`Read-only file system`, `Permission denied`,
+    `Not a directory` of a file on its path), "" where one can: `write_probe` asked of a
+    folder that exists too (an --out made read-only since an earlier run). The words of
+    minimize's refusals of DIR and --out, and of bisect's of a version that needs attempts."""
+    failed = write_probe(folder, existing=True)
+    return "" if failed is None else str(failed[1].strerror or failed[1])

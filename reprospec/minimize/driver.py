@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from reprospec import native
 from reprospec.core import safepoint
-from reprospec.core.atomicfile import write_probe
+from reprospec.core.atomicfile import unwritable
 from reprospec.core.caller import argument
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Spec
@@ -767,7 +767,7 @@ def _check_out_for_dir(found: Minimized, out: Path) -> None:
     if all(stored.get(k) == v for k, v in checked.items()):
         if not found.perturbed or stored.get("unconfirmed") or _unperturbed_stored(found):
             return  # replayed in confirm_dir (and _unperturbed): nothing runs
-        why = _unwritable(out)
+        why = unwritable(out)
         if why:
             raise UsageError(
                 f"--out {out}: cannot be written ({why}), and the check of -o {found.output} "
@@ -775,7 +775,7 @@ def _check_out_for_dir(found: Minimized, out: Path) -> None:
                 "there: give an --out that can be"
             )
         return
-    why = _unwritable(out)
+    why = unwritable(out)
     if why:
         other = stored.get("output") if stored.get("program") == checked["program"] else None
         _refuse_dir_check(out, why, found.output, other)
@@ -801,7 +801,7 @@ def _check_out_before_replay(folder: Path, output: Path | None, out: Path, asked
     other = stored.get("output")
     if not isinstance(other, str) or not other or other == str(output.resolve()):
         return
-    why = _unwritable(out)
+    why = unwritable(out)
     if why:
         _refuse_dir_check(out, why, output, other)
 
@@ -1057,15 +1057,6 @@ def _chance_text(chance: float) -> str:
     return f"{chance:.0%}" if chance >= 0.005 else "under 1%"
 
 
-def _unwritable(folder: Path) -> str:
-    """Why no file can be made in `folder` (`Read-only file system`, `Permission denied`,
-    `Not a directory` of a file on its path), "" where one can: core/atomicfile's probe,
-    the one the command line's -o and --out are checked with, asked of a folder that exists
-    too (an --out made read-only since)."""
-    failed = write_probe(folder, existing=True)
-    return "" if failed is None else str(failed[1].strerror or failed[1])
-
-
 def _check_output(
     output: Path | None, workdir: Path, original: Program, spec: Spec, failing: Cell, out: Path
 ) -> None:
@@ -1079,7 +1070,7 @@ def _check_output(
     file with `Read-only file system` and no answer."""
     if output is None:
         # The default DIR, OUT/minimize/ID/result: its ID is known only after step 1.
-        why = _unwritable(out / "minimize")
+        why = unwritable(out / "minimize")
         if why:
             raise UsageError(
                 f"--out {out}: {out / 'minimize'} cannot be written ({why}), and the minimized "
@@ -1089,7 +1080,7 @@ def _check_output(
         return
     if output.exists() and not output.is_dir():
         raise UsageError(f"-o {output}: not a folder")
-    why = _unwritable(output)
+    why = unwritable(output)
     if why:
         raise UsageError(
             f"-o {output}: cannot be written ({why}), and the minimized program goes there: "

@@ -80,6 +80,16 @@ def test_write_probe_makes_what_writing_would_and_leaves_nothing(tmp_path: Path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
+def test_unwritable_says_the_probe_in_words(tmp_path: Path) -> None:
+    # The words minimize's and bisect's refusals of a read-only --out give, one function.
+    from reprospec.core.atomicfile import unwritable
+
+    (tmp_path / "notes.txt").write_text("mine\n")
+    assert unwritable(tmp_path) == ""
+    assert unwritable(tmp_path / "notes.txt" / "sub") == "Not a directory"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
 def test_write_probe_asks_the_folder_not_its_permissions() -> None:
     # os.access (and a read-only mount's flag) said root can write /proc/x and in /proc:
