@@ -111,6 +111,25 @@ class Interpreter:
     version: str
 
 
+def cutoff_of(request: JsonObject) -> str | None:
+    """The upload cutoff a build of `request` (`EnvRequest.to_dict`, as meta.json keeps it)
+    resolves under: `exclude_newer`, else a UV_EXCLUDE_NEWER of uv's settings (how `bisect
+    --by-date` sets each day's, or the user's own shell): what tells one day's environment
+    of unpinned `packages` from another's in the build's line and in `envs list`."""
+    index = request.get("index")
+    settings = index.get("uv_settings") if isinstance(index, dict) else None
+    cutoff = request.get("exclude_newer") or (
+        settings.get("UV_EXCLUDE_NEWER") if isinstance(settings, dict) else None
+    )
+    return str(cutoff) if cutoff else None
+
+
+def uploaded_before(cutoff: str | None) -> str:
+    """` (uploaded before 2022-12-06T23:59:59Z)` after what an environment holds, or
+    nothing without a cutoff: the build's line and `envs list` say it alike."""
+    return f" (uploaded before {cutoff})" if cutoff else ""
+
+
 @frozen
 class EnvRequest:
     """What one environment holds: interpreter, requirements, where they come from."""
@@ -127,11 +146,8 @@ class EnvRequest:
 
     @property
     def cutoff(self) -> str | None:
-        """The upload cutoff the build resolves under: `exclude_newer`, else a
-        UV_EXCLUDE_NEWER of uv's settings (how `bisect --by-date` sets each day's, or the
-        user's own shell): what tells one day's environment of unpinned `packages` from
-        another's in the build's line and in `envs list`."""
-        return self.exclude_newer or dict(self.index.uv_settings).get("UV_EXCLUDE_NEWER")
+        """The upload cutoff the build resolves under (`cutoff_of`)."""
+        return cutoff_of(self.to_dict())
 
     def key(self) -> str:
         """The content hash that names the environment's folder."""
@@ -676,8 +692,7 @@ def _uv_version() -> str:
 def describe_request(request: EnvRequest) -> str:
     """One line for messages: `Python 3.11.7 + sqlparse==0.4.0`."""
     packages = " ".join(request.packages) or "no packages"
-    extra = f" (uploaded before {request.cutoff})" if request.cutoff else ""
-    return f"Python {request.python.version} + {packages}{extra}"
+    return f"Python {request.python.version} + {packages}{uploaded_before(request.cutoff)}"
 
 
 def env_request(

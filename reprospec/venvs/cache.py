@@ -20,7 +20,15 @@ from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.trylock import sweep_free, try_locked
 from reprospec.core.units import format_size
-from reprospec.venvs.build import META, USED_BY, in_use_lock, locked, read_meta
+from reprospec.venvs.build import (
+    META,
+    USED_BY,
+    cutoff_of,
+    in_use_lock,
+    locked,
+    read_meta,
+    uploaded_before,
+)
 from reprospec.venvs.staging import LOCKS, TMP, build_lock, folder_size
 
 
@@ -64,8 +72,7 @@ class EnvInfo:
     def holds(self) -> str:
         """Its packages as a listing says them, with the upload cutoff it was resolved under:
         `packaging (uploaded before 2022-12-06T23:59:59Z)`."""
-        cutoff = f" (uploaded before {self.exclude_newer})" if self.exclude_newer else ""
-        return (" ".join(self.packages) or "(none)") + cutoff
+        return (" ".join(self.packages) or "(none)") + uploaded_before(self.exclude_newer)
 
 
 def list_envs(root: Path) -> list[EnvInfo]:
@@ -89,11 +96,6 @@ def list_envs(root: Path) -> list[EnvInfo]:
         python = request.get("python")
         wanted = request.get("packages")
         sources = request.get("sources")
-        index = request.get("index")
-        settings = index.get("uv_settings") if isinstance(index, dict) else None
-        cutoff = request.get("exclude_newer") or (
-            settings.get("UV_EXCLUDE_NEWER") if isinstance(settings, dict) else None
-        )
         out.append(
             EnvInfo(
                 key=folder.name,
@@ -110,7 +112,7 @@ def list_envs(root: Path) -> list[EnvInfo]:
                     for pair in (sources if isinstance(sources, list) else ())
                     if isinstance(pair, list) and len(pair) == 2
                 ),
-                exclude_newer=str(cutoff or ""),
+                exclude_newer=cutoff_of(request) or "",
             )
         )
     return sorted(out, key=lambda e: e.last_used, reverse=True)
