@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.results import Rate
 from reprospec.minimize.program import Program
 from reprospec.minimize.report import Minimized, markdown, text
 from reprospec.minimize.search import Minimization, MinimizeResult, Settings, minimize
@@ -91,6 +92,21 @@ def test_a_spec_without_a_passing_cell_says_so_where_it_said_passing_cells_pass_
     assert f"in {result.attempts} attempts (" in said
 
 
+def test_an_original_rate_sought_to_its_first_failure_says_it_reads_high() -> None:
+    # A 1% failure first seen at the 25th attempt (--min-rate 0.04) read "the original: 1/25
+    # (1%-20%)" with no note, where a rate stopped at its 5th failure says it reads high.
+    sought = replace(
+        interrupted_at_once(program(), 0),
+        original_rate=Rate(1, 25, 0.01, 0.2),
+        original_sought=True,
+    )
+    md = markdown(answer(sought, stopped=True))
+    assert "; the original: 1/25 (" in md
+    assert "(ran until its first failure, which reads a rate high)" in md
+    plain = replace(sought, original_sought=False)
+    assert "reads a rate high" not in markdown(answer(plain, stopped=True))
+
+
 def test_one_attempt_is_one_attempt() -> None:
     one = answer(replace(interrupted_at_once(program(), 0), attempts=1), stopped=True)
     assert " in 1 attempt (interrupted)" in text(one)
@@ -156,8 +172,9 @@ def test_the_minimized_spec_keeps_capture_s_note_on_axes_only_where_it_is_true(
     assert text.startswith("# Written by `reprospec capture -- python loop.py --batch 4`.\n")
     assert "matrix axis" not in text
     assert "--observe" not in text
-    # Where axes remain (one an `exclude` names stays), the command names the minimized spec:
-    # the same public `write`, not its private helper.
+    # Where axes remain (one an `exclude` names stays), the command names the minimized spec
+    # by its name, run from DIR as DIR's other commands are: a path from where minimize
+    # ran (`min2/minimized.yaml`) named nothing from DIR, or a copy of it.
     kept = _minimized_yaml(
         tmp_path / "kept",
         header + "reprospec: 1\nname: crash\ncommand: python loop.py\n"
@@ -166,7 +183,7 @@ def test_the_minimized_spec_keeps_capture_s_note_on_axes_only_where_it_is_true(
         tmp_path / "min2",
     )
     assert "\nmatrix:\n" in kept
-    assert f"#   reprospec run {tmp_path / 'min2' / 'minimized.yaml'} --observe --set" in kept
+    assert "\n#   reprospec run minimized.yaml --observe --set" in kept
     assert "Each matrix axis is one of" in kept
 
 
