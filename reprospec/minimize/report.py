@@ -1064,6 +1064,8 @@ def markdown(found: Minimized) -> str:
             f" ({r.original_rate.attempts + 1} ran; counted without the failure they stopped "
             "at, which reads a rate high)"
             if r.original_stopped
+            else " (ran until its first failure, which reads a rate high)"
+            if r.original_sought
             else ""
         ),
         "- **Passing cells with the result**: "

@@ -368,6 +368,9 @@ class MinimizeResult:
     cannot_run_reason: str = ""
     # original_rate leaves out the match its rate attempts stopped at (unbiased_rate).
     original_stopped: bool = False
+    # Its attempts ran on past `rate_attempts` until their first match (`seek_attempts`):
+    # counted as they ran ((k-1)/(n-1) is 0), which reads the rate high, as stopping does.
+    original_sought: bool = False
     # Point 5: how often the final check stepped back along the programs accepted, how
     # often the passes then resumed from the program stepped back to, and the candidates
     # those step backs rejected (`breaks-passing`: the one that broke a passing cell and
@@ -379,6 +382,7 @@ class MinimizeResult:
     def to_dict(self) -> JsonObject:
         return {
             "original_stopped": self.original_stopped,
+            "original_sought": self.original_sought,
             "stepped_back": self.stepped_back,
             "resumed": self.resumed,
             "breaks_passing": self.breaks_passing,
@@ -463,6 +467,7 @@ class Minimization:
         self._phase: Phase = "rate"
         self._now = _Judging(original)
         self._original_failing = Tally()
+        self._sought = False  # the original ran on past `rate_attempts` (`seek_attempts`)
         self._final = _Judging(original)
         self._known = Tally()  # attempts of the candidates seen failing, as they ran
         self._fair = Tally()  # the original's, counted as its rate is: a fair sample (`measured`)
@@ -648,6 +653,7 @@ class Minimization:
                     self._finish("refused", "the budget ran out while measuring the rate")
                     return None
                 most = s.rate_attempts if measuring else self.seek_attempts()
+                self._sought = self._sought or not measuring
                 want = min(most - tally.ran, left, max(s.step, 1))
                 return Probe(self.original.key, "failing", want, 0 if measuring else 1)
             self._original_failing = tally
@@ -1219,7 +1225,9 @@ class Minimization:
         0.05). 20 attempts miss a 4% failure 44% of the time, and refused one that
         `--min-rate 0.04` had said to look for. Past `rate_attempts` the original runs
         only until its first match, which the rate then counts as it ran (`fair` leaves out
-        a 5th match only: a first's (k-1)/(n-1) is 0)."""
+        a 5th match only: a first's (k-1)/(n-1) is 0). That reads it high (a 1% failure
+        first seen at the 25th attempt reads 1/25), so the result says it was sought
+        (`original_sought`), as it says a rate that stopped at its 5th match."""
         s = self.settings
         return max(s.rate_attempts, attempts_to_see(s.min_rate, RATE_MISS))
 
@@ -1300,6 +1308,7 @@ class Minimization:
             original_stopped=stopped_at_match(
                 self._original_failing, s.rate_matches, s.rate_attempts
             ),
+            original_sought=self._sought and self._original_failing.matched > 0,
             stepped_back=len(self._steps),
             resumed=sum(resumed for *_, resumed in self._steps),
             breaks_passing=self._breaks_passing,

@@ -324,6 +324,15 @@ def test_a_low_min_rate_runs_the_original_long_enough_to_see_its_failure() -> No
     assert search.result is None  # not refused
     assert ran == 25
     assert probe.role == "passing"  # the rate phase ended at its first match
+    # Counted as it ran, 1/25, which reads a 1% failure high, as a stop at a 5th match
+    # does: the result says it was sought (minimize.md's Rate line, minimize.json).
+    search.interrupt()
+    assert search.result is not None
+    assert (search.result.original_rate.matched, search.result.original_rate.attempts) == (1, 25)
+    assert search.result.original_sought
+    assert not search.result.original_stopped
+    assert search.result.to_dict()["original_sought"] is True
+    assert not run(1.0, seed=0).original_sought  # one that fails in its first 20 is not
     # The default rate keeps its 20: a miss at 0.3 in 20 is already below that error.
     assert Minimization(program(), Settings()).seek_attempts() == 20
 
