@@ -151,12 +151,13 @@ def bisect_spec(
     if request.runner == "docker" and environment.dockerfile:
         # Its image gets no `packages` installed, only checked: every version but the one the
         # Dockerfile installs was "skipped", and the answer a refusal after the bad end's
-        # image was built and run, saying to "leave them out of the spec".
+        # image was built and run, saying to "leave them out of the spec". (`package` is
+        # set: by_date, the one request without it, is venv's alone.)
         raise UsageError(
-            f"bisect --runner docker cannot vary {request.package or 'the packages'}: the "
-            f"cell's image is built from environment.dockerfile ({environment.dockerfile}), "
-            "which gets no `packages` installed, only checked against them; bisect with "
-            "--runner venv, or give the cell an environment.image instead of the Dockerfile"
+            f"bisect --runner docker cannot vary {request.package}: the cell's image is built "
+            f"from environment.dockerfile ({environment.dockerfile}), which gets no `packages` "
+            "installed (they are only checked against it); bisect with --runner venv, or give "
+            "the cell an environment.image instead of the Dockerfile"
         )
     if (added := _added_package(request, environment.packages)) is not None:
         say(added)

@@ -133,9 +133,9 @@ def test_a_dockerfile_cell_is_refused_on_the_docker_runner_before_anything_is_bu
         bisect_spec(request)
     assert str(refused.value) == (
         "bisect --runner docker cannot vary packaging: the cell's image is built from "
-        "environment.dockerfile (Dockerfile), which gets no `packages` installed, only checked "
-        "against them; bisect with --runner venv, or give the cell an environment.image "
-        "instead of the Dockerfile"
+        "environment.dockerfile (Dockerfile), which gets no `packages` installed (they are "
+        "only checked against it); bisect with --runner venv, or give the cell an "
+        "environment.image instead of the Dockerfile"
     )
     assert not (tmp_path / "bisect").exists()
 
