@@ -97,8 +97,10 @@ class Reduced:
             return ""  # each one-smaller set is a passing cell: candidates keep the AND
         together = " AND ".join(d.describe() for d in axes)
         each = ", nor ".join(f"all of them but {d.name}" for d in unheld)
+        # Out of budget, the AND is isolate's best guess, as the settings line says of it.
+        found = "isolate's best guess is that" if self.status == "budget" else "isolate found"
         return (
-            f"isolate found the failure needs {together}, and no passing cell sets {each}, "
+            f"{found} the failure needs {together}, and no passing cell sets {each}, "
             "so the program's candidates are not held to the AND: the result may fail where "
             "the original does not (with a condition left out); add, for each, a cell with "
             "the others set and that one not, with `expect.cases` saying it passes, and "

@@ -31,6 +31,12 @@ def test_an_and_no_passing_cell_guards_is_a_caveat() -> None:
     # One needed value, or none found, is no AND to lose.
     assert Reduced(FAILING, FAILING, NONE_SET, needed=PAIR[:1]).unguarded([NONE_SET]) == ""
     assert Reduced(FAILING, FAILING, NONE_SET).unguarded([NONE_SET]) == ""
+    # Out of isolate's budget the AND is its best guess, as the settings line says; the
+    # caveat said "isolate found the failure needs b=1 AND d=1" beside that line.
+    guessed = Reduced(FAILING, FAILING, NONE_SET, needed=PAIR, status="budget")
+    assert guessed.unguarded([NONE_SET]).startswith(
+        "isolate's best guess is that the failure needs b=1 AND d=1, and no passing cell sets"
+    )
 
 
 def test_a_settings_step_out_of_budget_says_its_answer_is_a_guess() -> None:
