@@ -610,7 +610,7 @@ def write(
     the spec's data written again, with the comments of its text (`source_text`) at their
     keys (capture's `--python` note, its reasons beside `expect`; spec.comments), but for
     capture's TODO block where the spec sets what it lists (spec.todo)."""
-    from reprospec.spec.comments import carry_comments, schema_moved
+    from reprospec.spec.comments import axes_note_for, carry_comments, schema_moved
     from reprospec.spec.todo import without_filled_todo
     from reprospec.spec.yamlsource import dump_yaml
 
@@ -624,9 +624,12 @@ def write(
         )
         body = dump_yaml(amplified_document(document, winner.arm.settings, base_dir))
         if source_text:
-            body = without_filled_todo(
-                carry_comments(source_text, body, _rate_comment(found)), source_text
+            # capture's note on widening the axes names amplified.yaml, as amplify.md's
+            # commands do: it named the original spec, over the spec written here.
+            carried = axes_note_for(
+                carry_comments(source_text, body, _rate_comment(found)), body, path.name
             )
+            body = without_filled_todo(carried, source_text)
         content = header + schema_moved(body, base_dir, found.folder)
     failed: list[tuple[str, str]] = []
     try:

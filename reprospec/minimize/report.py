@@ -327,37 +327,15 @@ def _commented(spec: Spec, text: str, out: Path) -> str:
     the reasons beside `expect`, the editor's `$schema=` line, its relative path made to
     name the same file from DIR), as amplified.yaml keeps them (spec.comments); capture's
     TODO block not, where the spec sets what it lists (spec.todo)."""
-    from reprospec.spec.comments import carry_comments, schema_moved
+    from reprospec.spec.comments import axes_note_for, carry_comments, schema_moved
     from reprospec.spec.todo import without_filled_todo
 
     if spec.source_text:
-        text = _axes_note_of(carry_comments(spec.source_text, text), text)
+        # capture's note on widening the axes, gone with the matrix, else naming DIR's
+        # minimized.yaml, as DIR's other commands do (run from DIR).
+        text = axes_note_for(carry_comments(spec.source_text, text), text, SPEC_NAME)
         text = without_filled_todo(text, spec.source_text)
     return schema_moved(text, spec.base_dir, out)
-
-
-def _axes_note_of(commented: str, dumped: str) -> str:
-    """capture's note on widening the axes, true of the minimized spec: gone with its matrix,
-    else its command naming minimized.yaml. Carried as it was, a minimized hang whose
-    command lost every axis said "Each matrix axis is one of the command's own settings"
-    over a spec with none, and named the original spec's file to observe. The name alone,
-    as DIR's other commands (repro.sh, minimize.md's rerun) are run from DIR: a path from
-    where minimize ran (`min/minimized.yaml`, a refused run's `.reprospec/minimize/ID/...`)
-    named nothing from DIR, or from a copy of it."""
-    from reprospec.spec.comments import AXES_NOTE, OBSERVE_COMMENT
-    from reprospec.spec.yamlsource import load_yaml
-
-    if OBSERVE_COMMENT.search(commented) is None:
-        return commented
-    data = load_yaml(dumped).data
-    if not (isinstance(data, dict) and isinstance(data.get("matrix"), dict)):
-        for line in AXES_NOTE:
-            commented = commented.replace(f"# {line}\n", "", 1)
-        return OBSERVE_COMMENT.sub("", commented, count=1)
-    shown = SPEC_NAME
-    return OBSERVE_COMMENT.sub(
-        lambda m: m.group(0).replace(m.group(1), shown, 1), commented, count=1
-    )
 
 
 def _set_env(environment: dict[str, Any], program: Program) -> None:

@@ -50,6 +50,25 @@ def observe_line(spec: str) -> str:
     return f"{_OBSERVE_HEAD}{spec}{_OBSERVE_TAIL}"
 
 
+def axes_note_for(commented: str, dumped: str, name: str) -> str:
+    """capture's note on widening the axes in `commented` (`carry_comments` of `dumped`),
+    true of the spec written: gone with its matrix, else its command naming `name`, the
+    file written (minimized.yaml, amplified.yaml), as the other commands of its folder do.
+    Carried as it was, a minimized hang whose command lost every axis said "Each matrix
+    axis is one of the command's own settings" over a spec with none, and both named the
+    original spec's file to observe."""
+    if OBSERVE_COMMENT.search(commented) is None:
+        return commented
+    data = load_yaml(dumped).data
+    if not (isinstance(data, dict) and isinstance(data.get("matrix"), dict)):
+        for line in AXES_NOTE:
+            commented = commented.replace(f"# {line}\n", "", 1)
+        return OBSERVE_COMMENT.sub("", commented, count=1)
+    return OBSERVE_COMMENT.sub(
+        lambda m: m.group(0).replace(m.group(1), name, 1), commented, count=1
+    )
+
+
 # An editor's schema line (docs/spec-format.md#editors), as the YAML language server reads
 # it: `$schema=` then the path or URL, up to the first space.
 _SCHEMA_LINE = re.compile(r"^([ \t]*#[ \t]*yaml-language-server:.*?\$schema=)(\S+)", re.MULTILINE)

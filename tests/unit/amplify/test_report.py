@@ -16,6 +16,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import Rate
 from reprospec.core.units import parse_rate
 from reprospec.isolation.candidates import Tally
+from reprospec.spec.comments import AXES_NOTE, observe_line
 from reprospec.spec.yamlsource import load_yaml
 
 
@@ -274,6 +275,32 @@ def test_the_amplified_spec_keeps_the_source_spec_s_comments(tmp_path: Path) -> 
         "workdir": str(tmp_path),
         "perturb": {"switch_interval": 1e-06},
     }
+
+
+def test_the_amplified_spec_s_note_on_axes_names_the_amplified_spec(tmp_path: Path) -> None:
+    # amplified.yaml of a captured spec kept capture's `#   reprospec run crash.yaml
+    # --observe ...`, naming the original spec, over amplified.yaml (minimize's was mended).
+    note = (*AXES_NOTE, observe_line("crash.yaml"))
+    source = (
+        "# Written by `reprospec capture -- python race.py --batch 4`.\n"
+        + "".join(f"# {line}\n" for line in note)
+        + "reprospec: 1\nname: race\ncommand: python race.py --batch ${{ matrix.batch }}\n"
+        "matrix:\n  batch: [4]\n"
+        "expect:\n  outcome: error\n  exception: AssertionError\n"
+    )
+    document = load_yaml(source).data
+    assert isinstance(document, dict)
+    found = write(
+        _found(tmp_path, Expectation("error", exception="AssertionError"), 41),
+        document,
+        tmp_path,
+        source,
+    )
+    assert found.amplified_spec is not None
+    text = found.amplified_spec.read_text()
+    assert "\n#   reprospec run amplified.yaml --observe --set 'matrix.AXIS=[OLD, NEW]'\n" in text
+    assert "crash.yaml" not in text
+    assert f"# {AXES_NOTE[0]}\n" in text
 
 
 def test_the_amplified_spec_keeps_capture_s_todo_block_only_while_a_key_is_unfilled(
