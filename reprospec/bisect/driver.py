@@ -229,7 +229,7 @@ def bisect_spec(
         def oracle(version: str, attempts: int) -> Trial:
             if cancel is not None and cancel.is_set():  # stopped between two candidates
                 raise stopped()
-            _check_out(request.out, version)
+            _check_out(request.out, folder, version)
             # Numbered after the attempts this version already ran (an earlier call, or the
             # stored search's), so that a `${{ attempt }}` seed or a fault's `probability` coin
             # draws new values where asking again numbered from 1 drew the same ones.
@@ -249,7 +249,10 @@ def bisect_spec(
             if trial.attempts or not interrupted:
                 # What ran counts, even in an interrupted candidate; nothing else is kept.
                 trials[version] = trials[version].merged(trial) if version in trials else trial
-                save()
+                # Not kept (--out made read-only, a full disk, since _check_out): the search
+                # goes on, and the final save says state.json is not this run's.
+                with contextlib.suppress(OSError):
+                    save()
                 say(_describe(trial))
             if interrupted:
                 raise stopped()
@@ -306,17 +309,26 @@ def bisect_spec(
         return write_reports(report, failed)
 
 
-def _check_out(out: Path, version: str) -> None:
+def _check_out(out: Path, folder: Path, version: str) -> None:
     """Refuse, before its environment is built, a version's attempts where --out cannot be
     written (made read-only since an earlier run: the stored trials replay, and only a
     version they do not answer gets here); its run stopped on the results store after the
-    build, `out is read-only to this user`, with no word of what it was for."""
+    build, `out is read-only to this user`, with no word of what it was for. So where
+    --out can be but the bisect's own folder (OUT/bisect/ID, another user's) cannot: the
+    version's attempts ran, then its state.json's write raised a traceback."""
     why = unwritable(out)
     if why:
         raise UsageError(
             f"--out {out}: cannot be written ({why}), and "
             f"{version} needs attempts, whose runs are stored there: give an --out that can be, "
             "or make this one writable again"
+        )
+    why = unwritable(folder)
+    if why:
+        raise UsageError(
+            f"--out {out}: {folder} cannot be written ({why}), and {version} needs attempts, "
+            "whose trials are saved there (state.json): give an --out that can be, or make "
+            "that folder writable again"
         )
 
 

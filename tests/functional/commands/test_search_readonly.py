@@ -323,3 +323,15 @@ def test_bisect_prints_its_answer_on_a_read_only_out_and_refuses_new_attempts(
         )
     finally:
         _writable(out)
+    # --out can be written, the bisect's own folder (another user's) cannot: its attempts
+    # ran, then the write of state.json raised a traceback. Refused as --out is.
+    (folder,) = (p for p in (out / "bisect").iterdir() if p.is_dir())
+    try:
+        theirs = run(read_only(folder, [*argv, "--fresh"]))
+        assert theirs.returncode == 2, theirs.stderr
+        assert "Traceback" not in theirs.stderr
+        assert f"--out {out}: {folder} cannot be written (Read-only file system), and 1.3 " in (
+            theirs.stderr
+        )
+    finally:
+        _writable(out)
