@@ -342,8 +342,8 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
             "spec-environment",
             "fail",
             "; ".join(shadowed)
-            + ": the venv runner's attempts inherit PYTHONPATH, which comes before the cell's "
-            "venv, so every cell that names it is an infra error, not run",
+            + ": the venv runner's attempts inherit PYTHONPATH, so every cell that names it is "
+            "an infra error, not run",
             "unset PYTHONPATH for the run, or leave that folder out of it",
         )
     if packages and needs.runner == "local":
@@ -381,41 +381,49 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
 
 
 def _shadowed(needs: Needs) -> list[str]:
-    """What a folder on PYTHONPATH holds of each cell's packages at a version the cell does
-    not allow (`packaging 26.4 is installed (the cell needs packaging==21.3) on PYTHONPATH
-    (/src/.venv/lib/python3.11/site-packages)`). The venv runner builds the packages into
-    each cell's venv, but its attempts inherit this shell's PYTHONPATH (or take the cell's
-    `environment.env` one), whose folders Python puts first: the run's check then refuses
-    every such cell, where doctor had said the runner installs them."""
+    """What `PYTHONPATH` brings of each cell's packages at a version the cell does not allow,
+    in the run's own words (`packaging 26.4 is installed (the cell needs packaging==21.3),
+    from /src/.venv/lib/python3.11/site-packages on PYTHONPATH, which comes first`). The
+    venv runner builds the packages into each cell's venv, but its attempts inherit this
+    shell's PYTHONPATH (or take the cell's `environment.env` one), whose folders Python puts
+    first: the run's check then refuses every such cell, where doctor had said the runner
+    installs them. Asked of the run's own probe without `site` (`probe_installed`), in the
+    cells' env and workdir: the first folder holding a name wins, its metadata read."""
     import os
-    import re
+    import sys
+    from dataclasses import replace
     from pathlib import Path
 
-    from reprospec.environment.packages import Installed, mismatches, normalize, requirement_name
+    from reprospec.environment.packages import mismatches, probe_installed, requirement_name
+    from reprospec.errors import InfraError
 
-    dist = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-[^-]*)?\.(dist|egg)-info$")
+    sets = needs.package_sets or (CellPackages(needs.packages),)
+    alike: dict[tuple[tuple[tuple[str, str], ...], str], list[CellPackages]] = {}
+    for each in sets:
+        alike.setdefault((each.env, each.workdir), []).append(each)
     found: dict[str, list[str]] = {}
-    for each in needs.package_sets or (CellPackages(needs.packages),):
-        path = dict(each.env).get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
-        for folder in (f for f in path.split(os.pathsep) if f):
-            where = Path(each.workdir or ".") / folder
-            try:
-                names = sorted(p.name for p in where.iterdir())
-            except OSError:
-                continue
-            versions: dict[str, str | None] = {}
-            for name in names:
-                match = dist.match(name)
-                if match:
-                    versions.setdefault(normalize(match["name"]), match["version"])
-            named = [r for r in each.packages if requirement_name(r) in versions]
-            for problem in mismatches(named, Installed(str(where), versions)):
-                found.setdefault(f"{problem} on PYTHONPATH ({folder})", []).extend(each.cells)
-    every = sum(len(each.cells) for each in needs.package_sets)
-    return [
-        problem if not cells or len(cells) == every else f"{problem} in {_cells(cells)}"
-        for problem, cells in found.items()
-    ]
+    for (variables, workdir), these in alike.items():
+        env = {**os.environ, **dict(variables)}
+        if not env.get("PYTHONPATH"):
+            continue
+        wanted = list(dict.fromkeys(r for each in these for r in each.packages))
+        try:
+            seen = probe_installed(
+                sys.executable,
+                wanted,
+                env=env,
+                cwd=Path(workdir) if workdir else None,
+                site=False,
+            )
+        except InfraError:
+            continue  # this interpreter, stdlib only: nothing said of the spec
+        # Versions only: what an extra requires is the venv's to hold.
+        seen = replace(seen, requires={})
+        for each in these:
+            named = [r for r in each.packages if requirement_name(r) in seen.pythonpath]
+            for problem in mismatches(named, seen):
+                found.setdefault(problem, []).extend(each.cells)
+    return _named(found, sum(len(each.cells) for each in sets))
 
 
 # What to do of entries the runner refuses (`_refused`), by runner.
@@ -448,14 +456,17 @@ def _package_problems(env: Captured, needs: Needs) -> tuple[list[str], list[str]
         refused = _refused(each, needs.runner)
         if refused is not None:
             refused_of.setdefault(refused, []).extend(each.cells)
+    return _named(cells_of, every), _named(refused_of, every)
 
-    def named(found: dict[str, list[str]]) -> list[str]:
-        return [
-            problem if not cells or len(cells) == every else f"{problem} in {_cells(cells)}"
-            for problem, cells in found.items()
-        ]
 
-    return named(cells_of), named(refused_of)
+def _named(found: Mapping[str, list[str]], every: int) -> list[str]:
+    """Each problem, with the cells that have it named where not all `every` cells do (each
+    cell once)."""
+    out = []
+    for problem, cells in found.items():
+        ids = list(dict.fromkeys(cells))
+        out.append(problem if not ids or len(ids) == every else f"{problem} in {_cells(ids)}")
+    return out
 
 
 def _refused(each: CellPackages, runner: str) -> str | None:

@@ -455,11 +455,15 @@ def probe_installed(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     timeout_s: float = PROBE_TIMEOUT_S,
+    site: bool = True,
 ) -> Installed:
     """Run `PROBE_CODE` with `python` (in `env`, `cwd`: what the attempt will see) for what
     `requirements` name (a bare name is one), asked as `probe_args` asks: where one names
-    an extra, also every distribution's version and requirements."""
-    argv = [python, "-c", PROBE_CODE, *probe_args(requirements)]
+    an extra, also every distribution's version and requirements. `site=False` (`-S`):
+    only what `PYTHONPATH` and `cwd` bring, the first folder holding a name winning, as
+    they come before any environment's site-packages (doctor's check of what a venv
+    runner's attempts inherit)."""
+    argv = [python, *(() if site else ("-S",)), "-c", PROBE_CODE, *probe_args(requirements)]
     # The interpreter is the spec's: what it prints is kept within a bound (capped.py).
     done = run_python(
         argv, what="package check", limit=OUTPUT_BYTES, timeout_s=timeout_s, env=env, cwd=cwd

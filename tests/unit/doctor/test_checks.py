@@ -31,6 +31,13 @@ ARCH = json.loads((NVIDIA / "torch-arch-lists.json").read_text())
 AVX512 = ["sse4_2", "avx", "avx2", "fma", "avx512f", "avx512dq", "avx512bw", "avx512vl"]
 
 
+@pytest.fixture(autouse=True)
+def _no_pythonpath(monkeypatch: pytest.MonkeyPatch) -> None:
+    # On the venv runner a PYTHONPATH is asked of a probe, a process: that check is
+    # tests/functional/doctor/test_pythonpath.py's.
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+
+
 def machine(
     banner: str | None = None,
     csv: str | None = None,
@@ -286,40 +293,6 @@ def test_spec_packages_the_runner_installs_are_no_failure() -> None:
         "spec's packages)",
     )
     assert by_name(env, replace(needs, runner="local"))["spec-environment"].status == "fail"
-
-
-def test_a_version_on_pythonpath_that_the_venv_runner_cannot_override_fails(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # `PYTHONPATH=/src/.venv/lib/python3.11/site-packages reprospec doctor --runner venv` said
-    # PASS, "the venv runner installs the spec's packages", and the run then refused every
-    # cell: its attempts inherit PYTHONPATH, whose packaging 26.4 comes before the venv's.
-    site = tmp_path / "site-packages"
-    (site / "packaging-26.4.dist-info").mkdir(parents=True)
-    (site / "six-1.17.0.dist-info").mkdir()
-    env = machine(packages={"packaging": "26.4"})
-    sets = (
-        CellPackages(("packaging==21.3",), ("packaging=21.3",)),
-        CellPackages(("packaging==26.4",), ("packaging=26.4",)),
-    )
-    needs = doctor.Needs(
-        packages=("packaging==21.3", "packaging==26.4"), package_sets=sets, runner="venv"
-    )
-    monkeypatch.setenv("PYTHONPATH", str(site))
-    check = by_name(env, needs)["spec-environment"]
-    assert check.status == "fail"
-    assert check.why == (
-        f"packaging 26.4 is installed (the cell needs packaging==21.3) on PYTHONPATH ({site}) "
-        "in cell packaging=21.3: the venv runner's attempts inherit PYTHONPATH, which comes "
-        "before the cell's venv, so every cell that names it is an infra error, not run"
-    )
-    assert check.todo == "unset PYTHONPATH for the run, or leave that folder out of it"
-    # A cell's own PYTHONPATH is the one its attempts get; the docker runner's inherit none.
-    own = tuple(replace(each, env=(("PYTHONPATH", str(tmp_path)),)) for each in sets)
-    assert by_name(env, replace(needs, package_sets=own))["spec-environment"].status == "pass"
-    assert by_name(env, replace(needs, runner="docker"))["spec-environment"].status == "pass"
-    monkeypatch.delenv("PYTHONPATH")
-    assert by_name(env, needs)["spec-environment"].status == "pass"
 
 
 @pytest.mark.parametrize(
