@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from reprospec.bisect import search
 from reprospec.bisect.search import BisectResult, Trial
 from reprospec.core.answers import rendered
-from reprospec.core.atomicfile import save_all, write_atomic
+from reprospec.core.atomicfile import save_each, write_atomic
 from reprospec.core.caller import said
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -254,6 +254,9 @@ class BisectReport:
     # written; "" where they were: an --out made read-only since a finished bisect, whose
     # trials are all stored, answers all the same (core/atomicfile.save_all).
     unsaved: str = ""
+    # The files `unsaved` names (state.json alone where only its final write failed, a full
+    # disk after new trials: bisect.md is then this answer's, and its path is printed).
+    unsaved_files: tuple[str, ...] = ()
 
     @property
     def fixed(self) -> bool:
@@ -363,8 +366,9 @@ def text(report: BisectReport) -> str:
         lines.append(how_sure(result))
     if result.status == "undecided":  # out of budget: a larger one goes on
         lines.append(budget_continues("bisect", result.attempts, said=report.budget_said))
-    # An unsaved answer has no file of its own: bisect.md there is not this answer's.
-    where = "" if report.unsaved else f"; report: {report.folder / 'bisect.md'}"
+    # Where bisect.md could not be written, the one there is not this answer's.
+    unwritten = "bisect.md" in report.unsaved_files
+    where = "" if unwritten else f"; report: {report.folder / 'bisect.md'}"
     lines.append(f"{plural(result.attempts, 'attempt')}{where}")
     return "\n".join(lines)
 
@@ -488,7 +492,7 @@ def write_reports(report: BisectReport, failed: Sequence[tuple[str, str]] = ()) 
     """Write bisect.json and bisect.md into the bisect's folder, each on its own; the report
     with `unsaved` set where one could not be (`failed`: state.json's, where its last write
     failed and it lacks what this run added), as isolate's, minimize's and amplify's."""
-    unsaved = save_all(
+    unsaved, missed = save_each(
         report.folder,
         [
             ("bisect.json", lambda: json.dumps(report.to_json(), indent=2) + "\n"),
@@ -496,7 +500,7 @@ def write_reports(report: BisectReport, failed: Sequence[tuple[str, str]] = ()) 
         ],
         failed,
     )
-    return dataclasses.replace(report, unsaved=unsaved) if unsaved else report
+    return dataclasses.replace(report, unsaved=unsaved, unsaved_files=missed) if unsaved else report
 
 
 def render_markdown(report: BisectReport) -> str:

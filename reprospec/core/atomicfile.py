@@ -45,6 +45,16 @@ def save_all(
     ("" where all were: a full disk may take one and not the next, which one try said
     were both not this run's). `failed`: files the caller could not write before these
     (amplify's amplified.yaml), each with its error's words, named first."""
+    return save_each(folder, files, failed)[0]
+
+
+def save_each(
+    folder: Path,
+    files: Iterable[tuple[str, Callable[[], str]]],
+    failed: Sequence[tuple[str, str]] = (),
+) -> tuple[str, tuple[str, ...]]:
+    """`save_all`'s sentence, and the names it says are not this run's (`failed`'s and
+    those not written): bisect names its bisect.md unless that one is among them."""
     missed = [name for name, _ in failed]
     why = next((said for _, said in failed if said), "")
     for name, text in files:
@@ -53,7 +63,7 @@ def save_all(
         except OSError as exc:
             missed.append(name)
             why = why or exc.strerror or str(exc)  # its file is a temporary one of write_atomic
-    return unsaved_sentence(folder, missed, why)
+    return unsaved_sentence(folder, missed, why), tuple(missed)
 
 
 def unsaved_sentence(folder: Path, missed: Sequence[str], why: str) -> str:

@@ -222,3 +222,26 @@ def test_an_undecided_answer_names_the_budget_as_its_caller_gave_it() -> None:
     api = replace(found, budget_said="BisectRequest(budget=...)")
     assert "a larger BisectRequest(budget=...) continues this bisect" in api.render("text")
     assert "A larger BisectRequest(budget=...) continues this bisect" in api.render("md")
+
+
+def test_the_printed_answer_names_bisect_md_unless_that_is_what_was_not_written(
+    tmp_path: Path,
+) -> None:
+    # Only state.json's final write failed (a full disk after new trials): bisect.json and
+    # bisect.md were written, and the answer's report path was dropped all the same.
+    import dataclasses
+
+    from reprospec.bisect.state import write_reports
+
+    found = dataclasses.replace(report("0.0", "0.4", 2), folder=tmp_path)
+    saved = write_reports(found, [("state.json", "No space left on device")])
+    assert saved.unsaved.endswith("its state.json is not this run's"), saved.unsaved
+    assert saved.unsaved_files == ("state.json",)
+    assert saved.render("text").endswith(f"; report: {tmp_path / 'bisect.md'}")
+    assert (tmp_path / "bisect.md").is_file()
+    # A folder nothing can be written in (a file on its path): bisect.md is not this one's.
+    (tmp_path / "file").write_text("")
+    blocked = dataclasses.replace(found, folder=tmp_path / "file" / "bisect")
+    unsaved = write_reports(blocked)
+    assert "bisect.md" in unsaved.unsaved_files
+    assert "report: " not in unsaved.render("text")
