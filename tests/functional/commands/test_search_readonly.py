@@ -323,6 +323,30 @@ def test_bisect_prints_its_answer_on_a_read_only_out_and_refuses_new_attempts(
         )
     finally:
         _writable(out)
+    # Out of budget (undecided), then a larger --budget on the read-only --out: the next
+    # version's environment is not built (cli.md: "before its environment is built").
+    small, envs = tmp_path / "small", tmp_path / "envs-small"
+    small_argv = [*argv[: argv.index("--out")], "--out", str(small)]
+    small_env = {**env, venvs.ENVS_VARIABLE: str(envs)}
+
+    def run_small(args: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            args, capture_output=True, text=True, cwd=ROOT, env=small_env, timeout=300
+        )
+
+    undecided = run_small([*small_argv, "--budget", "1"])
+    assert undecided.returncode == 1, undecided.stdout + undecided.stderr
+    assert undecided.stdout.startswith("undecided: "), undecided.stdout
+    built = sorted(p.name for p in envs.iterdir())
+    try:
+        larger = run_small(read_only(small, small_argv))
+        assert larger.returncode == 2, larger.stdout + larger.stderr
+        assert "Traceback" not in larger.stderr
+        assert f"--out {small}: cannot be written (Read-only file system), and " in larger.stderr
+        assert " needs attempts, whose runs are stored there" in larger.stderr
+        assert sorted(p.name for p in envs.iterdir()) == built
+    finally:
+        _writable(small)
     # --out can be written, the bisect's own folder (another user's) cannot: its attempts
     # ran, then the write of state.json raised a traceback. Refused as --out is.
     (folder,) = (p for p in (out / "bisect").iterdir() if p.is_dir())
