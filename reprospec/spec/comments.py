@@ -52,8 +52,9 @@ def observe_line(spec: str) -> str:
 
 def axes_note_for(commented: str, dumped: str, name: str) -> str:
     """capture's note on widening the axes in `commented` (`carry_comments` of `dumped`),
-    true of the spec written: gone with its matrix, else its command naming `name`, the
-    file written (minimized.yaml, amplified.yaml), as the other commands of its folder do.
+    true of the spec written: gone with its matrix, else its command naming `name` (a shell
+    word), the file written (minimized.yaml, amplified.yaml), as the other commands of its
+    folder do.
     Carried as it was, a minimized hang whose command lost every axis said "Each matrix
     axis is one of the command's own settings" over a spec with none, and both named the
     original spec's file to observe."""
@@ -64,9 +65,9 @@ def axes_note_for(commented: str, dumped: str, name: str) -> str:
         for line in AXES_NOTE:
             commented = commented.replace(f"# {line}\n", "", 1)
         return OBSERVE_COMMENT.sub("", commented, count=1)
-    return OBSERVE_COMMENT.sub(
-        lambda m: m.group(0).replace(m.group(1), name, 1), commented, count=1
-    )
+    # The line built again, not its path replaced: a path that is a part of the head
+    # (`run`, `e`) was replaced there ("#   ramplified.yamlprospec run e --observe").
+    return OBSERVE_COMMENT.sub(lambda _: f"# {observe_line(name)}\n", commented, count=1)
 
 
 # An editor's schema line (docs/spec-format.md#editors), as the YAML language server reads

@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from reprospec.core.jsontypes import JsonObject
-from reprospec.spec.comments import carry_comments, schema_moved
+from reprospec.spec.comments import (
+    AXES_NOTE,
+    axes_note_for,
+    carry_comments,
+    observe_line,
+    schema_moved,
+)
 from reprospec.spec.yamlsource import dump_yaml, load_yaml
 
 # As capture writes a spec, with what a hand adds: a `#` in a string and in a block
@@ -120,3 +126,13 @@ def test_a_relative_schema_line_is_made_to_name_the_same_file_from_the_new_folde
     )
     for each in kept:
         assert schema_moved(each + "\n", specs, into) == each + "\n"
+
+
+def test_the_axes_note_names_the_spec_written_even_where_its_path_is_a_part_of_the_head() -> None:
+    # The path was replaced where it first occurred in the line: a spec captured as `run`
+    # or `e` had the head rewritten ("#   ramplified.yamlprospec run e --observe").
+    for captured in ("run", "e", "spec", "pro", "crash.yaml"):
+        lines = (*AXES_NOTE, observe_line(captured))
+        text = "".join(f"# {line}\n" for line in lines) + "matrix:\n  a: [1]\n"
+        note = axes_note_for(text, "matrix:\n  a: [1]\n", "amplified.yaml")
+        assert note.splitlines()[2] == f"# {observe_line('amplified.yaml')}", note
