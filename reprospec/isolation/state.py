@@ -82,6 +82,10 @@ class StoredProbe:
     # they are (and in a state stored before this was): given contiguous, they are dropped
     # here, the one place that decides it (the driver gives them always).
     numbers: tuple[int, ...] = ()
+    # Where each attempt that hung sat (minimize/hangplace.py), beside `kinds`: "" where
+    # not read (not a hang, no stacks); () where none were read (isolate's, amplify's,
+    # bisect's, and a state stored before they were, which minimize reads again).
+    places: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         first = self.first_attempt
@@ -109,11 +113,14 @@ class StoredProbe:
             "interrupted": self.interrupted,
             **({"raised": [list(names) for names in self.raised]} if self.raised else {}),
             **({"raised_from": self.raised_from} if self.raised_from else {}),
+            **({"places": list(self.places)} if self.places else {}),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, JsonValue]) -> StoredProbe:
         kinds = stored_kinds(data)
+        # One a kind, or none (a hand-edited line's stray list is unread, not shifted).
+        places = tuple(str(place) for place in _items(data, "places"))
         return cls(
             key=str(data["key"]),
             candidate=tuple(
@@ -132,6 +139,7 @@ class StoredProbe:
             raised_from=str(data.get("raised_from") or ""),
             first_attempt=stored_first_attempt(data),
             numbers=stored_numbers(data, len(kinds)),
+            places=places if len(places) == len(kinds) else (),
         )
 
 
@@ -467,6 +475,7 @@ class StateFile:
                         stored,
                         kinds=rest,
                         raised=raised,
+                        places=stored.places[cut:],
                         first_attempt=later,
                         numbers=numbers[cut:],
                     )
@@ -475,6 +484,7 @@ class StateFile:
                     stored,
                     kinds=stored.kinds[:cut],
                     raised=stored.raised[:cut],
+                    places=stored.places[:cut],
                     numbers=numbers[:cut],
                 )
             last = stored.last_attempt

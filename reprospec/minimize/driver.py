@@ -348,8 +348,9 @@ def _minimize(
         if state.reread(lambda probe: reread(probe, run_options.out.resolve() / "runs")):
             say(
                 f"the state of minimization {ident} is an earlier version's: the exceptions its "
-                f"probes printed are read again from their runs' logs ({RAISED_FROM}), as this "
-                "one reads them (a run no longer there: the original's taken as unknown)"
+                f"probes printed, and where their hangs sat, are read again from their runs' "
+                f"logs ({RAISED_FROM}) and stack dumps, as this one reads them (a run no longer "
+                "there: the original's taken as unknown)"
             )
         if state.stored:
             say(continuing(f"minimization {ident}", state.stored, options.budget))
@@ -417,7 +418,9 @@ def _minimize(
                         if stored.interrupted or cancel.is_set():
                             interrupted = True
                             break
-                        search.record(probe, stored.kinds, stored.infra_reason, stored.raised)
+                        search.record(
+                            probe, stored.kinds, stored.infra_reason, stored.raised, stored.places
+                        )
                 except KeyboardInterrupt:
                     cancel.set()
                     interrupted = True

@@ -26,6 +26,7 @@ from reprospec.core.units import format_duration
 from reprospec.errors import FatalError
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import StateFile, StoredProbe
+from reprospec.minimize.hangplace import attempt_place
 from reprospec.minimize.program import Program, join_words, left_out
 from reprospec.minimize.search import (
     Probe,
@@ -95,12 +96,18 @@ def reread(probe: StoredProbe, runs: Path) -> StoredProbe:
     """A probe an earlier version stored, its exceptions read again from its runs' logs by
     this version's rule (`_raised`), in the order `ProbeRunner._stored` read them; where a run
     is gone or unreadable, none (`raised` empty: the search takes the original's as
-    unknown, as for a state stored before they were, and a candidate's as none new)."""
+    unknown, as for a state stored before they were, and a candidate's as none new). Its
+    hangs' places too, where it stored none (a state stored before they were: its Barrier
+    candidate was accepted, and a rerun replayed that answer); where its runs are gone,
+    none, which the search compares with nothing."""
     from reprospec.store.resultsjson import load_run
 
-    if probe.raised_from == RAISED_FROM or not probe.kinds:
+    again_raised = probe.raised_from != RAISED_FROM and bool(probe.kinds)
+    again_places = not probe.places and bool(probe.kinds)
+    if not again_raised and not again_places:
         return probe
     raised: list[tuple[str, ...]] = []
+    places: list[str] = []
     try:
         for run_id in probe.run_id.split(","):
             run_dir = runs / run_id
@@ -108,9 +115,15 @@ def reread(probe: StoredProbe, runs: Path) -> StoredProbe:
             for cell in run.cells:
                 for attempt in sorted(cell.attempts, key=lambda a: a.attempt):
                     raised.append(_raised(run_dir, attempt))
+                    places.append(attempt_place(run_dir, attempt))
     except (FatalError, OSError):
-        raised = []
-    if len(raised) != len(probe.kinds):
+        raised, places = [], []
+    read = len(raised) == len(probe.kinds)
+    if again_places and read:
+        probe = replace(probe, places=tuple(places))
+    if not again_raised:
+        return probe
+    if not read:
         return replace(probe, raised=(), raised_from="")
     return replace(probe, raised=tuple(raised), raised_from=RAISED_FROM)
 
@@ -357,6 +370,7 @@ class ProbeRunner:
     ) -> StoredProbe:
         kinds: list[AttemptKind] = []
         raised: list[tuple[str, ...]] = []
+        places: list[str] = []
         numbers: list[int] = []
         reason = ""
         for result in results:
@@ -376,6 +390,7 @@ class ProbeRunner:
                     if kinds[-1] == "other" and probe.role == "failing" and not self.signature:
                         self._learn_otherwise(attempt, run_dir)
                     raised.append(_raised(run_dir, attempt))
+                    places.append(attempt_place(run_dir, attempt))
                     numbers.append(attempt.attempt)
                     reason = attempt.infra_error or reason
         return StoredProbe(
@@ -388,6 +403,7 @@ class ProbeRunner:
             interrupted=any(r.interrupted for r in results),
             raised=tuple(raised),
             raised_from=RAISED_FROM,
+            places=tuple(places),
             first_attempt=first,
             # The failing side's one run numbers its attempts as a configuration's (StoredProbe
             # keeps them where not contiguous); the passing side's one attempt of each cell

@@ -285,9 +285,16 @@ def _spec_text(
     document = json.loads(json.dumps(spec.document))
     document["name"] = (str(document.get("name", "spec"))[:38] + "-minimized").strip("-")
     # The original's description tells of the program it ran, whole: said to be that one's.
+    # So does its title, which names where that program failed (capture's `deadlock.py: hang
+    # in w2 (deadlock.py:17)`): the minimized program's lines are others, and a run of it
+    # was headed by the original's place. Said in the description as the original's; the
+    # title is then the spec's name, as for any spec without one.
     described = str(document.get("description") or "").strip()
-    document["description"] = f"Minimized by `reprospec minimize` from {spec.path.name}." + (
-        f" The original's description:\n\n{described}\n" if described else ""
+    titled = str(document.pop("title", "") or "").strip()
+    document["description"] = (
+        f"Minimized by `reprospec minimize` from {spec.path.name}."
+        + (f" The original's title: {titled}." if titled else "")
+        + (f" The original's description:\n\n{described}\n" if described else "")
     )
     if program.workload:
         # A workload: the lowered numbers in place, run from the original's workdir (its
@@ -610,6 +617,17 @@ def _same_line(found: Minimized) -> str:
         if same.new_exception_rejected
         else "no candidate's failure printed an exception the original's attempts never did"
     )
+    hangs = (
+        f"; the original hung in {' / '.join(same.original_places)}: "
+        + (
+            f"{plural(same.hangs_elsewhere_rejected, 'candidate')} rejected whose hang sat "
+            f"elsewhere ({' / '.join(same.hung_elsewhere)})"
+            if same.hangs_elsewhere_rejected
+            else "no candidate's hang sat elsewhere"
+        )
+        if same.original_places
+        else ""
+    )
     original = found.result.original_rate
     rate = (
         f"a candidate the search would accept failed up to {same.rate_most} times, stopping "
@@ -634,7 +652,7 @@ def _same_line(found: Minimized) -> str:
         if same.every_time_most
         else ""
     )
-    return f"- **Same failure**: the original printed {printed}; {exceptions}; {rate}{every}"
+    return f"- **Same failure**: the original printed {printed}; {exceptions}{hangs}; {rate}{every}"
 
 
 def _kept_line(found: Minimized) -> str:

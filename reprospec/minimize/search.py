@@ -119,6 +119,13 @@ or `infra` (could not run).
      minimize dropped `add_argument("--gap")`, the evictor thread died of
      AttributeError after its free, and the race became a crash in every attempt. An
      exception in a clean attempt only ends that attempt otherwise, as before;
+   - a hang that sits elsewhere (`hangs-elsewhere`; free, at its first match): each
+     attempt's place (`record`'s `places`, minimize/hangplace.py: each hung thread's
+     function of the program's own, and the library frames it waits in; no line numbers)
+     none of the original's attempts hung in. A hang's signature is `hang` wherever it
+     sits: a user's two-lock deadlock became one thread waiting on a Barrier no other
+     thread reached, "fails as hang in 20/20". An unread place (no stacks) is no
+     difference, on either side;
    - a rate clearly above the original's (`fails-more-often`): where the original's
      upper bound is below what `rate_check` attempts could show (a flaky original:
      3 of 20), the candidate runs until its interval is above the original's or can
@@ -149,6 +156,7 @@ from reprospec.core.results import Rate
 from reprospec.core.words import agree, interval_bounds, plural
 from reprospec.isolation.candidates import DEFAULT_ERROR, AttemptKind, Tally, clean_needed_at
 from reprospec.isolation.hypotheses import DETERMINISTIC_PRIOR
+from reprospec.minimize.hangplace import moved
 from reprospec.minimize.program import Program
 from reprospec.minimize.source import Reducer, reduce
 
@@ -173,6 +181,7 @@ Status = Literal[
 ]
 # fails-unperturbed: fails as the original does, and without the perturbation too (point
 # 6); new-exception: its failure came with an exception the original never printed, and
+# hangs-elsewhere: its hang sits in another place than any of the original's (point 7),
 # fails-more-often: it fails clearly more often than the original, and fails-every-time:
 # in every attempt, where the original came back clean at times (point 7); cannot-run:
 # it never ran (`python` left without its `-c`, a file it needs gone) while the original
@@ -185,6 +194,7 @@ Verdict = Literal[
     "loses-passing",
     "fails-unperturbed",
     "new-exception",
+    "hangs-elsewhere",
     "fails-more-often",
     "fails-every-time",
     "cannot-run",
@@ -260,6 +270,8 @@ class Judged:
     unperturbed: Tally = field(default_factory=Tally)  # its attempts without the perturbation
     # The exceptions its failures printed that the original's attempts never did (point 7).
     new_exceptions: tuple[str, ...] = ()
+    # Where its hangs sat that the original's never did (point 7, hangs-elsewhere).
+    hung_elsewhere: tuple[str, ...] = ()
 
     def to_dict(self) -> JsonObject:
         return {
@@ -270,6 +282,7 @@ class Judged:
             "passing": self.passing.to_dict(),
             "unperturbed": self.unperturbed.to_dict(),
             "new_exceptions": list(self.new_exceptions),
+            **({"hung_elsewhere": list(self.hung_elsewhere)} if self.hung_elsewhere else {}),
         }
 
 
@@ -315,6 +328,11 @@ class SameFailure:
     # candidates that failed in every one of them, rejected (counted in rate_checked too).
     every_time_most: int = 0
     every_time_rejected: int = 0
+    # Where the original's hangs sat (minimize/hangplace.py; () where none was read), and
+    # the candidates rejected for a hang elsewhere, with those places.
+    original_places: tuple[str, ...] = ()
+    hangs_elsewhere_rejected: int = 0
+    hung_elsewhere: tuple[str, ...] = ()
 
     def to_dict(self) -> JsonObject:
         return {
@@ -328,6 +346,9 @@ class SameFailure:
             "rate_attempts": self.rate_attempts,
             "every_time_most": self.every_time_most,
             "every_time_rejected": self.every_time_rejected,
+            "original_places": list(self.original_places),
+            "hangs_elsewhere_rejected": self.hangs_elsewhere_rejected,
+            "hung_elsewhere": list(self.hung_elsewhere),
         }
 
 
@@ -435,6 +456,8 @@ class _Judging:
     infra_streak: int = 0
     # The exception types its attempts that failed as the bug printed (point 7).
     raised: frozenset[str] = frozenset()
+    # Where its attempts that failed as the bug hung (point 7; "" unread).
+    places: frozenset[str] = frozenset()
     rate_probed: bool = False  # point 7's attempts asked: its failing ones since are theirs
     recheck: bool = False  # it could not run `max_infra` times in a row: the original asked
     cannot_run: bool = False  # ...and the original ran: the candidate's own, not the machine's
@@ -512,6 +535,9 @@ class Minimization:
         self._raised_unknown = False
         self._new_exception_rejected = 0
         self._new_exceptions: dict[str, None] = {}
+        self._original_places: dict[str, None] = {}
+        self._hangs_elsewhere_rejected = 0
+        self._hung_elsewhere: dict[str, None] = {}
         self._rate_checked = 0
         self._rate_rejected = 0
         self._rate_attempts = 0
@@ -541,10 +567,12 @@ class Minimization:
         kinds: Sequence[AttemptKind],
         infra_reason: str = "",
         raised: Sequence[Sequence[str]] = (),
+        places: Sequence[str] = (),
     ) -> None:
         """What the attempts of `probe` did, in order (more than asked is fine: -j overshoots),
-        and the exception types each printed (`raised`, beside `kinds`; () where not read:
-        point 7 then sees none)."""
+        the exception types each printed (`raised`, beside `kinds`; () where not read:
+        point 7 then sees none) and where each that hung sat (`places`, beside `kinds`,
+        hangplace.py's; "" or () where not read: no difference)."""
         self._outstanding.remove(probe)
         self.used += len(kinds)
         if infra_reason:
@@ -565,11 +593,25 @@ class Minimization:
             self._raised_unknown = self._raised_unknown or (bool(kinds) and not raised)
             for names in raised:
                 self._original_raised.update(dict.fromkeys(names))
+            if probe.role == "failing":
+                self._original_places.update(
+                    dict.fromkeys(
+                        place
+                        for kind, place in zip(kinds, places, strict=False)
+                        if kind == "match" and place
+                    )
+                )
         elif probe.role != "passing":
             # A failure as the bug's, with or without the perturbation: why it failed.
             judging.raised = judging.raised.union(
                 *(names for kind, names in zip(kinds, raised, strict=False) if kind == "match")
             )
+            if probe.role == "failing":
+                judging.places = judging.places.union(
+                    place
+                    for kind, place in zip(kinds, places, strict=False)
+                    if kind == "match" and place
+                )
         if probe.role == "failing":
             if self._phase == "reduce" and judging.rate_probed:
                 self._rate_attempts += len(kinds)
@@ -639,22 +681,28 @@ class Minimization:
             )
             measuring = tally.ran < s.rate_attempts and (tally.matched < s.rate_matches or frequent)
             # A failure rarer than `rate_attempts` see: on to its first match, up to as many
-            # attempts as make a miss at `min_rate` unlikely (`seek_attempts`). One that
+            # passes as make a miss at `min_rate` unlikely (`seek_attempts`). One that
             # failed otherwise as often as it passed is no rarer failure: its expect is the
             # question (1 pass among 19 such ran on to 130, and was then told to amplify).
+            # Passes, not attempts: one that failed otherwise cannot show the failure, and
+            # 11 passed / 9 otherwise stopped at 130 ran, ~72 passes, "a chance of 0.053".
             seeking = (
                 tally.matched == 0
                 and tally.passed > tally.other
-                and tally.ran < self.seek_attempts()
+                and tally.passed < self.seek_attempts()
             )
             if measuring or seeking:
                 if left <= 0:
                     self._budget_spent = True
                     self._finish("refused", "the budget ran out while measuring the rate")
                     return None
-                most = s.rate_attempts if measuring else self.seek_attempts()
                 self._sought = self._sought or not measuring
-                want = min(most - tally.ran, left, max(s.step, 1))
+                short = (
+                    s.rate_attempts - tally.ran
+                    if measuring
+                    else self.seek_attempts() - tally.passed
+                )
+                want = min(short, left, max(s.step, 1))
                 return Probe(self.original.key, "failing", want, 0 if measuring else 1)
             self._original_failing = tally
             self._known = tally
@@ -913,6 +961,8 @@ class Minimization:
         if f.matched:
             if self._new(judging):
                 return "new-exception"  # point 7: before its passing cells, at no cost
+            if self._elsewhere(judging):
+                return "hangs-elsewhere"  # point 7 too, as free
             if not self.settings.passing:
                 return "fails"
             p = judging.passing
@@ -950,6 +1000,13 @@ class Minimization:
         if judging.program.key == self.original.key or self._raised_unknown:
             return ()
         return tuple(sorted(judging.raised.difference(self._original_raised)))
+
+    def _elsewhere(self, judging: _Judging) -> tuple[str, ...]:
+        """The places its hangs sat in that none of the original's did (point 7); () for
+        the original itself, or where either side's were not read."""
+        if judging.program.key == self.original.key:
+            return ()
+        return moved(judging.places, self._original_places)
 
     def _original_rate(self) -> Rate:
         return rate_of(self._original_failing.matched, self._original_failing.ran)
@@ -1020,9 +1077,20 @@ class Minimization:
         if new:
             self._new_exception_rejected += 1
             self._new_exceptions.update(dict.fromkeys(new))
+        elsewhere = self._elsewhere(j) if verdict == "hangs-elsewhere" else ()
+        if elsewhere:
+            self._hangs_elsewhere_rejected += 1
+            self._hung_elsewhere.update(dict.fromkeys(elsewhere))
         self.judged.append(
             Judged(
-                j.program.key, j.program.lines, j.failing, j.passing, verdict, j.unperturbed, new
+                j.program.key,
+                j.program.lines,
+                j.failing,
+                j.passing,
+                verdict,
+                j.unperturbed,
+                new,
+                elsewhere,
             )
         )
         if verdict == "fails" and j.program.lines <= self.best.lines:
@@ -1219,8 +1287,9 @@ class Minimization:
         return most
 
     def seek_attempts(self) -> int:
-        """How long the original runs before a miss reads as "it does not fail here":
-        `rate_attempts`, or more where `min_rate` is low, as many as make a miss at that
+        """How long the original runs before a miss reads as "it does not fail here", in
+        passing attempts past the first `rate_attempts` (one that failed otherwise cannot
+        show the failure): `rate_attempts`, or more where `min_rate` is low, as many as make a miss at that
         rate less likely than `RATE_MISS` (isolate's rule and its default error: 104 at
         0.05). 20 attempts miss a 4% failure 44% of the time, and refused one that
         `--min-rate 0.04` had said to look for. Past `rate_attempts` the original runs
@@ -1350,6 +1419,9 @@ class Minimization:
                     rate_attempts=self._rate_attempts,
                     every_time_most=self.every_time_most(),
                     every_time_rejected=self._every_time_rejected,
+                    original_places=tuple(self._original_places),
+                    hangs_elsewhere_rejected=self._hangs_elsewhere_rejected,
+                    hung_elsewhere=tuple(self._hung_elsewhere),
                 )
                 if self._original_failing.ran
                 else None

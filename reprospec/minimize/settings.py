@@ -43,8 +43,9 @@ from reprospec.isolation.differences import (
     render,
 )
 from reprospec.isolation.state import StoredProbe, stored_probes
+from reprospec.minimize.hangplace import attempt_place, moved
 from reprospec.spec.matrix import cell_id
-from reprospec.store.resultsjson import load_run
+from reprospec.store.resultsjson import find_run, load_run
 
 Progress = Callable[[str], None]
 ISOLATE_BUDGET = 100  # isolate's own default: the settings' share of a large budget
@@ -248,36 +249,49 @@ def _same_failure(
     folder: Path, full: tuple[int, ...], chosen: tuple[int, ...], out: Path
 ) -> str | None:
     """None where the configuration isolate chose failed the way the failing cell did (the
-    same signature: native.agrees), or either side's failure cannot be read; else why not."""
+    same signature: native.agrees; a hang, in the same place: hangplace.py), or either
+    side's failure cannot be read; else why not."""
     probes = stored_probes(folder)
     before = _first_signature(probes, full, out)
     after = _first_signature(probes, chosen, out)
     if before is None or after is None:
         return None
     # Unread native stacks on either side are not a difference (native.agrees).
-    if native.agrees(after[0], before[0], native_unknown=after[1]) or native.agrees(
-        before[0], after[0], native_unknown=before[1]
+    if not (
+        native.agrees(after[0], before[0], native_unknown=after[1])
+        or native.agrees(before[0], after[0], native_unknown=before[1])
     ):
-        return None
-    return f"as {after[0]}, not as the failing cell's {before[0]}"
+        return f"as {after[0]}, not as the failing cell's {before[0]}"
+    # A hang's signature is `hang` wherever it sits: a smaller configuration whose hang sits
+    # elsewhere (one thread at a barrier, where the cell's two deadlocked on their locks)
+    # is another hang. An unread place, on either side, is no difference.
+    if moved((after[2],), (before[2],)):
+        return f"as a {after[0]} in {after[2]}, not in the failing cell's {before[2]}"
+    return None
 
 
 def _first_signature(
     probes: Sequence[StoredProbe], candidate: tuple[int, ...], out: Path
-) -> tuple[str, bool] | None:
+) -> tuple[str, bool, str] | None:
     """The signature of the first attempt that matched the expect in the probe of `candidate`,
-    and whether its native stacks went unread; None where no stored probe has one."""
+    whether its native stacks went unread, and where it hung (hangplace.py; "" unread or no
+    hang); None where no stored probe has one."""
     for probe in probes:
         if probe.candidate != candidate or "match" not in probe.kinds or not probe.run_id:
             continue
         try:
-            result = load_run(probe.run_id, out)
+            path = find_run(probe.run_id, out)
+            result = load_run(path)
         except (OSError, ValueError, FatalError):
             continue
         for cell in result.cells:
             for attempt in sorted(cell.attempts, key=lambda a: a.attempt):
                 if attempt.matched and attempt.ran is not None:
-                    return attempt.ran.signature, native.read_none(attempt.native)
+                    return (
+                        attempt.ran.signature,
+                        native.read_none(attempt.native),
+                        attempt_place(path.parent, attempt),
+                    )
     return None
 
 

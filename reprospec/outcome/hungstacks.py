@@ -54,6 +54,8 @@ _JOINS = (
     ("threading.py", ("join", "_wait_for_tstate_lock")),
     ("concurrent/futures/_base.py", ("result", "wait", "as_completed")),
 )
+# Where the main thread waits at exit for the non-daemon threads it never joined.
+_EXIT_WAIT = ("threading.py", "_shutdown")
 # Where a multiprocessing child begins: frames below it are its parent's, copied by fork.
 _FORKED = ("multiprocessing/process.py", "_bootstrap")
 _WORKER_LOOP = ("torch/utils/data/_utils/worker.py", "_worker_loop")
@@ -317,6 +319,58 @@ def hung_frame(stack: str | None) -> Frame | None:
     return None if _HARNESS.search(frame.path) else frame
 
 
+def hung_threads(stack: str | None) -> tuple[tuple[Frame, tuple[Frame, ...]], ...] | None:
+    """Each thread a hang sits in, as `hung_frame` reads the place: the threads the stuck
+    process's main thread joins (a deadlock sits in both of them), else that main thread;
+    each thread's innermost frame of the user's code and the frames it waits in below it
+    (`_waiting`: Barrier.wait's threading.py frames; none where its own line waits in C
+    code, a lock's acquire, a sleep); where the main thread has left the program's code
+    and waits at exit for threads it never joined, those threads. None where no stacks
+    were read or they show only the harness's code (an injected hang: its phase and step
+    say where, not this); () where they show no frame of the user's code.
+
+    minimize compares two hangs by it (minimize/hangplace.py): `Outcome.hung_in` is one
+    frame, its line moves as the program shrinks, and it says nothing of what it waits in."""
+    blocks = _blocks(stack)
+    if not blocks:
+        return None
+    process = where_stuck(stack)
+    if process is None or process.frame is None or not process.own_frame:
+        return _left_waiting(blocks[0][1])
+    if _HARNESS.search(process.frame.path) or any(_HARNESS.search(f.path) for f in process.joined):
+        return None
+    threads = next((t for pid, t, _, _ in blocks if pid == process.pid), [])
+    main = _main_thread(threads)
+    string = _runs_a_string(main)
+    out: list[tuple[Frame, tuple[Frame, ...]]] = []
+    for _, frames in threads:
+        if process.joined and frames is main:
+            continue
+        if not process.joined and frames is not main:
+            continue
+        user = next((f for f in frames if _is_user(f, string)), None)
+        if user is not None:
+            out.append((user, tuple(_waiting(frames, string))))
+    return tuple(out)
+
+
+def _left_waiting(
+    threads: list[tuple[bool, list[Frame]]],
+) -> tuple[tuple[Frame, tuple[Frame, ...]], ...]:
+    """Where the root's main thread has left the program's code and waits at exit for the
+    threads it started (threading's `_shutdown`: no `join`, the same wait), those threads,
+    as a join's; else ()."""
+    main = _main_thread(threads)
+    if not any(_is(f, _EXIT_WAIT) for f in main) or any(_is_user(f) for f in main):
+        return ()
+    out = []
+    for _, frames in threads:
+        user = next((f for f in frames if _is_user(f)), None)
+        if frames is not main and user is not None and not _HARNESS.search(user.path):
+            out.append((user, tuple(_waiting(frames))))
+    return tuple(out)
+
+
 def _first_stuck_worker(processes: tuple[HungProcess, ...]) -> HungProcess | None:
     return next((p for p in processes if p.fetching and p.frame), None)
 
@@ -410,6 +464,7 @@ __all__ = [
     "hung_frame",
     "hung_frames",
     "hung_processes",
+    "hung_threads",
     "label_workers",
     "pytest_hung_in",
     "readable_frames",

@@ -1,0 +1,71 @@
+"""Where a hang sits, as minimize compares two of them: the same failure, for the same reason.
+
+A crash keeps its place in its signature (`crash:SIGSEGV:main:frame`); a hang's signature is
+`hang`, wherever it sits. A user's two-lock deadlock (threads w1 and w2, each waiting in its
+`with` for the lock the other holds) was minimized to one thread waiting on a
+`threading.Barrier` no other thread reached: no lock left, "fails as hang in 20/20", and its
+report kept the original's title. Here a hang's place is read from the attempt's stack dump
+(stack.txt), as `Outcome.hung_in` is (outcome/hungstacks.py's `hung_threads`): each hung
+thread's innermost function of the program's own code, and what it waits in below it (the
+library's frames: Barrier.wait's threading.py frames; none where its own line waits in C
+code, a lock's `with`, a sleep). Line numbers are left out (the program shrinks), and so are
+its files' paths (each candidate runs in its own folder).
+
+A place is text, stored with each probe's attempts (StoredProbe.places), so that a replayed
+search compares what the first one compared: `UNREAD` ("") where no stacks were read (no
+dump, an older state, not a hang): never a difference, as native.agrees treats unread
+native stacks; `NOWHERE` where the stacks show no frame of the program's own code (its main
+thread left it and waits at exit for a thread it never joined).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from reprospec.core.results import AttemptResult
+from reprospec.outcome.hungstacks import hung_threads
+
+UNREAD = ""
+NOWHERE = "no frame of the program's own code"
+STACK_TXT = "stack.txt"  # process/childprotocol.STACK_TXT: where an attempt's dump is
+
+
+def place_of(stack: str | None) -> str:
+    """A hang's place read from its stack dump: `w1, w2` (a deadlock of two threads, each
+    in its own line), `w2 -> threading.py:wait -> threading.py:_wait -> threading.py:wait`
+    (a Barrier's wait, the outermost call first); `UNREAD` or `NOWHERE`."""
+    threads = hung_threads(stack)
+    if threads is None:
+        return UNREAD
+    if not threads:
+        return NOWHERE
+    said = []
+    for frame, waiting in threads:
+        calls = [f"{f.path.rsplit('/', 1)[-1]}:{f.function}" for f in reversed(waiting)]
+        said.append(" -> ".join([frame.function, *calls]))
+    return ", ".join(sorted(said))
+
+
+def attempt_place(run_dir: Path, attempt: AttemptResult) -> str:
+    """The place of an attempt that hung, from its logs' stack.txt; `UNREAD` for any other
+    attempt, or where the dump is missing or unreadable."""
+    if attempt.ran is None or attempt.ran.kind != "hang" or not attempt.logs:
+        return UNREAD
+    try:
+        text = (run_dir / attempt.logs / STACK_TXT).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return UNREAD
+    return place_of(text) if text.strip() else UNREAD
+
+
+def moved(places: Iterable[str], original: Iterable[str]) -> tuple[str, ...]:
+    """The places in `places` the original never hung in (sorted), () where either side's
+    are all unread: an unread place is no difference."""
+    known = {p for p in original if p != UNREAD}
+    if not known:
+        return ()
+    return tuple(sorted({p for p in places if p != UNREAD} - known))
+
+
+__all__ = ["NOWHERE", "UNREAD", "attempt_place", "moved", "place_of"]

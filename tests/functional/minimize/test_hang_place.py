@@ -1,0 +1,89 @@
+"""`reprospec minimize` of a real hang keeps where it hangs (search.py's point 7,
+`hangs-elsewhere`): real threads, real locks, a real timeout.
+
+The program's thread takes a lock twice (a self-deadlock, in its own line), then would
+wait on an Event no one sets (in its failing cell). A candidate without the first
+`acquire` still hangs, as `hang`, but in the Event's wait: another hang, rejected; the
+old search accepted it and answered with `threading.Event().wait()`, no lock left.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.support.cli import json_verb
+
+PROGRAM = """\
+import os
+import threading
+
+lock = threading.Lock()
+
+
+def stuck():
+    lock.acquire()
+    if os.environ.get("TWICE") == "1":
+        lock.acquire()
+    threading.Event().wait(None if os.environ.get("TWICE") == "1" else 0.1)
+
+
+t = threading.Thread(target=stuck)
+t.start()
+t.join()
+"""
+
+SPEC = """\
+reprospec: 1
+name: stuck
+title: 'stuck.py: hang in stuck (stuck.py:11)'
+environment:
+  env:
+    TWICE: "${{ matrix.twice }}"
+matrix:
+  twice: ["1", "0"]
+command: python stuck.py
+run:
+  timeout: 1s
+expect:
+  outcome: hang
+  cases:
+    - {when: {twice: "0"}, outcome: pass}
+"""
+
+EVENT_WAIT = "stuck -> threading.py:wait -> threading.py:wait"
+
+
+def test_a_candidate_whose_hang_sits_elsewhere_is_rejected_and_the_deadlock_kept(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "stuck.py").write_text(PROGRAM, encoding="utf-8")
+    (tmp_path / "spec.yaml").write_text(SPEC, encoding="utf-8")
+    argv = [
+        sys.executable, "-m", "reprospec", "minimize", str(tmp_path / "spec.yaml"),
+        "--format", "json", "--out", str(tmp_path / "out"), "-o", str(tmp_path / "result"),
+        "-j", "2", "--min-rate", "0.9", "--budget", "80",
+    ]  # fmt: skip
+    code, data, stderr = json_verb(argv, timeout=300)
+    assert code == 0, stderr
+    same = data["search"]["same_failure"]
+    assert same["original_places"] == ["stuck"]
+    assert EVENT_WAIT in same["hung_elsewhere"], same
+    assert same["hangs_elsewhere_rejected"] >= 1
+    result = (tmp_path / "result" / "stuck.py").read_text(encoding="utf-8")
+    assert result.count("lock.acquire()") == 2, result  # the deadlock kept
+    assert "Event" not in result  # and the wait it never reaches gone
+    report = (tmp_path / "result" / "minimize.md").read_text(encoding="utf-8")
+    assert "the original hung in stuck: " in report
+    assert f"whose hang sat elsewhere ({EVENT_WAIT}" in report
+    # The minimized spec claims no place of the original's (its line 11 is another line).
+    written = yaml.safe_load((tmp_path / "result" / "minimized.yaml").read_text("utf-8"))
+    assert "title" not in written
+    assert "The original's title: stuck.py: hang in stuck (stuck.py:11)." in written["description"]
+    # Run again: the stored probes replay, their places with them, to the same answer.
+    code, again, stderr = json_verb(argv, timeout=300)
+    assert code == 0, stderr
+    assert again["search"]["same_failure"] == same
+    assert (tmp_path / "result" / "stuck.py").read_text(encoding="utf-8") == result

@@ -1,0 +1,167 @@
+"""A hang's place, as minimize compares two hangs (minimize/hangplace.py), and the search's
+rule that rejects a candidate whose hang sits elsewhere (search.py's point 7,
+`hangs-elsewhere`). Stack dumps as the engine writes them (stack.txt, faulthandler's)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from reprospec.isolation.candidates import AttemptKind
+from reprospec.isolation.state import StoredProbe
+from reprospec.minimize.hangplace import NOWHERE, UNREAD, moved, place_of
+from reprospec.minimize.program import Program
+from reprospec.minimize.search import Minimization, Settings
+from reprospec.minimize.source import Reducer
+
+LIB = "/root/.pyenv/versions/3.11.7/lib/python3.11"
+
+DEADLOCK = f"""\
+--- pid 29787 (python deadlock.py --batch 4) ---
+Thread 0x00007fd9b3a796c0 (most recent call first):
+  File "/tmp/h/deadlock.py", line 17 in w2
+  File "{LIB}/threading.py", line 982 in run
+  File "{LIB}/threading.py", line 1002 in _bootstrap
+
+Thread 0x00007fd9b427a6c0 (most recent call first):
+  File "/tmp/h/deadlock.py", line 12 in w1
+  File "{LIB}/threading.py", line 982 in run
+  File "{LIB}/threading.py", line 1002 in _bootstrap
+
+Current thread 0x00007fd9b5042b80 (most recent call first):
+  File "{LIB}/threading.py", line 1139 in _wait_for_tstate_lock
+  File "{LIB}/threading.py", line 1119 in join
+  File "/tmp/h/deadlock.py", line 19 in <module>
+"""
+
+# The same deadlock, two lines shorter, in a candidate's own folder: the same place.
+SHORTER = DEADLOCK.replace("/tmp/h/", "/tmp/m/candidates/ab12/").replace("line 17", "line 15")
+
+# One thread at a Barrier no other thread reaches, joined: the function w2 kept, its wait not.
+BARRIER = f"""\
+--- pid 4242 (python deadlock.py --batch 4) ---
+Thread 0x00007f0000000001 (most recent call first):
+  File "{LIB}/threading.py", line 327 in wait
+  File "{LIB}/threading.py", line 708 in _wait
+  File "{LIB}/threading.py", line 685 in wait
+  File "/tmp/h/deadlock.py", line 5 in w2
+  File "{LIB}/threading.py", line 982 in run
+  File "{LIB}/threading.py", line 1002 in _bootstrap
+
+Current thread 0x00007f0000000002 (most recent call first):
+  File "{LIB}/threading.py", line 1139 in _wait_for_tstate_lock
+  File "{LIB}/threading.py", line 1119 in join
+  File "/tmp/h/deadlock.py", line 7 in <module>
+"""
+
+# Its main thread left the program (no join) and waits at exit for the thread: as a join.
+AT_EXIT = f"""\
+--- pid 4243 (python deadlock.py) ---
+Thread 0x00007f0000000001 (most recent call first):
+  File "{LIB}/threading.py", line 327 in wait
+  File "/tmp/h/deadlock.py", line 5 in w2
+  File "{LIB}/threading.py", line 1002 in _bootstrap
+
+Current thread 0x00007f0000000002 (most recent call first):
+  File "{LIB}/threading.py", line 1139 in _wait_for_tstate_lock
+  File "{LIB}/threading.py", line 1590 in _shutdown
+"""
+
+# No frame of the program's own: `python -m` of a package's module, stuck in it.
+LIBRARY_ONLY = f"""\
+--- pid 4244 (python -m spin) ---
+Current thread 0x00007f0000000002 (most recent call first):
+  File "{LIB}/site-packages/spin/__main__.py", line 3 in <module>
+  File "<frozen runpy>", line 198 in _run_module_as_main
+"""
+
+
+def test_a_hangs_place_is_its_threads_functions_and_what_they_wait_in_not_its_lines() -> None:
+    assert place_of(DEADLOCK) == "w1, w2"
+    assert place_of(SHORTER) == place_of(DEADLOCK)
+    assert place_of(BARRIER) == (
+        "w2 -> threading.py:wait -> threading.py:_wait -> threading.py:wait"
+    )
+    assert place_of(AT_EXIT) == "w2 -> threading.py:wait"
+    assert place_of(LIBRARY_ONLY) == NOWHERE
+    assert place_of("") == place_of(None) == UNREAD
+
+
+def test_a_place_the_original_never_hung_in_moved_and_an_unread_one_never_did() -> None:
+    assert moved([place_of(BARRIER)], [place_of(DEADLOCK)]) == (place_of(BARRIER),)
+    assert moved([NOWHERE], ["w1, w2"]) == (NOWHERE,)
+    assert moved([place_of(SHORTER)], [place_of(DEADLOCK)]) == ()
+    assert moved([UNREAD], ["w1, w2"]) == ()  # the candidate's unread
+    assert moved([place_of(BARRIER)], [UNREAD]) == ()  # the original's unread
+    # A flaky original that hung in two places: either is its own.
+    assert moved(["b", "a"], ["a", "b", UNREAD]) == ()
+
+
+def program(text: str) -> Program:
+    return Program(head=("python", "h.py"), args=(), files=(("h.py", text),))
+
+
+def proposing(*texts: str) -> Callable[[Program], Reducer]:
+    def passes(original: Program) -> Reducer:
+        best = original
+        for text in texts:
+            if (yield program(text)):
+                best = program(text)
+        return best
+
+    return passes
+
+
+def test_the_search_rejects_a_candidate_whose_hang_sits_elsewhere_and_replays_the_same() -> None:
+    # Every program hangs (a match) in its failing cell and passes its passing cell; where
+    # each hangs is its stack's place, "" for one whose stacks were not read.
+    stacks = {"original": DEADLOCK, "barrier": BARRIER, "unread": "", "shorter": SHORTER}
+    stored: list[tuple[str, tuple[AttemptKind, ...], tuple[str, ...]]] = []
+
+    def drive(replay: list[tuple[str, tuple[AttemptKind, ...], tuple[str, ...]]]) -> Minimization:
+        search = Minimization(
+            program("original"),
+            Settings(passing=1, budget=200),
+            proposing("barrier", "unread", "shorter"),
+        )
+        while search.result is None:
+            for probe in search.next_probes():
+                text = dict(search.program(probe.key).files)["h.py"]
+                if replay:
+                    _, kinds, places = replay.pop(0)
+                else:
+                    n = 1 if probe.role == "passing" else max(1, probe.attempts)
+                    hangs = probe.role != "passing"
+                    kind: AttemptKind = "match" if hangs else "pass"
+                    kinds = (kind,) * n
+                    places = (place_of(stacks[text]),) * n if hangs else ("",) * n
+                    stored.append((probe.role, kinds, places))
+                # Through the state file's line, as a resumed minimize replays it.
+                line = StoredProbe(probe.key, (), probe.role, kinds, "r", places=places)
+                again = StoredProbe.from_dict(line.to_dict())
+                search.record(probe, again.kinds, "", (), again.places)
+        return search
+
+    first = drive([])
+    result = first.result
+    assert result is not None
+    assert result.status == "minimized", result.message
+    verdicts = {dict(first.program(j.key).files)["h.py"]: j.verdict for j in result.judged}
+    assert verdicts == {
+        "original": "fails",
+        "barrier": "hangs-elsewhere",
+        "unread": "fails",  # unread: no difference
+        "shorter": "fails",
+    }
+    rejected = next(j for j in result.judged if j.verdict == "hangs-elsewhere")
+    assert rejected.hung_elsewhere == (place_of(BARRIER),)
+    assert rejected.passing.attempts == 0  # at its first match: it cost nothing more
+    same = result.same_failure
+    assert same is not None
+    assert same.original_places == ("w1, w2",)
+    assert (same.hangs_elsewhere_rejected, same.hung_elsewhere) == (1, (place_of(BARRIER),))
+    assert result.program == program("shorter")
+    # Replayed from what was stored: the same verdicts, the same answer.
+    again = drive(list(stored))
+    assert again.result is not None
+    assert [j.verdict for j in again.result.judged] == [j.verdict for j in result.judged]
+    assert again.result.program == result.program
