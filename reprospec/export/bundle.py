@@ -46,7 +46,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING, TypedDict
 
-from reprospec.core.bounds import MAX_REPEAT, count_within
+from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT, count_within
 from reprospec.core.formats import BUNDLE_SUFFIXES
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan, Spec
@@ -119,6 +119,9 @@ class Unpacked:
     matrix_filters: tuple[str, ...] = ()
     overrides: tuple[str, ...] = ()
     repeat: int | None = None
+    # The original run's `-j` where it gave one: it overrides the spec's `run.parallel`,
+    # and a race or a contention bug reproduces at another rate without it.
+    jobs: int | None = None
     timeout_s: float | None = None
     observe: bool = False
     # The original run's runner where it was not local: a venv run's cells need the
@@ -138,7 +141,7 @@ class Unpacked:
 
     def run_options(self, options: RunOptions, *, runner_given: bool = False) -> RunOptions:
         """The options this bundle's spec runs with: the original run's `-m` filters,
-        `--repeat`, `--timeout`, `--preload`, observe mode and runner (not local) unless
+        `-j`, `--repeat`, `--timeout`, `--preload`, observe mode and runner (not local) unless
         `options` gives them (the manifest was checked as the CLI's options are, when it
         was read); its overrides first (its `stop_on` as `run.stop_on=...`, which a `--set`
         or `options.stop_on` given still overrides), then `options`'. `run FILE` and
@@ -149,6 +152,7 @@ class Unpacked:
             runner=options.runner if runner_given or not self.runner else self.runner,
             matrix_filters=options.matrix_filters or self.matrix_filters,
             repeat=options.repeat if options.repeat is not None else self.repeat,
+            jobs=options.jobs if options.jobs is not None else self.jobs,
             timeout_s=options.timeout_s if options.timeout_s is not None else self.timeout_s,
             observe=options.observe or self.observe,
             overrides=(*self.overrides, *stop, *options.overrides),
@@ -163,6 +167,7 @@ class _BundledOptions(TypedDict, total=False):
 
     matrix_filters: tuple[str, ...]
     repeat: int
+    jobs: int
     timeout_s: float
     observe: bool
     runner: str
@@ -443,6 +448,8 @@ def _sources(run: RunResult, run_dir: Path, *, as_now: bool = False) -> _Sources
         kept["runner"] = options.runner
     if options.preload is not None:
         kept["preload"] = list(options.preload)
+    if options.jobs is not None:
+        kept["jobs"] = options.jobs
     if options.first_attempt != 1:
         kept["first_attempt"] = options.first_attempt
     if options.stop_on is not None:
@@ -828,7 +835,7 @@ def _readme(
         options = {}
     runner = options.get("runner")
     # What `reprospec run ARCHIVE` gives the spec from the manifest (`--runner`,
-    # `--preload`, `-m`, `--repeat`, `--first-attempt`, `--timeout`, `--observe`, stop_on),
+    # `--preload`, `-m`, `-j`, `--repeat`, `--first-attempt`, `--timeout`, `--observe`, stop_on),
     # by the rule a report's rerun is written by: without them, the spec run by hand ran
     # every cell once (a `-m` run of 1 cell of 4 ran all 4). The manifest keeps the timeout
     # in seconds; the rule reads it as the store does.
@@ -851,7 +858,7 @@ def _readme(
         "the report, the logs of every attempt, and the files of the workdir its cells name.",
         "",
         "Rerun it (reprospec unpacks it safely under `.reprospec/bundles/` and runs the spec",
-        "with the run's `-m` filters, `--repeat`, `--timeout`, `--preload` and `stop_on`"
+        "with the run's `-m` filters, `-j`, `--repeat`, `--timeout`, `--preload` and `stop_on`"
         + (
             f", on the {runner} runner it ran on):"
             if runner and runner == run.runner
@@ -1304,6 +1311,12 @@ def _run_options(options: Mapping[str, object], where: str) -> _BundledOptions:
             checked["repeat"] = count_within(repeat, MAX_REPEAT)
         except ValueError as exc:
             raise UsageError(f"{at}.repeat: {exc}") from None
+    jobs = options.get("jobs")
+    if jobs is not None:
+        try:
+            checked["jobs"] = count_within(jobs, MAX_PARALLEL)
+        except ValueError as exc:
+            raise UsageError(f"{at}.jobs: {exc}") from None
     timeout = options.get("timeout_s")
     if timeout is not None:
         try:

@@ -1183,3 +1183,41 @@ def test_a_bundle_of_an_api_run_stops_its_cells_as_the_run_did(tmp_path: Path, c
 
     assert attempts() == 1
     assert attempts("--set", "run.stop_on=never") == 3
+
+
+def test_a_bundle_reruns_at_the_runs_jobs(tmp_path: Path, cli: Cli) -> None:
+    """`RunOptions(jobs=2)` over a spec's `run.parallel: 1`: its report.md said `-j 2`, but
+    the manifest kept no jobs, so `reprospec run ARCHIVE` and README.md's spec run by hand
+    ran one at a time, where a race reproduces at another rate. Both run at 2 now, and a
+    `-j` given still wins."""
+    import reprospec
+
+    spec_file = tmp_path / "jobs.yaml"
+    spec_file.write_text(
+        "reprospec: 1\nname: jobs\n"
+        "command: python -c 'import os; os.abort()'\n"
+        "run: {timeout: 30s, parallel: 1}\nexpect: {outcome: crash, signal: SIGABRT}\n"
+    )
+    out = tmp_path / "out"
+    ran = reprospec.run(reprospec.load_spec(spec_file), reprospec.RunOptions(out=out, jobs=2))
+    archive = tmp_path / "jobs.tar.gz"
+    made = cli("bundle", ran.run_id, "--out", str(out), "-o", str(archive))
+    assert made.code == 0, made.stderr
+    with tarfile.open(archive) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith("/README.md"))
+        handle = tar.extractfile(member)
+        assert handle is not None
+        readme = handle.read().decode()
+    rerun = re.search(r"run the spec yourself: `reprospec (run [^`]+)`", readme)
+    assert rerun is not None, readme
+    assert rerun.group(1).endswith("jobs.yaml -j 2"), readme
+
+    def jobs(*given: str) -> object:
+        again = tmp_path / f"again{len(given)}"
+        done = cli("run", str(archive), *given, "--out", str(again), "--yes")
+        assert done.code == 0, done.stderr
+        (folder,) = (again / "runs").iterdir()
+        return json.loads((folder / "results.json").read_text())["options"]["jobs"]
+
+    assert jobs() == 2
+    assert jobs("-j", "3") == 3
