@@ -360,6 +360,28 @@ def test_an_original_failing_otherwise_as_often_as_it_passes_does_not_seek_its_f
     )
 
 
+def test_the_seek_counts_passes_alone_so_its_refusal_is_as_unlikely_as_it_says() -> None:
+    # 11 passed / 9 failed otherwise per 20 at --min-rate 0.04 sought to 130 attempts (~72
+    # passes) and was refused with "72 passing attempts had a chance of 0.053", where
+    # cli.md says the seek goes on until a miss is less likely than 0.005.
+    executor_ran = 0
+
+    def once(_program: Program, probe: Probe) -> tuple[list[AttemptKind], str]:
+        nonlocal executor_ran
+        kinds: list[AttemptKind] = []
+        for _ in range(probe.attempts):
+            executor_ran += 1
+            kinds.append("pass" if executor_ran % 20 < 11 else "other")
+        return kinds, ""
+
+    settings = Settings(min_rate=0.04, passing=len(PASSING))
+    result = minimize(program(), once, settings)
+    assert result.status == "refused"
+    assert result.original_rate.matched == 0
+    assert "130 passing attempts had a chance of 0.005:" in result.message
+    assert result.attempts == executor_ran > 130
+
+
 def test_a_refusal_of_an_original_that_only_passed_says_how_unlikely_and_the_ways_on() -> None:
     result = run(0.0, seed=0, min_rate=0.05)
     assert result.status == "refused"
