@@ -39,6 +39,11 @@ from reprospec.errors import InfraError
 # name extras in turn, so the whole closure is judged from one probe (`mismatches`).
 PROBE_CODE = r"""
 import json, os, platform, re, sys
+# `python -c` puts "" (the current directory, a cell's workdir) first: what its metadata says
+# was named as the environment's own, or as a PYTHONPATH folder's that holds another version.
+# Left out, as is not PYTHONPATH's own empty entry (an absolute cwd, or a second "").
+if sys.path and sys.path[0] == "":
+    del sys.path[0]
 def norm(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 def egg_requires(text):
@@ -155,12 +160,17 @@ out = {"python": sys.executable, "prefix": sys.prefix,
        "installed": dict((n, found.get(n)) for n in names), "markers": markers}
 # Which of them a PYTHONPATH folder holds: Python puts those before the environment's own.
 # An empty entry (`:/x`, `/x:`) is the current directory, as Python reads it; an empty
-# PYTHONPATH is none.
+# PYTHONPATH is none. The folder named is the first of sys.path that holds the name, the
+# one whose version was read, and only where it is PYTHONPATH's.
 pythonpath = os.environ.get("PYTHONPATH", "")
-paths = [os.path.realpath(p or os.getcwd()) for p in pythonpath.split(os.pathsep) if pythonpath]
+paths = set(os.path.realpath(p or os.getcwd()) for p in pythonpath.split(os.pathsep) if pythonpath)
 if paths:
     shadowed = {}
-    for folder in paths:
+    left = set(n for n in names if found.get(n) is not None)
+    for folder in sys.path:
+        if not left:
+            break
+        folder = os.path.realpath(folder or os.getcwd())
         try:
             entries = os.listdir(folder)
         except OSError:
@@ -168,8 +178,10 @@ if paths:
         for entry in entries:
             if entry.endswith((".dist-info", ".egg-info")):
                 name = norm(entry.rsplit(".", 1)[0].split("-", 1)[0])
-                if name in names and found.get(name) is not None:
-                    shadowed.setdefault(name, folder)
+                if name in left:
+                    left.discard(name)
+                    if folder in paths:
+                        shadowed[name] = folder
     out["pythonpath"] = shadowed
 if sys.argv[2:] == ["extras"]:
     out["everything"] = found

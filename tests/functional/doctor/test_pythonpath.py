@@ -128,3 +128,17 @@ def test_an_empty_entry_is_the_cells_workdir(
     check = _check(monkeypatch, ":/nonexistent", needs)
     assert (check.status, check.why) == ("fail", _run_says(":/nonexistent", workdir) + TAIL)
     assert f"from {os.path.realpath(workdir)} on PYTHONPATH" in check.why
+
+
+def test_the_workdir_python_c_puts_first_is_not_named_as_a_pythonpath_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The probe's `python -c` read the workdir's packaging 26.4 (its "" comes before every
+    # PYTHONPATH entry) and named PYTHONPATH's folder, which holds the allowed 21.3: doctor
+    # failed, advising to leave that folder out, which changed nothing.
+    workdir = _dist(tmp_path / "wd", "26.4")
+    good = _dist(tmp_path / "good", "21.3")
+    needs = replace(
+        SINGLE, package_sets=(CellPackages(("packaging==21.3",), ("c1",), workdir=str(workdir)),)
+    )
+    assert _check(monkeypatch, str(good), needs).status == "pass"

@@ -75,6 +75,32 @@ def test_an_empty_pythonpath_entry_is_the_current_directory(tmp_path: Path) -> N
         assert probe_installed(sys.executable, ["packaging"], env=env, cwd=site).pythonpath == {}
 
 
+def test_the_working_directory_of_python_c_is_not_the_environment(tmp_path: Path) -> None:
+    # `python -c` puts "" (the cwd, a cell's workdir) before every PYTHONPATH entry: its
+    # packaging 99.1 was read, and named as from PYTHONPATH's folder, which holds the allowed
+    # 21.3 ("leave that folder out of it" changed nothing), or, with no PYTHONPATH, as the
+    # environment's own.
+    workdir = tmp_path / "wd"
+    meta = workdir / "packaging-99.1.dist-info"
+    meta.mkdir(parents=True)
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: packaging\nVersion: 99.1\n")
+    good = tmp_path / "good" / "packaging-21.3.dist-info"
+    good.mkdir(parents=True)
+    (good / "METADATA").write_text("Metadata-Version: 2.1\nName: packaging\nVersion: 21.3\n")
+    folder = os.path.realpath(good.parent)
+    for site in (True, False):
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(good.parent)}
+        seen = probe_installed(sys.executable, ["packaging==21.3"], env=env, cwd=workdir, site=site)
+        assert (seen.versions, seen.pythonpath) == ({"packaging": "21.3"}, {"packaging": folder})
+        assert mismatches(["packaging==21.3"], seen) == ()
+    own = probe_installed(sys.executable, ["packaging"], env={"PATH": "/usr/bin:/bin"}, cwd=workdir)
+    assert (
+        own.versions
+        == {"packaging": importlib.metadata.version("packaging")}
+        != {"packaging": "99.1"}
+    )
+
+
 def test_probe_reads_the_metadata_files_where_python_has_no_importlib_metadata(
     tmp_path: Path,
 ) -> None:
