@@ -624,10 +624,14 @@ def write(
         )
         body = dump_yaml(amplified_document(document, winner.arm.settings, base_dir))
         if source_text:
-            # capture's note on widening the axes names amplified.yaml, as amplify.md's
-            # commands do: it named the original spec, over the spec written here.
+            # capture's note on widening the axes names amplified.yaml by its path, as
+            # amplify.md's commands do: it named the original spec, over the spec written
+            # here, and then its bare name, which ran from nowhere amplify's lines run
+            # from (the folder has no repro.sh to run from, as minimize's DIR has).
             carried = axes_note_for(
-                carry_comments(source_text, body, _rate_comment(found)), body, path.name
+                carry_comments(source_text, body, _rate_comment(found)),
+                body,
+                shlex.quote(str(path)),
             )
             body = without_filled_todo(carried, source_text)
         content = header + schema_moved(body, base_dir, found.folder)

@@ -53,8 +53,8 @@ def observe_line(spec: str) -> str:
 def axes_note_for(commented: str, dumped: str, name: str) -> str:
     """capture's note on widening the axes in `commented` (`carry_comments` of `dumped`),
     true of the spec written: gone with its matrix, else its command naming `name` (a shell
-    word), the file written (minimized.yaml, amplified.yaml), as the other commands of its
-    folder do.
+    word), the file written (minimized.yaml, run from its DIR; amplified.yaml's path), as
+    the other commands beside it do.
     Carried as it was, a minimized hang whose command lost every axis said "Each matrix
     axis is one of the command's own settings" over a spec with none, and both named the
     original spec's file to observe."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import replace
 from pathlib import Path
 
@@ -298,7 +299,10 @@ def test_the_amplified_spec_s_note_on_axes_names_the_amplified_spec(tmp_path: Pa
     )
     assert found.amplified_spec is not None
     text = found.amplified_spec.read_text()
-    assert "\n#   reprospec run amplified.yaml --observe --set 'matrix.AXIS=[OLD, NEW]'\n" in text
+    # By its path, as amplify.md's commands name it: the bare name ran only from the folder.
+    quoted = shlex.quote(str(found.amplified_spec))
+    assert f"\n# {observe_line(quoted)}\n" in text
+    assert f"\n    reprospec run {quoted} " in markdown(found)
     assert "crash.yaml" not in text
     assert f"# {AXES_NOTE[0]}\n" in text
 
