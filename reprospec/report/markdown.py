@@ -10,6 +10,7 @@ template shows (the results table, the grid, the attempts) and fills the templat
 from __future__ import annotations
 
 import functools
+import re
 import shlex
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -361,18 +362,27 @@ def _before_end_of_options(line: str, extra: str) -> str:
     """`line` with the words `extra` adds: at its end, or before its lone `--` (`pytest
     --reprospec s.yaml -- tests/x`), after which pytest (and argparse) read every word as
     a path: `--reprospec-python PATH` appended there was 'file or directory not found'."""
-    from reprospec.core.logtext import shell_join, shell_split
+    from reprospec.core.logtext import shell_split
 
     if not extra:
         return line
     try:
-        words = shell_split(line)
+        shell_split(line)
     except ValueError:  # a quotation not closed: no word of it is read
         return line + extra
-    if "--" not in words:
-        return line + extra
-    at = words.index("--")
-    return shell_join([*words[:at], *shell_split(extra), *words[at:]])
+    # Put in as text before the first `--` that is a word of its own (not quoted, not in
+    # another word): the line split and joined again wrote the user's own quoting anew
+    # (`-k "a b"` became `-k 'a b'`), and only where a `--` was there.
+    for found in re.finditer(r"(?<![^ \t])--(?![^ \t])", line):
+        before = line[: found.start()]
+        try:
+            words = shell_split(before)
+            alone = len(shell_split(before + "x")) == len(words) + 1  # `a\ --`: one word
+        except ValueError:  # inside a quotation
+            continue
+        if alone:
+            return f"{before}{extra.strip()} {line[found.start() :]}"
+    return line + extra
 
 
 def _by_pytest(run: RunResult) -> bool:

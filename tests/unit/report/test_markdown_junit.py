@@ -1127,6 +1127,13 @@ def test_a_pytest_run_with_its_python_is_reproduced_with_the_plugins_option() ->
     ended = replace(run, command_line="pytest --reprospec specs/b.yaml -- tests/x")
     reproduce = render(ended, "md").split("## How to reproduce")[1]
     assert f"pytest --reprospec specs/b.yaml --reprospec-python {python} -- tests/x\n" in reproduce
+    # Put in as typed: the line split and joined again wrote `-k "a b"` as `-k 'a b'`, and
+    # a `--` inside a quoted word is none.
+    quoted = replace(run, command_line='pytest --reprospec s.yaml -k "a -- b" -- tests/x')
+    reproduce = render(quoted, "md").split("## How to reproduce")[1]
+    assert f'pytest --reprospec s.yaml -k "a -- b" --reprospec-python {python} -- tests/x\n' in (
+        reproduce
+    )
 
 
 def test_a_venv_run_from_a_wheel_folder_is_reproduced_with_it_on_this_machine() -> None:
