@@ -7,7 +7,6 @@ import shlex
 from collections.abc import Mapping, Sequence
 
 from reprospec.core.lazyre import Lazy
-from reprospec.core.words import plural
 
 # The patterns are strings, compiled on first use (re caches them): `validate` and `plan`
 # start without compiling those only a run's logs need.
@@ -90,6 +89,10 @@ def _omitted(dropped: list[str], where: str) -> str:
     tail said "4725 earlier lines omitted" where 4961 were. The unread bytes are
     named instead, as the bytes they are.
     """
+    # Here, not at the top: `validate` and `plan` import this module, and words' own
+    # imports only a log with lines left out needs (as atomicfile.unsaved_sentence's).
+    from reprospec.core.words import plural
+
     marks = (line for line in dropped if line.startswith("[... "))
     unread = [int(m[1]) for line in marks if (m := re.match(_UNREAD, line))]
     count = len(dropped) - len(unread)
