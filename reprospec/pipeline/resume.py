@@ -26,7 +26,9 @@ from reprospec.errors import UsageError
 # The options a resumed run keeps from the run it continues (`RunOptions` field -> the
 # `run` flag that sets it): its finished attempts ran under them, and the attempts left
 # must run as those did for one cell's attempts to be judged alike. `-j` (how many at
-# once), `--out`, `--format` and `--yes` change nothing that runs.
+# once) changes no attempt's own options, though a race's rate may change with it: the
+# run's is kept, but a resume may give another. `--out`, `--format` and `--yes` change
+# nothing that runs.
 KEPT: Mapping[str, str] = {
     "matrix_filters": "-m",
     "overrides": "--set",

@@ -156,10 +156,13 @@ def merge(
         # against an unsharded run must not read `shard: (none) -> [1, 3]`.
         # `merged_from`: the runs it was made of, so that one given again beside them is
         # told a merge's (`_check_overlap`), and two runs of the same attempts are not.
+        # `jobs`: the runs' `-j` where they all had one, else none: shards run at `-j 1`
+        # and `-j 8` were rerun (the report's rerun, How to reproduce) at the first's.
         options={
             **first.options,
             "shard": None,
             "matrix_filters": list(filters),
+            "jobs": _merged_jobs(runs),
             MERGED_FROM: [run.run_id for run in runs],
         },
     )
@@ -340,7 +343,8 @@ def _planned_cells(run: RunResult) -> Sequence[Cell] | None:
 
 # The options that change what a run's attempts are or how they are judged, as the CLI
 # names them: runs that differ in one are not one run, however their cells fit together.
-# (`-j`, the runner, `--out` or `--gpus` may differ between one run's shards, machines.)
+# (`-j`, the runner, `--out` or `--gpus` may differ between one run's shards, machines;
+# where `-j` differs, the merged run keeps none.)
 _SAME_OPTIONS = (
     # `--set` first: a setting of run.timeout is told as the `--set` it is.
     ("overrides", "--set"),
@@ -536,7 +540,7 @@ def _merged_command_line(runs: Sequence[RunResult], filters: Sequence[str]) -> s
     if first.options.get("purpose") == "pytest":
         if all(run.command_line == first.command_line for run in runs):
             return first.command_line
-        options = {**first.options, "matrix_filters": list(filters)}
+        options = {**first.options, "matrix_filters": list(filters), "jobs": _merged_jobs(runs)}
         return rerun_command(options, first.spec_path, as_ran=True)
     if not first.command_line:
         # Runs made from Python (`reprospec.run`, a search's probe) record none: the merged
@@ -544,6 +548,8 @@ def _merged_command_line(runs: Sequence[RunResult], filters: Sequence[str]) -> s
         # filters). Split, "" gave the merged `-m`s alone, `-m crash=true -m crash=false`.
         return ""
     command_line = _without_shard(first.command_line)
+    if _merged_jobs(runs) is None:
+        command_line = _without_jobs(command_line)
     if list(filters) == _filters_of(first):
         return command_line
     try:
@@ -566,6 +572,20 @@ def _merged_command_line(runs: Sequence[RunResult], filters: Sequence[str]) -> s
     at = len(kept) if at is None else at
     given = [word for f in filters for word in ("-m", f)]
     return shell_join(kept[:at] + given + kept[at:])
+
+
+def _merged_jobs(runs: Sequence[RunResult]) -> JsonValue:
+    """The runs' `-j` where every one ran with the same, else None (the spec's
+    `run.parallel`): a race reproduces at another rate at another `-j`."""
+    jobs = runs[0].options.get("jobs")
+    return jobs if all(run.options.get("jobs") == jobs for run in runs) else None
+
+
+def _without_jobs(command_line: str) -> str:
+    """The command without its `-j N` (`-jN`, `--jobs N`, `--jobs=N`)."""
+    import re
+
+    return re.sub(r"\s(?:-j\s*|--jobs(?:=|\s+))\d+(?=\s|$)", "", command_line)
 
 
 def _without_shard(command_line: str) -> str:

@@ -493,6 +493,43 @@ def test_merged_shards_are_one_unsharded_run_to_compare() -> None:
     assert compare(whole, merged)["options"] == []
 
 
+def test_shards_run_at_other_jobs_merge_into_a_run_of_none() -> None:
+    # Shards run at `-j 1` and `-j 8` merged as a `-j 1` run: the first's options and
+    # command line, so the report's rerun and How to reproduce said `-j 1`.
+    whole = replace(
+        hang_run(),
+        command_line="reprospec run specs/hang.yaml",
+        options={"matrix_filters": [], "shard": None},
+    )
+    cell_id = whole.cells[0].cell.id
+    shards = [
+        replace(
+            _shard(whole, attempts, f"s{n}"),
+            shard=f"{n}/2",
+            command_line=f"reprospec run specs/hang.yaml {jobs} --shard {n}/2",
+            options={**whole.options, "shard": [n, 2], "jobs": int(jobs[-1])},
+        )
+        for n, jobs, attempts in (
+            (1, "-j 1", {(cell_id, 1), (cell_id, 3)}),
+            (2, "--jobs=8", {(cell_id, 2)}),
+        )
+    ]
+    merged = merge(shards, judge_cell=_count_judge)
+    assert merged.options["jobs"] is None
+    assert merged.command_line == "reprospec run specs/hang.yaml"
+    # The same `-j` in every shard is kept.
+    same = [replace(s, options={**s.options, "jobs": 1}) for s in shards]
+    assert merge(same, judge_cell=_count_judge).options["jobs"] == 1
+    # A pytest session's: its line is rebuilt from the options.
+    pytest_runs = [
+        replace(
+            s, command_line=f"pytest --reprospec {n}", options={**s.options, "purpose": "pytest"}
+        )
+        for n, s in enumerate(shards)
+    ]
+    assert "-j" not in merge(pytest_runs, judge_cell=_count_judge).command_line.split()
+
+
 def test_merged_runs_of_other_cells_name_every_cell_in_their_filters() -> None:
     # One CI job per cell (`plan --format github`: `-m a=1 -m b=x` each), merged: the
     # command that reruns the merged run is not the first job's, which runs one cell.
