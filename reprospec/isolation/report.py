@@ -416,12 +416,14 @@ def _counts(evidence: Candidate) -> tuple[int, int]:
 
 def _figure(evidence: Candidate) -> str:
     """The headline's `failed/attempts` of a set, as the table's row says them; where some
-    failed otherwise, the tally's own `figure` ("0/20: 18 passed, 2 failed otherwise", as
-    isolate's refusal says it); a set never run itself rests on the clean attempts of the
-    sets that hold it, and says so."""
+    failed otherwise, with what its clean attempts did, in the tally's words ("0/20: 18
+    passed, 2 failed otherwise", as isolate's refusal says it), over the same attempts as
+    the row (its infra errors too: the tally's `figure` counts those that ran, and a set
+    with one read 0/20 beside its row's 21); a set never run itself rests on the clean
+    attempts of the sets that hold it, and says so."""
     attempts, matched = _counts(evidence)
     if evidence.tally.other:
-        return evidence.tally.figure()
+        return f"{matched}/{attempts}: {evidence.tally.did()}"
     if attempts:
         return f"{matched}/{attempts}"
     held = evidence.rests_on()

@@ -140,13 +140,15 @@ def test_a_set_whose_attempts_failed_otherwise_is_not_said_to_pass() -> None:
 def test_a_set_that_failed_otherwise_is_counted_in_the_tally_s_own_words() -> None:
     """The sentence said "0/20, 2 failing otherwise" where isolate's refusal says "0/20: 18
     passed, 2 failed otherwise", and the row's "(2 of 20)" counted the attempts that ran
-    beside an attempts column of 21 (one infra error): both say the tally's `figure`."""
-    fused = Candidate((0,), "one-smaller", Tally(passed=19), False, clean_evidence=19)
+    beside an attempts column of 21 (one infra error): both say the tally's words, over the
+    row's attempts (the sentence's "0/20" of the attempts that ran, beside a set without
+    other failures counted as "0/21", and its own row's 21, was two denominators)."""
+    fused = Candidate((0,), "one-smaller", Tally(passed=20, infra=1), False, clean_evidence=20)
     cache = Candidate(
         (2,), "one-smaller", Tally(passed=18, other=2, infra=1), False, clean_evidence=20
     )
     found = _pair(fused, cache)
-    assert "(0/19; 0/20: 18 passed, 2 failed otherwise)" in sentence(found)
+    assert "(0/21; 0/21: 18 passed, 2 failed otherwise)" in sentence(found)
     row = next(line for line in text(found).splitlines() if "cache=1 alone" in line)
     assert re.search(r" 21 +0 +passes or fails otherwise \(18 passed, 2 failed otherwise; 20 ", row)
     assert "2 of 20" not in row
