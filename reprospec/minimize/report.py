@@ -372,7 +372,11 @@ def _set(document: dict[str, Any], path: str, value: int) -> None:
 
 
 def _reset_axes(document: dict[str, Any], reset: Sequence[Difference]) -> None:
-    """An axis the settings step reset holds only the passing value it was reset to."""
+    """An axis the settings step reset holds only the passing value it was reset to; the
+    `expect.cases` and `matrix.exclude` entries that name another value of it go with the
+    cells they named. Kept, a case's `when: {twice: "1"}` named a value the axis no longer
+    has, minimized.yaml failed its own validation (`'1' is not a value of axis 'twice'`),
+    and minimize stopped on a temporary file's path before the program's search."""
     matrix = document.get("matrix")
     for diff in reset:
         if (
@@ -382,6 +386,32 @@ def _reset_axes(document: dict[str, Any], reset: Sequence[Difference]) -> None:
             and diff.base is not MISSING
         ):
             matrix[diff.name] = [diff.base]
+            _drop_naming(matrix, "exclude", None, diff.name, diff.base)
+            expect = document.get("expect")
+            if isinstance(expect, dict):
+                _drop_naming(expect, "cases", "when", diff.name, diff.base)
+
+
+def _drop_naming(
+    parent: dict[str, Any], key: str, within: str | None, axis: str, kept: object
+) -> None:
+    """`parent[key]`'s entries (each one's `within` mapping, or the entry itself) that set
+    `axis` to a value other than `kept` removed; the list too, where none is left."""
+    entries = parent.get(key)
+    if not isinstance(entries, list):
+        return
+
+    def names_another(entry: object) -> bool:
+        where = entry.get(within) if isinstance(entry, dict) and within else entry
+        return isinstance(where, dict) and axis in where and not same(where[axis], kept)
+
+    left = [entry for entry in entries if not names_another(entry)]
+    if len(left) == len(entries):
+        return
+    if left:
+        parent[key] = left
+    else:
+        del parent[key]
 
 
 def _drop_unused_axes(document: dict[str, Any]) -> None:

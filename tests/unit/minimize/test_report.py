@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import yaml
+
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.results import Rate
 from reprospec.minimize.program import Program
@@ -304,3 +306,39 @@ def test_an_answer_whose_report_could_not_be_written_names_the_file_not_saved(
     assert saved.unsaved.endswith(f"): its minimize.md is not this run's; those in {out} are")
     assert (state / "minimize.json").is_file()
     assert (out / "minimize.md").is_file()
+
+
+def test_a_reset_axis_takes_the_cases_and_excludes_naming_its_other_values_with_it(
+    tmp_path: Path,
+) -> None:
+    # Step 1 reset `twice` to its passing value "0": a case `when: {twice: "1"}` kept named
+    # a value the axis no longer has, and minimized.yaml failed its own validation
+    # (`'1' is not a value of axis 'twice'`): minimize stopped before its search.
+    from reprospec.isolation.differences import Difference
+    from reprospec.minimize.report import _spec_text
+    from reprospec.spec.load import load_spec
+
+    (tmp_path / "stuck.py").write_text("print(1)\n")
+    (tmp_path / "spec.yaml").write_text(
+        "reprospec: 1\nname: s\ncommand: python stuck.py\n"
+        "environment: {env: {TWICE: '${{ matrix.twice }}', WAIT: '${{ matrix.wait }}'}}\n"
+        "matrix:\n  twice: ['1', '0']\n  wait: ['1', '0']\n"
+        "  exclude: [{twice: '1', wait: '0'}, {wait: '0', twice: '0'}]\n"
+        "expect:\n  outcome: hang\n  cases:\n"
+        "    - {when: {twice: '0', wait: '0'}, outcome: pass}\n"
+        "    - {when: {twice: '1', wait: '0'}, outcome: pass}\n"
+    )
+    spec = load_spec(tmp_path / "spec.yaml")
+    original = Program(head=("python", "stuck.py"), args=(), files=(("stuck.py", "print(1)\n"),))
+    reset = (Difference("matrix.twice", "0", "1"),)
+    (tmp_path / "minimized.yaml").write_text(_spec_text(spec, original, reset, tmp_path))
+    written = yaml.safe_load((tmp_path / "minimized.yaml").read_text())
+    load_spec(tmp_path / "minimized.yaml")  # valid
+    assert written["matrix"]["twice"] == ["0"]
+    assert written["matrix"]["exclude"] == [{"wait": "0", "twice": "0"}]
+    assert written["expect"]["cases"] == [{"when": {"twice": "0", "wait": "0"}, "outcome": "pass"}]
+    # A reset that leaves no case: `cases` goes.
+    only = (Difference("matrix.wait", "1", "0"),)
+    (tmp_path / "minimized.yaml").write_text(_spec_text(spec, original, only, tmp_path))
+    load_spec(tmp_path / "minimized.yaml")
+    assert "cases" not in yaml.safe_load((tmp_path / "minimized.yaml").read_text())["expect"]
