@@ -96,9 +96,12 @@ def _catches_dump_signal(pid: int) -> bool:
 
 def _looks_like_python(info: ProcInfo) -> bool:
     """Whether a process's executable is an interpreter's, by pythonargs' one name rule
-    (`python3.13t`, `python3.11d`, `pypy3`; not `python3-config`)."""
+    (`python3.13t`, `python3.11d`, PyPy's `pypy3.10-c`; not `python3-config`). An
+    interpreter replaced while it runs (a venv rebuilt, an upgrade) reads
+    `python3.11 (deleted)`: still one."""
     try:
-        exe = os.path.basename(os.readlink(f"/proc/{info.pid}/exe"))  # noqa: PTH115, PTH119
+        link = os.readlink(f"/proc/{info.pid}/exe")  # noqa: PTH115
+        exe = os.path.basename(link.removesuffix(" (deleted)"))  # noqa: PTH119
     except OSError:
         exe = os.path.basename(info.cmdline.split(" ", 1)[0])  # noqa: PTH119
     return is_python(exe)

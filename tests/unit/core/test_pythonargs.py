@@ -48,12 +48,14 @@ def test_an_interpreter_is_named_by_its_file_and_version() -> None:
     for name in (
         "pypy3",
         "/opt/pypy/bin/pypy3.10",
+        "/usr/lib/pypy3.10/bin/pypy3.10-c",  # what `pypy3` links to, /proc/PID/exe's name
+        "pypy3-c",
         "python3.13t",
         "python.exe",
         r"C:\Py\python.exe",
     ):
         assert is_python(name), name
-    for name in ("python3-config", "pythonw", "ipython", "cpython", "pytest"):
+    for name in ("python3-config", "pythonw", "ipython", "cpython", "pytest", "python3-c"):
         assert not is_python(name), name
     # A build's ABI flags: debug (`d`), free-threaded debug (`td`), Python 3.7's `m`.
     for name in ("python3.11d", "/usr/bin/python3.13td", "python3.7m", "python3.7dm"):
@@ -71,6 +73,7 @@ def test_an_interpreters_file_is_its_executable_or_its_library() -> None:
         "libpython3.11d.so",
         "/opt/pypy/bin/libpypy3.10-c.so",
         "libpypy3-c.so",
+        "/usr/lib/pypy3.10/bin/pypy3.10-c",  # render read frames in PyPy's binary as user code
         "libpython3.12.dylib",
         "libpython3.11",  # as native/symbols.short_library shortens one
     ):

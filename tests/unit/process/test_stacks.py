@@ -162,3 +162,28 @@ def test_a_daemon_that_left_the_tree_is_tagged_so_no_hang_sits_in_it() -> None:
     frame = hung_frame(stack.replace(f" {LEFT_THE_TREE}", ""))
     assert frame is not None
     assert (frame.path, frame.line) == ("/w/daemon.py", 6)
+
+
+@pytest.mark.parametrize(
+    ("exe", "python"),
+    [
+        ("/usr/lib/pypy3.10/bin/pypy3.10-c", True),  # what `pypy3` links to
+        ("/srv/.venv/bin/python3.11 (deleted)", True),  # replaced while it ran
+        ("/usr/bin/python3.13t", True),
+        ("/usr/bin/python3-config", False),
+        ("/usr/bin/sleep (deleted)", False),
+    ],
+)
+def test_a_process_is_pythons_by_its_executable(
+    exe: str, python: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The strict name rule left out PyPy's `pypy3.10-c` and an interpreter replaced while
+    it ran (`python3.11 (deleted)`), which `startswith("python")` / `("pypy")` took: a
+    silent one showed as a non-Python program, without its `(no Python stack ...)`."""
+    import os
+
+    from reprospec.process.stacks import _looks_like_python
+    from reprospec.process.tree import ProcInfo
+
+    monkeypatch.setattr(os, "readlink", lambda _path: exe)
+    assert _looks_like_python(ProcInfo(7, 1, 7, "S", "x")) is python
