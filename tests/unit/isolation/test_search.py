@@ -640,6 +640,42 @@ def test_a_low_min_rate_runs_the_failing_side_long_enough_to_see_its_failure() -
     assert result.attempts == 20
 
 
+def test_a_low_min_rate_seeks_only_a_side_that_passed_more_and_counts_its_passes() -> None:
+    # At --min-rate 0.04, 1 pass among 19 attempts that failed otherwise, or 20 such, ran on
+    # to 130 attempts (110 of the budget) before "nothing to isolate": no rarer failure,
+    # its expect is the question. And 11 passed / 9 otherwise per 20 stopped at 130 ran,
+    # ~72 passes: "a chance of 0.053", not the error the seek is said to reach.
+    def repeating(first: list[AttemptKind]) -> tuple[IsolationResult, int]:
+        ran = 0
+
+        def execute(probes: Sequence[Probe]) -> list[tuple[Sequence[AttemptKind], str]]:
+            nonlocal ran
+            out: list[tuple[Sequence[AttemptKind], str]] = []
+            for p in probes:
+                out.append(([first[(ran + i) % len(first)] for i in range(p.attempts)], ""))
+                ran += p.attempts
+            return out
+
+        return isolate(2, execute, Settings(min_rate=0.04, budget=1000)), ran
+
+    passed: AttemptKind = "pass"
+    other: AttemptKind = "other"
+    one = [passed] + [other] * 19
+    none = [other] * 20
+    even = [passed] * 10 + [other] * 10
+    more = [passed] * 11 + [other] * 9
+    for first in (one, none, even):
+        result, ran = repeating(first)
+        assert result.status == "refused"
+        assert ran == result.attempts == 20
+        assert "chance" not in result.message  # never_matched's, without the amplify advice
+    result, ran = repeating(more)
+    assert result.status == "refused"
+    assert ran == result.attempts == 229
+    assert "(0/229: 130 passed, 99 failed otherwise)" in result.message
+    assert "130 passing attempts had a chance of 0.005:" in result.message
+
+
 def test_a_refusal_of_a_side_that_only_passed_says_how_unlikely_and_the_ways_on() -> None:
     result = isolate(3, lambda probes: [(["pass"] * p.attempts, "") for p in probes], Settings())
     assert result.status == "refused"
