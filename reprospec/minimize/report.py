@@ -634,6 +634,15 @@ def _kept_dict(found: Minimized) -> JsonObject | None:
     }
 
 
+def _hung_in(r: MinimizeResult) -> str:
+    """` (hung in w1, w2)`: where the original's hangs sat, which the signature `hang` does
+    not say and each accepted candidate kept (search.py's point 7); "" where not read."""
+    same = r.same_failure
+    if same is None or not same.original_places:
+        return ""
+    return f" (hung in {' / '.join(same.original_places)})"
+
+
 def _same_line(found: Minimized) -> str:
     """minimize.md's line for search.py's point 7: the same failure for the same reason,
     no new exception and no clearly higher rate, and what those rules rejected and cost."""
@@ -1081,8 +1090,8 @@ def markdown(found: Minimized) -> str:
     lines += [
         "",
         *_layout_note(r),
-        f"- **Signature**: `{found.signature or 'none seen'}`, the failing cell's expect "
-        f"({_expect(found)}); passing cells checked with every accepted candidate: "
+        f"- **Signature**: `{found.signature or 'none seen'}`{_hung_in(r)}, the failing cell's "
+        f"expect ({_expect(found)}); passing cells checked with every accepted candidate: "
         f"{', '.join(c.id for c in found.passing) or 'none (the spec has none)'}",
         f"- **Rate of the result**: {_measured(found, r.rate, named=True)}; the original: "
         f"{_measured(found, r.original_rate)}"
@@ -1122,8 +1131,15 @@ def markdown(found: Minimized) -> str:
         f"- **Time**: {_duration(found.seconds)}"
         # A resumed search's own: "1s" of a minimization whose first run took 29 minutes.
         + (" this run, not counting the earlier run's replayed attempts" if found.reused else ""),
-        f"- **Rule**: a candidate fails at its first attempt that matches the expect with the "
-        f"same signature, printing no exception the original never did, and then its "
+        "- **Rule**: a candidate fails at its first attempt that matches the expect with the "
+        "same signature, printing no exception the original never did"
+        # A hang's signature is `hang` wherever it sits: its place is the rule's too.
+        + (
+            ", hanging where the original did"
+            if r.same_failure is not None and r.same_failure.original_places
+            else ""
+        )
+        + ", and then its "
         f"passing cells must pass; it is dropped after "
         f"n clean attempts with (1 - p)^n <= {r.error:g}, p = {r.rate_used:.2f} (the assumed "
         f"minimum {r.min_rate:g}, raised to the 95% lower bound of the rate measured on the "

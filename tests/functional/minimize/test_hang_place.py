@@ -77,7 +77,9 @@ def test_a_candidate_whose_hang_sits_elsewhere_is_rejected_and_the_deadlock_kept
     assert "Event" not in result  # and the wait it never reaches gone
     report = (tmp_path / "result" / "minimize.md").read_text(encoding="utf-8")
     assert "the original hung in stuck: " in report
+    assert "- **Signature**: `hang` (hung in stuck), the failing cell's expect" in report
     assert f"whose hang sat elsewhere ({EVENT_WAIT}" in report
+    assert "printing no exception the original never did, hanging where the original did" in report
     # The minimized spec claims no place of the original's (its line 11 is another line).
     written = yaml.safe_load((tmp_path / "result" / "minimized.yaml").read_text("utf-8"))
     assert "title" not in written
