@@ -336,7 +336,7 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
             "not run" + (f" (and {'; '.join(packages + python)})" if packages or python else ""),
             _REFUSED_TODO.get(needs.runner, ""),
         )
-    shadowed = _shadowed(needs) if needs.runner == "venv" else []
+    shadowed = _shadowed(captured=env, needs=needs) if needs.runner == "venv" else []
     if shadowed:
         return Check(
             "spec-environment",
@@ -380,7 +380,7 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
     return Check("spec-environment", "pass", "python and packages match the spec's environment")
 
 
-def _shadowed(needs: Needs) -> list[str]:
+def _shadowed(captured: Captured, needs: Needs) -> list[str]:
     """What `PYTHONPATH` brings of each cell's packages at a version the cell does not allow,
     in the run's own words (`packaging 26.4 is installed (the cell needs packaging==21.3),
     from /src/.venv/lib/python3.11/site-packages on PYTHONPATH, which comes first`). The
@@ -388,14 +388,26 @@ def _shadowed(needs: Needs) -> list[str]:
     shell's PYTHONPATH (or take the cell's `environment.env` one), whose folders Python puts
     first: the run's check then refuses every such cell, where doctor had said the runner
     installs them. Asked of the run's own probe without `site` (`probe_installed`), in the
-    cells' env and workdir: the first folder holding a name wins, its metadata read."""
+    cells' env and workdir: the first folder holding a name wins, its metadata read. It runs
+    the checked interpreter (`captured`'s, the one the venv runner builds on: `--python`, else the
+    spec's python found here), whose markers a requirement's (`; python_version < "3.11"`)
+    are judged by, as in the cell's venv; reprospec's own where the capture names none."""
     import os
     import sys
     from dataclasses import replace
     from pathlib import Path
 
-    from reprospec.environment.packages import mismatches, probe_installed, requirement_name
+    from reprospec.environment.packages import (
+        mismatches,
+        probe_installed,
+        requirement_name,
+        requirement_names,
+    )
     from reprospec.errors import InfraError
+
+    python = section(captured, "python").get("executable")
+    if not isinstance(python, str) or not python:
+        python = sys.executable
 
     sets = needs.package_sets or (CellPackages(needs.packages),)
     alike: dict[tuple[tuple[tuple[str, str], ...], str], list[CellPackages]] = {}
@@ -407,16 +419,18 @@ def _shadowed(needs: Needs) -> list[str]:
         if not env.get("PYTHONPATH"):
             continue
         wanted = list(dict.fromkeys(r for each in these for r in each.packages))
+        if not requirement_names(wanted):
+            continue  # no distribution named (a spec of `python:` alone): nothing to ask
         try:
             seen = probe_installed(
-                sys.executable,
+                python,
                 wanted,
                 env=env,
                 cwd=Path(workdir) if workdir else None,
                 site=False,
             )
         except InfraError:
-            continue  # this interpreter, stdlib only: nothing said of the spec
+            continue  # the interpreter, stdlib only: nothing said of the spec
         # Versions only: what an extra requires is the venv's to hold.
         seen = replace(seen, requires={})
         for each in these:

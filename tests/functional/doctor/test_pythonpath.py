@@ -142,3 +142,67 @@ def test_the_workdir_python_c_puts_first_is_not_named_as_a_pythonpath_folder(
         SINGLE, package_sets=(CellPackages(("packaging==21.3",), ("c1",), workdir=str(workdir)),)
     )
     assert _check(monkeypatch, str(good), needs).status == "pass"
+
+
+def _python_310(folder: Path) -> Path:
+    """An interpreter whose markers are Python 3.10's (this one, `platform` told so): what
+    doctor checks where the spec's python is 3.10 and reprospec runs on another."""
+    script = folder / "python3.10"
+    script.parent.mkdir(parents=True)
+    script.write_text(
+        f"#!{sys.executable} -S\n"
+        "import platform, sys\n"
+        "platform.python_version = lambda: '3.10.14'\n"
+        "platform.python_version_tuple = lambda: ('3', '10', '14')\n"
+        "args = [a for a in sys.argv[1:] if a != '-S']\n"
+        "assert args[0] == '-c', args\n"
+        "sys.argv = ['-c', *args[2:]]\n"
+        "exec(compile(args[1], '<string>', 'exec'), {'__name__': '__main__'})\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def test_a_requirements_marker_is_judged_by_the_checked_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # doctor probed with reprospec's own interpreter, whose markers were then the cell's: on
+    # a spec of python 3.10, `packaging==21.3; python_version < "3.11"` was skipped (passed)
+    # where the run, in the cell's 3.10 venv, refused the cell; the reverse failed a spec
+    # that runs.
+    site = _dist(tmp_path / "site-packages", "26.4")
+    captured: JsonObject = {
+        "python": {"version": "3.10.14", "executable": str(_python_310(tmp_path / "bin"))},
+        "packages": {},
+    }
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    for marker, status in (
+        ('python_version < "3.11"', "fail"),
+        ('python_version >= "3.11"', "pass"),
+    ):
+        wanted = (f"packaging==21.3; {marker}",)
+        needs = Needs(
+            python="3.10",
+            packages=wanted,
+            package_sets=(CellPackages(wanted, ("c1",)),),
+            runner="venv",
+        )
+        check = check_spec_environment(captured, needs)
+        assert check.status == status, check.why
+        if status == "fail":
+            assert f"from {os.path.realpath(site)} on PYTHONPATH" in check.why
+
+
+def test_no_probe_where_no_cell_names_a_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A spec of `python:` alone started a probe for no name.
+    from reprospec.environment import packages
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("probed")
+
+    monkeypatch.setattr(packages, "probe_installed", refuse)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    check = check_spec_environment(CAPTURED, Needs(python="3.11", runner="venv"))
+    assert check.status != "fail", check.why
