@@ -206,16 +206,32 @@ def bisect_spec(
         )
 
         trials: dict[str, Trial] = dict(known)
+        # Why the last trial's save failed (suppressed in `oracle`), "" once one succeeds.
+        unsaved = [""]
 
         def stopped() -> BisectInterrupted:
             order = {version: n for n, version in enumerate(versions)}
+            if unsaved[0]:
+                # The last save failed: state.json lacks trials the resume was promised.
+                # Tried once more (a disk that had filled may have room again).
+                try:
+                    save()
+                    unsaved[0] = ""
+                except OSError as exc:
+                    unsaved[0] = exc.strerror or str(exc)
             # Resumed from what it saved: nothing, before a version had an attempt end.
-            again = (
-                f"rerun the same command to resume {bisect_id}"
-                if trials
-                else "no version had an attempt end, so nothing was saved (the same command "
-                "starts over)"
-            )
+            if unsaved[0]:
+                again = (
+                    f"its trials could not be saved in {folder} ({unsaved[0]}): the same "
+                    "command starts over from what state.json holds"
+                )
+            elif trials:
+                again = f"rerun the same command to resume {bisect_id}"
+            else:
+                again = (
+                    "no version had an attempt end, so nothing was saved (the same command "
+                    "starts over)"
+                )
             return BisectInterrupted(
                 f"interrupted; {again}",
                 bisect_id,
@@ -250,9 +266,13 @@ def bisect_spec(
                 # What ran counts, even in an interrupted candidate; nothing else is kept.
                 trials[version] = trials[version].merged(trial) if version in trials else trial
                 # Not kept (--out made read-only, a full disk, since _check_out): the search
-                # goes on, and the final save says state.json is not this run's.
-                with contextlib.suppress(OSError):
+                # goes on, and the final save says state.json is not this run's, or
+                # `stopped` that the resume it offers lacks these trials.
+                try:
                     save()
+                    unsaved[0] = ""
+                except OSError as exc:
+                    unsaved[0] = exc.strerror or str(exc)
                 say(_describe(trial))
             if interrupted:
                 raise stopped()

@@ -818,3 +818,49 @@ def test_a_second_bisect_of_a_folder_in_use_is_refused(cli: Cli, tmp_path: Path)
     again = cli(*args, env=env, timeout=600)
     assert again.code == 0, again.stderr
     assert f"continuing bisect {found['id']}: " in again.stderr
+
+
+def test_an_interrupted_bisect_whose_trials_could_not_be_saved_says_so(tmp_path: Path) -> None:
+    """A trial's save that fails is left to the final save's warning; interrupted before
+    it, the bisect said "rerun the same command to resume" where state.json lacked the
+    trials. Here the program's passing attempt puts a folder where state.json goes (every
+    write of it then fails, root or not), and its next attempt waits for the Ctrl-C."""
+    wheels = make_releases(tmp_path / "wheels", DEMO, 4, regressed_from_1_2)
+    out, marks = tmp_path / "out", tmp_path / "marks"
+    marks.mkdir()
+    (tmp_path / "prog.py").write_text(
+        textwrap.dedent(f"""\
+        import pathlib, time
+        import reprospec_bisectdemo as demo
+        assert not demo.REGRESSED
+        marks = pathlib.Path({str(marks)!r})
+        if not (marks / "spoiled").exists():
+            (folder,) = (p for p in pathlib.Path({str(out)!r}, "bisect").iterdir() if p.is_dir())
+            state = folder / "state.json"
+            if state.is_file():
+                state.unlink()
+            (state / "held").mkdir(parents=True, exist_ok=True)
+            (marks / "spoiled").write_text("")
+        else:
+            (marks / "waiting").write_text("")
+            time.sleep(300)
+        """)
+    )
+    (tmp_path / "x.yaml").write_text(
+        "reprospec: 1\nname: x\ncommand: python prog.py\n"
+        "expect:\n  outcome: error\n  exception: AssertionError\n"
+    )
+    argv = [
+        sys.executable, "-m", "reprospec",
+        *demo_bisect(tmp_path / "x.yaml", wheels, out, bad="1.3"),
+    ]  # fmt: skip
+    env = {**os.environ, "NO_COLOR": "1", **own_envs(tmp_path)}
+    stopped = interrupt_when(argv, (marks / "waiting").exists, env=env, wait_s=300)
+    assert stopped.code == 130, stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    assert "rerun the same command to resume" not in stopped.stderr, stopped.stderr
+    (folder,) = (p for p in (out / "bisect").iterdir() if p.is_dir())
+    assert (
+        f"interrupted; its trials could not be saved in {folder} (Is a directory): the same "
+        "command starts over from what state.json holds"
+    ) in stopped.stderr, stopped.stderr
