@@ -189,8 +189,26 @@ def test_minimize_with_another_dir_on_a_read_only_out_is_refused_before_dir_is_w
         assert smaller.stdout.startswith("not minimized (refused): the budget is too small")
         assert "give -o" not in smaller.stderr, smaller.stderr
         assert WARNING in smaller.stderr
+        # Another --min-rate is other settings too (dir-check.json's `asked`): left to the
+        # replay, which says what it reached, not refused before it.
+        rate = _run(read_only(out, [*argv, "--min-rate", "0.5", "-o", str(tmp_path / "rate")]))
+        assert rate.returncode in (1, 2), rate.stderr
+        assert "Traceback" not in rate.stderr
+        assert "replay" in rate.stderr, rate.stderr
     finally:
         _writable(out)
+    # What the pre-check compares: the search's settings, stored beside DIR's check; one
+    # that varied run to run (a field of Settings' repr) would turn the check off, and the
+    # refusal above would come after the replay.
+    (check,) = out.glob("minimize/*/dir-check.json")
+    asked = json.loads(check.read_text())["asked"]
+    assert asked.startswith("Settings("), asked
+    assert "budget=40" in asked, asked
+    second = tmp_path / "second"
+    anew = _run([*argv[: argv.index("--out") + 1], str(second), "-j", "1", "--budget", "40"])
+    assert anew.returncode == 0, anew.stderr
+    (check,) = second.glob("minimize/*/dir-check.json")
+    assert json.loads(check.read_text())["asked"] == asked
 
 
 PERTURBED_SPEC = """\
