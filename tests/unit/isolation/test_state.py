@@ -229,6 +229,21 @@ def test_each_attempts_exceptions_replay_beside_its_kind(tmp_path: Path) -> None
     assert old.raised == ()
 
 
+def test_each_attempts_hang_place_replays_beside_its_kind(tmp_path: Path) -> None:
+    # minimize's hangs-elsewhere rule reads them from the state on a rerun: cut with the
+    # kinds, and a list that does not match its kinds (a line edited by hand) read as none.
+    state = StateFile(tmp_path, HEADER)
+    state.add(StoredProbe("h", (), "failing", ("pass", "match"), "run-1", places=("", "w1, w2")))
+    again = StateFile(tmp_path, HEADER)
+    first, rest = again.take("h", 1), again.take("h", 1)
+    assert first is not None
+    assert rest is not None
+    assert (first.kinds, first.places) == (("pass",), ("",))
+    assert (rest.kinds, rest.places) == (("match",), ("w1, w2",))
+    line = StoredProbe("x", (), "failing", ("match",), "r", places=("a",)).to_dict()
+    assert StoredProbe.from_dict({**line, "places": ["a", "b"]}).places == ()
+
+
 def test_an_earlier_versions_probes_are_read_again_before_they_replay(tmp_path: Path) -> None:
     # minimize's exceptions of a state an earlier version stored (stderr alone) were
     # compared with a candidate's read from both logs: the state says which logs it read,
