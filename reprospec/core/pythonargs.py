@@ -35,7 +35,7 @@ _PYTHON_NAME = Lazy(rf"(?:python{_VERSION}|pypy{_VERSION}(?:-c)?)(?:\.exe)?")
 # An interpreter's shared library: `libpython3.11.so.1.0`, `libpython3.13t.so`, PyPy's
 # `libpypy3.10-c.so`, macOS' `.dylib`, or as native/symbols.short_library shortens one
 # (`libpython3.11`); `name` is then an interpreter's name by the rule above.
-_PYTHON_LIBRARY = Lazy(r"lib(?P<name>.+?)(?:-c)?(?:\.so(?:\.\d+)*|\.dylib)?")
+_PYTHON_LIBRARY = Lazy(r"lib(?P<name>.+?)(?:\.so(?:\.\d+)*|\.dylib)?")
 # Where an interpreter's standard library lies (`/usr/lib/python3.11/`, a free-threaded
 # build's `lib/python3.13t/`, PyPy's `lib/pypy3.10/`), by the name rule above: no user's
 # code, and no data of a program's (capture's data files, the stacks' user frames).

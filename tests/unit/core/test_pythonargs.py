@@ -80,6 +80,8 @@ def test_an_interpreters_file_is_its_executable_or_its_library() -> None:
         assert is_interpreter_file(name), name
     for name in ("python3-config", "libfoo.so", "libpythonw.so", "/x/libc.so.6", "pytest"):
         assert not is_interpreter_file(name), name
+    # A library's name is an interpreter's name by is_python's rule: `-c` is PyPy's alone.
+    assert not is_interpreter_file("libpython3.11-c.so")
 
 
 def test_the_readers_that_ask_it_read_the_joined_forms() -> None:
