@@ -416,14 +416,18 @@ def _counts(evidence: Candidate) -> tuple[int, int]:
 
 def _figure(evidence: Candidate) -> str:
     """The headline's `failed/attempts` of a set, as the table's row says them; where some
-    failed otherwise, with what its clean attempts did, in the tally's words ("0/20: 18
-    passed, 2 failed otherwise", as isolate's refusal says it), over the same attempts as
-    the row (its infra errors too: the tally's `figure` counts those that ran, and a set
-    with one read 0/20 beside its row's 21); a set never run itself rests on the clean
-    attempts of the sets that hold it, and says so."""
+    failed otherwise, with what its attempts did, in the tally's words ("0/20: 18 passed, 2
+    failed otherwise", as isolate's refusal says what its clean attempts did), over the
+    same attempts as the row: its infra errors too, which it then names ("0/21: 18 passed,
+    2 failed otherwise, 1 infra error"; the tally's `figure` counts only those that ran,
+    and a set with one read 0/20 beside its row's 21); a set never run itself rests on the
+    clean attempts of the sets that hold it, and says so."""
     attempts, matched = _counts(evidence)
     if evidence.tally.other:
-        return f"{matched}/{attempts}: {evidence.tally.did()}"
+        infra = evidence.tally.infra
+        return f"{matched}/{attempts}: {evidence.tally.did()}" + (
+            f", {plural(infra, 'infra error')}" if infra else ""
+        )
     if attempts:
         return f"{matched}/{attempts}"
     held = evidence.rests_on()

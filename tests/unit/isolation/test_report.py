@@ -148,7 +148,8 @@ def test_a_set_that_failed_otherwise_is_counted_in_the_tally_s_own_words() -> No
         (2,), "one-smaller", Tally(passed=18, other=2, infra=1), False, clean_evidence=20
     )
     found = _pair(fused, cache)
-    assert "(0/21; 0/21: 18 passed, 2 failed otherwise)" in sentence(found)
+    # The figure's 21 attempts are all said: the infra error too.
+    assert "(0/21; 0/21: 18 passed, 2 failed otherwise, 1 infra error)" in sentence(found)
     row = next(line for line in text(found).splitlines() if "cache=1 alone" in line)
     assert re.search(r" 21 +0 +passes or fails otherwise \(18 passed, 2 failed otherwise; 20 ", row)
     assert "2 of 20" not in row
