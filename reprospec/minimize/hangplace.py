@@ -14,8 +14,11 @@ its files' paths (each candidate runs in its own folder).
 A place is text, stored with each probe's attempts (StoredProbe.places), so that a replayed
 search compares what the first one compared: `UNREAD` ("") where no stacks were read (no
 dump, an older state, not a hang): never a difference, as native.agrees treats unread
-native stacks; `NOWHERE` where the stacks show no frame of the program's own code (its main
-thread left it and waits at exit for a thread it never joined).
+native stacks; `NOWHERE` where the stacks show no thread in the program's own code to hang
+in: a child that is no Python program (`subprocess` running `sleep`), a root with no frame
+of its own code, a main thread that waits at exit for no thread in it. (A main thread that
+left the program's code and waits at exit for threads it never joined hangs in those
+threads, as a join's.)
 """
 
 from __future__ import annotations

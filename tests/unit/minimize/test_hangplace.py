@@ -165,3 +165,21 @@ def test_the_search_rejects_a_candidate_whose_hang_sits_elsewhere_and_replays_th
     assert again.result is not None
     assert [j.verdict for j in again.result.judged] == [j.verdict for j in result.judged]
     assert again.result.program == result.program
+
+
+def test_a_hang_outside_the_programs_code_is_said_so_in_minimize_md() -> None:
+    # NOWHERE is a child that is no Python program, not a frame: "hung in no frame of the
+    # program's own code" read as a place.
+    from types import SimpleNamespace
+    from typing import cast
+
+    from reprospec.minimize.report import _hung_in
+    from reprospec.minimize.search import MinimizeResult
+
+    def said(*places: str) -> str:
+        same = SimpleNamespace(original_places=places)
+        return _hung_in(cast(MinimizeResult, SimpleNamespace(same_failure=same)))
+
+    assert said(NOWHERE) == " (hung outside the program's code)"
+    assert said("w1, w2") == " (hung in w1, w2)"
+    assert said() == ""
