@@ -336,7 +336,7 @@ def hung_threads(stack: str | None) -> tuple[tuple[Frame, tuple[Frame, ...]], ..
         return None
     process = where_stuck(stack)
     if process is None or process.frame is None or not process.own_frame:
-        return _left_waiting(blocks[0][1])
+        return _left_waiting(blocks[0][1], blocks[0][2])
     if _HARNESS.search(process.frame.path) or any(_HARNESS.search(f.path) for f in process.joined):
         return None
     threads = next((t for pid, t, _, _ in blocks if pid == process.pid), [])
@@ -355,19 +355,23 @@ def hung_threads(stack: str | None) -> tuple[tuple[Frame, tuple[Frame, ...]], ..
 
 
 def _left_waiting(
-    threads: list[tuple[bool, list[Frame]]],
+    threads: list[tuple[bool, list[Frame]]], command: str = ""
 ) -> tuple[tuple[Frame, tuple[Frame, ...]], ...]:
     """Where the root's main thread has left the program's code and waits at exit for the
     threads it started (threading's `_shutdown`: no `join`, the same wait), those threads,
-    as a join's; else ()."""
+    as a join's; else (). `command`: the process's command line, its dump's header's."""
     main = _main_thread(threads)
-    if not any(_is(f, _EXIT_WAIT) for f in main) or any(_is_user(f) for f in main):
+    # A `python -c` program's own frames are `<string>`'s, as in hung_threads: else its
+    # hang at exit read as in no frame of its own, where the same one joined read `w2`.
+    # Its main thread has left `<string>`'s `<module>` here: its command line says it.
+    string = _runs_a_string(main) or " -c " in f" {command} "
+    if not any(_is(f, _EXIT_WAIT) for f in main) or any(_is_user(f, string) for f in main):
         return ()
     out = []
     for _, frames in threads:
-        user = next((f for f in frames if _is_user(f)), None)
+        user = next((f for f in frames if _is_user(f, string)), None)
         if frames is not main and user is not None and not _HARNESS.search(user.path):
-            out.append((user, tuple(_waiting(frames))))
+            out.append((user, tuple(_waiting(frames, string))))
     return tuple(out)
 
 

@@ -183,3 +183,16 @@ def test_a_hang_outside_the_programs_code_is_said_so_in_minimize_md() -> None:
     assert said(NOWHERE) == " (hung outside the program's code)"
     assert said("w1, w2") == " (hung in w1, w2)"
     assert said() == ""
+
+
+def test_a_python_c_programs_hang_at_exit_sits_in_its_thread_as_when_joined() -> None:
+    # `python -c`: its own frames are `<string>`'s; deleting its `t.join()` left it the same.
+    at_exit = AT_EXIT.replace("/tmp/h/deadlock.py", "<string>").replace(
+        "python deadlock.py", "python -c import threading"
+    )
+    joined = at_exit.replace(
+        f'  File "{LIB}/threading.py", line 1590 in _shutdown',
+        f'  File "{LIB}/threading.py", line 1119 in join\n  File "<string>", line 7 in <module>',
+    )
+    assert place_of(joined) == "w2 -> threading.py:wait"
+    assert place_of(at_exit) == place_of(joined)  # not NOWHERE, as it was
