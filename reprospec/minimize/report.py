@@ -286,12 +286,16 @@ def _spec_text(
     document = json.loads(json.dumps(spec.document))
     document["name"] = (str(document.get("name", "spec"))[:38] + "-minimized").strip("-")
     # The original's description tells of the program it ran, whole: said to be that one's.
-    # So does its title, which names where that program failed (capture's `deadlock.py: hang
+    # So does a title that names where that program failed (capture's `deadlock.py: hang
     # in w2 (deadlock.py:17)`): the minimized program's lines are others, and a run of it
     # was headed by the original's place. Said in the description as the original's; the
-    # title is then the spec's name, as for any spec without one.
+    # title is then the spec's name, as for any spec without one. A title naming no line
+    # ("flaky KeyError in loader") says what fails, as true of the minimized program: kept.
     described = str(document.get("description") or "").strip()
-    titled = str(document.pop("title", "") or "").strip()
+    title = str(document.get("title", "") or "").strip()
+    titled = title if _NAMES_A_LINE.search(title) else ""
+    if titled:
+        del document["title"]
     document["description"] = (
         f"Minimized by `reprospec minimize` from {spec.path.name}."
         + (f" The original's title: {titled}." if titled else "")
@@ -344,6 +348,10 @@ def _commented(spec: Spec, text: str, out: Path) -> str:
         text = axes_note_for(carry_comments(spec.source_text, text), text, SPEC_NAME)
         text = without_filled_todo(text, spec.source_text)
     return schema_moved(text, spec.base_dir, out)
+
+
+# A title naming a line of the program: capture's `... (deadlock.py:17)`.
+_NAMES_A_LINE = re.compile(r"\([^()\s]+:\d+\)")
 
 
 def _set_env(environment: dict[str, Any], program: Program) -> None:

@@ -342,3 +342,27 @@ def test_a_reset_axis_takes_the_cases_and_excludes_naming_its_other_values_with_
     (tmp_path / "minimized.yaml").write_text(_spec_text(spec, original, only, tmp_path))
     load_spec(tmp_path / "minimized.yaml")
     assert "cases" not in yaml.safe_load((tmp_path / "minimized.yaml").read_text())["expect"]
+
+
+def test_only_a_title_naming_a_line_of_the_program_is_left_to_the_description(
+    tmp_path: Path,
+) -> None:
+    # Every minimized.yaml lost its title, where only one naming the original's line (a
+    # captured hang's `stuck.py: hang in stuck (stuck.py:11)`) no longer says the truth.
+    from reprospec.minimize.report import _spec_text
+    from reprospec.spec.load import load_spec
+
+    (tmp_path / "x.py").write_text("print(1)\n")
+    original = Program(head=("python", "x.py"), args=(), files=(("x.py", "print(1)\n"),))
+    for title, kept in (
+        ("flaky KeyError in loader", True),
+        ("x.py: hang in stuck (x.py:11)", False),
+    ):
+        (tmp_path / "spec.yaml").write_text(
+            f"reprospec: 1\nname: s\ntitle: '{title}'\ncommand: python x.py\n"
+            "expect: {outcome: pass}\n"
+        )
+        spec = load_spec(tmp_path / "spec.yaml")
+        written = yaml.safe_load(_spec_text(spec, original, (), tmp_path))
+        assert written.get("title") == (title if kept else None)
+        assert (f"The original's title: {title}." in written["description"]) is not kept
