@@ -1288,10 +1288,10 @@ class Minimization:
 
     def seek_attempts(self) -> int:
         """How long the original runs before a miss reads as "it does not fail here", in
-        passing attempts past the first `rate_attempts` (one that failed otherwise cannot
-        show the failure): `rate_attempts`, or more where `min_rate` is low, as many as
-        make a miss at that rate less likely than `RATE_MISS` (isolate's rule and its
-        default error: 104 at 0.05). 20 attempts miss a 4% failure 44% of the time, and
+        passing attempts, the first `rate_attempts`' passes counted too (one that failed
+        otherwise cannot show the failure): `rate_attempts`, or more where `min_rate` is
+        low, as many as make a miss at that rate less likely than `RATE_MISS` (isolate's
+        rule and its default error: 104 at 0.05). 20 attempts miss a 4% failure 44% of the time, and
         refused one that `--min-rate 0.04` had said to look for. Past `rate_attempts` the
         original runs only until its first match, which the rate then counts as it ran
         (`fair` leaves out a 5th match only: a first's (k-1)/(n-1) is 0). That reads it
