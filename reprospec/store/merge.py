@@ -583,13 +583,46 @@ def _merged_jobs(runs: Sequence[RunResult]) -> JsonValue:
 
 def _without_jobs(command_line: str) -> str:
     """The command without its `-j N` (`-jN`, `--jobs N`, `--jobs=N`)."""
-    import re
-
-    return re.sub(r"\s(?:-j\s*|--jobs(?:=|\s+))\d+(?=\s|$)", "", command_line)
+    return _without_option(command_line, r"\s(?:-j\s*|--jobs(?:=|\s+))\d+(?=\s|$)")
 
 
 def _without_shard(command_line: str) -> str:
     """The command that reruns everything: the shard's own `--shard K/N` removed."""
+    return _without_option(command_line, r"\s--shard(?:=|\s+)\S+")
+
+
+def _without_option(command_line: str, pattern: str) -> str:
+    """`command_line` with each match of `pattern` (a blank, then an option and its value)
+    taken out where it is words of their own before any lone `--`, as text: the user's
+    quoting kept (split and joined again, `-k "a b"` became `-k 'a b'`). A match inside a
+    quoted word (`--set 'environment.env.MAKEFLAGS=-k -j 4 -l'`) is that word's text, and
+    taking it out set another env in the merged run's rerun line than the one that ran."""
     import re
 
-    return re.sub(r"\s--shard(?:=|\s+)\S+", "", command_line)
+    from reprospec.core.logtext import shell_split
+
+    try:
+        words = shell_split(command_line)
+    except ValueError:  # a quotation not closed: no word of it is read
+        return command_line
+    line = command_line
+    removed = True
+    while removed:
+        removed = False
+        for found in re.finditer(pattern, line):
+            before = line[: found.start() + 1]
+            try:
+                head = shell_split(before)
+                alone = len(shell_split(before + "x")) == len(head) + 1  # `a\ -j 4`: one word
+                option = shell_split(found.group())
+                rest = line[: found.start()] + line[found.end() :]
+                left = shell_split(rest)
+            except ValueError:  # inside a quotation, or a value cut inside one
+                continue
+            if "--" in head:
+                break
+            at, end = len(head), len(head) + len(option)
+            if alone and words[at:end] == option and left == words[:at] + words[end:]:
+                line, words, removed = rest, left, True
+                break
+    return line

@@ -495,7 +495,10 @@ def test_merged_shards_are_one_unsharded_run_to_compare() -> None:
 
 def test_shards_run_at_other_jobs_merge_into_a_run_of_none() -> None:
     # Shards run at `-j 1` and `-j 8` merged as a `-j 1` run: the first's options and
-    # command line, so the report's rerun and How to reproduce said `-j 1`.
+    # command line, so the report's rerun and How to reproduce said `-j 1`. A `-j 4` and a
+    # `--shard` inside a quoted word are that word's text: taken out, the rerun line set
+    # another env than the one that ran.
+    quoted = "--set 'environment.env.MAKEFLAGS=-k -j 4 --shard 1/2 -l'"
     whole = replace(
         hang_run(),
         command_line="reprospec run specs/hang.yaml",
@@ -506,7 +509,7 @@ def test_shards_run_at_other_jobs_merge_into_a_run_of_none() -> None:
         replace(
             _shard(whole, attempts, f"s{n}"),
             shard=f"{n}/2",
-            command_line=f"reprospec run specs/hang.yaml {jobs} --shard {n}/2",
+            command_line=f"reprospec run specs/hang.yaml {quoted} {jobs} --shard {n}/2",
             options={**whole.options, "shard": [n, 2], "jobs": int(jobs[-1])},
         )
         for n, jobs, attempts in (
@@ -516,7 +519,7 @@ def test_shards_run_at_other_jobs_merge_into_a_run_of_none() -> None:
     ]
     merged = merge(shards, judge_cell=_count_judge)
     assert merged.options["jobs"] is None
-    assert merged.command_line == "reprospec run specs/hang.yaml"
+    assert merged.command_line == f"reprospec run specs/hang.yaml {quoted}"
     # The same `-j` in every shard is kept.
     same = [replace(s, options={**s.options, "jobs": 1}) for s in shards]
     assert merge(same, judge_cell=_count_judge).options["jobs"] == 1
