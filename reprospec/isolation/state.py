@@ -83,9 +83,13 @@ class StoredProbe:
     # here, the one place that decides it (the driver gives them always).
     numbers: tuple[int, ...] = ()
     # Where each attempt that hung sat (minimize/hangplace.py), beside `kinds`: "" where
-    # not read (not a hang, no stacks); () where none were read (isolate's, amplify's,
-    # bisect's, and a state stored before they were, which minimize reads again).
+    # not read (not a hang, no stacks); () where none were (isolate's, amplify's, bisect's,
+    # a probe that never hung: stored as none).
     places: tuple[str, ...] = ()
+    # By which rule `places` was read (minimize.probes.PLACES_FROM), as `raised_from`: ""
+    # in a state stored before it was, which minimize reads again, once: a probe whose runs
+    # are gone is stamped too, its places none.
+    places_from: str = ""
 
     def __post_init__(self) -> None:
         first = self.first_attempt
@@ -113,7 +117,8 @@ class StoredProbe:
             "interrupted": self.interrupted,
             **({"raised": [list(names) for names in self.raised]} if self.raised else {}),
             **({"raised_from": self.raised_from} if self.raised_from else {}),
-            **({"places": list(self.places)} if self.places else {}),
+            **({"places": list(self.places)} if any(self.places) else {}),
+            **({"places_from": self.places_from} if self.places_from else {}),
         }
 
     @classmethod
@@ -140,6 +145,7 @@ class StoredProbe:
             first_attempt=stored_first_attempt(data),
             numbers=stored_numbers(data, len(kinds)),
             places=places if len(places) == len(kinds) else (),
+            places_from=str(data.get("places_from") or ""),
         )
 
 

@@ -68,6 +68,9 @@ def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKi
 # original's exceptions from stderr against a candidate's from both logs rejected a
 # candidate for the very exception the original had printed on stdout.
 RAISED_FROM = "stderr+stdout"
+# The rule a probe's hang places were read by (StoredProbe.places_from): another, and a
+# stored state's are read again.
+PLACES_FROM = "stack.txt"
 
 
 def _side(role: str) -> str:
@@ -97,13 +100,17 @@ def reread(probe: StoredProbe, runs: Path) -> StoredProbe:
     this version's rule (`_raised`), in the order `ProbeRunner._stored` read them; where a run
     is gone or unreadable, none (`raised` empty: the search takes the original's as
     unknown, as for a state stored before they were, and a candidate's as none new). Its
-    hangs' places too, where it stored none (a state stored before they were: its Barrier
-    candidate was accepted, and a rerun replayed that answer); where its runs are gone,
-    none, which the search compares with nothing."""
+    hangs' places too, where they were not read by this rule (a state stored before they
+    were: its Barrier candidate was accepted, and a rerun replayed that answer), only a
+    failing probe's that matched (the search compares no other); where its runs are gone,
+    none, which the search compares with nothing. Either way stamped `PLACES_FROM`: read
+    once, not at each resume."""
     from reprospec.store.resultsjson import load_run
 
     again_raised = probe.raised_from != RAISED_FROM and bool(probe.kinds)
-    again_places = not probe.places and bool(probe.kinds)
+    again_places = (
+        probe.places_from != PLACES_FROM and probe.role == "failing" and "match" in probe.kinds
+    )
     if not again_raised and not again_places:
         return probe
     raised: list[tuple[str, ...]] = []
@@ -119,8 +126,9 @@ def reread(probe: StoredProbe, runs: Path) -> StoredProbe:
     except (FatalError, OSError):
         raised, places = [], []
     read = len(raised) == len(probe.kinds)
-    if again_places and read:
-        probe = replace(probe, places=tuple(places))
+    if again_places:
+        hung = tuple(places) if read and any(places) else ()
+        probe = replace(probe, places=hung, places_from=PLACES_FROM)
     if not again_raised:
         return probe
     if not read:
@@ -403,7 +411,8 @@ class ProbeRunner:
             interrupted=any(r.interrupted for r in results),
             raised=tuple(raised),
             raised_from=RAISED_FROM,
-            places=tuple(places),
+            places=tuple(places) if any(places) else (),
+            places_from=PLACES_FROM,
             first_attempt=first,
             # The failing side's one run numbers its attempts as a configuration's (StoredProbe
             # keeps them where not contiguous); the passing side's one attempt of each cell

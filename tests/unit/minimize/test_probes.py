@@ -92,6 +92,47 @@ def test_an_earlier_versions_probe_has_its_exceptions_read_again_from_its_run(
     assert (gone.raised, gone.raised_from) == ((), "")
 
 
+def test_an_earlier_versions_hang_places_are_read_once_from_its_stack_dumps(
+    tmp_path: Path,
+) -> None:
+    """A state stored before places were: each failing probe's are read from its runs'
+    stack.txt, once. A probe that never hung was rewritten at each version's first resume
+    with a place "" per attempt, and one whose runs were gone had its results.json looked
+    for at every resume: stamped, each is read no more."""
+    from reprospec.isolation.state import StateFile
+    from reprospec.minimize.hangplace import place_of
+    from reprospec.minimize.probes import PLACES_FROM
+    from tests.unit.minimize.test_hangplace import DEADLOCK
+
+    run = error_run()
+    hang = Outcome(kind="hang", signature="hang")
+    first = replace(run.cells[1].attempts[0], outcome=hang, logs="cells/1/")
+    attempts = (first, replace(first, attempt=2, logs="cells/2/"))  # its dump lost
+    run = replace(run, cells=(replace(run.cells[1], attempts=attempts),))
+    runs = tmp_path / "runs"
+    written(runs / run.run_id, {"cells/1/stack.txt": DEADLOCK, "cells/2/stderr.log": ""})
+    (runs / run.run_id / "results.json").write_text(json.dumps(run_to_dict(run)))
+    hung = StoredProbe("f", (), "failing", ("match", "match"), run.run_id, raised_from=RAISED_FROM)
+    gone = replace(hung, key="g", run_id="20261121-000000-gone-0000")
+    passed = replace(hung, key="p", role="passing", kinds=("pass",))
+    state = StateFile(tmp_path / "state", {"spec": "s"})
+    for probe in (hung, gone, passed):
+        state.add(probe)
+
+    assert state.reread(lambda probe: reread(probe, runs)) == 2  # passing: never read
+    again = StateFile(tmp_path / "state", {"spec": "s"})
+    assert again.reread(lambda probe: reread(probe, runs)) == 0
+    read, lost = again.take("f", 2), again.take("g", 2)
+    assert read is not None
+    assert lost is not None
+    assert (read.places, read.places_from) == ((place_of(DEADLOCK), ""), PLACES_FROM)
+    assert (lost.places, lost.places_from) == ((), PLACES_FROM)
+    # A probe that matched without hanging is stored without a place per attempt.
+    line = replace(hung, places=("", ""), places_from=PLACES_FROM).to_dict()
+    assert "places" not in line
+    assert StoredProbe.from_dict(line).places_from == PLACES_FROM
+
+
 def test_candidates_time_out_at_ten_times_the_longest_attempt_that_ended(tmp_path: Path) -> None:
     """A candidate that lost the code stopping a thread hung to the spec's 300 s,
     where the original's attempts took 2 s; and a resumed search's first new probe (the
