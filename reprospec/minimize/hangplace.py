@@ -62,13 +62,26 @@ def attempt_place(run_dir: Path, attempt: AttemptResult) -> str:
     return place_of(text) if text.strip() else UNREAD
 
 
+def threads_of(place: str) -> frozenset[str]:
+    """A place's entries, one per hung thread (`w1, w2`: `w1` and `w2`); `NOWHERE` is one."""
+    return frozenset(place.split(", "))
+
+
 def moved(places: Iterable[str], original: Iterable[str]) -> tuple[str, ...]:
-    """The places in `places` the original never hung in (sorted), () where either side's
-    are all unread: an unread place is no difference."""
-    known = {p for p in original if p != UNREAD}
+    """The places in `places` that share no thread's entry with any place of the original's
+    (sorted), () where either side's are all unread: an unread place is no difference.
+
+    A place is compared by its threads, not whole: a candidate that dropped a monitor
+    thread beside the deadlock (`w1, w2` where the original hung in `monitor, w1, w2`),
+    or one of three `transfer` threads, hangs where the original did, and so does one
+    whose busy thread was caught in another function than in any attempt of the
+    original's, where another of its threads sits as the original's did. A hang none of
+    whose threads sits as any of the original's did (one thread at a Barrier, where two
+    deadlocked on their locks) moved."""
+    known = {entry for p in original if p != UNREAD for entry in threads_of(p)}
     if not known:
         return ()
-    return tuple(sorted({p for p in places if p != UNREAD} - known))
+    return tuple(sorted({p for p in places if p != UNREAD and known.isdisjoint(threads_of(p))}))
 
 
-__all__ = ["NOWHERE", "UNREAD", "attempt_place", "moved", "place_of"]
+__all__ = ["NOWHERE", "UNREAD", "attempt_place", "moved", "place_of", "threads_of"]

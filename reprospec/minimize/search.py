@@ -122,10 +122,10 @@ or `infra` (could not run).
    - a hang that sits elsewhere (`hangs-elsewhere`; free, at its first match): each
      attempt's place (`record`'s `places`, minimize/hangplace.py: each hung thread's
      function of the program's own, and the library frames it waits in; no line numbers)
-     none of the original's attempts hung in. A hang's signature is `hang` wherever it
-     sits: a user's two-lock deadlock became one thread waiting on a Barrier no other
-     thread reached, "fails as hang in 20/20". An unread place (no stacks) is no
-     difference, on either side;
+     none of whose threads sits as one in any of the original's attempts did (`moved`).
+     A hang's signature is `hang` wherever it sits: a user's two-lock deadlock became
+     one thread waiting on a Barrier no other thread reached, "fails as hang in
+     20/20". An unread place (no stacks) is no difference, on either side;
    - a rate clearly above the original's (`fails-more-often`): where the original's
      upper bound is below what `rate_check` attempts could show (a flaky original:
      3 of 20), the candidate runs until its interval is above the original's or can

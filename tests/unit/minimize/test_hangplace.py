@@ -96,6 +96,21 @@ def test_a_place_the_original_never_hung_in_moved_and_an_unread_one_never_did() 
     assert moved(["b", "a"], ["a", "b", UNREAD]) == ()
 
 
+def test_a_place_is_compared_by_its_threads_so_a_trimmed_thread_is_no_new_hang() -> None:
+    # A monitor thread beside the deadlock, dropped: the deadlock's threads sit as before.
+    assert moved(["w1, w2"], ["monitor, w1, w2"]) == ()
+    # Three transfer threads cut to two, or to one.
+    assert moved(["transfer, transfer"], ["transfer, transfer, transfer"]) == ()
+    assert moved(["transfer"], ["transfer, transfer, transfer"]) == ()
+    # A busy producer caught in a function no attempt of the original's showed it in,
+    # beside the consumer hung as the original's: the same hang.
+    assert moved(["consume, produce_more"], ["consume, produce", "consume, <module>"]) == ()
+    # None of its threads sits as any of the original's did: moved, as before.
+    assert moved([place_of(BARRIER)], ["monitor, w1, w2"]) == (place_of(BARRIER),)
+    assert moved(["monitor2, w3"], ["monitor, w1, w2"]) == ("monitor2, w3",)
+    assert moved([NOWHERE], ["monitor, w1, w2"]) == (NOWHERE,)
+
+
 def program(text: str) -> Program:
     return Program(head=("python", "h.py"), args=(), files=(("h.py", text),))
 
