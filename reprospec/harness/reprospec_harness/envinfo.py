@@ -743,5 +743,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _without_working_directory() -> None:
+    """Take out the entry `python -m` puts first on sys.path, the current directory (`""` on
+    older Pythons, else its absolute path), as the package check's `PROBE_CODE` takes out
+    `python -c`'s: a stale `foo.egg-info` or `.dist-info` there was read as the
+    environment's own version by the capture (doctor's package check, the report's
+    Environment mismatches) and not by the run's package check. Only in the capture's own
+    process (`python -m reprospec_harness.envinfo`): a workload imports from its cwd. None
+    where `-P` (PYTHONSAFEPATH) put no such entry, and the first is PYTHONPATH's."""
+    if getattr(sys.flags, "safe_path", False):
+        return
+    if sys.path and sys.path[0] in ("", str(Path.cwd())):
+        del sys.path[0]
+
+
 if __name__ == "__main__":
+    _without_working_directory()
     sys.exit(main())

@@ -341,3 +341,19 @@ def test_a_search_shares_one_capture_per_interpreter_packages_and_variables(
         assert len(children) == 6
     ask("1")
     assert len(children) == 7  # the block's end forgot them
+
+
+def test_the_capture_and_the_package_check_read_the_same_version_in_a_stale_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `python -m` puts the cwd first on sys.path as `python -c` does: the check left it
+    # out, the capture did not, so doctor and the report's Environment mismatches named the
+    # 99.1 of a stale dist-info in the cwd where the run's package check saw the venv's own.
+    workdir = tmp_path / "wd"
+    meta = workdir / "packaging-99.1.dist-info"
+    meta.mkdir(parents=True)
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: packaging\nVersion: 99.1\n")
+    monkeypatch.chdir(workdir)
+    captured: dict[str, Any] = probe_environment(sys.executable, ["packaging"], with_torch=False)
+    checked = probe_installed(sys.executable, ["packaging"], cwd=workdir)
+    assert captured["packages"]["packaging"] == checked.versions["packaging"] != "99.1"
