@@ -264,18 +264,25 @@ def _same_failure(
         return f"as {after[0]}, not as the failing cell's {before[0]}"
     # A hang's signature is `hang` wherever it sits: a smaller configuration whose hang sits
     # elsewhere (one thread at a barrier, where the cell's two deadlocked on their locks)
-    # is another hang. An unread place, on either side, is no difference.
-    if moved((after[2],), (before[2],)):
-        return f"as a {after[0]} in {after[2]}, not in the failing cell's {before[2]}"
+    # is another hang. Step 2's rule (hangplace.moved): its places over every matched
+    # attempt against the cell's, not one attempt each, whose busy threads' functions
+    # vary with the moment its stacks were taken. An unread place is no difference.
+    elsewhere = moved(after[2], before[2])
+    if elsewhere:
+        where = " / ".join(dict.fromkeys(p for p in before[2] if p))
+        return f"as a {after[0]} in {' / '.join(elsewhere)}, not in the failing cell's {where}"
     return None
 
 
 def _first_signature(
     probes: Sequence[StoredProbe], candidate: tuple[int, ...], out: Path
-) -> tuple[str, bool, str] | None:
-    """The signature of the first attempt that matched the expect in the probe of `candidate`,
-    whether its native stacks went unread, and where it hung (hangplace.py; "" unread or no
-    hang); None where no stored probe has one."""
+) -> tuple[str, bool, tuple[str, ...]] | None:
+    """The signature of the first attempt that matched the expect in the probes of
+    `candidate`, whether its native stacks went unread, and where each of its probes'
+    matched attempts hung (hangplace.py; "" unread or no hang); None where no stored probe
+    has one."""
+    first: tuple[str, bool] | None = None
+    places: list[str] = []
     for probe in probes:
         if probe.candidate != candidate or "match" not in probe.kinds or not probe.run_id:
             continue
@@ -287,12 +294,10 @@ def _first_signature(
         for cell in result.cells:
             for attempt in sorted(cell.attempts, key=lambda a: a.attempt):
                 if attempt.matched and attempt.ran is not None:
-                    return (
-                        attempt.ran.signature,
-                        native.read_none(attempt.native),
-                        attempt_place(path.parent, attempt),
-                    )
-    return None
+                    if first is None:
+                        first = (attempt.ran.signature, native.read_none(attempt.native))
+                    places.append(attempt_place(path.parent, attempt))
+    return None if first is None else (*first, tuple(places))
 
 
 def _shown(value: Setting) -> str:

@@ -3,8 +3,16 @@ the program's passes can keep it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
 from reprospec.core.inputs import Cell
+from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.differences import Difference
+from reprospec.isolation.state import StoredProbe
+from reprospec.minimize import settings
 from reprospec.minimize.settings import Reduced
 
 FAILING = Cell("b=1,d=1", 0, {"b": 1, "d": 1})
@@ -61,4 +69,40 @@ def test_a_settings_step_out_of_budget_says_its_answer_is_a_guess() -> None:
     assert answer.sentence() == (
         "log=b -> a (does not matter; the failure needs setup=full, isolate against "
         "setup=none,log=a, 9 attempts)"
+    )
+
+
+def test_step_1_compares_the_places_of_every_matched_attempt_not_the_first_of_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A main thread busy in `while not done: check()` reads `check` in one dump and
+    `<module>` in another: the smaller configuration's first hang in `<module>` against
+    the cell's first in `check` was refused, where both sides hung in both."""
+    runs: dict[str, list[str]] = {}
+    MATCH: tuple[AttemptKind, ...] = ("match",)
+
+    def attempt(n: int, place: str) -> SimpleNamespace:
+        ran = SimpleNamespace(signature="hang")
+        return SimpleNamespace(attempt=n, matched=True, ran=ran, native=None, place=place)
+
+    def same(full: list[str], chosen: list[str]) -> str | None:
+        runs.update(full=full, chosen=chosen)
+        probes = [
+            StoredProbe(name, candidate, "failing", MATCH * len(runs[name]), name)
+            for name, candidate in (("full", (0, 1)), ("chosen", (0,)))
+        ]
+        monkeypatch.setattr(settings, "stored_probes", lambda _folder: probes)
+        return settings._same_failure(Path("state"), (0, 1), (0,), Path("out"))
+
+    def load(path: Path) -> SimpleNamespace:
+        attempts = [attempt(n, p) for n, p in enumerate(runs[path.parent.name])]
+        return SimpleNamespace(cells=[SimpleNamespace(attempts=attempts)])
+
+    monkeypatch.setattr(settings, "find_run", lambda run_id, out: out / run_id / "results.json")
+    monkeypatch.setattr(settings, "load_run", load)
+    monkeypatch.setattr(settings, "attempt_place", lambda _folder, a: a.place)
+    assert same(["check", "<module>"], ["<module>", "check"]) is None
+    # A hang none of whose attempts sits as any of the cell's did is still refused.
+    assert same(["check", "<module>"], ["w2 -> threading.py:wait"]) == (
+        "as a hang in w2 -> threading.py:wait, not in the failing cell's check / <module>"
     )
