@@ -385,7 +385,10 @@ def _reset_axes(document: dict[str, Any], reset: Sequence[Difference]) -> None:
     `expect.cases` and `matrix.exclude` entries that name another value of it go with the
     cells they named. Kept, a case's `when: {twice: "1"}` named a value the axis no longer
     has, minimized.yaml failed its own validation (`'1' is not a value of axis 'twice'`),
-    and minimize stopped on a temporary file's path before the program's search."""
+    and minimize stopped on a temporary file's path before the program's search. A case
+    dropped was never the reduced cell's (it names another value), so that cell's expect is
+    the original spec's for it; where that is not the failing cell's (the failing cell's own
+    `when: {twice: "1"}` case, dropped), `not_the_reduced_cell` refuses the reset."""
     matrix = document.get("matrix")
     for diff in reset:
         if (

@@ -366,3 +366,39 @@ def test_only_a_title_naming_a_line_of_the_program_is_left_to_the_description(
         written = yaml.safe_load(_spec_text(spec, original, (), tmp_path))
         assert written.get("title") == (title if kept else None)
         assert (f"The original's title: {title}." in written["description"]) is not kept
+
+
+def test_a_reset_that_drops_the_failing_cells_own_case_is_not_used(tmp_path: Path) -> None:
+    # The failing cell's expect is a `when: {twice: "1"}` case over a top-level `pass`:
+    # reset to twice=0, that case goes, and minimized.yaml would expect the reduced cell
+    # to pass. Refused before the search (the program is minimized in the failing cell),
+    # as a real minimize of this spec says; a reset that keeps its expect is used.
+    from reprospec import api
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.isolation.differences import Difference
+    from reprospec.minimize.report import not_the_reduced_cell
+    from reprospec.minimize.settings import Reduced
+    from reprospec.spec.load import load_spec
+
+    (tmp_path / "h.py").write_text("print(1)\n")
+    original = Program(head=("python", "h.py"), args=(), files=(("h.py", "print(1)\n"),))
+    for top, case, used in (("pass", "hang", False), ("hang", "hang", True)):
+        (tmp_path / "spec.yaml").write_text(
+            "reprospec: 1\nname: s\ncommand: python h.py\n"
+            "environment: {env: {TWICE: '${{ matrix.twice }}', WAIT: '${{ matrix.wait }}'}}\n"
+            "matrix:\n  twice: ['1', '0']\n  wait: ['1', '0']\n"
+            f"expect:\n  outcome: {top}\n  cases:\n"
+            f"    - {{when: {{twice: '1', wait: '1'}}, outcome: {case}}}\n"
+            "    - {when: {wait: '0'}, outcome: pass}\n"
+        )
+        spec = load_spec(tmp_path / "spec.yaml")
+        plan = api.plan_run(spec, RunOptions())
+        cells = {cell.id: cell for cell in plan.cells}
+        failing, reduced_cell = cells["twice=1,wait=1"], cells["twice=0,wait=1"]
+        reset = (Difference("matrix.twice", "0", "1"),)
+        reduced = Reduced(reduced_cell, failing, cells["twice=0,wait=0"], reset=reset)
+        why = not_the_reduced_cell(spec, original, reduced, plan.expectation(failing), tmp_path)
+        expected = (
+            "" if used else "the spec expects twice=0,wait=1, where it fails too, to do otherwise"
+        )
+        assert why == expected
