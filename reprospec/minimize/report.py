@@ -382,13 +382,14 @@ def _set(document: dict[str, Any], path: str, value: int) -> None:
 
 def _reset_axes(document: dict[str, Any], reset: Sequence[Difference]) -> None:
     """An axis the settings step reset holds only the passing value it was reset to; the
-    `expect.cases` and `matrix.exclude` entries that name another value of it go with the
-    cells they named. Kept, a case's `when: {twice: "1"}` named a value the axis no longer
-    has, minimized.yaml failed its own validation (`'1' is not a value of axis 'twice'`),
-    and minimize stopped on a temporary file's path before the program's search. A case
-    dropped was never the reduced cell's (it names another value), so that cell's expect is
-    the original spec's for it; where that is not the failing cell's (the failing cell's own
-    `when: {twice: "1"}` case, dropped), `not_the_reduced_cell` refuses the reset."""
+    `expect.cases`, `matrix.exclude` and `matrix.include` entries that name another value
+    of it go with the cells they named. Kept, a case's `when: {twice: "1"}` named a value
+    the axis no longer has, minimized.yaml failed its own validation (`'1' is not a value
+    of axis 'twice'`), and minimize stopped on a temporary file's path before the
+    program's search. A case dropped was never the reduced cell's (it names another
+    value), so that cell's expect is the original spec's for it; where that is not the
+    failing cell's (the failing cell's own `when: {twice: "1"}` case, dropped),
+    `not_the_reduced_cell` refuses the reset."""
     matrix = document.get("matrix")
     for diff in reset:
         if (
@@ -399,6 +400,9 @@ def _reset_axes(document: dict[str, Any], reset: Sequence[Difference]) -> None:
         ):
             matrix[diff.name] = [diff.base]
             _drop_naming(matrix, "exclude", None, diff.name, diff.base)
+            # An include entry naming another value fits no combination left: kept, it was
+            # a new cell of that value, its expect no longer the cases' that were dropped.
+            _drop_naming(matrix, "include", None, diff.name, diff.base)
             expect = document.get("expect")
             if isinstance(expect, dict):
                 _drop_naming(expect, "cases", "when", diff.name, diff.base)

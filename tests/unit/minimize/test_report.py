@@ -342,6 +342,22 @@ def test_a_reset_axis_takes_the_cases_and_excludes_naming_its_other_values_with_
     (tmp_path / "minimized.yaml").write_text(_spec_text(spec, original, only, tmp_path))
     load_spec(tmp_path / "minimized.yaml")
     assert "cases" not in yaml.safe_load((tmp_path / "minimized.yaml").read_text())["expect"]
+    # An include entry of the old value: kept, it was a cell of twice=1 alone, expected to
+    # hang where the dropped case had it pass.
+    (tmp_path / "spec.yaml").write_text(
+        "reprospec: 1\nname: s\ncommand: python stuck.py\n"
+        "environment: {env: {TWICE: '${{ matrix.twice }}', WAIT: '${{ matrix.wait }}'}}\n"
+        "matrix:\n  twice: ['1', '0']\n  wait: ['1']\n"
+        "  include: [{twice: '1', wait: '0'}, {twice: '0', wait: '0'}]\n"
+        "expect:\n  outcome: hang\n  cases:\n"
+        "    - {when: {twice: '1', wait: '0'}, outcome: pass}\n"
+        "    - {when: {twice: '0', wait: '0'}, outcome: pass}\n"
+    )
+    spec = load_spec(tmp_path / "spec.yaml")
+    (tmp_path / "minimized.yaml").write_text(_spec_text(spec, original, reset, tmp_path))
+    written = yaml.safe_load((tmp_path / "minimized.yaml").read_text())
+    assert written["matrix"]["include"] == [{"twice": "0", "wait": "0"}]
+    assert written["expect"]["cases"] == [{"when": {"twice": "0", "wait": "0"}, "outcome": "pass"}]
 
 
 def test_only_a_title_naming_a_line_of_the_program_is_left_to_the_description(
