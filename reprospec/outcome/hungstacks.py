@@ -242,12 +242,7 @@ def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
         child = frame is not None and any(_WAITS_FOR_A_CHILD.search(f.path) for f in waiting)
         joined: tuple[Frame, ...] = ()
         if frame is not None and any(_is(f, j) for f in waiting for j in _JOINS):
-            others = (
-                next((f for f in t if _is_user(f, string)), None)
-                for _, t in threads
-                if t is not main
-            )
-            joined = tuple(f for f in others if f is not None)
+            joined = tuple(f for f, _ in _other_threads(threads, main, string))
         forked = next((i for i, f in enumerate(main) if _is(f, _FORKED)), len(main))
         own = frame is not None and main.index(frame) < forked
         peers = frame is not None and any(_WAITS_FOR_PEERS.search(f.path) for f in waiting)
@@ -342,16 +337,10 @@ def hung_threads(stack: str | None) -> tuple[tuple[Frame, tuple[Frame, ...]], ..
     threads = next((t for pid, t, _, _ in blocks if pid == process.pid), [])
     main = _main_thread(threads)
     string = _runs_a_string(main)
-    out: list[tuple[Frame, tuple[Frame, ...]]] = []
-    for _, frames in threads:
-        if process.joined and frames is main:
-            continue
-        if not process.joined and frames is not main:
-            continue
-        user = next((f for f in frames if _is_user(f, string)), None)
-        if user is not None:
-            out.append((user, tuple(_waiting(frames, string))))
-    return tuple(out)
+    if process.joined:
+        # The threads `hung_processes` read `joined` from, as it read them.
+        return _other_threads(threads, main, string)
+    return ((process.frame, tuple(_waiting(main, string))),)
 
 
 def _left_waiting(
@@ -367,10 +356,20 @@ def _left_waiting(
     string = _runs_a_string(main) or " -c " in f" {command} "
     if not any(_is(f, _EXIT_WAIT) for f in main) or any(_is_user(f, string) for f in main):
         return ()
+    others = _other_threads(threads, main, string)
+    return tuple((f, waits) for f, waits in others if not _HARNESS.search(f.path))
+
+
+def _other_threads(
+    threads: list[tuple[bool, list[Frame]]], main: list[Frame], string: bool
+) -> tuple[tuple[Frame, tuple[Frame, ...]], ...]:
+    """Each thread but `main` that has a frame of the user's code: its innermost one, and
+    the frames it waits in below it (`_waiting`). What a main thread's join waits for
+    (`HungProcess.joined`, `hung_threads`), or its wait at exit (`_left_waiting`)."""
     out = []
     for _, frames in threads:
         user = next((f for f in frames if _is_user(f, string)), None)
-        if frames is not main and user is not None and not _HARNESS.search(user.path):
+        if frames is not main and user is not None:
             out.append((user, tuple(_waiting(frames, string))))
     return tuple(out)
 
