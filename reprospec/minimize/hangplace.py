@@ -68,20 +68,34 @@ def threads_of(place: str) -> frozenset[str]:
 
 
 def moved(places: Iterable[str], original: Iterable[str]) -> tuple[str, ...]:
-    """The places in `places` that share no thread's entry with any place of the original's
-    (sorted), () where either side's are all unread: an unread place is no difference.
+    """The places in `places` that do not sit as one of the original's did (sorted), () where
+    either side's are all unread: an unread place is no difference.
 
-    A place is compared by its threads, not whole: a candidate that dropped a monitor
-    thread beside the deadlock (`w1, w2` where the original hung in `monitor, w1, w2`),
-    or one of three `transfer` threads, hangs where the original did, and so does one
-    whose busy thread was caught in another function than in any attempt of the
-    original's, where another of its threads sits as the original's did. A hang none of
-    whose threads sits as any of the original's did (one thread at a Barrier, where two
-    deadlocked on their locks) moved."""
-    known = {entry for p in original if p != UNREAD for entry in threads_of(p)}
+    A place is compared by its threads, not whole: it sits as an original's place where its
+    threads hold at least half of that place's (`sits_as`). A candidate that dropped a
+    monitor thread beside the deadlock (`w1, w2` where the original hung in `monitor, w1,
+    w2`), or one of three `transfer` threads, hangs where the original did, and so does one
+    whose busy thread was caught in another function than in any attempt of the original's,
+    beside the consumer hung as the original's was. One that kept the monitor alone, the
+    deadlock's two threads gone (`monitor` against `monitor, w1, w2`), or whose threads sit
+    as none of the original's (one thread at a Barrier, where two deadlocked on their
+    locks), moved."""
+    known = [threads_of(p) for p in original if p != UNREAD]
     if not known:
         return ()
-    return tuple(sorted({p for p in places if p != UNREAD and known.isdisjoint(threads_of(p))}))
+    return tuple(
+        sorted(
+            {p for p in places if p != UNREAD and not any(sits_as(threads_of(p), o) for o in known)}
+        )
+    )
 
 
-__all__ = ["NOWHERE", "UNREAD", "attempt_place", "moved", "place_of", "threads_of"]
+def sits_as(threads: frozenset[str], original: frozenset[str]) -> bool:
+    """Whether a hang of `threads` sits as the original's hang of `original` did: they share
+    at least half of the original's threads. One shared thread was too little: a monitor
+    thread's endless loop, kept where the deadlock beside it was cut away, still hangs, and
+    read as the original's hang (review)."""
+    return 2 * len(threads & original) >= len(original)
+
+
+__all__ = ["NOWHERE", "UNREAD", "attempt_place", "moved", "place_of", "sits_as", "threads_of"]

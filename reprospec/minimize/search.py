@@ -122,7 +122,7 @@ or `infra` (could not run).
    - a hang that sits elsewhere (`hangs-elsewhere`; free, at its first match): each
      attempt's place (`record`'s `places`, minimize/hangplace.py: each hung thread's
      function of the program's own, and the library frames it waits in; no line numbers)
-     none of whose threads sits as one in any of the original's attempts did (`moved`).
+     whose threads hold less than half of those of each of the original's places (`moved`).
      A hang's signature is `hang` wherever it sits: a user's two-lock deadlock became
      one thread waiting on a Barrier no other thread reached, "fails as hang in
      20/20". An unread place (no stacks) is no difference, on either side;

@@ -109,6 +109,10 @@ def test_a_place_is_compared_by_its_threads_so_a_trimmed_thread_is_no_new_hang()
     assert moved([place_of(BARRIER)], ["monitor, w1, w2"]) == (place_of(BARRIER),)
     assert moved(["monitor2, w3"], ["monitor, w1, w2"]) == ("monitor2, w3",)
     assert moved([NOWHERE], ["monitor, w1, w2"]) == (NOWHERE,)
+    # The monitor kept alone, the deadlock beside it cut away: its endless loop still hangs,
+    # in one thread of the original's three; not the original's hang.
+    assert moved(["monitor"], ["monitor, w1, w2"]) == ("monitor",)
+    assert moved(["monitor, w9"], ["monitor, w1, w2"]) == ("monitor, w9",)
 
 
 def program(text: str) -> Program:
