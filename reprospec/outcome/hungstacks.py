@@ -24,7 +24,7 @@ from collections.abc import Callable
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import unescaped_name
-from reprospec.core.pythonargs import LIBRARY_CODE
+from reprospec.core.pythonargs import LIBRARY_CODE, is_python, python_program
 from reprospec.core.results import PythonFrame as Frame
 from reprospec.core.words import LEFT_THE_TREE, NOT_PYTHON
 
@@ -353,11 +353,19 @@ def _left_waiting(
     # A `python -c` program's own frames are `<string>`'s, as in hung_threads: else its
     # hang at exit read as in no frame of its own, where the same one joined read `w2`.
     # Its main thread has left `<string>`'s `<module>` here: its command line says it.
-    string = _runs_a_string(main) or " -c " in f" {command} "
+    string = _runs_a_string(main) or _command_string(command)
     if not any(_is(f, _EXIT_WAIT) for f in main) or any(_is_user(f, string) for f in main):
         return ()
     others = _other_threads(threads, main, string)
     return tuple((f, waits) for f, waits in others if not _HARNESS.search(f.path))
+
+
+def _command_string(command: str) -> bool:
+    """Whether a dump header's command line runs a program given as a string: the
+    interpreter's own `-c` (`python -u -c CODE`), not a program's (`python app.py -c
+    conf.yaml`, `pytest -c pytest.ini`), whose `<string>` frames are generated code."""
+    words = command.split()
+    return bool(words) and is_python(words[0]) and python_program(words[1:]).kind == "code"
 
 
 def _other_threads(

@@ -215,3 +215,13 @@ def test_a_python_c_programs_hang_at_exit_sits_in_its_thread_as_when_joined() ->
     )
     assert place_of(joined) == "w2 -> threading.py:wait"
     assert place_of(at_exit) == place_of(joined)  # not NOWHERE, as it was
+
+
+def test_a_programs_own_c_option_is_no_python_c_at_exit() -> None:
+    # `python app.py -c conf.yaml`: its -c is the program's; a thread caught in a generated
+    # `<string>` frame (a dataclass's __init__) at exit sits in its own function, not there.
+    at_exit = AT_EXIT.replace("python deadlock.py", "python deadlock.py -c conf.yaml").replace(
+        '  File "/tmp/h/deadlock.py", line 5 in w2',
+        '  File "<string>", line 3 in __init__\n  File "/tmp/h/deadlock.py", line 5 in w2',
+    )
+    assert place_of(at_exit) == "w2 -> <string>:__init__ -> threading.py:wait"
