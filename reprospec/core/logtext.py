@@ -349,6 +349,19 @@ def shell_split(line: str) -> list[str]:
 _BLANKS = " \t\n\r\f\v"
 
 
+def words_before(line: str, at: int) -> tuple[list[str], bool]:
+    r"""The words of `line[:at]`, and whether a word of its own starts at `at`: not inside
+    another (`a\ --`, an escaped blank joins them into one word). ValueError where `at` is
+    inside a quotation (`-k 'a -- b'`). What a reader of a typed command line asks before
+    it takes an option out or puts one in as text, keeping the user's own quoting: merge
+    (a shard's `-j`) and How to reproduce (`--python` before a lone `--`) ask it alike."""
+    before = line[:at]
+    words = shell_split(before)
+    # A letter put at `at` is a word more where one starts there; after an escaped blank
+    # or a closing quote (`'a'x`) it is the same word's.
+    return words, len(shell_split(before + "x")) == len(words) + 1
+
+
 def _ansi_c_requoted(line: str) -> str:
     """`line` with each `$'...'` outside other quotes written in shlex's single quotes."""
     parts: list[str] = []

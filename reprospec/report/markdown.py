@@ -362,7 +362,7 @@ def _before_end_of_options(line: str, extra: str) -> str:
     """`line` with the words `extra` adds: at its end, or before its lone `--` (`pytest
     --reprospec s.yaml -- tests/x`), after which pytest (and argparse) read every word as
     a path: `--reprospec-python PATH` appended there was 'file or directory not found'."""
-    from reprospec.core.logtext import shell_split
+    from reprospec.core.logtext import shell_split, words_before
 
     if not extra:
         return line
@@ -374,14 +374,12 @@ def _before_end_of_options(line: str, extra: str) -> str:
     # another word): the line split and joined again wrote the user's own quoting anew
     # (`-k "a b"` became `-k 'a b'`), and only where a `--` was there.
     for found in re.finditer(r"(?<![^ \t])--(?![^ \t])", line):
-        before = line[: found.start()]
         try:
-            words = shell_split(before)
-            alone = len(shell_split(before + "x")) == len(words) + 1  # `a\ --`: one word
+            _, alone = words_before(line, found.start())  # `a\ --`: one word
         except ValueError:  # inside a quotation
             continue
         if alone:
-            return f"{before}{extra.strip()} {line[found.start() :]}"
+            return f"{line[: found.start()]}{extra.strip()} {line[found.start() :]}"
     return line + extra
 
 

@@ -599,7 +599,7 @@ def _without_option(command_line: str, pattern: str) -> str:
     taking it out set another env in the merged run's rerun line than the one that ran."""
     import re
 
-    from reprospec.core.logtext import shell_split
+    from reprospec.core.logtext import shell_split, words_before
 
     try:
         words = shell_split(command_line)
@@ -610,10 +610,9 @@ def _without_option(command_line: str, pattern: str) -> str:
     while removed:
         removed = False
         for found in re.finditer(pattern, line):
-            before = line[: found.start() + 1]
             try:
-                head = shell_split(before)
-                alone = len(shell_split(before + "x")) == len(head) + 1  # `a\ -j 4`: one word
+                # Past the match's blank: `a\ -j 4` is one word.
+                head, alone = words_before(line, found.start() + 1)
                 option = shell_split(found.group())
                 rest = line[: found.start()] + line[found.end() :]
                 left = shell_split(rest)

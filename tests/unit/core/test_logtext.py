@@ -252,3 +252,17 @@ def test_a_key_line_the_window_holds_is_not_kept_above_it_too() -> None:
     frames = [f'  File "m{i}.py", line {i}, in f' for i in range(45)]
     text = "\n".join(["w", "w2", key, "Traceback (most recent call last):", *frames, key, "X"])
     assert excerpt(text, max_lines=10).split("\n").count(key) == 1
+
+
+def test_words_before_says_whether_a_word_of_its_own_starts_there() -> None:
+    from reprospec.core.logtext import words_before
+
+    line = "run a\\ -j 'b c'x -- \"d -- e\""
+    assert words_before(line, 0) == ([], True)
+    assert words_before(line, line.index("a")) == (["run"], True)
+    # Joined to an escaped blank, or to a closing quote: the word before's.
+    assert words_before(line, line.index("-j")) == (["run", "a "], False)
+    assert words_before(line, line.index("x")) == (["run", "a -j", "b c"], False)
+    assert words_before(line, line.index(" --") + 1) == (["run", "a -j", "b cx"], True)
+    with pytest.raises(ValueError, match="closing quotation"):  # inside a quotation
+        words_before(line, line.index("-- e"))
