@@ -1305,18 +1305,10 @@ def _run_options(options: Mapping[str, object], where: str) -> _BundledOptions:
     `repeat` of 10^12 in its manifest is refused as `--repeat 1000000000000` is."""
     checked: _BundledOptions = {}
     at = f"{where}: {MANIFEST}: options"
-    repeat = options.get("repeat")
-    if repeat is not None:
-        try:
-            checked["repeat"] = count_within(repeat, MAX_REPEAT)
-        except ValueError as exc:
-            raise UsageError(f"{at}.repeat: {exc}") from None
-    jobs = options.get("jobs")
-    if jobs is not None:
-        try:
-            checked["jobs"] = count_within(jobs, MAX_PARALLEL)
-        except ValueError as exc:
-            raise UsageError(f"{at}.jobs: {exc}") from None
+    if (repeat := _count_option(options, "repeat", MAX_REPEAT, at)) is not None:
+        checked["repeat"] = repeat
+    if (jobs := _count_option(options, "jobs", MAX_PARALLEL, at)) is not None:
+        checked["jobs"] = jobs
     timeout = options.get("timeout_s")
     if timeout is not None:
         try:
@@ -1365,6 +1357,18 @@ def _run_options(options: Mapping[str, object], where: str) -> _BundledOptions:
             raise UsageError(f"{at}.stop_on: expected one of {', '.join(STOP_ON)}, got {stop_on!r}")
         checked["stop_on"] = str(stop_on)
     return checked
+
+
+def _count_option(options: Mapping[str, object], name: str, most: int, at: str) -> int | None:
+    """The manifest's option `name` as a count from 1 to `most`, as its CLI option takes it
+    (None where the manifest has none); else a UsageError at `at.name`."""
+    value = options.get(name)
+    if value is None:
+        return None
+    try:
+        return count_within(value, most)
+    except ValueError as exc:
+        raise UsageError(f"{at}.{name}: {exc}") from None
 
 
 def _inside(top: Path, value: object, where: str) -> Path:

@@ -85,6 +85,10 @@ def test_a_large_bundle_is_confirmed_before_it_is_unpacked(tmp_path: Path, cli: 
             "options.repeat: expected a number from 1 to 10000",
         ),
         (
+            json.dumps({"format": 1, "spec": "tree/s.yaml", "options": {"jobs": 0}}),
+            "options.jobs: expected a number >= 1, got 0",
+        ),
+        (
             json.dumps({"format": 1, "spec": "tree/s.yaml", "options": {"timeout_s": -1}}),
             "options.timeout_s: expected a finite duration > 0",
         ),
