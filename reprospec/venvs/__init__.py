@@ -1,6 +1,7 @@
 """Virtual environments per resolved `environment`, built with uv and kept by content hash.
 
 `index.py`: where packages come from (the user's uv or pip configuration);
+`pythons.py`: a version's interpreter where uv stopped at a shim that does not run;
 `build.py`: the request, its hash, and building it once, atomically, under a lock;
 `cache.py`: listing and pruning what is kept; `staging.py`: the folder builds
 are made in, and what builds that never ended left there. This package's namespace is their API.

@@ -192,9 +192,16 @@ def find_interpreter(request: str | None = None) -> Interpreter:
         path = str(shutil.which(request))
     else:
         done = _uv(["python", "find", request], timeout=120)
-        if done.returncode != 0:
-            raise EnvBuildError(not_found(request, done.stderr))
-        path = done.stdout.strip().splitlines()[-1]
+        if done.returncode == 0:
+            path = done.stdout.strip().splitlines()[-1]
+        else:
+            # uv stops at a shim it cannot run: the places a user expects, read past it.
+            from reprospec.venvs import pythons
+
+            found = pythons.find(request)
+            if found.path is None:
+                raise EnvBuildError(not_found(request, done.stderr, found.tried))
+            path = found.path
     try:
         done = subprocess.run(
             [path, "-c", _VERSION_CODE],
@@ -292,8 +299,10 @@ def _uv_error(stderr: str, lines: int = 4) -> str:
     return " ".join([*chosen[-lines:], *said, *report.hints[:1]]) or "no output"
 
 
-def not_found(request: str, stderr: str) -> str:
-    """Why `uv python find REQUEST` found no interpreter, from its stderr.
+def not_found(request: str, stderr: str, tried: Sequence[str] = ()) -> str:
+    """Why no interpreter of `request` was found: `uv python find`'s stderr, and `tried`,
+    the interpreters venvs/pythons.py read past it (PATH's, pyenv's, uv's managed ones)
+    and why each was passed over.
 
     uv stops at the first interpreter of the search path it cannot run: a pyenv shim of a
     version pyenv has but does not have active (`pyenv: python3.10: command not found`).
@@ -301,15 +310,19 @@ def not_found(request: str, stderr: str) -> str:
     note as "the build said": it is said as what it is, with its path and first word, and
     the way past it (the interpreter's path)."""
     report = _UvReport.read(stderr)
+    looked = (
+        f"; passed over {', '.join(tried)}"
+        if tried
+        else "; none in PATH, pyenv's versions or uv's managed Pythons"
+    )
     stuck = next((e for e in report.errors if e.startswith("Failed to inspect Python")), None)
     if stuck is None:
-        return f"no Python {request} on this machine (uv python find: {_uv_error(stderr)})"
+        return f"no Python {request} on this machine (uv python find: {_uv_error(stderr)}{looked})"
     at = stuck.rsplit(" at ", 1)[-1].strip("`") if " at " in stuck else "an interpreter"
     why = report.built[0] if report.built else (report.causes or ("it does not run",))[-1]
     return (
-        f"uv python find {request} stopped at {at}, which does not run ({why}); a Python "
-        f"{request} may still be installed: give its path (--python PATH, or "
-        "environment.python: PATH)"
+        f"uv python find {request} stopped at {at}, which does not run ({why}){looked}; "
+        f"give the path of a Python {request} (--python PATH, or environment.python: PATH)"
     )
 
 

@@ -117,8 +117,9 @@ def test_an_interpreter_uv_could_not_run_is_not_no_python_on_this_machine() -> N
     said = not_found("3.10", PYENV_SHIM)
     assert said == (
         "uv python find 3.10 stopped at /root/.pyenv/shims/python3.10, which does not run "
-        "(pyenv: python3.10: command not found); a Python 3.10 may still be installed: give "
-        "its path (--python PATH, or environment.python: PATH)"
+        "(pyenv: python3.10: command not found); none in PATH, pyenv's versions or uv's "
+        "managed Pythons; give the path of a Python 3.10 (--python PATH, or "
+        "environment.python: PATH)"
     )
     assert "build said" not in said
 
@@ -129,7 +130,7 @@ def test_no_interpreter_at_all_is_said_so() -> None:
     )
     assert said == (
         "no Python 3.99 on this machine (uv python find: No interpreter found for Python 3.99 "
-        "in managed installations)"
+        "in managed installations; none in PATH, pyenv's versions or uv's managed Pythons)"
     )
 
 

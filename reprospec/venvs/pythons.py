@@ -1,0 +1,133 @@
+"""The interpreters of a Python version where a user expects to find them, past a shim.
+
+`environment.python: "3.10"` asks uv (`uv python find 3.10`), which stops at the first
+interpreter of PATH it cannot run: pyenv's shim of a version pyenv has but does not
+have active exits 127 (`pyenv: python3.10: command not found`), and every cell was an
+infra-error though `~/.pyenv/versions/3.10.13` was there. So, where uv found nothing,
+these places are read in turn, each interpreter run to read its version (a shim that
+does not run is passed over), the first of the version asked for taken:
+
+- PATH's `python3.10` (`python3` for a request of `3`), in PATH order;
+- pyenv's versions folder (`$PYENV_ROOT/versions`, else `~/.pyenv/versions`), newest first;
+- uv's own managed interpreters (`$UV_PYTHON_INSTALL_DIR`, else
+  `$XDG_DATA_HOME/uv/python`, else `~/.local/share/uv/python`), newest first.
+
+Only a plain version (`3`, `3.10`, `3.10.13`) is looked for so: anything else uv takes
+(`pypy3.10`, `>=3.10`) is left to uv's answer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+from reprospec.core.frozen import frozen
+
+_VERSION = re.compile(r"\d+(?:\.\d+){0,2}")
+# A folder of uv's managed interpreters: `cpython-3.10.13-linux-x86_64-gnu`.
+_UV_MANAGED = re.compile(r"cpython-(?P<version>\d+\.\d+\.\d+)(?:[+-].*)?")
+_VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
+
+
+@frozen
+class Found:
+    """An interpreter that ran and said its version; or, where none did, what was tried."""
+
+    path: str | None
+    version: str | None
+    tried: tuple[str, ...]  # each place read, and why it was passed over
+
+
+def matches(request: str, version: str) -> bool:
+    """Whether `version` (`3.10.13`) is one `request` (`3`, `3.10`, `3.10.13`) asks for."""
+    return version.split(".")[: len(request.split("."))] == request.split(".")
+
+
+def find(request: str) -> Found:
+    """The first interpreter of `request` in the places above that runs, or what was
+    tried; a request that is no plain version finds nothing, trying nothing."""
+    if _VERSION.fullmatch(request) is None:
+        return Found(None, None, ())
+    tried: list[str] = []
+    seen: set[str] = set()
+    for path in _candidates(request):
+        real = os.path.realpath(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        version, why = _version_of(path)
+        if version is not None and matches(request, version):
+            return Found(path, version, tuple(tried))
+        tried.append(f"{path} ({why or f'Python {version}'})")
+    return Found(None, None, tuple(tried))
+
+
+def _candidates(request: str) -> Iterator[str]:
+    parts = request.split(".")
+    name = f"python{'.'.join(parts[:2])}"
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        if entry.startswith("/") and os.access(os.path.join(entry, name), os.X_OK):  # noqa: PTH118
+            yield os.path.join(entry, name)  # noqa: PTH118
+    for root in (_pyenv_versions(), _uv_managed()):
+        yield from _newest_first(root, request, name)
+
+
+def _pyenv_versions() -> Path:
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")  # noqa: PTH111
+    return Path(root) / "versions"
+
+
+def _uv_managed() -> Path:
+    given = os.environ.get("UV_PYTHON_INSTALL_DIR")
+    if given:
+        return Path(given)
+    data = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")  # noqa: PTH111
+    return Path(data) / "uv" / "python"
+
+
+def _newest_first(root: Path, request: str, name: str) -> Iterator[str]:
+    """The interpreters of `request` in a folder of versions (pyenv's `3.10.13`, uv's
+    `cpython-3.10.13-...`), newest first: `bin/python3.10`, else `bin/python3`."""
+    try:
+        folders = list(root.iterdir())
+    except OSError:
+        return
+    versions: list[tuple[tuple[int, ...], Path]] = []
+    for folder in folders:
+        managed = _UV_MANAGED.fullmatch(folder.name)
+        version = managed["version"] if managed else folder.name
+        if re.fullmatch(r"\d+\.\d+\.\d+", version) and matches(request, version):
+            versions.append((tuple(int(p) for p in version.split(".")), folder))
+    for _, folder in sorted(versions, reverse=True):
+        major = name.removeprefix("python").split(".")[0]
+        for program in (name, f"python{major}"):
+            path = folder / "bin" / program
+            if os.access(path, os.X_OK):
+                yield str(path)
+                break
+
+
+def _version_of(path: str) -> tuple[str | None, str | None]:
+    """The version `path` says it is, or why it said none (a shim that exits 127)."""
+    try:
+        done = subprocess.run(
+            [path, "-c", _VERSION_CODE],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"does not run: {exc}"
+    if done.returncode != 0:
+        first = next((line for line in done.stderr.splitlines() if line.strip()), "")
+        return None, f"does not run: exit {done.returncode}{f', {first.strip()}' if first else ''}"
+    version = done.stdout.strip()
+    return (version, None) if re.fullmatch(r"\d+\.\d+\.\d+", version) else (None, "no version")
+
+
+__all__ = ["Found", "find", "matches"]

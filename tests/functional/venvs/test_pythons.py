@@ -1,0 +1,76 @@
+"""`environment.python: "3.X"` found where a user expects it, past a pyenv shim that does
+not run: real shims, real interpreters, real `uv python find`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from reprospec.venvs import EnvBuildError, find_interpreter
+
+MINOR = ".".join(map(str, sys.version_info[:2]))
+FULL = ".".join(map(str, sys.version_info[:3]))
+# The interpreter this venv was made from (a venv's own python needs its pyvenv.cfg beside).
+BASE = os.path.realpath(Path(sys.base_prefix) / "bin" / f"python{MINOR}")
+SHIM = f"""#!/bin/sh
+echo "pyenv: python{MINOR}: command not found" >&2
+echo "The 'python{MINOR}' command exists in these Python versions:" >&2
+exit 127
+"""
+
+
+def _pyenv(root: Path, *, with_version: bool) -> Path:
+    """A pyenv root whose shim of this version exits 127 (the version not active), and,
+    `with_version`, the version itself under versions/ (a link to this interpreter)."""
+    shims = root / "shims"
+    shims.mkdir(parents=True)
+    shim = shims / f"python{MINOR}"
+    shim.write_text(SHIM)
+    shim.chmod(0o755)
+    if with_version:
+        bin_dir = root / "versions" / FULL / "bin"
+        bin_dir.mkdir(parents=True)
+        (bin_dir / f"python{MINOR}").symlink_to(BASE)
+    return shims
+
+
+@pytest.fixture(autouse=True)
+def _fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No answer kept from another test, and no `.venv` in the folder uv starts in (uv
+    takes a project's `.venv` first: this checkout's would answer for it)."""
+    find_interpreter.cache_clear()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+
+
+def test_a_version_under_pyenv_is_found_past_a_shim_that_does_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It was `uv python find 3.10 stopped at ~/.pyenv/shims/python3.10, which does not
+    run`, every cell an infra-error, with 3.10.13 in ~/.pyenv/versions."""
+    root = tmp_path / "pyenv"
+    shims = _pyenv(root, with_version=True)
+    monkeypatch.setenv("PATH", str(shims))
+    monkeypatch.setenv("PYENV_ROOT", str(root))
+    monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(tmp_path / "no-managed"))
+    found = find_interpreter(MINOR)
+    assert found.version == FULL
+    assert found.path == BASE
+
+
+def test_none_found_says_what_it_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "pyenv"
+    shims = _pyenv(root, with_version=False)
+    monkeypatch.setenv("PATH", str(shims))
+    monkeypatch.setenv("PYENV_ROOT", str(root))
+    monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(tmp_path / "no-managed"))
+    with pytest.raises(EnvBuildError) as raised:
+        find_interpreter(MINOR)
+    said = str(raised.value)
+    assert f"passed over {shims}/python{MINOR} (does not run: exit 127, pyenv:" in said
+    assert f"give the path of a Python {MINOR} (--python PATH" in said
