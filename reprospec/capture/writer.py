@@ -34,7 +34,10 @@ from reprospec.spec.yamlsource import dump_yaml
 
 # A folded command line is wrapped to this width (the reader's editor, not a parser limit).
 WIDTH = 96
-# Header comments are wrapped to this width.
+# Header comments are wrapped to this width; an indented one, a command to copy (capture's
+# `reprospec run SPEC --observe ...`), is never: wrapped at a long spec path, its words
+# fell on three lines, which no one could paste, and minimize and amplify, which find the
+# note by its lines, carried it unchanged, naming the original spec.
 COMMENT_WIDTH = 88
 
 
@@ -93,6 +96,9 @@ def render_spec(draft: Draft) -> str:
     out: list[str] = []
     for line in draft.header:
         indent = line[: len(line) - len(line.lstrip())]
+        if indent and not any(char in line for char in "\n\r"):
+            out.append(f"# {line}".rstrip())
+            continue
         wrapped = textwrap.wrap(
             line,
             COMMENT_WIDTH,

@@ -507,3 +507,27 @@ def test_a_literal_expression_opener_in_a_variables_value_is_written_so_the_spec
     assert expr.interpolate(lines["FOO"].value, context) == "a${{ b }}"
     assert expr.interpolate(lines["NCCL_DEBUG_FILE"].value, context) == "${{ env.USER }}-run"
     assert expr.interpolate(lines["LC_ALL"].value, context) == "${{x}}"
+
+
+def test_the_observe_note_is_one_line_at_a_long_spec_path_and_carried_true() -> None:
+    """Wrapped at 88 columns, a long spec path put `reprospec run`, the path and
+    `--observe ...` on three comment lines: no one could paste it, and minimize and
+    amplify, which find the note by its lines, carried it naming the original spec."""
+    from reprospec.spec.comments import AXES_NOTE, axes_note_for, observe_line
+
+    long = "incidents/a_rather_long_folder_name/another_level/crash_from_the_training_job.yaml"
+    header = ("Written by `reprospec capture -- python app.py --mode fast`.", *AXES_NOTE)
+    draft = Draft(
+        name="app",
+        command="python app.py --mode ${{ matrix.mode }}",
+        matrix=(Axis("mode", ("fast",)),),
+        header=(*header, observe_line(long)),
+    )
+    text = render_spec(draft)
+    assert f"\n# {observe_line(long)}\n" in text
+    assert all(len(line) <= 90 for line in text.split("\n") if long not in line)
+    # minimize's and amplify's rewrite finds it and names the spec they write.
+    body = text[text.index("reprospec: 1") :]
+    carried = axes_note_for(text, body, "minimized.yaml")
+    assert f"\n# {observe_line('minimized.yaml')}\n" in carried
+    assert long not in carried
