@@ -339,6 +339,12 @@ def _expect(
         comments["outcome"] = "TODO: what the failure is (pass, error, crash, hang or fail)"
         return {"outcome": "fail"}, comments
     expect: JsonObject = {"outcome": failure.outcome}
+    if failure.outcome == "hang" and failure.signal and failure.where == "child":
+        # The child's signal is no key of a hang's (a `signal:` would not match it).
+        comments["outcome"] = (
+            f"after a child process died of {failure.signal} (the log's faulthandler dump), "
+            "as a live run reads it: the main process waits for it forever"
+        )
     # The live capture's rule (one function): a worker's or a child's crash is expected by
     # its signal and where, never by the main process's exception, nor by the main loop's
     # step for a worker (the ticket is one attempt). A crash the log names no process of is
@@ -628,6 +634,10 @@ def _found(ticket: Ticket) -> str:
     # name beside its outcome: the outcome once stood in for it ("hang hang at train").
     named = failure.signal or failure.exception
     what = f" {named}" if named else ""
+    if failure.outcome == "hang" and failure.signal and failure.where == "child":
+        # A Pool left waiting by the child that died (its faulthandler dump): the hang is
+        # the main process's, the signal the child's, as a live run says it.
+        return f"hang after a child died of {failure.signal}"
     if ticket.cut_traceback:
         what = " (its traceback cut before the exception line)"
     where = f" in a {failure.where}" if failure.where in ("worker", "child") else ""

@@ -508,10 +508,22 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         where = where or "child"
         evidence.append(f"pytest-xdist: a worker crashed while running {xdist}")
     real_fatal = [f for f in fatal if not f.description.startswith("Aborted")] or fatal
+    forked: str | None = None
     if signal is None and real_fatal:
         signal = real_fatal[-1].signal
         if signal:
             evidence.append(f"faulthandler: {FATAL_HEADER}{real_fatal[-1].description}")
+            # The thread that took the signal ran in a process multiprocessing started
+            # (its outermost frames: `process.py:_bootstrap`): a child's death, as a live
+            # run reads it (rule 6), not the main process's, which the skeleton expected.
+            forked = _dump_process(real_fatal[-1].stack)
+            if forked is not None:
+                where = where or forked
+                process = "a DataLoader worker" if forked == "worker" else "a child process"
+                evidence.append(
+                    f"the dump's thread ran in {process} (multiprocessing's `_bootstrap` "
+                    "in its frames)"
+                )
     died = _DIED_WITH.search(clean)
     if signal is None and died:
         signal, where = canonical_signal(died["signal"]), where or "child"
@@ -764,6 +776,18 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         # the skeleton expects, where it asked for the outcome (`fail`, a TODO).
         outcome = "hang"
         evidence.append(f"the ticket says it hangs: {hangs!r}")
+    elif (
+        outcome == "crash"
+        and forked == "child"
+        and where == "child"
+        and not chain
+        and (hangs := _says_it_hangs(clean)) is not None
+    ):
+        # A `multiprocessing.Pool` never notices that a worker died with its task, and its
+        # `map` waits forever: a live run reads `hang after a child died of SIGSEGV`
+        # (spec-format.md, rule 1), which a `crash` expected of the command never matched.
+        outcome = "hang"
+        evidence.append(f"the ticket says it hangs after the child died: {hangs!r}")
     if outcome == "hang" and test is None and "pytest" in presets:
         # A hang known only now (timeout's 124, the prose's word): the test `-v`'s lines
         # were running, as for a hang its dump tells (above), where the skeleton named none.
@@ -1175,6 +1199,23 @@ def _python_frames(text: str, fatal_stack: str | None) -> tuple[list[str], tuple
     threads.sort(key=lambda stack: not stack.main)
     main = list(threads[0].frames) if threads[0].main else []
     return main, tuple(threads)
+
+
+# A process multiprocessing started runs its target under `BaseProcess._bootstrap`; a
+# DataLoader worker's target is torch's `_worker_loop`.
+_MP_BOOTSTRAP = "multiprocessing/process.py:_bootstrap"
+_TORCH_WORKER = "torch/utils/data/_utils/worker.py:_worker_loop"
+
+
+def _dump_process(dump: str) -> str | None:
+    """Which process a faulthandler dump's current thread ran in: `worker` (a DataLoader
+    worker), `child` (another process multiprocessing started: a Pool's worker, a
+    `Process`), or None (nothing says: the main process, or a cut dump)."""
+    frames = next((frames for _, current, frames in _dump_threads(dump) if current), [])
+    seen = [frame.replace("\\", "/") for frame in frames]
+    if not any(frame.endswith(_MP_BOOTSTRAP) for frame in seen):
+        return None
+    return "worker" if any(frame.endswith(_TORCH_WORKER) for frame in seen) else "child"
 
 
 def _dump_threads(dump: str) -> list[tuple[str, bool, list[str]]]:

@@ -2483,3 +2483,56 @@ def test_a_pin_is_compared_by_the_rule_the_local_runner_checks_it_by() -> None:
     ours["packages"] = {"numpy": "1.26.1"}
     assert other_pins(theirs, ours) == ["numpy==1.26"]
     assert "  DIFFERS  numpy: log 1.26; here 1.26.1" in compare_machine(theirs, ours)
+
+
+# A real faulthandler dump of a `multiprocessing.Pool` worker's SIGSEGV (ctypes.string_at(0)
+# in the task, Python 3.11, fork): its thread's outermost frames are the parent's, then
+# multiprocessing's `_bootstrap` of the child that died.
+POOL_WORKER_DUMP = """\
+$ python -X faulthandler pool.py --items 5
+Fatal Python error: Segmentation fault
+
+Current thread 0x00007ff84ae47b80 (most recent call first):
+  File "/usr/lib/python3.11/ctypes/__init__.py", line 519 in string_at
+  File "/tmp/b/pool.py", line 6 in work
+  File "/usr/lib/python3.11/multiprocessing/pool.py", line 48 in mapstar
+  File "/usr/lib/python3.11/multiprocessing/pool.py", line 125 in worker
+  File "/usr/lib/python3.11/multiprocessing/process.py", line 108 in run
+  File "/usr/lib/python3.11/multiprocessing/process.py", line 314 in _bootstrap
+  File "/usr/lib/python3.11/multiprocessing/popen_fork.py", line 71 in _launch
+  File "/usr/lib/python3.11/multiprocessing/popen_fork.py", line 19 in __init__
+  File "/usr/lib/python3.11/multiprocessing/context.py", line 281 in _Popen
+  File "/usr/lib/python3.11/multiprocessing/process.py", line 121 in start
+  File "/usr/lib/python3.11/multiprocessing/pool.py", line 215 in __init__
+  File "/usr/lib/python3.11/multiprocessing/context.py", line 119 in Pool
+  File "/tmp/b/pool.py", line 11 in main
+  File "/tmp/b/pool.py", line 15 in <module>
+"""
+
+
+def test_a_faulthandler_dump_of_a_multiprocessing_child_is_the_childs_crash() -> None:
+    # It was the main process's (`# in the main process`): a spec whose every run, where
+    # the program exits after its child's death, reads `crash SIGSEGV` of a child.
+    read = read_ticket("```\n" + POOL_WORKER_DUMP + "```\n")
+    assert (read.failure.outcome, read.failure.signal, read.failure.where) == (
+        "crash",
+        "SIGSEGV",
+        "child",
+    )
+    assert skeleton(read, "t.md").expect == {
+        "outcome": "crash",
+        "signal": "SIGSEGV",
+        "where": "child",
+    }
+
+
+def test_a_pool_childs_dump_the_reporter_says_hangs_is_the_hang_a_run_reads() -> None:
+    # The Pool never notices its worker died and `map` waits forever: a live run reads
+    # `hang after a child died of SIGSEGV`, which the `crash` the skeleton expected missed.
+    text = "It segfaults in a worker and then hangs forever:\n\n```\n" + POOL_WORKER_DUMP + "```\n"
+    read = read_ticket(text)
+    assert (read.failure.outcome, read.failure.where) == ("hang", "child")
+    draft = skeleton(read, "t.md")
+    assert draft.expect == {"outcome": "hang"}
+    assert draft.title == "From a ticket: hang after a child died of SIGSEGV"
+    assert "outcome: hang  # after a child process died of SIGSEGV" in render_spec(draft)
