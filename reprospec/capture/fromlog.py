@@ -11,6 +11,7 @@ differs is the first thing to know before running the skeleton here.
 from __future__ import annotations
 
 import codecs
+import re
 import shlex
 import sys
 from collections import Counter
@@ -495,7 +496,7 @@ def compare_machine(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> li
         ("GPUs", _counted(theirs.gpus) or None, _counted(our_gpus) or "none"),
         ("driver", theirs.driver, _text(nvidia.get("driver"))),
         ("Python", theirs.python, _text(python.get("version"))),
-        ("OS", theirs.os, _text(os_info.get("distribution"))),
+        ("OS", theirs.os, _our_os(theirs.os, os_info)),
     ]
     lines = ["the log's machine and this one:"]
     for label, their, our in rows:
@@ -532,6 +533,21 @@ def compare_machine(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> li
             "cannot reproduce here (run the spec on a machine with " + _counted(theirs.gpus) + ")"
         )
     return lines
+
+
+_MACHINE_SUFFIX = re.compile(r" \((?:x86_64|aarch64|arm64|AMD64|ppc64le|s390x|i[36]86)\)$")
+
+
+def _our_os(their: str | None, os_info: JsonObject) -> str | None:
+    """This machine's OS as the log says its own: collect_env's `OS:` line ends in the
+    machine, `Debian GNU/Linux 12 (bookworm) (x86_64)`, which the distribution alone
+    never equalled (`DIFFERS` of the same OS); with the machine here added, an arm64 box
+    still differs from an x86_64 one."""
+    distribution = _text(os_info.get("distribution"))
+    machine = _text(os_info.get("machine"))
+    if distribution and machine and their and _MACHINE_SUFFIX.search(their):
+        return f"{distribution} ({machine})"
+    return distribution
 
 
 def _this_machine(theirs: Machine) -> Mapping[str, JsonValue] | None:

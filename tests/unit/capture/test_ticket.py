@@ -2536,3 +2536,21 @@ def test_a_pool_childs_dump_the_reporter_says_hangs_is_the_hang_a_run_reads() ->
     assert draft.expect == {"outcome": "hang"}
     assert draft.title == "From a ticket: hang after a child died of SIGSEGV"
     assert "outcome: hang  # after a child process died of SIGSEGV" in render_spec(draft)
+
+
+def test_collect_envs_os_line_with_its_machine_is_the_same_os_as_this_one() -> None:
+    # collect_env writes `OS: Debian GNU/Linux 12 (bookworm) (x86_64)`; this machine's
+    # distribution alone never equalled it: `DIFFERS` of the very machine the log came from.
+    theirs = parse_machine("OS: Debian GNU/Linux 12 (bookworm) (x86_64)\n")
+    debian = {"system": "Linux", "distribution": "Debian GNU/Linux 12 (bookworm)"}
+    ours: dict[str, JsonValue] = {"os": {**debian, "machine": "x86_64"}}
+    assert compare_machine(theirs, ours) == [
+        "the log's machine and this one:",
+        "  same     OS: log Debian GNU/Linux 12 (bookworm) (x86_64); "
+        "here Debian GNU/Linux 12 (bookworm) (x86_64)",
+    ]
+    arm: dict[str, JsonValue] = {"os": {**debian, "machine": "aarch64"}}
+    assert compare_machine(theirs, arm)[1] == (
+        "  DIFFERS  OS: log Debian GNU/Linux 12 (bookworm) (x86_64); "
+        "here Debian GNU/Linux 12 (bookworm) (aarch64)"
+    )
