@@ -84,6 +84,33 @@ def file_requires(folder, entry):
     except OSError:
         pass
     return []
+def meta_head(folder, entry, wanted):
+    # The header fields `wanted` (lower case) of a .dist-info's METADATA or an egg-info's
+    # PKG-INFO (an egg-info may be that file itself), read up to the first blank line or
+    # until each is found; {} for another entry, or one that cannot be read.
+    if entry.endswith(".dist-info"):
+        meta = os.path.join(folder, entry, "METADATA")
+    elif entry.endswith(".egg-info"):
+        meta = os.path.join(folder, entry)
+        if os.path.isdir(meta):
+            meta = os.path.join(meta, "PKG-INFO")
+    else:
+        return {}
+    head = {}
+    try:
+        with open(meta, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                key = key.strip().lower()
+                if key in wanted:
+                    head.setdefault(key, value.strip())
+                    if len(head) == len(wanted):
+                        break
+    except OSError:
+        return {}
+    return head
 found = {}
 requires = {}
 try:
@@ -115,24 +142,7 @@ except ImportError:
             except OSError:
                 continue
             for entry in entries:
-                if entry.endswith(".dist-info"):
-                    meta = os.path.join(folder, entry, "METADATA")
-                elif entry.endswith(".egg-info"):
-                    meta = os.path.join(folder, entry)
-                    if os.path.isdir(meta):
-                        meta = os.path.join(meta, "PKG-INFO")
-                else:
-                    continue
-                head = {}
-                try:
-                    with open(meta, encoding="utf-8", errors="replace") as lines:
-                        for line in lines:
-                            if not line.strip():
-                                break
-                            key, _, value = line.partition(":")
-                            head.setdefault(key.strip().lower(), value.strip())
-                except OSError:
-                    continue
+                head = meta_head(folder, entry, ("name", "version"))
                 if head.get("name") and head.get("version"):
                     found.setdefault(norm(head["name"]), head["version"])
                     requires.setdefault(norm(head["name"]), file_requires(folder, entry))
@@ -161,7 +171,9 @@ out = {"python": sys.executable, "prefix": sys.prefix,
 # Which of them a PYTHONPATH folder holds: Python puts those before the environment's own.
 # An empty entry (`:/x`, `/x:`) is the current directory, as Python reads it; an empty
 # PYTHONPATH is none. The folder named is the first of sys.path that holds the name, the
-# one whose version was read, and only where it is PYTHONPATH's.
+# one whose version was read, and only where it is PYTHONPATH's. A metadata folder is
+# the distribution its Name says, as importlib.metadata reads it: by its folder's name, a
+# checkout's `legacy.egg-info` of packaging was named for no one.
 pythonpath = os.environ.get("PYTHONPATH", "")
 paths = set(os.path.realpath(p or os.getcwd()) for p in pythonpath.split(os.pathsep) if pythonpath)
 if paths:
@@ -177,7 +189,7 @@ if paths:
             continue
         for entry in entries:
             if entry.endswith((".dist-info", ".egg-info")):
-                name = norm(entry.rsplit(".", 1)[0].split("-", 1)[0])
+                name = norm(meta_head(folder, entry, ("name",)).get("name", ""))
                 if name in left:
                     left.discard(name)
                     if folder in paths:

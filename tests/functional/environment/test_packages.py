@@ -53,6 +53,30 @@ def test_a_version_a_pythonpath_folder_brings_is_named_with_its_folder(tmp_path:
     )
 
 
+def test_a_pythonpath_folder_is_named_by_its_metadatas_name_not_its_folders(
+    tmp_path: Path,
+) -> None:
+    # The folder's own name was read for the distribution's: an egg-info of a checkout
+    # (`legacy_checkout.egg-info`, Name: packaging) brought packaging 26.4 and was not
+    # named; a `pyyaml-0.1.dist-info` of another distribution was named for the
+    # environment's own pyyaml.
+    site = tmp_path / "site-packages"
+    egg = site / "legacy_checkout.egg-info"
+    egg.mkdir(parents=True)
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: packaging\nVersion: 26.4\n")
+    other = site / "pyyaml-0.1.dist-info"
+    other.mkdir()
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: not-yaml\nVersion: 0.1\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)}
+    seen = probe_installed(sys.executable, ["packaging==21.3", "pyyaml==0.0.1"], env=env)
+    assert seen.pythonpath == {"packaging": str(site)}
+    assert mismatches(["packaging==21.3", "pyyaml==0.0.1"], seen) == (
+        "packaging 26.4 is installed (the cell needs packaging==21.3), "
+        f"from {site} on PYTHONPATH, which comes first",
+        f"pyyaml {PYYAML} is installed (the cell needs pyyaml==0.0.1)",
+    )
+
+
 def test_an_empty_pythonpath_entry_is_the_current_directory(tmp_path: Path) -> None:
     # `PYTHONPATH=:/x` puts the current directory first, as Python reads it; the probe left
     # the empty entry out, so a workdir's metadata was named as the environment's own.
