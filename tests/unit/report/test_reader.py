@@ -36,11 +36,21 @@ def _section(report: str, heading: str) -> str:
 def test_worker_crash_golden() -> None:
     """The recorded real run: injected fault, a warning nullifying a toggle, the worker's stack."""
     # Its attempt's excerpt is results.json's, made as it was recorded, and the report quotes
-    # it as stored: the key line on top of `… (14 earlier lines omitted)` that counted it,
-    # and a window beginning on a frame's source line. Today's excerpt keeps that line in
-    # its place among the marks and begins at the frame's `File` line (tests/unit/core/
-    # test_logtext.py); the log it was made of was not kept, so it cannot be made again.
-    _check_golden("worker-crash.md", render(recorded.load("worker-crash"), "md"))
+    # it as stored: the log it was made of is not kept, so a change to how an excerpt is cut
+    # shows here only once the run is recorded again, from a real run, by
+    # tests/functional/report/test_reader.py's test_a_real_worker_crash_report under
+    # REPROSPEC_UPDATE_GOLDEN=1 (then this test under it writes the golden). Recorded so
+    # (2026-12-07), the excerpt keeps the worker's key line in its place among the marks and
+    # begins at a frame's `File` line, as tests/unit/core/test_logtext.py has it.
+    run = recorded.load("worker-crash")
+    excerpt = run.cells[3].attempts[0].excerpt
+    assert excerpt is not None
+    lines = excerpt.split("\n")
+    assert re.fullmatch(r"… \(\d+ earlier lines omitted\)", lines[0])
+    assert lines[1] == "ERROR: Unexpected segmentation fault encountered in worker."
+    assert re.fullmatch(r"… \(\d+ lines omitted\)", lines[2])
+    assert lines[3].startswith('  File "')
+    _check_golden("worker-crash.md", render(run, "md"))
 
 
 def test_a_large_matrix_reads_in_a_page() -> None:
