@@ -194,7 +194,7 @@ def agrees(signature: str, target: str, *, native_unknown: bool) -> bool:
     comparison that counted those as another failure measured a deterministic crash
     at 90% (minimize, isolate and amplify judge candidates by that rate).
     """
-    if signature == target:
+    if signature == target or unnamed_agrees(signature, target):
         return True
     if not native_unknown or not signature.startswith("crash:"):
         return False
@@ -203,6 +203,39 @@ def agrees(signature: str, target: str, *, native_unknown: bool) -> bool:
     theirs = target.split(":")
     at = len(theirs) - (2 if theirs[-1].startswith("kernel=") else 1)
     return at >= 3 and ":".join(theirs[:at] + theirs[at + 1 :]) == signature
+
+
+# A signature's native frame whose top function has no name (`??@python3.11`: an image's
+# Python without symbols), to its end or the GPU kernel's part.
+_UNNAMED = Lazy(r":\?\?(?=@|<-|:kernel=|$)")
+
+
+def unnamed_agrees(one: str, other: str) -> bool:
+    """Whether two crash signatures differ only where one could not name its native frame
+    (`crash:SIGSEGV:main:??@python3.11` and `...:main:os_kill_impl@libpython3.11`, the
+    same `os.kill` in a container's Python without symbols and in a venv's): an unknown
+    frame is not a different crash, as an unread one is not (`agrees`)."""
+    return _covers(one, other) or _covers(other, one)
+
+
+def unnamed_frame(signature: str) -> bool:
+    """Whether a crash signature's native frame has no name at its top (`??@python3.11`)."""
+    return signature.startswith("crash:") and _UNNAMED.search(signature) is not None
+
+
+def _covers(unnamed: str, named: str) -> bool:
+    found = _UNNAMED.search(unnamed) if unnamed.startswith("crash:") else None
+    if found is None:
+        return False
+    before = unnamed[: found.start()]
+    kernel = unnamed.find(":kernel=", found.end())
+    after = unnamed[kernel:] if kernel >= 0 else ""
+    if not named.startswith(before + ":") or not named.endswith(after):
+        return False
+    frame = named[len(before) + 1 : len(named) - len(after)]
+    # One frame (`os_kill_impl@libpython3.11`, `at::native::f@libtorch_cpu<-g@libx`): no
+    # part of its own past C++'s `::`, so no stage or other field is taken for a frame.
+    return bool(frame) and ":" not in frame.replace("::", "")
 
 
 def stuck_first(stacks: NativeStacks, stuck: int | None) -> list[ProcessStacks]:

@@ -242,7 +242,8 @@ def signatures_of(cells: Sequence[CellResult]) -> Callable[[AttemptResult], str]
     """Each attempt's signature as the run's report counts it (an attempt that did not run: "").
 
     A crash whose native stacks were not read (its core replaced by a parallel crash in
-    the same folder) counts under the one signature read elsewhere in the run that it
+    the same folder), or whose top native frame has no name (`??@python3.11`: a Python
+    without symbols), counts under the one signature named elsewhere in the run that it
     agrees with, so one failure is not reported as two; an ambiguous one keeps its own.
     """
     named = _named_signatures(cells)
@@ -251,26 +252,34 @@ def signatures_of(cells: Sequence[CellResult]) -> Callable[[AttemptResult], str]
         if attempt.ran is None:
             return ""
         ours = attempt.ran.signature
-        return named.get(ours, ours) if native.read_none(attempt.native) else ours
+        return named.get(ours, ours) if _unknown(attempt) else ours
 
     return signature_of
 
 
 def _named_signatures(cells: Sequence[CellResult]) -> dict[str, str]:
-    """The signatures of crashes without native stacks, each to the one read signature it
-    agrees with (none when ambiguous)."""
+    """The signatures of crashes without native stacks or with an unnamed native frame,
+    each to the one named signature it agrees with (none when ambiguous)."""
     read: set[str] = set()
     unread: set[str] = set()
     for cell in cells:
         for attempt in cell.attempts:
             if attempt.ran is not None:
-                (unread if native.read_none(attempt.native) else read).add(attempt.ran.signature)
+                (unread if _unknown(attempt) else read).add(attempt.ran.signature)
     named: dict[str, str] = {}
     for ours in unread:
         agreeing = [s for s in read if native.agrees(ours, s, native_unknown=True)]
         if len(agreeing) == 1:
             named[ours] = agreeing[0]
     return named
+
+
+def _unknown(attempt: AttemptResult) -> bool:
+    """Whether an attempt's native frame is unknown: its stacks not read, or unnamed."""
+    ran = attempt.ran
+    return native.read_none(attempt.native) or (
+        ran is not None and native.unnamed_frame(ran.signature)
+    )
 
 
 def _outcomes(cell: CellResult) -> list[Outcome]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TypedDict
 
 from reprospec.core.jsontypes import JsonValue
@@ -603,7 +603,7 @@ def _cell_change(a: CellResult, b: CellResult) -> CellChange | None:
         # A cell an interrupted run never reached has no outcome: `reproduced -> not-run
         # (outcome changed)` read as the code's change, where the run was stopped first.
         change = f"the {'first' if stopped[0] else 'second'} run was interrupted before it"
-    elif outcomes[0].keys() != outcomes[1].keys():
+    elif not _same_outcomes(outcomes[0], outcomes[1]):
         change = "outcome changed"
     elif expected[0] != expected[1]:
         change = "same outcome, different expectation"
@@ -621,6 +621,22 @@ def _cell_change(a: CellResult, b: CellResult) -> CellChange | None:
         "expected": expected,
         "failed": [list(f) for f in failed] if apart else [],
     }
+
+
+def _same_outcomes(a: Collection[str], b: Collection[str]) -> bool:
+    """Whether two cells' outcome signatures are the same ones, a native frame one side
+    could not name (`??@python3.11`, an image's Python without symbols) agreeing with the
+    other's named one (`os_kill_impl@libpython3.11`): an unknown frame is no evidence of
+    another crash, and a venv run against a docker run of one `os.kill` read `outcome
+    changed`."""
+    if set(a) == set(b):
+        return True
+    from reprospec.native import unnamed_agrees
+
+    def met(ours: str, theirs: Collection[str]) -> bool:
+        return any(ours == other or unnamed_agrees(ours, other) for other in theirs)
+
+    return all(met(x, b) for x in a) and all(met(y, a) for y in b)
 
 
 def _failed(cell: CellResult) -> tuple[int, int]:

@@ -425,3 +425,34 @@ def test_doctor_for_the_docker_runner_checks_the_engine_and_each_cells_image(
     assert shm["status"] == "skipped", shm
     said = "the spec needs no torch (the container's /dev/shm (docker's default; "
     assert shm["why"].startswith(said), shm
+
+
+_KILL_SELF = """\
+reprospec: 1
+name: kill-self
+files: [crash.py]
+command: python crash.py
+expect:
+  outcome: crash
+  signal: SIGSEGV
+"""
+
+
+@needs_engine
+def test_compare_of_a_local_and_a_docker_run_of_one_crash_is_no_changed_outcome(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The local run's top frame is `os_kill_impl@libpython3.11`, the image's Python has no
+    symbols (`??@python3.11`): compare said `outcome changed` of the one os.kill."""
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    (tmp_path / "crash.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(_KILL_SELF)
+    runs = []
+    for runner in ("local", "docker"):
+        done = cli("run", str(spec), "--runner", runner, cwd=tmp_path)
+        assert done.code == 0, (runner, done.stderr[-2000:])
+        runs.append(str(done.latest_run()))
+    compared = cli("compare", *runs, "--format", "json", cwd=tmp_path)
+    assert compared.code == 0, compared.stderr[-2000:]
+    assert json.loads(compared.stdout)["cells"] == [], compared.stdout[-2000:]

@@ -1,0 +1,66 @@
+"""compare and the run's signatures: a native frame one side could not name (`??@python3.11`,
+an image's Python without symbols) is no evidence of another crash."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from reprospec import native
+from reprospec.core.results import CellResult
+from reprospec.report.signatures import signatures_of
+from reprospec.store.compare import _cell_change
+from tests.support.runs import segfault_matrix
+
+NAMED = "crash:SIGSEGV:main:os_kill_impl@libpython3.11"
+UNNAMED = "crash:SIGSEGV:main:??@python3.11"
+
+
+def _crashed(signature: str) -> CellResult:
+    cell = segfault_matrix().cells[3]
+    attempt = cell.attempts[0]
+    assert attempt.ran is not None
+    ran = replace(attempt.ran, signature=signature)
+    return replace(cell, attempts=(replace(attempt, outcome=ran, native="#### native"),))
+
+
+def test_an_unnamed_frame_against_a_named_one_is_no_changed_outcome() -> None:
+    """It read `outcome changed: crash:SIGSEGV:main:os_kill_impl@libpython3.11 x1 ->
+    crash:SIGSEGV:main:??@python3.11 x1`, a venv run against a docker run of one os.kill."""
+    assert _cell_change(_crashed(NAMED), _crashed(UNNAMED)) is None
+    assert _cell_change(_crashed(UNNAMED), _crashed(NAMED)) is None
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "crash:SIGABRT:main:os_kill_impl@libpython3.11",  # another signal
+        "crash:SIGSEGV:worker:os_kill_impl@libpython3.11",  # another process
+        "crash:SIGSEGV:main:validation:strlen@libc",  # a stage the unnamed one lacks
+    ],
+)
+def test_an_unnamed_frame_still_tells_another_crash_apart(other: str) -> None:
+    change = _cell_change(_crashed(UNNAMED), _crashed(other))
+    assert change is not None
+    assert change["change"] == "outcome changed"
+    assert not native.agrees(UNNAMED, other, native_unknown=False)
+
+
+def test_unnamed_agrees_with_one_frame_only() -> None:
+    assert native.agrees(UNNAMED, NAMED, native_unknown=False)
+    assert native.agrees(NAMED, UNNAMED, native_unknown=False)
+    # A C++ frame's `::` is no field of the signature; the GPU kernel's part must match.
+    kernel = "crash:SIGSEGV:main:??@libtorch_cuda:kernel=k1"
+    assert native.unnamed_agrees(kernel, "crash:SIGSEGV:main:at::native::f@libtorch_cuda:kernel=k1")
+    assert not native.unnamed_agrees(kernel, "crash:SIGSEGV:main:f@libtorch_cuda:kernel=k2")
+    assert not native.unnamed_agrees(NAMED, "crash:SIGSEGV:main:strlen@libc")
+
+
+def test_the_runs_signatures_count_an_unnamed_frame_under_the_named_one() -> None:
+    cells = [
+        _crashed(NAMED),
+        replace(_crashed(UNNAMED), cell=replace(_crashed(NAMED).cell, id="b")),
+    ]
+    signature_of = signatures_of(cells)
+    assert {signature_of(c.attempts[0]) for c in cells} == {NAMED}
