@@ -304,6 +304,17 @@ NO_OTHER_PROCESS_RAN = (
 )
 
 
+def a_shells_own_exit(said: str) -> str:
+    """The end of an error's detail after `139 = 128 + SIGSEGV` where the command tells a
+    shell to exit with that status (`said`: `exit 139`, or `exit 139 in run.sh`, a script
+    it names) and nothing shows a death by the signal (classify.py rule 4, shellexit.py):
+    the shell's own exit status, as `sh -c 'exit 139'` gives, no death's report."""
+    return (
+        f", as a shell reports a death, but the command tells a shell to exit with it "
+        f"({said!r}) and nothing shows a death (no shell's report, no core): its own exit status"
+    )
+
+
 # The end of a crashed child's detail where only the output tells of the death (a child's
 # report, then the main process's own exception), not the engine (classify.py, rule 6).
 def threads_died(count: int, types: Sequence[str]) -> str:

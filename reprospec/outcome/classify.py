@@ -44,6 +44,10 @@ rules, in order:
    shell), its 128+N is that main process's death by N, any N, as a list command's -N is
    and as under bash, which execs it. No record (no Python, `python -S`/`-I`/`-E`, a root
    the shell exec'd: bash's `timeout -s KILL 60 python x.py`) leaves it to the rules here.
+   Nor where the command, or a shell script it names, tells a shell to `exit N` for that
+   very status (`sh -c 'exit 139'`, a run.sh ending `exit 139`: shellexit.py) and nothing
+   shows the death (no shell's report of it in the output, no core of it): a shell exits
+   with 128+N of its own only when told to; rule 7, its detail saying so.
 5. a DataLoader worker died (a `worker_exit` event with a signal, a `child_exit`
    event of a DataLoader worker dead of a crash signal (the status the main process
    reaped, where torch's words race with its own ConnectionResetError), "DataLoader
@@ -136,13 +140,17 @@ from reprospec.core.words import (
     THE_ONE_PROGRAM_DIED_OF_IT,
     THE_PIPELINES_PROGRAM,
     WATCHDOG_ENDED_IT,
+    a_shells_own_exit,
     plural,
     threads_died,
 )
 from reprospec.outcome.evidence import EXIT_PHASE, Event, Events, Evidence, ends_with_warning
 from reprospec.outcome.setupfail import setup_failure
+from reprospec.outcome.shellexit import own_exit
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from reprospec.outcome.children import ChildCrash
     from reprospec.outcome.hungstacks import HungProcess
     from reprospec.outcome.tracebacks import FatalError, PythonException
@@ -194,6 +202,7 @@ def classify(
     pytest: bool = False,
     argv: Sequence[str] | None = None,
     declared: Collection[str] = (),
+    workdir: Path | None = None,
 ) -> Outcome | NotRun:
     """What happened in one attempt, or why it never ran.
 
@@ -201,6 +210,7 @@ def classify(
     `pytest`: the command runs pytest, whose report names a failing test's exception.
     `argv`: the command's, where the attempt runs one (what it started, setupfail.py);
     `declared`: the normalized names the cell's `environment.packages` requires.
+    `workdir`: where the command ran, to read a shell script it names (shellexit.py).
     """
     evidence = evidence if evidence is not None else Evidence.read(execution)
     not_run = _not_run(execution, evidence) or setup_failure(
@@ -371,6 +381,16 @@ def classify(
             shell_signal, sent_kill = died, False
         if sent_kill:
             shell_signal = None
+        # `sh -c 'exit 139'`, a run.sh ending `exit 139`: a shell told to exit with 128+N
+        # exits with it of its own, nothing dead. Read so only where nothing shows the
+        # death (no shell's report of it, no core of it, no record of the program's).
+        asked = (
+            own_exit(returncode, argv, workdir)
+            if shell_signal is not None and not died and not _death_shown(shell_signal, evidence)
+            else None
+        )
+        if asked is not None:
+            shell_signal = None
         if shell_signal is not None:
             kind, signal, where = "crash", shell_signal, "main"
             detail = f"exit status {returncode} = 128 + {shell_signal}{AS_A_SHELL_REPORTS_IT}"
@@ -417,6 +437,9 @@ def classify(
             detail = f"exit code {returncode}"
             if execution.descendants is False:
                 detail += _no_other_process(returncode, execution, evidence, printed_worker)
+            elif asked is not None:
+                signal_named = exit_status_signal(returncode, any_signal=True)
+                detail += f"; {returncode} = 128 + {signal_named}{a_shells_own_exit(asked)}"
             else:
                 sent = _killed_by_a_process(execution, evidence) if worker is None else None
                 if sent_kill:
@@ -974,6 +997,15 @@ def _shell_signal(returncode: int, stderr: str, stdout: str) -> str | None:
     if candidate is None:
         return None
     return candidate if _signal_reported(candidate, stderr, stdout) else None
+
+
+def _death_shown(signal: str, evidence: Evidence) -> bool:
+    """Whether anything besides the exit status shows a death by `signal`: the output's
+    report of it (`_signal_reported`), or a core of a process that died of it."""
+    if _signal_reported(signal, evidence.stderr, evidence.stdout):
+        return True
+    cores = evidence.native.processes if evidence.native is not None else ()
+    return any(p.source == "core" and p.signal == signal for p in cores)
 
 
 def _signal_reported(signal: str, stderr: str, stdout: str) -> bool:

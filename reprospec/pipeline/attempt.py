@@ -129,6 +129,7 @@ def attempt_result(
             pytest=pytest,
             argv=plan.job.argv if isinstance(plan.job, Command) else None,
             declared=_declared(plan, execution),
+            workdir=plan.workdir,
         ),
         evidence,
     )
