@@ -32,6 +32,7 @@ from reprospec.core.signals import (
     canonical_signal,
     exit_status_signal,
     signal_from_description,
+    signal_from_words,
     signal_name,
 )
 from reprospec.outcome.children import (
@@ -495,7 +496,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
 
     worker = _WORKER_KILLED.search(clean)
     if worker:
-        signal = signal_from_description(worker["desc"])
+        signal = signal_from_words(worker["desc"])
         where = "worker"
         evidence.append(f"a DataLoader worker died: {worker.group(0).strip()}")
     elif (report := _WORKER_REPORT.search(clean)) is not None:
@@ -736,6 +737,13 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         if test is not None and phase is None:
             phase = test
             evidence.append(f"the test running when it died: {test}")
+    if test is None and outcome == "crash" and real_fatal:
+        # Without `-v` the progress line names only the file (`tests/t.py .Fatal Python
+        # error`): the dump's frame in that file names the test, as for pytest-timeout's.
+        test = _dumped_test(clean, workdir)
+        if test is not None and phase is None:
+            phase = test
+            evidence.append(f"the test running when it died (the dump's frame in it): {test}")
     if test is not None and phase is None:
         phase = test
         evidence.append(f"the failing test: {test}")
@@ -1330,8 +1338,9 @@ def _watchdog_hang(clean: str) -> bool:
 # ended its own way; pytest-timeout's rule is watchdog.PYTEST_TIMEOUT_RULE.
 # Its title of a thread's stack: `~~~~~ Stack of MainThread (140369081383808) ~~~~~`.
 _DUMP_STACK = re.compile(r"^~{3,} Stack of .+ \(\d+\) ~{3,}\s*$")
-# The dump's frame of the test: `  File "/p/test_hang.py", line 5, in test_sleeps_forever`.
-_DUMP_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
+# The dump's frame of the test: `  File "/p/test_hang.py", line 5, in test_sleeps_forever`
+# (pytest-timeout's), `line 5 in test_x` (faulthandler's, no comma).
+_DUMP_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<function>\S+)')
 
 
 def _pytest_timeout_hang(clean: str) -> PytestTimeout | None:
@@ -1394,6 +1403,38 @@ def _timed_out_test(clean: str, workdir: Path | None = None) -> str | None:
         sources = [] if workdir is None else [workdir / in_file["file"], workdir / progress["file"]]
         classes = _enclosing_classes(sources, in_file["function"], int(in_file["line"]))
         return "::".join([progress["file"], *classes, in_file["function"]])
+    return None
+
+
+def _dumped_test(clean: str, workdir: Path | None = None) -> str | None:
+    """The test whose crash faulthandler dumped after pytest's progress line of its file
+    (`tests/t.py .`, without `-v`): the current thread's innermost frame in that file, as
+    a node id (`tests/t.py::TestX::test_y`, its classes read from the file in `workdir`,
+    as `_timed_out_test` reads them); None where no such line or frame is shown."""
+    lines = clean.split("\n")
+    for index, line in enumerate(lines):
+        if not line.startswith(FATAL_HEADER) or index == 0:
+            continue
+        progress = re.match(r"^(?P<file>\S+\.py) [.sFExXR]*$", lines[index - 1].strip())
+        if progress is None:
+            continue
+        body = lines[index + 1 :]
+        starts = [i for i, text in enumerate(body) if _DUMP_THREAD.match(text)]
+        current = [i for i in starts if body[i].startswith("Current thread")]
+        begin = (current or starts or [-1])[0] + 1
+        for frame in body[begin:]:
+            found = _DUMP_FRAME.match(frame)
+            if found is None:
+                break  # the block's end: a blank line, another thread's header
+            # faulthandler prints the innermost frame first: the test's own, not a
+            # helper of the same file it called.
+            named = progress["file"].lstrip("./")
+            if found["file"] == named or found["file"].endswith("/" + named):
+                sources = (
+                    [] if workdir is None else [workdir / found["file"], workdir / progress["file"]]
+                )
+                classes = _enclosing_classes(sources, found["function"], int(found["line"]))
+                return "::".join([progress["file"], *classes, found["function"]])
     return None
 
 

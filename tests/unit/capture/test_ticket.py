@@ -2589,3 +2589,50 @@ def test_a_gdb_backtrace_of_a_core_gives_the_signal_the_command_and_every_frame(
     # The kernel keeps 80 bytes of a core's command line: one that may be cut is none.
     cut = GDB_CORE.replace("./crash --count 4", "./crash --count 4 " + "x" * 70)
     assert read_ticket(cut).command is None
+
+
+# A real `python -m pytest -x tests/test_ops.py` whose second test died of SIGSEGV
+# (ctypes.string_at(0)), without `-v`: the progress line names the file alone, and the
+# dump's frames (a plugin's server thread first, then the current one) name the test.
+PYTEST_X_SEGFAULT = """\
+```
+$ python -m pytest -x tests/test_ops.py
+============================= test session starts ==============================
+platform linux -- Python 3.11.7, pytest-9.2.0, pluggy-1.7.0
+rootdir: /tmp/e
+plugins: rerunfailures-16.7
+collected 3 items
+
+tests/test_ops.py .Fatal Python error: Segmentation fault
+
+Thread 0x00007fa3ae3746c0 (most recent call first):
+  File "/usr/lib/python3.11/socket.py", line 294 in accept
+  File "/v/site-packages/pytest_rerunfailures.py", line 921 in run_server
+  File "/usr/lib/python3.11/threading.py", line 1002 in _bootstrap
+
+Current thread 0x00007fa3b02a0b80 (most recent call first):
+  File "/usr/lib/python3.11/ctypes/__init__.py", line 519 in string_at
+  File "/tmp/e/tests/test_ops.py", line 9 in test_native_call
+  File "/v/site-packages/_pytest/python.py", line 187 in pytest_pyfunc_call
+  File "/v/site-packages/pytest/__main__.py", line 9 in <module>
+  File "<frozen runpy>", line 198 in _run_module_as_main
+Segmentation fault (core dumped)
+```
+"""
+
+
+def test_a_pytest_crash_without_v_names_the_test_by_the_dumps_frame(tmp_path: Path) -> None:
+    # It named no test (`-v`'s lines alone were read): a spec expecting the crash in any
+    # test of the file, where the dump's frame in the progress line's file names it.
+    read = read_ticket(PYTEST_X_SEGFAULT)
+    assert (read.failure.outcome, read.failure.signal) == ("crash", "SIGSEGV")
+    assert read.failure.phase == "tests/test_ops.py::test_native_call"
+    assert skeleton(read, "t.md").expect["phase"] == "tests/test_ops.py::test_native_call"
+    # A test method: its class from the file in the workdir, the node id a run reports.
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests/test_ops.py").write_text(
+        "import ctypes\n\n\nclass TestOps:\n    def test_add(self):\n        pass\n\n"
+        "    def test_native_call(self):\n        ctypes.string_at(0)\n"
+    )
+    read = read_ticket(PYTEST_X_SEGFAULT.replace("/tmp/e/", ""), workdir=tmp_path)
+    assert read.failure.phase == "tests/test_ops.py::TestOps::test_native_call"
