@@ -12,6 +12,7 @@ import sqlite3
 import tarfile
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.support.cli import ROOT, Cli, CliResult
 from tests.support.files import tar_archive, tar_member
@@ -283,9 +284,7 @@ def test_an_absolute_workdir_reruns_under_a_relative_out_and_as_its_readme_says(
         tar.extractall(unpacked, filter="data")
     (top,) = unpacked.iterdir()
     readme = (top / "README.md").read_text()
-    rerun = re.search(r"run the spec yourself: `reprospec (run [^`]+)`", readme)
-    assert rerun is not None, readme
-    words = shlex.split(rerun.group(1).replace("$PWD", str(unpacked)))
+    words = shlex.split(_rerun_line(readme).replace("$PWD", str(unpacked)))
     mine = cli(*words, "--out", str(tmp_path / "mine"), cwd=unpacked, env=HERE)
     assert mine.code == 0, mine.stderr
     plain = re.search(r"is `([^`]+)`, run in `([^`]+)`", readme)
@@ -1099,10 +1098,9 @@ def test_the_readmes_spec_run_by_hand_keeps_the_runs_filters(tmp_path: Path, cli
         tar.extractall(unpacked, filter="data")
     (top,) = unpacked.iterdir()
     readme = (top / "README.md").read_text()
-    rerun = re.search(r"run the spec yourself: `reprospec (run [^`]+)`", readme)
-    assert rerun is not None, readme
-    assert rerun.group(1).endswith("spec.yaml -m code=3 --repeat 2 --timeout 90s"), readme
-    mine = cli(*shlex.split(rerun.group(1)), "--out", str(tmp_path / "mine"), cwd=unpacked)
+    rerun = _rerun_line(readme)
+    assert rerun.endswith("spec.yaml -m code=3 --repeat 2 --timeout 90s"), readme
+    mine = cli(*shlex.split(rerun), "--out", str(tmp_path / "mine"), cwd=unpacked)
     assert mine.code == 0, mine.stderr
     assert "1/1 cell reproduced" in mine.stdout, mine.stdout
 
@@ -1127,13 +1125,7 @@ def test_a_probes_bundle_reruns_the_attempt_numbers_it_ran(tmp_path: Path, cli: 
     options = reprospec.RunOptions(out=out, repeat=2, first_attempt=5, purpose="amplify")
     ran = reprospec.run(reprospec.load_spec(spec_file), options)
     archive = tmp_path / "probe.tar.gz"
-    made = cli("bundle", ran.run_id, "--out", str(out), "-o", str(archive))
-    assert made.code == 0, made.stderr
-    with tarfile.open(archive) as tar:
-        member = next(m for m in tar.getmembers() if m.name.endswith("/README.md"))
-        handle = tar.extractfile(member)
-        assert handle is not None
-        readme = handle.read().decode()
+    readme = _bundled_readme(cli, ran.run_id, out, archive)
     assert "Its attempts were numbered from 5 (a search's probe)" in readme
     rerun = cli("run", str(archive), "--out", str(tmp_path / "again"), "--yes")
     (folder,) = (tmp_path / "again" / "runs").iterdir()
@@ -1162,23 +1154,11 @@ def test_a_bundle_of_an_api_run_stops_its_cells_as_the_run_did(tmp_path: Path, c
     ran = reprospec.run(reprospec.load_spec(spec_file), options)
     assert len(ran.cells[0].attempts) == 1
     archive = tmp_path / "stop.tar.gz"
-    made = cli("bundle", ran.run_id, "--out", str(out), "-o", str(archive))
-    assert made.code == 0, made.stderr
-    with tarfile.open(archive) as tar:
-        member = next(m for m in tar.getmembers() if m.name.endswith("/README.md"))
-        handle = tar.extractfile(member)
-        assert handle is not None
-        readme = handle.read().decode()
-    rerun = re.search(r"run the spec yourself: `reprospec (run [^`]+)`", readme)
-    assert rerun is not None, readme
-    assert rerun.group(1).endswith("stop.yaml --repeat 3 --set run.stop_on=first-reproduction")
+    readme = _bundled_readme(cli, ran.run_id, out, archive)
+    assert _rerun_line(readme).endswith("stop.yaml --repeat 3 --set run.stop_on=first-reproduction")
 
     def attempts(*given: str) -> int:
-        again = tmp_path / f"again{len(given)}"
-        done = cli("run", str(archive), *given, "--out", str(again), "--yes")
-        (folder,) = (again / "runs").iterdir()
-        cells = json.loads((folder / "results.json").read_text())["cells"]
-        assert cells, done.stderr
+        cells = _rerun_results(cli, archive, tmp_path / f"again{len(given)}", *given)["cells"]
         return len(cells[0]["attempts"])
 
     assert attempts() == 1
@@ -1201,23 +1181,41 @@ def test_a_bundle_reruns_at_the_runs_jobs(tmp_path: Path, cli: Cli) -> None:
     out = tmp_path / "out"
     ran = reprospec.run(reprospec.load_spec(spec_file), reprospec.RunOptions(out=out, jobs=2))
     archive = tmp_path / "jobs.tar.gz"
-    made = cli("bundle", ran.run_id, "--out", str(out), "-o", str(archive))
+    readme = _bundled_readme(cli, ran.run_id, out, archive)
+    assert _rerun_line(readme).endswith("jobs.yaml -j 2"), readme
+
+    def jobs(*given: str) -> object:
+        return _rerun_results(cli, archive, tmp_path / f"again{len(given)}", *given)["options"][
+            "jobs"
+        ]
+
+    assert jobs() == 2
+    assert jobs("-j", "3") == 3
+
+
+def _bundled_readme(cli: Cli, run_id: str, out: Path, archive: Path) -> str:
+    """`reprospec bundle RUN_ID` of the store `out` into `archive`; its README.md."""
+    made = cli("bundle", run_id, "--out", str(out), "-o", str(archive))
     assert made.code == 0, made.stderr
     with tarfile.open(archive) as tar:
         member = next(m for m in tar.getmembers() if m.name.endswith("/README.md"))
         handle = tar.extractfile(member)
         assert handle is not None
-        readme = handle.read().decode()
+        return handle.read().decode()
+
+
+def _rerun_line(readme: str) -> str:
+    """The `run ...` words README.md gives to run the bundle's spec by hand."""
     rerun = re.search(r"run the spec yourself: `reprospec (run [^`]+)`", readme)
     assert rerun is not None, readme
-    assert rerun.group(1).endswith("jobs.yaml -j 2"), readme
+    return rerun.group(1)
 
-    def jobs(*given: str) -> object:
-        again = tmp_path / f"again{len(given)}"
-        done = cli("run", str(archive), *given, "--out", str(again), "--yes")
-        assert done.code == 0, done.stderr
-        (folder,) = (again / "runs").iterdir()
-        return json.loads((folder / "results.json").read_text())["options"]["jobs"]
 
-    assert jobs() == 2
-    assert jobs("-j", "3") == 3
+def _rerun_results(cli: Cli, archive: Path, again: Path, *given: str) -> dict[str, Any]:
+    """results.json of `reprospec run ARCHIVE *given` stored under `again`."""
+    done = cli("run", str(archive), *given, "--out", str(again), "--yes")
+    assert done.code == 0, done.stderr
+    (folder,) = (again / "runs").iterdir()
+    results: dict[str, Any] = json.loads((folder / "results.json").read_text())
+    assert results["cells"], done.stderr
+    return results
