@@ -132,6 +132,17 @@ def signal_from_description(text: str) -> str | None:
     return _DESCRIPTIONS.get(description_key(text))
 
 
+def signal_from_words(text: str) -> str | None:
+    """The signal a report's "killed by signal: X" names: X its description (torch's
+    strsignal words, `Segmentation fault`), its number (`11`: older torch's and some
+    wrappers' words) or its name (`SIGSEGV`); None where X names none."""
+    named = signal_from_description(text)
+    if named is not None:
+        return named
+    word = text.strip()
+    return canonical_signal(word) if word.isdigit() or word.upper().startswith("SIG") else None
+
+
 def exit_status_signal(code: int, *, any_signal: bool = False) -> str | None:
     """Exit status 128+N -> signal N's name when N is in SHELL_FATAL_SIGNALS; else None.
 

@@ -56,6 +56,7 @@ from reprospec.core.signals import (
     SHELL_FATAL_SIGNALS,
     describe_signal,
     description_key,
+    signal_number,
 )
 from reprospec.core.units import format_duration
 from reprospec.core.words import noun, plural
@@ -876,9 +877,11 @@ RUN_SH_HEAD = Path(__file__).resolve().with_name("run.sh.in")
 
 
 def _signal_cases() -> str:
-    """run.sh's `case` arms from a description's key to its signal: the fatal signals'."""
+    """run.sh's `case` arms from a description's key to its signal, and from its number
+    (older torch's `is killed by signal: 11`): the fatal signals'."""
     return "\n".join(
-        f"        {shlex.quote(description_key(describe_signal(name)))}*) echo {name} ;;"
+        f"        {shlex.quote(description_key(describe_signal(name)))}*"
+        f"|{signal_number(name)}) echo {name} ;;"
         for name in sorted(SHELL_FATAL_SIGNALS)
     )
 

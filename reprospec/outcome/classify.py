@@ -51,7 +51,8 @@ rules, in order:
 5. a DataLoader worker died (a `worker_exit` event with a signal, a `child_exit`
    event of a DataLoader worker dead of a crash signal (the status the main process
    reaped, where torch's words race with its own ConnectionResetError), "DataLoader
-   worker (pid N) is killed by signal: X" (X a crash signal: not SIGTERM, which
+   worker (pid N) is killed by signal: X" (X a crash signal, by its words or its number:
+   `Segmentation fault`, older torch's `11`; not SIGTERM, which
    multiprocessing's atexit sends the workers of a main process that failed), torch's
    "ERROR: Unexpected X encountered in worker", or "exited unexpectedly" with no exit code) ->
    `crash`, `where: worker`, even though the main process exited 1.
@@ -125,6 +126,7 @@ from reprospec.core.signals import (
     describe_signal,
     exit_status_signal,
     signal_from_description,
+    signal_from_words,
     signal_name,
 )
 from reprospec.core.words import (
@@ -972,11 +974,11 @@ def worker_death(
     kills = [
         killed
         for killed in _WORKER_KILLED.finditer(stderr)
-        if (named := signal_from_description(killed["desc"])) is None or named in CRASH_SIGNALS
+        if (named := signal_from_words(killed["desc"])) is None or named in CRASH_SIGNALS
     ]
     if kills:
         killed = kills[-1]
-        signal = signal_from_description(killed["desc"])
+        signal = signal_from_words(killed["desc"])
         return WorkerDeath(signal, None, int(killed["pid"]), killed.group(0).strip())
     handler = _WORKER_HANDLER.search(stderr)
     if handler is not None:

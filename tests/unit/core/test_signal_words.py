@@ -1,0 +1,31 @@
+"""torch's "DataLoader worker (pid N) is killed by signal: 11" (older torch, some wrappers:
+the number, not torch's words) names SIGSEGV, as the live outcome reads it, and
+materialize's run.sh reads the number as the signal too."""
+
+from __future__ import annotations
+
+import pytest
+
+from reprospec.core.signals import signal_from_words
+from reprospec.export.materialize import _signal_cases
+
+
+@pytest.mark.parametrize(
+    ("said", "signal"),
+    [
+        ("11", "SIGSEGV"),
+        ("7", "SIGBUS"),
+        ("SIGABRT", "SIGABRT"),
+        ("Segmentation fault", "SIGSEGV"),
+        ("Killed", "SIGKILL"),
+        ("99", None),
+        ("term", None),
+        ("something else", None),
+    ],
+)
+def test_signal_from_words(said: str, signal: str | None) -> None:
+    assert signal_from_words(said) == signal
+
+
+def test_run_sh_reads_a_signals_number() -> None:
+    assert "'segmentation fault'*|11) echo SIGSEGV ;;" in _signal_cases()
