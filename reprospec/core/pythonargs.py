@@ -28,10 +28,12 @@ from reprospec.core.lazyre import Lazy
 # An interpreter's file name: python, python3, python3.12, PyPy's `pypy3`, a build's ABI
 # flags after its version (free-threaded `python3.13t`, debug `python3.11d` and
 # `python3.13td`, Python 3.7's `python3.7m`), PyPy's own binary, which `pypy3` links to
-# and /proc/PID/exe names (`pypy3.10-c`), Windows' `python.exe` (not python3-config,
-# pythonw).
+# and /proc/PID/exe names (`pypy3.10-c`), Debian's names for its debug build
+# (`python3.11-dbg`, `python3-dbg`: links to `python3.11d`, which /proc/PID/exe names, but a
+# command or a process's argv[0] says them), Windows' `python.exe` (not python3-config,
+# python3.11-dbg-config, pythonw).
 _VERSION = r"(?:\d+(?:\.\d+)*(?:td|dm|[tdm])?)?"
-_PYTHON_NAME = Lazy(rf"(?:python{_VERSION}|pypy{_VERSION}(?:-c)?)(?:\.exe)?")
+_PYTHON_NAME = Lazy(rf"(?:python{_VERSION}(?:-dbg)?|pypy{_VERSION}(?:-c)?)(?:\.exe)?")
 # An interpreter's shared library: `libpython3.11.so.1.0`, `libpython3.13t.so`, PyPy's
 # `libpypy3.10-c.so`, macOS' `.dylib`, or as native/symbols.short_library shortens one
 # (`libpython3.11`); `name` is then an interpreter's name by the rule above.

@@ -60,6 +60,11 @@ def test_an_interpreter_is_named_by_its_file_and_version() -> None:
     # A build's ABI flags: debug (`d`), free-threaded debug (`td`), Python 3.7's `m`.
     for name in ("python3.11d", "/usr/bin/python3.13td", "python3.7m", "python3.7dm"):
         assert is_python(name), name
+    # Debian's links to its debug build (`python3.11-dbg -> python3.11d`), not its config's.
+    for name in ("python3.11-dbg", "/usr/bin/python3-dbg"):
+        assert is_python(name), name
+    for name in ("python3.11-dbg-config", "python3-dbg-config", "pypy3-dbg"):
+        assert not is_python(name), name
 
 
 def test_an_interpreters_file_is_its_executable_or_its_library() -> None:

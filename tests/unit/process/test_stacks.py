@@ -187,3 +187,26 @@ def test_a_process_is_pythons_by_its_executable(
 
     monkeypatch.setattr(os, "readlink", lambda _path: exe)
     assert _looks_like_python(ProcInfo(7, 1, 7, "S", "x")) is python
+
+
+@pytest.mark.parametrize(
+    ("argv0", "python"),
+    [("/usr/bin/python3.11-dbg", True), ("python3-dbg", True), ("python3-dbg-config", False)],
+)
+def test_a_process_whose_executable_is_unreadable_is_pythons_by_its_argv0(
+    argv0: str, python: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where /proc/PID/exe cannot be read (another user's process), the command line's first
+    word says: Debian's debug interpreter run as `python3.11-dbg` (a link to `python3.11d`),
+    which `startswith("python")` took, showed as a non-Python program and was not sent the
+    dump signal."""
+    import os
+
+    from reprospec.process.stacks import _looks_like_python
+    from reprospec.process.tree import ProcInfo
+
+    def unreadable(_path: str) -> str:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "readlink", unreadable)
+    assert _looks_like_python(ProcInfo(7, 1, 7, "S", f"{argv0} -X dev t.py")) is python
