@@ -44,7 +44,7 @@ from reprospec.capture.writer import (
 )
 from reprospec.core.expr import literal_text
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.redact import mask_parts, secret_values, sets_secret
+from reprospec.core.redact import credential_spans, mask_parts, secret_values, sets_secret
 from reprospec.core.requirements import normalize
 from reprospec.core.words import plural
 from reprospec.outcome.pytestreport import is_pytest, pytest_verbose
@@ -327,6 +327,19 @@ def _prose_settings(ticket: Ticket, set_already: set[str]) -> list[str]:
         items.append(
             f"environment.env.{name}: the ticket's prose sets {said}, its command line does"
             " not: set it here if the failure needs it, or drop this item"
+        )
+    prose = {name for name, _ in ticket.settings}
+    for name, value in ticket.step_env:
+        if name in set_already or name in prose:
+            continue
+        # GitHub's mask (`***`) and a credential by its shape (a URL's password) are
+        # secrets whatever the name: neither value reaches the spec.
+        secret = value == "***" or sets_secret(name, value) or bool(credential_spans(value))
+        said = f"{name} (a secret: its value is not written)" if secret else f"{name}={value}"
+        items.append(
+            f"environment.env.{name}: the CI step's env sets {said} for the command (its "
+            "`env:` under the step's `Run`): set it here if the failure needs it, or drop "
+            "this item"
         )
     return items
 

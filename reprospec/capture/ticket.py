@@ -413,6 +413,9 @@ class Ticket:
     xdist_crash: str | None = None
     # The `NAME=value` settings the prose says (not the command line's), in the order said.
     settings: tuple[tuple[str, str], ...] = ()
+    # The variables GitHub Actions' `Run` step of the command lists under its `env:` (the
+    # workflow's, not setup-python's paths of the runner), in its order.
+    step_env: tuple[tuple[str, str], ...] = ()
     # The kernel's (or a container's) words that the OOM killer killed a process, or None.
     oom_killed: str | None = None
     # The threads of a dump of several with no current one, the main one first where it
@@ -754,6 +757,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         if phase is not None:
             evidence.append(f"the stack: a frame of the {phase} loop")
     command = _without_status_echo(_command(text))
+    raw_command = command
     machine = parse_machine(text)
     if command is not None:
         command, version = _run_python(command, machine.python)
@@ -840,6 +844,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         evidence=tuple(evidence),
         flaky=flaky,
         settings=_prose_settings(prose, chain),
+        step_env=_gha_step_env(text.split("\n"), raw_command),
         xdist_crash=xdist,
         oom_killed=oom.group(0) if oom is not None else None,
         threads=threads,
@@ -1663,6 +1668,53 @@ def _gha_steps(lines: list[str]) -> list[tuple[int, str]]:
         ]
         steps += script or [(index, header["command"].strip())]
     return steps
+
+
+# setup-python's variables in every later step's `env:`: where the runner keeps Python,
+# the log's machine, not the workflow's settings (`pythonLocation` gives the version).
+_GHA_RUNNER_ENV = frozenset(
+    (
+        "pythonLocation",
+        "PKG_CONFIG_PATH",
+        "Python_ROOT_DIR",
+        "Python2_ROOT_DIR",
+        "Python3_ROOT_DIR",
+        "LD_LIBRARY_PATH",
+    )
+)
+_GHA_ENV_LINE = re.compile(r"^\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*): ?(?P<value>.*)$")
+
+
+def _gha_step_env(lines: list[str], command: str | None) -> tuple[tuple[str, str], ...]:
+    """The `NAME: value` lines under the `env:` GitHub Actions echoes for the `Run` step
+    whose script is `command` (below its `shell:` line, up to `##[endgroup]`): the
+    variables the workflow set for the command that failed (`MY_FAST_PATH: 1`), which
+    the skeleton lost. A secret GitHub masked reads `***`."""
+    if command is None:
+        return ()
+    for index, line in enumerate(lines):
+        header = _GHA_RUN.match(line.strip())
+        if header is None:
+            continue
+        below = lines[index + 1 : index + 1 + _GHA_SCRIPT_LINES]
+        shell = next((n for n, text in enumerate(below) if _GHA_SHELL.match(text)), None)
+        if shell is None:
+            continue
+        script = [text.strip() for text in below[:shell]] or [header["command"].strip()]
+        if command not in script and header["command"].strip() != command:
+            continue
+        found: list[tuple[str, str]] = []
+        rest = below[shell + 1 :]
+        if not rest or rest[0].strip() != "env:":
+            return ()
+        for text in rest[1:]:
+            entry = _GHA_ENV_LINE.match(text)
+            if entry is None:
+                break  # `##[endgroup]`, the step's output
+            if entry["name"] not in _GHA_RUNNER_ENV:
+                found.append((entry["name"], entry["value"].strip()))
+        return tuple(found)
+    return ()
 
 
 def _launched_as(started: str, quoted: list[str]) -> str:

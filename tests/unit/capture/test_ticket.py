@@ -2636,3 +2636,69 @@ def test_a_pytest_crash_without_v_names_the_test_by_the_dumps_frame(tmp_path: Pa
     )
     read = read_ticket(PYTEST_X_SEGFAULT.replace("/tmp/e/", ""), workdir=tmp_path)
     assert read.failure.phase == "tests/test_ops.py::TestOps::test_native_call"
+
+
+def _ci_lines(lines: list[str]) -> str:
+    """`lines` as GitHub Actions' raw log shows them: a clock before each."""
+    return "".join(f"2026-12-07T04:50:{n:02d}.1370000Z {line}\n" for n, line in enumerate(lines))
+
+
+# A GitHub Actions log (the raw one: a clock on every line, pytest's colours), the failing
+# step's `env:` between setup-python's variables and its output, more steps after it.
+CI_STEP_ENV = _ci_lines(
+    [
+        "##[group]Run python -m pytest tests/test_load.py",
+        "python -m pytest tests/test_load.py",
+        "shell: /usr/bin/bash -e {0}",
+        "env:",
+        "  pythonLocation: /opt/hostedtoolcache/Python/3.11.7/x64",
+        "  MY_FAST_PATH: 1",
+        "  HF_TOKEN: hf_kQzLmNpRsTuVwXyZaBcDeFgHiJkLmNoPqR",
+        "  DATABASE_URL: postgres://ci:s3cretPassw0rd@db.internal:5432/test",
+        "  API_KEY: ***",
+        "##[endgroup]",
+        "\x1b[1m=================== test session starts ===================\x1b[0m",
+        "platform linux -- Python 3.11.7, pytest-9.2.0, pluggy-1.7.0",
+        "collected 3 items",
+        "",
+        "tests/test_load.py \x1b[32m.\x1b[0m\x1b[31mF\x1b[0m\x1b[32m.\x1b[0m\x1b[31m [100%]",
+        "\x1b[1m\x1b[31mE           ValueError: batch size 16 exceeds buffer of 8 rows\x1b[0m",
+        "\x1b[31mFAILED\x1b[0m tests/test_load.py::\x1b[1mtest_big\x1b[0m - ValueError: batch size"
+        " 16 exceeds buffer of 8 rows",
+        "##[error]Process completed with exit code 1.",
+        "##[group]Run actions/upload-artifact@v4",
+        "with:",
+        "  name: logs",
+        "##[endgroup]",
+        "Post job cleanup.",
+    ]
+)
+
+
+def test_a_ci_steps_env_is_a_todo_item_each_secret_unwritten() -> None:
+    # The step's `env:` (the workflow's MY_FAST_PATH, which the failure needs) was lost:
+    # the skeleton neither set it nor asked, and every rerun passed.
+    ticket = read_ticket(CI_STEP_ENV)
+    assert ticket.command == "python -m pytest tests/test_load.py"
+    assert [name for name, _ in ticket.step_env] == [
+        "MY_FAST_PATH",
+        "HF_TOKEN",
+        "DATABASE_URL",
+        "API_KEY",
+    ]
+    draft = skeleton(ticket, "ci.log")
+    items = [item for item in draft.todo if item.startswith("environment.env.")]
+    assert items[0] == (
+        "environment.env.MY_FAST_PATH: the CI step's env sets MY_FAST_PATH=1 for the command "
+        "(its `env:` under the step's `Run`): set it here if the failure needs it, or drop "
+        "this item"
+    )
+    assert [item.split(":", 1)[0] for item in items[1:]] == [
+        "environment.env.HF_TOKEN",
+        "environment.env.DATABASE_URL",
+        "environment.env.API_KEY",
+    ]
+    assert all("(a secret: its value is not written)" in item for item in items[1:])
+    written = render_spec(draft)
+    assert "hf_kQz" not in written
+    assert "s3cret" not in written
