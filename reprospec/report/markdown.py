@@ -434,18 +434,27 @@ def machine_note(run: RunResult) -> str:
             f"report holds {'it' if one else 'them'})"
         )
     python = _python(run)
-    if python and _by_pytest(run):
+    if python:
         # The command above is pytest's; the report.md rerun below it is `reprospec run`'s.
-        notes.append(
-            f"`--reprospec-python {python}` (`--python` to `reprospec run`): the interpreter "
-            "this run's attempts ran in, whose packages the spec needs; on another machine "
-            "give its own interpreter, or `--reprospec-runner venv`"
+        pytest = _by_pytest(run)
+        flag = (
+            f"`--reprospec-python {python}` (`--python` to `reprospec run`)"
+            if pytest
+            else f"`--python {python}`"
         )
-    elif python:
-        notes.append(
-            f"`--python {python}`: the interpreter this run's attempts ran in, whose packages "
-            "the spec needs; on another machine give its own interpreter, or `--runner venv`"
-        )
+        if run.runner == "venv":
+            # uv installed the packages: PATH was the base of the venvs, not where they are.
+            said = (
+                "the base interpreter its venvs were built on; on another machine give its "
+                "own, or leave it out (the spec's environment.python, else reprospec's own)"
+            )
+        else:
+            runner = "`--reprospec-runner venv`" if pytest else "`--runner venv`"
+            said = (
+                "the interpreter this run's attempts ran in, whose packages the spec needs; on "
+                f"another machine give its own interpreter, or {runner}"
+            )
+        notes.append(f"{flag}: {said}")
     wheels = _wheels(run)
     if wheels:
         # uv installs from the folder and the index; docker's image builds from it alone.

@@ -1136,6 +1136,29 @@ def test_a_pytest_run_with_its_python_is_reproduced_with_the_plugins_option() ->
     )
 
 
+def test_a_venv_runs_python_is_called_the_base_of_its_venvs() -> None:
+    # `reprospec run s.yaml --runner venv --python P`: the note called P "the interpreter
+    # this run's attempts ran in, whose packages the spec needs" and told the reader to use
+    # `--runner venv`, the runner the run used; uv installed the packages, on P as base.
+    python = "/opt/py/bin/python"
+    for command_line, purpose, flag in (
+        ("reprospec run s.yaml --runner venv", "", f"`--python {python}`"),
+        ("pytest --reprospec s.yaml", "pytest", f"`--reprospec-python {python}`"),
+    ):
+        run = replace(
+            error_run(),
+            runner="venv",
+            command_line=command_line,
+            options={**RunOptions(python=python, runner="venv", purpose=purpose).to_dict()},
+        )
+        reproduce = render(run, "md").split("## How to reproduce")[1]
+        assert f"{flag}" in reproduce
+        assert "the base interpreter its venvs were built on" in reproduce
+        assert "leave it out (the spec's environment.python" in reproduce
+        assert "whose packages the spec needs" not in reproduce
+        assert "runner venv`" not in reproduce
+
+
 def test_a_venv_run_from_a_wheel_folder_is_reproduced_with_it_on_this_machine() -> None:
     # `reprospec run s.yaml --runner venv --find-links ./wheels`: both of the report's
     # commands left the folder out, and a machine with no index (or an index without the
