@@ -99,6 +99,10 @@ def _omitted(dropped: list[str], where: str) -> str:
     lines = plural(count, f"{where}line")
     if not unread:
         return f"… ({lines} omitted)"
+    # A gap that is only the unread middle's mark (a key line kept right above it) read
+    # "0 earlier lines and 5000 unread bytes omitted": the bytes are said alone.
+    if count == 0:
+        return f"… ({plural(sum(unread), 'unread byte')} omitted)"
     return f"… ({lines} and {plural(sum(unread), 'unread byte')} omitted)"
 
 

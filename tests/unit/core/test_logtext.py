@@ -208,8 +208,20 @@ def test_a_gap_of_one_line_shows_the_line() -> None:
     said = "… (1 earlier line and 1 unread byte omitted)"
     assert excerpt(text, max_lines=5).split("\n")[0] == said
     text = "\n".join(["[... 9 bytes omitted ...]", *tail])
-    said = "… (0 earlier lines and 9 unread bytes omitted)"
+    said = "… (9 unread bytes omitted)"
     assert excerpt(text, max_lines=5).split("\n")[0] == said
+
+
+def test_a_gap_of_only_the_unread_middle_says_no_lines() -> None:
+    # Gaps split around a key line: the mark just above the dying worker's line is
+    # the head/tail mark alone, which read "0 earlier lines and 5000 unread bytes".
+    tail = [f"line {i}" for i in range(60)]
+    text = "\n".join(["[... 5000 bytes omitted ...]", "ERROR: Unexpected segfault", *tail])
+    assert excerpt(text, max_lines=10).split("\n")[:3] == [
+        "… (5000 unread bytes omitted)",
+        "ERROR: Unexpected segfault",
+        "… (50 lines omitted)",
+    ]
 
 
 def test_key_lines_left_out_stay_in_order_three_in_all() -> None:
