@@ -68,6 +68,18 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=120)
 
 
+def _search(
+    tmp_path: Path, verb: str, program: str, spec: str, *options: str
+) -> tuple[list[str], Path]:
+    """`reprospec VERB spec.yaml --out OUT OPTIONS`'s words over `program` as prog.py in
+    `tmp_path`, and OUT (tmp_path/out), the folder the reruns make read-only."""
+    (tmp_path / "prog.py").write_text(program)
+    (tmp_path / "spec.yaml").write_text(spec)
+    out = tmp_path / "out"
+    spec_path = str(tmp_path / "spec.yaml")
+    return [sys.executable, "-m", "reprospec", verb, spec_path, "--out", str(out), *options], out
+
+
 def _writable(folder: Path) -> None:
     for root, dirs, _ in os.walk(folder):
         for name in dirs:
@@ -78,13 +90,11 @@ def _writable(folder: Path) -> None:
 def test_minimize_prints_its_replayed_answer_and_refuses_an_unwritable_dir(
     tmp_path: Path,
 ) -> None:
-    (tmp_path / "prog.py").write_text(PROGRAM)
-    (tmp_path / "spec.yaml").write_text(SPEC)
-    out, result = tmp_path / "out", tmp_path / "result"
-    argv = [
-        sys.executable, "-m", "reprospec", "minimize", str(tmp_path / "spec.yaml"), "--out",
-        str(out), "-j", "1", "--budget", "12", "--min-rate", "0.9", "--error", "0.5",
-    ]  # fmt: skip
+    argv, out = _search(
+        tmp_path, "minimize", PROGRAM, SPEC,
+        "-j", "1", "--budget", "12", "--min-rate", "0.9", "--error", "0.5",
+    )  # fmt: skip
+    result = tmp_path / "result"
     first = _run([*argv, "-o", str(result)])
     assert first.returncode in (0, 1), first.stderr  # minimized, or out of budget
     answer = first.stdout.splitlines()[0]
@@ -123,13 +133,9 @@ def test_minimize_prints_its_replayed_answer_and_refuses_an_unwritable_dir(
 
 
 def test_amplify_prints_its_replayed_answer_though_it_cannot_be_saved(tmp_path: Path) -> None:
-    (tmp_path / "prog.py").write_text(ONE_CPU)
-    (tmp_path / "spec.yaml").write_text(ONE_CPU_SPEC)
-    out = tmp_path / "out"
-    argv = [
-        sys.executable, "-m", "reprospec", "amplify", str(tmp_path / "spec.yaml"), "--out",
-        str(out), "-j", "2", "--budget", "16", "--try", "cpus=1",
-    ]  # fmt: skip
+    argv, out = _search(
+        tmp_path, "amplify", ONE_CPU, ONE_CPU_SPEC, "-j", "2", "--budget", "16", "--try", "cpus=1"
+    )
     first = _run(argv)
     assert first.returncode == 0, first.stdout + first.stderr
     answer = first.stdout.splitlines()[0]
@@ -161,13 +167,8 @@ def test_minimize_with_another_dir_on_a_read_only_out_is_refused_before_dir_is_w
     attempts, which stopped on the read-only --out's results store, exit 2 after the
     replay with no answer. It is refused before DIR is written, naming the -o whose check
     is stored; that one is answered, unsaved, as ever."""
-    (tmp_path / "prog.py").write_text(PROGRAM)
-    (tmp_path / "spec.yaml").write_text(SPEC)
-    out, result, other = tmp_path / "out", tmp_path / "result", tmp_path / "other"
-    argv = [
-        sys.executable, "-m", "reprospec", "minimize", str(tmp_path / "spec.yaml"), "--out",
-        str(out), "-j", "1", "--budget", "40",
-    ]  # fmt: skip
+    argv, out = _search(tmp_path, "minimize", PROGRAM, SPEC, "-j", "1", "--budget", "40")
+    result, other = tmp_path / "result", tmp_path / "other"
     first = _run([*argv, "-o", str(result)])
     assert first.returncode == 0, first.stderr  # minimized: DIR's check ran
     try:
@@ -249,14 +250,11 @@ def test_minimize_refuses_an_unstored_unperturbed_check_on_a_read_only_out(
     replay and DIR's write, and stopped on the results store: exit 2, `out is read-only to
     this user`, no answer. It is refused before DIR is written, saying which check runs;
     with the check stored, the answer is printed unsaved as ever."""
-    (tmp_path / "prog.py").write_text(PERTURBED)
-    (tmp_path / "spec.yaml").write_text(PERTURBED_SPEC)
-    out, result = tmp_path / "out", tmp_path / "result"
-    argv = [
-        sys.executable, "-m", "reprospec", "minimize", str(tmp_path / "spec.yaml"), "--out",
-        str(out), "-j", "1", "--budget", "20", "--min-rate", "0.9", "--error", "0.5",
-        "-o", str(result),
-    ]  # fmt: skip
+    result = tmp_path / "result"
+    argv, out = _search(
+        tmp_path, "minimize", PERTURBED, PERTURBED_SPEC,
+        "-j", "1", "--budget", "20", "--min-rate", "0.9", "--error", "0.5", "-o", str(result),
+    )  # fmt: skip
     first = _run(argv)
     assert first.returncode in (0, 1), first.stdout + first.stderr
     (record,) = out.glob("minimize/*/unperturbed.json")  # the check ran: DIR was confirmed
