@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from reprospec.amplify.search import AmplifyResult, ArmResult
 from reprospec.core.answers import rendered, search_exit_code
-from reprospec.core.atomicfile import save_all, write_atomic
+from reprospec.core.atomicfile import save_each, write_atomic
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
@@ -85,6 +85,9 @@ class AmplifyReport:
     # Why amplify.json and amplify.md could not be written ("" where they were): a rerun of
     # a finished amplification in an --out made read-only since (write()).
     unsaved: str = ""
+    # The files `unsaved` names (amplified.yaml or amplify.json alone: amplify.md is then
+    # this answer's, and its path is printed), as bisect's BisectReport keeps them.
+    unsaved_files: tuple[str, ...] = ()
 
     @property
     def rerun_tail(self) -> str:
@@ -283,8 +286,10 @@ def text(found: AmplifyReport) -> str:
     if next_step := go_on(found):
         lines.append(f"next: {next_step}")
     # The report's path is part of the answer as printed (isolate's and bisect's say it
-    # too); an unsaved answer has no file of its own.
-    if not found.unsaved:
+    # too); an answer whose amplify.md could not be written has no file of its own. Only
+    # that one: where amplified.yaml or amplify.json alone was not written, the path was left
+    # out too, of an amplify.md that is this run's.
+    if "amplify.md" not in found.unsaved_files:
         lines.append(f"report: {found.folder / 'amplify.md'}")
     return "\n".join(lines)
 
@@ -658,7 +663,7 @@ def write(
             failed.append(("amplified.yaml", exc.strerror or str(exc)))
     # Each file on its own (write_atomic: a full disk leaves no truncated amplify.json).
     report = found
-    unsaved = save_all(
+    unsaved, missed = save_each(
         found.folder,
         (
             ("amplify.json", lambda: json.dumps(to_dict(report), indent=2) + "\n"),
@@ -666,7 +671,7 @@ def write(
         ),
         failed,
     )
-    return replace(found, unsaved=unsaved) if unsaved else found
+    return replace(found, unsaved=unsaved, unsaved_files=missed) if unsaved else found
 
 
 def _holds(path: Path, text: str) -> bool:

@@ -580,6 +580,7 @@ def test_an_answer_whose_report_could_not_be_written_names_the_file_not_saved(
     assert saved.unsaved.endswith("): its amplify.md is not this run's"), saved.unsaved
     assert json.loads((tmp_path / "amplify.json").read_text())["id"] == "a1"
     assert saved.amplified_spec == tmp_path / "amplified.yaml"
+    assert "report:" not in answer(saved)  # the amplify.md there is not this answer's
     # An earlier answer's amplified.yaml that cannot be replaced is named, with its error.
     (tmp_path / "amplify.md").rmdir()
     stale = tmp_path / "amplified.yaml"
@@ -590,6 +591,9 @@ def test_an_answer_whose_report_could_not_be_written_names_the_file_not_saved(
     assert again.amplified_spec is None
     assert again.unsaved.endswith("): its amplified.yaml is not this run's"), again.unsaved
     assert "()" not in again.unsaved
+    # Only amplified.yaml was not written: amplify.md is this answer's, and its path is
+    # printed (it was left out wherever anything was unsaved).
+    assert answer(again).endswith(f"report: {tmp_path / 'amplify.md'}"), answer(again)
 
 
 def test_the_budget_continues_as_the_api_names_the_budget(tmp_path: Path) -> None:
