@@ -16,6 +16,7 @@ from reprospec.commands import options as opt
 from reprospec.core.jsontypes import JsonValue
 
 if TYPE_CHECKING:
+    from reprospec.core.inputs import AttemptPlan
     from reprospec.core.sections import Environment
     from reprospec.doctor import Check, Needs
 
@@ -45,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.environment.probe import probe_environment
     from reprospec.process import starter
 
-    needs, environments = (
-        _needs(args.spec, args.runner) if getattr(args, "spec", None) else (None, ())
+    needs, environments, plans = (
+        _needs(args.spec, args.runner) if getattr(args, "spec", None) else (None, (), ())
     )
     from reprospec.runners.local import checked_python
 
@@ -71,12 +72,34 @@ def run(args: argparse.Namespace) -> int:
         *(_docker_checks(environments, args.spec) if environments else ()),
         *(_runner_checks(args.runner) if needs is None else ()),
     ]
+    whose_image = ""
+    if args.runner == "docker" and given is None:
+        # The attempts run in the cells' images: each check of an interpreter or a tool
+        # made there, or skipped saying why (commands/doctorimage.py).
+        from reprospec.commands import doctorimage
+
+        spec = args.spec if needs is not None else None
+        images = doctorimage.present_images(plans, spec) if spec else []
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        checks = doctorimage.image_checks(checks, needs, images, spec, visible)
+        tags = ", ".join(tag for tag, _ in images)
+        whose_image = (
+            f" (the docker runner's attempts run in image {tags}: checked in a container of it)"
+            if images
+            else " (the docker runner's attempts run in the cells' images"
+            + (", none here yet)" if spec else ")")
+        )
     if args.format == "json":
         json.dump([check.to_dict() for check in checks], sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(
-            f"reprospec doctor: {python}" + (f" for {args.spec}" if needs else "") + whose + "\n"
+            (
+                f"reprospec doctor: {args.spec or 'docker'}{whose_image}"
+                if whose_image
+                else f"reprospec doctor: {python}" + (f" for {args.spec}" if needs else "") + whose
+            )
+            + "\n"
         )
         width = max(len(check.name) for check in checks)
         for check in checks:
@@ -160,9 +183,12 @@ def _cuda_checks(python: str, env: Mapping[str, JsonValue]) -> list[Check]:
     ]
 
 
-def _needs(path: str, runner: str) -> tuple[Needs, tuple[Environment, ...]]:
+def _needs(
+    path: str, runner: str
+) -> tuple[Needs, tuple[Environment, ...], tuple[AttemptPlan, ...]]:
     """What the spec's cells need, resolved through the engine's own planning (nothing runs),
-    and, for the docker runner, each distinct environment its cells run in."""
+    and, for the docker runner, each distinct environment its cells run in and the first
+    attempt of each cell (whose image doctor checks inside)."""
     from reprospec import doctor
     from reprospec.core.runoptions import RunOptions
     from reprospec.plan.run import plan_run
@@ -177,12 +203,12 @@ def _needs(path: str, runner: str) -> tuple[Needs, tuple[Environment, ...]]:
         # (docker mounts the container's /dev/shm of that size itself)
         needs = replace(needs, shm_refused=rlimits.namespaces_permitted())
     if runner != "docker":
-        return needs, ()
+        return needs, (), ()
     from reprospec.runners.docker.image import environment_key
 
     # One per image, keyed as the docker runner keys them.
     distinct = {environment_key(plan.environment): plan.environment for plan in firsts}
-    return needs, tuple(distinct.values())
+    return needs, tuple(distinct.values()), tuple(firsts)
 
 
 def _runner_checks(runner: str) -> list[Check]:

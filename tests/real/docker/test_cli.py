@@ -16,6 +16,7 @@ from tests.support.paths import CHILDREN, ROOT
 pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
+from reprospec import native  # noqa: E402
 from reprospec.core.units import parse_size  # noqa: E402
 from reprospec.runners.docker import image  # noqa: E402
 from tests.support.cli import Cli, ExampleRun  # noqa: E402
@@ -456,3 +457,38 @@ def test_compare_of_a_local_and_a_docker_run_of_one_crash_is_no_changed_outcome(
     compared = cli("compare", *runs, "--format", "json", cwd=tmp_path)
     assert compared.code == 0, compared.stderr[-2000:]
     assert json.loads(compared.stdout)["cells"] == [], compared.stdout[-2000:]
+
+
+@needs_engine
+def test_doctor_for_the_docker_runner_checks_the_image_not_the_host(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """It passed the host's `nvcc 13.0 at /usr/local/bin/nvcc`, `starter` and `native-stacks:
+    eu-stack at /usr/bin/eu-stack`, none of which a container of the image uses."""
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: in-image\n"
+        f"environment: {{image: '{image.DEFAULT_IMAGE}'}}\n"
+        "command: 'true'\nexpect: {outcome: pass}\n"
+    )
+    result = cli("doctor", str(spec), "--runner", "docker", "--format", "json")
+    assert result.code == 0, result.stdout + result.stderr
+    checks = {c["name"]: c for c in json.loads(result.stdout)}
+    inside = f"in image {image.DEFAULT_IMAGE}: "
+    for name in ("torch", "nvcc", "cpu-capability", "spec-environment"):
+        assert checks[name]["why"].startswith(inside), checks[name]
+    # The image has no nvcc (the host's /usr/local/bin/nvcc is not the attempts').
+    assert "nvcc not found" in checks["nvcc"]["why"], checks["nvcc"]
+    assert checks["native-stacks"] == {
+        "name": "native-stacks",
+        "status": "pass",
+        "why": f"gdb runs in image {image.DEFAULT_IMAGE}; its cores go to the host's "
+        f"kernel.core_pattern={native.core_pattern().raw!r}",
+        "todo": "",
+    }
+    for name in ("starter", "cuda-libraries", "sanitizer", "cuda-smoke"):
+        assert checks[name]["status"] == "skipped", checks[name]
+    bare = cli("doctor", "--runner", "docker", "--format", "json")
+    skipped = {c["name"] for c in json.loads(bare.stdout) if c["status"] == "skipped"}
+    assert {"torch", "nvcc", "native-stacks", "starter", "shm"} <= skipped, bare.stdout

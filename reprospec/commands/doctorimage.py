@@ -1,0 +1,181 @@
+"""`doctor --runner docker`: the checks of what the attempts run on, made where they run.
+
+The docker runner runs each cell in a container of its image: the image's python3, torch,
+nvcc and gdb, never the host's. doctor checked the host's all the same and passed them
+(`nvcc 13.0 at /usr/local/bin/nvcc`, `native-stacks: eu-stack at /usr/bin/eu-stack`,
+`starter`), which told a user deciding whether the docker run would work nothing of it.
+So, of each check that describes an interpreter or a tool:
+
+- made inside the image, where it is here: the environment captured in a throwaway
+  container of it (what a run captures, `envinfo`), the interpreter's checks made from
+  that (`torch`, `cuda`, `nvcc`, `spec-environment`, ...), each saying the image; gdb
+  asked in a container of it (what the runner reads cores and hangs with), with the host
+  kernel's `core_pattern`, which the containers share;
+- skipped, saying why, where it does not apply (the host's attempt starter: a container
+  starts under its own init) or is not cheap to ask in a container (the loader's CUDA
+  libraries, compute-sanitizer, a CUDA op on a GPU the run passes through);
+- skipped where the image is not here yet (built at the first run), saying so; the
+  host's `wsl` (the containers share its kernel) and, of a spec, `spec-environment` (what
+  the runner refuses of any image: a path of this machine in `packages`) are kept.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reprospec.core.inputs import AttemptPlan
+    from reprospec.doctor import Check, Needs
+    from reprospec.runners.docker.runner import DockerRunner
+
+# The checks of an interpreter (doctor.run_checks' own): made on the image's environment.
+INTERPRETER_CHECKS = frozenset(
+    {"torch", "cuda", "gpu-slots", "cuda-driver", "gpu-arch", "cpu-capability", "nvcc"}
+)
+# Made on the image's environment where it is here: its interpreter's, and whether it
+# holds the spec's python and packages.
+INSIDE = INTERPRETER_CHECKS | {"spec-environment"}
+# Skipped where no image is checked: an interpreter's checks and gdb's, the host's.
+_NOT_MADE = INTERPRETER_CHECKS | {"native-stacks"}
+# The host's, which no container of the image uses or which a container does not cheaply say.
+_HOST_ONLY = {
+    "starter": "the docker runner starts each attempt in a container of its image, under the "
+    "container's own init, not through this machine's attempt starter",
+    "cuda-libraries": "the host's loader cache (ldconfig -p); the attempts load the image's "
+    "libraries, not checked here",
+    "sanitizer": "the host's compute-sanitizer; the attempts run the image's, not checked here",
+    "cuda-smoke": "a CUDA op in the host's interpreter; the attempts run the image's, not "
+    "checked here",
+}
+
+
+def present_images(plans: Sequence[AttemptPlan], spec: str) -> list[tuple[str, AttemptPlan]]:
+    """(tag, one plan of it) of each distinct image the plans run in that is here, in order;
+    none where no engine answers (the `docker` check says so)."""
+    from reprospec.errors import InfraError
+    from reprospec.runners.docker import image
+    from reprospec.runners.docker.engine import connect
+
+    try:
+        client = connect(timeout_s=30)
+    except InfraError:
+        return []
+    found: dict[str, AttemptPlan] = {}
+    for plan in plans:
+        try:
+            recipe = image.recipe_for(plan.environment, spec_dir=Path(spec).resolve().parent)
+        except InfraError:
+            continue
+        if recipe.tag not in found and image.image_present(client, recipe.tag):
+            found[recipe.tag] = plan
+    return list(found.items())
+
+
+def image_checks(
+    host: Sequence[Check],
+    needs: Needs | None,
+    images: Sequence[tuple[str, AttemptPlan]],
+    spec: str | None,
+    visible_devices: str | None,
+) -> list[Check]:
+    """The host's checks (`host`, in doctor's order) made for the docker runner: each of
+    an interpreter or a tool made in each image that is here, or skipped saying why
+    (`spec` None: `doctor --runner docker` without one, which names no image)."""
+    inside: dict[str, list[Check]] = {}
+    if images and spec is not None and needs is not None:
+        inside = _made_inside(needs, images, spec, visible_devices)
+    elif spec is not None:
+        why = "the image is not here yet (built at the first run): checked inside it once it is"
+    else:
+        why = (
+            "the host's; the docker runner's attempts run in the cells' images, which "
+            "`doctor SPEC --runner docker` checks inside"
+        )
+    from reprospec.doctor import Check
+
+    checks: list[Check] = []
+    for check in host:
+        if check.name in inside:
+            checks += inside.pop(check.name)
+        elif check.name in _HOST_ONLY:
+            checks.append(Check(check.name, "skipped", _HOST_ONLY[check.name]))
+        elif (not inside and check.name in _NOT_MADE) or (spec is None and check.name == "shm"):
+            # (a spec's `spec-environment` says what the runner refuses of any image; without
+            # a spec, `shm` measured the host's /dev/shm, where a container has docker's 64 MiB)
+            checks.append(Check(check.name, "skipped", why))
+        else:
+            checks.append(check)
+    return checks
+
+
+def _made_inside(
+    needs: Needs,
+    images: Sequence[tuple[str, AttemptPlan]],
+    spec: str,
+    visible_devices: str | None,
+) -> dict[str, list[Check]]:
+    """Each check of `INSIDE` and `native-stacks`, by name, made in each image: from the
+    environment a throwaway container of it captures, as a run does."""
+    from reprospec import doctor
+    from reprospec.doctor import Check
+    from reprospec.runners.docker.runner import DockerRunner
+
+    inside: dict[str, list[Check]] = {}
+    runner = DockerRunner(spec_dir=Path(spec).resolve().parent, say=lambda _line: None)
+    try:
+        for tag, plan in images:
+            with tempfile.TemporaryDirectory(prefix="reprospec-doctor-") as folder:
+                env = runner.capture_environment(plan, Path(folder))
+            error = env.get("error")
+            made = (
+                [Check(n, "skipped", f"could not be captured: {error}") for n in sorted(INSIDE)]
+                if isinstance(error, str)
+                else doctor.run_checks(dict(env), needs, visible_devices)
+            )
+            for check in made:
+                if check.name not in INSIDE:
+                    continue  # the spec's own (device, memory, limits): the same anywhere
+                inside.setdefault(check.name, []).append(
+                    Check(check.name, check.status, f"in image {tag}: {check.why}", check.todo)
+                )
+            inside.setdefault("native-stacks", []).append(_gdb_in(runner, tag))
+    finally:
+        runner.close()
+    return inside
+
+
+def _gdb_in(runner: DockerRunner, tag: str) -> Check:
+    """gdb in the image (what the runner reads cores and hangs with), and where the host's
+    kernel writes the containers' cores."""
+    from reprospec import native
+    from reprospec.doctor import Check
+    from reprospec.runners.docker.native import ContainerNative
+
+    missing = (runner.native or ContainerNative()).gdb_missing(runner.client, tag)
+    if missing is not None:
+        return Check(
+            "native-stacks",
+            "warn",
+            f"in image {tag}: {missing}: crashes and hangs in it get Python stacks only",
+            "install gdb in the image (apt-get install gdb)",
+        )
+    pattern = native.core_pattern()
+    if pattern.piped:
+        return Check(
+            "native-stacks",
+            "warn",
+            f"gdb runs in image {tag}, but the host's kernel.core_pattern pipes cores to "
+            f"{pattern.handler}: its crashes get no native stacks (hangs do)",
+            "sysctl kernel.core_pattern=core (as root) writes them where reprospec reads them",
+        )
+    return Check(
+        "native-stacks",
+        "pass",
+        f"gdb runs in image {tag}; its cores go to the host's kernel.core_pattern={pattern.raw!r}",
+    )
+
+
+__all__ = ["INSIDE", "INTERPRETER_CHECKS", "image_checks", "present_images"]
