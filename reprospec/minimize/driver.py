@@ -54,7 +54,7 @@ from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.lazyre import Lazy
 from reprospec.core.rates import rate_floor, rate_of
 from reprospec.core.redact import Redactor
-from reprospec.core.results import Rate, RunResult
+from reprospec.core.results import AttemptResult, Rate, RunResult
 from reprospec.core.runoptions import PathArg, RunOptions, WordSet, check_options
 from reprospec.core.trylock import SEARCH_LOCK, try_locked
 from reprospec.core.words import interval_bounds, plural
@@ -63,6 +63,7 @@ from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import Tally
 from reprospec.isolation.differences import MISSING, same_setting
 from reprospec.isolation.state import continuing, held_state, search_id
+from reprospec.minimize.hangplace import LOOKS, UNREAD, attempt_place, moved
 from reprospec.minimize.named import unread_listed
 from reprospec.minimize.preloadhint import preload_hint
 from reprospec.minimize.probes import RAISED_FROM, ProbeRunner, only_cell, reread
@@ -711,7 +712,11 @@ def confirm_dir(
     if run.interrupted:
         # Stopped in the check: said as an interruption (the same command checks again).
         return replace(found, interrupted=True)
-    unconfirmed = "" if agrees else _unconfirmed(found, run, missing_seen)
+    unconfirmed = (
+        ""
+        if agrees
+        else _unconfirmed(found, run, missing_seen, _dir_elsewhere(found, run, options.out))
+    )
     # DIR's first attempt that failed as the search saw it: its message beside the
     # original's in minimize.md.
     message = next(
@@ -934,27 +939,57 @@ def _rerun_dir(
     Run as the reader's rerun runs it: under the minimized spec's own run.preload, never
     `--preload`'s (preload=None). The search's attempts may have forked from a preload
     server, and a candidate that failed only forked would be taken for the bug
-    (preloadhint.py): this is the one check that would catch it, and repro.sh runs fresh."""
+    (preloadhint.py): this is the one check that would catch it, and repro.sh runs fresh.
+
+    A hang fails as the search saw it where it also sits as the original's did, by the
+    search's rule (search.py's point 7, hangplace.moved): DIR's check compared the
+    signature `hang` alone. One sighting elsewhere is looked at again (a busy thread is
+    caught wherever it runs), up to hangplace.LOOKS; the run returned is the last."""
     from reprospec import api
     from reprospec.minimize.report import SPEC_NAME, cell_filters
 
     # minimize's own output, its `files` not looked for: write() puts each in DIR, and one
     # DIR lacked refused it here, the search thrown away; a missing one shows in the rerun.
     spec = api.load_spec(found.output / SPEC_NAME, files=False)
-    run = api.run(
-        spec,
-        options.with_changes(
-            repeat=_tries(found),
-            preload=None,
-            stop_on="first-reproduction",
-            jobs=parallel,
-            matrix_filters=cell_filters(spec, found),
-            purpose="minimize",
-        ),
-        cancel=cancel,
-    )
+    places: list[str] = []
+    while True:
+        run = api.run(
+            spec,
+            options.with_changes(
+                repeat=_tries(found),
+                preload=None,
+                stop_on="first-reproduction",
+                jobs=parallel,
+                matrix_filters=cell_filters(spec, found),
+                purpose="minimize",
+            ),
+            cancel=cancel,
+        )
+        ran = [a for cell in run.cells for a in cell.attempts]
+        agreeing = [a for a in ran if native.attempt_agrees(a, found.signature)]
+        places += _dir_places(run, options.out, agreeing)
+        elsewhere = moved(places, _original_places(found))
+        if not (agreeing and elsewhere) or len(places) >= LOOKS or run.interrupted:
+            return run, bool(agreeing) and not elsewhere
+
+
+def _original_places(found: Minimized) -> tuple[str, ...]:
+    """Where the original's hangs sat, as the search read them; () where none was read."""
+    same = found.result.same_failure
+    return same.original_places if same is not None else ()
+
+
+def _dir_places(run: RunResult, out: Path, attempts: Sequence[AttemptResult]) -> list[str]:
+    """Where each of `attempts` (of `run`) hung that was read (hangplace.attempt_place)."""
+    run_dir = out.resolve() / "runs" / run.run_id
+    return [p for p in (attempt_place(run_dir, a) for a in attempts) if p != UNREAD]
+
+
+def _dir_elsewhere(found: Minimized, run: RunResult, out: Path) -> tuple[str, ...]:
+    """Where DIR's rerun hung as the signature, but not where the original did."""
     ran = [a for cell in run.cells for a in cell.attempts]
-    return run, any(native.attempt_agrees(a, found.signature) for a in ran)
+    agreeing = [a for a in ran if native.attempt_agrees(a, found.signature)]
+    return moved(_dir_places(run, out, agreeing), _original_places(found))
 
 
 def _tries(found: Minimized) -> int:
@@ -1013,14 +1048,26 @@ def _missing_file(run: RunResult) -> bool:
     return False
 
 
-def _unconfirmed(found: Minimized, run: RunResult, missing_seen: bool = False) -> str:
+def _unconfirmed(
+    found: Minimized,
+    run: RunResult,
+    missing_seen: bool = False,
+    elsewhere: Sequence[str] = (),
+) -> str:
     """Why DIR is not the answer: what its rerun did instead, and how likely such a miss
     is by chance. Files are blamed only on evidence (a file its rerun opened that DIR
     lacked, a file-not-found error): a flaky race that stayed clean 9 times was told to
-    "copy in what the program reads under a name it builds", a program that reads no file."""
+    "copy in what the program reads under a name it builds", a program that reads no file.
+    A hang that sat `elsewhere` than the original's is said so, no chance of a miss."""
     from reprospec.minimize.report import SPEC_NAME
 
     ran = [a for cell in run.cells for a in cell.attempts]
+    if elsewhere:
+        return (
+            f"{SPEC_NAME} in {found.output} hung in {' / '.join(elsewhere)} in its rerun "
+            f"(run {run.run_id}), not where the original did "
+            f"({' / '.join(_original_places(found))}): another hang than the search kept"
+        )
     low = _low(found)
     chance = (1 - low) ** len(ran)  # of a clean streak as long as this one, by chance
     seen = sorted({a.ran.signature for a in ran if a.ran is not None})

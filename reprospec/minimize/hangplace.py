@@ -79,15 +79,25 @@ def moved(places: Iterable[str], original: Iterable[str]) -> tuple[str, ...]:
     beside the consumer hung as the original's was. One that kept the monitor alone, the
     deadlock's two threads gone (`monitor` against `monitor, w1, w2`), or whose threads sit
     as none of the original's (one thread at a Barrier, where two deadlocked on their
-    locks), moved."""
+    locks), moved.
+
+    The places are compared as a set, () where any of them sits as an original's: a
+    program's busy loop is caught wherever the sampler finds it, so a lone busy thread
+    seen in `step` in one attempt and in `spin` (the original's) in another hangs where
+    the original did, its `step` no other hang. (One sighting alone cannot tell that:
+    the search and minimize's check of DIR look again, `LOOKS`.)"""
     known = [threads_of(p) for p in original if p != UNREAD]
     if not known:
         return ()
-    return tuple(
-        sorted(
-            {p for p in places if p != UNREAD and not any(sits_as(threads_of(p), o) for o in known)}
-        )
-    )
+    read = {p for p in places if p != UNREAD}
+    out = {p for p in read if not any(sits_as(threads_of(p), o) for o in known)}
+    return tuple(sorted(out)) if out == read else ()
+
+
+# The sightings of a hang elsewhere (matched attempts whose place was read) that reject it:
+# a busy thread is caught wherever it runs, so one sighting in a function none of the
+# original's attempts showed is looked at again before the candidate is called another hang.
+LOOKS = 2
 
 
 def sits_as(threads: frozenset[str], original: frozenset[str]) -> bool:
@@ -98,4 +108,13 @@ def sits_as(threads: frozenset[str], original: frozenset[str]) -> bool:
     return 2 * len(threads & original) >= len(original)
 
 
-__all__ = ["NOWHERE", "UNREAD", "attempt_place", "moved", "place_of", "sits_as", "threads_of"]
+__all__ = [
+    "LOOKS",
+    "NOWHERE",
+    "UNREAD",
+    "attempt_place",
+    "moved",
+    "place_of",
+    "sits_as",
+    "threads_of",
+]

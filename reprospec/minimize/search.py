@@ -119,13 +119,17 @@ or `infra` (could not run).
      minimize dropped `add_argument("--gap")`, the evictor thread died of
      AttributeError after its free, and the race became a crash in every attempt. An
      exception in a clean attempt only ends that attempt otherwise, as before;
-   - a hang that sits elsewhere (`hangs-elsewhere`; free, at its first match): each
-     attempt's place (`record`'s `places`, minimize/hangplace.py: each hung thread's
+   - a hang that sits elsewhere (`hangs-elsewhere`; at its first match, or its second): its
+     attempts' places (`record`'s `places`, minimize/hangplace.py: each hung thread's
      function of the program's own, and the library frames it waits in; no line numbers)
-     whose threads hold less than half of those of each of the original's places (`moved`).
-     A hang's signature is `hang` wherever it sits: a user's two-lock deadlock became
-     one thread waiting on a Barrier no other thread reached, "fails as hang in
-     20/20". An unread place (no stacks) is no difference, on either side;
+     where each one's threads hold less than half of those of each of the original's
+     places (`moved`), seen so in `LOOKS` (2) attempts: a lone busy thread is caught
+     wherever the sampler finds it, and one caught in a function no attempt of the
+     original's showed was rejected on that one sighting; it is looked at again, one
+     attempt at a time while its clean attempts leave room, and kept where one sits as
+     the original's. A hang's signature is `hang` wherever it sits: a user's two-lock
+     deadlock became one thread waiting on a Barrier no other thread reached, "fails
+     as hang in 20/20". An unread place (no stacks) is no difference, on either side;
    - a rate clearly above the original's (`fails-more-often`): where the original's
      upper bound is below what `rate_check` attempts could show (a flaky original:
      3 of 20), the candidate runs until its interval is above the original's or can
@@ -156,7 +160,7 @@ from reprospec.core.results import Rate
 from reprospec.core.words import agree, interval_bounds, plural
 from reprospec.isolation.candidates import DEFAULT_ERROR, AttemptKind, Tally, clean_needed_at
 from reprospec.isolation.hypotheses import DETERMINISTIC_PRIOR
-from reprospec.minimize.hangplace import moved
+from reprospec.minimize.hangplace import LOOKS, moved
 from reprospec.minimize.program import Program
 from reprospec.minimize.source import Reducer, reduce
 
@@ -456,8 +460,10 @@ class _Judging:
     infra_streak: int = 0
     # The exception types its attempts that failed as the bug printed (point 7).
     raised: frozenset[str] = frozenset()
-    # Where its attempts that failed as the bug hung (point 7; "" unread).
+    # Where its attempts that failed as the bug hung (point 7; "" unread), and how many of
+    # them were read (each attempt's, a place seen twice counted twice).
     places: frozenset[str] = frozenset()
+    sightings: int = 0
     rate_probed: bool = False  # point 7's attempts asked: its failing ones since are theirs
     recheck: bool = False  # it could not run `max_infra` times in a row: the original asked
     cannot_run: bool = False  # ...and the original ran: the candidate's own, not the machine's
@@ -607,11 +613,13 @@ class Minimization:
                 *(names for kind, names in zip(kinds, raised, strict=False) if kind == "match")
             )
             if probe.role == "failing":
-                judging.places = judging.places.union(
+                seen = [
                     place
                     for kind, place in zip(kinds, places, strict=False)
                     if kind == "match" and place
-                )
+                ]
+                judging.places = judging.places.union(seen)
+                judging.sightings += len(seen)
         if probe.role == "failing":
             if self._phase == "reduce" and judging.rate_probed:
                 self._rate_attempts += len(kinds)
@@ -937,6 +945,13 @@ class Minimization:
             if more:
                 verdict = "fails-unperturbed"
                 self._unperturbed_rejected += 1
+        if verdict is None and self._looking_again(judging):
+            # Point 7: a hang seen elsewhere once, looked at again (a busy thread is caught
+            # wherever it runs); its attempts are the candidate's failing ones.
+            if left - s.reserve < 1:
+                self._end_reduction("budget")
+                return None
+            return Probe(judging.program.key, "failing", 1)
         if verdict is None:
             if judging.failing.matched:
                 if left - s.reserve < s.passing:
@@ -962,7 +977,9 @@ class Minimization:
             if self._new(judging):
                 return "new-exception"  # point 7: before its passing cells, at no cost
             if self._elsewhere(judging):
-                return "hangs-elsewhere"  # point 7 too, as free
+                if self._looking_again(judging):
+                    return None
+                return "hangs-elsewhere"  # point 7 too, at LOOKS sightings
             if not self.settings.passing:
                 return "fails"
             p = judging.passing
@@ -1007,6 +1024,18 @@ class Minimization:
         if judging.program.key == self.original.key:
             return ()
         return moved(judging.places, self._original_places)
+
+    def _looking_again(self, judging: _Judging) -> bool:
+        """Whether a candidate whose hangs all sat elsewhere was seen so fewer than LOOKS
+        times, and may still be: a lone busy thread caught in another function than in any
+        of the original's attempts, on one sighting, was rejected as another hang. It is
+        looked at again while its clean attempts leave room (clean_needed): one that rarely
+        hangs is rejected on what was seen."""
+        return (
+            judging.sightings < LOOKS
+            and judging.failing.clean < self.clean_needed()
+            and bool(self._elsewhere(judging))
+        )
 
     def _original_rate(self) -> Rate:
         return rate_of(self._original_failing.matched, self._original_failing.ran)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.support.cli import json_verb
@@ -89,3 +90,65 @@ def test_a_candidate_whose_hang_sits_elsewhere_is_rejected_and_the_deadlock_kept
     assert code == 0, stderr
     assert again["search"]["same_failure"] == same
     assert (tmp_path / "result" / "stuck.py").read_text(encoding="utf-8") == result
+
+
+ANYWHERE = """\
+import os
+import threading
+
+lock = threading.Lock()
+
+
+def stuck():
+    lock.acquire()
+    lock.acquire()
+
+
+if os.environ.get("HANG") == "1":
+    eval(os.environ["HANG_IN"])
+"""
+
+ANYWHERE_SPEC = """\
+reprospec: 1
+name: anywhere
+environment:
+  env:
+    HANG: "${{ matrix.hang }}"
+matrix:
+  hang: ["1", "0"]
+command: python anywhere.py
+run:
+  timeout: 1s
+expect:
+  outcome: hang
+  cases:
+    - {when: {hang: "0"}, outcome: pass}
+"""
+
+
+def test_dirs_check_holds_a_hang_to_where_the_original_hung_as_the_search_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The program hangs where the shell's HANG_IN says (the child inherits it): in stuck()
+    # for the search, then, its check of DIR run again (dir-check.json gone), at an
+    # Event's wait. DIR's check compared the signature `hang` alone: "fails as hang".
+    (tmp_path / "anywhere.py").write_text(ANYWHERE, encoding="utf-8")
+    (tmp_path / "spec.yaml").write_text(ANYWHERE_SPEC, encoding="utf-8")
+    argv = [
+        sys.executable, "-m", "reprospec", "minimize", str(tmp_path / "spec.yaml"),
+        "--format", "json", "--out", str(tmp_path / "out"), "-o", str(tmp_path / "result"),
+        "-j", "2", "--budget", "24",
+    ]  # fmt: skip
+    monkeypatch.setenv("HANG_IN", "stuck()")
+    code, data, stderr = json_verb(argv, timeout=300)
+    assert code == 0, stderr
+    assert data["unconfirmed"] == ""
+    assert data["search"]["same_failure"]["original_places"] == ["stuck"]
+    for check in (tmp_path / "out").glob("minimize/*/dir-check.json"):
+        check.unlink()
+    monkeypatch.setenv("HANG_IN", "threading.Event().wait()")
+    code, data, stderr = json_verb(argv, timeout=300)
+    assert code == 1, stderr
+    unconfirmed = data["unconfirmed"]
+    assert "threading.py:wait in its rerun" in unconfirmed, unconfirmed
+    assert "not where the original did (stuck)" in unconfirmed, unconfirmed

@@ -115,6 +115,43 @@ def test_a_place_is_compared_by_its_threads_so_a_trimmed_thread_is_no_new_hang()
     assert moved(["monitor, w9"], ["monitor, w1, w2"]) == ("monitor, w9",)
 
 
+def test_a_lone_busy_thread_seen_where_the_original_was_once_has_not_moved() -> None:
+    # A busy loop is caught wherever the sampler finds it: in `step` in one attempt, in
+    # `spin` (where every attempt of the original's was caught) in another.
+    assert moved(["step"], ["spin"]) == ("step",)  # one sighting: elsewhere so far
+    assert moved(["step", "spin"], ["spin"]) == ()
+    assert moved(["step", UNREAD], ["spin"]) == ("step",)
+    assert moved(["step", "loop"], ["spin"]) == ("loop", "step")
+
+
+def test_the_search_looks_again_at_a_busy_thread_seen_elsewhere_once() -> None:
+    # The original's busy thread was caught in `spin` in each attempt; candidate "once" is
+    # caught in `step` at its first hang and in `spin` at its next (the same busy loop),
+    # "twice" in `step` and `tick` (another loop). Each program passes its passing cell.
+    sightings = {"original": ["spin"], "once": ["step", "spin"], "twice": ["step", "tick"]}
+    search = Minimization(
+        program("original"), Settings(passing=1, budget=200), proposing("twice", "once")
+    )
+    seen: dict[str, int] = {}
+    while search.result is None:
+        for probe in search.next_probes():
+            text = dict(search.program(probe.key).files)["h.py"]
+            if probe.role == "passing":
+                search.record(probe, ("pass",), "", (), ("",))
+                continue
+            n = seen.get(text, 0)
+            seen[text] = n + 1
+            order = sightings[text]
+            search.record(probe, ("match",), "", (), (order[min(n, len(order) - 1)],))
+    result = search.result
+    verdicts = {dict(search.program(j.key).files)["h.py"]: j.verdict for j in result.judged}
+    assert verdicts == {"original": "fails", "twice": "hangs-elsewhere", "once": "fails"}
+    rejected = next(j for j in result.judged if j.verdict == "hangs-elsewhere")
+    assert rejected.hung_elsewhere == ("step", "tick")
+    assert rejected.failing.matched == 2  # looked at again, once
+    assert result.program == program("once")
+
+
 def program(text: str) -> Program:
     return Program(head=("python", "h.py"), args=(), files=(("h.py", text),))
 
