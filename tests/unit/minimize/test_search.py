@@ -337,23 +337,30 @@ def test_a_low_min_rate_runs_the_original_long_enough_to_see_its_failure() -> No
     assert Minimization(program(), Settings()).seek_attempts() == 20
 
 
+class Numbered:
+    """An executor whose attempts end as `kind` of their number among all it ran (from 1),
+    whatever the program: the original's rate phase as a test lays it out; `ran` counts."""
+
+    def __init__(self, kind: Callable[[int], AttemptKind]) -> None:
+        self.kind = kind
+        self.ran = 0
+
+    def __call__(self, _program: Program, probe: Probe) -> tuple[list[AttemptKind], str]:
+        kinds: list[AttemptKind] = []
+        for _ in range(probe.attempts):
+            self.ran += 1
+            kinds.append(self.kind(self.ran))
+        return kinds, ""
+
+
 def test_an_original_failing_otherwise_as_often_as_it_passes_does_not_seek_its_failure() -> None:
     # 1 pass among attempts that failed otherwise at --min-rate 0.04 ran on to 130 attempts
     # and was then told that "130 clean attempts had a chance of 0.005: for a rarer
     # failure, `reprospec amplify` it first": its expect, not the rate, is the question.
-    executor_ran = 0
-
-    def once(_program: Program, probe: Probe) -> tuple[list[AttemptKind], str]:
-        nonlocal executor_ran
-        kinds: list[AttemptKind] = []
-        for _ in range(probe.attempts):
-            executor_ran += 1
-            kinds.append("pass" if executor_ran == 1 else "other")
-        return kinds, ""
-
+    once = Numbered(lambda n: "pass" if n == 1 else "other")
     result = minimize(program(), once, Settings(min_rate=0.04, passing=len(PASSING)))
     assert result.status == "refused"
-    assert result.attempts == executor_ran == 20
+    assert result.attempts == once.ran == 20
     assert result.message == (
         "the original program did not fail as expected in 20 attempts (0/20: 1 passed, 19"
         " failed otherwise); nothing to minimize"
@@ -364,22 +371,13 @@ def test_the_seek_counts_passes_alone_so_its_refusal_is_as_unlikely_as_it_says()
     # 11 passed / 9 failed otherwise per 20 at --min-rate 0.04 sought to 130 attempts (~72
     # passes) and was refused with "72 passing attempts had a chance of 0.053", where
     # cli.md says the seek goes on until a miss is less likely than 0.005.
-    executor_ran = 0
-
-    def once(_program: Program, probe: Probe) -> tuple[list[AttemptKind], str]:
-        nonlocal executor_ran
-        kinds: list[AttemptKind] = []
-        for _ in range(probe.attempts):
-            executor_ran += 1
-            kinds.append("pass" if executor_ran % 20 < 11 else "other")
-        return kinds, ""
-
+    once = Numbered(lambda n: "pass" if n % 20 < 11 else "other")
     settings = Settings(min_rate=0.04, passing=len(PASSING))
     result = minimize(program(), once, settings)
     assert result.status == "refused"
     assert result.original_rate.matched == 0
     assert "130 passing attempts had a chance of 0.005:" in result.message
-    assert result.attempts == executor_ran > 130
+    assert result.attempts == once.ran > 130
 
 
 def test_a_refusal_of_an_original_that_only_passed_says_how_unlikely_and_the_ways_on() -> None:
