@@ -86,6 +86,16 @@ def _found(tmp_path: Path, expectation: Expectation, matched: int) -> AmplifyRep
     )
 
 
+def _amplified(tmp_path: Path, source: str, expectation: Expectation) -> tuple[AmplifyReport, str]:
+    """`_found`'s answer written over the spec `source` (the text of `tmp_path`'s spec), and
+    the amplified.yaml it wrote."""
+    document = load_yaml(source).data
+    assert isinstance(document, dict)
+    found = write(_found(tmp_path, expectation, 41), document, tmp_path, source)
+    assert found.amplified_spec is not None
+    return found, found.amplified_spec.read_text()
+
+
 def test_the_amplified_spec_without_a_rate_is_said_to_need_one_to_judge_a_run_by_it(
     tmp_path: Path,
 ) -> None:
@@ -252,16 +262,7 @@ def test_the_amplified_spec_keeps_the_source_spec_s_comments(tmp_path: Path) -> 
         "command: python race.py\n"
         "expect:\n  outcome: error\n  exception: AssertionError  # raised by the check\n"
     )
-    document = load_yaml(source).data
-    assert isinstance(document, dict)
-    found = write(
-        _found(tmp_path, Expectation("error", exception="AssertionError"), 41),
-        document,
-        tmp_path,
-        source,
-    )
-    assert found.amplified_spec is not None
-    text = found.amplified_spec.read_text()
+    _, text = _amplified(tmp_path, source, Expectation("error", exception="AssertionError"))
     lines = text.splitlines()
     assert lines[0].startswith("# Amplified by reprospec amplify from ")
     assert lines[2:5] == source.splitlines()[:3]
@@ -289,16 +290,7 @@ def test_the_amplified_spec_s_note_on_axes_names_the_amplified_spec(tmp_path: Pa
         "matrix:\n  batch: [4]\n"
         "expect:\n  outcome: error\n  exception: AssertionError\n"
     )
-    document = load_yaml(source).data
-    assert isinstance(document, dict)
-    found = write(
-        _found(tmp_path, Expectation("error", exception="AssertionError"), 41),
-        document,
-        tmp_path,
-        source,
-    )
-    assert found.amplified_spec is not None
-    text = found.amplified_spec.read_text()
+    found, text = _amplified(tmp_path, source, Expectation("error", exception="AssertionError"))
     # By its path, as amplify.md's commands name it: the bare name ran only from the folder.
     quoted = shlex.quote(str(found.amplified_spec))
     assert f"\n# {observe_line(quoted)}\n" in text
@@ -320,11 +312,7 @@ def test_the_amplified_spec_keeps_capture_s_todo_block_only_while_a_key_is_unfil
     body = "reprospec: 1\nname: race\ncommand: python race.py\nexpect: {outcome: error}\n"
     for python, kept in (("environment: {python: '3.11'}\n", False), ("", True)):
         source = head + body + python
-        document = load_yaml(source).data
-        assert isinstance(document, dict)
-        found = write(_found(tmp_path, Expectation("error"), 41), document, tmp_path, source)
-        assert found.amplified_spec is not None
-        text = found.amplified_spec.read_text()
+        _, text = _amplified(tmp_path, source, Expectation("error"))
         assert ("# TODO (left to fill in):" in text) is kept, text
         assert "# A skeleton written by `reprospec capture --from-log issue.md`." in text
 
@@ -443,12 +431,8 @@ def test_the_amplified_spec_s_rate_comment_says_the_amplified_rate(tmp_path: Pat
         "  rate: '>0'  # observed 1/10; met by one match, never refuted: to tell a fix, "
         "raise it (`>=0.05`) and run with --repeat 74\n"
     )
-    document = load_yaml(source).data
-    assert isinstance(document, dict)
     expectation = Expectation("error", exception="AssertionError", rate=parse_rate(">0"))
-    found = write(_found(tmp_path, expectation, 41), document, tmp_path, source)
-    assert found.amplified_spec is not None
-    text = found.amplified_spec.read_text()
+    _, text = _amplified(tmp_path, source, expectation)
     assert "1/10" not in text, text
     assert "--repeat 74" not in text, text
     assert (
@@ -459,7 +443,9 @@ def test_the_amplified_spec_s_rate_comment_says_the_amplified_rate(tmp_path: Pat
     assert "  exception: AssertionError  # raised by the check" in text
     written = load_yaml(text).data
     assert isinstance(written, dict)
-    assert written["expect"] == document["expect"]
+    source_expect = load_yaml(source).data
+    assert isinstance(source_expect, dict)
+    assert written["expect"] == source_expect["expect"]
 
 
 def test_a_fresh_winner_is_said_against_the_fresh_base_everywhere(tmp_path: Path) -> None:
