@@ -22,7 +22,13 @@ from reprospec.core.results import RunResult
 from reprospec.environment.facts import NOT_CAPTURED, Difference
 from reprospec.errors import EXIT_OK, UsageError
 from reprospec.report.paths import PathNames, shared
-from reprospec.store.compare import Comparison, FilesChange, VariableChange
+from reprospec.store.compare import (
+    MERGED_JOBS,
+    Comparison,
+    FilesChange,
+    OptionChange,
+    VariableChange,
+)
 
 FORMATS = ("text", "json", "md")
 
@@ -179,14 +185,7 @@ def lines(diff: Comparison, spec_name: str) -> list[str]:
         out.append("options that differ:")
         # A comparison kept before it named the runners reads as both local.
         runners = diff.get("runners") or ["local", "local"]
-        out += [
-            f"  {row['key']}: "
-            + " -> ".join(
-                _option(row["key"], value, runner)
-                for value, runner in zip((row["a"], row["b"]), runners, strict=False)
-            )
-            for row in diff["options"]
-        ]
+        out += [f"  {line}" for line in _option_rows(diff["options"], runners)]
     else:
         out.append("same options")
     if diff["environment"]:
@@ -360,6 +359,33 @@ _NO_PYTHON = {
     "venv": "a venv on the spec's environment.python, else on reprospec's own interpreter",
     "docker": "the image's python3",
 }
+
+
+def _option_rows(rows: list[OptionChange], runners: list[str]) -> list[str]:
+    """`jobs: 1 -> (none: the spec's run.parallel)`, a row per option that differs. A merged
+    run whose runs ran at different `-j` (MERGED_JOBS) says theirs as its none: `jobs: 1 ->
+    (none: merged from runs at -j 1, -j 8)`, not the spec's run.parallel it did not run at."""
+    merged = next((row for row in rows if row["key"] == MERGED_JOBS), None)
+    ran = (merged["a"], merged["b"]) if merged is not None else (None, None)
+    if merged is not None:
+        # Both runs' `jobs` none (no row of it): the merged `-j`s' row is the `jobs` row.
+        jobs = any(row["key"] == "jobs" for row in rows)
+        rows = [
+            {"key": "jobs", "a": None, "b": None} if row is merged else row
+            for row in rows
+            if row is not merged or not jobs
+        ]
+    out = []
+    for row in rows:
+        said = []
+        for value, runner, runs in zip((row["a"], row["b"]), runners, ran, strict=False):
+            if row["key"] == "jobs" and value is None and isinstance(runs, list):
+                shown = ", ".join(f"-j {n}" if n is not None else "run.parallel" for n in runs)
+                said.append(f"(none: merged from runs at {shown})")
+            else:
+                said.append(_option(row["key"], value, runner))
+        out.append(f"{row['key']}: {' -> '.join(said)}")
+    return out
 
 
 def _option(key: str, value: object, runner: str = "local") -> str:

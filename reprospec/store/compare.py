@@ -555,6 +555,9 @@ def _written_out(text: str) -> str | None:
 # the run came to be, not how its attempts ran: merged shards compare with the unsharded
 # run they equal without a row of it.
 MERGED_FROM = "merged_from"
+# And where those runs ran at different `-j`, each `-j` they ran at (`[1, 8]`; None the
+# spec's run.parallel): the merged run's `jobs` is then None, no run at run.parallel.
+MERGED_JOBS = "merged_jobs"
 
 
 def options_diff(run_a: RunResult, run_b: RunResult) -> list[OptionChange]:

@@ -14,7 +14,7 @@ from reprospec.core.sections import DEFAULT_TIMEOUT_S
 from reprospec.core.units import parse_duration
 from reprospec.core.words import RESOLVED_SPEC, noun, plural, stopped_counts, stopped_phrase
 from reprospec.errors import UsageError
-from reprospec.store.compare import MERGED_FROM, environment_change, files_change
+from reprospec.store.compare import MERGED_FROM, MERGED_JOBS, environment_change, files_change
 from reprospec.store.digests import HANDED_OUT_GPUS
 
 # An attempt number above any: a shard's part without attempts sorts last.
@@ -158,12 +158,15 @@ def merge(
         # told a merge's (`_check_overlap`), and two runs of the same attempts are not.
         # `jobs`: the runs' `-j` where they all had one, else none: shards run at `-j 1`
         # and `-j 8` were rerun (the report's rerun, How to reproduce) at the first's.
+        # `merged_jobs`: then each `-j` they ran at, which compare says (none is no run at
+        # the spec's run.parallel).
         options={
-            **first.options,
+            **{key: value for key, value in first.options.items() if key != MERGED_JOBS},
             "shard": None,
             "matrix_filters": list(filters),
             "jobs": _merged_jobs(runs),
             MERGED_FROM: [run.run_id for run in runs],
+            **({MERGED_JOBS: _jobs_of(runs)} if len(_jobs_of(runs)) > 1 else {}),
         },
     )
 
@@ -577,8 +580,20 @@ def _merged_command_line(runs: Sequence[RunResult], filters: Sequence[str]) -> s
 def _merged_jobs(runs: Sequence[RunResult]) -> JsonValue:
     """The runs' `-j` where every one ran with the same, else None (the spec's
     `run.parallel`): a race reproduces at another rate at another `-j`."""
-    jobs = runs[0].options.get("jobs")
-    return jobs if all(run.options.get("jobs") == jobs for run in runs) else None
+    jobs = _jobs_of(runs)
+    return jobs[0] if len(jobs) == 1 else None
+
+
+def _jobs_of(runs: Sequence[RunResult]) -> list[JsonValue]:
+    """Each `-j` the runs ran at, once, in their order (None: the spec's run.parallel); a
+    merged run's are those of the runs it was made of."""
+    jobs: list[JsonValue] = []
+    for run in runs:
+        made = run.options.get(MERGED_JOBS)
+        for value in made if isinstance(made, list) else [run.options.get("jobs")]:
+            if value not in jobs:
+                jobs.append(value)
+    return jobs
 
 
 def _without_jobs(command_line: str) -> str:

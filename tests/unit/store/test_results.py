@@ -533,6 +533,36 @@ def test_shards_run_at_other_jobs_merge_into_a_run_of_none() -> None:
     assert "-j" not in merge(pytest_runs, judge_cell=_count_judge).command_line.split()
 
 
+def test_shards_run_at_other_jobs_are_compared_as_run_at_theirs() -> None:
+    # Merged, shards run at `-j 1` and `-j 8` stored `jobs: None`, which compare read as the
+    # spec's: `jobs: 1 -> (none: the spec's run.parallel)`, no `-j` that ran.
+    from reprospec.report.compare import lines
+
+    whole = replace(hang_run(), options={"matrix_filters": [], "shard": None, "jobs": 1})
+    cell_id = whole.cells[0].cell.id
+    shards = [
+        replace(_shard(whole, attempts, f"s{n}"), options={**whole.options, "jobs": jobs})
+        for n, jobs, attempts in ((1, 1, {(cell_id, 1), (cell_id, 3)}), (2, 8, {(cell_id, 2)}))
+    ]
+    merged = merge(shards, judge_cell=_count_judge)
+    assert merged.options["jobs"] is None
+    assert merged.options["merged_jobs"] == [1, 8]
+    said = lines(compare(whole, merged), "hang")
+    assert "  jobs: 1 -> (none: merged from runs at -j 1, -j 8)" in said
+    assert not any("merged_jobs" in line or "the spec's run.parallel" in line for line in said)
+    # Against a run at the spec's run.parallel (no `jobs` row: both none), and merged again.
+    spec = replace(whole, options={"matrix_filters": [], "shard": None})
+    said = lines(compare(merged, spec), "hang")
+    assert "  jobs: (none: merged from runs at -j 1, -j 8) -> (none: the spec's run.parallel)" in (
+        said
+    )
+    again = merge([merged, replace(_shard(spec, set(), "s3"), options=spec.options)])
+    assert again.options["merged_jobs"] == [1, 8, None]
+    # Shards at one `-j` are a run at it: no merged `-j`s.
+    same = merge([replace(s, options={**s.options, "jobs": 1}) for s in shards])
+    assert "merged_jobs" not in same.options
+
+
 def test_merged_runs_of_other_cells_name_every_cell_in_their_filters() -> None:
     # One CI job per cell (`plan --format github`: `-m a=1 -m b=x` each), merged: the
     # command that reruns the merged run is not the first job's, which runs one cell.
