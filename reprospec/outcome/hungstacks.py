@@ -88,6 +88,10 @@ class HungProcess:
     # The main thread waits in a torch.distributed collective: for a peer rank, where the
     # hang is when a peer sits elsewhere (torchrun's rank 1 asleep, rank 0 in all_reduce).
     waits_for_peers: bool = False
+    # The main thread has left the program's code and waits at exit for the non-daemon
+    # threads it never joined (threading's `_shutdown`, `frame`): the same wait as a join,
+    # `joined` those threads, where the hang sits.
+    at_exit: bool = False
 
     def describe(self, frame: Callable[[str], str] = str) -> str:
         """`the DataLoader worker pid 4242 was fetching an item, in train.py:19 in
@@ -102,6 +106,12 @@ class HungProcess:
             return who + doing
         if doing:
             return f"{who}{doing}, in {frame(self.frame.text())}"
+        if self.joined and self.at_exit:
+            threads = ", ".join(frame(f.text()) for f in self.joined)
+            return (
+                f"{who}'s threads were in {threads}, its main thread waiting at exit for "
+                f"them, never joined, in {frame(self.frame.text())}"
+            )
         if self.joined:
             threads = ", ".join(frame(f.text()) for f in self.joined)
             return (
@@ -236,11 +246,17 @@ def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
         fetching = worker and any(f.path.endswith(_FETCH) for f in main)
         string = _runs_a_string(main)
         frame = next((f for f in main if _is_user(f, string)), None)
+        joined: tuple[Frame, ...] = ()
+        at_exit = False
+        if frame is None and (left := _left_waiting(threads, command)):
+            # Its main thread waits at exit for threads it never joined: a join's place,
+            # in those threads (the title `hang in worker (t.py:6)`, as with the join).
+            frame = next(f for f in main if _is(f, _EXIT_WAIT))
+            joined, at_exit = tuple(f for f, _ in left), True
         if LEFT_THE_TREE in tags:
             frame = None  # a daemon away from the tree: no hang sits in it
         waiting = _waiting(main, string)
         child = frame is not None and any(_WAITS_FOR_A_CHILD.search(f.path) for f in waiting)
-        joined: tuple[Frame, ...] = ()
         if frame is not None and any(_is(f, j) for f in waiting for j in _JOINS):
             joined = tuple(f for f, _ in _other_threads(threads, main, string))
         forked = next((i for i, f in enumerate(main) if _is(f, _FORKED)), len(main))
@@ -257,6 +273,7 @@ def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
                 joined,
                 command=command,
                 waits_for_peers=peers,
+                at_exit=at_exit,
             )
         )
     return tuple(out)
@@ -332,6 +349,10 @@ def hung_threads(stack: str | None) -> tuple[tuple[Frame, tuple[Frame, ...]], ..
     process = where_stuck(stack)
     if process is None or process.frame is None or not process.own_frame:
         return _left_waiting(blocks[0][1], blocks[0][2])
+    if process.at_exit:
+        # Its wait at exit, read as `hung_processes` read it (the harness's threads left out).
+        threads, command = next((t, c) for pid, t, c, _ in blocks if pid == process.pid)
+        return _left_waiting(threads, command)
     if _HARNESS.search(process.frame.path) or any(_HARNESS.search(f.path) for f in process.joined):
         return None
     threads = next((t for pid, t, _, _ in blocks if pid == process.pid), [])

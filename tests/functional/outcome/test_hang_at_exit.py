@@ -105,3 +105,39 @@ def test_events_without_a_time_are_timed_by_their_file(cli: Cli, tmp_path: Path)
     outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
     assert "still progressing" not in outcome["detail"]
     assert (outcome["phase"], outcome["step"]) == ("train", 3)
+
+
+# A non-daemon thread blocked forever on a lock, never joined: the main thread returns, and
+# the interpreter waits for the thread at exit (threading's `_shutdown`).
+_NEVER_JOINED = textwrap.dedent(
+    """
+    import threading
+    lock = threading.Lock()
+    lock.acquire()
+
+    def stuck():
+        lock.acquire()
+
+    threading.Thread(target=stuck, name="w1").start()
+    print("main done", flush=True)
+    """
+)
+
+
+def test_a_thread_never_joined_holds_the_hang_at_exit(cli: Cli, tmp_path: Path) -> None:
+    """Its title read just `hang` (no `hung_in`: the main thread had left the program's
+    code), where the same thread joined read `hang in stuck (job.py:7)`; now it is named
+    as a join's, and the report says the main thread waits for it at exit."""
+    spec = _spec(tmp_path, _NEVER_JOINED, "{outcome: hang}")
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
+    assert outcome["hung_in"] == {
+        "path": str(tmp_path / "work" / "job.py"),
+        "line": 7,
+        "function": "stuck",
+    }
+    assert "hang in stuck (job.py:7)" in result.stdout
+    report = (result.latest_run() / "report.md").read_text()
+    assert "threads were in `work/job.py:7 in stuck`, its main thread waiting at exit" in report
+    assert "never joined, in `<python>/" in report

@@ -451,3 +451,28 @@ def test_a_dumps_escapes_of_a_name_read_as_the_report_shows_text() -> None:
     # hung_in and a captured spec's title; `\x1b[31m` coloured the terminal.
     assert unescaped_name("a\\x1b[31mred\\x0ab.py") == "a\\x1b[31mred\\x0ab.py"
     assert unescaped_name("\\x00\\x7f\\x85\\u2028") == "\\x00\\x7f\\x85\\u2028"
+
+
+_AT_EXIT = """--- pid 4200 (python3 t.py) ---
+Thread 0x00007effa263d6c0 (most recent call first):
+  File "/work/t.py", line 6 in stuck
+  File "/usr/lib/python3.11/threading.py", line 982 in run
+  File "/usr/lib/python3.11/threading.py", line 1045 in _bootstrap_inner
+  File "/usr/lib/python3.11/threading.py", line 1002 in _bootstrap
+
+Current thread 0x00007effa3296b80 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 1590 in _shutdown
+"""
+
+
+def test_a_main_thread_waiting_at_exit_for_a_thread_it_never_joined() -> None:
+    """The main thread returned and waits in threading's `_shutdown` for a non-daemon
+    thread: the hang sits in that thread, as where it joins it (`hung_in` was None)."""
+    assert hung_frame(_AT_EXIT) == Frame("/work/t.py", 6, "stuck")
+    found = where_stuck(_AT_EXIT)
+    assert found is not None
+    assert found.at_exit
+    assert found.describe() == (
+        "pid 4200's threads were in /work/t.py:6 in stuck, its main thread waiting at exit "
+        "for them, never joined, in /usr/lib/python3.11/threading.py:1590 in _shutdown"
+    )
