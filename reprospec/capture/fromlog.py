@@ -420,7 +420,6 @@ def other_pins(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> list[st
     (packages.mismatches: `numpy==1.26` is 1.26.0, a local label `+cpu` any build); a
     package the probe did not answer for is left out."""
     from reprospec.environment.packages import Installed, mismatches
-    from reprospec.environment.packages import normalize as distribution
 
     here = _section(ours or {}, "packages")
     # As the spec pins it: the release, its build's label in a comment.
@@ -430,7 +429,7 @@ def other_pins(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> list[st
         if name in here
     }
     installed = Installed(
-        sys.executable, {distribution(name): _text(here[name]) for name in written.values()}
+        sys.executable, {normalize(name): _text(here[name]) for name in written.values()}
     )
     return [pin for pin in written if mismatches([pin], installed)]
 
