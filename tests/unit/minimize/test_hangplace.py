@@ -10,7 +10,7 @@ from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import StoredProbe
 from reprospec.minimize.hangplace import NOWHERE, UNREAD, moved, place_of
 from reprospec.minimize.program import Program
-from reprospec.minimize.search import Minimization, Settings
+from reprospec.minimize.search import Minimization, Probe, Settings
 from reprospec.minimize.source import Reducer
 
 LIB = "/root/.pyenv/versions/3.11.7/lib/python3.11"
@@ -129,23 +129,20 @@ def test_the_search_looks_again_at_a_busy_thread_seen_elsewhere_once() -> None:
     # caught in `step` at its first hang and in `spin` at its next (the same busy loop),
     # "twice" in `step` and `tick` (another loop). Each program passes its passing cell.
     sightings = {"original": ["spin"], "once": ["step", "spin"], "twice": ["step", "tick"]}
-    search = Minimization(
-        program("original"), Settings(passing=1, budget=200), proposing("twice", "once")
-    )
     seen: dict[str, int] = {}
-    while search.result is None:
-        for probe in search.next_probes():
-            text = dict(search.program(probe.key).files)["h.py"]
-            if probe.role == "passing":
-                search.record(probe, ("pass",), "", (), ("",))
-                continue
-            n = seen.get(text, 0)
-            seen[text] = n + 1
-            order = sightings[text]
-            search.record(probe, ("match",), "", (), (order[min(n, len(order) - 1)],))
+
+    def answer(probe: Probe, text: str) -> Answer:
+        if probe.role == "passing":
+            return ("pass",), ("",)
+        n = seen.get(text, 0)
+        seen[text] = n + 1
+        order = sightings[text]
+        return ("match",), (order[min(n, len(order) - 1)],)
+
+    search = searched(("twice", "once"), answer)
     result = search.result
-    verdicts = {dict(search.program(j.key).files)["h.py"]: j.verdict for j in result.judged}
-    assert verdicts == {"original": "fails", "twice": "hangs-elsewhere", "once": "fails"}
+    assert result is not None
+    assert verdicts(search) == {"original": "fails", "twice": "hangs-elsewhere", "once": "fails"}
     rejected = next(j for j in result.judged if j.verdict == "hangs-elsewhere")
     assert rejected.hung_elsewhere == ("step", "tick")
     assert rejected.failing.matched == 2  # looked at again, once
@@ -154,6 +151,29 @@ def test_the_search_looks_again_at_a_busy_thread_seen_elsewhere_once() -> None:
 
 def program(text: str) -> Program:
     return Program(head=("python", "h.py"), args=(), files=(("h.py", text),))
+
+
+# What a probe's attempts ended as, and where each hung ("" where none did).
+Answer = tuple[tuple[AttemptKind, ...], tuple[str, ...]]
+
+
+def searched(proposed: tuple[str, ...], answer: Callable[[Probe, str], Answer]) -> Minimization:
+    """A search of program("original") that proposes `proposed` in turn, each probe (of the
+    program whose text is given) answered by `answer`, run to its result."""
+    search = Minimization(
+        program("original"), Settings(passing=1, budget=200), proposing(*proposed)
+    )
+    while search.result is None:
+        for probe in search.next_probes():
+            kinds, places = answer(probe, dict(search.program(probe.key).files)["h.py"])
+            search.record(probe, kinds, "", (), places)
+    return search
+
+
+def verdicts(search: Minimization) -> dict[str, str]:
+    """Each judged program's verdict, by its text."""
+    assert search.result is not None
+    return {dict(search.program(j.key).files)["h.py"]: j.verdict for j in search.result.judged}
 
 
 def proposing(*texts: str) -> Callable[[Program], Reducer]:
@@ -174,35 +194,28 @@ def test_the_search_rejects_a_candidate_whose_hang_sits_elsewhere_and_replays_th
     stored: list[tuple[str, tuple[AttemptKind, ...], tuple[str, ...]]] = []
 
     def drive(replay: list[tuple[str, tuple[AttemptKind, ...], tuple[str, ...]]]) -> Minimization:
-        search = Minimization(
-            program("original"),
-            Settings(passing=1, budget=200),
-            proposing("barrier", "unread", "shorter"),
-        )
-        while search.result is None:
-            for probe in search.next_probes():
-                text = dict(search.program(probe.key).files)["h.py"]
-                if replay:
-                    _, kinds, places = replay.pop(0)
-                else:
-                    n = 1 if probe.role == "passing" else max(1, probe.attempts)
-                    hangs = probe.role != "passing"
-                    kind: AttemptKind = "match" if hangs else "pass"
-                    kinds = (kind,) * n
-                    places = (place_of(stacks[text]),) * n if hangs else ("",) * n
-                    stored.append((probe.role, kinds, places))
-                # Through the state file's line, as a resumed minimize replays it.
-                line = StoredProbe(probe.key, (), probe.role, kinds, "r", places=places)
-                again = StoredProbe.from_dict(line.to_dict())
-                search.record(probe, again.kinds, "", (), again.places)
-        return search
+        def answer(probe: Probe, text: str) -> Answer:
+            if replay:
+                _, kinds, places = replay.pop(0)
+            else:
+                n = 1 if probe.role == "passing" else max(1, probe.attempts)
+                hangs = probe.role != "passing"
+                kind: AttemptKind = "match" if hangs else "pass"
+                kinds = (kind,) * n
+                places = (place_of(stacks[text]),) * n if hangs else ("",) * n
+                stored.append((probe.role, kinds, places))
+            # Through the state file's line, as a resumed minimize replays it.
+            line = StoredProbe(probe.key, (), probe.role, kinds, "r", places=places)
+            again = StoredProbe.from_dict(line.to_dict())
+            return again.kinds, again.places
+
+        return searched(("barrier", "unread", "shorter"), answer)
 
     first = drive([])
     result = first.result
     assert result is not None
     assert result.status == "minimized", result.message
-    verdicts = {dict(first.program(j.key).files)["h.py"]: j.verdict for j in result.judged}
-    assert verdicts == {
+    assert verdicts(first) == {
         "original": "fails",
         "barrier": "hangs-elsewhere",
         "unread": "fails",  # unread: no difference
