@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
-from reprospec.core.words import plural
+from reprospec.core.words import agree, plural
 
 if TYPE_CHECKING:
     from reprospec.store.runfolder import RunFolder
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
                         words += ["--out", str(args.out)]
                     unlisted = (
                         f"{plural(others, 'run')} of a spec named {named!r} from another file: "
-                        f"`{shlex.join(words)}` lists {'it' if others == 1 else 'them'}"
+                        f"`{shlex.join(words)}` lists {agree(others, 'it', 'them')}"
                     )
     if merged:
         # Stable: the store's runs keep its order among themselves.

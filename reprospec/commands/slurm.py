@@ -407,11 +407,9 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
     if status.active:
         active = [s for s in status.shards if s.shard in status.active]
         busy = ", ".join(f"{s.shard} ({s.state}, job {s.job})" for s in active)
-        them = "it" if len(active) == 1 else "them"
         raise UsageError(
             f"{noun(len(active), 'shard')} {busy} {agree(len(active), 'is', 'are')} still in "
-            f"Slurm: wait for {them} "
-            "(or scancel), then resume"
+            f"Slurm: wait for {agree(len(active), 'it', 'them')} (or scancel), then resume"
         )
     missing = status.missing
     if missing and (refusal := _resume_refusal(run)) is not None:
