@@ -212,22 +212,10 @@ def test_minimize_with_another_dir_on_a_read_only_out_is_refused_before_dir_is_w
     assert json.loads(check.read_text())["asked"] == asked
 
 
-PERTURBED_SPEC = """\
-reprospec: 1
-name: perturbed
-matrix:
-  mode: [a, b]
-command: python prog.py ${{ matrix.mode }}
-environment:
-  perturb:
-    cpus: [0]
-expect:
-  outcome: crash
-  signal: SIGSEGV
-  cases:
-    - when: {mode: b}
-      outcome: pass
-"""
+# SPEC run on one CPU.
+PERTURBED_SPEC = SPEC.replace("name: readonly\n", "name: perturbed\n").replace(
+    "expect:\n", "environment:\n  perturb:\n    cpus: [0]\nexpect:\n"
+)
 
 # Fails only on one CPU: the perturbation is what makes it fail.
 PERTURBED = """\
@@ -375,3 +363,38 @@ def test_bisect_prints_its_answer_on_a_read_only_out_and_refuses_new_attempts(
         )
     finally:
         _writable(out)
+
+
+def test_a_larger_budget_on_a_read_only_out_is_refused_before_anything_replays(
+    tmp_path: Path,
+) -> None:
+    """isolate's, minimize's and amplify's run out of budget, then given a larger --budget on
+    an --out made read-only since: each replayed its stored probes, ran its first new
+    attempt and exited 2 on the results store's `out is read-only to this user` (for root on
+    a read-only mount too). Refused before anything replays, saying why."""
+    searches = {
+        "isolate": ("isolation", ("--budget", "3"), ()),
+        "minimize": ("minimization", ("--budget", "8", "-j", "1"), ("-o", "result")),
+        "amplify": ("amplification", ("--budget", "4", "-j", "2"), ()),
+    }
+    for verb, (search, small, more) in searches.items():
+        folder = tmp_path / verb
+        folder.mkdir()
+        argv, out = _search(folder, verb, PROGRAM, SPEC, *small)
+        if more:
+            argv = [*argv, more[0], str(folder / more[1])]
+        first = _run(argv)
+        assert first.returncode == 1, first.stdout + first.stderr  # out of budget
+        larger = [*argv, "--budget", "40"]
+        try:
+            again = _run(read_only(out, larger))
+        finally:
+            _writable(out)
+        assert again.returncode == 2, again.stdout + again.stderr
+        assert "Traceback" not in again.stderr
+        assert "continuing" not in again.stderr  # nothing replayed
+        assert f"--out {out}: cannot be written (" in again.stderr, again.stderr
+        budget = small[1]
+        assert f"and a --budget of 40 continues {search} " in again.stderr, again.stderr
+        assert f"past its earlier run's {budget} attempts" in again.stderr
+        assert f"(or --budget {budget} to see its answer again)" in again.stderr
