@@ -483,6 +483,12 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     # Quoted (GitHub's quote reply, `> ` and `> > `) is read as written: every reader
     # below, the command's and the machine's too, sees the lines without their markers.
     text = _reindented(_from_ipython(_dedented(_unquoted(_plain(text.replace("\r\n", "\n"))))))
+    # A CI log runs on past the step that failed: a later step's own failure (an upload
+    # run `if: always()` that raised) was read as the failure, beside the failed step's
+    # command. The failure is read up to the first step GitHub says failed; the machine
+    # and the credentials from the whole log.
+    full_log = text
+    text = _through_failed_step(text)
     # A terminal echoes Ctrl-C as `^C` where the cursor was: glued to the `Traceback` line
     # Python prints next, which no traceback reader then knew.
     clean = "\n".join(_unprefixed(_CTRL_C.sub("", line)) for line in text.split("\n"))
@@ -758,7 +764,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
             evidence.append(f"the stack: a frame of the {phase} loop")
     command = _without_status_echo(_command(text))
     raw_command = command
-    machine = parse_machine(text)
+    machine = parse_machine(full_log)
     if command is not None:
         command, version = _run_python(command, machine.python)
         if version is not None and machine.python is None:
@@ -844,13 +850,13 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         evidence=tuple(evidence),
         flaky=flaky,
         settings=_prose_settings(prose, chain),
-        step_env=_gha_step_env(text.split("\n"), raw_command),
+        step_env=_gha_step_env(full_log.split("\n"), raw_command),
         xdist_crash=xdist,
         oom_killed=oom.group(0) if oom is not None else None,
         threads=threads,
         shows_torch=machine.torch is not None or _TORCH.search(clean) is not None,
         cut_traceback=cut,
-        credentials=tuple(dict.fromkeys(text[a:b] for a, b, _ in credential_spans(text))),
+        credentials=tuple(dict.fromkeys(full_log[a:b] for a, b, _ in credential_spans(full_log))),
     )
 
 
@@ -1668,6 +1674,21 @@ def _gha_steps(lines: list[str]) -> list[tuple[int, str]]:
         ]
         steps += script or [(index, header["command"].strip())]
     return steps
+
+
+# GitHub Actions' line after a step whose command failed.
+_GHA_STEP_FAILED = re.compile(r"^##\[error\]Process completed with exit code \d+\.?\s*$", re.M)
+# A step's header after it: `##[group]Run actions/upload-artifact@v4`.
+_GHA_LATER_STEP = re.compile(r"^##\[group\]Run \S", re.M)
+
+
+def _through_failed_step(text: str) -> str:
+    """`text` up to the end of the first GitHub Actions step that failed (its `##[error]
+    Process completed with exit code N.` line), where later steps follow it; else all."""
+    failed = _GHA_STEP_FAILED.search(text)
+    if failed is None or _GHA_LATER_STEP.search(text, failed.end()) is None:
+        return text
+    return text[: failed.end()]
 
 
 # setup-python's variables in every later step's `env:`: where the runner keeps Python,

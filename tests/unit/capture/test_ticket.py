@@ -2702,3 +2702,37 @@ def test_a_ci_steps_env_is_a_todo_item_each_secret_unwritten() -> None:
     written = render_spec(draft)
     assert "hf_kQz" not in written
     assert "s3cret" not in written
+
+
+def test_a_ci_logs_failure_is_the_first_failed_steps_not_a_later_steps() -> None:
+    # A step run `if: always()` after the failed one raised too: its FileNotFoundError was
+    # read as the failure, beside the failed step's command (train.py), a spec no run of
+    # train.py reproduces.
+    log = _ci_lines(
+        [
+            "##[group]Run python train.py --bs 16",
+            "python train.py --bs 16",
+            "shell: /usr/bin/bash -e {0}",
+            "env:",
+            "  pythonLocation: /opt/hostedtoolcache/Python/3.11.7/x64",
+            "##[endgroup]",
+            "Traceback (most recent call last):",
+            '  File "/home/runner/work/l/l/train.py", line 7, in load',
+            '    raise ValueError(f"batch size {bs} exceeds buffer of 8 rows")',
+            "ValueError: batch size 16 exceeds buffer of 8 rows",
+            "##[error]Process completed with exit code 1.",
+            "##[group]Run python scripts/upload_metrics.py",
+            "python scripts/upload_metrics.py",
+            "shell: /usr/bin/bash -e {0}",
+            "##[endgroup]",
+            "Traceback (most recent call last):",
+            '  File "/home/runner/work/l/l/scripts/upload_metrics.py", line 4, in <module>',
+            '    open("metrics.json")',
+            "FileNotFoundError: [Errno 2] No such file or directory: 'metrics.json'",
+            "##[error]Process completed with exit code 1.",
+        ]
+    )
+    read = read_ticket(log)
+    assert read.command == "python train.py --bs 16"
+    assert (read.failure.outcome, read.failure.exception) == ("error", "ValueError")
+    assert read.machine.python == "3.11"
