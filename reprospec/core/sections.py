@@ -521,8 +521,13 @@ def same_python(ran: str, wanted: str) -> bool:
     or `3.10`. A path (`/opt/py/bin/python3.11`, which the venv runner builds each cell's
     venv on) names an interpreter, not a version: no version of it to hold `ran` to, where
     `doctor --runner venv` and the run warned `the spec names Python /opt/...; this run had
-    3.11.7` of the very interpreter it names."""
+    3.11.7` of the very interpreter it names. A program's name names the version in it
+    (`python3.10`, which the venv runner finds on PATH, is 3.10; `python`, none): the run
+    warned `the spec names Python python3.10; this run had 3.10.13`."""
     if "/" in wanted:
+        return True
+    wanted = wanted.removeprefix("python")
+    if not wanted:
         return True
     return ran == wanted or ran.startswith(f"{wanted}.")
 

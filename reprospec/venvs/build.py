@@ -178,6 +178,19 @@ class EnvRequest:
 _VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
 
 
+def _past_a_shim(request: str, found: str) -> str:
+    """`python3.10` as PATH finds it, or, where that is a shim that does not run (pyenv's
+    of a version it has but not active), the first Python 3.10 that runs in the places
+    venvs/pythons.py reads; `found` where none does (its check says why it does not run)."""
+    from reprospec.venvs import pythons
+
+    version = request.removeprefix("python")
+    if not pythons.plain(version) or pythons.runs_as(found, version):
+        return found
+    other = pythons.find(version)
+    return other.path if other.path is not None else found
+
+
 @lru_cache(maxsize=32)
 def find_interpreter(request: str | None = None) -> Interpreter:
     """The base interpreter for `request`: a path, a version such as "3.11" (found by uv
@@ -189,7 +202,7 @@ def find_interpreter(request: str | None = None) -> Interpreter:
     elif os.sep in request or os.path.exists(request):  # noqa: PTH110
         path = os.path.abspath(os.path.expanduser(request))  # noqa: PTH100, PTH111
     elif request.startswith("python") and shutil.which(request):
-        path = str(shutil.which(request))
+        path = _past_a_shim(request, str(shutil.which(request)))
     else:
         done = _uv(["python", "find", request], timeout=120)
         if done.returncode == 0:

@@ -13,7 +13,9 @@ does not run is passed over), the first of the version asked for taken:
   `$XDG_DATA_HOME/uv/python`, else `~/.local/share/uv/python`), newest first.
 
 Only a plain version (`3`, `3.10`, `3.10.13`) is looked for so: anything else uv takes
-(`pypy3.10`, `>=3.10`) is left to uv's answer.
+(`pypy3.10`, `>=3.10`) is left to uv's answer. A request of a program's name
+(`python3.10`, `--python python3.10`) that PATH finds as a shim that does not run is
+looked for so too, as its version.
 """
 
 from __future__ import annotations
@@ -46,10 +48,21 @@ def matches(request: str, version: str) -> bool:
     return version.split(".")[: len(request.split("."))] == request.split(".")
 
 
+def plain(request: str) -> bool:
+    """Whether `request` is a plain version (`3`, `3.10`, `3.10.13`), which `find` reads."""
+    return _VERSION.fullmatch(request) is not None
+
+
+def runs_as(path: str, request: str) -> bool:
+    """Whether the interpreter at `path` runs and is a Python `request`."""
+    version, _ = _version_of(path)
+    return version is not None and matches(request, version)
+
+
 def find(request: str) -> Found:
     """The first interpreter of `request` in the places above that runs, or what was
     tried; a request that is no plain version finds nothing, trying nothing."""
-    if _VERSION.fullmatch(request) is None:
+    if not plain(request):
         return Found(None, None, ())
     tried: list[str] = []
     seen: set[str] = set()
@@ -130,4 +143,4 @@ def _version_of(path: str) -> tuple[str | None, str | None]:
     return (version, None) if re.fullmatch(r"\d+\.\d+\.\d+", version) else (None, "no version")
 
 
-__all__ = ["Found", "find", "matches"]
+__all__ = ["Found", "find", "matches", "plain", "runs_as"]

@@ -74,3 +74,17 @@ def test_none_found_says_what_it_passed_over(
     said = str(raised.value)
     assert f"passed over {shims}/python{MINOR} (does not run: exit 127, pyenv:" in said
     assert f"give the path of a Python {MINOR} (--python PATH" in said
+
+
+def test_a_programs_name_that_is_a_shim_is_found_past_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`environment.python: python3.10` (or `--python python3.10`) took PATH's shim, which
+    does not run: `interpreter ~/.pyenv/shims/python3.10 does not run`."""
+    root = tmp_path / "pyenv"
+    shims = _pyenv(root, with_version=True)
+    monkeypatch.setenv("PATH", str(shims))
+    monkeypatch.setenv("PYENV_ROOT", str(root))
+    monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(tmp_path / "no-managed"))
+    found = find_interpreter(f"python{MINOR}")
+    assert (found.path, found.version) == (BASE, FULL)

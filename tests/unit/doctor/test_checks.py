@@ -698,3 +698,14 @@ def test_gpu_slots_and_device_count_the_devices_seen_by_one_rule(count: JsonValu
     found = {c.name: c for c in doctor.run_checks(env, doctor.Needs(gpus=2), "0,1")}
     assert found["gpu-slots"].status == "pass"
     assert found["device"].status == "pass"
+
+
+def test_a_spec_python_that_is_a_programs_name_names_its_version() -> None:
+    """`environment.python: python3.10` (the venv runner finds it on PATH): the run warned
+    `the spec names Python python3.10; this run had 3.10.13`."""
+    from reprospec.core.sections import same_python
+
+    assert same_python("3.10.13", "python3.10")
+    assert same_python("3.10.13", "python")
+    assert not same_python("3.11.7", "python3.10")
+    assert environment_mismatches(machine(), {"python": "python3.11"}, ran=False) == []
