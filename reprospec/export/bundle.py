@@ -141,11 +141,11 @@ class Unpacked:
 
     def run_options(self, options: RunOptions, *, runner_given: bool = False) -> RunOptions:
         """The options this bundle's spec runs with: the original run's `-m` filters,
-        `-j`, `--repeat`, `--timeout`, `--preload`, observe mode and runner (not local) unless
-        `options` gives them (the manifest was checked as the CLI's options are, when it
-        was read); its overrides first (its `stop_on` as `run.stop_on=...`, which a `--set`
-        or `options.stop_on` given still overrides), then `options`'. `run FILE` and
-        `bundle --verify` alike."""
+        `-j`, `--repeat`, `--timeout`, `--preload`, observe mode, first attempt number and
+        runner (not local) unless `options` gives them (the manifest was checked as the
+        CLI's options are, when it was read); its overrides first (its `stop_on` as
+        `run.stop_on=...`, which a `--set` or `options.stop_on` given still overrides), then
+        `options`'. `run FILE` and `bundle --verify` alike."""
         stop = (f"run.stop_on={self.stop_on}",) if self.stop_on else ()
         return options.with_changes(
             preload=options.preload if options.preload is not None else self.preload,
@@ -858,7 +858,8 @@ def _readme(
         "the report, the logs of every attempt, and the files of the workdir its cells name.",
         "",
         "Rerun it (reprospec unpacks it safely under `.reprospec/bundles/` and runs the spec",
-        "with the run's `-m` filters, `-j`, `--repeat`, `--timeout`, `--preload` and `stop_on`"
+        "with the run's `-m` filters, `-j`, `--repeat`, `--timeout`, `--preload`, observe mode,"
+        " first attempt number and `stop_on`"
         + (
             f", on the {runner} runner it ran on):"
             if runner and runner == run.runner

@@ -1127,6 +1127,9 @@ def test_a_probes_bundle_reruns_the_attempt_numbers_it_ran(tmp_path: Path, cli: 
     archive = tmp_path / "probe.tar.gz"
     readme = _bundled_readme(cli, ran.run_id, out, archive)
     assert "Its attempts were numbered from 5 (a search's probe)" in readme
+    # What `reprospec run ARCHIVE` applies of the run's, said whole (observe mode and the
+    # first attempt number were left out).
+    assert "`--preload`, observe mode, first attempt number and `stop_on`" in readme
     rerun = cli("run", str(archive), "--out", str(tmp_path / "again"), "--yes")
     (folder,) = (tmp_path / "again" / "runs").iterdir()
     attempts = json.loads((folder / "results.json").read_text())["cells"][0]["attempts"]
