@@ -252,7 +252,7 @@ def _observed_line(run: RunResult) -> str:
         # An attempt that did not run (a NotRun's) is in no group: said, not left out.
         of, every = found[0].of_attempts, found[0].all_attempts
         groups = ", ".join(f"{g.phrase} in {g.attempts}" for g in found)
-        attempts = plural(max(of, every), "attempt")
+        attempts = plural(every, "attempt")  # every >= of: those that ran are some of them
         text = f"Observed 1 cell, {attempts}" + (f" ({every - of} not run)" if every > of else "")
         text += f": {groups}" if groups else ""
     else:
