@@ -19,8 +19,9 @@ The search is Bayesian adaptive group testing, the same rule as `bisect`'s
 
 1. **Rate.** The failing configuration runs until it fails as expected
    (`rate_matches` times, at most `rate_attempts` attempts, or where it passed more
-   than it failed otherwise, as many as make a miss at `min_rate` less likely than
-   `error` where that is more: passes alone, before its first match). No match refuses;
+   than it failed otherwise, `rate_attempts` passes, or as many as make a miss at
+   `min_rate` less likely than `error` where that is more: passes alone, before its
+   first match, minimize's rule, `Tally.seek_short`). No match refuses;
    so does a rate that cannot finish within the budget even by the cheapest
    isolation (one culprit), with the figure (ClusterFuzz does the same before
    it minimizes: "crashes, but not consistently, 1/10").
@@ -165,20 +166,22 @@ class Isolation:
         if not self._searching:
             s = self.settings
             tally = self.tallies.get(self.full, Tally())
-            # Past `rate_attempts` only where it passed more than it failed otherwise, as
-            # minimize's seek: one that failed otherwise as often is no rarer failure (its
-            # expect is the question), and 1 pass among 19 such ran on to 130 at
-            # --min-rate 0.04. Before its first match only passes count toward
-            # `_rate_attempts`: one that failed otherwise cannot show the failure.
-            most = self._rate_attempts() if tally.passed > tally.other else s.rate_attempts
-            counted = tally.passed if tally.matched == 0 and most > s.rate_attempts else tally.ran
-            if tally.matched < s.rate_matches and counted < most:
+            # Before its first match, minimize's rule (Tally.seek_short): past
+            # `rate_attempts` in passes, where it passed more than it failed otherwise.
+            # After it, on to `rate_matches` within `rate_attempts`.
+            if tally.matched == 0:
+                short = tally.seek_short(s.rate_attempts, self._rate_attempts())
+            elif tally.matched < s.rate_matches:
+                short = s.rate_attempts - tally.ran
+            else:
+                short = 0
+            if short > 0:
                 if left <= 0:
                     self._finish_budget()
                     return ()
                 # In probes of at most `rate_attempts`: a low min_rate's 130 attempts of a
                 # command that cannot run would all run before the infra streak is read.
-                want = min(most - counted, s.rate_attempts, left)
+                want = min(short, s.rate_attempts, left)
                 return self._issue([Probe(self.full, want, s.rate_matches - tally.matched)])
             refusal = self._refusal()
             if refusal:
@@ -398,7 +401,8 @@ class Isolation:
         """How long the failing configuration runs before a miss is read as "it does not
         fail here": `rate_attempts`, or more where `min_rate` is low, as many as make a miss
         at that rate less likely than `error` (`next_probes` counts them in passes before
-        the first match, and only where it passed more than it failed otherwise). 20
+        the first match, and only where it passed more than it failed otherwise:
+        `Tally.seek_short`, minimize's rule too). 20
         attempts miss a 5% failure 36% of the time, and refused one that `--min-rate 0.05`
         had said to look for. The question bisect asks of its bad end
         (core.rates.attempts_to_see), at isolate's error itself (bisect's a fifth of it:

@@ -689,27 +689,16 @@ class Minimization:
             )
             measuring = tally.ran < s.rate_attempts and (tally.matched < s.rate_matches or frequent)
             # A failure rarer than `rate_attempts` see: on to its first match, up to as many
-            # passes as make a miss at `min_rate` unlikely (`seek_attempts`). One that
-            # failed otherwise as often as it passed is no rarer failure: its expect is the
-            # question (1 pass among 19 such ran on to 130, and was then told to amplify).
-            # Passes, not attempts: one that failed otherwise cannot show the failure, and
-            # 11 passed / 9 otherwise stopped at 130 ran, ~72 passes, "a chance of 0.053".
-            seeking = (
-                tally.matched == 0
-                and tally.passed > tally.other
-                and tally.passed < self.seek_attempts()
-            )
+            # passes as make a miss at `min_rate` unlikely (`seek_attempts`), where it passed
+            # more than it failed otherwise: isolate's rule too (Tally.seek_short says why).
+            seeking = tally.seek_short(s.rate_attempts, self.seek_attempts())
             if measuring or seeking:
                 if left <= 0:
                     self._budget_spent = True
                     self._finish("refused", "the budget ran out while measuring the rate")
                     return None
                 self._sought = self._sought or not measuring
-                short = (
-                    s.rate_attempts - tally.ran
-                    if measuring
-                    else self.seek_attempts() - tally.passed
-                )
+                short = s.rate_attempts - tally.ran if measuring else seeking
                 want = min(short, left, max(s.step, 1))
                 return Probe(self.original.key, "failing", want, 0 if measuring else 1)
             self._original_failing = tally

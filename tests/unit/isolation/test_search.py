@@ -676,6 +676,39 @@ def test_a_low_min_rate_seeks_only_a_side_that_passed_more_and_counts_its_passes
     assert "130 passing attempts had a chance of 0.005:" in result.message
 
 
+def test_the_failing_side_seeks_its_first_match_as_minimizes_original_does() -> None:
+    """At the default rate, 15 passed / 5 failed otherwise stopped at 20 ran, where
+    minimize's original ran on to 20 passes: the one seek rule was written twice, and
+    isolate counted passes only where `min_rate` asked for more than 20. Both now ask
+    Tally.seek_short."""
+    passed: AttemptKind = "pass"
+    other: AttemptKind = "other"
+    pattern = [passed] * 15 + [other] * 5
+    ran = 0
+
+    def execute(probes: Sequence[Probe]) -> list[tuple[Sequence[AttemptKind], str]]:
+        nonlocal ran
+        out: list[tuple[Sequence[AttemptKind], str]] = []
+        for p in probes:
+            out.append(([pattern[(ran + i) % len(pattern)] for i in range(p.attempts)], ""))
+            ran += p.attempts
+        return out
+
+    result = isolate(2, execute, Settings())
+    assert result.status == "refused"
+    assert ran == result.attempts == 25
+    assert "(0/25: 20 passed, 5 failed otherwise)" in result.message
+    assert "20 passing attempts had a chance of 0.0008:" in result.message
+    # The rule itself: the first `rate_attempts` in all, then passes, only where more
+    # passed; none past a first match.
+    assert Tally().seek_short(20, 130) == 20
+    assert Tally(passed=20).seek_short(20, 130) == 110
+    assert Tally(passed=15, other=5).seek_short(20, 20) == 5
+    assert Tally(passed=10, other=10).seek_short(20, 130) == 0
+    assert Tally(passed=5, other=10).seek_short(20, 130) == 5
+    assert Tally(matched=1, passed=3).seek_short(20, 130) == 0
+
+
 def test_a_refusal_of_a_side_that_only_passed_says_how_unlikely_and_the_ways_on() -> None:
     result = isolate(3, lambda probes: [(["pass"] * p.attempts, "") for p in probes], Settings())
     assert result.status == "refused"
