@@ -38,9 +38,22 @@ AXES_NOTE = (
 )
 _OBSERVE_HEAD = "  reprospec run "
 _OBSERVE_TAIL = " --observe --set 'matrix.AXIS=[OLD, NEW]'"
-# The note's last line as a header comment, its spec's path (as typed) the group.
+
+
+def _wrapped_anywhere(text: str) -> str:
+    """A pattern of `text` where each blank may also be where capture wrapped the comment:
+    the line's end, then `#` and the four blanks its continuation lines start with."""
+    return r"(?: |\n#     )".join(re.escape(word) for word in text.split(" "))
+
+
+# The note's last line as a header comment, its spec's path (as typed) the group: one line,
+# or, as capture wrote it before it kept the command whole, wrapped over several at a
+# long path (each still the note of the spec it names). The line's own indent is no wrap.
+_INDENT = _OBSERVE_HEAD[: len(_OBSERVE_HEAD) - len(_OBSERVE_HEAD.lstrip(" "))]
 OBSERVE_COMMENT = re.compile(
-    rf"^# {re.escape(_OBSERVE_HEAD)}(.+){re.escape(_OBSERVE_TAIL)}\n", re.MULTILINE
+    rf"^# {_INDENT}{_wrapped_anywhere(_OBSERVE_HEAD.lstrip(' '))}(.+?)"
+    rf"{_wrapped_anywhere(_OBSERVE_TAIL)}\n",
+    re.MULTILINE,
 )
 
 

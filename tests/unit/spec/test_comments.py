@@ -136,3 +136,19 @@ def test_the_axes_note_names_the_spec_written_even_where_its_path_is_a_part_of_t
         text = "".join(f"# {line}\n" for line in lines) + "matrix:\n  a: [1]\n"
         note = axes_note_for(text, "matrix:\n  a: [1]\n", "amplified.yaml")
         assert note.splitlines()[2] == f"# {observe_line('amplified.yaml')}", note
+
+
+def test_an_observe_note_capture_wrapped_at_a_long_path_is_still_found_and_made_whole() -> None:
+    # Captured before the command was kept whole, a long path put it over three lines
+    # (the 88 columns' wrap): minimize and amplify carried it, naming the original spec.
+    long = "incidents/a_rather_long_folder_name/another_level/crash_from_the_training_job.yaml"
+    wrapped = (
+        f"#   reprospec run\n#     {long}\n#     --observe --set 'matrix.AXIS=[OLD,\n#     NEW]'\n"
+    )
+    head = "".join(f"# {line}\n" for line in AXES_NOTE) + wrapped
+    text = head + "reprospec: 1\nmatrix:\n  a: [1]\n"
+    note = axes_note_for(text, "reprospec: 1\nmatrix:\n  a: [1]\n", "amplified.yaml")
+    assert note.splitlines()[2:4] == [f"# {observe_line('amplified.yaml')}", "reprospec: 1"]
+    # Without a matrix, the note goes whole.
+    gone = axes_note_for(text.replace("matrix:\n  a: [1]\n", ""), "reprospec: 1\n", "m.yaml")
+    assert gone == "reprospec: 1\n", gone
