@@ -16,6 +16,12 @@ from reprospec.core.lazyre import Lazy
 _NAME = Lazy(r"[A-Za-z_][A-Za-z0-9_]*")
 # A word that sets a variable for the command after it (`A=1 python x.py`).
 ASSIGNMENT = Lazy(r"[A-Za-z_][A-Za-z0-9_]*=")
+# The shells a command may run its line or script under, by their executable's name: a
+# process the report folds where it only waits for its child (native/render.py).
+SHELLS = frozenset(
+    {"sh", "ash", "dash", "bash", "ksh", "ksh93", "mksh", "lksh", "pdksh", "oksh", "zsh",
+     "yash", "posh", "busybox"}
+)  # fmt: skip
 # A redirection to or from a descriptor (`2>&1`, `<&3`, `>&-`): no background job.
 DUPLICATE = Lazy(r"[0-9]*[<>]&[0-9]*-?")
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from reprospec.core.lazyre import Lazy
 from reprospec.core.pythonargs import is_interpreter_file
+from reprospec.core.shellline import SHELLS
 from reprospec.core.words import STUCK_MARK, STUCK_UNREAD, stack_header
 
 if TYPE_CHECKING:
@@ -37,6 +38,10 @@ _RUNTIME = Lazy(
     r"^(libc|libm|libdl|librt|libpthread|ld-linux[-\w]*|ld64|libgcc_s|libstdc\+\+|libffi"
     r"|linux-vdso|libutil)$"
 )
+# The calls a shell waits for its child in (`wait4 (libc.so.6)`, dash's and bash's).
+_WAITS = frozenset({"wait4", "waitpid", "waitid", "wait", "wait3"})
+# A shell's line in the report's list where it only waits for its child (`shell_waiting`).
+SHELL_WAITING = "the shell, waiting for its child in"
 # Frames that only deliver the signal: the crash itself is below them.
 _DELIVERY = frozenset(
     {"pthread_kill", "pthread_kill_implementation", "pthread_kill_internal", "raise", "gsignal",
@@ -256,7 +261,14 @@ def thread_tops(stacks: NativeStacks, limit: int = 3, stuck: int | None = None) 
     process's threads look alike at a hang (a futex, a poll) and the list is cut at 20.
     """
     lines = []
+    waiting: list[str] = []
     for process in stuck_first(stacks, stuck):
+        if (call := shell_waiting(process)) is not None:
+            # The wrapper shell of a string command (`/bin/sh -c LINE`, `bash run.sh`) only
+            # waits for its program: true of every such command, and no place of the hang.
+            # One line, after the others; its frames stay in the full text.
+            waiting.append(f"pid {process.pid} ({process.command}): {SHELL_WAITING} {call}")
+            continue
         if process.error and not process.threads:
             unread = STUCK_UNREAD if stuck is not None and process.pid == stuck else ""
             lines.append(f"pid {process.pid}{unread}: {process.error}")
@@ -270,7 +282,27 @@ def thread_tops(stacks: NativeStacks, limit: int = 3, stuck: int | None = None) 
                     where += f" <- ... <- {caller.describe()}"
             lwp = f" (LWP {thread.lwp})" if thread.lwp is not None else ""
             lines.append(f"pid {process.pid} thread {thread.id}{lwp}{mark}: {where}")
-    return lines
+    return lines + waiting
+
+
+def shell_waiting(process: ProcessStacks) -> str | None:
+    """Where `process` is a shell attached at a hang that only waits for its child (its one
+    thread's first C library frame a wait: `wait4 (libc.so.6)`), that frame; else None.
+    Not a shell's core (it crashed), nor a shell hung in anything else (a `read`, a loop of
+    builtins): there the hang is the shell's own, its frames listed as any process's."""
+    if process.source != "attach" or len(process.threads) != 1:
+        return None
+    words = process.command.split()
+    if not words or Path(words[0]).name not in SHELLS:
+        return None
+    libc = next((f for f in process.threads[0].frames if _is_libc(f)), None)
+    if libc is None or libc.symbol.lstrip("_") not in _WAITS:
+        return None
+    return libc.describe()
+
+
+def _is_libc(frame: Frame) -> bool:
+    return (frame.library or "").startswith("libc.")
 
 
 def _stuck_thread_first(process: ProcessStacks, stuck: int | None) -> list[tuple[Thread, str]]:

@@ -15,6 +15,7 @@ import pytest
 from reprospec import native
 from reprospec.native import NativeStacks
 from reprospec.native.readers import gdb_path
+from reprospec.native.render import SHELL_WAITING
 from reprospec.runners.local import LocalRunner
 from tests.support.local import child, make_plan
 from tests.support.native import assert_fault_in_a_torch_op, fd_target, held_fds, until
@@ -583,6 +584,29 @@ def test_a_deadlock_in_c_shows_every_thread_waiting_on_the_lock(
     markdown = native.render_markdown(stacks)
     assert "Native frames of every thread" in markdown
     assert "<details>" in markdown
+
+
+@needs_gdb
+def test_a_string_commands_shell_waiting_for_its_program_is_one_line(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """`/bin/sh -c LINE` (dash forks the program) waits in wait4 for it at every string
+    command's hang: its frames led the report's list (`?? (dash) <- wait4 (libc.so.6)`),
+    true but no place of the hang. One line now, after the program's threads; the full
+    text keeps its frames."""
+    line = f"{sys.executable} -c 'import time; time.sleep(60)'; exit $?"
+    ex = runner.run(make_plan(line, workdir=tmp_path, timeout_s=2.0), tmp_path / "logs")
+    assert ex.timed_out
+    stacks = native.read(tmp_path / "logs")
+    assert stacks is not None
+    shell = next(p for p in stacks.processes if p.command.startswith("/bin/sh -c"))
+    lines = native.thread_tops(stacks)
+    assert lines[-1] == (f"pid {shell.pid} ({shell.command}): {SHELL_WAITING} wait4 (libc.so.6)"), (
+        lines
+    )
+    assert not any(line.startswith(f"pid {shell.pid} thread") for line in lines), lines
+    assert any("(python" in line or "libpython" in line for line in lines[:-1]), lines
+    assert "wait4 (libc.so.6)" in (tmp_path / "logs" / native.TEXT_NAME).read_text()
 
 
 # Leaves as soon as the file GO appears: the test makes it as the native read begins, so a

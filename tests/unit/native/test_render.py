@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 
 from reprospec.core.words import STUCK_MARK, STUCK_UNREAD
 from reprospec.native.render import (
+    SHELL_WAITING,
     full_text,
     python_caller,
     render_markdown,
+    shell_waiting,
     signature_frame,
     thread_tops,
 )
@@ -198,3 +202,32 @@ def test_the_signatures_caller_is_past_the_interpreter_whatever_its_build(
         7, "core", signal="SIGSEGV", crashed_lwp=7, threads=(Thread("7", 7, None, frames),)
     )
     assert signature_frame(NativeStacks(processes=(process,))) == "memcpy@libc<-fill@libfoo"
+
+
+def _shell(
+    source: Literal["core", "attach"], *frames: Frame, command: str = "/bin/sh -c python3 t.py"
+) -> ProcessStacks:
+    return ProcessStacks(7, source, command=command, threads=(Thread("1", 7, "sh", frames),))
+
+
+_WAIT4 = (
+    Frame(0, None, "dash"),
+    Frame(1, None, None, signal_handler=True),
+    Frame(2, "__GI___wait4", "libc.so.6"),
+    Frame(3, None, "dash"),
+)
+
+
+def test_a_shell_waiting_for_its_child_is_folded_and_one_that_crashed_or_reads_is_not() -> None:
+    program = ProcessStacks(8, "attach", threads=(_thread(8, "poll"),))
+    waiting = _shell("attach", *_WAIT4)
+    assert shell_waiting(waiting) == "wait4 (libc.so.6)"
+    assert thread_tops(NativeStacks(processes=(waiting, program))) == [
+        "pid 8 thread 8 (LWP 8): poll (libc.so.6)",
+        f"pid 7 (/bin/sh -c python3 t.py): {SHELL_WAITING} wait4 (libc.so.6)",
+    ]
+    assert shell_waiting(_shell("attach", *_WAIT4, command="bash run.sh")) is not None
+    # Its own crash, its own hang (a `read`), or no shell: listed as any process.
+    assert shell_waiting(_shell("core", *_WAIT4)) is None
+    assert shell_waiting(_shell("attach", Frame(0, "__GI___libc_read", "libc.so.6"))) is None
+    assert shell_waiting(_shell("attach", *_WAIT4, command="python3 t.py")) is None
