@@ -213,7 +213,8 @@ def find_interpreter(request: str | None = None) -> Interpreter:
 
             found = pythons.find(request)
             if found.path is None:
-                raise EnvBuildError(not_found(request, done.stderr, found.tried))
+                tried = found.tried if pythons.plain(request) else None
+                raise EnvBuildError(not_found(request, done.stderr, tried))
             path = found.path
     try:
         done = subprocess.run(
@@ -312,10 +313,10 @@ def _uv_error(stderr: str, lines: int = 4) -> str:
     return " ".join([*chosen[-lines:], *said, *report.hints[:1]]) or "no output"
 
 
-def not_found(request: str, stderr: str, tried: Sequence[str] = ()) -> str:
+def not_found(request: str, stderr: str, tried: Sequence[str] | None = None) -> str:
     """Why no interpreter of `request` was found: `uv python find`'s stderr, and `tried`,
     the interpreters venvs/pythons.py read past it (PATH's, pyenv's, uv's managed ones)
-    and why each was passed over.
+    and why each was passed over (None: it read none, the request being no plain version).
 
     uv stops at the first interpreter of the search path it cannot run: a pyenv shim of a
     version pyenv has but does not have active (`pyenv: python3.10: command not found`).
@@ -324,7 +325,9 @@ def not_found(request: str, stderr: str, tried: Sequence[str] = ()) -> str:
     the way past it (the interpreter's path)."""
     report = _UvReport.read(stderr)
     looked = (
-        f"; passed over {', '.join(tried)}"
+        ""  # (a request that is no plain version, `pypy3.10`: only uv looked)
+        if tried is None
+        else f"; passed over {', '.join(tried)}"
         if tried
         else "; none in PATH, pyenv's versions or uv's managed Pythons"
     )

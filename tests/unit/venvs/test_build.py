@@ -114,7 +114,7 @@ PYENV_SHIM = (
 def test_an_interpreter_uv_could_not_run_is_not_no_python_on_this_machine() -> None:
     """It said `no Python 3.10 on this machine (... (the build said: Note: See 'pyenv help
     global' ...))` with a 3.10 under ~/.pyenv/versions: uv had stopped at a shim."""
-    said = not_found("3.10", PYENV_SHIM)
+    said = not_found("3.10", PYENV_SHIM, ())
     assert said == (
         "uv python find 3.10 stopped at /root/.pyenv/shims/python3.10, which does not run "
         "(pyenv: python3.10: command not found); none in PATH, pyenv's versions or uv's "
@@ -122,11 +122,13 @@ def test_an_interpreter_uv_could_not_run_is_not_no_python_on_this_machine() -> N
         "environment.python: PATH)"
     )
     assert "build said" not in said
+    # `pypy3.10` is no plain version: only uv looked, so nothing else is said to have.
+    assert "none in PATH" not in not_found("pypy3.10", PYENV_SHIM)
 
 
 def test_no_interpreter_at_all_is_said_so() -> None:
     said = not_found(
-        "3.99", "error: No interpreter found for Python 3.99 in managed installations\n"
+        "3.99", "error: No interpreter found for Python 3.99 in managed installations\n", ()
     )
     assert said == (
         "no Python 3.99 on this machine (uv python find: No interpreter found for Python 3.99 "
