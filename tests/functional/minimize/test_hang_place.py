@@ -57,16 +57,22 @@ expect:
 EVENT_WAIT = "stuck -> threading.py:wait -> threading.py:wait"
 
 
+def _minimize(tmp_path: Path, name: str, program: str, spec: str, *options: str) -> list[str]:
+    """`reprospec minimize spec.yaml --format json -j 2 OPTIONS`'s words, with `program`
+    written as `name` beside the spec in `tmp_path`, its --out and -o DIR there too."""
+    (tmp_path / name).write_text(program, encoding="utf-8")
+    (tmp_path / "spec.yaml").write_text(spec, encoding="utf-8")
+    return [
+        sys.executable, "-m", "reprospec", "minimize", str(tmp_path / "spec.yaml"),
+        "--format", "json", "--out", str(tmp_path / "out"), "-o", str(tmp_path / "result"),
+        "-j", "2", *options,
+    ]  # fmt: skip
+
+
 def test_a_candidate_whose_hang_sits_elsewhere_is_rejected_and_the_deadlock_kept(
     tmp_path: Path,
 ) -> None:
-    (tmp_path / "stuck.py").write_text(PROGRAM, encoding="utf-8")
-    (tmp_path / "spec.yaml").write_text(SPEC, encoding="utf-8")
-    argv = [
-        sys.executable, "-m", "reprospec", "minimize", str(tmp_path / "spec.yaml"),
-        "--format", "json", "--out", str(tmp_path / "out"), "-o", str(tmp_path / "result"),
-        "-j", "2", "--min-rate", "0.9", "--budget", "80",
-    ]  # fmt: skip
+    argv = _minimize(tmp_path, "stuck.py", PROGRAM, SPEC, "--min-rate", "0.9", "--budget", "80")
     code, data, stderr = json_verb(argv, timeout=300)
     assert code == 0, stderr
     same = data["search"]["same_failure"]
@@ -132,13 +138,7 @@ def test_dirs_check_holds_a_hang_to_where_the_original_hung_as_the_search_does(
     # The program hangs where the shell's HANG_IN says (the child inherits it): in stuck()
     # for the search, then, its check of DIR run again (dir-check.json gone), at an
     # Event's wait. DIR's check compared the signature `hang` alone: "fails as hang".
-    (tmp_path / "anywhere.py").write_text(ANYWHERE, encoding="utf-8")
-    (tmp_path / "spec.yaml").write_text(ANYWHERE_SPEC, encoding="utf-8")
-    argv = [
-        sys.executable, "-m", "reprospec", "minimize", str(tmp_path / "spec.yaml"),
-        "--format", "json", "--out", str(tmp_path / "out"), "-o", str(tmp_path / "result"),
-        "-j", "2", "--budget", "24",
-    ]  # fmt: skip
+    argv = _minimize(tmp_path, "anywhere.py", ANYWHERE, ANYWHERE_SPEC, "--budget", "24")
     monkeypatch.setenv("HANG_IN", "stuck()")
     code, data, stderr = json_verb(argv, timeout=300)
     assert code == 0, stderr
