@@ -52,6 +52,16 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.runners.local import checked_python
 
     given = getattr(args, "python", None)
+    if given is not None and args.runner == "docker":
+        # As `run` refuses it (core/runoptions.py): doctor checked this interpreter and said
+        # nothing of the images the cells run in, as if the docker run would use it.
+        from reprospec.errors import UsageError
+
+        raise UsageError(
+            f"--python {given}: the docker runner runs each cell in its image's python3, not "
+            "an interpreter of this machine; name the image with environment.image (or "
+            "environment.dockerfile), or check with --runner local or venv"
+        )
     python, whose, base = _interpreter(None if given is None else checked_python(given), needs)
     if needs is not None and base is not None:
         needs = replace(needs, python=None)  # no interpreter of it to compare: said by `base`
@@ -73,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         *(_runner_checks(args.runner) if needs is None else ()),
     ]
     whose_image = ""
-    if args.runner == "docker" and given is None:
+    if args.runner == "docker":
         # The attempts run in the cells' images: each check of an interpreter or a tool
         # made there, or skipped saying why (commands/doctorimage.py).
         from reprospec.commands import doctorimage

@@ -180,3 +180,13 @@ def test_doctor_for_the_venv_runner_checks_the_interpreter_it_builds_on(
     assert checks["spec-environment"]["status"] == "pass", checks["spec-environment"]
     text = cli("doctor", "ours.yaml", "--runner", "venv", cwd=tmp_path).stdout.splitlines()[0]
     assert text.endswith(f"(the venv runner's interpreter for the spec's python {ours})"), text
+
+
+def test_doctor_refuses_python_with_the_docker_runner_as_run_does(cli: Cli) -> None:
+    """It checked the interpreter given and passed, of a runner that never uses it."""
+    result = cli("doctor", "--runner", "docker", "--python", sys.executable)
+    assert result.code == 2, result.stdout
+    assert result.stderr.startswith(f"reprospec: --python {sys.executable}: the docker runner"), (
+        result.stderr
+    )
+    assert "Traceback" not in result.stderr
