@@ -40,7 +40,12 @@ from reprospec.core.words import FRESH_PREFIX, plural
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import FatalError, UsageError, suggest
 from reprospec.isolation.candidates import AttemptKind
-from reprospec.isolation.state import continuing, not_replayed, search_id
+from reprospec.isolation.state import (
+    check_out_to_go_on,
+    continuing,
+    not_replayed,
+    search_id,
+)
 from reprospec.perturb.fork import unforkable
 from reprospec.plan.attempt import reads_attempt
 from reprospec.plan.failingcell import cell_filters, choose_failing_cell
@@ -335,6 +340,9 @@ def _amplify(
         [cell.id, json.dumps([a.label for a in singles])],
     )
     folder = run_options.out / "amplify" / ident
+    check_out_to_go_on(
+        run_options.out, folder, "amplify.json", options.budget, f"amplification {ident}"
+    )
     # One search of this folder at a time: two (the same command in another terminal) each
     # ran every probe, and the last to write state.json dropped the other's.
     with search_held(folder, f"amplification {ident}"):

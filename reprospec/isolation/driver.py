@@ -53,7 +53,14 @@ from reprospec.isolation.differences import (
 )
 from reprospec.isolation.report import IsolateResult, Side, set_in_words, write
 from reprospec.isolation.search import Isolation
-from reprospec.isolation.state import StateFile, StoredProbe, continuing, held_state, search_id
+from reprospec.isolation.state import (
+    StateFile,
+    StoredProbe,
+    check_out_to_go_on,
+    continuing,
+    held_state,
+    search_id,
+)
 from reprospec.plan.failingcell import Amplified, choose_failing_cell, fails, needs_expect
 from reprospec.runners import kept_servers
 
@@ -222,6 +229,9 @@ def _isolate(
         [key(failing.config), key(passing.config), json.dumps(expect, sort_keys=True)],
     )
     folder = run_options.out / "isolate" / ident
+    check_out_to_go_on(
+        run_options.out, folder, "isolate.json", options.budget, f"isolation {ident}"
+    )
     header: JsonObject = {
         "spec": spec.name,
         "failing": key(failing.config),

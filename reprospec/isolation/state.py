@@ -31,7 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from reprospec.core.atomicfile import write_atomic
+from reprospec.core.atomicfile import unwritable, write_atomic
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.trylock import search_held
@@ -333,6 +333,51 @@ def continuing(search: str, stored: int, budget: int) -> str:
     return (
         f"continuing {search}: {plural(stored, 'probe')} from an earlier run to replay, "
         f"counted in the budget of {budget}"
+    )
+
+
+def check_out_to_go_on(out: Path, folder: Path, answer: str, budget: int, search: str) -> None:
+    """Refuse, before anything replays, a search that goes on past its earlier run on an
+    --out that cannot be written: the new attempts' runs go there. A finished run of
+    isolate, minimize or amplify given a larger --budget replayed every stored probe, ran
+    its first new attempt, and only then exited 2, on the results store's words (`out is
+    read-only to this user`, for root on a read-only mount too).
+
+    It goes on where its earlier answer (`answer`, its isolate.json, minimize.json or
+    amplify.json in `folder`) says it was interrupted, or that its budget ran out (isolate's
+    status `budget`, amplify's and minimize's search `budget_spent`) and `budget` is larger
+    than that run's. Anything else (no answer, an earlier version's without its budget, a
+    finished one, the same budget) is left to the replay: a replay to a known answer
+    prints it, with a warning that it could not be saved."""
+    try:
+        earlier = json.loads((folder / answer).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(earlier, dict):
+        return
+    search_part = earlier.get("search")
+    spent = (
+        earlier.get("status") == "budget"
+        or earlier.get("budget_spent") is True
+        or (isinstance(search_part, dict) and search_part.get("budget_spent") is True)
+    )
+    before = earlier.get("budget")
+    larger = spent and isinstance(before, int) and budget > before
+    interrupted = earlier.get("interrupted") is True or earlier.get("status") == "interrupted"
+    if not (interrupted or larger):
+        return
+    why = unwritable(out)
+    if not why:
+        return
+    went = (
+        f"a --budget of {budget} continues {search} past its earlier run's {before} attempts"
+        if larger
+        else f"{search} goes on from its interrupted run"
+    )
+    raise UsageError(
+        f"--out {out}: cannot be written ({why}), and {went}, whose new attempts' runs go "
+        "there: give an --out that can be"
+        + (f" (or --budget {before} to see its answer again)" if larger else "")
     )
 
 

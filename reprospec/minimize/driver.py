@@ -62,7 +62,7 @@ from reprospec.environment.probe import shared_captures
 from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import Tally
 from reprospec.isolation.differences import MISSING, same_setting
-from reprospec.isolation.state import continuing, held_state, search_id
+from reprospec.isolation.state import check_out_to_go_on, continuing, held_state, search_id
 from reprospec.minimize.hangplace import LOOKS, UNREAD, attempt_place, moved
 from reprospec.minimize.named import unread_listed
 from reprospec.minimize.preloadhint import preload_hint
@@ -343,6 +343,9 @@ def _minimize(
             f"settings: interrupted after {plural(reduced.attempts, 'attempt')} of step 1 "
             "(isolate), before the program's search: nothing is minimized yet"
         )
+    check_out_to_go_on(
+        run_options.out, folder, "minimize.json", options.budget, f"minimization {ident}"
+    )
     _check_out_before_replay(folder, options.output, run_options.out, repr(settings))
     header: JsonObject = {"spec": spec.name, "cell": failing.id}
     with held_state(folder, header, f"minimization {ident}", say) as state:

@@ -590,6 +590,9 @@ def to_dict(found: Minimized) -> JsonObject:
         "nodes_before": r.original.nodes,
         "nodes_after": r.program.nodes,
         "attempts": attempts(found),
+        # The --budget it ran under: a larger one on an --out that cannot be written is
+        # refused before the replay (isolation.state.check_out_to_go_on).
+        "budget": found.budget,
         "signature": found.signature,
         "rate": r.rate.to_dict(),
         "status": r.status,
