@@ -731,6 +731,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     )
     if not frames and outcome == "hang" and pyspy:
         frames = pyspy
+        threads = threads or _pyspy_threads(clean)
     # Read once: the progress, the running test and the Ticket all ask which presets fit.
     pasted = _pasted(text)
     presets = _presets(pasted)
@@ -1286,6 +1287,33 @@ def _pyspy_frames(text: str) -> list[str] | None:
             break
         frames.append(f"{match['file']}:{match['function']}")
     return frames[::-1]
+
+
+def _pyspy_threads(text: str) -> tuple[ThreadStack, ...]:
+    """Each thread of a `py-spy dump` in `text` where it shows several, its own stack
+    (`file:function` innermost last, the main one first): a deadlock's other side (the
+    thread holding the lock the main one waits for) was in no description."""
+    lines = text.split("\n")
+    stacks: list[tuple[str, list[str]]] = []
+    inside = False
+    for line in lines:
+        header = _PYSPY_THREAD.match(line.strip())
+        if header is not None:
+            stacks.append((line.strip().split(" ", 1)[1], []))
+            inside = True
+        elif inside and (frame := _PYSPY_FRAME.match(line)) is not None:
+            stacks[-1][1].insert(0, f"{frame['file']}:{frame['function']}")
+        else:
+            inside = False
+    stacks = [(thread, frames) for thread, frames in stacks if frames]
+    if len(stacks) < 2:
+        return ()
+    mains = [thread for thread, frames in stacks if _runs_the_program(frames)]
+    threads = [
+        ThreadStack(thread, tuple(frames), main=len(mains) == 1 and thread == mains[0])
+        for thread, frames in stacks
+    ]
+    return tuple(sorted(threads, key=lambda stack: not stack.main))
 
 
 def _echoed_status(clean: str) -> int | None:

@@ -2736,3 +2736,40 @@ def test_a_ci_logs_failure_is_the_first_failed_steps_not_a_later_steps() -> None
     assert read.command == "python train.py --bs 16"
     assert (read.failure.outcome, read.failure.exception) == ("error", "ValueError")
     assert read.machine.python == "3.11"
+
+
+# A real `py-spy dump` (0.4) of a two-thread deadlock: each thread holds the lock the other
+# waits for.
+PYSPY_DEADLOCK = """\
+serve.py deadlocks after printing step 1:
+
+```
+$ py-spy dump --pid 5461
+Process 5461: python serve.py --workers 4
+Python v3.11.7 (/root/.pyenv/versions/3.11.7/bin/python3.11)
+
+Thread 5461 (idle): "MainThread"
+    transfer (serve.py:8)
+    main (serve.py:15)
+    <module> (serve.py:19)
+Thread 5480 (idle): "t2"
+    transfer (serve.py:8)
+    Thread.run (threading.py:982)
+    Thread._bootstrap_inner (threading.py:1045)
+    Thread._bootstrap (threading.py:1002)
+```
+"""
+
+
+def test_a_py_spy_dump_of_several_threads_gives_each_threads_stack() -> None:
+    # The main thread's alone was quoted: the deadlock's other side, t2, was lost.
+    read = read_ticket(PYSPY_DEADLOCK)
+    assert read.failure.outcome == "hang"
+    assert read.python_frames == ("serve.py:<module>", "serve.py:main", "serve.py:transfer")
+    assert [(t.thread, t.main) for t in read.threads] == [
+        ('5461 (idle): "MainThread"', True),
+        ('5480 (idle): "t2"', False),
+    ]
+    assert read.threads[1].frames[-1] == "serve.py:transfer"
+    description = skeleton(read, "t.md").description
+    assert '  thread 5480 (idle): "t2":\n' in description
