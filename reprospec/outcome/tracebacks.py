@@ -246,9 +246,37 @@ def last_printed(stderr: str) -> str | None:
     (A pass's warning: the program printed its failure and exited 0.)"""
     chain = parse_chain(stderr) if TRACEBACK_HEADER in stderr else ()
     if not chain:
-        return None
+        return _last_other(stderr) if TRACEBACK_HEADER in stderr else None
     last = went_on(chain[-1])
     return f"{last.type}: {last.message}" if last.message else last.type
+
+
+def _last_other(stderr: str) -> str | None:
+    """The last traceback that ended no process, said as whose it was: a thread's
+    (`ValueError: bad (a thread's: it ended that thread, not the process)`) or one Python
+    ignored (an atexit callback's `sys.exit(3)`: `SystemExit: 3 (Python ignored it: Exception
+    ignored in atexit callback)`). A pass that printed one read as a bare pass."""
+    lines = stderr.splitlines()
+    for index in reversed(range(len(lines))):
+        if not _TB_HEADER.match(lines[index]):
+            continue
+        exception = _exception_after(lines, index)
+        if exception is None:
+            continue
+        last = went_on(exception)
+        said = f"{last.type}: {last.message}" if last.message else last.type
+        start = index
+        while start > 0 and _link_before(lines, start) is not None:
+            # A chain's later block: whose it is, its first block's context says.
+            start = next((i for i in range(start - 1, -1, -1) if _TB_HEADER.match(lines[i])), 0)
+        context = _traceback_context(lines, start)
+        if context == "thread":
+            return f"{said} (a thread's: it ended that thread, not the process)"
+        if context == "ignored":
+            before = lines[start - 1].split(":")[0].strip() if start > 0 else ""
+            return f"{said} (Python ignored it{': ' + before if before else ''})"
+        return said
+    return None
 
 
 def went_on(exception: PythonException) -> PythonException:

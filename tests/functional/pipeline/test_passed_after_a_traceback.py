@@ -34,3 +34,38 @@ def test_a_pass_that_printed_a_traceback_warns_with_the_exception(cli: Cli, tmp_
     said = f"{PASSED_AFTER_A_TRACEBACK} ZeroDivisionError: division by zero"
     assert said in attempt["warnings"], attempt["warnings"]
     assert said in (run / "report.md").read_text()
+
+
+def test_a_pass_whose_thread_died_or_whose_exit_python_ignored_warns(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A thread's traceback (it died of ValueError, the process exited 0) and an atexit
+    callback's `sys.exit(3)` (Python prints it as ignored and exits 0) read as a bare pass:
+    they were no uncaught exception of the process, so no traceback was found to warn of."""
+    (tmp_path / "t.py").write_text(
+        "import atexit, sys, threading\n"
+        "def f():\n    raise ValueError('bad')\n"
+        "if sys.argv[1] == 'thread':\n"
+        "    t = threading.Thread(target=f)\n    t.start()\n    t.join()\n"
+        "else:\n    atexit.register(lambda: sys.exit(3))\n"
+    )
+    spec = tmp_path / "t.yaml"
+    spec.write_text(
+        textwrap.dedent("""\
+        reprospec: 1
+        name: t
+        matrix: {how: [thread, atexit]}
+        command: python t.py ${{ matrix.how }}
+        expect: {outcome: pass}
+        """)
+    )
+    done = cli("run", str(spec))
+    assert done.code == 0, done.stderr
+    cells = json.loads((done.latest_run() / "results.json").read_text())["cells"]
+    warned = [cell["attempts"][0]["warnings"] for cell in cells]
+    thread = "ValueError: bad (a thread's: it ended that thread, not the process)"
+    ignored = "SystemExit: 3 (Python ignored it: Exception ignored in atexit callback)"
+    assert warned == [
+        [f"{PASSED_AFTER_A_TRACEBACK} {thread}"],
+        [f"{PASSED_AFTER_A_TRACEBACK} {ignored}"],
+    ], warned
