@@ -20,7 +20,8 @@ reported no progress yet (no event with a phase or step):
          pytestreport.ran_no_test). It ran no test, so no `expect` is met
 
 A `ModuleNotFoundError` of a package `environment.packages` declares is no setup
-failure, nor is `python -m` of one (`No module named 'attrs'` of `python -m attrs.x`, the
+failure (by its name, or the distribution that installs its top-level module: `bs4.nope` of
+`beautifulsoup4`), nor is `python -m` of one (`No module named 'attrs'` of `python -m attrs.x`, the
 caller's `declared`): every runner checked those packages where the attempt runs before it
 started (environment/packages.py), so the module is one the installed version
 lacks (`packaging.__about__` gone in 23.0, `import attrs` before attrs 21.3), which
@@ -32,7 +33,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+from reprospec.core.lazyre import Lazy
 from reprospec.core.notstarted import not_started
+from reprospec.core.requirements import normalize
 from reprospec.core.results import Execution, NotRun
 from reprospec.outcome.evidence import Evidence
 
@@ -80,6 +83,7 @@ def setup_failure(
         exception is not None
         and exception.type.rpartition(".")[2] == "ModuleNotFoundError"
         and execution.unchosen_python is not None
+        and not _of_declared(exception.message or "", declared)
     ):
         return NotRun(
             f"ModuleNotFoundError: {exception.message} before any progress: "
@@ -87,6 +91,29 @@ def setup_failure(
             "what the command imports)"
         )
     return None
+
+
+_MISSING = Lazy(r"No module named '(?P<name>[^'\s]+)'")
+
+
+def _of_declared(message: str, declared: Collection[str]) -> bool:
+    """Whether the module a `ModuleNotFoundError` names (`No module named 'bs4.nope'`) is of
+    a distribution `environment.packages` declares: by its top-level name (`packaging`), or
+    by the distribution that installs that name (`bs4` of `beautifulsoup4`), read in the
+    interpreter that ran, which the unchosen rule is asked of only where it is the engine's
+    own (`Execution.unchosen_python`). That distribution was checked there before the
+    attempt started, so the import is the program's failure (a submodule the installed
+    version lacks), an ordinary `error`; it read `pass --python PATH`."""
+    found = _MISSING.search(message)
+    if found is None or not declared:
+        return False
+    top = found["name"].partition(".")[0]
+    if normalize(top) in declared:
+        return True
+    from importlib import metadata
+
+    providers = metadata.packages_distributions().get(top, [])
+    return any(normalize(name) in declared for name in providers)
 
 
 __all__ = ["setup_failure"]

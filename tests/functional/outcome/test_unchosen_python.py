@@ -71,3 +71,26 @@ def test_the_persons_own_interpreter_missing_a_module_is_the_programs_error(
     result = cli("run", str(spec), env=env)
     assert result.code == 1, result.stdout + result.stderr
     assert result.results()["cells"][0]["verdict"] == "not-reproduced"
+
+
+def test_a_missing_submodule_of_a_declared_package_is_the_programs_error(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """`import yaml.nope` with PyYAML in environment.packages (checked installed in that
+    interpreter before the attempt): it read `infra-error: ... pass --python PATH`, though
+    the package is the one the spec asks for and the module one its version lacks. `yaml`
+    is not `pyyaml`: the interpreter's own map of modules to distributions says whose."""
+    spec, _theirs, env = _setup(tmp_path)
+    spec.write_text(
+        "reprospec: 1\nname: declared\nenvironment: {packages: [PyYAML]}\n"
+        "command: python -c 'import yaml.nope'\nexpect: {outcome: error}\n"
+    )
+    result = cli("run", str(spec), env=env)
+    assert result.code == 0, result.stdout + result.stderr
+    (attempt,) = result.results()["cells"][0]["attempts"]
+    assert attempt["outcome"]["exception"] == "ModuleNotFoundError", attempt
+    # A package the spec does not declare is still the unchosen interpreter's matter.
+    spec.write_text(spec.read_text().replace("[PyYAML]", "[packaging]"))
+    result = cli("run", str(spec), env=env)
+    assert result.code == 3, result.stdout + result.stderr
+    assert "pass --python PATH" in result.results()["cells"][0]["reason"]
