@@ -136,6 +136,14 @@ _SRUN_SIGNAL = re.compile(
 _SLURM_TIME_LIMIT = re.compile(
     r"\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT \S+ DUE TO TIME LIMIT \*\*\*"
 )
+# GitHub Actions' end of a step past its `timeout-minutes`, or of a job past its own: the
+# program ran on to the bound, a hang, as Slurm's time limit is. Not its `The operation
+# was canceled.` alone, which a person's cancel and a fail-fast matrix print as well.
+_GHA_TIME_LIMIT = re.compile(
+    r"^##\[error\](?:The action '[^'\n]*' has timed out after \d+ minutes?\."
+    r"|The job running on runner .* has exceeded the maximum execution time of \d+ minutes?\.)",
+    re.M,
+)
 # zsh's words for a job a signal ended (macOS's default shell): `zsh: segmentation fault
 # python bench.py`, `zsh: abort ...`, and its job report, `[1]    12345 segmentation fault
 # (core dumped)  python ...` (`[1]  + 12345 ...`). Its own texts, not strsignal's: bash's
@@ -622,6 +630,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     # again), after which it ends the run: read as no failure at all.
     plugin_timeout = _pytest_timeout_hang(clean)
     time_limit = _SLURM_TIME_LIMIT.search(clean)
+    ci_limit = _GHA_TIME_LIMIT.search(clean) if time_limit is None else None
     # A py-spy dump is of a process still running, taken because it made no progress: a
     # hang, where nothing else (a signal) says the process died.
     pyspy = _pyspy_frames(clean)
@@ -701,6 +710,10 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     elif time_limit is not None and signal is None and not chain and xdist is None:
         outcome = "hang"
         evidence.append(f"Slurm ended the job at its time limit: {time_limit.group(0)}")
+    elif ci_limit is not None and signal is None and not chain and xdist is None:
+        outcome = "hang"
+        what = ci_limit.group(0).removeprefix("##[error]")
+        evidence.append(f"GitHub Actions ended it at its timeout: {what}")
     elif pyspy is not None and signal is None and not chain and xdist is None:
         outcome = "hang"
         evidence.append("py-spy dump of the running process: the program hung")

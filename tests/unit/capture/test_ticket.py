@@ -2773,3 +2773,34 @@ def test_a_py_spy_dump_of_several_threads_gives_each_threads_stack() -> None:
     assert read.threads[1].frames[-1] == "serve.py:transfer"
     description = skeleton(read, "t.md").description
     assert '  thread 5480 (idle): "t2":\n' in description
+
+
+@pytest.mark.parametrize(
+    ("last", "outcome"),
+    [
+        ("##[error]The action 'Run python serve.py' has timed out after 5 minutes.", "hang"),
+        (
+            "##[error]The job running on runner GitHub Actions 2 has exceeded the maximum "
+            "execution time of 10 minutes.",
+            "hang",
+        ),
+        # A person's cancel, or a fail-fast matrix's: no bound said, no hang.
+        ("##[error]The operation was canceled.", None),
+    ],
+)
+def test_github_actions_timeout_of_a_step_or_job_is_a_hang(last: str, outcome: str | None) -> None:
+    # It was `no failure found`: the step ran on to its timeout-minutes, as a Slurm job's
+    # time limit (a hang) does.
+    log = _ci_lines(
+        [
+            "##[group]Run python serve.py",
+            "python serve.py",
+            "shell: /usr/bin/bash -e {0}",
+            "##[endgroup]",
+            "step 1",
+            last,
+        ]
+    )
+    read = read_ticket(log)
+    assert read.failure.outcome == outcome
+    assert read.command == "python serve.py"
