@@ -1720,16 +1720,23 @@ def _gha_steps(lines: list[str]) -> list[tuple[int, str]]:
 # GitHub Actions' line after a step whose command failed.
 _GHA_STEP_FAILED = re.compile(r"^##\[error\]Process completed with exit code \d+\.?\s*$", re.M)
 # A step's header after it: `##[group]Run actions/upload-artifact@v4`.
+# pytest's summary line of a failed test: `FAILED tests/t.py::test_x - ValueError: ...`.
+_PYTEST_FAILED = re.compile(r"^FAILED \S+::", re.M)
 _GHA_LATER_STEP = re.compile(r"^##\[group\]Run \S", re.M)
 
 
 def _through_failed_step(text: str) -> str:
     """`text` up to the end of the first GitHub Actions step that failed (its `##[error]
-    Process completed with exit code N.` line), where later steps follow it; else all."""
-    failed = _GHA_STEP_FAILED.search(text)
-    if failed is None or _GHA_LATER_STEP.search(text, failed.end()) is None:
-        return text
-    return text[: failed.end()]
+    Process completed with exit code N.` line) with a failure shown, where later steps
+    follow it; else all."""
+    for failed in _GHA_STEP_FAILED.finditer(text):
+        # A step that failed with no failure this reader knows (a lint step run with
+        # `continue-on-error`) is not the one: the failure is further on.
+        before = text[: failed.end()]
+        if _FAILURE_START.search(before) is None and _PYTEST_FAILED.search(before) is None:
+            continue
+        return before if _GHA_LATER_STEP.search(text, failed.end()) is not None else text
+    return text
 
 
 # setup-python's variables in every later step's `env:`: where the runner keeps Python,

@@ -2804,3 +2804,30 @@ def test_github_actions_timeout_of_a_step_or_job_is_a_hang(last: str, outcome: s
     read = read_ticket(log)
     assert read.failure.outcome == outcome
     assert read.command == "python serve.py"
+
+
+def test_a_ci_step_that_failed_with_no_failure_shown_is_passed_over() -> None:
+    # A lint step run with continue-on-error failed first: the failure is the test step's.
+    log = _ci_lines(
+        [
+            "##[group]Run ruff check .",
+            "ruff check .",
+            "shell: /usr/bin/bash -e {0}",
+            "##[endgroup]",
+            "train.py:1:8: F401 `os` imported but unused",
+            "##[error]Process completed with exit code 1.",
+            "##[group]Run python train.py --bs 16",
+            "python train.py --bs 16",
+            "shell: /usr/bin/bash -e {0}",
+            "##[endgroup]",
+            "Traceback (most recent call last):",
+            '  File "/home/runner/work/l/l/train.py", line 7, in load',
+            "ValueError: batch size 16 exceeds buffer of 8 rows",
+            "##[error]Process completed with exit code 1.",
+            "##[group]Run actions/upload-artifact@v4",
+            "##[endgroup]",
+        ]
+    )
+    read = read_ticket(log)
+    assert read.command == "python train.py --bs 16"
+    assert (read.failure.outcome, read.failure.exception) == ("error", "ValueError")
