@@ -91,7 +91,7 @@ from reprospec.capture.writer import (
 from reprospec.core import environ
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.logtext import printable
+from reprospec.core.logtext import printable, shell_line
 from reprospec.core.pythonargs import is_python
 from reprospec.core.rates import refuting_bound
 from reprospec.core.redact import mask_parts, secret_values
@@ -1313,24 +1313,26 @@ def _header(
             "--force).",
         )
 
+    # shell_line: a comment holds no line break, and a `-c` program of several lines read
+    # `-c 'import os os.abort()'`, a command that never ran.
     lines = [
-        f"Written by `reprospec capture -- {shlex.join(request.as_typed)}`"
+        f"Written by `reprospec capture -- {shell_line(request.as_typed)}`"
         + (f" (run {run_id})." if run_id else ".")
     ]
     if request.bound is not None:
         lines.append(request.bound.note(f"{request.timeout_s:g}s") + ".")
     if request.tidied:
         lines.append(
-            f"Its command is written `{shlex.join(request.argv)}`: the same files, by paths "
+            f"Its command is written `{shell_line(request.argv)}`: the same files, by paths "
             "without `..`, which a copy of the workdir holds without the folders they passed."
         )
     if request.python is not None:
         lines.append(
-            f"It ran with --python {shlex.quote(request.python)}, whose packages it pins: "
+            f"It ran with --python {shell_line([request.python])}, whose packages it pins: "
             f"rerun it with the same, or with --runner venv."
         )
     if proposal.toggles:  # a command without settings of its own has no axis to widen
-        lines += [*AXES_NOTE, observe_line(shlex.quote(_shown(request.output)))]
+        lines += [*AXES_NOTE, observe_line(shell_line([_shown(request.output)]))]
     lines += [kept_note(kept) for kept in proposal.kept]
     if proposal.unsure:
         lines.append(unsure_note(Path(proposal.unsure).name))

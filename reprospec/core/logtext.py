@@ -333,6 +333,15 @@ def shell_join(words: Sequence[str]) -> str:
     return " ".join(_shell_word(word) for word in words)
 
 
+def shell_line(words: Sequence[str]) -> str:
+    r"""`shell_join` on one line: a word holding a line break or another control character
+    (`python -c 'import os<newline>os.abort()'`) written in bash's `$'...'` quoting,
+    `$'import os\nos.abort()'`. Where a line can hold no break, a captured spec's header
+    comment, the break became a blank there: `-c 'import os os.abort()'`, a command that
+    never ran."""
+    return " ".join(_shell_word(word, one_line=True) for word in words)
+
+
 def shell_split(line: str) -> list[str]:
     r"""The words of `line`, the inverse of `shell_join`: shlex.split, where a `$'...'` word
     (bash's quoting, `$'b\xfe.tar.gz'`) is read back to the bytes it names, those that are
@@ -439,9 +448,22 @@ def _ansi_c(line: str, at: int) -> tuple[int, bytes]:
         at += 2
 
 
-def _shell_word(word: str) -> str:
+# The escapes bash's `$'...'` reads (`_ansi_c`), for the control characters a command
+# holds most.
+_ANSI_C_WRITTEN = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "'": "\\'", "\\": "\\\\"}
+
+
+def _shell_word(word: str, *, one_line: bool = False) -> str:
     if undecodable_byte(word) is None:
-        return shlex.quote(word)
+        if not (one_line and any(not char.isprintable() for char in word)):
+            return shlex.quote(word)
+        # A character printable as it is (é) stays; another is written as its UTF-8 bytes.
+        quoted = "".join(
+            _ANSI_C_WRITTEN.get(char)
+            or (char if char.isprintable() else "".join(f"\\x{b:02x}" for b in char.encode()))
+            for char in word
+        )
+        return f"$'{quoted}'"
     data = word.encode("utf-8", "surrogateescape")
     quoted = "".join(
         chr(b) if 0x20 <= b < 0x7F and b not in (0x27, 0x5C) else f"\\x{b:02x}" for b in data

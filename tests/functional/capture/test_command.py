@@ -30,9 +30,11 @@ import pytest
 
 from reprospec import native
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.logtext import shell_line, shell_split
 from reprospec.core.runoptions import RunOptions
 from reprospec.plan.run import plan_run
 from reprospec.plan.workfiles import named_files
+from reprospec.spec.comments import observe_line
 from reprospec.spec.load import load_spec
 from tests.support.cli import ROOT, Cli, CliResult, interrupt_when
 from tests.support.files import written
@@ -3292,3 +3294,31 @@ def test_a_literal_expression_opener_in_the_command_reaches_the_program_as_writt
     result = capture(cli, workdir, "python", "app.py", "--msg", "${{ oops }}")
     assert "came back in 1/1 attempt" in result.stdout, result.stdout
     assert spec_document(workdir)["expect"] == {"outcome": "error", "exit_code": 3}
+
+
+def test_the_header_writes_a_command_of_several_lines_as_the_one_that_ran(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A comment holds no line break: a `-c` program of two lines read `-c 'import os
+    # os.abort()'` in the header, a SyntaxError, not the command that ran; a spec path with
+    # a line break in the observe note named another file.
+    workdir = tmp_path / "wd"
+    workdir.mkdir()
+    (workdir / "app.py").write_text("import os, sys\nif sys.argv[2] == '1':\n    os.abort()\n")
+    code = "import os\nos.abort()"
+    capture(cli, workdir, "python", "-c", code, options=("--no-verify",))
+    header = (workdir / "spec.yaml").read_text().split("\nreprospec: 1\n")[0]
+    written = header.split("\n")[0]
+    assert written.startswith("# Written by `reprospec capture -- python -c $'import os\\n"), header
+    typed = written.split("-- ", 1)[1].split("`")[0]
+    assert shell_split(typed) == ["python", "-c", code]
+    name = "odd\nname.yaml"
+    done = cli(
+        "capture", "-o", name, "--out", str(tmp_path / "out"), "--no-verify", "--",
+        "python", "app.py", "--mode", "1", cwd=workdir,
+    )  # fmt: skip
+    assert done.code == 0, done.stderr
+    lines = (workdir / name).read_text().split("\n")
+    observe = next(line for line in lines if "--observe" in line)
+    assert observe == f"# {observe_line(shell_line([name]))}", lines[:8]
+    assert shell_split(observe.split("reprospec run ")[1])[0] == name

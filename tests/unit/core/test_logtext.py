@@ -278,3 +278,15 @@ def test_words_before_says_whether_a_word_of_its_own_starts_there() -> None:
     assert words_before(line, line.index(" --") + 1) == (["run", "a -j", "b cx"], True)
     with pytest.raises(ValueError, match="closing quotation"):  # inside a quotation
         words_before(line, line.index("-- e"))
+
+
+def test_shell_line_keeps_a_command_of_several_lines_on_one_and_reads_back() -> None:
+    from reprospec.core.logtext import shell_join, shell_line, shell_split
+
+    words = ["python", "-c", "import os\nos.abort()", "it's\tx", "é", "x\u2028y", "b\udcfe\n"]
+    line = shell_line(words)
+    assert "\n" not in line
+    assert line.startswith("python -c $'import os\\nos.abort()' $'it\\'s\\tx' 'é' ")
+    assert shell_split(line) == words
+    # Words without a control character are written as shell_join writes them.
+    assert shell_line(["a b", "é", "b\udcfe"]) == shell_join(["a b", "é", "b\udcfe"])
