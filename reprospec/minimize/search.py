@@ -1027,7 +1027,14 @@ class Minimization:
         )
 
     def _original_rate(self) -> Rate:
-        return rate_of(self._original_failing.matched, self._original_failing.ran)
+        """The original's rate as point 7's rules compare a candidate with it: its fair
+        count (`fair`, the match its rate attempts stopped at left out: 4/11 of a run that
+        stopped at its 5th match in 12), what the report shows (`original_rate`,
+        `unbiased_rate`). A candidate's own first match is left out the same way, its probe
+        having stopped there; against the raw 5/12 (upper bound 68%, not 65%) a candidate
+        failing 8 times in 8 was not clearly above, and the report said the rule left no
+        room where the 4/11 it printed did."""
+        return rate_of(self._fair.matched, self._fair.ran)
 
     def _more_often(self, tally: Tally, than: Rate | None) -> bool | None:
         """Whether `tally` fails clearly more often than `than` (points 6 and 7): True once

@@ -1295,3 +1295,47 @@ def test_option_groups() -> None:
     assert [[words[i] for i in g] for g in option_groups(words)] == [
         ["in.txt"], ["--files", "a", "b"], ["--x=1"], ["-n", "-1", "-"], ["--"], ["c"], ["-v"]
     ]  # fmt: skip
+
+
+def test_the_interval_rule_compares_against_the_original_rate_the_report_shows() -> None:
+    # The original's rate run stopped at its 5th match in 12 attempts: 5/12 as it ran,
+    # 4/11 as a rate may count it (its last match is where it stopped), what minimize.md
+    # says ("above the original's 4/11"). A candidate's own first match is left out
+    # likewise, so its 8 failures in 8 are compared with 4/11 (clearly above its 65%),
+    # not with 5/12 (68%), under which the rule said it did not apply.
+    def text(p: Program) -> str:
+        return dict(p.files)["h.py"]
+
+    original = Program(head=("python", "h.py"), args=(), files=(("h.py", "original"),))
+    smaller = Program(head=("python", "h.py"), args=(), files=(("h.py", "smaller"),))
+
+    def passes(start: Program) -> Reducer:
+        accepted = yield smaller
+        return smaller if accepted else start
+
+    search = Minimization(original, Settings(passing=1, budget=400), passes)
+    passed: AttemptKind = "pass"
+    matched: AttemptKind = "match"
+    queue = [passed] * 7 + [matched] * 5
+    while search.result is None:
+        for probe in search.next_probes():
+            kinds: list[AttemptKind] = []
+            for _ in range(max(1, probe.attempts)):
+                if probe.role == "passing":
+                    kinds.append("pass")
+                elif text(search.program(probe.key)) == "original":
+                    kinds.append(queue.pop(0) if queue else "match")
+                else:
+                    kinds.append("match")  # the candidate fails every time
+                if probe.stop_after and kinds.count("match") >= probe.stop_after:
+                    break
+            search.record(probe, kinds)
+    result = search.result
+    assert (result.original_rate.matched, result.original_rate.attempts) == (4, 11)
+    same = result.same_failure
+    assert same is not None
+    assert same.rate_applies
+    verdicts = {text(search.program(j.key)): j.verdict for j in result.judged}
+    assert verdicts["smaller"] == "fails-more-often", verdicts
+    judged = next(j for j in result.judged if text(search.program(j.key)) == "smaller")
+    assert judged.failing.matched - 1 == 8  # its first match left out, as the original's
