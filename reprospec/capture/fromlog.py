@@ -46,6 +46,7 @@ from reprospec.core.expr import literal_text
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import credential_spans, mask_parts, secret_values, sets_secret
 from reprospec.core.requirements import normalize
+from reprospec.core.units import format_duration
 from reprospec.core.words import plural
 from reprospec.outcome.pytestreport import is_pytest, pytest_verbose
 from reprospec.outcome.tracebacks import headline
@@ -249,6 +250,8 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
             if failure.outcome != "hang"
             else bounded.timeout()
             if bounded is not None
+            else format_duration(ticket.ci_minutes * 60.0)
+            if ticket.ci_minutes
             else HANG_TIMEOUT
         ),
         repeat=repeat,
@@ -259,6 +262,14 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
             "What the log does not say is marked TODO; `reprospec validate` checks the rest.",
             *(kept_note(kept) for kept in (proposal.kept if proposal else ())),
             *((bounded.note(bounded.timeout()),) if bounded is not None else ()),
+            *(
+                (
+                    f"GitHub Actions ended it after {ticket.ci_minutes} minutes (its "
+                    "timeout-minutes): run.timeout is that bound, where the hang was seen",
+                )
+                if bounded is None and ticket.ci_minutes and failure.outcome == "hang"
+                else ()
+            ),
         ),
         todo=tuple(todo),
     )

@@ -140,8 +140,9 @@ _SLURM_TIME_LIMIT = re.compile(
 # program ran on to the bound, a hang, as Slurm's time limit is. Not its `The operation
 # was canceled.` alone, which a person's cancel and a fail-fast matrix print as well.
 _GHA_TIME_LIMIT = re.compile(
-    r"^##\[error\](?:The action '[^'\n]*' has timed out after \d+ minutes?\."
-    r"|The job running on runner .* has exceeded the maximum execution time of \d+ minutes?\.)",
+    r"^##\[error\](?:The action '[^'\n]*' has timed out after (?P<minutes>\d+) minutes?\."
+    r"|The job running on runner .* has exceeded the maximum execution time of "
+    r"(?P<job>\d+) minutes?\.)",
     re.M,
 )
 # zsh's words for a job a signal ended (macOS's default shell): `zsh: segmentation fault
@@ -424,6 +425,9 @@ class Ticket:
     # The variables GitHub Actions' `Run` step of the command lists under its `env:` (the
     # workflow's, not setup-python's paths of the runner), in its order.
     step_env: tuple[tuple[str, str], ...] = ()
+    # The minutes GitHub Actions said a step or job ran before it ended it (`has timed out
+    # after 5 minutes`): the bound the hang was seen at.
+    ci_minutes: int | None = None
     # The kernel's (or a container's) words that the OOM killer killed a process, or None.
     oom_killed: str | None = None
     # The threads of a dump of several with no current one, the main one first where it
@@ -865,6 +869,11 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         flaky=flaky,
         settings=_prose_settings(prose, chain),
         step_env=_gha_step_env(full_log.split("\n"), raw_command),
+        ci_minutes=(
+            int(ci_limit["minutes"] or ci_limit["job"])
+            if ci_limit is not None and outcome == "hang"
+            else None
+        ),
         xdist_crash=xdist,
         oom_killed=oom.group(0) if oom is not None else None,
         threads=threads,

@@ -2831,3 +2831,23 @@ def test_a_ci_step_that_failed_with_no_failure_shown_is_passed_over() -> None:
     read = read_ticket(log)
     assert read.command == "python train.py --bs 16"
     assert (read.failure.outcome, read.failure.exception) == ("error", "ValueError")
+
+
+def test_github_actions_timeout_minutes_are_the_hangs_run_timeout() -> None:
+    # The hang was seen at the workflow's 5 minutes; the skeleton's 10m passed a program
+    # that ends in 7.
+    log = _ci_lines(
+        [
+            "##[group]Run python serve.py",
+            "python serve.py",
+            "shell: /usr/bin/bash -e {0}",
+            "##[endgroup]",
+            "##[error]The action 'Run python serve.py' has timed out after 5 minutes.",
+        ]
+    )
+    draft = skeleton(read_ticket(log), "ci.log")
+    assert draft.timeout == "5m"
+    assert (
+        "GitHub Actions ended it after 5 minutes (its timeout-minutes): run.timeout is that "
+        "bound, where the hang was seen"
+    ) in draft.header
