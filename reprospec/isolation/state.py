@@ -63,7 +63,8 @@ class StoredProbe:
     infra_reason: str = ""
     interrupted: bool = False
     # The exception types each attempt printed, beside `kinds` (minimize's point 7); ()
-    # where not read (isolate's, amplify's, bisect's, and a state stored before it was).
+    # where not read (isolate's, amplify's, bisect's, a state stored before it was, and
+    # one whose runs were gone when minimize read it again, stamped `raised_from` as read).
     raised: tuple[tuple[str, ...], ...] = ()
     # Which logs `raised` was read from, by the reader's rule (minimize.probes.RAISED_FROM);
     # "" in a state an earlier version stored, which did not say (it read stderr alone, or

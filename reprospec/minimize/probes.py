@@ -99,7 +99,8 @@ def reread(probe: StoredProbe, runs: Path) -> StoredProbe:
     """A probe an earlier version stored, its exceptions read again from its runs' logs by
     this version's rule (`_raised`), in the order `ProbeRunner._stored` read them; where a run
     is gone or unreadable, none (`raised` empty: the search takes the original's as
-    unknown, as for a state stored before they were, and a candidate's as none new). Its
+    unknown, as for a state stored before they were, and a candidate's as none new), stamped
+    `RAISED_FROM` all the same, so that its runs are looked for once, not at each resume. Its
     hangs' places too, where they were not read by this rule (a state stored before they
     were: its Barrier candidate was accepted, and a rerun replayed that answer), only a
     failing probe's that matched (the search compares no other); where its runs are gone,
@@ -131,9 +132,11 @@ def reread(probe: StoredProbe, runs: Path) -> StoredProbe:
         probe = replace(probe, places=hung, places_from=PLACES_FROM)
     if not again_raised:
         return probe
-    if not read:
-        return replace(probe, raised=(), raised_from="")
-    return replace(probe, raised=tuple(raised), raised_from=RAISED_FROM)
+    # Where its runs are gone, stamped too, with none (`raised` empty, where a probe read
+    # holds one entry per attempt): the search takes the original's as unknown and a
+    # candidate's as none new, as before; left unstamped, its results.json was looked for
+    # again at every resume.
+    return replace(probe, raised=tuple(raised) if read else (), raised_from=RAISED_FROM)
 
 
 def _raised(run_dir: Path, attempt: AttemptResult) -> tuple[str, ...]:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from reprospec.core.results import AttemptResult, Outcome
-from reprospec.isolation.state import StoredProbe
+from reprospec.isolation.state import StateFile, StoredProbe
 from reprospec.minimize.probes import RAISED_FROM, _raised, reread
 from reprospec.store.resultsjson import run_to_dict
 from tests.support.files import written
@@ -87,9 +87,18 @@ def test_an_earlier_versions_probe_has_its_exceptions_read_again_from_its_run(
 
     assert (again.raised, again.raised_from) == ((("RuntimeError", "KeyError"),), RAISED_FROM)
     assert reread(again, tmp_path / "runs") is again  # read by this version: as it is
-    # Its run gone: unknown, not stderr's alone (the search then takes none as new).
+    # Its run gone: unknown, not stderr's alone (the search then takes none as new), and
+    # stamped: its results.json was looked for again at every resume (review 11).
     gone = reread(replace(old, run_id="20261121-000000-gone-0000"), tmp_path / "runs")
-    assert (gone.raised, gone.raised_from) == ((), "")
+    assert (gone.raised, gone.raised_from) == ((), RAISED_FROM)
+    assert reread(gone, tmp_path / "runs") is gone
+    passed = replace(old, key="passing:p", role="passing", kinds=("pass",), run_id="gone")
+    assert reread(passed, tmp_path / "runs").raised_from == RAISED_FROM
+    state = StateFile(tmp_path / "state", {"spec": "s"})
+    state.add(replace(old, run_id="20261121-000000-gone-0000"))
+    assert state.reread(lambda probe: reread(probe, tmp_path / "runs")) == 1
+    resumed = StateFile(tmp_path / "state", {"spec": "s"})
+    assert resumed.reread(lambda probe: reread(probe, tmp_path / "runs")) == 0
 
 
 def test_an_earlier_versions_hang_places_are_read_once_from_its_stack_dumps(
