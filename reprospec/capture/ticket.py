@@ -54,6 +54,7 @@ from reprospec.outcome.tracebacks import (
     fatal_errors,
     headline,
     parse_chain,
+    unboxed,
 )
 from reprospec.outcome.watchdog import (
     PYTEST_SESSION_END,
@@ -505,6 +506,8 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     # Python prints next, which no traceback reader then knew.
     clean = "\n".join(_unprefixed(_CTRL_C.sub("", line)) for line in text.split("\n"))
     clean = _FATAL_RUN_ON.sub(r"\g<progress>\n", clean)
+    if "╭" in clean:  # rich's traceback box, as CPython's traceback: its frames and header
+        clean = "\n".join(unboxed(clean.split("\n")))
     evidence: list[str] = []
     # A traceback pasted in a fenced block: its last message ran on into the closing
     # fence (`boom\n```` `), which is the ticket's markdown, not the program's words.

@@ -106,11 +106,44 @@ def parse_exception(text: str) -> PythonException | None:
     return chain[-1] if chain else None
 
 
+# rich's traceback (`rich.traceback.install()`, typer's and many CLIs' default): a box
+# whose title is CPython's header, a `PATH:LINE in FUNCTION` line per frame inside it, then
+# the exception line under it as CPython prints it. Read as no traceback, the error was
+# `error exit 1` with its message `ValueError: ...`, and a ticket's paste no failure at all.
+_RICH_HEADER = Lazy(r"^\s*╭─+ Traceback \(most recent call last\) ─+╮\s*$")
+_RICH_FRAME = Lazy(r"^\s*│ (?P<file>\S.*?):(?P<line>\d+) in (?P<function>\S+)\s*│\s*$")
+_RICH_END = Lazy(r"^\s*╰─+╯\s*$")
+
+
+def unboxed(lines: list[str]) -> list[str]:
+    """`lines` with each rich traceback box written as CPython writes a traceback: its
+    header, then a `File "PATH", line N, in FUNCTION` line per frame (the box's source
+    lines and locals left out). Lines with no box are returned as they are."""
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        if not inside and _RICH_HEADER.match(line):
+            out.append("Traceback (most recent call last):")
+            inside = True
+        elif inside and _RICH_END.match(line):
+            inside = False
+        elif inside:
+            if (frame := _RICH_FRAME.match(line)) is not None:
+                out.append(
+                    f'  File "{frame["file"]}", line {frame["line"]}, in {frame["function"]}'
+                )
+        else:
+            out.append(line)
+    return out
+
+
 def parse_chain(text: str) -> tuple[PythonException, ...]:
     """The exceptions of the last uncaught traceback's chain, primary first; () when none."""
     if not text:  # a silent attempt: no pattern to compile (core/lazyre.py)
         return ()
     lines = text.splitlines()
+    if "╭" in text:
+        lines = unboxed(lines)
     found: dict[str, list[PythonException]] = {}
     chain: list[PythonException] = []
     context = ""

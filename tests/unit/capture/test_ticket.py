@@ -2851,3 +2851,22 @@ def test_github_actions_timeout_minutes_are_the_hangs_run_timeout() -> None:
         "GitHub Actions ended it after 5 minutes (its timeout-minutes): run.timeout is that "
         "bound, where the hang was seen"
     ) in draft.header
+
+
+def test_a_rich_traceback_pasted_is_the_error_with_its_stack() -> None:
+    # rich 15's box, as `rich.traceback.install()` prints an uncaught error.
+    box = """\
+╭──────────── Traceback (most recent call last) ────────────╮
+│ /tmp/areaF/r/app.py:14 in <module>                        │
+│                                                           │
+│ ❱ 14 main()                                               │
+│                                                           │
+│ /tmp/areaF/r/app.py:12 in main                            │
+│                                                           │
+│ ❱ 12 │   │   raise ValueError(f"batch size {bs} exceeds") │
+╰───────────────────────────────────────────────────────────╯
+ValueError: batch size 16 exceeds buffer of 8 rows
+"""
+    read = read_ticket("```\n$ python app.py --bs 16\n" + box + "```\n")
+    assert (read.failure.outcome, read.failure.exception) == ("error", "ValueError")
+    assert read.python_frames == ("/tmp/areaF/r/app.py:<module>", "/tmp/areaF/r/app.py:main")

@@ -1378,3 +1378,28 @@ def test_a_worker_its_main_process_terminated_at_exit_is_no_crash(tmp_path: Path
     death = worker_death(segv.decode())
     assert death is not None
     assert (death.signal, death.pid) == ("SIGSEGV", 9075)
+
+
+# A real rich traceback (rich 15, `rich.traceback.install(width=100)`) of an uncaught
+# ValueError, raised from `main` called at module level, the way it prints to stderr.
+RICH_TRACEBACK = """\
+╭───────────────────── Traceback (most recent call last) ──────────────────────╮
+│ /tmp/areaF/r/app.py:14 in <module>                                           │
+│                                                                              │
+│ ❱ 14 main()                                                                  │
+│                                                                              │
+│ /tmp/areaF/r/app.py:12 in main                                               │
+│                                                                              │
+│   11 │   if bs > 8:                                                          │
+│ ❱ 12 │   │   raise ValueError(f"batch size {bs} exceeds buffer of 8 rows")   │
+╰──────────────────────────────────────────────────────────────────────────────╯
+ValueError: batch size 16 exceeds buffer of 8 rows
+"""
+
+
+def test_a_rich_traceback_is_its_exception_as_cpythons_is() -> None:
+    # Read as no traceback: `error exit 1` with the message `ValueError: ...`, where the
+    # program raised a ValueError, and a ticket that pasted it said `no failure found`.
+    assert parse_chain(RICH_TRACEBACK) == (
+        PythonException("ValueError", "batch size 16 exceeds buffer of 8 rows"),
+    )
