@@ -121,6 +121,21 @@ def test_a_script_that_does_not_compile_raised_its_syntax_error(
     )
 
 
+@pytest.mark.skipif(importlib.util.find_spec("rich") is None, reason="rich is not installed")
+def test_an_exception_rich_printed_is_the_outcomes(tmp_path: Path) -> None:
+    """rich's excepthook prints a box, not CPython's traceback: read as none, the outcome
+    was `error exit 1` with no exception, and `expect: {exception: ValueError}` missed."""
+    script = tmp_path / "app.py"
+    script.write_text(
+        "from rich.traceback import install\ninstall(width=80)\n\n"
+        "def main():\n    raise ValueError('batch size 16 exceeds buffer of 8 rows')\n\nmain()\n"
+    )
+    outcome = classify(run_child(tmp_path, [sys.executable, str(script)]))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code, outcome.exception) == ("error", 1, "ValueError")
+    assert outcome.message == "batch size 16 exceeds buffer of 8 rows"
+
+
 def test_chained_exception_takes_the_last(tmp_path: Path) -> None:
     outcome = classify(behave(tmp_path, "chained"))
     assert isinstance(outcome, Outcome)
