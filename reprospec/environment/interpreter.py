@@ -3,9 +3,11 @@ cannot start.
 
 The package check (packages.py) and the environment capture (probe.py) ask it through
 `run_python`; the local runner's check of `--python` (runners/local.py
-`interpreter_version`) says a missing or non-executable interpreter by `unusable` too,
-so every verb words it alike: `interpreter not found: PATH`, `interpreter not
-executable: PATH` (the local runner said `not an executable interpreter: PATH`).
+`interpreter_version`) and the venv runner's base interpreter (venvs/build.py
+`find_interpreter`) say a missing or non-executable interpreter by `unusable` too, so
+every verb and runner words it alike: `interpreter not found: PATH`, `interpreter not
+executable: PATH` (the local runner said `not an executable interpreter: PATH`, the venv
+runner `interpreter PATH does not run: [Errno 2] ...`).
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.sections import Environment
 from reprospec.core.trylock import SharedHold, hold_shared, let_go, locked_waiting
 from reprospec.environment import packages
+from reprospec.environment.interpreter import unusable
 from reprospec.errors import InfraError
 from reprospec.venvs.index import IndexConfig, user_index_config
 from reprospec.venvs.staging import LOCKS, TMP, build_lock, sweep_unfinished
@@ -216,6 +217,11 @@ def find_interpreter(request: str | None = None) -> Interpreter:
                 tried = found.tried if pythons.plain(request) else None
                 raise EnvBuildError(not_found(request, done.stderr, tried))
             path = found.path
+    # Worded as every verb words an interpreter that cannot start (environment/interpreter.py).
+    if not os.path.exists(path):  # noqa: PTH110
+        raise EnvBuildError(unusable(path, found=False))
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):  # noqa: PTH113
+        raise EnvBuildError(unusable(path, found=True))
     try:
         done = subprocess.run(
             [path, "-c", _VERSION_CODE],

@@ -136,6 +136,26 @@ def test_no_interpreter_at_all_is_said_so() -> None:
     )
 
 
+def test_a_base_interpreter_that_cannot_start_is_worded_as_every_verb_words_it(
+    tmp_path: Path,
+) -> None:
+    """`run --runner venv --python /nope/python` said `interpreter /nope/python does not
+    run: [Errno 2] No such file or directory: '/nope/python'` where the local runner says
+    `interpreter not found: /nope/python` (environment/interpreter.py `unusable`)."""
+    from reprospec.venvs.build import find_interpreter
+
+    missing = tmp_path / "nope" / "python"
+    with pytest.raises(EnvBuildError) as said:
+        find_interpreter(str(missing))
+    assert str(said.value) == f"interpreter not found: {missing}"
+    plain = tmp_path / "python"
+    plain.write_text("")
+    for there in (plain, tmp_path):
+        with pytest.raises(EnvBuildError) as said:
+            find_interpreter(str(there))
+        assert str(said.value) == f"interpreter not executable: {there}"
+
+
 def test_a_build_that_raised_leaves_its_lock_file_to_a_uv_that_outlived_it(
     tmp_path: Path,
 ) -> None:
