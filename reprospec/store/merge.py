@@ -566,10 +566,10 @@ def _merged_command_line(runs: Sequence[RunResult], filters: Sequence[str]) -> s
         if value_next:
             value_next = False
             continue
-        # `-m X`, `-mX`, `--matrix X`, `--matrix=X`
-        if word.startswith("-m") or word.split("=", 1)[0] == "--matrix":
+        # `-m X`, `-mX`, `--matrix X`, `--matrix=X`, and `--mat X` as argparse reads it
+        if word.startswith("-m") or _names(word.split("=", 1)[0], "--matrix"):
             at = len(kept) if at is None else at
-            value_next = word in ("-m", "--matrix")
+            value_next = word == "-m" or _names(word, "--matrix")
             continue
         kept.append(word)
     at = len(kept) if at is None else at
@@ -596,14 +596,34 @@ def _jobs_of(runs: Sequence[RunResult]) -> list[JsonValue]:
     return jobs
 
 
+# The shortest a `reprospec run` option may be cut to, as argparse takes it (allow_abbrev):
+# `--shar 1/2` ran as `--shard 1/2`, and kept in the merged run's line it reran one shard.
+# `--s` is `--set` or `--shard`, refused, so never in a line that ran.
+_SHORTEST = {"--jobs": 3, "--shard": 4, "--matrix": 3}
+
+
+def _names(word: str, option: str) -> bool:
+    """Whether `word` is `option` as argparse reads it: whole, or cut to a prefix it takes."""
+    return len(word) >= _SHORTEST[option] and option.startswith(word)
+
+
+def _spelled(option: str) -> str:
+    """A pattern of `option` whole or cut as argparse takes it (`_names`)."""
+    import re
+
+    cuts = range(len(option), _SHORTEST[option] - 1, -1)
+    return "(?:" + "|".join(re.escape(option[:end]) for end in cuts) + ")"
+
+
 def _without_jobs(command_line: str) -> str:
-    """The command without its `-j N` (`-jN`, `--jobs N`, `--jobs=N`)."""
-    return _without_option(command_line, r"\s(?:-j\s*|--jobs(?:=|\s+))\d+(?=\s|$)")
+    """The command without its `-j N` (`-jN`, `--jobs N`, `--jobs=N`, `--job N`)."""
+    return _without_option(command_line, rf"\s(?:-j\s*|{_spelled('--jobs')}(?:=|\s+))\d+(?=\s|$)")
 
 
 def _without_shard(command_line: str) -> str:
-    """The command that reruns everything: the shard's own `--shard K/N` removed."""
-    return _without_option(command_line, r"\s--shard(?:=|\s+)\S+")
+    """The command that reruns everything: the shard's own `--shard K/N` (`--shar K/N`)
+    removed."""
+    return _without_option(command_line, rf"\s{_spelled('--shard')}(?:=|\s+)\S+")
 
 
 def _without_option(command_line: str, pattern: str) -> str:

@@ -601,6 +601,11 @@ def test_merged_runs_of_other_cells_name_every_cell_in_their_filters() -> None:
     a = replace(a, command_line="reprospec run $'b\\xfe.tar.gz' -m num_workers=0")
     b = replace(b, command_line="reprospec run $'b\\xfe.tar.gz' --matrix pin_memory=true")
     assert merge([a, b]).command_line == "reprospec run $'b\\xfe.tar.gz'"
+    # `--mat X` (argparse's cut of --matrix) is a filter too: it was kept beside the merged
+    # run's `-m`s, a filter of the first run's its rerun line still applied.
+    a = replace(a, command_line="reprospec run s.yaml --mat num_workers=0 --ma=x=1")
+    b = replace(b, command_line="reprospec run s.yaml --m pin_memory=true")
+    assert merge([a, b]).command_line == "reprospec run s.yaml"
 
 
 def test_merged_pytest_runs_keep_pytests_command_line() -> None:

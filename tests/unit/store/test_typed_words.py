@@ -17,6 +17,9 @@ from reprospec.store.merge import _without_jobs, _without_shard
         ("reprospec run s.yaml -j 4 -m a=1", "reprospec run s.yaml -m a=1"),
         ("reprospec run s.yaml --jobs=4", "reprospec run s.yaml"),
         ("reprospec run s.yaml -j4 --jobs 2", "reprospec run s.yaml"),
+        # Cut as argparse takes it: `--job 4` ran at -j 4.
+        ("reprospec run s.yaml --job 4 --jo=2 --j 1", "reprospec run s.yaml"),
+        ("reprospec run s.yaml --jobsx 4", None),
         # The user's quoting is kept, as typed.
         ('reprospec run "my s.yaml" -j 4 -k "a b"', 'reprospec run "my s.yaml" -k "a b"'),
         # Inside a quoted word, or joined to an escaped blank: that word's text.
@@ -45,6 +48,11 @@ def test_merge_takes_out_a_shard_of_its_own_only() -> None:
     assert _without_shard(quoted) == quoted
     after = "reprospec run s.yaml -- prog --shard 1/2"
     assert _without_shard(after) == after
+    # `--shar 1/2` ran as `--shard 1/2`: kept, the merged run's rerun line ran one shard.
+    assert _without_shard("reprospec run s.yaml --shar 1/2") == "reprospec run s.yaml"
+    assert _without_shard("reprospec run s.yaml --sh=2/2 -j 2") == "reprospec run s.yaml -j 2"
+    kept = "reprospec run s.yaml --set run.repeat=2"  # `--s` is no shard
+    assert _without_shard(kept) == kept
 
 
 @pytest.mark.parametrize(
