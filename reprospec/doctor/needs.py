@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
@@ -391,11 +392,9 @@ def _shadowed(captured: Captured, needs: Needs) -> list[str]:
     cells' env and workdir: the first folder holding a name wins, its metadata read. It runs
     the checked interpreter (`captured`'s, the one the venv runner builds on: `--python`, else the
     spec's python found here), whose markers a requirement's (`; python_version < "3.11"`)
-    are judged by, as in the cell's venv; reprospec's own where the capture names none."""
-    import os
-    import sys
+    are judged by, as in the cell's venv; nothing where the capture names none
+    (`_checked_python`)."""
     from dataclasses import replace
-    from pathlib import Path
 
     from reprospec.environment.packages import (
         mismatches,
@@ -405,30 +404,19 @@ def _shadowed(captured: Captured, needs: Needs) -> list[str]:
     )
     from reprospec.errors import InfraError
 
-    python = section(captured, "python").get("executable")
-    if not isinstance(python, str) or not python:
-        python = sys.executable
-
+    python = _checked_python(captured)
+    if python is None:
+        return []
     sets = needs.package_sets or (CellPackages(needs.packages),)
-    alike: dict[tuple[tuple[tuple[str, str], ...], str], list[CellPackages]] = {}
-    for each in sets:
-        alike.setdefault((each.env, each.workdir), []).append(each)
     found: dict[str, list[str]] = {}
-    for (variables, workdir), these in alike.items():
-        env = {**os.environ, **dict(variables)}
+    for env, cwd, these in _by_env_and_workdir(sets):
         if not env.get("PYTHONPATH"):
             continue
         wanted = list(dict.fromkeys(r for each in these for r in each.packages))
         if not requirement_names(wanted):
             continue  # no distribution named (a spec of `python:` alone): nothing to ask
         try:
-            seen = probe_installed(
-                python,
-                wanted,
-                env=env,
-                cwd=Path(workdir) if workdir else None,
-                site=False,
-            )
+            seen = probe_installed(python, wanted, env=env, cwd=cwd, site=False)
         except InfraError:
             continue  # the interpreter, stdlib only: nothing said of the spec
         # Versions only: what an extra requires is the venv's to hold.
@@ -509,28 +497,44 @@ def _asked_problems(
     check asks it: with the cells' `environment.env` and in their workdir (a spec whose env
     sets PYTHONPATH passed doctor and was infra-error in run, or the reverse), and with what
     the extras they name (`torch[opt-einsum]`) require, which a capture does not hold. One
-    probe per distinct env and workdir; None where the capture names no interpreter."""
-    import os
-    from pathlib import Path
-
+    probe per distinct env and workdir; None where the capture names no interpreter
+    (`_checked_python`)."""
     from reprospec.environment.packages import lists_mismatches
 
-    python = section(env, "python").get("executable")
-    if not isinstance(python, str) or not python:
+    python = _checked_python(env)
+    if python is None:
         return None
-    seen: dict[tuple[tuple[tuple[str, str], ...], str], list[CellPackages]] = {}
-    for each in sets:
-        seen.setdefault((each.env, each.workdir), []).append(each)
     out: dict[CellPackages, tuple[str, ...]] = {}
-    for (variables, workdir), alike in seen.items():
-        found = lists_mismatches(
-            python,
-            [each.packages for each in alike],
-            env={**os.environ, **dict(variables)},
-            cwd=Path(workdir) if workdir else None,
-        )
+    for variables, cwd, alike in _by_env_and_workdir(sets):
+        found = lists_mismatches(python, [each.packages for each in alike], env=variables, cwd=cwd)
         out.update({each: found.get(each.packages, ()) for each in alike})
     return out
+
+
+def _checked_python(captured: Captured) -> str | None:
+    """The interpreter the capture was taken of (`--python`, else the spec's python found
+    here, else reprospec's own), which doctor's package probes ask as the run would; None
+    where the capture names none: nothing is asked, so nothing judged (reprospec's own
+    interpreter is no stand-in for one the capture does not name)."""
+    python = section(captured, "python").get("executable")
+    return python if isinstance(python, str) and python else None
+
+
+def _by_env_and_workdir(
+    sets: Sequence[CellPackages],
+) -> list[tuple[dict[str, str], Path | None, list[CellPackages]]]:
+    """The sets grouped by their `environment.env` and workdir, each group with what a
+    probe of it runs with: this shell's environment under the cells' variables, and the
+    cells' workdir (None: doctor's own folder). One probe per group."""
+    import os
+
+    alike: dict[tuple[tuple[tuple[str, str], ...], str], list[CellPackages]] = {}
+    for each in sets:
+        alike.setdefault((each.env, each.workdir), []).append(each)
+    return [
+        ({**os.environ, **dict(variables)}, Path(workdir) if workdir else None, these)
+        for (variables, workdir), these in alike.items()
+    ]
 
 
 def _cells(ids: list[str], shown: int = 3) -> str:

@@ -16,7 +16,10 @@ from reprospec.doctor.needs import CellPackages, Needs, check_spec_environment
 from reprospec.environment.packages import mismatches, probe_installed
 
 # What doctor captured of its own interpreter: the venv runner installs the packages.
-CAPTURED: JsonObject = {"python": {"version": "3.11.7"}, "packages": {"packaging": "26.4"}}
+CAPTURED: JsonObject = {
+    "python": {"version": "3.11.7", "executable": sys.executable},
+    "packages": {"packaging": "26.4"},
+}
 SINGLE = Needs(
     packages=("packaging==21.3",),
     package_sets=(CellPackages(("packaging==21.3",), ("c1",)),),

@@ -295,6 +295,27 @@ def test_spec_packages_the_runner_installs_are_no_failure() -> None:
     assert by_name(env, replace(needs, runner="local"))["spec-environment"].status == "fail"
 
 
+def test_a_capture_naming_no_interpreter_is_asked_nothing_on_any_runner(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The local runner's package check judged nothing where the capture named no
+    interpreter, but the venv runner's PYTHONPATH check asked reprospec's own interpreter
+    (a process) in its place: one rule now, nothing asked (doctor/needs.py
+    `_checked_python`), the capture's versions alone said."""
+    monkeypatch.setenv("PYTHONPATH", "/src")
+    env = machine(packages={"numpy": "2.4.6"})
+    assert "executable" not in env["python"]
+    needs = doctor.Needs(packages=("numpy>=3",), runner="venv")
+    check = by_name(env, needs)["spec-environment"]
+    assert (check.status, check.why) == (
+        "pass",
+        "the venv runner installs the spec's packages (this interpreter: numpy 2.4.6 is "
+        "installed (the cell needs numpy>=3))",
+    )
+    local = by_name(env, replace(needs, runner="local"))["spec-environment"]
+    assert local.status == "fail"
+
+
 @pytest.mark.parametrize(
     ("installed", "requirement", "ok"),
     [
