@@ -1472,9 +1472,10 @@ def _timed_out_test(clean: str, workdir: Path | None = None) -> str | None:
 
 def _dumped_test(clean: str, workdir: Path | None = None) -> str | None:
     """The test whose crash faulthandler dumped after pytest's progress line of its file
-    (`tests/t.py .`, without `-v`): the current thread's innermost frame in that file, as
-    a node id (`tests/t.py::TestX::test_y`, its classes read from the file in `workdir`,
-    as `_timed_out_test` reads them); None where no such line or frame is shown."""
+    (`tests/t.py .`, without `-v`): the current thread's outermost frame in that file (the
+    test pytest called; the innermost may be a helper it called), as a node id
+    (`tests/t.py::TestX::test_y`, its classes read from the file in `workdir`, as
+    `_timed_out_test` reads them); None where no such line or frame is shown."""
     lines = clean.split("\n")
     for index, line in enumerate(lines):
         if not line.startswith(FATAL_HEADER) or index == 0:
@@ -1486,19 +1487,22 @@ def _dumped_test(clean: str, workdir: Path | None = None) -> str | None:
         starts = [i for i, text in enumerate(body) if _DUMP_THREAD.match(text)]
         current = [i for i in starts if body[i].startswith("Current thread")]
         begin = (current or starts or [-1])[0] + 1
+        named = progress["file"].lstrip("./")
+        test: re.Match[str] | None = None
         for frame in body[begin:]:
             found = _DUMP_FRAME.match(frame)
             if found is None:
                 break  # the block's end: a blank line, another thread's header
-            # faulthandler prints the innermost frame first: the test's own, not a
-            # helper of the same file it called.
-            named = progress["file"].lstrip("./")
+            # faulthandler prints the innermost frame first: the file's outermost frame is
+            # the test pytest called, not a helper of the same file it called.
             if found["file"] == named or found["file"].endswith("/" + named):
-                sources = (
-                    [] if workdir is None else [workdir / found["file"], workdir / progress["file"]]
-                )
-                classes = _enclosing_classes(sources, found["function"], int(found["line"]))
-                return "::".join([progress["file"], *classes, found["function"]])
+                test = found
+        if test is not None:
+            sources = (
+                [] if workdir is None else [workdir / test["file"], workdir / progress["file"]]
+            )
+            classes = _enclosing_classes(sources, test["function"], int(test["line"]))
+            return "::".join([progress["file"], *classes, test["function"]])
     return None
 
 
