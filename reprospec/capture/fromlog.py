@@ -367,8 +367,8 @@ def _expect(
     if failure.outcome == "hang" and failure.signal and failure.where == "child":
         # The child's signal is no key of a hang's (a `signal:` would not match it).
         comments["outcome"] = (
-            f"after a child process died of {failure.signal} (the log's faulthandler dump), "
-            "as a live run reads it: the main process waits for it forever"
+            f"after a child process died of {failure.signal} (the log's faulthandler dump; "
+            "the ticket says it then hangs), as a live run reads a Pool left waiting for it"
         )
     # The live capture's rule (one function): a worker's or a child's crash is expected by
     # its signal and where, never by the main process's exception, nor by the main loop's

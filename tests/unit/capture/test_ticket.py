@@ -2535,7 +2535,10 @@ def test_a_pool_childs_dump_the_reporter_says_hangs_is_the_hang_a_run_reads() ->
     draft = skeleton(read, "t.md")
     assert draft.expect == {"outcome": "hang"}
     assert draft.title == "From a ticket: hang after a child died of SIGSEGV"
-    assert "outcome: hang  # after a child process died of SIGSEGV" in render_spec(draft)
+    assert (
+        "outcome: hang  # after a child process died of SIGSEGV (the log's faulthandler dump; "
+        "the ticket says it then hangs)"
+    ) in render_spec(draft)
 
 
 def test_collect_envs_os_line_with_its_machine_is_the_same_os_as_this_one() -> None:
@@ -2636,6 +2639,13 @@ def test_a_pytest_crash_without_v_names_the_test_by_the_dumps_frame(tmp_path: Pa
     )
     read = read_ticket(PYTEST_X_SEGFAULT.replace("/tmp/e/", ""), workdir=tmp_path)
     assert read.failure.phase == "tests/test_ops.py::TestOps::test_native_call"
+    # A helper of the test's file it called is the innermost frame there, not the test.
+    helper = PYTEST_X_SEGFAULT.replace(
+        '  File "/tmp/e/tests/test_ops.py", line 9 in test_native_call\n',
+        '  File "/tmp/e/tests/test_ops.py", line 4 in _native\n'
+        '  File "/tmp/e/tests/test_ops.py", line 9 in test_native_call\n',
+    )
+    assert read_ticket(helper).failure.phase == "tests/test_ops.py::test_native_call"
 
 
 def _ci_lines(lines: list[str]) -> str:
