@@ -190,10 +190,10 @@ def check_device(env: Captured, needs: Needs, visible_devices: str | None = None
     CUDA_VISIBLE_DEVICES, whose ids `run` hands out as the GPU slots whatever the machine
     has (pipeline/gpus.py): a cell of `gpus: 1` runs under `CUDA_VISIBLE_DEVICES=0,1` on
     a machine without a GPU, where doctor said it would end infra-error."""
+    from reprospec.core.words import plural, plural_verb  # not read to import this module
+
     visible = seen_devices(env)
     if visible_devices is not None and needs.gpus:
-        from reprospec.core.words import plural, plural_verb  # not read to import this module
-
         ids = parse_gpu_list(visible_devices)
         shown = slots_said(visible_devices)
         if needs.gpus > len(ids):
@@ -243,8 +243,6 @@ def check_device(env: Captured, needs: Needs, visible_devices: str | None = None
     if needs.gpus > visible:
         # The run refuses such a cell (`needs 1 GPU, none visible`): doctor passed it.
         have = f"{visible} visible" if visible else NO_GPU
-        from reprospec.core.words import plural  # words is not read to import this module
-
         return Check(
             "device",
             "fail",
