@@ -382,7 +382,7 @@ def _command_line() -> str:
     from reprospec.core.logtext import shell_join
     from reprospec.core.runoptions import without_options
 
-    words = without_options(sys.argv[1:], _LOCAL_OPTIONS, _LOCAL_FLAGS)
+    words = without_options(sys.argv[1:], _LOCAL_OPTIONS, _LOCAL_FLAGS, cut=True)
     return "reprospec " + shell_join(words) if words else "reprospec run"
 
 

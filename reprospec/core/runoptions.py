@@ -76,12 +76,30 @@ def gpu_ids(text: str) -> tuple[str, ...]:
 
 
 def without_options(
-    words: Sequence[str], options: Sequence[str], flags: Sequence[str] = ()
+    words: Sequence[str],
+    options: Sequence[str],
+    flags: Sequence[str] = (),
+    *,
+    cut: bool = False,
 ) -> list[str]:
     """`words` less each of `options` with its value (`--out DIR`, `--out=DIR`) and each of
     `flags`: the command line a run records (`command_line`), made to be shown to others,
     keeps no option that only says where this machine keeps things (`reprospec run`'s, the
-    pytest plugin's)."""
+    pytest plugin's). `cut`: `words` were read by argparse with its abbreviations (`reprospec
+    run`'s; pytest takes none), so `--ou DIR` is `--out DIR`: it was kept, this machine's
+    folder in How to reproduce. Where argparse took such a word it named one option alone,
+    so a word that begins one of these (and is longer than `--`) is that one."""
+
+    def named(name: str, among: Sequence[str]) -> bool:
+        if name in among:
+            return True
+        return (
+            cut
+            and len(name) > 2
+            and name.startswith("--")
+            and any(option.startswith(name) for option in among)
+        )
+
     kept: list[str] = []
     skip = False
     for word in words:
@@ -89,9 +107,9 @@ def without_options(
             skip = False
             continue
         name = word.split("=", 1)[0]
-        if name in flags:
+        if named(name, flags):
             continue
-        if name in options:
+        if named(name, options):
             skip = "=" not in word
             continue
         kept.append(word)

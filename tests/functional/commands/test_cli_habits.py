@@ -501,3 +501,28 @@ def test_the_progress_bar_on_a_terminal_shows_an_eta(tmp_path: Path) -> None:
     screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", done.stdout)
     # rich's estimate, once two attempts have finished: `2/6 0:00:02 eta 0:00:04`.
     assert re.search(r"\d/6 \d:\d\d:\d\d eta \d:\d\d:\d\d", screen), screen[-2000:]
+
+
+def test_a_local_option_cut_short_is_left_out_of_the_command_line_shown(tmp_path: Path) -> None:
+    # argparse takes `--ou DIR` for `--out DIR` (its abbreviations): the recorded command,
+    # made to be shown to others, kept `--ou /home/me/...` and `--keep-c`, and How to
+    # reproduce gave `--pyth X` beside the `--python X` it adds.
+    spec = tmp_path / "t.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: t\ncommand: python -c pass\nexpect: {outcome: pass}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "somewhere"
+    argv = [
+        sys.executable, "-m", "reprospec", "run", str(spec), "--ou", str(out), "--keep-c",
+        "--form=md", f"--pyth={sys.executable}", "-j", "1",
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (results,) = out.glob("runs/*/results.json")
+    assert json.loads(results.read_text(encoding="utf-8"))["command_line"] == (
+        f"reprospec run {spec} -j 1"
+    )
+    report = (results.parent / "report.md").read_text(encoding="utf-8")
+    assert "--pyth=" not in report
+    assert str(out) not in report.split("## How to reproduce", 1)[1].split("##", 1)[0]

@@ -1,0 +1,23 @@
+"""The command line a run records, made to be shown to others: this machine's options out."""
+
+from __future__ import annotations
+
+from reprospec.core.runoptions import without_options
+
+LOCAL = ("--out", "--format", "--python")
+
+
+def test_local_options_cut_as_argparse_takes_them_are_left_out_where_asked() -> None:
+    words = ["run", "s.yaml", "--ou", "/home/me/o", "--form=md", "--keep-c", "-j", "1"]
+    assert without_options(words, LOCAL, ("--keep-cores",), cut=True) == [
+        "run",
+        "s.yaml",
+        "-j",
+        "1",
+    ]
+    # Whole, as ever; cut, only where the reader took abbreviations (pytest takes none).
+    assert without_options(["--out", "x", "a"], LOCAL) == ["a"]
+    assert without_options(["--ou", "x", "a"], LOCAL) == ["--ou", "x", "a"]
+    # `--` alone, `-o`, and a word no option begins are no local option.
+    kept = ["--", "-o", "x", "--outx", "--set", "a=b"]
+    assert without_options(kept, LOCAL, cut=True) == kept
