@@ -13,6 +13,7 @@ from typing import Literal
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.runoptions import parse_gpu_list
 from reprospec.environment.captured import Captured, section, whole
 
 Status = Literal["pass", "warn", "fail", "skipped"]
@@ -85,8 +86,13 @@ def unseen_said(unseen: tuple[str, ...]) -> str:
 
 
 def slots_said(visible_devices: str) -> str:
-    """A set CUDA_VISIBLE_DEVICES as the checks say it: `CUDA_VISIBLE_DEVICES=0,1`."""
-    return f"CUDA_VISIBLE_DEVICES={visible_devices}"
+    """A set CUDA_VISIBLE_DEVICES as every check says it: `CUDA_VISIBLE_DEVICES=0,1`, or
+    quoted where it names no GPU (`CUDA_VISIBLE_DEVICES=''`, `CUDA_VISIBLE_DEVICES='-1'`):
+    the device check said `(CUDA_VISIBLE_DEVICES=)`, a cut-off line beside the gpu-slots
+    check's `CUDA_VISIBLE_DEVICES='' names no GPU`."""
+    if parse_gpu_list(visible_devices):
+        return f"CUDA_VISIBLE_DEVICES={visible_devices}"
+    return f"CUDA_VISIBLE_DEVICES={visible_devices!r}"
 
 
 def torch_state(env: Captured) -> str:

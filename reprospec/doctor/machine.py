@@ -148,7 +148,7 @@ def check_gpu_slots(env: Captured, visible: str) -> Check:
         return Check(
             "gpu-slots",
             "pass",
-            f"CUDA_VISIBLE_DEVICES={visible!r} names no GPU: run hands out no GPU slots "
+            f"{shown} names no GPU: run hands out no GPU slots "
             "(a cell with environment.gpus is infra-error, not run)",
         )
     slots = f"run hands out its {plural(len(ids), 'id')} ({', '.join(ids)}) as GPU slots"

@@ -656,6 +656,9 @@ def test_cuda_visible_devices_ids_are_said_as_the_slots_run_hands_out() -> None:
     hidden = checks(machine(), "", gpus=1)
     assert hidden["gpu-slots"].why.startswith("CUDA_VISIBLE_DEVICES='' names no GPU")
     assert hidden["device"].status == "fail"
+    # One spelling of the variable in one doctor output: not `(CUDA_VISIBLE_DEVICES=)`.
+    assert "run has 0 GPU slots (CUDA_VISIBLE_DEVICES='')" in hidden["device"].why
+    assert "(CUDA_VISIBLE_DEVICES='-1')" in checks(machine(), "-1", gpus=1)["device"].why
     gpu = checks(machine(fields=ADA_FIELDS, csv=ADA), "1")
     assert gpu["gpu-slots"].status == "pass"
     # Ids enough and a device seen: run hands them out whatever the machine counts, so
