@@ -1669,6 +1669,13 @@ def _command(text: str) -> str | None:
         prompt = _PROMPT.match(line)
         if prompt and _shows_machine(prompt["command"]):
             continue  # `$ python -m torch.utils.collect_env`: the machine, not the failure
+        gdb_words = _words(prompt["command"]) if prompt else []
+        if gdb_words[:1] == ["gdb"] and "--args" in gdb_words[:-1]:
+            # `$ gdb -batch -ex run -ex bt --args ./tool --count 4`: gdb ran the program
+            # after `--args`, as its `Starting program:` line (which `-batch` leaves out)
+            # says; the command was a TODO.
+            started.append(shlex.join(gdb_words[gdb_words.index("--args") + 1 :]))
+            continue
         if prompt and _prompted_runs(prompt["command"]):
             prompted.append((index, prompt["command"].strip()))
             continue

@@ -2880,3 +2880,23 @@ ValueError: batch size 16 exceeds buffer of 8 rows
     read = read_ticket("```\n$ python app.py --bs 16\n" + box + "```\n")
     assert (read.failure.outcome, read.failure.exception) == ("error", "ValueError")
     assert read.python_frames == ("/tmp/areaF/r/app.py:<module>", "/tmp/areaF/r/app.py:main")
+
+
+def test_a_gdb_batch_sessions_program_is_the_one_after_args() -> None:
+    # `gdb -batch` prints no `Starting program:` line: the command was a TODO, where the
+    # prompt line names it after `--args` (a real gdb 13 session of a NULL strlen).
+    text = """\
+```
+$ gdb -q -batch -ex run -ex bt --args ./crash --count 4
+Program received signal SIGSEGV, Segmentation fault.
+__strlen_evex () at ../sysdeps/x86_64/multiarch/strlen-evex.S:79
+79\t../sysdeps/x86_64/multiarch/strlen-evex.S: No such file or directory.
+#0  __strlen_evex () at ../sysdeps/x86_64/multiarch/strlen-evex.S:79
+#1  0x0000555555555171 in measure (s=0x0) at crash.c:4
+#2  0x00005555555551e9 in main (argc=3, argv=0x7fffffffe7d8) at crash.c:8
+```
+"""
+    read = read_ticket(text)
+    assert (read.failure.outcome, read.failure.signal) == ("crash", "SIGSEGV")
+    assert read.command == "./crash --count 4"
+    assert read.native_frames[1:] == ("measure@crash.c", "main@crash.c")
