@@ -297,6 +297,9 @@ _GDB_START = re.compile(
 _PYSPY_PROCESS = re.compile(r"^Process \d+: (?P<command>.+)$")
 _PYSPY_THREAD = re.compile(r"^Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:idle|active)[^)]*\)")
 _PYSPY_FRAME = re.compile(r"^\s+(?P<function>\S+) \((?P<file>[^()\s]+?):\d+\)$")
+# `py-spy dump --native`'s native frames among them: `    PyThread_acquire_lock_timed
+# (libpython3.11.so.1.0)`, `    0x7f6f3bea3f16 (libc.so.6)`: no file and line.
+_PYSPY_NATIVE = re.compile(r"^\s+\S+ \([^()\s:]+\)$")
 # A command quoted in prose: "I run `python train.py --x 1` and ...".
 _QUOTED = re.compile(r"`(?P<command>[^`\n]+)`")
 # faulthandler.dump_traceback_later's header: `Timeout (0:05:00)!`, a timeout of a fraction
@@ -1308,6 +1311,8 @@ def _pyspy_frames(text: str) -> list[str] | None:
     frames: list[str] = []
     for line in lines[starts[0] + 1 :]:
         match = _PYSPY_FRAME.match(line)
+        if match is None and _PYSPY_NATIVE.match(line):
+            continue  # --native's frame of C: the thread's Python frames go on past it
         if match is None:
             break
         frames.append(f"{match['file']}:{match['function']}")
@@ -1328,6 +1333,8 @@ def _pyspy_threads(text: str) -> tuple[ThreadStack, ...]:
             inside = True
         elif inside and (frame := _PYSPY_FRAME.match(line)) is not None:
             stacks[-1][1].insert(0, f"{frame['file']}:{frame['function']}")
+        elif inside and _PYSPY_NATIVE.match(line):
+            continue
         else:
             inside = False
     stacks = [(thread, frames) for thread, frames in stacks if frames]

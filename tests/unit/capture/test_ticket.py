@@ -2900,3 +2900,16 @@ __strlen_evex () at ../sysdeps/x86_64/multiarch/strlen-evex.S:79
     assert (read.failure.outcome, read.failure.signal) == ("crash", "SIGSEGV")
     assert read.command == "./crash --count 4"
     assert read.native_frames[1:] == ("measure@crash.c", "main@crash.c")
+
+
+def test_a_py_spy_native_dump_keeps_its_python_frames() -> None:
+    # `py-spy dump --native` puts C frames among the Python ones: the first ended the
+    # thread's stack, and the description quoted none.
+    native = PYSPY_DEADLOCK.replace(
+        '"MainThread"\n',
+        '"MainThread"\n    0x7f6f3bea3f16 (libc.so.6)\n'
+        "    PyThread_acquire_lock_timed (libpython3.11.so.1.0)\n",
+    ).replace('"t2"\n', '"t2"\n    lock_PyThread_acquire_lock (libpython3.11.so.1.0)\n')
+    read = read_ticket(native)
+    assert read.python_frames == ("serve.py:<module>", "serve.py:main", "serve.py:transfer")
+    assert read.threads[1].frames[-1] == "serve.py:transfer"
