@@ -48,9 +48,11 @@ class EnvInfo:
     # Of each path entry (`./mypkg`), its absolute path and files' digest: what tells two
     # environments of the same `packages` apart (EnvRequest.sources).
     sources: tuple[str, ...] = ()
-    # The upload cutoff it was resolved under (EnvRequest.cutoff): `bisect --by-date` builds
+    # The upload cutoff it was resolved under (EnvRequest.cutoff, `cutoff_of`: the request's
+    # exclude_newer, else a UV_EXCLUDE_NEWER of uv's settings): `bisect --by-date` builds
     # one environment of the same unpinned `packages` per day, which read alike without it.
-    exclude_newer: str = ""
+    # Its JSON key is `exclude_newer` (docs/cli.md's `envs`).
+    cutoff: str = ""
 
     def to_dict(self) -> JsonObject:
         return {
@@ -66,13 +68,19 @@ class EnvInfo:
             "used_by": list(self.used_by),
             "in_use": self.in_use,
             "sources": list(self.sources),
-            "exclude_newer": self.exclude_newer or None,
+            "exclude_newer": self.cutoff or None,
         }
 
     def holds(self) -> str:
         """Its packages as a listing says them, with the upload cutoff it was resolved under:
         `packaging (uploaded before 2022-12-06T23:59:59Z)`."""
-        return (" ".join(self.packages) or "(none)") + uploaded_before(self.exclude_newer)
+        return (" ".join(self.packages) or "(none)") + uploaded_before(self.cutoff)
+
+    def listed(self) -> str:
+        """What it holds as `envs list` and `envs prune` say it: `holds`, then each path
+        entry's absolute path and files' digest (`./mypkg (./mypkg: /a/mypkg 0123...)`),
+        without which two `./mypkg` environments read alike."""
+        return self.holds() + "".join(f" ({source})" for source in self.sources)
 
 
 def list_envs(root: Path) -> list[EnvInfo]:
@@ -112,7 +120,7 @@ def list_envs(root: Path) -> list[EnvInfo]:
                     for pair in (sources if isinstance(sources, list) else ())
                     if isinstance(pair, list) and len(pair) == 2
                 ),
-                exclude_newer=cutoff_of(request) or "",
+                cutoff=cutoff_of(request) or "",
             )
         )
     return sorted(out, key=lambda e: e.last_used, reverse=True)
@@ -209,7 +217,7 @@ def summarize(envs: Sequence[EnvInfo], now: float | None = None) -> list[dict[st
             {
                 "key": env.key,
                 "python": env.python,
-                "packages": env.holds() + "".join(f" ({source})" for source in env.sources),
+                "packages": env.listed(),
                 "size": human_size(env.size_bytes),
                 "last_used": ago(now - env.last_used),
                 "used_by": (", ".join(env.used_by) or "-")

@@ -130,6 +130,26 @@ def test_two_environments_of_one_folder_package_are_told_apart(envs_root: Path) 
     assert row["packages"] == "./mypkg (./mypkg: /a/mypkg 0123456789abcdef)"
 
 
+def test_a_pruned_folder_package_environment_is_said_with_its_sources(
+    envs_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `envs list` named each path entry's folder and digest, but `envs prune` said only
+    # `removed KEY  Python 3.11.7  ./mypkg`: two removed `./mypkg` environments read alike.
+    python = venvs.Interpreter("/usr/bin/python3", "3.11.7")
+    for folder, digest in (("/a/mypkg", "0123456789abcdef"), ("/b/mypkg", "fedcba9876543210")):
+        request = venvs.EnvRequest(
+            python, ("./mypkg",), sources=(("./mypkg", f"{folder} {digest}"),)
+        )
+        made = _environment(envs_root, request.key(), time.time())
+        (made / venvs.META).write_text(json.dumps({"request": request.to_dict()}))
+    assert main(["envs", "prune", "--all", "--dry-run", "--out", str(tmp_path / "o")]) == 0
+    said = sorted(line.split("  ", 1)[1] for line in capsys.readouterr().out.splitlines())
+    assert said == [
+        "Python 3.11.7  ./mypkg (./mypkg: /a/mypkg 0123456789abcdef)",
+        "Python 3.11.7  ./mypkg (./mypkg: /b/mypkg fedcba9876543210)",
+    ]
+
+
 def test_environments_of_two_days_of_a_bisect_by_date_are_told_apart(envs_root: Path) -> None:
     # `bisect --by-date` builds one environment of the same unpinned `packages` per day, its
     # cutoff in uv's settings (UV_EXCLUDE_NEWER): `envs list` showed ten rows reading
@@ -143,7 +163,7 @@ def test_environments_of_two_days_of_a_bisect_by_date_are_told_apart(envs_root: 
         )
         folder = _environment(envs_root, request.key(), time.time())
         (folder / venvs.META).write_text(json.dumps({"request": request.to_dict()}))
-    listed = sorted(venvs.list_envs(envs_root), key=lambda env: env.exclude_newer)
+    listed = sorted(venvs.list_envs(envs_root), key=lambda env: env.cutoff)
     assert [env.to_dict()["exclude_newer"] for env in listed] == [
         "2022-12-06T23:59:59Z",
         "2022-12-07T23:59:59Z",
