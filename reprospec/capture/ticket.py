@@ -1322,11 +1322,15 @@ def _pyspy_frames(text: str) -> list[str] | None:
 def _pyspy_threads(text: str) -> tuple[ThreadStack, ...]:
     """Each thread of a `py-spy dump` in `text` where it shows several, its own stack
     (`file:function` innermost last, the main one first): a deadlock's other side (the
-    thread holding the lock the main one waits for) was in no description."""
+    thread holding the lock the main one waits for) was in no description. The first
+    process's only: `--subprocesses` dumps each child after it, with a main thread of its
+    own."""
     lines = text.split("\n")
     stacks: list[tuple[str, list[str]]] = []
     inside = False
     for line in lines:
+        if stacks and _PYSPY_PROCESS.match(line.strip()):
+            break  # `--subprocesses`' next process: its threads are not this one's
         header = _PYSPY_THREAD.match(line.strip())
         if header is not None:
             stacks.append((line.strip().split(" ", 1)[1], []))

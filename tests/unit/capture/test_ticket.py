@@ -2913,3 +2913,27 @@ def test_a_py_spy_native_dump_keeps_its_python_frames() -> None:
     read = read_ticket(native)
     assert read.python_frames == ("serve.py:<module>", "serve.py:main", "serve.py:transfer")
     assert read.threads[1].frames[-1] == "serve.py:transfer"
+
+
+def test_a_py_spy_subprocesses_dump_gives_the_first_processs_threads() -> None:
+    # `--subprocesses` dumps each child after the parent, a MainThread of its own: read as
+    # the parent's threads, two ran `<module>` and the description said none did.
+    child = """\
+
+--------------------------------------------------------------------------------
+Process 21865: python serve.py --workers 4
+Python v3.11.7 (/root/.pyenv/versions/3.11.7/bin/python3.11)
+Parent Process 5461: python serve.py --workers 4
+
+Thread 21865 (idle): "MainThread"
+    SimpleQueue.get (multiprocessing/queues.py:365)
+    worker (multiprocessing/pool.py:114)
+    main (serve.py:12)
+    <module> (serve.py:15)
+"""
+    dump = PYSPY_DEADLOCK.rstrip("`\n") + "\n" + child + "```\n"
+    read = read_ticket(dump)
+    assert [(t.thread, t.main) for t in read.threads] == [
+        ('5461 (idle): "MainThread"', True),
+        ('5480 (idle): "t2"', False),
+    ]
