@@ -227,13 +227,15 @@ def pytest_configure(config: pytest.Config) -> None:
     out = config.getoption("reprospec_out")
     if out:
         _check_out(Path(out))
-    if config.getoption("reprospec_runner") == "docker" and config.getoption("reprospec_python"):
+    python = config.getoption("reprospec_python")
+    if config.getoption("reprospec_runner") == "docker" and python:
         # Refused by the run's options too, but there once per cell, each failing alone.
-        raise pytest.UsageError(
-            "--reprospec-python: the docker runner runs each cell in its image's python3, not "
-            "an interpreter of this machine; name the image with environment.image (or "
-            "environment.dockerfile), or leave --reprospec-runner docker out"
+        from reprospec.core.runoptions import docker_python_refused
+
+        refused = docker_python_refused(
+            "--reprospec-python", python, "leave --reprospec-runner docker out"
         )
+        raise pytest.UsageError(str(refused))
     here = config.invocation_params.dir
     if config.args_source == pytest.Config.ArgsSource.ARGS:
         # `pytest --reprospec a.yaml b.yaml`: the option took a.yaml, the command line b.yaml;

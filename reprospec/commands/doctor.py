@@ -55,13 +55,9 @@ def run(args: argparse.Namespace) -> int:
     if given is not None and args.runner == "docker":
         # As `run` refuses it (core/runoptions.py): doctor checked this interpreter and said
         # nothing of the images the cells run in, as if the docker run would use it.
-        from reprospec.errors import UsageError
+        from reprospec.core.runoptions import docker_python_refused
 
-        raise UsageError(
-            f"--python {given}: the docker runner runs each cell in its image's python3, not "
-            "an interpreter of this machine; name the image with environment.image (or "
-            "environment.dockerfile), or check with --runner local or venv"
-        )
+        raise docker_python_refused("--python", given, "check with --runner local or venv")
     python, whose, base = _interpreter(None if given is None else checked_python(given), needs)
     if needs is not None and base is not None:
         needs = replace(needs, python=None)  # no interpreter of it to compare: said by `base`

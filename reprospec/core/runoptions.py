@@ -125,6 +125,17 @@ def absolute_python(text: str) -> str:
     return os.path.abspath(os.path.expanduser(text))  # noqa: PTH100, PTH111
 
 
+def docker_python_refused(flag: str, value: str, then: str) -> UsageError:
+    """`--python VALUE` (or `flag`, as the caller named it) with the docker runner, refused in
+    one set of words by `run`, `doctor` and the pytest plugin, which each end it with what
+    to do instead (`then`): the runner runs each cell in its image's python3."""
+    return UsageError(
+        f"{flag} {value}: the docker runner runs each cell in its image's python3, not an "
+        "interpreter of this machine; name the image with environment.image (or "
+        f"environment.dockerfile), or {then}"
+    )
+
+
 def absolute_folder(path: Path) -> Path:
     """`--find-links`' folder as a run records it: absolute, for `--resume` alike."""
     return path.expanduser().resolve()
@@ -318,11 +329,8 @@ class RunOptions:
             # The docker runner runs each cell in its image's python3: an interpreter of this
             # machine was dropped without a word, and the report called it "the interpreter
             # this run's attempts ran in" and put it in the command to rerun.
-            raise UsageError(
-                f"{made('--python', 'python')} {self.python}: the docker runner runs each cell "
-                "in its image's python3, not an interpreter of this machine; name the image "
-                "with environment.image (or environment.dockerfile), or run with --runner "
-                "local or venv"
+            raise docker_python_refused(
+                made("--python", "python"), self.python, "run with --runner local or venv"
             )
         # `matrix_filters="w=2"` would be read a character at a time ("-m w: expected
         # AXIS=VALUE"); a list is kept as the tuple the frozen value needs.

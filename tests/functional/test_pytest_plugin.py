@@ -403,7 +403,7 @@ def test_an_interpreter_for_the_docker_runner_is_a_usage_error(tmp_path: Path) -
         tmp_path, "--reprospec", "--reprospec-runner", "docker", "--reprospec-python", "python3"
     )
     assert run.code == 4, run.output
-    assert "ERROR: --reprospec-python: the docker runner runs each cell in its image's" in (
+    assert "ERROR: --reprospec-python python3: the docker runner runs each cell in its image's" in (
         run.output
     )
     assert not run.cases
