@@ -219,7 +219,9 @@ def unnamed_agrees(one: str, other: str) -> bool:
     """Whether two crash signatures differ only where one could not name its native frame
     (`crash:SIGSEGV:main:??@python3.11` and `...:main:os_kill_impl@libpython3.11`, the
     same `os.kill` in a container's Python without symbols and in a venv's): an unknown
-    frame is not a different crash, as an unread one is not (`agrees`)."""
+    frame is not a different crash, as an unread one is not (`agrees`). Only in the same
+    library (the interpreter's executable and its libpython count as one) and under the
+    same caller where the unnamed side has one: `??@libcudnn` is not `f@libtorch_cpu`."""
     return _covers(one, other) or _covers(other, one)
 
 
@@ -240,7 +242,26 @@ def _covers(unnamed: str, named: str) -> bool:
     frame = named[len(before) + 1 : len(named) - len(after)]
     # One frame (`os_kill_impl@libpython3.11`, `at::native::f@libtorch_cpu<-g@libx`): no
     # part of its own past C++'s `::`, so no stage or other field is taken for a frame.
-    return bool(frame) and ":" not in frame.replace("::", "")
+    if not frame or ":" in frame.replace("::", ""):
+        return False
+    # `??@LIB[<-CALLER]`: the same library (or the interpreter both ways: a venv's
+    # libpython3.11, an image's python3.11), and the same caller where the unnamed side
+    # read one. Within one run an unnamed frame is more often another library without
+    # symbols (a stripped driver, cuDNN) than the same place unnamed: another crash site.
+    lib, _, caller = unnamed[found.end() : kernel if kernel >= 0 else None].partition("<-")
+    top, _, their_caller = frame.partition("<-")
+    their_lib = _library(top)
+    lib = lib.removeprefix("@")
+    same = lib == their_lib or (is_interpreter_file(lib) and is_interpreter_file(their_lib))
+    if not caller or caller == their_caller:
+        return same
+    # An unnamed caller (`??@libfoo`) is the named one's library's.
+    return same and caller.startswith("??@") and _library(caller) == _library(their_caller)
+
+
+def _library(part: str) -> str:
+    """`f@libfoo` -> `libfoo`; a frame part without a library (`f`) -> ``."""
+    return part.rpartition("@")[2] if "@" in part else ""
 
 
 def stuck_first(stacks: NativeStacks, stuck: int | None) -> list[ProcessStacks]:

@@ -64,3 +64,40 @@ def test_the_runs_signatures_count_an_unnamed_frame_under_the_named_one() -> Non
     ]
     signature_of = signatures_of(cells)
     assert {signature_of(c.attempts[0]) for c in cells} == {NAMED}
+
+
+@pytest.mark.parametrize(
+    ("unnamed", "named"),
+    [
+        # Another library without symbols (cuDNN) is another crash site, not torch's frame.
+        ("crash:SIGSEGV:main:??@libcudnn", "crash:SIGSEGV:main:foo@libtorch_cpu"),
+        # The unnamed side's caller is known, and it is not the named side's.
+        ("crash:SIGSEGV:main:??@python3.11<-a@liba", "crash:SIGSEGV:main:b@libb<-c@libc"),
+        ("crash:SIGSEGV:main:??@python3.11<-a@liba", "crash:SIGSEGV:main:b@libpython3.11<-c@libc"),
+        ("crash:SIGSEGV:main:??@python3.11<-??@liba", "crash:SIGSEGV:main:b@python3.11<-c@libc"),
+        # The interpreter is not any library.
+        ("crash:SIGSEGV:main:??@python3.11", "crash:SIGSEGV:main:strlen@libc"),
+    ],
+)
+def test_an_unnamed_frame_in_another_library_or_under_another_caller_disagrees(
+    unnamed: str, named: str
+) -> None:
+    assert not native.unnamed_agrees(unnamed, named)
+    assert not native.agrees(unnamed, named, native_unknown=False)
+    assert not native.agrees(named, unnamed, native_unknown=False)
+
+
+@pytest.mark.parametrize(
+    "named",
+    [
+        "crash:SIGSEGV:main:os_kill_impl@libpython3.11<-a@liba",
+        "crash:SIGSEGV:main:os_kill_impl@python3.11<-a@liba",
+    ],
+)
+def test_an_unnamed_interpreter_frame_agrees_under_the_same_caller(named: str) -> None:
+    for unnamed in (
+        "crash:SIGSEGV:main:??@python3.11<-a@liba",
+        "crash:SIGSEGV:main:??@libpython3.11<-??@liba",
+        "crash:SIGSEGV:main:??@python3.11",  # its caller not read
+    ):
+        assert native.unnamed_agrees(unnamed, named), unnamed
