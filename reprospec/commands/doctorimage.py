@@ -26,18 +26,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprospec.doctor import INTERPRETER_CHECKS
+
 if TYPE_CHECKING:
     from reprospec.core.inputs import AttemptPlan
     from reprospec.doctor import Check, Needs
     from reprospec.runners.docker.runner import DockerRunner
 
-# The checks of an interpreter (doctor.run_checks' own): made on the image's environment.
-INTERPRETER_CHECKS = frozenset(
-    {"torch", "cuda", "gpu-slots", "cuda-driver", "gpu-arch", "cpu-capability", "nvcc"}
-)
 # Made on the image's environment where it is here: its interpreter's, and whether it
 # holds the spec's python and packages.
-INSIDE = INTERPRETER_CHECKS | {"spec-environment"}
+_INSIDE = INTERPRETER_CHECKS | {"spec-environment"}
 # Skipped where no image is checked: an interpreter's checks and gdb's, the host's.
 _NOT_MADE = INTERPRETER_CHECKS | {"native-stacks"}
 # The host's, which no container of the image uses or which a container does not cheaply say.
@@ -117,7 +115,7 @@ def _made_inside(
     spec: str,
     visible_devices: str | None,
 ) -> dict[str, list[Check]]:
-    """Each check of `INSIDE` and `native-stacks`, by name, made in each image: from the
+    """Each check of `_INSIDE` and `native-stacks`, by name, made in each image: from the
     environment a throwaway container of it captures, as a run does."""
     from reprospec import doctor
     from reprospec.doctor import Check
@@ -131,12 +129,12 @@ def _made_inside(
                 env = runner.capture_environment(plan, Path(folder))
             error = env.get("error")
             made = (
-                [Check(n, "skipped", f"could not be captured: {error}") for n in sorted(INSIDE)]
+                [Check(n, "skipped", f"could not be captured: {error}") for n in sorted(_INSIDE)]
                 if isinstance(error, str)
                 else doctor.run_checks(dict(env), needs, visible_devices)
             )
             for check in made:
-                if check.name not in INSIDE:
+                if check.name not in _INSIDE:
                     continue  # the spec's own (device, memory, limits): the same anywhere
                 inside.setdefault(check.name, []).append(
                     Check(check.name, check.status, f"in image {tag}: {check.why}", check.todo)
@@ -178,4 +176,4 @@ def _gdb_in(runner: DockerRunner, tag: str) -> Check:
     )
 
 
-__all__ = ["INSIDE", "INTERPRETER_CHECKS", "image_checks", "present_images"]
+__all__ = ["image_checks", "present_images"]

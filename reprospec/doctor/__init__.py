@@ -105,6 +105,12 @@ def run_checks(
 # `doctor` warned a spec of plain commands (`shm_size: 64m`, or `--runner docker`'s 64 MiB)
 # that its DataLoader workers would run out of shared memory.
 TORCH_CHECKS = frozenset({"torch", "cuda", "cuda-driver", "gpu-arch", "cpu-capability", "shm"})
+# The checks of an interpreter, of `run_checks`' machine checks: `doctor --runner docker`
+# makes them on each image's environment (commands/doctorimage.py). `shm` and `wsl` are not
+# among them: a container has docker's /dev/shm, and shares the host's kernel.
+INTERPRETER_CHECKS = frozenset(
+    {"torch", "cuda", "gpu-slots", "cuda-driver", "gpu-arch", "cpu-capability", "nvcc"}
+)
 
 
 def _not_needed(check: Check) -> Check:
@@ -139,6 +145,7 @@ def _installed_by_runner(check: Check, env: Captured, needs: Needs) -> Check:
 
 
 __all__ = [
+    "INTERPRETER_CHECKS",
     "NO_GPU",
     "Check",
     "Needs",

@@ -214,8 +214,7 @@ def find_interpreter(request: str | None = None) -> Interpreter:
 
             found = pythons.find(request)
             if found.path is None:
-                tried = found.tried if pythons.plain(request) else None
-                raise EnvBuildError(not_found(request, done.stderr, tried))
+                raise EnvBuildError(not_found(request, done.stderr, found.tried))
             path = found.path
     # Worded as every verb words an interpreter that cannot start (environment/interpreter.py).
     if not os.path.exists(path):  # noqa: PTH110

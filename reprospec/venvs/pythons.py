@@ -40,7 +40,9 @@ class Found:
 
     path: str | None
     version: str | None
-    tried: tuple[str, ...]  # each place read, and why it was passed over
+    # Each place read, and why it was passed over; None where none was read (a request
+    # that is no plain version: uv's answer is the only one).
+    tried: tuple[str, ...] | None
 
 
 def matches(request: str, version: str) -> bool:
@@ -61,9 +63,9 @@ def runs_as(path: str, request: str) -> bool:
 
 def find(request: str) -> Found:
     """The first interpreter of `request` in the places above that runs, or what was
-    tried; a request that is no plain version finds nothing, trying nothing."""
+    tried; a request that is no plain version finds nothing, trying nothing (`tried` None)."""
     if not plain(request):
-        return Found(None, None, ())
+        return Found(None, None, None)
     tried: list[str] = []
     seen: set[str] = set()
     for path in _candidates(request):
