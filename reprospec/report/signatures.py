@@ -244,7 +244,8 @@ def signatures_of(cells: Sequence[CellResult]) -> Callable[[AttemptResult], str]
     A crash whose native stacks were not read (its core replaced by a parallel crash in
     the same folder), or whose top native frame has no name (`??@python3.11`: a Python
     without symbols), counts under the one signature named elsewhere in the run that it
-    agrees with, so one failure is not reported as two; an ambiguous one keeps its own.
+    agrees with (an unread one, where none is named, under the one unnamed signature it
+    agrees with), so one failure is not reported as two; an ambiguous one keeps its own.
     """
     named = _named_signatures(cells)
 
@@ -259,18 +260,32 @@ def signatures_of(cells: Sequence[CellResult]) -> Callable[[AttemptResult], str]
 
 def _named_signatures(cells: Sequence[CellResult]) -> dict[str, str]:
     """The signatures of crashes without native stacks or with an unnamed native frame,
-    each to the one named signature it agrees with (none when ambiguous)."""
+    each to the one named signature it agrees with, else to the one unnamed signature it
+    agrees with (none when ambiguous).
+
+    An unnamed frame's signature is a candidate too: a docker run of an image's Python
+    without symbols gives `crash:SIGSEGV:main:??@python3.11` where a core was read and
+    `crash:SIGSEGV:main` where a parallel crash replaced it, one failure.
+    """
     read: set[str] = set()
-    unread: set[str] = set()
+    unknown: set[str] = set()
     for cell in cells:
         for attempt in cell.attempts:
             if attempt.ran is not None:
-                (unread if _unknown(attempt) else read).add(attempt.ran.signature)
+                signature = attempt.ran.signature
+                if not native.read_none(attempt.native):
+                    read.add(signature)
+                if _unknown(attempt):
+                    unknown.add(signature)
     named: dict[str, str] = {}
-    for ours in unread:
+    for ours in unknown:
         agreeing = [s for s in read if native.agrees(ours, s, native_unknown=True)]
-        if len(agreeing) == 1:
-            named[ours] = agreeing[0]
+        known = [s for s in agreeing if not native.unnamed_frame(s)]
+        # An unread one to an unnamed one; not an unnamed one to another (`??@python3.11`
+        # and `??@libpython3.11` would each take the other's), nor any to itself.
+        choice = known or ([] if native.unnamed_frame(ours) else agreeing)
+        if len(choice) == 1 and choice[0] != ours:
+            named[ours] = choice[0]
     return named
 
 

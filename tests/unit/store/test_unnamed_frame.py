@@ -101,3 +101,48 @@ def test_an_unnamed_interpreter_frame_agrees_under_the_same_caller(named: str) -
         "crash:SIGSEGV:main:??@python3.11",  # its caller not read
     ):
         assert native.unnamed_agrees(unnamed, named), unnamed
+
+
+def _in(cell: CellResult, cell_id: str, native_text: str = "#### native") -> CellResult:
+    attempt = replace(cell.attempts[0], native=native_text)
+    return replace(cell, cell=replace(cell.cell, id=cell_id), attempts=(attempt,))
+
+
+UNREAD = "_native stacks unavailable: no core file (another crash in the folder replaced it)_"
+
+
+def test_an_unread_crash_counts_under_the_runs_unnamed_frame() -> None:
+    """A docker run of an image's Python without symbols, its attempts in parallel: those
+    whose core was read said `??@python3.11`, those whose core another replaced said
+    `crash:SIGSEGV:main`; the report listed two failures of the one os.kill."""
+    cells = [_in(_crashed(UNNAMED), "a"), _in(_crashed("crash:SIGSEGV:main"), "b", UNREAD)]
+    signature_of = signatures_of(cells)
+    assert {signature_of(c.attempts[0]) for c in cells} == {UNNAMED}
+    # With a named frame in the run too, both count under the named one.
+    cells.append(_in(_crashed(NAMED), "c"))
+    signature_of = signatures_of(cells)
+    assert {signature_of(c.attempts[0]) for c in cells} == {NAMED}
+
+
+def test_the_runs_signatures_keep_unnamed_frames_of_two_libraries_apart() -> None:
+    other = "crash:SIGSEGV:main:??@libcudnn"
+    cells = [
+        _in(_crashed(UNNAMED), "a"),
+        _in(_crashed(other), "b"),
+        _in(_crashed("crash:SIGSEGV:main"), "c", UNREAD),  # the one named frame's
+        _in(_crashed("crash:SIGSEGV:main:foo@libtorch_cpu"), "d"),
+    ]
+    signature_of = signatures_of(cells)
+    assert [signature_of(c.attempts[0]) for c in cells] == [
+        UNNAMED,
+        other,
+        "crash:SIGSEGV:main:foo@libtorch_cpu",
+        "crash:SIGSEGV:main:foo@libtorch_cpu",
+    ]
+
+
+def test_two_unnamed_frames_that_agree_do_not_take_each_others_signature() -> None:
+    other = "crash:SIGSEGV:main:??@libpython3.11"
+    cells = [_in(_crashed(UNNAMED), "a"), _in(_crashed(other), "b")]
+    signature_of = signatures_of(cells)
+    assert [signature_of(c.attempts[0]) for c in cells] == [UNNAMED, other]
