@@ -38,7 +38,6 @@ from reprospec.core import environ
 from reprospec.core.atomicfile import unwritable
 from reprospec.core.caller import argument, said
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import Redactor
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.safepoint import Deferral
@@ -51,6 +50,7 @@ from reprospec.errors import FatalError, InfraError, UsageError
 from reprospec.export.tree import program_digest
 from reprospec.plan.failingcell import Amplified, cell_filters, choose_failing_cell, fails
 from reprospec.store.runfolder import RunFolder
+from reprospec.venvs import pythons
 
 
 class BisectInterrupted(KeyboardInterrupt):
@@ -640,7 +640,7 @@ def _check_python(request: BisectRequest) -> None:
     every version's environment failed on it and the bisect was refused as "the bad end
     cannot be tested", after asking the index for every release. A version (`3.12`),
     which the venv runner has uv find, is uv's to find."""
-    if request.python is None or request.runner == "docker" or _VERSION.fullmatch(request.python):
+    if request.python is None or request.runner == "docker" or pythons.plain(request.python):
         return
     from reprospec.runners.local import checked_python
 
@@ -648,9 +648,6 @@ def _check_python(request: BisectRequest) -> None:
         checked_python(request.python)
     except InfraError as exc:
         raise InfraError(f"{exc} ({said('--python', 'python')})") from exc
-
-
-_VERSION = Lazy(r"\d+(?:\.\d+)*")
 
 
 def _envs_root(request: BisectRequest) -> Path:

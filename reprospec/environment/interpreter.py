@@ -18,6 +18,10 @@ from pathlib import Path
 from reprospec.core import capped
 from reprospec.errors import InfraError
 
+# Run by `python -c` to ask an interpreter its version (`3.11.7`): the local runner's check
+# of `--python` and the venv runner's base interpreter (venvs/pythons.py `version_of`).
+VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
+
 
 def unusable(path: str, *, found: bool) -> str:
     """An interpreter that cannot start: `interpreter not found: PATH`, or where `found`

@@ -26,7 +26,7 @@ from reprospec.core.lazyre import Lazy
 from reprospec.core.recent import Recent
 from reprospec.core.results import Execution
 from reprospec.core.scoped import Scoped
-from reprospec.environment.interpreter import unusable
+from reprospec.environment.interpreter import VERSION_CODE, unusable
 from reprospec.environment.probe import HARNESS_PYTHON, probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.native import cudagdb
@@ -67,7 +67,6 @@ if TYPE_CHECKING:  # imported when a spec asks for them (preload, packages): mos
     from reprospec.runners import programs  # a cell held to its environment's programs
     from reprospec.runners.together import InstanceStart
 
-_VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
 SHIM_PREFIX = "reprospec-python-"
 
 
@@ -99,7 +98,7 @@ def interpreter_version(path: str) -> str:
         raise InfraError(unusable(path, found=True))
     try:
         # Bounded: the interpreter may print on its own (a .pth file, a wrapper).
-        done = capped.run([path, "-c", _VERSION_CODE], limit=64 << 10, timeout_s=60)
+        done = capped.run([path, "-c", VERSION_CODE], limit=64 << 10, timeout_s=60)
     except OSError as exc:
         raise InfraError(f"not a Python interpreter: {path} (does not run: {exc})") from exc
     if done.timed_out:

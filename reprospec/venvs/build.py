@@ -40,6 +40,7 @@ from reprospec.core.trylock import SharedHold, hold_shared, let_go, locked_waiti
 from reprospec.environment import packages
 from reprospec.environment.interpreter import unusable
 from reprospec.errors import InfraError
+from reprospec.venvs import pythons
 from reprospec.venvs.index import IndexConfig, user_index_config
 from reprospec.venvs.staging import LOCKS, TMP, build_lock, sweep_unfinished
 
@@ -176,15 +177,10 @@ class EnvRequest:
         return out
 
 
-_VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
-
-
 def _past_a_shim(request: str, found: str) -> str:
     """`python3.10` as PATH finds it, or, where that is a shim that does not run (pyenv's
     of a version it has but not active), the first Python 3.10 that runs in the places
     venvs/pythons.py reads; `found` where none does (its check says why it does not run)."""
-    from reprospec.venvs import pythons
-
     version = request.removeprefix("python")
     if not pythons.plain(version) or pythons.runs_as(found, version):
         return found
@@ -210,8 +206,6 @@ def find_interpreter(request: str | None = None) -> Interpreter:
             path = done.stdout.strip().splitlines()[-1]
         else:
             # uv stops at a shim it cannot run: the places a user expects, read past it.
-            from reprospec.venvs import pythons
-
             found = pythons.find(request)
             if found.path is None:
                 raise EnvBuildError(not_found(request, done.stderr, found.tried))
@@ -221,23 +215,11 @@ def find_interpreter(request: str | None = None) -> Interpreter:
         raise EnvBuildError(unusable(path, found=False))
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):  # noqa: PTH113
         raise EnvBuildError(unusable(path, found=True))
-    try:
-        done = subprocess.run(
-            [path, "-c", _VERSION_CODE],
-            capture_output=True,
-            text=True,
-            # The spec's interpreter, or a wrapper of it, may say why it fails in any bytes:
-            # read strictly, a latin-1 message was an internal UnicodeDecodeError.
-            errors="replace",
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise EnvBuildError(f"interpreter {path} does not run: {exc}") from exc
-    if done.returncode != 0:
-        raise EnvBuildError(f"interpreter {path} does not run: {_uv_error(done.stderr)}")
+    version, why = pythons.version_of(path, timeout_s=60, stderr_said=_uv_error)
+    if version is None:
+        raise EnvBuildError(f"interpreter {path} {why}")
     # A venv's python and its base give the same environments: hash the real file.
-    return Interpreter(os.path.realpath(path), done.stdout.strip())
+    return Interpreter(os.path.realpath(path), version)
 
 
 # ---- uv ------------------------------------------------------------------------------------

@@ -23,15 +23,18 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from reprospec.core.frozen import frozen
+from reprospec.environment.interpreter import VERSION_CODE
 
 _VERSION = re.compile(r"\d+(?:\.\d+){0,2}")
+_FULL = r"\d+\.\d+\.\d+"  # a version as an interpreter says it: `3.10.13`
 # A folder of uv's managed interpreters: `cpython-3.10.13-linux-x86_64-gnu`.
-_UV_MANAGED = re.compile(r"cpython-(?P<version>\d+\.\d+\.\d+)(?:[+-].*)?")
-_VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
+_UV_MANAGED = re.compile(rf"cpython-(?P<version>{_FULL})(?:[+-].*)?")
+# What VERSION_CODE printed last (a .pth file or a wrapper may print before it).
+_SAID = re.compile(rf"({_FULL})\s*$")
 
 
 @frozen
@@ -57,7 +60,7 @@ def plain(request: str) -> bool:
 
 def runs_as(path: str, request: str) -> bool:
     """Whether the interpreter at `path` runs and is a Python `request`."""
-    version, _ = _version_of(path)
+    version, _ = version_of(path)
     return version is not None and matches(request, version)
 
 
@@ -73,7 +76,7 @@ def find(request: str) -> Found:
         if real in seen:
             continue
         seen.add(real)
-        version, why = _version_of(path)
+        version, why = version_of(path)
         if version is not None and matches(request, version):
             return Found(path, version, tuple(tried))
         tried.append(f"{path} ({why or f'Python {version}'})")
@@ -114,7 +117,7 @@ def _newest_first(root: Path, request: str, name: str) -> Iterator[str]:
     for folder in folders:
         managed = _UV_MANAGED.fullmatch(folder.name)
         version = managed["version"] if managed else folder.name
-        if re.fullmatch(r"\d+\.\d+\.\d+", version) and matches(request, version):
+        if re.fullmatch(_FULL, version) and matches(request, version):
             versions.append((tuple(int(p) for p in version.split(".")), folder))
     for _, folder in sorted(versions, reverse=True):
         major = name.removeprefix("python").split(".")[0]
@@ -125,24 +128,33 @@ def _newest_first(root: Path, request: str, name: str) -> Iterator[str]:
                 break
 
 
-def _version_of(path: str) -> tuple[str | None, str | None]:
-    """The version `path` says it is, or why it said none (a shim that exits 127)."""
+def version_of(
+    path: str, *, timeout_s: float = 30, stderr_said: Callable[[str], str] | None = None
+) -> tuple[str | None, str | None]:
+    """The version `path` says it is (`3.10.13`), or why it said none: `does not run: ...`
+    (a shim that exits 127, or `stderr_said(stderr)` for an exit that is not 0, where
+    given), or `printed no version`. The one probe of an interpreter's version of
+    `find` and the venv runner's base interpreter (build.py `find_interpreter`)."""
     try:
         done = subprocess.run(
-            [path, "-c", _VERSION_CODE],
+            [path, "-c", VERSION_CODE],
             capture_output=True,
             text=True,
+            # The interpreter, or a wrapper of it, may say why it fails in any bytes: read
+            # strictly, a latin-1 message was an internal UnicodeDecodeError.
             errors="replace",
-            timeout=30,
+            timeout=timeout_s,
             stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"does not run: {exc}"
     if done.returncode != 0:
+        if stderr_said is not None:
+            return None, f"does not run: {stderr_said(done.stderr)}"
         first = next((line for line in done.stderr.splitlines() if line.strip()), "")
         return None, f"does not run: exit {done.returncode}{f', {first.strip()}' if first else ''}"
-    version = done.stdout.strip()
-    return (version, None) if re.fullmatch(r"\d+\.\d+\.\d+", version) else (None, "no version")
+    said = _SAID.search(done.stdout)
+    return (said.group(1), None) if said is not None else (None, "printed no version")
 
 
-__all__ = ["Found", "find", "matches", "plain", "runs_as"]
+__all__ = ["Found", "find", "matches", "plain", "runs_as", "version_of"]

@@ -258,3 +258,20 @@ def test_an_interpreter_that_fails_in_bytes_not_utf8_is_said_so(tmp_path: Path) 
     python.chmod(0o755)
     with pytest.raises(EnvBuildError, match=r"does not run: .*erreur \ufffd fatale"):
         find_interpreter(str(python))
+
+
+def test_an_interpreter_that_prints_before_its_version_says_the_version(tmp_path: Path) -> None:
+    # A .pth file or a wrapper may print first: the version was all of stdout, the line
+    # before it too (`hello\n3.11.7`), in the environment's key and meta.json.
+    from reprospec.venvs.build import find_interpreter
+
+    python = tmp_path / "python3"
+    python.write_text("#!/bin/sh\necho hello\necho 3.11.7\n")
+    python.chmod(0o755)
+    assert find_interpreter(str(python)).version == "3.11.7"
+    silent = tmp_path / "silent" / "python3"
+    silent.parent.mkdir()
+    silent.write_text("#!/bin/sh\necho hello\n")
+    silent.chmod(0o755)
+    with pytest.raises(EnvBuildError, match=r"python3 printed no version$"):
+        find_interpreter(str(silent))
