@@ -1123,6 +1123,7 @@ _QUOTE_MARK = re.compile(r"^ {0,3}>(?: |$)")
 _TORCH = re.compile(r"\b(?:py)?torch(?:run|vision|audio)?\b|\bDataLoader\b", re.IGNORECASE)
 # A markdown code fence line: ``` or ~~~ (three or more), with an info string or none.
 _FENCE_LINE = re.compile(r"^\s*(?:`{3,}|~{3,})[\w+-]*\s*$")
+_FENCE_LINE_M = re.compile(_FENCE_LINE.pattern, re.M)
 
 
 def _unfenced(message: str | None) -> str | None:
@@ -1762,14 +1763,19 @@ _GHA_LATER_STEP = re.compile(r"^##\[group\]Run \S", re.M)
 def _through_failed_step(text: str) -> str:
     """`text` up to the end of the first GitHub Actions step that failed (its `##[error]
     Process completed with exit code N.` line) with a failure shown, where later steps
-    follow it; else all."""
+    follow it (and from the fence that closes the paste on, the ticket's prose); else all."""
     for failed in _GHA_STEP_FAILED.finditer(text):
         # A step that failed with no failure this reader knows (a lint step run with
         # `continue-on-error`) is not the one: the failure is further on.
         before = text[: failed.end()]
         if _FAILURE_START.search(before) is None and _PYTEST_FAILED.search(before) is None:
             continue
-        return before if _GHA_LATER_STEP.search(text, failed.end()) is not None else text
+        if _GHA_LATER_STEP.search(text, failed.end()) is None:
+            return text
+        # The later steps end where the paste does: the ticket's prose after its closing
+        # fence (`it fails only sometimes`) is kept.
+        fence = _FENCE_LINE_M.search(text, failed.end())
+        return before + ("\n" + text[fence.start() :] if fence is not None else "")
     return text
 
 

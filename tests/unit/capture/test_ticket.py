@@ -2937,3 +2937,25 @@ Thread 21865 (idle): "MainThread"
         ('5461 (idle): "MainThread"', True),
         ('5480 (idle): "t2"', False),
     ]
+
+
+def test_the_prose_after_a_ci_log_with_later_steps_is_still_read() -> None:
+    # The later steps were cut to the end of the ticket, and with them the reporter's
+    # words after the pasted log: a flaky failure's 20 attempts were lost.
+    log = _ci_lines(
+        [
+            "##[group]Run python train.py --bs 16",
+            "python train.py --bs 16",
+            "shell: /usr/bin/bash -e {0}",
+            "##[endgroup]",
+            "Traceback (most recent call last):",
+            '  File "/home/runner/work/l/l/train.py", line 7, in load',
+            "ValueError: batch size 16 exceeds buffer of 8 rows",
+            "##[error]Process completed with exit code 1.",
+            "##[group]Run python scripts/upload_metrics.py",
+            "FileNotFoundError: [Errno 2] No such file or directory: 'metrics.json'",
+        ]
+    )
+    read = read_ticket("```\n" + log + "```\n\nIt fails only sometimes, roughly 1 in 3 runs.\n")
+    assert read.failure.exception == "ValueError"
+    assert read.flaky is not None
