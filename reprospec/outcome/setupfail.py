@@ -31,7 +31,8 @@ cell was infra-error and bisect refused its bad end.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import functools
+from collections.abc import Collection, Mapping, Sequence
 
 from reprospec.core.lazyre import Lazy
 from reprospec.core.notstarted import not_started
@@ -110,10 +111,20 @@ def _of_declared(message: str, declared: Collection[str]) -> bool:
     top = found["name"].partition(".")[0]
     if normalize(top) in declared:
         return True
+    return any(normalize(name) in declared for name in _owners().get(top, []))
+
+
+@functools.cache
+def _owners() -> Mapping[str, list[str]]:
+    """Top-level module -> the distributions that install it, in the engine's interpreter
+    (the only one `_of_declared` is asked of), read once: `packages_distributions` reads
+    every distribution's metadata (0.1 s in a small venv, more beside torch), and a
+    `--repeat 200` cell of one `ModuleNotFoundError` paid it per attempt. Not the harness's
+    `reprospec_harness.pins._owners`: that one runs in the program's interpreter, a child
+    that reads it once, and keeps a fallback for Pythons before 3.10 the engine never is."""
     from importlib import metadata
 
-    providers = metadata.packages_distributions().get(top, [])
-    return any(normalize(name) in declared for name in providers)
+    return metadata.packages_distributions()
 
 
 __all__ = ["setup_failure"]

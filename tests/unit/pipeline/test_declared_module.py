@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reprospec.core.results import NotRun, Outcome
 from reprospec.outcome.evidence import Evidence
 from reprospec.pipeline.attempt import attempt_result
@@ -36,3 +38,30 @@ def test_an_undeclared_module_missing_never_started(tmp_path: Path) -> None:
     outcome = _outcome(tmp_path, ["six"])
     assert isinstance(outcome, NotRun)
     assert "no module named attrs in that interpreter" in outcome.reason
+
+
+def test_the_module_owners_are_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`packages_distributions` reads every installed distribution's metadata (0.1 s in a
+    small venv): it ran for each attempt of a cell that ended in a ModuleNotFoundError."""
+    from importlib import metadata
+
+    from reprospec.outcome import setupfail
+
+    calls: list[None] = []
+
+    def owners() -> dict[str, list[str]]:
+        calls.append(None)
+        return {"bs4": ["beautifulsoup4"]}
+
+    monkeypatch.setattr(metadata, "packages_distributions", owners)
+    cached = getattr(setupfail, "_owners", None)  # none before the cache
+    if cached is not None:
+        cached.cache_clear()
+    try:
+        for _ in range(3):
+            assert setupfail._of_declared("No module named 'bs4.nope'", {"beautifulsoup4"})
+            assert not setupfail._of_declared("No module named 'bs4'", {"six"})
+    finally:
+        if cached is not None:
+            cached.cache_clear()  # the next test reads this interpreter's own
+    assert len(calls) == 1
