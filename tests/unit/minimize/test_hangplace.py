@@ -11,7 +11,7 @@ from reprospec.isolation.state import StoredProbe
 from reprospec.minimize.hangplace import NOWHERE, UNREAD, moved, place_of
 from reprospec.minimize.program import Program
 from reprospec.minimize.search import Minimization, Probe, Settings
-from reprospec.minimize.source import Reducer
+from tests.support.minimizing import proposing
 
 LIB = "/root/.pyenv/versions/3.11.7/lib/python3.11"
 
@@ -161,7 +161,7 @@ def searched(proposed: tuple[str, ...], answer: Callable[[Probe, str], Answer]) 
     """A search of program("original") that proposes `proposed` in turn, each probe (of the
     program whose text is given) answered by `answer`, run to its result."""
     search = Minimization(
-        program("original"), Settings(passing=1, budget=200), proposing(*proposed)
+        program("original"), Settings(passing=1, budget=200), proposing(*map(program, proposed))
     )
     while search.result is None:
         for probe in search.next_probes():
@@ -174,17 +174,6 @@ def verdicts(search: Minimization) -> dict[str, str]:
     """Each judged program's verdict, by its text."""
     assert search.result is not None
     return {dict(search.program(j.key).files)["h.py"]: j.verdict for j in search.result.judged}
-
-
-def proposing(*texts: str) -> Callable[[Program], Reducer]:
-    def passes(original: Program) -> Reducer:
-        best = original
-        for text in texts:
-            if (yield program(text)):
-                best = program(text)
-        return best
-
-    return passes
 
 
 def test_the_search_rejects_a_candidate_whose_hang_sits_elsewhere_and_replays_the_same() -> None:

@@ -31,6 +31,7 @@ from reprospec.minimize.source import (
     unused_definitions,
     unused_imports,
 )
+from tests.support.minimizing import proposing
 
 PROGRAM = '''\
 """A training loop in miniature: the crash needs workers and pinned memory."""
@@ -1031,20 +1032,6 @@ def drive(
     return search.result, seen
 
 
-def proposing(*texts: str) -> Callable[[Program], Reducer]:
-    """Passes that propose these programs in turn, whatever the answers: each verdict is
-    then the rule's alone."""
-
-    def passes(original: Program) -> Reducer:
-        best = original
-        for text in texts:
-            if (yield program(text)):
-                best = program(text)
-        return best
-
-    return passes
-
-
 WITHOUT_GAP = EVICTOR.replace("        self.gap = 0.5\n", "")
 WITHOUT_PAUSE = EVICTOR.replace("    pause(cache.gap)\n", "")
 
@@ -1053,7 +1040,8 @@ def test_a_candidate_whose_failure_prints_an_exception_the_original_never_did_is
     # Deterministic (lost() every time): no rate can be clearly higher; the exception tells.
     executor = Threads(1.0, seed=0)
     settings = Settings(passing=len(PASSING))
-    result, seen = drive(EVICTOR, executor, settings, proposing(WITHOUT_GAP, WITHOUT_PAUSE))
+    proposed = proposing(program(WITHOUT_GAP), program(WITHOUT_PAUSE))
+    result, seen = drive(EVICTOR, executor, settings, proposed)
     assert result.status == "minimized", result.message
     verdicts = [(j.key, j.verdict, j.new_exceptions) for j in result.judged]
     assert verdicts == [
@@ -1213,7 +1201,7 @@ def test_an_original_replayed_without_its_exceptions_makes_none_new() -> None:
     # back without them, and the evictor's AttributeError cannot be told new.
     executor = Threads(1.0, seed=0)
     search = Minimization(program(EVICTOR), Settings(passing=len(PASSING)),
-                          proposing(WITHOUT_GAP))  # fmt: skip
+                          proposing(program(WITHOUT_GAP)))  # fmt: skip
     while search.result is None:
         for probe in search.next_probes():
             candidate = search.program(probe.key)
