@@ -628,6 +628,13 @@ def _beginning(value: str) -> str:
     return re.escape(head) + tail
 
 
+def _is_set(word: str) -> bool:
+    """Whether `word` is `--set` as `reprospec run` read it: whole, or cut as argparse takes
+    it (`--se`; `--s` is `--set` or `--shard`, refused). `--se X=SECRET` was masked `***`,
+    which a pasted rerun refused as YAML, where `--set`'s is `${{ env.NAME }}`."""
+    return len(word) >= 4 and "--set".startswith(word)
+
+
 class Redactor:
     """Masks a fixed set of secret values (and secret-looking names) in whatever it is given:
     whole, and a generated one's printed beginning (SECRET_BEGINNING_CHARS or more)."""
@@ -772,9 +779,10 @@ class Redactor:
             return self.text(text)
         shown = []
         for index, word in enumerate(words):
-            if word.startswith("--set="):
-                shown.append("--set=" + self.override(word[len("--set=") :]))
-            elif index and words[index - 1] == "--set":
+            name, equals, value = word.partition("=")
+            if equals and _is_set(name):
+                shown.append(f"{name}={self.override(value)}")
+            elif index and _is_set(words[index - 1]):
                 shown.append(self.override(word))
             else:
                 shown.append(self.text(word))

@@ -461,6 +461,16 @@ def test_a_secret_of_a_set_in_a_command_line_is_the_expression_that_reads_it_aga
         "reprospec run '--set=x.y=${{ env.MY_API_TOKEN }}' s.yaml"
     )
     assert redactor.command_line("reprospec run s.yaml") == "reprospec run s.yaml"
+    # `--se` is `--set` as argparse took it (`--s` is no option of its own): it was `***`.
+    assert redactor.command_line("reprospec run s.yaml --se x.y=zzsecret999") == (
+        "reprospec run s.yaml --se 'x.y=${{ env.MY_API_TOKEN }}'"
+    )
+    assert redactor.command_line("reprospec run --se=x.y=zzsecret999 s.yaml") == (
+        "reprospec run '--se=x.y=${{ env.MY_API_TOKEN }}' s.yaml"
+    )
+    assert redactor.command_line("reprospec run s.yaml --s x.y=zzsecret999") == (
+        "reprospec run s.yaml --s 'x.y=***'"
+    )
 
 
 def test_an_assignment_reads_its_secret_from_its_variable_only_where_it_says_more() -> None:
