@@ -387,6 +387,13 @@ def _expect(
         if failure.signal == "SIGKILL":
             oom = f"the log says {ticket.oom_killed!r}" if ticket.oom_killed else None
             comments["signal"] += f"; {sigkill_note(oom)}"
+        if ticket.windows_fault:
+            # A guess, said as one: Windows has no signals, and Linux's own kind of that
+            # fault is what a run here can show.
+            comments["signal"] += (
+                f"; the log's Windows {ticket.windows_fault}, read as {failure.signal}, "
+                "its kind on Linux"
+            )
     if failure.outcome == "crash" and keys.where is not None:
         # Also where the log names no signal: pytest-xdist's `node down` alone (no
         # faulthandler dump) is a worker's crash, which the title says, and the main

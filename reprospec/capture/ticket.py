@@ -432,6 +432,8 @@ class Ticket:
     # The minutes GitHub Actions said a step or job ran before it ended it (`has timed out
     # after 5 minutes`): the bound the hang was seen at.
     ci_minutes: int | None = None
+    # faulthandler's Windows exception the signal was read from (`access violation`).
+    windows_fault: str | None = None
     # The kernel's (or a container's) words that the OOM killer killed a process, or None.
     oom_killed: str | None = None
     # The threads of a dump of several with no current one, the main one first where it
@@ -561,6 +563,14 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
                     f"the dump's thread ran in {process} (multiprocessing's `_bootstrap` "
                     "in its frames)"
                 )
+    windows = _WINDOWS_FATAL.search(clean)
+    if windows is not None and windows["what"] not in _WINDOWS_SIGNALS:
+        windows = None
+    windows_fault: str | None = None
+    if signal is None and windows is not None:
+        signal = _WINDOWS_SIGNALS[windows["what"]]
+        windows_fault = windows["what"]
+        evidence.append(f"faulthandler on Windows: {windows.group(0).strip()} ({signal} on Linux)")
     died = _DIED_WITH.search(clean)
     if signal is None and died:
         signal, where = canonical_signal(died["signal"]), where or "child"
@@ -750,7 +760,11 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     last = chain[-1] if chain else None
     frames, threads = _python_frames(
         _ranks_own(text, failed_rank.local_rank) if failed_rank and failed_rank.chain else clean,
-        real_fatal[-1].stack if real_fatal else None,
+        real_fatal[-1].stack
+        if real_fatal
+        else clean[windows.start() :]
+        if windows is not None and windows_fault is not None
+        else None,
     )
     if not frames and outcome == "hang" and pyspy:
         frames = pyspy
@@ -875,6 +889,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         flaky=flaky,
         settings=_prose_settings(prose, chain),
         step_env=_gha_step_env(full_log.split("\n"), raw_command),
+        windows_fault=windows_fault,
         ci_minutes=(
             int(ci_limit["minutes"] or ci_limit["job"])
             if ci_limit is not None and outcome == "hang"
@@ -1754,6 +1769,20 @@ def _gha_steps(lines: list[str]) -> list[tuple[int, str]]:
 
 # GitHub Actions' line after a step whose command failed.
 _GHA_STEP_FAILED = re.compile(r"^##\[error\]Process completed with exit code \d+\.?\s*$", re.M)
+# faulthandler on Windows, where an access violation is no signal: `Windows fatal exception:
+# access violation`, then the threads' stacks as on Linux. Each read as the signal the same
+# fault raises on Linux, where the spec runs.
+_WINDOWS_FATAL = re.compile(r"^Windows fatal exception: (?P<what>[a-z ]+?)\s*$", re.M)
+_WINDOWS_SIGNALS = {
+    "access violation": "SIGSEGV",
+    "stack overflow": "SIGSEGV",
+    "in page error": "SIGBUS",
+    "illegal instruction": "SIGILL",
+    "privileged instruction": "SIGILL",
+    "int divide by zero": "SIGFPE",
+    "float divide by zero": "SIGFPE",
+    "float overflow": "SIGFPE",
+}
 # A step's header after it: `##[group]Run actions/upload-artifact@v4`.
 # pytest's summary line of a failed test: `FAILED tests/t.py::test_x - ValueError: ...`.
 _PYTEST_FAILED = re.compile(r"^FAILED \S+::", re.M)

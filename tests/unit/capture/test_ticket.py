@@ -2959,3 +2959,27 @@ def test_the_prose_after_a_ci_log_with_later_steps_is_still_read() -> None:
     read = read_ticket("```\n" + log + "```\n\nIt fails only sometimes, roughly 1 in 3 runs.\n")
     assert read.failure.exception == "ValueError"
     assert read.flaky is not None
+
+
+def test_a_windows_faulthandler_report_is_its_linux_signals_crash() -> None:
+    # faulthandler on Windows says `Windows fatal exception: access violation`, no signal:
+    # the ticket read as `no failure found`, its stack unquoted.
+    text = """\
+Crashes on Windows 11:
+
+```
+PS C:\\proj> python train.py --workers 2
+Windows fatal exception: access violation
+
+Current thread 0x000046f0 (most recent call first):
+  File "C:\\proj\\venv\\lib\\site-packages\\torch\\nn\\modules\\conv.py", line 456 in _conv_forward
+  File "C:\\proj\\train.py", line 22 in step
+  File "C:\\proj\\train.py", line 40 in <module>
+```
+"""
+    read = read_ticket(text)
+    assert (read.failure.outcome, read.failure.signal) == ("crash", "SIGSEGV")
+    assert read.python_frames[-1].endswith("conv.py:_conv_forward")
+    assert "the log's Windows access violation, read as SIGSEGV, its kind on Linux" in (
+        render_spec(skeleton(read, "win.md"))
+    )
