@@ -628,13 +628,6 @@ def _beginning(value: str) -> str:
     return re.escape(head) + tail
 
 
-def _is_set(word: str) -> bool:
-    """Whether `word` is `--set` as `reprospec run` read it: whole, or cut as argparse takes
-    it (`--se`; `--s` is `--set` or `--shard`, refused). `--se X=SECRET` was masked `***`,
-    which a pasted rerun refused as YAML, where `--set`'s is `${{ env.NAME }}`."""
-    return len(word) >= 4 and "--set".startswith(word)
-
-
 class Redactor:
     """Masks a fixed set of secret values (and secret-looking names) in whatever it is given:
     whole, and a generated one's printed beginning (SECRET_BEGINNING_CHARS or more)."""
@@ -772,6 +765,7 @@ class Redactor:
         if self._pattern is None or not text or self.text(text) == text:
             return text
         from reprospec.core.logtext import shell_join, shell_split
+        from reprospec.core.runoptions import typed_as
 
         try:
             words = shell_split(text)  # shlex read a `$'b\xfe'` word as another
@@ -780,9 +774,11 @@ class Redactor:
         shown = []
         for index, word in enumerate(words):
             name, equals, value = word.partition("=")
-            if equals and _is_set(name):
+            # `--se` too, argparse's cut of `--set`: its secret was written `***`, which a
+            # pasted rerun refused as YAML.
+            if equals and typed_as(name, "--set"):
                 shown.append(f"{name}={self.override(value)}")
-            elif index and _is_set(words[index - 1]):
+            elif index and typed_as(words[index - 1], "--set"):
                 shown.append(self.override(word))
             else:
                 shown.append(self.text(word))

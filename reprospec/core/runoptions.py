@@ -75,6 +75,16 @@ def gpu_ids(text: str) -> tuple[str, ...]:
     return slots
 
 
+def typed_as(word: str, option: str) -> bool:
+    """Whether `word`, of a command line argparse read (`reprospec run`'s), is `option`:
+    whole, or cut as argparse takes it (allow_abbrev: `--shar 1/2` ran as `--shard 1/2`).
+    Where argparse took a cut it named one option alone (`--s`, `--set` or `--shard`, it
+    refuses), so a word longer than `--` that begins `option` is it. Read so by merge
+    (`--shard`, `-j`, `-m` of the runs it merges), the redactor (a `--set`'s secret) and the
+    command line a run records (`without_options`)."""
+    return word == option or (len(word) > 2 and word.startswith("--") and option.startswith(word))
+
+
 def without_options(
     words: Sequence[str],
     options: Sequence[str],
@@ -87,18 +97,10 @@ def without_options(
     keeps no option that only says where this machine keeps things (`reprospec run`'s, the
     pytest plugin's). `cut`: `words` were read by argparse with its abbreviations (`reprospec
     run`'s; pytest takes none), so `--ou DIR` is `--out DIR`: it was kept, this machine's
-    folder in How to reproduce. Where argparse took such a word it named one option alone,
-    so a word that begins one of these (and is longer than `--`) is that one."""
+    folder in How to reproduce (`typed_as`)."""
 
     def named(name: str, among: Sequence[str]) -> bool:
-        if name in among:
-            return True
-        return (
-            cut
-            and len(name) > 2
-            and name.startswith("--")
-            and any(option.startswith(name) for option in among)
-        )
+        return name in among or (cut and any(typed_as(name, option) for option in among))
 
     kept: list[str] = []
     skip = False

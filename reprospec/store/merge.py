@@ -538,6 +538,7 @@ def _merged_command_line(runs: Sequence[RunResult], filters: Sequence[str]) -> s
     # shell_split: shlex read a `$'b\xfe.tar.gz'` word (shell_join's) as `$` and another
     # file's name.
     from reprospec.core.logtext import shell_join, shell_split
+    from reprospec.core.runoptions import typed_as
 
     first = runs[0]
     if first.options.get("purpose") == "pytest":
@@ -567,9 +568,9 @@ def _merged_command_line(runs: Sequence[RunResult], filters: Sequence[str]) -> s
             value_next = False
             continue
         # `-m X`, `-mX`, `--matrix X`, `--matrix=X`, and `--mat X` as argparse reads it
-        if word.startswith("-m") or _names(word.split("=", 1)[0], "--matrix"):
+        if word.startswith("-m") or typed_as(word.split("=", 1)[0], "--matrix"):
             at = len(kept) if at is None else at
-            value_next = word == "-m" or _names(word, "--matrix")
+            value_next = word == "-m" or typed_as(word, "--matrix")
             continue
         kept.append(word)
     at = len(kept) if at is None else at
@@ -596,22 +597,12 @@ def _jobs_of(runs: Sequence[RunResult]) -> list[JsonValue]:
     return jobs
 
 
-# The shortest a `reprospec run` option may be cut to, as argparse takes it (allow_abbrev):
-# `--shar 1/2` ran as `--shard 1/2`, and kept in the merged run's line it reran one shard.
-# `--s` is `--set` or `--shard`, refused, so never in a line that ran.
-_SHORTEST = {"--jobs": 3, "--shard": 4, "--matrix": 3}
-
-
-def _names(word: str, option: str) -> bool:
-    """Whether `word` is `option` as argparse reads it: whole, or cut to a prefix it takes."""
-    return len(word) >= _SHORTEST[option] and option.startswith(word)
-
-
 def _spelled(option: str) -> str:
-    """A pattern of `option` whole or cut as argparse takes it (`_names`)."""
+    """A pattern of `option` whole or cut as argparse takes it (`typed_as`): `--shar 1/2`
+    ran as `--shard 1/2`, and kept in the merged run's line it reran one shard."""
     import re
 
-    cuts = range(len(option), _SHORTEST[option] - 1, -1)
+    cuts = range(len(option), 2, -1)
     return "(?:" + "|".join(re.escape(option[:end]) for end in cuts) + ")"
 
 

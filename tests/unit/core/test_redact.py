@@ -461,15 +461,15 @@ def test_a_secret_of_a_set_in_a_command_line_is_the_expression_that_reads_it_aga
         "reprospec run '--set=x.y=${{ env.MY_API_TOKEN }}' s.yaml"
     )
     assert redactor.command_line("reprospec run s.yaml") == "reprospec run s.yaml"
-    # `--se` is `--set` as argparse took it (`--s` is no option of its own): it was `***`.
+    # `--se` is `--set` as argparse took it: it was `***`; `--sx` begins no option.
     assert redactor.command_line("reprospec run s.yaml --se x.y=zzsecret999") == (
         "reprospec run s.yaml --se 'x.y=${{ env.MY_API_TOKEN }}'"
     )
     assert redactor.command_line("reprospec run --se=x.y=zzsecret999 s.yaml") == (
         "reprospec run '--se=x.y=${{ env.MY_API_TOKEN }}' s.yaml"
     )
-    assert redactor.command_line("reprospec run s.yaml --s x.y=zzsecret999") == (
-        "reprospec run s.yaml --s 'x.y=***'"
+    assert redactor.command_line("reprospec run s.yaml --sx x.y=zzsecret999") == (
+        "reprospec run s.yaml --sx 'x.y=***'"
     )
 
 

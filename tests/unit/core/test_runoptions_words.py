@@ -21,3 +21,15 @@ def test_local_options_cut_as_argparse_takes_them_are_left_out_where_asked() -> 
     # `--` alone, `-o`, and a word no option begins are no local option.
     kept = ["--", "-o", "x", "--outx", "--set", "a=b"]
     assert without_options(kept, LOCAL, cut=True) == kept
+
+
+def test_a_word_is_an_option_whole_or_cut_as_argparse_takes_it() -> None:
+    from reprospec.core.runoptions import typed_as
+
+    assert typed_as("--shard", "--shard")
+    assert typed_as("--shar", "--shard")
+    assert typed_as("--se", "--set")
+    assert not typed_as("--", "--set")  # the end of options
+    assert not typed_as("-s", "--set")
+    assert not typed_as("--setx", "--set")
+    assert not typed_as("-m", "--matrix")  # -m is its own short option, read as such
