@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -638,14 +639,19 @@ def _check_python(request: BisectRequest) -> None:
     """`--python` checked as `run --python` checks it (`interpreter_version`: exit 3 where
     it is missing, does not run, or is no Python 3), before anything is built. Unchecked,
     every version's environment failed on it and the bisect was refused as "the bad end
-    cannot be tested", after asking the index for every release. A version (`3.12`),
-    which the venv runner has uv find, is uv's to find."""
-    if request.python is None or request.runner == "docker" or pythons.plain(request.python):
+    cannot be tested", after asking the index for every release. On the venv runner, a
+    name (`python3.10`, `3.12`) is found as that runner finds it (`find_interpreter`: uv,
+    then past a pyenv shim that does not run), which PATH's shim refused."""
+    if request.python is None or request.runner == "docker":
         return
     from reprospec.runners.local import checked_python
 
+    name = os.sep not in request.python and not os.path.exists(request.python)  # noqa: PTH110
     try:
-        checked_python(request.python)
+        if request.runner == "venv" and name:
+            venvs.find_interpreter(request.python)
+        elif not pythons.plain(request.python):
+            checked_python(request.python)
     except InfraError as exc:
         raise InfraError(f"{exc} ({said('--python', 'python')})") from exc
 

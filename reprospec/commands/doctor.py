@@ -49,8 +49,6 @@ def run(args: argparse.Namespace) -> int:
     needs, environments, plans = (
         _needs(args.spec, args.runner) if getattr(args, "spec", None) else (None, (), ())
     )
-    from reprospec.runners.local import checked_python
-
     given = getattr(args, "python", None)
     if given is not None and args.runner == "docker":
         # As `run` refuses it (core/runoptions.py): doctor checked this interpreter and said
@@ -58,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
         from reprospec.core.runoptions import docker_python_refused
 
         raise docker_python_refused("--python", given, "check with --runner local or venv")
-    python, whose, base = _interpreter(None if given is None else checked_python(given), needs)
+    checked = None if given is None else _given_python(given, args.runner)
+    python, whose, base = _interpreter(checked, needs)
     if needs is not None and base is not None:
         needs = replace(needs, python=None)  # no interpreter of it to compare: said by `base`
     env = probe_environment(python, needs.packages if needs else (), cuda=True)
@@ -115,6 +114,20 @@ def run(args: argparse.Namespace) -> int:
         counts = {status: sum(c.status == status for c in checks) for status in MARKS}
         sys.stdout.write(", ".join(f"{n} {s}" for s, n in counts.items() if n) + "\n")
     return 1 if any(check.status == "fail" for check in checks) else 0
+
+
+def _given_python(given: str, runner: str) -> str:
+    """`--python`'s interpreter, checked as every verb checks it; on the venv runner, a name
+    (`python3.10`, `3.10`) found as that runner finds the one it builds on
+    (`find_interpreter`: past a pyenv shim that does not run), where doctor took PATH's
+    shim and exited 3 of an interpreter `run --runner venv` builds on."""
+    from reprospec.runners.local import checked_python
+
+    if runner == "venv" and os.sep not in given and not os.path.exists(given):  # noqa: PTH110
+        from reprospec.venvs.build import find_interpreter
+
+        return find_interpreter(given).path
+    return checked_python(given)
 
 
 def _interpreter(given: str | None, needs: Needs | None) -> tuple[str, str, Check | None]:

@@ -178,14 +178,20 @@ class EnvRequest:
 
 
 def _past_a_shim(request: str, found: str) -> str:
-    """`python3.10` as PATH finds it, or, where that is a shim that does not run (pyenv's
-    of a version it has but not active), the first Python 3.10 that runs in the places
-    venvs/pythons.py reads; `found` where none does (its check says why it does not run)."""
+    """`python3.10` as PATH finds it (`found`), or, where that is a shim that does not run
+    (pyenv's of a version it has but not active), the first Python 3.10 that runs in the
+    places venvs/pythons.py reads; where none does, EnvBuildError saying what was passed
+    over and why (it said only `interpreter .../shims/python3.10 does not run`)."""
     version = request.removeprefix("python")
     if not pythons.plain(version) or pythons.runs_as(found, version):
         return found
     other = pythons.find(version)
-    return other.path if other.path is not None else found
+    if other.path is None:
+        raise EnvBuildError(
+            f"no Python {version} that runs on this machine{_looked(other.tried)}; give the "
+            f"path of a Python {version} (--python PATH, or environment.python: PATH)"
+        )
+    return other.path
 
 
 @lru_cache(maxsize=32)
@@ -205,8 +211,9 @@ def find_interpreter(request: str | None = None) -> Interpreter:
         if done.returncode == 0:
             path = done.stdout.strip().splitlines()[-1]
         else:
-            # uv stops at a shim it cannot run: the places a user expects, read past it.
-            found = pythons.find(request)
+            # uv stops at a shim it cannot run: the places a user expects, read past it;
+            # a program's name (`python3.10`, no shim of it on PATH) as its version.
+            found = pythons.find(request.removeprefix("python"))
             if found.path is None:
                 raise EnvBuildError(not_found(request, done.stderr, found.tried))
             path = found.path
@@ -311,13 +318,7 @@ def not_found(request: str, stderr: str, tried: Sequence[str] | None = None) -> 
     note as "the build said": it is said as what it is, with its path and first word, and
     the way past it (the interpreter's path)."""
     report = _UvReport.read(stderr)
-    looked = (
-        ""  # (a request that is no plain version, `pypy3.10`: only uv looked)
-        if tried is None
-        else f"; passed over {', '.join(tried)}"
-        if tried
-        else "; none in PATH, pyenv's versions or uv's managed Pythons"
-    )
+    looked = _looked(tried)
     stuck = next((e for e in report.errors if e.startswith("Failed to inspect Python")), None)
     if stuck is None:
         return f"no Python {request} on this machine (uv python find: {_uv_error(stderr)}{looked})"
@@ -327,6 +328,16 @@ def not_found(request: str, stderr: str, tried: Sequence[str] | None = None) -> 
         f"uv python find {request} stopped at {at}, which does not run ({why}){looked}; "
         f"give the path of a Python {request} (--python PATH, or environment.python: PATH)"
     )
+
+
+def _looked(tried: Sequence[str] | None) -> str:
+    """`; passed over ...`: the interpreters venvs/pythons.py read and why each was passed
+    over, for an error's tail ("" where it read none)."""
+    if tried is None:
+        return ""  # (a request that is no plain version, `pypy3.10`: only uv looked)
+    if not tried:
+        return "; none in PATH, pyenv's versions or uv's managed Pythons"
+    return f"; passed over {', '.join(tried)}"
 
 
 def build_failure_line(output: str) -> str:

@@ -14,8 +14,8 @@ does not run is passed over), the first of the version asked for taken:
 
 Only a plain version (`3`, `3.10`, `3.10.13`) is looked for so: anything else uv takes
 (`pypy3.10`, `>=3.10`) is left to uv's answer. A request of a program's name
-(`python3.10`, `--python python3.10`) that PATH finds as a shim that does not run is
-looked for so too, as its version.
+(`python3.10`, `--python python3.10`) that PATH finds as a shim that does not run, or that
+neither PATH nor uv finds, is looked for so too, as its version.
 """
 
 from __future__ import annotations

@@ -182,6 +182,36 @@ def test_doctor_for_the_venv_runner_checks_the_interpreter_it_builds_on(
     assert text.endswith(f"(the venv runner's interpreter for the spec's python {ours})"), text
 
 
+def test_doctor_for_the_venv_runner_finds_a_programs_name_past_a_shim(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `doctor --runner venv --python python3.10` exited 3 (`not a Python 3 interpreter:
+    # ~/.pyenv/shims/python3.10 (exit 127 ...)`) where `run --runner venv` builds on
+    # ~/.pyenv/versions/3.10.13: the name is found as the venv runner finds it.
+    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    shim = shims / f"python{minor}"
+    shim.write_text(f"#!/bin/sh\necho 'pyenv: python{minor}: command not found' >&2\nexit 127\n")
+    shim.chmod(0o755)
+    versions = tmp_path / "pyenv" / "versions" / ".".join(map(str, sys.version_info[:3]))
+    (versions / "bin").mkdir(parents=True)
+    base = os.path.realpath(Path(sys.base_prefix) / "bin" / f"python{minor}")
+    (versions / "bin" / f"python{minor}").symlink_to(base)
+    env = {
+        "PATH": str(shims),
+        "PYENV_ROOT": str(tmp_path / "pyenv"),
+        "UV_PYTHON_INSTALL_DIR": str(tmp_path / "no-managed"),
+    }
+    found = cli("doctor", "--runner", "venv", "--python", f"python{minor}", env=env, cwd=tmp_path)
+    assert found.code != 3, found.stdout + found.stderr
+    assert found.stdout.splitlines()[0] == f"reprospec doctor: {base}", found.stdout
+    # The local runner runs PATH's shim itself: refused, as `run` refuses it.
+    local = cli("doctor", "--python", f"python{minor}", env=env, cwd=tmp_path)
+    assert local.code == 3, local.stdout + local.stderr
+    assert f"not a Python 3 interpreter: {shim} (exit 127" in local.stderr
+
+
 def test_doctor_refuses_python_with_the_docker_runner_as_run_does(cli: Cli) -> None:
     """It checked the interpreter given and passed, of a runner that never uses it."""
     result = cli("doctor", "--runner", "docker", "--python", sys.executable)

@@ -88,3 +88,37 @@ def test_a_programs_name_that_is_a_shim_is_found_past_it(
     monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(tmp_path / "no-managed"))
     found = find_interpreter(f"python{MINOR}")
     assert (found.path, found.version) == (BASE, FULL)
+
+
+def test_a_programs_name_with_no_shim_on_path_is_found_as_its_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pyenv's versions there, pyenv not in PATH: `"3.10"` was found in ~/.pyenv/versions,
+    `"python3.10"` was `no Python python3.10 on this machine`."""
+    root = tmp_path / "pyenv"
+    _pyenv(root, with_version=True)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setenv("PYENV_ROOT", str(root))
+    monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(tmp_path / "no-managed"))
+    found = find_interpreter(f"python{MINOR}")
+    assert (found.path, found.version) == (BASE, FULL)
+
+
+def test_a_programs_name_that_is_a_shim_of_none_says_what_it_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It said only `interpreter .../shims/python3.10 does not run`, what was read past the
+    shim lost."""
+    root = tmp_path / "pyenv"
+    shims = _pyenv(root, with_version=False)
+    monkeypatch.setenv("PATH", str(shims))
+    monkeypatch.setenv("PYENV_ROOT", str(root))
+    monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(tmp_path / "no-managed"))
+    with pytest.raises(EnvBuildError) as raised:
+        find_interpreter(f"python{MINOR}")
+    said = str(raised.value)
+    assert said.startswith(f"no Python {MINOR} that runs on this machine; passed over "), said
+    assert f"{shims}/python{MINOR} (does not run: exit 127, pyenv:" in said
+    assert f"give the path of a Python {MINOR} (--python PATH" in said

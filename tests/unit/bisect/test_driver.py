@@ -3,6 +3,7 @@ as the spec wrote it, one the spec does not name."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,7 +24,7 @@ from reprospec.bisect.search import BisectResult, Trial
 from reprospec.bisect.state import BisectRequest
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.sections import Environment
-from reprospec.errors import InfraError, UsageError
+from reprospec.errors import FatalError, InfraError, UsageError
 from tests.unit.venvs.test_build import BUILD_FAILED
 
 REASON = (
@@ -158,6 +159,42 @@ def test_a_python_that_is_not_there_is_refused_before_anything_is_built(tmp_path
     # Named as the caller gave it: the API's argument.
     with pytest.raises(InfraError, match=f"interpreter not found: {missing} \\(python\\)"):
         reprospec.bisect_spec(request)
+
+
+def test_a_python_name_is_found_as_the_venv_runner_finds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `bisect --runner venv --python python3.10` was refused by PATH's pyenv shim (exit
+    # 127), where the venv runner builds on ~/.pyenv/versions/3.10.13 past it.
+    asked: list[str | None] = []
+    python = venvs.Interpreter("/p/versions/3.10.13/bin/python3.10", "3.10.13")
+
+    def find(request: str | None = None) -> venvs.Interpreter:
+        asked.append(request)
+        if request == "python3.9":
+            raise venvs.EnvBuildError("no Python 3.9 that runs on this machine; passed over x")
+        return python
+
+    def shim(_: str | None) -> str:
+        raise AssertionError("PATH's program checked, not the venv runner's interpreter")
+
+    monkeypatch.setattr(venvs, "find_interpreter", find)
+    monkeypatch.setattr("reprospec.runners.local.checked_python", shim)
+    request = BisectRequest(
+        spec=tmp_path / "s.yaml",
+        package="six",
+        good="1.15.0",
+        bad="1.16.0",
+        python="python3.10",
+        out=tmp_path / "out",
+    )
+    with pytest.raises(FatalError, match=r"s\.yaml"):  # past --python: the spec is read
+        bisect_spec(request)
+    assert asked == ["python3.10"]
+    gone = dataclasses.replace(request, python="python3.9")
+    refused = r"^no Python 3\.9 that runs .*; passed over x \(--python\)$"
+    with pytest.raises(InfraError, match=refused):
+        bisect_spec(gone)
 
 
 def test_by_date_changed_reads_the_environments_the_venv_runner_keyed_with_a_path_package(

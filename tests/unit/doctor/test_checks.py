@@ -732,4 +732,8 @@ def test_a_spec_python_that_is_a_programs_name_names_its_version() -> None:
     assert same_python("3.10.13", "python3.10")
     assert same_python("3.10.13", "python")
     assert not same_python("3.11.7", "python3.10")
-    assert environment_mismatches(machine(), {"python": "python3.11"}, ran=False) == []
+    ten = machine(python={"version": "3.10.13"})
+    assert environment_mismatches(ten, {"python": "python3.10"}, ran=False) == []
+    assert environment_mismatches(ten, {"python": "python3.11"}, ran=False) == [
+        "the interpreter is python 3.10.13; the spec names python3.11"
+    ]
