@@ -44,8 +44,9 @@ rules, in order:
    shell), its 128+N is that main process's death by N, any N, as a list command's -N is
    and as under bash, which execs it. No record (no Python, `python -S`/`-I`/`-E`, a root
    the shell exec'd: bash's `timeout -s KILL 60 python x.py`) leaves it to the rules here.
-   Nor where the command, or a shell script it names, tells a shell to `exit N` for that
-   very status (`sh -c 'exit 139'`, a run.sh ending `exit 139`: shellexit.py) and nothing
+   Nor where the command runs no program at all (builtins, nested `sh -c` lines and
+   sh/dash/bash scripts of builtins: no trap, pipeline, substitution, `$?`) and tells a
+   shell to `exit N` for that very status (`sh -c 'exit 139'`: shellexit.py) and nothing
    shows the death (no shell's report of it in the output, no core of it): a shell exits
    with 128+N of its own only when told to; rule 7, its detail saying so.
 5. a DataLoader worker died (a `worker_exit` event with a signal, a `child_exit`
@@ -383,9 +384,10 @@ def classify(
             shell_signal, sent_kill = died, False
         if sent_kill:
             shell_signal = None
-        # `sh -c 'exit 139'`, a run.sh ending `exit 139`: a shell told to exit with 128+N
-        # exits with it of its own, nothing dead. Read so only where nothing shows the
-        # death (no shell's report of it, no core of it, no record of the program's).
+        # `sh -c 'exit 139'`, a run.sh of builtins ending `exit 139`: a shell told to exit
+        # with 128+N by a command that runs no program exits with it of its own, nothing
+        # dead. Read so only where nothing shows the death (no shell's report of it, no
+        # core of it, no record of the program's).
         asked = (
             own_exit(returncode, argv, workdir)
             if shell_signal is not None and not died and not _death_shown(shell_signal, evidence)
