@@ -42,9 +42,8 @@ MARKS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skipped": "SKIP"}
 
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec import doctor, native
+    from reprospec import doctor
     from reprospec.environment.probe import probe_environment
-    from reprospec.process import starter
 
     needs, environments, plans = (
         _needs(args.spec, args.runner) if getattr(args, "spec", None) else (None, (), ())
@@ -61,19 +60,10 @@ def run(args: argparse.Namespace) -> int:
     if needs is not None and base is not None:
         needs = replace(needs, python=None)  # no interpreter of it to compare: said by `base`
     env = probe_environment(python, needs.packages if needs else (), cuda=True)
-    found = starter.find()
     checks = [
         *doctor.run_checks(env, needs, os.environ.get("CUDA_VISIBLE_DEVICES")),
         *([base] if base is not None else []),
-        doctor.check_starter(found.ready, found.how),
-        doctor.check_native_stacks(
-            native.gdb_path(),
-            native.core_pattern(),
-            resource.getrlimit(resource.RLIMIT_CORE)[1],
-            native.eustack_path(),
-            native.pyspy_path(),
-        ),
-        *_cuda_checks(python, env),
+        *_tool_checks(python, env, args.runner),
         *(_docker_checks(environments, args.spec) if environments else ()),
         *(_runner_checks(args.runner) if needs is None else ()),
     ]
@@ -158,6 +148,32 @@ def _interpreter(given: str | None, needs: Needs | None) -> tuple[str, str, Chec
             ),
         )
     return found, f" (the venv runner's interpreter for the spec's python {needs.python})", None
+
+
+def _tool_checks(python: str, env: Mapping[str, JsonValue], runner: str) -> list[Check]:
+    """This machine's attempt starter, native-stack tools and CUDA libraries. With the docker
+    runner, none of them is asked: each is made in the image or skipped, saying why, by
+    doctorimage.image_checks, which rewrites these placeholders, where the host's were asked
+    and thrown away (a CUDA op in a child on a GPU machine, up to 120 s)."""
+    from reprospec import doctor, native
+    from reprospec.process import starter
+
+    if runner == "docker":
+        from reprospec.commands.doctorimage import HOST_TOOLS
+
+        return [doctor.Check(name, "skipped", "") for name in HOST_TOOLS]
+    found = starter.find()
+    return [
+        doctor.check_starter(found.ready, found.how),
+        doctor.check_native_stacks(
+            native.gdb_path(),
+            native.core_pattern(),
+            resource.getrlimit(resource.RLIMIT_CORE)[1],
+            native.eustack_path(),
+            native.pyspy_path(),
+        ),
+        *_cuda_checks(python, env),
+    ]
 
 
 def _cuda_checks(python: str, env: Mapping[str, JsonValue]) -> list[Check]:

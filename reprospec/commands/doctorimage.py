@@ -39,6 +39,7 @@ _INSIDE = INTERPRETER_CHECKS | {"spec-environment"}
 # Skipped where no image is checked: an interpreter's checks and gdb's, the host's.
 _NOT_MADE = INTERPRETER_CHECKS | {"native-stacks"}
 # The host's, which no container of the image uses or which a container does not cheaply say.
+# (doctor asks none of them for the docker runner: `HOST_TOOLS`.)
 _HOST_ONLY = {
     "starter": "the docker runner starts each attempt in a container of its image, under the "
     "container's own init, not through this machine's attempt starter",
@@ -48,6 +49,11 @@ _HOST_ONLY = {
     "cuda-smoke": "a CUDA op in the host's interpreter; the attempts run the image's, not "
     "checked here",
 }
+
+# doctor's checks of this machine's tools, in its order, which the docker runner's attempts
+# never use: doctor leaves them unasked (a placeholder of each), and `image_checks` makes
+# `native-stacks` in each image or skips it, and skips the others saying why.
+HOST_TOOLS = ("starter", "native-stacks", "cuda-libraries", "sanitizer", "cuda-smoke")
 
 
 def present_images(plans: Sequence[AttemptPlan], spec: str) -> list[tuple[str, AttemptPlan]]:
@@ -176,4 +182,4 @@ def _gdb_in(runner: DockerRunner, tag: str) -> Check:
     )
 
 
-__all__ = ["image_checks", "present_images"]
+__all__ = ["HOST_TOOLS", "image_checks", "present_images"]

@@ -220,3 +220,28 @@ def test_doctor_refuses_python_with_the_docker_runner_as_run_does(cli: Cli) -> N
         result.stderr
     )
     assert "Traceback" not in result.stderr
+
+
+def test_doctor_for_the_docker_runner_asks_none_of_the_hosts_tools(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The host's starter, gdb and CUDA lookups (on a GPU machine a CUDA op in a child, up to
+    # 120 s) were asked, then each skipped for the image's: none is asked now.
+    import argparse
+
+    from reprospec import native
+    from reprospec.commands import doctor
+    from reprospec.process import starter
+
+    def asked(*_: object) -> None:
+        raise AssertionError("a host tool was asked for the docker runner")
+
+    monkeypatch.setattr(starter, "find", asked)
+    monkeypatch.setattr(native, "gdb_path", asked)
+    monkeypatch.setattr(doctor, "_cuda_checks", asked)
+    args = argparse.Namespace(spec=None, python=None, runner="docker", format="json")
+    doctor.run(args)
+    checks = {check["name"]: check for check in json.loads(capsys.readouterr().out)}
+    for name in ("starter", "native-stacks", "cuda-libraries", "sanitizer", "cuda-smoke"):
+        assert checks[name]["status"] == "skipped", checks[name]
+        assert checks[name]["why"], checks[name]
