@@ -47,8 +47,9 @@ rules, in order:
    Nor where the command runs no program at all (builtins, nested `sh -c` lines and
    sh/dash/bash scripts of builtins: no trap, pipeline, substitution, `$?`) and tells a
    shell to `exit N` for that very status (`sh -c 'exit 139'`: shellexit.py) and nothing
-   shows the death (no shell's report of it in the output, no core of it): a shell exits
-   with 128+N of its own only when told to; rule 7, its detail saying so.
+   shows the death (no shell's report of it in the output, no core of it, no OOM kill
+   counted for a 137): a shell exits with 128+N of its own only when told to; rule 7, its
+   detail saying so.
 5. a DataLoader worker died (a `worker_exit` event with a signal, a `child_exit`
    event of a DataLoader worker dead of a crash signal (the status the main process
    reaped, where torch's words race with its own ConnectionResetError), "DataLoader
@@ -390,7 +391,9 @@ def classify(
         # core of it, no record of the program's).
         asked = (
             own_exit(returncode, argv, workdir)
-            if shell_signal is not None and not died and not _death_shown(shell_signal, evidence)
+            if shell_signal is not None
+            and not died
+            and not _death_shown(shell_signal, execution, evidence)
             else None
         )
         if asked is not None:
@@ -1003,10 +1006,14 @@ def _shell_signal(returncode: int, stderr: str, stdout: str) -> str | None:
     return candidate if _signal_reported(candidate, stderr, stdout) else None
 
 
-def _death_shown(signal: str, evidence: Evidence) -> bool:
+def _death_shown(signal: str, execution: Execution, evidence: Evidence) -> bool:
     """Whether anything besides the exit status shows a death by `signal`: the output's
-    report of it (`_signal_reported`), or a core of a process that died of it."""
+    report of it (`_signal_reported`), a core of a process that died of it, or, for
+    SIGKILL, an OOM kill the runner counted for the attempt (it leaves no core, and bash
+    prints no report of a pipeline's member)."""
     if _signal_reported(signal, evidence.stderr, evidence.stdout):
+        return True
+    if signal == "SIGKILL" and execution.oom is not None:
         return True
     cores = evidence.native.processes if evidence.native is not None else ()
     return any(p.source == "core" and p.signal == signal for p in cores)

@@ -1226,6 +1226,24 @@ def test_a_sigkill_is_the_oom_killers_only_where_the_runner_saw_it_count_a_kill(
     assert OOM_SAID not in (segfault.detail or "")
 
 
+def test_a_shells_137_with_an_oom_kill_counted_is_no_exit_of_its_own(tmp_path: Path) -> None:
+    """A shell's 137 where the runner counted an OOM kill for the attempt shows the death
+    (a SIGKILL leaves no core, and bash prints no report of a pipeline's member): its
+    `exit 137` is no exit of its own, as it was where nothing showed the kill (`error`
+    exit 137, the OOM words lost). Without the count, the line's own exit still reads."""
+    line = "sh -c 'exit 137'"
+    quiet = dataclasses.replace(
+        execution_in_with(tmp_path, b"", 137), descendants=True, oom=OOM_SAID
+    )
+    killed = classify(quiet, argv=["/bin/sh", "-c", line])
+    assert isinstance(killed, Outcome)
+    assert (killed.kind, killed.signal, killed.where) == ("crash", "SIGKILL", "main")
+    assert killed.oom_killed
+    own = classify(dataclasses.replace(quiet, oom=None), argv=["/bin/sh", "-c", line])
+    assert isinstance(own, Outcome)
+    assert (own.kind, own.exit_code) == ("error", 137)
+
+
 def test_a_dataloader_worker_the_oom_killer_killed_is_named(tmp_path: Path) -> None:
     """Recorded from torch 2.13: a worker decoding a 2 GiB sample in a 300 MiB cgroup. Its
     main process says only `is killed by signal: Killed.`, as for any `kill -9`."""
