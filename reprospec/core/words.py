@@ -308,10 +308,13 @@ def a_shells_own_exit(said: str) -> str:
     """The end of an error's detail after `139 = 128 + SIGSEGV` where the command tells a
     shell to exit with that status (`said`: `exit 139`, or `exit 139 in run.sh`, a script
     it names) and nothing shows a death by the signal (classify.py rule 4, shellexit.py):
-    the shell's own exit status, as `sh -c 'exit 139'` gives, no death's report."""
+    the shell's own exit status, as `sh -c 'exit 139'` gives, no death's report. `no core
+    read`, not `no core`: with native stacks off, or cores piped away (apport,
+    systemd-coredump), none is looked for, and the engine cannot tell that from none made."""
     return (
         f", as a shell reports a death, but the command tells a shell to exit with it "
-        f"({said!r}) and nothing shows a death (no shell's report, no core): its own exit status"
+        f"({said!r}) and nothing shows a death (no shell's report, no core read): its own "
+        "exit status"
     )
 
 

@@ -9,6 +9,7 @@ from reprospec.core.rates import judge_rate, rate_of, wilson
 from reprospec.core.units import RateBound
 from reprospec.core.words import (
     PrintedInterval,
+    a_shells_own_exit,
     agree,
     interval_bounds,
     interval_phrase,
@@ -205,3 +206,11 @@ def test_a_launch_summary_says_when_a_preload_server_was_started_again() -> None
         "1 of 1 attempt was forked from a server started again after another died, which "
         "imported run.preload once: "
     )
+
+
+def test_a_shells_own_exit_claims_no_core_it_did_not_look_for() -> None:
+    """It said `no core` with native stacks off, where no core was looked for: a core not
+    read is all the engine knows (off, or piped away by apport or systemd-coredump)."""
+    said = a_shells_own_exit("exit 139")
+    assert "(no shell's report, no core read)" in said
+    assert "no core)" not in said
