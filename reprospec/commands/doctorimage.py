@@ -14,9 +14,9 @@ So, of each check that describes an interpreter or a tool:
 - skipped, saying why, where it does not apply (the host's attempt starter: a container
   starts under its own init) or is not cheap to ask in a container (the loader's CUDA
   libraries, compute-sanitizer, a CUDA op on a GPU the run passes through);
-- skipped where the image is not here yet (built at the first run), saying so; the
-  host's `wsl` (the containers share its kernel) and, of a spec, `spec-environment` (what
-  the runner refuses of any image: a path of this machine in `packages`) are kept.
+- skipped where the image is not here yet (built at the first run), saying so, and of a
+  spec's `spec-environment` only what the runner refuses of any image (a path of this
+  machine in `packages`) said; the host's `wsl` (the containers share its kernel) is kept.
 """
 
 from __future__ import annotations
@@ -99,6 +99,7 @@ def image_checks(
             "`doctor SPEC --runner docker` checks inside"
         )
     from reprospec.doctor import Check
+    from reprospec.doctor.needs import check_refused_packages
 
     checks: list[Check] = []
     for check in host:
@@ -107,9 +108,13 @@ def image_checks(
         elif check.name in _HOST_ONLY:
             checks.append(Check(check.name, "skipped", _HOST_ONLY[check.name]))
         elif (not inside and check.name in _NOT_MADE) or (spec is None and check.name == "shm"):
-            # (a spec's `spec-environment` says what the runner refuses of any image; without
-            # a spec, `shm` measured the host's /dev/shm, where a container has docker's 64 MiB)
+            # (without a spec, `shm` measured the host's /dev/shm, where a container has
+            # docker's 64 MiB)
             checks.append(Check(check.name, "skipped", why))
+        elif not inside and check.name == "spec-environment" and needs is not None:
+            # What the runner refuses of any image, else skipped: it described the host's
+            # interpreter (`the interpreter is python 3.11.7; the spec names 3.10`).
+            checks.append(check_refused_packages(needs, why))
         else:
             checks.append(check)
     return checks

@@ -361,12 +361,10 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
             "spec-environment",
             "warn",
             "; ".join(python) + installed,
-            "run with --python PATH of a matching interpreter"
-            + (
-                ""
-                if needs.runner == "venv"
-                else ", or with --runner venv, which builds each cell's venv on the spec's "
-                "python where one is here"
+            _PYTHON_TODO.get(
+                needs.runner,
+                "run with --python PATH of a matching interpreter, or with --runner venv, "
+                "which builds each cell's venv on the spec's python where one is here",
             ),
         )
     if packages:
@@ -377,6 +375,39 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
             f"{'; '.join(packages)})",
         )
     return Check("spec-environment", "pass", "python and packages match the spec's environment")
+
+
+# What to do of another python version, by runner (the local runner's: the default). The
+# docker runner refuses --python (its cells run the image's python3): it was advised all
+# the same.
+_PYTHON_TODO = {
+    "venv": "run with --python PATH of a matching interpreter",
+    "docker": "name an image of the spec's python (environment.image or "
+    "environment.dockerfile), or run with --runner venv, which builds each cell's venv on "
+    "the spec's python where one is here",
+}
+
+
+def check_refused_packages(needs: Needs, why: str) -> Check:
+    """`spec-environment` where no interpreter of the runner's is here to check (`doctor
+    SPEC --runner docker`, the image not built yet): what the runner refuses of any
+    interpreter (`_refused`: a path of this machine in `packages`) fails as
+    `check_spec_environment` says it; the rest is skipped, saying `why`. It described this
+    machine's interpreter, which the docker runner never uses (`the interpreter is python
+    3.11.7; the spec names 3.10`)."""
+    if needs.python is None and not needs.packages:
+        return Check("spec-environment", "skipped", "the spec names no python version or packages")
+    refused = _refusals(needs)
+    if refused:
+        return Check(
+            "spec-environment",
+            "fail",
+            "; ".join(refused)
+            + f": on the {needs.runner} runner every cell that names it is an infra error, "
+            "not run",
+            _REFUSED_TODO.get(needs.runner, ""),
+        )
+    return Check("spec-environment", "skipped", why)
 
 
 def _shadowed(captured: Captured, needs: Needs) -> list[str]:
@@ -443,7 +474,6 @@ def _package_problems(env: Captured, needs: Needs) -> tuple[list[str], list[str]
     sets = needs.package_sets or (CellPackages(needs.packages),)
     every = sum(len(each.cells) for each in sets)
     cells_of: dict[str, list[str]] = {}
-    refused_of: dict[str, list[str]] = {}
     asked = _asked_problems(env, sets) if needs.runner == "local" else None
     for each in sets:
         found = (
@@ -453,10 +483,19 @@ def _package_problems(env: Captured, needs: Needs) -> tuple[list[str], list[str]
         )
         for problem in dict.fromkeys(found):
             cells_of.setdefault(problem, []).extend(each.cells)
+    return _named(cells_of, every), _refusals(needs)
+
+
+def _refusals(needs: Needs) -> list[str]:
+    """What the runner refuses of each cell's packages whatever the interpreter has
+    (`_refused`), the cells named where not all cells have it."""
+    sets = needs.package_sets or (CellPackages(needs.packages),)
+    refused_of: dict[str, list[str]] = {}
+    for each in sets:
         refused = _refused(each, needs.runner)
         if refused is not None:
             refused_of.setdefault(refused, []).extend(each.cells)
-    return _named(cells_of, every), _named(refused_of, every)
+    return _named(refused_of, sum(len(each.cells) for each in sets))
 
 
 def _named(found: Mapping[str, list[str]], every: int) -> list[str]:

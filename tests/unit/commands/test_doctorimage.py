@@ -1,0 +1,52 @@
+"""`doctor SPEC --runner docker`: the host's checks made for the docker runner, where no image
+of the spec is here yet (nothing asked of a container: no process)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from reprospec import doctor
+from reprospec.commands.doctorimage import image_checks
+from reprospec.doctor.needs import CellPackages, check_spec_environment
+
+NOT_HERE = "the image is not here yet (built at the first run): checked inside it once it is"
+# The host's spec-environment of a spec of python 3.10 on a 3.11 machine, as doctor made it.
+HOST = doctor.Check(
+    "spec-environment",
+    "warn",
+    "the interpreter is python 3.11.7; the spec names 3.10",
+    "run with --python PATH of a matching interpreter",
+)
+
+
+def test_an_image_not_here_yet_says_nothing_of_the_hosts_interpreter() -> None:
+    # It kept the host's `the interpreter is python 3.11.7; the spec names 3.10` and its
+    # advice of --python, which the docker runner refuses (exit 2).
+    six = CellPackages(("six==1.16.0",), ("default",))
+    needs = doctor.Needs(python="3.10", packages=six.packages, package_sets=(six,), runner="docker")
+    (check,) = image_checks([HOST], needs, [], "s.yaml", None)
+    assert (check.name, check.status, check.why) == ("spec-environment", "skipped", NOT_HERE)
+    # What the runner refuses of any image is said all the same.
+    mine = CellPackages(("six", "./mypkg"), ("default",))
+    refused = replace(needs, packages=mine.packages, package_sets=(mine,))
+    (check,) = image_checks([HOST], refused, [], "s.yaml", None)
+    assert check.status == "fail"
+    assert check.why.startswith("environment.packages './mypkg': a path on this machine")
+    assert check.why.endswith(
+        ": on the docker runner every cell that names it is an infra error, not run"
+    )
+    assert "python 3.11.7" not in check.why
+
+
+def test_the_docker_runners_python_mismatch_advises_no_python_flag() -> None:
+    # Made in an image of 3.11 for a spec of 3.10: `-> run with --python PATH`, which
+    # `run --runner docker` refuses.
+    needs = doctor.Needs(python="3.10", runner="docker")
+    check = check_spec_environment({"python": {"version": "3.11.7"}}, needs)
+    assert check.status == "warn"
+    assert "--python" not in check.todo
+    assert check.todo.startswith("name an image of the spec's python (environment.image")
+    local = check_spec_environment(
+        {"python": {"version": "3.11.7"}}, replace(needs, runner="local")
+    )
+    assert local.todo.startswith("run with --python PATH of a matching interpreter, or with")
