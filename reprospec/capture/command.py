@@ -1189,7 +1189,7 @@ def chosen_interpreter(
     `pytest` of another environment); else None, the engine's own. Its packages are the
     ones the spec pins: the engine's were pinned for a command another interpreter ran,
     and the packages only that one had were left out."""
-    from reprospec.plan.shellwords import shebang
+    from reprospec.core.shellline import shebang
 
     words = list(argv)
     # The program past its variables and wrappers (`timeout 60 /opt/py/bin/python t.py`).

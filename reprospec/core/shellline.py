@@ -9,7 +9,9 @@ so `python -c "import sys; sys.exit(f())"` is one command, not a list and a subs
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
+from pathlib import Path
 
 from reprospec.core.lazyre import Lazy
 
@@ -17,7 +19,8 @@ _NAME = Lazy(r"[A-Za-z_][A-Za-z0-9_]*")
 # A word that sets a variable for the command after it (`A=1 python x.py`).
 ASSIGNMENT = Lazy(r"[A-Za-z_][A-Za-z0-9_]*=")
 # The shells a command may run its line or script under, by their executable's name: a
-# process the report folds where it only waits for its child (native/render.py).
+# process the report folds where it only waits for its child (native/render.py), the
+# parent a program's record names as the shell that forked it (process/tree.py).
 SHELLS = frozenset(
     {"sh", "ash", "dash", "bash", "ksh", "ksh93", "mksh", "lksh", "pdksh", "oksh", "zsh",
      "yash", "posh", "busybox"}
@@ -55,3 +58,15 @@ def skeleton(line: str, names: Collection[str] = ()) -> str | None:
             out.append(char)
         index += 1
     return None if quote else "".join(out)
+
+
+def shebang(path: Path, limit: int) -> list[str]:
+    """The words of a file's `#!` line (its first `limit` bytes); [] for none, or a file
+    that cannot be read: what marks a shell script (plan/shellwords.py is_shell_script,
+    outcome/shellexit.py)."""
+    try:
+        with path.open("rb") as file:
+            first = file.readline(limit)
+    except OSError:
+        return []
+    return [os.fsdecode(w) for w in first[2:].split()] if first.startswith(b"#!") else []

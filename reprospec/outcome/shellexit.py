@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from reprospec.core.shellline import ASSIGNMENT
+from reprospec.core.shellline import ASSIGNMENT, shebang
 
 # The shells whose lines and scripts are read: those whose report of a death classify.py
 # knows (bash's `4242 Segmentation fault`, dash's `Segmentation fault`).
@@ -146,15 +146,10 @@ class _Reader:
 def _is_read_script(path: Path) -> bool:
     """A sh, dash or bash script: a `.sh` or `.bash` file, or one whose `#!` line names one
     of them (`#!/bin/bash`, `#!/usr/bin/env bash`); a `#!` naming another shell is not."""
-    try:
-        with path.open("rb") as handle:
-            first = handle.readline(256)
-    except OSError:
-        return False
-    if first.startswith(b"#!"):
-        names = [os.path.basename(os.fsdecode(w)) for w in first[2:].split()[:2]]  # noqa: PTH119
-        return any(name in _SHELLS for name in names)
-    return path.name.endswith((".sh", ".bash"))
+    words = shebang(path, 256)
+    if words:
+        return any(os.path.basename(word) in _SHELLS for word in words[:2])  # noqa: PTH119
+    return path.is_file() and path.name.endswith((".sh", ".bash"))
 
 
 def _read(path: Path) -> str:

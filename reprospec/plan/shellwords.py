@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from reprospec.core.sections import Command
+from reprospec.core.shellline import shebang
 
 # Python files and scripts bigger than this are not read for what they name.
 MAX_PARSE_BYTES = 1 << 20
@@ -234,17 +235,6 @@ def is_shell_script(path: Path) -> bool:
     program = shebang(path, 256)
     names = [Path(w).name for w in program[:2]]  # `#!/usr/bin/env bash`
     return any(name in SHELLS for name in names)
-
-
-def shebang(path: Path, limit: int) -> list[str]:
-    """The words of a file's `#!` line (its first `limit` bytes); [] for none, or a file
-    that cannot be read."""
-    try:
-        with path.open("rb") as file:
-            first = file.readline(limit)
-    except OSError:
-        return []
-    return [os.fsdecode(w) for w in first[2:].split()] if first.startswith(b"#!") else []
 
 
 def shell_words(text: str) -> list[str]:

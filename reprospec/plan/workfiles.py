@@ -28,12 +28,12 @@ from typing import NamedTuple
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.sections import Command
+from reprospec.core.shellline import shebang
 from reprospec.plan.shellwords import (
     command_words,
     is_assignment,
     is_shell_script,
     located_words,
-    shebang,
     shell_words,
     without_written,
 )

@@ -292,17 +292,12 @@ def shell_of_one_program(argv: Sequence[str]) -> bool:
     return len(argv) == 3 and tuple(argv[:2]) == ("/bin/sh", "-c") and one_program(argv[2])
 
 
-# What a record's parent may be to be the shell that forked the program, by its executable's
-# name (/proc/PPID/exe, read by the program as it began: stackdump/sitecustomize.py).
-_SHELLS = frozenset(
-    {"sh", "ash", "dash", "bash", "ksh", "ksh93", "mksh", "lksh", "pdksh", "oksh", "zsh",
-     "yash", "posh", "busybox"}
-)  # fmt: skip
-
-
 def _is_shell(executable: bytes) -> bool:
+    """Whether a record's parent may be the shell that forked the program, by its
+    executable's name (/proc/PPID/exe, read by the program as it began:
+    stackdump/sitecustomize.py): one of shellline.SHELLS."""
     name = os.path.basename(executable.removesuffix(b" (deleted)"))  # noqa: PTH119
-    return name.decode("utf-8", "replace") in _SHELLS
+    return name.decode("utf-8", "replace") in shellline.SHELLS
 
 
 def _programs_of(root_pid: int, folder: Path) -> list[list[str]] | None:
