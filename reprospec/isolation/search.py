@@ -58,10 +58,11 @@ Flakiness. p is `min_rate`, an assumption (the spec's expect.rate bound, else
 0.3, as for bisect), raised to the 99% Wilson lower bound of the measured rate
 when that is higher. A clean attempt weighed at a rate no higher than the true
 one counts for less than it is worth, which is meant to keep the posterior honest
-at true rates at or above p; that was measured near p, not at a rate several times
-higher, where bisect, weighing the same way beside its deterministic reading, is
-answered wrong more often than stated (performance.md, "A rate far above the
-assumed one is not covered"). A warning says when the measured rate is clearly
+at true rates at or above p; that was measured near p and, with p at 0.1, for a
+pair among 16 at rates up to 1.0 (99.5-100% exact, performance.md, "Below the
+assumed rate"). Bisect, weighing the same way beside its deterministic reading, is
+answered wrong more often than stated at rates several times p (performance.md,
+"A rate far above the assumed one is not covered"). A warning says when the measured rate is clearly
 below the assumption. The rate is measured on the sets known to reproduce
 (seen failing, or holding one that was), plus the attempts of the other tested
 sets in proportion to the belief that they hold the culprits: the known sets
