@@ -21,6 +21,7 @@ as the engine arms it), or of every thread (`Current thread 0x...`, `Thread
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
@@ -141,27 +142,8 @@ def parse_chain(text: str) -> tuple[PythonException, ...]:
     """The exceptions of the last uncaught traceback's chain, primary first; () when none."""
     if not text:  # a silent attempt: no pattern to compile (core/lazyre.py)
         return ()
-    lines = text.splitlines()
-    if "╭" in text:
-        lines = unboxed(lines)
-    found: dict[str, list[PythonException]] = {}
-    chain: list[PythonException] = []
-    context = ""
-    for index, line in enumerate(lines):
-        if not _TB_HEADER.match(line):
-            continue
-        exception = _exception_after(lines, index)
-        if exception is None:
-            continue
-        link = _link_before(lines, index)
-        if link is not None and chain:
-            chain[-1] = PythonException(chain[-1].type, chain[-1].message, link)
-            chain.append(exception)
-        else:
-            # A new chain: it is what its first block is (uncaught, a thread's, ignored).
-            chain = [exception]
-            context = _traceback_context(lines, index)
-        found[context] = chain
+    lines = _lines(text)
+    found = {chain.context: chain.exceptions for chain in _chains(lines)}
     if "uncaught" in found:
         return tuple(found["uncaught"])
     compile_error = _compile_error(lines)
@@ -288,28 +270,84 @@ def _last_other(stderr: str) -> str | None:
     """The last traceback that ended no process, said as whose it was: a thread's
     (`ValueError: bad (a thread's: it ended that thread, not the process)`) or one Python
     ignored (an atexit callback's `sys.exit(3)`: `SystemExit: 3 (Python ignored it: Exception
-    ignored in atexit callback)`). A pass that printed one read as a bare pass."""
-    lines = stderr.splitlines()
-    for index in reversed(range(len(lines))):
-        if not _TB_HEADER.match(lines[index]):
+    ignored in atexit callback)`, a `__del__`'s: `Exception ignored in A.__del__`). A pass
+    that printed one read as a bare pass."""
+    lines = _lines(stderr)
+    chains = _chains(lines)
+    if not chains:
+        return None
+    chain = chains[-1]
+    last = went_on(chain.exceptions[-1])
+    said = f"{last.type}: {last.message}" if last.message else last.type
+    if chain.context == "thread":
+        return f"{said} (a thread's: it ended that thread, not the process)"
+    if chain.context == "ignored":
+        label = _ignored_label(lines[chain.start - 1]) if chain.start > 0 else ""
+        if not label and "in _exitfunc" in "".join(lines[chain.start + 1 : chain.start + 2]):
+            label = "a weakref.finalize callback at exit"
+        return f"{said} (Python ignored it{': ' + label if label else ''})"
+    return said
+
+
+# What Python's "Exception ignored in: <...>" names: a function or method, or an object.
+_IGNORED_IN = Lazy(
+    r"<(?:function|bound method|method) (?P<name>[\w.<>]+)|<(?P<object>\w+) object\b"
+)
+
+
+def _ignored_label(line: str) -> str:
+    """Whose exception Python ignored, from the line before its traceback: `Exception
+    ignored in A.__del__` (of `Exception ignored in: <function A.__del__ at 0x7f..>`),
+    `Exception ignored in atexit callback`; "" where the line is no such report (a
+    weakref finalizer run at exit prints none) and `Exception ignored` where it names no
+    function or object."""
+    head, _, named = line.strip().partition(": ")
+    if not head.startswith(("Exception ignored", "Error in atexit")):
+        return ""
+    if head != "Exception ignored in":
+        return head
+    found = _IGNORED_IN.search(named)
+    if found is None:
+        return "Exception ignored"
+    if found["name"]:
+        return f"{head} {found['name']}"
+    return f"{head} a {found['object']} object"
+
+
+class _Chain(NamedTuple):
+    """One chain of tracebacks (`During handling of the above exception ...` joins its
+    blocks): whose it is (its first block's `_traceback_context`), that block's header
+    line, its exceptions, primary first."""
+
+    context: str
+    start: int
+    exceptions: list[PythonException]
+
+
+def _lines(text: str) -> list[str]:
+    """The text's lines, a rich traceback's boxes undone."""
+    lines = text.splitlines()
+    return unboxed(lines) if "╭" in text else lines
+
+
+def _chains(lines: list[str]) -> list[_Chain]:
+    """Every chain of tracebacks in `lines`, in the order printed."""
+    chains: list[_Chain] = []
+    for index, line in enumerate(lines):
+        if not _TB_HEADER.match(line):
             continue
         exception = _exception_after(lines, index)
         if exception is None:
             continue
-        last = went_on(exception)
-        said = f"{last.type}: {last.message}" if last.message else last.type
-        start = index
-        while start > 0 and _link_before(lines, start) is not None:
-            # A chain's later block: whose it is, its first block's context says.
-            start = next((i for i in range(start - 1, -1, -1) if _TB_HEADER.match(lines[i])), 0)
-        context = _traceback_context(lines, start)
-        if context == "thread":
-            return f"{said} (a thread's: it ended that thread, not the process)"
-        if context == "ignored":
-            before = lines[start - 1].split(":")[0].strip() if start > 0 else ""
-            return f"{said} (Python ignored it{': ' + before if before else ''})"
-        return said
-    return None
+        link = _link_before(lines, index)
+        if link is not None and chains:
+            chain = chains[-1].exceptions
+            chain[-1] = PythonException(chain[-1].type, chain[-1].message, link)
+            chain.append(exception)
+        else:
+            # A new chain: it is what its first block is (uncaught, a thread's, ignored).
+            chains.append(_Chain(_traceback_context(lines, index), index, [exception]))
+    return chains
 
 
 def went_on(exception: PythonException) -> PythonException:

@@ -1309,6 +1309,34 @@ def test_last_printed_names_the_last_traceback_a_program_went_on_from() -> None:
     assert last_printed("") is None
 
 
+def test_last_printed_names_whose_exception_python_ignored() -> None:
+    """A `__del__`'s error read `(Python ignored it: Exception ignored in)`, the line cut at
+    its first colon; a weakref finalizer's at exit took no name, or the program's own line
+    printed before it (`note: ...` read `note`)."""
+    from reprospec.outcome.tracebacks import last_printed
+
+    def ignored(before: str, frame: str = "__del__") -> str | None:
+        return last_printed(
+            f"{before}Traceback (most recent call last):\n"
+            f'  File "x.py", line 3, in {frame}\n'
+            "ValueError: bad\n"
+        )
+
+    said = "ValueError: bad (Python ignored it: {})"
+    assert ignored("Exception ignored in: <function A.__del__ at 0x7f>\n") == said.format(
+        "Exception ignored in A.__del__"
+    )
+    assert ignored("Exception ignored in: <finalize object at 0x7f; dead>\n") == said.format(
+        "Exception ignored in a finalize object"
+    )
+    assert ignored("Exception ignored in atexit callback: <function f at 0x7f>\n") == (
+        said.format("Exception ignored in atexit callback")
+    )
+    assert ignored("note: here\n", "_exitfunc") == said.format(
+        "a weakref.finalize callback at exit"
+    )
+
+
 def test_a_process_pool_broken_by_a_sigkill_a_process_sent_is_no_crash(tmp_path: Path) -> None:
     """nu-c: a ProcessPoolExecutor worker SIGKILLed with no OOM kill counted read `crash
     (child)` from concurrent.futures' 'terminated abruptly', where a Pool's or a reaped
