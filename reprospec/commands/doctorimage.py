@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,9 +57,12 @@ _HOST_ONLY = {
 HOST_TOOLS = ("starter", "native-stacks", "cuda-libraries", "sanitizer", "cuda-smoke")
 
 
-def present_images(plans: Sequence[AttemptPlan], spec: str) -> list[tuple[str, AttemptPlan]]:
-    """(tag, one plan of it) of each distinct image the plans run in that is here, in order;
-    none where no engine answers (the `docker` check says so)."""
+def present_images(
+    plans: Sequence[AttemptPlan], spec: str
+) -> tuple[list[tuple[str, AttemptPlan]], list[str]]:
+    """(tag, one plan of it) of each distinct image the plans run in that is here, in order,
+    and the tags of those not here yet; none where no engine answers (the `docker` check
+    says so)."""
     from reprospec.errors import InfraError
     from reprospec.runners.docker import image
     from reprospec.runners.docker.engine import connect
@@ -66,16 +70,17 @@ def present_images(plans: Sequence[AttemptPlan], spec: str) -> list[tuple[str, A
     try:
         client = connect(timeout_s=30)
     except InfraError:
-        return []
-    found: dict[str, AttemptPlan] = {}
+        return [], []
+    found: dict[str, AttemptPlan | None] = {}
     for plan in plans:
         try:
             recipe = image.recipe_for(plan.environment, spec_dir=Path(spec).resolve().parent)
         except InfraError:
             continue
-        if recipe.tag not in found and image.image_present(client, recipe.tag):
-            found[recipe.tag] = plan
-    return list(found.items())
+        if recipe.tag not in found:
+            found[recipe.tag] = plan if image.image_present(client, recipe.tag) else None
+    here = [(tag, plan) for tag, plan in found.items() if plan is not None]
+    return here, [tag for tag, plan in found.items() if plan is None]
 
 
 def image_checks(
@@ -84,13 +89,26 @@ def image_checks(
     images: Sequence[tuple[str, AttemptPlan]],
     spec: str | None,
     visible_devices: str | None,
+    missing: Sequence[str] = (),
 ) -> list[Check]:
     """The host's checks (`host`, in doctor's order) made for the docker runner: each of
-    an interpreter or a tool made in each image that is here, or skipped saying why
-    (`spec` None: `doctor --runner docker` without one, which names no image)."""
+    an interpreter or a tool made in each image that is here, and skipped for each image
+    not here yet (`missing`, its tag), or skipped saying why (`spec` None: `doctor
+    --runner docker` without one, which names no image)."""
+    from reprospec.doctor import Check
+    from reprospec.doctor.needs import check_refused_packages
+
     inside: dict[str, list[Check]] = {}
     if images and spec is not None and needs is not None:
         inside = _made_inside(needs, images, spec, visible_devices)
+        # Each check made in the images here, skipped for those not here: the header named
+        # the ones here alone, and nothing said the other cells were not checked.
+        for tag in missing:
+            for name, made in inside.items():
+                # (its docker-image line says whether the first run builds it or it is missing)
+                made.append(
+                    Check(name, "skipped", f"image {tag} is not here: checked in it once it is")
+                )
     elif spec is not None:
         why = "the image is not here yet (built at the first run): checked inside it once it is"
     else:
@@ -98,9 +116,6 @@ def image_checks(
             "the host's; the docker runner's attempts run in the cells' images, which "
             "`doctor SPEC --runner docker` checks inside"
         )
-    from reprospec.doctor import Check
-    from reprospec.doctor.needs import check_refused_packages
-
     checks: list[Check] = []
     for check in host:
         if check.name in inside:
@@ -139,10 +154,12 @@ def _made_inside(
             with tempfile.TemporaryDirectory(prefix="reprospec-doctor-") as folder:
                 env = runner.capture_environment(plan, Path(folder))
             error = env.get("error")
+            # (a Dockerfile's image gets none of the spec's packages installed)
+            built = replace(needs, dockerfile=plan.environment.dockerfile is not None)
             made = (
                 [Check(n, "skipped", f"could not be captured: {error}") for n in sorted(_INSIDE)]
                 if isinstance(error, str)
-                else doctor.run_checks(dict(env), needs, visible_devices)
+                else doctor.run_checks(dict(env), built, visible_devices)
             )
             for check in made:
                 if check.name not in _INSIDE:

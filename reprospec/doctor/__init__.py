@@ -126,12 +126,15 @@ def _installed_by_runner(check: Check, env: Captured, needs: Needs) -> Check:
     """The torch check's `torch is not installed in this interpreter`, on a runner that
     installs the spec's packages (venv, docker) where they name torch: skipped, saying so.
     `doctor --runner venv` failed a spec of `torch==2.13.0` for the bare interpreter the
-    venv runner builds each cell's venv on."""
+    venv runner builds each cell's venv on. Not in a Dockerfile's image, into which the
+    docker runner installs nothing: skipped there as if it would."""
     from reprospec.doctor.check import Check
     from reprospec.environment.captured import section
     from reprospec.environment.packages import requirements_naming
 
     if check.name != "torch" or section(env, "torch").get("installed") is not False:
+        return check
+    if needs.runner == "docker" and needs.dockerfile:
         return check
     named = requirements_naming(needs.packages, "torch")
     if not named:

@@ -96,6 +96,9 @@ class Needs:
     # The runner it will run on (`doctor --runner`): `local` runs the checked interpreter as
     # it is; `venv` and `docker` install the spec's packages themselves.
     runner: str = "local"
+    # Whether the image checked is built from an environment.dockerfile (`doctor SPEC
+    # --runner docker`, per image), into which the docker runner installs nothing.
+    dockerfile: bool = False
 
 
 # The /dev/shm a container gets where no --shm-size is given (docker's default).

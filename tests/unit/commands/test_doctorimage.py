@@ -4,10 +4,16 @@ of the spec is here yet (nothing asked of a container: no process)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING, cast
+
+import pytest
 
 from reprospec import doctor
 from reprospec.commands.doctorimage import image_checks
 from reprospec.doctor.needs import CellPackages, check_spec_environment
+
+if TYPE_CHECKING:
+    from reprospec.core.inputs import AttemptPlan
 
 NOT_HERE = "the image is not here yet (built at the first run): checked inside it once it is"
 # The host's spec-environment of a spec of python 3.10 on a 3.11 machine, as doctor made it.
@@ -50,3 +56,33 @@ def test_the_docker_runners_python_mismatch_advises_no_python_flag() -> None:
         {"python": {"version": "3.11.7"}}, replace(needs, runner="local")
     )
     assert local.todo.startswith("run with --python PATH of a matching interpreter, or with")
+
+
+def test_an_image_not_here_beside_one_here_is_said_for_each_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # With two images, one here, the checks were made in the one here and nothing said the
+    # other's cells were not checked: neither made nor skipped.
+    from reprospec.commands import doctorimage
+
+    def made(*_: object) -> dict[str, list[doctor.Check]]:
+        return {
+            "torch": [doctor.Check("torch", "pass", "in image a:1: torch 2.13.0")],
+            "native-stacks": [doctor.Check("native-stacks", "pass", "gdb runs in image a:1")],
+        }
+
+    monkeypatch.setattr(doctorimage, "_made_inside", made)
+    host = [
+        doctor.Check("torch", "pass", "torch 2.13.0 (the host's)"),
+        doctor.Check("native-stacks", "skipped", ""),
+    ]
+    plan = cast("AttemptPlan", None)  # (asked of nothing: _made_inside is the fake's)
+    checks = image_checks(
+        host, doctor.Needs(runner="docker"), [("a:1", plan)], "s.yaml", None, ["b:2"]
+    )
+    assert [(c.name, c.status, c.why) for c in checks] == [
+        ("torch", "pass", "in image a:1: torch 2.13.0"),
+        ("torch", "skipped", "image b:2 is not here: checked in it once it is"),
+        ("native-stacks", "pass", "gdb runs in image a:1"),
+        ("native-stacks", "skipped", "image b:2 is not here: checked in it once it is"),
+    ]

@@ -554,6 +554,11 @@ def test_torch_missing_where_the_runner_installs_the_specs_torch_is_not_a_failur
     assert by_name(bare, replace(spec, runner="local"))["torch"].status == "fail"
     assert by_name(bare, replace(spec, packages=("six",)))["torch"].status == "fail"
     assert by_name(bare, replace(spec, packages=("torchvision",)))["torch"].status == "fail"
+    # In a Dockerfile's image (doctor SPEC --runner docker), into which the docker runner
+    # installs nothing: it said `the docker runner installs the spec's torch==2.13.0`.
+    docker = replace(spec, runner="docker")
+    assert by_name(bare, docker)["torch"].status == "skipped"
+    assert by_name(bare, replace(docker, dockerfile=True))["torch"].status == "fail"
 
 
 def test_a_spec_python_that_is_a_path_names_no_version_to_hold_the_interpreter_to() -> None:
