@@ -1,13 +1,12 @@
 """torch's "DataLoader worker (pid N) is killed by signal: 11" (older torch, some wrappers:
-the number, not torch's words) names SIGSEGV, as the live outcome reads it, and
-materialize's run.sh reads the number as the signal too."""
+the number, not torch's words) names SIGSEGV, as the live outcome reads it (a bundle's
+run.sh reads the number too: tests/functional/export/test_run_sh_signals.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from reprospec.core.signals import signal_from_words
-from reprospec.export.materialize import _signal_cases
 
 
 @pytest.mark.parametrize(
@@ -25,7 +24,3 @@ from reprospec.export.materialize import _signal_cases
 )
 def test_signal_from_words(said: str, signal: str | None) -> None:
     assert signal_from_words(said) == signal
-
-
-def test_run_sh_reads_a_signals_number() -> None:
-    assert "'segmentation fault'*|11) echo SIGSEGV ;;" in _signal_cases()
