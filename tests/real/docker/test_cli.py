@@ -419,6 +419,11 @@ def test_doctor_for_the_docker_runner_checks_the_engine_and_each_cells_image(
         ),
     ]
     assert [c["status"] for c in checks if c["name"] == "docker"] == ["pass"]
+    # The image's checks made in the one here, and skipped for the absent one's cells (they
+    # were neither made nor skipped, the header naming the image here alone).
+    absent = "image reprospec-test-absent:never is not here: checked in it once it is"
+    skipped = {c["name"] for c in checks if c["why"] == absent and c["status"] == "skipped"}
+    assert {"torch", "nvcc", "spec-environment", "native-stacks"} <= skipped, checks
     (shm,) = (c for c in checks if c["name"] == "shm")
     # The container's /dev/shm, not this machine's; a spec of `true` starts no DataLoader
     # worker, so the check is skipped, saying the container's 64 MiB (bae5ee5a: the shm
