@@ -25,6 +25,13 @@ SHELLS = frozenset(
     {"sh", "ash", "dash", "bash", "ksh", "ksh93", "mksh", "lksh", "pdksh", "oksh", "zsh",
      "yash", "posh", "busybox"}
 )  # fmt: skip
+# Of them, those whose `-c SCRIPT` holds a command line that plan/shellwords.py reads for
+# the files it names (`[bash, -o, pipefail, -c, "python train.py | tee log"]`).
+COMMAND_SHELLS = SHELLS & {"sh", "bash", "dash", "zsh", "ksh"}
+# Of them, those whose report of a death the outcome knows (bash's `4242 Segmentation
+# fault`, dash's `Segmentation fault`): the only ones whose `exit N` outcome/shellexit.py
+# reads as a shell's own.
+REPORTING_SHELLS = SHELLS & {"sh", "dash", "bash"}
 # A redirection to or from a descriptor (`2>&1`, `<&3`, `>&-`): no background job.
 DUPLICATE = Lazy(r"[0-9]*[<>]&[0-9]*-?")
 

@@ -27,11 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from reprospec.core.shellline import ASSIGNMENT, shebang
+from reprospec.core.shellline import ASSIGNMENT, REPORTING_SHELLS, shebang
 
-# The shells whose lines and scripts are read: those whose report of a death classify.py
-# knows (bash's `4242 Segmentation fault`, dash's `Segmentation fault`).
-_SHELLS = frozenset({"sh", "dash", "bash"})
 # The builtins that run no program (`exit` and `return` apart: what they say is read).
 _BUILTINS = frozenset({":", "true", "false", "echo", "printf", "set", "export", "unset", "shift"})
 # A script read for it is read this far, and a `-c` line or script within one this deep.
@@ -108,7 +105,7 @@ class _Reader:
             return
         if name in _BUILTINS or name in functions:
             return
-        if os.path.basename(name) in _SHELLS:  # noqa: PTH119 (a word, not a Path)
+        if os.path.basename(name) in REPORTING_SHELLS:  # noqa: PTH119 (a word, not a Path)
             self._shell(words, depth)
             return
         path = self._file(name) if "/" in name else None  # else a program on PATH
@@ -148,7 +145,7 @@ def _is_read_script(path: Path) -> bool:
     of them (`#!/bin/bash`, `#!/usr/bin/env bash`); a `#!` naming another shell is not."""
     words = shebang(path, 256)
     if words:
-        return any(os.path.basename(word) in _SHELLS for word in words[:2])  # noqa: PTH119
+        return any(os.path.basename(word) in REPORTING_SHELLS for word in words[:2])  # noqa: PTH119
     return path.is_file() and path.name.endswith((".sh", ".bash"))
 
 

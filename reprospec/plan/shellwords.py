@@ -12,6 +12,7 @@ import shlex
 from pathlib import Path
 from typing import NamedTuple
 
+from reprospec.core import shellline
 from reprospec.core.sections import Command
 from reprospec.core.shellline import shebang
 
@@ -19,8 +20,8 @@ from reprospec.core.shellline import shebang
 MAX_PARSE_BYTES = 1 << 20
 
 # Shells whose `-c SCRIPT` holds the command line: a list command `[bash, -o, pipefail, -c,
-# "python train.py | tee log"]` names its files inside that one word.
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
+# "python train.py | tee log"]` names its files inside that one word (core/shellline.py).
+SHELLS = shellline.COMMAND_SHELLS
 
 
 def is_assignment(word: str) -> bool:
