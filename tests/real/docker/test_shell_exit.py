@@ -1,6 +1,7 @@
 """In a container, too, a shell told to `exit 139` exits with it of its own (`error` exit
 139), and a shell's 139 for a process that died of SIGSEGV stays a crash (shellexit.py,
-classify.py rule 4): the command's words and the workdir's scripts are read the same."""
+classify.py rule 4): the command's words and the workdir's scripts are read the same, an
+`exit 139` counting only where they run no program."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from tests.support.docker import CLIENT, needs_engine, require_image  # noqa: E4
 def test_a_shells_own_exit_and_a_real_death_in_a_container(cli: Cli, tmp_path: Path) -> None:
     require_image(CLIENT, image.DEFAULT_IMAGE)
     ends = tmp_path / "ends.sh"
-    ends.write_text("#!/bin/sh\nls > /dev/null\nexit 139\n")
+    # No program but a shell before the exit: a script that runs one may pass a death on.
+    ends.write_text("#!/bin/sh\nsh -c : > /dev/null\nexit 139\n")
     ends.chmod(0o755)
     spec = tmp_path / "shexit.yaml"
     spec.write_text(
