@@ -27,6 +27,7 @@ from reprospec.core.atomicfile import save_each, write_atomic
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
+from reprospec.core.logtext import shell_line
 from reprospec.core.rates import rate_floor, refuting_bound
 from reprospec.core.results import Rate
 from reprospec.core.words import (
@@ -624,7 +625,9 @@ def write(
     content = ""
     if winner is not None:
         header = (
-            f"# Amplified by reprospec amplify from {found.spec_path} ({found.cell.id}):\n"
+            # shell_line: a comment holds no line break (a path's would end the comment).
+            f"# Amplified by reprospec amplify from {shell_line([found.spec_path])} "
+            f"({found.cell.id}):\n"
             f"# {sentence(found)}\n"
         )
         body = dump_yaml(amplified_document(document, winner.arm.settings, base_dir))
@@ -636,7 +639,7 @@ def write(
             carried = axes_note_for(
                 carry_comments(source_text, body, _rate_comment(found)),
                 body,
-                shlex.quote(str(path)),
+                shell_line([str(path)]),
             )
             body = without_filled_todo(carried, source_text)
         content = header + schema_moved(body, base_dir, found.folder)

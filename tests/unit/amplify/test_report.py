@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from reprospec.amplify.report import text as answer
 from reprospec.amplify.search import AmplifyResult, Arm, ArmResult
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.logtext import shell_line
 from reprospec.core.results import Rate
 from reprospec.core.units import parse_rate
 from reprospec.isolation.candidates import Tally
@@ -292,11 +292,22 @@ def test_the_amplified_spec_s_note_on_axes_names_the_amplified_spec(tmp_path: Pa
     )
     found, text = _amplified(tmp_path, source, Expectation("error", exception="AssertionError"))
     # By its path, as amplify.md's commands name it: the bare name ran only from the folder.
-    quoted = shlex.quote(str(found.amplified_spec))
+    quoted = shell_line([str(found.amplified_spec)])
     assert f"\n# {observe_line(quoted)}\n" in text
     assert f"\n    reprospec run {quoted} " in markdown(found)
     assert "crash.yaml" not in text
     assert f"# {AXES_NOTE[0]}\n" in text
+    # An --out whose path holds a line break: shlex.quote wrote it into the comments (the
+    # header's spec path, the note's), and the line after the break, no comment, made
+    # amplified.yaml invalid YAML. Both are written on one line, `$'...\n...'`.
+    folder = tmp_path / "out\ndir"
+    folder.mkdir()
+    found, text = _amplified(folder, source, Expectation("error", exception="AssertionError"))
+    assert isinstance(load_yaml(text).data, dict)
+    assert f"\n# {observe_line(shell_line([str(found.amplified_spec)]))}\n" in text
+    header = f"# Amplified by reprospec amplify from {shell_line([found.spec_path])} "
+    assert text.startswith(header)
+    assert "\\n" in text.splitlines()[0]
 
 
 def test_the_amplified_spec_keeps_capture_s_todo_block_only_while_a_key_is_unfilled(
