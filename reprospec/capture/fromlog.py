@@ -44,6 +44,7 @@ from reprospec.capture.writer import (
 )
 from reprospec.core.expr import literal_text
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.logtext import shell_line
 from reprospec.core.redact import credential_spans, mask_parts, secret_values, sets_secret
 from reprospec.core.requirements import normalize
 from reprospec.core.units import format_duration
@@ -258,7 +259,10 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         expect=expect,
         expect_comments=comments,
         header=(
-            f"A skeleton written by `reprospec capture --from-log {source}`.",
+            # As typed, pasteable: `-` for a piped log (`stdin` named no file), a path by
+            # shell_line (quoted where it must be, a line break on one line).
+            "A skeleton written by `reprospec capture --from-log "
+            f"{'-' if source == 'stdin' else shell_line([source])}`.",
             "What the log does not say is marked TODO; `reprospec validate` checks the rest.",
             *(kept_note(kept) for kept in (proposal.kept if proposal else ())),
             *((bounded.note(bounded.timeout()),) if bounded is not None else ()),

@@ -2983,3 +2983,19 @@ Current thread 0x000046f0 (most recent call first):
     assert "the log's Windows access violation, read as SIGSEGV, its kind on Linux" in (
         render_spec(skeleton(read, "win.md"))
     )
+
+
+def test_the_skeleton_s_header_writes_its_from_log_command_as_typed() -> None:
+    """`--from-log my log.txt` was written unquoted, a command that ran another, and a
+    piped log as `--from-log stdin`, a file that is not there."""
+    read = read_ticket("Traceback (most recent call last):\nValueError: bad\n")
+
+    def header(source: str) -> str:
+        line = skeleton(read, source).header[0]
+        assert line.startswith("A skeleton written by `reprospec capture --from-log ")
+        return line.removeprefix("A skeleton written by `reprospec capture --from-log ")
+
+    assert header("my log.txt") == "'my log.txt'`."
+    assert header("stdin") == "-`."
+    assert header("issue.md") == "issue.md`."
+    assert header("a\nb.md") == "$'a\\nb.md'`."
