@@ -48,10 +48,12 @@ def _wrapped_anywhere(text: str) -> str:
 
 # The note's last line as a header comment, its spec's path (as typed) the group: one line,
 # or, as capture wrote it before it kept the command whole, wrapped over several at a
-# long path (each still the note of the spec it names). The line's own indent is no wrap.
+# long path (each still the note of the spec it names), a wrap also inside the path at
+# one of its blanks (`'dir with<wrap>space/crash.yaml'`). The line's own indent is no
+# wrap. The group is never read: `sub` writes the line again.
 _INDENT = _OBSERVE_HEAD[: len(_OBSERVE_HEAD) - len(_OBSERVE_HEAD.lstrip(" "))]
 OBSERVE_COMMENT = re.compile(
-    rf"^# {_INDENT}{_wrapped_anywhere(_OBSERVE_HEAD.lstrip(' '))}(.+?)"
+    rf"^# {_INDENT}{_wrapped_anywhere(_OBSERVE_HEAD.lstrip(' '))}((?:[^\n]|\n#     )+?)"
     rf"{_wrapped_anywhere(_OBSERVE_TAIL)}\n",
     re.MULTILINE,
 )

@@ -152,3 +152,14 @@ def test_an_observe_note_capture_wrapped_at_a_long_path_is_still_found_and_made_
     # Without a matrix, the note goes whole.
     gone = axes_note_for(text.replace("matrix:\n  a: [1]\n", ""), "reprospec: 1\n", "m.yaml")
     assert gone == "reprospec: 1\n", gone
+    # Wrapped inside a quoted path at one of its blanks: still found.
+    spaced = (
+        "#   reprospec run 'incidents/a rather long folder name/another\n"
+        "#     level/crash_from_the_training_job.yaml' --observe --set\n"
+        "#     'matrix.AXIS=[OLD, NEW]'\n"
+    )
+    text = (
+        "".join(f"# {line}\n" for line in AXES_NOTE) + spaced + "reprospec: 1\nmatrix:\n  a: [1]\n"
+    )
+    note = axes_note_for(text, "reprospec: 1\nmatrix:\n  a: [1]\n", "amplified.yaml")
+    assert note.splitlines()[2:4] == [f"# {observe_line('amplified.yaml')}", "reprospec: 1"]
