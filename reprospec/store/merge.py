@@ -602,8 +602,10 @@ def _spelled(option: str) -> str:
     ran as `--shard 1/2`, and kept in the merged run's line it reran one shard."""
     import re
 
-    cuts = range(len(option), 2, -1)
-    return "(?:" + "|".join(re.escape(option[:end]) for end in cuts) + ")"
+    from reprospec.core.runoptions import typed_as
+
+    cuts = [option[:end] for end in range(len(option), 0, -1) if typed_as(option[:end], option)]
+    return "(?:" + "|".join(re.escape(cut) for cut in cuts) + ")"
 
 
 def _without_jobs(command_line: str) -> str:

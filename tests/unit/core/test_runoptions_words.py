@@ -33,3 +33,17 @@ def test_a_word_is_an_option_whole_or_cut_as_argparse_takes_it() -> None:
     assert not typed_as("-s", "--set")
     assert not typed_as("--setx", "--set")
     assert not typed_as("-m", "--matrix")  # -m is its own short option, read as such
+
+
+def test_no_run_option_begins_another_as_typed_as_assumes() -> None:
+    """`typed_as` takes a word that begins an option for that option: argparse took the cut
+    only where it named one. An option that began another (`--out` and an `--out-format`)
+    would make `--out` typed as `--out-format` too, and the recorded line lose the wrong one."""
+    from reprospec.cli import _verbs, build_parser
+
+    run = _verbs(build_parser("run"))["run"]
+    options = sorted({word for action in run._actions for word in action.option_strings})
+    longs = [word for word in options if word.startswith("--")]
+    assert {"--shard", "--set", "--jobs", "--matrix", "--out"} <= set(longs)
+    begins = [(a, b) for a in longs for b in longs if a != b and b.startswith(a)]
+    assert begins == [], begins
