@@ -173,16 +173,20 @@ out = {"python": sys.executable, "prefix": sys.prefix,
 # PYTHONPATH is none. The folder named is the first of sys.path that holds the name, the
 # one whose version was read, and only where it is PYTHONPATH's. A metadata folder is
 # the distribution its Name says, as importlib.metadata reads it: by its folder's name, a
-# checkout's `legacy.egg-info` of packaging was named for no one.
+# checkout's `legacy.egg-info` of packaging was named for no one. Past the last of
+# PYTHONPATH's folders nothing more can be named: the loop ends there, not in
+# site-packages, where it opened every distribution's metadata file up to the names'.
 pythonpath = os.environ.get("PYTHONPATH", "")
 paths = set(os.path.realpath(p or os.getcwd()) for p in pythonpath.split(os.pathsep) if pythonpath)
 if paths:
     shadowed = {}
     left = set(n for n in names if found.get(n) is not None)
+    passed = set()
     for folder in sys.path:
-        if not left:
+        if not left or not (paths - passed):
             break
         folder = os.path.realpath(folder or os.getcwd())
+        passed.add(folder)
         try:
             entries = os.listdir(folder)
         except OSError:

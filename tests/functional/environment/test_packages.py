@@ -99,6 +99,41 @@ def test_an_empty_pythonpath_entry_is_the_current_directory(tmp_path: Path) -> N
         assert probe_installed(sys.executable, ["packaging"], env=env, cwd=site).pythonpath == {}
 
 
+def test_the_pythonpath_read_ends_at_the_last_pythonpath_folder(tmp_path: Path) -> None:
+    # Past PYTHONPATH's folders nothing can be named as theirs, but the probe read on until
+    # it found each name: every distribution's metadata in site-packages (hundreds in an
+    # ML environment) before pyyaml's. A folder after them holds one it must not open.
+    site = tmp_path / "site"
+    site.mkdir()
+    later = tmp_path / "later"
+    meta = later / "zzz_other-1.0.dist-info"
+    meta.mkdir(parents=True)
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: zzz-other\nVersion: 1.0\n")
+    probe = (
+        "import builtins, sys\n"
+        "opened = []\n"
+        "def recorded(path, *args, **kwargs):\n"
+        "    opened.append(str(path))\n"
+        "    return builtins.open(path, *args, **kwargs)\n"
+        f"sys.path.insert(sys.path.index({str(site)!r}) + 1, {str(later)!r})\n"
+        f"exec(compile({PROBE_CODE!r}, 'probe', 'exec'), {{'open': recorded}})\n"
+        f"print([p for p in opened if p.startswith({str(later)!r})], file=sys.stderr)\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *probe_args(["pyyaml"])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = parse_probe(done.stdout, sys.executable)
+    assert (seen.versions, seen.pythonpath) == ({"pyyaml": PYYAML}, {})
+    assert done.stderr.strip() == "[]"
+
+
 def test_the_working_directory_of_python_c_is_not_the_environment(tmp_path: Path) -> None:
     # `python -c` puts "" (the cwd, a cell's workdir) before every PYTHONPATH entry: its
     # packaging 99.1 was read, and named as from PYTHONPATH's folder, which holds the allowed
