@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from reprospec.core.lazyre import Lazy
 
@@ -448,9 +448,28 @@ def _ansi_c(line: str, at: int) -> tuple[int, bytes]:
         at += 2
 
 
-# The escapes bash's `$'...'` reads (`_ansi_c`), for the control characters a command
-# holds most.
-_ANSI_C_WRITTEN = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "'": "\\'", "\\": "\\\\"}
+# The letter escapes `_shell_word` writes in a word on one line, read back by `_ansi_c`: of
+# its table, the control characters a command holds most (a line break, a tab, a carriage
+# return); bash's `\'` and `\\` for the quote and the backslash.
+_ANSI_C_LETTERS = {
+    **{chr(_ANSI_C[letter]): "\\" + letter for letter in "ntr"},
+    "'": "\\'",
+    "\\": "\\\\",
+}
+
+
+def _ansi_c_word(word: str, keep: Callable[[str], bool], letters: Mapping[str, str]) -> str:
+    r"""`word` in bash's `$'...'` quoting, as `_ansi_c` reads it back: each character `keep`
+    holds as it is, another by its escape in `letters`, else as its bytes (UTF-8, a lone
+    surrogate the byte that was not), `\xNN` each."""
+    quoted = "".join(
+        char
+        if keep(char)
+        else letters.get(char)
+        or "".join(f"\\x{b:02x}" for b in char.encode("utf-8", "surrogateescape"))
+        for char in word
+    )
+    return f"$'{quoted}'"
 
 
 def _shell_word(word: str, *, one_line: bool = False) -> str:
@@ -458,14 +477,9 @@ def _shell_word(word: str, *, one_line: bool = False) -> str:
         if not (one_line and any(not char.isprintable() for char in word)):
             return shlex.quote(word)
         # A character printable as it is (é) stays; another is written as its UTF-8 bytes.
-        quoted = "".join(
-            _ANSI_C_WRITTEN.get(char)
-            or (char if char.isprintable() else "".join(f"\\x{b:02x}" for b in char.encode()))
-            for char in word
+        return _ansi_c_word(
+            word, lambda char: char.isprintable() and char not in _ANSI_C_LETTERS, _ANSI_C_LETTERS
         )
-        return f"$'{quoted}'"
-    data = word.encode("utf-8", "surrogateescape")
-    quoted = "".join(
-        chr(b) if 0x20 <= b < 0x7F and b not in (0x27, 0x5C) else f"\\x{b:02x}" for b in data
-    )
-    return f"$'{quoted}'"
+    # Bytes that are not UTF-8: each byte but printable ASCII (its quote and backslash too)
+    # written as `\xNN`, é's two as well.
+    return _ansi_c_word(word, lambda char: " " <= char < "\x7f" and char not in "'\\", {})
