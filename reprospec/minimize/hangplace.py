@@ -28,10 +28,10 @@ from pathlib import Path
 
 from reprospec.core.results import AttemptResult
 from reprospec.outcome.hungstacks import hung_threads
+from reprospec.process.childprotocol import STACK_TXT
 
 UNREAD = ""
 NOWHERE = "no frame of the program's own code"
-STACK_TXT = "stack.txt"  # process/childprotocol.STACK_TXT: where an attempt's dump is
 
 
 def place_of(stack: str | None) -> str:

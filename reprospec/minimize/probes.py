@@ -68,9 +68,11 @@ def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKi
 # original's exceptions from stderr against a candidate's from both logs rejected a
 # candidate for the very exception the original had printed on stdout.
 RAISED_FROM = "stderr+stdout"
-# The rule a probe's hang places were read by (StoredProbe.places_from): another, and a
-# stored state's are read again.
-PLACES_FROM = "stack.txt"
+# The version of the rule a probe's hang places were read by (StoredProbe.places_from;
+# hangplace.place_of and outcome/hungstacks.hung_threads): another, and a stored state's
+# are read again. Bump it with each change of that rule. ("stack.txt" before, the same
+# rule's first version.)
+PLACES_FROM = "places-1"
 
 
 def _side(role: str) -> str:
