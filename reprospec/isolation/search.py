@@ -60,14 +60,14 @@ when that is higher. A clean attempt weighed at a rate no higher than the true
 one counts for less than it is worth, which is meant to keep the posterior honest
 at true rates at or above p; that was measured near p and, with p at 0.1, for a
 pair among 16 at rates up to 1.0 (99.5-100% exact, performance.md, "Below the
-assumed rate"). Bisect, weighing the same way beside its deterministic reading, is
-answered wrong more often than stated at rates several times p (performance.md,
-"A rate far above the assumed one is not covered"). A warning says when the measured rate is clearly
-below the assumption. The rate is measured on the sets known to reproduce
-(seen failing, or holding one that was), plus the attempts of the other tested
-sets in proportion to the belief that they hold the culprits: the known sets
-alone run high (a set holding the culprits that happened to stay clean is not
-known). It is not fitted per hypothesis: a wrong larger set would fit a higher
+assumed rate"). Bisect, weighing the same way beside its deterministic reading, was
+answered wrong more often than stated at rates several times p until its stop also
+asked a second model (performance.md, "A rate far above the assumed one"). A warning
+says when the measured rate is clearly below the assumption. The rate is measured on
+the sets known to reproduce (seen failing, or holding one that was), plus the
+attempts of the other tested sets in proportion to the belief that they hold the
+culprits: the known sets alone run high (a set holding the culprits that happened
+to stay clean is not known). It is not fitted per hypothesis: a wrong larger set would fit a higher
 rate on the very failures that made it look right (a winner's curse), which in
 the simulation bought confident wrong answers at rate 0.3. For a deterministic
 failure the 99% bound rises slowly (5 failures in 5: 43%; 10 in 10: 60%), so

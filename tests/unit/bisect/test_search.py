@@ -12,6 +12,7 @@ from reprospec.bisect.search import (
     DEFAULT_ERROR,
     LearnedRate,
     RateModel,
+    SpreadRate,
     Trial,
     attempts_to_see,
     bisect,
@@ -341,3 +342,45 @@ def test_a_failure_that_looks_deterministic_then_flakes_is_still_found() -> None
         # A version judged good never failed.
         assert all(v.matched == 0 for v in result.versions if v.state == "good")
     assert right >= 19
+
+
+@pytest.mark.parametrize(
+    ("rate", "min_rate", "seed", "old_answer"),
+    [(0.5, None, 89, "1.15"), (0.4, 0.1, 51, "1.11"), (0.7, 0.3, 27, "1.14")],
+)
+def test_an_answer_must_also_hold_at_every_rate_above_the_assumed_one(
+    rate: float, min_rate: float | None, seed: int, old_answer: str
+) -> None:
+    # A bug failing well above the assumed rate: a few failures in a row made the
+    # deterministic reading likely, a clean attempt or two at the first bad version then
+    # ruled it out, and the search answered `old_answer` (a version above the real first
+    # bad one, 1.6) claiming 1 - error after about ten attempts. The stop also asks the
+    # answer of SpreadRate (every rate above the assumed one has a reading), so it retests
+    # and finds the real one.
+    oracle = oracle_for(6, rate, seed=seed)
+    result = (
+        bisect(VERSIONS, oracle)
+        if min_rate is None
+        else bisect(VERSIONS, oracle, min_rate=min_rate)
+    )
+    assert result.status == "found"
+    assert (result.last_good, result.first_bad) == ("1.5", "1.6")
+    assert result.first_bad != old_answer
+    assert result.confidence >= 1 - DEFAULT_ERROR
+    # It costs retests of versions already seen, not a search of its own.
+    assert result.attempts < 80
+
+
+def test_the_spread_rate_weighs_a_clean_attempt_at_a_rate_between_the_readings() -> None:
+    spread = SpreadRate(0.1)
+    learned = LearnedRate(0.1)
+    # Four failures and a clean attempt: likely at 0.5 (0.5^5 = 3%), which LearnedRate has
+    # no reading near (0.1^4 x 0.9 at its low one, 0.9^4 x 0.1 at its high one).
+    at_half = math.log(0.5**5)
+    assert spread.marginal(4, 1) - at_half > learned.marginal(4, 1) - at_half + math.log(3)
+    # Little deterministic weight: four failures in a row leave it far from sure.
+    assert spread.deterministic(4, 0) < 0.5 < learned.deterministic(4, 0)
+    # The readings' weights sum to 1: no attempt at all has likelihood 1.
+    assert spread.marginal(0, 0) == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="rate must be"):
+        SpreadRate(1.0)
