@@ -6,10 +6,12 @@ A crash keeps its place in its signature (`crash:SIGSEGV:main:frame`); a hang's 
 `threading.Barrier` no other thread reached: no lock left, "fails as hang in 20/20", and its
 report kept the original's title. Here a hang's place is read from the attempt's stack dump
 (stack.txt), as `Outcome.hung_in` is (outcome/hungstacks.py's `hung_threads`): each hung
-thread's innermost function of the program's own code, and what it waits in below it (the
-library's frames: Barrier.wait's threading.py frames; none where its own line waits in C
-code, a lock's `with`, a sleep). Line numbers are left out (the program shrinks), and so are
-its files' paths (each candidate runs in its own folder).
+thread's outermost function of the program's own code (a busy thread's innermost one
+changes from dump to dump), and where it waits in a blocking call of the library, its
+innermost one and what it waits in below it (the library's frames: Barrier.wait's
+threading.py frames; none where its own line waits in C code, a lock's `with`, a sleep).
+Line numbers are left out (the program shrinks), and so are its files' paths (each
+candidate runs in its own folder).
 
 A place is text, stored with each probe's attempts (StoredProbe.places), so that a replayed
 search compares what the first one compared: `UNREAD` ("") where no stacks were read (no
@@ -27,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from reprospec.core.results import AttemptResult
-from reprospec.outcome.hungstacks import hung_threads
+from reprospec.outcome.hungstacks import Frame, hung_threads
 from reprospec.process.childprotocol import STACK_TXT
 
 UNREAD = ""
@@ -37,17 +39,52 @@ NOWHERE = "no frame of the program's own code"
 def place_of(stack: str | None) -> str:
     """A hang's place read from its stack dump: `w1, w2` (a deadlock of two threads, each
     in its own line), `w2 -> threading.py:wait -> threading.py:_wait -> threading.py:wait`
-    (a Barrier's wait, the outermost call first); `UNREAD` or `NOWHERE`."""
+    (a Barrier's wait, the outermost call first); `UNREAD` or `NOWHERE`.
+
+    A thread is named by its outermost function of the program's own (the thread's target,
+    the main thread's `<module>`), not its innermost: a busy thread (an endless loop, a
+    livelock) is caught wherever it runs, in `step` in one dump and in `check` in the next,
+    or in json's encoder at one depth and its decoder at another, and a lone busy thread
+    read so was another hang at almost every sighting (review). Only where it waits in a
+    known blocking call of the library (`_BLOCKING`: threading's waits, a queue's get,
+    selectors' select, a child's wait) are its innermost function and the library frames
+    it waits in said too, so one thread at a Barrier still differs from the same thread on
+    a lock (its line waits in C code, no library frame: its function alone)."""
     threads = hung_threads(stack)
     if threads is None:
         return UNREAD
     if not threads:
         return NOWHERE
     said = []
-    for frame, waiting in threads:
-        calls = [f"{f.path.rsplit('/', 1)[-1]}:{f.function}" for f in reversed(waiting)]
-        said.append(" -> ".join([frame.function, *calls]))
+    for frame, waiting, outermost in threads:
+        names = [outermost.function]
+        if waiting and _blocks(waiting[0]):
+            if frame != outermost:
+                names.append(frame.function)
+            names += [f"{f.path.rsplit('/', 1)[-1]}:{f.function}" for f in reversed(waiting)]
+        said.append(" -> ".join(names))
     return ", ".join(sorted(said))
+
+
+# The library's calls that block a thread until another thread or process acts, by their
+# file's end and function (the innermost library frame of a waiting thread): a thread in
+# one of them waits there at every dump, where one in any other library frame (json's
+# encoder, re's compile) is only passing through it.
+_BLOCKING = (
+    ("threading.py", ("wait", "wait_for", "acquire", "join", "_wait_for_tstate_lock")),
+    ("queue.py", ("get", "put", "join")),
+    ("selectors.py", ("select",)),
+    ("subprocess.py", ("_try_wait", "wait", "_wait", "communicate", "_communicate")),
+    ("multiprocessing/connection.py", ("_recv", "recv", "_recv_bytes", "poll", "wait", "accept")),
+    ("multiprocessing/synchronize.py", ("acquire", "wait", "__enter__")),
+    ("concurrent/futures/_base.py", ("result", "wait", "as_completed")),
+    ("socket.py", ("accept", "readinto")),
+)
+
+
+def _blocks(frame: Frame) -> bool:
+    """Whether a library frame is one of `_BLOCKING`'s calls."""
+    return any(frame.path.endswith(path) and frame.function in names for path, names in _BLOCKING)
 
 
 def attempt_place(run_dir: Path, attempt: AttemptResult) -> str:

@@ -121,7 +121,8 @@ or `infra` (could not run).
      exception in a clean attempt only ends that attempt otherwise, as before;
    - a hang that sits elsewhere (`hangs-elsewhere`; at its first match, or its second): its
      attempts' places (`record`'s `places`, minimize/hangplace.py: each hung thread's
-     function of the program's own, and the library frames it waits in; no line numbers)
+     outermost function of the program's own, and the library frames it waits in where
+     that is a blocking call; no line numbers)
      where each one's threads hold less than half of those of each of the original's
      places (`moved`), seen so in `LOOKS` (2) attempts: a lone busy thread is caught
      wherever the sampler finds it, and one caught in a function no attempt of the

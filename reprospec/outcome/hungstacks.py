@@ -252,13 +252,13 @@ def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
             # Its main thread waits at exit for threads it never joined: a join's place,
             # in those threads (the title `hang in worker (t.py:6)`, as with the join).
             frame = next(f for f in main if _is(f, _EXIT_WAIT))
-            joined, at_exit = tuple(f for f, _ in left), True
+            joined, at_exit = tuple(t[0] for t in left), True
         if LEFT_THE_TREE in tags:
             frame = None  # a daemon away from the tree: no hang sits in it
         waiting = _waiting(main, string)
         child = frame is not None and any(_WAITS_FOR_A_CHILD.search(f.path) for f in waiting)
         if frame is not None and any(_is(f, j) for f in waiting for j in _JOINS):
-            joined = tuple(f for f, _ in _other_threads(threads, main, string))
+            joined = tuple(t[0] for t in _other_threads(threads, main, string))
         forked = next((i for i, f in enumerate(main) if _is(f, _FORKED)), len(main))
         own = frame is not None and main.index(frame) < forked
         peers = frame is not None and any(_WAITS_FOR_PEERS.search(f.path) for f in waiting)
@@ -331,15 +331,21 @@ def hung_frame(stack: str | None) -> Frame | None:
     return None if _HARNESS.search(frame.path) else frame
 
 
-def hung_threads(stack: str | None) -> tuple[tuple[Frame, tuple[Frame, ...]], ...] | None:
+# A hung thread: its innermost frame of the user's code, the library frames it waits in
+# below it, and its outermost frame of the user's code.
+_HungThread = tuple[Frame, tuple[Frame, ...], Frame]
+
+
+def hung_threads(stack: str | None) -> tuple[_HungThread, ...] | None:
     """Each thread a hang sits in, as `hung_frame` reads the place: the threads the stuck
     process's main thread joins (a deadlock sits in both of them), else that main thread;
-    each thread's innermost frame of the user's code and the frames it waits in below it
+    each thread's innermost frame of the user's code, the frames it waits in below it
     (`_waiting`: Barrier.wait's threading.py frames; none where its own line waits in C
-    code, a lock's acquire, a sleep); where the main thread has left the program's code
-    and waits at exit for threads it never joined, those threads. None where no stacks
-    were read or they show only the harness's code (an injected hang: its phase and step
-    say where, not this); () where they show no frame of the user's code.
+    code, a lock's acquire, a sleep), and its outermost frame of the user's code (the
+    thread's target, the main thread's `<module>`); where the main thread has left the
+    program's code and waits at exit for threads it never joined, those threads. None
+    where no stacks were read or they show only the harness's code (an injected hang: its
+    phase and step say where, not this); () where they show no frame of the user's code.
 
     minimize compares two hangs by it (minimize/hangplace.py): `Outcome.hung_in` is one
     frame, its line moves as the program shrinks, and it says nothing of what it waits in."""
@@ -361,12 +367,17 @@ def hung_threads(stack: str | None) -> tuple[tuple[Frame, tuple[Frame, ...]], ..
     if process.joined:
         # The threads `hung_processes` read `joined` from, as it read them.
         return _other_threads(threads, main, string)
-    return ((process.frame, tuple(_waiting(main, string))),)
+    return ((process.frame, tuple(_waiting(main, string)), _outermost(main, string)),)
+
+
+def _outermost(frames: list[Frame], string: bool) -> Frame:
+    """A thread's outermost frame of the user's code (frames most recent first; one is)."""
+    return next(f for f in reversed(frames) if _is_user(f, string))
 
 
 def _left_waiting(
     threads: list[tuple[bool, list[Frame]]], command: str = ""
-) -> tuple[tuple[Frame, tuple[Frame, ...]], ...]:
+) -> tuple[_HungThread, ...]:
     """Where the root's main thread has left the program's code and waits at exit for the
     threads it started (threading's `_shutdown`: no `join`, the same wait), those threads,
     as a join's; else (). `command`: the process's command line, its dump's header's."""
@@ -378,7 +389,7 @@ def _left_waiting(
     if not any(_is(f, _EXIT_WAIT) for f in main) or any(_is_user(f, string) for f in main):
         return ()
     others = _other_threads(threads, main, string)
-    return tuple((f, waits) for f, waits in others if not _HARNESS.search(f.path))
+    return tuple(t for t in others if not _HARNESS.search(t[0].path))
 
 
 def _command_string(command: str) -> bool:
@@ -391,15 +402,15 @@ def _command_string(command: str) -> bool:
 
 def _other_threads(
     threads: list[tuple[bool, list[Frame]]], main: list[Frame], string: bool
-) -> tuple[tuple[Frame, tuple[Frame, ...]], ...]:
-    """Each thread but `main` that has a frame of the user's code: its innermost one, and
-    the frames it waits in below it (`_waiting`). What a main thread's join waits for
-    (`HungProcess.joined`, `hung_threads`), or its wait at exit (`_left_waiting`)."""
+) -> tuple[_HungThread, ...]:
+    """Each thread but `main` that has a frame of the user's code: its innermost one, the
+    frames it waits in below it (`_waiting`), and its outermost one. What a main thread's
+    join waits for (`HungProcess.joined`, `hung_threads`), or its wait at exit (`_left_waiting`)."""
     out = []
     for _, frames in threads:
         user = next((f for f in frames if _is_user(f, string)), None)
         if frames is not main and user is not None:
-            out.append((user, tuple(_waiting(frames, string))))
+            out.append((user, tuple(_waiting(frames, string)), _outermost(frames, string)))
     return tuple(out)
 
 

@@ -264,3 +264,38 @@ def test_a_programs_own_c_option_is_no_python_c_at_exit() -> None:
         '  File "<string>", line 3 in __init__\n  File "/tmp/h/deadlock.py", line 5 in w2',
     )
     assert place_of(at_exit) == "w2 -> <string>:__init__ -> threading.py:wait"
+
+
+def _busy(*frames: str) -> str:
+    """A lone main thread's dump, its frames (`path:line:function`) innermost first."""
+    head = ["--- pid 77 (python busy.py) ---", "Current thread 0x1 (most recent call first):"]
+    for frame in frames:
+        path, line, function = frame.rsplit(":", 2)
+        head.append(f'  File "{path}", line {line} in {function}')
+    return "\n".join(head)
+
+
+def test_a_lone_busy_thread_is_one_place_wherever_each_dump_caught_it() -> None:
+    # Real dumps of one busy loop (`loop` calling a, b and c), and of one spending its time
+    # in json: each read where it was caught, a valid candidate hung "elsewhere" at almost
+    # every sighting, and step 1's smaller configuration too (review).
+    loop = ("/tmp/h/busy.py:17:loop", "/tmp/h/busy.py:19:<module>")
+    in_b = _busy("/tmp/h/busy.py:8:<listcomp>", "/tmp/h/busy.py:8:b", *loop)
+    in_a = _busy("/tmp/h/busy.py:5:<genexpr>", "/tmp/h/busy.py:5:a", *loop)
+    in_loop = _busy(*loop)
+    dumps = f"{LIB}/json/__init__.py:231:dumps"
+    encoding = _busy(f"{LIB}/json/encoder.py:258:iterencode", dumps, "/tmp/h/j.py:9:main")
+    decoding = _busy(f"{LIB}/json/decoder.py:353:raw_decode", "/tmp/h/j.py:10:main")
+    assert [place_of(s) for s in (in_b, in_a, in_loop)] == ["<module>"] * 3
+    assert place_of(encoding) == place_of(decoding) == "main"
+    assert moved([place_of(in_a)], [place_of(in_b)]) == ()
+    assert moved([place_of(decoding)], [place_of(encoding)]) == ()
+    # One waiting in a blocking call of the library keeps where: an Event's wait in `stuck`.
+    waiting = _busy(
+        f"{LIB}/threading.py:327:wait",
+        f"{LIB}/threading.py:629:wait",
+        "/tmp/h/busy.py:4:stuck",
+        "/tmp/h/busy.py:9:<module>",
+    )
+    assert place_of(waiting) == "<module> -> stuck -> threading.py:wait -> threading.py:wait"
+    assert moved([place_of(waiting)], [place_of(in_b)]) == (place_of(waiting),)
