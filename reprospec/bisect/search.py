@@ -500,19 +500,25 @@ def _choose(counts: _Counts, post: Sequence[float]) -> int:
     return best
 
 
+def _probability(counts: _Counts, spread: RateMixture, post: Sequence[float], best: int) -> float:
+    """The probability `best` holds with: the lower of the search's posterior and
+    `spread`'s (SpreadRate: the same attempts, little deterministic weight and readings
+    at every rate above the assumed one). A best guess, answered or not, states it."""
+    # The same lists: the second model sees exactly the attempts the posterior saw.
+    return min(post[best], _Counts(counts.fails, counts.cleans, spread).posterior()[best])
+
+
 def _answer(counts: _Counts, spread: RateMixture, post: Sequence[float], error: float) -> float:
     """The probability the answer holds with, when the search may stop; else 0.
 
     The likeliest hypothesis must hold 1 - `error` under the search's posterior and
-    under `spread` (SpreadRate: the same attempts, little deterministic weight and
-    readings at every rate above the assumed one); the lower of the two is stated.
+    under `spread` (`_probability`).
     """
     best = max(range(len(post)), key=post.__getitem__)
     if post[best] < 1 - error:
         return 0.0
-    # The same lists: the check sees exactly the attempts the posterior saw.
-    second = _Counts(counts.fails, counts.cleans, spread).posterior()[best]
-    return min(post[best], second) if second >= 1 - error else 0.0
+    probability = _probability(counts, spread, post, best)
+    return probability if probability >= 1 - error else 0.0
 
 
 def _batch(counts: _Counts, spread: RateMixture, k: int, limit: int, error: float) -> int:
@@ -597,7 +603,7 @@ def bisect(
         status: Status,
         reason: str,
         answer: int | None = None,
-        counts: _Counts | None = None,
+        counts: Sequence[_Counts] = (),
         alive: Sequence[str] = (),
         confidence: float = 0.0,
     ) -> BisectResult:
@@ -681,6 +687,8 @@ def bisect(
         post = counts.posterior()
         best = max(range(len(post)), key=post.__getitem__)
         confidence = _answer(counts, spread, post, error)
+        # Each version's judgement too is the lower of the two posteriors' (_result).
+        both = (counts, _Counts(counts.fails, counts.cleans, spread))
         if confidence:
             if best == 0:
                 return finish(
@@ -689,18 +697,21 @@ def bisect(
                     f"{plural(seen.matched, 'matching failure')} in "
                     f"{plural(seen.attempts, 'attempt')}; seen: {_seen(seen)}",
                     best,
-                    counts,
+                    both,
                     alive,
                     confidence,
                 )
-            return finish("found", "", best, counts, alive, confidence)
+            return finish("found", "", best, both, alive, confidence)
         total = spent()
         if total >= budget:
+            # Not the search's posterior alone: where it held 1 - error and the second
+            # model did not, that was 1.00 for a guess the search would not answer.
+            guess = _probability(counts, spread, post, best)
             reason = (
                 f"budget of {plural(budget, 'attempt')} spent; best guess {alive[best]} "
-                f"with probability {post[best]:.2f}"
+                f"with probability {guess:.2f}"
             )
-            return finish("undecided", reason, best, counts, alive, post[best])
+            return finish("undecided", reason, best, both, alive, guess)
         k = _choose(counts, post)
         n = min(_batch(counts, spread, k, max_batch, error), budget - total)
         ask(alive[k], n)
@@ -737,20 +748,24 @@ def _result(
     versions: Sequence[str],
     trials: Mapping[str, Trial],
     alive: Sequence[str],
-    counts: _Counts | None,
+    counts: Sequence[_Counts],
     answer: int | None,
     confidence: float,
     error: float,
     attempts: int,
     min_rate: float,
 ) -> BisectResult:
-    post = counts.posterior() if counts is not None else []
+    # P(first bad is after this version) = the sum of the posterior above it, the lower
+    # of the posteriors given (the search's and the stop's second model): a version is
+    # judged good only where the answer's stop would hold it so.
     p_after: dict[str, float] = {}
-    running = 0.0
-    for index, version in enumerate(alive):
-        # P(first bad is after this version) = sum of the posterior above it.
-        p_after[version] = 1.0 - running - (post[index] if post else 0.0)
-        running += post[index] if post else 0.0
+    for each in counts:
+        post = each.posterior()
+        running = 0.0
+        for index, version in enumerate(alive):
+            after = 1.0 - running - post[index]
+            p_after[version] = min(after, p_after.get(version, after))
+            running += post[index]
     evidence = []
     for version in versions:
         trial = trials[version]

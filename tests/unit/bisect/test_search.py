@@ -384,3 +384,19 @@ def test_the_spread_rate_weighs_a_clean_attempt_at_a_rate_between_the_readings()
     assert spread.marginal(0, 0) == pytest.approx(0.0)
     with pytest.raises(ValueError, match="rate must be"):
         SpreadRate(1.0)
+
+
+def test_a_best_guess_out_of_budget_states_the_probability_the_stop_would_hold_it_at() -> None:
+    # Where the search's own posterior alone held its wrong answer (1.15, the real first
+    # bad one being 1.6) at 0.998 after 11 attempts, the budget running out there stated
+    # "probability 1.00" for a guess the search would not answer, and judged 1.14, a bad
+    # version, "good". Both are now the lower of the two posteriors'.
+    result = bisect(VERSIONS, oracle_for(6, 0.5, seed=89), budget=11)
+    assert result.status == "undecided"
+    assert result.first_bad == "1.15"
+    assert result.confidence < 1 - DEFAULT_ERROR
+    assert result.reason.endswith(f"best guess 1.15 with probability {result.confidence:.2f}")
+    assert result.reason != "budget of 11 attempts spent; best guess 1.15 with probability 1.00"
+    states = {v.version: v.state for v in result.versions}
+    assert states["1.14"] == "unsure"
+    assert not any(v.state == "good" for v in result.versions)
