@@ -63,7 +63,7 @@ from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import Tally
 from reprospec.isolation.differences import MISSING, same_setting
 from reprospec.isolation.state import check_out_to_go_on, continuing, held_state, search_id
-from reprospec.minimize.hangplace import LOOKS, UNREAD, attempt_place, moved
+from reprospec.minimize.hangplace import LOOKS, UNREAD, attempt_place, moved, places_said
 from reprospec.minimize.named import unread_listed
 from reprospec.minimize.preloadhint import preload_hint
 from reprospec.minimize.probes import RAISED_FROM, ProbeRunner, only_cell, reread
@@ -1067,9 +1067,9 @@ def _unconfirmed(
     ran = [a for cell in run.cells for a in cell.attempts]
     if elsewhere:
         return (
-            f"{SPEC_NAME} in {found.output} hung in {' / '.join(elsewhere)} in its rerun "
+            f"{SPEC_NAME} in {found.output} hung {places_said(elsewhere)} in its rerun "
             f"(run {run.run_id}), not where the original did "
-            f"({' / '.join(_original_places(found))}): another hang than the search kept"
+            f"({places_said(_original_places(found), '')}): another hang than the search kept"
         )
     low = _low(found)
     chance = (1 - low) ** len(ran)  # of a clean streak as long as this one, by chance

@@ -99,6 +99,14 @@ def attempt_place(run_dir: Path, attempt: AttemptResult) -> str:
     return place_of(text) if text.strip() else UNREAD
 
 
+def places_said(places: Iterable[str], in_: str = "in ") -> str:
+    """Places as minimize's words say them: `in w1, w2 / in w2 -> threading.py:wait`; a place
+    in no frame of the program's own code (`NOWHERE`: a child that is no Python program)
+    `outside the program's code`. The report's, step 1's and DIR's check's alike: step 1
+    said `as a hang in no frame of the program's own code` (review)."""
+    return " / ".join("outside the program's code" if p == NOWHERE else in_ + p for p in places)
+
+
 def threads_of(place: str) -> frozenset[str]:
     """A place's entries, one per hung thread (`w1, w2`: `w1` and `w2`); `NOWHERE` is one."""
     return frozenset(place.split(", "))
@@ -152,6 +160,7 @@ __all__ = [
     "attempt_place",
     "moved",
     "place_of",
+    "places_said",
     "sits_as",
     "threads_of",
 ]

@@ -49,7 +49,7 @@ from reprospec.core.words import (
     replayed_phrase,
 )
 from reprospec.isolation.differences import MISSING, Difference
-from reprospec.minimize.hangplace import NOWHERE
+from reprospec.minimize.hangplace import places_said
 from reprospec.minimize.named import Carried, copy_named
 from reprospec.minimize.program import Program, counted_as, join_words, source_lines
 from reprospec.minimize.ratechange import (
@@ -659,14 +659,7 @@ def _hung_in(r: MinimizeResult) -> str:
     same = r.same_failure
     if same is None or not same.original_places:
         return ""
-    return f" (hung {_places_said(same.original_places)})"
-
-
-def _places_said(places: Sequence[str], in_: str = "in ") -> str:
-    """`in w1, w2 / in w2 -> threading.py:wait`; a place in no frame of the program's own
-    code (hangplace.NOWHERE: a child that is no Python program) `outside the program's
-    code`."""
-    return " / ".join("outside the program's code" if p == NOWHERE else in_ + p for p in places)
+    return f" (hung {places_said(same.original_places)})"
 
 
 def _same_line(found: Minimized) -> str:
@@ -683,10 +676,10 @@ def _same_line(found: Minimized) -> str:
         else "no candidate's failure printed an exception the original's attempts never did"
     )
     hangs = (
-        f"; the original hung {_places_said(same.original_places)}: "
+        f"; the original hung {places_said(same.original_places)}: "
         + (
             f"{plural(same.hangs_elsewhere_rejected, 'candidate')} rejected whose hang sat "
-            f"elsewhere ({_places_said(same.hung_elsewhere, '')})"
+            f"elsewhere ({places_said(same.hung_elsewhere, '')})"
             if same.hangs_elsewhere_rejected
             else "no candidate's hang sat elsewhere"
         )

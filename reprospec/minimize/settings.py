@@ -43,7 +43,7 @@ from reprospec.isolation.differences import (
     render,
 )
 from reprospec.isolation.state import StoredProbe, stored_probes
-from reprospec.minimize.hangplace import attempt_place, moved
+from reprospec.minimize.hangplace import attempt_place, moved, places_said
 from reprospec.spec.matrix import cell_id
 from reprospec.store.resultsjson import find_run, load_run
 
@@ -269,8 +269,8 @@ def _same_failure(
     # vary with the moment its stacks were taken. An unread place is no difference.
     elsewhere = moved(after[2], before[2])
     if elsewhere:
-        where = " / ".join(dict.fromkeys(p for p in before[2] if p))
-        return f"as a {after[0]} in {' / '.join(elsewhere)}, not in the failing cell's {where}"
+        where = places_said(dict.fromkeys(p for p in before[2] if p))
+        return f"as a {after[0]} {places_said(elsewhere)}, not {where} as the failing cell's"
     return None
 
 

@@ -13,6 +13,7 @@ from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.differences import Difference
 from reprospec.isolation.state import StoredProbe
 from reprospec.minimize import settings
+from reprospec.minimize.hangplace import NOWHERE
 from reprospec.minimize.settings import Reduced
 
 FAILING = Cell("b=1,d=1", 0, {"b": 1, "d": 1})
@@ -104,5 +105,12 @@ def test_step_1_compares_the_places_of_every_matched_attempt_not_the_first_of_ea
     assert same(["check", "<module>"], ["<module>", "check"]) is None
     # A hang none of whose attempts sits as any of the cell's did is still refused.
     assert same(["check", "<module>"], ["w2 -> threading.py:wait"]) == (
-        "as a hang in w2 -> threading.py:wait, not in the failing cell's check / <module>"
+        "as a hang in w2 -> threading.py:wait, not in check / in <module> as the failing cell's"
+    )
+    # A place in no frame of the program's own code, said as the report says it (review).
+    assert same([NOWHERE], ["w1, w2"]) == (
+        "as a hang in w1, w2, not outside the program's code as the failing cell's"
+    )
+    assert same(["w1, w2"], [NOWHERE]) == (
+        "as a hang outside the program's code, not in w1, w2 as the failing cell's"
     )
