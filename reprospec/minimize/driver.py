@@ -346,7 +346,9 @@ def _minimize(
     check_out_to_go_on(
         run_options.out, folder, "minimize.json", options.budget, f"minimization {ident}"
     )
-    _check_out_before_replay(folder, options.output, run_options.out, repr(settings))
+    _check_out_before_replay(
+        folder, options.output, run_options.out, repr(settings), bool(perturbed)
+    )
     header: JsonObject = {"spec": spec.name, "cell": failing.id}
     with held_state(folder, header, f"minimization {ident}", say) as state:
         if state.reread(lambda probe: reread(probe, run_options.out.resolve() / "runs")):
@@ -780,11 +782,7 @@ def _check_out_for_dir(found: Minimized, out: Path) -> None:
             return  # replayed in confirm_dir (and _unperturbed): nothing runs
         why = unwritable(out)
         if why:
-            raise UsageError(
-                f"--out {out}: cannot be written ({why}), and the check of -o {found.output} "
-                "without the perturbation runs its minimized.yaml, whose attempts are stored "
-                "there: give an --out that can be"
-            )
+            _refuse_unperturbed_check(out, why, found.output)
         return
     why = unwritable(out)
     if why:
@@ -792,15 +790,21 @@ def _check_out_for_dir(found: Minimized, out: Path) -> None:
         _refuse_dir_check(out, why, found.output, other)
 
 
-def _check_out_before_replay(folder: Path, output: Path | None, out: Path, asked: str) -> None:
+def _check_out_before_replay(
+    folder: Path, output: Path | None, out: Path, asked: str, perturbed: bool
+) -> None:
     """`_check_out_for_dir` before anything replays, where it can tell: the check of a
     finished minimization's DIR is stored (dir-check.json) of another -o than this one,
-    and --out cannot be written. Which check applies is known only once the answer is,
-    after the replay; but a replay of the same probes under the same settings (`asked`:
-    --budget, --min-rate, --error, -j) reaches the same answer, so this -o would be
-    refused there, after the whole replay (seconds of a large search's state). Under other
-    settings the replay may reach another answer (a smaller --budget's refusal, which runs
-    no check and was refused here with `give -o DIR again`): it is left to the replay."""
+    or of this one, confirmed, where the failing cell is `perturbed` and the check without
+    the perturbation that follows is not stored (unperturbed.json: none of this DIR's
+    program and -o), and --out cannot be written (review: the second case replayed the
+    whole search first, then was refused by `_check_out_for_dir`). Which check applies
+    is known only once the answer is, after the replay; but a replay of the same probes
+    under the same settings (`asked`: --budget, --min-rate, --error, -j) reaches the same
+    answer, so this -o would be refused there, after the whole replay (seconds of a large
+    search's state). Under other settings the replay may reach another answer (a smaller
+    --budget's refusal, which runs no check and was refused here with `give -o DIR
+    again`): it is left to the replay."""
     if output is None:
         return  # the default DIR lies in --out: _check_output refused it already
     try:
@@ -810,11 +814,44 @@ def _check_out_before_replay(folder: Path, output: Path | None, out: Path, asked
     if not isinstance(stored, dict) or stored.get("asked") != asked:
         return
     other = stored.get("output")
-    if not isinstance(other, str) or not other or other == str(output.resolve()):
+    if not isinstance(other, str) or not other:
         return
+    if other != str(output.resolve()):
+        why = unwritable(out)
+        if why:
+            _refuse_dir_check(out, why, output, other)
+        return
+    if not perturbed or stored.get("unconfirmed") or _unperturbed_of(folder, stored):
+        return  # replayed: nothing runs
     why = unwritable(out)
     if why:
-        _refuse_dir_check(out, why, output, other)
+        _refuse_unperturbed_check(out, why, output)
+
+
+def _unperturbed_of(folder: Path, check: Mapping[str, object]) -> bool:
+    """Whether unperturbed.json holds a check of the program and -o of DIR's stored
+    `check` (its key's base is known only after the replay: the search's, or amplify's)."""
+    try:
+        stored = json.loads((folder / UNPERTURBED_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    key = stored.get("key") if isinstance(stored, dict) else None
+    return (
+        isinstance(key, dict)
+        and isinstance(stored.get("check"), dict)
+        and key.get("program") == check.get("program")
+        and key.get("output") == check.get("output")
+    )
+
+
+def _refuse_unperturbed_check(out: Path, why: str, output: Path) -> NoReturn:
+    """The refusal of the check without the perturbation on an --out that cannot be
+    written: it follows DIR's confirmed check, and its runs go there."""
+    raise UsageError(
+        f"--out {out}: cannot be written ({why}), and the check of -o {output} without the "
+        "perturbation runs its minimized.yaml, whose attempts are stored there: give an "
+        "--out that can be"
+    )
 
 
 def _refuse_dir_check(out: Path, why: str, output: Path, other: object) -> NoReturn:

@@ -236,7 +236,7 @@ def test_minimize_refuses_an_unstored_unperturbed_check_on_a_read_only_out(
     """The check of DIR without the perturbation follows DIR's own check; one stopped
     before its unperturbed.json was written ran again on the read-only --out, after the
     replay and DIR's write, and stopped on the results store: exit 2, `out is read-only to
-    this user`, no answer. It is refused before DIR is written, saying which check runs;
+    this user`, no answer. It is refused before anything replays, saying which check runs;
     with the check stored, the answer is printed unsaved as ever."""
     result = tmp_path / "result"
     argv, out = _search(
@@ -253,6 +253,8 @@ def test_minimize_refuses_an_unstored_unperturbed_check_on_a_read_only_out(
         again = _run(read_only(out, argv))
         assert again.returncode == 2, again.stderr
         assert "Traceback" not in again.stderr
+        # Refused before the replay: DIR's stored check names this -o, confirmed (review).
+        assert "replay" not in again.stderr, again.stderr
         assert (
             f"--out {out}: cannot be written (Read-only file system), and the check of -o "
             f"{result} without the perturbation runs its minimized.yaml" in again.stderr
