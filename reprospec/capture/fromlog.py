@@ -45,7 +45,13 @@ from reprospec.capture.writer import (
 from reprospec.core.expr import literal_text
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.logtext import shell_line
-from reprospec.core.redact import credential_spans, mask_parts, secret_values, sets_secret
+from reprospec.core.redact import (
+    command_secrets,
+    credential_spans,
+    mask_parts,
+    secret_values,
+    sets_secret,
+)
 from reprospec.core.requirements import normalize
 from reprospec.core.units import format_duration
 from reprospec.core.words import plural
@@ -137,10 +143,43 @@ def _secrets(ticket: Ticket) -> tuple[str, ...]:
 def _secrets_of(proposal: Proposal | None, ticket: Ticket) -> tuple[str, ...]:
     """`_secrets`, of the command's proposal made already: the values it sets under
     secret-looking names, and the credentials the log shows by their shape."""
-    return (
-        *secret_values(proposal.secret_env if proposal is not None else ()),
-        *ticket.credentials,
+    settings = [*ticket.settings, *ticket.step_env]
+    return tuple(
+        dict.fromkeys(
+            (
+                *secret_values(proposal.secret_env if proposal is not None else ()),
+                *ticket.credentials,
+                *(part for name, value in settings for part in _setting_secrets(name, value)),
+            )
+        )
     )
+
+
+def _setting_secrets(name: str, value: str) -> tuple[str, ...]:
+    """The secrets a variable the ticket sets holds (in its prose or a CI step's `env:`):
+    its value under a secret-looking name (`sets_secret`), else the credentials in it by
+    their shape (a URL's password) and the secrets it writes as a command line would
+    (`--password X`, a DSN's `password=X`: `command_secrets`), whatever its name. One
+    rule for the TODO items and the masking of the spec: a step's `WANDB_API_KEY` was left
+    out of its item but printed in full in the traceback the spec quotes (review)."""
+    if value == "***":  # GitHub's mask: nothing left to hide
+        return ()
+    if sets_secret(name, value):
+        return (value,)
+    return tuple(
+        dict.fromkeys(
+            [
+                *(value[start:end] for start, end, _ in credential_spans(value)),
+                *(secret for _, secret in command_secrets(value)),
+            ]
+        )
+    )
+
+
+def _secret_setting(name: str, value: str) -> bool:
+    """Whether a variable the ticket sets is a secret's, its value not written: GitHub's
+    mask (`***`) or one holding a secret by `_setting_secrets`' rule."""
+    return value == "***" or bool(_setting_secrets(name, value))
 
 
 def skeleton(ticket: Ticket, source: str) -> Draft:
@@ -336,7 +375,7 @@ def _prose_settings(ticket: Ticket, set_already: set[str]) -> list[str]:
             continue
         said = (
             f"{name} (a secret: its value is not written)"
-            if sets_secret(name, value)
+            if _secret_setting(name, value)
             else f"{name}={value}"
         )
         items.append(
@@ -347,10 +386,11 @@ def _prose_settings(ticket: Ticket, set_already: set[str]) -> list[str]:
     for name, value in ticket.step_env:
         if name in set_already or name in prose:
             continue
-        # GitHub's mask (`***`) and a credential by its shape (a URL's password) are
-        # secrets whatever the name: neither value reaches the spec.
-        secret = value == "***" or sets_secret(name, value) or bool(credential_spans(value))
-        said = f"{name} (a secret: its value is not written)" if secret else f"{name}={value}"
+        said = (
+            f"{name} (a secret: its value is not written)"
+            if _secret_setting(name, value)
+            else f"{name}={value}"
+        )
         items.append(
             f"environment.env.{name}: the CI step's env sets {said} for the command (its "
             "`env:` under the step's `Run`): set it here if the failure needs it, or drop "

@@ -2714,6 +2714,60 @@ def test_a_ci_steps_env_is_a_todo_item_each_secret_unwritten() -> None:
     assert "s3cret" not in written
 
 
+def test_a_ci_steps_secret_the_program_prints_is_masked_in_the_spec() -> None:
+    # The step's WANDB_API_KEY was left out of its TODO item, but the traceback that
+    # printed it was quoted in full in the spec's expect and description (review).
+    key = "0123456789abcdef0123456789abcdef01234567"
+    log = _ci_lines(
+        [
+            "##[group]Run python train.py",
+            "python train.py",
+            "shell: /usr/bin/bash -e {0}",
+            "env:",
+            f"  WANDB_API_KEY: {key}",
+            "##[endgroup]",
+            "Traceback (most recent call last):",
+            '  File "train.py", line 3, in <module>',
+            f"ValueError: login failed for key {key}",
+            "##[error]Process completed with exit code 1.",
+        ]
+    )
+    written = render_spec(skeleton(read_ticket(log), "ci.log"))
+    assert "ValueError" in written
+    assert "0123456789abcdef" not in written
+
+
+def test_a_ci_steps_secret_under_a_harmless_name_is_not_written() -> None:
+    # An option's secret (`--password X`) and a DSN's `password=X` under names no secret
+    # rule reads were written in the TODO item and the spec (review).
+    log = _ci_lines(
+        [
+            "##[group]Run python train.py",
+            "python train.py",
+            "shell: /usr/bin/bash -e {0}",
+            "env:",
+            "  EXTRA_ARGS: --password 9fK2pQ7xLm3",
+            "  CONN: host=db user=ci password=Sup3rS3cret!",
+            "  MY_FAST_PATH: 1",
+            "##[endgroup]",
+            "Traceback (most recent call last):",
+            '  File "train.py", line 3, in <module>',
+            "ValueError: bad",
+            "##[error]Process completed with exit code 1.",
+        ]
+    )
+    draft = skeleton(read_ticket(log), "ci.log")
+    items = [item for item in draft.todo if item.startswith("environment.env.")]
+    assert [("(a secret: its value is not written)" in item) for item in items] == [
+        True,
+        True,
+        False,
+    ]
+    written = render_spec(draft)
+    assert "9fK2pQ7" not in written
+    assert "Sup3rS3cret" not in written
+
+
 def test_a_ci_logs_failure_is_the_first_failed_steps_not_a_later_steps() -> None:
     # A step run `if: always()` after the failed one raised too: its FileNotFoundError was
     # read as the failure, beside the failed step's command (train.py), a spec no run of
