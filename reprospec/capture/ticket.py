@@ -1507,7 +1507,9 @@ def _dumped_test(clean: str, workdir: Path | None = None) -> str | None:
     for index, line in enumerate(lines):
         if not line.startswith(FATAL_HEADER) or index == 0:
             continue
-        progress = re.match(r"^(?P<file>\S+\.py) [.sFExXR]*$", lines[index - 1].strip())
+        # `tests/t.py .` where an earlier test ran; `tests/t.py` alone where the file's
+        # first test crashed (no progress character printed yet).
+        progress = re.match(r"^(?P<file>\S+\.py)(?: [.sFExXR]*)?$", lines[index - 1].strip())
         if progress is None:
             continue
         body = lines[index + 1 :]

@@ -2648,6 +2648,14 @@ def test_a_pytest_crash_without_v_names_the_test_by_the_dumps_frame(tmp_path: Pa
     assert read_ticket(helper).failure.phase == "tests/test_ops.py::test_native_call"
 
 
+def test_a_pytest_crash_in_a_files_first_test_names_the_test() -> None:
+    # The file's first test crashed before pytest printed any progress character
+    # (`tests/test_ops.py Fatal Python error`): no test was named (review).
+    first = PYTEST_X_SEGFAULT.replace("tests/test_ops.py .Fatal", "tests/test_ops.py Fatal")
+    read = read_ticket(first)
+    assert read.failure.phase == "tests/test_ops.py::test_native_call"
+
+
 def _ci_lines(lines: list[str]) -> str:
     """`lines` as GitHub Actions' raw log shows them: a clock before each."""
     return "".join(f"2026-12-07T04:50:{n:02d}.1370000Z {line}\n" for n, line in enumerate(lines))
