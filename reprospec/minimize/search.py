@@ -1020,9 +1020,12 @@ class Minimization:
         times, and may still be: a lone busy thread caught in another function than in any
         of the original's attempts, on one sighting, was rejected as another hang. It is
         looked at again while its clean attempts leave room (clean_needed): one that rarely
-        hangs is rejected on what was seen."""
+        hangs is rejected on what was seen. Looks are counted by its matches, read or not:
+        where a later hang's stack is unread, each look saw nothing, and counting the read
+        ones alone looked again until the budget ran out (each look a hang's full timeout)."""
         return (
             judging.sightings < LOOKS
+            and judging.failing.matched < LOOKS
             and judging.failing.clean < self.clean_needed()
             and bool(self._elsewhere(judging))
         )

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import StoredProbe
-from reprospec.minimize.hangplace import NOWHERE, UNREAD, moved, place_of
+from reprospec.minimize.hangplace import LOOKS, NOWHERE, UNREAD, moved, place_of
 from reprospec.minimize.program import Program
 from reprospec.minimize.search import Minimization, Probe, Settings
 from tests.support.minimizing import proposing
@@ -299,3 +299,23 @@ def test_a_lone_busy_thread_is_one_place_wherever_each_dump_caught_it() -> None:
     )
     assert place_of(waiting) == "<module> -> stuck -> threading.py:wait -> threading.py:wait"
     assert moved([place_of(waiting)], [place_of(in_b)]) == (place_of(waiting),)
+
+
+def test_the_search_looks_again_no_more_than_looks_times_where_later_hangs_are_unread() -> None:
+    # "twice" is caught in `step` at its first hang; its later hangs' stacks are not read
+    # (no stack.txt). Each look counts, read or not: it is rejected on what was read, not
+    # looked at again until the budget runs out.
+    sightings = {"original": ["spin"], "twice": ["step", ""]}
+    seen: dict[str, int] = {}
+
+    def answer(probe: Probe, text: str) -> Answer:
+        if probe.role == "passing":
+            return ("pass",), ("",)
+        n = seen.get(text, 0)
+        seen[text] = n + 1
+        order = sightings[text]
+        return ("match",), (order[min(n, len(order) - 1)],)
+
+    search = searched(("twice",), answer)
+    assert verdicts(search) == {"original": "fails", "twice": "hangs-elsewhere"}
+    assert seen["twice"] == LOOKS
