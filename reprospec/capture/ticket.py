@@ -1463,11 +1463,11 @@ def _pytest_timeout_hang(clean: str) -> PytestTimeout | None:
 def _timed_out_test(clean: str, workdir: Path | None = None) -> str | None:
     """The test pytest-timeout's dump ended: `-v`'s line of it, run on into the dump's first
     rule (`t.py::test_x +++ Timeout +++`), else the progress line's file there (`t.py `)
-    and the dump's innermost frame in that file (`in test_x`). The dump's frames name no
-    class: a test method's (`t.py::TestSlow::test_x`, the node id a run of the spec reads)
-    is the class enclosing the def at the frame's line, read from the file where the
-    frame's path, or the progress line's in `workdir`, finds it; `t.py::test_x` where
-    neither does."""
+    and the dump's outermost test frame in that file (`in test_x`: `_node_in_file`). The
+    dump's frames name no class: a test method's (`t.py::TestSlow::test_x`, the node id a
+    run of the spec reads) is the class enclosing the def at the frame's line, read from
+    the file where the frame's path, or the progress line's in `workdir`, finds it;
+    `t.py::test_x` where neither does."""
     lines = clean.split("\n")
     for index, line in enumerate(lines):
         rule = PYTEST_TIMEOUT_RULE.match(line)
@@ -1480,27 +1480,21 @@ def _timed_out_test(clean: str, workdir: Path | None = None) -> str | None:
         progress = re.match(r"^(?P<file>\S+\.py)\b", before)
         if progress is None:
             return None
-        in_file: re.Match[str] | None = None
+        frames = []
         for frame in lines[index + 1 :]:
             if PYTEST_TIMEOUT_RULE.match(frame):
                 break
             found = _DUMP_FRAME.match(frame)
-            if found is not None and found["file"].endswith("/" + progress["file"].lstrip("./")):
-                in_file = found
-        if in_file is None:
-            return None
-        # Files are read only in `workdir` (None reads the text alone): the frame's (a
-        # relative path the workdir's, an absolute one as it is), then the progress line's.
-        sources = [] if workdir is None else [workdir / in_file["file"], workdir / progress["file"]]
-        classes = _enclosing_classes(sources, in_file["function"], int(in_file["line"]))
-        return "::".join([progress["file"], *classes, in_file["function"]])
+            if found is not None:
+                frames.append(found)
+        return _node_in_file(progress["file"], frames, workdir)
     return None
 
 
 def _dumped_test(clean: str, workdir: Path | None = None) -> str | None:
     """The test whose crash faulthandler dumped after pytest's progress line of its file
-    (`tests/t.py .`, without `-v`): the current thread's outermost frame in that file (the
-    test pytest called; the innermost may be a helper it called), as a node id
+    (`tests/t.py .`, without `-v`): the current thread's outermost test frame in that file
+    (`_node_in_file`: the innermost may be a helper it called), as a node id
     (`tests/t.py::TestX::test_y`, its classes read from the file in `workdir`, as
     `_timed_out_test` reads them); None where no such line or frame is shown."""
     lines = clean.split("\n")
@@ -1516,23 +1510,40 @@ def _dumped_test(clean: str, workdir: Path | None = None) -> str | None:
         starts = [i for i, text in enumerate(body) if _DUMP_THREAD.match(text)]
         current = [i for i in starts if body[i].startswith("Current thread")]
         begin = (current or starts or [-1])[0] + 1
-        named = progress["file"].lstrip("./")
-        test: re.Match[str] | None = None
+        frames = []
         for frame in body[begin:]:
             found = _DUMP_FRAME.match(frame)
             if found is None:
                 break  # the block's end: a blank line, another thread's header
-            # faulthandler prints the innermost frame first: the file's outermost frame is
-            # the test pytest called, not a helper of the same file it called.
-            if found["file"] == named or found["file"].endswith("/" + named):
-                test = found
+            frames.append(found)
+        test = _node_in_file(progress["file"], frames, workdir)
         if test is not None:
-            sources = (
-                [] if workdir is None else [workdir / test["file"], workdir / progress["file"]]
-            )
-            classes = _enclosing_classes(sources, test["function"], int(test["line"]))
-            return "::".join([progress["file"], *classes, test["function"]])
+            return test
     return None
+
+
+def _node_in_file(
+    progress_file: str, frames: list[re.Match[str]], workdir: Path | None
+) -> str | None:
+    """The node id of the test a dump's `frames` (innermost first) show pytest calling in
+    the progress line's file: the outermost frame in that file (the innermost may be a
+    helper the test called) whose function pytest collects (`test*`: a fixture or a helper
+    it called, `lib`, is no test a run's markers report), its classes read from the file in
+    `workdir` (`t.py::TestX::test_y`); None where no frame is such a test (no guess).
+    `_timed_out_test`'s and `_dumped_test`'s one rule."""
+    named = progress_file.lstrip("./")
+    test: re.Match[str] | None = None
+    for found in frames:
+        in_file = found["file"] == named or found["file"].endswith("/" + named)
+        if in_file and found["function"].startswith("test"):
+            test = found
+    if test is None:
+        return None
+    # Files are read only in `workdir` (None reads the text alone): the frame's (a
+    # relative path the workdir's, an absolute one as it is), then the progress line's.
+    sources = [] if workdir is None else [workdir / test["file"], workdir / progress_file]
+    classes = _enclosing_classes(sources, test["function"], int(test["line"]))
+    return "::".join([progress_file, *classes, test["function"]])
 
 
 def _enclosing_classes(sources: list[Path], function: str, line: int) -> list[str]:

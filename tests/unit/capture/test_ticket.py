@@ -2656,6 +2656,20 @@ def test_a_pytest_crash_in_a_files_first_test_names_the_test() -> None:
     assert read.failure.phase == "tests/test_ops.py::test_native_call"
 
 
+def test_a_pytest_crash_in_a_fixture_of_the_tests_file_names_no_test() -> None:
+    # The fixture `lib`, the outermost frame in the file, was named as the test
+    # (`tests/test_ops.py::lib`), which no run's markers report: every attempt missed.
+    fixture = PYTEST_X_SEGFAULT.replace(
+        '  File "/tmp/e/tests/test_ops.py", line 9 in test_native_call\n',
+        '  File "/tmp/e/tests/test_ops.py", line 9 in lib\n'
+        '  File "/v/site-packages/_pytest/fixtures.py", line 900 in call_fixture_func\n',
+    )
+    read = read_ticket(fixture)
+    assert read.failure.outcome == "crash"
+    assert read.failure.phase is None
+    assert read.test is None
+
+
 def _ci_lines(lines: list[str]) -> str:
     """`lines` as GitHub Actions' raw log shows them: a clock before each."""
     return "".join(f"2026-12-07T04:50:{n:02d}.1370000Z {line}\n" for n, line in enumerate(lines))
