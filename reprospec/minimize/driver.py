@@ -984,7 +984,9 @@ def _rerun_dir(
     A hang fails as the search saw it where it also sits as the original's did, by the
     search's rule (search.py's point 7, hangplace.moved): DIR's check compared the
     signature `hang` alone. One sighting elsewhere is looked at again (a busy thread is
-    caught wherever it runs), up to hangplace.LOOKS; the run returned is the last."""
+    caught wherever it runs), up to hangplace.LOOKS hanging attempts, read or not (counted
+    by read places alone, reruns whose stacks were unread went on without end); the run
+    returned is the last."""
     from reprospec import api
     from reprospec.minimize.report import SPEC_NAME, cell_filters
 
@@ -992,6 +994,7 @@ def _rerun_dir(
     # DIR lacked refused it here, the search thrown away; a missing one shows in the rerun.
     spec = api.load_spec(found.output / SPEC_NAME, files=False)
     places: list[str] = []
+    looks = 0
     while True:
         run = api.run(
             spec,
@@ -1007,9 +1010,10 @@ def _rerun_dir(
         )
         ran = [a for cell in run.cells for a in cell.attempts]
         agreeing = [a for a in ran if native.attempt_agrees(a, found.signature)]
+        looks += len(agreeing)
         places += _dir_places(run, options.out, agreeing)
         elsewhere = moved(places, _original_places(found))
-        if not (agreeing and elsewhere) or len(places) >= LOOKS or run.interrupted:
+        if not (agreeing and elsewhere) or looks >= LOOKS or run.interrupted:
             return run, bool(agreeing) and not elsewhere
 
 

@@ -309,3 +309,52 @@ def test_a_dir_nothing_can_be_made_in_is_refused_by_the_command_lines_rule() -> 
     assert unwritable(Path("/proc/min-out"))
     assert unwritable(Path("/proc"))
     assert unwritable(Path("/tmp")) == ""
+
+
+@pytest.mark.parametrize(
+    ("later", "agrees", "reruns"),
+    [
+        ("spin", True, 2),  # seen where the original was on the second look: the same hang
+        (None, False, 2),  # the second rerun stayed clean
+        ("", False, 2),  # its later hangs' stacks unread: it ends at LOOKS looks
+    ],
+)
+def test_dirs_check_looks_again_at_a_hang_seen_elsewhere_and_ends(
+    monkeypatch: pytest.MonkeyPatch, later: str | None, agrees: bool, reruns: int
+) -> None:
+    # DIR's first rerun hangs in `step`, where the original hung in `spin`; each later one
+    # hangs in `later` ("" unread) or stays clean (None).
+    from types import SimpleNamespace
+
+    from reprospec import api, native
+    from reprospec.minimize import driver, report
+
+    runs: list[SimpleNamespace] = []
+    places = {"r1": ["step"]}
+
+    def run(*_args: object, **_kwargs: object) -> SimpleNamespace:
+        if len(runs) >= 50:
+            raise AssertionError("DIR's check did not end")
+        hangs = not runs or later is not None
+        attempts = [SimpleNamespace(hangs=hangs)]
+        cells = [SimpleNamespace(attempts=attempts)]
+        runs.append(SimpleNamespace(cells=cells, interrupted=False, run_id=f"r{len(runs) + 1}"))
+        return runs[-1]
+
+    def read(run: SimpleNamespace, _out: Path, attempts: list[SimpleNamespace]) -> list[str]:
+        place = places.get(run.run_id, [later or ""])
+        return [p for p in place if p] if attempts else []
+
+    monkeypatch.setattr(api, "load_spec", lambda *_a, **_k: None)
+    monkeypatch.setattr(api, "run", run)
+    monkeypatch.setattr(report, "cell_filters", lambda *_a: None)
+    monkeypatch.setattr(driver, "_tries", lambda _found: 3)
+    monkeypatch.setattr(driver, "_dir_places", read)
+    monkeypatch.setattr(native, "attempt_agrees", lambda a, _signature: a.hangs)
+    same = SimpleNamespace(original_places=("spin",))
+    found = SimpleNamespace(
+        output=Path("/nonexistent"), signature="hang", result=SimpleNamespace(same_failure=same)
+    )
+    options = SimpleNamespace(out=Path("/nonexistent"), with_changes=lambda **_k: None)
+    last, agreed = driver._rerun_dir(found, options, 1, None)  # type: ignore[arg-type]
+    assert (agreed, len(runs), last.run_id) == (agrees, reruns, f"r{reruns}")
