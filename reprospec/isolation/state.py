@@ -494,7 +494,9 @@ class StateFile:
     def reread(self, again: Callable[[StoredProbe], StoredProbe]) -> int:
         """Each stored probe as `again` gives it (what an earlier version stored, read again
         as this one reads it), written back where any changed; how many changed. Before the
-        first `take`: the probes to replay are the stored ones, in their order."""
+        first `take`: the probes to replay are the stored ones, in their order. A state that
+        cannot be written back (a read-only --out whose answer only replays) is read again
+        as it is the next time: the replay goes on, where the write failed it."""
         with self._lock:
             probes = [again(p) for p in self._probes]
             pairs = zip(probes, self._probes, strict=True)
@@ -504,7 +506,8 @@ class StateFile:
                 self._replay = {}
                 for probe in probes:
                     self._replay.setdefault(probe.key, deque()).append(probe)
-                self._write()
+                with contextlib.suppress(OSError):
+                    self._write()
             return changed
 
     def take(self, key: str, attempts: int) -> StoredProbe | None:

@@ -404,3 +404,21 @@ def test_a_state_that_could_not_run_keeps_its_cut_probes_numbers(tmp_path: Path)
     again = StateFile(tmp_path, HEADER)
     assert again.stored == 0
     assert again.first_attempt("failing:p", 1) == 4
+
+
+def test_probes_read_again_replay_where_the_state_cannot_be_written_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A read-only --out: the state is read, never written, and a replay only prints.
+    state = StateFile(tmp_path, HEADER)
+    state.add(StoredProbe("a", (), "failing", ("match",), "run-1"))
+    again = StateFile(tmp_path, HEADER)
+
+    def read_only(path: Path, _text: object) -> None:
+        raise OSError(30, "Read-only file system", str(path))
+
+    monkeypatch.setattr("reprospec.isolation.state.write_atomic", read_only)
+    assert again.reread(lambda p: replace(p, run_id="run-2")) == 1
+    taken = again.take("a", 1)
+    assert taken is not None
+    assert taken.run_id == "run-2"
