@@ -35,6 +35,7 @@ from reprospec.core.signals import (
     signal_from_words,
     signal_name,
 )
+from reprospec.core.words import plural
 from reprospec.outcome.children import (
     RANK_LINE,
     RANK_PREFIX,
@@ -141,7 +142,8 @@ _SLURM_TIME_LIMIT = re.compile(
 # program ran on to the bound, a hang, as Slurm's time limit is. Not its `The operation
 # was canceled.` alone, which a person's cancel and a fail-fast matrix print as well.
 _GHA_TIME_LIMIT = re.compile(
-    r"^##\[error\](?:The action '[^'\n]*' has timed out after (?P<minutes>\d+) minutes?\."
+    r"^(?:##\[error\]|Error: )"
+    r"(?:The action '[^'\n]*' has timed out after (?P<minutes>\d+) minutes?\."
     r"|The job running on runner .* has exceeded the maximum execution time of "
     r"(?P<job>\d+) minutes?\.)",
     re.M,
@@ -506,7 +508,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     # command. The failure is read up to the first step GitHub says failed; the machine
     # and the credentials from the whole log.
     full_log = text
-    text = _through_failed_step(text)
+    text, step_note, step_start = _through_failed_step(text)
     # A terminal echoes Ctrl-C as `^C` where the cursor was: glued to the `Traceback` line
     # Python prints next, which no traceback reader then knew.
     clean = "\n".join(_unprefixed(_CTRL_C.sub("", line)) for line in text.split("\n"))
@@ -800,7 +802,11 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         phase = next(filter(None, map(_phase_from_frames, stacks)), None)
         if phase is not None:
             evidence.append(f"the stack: a frame of the {phase} loop")
-    command = _without_status_echo(_command(text))
+    # A CI log's command is the chosen step's: an earlier step's caught traceback (a
+    # download's retry) named its own command (review).
+    command = _without_status_echo(
+        (_command(text[step_start:]) if step_start else None) or _command(text)
+    )
     raw_command = command
     machine = parse_machine(full_log)
     if command is not None:
@@ -885,7 +891,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         python_frames=tuple(frames),
         cuda_error=cuda.group(0).strip() if cuda else None,
         test=test,
-        evidence=tuple(evidence),
+        evidence=tuple([*evidence, *([step_note] if step_note is not None else [])]),
         flaky=flaky,
         settings=_prose_settings(prose, chain),
         step_env=_gha_step_env(full_log.split("\n"), raw_command),
@@ -1780,8 +1786,11 @@ def _gha_steps(lines: list[str]) -> list[tuple[int, str]]:
     return steps
 
 
-# GitHub Actions' line after a step whose command failed.
-_GHA_STEP_FAILED = re.compile(r"^##\[error\]Process completed with exit code \d+\.?\s*$", re.M)
+# GitHub Actions' line after a step whose command failed: the raw log's `##[error]`, the
+# web page's copy `Error: ` (as `_GHA_RUN` reads its `Run X` without `##[group]`).
+_GHA_STEP_FAILED = re.compile(
+    r"^(?:##\[error\]|Error: )Process completed with exit code \d+\.?\s*$", re.M
+)
 # faulthandler on Windows, where an access violation is no signal: `Windows fatal exception:
 # access violation`, then the threads' stacks as on Linux. Each read as the signal the same
 # fault raises on Linux, where the spec runs.
@@ -1796,29 +1805,57 @@ _WINDOWS_SIGNALS = {
     "float divide by zero": "SIGFPE",
     "float overflow": "SIGFPE",
 }
-# A step's header after it: `##[group]Run actions/upload-artifact@v4`.
 # pytest's summary line of a failed test: `FAILED tests/t.py::test_x - ValueError: ...`.
 _PYTEST_FAILED = re.compile(r"^FAILED \S+::", re.M)
-_GHA_LATER_STEP = re.compile(r"^##\[group\]Run \S", re.M)
+# A step's header: `##[group]Run actions/upload-artifact@v4`, or the web page's copy's
+# `Run python train.py` (its group marker not copied).
+_GHA_STEP_HEAD = re.compile(r"^(?:##\[group\])?Run (?P<command>\S.*)$", re.M)
 
 
-def _through_failed_step(text: str) -> str:
-    """`text` up to the end of the first GitHub Actions step that failed (its `##[error]
-    Process completed with exit code N.` line) with a failure shown, where later steps
-    follow it (and from the fence that closes the paste on, the ticket's prose); else all."""
-    for failed in _GHA_STEP_FAILED.finditer(text):
-        # A step that failed with no failure this reader knows (a lint step run with
-        # `continue-on-error`) is not the one: the failure is further on.
-        before = text[: failed.end()]
-        if _FAILURE_START.search(before) is None and _PYTEST_FAILED.search(before) is None:
+def _through_failed_step(text: str) -> tuple[str, str | None, int]:
+    """`text` up to the end of the first GitHub Actions step that failed with a failure
+    shown in its own lines (from its `Run` header to its `Process completed with exit code
+    N.`), or ran past its time limit (no exit code line: the hang is its failure), where
+    later steps follow it (and from the fence that closes the paste on, the ticket's prose);
+    else all. With it, the evidence line that says which step's failure is read and how
+    many later steps were set aside (the choice is a guess: the first failed step that
+    shows one), None where nothing was cut; and where that step's header begins in `text`
+    (0 where no step was chosen), where its command is read from."""
+    ends = sorted(
+        [*_GHA_STEP_FAILED.finditer(text), *_GHA_TIME_LIMIT.finditer(text)],
+        key=lambda found: found.start(),
+    )
+    previous = 0
+    for failed in ends:
+        heads = list(_GHA_STEP_HEAD.finditer(text, previous, failed.start()))
+        start = heads[-1].start() if heads else previous
+        # Its own lines only: a caught traceback an earlier step logged (a download's
+        # retry), then a step failed with no failure this reader knows (a lint step run
+        # with `continue-on-error`), is not the failure (review).
+        own = text[start : failed.end()]
+        timed_out = _GHA_TIME_LIMIT.match(failed.group(0)) is not None
+        previous = failed.end()
+        if (
+            not timed_out
+            and _FAILURE_START.search(own) is None
+            and _PYTEST_FAILED.search(own) is None
+        ):
             continue
-        if _GHA_LATER_STEP.search(text, failed.end()) is None:
-            return text
         # The later steps end where the paste does: the ticket's prose after its closing
         # fence (`it fails only sometimes`) is kept.
         fence = _FENCE_LINE_M.search(text, failed.end())
-        return before + ("\n" + text[fence.start() :] if fence is not None else "")
-    return text
+        rest = text[failed.end() : fence.start() if fence is not None else len(text)]
+        later = len(_GHA_STEP_HEAD.findall(rest))
+        if later == 0:
+            return text, None, start
+        step = f"'Run {heads[-1]['command'].strip()}'" if heads else "its"
+        note = (
+            f"GitHub Actions: the failure read from step {step} (the first failed step that"
+            f" shows one); {plural(later, 'later step')} set aside"
+        )
+        kept = text[: failed.end()]
+        return kept + ("\n" + text[fence.start() :] if fence is not None else ""), note, start
+    return text, None, 0
 
 
 # setup-python's variables in every later step's `env:`: where the runner keeps Python,

@@ -2790,6 +2790,95 @@ def test_a_ci_steps_secret_under_a_harmless_name_is_not_written() -> None:
     assert "Sup3rS3cret" not in written
 
 
+def test_a_ci_logs_failed_step_shows_its_failure_in_its_own_lines() -> None:
+    # A download step logged a caught traceback and succeeded, a lint step failed with no
+    # traceback: the search for "a failure shown" read the whole log up to the lint step's
+    # end, and the download's ConnectionResetError and command were the failure (review).
+    log = _ci_lines(
+        [
+            "##[group]Run python scripts/download_data.py",
+            "python scripts/download_data.py",
+            "shell: /usr/bin/bash -e {0}",
+            "##[endgroup]",
+            "Traceback (most recent call last):",
+            '  File "scripts/download_data.py", line 9, in fetch',
+            "ConnectionResetError: [Errno 104] Connection reset by peer",
+            "downloaded 3 files",
+            "##[group]Run ruff check .",
+            "ruff check .",
+            "shell: /usr/bin/bash -e {0}",
+            "##[endgroup]",
+            "src/x.py:1:8: F401 [*] `os` imported but unused",
+            "##[error]Process completed with exit code 1.",
+            "##[group]Run python -m pytest tests/test_load.py",
+            "python -m pytest tests/test_load.py",
+            "shell: /usr/bin/bash -e {0}",
+            "##[endgroup]",
+            "E           ValueError: batch size 16 exceeds buffer of 8 rows",
+            "FAILED tests/test_load.py::test_big - ValueError: batch size 16 exceeds buffer",
+            "##[error]Process completed with exit code 1.",
+            "##[group]Run actions/upload-artifact@v4",
+            "##[endgroup]",
+        ]
+    )
+    read = read_ticket(log)
+    assert read.failure.exception == "ValueError"
+    assert read.command == "python -m pytest tests/test_load.py"
+    assert read.evidence[-1] == (
+        "GitHub Actions: the failure read from step 'Run python -m pytest tests/test_load.py'"
+        " (the first failed step that shows one); 1 later step set aside"
+    )
+
+
+def test_a_ci_step_past_its_time_limit_is_the_failure_not_a_later_steps() -> None:
+    # A step that timed out prints no exit code line: an `if: always()` step's exception
+    # after it was read as the failure, with its command (review).
+    log = _ci_lines(
+        [
+            "##[group]Run python train.py",
+            "python train.py",
+            "shell: /usr/bin/bash -e {0}",
+            "##[endgroup]",
+            "epoch 1",
+            "##[error]The action 'Run python train.py' has timed out after 5 minutes.",
+            "##[group]Run python upload_metrics.py",
+            "python upload_metrics.py",
+            "shell: /usr/bin/bash -e {0}",
+            "##[endgroup]",
+            "Traceback (most recent call last):",
+            '  File "upload_metrics.py", line 3, in <module>',
+            "FileNotFoundError: [Errno 2] No such file or directory: 'metrics.json'",
+            "##[error]Process completed with exit code 1.",
+        ]
+    )
+    read = read_ticket(log)
+    assert (read.failure.outcome, read.command) == ("hang", "python train.py")
+    assert read.failure.exception is None
+
+
+def test_a_ci_log_copied_from_the_web_page_is_read_as_the_raw_log() -> None:
+    # The web page shows `##[error]` as `Error: `: a later step's exception was read
+    # under the failed step's command, and a step's timeout as no outcome (review).
+    page = (
+        "```\nRun python train.py\n  python train.py\n  shell: /usr/bin/bash -e {0}\n"
+        'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n'
+        "ValueError: bad batch\nError: Process completed with exit code 1.\n"
+        "Run python upload_metrics.py\n  python upload_metrics.py\n"
+        "  shell: /usr/bin/bash -e {0}\nTraceback (most recent call last):\n"
+        '  File "upload_metrics.py", line 3, in <module>\n'
+        "FileNotFoundError: [Errno 2] No such file or directory: 'metrics.json'\n"
+        "Error: Process completed with exit code 1.\n```\n"
+    )
+    read = read_ticket(page)
+    assert (read.failure.exception, read.command) == ("ValueError", "python train.py")
+    timed_out = (
+        "```\nRun python train.py\n  python train.py\n  shell: /usr/bin/bash -e {0}\n"
+        "epoch 1\nError: The action 'Run python train.py' has timed out after 5 minutes.\n"
+        "```\n"
+    )
+    assert read_ticket(timed_out).failure.outcome == "hang"
+
+
 def test_a_ci_logs_failure_is_the_first_failed_steps_not_a_later_steps() -> None:
     # A step run `if: always()` after the failed one raised too: its FileNotFoundError was
     # read as the failure, beside the failed step's command (train.py), a spec no run of
