@@ -371,7 +371,7 @@ def check_out_to_go_on(out: Path, folder: Path, answer: str, budget: int, search
     if not why:
         return
     went = (
-        f"a --budget of {budget} continues {search} past its earlier run's {before} attempts"
+        f"a --budget of {budget} continues {search} past its earlier run's --budget of {before}"
         if larger
         else f"{search} goes on from its interrupted run"
     )

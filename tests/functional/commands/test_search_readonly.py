@@ -398,5 +398,5 @@ def test_a_larger_budget_on_a_read_only_out_is_refused_before_anything_replays(
         assert f"--out {out}: cannot be written (" in again.stderr, again.stderr
         budget = small[1]
         assert f"and a --budget of 40 continues {search} " in again.stderr, again.stderr
-        assert f"past its earlier run's {budget} attempts" in again.stderr
+        assert f"past its earlier run's --budget of {budget}," in again.stderr
         assert f"(or --budget {budget} to see its answer again)" in again.stderr
