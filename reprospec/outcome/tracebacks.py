@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
-from reprospec.core.logtext import TRACEBACK_HEADER
+from reprospec.core.logtext import TRACEBACK_HEADER, without_escapes
 from reprospec.core.signals import signal_from_description
 
 _MAX_MESSAGE_LINES = 30
@@ -111,30 +111,76 @@ def parse_exception(text: str) -> PythonException | None:
 # whose title is CPython's header, a `PATH:LINE in FUNCTION` line per frame inside it, then
 # the exception line under it as CPython prints it. Read as no traceback, the error was
 # `error exit 1` with its message `ValueError: ...`, and a ticket's paste no failure at all.
-_RICH_HEADER = Lazy(r"^\s*╭─+ Traceback \(most recent call last\) ─+╮\s*$")
-_RICH_FRAME = Lazy(r"^\s*│ (?P<file>\S.*?):(?P<line>\d+) in (?P<function>\S+)\s*│\s*$")
-_RICH_END = Lazy(r"^\s*╰─+╯\s*$")
+_RICH_HEADER = Lazy(r"^\s*[╭┌]─+ Traceback \(most recent call last\) ─+[╮┐]\s*$")
+_RICH_FRAME = Lazy(r"^(?P<file>\S.*?):(?P<line>\d+) in (?P<function>\S+)$")
+_RICH_END = Lazy(r"^\s*[╰└]─+[╯┘]\s*$")
+# A line inside the box: its content between `│ ` and ` │`.
+_RICH_INSIDE = Lazy(r"^\s*│ ?(?P<content>.*?)\s*│\s*$")
+# A source line (`❱ 14 main()`, `  11 │   if bs > 8:`): never part of a frame's folded path.
+_RICH_SOURCE = Lazy(r"^(?:❱\s*)?\d+\s")
+# Where rich wrapped a frame's line at a space: after its line number, or after `in`.
+_RICH_WRAPPED = Lazy(r":\d+(?: in)?$")
+# A frame of no file (`<string>`), which rich writes `in FUNCTION:LINE`.
+_RICH_NO_FILE = Lazy(r"^in \S+:\d+$")
+# The corners a box's top can start with: rich's ROUNDED, and the SQUARE it prints on a
+# legacy Windows console.
+RICH_BOX_CORNERS = ("╭", "┌")
+# rich's title, which CPython's TRACEBACK_HEADER (with its colon) does not match.
+RICH_TRACEBACK_TITLE = "Traceback (most recent call last) ─"
 
 
 def unboxed(lines: list[str]) -> list[str]:
     """`lines` with each rich traceback box written as CPython writes a traceback: its
     header, then a `File "PATH", line N, in FUNCTION` line per frame (the box's source
-    lines and locals left out). Lines with no box are returned as they are."""
+    lines and locals left out). Lines with no box are returned as they are.
+
+    A frame whose path is too long for the box rich folds over two or more lines: they
+    are joined up to a blank box line or a source line before they are read (one line
+    alone read `/very/long/pa` + `th/module.py:2` as a file `th/module.py`). A box ends at
+    its `╰` line, or at the first line that is no box line (head+tail stderr cut inside
+    one, a program killed while it printed one): that line is read as any other."""
     out: list[str] = []
     inside = False
-    for line in lines:
-        if not inside and _RICH_HEADER.match(line):
-            out.append("Traceback (most recent call last):")
-            inside = True
-        elif inside and _RICH_END.match(line):
-            inside = False
-        elif inside:
-            if (frame := _RICH_FRAME.match(line)) is not None:
+    pending: list[str] = []
+
+    def flush() -> None:
+        if pending:
+            joined = pending[0]
+            for piece in pending[1:]:
+                # Folded inside a word (a path): no space; wrapped at one (`:1736 in` +
+                # `_call_impl`, `:1736` + `in f`): the space rich dropped.
+                joined += " " + piece if _RICH_WRAPPED.search(joined) else piece
+            frame = _RICH_FRAME.match(joined)
+            if frame is not None:
                 out.append(
                     f'  File "{frame["file"]}", line {frame["line"]}, in {frame["function"]}'
                 )
+            pending.clear()
+
+    for line in lines:
+        if inside:
+            if _RICH_END.match(line):
+                flush()
+                inside = False
+                continue
+            boxed = _RICH_INSIDE.match(line)
+            if boxed is not None:
+                content = boxed["content"]
+                if not content.strip() or _RICH_SOURCE.match(content.lstrip()):
+                    flush()
+                elif content.startswith(("╭", "│", "╰")) or _RICH_NO_FILE.match(content):
+                    flush()  # a locals panel; a frame of no file (`in <lambda>:3`)
+                else:
+                    pending.append(content)
+                continue
+            flush()
+            inside = False
+        if _RICH_HEADER.match(line):
+            out.append("Traceback (most recent call last):")
+            inside = True
         else:
             out.append(line)
+    flush()
     return out
 
 
@@ -190,7 +236,7 @@ def thread_exceptions(text: str) -> tuple[PythonException, ...]:
     block cut by another's interleaved lines is left out."""
     if not text or TRACEBACK_HEADER not in text:
         return ()
-    lines = text.splitlines()
+    lines = _lines(text)
     found: list[PythonException] = []
     for index, line in enumerate(lines):
         if not _TB_HEADER.match(line) or _link_before(lines, index) is not None:
@@ -219,7 +265,7 @@ def raised_types(text: str) -> tuple[str, ...]:
     """
     if not text:
         return ()
-    lines = text.splitlines()
+    lines = _lines(text)
     lines = lines[: _crash_report(lines)]
     found: dict[str, None] = {}
     ignored = False
@@ -239,7 +285,7 @@ def raised_types(text: str) -> tuple[str, ...]:
 
 def crash_reported(text: str) -> bool:
     """Whether `text` holds a crash report (`raised_types` reads only what came before it)."""
-    lines = text.splitlines()
+    lines = _lines(text)
     return _crash_report(lines) < len(lines)
 
 
@@ -259,9 +305,11 @@ _WORKER_DEATH = Lazy(r"^ERROR: Unexpected .* encountered in worker")
 def last_printed(stderr: str) -> str | None:
     """`ZeroDivisionError: division by zero`, the last traceback `stderr` printed; None: none.
     (A pass's warning: the program printed its failure and exited 0.)"""
-    chain = parse_chain(stderr) if TRACEBACK_HEADER in stderr else ()
+    plain = without_escapes(stderr) if "\x1b" in stderr else stderr
+    printed = TRACEBACK_HEADER in plain or RICH_TRACEBACK_TITLE in plain
+    chain = parse_chain(stderr) if printed else ()
     if not chain:
-        return _last_other(stderr) if TRACEBACK_HEADER in stderr else None
+        return _last_other(stderr) if printed else None
     last = went_on(chain[-1])
     return f"{last.type}: {last.message}" if last.message else last.type
 
@@ -325,9 +373,13 @@ class _Chain(NamedTuple):
 
 
 def _lines(text: str) -> list[str]:
-    """The text's lines, a rich traceback's boxes undone."""
+    """The text's lines, terminal escapes taken out (rich under FORCE_COLOR, 3.13's coloured
+    tracebacks: `\x1b[1;91mRuntimeError: \x1b[0mwrapped` is no exception line) and a rich
+    traceback's boxes undone. Each is done only where the text has what it undoes."""
+    if "\x1b" in text:
+        text = without_escapes(text)
     lines = text.splitlines()
-    return unboxed(lines) if "╭" in text else lines
+    return unboxed(lines) if any(corner in text for corner in RICH_BOX_CORNERS) else lines
 
 
 def _chains(lines: list[str]) -> list[_Chain]:

@@ -136,6 +136,32 @@ def test_an_exception_rich_printed_is_the_outcomes(tmp_path: Path) -> None:
     assert outcome.message == "batch size 16 exceeds buffer of 8 rows"
 
 
+@pytest.mark.skipif(importlib.util.find_spec("rich") is None, reason="rich is not installed")
+def test_an_exception_rich_printed_in_colour_is_the_outcomes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under FORCE_COLOR (a CI job's, passed through by the local runner) every line of
+    rich's box and the exception line carry escapes: the live run read `error exit 1`,
+    where a pasted copy read the exception."""
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    script = tmp_path / "app.py"
+    script.write_text(
+        "from rich.traceback import install\ninstall(width=80)\n\n"
+        "def main():\n    try:\n        raise ValueError('bad shape')\n"
+        "    except ValueError as error:\n        raise RuntimeError('wrapped') from error\n\n"
+        "main()\n"
+    )
+    outcome = classify(run_child(tmp_path, [sys.executable, str(script)]))
+    assert "\x1b[" in (tmp_path / "stderr.log").read_text()
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exception) == ("error", "RuntimeError")
+    assert outcome.message == "wrapped"
+    assert [(link.type, link.link) for link in outcome.chain] == [
+        ("ValueError", "cause"),
+        ("RuntimeError", None),
+    ]
+
+
 def test_chained_exception_takes_the_last(tmp_path: Path) -> None:
     outcome = classify(behave(tmp_path, "chained"))
     assert isinstance(outcome, Outcome)

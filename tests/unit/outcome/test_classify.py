@@ -35,11 +35,14 @@ from reprospec.outcome.evidence import iter_events, read_log
 from reprospec.outcome.judge import judge_attempt
 from reprospec.outcome.tracebacks import (
     PythonException,
+    crash_reported,
     headline,
+    last_printed,
     parse_chain,
     parse_exception,
     raised_types,
     thread_exceptions,
+    unboxed,
     went_on,
 )
 from tests.support.paths import DATA
@@ -1449,3 +1452,86 @@ def test_a_rich_traceback_is_its_exception_as_cpythons_is() -> None:
     assert parse_chain(RICH_TRACEBACK) == (
         PythonException("ValueError", "batch size 16 exceeds buffer of 8 rows"),
     )
+
+
+def _coloured(text: str) -> str:
+    """`text` as rich writes it under FORCE_COLOR: box characters red, the exception's type
+    bold (rich 15's own escapes)."""
+    out = []
+    for line in text.splitlines():
+        if line[:1] in "╭│╰":
+            line = f"\x1b[31m{line[0]}\x1b[0m{line[1:-1]}\x1b[31m{line[-1]}\x1b[0m"
+        elif ": " in line:
+            kind, _, message = line.partition(": ")
+            line = f"\x1b[1;91m{kind}: \x1b[0m{message}"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def test_a_coloured_rich_traceback_is_its_exception() -> None:
+    # Under FORCE_COLOR every box line and the exception line carry escapes: a live run
+    # (raw stderr) read no traceback, where a pasted copy (escapes taken out) read one.
+    coloured = _coloured(RICH_TRACEBACK)
+    assert "\x1b[1;91mValueError: \x1b[0mbatch" in coloured
+    assert parse_chain(coloured) == (
+        PythonException("ValueError", "batch size 16 exceeds buffer of 8 rows"),
+    )
+
+
+def test_a_frame_path_rich_folded_over_two_lines_is_one_file() -> None:
+    # rich folds a path too long for the box: the second half alone read as the file.
+    folded = RICH_TRACEBACK.replace(
+        "│ /tmp/areaF/r/app.py:12 in main                                               │",
+        "│ /tmp/areaF/r/deep/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/more_directories_here/fram │\n"
+        "│ es/helper_module_name.py:2 in inner_function_with_long_name                  │",
+    )
+    frames = [line for line in unboxed(folded.splitlines()) if line.startswith("  File")]
+    assert frames[-1] == (
+        '  File "/tmp/areaF/r/deep/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/more_directories_here/'
+        'frames/helper_module_name.py", line 2, in inner_function_with_long_name'
+    )
+    # Wrapped at a space (`:1736 in` + `_call_impl`): the space comes back.
+    wrapped = unboxed(
+        [
+            "╭── Traceback (most recent call last) ──╮",
+            "│ /v/site-packages/torch/module.py:1736 in │",
+            "│ _call_impl                               │",
+            "╰──────────────────────────────────────────╯",
+        ]
+    )
+    assert wrapped[1] == '  File "/v/site-packages/torch/module.py", line 1736, in _call_impl'
+
+
+def test_a_rich_box_cut_before_its_end_leaves_the_rest_of_the_log() -> None:
+    # Head+tail stderr cut inside a box, or a program killed while printing it: every
+    # later line, the real traceback included, was dropped.
+    cut = (
+        "╭───── Traceback (most recent call last) ─────╮\n"
+        "│ /tmp/app.py:14 in <module>                  │\n"
+        "... 2048 bytes left out ...\n"
+        "Traceback (most recent call last):\n"
+        '  File "/tmp/app.py", line 3, in <module>\n'
+        "    d['k']\n"
+        "KeyError: 'k'\n"
+    )
+    assert parse_chain(cut) == (PythonException("KeyError", "'k'"),)
+
+
+def test_a_square_rich_box_a_legacy_windows_console_prints_is_read() -> None:
+    square = RICH_TRACEBACK.replace("╭", "┌").replace("╮", "┐").replace("╰", "└").replace("╯", "┘")
+    assert parse_chain(square) == (
+        PythonException("ValueError", "batch size 16 exceeds buffer of 8 rows"),
+    )
+
+
+def test_a_rich_traceback_is_seen_by_the_other_readers() -> None:
+    # A pass that logged one (RichHandler(rich_tracebacks=True)) got no warning: the gate
+    # looked for CPython's header, with its colon.
+    assert last_printed(RICH_TRACEBACK) == "ValueError: batch size 16 exceeds buffer of 8 rows"
+    assert last_printed(_coloured(RICH_TRACEBACK)) == (
+        "ValueError: batch size 16 exceeds buffer of 8 rows"
+    )
+    assert raised_types(_coloured(RICH_TRACEBACK) + "Fatal Python error: Aborted\n") == (
+        "ValueError",
+    )
+    assert crash_reported("\x1b[31mFatal Python error: Aborted\x1b[0m\n")
