@@ -875,13 +875,20 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         and forked == "child"
         and where == "child"
         and not chain
-        and (hangs := _says_it_hangs(clean)) is not None
+        and (stopped or (hangs := _says_it_hangs(clean)) is not None)
     ):
         # A `multiprocessing.Pool` never notices that a worker died with its task, and its
         # `map` waits forever: a live run reads `hang after a child died of SIGSEGV`
         # (spec-format.md, rule 1), which a `crash` expected of the command never matched.
+        # The reporter's Ctrl-C of the waiting `map` (its KeyboardInterrupt traceback) says
+        # so as the prose's word does (review).
         outcome = "hang"
-        evidence.append(f"the ticket says it hangs after the child died: {hangs!r}")
+        evidence.append(
+            "a traceback that ends in KeyboardInterrupt after the child died: the program "
+            "was stopped by hand where it waited, read as a hang"
+            if stopped
+            else f"the ticket says it hangs after the child died: {hangs!r}"
+        )
     if outcome == "hang" and test is None and "pytest" in presets:
         # A hang known only now (timeout's 124, the prose's word): the test `-v`'s lines
         # were running, as for a hang its dump tells (above), where the skeleton named none.

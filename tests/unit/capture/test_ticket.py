@@ -2541,6 +2541,22 @@ def test_a_pool_childs_dump_the_reporter_says_hangs_is_the_hang_a_run_reads() ->
     ) in render_spec(draft)
 
 
+def test_a_pool_childs_dump_then_a_ctrl_c_of_the_waiting_map_is_the_hang() -> None:
+    # The reporter stopped the hung `map` with Ctrl-C and pasted its KeyboardInterrupt
+    # traceback, with no "hangs" word: it was read as `crash child` (review).
+    stopped = (
+        "^CTraceback (most recent call last):\n"
+        '  File "/tmp/b/pool.py", line 11, in main\n'
+        '  File "/usr/lib/python3.11/multiprocessing/pool.py", line 367, in map\n'
+        '  File "/usr/lib/python3.11/threading.py", line 629, in wait\n'
+        "KeyboardInterrupt\n"
+    )
+    text = "It segfaults in a worker:\n\n```\n" + POOL_WORKER_DUMP + stopped + "```\n"
+    read = read_ticket(text)
+    assert (read.failure.outcome, read.failure.where) == ("hang", "child")
+    assert read_ticket("```\n" + POOL_WORKER_DUMP + "```\n").failure.outcome == "crash"
+
+
 def test_collect_envs_os_line_with_its_machine_is_the_same_os_as_this_one() -> None:
     # collect_env writes `OS: Debian GNU/Linux 12 (bookworm) (x86_64)`; this machine's
     # distribution alone never equalled it: `DIFFERS` of the very machine the log came from.
