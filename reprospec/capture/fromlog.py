@@ -409,10 +409,17 @@ def _expect(
         return {"outcome": "fail"}, comments
     expect: JsonObject = {"outcome": failure.outcome}
     if failure.outcome == "hang" and failure.signal and failure.where == "child":
-        # The child's signal is no key of a hang's (a `signal:` would not match it).
+        # The child's signal is no key of a hang's (a `signal:` would not match it). A Pool
+        # only where the dump shows one's worker: any multiprocessing child reads `child`.
+        pool = any(
+            frame.replace("\\", "/").endswith("multiprocessing/pool.py:worker")
+            for frame in ticket.python_frames
+        )
+        waiting = "a Pool left waiting for it" if pool else "a parent left waiting for it"
         comments["outcome"] = (
             f"after a child process died of {failure.signal} (the log's faulthandler dump; "
-            "the ticket says it then hangs), as a live run reads a Pool left waiting for it"
+            f"the ticket says it then hangs), as a live run reads {waiting}"
+            + (" (a Pool's map never notices a dead worker)" if pool else "")
         )
     # The live capture's rule (one function): a worker's or a child's crash is expected by
     # its signal and where, never by the main process's exception, nor by the main loop's
