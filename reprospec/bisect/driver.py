@@ -32,6 +32,7 @@ from reprospec.bisect.state import (
     BisectReport,
     BisectRequest,
     load_state,
+    stored_answer,
     write_reports,
     write_state,
 )
@@ -207,6 +208,12 @@ def bisect_spec(
         )
 
         trials: dict[str, Trial] = dict(known)
+        # A finished bisect stored under an earlier, less strict stop, rerun where --out cannot
+        # be written: the present stop may ask attempts that cannot be stored, so its stored
+        # answer is printed, with a warning, where a version would need them.
+        answered = (
+            stored_answer(folder / "state.json") if resumed and unwritable(request.out) else None
+        )
         # Why the last trial's save failed (suppressed in `oracle`), "" once one succeeds.
         unsaved = [""]
 
@@ -246,6 +253,8 @@ def bisect_spec(
         def oracle(version: str, attempts: int) -> Trial:
             if cancel is not None and cancel.is_set():  # stopped between two candidates
                 raise stopped()
+            if answered is not None:
+                raise _StoredAnswer(version)
             _check_out(request.out, folder, version)
             # Numbered after the attempts this version already ran (an earlier call, or the
             # stored search's), so that a `${{ attempt }}` seed or a fault's `probability` coin
@@ -288,6 +297,18 @@ def bisect_spec(
                 min_rate=min_rate,
                 known=known,
             )
+        except _StoredAnswer as needs:
+            assert answered is not None
+            result = dataclasses.replace(
+                answered,
+                warnings=(
+                    *answered.warnings,
+                    f"this answer is the one an earlier run stored, under an earlier, less "
+                    f"strict stop: the present one asks attempts of {needs.version}, whose "
+                    f"runs --out {request.out} cannot store (it cannot be written); make it "
+                    "writable and run the same command again to check the answer",
+                ),
+            )
         except BisectInterrupted:
             raise
         except KeyboardInterrupt:  # while an environment was being built, say
@@ -328,6 +349,14 @@ def bisect_spec(
             )
         )
         return write_reports(report, failed)
+
+
+class _StoredAnswer(Exception):
+    """The search asks attempts of `version` where the stored answer is printed instead."""
+
+    def __init__(self, version: str) -> None:
+        super().__init__(version)
+        self.version = version
 
 
 def _check_out(out: Path, folder: Path, version: str) -> None:

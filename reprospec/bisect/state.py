@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+import typing
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import field
@@ -462,6 +463,80 @@ def load_state(
     kept = {v: t for v, t in trials.items() if v in versions and t.attempts}
     again = tuple(v for v in versions if v in trials and not trials[v].attempts)
     return kept, bool(kept), again
+
+
+def stored_answer(path: Path) -> BisectResult | None:
+    """state.json's stored "found" result, None where it holds none (or not one that reads).
+    Given only where --out cannot be written: a bisect finished under an earlier, less strict
+    stop may need attempts the present one asks (a51dea31's second reading), which such an
+    --out cannot store, so its stored answer is printed with a warning instead of refused."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        stored = data.get("result") if isinstance(data, dict) else None
+        if not isinstance(stored, dict) or stored.get("status") != "found":
+            return None
+        rate = stored.get("rate")
+        rate = rate if isinstance(rate, dict) else {}
+        tested = stored.get("tested")
+        warnings = stored.get("warnings")
+        return BisectResult(
+            status="found",
+            first_bad=str(stored["first_bad"]),
+            last_good=None if stored.get("last_good") is None else str(stored["last_good"]),
+            confidence=float(_number(stored["confidence"])),
+            attempts=_whole(stored.get("attempts", 0)),
+            reason=str(stored.get("reason") or ""),
+            versions=tuple(_evidence(v) for v in (tested if isinstance(tested, list) else []) if v),
+            untestable_between=tuple(str(v) for v in _list(stored.get("untestable_between"))),
+            rate=(_whole(rate.get("matched", 0)), _whole(rate.get("attempts", 0))),
+            error=float(_number(stored.get("error", search.DEFAULT_ERROR))),
+            min_rate=float(_number(stored.get("min_rate", search.DEFAULT_MIN_RATE))),
+            warnings=tuple(str(w) for w in _list(warnings)),
+        )
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None
+
+
+def _evidence(data: JsonValue) -> search.VersionEvidence:
+    """A VersionEvidence as `to_dict` wrote it (signatures as counts); TypeError otherwise."""
+    if not isinstance(data, dict):
+        raise TypeError("a tested version is no mapping")
+    state = data.get("state")
+    if state not in typing.get_args(search.State):
+        raise ValueError(f"no version state: {state!r}")
+    counts = data.get("signatures")
+    signatures = [
+        str(k) for k, n in (counts if isinstance(counts, dict) else {}).items()
+        for _ in range(_whole(n))
+    ]  # fmt: skip
+    infra_error, build_log = data.get("infra_error"), data.get("build_log")
+    return search.VersionEvidence(
+        version=str(data["version"]),
+        state=typing.cast("search.State", state),
+        attempts=_whole(data.get("attempts", 0)),
+        matched=_whole(data.get("matched", 0)),
+        p_good=float(_number(data.get("p_good", 0.0))),
+        infra_error=None if infra_error is None else str(infra_error),
+        signatures=tuple(signatures),
+        runs=tuple(str(r) for r in _list(data.get("runs"))),
+        build_log=None if build_log is None else str(build_log),
+    )
+
+
+def _whole(value: JsonValue) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected a count, got {value!r}")
+    return value
+
+
+def _number(value: JsonValue) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _list(value: JsonValue) -> list[JsonValue]:
+    return value if isinstance(value, list) else []
 
 
 def write_state(
