@@ -1770,11 +1770,10 @@ def _command(text: str) -> str | None:
                 bool(words) and debugged is not None and not is_python(words[0].rsplit("/", 1)[-1])
             )
             if words and (native or runs_something(words)):
-                if is_python(words[0].rsplit("/", 1)[-1]):
-                    # The sender's interpreter by its path: the run's (_run_python). A
-                    # program of their own (`./tool`) stays as written: its bare name was
-                    # `command not found`.
-                    words[0] = words[0].rsplit("/", 1)[-1]
+                # The sender's interpreter by its path stays a path here: _run_python
+                # writes it `python`, the run's (its basename taken here, `python3` was
+                # kept, the reader's PATH's; review). A program of their own (`./tool`)
+                # stays as written: its bare name was `command not found`.
                 started.append(shlex.join(words))
             continue
         for found in _QUOTED.finditer(line):

@@ -165,7 +165,9 @@ def test_a_gdb_session_gives_the_signal_the_native_frames_and_the_program() -> N
         "at::native::index_add_cpu_::{lambda()#1}::operator()() const@libtorch_cpu.so"
     )
     assert read.native_frames[4] == "cfunction_call@methodobject.c"
-    assert read.command == "python3 bench_ops.py --op index_add --dtype bfloat16"
+    # gdb's `/usr/bin/python3`: the run's `python`, not the reader's PATH's `python3`
+    # (review).
+    assert read.command == "python bench_ops.py --op index_add --dtype bfloat16"
     assert (read.machine.torch, read.machine.python) == ("2.3.0+cpu", "3.10")
     # Said in prose only ("torch 2.3.0+cpu"), it is still the version the spec pins.
     assert read.machine.requirements == ("torch==2.3.0+cpu",)
