@@ -1901,6 +1901,14 @@ _GHA_RUNNER_ENV = frozenset(
         "LD_LIBRARY_PATH",
     )
 )
+# Where the runner keeps what a setup action installs (setup-uv's `UV_CACHE_DIR`,
+# setup-miniconda's `CONDA_PKGS_DIR`, setup-java's `JAVA_HOME`): a variable whose value is
+# such a path is the log's machine, whatever its name, not the workflow's setting (review).
+_GHA_RUNNER_PATHS = (
+    "/opt/hostedtoolcache/",
+    "/home/runner/work/_temp/",
+    "/home/runner/work/_tool/",
+)
 _GHA_ENV_LINE = re.compile(r"^\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*): ?(?P<value>.*)$")
 
 
@@ -1930,8 +1938,9 @@ def _gha_step_env(lines: list[str], command: str | None) -> tuple[tuple[str, str
             entry = _GHA_ENV_LINE.match(text)
             if entry is None:
                 break  # `##[endgroup]`, the step's output
-            if entry["name"] not in _GHA_RUNNER_ENV:
-                found.append((entry["name"], entry["value"].strip()))
+            value = entry["value"].strip()
+            if entry["name"] not in _GHA_RUNNER_ENV and not value.startswith(_GHA_RUNNER_PATHS):
+                found.append((entry["name"], value))
         return tuple(found)
     return ()
 

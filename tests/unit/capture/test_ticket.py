@@ -2715,6 +2715,8 @@ CI_STEP_ENV = _ci_lines(
         "shell: /usr/bin/bash -e {0}",
         "env:",
         "  pythonLocation: /opt/hostedtoolcache/Python/3.11.7/x64",
+        "  UV_CACHE_DIR: /home/runner/work/_temp/setup-uv-cache",
+        "  JAVA_HOME: /opt/hostedtoolcache/Java_Temurin-Hotspot_jdk/17.0.9-9/x64",
         "  MY_FAST_PATH: 1",
         "  HF_TOKEN: hf_kQzLmNpRsTuVwXyZaBcDeFgHiJkLmNoPqR",
         "  DATABASE_URL: postgres://ci:s3cretPassw0rd@db.internal:5432/test",
@@ -2740,7 +2742,8 @@ CI_STEP_ENV = _ci_lines(
 
 def test_a_ci_steps_env_is_a_todo_item_each_secret_unwritten() -> None:
     # The step's `env:` (the workflow's MY_FAST_PATH, which the failure needs) was lost:
-    # the skeleton neither set it nor asked, and every rerun passed.
+    # the skeleton neither set it nor asked, and every rerun passed. A setup action's
+    # runner paths (setup-uv's UV_CACHE_DIR, JAVA_HOME) are the machine's, no item.
     ticket = read_ticket(CI_STEP_ENV)
     assert ticket.command == "python -m pytest tests/test_load.py"
     assert [name for name, _ in ticket.step_env] == [
