@@ -281,12 +281,25 @@ def _named_signatures(cells: Sequence[CellResult]) -> dict[str, str]:
     for ours in unknown:
         agreeing = [s for s in read if native.agrees(ours, s, native_unknown=True)]
         known = [s for s in agreeing if not native.unnamed_frame(s)]
-        # An unread one to an unnamed one; not an unnamed one to another (`??@python3.11`
-        # and `??@libpython3.11` would each take the other's), nor any to itself.
-        choice = known or ([] if native.unnamed_frame(ours) else agreeing)
+        # Not an unnamed one to another (`??@python3.11` and `??@libpython3.11` would each
+        # take the other's). An unread one agrees with every site of its signal and process:
+        # an unnamed candidate is the named one it agrees with where that is one alone, else
+        # another crash site (`??@libcudnn` beside `foo@libtorch_cpu`: which was it is
+        # unknown); nor any to itself.
+        candidates = known if native.unnamed_frame(ours) else [_site(s, known) for s in agreeing]
+        choice = sorted(set(candidates))
         if len(choice) == 1 and choice[0] != ours:
             named[ours] = choice[0]
     return named
+
+
+def _site(signature: str, known: Sequence[str]) -> str:
+    """An agreeing signature as a crash site: an unnamed frame's, the one named signature
+    it agrees with where there is one alone; any other, itself."""
+    if not native.unnamed_frame(signature):
+        return signature
+    named = [k for k in known if native.unnamed_agrees(signature, k)]
+    return named[0] if len(named) == 1 else signature
 
 
 def _unknown(attempt: AttemptResult) -> bool:

@@ -129,16 +129,34 @@ def test_the_runs_signatures_keep_unnamed_frames_of_two_libraries_apart() -> Non
     cells = [
         _in(_crashed(UNNAMED), "a"),
         _in(_crashed(other), "b"),
-        _in(_crashed("crash:SIGSEGV:main"), "c", UNREAD),  # the one named frame's
+        # ??@libcudnn is another crash site than foo@libtorch_cpu: which was it is unknown
+        _in(_crashed("crash:SIGSEGV:main"), "c", UNREAD),
         _in(_crashed("crash:SIGSEGV:main:foo@libtorch_cpu"), "d"),
     ]
     signature_of = signatures_of(cells)
     assert [signature_of(c.attempts[0]) for c in cells] == [
         UNNAMED,
         other,
-        "crash:SIGSEGV:main:foo@libtorch_cpu",
+        "crash:SIGSEGV:main",
         "crash:SIGSEGV:main:foo@libtorch_cpu",
     ]
+
+
+def test_an_unread_crash_beside_an_unnamed_site_and_another_named_one_is_ambiguous() -> None:
+    """Read `??@libcudnn` and `foo@libtorch_cpu`, two sites: an unread crash was counted
+    under the named one, though it fits the unnamed one as well."""
+    cells = [
+        _in(_crashed("crash:SIGSEGV:main:??@libcudnn"), "a"),
+        _in(_crashed("crash:SIGSEGV:main:foo@libtorch_cpu"), "b"),
+        _in(_crashed("crash:SIGSEGV:main"), "c", UNREAD),
+    ]
+    signature_of = signatures_of(cells)
+    assert signature_of(cells[2].attempts[0]) == "crash:SIGSEGV:main"
+    # An unnamed frame that agrees with the named one is that one site.
+    cells[0] = _in(_crashed(UNNAMED), "a")
+    cells[1] = _in(_crashed(NAMED), "b")
+    signature_of = signatures_of(cells)
+    assert [signature_of(c.attempts[0]) for c in cells] == [NAMED, NAMED, NAMED]
 
 
 def test_two_unnamed_frames_that_agree_do_not_take_each_others_signature() -> None:
