@@ -616,7 +616,9 @@ def compare_machine(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> li
     return lines
 
 
-_MACHINE_SUFFIX = re.compile(r" \((?:x86_64|aarch64|arm64|AMD64|ppc64le|s390x|i[36]86)\)$")
+_MACHINE_SUFFIX = re.compile(
+    r" \((?:x86_64|aarch64|arm64|AMD64|ppc64le|ppc64|s390x|i[36]86|riscv64|armv7l)\)$"
+)
 
 
 def _our_os(their: str | None, os_info: JsonObject) -> str | None:
@@ -626,7 +628,14 @@ def _our_os(their: str | None, os_info: JsonObject) -> str | None:
     still differs from an x86_64 one."""
     distribution = _text(os_info.get("distribution"))
     machine = _text(os_info.get("machine"))
-    if distribution and machine and their and _MACHINE_SUFFIX.search(their):
+    # This machine's own name ends the log's too where the list lacks it (review); not
+    # any `(word)`, which a bare `Debian GNU/Linux 12 (bookworm)` ends in.
+    if (
+        distribution
+        and machine
+        and their
+        and (_MACHINE_SUFFIX.search(their) or their.endswith(f" ({machine})"))
+    ):
         return f"{distribution} ({machine})"
     return distribution
 

@@ -2575,6 +2575,11 @@ def test_collect_envs_os_line_with_its_machine_is_the_same_os_as_this_one() -> N
         "  DIFFERS  OS: log Debian GNU/Linux 12 (bookworm) (x86_64); "
         "here Debian GNU/Linux 12 (bookworm) (aarch64)"
     )
+    # A machine the list lacked (riscv64, armv7l) read DIFFERS of the same OS (review).
+    for machine in ("riscv64", "armv7l", "mips64"):
+        log = parse_machine(f"OS: Debian GNU/Linux 12 (bookworm) ({machine})\n")
+        same: dict[str, JsonValue] = {"os": {**debian, "machine": machine}}
+        assert compare_machine(log, same)[1].startswith("  same     OS:")
 
 
 # A real `gdb -batch -ex bt ./crash core` (gdb 13, a C program's NULL strlen): gdb shows
