@@ -567,7 +567,8 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         if signal:
             evidence.append(f"faulthandler: {FATAL_HEADER}{real_fatal[-1].description}")
             # The thread that took the signal ran in a process multiprocessing started
-            # (its outermost frames: `process.py:_bootstrap`): a child's death, as a live
+            # (`process.py:_bootstrap` among its frames; under fork, the parent's frames
+            # outside it, `<module>`, `Pool.__init__`): a child's death, as a live
             # run reads it (rule 6), not the main process's, which the skeleton expected.
             forked = _dump_process(real_fatal[-1].stack)
             if forked is not None:
