@@ -99,7 +99,8 @@ class _Reader:
         if name in ("exit", "return"):
             if len(words) > 2:
                 raise _Unread
-            asks = len(words) == 2 and words[1].isdigit()
+            # ASCII digits only: `²` is a digit to isdigit() but not to int() or a shell.
+            asks = len(words) == 2 and words[1].isascii() and words[1].isdigit()
             if asks and int(words[1]) % 256 == self.returncode and self.said is None:
                 self.said = _Said(f"{name} {words[1]}", script)
             return
@@ -188,7 +189,7 @@ def _commands(tokens: list[str], functions: set[str]) -> list[list[str]]:
             functions.add(tokens[index + 1])
             index += 1
         elif (
-            token[:1].isdigit()
+            token.isascii()
             and token.isdigit()
             and tokens[index + 1 : index + 2]
             and (tokens[index + 1] in _REDIRECTIONS)

@@ -55,6 +55,9 @@ def test_the_words_say_exit_n(line: str, said: str) -> None:
         "zsh -c 'exit 139'",
         "sh -c 'exit 139",
         "echo exit 139",
+        # Digits int() and the shell refuse: a word, neither a status nor a descriptor.
+        "exit ²",
+        "²>/dev/null exit 139",
         # Comments are no words: the status they document is the program's.
         "./segv # exit 139",
         "# exit 139\n./segv",
