@@ -92,7 +92,8 @@ DETERMINISTIC_PRIOR = 0.5
 HIGH_RATE = 0.9
 HIGH_PRIOR = 0.1
 # The stop's second model (SpreadRate): little deterministic weight, the assumed rate,
-# HIGH_RATE, and the rest spread evenly over SPREAD_POINTS rates between them.
+# HIGH_RATE, and the rest spread evenly over SPREAD_POINTS rates above the assumed one, the
+# last of them HIGH_RATE itself (an assumed rate at or above HIGH_RATE: that rate alone).
 SPREAD_DETERMINISTIC_PRIOR = 0.1
 SPREAD_LOW_PRIOR = 0.4
 SPREAD_POINTS = 20
@@ -369,7 +370,8 @@ class SpreadRate(RateMixture):
 
     The search answers only when the answer also holds 1 - error under this prior:
     deterministic 0.1, the assumed rate `rate` 0.4, HIGH_RATE 0.1, and 0.4 spread evenly
-    over `points` rates from just above `rate` up to HIGH_RATE. Every rate above the
+    over `points` rates from just above `rate` up to HIGH_RATE (where `rate` is at or above
+    HIGH_RATE, 0.9 at `rate` alone, as LearnedRate drops its high reading). Every rate above the
     assumed one now has a reading near it, so a clean attempt at a version that failed
     a few times counts against it at about what it is worth, and the search retests
     (versions already built) instead of answering. It does not choose the versions:
@@ -386,6 +388,13 @@ class SpreadRate(RateMixture):
         if not 0.0 < rate < 1.0:
             raise ValueError(f"rate must be in (0, 1), got {rate}")
         top = HIGH_RATE
+        if rate >= top:
+            # Nothing lies between the assumed rate and HIGH_RATE: a grid and a high reading
+            # there would sit below the assumed rate (a clean attempt counted for less), as
+            # LearnedRate drops its high reading there.
+            alone = [(1.0 - SPREAD_DETERMINISTIC_PRIOR, rate)]
+            super().__init__(rate, SPREAD_DETERMINISTIC_PRIOR, alone)
+            return
         spread = 1.0 - SPREAD_DETERMINISTIC_PRIOR - SPREAD_LOW_PRIOR - HIGH_PRIOR
         grid = [rate + (top - rate) * i / points for i in range(1, points + 1)]
         readings = [(SPREAD_LOW_PRIOR, rate), (HIGH_PRIOR, top)]

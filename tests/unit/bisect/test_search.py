@@ -386,6 +386,18 @@ def test_the_spread_rate_weighs_a_clean_attempt_at_a_rate_between_the_readings()
         SpreadRate(1.0)
 
 
+@pytest.mark.parametrize("rate", [0.9, 0.95, 0.99])
+def test_the_spread_rate_reads_no_rate_below_an_assumed_rate_at_or_above_the_high_one(
+    rate: float,
+) -> None:
+    # At or above HIGH_RATE (0.9) the grid ran down from the assumed rate to 0.9 and the
+    # high reading sat at 0.9 too, below it: a clean attempt counted for less than the
+    # assumed rate says. Only the assumed rate is read there, as LearnedRate does.
+    spread = SpreadRate(rate)
+    assert spread.marginal(0, 1) == pytest.approx(math.log(0.9 * (1 - rate)))
+    assert spread.marginal(3, 0) == pytest.approx(math.log(0.1 + 0.9 * rate**3))
+
+
 def test_a_best_guess_out_of_budget_states_the_probability_the_stop_would_hold_it_at() -> None:
     # Where the search's own posterior alone held its wrong answer (1.15, the real first
     # bad one being 1.6) at 0.998 after 11 attempts, the budget running out there stated
