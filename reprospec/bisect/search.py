@@ -171,7 +171,9 @@ class VersionEvidence:
     state: State
     attempts: int
     matched: int
-    p_good: float  # posterior probability that the regression comes after this version
+    # The lower of LearnedRate's and SpreadRate's posterior probabilities that the regression
+    # comes after this version.
+    p_good: float
     infra_error: str | None = None
     signatures: tuple[str, ...] = ()
     runs: tuple[str, ...] = ()
@@ -209,7 +211,9 @@ class BisectResult:
     status: Status
     first_bad: str | None
     last_good: str | None
-    confidence: float  # posterior probability of (last_good, first_bad)
+    # The lower of LearnedRate's and SpreadRate's posterior probabilities of (last_good,
+    # first_bad).
+    confidence: float
     attempts: int
     reason: str
     versions: tuple[VersionEvidence, ...]
