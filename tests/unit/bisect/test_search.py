@@ -365,10 +365,14 @@ def test_an_answer_must_also_hold_at_every_rate_above_the_assumed_one(
     )
     assert result.status == "found"
     assert (result.last_good, result.first_bad) == ("1.5", "1.6")
-    assert result.first_bad != old_answer
     assert result.confidence >= 1 - DEFAULT_ERROR
-    # It costs retests of versions already seen, not a search of its own.
-    assert result.attempts < 80
+    # It retests the old answer until the version below it fails, then searches the
+    # versions below that again, most attempts going to 1.5, whose clean attempts must
+    # rule out a rate as low as the assumed one (37-76 attempts here, 8-11 before).
+    attempts = {v.version: v.attempts for v in result.tested}
+    assert attempts[old_answer] > 1
+    assert attempts["1.5"] == max(attempts.values())
+    assert result.attempts < 120
 
 
 def test_the_spread_rate_weighs_a_clean_attempt_at_a_rate_between_the_readings() -> None:
@@ -376,8 +380,7 @@ def test_the_spread_rate_weighs_a_clean_attempt_at_a_rate_between_the_readings()
     learned = LearnedRate(0.1)
     # Four failures and a clean attempt: likely at 0.5 (0.5^5 = 3%), which LearnedRate has
     # no reading near (0.1^4 x 0.9 at its low one, 0.9^4 x 0.1 at its high one).
-    at_half = math.log(0.5**5)
-    assert spread.marginal(4, 1) - at_half > learned.marginal(4, 1) - at_half + math.log(3)
+    assert spread.marginal(4, 1) > learned.marginal(4, 1) + math.log(3)
     # Little deterministic weight: four failures in a row leave it far from sure.
     assert spread.deterministic(4, 0) < 0.5 < learned.deterministic(4, 0)
     # The readings' weights sum to 1: no attempt at all has likelihood 1.
@@ -408,7 +411,6 @@ def test_a_best_guess_out_of_budget_states_the_probability_the_stop_would_hold_i
     assert result.first_bad == "1.15"
     assert result.confidence < 1 - DEFAULT_ERROR
     assert result.reason.endswith(f"best guess 1.15 with probability {result.confidence:.2f}")
-    assert result.reason != "budget of 11 attempts spent; best guess 1.15 with probability 1.00"
     states = {v.version: v.state for v in result.versions}
     assert states["1.14"] == "unsure"
     assert not any(v.state == "good" for v in result.versions)
