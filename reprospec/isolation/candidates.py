@@ -234,6 +234,9 @@ class IsolationResult:
     # ("confidence 0.998" beside "no answer yet" read as a contradiction).
     pending: str = ""
     warnings: tuple[str, ...] = ()
+    # The budget ended it (status budget, or refused as too small for it): a larger --budget
+    # goes on (isolation.state.check_out_to_go_on).
+    budget_spent: bool = False
 
     @property
     def rule(self) -> str:

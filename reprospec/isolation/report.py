@@ -254,6 +254,7 @@ def to_dict(found: IsolateResult) -> JsonObject:
         ],
         "attempts": result.attempts,
         "budget": found.budget,
+        "budget_spent": result.budget_spent,
         "rate": result.rate.to_dict(),
         "confidence": result.confidence,
         "error": result.error,

@@ -186,7 +186,8 @@ class Isolation:
                 return self._issue([Probe(self.full, want, s.rate_matches - tally.matched)])
             refusal = self._refusal()
             if refusal:
-                self._finish("refused", (), refusal)
+                # Refused on the budget's projection (a match seen): a larger one goes on.
+                self._finish("refused", (), refusal, budget_spent=tally.matched > 0)
                 return ()
             self._searching = True
         if left <= 0:
@@ -487,7 +488,14 @@ class Isolation:
         smallest = min(reproducing, key=lambda c: (len(c), sorted(c)), default=frozenset())
         self._finish(status, tuple(sorted(smallest)), why)
 
-    def _finish(self, status: Status, culprits: tuple[int, ...], message: str) -> None:
+    def _finish(
+        self,
+        status: Status,
+        culprits: tuple[int, ...],
+        message: str,
+        *,
+        budget_spent: bool = False,
+    ) -> None:
         matched, ran = self._known()
         if not ran:
             # No set seen failing (refused in the rate phase): the failing configuration
@@ -532,6 +540,7 @@ class Isolation:
             guess_probability=probability if guessed else 0.0,
             pending=self._pending(self.model.masks[top], probability, rate) if guessed else "",
             warnings=self._warnings(*self._measured()),
+            budget_spent=budget_spent or status == "budget",
         )
 
     def _pending(self, answer: int, probability: float, rate: float) -> str:

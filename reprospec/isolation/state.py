@@ -337,6 +337,15 @@ def continuing(search: str, stored: int, budget: int) -> str:
     )
 
 
+class CannotGoOn(UsageError):
+    """check_out_to_go_on's refusal; `why` is the --out's, for a caller that words its own
+    (minimize's step 1, whose isolate runs under a share of minimize's --budget)."""
+
+    def __init__(self, message: str, why: str) -> None:
+        super().__init__(message)
+        self.why = why
+
+
 def check_out_to_go_on(out: Path, folder: Path, answer: str, budget: int, search: str) -> None:
     """Refuse, before anything replays, a search that goes on past its earlier run on an
     --out that cannot be written: the new attempts' runs go there. A finished run of
@@ -346,7 +355,8 @@ def check_out_to_go_on(out: Path, folder: Path, answer: str, budget: int, search
 
     It goes on where its earlier answer (`answer`, its isolate.json, minimize.json or
     amplify.json in `folder`) says it was interrupted, or that its budget ran out (isolate's
-    status `budget`, amplify's and minimize's search `budget_spent`) and `budget` is larger
+    status `budget` or its `budget_spent`: refused as the budget too small, amplify's and
+    minimize's search `budget_spent`) and `budget` is larger
     than that run's. Anything else (no answer, an earlier version's without its budget, a
     finished one, the same budget) is left to the replay: a replay to a known answer
     prints it, with a warning that it could not be saved."""
@@ -375,10 +385,11 @@ def check_out_to_go_on(out: Path, folder: Path, answer: str, budget: int, search
         if larger
         else f"{search} goes on from its interrupted run"
     )
-    raise UsageError(
+    raise CannotGoOn(
         f"--out {out}: cannot be written ({why}), and {went}, whose new attempts' runs go "
         "there: give an --out that can be"
-        + (f" (or --budget {before} to see its answer again)" if larger else "")
+        + (f" (or --budget {before} to see its answer again)" if larger else ""),
+        why,
     )
 
 

@@ -29,7 +29,7 @@ from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.words import plural
-from reprospec.errors import FatalError
+from reprospec.errors import FatalError, UsageError
 from reprospec.isolation.differences import (
     MATRIX,
     MISSING,
@@ -42,7 +42,7 @@ from reprospec.isolation.differences import (
     overrides,
     render,
 )
-from reprospec.isolation.state import StoredProbe, stored_probes
+from reprospec.isolation.state import CannotGoOn, StoredProbe, stored_probes
 from reprospec.minimize.hangplace import attempt_place, moved, places_said
 from reprospec.spec.matrix import cell_id
 from reprospec.store.resultsjson import find_run, load_run
@@ -196,6 +196,16 @@ def reduce_settings(
     except KeyboardInterrupt:
         cancel.set()
         return Reduced(failing, failing, other, message="interrupted", interrupted=True)
+    except CannotGoOn as refused:
+        # Step 1's isolate goes on past its earlier run on an --out that cannot be written:
+        # its figures are its share of the budget, not the --budget the user gave.
+        raise UsageError(
+            f"--out {options.out}: cannot be written ({refused.why}), and a --budget of "
+            f"{budget} continues minimize's step 1 (isolating the settings, at most "
+            f"{plural(share, 'attempt')}) past its earlier run, whose new attempts' runs go "
+            "there: give an --out that can be (or the earlier run's --budget to see its "
+            "answer again)"
+        ) from None
     result = found.result
     base = Reduced(
         failing,

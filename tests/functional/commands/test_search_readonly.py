@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.cli import ROOT
 from tests.support.readonly import read_only
 
@@ -400,3 +402,62 @@ def test_a_larger_budget_on_a_read_only_out_is_refused_before_anything_replays(
         assert f"and a --budget of 40 continues {search} " in again.stderr, again.stderr
         assert f"past its earlier run's --budget of {budget}," in again.stderr
         assert f"(or --budget {budget} to see its answer again)" in again.stderr
+
+
+# Two settings differ between the failing cell and the passing one: minimize's step 1
+# isolates them; both are needed, so isolate on a budget of 1 refuses as too small.
+TWO_SETTINGS = """\
+import ctypes
+import sys
+
+if sys.argv[1] == "a" and sys.argv[2] == "x":
+    ctypes.string_at(0)
+print("ok")
+"""
+
+TWO_SETTINGS_SPEC = """\
+reprospec: 1
+name: readonly2
+matrix:
+  mode: [a, b]
+  extra: [x, y]
+  exclude:
+    - {mode: a, extra: y}
+    - {mode: b, extra: x}
+command: python prog.py ${{ matrix.mode }} ${{ matrix.extra }}
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  cases:
+    - when: {mode: b}
+      outcome: pass
+"""
+
+
+@pytest.mark.parametrize(
+    ("verb", "small", "more", "said"),
+    [
+        # isolate refused, its budget too small (status refused): a larger one goes on.
+        ("isolate", "1", (), "a --budget of 40 continues isolation "),
+        # minimize's step 1 isolates under a share of its --budget (8 // 5, 40 // 5): its
+        # isolate went on and wrote, past its own refusal, on a larger --budget.
+        ("minimize", "8", ("-j", "1", "-o"), "a --budget of 40 continues minimize's step 1 "),
+    ],
+)
+def test_a_larger_budget_past_a_refusal_or_step_1_on_a_read_only_out_is_refused(
+    tmp_path: Path, verb: str, small: str, more: tuple[str, ...], said: str
+) -> None:
+    argv, out = _search(tmp_path, verb, TWO_SETTINGS, TWO_SETTINGS_SPEC, "--budget", small)
+    if more:
+        argv = [*argv, *more, str(tmp_path / "result")]
+    first = _run(argv)
+    assert first.returncode in (1, 2), first.stdout + first.stderr
+    try:
+        again = _run(read_only(out, [*argv, "--budget", "40"]))
+    finally:
+        _writable(out)
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert "Traceback" not in again.stderr
+    assert "continuing" not in again.stderr, again.stderr  # nothing replayed
+    assert f"--out {out}: cannot be written (" in again.stderr, again.stderr
+    assert said in again.stderr, again.stderr
