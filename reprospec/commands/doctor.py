@@ -59,7 +59,17 @@ def run(args: argparse.Namespace) -> int:
     python, whose, base = _interpreter(checked, needs)
     if needs is not None and base is not None:
         needs = replace(needs, python=None)  # no interpreter of it to compare: said by `base`
-    env = probe_environment(python, needs.packages if needs else (), cuda=True)
+    # The docker runner's attempts import the image's torch and packages, not this
+    # interpreter's: importing the host's torch (2 s of CPU) and starting CUDA on it told
+    # none of the checks kept for it (shm, wsl, device, memory, limits: the machine part
+    # and nvidia-smi's rows).
+    docker = args.runner == "docker"
+    env = probe_environment(
+        python,
+        () if docker or needs is None else needs.packages,
+        cuda=not docker,
+        with_torch=not docker,
+    )
     checks = [
         *doctor.run_checks(env, needs, os.environ.get("CUDA_VISIBLE_DEVICES")),
         *([base] if base is not None else []),

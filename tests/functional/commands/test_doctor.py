@@ -239,8 +239,23 @@ def test_doctor_for_the_docker_runner_asks_none_of_the_hosts_tools(
     monkeypatch.setattr(starter, "find", asked)
     monkeypatch.setattr(native, "gdb_path", asked)
     monkeypatch.setattr(doctor, "_cuda_checks", asked)
+    # Nor the host interpreter's torch, CUDA or the spec's packages (2 s of CPU, and on a
+    # GPU machine a CUDA start), which none of the checks kept for it reads.
+    from reprospec.environment import probe
+
+    probed: list[dict[str, object]] = []
+    real = probe.probe_environment
+
+    def probe_environment(
+        python: str, packages: tuple[str, ...], *, cuda: bool, with_torch: bool
+    ) -> object:
+        probed.append({"packages": packages, "cuda": cuda, "with_torch": with_torch})
+        return real(python, packages, cuda=cuda, with_torch=with_torch)
+
+    monkeypatch.setattr(probe, "probe_environment", probe_environment)
     args = argparse.Namespace(spec=None, python=None, runner="docker", format="json")
     doctor.run(args)
+    assert probed == [{"packages": (), "cuda": False, "with_torch": False}]
     checks = {check["name"]: check for check in json.loads(capsys.readouterr().out)}
     for name in ("starter", "native-stacks", "cuda-libraries", "sanitizer", "cuda-smoke"):
         assert checks[name]["status"] == "skipped", checks[name]
