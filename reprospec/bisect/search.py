@@ -513,28 +513,41 @@ def _choose(counts: _Counts, post: Sequence[float]) -> int:
     return best
 
 
-def _probability(counts: _Counts, spread: RateMixture, post: Sequence[float], best: int) -> float:
-    """The probability `best` holds with: the lower of the search's posterior and
-    `spread`'s (SpreadRate: the same attempts, little deterministic weight and readings
-    at every rate above the assumed one). A best guess, answered or not, states it."""
-    # The same lists: the second model sees exactly the attempts the posterior saw.
-    return min(post[best], _Counts(counts.fails, counts.cleans, spread).posterior()[best])
+def _likeliest(post: Sequence[float]) -> int:
+    return max(range(len(post)), key=post.__getitem__)
 
 
-def _answer(counts: _Counts, spread: RateMixture, post: Sequence[float], error: float) -> float:
+def _posteriors(
+    post: list[float], second: _Counts, best: int, error: float, needed: bool = False
+) -> tuple[list[float], ...]:
+    """The search's posterior and, where it decides anything (`best` holds 1 - `error`
+    there, or `needed`: the budget's best guess), `second`'s: SpreadRate over the same
+    attempts (the same lists), little deterministic weight and readings at every rate
+    above the assumed one. Computed once per step, for the stop, the guess and `_result`."""
+    if needed or post[best] >= 1 - error:
+        return (post, second.posterior())
+    return (post,)
+
+
+def _probability(posts: Sequence[Sequence[float]], best: int) -> float:
+    """The probability `best` holds with: the lower of the posteriors (`_posteriors`). A
+    best guess, answered or not, states it."""
+    return min(post[best] for post in posts)
+
+
+def _answer(posts: Sequence[Sequence[float]], best: int, error: float) -> float:
     """The probability the answer holds with, when the search may stop; else 0.
 
-    The likeliest hypothesis must hold 1 - `error` under the search's posterior and
-    under `spread` (`_probability`).
+    The likeliest hypothesis, `best`, must hold 1 - `error` under the search's posterior
+    and under the second model's (`_posteriors`).
     """
-    best = max(range(len(post)), key=post.__getitem__)
-    if post[best] < 1 - error:
+    if len(posts) < 2:  # the search's posterior alone did not hold it
         return 0.0
-    probability = _probability(counts, spread, post, best)
+    probability = _probability(posts, best)
     return probability if probability >= 1 - error else 0.0
 
 
-def _batch(counts: _Counts, spread: RateMixture, k: int, limit: int, error: float) -> int:
+def _batch(counts: _Counts, second: _Counts, k: int, limit: int, error: float) -> int:
     """How many clean attempts in a row at k the one-at-a-time search would ask for.
 
     Running them as one call (stopping at the first matching failure) gives the
@@ -546,7 +559,10 @@ def _batch(counts: _Counts, spread: RateMixture, k: int, limit: int, error: floa
         counts.cleans[k] += 1
         added += 1
         post = counts.posterior()
-        if _answer(counts, spread, post, error) or _choose(counts, post) != k:
+        best = _likeliest(post)
+        if _answer(_posteriors(post, second, best, error), best, error):
+            break
+        if _choose(counts, post) != k:
             break
         n += 1
     counts.cleans[k] -= added
@@ -616,7 +632,7 @@ def bisect(
         status: Status,
         reason: str,
         answer: int | None = None,
-        counts: Sequence[_Counts] = (),
+        posts: Sequence[Sequence[float]] = (),
         alive: Sequence[str] = (),
         confidence: float = 0.0,
     ) -> BisectResult:
@@ -626,7 +642,7 @@ def bisect(
             versions,
             trials,
             alive,
-            counts,
+            posts,
             answer,
             confidence,
             error,
@@ -690,18 +706,22 @@ def bisect(
         n_bad = sum(trials[v].attempts for v in alive[lowest:])
         bound = wilson_lower(f_bad, n_bad, RATE_Z) if n_bad > f_bad else 0.0
         used = round(min(0.99, max(min_rate, bound)), 3)
-        model = models.setdefault(used, LearnedRate(used))
-        spread = spreads.setdefault(used, SpreadRate(used))
+        # Built once per rate (22 logs for SpreadRate), not once per step.
+        model = models.get(used) or models.setdefault(used, LearnedRate(used))
+        spread = spreads.get(used) or spreads.setdefault(used, SpreadRate(used))
         counts = _Counts(
             [trials[v].matched for v in alive],
             [trials[v].attempts - trials[v].matched for v in alive],
             model,
         )
+        # The same lists: the second model sees exactly the attempts the posterior saw.
+        second = _Counts(counts.fails, counts.cleans, spread)
         post = counts.posterior()
-        best = max(range(len(post)), key=post.__getitem__)
-        confidence = _answer(counts, spread, post, error)
+        best = _likeliest(post)
+        total = spent()
         # Each version's judgement too is the lower of the two posteriors' (_result).
-        both = (counts, _Counts(counts.fails, counts.cleans, spread))
+        both = _posteriors(post, second, best, error, needed=total >= budget)
+        confidence = _answer(both, best, error)
         if confidence:
             if best == 0:
                 return finish(
@@ -715,18 +735,17 @@ def bisect(
                     confidence,
                 )
             return finish("found", "", best, both, alive, confidence)
-        total = spent()
         if total >= budget:
             # Not the search's posterior alone: where it held 1 - error and the second
             # model did not, that was 1.00 for a guess the search would not answer.
-            guess = _probability(counts, spread, post, best)
+            guess = _probability(both, best)
             reason = (
                 f"budget of {plural(budget, 'attempt')} spent; best guess {alive[best]} "
                 f"with probability {guess:.2f}"
             )
             return finish("undecided", reason, best, both, alive, guess)
         k = _choose(counts, post)
-        n = min(_batch(counts, spread, k, max_batch, error), budget - total)
+        n = min(_batch(counts, second, k, max_batch, error), budget - total)
         ask(alive[k], n)
 
 
@@ -761,7 +780,7 @@ def _result(
     versions: Sequence[str],
     trials: Mapping[str, Trial],
     alive: Sequence[str],
-    counts: Sequence[_Counts],
+    posts: Sequence[Sequence[float]],
     answer: int | None,
     confidence: float,
     error: float,
@@ -772,8 +791,7 @@ def _result(
     # of the posteriors given (the search's and the stop's second model): a version is
     # judged good only where the answer's stop would hold it so.
     p_after: dict[str, float] = {}
-    for each in counts:
-        post = each.posterior()
+    for post in posts:
         running = 0.0
         for index, version in enumerate(alive):
             after = 1.0 - running - post[index]
