@@ -356,10 +356,10 @@ def check_out_to_go_on(out: Path, folder: Path, answer: str, budget: int, search
     It goes on where its earlier answer (`answer`, its isolate.json, minimize.json or
     amplify.json in `folder`) says it was interrupted, or that its budget ran out (isolate's
     status `budget` or its `budget_spent`: refused as the budget too small, amplify's and
-    minimize's search `budget_spent`) and `budget` is larger
-    than that run's. Anything else (no answer, an earlier version's without its budget, a
-    finished one, the same budget) is left to the replay: a replay to a known answer
-    prints it, with a warning that it could not be saved."""
+    minimize's search `budget_spent`) and `budget` is larger than that run's (an
+    interrupted one's: than the attempts it ran). Anything else (no answer, an earlier
+    version's without its budget, a finished one, the same budget) is left to the replay: a
+    replay to a known answer prints it, with a warning that it could not be saved."""
     try:
         earlier = json.loads((folder / answer).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -374,7 +374,12 @@ def check_out_to_go_on(out: Path, folder: Path, answer: str, budget: int, search
     )
     before = earlier.get("budget")
     larger = spent and isinstance(before, int) and budget > before
-    interrupted = earlier.get("interrupted") is True or earlier.get("status") == "interrupted"
+    # An interrupted one goes on where `budget` is past the attempts it ran (amplify's
+    # `used`); within them its stored probes answer: a replay, nothing new written.
+    said = earlier.get("attempts", earlier.get("used"))
+    ran = said if isinstance(said, int) and not isinstance(said, bool) else None
+    stopped = earlier.get("interrupted") is True or earlier.get("status") == "interrupted"
+    interrupted = stopped and (ran is None or budget > ran)
     if not (interrupted or larger):
         return
     why = unwritable(out)
@@ -388,7 +393,13 @@ def check_out_to_go_on(out: Path, folder: Path, answer: str, budget: int, search
     raise CannotGoOn(
         f"--out {out}: cannot be written ({why}), and {went}, whose new attempts' runs go "
         "there: give an --out that can be"
-        + (f" (or --budget {before} to see its answer again)" if larger else ""),
+        + (
+            f" (or --budget {before} to see its answer again)"
+            if larger
+            else f" (or --budget {ran} to replay what it ran)"
+            if ran
+            else ""
+        ),
         why,
     )
 

@@ -422,3 +422,34 @@ def test_probes_read_again_replay_where_the_state_cannot_be_written_back(
     taken = again.take("a", 1)
     assert taken is not None
     assert taken.run_id == "run-2"
+
+
+@pytest.mark.parametrize(
+    ("answer", "budget", "refused"),
+    [
+        ({"status": "interrupted", "attempts": 6, "budget": 40}, 6, ""),  # replays alone
+        ({"status": "interrupted", "attempts": 6, "budget": 40}, 7, "(or --budget 6 to replay"),
+        ({"interrupted": True, "used": 4, "budget": 40}, 3, ""),  # amplify's
+        ({"interrupted": True, "used": 4, "budget": 40}, 40, "(or --budget 4 to replay"),
+        ({"status": "interrupted"}, 1, "goes on from its interrupted run"),  # ran unknown
+        ({"status": "refused", "budget_spent": True, "budget": 1}, 40, "--budget of 1,"),
+        ({"status": "refused", "budget": 1}, 40, ""),  # refused whatever the budget
+    ],
+)
+def test_an_unwritable_out_is_refused_only_where_the_search_would_run_new_attempts(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    answer: dict[str, object],
+    budget: int,
+    refused: str,
+) -> None:
+    from reprospec.isolation.state import check_out_to_go_on
+
+    (tmp_path / "isolate.json").write_text(json.dumps(answer))
+    monkeypatch.setattr("reprospec.isolation.state.unwritable", lambda _out: "Read-only")
+    if not refused:
+        check_out_to_go_on(tmp_path, tmp_path, "isolate.json", budget, "isolation X")
+        return
+    with pytest.raises(UsageError, match="cannot be written") as told:
+        check_out_to_go_on(tmp_path, tmp_path, "isolate.json", budget, "isolation X")
+    assert refused in str(told.value)
