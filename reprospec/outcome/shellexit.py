@@ -13,7 +13,8 @@ only where the command runs no program at all, so that no death can have made th
 That is where every command of the line (comments stripped) is a shell builtin that runs
 no program (`:`, `true`, `false`, `echo`, `printf`, `set`, `export`, `unset`, `shift`,
 assignments, `exit`, `return`, a function defined of such and called), a nested `sh -c`,
-`dash -c` or `bash -c` whose line is such, or a sh, dash or bash script (named by its
+`dash -c` or `bash -c` (with no flag but -e, -u, -x: not a login or interactive shell, which
+reads profiles first) whose line is such, or a sh, dash or bash script (named by its
 `.sh`/`.bash` suffix or its `#!` line) whose whole text is such. Any `trap`, any other
 program, any `$?` or PIPESTATUS, any pipeline, background job, subshell, substitution or
 here-document, a line that cannot be read: not the shell's own exit (the crash rule 4
@@ -123,7 +124,8 @@ class _Reader:
                 continue
             if word.startswith(("-", "+")) and not word.startswith("--"):
                 flags = word.lstrip("-+")
-                if "c" in flags and index + 1 < len(words):
+                # -c with -e/-u/-x alone: -lc, -ic read profiles and rc files first.
+                if "c" in flags and set(flags) - {"c"} <= set("eux") and index + 1 < len(words):
                     self.text(words[index + 1], None, depth + 1)
                     return
                 if flags and set(flags) <= set("eux"):

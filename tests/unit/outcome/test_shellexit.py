@@ -22,6 +22,8 @@ from reprospec.outcome.shellexit import own_exit
         ("false || exit 139", "exit 139"),
         ("A=1; export A; echo 'exit code' 2>&1; exit 139 # a comment", "exit 139"),
         ("sh -c ': # exit 1\n exit 139'", "exit 139"),
+        ("bash -eux -c 'exit 139'", "exit 139"),
+        ("sh -euc 'exit 139'", "exit 139"),
     ],
 )
 def test_the_words_say_exit_n(line: str, said: str) -> None:
@@ -53,6 +55,10 @@ def test_the_words_say_exit_n(line: str, said: str) -> None:
         "f() { ./segv; return 139; }; f",
         "cat <<EOF\nx\nEOF\nexit 139",
         "zsh -c 'exit 139'",
+        # A login or interactive shell reads /etc/profile or ~/.bashrc first: they run programs.
+        "sh -lc 'exit 139'",
+        "bash -ic 'exit 139'",
+        "sh -l -c 'exit 139'",
         "sh -c 'exit 139",
         "echo exit 139",
         # Digits int() and the shell refuse: a word, neither a status nor a descriptor.
