@@ -32,7 +32,9 @@ cell was infra-error and bisect refused its bad end.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
 
 from reprospec.core.lazyre import Lazy
 from reprospec.core.notstarted import not_started
@@ -114,16 +116,37 @@ def _of_declared(message: str, declared: Collection[str]) -> bool:
     return any(normalize(name) in declared for name in _owners().get(top, []))
 
 
-@functools.cache
 def _owners() -> Mapping[str, list[str]]:
     """Top-level module -> the distributions that install it, in the engine's interpreter
-    (the only one `_of_declared` is asked of), read once: `packages_distributions` reads
-    every distribution's metadata (0.1 s in a small venv, more beside torch), and a
-    `--repeat 200` cell of one `ModuleNotFoundError` paid it per attempt. Not the harness's
-    `reprospec_harness.pins._owners`: that one runs in the program's interpreter, a child
-    that reads it once, and keeps a fallback for Pythons before 3.10 the engine never is."""
+    (the only one `_of_declared` is asked of), read again only when an import folder
+    changes: `packages_distributions` reads every distribution's metadata (0.1 s in a
+    small venv, more beside torch), and a `--repeat 200` cell of one `ModuleNotFoundError`
+    paid it per attempt. Not kept for the life of the process: a notebook's
+    `reprospec.run()` or the pytest plugin's session that installs `beautifulsoup4` after a
+    first judgement read `bs4.x` as undeclared (`pass --python PATH`) from the stale map.
+    Not the harness's `reprospec_harness.pins._owners`: that one runs in the program's
+    interpreter, a child that reads it once, and keeps a fallback for Pythons before 3.10
+    the engine never is."""
+    return _owners_at(_import_folders())
+
+
+def _import_folders() -> tuple[tuple[str, int], ...]:
+    """Each folder on sys.path with its mtime: installing or removing a distribution adds
+    or takes away its `.dist-info` there, which changes it."""
+    folders: list[tuple[str, int]] = []
+    for entry in sys.path:
+        try:
+            folders.append((entry, Path(entry or ".").stat().st_mtime_ns))
+        except OSError:
+            continue
+    return tuple(folders)
+
+
+@functools.lru_cache(maxsize=1)
+def _owners_at(folders: tuple[tuple[str, int], ...]) -> Mapping[str, list[str]]:
     from importlib import metadata
 
+    del folders  # the cache's key: the map read where they are as said
     return metadata.packages_distributions()
 
 

@@ -54,14 +54,39 @@ def test_the_module_owners_are_read_once(monkeypatch: pytest.MonkeyPatch) -> Non
         return {"bs4": ["beautifulsoup4"]}
 
     monkeypatch.setattr(metadata, "packages_distributions", owners)
-    cached = getattr(setupfail, "_owners", None)  # none before the cache
-    if cached is not None:
-        cached.cache_clear()
+    setupfail._owners_at.cache_clear()
     try:
         for _ in range(3):
             assert setupfail._of_declared("No module named 'bs4.nope'", {"beautifulsoup4"})
             assert not setupfail._of_declared("No module named 'bs4'", {"six"})
     finally:
-        if cached is not None:
-            cached.cache_clear()  # the next test reads this interpreter's own
+        setupfail._owners_at.cache_clear()  # the next test reads this interpreter's own
     assert len(calls) == 1
+
+
+def test_the_module_owners_are_read_again_after_an_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The map was kept for the life of the process: a notebook's `reprospec.run()` that
+    installed beautifulsoup4 after a first judgement read `bs4.x` as undeclared."""
+    import os
+    import sys
+    from importlib import metadata
+
+    from reprospec.outcome import setupfail
+
+    installed: dict[str, list[str]] = {}
+    monkeypatch.setattr(metadata, "packages_distributions", lambda: dict(installed))
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    os.utime(site, ns=(1, 1))
+    monkeypatch.setattr(sys, "path", [str(site)])
+    setupfail._owners_at.cache_clear()
+    try:
+        assert not setupfail._of_declared("No module named 'bs4.x'", {"beautifulsoup4"})
+        installed["bs4"] = ["beautifulsoup4"]
+        (site / "beautifulsoup4-4.12.3.dist-info").mkdir()  # the install: the folder changes
+        os.utime(site, ns=(2, 2))
+        assert setupfail._of_declared("No module named 'bs4.x'", {"beautifulsoup4"})
+    finally:
+        setupfail._owners_at.cache_clear()
