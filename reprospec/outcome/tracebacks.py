@@ -337,26 +337,32 @@ def _last_other(stderr: str) -> str | None:
     return said
 
 
-# What Python's "Exception ignored in: <...>" names: a function or method, or an object.
+# What Python's "Exception ignored in: <...>" names: a function or method, or an object
+# (`<finalize object at 0x..>`, `<_io.FileIO name='x' mode='wb' closefd=True>`).
 _IGNORED_IN = Lazy(
-    r"<(?:function|bound method|method) (?P<name>[\w.<>]+)|<(?P<object>\w+) object\b"
+    r"<(?:function|bound method|method) (?P<name>[\w.<>]+)"
+    r"|<(?P<object>[\w.]+)(?: object\b| name=)"
 )
 
 
 def _ignored_label(line: str) -> str:
     """Whose exception Python ignored, from the line before its traceback: `Exception
     ignored in A.__del__` (of `Exception ignored in: <function A.__del__ at 0x7f..>`),
-    `Exception ignored in atexit callback`; "" where the line is no such report (a
+    Python 3.14's `Exception ignored while calling deallocator A.__del__` (of `Exception
+    ignored while calling deallocator <function A.__del__ at 0x7f..>:`), `Exception ignored
+    in atexit callback` (its callback unnamed); "" where the line is no such report (a
     weakref finalizer run at exit prints none) and `Exception ignored` where it names no
-    function or object."""
-    head, _, named = line.strip().partition(": ")
-    if not head.startswith(("Exception ignored", "Error in atexit")):
+    function or object. Never an address: it differs in each attempt."""
+    text = line.strip()
+    if not text.startswith(("Exception ignored", "Error in atexit")):
         return ""
-    if head != "Exception ignored in":
+    # 3.13: `<head>: <object>`; 3.14: `<head> <object>:`, or `<head>:` where none is named.
+    head = text.partition(": ")[0].partition(" <")[0].rstrip(":").rstrip()
+    if not head.startswith("Exception ignored") or "atexit" in head:
         return head
-    found = _IGNORED_IN.search(named)
+    found = _IGNORED_IN.search(text, len(head))
     if found is None:
-        return "Exception ignored"
+        return "Exception ignored" if head == "Exception ignored in" else head
     if found["name"]:
         return f"{head} {found['name']}"
     return f"{head} a {found['object']} object"

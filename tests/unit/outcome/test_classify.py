@@ -1338,6 +1338,23 @@ def test_last_printed_names_whose_exception_python_ignored() -> None:
     assert ignored("note: here\n", "_exitfunc") == said.format(
         "a weakref.finalize callback at exit"
     )
+    # Python 3.14 names the object after its words, with no `: ` and a colon at the end;
+    # 3.13 names a file by its dotted class: neither leaves an address in the label.
+    assert ignored(
+        "Exception ignored while calling deallocator <function A.__del__ at 0x7f748f420040>:\n"
+    ) == said.format("Exception ignored while calling deallocator A.__del__")
+    assert ignored(
+        "Exception ignored while closing generator <generator object gen at 0x7f1>:\n"
+    ) == said.format("Exception ignored while closing generator a generator object")
+    assert ignored("Exception ignored in atexit callback <function f at 0x7f36>:\n") == (
+        said.format("Exception ignored in atexit callback")
+    )
+    assert ignored(
+        "Exception ignored in: <_io.FileIO name='x.bin' mode='wb' closefd=True>\n"
+    ) == said.format("Exception ignored in a _io.FileIO object")
+    assert ignored("Error in atexit._run_exitfuncs:\n") == said.format(
+        "Error in atexit._run_exitfuncs"
+    )
 
 
 def test_a_process_pool_broken_by_a_sigkill_a_process_sent_is_no_crash(tmp_path: Path) -> None:
