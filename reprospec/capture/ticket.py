@@ -48,6 +48,7 @@ from reprospec.outcome.children import (
 from reprospec.outcome.pytestreport import crashed_test, first_failure
 from reprospec.outcome.tracebacks import (
     EXCEPTION_LINE,
+    FATAL_BODY,
     FATAL_HEADER,
     FRAME_AT,
     STACK_FRAME,
@@ -578,14 +579,27 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
                     f"the dump's thread ran in {process} (multiprocessing's `_bootstrap` "
                     "in its frames)"
                 )
-    windows = _WINDOWS_FATAL.search(clean)
-    if windows is not None and windows["what"] not in _WINDOWS_SIGNALS:
-        windows = None
+    windows = _windows_fatal(clean)
     windows_fault: str | None = None
     if signal is None and windows is not None:
-        signal = _WINDOWS_SIGNALS[windows["what"]]
-        windows_fault = windows["what"]
-        evidence.append(f"faulthandler on Windows: {windows.group(0).strip()} ({signal} on Linux)")
+        what, windows_stack, after = windows
+        line = f"Windows fatal exception: {what}"
+        if _TRACEBACK_LINE.search(after) or _PYTEST_FAILED.search(after):
+            # faulthandler's Windows handler sees first-chance exceptions too, ones SEH or
+            # the JVM then handles (review): a traceback after it is what ended the run.
+            evidence.append(f"faulthandler on Windows: {line}, the process went on past it")
+        else:
+            signal = _WINDOWS_SIGNALS[what]
+            windows_fault = what
+            evidence.append(f"faulthandler on Windows: {line} ({signal} on Linux)")
+            forked = _dump_process(windows_stack)
+            if forked is not None:
+                where = where or forked
+                process = "a DataLoader worker" if forked == "worker" else "a child process"
+                evidence.append(
+                    f"the dump's thread ran in {process} (multiprocessing's `_bootstrap` "
+                    "in its frames)"
+                )
     died = _DIED_WITH.search(clean)
     if signal is None and died:
         signal, where = canonical_signal(died["signal"]), where or "child"
@@ -777,7 +791,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         _ranks_own(text, failed_rank.local_rank) if failed_rank and failed_rank.chain else clean,
         real_fatal[-1].stack
         if real_fatal
-        else clean[windows.start() :]
+        else windows[1]
         if windows is not None and windows_fault is not None
         else None,
     )
@@ -1827,6 +1841,7 @@ _GHA_STEP_FAILED = re.compile(
 # access violation`, then the threads' stacks as on Linux. Each read as the signal the same
 # fault raises on Linux, where the spec runs.
 _WINDOWS_FATAL = re.compile(r"^Windows fatal exception: (?P<what>[a-z ]+?)\s*$", re.M)
+_TRACEBACK_LINE = re.compile(r"^\s*Traceback \(most recent call last\):\s*$", re.M)
 _WINDOWS_SIGNALS = {
     "access violation": "SIGSEGV",
     "stack overflow": "SIGSEGV",
@@ -1837,6 +1852,23 @@ _WINDOWS_SIGNALS = {
     "float divide by zero": "SIGFPE",
     "float overflow": "SIGFPE",
 }
+
+
+def _windows_fatal(clean: str) -> tuple[str, str, str] | None:
+    """The last faulthandler report on Windows in `clean` of a fault `_WINDOWS_SIGNALS`
+    knows: (what it says, its header and the stacks under it, as `fatal_errors` cuts a
+    Linux one, and the text after them); None where there is none."""
+    found = [m for m in _WINDOWS_FATAL.finditer(clean) if m["what"] in _WINDOWS_SIGNALS]
+    if not found:
+        return None
+    header = found[-1]
+    lines = clean[header.start() :].split("\n")
+    body = 1
+    while body < len(lines) and FATAL_BODY.match(lines[body]):
+        body += 1
+    return header["what"], "\n".join(lines[:body]).rstrip(), "\n".join(lines[body:])
+
+
 # pytest's summary line of a failed test: `FAILED tests/t.py::test_x - ValueError: ...`.
 _PYTEST_FAILED = re.compile(r"^FAILED \S+::", re.M)
 # A step's header: `##[group]Run actions/upload-artifact@v4`, or the web page's copy's

@@ -3189,6 +3189,50 @@ Current thread 0x000046f0 (most recent call first):
     )
 
 
+def test_a_windows_access_violation_the_process_went_on_from_is_no_crash() -> None:
+    # faulthandler's Windows handler reports first-chance exceptions SEH or the JVM then
+    # handles: the later traceback ended the run, and the dump's frames are not its.
+    text = """\
+$ python train.py
+Windows fatal exception: access violation
+
+Current thread 0x000046f0 (most recent call first):
+  File "C:\\proj\\venv\\lib\\site-packages\\jpype\\_core.py", line 5 in startJVM
+  File "C:\\proj\\train.py", line 3 in <module>
+Loading data
+Traceback (most recent call last):
+  File "C:\\proj\\train.py", line 9, in <module>
+    main()
+  File "C:\\proj\\train.py", line 7, in main
+    raise ValueError("bad shape")
+ValueError: bad shape
+"""
+    read = read_ticket(text)
+    assert (read.failure.outcome, read.failure.signal) == ("error", None)
+    assert read.failure.exception == "ValueError"
+    assert read.python_frames == ("C:\\proj\\train.py:<module>", "C:\\proj\\train.py:main")
+
+
+def test_a_windows_dump_of_a_dataloader_worker_is_the_worker_s_crash() -> None:
+    # The dump's stack ends at its last line (the output after it is not its frames), and
+    # its `_bootstrap` says which process, as under `Fatal Python error`.
+    text = """\
+$ python train.py
+Windows fatal exception: access violation
+
+Current thread 0x000046f0 (most recent call first):
+  File "C:\\venv\\torch\\utils\\data\\_utils\\worker.py", line 300 in _worker_loop
+  File "C:\\Python311\\lib\\multiprocessing\\process.py", line 314 in _bootstrap
+  File "<string>", line 1 in <module>
+Epoch 2
+  File "C:\\proj\\log.py", line 40 in later
+"""
+    read = read_ticket(text)
+    assert (read.failure.outcome, read.failure.signal) == ("crash", "SIGSEGV")
+    assert read.failure.where == "worker"
+    assert read.python_frames[0] == "<string>:<module>"
+
+
 def test_the_skeleton_s_header_writes_its_from_log_command_as_typed() -> None:
     """`--from-log my log.txt` was written unquoted, a command that ran another, and a
     piped log as `--from-log stdin`, a file that is not there."""
