@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shlex
 import shutil
 import stat
@@ -18,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec import native
-from reprospec.core import capped
 from reprospec.core.gpudebug import SANITIZER_LOG, sanitizer_argv
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
@@ -26,7 +24,7 @@ from reprospec.core.lazyre import Lazy
 from reprospec.core.recent import Recent
 from reprospec.core.results import Execution
 from reprospec.core.scoped import Scoped
-from reprospec.environment.interpreter import VERSION_CODE, unusable
+from reprospec.environment.interpreter import not_python, unusable, version_of
 from reprospec.environment.probe import HARNESS_PYTHON, probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.native import cudagdb
@@ -96,23 +94,10 @@ def interpreter_version(path: str) -> str:
         raise InfraError(unusable(path, found=False))
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):  # noqa: PTH113
         raise InfraError(unusable(path, found=True))
-    try:
-        # Bounded: the interpreter may print on its own (a .pth file, a wrapper).
-        done = capped.run([path, "-c", VERSION_CODE], limit=64 << 10, timeout_s=60)
-    except OSError as exc:
-        raise InfraError(f"not a Python interpreter: {path} (does not run: {exc})") from exc
-    if done.timed_out:
-        raise InfraError(f"not a Python interpreter: {path} (no answer within 60s)")
-    if done.returncode != 0:
-        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-        raise InfraError(
-            f"not a Python 3 interpreter: {path} (exit {done.returncode}: {detail[0]})"
-        )
-    # The last thing printed is ours (what the interpreter printed first may not be).
-    found = re.search(rb"(\d+\.\d+\.\d+)\s*$", done.stdout)
-    if found is None:
-        raise InfraError(f"not a Python 3 interpreter: {path} (no version printed)")
-    return found.group(1).decode()
+    version, why = version_of(path, timeout_s=60)
+    if version is None:
+        raise InfraError(not_python(path, why or ""))
+    return version
 
 
 def _older_than_harness(version: str) -> bool:

@@ -22,19 +22,16 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from reprospec.core.frozen import frozen
-from reprospec.environment.interpreter import VERSION_CODE
+from reprospec.environment.interpreter import version_of
 
 _VERSION = re.compile(r"\d+(?:\.\d+){0,2}")
 _FULL = r"\d+\.\d+\.\d+"  # a version as an interpreter says it: `3.10.13`
 # A folder of uv's managed interpreters: `cpython-3.10.13-linux-x86_64-gnu`.
 _UV_MANAGED = re.compile(rf"cpython-(?P<version>{_FULL})(?:[+-].*)?")
-# What VERSION_CODE printed last (a .pth file or a wrapper may print before it).
-_SAID = re.compile(rf"({_FULL})\s*$")
 
 
 @frozen
@@ -128,33 +125,4 @@ def _newest_first(root: Path, request: str, name: str) -> Iterator[str]:
                 break
 
 
-def version_of(
-    path: str, *, timeout_s: float = 30, stderr_said: Callable[[str], str] | None = None
-) -> tuple[str | None, str | None]:
-    """The version `path` says it is (`3.10.13`), or why it said none: `does not run: ...`
-    (a shim that exits 127, or `stderr_said(stderr)` for an exit that is not 0, where
-    given), or `printed no version`. The one probe of an interpreter's version of
-    `find` and the venv runner's base interpreter (build.py `find_interpreter`)."""
-    try:
-        done = subprocess.run(
-            [path, "-c", VERSION_CODE],
-            capture_output=True,
-            text=True,
-            # The interpreter, or a wrapper of it, may say why it fails in any bytes: read
-            # strictly, a latin-1 message was an internal UnicodeDecodeError.
-            errors="replace",
-            timeout=timeout_s,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"does not run: {exc}"
-    if done.returncode != 0:
-        if stderr_said is not None:
-            return None, f"does not run: {stderr_said(done.stderr)}"
-        first = next((line for line in done.stderr.splitlines() if line.strip()), "")
-        return None, f"does not run: exit {done.returncode}{f', {first.strip()}' if first else ''}"
-    said = _SAID.search(done.stdout)
-    return (said.group(1), None) if said is not None else (None, "printed no version")
-
-
-__all__ = ["Found", "find", "matches", "plain", "runs_as", "version_of"]
+__all__ = ["Found", "find", "matches", "plain", "runs_as"]

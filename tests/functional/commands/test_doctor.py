@@ -209,7 +209,7 @@ def test_doctor_for_the_venv_runner_finds_a_programs_name_past_a_shim(
     # The local runner runs PATH's shim itself: refused, as `run` refuses it.
     local = cli("doctor", "--python", f"python{minor}", env=env, cwd=tmp_path)
     assert local.code == 3, local.stdout + local.stderr
-    assert f"not a Python 3 interpreter: {shim} (exit 127" in local.stderr
+    assert f"not a Python 3 interpreter: {shim} (does not run: exit 127, pyenv:" in local.stderr
 
 
 def test_doctor_refuses_python_with_the_docker_runner_as_run_does(cli: Cli) -> None:

@@ -273,5 +273,33 @@ def test_an_interpreter_that_prints_before_its_version_says_the_version(tmp_path
     silent.parent.mkdir()
     silent.write_text("#!/bin/sh\necho hello\n")
     silent.chmod(0o755)
-    with pytest.raises(EnvBuildError, match=r"python3 printed no version$"):
+    with pytest.raises(EnvBuildError, match=r"python3 \(no version printed\)$"):
         find_interpreter(str(silent))
+
+
+@pytest.mark.parametrize(
+    ("script", "why"),
+    [
+        ("echo 'pyenv: python3.10: command not found' >&2; exit 127", "does not run: exit 127"),
+        ("echo 2.7.18", "is Python 2.7.18"),
+    ],
+)
+def test_an_interpreter_that_gives_no_python_3_is_worded_alike_on_both_runners(
+    tmp_path: Path, script: str, why: str
+) -> None:
+    # The local runner said `(exit 127: <its last line>)` where the venv runner said
+    # `interpreter PATH does not run: <uv's reading>`, and only the local one refused a
+    # Python 2: each asked its version with its own code.
+    from reprospec.errors import InfraError
+    from reprospec.runners.local import interpreter_version
+    from reprospec.venvs.build import find_interpreter
+
+    python = tmp_path / "python3"
+    python.write_text(f"#!/bin/sh\n{script}\n")
+    python.chmod(0o755)
+    with pytest.raises(InfraError) as local:
+        interpreter_version(str(python))
+    with pytest.raises(EnvBuildError) as venv:
+        find_interpreter(str(python))
+    assert str(local.value) == str(venv.value), (local.value, venv.value)
+    assert str(venv.value).startswith(f"not a Python 3 interpreter: {python} ({why}"), venv.value
