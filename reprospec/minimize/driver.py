@@ -696,7 +696,7 @@ def confirm_dir(
     # is then blamed on files, else on chance first.
     missing_seen = False
     with environ.changed({RECORD_IMPORTS_VAR: "1"}):  # the child records what it opens
-        run, agrees = _rerun_dir(found, options, parallel, cancel)
+        run, agrees, hung = _rerun_dir(found, options, parallel, cancel)
         # As capture's verify: a program stops at its first missing file, so the next
         # one shows in the next rerun.
         for _ in range(FILE_ROUNDS):
@@ -707,7 +707,7 @@ def confirm_dir(
                 break
             missing_seen = True
             found = write(replace(found, added=(*found.added, *lacking)), spec, workdir)
-            run, agrees = _rerun_dir(found, options, parallel, cancel)
+            run, agrees, hung = _rerun_dir(found, options, parallel, cancel)
         if agrees and not run.interrupted:
             found, stopped = _drop_unread(
                 found, files.reads(run, output), options, parallel, cancel, spec, workdir
@@ -717,11 +717,7 @@ def confirm_dir(
     if run.interrupted:
         # Stopped in the check: said as an interruption (the same command checks again).
         return replace(found, interrupted=True)
-    unconfirmed = (
-        ""
-        if agrees
-        else _unconfirmed(found, run, missing_seen, _dir_elsewhere(found, run, options.out))
-    )
+    unconfirmed = "" if agrees else _unconfirmed(found, run, missing_seen, hung)
     # DIR's first attempt that failed as the search saw it: its message beside the
     # original's in minimize.md.
     message = next(
@@ -925,7 +921,7 @@ def _checked_without(
     same way and its passing cells pass, else as `found`; and whether a check was
     interrupted."""
     without = write(without, spec, workdir)
-    run, agrees = _rerun_dir(without, options, parallel, cancel)
+    run, agrees, _ = _rerun_dir(without, options, parallel, cancel)
     stopped = run.interrupted
     if agrees and not stopped:
         passed, stopped = _passing_pass(without, options, cancel)
@@ -970,11 +966,22 @@ def _spec_preload(spec: Spec) -> tuple[str, ...]:
     return tuple(str(m) for m in preload) if isinstance(preload, list) else ()
 
 
+@frozen
+class Hung:
+    """Where DIR's reruns hung as the signature but not where the original did (`places`,
+    () where they did or none hung), and those reruns' run ids."""
+
+    places: tuple[str, ...] = ()
+    runs: tuple[str, ...] = ()
+
+
 def _rerun_dir(
     found: Minimized, options: RunOptions, parallel: int, cancel: threading.Event
-) -> tuple[RunResult, bool]:
+) -> tuple[RunResult, bool, Hung]:
     """DIR's minimized.yaml, its failing cell, run until it fails as the search saw it (or
-    for `_tries` attempts); whether one attempt did.
+    for `_tries` attempts); whether one attempt did; where its reruns hung that the
+    original did not (Hung, over every rerun: the last may be clean or hang elsewhere
+    again).
 
     Run as the reader's rerun runs it: under the minimized spec's own run.preload, never
     `--preload`'s (preload=None). The search's attempts may have forked from a preload
@@ -995,6 +1002,7 @@ def _rerun_dir(
     spec = api.load_spec(found.output / SPEC_NAME, files=False)
     places: list[str] = []
     looks = 0
+    run_ids: list[str] = []
     while True:
         run = api.run(
             spec,
@@ -1012,9 +1020,10 @@ def _rerun_dir(
         agreeing = [a for a in ran if native.attempt_agrees(a, found.signature)]
         looks += len(agreeing)
         places += _dir_places(run, options.out, agreeing)
+        run_ids.append(run.run_id)
         elsewhere = moved(places, _original_places(found))
         if not (agreeing and elsewhere) or looks >= LOOKS or run.interrupted:
-            return run, bool(agreeing) and not elsewhere
+            return run, bool(agreeing) and not elsewhere, Hung(elsewhere, tuple(run_ids))
 
 
 def _original_places(found: Minimized) -> tuple[str, ...]:
@@ -1027,13 +1036,6 @@ def _dir_places(run: RunResult, out: Path, attempts: Sequence[AttemptResult]) ->
     """Where each of `attempts` (of `run`) hung that was read (hangplace.attempt_place)."""
     run_dir = out.resolve() / "runs" / run.run_id
     return [p for p in (attempt_place(run_dir, a) for a in attempts) if p != UNREAD]
-
-
-def _dir_elsewhere(found: Minimized, run: RunResult, out: Path) -> tuple[str, ...]:
-    """Where DIR's rerun hung as the signature, but not where the original did."""
-    ran = [a for cell in run.cells for a in cell.attempts]
-    agreeing = [a for a in ran if native.attempt_agrees(a, found.signature)]
-    return moved(_dir_places(run, out, agreeing), _original_places(found))
 
 
 def _tries(found: Minimized) -> int:
@@ -1096,21 +1098,32 @@ def _unconfirmed(
     found: Minimized,
     run: RunResult,
     missing_seen: bool = False,
-    elsewhere: Sequence[str] = (),
+    hung: Hung | None = None,
 ) -> str:
     """Why DIR is not the answer: what its rerun did instead, and how likely such a miss
     is by chance. Files are blamed only on evidence (a file its rerun opened that DIR
     lacked, a file-not-found error): a flaky race that stayed clean 9 times was told to
     "copy in what the program reads under a name it builds", a program that reads no file.
-    A hang that sat `elsewhere` than the original's is said so, no chance of a miss."""
+    A hang that sat elsewhere than the original's (`hung`, in any rerun) is said so, no
+    chance of a miss."""
     from reprospec.minimize.report import SPEC_NAME
 
     ran = [a for cell in run.cells for a in cell.attempts]
-    if elsewhere:
+    if hung is not None and hung.places:
+        # An earlier rerun's sighting, where the last stayed clean: said, not lost to it.
+        ids = hung.runs
+        s = "s" if len(ids) > 1 else ""
+        where = f"in its rerun{s} (run{s} {', '.join(ids)})"
+        if len(ids) > 1 and not any(native.attempt_agrees(a, found.signature) for a in ran):
+            s = "s" if len(ids) > 2 else ""
+            where = (
+                f"in its rerun{s} (run{s} {', '.join(ids[:-1])}; the next, run {ids[-1]}, "
+                f"did not fail as {found.signature})"
+            )
         return (
-            f"{SPEC_NAME} in {found.output} hung {places_said(elsewhere)} in its rerun "
-            f"(run {run.run_id}), not where the original did "
-            f"({places_said(_original_places(found), '')}): another hang than the search kept"
+            f"{SPEC_NAME} in {found.output} hung {places_said(hung.places)} {where}, not "
+            f"where the original did ({places_said(_original_places(found), '')}): another "
+            "hang than the search kept"
         )
     low = _low(found)
     chance = (1 - low) ** len(ran)  # of a clean streak as long as this one, by chance

@@ -312,15 +312,24 @@ def test_a_dir_nothing_can_be_made_in_is_refused_by_the_command_lines_rule() -> 
 
 
 @pytest.mark.parametrize(
-    ("later", "agrees", "reruns"),
+    ("later", "agrees", "reruns", "elsewhere"),
     [
-        ("spin", True, 2),  # seen where the original was on the second look: the same hang
-        (None, False, 2),  # the second rerun stayed clean
-        ("", False, 2),  # its later hangs' stacks unread: it ends at LOOKS looks
+        # Seen where the original was on the second look: the same hang.
+        ("spin", True, 2, ()),
+        # The second rerun stayed clean: the first's sighting is kept.
+        (None, False, 2, ("step",)),
+        # Its later hangs' stacks unread: it ends at LOOKS looks.
+        ("", False, 2, ("step",)),
+        # Seen elsewhere twice: both places.
+        ("tick", False, 2, ("step", "tick")),
     ],
 )
 def test_dirs_check_looks_again_at_a_hang_seen_elsewhere_and_ends(
-    monkeypatch: pytest.MonkeyPatch, later: str | None, agrees: bool, reruns: int
+    monkeypatch: pytest.MonkeyPatch,
+    later: str | None,
+    agrees: bool,
+    reruns: int,
+    elsewhere: tuple[str, ...],
 ) -> None:
     # DIR's first rerun hangs in `step`, where the original hung in `spin`; each later one
     # hangs in `later` ("" unread) or stays clean (None).
@@ -356,5 +365,7 @@ def test_dirs_check_looks_again_at_a_hang_seen_elsewhere_and_ends(
         output=Path("/nonexistent"), signature="hang", result=SimpleNamespace(same_failure=same)
     )
     options = SimpleNamespace(out=Path("/nonexistent"), with_changes=lambda **_k: None)
-    last, agreed = driver._rerun_dir(found, options, 1, None)  # type: ignore[arg-type]
+    last, agreed, hung = driver._rerun_dir(found, options, 1, None)  # type: ignore[arg-type]
     assert (agreed, len(runs), last.run_id) == (agrees, reruns, f"r{reruns}")
+    assert hung.places == elsewhere
+    assert hung.runs == tuple(r.run_id for r in runs)
