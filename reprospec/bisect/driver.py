@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -52,7 +51,6 @@ from reprospec.errors import FatalError, InfraError, UsageError
 from reprospec.export.tree import program_digest
 from reprospec.plan.failingcell import Amplified, cell_filters, choose_failing_cell, fails
 from reprospec.store.runfolder import RunFolder
-from reprospec.venvs import pythons
 
 
 class BisectInterrupted(KeyboardInterrupt):
@@ -673,14 +671,10 @@ def _check_python(request: BisectRequest) -> None:
     then past a pyenv shim that does not run), which PATH's shim refused."""
     if request.python is None or request.runner == "docker":
         return
-    from reprospec.runners.local import checked_python
+    from reprospec.runners.venv import base_python  # the venv runner's: docker returned
 
-    name = os.sep not in request.python and not os.path.exists(request.python)  # noqa: PTH110
     try:
-        if request.runner == "venv" and name:
-            venvs.find_interpreter(request.python)
-        elif not pythons.plain(request.python):
-            checked_python(request.python)
+        base_python(request.python)
     except InfraError as exc:
         raise InfraError(f"{exc} ({said('--python', 'python')})") from exc
 

@@ -122,12 +122,12 @@ def _given_python(given: str, runner: str) -> str:
     (`python3.10`, `3.10`) found as that runner finds the one it builds on
     (`find_interpreter`: past a pyenv shim that does not run), where doctor took PATH's
     shim and exited 3 of an interpreter `run --runner venv` builds on."""
+    if runner == "venv":
+        from reprospec.runners.venv import base_python
+
+        return base_python(given)
     from reprospec.runners.local import checked_python
 
-    if runner == "venv" and os.sep not in given and not os.path.exists(given):  # noqa: PTH110
-        from reprospec.venvs.build import find_interpreter
-
-        return find_interpreter(given).path
     return checked_python(given)
 
 

@@ -57,6 +57,17 @@ def said(say: Callable[[str], None]) -> venvs.EnvProgressCallback:
     return show
 
 
+def base_python(given: str) -> str:
+    """`--python GIVEN` on the venv runner: a name (`python3.10`, `3.12`) found as the
+    runner finds the interpreter it builds on (`find_interpreter`: uv, then past a pyenv
+    shim that does not run), a path checked as every verb checks it (`checked_python`);
+    InfraError where it cannot be. The one rule of doctor's `--python` and bisect's."""
+    from reprospec.runners.local import checked_python
+    from reprospec.venvs.build import by_name
+
+    return venvs.find_interpreter(given).path if by_name(given) else checked_python(given)
+
+
 class VenvRunner:
     """Runs each attempt as a local child of the venv built for its cell's packages."""
 

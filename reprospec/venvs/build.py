@@ -194,6 +194,13 @@ def _past_a_shim(request: str, found: str) -> str:
     return other.path
 
 
+def by_name(request: str) -> bool:
+    """Whether a requested interpreter (`--python`, `environment.python`) is a name that
+    `find_interpreter` looks for (`python3.10`, `3.12`), not a path: no separator and no
+    file of that name here (runners/venv.py `base_python`, and `find_interpreter`)."""
+    return os.sep not in request and not os.path.exists(request)  # noqa: PTH110
+
+
 @lru_cache(maxsize=32)
 def find_interpreter(request: str | None = None) -> Interpreter:
     """The base interpreter for `request`: a path, a version such as "3.11" (found by uv
@@ -202,7 +209,7 @@ def find_interpreter(request: str | None = None) -> Interpreter:
         path = sys.executable
     # As runners/local.py's resolve_python: symlinks kept (abspath, not Path.resolve), a `~`
     # that cannot be expanded left alone, and os.path.exists is False where Path's raises.
-    elif os.sep in request or os.path.exists(request):  # noqa: PTH110
+    elif not by_name(request):
         path = os.path.abspath(os.path.expanduser(request))  # noqa: PTH100, PTH111
     elif request.startswith("python") and shutil.which(request):
         path = _past_a_shim(request, str(shutil.which(request)))

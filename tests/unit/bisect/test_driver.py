@@ -197,6 +197,25 @@ def test_a_python_name_is_found_as_the_venv_runner_finds_it(
         bisect_spec(gone)
 
 
+def test_a_file_named_as_a_version_in_the_cwd_is_checked_as_a_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `--python 3.12` where the cwd holds a file `3.12`: not a name (find_interpreter takes
+    # it as a path), and being a plain version it was left unchecked.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "3.12").write_text("")
+    request = BisectRequest(
+        spec=tmp_path / "s.yaml",
+        package="six",
+        good="1.15.0",
+        bad="1.16.0",
+        python="3.12",
+        out=tmp_path / "out",
+    )
+    with pytest.raises(InfraError, match=r"^interpreter not executable: 3\.12 \(--python\)$"):
+        bisect_spec(request)
+
+
 def test_by_date_changed_reads_the_environments_the_venv_runner_keyed_with_a_path_package(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
