@@ -325,19 +325,12 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
     Another python version is a warning: a run notes it and runs.
     """
     if needs.python is None and not needs.packages:
-        return Check("spec-environment", "skipped", "the spec names no python version or packages")
+        return _NAMES_NONE
     # Nothing ran: the interpreter is only the one found (`ran=False`).
     python = environment_mismatches(env, {"python": needs.python}, ran=False)
     packages, refused = _package_problems(env, needs)
     if refused:  # what the runner refuses whatever the interpreter has
-        return Check(
-            "spec-environment",
-            "fail",
-            "; ".join(refused)
-            + f": on the {needs.runner} runner every cell that names it is an infra error, "
-            "not run" + (f" (and {'; '.join(packages + python)})" if packages or python else ""),
-            _REFUSED_TODO.get(needs.runner, ""),
-        )
+        return _refused_check(needs, refused, also=packages + python)
     shadowed = _shadowed(captured=env, needs=needs) if needs.runner == "venv" else []
     if shadowed:
         return Check(
@@ -399,18 +392,26 @@ def check_refused_packages(needs: Needs, why: str) -> Check:
     machine's interpreter, which the docker runner never uses (`the interpreter is python
     3.11.7; the spec names 3.10`)."""
     if needs.python is None and not needs.packages:
-        return Check("spec-environment", "skipped", "the spec names no python version or packages")
+        return _NAMES_NONE
     refused = _refusals(needs)
-    if refused:
-        return Check(
-            "spec-environment",
-            "fail",
-            "; ".join(refused)
-            + f": on the {needs.runner} runner every cell that names it is an infra error, "
-            "not run",
-            _REFUSED_TODO.get(needs.runner, ""),
-        )
-    return Check("spec-environment", "skipped", why)
+    return _refused_check(needs, refused) if refused else Check("spec-environment", "skipped", why)
+
+
+_NAMES_NONE = Check("spec-environment", "skipped", "the spec names no python version or packages")
+
+
+def _refused_check(needs: Needs, refused: Sequence[str], also: Sequence[str] = ()) -> Check:
+    """`spec-environment` failed by what the runner refuses of any interpreter (`refused`),
+    with what else the checked interpreter lacks (`also`): the one wording of
+    `check_spec_environment` and `check_refused_packages`."""
+    return Check(
+        "spec-environment",
+        "fail",
+        "; ".join(refused)
+        + f": on the {needs.runner} runner every cell that names it is an infra error, not run"
+        + (f" (and {'; '.join(also)})" if also else ""),
+        _REFUSED_TODO.get(needs.runner, ""),
+    )
 
 
 def _shadowed(captured: Captured, needs: Needs) -> list[str]:
