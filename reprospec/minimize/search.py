@@ -937,11 +937,15 @@ class Minimization:
                 self._unperturbed_rejected += 1
         if verdict is None and self._looking_again(judging):
             # Point 7: a hang seen elsewhere once, looked at again (a busy thread is caught
-            # wherever it runs); its attempts are the candidate's failing ones.
+            # wherever it runs); its attempts are the candidate's failing ones, -j at a
+            # time as the ordinary probe's (one at a time ran a rarely hanging one serially,
+            # each clean attempt waited for), stopped at the next match.
             if left - s.reserve < 1:
                 self._end_reduction("budget")
                 return None
-            return Probe(judging.program.key, "failing", 1)
+            need = self.clean_needed() - judging.failing.clean
+            want = max(1, min(need, s.step, left - s.reserve))
+            return Probe(judging.program.key, "failing", want)
         if verdict is None:
             if judging.failing.matched:
                 if left - s.reserve < s.passing:

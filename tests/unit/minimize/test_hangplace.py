@@ -319,3 +319,38 @@ def test_the_search_looks_again_no_more_than_looks_times_where_later_hangs_are_u
     search = searched(("twice",), answer)
     assert verdicts(search) == {"original": "fails", "twice": "hangs-elsewhere"}
     assert seen["twice"] == LOOKS
+
+
+def test_the_search_looks_again_as_many_attempts_at_a_time_as_its_step() -> None:
+    # The original hangs in every other attempt (in `spin`); "rare" hangs in `step` at its
+    # first attempt, then stays clean twice before it hangs in `spin`: with -j 3 its look
+    # again asks 3 attempts at once, not one after another.
+    seen: dict[str, int] = {}
+    asked: list[int] = []
+
+    def answer(probe: Probe, text: str) -> Answer:
+        n = max(1, probe.attempts)
+        clean: AttemptKind = "pass"
+        if probe.role == "passing":
+            return (clean,) * n, ("",) * n
+        if text == "original":  # hangs in every other attempt
+            kinds: tuple[AttemptKind, ...] = tuple("pass" if i % 2 else "match" for i in range(n))
+            return kinds, tuple("" if k == "pass" else "spin" for k in kinds)
+        n = seen.get(text, 0)
+        seen[text] = n + 1
+        if n == 0:
+            return ("match",), ("step",)
+        asked.append(probe.attempts)
+        return ("pass", "pass", "match"), ("", "", "spin")
+
+    search = Minimization(
+        program("original"),
+        Settings(passing=1, budget=200, step=3),
+        proposing(program("rare")),
+    )
+    while search.result is None:
+        for probe in search.next_probes():
+            kinds, places = answer(probe, dict(search.program(probe.key).files)["h.py"])
+            search.record(probe, kinds, "", (), places)
+    assert asked[0] == 3
+    assert verdicts(search)["rare"] != "hangs-elsewhere"
