@@ -53,7 +53,7 @@ from reprospec.core.redact import (
     sets_secret,
 )
 from reprospec.core.requirements import normalize
-from reprospec.core.units import format_duration
+from reprospec.core.units import format_duration, parse_duration
 from reprospec.core.words import plural
 from reprospec.outcome.pytestreport import is_pytest, pytest_verbose
 from reprospec.outcome.tracebacks import headline
@@ -182,6 +182,29 @@ def _secret_setting(name: str, value: str) -> bool:
     return value == "***" or bool(_setting_secrets(name, value))
 
 
+def _ci_timeout(ticket: Ticket) -> str:
+    """run.timeout of a hang GitHub Actions ended: a step's timeout-minutes as said (where
+    the hang was seen); the job's limit, which counts its earlier steps too and is most
+    often GitHub's default 6 hours, at most HANG_TIMEOUT, so no attempt runs for hours."""
+    minutes = ticket.ci_minutes or 0
+    if ticket.ci_limit == "job":
+        return format_duration(min(minutes * 60.0, parse_duration(HANG_TIMEOUT)))
+    return format_duration(minutes * 60.0)
+
+
+def _ci_note(ticket: Ticket) -> str:
+    """The header's line of where `_ci_timeout`'s bound came from."""
+    if ticket.ci_limit == "job":
+        return (
+            f"GitHub Actions ended the job at the job's limit ({ticket.ci_minutes} minutes, "
+            f"its earlier steps included): run.timeout is the smaller of that and {HANG_TIMEOUT}"
+        )
+    return (
+        f"GitHub Actions ended it after {ticket.ci_minutes} minutes (its timeout-minutes): "
+        "run.timeout is that bound, where the hang was seen"
+    )
+
+
 def skeleton(ticket: Ticket, source: str) -> Draft:
     """The spec a ticket gives, placeholders where it is silent."""
     todo: list[str] = []
@@ -290,7 +313,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
             if failure.outcome != "hang"
             else bounded.timeout()
             if bounded is not None
-            else format_duration(ticket.ci_minutes * 60.0)
+            else _ci_timeout(ticket)
             if ticket.ci_minutes
             else HANG_TIMEOUT
         ),
@@ -306,10 +329,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
             *(kept_note(kept) for kept in (proposal.kept if proposal else ())),
             *((bounded.note(bounded.timeout()),) if bounded is not None else ()),
             *(
-                (
-                    f"GitHub Actions ended it after {ticket.ci_minutes} minutes (its "
-                    "timeout-minutes): run.timeout is that bound, where the hang was seen",
-                )
+                (_ci_note(ticket),)
                 if bounded is None and ticket.ci_minutes and failure.outcome == "hang"
                 else ()
             ),

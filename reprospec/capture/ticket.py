@@ -145,10 +145,23 @@ _SLURM_TIME_LIMIT = re.compile(
 _GHA_TIME_LIMIT = re.compile(
     r"^(?:##\[error\]|Error: )"
     r"(?:The action '[^'\n]*' has timed out after (?P<minutes>\d+) minutes?\."
-    r"|The job running on runner .* has exceeded the maximum execution time of "
-    r"(?P<job>\d+) minutes?\.)",
+    r"|The job (?:running on runner .* )?has exceeded the maximum execution time of "
+    r"(?:(?P<job>\d+) minutes?|(?P<job_time>(?:\d+h)?\d+m\d+s))\.?)",
     re.M,
 )
+# The newer job wording's Go duration (`6h0m0s`).
+_GO_DURATION = re.compile(r"(?:(?P<h>\d+)h)?(?P<m>\d+)m(?P<s>\d+)s")
+
+
+def _ci_minutes(limit: re.Match[str]) -> int:
+    """The minutes a `_GHA_TIME_LIMIT` line says (its seconds rounded up)."""
+    if limit["minutes"] or limit["job"]:
+        return int(limit["minutes"] or limit["job"])
+    time = _GO_DURATION.fullmatch(limit["job_time"])
+    assert time is not None  # the line's own pattern
+    return int(time["h"] or 0) * 60 + int(time["m"]) + (int(time["s"]) > 0)
+
+
 # zsh's words for a job a signal ended (macOS's default shell): `zsh: segmentation fault
 # python bench.py`, `zsh: abort ...`, and its job report, `[1]    12345 segmentation fault
 # (core dumped)  python ...` (`[1]  + 12345 ...`). Its own texts, not strsignal's: bash's
@@ -445,8 +458,11 @@ class Ticket:
     # workflow's, not setup-python's paths of the runner), in its order.
     step_env: tuple[tuple[str, str], ...] = ()
     # The minutes GitHub Actions said a step or job ran before it ended it (`has timed out
-    # after 5 minutes`): the bound the hang was seen at.
+    # after 5 minutes`), and whose limit that was: `step` (its timeout-minutes, the bound
+    # the hang was seen at) or `job` (the job's, its earlier steps' minutes included, most
+    # often GitHub's default 360).
     ci_minutes: int | None = None
+    ci_limit: str | None = None
     # faulthandler's Windows exception the signal was read from (`access violation`).
     windows_fault: str | None = None
     # The kernel's (or a container's) words that the OOM killer killed a process, or None.
@@ -941,8 +957,9 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         settings=_prose_settings(prose, chain),
         step_env=_gha_step_env(full_log.split("\n"), raw_command),
         windows_fault=windows_fault,
-        ci_minutes=(
-            int(ci_limit["minutes"] or ci_limit["job"])
+        ci_minutes=_ci_minutes(ci_limit) if ci_limit is not None and outcome == "hang" else None,
+        ci_limit=(
+            ("step" if ci_limit["minutes"] else "job")
             if ci_limit is not None and outcome == "hang"
             else None
         ),

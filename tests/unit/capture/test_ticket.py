@@ -2998,6 +2998,8 @@ def test_a_py_spy_dump_of_several_threads_gives_each_threads_stack() -> None:
             "execution time of 10 minutes.",
             "hang",
         ),
+        # The newer wording, a Go duration.
+        ("##[error]The job has exceeded the maximum execution time of 6h0m0s", "hang"),
         # A person's cancel, or a fail-fast matrix's: no bound said, no hang.
         ("##[error]The operation was canceled.", None),
     ],
@@ -3064,6 +3066,36 @@ def test_github_actions_timeout_minutes_are_the_hangs_run_timeout() -> None:
     assert (
         "GitHub Actions ended it after 5 minutes (its timeout-minutes): run.timeout is that "
         "bound, where the hang was seen"
+    ) in draft.header
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        "##[error]The job running on runner GitHub Actions 2 has exceeded the maximum "
+        "execution time of 360 minutes.",
+        "##[error]The job has exceeded the maximum execution time of 6h0m0s",
+    ],
+)
+def test_github_actions_job_limit_is_no_six_hour_run_timeout(last: str) -> None:
+    # GitHub's default job limit (360 minutes, its earlier steps included) made every
+    # attempt of the hang run 6 hours, and the header called it its timeout-minutes.
+    log = _ci_lines(
+        [
+            "##[group]Run python serve.py",
+            "python serve.py",
+            "shell: /usr/bin/bash -e {0}",
+            "##[endgroup]",
+            last,
+        ]
+    )
+    read = read_ticket(log)
+    assert (read.ci_minutes, read.ci_limit) == (360, "job")
+    draft = skeleton(read, "ci.log")
+    assert draft.timeout == "10m"
+    assert (
+        "GitHub Actions ended the job at the job's limit (360 minutes, its earlier steps "
+        "included): run.timeout is the smaller of that and 10m"
     ) in draft.header
 
 
