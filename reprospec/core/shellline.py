@@ -36,6 +36,14 @@ REPORTING_SHELLS = SHELLS & {"sh", "dash", "bash"}
 DUPLICATE = Lazy(r"[0-9]*[<>]&[0-9]*-?")
 
 
+def runs_a_substitution(text: str, at: int) -> bool:
+    """Whether `text` at `at` begins a command substitution, `$(...)` (an arithmetic
+    `$((...))` taken as one) or a backquote: a program of its own runs there. Asked only
+    outside single quotes, where the shell expands it; the one rule of skeleton() and
+    outcome/shellexit.py's reader."""
+    return text.startswith(("$(", "`"), at)
+
+
 def skeleton(line: str, names: Collection[str] = ()) -> str | None:
     """`line` with every quoted string made the letter `q` and every escaped character
     dropped: what is left holds the shell's own operators. None where a part would read
@@ -51,7 +59,7 @@ def skeleton(line: str, names: Collection[str] = ()) -> str | None:
         if quote != "'" and char == "\\":
             index += 2
             continue
-        if quote != "'" and (char == "`" or line.startswith("$(", index)):
+        if quote != "'" and runs_a_substitution(line, index):
             return None
         if quote != "'" and char == "$" and names:
             found = _NAME.match(line, index + 1 + line.startswith("${", index))

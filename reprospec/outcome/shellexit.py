@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from reprospec.core.shellline import ASSIGNMENT, REPORTING_SHELLS, shebang
+from reprospec.core.shellline import ASSIGNMENT, REPORTING_SHELLS, runs_a_substitution, shebang
 
 # The builtins that run no program (`exit` and `return` apart: what they say is read).
 _BUILTINS = frozenset({":", "true", "false", "echo", "printf", "set", "export", "unset", "shift"})
@@ -230,7 +230,9 @@ def _tokens(text: str) -> list[str]:
 
     while index < len(text):
         char = text[index]
-        if quote != "'" and (char == "`" or text.startswith(("$(", "$?", "${?"), index)):
+        if quote != "'" and (
+            runs_a_substitution(text, index) or text.startswith(("$?", "${?"), index)
+        ):
             raise _Unread
         if quote == "'":
             if char == "'":

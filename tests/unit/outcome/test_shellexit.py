@@ -23,6 +23,7 @@ from reprospec.outcome.shellexit import own_exit
         ("A=1; export A; echo 'exit code' 2>&1; exit 139 # a comment", "exit 139"),
         ("sh -c ': # exit 1\n exit 139'", "exit 139"),
         ("bash -eux -c 'exit 139'", "exit 139"),
+        ("echo '$(./segv)' '`./segv`'; exit 139", "exit 139"),  # single quotes: words
         ("sh -euc 'exit 139'", "exit 139"),
     ],
 )
@@ -47,6 +48,9 @@ def test_the_words_say_exit_n(line: str, said: str) -> None:
         "./segv | tee log; rc=${PIPESTATUS[0]}; exit 139",
         "echo $(./segv); exit 139",
         "echo `./segv`; exit 139",
+        'echo "`./segv`"; exit 139',
+        'echo "$(./segv)"; exit 139',
+        "echo $((1 + 2)); exit 139",
         "echo; exit 139 &",
         "(exit 139)",
         "true | exit 139",
