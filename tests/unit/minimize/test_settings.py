@@ -103,6 +103,11 @@ def test_step_1_compares_the_places_of_every_matched_attempt_not_the_first_of_ea
     monkeypatch.setattr(settings, "load_run", load)
     monkeypatch.setattr(settings, "attempt_place", lambda _folder, a: a.place)
     assert same(["check", "<module>"], ["<module>", "check"]) is None
+    # Its places are a set (hangplace.moved): one attempt where the cell's hung and one
+    # elsewhere is taken, as step 2 takes a busy thread seen in both.
+    assert same(["spin"], ["spin", "step"]) is None
+    # Step 1 does not look again: one sighting elsewhere alone is refused.
+    assert same(["spin"], ["step"]) == "as a hang in step, not in spin as the failing cell's"
     # A hang none of whose attempts sits as any of the cell's did is still refused.
     assert same(["check", "<module>"], ["w2 -> threading.py:wait"]) == (
         "as a hang in w2 -> threading.py:wait, not in check / in <module> as the failing cell's"
