@@ -62,6 +62,17 @@ def parse_gpu_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
+def slots_said(visible_devices: str) -> str:
+    """A set CUDA_VISIBLE_DEVICES as the run (pipeline/machinegpus.py) and every doctor
+    check say it: `CUDA_VISIBLE_DEVICES=0,1`, or
+    quoted where it names no GPU (`CUDA_VISIBLE_DEVICES=''`, `CUDA_VISIBLE_DEVICES='-1'`):
+    the device check said `(CUDA_VISIBLE_DEVICES=)`, a cut-off line beside the gpu-slots
+    check's `CUDA_VISIBLE_DEVICES='' names no GPU`."""
+    if parse_gpu_list(visible_devices):
+        return f"CUDA_VISIBLE_DEVICES={visible_devices}"
+    return f"CUDA_VISIBLE_DEVICES={visible_devices!r}"
+
+
 def gpu_ids(text: str) -> tuple[str, ...]:
     """`--gpus`' ids (`gpus`' to the Python API); a UsageError for one that is no GPU id.
     Whether this machine has them is the run's to check (pipeline/gpus.py)."""

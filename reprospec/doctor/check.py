@@ -13,7 +13,6 @@ from typing import Literal
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.runoptions import parse_gpu_list
 from reprospec.environment.captured import Captured, section, whole
 
 Status = Literal["pass", "warn", "fail", "skipped"]
@@ -83,16 +82,6 @@ def unseen_said(unseen: tuple[str, ...]) -> str:
     """`unseen_ids`' ids as the checks say them: `ids 2, 3 name no GPU seen here`."""
     which = f"id {unseen[0]} names" if len(unseen) == 1 else f"ids {', '.join(unseen)} name"
     return f"{which} no GPU seen here"
-
-
-def slots_said(visible_devices: str) -> str:
-    """A set CUDA_VISIBLE_DEVICES as every check says it: `CUDA_VISIBLE_DEVICES=0,1`, or
-    quoted where it names no GPU (`CUDA_VISIBLE_DEVICES=''`, `CUDA_VISIBLE_DEVICES='-1'`):
-    the device check said `(CUDA_VISIBLE_DEVICES=)`, a cut-off line beside the gpu-slots
-    check's `CUDA_VISIBLE_DEVICES='' names no GPU`."""
-    if parse_gpu_list(visible_devices):
-        return f"CUDA_VISIBLE_DEVICES={visible_devices}"
-    return f"CUDA_VISIBLE_DEVICES={visible_devices!r}"
 
 
 def torch_state(env: Captured) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from reprospec.core.runoptions import parse_gpu_list
+from reprospec.core.runoptions import parse_gpu_list, slots_said
 from reprospec.core.words import plural
 from reprospec.doctor.check import (
     NO_GPU,
@@ -17,7 +17,6 @@ from reprospec.doctor.check import (
     Status,
     gpus,
     seen_devices,
-    slots_said,
     torch_state,
     unseen_ids,
     unseen_said,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.runoptions import parse_gpu_list
+from reprospec.core.runoptions import parse_gpu_list, slots_said
 from reprospec.core.sections import Environment
 from reprospec.core.units import format_size
 from reprospec.doctor.check import (
@@ -23,7 +23,6 @@ from reprospec.doctor.check import (
     Check,
     Status,
     seen_devices,
-    slots_said,
     unseen_ids,
     unseen_said,
 )

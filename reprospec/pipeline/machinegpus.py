@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
-from reprospec.core.runoptions import parse_gpu_list
+from reprospec.core.runoptions import parse_gpu_list, slots_said
 
 
 @frozen
@@ -96,8 +96,8 @@ def machine_gpus(environ: Mapping[str, str] = os.environ) -> MachineGpus:
             match = next((gpu for gpu in listed if gpu_id in gpu.ids), None)
             gpus.append(match if match is not None else Gpu(index=gpu_id))
         if not gpus:
-            return MachineGpus((), f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU")
-        return MachineGpus(tuple(gpus), f"CUDA_VISIBLE_DEVICES={value}")
+            return MachineGpus((), f"{slots_said(value)} hides every GPU")
+        return MachineGpus(tuple(gpus), slots_said(value))
     if listed:
         return MachineGpus(listed, "nvidia-smi -L")
     return MachineGpus((), problem)
