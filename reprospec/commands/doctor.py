@@ -84,13 +84,15 @@ def run(args: argparse.Namespace) -> int:
         from reprospec.commands import doctorimage
 
         spec = args.spec if needs is not None else None
-        images, missing = doctorimage.present_images(plans, spec) if spec else ([], [])
+        images, missing, unmade = doctorimage.present_images(plans, spec) if spec else ([], [], [])
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        checks = doctorimage.image_checks(checks, needs, images, spec, visible, missing)
+        checks = doctorimage.image_checks(checks, needs, images, spec, visible, missing, unmade)
         tags = ", ".join(tag for tag, _ in images)
         whose_image = (
             f" (the docker runner's attempts run in image {tags}: checked in a container of it"
-            + (f"; image {', '.join(missing)} not here: not checked)" if missing else ")")
+            + (f"; image {', '.join(missing)} not here: not checked" if missing else "")
+            + (f"; the image of {', '.join(unmade)} cannot be made: not checked" if unmade else "")
+            + ")"
             if images
             else " (the docker runner's attempts run in the cells' images"
             + (", none here yet)" if spec else ")")

@@ -59,10 +59,11 @@ HOST_TOOLS = ("starter", "native-stacks", "cuda-libraries", "sanitizer", "cuda-s
 
 def present_images(
     plans: Sequence[AttemptPlan], spec: str
-) -> tuple[list[tuple[str, AttemptPlan]], list[str]]:
+) -> tuple[list[tuple[str, AttemptPlan]], list[str], list[str]]:
     """(tag, one plan of it) of each distinct image the plans run in that is here, in order,
-    and the tags of those not here yet; none where no engine answers (the `docker` check
-    says so)."""
+    the tags of those not here yet, and the cells whose image cannot be made, with why
+    (`cell c (no such Dockerfile)`: they were dropped, neither checked nor said); none
+    where no engine answers (the `docker` check says so)."""
     from reprospec.errors import InfraError
     from reprospec.runners.docker import image
     from reprospec.runners.docker.engine import connect
@@ -70,17 +71,20 @@ def present_images(
     try:
         client = connect(timeout_s=30)
     except InfraError:
-        return [], []
+        return [], [], []
     found: dict[str, AttemptPlan | None] = {}
+    unmade: dict[str, str] = {}  # why -> the first cell it stopped
     for plan in plans:
         try:
             recipe = image.recipe_for(plan.environment, spec_dir=Path(spec).resolve().parent)
-        except InfraError:
+        except InfraError as exc:
+            unmade.setdefault(str(exc), plan.cell.id)
             continue
         if recipe.tag not in found:
             found[recipe.tag] = plan if image.image_present(client, recipe.tag) else None
     here = [(tag, plan) for tag, plan in found.items() if plan is not None]
-    return here, [tag for tag, plan in found.items() if plan is None]
+    missing = [tag for tag, plan in found.items() if plan is None]
+    return here, missing, [f"cell {cell} ({why})" for why, cell in unmade.items()]
 
 
 def image_checks(
@@ -90,11 +94,13 @@ def image_checks(
     spec: str | None,
     visible_devices: str | None,
     missing: Sequence[str] = (),
+    unmade: Sequence[str] = (),
 ) -> list[Check]:
     """The host's checks (`host`, in doctor's order) made for the docker runner: each of
     an interpreter or a tool made in each image that is here, and skipped for each image
-    not here yet (`missing`, its tag), or skipped saying why (`spec` None: `doctor
-    --runner docker` without one, which names no image)."""
+    not here yet (`missing`, its tag) and each cell whose image cannot be made (`unmade`),
+    or skipped saying why (`spec` None: `doctor --runner docker` without one, which names
+    no image)."""
     from reprospec.doctor import Check
     from reprospec.doctor.needs import check_refused_packages
 
@@ -109,6 +115,9 @@ def image_checks(
                 made.append(
                     Check(name, "skipped", f"image {tag} is not here: checked in it once it is")
                 )
+        for cell in unmade:
+            for name, made in inside.items():
+                made.append(Check(name, "skipped", f"the image of {cell} cannot be made"))
     elif spec is not None:
         why = "the image is not here yet (built at the first run): checked inside it once it is"
     else:

@@ -86,3 +86,43 @@ def test_an_image_not_here_beside_one_here_is_said_for_each_check(
         ("native-stacks", "pass", "gdb runs in image a:1"),
         ("native-stacks", "skipped", "image b:2 is not here: checked in it once it is"),
     ]
+
+
+def test_a_cell_whose_image_cannot_be_made_is_said_not_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Its plan was dropped (`except InfraError: continue`): its cells neither checked nor
+    # said, and the header named the other image alone as checked.
+    from types import SimpleNamespace
+
+    from reprospec.commands import doctorimage
+    from reprospec.errors import InfraError
+    from reprospec.runners.docker import engine, image
+
+    def recipe_for(environment: str, **_: object) -> object:
+        if environment == "broken":
+            raise InfraError("no Dockerfile: ./nope/Dockerfile")
+        return SimpleNamespace(tag="a:1")
+
+    monkeypatch.setattr(engine, "connect", lambda **_: object())
+    monkeypatch.setattr(image, "recipe_for", recipe_for)
+    monkeypatch.setattr(image, "image_present", lambda _client, _tag: True)
+    plans = [
+        SimpleNamespace(environment=env, cell=SimpleNamespace(id=cell))
+        for env, cell in (("ok", "a"), ("broken", "b"), ("broken", "c"))
+    ]
+    here, missing, unmade = doctorimage.present_images(cast("list[AttemptPlan]", plans), "s.yaml")
+    assert [tag for tag, _ in here] == ["a:1"]
+    assert missing == []
+    assert unmade == ["cell b (no Dockerfile: ./nope/Dockerfile)"]
+
+    def made(*_: object) -> dict[str, list[doctor.Check]]:
+        return {"torch": [doctor.Check("torch", "pass", "in image a:1: torch 2.13.0")]}
+
+    monkeypatch.setattr(doctorimage, "_made_inside", made)
+    host = [doctor.Check("torch", "pass", "torch 2.13.0 (the host's)")]
+    checks = image_checks(host, doctor.Needs(runner="docker"), here, "s.yaml", None, [], unmade)
+    assert [(c.status, c.why) for c in checks] == [
+        ("pass", "in image a:1: torch 2.13.0"),
+        ("skipped", "the image of cell b (no Dockerfile: ./nope/Dockerfile) cannot be made"),
+    ]
