@@ -1332,12 +1332,7 @@ def _python_frames(text: str, fatal_stack: str | None) -> tuple[list[str], tuple
         return current, ()
     if len(stacks) < 2:
         return (stacks[0][2] if stacks else []), ()
-    mains = [thread for thread, _, frames in stacks if _runs_the_program(frames)]
-    threads = [
-        ThreadStack(thread, tuple(frames), main=len(mains) == 1 and thread == mains[0])
-        for thread, _, frames in stacks
-    ]
-    threads.sort(key=lambda stack: not stack.main)
+    threads = _thread_stacks([(thread, frames) for thread, _, frames in stacks])
     main = list(threads[0].frames) if threads[0].main else []
     return main, tuple(threads)
 
@@ -1386,30 +1381,26 @@ def _runs_the_program(frames: list[str]) -> bool:
 def _pyspy_frames(text: str) -> list[str] | None:
     """`file:function` of the first thread of a `py-spy dump` in `text` (its main thread,
     which py-spy prints first), innermost last; None where `text` has no dump."""
-    lines = text.split("\n")
-    if not any(_PYSPY_PROCESS.match(line.strip()) for line in lines):
-        return None
-    starts = [i for i, line in enumerate(lines) if _PYSPY_THREAD.match(line.strip())]
-    if not starts:
-        return None
-    frames: list[str] = []
-    for line in lines[starts[0] + 1 :]:
-        match = _PYSPY_FRAME.match(line)
-        if match is None and _PYSPY_NATIVE.match(line):
-            continue  # --native's frame of C: the thread's Python frames go on past it
-        if match is None:
-            break
-        frames.append(f"{match['file']}:{match['function']}")
-    return frames[::-1]
+    stacks = _pyspy_dump(text)
+    return stacks[0][1] if stacks else None
 
 
 def _pyspy_threads(text: str) -> tuple[ThreadStack, ...]:
     """Each thread of a `py-spy dump` in `text` where it shows several, its own stack
     (`file:function` innermost last, the main one first): a deadlock's other side (the
-    thread holding the lock the main one waits for) was in no description. The first
-    process's only: `--subprocesses` dumps each child after it, with a main thread of its
-    own."""
+    thread holding the lock the main one waits for) was in no description."""
+    stacks = [(thread, frames) for thread, frames in _pyspy_dump(text) or () if frames]
+    return _thread_stacks(stacks) if len(stacks) >= 2 else ()
+
+
+def _pyspy_dump(text: str) -> list[tuple[str, list[str]]] | None:
+    """The threads of the first process of a `py-spy dump` in `text`, in its order: (its
+    header after `Thread `, its frames `file:function` innermost last); None where `text`
+    has no dump. The first process's only: `--subprocesses` dumps each child after it,
+    with a main thread of its own."""
     lines = text.split("\n")
+    if not any(_PYSPY_PROCESS.match(line.strip()) for line in lines):
+        return None
     stacks: list[tuple[str, list[str]]] = []
     inside = False
     for line in lines:
@@ -1422,12 +1413,15 @@ def _pyspy_threads(text: str) -> tuple[ThreadStack, ...]:
         elif inside and (frame := _PYSPY_FRAME.match(line)) is not None:
             stacks[-1][1].insert(0, f"{frame['file']}:{frame['function']}")
         elif inside and _PYSPY_NATIVE.match(line):
-            continue
+            continue  # --native's frame of C: the thread's Python frames go on past it
         else:
             inside = False
-    stacks = [(thread, frames) for thread, frames in stacks if frames]
-    if len(stacks) < 2:
-        return ()
+    return stacks or None
+
+
+def _thread_stacks(stacks: list[tuple[str, list[str]]]) -> tuple[ThreadStack, ...]:
+    """A dump's threads (id, frames innermost last), the main one first where exactly one
+    runs the program (`_runs_the_program`) and so is marked main."""
     mains = [thread for thread, frames in stacks if _runs_the_program(frames)]
     threads = [
         ThreadStack(thread, tuple(frames), main=len(mains) == 1 and thread == mains[0])
@@ -1777,12 +1771,12 @@ def _command(text: str) -> str | None:
         prompt = _PROMPT.match(line)
         if prompt and _shows_machine(prompt["command"]):
             continue  # `$ python -m torch.utils.collect_env`: the machine, not the failure
-        gdb_words = _words(prompt["command"]) if prompt else []
-        if gdb_words[:1] == ["gdb"] and "--args" in gdb_words[:-1]:
+        debugged_program = _gdb_program(_words(prompt["command"])) if prompt else None
+        if debugged_program is not None:
             # `$ gdb -batch -ex run -ex bt --args ./tool --count 4`: gdb ran the program
             # after `--args`, as its `Starting program:` line (which `-batch` leaves out)
             # says; the command was a TODO.
-            started.append(shlex.join(gdb_words[gdb_words.index("--args") + 1 :]))
+            started.append(shlex.join(debugged_program))
             continue
         if prompt and _prompted_runs(prompt["command"]):
             prompted.append((index, prompt["command"].strip()))
@@ -1810,8 +1804,7 @@ def _command(text: str) -> str | None:
             continue
         for found in _QUOTED.finditer(line):
             words = _words(found["command"])
-            if words and words[0] == "gdb" and "--args" in words:
-                words = words[words.index("--args") + 1 :]
+            words = _gdb_program(words) or words
             if runs_something(words) and not _shows_machine(shlex.join(words)):
                 quoted.append(shlex.join(words))
         if (
@@ -1823,6 +1816,19 @@ def _command(text: str) -> str | None:
     ran = [*_nearest_before(prompted, failed_at), *_nearest_before(scripts, failed_at)]
     started = [_launched_as(command, quoted) for command in started]
     return next(iter(ran + started + quoted + bare), None)
+
+
+# The debuggers whose `--args PROG ARGS` runs the program: gdb, NVIDIA's, the cross one.
+_GDBS = frozenset({"gdb", "cuda-gdb", "gdb-multiarch"})
+
+
+def _gdb_program(words: list[str]) -> list[str] | None:
+    """The program and its arguments a gdb command line runs after `--args` (`gdb -batch
+    -ex run --args python train.py`, `/usr/bin/cuda-gdb ...` too); None for another
+    command, or one with nothing after `--args`."""
+    if not words or words[0].rsplit("/", 1)[-1] not in _GDBS or "--args" not in words[:-1]:
+        return None
+    return words[words.index("--args") + 1 :]
 
 
 def _gha_steps(lines: list[str]) -> list[tuple[int, str]]:

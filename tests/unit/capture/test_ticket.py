@@ -3138,6 +3138,23 @@ __strlen_evex () at ../sysdeps/x86_64/multiarch/strlen-evex.S:79
     assert read.native_frames[1:] == ("measure@crash.c", "main@crash.c")
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "$ cuda-gdb -batch -ex run --args ./crash --count 4",
+        "$ /usr/bin/gdb -batch -ex run --args ./crash --count 4",
+        "I ran `gdb-multiarch -batch -ex run --args ./crash --count 4` and got:",
+    ],
+)
+def test_another_gdbs_program_is_the_one_after_args(line: str) -> None:
+    # Only a bare `gdb` was read: cuda-gdb, gdb-multiarch and a gdb by its path left the
+    # command a TODO (quoted in prose: a program tickets show, here python).
+    line = line.replace("./crash", "python train.py") if "`" in line else line
+    text = f"{line}\nProgram received signal SIGSEGV, Segmentation fault.\n"
+    expected = "python train.py --count 4" if "`" in line else "./crash --count 4"
+    assert read_ticket(text).command == expected
+
+
 def test_a_py_spy_native_dump_keeps_its_python_frames() -> None:
     # `py-spy dump --native` puts C frames among the Python ones: the first ended the
     # thread's stack, and the description quoted none.
