@@ -465,6 +465,7 @@ class _Judging:
     # them were read (each attempt's, a place seen twice counted twice).
     places: frozenset[str] = frozenset()
     sightings: int = 0
+    looked: int = 0  # matches its looks again stopped at: point 7's rate leaves them out
     rate_probed: bool = False  # point 7's attempts asked: its failing ones since are theirs
     recheck: bool = False  # it could not run `max_infra` times in a row: the original asked
     cannot_run: bool = False  # ...and the original ran: the candidate's own, not the machine's
@@ -621,6 +622,8 @@ class Minimization:
                 ]
                 judging.places = judging.places.union(seen)
                 judging.sightings += len(seen)
+                if probe.stop_after and judging.failing.matched and "match" in kinds:
+                    judging.looked += 1  # a look again's: it ran until this match
         if probe.role == "failing":
             if self._phase == "reduce" and judging.rate_probed:
                 self._rate_attempts += len(kinds)
@@ -887,9 +890,10 @@ class Minimization:
         verdict = self._verdict(judging)
         if verdict == "fails":
             # Point 7: no clearly higher rate than the original's.
-            # Its first match is left out: the probe stopped at it, so it is no fair sample.
+            # Its first match is left out: the probe stopped at it, so it is no fair sample;
+            # so is each match a look again stopped at (point 7's hang seen elsewhere).
             f = judging.failing
-            counted = Tally(max(0, f.matched - 1), f.passed, f.other, f.infra)
+            counted = Tally(max(0, f.matched - 1 - judging.looked), f.passed, f.other, f.infra)
             more = self._more_often(counted, self._original_rate())
             if more is None:
                 if left - s.reserve < 1:

@@ -354,3 +354,37 @@ def test_the_search_looks_again_as_many_attempts_at_a_time_as_its_step() -> None
             search.record(probe, kinds, "", (), places)
     assert asked[0] == 3
     assert verdicts(search)["rare"] != "hangs-elsewhere"
+
+
+def test_a_look_agains_match_is_left_out_of_the_rate_as_the_first_is() -> None:
+    # "once" hangs in `step`, then in `spin` at its look again, which ran until that match:
+    # point 7's rate check counts neither match, only the clean attempt between.
+    seen: dict[str, int] = {}
+    rate_asked: list[int] = []
+    clean: AttemptKind = "pass"
+
+    def answer(probe: Probe, text: str) -> Answer:
+        n = max(1, probe.attempts)
+        if probe.role == "passing":
+            return (clean,) * n, ("",) * n
+        if text == "original":  # hangs in one attempt in 5
+            kinds: tuple[AttemptKind, ...] = tuple(clean if i % 5 else "match" for i in range(n))
+            return kinds, tuple("" if k == "pass" else "spin" for k in kinds)
+        k = seen.get(text, 0)
+        seen[text] = k + 1
+        if k == 0:
+            return ("match",), ("step",)
+        if k == 1:
+            return (clean, "match"), ("", "spin")
+        rate_asked.append(probe.attempts)
+        hang: AttemptKind = "match"
+        return (hang,) * n, ("spin",) * n
+
+    settings = Settings(passing=1, budget=500, step=100)
+    search = Minimization(program("original"), settings, proposing(program("once")))
+    while search.result is None:
+        for probe in search.next_probes():
+            kinds, places = answer(probe, dict(search.program(probe.key).files)["h.py"])
+            search.record(probe, kinds, "", (), places)
+    # Point 7's rate check asks what its counted attempts leave of rate_check: 7 of 8.
+    assert rate_asked[0] == search.settings.rate_check - 1
