@@ -324,10 +324,27 @@ def _core_line_unsure(core: str | None) -> bool:
 # "MainThread"`, and its frames innermost first, `    wait (threading.py:320)`.
 _PYSPY_PROCESS = re.compile(r"^Process \d+: (?P<command>.+)$")
 _PYSPY_THREAD = re.compile(r"^Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:idle|active)[^)]*\)")
-_PYSPY_FRAME = re.compile(r"^\s+(?P<function>\S+) \((?P<file>[^()\s]+?):\d+\)$")
-# `py-spy dump --native`'s native frames among them: `    PyThread_acquire_lock_timed
-# (libpython3.11.so.1.0)`, `    0x7f6f3bea3f16 (libc.so.6)`: no file and line.
-_PYSPY_NATIVE = re.compile(r"^\s+\S+ \([^()\s:]+\)$")
+# A frame, Python's or (`--native`) C's: `    PyThread_acquire_lock_timed
+# (libpython3.11.so.1.0)`, `    0x7f6f3bea3f16 (libc.so.6)` with no line; with debug info
+# `    PyThread_acquire_lock_timed (thread_pthread.h:483)`; a C++ template's name has
+# spaces and parentheses (`std::_Function_handler<void (), F>::_M_invoke (libtorch.so)`).
+_PYSPY_FRAME = re.compile(r"^\s+(?P<function>\S.*) \((?P<file>[^()]+?)(?::(?P<line>\d+))?\)$")
+# The suffixes of a native frame's file: C, C++, CUDA, Rust, assembly sources and headers.
+_NATIVE_SOURCE = frozenset(
+    {"c", "h", "cc", "cpp", "cxx", "c++", "hpp", "hh", "hxx", "inl", "cu", "cuh", "rs", "s"}
+)
+
+_SHARED_LIBRARY = re.compile(r"\.(?:so(?:\.\d+)*|dll|dylib)$", re.I)
+
+
+def _pyspy_python(file: str, line: str | None) -> bool:
+    """Whether a py-spy frame of `file` (and `line`, None where it printed none) is
+    Python's: it has a line and its file is no native source nor a shared library."""
+    if line is None or _SHARED_LIBRARY.search(file) is not None:
+        return False
+    return file.rpartition(".")[2].lower() not in _NATIVE_SOURCE
+
+
 # A command quoted in prose: "I run `python train.py --x 1` and ...".
 _QUOTED = re.compile(r"`(?P<command>[^`\n]+)`")
 # faulthandler.dump_traceback_later's header: `Timeout (0:05:00)!`, a timeout of a fraction
@@ -1403,19 +1420,24 @@ def _pyspy_dump(text: str) -> list[tuple[str, list[str]]] | None:
         return None
     stacks: list[tuple[str, list[str]]] = []
     inside = False
+    base = 0  # the indent of the thread's frames; deeper lines are --locals' (review)
     for line in lines:
         if stacks and _PYSPY_PROCESS.match(line.strip()):
             break  # `--subprocesses`' next process: its threads are not this one's
         header = _PYSPY_THREAD.match(line.strip())
+        indent = len(line) - len(line.lstrip())
         if header is not None:
             stacks.append((line.strip().split(" ", 1)[1], []))
-            inside = True
-        elif inside and (frame := _PYSPY_FRAME.match(line)) is not None:
-            stacks[-1][1].insert(0, f"{frame['file']}:{frame['function']}")
-        elif inside and _PYSPY_NATIVE.match(line):
-            continue  # --native's frame of C: the thread's Python frames go on past it
-        else:
-            inside = False
+            inside, base = True, 0
+        elif not inside or not line.strip() or indent == 0:
+            inside = False  # a thread's frames end at a blank or unindented line
+        elif base and indent > base:
+            continue  # `--locals`' `Arguments:`, `Locals:` and their values
+        elif (frame := _PYSPY_FRAME.match(line)) is not None:
+            base = base or indent
+            if _pyspy_python(frame["file"], frame["line"]):
+                stacks[-1][1].insert(0, f"{frame['file']}:{frame['function']}")
+        # else a line of the thread's py-spy does not print: passed over
     return stacks or None
 
 

@@ -3168,6 +3168,27 @@ def test_a_py_spy_native_dump_keeps_its_python_frames() -> None:
     assert read.threads[1].frames[-1] == "serve.py:transfer"
 
 
+def test_a_py_spy_dump_s_debug_info_templates_and_locals_are_no_python_frames() -> None:
+    # A libpython built with -g prints C frames with file:line, read as Python frames; a
+    # C++ template's name (spaces) and `--locals`' lines ended the thread's stack.
+    dump = PYSPY_DEADLOCK.replace(
+        '"MainThread"\n',
+        '"MainThread"\n    __futex_abstimed_wait_common (futex-internal.c:57)\n'
+        "    PyThread_acquire_lock_timed (thread_pthread.h:483)\n"
+        "    std::_Function_handler<void (), at::Task>::_M_invoke (libtorch_cpu.so)\n",
+    ).replace(
+        "    transfer (serve.py:8)\n    main",
+        "    transfer (serve.py:8)\n        Arguments:\n            first: <_thread.lock>\n"
+        "        Locals:\n            n: 1\n    main",
+    )
+    module = "    <module> (serve.py:19)\n"
+    dump = dump.replace(module, module + "    main (python.c:15)\n")
+    read = read_ticket(dump)
+    assert read.python_frames == ("serve.py:<module>", "serve.py:main", "serve.py:transfer")
+    assert [t.main for t in read.threads] == [True, False]
+    assert read.threads[1].frames[-1] == "serve.py:transfer"
+
+
 def test_a_py_spy_subprocesses_dump_gives_the_first_processs_threads() -> None:
     # `--subprocesses` dumps each child after the parent, a MainThread of its own: read as
     # the parent's threads, two ran `<module>` and the description said none did.
