@@ -17,6 +17,7 @@ import ast
 import re
 import shlex
 import warnings
+from collections import Counter
 from dataclasses import field, replace
 from pathlib import Path
 
@@ -322,7 +323,7 @@ def _core_line_unsure(core: str | None) -> bool:
 # `py-spy dump --pid N`, what a hang's ticket pastes: `Process 5512: python main.py ...`,
 # `Python v3.10.13 (/usr/bin/python3.10)`, then each thread, `Thread 5512 (idle):
 # "MainThread"`, and its frames innermost first, `    wait (threading.py:320)`.
-_PYSPY_PROCESS = re.compile(r"^Process \d+: (?P<command>.+)$")
+_PYSPY_PROCESS = re.compile(r"^Process (?P<pid>\d+): (?P<command>.+)$")
 _PYSPY_THREAD = re.compile(r"^Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:idle|active)[^)]*\)")
 # A frame, Python's or (`--native`) C's: `    PyThread_acquire_lock_timed
 # (libpython3.11.so.1.0)`, `    0x7f6f3bea3f16 (libc.so.6)` with no line; with debug info
@@ -1418,16 +1419,28 @@ def _pyspy_dump(text: str) -> list[tuple[str, list[str]]] | None:
     lines = text.split("\n")
     if not any(_PYSPY_PROCESS.match(line.strip()) for line in lines):
         return None
-    stacks: list[tuple[str, list[str]]] = []
+    # (the child whose section it is in, None for the first process's; header; frames)
+    stacks: list[tuple[str | None, str, list[str]]] = []
+    first: str | None = None
+    child: str | None = None
+    sections: Counter[str] = Counter()
     inside = False
     base = 0  # the indent of the thread's frames; deeper lines are --locals' (review)
     for line in lines:
-        if stacks and _PYSPY_PROCESS.match(line.strip()):
-            break  # `--subprocesses`' next process: its threads are not this one's
+        if (process := _PYSPY_PROCESS.match(line.strip())) is not None:
+            if first is None:
+                first = process["pid"]
+            elif process["pid"] == first:
+                break  # a second dump of the same process
+            else:
+                child = process["pid"]  # `--subprocesses`' child: its threads are not ours
+                sections[child] += 1
+            inside = False
+            continue
         header = _PYSPY_THREAD.match(line.strip())
         indent = len(line) - len(line.lstrip())
         if header is not None:
-            stacks.append((line.strip().split(" ", 1)[1], []))
+            stacks.append((child, line.strip().split(" ", 1)[1], []))
             inside, base = True, 0
         elif not inside or not line.strip() or indent == 0:
             inside = False  # a thread's frames end at a blank or unindented line
@@ -1436,9 +1449,20 @@ def _pyspy_dump(text: str) -> list[tuple[str, list[str]]] | None:
         elif (frame := _PYSPY_FRAME.match(line)) is not None:
             base = base or indent
             if _pyspy_python(frame["file"], frame["line"]):
-                stacks[-1][1].insert(0, f"{frame['file']}:{frame['function']}")
+                stacks[-1][2].insert(0, f"{frame['file']}:{frame['function']}")
         # else a line of the thread's py-spy does not print: passed over
-    return stacks or None
+    if not any(count > 1 for count in sections.values()):
+        own = [(thread, frames) for child, thread, frames in stacks if child is None]
+        return own or None
+    # py-spy before 0.4.2 printed every child after each of the parent's threads, not
+    # after the last (review): a child's threads repeat, once a parent thread, and a
+    # thread printed once after a child's section is the parent's next one.
+    printed = Counter(thread.split(" ", 1)[0] for _, thread, _ in stacks)
+    return [
+        (thread, frames)
+        for child, thread, frames in stacks
+        if child is None or printed[thread.split(" ", 1)[0]] == 1
+    ] or None
 
 
 def _thread_stacks(stacks: list[tuple[str, list[str]]]) -> tuple[ThreadStack, ...]:

@@ -3190,8 +3190,9 @@ def test_a_py_spy_dump_s_debug_info_templates_and_locals_are_no_python_frames() 
 
 
 def test_a_py_spy_subprocesses_dump_gives_the_first_processs_threads() -> None:
-    # `--subprocesses` dumps each child after the parent, a MainThread of its own: read as
-    # the parent's threads, two ran `<module>` and the description said none did.
+    # `--subprocesses` (py-spy 0.4.2 on) dumps each child after the parent, a MainThread of
+    # its own: read as the parent's threads, two ran `<module>` and the description said
+    # none did.
     child = """\
 
 --------------------------------------------------------------------------------
@@ -3211,6 +3212,32 @@ Thread 21865 (idle): "MainThread"
         ('5461 (idle): "MainThread"', True),
         ('5480 (idle): "t2"', False),
     ]
+
+
+def test_an_older_py_spy_subprocesses_dump_keeps_the_parents_later_threads() -> None:
+    # py-spy before 0.4.2 printed every child after each of the parent's threads:
+    # MainThread, the child, t2, the child again. Stopping at the first child lost t2.
+    child = """\
+Process 21865: python serve.py --workers 4
+Python v3.11.7 (/root/.pyenv/versions/3.11.7/bin/python3.11)
+Parent Process 5461: python serve.py --workers 4
+
+Thread 21865 (idle): "MainThread"
+    SimpleQueue.get (multiprocessing/queues.py:365)
+    worker (multiprocessing/pool.py:114)
+    <module> (serve.py:15)
+Thread 21870 (idle): "QueueFeederThread"
+    wait (threading.py:320)
+    Thread.run (threading.py:982)
+"""
+    head, t2 = PYSPY_DEADLOCK.rstrip("`\n").split('Thread 5480 (idle): "t2"\n')
+    dump = f'{head}{child}Thread 5480 (idle): "t2"\n{t2}\n{child}```\n'
+    read = read_ticket(dump)
+    assert [(t.thread, t.main) for t in read.threads] == [
+        ('5461 (idle): "MainThread"', True),
+        ('5480 (idle): "t2"', False),
+    ]
+    assert read.python_frames == ("serve.py:<module>", "serve.py:main", "serve.py:transfer")
 
 
 def test_the_prose_after_a_ci_log_with_later_steps_is_still_read() -> None:
