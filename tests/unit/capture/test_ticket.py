@@ -3286,6 +3286,29 @@ Current thread 0x000046f0 (most recent call first):
     )
 
 
+@pytest.mark.parametrize(
+    ("what", "signal"),
+    [
+        ("page error", "SIGBUS"),
+        ("integer overflow", "SIGFPE"),
+        ("code 0xc000001d", "SIGILL"),
+        ("code 0xC0000096", "SIGILL"),
+    ],
+)
+def test_a_windows_fault_is_read_as_cpython_words_it(what: str, signal: str) -> None:
+    # The table named words CPython never prints (`in page error`, `illegal instruction`)
+    # and missed two it does; an illegal instruction is its code.
+    text = f"""\
+$ python train.py
+Windows fatal exception: {what}
+
+Current thread 0x000046f0 (most recent call first):
+  File "C:\\proj\\train.py", line 40 in <module>
+"""
+    read = read_ticket(text)
+    assert (read.failure.outcome, read.failure.signal) == ("crash", signal)
+
+
 def test_a_windows_access_violation_the_process_went_on_from_is_no_crash() -> None:
     # faulthandler's Windows handler reports first-chance exceptions SEH or the JVM then
     # handles: the later traceback ended the run, and the dump's frames are not its.
