@@ -52,6 +52,7 @@ from reprospec.outcome.tracebacks import (
     FATAL_BODY,
     FATAL_HEADER,
     FRAME_AT,
+    RICH_BOX_CORNERS,
     STACK_FRAME,
     PythonException,
     fatal_errors,
@@ -560,7 +561,9 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     # Python prints next, which no traceback reader then knew.
     clean = "\n".join(_unprefixed(_CTRL_C.sub("", line)) for line in text.split("\n"))
     clean = _FATAL_RUN_ON.sub(r"\g<progress>\n", clean)
-    if "╭" in clean:  # rich's traceback box, as CPython's traceback: its frames and header
+    # rich's traceback box (ROUNDED, or SQUARE on a legacy Windows console), as CPython's
+    # traceback: its frames and header.
+    if any(corner in clean for corner in RICH_BOX_CORNERS):
         clean = "\n".join(unboxed(clean.split("\n")))
     evidence: list[str] = []
     # A traceback pasted in a fenced block: its last message ran on into the closing

@@ -3116,6 +3116,10 @@ ValueError: batch size 16 exceeds buffer of 8 rows
     read = read_ticket("```\n$ python app.py --bs 16\n" + box + "```\n")
     assert (read.failure.outcome, read.failure.exception) == ("error", "ValueError")
     assert read.python_frames == ("/tmp/areaF/r/app.py:<module>", "/tmp/areaF/r/app.py:main")
+    # On a legacy Windows console rich draws SQUARE's corners: the box was not unboxed.
+    square = box.translate(str.maketrans("╭╮╰╯", "┌┐└┘"))
+    read = read_ticket("```\n$ python app.py --bs 16\n" + square + "```\n")
+    assert read.python_frames == ("/tmp/areaF/r/app.py:<module>", "/tmp/areaF/r/app.py:main")
 
 
 def test_a_gdb_batch_sessions_program_is_the_one_after_args() -> None:
