@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from reprospec.core.results import AttemptResult
-from reprospec.outcome.hungstacks import Frame, hung_threads
+from reprospec.outcome.hungstacks import Frame, hung_threads, in_file
 from reprospec.process.childprotocol import STACK_TXT
 
 UNREAD = ""
@@ -67,7 +67,7 @@ def place_of(stack: str | None) -> str:
 
 
 # The library's calls that block a thread until another thread or process acts, by their
-# file's end and function (the innermost library frame of a waiting thread): a thread in
+# file's last parts and function (the innermost library frame of a waiting thread): a thread in
 # one of them waits there at every dump, where one in any other library frame (json's
 # encoder, re's compile) is only passing through it.
 _BLOCKING = (
@@ -83,8 +83,9 @@ _BLOCKING = (
 
 
 def _blocks(frame: Frame) -> bool:
-    """Whether a library frame is one of `_BLOCKING`'s calls."""
-    return any(frame.path.endswith(path) and frame.function in names for path, names in _BLOCKING)
+    """Whether a library frame is one of `_BLOCKING`'s calls (`in_file`: `mythreading.py`'s
+    `wait` is none)."""
+    return any(in_file(frame, path) and frame.function in names for path, names in _BLOCKING)
 
 
 def attempt_place(run_dir: Path, attempt: AttemptResult) -> str:

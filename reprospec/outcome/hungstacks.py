@@ -203,7 +203,7 @@ def _runs_module(frame: Frame) -> bool:
 
 def _threading_started(frame: Frame) -> bool:
     """A thread `threading` started: its outermost frame is its `_bootstrap`."""
-    return frame.function == "_bootstrap" and frame.path.endswith("threading.py")
+    return frame.function == "_bootstrap" and in_file(frame, "threading.py")
 
 
 def hung_frames(stack: str | None) -> list[list[Frame]]:
@@ -239,11 +239,9 @@ def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
             out.append(HungProcess(pid, False, False, None, python=False, command=command))
             continue
         every = [f for _, frames in threads for f in frames]
-        worker = any(
-            f.path.endswith(_WORKER_LOOP[0]) and f.function == _WORKER_LOOP[1] for f in every
-        )
+        worker = any(in_file(f, _WORKER_LOOP[0]) and f.function == _WORKER_LOOP[1] for f in every)
         main = _main_thread(threads)
-        fetching = worker and any(f.path.endswith(_FETCH) for f in main)
+        fetching = worker and any(in_file(f, _FETCH) for f in main)
         string = _runs_a_string(main)
         frame = next((f for f in main if _is_user(f, string)), None)
         joined: tuple[Frame, ...] = ()
@@ -493,7 +491,15 @@ def _names(node: str, frame: Frame) -> bool:
 def _is(frame: Frame, where: tuple[str, str | tuple[str, ...]]) -> bool:
     path, function = where
     names = (function,) if isinstance(function, str) else function
-    return frame.path.endswith(path) and frame.function in names
+    return in_file(frame, path) and frame.function in names
+
+
+def in_file(frame: Frame, path: str) -> bool:
+    """Whether a frame is in the file `path` names by its last parts (`threading.py`,
+    `multiprocessing/connection.py`): the whole path or its end after a `/` (py-spy names
+    the library's files short), never a file whose name only ends so (`mythreading.py`,
+    `websocket.py`), which was taken for the library's (review)."""
+    return frame.path == path or frame.path.endswith("/" + path)
 
 
 def _short(frame: Frame) -> str:
@@ -508,6 +514,7 @@ __all__ = [
     "hung_frames",
     "hung_processes",
     "hung_threads",
+    "in_file",
     "label_workers",
     "pytest_hung_in",
     "readable_frames",

@@ -388,3 +388,19 @@ def test_a_look_agains_match_is_left_out_of_the_rate_as_the_first_is() -> None:
             search.record(probe, kinds, "", (), places)
     # Point 7's rate check asks what its counted attempts leave of rate_check: 7 of 8.
     assert rate_asked[0] == search.settings.rate_check - 1
+
+
+def test_a_library_file_that_only_ends_like_a_blocking_one_is_no_wait() -> None:
+    # site-packages' mythreading.py's `wait`, websocket.py's `accept`: passed through, not
+    # waited in, so the thread is named by its own function alone (review).
+    for path, function in (("mythreading.py", "wait"), ("websocket.py", "accept")):
+        dump = _busy(
+            f"{LIB}/site-packages/{path}:3:{function}",
+            "/tmp/h/busy.py:4:stuck",
+            "/tmp/h/busy.py:9:<module>",
+        )
+        assert place_of(dump) == place_of(_busy("/tmp/h/busy.py:9:<module>"))
+    # The library's own still is one.
+    stuck = ("/tmp/h/busy.py:4:stuck", "/tmp/h/busy.py:9:<module>")
+    dump = _busy(f"{LIB}/threading.py:327:wait", *stuck)
+    assert place_of(dump).endswith("stuck -> threading.py:wait")
