@@ -1946,7 +1946,7 @@ def _windows_fatal(clean: str) -> tuple[str, str, str] | None:
 
 
 # pytest's summary line of a failed test: `FAILED tests/t.py::test_x - ValueError: ...`.
-_PYTEST_FAILED = re.compile(r"^FAILED \S+::", re.M)
+_PYTEST_FAILED_LINE = re.compile(r"^FAILED \S+::", re.M)
 # A step's header: `##[group]Run actions/upload-artifact@v4`, or the web page's copy's
 # `Run python train.py` (its group marker not copied).
 _GHA_STEP_HEAD = re.compile(r"^(?:##\[group\])?Run (?P<command>\S.*)$", re.M)
@@ -1978,7 +1978,7 @@ def _through_failed_step(text: str) -> tuple[str, str | None, int]:
         if (
             not timed_out
             and _FAILURE_START.search(own) is None
-            and _PYTEST_FAILED.search(own) is None
+            and _PYTEST_FAILED_LINE.search(own) is None
         ):
             continue
         # The later steps end where the paste does: the ticket's prose after its closing
