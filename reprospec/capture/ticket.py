@@ -1947,9 +1947,19 @@ def _windows_fatal(clean: str) -> tuple[str, str, str] | None:
 
 # pytest's summary line of a failed test: `FAILED tests/t.py::test_x - ValueError: ...`.
 _PYTEST_FAILED_LINE = re.compile(r"^FAILED \S+::", re.M)
-# A step's header: `##[group]Run actions/upload-artifact@v4`, or the web page's copy's
-# `Run python train.py` (its group marker not copied).
-_GHA_STEP_HEAD = re.compile(r"^(?:##\[group\])?Run (?P<command>\S.*)$", re.M)
+# A step's header: `##[group]Run actions/upload-artifact@v4` in a raw log, or, in the web
+# page's copy (no `##[group]` line anywhere), `Run python train.py` with its script indented
+# below it. A program's own `Run summary: 0 epochs` line is no header (review).
+_GHA_STEP_HEAD = re.compile(r"^##\[group\]Run (?P<command>\S.*)$", re.M)
+_GHA_PAGE_STEP_HEAD = re.compile(r"^Run (?P<command>\S.*)$(?=\n[ \t]+\S)", re.M)
+
+
+def _step_heads(text: str, start: int = 0, end: int | None = None) -> list[re.Match[str]]:
+    """The step headers in `text[start:end]`: the raw log's `##[group]Run` lines, or, where
+    `text` has no `##[group]` line (the web page's copy), its bare `Run` lines whose next
+    line is indented."""
+    head = _GHA_STEP_HEAD if "##[group]" in text else _GHA_PAGE_STEP_HEAD
+    return list(head.finditer(text, start, len(text) if end is None else end))
 
 
 def _through_failed_step(text: str) -> tuple[str, str | None, int]:
@@ -1967,7 +1977,7 @@ def _through_failed_step(text: str) -> tuple[str, str | None, int]:
     )
     previous = 0
     for failed in ends:
-        heads = list(_GHA_STEP_HEAD.finditer(text, previous, failed.start()))
+        heads = _step_heads(text, previous, failed.start())
         start = heads[-1].start() if heads else previous
         # Its own lines only: a caught traceback an earlier step logged (a download's
         # retry), then a step failed with no failure this reader knows (a lint step run
@@ -1985,16 +1995,23 @@ def _through_failed_step(text: str) -> tuple[str, str | None, int]:
         # fence (`it fails only sometimes`) is kept.
         fence = _FENCE_LINE_M.search(text, failed.end())
         rest = text[failed.end() : fence.start() if fence is not None else len(text)]
-        later = len(_GHA_STEP_HEAD.findall(rest))
+        later = len(_step_heads(text, failed.end(), failed.end() + len(rest)))
+        # The earlier steps' lines are set aside too (from the log's first step on): a
+        # download's caught `ConnectionResetError` was read as the failure of a step that
+        # timed out or crashed with no traceback of its own (review). The prose before the
+        # log is kept; the machine and the step's env are read from the whole log.
+        first = _step_heads(text, 0, start)
+        before = text[: first[0].start()] if first else text[:start]
         if later == 0:
-            return text, None, start
+            return before + text[start:], None, len(before)
         step = f"'Run {heads[-1]['command'].strip()}'" if heads else "its"
         note = (
             f"GitHub Actions: the failure read from step {step} (the first failed step that"
             f" shows one); {plural(later, 'later step')} set aside"
         )
-        kept = text[: failed.end()]
-        return kept + ("\n" + text[fence.start() :] if fence is not None else ""), note, start
+        kept = before + text[start : failed.end()]
+        tail = "\n" + text[fence.start() :] if fence is not None else ""
+        return kept + tail, note, len(before)
     return text, None, 0
 
 

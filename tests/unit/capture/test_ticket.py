@@ -2895,6 +2895,100 @@ def test_a_ci_step_past_its_time_limit_is_the_failure_not_a_later_steps() -> Non
     assert read.failure.exception is None
 
 
+_CAUGHT_THEN_LINT = [
+    "##[group]Run python scripts/download_data.py",
+    "python scripts/download_data.py",
+    "shell: /usr/bin/bash -e {0}",
+    "##[endgroup]",
+    "Traceback (most recent call last):",
+    '  File "scripts/download_data.py", line 9, in fetch',
+    "ConnectionResetError: [Errno 104] Connection reset by peer",
+    "downloaded 3 files",
+    "##[group]Run ruff check .",
+    "ruff check .",
+    "shell: /usr/bin/bash -e {0}",
+    "##[endgroup]",
+    "src/x.py:1:8: F401 [*] `os` imported but unused",
+    "##[error]Process completed with exit code 1.",
+    "##[group]Run python train.py",
+    "python train.py",
+    "shell: /usr/bin/bash -e {0}",
+    "##[endgroup]",
+    "epoch 1",
+]
+
+
+@pytest.mark.parametrize("later", [[], ["##[group]Run actions/upload-artifact@v4", "##[endgroup]"]])
+@pytest.mark.parametrize(
+    ("end", "outcome", "signal"),
+    [
+        (
+            ["##[error]The action 'Run python train.py' has timed out after 5 minutes."],
+            "hang",
+            None,
+        ),
+        (
+            ["Segmentation fault (core dumped)", "##[error]Process completed with exit code 139."],
+            "crash",
+            "SIGSEGV",
+        ),
+    ],
+)
+def test_an_earlier_ci_steps_caught_traceback_is_not_the_failed_steps_failure(
+    later: list[str], end: list[str], outcome: str, signal: str | None
+) -> None:
+    # The step was chosen by its own lines, but its failure was read from the whole log
+    # before it: a download step's caught ConnectionResetError became the exception of a
+    # step that timed out or segfaulted, a spec no run of train.py reproduces (review).
+    read = read_ticket(_ci_lines(_CAUGHT_THEN_LINT + end + later))
+    assert (read.failure.outcome, read.failure.signal) == (outcome, signal)
+    assert read.failure.exception is None
+    assert read.command == "python train.py"
+
+
+def test_a_failed_steps_output_line_that_begins_with_run_is_no_step_header() -> None:
+    # `Run summary: ...` after the traceback was taken for a step's header: the failed step
+    # held no failure, and the later `if: always()` step's FileNotFoundError and command
+    # became the spec (review).
+    log = _ci_lines(
+        [
+            "##[group]Run python train.py",
+            "python train.py",
+            "shell: /usr/bin/bash -e {0}",
+            "##[endgroup]",
+            "Traceback (most recent call last):",
+            '  File "train.py", line 3, in <module>',
+            "KeyError: 'lr'",
+            "Run summary: 0 epochs finished",
+            "##[error]Process completed with exit code 1.",
+            "##[group]Run python upload_metrics.py",
+            "python upload_metrics.py",
+            "shell: /usr/bin/bash -e {0}",
+            "##[endgroup]",
+            "Traceback (most recent call last):",
+            '  File "upload_metrics.py", line 3, in <module>',
+            "FileNotFoundError: [Errno 2] No such file or directory: 'metrics.json'",
+            "##[error]Process completed with exit code 1.",
+        ]
+    )
+    read = read_ticket(log)
+    assert (read.failure.exception, read.command) == ("KeyError", "python train.py")
+    # The web page's copy has no `##[group]`: a bare `Run` line is a header only with its
+    # script indented below it.
+    page = (
+        "```\nRun python train.py\n  python train.py\n  shell: /usr/bin/bash -e {0}\n"
+        'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n'
+        "KeyError: 'lr'\nRun 3/5 finished\nError: Process completed with exit code 1.\n"
+        "Run python upload_metrics.py\n  python upload_metrics.py\n"
+        "  shell: /usr/bin/bash -e {0}\nTraceback (most recent call last):\n"
+        '  File "upload_metrics.py", line 3, in <module>\n'
+        "FileNotFoundError: [Errno 2] No such file or directory: 'metrics.json'\n"
+        "Error: Process completed with exit code 1.\n```\n"
+    )
+    read = read_ticket(page)
+    assert (read.failure.exception, read.command) == ("KeyError", "python train.py")
+
+
 def test_a_ci_log_copied_from_the_web_page_is_read_as_the_raw_log() -> None:
     # The web page shows `##[error]` as `Error: `: a later step's exception was read
     # under the failed step's command, and a step's timeout as no outcome (review).
