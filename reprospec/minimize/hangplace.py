@@ -7,9 +7,10 @@ A crash keeps its place in its signature (`crash:SIGSEGV:main:frame`); a hang's 
 report kept the original's title. Here a hang's place is read from the attempt's stack dump
 (stack.txt), as `Outcome.hung_in` is (outcome/hungstacks.py's `hung_threads`): each hung
 thread's outermost function of the program's own code (a busy thread's innermost one
-changes from dump to dump), and where it waits in a blocking call of the library, its
-innermost one and what it waits in below it (the library's frames: Barrier.wait's
-threading.py frames; none where its own line waits in C code, a lock's `with`, a sleep).
+changes from dump to dump; the main thread's below its `<module>`), and where it waits in
+a blocking call of the library, its innermost one and what it waits in below it (the
+library's frames: Barrier.wait's threading.py frames; none where its own line waits in C
+code, a lock's `with`, a sleep).
 Line numbers are left out (the program shrinks), and so are its files' paths (each
 candidate runs in its own folder).
 
@@ -42,14 +43,17 @@ def place_of(stack: str | None) -> str:
     (a Barrier's wait, the outermost call first); `UNREAD` or `NOWHERE`.
 
     A thread is named by its outermost function of the program's own (the thread's target,
-    the main thread's `<module>`), not its innermost: a busy thread (an endless loop, a
-    livelock) is caught wherever it runs, in `step` in one dump and in `check` in the next,
-    or in json's encoder at one depth and its decoder at another, and a lone busy thread
-    read so was another hang at almost every sighting (review). Only where it waits in a
-    known blocking call of the library (`_BLOCKING`: threading's waits, a queue's get,
-    selectors' select, a child's wait) are its innermost function and the library frames
-    it waits in said too, so one thread at a Barrier still differs from the same thread on
-    a lock (its line waits in C code, no library frame: its function alone)."""
+    the main thread's outermost function below its `<module>`: `main`, `train`, a test;
+    `<module>` where it hangs at module level), not its innermost: a busy thread (an
+    endless loop, a livelock) is caught wherever it runs, in `step` in one dump and in
+    `check` in the next, or in json's encoder at one depth and its decoder at another, and
+    a lone busy thread read so was another hang at almost every sighting (review). Its
+    innermost is said beside it for the words (`main (in stuck)`), not compared
+    (`threads_of`). Only where it waits in a known blocking call of the library
+    (`_BLOCKING`: threading's waits, a queue's get, selectors' select, a child's wait) are
+    its innermost function and the library frames it waits in compared too, so one thread
+    at a Barrier still differs from the same thread on a lock (its line waits in C code,
+    no library frame)."""
     threads = hung_threads(stack)
     if threads is None:
         return UNREAD
@@ -62,8 +66,15 @@ def place_of(stack: str | None) -> str:
             if frame != outermost:
                 names.append(frame.function)
             names += [f"{f.path.rsplit('/', 1)[-1]}:{f.function}" for f in reversed(waiting)]
+        elif frame.function != outermost.function:
+            names[0] += f"{_IN}{frame.function})"
         said.append(" -> ".join(names))
     return ", ".join(sorted(said))
+
+
+# Where a thread that waits in no blocking call was caught, for the words alone: `main (in
+# stuck)`; `threads_of` leaves it out, as a busy thread is caught wherever it runs.
+_IN = " (in "
 
 
 # The library's calls that block a thread until another thread or process acts, by their
@@ -109,8 +120,9 @@ def places_said(places: Iterable[str], in_: str = "in ") -> str:
 
 
 def threads_of(place: str) -> frozenset[str]:
-    """A place's entries, one per hung thread (`w1, w2`: `w1` and `w2`); `NOWHERE` is one."""
-    return frozenset(place.split(", "))
+    """A place's entries, one per hung thread (`w1, w2`: `w1` and `w2`; `main (in stuck)`:
+    `main`), as they are compared; `NOWHERE` is one."""
+    return frozenset(thread.split(_IN, 1)[0] for thread in place.split(", "))
 
 
 def moved(places: Iterable[str], original: Iterable[str]) -> tuple[str, ...]:
@@ -128,10 +140,10 @@ def moved(places: Iterable[str], original: Iterable[str]) -> tuple[str, ...]:
     locks), moved.
 
     The places are compared as a set, () where any of them sits as an original's: a
-    program's busy loop is caught wherever the sampler finds it, so a lone busy thread
-    seen in `step` in one attempt and in `spin` (the original's) in another hangs where
-    the original did, its `step` no other hang. (One sighting alone cannot tell that:
-    the search and minimize's check of DIR look again, `LOOKS`.)"""
+    thread busy around a blocking call (a loop of `queue.get(timeout=...)`) is caught in
+    it at one dump, `worker -> queue.py:get`, and outside it at the next, `worker (in
+    step)` (the original's `worker`), and hangs where the original did. (One sighting
+    alone cannot tell that: the search and minimize's check of DIR look again, `LOOKS`.)"""
     known = [threads_of(p) for p in original if p != UNREAD]
     if not known:
         return ()
@@ -141,8 +153,9 @@ def moved(places: Iterable[str], original: Iterable[str]) -> tuple[str, ...]:
 
 
 # The sightings of a hang elsewhere (matched attempts whose place was read) that reject it:
-# a busy thread is caught wherever it runs, so one sighting in a function none of the
-# original's attempts showed is looked at again before the candidate is called another hang.
+# a busy thread is caught wherever it runs, in a blocking call or out of it, so one sighting
+# none of the original's attempts showed is looked at again before the candidate is called
+# another hang.
 LOOKS = 2
 
 

@@ -121,13 +121,13 @@ or `infra` (could not run).
      exception in a clean attempt only ends that attempt otherwise, as before;
    - a hang that sits elsewhere (`hangs-elsewhere`; at its first match, or its second): its
      attempts' places (`record`'s `places`, minimize/hangplace.py: each hung thread's
-     outermost function of the program's own, and the library frames it waits in where
-     that is a blocking call; no line numbers)
+     outermost function of the program's own, the main thread's below its `<module>`,
+     and the library frames it waits in where that is a blocking call; no line numbers)
      where each one's threads hold less than half of those of each of the original's
-     places (`moved`), seen so in `LOOKS` (2) attempts: a lone busy thread is caught
-     wherever the sampler finds it, and one caught in a function no attempt of the
-     original's showed was rejected on that one sighting; it is looked at again, one
-     attempt at a time while its clean attempts leave room, and kept where one sits as
+     places (`moved`), seen so in `LOOKS` (2) attempts: a thread busy around a blocking
+     call is caught in it at one dump and out of it at the next, and one caught so where
+     no attempt of the original's showed it was rejected on that one sighting; it is
+     looked at again while its clean attempts leave room, and kept where one sits as
      the original's. A hang's signature is `hang` wherever it sits: a user's two-lock
      deadlock became one thread waiting on a Barrier no other thread reached, "fails
      as hang in 20/20". An unread place (no stacks) is no difference, on either side;

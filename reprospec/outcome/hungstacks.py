@@ -340,8 +340,9 @@ def hung_threads(stack: str | None) -> tuple[_HungThread, ...] | None:
     each thread's innermost frame of the user's code, the frames it waits in below it
     (`_waiting`: Barrier.wait's threading.py frames; none where its own line waits in C
     code, a lock's acquire, a sleep), and its outermost frame of the user's code (the
-    thread's target, the main thread's `<module>`); where the main thread has left the
-    program's code and waits at exit for threads it never joined, those threads. None
+    thread's target; the main thread's outermost function, `_main_entry`); where the main
+    thread has left the program's code and waits at exit for threads it never joined,
+    those threads. None
     where no stacks were read or they show only the harness's code (an injected hang: its
     phase and step say where, not this); () where they show no frame of the user's code.
 
@@ -365,12 +366,25 @@ def hung_threads(stack: str | None) -> tuple[_HungThread, ...] | None:
     if process.joined:
         # The threads `hung_processes` read `joined` from, as it read them.
         return _other_threads(threads, main, string)
-    return ((process.frame, tuple(_waiting(main, string)), _outermost(main, string)),)
+    return ((process.frame, tuple(_waiting(main, string)), _main_entry(main, string)),)
 
 
 def _outermost(frames: list[Frame], string: bool) -> Frame:
     """A thread's outermost frame of the user's code (frames most recent first; one is)."""
     return next(f for f in reversed(frames) if _is_user(f, string))
+
+
+def _main_entry(frames: list[Frame], string: bool) -> Frame:
+    """A main thread's outermost named function of the user's code, of its own process
+    (above a forked child's `_bootstrap`): `main`, `train`, a test function; its
+    `<module>` only where it hangs at module level. Its outermost frame is almost always
+    `<module>`, and every hang of a lone main thread read so (a lock's self-deadlock, a
+    sleep, a busy loop in another function), which told none of them apart (review).
+    Comprehensions' and lambdas' frames (`<listcomp>`) are their scope's, no function."""
+    own = frames[: next((i for i, f in enumerate(frames) if _is(f, _FORKED)), len(frames))]
+    user = [f for f in reversed(own or frames) if _is_user(f, string)]
+    named = (f for f in user if not (f.function.startswith("<") and f.function.endswith(">")))
+    return next(named, user[0] if user else _outermost(frames, string))
 
 
 def _left_waiting(

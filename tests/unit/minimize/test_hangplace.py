@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import StoredProbe
-from reprospec.minimize.hangplace import LOOKS, NOWHERE, UNREAD, moved, place_of
+from reprospec.minimize.hangplace import LOOKS, NOWHERE, UNREAD, moved, place_of, places_said
 from reprospec.minimize.program import Program
 from reprospec.minimize.search import Minimization, Probe, Settings
 from tests.support.minimizing import proposing
@@ -286,7 +286,13 @@ def test_a_lone_busy_thread_is_one_place_wherever_each_dump_caught_it() -> None:
     dumps = f"{LIB}/json/__init__.py:231:dumps"
     encoding = _busy(f"{LIB}/json/encoder.py:258:iterencode", dumps, "/tmp/h/j.py:9:main")
     decoding = _busy(f"{LIB}/json/decoder.py:353:raw_decode", "/tmp/h/j.py:10:main")
-    assert [place_of(s) for s in (in_b, in_a, in_loop)] == ["<module>"] * 3
+    # The main thread's function below its `<module>`, compared; where it was caught, said.
+    assert [place_of(s) for s in (in_b, in_a, in_loop)] == [
+        "loop (in <listcomp>)",
+        "loop (in <genexpr>)",
+        "loop",
+    ]
+    assert moved([place_of(in_loop)], [place_of(in_b)]) == ()
     assert place_of(encoding) == place_of(decoding) == "main"
     assert moved([place_of(in_a)], [place_of(in_b)]) == ()
     assert moved([place_of(decoding)], [place_of(encoding)]) == ()
@@ -297,7 +303,7 @@ def test_a_lone_busy_thread_is_one_place_wherever_each_dump_caught_it() -> None:
         "/tmp/h/busy.py:4:stuck",
         "/tmp/h/busy.py:9:<module>",
     )
-    assert place_of(waiting) == "<module> -> stuck -> threading.py:wait -> threading.py:wait"
+    assert place_of(waiting) == "stuck -> threading.py:wait -> threading.py:wait"
     assert moved([place_of(waiting)], [place_of(in_b)]) == (place_of(waiting),)
 
 
@@ -399,8 +405,27 @@ def test_a_library_file_that_only_ends_like_a_blocking_one_is_no_wait() -> None:
             "/tmp/h/busy.py:4:stuck",
             "/tmp/h/busy.py:9:<module>",
         )
-        assert place_of(dump) == place_of(_busy("/tmp/h/busy.py:9:<module>"))
+        assert place_of(dump) == "stuck"
     # The library's own still is one.
     stuck = ("/tmp/h/busy.py:4:stuck", "/tmp/h/busy.py:9:<module>")
     dump = _busy(f"{LIB}/threading.py:327:wait", *stuck)
     assert place_of(dump).endswith("stuck -> threading.py:wait")
+
+
+def test_a_lone_main_threads_hangs_are_told_apart_by_its_function_below_module() -> None:
+    # Each read `<module>` (its outermost frame), so a lock's self-deadlock in main() and a
+    # busy loop in train() sat alike, and the words named nothing to act on (review).
+    lock = _busy("/tmp/h/h.py:5:stuck", "/tmp/h/h.py:8:main", "/tmp/h/h.py:11:<module>")
+    busy = _busy("/tmp/h/h.py:3:step", "/tmp/h/h.py:6:train", "/tmp/h/h.py:11:<module>")
+    sleep = _busy("/tmp/h/h.py:2:<module>")
+    assert [place_of(s) for s in (lock, busy, sleep)] == [
+        "main (in stuck)",
+        "train (in step)",
+        "<module>",
+    ]
+    assert moved([place_of(busy)], [place_of(lock)]) == ("train (in step)",)
+    assert moved([place_of(sleep)], [place_of(lock)]) == ("<module>",)
+    # Caught in another function of main()'s: the same hang.
+    other = lock.replace("5 in stuck", "6 in check")
+    assert moved([place_of(other)], [place_of(lock)]) == ()
+    assert places_said([place_of(lock)]) == "in main (in stuck)"
