@@ -1574,7 +1574,8 @@ def _pytest_timeout_hang(clean: str) -> PytestTimeout | None:
 def _timed_out_test(clean: str, workdir: Path | None = None) -> str | None:
     """The test pytest-timeout's dump ended: `-v`'s line of it, run on into the dump's first
     rule (`t.py::test_x +++ Timeout +++`), else the progress line's file there (`t.py `)
-    and the dump's outermost test frame in that file (`in test_x`: `_node_in_file`). The
+    and the dump's outermost test frame in that file (`in test_x`: `_node_in_file`; the
+    dump is `traceback.format_stack`'s, its frames outermost first, as given). The
     dump's frames name no class: a test method's (`t.py::TestSlow::test_x`, the node id a
     run of the spec reads) is the class enclosing the def at the frame's line, read from
     the file where the frame's path, or the progress line's in `workdir`, finds it;
@@ -1607,7 +1608,8 @@ def _dumped_test(clean: str, workdir: Path | None = None) -> str | None:
     (`tests/t.py .`, without `-v`): the current thread's outermost test frame in that file
     (`_node_in_file`: the innermost may be a helper it called), as a node id
     (`tests/t.py::TestX::test_y`, its classes read from the file in `workdir`, as
-    `_timed_out_test` reads them); None where no such line or frame is shown."""
+    `_timed_out_test` reads them); None where no such line or frame is shown. faulthandler
+    lists its frames innermost first: they are given to `_node_in_file` reversed."""
     lines = clean.split("\n")
     for index, line in enumerate(lines):
         if not line.startswith(FATAL_HEADER) or index == 0:
@@ -1627,7 +1629,7 @@ def _dumped_test(clean: str, workdir: Path | None = None) -> str | None:
             if found is None:
                 break  # the block's end: a blank line, another thread's header
             frames.append(found)
-        test = _node_in_file(progress["file"], frames, workdir)
+        test = _node_in_file(progress["file"], frames[::-1], workdir)
         if test is not None:
             return test
     return None
@@ -1636,18 +1638,24 @@ def _dumped_test(clean: str, workdir: Path | None = None) -> str | None:
 def _node_in_file(
     progress_file: str, frames: list[re.Match[str]], workdir: Path | None
 ) -> str | None:
-    """The node id of the test a dump's `frames` (innermost first) show pytest calling in
+    """The node id of the test a dump's `frames` (outermost first) show pytest calling in
     the progress line's file: the outermost frame in that file (the innermost may be a
-    helper the test called) whose function pytest collects (`test*`: a fixture or a helper
-    it called, `lib`, is no test a run's markers report), its classes read from the file in
+    helper the test called, `test_b` calling `test_sleeps_forever`) whose function pytest
+    collects by its default `python_functions` (`test*`: a fixture or a helper it called,
+    `lib`, is no test a run's markers report; a project's own `check_*` is not read), its
+    classes read from the file in
     `workdir` (`t.py::TestX::test_y`); None where no frame is such a test (no guess).
     `_timed_out_test`'s and `_dumped_test`'s one rule."""
     named = progress_file.lstrip("./")
-    test: re.Match[str] | None = None
-    for found in frames:
-        in_file = found["file"] == named or found["file"].endswith("/" + named)
-        if in_file and found["function"].startswith("test"):
-            test = found
+    test = next(
+        (
+            found
+            for found in frames
+            if (found["file"] == named or found["file"].endswith("/" + named))
+            and found["function"].startswith("test")
+        ),
+        None,
+    )
     if test is None:
         return None
     # Files are read only in `workdir` (None reads the text alone): the frame's (a

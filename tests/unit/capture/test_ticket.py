@@ -2380,6 +2380,21 @@ def test_a_timed_out_test_method_without_v_is_named_with_its_class(tmp_path: Pat
     assert read_ticket(paste).test == "test_cls.py::test_sleeps"
 
 
+def test_a_timed_out_test_that_called_another_test_function_is_the_outer_one() -> None:
+    # pytest-timeout's dump (`traceback.format_stack`) lists its frames outermost first:
+    # the last test frame, the innermost, was taken, so `test_b` calling
+    # `test_sleeps_forever()` was read as `test_hang.py::test_sleeps_forever`, a phase no
+    # run of `test_b` matches (review).
+    recorded = (DATA / "capture" / "pytesttimeout" / "pytest-timeout-thread.txt").read_text()
+    paste = recorded.replace(
+        '  File "/home/u/proj/test_hang.py", line 5, in test_sleeps_forever\n',
+        '  File "/home/u/proj/test_hang.py", line 9, in test_b\n    test_sleeps_forever()\n'
+        '  File "/home/u/proj/test_hang.py", line 5, in test_sleeps_forever\n',
+    )
+    assert paste != recorded
+    assert read_ticket(paste).test == "test_hang.py::test_b"
+
+
 def _timed_out_in(frame_file: str) -> str:
     """pytest-timeout's dump of `test_cls.py`'s test_sleeps at line 6, its frame's file
     `frame_file`."""
