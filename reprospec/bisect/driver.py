@@ -208,10 +208,16 @@ def bisect_spec(
         trials: dict[str, Trial] = dict(known)
         # A finished bisect stored under an earlier, less strict stop, rerun where --out cannot
         # be written: the present stop may ask attempts that cannot be stored, so its stored
-        # answer is printed, with a warning, where a version would need them.
+        # answer is printed, with a warning, where a version would need them. Only one asked
+        # the same question: the key leaves --error and --min-rate out, and a stricter one's
+        # attempts (or any a state stored under the present stop lacks) stay refused.
         answered = (
             stored_answer(folder / "state.json") if resumed and unwritable(request.out) else None
         )
+        if answered is not None and (
+            answered.error != request.error or answered.min_rate != min_rate
+        ):
+            answered = None
         # Why the last trial's save failed (suppressed in `oracle`), "" once one succeeds.
         unsaved = [""]
 

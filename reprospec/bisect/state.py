@@ -37,6 +37,10 @@ if TYPE_CHECKING:
     from reprospec.core.inputs import Spec
 
 STATE_FORMAT = 1
+# state.json's mark of a bisect stored under the present stop (a51dea31's second reading of the
+# rate): only a state without it, stored under the earlier stop, has its answer printed on a
+# read-only --out (`stored_answer`); one with it asks no attempt its answer did not run.
+STOP = "second-reading"
 # Runners that install what a candidate asks for; the local runner runs one interpreter.
 INSTALLING_RUNNERS = ("venv", "docker")
 # The `spec` not given: its own object, told apart by identity from any path passed.
@@ -469,9 +473,14 @@ def stored_answer(path: Path) -> BisectResult | None:
     """state.json's stored "found" result, None where it holds none (or not one that reads).
     Given only where --out cannot be written: a bisect finished under an earlier, less strict
     stop may need attempts the present one asks (a51dea31's second reading), which such an
-    --out cannot store, so its stored answer is printed with a warning instead of refused."""
+    --out cannot store, so its stored answer is printed with a warning instead of refused.
+    None where state.json was stored under the present stop (`STOP`): there a version that
+    needs attempts was asked something the stored answer was not (a stricter --error), and
+    printing the answer claimed a confidence never reached."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and data.get("stop") == STOP:
+            return None
         stored = data.get("result") if isinstance(data, dict) else None
         if not isinstance(stored, dict) or stored.get("status") != "found":
             return None
@@ -551,6 +560,7 @@ def write_state(
     lock aside) and a write that failed halfway left behind."""
     data: JsonObject = {
         "format": STATE_FORMAT,
+        "stop": STOP,
         "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "spec": str(request.spec),
         "package": request.package,

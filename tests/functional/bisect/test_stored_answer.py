@@ -2,7 +2,8 @@
 the rate), run again on an --out made read-only since: its state.json holds the answer, but
 not every attempt the present stop asks, so the rerun was refused as a version needing
 attempts (exit 2). It prints the stored answer with a warning that it came from the earlier
-stop."""
+stop, where the state was stored before that stop (state.json without its `stop` mark) and
+the same --error and --min-rate are asked; otherwise the refusal stands."""
 
 from __future__ import annotations
 
@@ -66,7 +67,28 @@ def test_a_stored_answer_short_of_the_present_stop_is_printed_on_a_read_only_out
     state_path = folder / "state.json"
     state = json.loads(state_path.read_text(encoding="utf-8"))
     state["trials"] = {"1.2": state["trials"]["1.2"]}
+    # Stored under the present stop (its mark kept), the answer is not printed for attempts it
+    # never ran: the refusal stands.
     state_path.write_text(json.dumps(state), encoding="utf-8")
+    try:
+        present = run(read_only(out, argv))
+    finally:
+        _writable(out)
+    assert present.returncode == 2, present.stdout + present.stderr
+    assert "cannot be written" in present.stderr
+    assert "less strict stop" not in present.stdout
+    # The earlier stop wrote no mark.
+    del state["stop"]
+    state_path.write_text(json.dumps(state), encoding="utf-8")
+    # A stricter --error (which the bisect's key leaves out) asks a confidence the stored
+    # answer never reached: refused, not printed at the stored error.
+    try:
+        stricter = run(read_only(out, [*argv, "--error", "0.0001"]))
+    finally:
+        _writable(out)
+    assert stricter.returncode == 2, stricter.stdout + stricter.stderr
+    assert "cannot be written" in stricter.stderr
+    assert "less strict stop" not in stricter.stdout
     try:
         older = run(read_only(out, argv))
     finally:
