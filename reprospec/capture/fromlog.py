@@ -155,25 +155,29 @@ def _secrets_of(proposal: Proposal | None, ticket: Ticket) -> tuple[str, ...]:
     )
 
 
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
 def _setting_secrets(name: str, value: str) -> tuple[str, ...]:
     """The secrets a variable the ticket sets holds (in its prose or a CI step's `env:`):
     its value under a secret-looking name (`sets_secret`), else the credentials in it by
     their shape (a URL's password) and the secrets it writes as a command line would
-    (`--password X`, a DSN's `password=X`: `command_secrets`), whatever its name. One
+    (`--password X`, a DSN's `password=X`: `command_secrets`), whatever its name; a URL
+    whose credential its shape shows holds that alone, whatever its name. One
     rule for the TODO items and the masking of the spec: a step's `WANDB_API_KEY` was left
     out of its item but printed in full in the traceback the spec quotes (review)."""
     if value == "***":  # GitHub's mask: nothing left to hide
         return ()
+    # A URL whose credential its shape shows (a `DATABASE_URL`'s password, a
+    # `PIP_EXTRA_INDEX_URL`'s token): that alone, whatever its name. Masked whole, every 6
+    # characters of its host and scheme (`https:`) were masked in the title, description
+    # and messages (review).
+    inside = tuple(dict.fromkeys(value[start:end] for start, end, _ in credential_spans(value)))
+    if inside and _URL.match(value):
+        return inside
     if sets_secret(name, value):
         return (value,)
-    return tuple(
-        dict.fromkeys(
-            [
-                *(value[start:end] for start, end, _ in credential_spans(value)),
-                *(secret for _, secret in command_secrets(value)),
-            ]
-        )
-    )
+    return tuple(dict.fromkeys([*inside, *(secret for _, secret in command_secrets(value))]))
 
 
 def _secret_setting(name: str, value: str) -> bool:

@@ -2813,6 +2813,38 @@ def test_a_ci_steps_secret_the_program_prints_is_masked_in_the_spec() -> None:
     assert "0123456789abcdef" not in written
 
 
+def test_a_ci_steps_url_secret_masks_its_credential_not_its_host() -> None:
+    # A URL under a secret-looking name was masked whole: every 6 characters of it, its
+    # host and `https:`, were masked in the spec's description and messages (review).
+    log = _ci_lines(
+        [
+            "##[group]Run python train.py",
+            "python train.py",
+            "shell: /usr/bin/bash -e {0}",
+            "env:",
+            "  DATABASE_URL: postgres://ci:s3cretPassw0rd@db.example.com:5432/app",
+            "  PIP_EXTRA_INDEX_URL: https://__token__:abcDEF123456@pypi.example.com/simple",
+            "##[endgroup]",
+            "Traceback (most recent call last):",
+            '  File "train.py", line 3, in <module>',
+            "ConnectionError: connecting to db.example.com:5432 via"
+            " postgres://other@db.example.com/app (password s3cretPassw0rd)",
+            "##[error]Process completed with exit code 1.",
+        ]
+    )
+    draft = skeleton(read_ticket(log), "ci.log")
+    written = render_spec(draft)
+    assert "db.example.com:5432 via postgres://other@db.example.com/app" in written
+    assert "s3cret" not in written
+    assert "abcDEF123456" not in written
+    items = [item for item in draft.todo if item.startswith("environment.env.")]
+    assert [item.split(":", 1)[0] for item in items] == [
+        "environment.env.DATABASE_URL",
+        "environment.env.PIP_EXTRA_INDEX_URL",
+    ]
+    assert all("(a secret: its value is not written)" in item for item in items)
+
+
 def test_a_ci_steps_secret_under_a_harmless_name_is_not_written() -> None:
     # An option's secret (`--password X`) and a DSN's `password=X` under names no secret
     # rule reads were written in the TODO item and the spec (review).
