@@ -826,18 +826,14 @@ def _check_out_before_replay(
 
 def _unperturbed_of(folder: Path, check: Mapping[str, object]) -> bool:
     """Whether unperturbed.json holds a check of the program and -o of DIR's stored
-    `check` (its key's base is known only after the replay: the search's, or amplify's)."""
-    try:
-        stored = json.loads((folder / UNPERTURBED_JSON).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    `check` (its key's base is known only after the replay: the search's, or amplify's),
+    read as `check_unperturbed` reads it: a check that does not read as one is none, run
+    again after the replay (review: any dict was taken, and its run refused only then)."""
+    key = {f: check.get(f) for f in ("program", "output")}
+    if not all(isinstance(v, str) for v in key.values()):
         return False
-    key = stored.get("key") if isinstance(stored, dict) else None
-    return (
-        isinstance(key, dict)
-        and isinstance(stored.get("check"), dict)
-        and key.get("program") == check.get("program")
-        and key.get("output") == check.get("output")
-    )
+    fields = {f: str(v) for f, v in key.items()}
+    return stored_unperturbed(folder / UNPERTURBED_JSON, fields, fields) is not None
 
 
 def _refuse_unperturbed_check(out: Path, why: str, output: Path) -> NoReturn:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from reprospec.core.frozen import frozen
@@ -244,16 +244,26 @@ class Side:
     filters: tuple[str, ...]
 
 
-def stored_unperturbed(record: Path, key: Mapping[str, str]) -> Unperturbed | None:
+def stored_unperturbed(
+    record: Path, key: Mapping[str, str], fields: Collection[str] | None = None
+) -> Unperturbed | None:
     """The check stored in `record` under `key`; None where none is (another answer's,
-    another DIR's, or not written: a check stopped before its end)."""
+    another DIR's, or not written: a check stopped before its end). `fields`: those of
+    the key compared alone, where the others are not known yet (minimize's check of -o
+    before its replay knows DIR's program and -o, not the base: the search's or
+    amplify's); the whole key where None."""
     try:
         stored = json.loads(record.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if isinstance(stored, dict) and stored.get("key") == dict(key):
-        return Unperturbed.from_dict(stored.get("check"))
-    return None
+    held = stored.get("key") if isinstance(stored, dict) else None
+    if not isinstance(held, dict):
+        return None
+    if fields is None and held != dict(key):
+        return None
+    if fields is not None and any(held.get(f) != key.get(f) for f in fields):
+        return None
+    return Unperturbed.from_dict(stored.get("check"))
 
 
 def check_unperturbed(

@@ -262,8 +262,18 @@ def test_minimize_refuses_an_unstored_unperturbed_check_on_a_read_only_out(
             f"{result} without the perturbation runs its minimized.yaml" in again.stderr
         ), again.stderr
         assert (result / "minimize.json").read_bytes() == answer  # DIR left as it was
+        # A record of this DIR whose check does not read as one is none: refused so too,
+        # not taken for stored, replayed, and its check's run refused only then (review).
+        _writable(out)
+        unread = {**json.loads(kept), "check": {"original": "?"}}
+        record.write_text(json.dumps(unread) + "\n", encoding="utf-8")
+        garbled = _run(read_only(out, argv))
+        assert garbled.returncode == 2, garbled.stderr
+        assert "replay" not in garbled.stderr, garbled.stderr
+        assert "without the perturbation runs its minimized.yaml" in garbled.stderr
     finally:
         _writable(out)
+    record.unlink(missing_ok=True)  # the garbled one, read-only to a user
     record.write_bytes(kept)
     try:
         stored = _run(read_only(out, argv))
