@@ -95,7 +95,13 @@ def run(args: argparse.Namespace) -> int:
             + ")"
             if images
             else " (the docker runner's attempts run in the cells' images"
-            + (", none here yet)" if spec else ")")
+            + (
+                (", none here yet" if missing or not unmade else "")
+                + (f"; the image of {', '.join(unmade)} cannot be made" if unmade else "")
+                + ")"
+                if spec
+                else ")"
+            )
         )
     if args.format == "json":
         json.dump([check.to_dict() for check in checks], sys.stdout, indent=2)

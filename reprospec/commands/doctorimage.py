@@ -61,8 +61,8 @@ def present_images(
     plans: Sequence[AttemptPlan], spec: str
 ) -> tuple[list[tuple[str, AttemptPlan]], list[str], list[str]]:
     """(tag, one plan of it) of each distinct image the plans run in that is here, in order,
-    the tags of those not here yet, and the cells whose image cannot be made, with why
-    (`cell c (no such Dockerfile)`: they were dropped, neither checked nor said); none
+    the tags of those not here yet, and the cells whose image cannot be made, by why
+    (`cells b, c (no such Dockerfile)`: they were dropped, neither checked nor said); none
     where no engine answers (the `docker` check says so)."""
     from reprospec.errors import InfraError
     from reprospec.runners.docker import image
@@ -73,18 +73,24 @@ def present_images(
     except InfraError:
         return [], [], []
     found: dict[str, AttemptPlan | None] = {}
-    unmade: dict[str, str] = {}  # why -> the first cell it stopped
+    unmade: dict[str, list[str]] = {}  # why -> every cell it stopped, in order
     for plan in plans:
         try:
             recipe = image.recipe_for(plan.environment, spec_dir=Path(spec).resolve().parent)
         except InfraError as exc:
-            unmade.setdefault(str(exc), plan.cell.id)
+            unmade.setdefault(str(exc), []).append(plan.cell.id)
             continue
         if recipe.tag not in found:
             found[recipe.tag] = plan if image.image_present(client, recipe.tag) else None
     here = [(tag, plan) for tag, plan in found.items() if plan is not None]
     missing = [tag for tag, plan in found.items() if plan is None]
-    return here, missing, [f"cell {cell} ({why})" for why, cell in unmade.items()]
+    return here, missing, [_cells(cells, why) for why, cells in unmade.items()]
+
+
+def _cells(cells: list[str], why: str) -> str:
+    """`cell b (why)`, or `cells b, c (why)`: the cells one reason stopped."""
+    named = ", ".join(dict.fromkeys(cells))
+    return f"{'cells' if len(set(cells)) > 1 else 'cell'} {named} ({why})"
 
 
 def image_checks(
@@ -119,7 +125,11 @@ def image_checks(
             for name, made in inside.items():
                 made.append(Check(name, "skipped", f"the image of {cell} cannot be made"))
     elif spec is not None:
-        why = "the image is not here yet (built at the first run): checked inside it once it is"
+        # No image here: where none can be made either, "built at the first run" was untrue
+        # (a one-cell spec whose Dockerfile is missing) (review).
+        not_yet = "the image is not here yet (built at the first run): checked inside it once it is"
+        cannot = f"the image of {', '.join(unmade)} cannot be made" if unmade else ""
+        why = "; ".join(filter(None, [not_yet if missing or not unmade else "", cannot]))
     else:
         why = (
             "the host's; the docker runner's attempts run in the cells' images, which "

@@ -114,7 +114,9 @@ def test_a_cell_whose_image_cannot_be_made_is_said_not_dropped(
     here, missing, unmade = doctorimage.present_images(cast("list[AttemptPlan]", plans), "s.yaml")
     assert [tag for tag, _ in here] == ["a:1"]
     assert missing == []
-    assert unmade == ["cell b (no Dockerfile: ./nope/Dockerfile)"]
+    # Each cell one reason stopped is named: c, with b's reason, was neither checked nor
+    # said (review).
+    assert unmade == ["cells b, c (no Dockerfile: ./nope/Dockerfile)"]
 
     def made(*_: object) -> dict[str, list[doctor.Check]]:
         return {"torch": [doctor.Check("torch", "pass", "in image a:1: torch 2.13.0")]}
@@ -124,5 +126,22 @@ def test_a_cell_whose_image_cannot_be_made_is_said_not_dropped(
     checks = image_checks(host, doctor.Needs(runner="docker"), here, "s.yaml", None, [], unmade)
     assert [(c.status, c.why) for c in checks] == [
         ("pass", "in image a:1: torch 2.13.0"),
+        ("skipped", "the image of cells b, c (no Dockerfile: ./nope/Dockerfile) cannot be made"),
+    ]
+
+
+def test_no_image_here_and_none_can_be_made_is_said_not_built_at_the_first_run() -> None:
+    # Every cell's image unmade (a one-cell spec whose Dockerfile is missing): each check
+    # said "not here yet (built at the first run)", which the first run cannot do (review).
+    host = [doctor.Check("torch", "pass", "torch 2.13.0 (the host's)")]
+    unmade = ["cell b (no Dockerfile: ./nope/Dockerfile)"]
+    checks = image_checks(host, doctor.Needs(runner="docker"), [], "s.yaml", None, [], unmade)
+    assert [(c.status, c.why) for c in checks] == [
         ("skipped", "the image of cell b (no Dockerfile: ./nope/Dockerfile) cannot be made"),
     ]
+    # One not here yet too: both are said.
+    checks = image_checks(host, doctor.Needs(runner="docker"), [], "s.yaml", None, ["a:1"], unmade)
+    assert checks[0].why == (
+        "the image is not here yet (built at the first run): checked inside it once it is;"
+        " the image of cell b (no Dockerfile: ./nope/Dockerfile) cannot be made"
+    )
