@@ -2047,11 +2047,12 @@ _GHA_RUNNER_ENV = frozenset(
 )
 # Where the runner keeps what a setup action installs (setup-uv's `UV_CACHE_DIR`,
 # setup-miniconda's `CONDA_PKGS_DIR`, setup-java's `JAVA_HOME`): a variable whose value is
-# such a path is the log's machine, whatever its name, not the workflow's setting (review).
-_GHA_RUNNER_PATHS = (
-    "/opt/hostedtoolcache/",
-    "/home/runner/work/_temp/",
-    "/home/runner/work/_tool/",
+# such a path is the log's machine, whatever its name, not the workflow's setting: read by
+# its folders' names, on every runner (`/opt/hostedtoolcache`, macOS's
+# `/Users/runner/work/_temp/...`, Windows' `C:\hostedtoolcache\...` and `D:\a\_temp\...`,
+# a self-hosted `actions-runner/_work/_tool/...`), not Linux's prefixes alone (review).
+_GHA_RUNNER_PATHS = re.compile(
+    r"(?:^|[/\\])(?:hostedtoolcache|(?:_?work|a)[/\\]_(?:temp|tool))(?:[/\\]|$)"
 )
 _GHA_ENV_LINE = re.compile(r"^\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*): ?(?P<value>.*)$")
 
@@ -2083,7 +2084,7 @@ def _gha_step_env(lines: list[str], command: str | None) -> tuple[tuple[str, str
             if entry is None:
                 break  # `##[endgroup]`, the step's output
             value = entry["value"].strip()
-            if entry["name"] not in _GHA_RUNNER_ENV and not value.startswith(_GHA_RUNNER_PATHS):
+            if entry["name"] not in _GHA_RUNNER_ENV and not _GHA_RUNNER_PATHS.search(value):
                 found.append((entry["name"], value))
         return tuple(found)
     return ()

@@ -2799,6 +2799,25 @@ def test_a_ci_steps_env_is_a_todo_item_each_secret_unwritten() -> None:
     assert "s3cret" not in written
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/Users/runner/work/_temp/setup-uv-cache",
+        "/Users/runner/hostedtoolcache/Python/3.11.7/arm64",
+        "C:\\hostedtoolcache\\windows\\Python\\3.11.7\\x64",
+        "D:\\a\\_temp\\setup-uv-cache",
+        "/home/ci/actions-runner/_work/_tool/Python/3.11.7/x64",
+        "/opt/hostedtoolcache",
+    ],
+)
+def test_a_setup_actions_path_on_any_runner_is_no_step_env_item(path: str) -> None:
+    # Only GitHub-hosted Linux prefixes were known: on macOS, Windows or a self-hosted
+    # runner, setup-uv's UV_CACHE_DIR was a TODO item naming the runner's path (review).
+    log = CI_STEP_ENV.replace("/home/runner/work/_temp/setup-uv-cache", path)
+    assert path in log
+    assert "UV_CACHE_DIR" not in [name for name, _ in read_ticket(log).step_env]
+
+
 def test_a_ci_steps_secret_the_program_prints_is_masked_in_the_spec() -> None:
     # The step's WANDB_API_KEY was left out of its TODO item, but the traceback that
     # printed it was quoted in full in the spec's expect and description (review).
