@@ -339,14 +339,19 @@ def continuing(search: str, stored: int, budget: int) -> str:
 
 class CannotGoOn(UsageError):
     """check_out_to_go_on's refusal; `why` is the --out's, for a caller that words its own
-    (minimize's step 1, whose isolate runs under a share of minimize's --budget)."""
+    (minimize's step 1, whose isolate runs under a share of minimize's --budget), and
+    `interrupted` whether the search goes on from an interrupted run (else past its earlier
+    run's --budget)."""
 
-    def __init__(self, message: str, why: str) -> None:
+    def __init__(self, message: str, why: str, *, interrupted: bool = False) -> None:
         super().__init__(message)
         self.why = why
+        self.interrupted = interrupted
 
 
-def check_out_to_go_on(out: Path, folder: Path, answer: str, budget: int, search: str) -> None:
+def check_out_to_go_on(
+    out: Path, folder: Path, answer: str, budget: int, search: str, *, replays: bool = True
+) -> None:
     """Refuse, before anything replays, a search that goes on past its earlier run on an
     --out that cannot be written: the new attempts' runs go there. A finished run of
     isolate, minimize or amplify given a larger --budget replayed every stored probe, ran
@@ -357,7 +362,9 @@ def check_out_to_go_on(out: Path, folder: Path, answer: str, budget: int, search
     amplify.json in `folder`) says it was interrupted, or that its budget ran out (isolate's
     status `budget` or its `budget_spent`: refused as the budget too small, amplify's and
     minimize's search `budget_spent`) and `budget` is larger than that run's (an
-    interrupted one's: than the attempts it ran). Anything else (no answer, an earlier
+    interrupted one's: than the attempts it ran, where `replays`; minimize's, whose stored
+    probes never hold the final check of its best, nor step 2 where step 1 was stopped, goes
+    on whatever its budget). Anything else (no answer, an earlier
     version's without its budget, a finished one, the same budget) is left to the replay: a
     replay to a known answer prints it, with a warning that it could not be saved."""
     try:
@@ -379,7 +386,7 @@ def check_out_to_go_on(out: Path, folder: Path, answer: str, budget: int, search
     said = earlier.get("attempts", earlier.get("used"))
     ran = said if isinstance(said, int) and not isinstance(said, bool) else None
     stopped = earlier.get("interrupted") is True or earlier.get("status") == "interrupted"
-    interrupted = stopped and (ran is None or budget > ran)
+    interrupted = stopped and (not replays or ran is None or budget > ran)
     if not (interrupted or larger):
         return
     why = unwritable(out)
@@ -397,10 +404,11 @@ def check_out_to_go_on(out: Path, folder: Path, answer: str, budget: int, search
             f" (or --budget {before} to see its answer again)"
             if larger
             else f" (or --budget {ran} to replay what it ran)"
-            if ran
+            if ran and replays
             else ""
         ),
         why,
+        interrupted=not larger,
     )
 
 

@@ -344,7 +344,12 @@ def _minimize(
             "(isolate), before the program's search: nothing is minimized yet"
         )
     check_out_to_go_on(
-        run_options.out, folder, "minimize.json", options.budget, f"minimization {ident}"
+        run_options.out,
+        folder,
+        "minimize.json",
+        options.budget,
+        f"minimization {ident}",
+        replays=False,
     )
     _check_out_before_replay(
         folder, options.output, run_options.out, repr(settings), bool(perturbed)

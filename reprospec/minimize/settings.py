@@ -198,13 +198,24 @@ def reduce_settings(
         return Reduced(failing, failing, other, message="interrupted", interrupted=True)
     except CannotGoOn as refused:
         # Step 1's isolate goes on past its earlier run on an --out that cannot be written:
-        # its figures are its share of the budget, not the --budget the user gave.
+        # its figures are its share of the budget, not the --budget the user gave. From an
+        # interrupted run no minimize --budget only replays (minimize.json's check, which
+        # goes on whatever the budget): no --budget to suggest.
+        went = (
+            "minimize's step 1 (isolating the settings, at most "
+            f"{plural(share, 'attempt')}) goes on from its interrupted run"
+            if refused.interrupted
+            else f"a --budget of {budget} continues minimize's step 1 (isolating the settings, "
+            f"at most {plural(share, 'attempt')}) past its earlier run"
+        )
+        again = (
+            ""
+            if refused.interrupted
+            else " (or the earlier run's --budget to see its answer again)"
+        )
         raise UsageError(
-            f"--out {options.out}: cannot be written ({refused.why}), and a --budget of "
-            f"{budget} continues minimize's step 1 (isolating the settings, at most "
-            f"{plural(share, 'attempt')}) past its earlier run, whose new attempts' runs go "
-            "there: give an --out that can be (or the earlier run's --budget to see its "
-            "answer again)"
+            f"--out {options.out}: cannot be written ({refused.why}), and {went}, whose new "
+            f"attempts' runs go there: give an --out that can be{again}"
         ) from None
     result = found.result
     base = Reduced(

@@ -471,3 +471,32 @@ def test_a_larger_budget_past_a_refusal_or_step_1_on_a_read_only_out_is_refused(
     assert "continuing" not in again.stderr, again.stderr  # nothing replayed
     assert f"--out {out}: cannot be written (" in again.stderr, again.stderr
     assert said in again.stderr, again.stderr
+
+
+def test_an_interrupted_minimize_on_a_read_only_out_is_refused_at_its_attempts_budget(
+    tmp_path: Path,
+) -> None:
+    """An interrupted minimize's stored probes never hold the final check of its best (nor
+    step 2, where it stopped in step 1): `--budget` of the attempts it ran is no replay alone,
+    and was let through to run new attempts on the read-only --out. Refused, with no
+    --budget to give."""
+    argv, out = _search(
+        tmp_path, "minimize", PROGRAM, SPEC,
+        "-j", "1", "--budget", "12", "--min-rate", "0.9", "--error", "0.5",
+        "-o", str(tmp_path / "result"),
+    )  # fmt: skip
+    first = _run(argv)
+    assert first.returncode in (0, 1), first.stderr
+    (answer,) = (out / "minimize").glob("*/minimize.json")
+    stored = json.loads(answer.read_text(encoding="utf-8"))
+    stored["status"] = "interrupted"  # as a run stopped before its final check leaves it
+    answer.write_text(json.dumps(stored), encoding="utf-8")
+    try:
+        again = _run(read_only(out, [*argv, "--budget", str(stored["attempts"])]))
+    finally:
+        _writable(out)
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert "Traceback" not in again.stderr
+    assert f"--out {out}: cannot be written (" in again.stderr, again.stderr
+    assert "goes on from its interrupted run" in again.stderr
+    assert "--budget" not in again.stderr.split("cannot be written", 1)[1]

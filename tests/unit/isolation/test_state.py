@@ -453,3 +453,38 @@ def test_an_unwritable_out_is_refused_only_where_the_search_would_run_new_attemp
     with pytest.raises(UsageError, match="cannot be written") as told:
         check_out_to_go_on(tmp_path, tmp_path, "isolate.json", budget, "isolation X")
     assert refused in str(told.value)
+
+
+@pytest.mark.parametrize("budget", [1, 6, 40])
+def test_an_interrupted_minimize_on_an_unwritable_out_is_refused_whatever_its_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int
+) -> None:
+    """minimize's stored probes never hold the final check of its best (nor step 2, where it
+    was stopped in step 1, `attempts` being step 1's): a --budget within the attempts it
+    ran is no replay alone, so no --budget is suggested."""
+    from reprospec.isolation.state import CannotGoOn, check_out_to_go_on
+
+    (tmp_path / "minimize.json").write_text(
+        json.dumps({"status": "interrupted", "attempts": 6, "budget": 40})
+    )
+    monkeypatch.setattr("reprospec.isolation.state.unwritable", lambda _out: "Read-only")
+    with pytest.raises(CannotGoOn, match="goes on from its interrupted run") as told:
+        check_out_to_go_on(tmp_path, tmp_path, "minimize.json", budget, "min X", replays=False)
+    assert told.value.interrupted
+    assert "--budget" not in str(told.value)
+
+
+def test_a_refusal_says_whether_the_search_goes_on_from_an_interrupted_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reprospec.isolation.state import CannotGoOn, check_out_to_go_on
+
+    monkeypatch.setattr("reprospec.isolation.state.unwritable", lambda _out: "Read-only")
+    (tmp_path / "isolate.json").write_text(json.dumps({"status": "budget", "budget": 3}))
+    with pytest.raises(CannotGoOn) as larger:
+        check_out_to_go_on(tmp_path, tmp_path, "isolate.json", 40, "isolation X")
+    assert not larger.value.interrupted
+    (tmp_path / "isolate.json").write_text(json.dumps({"status": "interrupted", "attempts": 2}))
+    with pytest.raises(CannotGoOn) as stopped:
+        check_out_to_go_on(tmp_path, tmp_path, "isolate.json", 40, "isolation X")
+    assert stopped.value.interrupted

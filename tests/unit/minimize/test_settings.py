@@ -119,3 +119,52 @@ def test_step_1_compares_the_places_of_every_matched_attempt_not_the_first_of_ea
     assert same(["w1, w2"], [NOWHERE]) == (
         "as a hang outside the program's code, not in w1, w2 as the failing cell's"
     )
+
+
+@pytest.mark.parametrize("interrupted", [True, False])
+def test_step_1_refused_on_an_unwritable_out_says_why_and_what_to_give(
+    monkeypatch: pytest.MonkeyPatch, interrupted: bool
+) -> None:
+    """An interrupted step 1 rerun on a read-only --out goes on from where it stopped, under
+    the --budget just given: `the earlier run's --budget` looped the user back to the same
+    refusal, and `past its earlier run` was not what happened."""
+    import threading
+
+    from reprospec.core.jsontypes import JsonValue
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.errors import UsageError
+    from reprospec.isolation import driver
+    from reprospec.isolation.state import CannotGoOn
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise CannotGoOn("refused", "Read-only", interrupted=interrupted)
+
+    monkeypatch.setattr(driver, "isolate_spec", refuse)
+    document: dict[str, JsonValue] = {
+        "matrix": {"b": [0, 1], "d": [0, 1]},
+        "command": "python prog.py",
+    }
+    with pytest.raises(UsageError) as told:
+        settings.reduce_settings(
+            Path("spec.yaml"),
+            document,
+            FAILING,
+            [NONE_SET],
+            SimpleNamespace(),  # type: ignore[arg-type]
+            RunOptions(out=Path("out")),
+            budget=40,
+            min_rate=None,
+            progress=lambda _line: None,
+            cancel=threading.Event(),
+        )
+    said = str(told.value)
+    assert said.startswith("--out out: cannot be written (Read-only), and ")
+    if interrupted:
+        assert (
+            "minimize's step 1 (isolating the settings, at most 8 attempts) goes on from its "
+            "interrupted run, whose new attempts' runs go there: give an --out that can be"
+        ) in said
+        assert "--budget" not in said
+    else:
+        assert "a --budget of 40 continues minimize's step 1" in said
+        assert "(or the earlier run's --budget to see its answer again)" in said
