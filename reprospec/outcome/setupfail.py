@@ -32,6 +32,7 @@ cell was infra-error and bisect refused its bad end.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
@@ -131,15 +132,27 @@ def _owners() -> Mapping[str, list[str]]:
 
 
 def _import_folders() -> tuple[tuple[str, int], ...]:
-    """Each folder on sys.path with its mtime: installing or removing a distribution adds
-    or takes away its `.dist-info` there, which changes it."""
+    """Each folder on sys.path that holds a distribution's metadata (`.dist-info`,
+    `.egg-info`), with its mtime: installing or removing a distribution adds or takes away
+    its entry there, which changes it, or makes the folder join or leave the key. The
+    others are left out: sys.path's `''`, the working folder of a notebook or the pytest
+    plugin, changes with every file an attempt writes there, and each attempt of a
+    `ModuleNotFoundError` paid `packages_distributions` again (review)."""
     folders: list[tuple[str, int]] = []
     for entry in sys.path:
+        folder = entry or "."
         try:
-            folders.append((entry, Path(entry or ".").stat().st_mtime_ns))
-        except OSError:
+            with os.scandir(folder) as listing:
+                holds = any(item.name.endswith(_METADATA) for item in listing)
+            if holds:
+                folders.append((entry, Path(folder).stat().st_mtime_ns))
+        except OSError:  # gone, not a folder (a zip), not readable
             continue
     return tuple(folders)
+
+
+# The entries of a distribution's metadata in an import folder.
+_METADATA = (".dist-info", ".egg-info")
 
 
 @functools.lru_cache(maxsize=1)

@@ -90,3 +90,29 @@ def test_the_module_owners_are_read_again_after_an_install(
         assert setupfail._of_declared("No module named 'bs4.x'", {"beautifulsoup4"})
     finally:
         setupfail._owners_at.cache_clear()
+
+
+def test_a_working_folder_without_metadata_is_no_key_of_the_owners(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """sys.path's `''` (a notebook's, the pytest plugin's working folder) put that folder's
+    mtime in the key: each file an attempt wrote there read the map again (review)."""
+    import os
+    import sys
+
+    from reprospec.outcome import setupfail
+
+    site = tmp_path / "site-packages"
+    (site / "six-1.16.0.dist-info").mkdir(parents=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(sys, "path", ["", str(site)])
+    before = setupfail._import_folders()
+    assert [entry for entry, _ in before] == [str(site)]
+    (work / "out.log").write_text("attempt 1\n")
+    os.utime(work, ns=(5, 5))
+    assert setupfail._import_folders() == before
+    # A distribution installed there (`pip install --target .`) makes it count.
+    (work / "bs4-0.0.1.dist-info").mkdir()
+    assert [entry for entry, _ in setupfail._import_folders()] == ["", str(site)]
