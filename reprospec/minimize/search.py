@@ -127,8 +127,10 @@ or `infra` (could not run).
      places (`moved`), seen so in `LOOKS` (2) attempts: a thread busy around a blocking
      call is caught in it at one dump and out of it at the next, and one caught so where
      no attempt of the original's showed it was rejected on that one sighting; it is
-     looked at again while its clean attempts leave room, and kept where one sits as
-     the original's. A hang's signature is `hang` wherever it sits: a user's two-lock
+     looked at again, -j attempts at a time (fewer where its clean attempts still needed
+     or the budget left are), stopped at the next hang, while its clean attempts leave
+     room, and kept where one sits as the original's; LOOKS hangs, read or not, end the
+     looking. A hang's signature is `hang` wherever it sits: a user's two-lock
      deadlock became one thread waiting on a Barrier no other thread reached, "fails
      as hang in 20/20". An unread place (no stacks) is no difference, on either side;
    - a rate clearly above the original's (`fails-more-often`): where the original's
