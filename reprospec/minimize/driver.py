@@ -970,10 +970,13 @@ def _spec_preload(spec: Spec) -> tuple[str, ...]:
 @frozen
 class Hung:
     """Where DIR's reruns hung as the signature but not where the original did (`places`,
-    () where they did or none hung), and those reruns' run ids."""
+    () where they did or none hung), the run ids of the reruns those places were read in
+    (`runs`), and of those that hung with no stacks read (`unread`): named apart, its place
+    never read, where the line said it hung in the place with the others."""
 
     places: tuple[str, ...] = ()
     runs: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()
 
 
 def _rerun_dir(
@@ -1003,7 +1006,8 @@ def _rerun_dir(
     spec = api.load_spec(found.output / SPEC_NAME, files=False)
     places: list[str] = []
     looks = 0
-    run_ids: list[str] = []
+    placed: list[str] = []
+    unread: list[str] = []
     while True:
         run = api.run(
             spec,
@@ -1020,11 +1024,16 @@ def _rerun_dir(
         ran = [a for cell in run.cells for a in cell.attempts]
         agreeing = [a for a in ran if native.attempt_agrees(a, found.signature)]
         looks += len(agreeing)
-        places += _dir_places(run, options.out, agreeing)
-        run_ids.append(run.run_id)
+        read = _dir_places(run, options.out, agreeing)
+        places += read
+        if read:
+            placed.append(run.run_id)
+        elif agreeing:
+            unread.append(run.run_id)
         elsewhere = moved(places, _original_places(found))
         if not (agreeing and elsewhere) or looks >= LOOKS or run.interrupted:
-            return run, bool(agreeing) and not elsewhere, Hung(elsewhere, tuple(run_ids))
+            hung = Hung(elsewhere, tuple(placed), tuple(unread))
+            return run, bool(agreeing) and not elsewhere, hung
 
 
 def _original_places(found: Minimized) -> tuple[str, ...]:
@@ -1112,15 +1121,16 @@ def _unconfirmed(
     ran = [a for cell in run.cells for a in cell.attempts]
     if hung is not None and hung.places:
         # An earlier rerun's sighting, where the last stayed clean: said, not lost to it.
+        # Only the reruns whose places were read are said to have hung there; one that
+        # hung with its stacks unread is named apart.
         ids = hung.runs
         s = "s" if len(ids) > 1 else ""
-        where = f"in its rerun{s} (run{s} {', '.join(ids)})"
-        if len(ids) > 1 and not any(native.attempt_agrees(a, found.signature) for a in ran):
-            s = "s" if len(ids) > 2 else ""
-            where = (
-                f"in its rerun{s} (run{s} {', '.join(ids[:-1])}; the next, run {ids[-1]}, "
-                f"did not fail as {found.signature})"
-            )
+        notes = [f"run{s} {', '.join(ids)}"]
+        if hung.unread:
+            notes.append(f"run {', '.join(hung.unread)} hung, its stacks unread")
+        if run.run_id not in (*ids, *hung.unread):
+            notes.append(f"the next, run {run.run_id}, did not fail as {found.signature}")
+        where = f"in its rerun{s} ({'; '.join(notes)})"
         return (
             f"{SPEC_NAME} in {found.output} hung {places_said(hung.places)} {where}, not "
             f"where the original did ({places_said(_original_places(found), '')}): another "

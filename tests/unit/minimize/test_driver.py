@@ -312,16 +312,16 @@ def test_a_dir_nothing_can_be_made_in_is_refused_by_the_command_lines_rule() -> 
 
 
 @pytest.mark.parametrize(
-    ("later", "agrees", "reruns", "elsewhere"),
+    ("later", "agrees", "reruns", "elsewhere", "placed"),
     [
         # Seen where the original was on the second look: the same hang.
-        ("spin", True, 2, ()),
+        ("spin", True, 2, (), ("r1", "r2")),
         # The second rerun stayed clean: the first's sighting is kept.
-        (None, False, 2, ("step",)),
-        # Its later hangs' stacks unread: it ends at LOOKS looks.
-        ("", False, 2, ("step",)),
+        (None, False, 2, ("step",), ("r1",)),
+        # Its later hangs' stacks unread: it ends at LOOKS looks, r2 named apart (unread).
+        ("", False, 2, ("step",), ("r1",)),
         # Seen elsewhere twice: both places.
-        ("tick", False, 2, ("step", "tick")),
+        ("tick", False, 2, ("step", "tick"), ("r1", "r2")),
     ],
 )
 def test_dirs_check_looks_again_at_a_hang_seen_elsewhere_and_ends(
@@ -330,6 +330,7 @@ def test_dirs_check_looks_again_at_a_hang_seen_elsewhere_and_ends(
     agrees: bool,
     reruns: int,
     elsewhere: tuple[str, ...],
+    placed: tuple[str, ...],
 ) -> None:
     # DIR's first rerun hangs in `step`, where the original hung in `spin`; each later one
     # hangs in `later` ("" unread) or stays clean (None).
@@ -368,4 +369,13 @@ def test_dirs_check_looks_again_at_a_hang_seen_elsewhere_and_ends(
     last, agreed, hung = driver._rerun_dir(found, options, 1, None)  # type: ignore[arg-type]
     assert (agreed, len(runs), last.run_id) == (agrees, reruns, f"r{reruns}")
     assert hung.places == elsewhere
-    assert hung.runs == tuple(r.run_id for r in runs)
+    assert hung.runs == placed
+    assert hung.unread == (("r2",) if later == "" else ())
+    if elsewhere:
+        said = driver._unconfirmed(found, last, hung=hung)  # type: ignore[arg-type]
+        # A rerun whose stacks went unread is not said to have hung in the place.
+        assert {
+            None: "in its rerun (run r1; the next, run r2, did not fail as hang), not where",
+            "": "in its rerun (run r1; run r2 hung, its stacks unread), not where",
+            "tick": "in its reruns (runs r1, r2), not where",
+        }[later] in said
