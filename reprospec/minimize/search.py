@@ -263,6 +263,9 @@ class Probe:
     role: Role
     attempts: int
     stop_after: int = 1  # 0: never stop early
+    # Point 7's look again at a hang seen elsewhere (`_looking_again`): the match it stops
+    # at is left out of the candidate's rate as its first one is (`_Judging.looked`).
+    looking: bool = False
 
 
 @frozen
@@ -624,7 +627,7 @@ class Minimization:
                 ]
                 judging.places = judging.places.union(seen)
                 judging.sightings += len(seen)
-                if probe.stop_after and judging.failing.matched and "match" in kinds:
+                if probe.looking and "match" in kinds:
                     judging.looked += 1  # a look again's: it ran until this match
         if probe.role == "failing":
             if self._phase == "reduce" and judging.rate_probed:
@@ -951,7 +954,7 @@ class Minimization:
                 return None
             need = self.clean_needed() - judging.failing.clean
             want = max(1, min(need, s.step, left - s.reserve))
-            return Probe(judging.program.key, "failing", want)
+            return Probe(judging.program.key, "failing", want, looking=True)
         if verdict is None:
             if judging.failing.matched:
                 if left - s.reserve < s.passing:

@@ -388,12 +388,21 @@ def test_a_look_agains_match_is_left_out_of_the_rate_as_the_first_is() -> None:
 
     settings = Settings(passing=1, budget=500, step=100)
     search = Minimization(program("original"), settings, proposing(program("once")))
+    looks: list[Probe] = []
     while search.result is None:
         for probe in search.next_probes():
-            kinds, places = answer(probe, dict(search.program(probe.key).files)["h.py"])
+            text = dict(search.program(probe.key).files)["h.py"]
+            if probe.looking:
+                looks.append(probe)
+            kinds, places = answer(probe, text)
             search.record(probe, kinds, "", (), places)
     # Point 7's rate check asks what its counted attempts leave of rate_check: 7 of 8.
     assert rate_asked[0] == search.settings.rate_check - 1
+    # The look again is marked as one (`looked` is counted from the mark, not inferred from
+    # a stop_after probe after a match): once, of the candidate's failing attempts.
+    assert [(p.role, dict(search.program(p.key).files)["h.py"]) for p in looks] == [
+        ("failing", "once")
+    ]
 
 
 def test_a_library_file_that_only_ends_like_a_blocking_one_is_no_wait() -> None:
