@@ -631,7 +631,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     if signal is None and windows is not None:
         what, windows_stack, after = windows
         line = f"Windows fatal exception: {what}"
-        if _TRACEBACK_LINE.search(after) or _PYTEST_FAILED.search(after):
+        if _TRACEBACK_LINE.search(after) or _PYTEST_FAILED_LINE.search(after):
             # faulthandler's Windows handler sees first-chance exceptions too, ones SEH or
             # the JVM then handles (review): a traceback after it is what ended the run.
             evidence.append(f"faulthandler on Windows: {line}, the process went on past it")

@@ -2873,6 +2873,46 @@ def test_a_ci_steps_url_secret_masks_its_credential_not_its_host() -> None:
     assert all("(a secret: its value is not written)" in item for item in items)
 
 
+def test_a_ci_steps_url_with_a_query_is_masked_whole() -> None:
+    # The credential alone was masked where the URL's query held a token of no shape of its
+    # own (`?token=`), which the spec's message then printed (review 14).
+    log = _ci_lines(
+        [
+            "##[group]Run python train.py",
+            "python train.py",
+            "shell: /usr/bin/bash -e {0}",
+            "env:",
+            "  AUTH_URL: https://u:pw123456@api.example.com/x?token=letmeinplease",
+            "##[endgroup]",
+            "Traceback (most recent call last):",
+            '  File "train.py", line 3, in <module>',
+            "ConnectionError: the server refused token letmeinplease",
+            "##[error]Process completed with exit code 1.",
+        ]
+    )
+    written = render_spec(skeleton(read_ticket(log), "ci.log"))
+    assert "pw123456" not in written
+    assert "letmeinplease" not in written
+
+
+def test_a_windows_first_chance_fault_before_a_pytest_failure_is_no_crash() -> None:
+    # The check for what came after the fault read pytest's FAILED line with a pattern
+    # anchored to the whole text, so pytest's own report (no `Traceback` line) never counted
+    # and the fault read crash SIGSEGV (review 14).
+    ticket = read_ticket(
+        "$ pytest tests/test_a.py\n"
+        "Windows fatal exception: access violation\n\n"
+        "Current thread 0x00001a2c (most recent call first):\n"
+        '  File "C:\\w\\tests\\test_a.py", line 3 in test_x\n\n'
+        "=================================== FAILURES ===================================\n"
+        "E   AssertionError: boom\n"
+        "FAILED tests/test_a.py::test_x - AssertionError: boom\n"
+    )
+    assert ticket.failure is not None
+    assert ticket.failure.outcome == "error"
+    assert ticket.failure.signal is None
+
+
 def test_a_ci_steps_secret_under_a_harmless_name_is_not_written() -> None:
     # An option's secret (`--password X`) and a DSN's `password=X` under names no secret
     # rule reads were written in the TODO item and the spec (review).
