@@ -14,6 +14,7 @@ mark as a placeholder.
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import shlex
 import warnings
@@ -324,11 +325,16 @@ def _core_line_unsure(core: str | None) -> bool:
     if re.search(r"[;|&<>]", core) is not None:
         return True
     words = core.split()
-    if not words:
-        return False
-    if is_python(words[0]):
-        return python_program(words[1:]).kind == "code"
-    return words[0].rsplit("/", 1)[-1] in SHELLS and "-c" in words
+    # Past a launcher (`uv run`, `timeout 60`, `env`): the first interpreter or shell it
+    # starts is the one whose `-c` loses its quoting (review 14).
+    for at, word in enumerate(words):
+        if is_python(word):
+            return python_program(words[at + 1 :]).kind == "code"
+        if word.rsplit("/", 1)[-1] in SHELLS:
+            # `-c`, `-lc`, `-ec`: a short-flag word holding c, before the shell's script.
+            flags = itertools.takewhile(lambda w: w.startswith("-"), words[at + 1 :])
+            return any(not f.startswith("--") and "c" in f[1:] for f in flags)
+    return False
 
 
 # `py-spy dump --pid N`, what a hang's ticket pastes: `Process 5512: python main.py ...`,

@@ -2646,11 +2646,19 @@ def test_a_cores_command_line_is_said_to_have_lost_its_quoting() -> None:
         "./crash --count 4 | tee log",
         "/usr/bin/python3 -u -c import m",
         "bash -c python train.py",
+        # Behind a launcher, or a shell's -c among its other flags (review 14).
+        "uv run python -c import os",
+        "timeout 60 python3 -c import os",
+        "bash -lc ./x",
     ):
         assert read_ticket(GDB_CORE.replace("./crash --count 4", unsure)).command is None
     # A `-c` that is the program's own (pytest's config file), not the interpreter's, loses
     # nothing: its command was refused (review).
-    for sure in ("python -m pytest -c ci.ini tests", "python train.py -c cfg.yaml"):
+    for sure in (
+        "python -m pytest -c ci.ini tests",
+        "python train.py -c cfg.yaml",
+        "sh ./run.sh -c x",
+    ):
         assert read_ticket(GDB_CORE.replace("./crash --count 4", sure)).command == sure
 
 
