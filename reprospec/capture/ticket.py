@@ -1475,12 +1475,15 @@ def _pyspy_dump(text: str) -> list[tuple[str, list[str]]] | None:
         return own or None
     # py-spy before 0.4.2 printed every child after each of the parent's threads, not
     # after the last (review): a child's threads repeat, once a parent thread, and a
-    # thread printed once after a child's section is the parent's next one.
-    printed = Counter(thread.split(" ", 1)[0] for _, thread, _ in stacks)
+    # thread printed once after a child's section is the parent's next one. Known by its id
+    # and frames together: a forked child's main thread keeps the pthread id of the parent's
+    # thread that forked it (py-spy 0.3 prints pthread ids), the parent's own stack another
+    # (review 14).
+    printed = Counter((thread.split(" ", 1)[0], tuple(frames)) for _, thread, frames in stacks)
     return [
         (thread, frames)
         for child, thread, frames in stacks
-        if child is None or printed[thread.split(" ", 1)[0]] == 1
+        if child is None or printed[thread.split(" ", 1)[0], tuple(frames)] == 1
     ] or None
 
 

@@ -3461,6 +3461,29 @@ Thread 21870 (idle): "QueueFeederThread"
     assert read.python_frames == ("serve.py:<module>", "serve.py:main", "serve.py:transfer")
 
 
+def test_an_older_py_spy_dump_keeps_a_parent_thread_whose_id_a_child_reuses() -> None:
+    # A Pool made in the parent's thread t2: the forked child's main thread keeps t2's
+    # pthread id, and t2, counted by its id alone with the child's repeats, was dropped as
+    # the child's (review 14).
+    child = """\
+Process 21865: python serve.py --workers 4
+Python v3.11.7 (/root/.pyenv/versions/3.11.7/bin/python3.11)
+Parent Process 5461: python serve.py --workers 4
+
+Thread 5480 (idle): "MainThread"
+    SimpleQueue.get (multiprocessing/queues.py:365)
+    worker (multiprocessing/pool.py:114)
+    <module> (serve.py:15)
+"""
+    head, t2 = PYSPY_DEADLOCK.rstrip("`\n").split('Thread 5480 (idle): "t2"\n')
+    dump = f'{head}{child}Thread 5480 (idle): "t2"\n{t2}\n{child}```\n'
+    read = read_ticket(dump)
+    assert [(t.thread, t.main) for t in read.threads] == [
+        ('5461 (idle): "MainThread"', True),
+        ('5480 (idle): "t2"', False),
+    ]
+
+
 def test_the_prose_after_a_ci_log_with_later_steps_is_still_read() -> None:
     # The later steps were cut to the end of the ticket, and with them the reporter's
     # words after the pasted log: a flaky failure's 20 attempts were lost.
