@@ -627,11 +627,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
             forked = _dump_process(real_fatal[-1].stack)
             if forked is not None:
                 where = where or forked
-                process = "a DataLoader worker" if forked == "worker" else "a child process"
-                evidence.append(
-                    f"the dump's thread ran in {process} (multiprocessing's `_bootstrap` "
-                    "in its frames)"
-                )
+                evidence.append(_ran_in(forked))
     windows = _windows_fatal(clean)
     windows_fault: str | None = None
     if signal is None and windows is not None:
@@ -648,11 +644,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
             forked = _dump_process(windows_stack)
             if forked is not None:
                 where = where or forked
-                process = "a DataLoader worker" if forked == "worker" else "a child process"
-                evidence.append(
-                    f"the dump's thread ran in {process} (multiprocessing's `_bootstrap` "
-                    "in its frames)"
-                )
+                evidence.append(_ran_in(forked))
     died = _DIED_WITH.search(clean)
     if signal is None and died:
         signal, where = canonical_signal(died["signal"]), where or "child"
@@ -1378,6 +1370,13 @@ def _python_frames(text: str, fatal_stack: str | None) -> tuple[list[str], tuple
 # DataLoader worker's target is torch's `_worker_loop`.
 _MP_BOOTSTRAP = "multiprocessing/process.py:_bootstrap"
 _TORCH_WORKER = "torch/utils/data/_utils/worker.py:_worker_loop"
+
+
+def _ran_in(forked: str) -> str:
+    """The evidence line of a fatal dump `_dump_process` placed in a child (Linux's
+    faulthandler dump or Windows')."""
+    process = "a DataLoader worker" if forked == "worker" else "a child process"
+    return f"the dump's thread ran in {process} (multiprocessing's `_bootstrap` in its frames)"
 
 
 def _dump_process(dump: str) -> str | None:
