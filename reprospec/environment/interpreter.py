@@ -16,7 +16,8 @@ venv runner's saying uv's reading of it and taking one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from reprospec.core import capped
@@ -66,6 +67,24 @@ def unusable(path: str, *, found: bool) -> str:
     """An interpreter that cannot start: `interpreter not found: PATH`, or where `found`
     (a file is there), `interpreter not executable: PATH`."""
     return f"interpreter {'not executable' if found else 'not found'}: {path}"
+
+
+def python3_version(
+    path: str, *, error: Callable[[str], Exception] = InfraError, timeout_s: float = 60
+) -> str:
+    """The Python 3 version of the interpreter `path`, or `error` raised in the words every
+    verb uses for one that cannot start (`unusable`) or is no Python 3 (`not_python`): the
+    local runner's `--python` (raising InfraError) and the venv runner's base interpreter
+    (EnvBuildError) alike. os.path's exists/isfile say False where Path's raise (EACCES):
+    an error in those words, not a traceback."""
+    if not os.path.exists(path):  # noqa: PTH110
+        raise error(unusable(path, found=False))
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):  # noqa: PTH113
+        raise error(unusable(path, found=True))
+    version, why = version_of(path, timeout_s=timeout_s)
+    if version is None:
+        raise error(not_python(path, why or ""))
+    return version
 
 
 def run_python(

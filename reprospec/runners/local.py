@@ -24,7 +24,7 @@ from reprospec.core.lazyre import Lazy
 from reprospec.core.recent import Recent
 from reprospec.core.results import Execution
 from reprospec.core.scoped import Scoped
-from reprospec.environment.interpreter import not_python, unusable, version_of
+from reprospec.environment.interpreter import python3_version
 from reprospec.environment.probe import HARNESS_PYTHON, probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.native import cudagdb
@@ -88,16 +88,7 @@ def interpreter_version(path: str) -> str:
     if path == sys.executable:
         # The engine's own interpreter runs (this is it): no child to ask.
         return ".".join(str(part) for part in sys.version_info[:3])
-    # os.path's exists/isfile say False where Path's raise (EACCES): InfraError, not a
-    # traceback.
-    if not os.path.exists(path):  # noqa: PTH110
-        raise InfraError(unusable(path, found=False))
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):  # noqa: PTH113
-        raise InfraError(unusable(path, found=True))
-    version, why = version_of(path, timeout_s=60)
-    if version is None:
-        raise InfraError(not_python(path, why or ""))
-    return version
+    return python3_version(path)
 
 
 def _older_than_harness(version: str) -> bool:

@@ -38,7 +38,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.sections import Environment
 from reprospec.core.trylock import SharedHold, hold_shared, let_go, locked_waiting
 from reprospec.environment import packages
-from reprospec.environment.interpreter import not_python, unusable, version_of
+from reprospec.environment.interpreter import python3_version
 from reprospec.errors import InfraError
 from reprospec.venvs import pythons
 from reprospec.venvs.index import IndexConfig, user_index_config
@@ -225,13 +225,7 @@ def find_interpreter(request: str | None = None) -> Interpreter:
                 raise EnvBuildError(not_found(request, done.stderr, found.tried))
             path = found.path
     # Worded as every verb words an interpreter that cannot start (environment/interpreter.py).
-    if not os.path.exists(path):  # noqa: PTH110
-        raise EnvBuildError(unusable(path, found=False))
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):  # noqa: PTH113
-        raise EnvBuildError(unusable(path, found=True))
-    version, why = version_of(path, timeout_s=60)
-    if version is None:
-        raise EnvBuildError(not_python(path, why or ""))
+    version = python3_version(path, error=EnvBuildError)
     # A venv's python and its base give the same environments: hash the real file.
     return Interpreter(os.path.realpath(path), version)
 
