@@ -183,6 +183,14 @@ def _setting_secrets(name: str, value: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*inside, *(secret for _, secret in command_secrets(value))]))
 
 
+def _setting_said(name: str, value: str) -> str:
+    """A variable the ticket sets, as its TODO item says it: `NAME=value`, or a secret's
+    name alone."""
+    if _secret_setting(name, value):
+        return f"{name} (a secret: its value is not written)"
+    return f"{name}={value}"
+
+
 def _secret_setting(name: str, value: str) -> bool:
     """Whether a variable the ticket sets is a secret's, its value not written: GitHub's
     mask (`***`) or one holding a secret by `_setting_secrets`' rule."""
@@ -400,11 +408,7 @@ def _prose_settings(ticket: Ticket, set_already: set[str]) -> list[str]:
     for name, value in ticket.settings:
         if name in set_already:
             continue
-        said = (
-            f"{name} (a secret: its value is not written)"
-            if _secret_setting(name, value)
-            else f"{name}={value}"
-        )
+        said = _setting_said(name, value)
         items.append(
             f"environment.env.{name}: the ticket's prose sets {said}, its command line does"
             " not: set it here if the failure needs it, or drop this item"
@@ -413,11 +417,7 @@ def _prose_settings(ticket: Ticket, set_already: set[str]) -> list[str]:
     for name, value in ticket.step_env:
         if name in set_already or name in prose:
             continue
-        said = (
-            f"{name} (a secret: its value is not written)"
-            if _secret_setting(name, value)
-            else f"{name}={value}"
-        )
+        said = _setting_said(name, value)
         items.append(
             f"environment.env.{name}: the CI step's env sets {said} for the command (its "
             "`env:` under the step's `Run`): set it here if the failure needs it, or drop "
