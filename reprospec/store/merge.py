@@ -135,6 +135,7 @@ def merge(
             "environment): " + ", ".join(sorted(edited))
         )
     filters = _merged_filters(runs)
+    jobs = _jobs_of(runs)
     return replace(
         first,
         run_id=run_id or first.run_id,
@@ -164,9 +165,9 @@ def merge(
             **{key: value for key, value in first.options.items() if key != MERGED_JOBS},
             "shard": None,
             "matrix_filters": list(filters),
-            "jobs": _merged_jobs(runs),
+            "jobs": jobs[0] if len(jobs) == 1 else None,
             MERGED_FROM: [run.run_id for run in runs],
-            **({MERGED_JOBS: _jobs_of(runs)} if len(_jobs_of(runs)) > 1 else {}),
+            **({MERGED_JOBS: jobs} if len(jobs) > 1 else {}),
         },
     )
 
