@@ -1942,7 +1942,7 @@ _GHA_STEP_FAILED = re.compile(
 _WINDOWS_FATAL = re.compile(
     r"^Windows fatal exception: (?P<what>code 0x[0-9a-fA-F]{8}|[a-z ]+?)\s*$", re.M
 )
-_TRACEBACK_LINE = re.compile(r"^\s*Traceback \(most recent call last\):\s*$", re.M)
+_TRACEBACK_LINE = re.compile(_TRACEBACK_HEADER.pattern, re.M)  # any line of a text
 _WINDOWS_SIGNALS = {
     "access violation": "SIGSEGV",
     "stack overflow": "SIGSEGV",
@@ -2020,8 +2020,8 @@ def _through_failed_step(text: str) -> tuple[str, str | None, int]:
         # The later steps end where the paste does: the ticket's prose after its closing
         # fence (`it fails only sometimes`) is kept.
         fence = _FENCE_LINE_M.search(text, failed.end())
-        rest = text[failed.end() : fence.start() if fence is not None else len(text)]
-        later = len(_step_heads(text, failed.end(), failed.end() + len(rest)))
+        stop = fence.start() if fence is not None else len(text)
+        later = len(_step_heads(text, failed.end(), stop))
         # The earlier steps' lines are set aside too (from the log's first step on): a
         # download's caught `ConnectionResetError` was read as the failure of a step that
         # timed out or crashed with no traceback of its own (review). The prose before the
