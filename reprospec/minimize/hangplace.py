@@ -152,7 +152,7 @@ def moved(places: Iterable[str], original: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(out)) if out == read else ()
 
 
-# The sightings of a hang elsewhere (matched attempts whose place was read) that reject it:
+# The hangs (matched attempts, their place read or not) that reject a hang seen elsewhere:
 # a busy thread is caught wherever it runs, in a blocking call or out of it, so one sighting
 # none of the original's attempts showed is looked at again before the candidate is called
 # another hang.

@@ -466,10 +466,8 @@ class _Judging:
     infra_streak: int = 0
     # The exception types its attempts that failed as the bug printed (point 7).
     raised: frozenset[str] = frozenset()
-    # Where its attempts that failed as the bug hung (point 7; "" unread), and how many of
-    # them were read (each attempt's, a place seen twice counted twice).
+    # Where its attempts that failed as the bug hung (point 7; "" unread).
     places: frozenset[str] = frozenset()
-    sightings: int = 0
     looked: int = 0  # matches its looks again stopped at: point 7's rate leaves them out
     rate_probed: bool = False  # point 7's attempts asked: its failing ones since are theirs
     recheck: bool = False  # it could not run `max_infra` times in a row: the original asked
@@ -620,13 +618,11 @@ class Minimization:
                 *(names for kind, names in zip(kinds, raised, strict=False) if kind == "match")
             )
             if probe.role == "failing":
-                seen = [
+                judging.places = judging.places.union(
                     place
                     for kind, place in zip(kinds, places, strict=False)
                     if kind == "match" and place
-                ]
-                judging.places = judging.places.union(seen)
-                judging.sightings += len(seen)
+                )
                 if probe.looking and "match" in kinds:
                     judging.looked += 1  # a look again's: it ran until this match
         if probe.role == "failing":
@@ -1037,8 +1033,7 @@ class Minimization:
         where a later hang's stack is unread, each look saw nothing, and counting the read
         ones alone looked again until the budget ran out (each look a hang's full timeout)."""
         return (
-            judging.sightings < LOOKS
-            and judging.failing.matched < LOOKS
+            judging.failing.matched < LOOKS
             and judging.failing.clean < self.clean_needed()
             and bool(self._elsewhere(judging))
         )
