@@ -25,9 +25,11 @@ _ANSI = (
 _ESCAPES = Lazy(_ANSI)
 # C0 controls other than tab and newline; \r is handled before this runs.
 _CONTROL = r"[\x00-\x08\x0b-\x1f\x7f]"
-# The line CPython prints before an uncaught exception's frames: one literal for every
-# reader that asks whether a text holds a traceback.
-TRACEBACK_HEADER = "Traceback (most recent call last):"
+# What a traceback is titled (rich's box has it too, with no colon), and the line CPython
+# prints before an uncaught exception's frames: one literal for every reader that asks
+# whether a text holds a traceback.
+TRACEBACK_TITLE = "Traceback (most recent call last)"
+TRACEBACK_HEADER = f"{TRACEBACK_TITLE}:"
 _ANCHORS = (TRACEBACK_HEADER, "Fatal Python error:")
 
 

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
-from reprospec.core.logtext import TRACEBACK_HEADER, without_escapes
+from reprospec.core.logtext import TRACEBACK_HEADER, TRACEBACK_TITLE, without_escapes
 from reprospec.core.signals import signal_from_description
 
 _MAX_MESSAGE_LINES = 30
@@ -126,7 +126,7 @@ _RICH_NO_FILE = Lazy(r"^in \S+:\d+$")
 # legacy Windows console.
 RICH_BOX_CORNERS = ("╭", "┌")
 # rich's title, which CPython's TRACEBACK_HEADER (with its colon) does not match.
-RICH_TRACEBACK_TITLE = "Traceback (most recent call last) ─"
+RICH_TRACEBACK_TITLE = f"{TRACEBACK_TITLE} ─"
 
 
 def unboxed(lines: list[str]) -> list[str]:

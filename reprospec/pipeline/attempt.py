@@ -24,7 +24,7 @@ from reprospec import native
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import is_int
 from reprospec.core.lazyre import Lazy
-from reprospec.core.logtext import TRACEBACK_HEADER
+from reprospec.core.logtext import TRACEBACK_TITLE
 from reprospec.core.results import AttemptResult, Execution, InstanceResult, NotRun, Outcome
 from reprospec.core.sections import Command
 from reprospec.core.units import format_size
@@ -300,8 +300,9 @@ def passed_over_a_crash(
 
 def passed_after_a_traceback(outcome: Outcome | NotRun, evidence: Evidence) -> tuple[str, ...]:
     """A pass that printed a traceback (`print_exc()`, exit 0): a bare pass would hide it."""
-    # A pass imports no reader of tracebacks unless it printed one (issue 30, item 4).
-    traceback = TRACEBACK_HEADER in evidence.stderr
+    # A pass imports no reader of tracebacks unless it printed one (issue 30, item 4): the
+    # title, which rich's box has too (CPython's header adds a colon, rich's box does not).
+    traceback = TRACEBACK_TITLE in evidence.stderr
     if not isinstance(outcome, Outcome) or outcome.kind != "pass" or not traceback:
         return ()
     from reprospec.outcome.tracebacks import last_printed

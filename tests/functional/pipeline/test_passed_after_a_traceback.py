@@ -69,3 +69,32 @@ def test_a_pass_whose_thread_died_or_whose_exit_python_ignored_warns(
         [f"{PASSED_AFTER_A_TRACEBACK} {thread}"],
         [f"{PASSED_AFTER_A_TRACEBACK} {ignored}"],
     ], warned
+
+
+def test_a_pass_that_printed_a_rich_traceback_warns(cli: Cli, tmp_path: Path) -> None:
+    """rich's box is titled `Traceback (most recent call last)` with no colon: the pass
+    looked for CPython's header before it read the output, so 55c00d47's reading of the box
+    in `last_printed` was never asked and such a pass read bare."""
+    (tmp_path / "rich0.py").write_text(
+        "import sys\nfrom rich.console import Console\n"
+        "console = Console(file=sys.stderr, width=100)\n"
+        "try:\n    1 / 0\nexcept Exception:\n    console.print_exception()\n"
+        "print('done')\n"
+    )
+    spec = tmp_path / "rich0.yaml"
+    spec.write_text(
+        textwrap.dedent("""\
+        reprospec: 1
+        name: rich0
+        command: python rich0.py
+        expect: {outcome: pass}
+        """)
+    )
+    done = cli("run", str(spec))
+    assert done.code == 0, done.stderr
+    attempt = json.loads((done.latest_run() / "results.json").read_text())["cells"][0]["attempts"][
+        0
+    ]
+    assert attempt["outcome"]["kind"] == "pass"
+    said = f"{PASSED_AFTER_A_TRACEBACK} ZeroDivisionError: division by zero"
+    assert said in attempt["warnings"], attempt["warnings"]
