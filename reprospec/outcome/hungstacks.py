@@ -498,8 +498,7 @@ def _names(node: str, frame: Frame) -> bool:
     same name in another module is still named."""
     file, _, rest = node.partition("::")
     function = rest.rsplit("::", 1)[-1].split("[", 1)[0]
-    path = frame.path
-    return function == frame.function and (path == file or path.endswith(f"/{file}"))
+    return function == frame.function and in_file(frame, file)
 
 
 def _is(frame: Frame, where: tuple[str, str | tuple[str, ...]]) -> bool:
