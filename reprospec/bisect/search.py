@@ -144,8 +144,8 @@ class Trial:
         build_log = data.get("build_log")  # absent from a state saved before it was kept
         return cls(
             version=str(data["version"]),
-            attempts=_count(data.get("attempts", 0)),
-            matched=_count(data.get("matched", 0)),
+            attempts=count(data.get("attempts", 0)),
+            matched=count(data.get("matched", 0)),
             infra_error=None if infra_error is None else str(infra_error),
             signatures=as_texts(data.get("signatures")),
             runs=as_texts(data.get("runs")),
@@ -153,7 +153,9 @@ class Trial:
         )
 
 
-def _count(value: JsonValue) -> int:
+def count(value: JsonValue) -> int:
+    """A stored count (a JSON integer, not a boolean); TypeError for anything else: what
+    state.json's readers take as a number of attempts."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"expected a count, got {value!r}")
     return value

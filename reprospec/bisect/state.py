@@ -25,7 +25,7 @@ from reprospec.core.answers import rendered
 from reprospec.core.atomicfile import save_each, write_atomic
 from reprospec.core.caller import said
 from reprospec.core.frozen import frozen
-from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.jsontypes import JsonObject, JsonValue, array, as_text
 from reprospec.core.runoptions import PathArg, RunOptions, Words, WordSet, check_options
 from reprospec.core.words import budget_continues, perturbed_phrase, plural
 from reprospec.environment import packages
@@ -491,16 +491,16 @@ def stored_answer(path: Path) -> BisectResult | None:
         return BisectResult(
             status="found",
             first_bad=str(stored["first_bad"]),
-            last_good=None if stored.get("last_good") is None else str(stored["last_good"]),
-            confidence=float(_number(stored["confidence"])),
-            attempts=_whole(stored.get("attempts", 0)),
+            last_good=as_text(stored.get("last_good")),
+            confidence=_number(stored["confidence"]),
+            attempts=search.count(stored.get("attempts", 0)),
             reason=str(stored.get("reason") or ""),
             versions=tuple(_evidence(v) for v in (tested if isinstance(tested, list) else []) if v),
-            untestable_between=tuple(str(v) for v in _list(stored.get("untestable_between"))),
-            rate=(_whole(rate.get("matched", 0)), _whole(rate.get("attempts", 0))),
-            error=float(_number(stored.get("error", search.DEFAULT_ERROR))),
-            min_rate=float(_number(stored.get("min_rate", search.DEFAULT_MIN_RATE))),
-            warnings=tuple(str(w) for w in _list(warnings)),
+            untestable_between=tuple(str(v) for v in array(stored.get("untestable_between"))),
+            rate=(search.count(rate.get("matched", 0)), search.count(rate.get("attempts", 0))),
+            error=_number(stored.get("error", search.DEFAULT_ERROR)),
+            min_rate=_number(stored.get("min_rate", search.DEFAULT_MIN_RATE)),
+            warnings=tuple(str(w) for w in array(warnings)),
         )
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
@@ -516,36 +516,26 @@ def _evidence(data: JsonValue) -> search.VersionEvidence:
     counts = data.get("signatures")
     signatures = [
         str(k) for k, n in (counts if isinstance(counts, dict) else {}).items()
-        for _ in range(_whole(n))
+        for _ in range(search.count(n))
     ]  # fmt: skip
     infra_error, build_log = data.get("infra_error"), data.get("build_log")
     return search.VersionEvidence(
         version=str(data["version"]),
         state=typing.cast("search.State", state),
-        attempts=_whole(data.get("attempts", 0)),
-        matched=_whole(data.get("matched", 0)),
-        p_good=float(_number(data.get("p_good", 0.0))),
-        infra_error=None if infra_error is None else str(infra_error),
+        attempts=search.count(data.get("attempts", 0)),
+        matched=search.count(data.get("matched", 0)),
+        p_good=_number(data.get("p_good", 0.0)),
+        infra_error=as_text(infra_error),
         signatures=tuple(signatures),
-        runs=tuple(str(r) for r in _list(data.get("runs"))),
-        build_log=None if build_log is None else str(build_log),
+        runs=tuple(str(r) for r in array(data.get("runs"))),
+        build_log=as_text(build_log),
     )
-
-
-def _whole(value: JsonValue) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected a count, got {value!r}")
-    return value
 
 
 def _number(value: JsonValue) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"expected a number, got {value!r}")
     return float(value)
-
-
-def _list(value: JsonValue) -> list[JsonValue]:
-    return value if isinstance(value, list) else []
 
 
 def write_state(
