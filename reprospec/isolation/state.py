@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from reprospec.core.atomicfile import unwritable, write_atomic
 from reprospec.core.frozen import frozen
-from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.jsontypes import JsonObject, JsonValue, integer
 from reprospec.core.trylock import search_held
 from reprospec.core.words import plural
 from reprospec.errors import UsageError
@@ -384,7 +384,7 @@ def check_out_to_go_on(
     # An interrupted one goes on where `budget` is past the attempts it ran (amplify's
     # `used`); within them its stored probes answer: a replay, nothing new written.
     said = earlier.get("attempts", earlier.get("used"))
-    ran = said if isinstance(said, int) and not isinstance(said, bool) else None
+    ran = integer(said)
     stopped = earlier.get("interrupted") is True or earlier.get("status") == "interrupted"
     interrupted = stopped and (not replays or ran is None or budget > ran)
     if not (interrupted or larger):
