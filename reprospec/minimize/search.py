@@ -888,7 +888,9 @@ class Minimization:
             return None
         if judging.recheck and not judging.cannot_run:
             return Probe(self.original.key, "recheck", 1, 0)
-        verdict = self._verdict(judging)
+        # Once per call: the readings it rests on change only with a verdict (`_known`).
+        needed = self.clean_needed()
+        verdict = self._verdict(judging, needed)
         if verdict == "fails":
             # Point 7: no clearly higher rate than the original's.
             # Its first match is left out: the probe stopped at it, so it is no fair sample;
@@ -940,26 +942,20 @@ class Minimization:
             if more:
                 verdict = "fails-unperturbed"
                 self._unperturbed_rejected += 1
-        if verdict is None and self._looking_again(judging):
-            # Point 7: a hang seen elsewhere once, looked at again (a busy thread is caught
-            # wherever it runs); its attempts are the candidate's failing ones, -j at a
-            # time as the ordinary probe's (one at a time ran a rarely hanging one serially,
-            # each clean attempt waited for), stopped at the next match.
-            if left - s.reserve < 1:
-                self._end_reduction("budget")
-                return None
-            need = self.clean_needed() - judging.failing.clean
-            want = max(1, min(need, s.step, left - s.reserve))
-            return Probe(judging.program.key, "failing", want, looking=True)
         if verdict is None:
-            if judging.failing.matched:
+            # Point 7: a hang seen elsewhere once is looked at again (a busy thread is caught
+            # wherever it runs) before its passing cells run; its attempts are the
+            # candidate's failing ones, -j at a time as the ordinary probe's (one at a time
+            # ran a rarely hanging one serially, each clean attempt waited for), stopped at
+            # the next match.
+            looking = self._looking_again(judging, needed)
+            if judging.failing.matched and not looking:
                 if left - s.reserve < s.passing:
                     self._end_reduction("budget")
                     return None
                 return Probe(judging.program.key, "passing", s.passing)
-            need = self.clean_needed() - judging.failing.clean
-            want = max(1, min(need, s.step, left - s.reserve))
-            return Probe(judging.program.key, "failing", want)
+            want = max(1, min(needed - judging.failing.clean, s.step, left - s.reserve))
+            return Probe(judging.program.key, "failing", want, looking=looking)
         self.verdicts[judging.program.key] = verdict
         self._judge_done(verdict)
         if verdict == "fails":
@@ -967,8 +963,9 @@ class Minimization:
         self._advance(verdict == "fails")
         return None
 
-    def _verdict(self, judging: _Judging) -> Verdict | None:
-        """The candidate's verdict, or None while its attempts cannot tell yet."""
+    def _verdict(self, judging: _Judging, needed: int) -> Verdict | None:
+        """The candidate's verdict, or None while its attempts cannot tell yet (`needed`:
+        `clean_needed()`)."""
         if judging.cannot_run:
             return "cannot-run"
         f = judging.failing
@@ -976,7 +973,7 @@ class Minimization:
             if self._new(judging):
                 return "new-exception"  # point 7: before its passing cells, at no cost
             if self._elsewhere(judging):
-                if self._looking_again(judging):
+                if self._looking_again(judging, needed):
                     return None
                 return "hangs-elsewhere"  # point 7 too, at LOOKS sightings
             if not self.settings.passing:
@@ -987,7 +984,7 @@ class Minimization:
             if p.passed >= self.settings.passing * self.passing_needed():
                 return "fails"
             return None
-        if f.clean >= self.clean_needed():
+        if f.clean >= needed:
             return "clean"
         return None
 
@@ -1024,7 +1021,7 @@ class Minimization:
             return ()
         return moved(judging.places, self._original_places)
 
-    def _looking_again(self, judging: _Judging) -> bool:
+    def _looking_again(self, judging: _Judging, needed: int) -> bool:
         """Whether a candidate whose hangs all sat elsewhere was seen so fewer than LOOKS
         times, and may still be: a lone busy thread caught in another function than in any
         of the original's attempts, on one sighting, was rejected as another hang. It is
@@ -1034,7 +1031,7 @@ class Minimization:
         ones alone looked again until the budget ran out (each look a hang's full timeout)."""
         return (
             judging.failing.matched < LOOKS
-            and judging.failing.clean < self.clean_needed()
+            and judging.failing.clean < needed
             and bool(self._elsewhere(judging))
         )
 
