@@ -14,7 +14,6 @@ mark as a placeholder.
 from __future__ import annotations
 
 import ast
-import itertools
 import re
 import shlex
 import warnings
@@ -73,6 +72,7 @@ from reprospec.outcome.watchdog import (
     pytest_timeout_seconds,
     pytest_timeout_worker,
 )
+from reprospec.plan.shellwords import shell_script
 from reprospec.plan.wrappers import program_start
 from reprospec.spec.presets import PRESETS, PYTEST_NODE_ID, detect, output_lines
 
@@ -331,9 +331,11 @@ def _core_line_unsure(core: str | None) -> bool:
         if is_python(word):
             return python_program(words[at + 1 :]).kind == "code"
         if word.rsplit("/", 1)[-1] in SHELLS:
-            # `-c`, `-lc`, `-ec`: a short-flag word holding c, before the shell's script.
-            flags = itertools.takewhile(lambda w: w.startswith("-"), words[at + 1 :])
-            return any(not f.startswith("--") and "c" in f[1:] for f in flags)
+            # `-c`, `-lc`, `-ec`, past options and their arguments (`-o pipefail -c`), as
+            # plan/shellwords reads a command's shell: a reader of flags alone stopped at
+            # `pipefail` and took `bash -o pipefail -c python x.py` for a command, which
+            # runs `python` with $0 set to x.py.
+            return shell_script(words[at:], SHELLS) is not None
     return False
 
 

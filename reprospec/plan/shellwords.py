@@ -52,9 +52,11 @@ def command_words(command: Command) -> list[str]:
 _NESTED_SHELLS = 3
 
 
-def shell_script(words: list[str]) -> str | None:
-    """The script of `sh -c SCRIPT` (a string command) or `[bash, -o, pipefail, -c, SCRIPT]`."""
-    return _shell_run(words)[0]
+def shell_script(words: list[str], shells: frozenset[str] = SHELLS) -> str | None:
+    """The script of `sh -c SCRIPT` (a string command) or `[bash, -o, pipefail, -c, SCRIPT]`,
+    for a program named in `shells` (a ticket's reader asks of every shell there is,
+    core/shellline.SHELLS, where a command's files are read of SHELLS')."""
+    return _shell_run(words, shells)[0]
 
 
 def script_operand(words: list[str]) -> str | None:
@@ -63,10 +65,10 @@ def script_operand(words: list[str]) -> str | None:
     return _shell_run(words)[1]
 
 
-def _shell_run(words: list[str]) -> tuple[str | None, str | None]:
+def _shell_run(words: list[str], shells: frozenset[str] = SHELLS) -> tuple[str | None, str | None]:
     """(the `-c` script, the script file) of a shell's words, past its options: one or
-    neither, (None, None) for a program that is no shell."""
-    if not words or Path(words[0]).name not in SHELLS:
+    neither, (None, None) for a program that is no shell of `shells`."""
+    if not words or Path(words[0]).name not in shells:
         return None, None
     for index, word in enumerate(words[1:], start=1):
         following = words[index + 1] if index + 1 < len(words) else None

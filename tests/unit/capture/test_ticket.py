@@ -2650,6 +2650,10 @@ def test_a_cores_command_line_is_said_to_have_lost_its_quoting() -> None:
         "uv run python -c import os",
         "timeout 60 python3 -c import os",
         "bash -lc ./x",
+        # Past an option's argument: a reader of flags alone stopped at `pipefail` and
+        # stated `bash -o pipefail -c python x.py`, which runs `python` with $0 = x.py.
+        "bash -o pipefail -c python x.py",
+        "/bin/sh -e -o nounset -c ./x --flag",
     ):
         assert read_ticket(GDB_CORE.replace("./crash --count 4", unsure)).command is None
     # A `-c` that is the program's own (pytest's config file), not the interpreter's, loses
@@ -2658,6 +2662,7 @@ def test_a_cores_command_line_is_said_to_have_lost_its_quoting() -> None:
         "python -m pytest -c ci.ini tests",
         "python train.py -c cfg.yaml",
         "sh ./run.sh -c x",
+        "bash -o pipefail ./run.sh -c x",
     ):
         assert read_ticket(GDB_CORE.replace("./crash --count 4", sure)).command == sure
 
