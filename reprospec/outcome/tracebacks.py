@@ -189,7 +189,13 @@ def parse_chain(text: str) -> tuple[PythonException, ...]:
     if not text:  # a silent attempt: no pattern to compile (core/lazyre.py)
         return ()
     lines = _lines(text)
-    found = {chain.context: chain.exceptions for chain in _chains(lines)}
+    return _uncaught(text, lines, _chains(lines))
+
+
+def _uncaught(text: str, lines: list[str], chains: list[_Chain]) -> tuple[PythonException, ...]:
+    """`parse_chain` of `text`, its lines and chains read already (`last_printed` reads
+    them once for both this and `_last_other`)."""
+    found = {chain.context: chain.exceptions for chain in chains}
     if "uncaught" in found:
         return tuple(found["uncaught"])
     compile_error = _compile_error(lines)
@@ -266,20 +272,10 @@ def raised_types(text: str) -> tuple[str, ...]:
     if not text:
         return ()
     lines = _lines(text)
-    lines = lines[: _crash_report(lines)]
     found: dict[str, None] = {}
-    ignored = False
-    for index, line in enumerate(lines):
-        if not _TB_HEADER.match(line):
-            continue
-        exception = _exception_after(lines, index)
-        if exception is None:
-            continue
-        if _link_before(lines, index) is None:
-            # A new chain: it is what its first block is (uncaught, a thread's, ignored).
-            ignored = _traceback_context(lines, index) == "ignored"
-        if not ignored:
-            found[exception.type] = None
+    for chain in _chains(lines[: _crash_report(lines)]):
+        if chain.context != "ignored":
+            found.update(dict.fromkeys(e.type for e in chain.exceptions))
     return tuple(found)
 
 
@@ -306,22 +302,25 @@ def last_printed(stderr: str) -> str | None:
     """`ZeroDivisionError: division by zero`, the last traceback `stderr` printed; None: none.
     (A pass's warning: the program printed its failure and exited 0.)"""
     plain = without_escapes(stderr) if "\x1b" in stderr else stderr
-    printed = TRACEBACK_HEADER in plain or RICH_TRACEBACK_TITLE in plain
-    chain = parse_chain(stderr) if printed else ()
+    if TRACEBACK_HEADER not in plain and RICH_TRACEBACK_TITLE not in plain:
+        return None
+    # The lines (rich's boxes undone) and their chains, read once for both readings.
+    lines = _lines(stderr)
+    chains = _chains(lines)
+    chain = _uncaught(stderr, lines, chains)
     if not chain:
-        return _last_other(stderr) if printed else None
+        return _last_other(lines, chains)
     last = went_on(chain[-1])
     return f"{last.type}: {last.message}" if last.message else last.type
 
 
-def _last_other(stderr: str) -> str | None:
+def _last_other(lines: list[str], chains: list[_Chain]) -> str | None:
     """The last traceback that ended no process, said as whose it was: a thread's
     (`ValueError: bad (a thread's: it ended that thread, not the process)`) or one Python
     ignored (an atexit callback's `sys.exit(3)`: `SystemExit: 3 (Python ignored it: Exception
     ignored in atexit callback)`, a `__del__`'s: `Exception ignored in A.__del__`). A pass
-    that printed one read as a bare pass."""
-    lines = _lines(stderr)
-    chains = _chains(lines)
+    that printed one read as a bare pass. `lines`: the pass's stderr as `_lines` reads it,
+    `chains` their `_chains`."""
     if not chains:
         return None
     chain = chains[-1]

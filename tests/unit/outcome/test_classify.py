@@ -1197,6 +1197,31 @@ def test_the_types_an_attempt_printed_before_its_crash_are_every_threads_and_cha
     assert raised_types("Fatal Python error: Segmentation fault\n") == ()
 
 
+def test_raised_types_reads_a_chain_whose_first_block_was_cut_off_as_a_chain() -> None:
+    # A log cut at its head can start at a chain's link: its block starts a chain of
+    # its own, read as whose its frames say (_chains), as every other chain is. An
+    # ordinary one counts; a weakref finalizer's at exit (`_exitfunc`) is shutdown noise
+    # whether or not its first block survived the cut.
+    linked = (
+        "During handling of the above exception, another exception occurred:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "app.py", line 5, in <module>\n'
+        "ValueError: bad\n"
+    )
+    assert raised_types(linked) == ("ValueError",)
+    at_exit = (
+        "During handling of the above exception, another exception occurred:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/weakref.py", line 666, in _exitfunc\n'
+        "    f()\n"
+        "OSError: closed\n"
+        "Traceback (most recent call last):\n"
+        '  File "app.py", line 9, in <module>\n'
+        "KeyError: 'x'\n"
+    )
+    assert raised_types(at_exit) == ("KeyError",)
+
+
 # --- the kernel's OOM killer ------------------------------------------------------------
 
 # As the local runner says it (memcgroup.OomWatch) where the count of its cgroup rose.
