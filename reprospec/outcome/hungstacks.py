@@ -243,16 +243,16 @@ def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
         main = _main_thread(threads)
         fetching = worker and any(in_file(f, _FETCH) for f in main)
         string = _runs_a_string(main)
-        frame = next((f for f in main if _is_user(f, string)), None)
+        # A daemon away from the tree: no hang sits in it, nor in its wait at exit.
+        away = LEFT_THE_TREE in tags
+        frame = None if away else next((f for f in main if _is_user(f, string)), None)
         joined: tuple[Frame, ...] = ()
         at_exit = False
-        if frame is None and (left := _left_waiting(threads, command)):
+        if frame is None and not away and (left := _left_waiting(threads, command)):
             # Its main thread waits at exit for threads it never joined: a join's place,
             # in those threads (the title `hang in worker (t.py:6)`, as with the join).
             frame = next(f for f in main if _is(f, _EXIT_WAIT))
             joined, at_exit = tuple(t[0] for t in left), True
-        if LEFT_THE_TREE in tags:
-            frame = None  # a daemon away from the tree: no hang sits in it
         waiting = _waiting(main, string)
         child = frame is not None and any(_WAITS_FOR_A_CHILD.search(f.path) for f in waiting)
         if frame is not None and any(_is(f, j) for f in waiting for j in _JOINS):
@@ -380,11 +380,14 @@ def _main_entry(frames: list[Frame], string: bool) -> Frame:
     `<module>` only where it hangs at module level. Its outermost frame is almost always
     `<module>`, and every hang of a lone main thread read so (a lock's self-deadlock, a
     sleep, a busy loop in another function), which told none of them apart (review).
-    Comprehensions' and lambdas' frames (`<listcomp>`) are their scope's, no function."""
+    Comprehensions' and lambdas' frames (`<listcomp>`) are their scope's, no function.
+
+    Asked only of a main thread `hung_processes` found its own frame of the user's code
+    in (`own_frame`), so the frames above `_bootstrap` hold one."""
     own = frames[: next((i for i, f in enumerate(frames) if _is(f, _FORKED)), len(frames))]
-    user = [f for f in reversed(own or frames) if _is_user(f, string)]
+    user = [f for f in reversed(own) if _is_user(f, string)]
     named = (f for f in user if not (f.function.startswith("<") and f.function.endswith(">")))
-    return next(named, user[0] if user else _outermost(frames, string))
+    return next(named, user[0])
 
 
 def _left_waiting(

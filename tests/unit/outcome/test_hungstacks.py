@@ -476,3 +476,17 @@ def test_a_main_thread_waiting_at_exit_for_a_thread_it_never_joined() -> None:
         "pid 4200's threads were in /work/t.py:6 in stuck, its main thread waiting at exit "
         "for them, never joined, in /usr/lib/python3.11/threading.py:1590 in _shutdown"
     )
+
+
+def test_a_process_away_from_the_tree_waiting_at_exit_holds_no_hang() -> None:
+    """A daemon reparented away from the attempt's tree holds no hang, also where its
+    main thread waits at exit for a thread: no frame, no wait, `pid N` alone."""
+    from reprospec.core.words import LEFT_THE_TREE
+    from reprospec.outcome.hungstacks import hung_processes
+
+    away = _AT_EXIT.replace(" ---\n", f" {LEFT_THE_TREE} ---\n", 1)
+    (process,) = hung_processes(away)
+    assert (process.frame, process.joined, process.at_exit) == (None, (), False)
+    assert process.describe() == "pid 4200"
+    assert hung_frame(away) is None
+    assert where_stuck(away) is None
