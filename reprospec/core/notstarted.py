@@ -78,9 +78,20 @@ def not_started(
         return None
     if normalize(missing) in declared:
         return None
+    said = f"{found['exe']} -m {module}: no module named {missing} in that interpreter (exit 1)"
+    if not declared:
+        return f"{said}; install it there, or add it to environment.packages"
+    # Declared packages were checked installed, at their versions, before the start; one may
+    # be the module's under another name (`tlz` of toolz, `sklearn` of scikit-learn) in a
+    # version that has it, but no metadata of the installed version names a module it lacks,
+    # so whose it is cannot be told: "add it to environment.packages" of a package that is
+    # there misled, and a module a declared version lacks is the program's failure when the
+    # program imports it (its traceback, outcome/setupfail.py), not when runpy cannot start it.
     return (
-        f"{found['exe']} -m {module}: no module named {missing} in that interpreter "
-        "(exit 1); install it there, or add it to environment.packages"
+        f"{said}, and none of environment.packages ({', '.join(sorted(declared))}) installed "
+        f"there provides it: if a version of theirs lacks {missing}, import it "
+        f"(`python -c 'import {missing}'`) to judge that version; else install the package "
+        "that provides it there, or add it to environment.packages"
     )
 
 

@@ -31,15 +31,22 @@ def uv_environment() -> dict[str, str]:
 
 
 def make_wheel(
-    folder: Path, name: str, version: str, module: str, scripts: dict[str, str] | None = None
+    folder: Path,
+    name: str,
+    version: str,
+    module: str,
+    scripts: dict[str, str] | None = None,
+    others: dict[str, str] | None = None,
 ) -> Path:
     """A pure-Python wheel of `name` `version` whose module `name` holds `module`;
-    `scripts`: its console scripts (`{"tool": "module:main"}`), which the installer writes."""
+    `scripts`: its console scripts (`{"tool": "module:main"}`), which the installer writes;
+    `others`: more top-level modules, by name, whose names are not the distribution's."""
     folder.mkdir(parents=True, exist_ok=True)
     module_name = name.replace("-", "_")
     dist = f"{module_name}-{version}.dist-info"
     files = {
         f"{module_name}.py": module,
+        **{f"{other}.py": text for other, text in (others or {}).items()},
         f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
         f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: reprospec-tests\nRoot-Is-Purelib: true\n"
         "Tag: py3-none-any\n",

@@ -578,3 +578,46 @@ def test_a_prune_while_a_run_uses_its_environment_leaves_it(tmp_path: Path) -> N
     )  # fmt: skip
     assert "removed 1 environment" in again.stderr, again.stderr
     assert venvs.list_envs(envs) == []
+
+
+def test_a_module_a_declared_version_lacks_under_another_name(cli: Cli, tmp_path: Path) -> None:
+    """A top-level module 2.0 of a declared package added under a name that is not the
+    package's (`tlz` of toolz): `python -m` of it in 1.0 said `install it there, or add it
+    to environment.packages` of a package that is there. No metadata of 1.0 names the
+    module, so `-m` stays unjudged, saying so and how to judge the version; the import of
+    it is the program's error."""
+    wheels = tmp_path / "wheels"
+    for version, others in (("1.0", {}), ("2.0", {"reprospec_newtop": "print('new ran')\n"})):
+        make_wheel(wheels, DEMO, version, "", others=others)
+    spec = tmp_path / "newtop.yaml"
+    spec.write_text(
+        textwrap.dedent(f"""\
+        reprospec: 1
+        name: newtop
+        environment:
+          packages: ["{DEMO}==${{{{ matrix.version }}}}"]
+        matrix:
+          version: ["1.0", "2.0"]
+          how: ["-m reprospec_newtop", "-c 'import reprospec_newtop'"]
+        command: python ${{{{ matrix.how }}}}
+        expect:
+          outcome: pass
+        """)
+    )
+    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    done = cli("run", str(spec), "--runner", "venv", "--find-links", str(wheels), env=env)
+    cells = {(c["matrix"]["version"], c["matrix"]["how"][:2]): c for c in done.results()["cells"]}
+    for how in ("-m", "-c"):
+        assert cells[("2.0", how)]["verdict"] == "reproduced", cells[("2.0", how)]
+    unjudged = cells[("1.0", "-m")]
+    assert unjudged["verdict"] == "infra-error"
+    reason = unjudged["attempts"][0]["infra_error"]
+    assert reason.endswith(
+        f"-m reprospec_newtop: no module named reprospec_newtop in that interpreter (exit 1), "
+        f"and none of environment.packages ({DEMO}) installed there provides it: if a version "
+        "of theirs lacks reprospec_newtop, import it (`python -c 'import reprospec_newtop'`) "
+        "to judge that version; else install the package that provides it there, or add it "
+        "to environment.packages"
+    ), reason
+    imported = cells[("1.0", "-c")]["attempts"][0]["outcome"]
+    assert (imported["kind"], imported["exception"]) == ("error", "ModuleNotFoundError")

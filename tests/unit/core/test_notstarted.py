@@ -32,6 +32,19 @@ def test_python_dash_m_of_a_module_that_is_not_there_never_started(
     )
 
 
+def test_python_dash_m_of_a_module_no_declared_package_provides_says_so() -> None:
+    # A package the cell declares may be the module's under another name (`tlz` of toolz) in
+    # a version that has it: "add it to environment.packages" of a package that is there
+    # misled. It names them, and how to judge a version that lacks the module.
+    said = not_started(1, f"{PY}: No module named tlz\n", declared=("toolz", "numpy"))
+    assert said == (
+        f"{PY} -m tlz: no module named tlz in that interpreter (exit 1), and none of "
+        "environment.packages (numpy, toolz) installed there provides it: if a version of "
+        "theirs lacks tlz, import it (`python -c 'import tlz'`) to judge that version; else "
+        "install the package that provides it there, or add it to environment.packages"
+    )
+
+
 @pytest.mark.parametrize(
     "stderr",
     [
