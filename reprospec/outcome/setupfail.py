@@ -35,7 +35,6 @@ import functools
 import os
 import sys
 from collections.abc import Collection, Mapping, Sequence
-from pathlib import Path
 
 from reprospec.core.lazyre import Lazy
 from reprospec.core.notstarted import not_started
@@ -131,23 +130,29 @@ def _owners() -> Mapping[str, list[str]]:
     return _owners_at(_import_folders())
 
 
-def _import_folders() -> tuple[tuple[str, int], ...]:
-    """Each folder on sys.path that holds a distribution's metadata (`.dist-info`,
-    `.egg-info`), with its mtime: installing or removing a distribution adds or takes away
-    its entry there, which changes it, or makes the folder join or leave the key. The
-    others are left out: sys.path's `''`, the working folder of a notebook or the pytest
-    plugin, changes with every file an attempt writes there, and each attempt of a
-    `ModuleNotFoundError` paid `packages_distributions` again (review)."""
-    folders: list[tuple[str, int]] = []
+def _import_folders() -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    """Each folder on sys.path with its distributions' metadata entries (`.dist-info`,
+    `.egg-info`) and their mtimes: installing, upgrading or removing a distribution adds,
+    renames or takes away its entry, and an in-place reinstall rewrites it. Not the
+    folder's own mtime: sys.path's `''` is the working folder of a notebook or the pytest
+    plugin, which changes with every file an attempt writes there, and one that holds a
+    `pip install -e .` project's in-place `.egg-info` read `packages_distributions` again
+    after each such write (86 ms in reprospec's own venv, per attempt)."""
+    folders: list[tuple[str, tuple[tuple[str, int], ...]]] = []
     for entry in sys.path:
-        folder = entry or "."
         try:
-            with os.scandir(folder) as listing:
-                holds = any(item.name.endswith(_METADATA) for item in listing)
-            if holds:
-                folders.append((entry, Path(folder).stat().st_mtime_ns))
+            with os.scandir(entry or ".") as listing:
+                held = tuple(
+                    sorted(
+                        (item.name, item.stat().st_mtime_ns)
+                        for item in listing
+                        if item.name.endswith(_METADATA)
+                    )
+                )
         except OSError:  # gone, not a folder (a zip), not readable
             continue
+        if held:
+            folders.append((entry, held))
     return tuple(folders)
 
 
@@ -156,7 +161,9 @@ _METADATA = (".dist-info", ".egg-info")
 
 
 @functools.lru_cache(maxsize=1)
-def _owners_at(folders: tuple[tuple[str, int], ...]) -> Mapping[str, list[str]]:
+def _owners_at(
+    folders: tuple[tuple[str, tuple[tuple[str, int], ...]], ...],
+) -> Mapping[str, list[str]]:
     from importlib import metadata
 
     del folders  # the cache's key: the map read where they are as said

@@ -116,3 +116,30 @@ def test_a_working_folder_without_metadata_is_no_key_of_the_owners(
     # A distribution installed there (`pip install --target .`) makes it count.
     (work / "bs4-0.0.1.dist-info").mkdir()
     assert [entry for entry, _ in setupfail._import_folders()] == ["", str(site)]
+
+
+def test_a_working_folder_with_an_in_place_egg_info_is_keyed_by_it_alone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`pip install -e .` of a setup.py project leaves `proj.egg-info` in the project: with
+    that folder as sys.path's `''`, its own mtime was in the key, and each file an attempt
+    wrote there read `packages_distributions` again (86 ms in reprospec's venv)."""
+    import os
+    import sys
+
+    from reprospec.outcome import setupfail
+
+    work = tmp_path / "proj"
+    (work / "proj.egg-info").mkdir(parents=True)
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(sys, "path", [""])
+    before = setupfail._import_folders()
+    assert [entry for entry, _ in before] == [""]
+    (work / "out.log").write_text("attempt 1\n")
+    os.utime(work, ns=(5, 5))
+    assert setupfail._import_folders() == before
+    # Reinstalled in place (its metadata rewritten), or another distribution installed there.
+    os.utime(work / "proj.egg-info", ns=(7, 7))
+    assert setupfail._import_folders() != before
+    (work / "other-1.0.dist-info").mkdir()
+    assert len(setupfail._import_folders()[0][1]) == 2
