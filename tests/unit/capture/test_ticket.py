@@ -2667,6 +2667,75 @@ def test_a_cores_command_line_is_said_to_have_lost_its_quoting() -> None:
         assert read_ticket(GDB_CORE.replace("./crash --count 4", sure)).command == sure
 
 
+# A real `lldb --batch -o run -k bt -- ./crash --count 4` (lldb 14, Debian 12): a C
+# program's NULL strlen in a library of its own. lldb shows the frame it stopped in before
+# `bt` prints the backtrace, whose frames name their module and, with debug info, file.
+LLDB_RUN = """\
+Our tool segfaults when given --count 4. lldb says:
+
+```
+$ lldb --batch -o run -k bt -- ./crash --count 4
+(lldb) target create "./crash"
+Current executable set to '/tmp/A/lldb/crash' (x86_64).
+(lldb) settings set -- target.run-args  "--count" "4"
+(lldb) run
+Process 23584 stopped
+* thread #1, name = 'crash', stop reason = signal SIGSEGV: invalid address (fault address: 0x0)
+    frame #0: 0x00007ffff7f37ad8 libc.so.6`__strlen_evex at strlen-evex.S:79
+Process 23584 launched: '/tmp/A/lldb/crash' (x86_64)
+(lldb) bt
+* thread #1, name = 'crash', stop reason = signal SIGSEGV: invalid address (fault address: 0x0)
+  * frame #0: 0x00007ffff7f37ad8 libc.so.6`__strlen_evex at strlen-evex.S:79
+    frame #1: 0x00007ffff7fbc121 libfoo.so`measure(s=0x0000000000000000) at foo.c:2:42
+    frame #2: 0x0000555555555175 crash`main(argc=3, argv=0x00007fffffffe7f8) at crash.c:3:35
+    frame #3: 0x00007ffff7df724a libc.so.6`__libc_start_call_main(main=(crash`main at \
+crash.c:3:33), argc=3, argv=0x00007fffffffe7f8) at libc_start_call_main.h:58:16
+    frame #4: 0x0000555555555081 crash`_start + 33
+(lldb) quit
+```
+"""
+
+
+def test_an_lldb_backtrace_gives_the_signal_the_command_and_every_frame() -> None:
+    # gdb's were read; lldb's were `no failure found`, the command a TODO, no frames.
+    read = read_ticket(LLDB_RUN)
+    assert (read.failure.outcome, read.failure.signal) == ("crash", "SIGSEGV")
+    assert read.evidence[0] == "lldb: signal SIGSEGV"
+    assert read.command == "./crash --count 4"
+    assert read.native_frames == (
+        "__strlen_evex@strlen-evex.S",
+        "measure@foo.c",
+        "main@crash.c",
+        "__libc_start_call_main@libc_start_call_main.h",
+        "_start@crash",
+    )
+    # lldb's other ways to name the program; a core or an attach runs none.
+    for command, program in (
+        ("lldb ./crash -- --count 4", "./crash --count 4"),
+        ("lldb-14 -b -o run -f ./crash -- --count 4", "./crash --count 4"),
+        ("lldb -c core ./crash", None),
+    ):
+        pasted = LLDB_RUN.replace("lldb --batch -o run -k bt -- ./crash --count 4", command)
+        assert read_ticket(pasted).command == program
+
+
+def test_an_lldb_mach_exception_is_read_as_its_linux_signal() -> None:
+    # macOS's lldb says a Mach exception, not a signal: the fault's signal on Linux.
+    mac = """\
+* thread #1, queue = 'com.apple.main-thread', stop reason = EXC_BAD_ACCESS (code=1, address=0x0)
+  * frame #0: 0x00000001000003f4 crash`measure(s=0x0000000000000000) at crash.c:4:10
+    frame #1: 0x0000000100000420 crash`main(argc=3, argv=0x000000016fdff0e8) at crash.c:8:3
+    frame #2: 0x000000018a0d60e0 dyld`start + 2360
+"""
+    read = read_ticket(mac)
+    assert (read.failure.outcome, read.failure.signal) == ("crash", "SIGSEGV")
+    assert read.evidence == ("lldb: EXC_BAD_ACCESS (code=1, address=0x0) (SIGSEGV on Linux)",)
+    assert read.native_frames == ("measure@crash.c", "main@crash.c", "start@dyld")
+    # A breakpoint's stop is no crash.
+    stopped = mac.replace("EXC_BAD_ACCESS (code=1, address=0x0)", "breakpoint 1.1")
+    assert read_ticket(stopped).failure.signal is None
+
+
 # A real `python -m pytest -x tests/test_ops.py` whose second test died of SIGSEGV
 # (ctypes.string_at(0)), without `-v`: the progress line names the file alone, and the
 # dump's frames (a plugin's server thread first, then the current one) name the test.
