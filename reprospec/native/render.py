@@ -210,23 +210,29 @@ def agrees(signature: str, target: str, *, native_unknown: bool) -> bool:
     return at >= 3 and ":".join(theirs[:at] + theirs[at + 1 :]) == signature
 
 
-# A signature's native frame whose top function has no name (`??@python3.11`: an image's
-# Python without symbols), to its end or the GPU kernel's part.
-_UNNAMED = Lazy(r":\?\?(?=@|<-|:kernel=|$)")
+# A signature's native frame with a part that has no name: its top (`??@python3.11`, an
+# image's Python without symbols) or its caller (`strlen@libc<-??@libfoo`, a stripped
+# library's), to the frame's end or the GPU kernel's part.
+_UNNAMED = Lazy(r"(?:(?<!:):|<-)\?\?(?=@|<-|:kernel=|$)")
+# A signature's field separator: a `:` that is not part of C++'s `::`.
+_FIELD = Lazy(r"(?<!:):(?!:)")
 
 
 def unnamed_agrees(one: str, other: str) -> bool:
-    """Whether two crash signatures differ only where one could not name its native frame
+    """Whether two crash signatures differ only where one could not name a native frame
     (`crash:SIGSEGV:main:??@python3.11` and `...:main:os_kill_impl@libpython3.11`, the
-    same `os.kill` in a container's Python without symbols and in a venv's): an unknown
-    frame is not a different crash, as an unread one is not (`agrees`). Only in the same
-    library (the interpreter's executable and its libpython count as one) and under the
-    same caller where the unnamed side has one: `??@libcudnn` is not `f@libtorch_cpu`."""
+    same `os.kill` in a container's Python without symbols and in a venv's;
+    `strlen@libc<-??@libfoo` and `strlen@libc<-parse@libfoo`, one library stripped on
+    one machine and built with symbols on another): an unknown frame is not a different
+    crash, as an unread one is not (`agrees`). Each unnamed part only in the same library
+    (the interpreter's executable and its libpython count as one), every other part the
+    same: `??@libcudnn` is not `f@libtorch_cpu`, nor is the same top under another caller."""
     return _covers(one, other) or _covers(other, one)
 
 
 def unnamed_frame(signature: str) -> bool:
-    """Whether a crash signature's native frame has no name at its top (`??@python3.11`)."""
+    """Whether a crash signature's native frame has a part with no name, its top
+    (`??@python3.11`) or its caller (`strlen@libc<-??@libfoo`)."""
     return signature.startswith("crash:") and _UNNAMED.search(signature) is not None
 
 
@@ -234,29 +240,41 @@ def _covers(unnamed: str, named: str) -> bool:
     found = _UNNAMED.search(unnamed) if unnamed.startswith("crash:") else None
     if found is None:
         return False
-    before = unnamed[: found.start()]
+    # The frame starts after the field separator before its top: the `:` matched, or, where
+    # the caller is the unnamed part, the last one before it (C++'s `::` is no separator).
+    if found.group().startswith(":"):
+        begin = found.start()
+    else:
+        begin = [m.start() for m in _FIELD.finditer(unnamed, 0, found.start())][-1]
+    before = unnamed[:begin]
     kernel = unnamed.find(":kernel=", found.end())
     after = unnamed[kernel:] if kernel >= 0 else ""
     if not named.startswith(before + ":") or not named.endswith(after):
         return False
+    ours = unnamed[begin + 1 : kernel if kernel >= 0 else None].split("<-")
     frame = named[len(before) + 1 : len(named) - len(after)]
     # One frame (`os_kill_impl@libpython3.11`, `at::native::f@libtorch_cpu<-g@libx`): no
     # part of its own past C++'s `::`, so no stage or other field is taken for a frame.
-    if not frame or ":" in frame.replace("::", ""):
+    if not frame or _FIELD.search(frame):
         return False
-    # `??@LIB[<-CALLER]`: the same library (or the interpreter both ways: a venv's
-    # libpython3.11, an image's python3.11), and the same caller where the unnamed side
-    # read one. Within one run an unnamed frame is more often another library without
-    # symbols (a stripped driver, cuDNN) than the same place unnamed: another crash site.
-    lib, _, caller = unnamed[found.end() : kernel if kernel >= 0 else None].partition("<-")
-    top, _, their_caller = frame.partition("<-")
-    their_lib = _library(top)
-    lib = lib.removeprefix("@")
-    same = lib == their_lib or (is_interpreter_file(lib) and is_interpreter_file(their_lib))
-    if not caller or caller == their_caller:
-        return same
-    # An unnamed caller (`??@libfoo`) is the named one's library's.
-    return same and caller.startswith("??@") and _library(caller) == _library(their_caller)
+    theirs = frame.split("<-")
+    if len(ours) == 1 and ours[0].startswith("??"):
+        theirs = theirs[:1]  # an unnamed top whose caller was not read: any caller
+    return len(ours) == len(theirs) and all(map(_part_agrees, ours, theirs))
+
+
+def _part_agrees(one: str, other: str) -> bool:
+    """Whether two parts of a native frame (`f@libfoo`) name one place: the same, or one
+    unnamed (`??@libfoo`) in the other's library (or the interpreter both ways: a venv's
+    libpython3.11, an image's python3.11). Within one run an unnamed frame is more often
+    another library without symbols (a stripped driver, cuDNN) than the same place
+    unnamed: another crash site."""
+    if one == other:
+        return True
+    if not (one.startswith("??@") or other.startswith("??@")):
+        return False
+    lib, their_lib = _library(one), _library(other)
+    return lib == their_lib or (is_interpreter_file(lib) and is_interpreter_file(their_lib))
 
 
 def _library(part: str) -> str:

@@ -242,10 +242,11 @@ def signatures_of(cells: Sequence[CellResult]) -> Callable[[AttemptResult], str]
     """Each attempt's signature as the run's report counts it (an attempt that did not run: "").
 
     A crash whose native stacks were not read (its core replaced by a parallel crash in
-    the same folder), or whose top native frame has no name (`??@python3.11`: a Python
-    without symbols), counts under the one signature named elsewhere in the run that it
-    agrees with (an unread one, where none is named, under the one unnamed signature it
-    agrees with), so one failure is not reported as two; an ambiguous one keeps its own.
+    the same folder), or whose native frame has a part with no name (`??@python3.11`: a
+    Python without symbols; `strlen@libc<-??@libfoo`: a stripped library), counts under
+    the one signature named elsewhere in the run that it agrees with (an unread one, where
+    none is named, under the one unnamed signature it agrees with), so one failure is not
+    reported as two; an ambiguous one keeps its own.
     """
     named = _named_signatures(cells)
 

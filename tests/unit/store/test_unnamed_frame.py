@@ -164,3 +164,55 @@ def test_two_unnamed_frames_that_agree_do_not_take_each_others_signature() -> No
     cells = [_in(_crashed(UNNAMED), "a"), _in(_crashed(other), "b")]
     signature_of = signatures_of(cells)
     assert [signature_of(c.attempts[0]) for c in cells] == [UNNAMED, other]
+
+
+NAMED_CALLER = "crash:SIGSEGV:main:strlen@libc<-inner_len@libcrash"
+
+
+@pytest.mark.parametrize(
+    "unnamed",
+    [
+        # A library stripped on one machine, built with symbols on another.
+        "crash:SIGSEGV:main:strlen@libc<-??@libcrash",
+        # Both unnamed at once (libc without its symbols too).
+        "crash:SIGSEGV:main:??@libc<-??@libcrash",
+    ],
+)
+def test_an_unnamed_caller_agrees_with_the_named_one_of_its_library(unnamed: str) -> None:
+    """Only the top frame's lack of a name was unknown: `strlen@libc<-??@libcrash` read
+    as another crash than `strlen@libc<-inner_len@libcrash`, in the run's report, compare
+    and every rate (minimize, isolate, capture's verify)."""
+    assert native.unnamed_frame(unnamed)
+    assert native.unnamed_agrees(unnamed, NAMED_CALLER)
+    assert native.agrees(unnamed, NAMED_CALLER, native_unknown=False)
+    assert native.agrees(NAMED_CALLER, unnamed, native_unknown=False)
+    assert _cell_change(_crashed(NAMED_CALLER), _crashed(unnamed)) is None
+    cells = [_in(_crashed(NAMED_CALLER), "a"), _in(_crashed(unnamed), "b")]
+    signature_of = signatures_of(cells)
+    assert {signature_of(c.attempts[0]) for c in cells} == {NAMED_CALLER}
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "crash:SIGSEGV:main:strlen@libc<-??@libother",  # another library's caller
+        "crash:SIGSEGV:main:memcpy@libc<-??@libcrash",  # another top
+        "crash:SIGSEGV:main:strlen@libc",  # no caller read
+        "crash:SIGSEGV:main:validation:strlen@libc<-??@libcrash",  # another stage
+        "crash:SIGSEGV:main:strlen@libc<-??@libcrash:kernel=k1",  # a kernel the other lacks
+    ],
+)
+def test_an_unnamed_caller_still_tells_another_crash_apart(other: str) -> None:
+    assert not native.unnamed_agrees(other, NAMED_CALLER)
+    assert not native.agrees(other, NAMED_CALLER, native_unknown=False)
+    assert not native.agrees(NAMED_CALLER, other, native_unknown=False)
+
+
+def test_an_unnamed_caller_in_a_cpp_frame_and_under_a_stage() -> None:
+    unnamed = "crash:SIGSEGV:main:validation:at::native::f@libtorch_cpu<-??@libx:kernel=k1"
+    named = "crash:SIGSEGV:main:validation:at::native::f@libtorch_cpu<-g@libx:kernel=k1"
+    assert native.unnamed_agrees(unnamed, named)
+    assert not native.unnamed_agrees(unnamed, named.replace(":validation", ""))
+    # Each side unnamed at another depth: neither knows the other's name to differ.
+    top = "crash:SIGSEGV:main:validation:??@libtorch_cpu<-g@libx:kernel=k1"
+    assert native.unnamed_agrees(top, unnamed)
