@@ -17,6 +17,7 @@ venv runner's saying uv's reading of it and taking one.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -77,6 +78,10 @@ def python3_version(
     local runner's `--python` (raising InfraError) and the venv runner's base interpreter
     (EnvBuildError) alike. os.path's exists/isfile say False where Path's raise (EACCES):
     an error in those words, not a traceback."""
+    if path == sys.executable:
+        # The engine's own interpreter runs (this is it): no child to ask. The venv
+        # runner's default base and the local runner's default `--python` alike.
+        return ".".join(str(part) for part in sys.version_info[:3])
     if not os.path.exists(path):  # noqa: PTH110
         raise error(unusable(path, found=False))
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):  # noqa: PTH113

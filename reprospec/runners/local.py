@@ -85,9 +85,6 @@ def interpreter_version(path: str) -> str:
     `--python` for every verb that takes it: `env`, `doctor` and `materialize` asked a
     script that printed "hello" for its environment and said only `printed no JSON:
     Expecting value: line 1 column 1 (char 0)`, where `run` said what was wrong."""
-    if path == sys.executable:
-        # The engine's own interpreter runs (this is it): no child to ask.
-        return ".".join(str(part) for part in sys.version_info[:3])
     return python3_version(path)
 
 

@@ -38,7 +38,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.sections import Environment
 from reprospec.core.trylock import SharedHold, hold_shared, let_go, locked_waiting
 from reprospec.environment import packages
-from reprospec.environment.interpreter import python3_version
+from reprospec.environment.interpreter import python3_version, version_of
 from reprospec.errors import InfraError
 from reprospec.venvs import pythons
 from reprospec.venvs.index import IndexConfig, user_index_config
@@ -177,21 +177,26 @@ class EnvRequest:
         return out
 
 
-def _past_a_shim(request: str, found: str) -> str:
+def _past_a_shim(request: str, found: str) -> tuple[str, str | None]:
     """`python3.10` as PATH finds it (`found`), or, where that is a shim that does not run
     (pyenv's of a version it has but not active), the first Python 3.10 that runs in the
     places venvs/pythons.py reads; where none does, EnvBuildError saying what was passed
-    over and why (it said only `interpreter .../shims/python3.10 does not run`)."""
+    over and why (it said only `interpreter .../shims/python3.10 does not run`). With the
+    version it said, where it was asked (a plain one), so `find_interpreter` does not start
+    it again to ask."""
     version = request.removeprefix("python")
-    if not pythons.plain(version) or pythons.runs_as(found, version):
-        return found
+    if not pythons.plain(version):
+        return found, None
+    said, _ = version_of(found)
+    if said is not None and pythons.matches(version, said):
+        return found, said
     other = pythons.find(version)
     if other.path is None:
         raise EnvBuildError(
             f"no Python {version} that runs on this machine{_looked(other.tried)}; give the "
             f"path of a Python {version} (--python PATH, or environment.python: PATH)"
         )
-    return other.path
+    return other.path, other.version
 
 
 def by_name(request: str) -> bool:
@@ -205,6 +210,7 @@ def by_name(request: str) -> bool:
 def find_interpreter(request: str | None = None) -> Interpreter:
     """The base interpreter for `request`: a path, a version such as "3.11" (found by uv
     among the interpreters on this machine), or None for reprospec's own interpreter."""
+    said: str | None = None  # the version a search read already (it ran the interpreter)
     if request is None:
         path = sys.executable
     # As runners/local.py's resolve_python: symlinks kept (abspath, not Path.resolve), a `~`
@@ -212,7 +218,7 @@ def find_interpreter(request: str | None = None) -> Interpreter:
     elif not by_name(request):
         path = os.path.abspath(os.path.expanduser(request))  # noqa: PTH100, PTH111
     elif request.startswith("python") and shutil.which(request):
-        path = _past_a_shim(request, str(shutil.which(request)))
+        path, said = _past_a_shim(request, str(shutil.which(request)))
     else:
         done = _uv(["python", "find", request], timeout=120)
         if done.returncode == 0:
@@ -223,9 +229,9 @@ def find_interpreter(request: str | None = None) -> Interpreter:
             found = pythons.find(request.removeprefix("python"))
             if found.path is None:
                 raise EnvBuildError(not_found(request, done.stderr, found.tried))
-            path = found.path
+            path, said = found.path, found.version
     # Worded as every verb words an interpreter that cannot start (environment/interpreter.py).
-    version = python3_version(path, error=EnvBuildError)
+    version = said or python3_version(path, error=EnvBuildError)
     # A venv's python and its base give the same environments: hash the real file.
     return Interpreter(os.path.realpath(path), version)
 

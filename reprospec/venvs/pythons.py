@@ -55,12 +55,6 @@ def plain(request: str) -> bool:
     return _VERSION.fullmatch(request) is not None
 
 
-def runs_as(path: str, request: str) -> bool:
-    """Whether the interpreter at `path` runs and is a Python `request`."""
-    version, _ = version_of(path)
-    return version is not None and matches(request, version)
-
-
 def find(request: str) -> Found:
     """The first interpreter of `request` in the places above that runs, or what was
     tried; a request that is no plain version finds nothing, trying nothing (`tried` None)."""
@@ -125,4 +119,4 @@ def _newest_first(root: Path, request: str, name: str) -> Iterator[str]:
                 break
 
 
-__all__ = ["Found", "find", "matches", "plain", "runs_as"]
+__all__ = ["Found", "find", "matches", "plain"]

@@ -122,3 +122,29 @@ def test_a_programs_name_that_is_a_shim_of_none_says_what_it_passed_over(
     assert said.startswith(f"no Python {MINOR} that runs on this machine; passed over "), said
     assert f"{shims}/python{MINOR} (does not run: exit 127, pyenv:" in said
     assert f"give the path of a Python {MINOR} (--python PATH" in said
+
+
+@pytest.mark.parametrize("how", ["path", "pyenv"])
+def test_the_interpreter_found_is_started_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The search had read the version (it ran the interpreter to know it runs), and
+    `find_interpreter` started it again to read it: two starts per request."""
+    starts = tmp_path / "starts"
+    wrapper = f'#!/bin/sh\necho started >> {starts}\nexec {BASE} "$@"\n'
+    if how == "path":
+        found_at = tmp_path / "bin" / f"python{MINOR}"
+        found_at.parent.mkdir()
+        monkeypatch.setenv("PATH", str(found_at.parent))
+    else:  # PATH's is a shim that does not run: pyenv's versions read past it
+        root = tmp_path / "pyenv"
+        monkeypatch.setenv("PATH", str(_pyenv(root, with_version=False)))
+        monkeypatch.setenv("PYENV_ROOT", str(root))
+        found_at = root / "versions" / FULL / "bin" / f"python{MINOR}"
+        found_at.parent.mkdir(parents=True)
+    monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(tmp_path / "no-managed"))
+    found_at.write_text(wrapper)
+    found_at.chmod(0o755)
+    found = find_interpreter(f"python{MINOR}")
+    assert (found.path, found.version) == (str(found_at), FULL)
+    assert starts.read_text().splitlines() == ["started"]
