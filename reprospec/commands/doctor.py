@@ -77,8 +77,7 @@ def run(args: argparse.Namespace) -> int:
         *(_docker_checks(environments, args.spec) if environments else ()),
         *(_runner_checks(args.runner) if needs is None else ()),
     ]
-    whose_image = ""
-    if args.runner == "docker":
+    if docker:
         # The attempts run in the cells' images: each check of an interpreter or a tool
         # made there, or skipped saying why (commands/doctorimage.py).
         from reprospec.commands import doctorimage
@@ -87,34 +86,14 @@ def run(args: argparse.Namespace) -> int:
         images, missing, unmade = doctorimage.present_images(plans, spec) if spec else ([], [], [])
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         checks = doctorimage.image_checks(checks, needs, images, spec, visible, missing, unmade)
-        tags = ", ".join(tag for tag, _ in images)
-        whose_image = (
-            f" (the docker runner's attempts run in image {tags}: checked in a container of it"
-            + (f"; image {', '.join(missing)} not here: not checked" if missing else "")
-            + (f"; the image of {', '.join(unmade)} cannot be made: not checked" if unmade else "")
-            + ")"
-            if images
-            else " (the docker runner's attempts run in the cells' images"
-            + (
-                (", none here yet" if missing or not unmade else "")
-                + (f"; the image of {', '.join(unmade)} cannot be made" if unmade else "")
-                + ")"
-                if spec
-                else ")"
-            )
-        )
+        header = f"{args.spec or 'docker'}{doctorimage.header(images, missing, unmade, spec)}"
+    else:
+        header = f"{python}" + (f" for {args.spec}" if needs else "") + whose
     if args.format == "json":
         json.dump([check.to_dict() for check in checks], sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(
-            (
-                f"reprospec doctor: {args.spec or 'docker'}{whose_image}"
-                if whose_image
-                else f"reprospec doctor: {python}" + (f" for {args.spec}" if needs else "") + whose
-            )
-            + "\n"
-        )
+        sys.stdout.write(f"reprospec doctor: {header}\n")
         width = max(len(check.name) for check in checks)
         for check in checks:
             sys.stdout.write(f"  {MARKS[check.status]}  {check.name:<{width}}  {check.why}\n")
@@ -313,9 +292,10 @@ def _docker_checks(environments: Sequence[Environment], spec: str) -> list[Check
     # One line per image: the cells of a matrix over anything but the image (an `env`
     # variable) share theirs, and its line came once per cell.
     seen: set[str] = set()
+    spec_dir = Path(spec).resolve().parent
     for environment in environments:
         try:
-            recipe = image.recipe_for(environment, spec_dir=Path(spec).resolve().parent)
+            recipe = image.recipe_for(environment, spec_dir=spec_dir)
         except InfraError as exc:
             if str(exc) not in seen:
                 seen.add(str(exc))

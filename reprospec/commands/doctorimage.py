@@ -74,9 +74,10 @@ def present_images(
         return [], [], []
     found: dict[str, AttemptPlan | None] = {}
     unmade: dict[str, list[str]] = {}  # why -> every cell it stopped, in order
+    spec_dir = Path(spec).resolve().parent
     for plan in plans:
         try:
-            recipe = image.recipe_for(plan.environment, spec_dir=Path(spec).resolve().parent)
+            recipe = image.recipe_for(plan.environment, spec_dir=spec_dir)
         except InfraError as exc:
             unmade.setdefault(str(exc), []).append(plan.cell.id)
             continue
@@ -85,6 +86,40 @@ def present_images(
     here = [(tag, plan) for tag, plan in found.items() if plan is not None]
     missing = [tag for tag, plan in found.items() if plan is None]
     return here, missing, [_cells(cells, why) for why, cells in unmade.items()]
+
+
+def header(
+    images: Sequence[tuple[str, AttemptPlan]],
+    missing: Sequence[str],
+    unmade: Sequence[str],
+    spec: str | None,
+) -> str:
+    """What doctor's header says after the spec of the images it checked in (`present_images`):
+    ` (the docker runner's attempts run in image T: checked in a container of it; image U
+    not here: not checked)`, or, none here, ` (... run in the cells' images, none here
+    yet)`; the cells whose image cannot be made in `image_checks`' words."""
+    cannot = _cannot_be_made(unmade)
+    if images:
+        tags = ", ".join(tag for tag, _ in images)
+        said = [f"the docker runner's attempts run in image {tags}: checked in a container of it"]
+        said += [f"image {', '.join(missing)} not here: not checked"] if missing else []
+        said += [f"{cannot}: not checked"] if cannot else []
+    else:
+        none_yet = ", none here yet" if spec is not None and _none_yet(missing, unmade) else ""
+        said = [f"the docker runner's attempts run in the cells' images{none_yet}"]
+        said += [cannot] if cannot else []
+    return f" ({'; '.join(said)})"
+
+
+def _none_yet(missing: Sequence[str], unmade: Sequence[str]) -> bool:
+    """Whether, no image being here, one is to be built at the first run: one is missing,
+    or no cell's image is known not to be makeable (no engine answered: none read)."""
+    return bool(missing) or not unmade
+
+
+def _cannot_be_made(unmade: Sequence[str]) -> str:
+    """`the image of cell b (why) cannot be made`, of `present_images`' `unmade`; "" of none."""
+    return f"the image of {', '.join(unmade)} cannot be made" if unmade else ""
 
 
 def _cells(cells: list[str], why: str) -> str:
@@ -123,13 +158,14 @@ def image_checks(
                 )
         for cell in unmade:
             for name, made in inside.items():
-                made.append(Check(name, "skipped", f"the image of {cell} cannot be made"))
+                made.append(Check(name, "skipped", _cannot_be_made([cell])))
     elif spec is not None:
         # No image here: where none can be made either, "built at the first run" was untrue
         # (a one-cell spec whose Dockerfile is missing) (review).
         not_yet = "the image is not here yet (built at the first run): checked inside it once it is"
-        cannot = f"the image of {', '.join(unmade)} cannot be made" if unmade else ""
-        why = "; ".join(filter(None, [not_yet if missing or not unmade else "", cannot]))
+        why = "; ".join(
+            filter(None, [not_yet if _none_yet(missing, unmade) else "", _cannot_be_made(unmade)])
+        )
     else:
         why = (
             "the host's; the docker runner's attempts run in the cells' images, which "
@@ -223,4 +259,4 @@ def _gdb_in(runner: DockerRunner, tag: str) -> Check:
     )
 
 
-__all__ = ["HOST_TOOLS", "image_checks", "present_images"]
+__all__ = ["HOST_TOOLS", "header", "image_checks", "present_images"]

@@ -145,3 +145,31 @@ def test_no_image_here_and_none_can_be_made_is_said_not_built_at_the_first_run()
         "the image is not here yet (built at the first run): checked inside it once it is;"
         " the image of cell b (no Dockerfile: ./nope/Dockerfile) cannot be made"
     )
+
+
+def test_the_header_names_the_images_checked_and_those_not() -> None:
+    # The header's three-level conditional in commands/doctor.py, now doctorimage.header,
+    # in each of its cases (its wording of an unmade image is image_checks').
+    from reprospec.commands.doctorimage import header
+
+    plan = cast("AttemptPlan", object())
+    unmade = ["cell b (no Dockerfile: ./nope/Dockerfile)"]
+    runs = "the docker runner's attempts run in"
+    assert header([("a:1", plan)], ["c:1"], unmade, "s.yaml") == (
+        f" ({runs} image a:1: checked in a container of it; image c:1 not here: not checked;"
+        " the image of cell b (no Dockerfile: ./nope/Dockerfile) cannot be made: not checked)"
+    )
+    assert header([("a:1", plan)], [], [], "s.yaml") == (
+        f" ({runs} image a:1: checked in a container of it)"
+    )
+    assert header([], ["c:1"], [], "s.yaml") == f" ({runs} the cells' images, none here yet)"
+    assert header([], [], [], "s.yaml") == f" ({runs} the cells' images, none here yet)"
+    assert header([], [], unmade, "s.yaml") == (
+        f" ({runs} the cells' images; the image of cell b (no Dockerfile: ./nope/Dockerfile)"
+        " cannot be made)"
+    )
+    assert header([], ["c:1"], unmade, "s.yaml") == (
+        f" ({runs} the cells' images, none here yet; the image of cell b (no Dockerfile:"
+        " ./nope/Dockerfile) cannot be made)"
+    )
+    assert header([], [], [], None) == f" ({runs} the cells' images)"
