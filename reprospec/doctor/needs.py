@@ -99,6 +99,12 @@ class Needs:
     # --runner docker`, per image), into which the docker runner installs nothing.
     dockerfile: bool = False
 
+    @property
+    def cell_packages(self) -> tuple[CellPackages, ...]:
+        """Each cell's packages list: `package_sets`, or where none was given (a Needs made
+        by hand, not by `needs_of`), `packages` as every cell's one list."""
+        return self.package_sets or (CellPackages(self.packages),)
+
 
 # The /dev/shm a container gets where no --shm-size is given (docker's default).
 DOCKER_DEFAULT_SHM = 64 * MIB
@@ -439,7 +445,7 @@ def _shadowed(captured: Captured, needs: Needs) -> list[str]:
     python = _checked_python(captured)
     if python is None:
         return []
-    sets = needs.package_sets or (CellPackages(needs.packages),)
+    sets = needs.cell_packages
     found: dict[str, list[str]] = {}
     for env, cwd, these in _by_env_and_workdir(sets):
         if not env.get("PYTHONPATH"):
@@ -474,7 +480,7 @@ def _package_problems(env: Captured, needs: Needs) -> tuple[list[str], list[str]
     cells need it: `six is not installed (the cell needs six==1.11.0) in cells six=1.11.0`
     beside the same of 1.16.0, where the last cell's list alone named only 1.16.0; and
     what the runner refuses of them whatever it has (`_refused`), named so too."""
-    sets = needs.package_sets or (CellPackages(needs.packages),)
+    sets = needs.cell_packages
     every = sum(len(each.cells) for each in sets)
     cells_of: dict[str, list[str]] = {}
     asked = _asked_problems(env, sets) if needs.runner == "local" else None
@@ -492,7 +498,7 @@ def _package_problems(env: Captured, needs: Needs) -> tuple[list[str], list[str]
 def _refusals(needs: Needs) -> list[str]:
     """What the runner refuses of each cell's packages whatever the interpreter has
     (`_refused`), the cells named where not all cells have it."""
-    sets = needs.package_sets or (CellPackages(needs.packages),)
+    sets = needs.cell_packages
     refused_of: dict[str, list[str]] = {}
     for each in sets:
         refused = _refused(each, needs.runner)

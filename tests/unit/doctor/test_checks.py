@@ -742,3 +742,12 @@ def test_a_spec_python_that_is_a_programs_name_names_its_version() -> None:
     assert environment_mismatches(ten, {"python": "python3.11"}, ran=False) == [
         "the interpreter is python 3.10.13; the spec names python3.11"
     ]
+
+
+def test_each_cells_packages_are_the_sets_or_the_one_list() -> None:
+    # Spelled out three times in doctor/needs.py: a Needs made by hand names `packages` only.
+    from reprospec.doctor.needs import CellPackages
+
+    assert doctor.Needs(packages=("six",)).cell_packages == (CellPackages(("six",)),)
+    sets = (CellPackages(("six==1.0",), ("a",)), CellPackages(("six==2.0",), ("b",)))
+    assert doctor.Needs(packages=("six",), package_sets=sets).cell_packages == sets
