@@ -258,8 +258,10 @@ def _moved_to(folder: str) -> None:
 # The name of an uncaught exception's record: process/tree.py's `keep_program_raised` reads
 # it (the same prefix there), keeps the program's and removes the rest.
 _RAISED_PREFIX = "raised-"
-# This process's record of the uncaught exception its main thread died of, once written.
-_raised = {"path": ""}
+# `path`: this process's record of the uncaught exception its main thread died of, once
+# written; `unrecorded`: the pid of a process that died of one it left unrecorded
+# (`_leave_unrecorded`).
+_raised = {"path": "", "unrecorded": ""}
 
 
 def _record_raised() -> None:
@@ -295,9 +297,12 @@ def _record_raised() -> None:
             # A thread's exception passed on to this hook (a threading.excepthook that
             # failed) ended no process.
             if threading is None or threading.current_thread() is threading.main_thread():
-                import traceback
+                if issubclass(kind, KeyboardInterrupt) and "traceback" not in sys.modules:
+                    _leave_unrecorded()
+                else:
+                    import traceback
 
-                _write_raised("".join(traceback.format_exception(kind, value, tb)))
+                    _write_raised("".join(traceback.format_exception(kind, value, tb)))
         except Exception:
             pass
         hook(kind, value, tb)
@@ -306,7 +311,11 @@ def _record_raised() -> None:
         # At exit (the interpreter runs atexit after it printed an uncaught exception,
         # after the threads were joined): no record yet, and the hook still this one's, so
         # that none could pass it by unrecorded: the main thread died of no exception.
-        if not _raised["path"].endswith(f"-{os.getpid()}.txt") and sys.excepthook is _excepthook:
+        if (
+            not _raised["path"].endswith(f"-{os.getpid()}.txt")
+            and _raised["unrecorded"] != str(os.getpid())
+            and sys.excepthook is _excepthook
+        ):
             try:  # noqa: SIM105
                 _write_raised("")
             except Exception:
@@ -327,6 +336,20 @@ def _write_raised(text: str) -> None:
     finally:
         os.close(fd)
     _raised["path"] = path if text else ""
+
+
+def _leave_unrecorded() -> None:
+    """An uncaught KeyboardInterrupt, where `traceback` is not imported yet: no record,
+    stderr read as ever (none written at exit either). This process wrote no record
+    before: writing one imports `traceback`.
+
+    CPython ends such a program by SIGINT's default action, as a shell's Ctrl-C does (a
+    shell says 130), unless code run after the exception evaluates a string (`exec`,
+    `eval`): that clears its note of the KeyboardInterrupt, and it exits 1. Importing
+    `traceback` does, through tokenize's namedtuple: every program's uncaught
+    KeyboardInterrupt exited 1 under the engine, `error exit 1 KeyboardInterrupt`, where
+    it dies of SIGINT alone."""
+    _raised["unrecorded"] = str(os.getpid())
 
 
 def _forget_raised() -> None:
