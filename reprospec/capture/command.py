@@ -1314,10 +1314,12 @@ def _header(
         )
 
     # shell_line: a comment holds no line break, and a `-c` program of several lines read
-    # `-c 'import os os.abort()'`, a command that never ran.
+    # `-c 'import os os.abort()'`, a command that never ran. The command on a line of its
+    # own, indented (render_spec wraps no such line): wrapped in the sentence, a long one
+    # broke mid-backquote over lines that could not be copied back.
     lines = [
-        f"Written by `reprospec capture -- {shell_line(request.as_typed)}`"
-        + (f" (run {run_id})." if run_id else ".")
+        "Written by this command" + (f" (run {run_id}):" if run_id else ":"),
+        f"  reprospec capture -- {shell_line(request.as_typed)}",
     ]
     if request.bound is not None:
         lines.append(request.bound.note(f"{request.timeout_s:g}s") + ".")

@@ -337,9 +337,11 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         expect_comments=comments,
         header=(
             # As typed, pasteable: `-` for a piped log (`stdin` named no file), a path by
-            # shell_line (quoted where it must be, a line break on one line).
-            "A skeleton written by `reprospec capture --from-log "
-            f"{'-' if source == 'stdin' else shell_line([source])}`.",
+            # shell_line (quoted where it must be, a line break on one line), on an indented
+            # line of its own, which render_spec does not wrap (a long path broke the
+            # command in two).
+            "A skeleton written by this command:",
+            f"  reprospec capture --from-log {'-' if source == 'stdin' else shell_line([source])}",
             "What the log does not say is marked TODO; `reprospec validate` checks the rest.",
             *(kept_note(kept) for kept in (proposal.kept if proposal else ())),
             *((bounded.note(bounded.timeout()),) if bounded is not None else ()),

@@ -264,7 +264,7 @@ def test_a_hang_under_timeout_is_captured_as_the_hang_at_its_bound(
     # Where it hung, as a crash's title names its frame: it read `hang.py: hang`.
     assert document["title"] == "hang.py: hang in <module> (hang.py:4)"
     text = (workdir / "spec.yaml").read_text()
-    assert "# Written by `reprospec capture -- timeout -k 1 2 python hang.py`" in text
+    assert "\n#   reprospec capture -- timeout -k 1 2 python hang.py\n" in text
     assert "# `timeout -k 1 2` of the command is the run's timeout (2s)" in text
     assert "verdict reproduced" in result.stdout, result.stdout
     # The hang's stacks were taken: the main thread waits on its lock.
@@ -604,7 +604,7 @@ def test_a_script_named_through_dot_dot_reproduces_in_the_copy(cli: Cli, tmp_pat
     assert "verdict reproduced" in result.stdout, result.stdout
     assert spec_document(tmp_path)["command"] == "python ./x.py"
     text = (tmp_path / "spec.yaml").read_text()
-    assert "# Written by `reprospec capture -- python ./pt/../x.py`" in text
+    assert "\n#   reprospec capture -- python ./pt/../x.py\n" in text
 
 
 def test_the_interpreters_path_in_a_message_is_a_wildcard(cli: Cli, tmp_path: Path) -> None:
@@ -3308,17 +3308,22 @@ def test_the_header_writes_a_command_of_several_lines_as_the_one_that_ran(
     code = "import os\nos.abort()"
     capture(cli, workdir, "python", "-c", code, options=("--no-verify",))
     header = (workdir / "spec.yaml").read_text().split("\nreprospec: 1\n")[0]
-    written = header.split("\n")[0]
-    assert written.startswith("# Written by `reprospec capture -- python -c $'import os\\n"), header
-    typed = written.split("-- ", 1)[1].split("`")[0]
+    said, written = header.split("\n")[:2]
+    assert said.startswith("# Written by this command (run "), header
+    assert written.startswith("#   reprospec capture -- python -c $'import os\\n"), header
+    typed = written.split("-- ", 1)[1]
     assert shell_split(typed) == ["python", "-c", code]
+    # A long command is written whole on its line: wrapped in the sentence, it broke
+    # mid-backquote over comment lines that could not be pasted back.
     name = "odd\nname.yaml"
+    long = ("python", "app.py", "--mode", "1", "--output-directory", "my results/" + "run " * 12)
     done = cli(
-        "capture", "-o", name, "--out", str(tmp_path / "out"), "--no-verify", "--",
-        "python", "app.py", "--mode", "1", cwd=workdir,
+        "capture", "-o", name, "--out", str(tmp_path / "out"), "--no-verify", "--", *long,
+        cwd=workdir,
     )  # fmt: skip
     assert done.code == 0, done.stderr
     lines = (workdir / name).read_text().split("\n")
+    assert shell_split(lines[1].removeprefix("#   reprospec capture -- ")) == list(long)
     observe = next(line for line in lines if "--observe" in line)
     assert observe == f"# {observe_line(shell_line([name]))}", lines[:8]
     assert shell_split(observe.split("reprospec run ")[1])[0] == name

@@ -3677,11 +3677,17 @@ def test_the_skeleton_s_header_writes_its_from_log_command_as_typed() -> None:
     read = read_ticket("Traceback (most recent call last):\nValueError: bad\n")
 
     def header(source: str) -> str:
-        line = skeleton(read, source).header[0]
-        assert line.startswith("A skeleton written by `reprospec capture --from-log ")
-        return line.removeprefix("A skeleton written by `reprospec capture --from-log ")
+        said, line = skeleton(read, source).header[:2]
+        assert said == "A skeleton written by this command:"
+        assert line.startswith("  reprospec capture --from-log ")
+        return line.removeprefix("  reprospec capture --from-log ")
 
-    assert header("my log.txt") == "'my log.txt'`."
-    assert header("stdin") == "-`."
-    assert header("issue.md") == "issue.md`."
-    assert header("a\nb.md") == "$'a\\nb.md'`."
+    assert header("my log.txt") == "'my log.txt'"
+    assert header("stdin") == "-"
+    assert header("issue.md") == "issue.md"
+    assert header("a\nb.md") == "$'a\\nb.md'"
+    # A long path is written whole on its line, which can be copied back: wrapped in the
+    # sentence, the command broke mid-backquote over two comment lines.
+    long = "/home/alice/tickets/2026-12/issue-4242-dataloader-segfault-on-the-cluster.md"
+    text = render_spec(skeleton(read, long))
+    assert f"#   reprospec capture --from-log {long}\n" in text

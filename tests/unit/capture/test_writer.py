@@ -516,7 +516,11 @@ def test_the_observe_note_is_one_line_at_a_long_spec_path_and_carried_true() -> 
     from reprospec.spec.comments import AXES_NOTE, axes_note_for, observe_line
 
     long = "incidents/a_rather_long_folder_name/another_level/crash_from_the_training_job.yaml"
-    header = ("Written by `reprospec capture -- python app.py --mode fast`.", *AXES_NOTE)
+    header = (
+        "Written by this command:",
+        "  reprospec capture -- python app.py --mode fast",
+        *AXES_NOTE,
+    )
     draft = Draft(
         name="app",
         command="python app.py --mode ${{ matrix.mode }}",
