@@ -237,7 +237,7 @@ def classify(
     recorded = evidence.raised
     if recorded or (stderr and not (recorded == "" and dead_threads)):
         # (A silent attempt's reader is not even imported.)
-        from reprospec.outcome.tracebacks import parse_chain
+        from reprospec.outcome.tracebacks import parse_chain, recorded_chain
 
         # The program's own record of the exception its main thread died of, where it left
         # one: on stderr the threads' tracebacks interleave with it (a thread's TypeError
@@ -246,7 +246,7 @@ def classify(
         # interleaved: none ended the process. Where it left no record (not Python, a hook
         # of the program's own, a container's attempt), stderr: its parse skips the
         # threads' blocks it can tell.
-        chain = (parse_chain(recorded) if recorded else ()) or parse_chain(stderr)
+        chain = (recorded_chain(recorded) if recorded else ()) or parse_chain(stderr)
     last_traceback: PythonException | None = None
     if chain and not _ended_by(chain[-1], execution, evidence):
         from reprospec.outcome.tracebacks import went_on

@@ -210,6 +210,40 @@ def _uncaught(text: str, lines: list[str], chains: list[_Chain]) -> tuple[Python
     return ()
 
 
+def recorded_chain(record: str) -> tuple[PythonException, ...]:
+    """The chain of the exception a program's own record says its main thread died of
+    (stackdump's `raised-PID.txt`, past its first line: what the interpreter's hook
+    printed for it, and nothing else), primary first; () when it holds none.
+
+    A program that set `sys.tracebacklimit = 0` (a CLI hiding its tracebacks from its
+    users) prints no traceback: only each exception's own lines (`ValueError: bad`),
+    joined by the chain's link lines. On stderr such a line may be any output, but the
+    record is the exception's: it was read as `error exit 1`, no exception, its message
+    `ValueError: bad`."""
+    chain = parse_chain(record)
+    if chain or TRACEBACK_HEADER in record:
+        return chain
+    blocks: list[list[str]] = [[]]
+    for line in record.strip().splitlines():
+        link = _LINKS.get(line.strip())
+        if link is not None:
+            blocks[-1].append(link)  # the link of the block it ends, last
+            blocks.append([])
+        elif line.strip() or blocks[-1]:
+            blocks[-1].append(line)
+    found: list[PythonException] = []
+    for n, block in enumerate(blocks):
+        link = block.pop() if n + 1 < len(blocks) else None
+        while block and not block[-1].strip():
+            block.pop()
+        match = EXCEPTION_LINE.match(block[0].rstrip()) if block else None
+        if match is None:
+            return ()  # no exception's line (a group's members, a dump): not read
+        message = "\n".join([match["message"] or "", *block[1:]]).strip() or None
+        found.append(PythonException(match["type"], message, link))
+    return tuple(found)
+
+
 # A compile error of the script Python was asked to run (`python bad.py`, `-c CODE`) has
 # no frame to show, so CPython prints it with no `Traceback` header: its location, the
 # source line and a caret, then `SyntaxError: ...`. Read only as what the script's

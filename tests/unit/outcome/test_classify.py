@@ -41,6 +41,7 @@ from reprospec.outcome.tracebacks import (
     parse_chain,
     parse_exception,
     raised_types,
+    recorded_chain,
     thread_exceptions,
     unboxed,
     went_on,
@@ -1195,6 +1196,29 @@ def test_the_types_an_attempt_printed_before_its_crash_are_every_threads_and_cha
     assert raised_types(worker) == ()
     assert raised_types("") == ()
     assert raised_types("Fatal Python error: Segmentation fault\n") == ()
+
+
+def test_a_record_without_a_traceback_is_read_as_its_exceptions_lines() -> None:
+    # `sys.tracebacklimit = 0`: the hook prints each exception's lines and the links alone.
+    assert recorded_chain("ValueError: bad\nwhile loading x.yaml\n") == (
+        PythonException("ValueError", "bad\nwhile loading x.yaml"),
+    )
+    chained = (
+        "KeyError: 'k'\n\n"
+        "The above exception was the direct cause of the following exception:\n\n"
+        "RuntimeError: lookup failed\n"
+    )
+    assert recorded_chain(chained) == (
+        PythonException("KeyError", "'k'", "cause"),
+        PythonException("RuntimeError", "lookup failed"),
+    )
+    assert recorded_chain("KeyboardInterrupt\n") == (PythonException("KeyboardInterrupt", None),)
+    # What is no exception's line is not read (a record of none is "").
+    assert recorded_chain("") == ()
+    assert recorded_chain("  + Exception Group\n") == ()
+    # A record with a traceback is read as stderr is.
+    whole = 'Traceback (most recent call last):\n  File "a.py", line 1, in <module>\nOSError: x\n'
+    assert recorded_chain(whole) == parse_chain(whole) == (PythonException("OSError", "x"),)
 
 
 def test_raised_types_reads_a_chain_whose_first_block_was_cut_off_as_a_chain() -> None:
