@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
 from reprospec.core.jsontypes import JsonValue
+from reprospec.errors import InfraError
 
 if TYPE_CHECKING:
     from reprospec.core.inputs import AttemptPlan
@@ -64,14 +65,22 @@ def run(args: argparse.Namespace) -> int:
     # none of the checks kept for it (shm, wsl, device, memory, limits: the machine part
     # and nvidia-smi's rows).
     docker = args.runner == "docker"
-    env = probe_environment(
-        python,
-        () if docker or needs is None else needs.packages,
-        cuda=not docker,
-        with_torch=not docker,
-    )
+    packages = () if docker or needs is None else needs.packages
+    uncaptured: str | None = None
+    try:
+        env = probe_environment(python, packages, cuda=not docker, with_torch=not docker)
+    except InfraError as exc:
+        if python == sys.executable:
+            raise
+        # An interpreter a command runs on but the capture (the harness) does not: a Python
+        # 3.9 (`--python`, or the venv runner's base for `environment.python: "3.9"`), on
+        # which `run` runs a command spec, warning that the capture failed. doctor exited 3.
+        # The machine's part is the engine's own capture; the interpreter's checks say why.
+        uncaptured = str(exc)
+        env = probe_environment(sys.executable, cuda=not docker, with_torch=False)
+    made = doctor.run_checks(env, needs, os.environ.get("CUDA_VISIBLE_DEVICES"))
     checks = [
-        *doctor.run_checks(env, needs, os.environ.get("CUDA_VISIBLE_DEVICES")),
+        *(made if uncaptured is None else _uncaptured(made, uncaptured, needs)),
         *([base] if base is not None else []),
         *_tool_checks(python, env, args.runner),
         *(_docker_checks(environments, args.spec) if environments else ()),
@@ -102,6 +111,44 @@ def run(args: argparse.Namespace) -> int:
         counts = {status: sum(c.status == status for c in checks) for status in MARKS}
         sys.stdout.write(", ".join(f"{n} {s}" for s, n in counts.items() if n) + "\n")
     return 1 if any(check.status == "fail" for check in checks) else 0
+
+
+def _uncaptured(checks: Sequence[Check], reason: str, needs: Needs | None) -> list[Check]:
+    """`checks` made on the engine's own capture where the interpreter's failed (`reason`,
+    said once, by a `capture` check first): each check of the interpreter skipped, and the
+    spec's environment failed where a cell is a workload (the local runner refuses it: a
+    workload runs the harness), else skipped (its packages could not be read there)."""
+    from reprospec.doctor import INTERPRETER_CHECKS, Check
+
+    not_made = "not made: the interpreter's environment could not be captured (capture)"
+    out = [
+        Check(
+            "capture",
+            "warn",
+            reason,
+            "a command runs on it all the same (`run` warns that the capture failed); a "
+            "workload, and the checks of the interpreter, need one the harness runs on",
+        )
+    ]
+    for check in checks:
+        if check.name in INTERPRETER_CHECKS:
+            out.append(Check(check.name, "skipped", not_made))
+        elif check.name != "spec-environment":
+            out.append(check)
+        elif needs is not None and needs.workload:
+            out.append(
+                Check(
+                    "spec-environment",
+                    "fail",
+                    "a workload runs reprospec's harness in the interpreter, which the capture "
+                    "could not run in (capture): every workload cell is an infra error, not run",
+                    "give an interpreter the harness runs on (--python PATH, or "
+                    "environment.python with --runner venv)",
+                )
+            )
+        else:
+            out.append(Check("spec-environment", "skipped", not_made))
+    return out
 
 
 def _given_python(given: str, runner: str) -> str:

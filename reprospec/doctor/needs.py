@@ -92,6 +92,9 @@ class Needs:
     # Whether every cell is a workload, whose `data.loader` says its DataLoader workers
     # (`num_workers`); a command's are unknown, as where no spec is given.
     workers_known: bool = False
+    # Whether any cell is a workload: it runs reprospec's harness in the interpreter, which
+    # an interpreter the capture (the harness too) cannot run in cannot run either.
+    workload: bool = False
     # The runner it will run on (`doctor --runner`): `local` runs the checked interpreter as
     # it is; `venv` and `docker` install the spec's packages themselves.
     runner: str = "local"
@@ -603,9 +606,10 @@ def needs_of(
     lists: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...], str, bool], list[str]] = {}
     torch = False
     numpy = False
-    workloads = True
+    workloads, some_workload = True, False
     for position, (workload, environment) in enumerate(cells):
         workloads = workloads and bool(workload)
+        some_workload = some_workload or bool(workload)
         numpy = numpy or not workload or _has_entrypoint(workload)
         if environment.packages:
             seen = (
@@ -652,6 +656,7 @@ def needs_of(
         torch=torch,
         numpy=numpy,
         workers_known=workloads and torch,  # (torch: some cell, a workload, was seen)
+        workload=some_workload,
     )
 
 

@@ -260,3 +260,43 @@ def test_doctor_for_the_docker_runner_asks_none_of_the_hosts_tools(
     for name in ("starter", "native-stacks", "cuda-libraries", "sanitizer", "cuda-smoke"):
         assert checks[name]["status"] == "skipped", checks[name]
         assert checks[name]["why"], checks[name]
+
+
+def test_an_interpreter_the_capture_cannot_run_in_is_checked_as_the_run_uses_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A Python 3.9 runs a command spec (`run` warns that the capture failed), but doctor
+    exited 3 on the capture's failure: nothing of the machine checked. Here an interpreter
+    whose harness import fails as 3.9's does (the capture's `-m reprospec_harness.envinfo`)."""
+    python = tmp_path / "bin" / "python3"
+    python.parent.mkdir()
+    python.write_text(
+        '#!/bin/sh\ncase "$*" in *reprospec_harness.envinfo*)\n'
+        "  echo \"ImportError: cannot import name 'TypeAlias' from 'typing'\" >&2; exit 1;;\n"
+        f'esac\nexec {sys.executable} "$@"\n'
+    )
+    python.chmod(0o755)
+    (tmp_path / "c.yaml").write_text(
+        "reprospec: 1\nname: c\ncommand: python -c pass\nexpect: {outcome: pass}\n"
+    )
+    done = cli("doctor", "c.yaml", "--python", str(python), "--format", "json", cwd=tmp_path)
+    assert done.code == 0, done.stdout + done.stderr
+    checks = {c["name"]: c for c in json.loads(done.stdout)}
+    assert checks["capture"]["status"] == "warn"
+    assert "ImportError: cannot import name 'TypeAlias'" in checks["capture"]["why"]
+    assert checks["torch"]["status"] == "skipped"
+    assert checks["spec-environment"]["status"] == "skipped"
+    assert checks["shm"]["status"] == "pass"  # the machine's, checked all the same
+    # A workload runs the harness in it: the run refuses each such cell, and doctor fails it.
+    (tmp_path / "w.yaml").write_text(
+        "reprospec: 1\nname: w\nworkload:\n  model: {builtin: mlp, params: {hidden: 8}}\n"
+        "  optimizer: {name: sgd, lr: 0.01}\n  data:\n"
+        "    dataset: {builtin: synthetic, size: 16, shape: [4], classes: 2}\n"
+        "    loader: {batch_size: 4}\n  phases: [{name: train, steps: 1}]\n"
+        "expect: {outcome: pass}\n"
+    )
+    done = cli("doctor", "w.yaml", "--python", str(python), "--format", "json", cwd=tmp_path)
+    assert done.code == 1, done.stdout + done.stderr
+    checks = {c["name"]: c for c in json.loads(done.stdout)}
+    assert checks["spec-environment"]["status"] == "fail"
+    assert "every workload cell is an infra error" in checks["spec-environment"]["why"]
