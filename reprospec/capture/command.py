@@ -1256,7 +1256,8 @@ def _draft(
     relative = os.path.relpath(workdir, spec_path.parent)
     uses_torch = any(p.lower().startswith("torch==") for p in packages)
     expect, comments = expectation(observed, last_import) if observed else ({}, {})
-    axes = tuple(axis_for(toggle, uses_torch) for toggle in proposal.toggles)
+    kind = observed.outcome.kind if observed and observed.outcome else None
+    axes = tuple(axis_for(toggle, uses_torch, kind) for toggle in proposal.toggles)
     # The command as typed is quoted: its secrets are masked there (whole, or a part the
     # program printed into the message the title quotes).
     secrets = secret_values(proposal.secret_env)

@@ -319,7 +319,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         # A DataLoader is named only where the log shows torch: `--workers 4` of a server
         # said "for a DataLoader, 0 loads the data...".
         matrix=tuple(
-            axis_for(t, uses_torch=ticket.shows_torch)
+            axis_for(t, uses_torch=ticket.shows_torch, outcome=failure.outcome)
             for t in (proposal.toggles if proposal else ())
         ),
         presets=presets,

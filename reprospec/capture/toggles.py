@@ -64,10 +64,17 @@ class Suggestion:
     # Why, for a program that does not import torch, where `why` speaks of torch's
     # (a DataLoader's workers); None: `why` holds for any program.
     why_without_torch: str | None = None
+    # What the alternative takes away from an incident of each outcome, where that differs
+    # (`_BY_OUTCOME`): 0 workers leave no worker to die for a crash, none to wait on for a
+    # hang; "no worker to die" was said of a hang too.
+    by_outcome: tuple[tuple[str, str], ...] = ()
 
-    def said(self, uses_torch: bool) -> str:
-        """Why, as true of the program: a DataLoader named only where it imports torch."""
-        return self.why if uses_torch or self.why_without_torch is None else self.why_without_torch
+    def said(self, uses_torch: bool, outcome: str | None = None) -> str:
+        """Why, as true of the program (a DataLoader named only where it imports torch) and
+        of its incident's `outcome` (None: not known yet, as a first draft is written)."""
+        why = self.why if uses_torch or self.why_without_torch is None else self.why_without_torch
+        tail = dict(self.by_outcome).get(outcome or "")
+        return f"{why}: {tail}" if tail else why
 
 
 @frozen
@@ -142,7 +149,7 @@ _KNOWN: tuple[tuple[re.Pattern[str], JsonValue, str], ...] = (
     (
         re.compile(r"(?:^|_)(?:num_workers|workers|n_workers|num_proc|loader_workers)$"),
         0,
-        "for a DataLoader, 0 loads the data in the main process: no worker to die",
+        "for a DataLoader, 0 loads the data in the main process",
     ),
     (re.compile(r"(?:^|_)pin_memory$"), False, "no pinned host memory"),
     (re.compile(r"(?:^|_)persistent_workers$"), False, "workers restarted every epoch"),
@@ -162,7 +169,18 @@ _KNOWN: tuple[tuple[re.Pattern[str], JsonValue, str], ...] = (
 # The why of a `_KNOWN` knob said for a program that never imports torch: `--workers 2`
 # of a ctypes program got "for a DataLoader, ...".
 _WITHOUT_TORCH = {
-    _KNOWN[0][2]: "0 usually means no worker processes: no worker to die",
+    _KNOWN[0][2]: "0 usually means no worker processes",
+}
+# What a `_KNOWN` knob's alternative takes away, said by the incident's outcome: with no
+# worker, a crash has none to die (the main process's own code is left), a hang none to
+# wait on (a deadlocked or stuck worker, a queue never filled), an error none to re-raise
+# it from (the traceback is the loading code's own).
+_BY_OUTCOME = {
+    _KNOWN[0][2]: (
+        ("crash", "no worker to die"),
+        ("hang", "no worker to wait on"),
+        ("error", "no worker to raise it in"),
+    ),
 }
 
 
@@ -214,7 +232,7 @@ def suggestion_for(axis: str, value: JsonValue) -> Suggestion | None:
             alternative = render(alternative)
         if alternative == value:
             return None
-        return Suggestion(alternative, why, _WITHOUT_TORCH.get(why))
+        return Suggestion(alternative, why, _WITHOUT_TORCH.get(why), _BY_OUTCOME.get(why, ()))
     return None
 
 

@@ -496,9 +496,11 @@ def _literal(text: str) -> str:
     )
 
 
-def axis_for(toggle: Toggle, uses_torch: bool = True) -> Axis:
+def axis_for(toggle: Toggle, uses_torch: bool = True, outcome: str | None = None) -> Axis:
     """The one-value axis of a toggle, its comment naming the alternative worth a cell;
-    `uses_torch`: whether the program imports torch (a DataLoader is named only then)."""
+    `uses_torch`: whether the program imports torch (a DataLoader is named only then);
+    `outcome`: the incident's (crash, hang, ...), what the alternative is said to take
+    away (None where it is not known)."""
     if toggle.kind == "values":
         # `layers: ['64 128 256']`: read as one number the axis invited `[64, 32]`, which
         # ran `--layers 32 128 256`.
@@ -513,7 +515,7 @@ def axis_for(toggle: Toggle, uses_torch: bool = True) -> Axis:
     return Axis(
         toggle.axis,
         (toggle.value,),
-        f"from `{toggle.text}`; try {wider}: {toggle.suggestion.said(uses_torch)}",
+        f"from `{toggle.text}`; try {wider}: {toggle.suggestion.said(uses_torch, outcome)}",
     )
 
 

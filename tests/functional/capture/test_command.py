@@ -1781,6 +1781,8 @@ def test_a_workers_flag_of_a_program_without_torch_is_hinted_without_a_dataloade
     capture(cli, workdir, "python", "app.py", "--workers", "2", options=("--no-verify",))
     text = (workdir / "spec.yaml").read_text()
     assert "workers: [2]  # from `--workers 2`; try [2, 0]: " in text
+    # Said of the crash the run ended in (a hang is told `no worker to wait on`).
+    assert "try [2, 0]: 0 usually means no worker processes: no worker to die\n" in text
     assert "DataLoader" not in text
     assert "torch" not in text
 

@@ -1736,6 +1736,9 @@ def test_a_workers_axis_names_a_dataloader_only_where_the_log_shows_torch(
     assert read.shows_torch is torch
     (axis,) = [a for a in skeleton(read, "t.md").matrix if a.name == "workers"]
     assert ("DataLoader" in axis.comment) is torch
+    # What 0 workers take away, by the incident's outcome: a hang was said "no worker to die".
+    taken = {"hang": "no worker to wait on", "error": "no worker to raise it in"}
+    assert axis.comment.endswith(": " + taken[str(read.failure.outcome)])
 
 
 # GitHub's quote reply (`> ` on every line, `>` on a blank one) lost a rank's

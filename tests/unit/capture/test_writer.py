@@ -486,12 +486,18 @@ def test_a_dataloader_is_named_in_a_workers_hint_only_for_a_program_importing_to
     (workers,) = propose(["python", "app.py", "--workers", "2"]).toggles
     with_torch = axis_for(workers, uses_torch=True).comment
     assert with_torch == (
-        "from `--workers 2`; try [2, 0]: for a DataLoader, 0 loads the data in the main "
-        "process: no worker to die"
+        "from `--workers 2`; try [2, 0]: for a DataLoader, 0 loads the data in the main process"
     )
+    crash = axis_for(workers, uses_torch=True, outcome="crash").comment
+    assert crash == with_torch + ": no worker to die"
     without = axis_for(workers, uses_torch=False).comment
     assert without.startswith("from `--workers 2`; try [2, 0]: ")
     assert "DataLoader" not in without
+    # What 0 workers take away is said by the incident's outcome: "no worker to die" was
+    # said of a hang too.
+    said = {k: axis_for(workers, False, k).comment.rpartition(": ")[2] for k in ("hang", "error")}
+    assert said == {"hang": "no worker to wait on", "error": "no worker to raise it in"}
+    assert axis_for(workers, False, "crash").comment.endswith("worker processes: no worker to die")
     # A hint that holds for any program is the same either way.
     (pinned,) = propose(["python", "app.py", "--pin-memory"]).toggles
     assert axis_for(pinned, uses_torch=False).comment == axis_for(pinned).comment
