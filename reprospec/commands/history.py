@@ -34,7 +34,21 @@ _COUNTS = (
     ("undecided", "undecided"),
     ("infra_error", "infra-error"),
     ("observed", "observed"),
+    # The cells an interrupted run never reached (verdict `not-run`): the store counts no
+    # column of them, so `_with_not_run` adds the rest of `cells`; without it an interrupted
+    # probe of one cell read `1 cell, —`, and a run of 4 cells `2 reproduced` alone.
+    ("not_run", "not run"),
 )
+
+
+def _with_not_run(run: Mapping[str, object]) -> Mapping[str, object]:
+    """`run` with `not_run`: the cells judged none of the other verdicts (a results.json's
+    summary says it; the store's row leaves it to be counted from `cells`)."""
+    if "not_run" in run:
+        return run
+    cells = run.get("cells", 0)
+    counted = sum(value for key, _ in _COUNTS if isinstance(value := run.get(key, 0), int))
+    return {**run, "not_run": max(cells - counted, 0) if isinstance(cells, int) else 0}
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
@@ -327,7 +341,7 @@ def _row(run: Mapping[str, object]) -> dict[str, object]:
     out["planned"] = run.get("planned")
     out["with_attempts"] = run.get("with_attempts", 0)
     out["attempts"] = run.get("attempts", 0)
-    out["verdicts"] = {key: run.get(key, 0) for key, _ in _COUNTS}
+    out["verdicts"] = {key: _with_not_run(run).get(key, 0) for key, _ in _COUNTS}
     out["perturbed"] = run.get("perturbed") or []
     out["purpose"] = run.get("purpose") or "run"
     out["probe"] = run.get("probe") or None
@@ -399,7 +413,7 @@ def _table(
     leading = (("by",) if by else ()) + (("probe",) if probes else ())
     for column in leading + columns + (("perturbed by",) if amplified else ()):
         table.add_column(column, overflow="fold")
-    for row in runs:
+    for row in map(_with_not_run, runs):
         verdicts = ", ".join(f"{row.get(key, 0)} {label}" for key, label in _COUNTS if row.get(key))
         attempts = row.get("attempts")
         if (

@@ -49,6 +49,7 @@ def test_history_prints_whole_run_ids_and_json(cli: Cli, tmp_path: Path) -> None
         "undecided": 0,
         "infra_error": 0,
         "observed": 0,
+        "not_run": 0,
     }
     assert listed[0]["cells"] == 1
     assert listed[0]["status"] == "finished"

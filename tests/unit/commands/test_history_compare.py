@@ -281,3 +281,39 @@ def test_history_of_a_store_of_probes_alone_does_not_call_it_empty(
     # A store with none at all still says so plainly.
     assert main(["history", "--out", str(tmp_path), "other"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == "no runs recorded yet for other"
+
+
+def test_history_counts_the_cells_an_interrupted_run_never_reached(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run stopped by Ctrl-C stores its unreached cells as `not-run`, which the store's
+    counts have no column for: `history` listed 4 cells as `2 reproduced` alone, and an
+    interrupted isolate probe of one cell as `1`, `—`."""
+    import json
+
+    from reprospec.cli import main
+    from reprospec.store.db import Store
+
+    with Store(tmp_path) as store:
+        store.begin_run("20261121-214500-s-0001", "s", "/s.yaml", "x", "local", {}, {})
+        store.finish_run("20261121-214500-s-0001", "interrupted")
+    (tmp_path / "runs" / "20261121-214500-s-0001").mkdir(parents=True)
+    db = sqlite3.connect(tmp_path / "results.db")
+    with db:
+        db.executemany(
+            "INSERT INTO cells VALUES ('20261121-214500-s-0001', ?, ?, '{}', '{}', ?, '', '{}')",
+            [
+                ("a", 0, "reproduced"),
+                ("b", 1, "reproduced"),
+                ("c", 2, "not-run"),
+                ("d", 3, "not-run"),
+            ],
+        )
+    db.close()
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["history", "--out", str(tmp_path)]) == 0
+    assert "2 reproduced, 2 not run" in capsys.readouterr().out
+    assert main(["history", "--out", str(tmp_path), "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["verdicts"]["not_run"] == 2
+    assert row["verdicts"]["reproduced"] == 2
