@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="environments are in DIR/envs (or $REPROSPEC_ENVS when set; default: .reprospec); "
         "the docker runner's images are listed and pruned whatever the folder (the engine's)",
     )
-    opt.text_or_json(p, help="list: text (default) or json")
+    opt.text_or_json(p, help="list: text (default) or json (prune says it as text)")
     p.add_argument(
         "--older-than",
         default=None,
@@ -92,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
     given = [name for name, on in _PRUNE_ONLY if getattr(args, on)]
     if args.action == "list" and given:
         raise UsageError(f"{', '.join(given)}: for `envs prune` only; `envs list` shows them all")
+    if args.action == "prune" and args.format == "json":
+        raise UsageError("--format json: for `envs list` only; `envs prune` says what it removes")
     if args.all and args.older_than is not None:
         raise UsageError("--all and --older-than: give one (--all removes every one, however new)")
     root = _root(args.out)

@@ -26,6 +26,8 @@ from reprospec.venvs.build import in_use_lock
         (["prune", "--all", "--older-than", "1d"], "--all and --older-than: give one"),
         # `--older-than 7`, meant as days, was 7 seconds: every environment and image went.
         (["prune", "--older-than", "7"], "--older-than 7: give its unit (7d for days, 7h, "),
+        # prune says what it removes as text: `--format json` was dropped without a word.
+        (["prune", "--dry-run", "--format", "json"], "--format json: for `envs list` only"),
     ],
 )
 def test_options_envs_would_drop_are_refused(
