@@ -19,10 +19,15 @@ _VARIANTS = frozenset(
 
 
 def short_library(name: str | None) -> str | None:
-    """`libc.so.6` -> `libc`, `libgomp-a34b3233.so.1` -> `libgomp`: stable across versions."""
+    """`libc.so.6` -> `libc`, `libgomp-a34b3233.so.1` -> `libgomp`: stable across versions.
+
+    A library whose file was removed after it was loaded (an extension built into a
+    temporary folder, a package upgraded during the run) is named by the kernel's mapping
+    `libfoo.so (deleted)`: the same library, `libfoo` (it was `libfoo.so (deleted)`, a
+    signature of its own, never agreeing with the same crash's `f@libfoo`)."""
     if not name:
         return None
-    name = re.sub(r"\.so(\.[\w.]+)?$", "", PurePosixPath(name).name)
+    name = re.sub(r"\.so(\.[\w.]+)?$", "", PurePosixPath(name.removesuffix(" (deleted)")).name)
     name = re.sub(r"\.cpython-\d+[-\w]*$", "", name)
     return re.sub(r"-[0-9a-f]{8}$", "", name)
 

@@ -77,6 +77,9 @@ def test_short_library() -> None:
     assert native.short_library("libgomp-a34b3233.so.1") == "libgomp"
     assert native.short_library("_C.cpython-311-x86_64-linux-gnu.so") == "_C"
     assert native.short_library("python3.11") == "python3.11"
+    # Removed after it was loaded: the kernel's mapping says so, the library is the same.
+    assert native.short_library("/tmp/tmpx/libcrash.so (deleted)") == "libcrash"
+    assert native.short_library("libtorch_cpu.so.2 (deleted)") == "libtorch_cpu"
 
 
 def _stacks(*frames: Frame) -> NativeStacks:
