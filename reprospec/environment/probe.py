@@ -17,7 +17,7 @@ from pathlib import Path
 
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.scoped import Scoped
-from reprospec.environment.interpreter import run_python
+from reprospec.environment.interpreter import run_python, version_of
 from reprospec.errors import InfraError
 from reprospec.harness import HARNESS_ROOT
 
@@ -190,19 +190,10 @@ def _too_old(python: str, done: subprocess.CompletedProcess[str]) -> str:
     said = _died(done)
     if done.returncode < 0 or not said.startswith(("SyntaxError", "ImportError")):
         return said
-    try:
-        asked = subprocess.run(
-            [python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
-            capture_output=True,
-            text=True,
-            # A wrapper of the interpreter may print anything: replaced, then not a version.
-            errors="replace",
-            timeout=30,
-            stdin=subprocess.DEVNULL,
-        )
-        version = tuple(int(part) for part in asked.stdout.split("."))
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+    said_version, _ = version_of(python)  # (the one probe of a version: its output bounded)
+    if said_version is None:
         return said
+    version = tuple(int(part) for part in said_version.split("."))
     if version[:2] >= HARNESS_PYTHON:
         return said
     return (

@@ -157,6 +157,21 @@ def test_an_interpreter_older_than_the_harness_is_said_so() -> None:
     assert said.endswith("give --python an interpreter that new")
 
 
+def test_an_older_interpreter_that_prints_as_it_starts_is_said_so(tmp_path: Path) -> None:
+    """The version was asked by a probe of its own that read the whole output as the
+    version: a wrapper (or a .pth file) that prints as it starts said only the harness's
+    `ImportError: ...` line, as if the interpreter were broken. version_of reads its last."""
+    python = _older_python()
+    if python is None:
+        pytest.skip("no Python older than 3.10 here")
+    wrapper = tmp_path / "python3"
+    wrapper.write_text(f'#!/bin/sh\necho "activating 1.2.3"\nexec {python} "$@"\n')
+    wrapper.chmod(0o755)
+    with pytest.raises(InfraError) as raised:
+        probe_environment(str(wrapper))
+    assert "which needs Python 3.10 or later" in str(raised.value)
+
+
 def test_pip_list_reads_each_distributions_name_and_version_as_its_metadata_says() -> None:
     """envinfo reads Name and Version from the metadata's header lines (no email parser):
     the same list as importlib.metadata's own parse, for every distribution installed here."""
