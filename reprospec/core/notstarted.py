@@ -88,10 +88,10 @@ def not_started(
     # there misled, and a module a declared version lacks is the program's failure when the
     # program imports it (its traceback, outcome/setupfail.py), not when runpy cannot start it.
     return (
-        f"{said}, and none of environment.packages ({', '.join(sorted(declared))}) installed "
-        f"there provides it: if a version of theirs lacks {missing}, import it "
-        f"(`python -c 'import {missing}'`) to judge that version; else install the package "
-        "that provides it there, or add it to environment.packages"
+        f"{said}; install it there, or add the package that provides it to "
+        f"environment.packages (none of those it names, {', '.join(sorted(declared))}, "
+        f"provides it there: where a version of theirs lacks {missing}, "
+        f"`python -c 'import {missing}'` judges that version)"
     )
 
 

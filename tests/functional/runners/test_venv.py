@@ -613,11 +613,10 @@ def test_a_module_a_declared_version_lacks_under_another_name(cli: Cli, tmp_path
     assert unjudged["verdict"] == "infra-error"
     reason = unjudged["attempts"][0]["infra_error"]
     assert reason.endswith(
-        f"-m reprospec_newtop: no module named reprospec_newtop in that interpreter (exit 1), "
-        f"and none of environment.packages ({DEMO}) installed there provides it: if a version "
-        "of theirs lacks reprospec_newtop, import it (`python -c 'import reprospec_newtop'`) "
-        "to judge that version; else install the package that provides it there, or add it "
-        "to environment.packages"
+        f"-m reprospec_newtop: no module named reprospec_newtop in that interpreter (exit 1); "
+        "install it there, or add the package that provides it to environment.packages (none "
+        f"of those it names, {DEMO}, provides it there: where a version of theirs lacks "
+        "reprospec_newtop, `python -c 'import reprospec_newtop'` judges that version)"
     ), reason
     imported = cells[("1.0", "-c")]["attempts"][0]["outcome"]
     assert (imported["kind"], imported["exception"]) == ("error", "ModuleNotFoundError")

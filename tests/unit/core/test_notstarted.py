@@ -38,10 +38,10 @@ def test_python_dash_m_of_a_module_no_declared_package_provides_says_so() -> Non
     # misled. It names them, and how to judge a version that lacks the module.
     said = not_started(1, f"{PY}: No module named tlz\n", declared=("toolz", "numpy"))
     assert said == (
-        f"{PY} -m tlz: no module named tlz in that interpreter (exit 1), and none of "
-        "environment.packages (numpy, toolz) installed there provides it: if a version of "
-        "theirs lacks tlz, import it (`python -c 'import tlz'`) to judge that version; else "
-        "install the package that provides it there, or add it to environment.packages"
+        f"{PY} -m tlz: no module named tlz in that interpreter (exit 1); install it there, or "
+        "add the package that provides it to environment.packages (none of those it names, "
+        "numpy, toolz, provides it there: where a version of theirs lacks tlz, "
+        "`python -c 'import tlz'` judges that version)"
     )
 
 
