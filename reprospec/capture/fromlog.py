@@ -406,26 +406,20 @@ def _prose_settings(ticket: Ticket, set_already: set[str]) -> list[str]:
     (`MALLOC_ARENA_MAX=2 exported in my shell`): the reporter's shell had it, the command
     line did not say it, so the spec cannot tell whether the failure needs it. A secret's
     value is not written."""
-    items = []
-    for name, value in ticket.settings:
-        if name in set_already:
-            continue
-        said = _setting_said(name, value)
-        items.append(
-            f"environment.env.{name}: the ticket's prose sets {said}, its command line does"
-            " not: set it here if the failure needs it, or drop this item"
-        )
     prose = {name for name, _ in ticket.settings}
-    for name, value in ticket.step_env:
-        if name in set_already or name in prose:
-            continue
-        said = _setting_said(name, value)
-        items.append(
-            f"environment.env.{name}: the CI step's env sets {said} for the command (its "
-            "`env:` under the step's `Run`): set it here if the failure needs it, or drop "
-            "this item"
-        )
-    return items
+    # (name, value, who sets it): the prose's first, then the CI step's it does not name.
+    by_prose = "the ticket's prose sets {}, its command line does not"
+    by_step = "the CI step's env sets {} for the command (its `env:` under the step's `Run`)"
+    found = [
+        *((name, value, by_prose) for name, value in ticket.settings),
+        *((name, value, by_step) for name, value in ticket.step_env if name not in prose),
+    ]
+    return [
+        f"environment.env.{name}: {where.format(_setting_said(name, value))}: set it here if"
+        " the failure needs it, or drop this item"
+        for name, value, where in found
+        if name not in set_already
+    ]
 
 
 def _expect(

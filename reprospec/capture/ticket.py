@@ -18,8 +18,10 @@ import re
 import shlex
 import warnings
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from reprospec.capture.envblock import Machine, parse_machine
 from reprospec.capture.timebound import unbound
@@ -643,19 +645,13 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         where = where or "child"
         evidence.append(f"pytest-xdist: a worker crashed while running {xdist}")
     real_fatal = [f for f in fatal if not f.description.startswith("Aborted")] or fatal
-    forked: str | None = None
+    # The dump of the thread that took the signal, faulthandler's on Linux or on Windows.
+    fault_stack: str | None = None
     if signal is None and real_fatal:
         signal = real_fatal[-1].signal
         if signal:
             evidence.append(f"faulthandler: {FATAL_HEADER}{real_fatal[-1].description}")
-            # The thread that took the signal ran in a process multiprocessing started
-            # (`process.py:_bootstrap` among its frames; under fork, the parent's frames
-            # outside it, `<module>`, `Pool.__init__`): a child's death, as a live
-            # run reads it (rule 6), not the main process's, which the skeleton expected.
-            forked = _dump_process(real_fatal[-1].stack)
-            if forked is not None:
-                where = where or forked
-                evidence.append(_ran_in(forked))
+            fault_stack = real_fatal[-1].stack
     windows = _windows_fatal(clean)
     windows_fault: str | None = None
     if signal is None and windows is not None:
@@ -669,10 +665,15 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
             signal = _WINDOWS_SIGNALS[what]
             windows_fault = what
             evidence.append(f"faulthandler on Windows: {line} ({signal} on Linux)")
-            forked = _dump_process(windows_stack)
-            if forked is not None:
-                where = where or forked
-                evidence.append(_ran_in(forked))
+            fault_stack = windows_stack
+    # The thread that took the signal ran in a process multiprocessing started
+    # (`process.py:_bootstrap` among its frames; under fork, the parent's frames outside
+    # it, `<module>`, `Pool.__init__`): a child's death, as a live run reads it (rule 6),
+    # not the main process's, which the skeleton expected.
+    forked = _dump_process(fault_stack) if fault_stack is not None else None
+    if forked is not None:
+        where = where or forked
+        evidence.append(_ran_in(forked))
     died = _DIED_WITH.search(clean)
     if signal is None and died:
         signal, where = canonical_signal(died["signal"]), where or "child"
@@ -755,7 +756,9 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     ci_limit = _GHA_TIME_LIMIT.search(clean) if time_limit is None else None
     # A py-spy dump is of a process still running, taken because it made no progress: a
     # hang, where nothing else (a signal) says the process died.
-    pyspy = _pyspy_frames(clean)
+    # Parsed once: its main thread's frames here, its threads' stacks below.
+    dumped = _pyspy_dump(clean)
+    pyspy = dumped[0][1] if dumped else None
 
     cuda = _cuda_error(clean)
     reported = first_failure(text)
@@ -870,7 +873,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     )
     if not frames and outcome == "hang" and pyspy:
         frames = pyspy
-        threads = threads or _pyspy_threads(clean)
+        threads = threads or _pyspy_threads(dumped or [])
     # Read once: the progress, the running test and the Ticket all ask which presets fit.
     pasted = _pasted(text)
     presets = _presets(pasted)
@@ -1442,18 +1445,11 @@ def _runs_the_program(frames: list[str]) -> bool:
     return function == "<module>" or (function == "_run_module_as_main" and "runpy" in file)
 
 
-def _pyspy_frames(text: str) -> list[str] | None:
-    """`file:function` of the first thread of a `py-spy dump` in `text` (its main thread,
-    which py-spy prints first), innermost last; None where `text` has no dump."""
-    stacks = _pyspy_dump(text)
-    return stacks[0][1] if stacks else None
-
-
-def _pyspy_threads(text: str) -> tuple[ThreadStack, ...]:
-    """Each thread of a `py-spy dump` in `text` where it shows several, its own stack
-    (`file:function` innermost last, the main one first): a deadlock's other side (the
-    thread holding the lock the main one waits for) was in no description."""
-    stacks = [(thread, frames) for thread, frames in _pyspy_dump(text) or () if frames]
+def _pyspy_threads(dumped: list[tuple[str, list[str]]]) -> tuple[ThreadStack, ...]:
+    """Each thread of a `py-spy dump` (`_pyspy_dump`'s) where it shows several, its own
+    stack (`file:function` innermost last, the main one first): a deadlock's other side
+    (the thread holding the lock the main one waits for) was in no description."""
+    stacks = [(thread, frames) for thread, frames in dumped if frames]
     return _thread_stacks(stacks) if len(stacks) >= 2 else ()
 
 
@@ -2028,6 +2024,36 @@ def _lldb_program(words: list[str]) -> list[str] | None:
     return program or None
 
 
+class _GhaStep(NamedTuple):
+    """A GitHub Actions step's `Run` header as a log echoes it: its line, its command, its
+    script's lines before `shell:` (each at its line, blank ones left out), and the lines
+    below that `shell:` (None where no `shell:` line follows within _GHA_SCRIPT_LINES)."""
+
+    at: int
+    command: str
+    group: bool
+    script: tuple[tuple[int, str], ...]
+    after_shell: tuple[str, ...] | None
+
+
+def _gha_run_headers(lines: list[str]) -> Iterator[_GhaStep]:
+    """Every `Run` header of `lines`, read once for the steps' commands (`_gha_steps`)
+    and for the env of the one that failed (`_gha_step_env`)."""
+    for index, line in enumerate(lines):
+        header = _GHA_RUN.match(line.strip())
+        if header is None:
+            continue
+        below = lines[index + 1 : index + 1 + _GHA_SCRIPT_LINES]
+        shell = next((n for n, text in enumerate(below) if _GHA_SHELL.match(text)), None)
+        script = tuple(
+            (index + 1 + n, text.strip())
+            for n, text in enumerate(below[: shell or 0])
+            if text.strip()
+        )
+        after = tuple(below[shell + 1 :]) if shell is not None else None
+        yield _GhaStep(index, header["command"].strip(), bool(header["group"]), script, after)
+
+
 def _gha_steps(lines: list[str]) -> list[tuple[int, str]]:
     """The commands of GitHub Actions' steps, as a prompt line's (line, command): the
     lines of the script a step's `Run` header echoes before its `shell:`, each at its line,
@@ -2035,20 +2061,10 @@ def _gha_steps(lines: list[str]) -> list[tuple[int, str]]:
     `Run ...` line is a step's only after `##[group]` or with a `shell:` line below it:
     "Run python train.py and it crashes" is prose."""
     steps: list[tuple[int, str]] = []
-    for index, line in enumerate(lines):
-        header = _GHA_RUN.match(line.strip())
-        if header is None:
+    for step in _gha_run_headers(lines):
+        if step.after_shell is None and not step.group:
             continue
-        below = lines[index + 1 : index + 1 + _GHA_SCRIPT_LINES]
-        shell = next((n for n, text in enumerate(below) if _GHA_SHELL.match(text)), None)
-        if shell is None and not header["group"]:
-            continue
-        script = [
-            (index + 1 + n, text.strip())
-            for n, text in enumerate(below[: shell or 0])
-            if text.strip()
-        ]
-        steps += script or [(index, header["command"].strip())]
+        steps += step.script or [(step.at, step.command)]
     return steps
 
 
@@ -2194,19 +2210,13 @@ def _gha_step_env(lines: list[str], command: str | None) -> tuple[tuple[str, str
     the skeleton lost. A secret GitHub masked reads `***`."""
     if command is None:
         return ()
-    for index, line in enumerate(lines):
-        header = _GHA_RUN.match(line.strip())
-        if header is None:
+    for step in _gha_run_headers(lines):
+        rest = step.after_shell
+        if rest is None:
             continue
-        below = lines[index + 1 : index + 1 + _GHA_SCRIPT_LINES]
-        shell = next((n for n, text in enumerate(below) if _GHA_SHELL.match(text)), None)
-        if shell is None:
-            continue
-        script = [text.strip() for text in below[:shell]] or [header["command"].strip()]
-        if command not in script and header["command"].strip() != command:
+        if command not in (text for _, text in step.script) and step.command != command:
             continue
         found: list[tuple[str, str]] = []
-        rest = below[shell + 1 :]
         if not rest or rest[0].strip() != "env:":
             return ()
         for text in rest[1:]:
