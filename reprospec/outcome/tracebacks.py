@@ -604,6 +604,13 @@ FRAME_AT = r'File "(?P<file>[^"]+)", line \d+'
 STACK_FRAME = Lazy(rf"^\s*{FRAME_AT},? in (?P<function>\S+)")
 
 
+# A compiler sanitizer's report (ASan, UBSan with halt_on_error, TSan, MSan) names its
+# finding on a `SUMMARY: AddressSanitizer: heap-buffer-overflow heap.c:3 in overflow` line,
+# then prints its shadow memory and `==PID==ABORTING` last and exits 1.
+_SANITIZER_ABORT = Lazy(r"^==\d+==ABORTING\s*$")
+_SANITIZER_SUMMARY = Lazy(r"^SUMMARY: (?P<finding>\w+Sanitizer: .*?)\s*$", re.M)
+
+
 def last_line(text: str) -> str | None:
     r"""The last non-blank line of `text`, stripped (`sys.exit("msg")` prints only that).
 
@@ -611,11 +618,18 @@ def last_line(text: str) -> str | None:
     last, `faulthandler.dump_traceback()` or `traceback.print_stack()`, then `sys.exit(3)`).
     It says where the program was, not what failed: capture wrote
     `message: File "/tmp/w/job\.py", line \d+ in <module>` as the error's message, which a
-    verify in a copy of the spec, at another path, missed, and blamed on a file it lacked."""
+    verify in a copy of the spec, at another path, missed, and blamed on a file it lacked.
+
+    Where a compiler sanitizer ended the program (`==4242==ABORTING`: a pid, different in
+    each run, and no more), its summary's finding: `AddressSanitizer: heap-buffer-overflow
+    heap.c:3 in overflow`; None where it printed none."""
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         return None
     last = lines[-1]
+    if _SANITIZER_ABORT.match(last):
+        found = [m["finding"] for m in _SANITIZER_SUMMARY.compiled.finditer(text)]
+        return found[-1] if found else None
     if STACK_FRAME.match(last):
         return None
     if len(lines) > 1 and last[:1].isspace() and STACK_FRAME.match(lines[-2]):

@@ -19,3 +19,20 @@ def test_a_stack_printed_last_gives_no_message() -> None:
     assert last_line("loading\nconfig missing: a.yaml\n\n") == "config missing: a.yaml"
     assert last_line("usage: x\n    see --help\n") == "see --help"
     assert last_line("") is None
+
+
+def test_a_sanitizers_abort_gives_its_summarys_finding() -> None:
+    # ASan's report ends with its shadow bytes and `==PID==ABORTING`: a pid, no message.
+    report = (
+        "==23370==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602 at pc 0x7f\n"
+        "    #0 0x7f876fcb41d9 in overflow /w/heap.c:3\n"
+        "SUMMARY: AddressSanitizer: heap-buffer-overflow /w/heap.c:3 in overflow\n"
+        "Shadow bytes around the buggy address:\n"
+        "  Right alloca redzone:    cb\n"
+        "==23370==ABORTING\n"
+    )
+    assert last_line(report) == "AddressSanitizer: heap-buffer-overflow /w/heap.c:3 in overflow"
+    assert last_line("==7==ERROR: UndefinedBehaviorSanitizer: SEGV\n==7==ABORTING\n") is None
+    # A summary that is the last line (LeakSanitizer at exit) is read as any last line.
+    leak = "SUMMARY: AddressSanitizer: 8 byte(s) leaked in 1 allocation(s).\n"
+    assert last_line(leak) == leak.strip()
