@@ -378,6 +378,18 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
             f"the {needs.runner} runner installs the spec's packages (this interpreter: "
             f"{'; '.join(packages)})",
         )
+    from reprospec.environment.packages import requirement_name
+
+    unnamed = [entry for entry in needs.packages if requirement_name(entry) is None]
+    if unnamed and needs.runner != "local":
+        # A folder or a URL names no distribution to compare: it said "python and packages
+        # match" of an interpreter that was never asked for `./mypkg` (the venv installs it).
+        return Check(
+            "spec-environment",
+            "pass",
+            f"the {needs.runner} runner installs the spec's packages ({', '.join(unnamed)}: "
+            "no distribution named, not compared with this interpreter)",
+        )
     return Check("spec-environment", "pass", "python and packages match the spec's environment")
 
 

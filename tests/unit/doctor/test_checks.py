@@ -295,6 +295,22 @@ def test_spec_packages_the_runner_installs_are_no_failure() -> None:
     assert by_name(env, replace(needs, runner="local"))["spec-environment"].status == "fail"
 
 
+def test_a_folder_the_venv_runner_installs_is_not_said_to_match() -> None:
+    # `./mypkg` names no distribution, so nothing was compared: it said "python and packages
+    # match the spec's environment" of an interpreter that was never asked for it.
+    env = machine(packages={"numpy": "2.4.6"})
+    needs = doctor.Needs(packages=("./mypkg", "numpy"), runner="venv")
+    check = by_name(env, needs)["spec-environment"]
+    assert (check.status, check.why) == (
+        "pass",
+        "the venv runner installs the spec's packages (./mypkg: no distribution named, not "
+        "compared with this interpreter)",
+    )
+    # Named and here: the interpreter's match is what is said.
+    check = by_name(env, replace(needs, packages=("numpy",)))["spec-environment"]
+    assert check.why == "python and packages match the spec's environment"
+
+
 def test_a_capture_naming_no_interpreter_is_asked_nothing_on_any_runner(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
