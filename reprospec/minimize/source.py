@@ -30,6 +30,14 @@ complement step does):
    an `if` by its `else`, an assignment by its value alone;
 4. literals made simpler (strings and f-strings to "", numbers to 0).
 
+None of them touches an exception's message while it costs nothing (`kept_messages`):
+the arguments of `raise X(...)` and an `assert`'s message, where they call nothing but
+builtins and methods of literals and read no name that the rest of the file does not read
+too. The signature ignores a message, so `raise AssertionError(f"lost updates: {n}")`
+became `raise AssertionError()`, the same failure, but the line that said what went wrong
+was gone from the minimal program. One that costs something (it calls the program's own
+`describe(state)`, or reads a name nothing else reads any more) is reduced as any code is.
+
 Then again from 1, until a whole round changes nothing. Going top-down keeps the
 number of candidates near the size of the answer times the depth, not the size
 of the input: 500 unrelated lines go in a few chunked candidates at depth 0.
@@ -45,6 +53,7 @@ are the same kinds of transformation as the ones here.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 import warnings
 from collections.abc import Callable, Generator, Sequence
@@ -272,14 +281,19 @@ def _deletable_lists(node: ast.AST) -> list[list[ast.AST]]:
 
 
 def deletable(text: str, depth: int) -> list[int]:
-    """Numbers of the list elements at `depth` (how many deletable elements hold them)."""
+    """Numbers of the list elements at `depth` (how many deletable elements hold them), an
+    exception's message that costs nothing left out (`kept_messages`)."""
     tree = ast.parse(text)
-    number = {id(n): i for i, n in enumerate(numbered(tree))}
+    nodes = numbered(tree)
+    number = {id(n): i for i, n in enumerate(nodes)}
+    kept = kept_messages(nodes)
     out: list[int] = []
 
     def visit(node: ast.AST, level: int) -> None:
         inside = {id(e) for values in _deletable_lists(node) for e in values}
         for child in ast.iter_child_nodes(node):
+            if id(child) in kept:
+                continue
             if id(child) in inside:
                 if level == depth:
                     out.append(number[id(child)])
@@ -306,12 +320,67 @@ def changeable(text: str, kind: str) -> list[int]:
             for i, n in enumerate(nodes)
             if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None
         ]
-    inside_fstring = {
-        id(c) for n in nodes if isinstance(n, ast.JoinedStr) for c in ast.walk(n) if c is not n
+    left = {id(c) for n in nodes if isinstance(n, ast.JoinedStr) for c in ast.walk(n) if c is not n}
+    left |= kept_messages(nodes)
+    return [i for i, n in enumerate(nodes) if id(n) not in left and _simpler(n) is not None]
+
+
+def kept_messages(nodes: Sequence[ast.AST]) -> set[int]:
+    """The ids of the nodes of every exception message that costs nothing: the arguments of
+    a `raise` of a call (`raise AssertionError(f"lost updates: {n}")`, `raise
+    Lost(n, total=t)`) and an `assert`'s message, each one kept whole where it calls only
+    builtins (`len`, `repr`) and methods of literals (`", ".join`, `"{}".format`), and every
+    name it reads is a builtin or read outside the file's messages too (`n` where `if n:`
+    reads it): keeping it keeps nothing else alive. `nodes`: the file's, `numbered`.
+
+    A message is never the failure (signatures leave it out), so a reduction that drops one
+    fails "the same way"; but it is the one line that tells a maintainer what went wrong.
+    One that reads a name only it reads (`diag = collect()` for it alone) or calls the
+    program's code would keep that code in the minimal program: it is reduced as any code."""
+    messages: list[ast.AST] = []
+    for node in nodes:
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            messages += node.exc.args
+            messages += [k.value for k in node.exc.keywords]
+        elif isinstance(node, ast.Assert) and node.msg is not None:
+            messages.append(node.msg)
+    inside = {id(c) for m in messages for c in ast.walk(m)}
+    # Read, not bound: `diag = collect()` binds `diag` outside the message, and keeping a
+    # message that alone reads it would keep `collect()`.
+    read = {
+        n.id
+        for n in nodes
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in inside
     }
-    return [
-        i for i, n in enumerate(nodes) if id(n) not in inside_fstring and _simpler(n) is not None
-    ]
+    bound = {n.name for n in nodes if isinstance(n, _DEFINITIONS)}
+    builtin = _BUILTINS - bound  # a `def format(...)` of the program's is its code
+    kept: set[int] = set()
+    for message in messages:
+        parts = list(ast.walk(message))
+        own = {p.id for p in parts if isinstance(p, ast.Name) and not isinstance(p.ctx, ast.Load)}
+        free = read | builtin | own  # `own`: a comprehension's variable
+        if all(_costs_nothing(part, free, builtin) for part in parts):
+            kept |= {id(part) for part in parts}
+    return kept
+
+
+_BUILTINS = frozenset(dir(builtins))
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _costs_nothing(node: ast.AST, free: set[str], builtin: frozenset[str]) -> bool:
+    """Whether one node of a message keeps nothing else of the program alive: a name in
+    `free`, a call of a `builtin` or of a literal's method, anything else but a lambda."""
+    if isinstance(node, ast.Name):
+        return node.id in free
+    if isinstance(node, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+        return False
+    if isinstance(node, ast.Call):
+        called = node.func
+        if isinstance(called, ast.Name):
+            return called.id in builtin
+        return isinstance(called, ast.Attribute) and isinstance(called.value, ast.Constant)
+    return True
 
 
 def _simpler(node: ast.AST) -> ast.expr | None:
@@ -352,11 +421,10 @@ def unused_definitions(text: str) -> list[int]:
     nodes = numbered(tree)
     read = _names_read(nodes) | {n.attr for n in nodes if isinstance(n, ast.Attribute)}
     top = {id(statement) for statement in tree.body}
-    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     return [
         i
         for i, n in enumerate(nodes)
-        if isinstance(n, definitions)
+        if isinstance(n, _DEFINITIONS)
         and id(n) in top
         and not n.decorator_list  # a decorator may register it: it has an effect unnamed
         and n.name not in read

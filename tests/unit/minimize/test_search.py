@@ -906,6 +906,81 @@ def test_every_candidate_parses() -> None:
         pass
 
 
+def _fails_where_broken(program: Program) -> bool:
+    """The oracle of a deterministic failure with a passing cell, in this process: the file
+    raises AssertionError where `BROKEN` is true, and nothing where it is false."""
+    code = compile(program.source("race.py"), "race.py", "exec")
+    for broken in (True, False):
+        try:
+            exec(code, {"__name__": "__main__", "BROKEN": broken})
+        except AssertionError:
+            if not broken:
+                return False
+            continue
+        except Exception:
+            return False
+        if broken:
+            return False
+    return True
+
+
+def _reduced(text: str) -> str:
+    reducer = reduce(Program(("python", "race.py"), (), files=(("race.py", text),)))
+    candidate = next(reducer)
+    while True:
+        try:
+            candidate = reducer.send(_fails_where_broken(candidate))
+        except StopIteration as stop:
+            result: Program = stop.value
+            return result.source("race.py")
+
+
+RACE = """\
+import json
+total = 4
+value = [0]
+def work():
+    for _ in range(total):
+        value[0] += 0 if BROKEN else 1
+work()
+print(json.dumps(value))
+n = total - value[0]
+if n:
+    raise AssertionError(f'lost updates: {n}', 'of', total)
+"""
+
+
+def test_the_failures_message_is_kept_where_it_costs_nothing() -> None:
+    # The signature ignores a message, so every pass could drop it: `raise
+    # AssertionError(f"lost updates: {n}")` became `raise AssertionError()`, the one line
+    # that said what went wrong gone from the minimal program.
+    smaller = _reduced(RACE)
+    assert "raise AssertionError(f'lost updates: {n}', 'of', total)" in smaller, smaller
+    assert "json" not in smaller
+    message = "assert n == 0, 'lost ' + str(n) + ' of ' + repr(total)"
+    smaller = _reduced(
+        RACE.replace("if n:\n    raise AssertionError(f'lost updates: {n}', 'of', total)", message)
+    )
+    assert message in smaller, smaller
+
+
+def test_a_message_that_costs_code_is_reduced_as_any_code() -> None:
+    # One that alone reads a name, or calls the program's own code, would keep that code.
+    text = (
+        "def describe(x):\n    return 'a long description of ' + repr(x)\n"
+        "n = 0 if BROKEN else 1\n"
+        "diag = [n, n]\n"
+        "if not n:\n    raise AssertionError(describe(n), f'{diag}')\n"
+    )
+    smaller = _reduced(text)
+    assert "describe" not in smaller, smaller
+    assert "diag" not in smaller, smaller
+    text = "x = 1\nif x:\n    raise E(f'{x}', len(str(x)), ', '.join([str(x)]))\n"
+    assert deletable(text, 2) == []
+    assert len(changeable(text, "simplify")) == 1  # `x = 1`'s 1
+    assert deletable("x = 1\nraise E(f'{x}')\n", 1) != []  # `x` read by the message alone
+
+
 def test_unused_definitions_are_the_undecorated_unnamed_top_level_ones() -> None:
     text = (
         "import functools\n"

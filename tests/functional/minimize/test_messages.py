@@ -1,0 +1,76 @@
+"""`reprospec minimize` of a real race keeps the message of the exception that is the
+failure (source.py's `kept_messages`): real threads, a counter bumped without its lock.
+
+A signature leaves the message out, so a candidate without it fails "the same way": the
+search used to answer `raise AssertionError()`, and the one line that said what went
+wrong (`lost updates: 123`) was gone from the minimal program.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import json_verb
+
+RACE = """\
+import contextlib
+import sys
+import threading
+
+sys.setswitchinterval(1e-6)
+lock = threading.Lock() if "--lock" in sys.argv else contextlib.nullcontext()
+counter = [0]
+
+
+def bump():
+    for _ in range(100000):
+        with lock:
+            v = counter[0]
+            sys.getrecursionlimit()
+            counter[0] = v + 1
+
+
+threads = [threading.Thread(target=bump) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+lost = 400000 - counter[0]
+if lost:
+    raise AssertionError(f"lost updates: {lost}")
+"""
+
+SPEC = """\
+reprospec: 1
+name: race
+command: python race.py ${{ matrix.lock }}
+matrix:
+  lock: ["", "--lock"]
+run:
+  timeout: 30s
+expect:
+  outcome: error
+  exception: AssertionError
+  cases:
+    - {when: {lock: "--lock"}, outcome: pass}
+"""
+
+
+@pytest.mark.slow
+def test_the_minimal_race_still_says_how_many_updates_it_lost(tmp_path: Path) -> None:
+    (tmp_path / "race.py").write_text(RACE, encoding="utf-8")
+    (tmp_path / "spec.yaml").write_text(SPEC, encoding="utf-8")
+    argv = [
+        sys.executable, "-m", "reprospec", "minimize", str(tmp_path / "spec.yaml"),
+        "--format", "json", "--out", str(tmp_path / "out"), "-o", str(tmp_path / "result"),
+        "-j", "2", "--budget", "300",
+    ]  # fmt: skip
+    code, data, stderr = json_verb(argv, timeout=300)
+    assert code == 0, stderr
+    assert data["search"]["status"] == "minimized", data["search"]
+    smaller = (tmp_path / "result" / "race.py").read_text(encoding="utf-8")
+    assert "raise AssertionError(f'lost updates: {lost}')" in smaller, smaller
+    assert len(smaller.splitlines()) < len(RACE.splitlines())
