@@ -54,7 +54,7 @@ from reprospec.core.redact import (
 )
 from reprospec.core.requirements import normalize
 from reprospec.core.units import format_duration, parse_duration
-from reprospec.core.words import plural
+from reprospec.core.words import noun, plural
 from reprospec.outcome.pytestreport import is_pytest, pytest_verbose
 from reprospec.outcome.tracebacks import headline
 
@@ -239,6 +239,14 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         todo.append(
             f"command: the command that failed (the log does not show it; `{COMMAND_PLACEHOLDER}`"
             " stands in and fails as `command not found`)"
+        )
+    if ticket.sender_paths:
+        # A core's command line (or a prompt's) by the sender's absolute paths, which no
+        # one else has and the capture's folder does not hold either.
+        todo.append(
+            f"command: it names the sender's {noun(len(ticket.sender_paths), 'path')} "
+            + ", ".join(ticket.sender_paths)
+            + ", on no other machine: put the files in the workdir and name them relative to it"
         )
     todo.append("environment.workdir: where the command runs, relative to this spec")
     todo.append(

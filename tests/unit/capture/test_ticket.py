@@ -2635,6 +2635,44 @@ def test_a_gdb_backtrace_of_a_core_gives_the_signal_the_command_and_every_frame(
     assert read_ticket(cut).command is None
 
 
+def test_the_senders_absolute_paths_are_made_relative_where_the_folder_has_them(
+    tmp_path: Path,
+) -> None:
+    # A core's command line names the sender's files by their absolute paths: the spec ran
+    # `python /home/alice/proj/train.py`, a file no one else has, with nothing said.
+    core = GDB_CORE.replace(
+        "./crash --count 4",
+        "/usr/bin/python3 /home/a/p/src/t.py --config=/home/a/p/c.yaml --out /tmp/o",
+    )
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/t.py").write_text("")
+    (tmp_path / "c.yaml").write_text("")
+    (tmp_path / "o").mkdir()  # a system path (`/tmp/...`) is no sender's project
+    read = read_ticket(core, workdir=tmp_path)
+    assert read.command == "python src/t.py --config=c.yaml --out /tmp/o"
+    assert read.sender_paths == ()
+    assert (
+        "the command's /home/a/p/src/t.py: the sender's path; src/t.py under this folder"
+    ) in read.evidence
+    # A program of the sender's own by its bare name would be looked for on PATH.
+    tool = GDB_CORE.replace("./crash", "/home/alice/proj/build/crash")
+    (tmp_path / "crash").write_text("")
+    assert read_ticket(tool, workdir=tmp_path).command == "./crash --count 4"
+    # Where the folder does not hold it, the skeleton asks for it.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    read = read_ticket(core, workdir=elsewhere)
+    assert read.sender_paths == ("/home/a/p/src/t.py", "/home/a/p/c.yaml")
+    (todo,) = [item for item in skeleton(read, "t.md").todo if item.startswith("command:")]
+    assert todo.startswith(
+        "command: it names the sender's paths /home/a/p/src/t.py, "
+        "/home/a/p/c.yaml, on no other machine"
+    )
+    # Read without a folder (the text alone), the command is as written.
+    alone = read_ticket(core).command
+    assert alone == "python /home/a/p/src/t.py --config=/home/a/p/c.yaml --out /tmp/o"
+
+
 def test_a_cores_command_line_is_said_to_have_lost_its_quoting() -> None:
     # The kernel joins argv with blanks: `python3 -c import m; m.call()` was stated as the
     # command `python3 -c import 'm;' 'm.call()'` (a SyntaxError run), and `--run-name my
