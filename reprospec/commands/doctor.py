@@ -57,9 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
         raise docker_python_refused("--python", given, "check with --runner local or venv")
     checked = None if given is None else _given_python(given, args.runner)
-    python, whose, base = _interpreter(checked, needs)
-    if needs is not None and base is not None:
-        needs = replace(needs, python=None)  # no interpreter of it to compare: said by `base`
+    python, whose, base, needs = _interpreter(checked, needs)
     # The docker runner's attempts import the image's torch and packages, not this
     # interpreter's: importing the host's torch (2 s of CPU) and starting CUDA on it told
     # none of the checks kept for it (shm, wsl, device, memory, limits: the machine part
@@ -165,34 +163,54 @@ def _given_python(given: str, runner: str) -> str:
     return checked_python(given)
 
 
-def _interpreter(given: str | None, needs: Needs | None) -> tuple[str, str, Check | None]:
-    """The interpreter to check, whose it is (said after the header's path), and a failing
-    `venv-python` check where the runner would find none.
+def _interpreter(
+    given: str | None, needs: Needs | None
+) -> tuple[str, str, Check | None, Needs | None]:
+    """The interpreter to check, whose it is (said after the header's path), a failing
+    `venv-python` check where the runner would find none for some cells, and `needs` with
+    the python its spec-environment compares that interpreter with.
 
     The venv runner builds each cell's venv on the spec's `python` (found by uv here) unless
     `--python` is given, so that is the interpreter its cells run: checking this one warned
     `the interpreter is python 3.11.7; the spec names 3.12` of a mismatch the runner does not
-    have, and said nothing where no 3.12 was here, which made every cell infra-error."""
+    have, and said nothing where no 3.12 was here, which made every cell infra-error. Each
+    python the cells name is looked for (a matrix over it: the last cell's alone was, and
+    the cells of a python not here passed), the first found checked."""
     from reprospec.doctor import Check
+    from reprospec.doctor.needs import named_cells
     from reprospec.venvs.build import EnvBuildError, find_interpreter
 
     if given is not None or needs is None or needs.runner != "venv" or needs.python is None:
-        return given or sys.executable, "", None
-    try:
-        found = find_interpreter(needs.python).path
-    except EnvBuildError as exc:
-        return (
-            sys.executable,
-            "",
-            Check(
-                "venv-python",
-                "fail",
-                f"{exc}: the venv runner builds each cell's venv on it, so every cell would be "
-                "an infra error, not run",
-                f"install one (`uv python install {needs.python}`), or run with --python PATH",
-            ),
+        return given or sys.executable, "", None, needs
+    wanted = [(p, cells) for p, cells in needs.pythons if p is not None] or [(needs.python, ())]
+    found: tuple[str, str] | None = None  # (the python asked, its interpreter)
+    missing: list[str] = []
+    versions: list[str] = []  # of those not found
+    for request, cells in wanted:
+        try:
+            path = find_interpreter(request).path
+        except EnvBuildError as exc:
+            missing.append(f"{exc} ({named_cells(cells)})" if len(wanted) > 1 else str(exc))
+            versions.append(request)
+            continue
+        found = found or (request, path)
+    base = (
+        Check(
+            "venv-python",
+            "fail",
+            f"{'; '.join(missing)}: the venv runner builds each cell's venv on it, so every "
+            f"{'such ' if found else ''}cell would be an infra error, not run",
+            f"install one (`uv python install {' '.join(versions)}`), or run with --python PATH",
         )
-    return found, f" (the venv runner's interpreter for the spec's python {needs.python})", None
+        if missing
+        else None
+    )
+    if found is None:
+        # No interpreter of it to compare: said by `base`.
+        return sys.executable, "", base, replace(needs, python=None, pythons=())
+    request, path = found
+    whose = f" (the venv runner's interpreter for the spec's python {request})"
+    return path, whose, base, replace(needs, python=request, pythons=())
 
 
 def _tool_checks(python: str, env: Mapping[str, JsonValue], runner: str) -> list[Check]:

@@ -79,6 +79,10 @@ class Needs:
     shm_size: int | None = None
     memory: int | None = None
     python: str | None = None
+    # Each distinct `environment.python` of the cells (None: a cell that names none) and the
+    # cells of it: a matrix over it has several, of which `python` is only the last cell's,
+    # and doctor judged that one alone (none given: `python` is every cell's).
+    pythons: tuple[tuple[str | None, tuple[str, ...]], ...] = ()
     packages: tuple[str, ...] = ()  # every cell's, once each (what the capture looks for)
     # Each distinct list and its cells; none given: `packages` is every cell's list.
     package_sets: tuple[CellPackages, ...] = ()
@@ -334,8 +338,7 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
     """
     if needs.python is None and not needs.packages:
         return _NAMES_NONE
-    # Nothing ran: the interpreter is only the one found (`ran=False`).
-    python = environment_mismatches(env, {"python": needs.python}, ran=False)
+    python = _python_problems(env, needs)
     packages, refused = _package_problems(env, needs)
     if refused:  # what the runner refuses whatever the interpreter has
         return _refused_check(needs, refused, also=packages + python)
@@ -522,6 +525,25 @@ def _refusals(needs: Needs) -> list[str]:
     return _named(refused_of, sum(len(each.cells) for each in sets))
 
 
+def _python_problems(env: Captured, needs: Needs) -> list[str]:
+    """The interpreter's version against each python the cells name, the cells named where
+    not all name it: a matrix over `python: [3.10, 3.11]` was judged by its last cell's alone
+    (`python and packages match` on 3.11, of the 3.10 cells the run warns of). Nothing ran:
+    the interpreter is only the one found (`ran=False`)."""
+    if not needs.pythons:  # a Needs made by hand: `python` is every cell's
+        return environment_mismatches(env, {"python": needs.python}, ran=False)
+    found: dict[str, list[str]] = {}
+    for wanted, cells in needs.pythons:
+        for problem in environment_mismatches(env, {"python": wanted}, ran=False):
+            found.setdefault(problem, []).extend(cells)
+    return _named(found, sum(len(cells) for _, cells in needs.pythons))
+
+
+def named_cells(ids: Sequence[str]) -> str:
+    """`cell a`, `cells a, b, c and 2 more`: how a check names the cells a problem is of."""
+    return _cells(list(ids))
+
+
 def _named(found: Mapping[str, list[str]], every: int) -> list[str]:
     """Each problem, with the cells that have it named where not all `every` cells do (each
     cell once)."""
@@ -619,6 +641,7 @@ def needs_of(
     torch = False
     numpy = False
     workloads, some_workload = True, False
+    of_python: dict[str | None, list[str]] = {}
     for position, (workload, environment) in enumerate(cells):
         workloads = workloads and bool(workload)
         some_workload = some_workload or bool(workload)
@@ -650,6 +673,7 @@ def needs_of(
         if environment.memory is not None:
             memory = environment.memory
         python = environment.python or python
+        of_python.setdefault(environment.python, []).extend(ids[position : position + 1])
     packages = tuple(dict.fromkeys(p for each, _, _, _ in lists for p in each))
     return Needs(
         device=device,
@@ -660,6 +684,7 @@ def needs_of(
         shm_size=shm,
         memory=memory,
         python=python,
+        pythons=tuple((wanted, tuple(named)) for wanted, named in of_python.items()),
         packages=packages,
         package_sets=tuple(
             CellPackages(each, tuple(named), env, workdir, dockerfile)

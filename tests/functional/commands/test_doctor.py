@@ -182,6 +182,28 @@ def test_doctor_for_the_venv_runner_checks_the_interpreter_it_builds_on(
     assert text.endswith(f"(the venv runner's interpreter for the spec's python {ours})"), text
 
 
+def test_a_matrix_over_python_is_checked_for_each_version(cli: Cli, tmp_path: Path) -> None:
+    """doctor judged the last cell's python alone: `python: [3.4, ours]` passed on the venv
+    runner, whose 3.4 cells are each infra-error (no such Python here), and said `python and
+    packages match` on the local runner, whose run warns of them."""
+    ours = f"{sys.version_info.major}.{sys.version_info.minor}"
+    (tmp_path / "m.yaml").write_text(
+        "reprospec: 1\nname: m\nenvironment: {python: '${{ matrix.py }}'}\n"
+        f"matrix: {{py: ['3.4', '{ours}']}}\ncommand: 'true'\nexpect: {{outcome: pass}}\n"
+    )
+    venv = cli("doctor", "m.yaml", "--runner", "venv", "--format", "json", cwd=tmp_path)
+    assert venv.code == 1, venv.stdout + venv.stderr
+    checks = {check["name"]: check for check in json.loads(venv.stdout)}
+    assert checks["venv-python"]["status"] == "fail"
+    assert "no Python 3.4 on this machine" in checks["venv-python"]["why"]
+    assert "(cell py=3.4): " in checks["venv-python"]["why"]
+    assert checks["spec-environment"]["status"] == "pass", checks["spec-environment"]
+    local = cli("doctor", "m.yaml", "--format", "json", cwd=tmp_path)
+    checks = {check["name"]: check for check in json.loads(local.stdout)}
+    assert checks["spec-environment"]["status"] == "warn"
+    assert checks["spec-environment"]["why"].endswith("the spec names 3.4 in cell py=3.4")
+
+
 def test_doctor_for_the_venv_runner_finds_a_programs_name_past_a_shim(
     cli: Cli, tmp_path: Path
 ) -> None:
