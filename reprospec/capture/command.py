@@ -1423,7 +1423,14 @@ def without_pids(detail: str) -> str:
     runs showed that pid of one past process above its own failure's."""
 
     def said(match: re.Match[str]) -> str:
-        return "a child process " if match.group(1) else ""
+        if match.group(1):
+            return "a child process "
+        before = match.string[: match.start()].rstrip()
+        if match.group(0).startswith(" (") or (before and before[-1].isalnum()):
+            return ""  # `worker 1 (pid 42)`, `the DataLoader worker pid 42`: the noun stays
+        # A pid that is the clause's subject (`; pid 42 (python x.py), the first process
+        # of the pipeline`): without it the clause read `; (python x.py), the first ...`.
+        return "a process "
 
     return _PID.sub(said, detail)
 

@@ -249,6 +249,15 @@ def test_a_descriptions_process_ids_are_left_out_and_the_sentence_still_reads() 
         "childhang.py:7 in child, where the main process only waits for it"
     )
     assert without_pids("worker 1 (pid 42) died") == "worker 1 died"
+    assert without_pids("the DataLoader worker pid 42 was in x.py") == (
+        "the DataLoader worker was in x.py"
+    )
+    # A pid that is its clause's subject: the pipeline's program read `; (python x.py),
+    # the first process of ...`, and a hung process `pid 42 was in` `was in`.
+    assert without_pids("as a shell reports it; pid 42 (python x.py), the first process") == (
+        "as a shell reports it; a process (python x.py), the first process"
+    )
+    assert without_pids("pid 42 was in x.py:3") == "a process was in x.py:3"
 
 
 def test_a_run_that_could_not_start_leaves_no_draft(
