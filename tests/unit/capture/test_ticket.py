@@ -2668,6 +2668,15 @@ def test_the_senders_absolute_paths_are_made_relative_where_the_folder_has_them(
         "command: it names the sender's paths /home/a/p/src/t.py, "
         "/home/a/p/c.yaml, on no other machine"
     )
+    # A Windows prompt's, its backslashes read as slashes; its interpreter is no file.
+    windows = (
+        "PS C:\\Users\\me\\proj> C:\\Users\\me\\AppData\\Local\\Programs\\Python\\"
+        "Python311\\python.exe C:\\Users\\me\\proj\\src\\t.py\n"
+        "Traceback (most recent call last):\nValueError: bad\n"
+    )
+    read = read_ticket(windows, workdir=tmp_path)
+    assert (read.command, read.sender_paths) == ("python src/t.py", ())
+    assert read_ticket(windows, workdir=elsewhere).sender_paths == ("C:/Users/me/proj/src/t.py",)
     # Read without a folder (the text alone), the command is as written.
     alone = read_ticket(core).command
     assert alone == "python /home/a/p/src/t.py --config=/home/a/p/c.yaml --out /tmp/o"
