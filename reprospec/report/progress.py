@@ -262,16 +262,19 @@ def console_names(run: RunResult) -> Callable[[str], str]:
     return PathNames(run.paths).shorten
 
 
-def results_table(run: RunResult) -> Table:
+def results_table(run: RunResult, width: int | None = None) -> Table:
     """One row per cell: verdict mark, cell, expected, what happened, rate.
 
     A large run (as its report: more than LARGE_RUN_CELLS cells) gets one row per group
     of alike cells, named by patterns: 256 rows of `pass` tell a terminal nothing.
+    `width`: the console's, where it is known; a narrow one gets the notes beside the
+    rates wrapped under them (`_rates`).
     """
     from rich.table import Table
+    from rich.text import Text
 
     from reprospec.report.paths import with_short_commands
-    from reprospec.report.tables import LARGE_RUN_CELLS, as_for, rate_said, said_before
+    from reprospec.report.tables import LARGE_RUN_CELLS, as_for, said_before
 
     # The command lines the outcomes name shortened before they are worded: a phrase cuts
     # a command to its width first, and a venv's whole path was all it kept.
@@ -288,8 +291,9 @@ def results_table(run: RunResult) -> Table:
     table.add_column("actual", ratio=2)
     table.add_column("attempts", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
+    rates = _rates(run, width)
     said: dict[str | tuple[str, str], str] = {}  # a long infra-error: the first cell that said it
-    for cell in run.cells:
+    for cell, rate in zip(run.cells, rates, strict=True):
         actual = short(attempts_phrase(cell.attempts))
         first = said_before(cell.cell.id, cell.verdict, actual, said)
         actual = actual if first is None else as_for(first)
@@ -298,12 +302,44 @@ def results_table(run: RunResult) -> Table:
             text(cell.cell.id),
             text(expectation_phrase(cell.expected)),
             text(actual),
-            text(
-                rate_said(cell_rate_phrase(cell.rate, cell.expected), cell.reason, run.interrupted)
-            ),
+            # `_rates`' line breaks are its own; `text` writes a value's out as `\x0a`.
+            Text("\n").join(text(line) for line in rate.split("\n")),
             cell.verdict,
         )
     return table
+
+
+# What the cell, expected and actual columns are each given at least before the attempts
+# column's notes are wrapped, and the width those are wrapped to (at least each rate's).
+_ROOM = 16
+_NOTE_WIDTH = 20
+
+
+def _rates(run: RunResult, width: int | None) -> list[str]:
+    """Each cell's attempts column: its rate, and beside it what cut it short (`1/1
+    (interrupted after 1 of 3 attempts)`, `run.stop_on`'s note), on one line where the
+    terminal has the room. The column is never wrapped by rich (a rate broken over two
+    lines reads as two numbers), so on a narrow terminal the note is wrapped here, under
+    the rate: on one line it took 41 of 80 columns, and the cell, what was expected and
+    what happened were left 3 columns each, cut to `wor`, `pa…`."""
+    import textwrap
+
+    from reprospec.report.tables import rate_said
+
+    pairs = [
+        (cell_rate_phrase(c.rate, c.expected), rate_said("", c.reason, run.interrupted).strip())
+        for c in run.cells
+    ]
+    said = [f"{rate} {note}" if note else rate for rate, note in pairs]
+    verdict = max((len(c.verdict) for c in run.cells), default=0)
+    widest = max(map(len, said), default=0)
+    # 6 columns: 7 borders and 2 columns of padding each; the mark is 2 wide.
+    if width is None or width - (19 + 2 + verdict + widest) >= 3 * _ROOM:
+        return said
+    wrap = max(_NOTE_WIDTH, *(len(rate) for rate, _ in pairs))
+    # The rate's words all fit the first line (`wrap` is at least its width), so it is
+    # never broken; only the note continues below it.
+    return [textwrap.fill(line, wrap, break_long_words=False) for line in said]
 
 
 def _grouped(run: RunResult, table: Table, short: Callable[[str], str]) -> Table:
@@ -351,7 +387,7 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
 
     # With a format the report goes to stdout, so the table moves to stderr.
     console = make_console(sys.stderr if fmt else sys.stdout)
-    console.print(results_table(result))
+    console.print(results_table(result, console.width))
     folder = RunFolder.of(out, result.run_id)
     summary = result.summary
     if result.observes:

@@ -909,6 +909,39 @@ def test_an_interrupted_run_names_the_cells_it_cut_short() -> None:
     assert not [p for p in whole_case.iter("property") if p.get("name") == "interrupted"][1:]
 
 
+def test_an_interrupted_runs_table_leaves_its_cells_room_on_an_80_column_terminal() -> None:
+    """Ctrl-C on an 80-column terminal: `1/1 (interrupted after 1 of 2 attempts)` kept on
+    one line took 41 columns, and the cell, what was expected and what happened were left 3
+    each (`wor`, `ker`, ... down the page; `pa…`, `cr…`). The note wraps under its rate
+    there; on a wide one (the 160 columns of a pipe) it stays beside it."""
+    import io
+
+    from reprospec.report.console import make_console
+
+    whole = segfault_matrix()
+    cells = tuple(
+        replace(c, reason=f"{c.reason} (interrupted after 1 of 2 attempts; --resume finishes it)")
+        if c.verdict == "reproduced"
+        else c
+        for c in whole.cells
+    )
+    run = replace(whole, cells=cells, interrupted=True)
+    stream = io.StringIO()
+    console = make_console(stream)
+    console.width = 80
+    console.print(results_table(run, console.width))
+    table = stream.getvalue()
+    first_lines = [line for line in table.splitlines() if "(interrupted" in line]
+    assert first_lines, table
+    assert all("1/1 (interrupted" in line for line in first_lines), table
+    assert max(map(len, table.splitlines())) <= 80, table
+    assert "│ num_worker" in table, table  # the cell's column 10 wide, where it was 3
+    assert "│ crash      │" in table, table  # and what was expected: `cr…`
+    stream = io.StringIO()
+    make_console(stream).print(results_table(run, 160))
+    assert "1/1 (interrupted after 1 of 2 attempts)" in stream.getvalue()
+
+
 def test_a_spec_whose_secrets_were_masked_says_what_to_set_beside_it() -> None:
     # A literal under a secret-looking name is written back as `${{ env.API_TOKEN }}`: the
     # report says so where it offers `reprospec run report.md`, not only in the spec's comment.
