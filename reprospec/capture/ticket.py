@@ -2386,8 +2386,9 @@ _SYSTEM_FOLDERS = frozenset(
      # the command reader wrote as slashes (`C:/Users/me/proj/train.py`).
      "windows", "program files", "program files (x86)", "programdata"}
 )  # fmt: skip
-# An absolute path: POSIX's, or a Windows drive's as the command reader writes it.
-_ABSOLUTE = re.compile(r"^(?:/|[A-Za-z]:/)")
+# An absolute path: POSIX's, a Windows drive's as the command reader writes it, or one
+# in the sender's home (`~/proj/train.py`, which the reader's shell makes their own home's).
+_ABSOLUTE = re.compile(r"^(?:/|~/|[A-Za-z]:/)")
 
 
 def _senders_paths(
@@ -2409,8 +2410,11 @@ def _senders_paths(
     program = next((n for n, w in enumerate(words) if not is_assignment(w)), None)
     for index, word in enumerate(words):
         option, equals, path = word.rpartition("=") if word.startswith("-") else ("", "", word)
-        parts = Path(path).parts  # ("/", "home", ...) or ("C:", "Users", ...)
-        if not _ABSOLUTE.match(path) or len(parts) < 3 or parts[1].lower() in _SYSTEM_FOLDERS:
+        parts = Path(path).parts  # ("/", "home", ...), ("C:", "Users", ...), ("~", ...)
+        home = parts[:1] == ("~",)
+        if not _ABSOLUTE.match(path) or len(parts) < (2 if home else 3):
+            continue
+        if not home and parts[1].lower() in _SYSTEM_FOLDERS:
             continue
         if "AppData" in parts or (index == program and is_python(parts[-1])):
             continue  # a Windows user's installed programs, their interpreter
@@ -2423,7 +2427,7 @@ def _senders_paths(
             None,
         )
         if here is None:
-            if not _exists(Path(path)):
+            if not _exists(Path(path).expanduser()):
                 foreign.append(path)
             continue
         if index == program and "/" not in here:

@@ -2677,6 +2677,10 @@ def test_the_senders_absolute_paths_are_made_relative_where_the_folder_has_them(
     read = read_ticket(windows, workdir=tmp_path)
     assert (read.command, read.sender_paths) == ("python src/t.py", ())
     assert read_ticket(windows, workdir=elsewhere).sender_paths == ("C:/Users/me/proj/src/t.py",)
+    # One in the sender's home: a reader's shell reads `~` as their own.
+    home = "$ python ~/proj/src/t.py\nTraceback (most recent call last):\nValueError: bad\n"
+    assert read_ticket(home, workdir=tmp_path).command == "python src/t.py"
+    assert read_ticket(home, workdir=elsewhere).sender_paths == ("~/proj/src/t.py",)
     # Read without a folder (the text alone), the command is as written.
     alone = read_ticket(core).command
     assert alone == "python /home/a/p/src/t.py --config=/home/a/p/c.yaml --out /tmp/o"
