@@ -9,8 +9,8 @@ report kept the original's title. Here a hang's place is read from the attempt's
 thread's outermost function of the program's own code (a busy thread's innermost one
 changes from dump to dump; the main thread's below its `<module>`), and where it waits in
 a blocking call of the library, its innermost one and what it waits in below it (the
-library's frames: Barrier.wait's threading.py frames; none where its own line waits in C
-code, a lock's `with`, a sleep).
+library's frames: Barrier.wait's threading.py frames; where its own line waits in C code,
+a lock's `with`, a sleep, that line's blocking call, `blocking_line`).
 Line numbers are left out (the program shrinks), and so are its files' paths (each
 candidate runs in its own folder).
 
@@ -26,6 +26,8 @@ threads, as a join's.)
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -38,9 +40,10 @@ NOWHERE = "no frame of the program's own code"
 
 
 def place_of(stack: str | None) -> str:
-    """A hang's place read from its stack dump: `w1, w2` (a deadlock of two threads, each
-    in its own line), `w2 -> threading.py:wait -> threading.py:_wait -> threading.py:wait`
-    (a Barrier's wait, the outermost call first); `UNREAD` or `NOWHERE`.
+    """A hang's place read from its stack dump: `w1 -> with, w2 -> with` (a deadlock of
+    two threads, each in its `with` for a lock; `w1, w2` where their file cannot be read),
+    `w2 -> threading.py:wait -> threading.py:_wait -> threading.py:wait` (a Barrier's
+    wait, the outermost call first); `UNREAD` or `NOWHERE`.
 
     A thread is named by its outermost function of the program's own (the thread's target,
     the main thread's outermost function below its `<module>`: `main`, `train`, a test;
@@ -52,8 +55,9 @@ def place_of(stack: str | None) -> str:
     (`threads_of`). Only where it waits in a known blocking call of the library
     (`_BLOCKING`: threading's waits, a queue's get, selectors' select, a child's wait) are
     its innermost function and the library frames it waits in compared too, so one thread
-    at a Barrier still differs from the same thread on a lock (its line waits in C code,
-    no library frame)."""
+    at a Barrier still differs from the same thread on a lock; and so are they where its
+    own line waits in C code (`blocking_line`: `main -> stuck -> with`, a lock's), so a
+    busy loop (`main (in stuck)`) and a deadlock under one `main()` differ."""
     threads = hung_threads(stack)
     if threads is None:
         return UNREAD
@@ -62,14 +66,75 @@ def place_of(stack: str | None) -> str:
     said = []
     for frame, waiting, outermost in threads:
         names = [outermost.function]
+        blocked = "" if waiting else blocking_line(frame)
         if waiting and _blocks(waiting[0]):
             if frame != outermost:
                 names.append(frame.function)
             names += [f"{f.path.rsplit('/', 1)[-1]}:{f.function}" for f in reversed(waiting)]
+        elif blocked:
+            if frame != outermost:
+                names.append(frame.function)
+            names.append(blocked)
         elif frame.function != outermost.function:
             names[0] += f"{_IN}{frame.function})"
         said.append(" -> ".join(names))
     return ", ".join(sorted(said))
+
+
+def blocking_line(frame: Frame) -> str:
+    """What a thread waits in where its own line blocks in C code, read from that line of
+    its file: `with` (a lock's, or a condition's, `with lock:`), or the blocking call the
+    line makes, by name (`acquire()`, `sleep()`, `recv()`); "" where the line runs Python
+    (`while True: pass`, `x += 1`, a call of nothing that blocks) or cannot be read (the
+    file gone, a container's path).
+
+    faulthandler's dump says where a thread is, not whether it runs: under one `main()` a
+    busy loop and a lock's deadlock were both `main` (`main (in stuck)` in words alone), so
+    a candidate that turned the deadlock into an endless loop hung "where the original did".
+    Names, not the line's text, are compared: the literals of `time.sleep(100)` shrink."""
+    if frame.line < 1:
+        return ""
+    try:
+        with Path(frame.path).open(encoding="utf-8", errors="replace") as source:
+            line = next(itertools.islice(source, frame.line - 1, None), "")
+    except OSError:
+        return ""
+    code = line.split("#", 1)[0].strip()
+    if _WITH.match(code):
+        return "with"
+    called = [name for name in _CALLED.findall(code) if name in _BLOCKING_CALLS]
+    return f"{called[-1]}()" if called else ""
+
+
+_WITH = re.compile(r"(?:async\s+)?with\b")
+_CALLED = re.compile(r"(\w+)\s*\(")
+# The calls that block in C code until another thread or process acts (threading's lock,
+# time's sleep, a socket's, a pipe's or a child's wait), by the name a line calls them by.
+# Not `join`, `get` or `put`: a thread's join and a queue's get wait in the library's Python
+# frames (`_BLOCKING`), and `", ".join`, a dict's get, run.
+_BLOCKING_CALLS = frozenset(
+    (
+        "acquire",
+        "sleep",
+        "wait",
+        "waitpid",
+        "wait4",
+        "recv",
+        "recv_into",
+        "recvfrom",
+        "accept",
+        "read",
+        "readline",
+        "readinto",
+        "select",
+        "poll",
+        "pause",
+        "sigwait",
+        "input",
+        "lockf",
+        "flock",
+    )
+)
 
 
 # Where a thread that waits in no blocking call was caught, for the words alone: `main (in
@@ -172,6 +237,7 @@ __all__ = [
     "NOWHERE",
     "UNREAD",
     "attempt_place",
+    "blocking_line",
     "moved",
     "place_of",
     "places_said",

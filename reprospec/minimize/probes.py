@@ -72,7 +72,7 @@ RAISED_FROM = "stderr+stdout"
 # hangplace.place_of and outcome/hungstacks.hung_threads): another, and a stored state's
 # are read again. Bump it with each change of that rule. ("stack.txt" before, the same
 # rule's first version.)
-PLACES_FROM = "places-4"
+PLACES_FROM = "places-5"
 
 
 def _side(role: str) -> str:

@@ -76,15 +76,17 @@ def test_a_candidate_whose_hang_sits_elsewhere_is_rejected_and_the_deadlock_kept
     code, data, stderr = json_verb(argv, timeout=300)
     assert code == 0, stderr
     same = data["search"]["same_failure"]
-    assert same["original_places"] == ["stuck"]
+    assert same["original_places"] == ["stuck -> acquire()"]
     assert EVENT_WAIT in same["hung_elsewhere"], same
     assert same["hangs_elsewhere_rejected"] >= 1
     result = (tmp_path / "result" / "stuck.py").read_text(encoding="utf-8")
     assert result.count("lock.acquire()") == 2, result  # the deadlock kept
     assert "Event" not in result  # and the wait it never reaches gone
     report = (tmp_path / "result" / "minimize.md").read_text(encoding="utf-8")
-    assert "the original hung in stuck: " in report
-    assert "- **Signature**: `hang` (hung in stuck), the failing cell's expect" in report
+    assert "the original hung in stuck -> acquire(): " in report
+    assert (
+        "- **Signature**: `hang` (hung in stuck -> acquire()), the failing cell's expect" in report
+    )
     assert f"whose hang sat elsewhere ({EVENT_WAIT}" in report
     assert "printing no exception the original never did, hanging where the original did" in report
     # The minimized spec claims no place of the original's (its line 11 is another line).
@@ -145,7 +147,7 @@ def test_dirs_check_holds_a_hang_to_where_the_original_hung_as_the_search_does(
     assert data["unconfirmed"] == ""
     # Its main thread by its outermost function below `<module>` (a busy one is caught
     # anywhere below it): eval's `<string>` is no code of the program's, stuck() is.
-    assert data["search"]["same_failure"]["original_places"] == ["stuck"]
+    assert data["search"]["same_failure"]["original_places"] == ["stuck -> acquire()"]
     for check in (tmp_path / "out").glob("minimize/*/dir-check.json"):
         check.unlink()
     monkeypatch.setenv("HANG_IN", "threading.Event().wait()")
@@ -153,4 +155,46 @@ def test_dirs_check_holds_a_hang_to_where_the_original_hung_as_the_search_does(
     assert code == 1, stderr
     unconfirmed = data["unconfirmed"]
     assert "threading.py:wait in its rerun" in unconfirmed, unconfirmed
-    assert "not where the original did (stuck)" in unconfirmed, unconfirmed
+    assert "not where the original did (stuck -> acquire())" in unconfirmed, unconfirmed
+
+
+BUSY_OR_STUCK = """\
+import os
+import threading
+
+lock = threading.Lock()
+
+
+def stuck():
+    lock.acquire()
+    if os.environ.get("TWICE") == "1":
+        lock.acquire()
+    while os.environ.get("TWICE") == "1":
+        pass
+
+
+def main():
+    stuck()
+
+
+main()
+"""
+
+
+def test_a_deadlock_made_a_busy_loop_under_one_main_is_another_hang(tmp_path: Path) -> None:
+    # Without its second acquire the program still hangs, in an endless loop: both sat in
+    # `main` (told apart in words alone, `main (in stuck)`), and the old search answered
+    # with the loop, no lock left. The line the thread waits at tells them apart.
+    spec = SPEC.replace("stuck.py", "busy.py").replace(
+        "title: 'busy.py: hang in stuck (busy.py:11)'\n", ""
+    )
+    argv = _minimize(
+        tmp_path, "busy.py", BUSY_OR_STUCK, spec, "--min-rate", "0.9", "--budget", "60"
+    )
+    code, data, stderr = json_verb(argv, timeout=300)
+    assert code == 0, stderr
+    same = data["search"]["same_failure"]
+    assert same["original_places"] == ["main -> stuck -> acquire()"], same
+    assert "main (in stuck)" in same["hung_elsewhere"], same
+    result = (tmp_path / "result" / "busy.py").read_text(encoding="utf-8")
+    assert result.count("lock.acquire()") == 2, result  # the deadlock kept

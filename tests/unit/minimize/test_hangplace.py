@@ -5,6 +5,7 @@ rule that rejects a candidate whose hang sits elsewhere (search.py's point 7,
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import StoredProbe
@@ -438,3 +439,45 @@ def test_a_lone_main_threads_hangs_are_told_apart_by_its_function_below_module()
     other = lock.replace("5 in stuck", "6 in check")
     assert moved([place_of(other)], [place_of(lock)]) == ()
     assert places_said([place_of(lock)]) == "in main (in stuck)"
+
+
+def _main_in_stuck(path: str, line: int) -> str:
+    return (
+        f"--- pid 24383 (python h.py) ---\n"
+        f"Current thread 0x00007efeb17cbb80 (most recent call first):\n"
+        f'  File "{path}", line {line} in stuck\n'
+        f'  File "{path}", line 18 in main\n'
+        f'  File "{path}", line 21 in <module>\n'
+    )
+
+
+def test_a_busy_loop_and_a_deadlock_under_one_main_are_two_places(tmp_path: Path) -> None:
+    # faulthandler says where a thread is, not whether it runs: both were `main`, told
+    # apart in words alone (`main (in stuck)`), and a candidate that made the deadlock an
+    # endless loop hung "where the original did". The line the thread is at says it.
+    source = tmp_path / "h.py"
+    source.write_text(
+        "import threading\n"
+        "lock = threading.Lock()\n"
+        "def stuck():\n"
+        "    lock.acquire()  # the first\n"
+        "    with lock:\n"
+        "        pass\n"
+        "    while True:\n"
+        "        x = 1\n"
+        "    time.sleep(100)\n",
+        encoding="utf-8",
+    )
+    at = str(source)
+    acquire = place_of(_main_in_stuck(at, 4))
+    deadlock = place_of(_main_in_stuck(at, 5))
+    busy = place_of(_main_in_stuck(at, 8))
+    assert deadlock == "main -> stuck -> with"
+    assert acquire == "main -> stuck -> acquire()"
+    assert busy == "main (in stuck)"
+    assert place_of(_main_in_stuck(at, 9)) == "main -> stuck -> sleep()"
+    assert moved([busy], [deadlock]) == (busy,)
+    assert moved([deadlock], [busy]) == (deadlock,)
+    # A line gone (the file changed or cannot be read) says nothing: as before.
+    assert place_of(_main_in_stuck(at, 99)) == "main (in stuck)"
+    assert place_of(_main_in_stuck(str(tmp_path / "gone.py"), 5)) == "main (in stuck)"
