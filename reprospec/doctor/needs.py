@@ -99,6 +99,10 @@ class Needs:
     # Whether any cell is a workload: it runs reprospec's harness in the interpreter, which
     # an interpreter the capture (the harness too) cannot run in cannot run either.
     workload: bool = False
+    # The workload cells whose packages name no torch (their ids; "" where none were
+    # given): the venv runner's cell venv holds only its packages, so the harness finds no
+    # torch there, though the interpreter it is built on has one.
+    torchless: tuple[str, ...] = ()
     # The runner it will run on (`doctor --runner`): `local` runs the checked interpreter as
     # it is; `venv` and `docker` install the spec's packages themselves.
     runner: str = "local"
@@ -336,6 +340,8 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
     needs. The venv and docker runners install the packages, so there it is only said.
     Another python version is a warning: a run notes it and runs.
     """
+    if needs.runner == "venv" and needs.torchless:
+        return _torchless(env, needs)
     if needs.python is None and not needs.packages:
         return _NAMES_NONE
     python = _python_problems(env, needs)
@@ -525,6 +531,26 @@ def _refusals(needs: Needs) -> list[str]:
     return _named(refused_of, sum(len(each.cells) for each in sets))
 
 
+def _torchless(env: Captured, needs: Needs) -> Check:
+    """A workload cell of the venv runner whose packages name no torch: the harness runs on
+    torch, and the cell's venv holds only its packages, so each is `infra-error: torch is not
+    installed in <venv>/bin/python`. doctor passed it, the interpreter the venv is built on
+    having torch."""
+    named = [cell for cell in needs.torchless if cell]
+    every = sum(len(cells) for _, cells in needs.pythons)  # (each cell is of one python)
+    of = f" ({_cells(named)})" if named and len(named) < every else ""
+    version = section(env, "torch").get("version")
+    pin = f"torch=={str(version).split('+')[0]}" if isinstance(version, str) else "torch"
+    return Check(
+        "spec-environment",
+        "fail",
+        "a workload runs reprospec's harness on torch, and the venv runner's cell venv holds "
+        f"only the cell's packages, which name no torch{of}: every such cell is an infra "
+        "error (torch is not installed in the cell's venv), not run",
+        f"add torch to their environment.packages (`{pin}`), or run on the local runner",
+    )
+
+
 def _python_problems(env: Captured, needs: Needs) -> list[str]:
     """The interpreter's version against each python the cells name, the cells named where
     not all name it: a matrix over `python: [3.10, 3.11]` was judged by its last cell's alone
@@ -642,6 +668,7 @@ def needs_of(
     numpy = False
     workloads, some_workload = True, False
     of_python: dict[str | None, list[str]] = {}
+    torchless: list[str] = []
     for position, (workload, environment) in enumerate(cells):
         workloads = workloads and bool(workload)
         some_workload = some_workload or bool(workload)
@@ -655,7 +682,10 @@ def needs_of(
             )
             named = lists.setdefault(seen, [])
             named.extend(ids[position : position + 1])
-        torch = torch or bool(workload) or bool(requirements_naming(environment.packages, "torch"))
+        names_torch = bool(requirements_naming(environment.packages, "torch"))
+        torch = torch or bool(workload) or names_torch
+        if workload and not names_torch:
+            torchless.append(ids[position] if position < len(ids) else "")
         wanted = str(workload.get("device") or environment.device or "cpu")
         if wanted.startswith("cuda"):
             device = wanted
@@ -694,6 +724,7 @@ def needs_of(
         numpy=numpy,
         workers_known=workloads and torch,  # (torch: some cell, a workload, was seen)
         workload=some_workload,
+        torchless=tuple(torchless),
     )
 
 

@@ -767,3 +767,20 @@ def test_each_cells_packages_are_the_sets_or_the_one_list() -> None:
     assert doctor.Needs(packages=("six",)).cell_packages == (CellPackages(("six",)),)
     sets = (CellPackages(("six==1.0",), ("a",)), CellPackages(("six==2.0",), ("b",)))
     assert doctor.Needs(packages=("six",), package_sets=sets).cell_packages == sets
+
+
+def test_a_workload_whose_venv_has_no_torch_fails_on_the_venv_runner() -> None:
+    # The cell's venv holds only its packages: the harness found no torch there (each cell
+    # `infra-error: torch is not installed in <venv>/bin/python`), but doctor passed, the
+    # interpreter the venv is built on having torch.
+    here = Environment(workdir=Path.cwd())
+    workload: JsonObject = {"model": {"builtin": "mlp"}}
+    pinned = Environment(workdir=Path.cwd(), packages=("torch==2.13.0",))
+    cells: list[tuple[JsonObject, Environment]] = [(workload, here), (workload, pinned), ({}, here)]
+    needs = replace(doctor.needs_of(cells, ["w", "pinned", "command"]), runner="venv")
+    check = by_name(machine(), needs)["spec-environment"]
+    assert check.status == "fail"
+    assert "which name no torch (cell w): every such cell is an infra error" in check.why
+    # Each workload pins torch: nothing to say; the local runner runs the interpreter's.
+    assert by_name(machine(), replace(needs, torchless=()))["spec-environment"].status != "fail"
+    assert by_name(machine(), replace(needs, runner="local"))["spec-environment"].status != "fail"
