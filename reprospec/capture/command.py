@@ -147,8 +147,8 @@ class Request:
     # The command as typed, where capture wrote some of its words otherwise (tidied_paths,
     # `bound`); () where argv is it.
     typed: tuple[str, ...] = ()
-    # Whether tidied_paths wrote a path of it otherwise (the header says so).
-    tidied: bool = False
+    # The paths tidied_paths wrote otherwise, (as typed, as written): the header says so.
+    tidied: tuple[tuple[str, str], ...] = ()
     # Its `timeout DURATION` wrapper, taken out: DURATION is the run's timeout (timebound.py).
     bound: Bound | None = None
 
@@ -353,7 +353,8 @@ def capture(
     request = _unbound(request)
     tidied = tidied_paths(request.argv, Path.cwd())
     if tidied != request.argv:
-        request = replace(request, argv=tidied, typed=request.as_typed, tidied=True)
+        changed = tuple((a, b) for a, b in zip(request.argv, tidied, strict=True) if a != b)
+        request = replace(request, argv=tidied, typed=request.as_typed, tidied=changed)
     # How many values each option takes, where the script's own parser says.
     options = script_options(script_of(request.argv), Path.cwd().resolve())
     # pytest -v's `path::test` lines name the test a crash or a hang happened in (the
@@ -1325,9 +1326,14 @@ def _header(
     if request.bound is not None:
         lines.append(request.bound.note(f"{request.timeout_s:g}s") + ".")
     if request.tidied:
+        # The words it changed, not the whole command again (the spec's `command:` has it):
+        # a long one wrapped inside its backquotes over lines no one could copy.
+        written = ", ".join(
+            f"`{shell_line([typed])}` as `{shell_line([short])}`" for typed, short in request.tidied
+        )
         lines.append(
-            f"Its command is written `{shell_line(request.argv)}`: the same files, by paths "
-            "without `..`, which a copy of the workdir holds without the folders they passed."
+            f"Its command names {written}: the same files, by paths without `..`, which a "
+            "copy of the workdir holds without the folders they passed."
         )
     if request.python is not None:
         lines.append(
