@@ -1601,3 +1601,22 @@ def test_a_rich_traceback_is_seen_by_the_other_readers() -> None:
         "ValueError",
     )
     assert crash_reported("\x1b[31mFatal Python error: Aborted\x1b[0m\n")
+
+
+def test_a_workers_traceback_quoted_by_its_pool_ends_at_the_closing_quotes() -> None:
+    text = (
+        "multiprocessing.pool.RemoteTraceback: \n"
+        '"""\n'
+        "Traceback (most recent call last):\n"
+        '  File "/w/pool.py", line 4, in f\n'
+        "ValueError: bad item 2\n"
+        '"""\n\n'
+        "The above exception was the direct cause of the following exception:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/w/pool.py", line 8, in <module>\n'
+        "ValueError: bad item 2\n"
+    )
+    assert parse_chain(text) == (
+        PythonException("ValueError", "bad item 2", "cause"),
+        PythonException("ValueError", "bad item 2"),
+    )
