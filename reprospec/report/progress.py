@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
+    from reprospec.core.units import RateBound
+
 
 # Off a terminal, a line while attempts run with nothing written for this long: a hang
 # waits for its timeout (5 minutes by default), and a CI log said nothing meanwhile.
@@ -415,6 +417,8 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
             + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
             + (" (interrupted: partial results)" if result.interrupted else "")
         )
+        for line in undecided_lines(result):
+            console.print(printable(line), markup=False, highlight=False)
     if result.resumed is not None:
         # The table reads as one run: which of its attempts ran now is said beside it.
         said = resumed_phrase(result.resumed)
@@ -440,6 +444,52 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
     if fmt:
         sys.stdout.write(render(result, fmt))
         sys.stdout.flush()
+
+
+# The most undecided cells said one by one under the count; the others are counted.
+_UNDECIDED_SAID = 5
+
+
+def undecided_lines(result: RunResult) -> list[str]:
+    """What decides each undecided cell: exit 4 and `1 undecided` said nothing of what to do
+    (only report.md's reason said `run more attempts`), and how many is the question. At the
+    rate seen, the attempts after which its 95% interval no longer straddles the bound
+    (`--repeat` takes them, as `run.repeat: auto` with `run.max_repeat` does); none where
+    the rate seen is the bound itself, which no count of attempts moves off it. An
+    interrupted run's cells are finished by `--resume` first, which its own line says."""
+    from reprospec.core.words import plural
+
+    cells = [c for c in result.cells if c.verdict == "undecided" and not result.interrupted]
+    lines = []
+    for cell in cells[:_UNDECIDED_SAID]:
+        bound, rate = cell.expected.rate, cell.rate
+        if bound is None or not rate.attempts:
+            continue
+        said = (
+            f"undecided: {cell.cell.id}: {cell_rate_phrase(rate, cell.expected)} straddles {bound}"
+        )
+        needed = _attempts_to_decide(rate.matched / rate.attempts, bound, rate.attempts)
+        lines.append(
+            f"{said}; at the rate seen, about {needed} attempts decide it: --repeat {needed}"
+            f" (or run.repeat: auto with run.max_repeat: {needed})"
+            if needed is not None
+            else f"{said}; the rate seen is the bound itself: more attempts may not decide it"
+        )
+    if len(cells) > _UNDECIDED_SAID:
+        lines.append(f"undecided: {plural(len(cells) - _UNDECIDED_SAID, 'more cell')} (report.md)")
+    return lines
+
+
+def _attempts_to_decide(seen: float, bound: RateBound, ran: int) -> int | None:
+    """The fewest attempts, more than `ran` and at most `--repeat`'s limit, whose 95%
+    interval at the fraction `seen` lies wholly on one side of `bound`; None if none does."""
+    from reprospec.core.bounds import MAX_REPEAT
+    from reprospec.core.rates import judge_rate, rate_of
+
+    for attempts in range(ran + 1, MAX_REPEAT + 1):
+        if judge_rate(rate_of(round(seen * attempts), attempts), bound) != "undecided":
+            return attempts
+    return None
 
 
 def _preload_unused(result: RunResult) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -381,6 +382,12 @@ def test_a_rate_the_interval_straddles_is_undecided_and_exits_4(cli: Cli, tmp_pa
     result = cli("run", str(spec))
     assert result.code == 4, result.stdout + result.stderr
     assert "0/1 cell reproduced, 1 undecided" in result.stdout
+    # Exit 4 said nothing of what to do: the terminal says what decides it, or that 1/2
+    # of `>=0.5` is the bound itself, which more attempts may not move off it.
+    assert (
+        "undecided: default: 1/2 (95% CI 0.09–0.91) straddles >=0.5; the rate seen is the "
+        "bound itself: more attempts may not decide it"
+    ) in result.stdout
     data = result.results()
     cell = data["cells"][0]
     assert cell["verdict"] == "undecided"
@@ -394,6 +401,33 @@ def test_a_rate_the_interval_straddles_is_undecided_and_exits_4(cli: Cli, tmp_pa
     junit = cli("report", str(result.latest_run()), "--format", "junit").stdout
     assert 'type="undecided"' in junit
     assert 'failures="1"' in junit
+
+
+def test_an_undecided_cell_says_how_many_attempts_decide_it(cli: Cli, tmp_path: Path) -> None:
+    """1 crash in 3 attempts of `rate: '>=0.1'` straddles it: `run` exited 4 with `1
+    undecided` and no word of what to do; it says how many attempts, at the rate seen, put
+    the interval on one side of the bound, and that many do."""
+    spec = tmp_path / "rare.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: rare\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        'command: python -c "import sys; sys.exit(${{ attempt }} % 3 == 1)"\n'
+        "run: {repeat: 3}\n"
+        "expect: {outcome: error, rate: '>=0.1'}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 4, result.stdout + result.stderr
+    said = re.search(
+        r"undecided: default: 1/3 \(95% CI 0\.06–0\.80\) straddles >=0\.1; at the rate seen, "
+        r"about (\d+) attempts decide it: --repeat \1 \(or run\.repeat: auto with "
+        r"run\.max_repeat: \1\)",
+        result.stdout,
+    )
+    assert said, result.stdout
+    again = cli("run", str(spec), "--repeat", said.group(1))
+    assert again.code == 0, again.stdout + again.stderr  # 1 in 3 a cell, as seen: decided
+    assert "1/1 cell reproduced\n" in again.stdout
+    assert "undecided:" not in again.stdout
 
 
 def test_a_large_runs_results_table_groups_alike_cells(cli: Cli, tmp_path: Path) -> None:
