@@ -46,14 +46,18 @@ EXCEPTION_LINE = Lazy(r"^(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::(?: (?P<me
 _GROUP_PREFIX = Lazy(r"^\s*\| ?")
 # The first frame of every thread's traceback (threading.Thread._bootstrap_inner runs `run`).
 _THREAD_BOOTSTRAP = Lazy(r'^\s*File "[^"]*threading\.py", line \d+, in _bootstrap_inner\s*$')
-# Lines that end an exception message: the next report, a logger, a warning, the `"""`
-# that closes a worker's traceback multiprocessing quotes as its RemoteTraceback's message
-# (concurrent.futures' _RemoteTraceback too): the worker's `ValueError: bad item 2` then
-# `"""` read as the message 'bad item 2\n"""'.
+# Lines that end an exception message: the next report; a logger, c10's `[W1207 ...]` and
+# torch's Python loggers in glog's form (torchrun's `W1207 08:01:13.909000 21127 torch/
+# distributed/elastic/multiprocessing/api.py:1028] Sending process ...`, which a failed
+# rank's message ran on into); a warning; the `"""` that closes a worker's traceback
+# multiprocessing quotes as its RemoteTraceback's message (concurrent.futures'
+# _RemoteTraceback too): the worker's `ValueError: bad item 2` then `"""` read as the
+# message 'bad item 2\n"""'.
 _MESSAGE_END = Lazy(
     r"^(?:During handling of the above exception|The above exception was the direct cause"
     r"|Exception ignored|Exception in thread|Fatal Python error|ERROR: Unexpected"
-    r'|\[[A-Z]\d{4} |\S+:\d+: \w*Warning:|\[\.\.\. \d+ bytes omitted|"""\s*$)'
+    r"|\[[A-Z]\d{4} |[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] "
+    r'|\S+:\d+: \w*Warning:|\[\.\.\. \d+ bytes omitted|"""\s*$)'
 )
 # CPython's last resort when it cannot print a traceback (e.g. "lost sys.stderr").
 _OBJECT_DUMP_TYPE = Lazy(r"^object type name: (?P<type>\S+)\s*$", re.M)

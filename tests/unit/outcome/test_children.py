@@ -90,6 +90,21 @@ def test_a_rank_torchrun_started_raised_the_failure_not_torchrun(tmp_path: Path)
     )
 
 
+def test_a_ranks_message_ends_at_torchruns_next_log_line() -> None:
+    """Recorded: torch 2.13's torchrun of two gloo ranks, rank 1 raising ValueError; torchrun
+    logs `W1207 08:01:13.909000 21127 torch/distributed/elastic/multiprocessing/api.py:1028]
+    Sending process 21254 closing signal SIGTERM` before its `failed` line. The message ran
+    on into it: 'rank 1: bad shard\nW1207 ...', a time and pids that differ in each run."""
+    from reprospec.outcome.tracebacks import PythonException
+    from tests.support.paths import DATA
+
+    recorded = (DATA / "children" / "torchrun-rank-then-launcher-log.stderr.log").read_text()
+    rank = rank_exception(recorded)
+    assert rank is not None
+    assert rank.local_rank == 1
+    assert rank.chain == (PythonException("ValueError", "rank 1: bad shard"),)
+
+
 def test_a_rank_that_exits_first_is_the_cause_its_peers_errors_the_consequence(
     tmp_path: Path,
 ) -> None:
