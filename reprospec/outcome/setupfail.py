@@ -88,10 +88,13 @@ def setup_failure(
         and execution.unchosen_python is not None
         and not _of_declared(exception.message or "", declared)
     ):
+        # A package the spec declares was checked installed here: said, so that a version of
+        # it lacking a module under another name (631add7d) is not read as "not installed".
+        named = f"; none of environment.packages, {', '.join(sorted(declared))}, provides it here"
         return NotRun(
             f"ModuleNotFoundError: {exception.message} before any progress: "
             f"{execution.unchosen_python}; pass --python PATH (the interpreter that has "
-            "what the command imports)"
+            f"what the command imports{named if declared else ''})"
         )
     return None
 

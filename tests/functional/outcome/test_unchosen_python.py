@@ -93,4 +93,8 @@ def test_a_missing_submodule_of_a_declared_package_is_the_programs_error(
     spec.write_text(spec.read_text().replace("[PyYAML]", "[packaging]"))
     result = cli("run", str(spec), env=env)
     assert result.code == 3, result.stdout + result.stderr
-    assert "pass --python PATH" in result.results()["cells"][0]["reason"]
+    reason = result.results()["cells"][0]["reason"]
+    assert reason.endswith(
+        "pass --python PATH (the interpreter that has what the command imports; none of "
+        "environment.packages, packaging, provides it here)"
+    ), reason
