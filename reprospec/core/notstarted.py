@@ -58,7 +58,10 @@ def not_started(
     `argv`, where known, is the command's: `python -m`'s words count only where it runs
     `-m` of that module. `declared`: the normalized names `environment.packages` requires,
     whose module missing is one their installed version lacks (`python -m attrs.x` before
-    attrs 21.3): the program's failure, what a version bisect looks for."""
+    attrs 21.3): the program's failure, what a version bisect looks for (None). Another
+    module missing still says to install it or add its package, first, and then names the
+    declared packages, none of which provides it there, and the import that judges a
+    version of theirs that lacks it under another name (`tlz` of an old toolz)."""
     if code == 127 and (found := _NOT_FOUND.search(stderr)) is not None:
         return f"command not found: {found['cmd'].strip()} (exit 127)"
     if code == 126 and (found := _NOT_EXECUTABLE.search(stderr)) is not None:
