@@ -49,6 +49,7 @@ def not_started(
     *,
     argv: Sequence[str] | None = None,
     declared: Collection[str] = (),
+    unchosen: bool = False,
 ) -> str | None:
     """What the shell or Python said of a program it could not start (exit 127, 126, 2, or 1
     of `python -m`, with its own words on `stderr`), as the reason of an infra-error; else
@@ -61,7 +62,10 @@ def not_started(
     attrs 21.3): the program's failure, what a version bisect looks for (None). Another
     module missing still says to install it or add its package, first, and then names the
     declared packages, none of which provides it there, and the import that judges a
-    version of theirs that lacks it under another name (`tlz` of an old toolz)."""
+    version of theirs that lacks it under another name (`tlz` of an old toolz). `unchosen`:
+    the command's `python` ran reprospec's own interpreter (`Execution.unchosen_python`), in
+    which that import is the `--python` rule's infra-error too, so the import is said with
+    `--python PATH`."""
     if code == 127 and (found := _NOT_FOUND.search(stderr)) is not None:
         return f"command not found: {found['cmd'].strip()} (exit 127)"
     if code == 126 and (found := _NOT_EXECUTABLE.search(stderr)) is not None:
@@ -90,11 +94,16 @@ def not_started(
     # so whose it is cannot be told: "add it to environment.packages" of a package that is
     # there misled, and a module a declared version lacks is the program's failure when the
     # program imports it (its traceback, outcome/setupfail.py), not when runpy cannot start it.
+    # Under reprospec's own interpreter that import is infra-error as well (setupfail's
+    # unchosen rule: no metadata ties `tlz` to toolz either), so it is said with --python.
+    judge = f"`python -c 'import {missing}'`"
+    if unchosen:
+        judge += " with --python PATH (the command's python is reprospec's own interpreter)"
     return (
         f"{said}; install it there, or add the package that provides it to "
         f"environment.packages (none of those it names, {', '.join(sorted(declared))}, "
         f"provides it there: where a version of theirs lacks {missing}, "
-        f"`python -c 'import {missing}'` judges that version)"
+        f"{judge} judges that version)"
     )
 
 

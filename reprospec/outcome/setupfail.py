@@ -70,7 +70,13 @@ def setup_failure(
     if events.phase is not None or events.step is not None:
         return None  # it made progress: whatever ended it is the program's doing
     stderr = evidence.stderr
-    said = not_started(execution.returncode, stderr, argv=argv, declared=declared)
+    said = not_started(
+        execution.returncode,
+        stderr,
+        argv=argv,
+        declared=declared,
+        unchosen=execution.unchosen_python is not None,
+    )
     if said is not None:
         return NotRun(said)
     if pytest:

@@ -45,6 +45,17 @@ def test_python_dash_m_of_a_module_no_declared_package_provides_says_so() -> Non
     )
 
 
+def test_under_reprospecs_own_interpreter_the_import_that_judges_says_python() -> None:
+    # There `python -c 'import tlz'` is the --python rule's infra-error too (no metadata ties
+    # tlz to toolz): the hint sent the person to a second refusal (review).
+    said = not_started(1, f"{PY}: No module named tlz\n", declared=("toolz",), unchosen=True)
+    assert said is not None
+    assert said.endswith(
+        "`python -c 'import tlz'` with --python PATH (the command's python is reprospec's "
+        "own interpreter) judges that version)"
+    ), said
+
+
 @pytest.mark.parametrize(
     "stderr",
     [

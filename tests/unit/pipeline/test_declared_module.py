@@ -40,6 +40,29 @@ def test_an_undeclared_module_missing_never_started(tmp_path: Path) -> None:
     assert "no module named attrs in that interpreter" in outcome.reason
 
 
+def test_under_reprospecs_own_interpreter_the_reason_says_to_judge_with_python(
+    tmp_path: Path,
+) -> None:
+    """`python -m tlz` beside toolz, the command's `python` reprospec's own: the reason said
+    that `python -c 'import tlz'` judges a version lacking it, but that import is the
+    unchosen rule's infra-error there as well (review)."""
+    import dataclasses
+
+    (tmp_path / "stderr.log").write_bytes(b"/x/bin/python: No module named tlz\n")
+    (tmp_path / "stdout.log").write_bytes(b"")
+    (tmp_path / "events.jsonl").write_text("")
+    plan = attempt_plan(
+        ["python", "-m", "tlz"], tmp_path, environment={"packages": ["toolz==0.9.0"]}
+    )
+    execution = dataclasses.replace(
+        execution_in(tmp_path, 1),
+        unchosen_python="`python` in the command ran reprospec's own interpreter /x/bin/python",
+    )
+    outcome = attempt_result(plan, execution, Evidence.read(execution)).outcome
+    assert isinstance(outcome, NotRun)
+    assert "`python -c 'import tlz'` with --python PATH" in outcome.reason, outcome.reason
+
+
 def test_the_module_owners_are_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """`packages_distributions` reads every installed distribution's metadata (0.1 s in a
     small venv): it ran for each attempt of a cell that ended in a ModuleNotFoundError."""
