@@ -146,14 +146,17 @@ def _import_folders() -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
     folder's own mtime: sys.path's `''` is the working folder of a notebook or the pytest
     plugin, which changes with every file an attempt writes there, and one that holds a
     `pip install -e .` project's in-place `.egg-info` read `packages_distributions` again
-    after each such write (86 ms in reprospec's own venv, per attempt)."""
+    after each such write (86 ms in reprospec's own venv, per attempt). An entry that cannot
+    be stat'ed (a dangling `x.dist-info` link, one not readable) is keyed by its name, with
+    -1: stat'ed under the folder's own `try`, it dropped the whole folder from the key, and
+    no install there was seen again."""
     folders: list[tuple[str, tuple[tuple[str, int], ...]]] = []
     for entry in sys.path:
         try:
             with os.scandir(entry or ".") as listing:
                 held = tuple(
                     sorted(
-                        (item.name, item.stat().st_mtime_ns)
+                        (item.name, _mtime(item))
                         for item in listing
                         if item.name.endswith(_METADATA)
                     )
@@ -163,6 +166,14 @@ def _import_folders() -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
         if held:
             folders.append((entry, held))
     return tuple(folders)
+
+
+def _mtime(item: os.DirEntry[str]) -> int:
+    """A metadata entry's mtime, -1 where it cannot be stat'ed."""
+    try:
+        return item.stat().st_mtime_ns
+    except OSError:
+        return -1
 
 
 # The entries of a distribution's metadata in an import folder.

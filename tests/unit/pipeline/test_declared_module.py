@@ -141,6 +141,33 @@ def test_a_working_folder_without_metadata_is_no_key_of_the_owners(
     assert [entry for entry, _ in setupfail._import_folders()] == ["", str(site)]
 
 
+def test_an_entry_that_cannot_be_stated_keeps_its_folder_in_the_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A dangling `gone-1.0.dist-info` link was stat'ed under the folder's `try`: the folder
+    left the key for good, and an install there never read the owners again (review)."""
+    import sys
+
+    from reprospec.outcome import setupfail
+
+    site = tmp_path / "site-packages"
+    (site / "a-1.0.dist-info").mkdir(parents=True)
+    (site / "gone-1.0.dist-info").symlink_to(tmp_path / "nowhere")
+    monkeypatch.setattr(sys, "path", [str(site)])
+    before = setupfail._import_folders()
+    assert before == (
+        (
+            str(site),
+            (
+                ("a-1.0.dist-info", (site / "a-1.0.dist-info").stat().st_mtime_ns),
+                ("gone-1.0.dist-info", -1),
+            ),
+        ),
+    )
+    (site / "b-2.0.dist-info").mkdir()
+    assert setupfail._import_folders() != before
+
+
 def test_a_working_folder_with_an_in_place_egg_info_is_keyed_by_it_alone(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
