@@ -142,7 +142,10 @@ def _owners() -> Mapping[str, list[str]]:
 def _import_folders() -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
     """Each folder on sys.path with its distributions' metadata entries (`.dist-info`,
     `.egg-info`) and their mtimes: installing, upgrading or removing a distribution adds,
-    renames or takes away its entry, and an in-place reinstall rewrites it. Not the
+    renames or takes away its entry. A `.egg-info` folder is keyed by its `top_level.txt`
+    too: an in-place `egg_info` run (`pip install -e .` or `setup.py develop` of a setup.py
+    project) opens that file again to write it, and leaves the folder's mtime as it was, so
+    a top-level package it added read as undeclared from the stale map. Not the
     folder's own mtime: sys.path's `''` is the working folder of a notebook or the pytest
     plugin, which changes with every file an attempt writes there, and one that holds a
     `pip install -e .` project's in-place `.egg-info` read `packages_distributions` again
@@ -156,9 +159,10 @@ def _import_folders() -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
             with os.scandir(entry or ".") as listing:
                 held = tuple(
                     sorted(
-                        (item.name, _mtime(item))
+                        key
                         for item in listing
                         if item.name.endswith(_METADATA)
+                        for key in _keys(item)
                     )
                 )
         except OSError:  # gone, not a folder (a zip), not readable
@@ -168,10 +172,20 @@ def _import_folders() -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
     return tuple(folders)
 
 
-def _mtime(item: os.DirEntry[str]) -> int:
-    """A metadata entry's mtime, -1 where it cannot be stat'ed."""
+def _keys(item: os.DirEntry[str]) -> list[tuple[str, int]]:
+    """A metadata entry's name and mtime, and an `.egg-info`'s `top_level.txt`'s (the file
+    an in-place `egg_info` run rewrites, not the folder: one stat more per egg-info)."""
+    keys = [(item.name, _mtime(item))]
+    if item.name.endswith(".egg-info"):
+        top_level = os.path.join(item.path, "top_level.txt")  # noqa: PTH118
+        keys.append((f"{item.name}/top_level.txt", _mtime(top_level)))
+    return keys
+
+
+def _mtime(path: os.DirEntry[str] | str) -> int:
+    """A metadata entry's (or file's) mtime, -1 where it cannot be stat'ed."""
     try:
-        return item.stat().st_mtime_ns
+        return os.stat(path).st_mtime_ns  # noqa: PTH116
     except OSError:
         return -1
 

@@ -181,6 +181,7 @@ def test_a_working_folder_with_an_in_place_egg_info_is_keyed_by_it_alone(
 
     work = tmp_path / "proj"
     (work / "proj.egg-info").mkdir(parents=True)
+    (work / "proj.egg-info" / "top_level.txt").write_text("proj\n")
     monkeypatch.chdir(work)
     monkeypatch.setattr(sys, "path", [""])
     before = setupfail._import_folders()
@@ -188,8 +189,14 @@ def test_a_working_folder_with_an_in_place_egg_info_is_keyed_by_it_alone(
     (work / "out.log").write_text("attempt 1\n")
     os.utime(work, ns=(5, 5))
     assert setupfail._import_folders() == before
-    # Reinstalled in place (its metadata rewritten), or another distribution installed there.
-    os.utime(work / "proj.egg-info", ns=(7, 7))
+    # Reinstalled in place: setuptools' egg_info opens top_level.txt again with 'wb' (a new
+    # top-level package), the folder's mtime as it was (a utime of the folder never happens).
+    folder = (work / "proj.egg-info").stat().st_mtime_ns
+    with (work / "proj.egg-info" / "top_level.txt").open("wb") as rewritten:
+        rewritten.write(b"proj\nnewtop\n")
+    os.utime(work / "proj.egg-info" / "top_level.txt", ns=(7, 7))
+    assert (work / "proj.egg-info").stat().st_mtime_ns == folder
     assert setupfail._import_folders() != before
+    # Or another distribution installed there.
     (work / "other-1.0.dist-info").mkdir()
-    assert len(setupfail._import_folders()[0][1]) == 2
+    assert len(setupfail._import_folders()[0][1]) == 3
