@@ -707,7 +707,10 @@ def bisect(
         f_bad = sum(trials[v].matched for v in alive[lowest:])
         n_bad = sum(trials[v].attempts for v in alive[lowest:])
         bound = wilson_lower(f_bad, n_bad, RATE_Z) if n_bad > f_bad else 0.0
-        used = round(min(0.99, max(min_rate, bound)), 3)
+        # The bound is rounded (a model per rate, below), never the assumed rate: rounded,
+        # `--min-rate 0.0004` was a rate of 0, and the search an internal error after the
+        # bad end had run.
+        used = min(0.99, max(min_rate, round(bound, 3)))
         # Built once per rate (22 logs for SpreadRate), not once per step.
         model = models.get(used) or models.setdefault(used, LearnedRate(used))
         spread = spreads.get(used) or spreads.setdefault(used, SpreadRate(used))

@@ -253,6 +253,16 @@ def test_a_deterministic_bug_needs_few_clean_attempts() -> None:
     assert slow.attempts < 40
 
 
+def test_an_assumed_rate_below_a_thousandth_is_not_rounded_to_zero() -> None:
+    # `--min-rate 0.0004` (or `expect.rate: ">=0.0004"`) was rounded to three places with the
+    # measured rate's bound, a rate of 0: after the bad end had run, ValueError, and the CLI
+    # said "internal error".
+    for min_rate in (0.0004, 0.00001):
+        result = bisect(VERSIONS, oracle_for(9), min_rate=min_rate)
+        assert (result.status, result.first_bad) == ("found", "1.9")
+        assert result.min_rate == min_rate
+
+
 def oracle_that_flakes_later(
     first_bad: int, steady: int, rate: float, *, seed: int, versions: list[str]
 ) -> Callable[[str, int], Trial]:
