@@ -183,14 +183,14 @@ def _past_a_shim(request: str, found: str) -> tuple[str, str | None]:
     places venvs/pythons.py reads; where none does, EnvBuildError saying what was passed
     over and why (it said only `interpreter .../shims/python3.10 does not run`). With the
     version it said, where it was asked (a plain one), so `find_interpreter` does not start
-    it again to ask."""
+    it again to ask; nor does the search past a shim start the shim again."""
     version = request.removeprefix("python")
     if not pythons.plain(version):
         return found, None
-    said, _ = version_of(found)
+    said, why = version_of(found)
     if said is not None and pythons.matches(version, said):
         return found, said
-    other = pythons.find(version)
+    other = pythons.find(version, tried={found: why or f"Python {said}"})
     if other.path is None:
         raise EnvBuildError(
             f"no Python {version} that runs on this machine{_looked(other.tried)}; give the "

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from reprospec.core.frozen import frozen
@@ -55,13 +55,16 @@ def plain(request: str) -> bool:
     return _VERSION.fullmatch(request) is not None
 
 
-def find(request: str) -> Found:
+def find(request: str, *, tried: Mapping[str, str] | None = None) -> Found:
     """The first interpreter of `request` in the places above that runs, or what was
-    tried; a request that is no plain version finds nothing, trying nothing (`tried` None)."""
+    tried; a request that is no plain version finds nothing, trying nothing (`tried` None).
+    `tried`: interpreters the caller ran already, each with why it passed it over (PATH's
+    shim that does not run, `_past_a_shim`): said among those tried, not started again (a
+    pyenv shim's start is a bash `pyenv exec`)."""
     if not plain(request):
         return Found(None, None, None)
-    tried: list[str] = []
-    seen: set[str] = set()
+    passed = [f"{path} ({why})" for path, why in (tried or {}).items()]
+    seen = {os.path.realpath(path) for path in tried or {}}
     for path in _candidates(request):
         real = os.path.realpath(path)
         if real in seen:
@@ -69,9 +72,9 @@ def find(request: str) -> Found:
         seen.add(real)
         version, why = version_of(path)
         if version is not None and matches(request, version):
-            return Found(path, version, tuple(tried))
-        tried.append(f"{path} ({why or f'Python {version}'})")
-    return Found(None, None, tuple(tried))
+            return Found(path, version, tuple(passed))
+        passed.append(f"{path} ({why or f'Python {version}'})")
+    return Found(None, None, tuple(passed))
 
 
 def _candidates(request: str) -> Iterator[str]:

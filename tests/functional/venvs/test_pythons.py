@@ -129,8 +129,11 @@ def test_the_interpreter_found_is_started_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     """The search had read the version (it ran the interpreter to know it runs), and
-    `find_interpreter` started it again to read it: two starts per request."""
+    `find_interpreter` started it again to read it: two starts per request. PATH's shim
+    that does not run was started twice too, by `_past_a_shim` and again by the search
+    (review): each start of a pyenv shim is a bash `pyenv exec`."""
     starts = tmp_path / "starts"
+    shim_starts = tmp_path / "shim-starts"
     wrapper = f'#!/bin/sh\necho started >> {starts}\nexec {BASE} "$@"\n'
     if how == "path":
         found_at = tmp_path / "bin" / f"python{MINOR}"
@@ -138,7 +141,10 @@ def test_the_interpreter_found_is_started_once(
         monkeypatch.setenv("PATH", str(found_at.parent))
     else:  # PATH's is a shim that does not run: pyenv's versions read past it
         root = tmp_path / "pyenv"
-        monkeypatch.setenv("PATH", str(_pyenv(root, with_version=False)))
+        shims = _pyenv(root, with_version=False)
+        shim = shims / f"python{MINOR}"
+        shim.write_text(SHIM.replace("\n", f"\necho started >> {shim_starts}\n", 1))
+        monkeypatch.setenv("PATH", str(shims))
         monkeypatch.setenv("PYENV_ROOT", str(root))
         found_at = root / "versions" / FULL / "bin" / f"python{MINOR}"
         found_at.parent.mkdir(parents=True)
@@ -148,3 +154,5 @@ def test_the_interpreter_found_is_started_once(
     found = find_interpreter(f"python{MINOR}")
     assert (found.path, found.version) == (str(found_at), FULL)
     assert starts.read_text().splitlines() == ["started"]
+    if how == "pyenv":
+        assert shim_starts.read_text().splitlines() == ["started"]
