@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.amplify.search import AmplifyResult, ArmResult
-from reprospec.core.answers import rendered, search_exit_code
+from reprospec.core.answers import RUNS_SHOWN, folded_runs, rendered, search_exit_code
 from reprospec.core.atomicfile import save_each, write_atomic
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
@@ -379,22 +379,9 @@ def markdown(found: AmplifyReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-# More runs than this are folded: the count and the first few, the list in <details>.
-RUNS_SHOWN = 5
-
-
 def _runs(runs: tuple[str, ...]) -> list[str]:
     """amplify.md's run ids, one per probe: a search's 51 ids inline made a wall of text."""
-    if len(runs) <= RUNS_SHOWN:
-        return [", ".join(runs)]
-    first = ", ".join(f"`{run}`" for run in runs[:3])
-    return [
-        f"<details><summary>{len(runs)} runs, one per probe: {first}, …</summary>",
-        "",
-        *(f"- `{run}`" for run in runs),
-        "",
-        "</details>",
-    ]
+    return [", ".join(runs)] if len(runs) <= RUNS_SHOWN else folded_runs(runs)
 
 
 def _undecided(arm: ArmResult) -> str:

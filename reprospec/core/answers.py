@@ -64,3 +64,22 @@ def search_exit_code(
     if status == "infra-error":
         return EXIT_INFRA
     return EXIT_NOT_REPRODUCED
+
+
+# A search report's run ids (one per probe) past this many are folded: a search's hundred
+# ids inline made a wall of text above the answer's end.
+RUNS_SHOWN = 5
+
+
+def folded_runs(runs: Collection[str]) -> list[str]:
+    """A search report's run ids in a `<details>` block that names how many and the first
+    three (amplify.md's `## Runs`, isolate.md's `Runs`), for more than RUNS_SHOWN."""
+    ids = list(runs)
+    first = ", ".join(f"`{run}`" for run in ids[:3])
+    return [
+        f"<details><summary>{len(ids)} runs, one per probe: {first}, …</summary>",
+        "",
+        *(f"- `{run}`" for run in ids),
+        "",
+        "</details>",
+    ]

@@ -248,3 +248,21 @@ def test_the_api_text_ends_with_the_report_line_the_cli_prints() -> None:
         Candidate((2,), "one-smaller", Tally(passed=3), False),
     )
     assert found.render("text").splitlines()[-1] == "report: iso/isolate.md"
+
+
+def test_a_search_of_many_probes_folds_their_run_ids() -> None:
+    """isolate.md ended in one line of every probe's run id, `Runs (106): ...`, 4,000
+    characters after a search of 120 attempts; past 5 they are folded as amplify.md's are."""
+    fused = Candidate((0,), "one-smaller", Tally(passed=19), False, clean_evidence=20)
+    cache = Candidate((2,), "one-smaller", Tally(passed=20), False, clean_evidence=20)
+    runs = tuple(f"20261207-0736{n:02d}-s-{n:04x}" for n in range(106))
+    md = markdown(replace(_pair(fused, cache), runs=runs))
+    assert "Runs (106)" not in md
+    assert (
+        "<details><summary>106 runs, one per probe: `20261207-073600-s-0000`, "
+        "`20261207-073601-s-0001`, `20261207-073602-s-0002`, …</summary>"
+    ) in md
+    assert md.count("- `20261207-07") == 106
+    assert max(len(line) for line in md.splitlines() if "20261207-07" in line) < 200
+    few = markdown(replace(_pair(fused, cache), runs=runs[:2]))
+    assert "Runs (2): `20261207-073600-s-0000`, `20261207-073601-s-0001`" in few
