@@ -669,7 +669,7 @@ def _ran_in(request: BisectRequest, trial: Trial | None) -> JsonObject | None:
 
 
 def _check_python(request: BisectRequest) -> None:
-    """`--python` checked as `run --python` checks it (`interpreter_version`: exit 3 where
+    """`--python` checked as `run --python` checks it (`python3_version`: exit 3 where
     it is missing, does not run, or is no Python 3), before anything is built. Unchecked,
     every version's environment failed on it and the bisect was refused as "the bad end
     cannot be tested", after asking the index for every release. On the venv runner, a

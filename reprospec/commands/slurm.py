@@ -268,7 +268,8 @@ def _preflight(
     """Refuse a spec no cell of which the shards' runner could run (its packages), and say
     which cells of another it could not: each would only be an infra-error in a task log.
     `firsts`: attempt 1 of every cell."""
-    from reprospec.runners.local import interpreter_version, resolve_python
+    from reprospec.environment.interpreter import python3_version
+    from reprospec.runners.local import resolve_python
     from reprospec.slurm.preflight import build_venvs, check_local, describe
     from reprospec.venvs import envs_folder
 
@@ -278,7 +279,7 @@ def _preflight(
         # missing, and one there that does not run or is no Python 3 (a file that was
         # there passed, and every shard was infra-error with it).
         try:
-            interpreter_version(python)
+            python3_version(python)
         except InfraError as exc:
             raise InfraError(
                 f"not submitted: {exc} (--python): every shard would exit 3 with it. Give "

@@ -2,8 +2,8 @@
 cannot start.
 
 The package check (packages.py) and the environment capture (probe.py) ask it through
-`run_python`; the local runner's check of `--python` (runners/local.py
-`interpreter_version`) and the venv runner's base interpreter (venvs/build.py
+`run_python`; the local runner's check of `--python` (runners/local.py `checked_python`,
+by `python3_version`) and the venv runner's base interpreter (venvs/build.py
 `find_interpreter`) say a missing or non-executable interpreter by `unusable` too, so
 every verb and runner words it alike: `interpreter not found: PATH`, `interpreter not
 executable: PATH` (the local runner said `not an executable interpreter: PATH`, the venv
@@ -37,7 +37,7 @@ def version_of(path: str, *, timeout_s: float = 30) -> tuple[str | None, str | N
     run: ...` (a shim that exits 127: its first line), `no version printed`, or `is Python
     2.7.18`. The one probe of an interpreter's version, its output bounded (the
     interpreter may print on its own: a .pth file, a wrapper): the local runner's check
-    of `--python` (runners/local.py `interpreter_version`), the venv runner's base
+    of `--python` (runners/local.py `checked_python`), the venv runner's base
     interpreter (venvs/build.py `find_interpreter`) and the places venvs/pythons.py
     looks in; `not_python` words it alike for each."""
     try:

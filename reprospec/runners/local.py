@@ -79,15 +79,6 @@ def resolve_python(python: str | None) -> str:
     return os.path.abspath(os.path.expanduser(python))  # noqa: PTH100, PTH111
 
 
-def interpreter_version(path: str) -> str:
-    """The Python version (`3.11.7`) the interpreter at `path` says it is; InfraError (exit
-    3) where it is missing, not executable, or runs but is no Python 3. The one check of
-    `--python` for every verb that takes it: `env`, `doctor` and `materialize` asked a
-    script that printed "hello" for its environment and said only `printed no JSON:
-    Expecting value: line 1 column 1 (char 0)`, where `run` said what was wrong."""
-    return python3_version(path)
-
-
 def _older_than_harness(version: str) -> bool:
     """Whether an interpreter of `version` (`3.9.18`) is older than the harness runs on."""
     parts = tuple(int(part) for part in version.split(".")[:2] if part.isdigit())
@@ -95,10 +86,14 @@ def _older_than_harness(version: str) -> bool:
 
 
 def checked_python(python: str | None) -> str:
-    """`--python`'s interpreter (`resolve_python`), checked by `interpreter_version` before
-    a verb asks it anything."""
+    """`--python`'s interpreter (`resolve_python`), checked by `python3_version` (InfraError,
+    exit 3, where it is missing, not executable, or runs but is no Python 3) before a verb
+    asks it anything: the one check of `--python` for every verb that takes it (`env`,
+    `doctor` and `materialize` asked a script that printed "hello" for its environment and
+    said only `printed no JSON: Expecting value: line 1 column 1 (char 0)`, where `run` said
+    what was wrong)."""
     path = resolve_python(python)
-    interpreter_version(path)
+    python3_version(path)
     return path
 
 
@@ -300,7 +295,7 @@ class LocalRunner:
     def _check_interpreter(self) -> str:
         with self._lock:
             if self._version is None:
-                self._version = interpreter_version(self.python)
+                self._version = python3_version(self.python)
             return self._version
 
     def _shims(self) -> Path:

@@ -290,15 +290,15 @@ def test_an_interpreter_that_gives_no_python_3_is_worded_alike_on_both_runners(
     # The local runner said `(exit 127: <its last line>)` where the venv runner said
     # `interpreter PATH does not run: <uv's reading>`, and only the local one refused a
     # Python 2: each asked its version with its own code.
+    from reprospec.environment.interpreter import python3_version
     from reprospec.errors import InfraError
-    from reprospec.runners.local import interpreter_version
     from reprospec.venvs.build import find_interpreter
 
     python = tmp_path / "python3"
     python.write_text(f"#!/bin/sh\n{script}\n")
     python.chmod(0o755)
     with pytest.raises(InfraError) as local:
-        interpreter_version(str(python))
+        python3_version(str(python))
     with pytest.raises(EnvBuildError) as venv:
         find_interpreter(str(python))
     assert str(local.value) == str(venv.value), (local.value, venv.value)

@@ -142,7 +142,7 @@ def test_a_dockerfile_cell_is_refused_on_the_docker_runner_before_anything_is_bu
 
 
 def test_a_python_that_is_not_there_is_refused_before_anything_is_built(tmp_path: Path) -> None:
-    # As `run --python` refuses it (interpreter_version, exit 3): unchecked, every version's
+    # As `run --python` refuses it (python3_version, exit 3): unchecked, every version's
     # environment failed on it, after the index was asked for every release, and the bisect
     # was "refused: the bad end cannot be tested".
     missing = tmp_path / "nope" / "python"
