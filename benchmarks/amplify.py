@@ -17,6 +17,7 @@ The OOM program needs a memory cgroup; where none can be made it is skipped with
 from __future__ import annotations
 
 import argparse
+import atexit
 import shutil
 import subprocess
 import sys
@@ -72,6 +73,7 @@ def main() -> int:
                 continue
             remove_cgroup(folder)
         work = Path(tempfile.mkdtemp(prefix=f"amplify-{name}-"))
+        atexit.register(shutil.rmtree, work, ignore_errors=True)
         for file in (spec_name, *files):
             shutil.copy(DATA / file, work / file)
         if name == "uaf":

@@ -18,7 +18,9 @@ environments in place (a new bisect id each time: --fresh).
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -65,6 +67,7 @@ def main() -> int:
     parser.add_argument("--runner", choices=("venv", "docker"), default="venv")
     args = parser.parse_args()
     out = Path(tempfile.mkdtemp(prefix="reprospec-bench-bisect-"))
+    atexit.register(shutil.rmtree, out, ignore_errors=True)
     ok = True
     for label in ("cold environments", "warm environments"):
         wall, result = bisect(out, args.runner)

@@ -24,8 +24,10 @@ or above `--min-rate`, and a row whose interval lies below 99.5% refutes it.
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib.util
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -54,6 +56,7 @@ def search_at(revision: str) -> ModuleType:
         text=True,
     ).stdout
     folder = Path(tempfile.mkdtemp(prefix="bisect-before-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # a temporary copy: gone at exit
     path = folder / "search_before.py"
     path.write_text(text)
     spec = importlib.util.spec_from_file_location("search_before", path)

@@ -28,8 +28,10 @@ exact), at most 20 for a deterministic pair among 12.
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -56,6 +58,7 @@ def search_at(revision: str) -> ModuleType:
     other renamed; they import only reprospec.core besides.
     """
     folder = Path(tempfile.mkdtemp(prefix="isolate-before-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # a temporary copy: gone at exit
     package = folder / "isolation_before"
     package.mkdir()
     (package / "__init__.py").write_text("")
