@@ -354,6 +354,8 @@ def _docker_checks(environments: Sequence[Environment], spec: str) -> list[Check
     except InfraError as exc:
         return [Check("docker", "fail", str(exc), "start dockerd, or set DOCKER_HOST")]
     checks = [Check("docker", "pass", "a Docker engine answered")]
+    if not environments:  # `--runner docker` with no spec: no folder of one to resolve
+        return checks
     # One line per image: the cells of a matrix over anything but the image (an `env`
     # variable) share theirs, and its line came once per cell.
     seen: set[str] = set()

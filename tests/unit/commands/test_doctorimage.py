@@ -13,6 +13,8 @@ from reprospec.commands.doctorimage import image_checks
 from reprospec.doctor.needs import CellPackages, check_spec_environment
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from reprospec.core.inputs import AttemptPlan
 
 NOT_HERE = "the image is not here yet (built at the first run): checked inside it once it is"
@@ -42,6 +44,23 @@ def test_an_image_not_here_yet_says_nothing_of_the_hosts_interpreter() -> None:
         ": on the docker runner every cell that names it is an infra error, not run"
     )
     assert "python 3.11.7" not in check.why
+
+
+def test_the_engine_alone_resolves_no_spec_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # `doctor --runner docker` with no spec resolved `Path("")` once the engine answered: in
+    # a working folder since removed, FileNotFoundError, a traceback (review).
+    from reprospec.commands.doctor import _docker_checks
+    from reprospec.runners.docker import engine
+
+    monkeypatch.setattr(engine, "connect", lambda **_: object())
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    (check,) = _docker_checks((), "")
+    assert (check.name, check.status) == ("docker", "pass")
 
 
 def test_the_docker_runners_python_mismatch_advises_no_python_flag() -> None:
