@@ -46,8 +46,8 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         description=(
             "Find the smallest set of differences (matrix values, --set fields) that turns "
             "the passing cell into the failing one. Failing means failing as the failing "
-            "cell's expect says. Flaky failures are measured first; each attempt is a "
-            "stored run, and running the same command again resumes."
+            "cell's expect says. Flaky failures are measured first; each probe (a set's "
+            "attempts) is a stored run, and running the same command again resumes."
         ),
     )
     opt.spec(p)

@@ -115,3 +115,15 @@ def test_an_abbreviation_of_the_verbs_own_option_is_its_own() -> None:
     # `--rep` is run's `--repeat` (argparse's abbreviation), not bisect's or slurm's option.
     args = _parse(build_parser("run"), "run", ["run", "--rep", "3", "x"])
     assert args.repeat == 3
+
+
+def test_isolate_s_help_says_a_probe_is_a_stored_run_not_each_attempt(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`isolate --help` said "each attempt is a stored run": each probe is, its attempts
+    together (`history --searches` lists one run a probe; cli.md says so)."""
+    with pytest.raises(SystemExit):
+        main(["isolate", "--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "each probe (a set's attempts) is a stored run" in said
+    assert "each attempt is a stored run" not in said
