@@ -168,6 +168,26 @@ _ENGINE_VERBS = ("run", "isolate", "minimize", "amplify", "bisect", "capture")
 _RESUMABLE = ("isolate", "minimize", "amplify", "bisect")
 
 
+# Verbs other tools have, named by what they do here: spelled nothing like the verb, they
+# got no did-you-mean (`reprospec show latest`: "unknown command 'show'" alone).
+_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "show": ("report",),
+    "view": ("report",),
+    "render": ("report",),
+    "log": ("history",),
+    "logs": ("history",),
+    "list": ("history",),
+    "ls": ("history",),
+    "runs": ("history",),
+    "diff": ("compare",),
+    "check": ("validate",),
+    "lint": ("validate",),
+    "test": ("run",),
+    "rerun": ("run",),
+    "resume": ("run --resume",),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line's entry point (the console script's and `python -m reprospec`'s,
     through reprospec.__main__.main, which imports this module inside its own guard);
@@ -225,7 +245,7 @@ def _main(argv: Sequence[str] | None) -> int:
     verb = words[0] if words and words[0] in COMMANDS else None
     if verb is None and words and not words[0].startswith("-"):
         # A mistyped verb: say which one was meant, before argparse lists all twenty.
-        near = suggest(words[0], COMMANDS)
+        near = suggest(words[0], COMMANDS) or _SYNONYMS.get(words[0].lower(), ())
         hint = f"; did you mean {' or '.join(repr(v) for v in near)}?" if near else ""
         print(f"reprospec: error: unknown command {words[0]!r}{hint}", file=sys.stderr)
         print("reprospec: the commands are listed by `reprospec --help`", file=sys.stderr)

@@ -127,3 +127,16 @@ def test_isolate_s_help_says_a_probe_is_a_stored_run_not_each_attempt(
     said = " ".join(capsys.readouterr().out.split())
     assert "each probe (a set's attempts) is a stored run" in said
     assert "each attempt is a stored run" not in said
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [("show", "'report'"), ("log", "'history'"), ("resume", "'run --resume'")],
+)
+def test_another_tools_name_for_a_verb_gets_the_verb(
+    typed: str, meant: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`reprospec show latest` said "unknown command 'show'" alone: spelled nothing like
+    `report`, the nearest-spelling hint had nothing to offer."""
+    assert main([typed, "latest"]) == 2
+    assert f"unknown command {typed!r}; did you mean {meant}?" in capsys.readouterr().err
