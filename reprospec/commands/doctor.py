@@ -190,7 +190,9 @@ def _interpreter(
         try:
             path = find_interpreter(request).path
         except EnvBuildError as exc:
-            missing.append(f"{exc} ({named_cells(cells)})" if len(wanted) > 1 else str(exc))
+            # (no cell ids given: nothing to name, where it said "(cells )")
+            named = cells and len(wanted) > 1
+            missing.append(f"{exc} ({named_cells(cells)})" if named else str(exc))
             versions.append(request)
             continue
         found = found or (request, path)

@@ -538,7 +538,7 @@ def _torchless(env: Captured, needs: Needs) -> Check:
     having torch."""
     named = [cell for cell in needs.torchless if cell]
     every = sum(len(cells) for _, cells in needs.pythons)  # (each cell is of one python)
-    of = f" ({_cells(named)})" if named and len(named) < every else ""
+    of = f" ({named_cells(named)})" if named and len(named) < every else ""
     version = section(env, "torch").get("version")
     pin = f"torch=={str(version).split('+')[0]}" if isinstance(version, str) else "torch"
     return Check(
@@ -565,18 +565,13 @@ def _python_problems(env: Captured, needs: Needs) -> list[str]:
     return _named(found, sum(len(cells) for _, cells in needs.pythons))
 
 
-def named_cells(ids: Sequence[str]) -> str:
-    """`cell a`, `cells a, b, c and 2 more`: how a check names the cells a problem is of."""
-    return _cells(list(ids))
-
-
 def _named(found: Mapping[str, list[str]], every: int) -> list[str]:
     """Each problem, with the cells that have it named where not all `every` cells do (each
     cell once)."""
     out = []
     for problem, cells in found.items():
         ids = list(dict.fromkeys(cells))
-        out.append(problem if not ids or len(ids) == every else f"{problem} in {_cells(ids)}")
+        out.append(problem if not ids or len(ids) == every else f"{problem} in {named_cells(ids)}")
     return out
 
 
@@ -646,7 +641,8 @@ def _by_env_and_workdir(
     ]
 
 
-def _cells(ids: list[str], shown: int = 3) -> str:
+def named_cells(ids: Sequence[str], shown: int = 3) -> str:
+    """`cell a`, `cells a, b, c and 2 more`: how a check names the cells a problem is of."""
     from reprospec.core.words import noun  # words is not read to import this module
 
     more = f" and {len(ids) - shown} more" if len(ids) > shown else ""

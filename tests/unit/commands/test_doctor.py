@@ -1,0 +1,35 @@
+"""`reprospec doctor SPEC`'s choice of the interpreter to check (commands/doctor.py), with the
+venv runner's search for each python stubbed: no process is started."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from reprospec import doctor
+from reprospec.commands import doctor as command
+from reprospec.venvs import build
+from reprospec.venvs.build import EnvBuildError
+
+
+def _search(here: dict[str, str]) -> object:
+    """A stand-in for `find_interpreter` finding only the pythons of `here`."""
+
+    def find(request: str | None = None) -> SimpleNamespace:
+        if request in here:
+            return SimpleNamespace(path=here[request])
+        raise EnvBuildError(f"no Python {request} on this machine")
+
+    return find
+
+
+def test_a_python_not_here_names_no_cells_where_no_ids_were_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A Needs of cells without ids: venv-python said "(0 cells )" after the search's reason.
+    monkeypatch.setattr(build, "find_interpreter", _search({"3.11": "/py/3.11"}))
+    needs = doctor.Needs(python="3.11", pythons=(("3.4", ()), ("3.11", ())), runner="venv")
+    _, _, base, _ = command._interpreter(None, needs)
+    assert base is not None
+    assert base.why.startswith("no Python 3.4 on this machine: the venv runner builds"), base.why
