@@ -103,6 +103,9 @@ class Needs:
     # given): the venv runner's cell venv holds only its packages, so the harness finds no
     # torch there, though the interpreter it is built on has one.
     torchless: tuple[str, ...] = ()
+    # How many cells the spec has (0: a Needs made by hand): what a check's cells are counted
+    # against, never `pythons`, which doctor clears for the venv runner's checked python.
+    cells: int = 0
     # The runner it will run on (`doctor --runner`): `local` runs the checked interpreter as
     # it is; `venv` and `docker` install the spec's packages themselves.
     runner: str = "local"
@@ -537,7 +540,7 @@ def _torchless(env: Captured, needs: Needs) -> Check:
     installed in <venv>/bin/python`. doctor passed it, the interpreter the venv is built on
     having torch."""
     named = [cell for cell in needs.torchless if cell]
-    every = sum(len(cells) for _, cells in needs.pythons)  # (each cell is of one python)
+    every = needs.cells or sum(len(cells) for _, cells in needs.pythons)
     of = f" ({named_cells(named)})" if named and len(named) < every else ""
     version = section(env, "torch").get("version")
     pin = f"torch=={str(version).split('+')[0]}" if isinstance(version, str) else "torch"
@@ -665,7 +668,9 @@ def needs_of(
     workloads, some_workload = True, False
     of_python: dict[str | None, list[str]] = {}
     torchless: list[str] = []
+    count = 0
     for position, (workload, environment) in enumerate(cells):
+        count += 1
         workloads = workloads and bool(workload)
         some_workload = some_workload or bool(workload)
         numpy = numpy or not workload or _has_entrypoint(workload)
@@ -721,6 +726,7 @@ def needs_of(
         workers_known=workloads and torch,  # (torch: some cell, a workload, was seen)
         workload=some_workload,
         torchless=tuple(torchless),
+        cells=count,
     )
 
 

@@ -781,6 +781,9 @@ def test_a_workload_whose_venv_has_no_torch_fails_on_the_venv_runner() -> None:
     check = by_name(machine(), needs)["spec-environment"]
     assert check.status == "fail"
     assert "which name no torch (cell w): every such cell is an infra error" in check.why
+    # As commands/doctor hands it on for the venv runner's python: the cells still named.
+    checked = by_name(machine(), replace(needs, python="3.11", pythons=()))["spec-environment"]
+    assert "which name no torch (cell w): every such cell" in checked.why
     # Each workload pins torch: nothing to say; the local runner runs the interpreter's.
     assert by_name(machine(), replace(needs, torchless=()))["spec-environment"].status != "fail"
     assert by_name(machine(), replace(needs, runner="local"))["spec-environment"].status != "fail"
