@@ -894,7 +894,10 @@ def _alone(
             result = run_spec(spec_path, request.repeat, True, None)
             took = time.monotonic() - began
     ran = [a.ran for cell in result.cells for a in cell.attempts if a.ran is not None]
-    same = sum(native.agrees(o.signature, observed.signature, native_unknown=True) for o in ran)
+    same = sum(
+        native.agrees(o.signature, observed.signature, native_unknown=True, across_builds=False)
+        for o in ran
+    )
     counted = f"{same}/{plural(len(ran), 'attempt')}, run {result.run_id}"
     if outcome.kind == "hang" and alone is not None:
         # What the narrowing cost: a rerun that is a hang if unended at its own timeout, or
@@ -1050,7 +1053,7 @@ def observe(attempts: Iterable[AttemptResult]) -> Observed:
     others = [
         (signature, count)
         for signature, count in ranked[1:]
-        if not native.agrees(signature, first.signature, native_unknown=True)
+        if not native.agrees(signature, first.signature, native_unknown=True, across_builds=False)
     ]
     return replace(first, others=tuple(observed(*other) for other in others))
 

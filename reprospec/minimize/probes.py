@@ -354,7 +354,7 @@ class ProbeRunner:
         if self.signature and not (
             self.signature_provisional
             and not unknown
-            and native.agrees(self.signature, signature, native_unknown=True)
+            and native.agrees(self.signature, signature, native_unknown=True, across_builds=False)
         ):
             return
         self.signature = signature

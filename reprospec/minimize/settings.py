@@ -279,8 +279,8 @@ def _same_failure(
         return None
     # Unread native stacks on either side are not a difference (native.agrees).
     if not (
-        native.agrees(after[0], before[0], native_unknown=after[1])
-        or native.agrees(before[0], after[0], native_unknown=before[1])
+        native.agrees(after[0], before[0], native_unknown=after[1], across_builds=False)
+        or native.agrees(before[0], after[0], native_unknown=before[1], across_builds=False)
     ):
         return f"as {after[0]}, not as the failing cell's {before[0]}"
     # A hang's signature is `hang` wherever it sits: a smaller configuration whose hang sits

@@ -187,10 +187,12 @@ def attempt_agrees(attempt: AttemptResult, target: str) -> bool:
     and its DIR check each count as the same failure."""
     ran = attempt.ran
     unknown = read_none(attempt.native)
-    return ran is not None and agrees(ran.signature, target, native_unknown=unknown)
+    return ran is not None and agrees(
+        ran.signature, target, native_unknown=unknown, across_builds=False
+    )
 
 
-def agrees(signature: str, target: str, *, native_unknown: bool) -> bool:
+def agrees(signature: str, target: str, *, native_unknown: bool, across_builds: bool) -> bool:
     """Whether a failure's signature names the target's failure.
 
     Equal, or, for a crash whose native stacks were not read (`native_unknown`), the
@@ -198,8 +200,10 @@ def agrees(signature: str, target: str, *, native_unknown: bool) -> bool:
     in one folder under `kernel.core_pattern=core` lose cores to each other, and a
     comparison that counted those as another failure measured a deterministic crash
     at 90% (minimize, isolate and amplify judge candidates by that rate).
+    `across_builds`: whether the two may come from different builds of a library
+    (`unnamed_agrees`).
     """
-    if signature == target or unnamed_agrees(signature, target):
+    if signature == target or unnamed_agrees(signature, target, across_builds=across_builds):
         return True
     if not native_unknown or not signature.startswith("crash:"):
         return False
@@ -218,7 +222,7 @@ _UNNAMED = Lazy(r"(?:(?<!:):|<-)\?\?(?=@|<-|:kernel=|$)")
 _FIELD = Lazy(r"(?<!:):(?!:)")
 
 
-def unnamed_agrees(one: str, other: str) -> bool:
+def unnamed_agrees(one: str, other: str, *, across_builds: bool) -> bool:
     """Whether two crash signatures differ only where one could not name a native frame
     (`crash:SIGSEGV:main:??@python3.11` and `...:main:os_kill_impl@libpython3.11`, the
     same `os.kill` in a container's Python without symbols and in a venv's;
@@ -226,8 +230,16 @@ def unnamed_agrees(one: str, other: str) -> bool:
     one machine and built with symbols on another): an unknown frame is not a different
     crash, as an unread one is not (`agrees`). Each unnamed part only in the same library
     (the interpreter's executable and its libpython count as one), every other part the
-    same: `??@libcudnn` is not `f@libtorch_cpu`, nor is the same top under another caller."""
-    return _covers(one, other) or _covers(other, one)
+    same: `??@libcudnn` is not `f@libtorch_cpu`, nor is the same top under another caller.
+
+    `across_builds`: whether the two may come from different builds (cells of a matrix,
+    two runs: compare, the run's report). Where they cannot (the attempts of one target
+    in its own environment: minimize's candidates, capture's verify), only the top may be
+    unnamed and every caller must be equal: one library file symbolised by address names
+    a function in every attempt or in none, so `abort@libc<-??@libtorch_cpu` (a hidden
+    function) and `abort@libc<-torchCheckFail@libtorch_cpu` (an exported one) are two
+    crash sites."""
+    return _covers(one, other, across_builds) or _covers(other, one, across_builds)
 
 
 def unnamed_frame(signature: str) -> bool:
@@ -236,7 +248,7 @@ def unnamed_frame(signature: str) -> bool:
     return signature.startswith("crash:") and _UNNAMED.search(signature) is not None
 
 
-def _covers(unnamed: str, named: str) -> bool:
+def _covers(unnamed: str, named: str, across_builds: bool) -> bool:
     found = _UNNAMED.search(unnamed) if unnamed.startswith("crash:") else None
     if found is None:
         return False
@@ -260,6 +272,8 @@ def _covers(unnamed: str, named: str) -> bool:
     theirs = frame.split("<-")
     if len(ours) == 1 and ours[0].startswith("??"):
         theirs = theirs[:1]  # an unnamed top whose caller was not read: any caller
+    if not across_builds and ours[1:] != theirs[1:]:
+        return False  # one build: an unnamed caller is another function than a named one
     return len(ours) == len(theirs) and all(map(_part_agrees, ours, theirs))
 
 

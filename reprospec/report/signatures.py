@@ -280,7 +280,9 @@ def _named_signatures(cells: Sequence[CellResult]) -> dict[str, str]:
                     unknown.add(signature)
     named: dict[str, str] = {}
     for ours in unknown:
-        agreeing = [s for s in read if native.agrees(ours, s, native_unknown=True)]
+        agreeing = [
+            s for s in read if native.agrees(ours, s, native_unknown=True, across_builds=True)
+        ]
         known = [s for s in agreeing if not native.unnamed_frame(s)]
         # Not an unnamed one to another (`??@python3.11` and `??@libpython3.11` would each
         # take the other's). An unread one agrees with every site of its signal and process:
@@ -299,7 +301,7 @@ def _site(signature: str, known: Sequence[str]) -> str:
     it agrees with where there is one alone; any other, itself."""
     if not native.unnamed_frame(signature):
         return signature
-    named = [k for k in known if native.unnamed_agrees(signature, k)]
+    named = [k for k in known if native.unnamed_agrees(signature, k, across_builds=True)]
     return named[0] if len(named) == 1 else signature
 
 

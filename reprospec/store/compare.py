@@ -637,7 +637,9 @@ def _same_outcomes(a: Collection[str], b: Collection[str]) -> bool:
     from reprospec.native import unnamed_agrees
 
     def met(ours: str, theirs: Collection[str]) -> bool:
-        return any(ours == other or unnamed_agrees(ours, other) for other in theirs)
+        return any(
+            ours == other or unnamed_agrees(ours, other, across_builds=True) for other in theirs
+        )
 
     return all(met(x, b) for x in a) and all(met(y, a) for y in b)
 

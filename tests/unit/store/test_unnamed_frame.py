@@ -44,17 +44,21 @@ def test_an_unnamed_frame_still_tells_another_crash_apart(other: str) -> None:
     change = _cell_change(_crashed(UNNAMED), _crashed(other))
     assert change is not None
     assert change["change"] == "outcome changed"
-    assert not native.agrees(UNNAMED, other, native_unknown=False)
+    assert not native.agrees(UNNAMED, other, native_unknown=False, across_builds=True)
 
 
 def test_unnamed_agrees_with_one_frame_only() -> None:
-    assert native.agrees(UNNAMED, NAMED, native_unknown=False)
-    assert native.agrees(NAMED, UNNAMED, native_unknown=False)
+    assert native.agrees(UNNAMED, NAMED, native_unknown=False, across_builds=True)
+    assert native.agrees(NAMED, UNNAMED, native_unknown=False, across_builds=True)
     # A C++ frame's `::` is no field of the signature; the GPU kernel's part must match.
     kernel = "crash:SIGSEGV:main:??@libtorch_cuda:kernel=k1"
-    assert native.unnamed_agrees(kernel, "crash:SIGSEGV:main:at::native::f@libtorch_cuda:kernel=k1")
-    assert not native.unnamed_agrees(kernel, "crash:SIGSEGV:main:f@libtorch_cuda:kernel=k2")
-    assert not native.unnamed_agrees(NAMED, "crash:SIGSEGV:main:strlen@libc")
+    assert native.unnamed_agrees(
+        kernel, "crash:SIGSEGV:main:at::native::f@libtorch_cuda:kernel=k1", across_builds=True
+    )
+    assert not native.unnamed_agrees(
+        kernel, "crash:SIGSEGV:main:f@libtorch_cuda:kernel=k2", across_builds=True
+    )
+    assert not native.unnamed_agrees(NAMED, "crash:SIGSEGV:main:strlen@libc", across_builds=True)
 
 
 def test_the_runs_signatures_count_an_unnamed_frame_under_the_named_one() -> None:
@@ -82,9 +86,9 @@ def test_the_runs_signatures_count_an_unnamed_frame_under_the_named_one() -> Non
 def test_an_unnamed_frame_in_another_library_or_under_another_caller_disagrees(
     unnamed: str, named: str
 ) -> None:
-    assert not native.unnamed_agrees(unnamed, named)
-    assert not native.agrees(unnamed, named, native_unknown=False)
-    assert not native.agrees(named, unnamed, native_unknown=False)
+    assert not native.unnamed_agrees(unnamed, named, across_builds=True)
+    assert not native.agrees(unnamed, named, native_unknown=False, across_builds=True)
+    assert not native.agrees(named, unnamed, native_unknown=False, across_builds=True)
 
 
 @pytest.mark.parametrize(
@@ -100,7 +104,7 @@ def test_an_unnamed_interpreter_frame_agrees_under_the_same_caller(named: str) -
         "crash:SIGSEGV:main:??@libpython3.11<-??@liba",
         "crash:SIGSEGV:main:??@python3.11",  # its caller not read
     ):
-        assert native.unnamed_agrees(unnamed, named), unnamed
+        assert native.unnamed_agrees(unnamed, named, across_builds=True), unnamed
 
 
 def _in(cell: CellResult, cell_id: str, native_text: str = "#### native") -> CellResult:
@@ -183,9 +187,9 @@ def test_an_unnamed_caller_agrees_with_the_named_one_of_its_library(unnamed: str
     as another crash than `strlen@libc<-inner_len@libcrash`, in the run's report, compare
     and every rate (minimize, isolate, capture's verify)."""
     assert native.unnamed_frame(unnamed)
-    assert native.unnamed_agrees(unnamed, NAMED_CALLER)
-    assert native.agrees(unnamed, NAMED_CALLER, native_unknown=False)
-    assert native.agrees(NAMED_CALLER, unnamed, native_unknown=False)
+    assert native.unnamed_agrees(unnamed, NAMED_CALLER, across_builds=True)
+    assert native.agrees(unnamed, NAMED_CALLER, native_unknown=False, across_builds=True)
+    assert native.agrees(NAMED_CALLER, unnamed, native_unknown=False, across_builds=True)
     assert _cell_change(_crashed(NAMED_CALLER), _crashed(unnamed)) is None
     cells = [_in(_crashed(NAMED_CALLER), "a"), _in(_crashed(unnamed), "b")]
     signature_of = signatures_of(cells)
@@ -203,16 +207,52 @@ def test_an_unnamed_caller_agrees_with_the_named_one_of_its_library(unnamed: str
     ],
 )
 def test_an_unnamed_caller_still_tells_another_crash_apart(other: str) -> None:
-    assert not native.unnamed_agrees(other, NAMED_CALLER)
-    assert not native.agrees(other, NAMED_CALLER, native_unknown=False)
-    assert not native.agrees(NAMED_CALLER, other, native_unknown=False)
+    assert not native.unnamed_agrees(other, NAMED_CALLER, across_builds=True)
+    assert not native.agrees(other, NAMED_CALLER, native_unknown=False, across_builds=True)
+    assert not native.agrees(NAMED_CALLER, other, native_unknown=False, across_builds=True)
 
 
 def test_an_unnamed_caller_in_a_cpp_frame_and_under_a_stage() -> None:
     unnamed = "crash:SIGSEGV:main:validation:at::native::f@libtorch_cpu<-??@libx:kernel=k1"
     named = "crash:SIGSEGV:main:validation:at::native::f@libtorch_cpu<-g@libx:kernel=k1"
-    assert native.unnamed_agrees(unnamed, named)
-    assert not native.unnamed_agrees(unnamed, named.replace(":validation", ""))
+    assert native.unnamed_agrees(unnamed, named, across_builds=True)
+    assert not native.unnamed_agrees(unnamed, named.replace(":validation", ""), across_builds=True)
     # Each side unnamed at another depth: neither knows the other's name to differ.
     top = "crash:SIGSEGV:main:validation:??@libtorch_cpu<-g@libx:kernel=k1"
-    assert native.unnamed_agrees(top, unnamed)
+    assert native.unnamed_agrees(top, unnamed, across_builds=True)
+
+
+@pytest.mark.parametrize(
+    ("unnamed", "named"),
+    [
+        # A hidden function and an exported one of one libtorch_cpu: two crash sites.
+        (
+            "crash:SIGABRT:main:abort@libc<-??@libtorch_cpu",
+            "crash:SIGABRT:main:abort@libc<-c10::detail::torchCheckFail@libtorch_cpu",
+        ),
+        ("crash:SIGSEGV:main:strlen@libc<-??@libcrash", NAMED_CALLER),
+        ("crash:SIGSEGV:main:??@libc<-??@libcrash", NAMED_CALLER),
+        ("crash:SIGSEGV:main:??@python3.11<-??@liba", "crash:SIGSEGV:main:f@python3.11<-a@liba"),
+    ],
+)
+def test_an_unnamed_caller_is_another_crash_site_within_one_build(unnamed: str, named: str) -> None:
+    """minimize's candidates, its DIR check and capture's verify run in the target's own
+    environment, where one library file names a function in every attempt or in none:
+    a candidate crashing at another site of the same library was counted the bug."""
+    assert native.unnamed_agrees(unnamed, named, across_builds=True)
+    assert not native.unnamed_agrees(unnamed, named, across_builds=False)
+    for one, other in ((unnamed, named), (named, unnamed)):
+        assert not native.agrees(one, other, native_unknown=False, across_builds=False)
+        assert not native.attempt_agrees(_crashed(one).attempts[0], other)
+
+
+def test_an_unnamed_top_still_agrees_within_one_build() -> None:
+    """Only the callers must be equal: an unnamed top of the same library (or the
+    interpreter), under the same caller or none read, is the same crash as before."""
+    for unnamed, named in (
+        (UNNAMED, NAMED),
+        ("crash:SIGSEGV:main:??@python3.11<-a@liba", "crash:SIGSEGV:main:f@libpython3.11<-a@liba"),
+        (UNNAMED, "crash:SIGSEGV:main:os_kill_impl@libpython3.11<-a@liba"),
+    ):
+        assert native.agrees(unnamed, named, native_unknown=False, across_builds=False)
+        assert native.attempt_agrees(_crashed(named).attempts[0], unnamed)
