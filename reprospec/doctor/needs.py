@@ -99,10 +99,13 @@ class Needs:
     # Whether any cell is a workload: it runs reprospec's harness in the interpreter, which
     # an interpreter the capture (the harness too) cannot run in cannot run either.
     workload: bool = False
-    # The workload cells whose packages name no torch (their ids; "" where none were
-    # given): the venv runner's cell venv holds only its packages, so the harness finds no
-    # torch there, though the interpreter it is built on has one.
+    # The workload cells that name no packages (their ids; "" where none were given): the
+    # venv runner's cell venv holds only its packages, so the harness finds no torch there,
+    # though the interpreter it is built on has one.
     torchless: tuple[str, ...] = ()
+    # The workload cells whose packages name no torch: one of them may require it
+    # (torchvision, lightning, a folder's or a URL's distribution), which is not resolved here.
+    torch_unnamed: tuple[str, ...] = ()
     # How many cells the spec has (0: a Needs made by hand): what a check's cells are counted
     # against, never `pythons`, which doctor clears for the venv runner's checked python.
     cells: int = 0
@@ -343,8 +346,13 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
     needs. The venv and docker runners install the packages, so there it is only said.
     Another python version is a warning: a run notes it and runs.
     """
-    if needs.runner == "venv" and needs.torchless:
-        return _torchless(env, needs)
+    if needs.runner == "venv" and (needs.torchless or needs.torch_unnamed):
+        return _torchless(env, needs, _spec_environment(env, needs))
+    return _spec_environment(env, needs)
+
+
+def _spec_environment(env: Captured, needs: Needs) -> Check:
+    """`check_spec_environment` but for the venv runner's cells without torch."""
     if needs.python is None and not needs.packages:
         return _NAMES_NONE
     python = _python_problems(env, needs)
@@ -534,23 +542,47 @@ def _refusals(needs: Needs) -> list[str]:
     return _named(refused_of, sum(len(each.cells) for each in sets))
 
 
-def _torchless(env: Captured, needs: Needs) -> Check:
-    """A workload cell of the venv runner whose packages name no torch: the harness runs on
+def _torchless(env: Captured, needs: Needs, rest: Check) -> Check:
+    """A workload cell of the venv runner whose packages bring no torch: the harness runs on
     torch, and the cell's venv holds only its packages, so each is `infra-error: torch is not
     installed in <venv>/bin/python`. doctor passed it, the interpreter the venv is built on
-    having torch."""
-    named = [cell for cell in needs.torchless if cell]
+    having torch. Failed where a cell names no packages; where its packages name no torch,
+    only a warning, since one of them may require it (torchvision does): a spec that runs was
+    refused. `rest`, what the check says of the rest, is said too (a failure first)."""
+    from dataclasses import replace
+
     every = needs.cells or sum(len(cells) for _, cells in needs.pythons)
-    of = f" ({named_cells(named)})" if named and len(named) < every else ""
+
+    def of(ids: Sequence[str]) -> str:
+        named = [cell for cell in ids if cell]
+        return f" ({named_cells(named)})" if named and len(named) < every else ""
+
     version = section(env, "torch").get("version")
     pin = f"torch=={str(version).split('+')[0]}" if isinstance(version, str) else "torch"
+    unnamed = (
+        f"the packages of a workload cell name no torch{of(needs.torch_unnamed)}, which the "
+        "harness runs on: unless one of them requires it (torchvision does), each such cell "
+        "is an infra error on the venv runner (torch is not installed in the cell's venv)"
+    )
+    also = f" (and {rest.why})" if rest.status in ("fail", "warn") else ""
+    if needs.torchless:
+        return Check(
+            "spec-environment",
+            "fail",
+            "a workload runs reprospec's harness on torch, and the venv runner's cell venv holds "
+            f"only the cell's packages, and the cell names none{of(needs.torchless)}: every such "
+            "cell is an infra error (torch is not installed in the cell's venv), not run"
+            + (f"; {unnamed}" if needs.torch_unnamed else "")
+            + also,
+            f"add torch to their environment.packages (`{pin}`), or run on the local runner",
+        )
+    if rest.status == "fail":
+        return replace(rest, why=f"{rest.why} (and {unnamed})")
     return Check(
         "spec-environment",
-        "fail",
-        "a workload runs reprospec's harness on torch, and the venv runner's cell venv holds "
-        f"only the cell's packages, which name no torch{of}: every such cell is an infra "
-        "error (torch is not installed in the cell's venv), not run",
-        f"add torch to their environment.packages (`{pin}`), or run on the local runner",
+        "warn",
+        unnamed + (f"; {rest.why}" if rest.status != "skipped" else ""),
+        f"add torch to their environment.packages (`{pin}`) where none of them requires it",
     )
 
 
@@ -668,6 +700,7 @@ def needs_of(
     workloads, some_workload = True, False
     of_python: dict[str | None, list[str]] = {}
     torchless: list[str] = []
+    torch_unnamed: list[str] = []
     count = 0
     for position, (workload, environment) in enumerate(cells):
         count += 1
@@ -686,7 +719,9 @@ def needs_of(
         names_torch = bool(requirements_naming(environment.packages, "torch"))
         torch = torch or bool(workload) or names_torch
         if workload and not names_torch:
-            torchless.append(ids[position] if position < len(ids) else "")
+            # With packages, one of them may require torch: not resolved here.
+            without = torch_unnamed if environment.packages else torchless
+            without.append(ids[position] if position < len(ids) else "")
         wanted = str(workload.get("device") or environment.device or "cpu")
         if wanted.startswith("cuda"):
             device = wanted
@@ -726,6 +761,7 @@ def needs_of(
         workers_known=workloads and torch,  # (torch: some cell, a workload, was seen)
         workload=some_workload,
         torchless=tuple(torchless),
+        torch_unnamed=tuple(torch_unnamed),
         cells=count,
     )
 

@@ -780,10 +780,33 @@ def test_a_workload_whose_venv_has_no_torch_fails_on_the_venv_runner() -> None:
     needs = replace(doctor.needs_of(cells, ["w", "pinned", "command"]), runner="venv")
     check = by_name(machine(), needs)["spec-environment"]
     assert check.status == "fail"
-    assert "which name no torch (cell w): every such cell is an infra error" in check.why
+    assert "and the cell names none (cell w): every such cell is an infra error" in check.why
     # As commands/doctor hands it on for the venv runner's python: the cells still named.
     checked = by_name(machine(), replace(needs, python="3.11", pythons=()))["spec-environment"]
-    assert "which name no torch (cell w): every such cell" in checked.why
+    assert "and the cell names none (cell w): every such cell" in checked.why
     # Each workload pins torch: nothing to say; the local runner runs the interpreter's.
     assert by_name(machine(), replace(needs, torchless=()))["spec-environment"].status != "fail"
     assert by_name(machine(), replace(needs, runner="local"))["spec-environment"].status != "fail"
+
+
+@pytest.mark.parametrize("entry", ["torchvision==0.18.0", "lightning", "./mypkg"])
+def test_a_workload_whose_packages_may_require_torch_only_warns_on_the_venv_runner(
+    entry: str,
+) -> None:
+    """torchvision, lightning or a folder's distribution installs torch as a dependency: the
+    cell runs, but doctor failed spec-environment (the cells were found by whether their
+    packages name torch), and said nothing else of them."""
+    workload: JsonObject = {"model": {"builtin": "mlp"}}
+    env = Environment(workdir=Path.cwd(), packages=(entry,))
+    needs = replace(doctor.needs_of([(workload, env)], ["w"]), runner="venv")
+    assert needs.torchless == ()
+    check = by_name(machine(), needs)["spec-environment"]
+    assert check.status == "warn", check
+    assert "unless one of them requires it (torchvision does)" in check.why
+    if entry == "./mypkg":  # what the check says of the rest is kept
+        assert "./mypkg: no distribution named" in check.why
+    # What else the check finds is said with it (here another python).
+    other = replace(needs, python="3.4", pythons=())
+    said = by_name(machine(), other)["spec-environment"]
+    assert said.status == "warn"
+    assert "the spec names 3.4" in said.why
