@@ -196,12 +196,15 @@ def _interpreter(
             versions.append(request)
             continue
         found = found or (request, path)
+    # Cells that name no python are built on reprospec's own: not every cell is of those
+    # missing, even where none is found.
+    some = found is not None or any(p is None for p, _ in needs.pythons)
     base = (
         Check(
             "venv-python",
             "fail",
             f"{'; '.join(missing)}: the venv runner builds each cell's venv on it, so every "
-            f"{'such ' if found else ''}cell would be an infra error, not run",
+            f"{'such ' if some else ''}cell would be an infra error, not run",
             f"install one (`uv python install {' '.join(versions)}`), or run with --python PATH",
         )
         if missing
