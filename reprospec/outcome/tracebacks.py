@@ -612,10 +612,25 @@ STACK_FRAME = Lazy(rf"^\s*{FRAME_AT},? in (?P<function>\S+)")
 
 
 # A compiler sanitizer's report (ASan, UBSan with halt_on_error, TSan, MSan) names its
-# finding on a `SUMMARY: AddressSanitizer: heap-buffer-overflow heap.c:3 in overflow` line,
+# finding on a `SUMMARY: AddressSanitizer: heap-buffer-overflow /w/heap.c:3 in overflow` line,
 # then prints its shadow memory and `==PID==ABORTING` last and exits 1.
 _SANITIZER_ABORT = Lazy(r"^==\d+==ABORTING\s*$")
 _SANITIZER_SUMMARY = Lazy(r"^SUMMARY: (?P<finding>\w+Sanitizer: .*?)\s*$", re.M)
+# A place in a finding: the source as compiled, with its line (`/w/heap.c:3`, `heap.c:3:7`),
+# or, with no symbolizer, the module and its offset (`(/w/libheap.so+0x11d9)`); or a path.
+_SANITIZER_PLACE = Lazy(
+    r"(?<!\S)\(?(?:[^\s()]*/)?(?P<name>[^\s/()]+?)(?::\d+(?::\d+)?|\+0x[0-9a-fA-F]+)\)?(?!\S)"
+    r"|(?<!\S)\(?[^\s()]*/(?P<base>[^\s/()]+)\)?(?!\S)"
+)
+
+
+def sanitizer_finding(summary: str) -> str:
+    """A sanitizer's finding reduced to its kind and function, each place in it to its
+    file's name: `AddressSanitizer: heap-buffer-overflow heap.c in overflow` for
+    `... /w/heap.c:3 in overflow`, `... libheap.so` for `... (/w/libheap.so+0x11d9)`. The
+    path is where it was built (a copy of the project, a rebuild elsewhere misses it), and
+    the line and offset move whenever the code shrinks (minimize)."""
+    return _SANITIZER_PLACE.sub(lambda m: m["name"] or m["base"], summary)
 
 
 def last_line(text: str) -> str | None:
@@ -628,15 +643,15 @@ def last_line(text: str) -> str | None:
     verify in a copy of the spec, at another path, missed, and blamed on a file it lacked.
 
     Where a compiler sanitizer ended the program (`==4242==ABORTING`: a pid, different in
-    each run, and no more), its summary's finding: `AddressSanitizer: heap-buffer-overflow
-    heap.c:3 in overflow`; None where it printed none."""
+    each run, and no more), its summary's finding (`sanitizer_finding`): `AddressSanitizer:
+    heap-buffer-overflow heap.c in overflow`; None where it printed none."""
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         return None
     last = lines[-1]
     if _SANITIZER_ABORT.match(last):
         found = [m["finding"] for m in _SANITIZER_SUMMARY.compiled.finditer(text)]
-        return found[-1] if found else None
+        return sanitizer_finding(found[-1]) if found else None
     if STACK_FRAME.match(last):
         return None
     if len(lines) > 1 and last[:1].isspace() and STACK_FRAME.match(lines[-2]):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from reprospec.outcome.tracebacks import last_line
 
 
@@ -31,8 +33,35 @@ def test_a_sanitizers_abort_gives_its_summarys_finding() -> None:
         "  Right alloca redzone:    cb\n"
         "==23370==ABORTING\n"
     )
-    assert last_line(report) == "AddressSanitizer: heap-buffer-overflow /w/heap.c:3 in overflow"
+    # The finding's kind and function: the source's path as compiled and its line are
+    # another in a copy of the project, a rebuild elsewhere, a minimized program.
+    assert last_line(report) == "AddressSanitizer: heap-buffer-overflow heap.c in overflow"
+    # With no symbolizer: the library's path and offset, its name alone.
+    unsymbolized = report.replace(
+        "/w/heap.c:3 in overflow\n", "(/w/build/libheap.so+0x11d9) \n", 1
+    ).replace("/w/heap.c:3\n", "(/w/build/libheap.so+0x11d9)\n")
+    assert last_line(unsymbolized) == "AddressSanitizer: heap-buffer-overflow libheap.so"
     assert last_line("==7==ERROR: UndefinedBehaviorSanitizer: SEGV\n==7==ABORTING\n") is None
     # A summary that is the last line (LeakSanitizer at exit) is read as any last line.
     leak = "SUMMARY: AddressSanitizer: 8 byte(s) leaked in 1 allocation(s).\n"
     assert last_line(leak) == leak.strip()
+
+
+@pytest.mark.parametrize(
+    ("summary", "finding"),
+    [
+        (
+            "UndefinedBehaviorSanitizer: undefined-behavior ../src/x.c:5:3 in",
+            "UndefinedBehaviorSanitizer: undefined-behavior x.c in",
+        ),
+        ("ThreadSanitizer: data race race.c:7 in t1", "ThreadSanitizer: data race race.c in t1"),
+        (
+            "AddressSanitizer: SEGV (/lib/libc.so.6+0x18b9c0) in strlen",
+            "AddressSanitizer: SEGV libc.so.6 in strlen",
+        ),
+        ("AddressSanitizer: SEGV /w/a.cc:3:14 in f(int)", "AddressSanitizer: SEGV a.cc in f(int)"),
+        ("AddressSanitizer: 8 byte(s) leaked in 1 allocation(s).", None),
+    ],
+)
+def test_a_sanitizers_finding_has_no_path_line_or_offset(summary: str, finding: str | None) -> None:
+    assert last_line(f"SUMMARY: {summary}\n==7==ABORTING\n") == (finding or summary)
