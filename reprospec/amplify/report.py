@@ -394,7 +394,11 @@ def _undecided(arm: ArmResult) -> str:
 
 def _cell_filters(found: AmplifyReport) -> str:
     """` -m AXIS=VALUE` for each axis of the cell amplified: the cell a command given it
-    takes as its failing side."""
+    takes as its failing side. None for a spec of one cell (a matrix of one value each
+    too), which has no other to choose: `minimize cap.yaml -m workers=2 -m batch_size=8`
+    named what a bare command takes."""
+    if found.cells == 1:
+        return ""
     return "".join(
         f" -m {shlex.quote(f'{axis}={render_value(value)}')}"
         for axis, value in found.cell.matrix.items()

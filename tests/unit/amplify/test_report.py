@@ -401,6 +401,9 @@ def test_not_amplified_with_a_rare_base_suggests_isolate_and_minimize_at_its_rat
     # --min-rate 0.015` without --passing-set (exit 2), the command this line gave (nu-a).
     single = replace(found, cell=Cell(id="n=900", index=0, matrix={"n": 900}), cells=1)
     assert "--budget 210 --passing-set PATH=VALUE)" in single.render("text").splitlines()[-2]
+    # Its one cell needs no -m, as race.yaml's does not: the commands name none.
+    assert " -m " not in single.render("text")
+    assert " -m " not in single.render("md")
     frequent = _not_amplified(tmp_path, Rate(21, 40, 0.37, 0.67), Expectation("error"))
     frequent = replace(frequent, cell=Cell(id="n=900", index=0, matrix={"n": 900}), cells=1)
     assert "reprospec isolate" not in frequent.render("text").splitlines()[-2]
