@@ -49,16 +49,20 @@ _THREAD_BOOTSTRAP = Lazy(r'^\s*File "[^"]*threading\.py", line \d+, in _bootstra
 # Lines that end an exception message: the next report; a logger, c10's `[W1207 ...]` and
 # torch's Python loggers in glog's form (torchrun's `W1207 08:01:13.909000 21127 torch/
 # distributed/elastic/multiprocessing/api.py:1028] Sending process ...`, which a failed
-# rank's message ran on into); a warning; the `"""` that closes a worker's traceback
-# multiprocessing quotes as its RemoteTraceback's message (concurrent.futures'
-# _RemoteTraceback too): the worker's `ValueError: bad item 2` then `"""` read as the
-# message 'bad item 2\n"""'.
+# rank's message ran on into); a warning.
 _MESSAGE_END = Lazy(
     r"^(?:During handling of the above exception|The above exception was the direct cause"
     r"|Exception ignored|Exception in thread|Fatal Python error|ERROR: Unexpected"
     r"|\[[A-Z]\d{4} |[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] "
-    r'|\S+:\d+: \w*Warning:|\[\.\.\. \d+ bytes omitted|"""\s*$)'
+    r"|\S+:\d+: \w*Warning:|\[\.\.\. \d+ bytes omitted)"
 )
+# A worker's traceback multiprocessing quotes between `"""` lines as its RemoteTraceback's
+# message (concurrent.futures' and loky's _RemoteTraceback too), the cause of what the
+# parent raised: inside the quotes, the closing `"""` ends the worker's message (it read
+# 'bad item 2\n"""'); anywhere else a `"""` line is the message's own (a quoted block).
+_QUOTES = Lazy(r'^"""\s*$')
+_REMOTE_TRACEBACK = Lazy(r"^[A-Za-z_][\w.]*RemoteTraceback:?\s*$")
+_MAX_QUOTED_LINES = 1000  # how far back a traceback's header looks for the opening quotes
 # CPython's last resort when it cannot print a traceback (e.g. "lost sys.stderr").
 _OBJECT_DUMP_TYPE = Lazy(r"^object type name: (?P<type>\S+)\s*$", re.M)
 _OBJECT_DUMP_REPR = Lazy(r"^object repr\s*: (?P<repr>.*)$", re.M)
@@ -534,8 +538,18 @@ def _link_before(lines: list[str], header: int) -> str | None:
     return _LINKS.get(_GROUP_PREFIX.sub("", lines[index]).strip())
 
 
+def _quoted(lines: list[str], header: int) -> bool:
+    """Whether the traceback at `header` is inside a worker's traceback its pool quoted
+    (`_REMOTE_TRACEBACK`): the nearest line of three quotes before it opens the quote."""
+    for index in range(header - 1, max(header - _MAX_QUOTED_LINES, 0), -1):
+        if _QUOTES.match(lines[index]):
+            return _REMOTE_TRACEBACK.match(lines[index - 1]) is not None
+    return False
+
+
 def _exception_after(lines: list[str], header: int) -> PythonException | None:
     group = "Exception Group" in lines[header]
+    quoted = _quoted(lines, header)
     index = header + 1
     while index < len(lines):
         line = _GROUP_PREFIX.sub("", lines[index]) if group else lines[index]
@@ -558,6 +572,8 @@ def _exception_after(lines: list[str], header: int) -> PythonException | None:
                     break
                 extra = _GROUP_PREFIX.sub("", extra)
             if not extra.strip() or _TB_HEADER.match(extra) or _MESSAGE_END.match(extra):
+                break
+            if quoted and _QUOTES.match(extra):
                 break
             if not message_lines:
                 break  # `KeyboardInterrupt` alone: what follows is other output

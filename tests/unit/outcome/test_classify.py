@@ -1620,3 +1620,46 @@ def test_a_workers_traceback_quoted_by_its_pool_ends_at_the_closing_quotes() -> 
         PythonException("ValueError", "bad item 2", "cause"),
         PythonException("ValueError", "bad item 2"),
     )
+
+
+def test_a_quoted_block_in_a_message_is_the_messages_own() -> None:
+    """Only a pool's quote of a worker's traceback ends at a `\"\"\"` line: a message that
+    quotes a block was cut to its first line."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/w/t.py", line 3, in <module>\n'
+        "ValueError: template did not parse:\n"
+        '"""\n'
+        "{{ name }\n"
+        '"""\n'
+    )
+    assert parse_chain(text) == (
+        PythonException("ValueError", 'template did not parse:\n"""\n{{ name }\n"""'),
+    )
+
+
+def test_a_workers_chain_quoted_by_its_pool_ends_at_the_closing_quotes() -> None:
+    """The worker's own chain inside the quotes: its last exception's message ends there."""
+    text = (
+        "concurrent.futures.process._RemoteTraceback: \n"
+        '"""\n'
+        "Traceback (most recent call last):\n"
+        '  File "/w/pool.py", line 4, in f\n'
+        "KeyError: 2\n"
+        "\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/w/pool.py", line 6, in f\n'
+        "ValueError: bad item 2\n"
+        '"""\n\n'
+        "The above exception was the direct cause of the following exception:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/w/pool.py", line 8, in <module>\n'
+        "ValueError: bad item 2\n"
+    )
+    assert parse_chain(text) == (
+        PythonException("KeyError", "2", "context"),
+        PythonException("ValueError", "bad item 2", "cause"),
+        PythonException("ValueError", "bad item 2"),
+    )
