@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
+from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
 from reprospec.errors import InfraError
 
@@ -57,28 +58,46 @@ def run(args: argparse.Namespace) -> int:
 
         raise docker_python_refused("--python", given, "check with --runner local or venv")
     checked = None if given is None else _given_python(given, args.runner)
-    python, whose, base, needs = _interpreter(checked, needs)
+    interpreters, base = _interpreter(checked, needs)
     # The docker runner's attempts import the image's torch and packages, not this
     # interpreter's: importing the host's torch (2 s of CPU) and starting CUDA on it told
     # none of the checks kept for it (shm, wsl, device, memory, limits: the machine part
     # and nvidia-smi's rows).
     docker = args.runner == "docker"
-    packages = () if docker or needs is None else needs.packages
-    uncaptured: str | None = None
-    try:
-        env = probe_environment(python, packages, cuda=not docker, with_torch=not docker)
-    except InfraError as exc:
-        if python == sys.executable:
-            raise
-        # An interpreter a command runs on but the capture (the harness) does not: a Python
-        # 3.9 (`--python`, or the venv runner's base for `environment.python: "3.9"`), on
-        # which `run` runs a command spec, warning that the capture failed. doctor exited 3.
-        # The machine's part is the engine's own capture; the interpreter's checks say why.
-        uncaptured = str(exc)
+    # An interpreter a command runs on but the capture (the harness) does not: a Python 3.9
+    # (`--python`, or the venv runner's base for `environment.python: "3.9"`), on which `run`
+    # runs a command spec, warning that the capture failed. doctor exited 3. Of a matrix
+    # over `python`, the first that can be captured is checked, the others said (`capture`).
+    failed: list[tuple[_Interpreter, str]] = []
+    env: Mapping[str, JsonValue] | None = None
+    chosen = interpreters[0]
+    for each in interpreters:
+        packages = () if docker or each.needs is None else each.needs.packages
+        try:
+            env = probe_environment(each.path, packages, cuda=not docker, with_torch=not docker)
+        except InfraError as exc:
+            if each.path == sys.executable:
+                raise
+            failed.append((each, str(exc)))
+            continue
+        chosen = each
+        break
+    python, whose, needs = chosen.path, chosen.whose, chosen.needs
+    uncaptured = None
+    if env is None:
+        # None could be: the machine's part is the engine's own capture; the interpreter's
+        # checks say why.
+        uncaptured = "; ".join(
+            f"{each.label}: {why}" if each.label else why for each, why in failed
+        )
         env = probe_environment(sys.executable, cuda=not docker, with_torch=False)
     made = doctor.run_checks(env, needs, os.environ.get("CUDA_VISIBLE_DEVICES"))
     checks = [
-        *(made if uncaptured is None else _uncaptured(made, uncaptured, needs)),
+        *(
+            _uncaptured(made, uncaptured, needs, [each.label for each, _ in failed])
+            if uncaptured is not None
+            else [*_captured_not(failed, needs), *made]
+        ),
         *([base] if base is not None else []),
         *_tool_checks(python, env, args.runner),
         *(_docker_checks(environments, args.spec) if environments else ()),
@@ -111,26 +130,31 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(check.status == "fail" for check in checks) else 0
 
 
-def _uncaptured(checks: Sequence[Check], reason: str, needs: Needs | None) -> list[Check]:
+_CAPTURE_TODO = (
+    "a command runs on it all the same (`run` warns that the capture failed); a workload, "
+    "and the checks of the interpreter, need one the harness runs on"
+)
+
+
+def _uncaptured(
+    checks: Sequence[Check], reason: str, needs: Needs | None, labels: Sequence[str]
+) -> list[Check]:
     """`checks` made on the engine's own capture where the interpreter's failed (`reason`,
     said once, by a `capture` check first): each check of the interpreter skipped, and the
     spec's environment failed where a cell is a workload (the local runner refuses it: a
-    workload runs the harness), else skipped (its packages could not be read there)."""
+    workload runs the harness), else skipped (its packages could not be read there).
+    `labels`: the pythons of a matrix tried (`python 3.9 (cell py=3.9)`), whose workload
+    cells are named, not every one ("" where one interpreter is checked)."""
     from reprospec.doctor import INTERPRETER_CHECKS, Check
 
-    not_made = "not made: the interpreter's environment could not be captured (capture)"
-    out = [
-        Check(
-            "capture",
-            "warn",
-            reason,
-            "a command runs on it all the same (`run` warns that the capture failed); a "
-            "workload, and the checks of the interpreter, need one the harness runs on",
-        )
-    ]
+    named = [label for label in labels if label]
+    whose = (
+        f"the workload cells of {' and '.join(named)} are" if named else "every workload cell is"
+    )
+    out = [Check("capture", "warn", reason, _CAPTURE_TODO)]
     for check in checks:
         if check.name in INTERPRETER_CHECKS:
-            out.append(Check(check.name, "skipped", not_made))
+            out.append(Check(check.name, "skipped", _NOT_MADE))
         elif check.name != "spec-environment":
             out.append(check)
         elif needs is not None and needs.workload:
@@ -139,14 +163,43 @@ def _uncaptured(checks: Sequence[Check], reason: str, needs: Needs | None) -> li
                     "spec-environment",
                     "fail",
                     "a workload runs reprospec's harness in the interpreter, which the capture "
-                    "could not run in (capture): every workload cell is an infra error, not run",
+                    f"could not run in (capture): {whose} an infra error, not run",
                     "give an interpreter the harness runs on (--python PATH, or "
                     "environment.python with --runner venv)",
                 )
             )
         else:
-            out.append(Check("spec-environment", "skipped", not_made))
+            out.append(Check("spec-environment", "skipped", _NOT_MADE))
     return out
+
+
+_NOT_MADE = "not made: the interpreter's environment could not be captured (capture)"
+
+
+def _captured_not(failed: Sequence[tuple[_Interpreter, str]], needs: Needs | None) -> list[Check]:
+    """The pythons of a matrix that could not be captured where another was (`failed`: each
+    with why): a `capture` check naming them and their cells, failed where a cell is a
+    workload (each of theirs is an infra error), else a warning. `python: ["3.9", "3.11"]`
+    failed every cell on 3.9's capture, the 3.11 cells never checked."""
+    from reprospec.doctor import Check
+
+    if not failed:
+        return []
+    workload = needs is not None and needs.workload
+    return [
+        Check(
+            "capture",
+            "fail" if workload else "warn",
+            "; ".join(f"{each.label}: {why}" for each, why in failed)
+            + (
+                ": a workload runs reprospec's harness in the interpreter, so the workload "
+                "cells of it are infra errors, not run"
+                if workload
+                else ""
+            ),
+            _CAPTURE_TODO,
+        )
+    ]
 
 
 def _given_python(given: str, runner: str) -> str:
@@ -163,42 +216,54 @@ def _given_python(given: str, runner: str) -> str:
     return checked_python(given)
 
 
-def _interpreter(
-    given: str | None, needs: Needs | None
-) -> tuple[str, str, Check | None, Needs | None]:
-    """The interpreter to check, whose it is (said after the header's path), a failing
-    `venv-python` check where the runner would find none for some cells, and `needs` with
-    the python its spec-environment compares that interpreter with.
+@frozen
+class _Interpreter:
+    """An interpreter to check: its path, whose it is (said after the header's path), the
+    `needs` its spec-environment compares it with, and the python and cells it is of where
+    the venv runner's cells name several (`python 3.9 (cell py=3.9)`; else "")."""
+
+    path: str
+    whose: str = ""
+    needs: Needs | None = None
+    label: str = ""
+
+
+def _interpreter(given: str | None, needs: Needs | None) -> tuple[list[_Interpreter], Check | None]:
+    """The interpreters to check, the first that can be captured checked, and a failing
+    `venv-python` check where the runner would find none for some cells.
 
     The venv runner builds each cell's venv on the spec's `python` (found by uv here) unless
     `--python` is given, so that is the interpreter its cells run: checking this one warned
     `the interpreter is python 3.11.7; the spec names 3.12` of a mismatch the runner does not
     have, and said nothing where no 3.12 was here, which made every cell infra-error. Each
     python the cells name is looked for (a matrix over it: the last cell's alone was, and
-    the cells of a python not here passed), the first found checked."""
+    the cells of a python not here passed), each found returned in the cells' order."""
     from reprospec.doctor import Check
     from reprospec.doctor.needs import named_cells
     from reprospec.venvs.build import EnvBuildError, find_interpreter
 
     if given is not None or needs is None or needs.runner != "venv" or needs.python is None:
-        return given or sys.executable, "", None, needs
+        return [_Interpreter(given or sys.executable, needs=needs)], None
     wanted = [(p, cells) for p, cells in needs.pythons if p is not None] or [(needs.python, ())]
-    found: tuple[str, str] | None = None  # (the python asked, its interpreter)
+    several = len(wanted) > 1
+    found: list[_Interpreter] = []
     missing: list[str] = []
     versions: list[str] = []  # of those not found
     for request, cells in wanted:
+        # (no cell ids given: nothing to name, where it said "(cells )")
+        of = f" ({named_cells(cells)})" if cells and several else ""
         try:
             path = find_interpreter(request).path
         except EnvBuildError as exc:
-            # (no cell ids given: nothing to name, where it said "(cells )")
-            named = cells and len(wanted) > 1
-            missing.append(f"{exc} ({named_cells(cells)})" if named else str(exc))
+            missing.append(f"{exc}{of}")
             versions.append(request)
             continue
-        found = found or (request, path)
+        whose = f" (the venv runner's interpreter for the spec's python {request})"
+        checked = replace(needs, python=request, pythons=())
+        found.append(_Interpreter(path, whose, checked, f"python {request}{of}" if several else ""))
     # Cells that name no python are built on reprospec's own: not every cell is of those
     # missing, even where none is found.
-    some = found is not None or any(p is None for p, _ in needs.pythons)
+    some = bool(found) or any(p is None for p, _ in needs.pythons)
     base = (
         Check(
             "venv-python",
@@ -210,12 +275,10 @@ def _interpreter(
         if missing
         else None
     )
-    if found is None:
+    if not found:
         # No interpreter of it to compare: said by `base`.
-        return sys.executable, "", base, replace(needs, python=None, pythons=())
-    request, path = found
-    whose = f" (the venv runner's interpreter for the spec's python {request})"
-    return path, whose, base, replace(needs, python=request, pythons=())
+        return [_Interpreter(sys.executable, needs=replace(needs, python=None, pythons=()))], base
+    return found, base
 
 
 def _tool_checks(python: str, env: Mapping[str, JsonValue], runner: str) -> list[Check]:

@@ -322,3 +322,44 @@ def test_an_interpreter_the_capture_cannot_run_in_is_checked_as_the_run_uses_it(
     checks = {c["name"]: c for c in json.loads(done.stdout)}
     assert checks["spec-environment"]["status"] == "fail"
     assert "every workload cell is an infra error" in checks["spec-environment"]["why"]
+
+
+def test_a_python_of_a_matrix_the_capture_cannot_run_in_leaves_the_others_checked(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """`python: [3.9, 3.11]` on the venv runner: the first python found (3.9) was checked
+    alone, its capture failed, and spec-environment failed `every workload cell` though the
+    3.11 cells run, never checked. Here an interpreter whose harness import fails as 3.9's."""
+    python = tmp_path / "bin" / "python3"
+    python.parent.mkdir()
+    python.write_text(
+        '#!/bin/sh\ncase "$*" in *reprospec_harness.envinfo*)\n'
+        "  echo \"ImportError: cannot import name 'TypeAlias' from 'typing'\" >&2; exit 1;;\n"
+        f'esac\nexec {sys.executable} "$@"\n'
+    )
+    python.chmod(0o755)
+    ours = f"{sys.version_info.major}.{sys.version_info.minor}"
+    (tmp_path / "w.yaml").write_text(
+        "reprospec: 1\nname: w\nenvironment: {python: '${{ matrix.py }}'}\n"
+        f"matrix: {{py: ['{python}', '{ours}']}}\n"
+        "workload:\n  model: {builtin: mlp, params: {hidden: 8}}\n"
+        "  optimizer: {name: sgd, lr: 0.01}\n  data:\n"
+        "    dataset: {builtin: synthetic, size: 16, shape: [4], classes: 2}\n"
+        "    loader: {batch_size: 4}\n  phases: [{name: train, steps: 1}]\n"
+        "expect: {outcome: pass}\n"
+    )
+    done = cli("doctor", "w.yaml", "--runner", "venv", cwd=tmp_path)
+    assert done.code == 1, done.stdout + done.stderr
+    assert f"(the venv runner's interpreter for the spec's python {ours})" in done.stdout
+    checks = {
+        c["name"]: c
+        for c in json.loads(
+            cli("doctor", "w.yaml", "--runner", "venv", "--format", "json", cwd=tmp_path).stdout
+        )
+    }
+    capture = checks["capture"]
+    assert capture["status"] == "fail", capture
+    assert capture["why"].startswith(f"python {python} (cell py={python}): "), capture
+    assert "the workload cells of it are infra errors" in capture["why"]
+    assert "every workload cell" not in checks["spec-environment"]["why"]
+    assert checks["shm"]["status"] == "pass"

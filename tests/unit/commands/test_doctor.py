@@ -30,7 +30,7 @@ def test_a_python_not_here_names_no_cells_where_no_ids_were_given(
     # A Needs of cells without ids: venv-python said "(0 cells )" after the search's reason.
     monkeypatch.setattr(build, "find_interpreter", _search({"3.11": "/py/3.11"}))
     needs = doctor.Needs(python="3.11", pythons=(("3.4", ()), ("3.11", ())), runner="venv")
-    _, _, base, _ = command._interpreter(None, needs)
+    _, base = command._interpreter(None, needs)
     assert base is not None
     assert base.why.startswith("no Python 3.4 on this machine: the venv runner builds"), base.why
 
@@ -42,6 +42,6 @@ def test_cells_that_name_no_python_are_not_among_every_cell_of_a_python_not_here
     # "so every cell would be an infra error", though cell a runs.
     monkeypatch.setattr(build, "find_interpreter", _search({}))
     needs = doctor.Needs(python="3.4", pythons=((None, ("a",)), ("3.4", ("b",))), runner="venv")
-    _, _, base, _ = command._interpreter(None, needs)
+    _, base = command._interpreter(None, needs)
     assert base is not None
     assert "so every such cell would be an infra error" in base.why, base.why
