@@ -85,9 +85,12 @@ def setup_failure(
         said = ran_no_test(execution.returncode, stderr, evidence.stdout)
         if said is not None:
             return NotRun(said)
-    from reprospec.outcome.tracebacks import parse_exception  # an attempt that failed to start
+    # An attempt that failed to start: the program's own record of what it died of (under
+    # `sys.tracebacklimit = 0` one with no traceback, `recorded_chain`), else stderr's.
+    from reprospec.outcome.tracebacks import parse_exception, recorded_chain
 
-    exception = parse_exception(evidence.raised or "") or parse_exception(stderr)
+    recorded = recorded_chain(evidence.raised) if evidence.raised else ()
+    exception = recorded[-1] if recorded else parse_exception(stderr)
     if (
         exception is not None
         and exception.type.rpartition(".")[2] == "ModuleNotFoundError"

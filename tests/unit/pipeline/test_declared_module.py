@@ -200,3 +200,25 @@ def test_a_working_folder_with_an_in_place_egg_info_is_keyed_by_it_alone(
     # Or another distribution installed there.
     (work / "other-1.0.dist-info").mkdir()
     assert len(setupfail._import_folders()[0][1]) == 3
+
+
+def test_a_missing_module_recorded_under_a_traceback_limit_of_zero(tmp_path: Path) -> None:
+    """A program that set `sys.tracebacklimit = 0` prints, and records, its exception with
+    no traceback: its own record (raised.txt) was read for one with a header, and the
+    unchosen interpreter's ModuleNotFoundError was the program's `error`."""
+    import dataclasses
+
+    from reprospec.outcome.setupfail import setup_failure
+
+    missing = "ModuleNotFoundError: No module named 'foo'\n"
+    (tmp_path / "stderr.log").write_text(missing)
+    (tmp_path / "stdout.log").write_bytes(b"")
+    (tmp_path / "events.jsonl").write_text("")
+    execution = dataclasses.replace(
+        execution_in(tmp_path, 1),
+        unchosen_python="`python` in the command ran reprospec's own interpreter /x/bin/python",
+    )
+    evidence = dataclasses.replace(Evidence.read(execution), raised=missing)
+    said = setup_failure(execution, evidence)
+    assert isinstance(said, NotRun)
+    assert said.reason.startswith("ModuleNotFoundError: No module named 'foo' before any progress")
