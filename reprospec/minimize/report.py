@@ -654,8 +654,9 @@ def _kept_dict(found: Minimized) -> JsonObject | None:
 
 
 def _hung_in(r: MinimizeResult) -> str:
-    """` (hung in w1, w2)`: where the original's hangs sat, which the signature `hang` does
-    not say and each accepted candidate kept (search.py's point 7); "" where not read."""
+    """` (hung in w1 -> with, w2 -> with)`: where the original's hangs sat, which the
+    signature `hang` does not say and each accepted candidate kept (search.py's point 7);
+    "" where not read."""
     same = r.same_failure
     if same is None or not same.original_places:
         return ""
