@@ -39,7 +39,12 @@ def wilson(matched: float, n: float, z: float = 1.96) -> tuple[float, float]:
     denominator = 1 + z * z / n
     center = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, center - half), min(1.0, center + half)
+    # At 0/n the low end is 0 and at n/n the high end 1 exactly; center - half rounds to
+    # 1e-17 or 1 - 1e-16 at some n, which judged 0/11 as meeting `>0` (reproduced with no
+    # failure seen) and 6/6 as meeting `<1`.
+    low = 0.0 if matched <= 0 else max(0.0, center - half)
+    high = 1.0 if matched >= n else min(1.0, center + half)
+    return low, high
 
 
 def rate_floor(bound: RateBound | None) -> float | None:

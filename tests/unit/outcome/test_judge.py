@@ -201,6 +201,16 @@ def test_wilson() -> None:
     assert low == pytest.approx(1 - high)
 
 
+def test_no_failure_seen_never_meets_more_than_zero() -> None:
+    # 0/11 and 0/22 once had a low end of 2.8e-17, so `>0` was met (a cell that never failed
+    # judged reproduced), and 6/6 a high end under 1, so `<1` was met with no clean attempt.
+    for n in range(1, 501):
+        assert judge_rate(rate_of(0, n), RateBound(">", 0.0)) == "undecided", n
+        assert judge_rate(rate_of(n, n), RateBound("<", 1.0)) == "undecided", n
+        assert wilson(0, n)[0] == 0.0
+        assert wilson(n, n)[1] == 1.0
+
+
 def test_rate_decided_and_satisfied() -> None:
     at_least = RateBound(">=", 0.3)
     assert not rate_decided(rate_of(6, 20), at_least)  # 0.15-0.52 contains 0.3
