@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
             else [*_captured_not(failed, needs), *made]
         ),
         *([base] if base is not None else []),
-        *_tool_checks(python, env, args.runner),
+        *_tool_checks(python, env, args.runner, captured=uncaptured is None),
         *(_docker_checks(environments, args.spec) if environments else ()),
         *(_runner_checks(args.runner) if needs is None else ()),
     ]
@@ -281,11 +281,15 @@ def _interpreter(given: str | None, needs: Needs | None) -> tuple[list[_Interpre
     return found, base
 
 
-def _tool_checks(python: str, env: Mapping[str, JsonValue], runner: str) -> list[Check]:
+def _tool_checks(
+    python: str, env: Mapping[str, JsonValue], runner: str, captured: bool = True
+) -> list[Check]:
     """This machine's attempt starter, native-stack tools and CUDA libraries. With the docker
     runner, none of them is asked: each is made in the image or skipped, saying why, by
     doctorimage.image_checks, which rewrites these placeholders, where the host's were asked
-    and thrown away (a CUDA op in a child on a GPU machine, up to 120 s)."""
+    and thrown away (a CUDA op in a child on a GPU machine, up to 120 s). Where `python`
+    could not be captured (not `captured`), its own checks are skipped, as `_uncaptured`
+    skips the rest."""
     from reprospec import doctor, native
     from reprospec.process import starter
 
@@ -303,14 +307,17 @@ def _tool_checks(python: str, env: Mapping[str, JsonValue], runner: str) -> list
             native.eustack_path(),
             native.pyspy_path(),
         ),
-        *_cuda_checks(python, env),
+        *_cuda_checks(python, env, captured),
     ]
 
 
-def _cuda_checks(python: str, env: Mapping[str, JsonValue]) -> list[Check]:
-    """The loader's CUDA libraries, compute-sanitizer, and (with a GPU) a CUDA op in a child."""
+def _cuda_checks(python: str, env: Mapping[str, JsonValue], captured: bool = True) -> list[Check]:
+    """The loader's CUDA libraries, compute-sanitizer, and (with a GPU) a CUDA op in a child.
+    The last two are of `python`: skipped where it could not be captured (not `captured`),
+    where `env` is reprospec's own capture, whose GPUs made the smoke run `python3.9 -c
+    "import torch..."` (`No module named 'torch'`) and fail a command spec."""
     from reprospec.core import capped
-    from reprospec.doctor import cuda
+    from reprospec.doctor import Check, cuda
     from reprospec.process import sanitizer
 
     ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
@@ -328,6 +335,12 @@ def _cuda_checks(python: str, env: Mapping[str, JsonValue]) -> list[Check]:
     from reprospec.doctor.check import gpus
     from reprospec.environment.captured import section
 
+    if not captured:
+        return [
+            cuda.check_cuda_libraries(libraries, problem),
+            Check("sanitizer", "skipped", _NOT_MADE),
+            Check("cuda-smoke", "skipped", _NOT_MADE),
+        ]
     has_gpu = bool(gpus(env) or section(env, "torch").get("device_count"))
     returncode: int | None = None
     output = ""

@@ -363,3 +363,36 @@ def test_a_python_of_a_matrix_the_capture_cannot_run_in_leaves_the_others_checke
     assert "the workload cells of it are infra errors" in capture["why"]
     assert "every workload cell" not in checks["spec-environment"]["why"]
     assert checks["shm"]["status"] == "pass"
+
+
+def test_on_a_gpu_host_an_uncaptured_interpreter_runs_no_cuda_smoke(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The machine's part is reprospec's own capture, which on a GPU host sees the GPUs: the
+    CUDA smoke test ran `python3.9 -c "import torch..."` of the interpreter the capture could
+    not run in, failing (`No module named 'torch'`) a command spec doctor meant to pass.
+    Here the GPUs are said present; the interpreter notes each run of its `-c` code."""
+    import argparse
+
+    from reprospec.commands import doctor as command
+    from reprospec.doctor import check
+
+    ran = tmp_path / "ran"
+    python = tmp_path / "bin" / "python3"
+    python.parent.mkdir()
+    python.write_text(
+        '#!/bin/sh\ncase "$*" in *reprospec_harness.envinfo*)\n'
+        "  echo \"ImportError: cannot import name 'TypeAlias' from 'typing'\" >&2; exit 1;;\n"
+        f"  *torch.arange*) echo smoke >> {ran}; exit 1;;\n"
+        f'esac\nexec {sys.executable} "$@"\n'
+    )
+    python.chmod(0o755)
+    monkeypatch.setattr(check, "gpus", lambda _: [{"name": "H100"}])
+    args = argparse.Namespace(spec=None, python=str(python), runner="local", format="json")
+    assert command.run(args) == 0
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
+    assert checks["capture"]["status"] == "warn"
+    for name in ("cuda-smoke", "sanitizer"):
+        assert checks[name]["status"] == "skipped", checks[name]
+        assert "could not be captured" in checks[name]["why"]
+    assert not ran.exists()
