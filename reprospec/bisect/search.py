@@ -153,6 +153,21 @@ class Trial:
         )
 
 
+def rate_used(min_rate: float, failed: int, attempts: int) -> float:
+    """The low flaky rate clean attempts are weighed with, given the versions known bad
+    failed `failed` times in `attempts`: the assumed minimum, or the 99% lower bound of
+    their rate where that is more and they flaked at least once.
+
+    The bound is rounded down to a thousandth (one model per rate is built and kept):
+    rounded to nearest, 10 failures in 8,000 attempts (a bound of 0.000565) was a rate of
+    0.001, and clean attempts counted for more than they show. The assumed rate is never
+    rounded: `--min-rate 0.0004` was a rate of 0, and the search an internal error after
+    the bad end had run.
+    """
+    bound = wilson_lower(failed, attempts, RATE_Z) if attempts > failed else 0.0
+    return min(0.99, max(min_rate, math.floor(bound * 1000) / 1000))
+
+
 def count(value: JsonValue) -> int:
     """A stored count (a JSON integer, not a boolean); TypeError for anything else: what
     state.json's readers take as a number of attempts."""
@@ -706,11 +721,7 @@ def bisect(
         lowest = next(i for i, v in enumerate(alive) if trials[v].matched)
         f_bad = sum(trials[v].matched for v in alive[lowest:])
         n_bad = sum(trials[v].attempts for v in alive[lowest:])
-        bound = wilson_lower(f_bad, n_bad, RATE_Z) if n_bad > f_bad else 0.0
-        # The bound is rounded (a model per rate, below), never the assumed rate: rounded,
-        # `--min-rate 0.0004` was a rate of 0, and the search an internal error after the
-        # bad end had run.
-        used = min(0.99, max(min_rate, round(bound, 3)))
+        used = rate_used(min_rate, f_bad, n_bad)
         # Built once per rate (22 logs for SpreadRate), not once per step.
         model = models.get(used) or models.setdefault(used, LearnedRate(used))
         spread = spreads.get(used) or spreads.setdefault(used, SpreadRate(used))

@@ -10,12 +10,14 @@ import pytest
 
 from reprospec.bisect.search import (
     DEFAULT_ERROR,
+    RATE_Z,
     LearnedRate,
     RateModel,
     SpreadRate,
     Trial,
     attempts_to_see,
     bisect,
+    rate_used,
     wilson_lower,
     wilson_upper,
 )
@@ -424,3 +426,15 @@ def test_a_best_guess_out_of_budget_states_the_probability_the_stop_would_hold_i
     states = {v.version: v.state for v in result.versions}
     assert states["1.14"] == "unsure"
     assert not any(v.state == "good" for v in result.versions)
+
+
+def test_the_measured_rate_never_raises_the_assumed_one_above_its_bound() -> None:
+    # 10 failures in 8,000 attempts: a 99% lower bound of about 0.00057, which rounding to
+    # nearest made 0.001 (clean attempts then ruled versions out as if the bug failed
+    # nearly twice as often as the evidence allows).
+    bound = wilson_lower(10, 8000, RATE_Z)
+    assert 0.0005 < bound < 0.001
+    assert rate_used(0.0004, 10, 8000) == 0.0004  # the bound rounded down is 0.000
+    assert rate_used(0.3, 10, 8000) == 0.3  # the assumed rate when it is more
+    assert rate_used(0.3, 5, 5) == 0.3  # never flaked: the bound is not used
+    assert rate_used(0.1, 60, 100) == math.floor(wilson_lower(60, 100, RATE_Z) * 1000) / 1000
