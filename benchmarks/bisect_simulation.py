@@ -56,7 +56,7 @@ def search_at(revision: str) -> ModuleType:
         text=True,
     ).stdout
     folder = Path(tempfile.mkdtemp(prefix="bisect-before-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # a temporary copy: gone at exit
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # at exit: imported till then
     path = folder / "search_before.py"
     path.write_text(text)
     spec = importlib.util.spec_from_file_location("search_before", path)

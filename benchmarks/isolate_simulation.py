@@ -58,7 +58,7 @@ def search_at(revision: str) -> ModuleType:
     other renamed; they import only reprospec.core besides.
     """
     folder = Path(tempfile.mkdtemp(prefix="isolate-before-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # a temporary copy: gone at exit
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # at exit: imported till then
     package = folder / "isolation_before"
     package.mkdir()
     (package / "__init__.py").write_text("")

@@ -743,7 +743,7 @@ try:
     from reprospec.store.digests import RunKey
 except ImportError:  # a checkout before RunKey: program_files took the store's folder
     RunKey = lambda out: out
-rounds, out = int(sys.argv[1]), Path(tempfile.mkdtemp())
+rounds, out = int(sys.argv[1]), Path(tempfile.mkdtemp(dir="."))  # in the tmp main removes
 for spec in sys.argv[2:]:
     plan = plan_run(load_spec(spec), RunOptions())
     took = []
