@@ -317,3 +317,24 @@ def test_history_counts_the_cells_an_interrupted_run_never_reached(
     (row,) = json.loads(capsys.readouterr().out)
     assert row["verdicts"]["not_run"] == 2
     assert row["verdicts"]["reproduced"] == 2
+
+
+@pytest.mark.parametrize("given", ["", "isolate.md"])
+def test_report_of_a_search_folder_names_its_answer(
+    tmp_path: Path, given: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`report .reprospec/isolate/ID` said "is not a run folder: it has no results.json, nor
+    anything a run writes": the folder holds isolate's answer, isolate.md, not a run."""
+    from reprospec.cli import main
+
+    folder = tmp_path / "isolate" / "s-0123456789"
+    folder.mkdir(parents=True)
+    (folder / "isolate.json").write_text("{}")
+    (folder / "isolate.md").write_text("## Isolation\n")
+    target = folder / given if given else folder
+    assert main(["report", str(target), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"reprospec: {target} is " in err
+    assert "not a run" in err
+    assert "the same `reprospec isolate` command prints again" in err
+    assert "nor anything a run writes" not in err
