@@ -226,10 +226,25 @@ LOOKS = 2
 
 def sits_as(threads: frozenset[str], original: frozenset[str]) -> bool:
     """Whether a hang of `threads` sits as the original's hang of `original` did: they share
-    at least half of the original's threads. One shared thread was too little: a monitor
-    thread's endless loop, kept where the deadlock beside it was cut away, still hangs, and
-    read as the original's hang (review)."""
+    at least half of the original's threads, and none of the original's threads hangs
+    elsewhere. One shared thread was too little: a monitor thread's endless loop, kept
+    where the deadlock beside it was cut away, still hangs, and read as the original's hang
+    (review). Half was not enough either: a two-lock deadlock (`w1 -> with, w2 -> with`)
+    was minimized to w1 waiting forever at a `Barrier(0)` with its lock held and w2 on that
+    lock (`w1 -> threading.py:wait -> ..., w2 -> with`), which shares w2 alone; a thread of
+    the original's (by its outermost function) that now waits somewhere else is another
+    hang. A thread the original's place does not name (a monitor beside it) is none, nor
+    is one the original caught running (`worker`, busy around a `queue.get(timeout=...)`,
+    is caught in it at some dumps)."""
+    moved_threads = {_thread(t) for t in threads - original}
+    if moved_threads & {_thread(t) for t in original if " -> " in t}:
+        return False
     return 2 * len(threads & original) >= len(original)
+
+
+def _thread(entry: str) -> str:
+    """Which thread a place's entry is, by its outermost function: `w1` of `w1 -> with`."""
+    return entry.split(" -> ", 1)[0]
 
 
 __all__ = [

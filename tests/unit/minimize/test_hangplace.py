@@ -481,3 +481,20 @@ def test_a_busy_loop_and_a_deadlock_under_one_main_are_two_places(tmp_path: Path
     # A line gone (the file changed or cannot be read) says nothing: as before.
     assert place_of(_main_in_stuck(at, 99)) == "main (in stuck)"
     assert place_of(_main_in_stuck(str(tmp_path / "gone.py"), 5)) == "main (in stuck)"
+
+
+def test_a_deadlocked_thread_that_waits_elsewhere_is_another_hang_beside_one_kept() -> None:
+    # A two-lock deadlock was minimized to w1 waiting forever at a Barrier(0), its lock
+    # held, and w2 on that lock: the places as a real run read them. Sharing w2 (half of
+    # the original's threads) read as the same hang.
+    original = "w1 -> with, w2 -> with"
+    barrier = (
+        "w1 -> threading.py:wait -> threading.py:_wait -> threading.py:wait_for -> "
+        "threading.py:wait, w2 -> with"
+    )
+    assert moved([barrier], [original]) == (barrier,)
+    # Still the same: a thread dropped beside the deadlock, a monitor the original's place
+    # does not name, and a busy thread (the original's `worker`) caught in a blocking call.
+    assert moved(["w1 -> with"], [original]) == ()
+    assert moved(["monitor, w1 -> with, w2 -> with"], [original]) == ()
+    assert moved(["consumer -> with, worker -> queue.py:get"], ["consumer -> with, worker"]) == ()
