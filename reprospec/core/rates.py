@@ -104,6 +104,22 @@ def rate_decided(rate: Rate, bound: RateBound) -> bool:
     return judge_rate(rate, bound) != "undecided"
 
 
+def rate_at(seen: float, attempts: int) -> Rate:
+    """The rate `attempts` would show at the fraction `seen` (its count rounded): where
+    more attempts at the rate seen would leave a cell."""
+    return rate_of(round(seen * attempts), attempts)
+
+
+def attempts_to_decide(seen: float, bound: RateBound, ran: int, limit: int) -> int | None:
+    """The fewest attempts, more than `ran` and at most `limit`, after which a cell at the
+    fraction `seen` is decided against `bound` (`rate_decided` of `rate_at`): what
+    `--repeat` (or `run.repeat: auto`) takes to settle an undecided cell. None where none
+    up to `limit` does, the rate seen at or near the bound."""
+    return next(
+        (n for n in range(ran + 1, limit + 1) if rate_decided(rate_at(seen, n), bound)), None
+    )
+
+
 def refuting_bound(matched: int, attempts: int) -> tuple[float, int]:
     """For a failure seen in `matched` of `attempts`, where `expect.rate: '>0'` (met by one
     match, refuted by no count of clean attempts) cannot tell a fix: a bound half the

@@ -36,8 +36,6 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
-    from reprospec.core.units import RateBound
-
 
 # Off a terminal, a line while attempts run with nothing written for this long: a hang
 # waits for its timeout (5 minutes by default), and a CI log said nothing meanwhile.
@@ -457,6 +455,8 @@ def undecided_lines(result: RunResult) -> list[str]:
     (`--repeat` takes them, as `run.repeat: auto` with `run.max_repeat` does); none where
     the rate seen is the bound itself, which no count of attempts moves off it. An
     interrupted run's cells are finished by `--resume` first, which its own line says."""
+    from reprospec.core.bounds import MAX_REPEAT
+    from reprospec.core.rates import attempts_to_decide
     from reprospec.core.words import plural
 
     cells = [c for c in result.cells if c.verdict == "undecided" and not result.interrupted]
@@ -468,7 +468,7 @@ def undecided_lines(result: RunResult) -> list[str]:
         said = (
             f"undecided: {cell.cell.id}: {cell_rate_phrase(rate, cell.expected)} straddles {bound}"
         )
-        needed = _attempts_to_decide(rate.matched / rate.attempts, bound, rate.attempts)
+        needed = attempts_to_decide(rate.matched / rate.attempts, bound, rate.attempts, MAX_REPEAT)
         lines.append(
             f"{said}; at the rate seen, about {needed} attempts decide it: --repeat {needed}"
             f" (or run.repeat: auto with run.max_repeat: {needed})"
@@ -478,18 +478,6 @@ def undecided_lines(result: RunResult) -> list[str]:
     if len(cells) > _UNDECIDED_SAID:
         lines.append(f"undecided: {plural(len(cells) - _UNDECIDED_SAID, 'more cell')} (report.md)")
     return lines
-
-
-def _attempts_to_decide(seen: float, bound: RateBound, ran: int) -> int | None:
-    """The fewest attempts, more than `ran` and at most `--repeat`'s limit, whose 95%
-    interval at the fraction `seen` lies wholly on one side of `bound`; None if none does."""
-    from reprospec.core.bounds import MAX_REPEAT
-    from reprospec.core.rates import judge_rate, rate_of
-
-    for attempts in range(ran + 1, MAX_REPEAT + 1):
-        if judge_rate(rate_of(round(seen * attempts), attempts), bound) != "undecided":
-            return attempts
-    return None
 
 
 def _preload_unused(result: RunResult) -> str | None:
