@@ -114,7 +114,13 @@ def attempts_to_decide(seen: float, bound: RateBound, ran: int, limit: int) -> i
     """The fewest attempts, more than `ran` and at most `limit`, after which a cell at the
     fraction `seen` is decided against `bound` (`rate_decided` of `rate_at`): what
     `--repeat` (or `run.repeat: auto`) takes to settle an undecided cell. None where none
-    up to `limit` does, the rate seen at or near the bound."""
+    up to `limit` does, the rate seen at or near the bound, and where none ever does: no
+    failure seen against `>0` (one failure meets it, no clean attempts refute it), no
+    clean attempt against `<1`."""
+    if (seen <= 0 and bound.op == ">" and bound.value <= 0) or (
+        seen >= 1 and bound.op == "<" and bound.value >= 1
+    ):
+        return None
     return next(
         (n for n in range(ran + 1, limit + 1) if rate_decided(rate_at(seen, n), bound)), None
     )

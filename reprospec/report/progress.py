@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
     from rich.progress import TaskID
     from rich.table import Table
     from rich.text import Text
+
+    from reprospec.core.results import Rate
+    from reprospec.core.units import RateBound
 
 
 # Off a terminal, a line while attempts run with nothing written for this long: a hang
@@ -452,14 +456,13 @@ def undecided_lines(result: RunResult) -> list[str]:
     """What decides each undecided cell: exit 4 and `1 undecided` said nothing of what to do
     (only report.md's reason said `run more attempts`), and how many is the question. At the
     rate seen, the attempts after which its 95% interval no longer straddles the bound
-    (`--repeat` takes them, as `run.repeat: auto` with `run.max_repeat` does); none where
-    the rate seen is the bound itself, which no count of attempts moves off it. An
-    interrupted run's cells are finished by `--resume` first, which its own line says."""
-    from reprospec.core.bounds import MAX_REPEAT
-    from reprospec.core.rates import attempts_to_decide
+    (`--repeat` takes them, as `run.repeat: auto` with `run.max_repeat` does), looked for up
+    to the most a run of this many cells takes (`_repeat_limit`). An interrupted run's cells
+    are finished by `--resume` first, which its own line says."""
     from reprospec.core.words import plural
 
     cells = [c for c in result.cells if c.verdict == "undecided" and not result.interrupted]
+    limit = _repeat_limit(len(result.cells))
     lines = []
     for cell in cells[:_UNDECIDED_SAID]:
         bound, rate = cell.expected.rate, cell.rate
@@ -468,16 +471,49 @@ def undecided_lines(result: RunResult) -> list[str]:
         said = (
             f"undecided: {cell.cell.id}: {cell_rate_phrase(rate, cell.expected)} straddles {bound}"
         )
-        needed = attempts_to_decide(rate.matched / rate.attempts, bound, rate.attempts, MAX_REPEAT)
-        lines.append(
-            f"{said}; at the rate seen, about {needed} attempts decide it: --repeat {needed}"
-            f" (or run.repeat: auto with run.max_repeat: {needed})"
-            if needed is not None
-            else f"{said}; the rate seen is the bound itself: more attempts may not decide it"
-        )
+        lines.append(f"{said}; {_deciding(rate, bound, limit)}")
     if len(cells) > _UNDECIDED_SAID:
         lines.append(f"undecided: {plural(len(cells) - _UNDECIDED_SAID, 'more cell')} (report.md)")
     return lines
+
+
+def _repeat_limit(cells: int) -> tuple[int, str]:
+    """The most attempts a cell may be given and what sets it: `--repeat`'s own limit, or a
+    run's (cells times repeat), which a 20-cell matrix reaches at 5,000 (a `--repeat 6000`
+    said to decide a cell was then refused)."""
+    from reprospec.core.bounds import MAX_ATTEMPTS, MAX_REPEAT
+    from reprospec.core.words import plural
+
+    per_cell = MAX_ATTEMPTS // max(1, cells)
+    if per_cell >= MAX_REPEAT:
+        return MAX_REPEAT, "--repeat's limit"
+    return per_cell, f"a run's limit of {MAX_ATTEMPTS:,} attempts over {plural(cells, 'cell')}"
+
+
+def _deciding(rate: Rate, bound: RateBound, limit: tuple[int, str]) -> str:
+    """What more attempts do to an undecided cell's rate: how many decide it; that none
+    refutes `>0` where no failure was seen, and the bound that clean attempts would
+    (`refuting_bound`); that the rate seen is the bound itself; or that it takes more than
+    the limit."""
+    from reprospec.core.rates import attempts_to_decide, refuting_bound
+
+    most, which = limit
+    seen = rate.matched / rate.attempts
+    needed = attempts_to_decide(seen, bound, rate.attempts, most)
+    if needed is not None:
+        return (
+            f"at the rate seen, about {needed} attempts decide it: --repeat {needed}"
+            f" (or run.repeat: auto with run.max_repeat: {needed})"
+        )
+    if rate.matched == 0 and bound.op == ">" and bound.value <= 0:
+        floor, clean = refuting_bound(0, rate.attempts)
+        return (
+            f"one failure meets {bound} and no count of clean attempts refutes it: "
+            f"expect.rate: '>={floor:g}' is refuted by {clean} clean attempts"
+        )
+    if math.isclose(seen, bound.value):
+        return "the rate seen is the bound itself: more attempts may not decide it"
+    return f"at the rate seen, it takes more than {most:,} attempts ({which})"
 
 
 def _preload_unused(result: RunResult) -> str | None:
