@@ -198,6 +198,14 @@ def _missed_alike(usable: Sequence[AttemptResult]) -> bool:
     return len({a.mismatches for a in usable}) == 1 and bool(usable[0].mismatches)
 
 
+def missed_alike(attempts: Sequence[AttemptResult]) -> str:
+    """The keys every attempt that ran missed the same way (`_missed_alike`), '' where they
+    did not: `run`'s undecided line points such a cell to its expect, as its reason does,
+    not to more attempts."""
+    usable = [a for a in attempts if isinstance(a.outcome, Outcome)]
+    return _missed(usable) if _missed_alike(usable) else ""
+
+
 def _rate_reason(
     expectation: Expectation, bound: RateBound, rate: Rate, missed: str, alike: bool = False
 ) -> str:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
-    from reprospec.core.results import Rate
+    from reprospec.core.results import CellResult
     from reprospec.core.units import RateBound
 
 
@@ -471,7 +471,7 @@ def undecided_lines(result: RunResult) -> list[str]:
         said = (
             f"undecided: {cell.cell.id}: {cell_rate_phrase(rate, cell.expected)} straddles {bound}"
         )
-        lines.append(f"{said}; {_deciding(rate, bound, limit)}")
+        lines.append(f"{said}; {_deciding(cell, bound, limit)}")
     if len(cells) > _UNDECIDED_SAID:
         lines.append(f"undecided: {plural(len(cells) - _UNDECIDED_SAID, 'more cell')} (report.md)")
     return lines
@@ -490,20 +490,30 @@ def _repeat_limit(cells: int) -> tuple[int, str]:
     return per_cell, f"a run's limit of {MAX_ATTEMPTS:,} attempts over {plural(cells, 'cell')}"
 
 
-def _deciding(rate: Rate, bound: RateBound, limit: tuple[int, str]) -> str:
-    """What more attempts do to an undecided cell's rate: how many decide it; that none
-    refutes `>0` where no failure was seen, and the bound that clean attempts would
-    (`refuting_bound`); that the rate seen is the bound itself; or that it takes more than
-    the limit."""
-    from reprospec.core.rates import attempts_to_decide, refuting_bound
+def _deciding(cell: CellResult, bound: RateBound, limit: tuple[int, str]) -> str:
+    """What more attempts do to an undecided cell's rate: nothing where every attempt
+    missed the expect the same way (the expect is what to change, as report.md's reason
+    says); else how many decide it and which way at the rate seen; that none refutes `>0`
+    where no failure was seen, and the bound that clean attempts would (`refuting_bound`);
+    that the rate seen is the bound itself; or that it takes more than the limit."""
+    from reprospec.core.rates import attempts_to_decide, judge_rate, rate_at, refuting_bound
+    from reprospec.outcome.judge import missed_alike
 
+    if keys := missed_alike(cell.attempts):
+        return (
+            f"every attempt failed that way but missed {keys}: the expect does not describe "
+            "the failure that happens, and more attempts will not settle it"
+        )
+    rate = cell.rate
     most, which = limit
     seen = rate.matched / rate.attempts
     needed = attempts_to_decide(seen, bound, rate.attempts, most)
     if needed is not None:
+        decided = judge_rate(rate_at(seen, needed), bound)
+        verdict = "reproduced" if decided == "met" else "not reproduced"
         return (
-            f"at the rate seen, about {needed} attempts decide it: --repeat {needed}"
-            f" (or run.repeat: auto with run.max_repeat: {needed})"
+            f"at the rate seen, about {needed} attempts decide it ({verdict}): --repeat "
+            f"{needed} (or run.repeat: auto with run.max_repeat: {needed})"
         )
     if rate.matched == 0 and bound.op == ">" and bound.value <= 0:
         floor, clean = refuting_bound(0, rate.attempts)

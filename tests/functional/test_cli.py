@@ -419,7 +419,7 @@ def test_an_undecided_cell_says_how_many_attempts_decide_it(cli: Cli, tmp_path: 
     assert result.code == 4, result.stdout + result.stderr
     said = re.search(
         r"undecided: default: 1/3 \(95% CI 0\.06–0\.80\) straddles >=0\.1; at the rate seen, "
-        r"about (\d+) attempts decide it: --repeat \1 \(or run\.repeat: auto with "
+        r"about (\d+) attempts decide it \(reproduced\): --repeat \1 \(or run\.repeat: auto with "
         r"run\.max_repeat: \1\)",
         result.stdout,
     )

@@ -30,7 +30,25 @@ def _run(*cells: CellResult) -> RunResult:
 def test_a_decidable_cell_is_told_its_repeat() -> None:
     (line,) = undecided_lines(_run(_undecided(1, 3, ">=0.1")))
     assert line.startswith("undecided: n=0: 1/3 (95% CI 0.06–0.80) straddles >=0.1; ")
-    assert "at the rate seen, about 5 attempts decide it: --repeat 5" in line
+    assert "at the rate seen, about 5 attempts decide it (reproduced): --repeat 5" in line
+    # Which way more attempts decide it is said: none of 3 straddles >=0.5, none of 4 fails it.
+    (line,) = undecided_lines(_run(_undecided(0, 3, ">=0.5")))
+    assert "about 4 attempts decide it (not reproduced): --repeat 4" in line
+
+
+def test_a_cell_whose_attempts_all_missed_alike_is_pointed_to_its_expect() -> None:
+    # The report's reason said more attempts will not settle it, and the terminal told
+    # --repeat 4 (which decides it as not reproduced).
+    crash = segfault_matrix().cells[3].attempts[0]
+    missed = ("signal: expected SIGSEGV, got SIGABRT",)
+    attempts = tuple(replace(crash, attempt=n, matched=False, mismatches=missed) for n in (1, 2, 3))
+    cell = replace(_undecided(0, 3, ">=0.5"), attempts=attempts)
+    (line,) = undecided_lines(_run(cell))
+    assert "--repeat" not in line
+    assert line.endswith(
+        "every attempt failed that way but missed signal: expected SIGSEGV, got SIGABRT: the "
+        "expect does not describe the failure that happens, and more attempts will not settle it"
+    )
 
 
 def test_the_bound_itself_is_said_only_of_a_rate_at_the_bound() -> None:
