@@ -26,7 +26,8 @@ or `infra` (could not run).
    judge even one pass over the program's top-level units (with the figure).
 2. **Verdict of a candidate.** A matching failure is proof that it still fails:
    then its passing cells must pass (a candidate that fails there lost the
-   condition, or is another bug: the nearest segfault is not this one), each
+   condition, or is another bug: the nearest segfault is not this one; so does one
+   whose pass printed an exception the original never did, `_new_passing`), each
    until (1 - q)^n <= `passing_error` (point 3), q `passing_rate`. A clean
    attempt is evidence against it: after n clean attempts the chance that a
    candidate failing at rate p stayed clean is (1 - p)^n, and the candidate is
@@ -468,6 +469,9 @@ class _Judging:
     raised: frozenset[str] = frozenset()
     # Where its attempts that failed as the bug hung (point 7; "" unread).
     places: frozenset[str] = frozenset()
+    # The exception types its passing cells printed where they passed: a thread's traceback
+    # leaves the exit code 0, so a cell whose program broke there still "passed".
+    passing_raised: frozenset[str] = frozenset()
     looked: int = 0  # matches its looks again stopped at: point 7's rate leaves them out
     rate_probed: bool = False  # point 7's attempts asked: its failing ones since are theirs
     recheck: bool = False  # it could not run `max_infra` times in a row: the original asked
@@ -612,7 +616,11 @@ class Minimization:
                         if kind == "match" and place
                     )
                 )
-        elif probe.role != "passing":
+        elif probe.role == "passing":
+            judging.passing_raised = judging.passing_raised.union(
+                *(names for kind, names in zip(kinds, raised, strict=False) if kind == "pass")
+            )
+        else:
             # A failure as the bug's, with or without the perturbation: why it failed.
             judging.raised = judging.raised.union(
                 *(names for kind, names in zip(kinds, raised, strict=False) if kind == "match")
@@ -979,7 +987,7 @@ class Minimization:
             if not self.settings.passing:
                 return "fails"
             p = judging.passing
-            if p.matched or p.other:
+            if p.matched or p.other or self._new_passing(judging):
                 return "loses-passing"
             if p.passed >= self.settings.passing * self.passing_needed():
                 return "fails"
@@ -1013,6 +1021,16 @@ class Minimization:
         if judging.program.key == self.original.key or self._raised_unknown:
             return ()
         return tuple(sorted(judging.raised.difference(self._original_raised)))
+
+    def _new_passing(self, judging: _Judging) -> tuple[str, ...]:
+        """The exception types its passing cells printed where they passed that the
+        original's attempts never did: a two-lock deadlock was minimized to `first, second
+        = () if ORDERED else (b, a)`, whose passing cell (ORDERED=1) died in its thread of
+        ValueError, exit code 0, and "passed"; the condition that is the bug was gone from
+        the cell that shows it. () for the original, or where its exceptions are unknown."""
+        if judging.program.key == self.original.key or self._raised_unknown:
+            return ()
+        return tuple(sorted(judging.passing_raised.difference(self._original_raised)))
 
     def _elsewhere(self, judging: _Judging) -> tuple[str, ...]:
         """The places its hangs sat in that none of the original's did (point 7); () for

@@ -1402,3 +1402,21 @@ def test_the_interval_rule_compares_against_the_original_rate_the_report_shows()
     assert verdicts["smaller"] == "fails-more-often", verdicts
     judged = next(j for j in result.judged if text(search.program(j.key)) == "smaller")
     assert judged.failing.matched - 1 == 8  # its first match left out, as the original's
+
+
+def test_a_passing_cell_that_passes_printing_a_new_exception_loses_the_passing_cell() -> None:
+    # A thread's traceback leaves the exit code 0: a candidate whose passing cell's thread
+    # died of ValueError (`first, second = ()` there) "passed", and was accepted.
+    broken = program(PROGRAM.replace("def helper", "def helper_"))
+    fine = program(PROGRAM + "\n")
+    search = Minimization(program(), Settings(passing=1), proposing(broken, fine))
+    while search.result is None:
+        for probe in search.next_probes():
+            if probe.role == "passing":
+                printed = ("ValueError",) if probe.key == broken.key else ()
+                search.record(probe, ["pass"], "", [printed])
+            else:
+                search.record(probe, ["match"] * max(1, probe.attempts), "", [()])
+    verdicts = {j.key: j.verdict for j in search.result.judged}
+    assert verdicts[broken.key] == "loses-passing"
+    assert verdicts[fine.key] == "fails"
