@@ -286,7 +286,7 @@ def results_table(run: RunResult, width: int | None = None) -> Table:
     short = console_names(run)
     table = Table(title=text(f"{run.spec_name}: {run.run_id}"), title_justify="left")
     if len(run.cells) > LARGE_RUN_CELLS:
-        return _grouped(run, table, short)
+        return _grouped(run, table, short, width)
     table.add_column("", no_wrap=True)
     # A long cell id (a captured command's flags as axes) wraps: were it kept on one line,
     # what was expected and what happened would shrink to nothing beside it.
@@ -306,7 +306,7 @@ def results_table(run: RunResult, width: int | None = None) -> Table:
             text(cell.cell.id),
             text(expectation_phrase(cell.expected)),
             text(actual),
-            # `_rates`' line breaks are its own; `text` writes a value's out as `\x0a`.
+            # `_fitted`'s line breaks are its own; `text` writes a value's out as `\x0a`.
             Text("\n").join(text(line) for line in rate.split("\n")),
             cell.verdict,
         )
@@ -317,28 +317,46 @@ def results_table(run: RunResult, width: int | None = None) -> Table:
 # column's notes are wrapped, and the width those are wrapped to (at least each rate's).
 _ROOM = 16
 _NOTE_WIDTH = 20
+# The verdict mark's width (an emoji is 2 columns wide).
+_MARK = 2
+
+
+def _chrome(columns: int) -> int:
+    """What a table of `columns` columns takes besides their text: a border before each
+    column and after the last, and 1 column of padding each side of each."""
+    return columns + 1 + 2 * columns
 
 
 def _rates(run: RunResult, width: int | None) -> list[str]:
     """Each cell's attempts column: its rate, and beside it what cut it short (`1/1
-    (interrupted after 1 of 3 attempts)`, `run.stop_on`'s note), on one line where the
-    terminal has the room. The column is never wrapped by rich (a rate broken over two
-    lines reads as two numbers), so on a narrow terminal the note is wrapped here, under
-    the rate: on one line it took 41 of 80 columns, and the cell, what was expected and
-    what happened were left 3 columns each, cut to `wor`, `pa…`."""
-    import textwrap
-
-    from reprospec.report.tables import rate_said
+    (interrupted after 1 of 3 attempts)`, `run.stop_on`'s note), fitted by `_fitted`."""
+    from reprospec.report.tables import rate_note
 
     pairs = [
-        (cell_rate_phrase(c.rate, c.expected), rate_said("", c.reason, run.interrupted).strip())
+        (cell_rate_phrase(c.rate, c.expected), rate_note(c.reason, run.interrupted))
         for c in run.cells
     ]
-    said = [f"{rate} {note}" if note else rate for rate, note in pairs]
     verdict = max((len(c.verdict) for c in run.cells), default=0)
+    # 6 columns, of which cell, expected and actual give way.
+    return _fitted(pairs, width, _chrome(6) + _MARK + verdict, 3)
+
+
+def _fitted(
+    pairs: list[tuple[str, str]], width: int | None, fixed: int, flexible: int
+) -> list[str]:
+    """Each (rate, note) of an attempts column, the note beside the rate where the terminal
+    has the room. The column is never wrapped by rich (a rate broken over two lines reads as
+    two numbers), so on a narrow terminal the note is wrapped here, under the rate: on one
+    line it took 41 of 80 columns, and the `flexible` columns (the cells, what was expected
+    and what happened) were left 2 to 4 columns each, cut to `wor`, `e…`. `fixed`: what the
+    table's other columns, borders and padding take."""
+    import textwrap
+
+    from reprospec.report.tables import with_note
+
+    said = [with_note(rate, note) for rate, note in pairs]
     widest = max(map(len, said), default=0)
-    # 6 columns: 7 borders and 2 columns of padding each; the mark is 2 wide.
-    if width is None or width - (19 + 2 + verdict + widest) >= 3 * _ROOM:
+    if width is None or width - (fixed + widest) >= flexible * _ROOM:
         return said
     wrap = max(_NOTE_WIDTH, *(len(rate) for rate, _ in pairs))
     # The rate's words all fit the first line (`wrap` is at least its width), so it is
@@ -346,7 +364,12 @@ def _rates(run: RunResult, width: int | None) -> list[str]:
     return [textwrap.fill(line, wrap, break_long_words=False) for line in said]
 
 
-def _grouped(run: RunResult, table: Table, short: Callable[[str], str]) -> Table:
+def _grouped(run: RunResult, table: Table, short: Callable[[str], str], width: int | None) -> Table:
+    """A large run's results table: one row per group of alike cells, its attempts column
+    fitted to the terminal as the per-cell table's is (`_fitted`): a large matrix is the
+    common Ctrl-C case."""
+    from rich.text import Text
+
     from reprospec.report.environment import cell_environments
     from reprospec.report.tables import result_groups
 
@@ -360,7 +383,15 @@ def _grouped(run: RunResult, table: Table, short: Callable[[str], str]) -> Table
     table.add_column("actual", ratio=2)
     table.add_column("attempts each", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
-    for group in groups:
+    flexible = 4 if with_env else 3
+    verdict = max((len(group["verdict"]) for group in groups), default=0)
+    rates = _fitted(
+        [(group["measured"], group["note"]) for group in groups],
+        width,
+        _chrome(flexible + 3) + _MARK + verdict,
+        flexible,
+    )
+    for group, rate in zip(groups, rates, strict=True):
         env = (text(group["env"]),) if with_env else ()
         table.add_row(
             group["mark"],
@@ -368,7 +399,8 @@ def _grouped(run: RunResult, table: Table, short: Callable[[str], str]) -> Table
             *env,
             text(group["expected"]),
             text(group["actual"]),
-            text(group["rate"]),
+            # `_fitted`'s line breaks are its own; `text` writes a value's out as `\x0a`.
+            Text("\n").join(text(line) for line in rate.split("\n")),
             group["verdict"],
         )
     return table

@@ -61,7 +61,9 @@ class ResultGroup(TypedDict):
     verdict: VerdictKind
     expected: str
     actual: str
-    rate: str
+    rate: str  # `measured` with its `note` beside it, as the reports show it
+    measured: str
+    note: str  # `rate_note`: what cut the cells' attempts short, "" where nothing did
     env: str
     reason: str
     count: int
@@ -219,7 +221,7 @@ def result_groups(
     read (outcome/judgedcells.py), and alike cells share their parts, so each part is worded
     once (`words`), not once per cell.
     """
-    groups: dict[tuple[VerdictKind, str, str, str, str, str], array[int]] = {}
+    groups: dict[tuple[VerdictKind, str, str, str, str, str, str], array[int]] = {}
     # (which words, id of a part) -> (the part, kept so that its id is not reused; its words)
     words: dict[tuple[int, int], tuple[object, str]] = {}
 
@@ -239,13 +241,10 @@ def result_groups(
             worded(1, c.attempts, actual),
             # An observed cell's column is its count of attempts (as in result_rows); a
             # judged rate is worded once per Rate its alike cells share.
-            rate_said(
-                cell_rate_phrase(c.rate, c.expected)
-                if c.expected.observes
-                else worded(2, c.rate, rate_phrase),
-                c.reason,
-                run.interrupted,
-            ),
+            cell_rate_phrase(c.rate, c.expected)
+            if c.expected.observes
+            else worded(2, c.rate, rate_phrase),
+            rate_note(c.reason, run.interrupted),
             ", ".join(differs.per_cell.get(c.cell.id, ())),
             # An interrupted run's reasons say which cells it cut short ("interrupted after 1
             # of 2 attempts"): a cell that matched in the attempts it ran reads complete else.
@@ -271,27 +270,38 @@ def result_groups(
             "verdict": verdict,
             "expected": expected,
             "actual": actual,
-            "rate": rate,
+            "rate": with_note(rate, note),
+            "measured": rate,
+            "note": note,
             "env": env,
             "reason": reason,
             "count": len(cells),
             "cells": patterns,
         }
-        for ((verdict, expected, actual, rate, env, reason), cells), patterns in zip(
+        for ((verdict, expected, actual, rate, note, env, reason), cells), patterns in zip(
             ranked, described, strict=True
         )
     ]
 
 
-def rate_said(rate: str, reason: str, interrupted: bool) -> str:
-    """A cell's rate, with that run.stop_on stopped it where it did (its attempts short of
-    the planned ones were skipped, not lost), or that a Ctrl-C cut it short (`1/1
-    (interrupted after 1 of 3 attempts)`, where `1/1` alone read as the whole cell's): a
-    reproduced cell's reason is not shown beside it."""
+def rate_note(reason: str, interrupted: bool) -> str:
+    """What cut a cell's attempts short, said beside its rate: that run.stop_on stopped it
+    where it did (its attempts short of the planned ones were skipped, not lost), or that a
+    Ctrl-C did (`interrupted after 1 of 3 attempts`, where `1/1` alone read as the whole
+    cell's); '' where neither did. A reproduced cell's reason is not shown beside it."""
     if stopped_of(reason):
-        return f"{rate} ({STOPPED_BY_STOP_ON})"
-    cut = interrupted_of(reason) if interrupted else ""
-    return f"{rate} ({cut})" if cut else rate
+        return STOPPED_BY_STOP_ON
+    return interrupted_of(reason) if interrupted else ""
+
+
+def with_note(rate: str, note: str) -> str:
+    """A rate with its `rate_note` beside it: `1/1 (interrupted after 1 of 3 attempts)`."""
+    return f"{rate} ({note})" if note else rate
+
+
+def rate_said(rate: str, reason: str, interrupted: bool) -> str:
+    """A cell's rate with its `rate_note`: what the results tables' rate column says."""
+    return with_note(rate, rate_note(reason, interrupted))
 
 
 __all__ = [
@@ -301,8 +311,10 @@ __all__ = [
     "attempt_rows",
     "durations",
     "ranges",
+    "rate_note",
     "rate_said",
     "result_groups",
     "result_rows",
     "said_before",
+    "with_note",
 ]

@@ -1417,3 +1417,36 @@ def test_a_large_runs_cells_are_not_copied_whole_to_shorten_no_command_line(
     light = replace(run, cells=tuple(judged.for_report(c) for c in run.cells))
     made = replace(light, cells=as_made(light.cells), paths={str(tmp_path): ""})
     assert with_short_commands(made).cells is made.cells
+
+
+def test_a_large_interrupted_runs_grouped_table_leaves_its_cells_room_at_80_columns() -> None:
+    """Past 32 cells the table groups alike cells, and its `attempts each` column kept the
+    note on one line: at 80 columns `cells` was 2 wide and what was expected and what
+    happened were cut to `e…`, `a…`. The note wraps under its rate as in the per-cell table."""
+    import io
+
+    from reprospec.core.inputs import Cell
+    from reprospec.report.console import make_console
+
+    whole = segfault_matrix()
+    cells = tuple(
+        replace(
+            c,
+            cell=Cell(id=f"n={n}", index=n, matrix={"n": n}),
+            reason=f"{c.reason} (interrupted after 1 of 2 attempts; --resume finishes it)",
+        )
+        for n, c in enumerate(tuple(whole.cells) * 10)
+    )
+    run = replace(whole, cells=cells, interrupted=True)
+    stream = io.StringIO()
+    console = make_console(stream)
+    console.width = 80
+    console.print(results_table(run, console.width))
+    table = stream.getvalue()
+    assert "attempts each" in table, table
+    assert max(map(len, table.splitlines())) <= 80, table
+    assert "│ crash      │" in table, table  # what was expected, not `cr…`
+    assert "1/1 (interrupted" in table, table
+    stream = io.StringIO()
+    make_console(stream).print(results_table(run, 160))
+    assert "1/1 (interrupted after 1 of 2 attempts)" in stream.getvalue()
