@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.amplify.search import AmplifyResult, ArmResult
-from reprospec.core.answers import RUNS_SHOWN, folded_runs, rendered, search_exit_code
+from reprospec.core.answers import rendered, run_ids, search_exit_code
 from reprospec.core.atomicfile import save_each, write_atomic
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
@@ -375,13 +375,8 @@ def markdown(found: AmplifyReport) -> str:
     if found.command_line:
         lines += ["", "## How to rerun", "", f"    {found.command_line}"]
     if found.runs:
-        lines += ["", "## Runs", "", *_runs(found.runs)]
+        lines += ["", "## Runs", "", *run_ids(found.runs)]
     return "\n".join(lines) + "\n"
-
-
-def _runs(runs: tuple[str, ...]) -> list[str]:
-    """amplify.md's run ids, one per probe: a search's 51 ids inline made a wall of text."""
-    return [", ".join(runs)] if len(runs) <= RUNS_SHOWN else folded_runs(runs)
 
 
 def _undecided(arm: ArmResult) -> str:

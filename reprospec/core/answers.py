@@ -68,13 +68,16 @@ def search_exit_code(
 
 # A search report's run ids (one per probe) past this many are folded: a search's hundred
 # ids inline made a wall of text above the answer's end.
-RUNS_SHOWN = 5
+_RUNS_SHOWN = 5
 
 
-def folded_runs(runs: Collection[str]) -> list[str]:
-    """A search report's run ids in a `<details>` block that names how many and the first
-    three (amplify.md's `## Runs`, isolate.md's `Runs`), for more than RUNS_SHOWN."""
+def run_ids(runs: Collection[str]) -> list[str]:
+    """A search report's run ids, one per probe (amplify.md's `## Runs`, isolate.md's
+    `Runs:`): up to 5 on one line, each backquoted; past that, in a `<details>` block that
+    names how many and the first three. None where there are none."""
     ids = list(runs)
+    if len(ids) <= _RUNS_SHOWN:
+        return [", ".join(f"`{run}`" for run in ids)] if ids else []
     first = ", ".join(f"`{run}`" for run in ids[:3])
     return [
         f"<details><summary>{len(ids)} runs, one per probe: {first}, …</summary>",

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from reprospec.core.answers import RUNS_SHOWN, folded_runs, rendered, search_exit_code
+from reprospec.core.answers import rendered, run_ids, search_exit_code
 from reprospec.core.atomicfile import save_all
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
@@ -330,12 +330,10 @@ def markdown(found: IsolateResult) -> str:
             f"| {describe_set(found, evidence.applied)} | {t.attempts} | {t.matched} | "
             f"{t.other} | {t.infra} |"
         )
-    if len(found.runs) > RUNS_SHOWN:
+    if found.runs:
         # A search of 100 attempts makes 100 or so probe runs: inline, their ids were one
-        # line of 4,000 characters at the report's end (amplify.md folds its the same way).
-        out += ["", "Runs:", "", *folded_runs(found.runs)]
-    elif found.runs:
-        out += ["", f"Runs ({len(found.runs)}): " + ", ".join(f"`{r}`" for r in found.runs)]
+        # line of 4,000 characters at the report's end (folded as amplify.md's are).
+        out += ["", "Runs:", "", *run_ids(found.runs)]
     return "\n".join(out) + "\n"
 
 

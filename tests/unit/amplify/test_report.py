@@ -432,7 +432,8 @@ def test_amplify_md_folds_a_long_list_of_runs(tmp_path: Path) -> None:
     assert "</details>" in section
     assert ", ".join(runs) not in text
     few = markdown(replace(found, runs=runs[:2]))
-    assert few.endswith("## Runs\n\n20261202-045100-ab00, 20261202-045101-ab01\n")
+    # Inline as isolate.md's are: each backquoted.
+    assert few.endswith("## Runs\n\n`20261202-045100-ab00`, `20261202-045101-ab01`\n")
 
 
 def test_the_amplified_spec_s_rate_comment_says_the_amplified_rate(tmp_path: Path) -> None:

@@ -265,4 +265,4 @@ def test_a_search_of_many_probes_folds_their_run_ids() -> None:
     assert md.count("- `20261207-07") == 106
     assert max(len(line) for line in md.splitlines() if "20261207-07" in line) < 200
     few = markdown(replace(_pair(fused, cache), runs=runs[:2]))
-    assert "Runs (2): `20261207-073600-s-0000`, `20261207-073601-s-0001`" in few
+    assert "Runs:\n\n`20261207-073600-s-0000`, `20261207-073601-s-0001`" in few
