@@ -158,14 +158,18 @@ def rate_used(min_rate: float, failed: int, attempts: int) -> float:
     failed `failed` times in `attempts`: the assumed minimum, or the 99% lower bound of
     their rate where that is more and they flaked at least once.
 
-    The bound is rounded down to a thousandth (one model per rate is built and kept):
-    rounded to nearest, 10 failures in 8,000 attempts (a bound of 0.000565) was a rate of
-    0.001, and clean attempts counted for more than they show. The assumed rate is never
-    rounded: `--min-rate 0.0004` was a rate of 0, and the search an internal error after
-    the bad end had run.
+    The bound is rounded down (one model per rate is built and kept): to a thousandth, or
+    to two figures below 0.01, so that a rate under a thousandth is not lost. Rounded to
+    nearest, 10 failures in 8,000 attempts (a bound of 0.000565) was a rate of 0.001, and
+    clean attempts counted for more than they show. The assumed rate is never rounded:
+    `--min-rate 0.0004` was a rate of 0, and the search an internal error after the bad
+    end had run.
     """
     bound = wilson_lower(failed, attempts, RATE_Z) if attempts > failed else 0.0
-    return min(0.99, max(min_rate, math.floor(bound * 1000) / 1000))
+    if bound > 0:
+        step = min(0.001, 10.0 ** (math.floor(math.log10(bound)) - 1))
+        bound = round(math.floor(bound / step) * step, 12)  # 12: no 0.00066000000000001
+    return min(0.99, max(min_rate, bound))
 
 
 def count(value: JsonValue) -> int:

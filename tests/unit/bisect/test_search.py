@@ -429,12 +429,14 @@ def test_a_best_guess_out_of_budget_states_the_probability_the_stop_would_hold_i
 
 
 def test_the_measured_rate_never_raises_the_assumed_one_above_its_bound() -> None:
-    # 10 failures in 8,000 attempts: a 99% lower bound of about 0.00057, which rounding to
-    # nearest made 0.001 (clean attempts then ruled versions out as if the bug failed
-    # nearly twice as often as the evidence allows).
-    bound = wilson_lower(10, 8000, RATE_Z)
-    assert 0.0005 < bound < 0.001
-    assert rate_used(0.0004, 10, 8000) == 0.0004  # the bound rounded down is 0.000
-    assert rate_used(0.3, 10, 8000) == 0.3  # the assumed rate when it is more
-    assert rate_used(0.3, 5, 5) == 0.3  # never flaked: the bound is not used
-    assert rate_used(0.1, 60, 100) == math.floor(wilson_lower(60, 100, RATE_Z) * 1000) / 1000
+    # The 99% lower bound of the versions known bad raises the assumed rate, rounded down:
+    # rounded to nearest, 33 failures in 100 (a bound of 0.2228) weighed clean attempts at
+    # 0.223, and 10 in 8,000 (0.000565) at 0.001, nearly twice what the evidence allows.
+    assert 0.2225 < wilson_lower(33, 100, RATE_Z) < 0.223
+    assert rate_used(0.1, 33, 100) == 0.222
+    assert rate_used(0.1, 60, 100) == 0.471
+    # Below a thousandth the bound keeps two figures instead of falling to the assumed rate.
+    assert rate_used(0.0004, 10, 8000) == 0.00056
+    assert rate_used(0.0004, 40, 40000) == 0.00066
+    assert rate_used(0.3, 33, 100) == 0.3  # the assumed rate where it is more
+    assert rate_used(0.1, 5, 5) == 0.1  # never flaked: the bound is not used
