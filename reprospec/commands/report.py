@@ -35,7 +35,6 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.report import render
     from reprospec.store.resultsjson import find_run, load_run
 
-    _refuse_a_search_folder(args.run)
     results = find_run(args.run, Path(args.out))
     run_result = load_run(results, Path(args.out))
     text = render(run_result, args.format)
@@ -47,34 +46,6 @@ def run(args: argparse.Namespace) -> int:
         opt.write_output(args.output, text, force=args.force)
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
-
-
-# The searches whose folders (`OUT/isolate/ID/`, a minimization's DIR, ...) hold an answer
-# (VERB.json and VERB.md) rather than a run.
-_SEARCHES = ("isolate", "amplify", "minimize", "bisect")
-
-
-def _refuse_a_search_folder(given: str) -> None:
-    """`report .reprospec/isolate/ID` (or its isolate.md) said "is not a run folder: it has
-    no results.json, nor anything a run writes", which left the user looking for the run: a
-    search's folder holds its answer, which its VERB.md is and its command prints again."""
-    from reprospec.errors import UsageError
-
-    path = Path(given)
-    folder = path if path.is_dir() else path.parent
-    for verb in _SEARCHES:
-        if (folder / f"{verb}.json").is_file() and (path.is_dir() or path.stem == verb):
-            what = f"{'an' if verb[0] in 'aei' else 'a'} {verb}"
-            said = (
-                f"{what} folder, not a run: its answer is {folder / f'{verb}.md'}"
-                if path.is_dir()
-                else f"the answer of {what}, not a run"
-            )
-            raise UsageError(
-                f"{given} is {said}, which the same `reprospec {verb}` command prints again; "
-                "report renders a run (a run folder, a run id, `latest`), such as one of the "
-                f"probe runs {verb}.md lists"
-            )
 
 
 def relinked(text: str, run_dir: Path, output: Path) -> str:

@@ -561,6 +561,7 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
     path = Path(path_or_id)
     if path.is_dir() and RunFolder(path).results_json.is_file():
         return RunFolder(path).results_json
+    _refuse_a_search_answer(path)
     if path.is_file():
         if path.name.lower().endswith(BUNDLE_SUFFIXES):
             # A bundle handed on (`report b.tar.gz`, `compare b.tar.gz latest`): read as
@@ -604,6 +605,32 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
     # No run found: where --out is a file, that is why, said as history says it.
     RunFolder.check_out(out_root)
     raise UsageError(f"no run {name!r}: not a run folder, a results.json, or a run id under {runs}")
+
+
+# The searches whose folders (`OUT/isolate/ID/`, a minimization's DIR, ...) hold an answer
+# (VERB.json and VERB.md) rather than a run.
+_SEARCHES = ("isolate", "amplify", "minimize", "bisect")
+
+
+def _refuse_a_search_answer(path: Path) -> None:
+    """`report`, `compare` or `bundle` of `.reprospec/isolate/ID` (or its isolate.md) said
+    "is not a run folder: it has no results.json, nor anything a run writes", which left
+    the user looking for the run: a search's folder holds its answer, which its VERB.md is
+    and its command prints again."""
+    folder = path if path.is_dir() else path.parent
+    for verb in _SEARCHES:
+        if (folder / f"{verb}.json").is_file() and (path.is_dir() or path.stem == verb):
+            what = f"{'an' if verb[0] in 'aei' else 'a'} {verb}"
+            said = (
+                f"{what} folder, not a run: its answer is {folder / f'{verb}.md'}"
+                if path.is_dir()
+                else f"the answer of {what}, not a run"
+            )
+            raise UsageError(
+                f"{path} is {said}, which the same `reprospec {verb}` command prints again; "
+                "a run is named by its folder, its id or `latest`, such as one of the probe "
+                f"runs {verb}.md lists"
+            )
 
 
 def _run_wrote(folder: Path) -> bool:

@@ -338,3 +338,24 @@ def test_report_of_a_search_folder_names_its_answer(
     assert "not a run" in err
     assert "the same `reprospec isolate` command prints again" in err
     assert "nor anything a run writes" not in err
+
+
+@pytest.mark.parametrize("verb", ["compare", "bundle"])
+def test_compare_and_bundle_of_a_search_folder_name_its_answer(
+    tmp_path: Path, verb: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As report's: compare and bundle of `.reprospec/amplify/ID` still said "is not a run
+    folder: it has no results.json, nor anything a run writes"."""
+    from reprospec.cli import main
+
+    folder = tmp_path / "amplify" / "s-0123456789"
+    folder.mkdir(parents=True)
+    (folder / "amplify.json").write_text("{}")
+    (folder / "amplify.md").write_text("## Amplification\n")
+    second = [str(folder)] if verb == "compare" else ["-o", str(tmp_path / "b.tar.gz")]
+    argv = [verb, str(folder), *second]
+    assert main([*argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"reprospec: {folder} is an amplify folder, not a run: its answer is " in err
+    assert "the same `reprospec amplify` command prints again" in err
+    assert "nor anything a run writes" not in err
