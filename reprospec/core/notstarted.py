@@ -64,8 +64,9 @@ def not_started(
     declared packages, none of which provides it there, and the import that judges a
     version of theirs that lacks it under another name (`tlz` of an old toolz). `unchosen`:
     the command's `python` ran reprospec's own interpreter (`Execution.unchosen_python`), in
-    which that import is the `--python` rule's infra-error too, so the import is said with
-    `--python PATH`."""
+    which that import is the `--python` rule's infra-error too: it leads with `pass --python
+    PATH`, the fix an import of the module is given there (outcome/setupfail.py), not with
+    installing into reprospec's interpreter."""
     if code == 127 and (found := _NOT_FOUND.search(stderr)) is not None:
         return f"command not found: {found['cmd'].strip()} (exit 127)"
     if code == 126 and (found := _NOT_EXECUTABLE.search(stderr)) is not None:
@@ -86,8 +87,17 @@ def not_started(
     if normalize(missing) in declared:
         return None
     said = f"{found['exe']} -m {module}: no module named {missing} in that interpreter (exit 1)"
-    if not declared:
+    # Under reprospec's own interpreter "install it there" meant into reprospec's: the fix is
+    # the one setupfail's unchosen rule gives an import of the module, --python PATH.
+    if unchosen:
+        fix = "pass --python PATH (the interpreter that has it)"
+    elif not declared:
         return f"{said}; install it there, or add it to environment.packages"
+    else:
+        fix = "install it there"
+    said = f"{said}; {fix}, or add the package that provides it to environment.packages"
+    if not declared:
+        return said
     # Declared packages were checked installed, at their versions, before the start; one may
     # be the module's under another name (`tlz` of toolz, `sklearn` of scikit-learn) in a
     # version that has it, but no metadata of the installed version names a module it lacks,
@@ -95,15 +105,11 @@ def not_started(
     # there misled, and a module a declared version lacks is the program's failure when the
     # program imports it (its traceback, outcome/setupfail.py), not when runpy cannot start it.
     # Under reprospec's own interpreter that import is infra-error as well (setupfail's
-    # unchosen rule: no metadata ties `tlz` to toolz either), so it is said with --python.
-    judge = f"`python -c 'import {missing}'`"
-    if unchosen:
-        judge += " with --python PATH (the command's python is reprospec's own interpreter)"
+    # unchosen rule: no metadata ties `tlz` to toolz either): the lead says --python.
     return (
-        f"{said}; install it there, or add the package that provides it to "
-        f"environment.packages (none of those it names, {', '.join(sorted(declared))}, "
-        f"provides it there: where a version of theirs lacks {missing}, "
-        f"{judge} judges that version)"
+        f"{said} (none of those it names, {', '.join(sorted(declared))}, provides it there: "
+        f"where a version of theirs lacks {missing}, `python -c 'import {missing}'` judges "
+        "that version)"
     )
 
 

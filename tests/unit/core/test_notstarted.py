@@ -45,15 +45,30 @@ def test_python_dash_m_of_a_module_no_declared_package_provides_says_so() -> Non
     )
 
 
-def test_under_reprospecs_own_interpreter_the_import_that_judges_says_python() -> None:
+@pytest.mark.parametrize(
+    ("declared", "judged"),
+    [
+        ((), ""),
+        (
+            ("toolz",),
+            " (none of those it names, toolz, provides it there: where a version of theirs "
+            "lacks tlz, `python -c 'import tlz'` judges that version)",
+        ),
+    ],
+)
+def test_under_reprospecs_own_interpreter_it_leads_with_python(
+    declared: tuple[str, ...], judged: str
+) -> None:
     # There `python -c 'import tlz'` is the --python rule's infra-error too (no metadata ties
-    # tlz to toolz): the hint sent the person to a second refusal (review).
-    said = not_started(1, f"{PY}: No module named tlz\n", declared=("toolz",), unchosen=True)
-    assert said is not None
-    assert said.endswith(
-        "`python -c 'import tlz'` with --python PATH (the command's python is reprospec's "
-        "own interpreter) judges that version)"
-    ), said
+    # tlz to toolz), whose reason says "pass --python PATH"; `-m` of it led with "install it
+    # there", into reprospec's own interpreter, with --python only inside the judge's
+    # parenthesis (review).
+    said = not_started(1, f"{PY}: No module named tlz\n", declared=declared, unchosen=True)
+    assert said == (
+        f"{PY} -m tlz: no module named tlz in that interpreter (exit 1); pass --python PATH "
+        "(the interpreter that has it), or add the package that provides it to "
+        f"environment.packages{judged}"
+    )
 
 
 @pytest.mark.parametrize(

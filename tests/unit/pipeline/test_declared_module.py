@@ -40,12 +40,12 @@ def test_an_undeclared_module_missing_never_started(tmp_path: Path) -> None:
     assert "no module named attrs in that interpreter" in outcome.reason
 
 
-def test_under_reprospecs_own_interpreter_the_reason_says_to_judge_with_python(
+def test_under_reprospecs_own_interpreter_the_reason_leads_with_python(
     tmp_path: Path,
 ) -> None:
-    """`python -m tlz` beside toolz, the command's `python` reprospec's own: the reason said
-    that `python -c 'import tlz'` judges a version lacking it, but that import is the
-    unchosen rule's infra-error there as well (review)."""
+    """`python -m tlz` beside toolz, the command's `python` reprospec's own: the reason led
+    with "install it there", into reprospec's interpreter, where an import of tlz is told
+    "pass --python PATH" (the unchosen rule's infra-error there as well) (review)."""
     import dataclasses
 
     (tmp_path / "stderr.log").write_bytes(b"/x/bin/python: No module named tlz\n")
@@ -60,7 +60,8 @@ def test_under_reprospecs_own_interpreter_the_reason_says_to_judge_with_python(
     )
     outcome = attempt_result(plan, execution, Evidence.read(execution)).outcome
     assert isinstance(outcome, NotRun)
-    assert "`python -c 'import tlz'` with --python PATH" in outcome.reason, outcome.reason
+    assert "tlz in that interpreter (exit 1); pass --python PATH" in outcome.reason, outcome.reason
+    assert "install it there" not in outcome.reason, outcome.reason
 
 
 def test_the_module_owners_are_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
