@@ -190,7 +190,7 @@ def _past_a_shim(request: str, found: str) -> tuple[str, str | None]:
     said, why = version_of(found)
     if said is not None and pythons.matches(version, said):
         return found, said
-    other = pythons.find(version, tried={found: why or f"Python {said}"})
+    other = pythons.find(version, passed_over={found: why or f"Python {said}"})
     if other.path is None:
         raise EnvBuildError(
             f"no Python {version} that runs on this machine{_looked(other.tried)}; give the "

@@ -55,16 +55,17 @@ def plain(request: str) -> bool:
     return _VERSION.fullmatch(request) is not None
 
 
-def find(request: str, *, tried: Mapping[str, str] | None = None) -> Found:
+def find(request: str, *, passed_over: Mapping[str, str] | None = None) -> Found:
     """The first interpreter of `request` in the places above that runs, or what was
-    tried; a request that is no plain version finds nothing, trying nothing (`tried` None).
-    `tried`: interpreters the caller ran already, each with why it passed it over (PATH's
-    shim that does not run, `_past_a_shim`): said among those tried, not started again (a
-    pyenv shim's start is a bash `pyenv exec`)."""
+    tried; a request that is no plain version finds nothing and reads no place: its
+    `Found.tried` is None, and `passed_over` is not said (callers ask `plain` first).
+    `passed_over`: interpreters the caller ran already, each with why it passed it over
+    (PATH's shim that does not run, venvs/build.py `_past_a_shim`): said first in
+    `Found.tried`, not started again (a pyenv shim's start is a bash `pyenv exec`)."""
     if not plain(request):
         return Found(None, None, None)
-    passed = [f"{path} ({why})" for path, why in (tried or {}).items()]
-    seen = {os.path.realpath(path) for path in tried or {}}
+    passed = [f"{path} ({why})" for path, why in (passed_over or {}).items()]
+    seen = {os.path.realpath(path) for path in passed_over or {}}
     for path in _candidates(request):
         real = os.path.realpath(path)
         if real in seen:
