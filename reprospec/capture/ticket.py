@@ -74,7 +74,7 @@ from reprospec.outcome.watchdog import (
     pytest_timeout_seconds,
     pytest_timeout_worker,
 )
-from reprospec.plan.shellwords import is_assignment, shell_script
+from reprospec.plan.shellwords import shell_script
 from reprospec.plan.wrappers import program_start
 from reprospec.spec.presets import PRESETS, PYTEST_NODE_ID, detect, output_lines
 
@@ -2407,7 +2407,7 @@ def _senders_paths(
     words = _words(head)
     moved: list[tuple[str, str]] = []
     foreign: list[str] = []
-    program = next((n for n, w in enumerate(words) if not is_assignment(w)), None)
+    program = _program_at(words)
     for index, word in enumerate(words):
         option, equals, path = word.rpartition("=") if word.startswith("-") else ("", "", word)
         parts = Path(path).parts  # ("/", "home", ...), ("C:", "Users", ...), ("~", ...)

@@ -2686,6 +2686,14 @@ def test_the_senders_absolute_paths_are_made_relative_where_the_folder_has_them(
     assert alone == "python /home/a/p/src/t.py --config=/home/a/p/c.yaml --out /tmp/o"
 
 
+def test_a_senders_program_under_a_wrapper_keeps_a_path(tmp_path: Path) -> None:
+    # The program is the word past the wrapper: `timeout 600 run.sh` looked run.sh up on
+    # PATH (command not found), as the first word that was no assignment was `timeout`.
+    (tmp_path / "run.sh").write_text("")
+    log = "$ timeout 600 /home/alice/proj/run.sh\nTraceback (most recent call last):\nOSError\n"
+    assert read_ticket(log, workdir=tmp_path).command == "timeout 600 ./run.sh"
+
+
 def test_a_cores_command_line_is_said_to_have_lost_its_quoting() -> None:
     # The kernel joins argv with blanks: `python3 -c import m; m.call()` was stated as the
     # command `python3 -c import 'm;' 'm.call()'` (a SyntaxError run), and `--run-name my
