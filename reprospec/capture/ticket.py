@@ -2427,7 +2427,7 @@ def _senders_paths(
             None,
         )
         if here is None:
-            if not _exists(Path(path).expanduser()):
+            if not _exists(Path(path)):
                 foreign.append(path)
             continue
         if index == program and "/" not in here:
@@ -2440,11 +2440,12 @@ def _senders_paths(
 
 
 def _exists(path: Path) -> bool:
-    """Whether `path` exists, False for one no file system takes (too long, a NUL in it):
-    a ticket's word is anything."""
+    """Whether `path` exists (`~` read as this user's home), False for one no file system
+    takes (too long, a NUL in it: a ticket's word is anything) and for a `~/...` where this
+    user has no home (HOME unset, no passwd entry: `docker run -u 1234`)."""
     try:
-        return path.exists()
-    except (OSError, ValueError):
+        return path.expanduser().exists()
+    except (OSError, ValueError, RuntimeError):
         return False
 
 

@@ -2694,6 +2694,22 @@ def test_a_senders_program_under_a_wrapper_keeps_a_path(tmp_path: Path) -> None:
     assert read_ticket(log, workdir=tmp_path).command == "timeout 600 ./run.sh"
 
 
+def test_a_senders_home_path_where_this_user_has_no_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `~` expands by HOME, else by the passwd entry: a uid with neither (`docker run -u
+    # 1234`) raised RuntimeError out of the capture.
+    import pwd
+
+    def no_entry(uid: int) -> pwd.struct_passwd:
+        raise KeyError(uid)
+
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    log = "$ python ~/proj/src/t.py\nTraceback (most recent call last):\nValueError: bad\n"
+    assert read_ticket(log, workdir=tmp_path).sender_paths == ("~/proj/src/t.py",)
+
+
 def test_a_cores_command_line_is_said_to_have_lost_its_quoting() -> None:
     # The kernel joins argv with blanks: `python3 -c import m; m.call()` was stated as the
     # command `python3 -c import 'm;' 'm.call()'` (a SyntaxError run), and `--run-name my
