@@ -2407,6 +2407,7 @@ def _senders_paths(
     words = _words(head)
     moved: list[tuple[str, str]] = []
     foreign: list[str] = []
+    changed: list[tuple[str, str, str]] = []
     program = _program_at(words)
     for index, word in enumerate(words):
         option, equals, path = word.rpartition("=") if word.startswith("-") else ("", "", word)
@@ -2433,10 +2434,29 @@ def _senders_paths(
         if index == program and "/" not in here:
             here = f"./{here}"  # a program by its bare name is looked for on PATH
         moved.append((path, here))
+        changed.append((word, f"{option}{equals}", here))
         words[index] = f"{option}{equals}{here}"
     if not moved:
         return command, (), tuple(foreign)
-    return " ".join(filter(None, (shlex.join(words), tail))), tuple(moved), tuple(foreign)
+    head = _respelled(head, changed, words)
+    return " ".join(filter(None, (head, tail))), tuple(moved), tuple(foreign)
+
+
+def _respelled(head: str, changed: list[tuple[str, str, str]], words: list[str]) -> str:
+    """`head` with each changed word, in order (the word as read, what stays of it: `--data=`
+    or ``, its new value), written over where it stands as written, every other character
+    as the log has it: `shlex.join` quoted each word, so `$DATA_DIR`, `~/cfg.yaml` and
+    `*.txt` no longer expanded. `words` (the words as changed) joined where a changed word is
+    not found as written (the log quoted it)."""
+    out: list[str] = []
+    at = 0
+    for word, kept, value in changed:
+        found = re.compile(rf"(?<!\S){re.escape(word)}(?=\s|$)").search(head, at)
+        if found is None:
+            return shlex.join(words)
+        out += [head[at : found.start()], kept, shlex.quote(value)]
+        at = found.end()
+    return "".join(out) + head[at:]
 
 
 def _exists(path: Path) -> bool:
@@ -2470,7 +2490,8 @@ def _run_python(command: str, said: str | None) -> tuple[str, str | None]:
     if version is not None and said is not None and version != said:
         return command, None
     words[index] = "python"
-    return " ".join(filter(None, (shlex.join(words), tail))), version
+    head = _respelled(head, [(word, "", "python")], words)
+    return " ".join(filter(None, (head, tail))), version
 
 
 def _is_python(words: list[str]) -> bool:

@@ -2710,6 +2710,21 @@ def test_a_senders_home_path_where_this_user_has_no_home(
     assert read_ticket(log, workdir=tmp_path).sender_paths == ("~/proj/src/t.py",)
 
 
+def test_only_the_words_rewritten_change_in_the_command(tmp_path: Path) -> None:
+    # The command was joined again from its words, each quoted: `$DATA_DIR`, `~/cfg.yaml`
+    # and `*.txt` no longer expanded in the reader's shell.
+    (tmp_path / "train.py").write_text("")
+    rest = "--data $DATA_DIR --config ~/cfg.yaml --glob *.txt 2>&1 | tee log"
+    error = "\nTraceback (most recent call last):\nValueError: bad\n"
+    moved = f"$ python /home/alice/proj/train.py {rest}{error}"
+    assert read_ticket(moved, workdir=tmp_path).command == f"python train.py {rest}"
+    interpreter = f"$ /opt/conda/bin/python3.10 train.py {rest}{error}"
+    assert read_ticket(interpreter).command == f"python train.py {rest}"
+    # A word the log quoted is found as read, not as written: the words are joined then.
+    quoted = f"$ python '/home/alice/proj/train.py' --data $D{error}"
+    assert read_ticket(quoted, workdir=tmp_path).command == "python train.py --data '$D'"
+
+
 def test_a_cores_command_line_is_said_to_have_lost_its_quoting() -> None:
     # The kernel joins argv with blanks: `python3 -c import m; m.call()` was stated as the
     # command `python3 -c import 'm;' 'm.call()'` (a SyntaxError run), and `--run-name my
