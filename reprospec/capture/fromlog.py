@@ -246,7 +246,8 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         todo.append(
             f"command: it names the sender's {noun(len(ticket.sender_paths), 'path')} "
             + ", ".join(ticket.sender_paths)
-            + ", on no other machine: put the files in the workdir and name them relative to it"
+            + ", on no other machine: name them by a path the reader has (relative to the"
+            " workdir)"
         )
     todo.append("environment.workdir: where the command runs, relative to this spec")
     todo.append(

@@ -2725,6 +2725,30 @@ def test_only_the_words_rewritten_change_in_the_command(tmp_path: Path) -> None:
     assert read_ticket(quoted, workdir=tmp_path).command == "python train.py --data '$D'"
 
 
+def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
+    error = "\nTraceback (most recent call last):\nValueError: bad\n"
+    (tmp_path / "train.py").write_text("")
+    (tmp_path / "data").mkdir()
+
+    def read(command: str) -> Ticket:
+        return read_ticket(f"$ {command}{error}", workdir=tmp_path)
+
+    # An environment's console script is no file to put in the workdir: by its name.
+    read_ = read("/home/alice/.venv/bin/torchrun --nproc_per_node 2 /home/alice/p/train.py")
+    assert (read_.command, read_.sender_paths) == ("torchrun --nproc_per_node 2 train.py", ())
+    user = read("/home/alice/.local/bin/deepspeed train.py")
+    assert (user.command, user.sender_paths) == ("deepspeed train.py", ())
+    # A user's AppData in any case is theirs, not their project's.
+    cache = read("python train.py --cache c:/users/me/appdata/local/cache")
+    assert cache.sender_paths == ()
+    # A Hydra override's path and an assignment's are read as --opt=PATH's are.
+    hydra = read("DATA=/home/a/p/data python train.py data.root=/home/a/p/data +x=/h/a/z")
+    assert hydra.command == "DATA=data python train.py data.root=data +x=/h/a/z"
+    assert hydra.sender_paths == ("/h/a/z",)
+    (todo,) = [item for item in skeleton(hydra, "t.md").todo if item.startswith("command:")]
+    assert "name them by a path the reader has" in todo
+
+
 def test_a_cores_command_line_is_said_to_have_lost_its_quoting() -> None:
     # The kernel joins argv with blanks: `python3 -c import m; m.call()` was stated as the
     # command `python3 -c import 'm;' 'm.call()'` (a SyntaxError run), and `--run-name my
