@@ -456,7 +456,8 @@ _GHA_RUN = re.compile(r"^(?P<group>##\[group\])?Run (?P<command>\S.*)$")
 _GHA_SHELL = re.compile(r"^\s*shell: \S")
 # How far below its header GitHub's `shell:` line may be: the script it echoes comes between.
 _GHA_SCRIPT_LINES = 40
-_VERSIONED_PYTHON = re.compile(r"^python(?P<version>3\.\d+)$")
+# A Windows prompt's `python3.10.exe` says its version as `python3.10` does.
+_VERSIONED_PYTHON = re.compile(r"^python(?P<version>3\.\d+)(?:\.[eE][xX][eE])?$")
 # Where a frame's function or file says what a training program was doing.
 _PHASE_FRAMES = (
     (re.compile(r"sanity_check"), "sanity_check"),

@@ -2749,6 +2749,36 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
     assert "name them by a path the reader has" in todo
 
 
+def test_an_interpreter_and_appdata_are_no_senders_paths(tmp_path: Path) -> None:
+    # _run_python writes most interpreters `python` before the sender's paths are read: these
+    # reach the guards (an AppData path that is no interpreter, and interpreters it keeps as
+    # the log says another version), which a test of a rewritten one never did.
+    error = "Traceback (most recent call last):\nValueError: bad\n"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/t.py").write_text("")
+    cache = (
+        "PS C:\\Users\\me\\proj> python C:\\Users\\me\\proj\\src\\t.py --cache "
+        f"C:\\Users\\me\\AppData\\Local\\cache\n{error}"
+    )
+    read = read_ticket(cache, workdir=tmp_path)
+    assert (read.command, read.sender_paths) == (
+        "python src/t.py --cache C:/Users/me/AppData/Local/cache",
+        (),
+    )
+    kept = (
+        "Python version: 3.11.4\nPS C:\\Users\\me\\proj> C:\\Users\\me\\AppData\\Local\\"
+        f"Programs\\Python\\Python310\\python3.10.exe C:\\Users\\me\\proj\\src\\t.py\n{error}"
+    )
+    read = read_ticket(kept, workdir=tmp_path)
+    assert (read.command, read.sender_paths) == (
+        "C:/Users/me/AppData/Local/Programs/Python/Python310/python3.10.exe src/t.py",
+        (),
+    )
+    posix = f"Python version: 3.11.4\n$ /home/me/py310/python3.10 /home/me/proj/src/t.py\n{error}"
+    read = read_ticket(posix, workdir=tmp_path)
+    assert (read.command, read.sender_paths) == ("/home/me/py310/python3.10 src/t.py", ())
+
+
 def test_a_cores_command_line_is_said_to_have_lost_its_quoting() -> None:
     # The kernel joins argv with blanks: `python3 -c import m; m.call()` was stated as the
     # command `python3 -c import 'm;' 'm.call()'` (a SyntaxError run), and `--run-name my
